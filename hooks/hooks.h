@@ -1,0 +1,33 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/* Rules for every hook in hooks/ (see CODING_STYLE.md, "Hooks"):
+ *
+ * 1. Three layers: the exported libc-named function is a one-liner that
+ *    calls hook_<lib>_<fn>(); that does the logic and calls real_<fn>(), a
+ *    static inline that binds lazily (pthread_once) and calls the pointer.
+ * 2. Return exactly what the real call returned and leave errno as the real
+ *    call left it: save errno after the real call, restore it before
+ *    returning.
+ * 3. Nothing on a read path allocates, locks, logs or calls dlsym.
+ * 4. Never call a hooked function from inside the shim except through
+ *    real_*() or the raw syscalls in preload/sys.h.
+ * 5. Pass straight through when ctxshim_active() is false or the call has
+ *    nothing to do with us (the first lines of every hook).
+ * 6. Async-signal-safe: a hook may run inside the application's signal
+ *    handler; per-thread state is guarded by the busy flag in thread-ctx.c.
+ * 7. Every new exported name goes into preload/ctxshim.sym too (the
+ *    symbols-leak test checks it). */
+
+#include "bind.h"
+#include "shim.h"
+#include "thread-ctx.h"
+
+#define HOOK_EXPORT CTXSHIM_EXPORT
+
+#define HOOK_SAVE_ERRNO(expr)                                                    \
+	do {                                                                     \
+		int saved_errno_ = errno;                                        \
+		expr;                                                            \
+		errno = saved_errno_;                                            \
+	} while (0)

@@ -1,0 +1,90 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "config.h"
+
+#include "cfg.h"
+#include "log.h"
+
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+struct ctxshim_config ctxshim_cfg;
+
+bool
+ctxshim_env_bool(const char *name, bool dflt)
+{
+	const char *v = secure_getenv(name);
+
+	if (!v || !*v)
+		return dflt;
+	if (strcmp(v, "1") == 0 || strcasecmp(v, "yes") == 0 ||
+	    strcasecmp(v, "true") == 0 || strcasecmp(v, "on") == 0)
+		return true;
+	if (strcmp(v, "0") == 0 || strcasecmp(v, "no") == 0 ||
+	    strcasecmp(v, "false") == 0 || strcasecmp(v, "off") == 0)
+		return false;
+	ctxshim_log("%s=%s is not a boolean, using %s", name, v, dflt ? "1" : "0");
+	return dflt;
+}
+
+/* HTTP field names are tokens (RFC 9110 §5.6.2); we keep them lowercase so
+ * the attribute key is stable whatever case the config used. */
+static bool
+header_name_ok(const char *s, size_t len)
+{
+	static const char extra[] = "!#$%&'*+-.^_`|~";
+	size_t i;
+
+	if (len == 0 || len >= CTXSHIM_HEADER_NAME_MAX)
+		return false;
+	for (i = 0; i < len; i++)
+		if (!isalnum((unsigned char)s[i]) && !strchr(extra, s[i]))
+			return false;
+	return true;
+}
+
+static void
+load_header_attrs(void)
+{
+	const char *v = secure_getenv("CTXSHIM_HEADER_ATTRS");
+
+	while (v && *v) {
+		const char *end = strchr(v, ',');
+		size_t len = end ? (size_t)(end - v) : strlen(v);
+		size_t i;
+
+		while (len && (*v == ' ' || *v == '\t')) {
+			v++;
+			len--;
+		}
+		while (len && (v[len - 1] == ' ' || v[len - 1] == '\t'))
+			len--;
+		if (len == 0) {
+			/* empty element between commas: nothing to do */
+		} else if (!header_name_ok(v, len)) {
+			ctxshim_log("CTXSHIM_HEADER_ATTRS: '%.*s' is not a header name, ignoring",
+				    (int)len, v);
+		} else if (ctxshim_cfg.n_header_attrs == CTXSHIM_MAX_HEADER_ATTRS) {
+			ctxshim_log("CTXSHIM_HEADER_ATTRS: more than %d headers, ignoring '%.*s'",
+				    CTXSHIM_MAX_HEADER_ATTRS, (int)len, v);
+		} else {
+			char *dst = ctxshim_cfg.header_attrs[ctxshim_cfg.n_header_attrs++];
+
+			for (i = 0; i < len; i++)
+				dst[i] = (char)tolower((unsigned char)v[i]);
+			dst[len] = '\0';
+		}
+		v = end ? end + 1 : NULL;
+	}
+}
+
+void
+ctxshim_config_load(void)
+{
+	memset(&ctxshim_cfg, 0, sizeof(ctxshim_cfg));
+	ctxshim_log_open(secure_getenv("CTXSHIM_LOG"));
+	ctxshim_cfg.disabled = ctxshim_env_bool("CTXSHIM_DISABLE", false);
+	ctxshim_cfg.test_force_anon = ctxshim_env_bool("CTXSHIM_TEST_FORCE_ANON", false);
+	load_header_attrs();
+}

@@ -1,0 +1,34 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* Attribute keys the shim publishes, by their index in
+ * threadlocal.attribute_key_map.  The map is append-only: never reorder. */
+enum ctxshim_key {
+	CTXSHIM_KEY_METHOD = 0, /* http.request.method */
+	CTXSHIM_KEY_PATH = 1,   /* url.path */
+	CTXSHIM_KEY_FIRST_HEADER = 2,
+};
+
+#define CTXSHIM_MAX_HEADER_ATTRS 8
+#define CTXSHIM_HEADER_NAME_MAX  64
+
+/* Configuration read once, in the constructor, with secure_getenv() (so a
+ * setuid program ignores it).  Read-only afterwards: hooks read it without
+ * locks. */
+struct ctxshim_config {
+	bool disabled;          /* CTXSHIM_DISABLE=1 */
+	bool test_force_anon;   /* CTXSHIM_TEST_FORCE_ANON=1 (tests only) */
+	unsigned n_header_attrs; /* CTXSHIM_HEADER_ATTRS=x-request-id,… */
+	char header_attrs[CTXSHIM_MAX_HEADER_ATTRS][CTXSHIM_HEADER_NAME_MAX];
+};
+
+extern struct ctxshim_config ctxshim_cfg;
+
+/* Fill ctxshim_cfg from the environment; logs what it ignored. */
+void ctxshim_config_load(void);
+
+/* True for "1", "yes", "true", "on" (any case). */
+bool ctxshim_env_bool(const char *name, bool dflt);

@@ -1,0 +1,12 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+#include <stdbool.h>
+
+/* Diagnostics for people deploying the shim.  Off unless CTXSHIM_LOG is set
+ * ("stderr" or a file path); never written to the application's stdout.
+ * Not for hot paths: hooks log only once per condition. */
+void ctxshim_log_open(const char *target);
+void ctxshim_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+bool ctxshim_log_enabled(void);
+/* After fork: the child keeps the parent's log fd (it is inherited). */

@@ -1,0 +1,390 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "config.h"
+
+#include "process-ctx-pub.h"
+
+#include "cfg.h"
+#include "log.h"
+#include "maps.h"
+#include "process-ctx.h"
+#include "sys.h"
+#include "thread-ctx.h"
+
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <time.h>
+
+#ifndef PR_SET_VMA
+#define PR_SET_VMA 0x53564d41
+#endif
+#ifndef PR_SET_VMA_ANON_NAME
+#define PR_SET_VMA_ANON_NAME 0
+#endif
+#ifndef MFD_NOEXEC_SEAL
+#define MFD_NOEXEC_SEAL 0x0008U
+#endif
+
+/* Bounds on what we take from the environment, so the payload (and this
+ * file's static storage) stays small and fixed. */
+#define MAX_RESOURCE   48
+#define RES_TEXT_MAX   8192
+#define PAYLOAD_MAX    16384
+
+static const char *const builtin_keys[] = {
+	[CTXSHIM_KEY_METHOD] = "http.request.method",
+	[CTXSHIM_KEY_PATH] = "url.path",
+};
+
+/* The resource: builtin entries plus OTEL_RESOURCE_ATTRIBUTES, decoded
+ * into res_text.  Instance id and pid are regenerated after fork. */
+static struct pctx_kv resource[MAX_RESOURCE];
+static size_t n_resource;
+static char res_text[RES_TEXT_MAX];
+static size_t res_text_len;
+static char instance_id[37];
+static char pid_text[24];
+static char header_keys[CTXSHIM_MAX_HEADER_ATTRS][CTXSHIM_HEADER_NAME_MAX + 32];
+static const char *key_map[CTXSHIM_KEY_FIRST_HEADER + CTXSHIM_MAX_HEADER_ATTRS];
+static size_t n_keys;
+
+static uint8_t payload[PAYLOAD_MAX];
+static struct otel_process_ctx_header *mapping;
+static size_t mapping_size;
+
+static const char *
+store_text(const char *s, size_t len)
+{
+	char *dst;
+
+	if (res_text_len + len + 1 > sizeof(res_text))
+		return NULL;
+	dst = res_text + res_text_len;
+	memcpy(dst, s, len);
+	dst[len] = '\0';
+	res_text_len += len + 1;
+	return dst;
+}
+
+static ssize_t
+find_resource(const char *key)
+{
+	size_t i;
+
+	for (i = 0; i < n_resource; i++)
+		if (strcmp(resource[i].key, key) == 0)
+			return (ssize_t)i;
+	return -1;
+}
+
+/* Sets key to value unless it is already set (first writer wins, so call
+ * in precedence order). */
+static void
+add_resource(const char *key, const char *value)
+{
+	if (find_resource(key) >= 0)
+		return;
+	if (n_resource == MAX_RESOURCE) {
+		ctxshim_log("resource attribute %s dropped (more than %d)", key, MAX_RESOURCE);
+		return;
+	}
+	resource[n_resource].key = key;
+	resource[n_resource].value = value;
+	n_resource++;
+}
+
+static int
+hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+/* Percent-decodes in place; returns the new length or -1 on a bad escape. */
+static ssize_t
+percent_decode(char *s, size_t len)
+{
+	size_t i, o = 0;
+
+	for (i = 0; i < len; i++) {
+		if (s[i] == '%') {
+			int hi, lo;
+
+			if (i + 2 >= len)
+				return -1;
+			hi = hexval(s[i + 1]);
+			lo = hexval(s[i + 2]);
+			if (hi < 0 || lo < 0)
+				return -1;
+			s[o++] = (char)(hi << 4 | lo);
+			i += 2;
+		} else {
+			s[o++] = s[i];
+		}
+	}
+	return (ssize_t)o;
+}
+
+static void
+trim(const char **s, size_t *len)
+{
+	while (*len && (**s == ' ' || **s == '\t')) {
+		(*s)++;
+		(*len)--;
+	}
+	while (*len && ((*s)[*len - 1] == ' ' || (*s)[*len - 1] == '\t'))
+		(*len)--;
+}
+
+/* OTEL_RESOURCE_ATTRIBUTES is key1=value1,key2=value2 with percent-encoded
+ * values.  The OTel SDK specification says a value that fails to decode
+ * discards the whole variable, so we validate everything before adding. */
+static void
+load_resource_env(void)
+{
+	const char *env = secure_getenv("OTEL_RESOURCE_ATTRIBUTES");
+	struct {
+		const char *k, *v;
+	} pend[MAX_RESOURCE];
+	size_t n = 0, i, save = res_text_len;
+	const char *p = env;
+
+	if (!env || !*env)
+		return;
+	while (p && *p) {
+		const char *end = strchr(p, ',');
+		size_t len = end ? (size_t)(end - p) : strlen(p);
+		const char *eq = memchr(p, '=', len);
+		const char *k = p, *v;
+		size_t klen, vlen;
+		char tmp[1024];
+		ssize_t dl;
+
+		p = end ? end + 1 : NULL;
+		if (len == 0)
+			continue;
+		if (!eq)
+			goto bad;
+		klen = (size_t)(eq - k);
+		v = eq + 1;
+		vlen = len - klen - 1;
+		trim(&k, &klen);
+		trim(&v, &vlen);
+		if (klen == 0 || vlen >= sizeof(tmp))
+			goto bad;
+		memcpy(tmp, v, vlen);
+		dl = percent_decode(tmp, vlen);
+		if (dl < 0)
+			goto bad;
+		if (n == MAX_RESOURCE)
+			break;
+		pend[n].k = store_text(k, klen);
+		pend[n].v = store_text(tmp, (size_t)dl);
+		if (!pend[n].k || !pend[n].v) {
+			ctxshim_log("OTEL_RESOURCE_ATTRIBUTES too long, ignoring the rest");
+			break;
+		}
+		n++;
+	}
+	for (i = 0; i < n; i++)
+		add_resource(pend[i].k, pend[i].v);
+	return;
+bad:
+	res_text_len = save;
+	ctxshim_log("OTEL_RESOURCE_ATTRIBUTES is malformed, ignoring it (spec: discard "
+		    "the whole value)");
+}
+
+static const char *
+program_name(void)
+{
+	static char comm[64];
+	extern char *program_invocation_short_name;
+
+	if (program_invocation_short_name && *program_invocation_short_name)
+		return program_invocation_short_name;
+	if (sys_read_file("/proc/self/comm", comm, sizeof(comm)) > 0) {
+		comm[strcspn(comm, "\n")] = '\0';
+		return comm;
+	}
+	return "unknown_service";
+}
+
+static void
+refresh_ids(void)
+{
+	ctxshim_random_uuid(instance_id);
+	snprintf(pid_text, sizeof(pid_text), "%d", (int)getpid());
+}
+
+void
+ctxshim_pctx_prepare(void)
+{
+	const char *svc = secure_getenv("OTEL_SERVICE_NAME");
+	unsigned i;
+
+	n_resource = 0;
+	res_text_len = 0;
+	refresh_ids();
+	/* Precedence: OTEL_SERVICE_NAME, then OTEL_RESOURCE_ATTRIBUTES, then
+	 * our defaults (OTel SDK environment variable specification). */
+	if (svc && *svc)
+		add_resource("service.name", svc);
+	add_resource("service.instance.id", instance_id);
+	add_resource("process.pid", pid_text);
+	add_resource("telemetry.sdk.name", "ctxshim");
+	add_resource("telemetry.sdk.language", "c");
+	add_resource("telemetry.sdk.version", CTXSHIM_VERSION);
+	add_resource("telemetry.distro.name", "ctxshim");
+	add_resource("telemetry.distro.version", CTXSHIM_VERSION);
+	load_resource_env();
+	add_resource("service.name", program_name());
+
+	n_keys = 0;
+	key_map[n_keys++] = builtin_keys[CTXSHIM_KEY_METHOD];
+	key_map[n_keys++] = builtin_keys[CTXSHIM_KEY_PATH];
+	for (i = 0; i < ctxshim_cfg.n_header_attrs; i++) {
+		snprintf(header_keys[i], sizeof(header_keys[i]), "http.request.header.%s",
+			 ctxshim_cfg.header_attrs[i]);
+		key_map[n_keys++] = header_keys[i];
+	}
+}
+
+static uint64_t
+boottime_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_BOOTTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+bool
+ctxshim_pctx_publish(void)
+{
+	struct otel_process_ctx_header *h;
+	size_t len = 0, size, page = (size_t)sysconf(_SC_PAGESIZE);
+	bool memfd = false, named;
+	void *addr = MAP_FAILED;
+	int fd = -1, r;
+
+	r = pctx_encode(payload, sizeof(payload), &len, resource, n_resource,
+			PCTX_SCHEMA_VERSION, key_map, n_keys);
+	if (r < 0) {
+		ctxshim_log("cannot encode the process context: error %d", r);
+		return false;
+	}
+	/* One mapping holds the header and, right after it, the payload: a
+	 * reader finds both with one maps lookup, and the payload lives as
+	 * long as the mapping. */
+	size = (sizeof(*h) + len + page - 1) & ~(page - 1);
+
+	if (!ctxshim_cfg.test_force_anon) {
+		fd = (int)syscall(SYS_memfd_create, "OTEL_CTX",
+				  MFD_CLOEXEC | MFD_ALLOW_SEALING | MFD_NOEXEC_SEAL);
+		if (fd < 0)
+			fd = (int)syscall(SYS_memfd_create, "OTEL_CTX",
+					  MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	}
+	if (fd >= 0) {
+		if (ftruncate(fd, (off_t)size) == 0)
+			addr = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
+		sys_close(fd);
+		memfd = addr != MAP_FAILED;
+	}
+	if (addr == MAP_FAILED)
+		addr = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+			    -1, 0);
+	if (addr == MAP_FAILED) {
+		ctxshim_log("cannot map the process context: %s", strerror(errno));
+		return false;
+	}
+	if (madvise(addr, size, MADV_DONTFORK) != 0) {
+		ctxshim_log("madvise(MADV_DONTFORK) on the process context failed: %s",
+			    strerror(errno));
+		munmap(addr, size);
+		return false;
+	}
+
+	h = addr;
+	memcpy((uint8_t *)addr + sizeof(*h), payload, len);
+	memcpy(h->signature, PCTX_SIGNATURE, sizeof(h->signature));
+	h->version = PCTX_VERSION;
+	h->payload_size = (uint32_t)len;
+	h->payload = (uint64_t)(uintptr_t)((uint8_t *)addr + sizeof(*h));
+	atomic_thread_fence(memory_order_seq_cst);
+	/* The timestamp goes last: readers treat 0 as "not ready". */
+	*(volatile uint64_t *)&h->monotonic_published_at_ns = boottime_ns();
+	atomic_thread_fence(memory_order_seq_cst);
+
+	named = prctl(PR_SET_VMA, PR_SET_VMA_ANON_NAME, (unsigned long)addr, size,
+		      (unsigned long)"OTEL_CTX") == 0;
+	mapping = h;
+	mapping_size = size;
+
+	if (!memfd && !named)
+		ctxshim_log("process context published at %p but not discoverable: no memfd "
+			    "and the kernel refused to name the mapping (CONFIG_ANON_VMA_NAME?)",
+			    addr);
+	else
+		ctxshim_log("process context published at %p (%zu bytes payload, %s%s)", addr,
+			    len, memfd ? "memfd" : "anonymous", named ? ", named" : "");
+	return true;
+}
+
+void
+ctxshim_pctx_after_fork_child(void)
+{
+	/* MADV_DONTFORK: the parent's mapping does not exist here. */
+	mapping = NULL;
+	mapping_size = 0;
+	refresh_ids();
+	(void)ctxshim_pctx_publish();
+}
+
+bool
+ctxshim_pctx_exists(void)
+{
+	static char buf[1 << 16];
+	int fd = sys_open("/proc/self/maps", O_RDONLY | O_CLOEXEC, 0);
+	size_t len = 0;
+	bool found = false;
+
+	if (fd < 0)
+		return false;
+	/* Scan line by line with a bounded buffer: the maps file can be far
+	 * larger than the buffer. */
+	for (;;) {
+		ssize_t r = sys_read(fd, buf + len, sizeof(buf) - 1 - len);
+		char *line, *nl;
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		len += (size_t)r;
+		line = buf;
+		while ((nl = memchr(line, '\n', len - (size_t)(line - buf)))) {
+			struct maps_entry e;
+
+			if (maps_parse_line(line, (size_t)(nl - line), &e) == 0 &&
+			    pctx_map_name_kind(e.path, e.path_len) != PCTX_MAP_NONE)
+				found = true;
+			line = nl + 1;
+		}
+		len -= (size_t)(line - buf);
+		memmove(buf, line, len);
+		if (len == sizeof(buf) - 1)
+			len = 0; /* an absurdly long line: skip it */
+	}
+	sys_close(fd);
+	return found;
+}

@@ -1,0 +1,117 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "config.h"
+
+#include "shim.h"
+
+#include "cfg.h"
+#include "log.h"
+#include "process-ctx-pub.h"
+#include "thread-ctx.h"
+#include "w3c.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include <dlfcn.h>
+#include <pthread.h>
+
+/* The OTEP-4947 thread-context pointer: STT_TLS, global, default
+ * visibility, 8 bytes, in .dynsym (listed in ctxshim.sym). */
+CTXSHIM_EXPORT __thread void *otel_thread_ctx_v1 = NULL;
+
+/* Our own definition, whoever wins symbol resolution for the exported name:
+ * lets the constructor tell whether another module defines it too. */
+extern __thread void *ctxshim_own_slot
+	__attribute__((alias("otel_thread_ctx_v1"), visibility("hidden")));
+
+enum ctxshim_mode ctxshim_mode = CTXSHIM_OFF;
+
+static void
+after_fork_child(void)
+{
+	if (ctxshim_mode != CTXSHIM_ACTIVE)
+		return;
+	ctxshim_thread_after_fork_child();
+	ctxshim_pctx_after_fork_child();
+}
+
+/* Another OTEP-4947 writer already in the process (an instrumented app or
+ * an SDK library) owns the name: the executable or an earlier preload shows
+ * up first in the global scope, a later library after us (RTLD_NEXT). */
+static const char *
+other_writer(void)
+{
+	void *first = dlsym(RTLD_DEFAULT, OTEL_THREAD_CTX_SYMBOL);
+	void *next = dlsym(RTLD_NEXT, OTEL_THREAD_CTX_SYMBOL);
+
+	if (first && first != (void *)&ctxshim_own_slot)
+		return "another module defines otel_thread_ctx_v1 before us";
+	if (next)
+		return "a library loaded after us defines otel_thread_ctx_v1";
+	return NULL;
+}
+
+/* OpenTelemetry's environment-variable carriers: a process started with
+ * TRACEPARENT (and TRACESTATE) continues that trace, so a batch job, a CGI
+ * program or a shell-out is attributed to the request that started it.
+ * The main thread gets a child span of it; threads inherit it. */
+static void
+adopt_env_context(void)
+{
+	const char *tp_text = secure_getenv("TRACEPARENT");
+	const char *ts_text = secure_getenv("TRACESTATE");
+	struct w3c_traceparent tp;
+	struct ctxshim_ctx c;
+
+	if (!tp_text || !ctxshim_env_bool("CTXSHIM_ENV_CARRIER", true))
+		return;
+	if (w3c_traceparent_parse(tp_text, strlen(tp_text), &tp) < 0) {
+		ctxshim_log("TRACEPARENT is not a valid traceparent, ignoring it");
+		return;
+	}
+	ctxshim_ctx_begin(&c, &tp);
+	if (ts_text) {
+		size_t len = strlen(ts_text), out = 0;
+
+		if (w3c_tracestate_combine(c.tracestate, sizeof(c.tracestate), &out,
+					   &ts_text, &len, 1) == 0)
+			c.tracestate_len = (uint16_t)out;
+		else
+			ctxshim_log("TRACESTATE is invalid or too long, ignoring it");
+	}
+	ctxshim_attach(&c);
+	ctxshim_log("main thread continues trace from TRACEPARENT");
+}
+
+__attribute__((constructor(101))) static void
+ctxshim_init(void)
+{
+	const char *why;
+
+	ctxshim_config_load();
+	if (ctxshim_cfg.disabled) {
+		ctxshim_log("disabled by CTXSHIM_DISABLE");
+		return;
+	}
+	/* Resolve the TLS descriptor now, on the main thread, so that a reader
+	 * never meets an unresolved one (glibc < 2.34 bound them lazily). */
+	(void)*(void *volatile *)&otel_thread_ctx_v1;
+
+	why = other_writer();
+	if (!why && ctxshim_pctx_exists())
+		why = "an OTEL_CTX process context is already published";
+	if (why) {
+		ctxshim_mode = CTXSHIM_PASSIVE;
+		ctxshim_log("passive: %s; the shim will not publish anything", why);
+		return;
+	}
+
+	ctxshim_thread_init();
+	ctxshim_pctx_prepare();
+	if (!ctxshim_pctx_publish())
+		ctxshim_log("continuing without a process context");
+	(void)pthread_atfork(NULL, NULL, after_fork_child);
+	ctxshim_mode = CTXSHIM_ACTIVE;
+	ctxshim_log("active (ctxshim %s)", CTXSHIM_VERSION);
+	adopt_env_context();
+}

@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/* Raw system calls for the shim's own I/O.  The shim interposes read(),
+ * close() and friends, so calling the libc names from inside the shim would
+ * re-enter our own hooks; these never do, and they touch no libc state, so
+ * they are safe in constructors, fork handlers and signal handlers. */
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stddef.h>
+#include <sys/syscall.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+static inline int
+sys_open(const char *path, int flags, int mode)
+{
+	return (int)syscall(SYS_openat, AT_FDCWD, path, flags, mode);
+}
+
+static inline ssize_t
+sys_read(int fd, void *buf, size_t len)
+{
+	return (ssize_t)syscall(SYS_read, fd, buf, len);
+}
+
+static inline ssize_t
+sys_write(int fd, const void *buf, size_t len)
+{
+	return (ssize_t)syscall(SYS_write, fd, buf, len);
+}
+
+static inline int
+sys_close(int fd)
+{
+	return (int)syscall(SYS_close, fd);
+}
+
+static inline pid_t
+sys_gettid(void)
+{
+	return (pid_t)syscall(SYS_gettid);
+}
+
+/* Read a whole small file (e.g. /proc/self/comm) into buf, NUL-terminated.
+ * Returns the length or a negative errno. */
+ssize_t sys_read_file(const char *path, char *buf, size_t cap);

@@ -1,0 +1,219 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "config.h"
+
+#include "thread-ctx.h"
+
+#include "log.h"
+#include "rng.h"
+#include "shim.h"
+#include "w3c.h"
+
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <string.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+/* Every field is written only by its own thread (and by signal handlers on
+ * that thread), which is what the OTEP's concurrency model assumes: readers
+ * look only while the thread is stopped, so compiler fences suffice. */
+struct ctxshim_thread {
+	union {
+		struct otel_thread_ctx_record hdr;
+		uint8_t bytes[TREC_MAX_SIZE];
+	} rec[2];
+	struct ctxshim_ctx cur;
+	struct ctx_rng rng;
+	unsigned rng_gen;      /* ctxshim_fork_gen at seeding; 0 = never seeded */
+	uint8_t which;         /* index of rec[] last published */
+	bool has_cur;
+	bool exit_registered;
+	volatile sig_atomic_t busy;
+};
+
+static __thread struct ctxshim_thread self __attribute__((aligned(64)));
+
+/* Bumped in every forked child, so each thread re-seeds lazily and a child
+ * never repeats the ids its parent draws. */
+static unsigned ctxshim_fork_gen = 1;
+
+static pthread_key_t exit_key;
+static bool exit_key_ok;
+
+static inline void
+publish_ptr(void *p)
+{
+	atomic_signal_fence(memory_order_seq_cst);
+	*(void *volatile *)&otel_thread_ctx_v1 = p;
+	atomic_signal_fence(memory_order_seq_cst);
+}
+
+/* Runs from the thread's pthread key destructors, before glibc frees or
+ * recycles the TLS block: the thread stops publishing before its records
+ * disappear, and a cached stack reused by a new thread starts clean. */
+static void
+thread_exit(void *arg)
+{
+	(void)arg;
+	if (ctxshim_mode != CTXSHIM_ACTIVE)
+		return;
+	publish_ptr(NULL);
+	self.has_cur = false;
+}
+
+static void
+register_exit(void)
+{
+	self.exit_registered = true;
+	if (exit_key_ok)
+		(void)pthread_setspecific(exit_key, (void *)1);
+}
+
+void
+ctxshim_attach(const struct ctxshim_ctx *c)
+{
+	struct ctxshim_thread *t = &self;
+	uint16_t attrs_len, ts_len;
+	uint8_t next;
+	struct otel_thread_ctx_record *r;
+
+	if (!ctxshim_active() || t->busy)
+		return;
+	t->busy = 1;
+	atomic_signal_fence(memory_order_seq_cst);
+
+	attrs_len = c->attrs_len <= TREC_ATTRS_MAX ? c->attrs_len : 0;
+	ts_len = c->tracestate_len <= CTXSHIM_TRACESTATE_MAX ? c->tracestate_len : 0;
+	if (&t->cur != c) {
+		/* Copy only what is used: the arrays are mostly empty. */
+		memcpy(&t->cur, c, offsetof(struct ctxshim_ctx, attrs));
+		memcpy(t->cur.attrs, c->attrs, attrs_len);
+		memcpy(t->cur.tracestate, c->tracestate, ts_len);
+	}
+	t->cur.attrs_len = attrs_len;
+	t->cur.tracestate_len = ts_len;
+	t->has_cur = true;
+
+	next = (uint8_t)(t->which ^ 1);
+	r = &t->rec[next].hdr;
+	memcpy(r->trace_id, c->trace_id, 16);
+	memcpy(r->span_id, c->span_id, 8);
+	r->trace_flags = c->flags;
+	r->attrs_data_size = attrs_len;
+	memcpy(r->attrs_data, t->cur.attrs, attrs_len);
+	r->valid = 1;
+	publish_ptr(r);
+	t->which = next;
+	if (__builtin_expect(!t->exit_registered, 0))
+		register_exit();
+
+	atomic_signal_fence(memory_order_seq_cst);
+	t->busy = 0;
+}
+
+void
+ctxshim_detach(void)
+{
+	struct ctxshim_thread *t = &self;
+
+	if (!ctxshim_active() || t->busy)
+		return;
+	t->busy = 1;
+	publish_ptr(NULL);
+	t->has_cur = false;
+	atomic_signal_fence(memory_order_seq_cst);
+	t->busy = 0;
+}
+
+const struct ctxshim_ctx *
+ctxshim_current(void)
+{
+	return self.has_cur ? &self.cur : NULL;
+}
+
+static struct ctx_rng *
+thread_rng(void)
+{
+	struct ctxshim_thread *t = &self;
+
+	if (__builtin_expect(t->rng_gen != ctxshim_fork_gen, 0)) {
+		uint8_t seed[32];
+		size_t got = 0;
+
+		/* getrandom() is async-signal-safe; if the pool is not ready
+		 * (very early boot) fall back to mixing what we have, since
+		 * ids only need to be unique, not secret. */
+		while (got < sizeof(seed)) {
+			ssize_t r = getrandom(seed + got, sizeof(seed) - got, GRND_NONBLOCK);
+
+			if (r <= 0)
+				break;
+			got += (size_t)r;
+		}
+		if (got < sizeof(seed)) {
+			uint64_t mix[4] = {(uint64_t)(uintptr_t)t, (uint64_t)getpid(),
+					   (uint64_t)__builtin_ia32_rdtsc(),
+					   (uint64_t)ctxshim_fork_gen};
+
+			memcpy(seed, mix, sizeof(seed));
+		}
+		ctx_rng_seed(&t->rng, seed);
+		t->rng_gen = ctxshim_fork_gen;
+	}
+	return &t->rng;
+}
+
+void
+ctxshim_new_trace_id(uint8_t id[16])
+{
+	ctx_rng_trace_id(thread_rng(), id);
+}
+
+void
+ctxshim_new_span_id(uint8_t id[8])
+{
+	ctx_rng_span_id(thread_rng(), id);
+}
+
+void
+ctxshim_random_uuid(char out[37])
+{
+	ctx_rng_uuid4(thread_rng(), out);
+}
+
+void
+ctxshim_ctx_begin(struct ctxshim_ctx *c, const struct w3c_traceparent *tp)
+{
+	memset(c, 0, offsetof(struct ctxshim_ctx, attrs));
+	if (tp) {
+		memcpy(c->trace_id, tp->trace_id, sizeof(c->trace_id));
+		memcpy(c->parent_id, tp->parent_id, sizeof(c->parent_id));
+		c->has_parent = 1;
+		c->flags = tp->flags;
+	} else {
+		ctxshim_new_trace_id(c->trace_id);
+		c->flags = W3C_FLAG_RANDOM;
+	}
+	ctxshim_new_span_id(c->span_id);
+}
+
+void
+ctxshim_thread_init(void)
+{
+	exit_key_ok = pthread_key_create(&exit_key, thread_exit) == 0;
+	if (!exit_key_ok)
+		ctxshim_log("pthread_key_create failed; records of exiting threads are "
+			    "cleared only when their TLS is reused");
+}
+
+void
+ctxshim_thread_after_fork_child(void)
+{
+	/* Only the forking thread exists in the child; its context carries on
+	 * (it continues that work).  New ids must come from a new seed. */
+	ctxshim_fork_gen++;
+	if (ctxshim_fork_gen == 0)
+		ctxshim_fork_gen = 1;
+}

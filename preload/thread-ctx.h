@@ -1,0 +1,59 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/* Per-thread state and the attach/update/detach API the hooks use.
+ *
+ * Publication strategy (OTEP-4947 "pointer swap"): each thread owns two
+ * record buffers in its own TLS block.  An update builds the record in the
+ * buffer that is not published, sets valid = 1, and then stores its address
+ * into otel_thread_ctx_v1; a detach stores NULL.  A reader that stops the
+ * thread at any instruction therefore sees either the old complete record,
+ * the new complete record, or NULL -- never a half-written one.  The buffers
+ * live exactly as long as the thread (they are in its static TLS block), so
+ * the published pointer can never refer to unmapped memory. */
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "thread-record.h"
+
+#define CTXSHIM_TRACESTATE_MAX 512
+
+struct ctxshim_ctx {
+	uint8_t trace_id[16];
+	uint8_t span_id[8];
+	uint8_t parent_id[8]; /* incoming parent span, if has_parent */
+	uint8_t flags;        /* W3C trace-flags */
+	uint8_t has_parent;
+	uint16_t attrs_len;   /* encoded OTEP-4947 attrs-data */
+	uint16_t tracestate_len;
+	uint8_t attrs[TREC_ATTRS_MAX];
+	char tracestate[CTXSHIM_TRACESTATE_MAX];
+};
+
+/* Publish c as the calling thread's context.  Async-signal-safe; a call from
+ * a signal handler that interrupted another update on the same thread is
+ * dropped (the interrupted update wins). */
+void ctxshim_attach(const struct ctxshim_ctx *c);
+/* Clear the calling thread's context. */
+void ctxshim_detach(void);
+/* The calling thread's current context, or NULL. */
+const struct ctxshim_ctx *ctxshim_current(void);
+
+/* Random ids from the calling thread's generator (seeded from getrandom,
+ * re-seeded in a forked child). */
+void ctxshim_new_trace_id(uint8_t id[16]);
+void ctxshim_new_span_id(uint8_t id[8]);
+void ctxshim_random_uuid(char out[37]);
+
+/* Called by the constructor and the fork handler. */
+void ctxshim_thread_init(void);
+void ctxshim_thread_after_fork_child(void);
+
+struct w3c_traceparent;
+
+/* Start c as a new span: with tp, a child of tp (same trace-id and flags,
+ * a new span-id, tp's parent-id kept as parent_id); without, a new trace
+ * (random ids, the Level-2 random flag set).  Attributes and tracestate
+ * are left empty for the caller. */
+void ctxshim_ctx_begin(struct ctxshim_ctx *c, const struct w3c_traceparent *tp);

@@ -1,0 +1,115 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* A multi-threaded program with no tracing code.
+ *
+ *   threads N            N workers compute and print a checksum each, in
+ *                        order; the output is deterministic.
+ *   threads --wait N     additionally, once every worker runs, print
+ *                        "READY <pid> <tid>..." and block until stdin is
+ *                        closed (the test's readiness handshake).
+ *   threads --fork       fork; the child prints "CHILD <pid>" and both wait
+ *                        for stdin to close.
+ */
+#include "config.h"
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define MAX_THREADS 256
+
+static pthread_barrier_t started;
+static pthread_mutex_t gate = PTHREAD_MUTEX_INITIALIZER;
+static pid_t tids[MAX_THREADS];
+static unsigned long sums[MAX_THREADS];
+
+static void *
+worker(void *arg)
+{
+	long i = (long)arg;
+	unsigned long s = 0, k;
+
+	tids[i] = (pid_t)syscall(SYS_gettid);
+	for (k = 0; k < 100000; k++)
+		s = s * 31 + (unsigned long)(k ^ (unsigned long)i);
+	sums[i] = s;
+	pthread_barrier_wait(&started);
+	/* Blocks while the main thread holds the gate (the --wait mode). */
+	pthread_mutex_lock(&gate);
+	pthread_mutex_unlock(&gate);
+	return NULL;
+}
+
+static void
+wait_stdin_eof(void)
+{
+	char buf[64];
+
+	while (read(0, buf, sizeof(buf)) > 0)
+		;
+}
+
+int
+main(int argc, char **argv)
+{
+	pthread_t th[MAX_THREADS];
+	bool wait_mode = false;
+	long n, i;
+
+	if (argc > 1 && strcmp(argv[1], "--fork") == 0) {
+		pid_t child;
+		int status;
+
+		fflush(stdout);
+		child = fork();
+		if (child < 0)
+			return 1;
+		if (child == 0) {
+			printf("CHILD %d\n", (int)getpid());
+			fflush(stdout);
+			wait_stdin_eof();
+			return 0;
+		}
+		printf("PARENT %d\n", (int)getpid());
+		fflush(stdout);
+		wait_stdin_eof();
+		waitpid(child, &status, 0);
+		return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+	}
+	if (argc > 1 && strcmp(argv[1], "--wait") == 0) {
+		wait_mode = true;
+		argv++;
+		argc--;
+	}
+	n = argc > 1 ? strtol(argv[1], NULL, 10) : 4;
+	if (n < 1 || n > MAX_THREADS) {
+		fprintf(stderr, "threads: thread count must be 1..%d\n", MAX_THREADS);
+		return 2;
+	}
+	pthread_barrier_init(&started, NULL, (unsigned)n + 1);
+	pthread_mutex_lock(&gate);
+	for (i = 0; i < n; i++)
+		if (pthread_create(&th[i], NULL, worker, (void *)i) != 0)
+			return 1;
+	pthread_barrier_wait(&started);
+	if (wait_mode) {
+		printf("READY %d", (int)getpid());
+		for (i = 0; i < n; i++)
+			printf(" %d", (int)tids[i]);
+		printf("\n");
+		fflush(stdout);
+		wait_stdin_eof();
+	}
+	pthread_mutex_unlock(&gate);
+	for (i = 0; i < n; i++) {
+		pthread_join(th[i], NULL);
+		if (!wait_mode)
+			printf("thread %ld: %lu\n", i, sums[i]);
+	}
+	printf("done\n");
+	return 0;
+}

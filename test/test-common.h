@@ -1,0 +1,63 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/* Shared by every Check test program.  Each test-*.c file registers its
+ * suites with TEST_SUITE(); test-main.c finds them through the linker
+ * section and runs them.  A suite that cannot run here (no ptrace, a
+ * missing package) calls test_skip() and the program exits 77, which meson
+ * reports as SKIP. */
+
+#include "config.h"
+
+#include <check.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+struct test_suite_desc {
+	const char *name;
+	Suite *(*create)(void);
+};
+
+#define TEST_SUITE(fn_)                                                         \
+	static Suite *fn_(void);                                                \
+	static const struct test_suite_desc test_desc_##fn_ = {#fn_, fn_};      \
+	static const struct test_suite_desc *test_descp_##fn_                   \
+		__attribute__((used, section("test_section"))) = &test_desc_##fn_; \
+	static Suite *fn_(void)
+
+/* Mark the whole program as skipped (exit 77) with a reason on stderr. */
+void test_skip(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+
+/* Paths handed in by meson through the environment. */
+const char *test_env_path(const char *var);
+
+/* A helper process with a line-based handshake: the helper prints lines
+ * (READY …) on stdout and waits for commands on stdin. */
+struct test_child {
+	pid_t pid;
+	int out_fd; /* helper's stdout */
+	int in_fd;  /* helper's stdin */
+	char buf[65536];
+	size_t len;
+};
+
+/* Start argv[0] with extra environment entries (NULL-terminated, may be
+ * NULL).  With preload, LD_PRELOAD is set to $CTXSHIM_LIB. */
+void test_child_start(struct test_child *c, char *const argv[], char *const env[],
+		      bool preload);
+/* Read one line (without '\n') into line; fails the test after timeout_ms. */
+void test_child_readline(struct test_child *c, char *line, size_t n, int timeout_ms);
+/* Read lines until one starts with prefix; returns it in line. */
+void test_child_expect(struct test_child *c, const char *prefix, char *line, size_t n,
+		       int timeout_ms);
+void test_child_send(struct test_child *c, const char *text);
+/* Close stdin, wait for exit; returns the wait status.  Fails the test if
+ * the child does not exit within timeout_ms (it is killed then). */
+int test_child_finish(struct test_child *c, int timeout_ms);
+/* Run a command to completion, capturing stdout (and stderr if err != NULL)
+ * into malloc'd NUL-terminated buffers; returns the wait status. */
+int test_run_capture(char *const argv[], char *const env[], bool preload, char **out,
+		     char **err, int timeout_ms);
+/* Process state letter from /proc/PID/stat ('R', 'S', 't', 'T', …). */
+char test_proc_state(pid_t pid);

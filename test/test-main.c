@@ -1,0 +1,303 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "test-common.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+extern const struct test_suite_desc *__start_test_section[];
+extern const struct test_suite_desc *__stop_test_section[];
+
+void
+test_skip(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	fputs("SKIP: ", stderr);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+	exit(77);
+}
+
+const char *
+test_env_path(const char *var)
+{
+	const char *v = getenv(var);
+
+	if (!v || !*v)
+		test_skip("%s is not set (run this test through meson test)", var);
+	return v;
+}
+
+static char **
+build_env(char *const extra[], bool preload)
+{
+	extern char **environ;
+	size_t n = 0, m = 0, i, k = 0;
+	char **env;
+
+	while (environ[n])
+		n++;
+	while (extra && extra[m])
+		m++;
+	env = calloc(n + m + 2, sizeof(*env));
+	ck_assert_ptr_nonnull(env);
+	for (i = 0; i < n; i++) {
+		if (strncmp(environ[i], "LD_PRELOAD=", 11) == 0)
+			continue;
+		env[k++] = environ[i];
+	}
+	for (i = 0; i < m; i++)
+		env[k++] = extra[i];
+	if (preload) {
+		const char *lib = test_env_path("CTXSHIM_LIB");
+		char *p;
+
+		ck_assert_int_ge(asprintf(&p, "LD_PRELOAD=%s", lib), 0);
+		env[k++] = p;
+	}
+	env[k] = NULL;
+	return env;
+}
+
+void
+test_child_start(struct test_child *c, char *const argv[], char *const env[], bool preload)
+{
+	int in[2], out[2];
+	char **envp = build_env(env, preload);
+
+	memset(c, 0, sizeof(*c));
+	ck_assert_int_eq(pipe2(in, O_CLOEXEC), 0);
+	ck_assert_int_eq(pipe2(out, O_CLOEXEC), 0);
+	c->pid = fork();
+	ck_assert_int_ge(c->pid, 0);
+	if (c->pid == 0) {
+		dup2(in[0], 0);
+		dup2(out[1], 1);
+		execve(argv[0], argv, envp);
+		fprintf(stderr, "exec %s: %s\n", argv[0], strerror(errno));
+		_exit(127);
+	}
+	free(envp);
+	close(in[0]);
+	close(out[1]);
+	c->in_fd = in[1];
+	c->out_fd = out[0];
+}
+
+static long
+now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000L + ts.tv_nsec / 1000000;
+}
+
+void
+test_child_readline(struct test_child *c, char *line, size_t n, int timeout_ms)
+{
+	long deadline = now_ms() + timeout_ms;
+
+	for (;;) {
+		char *nl = memchr(c->buf, '\n', c->len);
+		struct pollfd pfd = {.fd = c->out_fd, .events = POLLIN};
+		ssize_t r;
+		long left;
+
+		if (nl) {
+			size_t l = (size_t)(nl - c->buf);
+
+			ck_assert_uint_lt(l, n);
+			memcpy(line, c->buf, l);
+			line[l] = '\0';
+			memmove(c->buf, nl + 1, c->len - l - 1);
+			c->len -= l + 1;
+			return;
+		}
+		left = deadline - now_ms();
+		ck_assert_msg(left > 0, "timeout waiting for a line from pid %d", (int)c->pid);
+		if (poll(&pfd, 1, (int)left) <= 0)
+			continue;
+		ck_assert_uint_lt(c->len, sizeof(c->buf));
+		r = read(c->out_fd, c->buf + c->len, sizeof(c->buf) - c->len);
+		ck_assert_msg(r > 0, "helper pid %d closed its output", (int)c->pid);
+		c->len += (size_t)r;
+	}
+}
+
+void
+test_child_expect(struct test_child *c, const char *prefix, char *line, size_t n,
+		  int timeout_ms)
+{
+	do
+		test_child_readline(c, line, n, timeout_ms);
+	while (strncmp(line, prefix, strlen(prefix)) != 0);
+}
+
+void
+test_child_send(struct test_child *c, const char *text)
+{
+	size_t len = strlen(text);
+
+	ck_assert_int_eq(write(c->in_fd, text, len), (ssize_t)len);
+}
+
+static int
+wait_deadline(pid_t pid, int timeout_ms)
+{
+	long deadline = now_ms() + timeout_ms;
+	int status;
+
+	for (;;) {
+		pid_t r = waitpid(pid, &status, WNOHANG);
+
+		if (r == pid)
+			return status;
+		ck_assert_int_eq(r, 0);
+		if (now_ms() > deadline) {
+			kill(pid, SIGKILL);
+			waitpid(pid, &status, 0);
+			ck_abort_msg("pid %d did not exit in %d ms", (int)pid, timeout_ms);
+		}
+		usleep(2000);
+	}
+}
+
+int
+test_child_finish(struct test_child *c, int timeout_ms)
+{
+	int status;
+
+	if (c->in_fd >= 0)
+		close(c->in_fd);
+	c->in_fd = -1;
+	status = wait_deadline(c->pid, timeout_ms);
+	close(c->out_fd);
+	c->out_fd = -1;
+	return status;
+}
+
+static char *
+slurp_fd(int fd)
+{
+	size_t cap = 4096, len = 0;
+	char *b = malloc(cap);
+
+	ck_assert_ptr_nonnull(b);
+	for (;;) {
+		ssize_t r;
+
+		if (cap - len < 2) {
+			cap *= 2;
+			b = realloc(b, cap);
+			ck_assert_ptr_nonnull(b);
+		}
+		r = read(fd, b + len, cap - len - 1);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		len += (size_t)r;
+	}
+	b[len] = '\0';
+	return b;
+}
+
+int
+test_run_capture(char *const argv[], char *const env[], bool preload, char **out,
+		 char **err, int timeout_ms)
+{
+	char tmpl_o[] = "/tmp/ctxshim-test-XXXXXX", tmpl_e[] = "/tmp/ctxshim-test-XXXXXX";
+	int fo = mkstemp(tmpl_o), fe = mkstemp(tmpl_e), status;
+	char **envp = build_env(env, preload);
+	pid_t pid;
+
+	ck_assert_int_ge(fo, 0);
+	ck_assert_int_ge(fe, 0);
+	unlink(tmpl_o);
+	unlink(tmpl_e);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		int devnull = open("/dev/null", O_RDONLY);
+
+		dup2(devnull, 0);
+		dup2(fo, 1);
+		dup2(fe, 2);
+		execve(argv[0], argv, envp);
+		_exit(127);
+	}
+	free(envp);
+	status = wait_deadline(pid, timeout_ms);
+	lseek(fo, 0, SEEK_SET);
+	lseek(fe, 0, SEEK_SET);
+	if (out)
+		*out = slurp_fd(fo);
+	if (err)
+		*err = slurp_fd(fe);
+	close(fo);
+	close(fe);
+	return status;
+}
+
+char
+test_proc_state(pid_t pid)
+{
+	char path[64], buf[512], *p;
+	ssize_t r;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return '?';
+	r = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (r <= 0)
+		return '?';
+	buf[r] = '\0';
+	p = strrchr(buf, ')');
+	return (p && p[1] == ' ') ? p[2] : '?';
+}
+
+int
+main(void)
+{
+	const struct test_suite_desc **d;
+	struct rlimit core = {0, 0};
+	SRunner *sr = NULL;
+	int failed;
+
+	/* A crashing forked test must not litter the build tree with cores. */
+	setrlimit(RLIMIT_CORE, &core);
+	signal(SIGPIPE, SIG_IGN);
+
+	for (d = (const struct test_suite_desc **)__start_test_section;
+	     d < (const struct test_suite_desc **)__stop_test_section; d++) {
+		Suite *s = (*d)->create();
+
+		if (!sr)
+			sr = srunner_create(s);
+		else
+			srunner_add_suite(sr, s);
+	}
+	if (!sr) {
+		fprintf(stderr, "no test suites registered\n");
+		return 1;
+	}
+	srunner_run_all(sr, CK_ENV);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed == 0 ? 0 : 1;
+}

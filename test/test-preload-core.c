@@ -1,0 +1,163 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Loading libctxshim.so must change nothing a program prints or returns. */
+#include "test-common.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static void
+assert_same_with_and_without(char *const argv[], char *const env[])
+{
+	char *out0, *err0, *out1, *err1;
+	int st0, st1;
+
+	st0 = test_run_capture(argv, env, false, &out0, &err0, 30000);
+	st1 = test_run_capture(argv, env, true, &out1, &err1, 30000);
+	ck_assert_msg(st0 == st1, "%s: status %#x without the shim, %#x with it", argv[0],
+		      st0, st1);
+	ck_assert_msg(strcmp(out0, out1) == 0, "%s: stdout differs:\n--- without\n%s\n--- with\n%s",
+		      argv[0], out0, out1);
+	ck_assert_msg(strcmp(err0, err1) == 0, "%s: stderr differs:\n--- without\n%s\n--- with\n%s",
+		      argv[0], err0, err1);
+	free(out0);
+	free(err0);
+	free(out1);
+	free(err1);
+}
+
+START_TEST(test_ls_unchanged)
+{
+	char *argv[] = {"/bin/ls", "-la", "--time-style=+", "/usr/include/linux",
+			NULL};
+
+	assert_same_with_and_without(argv, NULL);
+}
+END_TEST
+
+START_TEST(test_ls_error_unchanged)
+{
+	char *argv[] = {"/bin/ls", "/nonexistent-ctxshim-path", NULL};
+
+	assert_same_with_and_without(argv, NULL);
+}
+END_TEST
+
+START_TEST(test_bash_unchanged)
+{
+	char *argv[] = {"/bin/bash", "-c",
+			"echo out; echo err >&2; for i in 1 2 3; do (echo sub $i) & wait $!; done; "
+			"read -r x </etc/hostname; echo ${#x}; exit 7",
+			NULL};
+
+	assert_same_with_and_without(argv, NULL);
+}
+END_TEST
+
+START_TEST(test_python_unchanged)
+{
+	char *argv[] = {"/usr/bin/python3", "-c",
+			"import threading,sys\n"
+			"r=[]\n"
+			"ts=[threading.Thread(target=lambda i=i: r.append(i*i)) for i in range(8)]\n"
+			"[t.start() for t in ts]; [t.join() for t in ts]\n"
+			"print(sorted(r)); sys.stderr.write('e\\n'); sys.exit(3)",
+			NULL};
+
+	if (access(argv[0], X_OK) != 0)
+		return;
+	assert_same_with_and_without(argv, NULL);
+}
+END_TEST
+
+START_TEST(test_threads_unchanged)
+{
+	char path[4096];
+	char *argv[] = {path, "16", NULL};
+
+	snprintf(path, sizeof(path), "%s/threads", test_env_path("HELPER_DIR"));
+	assert_same_with_and_without(argv, NULL);
+}
+END_TEST
+
+START_TEST(test_threads_with_traceparent_unchanged)
+{
+	char path[4096];
+	char *argv[] = {path, "16", NULL};
+	char *env[] = {"TRACEPARENT=00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
+		       "TRACESTATE=congo=t61rcWkgMzE", NULL};
+
+	snprintf(path, sizeof(path), "%s/threads", test_env_path("HELPER_DIR"));
+	assert_same_with_and_without(argv, env);
+}
+END_TEST
+
+START_TEST(test_log_goes_to_file_not_stdout)
+{
+	char path[4096], logpath[] = "/tmp/ctxshim-log-XXXXXX", logenv[4200];
+	char *argv[] = {path, "2", NULL};
+	char *env[] = {logenv, NULL};
+	char *out, *err, *log;
+	int fd, st;
+	FILE *f;
+	long n;
+
+	snprintf(path, sizeof(path), "%s/threads", test_env_path("HELPER_DIR"));
+	fd = mkstemp(logpath);
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	snprintf(logenv, sizeof(logenv), "CTXSHIM_LOG=%s", logpath);
+	st = test_run_capture(argv, env, true, &out, &err, 30000);
+	ck_assert_int_eq(st, 0);
+	ck_assert_ptr_null(strstr(out, "ctxshim"));
+	ck_assert_str_eq(err, "");
+	f = fopen(logpath, "r");
+	ck_assert_ptr_nonnull(f);
+	log = calloc(1, 65536);
+	n = (long)fread(log, 1, 65535, f);
+	fclose(f);
+	unlink(logpath);
+	ck_assert_int_gt(n, 0);
+	ck_assert_msg(strstr(log, "active (ctxshim " CTXSHIM_VERSION ")"), "log: %s", log);
+	ck_assert_msg(strstr(log, "process context published"), "log: %s", log);
+	free(log);
+	free(out);
+	free(err);
+}
+END_TEST
+
+START_TEST(test_log_stderr)
+{
+	char path[4096];
+	char *argv[] = {path, "1", NULL};
+	char *env[] = {"CTXSHIM_LOG=stderr", "CTXSHIM_DISABLE=1", NULL};
+	char *out, *err;
+
+	snprintf(path, sizeof(path), "%s/threads", test_env_path("HELPER_DIR"));
+	ck_assert_int_eq(test_run_capture(argv, env, true, &out, &err, 30000), 0);
+	ck_assert_msg(strstr(err, "disabled by CTXSHIM_DISABLE"), "stderr: %s", err);
+	ck_assert_ptr_null(strstr(out, "ctxshim"));
+	free(out);
+	free(err);
+}
+END_TEST
+
+TEST_SUITE(preload_core_suite)
+{
+	Suite *s = suite_create("Preloaded into unmodified programs");
+	TCase *tc = tcase_create("unchanged output");
+
+	tcase_add_test(tc, test_ls_unchanged);
+	tcase_add_test(tc, test_ls_error_unchanged);
+	tcase_add_test(tc, test_bash_unchanged);
+	tcase_add_test(tc, test_python_unchanged);
+	tcase_add_test(tc, test_threads_unchanged);
+	tcase_add_test(tc, test_threads_with_traceparent_unchanged);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("logging");
+	tcase_add_test(tc, test_log_goes_to_file_not_stdout);
+	tcase_add_test(tc, test_log_stderr);
+	suite_add_tcase(s, tc);
+	return s;
+}

@@ -1,0 +1,278 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The OTEP-4719 process context, read from outside the process the way a
+ * profiler does: /proc/PID/maps to find OTEL_CTX, /proc/PID/mem to read. */
+#include "test-common.h"
+
+#include "maps.h"
+#include "process-ctx.h"
+
+#include <ctype.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+struct pctx_seen {
+	enum pctx_map_kind kind;
+	unsigned n_mappings;
+	uint64_t start, end;
+	struct otel_process_ctx_header h;
+	uint8_t payload[65536];
+	struct pctx_decoded d;
+};
+
+/* Returns false if no OTEL_CTX mapping is listed. */
+static bool
+read_pctx(pid_t pid, struct pctx_seen *s)
+{
+	char path[64], *line = NULL;
+	size_t cap = 0;
+	ssize_t len;
+	FILE *maps;
+	int mem;
+
+	memset(s, 0, sizeof(*s));
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	maps = fopen(path, "re");
+	ck_assert_ptr_nonnull(maps);
+	while ((len = getline(&line, &cap, maps)) > 0) {
+		struct maps_entry e;
+		enum pctx_map_kind k;
+
+		if (line[len - 1] == '\n')
+			line[--len] = '\0';
+		ck_assert_int_eq(maps_parse_line(line, (size_t)len, &e), 0);
+		k = pctx_map_name_kind(e.path, e.path_len);
+		if (k == PCTX_MAP_NONE)
+			continue;
+		s->n_mappings++;
+		s->kind = k;
+		s->start = e.start;
+		s->end = e.end;
+	}
+	free(line);
+	fclose(maps);
+	if (!s->n_mappings)
+		return false;
+
+	snprintf(path, sizeof(path), "/proc/%d/mem", (int)pid);
+	mem = open(path, O_RDONLY | O_CLOEXEC);
+	ck_assert_int_ge(mem, 0);
+	ck_assert_int_eq(pread(mem, &s->h, sizeof(s->h), (off_t)s->start), sizeof(s->h));
+	ck_assert_int_eq(memcmp(s->h.signature, "OTEL_CTX", 8), 0);
+	ck_assert_uint_eq(s->h.version, 2);
+	ck_assert_uint_ne(s->h.monotonic_published_at_ns, 0);
+	ck_assert_uint_gt(s->h.payload_size, 0);
+	ck_assert_uint_le(s->h.payload_size, sizeof(s->payload));
+	ck_assert_int_eq(pread(mem, s->payload, s->h.payload_size, (off_t)s->h.payload),
+			 (ssize_t)s->h.payload_size);
+	close(mem);
+	ck_assert_int_eq(pctx_decode(s->payload, s->h.payload_size, &s->d), 0);
+	return true;
+}
+
+static void
+assert_resource(const struct pctx_seen *s, const char *key, const char *value)
+{
+	const struct pctx_attr *a = pctx_find_resource(&s->d, key);
+
+	ck_assert_msg(a, "resource %s missing", key);
+	ck_assert_int_eq(a->type, PCTX_V_STRING);
+	ck_assert_msg(pctx_str_eq(a->str, value), "resource %s = '%.*s', want '%s'", key,
+		      (int)a->str.len, (const char *)a->str.ptr, value);
+}
+
+static void
+resource_text(const struct pctx_seen *s, const char *key, char *out, size_t n)
+{
+	const struct pctx_attr *a = pctx_find_resource(&s->d, key);
+
+	ck_assert_msg(a && a->type == PCTX_V_STRING, "resource %s missing", key);
+	ck_assert_uint_lt(a->str.len, n);
+	memcpy(out, a->str.ptr, a->str.len);
+	out[a->str.len] = '\0';
+}
+
+static bool
+is_uuid4(const char *u)
+{
+	int i;
+
+	if (strlen(u) != 36)
+		return false;
+	for (i = 0; i < 36; i++) {
+		if (i == 8 || i == 13 || i == 18 || i == 23) {
+			if (u[i] != '-')
+				return false;
+		} else if (!isxdigit((unsigned char)u[i]) || isupper((unsigned char)u[i])) {
+			return false;
+		}
+	}
+	return u[14] == '4' && strchr("89ab", u[19]);
+}
+
+static void
+start_threads(struct test_child *c, char **env, char *line, size_t n)
+{
+	static char path[4096];
+	char *argv[] = {path, "--wait", "4", NULL};
+
+	snprintf(path, sizeof(path), "%s/threads", test_env_path("HELPER_DIR"));
+	test_child_start(c, argv, env, true);
+	test_child_expect(c, "READY ", line, n, 20000);
+}
+
+START_TEST(test_published_and_decodes)
+{
+	struct test_child c;
+	struct pctx_seen *s = calloc(1, sizeof(*s));
+	char line[4096], text[256], pid[32];
+	char *env[] = {"OTEL_SERVICE_NAME=checkout",
+		       "OTEL_RESOURCE_ATTRIBUTES=deployment.environment.name=test, team = a%2Cb ,"
+		       "service.name=ignored",
+		       "CTXSHIM_HEADER_ATTRS=X-Request-Id, traceresponse", NULL};
+
+	start_threads(&c, env, line, sizeof(line));
+	ck_assert_msg(read_pctx(c.pid, s), "no OTEL_CTX mapping in /proc/%d/maps", (int)c.pid);
+	ck_assert_uint_eq(s->n_mappings, 1);
+	/* This machine's kernel cannot name the mapping; the memfd name is
+	 * what makes it discoverable.  Both are acceptable. */
+	ck_assert_msg(s->kind == PCTX_MAP_MEMFD || s->kind == PCTX_MAP_ANON_SHMEM,
+		      "kind %d", s->kind);
+	ck_assert_uint_ge(s->h.payload, s->start);
+	ck_assert_uint_le(s->h.payload + s->h.payload_size, s->end);
+
+	assert_resource(s, "service.name", "checkout");
+	assert_resource(s, "deployment.environment.name", "test");
+	assert_resource(s, "team", "a,b");
+	assert_resource(s, "telemetry.sdk.name", "ctxshim");
+	assert_resource(s, "telemetry.distro.name", "ctxshim");
+	assert_resource(s, "telemetry.distro.version", CTXSHIM_VERSION);
+	snprintf(pid, sizeof(pid), "%d", (int)c.pid);
+	assert_resource(s, "process.pid", pid);
+	resource_text(s, "service.instance.id", text, sizeof(text));
+	ck_assert_msg(is_uuid4(text), "instance id %s", text);
+
+	ck_assert(s->d.has_threadlocal);
+	ck_assert(pctx_str_eq(s->d.schema_version, "tlsdesc_v1_dev"));
+	ck_assert_uint_eq(s->d.n_keys, 4);
+	ck_assert(pctx_str_eq(s->d.key_map[0], "http.request.method"));
+	ck_assert(pctx_str_eq(s->d.key_map[1], "url.path"));
+	ck_assert(pctx_str_eq(s->d.key_map[2], "http.request.header.x-request-id"));
+	ck_assert(pctx_str_eq(s->d.key_map[3], "http.request.header.traceresponse"));
+
+	ck_assert_int_eq(test_child_finish(&c, 20000), 0);
+	free(s);
+}
+END_TEST
+
+START_TEST(test_program_name_default)
+{
+	struct test_child c;
+	struct pctx_seen *s = calloc(1, sizeof(*s));
+	char line[4096];
+	char *env[] = {"OTEL_RESOURCE_ATTRIBUTES=bad%zz=1", NULL};
+
+	start_threads(&c, env, line, sizeof(line));
+	ck_assert(read_pctx(c.pid, s));
+	/* A malformed OTEL_RESOURCE_ATTRIBUTES is discarded whole. */
+	assert_resource(s, "service.name", "threads");
+	ck_assert_ptr_null(pctx_find_resource(&s->d, "bad"));
+	ck_assert_int_eq(test_child_finish(&c, 20000), 0);
+	free(s);
+}
+END_TEST
+
+START_TEST(test_disabled_publishes_nothing)
+{
+	struct test_child c;
+	struct pctx_seen *s = calloc(1, sizeof(*s));
+	char line[4096];
+	char *env[] = {"CTXSHIM_DISABLE=1", NULL};
+
+	start_threads(&c, env, line, sizeof(line));
+	ck_assert(!read_pctx(c.pid, s));
+	ck_assert_int_eq(test_child_finish(&c, 20000), 0);
+	free(s);
+}
+END_TEST
+
+/* The anonymous fallback: discoverable only where the kernel can name it
+ * ([anon:OTEL_CTX]); otherwise the shim must say so in its log. */
+START_TEST(test_anonymous_fallback)
+{
+	struct test_child c;
+	struct pctx_seen *s = calloc(1, sizeof(*s));
+	char line[4096], logpath[] = "/tmp/ctxshim-log-XXXXXX", logenv[128], log[8192];
+	char *env[] = {"CTXSHIM_TEST_FORCE_ANON=1", logenv, NULL};
+	int fd = mkstemp(logpath);
+	ssize_t n;
+
+	ck_assert_int_ge(fd, 0);
+	snprintf(logenv, sizeof(logenv), "CTXSHIM_LOG=%s", logpath);
+	start_threads(&c, env, line, sizeof(line));
+	if (read_pctx(c.pid, s)) {
+		ck_assert_int_eq(s->kind, PCTX_MAP_ANON);
+		assert_resource(s, "telemetry.sdk.name", "ctxshim");
+	} else {
+		n = pread(fd, log, sizeof(log) - 1, 0);
+		ck_assert_int_gt(n, 0);
+		log[n] = '\0';
+		ck_assert_msg(strstr(log, "not discoverable"), "log: %s", log);
+	}
+	ck_assert_int_eq(test_child_finish(&c, 20000), 0);
+	close(fd);
+	unlink(logpath);
+	free(s);
+}
+END_TEST
+
+START_TEST(test_fork_child_republishes)
+{
+	static char path[4096];
+	char *argv[] = {path, "--fork", NULL};
+	struct pctx_seen *p = calloc(1, sizeof(*p)), *k = calloc(1, sizeof(*k));
+	char line[256], id_p[64], id_k[64], pid[32];
+	struct test_child c;
+	int parent_pid = 0, child_pid = 0, i;
+
+	snprintf(path, sizeof(path), "%s/threads", test_env_path("HELPER_DIR"));
+	test_child_start(&c, argv, NULL, true);
+	for (i = 0; i < 2; i++) {
+		test_child_readline(&c, line, sizeof(line), 20000);
+		if (sscanf(line, "PARENT %d", &parent_pid) != 1)
+			ck_assert_int_eq(sscanf(line, "CHILD %d", &child_pid), 1);
+	}
+	ck_assert_int_gt(parent_pid, 0);
+	ck_assert_int_gt(child_pid, 0);
+	ck_assert(read_pctx(parent_pid, p));
+	ck_assert(read_pctx(child_pid, k));
+	/* Exactly one mapping each: MADV_DONTFORK kept the parent's out. */
+	ck_assert_uint_eq(k->n_mappings, 1);
+	resource_text(p, "service.instance.id", id_p, sizeof(id_p));
+	resource_text(k, "service.instance.id", id_k, sizeof(id_k));
+	ck_assert_str_ne(id_p, id_k);
+	ck_assert(is_uuid4(id_k));
+	snprintf(pid, sizeof(pid), "%d", child_pid);
+	assert_resource(k, "process.pid", pid);
+	ck_assert_int_eq(test_child_finish(&c, 20000), 0);
+	free(p);
+	free(k);
+}
+END_TEST
+
+TEST_SUITE(preload_pctx_suite)
+{
+	Suite *s = suite_create("Process context (OTEP-4719) publication");
+	TCase *tc = tcase_create("publication");
+
+	tcase_add_test(tc, test_published_and_decodes);
+	tcase_add_test(tc, test_program_name_default);
+	tcase_add_test(tc, test_disabled_publishes_nothing);
+	tcase_add_test(tc, test_anonymous_fallback);
+	tcase_add_test(tc, test_fork_child_republishes);
+	suite_add_tcase(s, tc);
+	return s;
+}

@@ -1,0 +1,238 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The shim's per-thread publication (preload/thread-ctx.c), linked directly
+ * into this program with its own otel_thread_ctx_v1. */
+#include "test-common.h"
+
+#include "shim.h"
+#include "thread-ctx.h"
+#include "w3c.h"
+
+#include <pthread.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+__thread void *otel_thread_ctx_v1;
+enum ctxshim_mode ctxshim_mode = CTXSHIM_ACTIVE;
+
+static const struct otel_thread_ctx_record *
+published(void)
+{
+	return otel_thread_ctx_v1;
+}
+
+static void
+make_ctx(struct ctxshim_ctx *c, uint8_t seed, const char *method)
+{
+	struct trec_attr_writer w;
+
+	memset(c, 0, sizeof(*c));
+	memset(c->trace_id, seed, 16);
+	memset(c->span_id, seed + 1, 8);
+	c->flags = 0x03;
+	trec_attrs_init(&w, c->attrs, sizeof(c->attrs));
+	ck_assert_int_eq(trec_attrs_add(&w, 0, method, strlen(method)), 0);
+	ck_assert_int_eq(trec_attrs_add(&w, 1, "/x", 2), 0);
+	c->attrs_len = (uint16_t)w.len;
+}
+
+START_TEST(test_attach_publishes_complete_record)
+{
+	struct ctxshim_ctx c;
+	const struct otel_thread_ctx_record *r;
+
+	ck_assert_ptr_null(published());
+	ck_assert_ptr_null(ctxshim_current());
+	make_ctx(&c, 0x11, "GET");
+	ctxshim_attach(&c);
+	r = published();
+	ck_assert_ptr_nonnull(r);
+	ck_assert_uint_eq((uintptr_t)r % 2, 0);
+	ck_assert_int_eq(memcmp(r->trace_id, c.trace_id, 16), 0);
+	ck_assert_int_eq(memcmp(r->span_id, c.span_id, 8), 0);
+	ck_assert_uint_eq(r->valid, 1);
+	ck_assert_uint_eq(r->trace_flags, 0x03);
+	ck_assert_uint_eq(r->attrs_data_size, c.attrs_len);
+	ck_assert_int_eq(memcmp(r->attrs_data, "\x00\x03GET\x01\x02/x", 9), 0);
+	ck_assert_ptr_nonnull(ctxshim_current());
+	ck_assert_int_eq(memcmp(ctxshim_current()->trace_id, c.trace_id, 16), 0);
+	ctxshim_detach();
+	ck_assert_ptr_null(published());
+	ck_assert_ptr_null(ctxshim_current());
+}
+END_TEST
+
+/* An update never writes into the record a reader may be looking at. */
+START_TEST(test_update_swaps_buffers)
+{
+	struct ctxshim_ctx a, b;
+	const struct otel_thread_ctx_record *ra, *rb;
+	uint8_t copy[TREC_MAX_SIZE];
+
+	make_ctx(&a, 0x21, "GET");
+	make_ctx(&b, 0x31, "POST");
+	ctxshim_attach(&a);
+	ra = published();
+	memcpy(copy, ra, TREC_HEADER_SIZE + ra->attrs_data_size);
+	ctxshim_attach(&b);
+	rb = published();
+	ck_assert_ptr_ne(ra, rb);
+	ck_assert_int_eq(memcmp(copy, ra, TREC_HEADER_SIZE + a.attrs_len), 0);
+	ck_assert_int_eq(memcmp(rb->trace_id, b.trace_id, 16), 0);
+	ck_assert_int_eq(memcmp(rb->attrs_data + 2, "POST", 4), 0);
+	/* Re-attaching the current context (hooks do this on a switch back)
+	 * must also work from ctxshim_current() itself. */
+	ctxshim_attach(ctxshim_current());
+	ck_assert_int_eq(memcmp(published()->trace_id, b.trace_id, 16), 0);
+	ctxshim_detach();
+}
+END_TEST
+
+START_TEST(test_oversized_lengths_rejected)
+{
+	struct ctxshim_ctx c;
+
+	make_ctx(&c, 0x41, "GET");
+	c.attrs_len = TREC_ATTRS_MAX + 1;
+	c.tracestate_len = CTXSHIM_TRACESTATE_MAX + 1;
+	ctxshim_attach(&c);
+	ck_assert_uint_eq(published()->attrs_data_size, 0);
+	ck_assert_uint_eq(ctxshim_current()->tracestate_len, 0);
+	ctxshim_detach();
+}
+END_TEST
+
+static struct ctxshim_ctx sig_ctx;
+
+static void
+on_usr1(int sig)
+{
+	(void)sig;
+	ctxshim_attach(&sig_ctx);
+}
+
+START_TEST(test_attach_from_signal_handler)
+{
+	make_ctx(&sig_ctx, 0x51, "PUT");
+	signal(SIGUSR1, on_usr1);
+	raise(SIGUSR1);
+	ck_assert_ptr_nonnull(published());
+	ck_assert_int_eq(memcmp(published()->trace_id, sig_ctx.trace_id, 16), 0);
+	ctxshim_detach();
+	signal(SIGUSR1, SIG_DFL);
+}
+END_TEST
+
+static void *
+thread_main(void *arg)
+{
+	struct ctxshim_ctx c;
+
+	(void)arg;
+	if (published() != NULL)
+		return (void *)1;
+	make_ctx(&c, 0x61, "GET");
+	ctxshim_attach(&c);
+	return (void *)(uintptr_t)(published() != NULL ? 0 : 2);
+}
+
+START_TEST(test_threads_have_own_records)
+{
+	struct ctxshim_ctx c;
+	pthread_t t;
+	void *ret;
+
+	ctxshim_thread_init();
+	make_ctx(&c, 0x71, "GET");
+	ctxshim_attach(&c);
+	ck_assert_int_eq(pthread_create(&t, NULL, thread_main, NULL), 0);
+	ck_assert_int_eq(pthread_join(t, &ret), 0);
+	ck_assert_ptr_null(ret);
+	/* The other thread's attach did not touch ours. */
+	ck_assert_int_eq(memcmp(published()->trace_id, c.trace_id, 16), 0);
+	ctxshim_detach();
+}
+END_TEST
+
+START_TEST(test_passive_mode_writes_nothing)
+{
+	struct ctxshim_ctx c;
+
+	make_ctx(&c, 0x81, "GET");
+	ctxshim_mode = CTXSHIM_PASSIVE;
+	ctxshim_attach(&c);
+	ctxshim_mode = CTXSHIM_ACTIVE;
+	ck_assert_ptr_null(published());
+	ck_assert_ptr_null(ctxshim_current());
+}
+END_TEST
+
+START_TEST(test_begin_child_and_new_trace)
+{
+	struct w3c_traceparent tp;
+	struct ctxshim_ctx c;
+	const char *h = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-03";
+
+	ck_assert_int_eq(w3c_traceparent_parse(h, strlen(h), &tp), 0);
+	ctxshim_ctx_begin(&c, &tp);
+	ck_assert_int_eq(memcmp(c.trace_id, tp.trace_id, 16), 0);
+	ck_assert_int_eq(memcmp(c.parent_id, tp.parent_id, 8), 0);
+	ck_assert_int_ne(memcmp(c.span_id, tp.parent_id, 8), 0);
+	ck_assert(!w3c_id_is_zero(c.span_id, 8));
+	ck_assert_uint_eq(c.has_parent, 1);
+	ck_assert_uint_eq(c.flags, 0x03);
+	ck_assert_uint_eq(c.attrs_len, 0);
+
+	ctxshim_ctx_begin(&c, NULL);
+	ck_assert(!w3c_id_is_zero(c.trace_id, 16));
+	ck_assert(!w3c_id_is_zero(c.span_id, 8));
+	ck_assert_uint_eq(c.has_parent, 0);
+	ck_assert_uint_eq(c.flags, W3C_FLAG_RANDOM);
+}
+END_TEST
+
+/* A forked child must not draw the ids its parent draws next. */
+START_TEST(test_fork_child_reseeds)
+{
+	uint8_t warm[8], parent_next[8], child_next[8];
+	int p[2], status;
+	pid_t pid;
+
+	ctxshim_new_span_id(warm);
+	ck_assert_int_eq(pipe(p), 0);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		ctxshim_thread_after_fork_child();
+		ctxshim_new_span_id(child_next);
+		_exit(write(p[1], child_next, 8) == 8 ? 0 : 1);
+	}
+	ctxshim_new_span_id(parent_next);
+	ck_assert_int_eq(read(p[0], child_next, 8), 8);
+	waitpid(pid, &status, 0);
+	ck_assert_int_eq(status, 0);
+	ck_assert_int_ne(memcmp(parent_next, child_next, 8), 0);
+	close(p[0]);
+	close(p[1]);
+}
+END_TEST
+
+TEST_SUITE(thread_ctx_suite)
+{
+	Suite *s = suite_create("Per-thread publication");
+	TCase *tc = tcase_create("attach and detach");
+
+	tcase_add_test(tc, test_attach_publishes_complete_record);
+	tcase_add_test(tc, test_update_swaps_buffers);
+	tcase_add_test(tc, test_oversized_lengths_rejected);
+	tcase_add_test(tc, test_attach_from_signal_handler);
+	tcase_add_test(tc, test_threads_have_own_records);
+	tcase_add_test(tc, test_passive_mode_writes_nothing);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("ids");
+	tcase_add_test(tc, test_begin_child_and_new_trace);
+	tcase_add_test(tc, test_fork_child_reseeds);
+	suite_add_tcase(s, tc);
+	return s;
+}
