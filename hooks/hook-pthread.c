@@ -10,6 +10,8 @@
 
 #include "hooks.h"
 
+#include "events.h"
+
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -53,6 +55,7 @@ hook_pthread_start(void *p)
 	void *arg = w->arg;
 
 	ctxshim_attach(&w->ctx);
+	CTXSHIM_EVENT(CTXSHIM_EV_ATTACH, -1, &w->ctx, "thread-start");
 	free(w);
 	return start(arg);
 }

@@ -2,6 +2,7 @@
 #include "config.h"
 
 #include "cfg.h"
+#include "events.h"
 #include "log.h"
 
 #include <ctype.h>
@@ -85,6 +86,8 @@ ctxshim_config_load(void)
 	memset(&ctxshim_cfg, 0, sizeof(ctxshim_cfg));
 	ctxshim_log_open(secure_getenv("CTXSHIM_LOG"));
 	ctxshim_cfg.disabled = ctxshim_env_bool("CTXSHIM_DISABLE", false);
+	if (!ctxshim_cfg.disabled)
+		ctxshim_events_open(secure_getenv("CTXSHIM_EVENTS"));
 	ctxshim_cfg.test_force_anon = ctxshim_env_bool("CTXSHIM_TEST_FORCE_ANON", false);
 	load_header_attrs();
 }

@@ -4,6 +4,7 @@
 #include "shim.h"
 
 #include "cfg.h"
+#include "events.h"
 #include "log.h"
 #include "process-ctx-pub.h"
 #include "thread-ctx.h"
@@ -80,6 +81,7 @@ adopt_env_context(void)
 			ctxshim_log("TRACESTATE is invalid or too long, ignoring it");
 	}
 	ctxshim_attach(&c);
+	CTXSHIM_EVENT(CTXSHIM_EV_ATTACH, -1, &c, "env-traceparent");
 	ctxshim_log("main thread continues trace from TRACEPARENT");
 }
 

@@ -3,6 +3,7 @@
 
 #include "thread-ctx.h"
 
+#include "events.h"
 #include "log.h"
 #include "rng.h"
 #include "shim.h"
@@ -59,6 +60,8 @@ thread_exit(void *arg)
 	(void)arg;
 	if (ctxshim_mode != CTXSHIM_ACTIVE)
 		return;
+	if (self.has_cur)
+		CTXSHIM_EVENT(CTXSHIM_EV_DETACH, -1, NULL, "thread-exit");
 	publish_ptr(NULL);
 	self.has_cur = false;
 }
