@@ -72,13 +72,10 @@ adopt_env_context(void)
 	}
 	ctxshim_ctx_begin(&c, &tp);
 	if (ts_text) {
-		size_t len = strlen(ts_text), out = 0;
+		size_t len = strlen(ts_text);
 
-		if (w3c_tracestate_combine(c.tracestate, sizeof(c.tracestate), &out,
-					   &ts_text, &len, 1) == 0)
-			c.tracestate_len = (uint16_t)out;
-		else
-			ctxshim_log("TRACESTATE is invalid or too long, ignoring it");
+		if (ctxshim_ctx_set_tracestate(&c, &ts_text, &len, 1) < 0)
+			ctxshim_log("TRACESTATE is invalid, ignoring it");
 	}
 	ctxshim_attach(&c);
 	CTXSHIM_EVENT(CTXSHIM_EV_ATTACH, -1, &c, "env-traceparent");

@@ -194,12 +194,31 @@ ctxshim_ctx_begin(struct ctxshim_ctx *c, const struct w3c_traceparent *tp)
 		memcpy(c->trace_id, tp->trace_id, sizeof(c->trace_id));
 		memcpy(c->parent_id, tp->parent_id, sizeof(c->parent_id));
 		c->has_parent = 1;
-		c->flags = tp->flags;
+		/* W3C: unknown flag bits are not propagated. */
+		c->flags = tp->flags & W3C_FLAGS_KNOWN;
 	} else {
 		ctxshim_new_trace_id(c->trace_id);
 		c->flags = W3C_FLAG_RANDOM;
 	}
 	ctxshim_new_span_id(c->span_id);
+}
+
+int
+ctxshim_ctx_set_tracestate(struct ctxshim_ctx *c, const char *const *lines,
+			   const size_t *lens, size_t n_lines)
+{
+	struct w3c_tracestate ts;
+	size_t len = 0;
+	int r;
+
+	c->tracestate_len = 0;
+	r = w3c_tracestate_parse(lines, lens, n_lines, &ts);
+	if (r == 0)
+		r = w3c_tracestate_format(c->tracestate, sizeof(c->tracestate), &len, &ts,
+					  W3C_TRACESTATE_MAX_LEN, NULL);
+	if (r == 0)
+		c->tracestate_len = (uint16_t)len;
+	return r;
 }
 
 void

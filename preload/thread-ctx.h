@@ -13,6 +13,7 @@
  * the published pointer can never refer to unmapped memory. */
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "thread-record.h"
@@ -57,3 +58,9 @@ struct w3c_traceparent;
  * (random ids, the Level-2 random flag set).  Attributes and tracestate
  * are left empty for the caller. */
 void ctxshim_ctx_begin(struct ctxshim_ctx *c, const struct w3c_traceparent *tp);
+
+/* Validate and store tracestate header lines (combined in order) into c,
+ * truncated to CTXSHIM_TRACESTATE_MAX by dropping whole entries.  An
+ * invalid list leaves c without a tracestate and returns -EINVAL. */
+int ctxshim_ctx_set_tracestate(struct ctxshim_ctx *c, const char *const *lines,
+			       const size_t *lens, size_t n_lines);

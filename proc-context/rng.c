@@ -1,0 +1,141 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "config.h"
+
+#include "rng.h"
+
+#define GOLDEN_GAMMA 0x9e3779b97f4a7c15ULL
+
+static inline uint64_t
+rotl64(uint64_t x, int k)
+{
+	return (x << k) | (x >> (64 - k));
+}
+
+/* SplitMix64 output function: a bijection on 64-bit words with good
+ * avalanche, so neighbouring seeds end up far apart. */
+static uint64_t
+mix64(uint64_t z)
+{
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	return z ^ (z >> 31);
+}
+
+static uint64_t
+load_le64(const uint8_t *p)
+{
+	uint64_t v = 0;
+
+	for (int i = 7; i >= 0; i--)
+		v = v << 8 | p[i];
+	return v;
+}
+
+static void
+store_le64(uint8_t *p, uint64_t v)
+{
+	for (int i = 0; i < 8; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static void
+fix_zero_state(struct ctx_rng *r)
+{
+	/* the all-zero state only ever produces zeros */
+	if ((r->s[0] | r->s[1] | r->s[2] | r->s[3]) == 0)
+		r->s[0] = GOLDEN_GAMMA;
+}
+
+void
+ctx_rng_seed(struct ctx_rng *r, const uint8_t seed[CTX_RNG_SEED_SIZE])
+{
+	uint64_t prev = 0;
+
+	/* Each step is a bijection of one word given the words already final,
+	 * so the whole map from seed to state is one-to-one.  The second pass
+	 * carries the last seed word back to the first state words: without it
+	 * seeds differing only at the end would start with the same outputs. */
+	for (int i = 0; i < 4; i++) {
+		prev = mix64(load_le64(seed + 8 * i) +
+			     GOLDEN_GAMMA * (uint64_t)(i + 1) + prev);
+		r->s[i] = prev;
+	}
+	for (int i = 0; i < 4; i++) {
+		prev = mix64(r->s[i] + prev);
+		r->s[i] = prev;
+	}
+	fix_zero_state(r);
+}
+
+void
+ctx_rng_mix(struct ctx_rng *r, uint64_t v)
+{
+	uint64_t h = mix64(v + GOLDEN_GAMMA);
+
+	for (int i = 0; i < 4; i++) {
+		r->s[i] ^= h;
+		h = mix64(h + GOLDEN_GAMMA);
+	}
+	fix_zero_state(r);
+	(void)ctx_rng_next(r);
+}
+
+uint64_t
+ctx_rng_next(struct ctx_rng *r)
+{
+	uint64_t *s = r->s;
+	uint64_t result = rotl64(s[1] * 5, 7) * 9;
+	uint64_t t = s[1] << 17;
+
+	s[2] ^= s[0];
+	s[3] ^= s[1];
+	s[1] ^= s[2];
+	s[0] ^= s[3];
+	s[2] ^= t;
+	s[3] = rotl64(s[3], 45);
+	return result;
+}
+
+void
+ctx_rng_trace_id(struct ctx_rng *r, uint8_t id[16])
+{
+	uint64_t hi, lo;
+
+	do {
+		hi = ctx_rng_next(r);
+		lo = ctx_rng_next(r);
+	} while ((hi | lo) == 0);
+	store_le64(id, hi);
+	store_le64(id + 8, lo);
+}
+
+void
+ctx_rng_span_id(struct ctx_rng *r, uint8_t id[8])
+{
+	uint64_t v;
+
+	do
+		v = ctx_rng_next(r);
+	while (v == 0);
+	store_le64(id, v);
+}
+
+void
+ctx_rng_uuid4(struct ctx_rng *r, char out[CTX_UUID_STR_LEN + 1])
+{
+	static const char hex[] = "0123456789abcdef";
+	uint8_t b[16];
+	int o = 0;
+
+	store_le64(b, ctx_rng_next(r));
+	store_le64(b + 8, ctx_rng_next(r));
+	b[6] = (uint8_t)((b[6] & 0x0f) | 0x40); /* version 4 */
+	b[8] = (uint8_t)((b[8] & 0x3f) | 0x80); /* variant 10xx */
+	for (int i = 0; i < 16; i++) {
+		if (i == 4 || i == 6 || i == 8 || i == 10)
+			out[o++] = '-';
+		out[o++] = hex[b[i] >> 4];
+		out[o++] = hex[b[i] & 0x0f];
+	}
+	out[o] = '\0';
+}

@@ -1,0 +1,388 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "config.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include "w3c.h"
+
+/* Offsets inside a traceparent value: vv-<32>-<16>-ff */
+#define TP_TRACE_OFF  3
+#define TP_PARENT_OFF 36
+#define TP_FLAGS_OFF  53
+
+static const char hex_digits[] = "0123456789abcdef";
+
+/* HEXDIGLC only: the spec forbids uppercase, so 'A' is as bad as 'g'. */
+static int
+hex_val(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	return -1;
+}
+
+static bool
+is_ows(char c)
+{
+	return c == ' ' || c == '\t';
+}
+
+static void
+trim_ows(const char **s, size_t *len)
+{
+	const char *p = *s;
+	size_t n = *len;
+
+	while (n > 0 && is_ows(p[0])) {
+		p++;
+		n--;
+	}
+	while (n > 0 && is_ows(p[n - 1]))
+		n--;
+	*s = p;
+	*len = n;
+}
+
+void
+w3c_hex_encode(char *out, const uint8_t *in, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		out[2 * i] = hex_digits[in[i] >> 4];
+		out[2 * i + 1] = hex_digits[in[i] & 0x0f];
+	}
+}
+
+int
+w3c_hex_decode(uint8_t *out, const char *in, size_t n_bytes)
+{
+	/* validate first so that out stays untouched on error */
+	for (size_t i = 0; i < 2 * n_bytes; i++)
+		if (hex_val(in[i]) < 0)
+			return -EINVAL;
+	for (size_t i = 0; i < n_bytes; i++)
+		out[i] = (uint8_t)(hex_val(in[2 * i]) << 4 | hex_val(in[2 * i + 1]));
+	return 0;
+}
+
+bool
+w3c_id_is_zero(const uint8_t *id, size_t n)
+{
+	uint8_t acc = 0;
+
+	for (size_t i = 0; i < n; i++)
+		acc |= id[i];
+	return acc == 0;
+}
+
+int
+w3c_traceparent_parse(const char *s, size_t len, struct w3c_traceparent *out)
+{
+	struct w3c_traceparent tp;
+
+	if (!s || !out)
+		return -EINVAL;
+	trim_ows(&s, &len);
+	if (len < W3C_TRACEPARENT_LEN)
+		return -EINVAL;
+	if (w3c_hex_decode(&tp.version, s, 1) < 0 || s[2] != '-')
+		return -EINVAL;
+	if (tp.version == 0xff)
+		return -EINVAL;
+	/* v00 has exactly four fields; a later version may append fields, each
+	 * introduced by '-', which we must not try to interpret. */
+	if (tp.version == 0x00 && len != W3C_TRACEPARENT_LEN)
+		return -EINVAL;
+	if (len > W3C_TRACEPARENT_LEN && s[W3C_TRACEPARENT_LEN] != '-')
+		return -EINVAL;
+	if (s[TP_PARENT_OFF - 1] != '-' || s[TP_FLAGS_OFF - 1] != '-')
+		return -EINVAL;
+	if (w3c_hex_decode(tp.trace_id, s + TP_TRACE_OFF, W3C_TRACE_ID_SIZE) < 0 ||
+	    w3c_hex_decode(tp.parent_id, s + TP_PARENT_OFF, W3C_PARENT_ID_SIZE) < 0 ||
+	    w3c_hex_decode(&tp.flags, s + TP_FLAGS_OFF, 1) < 0)
+		return -EINVAL;
+	if (w3c_id_is_zero(tp.trace_id, W3C_TRACE_ID_SIZE) ||
+	    w3c_id_is_zero(tp.parent_id, W3C_PARENT_ID_SIZE))
+		return -EINVAL;
+	/* flag bits defined after our Level may mean anything in a future
+	 * version; for v00 they are reserved and we keep what we got (the
+	 * formatter clears them on the way out) */
+	if (tp.version != 0x00)
+		tp.flags &= W3C_FLAGS_KNOWN;
+	*out = tp;
+	return 0;
+}
+
+size_t
+w3c_traceparent_format(char out[W3C_TRACEPARENT_LEN + 1],
+		       const uint8_t trace_id[W3C_TRACE_ID_SIZE],
+		       const uint8_t span_id[W3C_PARENT_ID_SIZE],
+		       uint8_t flags)
+{
+	uint8_t f = flags & W3C_FLAGS_KNOWN;
+
+	out[0] = '0';
+	out[1] = '0';
+	out[2] = '-';
+	w3c_hex_encode(out + TP_TRACE_OFF, trace_id, W3C_TRACE_ID_SIZE);
+	out[TP_PARENT_OFF - 1] = '-';
+	w3c_hex_encode(out + TP_PARENT_OFF, span_id, W3C_PARENT_ID_SIZE);
+	out[TP_FLAGS_OFF - 1] = '-';
+	w3c_hex_encode(out + TP_FLAGS_OFF, &f, 1);
+	out[W3C_TRACEPARENT_LEN] = '\0';
+	return W3C_TRACEPARENT_LEN;
+}
+
+static bool
+is_lcalpha_digit(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+}
+
+bool
+w3c_tracestate_key_valid(const char *key, size_t len)
+{
+	if (!key || len == 0 || len > W3C_TRACESTATE_KEY_MAX)
+		return false;
+	if (!is_lcalpha_digit(key[0]))
+		return false;
+	for (size_t i = 1; i < len; i++) {
+		char c = key[i];
+
+		if (!is_lcalpha_digit(c) && c != '_' && c != '-' && c != '*' &&
+		    c != '/' && c != '@')
+			return false;
+	}
+	return true;
+}
+
+bool
+w3c_tracestate_value_valid(const char *value, size_t len)
+{
+	if (!value || len == 0 || len > W3C_TRACESTATE_VALUE_MAX)
+		return false;
+	if (value[len - 1] == ' ')
+		return false;
+	for (size_t i = 0; i < len; i++) {
+		unsigned char c = (unsigned char)value[i];
+
+		if (c < 0x20 || c > 0x7e || c == ',' || c == '=')
+			return false;
+	}
+	return true;
+}
+
+/* One list member as it appears between commas, OWS included. */
+static int
+ts_add_member(struct w3c_tracestate *ts, const char *m, size_t len)
+{
+	const char *eq;
+	size_t klen;
+
+	trim_ows(&m, &len);
+	if (len == 0)
+		return 0; /* empty members are allowed and skipped */
+	eq = memchr(m, '=', len);
+	if (!eq)
+		return -EINVAL;
+	klen = (size_t)(eq - m);
+	if (!w3c_tracestate_key_valid(m, klen) ||
+	    !w3c_tracestate_value_valid(eq + 1, len - klen - 1))
+		return -EINVAL;
+	if (ts->n == W3C_TRACESTATE_MAX_MEMBERS)
+		return -EINVAL;
+	ts->member[ts->n].key = m;
+	ts->member[ts->n].key_len = (uint16_t)klen;
+	ts->member[ts->n].value = eq + 1;
+	ts->member[ts->n].value_len = (uint16_t)(len - klen - 1);
+	ts->n++;
+	return 0;
+}
+
+int
+w3c_tracestate_parse(const char *const *lines,
+		     const size_t *lens,
+		     size_t n_lines,
+		     struct w3c_tracestate *out)
+{
+	struct w3c_tracestate ts;
+
+	if (!out || (n_lines > 0 && (!lines || !lens)))
+		return -EINVAL;
+	ts.n = 0;
+	/* Joining the lines with ',' puts a list boundary between them, so a
+	 * member never spans two lines and each line can be split on its own. */
+	for (size_t l = 0; l < n_lines; l++) {
+		const char *p = lines[l];
+		size_t len = lens[l], i = 0;
+
+		if (len > 0 && !p)
+			return -EINVAL;
+		for (;;) {
+			size_t start = i;
+			int r;
+
+			while (i < len && p[i] != ',')
+				i++;
+			r = ts_add_member(&ts, p + start, i - start);
+			if (r < 0)
+				return r;
+			if (i >= len)
+				break;
+			i++;
+		}
+	}
+	*out = ts;
+	return 0;
+}
+
+/* The truncation policy on entry lengths; returns the mask of entries kept
+ * and the resulting list length. */
+static uint32_t
+ts_fit(const size_t *elen,
+       unsigned n,
+       size_t max_len,
+       size_t *total_out,
+       unsigned *n_dropped)
+{
+	uint32_t keep = n >= 32 ? UINT32_MAX : ((uint32_t)1 << n) - 1;
+	unsigned kept = n;
+	size_t total = 0;
+
+	for (unsigned i = 0; i < n; i++)
+		total += elen[i];
+	if (n > 0)
+		total += n - 1;
+	while (kept > 0 && total > max_len) {
+		unsigned victim = n;
+
+		/* entries over 128 characters go first, right-most first */
+		for (unsigned i = n; i-- > 0;) {
+			if ((keep & (uint32_t)1 << i) &&
+			    elen[i] > W3C_TRACESTATE_LONG_ENTRY) {
+				victim = i;
+				break;
+			}
+		}
+		if (victim == n) {
+			for (unsigned i = n; i-- > 0;) {
+				if (keep & (uint32_t)1 << i) {
+					victim = i;
+					break;
+				}
+			}
+		}
+		keep &= ~((uint32_t)1 << victim);
+		kept--;
+		total -= elen[victim];
+		if (kept > 0)
+			total--; /* and the comma that separated it */
+	}
+	*total_out = total;
+	*n_dropped = n - kept;
+	return keep;
+}
+
+int
+w3c_tracestate_format(char *out,
+		      size_t cap,
+		      size_t *len_out,
+		      const struct w3c_tracestate *ts,
+		      size_t max_len,
+		      unsigned *n_dropped)
+{
+	size_t elen[W3C_TRACESTATE_MAX_MEMBERS] = {0}, total, pos = 0;
+	unsigned dropped;
+	uint32_t keep;
+	bool first = true;
+
+	if (!ts || !len_out || ts->n > W3C_TRACESTATE_MAX_MEMBERS || (cap > 0 && !out))
+		return -EINVAL;
+	for (unsigned i = 0; i < ts->n; i++)
+		elen[i] = (size_t)ts->member[i].key_len + 1 + ts->member[i].value_len;
+	keep = ts_fit(elen, ts->n, max_len, &total, &dropped);
+	if (total > cap)
+		return -ENOSPC;
+	for (unsigned i = 0; i < ts->n; i++) {
+		const struct w3c_tracestate_member *m = &ts->member[i];
+
+		if (!(keep & (uint32_t)1 << i))
+			continue;
+		if (!first)
+			out[pos++] = ',';
+		first = false;
+		memcpy(out + pos, m->key, m->key_len);
+		pos += m->key_len;
+		out[pos++] = '=';
+		memcpy(out + pos, m->value, m->value_len);
+		pos += m->value_len;
+	}
+	if (pos < cap)
+		out[pos] = '\0';
+	*len_out = pos;
+	if (n_dropped)
+		*n_dropped = dropped;
+	return 0;
+}
+
+int
+w3c_tracestate_combine(char *out,
+		       size_t cap,
+		       size_t *len_out,
+		       const char *const *lines,
+		       const size_t *lens,
+		       size_t n_lines)
+{
+	struct w3c_tracestate ts;
+	int r;
+
+	r = w3c_tracestate_parse(lines, lens, n_lines, &ts);
+	if (r < 0)
+		return r;
+	return w3c_tracestate_format(out, cap, len_out, &ts, SIZE_MAX, NULL);
+}
+
+int
+w3c_tracestate_truncate(
+	char *buf, size_t len, size_t max_len, size_t *len_out, unsigned *n_dropped)
+{
+	size_t start[W3C_TRACESTATE_MAX_MEMBERS],
+		elen[W3C_TRACESTATE_MAX_MEMBERS] = {0};
+	size_t total, pos = 0, i = 0;
+	unsigned n = 0, dropped;
+	uint32_t keep;
+
+	if (!len_out || (len > 0 && !buf))
+		return -EINVAL;
+	while (len > 0) {
+		size_t s = i;
+
+		while (i < len && buf[i] != ',')
+			i++;
+		if (i == s || n == W3C_TRACESTATE_MAX_MEMBERS)
+			return -EINVAL;
+		start[n] = s;
+		elen[n++] = i - s;
+		if (i >= len)
+			break;
+		i++;
+		if (i == len)
+			return -EINVAL; /* trailing comma: an empty entry */
+	}
+	keep = ts_fit(elen, n, max_len, &total, &dropped);
+	/* compacting left to right never overwrites an entry not yet moved */
+	for (unsigned k = 0; k < n; k++) {
+		if (!(keep & (uint32_t)1 << k))
+			continue;
+		if (pos > 0)
+			buf[pos++] = ',';
+		memmove(buf + pos, buf + start[k], elen[k]);
+		pos += elen[k];
+	}
+	*len_out = pos;
+	if (n_dropped)
+		*n_dropped = dropped;
+	return 0;
+}

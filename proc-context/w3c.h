@@ -1,0 +1,129 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/* W3C Trace Context (Level 1 and Level 2): traceparent and tracestate.
+ *
+ * Pure code: no I/O, no allocation, no state, async-signal-safe.  Every
+ * function returns 0 or a negative errno and fills its out-parameters only
+ * on success.  Inputs are (pointer, length) pairs and need not be
+ * NUL-terminated; a NUL byte inside a value is just an invalid character. */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define W3C_TRACEPARENT_LEN 55
+#define W3C_TRACE_ID_SIZE   16
+#define W3C_PARENT_ID_SIZE  8
+
+#define W3C_FLAG_SAMPLED 0x01
+#define W3C_FLAG_RANDOM  0x02 /* Level 2: the trace-id is random */
+#define W3C_FLAGS_KNOWN  (W3C_FLAG_SAMPLED | W3C_FLAG_RANDOM)
+
+#define W3C_TRACESTATE_MAX_MEMBERS 32
+#define W3C_TRACESTATE_MAX_LEN     512 /* what we propagate */
+#define W3C_TRACESTATE_LONG_ENTRY  128 /* truncation drops longer entries first */
+#define W3C_TRACESTATE_KEY_MAX     256
+#define W3C_TRACESTATE_VALUE_MAX   256
+/* "key=value", the longest member the grammar allows */
+#define W3C_TRACESTATE_MEMBER_MAX \
+	(W3C_TRACESTATE_KEY_MAX + 1 + W3C_TRACESTATE_VALUE_MAX)
+
+struct w3c_traceparent {
+	uint8_t version;
+	uint8_t trace_id[W3C_TRACE_ID_SIZE];
+	uint8_t parent_id[W3C_PARENT_ID_SIZE];
+	uint8_t flags;
+};
+
+/* Parses one traceparent header value.  Optional whitespace (SP, HTAB)
+ * around the value is ignored.  Version 00 must be exactly 55 characters
+ * and keeps all 8 flag bits as received.  A higher version is read from its
+ * first 55 characters, which must be followed by the end of the value or by
+ * '-'; its unknown flag bits are cleared because we cannot know what they
+ * mean.  Version ff, uppercase or non-hex digits, a wrong separator and an
+ * all-zero trace-id or parent-id give -EINVAL. */
+int w3c_traceparent_parse(const char *s, size_t len, struct w3c_traceparent *out);
+
+/* Writes "00-<trace-id>-<span-id>-<flags>" and a NUL; returns 55.  Flags
+ * are masked to W3C_FLAGS_KNOWN: unknown bits must go out as zero.  The
+ * caller is responsible for non-zero ids. */
+size_t w3c_traceparent_format(char out[W3C_TRACEPARENT_LEN + 1],
+			      const uint8_t trace_id[W3C_TRACE_ID_SIZE],
+			      const uint8_t span_id[W3C_PARENT_ID_SIZE],
+			      uint8_t flags);
+
+/* Level 2 key: (lcalpha / DIGIT) 0*255(lcalpha / DIGIT / "_" / "-" / "*" /
+ * "/" / "@").  Every Level 1 key (simple and multi-tenant) matches it. */
+bool w3c_tracestate_key_valid(const char *key, size_t len);
+/* 1-256 characters of 0x20-0x7E other than ',' and '=', not ending in a
+ * space.  Leading spaces belong to the value. */
+bool w3c_tracestate_value_valid(const char *value, size_t len);
+
+/* A parsed tracestate: pointers into the caller's header lines. */
+struct w3c_tracestate_member {
+	const char *key;
+	const char *value;
+	uint16_t key_len;
+	uint16_t value_len;
+};
+
+struct w3c_tracestate {
+	struct w3c_tracestate_member member[W3C_TRACESTATE_MAX_MEMBERS];
+	unsigned n;
+};
+
+/* Parses the tracestate header lines as one list (RFC 9110 §5.3: lines
+ * joined with ',' in the order received).  OWS around members is skipped,
+ * trailing OWS of a value is stripped, empty and whitespace-only members
+ * are skipped and do not count towards the 32-member limit.  Any invalid
+ * member, or more than 32 members, makes the whole tracestate invalid:
+ * -EINVAL, and the caller drops it.  Duplicate keys are kept.  An empty
+ * list (no lines, or only empty members) is valid with n == 0.  The members
+ * point into lines[], which must outlive *out. */
+int w3c_tracestate_parse(const char *const *lines,
+			 const size_t *lens,
+			 size_t n_lines,
+			 struct w3c_tracestate *out);
+
+/* Writes the normalised list ("k1=v1,k2=v2", no OWS) of ts, dropping whole
+ * entries until it is at most max_len characters (truncation policy, from
+ * the spec's Limits section): while the list is too long, drop the
+ * right-most entry longer than 128 characters; when there is none left,
+ * drop the right-most entry.  Only as many entries as needed are dropped
+ * and the others keep their order.  Pass SIZE_MAX for no limit.
+ * A NUL is written after the list when cap leaves room for it; the list
+ * itself must fit in cap or -ENOSPC.  *n_dropped (may be NULL) gets the
+ * number of entries dropped. */
+int w3c_tracestate_format(char *out,
+			  size_t cap,
+			  size_t *len_out,
+			  const struct w3c_tracestate *ts,
+			  size_t max_len,
+			  unsigned *n_dropped);
+
+/* w3c_tracestate_parse() + w3c_tracestate_format() without truncation:
+ * the combined, validated, normalised list, or -EINVAL (drop it all), or
+ * -ENOSPC when the valid list does not fit in cap (up to ~16 KiB for 32
+ * maximal members).  For propagation prefer parse + format with
+ * W3C_TRACESTATE_MAX_LEN, which needs no intermediate buffer. */
+int w3c_tracestate_combine(char *out,
+			   size_t cap,
+			   size_t *len_out,
+			   const char *const *lines,
+			   const size_t *lens,
+			   size_t n_lines);
+
+/* Applies the truncation policy of w3c_tracestate_format() in place to a
+ * normalised list (entries separated by ',' with no OWS, no empty entries,
+ * as produced by the functions above).  -EINVAL when buf holds more than 32
+ * entries or an empty entry.  A NUL is not written. */
+int w3c_tracestate_truncate(
+	char *buf, size_t len, size_t max_len, size_t *len_out, unsigned *n_dropped);
+
+/* Writes 2 * n lowercase hex digits, no NUL. */
+void w3c_hex_encode(char *out, const uint8_t *in, size_t n);
+/* Reads 2 * n_bytes lowercase hex digits; uppercase or anything else gives
+ * -EINVAL and leaves out untouched. */
+int w3c_hex_decode(uint8_t *out, const char *in, size_t n_bytes);
+bool w3c_id_is_zero(const uint8_t *id, size_t n);

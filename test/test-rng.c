@@ -1,0 +1,378 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "test-common.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rng.h"
+
+/* Every test uses fixed seeds, so the statistical bounds below are not
+ * flaky: they either hold for these sequences or they never do. */
+
+static void
+seed_from(struct ctx_rng *r, uint8_t fill, uint8_t first)
+{
+	uint8_t seed[CTX_RNG_SEED_SIZE];
+
+	memset(seed, fill, sizeof(seed));
+	seed[0] = first;
+	ctx_rng_seed(r, seed);
+}
+
+static int
+cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static int
+cmp_id16(const void *a, const void *b)
+{
+	return memcmp(a, b, 16);
+}
+
+static int
+cmp_uuid(const void *a, const void *b)
+{
+	return memcmp(a, b, 37);
+}
+
+static uint64_t
+id8_to_u64(const uint8_t id[8])
+{
+	uint64_t v = 0;
+
+	/* ids hold the generator's words little-endian */
+	for (int i = 7; i >= 0; i--)
+		v = v << 8 | id[i];
+	return v;
+}
+
+/* xoshiro256** from its definition: from state {1, 2, 3, 4} the first
+ * output is rotl(2 * 5, 7) * 9 = 0x2d00, the second rotl(0, 7) * 9 = 0,
+ * the rest come from a separate (Python) implementation of the recurrence. */
+START_TEST(test_known_answer)
+{
+	static const uint64_t want[] = {
+		0x2d00,
+		0x0,
+		0x5a007080,
+		0x10e0000000009d80,
+		0x10e0b61ce1009d80,
+		0x870021ce143ad00,
+	};
+	struct ctx_rng r = {{1, 2, 3, 4}};
+
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		uint64_t v = ctx_rng_next(&r);
+
+		ck_assert_msg(v == want[i], "output %zu: %#llx, want %#llx", i,
+			      (unsigned long long)v, (unsigned long long)want[i]);
+	}
+}
+END_TEST
+
+/* The state {1,2,3,4} then one draw yields a 0 next: a span id must skip it. */
+START_TEST(test_span_id_skips_zero)
+{
+	struct ctx_rng r = {{1, 2, 3, 4}};
+	uint8_t id[8], tid[16];
+
+	(void)ctx_rng_next(&r);
+	ctx_rng_span_id(&r, id);
+	ck_assert_uint_eq(id8_to_u64(id), 0x5a007080); /* the third output */
+
+	/* a trace id only needs one non-zero half */
+	r = (struct ctx_rng){{1, 2, 3, 4}};
+	(void)ctx_rng_next(&r);
+	ctx_rng_trace_id(&r, tid);
+	ck_assert_uint_eq(id8_to_u64(tid), 0);
+	ck_assert_uint_eq(id8_to_u64(tid + 8), 0x5a007080);
+
+	/* from {1, 0, 1, 0} the first two outputs are both 0 (s[1] stays 0),
+	 * then 0x1680 twice: the all-zero trace id is drawn again */
+	r = (struct ctx_rng){{1, 0, 1, 0}};
+	ctx_rng_trace_id(&r, tid);
+	ck_assert_uint_eq(id8_to_u64(tid), 0x1680);
+	ck_assert_uint_eq(id8_to_u64(tid + 8), 0x1680);
+}
+END_TEST
+
+START_TEST(test_deterministic)
+{
+	struct ctx_rng a, b;
+
+	seed_from(&a, 0x5c, 1);
+	seed_from(&b, 0x5c, 1);
+	for (int i = 0; i < 10000; i++)
+		ck_assert_uint_eq(ctx_rng_next(&a), ctx_rng_next(&b));
+	/* ids and uuids are functions of the state too */
+	{
+		uint8_t x[16], y[16];
+		char ux[37], uy[37];
+
+		ctx_rng_trace_id(&a, x);
+		ctx_rng_trace_id(&b, y);
+		ck_assert_mem_eq(x, y, 16);
+		ctx_rng_uuid4(&a, ux);
+		ctx_rng_uuid4(&b, uy);
+		ck_assert_str_eq(ux, uy);
+	}
+}
+END_TEST
+
+/* Flipping any one of the 256 seed bits changes the first output in about
+ * half of its bits: neighbouring seeds (a pid, a counter) do not give
+ * neighbouring sequences. */
+START_TEST(test_seed_avalanche)
+{
+	uint8_t seed[CTX_RNG_SEED_SIZE] = {0};
+	struct ctx_rng r;
+	uint64_t base;
+
+	ctx_rng_seed(&r, seed);
+	base = ctx_rng_next(&r);
+	for (int bit = 0; bit < 256; bit++) {
+		int d;
+
+		seed[bit / 8] ^= (uint8_t)(1u << (bit % 8));
+		ctx_rng_seed(&r, seed);
+		d = __builtin_popcountll(ctx_rng_next(&r) ^ base);
+		seed[bit / 8] ^= (uint8_t)(1u << (bit % 8));
+		ck_assert_msg(d >= 12 && d <= 52, "seed bit %d: %d output bits changed",
+			      bit, d);
+	}
+}
+END_TEST
+
+START_TEST(test_zero_seed)
+{
+	uint8_t seed[CTX_RNG_SEED_SIZE] = {0};
+	uint64_t v[64];
+	struct ctx_rng r;
+
+	ctx_rng_seed(&r, seed);
+	ck_assert((r.s[0] | r.s[1] | r.s[2] | r.s[3]) != 0);
+	for (int i = 0; i < 64; i++)
+		v[i] = ctx_rng_next(&r);
+	qsort(v, 64, sizeof(v[0]), cmp_u64);
+	for (int i = 1; i < 64; i++)
+		ck_assert_msg(v[i] != v[i - 1], "repeat among the first 64 outputs");
+
+	/* White box: the one seed whose state would be all-zero (each seed
+	 * word cancels the SplitMix64 increment rng.c adds to it) is repaired. */
+	for (int i = 0; i < 4; i++) {
+		uint64_t w = -(0x9e3779b97f4a7c15ULL * (uint64_t)(i + 1));
+
+		for (int k = 0; k < 8; k++)
+			seed[8 * i + k] = (uint8_t)(w >> (8 * k));
+	}
+	ctx_rng_seed(&r, seed);
+	ck_assert((r.s[0] | r.s[1] | r.s[2] | r.s[3]) != 0);
+	ck_assert(ctx_rng_next(&r) != 0 || ctx_rng_next(&r) != 0);
+
+	/* the all-zero state itself is repaired, not left as a fixed point */
+	r = (struct ctx_rng){{0, 0, 0, 0}};
+	ctx_rng_mix(&r, 0);
+	ck_assert((r.s[0] | r.s[1] | r.s[2] | r.s[3]) != 0);
+	ck_assert(ctx_rng_next(&r) != 0 || ctx_rng_next(&r) != 0);
+}
+END_TEST
+
+#define N_IDS 200000
+
+START_TEST(test_span_ids_nonzero_distinct)
+{
+	uint64_t *v = malloc(N_IDS * sizeof(*v));
+	struct ctx_rng r;
+
+	ck_assert_ptr_nonnull(v);
+	seed_from(&r, 0x11, 0x22);
+	for (int i = 0; i < N_IDS; i++) {
+		uint8_t id[8];
+
+		ctx_rng_span_id(&r, id);
+		v[i] = id8_to_u64(id);
+		ck_assert(v[i] != 0);
+	}
+	qsort(v, N_IDS, sizeof(*v), cmp_u64);
+	for (int i = 1; i < N_IDS; i++)
+		ck_assert_msg(v[i] != v[i - 1], "duplicate span id %#llx",
+			      (unsigned long long)v[i]);
+	free(v);
+}
+END_TEST
+
+START_TEST(test_trace_ids_nonzero_distinct)
+{
+	uint8_t(*v)[16] = malloc(N_IDS * sizeof(*v));
+	static const uint8_t zero[16];
+	struct ctx_rng r;
+
+	ck_assert_ptr_nonnull(v);
+	seed_from(&r, 0x33, 0x44);
+	for (int i = 0; i < N_IDS; i++) {
+		ctx_rng_trace_id(&r, v[i]);
+		ck_assert(memcmp(v[i], zero, 16) != 0);
+	}
+	qsort(v, N_IDS, sizeof(*v), cmp_id16);
+	for (int i = 1; i < N_IDS; i++)
+		ck_assert_msg(memcmp(v[i], v[i - 1], 16) != 0, "duplicate trace id");
+	free(v);
+}
+END_TEST
+
+/* A forked child that only mixes in its pid must not repeat the parent. */
+START_TEST(test_mix_diverges)
+{
+	enum { N = 20000 };
+	uint64_t *v = malloc(2 * N * sizeof(*v));
+	struct ctx_rng parent, child, child2;
+
+	ck_assert_ptr_nonnull(v);
+	seed_from(&parent, 0x77, 0x01);
+	child = parent;
+	child2 = parent;
+	ctx_rng_mix(&child, 4242);
+	ctx_rng_mix(&child2, 4243);
+	ck_assert(ctx_rng_next(&child) != ctx_rng_next(&child2));
+	for (int i = 0; i < N; i++) {
+		uint8_t a[8], b[8];
+
+		ctx_rng_span_id(&parent, a);
+		ctx_rng_span_id(&child, b);
+		v[2 * i] = id8_to_u64(a);
+		v[2 * i + 1] = id8_to_u64(b);
+	}
+	qsort(v, 2 * N, sizeof(*v), cmp_u64);
+	for (int i = 1; i < 2 * N; i++)
+		ck_assert_msg(v[i] != v[i - 1], "parent and child share a span id");
+	free(v);
+
+	/* mixing is deterministic: the same value gives the same stream */
+	seed_from(&parent, 0x77, 0x01);
+	child = parent;
+	ctx_rng_mix(&parent, 99);
+	ctx_rng_mix(&child, 99);
+	ck_assert_uint_eq(ctx_rng_next(&parent), ctx_rng_next(&child));
+}
+END_TEST
+
+static bool
+is_lower_hex(char c)
+{
+	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+}
+
+START_TEST(test_uuid4_format)
+{
+	enum { N = 20000 };
+	char(*u)[37] = malloc(N * sizeof(*u));
+	unsigned seen[36] = {0}; /* bitmask of hex digits seen per position */
+	struct ctx_rng r;
+
+	ck_assert_ptr_nonnull(u);
+	seed_from(&r, 0x99, 0x03);
+	for (int i = 0; i < N; i++) {
+		memset(u[i], 'X', 37);
+		ctx_rng_uuid4(&r, u[i]);
+		ck_assert_msg(u[i][36] == '\0' && strlen(u[i]) == 36, "length of %s",
+			      u[i]);
+		for (int p = 0; p < 36; p++) {
+			char c = u[i][p];
+
+			if (p == 8 || p == 13 || p == 18 || p == 23) {
+				ck_assert_msg(c == '-', "%s: no dash at %d", u[i], p);
+				continue;
+			}
+			ck_assert_msg(is_lower_hex(c), "%s: char %d", u[i], p);
+			seen[p] |= 1u << (c <= '9' ? c - '0' : c - 'a' + 10);
+		}
+		ck_assert_msg(u[i][14] == '4', "%s: version nibble", u[i]);
+		/* variant 10xx: the first digit of the fourth group is 8, 9, a or b */
+		ck_assert_msg(strchr("89ab", u[i][19]), "%s: variant", u[i]);
+	}
+	/* every random nibble takes all 16 values, the variant digit all 4 */
+	for (int p = 0; p < 36; p++) {
+		if (p == 8 || p == 13 || p == 18 || p == 23 || p == 14)
+			continue;
+		if (p == 19)
+			ck_assert_uint_eq(seen[p], 0xf00u);
+		else
+			ck_assert_msg(seen[p] == 0xffffu, "position %d: %#x", p,
+				      seen[p]);
+	}
+	qsort(u, N, sizeof(*u), cmp_uuid);
+	for (int i = 1; i < N; i++)
+		ck_assert_msg(strcmp(u[i], u[i - 1]) != 0, "duplicate uuid %s", u[i]);
+	free(u);
+}
+END_TEST
+
+/* Crude uniformity: each output bit is set about half the time (within
+ * 6 sigma), and the bytes of span ids pass a loose chi-square. */
+START_TEST(test_bit_frequencies)
+{
+	enum { N = 1 << 17 };
+	static unsigned bits[64], trace_bits[128], bytes[256];
+	const double sigma = 181.02; /* sqrt(N) / 2 */
+	struct ctx_rng r;
+	double chi2 = 0;
+
+	seed_from(&r, 0x00, 0x01);
+	for (int i = 0; i < N; i++) {
+		uint64_t v = ctx_rng_next(&r);
+		uint8_t tid[16], sid[8];
+
+		for (int b = 0; b < 64; b++)
+			bits[b] += (v >> b) & 1;
+		ctx_rng_trace_id(&r, tid);
+		for (int b = 0; b < 128; b++)
+			trace_bits[b] += (tid[b / 8] >> (b % 8)) & 1;
+		ctx_rng_span_id(&r, sid);
+		for (int k = 0; k < 8; k++)
+			bytes[sid[k]]++;
+	}
+	for (int b = 0; b < 64; b++)
+		ck_assert_msg(bits[b] > N / 2 - 6 * sigma &&
+				      bits[b] < N / 2 + 6 * sigma,
+			      "bit %d set %u times of %d", b, bits[b], N);
+	for (int b = 0; b < 128; b++)
+		ck_assert_msg(trace_bits[b] > N / 2 - 6 * sigma &&
+				      trace_bits[b] < N / 2 + 6 * sigma,
+			      "trace-id bit %d set %u times of %d", b, trace_bits[b],
+			      N);
+	for (int k = 0; k < 256; k++) {
+		double e = N * 8.0 / 256, d = bytes[k] - e;
+
+		chi2 += d * d / e;
+	}
+	/* 255 degrees of freedom: mean 255, sd ~22.6 */
+	ck_assert_msg(chi2 < 400, "span-id byte chi-square %.1f", chi2);
+}
+END_TEST
+
+TEST_SUITE(rng_suite)
+{
+	Suite *s = suite_create("rng");
+	TCase *tc = tcase_create("generator");
+
+	tcase_add_test(tc, test_known_answer);
+	tcase_add_test(tc, test_span_id_skips_zero);
+	tcase_add_test(tc, test_deterministic);
+	tcase_add_test(tc, test_seed_avalanche);
+	tcase_add_test(tc, test_zero_seed);
+	tcase_add_test(tc, test_mix_diverges);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("ids");
+	tcase_add_test(tc, test_span_ids_nonzero_distinct);
+	tcase_add_test(tc, test_trace_ids_nonzero_distinct);
+	tcase_add_test(tc, test_uuid4_format);
+	tcase_add_test(tc, test_bit_frequencies);
+	suite_add_tcase(s, tc);
+	return s;
+}
