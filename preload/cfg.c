@@ -6,6 +6,7 @@
 #include "log.h"
 
 #include <ctype.h>
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -27,6 +28,25 @@ ctxshim_env_bool(const char *name, bool dflt)
 		return false;
 	ctxshim_log("%s=%s is not a boolean, using %s", name, v, dflt ? "1" : "0");
 	return dflt;
+}
+
+static unsigned
+env_uint(const char *name, unsigned dflt, unsigned min, unsigned max)
+{
+	const char *v = secure_getenv(name);
+	unsigned long n;
+	char *end;
+
+	if (!v || !*v)
+		return dflt;
+	errno = 0;
+	n = strtoul(v, &end, 10);
+	if (errno || *end || n < min || n > max) {
+		ctxshim_log("%s=%s is not a number in %u..%u, using %u", name, v, min, max,
+			    dflt);
+		return dflt;
+	}
+	return (unsigned)n;
 }
 
 /* HTTP field names are tokens (RFC 9110 §5.6.2); we keep them lowercase so
@@ -89,5 +109,10 @@ ctxshim_config_load(void)
 	if (!ctxshim_cfg.disabled)
 		ctxshim_events_open(secure_getenv("CTXSHIM_EVENTS"));
 	ctxshim_cfg.test_force_anon = ctxshim_env_bool("CTXSHIM_TEST_FORCE_ANON", false);
+	ctxshim_cfg.new_traces = ctxshim_env_bool("CTXSHIM_NEW_TRACES", true);
+	ctxshim_cfg.sample_new = ctxshim_env_bool("CTXSHIM_SAMPLED", false);
+	ctxshim_cfg.url_query = ctxshim_env_bool("CTXSHIM_URL_QUERY", false);
+	ctxshim_cfg.max_header_bytes = env_uint("CTXSHIM_MAX_HEADER_BYTES", 16384, 256,
+						 1u << 20);
 	load_header_attrs();
 }

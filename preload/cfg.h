@@ -21,6 +21,10 @@ enum ctxshim_key {
 struct ctxshim_config {
 	bool disabled;          /* CTXSHIM_DISABLE=1 */
 	bool test_force_anon;   /* CTXSHIM_TEST_FORCE_ANON=1 (tests only) */
+	bool new_traces;        /* CTXSHIM_NEW_TRACES (default 1) */
+	bool sample_new;        /* CTXSHIM_SAMPLED: sampled bit on new traces */
+	bool url_query;         /* CTXSHIM_URL_QUERY: keep the query in url.path */
+	unsigned max_header_bytes; /* CTXSHIM_MAX_HEADER_BYTES (default 16384) */
 	unsigned n_header_attrs; /* CTXSHIM_HEADER_ATTRS=x-request-id,… */
 	char header_attrs[CTXSHIM_MAX_HEADER_ATTRS][CTXSHIM_HEADER_NAME_MAX];
 };
