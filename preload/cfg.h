@@ -9,7 +9,8 @@
 enum ctxshim_key {
 	CTXSHIM_KEY_METHOD = 0, /* http.request.method */
 	CTXSHIM_KEY_PATH = 1,   /* url.path */
-	CTXSHIM_KEY_FIRST_HEADER = 2,
+	CTXSHIM_KEY_PARENT = 2, /* ctxshim.parent_span_id: the incoming parent-id */
+	CTXSHIM_KEY_FIRST_HEADER = 3,
 };
 
 #define CTXSHIM_MAX_HEADER_ATTRS 8

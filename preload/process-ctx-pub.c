@@ -37,6 +37,7 @@
 static const char *const builtin_keys[] = {
 	[CTXSHIM_KEY_METHOD] = "http.request.method",
 	[CTXSHIM_KEY_PATH] = "url.path",
+	[CTXSHIM_KEY_PARENT] = "ctxshim.parent_span_id",
 };
 
 /* The resource: builtin entries plus OTEL_RESOURCE_ATTRIBUTES, decoded
@@ -251,6 +252,7 @@ ctxshim_pctx_prepare(void)
 	n_keys = 0;
 	key_map[n_keys++] = builtin_keys[CTXSHIM_KEY_METHOD];
 	key_map[n_keys++] = builtin_keys[CTXSHIM_KEY_PATH];
+	key_map[n_keys++] = builtin_keys[CTXSHIM_KEY_PARENT];
 	for (i = 0; i < ctxshim_cfg.n_header_attrs; i++) {
 		snprintf(header_keys[i], sizeof(header_keys[i]), "http.request.header.%s",
 			 ctxshim_cfg.header_attrs[i]);

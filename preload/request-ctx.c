@@ -75,6 +75,7 @@ ctxshim_request_ctx(struct ctxshim_ctx *c, const struct ctxshim_request *r)
 					&path_len);
 		(void)trec_attrs_add(&w, CTXSHIM_KEY_PATH, path, path_len);
 	}
+	ctxshim_ctx_add_parent_attr(c, &w);
 	for (i = 0; i < ctxshim_cfg.n_header_attrs; i++)
 		if (r->extra[i])
 			(void)trec_attrs_add(&w, (uint8_t)(CTXSHIM_KEY_FIRST_HEADER + i),

@@ -62,6 +62,7 @@ adopt_env_context(void)
 	const char *tp_text = secure_getenv("TRACEPARENT");
 	const char *ts_text = secure_getenv("TRACESTATE");
 	struct w3c_traceparent tp;
+	struct trec_attr_writer w;
 	struct ctxshim_ctx c;
 
 	if (!tp_text || !ctxshim_env_bool("CTXSHIM_ENV_CARRIER", true))
@@ -71,6 +72,9 @@ adopt_env_context(void)
 		return;
 	}
 	ctxshim_ctx_begin(&c, &tp);
+	trec_attrs_init(&w, c.attrs, sizeof(c.attrs));
+	ctxshim_ctx_add_parent_attr(&c, &w);
+	c.attrs_len = (uint16_t)w.len;
 	if (ts_text) {
 		size_t len = strlen(ts_text);
 

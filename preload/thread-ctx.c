@@ -4,6 +4,7 @@
 #include "thread-ctx.h"
 
 #include "events.h"
+#include "cfg.h"
 #include "log.h"
 #include "rng.h"
 #include "shim.h"
@@ -201,6 +202,17 @@ ctxshim_ctx_begin(struct ctxshim_ctx *c, const struct w3c_traceparent *tp)
 		c->flags = W3C_FLAG_RANDOM;
 	}
 	ctxshim_new_span_id(c->span_id);
+}
+
+void
+ctxshim_ctx_add_parent_attr(struct ctxshim_ctx *c, struct trec_attr_writer *w)
+{
+	char hex[16];
+
+	if (!c->has_parent)
+		return;
+	w3c_hex_encode(hex, c->parent_id, sizeof(c->parent_id));
+	(void)trec_attrs_add(w, CTXSHIM_KEY_PARENT, hex, sizeof(hex));
 }
 
 int

@@ -64,3 +64,8 @@ void ctxshim_ctx_begin(struct ctxshim_ctx *c, const struct w3c_traceparent *tp);
  * invalid list leaves c without a tracestate and returns -EINVAL. */
 int ctxshim_ctx_set_tracestate(struct ctxshim_ctx *c, const char *const *lines,
 			       const size_t *lens, size_t n_lines);
+
+/* Append the ctxshim.parent_span_id attribute (16 hex digits) when c has
+ * an incoming parent: the OTEP record has no parent field, and people
+ * reading a dump want to know which upstream span called. */
+void ctxshim_ctx_add_parent_attr(struct ctxshim_ctx *c, struct trec_attr_writer *w);

@@ -157,11 +157,12 @@ START_TEST(test_published_and_decodes)
 
 	ck_assert(s->d.has_threadlocal);
 	ck_assert(pctx_str_eq(s->d.schema_version, "tlsdesc_v1_dev"));
-	ck_assert_uint_eq(s->d.n_keys, 4);
+	ck_assert_uint_eq(s->d.n_keys, 5);
 	ck_assert(pctx_str_eq(s->d.key_map[0], "http.request.method"));
 	ck_assert(pctx_str_eq(s->d.key_map[1], "url.path"));
-	ck_assert(pctx_str_eq(s->d.key_map[2], "http.request.header.x-request-id"));
-	ck_assert(pctx_str_eq(s->d.key_map[3], "http.request.header.traceresponse"));
+	ck_assert(pctx_str_eq(s->d.key_map[2], "ctxshim.parent_span_id"));
+	ck_assert(pctx_str_eq(s->d.key_map[3], "http.request.header.x-request-id"));
+	ck_assert(pctx_str_eq(s->d.key_map[4], "http.request.header.traceresponse"));
 
 	ck_assert_int_eq(test_child_finish(&c, 20000), 0);
 	free(s);
