@@ -60,11 +60,11 @@ build_env(char *const extra[], bool preload)
 	for (i = 0; i < m; i++)
 		env[k++] = extra[i];
 	if (preload) {
-		const char *lib = test_env_path("CTXSHIM_LIB");
-		char *p;
+		static char preload_var[4200];
 
-		ck_assert_int_ge(asprintf(&p, "LD_PRELOAD=%s", lib), 0);
-		env[k++] = p;
+		snprintf(preload_var, sizeof(preload_var), "LD_PRELOAD=%s",
+			 test_env_path("CTXSHIM_LIB"));
+		env[k++] = preload_var;
 	}
 	env[k] = NULL;
 	return env;

@@ -1,0 +1,899 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* ctxdump as a command: options and exit codes, the error cases of the
+ * issue (no such process, no symbol, vanished thread, a target that is
+ * already traced), threads that come and go during the dump, signals to
+ * ctxdump in the middle of a dump.  After every dump the target must be
+ * running, and it must exit normally at the end. */
+#include "test-common.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <grp.h>
+#include <sys/ptrace.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define RUN_TIMEOUT_MS 30000
+
+static const char *
+ctxdump_path(void)
+{
+	static char path[4096];
+
+	snprintf(path, sizeof(path), "%s/tools/ctxdump/ctxdump",
+		 test_env_path("CTXSHIM_BUILDDIR"));
+	return path;
+}
+
+static const char *
+helper_path(const char *name)
+{
+	static char path[4][4096];
+	static int k;
+
+	k = (k + 1) % 4;
+	snprintf(path[k], sizeof(path[k]), "%s/%s", test_env_path("HELPER_DIR"), name);
+	return path[k];
+}
+
+/* Run ctxdump with up to 8 arguments (NULL-terminated); returns the exit
+ * status, fails the test if it did not exit normally. */
+static int
+run_ctxdump(char **out, char **err, const char *a1, ...)
+{
+	char *argv[12];
+	va_list ap;
+	int n = 0, st;
+
+	argv[n++] = (char *)ctxdump_path();
+	va_start(ap, a1);
+	for (const char *a = a1; a && n < 11; a = va_arg(ap, const char *))
+		argv[n++] = (char *)a;
+	va_end(ap);
+	argv[n] = NULL;
+	st = test_run_capture(argv, NULL, false, out, err, RUN_TIMEOUT_MS);
+	ck_assert_msg(WIFEXITED(st), "ctxdump did not exit normally (status 0x%x)", st);
+	return WEXITSTATUS(st);
+}
+
+static long
+now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000L + ts.tv_nsec / 1000000;
+}
+
+/* Every thread of pid is out of ptrace-stop and job-stop (within a short
+ * grace period for the scheduler). */
+static void
+assert_running(pid_t pid)
+{
+	long deadline = now_ms() + 1000;
+	char path[64], bad[300] = "";
+
+	for (;;) {
+		struct dirent *de;
+		DIR *d;
+
+		snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+		d = opendir(path);
+		ck_assert_ptr_nonnull(d);
+		bad[0] = '\0';
+		while ((de = readdir(d)) != NULL) {
+			char stat_path[384], buf[512], *p;
+			FILE *f;
+
+			if (de->d_name[0] == '.')
+				continue;
+			snprintf(stat_path, sizeof(stat_path), "%s/%s/stat", path,
+				 de->d_name);
+			f = fopen(stat_path, "re");
+			if (!f)
+				continue; /* exited meanwhile */
+			if (fgets(buf, sizeof(buf), f)) {
+				p = strrchr(buf, ')');
+				if (p && (p[2] == 't' || p[2] == 'T'))
+					snprintf(bad, sizeof(bad),
+						 "tid %s is in state %c", de->d_name,
+						 p[2]);
+			}
+			fclose(f);
+		}
+		closedir(d);
+		if (!bad[0])
+			break;
+		ck_assert_msg(now_ms() < deadline, "target %d left stopped: %s",
+			      (int)pid, bad);
+		usleep(2000);
+	}
+	ck_assert_int_ne(test_proc_state(pid), 't');
+	ck_assert_int_ne(test_proc_state(pid), 'T');
+}
+
+struct churn {
+	struct test_child c;
+	pid_t pid, gone, odd, vfork;
+	pid_t tid[32];
+	unsigned n;
+};
+
+/* opt: NULL, "--churn" or "--odd" (see test/helpers/churn.c) */
+static void
+churn_start(struct churn *h, const char *opt, unsigned n)
+{
+	char count[16], line[1024], *p, *end;
+	char *argv[4];
+	int k = 0;
+
+	snprintf(count, sizeof(count), "%u", n);
+	argv[k++] = (char *)helper_path("churn");
+	if (opt)
+		argv[k++] = (char *)opt;
+	argv[k++] = count;
+	argv[k] = NULL;
+	memset(h, 0, sizeof(*h));
+	test_child_start(&h->c, argv, NULL, false);
+	for (;;) {
+		test_child_readline(&h->c, line, sizeof(line), 10000);
+		if (strncmp(line, "ODD ", 4) == 0)
+			h->odd = (pid_t)atoi(line + 4);
+		else if (strncmp(line, "VFORK ", 6) == 0)
+			h->vfork = (pid_t)atoi(line + 6);
+		else if (strncmp(line, "READY ", 6) == 0)
+			break;
+	}
+	p = line + 6;
+	h->pid = (pid_t)strtol(p, &end, 10);
+	ck_assert_int_eq(h->pid, h->c.pid);
+	h->gone = (pid_t)strtol(end, &end, 10);
+	while (*end && h->n < 32) {
+		p = end;
+		h->tid[h->n] = (pid_t)strtol(p, &end, 10);
+		if (end == p)
+			break;
+		h->n++;
+	}
+	ck_assert_uint_eq(h->n, n);
+}
+
+static void
+churn_finish(struct churn *h)
+{
+	int st;
+
+	assert_running(h->pid);
+	st = test_child_finish(&h->c, 10000);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+		      "target did not exit normally (status 0x%x)", st);
+}
+
+static void
+assert_try_help(const char *err)
+{
+	const char *tail = "Try 'ctxdump --help' for more information.\n";
+	size_t l = strlen(err), t = strlen(tail);
+
+	ck_assert_msg(l >= t && strcmp(err + l - t, tail) == 0,
+		      "stderr does not end with the --help hint: '%s'", err);
+	ck_assert_msg(strncmp(err, "ctxdump: ", 9) == 0, "no program prefix: '%s'",
+		      err);
+}
+
+/* The JSON object of thread tid, up to the next thread (or the end). */
+static char *
+json_thread(const char *json, pid_t tid)
+{
+	char key[64];
+	const char *s, *e;
+
+	snprintf(key, sizeof(key), "\"tid\": %d,", (int)tid);
+	s = strstr(json, key);
+	if (!s)
+		return NULL;
+	e = strstr(s + 1, "\"tid\": ");
+	if (!e)
+		e = s + strlen(s);
+	return strndup(s, (size_t)(e - s));
+}
+
+static void
+hex_of(char *out, unsigned byte, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		snprintf(out + 2 * i, 3, "%02x", byte & 0xff);
+}
+
+/* What churn publishes for worker i. */
+static void
+assert_worker_json(const char *json, const struct churn *h, unsigned i)
+{
+	char *t = json_thread(json, h->tid[i]);
+	char want[128], hex[64];
+
+	ck_assert_msg(t, "thread %d missing in the JSON", (int)h->tid[i]);
+	hex_of(hex, i + 1, 16);
+	snprintf(want, sizeof(want), "\"trace_id\": \"%s\"", hex);
+	ck_assert_msg(strstr(t, want), "thread %d: no %s in %s", (int)h->tid[i], want,
+		      t);
+	hex_of(hex, 0xa0 + i, 8);
+	snprintf(want, sizeof(want), "\"span_id\": \"%s\"", hex);
+	ck_assert_msg(strstr(t, want), "thread %d: no %s", (int)h->tid[i], want);
+	snprintf(want, sizeof(want), "\"value\": \"worker-%u\"", i);
+	ck_assert_msg(strstr(t, want), "thread %d: no %s", (int)h->tid[i], want);
+	ck_assert_ptr_nonnull(strstr(t, "\"valid\": 1,"));
+	ck_assert_ptr_nonnull(strstr(t, "\"flags\": 1,"));
+	ck_assert_ptr_nonnull(strstr(t, "\"key\": \"#0\""));
+	ck_assert_ptr_nonnull(strstr(t, "\"comm\": \"churn\""));
+	free(t);
+}
+
+/* Output is valid UTF-8 without control bytes other than newlines, and
+ * (as_json) parses as JSON.  Checked with python3, which meson needs
+ * anyway; skipped where it is missing. */
+static void
+assert_clean_output(const char *out, bool as_json)
+{
+	static const char script[] =
+		"import json, sys\n"
+		"s = open(sys.argv[1], 'rb').read().decode('utf-8')\n"
+		"bad = [hex(ord(c)) for c in s if c != '\\n' and "
+		"(ord(c) < 0x20 or 0x7f <= ord(c) <= 0x9f)]\n"
+		"assert not bad, bad\n"
+		"if sys.argv[2] == 'json':\n"
+		"    json.loads(s)\n";
+	char tmpl[] = "/tmp/ctxdump-out-XXXXXX", *err = NULL;
+	char *argv[] = {"/usr/bin/python3",        "-c", (char *)script, tmpl,
+			as_json ? "json" : "text", NULL};
+	int fd, st;
+
+	if (access(argv[0], X_OK) != 0)
+		return;
+	fd = mkstemp(tmpl);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(write(fd, out, strlen(out)), (ssize_t)strlen(out));
+	close(fd);
+	st = test_run_capture(argv, NULL, false, NULL, &err, 30000);
+	unlink(tmpl);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "output not clean: %s",
+		      err);
+	free(err);
+}
+
+START_TEST(escaping)
+{
+	struct churn h;
+	char *out, *err, arg[16], want[256];
+
+	churn_start(&h, "--odd", 1);
+	snprintf(arg, sizeof(arg), "%d", (int)h.pid);
+
+	ck_assert_int_eq(run_ctxdump(&out, &err, arg, NULL), 0);
+	snprintf(want, sizeof(want), "Thread %d \"o\\x0a\\x1b\\xff\\\"\\\\d\" (",
+		 (int)h.odd);
+	ck_assert_msg(strstr(out, want), "no '%s' in %s", want, out);
+	ck_assert_ptr_nonnull(strstr(out,
+				     "    trace_id=eeeeeeeeeeeeeeeeeeeeeeeeeeeeeeee "
+				     "span_id=dddddddddddddddd flags=03\n"
+				     "    #0=x\\x01y\n"
+				     "    #1=\\xc3(\n"
+				     "    #2=\xe2\x82\xac\n"
+				     "    #200=z\n"));
+	assert_clean_output(out, false);
+	free(out);
+	free(err);
+
+	ck_assert_int_eq(run_ctxdump(&out, &err, "--json", arg, NULL), 0);
+	ck_assert_msg(strstr(out, "\"comm\": \"o\\n\\u001b\\ufffd\\\"\\\\d\""), "%s",
+		      out);
+	ck_assert_ptr_nonnull(strstr(out, "\"value\": \"x\\u0001y\""));
+	ck_assert_ptr_nonnull(strstr(out, "\"value\": \"\\ufffd(\""));
+	ck_assert_ptr_nonnull(strstr(out, "\"value\": \"\xe2\x82\xac\""));
+	ck_assert_ptr_nonnull(strstr(out, "\"key\": \"#200\""));
+	ck_assert_ptr_nonnull(strstr(out, "\"flags\": 3,"));
+	assert_clean_output(out, true);
+	free(out);
+	free(err);
+	churn_finish(&h);
+}
+END_TEST
+
+START_TEST(usage_errors)
+{
+	static const char *const cases[][4] = {
+		{NULL},
+		{"--bogus", "1", NULL},
+		{"abc", NULL},
+		{"0", NULL},
+		{"1", "2", NULL},
+		{"-n", "-1", "1", NULL},
+		{"-n", "x", "1", NULL},
+		{"-t", "x", "1", NULL},
+		{"--stack-size", "9M", "1", NULL},
+		{"--stack-size", "12Q", "1", NULL},
+		{"-t", NULL},
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char *out, *err;
+		int r = run_ctxdump(&out, &err, cases[i][0], cases[i][1], cases[i][2],
+				    NULL);
+
+		ck_assert_msg(r == 64, "case %zu: exit %d, stderr '%s'", i, r, err);
+		ck_assert_str_eq(out, "");
+		assert_try_help(err);
+		free(out);
+		free(err);
+	}
+}
+END_TEST
+
+START_TEST(help_version)
+{
+	char *out, *err, want[128];
+
+	ck_assert_int_eq(run_ctxdump(&out, &err, "--help", NULL), 0);
+	ck_assert_msg(strncmp(out, "Usage:\n ctxdump [options] <pid>\n", 32) == 0, "%s",
+		      out);
+	ck_assert_ptr_nonnull(strstr(out, " -t, --tid <tid>"));
+	ck_assert_ptr_nonnull(strstr(out, " -j, --json"));
+	ck_assert_ptr_nonnull(strstr(out, "For more details see ctxdump(1).\n"));
+	ck_assert_str_eq(err, "");
+	free(out);
+	free(err);
+
+	ck_assert_int_eq(run_ctxdump(&out, &err, "-h", "123", NULL), 0);
+	ck_assert_ptr_nonnull(strstr(out, "Usage:"));
+	free(out);
+	free(err);
+
+	ck_assert_int_eq(run_ctxdump(&out, &err, "--version", NULL), 0);
+	snprintf(want, sizeof(want), "ctxdump from ctxshim %s\n", CTXSHIM_VERSION);
+	ck_assert_str_eq(out, want);
+	ck_assert_str_eq(err, "");
+	free(out);
+	free(err);
+}
+END_TEST
+
+START_TEST(no_such_process)
+{
+	char *out, *err, arg[16];
+	pid_t pid = fork();
+	int st;
+
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0)
+		_exit(0);
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	snprintf(arg, sizeof(arg), "%d", (int)pid);
+	ck_assert_int_eq(run_ctxdump(&out, &err, arg, NULL), 2);
+	ck_assert_msg(strstr(err, "does not exist"), "%s", err);
+	ck_assert_str_eq(out, "");
+	free(out);
+	free(err);
+}
+END_TEST
+
+START_TEST(not_a_process)
+{
+	struct churn h;
+	char *out, *err, arg[16];
+
+	churn_start(&h, NULL, 2);
+	/* a thread id is not a process id */
+	snprintf(arg, sizeof(arg), "%d", (int)h.tid[0]);
+	ck_assert_int_eq(run_ctxdump(&out, &err, arg, NULL), 2);
+	ck_assert_msg(strstr(err, "is a thread, not a process"), "%s", err);
+	free(out);
+	free(err);
+	churn_finish(&h);
+}
+END_TEST
+
+START_TEST(no_symbol)
+{
+	char *argv[] = {(char *)helper_path("threads"), "--wait", "2", NULL};
+	struct test_child c;
+	char line[512], arg[16], *out, *err;
+	int st;
+
+	test_child_start(&c, argv, NULL, false);
+	test_child_expect(&c, "READY ", line, sizeof(line), 10000);
+	snprintf(arg, sizeof(arg), "%d", (int)c.pid);
+
+	ck_assert_int_eq(run_ctxdump(&out, &err, arg, NULL), 2);
+	ck_assert_msg(strstr(err, "no loaded object of process") &&
+			      strstr(err, "defines otel_thread_ctx_v1"),
+		      "%s", err);
+	ck_assert_msg(strstr(out, "Symbol: otel_thread_ctx_v1 not found"), "%s", out);
+	ck_assert_ptr_nonnull(strstr(out, "Process context: none"));
+	free(out);
+	free(err);
+
+	ck_assert_int_eq(run_ctxdump(&out, &err, "--json", arg, NULL), 2);
+	ck_assert_msg(strstr(out, "\"symbol\": null,"), "%s", out);
+	ck_assert_ptr_nonnull(strstr(out, "\"process_context\": null,"));
+	ck_assert_ptr_nonnull(strstr(out, "\"threads\": []"));
+	ck_assert_ptr_nonnull(strstr(out, "\"stopped_ns\": 0,"));
+	free(out);
+	free(err);
+
+	assert_running(c.pid);
+	st = test_child_finish(&c, 10000);
+	ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+}
+END_TEST
+
+START_TEST(records_text_and_json)
+{
+	struct churn h;
+	char *out, *err, arg[16], want[128], *t;
+	unsigned i;
+
+	churn_start(&h, NULL, 3);
+	snprintf(arg, sizeof(arg), "%d", (int)h.pid);
+
+	ck_assert_int_eq(run_ctxdump(&out, &err, "--json", arg, NULL), 0);
+	ck_assert_str_eq(err, "");
+	for (i = 0; i < h.n; i++)
+		assert_worker_json(out, &h, i);
+	/* the main thread has no record; the helper thread that exited is
+	 * not listed */
+	t = json_thread(out, h.pid);
+	ck_assert_ptr_nonnull(t);
+	ck_assert_msg(strstr(t, "\"context\": null"), "%s", t);
+	free(t);
+	ck_assert_ptr_null(json_thread(out, h.gone));
+	ck_assert_ptr_nonnull(strstr(out, "\"model\": \"local-exec\""));
+	ck_assert_ptr_nonnull(strstr(out, "\"name\": \"otel_thread_ctx_v1\""));
+	ck_assert_msg(!strstr(out, "\"stopped_ns\": 0,"), "nothing was stopped?");
+	assert_clean_output(out, true);
+	free(out);
+	free(err);
+	assert_running(h.pid);
+
+	ck_assert_int_eq(run_ctxdump(&out, &err, "-v", arg, NULL), 0);
+	ck_assert_msg(strstr(out, "(local-exec)") &&
+			      strstr(out, "Stopped: 4 threads for"),
+		      "%s", out);
+	snprintf(want, sizeof(want), "Thread %d \"churn\" (", (int)h.tid[1]);
+	ck_assert_ptr_nonnull(strstr(out, want));
+	ck_assert_ptr_nonnull(strstr(out,
+				     "    trace_id=02020202020202020202020202020202 "
+				     "span_id=a1a1a1a1a1a1a1a1 flags=01\n"
+				     "    #0=worker-1\n"));
+	ck_assert_ptr_nonnull(strstr(out, "    (no context)\n"));
+	free(out);
+	free(err);
+
+	/* -q leaves out the main thread, which has no context */
+	ck_assert_int_eq(run_ctxdump(&out, &err, "-q", "-j", arg, NULL), 0);
+	ck_assert_ptr_null(json_thread(out, h.pid));
+	ck_assert_ptr_nonnull(t = json_thread(out, h.tid[2]));
+	free(t);
+	free(out);
+	free(err);
+	churn_finish(&h);
+}
+END_TEST
+
+START_TEST(one_thread)
+{
+	struct churn h;
+	char *out, *err, arg[16], tid[16], *t;
+
+	churn_start(&h, NULL, 3);
+	snprintf(arg, sizeof(arg), "%d", (int)h.pid);
+
+	snprintf(tid, sizeof(tid), "%d", (int)h.tid[1]);
+	ck_assert_int_eq(run_ctxdump(&out, &err, "-j", "-t", tid, arg, NULL), 0);
+	assert_worker_json(out, &h, 1);
+	ck_assert_ptr_null(t = json_thread(out, h.tid[0]));
+	ck_assert_ptr_null(t = json_thread(out, h.pid));
+	free(out);
+	free(err);
+	assert_running(h.pid);
+
+	/* a thread that has exited */
+	snprintf(tid, sizeof(tid), "%d", (int)h.gone);
+	ck_assert_int_eq(run_ctxdump(&out, &err, "--tid", tid, arg, NULL), 2);
+	ck_assert_msg(strstr(err, "does not exist"), "%s", err);
+	free(out);
+	free(err);
+
+	/* a thread of another process (this test) */
+	snprintf(tid, sizeof(tid), "%d", (int)getpid());
+	ck_assert_int_eq(run_ctxdump(&out, &err, "-t", tid, arg, NULL), 2);
+	ck_assert_msg(strstr(err, "does not exist"), "%s", err);
+	free(out);
+	free(err);
+	churn_finish(&h);
+}
+END_TEST
+
+/* Seize every thread of pid and hold them (running) until *release is
+ * closed: another tracer such as gdb or strace. */
+static pid_t
+start_tracer(pid_t pid, int *release_fd)
+{
+	int ready[2], release[2];
+	pid_t tracer;
+	char c;
+
+	ck_assert_int_eq(pipe(ready), 0);
+	ck_assert_int_eq(pipe(release), 0);
+	tracer = fork();
+	ck_assert_int_ge(tracer, 0);
+	if (tracer == 0) {
+		char path[64];
+		struct dirent *de;
+		DIR *d;
+
+		close(ready[0]);
+		close(release[1]);
+		snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+		d = opendir(path);
+		if (!d)
+			_exit(1);
+		while ((de = readdir(d)) != NULL) {
+			if (de->d_name[0] != '.' &&
+			    ptrace(PTRACE_SEIZE, (pid_t)atoi(de->d_name), NULL, NULL) <
+				    0)
+				_exit(1);
+		}
+		closedir(d);
+		if (write(ready[1], "x", 1) != 1)
+			_exit(1);
+		(void)read(release[0], &c, 1);
+		_exit(0); /* the kernel detaches our tracees */
+	}
+	close(ready[1]);
+	close(release[0]);
+	ck_assert_int_eq(read(ready[0], &c, 1), 1);
+	close(ready[0]);
+	*release_fd = release[1];
+	return tracer;
+}
+
+START_TEST(already_traced)
+{
+	struct churn h;
+	char *out, *err, arg[16], want[128];
+	int release, st;
+	pid_t tracer;
+
+	churn_start(&h, NULL, 2);
+	snprintf(arg, sizeof(arg), "%d", (int)h.pid);
+	tracer = start_tracer(h.pid, &release);
+
+	ck_assert_int_eq(run_ctxdump(&out, &err, arg, NULL), 2);
+	ck_assert_msg(strstr(err, "ptrace(PTRACE_SEIZE, ") &&
+			      strstr(err, "Operation not permitted"),
+		      "%s", err);
+	snprintf(want, sizeof(want), "is already being traced by pid %d", (int)tracer);
+	ck_assert_msg(strstr(err, want), "no TracerPid hint: %s", err);
+	/* exactly one hint */
+	ck_assert_ptr_null(strstr(err, "ptrace_scope"));
+	ck_assert_ptr_null(strstr(err, "different user"));
+	free(out);
+	free(err);
+	assert_running(h.pid);
+
+	close(release);
+	ck_assert_int_eq(waitpid(tracer, &st, 0), tracer);
+	ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	/* and now it works */
+	ck_assert_int_eq(run_ctxdump(&out, &err, "-j", arg, NULL), 0);
+	assert_worker_json(out, &h, 0);
+	free(out);
+	free(err);
+	churn_finish(&h);
+}
+END_TEST
+
+/* Each tid named on stderr only once; returns how many lines. */
+static unsigned
+assert_warnings_once(const char *err)
+{
+	const char *p = err;
+	pid_t seen[4096];
+	unsigned n = 0, i;
+
+	while ((p = strstr(p, "ctxdump: tid ")) != NULL) {
+		pid_t tid = (pid_t)atoi(p + 13);
+
+		for (i = 0; i < n; i++)
+			ck_assert_msg(seen[i] != tid, "tid %d reported twice: %s",
+				      (int)tid, err);
+		if (n < 4096)
+			seen[n++] = tid;
+		p += 13;
+	}
+	return n;
+}
+
+START_TEST(churn_during_dump)
+{
+	struct churn h;
+	unsigned run, i, partial = 0;
+	char arg[16];
+
+	churn_start(&h, "--churn", 4);
+	snprintf(arg, sizeof(arg), "%d", (int)h.pid);
+	for (run = 0; run < 25; run++) {
+		char *out, *err;
+		int r = run_ctxdump(&out, &err, "-j", arg, NULL);
+
+		/* 1 when a thread exited between the scan and its stop */
+		ck_assert_msg(r == 0 || r == 1, "exit %d: %s", r, err);
+		if (r == 1) {
+			partial++;
+			ck_assert_msg(strstr(err, "exited before it could be stopped"),
+				      "%s", err);
+		}
+		ck_assert_uint_eq(assert_warnings_once(err) > 0, r == 1);
+		for (i = 0; i < h.n; i++)
+			assert_worker_json(out, &h, i);
+		free(out);
+		free(err);
+		assert_running(h.pid);
+	}
+	churn_finish(&h);
+}
+END_TEST
+
+/* ctxdump interrupted at a random point (often inside the stop window):
+ * SIGINT/SIGTERM make it detach and die from the signal, SIGKILL leaves
+ * the detaching to the kernel (PTRACE_SEIZE, no SIGSTOP). */
+START_TEST(signals_to_ctxdump)
+{
+	static const int sigs[] = {SIGTERM, SIGINT, SIGKILL, SIGHUP};
+	struct churn h;
+	unsigned run;
+	char arg[16];
+
+	churn_start(&h, "--churn", 24);
+	snprintf(arg, sizeof(arg), "%d", (int)h.pid);
+	for (run = 0; run < 24; run++) {
+		char *argv[] = {(char *)ctxdump_path(), "-j", arg, NULL};
+		int sig = sigs[run % 4], st;
+		sigset_t block, old;
+		pid_t pid;
+
+		/* The forked child must not run the test runner's signal
+		 * handlers if the signal lands before execv(). */
+		sigemptyset(&block);
+		sigaddset(&block, sig);
+		sigprocmask(SIG_BLOCK, &block, &old);
+		pid = fork();
+		ck_assert_int_ge(pid, 0);
+		if (pid == 0) {
+			int null = open("/dev/null", O_WRONLY);
+
+			signal(sig, SIG_DFL);
+			sigprocmask(SIG_SETMASK, &old, NULL);
+			dup2(null, 1);
+			dup2(null, 2);
+			execv(argv[0], argv);
+			_exit(127);
+		}
+		sigprocmask(SIG_SETMASK, &old, NULL);
+		usleep(150 * run);
+		kill(pid, sig);
+		ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+		if (WIFSIGNALED(st))
+			ck_assert_int_eq(WTERMSIG(st), sig);
+		else
+			ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) <= 1,
+				      "status 0x%x", st);
+		assert_running(h.pid);
+	}
+	churn_finish(&h);
+}
+END_TEST
+
+/* A job-stopped target is read (its threads report group-stops) and left
+ * stopped, as it was. */
+START_TEST(job_stopped_target)
+{
+	struct churn h;
+	char *out, *err, arg[16];
+
+	churn_start(&h, NULL, 2);
+	snprintf(arg, sizeof(arg), "%d", (int)h.pid);
+	ck_assert_int_eq(kill(h.pid, SIGSTOP), 0);
+	for (int i = 0; i < 500 && test_proc_state(h.pid) != 'T'; i++)
+		usleep(2000);
+	ck_assert_int_eq(test_proc_state(h.pid), 'T');
+
+	ck_assert_int_eq(run_ctxdump(&out, &err, "-j", arg, NULL), 0);
+	assert_worker_json(out, &h, 0);
+	assert_worker_json(out, &h, 1);
+	free(out);
+	free(err);
+	ck_assert_int_eq(test_proc_state(h.pid), 'T');
+	ck_assert_int_eq(kill(h.pid, SIGCONT), 0);
+	churn_finish(&h);
+}
+END_TEST
+
+static long
+elapsed_ms(long since)
+{
+	return now_ms() - since;
+}
+
+/* A thread blocked in vfork() cannot enter ptrace-stop: ctxdump gives it
+ * up after its deadline, reads the others, and says so (exit 1). */
+START_TEST(stuck_thread)
+{
+	struct churn h;
+	char *out, *err, arg[16], want[128], *t;
+	long t0;
+
+	churn_start(&h, "--vfork", 2);
+	ck_assert_int_gt(h.vfork, 0);
+	snprintf(arg, sizeof(arg), "%d", (int)h.pid);
+	t0 = now_ms();
+	ck_assert_int_eq(run_ctxdump(&out, &err, "-j", arg, NULL), 1);
+	ck_assert_int_lt(elapsed_ms(t0), 5000);
+	snprintf(want, sizeof(want), "ctxdump: tid %d: did not stop within ",
+		 (int)h.vfork);
+	ck_assert_msg(strstr(err, want), "%s", err);
+	ck_assert_uint_eq(assert_warnings_once(err), 1);
+	t = json_thread(out, h.vfork);
+	ck_assert_ptr_nonnull(t);
+	ck_assert_msg(strstr(t, "\"error\": \"did not stop within ") &&
+			      strstr(t, "\"context\": null"),
+		      "%s", t);
+	free(t);
+	assert_worker_json(out, &h, 0);
+	assert_worker_json(out, &h, 1);
+	free(out);
+	free(err);
+	assert_running(h.pid);
+	churn_finish(&h);
+}
+END_TEST
+
+/* A signal while ctxdump waits for the stuck thread: it must not sit out
+ * the deadline with the other threads stopped. */
+START_TEST(signal_while_holding)
+{
+	static const int sigs[] = {SIGTERM, SIGINT, SIGKILL};
+	struct churn h;
+	char arg[16];
+	unsigned k;
+
+	churn_start(&h, "--vfork", 3);
+	snprintf(arg, sizeof(arg), "%d", (int)h.pid);
+	for (k = 0; k < 3; k++) {
+		char *argv[] = {(char *)ctxdump_path(), arg, NULL};
+		sigset_t block, old;
+		long t0;
+		pid_t pid;
+		int st;
+
+		sigemptyset(&block);
+		sigaddset(&block, sigs[k]);
+		sigprocmask(SIG_BLOCK, &block, &old);
+		pid = fork();
+		ck_assert_int_ge(pid, 0);
+		if (pid == 0) {
+			int null = open("/dev/null", O_WRONLY);
+
+			signal(sigs[k], SIG_DFL);
+			sigprocmask(SIG_SETMASK, &old, NULL);
+			dup2(null, 1);
+			dup2(null, 2);
+			execv(argv[0], argv);
+			_exit(127);
+		}
+		sigprocmask(SIG_SETMASK, &old, NULL);
+		/* well inside the 500 ms wait for the vfork()ing thread */
+		usleep(150 * 1000);
+		t0 = now_ms();
+		kill(pid, sigs[k]);
+		ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+		ck_assert_msg(WIFSIGNALED(st) && WTERMSIG(st) == sigs[k], "status 0x%x",
+			      st);
+		ck_assert_msg(elapsed_ms(t0) < 200, "ctxdump took %ld ms to go",
+			      elapsed_ms(t0));
+		assert_running(h.pid);
+	}
+	churn_finish(&h);
+}
+END_TEST
+
+/* Permission problems get one diagnosed hint.  Only testable as root:
+ * ctxdump runs as nobody against a root-owned target. */
+START_TEST(different_user)
+{
+	struct churn h;
+	char arg[16], err[4096] = "";
+	size_t len = 0;
+	int errp[2], st;
+	pid_t pid;
+
+	if (getuid() != 0)
+		return;
+	churn_start(&h, NULL, 1);
+	snprintf(arg, sizeof(arg), "%d", (int)h.pid);
+	ck_assert_int_eq(pipe2(errp, O_CLOEXEC), 0);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		char *argv[] = {(char *)ctxdump_path(), arg, NULL};
+		int null = open("/dev/null", O_WRONLY);
+
+		dup2(null, 1);
+		dup2(errp[1], 2);
+		if (setgroups(0, NULL) < 0 || setgid(65534) < 0 || setuid(65534) < 0)
+			_exit(99);
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	close(errp[1]);
+	for (;;) {
+		ssize_t r = read(errp[0], err + len, sizeof(err) - 1 - len);
+
+		if (r <= 0)
+			break;
+		len += (size_t)r;
+	}
+	err[len] = '\0';
+	close(errp[0]);
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	ck_assert(WIFEXITED(st));
+	if (WEXITSTATUS(st) != 99 && WEXITSTATUS(st) != 127) {
+		ck_assert_msg(WEXITSTATUS(st) == 2, "exit %d: %s", WEXITSTATUS(st),
+			      err);
+		ck_assert_msg(
+			strstr(err, "Permission denied") &&
+				strstr(err, "may be owned by a different user (uid 0)"),
+			"%s", err);
+		ck_assert_ptr_null(strstr(err, "already being traced"));
+	}
+	assert_running(h.pid);
+	churn_finish(&h);
+}
+END_TEST
+
+TEST_SUITE(ctxdump_cli_suite)
+{
+	Suite *s = suite_create("ctxdump-cli");
+	TCase *tc = tcase_create("cli");
+	TCase *tp = tcase_create("process");
+
+	tcase_add_test(tc, usage_errors);
+	tcase_add_test(tc, help_version);
+	tcase_add_test(tc, no_such_process);
+	suite_add_tcase(s, tc);
+
+	tcase_set_timeout(tp, 120);
+	tcase_add_test(tp, not_a_process);
+	tcase_add_test(tp, no_symbol);
+	tcase_add_test(tp, records_text_and_json);
+	tcase_add_test(tp, escaping);
+	tcase_add_test(tp, one_thread);
+	tcase_add_test(tp, already_traced);
+	tcase_add_test(tp, different_user);
+	tcase_add_test(tp, churn_during_dump);
+	tcase_add_test(tp, signals_to_ctxdump);
+	tcase_add_test(tp, job_stopped_target);
+	tcase_add_test(tp, stuck_thread);
+	tcase_add_test(tp, signal_while_holding);
+	suite_add_tcase(s, tp);
+	return s;
+}

@@ -1,0 +1,225 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* ctxdump against a process running libctxshim.so: the shim's process
+ * context (resource, schema, key map) and the records of its threads.
+ * The helper is the plain `threads` program; the shim gives every thread
+ * the context of the TRACEPARENT it was started with (the OpenTelemetry
+ * environment carrier, inherited through pthread_create). */
+#include "test-common.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define TRACE_ID  "4bf92f3577b34da6a3ce929d0e0e4736"
+#define PARENT_ID "00f067aa0ba902b7"
+#define SERVICE   "ctxdump-shim-test"
+
+/* LD_PRELOAD is set here rather than with test_child_start(…, true), whose
+ * copy of the string is never freed (LeakSanitizer). */
+static char preload[4200];
+static char *shim_env[] = {
+	"TRACEPARENT=00-" TRACE_ID "-" PARENT_ID "-01",
+	"OTEL_SERVICE_NAME=" SERVICE,
+	preload,
+	NULL,
+};
+
+static const char *
+ctxdump_path(void)
+{
+	static char path[4096];
+
+	snprintf(path, sizeof(path), "%s/tools/ctxdump/ctxdump",
+		 test_env_path("CTXSHIM_BUILDDIR"));
+	return path;
+}
+
+static const char *
+threads_path(void)
+{
+	static char path[4096];
+
+	snprintf(path, sizeof(path), "%s/threads", test_env_path("HELPER_DIR"));
+	return path;
+}
+
+/* Outside of a test (no Check asserts): does the preloaded helper show an
+ * OTEL_CTX mapping?  Returns a reason to skip, or NULL. */
+static const char *
+probe_shim(void)
+{
+	int out[2], in[2];
+	char buf[4096], path[64];
+	const char *why = "the preloaded helper printed no READY line";
+	size_t len = 0;
+	pid_t pid;
+	FILE *f;
+
+	if (pipe2(out, O_CLOEXEC) < 0 || pipe2(in, O_CLOEXEC) < 0)
+		return "pipe failed";
+	pid = fork();
+	if (pid < 0)
+		return "fork failed";
+	if (pid == 0) {
+		char lib[4200];
+		char *argv[] = {(char *)threads_path(), "--wait", "1", NULL};
+
+		snprintf(lib, sizeof(lib), "LD_PRELOAD=%s",
+			 test_env_path("CTXSHIM_LIB"));
+		putenv(lib);
+		dup2(in[0], 0);
+		dup2(out[1], 1);
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	close(out[1]);
+	close(in[0]);
+	for (;;) {
+		struct pollfd p = {.fd = out[0], .events = POLLIN};
+		ssize_t r;
+
+		if (poll(&p, 1, 10000) <= 0)
+			break;
+		r = read(out[0], buf + len, sizeof(buf) - 1 - len);
+		if (r <= 0)
+			break;
+		len += (size_t)r;
+		buf[len] = '\0';
+		if (strchr(buf, '\n')) {
+			why = "libctxshim.so does not publish a process context yet (no "
+			      "OTEL_CTX mapping in the preloaded helper)";
+			break;
+		}
+	}
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	f = fopen(path, "re");
+	while (f && fgets(buf, sizeof(buf), f)) {
+		if (strstr(buf, "OTEL_CTX")) {
+			why = NULL;
+			break;
+		}
+	}
+	if (f)
+		fclose(f);
+	close(in[1]);
+	close(out[0]);
+	if (waitpid(pid, NULL, 0) < 0)
+		kill(pid, SIGKILL);
+	return why;
+}
+
+static char *
+thread_json(const char *json, pid_t tid)
+{
+	char key[64];
+	const char *s, *e;
+
+	snprintf(key, sizeof(key), "\"tid\": %d,", (int)tid);
+	s = strstr(json, key);
+	if (!s)
+		return NULL;
+	e = strstr(s + 1, "\"tid\": ");
+	if (!e)
+		e = s + strlen(s);
+	return strndup(s, (size_t)(e - s));
+}
+
+START_TEST(shim_context_and_records)
+{
+	char *argv[] = {(char *)threads_path(), "--wait", "3", NULL};
+	char line[1024], arg[16], *out = NULL, *err = NULL, *p, *end;
+	char *dump[] = {(char *)ctxdump_path(), "--json", arg, NULL};
+	char *text[] = {(char *)ctxdump_path(), arg, NULL};
+	struct test_child c;
+	pid_t tids[8];
+	unsigned n = 0, i;
+	int st;
+
+	snprintf(preload, sizeof(preload), "LD_PRELOAD=%s",
+		 test_env_path("CTXSHIM_LIB"));
+	test_child_start(&c, argv, shim_env, false);
+	test_child_expect(&c, "READY ", line, sizeof(line), 10000);
+	/* READY <pid> <tid>... */
+	p = line + 6;
+	tids[n++] = (pid_t)strtol(p, &end, 10);
+	ck_assert_int_eq(tids[0], c.pid);
+	while (*end && n < 8) {
+		p = end;
+		tids[n] = (pid_t)strtol(p, &end, 10);
+		if (end == p)
+			break;
+		n++;
+	}
+	ck_assert_uint_eq(n, 4);
+	snprintf(arg, sizeof(arg), "%d", (int)c.pid);
+
+	st = test_run_capture(dump, NULL, false, &out, &err, 30000);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status 0x%x: %s", st,
+		      err);
+	ck_assert_str_eq(err, "");
+	/* the shim's symbol, TLSDESC resolved to static TLS (preloaded) */
+	ck_assert_msg(strstr(out, "libctxshim.so\",\n"), "%s", out);
+	ck_assert_ptr_nonnull(strstr(out, "\"model\": \"tlsdesc-static\""));
+	/* the process context */
+	ck_assert_ptr_null(strstr(out, "\"process_context\": null"));
+	ck_assert_ptr_nonnull(strstr(out, "\"service.name\": \"" SERVICE "\""));
+	ck_assert_ptr_nonnull(strstr(out, "\"service.instance.id\": \""));
+	ck_assert_ptr_nonnull(strstr(out, "\"schema_version\": \"tlsdesc_v1_dev\""));
+	ck_assert_ptr_nonnull(strstr(out, "\"key_map\": [\n"));
+	/* every thread continues the trace from TRACEPARENT in a child span */
+	for (i = 0; i < n; i++) {
+		char *t = thread_json(out, tids[i]);
+
+		ck_assert_msg(t, "thread %d missing: %s", (int)tids[i], out);
+		ck_assert_msg(strstr(t, "\"trace_id\": \"" TRACE_ID "\""), "%s", t);
+		ck_assert_ptr_nonnull(strstr(t, "\"valid\": 1,"));
+		ck_assert_ptr_nonnull(strstr(t, "\"flags\": 1,"));
+		ck_assert_ptr_nonnull(strstr(t, "\"span_id\": \""));
+		ck_assert_ptr_null(strstr(t, "\"span_id\": \"" PARENT_ID "\""));
+		ck_assert_ptr_null(strstr(t, "\"span_id\": \"0000000000000000\""));
+		/* every attribute index is in the published key map */
+		ck_assert_msg(!strstr(t, "\"key\": \"#"), "unknown key index: %s", t);
+		free(t);
+	}
+	free(out);
+	free(err);
+
+	st = test_run_capture(text, NULL, false, &out, &err, 30000);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status 0x%x: %s", st,
+		      err);
+	ck_assert_msg(strstr(out, "Service: " SERVICE " (instance "), "%s", out);
+	ck_assert_ptr_nonnull(strstr(out, "Schema: tlsdesc_v1_dev, key map: "));
+	ck_assert_ptr_nonnull(strstr(out, "    trace_id=" TRACE_ID " span_id="));
+	free(out);
+	free(err);
+
+	ck_assert_int_ne(test_proc_state(c.pid), 't');
+	ck_assert_int_ne(test_proc_state(c.pid), 'T');
+	st = test_child_finish(&c, 10000);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "helper status 0x%x", st);
+}
+END_TEST
+
+TEST_SUITE(ctxdump_shim_suite)
+{
+	Suite *s;
+	TCase *tc;
+	const char *why;
+
+	if (access(test_env_path("CTXSHIM_LIB"), R_OK) != 0)
+		test_skip("%s is not built", test_env_path("CTXSHIM_LIB"));
+	why = probe_shim();
+	if (why)
+		test_skip("%s", why);
+	s = suite_create("ctxdump-shim");
+	tc = tcase_create("shim");
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, shim_context_and_records);
+	suite_add_tcase(s, tc);
+	return s;
+}

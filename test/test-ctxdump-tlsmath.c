@@ -1,0 +1,334 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "test-common.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include "tls-math.h"
+
+/* A tiny synthetic address space: a list of 8-byte words. */
+struct fake_mem {
+	struct {
+		uint64_t addr, val;
+	} w[16];
+	unsigned n;
+	unsigned reads;
+};
+
+static void
+fake_set(struct fake_mem *m, uint64_t addr, uint64_t val)
+{
+	ck_assert_uint_lt(m->n, 16);
+	m->w[m->n].addr = addr;
+	m->w[m->n].val = val;
+	m->n++;
+}
+
+static int
+fake_read(void *opaque, uint64_t addr, void *buf, size_t len)
+{
+	struct fake_mem *m = opaque;
+	unsigned i;
+
+	m->reads++;
+	ck_assert_uint_eq(len, 8);
+	for (i = 0; i < m->n; i++) {
+		if (m->w[i].addr == addr) {
+			memcpy(buf, &m->w[i].val, 8);
+			return 0;
+		}
+	}
+	return -EFAULT;
+}
+
+START_TEST(le_x86_64)
+{
+	int64_t off = 0;
+
+	/* Measured on Debian 12 (reader.md §1.3): memsz 0x30, align 16,
+	 * st_value 0x28 -> fs_base - 8. */
+	ck_assert_int_eq(
+		tlsm_le_tpoff(TLSM_X86_64, TLSM_GLIBC, 0x28, 0x3de0, 0x30, 16, &off),
+		0);
+	ck_assert_int_eq(off, -8);
+	/* memsz not a multiple of the alignment: rounded up */
+	ck_assert_int_eq(tlsm_le_tpoff(TLSM_X86_64, TLSM_GLIBC, 0, 0, 0x11, 8, &off),
+			 0);
+	ck_assert_int_eq(off, -0x18);
+	/* align 0 means 1 */
+	ck_assert_int_eq(tlsm_le_tpoff(TLSM_X86_64, TLSM_GLIBC, 4, 0, 12, 0, &off), 0);
+	ck_assert_int_eq(off, -8);
+	/* p_vaddr misaligned inside the alignment: firstbyte = 8,
+	 * off = roundup(0x30 - 8, 16) + 8 = 0x38 */
+	ck_assert_int_eq(
+		tlsm_le_tpoff(TLSM_X86_64, TLSM_GLIBC, 0x10, 0x1008, 0x30, 16, &off),
+		0);
+	ck_assert_int_eq(off, 0x10 - 0x38);
+	/* musl x86_64 uses the same value */
+	ck_assert_int_eq(tlsm_le_tpoff(TLSM_X86_64, TLSM_MUSL, 0x28, 0, 0x30, 16, &off),
+			 0);
+	ck_assert_int_eq(off, -8);
+	/* bad alignment, symbol outside the block */
+	ck_assert_int_eq(tlsm_le_tpoff(TLSM_X86_64, TLSM_GLIBC, 0, 0, 0x30, 12, &off),
+			 -EINVAL);
+	ck_assert_int_eq(
+		tlsm_le_tpoff(TLSM_X86_64, TLSM_GLIBC, 0x40, 0, 0x30, 16, &off),
+		-EINVAL);
+}
+END_TEST
+
+START_TEST(le_aarch64)
+{
+	int64_t off = 0;
+
+	/* glibc: blocks start after the 16-byte tcbhead_t, rounded up to the
+	 * alignment: tpoff = roundup(16, align) + st_value */
+	ck_assert_int_eq(tlsm_le_tpoff(TLSM_AARCH64, TLSM_GLIBC, 8, 0, 0x30, 8, &off),
+			 0);
+	ck_assert_int_eq(off, 16 + 8);
+	ck_assert_int_eq(tlsm_le_tpoff(TLSM_AARCH64, TLSM_GLIBC, 8, 0, 0x30, 64, &off),
+			 0);
+	ck_assert_int_eq(off, 64 + 8);
+	/* firstbyte 8 with align 16: off = 16, gap 0 < 8 -> 32, minus 8 = 24 */
+	ck_assert_int_eq(
+		tlsm_le_tpoff(TLSM_AARCH64, TLSM_GLIBC, 0, 0x10008, 0x30, 16, &off), 0);
+	ck_assert_int_eq(off, 24);
+	/* musl: GAP_ABOVE_TP + ((p_vaddr - 16) & (align - 1)) */
+	ck_assert_int_eq(tlsm_le_tpoff(TLSM_AARCH64, TLSM_MUSL, 8, 0, 0x30, 64, &off),
+			 0);
+	ck_assert_int_eq(off, 64 + 8);
+	ck_assert_int_eq(
+		tlsm_le_tpoff(TLSM_AARCH64, TLSM_MUSL, 0, 0x10008, 0x30, 16, &off), 0);
+	ck_assert_int_eq(off, 24);
+}
+END_TEST
+
+START_TEST(resolver_patterns)
+{
+	static const uint8_t ret[] = {0x48, 0x8b, 0x40, 0x08, 0xc3, 0x90};
+	static const uint8_t endbr_ret[] = {0xf3, 0x0f, 0x1e, 0xfa, 0x48,
+					    0x8b, 0x40, 0x08, 0xc3};
+	static const uint8_t undefweak[] = {0x48, 0x8b, 0x40, 0x08, 0x64, 0x48, 0x2b,
+					    0x04, 0x25, 0x00, 0x00, 0x00, 0x00, 0xc3};
+	static const uint8_t dynamic[] = {0x48, 0x89, 0x74, 0x24, 0xf0, 0x64, 0x48,
+					  0x8b, 0x34, 0x25, 0x08, 0x00, 0x00, 0x00};
+	static const uint8_t a64[] = {0x00, 0x04, 0x40, 0xf9, 0xc0, 0x03, 0x5f, 0xd6};
+	static const uint8_t a64_bti[] = {0x5f, 0x24, 0x03, 0xd5, 0x00, 0x04,
+					  0x40, 0xf9, 0xc0, 0x03, 0x5f, 0xd6};
+
+	ck_assert_int_eq(tlsm_classify_resolver(TLSM_X86_64, ret, sizeof(ret)),
+			 TLSM_RES_RETURN_ARG);
+	ck_assert_int_eq(
+		tlsm_classify_resolver(TLSM_X86_64, endbr_ret, sizeof(endbr_ret)),
+		TLSM_RES_RETURN_ARG);
+	ck_assert_int_eq(
+		tlsm_classify_resolver(TLSM_X86_64, undefweak, sizeof(undefweak)),
+		TLSM_RES_UNDEFWEAK);
+	ck_assert_int_eq(tlsm_classify_resolver(TLSM_X86_64, dynamic, sizeof(dynamic)),
+			 TLSM_RES_UNKNOWN);
+	/* truncated read: the ret byte is missing */
+	ck_assert_int_eq(tlsm_classify_resolver(TLSM_X86_64, ret, 4), TLSM_RES_UNKNOWN);
+	ck_assert_int_eq(tlsm_classify_resolver(TLSM_X86_64, NULL, 0),
+			 TLSM_RES_UNKNOWN);
+	ck_assert_int_eq(tlsm_classify_resolver(TLSM_AARCH64, a64, sizeof(a64)),
+			 TLSM_RES_RETURN_ARG);
+	ck_assert_int_eq(tlsm_classify_resolver(TLSM_AARCH64, a64_bti, sizeof(a64_bti)),
+			 TLSM_RES_RETURN_ARG);
+	ck_assert_int_eq(tlsm_classify_resolver(TLSM_AARCH64, ret, sizeof(ret)),
+			 TLSM_RES_UNKNOWN);
+	ck_assert_int_eq(tlsm_classify_resolver(TLSM_X86_64, a64, sizeof(a64)),
+			 TLSM_RES_UNKNOWN);
+}
+END_TEST
+
+START_TEST(tlsdesc_classify)
+{
+	static const uint8_t ret[] = {0x48, 0x8b, 0x40, 0x08, 0xc3};
+	static const uint8_t other[] = {0x48, 0x89, 0x74, 0x24, 0xf0};
+	static const uint8_t a64[] = {0x00, 0x04, 0x40, 0xf9, 0xc0, 0x03, 0x5f, 0xd6};
+	uint64_t dyn[3] = {2, 0x10, 3};
+	uint64_t lazy[3] = {0x3fd8, 0x24, 0};
+	struct tlsm_access a;
+
+	/* static: arg is the TP offset (measured -8 for the preload case) */
+	tlsm_from_tlsdesc(TLSM_X86_64, TLSM_GLIBC, 0x7f0000001000, (uint64_t)-8, ret,
+			  sizeof(ret), NULL, &a);
+	ck_assert_int_eq(a.model, TLSM_TLSDESC_STATIC);
+	ck_assert_int_eq(a.tpoff, -8);
+	/* not relocated yet */
+	tlsm_from_tlsdesc(TLSM_X86_64, TLSM_GLIBC, 0, 0, NULL, 0, NULL, &a);
+	ck_assert_int_eq(a.model, TLSM_UNRESOLVED);
+	/* dynamic: {modid, offset, gen} */
+	tlsm_from_tlsdesc(TLSM_X86_64, TLSM_GLIBC, 0x7f0000002000, 0x5555000, other,
+			  sizeof(other), dyn, &a);
+	ck_assert_int_eq(a.model, TLSM_TLSDESC_DYNAMIC);
+	ck_assert_uint_eq(a.modid, 2);
+	ck_assert_uint_eq(a.offset, 0x10);
+	ck_assert_uint_eq(a.gen, 3);
+	ck_assert(a.check_gen);
+	/* musl has no generation in its argument block */
+	tlsm_from_tlsdesc(TLSM_X86_64, TLSM_MUSL, 0x7f0000002000, 0x5555000, other,
+			  sizeof(other), dyn, &a);
+	ck_assert_int_eq(a.model, TLSM_TLSDESC_DYNAMIC);
+	ck_assert(!a.check_gen);
+	/* glibc < 2.34 lazy stub: arg is the address of the Elf64_Rela */
+	tlsm_from_tlsdesc(TLSM_X86_64, TLSM_GLIBC, 0x555555555030, 0x555555554560,
+			  other, sizeof(other), lazy, &a);
+	ck_assert_int_eq(a.model, TLSM_UNRESOLVED);
+	/* unknown resolver, unreadable arg, small negative arg: static */
+	tlsm_from_tlsdesc(TLSM_X86_64, TLSM_GLIBC, 0x7f0000002000, (uint64_t)-152,
+			  other, sizeof(other), NULL, &a);
+	ck_assert_int_eq(a.model, TLSM_TLSDESC_STATIC);
+	ck_assert_int_eq(a.tpoff, -152);
+	/* aarch64 static */
+	tlsm_from_tlsdesc(TLSM_AARCH64, TLSM_GLIBC, 0xffff00001000, 0x30, a64,
+			  sizeof(a64), NULL, &a);
+	ck_assert_int_eq(a.model, TLSM_TLSDESC_STATIC);
+	ck_assert_int_eq(a.tpoff, 0x30);
+	ck_assert_str_eq(tlsm_model_name(a.model), "tlsdesc-static");
+}
+END_TEST
+
+START_TEST(gd_ie_classify)
+{
+	struct tlsm_access a;
+
+	tlsm_from_gd(TLSM_X86_64, TLSM_GLIBC, 1, 0, &a);
+	ck_assert_int_eq(a.model, TLSM_GD);
+	ck_assert_uint_eq(a.modid, 1);
+	tlsm_from_gd(TLSM_X86_64, TLSM_GLIBC, 0, 0, &a);
+	ck_assert_int_eq(a.model, TLSM_UNRESOLVED);
+	tlsm_from_gd(TLSM_X86_64, TLSM_GLIBC, 5000, 0, &a);
+	ck_assert_int_eq(a.model, TLSM_UNRESOLVED);
+
+	tlsm_from_ie(TLSM_X86_64, TLSM_GLIBC, (uint64_t)-16, &a);
+	ck_assert_int_eq(a.model, TLSM_IE);
+	ck_assert_int_eq(a.tpoff, -16);
+	tlsm_from_ie(TLSM_X86_64, TLSM_GLIBC, 0, &a);
+	ck_assert_int_eq(a.model, TLSM_UNRESOLVED);
+	tlsm_from_ie(TLSM_X86_64, TLSM_GLIBC, 16, &a); /* positive on variant II */
+	ck_assert_int_eq(a.model, TLSM_UNRESOLVED);
+	tlsm_from_ie(TLSM_AARCH64, TLSM_GLIBC, 16, &a);
+	ck_assert_int_eq(a.model, TLSM_IE);
+	tlsm_from_ie(TLSM_AARCH64, TLSM_GLIBC, 8, &a); /* inside tcbhead_t */
+	ck_assert_int_eq(a.model, TLSM_UNRESOLVED);
+	tlsm_from_ie(TLSM_AARCH64, TLSM_MUSL, 0, &a);
+	ck_assert_int_eq(a.model, TLSM_IE);
+}
+END_TEST
+
+START_TEST(slot_static)
+{
+	struct tlsm_access a;
+	struct fake_mem m = {0};
+	uint64_t addr = 0;
+
+	tlsm_from_ie(TLSM_X86_64, TLSM_GLIBC, (uint64_t)-8, &a);
+	ck_assert_int_eq(tlsm_slot_addr(&a, 0x7f0000000740, fake_read, &m, &addr), 0);
+	ck_assert_uint_eq(addr, 0x7f0000000738);
+	ck_assert_uint_eq(m.reads, 0);
+	ck_assert_int_eq(tlsm_slot_addr(&a, 0, fake_read, &m, &addr), -EINVAL);
+	tlsm_from_ie(TLSM_AARCH64, TLSM_GLIBC, 0x20, &a);
+	ck_assert_int_eq(tlsm_slot_addr(&a, 0xffff00000000, fake_read, &m, &addr), 0);
+	ck_assert_uint_eq(addr, 0xffff00000020);
+	a.model = TLSM_UNRESOLVED;
+	ck_assert_int_eq(tlsm_slot_addr(&a, 0xffff00000000, fake_read, &m, &addr),
+			 -EINVAL);
+}
+END_TEST
+
+START_TEST(slot_dtv_glibc_x86_64)
+{
+	const uint64_t tp = 0x7f0000001000, dtv = 0x5000010;
+	struct tlsm_access a;
+	struct fake_mem m = {0};
+	uint64_t addr = 0;
+
+	fake_set(&m, tp + 8, dtv);          /* tcbhead_t.dtv */
+	fake_set(&m, dtv - 16, 4);          /* dtv[-1].counter: 4 slots */
+	fake_set(&m, dtv, 3);               /* dtv[0].counter: generation */
+	fake_set(&m, dtv + 16, tp - 8);     /* module 1: static block */
+	fake_set(&m, dtv + 32, 0x600000);   /* module 2: dynamic block */
+	fake_set(&m, dtv + 48, UINT64_MAX); /* module 3: TLS_DTV_UNALLOCATED */
+
+	tlsm_from_gd(TLSM_X86_64, TLSM_GLIBC, 2, 0x18, &a);
+	ck_assert_int_eq(tlsm_slot_addr(&a, tp, fake_read, &m, &addr), 0);
+	ck_assert_uint_eq(addr, 0x600018);
+	tlsm_from_gd(TLSM_X86_64, TLSM_GLIBC, 1, 0, &a);
+	ck_assert_int_eq(tlsm_slot_addr(&a, tp, fake_read, &m, &addr), 0);
+	ck_assert_uint_eq(addr, tp - 8);
+	tlsm_from_gd(TLSM_X86_64, TLSM_GLIBC, 3, 0, &a);
+	ck_assert_int_eq(tlsm_slot_addr(&a, tp, fake_read, &m, &addr), -ENODATA);
+	/* beyond the DTV's length: the thread never saw the module */
+	tlsm_from_gd(TLSM_X86_64, TLSM_GLIBC, 5, 0, &a);
+	ck_assert_int_eq(tlsm_slot_addr(&a, tp, fake_read, &m, &addr), -ENODATA);
+	/* TLSDESC dynamic: a newer generation than the thread's DTV */
+	{
+		uint64_t newer[3] = {2, 8, 4}, same[3] = {2, 8, 3};
+		static const uint8_t code[] = {0x90};
+
+		tlsm_from_tlsdesc(TLSM_X86_64, TLSM_GLIBC, 1, 2, code, 1, newer, &a);
+		ck_assert_int_eq(tlsm_slot_addr(&a, tp, fake_read, &m, &addr),
+				 -ENODATA);
+		tlsm_from_tlsdesc(TLSM_X86_64, TLSM_GLIBC, 1, 2, code, 1, same, &a);
+		ck_assert_int_eq(tlsm_slot_addr(&a, tp, fake_read, &m, &addr), 0);
+		ck_assert_uint_eq(addr, 0x600008);
+	}
+	/* unreadable DTV pointer */
+	ck_assert_int_eq(tlsm_slot_addr(&a, tp + 0x100, fake_read, &m, &addr), -EFAULT);
+}
+END_TEST
+
+START_TEST(slot_dtv_aarch64)
+{
+	const uint64_t tp = 0xffff80001000, dtv = 0xaaaa0010;
+	struct tlsm_access a;
+	struct fake_mem m = {0};
+	uint64_t addr = 0;
+
+	/* glibc aarch64: DTV pointer at tp + 0, 16-byte entries */
+	fake_set(&m, tp, dtv);
+	fake_set(&m, dtv - 16, 2);
+	fake_set(&m, dtv + 32, 0xbbbb0000);
+	tlsm_from_gd(TLSM_AARCH64, TLSM_GLIBC, 2, 0x40, &a);
+	ck_assert_int_eq(tlsm_slot_addr(&a, tp, fake_read, &m, &addr), 0);
+	ck_assert_uint_eq(addr, 0xbbbb0040);
+
+	/* musl aarch64: DTV pointer at tp - 8, 8-byte entries, dtv[0] = count */
+	memset(&m, 0, sizeof(m));
+	fake_set(&m, tp - 8, dtv);
+	fake_set(&m, dtv, 2);
+	fake_set(&m, dtv + 16, 0xcccc0000);
+	tlsm_from_gd(TLSM_AARCH64, TLSM_MUSL, 2, 0x8, &a);
+	ck_assert_int_eq(tlsm_slot_addr(&a, tp, fake_read, &m, &addr), 0);
+	ck_assert_uint_eq(addr, 0xcccc0008);
+	tlsm_from_gd(TLSM_AARCH64, TLSM_MUSL, 3, 0x8, &a);
+	ck_assert_int_eq(tlsm_slot_addr(&a, tp, fake_read, &m, &addr), -ENODATA);
+
+	/* musl x86_64: tp + 8, 8-byte entries */
+	memset(&m, 0, sizeof(m));
+	fake_set(&m, tp + 8, dtv);
+	fake_set(&m, dtv, 1);
+	fake_set(&m, dtv + 8, 0xdddd0000);
+	tlsm_from_gd(TLSM_X86_64, TLSM_MUSL, 1, 0, &a);
+	ck_assert_int_eq(tlsm_slot_addr(&a, tp, fake_read, &m, &addr), 0);
+	ck_assert_uint_eq(addr, 0xdddd0000);
+}
+END_TEST
+
+TEST_SUITE(tlsmath_suite)
+{
+	Suite *s = suite_create("ctxdump-tlsmath");
+	TCase *tc = tcase_create("formulas");
+
+	tcase_add_test(tc, le_x86_64);
+	tcase_add_test(tc, le_aarch64);
+	tcase_add_test(tc, resolver_patterns);
+	tcase_add_test(tc, tlsdesc_classify);
+	tcase_add_test(tc, gd_ie_classify);
+	tcase_add_test(tc, slot_static);
+	tcase_add_test(tc, slot_dtv_glibc_x86_64);
+	tcase_add_test(tc, slot_dtv_aarch64);
+	suite_add_tcase(s, tc);
+	return s;
+}

@@ -1,0 +1,836 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "config.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "dump.h"
+#include "elf-tls.h"
+#include "output.h"
+#include "pctx-read.h"
+#include "process-ctx.h"
+#include "remote.h"
+#include "stop.h"
+#include "thread-record.h"
+#include "tls-math.h"
+#include "unwind.h"
+
+/* Exit codes say whether the output can be trusted (elfutils eu-stack). */
+#define EXIT_OK      0
+#define EXIT_PARTIAL 1
+#define EXIT_FATAL   2
+#define EXIT_USAGE   64
+
+#define DEFAULT_MAX_FRAMES 64
+#define UNLIMITED_FRAMES   4096
+#define DEFAULT_STACK_SIZE (64u << 10)
+#define MAX_STACK_SIZE     (8u << 20)
+/* How long one round of stops may take before a thread is given up: a
+ * thread in D state (or blocked in vfork) cannot stop, and meanwhile every
+ * other thread stays stopped.  Sleeping threads stop in microseconds. */
+#define STOP_TIMEOUT_MS 500
+#define CMDLINE_MAX     (64u << 10)
+
+struct ctxdump_control {
+	pid_t pid;
+	pid_t tid;
+	bool stacks;
+	bool json;
+	bool quiet;
+	int verbose;
+	size_t max_frames;
+	size_t stack_size;
+};
+
+static const char *prog = "ctxdump";
+
+static void warnx(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void errtryhelp(const char *fmt, ...)
+	__attribute__((noreturn, format(printf, 1, 2)));
+static void usage(void) __attribute__((noreturn));
+
+static void
+warnx(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	fprintf(stderr, "%s: ", prog);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+}
+
+static void
+errtryhelp(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	fprintf(stderr, "%s: ", prog);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+	fprintf(stderr, "Try '%s --help' for more information.\n", prog);
+	exit(EXIT_USAGE);
+}
+
+static void
+usage(void)
+{
+	fputs("Usage:\n"
+	      " ctxdump [options] <pid>\n"
+	      "\n"
+	      "Show the OpenTelemetry thread context (OTEP-4947) of every thread of a\n"
+	      "running process, together with its process context (OTEP-4719).\n"
+	      "\n"
+	      "Options:\n"
+	      " -t, --tid <tid>           show only this thread\n"
+	      " -s, --stacks              also show each thread's native stack\n"
+	      " -n, --max-frames <n>      at most <n> frames per thread (default 64,\n"
+	      "                             0 for no limit)\n"
+	      "     --stack-size <bytes>  stack bytes copied per thread (default 64K)\n"
+	      " -j, --json                print JSON\n"
+	      " -q, --quiet               show only threads with a valid context\n"
+	      " -v, --verbose             also show the stop time and TLS details\n"
+	      "\n"
+	      " -h, --help                display this help\n"
+	      " -V, --version             display version\n"
+	      "\n"
+	      "Exit status:\n"
+	      " 0   every thread was read\n"
+	      " 1   partial: some threads vanished or could not be read\n"
+	      " 2   fatal: no such process, cannot attach, or no otel_thread_ctx_v1\n"
+	      " 64  usage error\n"
+	      "\n"
+	      "For more details see ctxdump(1).\n",
+	      stdout);
+	exit(EXIT_OK);
+}
+
+static long long
+parse_num_or_err(const char *s, const char *what, long long min, long long max)
+{
+	long long v;
+	char *end;
+
+	errno = 0;
+	v = strtoll(s, &end, 10);
+	if (errno || end == s || *end || v < min || v > max)
+		errtryhelp("invalid %s: '%s'", what, s);
+	return v;
+}
+
+static size_t
+parse_size_or_err(const char *s)
+{
+	unsigned long long v, mul = 1;
+	char *end;
+
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || end == s || s[0] == '-')
+		errtryhelp("invalid stack size: '%s'", s);
+	if (*end == 'K' || *end == 'k')
+		mul = 1024, end++;
+	else if (*end == 'M' || *end == 'm')
+		mul = 1024 * 1024, end++;
+	if (*end && strcmp(end, "iB") != 0 && strcmp(end, "B") != 0)
+		errtryhelp("invalid stack size: '%s'", s);
+	if (v > MAX_STACK_SIZE / mul)
+		errtryhelp("stack size '%s' is larger than 8M", s);
+	return (size_t)(v * mul);
+}
+
+static void
+parse_options(struct ctxdump_control *ctl, int argc, char **argv)
+{
+	enum { OPT_STACK_SIZE = CHAR_MAX + 1 };
+	static const struct option longopts[] = {
+		{"tid", required_argument, NULL, 't'},
+		{"stacks", no_argument, NULL, 's'},
+		{"max-frames", required_argument, NULL, 'n'},
+		{"stack-size", required_argument, NULL, OPT_STACK_SIZE},
+		{"json", no_argument, NULL, 'j'},
+		{"quiet", no_argument, NULL, 'q'},
+		{"verbose", no_argument, NULL, 'v'},
+		{"help", no_argument, NULL, 'h'},
+		{"version", no_argument, NULL, 'V'},
+		{NULL, 0, NULL, 0},
+	};
+	int c;
+
+	ctl->max_frames = DEFAULT_MAX_FRAMES;
+	ctl->stack_size = DEFAULT_STACK_SIZE;
+	/* Our own messages: getopt's would name the full argv[0]. */
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":t:sn:jqvhV", longopts, NULL)) != -1) {
+		switch (c) {
+		case 't':
+			ctl->tid = (pid_t)parse_num_or_err(optarg, "thread id", 1,
+							   INT_MAX);
+			break;
+		case 's':
+			ctl->stacks = true;
+			break;
+		case 'n': {
+			long long n =
+				parse_num_or_err(optarg, "frame count", 0, INT_MAX);
+
+			ctl->max_frames = n == 0 || n > UNLIMITED_FRAMES
+						  ? UNLIMITED_FRAMES
+						  : (size_t)n;
+			break;
+		}
+		case OPT_STACK_SIZE:
+			ctl->stack_size = parse_size_or_err(optarg);
+			break;
+		case 'j':
+			ctl->json = true;
+			break;
+		case 'q':
+			ctl->quiet = true;
+			break;
+		case 'v':
+			ctl->verbose++;
+			break;
+		case 'h':
+			usage();
+		case 'V':
+			printf("ctxdump from ctxshim %s\n", CTXSHIM_VERSION);
+			exit(EXIT_OK);
+		case ':':
+			if (optopt)
+				errtryhelp("option requires an argument -- '%c'",
+					   optopt);
+			errtryhelp("option '%s' requires an argument",
+				   argv[optind - 1]);
+		default:
+			if (optopt)
+				errtryhelp("invalid option -- '%c'", optopt);
+			errtryhelp("unrecognized option '%s'", argv[optind - 1]);
+		}
+	}
+	if (optind == argc)
+		errtryhelp("no process id specified");
+	if (argc - optind > 1)
+		errtryhelp("unexpected argument: '%s'", argv[optind + 1]);
+	ctl->pid = (pid_t)parse_num_or_err(argv[optind], "process id", 1, INT_MAX);
+}
+
+/* ---- permission diagnosis (strace diagnose_attach_eperm) ---- */
+
+/* Value of "Key:" in a /proc status file, or -1. */
+static long long
+status_field(const char *path, const char *key)
+{
+	char *buf, *p;
+	size_t len, kl = strlen(key);
+	long long v = -1;
+
+	if (remote_read_file(path, 1 << 16, &buf, &len) < 0)
+		return -1;
+	for (p = buf; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
+		if (strncmp(p, key, kl) == 0 && p[kl] == ':') {
+			v = strtoll(p + kl + 1, NULL, 10);
+			break;
+		}
+	}
+	free(buf);
+	return v;
+}
+
+static bool
+have_cap_sys_ptrace(void)
+{
+	char *buf, *p;
+	size_t len;
+	bool have = false;
+
+	if (remote_read_file("/proc/self/status", 1 << 16, &buf, &len) < 0)
+		return false;
+	p = strstr(buf, "\nCapEff:");
+	if (p)
+		have = (strtoull(p + 8, NULL, 16) >> 19) & 1; /* CAP_SYS_PTRACE */
+	free(buf);
+	return have;
+}
+
+static void
+diagnose_eperm(pid_t pid, pid_t tid)
+{
+	char path[64], comm[64] = "", state;
+	long long tracer, uid, scope = -1;
+	char *buf;
+	size_t len;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/status", (int)pid, (int)tid);
+	tracer = status_field(path, "TracerPid");
+	if (tracer > 0 && tracer != getpid()) {
+		if (stop_read_task_stat((pid_t)tracer, (pid_t)tracer, comm,
+					sizeof(comm), &state) < 0)
+			snprintf(comm, sizeof(comm), "?");
+		fprintf(stderr, "%s: process %d is already being traced by pid %lld (",
+			prog, (int)pid, tracer);
+		output_text_escape(stderr, (const uint8_t *)comm, strlen(comm), false);
+		fputs("); only one tracer at a time is possible\n", stderr);
+		return;
+	}
+	uid = status_field(path, "Uid");
+	if (uid >= 0 && (uid_t)uid != geteuid() && !have_cap_sys_ptrace()) {
+		warnx("process %d may be owned by a different user (uid %lld); run ctxdump "
+		      "as that user or as root",
+		      (int)pid, uid);
+		return;
+	}
+	if (remote_read_file("/proc/sys/kernel/yama/ptrace_scope", 64, &buf, &len) ==
+	    0) {
+		scope = strtoll(buf, NULL, 10);
+		free(buf);
+	}
+	/* Yama scope 1 and 2 only restrict tracers without CAP_SYS_PTRACE;
+	 * scope 3 forbids every attach. */
+	if (scope == 3) {
+		warnx("kernel.yama.ptrace_scope = 3 forbids every ptrace attach (reboot "
+		      "needed to lower it)");
+		return;
+	}
+	if (scope >= 1 && !have_cap_sys_ptrace()) {
+		warnx("kernel.yama.ptrace_scope = %lld may be restricting this attach (run as "
+		      "root or grant CAP_SYS_PTRACE)",
+		      scope);
+		return;
+	}
+	if (!have_cap_sys_ptrace()) {
+		warnx("process %d may not be dumpable, or ctxdump runs in a container "
+		      "without CAP_SYS_PTRACE (docker run --cap-add SYS_PTRACE)",
+		      (int)pid);
+		return;
+	}
+	warnx("ctxdump has CAP_SYS_PTRACE; a seccomp filter or a security module may "
+	      "forbid ptrace here");
+}
+
+/* ---- reading ---- */
+
+struct run {
+	const struct ctxdump_control *ctl;
+	struct dump d;
+	bool partial;
+};
+
+static void
+load_cmdline(struct dump *d)
+{
+	char path[64];
+
+	snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)d->pid);
+	if (remote_read_file(path, CMDLINE_MAX, &d->cmdline, &d->cmdline_len) < 0) {
+		d->cmdline = NULL;
+		d->cmdline_len = 0;
+		return;
+	}
+	/* the last argument's NUL terminator */
+	if (d->cmdline_len && d->cmdline[d->cmdline_len - 1] == '\0')
+		d->cmdline_len--;
+}
+
+/* Read and decode the process context; returns 0, -ENOENT (none), or
+ * another negative errno (reported by the caller). */
+static int
+load_pctx(struct dump *d)
+{
+	struct pctxr_snapshot snap = {0};
+	struct pctx_decoded *pd;
+	int r;
+
+	r = pctxr_read(d->pid, &snap);
+	if (r < 0)
+		return r;
+	pd = malloc(sizeof(*pd));
+	if (!pd) {
+		pctxr_free(&snap);
+		return -ENOMEM;
+	}
+	r = pctx_decode(snap.payload, snap.payload_len, pd);
+	if (r < 0) {
+		free(pd);
+		pctxr_free(&snap);
+		return r;
+	}
+	if (d->has_pctx) {
+		pctxr_free(&d->pctx);
+		free(d->pd);
+	}
+	d->pctx = snap;
+	d->pd = pd;
+	d->has_pctx = true;
+	return 0;
+}
+
+static void set_error(struct dump_thread *t, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static void
+set_error(struct dump_thread *t, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(t->error, sizeof(t->error), fmt, ap);
+	va_end(ap);
+}
+
+/* Everything that needs the thread stopped: registers, optionally the
+ * stack, then TLS slot -> pointer -> record.  Kept to a handful of
+ * syscalls; decoding happens after detaching. */
+static void
+read_thread(struct run *run, struct dump_thread *t)
+{
+	const struct ctxdump_control *ctl = run->ctl;
+	struct dump *d = &run->d;
+	uint8_t buf[TREC_MAX_SIZE];
+	uint64_t tp = 0, slot, ptr;
+	ssize_t n;
+	int r;
+
+	if (ctl->stacks) {
+		r = stack_snap_capture(t->tid, ctl->stack_size, &t->snap);
+		if (r == 0) {
+			t->has_snap = true;
+#if defined(__x86_64__)
+			if (t->snap.regs_valid)
+				tp = t->snap.regs.fs_base;
+#endif
+		} else {
+			snprintf(t->stack_error, sizeof(t->stack_error),
+				 "cannot copy registers: %s", strerror(-r));
+		}
+	}
+	if (!tp) {
+		r = remote_thread_pointer(t->tid, &tp);
+		if (r < 0) {
+			set_error(t, "cannot read the thread pointer: %s",
+				  strerror(-r));
+			return;
+		}
+	}
+	if (d->acc.model == TLSM_UNRESOLVED || d->acc.model == TLSM_NONE) {
+		set_error(t,
+			  "the TLS slot of " OTEL_THREAD_CTX_SYMBOL " is not resolved");
+		return;
+	}
+	r = tlsm_slot_addr(&d->acc, tp, remote_tlsm_read, &t->tid, &slot);
+	if (r == -ENODATA)
+		return; /* no TLS block for the module in this thread yet */
+	if (r < 0) {
+		set_error(t, "cannot read the thread's DTV: %s", strerror(-r));
+		return;
+	}
+	t->has_slot = true;
+	t->slot_addr = slot;
+	r = remote_read(t->tid, slot, &ptr, sizeof(ptr));
+	if (r < 0) {
+		set_error(t, "cannot read the TLS slot at 0x%" PRIx64 ": %s", slot,
+			  strerror(-r));
+		return;
+	}
+	t->record_addr = ptr;
+	if (ptr == 0)
+		return;
+	/* Header plus the recommended maximum in one read; a short record
+	 * next to an unmapped page still yields the header. */
+	n = remote_read_prefix(t->tid, ptr, buf, sizeof(buf));
+	if (n < TREC_HEADER_SIZE) {
+		set_error(t, "cannot read the record at 0x%" PRIx64 ": %s", ptr,
+			  strerror(n < 0 ? (int)-n : EFAULT));
+		return;
+	}
+	memcpy(&t->hdr, buf, TREC_HEADER_SIZE);
+	t->has_record = true;
+	if (t->hdr.valid != TREC_VALID || t->hdr.attrs_data_size == 0)
+		return;
+	{
+		size_t want = t->hdr.attrs_data_size,
+		       have = (size_t)n - TREC_HEADER_SIZE;
+
+		if (want > DUMP_ATTRS_CAP) {
+			want = DUMP_ATTRS_CAP;
+			t->attrs_capped = true;
+		}
+		t->attrs = malloc(want);
+		if (!t->attrs) {
+			t->attrs_capped = true;
+			return;
+		}
+		if (have > want)
+			have = want;
+		memcpy(t->attrs, buf + TREC_HEADER_SIZE, have);
+		if (have < want) {
+			ssize_t m = remote_read_prefix(t->tid,
+						       ptr + TREC_HEADER_SIZE + have,
+						       t->attrs + have, want - have);
+
+			if (m > 0)
+				have += (size_t)m;
+			if (have < want)
+				t->attrs_capped = true;
+		}
+		t->attrs_len = have;
+	}
+}
+
+static int
+cmp_tid(const void *a, const void *b)
+{
+	const struct dump_thread *x = a, *y = b;
+
+	return (x->tid > y->tid) - (x->tid < y->tid);
+}
+
+static void
+decode_attrs(struct run *run)
+{
+	struct dump *d = &run->d;
+	bool unknown = false, refreshed = false;
+	size_t i;
+
+again:
+	for (i = 0; i < d->n_threads; i++) {
+		struct dump_thread *t = &d->threads[i];
+		unsigned n_keys = d->pd ? d->pd->n_keys : 0;
+
+		if (!t->has_record || t->hdr.valid != TREC_VALID)
+			continue;
+		if (!t->dec)
+			t->dec = malloc(sizeof(*t->dec));
+		if (!t->dec)
+			continue;
+		if (trec_attrs_decode(t->attrs, t->attrs_len, n_keys, t->dec) < 0) {
+			free(t->dec);
+			t->dec = NULL;
+			continue;
+		}
+		unknown |= t->dec->n_unknown > 0;
+	}
+	/* The key map is append-only: an index we do not know means the map
+	 * grew since we read it (OTEP-4947: refresh before continuing). */
+	if (unknown && !refreshed) {
+		refreshed = true;
+		unknown = false;
+		if (load_pctx(d) == 0)
+			goto again;
+	}
+}
+
+static void
+unwind_stacks(struct run *run)
+{
+	struct dump *d = &run->d;
+	size_t i;
+
+	for (i = 0; i < d->n_threads; i++) {
+		struct dump_thread *t = &d->threads[i];
+		size_t n = 0;
+		int r;
+
+		if (!t->has_snap)
+			continue;
+		/* one frame more than shown tells whether the stack goes on */
+		t->frames = calloc(run->ctl->max_frames + 1, sizeof(*t->frames));
+		if (!t->frames) {
+			snprintf(t->stack_error, sizeof(t->stack_error),
+				 "out of memory");
+			continue;
+		}
+		r = stack_unwind(d->pid, &t->snap, t->frames, run->ctl->max_frames + 1,
+				 &n);
+		if (r == 0 && n > run->ctl->max_frames) {
+			n = run->ctl->max_frames;
+			t->frames_capped = true;
+		}
+		if (r < 0) {
+			snprintf(t->stack_error, sizeof(t->stack_error),
+				 "cannot unwind: %s", strerror(-r));
+			warnx("tid %d: cannot unwind the stack: %s", (int)t->tid,
+			      strerror(-r));
+			run->partial = true;
+			n = 0;
+		}
+		t->n_frames = n;
+	}
+}
+
+/* Turn the stop set into the thread list, reporting every thread that
+ * could not be read once on stderr. */
+static int
+collect_threads(struct run *run, struct stop_set *ss)
+{
+	struct dump *d = &run->d;
+	size_t i;
+
+	d->threads = calloc(ss->n ? ss->n : 1, sizeof(*d->threads));
+	if (!d->threads)
+		return -ENOMEM;
+	for (i = 0; i < ss->n; i++) {
+		const struct stop_thread *st = &ss->t[i];
+		struct dump_thread *t = &d->threads[d->n_threads];
+
+		switch (st->status) {
+		case STOP_VANISHED:
+		case STOP_EXITED:
+			warnx("tid %d: exited before it could be stopped, skipping",
+			      (int)st->tid);
+			run->partial = true;
+			continue;
+		case STOP_FAILED:
+			warnx("tid %d: attach: ptrace(PTRACE_SEIZE): %s, skipping",
+			      (int)st->tid, strerror(st->err));
+			set_error(t, "cannot attach: %s", strerror(st->err));
+			run->partial = true;
+			break;
+		case STOP_TIMEOUT:
+			warnx("tid %d: did not stop within %u ms, skipping",
+			      (int)st->tid, STOP_TIMEOUT_MS);
+			set_error(t, "did not stop within %u ms", STOP_TIMEOUT_MS);
+			run->partial = true;
+			break;
+		default:
+			break;
+		}
+		t->tid = st->tid;
+		t->stopped = st->status == STOP_STOPPED;
+		t->state = st->state;
+		memcpy(t->comm, st->comm, sizeof(t->comm));
+		d->n_threads++;
+	}
+	return 0;
+}
+
+static void
+dump_free(struct dump *d)
+{
+	size_t i;
+
+	for (i = 0; i < d->n_threads; i++) {
+		struct dump_thread *t = &d->threads[i];
+
+		free(t->attrs);
+		free(t->dec);
+		free(t->frames);
+		if (t->has_snap)
+			stack_snap_free(&t->snap);
+	}
+	free(d->threads);
+	free(d->cmdline);
+	if (d->has_pctx)
+		pctxr_free(&d->pctx);
+	free(d->pd);
+}
+
+static int
+finish(struct run *run, int status)
+{
+	struct output_opts o = {.quiet = run->ctl->quiet,
+				.verbose = run->ctl->verbose > 0};
+
+	if (run->ctl->json)
+		output_json(stdout, &run->d, &o);
+	else
+		output_text(stdout, &run->d, &o);
+	if (fflush(stdout) != 0 || ferror(stdout)) {
+		warnx("write error: %s", strerror(errno));
+		status = EXIT_FATAL;
+	}
+	dump_free(&run->d);
+	return status;
+}
+
+static bool
+proc_exists(pid_t pid, pid_t tid)
+{
+	char path[64];
+	struct stat st;
+
+	if (tid)
+		snprintf(path, sizeof(path), "/proc/%d/task/%d", (int)pid, (int)tid);
+	else
+		snprintf(path, sizeof(path), "/proc/%d", (int)pid);
+	return stat(path, &st) == 0;
+}
+
+/* A thread id is also a valid /proc/TID for a non-leader thread: make
+ * sure pid is a process (thread-group leader). */
+static bool
+is_tgid(pid_t pid)
+{
+	char path[64];
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	return status_field(path, "Tgid") == pid;
+}
+
+int
+main(int argc, char **argv)
+{
+	struct ctxdump_control ctl = {0};
+	struct run run = {0};
+	struct dump *d = &run.d;
+	struct stop_set ss;
+	size_t i;
+	int r;
+
+	parse_options(&ctl, argc, argv);
+	run.ctl = &ctl;
+	d->pid = ctl.pid;
+	d->stacks = ctl.stacks;
+	/* The wait for the stops sleeps on SIGCHLD; an inherited SIG_IGN
+	 * would make the kernel skip that notification. */
+	signal(SIGCHLD, SIG_DFL);
+
+	if (!proc_exists(ctl.pid, 0)) {
+		warnx("process %d does not exist", (int)ctl.pid);
+		return EXIT_FATAL;
+	}
+	if (ctl.pid == getpid()) {
+		warnx("ctxdump cannot dump itself");
+		return EXIT_FATAL;
+	}
+	if (!is_tgid(ctl.pid)) {
+		warnx("%d is a thread, not a process; use -t %d with its process id",
+		      (int)ctl.pid, (int)ctl.pid);
+		return EXIT_FATAL;
+	}
+	if (ctl.tid && !proc_exists(ctl.pid, ctl.tid)) {
+		warnx("thread %d of process %d does not exist (it may have exited)",
+		      (int)ctl.tid, (int)ctl.pid);
+		return EXIT_FATAL;
+	}
+	load_cmdline(d);
+
+	/* The process context needs no stop: it has its own seqlock. */
+	r = load_pctx(d);
+	if (r < 0 && r != -ENOENT && r != -EPERM && r != -EACCES) {
+		warnx("cannot read the process context: %s, ignoring", strerror(-r));
+		run.partial = true;
+	}
+
+	r = etls_find(ctl.pid, &d->sym);
+	if (r == -ENOENT) {
+		warnx("no loaded object of process %d defines " OTEL_THREAD_CTX_SYMBOL
+		      " (is an OTEP-4947 writer such as libctxshim.so loaded?)",
+		      (int)ctl.pid);
+		return finish(&run, EXIT_FATAL);
+	}
+	if (r == -ESRCH) {
+		warnx("process %d exited", (int)ctl.pid);
+		dump_free(d);
+		return EXIT_FATAL;
+	}
+	if (r == -EACCES || r == -EPERM) {
+		warnx("cannot read /proc/%d/maps: %s", (int)ctl.pid, strerror(-r));
+		diagnose_eperm(ctl.pid, ctl.pid);
+		dump_free(d);
+		return EXIT_FATAL;
+	}
+	if (r == -EPROTONOSUPPORT) {
+		warnx("process %d defines " OTEL_THREAD_CTX_SYMBOL
+		      " for an architecture ctxdump cannot read",
+		      (int)ctl.pid);
+		dump_free(d);
+		return EXIT_FATAL;
+	}
+	if (r < 0) {
+		warnx("cannot examine the objects of process %d: %s", (int)ctl.pid,
+		      strerror(-r));
+		dump_free(d);
+		return EXIT_FATAL;
+	}
+	d->has_symbol = true;
+	if (d->sym.n_definitions > 1)
+		warnx("%u objects define " OTEL_THREAD_CTX_SYMBOL
+		      "; showing the one in %s",
+		      d->sym.n_definitions, d->sym.module);
+
+	/* ---- threads stopped from here ---- */
+	stop_init(&ss, ctl.pid);
+	r = stop_all(&ss, ctl.tid, STOP_TIMEOUT_MS);
+	if (r == -EPERM) {
+		stop_release(&ss);
+		warnx("attach: ptrace(PTRACE_SEIZE, %d): %s", (int)ss.fail_tid,
+		      strerror(ss.fail_err));
+		diagnose_eperm(ctl.pid, ss.fail_tid);
+		stop_free(&ss);
+		dump_free(d);
+		return EXIT_FATAL;
+	}
+	if (r < 0) {
+		stop_release(&ss);
+		if (r == -ESRCH && ctl.tid)
+			warnx("thread %d exited before it could be stopped",
+			      (int)ctl.tid);
+		else if (r == -ESRCH)
+			warnx("process %d exited before it could be stopped",
+			      (int)ctl.pid);
+		else
+			warnx("cannot stop process %d: %s", (int)ctl.pid, strerror(-r));
+		stop_free(&ss);
+		dump_free(d);
+		return EXIT_FATAL;
+	}
+	r = collect_threads(&run, &ss);
+	if (r == 0) {
+		/* The slots are process-global; read them while nothing runs. */
+		if (etls_resolve(ctl.pid, &d->sym, &d->acc) < 0 ||
+		    d->acc.model == TLSM_UNRESOLVED)
+			d->acc.model = TLSM_UNRESOLVED;
+		for (i = 0; i < d->n_threads; i++) {
+			if (d->threads[i].stopped) {
+				read_thread(&run, &d->threads[i]);
+				d->n_stopped++;
+			}
+		}
+	}
+	stop_detach_all(&ss);
+	/* ---- threads running again ---- */
+	d->stopped_ns = stop_window_ns(&ss);
+	d->stop_rounds = ss.rounds;
+	stop_release(&ss);
+	stop_free(&ss);
+	if (r < 0) {
+		warnx("cannot collect the threads: %s", strerror(-r));
+		dump_free(d);
+		return EXIT_FATAL;
+	}
+
+	if (d->acc.model == TLSM_UNRESOLVED) {
+		warnx("the loader has not filled in the TLS slot of " OTEL_THREAD_CTX_SYMBOL
+		      " in %s; no thread can be read",
+		      d->sym.module);
+		run.partial = true;
+	}
+	for (i = 0; i < d->n_threads; i++) {
+		struct dump_thread *t = &d->threads[i];
+
+		if (t->error[0] && d->acc.model != TLSM_UNRESOLVED &&
+		    strncmp(t->error, "cannot attach", 13) != 0 &&
+		    strncmp(t->error, "did not stop", 12) != 0) {
+			warnx("tid %d: %s, skipping", (int)t->tid, t->error);
+			run.partial = true;
+		}
+	}
+	qsort(d->threads, d->n_threads, sizeof(*d->threads), cmp_tid);
+	decode_attrs(&run);
+	if (ctl.stacks)
+		unwind_stacks(&run);
+	return finish(&run, run.partial ? EXIT_PARTIAL : EXIT_OK);
+}

@@ -1,0 +1,68 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/* What one ctxdump run collected: filled by ctxdump.c, printed as text or
+ * JSON by output.c from the same structs so the two cannot drift. */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "elf-tls.h"
+#include "pctx-read.h"
+#include "process-ctx.h"
+#include "thread-record.h"
+#include "tls-math.h"
+#include "unwind.h"
+
+/* attrs-data bytes copied per thread; larger records are cut here and
+ * flagged (the OTEP recommends at most 612). */
+#define DUMP_ATTRS_CAP 4096
+
+struct dump_thread {
+	pid_t tid;
+	char comm[64];
+	char state;   /* /proc state letter before the stop */
+	bool stopped; /* in ptrace-stop during the read phase */
+	/* Why the thread could not be read; "" if it was. */
+	char error[160];
+
+	bool has_slot;        /* the thread has a TLS block for the module */
+	uint64_t slot_addr;   /* &otel_thread_ctx_v1 in this thread */
+	uint64_t record_addr; /* its value; 0 = no record */
+	bool has_record;      /* the 28-byte header was copied */
+	struct otel_thread_ctx_record hdr;
+	uint8_t *attrs;    /* copy of attrs_data (valid == 1 only) */
+	size_t attrs_len;  /* bytes copied */
+	bool attrs_capped; /* attrs_data_size above DUMP_ATTRS_CAP or unreadable */
+	struct trec_attrs_decoded *dec; /* decoded after the threads run again */
+
+	bool has_snap;
+	struct stack_snap snap;
+	struct stack_frame *frames;
+	size_t n_frames;
+	bool frames_capped;    /* more frames than --max-frames */
+	char stack_error[160]; /* "" = none */
+};
+
+struct dump {
+	pid_t pid;
+	char *cmdline; /* NUL-separated arguments */
+	size_t cmdline_len;
+
+	bool has_symbol;
+	struct etls_symbol sym;
+	struct tlsm_access acc;
+
+	bool has_pctx;
+	struct pctxr_snapshot pctx;
+	struct pctx_decoded *pd;
+
+	struct dump_thread *threads;
+	size_t n_threads;
+	size_t n_stopped;
+	uint64_t stopped_ns;
+	unsigned stop_rounds;
+	bool stacks;
+};

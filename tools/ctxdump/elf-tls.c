@@ -1,0 +1,548 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "config.h"
+
+#include "elf-tls.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "maps.h"
+#include "remote.h"
+#include "thread-record.h"
+
+#define ETLS_PAGE     4096u
+#define ETLS_MAPS_MAX (64u << 20)
+
+/* Relocation types, numbered per psABI (elf.h spells the aarch64 names
+ * differently across versions). */
+#define X86_64_DTPMOD64 16
+#define X86_64_DTPOFF64 17
+#define X86_64_TPOFF64  18
+#define X86_64_TLSDESC  36
+#define A64_DTPMOD      1028
+#define A64_DTPREL      1029
+#define A64_TPREL       1030
+#define A64_TLSDESC     1031
+
+/* One mapped file, deduplicated by device and inode. */
+struct etls_obj {
+	unsigned dev_major, dev_minor;
+	uint64_t inode;
+	char *path;
+	bool deleted;
+	/* The mapping with the lowest file offset: gives the load bias. */
+	uint64_t start, end, offset;
+};
+
+struct etls_objs {
+	struct etls_obj *v;
+	size_t n, cap;
+};
+
+static void
+objs_free(struct etls_objs *o)
+{
+	size_t i;
+
+	for (i = 0; i < o->n; i++)
+		free(o->v[i].path);
+	free(o->v);
+	o->v = NULL;
+	o->n = o->cap = 0;
+}
+
+static bool
+path_is_file(const char *p, size_t len)
+{
+	/* memfd and SysV segments look like paths but are no ELF files. */
+	if (len == 0 || p[0] != '/')
+		return false;
+	if (len >= 7 && memcmp(p, "/memfd:", 7) == 0)
+		return false;
+	if (len >= 5 && memcmp(p, "/dev/", 5) == 0)
+		return false;
+	if (len >= 5 && memcmp(p, "/SYSV", 5) == 0)
+		return false;
+	return true;
+}
+
+static int
+objs_add(struct etls_objs *o, const struct maps_entry *e)
+{
+	static const char deleted[] = " (deleted)";
+	size_t len = e->path_len, i;
+	bool del = false;
+	struct etls_obj *ob;
+
+	if (len > strlen(deleted) &&
+	    memcmp(e->path + len - strlen(deleted), deleted, strlen(deleted)) == 0) {
+		len -= strlen(deleted);
+		del = true;
+	}
+	for (i = 0; i < o->n; i++) {
+		ob = &o->v[i];
+		if (ob->inode == e->inode && ob->dev_major == e->dev_major &&
+		    ob->dev_minor == e->dev_minor) {
+			if (e->offset < ob->offset) {
+				ob->start = e->start;
+				ob->end = e->end;
+				ob->offset = e->offset;
+			}
+			return 0;
+		}
+	}
+	if (len >= PATH_MAX)
+		return 0;
+	if (o->n == o->cap) {
+		size_t cap = o->cap ? o->cap * 2 : 32;
+		struct etls_obj *nv = realloc(o->v, cap * sizeof(*nv));
+
+		if (!nv)
+			return -ENOMEM;
+		o->v = nv;
+		o->cap = cap;
+	}
+	ob = &o->v[o->n];
+	memset(ob, 0, sizeof(*ob));
+	ob->path = strndup(e->path, len);
+	if (!ob->path)
+		return -ENOMEM;
+	ob->dev_major = e->dev_major;
+	ob->dev_minor = e->dev_minor;
+	ob->inode = e->inode;
+	ob->deleted = del;
+	ob->start = e->start;
+	ob->end = e->end;
+	ob->offset = e->offset;
+	o->n++;
+	return 0;
+}
+
+static int
+objs_load(pid_t pid, struct etls_objs *o)
+{
+	char path[64], *buf, *line;
+	size_t len;
+	int r;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	r = remote_read_file(path, ETLS_MAPS_MAX, &buf, &len);
+	if (r < 0)
+		return r == -ENOENT ? -ESRCH : r;
+	line = buf;
+	while (line < buf + len) {
+		char *nl = memchr(line, '\n', (size_t)(buf + len - line));
+		size_t l = nl ? (size_t)(nl - line) : (size_t)(buf + len - line);
+		struct maps_entry e;
+
+		if (maps_parse_line(line, l, &e) == 0 && e.inode != 0 &&
+		    path_is_file(e.path, e.path_len)) {
+			r = objs_add(o, &e);
+			if (r < 0)
+				break;
+		}
+		line += l + 1;
+	}
+	free(buf);
+	/* An empty maps file is what a zombie (or kernel thread) shows. */
+	if (r >= 0 && o->n == 0)
+		r = -ESRCH;
+	return r < 0 ? r : 0;
+}
+
+/* Open the exact mapped inode (map_files needs CAP_SYS_ADMIN or
+ * CAP_CHECKPOINT_RESTORE), else the path in the target's mount namespace,
+ * checked against the inode in maps so a replaced file is not parsed. */
+static int
+obj_open(pid_t pid, const struct etls_obj *ob)
+{
+	char path[PATH_MAX + 64];
+	struct stat st;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/map_files/%llx-%llx", (int)pid,
+		 (unsigned long long)ob->start, (unsigned long long)ob->end);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0)
+		return fd;
+	snprintf(path, sizeof(path), "/proc/%d/root%s", (int)pid, ob->path);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	/* Only the inode: overlayfs reports a different st_dev than maps. */
+	if (fstat(fd, &st) < 0 || (uint64_t)st.st_ino != ob->inode) {
+		close(fd);
+		return -ESTALE;
+	}
+	return fd;
+}
+
+struct etls_elf {
+	int fd;
+	Elf *e;
+	GElf_Ehdr eh;
+	bool has_tls;
+	GElf_Phdr tls;
+	uint64_t bias;
+	bool bias_ok;
+	Elf_Scn *dynsym;
+	size_t dynsym_ndx;
+	GElf_Shdr dynsym_sh;
+};
+
+static void
+elf_close(struct etls_elf *x)
+{
+	if (x->e)
+		elf_end(x->e);
+	if (x->fd >= 0)
+		close(x->fd);
+	x->e = NULL;
+	x->fd = -1;
+}
+
+static int
+elf_open_obj(pid_t pid, const struct etls_obj *ob, struct etls_elf *x)
+{
+	size_t nph = 0, i;
+	Elf_Scn *scn = NULL;
+
+	memset(x, 0, sizeof(*x));
+	x->fd = obj_open(pid, ob);
+	if (x->fd < 0)
+		return x->fd;
+	x->e = elf_begin(x->fd, ELF_C_READ_MMAP, NULL);
+	if (!x->e || elf_kind(x->e) != ELF_K_ELF || !gelf_getehdr(x->e, &x->eh) ||
+	    x->eh.e_ident[EI_CLASS] != ELFCLASS64 || elf_getphdrnum(x->e, &nph) < 0) {
+		elf_close(x);
+		return -ENOEXEC;
+	}
+	for (i = 0; i < nph; i++) {
+		GElf_Phdr ph;
+
+		if (!gelf_getphdr(x->e, (int)i, &ph))
+			continue;
+		if (ph.p_type == PT_TLS) {
+			x->has_tls = true;
+			x->tls = ph;
+		}
+		/* bias = map start - vaddr of the mapped file offset, taken
+		 * from the PT_LOAD that contains the mapping's offset. */
+		if (ph.p_type == PT_LOAD && !x->bias_ok) {
+			uint64_t pg_off = ph.p_offset & ~(uint64_t)(ETLS_PAGE - 1);
+			uint64_t pg_vaddr = ph.p_vaddr & ~(uint64_t)(ETLS_PAGE - 1);
+
+			if (ob->offset >= pg_off &&
+			    ob->offset < ph.p_offset + ph.p_filesz) {
+				x->bias =
+					ob->start - (pg_vaddr + (ob->offset - pg_off));
+				x->bias_ok = true;
+			}
+		}
+	}
+	while ((scn = elf_nextscn(x->e, scn)) != NULL) {
+		GElf_Shdr sh;
+
+		if (gelf_getshdr(scn, &sh) && sh.sh_type == SHT_DYNSYM) {
+			x->dynsym = scn;
+			x->dynsym_ndx = elf_ndxscn(scn);
+			x->dynsym_sh = sh;
+			break;
+		}
+	}
+	return 0;
+}
+
+/* Index of the .dynsym entry named name: defined STT_TLS of size 8 when
+ * defined is true, else an undefined reference. */
+static bool
+lookup_sym(struct etls_elf *x, bool defined, size_t *idx, GElf_Sym *out)
+{
+	Elf_Data *d;
+	size_t n, i;
+
+	if (!x->dynsym || x->dynsym_sh.sh_entsize == 0)
+		return false;
+	d = elf_getdata(x->dynsym, NULL);
+	if (!d)
+		return false;
+	n = x->dynsym_sh.sh_size / x->dynsym_sh.sh_entsize;
+	for (i = 1; i < n; i++) {
+		GElf_Sym s;
+		const char *name;
+
+		if (!gelf_getsym(d, (int)i, &s))
+			break;
+		if ((s.st_shndx == SHN_UNDEF) == defined)
+			continue;
+		name = elf_strptr(x->e, x->dynsym_sh.sh_link, s.st_name);
+		if (!name || strcmp(name, OTEL_THREAD_CTX_SYMBOL) != 0)
+			continue;
+		if (defined && (GELF_ST_TYPE(s.st_info) != STT_TLS || s.st_size != 8))
+			continue;
+		*idx = i;
+		*out = s;
+		return true;
+	}
+	return false;
+}
+
+/* Record the slots of the TLS relocations against symbol symidx, scanning
+ * every SHT_RELA section tied to .dynsym: GNU ld puts R_X86_64_TLSDESC in
+ * .rela.plt, the others in .rela.dyn.  Returns true if any was found. */
+static bool
+scan_relocs(struct etls_elf *x, size_t symidx, uint64_t bias, struct etls_symbol *sym)
+{
+	bool a64 = x->eh.e_machine == EM_AARCH64;
+	Elf_Scn *scn = NULL;
+	bool found = false;
+
+	while ((scn = elf_nextscn(x->e, scn)) != NULL) {
+		GElf_Shdr sh;
+		Elf_Data *d;
+		size_t n, i, ent;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_RELA ||
+		    sh.sh_link != x->dynsym_ndx)
+			continue;
+		d = elf_getdata(scn, NULL);
+		if (!d)
+			continue;
+		ent = sh.sh_entsize ? sh.sh_entsize : sizeof(Elf64_Rela);
+		n = sh.sh_size / ent;
+		for (i = 0; i < n; i++) {
+			GElf_Rela rel;
+			uint64_t type, slot;
+
+			if (!gelf_getrela(d, (int)i, &rel))
+				break;
+			if (GELF_R_SYM(rel.r_info) != symidx)
+				continue;
+			type = GELF_R_TYPE(rel.r_info);
+			slot = bias + rel.r_offset;
+			if (type == (a64 ? A64_TLSDESC : X86_64_TLSDESC)) {
+				if (!sym->tlsdesc_slot)
+					sym->tlsdesc_slot = slot;
+			} else if (type == (a64 ? A64_DTPMOD : X86_64_DTPMOD64)) {
+				if (!sym->dtpmod_slot)
+					sym->dtpmod_slot = slot;
+			} else if (type == (a64 ? A64_DTPREL : X86_64_DTPOFF64)) {
+				if (!sym->dtpoff_slot)
+					sym->dtpoff_slot = slot;
+			} else if (type == (a64 ? A64_TPREL : X86_64_TPOFF64)) {
+				if (!sym->tpoff_slot)
+					sym->tpoff_slot = slot;
+			} else {
+				continue;
+			}
+			found = true;
+		}
+	}
+	return found;
+}
+
+static bool
+has_slots(const struct etls_symbol *s)
+{
+	return s->tlsdesc_slot || s->dtpmod_slot || s->tpoff_slot;
+}
+
+static bool
+path_is_musl(const char *path)
+{
+	const char *b = strrchr(path, '/');
+
+	b = b ? b + 1 : path;
+	return strncmp(b, "ld-musl-", 8) == 0 || strncmp(b, "libc.musl-", 10) == 0;
+}
+
+int
+etls_find(pid_t pid, struct etls_symbol *sym)
+{
+	struct etls_objs objs = {0};
+	struct etls_symbol best, cur;
+	bool have = false, musl = false;
+	struct stat exe_st;
+	bool exe_ok;
+	char path[64];
+	size_t i;
+	int r;
+
+	memset(sym, 0, sizeof(*sym));
+	memset(&best, 0, sizeof(best));
+	if (elf_version(EV_CURRENT) == EV_NONE)
+		return -ENOTSUP;
+	r = objs_load(pid, &objs);
+	if (r < 0)
+		return r;
+	snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
+	exe_ok = stat(path, &exe_st) == 0;
+
+	for (i = 0; i < objs.n; i++) {
+		const struct etls_obj *ob = &objs.v[i];
+		struct etls_elf x;
+		size_t idx;
+		GElf_Sym s;
+
+		musl |= path_is_musl(ob->path);
+		best.n_objects++;
+		if (elf_open_obj(pid, ob, &x) < 0) {
+			best.n_unopenable++;
+			continue;
+		}
+		/* "A file without a TLS segment defines no thread-local". */
+		if (!x.has_tls || !x.bias_ok || !lookup_sym(&x, true, &idx, &s)) {
+			elf_close(&x);
+			continue;
+		}
+		memset(&cur, 0, sizeof(cur));
+		snprintf(cur.module, sizeof(cur.module), "%s", ob->path);
+		cur.deleted = ob->deleted;
+		cur.is_exec = x.eh.e_type == ET_EXEC ||
+			      (exe_ok && (uint64_t)exe_st.st_ino == ob->inode);
+		cur.bias = x.bias;
+		cur.st_value = s.st_value;
+		cur.st_size = s.st_size;
+		cur.tls_vaddr = x.tls.p_vaddr;
+		cur.tls_memsz = x.tls.p_memsz;
+		cur.tls_align = x.tls.p_align;
+		if (x.eh.e_machine == EM_X86_64)
+			cur.arch = TLSM_X86_64;
+		else if (x.eh.e_machine == EM_AARCH64)
+			cur.arch = TLSM_AARCH64;
+		else
+			cur.arch = (enum tlsm_arch) - 1;
+		scan_relocs(&x, idx, x.bias, &cur);
+		elf_close(&x);
+
+		best.n_definitions++;
+		/* The executable comes first in the lookup scope; otherwise the
+		 * first definition whose slots are filled in. */
+		if (!have || (cur.is_exec && !best.is_exec) ||
+		    (!best.is_exec && !has_slots(&best) && has_slots(&cur))) {
+			unsigned nd = best.n_definitions, no = best.n_objects,
+				 nu = best.n_unopenable;
+
+			best = cur;
+			best.n_definitions = nd;
+			best.n_objects = no;
+			best.n_unopenable = nu;
+			have = true;
+		}
+	}
+	if (!have) {
+		objs_free(&objs);
+		return -ENOENT;
+	}
+	best.libc = musl ? TLSM_MUSL : TLSM_GLIBC;
+#if defined(__x86_64__)
+	if (best.arch != TLSM_X86_64)
+		r = -EPROTONOSUPPORT;
+#elif defined(__aarch64__)
+	if (best.arch != TLSM_AARCH64)
+		r = -EPROTONOSUPPORT;
+#else
+	r = -EPROTONOSUPPORT;
+#endif
+
+	/* A library that defines the variable but never accesses it itself:
+	 * the users' relocations (e.g. an executable's R_X86_64_TPOFF64) tell
+	 * where the loader put it. */
+	if (r == 0 && !has_slots(&best) && !best.is_exec) {
+		for (i = 0; i < objs.n; i++) {
+			struct etls_elf x;
+			size_t idx;
+			GElf_Sym s;
+
+			if (elf_open_obj(pid, &objs.v[i], &x) < 0)
+				continue;
+			if (x.bias_ok && lookup_sym(&x, false, &idx, &s) &&
+			    scan_relocs(&x, idx, x.bias, &best)) {
+				snprintf(best.reloc_module, sizeof(best.reloc_module),
+					 "%s", objs.v[i].path);
+				elf_close(&x);
+				break;
+			}
+			elf_close(&x);
+		}
+	}
+	objs_free(&objs);
+	if (r < 0)
+		return r;
+	*sym = best;
+	return 0;
+}
+
+int
+etls_resolve(pid_t pid, const struct etls_symbol *sym, struct tlsm_access *acc)
+{
+	int r;
+
+	if (sym->tlsdesc_slot) {
+		uint64_t desc[2], dyn[3];
+		uint8_t code[16];
+		ssize_t nc = 0;
+		bool dyn_ok = false;
+
+		r = remote_read(pid, sym->tlsdesc_slot, desc, sizeof(desc));
+		if (r < 0)
+			goto fail;
+		if (desc[0])
+			nc = remote_read_prefix(pid, desc[0], code, sizeof(code));
+		if (desc[1] && remote_read(pid, desc[1], dyn, sizeof(dyn)) == 0)
+			dyn_ok = true;
+		tlsm_from_tlsdesc(sym->arch, sym->libc, desc[0], desc[1], code,
+				  nc > 0 ? (size_t)nc : 0, dyn_ok ? dyn : NULL, acc);
+		return 0;
+	}
+	if (sym->dtpmod_slot) {
+		uint64_t modid, off = sym->st_value;
+
+		r = remote_read(pid, sym->dtpmod_slot, &modid, sizeof(modid));
+		if (r < 0)
+			goto fail;
+		if (sym->dtpoff_slot) {
+			r = remote_read(pid, sym->dtpoff_slot, &off, sizeof(off));
+			if (r < 0)
+				goto fail;
+		}
+		tlsm_from_gd(sym->arch, sym->libc, modid, off, acc);
+		return 0;
+	}
+	if (sym->tpoff_slot) {
+		uint64_t got;
+
+		r = remote_read(pid, sym->tpoff_slot, &got, sizeof(got));
+		if (r < 0)
+			goto fail;
+		tlsm_from_ie(sym->arch, sym->libc, got, acc);
+		return 0;
+	}
+	memset(acc, 0, sizeof(*acc));
+	acc->arch = sym->arch;
+	acc->libc = sym->libc;
+	acc->model = TLSM_UNRESOLVED;
+	if (sym->is_exec) {
+		int64_t tpoff;
+
+		if (tlsm_le_tpoff(sym->arch, sym->libc, sym->st_value, sym->tls_vaddr,
+				  sym->tls_memsz, sym->tls_align, &tpoff) == 0) {
+			acc->model = TLSM_LE;
+			acc->tpoff = tpoff;
+		}
+	}
+	return 0;
+fail:
+	memset(acc, 0, sizeof(*acc));
+	acc->arch = sym->arch;
+	acc->libc = sym->libc;
+	acc->model = TLSM_UNRESOLVED;
+	return r;
+}

@@ -1,0 +1,55 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/* Finding otel_thread_ctx_v1 in a live process: which mapped ELF object
+ * defines it (.dynsym, STT_TLS, size 8), where the loader-written slots of
+ * the relocations against it are (.rela.dyn and .rela.plt), and, once the
+ * threads are stopped, which TLS access model those slots describe. */
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "tls-math.h"
+
+struct etls_symbol {
+	/* Defining object, path as in /proc/PID/maps (" (deleted)" removed). */
+	char module[PATH_MAX];
+	bool deleted;
+	bool is_exec;
+	uint64_t bias;     /* load bias: runtime address - ELF vaddr */
+	uint64_t st_value; /* offset in the module's TLS template */
+	uint64_t st_size;
+	/* The defining object's PT_TLS. */
+	uint64_t tls_vaddr, tls_memsz, tls_align;
+
+	/* Runtime addresses of the slots the loader fills in, from the
+	 * relocations against the symbol (0 = none). */
+	uint64_t tlsdesc_slot; /* {entry, arg} */
+	uint64_t dtpmod_slot;  /* module id */
+	uint64_t dtpoff_slot;  /* offset in the block */
+	uint64_t tpoff_slot;   /* TP offset */
+	/* Object whose relocations gave the slots, if not the definer (an
+	 * executable using a library's variable initial-exec). */
+	char reloc_module[PATH_MAX];
+
+	enum tlsm_arch arch;
+	enum tlsm_libc libc;
+	unsigned n_definitions; /* distinct objects defining the symbol */
+	unsigned n_objects;     /* ELF objects examined */
+	unsigned n_unopenable;  /* mapped objects that could not be opened */
+};
+
+/* Look through the mapped objects of pid.  Runs while the target runs.
+ * Returns 0, -ENOENT if no object defines the symbol, -ESRCH if the process
+ * is gone, -EPROTONOSUPPORT for an architecture ctxdump cannot read, or
+ * another negative errno. */
+int etls_find(pid_t pid, struct etls_symbol *sym);
+
+/* Read the loader-written slots and classify the access.  Call while the
+ * target's threads are stopped (the slots are process-global and a
+ * concurrent dlopen could be filling them in).  Always fills *acc; the
+ * model is TLSM_UNRESOLVED when no slot is usable.  Returns 0 or the
+ * negative errno of a failed read of a slot. */
+int etls_resolve(pid_t pid, const struct etls_symbol *sym, struct tlsm_access *acc);

@@ -1,0 +1,830 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "config.h"
+
+#include "output.h"
+
+#include <inttypes.h>
+#include <string.h>
+
+#include "w3c.h"
+
+size_t
+output_utf8_next(const uint8_t *s, size_t n, uint32_t *cp)
+{
+	uint32_t c;
+	size_t len, i;
+
+	if (n == 0)
+		return 0;
+	if (s[0] < 0x80) {
+		*cp = s[0];
+		return 1;
+	}
+	if (s[0] >= 0xc2 && s[0] <= 0xdf) {
+		len = 2;
+		c = s[0] & 0x1f;
+	} else if (s[0] >= 0xe0 && s[0] <= 0xef) {
+		len = 3;
+		c = s[0] & 0x0f;
+	} else if (s[0] >= 0xf0 && s[0] <= 0xf4) {
+		len = 4;
+		c = s[0] & 0x07;
+	} else {
+		return 0; /* continuation byte, overlong C0/C1 lead, > U+10FFFF */
+	}
+	if (n < len)
+		return 0;
+	for (i = 1; i < len; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+		c = (c << 6) | (s[i] & 0x3f);
+	}
+	/* overlong forms, surrogates, beyond Unicode */
+	if ((len == 3 && c < 0x800) || (len == 4 && c < 0x10000) || c > 0x10ffff ||
+	    (c >= 0xd800 && c <= 0xdfff))
+		return 0;
+	*cp = c;
+	return len;
+}
+
+static bool
+is_control(uint32_t cp)
+{
+	return cp < 0x20 || (cp >= 0x7f && cp <= 0x9f);
+}
+
+void
+output_text_escape(FILE *f, const uint8_t *s, size_t n, bool quote)
+{
+	size_t i = 0;
+
+	while (i < n) {
+		uint32_t cp;
+		size_t l = output_utf8_next(s + i, n - i, &cp);
+		size_t k;
+
+		if (l == 0 || is_control(cp)) {
+			/* escape every byte of the offending sequence */
+			for (k = 0; k < (l ? l : 1); k++)
+				fprintf(f, "\\x%02x", s[i + k]);
+			i += l ? l : 1;
+			continue;
+		}
+		if (cp == '\\')
+			fputs("\\\\", f);
+		else if (quote && cp == '"')
+			fputs("\\\"", f);
+		else
+			fwrite(s + i, 1, l, f);
+		i += l;
+	}
+}
+
+void
+output_json_string(FILE *f, const uint8_t *s, size_t n)
+{
+	size_t i = 0;
+
+	fputc('"', f);
+	while (i < n) {
+		uint32_t cp;
+		size_t l = output_utf8_next(s + i, n - i, &cp);
+
+		if (l == 0) {
+			fputs("\\ufffd", f);
+			i++;
+			continue;
+		}
+		switch (cp) {
+		case '"':
+			fputs("\\\"", f);
+			break;
+		case '\\':
+			fputs("\\\\", f);
+			break;
+		case '\n':
+			fputs("\\n", f);
+			break;
+		case '\r':
+			fputs("\\r", f);
+			break;
+		case '\t':
+			fputs("\\t", f);
+			break;
+		case '\b':
+			fputs("\\b", f);
+			break;
+		case '\f':
+			fputs("\\f", f);
+			break;
+		default:
+			/* U+2028/2029 are line breaks to JavaScript */
+			if (is_control(cp) || cp == 0x2028 || cp == 0x2029)
+				fprintf(f, "\\u%04x", (unsigned)cp);
+			else
+				fwrite(s + i, 1, l, f);
+		}
+		i += l;
+	}
+	fputc('"', f);
+}
+
+static void
+json_cstr(FILE *f, const char *s)
+{
+	output_json_string(f, (const uint8_t *)s, strlen(s));
+}
+
+static void
+text_cstr(FILE *f, const char *s)
+{
+	output_text_escape(f, (const uint8_t *)s, strlen(s), false);
+}
+
+static const char *
+state_word(char st)
+{
+	switch (st) {
+	case 'R':
+		return "running";
+	case 'S':
+		return "sleeping";
+	case 'D':
+		return "disk-sleep";
+	case 'T':
+		return "stopped";
+	case 't':
+		return "tracing-stop";
+	case 'Z':
+		return "zombie";
+	case 'X':
+		return "dead";
+	case 'I':
+		return "idle";
+	case 'P':
+		return "parked";
+	case 'W':
+		return "waking";
+	}
+	return "unknown";
+}
+
+static bool
+thread_has_valid(const struct dump_thread *t)
+{
+	return t->has_record && t->hdr.valid == TREC_VALID;
+}
+
+static bool
+thread_shown(const struct dump_thread *t, const struct output_opts *o)
+{
+	return !o->quiet || thread_has_valid(t);
+}
+
+/* Name of attribute index key: from the key map, or NULL. */
+static const struct pctx_str *
+key_name(const struct dump *d, unsigned key)
+{
+	if (!d->pd || key >= d->pd->n_keys || d->pd->key_map[key].len == 0)
+		return NULL;
+	return &d->pd->key_map[key];
+}
+
+static const struct pctx_attr *
+find_res(const struct dump *d, const char *key)
+{
+	return d->pd ? pctx_find_resource(d->pd, key) : NULL;
+}
+
+/* ---- text ---- */
+
+static void
+text_value(FILE *f, const struct pctx_attr *a)
+{
+	switch (a->type) {
+	case PCTX_V_STRING:
+		output_text_escape(f, a->str.ptr, a->str.len, false);
+		break;
+	case PCTX_V_BOOL:
+		fputs(a->b ? "true" : "false", f);
+		break;
+	case PCTX_V_INT:
+		fprintf(f, "%" PRId64, a->i);
+		break;
+	case PCTX_V_DOUBLE:
+		fprintf(f, "%.17g", a->d);
+		break;
+	default:
+		fputs("(?)", f);
+	}
+}
+
+static void
+text_header(FILE *f, const struct dump *d, const struct output_opts *o)
+{
+	const struct pctx_attr *svc, *inst;
+	size_t i;
+
+	fprintf(f, "Process %d:", (int)d->pid);
+	for (i = 0; i < d->cmdline_len;) {
+		size_t l = strnlen(d->cmdline + i, d->cmdline_len - i);
+
+		fputc(' ', f);
+		output_text_escape(f, (const uint8_t *)d->cmdline + i, l, false);
+		i += l + 1;
+	}
+	fputc('\n', f);
+
+	if (!d->has_pctx) {
+		fputs("Process context: none\n", f);
+	} else {
+		svc = find_res(d, "service.name");
+		inst = find_res(d, "service.instance.id");
+		fputs("Service: ", f);
+		if (svc)
+			text_value(f, svc);
+		else
+			fputs("(unknown)", f);
+		if (inst) {
+			fputs(" (instance ", f);
+			text_value(f, inst);
+			fputc(')', f);
+		}
+		fputc('\n', f);
+		if (d->pd->has_threadlocal) {
+			fputs("Schema: ", f);
+			output_text_escape(f, d->pd->schema_version.ptr,
+					   d->pd->schema_version.len, false);
+			fputs(", key map:", f);
+			for (i = 0; i < d->pd->n_keys; i++) {
+				fputs(i ? ", " : " ", f);
+				output_text_escape(f, d->pd->key_map[i].ptr,
+						   d->pd->key_map[i].len, false);
+			}
+			if (d->pd->n_keys == 0)
+				fputs(" (empty)", f);
+			fputc('\n', f);
+		} else {
+			fputs("Schema: none (no threadlocal.* keys)\n", f);
+		}
+		if (o->verbose) {
+			for (i = 0; i < d->pd->n_resource; i++) {
+				fputs("Resource: ", f);
+				output_text_escape(f, d->pd->resource[i].key.ptr,
+						   d->pd->resource[i].key.len, false);
+				fputc('=', f);
+				text_value(f, &d->pd->resource[i]);
+				fputc('\n', f);
+			}
+		}
+	}
+
+	if (!d->has_symbol) {
+		fputs("Symbol: " OTEL_THREAD_CTX_SYMBOL
+		      " not found in any loaded object\n",
+		      f);
+	} else {
+		fputs("Symbol: " OTEL_THREAD_CTX_SYMBOL " in ", f);
+		text_cstr(f, d->sym.module);
+		fprintf(f, " (%s)\n", tlsm_model_name(d->acc.model));
+	}
+	if (o->verbose && d->has_symbol) {
+		if (d->acc.model == TLSM_TLSDESC_DYNAMIC || d->acc.model == TLSM_GD)
+			fprintf(f, "TLS: module %" PRIu64 ", offset 0x%" PRIx64 "\n",
+				d->acc.modid, d->acc.offset);
+		else if (d->acc.model != TLSM_UNRESOLVED)
+			fprintf(f, "TLS: thread pointer %+" PRId64 "\n", d->acc.tpoff);
+		if (d->sym.reloc_module[0]) {
+			fputs("TLS: slot from the relocations of ", f);
+			text_cstr(f, d->sym.reloc_module);
+			fputc('\n', f);
+		}
+		fprintf(f,
+			"Objects: %u examined, %u unreadable, %u defining the symbol\n",
+			d->sym.n_objects, d->sym.n_unopenable, d->sym.n_definitions);
+	}
+	if (o->verbose)
+		fprintf(f, "Stopped: %zu thread%s for %.3f ms (%u scan%s)\n",
+			d->n_stopped, d->n_stopped == 1 ? "" : "s",
+			(double)d->stopped_ns / 1e6, d->stop_rounds,
+			d->stop_rounds == 1 ? "" : "s");
+}
+
+static void
+text_frames(FILE *f, const struct dump_thread *t)
+{
+	size_t i;
+
+	if (t->stack_error[0]) {
+		fprintf(f, "    (no stack: %s)\n", t->stack_error);
+		return;
+	}
+	for (i = 0; i < t->n_frames; i++) {
+		const struct stack_frame *fr = &t->frames[i];
+
+		fprintf(f, "    #%-2zu 0x%016" PRIx64 " ", i, fr->ip);
+		if (fr->symbol[0]) {
+			text_cstr(f, fr->symbol);
+			fprintf(f, "+0x%" PRIx64, fr->offset);
+			if (fr->module[0]) {
+				fputs(" (", f);
+				text_cstr(f, fr->module);
+				fputc(')', f);
+			}
+		} else if (fr->module[0]) {
+			fputs("?? (", f);
+			text_cstr(f, fr->module);
+			fprintf(f, "+0x%" PRIx64 ")", fr->offset);
+		} else {
+			fputs("??", f);
+		}
+		fputc('\n', f);
+		if ((fr->flags & STACK_FRAME_TRUNCATED) && fr->end_reason)
+			fprintf(f, "    (stack ends: %s)\n", fr->end_reason);
+	}
+	if (t->frames_capped)
+		fprintf(f, "    (more frames: shown the first %zu, use -n 0 for all)\n",
+			t->n_frames);
+}
+
+static void
+text_thread(FILE *f, const struct dump *d, const struct dump_thread *t)
+{
+	char hex[33];
+	unsigned i;
+
+	fprintf(f, "Thread %d \"", (int)t->tid);
+	output_text_escape(f, (const uint8_t *)t->comm, strlen(t->comm), true);
+	fprintf(f, "\" (%s)\n", state_word(t->state));
+	if (t->error[0]) {
+		fprintf(f, "    (not read: %s)\n", t->error);
+	} else if (!t->has_record) {
+		fputs("    (no context)\n", f);
+	} else if (t->hdr.valid != TREC_VALID) {
+		fprintf(f, "    (record at 0x%" PRIx64 " not valid: valid=%u)\n",
+			t->record_addr, t->hdr.valid);
+	} else {
+		w3c_hex_encode(hex, t->hdr.trace_id, 16);
+		hex[32] = '\0';
+		fprintf(f, "    trace_id=%s", hex);
+		w3c_hex_encode(hex, t->hdr.span_id, 8);
+		hex[16] = '\0';
+		fprintf(f, " span_id=%s flags=%02x\n", hex, t->hdr.trace_flags);
+		for (i = 0; t->dec && i < t->dec->n; i++) {
+			const struct trec_attr *a = &t->dec->attr[i];
+			const struct pctx_str *k = key_name(d, a->key);
+
+			fputs("    ", f);
+			if (k)
+				output_text_escape(f, k->ptr, k->len, false);
+			else
+				fprintf(f, "#%u", a->key);
+			fputc('=', f);
+			output_text_escape(f, a->val, a->len, false);
+			fputc('\n', f);
+		}
+		if (t->attrs_capped || (t->dec && t->dec->truncated))
+			fprintf(f, "    (attributes truncated: attrs_data_size=%u)\n",
+				t->hdr.attrs_data_size);
+	}
+	if (d->stacks)
+		text_frames(f, t);
+}
+
+void
+output_text(FILE *f, const struct dump *d, const struct output_opts *o)
+{
+	size_t i;
+
+	bool first = true;
+
+	text_header(f, d, o);
+	for (i = 0; i < d->n_threads; i++) {
+		if (!thread_shown(&d->threads[i], o))
+			continue;
+		/* a blank line after the header, and between stacks */
+		if (first || d->stacks)
+			fputc('\n', f);
+		first = false;
+		text_thread(f, d, &d->threads[i]);
+	}
+}
+
+/* ---- JSON ---- */
+
+/* Minimal pretty printer: one member per line, two-space indent. */
+struct jw {
+	FILE *f;
+	int depth;
+	bool first;
+};
+
+static void
+jw_nl(struct jw *w)
+{
+	int i;
+
+	fputc('\n', w->f);
+	for (i = 0; i < w->depth; i++)
+		fputs("  ", w->f);
+}
+
+/* Start a value: comma and newline as needed. */
+static void
+jw_sep(struct jw *w)
+{
+	if (!w->first)
+		fputc(',', w->f);
+	if (w->depth > 0)
+		jw_nl(w);
+	w->first = false;
+}
+
+static void
+jw_open(struct jw *w, char c)
+{
+	fputc(c, w->f);
+	w->depth++;
+	w->first = true;
+}
+
+static void
+jw_close(struct jw *w, char c)
+{
+	bool empty = w->first;
+
+	w->depth--;
+	if (!empty)
+		jw_nl(w);
+	fputc(c, w->f);
+	w->first = false;
+}
+
+static void
+jw_key(struct jw *w, const char *k)
+{
+	jw_sep(w);
+	json_cstr(w->f, k);
+	fputs(": ", w->f);
+	w->first = true; /* the value follows without separator */
+}
+
+/* A value follows jw_key() or jw_elem(), which already printed the
+ * separator: only the state changes. */
+static void
+jw_val_start(struct jw *w)
+{
+	w->first = false;
+}
+
+/* Start an array element. */
+static void
+jw_elem(struct jw *w)
+{
+	jw_sep(w);
+	w->first = true;
+}
+
+static void
+jw_str(struct jw *w, const uint8_t *s, size_t n)
+{
+	jw_val_start(w);
+	output_json_string(w->f, s, n);
+}
+
+static void
+jw_cstr(struct jw *w, const char *s)
+{
+	jw_str(w, (const uint8_t *)s, strlen(s));
+}
+
+/* A literal: true, false, null or a formatted number. */
+static void
+jw_raw(struct jw *w, const char *literal)
+{
+	jw_val_start(w);
+	fputs(literal, w->f);
+}
+
+static void
+jw_u64(struct jw *w, uint64_t v)
+{
+	jw_val_start(w);
+	fprintf(w->f, "%" PRIu64, v);
+}
+
+static void
+jw_i64(struct jw *w, int64_t v)
+{
+	jw_val_start(w);
+	fprintf(w->f, "%" PRId64, v);
+}
+
+static void
+jw_addr(struct jw *w, uint64_t v)
+{
+	jw_val_start(w);
+	fprintf(w->f, "\"0x%" PRIx64 "\"", v);
+}
+
+static void
+jw_obj_begin(struct jw *w)
+{
+	jw_val_start(w);
+	jw_open(w, '{');
+}
+
+static void
+jw_arr_begin(struct jw *w)
+{
+	jw_val_start(w);
+	jw_open(w, '[');
+}
+
+static void
+json_value(struct jw *w, const struct pctx_attr *a)
+{
+	char buf[64];
+
+	switch (a->type) {
+	case PCTX_V_STRING:
+		jw_str(w, a->str.ptr, a->str.len);
+		break;
+	case PCTX_V_BOOL:
+		jw_raw(w, a->b ? "true" : "false");
+		break;
+	case PCTX_V_INT:
+		jw_i64(w, a->i);
+		break;
+	case PCTX_V_DOUBLE:
+		/* JSON has no NaN or infinities */
+		if (a->d != a->d || a->d > 1.7976931348623157e308 ||
+		    a->d < -1.7976931348623157e308) {
+			jw_raw(w, "null");
+		} else {
+			snprintf(buf, sizeof(buf), "%.17g", a->d);
+			jw_raw(w, buf);
+		}
+		break;
+	default:
+		jw_raw(w, "null");
+	}
+}
+
+static void
+json_attr_object(struct jw *w, const struct pctx_attr *v, unsigned n, bool skip_tl)
+{
+	unsigned i;
+
+	jw_obj_begin(w);
+	for (i = 0; i < n; i++) {
+		const struct pctx_attr *a = &v[i];
+
+		if (skip_tl && a->key.len >= 12 &&
+		    memcmp(a->key.ptr, "threadlocal.", 12) == 0)
+			continue;
+		jw_sep(w);
+		output_json_string(w->f, a->key.ptr, a->key.len);
+		fputs(": ", w->f);
+		w->first = true;
+		json_value(w, a);
+	}
+	jw_close(w, '}');
+}
+
+static void
+json_pctx(struct jw *w, const struct dump *d)
+{
+	unsigned i;
+
+	jw_key(w, "process_context");
+	if (!d->has_pctx) {
+		jw_raw(w, "null");
+		return;
+	}
+	jw_obj_begin(w);
+	jw_key(w, "address");
+	jw_addr(w, d->pctx.map_addr);
+	jw_key(w, "published_at_ns");
+	jw_u64(w, d->pctx.published_at_ns);
+	jw_key(w, "schema_version");
+	if (d->pd->has_threadlocal)
+		jw_str(w, d->pd->schema_version.ptr, d->pd->schema_version.len);
+	else
+		jw_raw(w, "null");
+	jw_key(w, "key_map");
+	jw_arr_begin(w);
+	for (i = 0; i < d->pd->n_keys; i++) {
+		jw_elem(w);
+		jw_str(w, d->pd->key_map[i].ptr, d->pd->key_map[i].len);
+	}
+	jw_close(w, ']');
+	jw_key(w, "resource");
+	json_attr_object(w, d->pd->resource, d->pd->n_resource, false);
+	jw_key(w, "attributes");
+	json_attr_object(w, d->pd->attrs, d->pd->n_attrs, true);
+	jw_close(w, '}');
+}
+
+static void
+json_symbol(struct jw *w, const struct dump *d)
+{
+	bool dyn = d->acc.model == TLSM_TLSDESC_DYNAMIC || d->acc.model == TLSM_GD;
+	bool stat = d->acc.model == TLSM_TLSDESC_STATIC || d->acc.model == TLSM_IE ||
+		    d->acc.model == TLSM_LE;
+
+	jw_key(w, "symbol");
+	if (!d->has_symbol) {
+		jw_raw(w, "null");
+		return;
+	}
+	jw_obj_begin(w);
+	jw_key(w, "name");
+	jw_cstr(w, OTEL_THREAD_CTX_SYMBOL);
+	jw_key(w, "module");
+	jw_cstr(w, d->sym.module);
+	jw_key(w, "model");
+	jw_cstr(w, tlsm_model_name(d->acc.model));
+	jw_key(w, "tpoff");
+	if (stat)
+		jw_i64(w, d->acc.tpoff);
+	else
+		jw_raw(w, "null");
+	jw_key(w, "module_id");
+	if (dyn)
+		jw_u64(w, d->acc.modid);
+	else
+		jw_raw(w, "null");
+	jw_key(w, "offset");
+	if (dyn)
+		jw_u64(w, d->acc.offset);
+	else
+		jw_raw(w, "null");
+	jw_close(w, '}');
+}
+
+static void
+json_context(struct jw *w, const struct dump *d, const struct dump_thread *t)
+{
+	char hex[33];
+	unsigned i;
+	bool valid = t->hdr.valid == TREC_VALID;
+
+	jw_key(w, "context");
+	if (t->error[0] || !t->has_record) {
+		jw_raw(w, "null");
+		return;
+	}
+	jw_obj_begin(w);
+	jw_key(w, "record_addr");
+	jw_addr(w, t->record_addr);
+	jw_key(w, "valid");
+	jw_u64(w, t->hdr.valid);
+	jw_key(w, "trace_id");
+	if (valid) {
+		w3c_hex_encode(hex, t->hdr.trace_id, 16);
+		jw_str(w, (const uint8_t *)hex, 32);
+	} else {
+		jw_raw(w, "null");
+	}
+	jw_key(w, "span_id");
+	if (valid) {
+		w3c_hex_encode(hex, t->hdr.span_id, 8);
+		jw_str(w, (const uint8_t *)hex, 16);
+	} else {
+		jw_raw(w, "null");
+	}
+	jw_key(w, "flags");
+	if (valid)
+		jw_u64(w, t->hdr.trace_flags);
+	else
+		jw_raw(w, "null");
+	jw_key(w, "attrs_data_size");
+	jw_u64(w, valid ? t->hdr.attrs_data_size : 0);
+	jw_key(w, "attrs_truncated");
+	jw_raw(w, valid && (t->attrs_capped || (t->dec && t->dec->truncated))
+			  ? "true"
+			  : "false");
+	jw_key(w, "attrs");
+	jw_arr_begin(w);
+	for (i = 0; valid && t->dec && i < t->dec->n; i++) {
+		const struct trec_attr *a = &t->dec->attr[i];
+		const struct pctx_str *k = key_name(d, a->key);
+		char unk[8];
+
+		jw_elem(w);
+		jw_obj_begin(w);
+		jw_key(w, "key");
+		if (k) {
+			jw_str(w, k->ptr, k->len);
+		} else {
+			snprintf(unk, sizeof(unk), "#%u", a->key);
+			jw_cstr(w, unk);
+		}
+		jw_key(w, "index");
+		jw_u64(w, a->key);
+		jw_key(w, "value");
+		jw_str(w, a->val, a->len);
+		jw_close(w, '}');
+	}
+	jw_close(w, ']');
+	jw_close(w, '}');
+}
+
+static void
+json_frames(struct jw *w, const struct dump_thread *t)
+{
+	size_t i;
+
+	jw_key(w, "frames");
+	jw_arr_begin(w);
+	for (i = 0; i < t->n_frames; i++) {
+		const struct stack_frame *fr = &t->frames[i];
+
+		jw_elem(w);
+		jw_obj_begin(w);
+		jw_key(w, "ip");
+		jw_addr(w, fr->ip);
+		jw_key(w, "symbol");
+		if (fr->symbol[0])
+			jw_cstr(w, fr->symbol);
+		else
+			jw_raw(w, "null");
+		jw_key(w, "offset");
+		jw_u64(w, fr->offset);
+		jw_key(w, "module");
+		if (fr->module[0])
+			jw_cstr(w, fr->module);
+		else
+			jw_raw(w, "null");
+		jw_close(w, '}');
+	}
+	jw_close(w, ']');
+	jw_key(w, "frames_truncated");
+	jw_raw(w, t->frames_capped ? "true" : "false");
+	if (t->stack_error[0]) {
+		jw_key(w, "stack_error");
+		jw_cstr(w, t->stack_error);
+	}
+}
+
+static void
+json_thread(struct jw *w, const struct dump *d, const struct dump_thread *t)
+{
+	char st[2] = {t->state, '\0'};
+
+	jw_elem(w);
+	jw_obj_begin(w);
+	jw_key(w, "tid");
+	jw_u64(w, (uint64_t)t->tid);
+	jw_key(w, "comm");
+	jw_cstr(w, t->comm);
+	jw_key(w, "state");
+	jw_cstr(w, st);
+	jw_key(w, "slot_addr");
+	if (t->has_slot)
+		jw_addr(w, t->slot_addr);
+	else
+		jw_raw(w, "null");
+	json_context(w, d, t);
+	if (t->error[0]) {
+		jw_key(w, "error");
+		jw_cstr(w, t->error);
+	}
+	if (d->stacks)
+		json_frames(w, t);
+	jw_close(w, '}');
+}
+
+void
+output_json(FILE *f, const struct dump *d, const struct output_opts *o)
+{
+	struct jw w = {f, 0, true};
+	size_t i;
+
+	jw_obj_begin(&w);
+	jw_key(&w, "pid");
+	jw_u64(&w, (uint64_t)d->pid);
+	jw_key(&w, "cmdline");
+	jw_arr_begin(&w);
+	for (i = 0; i < d->cmdline_len;) {
+		size_t l = strnlen(d->cmdline + i, d->cmdline_len - i);
+
+		jw_elem(&w);
+		jw_str(&w, (const uint8_t *)d->cmdline + i, l);
+		i += l + 1;
+	}
+	jw_close(&w, ']');
+	json_symbol(&w, d);
+	json_pctx(&w, d);
+	jw_key(&w, "stopped_ns");
+	jw_u64(&w, d->stopped_ns);
+	jw_key(&w, "threads");
+	jw_arr_begin(&w);
+	for (i = 0; i < d->n_threads; i++)
+		if (thread_shown(&d->threads[i], o))
+			json_thread(&w, d, &d->threads[i]);
+	jw_close(&w, ']');
+	jw_close(&w, '}');
+	fputc('\n', f);
+}

@@ -1,0 +1,33 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/* Text (py-spy dump style) and JSON rendering of a struct dump.  Every
+ * string that came from the target is escaped: no raw control bytes and no
+ * invalid UTF-8 reach the output.  The JSON field names are frozen in
+ * doc/ctxdump.1. */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "dump.h"
+
+struct output_opts {
+	bool quiet;   /* only threads with a valid record */
+	bool verbose; /* text: stop window, TLS details */
+};
+
+void output_text(FILE *f, const struct dump *d, const struct output_opts *o);
+void output_json(FILE *f, const struct dump *d, const struct output_opts *o);
+
+/* Escapers, exposed for the tests of the tool. */
+/* Text: control bytes, DEL, C1 controls, backslash (and '"' if quote) and
+ * bytes that are not valid UTF-8 become \xNN / \\ / \". */
+void output_text_escape(FILE *f, const uint8_t *s, size_t n, bool quote);
+/* JSON string with quotes; invalid UTF-8 becomes U+FFFD. */
+void output_json_string(FILE *f, const uint8_t *s, size_t n);
+
+/* Length of the well-formed UTF-8 sequence at s (1-4), 0 if invalid;
+ * *cp receives the code point. */
+size_t output_utf8_next(const uint8_t *s, size_t n, uint32_t *cp);

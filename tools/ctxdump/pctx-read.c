@@ -1,0 +1,134 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "config.h"
+
+#include "pctx-read.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "maps.h"
+#include "remote.h"
+
+#define PCTXR_ATTEMPTS 8
+#define PCTXR_MAPS_MAX (64u << 20)
+
+/* Address of the first OTEL_CTX mapping (the OTEP allows one). */
+static int
+find_mapping(pid_t pid, uint64_t *addr, enum pctx_map_kind *kind)
+{
+	char path[64], *buf, *line;
+	size_t len;
+	int r;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	r = remote_read_file(path, PCTXR_MAPS_MAX, &buf, &len);
+	if (r < 0)
+		return r == -ENOENT ? -ESRCH : r;
+	r = -ENOENT;
+	line = buf;
+	while (line < buf + len) {
+		char *nl = memchr(line, '\n', (size_t)(buf + len - line));
+		size_t l = nl ? (size_t)(nl - line) : (size_t)(buf + len - line);
+		struct maps_entry e;
+		enum pctx_map_kind k;
+
+		/* Like the eBPF profiler: never an executable mapping. */
+		if (maps_parse_line(line, l, &e) == 0 && e.perms[0] == 'r' &&
+		    e.perms[2] != 'x' &&
+		    e.end - e.start >= sizeof(struct otel_process_ctx_header) &&
+		    (k = pctx_map_name_kind(e.path, e.path_len)) != PCTX_MAP_NONE) {
+			*addr = e.start;
+			*kind = k;
+			r = 0;
+			break;
+		}
+		line += l + 1;
+	}
+	free(buf);
+	return r;
+}
+
+static void
+pause_briefly(void)
+{
+	struct timespec ts = {0, 1000000}; /* 1 ms: let the writer finish */
+
+	nanosleep(&ts, NULL);
+}
+
+int
+pctxr_read(pid_t pid, struct pctxr_snapshot *out)
+{
+	struct otel_process_ctx_header h, h2;
+	uint64_t addr;
+	enum pctx_map_kind kind;
+	uint8_t *payload = NULL;
+	unsigned attempt;
+	int r;
+
+	r = find_mapping(pid, &addr, &kind);
+	if (r < 0)
+		return r;
+	for (attempt = 1; attempt <= PCTXR_ATTEMPTS; attempt++) {
+		r = remote_read(pid, addr, &h, sizeof(h));
+		if (r < 0)
+			break;
+		if (memcmp(h.signature, PCTX_SIGNATURE, PCTX_SIGNATURE_LEN) != 0 ||
+		    h.version != PCTX_VERSION) {
+			r = -EBADMSG;
+			break;
+		}
+		if (h.monotonic_published_at_ns == 0) {
+			/* being written or updated */
+			r = -EAGAIN;
+			pause_briefly();
+			continue;
+		}
+		if (h.payload_size == 0 || h.payload_size > PCTXR_PAYLOAD_CAP) {
+			r = h.payload_size ? -E2BIG : -EBADMSG;
+			break;
+		}
+		free(payload);
+		payload = malloc(h.payload_size);
+		if (!payload) {
+			r = -ENOMEM;
+			break;
+		}
+		r = remote_read(pid, h.payload, payload, h.payload_size);
+		if (r == -EFAULT) {
+			/* the writer freed the old payload after an update */
+			r = -EAGAIN;
+			continue;
+		}
+		if (r < 0)
+			break;
+		r = remote_read(pid, addr, &h2, sizeof(h2));
+		if (r < 0)
+			break;
+		if (h2.monotonic_published_at_ns != h.monotonic_published_at_ns ||
+		    h2.payload != h.payload || h2.payload_size != h.payload_size) {
+			r = -EAGAIN;
+			continue;
+		}
+		out->map_addr = addr;
+		out->kind = kind;
+		out->published_at_ns = h.monotonic_published_at_ns;
+		out->payload = payload;
+		out->payload_len = h.payload_size;
+		out->attempts = attempt;
+		return 0;
+	}
+	free(payload);
+	return r;
+}
+
+void
+pctxr_free(struct pctxr_snapshot *s)
+{
+	free(s->payload);
+	s->payload = NULL;
+	s->payload_len = 0;
+}

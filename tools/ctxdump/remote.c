@@ -1,0 +1,179 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "config.h"
+
+#include "remote.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ptrace.h>
+#include <sys/uio.h>
+#include <sys/user.h>
+#include <time.h>
+#include <unistd.h>
+#if defined(__aarch64__)
+#include <elf.h>
+#endif
+
+#define REMOTE_PAGE 4096u
+/* Remote iovecs per process_vm_readv() call (IOV_MAX is 1024). */
+#define REMOTE_IOV_BATCH 256u
+
+uint64_t
+remote_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+ssize_t
+remote_read_prefix(pid_t pid, uint64_t addr, void *buf, size_t len)
+{
+	struct iovec riov[REMOTE_IOV_BATCH];
+	size_t done = 0;
+
+	if (len == 0)
+		return 0;
+	if (addr + len < addr)
+		return -EFAULT;
+	while (done < len) {
+		struct iovec liov = {(uint8_t *)buf + done, 0};
+		uint64_t a = addr + done;
+		size_t n = 0, want = 0;
+		ssize_t r;
+
+		/* A fault inside one iovec can still return a short count
+		 * (measured, reader.md §2.2), but page-sized pieces make the
+		 * result a clean prefix. */
+		while (n < REMOTE_IOV_BATCH && done + want < len) {
+			uint64_t start = a + want;
+			size_t in_page =
+				REMOTE_PAGE - (size_t)(start & (REMOTE_PAGE - 1));
+			size_t piece = len - done - want;
+
+			if (piece > in_page)
+				piece = in_page;
+			riov[n].iov_base = (void *)(uintptr_t)start;
+			riov[n].iov_len = piece;
+			want += piece;
+			n++;
+		}
+		liov.iov_len = want;
+		r = process_vm_readv(pid, &liov, 1, riov, n, 0);
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			if (done)
+				break;
+			return -errno;
+		}
+		if (r == 0)
+			break;
+		done += (size_t)r;
+		if ((size_t)r < want)
+			break;
+	}
+	if (done == 0)
+		return -EFAULT;
+	return (ssize_t)done;
+}
+
+int
+remote_read(pid_t pid, uint64_t addr, void *buf, size_t len)
+{
+	ssize_t r = remote_read_prefix(pid, addr, buf, len);
+
+	if (r < 0)
+		return (int)r;
+	return (size_t)r == len ? 0 : -EFAULT;
+}
+
+int
+remote_tlsm_read(void *opaque, uint64_t addr, void *buf, size_t len)
+{
+	return remote_read(*(pid_t *)opaque, addr, buf, len);
+}
+
+int
+remote_thread_pointer(pid_t tid, uint64_t *tp)
+{
+#if defined(__x86_64__)
+	struct user_regs_struct regs;
+
+	if (ptrace(PTRACE_GETREGS, tid, NULL, &regs) < 0)
+		return -errno;
+	*tp = regs.fs_base;
+	return 0;
+#elif defined(__aarch64__)
+	/* NT_ARM_TLS grew a second register (TPIDR2_EL0) with SME; an 8-byte
+	 * iovec still returns TPIDR_EL0 (the kernel clamps the length). */
+	uint64_t v = 0;
+	struct iovec iov = {&v, sizeof(v)};
+
+	if (ptrace(PTRACE_GETREGSET, tid, (void *)(uintptr_t)NT_ARM_TLS, &iov) < 0)
+		return -errno;
+	*tp = v;
+	return 0;
+#else
+	(void)tid;
+	(void)tp;
+	return -EOPNOTSUPP;
+#endif
+}
+
+int
+remote_read_file(const char *path, size_t max, char **buf, size_t *len)
+{
+	size_t cap = 4096, n = 0;
+	char *b;
+	int fd;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	b = malloc(cap);
+	if (!b) {
+		close(fd);
+		return -ENOMEM;
+	}
+	for (;;) {
+		ssize_t r;
+
+		if (cap - n < 2) {
+			char *nb;
+
+			if (cap >= max + 1)
+				break;
+			cap = cap * 2 > max + 1 ? max + 1 : cap * 2;
+			nb = realloc(b, cap);
+			if (!nb) {
+				free(b);
+				close(fd);
+				return -ENOMEM;
+			}
+			b = nb;
+		}
+		r = read(fd, b + n, cap - n - 1);
+		if (r < 0) {
+			int e = errno;
+
+			if (e == EINTR)
+				continue;
+			free(b);
+			close(fd);
+			return -e;
+		}
+		if (r == 0)
+			break;
+		n += (size_t)r;
+	}
+	close(fd);
+	b[n] = '\0';
+	*buf = b;
+	*len = n;
+	return 0;
+}

@@ -1,0 +1,466 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "config.h"
+
+#include "stop.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ptrace.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "remote.h"
+
+/* A scan that keeps finding new threads means threads are being created
+ * faster than we stop them; stop trying after this many rounds. */
+#define STOP_MAX_ROUNDS 1000
+
+void
+stop_init(struct stop_set *s, pid_t pid)
+{
+	memset(s, 0, sizeof(*s));
+	s->pid = pid;
+}
+
+void
+stop_free(struct stop_set *s)
+{
+	free(s->t);
+	free(s->hash);
+	s->t = NULL;
+	s->hash = NULL;
+	s->n = s->cap = s->hash_cap = 0;
+}
+
+uint64_t
+stop_window_ns(const struct stop_set *s)
+{
+	if (!s->t_first_ns || s->t_last_ns < s->t_first_ns)
+		return 0;
+	return s->t_last_ns - s->t_first_ns;
+}
+
+static size_t
+hash_slot(pid_t tid, size_t cap)
+{
+	return ((size_t)(uint32_t)tid * 2654435761u) & (cap - 1);
+}
+
+static struct stop_thread *
+find(struct stop_set *s, pid_t tid)
+{
+	size_t i;
+
+	if (!s->hash_cap)
+		return NULL;
+	for (i = hash_slot(tid, s->hash_cap); s->hash[i];
+	     i = (i + 1) & (s->hash_cap - 1)) {
+		struct stop_thread *t = &s->t[s->hash[i] - 1];
+
+		if (t->tid == tid)
+			return t;
+	}
+	return NULL;
+}
+
+static void
+hash_put(struct stop_set *s, size_t idx)
+{
+	size_t i = hash_slot(s->t[idx].tid, s->hash_cap);
+
+	while (s->hash[i])
+		i = (i + 1) & (s->hash_cap - 1);
+	s->hash[i] = (int)idx + 1;
+}
+
+static struct stop_thread *
+add(struct stop_set *s, pid_t tid)
+{
+	struct stop_thread *t;
+
+	if (s->n == s->cap) {
+		size_t cap = s->cap ? s->cap * 2 : 64;
+		struct stop_thread *nt = realloc(s->t, cap * sizeof(*nt));
+
+		if (!nt)
+			return NULL;
+		s->t = nt;
+		s->cap = cap;
+	}
+	/* keep the table at most half full */
+	if ((s->n + 1) * 2 > s->hash_cap) {
+		size_t cap = s->hash_cap ? s->hash_cap * 2 : 128, i;
+		int *nh = calloc(cap, sizeof(*nh));
+
+		if (!nh)
+			return NULL;
+		free(s->hash);
+		s->hash = nh;
+		s->hash_cap = cap;
+		for (i = 0; i < s->n; i++)
+			hash_put(s, i);
+	}
+	t = &s->t[s->n];
+	memset(t, 0, sizeof(*t));
+	t->tid = tid;
+	t->status = STOP_VANISHED;
+	hash_put(s, s->n);
+	s->n++;
+	return t;
+}
+
+int
+stop_read_task_stat(pid_t pid, pid_t tid, char *comm, size_t n, char *state)
+{
+	char path[64], buf[1024], *open_p, *close_p;
+	ssize_t r;
+	size_t l;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", (int)pid, (int)tid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	r = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (r <= 0)
+		return r < 0 ? -errno : -ENOENT;
+	buf[r] = '\0';
+	/* "tid (comm) S ...": comm may itself contain ')' */
+	open_p = strchr(buf, '(');
+	close_p = strrchr(buf, ')');
+	if (!open_p || !close_p || close_p < open_p || close_p[1] != ' ')
+		return -EINVAL;
+	l = (size_t)(close_p - open_p - 1);
+	if (l >= n)
+		l = n - 1;
+	memcpy(comm, open_p + 1, l);
+	comm[l] = '\0';
+	*state = close_p[2];
+	return 0;
+}
+
+static int
+list_tasks(pid_t pid, pid_t **out, size_t *n_out)
+{
+	char path[64];
+	struct dirent *de;
+	pid_t *v = NULL;
+	size_t n = 0, cap = 0;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	d = opendir(path);
+	if (!d)
+		return errno == ENOENT ? -ESRCH : -errno;
+	while ((de = readdir(d)) != NULL) {
+		char *end;
+		long tid = strtol(de->d_name, &end, 10);
+
+		if (*end || tid <= 0)
+			continue;
+		if (n == cap) {
+			pid_t *nv;
+
+			cap = cap ? cap * 2 : 64;
+			nv = realloc(v, cap * sizeof(*nv));
+			if (!nv) {
+				free(v);
+				closedir(d);
+				return -ENOMEM;
+			}
+			v = nv;
+		}
+		v[n++] = (pid_t)tid;
+	}
+	closedir(d);
+	*out = v;
+	*n_out = n;
+	return 0;
+}
+
+static void
+block_signals(struct stop_set *s, sigset_t *waitset)
+{
+	sigemptyset(waitset);
+	sigaddset(waitset, SIGCHLD);
+	sigaddset(waitset, SIGINT);
+	sigaddset(waitset, SIGTERM);
+	sigaddset(waitset, SIGHUP);
+	sigaddset(waitset, SIGQUIT);
+	if (!s->masked) {
+		/* A blocked SIGCHLD stays pending even with SIG_DFL, so a stop
+		 * reported between waitpid() and sigtimedwait() is not lost. */
+		sigprocmask(SIG_BLOCK, waitset, &s->oldmask);
+		s->masked = true;
+	}
+}
+
+/* One wait status; returns true if it ended a STOP_PENDING thread. */
+static bool
+handle_status(struct stop_set *s, pid_t tid, int st)
+{
+	struct stop_thread *t = find(s, tid);
+	bool was_pending;
+
+	if (!t)
+		return false;
+	was_pending = t->status == STOP_PENDING;
+	if (WIFSTOPPED(st)) {
+		int event = (st >> 16) & 0xff, sig = WSTOPSIG(st);
+
+		if (t->status != STOP_PENDING && t->status != STOP_TIMEOUT)
+			return false;
+		t->status = STOP_STOPPED;
+		if (event == PTRACE_EVENT_STOP) {
+			/* interrupt-stop (SIGTRAP) or group-stop (stop signal);
+			 * a group stop is re-armed by the kernel on detach. */
+			t->group_stop = sig != SIGTRAP;
+		} else {
+			/* signal-delivery-stop: hand the signal back on detach */
+			t->pending_sig = sig;
+		}
+	} else if (WIFEXITED(st) || WIFSIGNALED(st)) {
+		t->status = STOP_EXITED;
+	}
+	return was_pending;
+}
+
+static int
+wait_stops(struct stop_set *s, const sigset_t *waitset, unsigned timeout_ms)
+{
+	uint64_t deadline = remote_now_ns() + (uint64_t)timeout_ms * 1000000u;
+	size_t pending = 0, i;
+
+	for (i = 0; i < s->n; i++)
+		pending += s->t[i].status == STOP_PENDING;
+	while (pending > 0) {
+		struct timespec ts;
+		uint64_t now, left;
+		int st, sig;
+		pid_t r;
+
+		r = waitpid(-1, &st, __WALL | WNOHANG);
+		if (r > 0) {
+			if (handle_status(s, r, st))
+				pending--;
+			continue;
+		}
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			break; /* ECHILD: no tracee left to report */
+		now = remote_now_ns();
+		if (now >= deadline)
+			break;
+		left = deadline - now;
+		ts.tv_sec = (time_t)(left / 1000000000u);
+		ts.tv_nsec = (long)(left % 1000000000u);
+		sig = sigtimedwait(waitset, NULL, &ts);
+		if (sig < 0 || sig == SIGCHLD)
+			continue;
+		s->signal = sig;
+		return -EINTR;
+	}
+	for (i = 0; i < s->n; i++)
+		if (s->t[i].status == STOP_PENDING)
+			s->t[i].status = STOP_TIMEOUT;
+	return 0;
+}
+
+/* Seize and interrupt one listed thread.  Returns -EPERM only for a
+ * permission failure (not for an exiting thread). */
+static int
+seize(struct stop_set *s, struct stop_thread *t)
+{
+	int e;
+
+	if (t->state == 'Z' || t->state == 'X') {
+		/* An exited group leader stays a zombie while other threads
+		 * run; PTRACE_SEIZE would fail with EPERM. */
+		t->status = STOP_ZOMBIE;
+		return 0;
+	}
+	if (ptrace(PTRACE_SEIZE, t->tid, NULL, NULL) == 0) {
+		if (!s->t_first_ns)
+			s->t_first_ns = remote_now_ns();
+		t->status = STOP_PENDING;
+		/* ESRCH here means it is exiting: waitpid reports that. */
+		(void)ptrace(PTRACE_INTERRUPT, t->tid, NULL, NULL);
+		return 0;
+	}
+	e = errno;
+	if (e == ESRCH) {
+		t->status = STOP_VANISHED;
+		return 0;
+	}
+	if (e == EPERM) {
+		char comm[64], state = '?';
+		int r = stop_read_task_stat(s->pid, t->tid, comm, sizeof(comm), &state);
+
+		/* An exiting thread also answers EPERM (py-spy #771). */
+		if (r == -ENOENT || r == -ESRCH) {
+			t->status = STOP_VANISHED;
+			return 0;
+		}
+		if (r == 0 && (state == 'Z' || state == 'X')) {
+			t->state = state;
+			t->status = STOP_ZOMBIE;
+			return 0;
+		}
+	}
+	t->status = STOP_FAILED;
+	t->err = e;
+	return e == EPERM ? -EPERM : 0;
+}
+
+static size_t
+count(const struct stop_set *s, enum stop_status st)
+{
+	size_t i, n = 0;
+
+	for (i = 0; i < s->n; i++)
+		n += s->t[i].status == st;
+	return n;
+}
+
+int
+stop_all(struct stop_set *s, pid_t only_tid, unsigned timeout_ms)
+{
+	sigset_t waitset;
+	bool seized_any = false;
+	unsigned round;
+	int r = 0;
+
+	block_signals(s, &waitset);
+	for (round = 0; round < STOP_MAX_ROUNDS; round++) {
+		pid_t *tids = NULL, one = only_tid;
+		size_t n = 0, i, first_new = s->n;
+
+		if (only_tid) {
+			if (round > 0)
+				break;
+			tids = &one;
+			n = 1;
+		} else {
+			r = list_tasks(s->pid, &tids, &n);
+			if (r < 0)
+				break;
+		}
+		/* Names and states first, while the new threads still run:
+		 * a stopped thread would always look stopped. */
+		for (i = 0; i < n; i++) {
+			struct stop_thread *t;
+
+			if (find(s, tids[i]))
+				continue;
+			t = add(s, tids[i]);
+			if (!t) {
+				r = -ENOMEM;
+				break;
+			}
+			if (stop_read_task_stat(s->pid, t->tid, t->comm,
+						sizeof(t->comm), &t->state) < 0)
+				t->state = '?';
+		}
+		if (tids != &one)
+			free(tids);
+		if (r < 0)
+			break;
+		if (s->n == first_new)
+			break; /* stable: every known thread stopped or gone */
+		s->rounds++;
+		for (i = first_new; i < s->n; i++) {
+			struct stop_thread *t = &s->t[i];
+
+			if (t->state == '?' && !only_tid) {
+				t->status = STOP_VANISHED;
+				continue;
+			}
+			if (seize(s, t) == -EPERM && !seized_any) {
+				s->fail_tid = t->tid;
+				s->fail_err = t->err;
+				r = -EPERM;
+				break;
+			}
+			if (t->status == STOP_PENDING)
+				seized_any = true;
+		}
+		if (r < 0)
+			break;
+		r = wait_stops(s, &waitset, timeout_ms);
+		if (r < 0)
+			break;
+	}
+	if (r == 0 && count(s, STOP_STOPPED) == 0) {
+		/* Nothing to read: a zombie-only process, or everything
+		 * vanished. */
+		r = count(s, STOP_ZOMBIE) ? 0 : -ESRCH;
+	}
+	if (r < 0)
+		stop_detach_all(s);
+	return r;
+}
+
+/* A thread that stopped after its deadline can be detached now. */
+static void
+detach_late(struct stop_set *s)
+{
+	size_t i;
+
+	for (i = 0; i < s->n; i++) {
+		struct stop_thread *t = &s->t[i];
+		int st;
+
+		if (t->status != STOP_TIMEOUT)
+			continue;
+		if (waitpid(t->tid, &st, __WALL | WNOHANG) == t->tid) {
+			if (WIFSTOPPED(st))
+				(void)ptrace(PTRACE_DETACH, t->tid, NULL, NULL);
+			else
+				t->status = STOP_EXITED;
+		}
+	}
+}
+
+void
+stop_detach_all(struct stop_set *s)
+{
+	bool any = false;
+	size_t i;
+
+	for (i = 0; i < s->n; i++) {
+		struct stop_thread *t = &s->t[i];
+
+		if (t->status != STOP_STOPPED)
+			continue;
+		/* ESRCH: killed while stopped; nothing left to release. */
+		(void)ptrace(PTRACE_DETACH, t->tid, NULL, (void *)(long)t->pending_sig);
+		t->status = STOP_DETACHED;
+		any = true;
+	}
+	detach_late(s);
+	if (any || (s->t_first_ns && !s->t_last_ns))
+		s->t_last_ns = remote_now_ns();
+}
+
+void
+stop_release(struct stop_set *s)
+{
+	stop_detach_all(s);
+	detach_late(s);
+	if (s->masked) {
+		sigprocmask(SIG_SETMASK, &s->oldmask, NULL);
+		s->masked = false;
+	}
+	if (s->signal) {
+		/* Everything is released: now die from the signal the user sent. */
+		signal(s->signal, SIG_DFL);
+		raise(s->signal);
+	}
+}

@@ -1,0 +1,120 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/* The TLS address arithmetic of ctxdump, kept free of I/O so it can be
+ * tested on synthetic inputs for both architectures: how a loader-written
+ * slot (TLSDESC descriptor, GD GOT pair, IE GOT word) or the executable's
+ * PT_TLS turns into a per-thread address of otel_thread_ctx_v1.
+ *
+ * References: glibc elf/dl-tls.c (_dl_determine_tlsoffset), the
+ * sysdeps/{x86_64,aarch64}/dl-machine.h relocation code, dl-tlsdesc.S, and
+ * musl ldso/dynlink.c; see reader.md §1. */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+enum tlsm_arch {
+	TLSM_X86_64,
+	TLSM_AARCH64,
+};
+
+enum tlsm_libc {
+	TLSM_GLIBC,
+	TLSM_MUSL,
+};
+
+enum tlsm_model {
+	TLSM_NONE = 0,
+	TLSM_TLSDESC_STATIC,  /* descriptor resolver returns its argument */
+	TLSM_TLSDESC_DYNAMIC, /* argument points at {module, offset[, gen]} */
+	TLSM_GD,              /* DTPMOD64 + DTPOFF64 GOT pair, DTV walk */
+	TLSM_IE,              /* TPOFF64 GOT word */
+	TLSM_LE,              /* executable's PT_TLS, no relocation */
+	TLSM_UNRESOLVED,      /* slot not (yet) filled in by the loader */
+};
+
+/* How to find the variable in any thread of one process. */
+struct tlsm_access {
+	enum tlsm_arch arch;
+	enum tlsm_libc libc;
+	enum tlsm_model model;
+	int64_t tpoff;   /* static models: address = tp + tpoff */
+	uint64_t modid;  /* dynamic models: DTV index */
+	uint64_t offset; /* dynamic models: offset in the module's block */
+	uint64_t gen;    /* TLSDESC dynamic on glibc: generation to check */
+	bool check_gen;
+};
+
+/* Sanity limit for a module id (the eBPF profiler uses the same bound). */
+#define TLSM_MODID_MAX 4096
+
+const char *tlsm_model_name(enum tlsm_model m);
+
+/* Thread-pointer offset of a variable defined in the executable and
+ * accessed local-exec (no relocation): st_value is the offset in the TLS
+ * template, p_* are the executable's PT_TLS fields.  Returns -EINVAL for an
+ * alignment that is not a power of two. */
+int tlsm_le_tpoff(enum tlsm_arch arch,
+		  enum tlsm_libc libc,
+		  uint64_t st_value,
+		  uint64_t p_vaddr,
+		  uint64_t p_memsz,
+		  uint64_t p_align,
+		  int64_t *tpoff);
+
+enum tlsm_resolver {
+	TLSM_RES_UNKNOWN,
+	TLSM_RES_RETURN_ARG, /* [endbr64|bti c] load arg; ret */
+	TLSM_RES_UNDEFWEAK,  /* glibc x86_64 _dl_tlsdesc_undefweak */
+};
+
+/* Classify the code at a TLSDESC entry point (n bytes were readable). */
+enum tlsm_resolver
+tlsm_classify_resolver(enum tlsm_arch arch, const uint8_t *code, size_t n);
+
+/* Access from a TLSDESC descriptor {entry, arg}.  code/ncode: bytes read at
+ * entry (ncode may be 0 if unreadable).  dynarg: the three words read at arg,
+ * or NULL if arg did not point at readable memory.  Always fills *out; the
+ * model is TLSM_UNRESOLVED when the descriptor cannot be used. */
+void tlsm_from_tlsdesc(enum tlsm_arch arch,
+		       enum tlsm_libc libc,
+		       uint64_t entry,
+		       uint64_t arg,
+		       const uint8_t *code,
+		       size_t ncode,
+		       const uint64_t dynarg[3],
+		       struct tlsm_access *out);
+
+/* Access from a legacy general-dynamic GOT pair (DTPMOD64, DTPOFF64). */
+void tlsm_from_gd(enum tlsm_arch arch,
+		  enum tlsm_libc libc,
+		  uint64_t modid,
+		  uint64_t dtpoff,
+		  struct tlsm_access *out);
+
+/* Access from an initial-exec GOT word (TPOFF64 / TLS_TPREL). */
+void tlsm_from_ie(enum tlsm_arch arch,
+		  enum tlsm_libc libc,
+		  uint64_t got,
+		  struct tlsm_access *out);
+
+/* Where the DTV pointer sits relative to tp and how big an entry is. */
+struct tlsm_dtv_layout {
+	int64_t dtv_off;
+	unsigned stride;
+};
+void
+tlsm_dtv_layout(enum tlsm_arch arch, enum tlsm_libc libc, struct tlsm_dtv_layout *out);
+
+/* Reads len bytes of target memory at addr; returns 0 or a negative errno. */
+typedef int (*tlsm_read_fn)(void *opaque, uint64_t addr, void *buf, size_t len);
+
+/* Per-thread address of the variable, given the thread pointer.  Returns 0,
+ * -ENODATA if the thread has no TLS block for the module yet (no context),
+ * -EINVAL if the access is unusable, or the reader's error. */
+int tlsm_slot_addr(const struct tlsm_access *a,
+		   uint64_t tp,
+		   tlsm_read_fn rd,
+		   void *opaque,
+		   uint64_t *addr);

@@ -1,0 +1,1261 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "config.h"
+
+#include "unwind.h"
+
+#include "maps.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <inttypes.h>
+#include <libelf.h>
+#include <libunwind.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <sys/ptrace.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+/* Exported by libunwind-generic (it is the backend libunwind-ptrace's
+ * _UPT_find_proc_info uses) but declared only in libunwind's private
+ * headers: binary search of an .eh_frame_hdr table described by a
+ * UNW_INFO_FORMAT_REMOTE_TABLE unw_dyn_info_t, reading it through the
+ * address space's access_mem.  Newer libunwind releases offer a public
+ * wrapper, unw_get_proc_info_in_range(); Debian 12's 1.6.2 does not. */
+extern int _Ux86_64_dwarf_search_unwind_table(unw_addr_space_t as,
+					      unw_word_t ip,
+					      unw_dyn_info_t *di,
+					      unw_proc_info_t *pi,
+					      int need_unwind_info,
+					      void *arg);
+
+#define UW_PAGE 4096u
+/* Frames whose ip and sp both repeat mean a broken unwind table. */
+#define UW_MAX_LOOP 2
+
+/* DWARF exception-header pointer encodings (LSB, "DWARF Extensions"). */
+#define DW_EH_PE_absptr  0x00
+#define DW_EH_PE_udata2  0x02
+#define DW_EH_PE_udata4  0x03
+#define DW_EH_PE_udata8  0x04
+#define DW_EH_PE_sdata2  0x0a
+#define DW_EH_PE_sdata4  0x0b
+#define DW_EH_PE_sdata8  0x0c
+#define DW_EH_PE_datarel 0x30
+#define DW_EH_PE_omit    0xff
+
+struct uw_sym {
+	uint64_t addr;
+	uint64_t size;
+	const char *name;
+	int rank;
+};
+
+struct uw_module {
+	char *path; /* as in maps */
+	uint64_t inode;
+	unsigned dev_major, dev_minor;
+	bool is_vdso;
+	/* lowest mapping: gives the load bias */
+	uint64_t map_start, map_offset, map_end;
+
+	bool tried;  /* load attempted */
+	bool loaded; /* image, elf and bias valid */
+	int fd;
+	Elf *elf;
+	const uint8_t *image;
+	size_t size;
+	uint8_t *vdso_copy;
+	uint64_t bias;
+	GElf_Phdr *phdr;
+	size_t phnum;
+
+	bool have_table;
+	unw_dyn_info_t di;
+
+	bool syms_tried;
+	bool syms_dynsym;
+	/* separate debug file (/usr/lib/debug/.build-id/...) for .symtab */
+	int dbg_fd;
+	Elf *dbg_elf;
+	struct uw_sym *syms;
+	size_t nsyms;
+};
+
+struct uw_map {
+	uint64_t start, end, offset;
+	bool writable;
+	struct uw_module *mod; /* NULL: anonymous, heap, stack */
+};
+
+struct uw_proc {
+	pid_t pid;
+	struct uw_map *maps; /* sorted by start */
+	size_t nmaps;
+	struct uw_module **mods;
+	size_t nmods;
+	unw_addr_space_t as;
+};
+
+/* Per stack_unwind() call: handed to the accessors as their arg. */
+struct uw_ctx {
+	struct uw_proc *proc;
+	const struct stack_snap *snap;
+	bool mem_fail;
+	uint64_t fail_addr;
+};
+
+/* One process at a time: ctxdump dumps one pid, and every thread of it
+ * shares the parsed modules and libunwind's per-address-space cache. */
+static struct uw_proc *uw_cache;
+static bool uw_atexit_done;
+
+static uint64_t
+uw_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Copy [addr, addr + len) of tid into buf with one process_vm_readv whose
+ * remote side is split at page boundaries: the kernel then stops cleanly at
+ * the first unreadable page and returns the readable prefix. */
+static ssize_t
+uw_copy_remote(pid_t tid,
+	       uint64_t addr,
+	       uint8_t *buf,
+	       size_t len,
+	       struct iovec *riov,
+	       size_t max_iov)
+{
+	struct iovec liov = {.iov_base = buf, .iov_len = len};
+	size_t n = 0, done = 0;
+
+	while (done < len && n < max_iov) {
+		uint64_t a = addr + done;
+		size_t chunk = UW_PAGE - (size_t)(a % UW_PAGE);
+
+		if (chunk > len - done)
+			chunk = len - done;
+		riov[n].iov_base = (void *)(uintptr_t)a;
+		riov[n].iov_len = chunk;
+		done += chunk;
+		n++;
+	}
+	liov.iov_len = done;
+	return process_vm_readv(tid, &liov, 1, riov, n, 0);
+}
+
+int
+stack_snap_capture(pid_t tid, size_t max_stack_bytes, struct stack_snap *s)
+{
+	uint64_t t0 = uw_now_ns(), sp, start;
+	struct iovec *riov;
+	size_t want, max_iov;
+	ssize_t r;
+
+	memset(s, 0, sizeof(*s));
+	if (ptrace(PTRACE_GETREGS, tid, NULL, &s->regs) < 0)
+		return -errno;
+	s->tid = tid;
+	s->regs_valid = true;
+
+	/* process_vm_readv takes at most IOV_MAX remote pieces. */
+	if (max_stack_bytes > (size_t)(IOV_MAX - 2) * UW_PAGE)
+		max_stack_bytes = (size_t)(IOV_MAX - 2) * UW_PAGE;
+	sp = s->regs.rsp;
+	if (max_stack_bytes == 0 || sp < STACK_RED_ZONE)
+		goto out;
+	start = (sp - STACK_RED_ZONE) & ~(uint64_t)7;
+	want = (size_t)(sp - start) + max_stack_bytes;
+	/* glibc and musl put a thread's TCB (where fs_base points) at the top
+	 * of its stack block, above every frame: stop there rather than copy
+	 * the TLS blocks and whatever readable mapping follows. */
+	if (s->regs.fs_base > sp && s->regs.fs_base - start < want)
+		want = (size_t)(s->regs.fs_base - start);
+	max_iov = want / UW_PAGE + 2;
+	/* One allocation for the copy and, behind it (16-byte aligned), the
+	 * remote iovec array: the fewer calls inside the stop, the better. */
+	s->stack = malloc(((want + 15) & ~(size_t)15) + max_iov * sizeof(*riov));
+	if (!s->stack)
+		goto out; /* registers alone still give frame #0 */
+	riov = (struct iovec *)(void *)(s->stack + ((want + 15) & ~(size_t)15));
+	r = uw_copy_remote(tid, start, s->stack, want, riov, max_iov);
+	if (r <= 0) {
+		/* The red zone reaches into the guard page of an almost full
+		 * stack: start at sp itself. */
+		start = sp & ~(uint64_t)7;
+		want -= (size_t)(start - ((sp - STACK_RED_ZONE) & ~(uint64_t)7));
+		r = uw_copy_remote(tid, start, s->stack, want, riov, max_iov);
+	}
+	if (r > 0) {
+		s->stack_addr = start;
+		s->stack_len = (size_t)r & ~(size_t)7;
+	}
+out:
+	s->capture_ns = uw_now_ns() - t0;
+	return 0;
+}
+
+void
+stack_snap_free(struct stack_snap *s)
+{
+	if (!s)
+		return;
+	free(s->stack);
+	s->stack = NULL;
+	s->stack_len = 0;
+}
+
+/* ---- modules ---------------------------------------------------------- */
+
+static void
+uw_module_free(struct uw_module *m)
+{
+	if (!m)
+		return;
+	if (m->elf)
+		elf_end(m->elf);
+	if (m->fd >= 0)
+		close(m->fd);
+	if (m->dbg_elf)
+		elf_end(m->dbg_elf);
+	if (m->dbg_fd >= 0)
+		close(m->dbg_fd);
+	free(m->vdso_copy);
+	free(m->phdr);
+	free(m->syms);
+	free(m->path);
+	free(m);
+}
+
+static void
+uw_proc_free(struct uw_proc *p)
+{
+	size_t i;
+
+	if (!p)
+		return;
+	if (p->as)
+		unw_destroy_addr_space(p->as);
+	for (i = 0; i < p->nmods; i++)
+		uw_module_free(p->mods[i]);
+	free(p->mods);
+	free(p->maps);
+	free(p);
+}
+
+void
+stack_unwind_reset(void)
+{
+	uw_proc_free(uw_cache);
+	uw_cache = NULL;
+}
+
+static void
+uw_atexit(void)
+{
+	stack_unwind_reset();
+}
+
+/* Parse one line read from /proc/PID/maps into e, NUL-terminating the
+ * pathname inside line (which the caller owns). */
+static int
+uw_parse_maps_line(char *line, size_t len, struct maps_entry *e)
+{
+	if (maps_parse_line(line, len, e) < 0)
+		return -EINVAL;
+	line[e->path - line + e->path_len] = '\0';
+	return 0;
+}
+
+static struct uw_module *
+uw_find_or_add_module(
+	struct uw_proc *p, const char *path, unsigned maj, unsigned min, uint64_t inode)
+{
+	struct uw_module *m, **mods;
+	size_t i;
+
+	for (i = 0; i < p->nmods; i++) {
+		m = p->mods[i];
+		if (m->inode == inode && m->dev_major == maj && m->dev_minor == min &&
+		    strcmp(m->path, path) == 0)
+			return m;
+	}
+	mods = realloc(p->mods, (p->nmods + 1) * sizeof(*mods));
+	if (!mods)
+		return NULL;
+	p->mods = mods;
+	m = calloc(1, sizeof(*m));
+	if (!m)
+		return NULL;
+	m->path = strdup(path);
+	if (!m->path) {
+		free(m);
+		return NULL;
+	}
+	m->fd = -1;
+	m->dbg_fd = -1;
+	m->inode = inode;
+	m->dev_major = maj;
+	m->dev_minor = min;
+	m->is_vdso = strcmp(path, "[vdso]") == 0;
+	m->map_start = UINT64_MAX;
+	p->mods[p->nmods++] = m;
+	return m;
+}
+
+static int
+uw_map_cmp(const void *a, const void *b)
+{
+	const struct uw_map *x = a, *y = b;
+
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+static struct uw_proc *
+uw_proc_load(pid_t pid, int *err)
+{
+	char fn[64], *line = NULL;
+	size_t cap = 0, nalloc = 0;
+	struct uw_proc *p;
+	ssize_t r;
+	FILE *f;
+
+	snprintf(fn, sizeof(fn), "/proc/%d/maps", (int)pid);
+	f = fopen(fn, "re");
+	if (!f) {
+		*err = -ESRCH;
+		return NULL;
+	}
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		goto nomem;
+	p->pid = pid;
+	while ((r = getline(&line, &cap, f)) > 0) {
+		struct maps_entry e;
+		struct uw_map *mp;
+
+		if (uw_parse_maps_line(line, (size_t)r, &e) < 0 || e.end <= e.start)
+			continue;
+		if (p->nmaps == nalloc) {
+			size_t n = nalloc ? 2 * nalloc : 64;
+			struct uw_map *maps = realloc(p->maps, n * sizeof(*maps));
+
+			if (!maps)
+				goto nomem;
+			p->maps = maps;
+			nalloc = n;
+		}
+		mp = &p->maps[p->nmaps];
+		memset(mp, 0, sizeof(*mp));
+		mp->start = e.start;
+		mp->end = e.end;
+		mp->offset = e.offset;
+		mp->writable = e.perms[1] == 'w';
+		if (e.path[0] == '/' || strcmp(e.path, "[vdso]") == 0) {
+			struct uw_module *m = uw_find_or_add_module(
+				p, e.path, e.dev_major, e.dev_minor, e.inode);
+
+			if (!m)
+				goto nomem;
+			mp->mod = m;
+			if (e.start < m->map_start) {
+				m->map_start = e.start;
+				m->map_end = e.end;
+				m->map_offset = e.offset;
+			}
+		}
+		p->nmaps++;
+	}
+	free(line);
+	fclose(f);
+	if (p->nmaps == 0) {
+		uw_proc_free(p);
+		*err = -ESRCH;
+		return NULL;
+	}
+	qsort(p->maps, p->nmaps, sizeof(*p->maps), uw_map_cmp);
+	return p;
+nomem:
+	free(line);
+	fclose(f);
+	uw_proc_free(p);
+	*err = -ENOMEM;
+	return NULL;
+}
+
+static struct uw_map *
+uw_find_map(struct uw_proc *p, uint64_t addr)
+{
+	size_t lo = 0, hi = p->nmaps;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (addr < p->maps[mid].start)
+			hi = mid;
+		else if (addr >= p->maps[mid].end)
+			lo = mid + 1;
+		else
+			return &p->maps[mid];
+	}
+	return NULL;
+}
+
+/* Our own [vdso]: the kernel maps the same image into every process, so the
+ * target's vdso code and unwind tables can be read here instead of from the
+ * live target. */
+static int
+uw_own_vdso(const uint8_t **img, size_t *len)
+{
+	uint64_t base = getauxval(AT_SYSINFO_EHDR);
+	char *line = NULL;
+	size_t cap = 0;
+	int ret = -ENOENT;
+	ssize_t r;
+	FILE *f;
+
+	if (!base)
+		return -ENOENT;
+	f = fopen("/proc/self/maps", "re");
+	if (!f)
+		return -errno;
+	while ((r = getline(&line, &cap, f)) > 0) {
+		struct maps_entry e;
+
+		if (uw_parse_maps_line(line, (size_t)r, &e) == 0 && e.start == base) {
+			*img = (const uint8_t *)(uintptr_t)e.start;
+			*len = (size_t)(e.end - e.start);
+			ret = 0;
+			break;
+		}
+	}
+	free(line);
+	fclose(f);
+	return ret;
+}
+
+static int
+uw_open_module_file(struct uw_proc *p, struct uw_module *m)
+{
+	char fn[PATH_MAX + 64];
+	struct stat st;
+	int fd;
+
+	/* The exact mapped inode, even if the file was deleted or replaced
+	 * (needs CAP_SYS_ADMIN or CAP_CHECKPOINT_RESTORE). */
+	snprintf(fn, sizeof(fn), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, (int)p->pid,
+		 m->map_start, m->map_end);
+	fd = open(fn, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		/* Through the target's root, so paths inside a container
+		 * resolve; the inode check below rejects a replaced file. */
+		if (strstr(m->path, " (deleted)"))
+			return -ENOENT;
+		snprintf(fn, sizeof(fn), "/proc/%d/root%s", (int)p->pid, m->path);
+		fd = open(fn, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			return -errno;
+	}
+	if (fstat(fd, &st) < 0 || (uint64_t)st.st_ino != m->inode ||
+	    !S_ISREG(st.st_mode)) {
+		close(fd);
+		return -ESTALE;
+	}
+	return fd;
+}
+
+/* Load bias from the module's lowest mapping: file offset O mapped at S lies
+ * in a PT_LOAD whose vaddr for O is p_vaddr + (O - p_offset) (p_vaddr and
+ * p_offset are congruent modulo the page size). */
+static bool
+uw_compute_bias(struct uw_module *m)
+{
+	size_t i;
+
+	for (i = 0; i < m->phnum; i++) {
+		const GElf_Phdr *ph = &m->phdr[i];
+		uint64_t pstart = ph->p_offset & ~(uint64_t)(UW_PAGE - 1);
+
+		if (ph->p_type != PT_LOAD)
+			continue;
+		if (m->map_offset >= pstart &&
+		    m->map_offset < ph->p_offset + (ph->p_filesz ? ph->p_filesz : 1)) {
+			m->bias = m->map_start -
+				  (ph->p_vaddr + m->map_offset - ph->p_offset);
+			return true;
+		}
+	}
+	return false;
+}
+
+/* Decode one fixed-size DWARF EH pointer from the file image; only the
+ * encodings .eh_frame_hdr headers use in practice.  Returns the size read
+ * or 0 if unsupported. */
+static size_t
+uw_read_eh_value(const uint8_t *p, size_t avail, uint8_t enc, uint64_t *val)
+{
+	size_t n;
+
+	switch (enc & 0x0f) {
+	case DW_EH_PE_absptr:
+	case DW_EH_PE_udata8:
+	case DW_EH_PE_sdata8:
+		n = 8;
+		break;
+	case DW_EH_PE_udata4:
+	case DW_EH_PE_sdata4:
+		n = 4;
+		break;
+	case DW_EH_PE_udata2:
+	case DW_EH_PE_sdata2:
+		n = 2;
+		break;
+	default:
+		return 0;
+	}
+	if (avail < n)
+		return 0;
+	if (n == 8) {
+		memcpy(val, p, 8);
+	} else if (n == 4) {
+		uint32_t u;
+
+		memcpy(&u, p, 4);
+		*val = (enc & 0x0f) == DW_EH_PE_sdata4 ? (uint64_t)(int64_t)(int32_t)u
+						       : u;
+	} else {
+		uint16_t u;
+
+		memcpy(&u, p, 2);
+		*val = (enc & 0x0f) == DW_EH_PE_sdata2 ? (uint64_t)(int64_t)(int16_t)u
+						       : u;
+	}
+	return n;
+}
+
+/* Describe the module's .eh_frame_hdr binary-search table to libunwind in
+ * target addresses; libunwind reads it back through uw_access_mem, which
+ * serves it from the file. */
+static void
+uw_setup_table(struct uw_module *m)
+{
+	const GElf_Phdr *eh = NULL;
+	uint64_t lo = UINT64_MAX, hi = 0, gp = 0, fde_count, dummy;
+	const uint8_t *h;
+	size_t i, off, n;
+
+	for (i = 0; i < m->phnum; i++) {
+		const GElf_Phdr *ph = &m->phdr[i];
+
+		if (ph->p_type == PT_LOAD) {
+			if (ph->p_vaddr < lo)
+				lo = ph->p_vaddr;
+			if (ph->p_vaddr + ph->p_memsz > hi)
+				hi = ph->p_vaddr + ph->p_memsz;
+		} else if (ph->p_type == PT_GNU_EH_FRAME) {
+			eh = ph;
+		} else if (ph->p_type == PT_DYNAMIC && ph->p_offset < m->size &&
+			   ph->p_filesz <= m->size - ph->p_offset) {
+			/* DT_PLTGOT is the base of DW_EH_PE_datarel in FDEs. */
+			size_t k;
+
+			for (k = 0; k + sizeof(Elf64_Dyn) <= ph->p_filesz;
+			     k += sizeof(Elf64_Dyn)) {
+				Elf64_Dyn d;
+
+				memcpy(&d, m->image + ph->p_offset + k, sizeof(d));
+				if (d.d_tag == DT_NULL)
+					break;
+				if (d.d_tag == DT_PLTGOT)
+					gp = m->bias + d.d_un.d_ptr;
+			}
+		}
+	}
+	if (!eh || lo >= hi || eh->p_offset >= m->size || eh->p_filesz < 4 ||
+	    eh->p_filesz > m->size - eh->p_offset)
+		return;
+	h = m->image + eh->p_offset;
+	/* version, eh_frame_ptr_enc, fde_count_enc, table_enc; libunwind's
+	 * remote search needs the usual datarel|sdata4 table. */
+	if (h[0] != 1 || h[3] != (DW_EH_PE_datarel | DW_EH_PE_sdata4) ||
+	    h[1] == DW_EH_PE_omit || h[2] == DW_EH_PE_omit)
+		return;
+	off = 4;
+	n = uw_read_eh_value(h + off, eh->p_filesz - off, h[1], &dummy);
+	if (!n)
+		return;
+	off += n;
+	n = uw_read_eh_value(h + off, eh->p_filesz - off, h[2], &fde_count);
+	if (!n)
+		return;
+	off += n;
+	if (fde_count == 0 || fde_count > (eh->p_filesz - off) / 8)
+		return;
+	memset(&m->di, 0, sizeof(m->di));
+	m->di.start_ip = m->bias + lo;
+	m->di.end_ip = m->bias + hi;
+	m->di.gp = gp;
+	m->di.format = UNW_INFO_FORMAT_REMOTE_TABLE;
+	m->di.u.rti.name_ptr = 0;
+	m->di.u.rti.segbase = m->bias + eh->p_vaddr;
+	m->di.u.rti.table_data = m->bias + eh->p_vaddr + off;
+	/* two int32 per entry, counted in words */
+	m->di.u.rti.table_len = fde_count * 8 / sizeof(unw_word_t);
+	m->have_table = true;
+}
+
+static bool
+uw_module_load(struct uw_proc *p, struct uw_module *m)
+{
+	GElf_Ehdr eh;
+	size_t i;
+
+	if (m->tried)
+		return m->loaded;
+	m->tried = true;
+	if (m->is_vdso) {
+		const uint8_t *img = NULL;
+		size_t len = 0;
+
+		if (uw_own_vdso(&img, &len) < 0 || len != m->map_end - m->map_start)
+			return false;
+		m->vdso_copy = malloc(len);
+		if (!m->vdso_copy)
+			return false;
+		memcpy(m->vdso_copy, img, len);
+		m->elf = elf_memory((char *)m->vdso_copy, len);
+		m->image = m->vdso_copy;
+		m->size = len;
+		m->map_offset = 0;
+	} else {
+		m->fd = uw_open_module_file(p, m);
+		if (m->fd < 0)
+			return false;
+		m->elf = elf_begin(m->fd, ELF_C_READ_MMAP, NULL);
+		if (m->elf)
+			m->image = (const uint8_t *)elf_rawfile(m->elf, &m->size);
+	}
+	if (!m->elf || !m->image || elf_kind(m->elf) != ELF_K_ELF ||
+	    gelf_getclass(m->elf) != ELFCLASS64 || !gelf_getehdr(m->elf, &eh) ||
+	    elf_getphdrnum(m->elf, &m->phnum) != 0 || m->phnum == 0)
+		return false;
+	m->phdr = calloc(m->phnum, sizeof(*m->phdr));
+	if (!m->phdr)
+		return false;
+	for (i = 0; i < m->phnum; i++)
+		if (!gelf_getphdr(m->elf, (int)i, &m->phdr[i]))
+			return false;
+	if (!uw_compute_bias(m))
+		return false;
+	uw_setup_table(m);
+	m->loaded = true;
+	return true;
+}
+
+/* Copy 8 bytes at target address addr from the module's file image, only
+ * from a read-only PT_LOAD (text, rodata, eh_frame): those bytes are the
+ * same in the process as in the file; bytes past the segment read as 0. */
+static bool
+uw_module_read(struct uw_proc *p, const struct uw_map *mp, uint64_t addr, uint64_t *val)
+{
+	struct uw_module *m = mp->mod;
+	uint64_t foff;
+	size_t i;
+
+	if (mp->writable || !uw_module_load(p, m))
+		return false;
+	foff = addr - mp->start + mp->offset;
+	for (i = 0; i < m->phnum; i++) {
+		const GElf_Phdr *ph = &m->phdr[i];
+		uint8_t buf[8] = {0};
+		size_t n;
+
+		if (ph->p_type != PT_LOAD || (ph->p_flags & PF_W) ||
+		    foff < ph->p_offset || foff >= ph->p_offset + ph->p_filesz ||
+		    foff >= m->size)
+			continue;
+		n = (size_t)(ph->p_offset + ph->p_filesz - foff);
+		if (n > m->size - foff)
+			n = (size_t)(m->size - foff);
+		if (n > 8)
+			n = 8;
+		memcpy(buf, m->image + foff, n);
+		memcpy(val, buf, 8);
+		return true;
+	}
+	return false;
+}
+
+/* ---- symbols ---------------------------------------------------------- */
+
+/* Among aliases at one address prefer the name a person would write:
+ * exported (global or weak) over local ones like __GI___libc_read or
+ * __libc_start_main_alias_1, then fewer leading underscores (read over
+ * __read), then a default version (name@@V, printed without the version)
+ * over an old one (name@V). */
+static int
+uw_sym_rank(const char *name, unsigned bind)
+{
+	const char *at = strchr(name, '@');
+	int r = 0;
+
+	while (name[r] == '_')
+		r++;
+	r *= 4;
+	if (bind == STB_LOCAL)
+		r += 1000;
+	if (at && at[1] != '@')
+		r += 2;
+	return r;
+}
+
+static int
+uw_sym_cmp(const void *a, const void *b)
+{
+	const struct uw_sym *x = a, *y = b;
+
+	if (x->addr != y->addr)
+		return x->addr < y->addr ? -1 : 1;
+	if (x->rank != y->rank)
+		return x->rank < y->rank ? -1 : 1;
+	return strcmp(x->name, y->name);
+}
+
+static void
+uw_load_syms_from(struct uw_module *m, Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh)
+{
+	Elf_Data *data = elf_getdata(scn, NULL);
+	size_t i, n, k = 0;
+
+	if (!data || sh->sh_entsize != sizeof(Elf64_Sym))
+		return;
+	n = data->d_size / sizeof(Elf64_Sym);
+	m->syms = calloc(n ? n : 1, sizeof(*m->syms));
+	if (!m->syms)
+		return;
+	for (i = 0; i < n; i++) {
+		GElf_Sym sym;
+		const char *name;
+		unsigned type;
+
+		if (!gelf_getsym(data, (int)i, &sym))
+			continue;
+		type = GELF_ST_TYPE(sym.st_info);
+		if ((type != STT_FUNC && type != STT_GNU_IFUNC) ||
+		    sym.st_shndx == SHN_UNDEF || sym.st_value == 0)
+			continue;
+		name = elf_strptr(elf, sh->sh_link, sym.st_name);
+		if (!name || !*name)
+			continue;
+		m->syms[k].addr = sym.st_value;
+		m->syms[k].size = sym.st_size;
+		m->syms[k].name = name;
+		m->syms[k].rank = uw_sym_rank(name, GELF_ST_BIND(sym.st_info));
+		k++;
+	}
+	qsort(m->syms, k, sizeof(*m->syms), uw_sym_cmp);
+	/* keep the best-ranked alias of each address (first after sorting) */
+	for (i = 0, n = 0; i < k; i++)
+		if (n == 0 || m->syms[n - 1].addr != m->syms[i].addr)
+			m->syms[n++] = m->syms[i];
+	m->nsyms = n;
+}
+
+static Elf_Scn *
+uw_find_scn(Elf *elf, GElf_Word type, GElf_Shdr *sh)
+{
+	Elf_Scn *scn = NULL;
+
+	while ((scn = elf_nextscn(elf, scn)))
+		if (gelf_getshdr(scn, sh) && sh->sh_type == type)
+			return scn;
+	return NULL;
+}
+
+/* The NT_GNU_BUILD_ID of elf; returns its length, 0 if there is none. */
+static size_t
+uw_build_id(Elf *elf, uint8_t *id, size_t cap)
+{
+	Elf_Scn *scn = NULL;
+	GElf_Shdr sh;
+
+	while ((scn = elf_nextscn(elf, scn))) {
+		Elf_Data *data;
+		GElf_Nhdr nh;
+		size_t off = 0, name_off, desc_off;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_NOTE)
+			continue;
+		data = elf_getdata(scn, NULL);
+		if (!data)
+			continue;
+		while ((off = gelf_getnote(data, off, &nh, &name_off, &desc_off)) > 0) {
+			if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 &&
+			    memcmp((const char *)data->d_buf + name_off, "GNU", 4) ==
+				    0 &&
+			    nh.n_descsz > 0 && nh.n_descsz <= cap) {
+				memcpy(id, (const uint8_t *)data->d_buf + desc_off,
+				       nh.n_descsz);
+				return nh.n_descsz;
+			}
+		}
+	}
+	return 0;
+}
+
+/* Stripped distribution libraries (Debian's libc) keep their full symbol
+ * table in a separate debug file named by build id; look for it under the
+ * target's root first, then ours.  Only a file with the same build id is
+ * used. */
+static Elf_Scn *
+uw_open_debug_symtab(struct uw_proc *p, struct uw_module *m, GElf_Shdr *sh)
+{
+	uint8_t id[64], did[64];
+	char hex[2 * sizeof(id) + 1], fn[PATH_MAX];
+	size_t n, i, k;
+
+	n = uw_build_id(m->elf, id, sizeof(id));
+	if (n < 2)
+		return NULL;
+	for (i = 0; i < n; i++)
+		snprintf(hex + 2 * i, 3, "%02x", id[i]);
+	for (k = 0; k < 2; k++) {
+		Elf_Scn *scn;
+		int fd;
+
+		if (k == 0)
+			snprintf(fn, sizeof(fn),
+				 "/proc/%d/root/usr/lib/debug/.build-id/%.2s/%s.debug",
+				 (int)p->pid, hex, hex + 2);
+		else
+			snprintf(fn, sizeof(fn),
+				 "/usr/lib/debug/.build-id/%.2s/%s.debug", hex,
+				 hex + 2);
+		fd = open(fn, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		m->dbg_elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+		if (m->dbg_elf && elf_kind(m->dbg_elf) == ELF_K_ELF &&
+		    uw_build_id(m->dbg_elf, did, sizeof(did)) == n &&
+		    memcmp(id, did, n) == 0 &&
+		    (scn = uw_find_scn(m->dbg_elf, SHT_SYMTAB, sh))) {
+			m->dbg_fd = fd;
+			return scn;
+		}
+		if (m->dbg_elf)
+			elf_end(m->dbg_elf);
+		m->dbg_elf = NULL;
+		close(fd);
+	}
+	return NULL;
+}
+
+static void
+uw_load_syms(struct uw_proc *p, struct uw_module *m)
+{
+	Elf_Scn *scn;
+	GElf_Shdr sh;
+
+	if (m->syms_tried)
+		return;
+	m->syms_tried = true;
+	scn = uw_find_scn(m->elf, SHT_SYMTAB, &sh);
+	if (scn)
+		uw_load_syms_from(m, m->elf, scn, &sh);
+	if (m->nsyms == 0 && !m->is_vdso && (scn = uw_open_debug_symtab(p, m, &sh))) {
+		free(m->syms);
+		m->syms = NULL;
+		uw_load_syms_from(m, m->dbg_elf, scn, &sh);
+	}
+	if (m->nsyms == 0 && (scn = uw_find_scn(m->elf, SHT_DYNSYM, &sh))) {
+		free(m->syms);
+		m->syms = NULL;
+		uw_load_syms_from(m, m->elf, scn, &sh);
+		m->syms_dynsym = true;
+	}
+}
+
+static const struct uw_sym *
+uw_lookup_sym(struct uw_proc *p, struct uw_module *m, uint64_t vaddr)
+{
+	size_t lo = 0, hi;
+	const struct uw_sym *s;
+
+	uw_load_syms(p, m);
+	hi = m->nsyms;
+	if (hi == 0)
+		return NULL;
+	/* last symbol with addr <= vaddr */
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (m->syms[mid].addr <= vaddr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == 0)
+		return NULL;
+	s = &m->syms[lo - 1];
+	if (s->size && vaddr - s->addr >= s->size)
+		return NULL;
+	return s;
+}
+
+static void
+uw_copy_str(char *dst, size_t cap, const char *src)
+{
+	size_t n = strlen(src);
+
+	if (n >= cap)
+		n = cap - 1;
+	memcpy(dst, src, n);
+	dst[n] = '\0';
+}
+
+/* Fill symbol, offset, module; lookup is the address used to find the
+ * function (ip - 1 for a return address, so a call at the very end of a
+ * function does not resolve to the next one). */
+static void
+uw_symbolize(struct uw_proc *p, struct stack_frame *f, uint64_t lookup)
+{
+	struct uw_map *mp = uw_find_map(p, lookup);
+	const struct uw_sym *s;
+	struct uw_module *m;
+
+	f->symbol[0] = '\0';
+	f->module[0] = '\0';
+	f->offset = 0;
+	if (!mp || !mp->mod)
+		return;
+	m = mp->mod;
+	uw_copy_str(f->module, sizeof(f->module), m->path);
+	if (!uw_module_load(p, m))
+		return;
+	f->offset = f->ip - m->bias;
+	s = uw_lookup_sym(p, m, lookup - m->bias);
+	if (!s)
+		return;
+	uw_copy_str(f->symbol, sizeof(f->symbol), s->name);
+	f->symbol[strcspn(f->symbol, "@")] = '\0';
+	f->offset = f->ip - (m->bias + s->addr);
+	if (m->syms_dynsym)
+		f->flags |= STACK_FRAME_DYNSYM;
+}
+
+/* ---- libunwind accessors ---------------------------------------------- */
+
+static int
+uw_find_proc_info(unw_addr_space_t as,
+		  unw_word_t ip,
+		  unw_proc_info_t *pi,
+		  int need_unwind_info,
+		  void *arg)
+{
+	struct uw_ctx *c = arg;
+	struct uw_map *mp = uw_find_map(c->proc, ip);
+	struct uw_module *m;
+
+	if (!mp || !mp->mod)
+		return -UNW_ENOINFO;
+	m = mp->mod;
+	if (!uw_module_load(c->proc, m) || !m->have_table || ip < m->di.start_ip ||
+	    ip >= m->di.end_ip)
+		return -UNW_ENOINFO;
+	return _Ux86_64_dwarf_search_unwind_table(as, ip, &m->di, pi, need_unwind_info,
+						  arg);
+}
+
+static void
+uw_put_unwind_info(unw_addr_space_t as, unw_proc_info_t *pi, void *arg)
+{
+	/* libunwind frees what dwarf_search_unwind_table allocated itself. */
+}
+
+static int
+uw_get_dyn_info_list_addr(unw_addr_space_t as, unw_word_t *addr, void *arg)
+{
+	return -UNW_ENOINFO;
+}
+
+static int
+uw_access_mem(
+	unw_addr_space_t as, unw_word_t addr, unw_word_t *val, int write, void *arg)
+{
+	struct uw_ctx *c = arg;
+	const struct stack_snap *s = c->snap;
+	struct uw_map *mp;
+
+	if (write)
+		return -UNW_EREADONLYREG;
+	if (s->stack_len >= 8 && addr >= s->stack_addr &&
+	    addr - s->stack_addr <= s->stack_len - 8) {
+		memcpy(val, s->stack + (addr - s->stack_addr), 8);
+		return 0;
+	}
+	mp = uw_find_map(c->proc, addr);
+	if (mp && mp->mod && uw_module_read(c->proc, mp, addr, val))
+		return 0;
+	if (!c->mem_fail) {
+		c->mem_fail = true;
+		c->fail_addr = addr;
+	}
+	return -UNW_EINVAL;
+}
+
+static int
+uw_access_reg(
+	unw_addr_space_t as, unw_regnum_t reg, unw_word_t *val, int write, void *arg)
+{
+	const struct user_regs_struct *r = &((struct uw_ctx *)arg)->snap->regs;
+
+	if (write)
+		return -UNW_EREADONLYREG;
+	switch (reg) {
+	case UNW_X86_64_RAX:
+		*val = r->rax;
+		break;
+	case UNW_X86_64_RDX:
+		*val = r->rdx;
+		break;
+	case UNW_X86_64_RCX:
+		*val = r->rcx;
+		break;
+	case UNW_X86_64_RBX:
+		*val = r->rbx;
+		break;
+	case UNW_X86_64_RSI:
+		*val = r->rsi;
+		break;
+	case UNW_X86_64_RDI:
+		*val = r->rdi;
+		break;
+	case UNW_X86_64_RBP:
+		*val = r->rbp;
+		break;
+	case UNW_X86_64_RSP:
+		*val = r->rsp;
+		break;
+	case UNW_X86_64_R8:
+		*val = r->r8;
+		break;
+	case UNW_X86_64_R9:
+		*val = r->r9;
+		break;
+	case UNW_X86_64_R10:
+		*val = r->r10;
+		break;
+	case UNW_X86_64_R11:
+		*val = r->r11;
+		break;
+	case UNW_X86_64_R12:
+		*val = r->r12;
+		break;
+	case UNW_X86_64_R13:
+		*val = r->r13;
+		break;
+	case UNW_X86_64_R14:
+		*val = r->r14;
+		break;
+	case UNW_X86_64_R15:
+		*val = r->r15;
+		break;
+	case UNW_X86_64_RIP:
+		*val = r->rip;
+		break;
+	default:
+		return -UNW_EBADREG;
+	}
+	return 0;
+}
+
+static int
+uw_access_fpreg(
+	unw_addr_space_t as, unw_regnum_t reg, unw_fpreg_t *val, int write, void *arg)
+{
+	return -UNW_EBADREG;
+}
+
+static int
+uw_resume(unw_addr_space_t as, unw_cursor_t *cursor, void *arg)
+{
+	return -UNW_EINVAL;
+}
+
+static int
+uw_get_proc_name(unw_addr_space_t as,
+		 unw_word_t addr,
+		 char *buf,
+		 size_t len,
+		 unw_word_t *off,
+		 void *arg)
+{
+	/* Symbolization is ours (uw_symbolize), cached per module. */
+	return -UNW_ENOINFO;
+}
+
+static unw_accessors_t uw_accessors = {
+	.find_proc_info = uw_find_proc_info,
+	.put_unwind_info = uw_put_unwind_info,
+	.get_dyn_info_list_addr = uw_get_dyn_info_list_addr,
+	.access_mem = uw_access_mem,
+	.access_reg = uw_access_reg,
+	.access_fpreg = uw_access_fpreg,
+	.resume = uw_resume,
+	.get_proc_name = uw_get_proc_name,
+};
+
+/* ---- unwinding -------------------------------------------------------- */
+
+/* The x86_64 signal return trampoline (glibc and musl __restore_rt):
+ * mov $__NR_rt_sigreturn, %rax; syscall.  The kernel pushes its address as
+ * the handler's return address. */
+static bool
+uw_is_sigreturn(struct uw_proc *p, uint64_t ip)
+{
+	static const uint8_t code[9] = {0x48, 0xc7, 0xc0, 0x0f, 0x00,
+					0x00, 0x00, 0x0f, 0x05};
+	struct uw_map *mp = uw_find_map(p, ip);
+	uint64_t w[2];
+
+	if (!mp || !mp->mod || !uw_module_read(p, mp, ip, &w[0]) ||
+	    !uw_module_read(p, mp, ip + 8, &w[1]))
+		return false;
+	return memcmp(w, code, sizeof(code)) == 0;
+}
+
+static struct uw_proc *
+uw_get_proc(pid_t pid, int *err)
+{
+	struct uw_proc *p;
+
+	if (uw_cache && uw_cache->pid == pid)
+		return uw_cache;
+	stack_unwind_reset();
+	if (!uw_atexit_done) {
+		uw_atexit_done = true;
+		atexit(uw_atexit);
+	}
+	(void)elf_version(EV_CURRENT);
+	p = uw_proc_load(pid, err);
+	if (!p)
+		return NULL;
+	p->as = unw_create_addr_space(&uw_accessors, 0);
+	if (!p->as) {
+		uw_proc_free(p);
+		*err = -ENOMEM;
+		return NULL;
+	}
+	unw_set_caching_policy(p->as, UNW_CACHE_GLOBAL);
+	uw_cache = p;
+	return p;
+}
+
+/* Why the walk ended early, judged from the last failed memory read. */
+static const char *
+uw_end_reason(const struct uw_ctx *c, int step_ret)
+{
+	const struct stack_snap *s = c->snap;
+
+	if (c->mem_fail) {
+		struct uw_map *mp = uw_find_map(c->proc, c->fail_addr);
+
+		if (mp && !mp->mod && c->fail_addr >= s->stack_addr + s->stack_len &&
+		    (s->stack_len == 0 || c->fail_addr - s->stack_addr < (64u << 20)))
+			return "caller frame lies beyond the copied stack";
+		return "unwinding needed memory outside the snapshot";
+	}
+	if (step_ret == -UNW_ENOINFO || step_ret == -UNW_EBADFRAME)
+		return "no unwind information";
+	if (step_ret == -UNW_ESTOPUNWIND)
+		return "unwinding loop";
+	return step_ret < 0 ? "unwind error" : NULL;
+}
+
+int
+stack_unwind(pid_t pid,
+	     const struct stack_snap *s,
+	     struct stack_frame *frames,
+	     size_t max_frames,
+	     size_t *n_out)
+{
+	struct uw_ctx ctx = {0};
+	unw_cursor_t cursor;
+	uint64_t prev_ip = 0, prev_sp = 0;
+	bool prev_signal = false;
+	unsigned repeats = 0;
+	size_t n = 0;
+	int err = 0, ret;
+
+	if (!s || !frames || !n_out || max_frames == 0 || !s->regs_valid)
+		return -EINVAL;
+	ctx.proc = uw_get_proc(pid, &err);
+	if (!ctx.proc)
+		return err;
+	ctx.snap = s;
+	ret = unw_init_remote(&cursor, ctx.proc->as, &ctx);
+	if (ret < 0)
+		return -EINVAL;
+	for (;;) {
+		struct stack_frame *f = &frames[n];
+		unw_word_t ip = 0, sp = 0;
+
+		memset(f, 0, sizeof(*f));
+		if (unw_get_reg(&cursor, UNW_REG_IP, &ip) < 0)
+			break;
+		(void)unw_get_reg(&cursor, UNW_REG_SP, &sp);
+		f->ip = ip;
+		if (uw_is_sigreturn(ctx.proc, ip))
+			f->flags |= STACK_FRAME_SIGNAL;
+		/* A return address may be one past the call's function; frame
+		 * #0, the trampoline and the frame a signal interrupted hold
+		 * exact instruction addresses. */
+		uw_symbolize(ctx.proc, f,
+			     n == 0 || prev_signal || (f->flags & STACK_FRAME_SIGNAL) ||
+					     ip == 0
+				     ? ip
+				     : ip - 1);
+		n++;
+		if (n == max_frames)
+			break;
+		if (n > 1 && ip == prev_ip && sp == prev_sp &&
+		    ++repeats >= UW_MAX_LOOP) {
+			f->flags |= STACK_FRAME_TRUNCATED;
+			f->end_reason = uw_end_reason(&ctx, -UNW_ESTOPUNWIND);
+			break;
+		}
+		prev_ip = ip;
+		prev_sp = sp;
+		prev_signal = f->flags & STACK_FRAME_SIGNAL;
+		ctx.mem_fail = false;
+		ret = unw_step(&cursor);
+		if (ret > 0) {
+			unw_word_t nip = 0;
+
+			/* ip 0 is how a thread's outermost frame often ends
+			 * when rbp-based fallback walked off the chain. */
+			if (unw_get_reg(&cursor, UNW_REG_IP, &nip) == 0 && nip != 0)
+				continue;
+			ret = 0;
+		}
+		if (ret < 0 || ctx.mem_fail) {
+			f->flags |= STACK_FRAME_TRUNCATED;
+			f->end_reason = uw_end_reason(&ctx, ret);
+		}
+		break;
+	}
+	if (n == 0)
+		return -EINVAL;
+	*n_out = n;
+	return 0;
+}

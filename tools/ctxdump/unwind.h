@@ -1,0 +1,100 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/* Copy-then-unwind stacks for ctxdump.
+ *
+ * While a thread is ptrace-stopped, stack_snap_capture() copies only its
+ * registers and the top of its stack (one PTRACE_GETREGS and one
+ * process_vm_readv).  After every thread has been detached,
+ * stack_unwind() runs libunwind over that snapshot with our own accessors:
+ * memory comes from the stack copy or from the read-only segments of the
+ * ELF files mapped in the process (and [vdso] from our own identical
+ * vdso), never from the live process; unwind tables come from each module's
+ * .eh_frame_hdr; symbols from .symtab (or .dynsym).  Module data is parsed
+ * once per process and cached until stack_unwind_reset() (or exit).
+ *
+ * x86_64 only. */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <sys/user.h>
+
+#define STACK_SYMBOL_MAX 256
+#define STACK_MODULE_MAX 256
+
+/* Bytes below the stack pointer that belong to the frame (x86_64 psABI
+ * red zone); the copy starts there. */
+#define STACK_RED_ZONE 128
+
+/* stack_frame.flags */
+enum {
+	/* This frame is a signal trampoline (__restore_rt); the next frame's
+	 * ip is an interrupted instruction, not a return address. */
+	STACK_FRAME_SIGNAL = 1u << 0,
+	/* Unwinding stopped after this frame before reaching the outermost
+	 * frame: the caller's frame lies outside the stack copy, or there is
+	 * no unwind information (see stack_frame.end_reason). */
+	STACK_FRAME_TRUNCATED = 1u << 1,
+	/* symbol/offset came from .dynsym only (the module has no .symtab),
+	 * so a static function may show as the nearest exported one. */
+	STACK_FRAME_DYNSYM = 1u << 2,
+};
+
+struct stack_frame {
+	uint64_t ip;
+	/* Function name, "" if unknown. */
+	char symbol[STACK_SYMBOL_MAX];
+	/* ip - start of symbol; without a symbol, ip - module load bias
+	 * (the address as in the ELF file); 0 without a module. */
+	uint64_t offset;
+	/* Path of the mapped file as in /proc/PID/maps ("[vdso]" too), ""
+	 * for anonymous memory (JIT code). */
+	char module[STACK_MODULE_MAX];
+	/* STACK_FRAME_* */
+	uint32_t flags;
+	/* Why unwinding ended after this frame when STACK_FRAME_TRUNCATED is
+	 * set (static string), else NULL. */
+	const char *end_reason;
+};
+
+struct stack_snap {
+	pid_t tid;
+	bool regs_valid;
+	struct user_regs_struct regs;
+	/* Target address of stack[0] (8-byte aligned, STACK_RED_ZONE below
+	 * the stack pointer when readable). */
+	uint64_t stack_addr;
+	/* Bytes copied: up to max_stack_bytes, less where the readable
+	 * memory above the stack pointer ends. */
+	size_t stack_len;
+	uint8_t *stack;
+	/* Nanoseconds spent in stack_snap_capture() (the added stop time). */
+	uint64_t capture_ns;
+};
+
+/* Call while tid is ptrace-stopped.  Copies the registers and
+ * [sp - STACK_RED_ZONE, sp + max_stack_bytes) as far as it is readable.
+ * Does no symbol or /proc work.  Returns 0 (s filled; stack_len may be 0 if
+ * nothing around sp was readable) or a negative errno (PTRACE_GETREGS
+ * failed: s is left empty and needs no stack_snap_free()). */
+int stack_snap_capture(pid_t tid, size_t max_stack_bytes, struct stack_snap *s);
+
+/* Call after detaching.  Unwinds the snapshot of a thread of process pid
+ * into frames[0..*n_out).  Reads /proc/PID/maps and the mapped ELF files
+ * (cached per pid).  Returns 0 when at least frame #0 was produced (a
+ * shortened stack is flagged in the last frame), or a negative errno:
+ * -EINVAL (no registers in s, bad arguments), -ENOMEM, -ESRCH (the
+ * process's maps cannot be read). */
+int stack_unwind(pid_t pid,
+		 const struct stack_snap *s,
+		 struct stack_frame *frames,
+		 size_t max_frames,
+		 size_t *n_out);
+
+void stack_snap_free(struct stack_snap *s);
+
+/* Drop the cached module data (also done at exit).  Needed only if the
+ * same pid is unwound again after its mappings changed. */
+void stack_unwind_reset(void);
