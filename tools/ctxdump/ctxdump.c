@@ -501,9 +501,13 @@ static void
 decode_attrs(struct run *run)
 {
 	struct dump *d = &run->d;
+	struct trec_attrs_decoded *dec;
 	bool unknown = false, refreshed = false;
 	size_t i;
 
+	dec = malloc(sizeof(*dec));
+	if (!dec)
+		return;
 again:
 	for (i = 0; i < d->n_threads; i++) {
 		struct dump_thread *t = &d->threads[i];
@@ -511,16 +515,21 @@ again:
 
 		if (!t->has_record || t->hdr.valid != TREC_VALID)
 			continue;
-		if (!t->dec)
-			t->dec = malloc(sizeof(*t->dec));
-		if (!t->dec)
+		free(t->dec_attr);
+		t->dec_attr = NULL;
+		t->n_dec = 0;
+		t->dec_truncated = false;
+		if (trec_attrs_decode(t->attrs, t->attrs_len, n_keys, dec) < 0)
 			continue;
-		if (trec_attrs_decode(t->attrs, t->attrs_len, n_keys, t->dec) < 0) {
-			free(t->dec);
-			t->dec = NULL;
-			continue;
+		if (dec->n) {
+			t->dec_attr = malloc(dec->n * sizeof(*t->dec_attr));
+			if (!t->dec_attr)
+				continue;
+			memcpy(t->dec_attr, dec->attr, dec->n * sizeof(*t->dec_attr));
 		}
-		unknown |= t->dec->n_unknown > 0;
+		t->n_dec = dec->n;
+		t->dec_truncated = dec->truncated;
+		unknown |= dec->n_unknown > 0;
 	}
 	/* The key map is append-only: an index we do not know means the map
 	 * grew since we read it (OTEP-4947: refresh before continuing). */
@@ -530,14 +539,20 @@ again:
 		if (load_pctx(d) == 0)
 			goto again;
 	}
+	free(dec);
 }
 
 static void
 unwind_stacks(struct run *run)
 {
 	struct dump *d = &run->d;
-	size_t i;
+	size_t i, cap = run->ctl->max_frames + 1;
+	struct stack_frame *scratch;
 
+	/* One scratch array for the unwinder and a right-sized copy per
+	 * thread: a frame is over 500 bytes, and max_frames + 1 of them per
+	 * thread would be 35 MiB of fresh pages for 1000 threads. */
+	scratch = malloc(cap * sizeof(*scratch));
 	for (i = 0; i < d->n_threads; i++) {
 		struct dump_thread *t = &d->threads[i];
 		size_t n = 0;
@@ -545,15 +560,13 @@ unwind_stacks(struct run *run)
 
 		if (!t->has_snap)
 			continue;
-		/* one frame more than shown tells whether the stack goes on */
-		t->frames = calloc(run->ctl->max_frames + 1, sizeof(*t->frames));
-		if (!t->frames) {
+		if (!scratch) {
 			snprintf(t->stack_error, sizeof(t->stack_error),
 				 "out of memory");
 			continue;
 		}
-		r = stack_unwind(d->pid, &t->snap, t->frames, run->ctl->max_frames + 1,
-				 &n);
+		/* one frame more than shown tells whether the stack goes on */
+		r = stack_unwind(d->pid, &t->snap, scratch, cap, &n);
 		if (r == 0 && n > run->ctl->max_frames) {
 			n = run->ctl->max_frames;
 			t->frames_capped = true;
@@ -566,8 +579,20 @@ unwind_stacks(struct run *run)
 			run->partial = true;
 			n = 0;
 		}
+		if (n) {
+			t->frames = malloc(n * sizeof(*t->frames));
+			if (!t->frames) {
+				snprintf(t->stack_error, sizeof(t->stack_error),
+					 "out of memory");
+				t->frames_capped = false;
+				n = 0;
+			} else {
+				memcpy(t->frames, scratch, n * sizeof(*t->frames));
+			}
+		}
 		t->n_frames = n;
 	}
+	free(scratch);
 }
 
 /* Turn the stop set into the thread list, reporting every thread that
@@ -625,7 +650,7 @@ dump_free(struct dump *d)
 		struct dump_thread *t = &d->threads[i];
 
 		free(t->attrs);
-		free(t->dec);
+		free(t->dec_attr);
 		free(t->frames);
 		if (t->has_snap)
 			stack_snap_free(&t->snap);

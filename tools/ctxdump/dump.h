@@ -36,7 +36,12 @@ struct dump_thread {
 	uint8_t *attrs;    /* copy of attrs_data (valid == 1 only) */
 	size_t attrs_len;  /* bytes copied */
 	bool attrs_capped; /* attrs_data_size above DUMP_ATTRS_CAP or unreadable */
-	struct trec_attrs_decoded *dec; /* decoded after the threads run again */
+	/* Decoded after the threads run again (entries point into attrs);
+	 * a compact copy, not a struct trec_attrs_decoded per thread: that
+	 * is 4 KiB, and 4 MiB of fresh pages for 1000 threads. */
+	struct trec_attr *dec_attr;
+	unsigned n_dec;
+	bool dec_truncated;
 
 	bool has_snap;
 	struct stack_snap snap;

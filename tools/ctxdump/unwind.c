@@ -662,6 +662,26 @@ uw_module_load(struct uw_proc *p, struct uw_module *m)
 	return true;
 }
 
+/* Whether addr lies in a writable PT_LOAD (data, GOT, bss) of a loaded
+ * module. */
+static bool
+uw_module_in_data(const struct uw_module *m, uint64_t addr)
+{
+	uint64_t v = addr - m->bias;
+	size_t i;
+
+	if (!m->loaded)
+		return false;
+	for (i = 0; i < m->phnum; i++) {
+		const GElf_Phdr *ph = &m->phdr[i];
+
+		if (ph->p_type == PT_LOAD && (ph->p_flags & PF_W) && v >= ph->p_vaddr &&
+		    v - ph->p_vaddr < ph->p_memsz)
+			return true;
+	}
+	return false;
+}
+
 /* Copy 8 bytes at target address addr from the module's file image, only
  * from a read-only PT_LOAD (text, rodata, eh_frame): those bytes are the
  * same in the process as in the file; bytes past the segment read as 0. */
@@ -1006,6 +1026,15 @@ uw_access_mem(
 	mp = uw_find_map(c->proc, addr);
 	if (mp && mp->mod && uw_module_read(c->proc, mp, addr, val))
 		return 0;
+	if (mp && mp->mod && uw_module_in_data(mp->mod, addr)) {
+		/* An FDE's personality routine is reached through an
+		 * indirect pointer in the module's data (DW.ref.*), which
+		 * libunwind reads while parsing the FDE (fwrite and every
+		 * other function with cleanups).  Its value does not matter
+		 * for unwinding and live data is off limits: read as 0. */
+		*val = 0;
+		return 0;
+	}
 	if (!c->mem_fail) {
 		c->mem_fail = true;
 		c->fail_addr = addr;
@@ -1209,6 +1238,7 @@ stack_unwind(pid_t pid,
 	for (;;) {
 		struct stack_frame *f = &frames[n];
 		unw_word_t ip = 0, sp = 0;
+		bool exact;
 
 		memset(f, 0, sizeof(*f));
 		if (unw_get_reg(&cursor, UNW_REG_IP, &ip) < 0)
@@ -1220,11 +1250,9 @@ stack_unwind(pid_t pid,
 		/* A return address may be one past the call's function; frame
 		 * #0, the trampoline and the frame a signal interrupted hold
 		 * exact instruction addresses. */
-		uw_symbolize(ctx.proc, f,
-			     n == 0 || prev_signal || (f->flags & STACK_FRAME_SIGNAL) ||
-					     ip == 0
-				     ? ip
-				     : ip - 1);
+		exact = n == 0 || prev_signal || (f->flags & STACK_FRAME_SIGNAL) ||
+			ip == 0;
+		uw_symbolize(ctx.proc, f, exact ? ip : ip - 1);
 		n++;
 		if (n == max_frames)
 			break;

@@ -9,9 +9,14 @@
  * stack_unwind() runs libunwind over that snapshot with our own accessors:
  * memory comes from the stack copy or from the read-only segments of the
  * ELF files mapped in the process (and [vdso] from our own identical
- * vdso), never from the live process; unwind tables come from each module's
- * .eh_frame_hdr; symbols from .symtab (or .dynsym).  Module data is parsed
- * once per process and cached until stack_unwind_reset() (or exit).
+ * vdso), never from the live process (a module's writable data reads as
+ * 0); unwind tables come from each module's .eh_frame_hdr; symbols from
+ * .symtab, the build-id debug file (/usr/lib/debug/.build-id) or .dynsym.
+ * Module data is parsed once per process and cached until
+ * stack_unwind_reset() (or exit).  No libunwind-ptrace fallback is needed:
+ * it could not do better for code without an ELF file (JIT), and for a
+ * stack deeper than the copy it would need the thread stopped again; such
+ * stacks end with STACK_FRAME_TRUNCATED and a reason instead.
  *
  * x86_64 only. */
 
@@ -37,7 +42,7 @@ enum {
 	 * frame: the caller's frame lies outside the stack copy, or there is
 	 * no unwind information (see stack_frame.end_reason). */
 	STACK_FRAME_TRUNCATED = 1u << 1,
-	/* symbol/offset came from .dynsym only (the module has no .symtab),
+	/* symbol/offset came from .dynsym only (no .symtab, no debug file),
 	 * so a static function may show as the nearest exported one. */
 	STACK_FRAME_DYNSYM = 1u << 2,
 };
@@ -66,8 +71,9 @@ struct stack_snap {
 	/* Target address of stack[0] (8-byte aligned, STACK_RED_ZONE below
 	 * the stack pointer when readable). */
 	uint64_t stack_addr;
-	/* Bytes copied: up to max_stack_bytes, less where the readable
-	 * memory above the stack pointer ends. */
+	/* Bytes copied: up to max_stack_bytes above the stack pointer, less
+	 * where readable memory ends or, for a thread whose TCB (fs_base)
+	 * lies above its stack pointer (glibc, musl), at fs_base. */
 	size_t stack_len;
 	uint8_t *stack;
 	/* Nanoseconds spent in stack_snap_capture() (the added stop time). */

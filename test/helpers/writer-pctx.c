@@ -1,0 +1,177 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Publishes a hand-made OTEP-4719 process context and nothing else: a test
+ * writer for readers that must tell who published a context (ctxshim
+ * status).  The payload is encoded here by hand, independently of
+ * proc-context/, so a reader bug and an encoder bug cannot cancel out.
+ *
+ *   writer-pctx DISTRO VERSION SERVICE [--unfinished]
+ *
+ * Resource: telemetry.distro.name=DISTRO, telemetry.distro.version=VERSION,
+ * service.name=SERVICE, service.instance.id, an int, a bool, a
+ * dropped_attributes_count; extra attributes: threadlocal.attribute_key_map
+ * (an array); plus a top-level field number the reader does not know.
+ * --unfinished leaves the timestamp 0 (a writer that never completes).
+ * Prints "READY <pid>" when published and waits until stdin is closed.
+ */
+#include "config.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+struct wbuf {
+	uint8_t data[4096];
+	size_t len;
+};
+
+static void
+put_byte(struct wbuf *b, uint8_t v)
+{
+	if (b->len >= sizeof(b->data)) {
+		fprintf(stderr, "writer-pctx: payload too large\n");
+		exit(2);
+	}
+	b->data[b->len++] = v;
+}
+
+static void
+put_varint(struct wbuf *b, uint64_t v)
+{
+	while (v >= 0x80) {
+		put_byte(b, (uint8_t)(v | 0x80));
+		v >>= 7;
+	}
+	put_byte(b, (uint8_t)v);
+}
+
+static void
+put_bytes(struct wbuf *b, unsigned field, const void *p, size_t n)
+{
+	put_varint(b, (uint64_t)field << 3 | 2);
+	put_varint(b, n);
+	for (size_t i = 0; i < n; i++)
+		put_byte(b, ((const uint8_t *)p)[i]);
+}
+
+static void
+put_string(struct wbuf *b, unsigned field, const char *s)
+{
+	put_bytes(b, field, s, strlen(s));
+}
+
+/* KeyValue{key, value: AnyValue{string_value}} as field FIELD of B. */
+static void
+put_kv_string(struct wbuf *b, unsigned field, const char *key, const char *value)
+{
+	struct wbuf any = {.len = 0}, kv = {.len = 0};
+
+	put_string(&any, 1, value);
+	put_string(&kv, 1, key);
+	put_bytes(&kv, 2, any.data, any.len);
+	put_bytes(b, field, kv.data, kv.len);
+}
+
+/* KeyValue{key, value: AnyValue{int_value | bool_value}} (varint field). */
+static void
+put_kv_varint(struct wbuf *b, unsigned field, const char *key, unsigned any_field,
+	      uint64_t v)
+{
+	struct wbuf any = {.len = 0}, kv = {.len = 0};
+
+	put_varint(&any, (uint64_t)any_field << 3 | 0);
+	put_varint(&any, v);
+	put_string(&kv, 1, key);
+	put_bytes(&kv, 2, any.data, any.len);
+	put_bytes(b, field, kv.data, kv.len);
+}
+
+static void
+put_kv_array(struct wbuf *b, unsigned field, const char *key, const char *const *items,
+	     size_t n)
+{
+	struct wbuf arr = {.len = 0}, any = {.len = 0}, kv = {.len = 0};
+
+	for (size_t i = 0; i < n; i++) {
+		struct wbuf item = {.len = 0};
+
+		put_string(&item, 1, items[i]);
+		put_bytes(&arr, 1, item.data, item.len);
+	}
+	put_bytes(&any, 5, arr.data, arr.len);
+	put_string(&kv, 1, key);
+	put_bytes(&kv, 2, any.data, any.len);
+	put_bytes(b, field, kv.data, kv.len);
+}
+
+int
+main(int argc, char **argv)
+{
+	static const char *const keys[] = {"http.request.method", "url.path"};
+	struct wbuf res = {.len = 0}, pc = {.len = 0};
+	bool unfinished = argc > 4 && strcmp(argv[4], "--unfinished") == 0;
+	struct timespec ts;
+	uint64_t now, ptr;
+	uint32_t u32;
+	uint8_t *map;
+	char buf[64];
+	int fd;
+
+	if (argc < 4) {
+		fprintf(stderr, "usage: writer-pctx DISTRO VERSION SERVICE [--unfinished]\n");
+		return 2;
+	}
+	put_kv_string(&res, 1, "service.name", argv[3]);
+	put_kv_string(&res, 1, "service.instance.id", "0f0e0d0c-0b0a-4908-8706-050403020100");
+	put_kv_varint(&res, 1, "process.pid", 3, (uint64_t)getpid());
+	put_kv_varint(&res, 1, "test.flag", 2, 1);
+	put_kv_string(&res, 1, "telemetry.distro.name", argv[1]);
+	put_kv_string(&res, 1, "telemetry.distro.version", argv[2]);
+	put_varint(&res, 2 << 3 | 0); /* dropped_attributes_count */
+	put_varint(&res, 0);
+	put_bytes(&pc, 1, res.data, res.len);
+	put_kv_array(&pc, 2, "threadlocal.attribute_key_map", keys, 2);
+	put_varint(&pc, 15 << 3 | 1); /* unknown fixed64 field */
+	for (int i = 0; i < 8; i++)
+		put_byte(&pc, 0xff);
+
+	fd = memfd_create("OTEL_CTX", MFD_CLOEXEC);
+	if (fd < 0) {
+		perror("writer-pctx: memfd_create");
+		return 2;
+	}
+	if (ftruncate(fd, 4096) < 0) {
+		perror("writer-pctx: ftruncate");
+		return 2;
+	}
+	map = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
+	close(fd);
+	if (map == MAP_FAILED || 32 + pc.len > 4096) {
+		perror("writer-pctx: mmap");
+		return 2;
+	}
+	/* Header fields, payload right after the header, timestamp last. */
+	memcpy(map + 32, pc.data, pc.len);
+	memcpy(map, "OTEL_CTX", 8);
+	u32 = 2;
+	memcpy(map + 8, &u32, 4);
+	u32 = (uint32_t)pc.len;
+	memcpy(map + 12, &u32, 4);
+	ptr = (uint64_t)(uintptr_t)(map + 32);
+	memcpy(map + 24, &ptr, 8);
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	clock_gettime(CLOCK_BOOTTIME, &ts);
+	now = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	if (!unfinished)
+		__atomic_store_n((uint64_t *)(void *)(map + 16), now, __ATOMIC_RELEASE);
+
+	printf("READY %d\n", (int)getpid());
+	fflush(stdout);
+	while (fgets(buf, sizeof(buf), stdin))
+		;
+	return 0;
+}
