@@ -1,96 +1,234 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* pthread_create: a new thread starts with a copy of its creator's context.
+/* pthread_create (and C11 thrd_create): a new thread starts with a copy of
+ * its creator's context.
  *
  * The copy is taken at creation time, so a creator that moves on to another
  * request does not change what its worker publishes.  The worker owns its
  * own record (in its own TLS), keeps the context until it changes it, and
  * clears it on return, pthread_exit() or cancellation (the exit path is the
- * pthread key destructor in preload/thread-ctx.c). */
+ * pthread key destructor in preload/thread-ctx.c, which glibc's
+ * start_thread runs on all three).  A thread created with no current
+ * context starts with none.
+ *
+ * Threads that outlive a request keep the context they were given: a
+ * worker started while a request was handled still shows that request
+ * after the request is answered, until something on that thread attaches
+ * another context (a request it reads itself, a pool item) or the thread
+ * ends.  That is what happened as far as the process can tell; only the
+ * application knows when such a worker's work for the request is over.
+ *
+ * Symbol versions: glibc 2.36 exports pthread_create@@GLIBC_2.34 and the
+ * compat pthread_create@GLIBC_2.2.5 at the same address (likewise
+ * thrd_create@@GLIBC_2.34 and @GLIBC_2.28), so one unversioned definition
+ * intercepts references to either, and the default version found with
+ * RTLD_NEXT is the right target for both.
+ *
+ * Threads created before our constructor ran (by another library's
+ * constructor, or a .preinit_array function) pass straight through: no
+ * context exists yet to copy.  If such a thread attaches a context later,
+ * thread-ctx.c registers its exit handler then.
+ *
+ * Not covered: threads created without pthread_create (raw clone(2)), and
+ * glibc-internal ones (timer and AIO helpers use the internal
+ * __pthread_create_2_1).  They start without a context. */
 #include "config.h"
 
 #include "hooks.h"
 
 #include "events.h"
+#include "hook-pthread.h"
+#include "hook-scope.h"
 
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <threads.h>
 
-typedef int (*pthread_create_fn)(pthread_t *, const pthread_attr_t *,
-				 void *(*)(void *), void *);
+typedef int (*pthread_create_fn)(pthread_t *,
+				 const pthread_attr_t *,
+				 void *(*)(void *),
+				 void *);
+typedef int (*thrd_create_fn)(thrd_t *, thrd_start_t, void *);
 
 static pthread_once_t bind_once = PTHREAD_ONCE_INIT;
 static pthread_create_fn real_pthread_create_fn;
+static thrd_create_fn real_thrd_create_fn;
 
-HOOK_EXPORT int pthread_create(pthread_t *thread, const pthread_attr_t *attr,
-			       void *(*start)(void *), void *arg);
+/* > 0 while a pool hook submits work on this thread (hook-pthread.h). */
+static __thread unsigned inherit_paused;
+
+HOOK_EXPORT int pthread_create(pthread_t *thread,
+			       const pthread_attr_t *attr,
+			       void *(*start)(void *),
+			       void *arg);
+HOOK_EXPORT int thrd_create(thrd_t *thr, thrd_start_t start, void *arg);
 
 static void
 hook_pthread_bind_once(void)
 {
 	real_pthread_create_fn = (pthread_create_fn)ctxshim_bind(
 		"pthread_create", NULL, (const void *)pthread_create, true);
+	real_thrd_create_fn = (thrd_create_fn)ctxshim_bind(
+		"thrd_create", NULL, (const void *)thrd_create, false);
 }
 
 static inline int
-real_pthread_create(pthread_t *thread, const pthread_attr_t *attr,
-		    void *(*start)(void *), void *arg)
+real_pthread_create(pthread_t *thread,
+		    const pthread_attr_t *attr,
+		    void *(*start)(void *),
+		    void *arg)
 {
 	pthread_once(&bind_once, hook_pthread_bind_once);
 	return real_pthread_create_fn(thread, attr, start, arg);
 }
 
+static inline int
+real_thrd_create(thrd_t *thr, thrd_start_t start, void *arg)
+{
+	pthread_once(&bind_once, hook_pthread_bind_once);
+	if (!real_thrd_create_fn)
+		return thrd_error;
+	return real_thrd_create_fn(thr, start, arg);
+}
+
+void
+hook_pthread_inherit_pause(void)
+{
+	inherit_paused++;
+}
+
+void
+hook_pthread_inherit_resume(void)
+{
+	if (inherit_paused)
+		inherit_paused--;
+}
+
 struct start_wrap {
-	void *(*start)(void *);
+	union {
+		void *(*posix)(void *);
+		thrd_start_t c11;
+	} start;
 	void *arg;
 	struct ctxshim_ctx ctx;
 };
+
+/* The creator's context to hand over, in a heap copy the new thread frees;
+ * NULL when there is nothing to hand over (or no memory: the thread then
+ * simply starts without a context). */
+static struct start_wrap *
+hook_pthread_wrap(void)
+{
+	const struct ctxshim_ctx *cur;
+	struct start_wrap *w;
+	int saved_errno;
+
+	if (!ctxshim_active() || inherit_paused)
+		return NULL;
+	cur = ctxshim_current();
+	if (!cur)
+		return NULL;
+	/* Thread creation allocates anyway (stack, descriptor). */
+	saved_errno = errno;
+	w = malloc(sizeof(*w));
+	errno = saved_errno;
+	if (w)
+		hook_scope_copy_ctx(&w->ctx, cur);
+	return w;
+}
+
+static void
+hook_pthread_unwrap_failed(struct start_wrap *w)
+{
+	int saved_errno = errno;
+
+	free(w);
+	errno = saved_errno;
+}
+
+/* First thing on the new thread, before any application code: publish the
+ * copy.  Nothing after the application's start routine may matter, since
+ * pthread_exit() and cancellation never come back here. */
+static void
+hook_pthread_adopt(struct start_wrap *w)
+{
+	ctxshim_attach(&w->ctx);
+	CTXSHIM_EVENT(CTXSHIM_EV_ATTACH, -1, &w->ctx, "thread-start");
+}
 
 static void *
 hook_pthread_start(void *p)
 {
 	struct start_wrap *w = p;
-	void *(*start)(void *) = w->start;
+	void *(*start)(void *) = w->start.posix;
 	void *arg = w->arg;
 
-	ctxshim_attach(&w->ctx);
-	CTXSHIM_EVENT(CTXSHIM_EV_ATTACH, -1, &w->ctx, "thread-start");
+	hook_pthread_adopt(w);
+	free(w);
+	return start(arg);
+}
+
+/* glibc's thrd_create runs the start routine as int (*)(void *) (its
+ * start_thread knows a C11 thread by the attribute it passes). */
+static int
+hook_pthread_thrd_start(void *p)
+{
+	struct start_wrap *w = p;
+	thrd_start_t start = w->start.c11;
+	void *arg = w->arg;
+
+	hook_pthread_adopt(w);
 	free(w);
 	return start(arg);
 }
 
 static int
-hook_pthread_create(pthread_t *thread, const pthread_attr_t *attr,
-		    void *(*start)(void *), void *arg)
+hook_pthread_create(pthread_t *thread,
+		    const pthread_attr_t *attr,
+		    void *(*start)(void *),
+		    void *arg)
 {
-	const struct ctxshim_ctx *cur = ctxshim_active() ? ctxshim_current() : NULL;
-	struct start_wrap *w;
-	int saved_errno = errno, r;
+	struct start_wrap *w = hook_pthread_wrap();
+	int r;
 
-	if (!cur)
-		return real_pthread_create(thread, attr, start, arg);
-	/* Thread creation allocates anyway; if we cannot, the thread simply
-	 * starts without a context. */
-	w = malloc(sizeof(*w));
-	errno = saved_errno;
 	if (!w)
 		return real_pthread_create(thread, attr, start, arg);
-	w->start = start;
+	w->start.posix = start;
 	w->arg = arg;
-	memcpy(&w->ctx, cur, sizeof(w->ctx));
 	r = real_pthread_create(thread, attr, hook_pthread_start, w);
-	if (r != 0) {
-		saved_errno = errno;
-		free(w);
-		errno = saved_errno;
-	}
+	if (r != 0)
+		hook_pthread_unwrap_failed(w);
+	return r;
+}
+
+static int
+hook_pthread_thrd_create(thrd_t *thr, thrd_start_t start, void *arg)
+{
+	struct start_wrap *w = hook_pthread_wrap();
+	int r;
+
+	if (!w)
+		return real_thrd_create(thr, start, arg);
+	w->start.c11 = start;
+	w->arg = arg;
+	r = real_thrd_create(thr, hook_pthread_thrd_start, w);
+	if (r != thrd_success)
+		hook_pthread_unwrap_failed(w);
 	return r;
 }
 
 HOOK_EXPORT int
-pthread_create(pthread_t *thread, const pthread_attr_t *attr, void *(*start)(void *),
+pthread_create(pthread_t *thread,
+	       const pthread_attr_t *attr,
+	       void *(*start)(void *),
 	       void *arg)
 {
 	return hook_pthread_create(thread, attr, start, arg);
+}
+
+HOOK_EXPORT int
+thrd_create(thrd_t *thr, thrd_start_t start, void *arg)
+{
+	return hook_pthread_thrd_create(thr, start, arg);
 }

@@ -38,7 +38,7 @@ ctxshim_bind(const char *name, const char *version, const void *self, bool requi
 
 	(void)dlerror();
 	p = version ? dlvsym(RTLD_NEXT, name, version) : dlsym(RTLD_NEXT, name);
-	if (p == self)
+	if (p && p == self)
 		die("binding resolved to our own hook for", name, "refusing to recurse");
 	if (!p && required)
 		die("cannot resolve real", name, dlerror());

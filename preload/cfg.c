@@ -100,6 +100,18 @@ load_header_attrs(void)
 	}
 }
 
+/* "transparent" is not a boolean, so this one has its own parser. */
+static enum ctxshim_propagate
+load_propagate(void)
+{
+	const char *v = secure_getenv("CTXSHIM_PROPAGATE");
+
+	if (v && strcasecmp(v, "transparent") == 0)
+		return CTXSHIM_PROPAGATE_TRANSPARENT;
+	return ctxshim_env_bool("CTXSHIM_PROPAGATE", true) ? CTXSHIM_PROPAGATE_CHILD
+							   : CTXSHIM_PROPAGATE_OFF;
+}
+
 void
 ctxshim_config_load(void)
 {
@@ -112,7 +124,9 @@ ctxshim_config_load(void)
 	ctxshim_cfg.new_traces = ctxshim_env_bool("CTXSHIM_NEW_TRACES", true);
 	ctxshim_cfg.sample_new = ctxshim_env_bool("CTXSHIM_SAMPLED", false);
 	ctxshim_cfg.url_query = ctxshim_env_bool("CTXSHIM_URL_QUERY", false);
+	ctxshim_cfg.follow_exec = ctxshim_env_bool("CTXSHIM_FOLLOW_EXEC", false);
 	ctxshim_cfg.max_header_bytes = env_uint("CTXSHIM_MAX_HEADER_BYTES", 16384, 256,
 						 1u << 20);
 	load_header_attrs();
+	ctxshim_cfg.propagate = load_propagate();
 }

@@ -16,6 +16,13 @@ enum ctxshim_key {
 #define CTXSHIM_MAX_HEADER_ATTRS 8
 #define CTXSHIM_HEADER_NAME_MAX  64
 
+/* What outgoing requests carry (CTXSHIM_PROPAGATE). */
+enum ctxshim_propagate {
+	CTXSHIM_PROPAGATE_CHILD = 0,   /* default: a new span-id per request */
+	CTXSHIM_PROPAGATE_OFF,         /* "0": inject nothing */
+	CTXSHIM_PROPAGATE_TRANSPARENT, /* "transparent": the incoming parent-id */
+};
+
 /* Configuration read once, in the constructor, with secure_getenv() (so a
  * setuid program ignores it).  Read-only afterwards: hooks read it without
  * locks. */
@@ -25,7 +32,9 @@ struct ctxshim_config {
 	bool new_traces;        /* CTXSHIM_NEW_TRACES (default 1) */
 	bool sample_new;        /* CTXSHIM_SAMPLED: sampled bit on new traces */
 	bool url_query;         /* CTXSHIM_URL_QUERY: keep the query in url.path */
+	bool follow_exec;       /* CTXSHIM_FOLLOW_EXEC: re-add the shim at exec */
 	unsigned max_header_bytes; /* CTXSHIM_MAX_HEADER_BYTES (default 16384) */
+	enum ctxshim_propagate propagate; /* CTXSHIM_PROPAGATE (hooks/hook-curl.c) */
 	unsigned n_header_attrs; /* CTXSHIM_HEADER_ATTRS=x-request-id,… */
 	char header_attrs[CTXSHIM_MAX_HEADER_ATTRS][CTXSHIM_HEADER_NAME_MAX];
 };

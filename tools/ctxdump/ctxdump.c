@@ -326,6 +326,11 @@ struct run {
 	const struct ctxdump_control *ctl;
 	struct dump d;
 	bool partial;
+	/* Allocated (and paged in) before the threads are stopped: room for
+	 * cap threads. */
+	size_t cap;
+	struct remote_range *ranges;
+	size_t *range_thread; /* index in d.threads of each range */
 };
 
 static void
@@ -390,94 +395,135 @@ set_error(struct dump_thread *t, const char *fmt, ...)
 	va_end(ap);
 }
 
-/* Everything that needs the thread stopped: registers, optionally the
- * stack, then TLS slot -> pointer -> record.  Kept to a handful of
- * syscalls; decoding happens after detaching. */
-static void
-read_thread(struct run *run, struct dump_thread *t)
+/* The thread pointer of a stopped thread; with --stacks, from the
+ * register snapshot taken with the stack copy.  false (and t->error set)
+ * if it cannot be had. */
+static bool
+read_tp(struct run *run, struct dump_thread *t, uint64_t *tp)
 {
-	const struct ctxdump_control *ctl = run->ctl;
-	struct dump *d = &run->d;
-	uint8_t buf[TREC_MAX_SIZE];
-	uint64_t tp = 0, slot, ptr;
-	ssize_t n;
 	int r;
 
-	if (ctl->stacks) {
-		r = stack_snap_capture(t->tid, ctl->stack_size, &t->snap);
+	*tp = 0;
+	if (run->ctl->stacks) {
+		r = stack_snap_capture(t->tid, run->ctl->stack_size, &t->snap);
 		if (r == 0) {
 			t->has_snap = true;
 #if defined(__x86_64__)
 			if (t->snap.regs_valid)
-				tp = t->snap.regs.fs_base;
+				*tp = t->snap.regs.fs_base;
 #endif
 		} else {
 			snprintf(t->stack_error, sizeof(t->stack_error),
 				 "cannot copy registers: %s", strerror(-r));
 		}
 	}
-	if (!tp) {
-		r = remote_thread_pointer(t->tid, &tp);
+	if (!*tp) {
+		r = remote_thread_pointer(t->tid, tp);
 		if (r < 0) {
-			set_error(t, "cannot read the thread pointer: %s",
-				  strerror(-r));
-			return;
+			set_error(t, "cannot read the thread pointer: %s", strerror(-r));
+			return false;
 		}
 	}
-	if (d->acc.model == TLSM_UNRESOLVED || d->acc.model == TLSM_NONE) {
-		set_error(t,
-			  "the TLS slot of " OTEL_THREAD_CTX_SYMBOL " is not resolved");
-		return;
-	}
-	r = tlsm_slot_addr(&d->acc, tp, remote_tlsm_read, &t->tid, &slot);
-	if (r == -ENODATA)
-		return; /* no TLS block for the module in this thread yet */
-	if (r < 0) {
-		set_error(t, "cannot read the thread's DTV: %s", strerror(-r));
-		return;
-	}
-	t->has_slot = true;
-	t->slot_addr = slot;
-	r = remote_read(t->tid, slot, &ptr, sizeof(ptr));
-	if (r < 0) {
-		set_error(t, "cannot read the TLS slot at 0x%" PRIx64 ": %s", slot,
-			  strerror(-r));
-		return;
-	}
-	t->record_addr = ptr;
-	if (ptr == 0)
-		return;
-	/* Header plus the recommended maximum in one read; a short record
-	 * next to an unmapped page still yields the header. */
-	n = remote_read_prefix(t->tid, ptr, buf, sizeof(buf));
-	if (n < TREC_HEADER_SIZE) {
-		set_error(t, "cannot read the record at 0x%" PRIx64 ": %s", ptr,
-			  strerror(n < 0 ? (int)-n : EFAULT));
-		return;
-	}
-	memcpy(&t->hdr, buf, TREC_HEADER_SIZE);
-	t->has_record = true;
-	if (t->hdr.valid != TREC_VALID || t->hdr.attrs_data_size == 0)
-		return;
-	{
-		size_t want = t->hdr.attrs_data_size,
-		       have = (size_t)n - TREC_HEADER_SIZE;
+	return true;
+}
 
+/* Everything that needs the threads stopped: registers (and optionally
+ * stacks) thread by thread, then every TLS slot in one batched read, then
+ * every record (header plus the recommended maximum) in another: a
+ * handful of system calls in all instead of two per thread.  Decoding
+ * happens after detaching. */
+static void
+read_threads(struct run *run)
+{
+	struct dump *d = &run->d;
+	struct remote_range *rg = run->ranges;
+	size_t *idx = run->range_thread;
+	size_t i, k = 0;
+	int r;
+
+	for (i = 0; i < d->n_threads; i++) {
+		struct dump_thread *t = &d->threads[i];
+		uint64_t tp, slot;
+
+		if (!t->stopped)
+			continue;
+		d->n_stopped++;
+		if (!read_tp(run, t, &tp))
+			continue;
+		if (d->acc.model == TLSM_UNRESOLVED || d->acc.model == TLSM_NONE) {
+			set_error(t, "the TLS slot of " OTEL_THREAD_CTX_SYMBOL
+				     " is not resolved");
+			continue;
+		}
+		r = tlsm_slot_addr(&d->acc, tp, remote_tlsm_read, &t->tid, &slot);
+		if (r == -ENODATA)
+			continue; /* no TLS block for the module in this thread yet */
+		if (r < 0) {
+			set_error(t, "cannot read the thread's DTV: %s", strerror(-r));
+			continue;
+		}
+		t->has_slot = true;
+		t->slot_addr = slot;
+		rg[k] = (struct remote_range){slot, &t->record_addr, sizeof(uint64_t), 0};
+		idx[k++] = i;
+	}
+	remote_read_many(d->pid, rg, k);
+	for (i = 0; i < k; i++) {
+		struct dump_thread *t = &d->threads[idx[i]];
+
+		if (rg[i].got == (ssize_t)sizeof(uint64_t))
+			continue;
+		t->record_addr = 0;
+		set_error(t, "cannot read the TLS slot at 0x%" PRIx64 ": %s", t->slot_addr,
+			  strerror(rg[i].got < 0 ? (int)-rg[i].got : EFAULT));
+	}
+
+	/* Header plus the recommended maximum in one piece; a short record
+	 * next to an unmapped page still yields the header. */
+	for (i = k = 0; i < d->n_threads; i++) {
+		struct dump_thread *t = &d->threads[i];
+
+		if (!t->has_slot || t->error[0] || !t->record_addr)
+			continue;
+		rg[k] = (struct remote_range){t->record_addr, t->rec, sizeof(t->rec), 0};
+		idx[k++] = i;
+	}
+	remote_read_many(d->pid, rg, k);
+	for (i = 0; i < k; i++) {
+		struct dump_thread *t = &d->threads[idx[i]];
+		ssize_t n = rg[i].got;
+		size_t want, have;
+
+		if (n < TREC_HEADER_SIZE) {
+			set_error(t, "cannot read the record at 0x%" PRIx64 ": %s",
+				  t->record_addr, strerror(n < 0 ? (int)-n : EFAULT));
+			continue;
+		}
+		memcpy(&t->hdr, t->rec, TREC_HEADER_SIZE);
+		t->has_record = true;
+		if (t->hdr.valid != TREC_VALID || t->hdr.attrs_data_size == 0)
+			continue;
+		want = t->hdr.attrs_data_size;
+		have = (size_t)n - TREC_HEADER_SIZE;
 		if (want > DUMP_ATTRS_CAP) {
 			want = DUMP_ATTRS_CAP;
 			t->attrs_capped = true;
 		}
+		if (have >= want) {
+			t->attrs_len = want; /* in t->rec */
+			continue;
+		}
+		/* Larger than the recommended maximum (or cut by an unmapped
+		 * page): the rest thread by thread, while still stopped. */
 		t->attrs = malloc(want);
 		if (!t->attrs) {
 			t->attrs_capped = true;
-			return;
+			continue;
 		}
-		if (have > want)
-			have = want;
-		memcpy(t->attrs, buf + TREC_HEADER_SIZE, have);
-		if (have < want) {
-			ssize_t m = remote_read_prefix(t->tid,
-						       ptr + TREC_HEADER_SIZE + have,
+		memcpy(t->attrs, t->rec + TREC_HEADER_SIZE, have);
+		{
+			ssize_t m = remote_read_prefix(d->pid,
+						       t->record_addr + TREC_HEADER_SIZE + have,
 						       t->attrs + have, want - have);
 
 			if (m > 0)
@@ -519,7 +565,7 @@ again:
 		t->dec_attr = NULL;
 		t->n_dec = 0;
 		t->dec_truncated = false;
-		if (trec_attrs_decode(t->attrs, t->attrs_len, n_keys, dec) < 0)
+		if (trec_attrs_decode(dump_attrs(t), t->attrs_len, n_keys, dec) < 0)
 			continue;
 		if (dec->n) {
 			t->dec_attr = malloc(dec->n * sizeof(*t->dec_attr));
@@ -595,6 +641,58 @@ unwind_stacks(struct run *run)
 	free(scratch);
 }
 
+/* Write to every page now: the first write to a fresh page is a page
+ * fault, and a thousand of them inside the stop window cost as much as
+ * the reads themselves. */
+static void
+prefault(void *p, size_t len)
+{
+	volatile uint8_t *b = p;
+	size_t off;
+
+	for (off = 0; off < len; off += 4096)
+		b[off] = 0;
+}
+
+/* Room for n threads (zeroed): the thread list and the read batches. */
+static int
+reserve_threads(struct run *run, size_t n)
+{
+	struct dump *d = &run->d;
+	struct dump_thread *nt;
+	struct remote_range *nr;
+	size_t *ni;
+
+	if (n <= run->cap)
+		return 0;
+	nt = realloc(d->threads, n * sizeof(*nt));
+	if (!nt)
+		return -ENOMEM;
+	d->threads = nt;
+	memset(nt + run->cap, 0, (n - run->cap) * sizeof(*nt));
+	nr = realloc(run->ranges, n * sizeof(*nr));
+	if (!nr)
+		return -ENOMEM;
+	run->ranges = nr;
+	ni = realloc(run->range_thread, n * sizeof(*ni));
+	if (!ni)
+		return -ENOMEM;
+	run->range_thread = ni;
+	prefault(nr, n * sizeof(*nr));
+	prefault(ni, n * sizeof(*ni));
+	run->cap = n;
+	return 0;
+}
+
+static void
+free_batches(struct run *run)
+{
+	free(run->ranges);
+	free(run->range_thread);
+	run->ranges = NULL;
+	run->range_thread = NULL;
+}
+
 /* Turn the stop set into the thread list, reporting every thread that
  * could not be read once on stderr. */
 static int
@@ -602,10 +700,14 @@ collect_threads(struct run *run, struct stop_set *ss)
 {
 	struct dump *d = &run->d;
 	size_t i;
+	int r;
 
-	d->threads = calloc(ss->n ? ss->n : 1, sizeof(*d->threads));
-	if (!d->threads)
-		return -ENOMEM;
+	if (ss->n > run->cap) {
+		/* threads appeared after the estimate: grow inside the stop */
+		r = reserve_threads(run, ss->n);
+		if (r < 0)
+			return r;
+	}
 	for (i = 0; i < ss->n; i++) {
 		const struct stop_thread *st = &ss->t[i];
 		struct dump_thread *t = &d->threads[d->n_threads];
@@ -786,6 +888,21 @@ main(int argc, char **argv)
 		      "; showing the one in %s",
 		      d->sym.n_definitions, d->sym.module);
 
+	/* Sized from the kernel's thread count, with room for threads
+	 * created meanwhile. */
+	{
+		long hint = ctl.tid ? 1 : stop_count_threads(ctl.pid);
+
+		if (hint < 1)
+			hint = 64;
+		if (reserve_threads(&run, (size_t)hint + (size_t)hint / 4 + 16) < 0) {
+			warnx("out of memory");
+			free_batches(&run);
+			dump_free(d);
+			return EXIT_FATAL;
+		}
+	}
+
 	/* ---- threads stopped from here ---- */
 	stop_init(&ss, ctl.pid);
 	r = stop_all(&ss, ctl.tid, STOP_TIMEOUT_MS);
@@ -795,6 +912,7 @@ main(int argc, char **argv)
 		      strerror(ss.fail_err));
 		diagnose_eperm(ctl.pid, ss.fail_tid);
 		stop_free(&ss);
+		free_batches(&run);
 		dump_free(d);
 		return EXIT_FATAL;
 	}
@@ -809,6 +927,7 @@ main(int argc, char **argv)
 		else
 			warnx("cannot stop process %d: %s", (int)ctl.pid, strerror(-r));
 		stop_free(&ss);
+		free_batches(&run);
 		dump_free(d);
 		return EXIT_FATAL;
 	}
@@ -818,15 +937,11 @@ main(int argc, char **argv)
 		if (etls_resolve(ctl.pid, &d->sym, &d->acc) < 0 ||
 		    d->acc.model == TLSM_UNRESOLVED)
 			d->acc.model = TLSM_UNRESOLVED;
-		for (i = 0; i < d->n_threads; i++) {
-			if (d->threads[i].stopped) {
-				read_thread(&run, &d->threads[i]);
-				d->n_stopped++;
-			}
-		}
+		read_threads(&run);
 	}
 	stop_detach_all(&ss);
 	/* ---- threads running again ---- */
+	free_batches(&run);
 	d->stopped_ns = stop_window_ns(&ss);
 	d->stop_rounds = ss.rounds;
 	stop_release(&ss);

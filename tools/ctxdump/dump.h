@@ -33,7 +33,12 @@ struct dump_thread {
 	uint64_t record_addr; /* its value; 0 = no record */
 	bool has_record;      /* the 28-byte header was copied */
 	struct otel_thread_ctx_record hdr;
-	uint8_t *attrs;    /* copy of attrs_data (valid == 1 only) */
+	/* Raw copy of the record, made while stopped: the header and up to
+	 * the recommended maximum of attrs_data. */
+	uint8_t rec[TREC_MAX_SIZE];
+	/* attrs_data (valid == 1 only) when it did not fit in rec (malloc'd);
+	 * NULL: it is in rec.  Use dump_attrs(). */
+	uint8_t *attrs;
 	size_t attrs_len;  /* bytes copied */
 	bool attrs_capped; /* attrs_data_size above DUMP_ATTRS_CAP or unreadable */
 	/* Decoded after the threads run again (entries point into attrs);
@@ -50,6 +55,14 @@ struct dump_thread {
 	bool frames_capped;    /* more frames than --max-frames */
 	char stack_error[160]; /* "" = none */
 };
+
+/* attrs_len bytes of the thread's attrs_data.  Not a pointer kept in the
+ * struct: the thread list is sorted (moved) after the read. */
+static inline const uint8_t *
+dump_attrs(const struct dump_thread *t)
+{
+	return t->attrs ? t->attrs : t->rec + TREC_HEADER_SIZE;
+}
 
 struct dump {
 	pid_t pid;

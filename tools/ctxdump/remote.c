@@ -20,6 +20,8 @@
 #define REMOTE_PAGE 4096u
 /* Remote iovecs per process_vm_readv() call (IOV_MAX is 1024). */
 #define REMOTE_IOV_BATCH 256u
+/* Remote iovecs per call of remote_read_many(): IOV_MAX. */
+#define REMOTE_MANY_IOV 1024u
 
 uint64_t
 remote_now_ns(void)
@@ -80,6 +82,84 @@ remote_read_prefix(pid_t pid, uint64_t addr, void *buf, size_t len)
 	if (done == 0)
 		return -EFAULT;
 	return (ssize_t)done;
+}
+
+/* Pieces of a range split at page boundaries. */
+static size_t
+range_pieces(uint64_t addr, size_t len)
+{
+	uint64_t first = addr & ~(uint64_t)(REMOTE_PAGE - 1);
+	uint64_t last = (addr + len - 1) & ~(uint64_t)(REMOTE_PAGE - 1);
+
+	return (size_t)((last - first) / REMOTE_PAGE) + 1;
+}
+
+void
+remote_read_many(pid_t pid, struct remote_range *rg, size_t n)
+{
+	struct iovec liov[REMOTE_MANY_IOV], riov[REMOTE_MANY_IOV];
+	size_t i = 0, j;
+
+	while (i < n) {
+		size_t k = 0, end;
+		ssize_t got;
+
+		for (end = i; end < n; end++) {
+			struct remote_range *r = &rg[end];
+			size_t off = 0;
+
+			/* an empty or wrapping range is read alone below */
+			if (r->len == 0 || r->addr + r->len < r->addr)
+				break;
+			if (k + range_pieces(r->addr, r->len) > REMOTE_MANY_IOV)
+				break;
+			while (off < r->len) {
+				uint64_t a = r->addr + off;
+				size_t piece = REMOTE_PAGE - (size_t)(a & (REMOTE_PAGE - 1));
+
+				if (piece > r->len - off)
+					piece = r->len - off;
+				liov[k].iov_base = (uint8_t *)r->buf + off;
+				liov[k].iov_len = piece;
+				riov[k].iov_base = (void *)(uintptr_t)a;
+				riov[k].iov_len = piece;
+				k++;
+				off += piece;
+			}
+		}
+		if (end == i) {
+			/* empty, wrapping, or too big for one call */
+			rg[i].got = rg[i].len == 0 ? 0
+						   : remote_read_prefix(pid, rg[i].addr,
+									rg[i].buf, rg[i].len);
+			i++;
+			continue;
+		}
+		got = process_vm_readv(pid, liov, k, riov, k, 0);
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got < 0 && errno != EFAULT) {
+			int e = errno;
+
+			for (j = i; j < n; j++)
+				rg[j].got = -e;
+			return;
+		}
+		if (got < 0)
+			got = 0;
+		for (j = i; j < end; j++) {
+			if ((size_t)got >= rg[j].len) {
+				rg[j].got = (ssize_t)rg[j].len;
+				got -= (ssize_t)rg[j].len;
+				continue;
+			}
+			/* the call stopped inside this range */
+			rg[j].got = got > 0 ? got : -EFAULT;
+			j++;
+			break;
+		}
+		i = j;
+	}
 }
 
 int

@@ -20,6 +20,26 @@ ssize_t remote_read_prefix(pid_t pid, uint64_t addr, void *buf, size_t len);
  * part was readable). */
 int remote_read(pid_t pid, uint64_t addr, void *buf, size_t len);
 
+/* One of many independent reads for remote_read_many(). */
+struct remote_range {
+	uint64_t addr;
+	void *buf;
+	size_t len;
+	/* out: bytes of the readable prefix (len if all of it), or a
+	 * negative errno when not even the first byte could be read */
+	ssize_t got;
+};
+
+/* Read n independent ranges of process pid with as few process_vm_readv()
+ * calls as possible: up to IOV_MAX remote pieces per call, every range
+ * split at page boundaries so that each result is a clean prefix, exactly
+ * as remote_read_prefix() would give it.  A range that faults ends its
+ * call (the kernel stops at the first piece it cannot copy); the next call
+ * starts after it.  For reading one small thing from each of 1000 stopped
+ * threads this is 1 system call instead of 1000, which is most of the
+ * read phase of the stop window. */
+void remote_read_many(pid_t pid, struct remote_range *r, size_t n);
+
 /* tlsm_read_fn adapter: opaque points at a pid_t. */
 int remote_tlsm_read(void *opaque, uint64_t addr, void *buf, size_t len);
 

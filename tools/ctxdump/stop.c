@@ -176,8 +176,8 @@ read_task_stat_at(int taskfd, pid_t tid, char *comm, size_t n, char *state)
 
 /* Field 20 of /proc/PID/stat: the kernel's count of the process's threads
  * (exited group leaders waiting for the others included), or -1. */
-static long
-read_num_threads(pid_t pid)
+long
+stop_count_threads(pid_t pid)
 {
 	char path[64], buf[1024], *p;
 	int field;
@@ -222,7 +222,7 @@ known_set_complete(const struct stop_set *s)
 	}
 	if (!stopped)
 		return false;
-	nr = read_num_threads(s->pid);
+	nr = stop_count_threads(s->pid);
 	return nr > 0 && (size_t)nr == stopped;
 }
 

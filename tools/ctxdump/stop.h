@@ -84,6 +84,10 @@ void stop_free(struct stop_set *s);
 /* How long threads were held: first interrupt to last detach (0 if none). */
 uint64_t stop_window_ns(const struct stop_set *s);
 
+/* The kernel's count of the threads of pid (field 20 of /proc/PID/stat),
+ * or -1. */
+long stop_count_threads(pid_t pid);
+
 /* Read "comm" and the state letter of /proc/PID/task/TID/stat.  Returns 0
  * or a negative errno (-ENOENT: no such thread). */
 int stop_read_task_stat(pid_t pid, pid_t tid, char *comm, size_t n, char *state);

@@ -1,0 +1,45 @@
+#!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
+#
+# Instructions per request-head byte of the HTTP/1.x scanner (target B4:
+# <= 4), counted by callgrind over http_scan_feed() and everything it calls
+# (memchr, memcpy).  Builds bench/http-scan-bench.c with the project's
+# optimisation level (-O2, as buildtype=debugoptimized) into a temporary
+# directory, so it needs no build tree.
+#
+#   bench/http-scan-insns.sh [ITERATIONS]
+#
+# Prints one line per profile and read size: instructions per request, per
+# head byte, and PASS/MISS against 4 per byte.  Body bytes of the "post"
+# profile are skipped without being looked at and are not counted as head
+# bytes.
+
+set -eu
+
+src=$(cd "$(dirname "$0")/.." && pwd)
+iters=${1:-2000}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+: >"$tmp/config.h"
+${CC:-gcc} -O2 -g -std=gnu11 -D_GNU_SOURCE -I"$tmp" -I"$src/proc-context" \
+	"$src/bench/http-scan-bench.c" "$src/proc-context/http-scan.c" -o "$tmp/bench"
+
+printf '%-8s %5s %6s %6s %10s %10s  %s\n' profile read head req insn/req insn/byte B4
+for profile in minimal curl browser post; do
+	for chunk in 0 64 7 1; do
+		out="$tmp/cg.out"
+		info=$(valgrind --tool=callgrind --callgrind-out-file="$out" \
+			--toggle-collect=http_scan_feed "$tmp/bench" "$profile" "$iters" "$chunk" \
+			2>/dev/null)
+		ir=$(sed -n 's/^summary: *//p' "$out" | awk '{print $1}')
+		head=$(echo "$info" | sed 's/.*head_bytes=\([0-9]*\).*/\1/')
+		req=$(echo "$info" | sed 's/.*request_bytes=\([0-9]*\).*/\1/')
+		awk -v ir="$ir" -v n="$iters" -v head="$head" -v req="$req" -v p="$profile" \
+			-v c="$chunk" 'BEGIN {
+			per = ir / n; pb = per / head
+			printf "%-8s %5s %6d %6d %10.1f %10.2f  %s\n", p, (c == 0 ? "whole" : c),
+				head, req, per, pb, (pb <= 4 ? "PASS" : "MISS")
+		}'
+	done
+done

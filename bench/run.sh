@@ -1,0 +1,476 @@
+#!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
+#
+# Run every benchmark of issue 8 and print one table of ratios, each
+# measured in this run (with and without side by side, alternating, medians).
+#
+#   sh bench/run.sh [BUILDDIR]          (default: ./build)
+#
+# Environment:
+#   BENCH_ONLY="B5 B6"   run only these groups (B1 B2 B3 B4 B5 B6 B7 B8;
+#                        B1, B2 and B8 are one nginx group, B5-B7 share
+#                        the 1000-thread target)
+#   BENCH_REPS=N         repetitions of the fast wall-clock pairs (default 21)
+#   BENCH_THREADS=N      threads of the ctxdump target (default 1000)
+#   BENCH_NGINX_SECS=N   seconds per wrk run (default 5)
+#   BENCH_KEEP=1         keep the work directory (raw numbers) and say where
+#
+# Needs: a build of this tree (libctxshim.so, ctxdump, bench/bench-*), gdb,
+# eu-stack (elfutils), valgrind, nginx (nginx-light), wrk.  A group whose
+# tools are missing prints SKIP.  All traffic goes to 127.0.0.1 only.
+# Every row is a ratio of medians measured here; PASS/MISS compares it with
+# the target of issue 8.  Nothing here is a test: timings are never
+# asserted, the exit status is 0 unless the benchmark itself broke.
+
+set -u
+
+SRCDIR=$(cd "$(dirname "$0")/.." && pwd)
+BUILD=${1:-$SRCDIR/build}
+BUILD=$(cd "$BUILD" 2>/dev/null && pwd) || {
+	echo "bench: no build directory ${1:-$SRCDIR/build}" >&2
+	exit 2
+}
+REPS=${BENCH_REPS:-21}
+NTHREADS=${BENCH_THREADS:-1000}
+ONLY=${BENCH_ONLY:-"B1 B2 B3 B4 B5 B6 B7 B8"}
+NGINX_SECS=${BENCH_NGINX_SECS:-5}
+
+SHIM=$BUILD/libctxshim.so
+CTXDUMP=$BUILD/tools/ctxdump/ctxdump
+TIMEIT=$BUILD/bench/bench-timeit
+for f in "$SHIM" "$CTXDUMP" "$TIMEIT" "$BUILD/bench/bench-sleepers" \
+	"$BUILD/bench/bench-floor" "$BUILD/bench/bench-readloop" \
+	"$BUILD/bench/bench-httpreq"; do
+	if [ ! -x "$f" ] && [ ! -f "$f" ]; then
+		echo "bench: $f is missing; build first (ninja -C $BUILD)" >&2
+		exit 2
+	fi
+done
+
+W=$(mktemp -d /tmp/ctxshim-bench.XXXXXX)
+TPID=
+ROWS=$W/rows
+
+cleanup() {
+	exec 3>&- 2>/dev/null
+	if [ -n "$TPID" ]; then
+		kill "$TPID" 2>/dev/null
+		wait "$TPID" 2>/dev/null
+	fi
+	[ -n "${NGINX_PID:-}" ] && kill $NGINX_PID 2>/dev/null
+	if [ "${BENCH_KEEP:-0}" = 1 ]; then
+		echo "bench: raw numbers kept in $W" >&2
+	else
+		rm -rf "$W"
+	fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM HUP
+
+want() {
+	case " $ONLY " in *" $1 "*) return 0 ;; esac
+	return 1
+}
+
+log() {
+	echo "bench: $*" >&2
+}
+
+# median of the numbers on stdin (one per line)
+median() {
+	sort -g | awk '{ v[NR] = $1 }
+		END { if (NR == 0) print "nan";
+		      else if (NR % 2) print v[(NR + 1) / 2];
+		      else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+
+# row ID MEASUREMENT VALUE TARGET-OP TARGET DETAIL
+#   TARGET-OP: le (value <= target) or ge (value >= target)
+row() {
+	printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$4" "$5" "$6" >>"$ROWS"
+}
+
+skip() {
+	printf '%s\t%s\t-\tskip\t-\t%s\n' "$1" "$2" "$3" >>"$ROWS"
+}
+
+# timed OUT CMD... -> appends "<ns> <status>" to stdout
+timed() {
+	"$TIMEIT" "$@"
+}
+
+# the "stopped_ns" of a ctxdump --json output file
+json_stopped() {
+	sed -n 's/^ *"stopped_ns": \([0-9][0-9]*\),*$/\1/p' "$1"
+}
+
+valid_records() {
+	grep -c '"valid": 1,' "$1"
+}
+
+# ---- the 1000-thread target (B5, B6, B7) ----------------------------------
+
+start_target() {
+	mkfifo "$W/target.in"
+	TRACEPARENT=00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01 \
+		OTEL_SERVICE_NAME=bench-sleepers LD_PRELOAD=$SHIM \
+		"$BUILD/bench/bench-sleepers" "$NTHREADS" <"$W/target.in" \
+		>"$W/target.out" 2>"$W/target.err" &
+	TPID=$!
+	# Holding the fifo open keeps the target alive; closing fd 3 ends it.
+	exec 3>"$W/target.in"
+	i=0
+	while ! grep -q '^READY' "$W/target.out" 2>/dev/null; do
+		i=$((i + 1))
+		if [ $i -gt 300 ] || ! kill -0 "$TPID" 2>/dev/null; then
+			log "the $NTHREADS-thread target did not start:"
+			cat "$W/target.err" >&2
+			exit 2
+		fi
+		sleep 0.05
+	done
+}
+
+stop_target() {
+	exec 3>&-
+	wait "$TPID" 2>/dev/null
+	TPID=
+}
+
+bench_ctxdump() {
+	start_target
+	# Warm-up (page cache, dentries) and the slot's TP offset for the floor.
+	"$CTXDUMP" --json "$TPID" >"$W/warm.json" 2>"$W/warm.err"
+	tpoff=$(sed -n 's/^ *"tpoff": \(-*[0-9][0-9]*\),*$/\1/p' "$W/warm.json")
+	nvalid=$(valid_records "$W/warm.json")
+	if [ -z "$tpoff" ] || [ "$nvalid" -ne "$NTHREADS" ]; then
+		log "ctxdump read $nvalid of $NTHREADS records (tpoff '$tpoff'):"
+		cat "$W/warm.err" >&2
+		exit 2
+	fi
+	"$BUILD/bench/bench-floor" "$TPID" "$tpoff" >"$W/warm.floor"
+	"$CTXDUMP" --stacks --json "$TPID" >/dev/null 2>&1
+
+	if want B5; then
+		log "B5: ctxdump vs the floor, $REPS pairs on $NTHREADS threads"
+		: >"$W/b5"
+		i=0
+		while [ $i -lt "$REPS" ]; do
+			# alternate which one goes first
+			if [ $((i % 2)) -eq 0 ]; then
+				c=$(timed "$W/c.json" "$CTXDUMP" --json "$TPID")
+				f=$(timed "$W/f.out" "$BUILD/bench/bench-floor" "$TPID" "$tpoff")
+			else
+				f=$(timed "$W/f.out" "$BUILD/bench/bench-floor" "$TPID" "$tpoff")
+				c=$(timed "$W/c.json" "$CTXDUMP" --json "$TPID")
+			fi
+			cs=$(json_stopped "$W/c.json")
+			fs=$(sed -n 's/^stopped_ns=\([0-9]*\) .*/\1/p' "$W/f.out")
+			fr=$(sed -n 's/.* records=\([0-9]*\)$/\1/p' "$W/f.out")
+			cr=$(valid_records "$W/c.json")
+			echo "${c% *} ${cs:-nan} ${f% *} ${fs:-nan} $cr $fr" >>"$W/b5"
+			i=$((i + 1))
+		done
+		cw=$(awk '{print $1}' "$W/b5" | median)
+		cs=$(awk '{print $2}' "$W/b5" | median)
+		fw=$(awk '{print $3}' "$W/b5" | median)
+		fs=$(awk '{print $4}' "$W/b5" | median)
+		bad=$(awk -v n="$NTHREADS" '$5 != n || $6 != n' "$W/b5" | wc -l)
+		[ "$bad" -eq 0 ] || log "B5: $bad runs did not read every record"
+		row B5a "ctxdump wall / floor wall ($NTHREADS threads)" \
+			"$(awk -v a="$cw" -v b="$fw" 'BEGIN{printf "%.2f", a/b}')" le 1.3 \
+			"$(awk -v a="$cw" -v b="$fw" 'BEGIN{printf "%.1f / %.1f ms", a/1e6, b/1e6}')"
+		row B5b "ctxdump stopped window / floor's" \
+			"$(awk -v a="$cs" -v b="$fs" 'BEGIN{printf "%.2f", a/b}')" le 1.3 \
+			"$(awk -v a="$cs" -v b="$fs" 'BEGIN{printf "%.1f / %.1f ms", a/1e6, b/1e6}')"
+	fi
+
+	if want B6; then
+		if ! command -v gdb >/dev/null; then
+			skip B6 "gdb wall / ctxdump wall" "no gdb"
+		else
+			n=$(((REPS + 3) / 4))
+			[ $n -lt 3 ] && n=3
+			log "B6: gdb vs ctxdump, $n pairs"
+			: >"$W/b6"
+			i=0
+			while [ $i -lt $n ]; do
+				g=$(timed "$W/g.out" gdb -nx -batch -p "$TPID" \
+					-ex 'thread apply all p (void*)otel_thread_ctx_v1')
+				c=$(timed "$W/c.json" "$CTXDUMP" --json "$TPID")
+				gn=$(grep -c '^\$[0-9]* = (void \*) 0x' "$W/g.out")
+				echo "${g% *} ${c% *} $gn" >>"$W/b6"
+				i=$((i + 1))
+			done
+			gw=$(awk '{print $1}' "$W/b6" | median)
+			cw=$(awk '{print $2}' "$W/b6" | median)
+			gn=$(awk '{print $3}' "$W/b6" | median)
+			[ "${gn%.*}" -eq "$NTHREADS" ] ||
+				log "B6: gdb printed $gn of $NTHREADS pointers"
+			row B6 "gdb 'thread apply all p' wall / ctxdump wall" \
+				"$(awk -v a="$gw" -v b="$cw" 'BEGIN{printf "%.1f", a/b}')" ge 15 \
+				"$(awk -v a="$gw" -v b="$cw" 'BEGIN{printf "%.0f / %.1f ms", a/1e6, b/1e6}')"
+		fi
+	fi
+
+	if want B7; then
+		if ! command -v eu-stack >/dev/null; then
+			skip B7a "eu-stack wall / ctxdump --stacks wall" "no eu-stack"
+		else
+			n=$(((REPS + 2) / 3))
+			[ $n -lt 5 ] && n=5
+			log "B7: eu-stack vs ctxdump --stacks vs ctxdump, $n triples"
+			: >"$W/b7"
+			i=0
+			while [ $i -lt $n ]; do
+				e=$(timed "$W/e.out" eu-stack -p "$TPID")
+				s=$(timed "$W/s.json" "$CTXDUMP" --stacks --json "$TPID")
+				c=$(timed "$W/c.json" "$CTXDUMP" --json "$TPID")
+				echo "${e% *} ${s% *} $(json_stopped "$W/s.json")" \
+					"$(json_stopped "$W/c.json")" >>"$W/b7"
+				i=$((i + 1))
+			done
+			ew=$(awk '{print $1}' "$W/b7" | median)
+			sw=$(awk '{print $2}' "$W/b7" | median)
+			ss=$(awk '{print $3}' "$W/b7" | median)
+			cs=$(awk '{print $4}' "$W/b7" | median)
+			row B7a "eu-stack -p wall / ctxdump --stacks wall" \
+				"$(awk -v a="$ew" -v b="$sw" 'BEGIN{printf "%.1f", a/b}')" ge 5 \
+				"$(awk -v a="$ew" -v b="$sw" 'BEGIN{printf "%.0f / %.1f ms", a/1e6, b/1e6}')"
+			row B7b "ctxdump stopped window, --stacks / without" \
+				"$(awk -v a="$ss" -v b="$cs" 'BEGIN{printf "%.2f", a/b}')" le 1.5 \
+				"$(awk -v a="$ss" -v b="$cs" 'BEGIN{printf "%.1f / %.1f ms", a/1e6, b/1e6}')"
+		fi
+	fi
+	stop_target
+}
+
+# ---- callgrind: B3 and B4 ---------------------------------------------------
+
+# instructions counted in function $1 of a run of the rest ("summary:")
+cg_count() {
+	fn=$1
+	shift
+	valgrind --tool=callgrind --toggle-collect="$fn" \
+		--callgrind-out-file="$W/cg.out" "$@" >"$W/cg.stdout" 2>"$W/cg.err" ||
+		{ log "callgrind failed: $*"; cat "$W/cg.err" >&2; echo nan; return; }
+	sed -n 's/^summary: *//p' "$W/cg.out"
+}
+
+bench_read() {
+	n=20000
+	for kind in file pipe; do
+		plain=$(cg_count readloop_run "$BUILD/bench/bench-readloop" $kind $n)
+		shim=$(LD_PRELOAD=$SHIM cg_count readloop_run \
+			"$BUILD/bench/bench-readloop" $kind $n)
+		row "B3$( [ $kind = file ] && echo a || echo b)" \
+			"extra instructions per read() on a $kind" \
+			"$(awk -v a="$shim" -v b="$plain" -v n=$n 'BEGIN{printf "%.1f", (a-b)/n}')" \
+			le 10 \
+			"$(awk -v a="$shim" -v b="$plain" -v n=$n 'BEGIN{printf "%.1f vs %.1f per call", a/n, b/n}')"
+	done
+}
+
+bench_http() {
+	n=2000
+	head=$("$BUILD/bench/bench-httpreq" 1 | sed -n 's/^head_bytes=\([0-9]*\) .*/\1/p')
+	warm=8 # rounds httpreq.c runs before the counted ones
+	plain=$(cg_count httpreq_read "$BUILD/bench/bench-httpreq" $n)
+	shim=$(LD_PRELOAD=$SHIM cg_count httpreq_read "$BUILD/bench/bench-httpreq" $n)
+	scan=$(LD_PRELOAD=$SHIM cg_count http_scan_feed "$BUILD/bench/bench-httpreq" $n)
+	rplain=$(cg_count httpreq_respond "$BUILD/bench/bench-httpreq" $n)
+	rshim=$(LD_PRELOAD=$SHIM cg_count httpreq_respond "$BUILD/bench/bench-httpreq" $n)
+	# http_scan_feed also runs in the warm-up rounds
+	row B4a "scanning instructions per head byte ($head-byte head)" \
+		"$(awk -v s="$scan" -v n=$n -v w=$warm -v h="$head" 'BEGIN{printf "%.2f", s/(n+w)/h}')" \
+		le 4 \
+		"$(awk -v s="$scan" -v n=$n -v w=$warm 'BEGIN{printf "%.0f per head", s/(n+w)}')"
+	row B4b "parse + publish instructions per request" \
+		"$(awk -v a="$shim" -v b="$plain" -v s="$scan" -v n=$n -v w=$warm \
+			'BEGIN{printf "%.0f", (a-b)/n - s/(n+w)}')" \
+		le 150 \
+		"$(awk -v a="$shim" -v b="$plain" -v n=$n -v r="$rshim" -v q="$rplain" \
+			'BEGIN{printf "read hook total %.0f/request; response write +%.0f", (a-b)/n, (r-q)/n}')"
+}
+
+# ---- nginx: B1, B2, B8 ------------------------------------------------------
+
+port_free() {
+	! grep -qi "^ *[0-9]*: [0-9A-F]*:$(printf '%04X' "$1") [0-9A-F:]* 0A" \
+		/proc/net/tcp 2>/dev/null
+}
+
+# start_nginx NAME PORT [LD_PRELOAD]: a master and 1 worker in $W/NAME
+start_nginx() {
+	d=$W/$1
+	mkdir -p "$d/tmp"
+	cat >"$d/nginx.conf" <<-EOF
+	worker_processes 1;
+	daemon off;
+	pid $d/nginx.pid;
+	error_log $d/error.log warn;
+	events { worker_connections 1024; }
+	http {
+		access_log off;
+		keepalive_requests 1000000;
+		keepalive_timeout 60s;
+		client_body_temp_path $d/tmp/body;
+		proxy_temp_path $d/tmp/proxy;
+		fastcgi_temp_path $d/tmp/fastcgi;
+		uwsgi_temp_path $d/tmp/uwsgi;
+		scgi_temp_path $d/tmp/scgi;
+		server {
+			listen 127.0.0.1:$2;
+			root $W/www;
+		}
+	}
+	EOF
+	LD_PRELOAD=${3:-} OTEL_SERVICE_NAME=bench-nginx \
+		nginx -p "$d" -c "$d/nginx.conf" -e "$d/error.log" \
+		>"$d/out" 2>&1 &
+	echo $!
+}
+
+nginx_up() {
+	i=0
+	while ! curl -s -o /dev/null --max-time 1 "http://127.0.0.1:$1/small.html"; do
+		i=$((i + 1))
+		[ $i -gt 50 ] && return 1
+		sleep 0.1
+	done
+}
+
+rss_kib() {
+	awk '$1 == "VmRSS:" { print $2 }' "/proc/$1/status"
+}
+
+# p99 of a wrk --latency report, in microseconds
+wrk_p99_us() {
+	awk '$1 == "99%" {
+		v = $2; u = v; sub(/[0-9.]+/, "", u); sub(/[a-z]+$/, "", v)
+		m = (u == "us") ? 1 : (u == "ms") ? 1000 : (u == "s") ? 1000000 : 0
+		print v * m }' "$1"
+}
+
+wrk_rps() {
+	sed -n 's/^Requests\/sec: *\([0-9.]*\)/\1/p' "$1"
+}
+
+bench_nginx() {
+	chmod 755 "$W"
+	mkdir -p "$W/www"
+	# a small static file, the size of nginx's default index page
+	awk 'BEGIN { for (i = 0; i < 612; i++) printf "%c", 97 + i % 26 }' \
+		>"$W/www/small.html"
+	chmod -R a+rX "$W/www"
+	p=18080
+	while ! port_free $p || ! port_free $((p + 1)); do p=$((p + 2)); done
+	PPLAIN=$p
+	PSHIM=$((p + 1))
+	NPLAIN=$(start_nginx ngx-plain $PPLAIN)
+	NSHIM=$(start_nginx ngx-shim $PSHIM "$SHIM")
+	NGINX_PID="$NPLAIN $NSHIM"
+	if ! nginx_up $PPLAIN || ! nginx_up $PSHIM; then
+		log "nginx did not start:"
+		cat "$W/ngx-plain/error.log" "$W/ngx-shim/error.log" >&2
+		kill $NGINX_PID 2>/dev/null
+		NGINX_PID=
+		skip B1 "nginx requests/s with / without the shim" "nginx did not start"
+		return
+	fi
+	runs=${BENCH_NGINX_RUNS:-5}
+	tp="traceparent: 00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	log "B1/B2: nginx + wrk, $runs pairs of ${NGINX_SECS} s (1 worker, 8 keep-alive connections)"
+	for port in $PPLAIN $PSHIM; do # warm-up
+		wrk -t1 -c8 -d1s -H "$tp" "http://127.0.0.1:$port/small.html" >/dev/null
+	done
+	: >"$W/b1"
+	i=0
+	while [ $i -lt "$runs" ]; do
+		if [ $((i % 2)) -eq 0 ]; then order="$PPLAIN $PSHIM"; else order="$PSHIM $PPLAIN"; fi
+		for port in $order; do
+			wrk -t1 -c8 -d"${NGINX_SECS}s" --latency -H "$tp" \
+				"http://127.0.0.1:$port/small.html" >"$W/wrk.$port" 2>&1
+		done
+		echo "$(wrk_rps "$W/wrk.$PPLAIN") $(wrk_p99_us "$W/wrk.$PPLAIN")" \
+			"$(wrk_rps "$W/wrk.$PSHIM") $(wrk_p99_us "$W/wrk.$PSHIM")" >>"$W/b1"
+		i=$((i + 1))
+	done
+	rp=$(awk '{print $1}' "$W/b1" | median)
+	lp=$(awk '{print $2}' "$W/b1" | median)
+	rs=$(awk '{print $3}' "$W/b1" | median)
+	ls=$(awk '{print $4}' "$W/b1" | median)
+	row B1 "nginx requests/s, with / without the shim" \
+		"$(awk -v a="$rs" -v b="$rp" 'BEGIN{printf "%.3f", a/b}')" ge 0.99 \
+		"$(awk -v a="$rs" -v b="$rp" 'BEGIN{printf "%.0f / %.0f req/s", a, b}')"
+	row B2 "nginx p99 latency, with / without the shim" \
+		"$(awk -v a="$ls" -v b="$lp" 'BEGIN{printf "%.3f", a/b}')" le 1.03 \
+		"$(awk -v a="$ls" -v b="$lp" 'BEGIN{printf "%.0f / %.0f us", a, b}')"
+
+	# B8: the workers' resident memory after the same load
+	wp=$(ps -o pid= --ppid "$NPLAIN" | head -1 | tr -d ' ')
+	ws=$(ps -o pid= --ppid "$NSHIM" | head -1 | tr -d ' ')
+	if [ -n "$wp" ] && [ -n "$ws" ]; then
+		kp=$(rss_kib "$wp")
+		ks=$(rss_kib "$ws")
+		row B8a "RSS added to the nginx worker by the shim (MiB)" \
+			"$(awk -v a="$ks" -v b="$kp" 'BEGIN{printf "%.2f", (a-b)/1024}')" le 1 \
+			"$ks vs $kp KiB"
+	fi
+	kill $NGINX_PID 2>/dev/null
+	wait $NGINX_PID 2>/dev/null
+	NGINX_PID=
+}
+
+bench_sizes() {
+	sizes=$("$BUILD/bench/bench-sizes")
+	get() { echo "$sizes" | tr ' ' '\n' | sed -n "s/^$1=//p"; }
+	# the table is indexed by fd: besides its slot, each fd has a byte in
+	# the hot map, and each chunk of fds a pointer
+	row B8b "bytes of state per tracked connection" "$(get slot)" le 256 \
+		"struct slot $(get slot) B (scanner $(get scan) B); per fd also $(get hot) B hot map, $(get chunk_ptr) B per $(get chunk_fds) fds"
+}
+
+# ---- main -----------------------------------------------------------------
+
+: >"$ROWS"
+T0=$(date +%s)
+if want B3 || want B4; then
+	if ! command -v valgrind >/dev/null; then
+		want B3 && skip B3 "extra instructions per read()" "no valgrind"
+		want B4 && skip B4 "HTTP head scan / parse + publish" "no valgrind"
+	else
+		want B3 && log "B3: callgrind, read() loops" && bench_read
+		want B4 && log "B4: callgrind, HTTP requests" && bench_http
+	fi
+fi
+if want B5 || want B6 || want B7; then
+	bench_ctxdump
+fi
+if want B1 || want B2 || want B8; then
+	if ! command -v nginx >/dev/null || ! command -v wrk >/dev/null ||
+		! command -v curl >/dev/null; then
+		skip B1 "nginx requests/s with / without the shim" "needs nginx, wrk, curl"
+	else
+		bench_nginx
+	fi
+	[ -x "$BUILD/bench/bench-sizes" ] && bench_sizes
+fi
+
+echo
+echo "ctxshim benchmarks ($(uname -m), $(nproc) CPUs, kernel $(uname -r)), $(date -u +%Y-%m-%d)"
+echo "command: sh bench/run.sh ${1:-} (BENCH_REPS=$REPS, BENCH_THREADS=$NTHREADS)"
+echo
+awk -F '\t' '
+	BEGIN { printf "%-4s %-52s %8s  %-8s %-6s %s\n", "id", "measurement", "value",
+		"target", "result", "detail (medians)"
+		pass = miss = 0 }
+	{
+		if ($4 == "skip") { res = "SKIP"; tgt = "-" }
+		else if ($4 == "le") { tgt = "<= " $5; res = ($3 + 0 <= $5 + 0) ? "PASS" : "MISS" }
+		else { tgt = ">= " $5; res = ($3 + 0 >= $5 + 0) ? "PASS" : "MISS" }
+		if (res == "PASS") pass++; else if (res == "MISS") miss++
+		printf "%-4s %-52s %8s  %-8s %-6s %s\n", $1, $2, $3, tgt, res, $6
+	}
+	END { printf "\n%d PASS, %d MISS\n", pass, miss }' "$ROWS"
+echo "(total $(($(date +%s) - T0)) s)"

@@ -1,0 +1,1272 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* libcurl: outgoing HTTP requests carry the thread's trace context.
+ *
+ * Versions.  Debian ships libcurl in three builds whose symbols carry
+ * different version nodes: libcurl.so.4 (CURL_OPENSSL_4),
+ * libcurl-gnutls.so.4 (CURL_GNUTLS_3) and libcurl-nss.so.4 (CURL_NSS_3),
+ * and a process may load two of them (a plugin built against the other).
+ * An unversioned hook would catch all three and then forward to whichever
+ * dlsym(RTLD_NEXT) finds first.  So every hooked name is exported once per
+ * node (".symver ..., name@NODE, remove", the nodes are in
+ * preload/ctxshim.sym) and each copy forwards with dlvsym() to its own
+ * flavour (the technique of libfaketime's pthread_cond_timedwait
+ * wrappers).  References without a version (a self-built unversioned
+ * libcurl) do not match these non-default definitions and go straight to
+ * libcurl: no injection there.  A flavour loaded RTLD_LOCAL (a plugin's
+ * dependency) is invisible to RTLD_NEXT; we then look it up by soname with
+ * RTLD_NOLOAD, which also pins it so our pointers cannot outlive it.
+ *
+ * Headers.  libcurl neither copies CURLOPT_HTTPHEADER lists nor offers a
+ * way to add one header, and the application's list is its own memory.
+ * We remember the list the application sets, per handle, and when a
+ * transfer starts (curl_easy_perform, curl_multi_add_handle) give curl a
+ * merged copy in one allocation of ours (the application's lines, then
+ * "traceparent: ..." and "tracestate: ..."); when it ends
+ * (curl_easy_perform returns, curl_multi_remove_handle, curl_multi_cleanup,
+ * curl_easy_cleanup, curl_easy_reset) the application's own list goes back
+ * and ours is freed.  curl_easy_duphandle would copy the pointer to our
+ * list into the new handle, so the copy gets the application's list back.
+ *
+ * Internal calls.  libcurl calls its own exported functions through the
+ * PLT: curl_easy_perform calls curl_multi_add_handle/remove_handle,
+ * curl_multi_init calls curl_easy_init for its connection-closure handle,
+ * DNS-over-HTTPS sets up internal handles with curl_easy_setopt and
+ * curl_multi_add_handle, HTTP/2 server push duplicates handles.  Those are
+ * not the application's transfers: a call whose return address lies in
+ * the flavour's own text passes straight through.  curl_easy_perform also
+ * marks its handle in a thread-local, so its own curl_multi_add_handle is
+ * recognised even in a build that would call it some other way.
+ *
+ * What is sent (W3C Trace Context, processing model).  The thread's
+ * current context is the server span of the request being handled.  Each
+ * transfer gets a new span-id, a child of it, with the same trace-id and
+ * flags (sampled and the Level 2 random bit unchanged) and the incoming
+ * tracestate unchanged: we mint a span-id but own no tracestate key, so
+ * the list is forwarded as received (normalised, at most 512 bytes).
+ * While curl_easy_perform blocks, the thread's record shows that client
+ * span, then the server context again.  With the multi interface the
+ * context is taken when the handle is added; the record is left alone,
+ * since one thread drives many transfers.
+ *
+ * CTXSHIM_PROPAGATE=transparent forwards the incoming parent-id instead (a
+ * locally started trace has none: then the server span-id).  The trade-off:
+ * the shim records no spans, so the span-ids it mints appear in no
+ * tracing backend; with the default, the callee's spans point at a parent
+ * nobody reported (the backend shows a gap for this service, but a
+ * profile taken during the call names exactly this request).  Transparent
+ * keeps the backend's tree connected (the callee looks like a direct
+ * child of our caller) at the price of several calls sharing one
+ * parent-id and of no client span in the record.  CTXSHIM_PROPAGATE=0
+ * injects nothing.
+ *
+ * No context, no header.  A thread with no context (not handling a
+ * request: a CLI, a cron job, a daemon's start-up) sends nothing: the W3C
+ * "SHOULD send a new traceparent" is about a participant that received a
+ * request without one, and that case does have a context here (the
+ * incoming hooks start a new trace for it, unless CTXSHIM_NEW_TRACES=0,
+ * which publishes zero ids and so sends nothing either).  Inventing
+ * traces for every curl-using program in a system-wide preload would send
+ * random ids to arbitrary servers.
+ *
+ * The application's own traceparent.  A list that already has a
+ * traceparent line (any case; "traceparent:" with no value disables it,
+ * "traceparent;" sends it empty) is left exactly as it is, tracestate
+ * included.  When the thread has no context and that value is valid, the
+ * thread publishes it during curl_easy_perform (span-id = its parent-id),
+ * so programs that propagate by hand become visible to profilers too.
+ *
+ * Only http and https: CURLOPT_HTTPHEADER also holds the MIME headers of
+ * SMTP and IMAP uploads.  The scheme is taken the way libcurl takes it:
+ * CURLOPT_CURLU before CURLOPT_URL, a scheme only when followed by ":/",
+ * otherwise libcurl's guess from the host name and
+ * CURLOPT_DEFAULT_PROTOCOL. */
+#include "config.h"
+
+#include "hooks.h"
+
+#include "cfg.h"
+#include "events.h"
+#include "log.h"
+#include "w3c.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <link.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <curl/curl.h>
+#include <uthash.h>
+
+/* typecheck-gcc.h turns it into a macro. */
+#undef curl_easy_setopt
+
+/* Application lists longer than this are left alone (a list that long is
+ * a bug, or a cycle). */
+#define CURL_LIST_MAX     10000
+#define CURL_LIST_BYTES   (16u << 20)
+#define CURL_TS_LINES_MAX 32
+
+enum curl_flavour {
+	CURL_FL_OPENSSL,
+	CURL_FL_GNUTLS,
+	CURL_FL_NSS,
+	CURL_FL_N,
+};
+
+enum curl_fn {
+	CURL_FN_EASY_INIT,
+	CURL_FN_EASY_SETOPT,
+	CURL_FN_EASY_PERFORM,
+	CURL_FN_EASY_CLEANUP,
+	CURL_FN_EASY_RESET,
+	CURL_FN_EASY_DUPHANDLE,
+	CURL_FN_MULTI_ADD_HANDLE,
+	CURL_FN_MULTI_REMOVE_HANDLE,
+	CURL_FN_MULTI_CLEANUP,
+	CURL_FN_HOOKED, /* the ones above are ours too; the ones below optional */
+	CURL_FN_URL_GET = CURL_FN_HOOKED,
+	CURL_FN_FREE,
+	CURL_FN_N,
+};
+
+static const char *const curl_fn_name[CURL_FN_N] = {
+	"curl_easy_init",
+	"curl_easy_setopt",
+	"curl_easy_perform",
+	"curl_easy_cleanup",
+	"curl_easy_reset",
+	"curl_easy_duphandle",
+	"curl_multi_add_handle",
+	"curl_multi_remove_handle",
+	"curl_multi_cleanup",
+	"curl_url_get",
+	"curl_free",
+};
+
+/* One flavour's real functions. */
+struct curl_real {
+	const char *version; /* its symbol version node */
+	const char *soname;
+	const void *const *self; /* our exported copies, by enum curl_fn */
+	void *fn[CURL_FN_N];
+	/* The flavour's executable segments: calls from there are internal. */
+	uintptr_t text_lo, text_hi;
+};
+
+typedef CURL *(*curl_easy_init_fn)(void);
+typedef CURLcode (*curl_easy_setopt_fn)(CURL *, CURLoption, ...);
+typedef CURLcode (*curl_easy_perform_fn)(CURL *);
+typedef void (*curl_easy_cleanup_fn)(CURL *);
+typedef void (*curl_easy_reset_fn)(CURL *);
+typedef CURL *(*curl_easy_duphandle_fn)(CURL *);
+typedef CURLMcode (*curl_multi_handle_fn)(CURLM *, CURL *);
+typedef CURLMcode (*curl_multi_cleanup_fn)(CURLM *);
+typedef CURLUcode (*curl_url_get_fn)(const CURLU *, CURLUPart, char **, unsigned int);
+typedef void (*curl_free_fn)(void *);
+/* Any function pointer travels through a va_list the same way; this is
+ * the type we read it as for CURLOPTTYPE_FUNCTIONPOINT options. */
+typedef void (*curl_any_fn)(void);
+
+/* What we know about one application handle.  A handle is used by one
+ * thread at a time (libcurl's rule), so only the table needs the lock. */
+struct curl_handle {
+	CURL *easy; /* key */
+	struct curl_real *real;
+	struct curl_slist *app;  /* the application's CURLOPT_HTTPHEADER */
+	struct curl_slist *ours; /* the merged copy curl holds now, or NULL */
+	unsigned ours_extra;     /* our lines at the end of ours */
+	CURLM *multi;            /* ours is installed for this multi handle */
+	CURLU *curlu;            /* CURLOPT_CURLU */
+	uint8_t url_kind;        /* enum curl_url_kind of CURLOPT_URL */
+	bool default_other;      /* CURLOPT_DEFAULT_PROTOCOL is not http(s) */
+	UT_hash_handle hh;
+};
+
+enum curl_url_kind {
+	CURL_URL_UNSET,
+	CURL_URL_HTTP,
+	CURL_URL_OTHER,
+	CURL_URL_GUESS, /* no scheme: libcurl guesses from the host name */
+};
+
+static struct curl_handle *curl_handles;
+static pthread_mutex_t curl_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* The handle our curl_easy_perform hook is running on this thread. */
+static __thread CURL *curl_performing;
+
+/* ---- binding ---------------------------------------------------------- */
+
+struct curl_text_find {
+	uintptr_t addr, lo, hi;
+};
+
+static int
+curl_text_cb(struct dl_phdr_info *info, size_t size, void *data)
+{
+	struct curl_text_find *f = data;
+	uintptr_t lo = UINTPTR_MAX, hi = 0;
+	bool mine = false;
+	ElfW(Half) i;
+
+	(void)size;
+	for (i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		uintptr_t s = info->dlpi_addr + ph->p_vaddr, e = s + ph->p_memsz;
+
+		if (ph->p_type != PT_LOAD)
+			continue;
+		if (f->addr >= s && f->addr < e)
+			mine = true;
+		if (ph->p_flags & PF_X) {
+			lo = s < lo ? s : lo;
+			hi = e > hi ? e : hi;
+		}
+	}
+	if (!mine || hi == 0)
+		return 0;
+	f->lo = lo;
+	f->hi = hi;
+	return 1;
+}
+
+static void curl_register_atfork(void);
+
+static void
+curl_bind(struct curl_real *r)
+{
+	static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+	struct curl_text_find f = {0};
+	void *lib = NULL;
+	int i;
+
+	for (i = 0; i < CURL_FN_N; i++) {
+		/* The functions we only call (not hook) have no self. */
+		const void *self = i < CURL_FN_HOOKED ? r->self[i] : NULL;
+		bool required = i < CURL_FN_HOOKED;
+		void *p = ctxshim_bind(curl_fn_name[i], r->version, self, false);
+
+		if (!p) {
+			if (!lib)
+				lib = dlopen(r->soname, RTLD_LAZY | RTLD_NOLOAD);
+			if (lib)
+				p = dlvsym(lib, curl_fn_name[i], r->version);
+		}
+		if (!p && required)
+			p = ctxshim_bind(curl_fn_name[i], r->version, self, true);
+		r->fn[i] = p;
+	}
+	f.addr = (uintptr_t)r->fn[CURL_FN_EASY_SETOPT];
+	if (dl_iterate_phdr(curl_text_cb, &f) == 1) {
+		r->text_lo = f.lo;
+		r->text_hi = f.hi;
+	} else {
+		ctxshim_log("curl: no text segment found for %s", r->soname);
+	}
+	/* A fork while another thread holds the table lock must not leave
+	 * the child's table locked. */
+	pthread_once(&atfork_once, curl_register_atfork);
+}
+
+#define CURL_SELF(tag) static const void *const curl_self_##tag[CURL_FN_HOOKED];
+
+CURL_SELF(openssl)
+CURL_SELF(gnutls)
+CURL_SELF(nss)
+
+static struct curl_real curl_real[CURL_FL_N] = {
+	[CURL_FL_OPENSSL] =
+		{"CURL_OPENSSL_4", "libcurl.so.4", curl_self_openssl, {0}, 0, 0},
+	[CURL_FL_GNUTLS] =
+		{"CURL_GNUTLS_3", "libcurl-gnutls.so.4", curl_self_gnutls, {0}, 0, 0},
+	[CURL_FL_NSS] = {"CURL_NSS_3", "libcurl-nss.so.4", curl_self_nss, {0}, 0, 0},
+};
+
+static pthread_once_t curl_once[CURL_FL_N] = {PTHREAD_ONCE_INIT, PTHREAD_ONCE_INIT,
+					      PTHREAD_ONCE_INIT};
+
+static void
+curl_bind_openssl(void)
+{
+	curl_bind(&curl_real[CURL_FL_OPENSSL]);
+}
+
+static void
+curl_bind_gnutls(void)
+{
+	curl_bind(&curl_real[CURL_FL_GNUTLS]);
+}
+
+static void
+curl_bind_nss(void)
+{
+	curl_bind(&curl_real[CURL_FL_NSS]);
+}
+
+static void (*const curl_bind_fn[CURL_FL_N])(void) = {curl_bind_openssl,
+						      curl_bind_gnutls, curl_bind_nss};
+
+static inline struct curl_real *
+curl_flavour(enum curl_flavour fl)
+{
+	pthread_once(&curl_once[fl], curl_bind_fn[fl]);
+	return &curl_real[fl];
+}
+
+static void
+curl_atfork_child(void)
+{
+	(void)pthread_mutex_unlock(&curl_lock);
+}
+
+static void
+curl_atfork_parent(void)
+{
+	(void)pthread_mutex_unlock(&curl_lock);
+}
+
+static void
+curl_atfork_lock(void)
+{
+	(void)pthread_mutex_lock(&curl_lock);
+}
+
+static void
+curl_register_atfork(void)
+{
+	(void)pthread_atfork(curl_atfork_lock, curl_atfork_parent, curl_atfork_child);
+}
+
+/* Called from libcurl itself (see "Internal calls" above)? */
+static inline bool
+curl_internal(const struct curl_real *r, const void *ra)
+{
+	uintptr_t a = (uintptr_t)ra;
+
+	return a >= r->text_lo && a < r->text_hi;
+}
+
+static inline CURL *
+real_curl_easy_init(struct curl_real *r)
+{
+	return ((curl_easy_init_fn)r->fn[CURL_FN_EASY_INIT])();
+}
+
+static inline CURLcode
+real_curl_easy_setopt_ptr(struct curl_real *r, CURL *easy, CURLoption opt, void *v)
+{
+	return ((curl_easy_setopt_fn)r->fn[CURL_FN_EASY_SETOPT])(easy, opt, v);
+}
+
+static inline CURLcode
+real_curl_easy_perform(struct curl_real *r, CURL *easy)
+{
+	return ((curl_easy_perform_fn)r->fn[CURL_FN_EASY_PERFORM])(easy);
+}
+
+static inline void
+real_curl_easy_cleanup(struct curl_real *r, CURL *easy)
+{
+	((curl_easy_cleanup_fn)r->fn[CURL_FN_EASY_CLEANUP])(easy);
+}
+
+static inline void
+real_curl_easy_reset(struct curl_real *r, CURL *easy)
+{
+	((curl_easy_reset_fn)r->fn[CURL_FN_EASY_RESET])(easy);
+}
+
+static inline CURL *
+real_curl_easy_duphandle(struct curl_real *r, CURL *easy)
+{
+	return ((curl_easy_duphandle_fn)r->fn[CURL_FN_EASY_DUPHANDLE])(easy);
+}
+
+static inline CURLMcode
+real_curl_multi_add_handle(struct curl_real *r, CURLM *multi, CURL *easy)
+{
+	return ((curl_multi_handle_fn)r->fn[CURL_FN_MULTI_ADD_HANDLE])(multi, easy);
+}
+
+static inline CURLMcode
+real_curl_multi_remove_handle(struct curl_real *r, CURLM *multi, CURL *easy)
+{
+	return ((curl_multi_handle_fn)r->fn[CURL_FN_MULTI_REMOVE_HANDLE])(multi, easy);
+}
+
+static inline CURLMcode
+real_curl_multi_cleanup(struct curl_real *r, CURLM *multi)
+{
+	return ((curl_multi_cleanup_fn)r->fn[CURL_FN_MULTI_CLEANUP])(multi);
+}
+
+/* ---- the handle table --------------------------------------------------- */
+
+/* Caller holds curl_lock. */
+static struct curl_handle *
+curl_handle_find(CURL *easy)
+{
+	struct curl_handle *e;
+
+	HASH_FIND_PTR(curl_handles, &easy, e);
+	return e;
+}
+
+/* Caller holds curl_lock.  NULL when out of memory: the handle then simply
+ * goes untraced. */
+static struct curl_handle *
+curl_handle_get(struct curl_real *r, CURL *easy)
+{
+	struct curl_handle *e = curl_handle_find(easy);
+
+	if (e)
+		return e;
+	e = calloc(1, sizeof(*e));
+	if (!e)
+		return NULL;
+	e->easy = easy;
+	e->real = r;
+	HASH_ADD_PTR(curl_handles, easy, e);
+	return e;
+}
+
+/* Takes the entry out of the table (caller holds curl_lock); the caller
+ * frees it with curl_handle_free() once curl no longer uses e->ours. */
+static struct curl_handle *
+curl_handle_take(CURL *easy)
+{
+	struct curl_handle *e = curl_handle_find(easy);
+
+	if (e)
+		HASH_DEL(curl_handles, e);
+	return e;
+}
+
+static void
+curl_handle_free(struct curl_handle *e)
+{
+	if (!e)
+		return;
+	free(e->ours);
+	free(e);
+}
+
+/* ---- header lists --------------------------------------------------------- */
+
+static bool
+curl_name_is(const char *line, const char *name, size_t len)
+{
+	return strncasecmp(line, name, len) == 0 &&
+	       (line[len] == ':' || line[len] == ';');
+}
+
+/* What the application's list says about trace context. */
+struct curl_app_headers {
+	const char *traceparent; /* value, NULL if the list has none */
+	size_t traceparent_len;
+	bool has_traceparent;
+	bool has_tracestate;
+	const char *ts[CURL_TS_LINES_MAX];
+	size_t ts_len[CURL_TS_LINES_MAX];
+	size_t n_ts;
+	bool ts_overflow;
+};
+
+static const char *
+curl_header_value(const char *line, size_t name_len, size_t *len)
+{
+	const char *v = line + name_len;
+
+	if (*v == ';') { /* "name;": an empty header */
+		*len = 0;
+		return v + 1;
+	}
+	v++;
+	while (*v == ' ' || *v == '\t')
+		v++;
+	*len = strlen(v);
+	return v;
+}
+
+/* False when the list is too long to copy. */
+static bool
+curl_scan(const struct curl_slist *l, struct curl_app_headers *a)
+{
+	size_t n = 0;
+
+	memset(a, 0, offsetof(struct curl_app_headers, ts));
+	a->n_ts = 0;
+	a->ts_overflow = false;
+	for (; l; l = l->next) {
+		if (++n > CURL_LIST_MAX)
+			return false;
+		if (!l->data)
+			continue;
+		if (curl_name_is(l->data, "traceparent", 11)) {
+			if (!a->has_traceparent)
+				a->traceparent = curl_header_value(l->data, 11,
+								   &a->traceparent_len);
+			else
+				a->traceparent = NULL; /* two of them: not a context */
+			a->has_traceparent = true;
+		} else if (curl_name_is(l->data, "tracestate", 10)) {
+			a->has_tracestate = true;
+			if (a->n_ts == CURL_TS_LINES_MAX) {
+				a->ts_overflow = true;
+				continue;
+			}
+			a->ts[a->n_ts] =
+				curl_header_value(l->data, 10, &a->ts_len[a->n_ts]);
+			a->n_ts++;
+		}
+	}
+	return true;
+}
+
+/* A copy of app followed by the n_extra lines of extra, nodes and strings
+ * in one allocation (free() it).  NULL when out of memory or absurdly
+ * long. */
+static struct curl_slist *
+curl_merge(const struct curl_slist *app, const char *const *extra, unsigned n_extra)
+{
+	const struct curl_slist *l;
+	struct curl_slist *nodes;
+	size_t n = n_extra, bytes = 0, i = 0;
+	unsigned k;
+	char *s;
+
+	for (l = app; l; l = l->next) {
+		if (++n > CURL_LIST_MAX + n_extra)
+			return NULL;
+		if (l->data)
+			bytes += strlen(l->data) + 1;
+		if (bytes > CURL_LIST_BYTES)
+			return NULL;
+	}
+	for (k = 0; k < n_extra; k++)
+		bytes += strlen(extra[k]) + 1;
+	if (n == 0)
+		return NULL;
+	nodes = malloc(n * sizeof(*nodes) + bytes);
+	if (!nodes)
+		return NULL;
+	s = (char *)(nodes + n);
+	for (l = app; l; l = l->next, i++) {
+		nodes[i].data = NULL;
+		if (l->data) {
+			size_t len = strlen(l->data) + 1;
+
+			memcpy(s, l->data, len);
+			nodes[i].data = s;
+			s += len;
+		}
+		nodes[i].next = &nodes[i + 1];
+	}
+	for (k = 0; k < n_extra; k++, i++) {
+		size_t len = strlen(extra[k]) + 1;
+
+		memcpy(s, extra[k], len);
+		nodes[i].data = s;
+		nodes[i].next = &nodes[i + 1];
+		s += len;
+	}
+	nodes[n - 1].next = NULL;
+	return nodes;
+}
+
+/* Our lines at the end of a list made by curl_merge(). */
+static unsigned
+curl_ours_lines(const struct curl_slist *ours, unsigned n_extra, const char **out)
+{
+	const struct curl_slist *l;
+	size_t n = 0, i = 0;
+	unsigned k = 0;
+
+	for (l = ours; l; l = l->next)
+		n++;
+	for (l = ours; l; l = l->next, i++)
+		if (i + n_extra >= n && k < n_extra)
+			out[k++] = l->data;
+	return k;
+}
+
+/* ---- schemes -------------------------------------------------------------- */
+
+static bool
+curl_scheme_is_http(const char *s, size_t len)
+{
+	return (len == 4 && strncasecmp(s, "http", 4) == 0) ||
+	       (len == 5 && strncasecmp(s, "https", 5) == 0);
+}
+
+/* As libcurl 7.88 parses an application's URL (urlapi.c with
+ * CURLU_GUESS_SCHEME): a scheme is RFC 3986 scheme characters followed by
+ * ":/"; without one, the host name prefixes below pick the protocol. */
+static enum curl_url_kind
+curl_url_kind(const char *url)
+{
+	static const char *const guessed[] = {"ftp.",  "dict.", "ldap.",
+					      "imap.", "smtp.", "pop3."};
+	size_t i;
+
+	if (!url)
+		return CURL_URL_UNSET;
+	for (i = 0; i < 40; i++) {
+		char c = url[i];
+
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+		      (c >= '0' && c <= '9') || c == '+' || c == '-' || c == '.'))
+			break;
+	}
+	if (i > 0 && url[i] == ':' && url[i + 1] == '/')
+		return curl_scheme_is_http(url, i) ? CURL_URL_HTTP : CURL_URL_OTHER;
+	for (i = 0; i < sizeof(guessed) / sizeof(guessed[0]); i++)
+		if (strncasecmp(url, guessed[i], strlen(guessed[i])) == 0)
+			return CURL_URL_OTHER;
+	return CURL_URL_GUESS;
+}
+
+/* Does this transfer speak HTTP?  Reads the entry: the handle's thread. */
+static bool
+curl_is_http(const struct curl_handle *e)
+{
+	enum curl_url_kind k = e->url_kind;
+
+	if (e->curlu && e->real->fn[CURL_FN_URL_GET]) {
+		char *scheme = NULL;
+		CURLUcode uc = ((curl_url_get_fn)e->real->fn[CURL_FN_URL_GET])(
+			e->curlu, CURLUPART_SCHEME, &scheme, CURLU_DEFAULT_SCHEME);
+
+		if (uc != CURLUE_OK || !scheme)
+			return false;
+		k = curl_scheme_is_http(scheme, strlen(scheme)) ? CURL_URL_HTTP
+								: CURL_URL_OTHER;
+		if (e->real->fn[CURL_FN_FREE])
+			((curl_free_fn)e->real->fn[CURL_FN_FREE])(scheme);
+	}
+	if (k == CURL_URL_GUESS)
+		return !e->default_other;
+	return k == CURL_URL_HTTP;
+}
+
+/* ---- contexts ------------------------------------------------------------- */
+
+/* The thread's context, unless it has none worth propagating
+ * (CTXSHIM_NEW_TRACES=0 publishes zero ids). */
+static const struct ctxshim_ctx *
+curl_current(void)
+{
+	const struct ctxshim_ctx *c = ctxshim_current();
+
+	if (!c || w3c_id_is_zero(c->trace_id, sizeof(c->trace_id)))
+		return NULL;
+	return c;
+}
+
+/* The client span of one blocking call: a child of server with its
+ * attributes, the parent attribute now naming the server span.  Kept out
+ * of line: the decoded attributes take 4 KiB of stack. */
+static __attribute__((noinline)) void
+curl_client_ctx(struct ctxshim_ctx *client,
+		const struct ctxshim_ctx *server,
+		const uint8_t span_id[8])
+{
+	struct trec_attrs_decoded d;
+	struct trec_attr_writer w;
+	unsigned i;
+
+	memcpy(client, server, offsetof(struct ctxshim_ctx, attrs));
+	memcpy(client->tracestate, server->tracestate, server->tracestate_len);
+	memcpy(client->span_id, span_id, sizeof(client->span_id));
+	memcpy(client->parent_id, server->span_id, sizeof(client->parent_id));
+	client->has_parent = 1;
+	trec_attrs_init(&w, client->attrs, sizeof(client->attrs));
+	if (trec_attrs_decode(server->attrs, server->attrs_len, 256, &d) == 0)
+		for (i = 0; i < d.n; i++)
+			if (d.attr[i].key != CTXSHIM_KEY_PARENT)
+				(void)trec_attrs_add(&w, d.attr[i].key, d.attr[i].val,
+						     d.attr[i].len);
+	ctxshim_ctx_add_parent_attr(client, &w);
+	client->attrs_len = (uint16_t)w.len;
+}
+
+/* The decision for one transfer, taken when it starts. */
+struct curl_plan {
+	unsigned n_extra;
+	const char *extra[2];
+	char tp_line[sizeof("traceparent: ") + W3C_TRACEPARENT_LEN];
+	char ts_line[sizeof("tracestate: ") + CTXSHIM_TRACESTATE_MAX];
+	bool client_span;   /* publish a child span while the call blocks */
+	bool adopt;         /* publish the application's traceparent instead */
+	uint8_t span_id[8]; /* the child's span-id */
+	struct w3c_traceparent app_tp;
+};
+
+static void
+curl_plan(struct curl_plan *p,
+	  const struct curl_handle *e,
+	  const struct curl_app_headers *a,
+	  bool blocking)
+{
+	const struct ctxshim_ctx *cur = curl_current();
+	const uint8_t *parent;
+	char tp[W3C_TRACEPARENT_LEN + 1];
+
+	p->n_extra = 0;
+	p->client_span = false;
+	p->adopt = false;
+	if (a->has_traceparent) {
+		/* The application propagates by hand: hands off its headers. */
+		if (blocking && !cur && a->traceparent &&
+		    w3c_traceparent_parse(a->traceparent, a->traceparent_len,
+					  &p->app_tp) == 0)
+			p->adopt = true;
+		return;
+	}
+	if (!cur || ctxshim_cfg.propagate == CTXSHIM_PROPAGATE_OFF || !curl_is_http(e))
+		return;
+	if (ctxshim_cfg.propagate == CTXSHIM_PROPAGATE_TRANSPARENT) {
+		parent = cur->has_parent ? cur->parent_id : cur->span_id;
+	} else {
+		ctxshim_new_span_id(p->span_id);
+		parent = p->span_id;
+		p->client_span = blocking;
+	}
+	(void)w3c_traceparent_format(tp, cur->trace_id, parent, cur->flags);
+	memcpy(p->tp_line, "traceparent: ", 13);
+	memcpy(p->tp_line + 13, tp, W3C_TRACEPARENT_LEN + 1);
+	p->extra[p->n_extra++] = p->tp_line;
+	/* Someone else's tracestate next to our traceparent would describe
+	 * another trace: an application tracestate line wins. */
+	if (cur->tracestate_len > 0 && cur->tracestate_len <= CTXSHIM_TRACESTATE_MAX &&
+	    !a->has_tracestate) {
+		memcpy(p->ts_line, "tracestate: ", 12);
+		memcpy(p->ts_line + 12, cur->tracestate, cur->tracestate_len);
+		p->ts_line[12 + cur->tracestate_len] = '\0';
+		p->extra[p->n_extra++] = p->ts_line;
+	}
+}
+
+/* Give curl the merged list for e's transfer.  False (nothing changed)
+ * when there is nothing to add or no memory. */
+static bool
+curl_install(struct curl_handle *e, const struct curl_plan *p, CURLM *multi)
+{
+	struct curl_slist *ours;
+
+	if (p->n_extra == 0)
+		return false;
+	ours = curl_merge(e->app, p->extra, p->n_extra);
+	if (!ours)
+		return false;
+	if (real_curl_easy_setopt_ptr(e->real, e->easy, CURLOPT_HTTPHEADER, ours) !=
+	    CURLE_OK) {
+		free(ours);
+		return false;
+	}
+	pthread_mutex_lock(&curl_lock);
+	free(e->ours);
+	e->ours = ours;
+	e->ours_extra = p->n_extra;
+	e->multi = multi;
+	pthread_mutex_unlock(&curl_lock);
+	return true;
+}
+
+/* Give the application's list back and free ours.  Caller holds
+ * curl_lock. */
+static void
+curl_restore_locked(struct curl_handle *e)
+{
+	if (!e->ours)
+		return;
+	(void)real_curl_easy_setopt_ptr(e->real, e->easy, CURLOPT_HTTPHEADER, e->app);
+	free(e->ours);
+	e->ours = NULL;
+	e->ours_extra = 0;
+	e->multi = NULL;
+}
+
+/* ---- hooks ---------------------------------------------------------------- */
+
+static CURL *
+hook_curl_easy_init(struct curl_real *r, const void *ra)
+{
+	struct curl_handle *stale = NULL;
+	int saved_errno;
+	CURL *easy = real_curl_easy_init(r);
+
+	if (!easy || !ctxshim_active() || curl_internal(r, ra))
+		return easy;
+	/* An entry at this address belongs to a handle freed behind our back
+	 * (never by the application, which calls curl_easy_cleanup). */
+	saved_errno = errno;
+	pthread_mutex_lock(&curl_lock);
+	stale = curl_handle_take(easy);
+	pthread_mutex_unlock(&curl_lock);
+	curl_handle_free(stale);
+	errno = saved_errno;
+	return easy;
+}
+
+static CURLcode
+hook_curl_easy_setopt_ptr(struct curl_real *r, CURL *easy, CURLoption opt, void *v)
+{
+	struct curl_slist *old = NULL, *ours = NULL;
+	struct curl_handle *e;
+	int saved_errno;
+	CURLcode rc;
+
+	if (opt != CURLOPT_HTTPHEADER && opt != CURLOPT_URL && opt != CURLOPT_CURLU &&
+	    opt != CURLOPT_DEFAULT_PROTOCOL)
+		return real_curl_easy_setopt_ptr(r, easy, opt, v);
+	rc = real_curl_easy_setopt_ptr(r, easy, opt, v);
+	if (rc != CURLE_OK)
+		return rc;
+	saved_errno = errno;
+	pthread_mutex_lock(&curl_lock);
+	e = curl_handle_get(r, easy);
+	if (e) {
+		switch (opt) {
+		case CURLOPT_HTTPHEADER:
+			e->app = v;
+			if (e->ours) {
+				/* A new list while our copy is in use (a multi
+				 * transfer): the same lines of ours, the new
+				 * list of the application's. */
+				const char *extra[2];
+				unsigned n =
+					curl_ours_lines(e->ours, e->ours_extra, extra);
+
+				ours = curl_merge(e->app, extra, n);
+				old = e->ours;
+				e->ours = ours;
+				e->ours_extra = ours ? n : 0;
+				if (!ours)
+					e->multi = NULL;
+				else
+					(void)real_curl_easy_setopt_ptr(r, easy, opt,
+									ours);
+			}
+			break;
+		case CURLOPT_URL:
+			e->url_kind = (uint8_t)curl_url_kind(v);
+			break;
+		case CURLOPT_CURLU:
+			e->curlu = v;
+			break;
+		default: /* CURLOPT_DEFAULT_PROTOCOL */
+			e->default_other = v && !curl_scheme_is_http(v, strlen(v));
+			break;
+		}
+	}
+	pthread_mutex_unlock(&curl_lock);
+	free(old);
+	errno = saved_errno;
+	return rc;
+}
+
+/* The variadic setopt: read the argument by the option's type
+ * (CURLOPTTYPE_* in curl/curl.h) and pass it on as that type. */
+static CURLcode
+hook_curl_easy_setopt(
+	struct curl_real *r, CURL *easy, CURLoption opt, va_list ap, const void *ra)
+{
+	curl_easy_setopt_fn real = (curl_easy_setopt_fn)r->fn[CURL_FN_EASY_SETOPT];
+
+	if (opt < CURLOPTTYPE_OBJECTPOINT)
+		return real(easy, opt, va_arg(ap, long));
+	if (opt < CURLOPTTYPE_FUNCTIONPOINT) {
+		void *v = va_arg(ap, void *);
+
+		if (!ctxshim_active() || curl_internal(r, ra))
+			return real(easy, opt, v);
+		return hook_curl_easy_setopt_ptr(r, easy, opt, v);
+	}
+	if (opt < CURLOPTTYPE_OFF_T)
+		return real(easy, opt, va_arg(ap, curl_any_fn));
+	if (opt < CURLOPTTYPE_BLOB)
+		return real(easy, opt, va_arg(ap, curl_off_t));
+	return real(easy, opt, va_arg(ap, void *));
+}
+
+/* Publish what the thread shows during a blocking transfer: our client
+ * span, or the application's traceparent adopted.  *saved gets the
+ * context to go back to.  Returns whether curl_unpublish_call() must run
+ * afterwards, which it must whenever the thread had a context, even if we
+ * showed nothing new: the socket level clears a context it published when
+ * the thread waits in poll(), and libcurl waits in poll() inside
+ * curl_easy_perform, so the rest of the request would lose it. */
+static bool
+curl_publish_call(const struct curl_plan *p,
+		  bool installed,
+		  const struct curl_app_headers *a,
+		  struct ctxshim_ctx *saved,
+		  bool *had)
+{
+	const struct ctxshim_ctx *cur = ctxshim_current();
+	struct ctxshim_ctx c;
+
+	*had = cur != NULL;
+	if (cur)
+		memcpy(saved, cur, sizeof(*saved));
+	if (installed && p->client_span && cur) {
+		curl_client_ctx(&c, saved, p->span_id);
+		ctxshim_attach(&c);
+		CTXSHIM_EVENT(CTXSHIM_EV_ATTACH, -1, &c, "curl-client");
+	} else if (p->adopt) {
+		memset(&c, 0, offsetof(struct ctxshim_ctx, attrs));
+		memcpy(c.trace_id, p->app_tp.trace_id, sizeof(c.trace_id));
+		memcpy(c.span_id, p->app_tp.parent_id, sizeof(c.span_id));
+		c.flags = p->app_tp.flags & W3C_FLAGS_KNOWN;
+		if (a->n_ts > 0 && !a->ts_overflow)
+			(void)ctxshim_ctx_set_tracestate(&c, a->ts, a->ts_len, a->n_ts);
+		ctxshim_attach(&c);
+		CTXSHIM_EVENT(CTXSHIM_EV_ATTACH, -1, &c, "curl-app-traceparent");
+		return true;
+	}
+	return *had;
+}
+
+static void
+curl_unpublish_call(const struct ctxshim_ctx *saved, bool had)
+{
+	if (had) {
+		ctxshim_attach(saved);
+		CTXSHIM_EVENT(CTXSHIM_EV_ATTACH, -1, saved, "curl-done");
+	} else {
+		ctxshim_detach();
+		CTXSHIM_EVENT(CTXSHIM_EV_DETACH, -1, NULL, "curl-done");
+	}
+}
+
+/* Look the handle up and decide; false when the transfer is not ours to
+ * touch. */
+static bool
+curl_prepare(struct curl_real *r,
+	     CURL *easy,
+	     bool blocking,
+	     struct curl_plan *p,
+	     struct curl_app_headers *a,
+	     struct curl_handle **ep)
+{
+	struct curl_handle *e;
+
+	pthread_mutex_lock(&curl_lock);
+	e = curl_handle_find(easy);
+	pthread_mutex_unlock(&curl_lock);
+	/* No entry: the application set no URL through us.  e->multi: our
+	 * list is already in a running transfer (curl will refuse this one). */
+	if (!e || e->multi || e->real != r)
+		return false;
+	if (!curl_scan(e->app, a))
+		return false;
+	curl_plan(p, e, a, blocking);
+	*ep = e;
+	return true;
+}
+
+static CURLcode
+hook_curl_easy_perform(struct curl_real *r, CURL *easy, const void *ra)
+{
+	struct curl_app_headers a;
+	struct curl_plan p;
+	struct curl_handle *e = NULL;
+	struct ctxshim_ctx saved;
+	bool installed = false, published = false, had = false;
+	int saved_errno;
+	CURL *outer;
+	CURLcode rc;
+
+	if (!ctxshim_active() || curl_internal(r, ra))
+		return real_curl_easy_perform(r, easy);
+	saved_errno = errno;
+	if (curl_prepare(r, easy, true, &p, &a, &e)) {
+		installed = curl_install(e, &p, NULL);
+		published = curl_publish_call(&p, installed, &a, &saved, &had);
+	}
+	outer = curl_performing;
+	curl_performing = easy;
+	errno = saved_errno;
+	rc = real_curl_easy_perform(r, easy);
+	saved_errno = errno;
+	curl_performing = outer;
+	if (installed) {
+		pthread_mutex_lock(&curl_lock);
+		/* The entry is still there: only curl_easy_cleanup and
+		 * curl_easy_reset remove it, and libcurl forbids both from
+		 * inside the transfer's callbacks. */
+		e = curl_handle_find(easy);
+		if (e)
+			curl_restore_locked(e);
+		pthread_mutex_unlock(&curl_lock);
+	}
+	if (published)
+		curl_unpublish_call(&saved, had);
+	errno = saved_errno;
+	return rc;
+}
+
+static void
+hook_curl_easy_cleanup(struct curl_real *r, CURL *easy, const void *ra)
+{
+	struct curl_handle *e = NULL;
+	int saved_errno;
+
+	if (ctxshim_active() && !curl_internal(r, ra)) {
+		pthread_mutex_lock(&curl_lock);
+		e = curl_handle_take(easy);
+		pthread_mutex_unlock(&curl_lock);
+	}
+	real_curl_easy_cleanup(r, easy);
+	/* Only now: a handle still in a multi is taken out of it inside
+	 * curl_easy_cleanup, while curl may still look at its headers. */
+	saved_errno = errno;
+	curl_handle_free(e);
+	errno = saved_errno;
+}
+
+static void
+hook_curl_easy_reset(struct curl_real *r, CURL *easy, const void *ra)
+{
+	struct curl_handle *e = NULL;
+	int saved_errno;
+
+	if (ctxshim_active() && !curl_internal(r, ra)) {
+		pthread_mutex_lock(&curl_lock);
+		e = curl_handle_take(easy);
+		pthread_mutex_unlock(&curl_lock);
+	}
+	real_curl_easy_reset(r, easy);
+	saved_errno = errno;
+	curl_handle_free(e);
+	errno = saved_errno;
+}
+
+static CURL *
+hook_curl_easy_duphandle(struct curl_real *r, CURL *easy, const void *ra)
+{
+	struct curl_handle *e, *n = NULL, *stale = NULL;
+	struct curl_slist *app = NULL;
+	bool reset = false;
+	int saved_errno;
+	CURL *dup = real_curl_easy_duphandle(r, easy);
+
+	if (!dup || !ctxshim_active())
+		return dup;
+	saved_errno = errno;
+	pthread_mutex_lock(&curl_lock);
+	e = curl_handle_find(easy);
+	if (e) {
+		stale = curl_handle_take(dup);
+		app = e->app;
+		reset = e->ours != NULL;
+		/* A copy made by libcurl itself (HTTP/2 server push) is not the
+		 * application's handle: no entry, or it would outlive it. */
+		if (!curl_internal(r, ra)) {
+			n = malloc(sizeof(*n));
+			if (n) {
+				memcpy(n, e, sizeof(*n));
+				memset(&n->hh, 0, sizeof(n->hh));
+				n->easy = dup;
+				n->ours = NULL;
+				n->ours_extra = 0;
+				n->multi = NULL;
+				HASH_ADD_PTR(curl_handles, easy, n);
+			}
+		}
+	}
+	pthread_mutex_unlock(&curl_lock);
+	/* The copy got the pointer to our merged list, which we free when
+	 * the original's transfer ends. */
+	if (reset)
+		(void)real_curl_easy_setopt_ptr(r, dup, CURLOPT_HTTPHEADER, app);
+	curl_handle_free(stale);
+	errno = saved_errno;
+	return dup;
+}
+
+static CURLMcode
+hook_curl_multi_add_handle(struct curl_real *r,
+			   CURLM *multi,
+			   CURL *easy,
+			   const void *ra)
+{
+	struct curl_app_headers a;
+	struct curl_plan p;
+	struct curl_handle *e = NULL;
+	bool installed = false;
+	int saved_errno;
+	CURLMcode rc;
+
+	if (!ctxshim_active() || easy == curl_performing || curl_internal(r, ra))
+		return real_curl_multi_add_handle(r, multi, easy);
+	saved_errno = errno;
+	if (curl_prepare(r, easy, false, &p, &a, &e))
+		installed = curl_install(e, &p, multi);
+	errno = saved_errno;
+	rc = real_curl_multi_add_handle(r, multi, easy);
+	if (rc != CURLM_OK && installed) {
+		saved_errno = errno;
+		pthread_mutex_lock(&curl_lock);
+		e = curl_handle_find(easy);
+		if (e)
+			curl_restore_locked(e);
+		pthread_mutex_unlock(&curl_lock);
+		errno = saved_errno;
+	}
+	return rc;
+}
+
+static CURLMcode
+hook_curl_multi_remove_handle(struct curl_real *r,
+			      CURLM *multi,
+			      CURL *easy,
+			      const void *ra)
+{
+	struct curl_handle *e;
+	int saved_errno;
+	CURLMcode rc = real_curl_multi_remove_handle(r, multi, easy);
+
+	if (rc != CURLM_OK || !ctxshim_active() || easy == curl_performing ||
+	    curl_internal(r, ra))
+		return rc;
+	saved_errno = errno;
+	pthread_mutex_lock(&curl_lock);
+	e = curl_handle_find(easy);
+	if (e && e->ours && e->multi == multi)
+		curl_restore_locked(e);
+	pthread_mutex_unlock(&curl_lock);
+	errno = saved_errno;
+	return rc;
+}
+
+static CURLMcode
+hook_curl_multi_cleanup(struct curl_real *r, CURLM *multi, const void *ra)
+{
+	struct curl_handle *e, *tmp;
+	int saved_errno;
+	CURLMcode rc = real_curl_multi_cleanup(r, multi);
+
+	if (rc != CURLM_OK || !ctxshim_active() || curl_internal(r, ra))
+		return rc;
+	/* The easy handles outlive their multi handle; whatever was still in
+	 * it gets the application's list back. */
+	saved_errno = errno;
+	pthread_mutex_lock(&curl_lock);
+	HASH_ITER (hh, curl_handles, e, tmp) {
+		if (e->ours && e->multi == multi)
+			curl_restore_locked(e);
+	}
+	pthread_mutex_unlock(&curl_lock);
+	errno = saved_errno;
+	return rc;
+}
+
+/* ---- exported names, one set per version node ----------------------------- */
+
+/* Each flavour's copies: a non-default version of the libcurl name
+ * ("name@NODE"), the C name removed from the symbol table. */
+#define CURL_SYMVER(tag, fn, node) \
+	__asm__(".symver ctxshim_" #fn "_" #tag ", " #fn "@" node ", remove")
+
+#define CURL_FLAVOUR_HOOKS(tag, fl, node)                                              \
+	HOOK_EXPORT CURL *ctxshim_curl_easy_init_##tag(void);                          \
+	HOOK_EXPORT CURLcode ctxshim_curl_easy_setopt_##tag(CURL *, CURLoption, ...);  \
+	HOOK_EXPORT CURLcode ctxshim_curl_easy_perform_##tag(CURL *);                  \
+	HOOK_EXPORT void ctxshim_curl_easy_cleanup_##tag(CURL *);                      \
+	HOOK_EXPORT void ctxshim_curl_easy_reset_##tag(CURL *);                        \
+	HOOK_EXPORT CURL *ctxshim_curl_easy_duphandle_##tag(CURL *);                   \
+	HOOK_EXPORT CURLMcode ctxshim_curl_multi_add_handle_##tag(CURLM *, CURL *);    \
+	HOOK_EXPORT CURLMcode ctxshim_curl_multi_remove_handle_##tag(CURLM *, CURL *); \
+	HOOK_EXPORT CURLMcode ctxshim_curl_multi_cleanup_##tag(CURLM *);               \
+                                                                                       \
+	HOOK_EXPORT CURL *ctxshim_curl_easy_init_##tag(void)                           \
+	{                                                                              \
+		return hook_curl_easy_init(curl_flavour(fl),                           \
+					   __builtin_return_address(0));               \
+	}                                                                              \
+	HOOK_EXPORT CURLcode ctxshim_curl_easy_setopt_##tag(CURL *easy,                \
+							    CURLoption opt, ...)       \
+	{                                                                              \
+		CURLcode rc;                                                           \
+		va_list ap;                                                            \
+                                                                                       \
+		va_start(ap, opt);                                                     \
+		rc = hook_curl_easy_setopt(curl_flavour(fl), easy, opt, ap,            \
+					   __builtin_return_address(0));               \
+		va_end(ap);                                                            \
+		return rc;                                                             \
+	}                                                                              \
+	HOOK_EXPORT CURLcode ctxshim_curl_easy_perform_##tag(CURL *easy)               \
+	{                                                                              \
+		return hook_curl_easy_perform(curl_flavour(fl), easy,                  \
+					      __builtin_return_address(0));            \
+	}                                                                              \
+	HOOK_EXPORT void ctxshim_curl_easy_cleanup_##tag(CURL *easy)                   \
+	{                                                                              \
+		hook_curl_easy_cleanup(curl_flavour(fl), easy,                         \
+				       __builtin_return_address(0));                   \
+	}                                                                              \
+	HOOK_EXPORT void ctxshim_curl_easy_reset_##tag(CURL *easy)                     \
+	{                                                                              \
+		hook_curl_easy_reset(curl_flavour(fl), easy,                           \
+				     __builtin_return_address(0));                     \
+	}                                                                              \
+	HOOK_EXPORT CURL *ctxshim_curl_easy_duphandle_##tag(CURL *easy)                \
+	{                                                                              \
+		return hook_curl_easy_duphandle(curl_flavour(fl), easy,                \
+						__builtin_return_address(0));          \
+	}                                                                              \
+	HOOK_EXPORT CURLMcode ctxshim_curl_multi_add_handle_##tag(CURLM *multi,        \
+								  CURL *easy)          \
+	{                                                                              \
+		return hook_curl_multi_add_handle(curl_flavour(fl), multi, easy,       \
+						  __builtin_return_address(0));        \
+	}                                                                              \
+	HOOK_EXPORT CURLMcode ctxshim_curl_multi_remove_handle_##tag(CURLM *multi,     \
+								     CURL *easy)       \
+	{                                                                              \
+		return hook_curl_multi_remove_handle(curl_flavour(fl), multi, easy,    \
+						     __builtin_return_address(0));     \
+	}                                                                              \
+	HOOK_EXPORT CURLMcode ctxshim_curl_multi_cleanup_##tag(CURLM *multi)           \
+	{                                                                              \
+		return hook_curl_multi_cleanup(curl_flavour(fl), multi,                \
+					       __builtin_return_address(0));           \
+	}                                                                              \
+	static const void *const curl_self_##tag[CURL_FN_HOOKED] = {                   \
+		[CURL_FN_EASY_INIT] = (const void *)ctxshim_curl_easy_init_##tag,      \
+		[CURL_FN_EASY_SETOPT] = (const void *)ctxshim_curl_easy_setopt_##tag,  \
+		[CURL_FN_EASY_PERFORM] =                                               \
+			(const void *)ctxshim_curl_easy_perform_##tag,                 \
+		[CURL_FN_EASY_CLEANUP] =                                               \
+			(const void *)ctxshim_curl_easy_cleanup_##tag,                 \
+		[CURL_FN_EASY_RESET] = (const void *)ctxshim_curl_easy_reset_##tag,    \
+		[CURL_FN_EASY_DUPHANDLE] =                                             \
+			(const void *)ctxshim_curl_easy_duphandle_##tag,               \
+		[CURL_FN_MULTI_ADD_HANDLE] =                                           \
+			(const void *)ctxshim_curl_multi_add_handle_##tag,             \
+		[CURL_FN_MULTI_REMOVE_HANDLE] =                                        \
+			(const void *)ctxshim_curl_multi_remove_handle_##tag,          \
+		[CURL_FN_MULTI_CLEANUP] =                                              \
+			(const void *)ctxshim_curl_multi_cleanup_##tag,                \
+	};                                                                             \
+	CURL_SYMVER(tag, curl_easy_init, node);                                        \
+	CURL_SYMVER(tag, curl_easy_setopt, node);                                      \
+	CURL_SYMVER(tag, curl_easy_perform, node);                                     \
+	CURL_SYMVER(tag, curl_easy_cleanup, node);                                     \
+	CURL_SYMVER(tag, curl_easy_reset, node);                                       \
+	CURL_SYMVER(tag, curl_easy_duphandle, node);                                   \
+	CURL_SYMVER(tag, curl_multi_add_handle, node);                                 \
+	CURL_SYMVER(tag, curl_multi_remove_handle, node);                              \
+	CURL_SYMVER(tag, curl_multi_cleanup, node)
+
+CURL_FLAVOUR_HOOKS(openssl, CURL_FL_OPENSSL, "CURL_OPENSSL_4");
+CURL_FLAVOUR_HOOKS(gnutls, CURL_FL_GNUTLS, "CURL_GNUTLS_3");
+CURL_FLAVOUR_HOOKS(nss, CURL_FL_NSS, "CURL_NSS_3");

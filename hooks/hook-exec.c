@@ -1,0 +1,463 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* exec: keeping the shim in the new program when asked to.
+ *
+ * By default we change nothing: the dynamic loader preloads the shim into
+ * the new program if LD_PRELOAD is still in the environment it gets (or if
+ * the shim is in /etc/ld.so.preload).  A program that clears or rebuilds
+ * its environment before exec (env -i, sudo, daemons that sanitise the
+ * environment, nginx's binary upgrade) drops it, and its children run
+ * without the shim.
+ *
+ * With CTXSHIM_FOLLOW_EXEC=1, and only then, every exec the shim can see
+ * gets an environment with the shim in LD_PRELOAD (appended to what is
+ * there; nothing happens if a library of that name is already listed) and
+ * CTXSHIM_FOLLOW_EXEC=1 itself, so the setting follows the process tree
+ * through the next exec too.  Nothing else is put back: the new program
+ * runs with the default configuration and without TRACEPARENT unless its
+ * environment has them.
+ *
+ * Covered: execve, execv, execvp, execvpe, execl, execle, execlp, fexecve,
+ * execveat.  Not covered: posix_spawn(p), system() and popen(), which
+ * exec through glibc-internal calls (and posix_spawn has two symbol
+ * versions with different behaviour, which an unversioned hook would
+ * merge); they pass the environment they are given.
+ *
+ * An exec may run in a vfork() child, which shares the parent's memory:
+ * nothing here writes shared state, allocates with malloc or locks.  The
+ * new environment and the execl argument vector are built on the stack;
+ * only unusually large ones (more than 4 KiB of pointers and strings) go to
+ * an anonymous mapping, which is unmapped if the exec fails, and which a
+ * vfork parent keeps after its child's exec succeeds.  The caller's
+ * environ is never modified.  The real functions and the shim's own path
+ * are looked up at load time, since a vfork child must not call dlsym. */
+#include "config.h"
+
+#include "hooks.h"
+
+#include "cfg.h"
+#include "log.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#define EXEC_STACK_BYTES 4096
+#define EXEC_ARGV_STACK  256
+
+typedef int (*execve_fn)(const char *, char *const[], char *const[]);
+typedef int (*execv_fn)(const char *, char *const[]);
+typedef int (*fexecve_fn)(int, char *const[], char *const[]);
+typedef int (*execveat_fn)(int, const char *, char *const[], char *const[], int);
+
+HOOK_EXPORT int execve(const char *path, char *const argv[], char *const envp[]);
+HOOK_EXPORT int execv(const char *path, char *const argv[]);
+HOOK_EXPORT int execvp(const char *file, char *const argv[]);
+HOOK_EXPORT int execvpe(const char *file, char *const argv[], char *const envp[]);
+HOOK_EXPORT int execl(const char *path, const char *arg, ...);
+HOOK_EXPORT int execle(const char *path, const char *arg, ...);
+HOOK_EXPORT int execlp(const char *file, const char *arg, ...);
+HOOK_EXPORT int fexecve(int fd, char *const argv[], char *const envp[]);
+HOOK_EXPORT int execveat(
+	int dirfd, const char *path, char *const argv[], char *const envp[], int flags);
+
+static pthread_once_t bind_once = PTHREAD_ONCE_INIT;
+static execve_fn real_execve_fn;
+static execv_fn real_execv_fn;
+static execv_fn real_execvp_fn;
+static execve_fn real_execvpe_fn;
+static fexecve_fn real_fexecve_fn;
+static execveat_fn real_execveat_fn;
+
+/* The shim as the new program's loader should find it; empty when
+ * CTXSHIM_FOLLOW_EXEC is off or the path is unknown. */
+static char shim_path[PATH_MAX];
+static const char *shim_base;
+
+static const char preload_var[] = "LD_PRELOAD=";
+static const char follow_var[] = "CTXSHIM_FOLLOW_EXEC=";
+static const char follow_entry[] = "CTXSHIM_FOLLOW_EXEC=1";
+
+static void
+hook_exec_bind_once(void)
+{
+	real_execve_fn =
+		(execve_fn)ctxshim_bind("execve", NULL, (const void *)execve, true);
+	real_execv_fn =
+		(execv_fn)ctxshim_bind("execv", NULL, (const void *)execv, true);
+	real_execvp_fn =
+		(execv_fn)ctxshim_bind("execvp", NULL, (const void *)execvp, true);
+	real_execvpe_fn =
+		(execve_fn)ctxshim_bind("execvpe", NULL, (const void *)execvpe, true);
+	real_fexecve_fn =
+		(fexecve_fn)ctxshim_bind("fexecve", NULL, (const void *)fexecve, true);
+	/* glibc >= 2.34 */
+	real_execveat_fn = (execveat_fn)ctxshim_bind("execveat", NULL,
+						     (const void *)execveat, false);
+}
+
+static void
+hook_exec_find_self(void)
+{
+	Dl_info info;
+	char *r;
+
+	if (!dladdr((const void *)execve, &info) || !info.dli_fname ||
+	    !*info.dli_fname) {
+		ctxshim_log("CTXSHIM_FOLLOW_EXEC: cannot find the shim's own path");
+		return;
+	}
+	/* A relative LD_PRELOAD entry means nothing after a chdir(). */
+	r = realpath(info.dli_fname, shim_path);
+	if (!r) {
+		if (strlen(info.dli_fname) >= sizeof(shim_path))
+			return;
+		strcpy(shim_path, info.dli_fname);
+	}
+	shim_base = strrchr(shim_path, '/');
+	shim_base = shim_base ? shim_base + 1 : shim_path;
+	ctxshim_log("CTXSHIM_FOLLOW_EXEC: exec keeps %s in LD_PRELOAD", shim_path);
+}
+
+/* After the shim's constructor (priority 101), which loaded the
+ * configuration. */
+__attribute__((constructor)) static void
+hook_exec_init(void)
+{
+	int saved_errno = errno;
+
+	pthread_once(&bind_once, hook_exec_bind_once);
+	if (ctxshim_active() && ctxshim_cfg.follow_exec)
+		hook_exec_find_self();
+	errno = saved_errno;
+}
+
+static inline void
+hook_exec_bind(void)
+{
+	pthread_once(&bind_once, hook_exec_bind_once);
+}
+
+static bool
+hook_exec_following(void)
+{
+	return ctxshim_active() && ctxshim_cfg.follow_exec && shim_base;
+}
+
+/* Does the LD_PRELOAD value (entries separated by ':' or ' ', as ld.so
+ * reads them) name a library like ours? */
+static bool
+hook_exec_lists_shim(const char *v)
+{
+	size_t base_len = strlen(shim_base);
+
+	while (*v) {
+		size_t n = strcspn(v, ": ");
+		const char *slash = memrchr(v, '/', n);
+		const char *b = slash ? slash + 1 : v;
+		size_t bn = n - (size_t)(b - v);
+
+		if ((n == strlen(shim_path) && memcmp(v, shim_path, n) == 0) ||
+		    (bn == base_len && memcmp(b, shim_base, bn) == 0))
+			return true;
+		v += n;
+		if (*v)
+			v++;
+	}
+	return false;
+}
+
+/* Stack space, or a mapping when that is too small. */
+struct exec_buf {
+	char stack[EXEC_STACK_BYTES] __attribute__((aligned(16)));
+	void *map;
+	size_t map_len;
+};
+
+static void *
+hook_exec_buf_get(struct exec_buf *b, size_t need)
+{
+	if (need <= sizeof(b->stack))
+		return b->stack;
+	b->map = mmap(NULL, need, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+		      -1, 0);
+	if (b->map == MAP_FAILED) {
+		b->map = NULL;
+		return NULL;
+	}
+	b->map_len = need;
+	return b->map;
+}
+
+static void
+hook_exec_buf_release(struct exec_buf *b)
+{
+	int saved_errno = errno;
+
+	if (b->map)
+		(void)munmap(b->map, b->map_len);
+	b->map = NULL;
+	errno = saved_errno;
+}
+
+/* envp with the shim in LD_PRELOAD and CTXSHIM_FOLLOW_EXEC=1, in b; envp
+ * itself when it has both already or when there is no room.  ld.so uses
+ * the last LD_PRELOAD entry of the environment, so that is the one we
+ * extend; the copy has just one.  Everything else keeps its order. */
+static char *const *
+hook_exec_env(char *const *envp, struct exec_buf *b)
+{
+	const char *preload = NULL;
+	bool has_follow = false, listed;
+	size_t n, need, k = 0, i, old_len, path_len;
+	char **out;
+
+	if (!hook_exec_following())
+		return envp;
+	for (n = 0; envp && envp[n]; n++) {
+		if (strncmp(envp[n], preload_var, sizeof(preload_var) - 1) == 0)
+			preload = envp[n] + sizeof(preload_var) - 1;
+		else if (strncmp(envp[n], follow_var, sizeof(follow_var) - 1) == 0)
+			has_follow = true;
+	}
+	listed = preload && hook_exec_lists_shim(preload);
+	if (listed && has_follow)
+		return envp;
+	old_len = preload ? strlen(preload) : 0;
+	path_len = strlen(shim_path);
+	need = (n + 3) * sizeof(char *);
+	if (!listed)
+		need += sizeof(preload_var) + old_len + 1 + path_len + 1;
+	out = hook_exec_buf_get(b, need);
+	if (!out)
+		return envp;
+	for (i = 0; i < n; i++) {
+		if (!listed &&
+		    strncmp(envp[i], preload_var, sizeof(preload_var) - 1) == 0)
+			continue;
+		out[k++] = envp[i];
+	}
+	if (!listed) {
+		char *s = (char *)(out + n + 3), *p = s;
+
+		memcpy(p, preload_var, sizeof(preload_var) - 1);
+		p += sizeof(preload_var) - 1;
+		if (old_len) {
+			memcpy(p, preload, old_len);
+			p += old_len;
+			*p++ = ':';
+		}
+		memcpy(p, shim_path, path_len + 1);
+		out[k++] = s;
+	}
+	if (!has_follow)
+		out[k++] = (char *)follow_entry;
+	out[k] = NULL;
+	return out;
+}
+
+static int
+hook_exec_execve(const char *path, char *const argv[], char *const envp[])
+{
+	struct exec_buf b = {.map = NULL};
+	int r;
+
+	hook_exec_bind();
+	r = real_execve_fn(path, argv, hook_exec_env(envp, &b));
+	hook_exec_buf_release(&b);
+	return r;
+}
+
+static int
+hook_exec_execvpe(const char *file, char *const argv[], char *const envp[])
+{
+	struct exec_buf b = {.map = NULL};
+	int r;
+
+	hook_exec_bind();
+	r = real_execvpe_fn(file, argv, hook_exec_env(envp, &b));
+	hook_exec_buf_release(&b);
+	return r;
+}
+
+static int
+hook_exec_execv(const char *path, char *const argv[])
+{
+	hook_exec_bind();
+	if (!hook_exec_following())
+		return real_execv_fn(path, argv);
+	return hook_exec_execve(path, argv, environ);
+}
+
+static int
+hook_exec_execvp(const char *file, char *const argv[])
+{
+	hook_exec_bind();
+	if (!hook_exec_following())
+		return real_execvp_fn(file, argv);
+	return hook_exec_execvpe(file, argv, environ);
+}
+
+static int
+hook_exec_fexecve(int fd, char *const argv[], char *const envp[])
+{
+	struct exec_buf b = {.map = NULL};
+	int r;
+
+	hook_exec_bind();
+	r = real_fexecve_fn(fd, argv, hook_exec_env(envp, &b));
+	hook_exec_buf_release(&b);
+	return r;
+}
+
+static int
+hook_exec_execveat(
+	int dirfd, const char *path, char *const argv[], char *const envp[], int flags)
+{
+	struct exec_buf b = {.map = NULL};
+	int r;
+
+	hook_exec_bind();
+	if (!real_execveat_fn) {
+		errno = ENOSYS;
+		return -1;
+	}
+	r = real_execveat_fn(dirfd, path, argv, hook_exec_env(envp, &b), flags);
+	hook_exec_buf_release(&b);
+	return r;
+}
+
+/* The execl family: the arguments as a vector, then the v variant, as
+ * glibc's own execl does. */
+enum exec_l_kind { EXEC_L, EXEC_LE, EXEC_LP };
+
+static int
+hook_exec_l(enum exec_l_kind kind, const char *path, const char *arg, va_list ap)
+{
+	char *stack_argv[EXEC_ARGV_STACK], **argv = stack_argv;
+	char *const *envp = environ;
+	void *map = NULL;
+	size_t argc = 1, map_len = 0, i;
+	va_list count;
+	int r, saved_errno;
+
+	va_copy(count, ap);
+	if (arg)
+		while (va_arg(count, const char *))
+			argc++;
+	else
+		argc = 0;
+	va_end(count);
+	if (argc >= INT_MAX) {
+		errno = E2BIG;
+		return -1;
+	}
+	if (argc + 1 > EXEC_ARGV_STACK) {
+		map_len = (argc + 1) * sizeof(char *);
+		map = mmap(NULL, map_len, PROT_READ | PROT_WRITE,
+			   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (map == MAP_FAILED) {
+			errno = ENOMEM;
+			return -1;
+		}
+		argv = map;
+	}
+	if (argc)
+		argv[0] = (char *)arg;
+	for (i = 1; i < argc; i++)
+		argv[i] = va_arg(ap, char *);
+	argv[argc] = NULL;
+	if (arg)
+		(void)va_arg(ap, char *); /* the terminating NULL */
+	if (kind == EXEC_LE)
+		envp = va_arg(ap, char *const *);
+
+	if (kind == EXEC_LP)
+		r = hook_exec_execvp(path, argv);
+	else if (kind == EXEC_LE)
+		r = hook_exec_execve(path, argv, envp);
+	else
+		r = hook_exec_execv(path, argv);
+	saved_errno = errno;
+	if (map)
+		(void)munmap(map, map_len);
+	errno = saved_errno;
+	return r;
+}
+
+HOOK_EXPORT int
+execve(const char *path, char *const argv[], char *const envp[])
+{
+	return hook_exec_execve(path, argv, envp);
+}
+
+HOOK_EXPORT int
+execv(const char *path, char *const argv[])
+{
+	return hook_exec_execv(path, argv);
+}
+
+HOOK_EXPORT int
+execvp(const char *file, char *const argv[])
+{
+	return hook_exec_execvp(file, argv);
+}
+
+HOOK_EXPORT int
+execvpe(const char *file, char *const argv[], char *const envp[])
+{
+	return hook_exec_execvpe(file, argv, envp);
+}
+
+HOOK_EXPORT int
+fexecve(int fd, char *const argv[], char *const envp[])
+{
+	return hook_exec_fexecve(fd, argv, envp);
+}
+
+HOOK_EXPORT int
+execveat(int dirfd, const char *path, char *const argv[], char *const envp[], int flags)
+{
+	return hook_exec_execveat(dirfd, path, argv, envp, flags);
+}
+
+HOOK_EXPORT int
+execl(const char *path, const char *arg, ...)
+{
+	va_list ap;
+	int r;
+
+	va_start(ap, arg);
+	r = hook_exec_l(EXEC_L, path, arg, ap);
+	va_end(ap);
+	return r;
+}
+
+HOOK_EXPORT int
+execle(const char *path, const char *arg, ...)
+{
+	va_list ap;
+	int r;
+
+	va_start(ap, arg);
+	r = hook_exec_l(EXEC_LE, path, arg, ap);
+	va_end(ap);
+	return r;
+}
+
+HOOK_EXPORT int
+execlp(const char *file, const char *arg, ...)
+{
+	va_list ap;
+	int r;
+
+	va_start(ap, arg);
+	r = hook_exec_l(EXEC_LP, file, arg, ap);
+	va_end(ap);
+	return r;
+}

@@ -1,0 +1,662 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* GLib's GThreadPool: the context of the thread that calls
+ * g_thread_pool_push() is published while the pool's function runs that
+ * item, on whichever pool thread takes it; the pool thread shows nothing
+ * before and after.  An item pushed without a context runs without one.
+ *
+ * A pool runs one function for every item, and GLib gives it only the
+ * item and the pool's user_data.  So g_thread_pool_new() and
+ * g_thread_pool_new_full() create the pool with our function and remember
+ * the application's in a struct glib_pool (keyed by the GThreadPool
+ * address); g_thread_pool_push() pushes a struct glib_item carrying the
+ * application's item and the captured context instead.  GLib is built
+ * with -Bsymbolic-functions (checked with readelf on Debian 12's
+ * libglib-2.0.so.0: g_thread_pool_new calls g_thread_pool_new_full
+ * directly), so both constructors are hooked.  Everything GLib does with
+ * queued items on the application's behalf is hooked too, so the
+ * application never sees our wrappers:
+ *
+ * - g_thread_pool_set_sort_function(): the comparator gets the
+ *   application's items;
+ * - g_thread_pool_move_to_front(data): finds our wrapper of data;
+ * - items still queued when the pool is freed with immediate=TRUE go to
+ *   our item_free_func (we always create the pool with one, through
+ *   g_thread_pool_new_full() when the library has it), which calls the
+ *   application's, if any.
+ *
+ * The application's user_data stays the pool's user_data (it is a public
+ * member of GThreadPool); its func member shows our function.
+ *
+ * Pools created before our constructor ran, or by GLib itself through a
+ * direct call, are not ours: pushes to them pass straight through.  The
+ * threads GLib starts while we create or push (the pool-spawner thread,
+ * exclusive workers) do not inherit the caller's context.
+ *
+ * Memory: a push in a pool of ours must push a wrapper (the pool's
+ * function cannot tell our wrappers from the application's pointers), so
+ * when malloc fails we abort with a message, as GLib itself does when its
+ * allocator fails a moment later.
+ *
+ * We declare the few GLib types we use instead of including <glib.h>: the
+ * shim must build and load without GLib.  struct _GThreadPool's three
+ * public members have been GLib 2.x ABI since 2.0. */
+#include "config.h"
+
+#include "hooks.h"
+
+#include "hook-pthread.h"
+#include "hook-scope.h"
+#include "sys.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+typedef int gboolean_t;
+typedef void (*gfunc_fn)(void *data, void *user_data);
+typedef void (*gdestroy_fn)(void *data);
+typedef int (*gcompare_data_fn)(const void *a, const void *b, void *user_data);
+
+struct _GError;
+/* <glib/gthreadpool.h> */
+struct _GThreadPool {
+	gfunc_fn func;
+	void *user_data;
+	gboolean_t exclusive;
+};
+
+typedef struct _GThreadPool *(*g_thread_pool_new_fn)(
+	gfunc_fn, void *, int, gboolean_t, struct _GError **);
+typedef struct _GThreadPool *(*g_thread_pool_new_full_fn)(
+	gfunc_fn, void *, gdestroy_fn, int, gboolean_t, struct _GError **);
+typedef gboolean_t (*g_thread_pool_push_fn)(struct _GThreadPool *,
+					    void *,
+					    struct _GError **);
+typedef void (*g_thread_pool_free_fn)(struct _GThreadPool *, gboolean_t, gboolean_t);
+typedef void (*g_thread_pool_set_sort_function_fn)(struct _GThreadPool *,
+						   gcompare_data_fn,
+						   void *);
+typedef gboolean_t (*g_thread_pool_move_to_front_fn)(struct _GThreadPool *, void *);
+typedef gboolean_t (*g_thread_pool_set_max_threads_fn)(struct _GThreadPool *,
+						       int,
+						       struct _GError **);
+
+HOOK_EXPORT struct _GThreadPool *g_thread_pool_new(gfunc_fn func,
+						   void *user_data,
+						   int max_threads,
+						   gboolean_t exclusive,
+						   struct _GError **error);
+HOOK_EXPORT struct _GThreadPool *g_thread_pool_new_full(gfunc_fn func,
+							void *user_data,
+							gdestroy_fn item_free_func,
+							int max_threads,
+							gboolean_t exclusive,
+							struct _GError **error);
+HOOK_EXPORT gboolean_t g_thread_pool_push(struct _GThreadPool *pool,
+					  void *data,
+					  struct _GError **error);
+HOOK_EXPORT void
+g_thread_pool_free(struct _GThreadPool *pool, gboolean_t immediate, gboolean_t wait_);
+HOOK_EXPORT void g_thread_pool_set_sort_function(struct _GThreadPool *pool,
+						 gcompare_data_fn func,
+						 void *user_data);
+HOOK_EXPORT gboolean_t g_thread_pool_move_to_front(struct _GThreadPool *pool,
+						   void *data);
+HOOK_EXPORT gboolean_t g_thread_pool_set_max_threads(struct _GThreadPool *pool,
+						     int max_threads,
+						     struct _GError **error);
+
+static pthread_once_t bind_once = PTHREAD_ONCE_INIT;
+static g_thread_pool_new_fn real_new_fn;
+static g_thread_pool_new_full_fn real_new_full_fn;
+static g_thread_pool_push_fn real_push_fn;
+static g_thread_pool_free_fn real_free_fn;
+static g_thread_pool_set_sort_function_fn real_set_sort_function_fn;
+static g_thread_pool_move_to_front_fn real_move_to_front_fn;
+static g_thread_pool_set_max_threads_fn real_set_max_threads_fn;
+
+struct glib_sort {
+	gcompare_data_fn func;
+	void *user_data;
+};
+
+struct glib_item;
+
+/* One pool created through our hooks. */
+struct glib_pool {
+	struct glib_pool *next;    /* in the registry bucket */
+	struct _GThreadPool *pool; /* NULL once g_thread_pool_free() was called */
+	gfunc_fn func;
+	gdestroy_fn item_free;
+	struct glib_sort *sort;
+	struct glib_item *queued; /* pushed, not yet taken by a pool thread */
+	unsigned refs;            /* 1 for the pool itself + 1 per live item */
+};
+
+/* One pushed item. */
+struct glib_item {
+	struct glib_item *prev, *next; /* in pool->queued while queued */
+	bool queued;
+	struct glib_pool *pool;
+	void *data;
+	struct hook_scope scope;
+};
+
+#define GLIB_BUCKETS 64
+
+/* Guards the registry, every pool's queued list and reference count.
+ * Order: this lock, then GLib's queue lock (move_to_front); GLib never
+ * calls us while holding a queue lock except for the comparator, which
+ * does not take it. */
+static pthread_mutex_t glib_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct glib_pool *registry[GLIB_BUCKETS];
+
+static void
+hook_pool_glib_prefork(void)
+{
+	pthread_mutex_lock(&glib_lock);
+}
+
+static void
+hook_pool_glib_postfork(void)
+{
+	pthread_mutex_unlock(&glib_lock);
+}
+
+static void
+hook_pool_glib_bind_once(void)
+{
+	real_new_fn = (g_thread_pool_new_fn)ctxshim_bind(
+		"g_thread_pool_new", NULL, (const void *)g_thread_pool_new, false);
+	/* GLib >= 2.70 */
+	real_new_full_fn = (g_thread_pool_new_full_fn)ctxshim_bind(
+		"g_thread_pool_new_full", NULL, (const void *)g_thread_pool_new_full,
+		false);
+	real_push_fn = (g_thread_pool_push_fn)ctxshim_bind(
+		"g_thread_pool_push", NULL, (const void *)g_thread_pool_push, false);
+	real_free_fn = (g_thread_pool_free_fn)ctxshim_bind(
+		"g_thread_pool_free", NULL, (const void *)g_thread_pool_free, false);
+	real_set_sort_function_fn = (g_thread_pool_set_sort_function_fn)ctxshim_bind(
+		"g_thread_pool_set_sort_function", NULL,
+		(const void *)g_thread_pool_set_sort_function, false);
+	/* GLib >= 2.46 */
+	real_move_to_front_fn = (g_thread_pool_move_to_front_fn)ctxshim_bind(
+		"g_thread_pool_move_to_front", NULL,
+		(const void *)g_thread_pool_move_to_front, false);
+	real_set_max_threads_fn = (g_thread_pool_set_max_threads_fn)ctxshim_bind(
+		"g_thread_pool_set_max_threads", NULL,
+		(const void *)g_thread_pool_set_max_threads, false);
+	(void)pthread_atfork(hook_pool_glib_prefork, hook_pool_glib_postfork,
+			     hook_pool_glib_postfork);
+}
+
+static inline void
+hook_pool_glib_bind(void)
+{
+	pthread_once(&bind_once, hook_pool_glib_bind_once);
+}
+
+/* The real functions.  Each is present whenever the application could call
+ * our hook of it (it linked GLib); the NULL checks only cover someone
+ * calling the names blindly. */
+static inline struct _GThreadPool *
+real_g_thread_pool_new(gfunc_fn func,
+		       void *user_data,
+		       int max_threads,
+		       gboolean_t exclusive,
+		       struct _GError **error)
+{
+	hook_pool_glib_bind();
+	return real_new_fn ? real_new_fn(func, user_data, max_threads, exclusive, error)
+			   : NULL;
+}
+
+static inline struct _GThreadPool *
+real_g_thread_pool_new_full(gfunc_fn func,
+			    void *user_data,
+			    gdestroy_fn item_free_func,
+			    int max_threads,
+			    gboolean_t exclusive,
+			    struct _GError **error)
+{
+	hook_pool_glib_bind();
+	return real_new_full_fn ? real_new_full_fn(func, user_data, item_free_func,
+						   max_threads, exclusive, error)
+				: NULL;
+}
+
+static inline gboolean_t
+real_g_thread_pool_push(struct _GThreadPool *pool, void *data, struct _GError **error)
+{
+	hook_pool_glib_bind();
+	return real_push_fn ? real_push_fn(pool, data, error) : 0;
+}
+
+static inline void
+real_g_thread_pool_free(struct _GThreadPool *pool,
+			gboolean_t immediate,
+			gboolean_t wait_)
+{
+	hook_pool_glib_bind();
+	if (real_free_fn)
+		real_free_fn(pool, immediate, wait_);
+}
+
+static inline void
+real_g_thread_pool_set_sort_function(struct _GThreadPool *pool,
+				     gcompare_data_fn func,
+				     void *user_data)
+{
+	hook_pool_glib_bind();
+	if (real_set_sort_function_fn)
+		real_set_sort_function_fn(pool, func, user_data);
+}
+
+static inline gboolean_t
+real_g_thread_pool_move_to_front(struct _GThreadPool *pool, void *data)
+{
+	hook_pool_glib_bind();
+	return real_move_to_front_fn ? real_move_to_front_fn(pool, data) : 0;
+}
+
+static inline gboolean_t
+real_g_thread_pool_set_max_threads(struct _GThreadPool *pool,
+				   int max_threads,
+				   struct _GError **error)
+{
+	hook_pool_glib_bind();
+	return real_set_max_threads_fn
+		       ? real_set_max_threads_fn(pool, max_threads, error)
+		       : 0;
+}
+
+static void __attribute__((noreturn)) hook_pool_glib_oom(void)
+{
+	static const char msg[] = "ctxshim: g_thread_pool_push(): out of memory\n";
+
+	(void)!sys_write(2, msg, sizeof(msg) - 1);
+	abort();
+}
+
+static unsigned
+hook_pool_glib_bucket(const struct _GThreadPool *pool)
+{
+	uint64_t h = (uint64_t)(uintptr_t)pool * 0x9e3779b97f4a7c15ull;
+
+	return (unsigned)(h >> 58) % GLIB_BUCKETS;
+}
+
+/* Under glib_lock. */
+static struct glib_pool *
+hook_pool_glib_lookup(const struct _GThreadPool *pool, bool unregister)
+{
+	struct glib_pool **pp;
+
+	for (pp = &registry[hook_pool_glib_bucket(pool)]; *pp; pp = &(*pp)->next) {
+		struct glib_pool *p = *pp;
+
+		if (p->pool != pool)
+			continue;
+		if (unregister) {
+			*pp = p->next;
+			p->next = NULL;
+			p->pool = NULL;
+		}
+		return p;
+	}
+	return NULL;
+}
+
+static void
+hook_pool_glib_unlink(struct glib_item *it)
+{
+	if (!it->queued)
+		return;
+	if (it->prev)
+		it->prev->next = it->next;
+	else
+		it->pool->queued = it->next;
+	if (it->next)
+		it->next->prev = it->prev;
+	it->prev = it->next = NULL;
+	it->queued = false;
+}
+
+/* Drop one reference; returns what the caller frees outside the lock. */
+static struct glib_pool *
+hook_pool_glib_unref(struct glib_pool *p)
+{
+	return --p->refs == 0 ? p : NULL;
+}
+
+static void
+hook_pool_glib_destroy(struct glib_pool *p)
+{
+	if (!p)
+		return;
+	free(p->sort);
+	free(p);
+}
+
+/* The pool's function for pools of ours, on a pool thread. */
+static void
+hook_pool_glib_run(void *item, void *user_data)
+{
+	struct glib_item *it = item;
+	struct glib_pool *p = it->pool, *dead;
+	int saved_errno;
+
+	pthread_mutex_lock(&glib_lock);
+	hook_pool_glib_unlink(it);
+	pthread_mutex_unlock(&glib_lock);
+
+	hook_scope_publish(&it->scope, "glib-pool-item");
+	p->func(it->data, user_data);
+	hook_scope_clear("glib-pool-item-done");
+
+	saved_errno = errno;
+	pthread_mutex_lock(&glib_lock);
+	dead = hook_pool_glib_unref(p);
+	pthread_mutex_unlock(&glib_lock);
+	free(it);
+	hook_pool_glib_destroy(dead);
+	errno = saved_errno;
+}
+
+/* The queue's item_free_func: items left when a pool is freed with
+ * immediate=TRUE. */
+static void
+hook_pool_glib_item_free(void *item)
+{
+	struct glib_item *it = item;
+	struct glib_pool *p, *dead;
+
+	/* GLib's wake-up marker is GUINT_TO_POINTER(1); it removes it before
+	 * freeing the queue, but a stray one must not be taken for ours. */
+	if ((uintptr_t)item < 4096)
+		return;
+	p = it->pool;
+	pthread_mutex_lock(&glib_lock);
+	hook_pool_glib_unlink(it);
+	pthread_mutex_unlock(&glib_lock);
+	if (p->item_free)
+		p->item_free(it->data);
+	pthread_mutex_lock(&glib_lock);
+	dead = hook_pool_glib_unref(p);
+	pthread_mutex_unlock(&glib_lock);
+	free(it);
+	hook_pool_glib_destroy(dead);
+}
+
+static int
+hook_pool_glib_compare(const void *a, const void *b, void *user_data)
+{
+	const struct glib_item *ia = a, *ib = b;
+	const struct glib_sort *s = user_data;
+
+	return s->func(ia->data, ib->data, s->user_data);
+}
+
+static struct _GThreadPool *
+hook_pool_glib_new(gfunc_fn func,
+		   void *user_data,
+		   gdestroy_fn item_free_func,
+		   int max_threads,
+		   gboolean_t exclusive,
+		   struct _GError **error,
+		   bool full)
+{
+	struct _GThreadPool *pool;
+	struct glib_pool *p;
+	int saved_errno;
+
+	hook_pool_glib_bind();
+	if (!ctxshim_active() || !func || (full && !real_new_full_fn))
+		goto pass;
+	saved_errno = errno;
+	p = calloc(1, sizeof(*p));
+	errno = saved_errno;
+	if (!p)
+		goto pass; /* an ordinary pool: its pushes pass through */
+	p->func = func;
+	p->item_free = item_free_func;
+	p->refs = 1;
+
+	/* The threads GLib starts here work for the pool, not for the
+	 * request that happens to create it. */
+	hook_pthread_inherit_pause();
+	if (real_new_full_fn)
+		pool = real_g_thread_pool_new_full(hook_pool_glib_run, user_data,
+						   hook_pool_glib_item_free,
+						   max_threads, exclusive, error);
+	else
+		pool = real_g_thread_pool_new(hook_pool_glib_run, user_data,
+					      max_threads, exclusive, error);
+	hook_pthread_inherit_resume();
+	saved_errno = errno;
+	if (!pool) {
+		free(p);
+	} else {
+		unsigned b = hook_pool_glib_bucket(pool);
+
+		p->pool = pool;
+		pthread_mutex_lock(&glib_lock);
+		p->next = registry[b];
+		registry[b] = p;
+		pthread_mutex_unlock(&glib_lock);
+	}
+	errno = saved_errno;
+	return pool;
+pass:
+	if (full)
+		return real_g_thread_pool_new_full(func, user_data, item_free_func,
+						   max_threads, exclusive, error);
+	return real_g_thread_pool_new(func, user_data, max_threads, exclusive, error);
+}
+
+static gboolean_t
+hook_pool_glib_push(struct _GThreadPool *pool, void *data, struct _GError **error)
+{
+	struct glib_item *it;
+	struct glib_pool *p;
+	int saved_errno;
+	gboolean_t r;
+
+	if (!ctxshim_active() || !pool)
+		return real_g_thread_pool_push(pool, data, error);
+	saved_errno = errno;
+	it = malloc(sizeof(*it));
+	errno = saved_errno;
+
+	pthread_mutex_lock(&glib_lock);
+	p = hook_pool_glib_lookup(pool, false);
+	if (p && !it) {
+		pthread_mutex_unlock(&glib_lock);
+		hook_pool_glib_oom();
+	}
+	if (p) {
+		it->pool = p;
+		it->data = data;
+		it->prev = NULL;
+		it->next = p->queued;
+		if (p->queued)
+			p->queued->prev = it;
+		p->queued = it;
+		it->queued = true;
+		p->refs++;
+	}
+	pthread_mutex_unlock(&glib_lock);
+	if (!p) {
+		free(it);
+		errno = saved_errno;
+		return real_g_thread_pool_push(pool, data, error);
+	}
+	hook_scope_capture(&it->scope);
+	/* Older GLib starts pool threads right here. */
+	hook_pthread_inherit_pause();
+	r = real_g_thread_pool_push(pool, it, error);
+	hook_pthread_inherit_resume();
+	return r;
+}
+
+static void
+hook_pool_glib_free(struct _GThreadPool *pool, gboolean_t immediate, gboolean_t wait_)
+{
+	struct glib_pool *p = NULL, *dead = NULL;
+	int saved_errno;
+
+	if (ctxshim_active() && pool) {
+		pthread_mutex_lock(&glib_lock);
+		p = hook_pool_glib_lookup(pool, true);
+		pthread_mutex_unlock(&glib_lock);
+	}
+	real_g_thread_pool_free(pool, immediate, wait_);
+	if (!p)
+		return;
+	/* Items still queued or running hold their own references: GLib may
+	 * run them (immediate=FALSE) or free them through our item_free_func
+	 * after this returns. */
+	saved_errno = errno;
+	pthread_mutex_lock(&glib_lock);
+	dead = hook_pool_glib_unref(p);
+	pthread_mutex_unlock(&glib_lock);
+	hook_pool_glib_destroy(dead);
+	errno = saved_errno;
+}
+
+static void
+hook_pool_glib_set_sort_function(struct _GThreadPool *pool,
+				 gcompare_data_fn func,
+				 void *user_data)
+{
+	struct glib_sort *s = NULL, *old;
+	struct glib_pool *p = NULL;
+	int saved_errno = errno;
+
+	if (ctxshim_active() && pool) {
+		pthread_mutex_lock(&glib_lock);
+		p = hook_pool_glib_lookup(pool, false);
+		pthread_mutex_unlock(&glib_lock);
+	}
+	if (!p) {
+		real_g_thread_pool_set_sort_function(pool, func, user_data);
+		return;
+	}
+	if (func) {
+		s = malloc(sizeof(*s));
+		if (!s)
+			hook_pool_glib_oom();
+		s->func = func;
+		s->user_data = user_data;
+	}
+	errno = saved_errno;
+	real_g_thread_pool_set_sort_function(pool, s ? hook_pool_glib_compare : NULL,
+					     s);
+	/* GLib swapped comparators under its queue lock: nobody sorts with
+	 * the old one any more. */
+	saved_errno = errno;
+	pthread_mutex_lock(&glib_lock);
+	old = p->sort;
+	p->sort = s;
+	pthread_mutex_unlock(&glib_lock);
+	free(old);
+	errno = saved_errno;
+}
+
+static gboolean_t
+hook_pool_glib_move_to_front(struct _GThreadPool *pool, void *data)
+{
+	struct glib_pool *p = NULL;
+	struct glib_item *it = NULL;
+	gboolean_t r = 0;
+
+	if (!ctxshim_active() || !pool)
+		return real_g_thread_pool_move_to_front(pool, data);
+	pthread_mutex_lock(&glib_lock);
+	p = hook_pool_glib_lookup(pool, false);
+	if (!p) {
+		pthread_mutex_unlock(&glib_lock);
+		return real_g_thread_pool_move_to_front(pool, data);
+	}
+	for (it = p->queued; it; it = it->next)
+		if (it->data == data)
+			break;
+	/* Still under our lock, so a pool thread cannot take and free the
+	 * item meanwhile (it unlinks under this lock first).  If the item
+	 * was queued twice, either copy serves. */
+	if (it)
+		r = real_g_thread_pool_move_to_front(pool, it);
+	pthread_mutex_unlock(&glib_lock);
+	return r;
+}
+
+static gboolean_t
+hook_pool_glib_set_max_threads(struct _GThreadPool *pool,
+			       int max_threads,
+			       struct _GError **error)
+{
+	gboolean_t r;
+
+	hook_pthread_inherit_pause();
+	r = real_g_thread_pool_set_max_threads(pool, max_threads, error);
+	hook_pthread_inherit_resume();
+	return r;
+}
+
+HOOK_EXPORT struct _GThreadPool *
+g_thread_pool_new(gfunc_fn func,
+		  void *user_data,
+		  int max_threads,
+		  gboolean_t exclusive,
+		  struct _GError **error)
+{
+	return hook_pool_glib_new(func, user_data, NULL, max_threads, exclusive, error,
+				  false);
+}
+
+HOOK_EXPORT struct _GThreadPool *
+g_thread_pool_new_full(gfunc_fn func,
+		       void *user_data,
+		       gdestroy_fn item_free_func,
+		       int max_threads,
+		       gboolean_t exclusive,
+		       struct _GError **error)
+{
+	return hook_pool_glib_new(func, user_data, item_free_func, max_threads,
+				  exclusive, error, true);
+}
+
+HOOK_EXPORT gboolean_t
+g_thread_pool_push(struct _GThreadPool *pool, void *data, struct _GError **error)
+{
+	return hook_pool_glib_push(pool, data, error);
+}
+
+HOOK_EXPORT void
+g_thread_pool_free(struct _GThreadPool *pool, gboolean_t immediate, gboolean_t wait_)
+{
+	hook_pool_glib_free(pool, immediate, wait_);
+}
+
+HOOK_EXPORT void
+g_thread_pool_set_sort_function(struct _GThreadPool *pool,
+				gcompare_data_fn func,
+				void *user_data)
+{
+	hook_pool_glib_set_sort_function(pool, func, user_data);
+}
+
+HOOK_EXPORT gboolean_t
+g_thread_pool_move_to_front(struct _GThreadPool *pool, void *data)
+{
+	return hook_pool_glib_move_to_front(pool, data);
+}
+
+HOOK_EXPORT gboolean_t
+g_thread_pool_set_max_threads(struct _GThreadPool *pool,
+			      int max_threads,
+			      struct _GError **error)
+{
+	return hook_pool_glib_set_max_threads(pool, max_threads, error);
+}

@@ -1,0 +1,229 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* libuv's thread pool: uv_queue_work(loop, req, work_cb, after_work_cb).
+ *
+ * The context of the thread that submits a request is captured at
+ * submission and published on the pool thread while work_cb runs, then on
+ * the loop thread while after_work_cb runs (the loop thread's own context
+ * comes back afterwards).  A request submitted without a context runs
+ * without one, whatever the pool thread showed before.  After work_cb the
+ * pool thread is idle and shows nothing.
+ *
+ * libuv hands work_cb and after_work_cb only the uv_work_t, whose fields
+ * belong to the application (req->data) or to libuv, so the captured
+ * context and the application's callbacks live in a wrapper allocated at
+ * submission and found again by the uv_work_t address in a small hash
+ * table.  Submission and completion are not read paths: the table is
+ * guarded by a mutex.  uv_cancel() of a queued request makes libuv call
+ * after_work_cb with UV_ECANCELED (work_cb never runs), which frees the
+ * wrapper like any completion.
+ *
+ * Not contexts: uv_async_send() wakeups (an async handle coalesces any
+ * number of sends into one callback, so there is no one sender whose
+ * context it could carry), and libuv's internal use of the same pool
+ * (uv_fs_*, uv_getaddrinfo, uv_random: uv__work_submit is not exported).
+ * Those run with whatever the thread shows.
+ *
+ * We declare the few libuv types we pass along instead of including
+ * <uv.h>: the shim must build and load without libuv, and we never look
+ * inside a uv_work_t or uv_loop_t.  The uv_queue_work() signature has been
+ * stable since libuv 0.10.  The library is bound at the first call (if the
+ * application calls uv_queue_work, libuv is loaded). */
+#include "config.h"
+
+#include "hooks.h"
+
+#include "hook-pthread.h"
+#include "hook-scope.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+struct uv_loop_s;
+struct uv_work_s;
+typedef void (*uv_work_cb_fn)(struct uv_work_s *req);
+typedef void (*uv_after_work_cb_fn)(struct uv_work_s *req, int status);
+typedef int (*uv_queue_work_fn)(struct uv_loop_s *loop,
+				struct uv_work_s *req,
+				uv_work_cb_fn work_cb,
+				uv_after_work_cb_fn after_work_cb);
+
+HOOK_EXPORT int uv_queue_work(struct uv_loop_s *loop,
+			      struct uv_work_s *req,
+			      uv_work_cb_fn work_cb,
+			      uv_after_work_cb_fn after_work_cb);
+
+static pthread_once_t bind_once = PTHREAD_ONCE_INIT;
+static uv_queue_work_fn real_uv_queue_work_fn;
+
+/* One submitted request. */
+struct uv_item {
+	struct uv_item *next;
+	struct uv_work_s *req;
+	uv_work_cb_fn work_cb;
+	uv_after_work_cb_fn after_cb;
+	struct hook_scope scope;
+};
+
+#define UV_BUCKETS 256
+
+static pthread_mutex_t table_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct uv_item *table[UV_BUCKETS];
+
+/* A fork while another thread holds the lock must not leave it locked in
+ * the child. */
+static void
+hook_pool_uv_prefork(void)
+{
+	pthread_mutex_lock(&table_lock);
+}
+
+static void
+hook_pool_uv_postfork(void)
+{
+	pthread_mutex_unlock(&table_lock);
+}
+
+static void
+hook_pool_uv_bind_once(void)
+{
+	real_uv_queue_work_fn = (uv_queue_work_fn)ctxshim_bind(
+		"uv_queue_work", NULL, (const void *)uv_queue_work, false);
+	(void)pthread_atfork(hook_pool_uv_prefork, hook_pool_uv_postfork,
+			     hook_pool_uv_postfork);
+}
+
+static inline int
+real_uv_queue_work(struct uv_loop_s *loop,
+		   struct uv_work_s *req,
+		   uv_work_cb_fn work_cb,
+		   uv_after_work_cb_fn after_work_cb)
+{
+	pthread_once(&bind_once, hook_pool_uv_bind_once);
+	/* Only reachable without libuv if something calls the name blindly. */
+	if (!real_uv_queue_work_fn)
+		return -ENOSYS;
+	return real_uv_queue_work_fn(loop, req, work_cb, after_work_cb);
+}
+
+static unsigned
+hook_pool_uv_bucket(const struct uv_work_s *req)
+{
+	uint64_t h = (uint64_t)(uintptr_t)req * 0x9e3779b97f4a7c15ull;
+
+	return (unsigned)(h >> 56) % UV_BUCKETS;
+}
+
+static void
+hook_pool_uv_insert(struct uv_item *it)
+{
+	unsigned b = hook_pool_uv_bucket(it->req);
+
+	pthread_mutex_lock(&table_lock);
+	it->next = table[b];
+	table[b] = it;
+	pthread_mutex_unlock(&table_lock);
+}
+
+/* The wrapper of req, unlinked from the table if take. */
+static struct uv_item *
+hook_pool_uv_find(const struct uv_work_s *req, bool take)
+{
+	unsigned b = hook_pool_uv_bucket(req);
+	struct uv_item **pp, *it = NULL;
+
+	pthread_mutex_lock(&table_lock);
+	for (pp = &table[b]; *pp; pp = &(*pp)->next) {
+		if ((*pp)->req != req)
+			continue;
+		it = *pp;
+		if (take)
+			*pp = it->next;
+		break;
+	}
+	pthread_mutex_unlock(&table_lock);
+	return it;
+}
+
+/* On the pool thread.  The wrapper stays valid until after_work_cb, which
+ * libuv runs only once this has returned. */
+static void
+hook_pool_uv_work(struct uv_work_s *req)
+{
+	struct uv_item *it = hook_pool_uv_find(req, false);
+
+	if (!it)
+		return; /* cannot happen: only wrapped requests get here */
+	hook_scope_publish(&it->scope, "uv-work");
+	it->work_cb(req);
+	hook_scope_clear("uv-work-done");
+}
+
+/* On the loop thread; also for a cancelled request. */
+static void
+hook_pool_uv_after_work(struct uv_work_s *req, int status)
+{
+	struct uv_item *it = hook_pool_uv_find(req, true);
+	uv_after_work_cb_fn after;
+	struct hook_scope prev;
+	int saved_errno;
+
+	if (!it)
+		return; /* cannot happen: only wrapped requests get here */
+	after = it->after_cb;
+	hook_scope_capture(&prev);
+	hook_scope_publish(&it->scope, "uv-after-work");
+	/* Freed before the callback, which may submit req again. */
+	saved_errno = errno;
+	free(it);
+	errno = saved_errno;
+	if (after)
+		after(req, status);
+	hook_scope_publish(&prev, "uv-after-work-done");
+}
+
+static int
+hook_pool_uv_queue_work(struct uv_loop_s *loop,
+			struct uv_work_s *req,
+			uv_work_cb_fn work_cb,
+			uv_after_work_cb_fn after_work_cb)
+{
+	struct uv_item *it;
+	int saved_errno, r;
+
+	if (!ctxshim_active() || !work_cb || !req)
+		return real_uv_queue_work(loop, req, work_cb, after_work_cb);
+	saved_errno = errno;
+	it = malloc(sizeof(*it));
+	errno = saved_errno;
+	/* Without memory the request runs unwrapped: it keeps whatever the
+	 * pool thread shows, and the application is none the wiser. */
+	if (!it)
+		return real_uv_queue_work(loop, req, work_cb, after_work_cb);
+	it->req = req;
+	it->work_cb = work_cb;
+	it->after_cb = after_work_cb;
+	hook_scope_capture(&it->scope);
+	/* Before submitting: a pool thread may pick the request up at once. */
+	hook_pool_uv_insert(it);
+	/* The first submission starts libuv's pool threads on this thread. */
+	hook_pthread_inherit_pause();
+	r = real_uv_queue_work(loop, req, hook_pool_uv_work, hook_pool_uv_after_work);
+	hook_pthread_inherit_resume();
+	if (r != 0) {
+		saved_errno = errno;
+		free(hook_pool_uv_find(req, true));
+		errno = saved_errno;
+	}
+	return r;
+}
+
+HOOK_EXPORT int
+uv_queue_work(struct uv_loop_s *loop,
+	      struct uv_work_s *req,
+	      uv_work_cb_fn work_cb,
+	      uv_after_work_cb_fn after_work_cb)
+{
+	return hook_pool_uv_queue_work(loop, req, work_cb, after_work_cb);
+}

@@ -1,0 +1,88 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/* Carrying a context from the thread that hands work over to the thread
+ * that runs it: thread pools (hook-pool-*.c) and coroutines
+ * (hook-ucontext.c).  A struct hook_scope is "a context, or explicitly
+ * none": work submitted by a thread without a context runs without one,
+ * rather than with whatever the pool thread showed before.
+ *
+ * Static inline so that each hook file gets its own copy and the shim
+ * exports nothing more. */
+
+#include "events.h"
+#include "thread-ctx.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <string.h>
+
+struct hook_scope {
+	bool has;
+	struct ctxshim_ctx ctx;
+};
+
+/* Copy only what is used: a struct ctxshim_ctx is 1.2 KB, mostly empty
+ * attribute and tracestate space. */
+static inline void
+hook_scope_copy_ctx(struct ctxshim_ctx *dst, const struct ctxshim_ctx *src)
+{
+	size_t attrs_len = src->attrs_len <= sizeof(dst->attrs) ? src->attrs_len : 0;
+	size_t ts_len = src->tracestate_len <= sizeof(dst->tracestate)
+				? src->tracestate_len
+				: 0;
+
+	memcpy(dst, src, offsetof(struct ctxshim_ctx, attrs));
+	memcpy(dst->attrs, src->attrs, attrs_len);
+	memcpy(dst->tracestate, src->tracestate, ts_len);
+	dst->attrs_len = (uint16_t)attrs_len;
+	dst->tracestate_len = (uint16_t)ts_len;
+}
+
+/* What the calling thread publishes now. */
+static inline void
+hook_scope_capture(struct hook_scope *s)
+{
+	const struct ctxshim_ctx *cur = ctxshim_current();
+
+	s->has = cur != NULL;
+	if (cur)
+		hook_scope_copy_ctx(&s->ctx, cur);
+}
+
+static inline bool
+hook_scope_same_span(const struct ctxshim_ctx *a, const struct ctxshim_ctx *b)
+{
+	return memcmp(a->trace_id, b->trace_id, 16) == 0 &&
+	       memcmp(a->span_id, b->span_id, 8) == 0;
+}
+
+/* Make s the calling thread's context (or none), with one event line when
+ * that changes what the thread shows. */
+static inline void
+hook_scope_publish(const struct hook_scope *s, const char *reason)
+{
+	const struct ctxshim_ctx *cur = ctxshim_current();
+
+	if (s->has) {
+		bool same = cur && hook_scope_same_span(cur, &s->ctx);
+
+		ctxshim_attach(&s->ctx);
+		if (!same)
+			CTXSHIM_EVENT(cur ? CTXSHIM_EV_SWITCH : CTXSHIM_EV_ATTACH, -1,
+				      &s->ctx, reason);
+	} else if (cur) {
+		ctxshim_detach();
+		CTXSHIM_EVENT(CTXSHIM_EV_DETACH, -1, NULL, reason);
+	}
+}
+
+/* Clear the calling thread's context (a pool thread going idle). */
+static inline void
+hook_scope_clear(const char *reason)
+{
+	if (!ctxshim_current())
+		return;
+	ctxshim_detach();
+	CTXSHIM_EVENT(CTXSHIM_EV_DETACH, -1, NULL, reason);
+}

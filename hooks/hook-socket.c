@@ -1,0 +1,1608 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Socket level: the context of the HTTP/1.x request a thread works on, for
+ * any server, learnt from the bytes it reads.
+ *
+ * accept()/accept4() mark server-side connections (preload/conn.c keeps one
+ * slot per fd).  Every call through which request bytes arrive feeds
+ * exactly the bytes it returned to that connection's head scanner; every
+ * call that writes marks the request answered; close/dup2/dup3/close_range
+ * forget the fd.  The thread's published record follows the work:
+ *
+ *  - it becomes the connection's request context when a request head
+ *    completes (event "attach", reason "request");
+ *  - reading from or writing to another tracked connection switches to
+ *    that connection's context ("switch", reason "read"/"write"), or clears
+ *    ours if that connection has no live request ("detach", "other-conn");
+ *  - a read of a connection whose request was answered clears it: the
+ *    thread is waiting for the next request ("detach", "response-sent");
+ *    thread-per-connection servers thus keep the context from the head
+ *    until the response is written and they read again;
+ *  - entering epoll_wait/epoll_pwait/epoll_pwait2/poll/ppoll/select/pselect
+ *    clears it: an event loop is idle there ("detach", reason = the call);
+ *  - closing the connection clears it ("detach", "close").
+ *
+ * Only contexts this file published are ever cleared: a context inherited
+ * through pthread_create() or TRACEPARENT, or attached by a library hook,
+ * is left alone (we remember the fd, generation and span-id we published
+ * and compare the span-id with the thread's current context).
+ *
+ * "Answered" is turn-taking (OBI's response_sent idea): the first write
+ * on the connection after a head, except an interim "HTTP/1.x 1xx" status
+ * line (100 Continue: the body is still to come).  Pipelined requests read
+ * before the current one is answered wait in a queue; the server is taken
+ * to work on the next one once it has written the first bytes of the
+ * previous response (event "switch", reason "pipelined"), and that one
+ * counts as answered only by a write starting with a status line, so a
+ * response written as head and body does not skip a request.
+ *
+ * Not seen (documented limits): bytes read through stdio (fgets on an
+ * fdopen'ed socket: glibc reads internally), syscall(), io_uring; fds
+ * duplicated with dup() or fcntl(F_DUPFD) (only dup2/dup3 copy the slot);
+ * responses sent only with splice()/vmsplice(); TLS (ciphertext: the
+ * scanner gives up at the first byte); upstream (connect()ed) traffic is
+ * never attributed.  A vfork() child that closes a tracked fd before exec
+ * makes its parent forget that connection (shared memory).  Bytes read by a
+ * signal handler that interrupted our own processing on the same thread
+ * are not scanned.
+ *
+ * Cost: for an fd that is not a tracked server connection, read/write and
+ * friends add a bound check and one byte load before a tail call to libc;
+ * the waits add one TLS load.  The tracked path runs out of line.  Nothing
+ * here allocates, locks or logs; per-thread state is guarded by a busy flag
+ * so a hook running in a signal handler that interrupted another one passes
+ * straight through. */
+#include "config.h"
+
+/* We define the libc names themselves: no fortify inlines, and no LFS
+ * renaming (sendfile and sendfile64 are separate symbols to interpose). */
+#undef _FORTIFY_SOURCE
+#undef _FILE_OFFSET_BITS
+
+#include "hooks.h"
+
+#include "conn.h"
+#include "events.h"
+#include "sys.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/select.h>
+#include <sys/sendfile.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#ifndef CLOSE_RANGE_CLOEXEC
+#define CLOSE_RANGE_CLOEXEC (1U << 2)
+#endif
+
+/* The fortified entry points (declared by glibc only under fortify). */
+ssize_t __read_chk(int fd, void *buf, size_t nbytes, size_t buflen);
+ssize_t __recv_chk(int fd, void *buf, size_t len, size_t buflen, int flags);
+ssize_t __recvfrom_chk(int fd,
+		       void *buf,
+		       size_t len,
+		       size_t buflen,
+		       int flags,
+		       struct sockaddr *addr,
+		       socklen_t *addrlen);
+int __poll_chk(struct pollfd *fds, nfds_t nfds, int timeout, size_t fdslen);
+int __ppoll_chk(struct pollfd *fds,
+		nfds_t nfds,
+		const struct timespec *timeout,
+		const sigset_t *ss,
+		size_t fdslen);
+
+/* ---- real functions ---- */
+
+struct sk_real_fns {
+	__typeof__(read) *read;
+	__typeof__(recv) *recv;
+	__typeof__(recvfrom) *recvfrom;
+	__typeof__(recvmsg) *recvmsg;
+	__typeof__(readv) *readv;
+	__typeof__(recvmmsg) *recvmmsg;
+	__typeof__(__read_chk) *read_chk;
+	__typeof__(__recv_chk) *recv_chk;
+	__typeof__(__recvfrom_chk) *recvfrom_chk;
+	__typeof__(accept) *accept;
+	__typeof__(accept4) *accept4;
+	__typeof__(close) *close;
+	__typeof__(dup2) *dup2;
+	__typeof__(dup3) *dup3;
+	__typeof__(close_range) *close_range;
+	__typeof__(closefrom) *closefrom;
+	__typeof__(write) *write;
+	__typeof__(send) *send;
+	__typeof__(sendto) *sendto;
+	__typeof__(sendmsg) *sendmsg;
+	__typeof__(writev) *writev;
+	__typeof__(sendfile) *sendfile;
+	__typeof__(sendfile64) *sendfile64;
+	__typeof__(epoll_wait) *epoll_wait;
+	__typeof__(epoll_pwait) *epoll_pwait;
+	__typeof__(epoll_pwait2) *epoll_pwait2;
+	__typeof__(poll) *poll;
+	__typeof__(ppoll) *ppoll;
+	__typeof__(select) *select;
+	__typeof__(pselect) *pselect;
+	__typeof__(__poll_chk) *poll_chk;
+	__typeof__(__ppoll_chk) *ppoll_chk;
+};
+
+/* Starts out pointing at the real_*_boot() functions below, which bind
+ * and then call through, so the hot paths are a single indirect jump. */
+static struct sk_real_fns sk_real;
+
+static pthread_once_t sk_bind_once = PTHREAD_ONCE_INIT;
+static __thread bool sk_binding __attribute__((tls_model("initial-exec")));
+
+#define SK_BIND(field, sym, required)                                             \
+	do {                                                                      \
+		void *p_ = ctxshim_bind(#sym, NULL, (const void *)sym, required); \
+		if (p_)                                                           \
+			sk_real.field = (__typeof__(sk_real.field))p_;            \
+	} while (0)
+
+static void
+hook_socket_bind_once(void)
+{
+	/* A hook called from inside dlsym (an allocator that reads a file
+	 * while dlerror() allocates) must not wait for this once. */
+	sk_binding = true;
+	SK_BIND(read, read, true);
+	SK_BIND(recv, recv, true);
+	SK_BIND(recvfrom, recvfrom, true);
+	SK_BIND(recvmsg, recvmsg, true);
+	SK_BIND(readv, readv, true);
+	SK_BIND(recvmmsg, recvmmsg, false);
+	SK_BIND(read_chk, __read_chk, false);
+	SK_BIND(recv_chk, __recv_chk, false);
+	SK_BIND(recvfrom_chk, __recvfrom_chk, false);
+	SK_BIND(accept, accept, true);
+	SK_BIND(accept4, accept4, true);
+	SK_BIND(close, close, true);
+	SK_BIND(dup2, dup2, true);
+	SK_BIND(dup3, dup3, true);
+	SK_BIND(close_range, close_range, false);
+	SK_BIND(closefrom, closefrom, false);
+	SK_BIND(write, write, true);
+	SK_BIND(send, send, true);
+	SK_BIND(sendto, sendto, true);
+	SK_BIND(sendmsg, sendmsg, true);
+	SK_BIND(writev, writev, true);
+	SK_BIND(sendfile, sendfile, true);
+	SK_BIND(sendfile64, sendfile64, false);
+	SK_BIND(epoll_wait, epoll_wait, true);
+	SK_BIND(epoll_pwait, epoll_pwait, true);
+	SK_BIND(epoll_pwait2, epoll_pwait2, false);
+	SK_BIND(poll, poll, true);
+	SK_BIND(ppoll, ppoll, true);
+	SK_BIND(select, select, true);
+	SK_BIND(pselect, pselect, true);
+	SK_BIND(poll_chk, __poll_chk, false);
+	SK_BIND(ppoll_chk, __ppoll_chk, false);
+	sk_binding = false;
+}
+
+/* False only for a call made while this thread is binding: the caller
+ * then uses the raw system call. */
+static bool
+hook_socket_bind(void)
+{
+	if (sk_binding)
+		return false;
+	pthread_once(&sk_bind_once, hook_socket_bind_once);
+	return true;
+}
+
+/* Bind at load time, so that hooks never bind from a signal handler
+ * unless another library's constructor runs them before ours. */
+__attribute__((constructor(103))) static void
+hook_socket_ctor(void)
+{
+	(void)hook_socket_bind();
+}
+
+/* real_<fn>() calls the bound pointer; until binding, that is
+ * real_<fn>_boot(), which binds (pthread_once) and calls through, or makes
+ * the system call itself while this thread is binding or if an optional
+ * symbol is missing. */
+#define SK_REAL(name, field, ret, params, args, fallback)                      \
+	static __attribute__((noinline, cold)) ret real_##name##_boot params   \
+	{                                                                      \
+		if (hook_socket_bind() && sk_real.field != real_##name##_boot) \
+			return sk_real.field args;                             \
+		return (ret)(fallback);                                        \
+	}                                                                      \
+	static inline ret real_##name params                                   \
+	{                                                                      \
+		return sk_real.field args;                                     \
+	}
+
+#define SK_SIGSET_SIZE (_NSIG / 8)
+
+/* One line per function: name, pointer, return type, parameters, arguments,
+ * system-call fallback. */
+/* clang-format off */
+SK_REAL(read, read, ssize_t, (int fd, void *b, size_t n), (fd, b, n),
+	syscall(SYS_read, fd, b, n))
+SK_REAL(recv, recv, ssize_t, (int fd, void *b, size_t n, int fl), (fd, b, n, fl),
+	syscall(SYS_recvfrom, fd, b, n, fl, NULL, NULL))
+SK_REAL(recvfrom, recvfrom, ssize_t,
+	(int fd, void *b, size_t n, int fl, struct sockaddr *a, socklen_t *al),
+	(fd, b, n, fl, a, al), syscall(SYS_recvfrom, fd, b, n, fl, a, al))
+SK_REAL(recvmsg, recvmsg, ssize_t, (int fd, struct msghdr *m, int fl), (fd, m, fl),
+	syscall(SYS_recvmsg, fd, m, fl))
+SK_REAL(readv, readv, ssize_t, (int fd, const struct iovec *v, int n), (fd, v, n),
+	syscall(SYS_readv, fd, v, n))
+SK_REAL(recvmmsg, recvmmsg, int,
+	(int fd, struct mmsghdr *v, unsigned n, int fl, struct timespec *t),
+	(fd, v, n, fl, t), syscall(SYS_recvmmsg, fd, v, n, fl, t))
+SK_REAL(read_chk, read_chk, ssize_t, (int fd, void *b, size_t n, size_t bl),
+	(fd, b, n, bl), (n > bl ? (abort(), 0) : syscall(SYS_read, fd, b, n)))
+SK_REAL(recv_chk, recv_chk, ssize_t, (int fd, void *b, size_t n, size_t bl, int fl),
+	(fd, b, n, bl, fl),
+	(n > bl ? (abort(), 0) : syscall(SYS_recvfrom, fd, b, n, fl, NULL, NULL)))
+SK_REAL(recvfrom_chk, recvfrom_chk, ssize_t,
+	(int fd, void *b, size_t n, size_t bl, int fl, struct sockaddr *a, socklen_t *al),
+	(fd, b, n, bl, fl, a, al),
+	(n > bl ? (abort(), 0) : syscall(SYS_recvfrom, fd, b, n, fl, a, al)))
+SK_REAL(accept, accept, int, (int fd, struct sockaddr *a, socklen_t *al), (fd, a, al),
+	syscall(SYS_accept, fd, a, al))
+SK_REAL(accept4, accept4, int, (int fd, struct sockaddr *a, socklen_t *al, int fl),
+	(fd, a, al, fl), syscall(SYS_accept4, fd, a, al, fl))
+SK_REAL(close, close, int, (int fd), (fd), syscall(SYS_close, fd))
+SK_REAL(dup2, dup2, int, (int o, int n), (o, n), syscall(SYS_dup2, o, n))
+SK_REAL(dup3, dup3, int, (int o, int n, int fl), (o, n, fl), syscall(SYS_dup3, o, n, fl))
+SK_REAL(close_range, close_range, int, (unsigned lo, unsigned hi, int fl), (lo, hi, fl),
+	syscall(SYS_close_range, lo, hi, fl))
+SK_REAL(write, write, ssize_t, (int fd, const void *b, size_t n), (fd, b, n),
+	syscall(SYS_write, fd, b, n))
+SK_REAL(send, send, ssize_t, (int fd, const void *b, size_t n, int fl), (fd, b, n, fl),
+	syscall(SYS_sendto, fd, b, n, fl, NULL, 0))
+SK_REAL(sendto, sendto, ssize_t,
+	(int fd, const void *b, size_t n, int fl, const struct sockaddr *a, socklen_t al),
+	(fd, b, n, fl, a, al), syscall(SYS_sendto, fd, b, n, fl, a, al))
+SK_REAL(sendmsg, sendmsg, ssize_t, (int fd, const struct msghdr *m, int fl), (fd, m, fl),
+	syscall(SYS_sendmsg, fd, m, fl))
+SK_REAL(writev, writev, ssize_t, (int fd, const struct iovec *v, int n), (fd, v, n),
+	syscall(SYS_writev, fd, v, n))
+SK_REAL(sendfile, sendfile, ssize_t, (int o, int i, off_t *off, size_t n), (o, i, off, n),
+	syscall(SYS_sendfile, o, i, off, n))
+SK_REAL(sendfile64, sendfile64, ssize_t, (int o, int i, off64_t *off, size_t n),
+	(o, i, off, n), syscall(SYS_sendfile, o, i, off, n))
+SK_REAL(epoll_wait, epoll_wait, int, (int ep, struct epoll_event *ev, int n, int to),
+	(ep, ev, n, to), syscall(SYS_epoll_wait, ep, ev, n, to))
+SK_REAL(epoll_pwait, epoll_pwait, int,
+	(int ep, struct epoll_event *ev, int n, int to, const sigset_t *ss),
+	(ep, ev, n, to, ss), syscall(SYS_epoll_pwait, ep, ev, n, to, ss, SK_SIGSET_SIZE))
+SK_REAL(epoll_pwait2, epoll_pwait2, int,
+	(int ep, struct epoll_event *ev, int n, const struct timespec *to,
+	 const sigset_t *ss),
+	(ep, ev, n, to, ss), syscall(SYS_epoll_pwait2, ep, ev, n, to, ss, SK_SIGSET_SIZE))
+SK_REAL(poll, poll, int, (struct pollfd *f, nfds_t n, int to), (f, n, to),
+	syscall(SYS_poll, f, n, to))
+SK_REAL(select, select, int, (int n, fd_set *r, fd_set *w, fd_set *x, struct timeval *t),
+	(n, r, w, x, t), syscall(SYS_select, n, r, w, x, t))
+SK_REAL(poll_chk, poll_chk, int, (struct pollfd *f, nfds_t n, int to, size_t fl),
+	(f, n, to, fl), (n > fl / sizeof(*f) ? (abort(), 0) : syscall(SYS_poll, f, n, to)))
+
+/* The kernel writes the remaining time back; libc's callers expect their
+ * timeout untouched. */
+static long
+sk_sys_ppoll(struct pollfd *f, nfds_t n, const struct timespec *to, const sigset_t *ss)
+{
+	struct timespec t, *tp = NULL;
+
+	if (to) {
+		t = *to;
+		tp = &t;
+	}
+	return syscall(SYS_ppoll, f, n, tp, ss, SK_SIGSET_SIZE);
+}
+
+static long
+sk_sys_pselect(int n, fd_set *r, fd_set *w, fd_set *x, const struct timespec *to,
+	       const sigset_t *ss)
+{
+	struct timespec t, *tp = NULL;
+	struct {
+		const sigset_t *ss;
+		size_t len;
+	} data = {ss, SK_SIGSET_SIZE};
+
+	if (to) {
+		t = *to;
+		tp = &t;
+	}
+	return syscall(SYS_pselect6, n, r, w, x, tp, &data);
+}
+
+static long
+sk_sys_closefrom(int lo)
+{
+	return syscall(SYS_close_range, (unsigned)lo, ~0u, 0);
+}
+
+SK_REAL(ppoll, ppoll, int,
+	(struct pollfd *f, nfds_t n, const struct timespec *to, const sigset_t *ss),
+	(f, n, to, ss), sk_sys_ppoll(f, n, to, ss))
+SK_REAL(ppoll_chk, ppoll_chk, int,
+	(struct pollfd *f, nfds_t n, const struct timespec *to, const sigset_t *ss,
+	 size_t fl),
+	(f, n, to, ss, fl),
+	(n > fl / sizeof(*f) ? (abort(), 0) : sk_sys_ppoll(f, n, to, ss)))
+SK_REAL(pselect, pselect, int,
+	(int n, fd_set *r, fd_set *w, fd_set *x, const struct timespec *to,
+	 const sigset_t *ss),
+	(n, r, w, x, to, ss), sk_sys_pselect(n, r, w, x, to, ss))
+
+static __attribute__((noinline, cold)) void
+real_closefrom_boot(int lo)
+{
+	if (hook_socket_bind() && sk_real.closefrom != real_closefrom_boot)
+		sk_real.closefrom(lo);
+	else
+		(void)sk_sys_closefrom(lo);
+}
+
+/* clang-format on */
+
+static inline void
+real_closefrom(int lo)
+{
+	sk_real.closefrom(lo);
+}
+
+static struct sk_real_fns sk_real = {
+	.read = real_read_boot,
+	.recv = real_recv_boot,
+	.recvfrom = real_recvfrom_boot,
+	.recvmsg = real_recvmsg_boot,
+	.readv = real_readv_boot,
+	.recvmmsg = real_recvmmsg_boot,
+	.read_chk = real_read_chk_boot,
+	.recv_chk = real_recv_chk_boot,
+	.recvfrom_chk = real_recvfrom_chk_boot,
+	.accept = real_accept_boot,
+	.accept4 = real_accept4_boot,
+	.close = real_close_boot,
+	.dup2 = real_dup2_boot,
+	.dup3 = real_dup3_boot,
+	.close_range = real_close_range_boot,
+	.closefrom = real_closefrom_boot,
+	.write = real_write_boot,
+	.send = real_send_boot,
+	.sendto = real_sendto_boot,
+	.sendmsg = real_sendmsg_boot,
+	.writev = real_writev_boot,
+	.sendfile = real_sendfile_boot,
+	.sendfile64 = real_sendfile64_boot,
+	.epoll_wait = real_epoll_wait_boot,
+	.epoll_pwait = real_epoll_pwait_boot,
+	.epoll_pwait2 = real_epoll_pwait2_boot,
+	.poll = real_poll_boot,
+	.ppoll = real_ppoll_boot,
+	.select = real_select_boot,
+	.pselect = real_pselect_boot,
+	.poll_chk = real_poll_chk_boot,
+	.ppoll_chk = real_ppoll_chk_boot,
+};
+
+/* ---- per-thread state ---- */
+
+/* What this thread published from a connection.  Initial-exec: 24 bytes
+ * of static TLS, read with one instruction by the wait hooks. */
+struct sk_thread {
+	int fdp1;      /* fd + 1 whose context we published, 0: none */
+	uint32_t gen;  /* that slot's generation then */
+	uint64_t span; /* span-id we published (its 8 bytes) */
+	volatile sig_atomic_t busy;
+};
+
+static __thread struct sk_thread sk_self __attribute__((tls_model("initial-exec")));
+
+static inline void
+sk_busy(bool on)
+{
+	atomic_signal_fence(memory_order_seq_cst);
+	sk_self.busy = on;
+	atomic_signal_fence(memory_order_seq_cst);
+}
+
+static inline uint64_t
+sk_span(const struct ctxshim_ctx *c)
+{
+	uint64_t v;
+
+	memcpy(&v, c->span_id, sizeof(v));
+	return v;
+}
+
+/* The fd whose context this thread still publishes, or -1. */
+static int
+sk_owned_fd(void)
+{
+	const struct ctxshim_ctx *cur;
+
+	if (!sk_self.fdp1)
+		return -1;
+	cur = ctxshim_current();
+	if (!cur || sk_span(cur) != sk_self.span) {
+		/* Someone else (a library hook, a thread start) has replaced or
+		 * cleared it since: not ours to manage any more. */
+		sk_self.fdp1 = 0;
+		return -1;
+	}
+	return sk_self.fdp1 - 1;
+}
+
+static void
+sk_drop(int fd, const char *reason)
+{
+	if (ctxshim_events_on()) {
+		const struct ctxshim_ctx *cur = ctxshim_current();
+
+		ctxshim_event(CTXSHIM_EV_DETACH, fd, cur, reason);
+	}
+	ctxshim_detach();
+	sk_self.fdp1 = 0;
+}
+
+static void
+sk_attach(int fd,
+	  struct ctxshim_conn *c,
+	  const struct ctxshim_ctx *ctx,
+	  enum ctxshim_ev ev,
+	  const char *reason)
+{
+	ctxshim_attach(ctx);
+	sk_self.fdp1 = fd + 1;
+	sk_self.gen = atomic_load_explicit(&c->gen, memory_order_relaxed);
+	sk_self.span = sk_span(ctx);
+	CTXSHIM_EVENT(ev, fd, ctx, reason);
+}
+
+static void
+sk_publish(int fd, struct ctxshim_conn *c, enum ctxshim_ev ev, const char *reason)
+{
+	struct ctxshim_ctx ctx;
+
+	if (!ctxshim_conn_expand(c, &ctx)) {
+		if (sk_owned_fd() >= 0)
+			sk_drop(fd, "changed");
+		return;
+	}
+	sk_attach(fd, c, &ctx, ev, reason);
+}
+
+/* Before I/O on tracked fd: the thread is now working on this connection. */
+static void
+sk_follow(int fd, struct ctxshim_conn *c, bool is_write)
+{
+	uint8_t f = atomic_load_explicit(&c->flags, memory_order_relaxed);
+	int own = sk_owned_fd();
+	bool same = own == fd &&
+		    sk_self.gen == atomic_load_explicit(&c->gen, memory_order_relaxed);
+	bool live;
+
+	/* Writing continues a response even after its first write; reading
+	 * after the response means waiting for the next request. */
+	if (is_write)
+		live = (f & (CONN_F_REQ | CONN_F_HAS_CTX)) ==
+		       (CONN_F_REQ | CONN_F_HAS_CTX);
+	else
+		live = ctxshim_conn_live(c);
+	if (live) {
+		if (!same)
+			sk_publish(fd, c,
+				   own >= 0 ? CTXSHIM_EV_SWITCH : CTXSHIM_EV_ATTACH,
+				   is_write ? "write" : "read");
+	} else if (own >= 0) {
+		sk_drop(own, same ? "response-sent" : "other-conn");
+	}
+}
+
+/* Entry of a hook on a tracked fd.  Returns the slot to finish with, or
+ * NULL (nested in a signal handler, or the slot vanished). */
+static struct ctxshim_conn *
+sk_enter(int fd, bool is_write)
+{
+	struct ctxshim_conn *c;
+	int saved_errno;
+
+	if (sk_self.busy)
+		return NULL;
+	c = ctxshim_conn_get(fd);
+	if (!c)
+		return NULL;
+	saved_errno = errno;
+	sk_busy(true);
+	sk_follow(fd, c, is_write);
+	sk_busy(false);
+	errno = saved_errno;
+	return c;
+}
+
+struct sk_in {
+	int fd;
+	int became; /* CONN_FEED_* */
+	struct ctxshim_conn *c;
+	struct ctxshim_ctx full;
+};
+
+/* After a new request became current on c. */
+static void
+sk_request(struct sk_in *in)
+{
+	if (!ctxshim_conn_live(in->c)) {
+		int own = sk_owned_fd();
+
+		/* A request we could not capture (oversized head, pool
+		 * exhausted): whatever we published is not its context. */
+		if (own >= 0)
+			sk_drop(own, "request-no-ctx");
+	} else if (in->became == CONN_FEED_FULL) {
+		/* Built a moment ago: no need to expand the compact copy. */
+		sk_attach(in->fd, in->c, &in->full, CTXSHIM_EV_ATTACH, "request");
+	} else {
+		sk_publish(in->fd, in->c, CTXSHIM_EV_ATTACH, "request");
+	}
+}
+
+static inline void
+sk_in_bytes(struct sk_in *in, const void *buf, size_t len)
+{
+	if (len) {
+		int r = ctxshim_conn_feed(in->c, buf, len, &in->full);
+
+		if (r != CONN_FEED_NONE)
+			in->became = r;
+	}
+}
+
+static void
+sk_in_iov(struct sk_in *in, const struct iovec *iov, size_t iovcnt, size_t total)
+{
+	size_t i;
+
+	for (i = 0; i < iovcnt && total; i++) {
+		size_t len = iov[i].iov_len < total ? iov[i].iov_len : total;
+
+		sk_in_bytes(in, iov[i].iov_base, len);
+		total -= len;
+	}
+}
+
+/* Hooks call sk_in_begin() after the real call returned r > 0 bytes (and
+ * only when they will feed them), feed, then sk_in_end(). */
+static inline bool
+sk_in_begin(struct sk_in *in, int fd, struct ctxshim_conn *c, int *saved_errno)
+{
+	if (!c || sk_self.busy)
+		return false;
+	*saved_errno = errno;
+	sk_busy(true);
+	in->fd = fd;
+	in->c = c;
+	in->became = CONN_FEED_NONE;
+	return true;
+}
+
+static inline void
+sk_in_end(struct sk_in *in, int saved_errno)
+{
+	if (in->became != CONN_FEED_NONE)
+		sk_request(in);
+	sk_busy(false);
+	errno = saved_errno;
+}
+
+/* MSG_PEEK: the bytes will be read again.  MSG_TRUNC on a stream socket:
+ * they were discarded unseen, so the scanner cannot follow any more. */
+static bool
+sk_in_flags_feed(struct ctxshim_conn *c, int flags)
+{
+	if (flags & MSG_PEEK)
+		return false;
+	if (flags & MSG_TRUNC) {
+		if (c && !sk_self.busy)
+			ctxshim_conn_lost(c);
+		return false;
+	}
+	return true;
+}
+
+static void
+sk_in_buf(int fd, struct ctxshim_conn *c, const void *buf, ssize_t r, int flags)
+{
+	struct sk_in in;
+	int saved_errno;
+
+	if (r <= 0 || !sk_in_flags_feed(c, flags) ||
+	    !sk_in_begin(&in, fd, c, &saved_errno))
+		return;
+	sk_in_bytes(&in, buf, (size_t)r);
+	sk_in_end(&in, saved_errno);
+}
+
+/* After a write of r bytes on tracked fd; head/head_len: its first bytes. */
+static void
+sk_out(int fd, struct ctxshim_conn *c, const void *head, size_t head_len, ssize_t r)
+{
+	int saved_errno;
+
+	if (!c || r <= 0 || sk_self.busy)
+		return;
+	saved_errno = errno;
+	sk_busy(true);
+	if (ctxshim_conn_responded(c, head, head_len)) {
+		/* The server now works on the next pipelined request. */
+		if (ctxshim_conn_live(c))
+			sk_publish(fd, c,
+				   sk_owned_fd() >= 0 ? CTXSHIM_EV_SWITCH
+						      : CTXSHIM_EV_ATTACH,
+				   "pipelined");
+		else if (sk_owned_fd() >= 0)
+			sk_drop(fd, "pipelined-no-ctx");
+	}
+	sk_busy(false);
+	errno = saved_errno;
+}
+
+static struct ctxshim_conn *
+sk_out_enter(int fd, uint8_t hot)
+{
+	/* Claimed connections: the library hook follows the work; we only
+	 * note answers. */
+	if (hot == CONN_HOT_CLAIMED)
+		return sk_self.busy ? NULL : ctxshim_conn_get(fd);
+	return sk_enter(fd, true);
+}
+
+static const void *
+sk_iov_head(const struct iovec *iov, size_t n, size_t *len)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (iov[i].iov_len) {
+			*len = iov[i].iov_len;
+			return iov[i].iov_base;
+		}
+	*len = 0;
+	return NULL;
+}
+
+/* fd stops naming its connection. */
+static void
+sk_gone(int fd, const char *reason)
+{
+	int saved_errno = errno;
+
+	if (ctxshim_conn_hot(fd) == CONN_HOT_SHIM) {
+		ctxshim_conn_release_shim_fd(fd);
+		return;
+	}
+
+	if (!sk_self.busy) {
+		struct ctxshim_conn *c = ctxshim_conn_get(fd);
+
+		sk_busy(true);
+		if (c && sk_owned_fd() == fd &&
+		    sk_self.gen == atomic_load_explicit(&c->gen, memory_order_relaxed))
+			sk_drop(fd, reason);
+		sk_busy(false);
+	}
+	/* Forget it before the real close, so that an accept() in another
+	 * thread that gets the same number finds a fresh slot. */
+	ctxshim_conn_forget(fd);
+	errno = saved_errno;
+}
+
+static void
+sk_gone_range(unsigned lo, unsigned hi, const char *reason)
+{
+	unsigned max = __atomic_load_n(&ctxshim_conn_tab.max_fds, __ATOMIC_ACQUIRE);
+	unsigned fd;
+	int ev = ctxshim_events_fd;
+
+	/* The event log's fd sits in a chunk never mapped for connections. */
+	if (ev >= 0 && (unsigned)ev >= lo && (unsigned)ev <= hi)
+		ctxshim_conn_release_shim_fd(ev);
+	if (hi >= max)
+		hi = max ? max - 1 : 0;
+	for (fd = lo; max && fd <= hi;) {
+		unsigned chunk_end = (fd | (CTXSHIM_CONN_CHUNK - 1));
+
+		/* Chunks never mapped hold no connection: skip them whole. */
+		if (!atomic_load_explicit(
+			    &ctxshim_conn_tab.chunks[fd >> CTXSHIM_CONN_CHUNK_SHIFT],
+			    memory_order_acquire)) {
+			if (chunk_end >= hi)
+				break;
+			fd = chunk_end + 1;
+			continue;
+		}
+		if (ctxshim_conn_hot((int)fd))
+			sk_gone((int)fd, reason);
+		if (fd == hi)
+			break;
+		fd++;
+	}
+}
+
+/* Entry of the waits: an event loop is idle. */
+static void
+sk_idle(const char *reason)
+{
+	int saved_errno = errno, own;
+
+	if (sk_self.busy)
+		return;
+	sk_busy(true);
+	own = sk_owned_fd();
+	if (own >= 0)
+		sk_drop(own, reason);
+	sk_busy(false);
+	errno = saved_errno;
+}
+
+/* ---- bytes in ---- */
+
+static __attribute__((noinline)) ssize_t
+sk_read(int fd, void *buf, size_t n)
+{
+	struct ctxshim_conn *c = sk_enter(fd, false);
+	ssize_t r = real_read(fd, buf, n);
+
+	sk_in_buf(fd, c, buf, r, 0);
+	return r;
+}
+
+static inline ssize_t
+hook_socket_read(int fd, void *buf, size_t n)
+{
+	if (__builtin_expect(ctxshim_conn_hot(fd) != CONN_HOT_SCAN, 1))
+		return real_read(fd, buf, n);
+	return sk_read(fd, buf, n);
+}
+
+static __attribute__((noinline)) ssize_t
+sk_read_chk(int fd, void *buf, size_t n, size_t buflen)
+{
+	struct ctxshim_conn *c = sk_enter(fd, false);
+	ssize_t r = real_read_chk(fd, buf, n, buflen);
+
+	sk_in_buf(fd, c, buf, r, 0);
+	return r;
+}
+
+static inline ssize_t
+hook_socket_read_chk(int fd, void *buf, size_t n, size_t buflen)
+{
+	if (__builtin_expect(ctxshim_conn_hot(fd) != CONN_HOT_SCAN, 1))
+		return real_read_chk(fd, buf, n, buflen);
+	return sk_read_chk(fd, buf, n, buflen);
+}
+
+static __attribute__((noinline)) ssize_t
+sk_recv(int fd, void *buf, size_t n, int flags)
+{
+	struct ctxshim_conn *c = sk_enter(fd, false);
+	ssize_t r = real_recv(fd, buf, n, flags);
+
+	sk_in_buf(fd, c, buf, r, flags);
+	return r;
+}
+
+static inline ssize_t
+hook_socket_recv(int fd, void *buf, size_t n, int flags)
+{
+	if (__builtin_expect(ctxshim_conn_hot(fd) != CONN_HOT_SCAN, 1))
+		return real_recv(fd, buf, n, flags);
+	return sk_recv(fd, buf, n, flags);
+}
+
+static __attribute__((noinline)) ssize_t
+sk_recv_chk(int fd, void *buf, size_t n, size_t buflen, int flags)
+{
+	struct ctxshim_conn *c = sk_enter(fd, false);
+	ssize_t r = real_recv_chk(fd, buf, n, buflen, flags);
+
+	sk_in_buf(fd, c, buf, r, flags);
+	return r;
+}
+
+static inline ssize_t
+hook_socket_recv_chk(int fd, void *buf, size_t n, size_t buflen, int flags)
+{
+	if (__builtin_expect(ctxshim_conn_hot(fd) != CONN_HOT_SCAN, 1))
+		return real_recv_chk(fd, buf, n, buflen, flags);
+	return sk_recv_chk(fd, buf, n, buflen, flags);
+}
+
+static __attribute__((noinline)) ssize_t
+sk_recvfrom(int fd, void *buf, size_t n, int flags, struct sockaddr *a, socklen_t *al)
+{
+	struct ctxshim_conn *c = sk_enter(fd, false);
+	ssize_t r = real_recvfrom(fd, buf, n, flags, a, al);
+
+	sk_in_buf(fd, c, buf, r, flags);
+	return r;
+}
+
+static inline ssize_t
+hook_socket_recvfrom(
+	int fd, void *buf, size_t n, int flags, struct sockaddr *a, socklen_t *al)
+{
+	if (__builtin_expect(ctxshim_conn_hot(fd) != CONN_HOT_SCAN, 1))
+		return real_recvfrom(fd, buf, n, flags, a, al);
+	return sk_recvfrom(fd, buf, n, flags, a, al);
+}
+
+static __attribute__((noinline)) ssize_t
+sk_recvfrom_chk(int fd,
+		void *buf,
+		size_t n,
+		size_t buflen,
+		int flags,
+		struct sockaddr *a,
+		socklen_t *al)
+{
+	struct ctxshim_conn *c = sk_enter(fd, false);
+	ssize_t r = real_recvfrom_chk(fd, buf, n, buflen, flags, a, al);
+
+	sk_in_buf(fd, c, buf, r, flags);
+	return r;
+}
+
+static inline ssize_t
+hook_socket_recvfrom_chk(int fd,
+			 void *buf,
+			 size_t n,
+			 size_t buflen,
+			 int flags,
+			 struct sockaddr *a,
+			 socklen_t *al)
+{
+	if (__builtin_expect(ctxshim_conn_hot(fd) != CONN_HOT_SCAN, 1))
+		return real_recvfrom_chk(fd, buf, n, buflen, flags, a, al);
+	return sk_recvfrom_chk(fd, buf, n, buflen, flags, a, al);
+}
+
+static __attribute__((noinline)) ssize_t
+sk_readv(int fd, const struct iovec *iov, int iovcnt)
+{
+	struct ctxshim_conn *c = sk_enter(fd, false);
+	ssize_t r = real_readv(fd, iov, iovcnt);
+	struct sk_in in;
+	int saved_errno;
+
+	if (r > 0 && iovcnt > 0 && sk_in_begin(&in, fd, c, &saved_errno)) {
+		sk_in_iov(&in, iov, (size_t)iovcnt, (size_t)r);
+		sk_in_end(&in, saved_errno);
+	}
+	return r;
+}
+
+static inline ssize_t
+hook_socket_readv(int fd, const struct iovec *iov, int iovcnt)
+{
+	if (__builtin_expect(ctxshim_conn_hot(fd) != CONN_HOT_SCAN, 1))
+		return real_readv(fd, iov, iovcnt);
+	return sk_readv(fd, iov, iovcnt);
+}
+
+static __attribute__((noinline)) ssize_t
+sk_recvmsg(int fd, struct msghdr *msg, int flags)
+{
+	struct ctxshim_conn *c = sk_enter(fd, false);
+	ssize_t r = real_recvmsg(fd, msg, flags);
+	struct sk_in in;
+	int saved_errno;
+
+	if (r > 0 && msg && sk_in_flags_feed(c, flags) &&
+	    sk_in_begin(&in, fd, c, &saved_errno)) {
+		sk_in_iov(&in, msg->msg_iov, msg->msg_iovlen, (size_t)r);
+		sk_in_end(&in, saved_errno);
+	}
+	return r;
+}
+
+static inline ssize_t
+hook_socket_recvmsg(int fd, struct msghdr *msg, int flags)
+{
+	if (__builtin_expect(ctxshim_conn_hot(fd) != CONN_HOT_SCAN, 1))
+		return real_recvmsg(fd, msg, flags);
+	return sk_recvmsg(fd, msg, flags);
+}
+
+static __attribute__((noinline)) int
+sk_recvmmsg(int fd, struct mmsghdr *vec, unsigned n, int flags, struct timespec *t)
+{
+	struct ctxshim_conn *c = sk_enter(fd, false);
+	int r = real_recvmmsg(fd, vec, n, flags, t);
+	struct sk_in in;
+	int saved_errno, i;
+
+	if (r > 0 && vec && sk_in_flags_feed(c, flags) &&
+	    sk_in_begin(&in, fd, c, &saved_errno)) {
+		for (i = 0; i < r; i++)
+			sk_in_iov(&in, vec[i].msg_hdr.msg_iov,
+				  vec[i].msg_hdr.msg_iovlen, vec[i].msg_len);
+		sk_in_end(&in, saved_errno);
+	}
+	return r;
+}
+
+static inline int
+hook_socket_recvmmsg(
+	int fd, struct mmsghdr *vec, unsigned n, int flags, struct timespec *t)
+{
+	if (__builtin_expect(ctxshim_conn_hot(fd) != CONN_HOT_SCAN, 1))
+		return real_recvmmsg(fd, vec, n, flags, t);
+	return sk_recvmmsg(fd, vec, n, flags, t);
+}
+
+/* ---- server-side connections ---- */
+
+static void
+sk_accepted(int fd)
+{
+	int saved_errno = errno;
+
+	ctxshim_conn_accepted(fd);
+	errno = saved_errno;
+}
+
+static inline int
+hook_socket_accept(int fd, struct sockaddr *a, socklen_t *al)
+{
+	int r = real_accept(fd, a, al);
+
+	if (r >= 0 && ctxshim_conn_tab.max_fds)
+		sk_accepted(r);
+	return r;
+}
+
+static inline int
+hook_socket_accept4(int fd, struct sockaddr *a, socklen_t *al, int flags)
+{
+	int r = real_accept4(fd, a, al, flags);
+
+	if (r >= 0 && ctxshim_conn_tab.max_fds)
+		sk_accepted(r);
+	return r;
+}
+
+/* ---- fd reuse ---- */
+
+static __attribute__((noinline)) int
+sk_close(int fd)
+{
+	sk_gone(fd, "close");
+	return real_close(fd);
+}
+
+static inline int
+hook_socket_close(int fd)
+{
+	if (__builtin_expect(ctxshim_conn_hot(fd) != CONN_HOT_NONE, 0))
+		return sk_close(fd);
+	return real_close(fd);
+}
+
+static void
+sk_duped(int oldfd, int newfd)
+{
+	int saved_errno = errno;
+
+	if (ctxshim_conn_hot(newfd))
+		sk_gone(newfd, "dup2");
+	if (ctxshim_conn_hot(oldfd))
+		ctxshim_conn_dup(oldfd, newfd);
+	errno = saved_errno;
+}
+
+static inline int
+hook_socket_dup2(int oldfd, int newfd)
+{
+	int r;
+
+	if (__builtin_expect(ctxshim_conn_hot(newfd) == CONN_HOT_SHIM, 0) &&
+	    oldfd != newfd)
+		ctxshim_conn_release_shim_fd(newfd);
+	r = real_dup2(oldfd, newfd);
+
+	/* Done after the call: dup2 replaces newfd atomically, so no other
+	 * thread can get its number in between. */
+	if (r == newfd && oldfd != newfd && ctxshim_conn_tab.max_fds)
+		sk_duped(oldfd, newfd);
+	return r;
+}
+
+static inline int
+hook_socket_dup3(int oldfd, int newfd, int flags)
+{
+	int r;
+
+	if (__builtin_expect(ctxshim_conn_hot(newfd) == CONN_HOT_SHIM, 0) &&
+	    oldfd != newfd)
+		ctxshim_conn_release_shim_fd(newfd);
+	r = real_dup3(oldfd, newfd, flags);
+
+	if (r == newfd && oldfd != newfd && ctxshim_conn_tab.max_fds)
+		sk_duped(oldfd, newfd);
+	return r;
+}
+
+static inline int
+hook_socket_close_range(unsigned lo, unsigned hi, int flags)
+{
+	if (!(flags & CLOSE_RANGE_CLOEXEC) && lo <= hi && ctxshim_conn_tab.max_fds)
+		sk_gone_range(lo, hi, "close_range");
+	return real_close_range(lo, hi, flags);
+}
+
+static inline void
+hook_socket_closefrom(int lo)
+{
+	if (lo >= 0 && ctxshim_conn_tab.max_fds)
+		sk_gone_range((unsigned)lo, ~0u, "closefrom");
+	real_closefrom(lo);
+}
+
+/* ---- bytes out ---- */
+
+static __attribute__((noinline)) ssize_t
+sk_write(int fd, const void *buf, size_t n, uint8_t hot)
+{
+	struct ctxshim_conn *c = sk_out_enter(fd, hot);
+	ssize_t r = real_write(fd, buf, n);
+
+	sk_out(fd, c, buf, n, r);
+	return r;
+}
+
+static inline ssize_t
+hook_socket_write(int fd, const void *buf, size_t n)
+{
+	uint8_t hot = ctxshim_conn_hot(fd);
+
+	if (__builtin_expect(!(hot & (CONN_HOT_SCAN | CONN_HOT_CLAIMED)), 1))
+		return real_write(fd, buf, n);
+	return sk_write(fd, buf, n, hot);
+}
+
+static __attribute__((noinline)) ssize_t
+sk_send(int fd, const void *buf, size_t n, int flags, uint8_t hot)
+{
+	struct ctxshim_conn *c = sk_out_enter(fd, hot);
+	ssize_t r = real_send(fd, buf, n, flags);
+
+	sk_out(fd, c, buf, n, r);
+	return r;
+}
+
+static inline ssize_t
+hook_socket_send(int fd, const void *buf, size_t n, int flags)
+{
+	uint8_t hot = ctxshim_conn_hot(fd);
+
+	if (__builtin_expect(!(hot & (CONN_HOT_SCAN | CONN_HOT_CLAIMED)), 1))
+		return real_send(fd, buf, n, flags);
+	return sk_send(fd, buf, n, flags, hot);
+}
+
+static __attribute__((noinline)) ssize_t
+sk_sendto(int fd,
+	  const void *buf,
+	  size_t n,
+	  int flags,
+	  const struct sockaddr *a,
+	  socklen_t al,
+	  uint8_t hot)
+{
+	struct ctxshim_conn *c = sk_out_enter(fd, hot);
+	ssize_t r = real_sendto(fd, buf, n, flags, a, al);
+
+	sk_out(fd, c, buf, n, r);
+	return r;
+}
+
+static inline ssize_t
+hook_socket_sendto(int fd,
+		   const void *buf,
+		   size_t n,
+		   int flags,
+		   const struct sockaddr *a,
+		   socklen_t al)
+{
+	uint8_t hot = ctxshim_conn_hot(fd);
+
+	if (__builtin_expect(!(hot & (CONN_HOT_SCAN | CONN_HOT_CLAIMED)), 1))
+		return real_sendto(fd, buf, n, flags, a, al);
+	return sk_sendto(fd, buf, n, flags, a, al, hot);
+}
+
+static __attribute__((noinline)) ssize_t
+sk_sendmsg(int fd, const struct msghdr *msg, int flags, uint8_t hot)
+{
+	struct ctxshim_conn *c = sk_out_enter(fd, hot);
+	ssize_t r = real_sendmsg(fd, msg, flags);
+	const void *head = NULL;
+	size_t head_len = 0;
+
+	if (r > 0 && msg)
+		head = sk_iov_head(msg->msg_iov, msg->msg_iovlen, &head_len);
+	sk_out(fd, c, head, head_len, r);
+	return r;
+}
+
+static inline ssize_t
+hook_socket_sendmsg(int fd, const struct msghdr *msg, int flags)
+{
+	uint8_t hot = ctxshim_conn_hot(fd);
+
+	if (__builtin_expect(!(hot & (CONN_HOT_SCAN | CONN_HOT_CLAIMED)), 1))
+		return real_sendmsg(fd, msg, flags);
+	return sk_sendmsg(fd, msg, flags, hot);
+}
+
+static __attribute__((noinline)) ssize_t
+sk_writev(int fd, const struct iovec *iov, int iovcnt, uint8_t hot)
+{
+	struct ctxshim_conn *c = sk_out_enter(fd, hot);
+	ssize_t r = real_writev(fd, iov, iovcnt);
+	const void *head = NULL;
+	size_t head_len = 0;
+
+	if (r > 0 && iovcnt > 0)
+		head = sk_iov_head(iov, (size_t)iovcnt, &head_len);
+	sk_out(fd, c, head, head_len, r);
+	return r;
+}
+
+static inline ssize_t
+hook_socket_writev(int fd, const struct iovec *iov, int iovcnt)
+{
+	uint8_t hot = ctxshim_conn_hot(fd);
+
+	if (__builtin_expect(!(hot & (CONN_HOT_SCAN | CONN_HOT_CLAIMED)), 1))
+		return real_writev(fd, iov, iovcnt);
+	return sk_writev(fd, iov, iovcnt, hot);
+}
+
+static __attribute__((noinline)) ssize_t
+sk_sendfile(int out, int in, off_t *off, size_t n, uint8_t hot)
+{
+	struct ctxshim_conn *c = sk_out_enter(out, hot);
+	ssize_t r = real_sendfile(out, in, off, n);
+
+	sk_out(out, c, NULL, 0, r);
+	return r;
+}
+
+static inline ssize_t
+hook_socket_sendfile(int out, int in, off_t *off, size_t n)
+{
+	uint8_t hot = ctxshim_conn_hot(out);
+
+	if (__builtin_expect(!(hot & (CONN_HOT_SCAN | CONN_HOT_CLAIMED)), 1))
+		return real_sendfile(out, in, off, n);
+	return sk_sendfile(out, in, off, n, hot);
+}
+
+static __attribute__((noinline)) ssize_t
+sk_sendfile64(int out, int in, off64_t *off, size_t n, uint8_t hot)
+{
+	struct ctxshim_conn *c = sk_out_enter(out, hot);
+	ssize_t r = real_sendfile64(out, in, off, n);
+
+	sk_out(out, c, NULL, 0, r);
+	return r;
+}
+
+static inline ssize_t
+hook_socket_sendfile64(int out, int in, off64_t *off, size_t n)
+{
+	uint8_t hot = ctxshim_conn_hot(out);
+
+	if (__builtin_expect(!(hot & (CONN_HOT_SCAN | CONN_HOT_CLAIMED)), 1))
+		return real_sendfile64(out, in, off, n);
+	return sk_sendfile64(out, in, off, n, hot);
+}
+
+/* ---- waits ---- */
+
+/* The waits: one TLS load when this thread published nothing from a
+ * connection; otherwise clear it out of line, then wait. */
+static __attribute__((noinline)) int
+sk_epoll_wait(int ep, struct epoll_event *ev, int n, int to)
+{
+	sk_idle("epoll_wait");
+	return real_epoll_wait(ep, ev, n, to);
+}
+
+static inline int
+hook_socket_epoll_wait(int ep, struct epoll_event *ev, int n, int to)
+{
+	if (__builtin_expect(sk_self.fdp1 != 0, 0))
+		return sk_epoll_wait(ep, ev, n, to);
+	return real_epoll_wait(ep, ev, n, to);
+}
+
+static __attribute__((noinline)) int
+sk_epoll_pwait(int ep, struct epoll_event *ev, int n, int to, const sigset_t *ss)
+{
+	sk_idle("epoll_pwait");
+	return real_epoll_pwait(ep, ev, n, to, ss);
+}
+
+static inline int
+hook_socket_epoll_pwait(
+	int ep, struct epoll_event *ev, int n, int to, const sigset_t *ss)
+{
+	if (__builtin_expect(sk_self.fdp1 != 0, 0))
+		return sk_epoll_pwait(ep, ev, n, to, ss);
+	return real_epoll_pwait(ep, ev, n, to, ss);
+}
+
+static __attribute__((noinline)) int
+sk_epoll_pwait2(int ep,
+		struct epoll_event *ev,
+		int n,
+		const struct timespec *to,
+		const sigset_t *ss)
+{
+	sk_idle("epoll_pwait2");
+	return real_epoll_pwait2(ep, ev, n, to, ss);
+}
+
+static inline int
+hook_socket_epoll_pwait2(int ep,
+			 struct epoll_event *ev,
+			 int n,
+			 const struct timespec *to,
+			 const sigset_t *ss)
+{
+	if (__builtin_expect(sk_self.fdp1 != 0, 0))
+		return sk_epoll_pwait2(ep, ev, n, to, ss);
+	return real_epoll_pwait2(ep, ev, n, to, ss);
+}
+
+static __attribute__((noinline)) int
+sk_poll(struct pollfd *f, nfds_t n, int to)
+{
+	sk_idle("poll");
+	return real_poll(f, n, to);
+}
+
+static inline int
+hook_socket_poll(struct pollfd *f, nfds_t n, int to)
+{
+	if (__builtin_expect(sk_self.fdp1 != 0, 0))
+		return sk_poll(f, n, to);
+	return real_poll(f, n, to);
+}
+
+static __attribute__((noinline)) int
+sk_poll_chk(struct pollfd *f, nfds_t n, int to, size_t fl)
+{
+	sk_idle("poll");
+	return real_poll_chk(f, n, to, fl);
+}
+
+static inline int
+hook_socket_poll_chk(struct pollfd *f, nfds_t n, int to, size_t fl)
+{
+	if (__builtin_expect(sk_self.fdp1 != 0, 0))
+		return sk_poll_chk(f, n, to, fl);
+	return real_poll_chk(f, n, to, fl);
+}
+
+static __attribute__((noinline)) int
+sk_ppoll(struct pollfd *f, nfds_t n, const struct timespec *to, const sigset_t *ss)
+{
+	sk_idle("ppoll");
+	return real_ppoll(f, n, to, ss);
+}
+
+static inline int
+hook_socket_ppoll(struct pollfd *f,
+		  nfds_t n,
+		  const struct timespec *to,
+		  const sigset_t *ss)
+{
+	if (__builtin_expect(sk_self.fdp1 != 0, 0))
+		return sk_ppoll(f, n, to, ss);
+	return real_ppoll(f, n, to, ss);
+}
+
+static __attribute__((noinline)) int
+sk_ppoll_chk(struct pollfd *f,
+	     nfds_t n,
+	     const struct timespec *to,
+	     const sigset_t *ss,
+	     size_t fl)
+{
+	sk_idle("ppoll");
+	return real_ppoll_chk(f, n, to, ss, fl);
+}
+
+static inline int
+hook_socket_ppoll_chk(struct pollfd *f,
+		      nfds_t n,
+		      const struct timespec *to,
+		      const sigset_t *ss,
+		      size_t fl)
+{
+	if (__builtin_expect(sk_self.fdp1 != 0, 0))
+		return sk_ppoll_chk(f, n, to, ss, fl);
+	return real_ppoll_chk(f, n, to, ss, fl);
+}
+
+static __attribute__((noinline)) int
+sk_select(int n, fd_set *r, fd_set *w, fd_set *x, struct timeval *t)
+{
+	sk_idle("select");
+	return real_select(n, r, w, x, t);
+}
+
+static inline int
+hook_socket_select(int n, fd_set *r, fd_set *w, fd_set *x, struct timeval *t)
+{
+	if (__builtin_expect(sk_self.fdp1 != 0, 0))
+		return sk_select(n, r, w, x, t);
+	return real_select(n, r, w, x, t);
+}
+
+static __attribute__((noinline)) int
+sk_pselect(int n,
+	   fd_set *r,
+	   fd_set *w,
+	   fd_set *x,
+	   const struct timespec *t,
+	   const sigset_t *ss)
+{
+	sk_idle("pselect");
+	return real_pselect(n, r, w, x, t, ss);
+}
+
+static inline int
+hook_socket_pselect(int n,
+		    fd_set *r,
+		    fd_set *w,
+		    fd_set *x,
+		    const struct timespec *t,
+		    const sigset_t *ss)
+{
+	if (__builtin_expect(sk_self.fdp1 != 0, 0))
+		return sk_pselect(n, r, w, x, t, ss);
+	return real_pselect(n, r, w, x, t, ss);
+}
+
+/* ---- exported names ---- */
+
+HOOK_EXPORT ssize_t
+read(int fd, void *buf, size_t n)
+{
+	return hook_socket_read(fd, buf, n);
+}
+
+HOOK_EXPORT ssize_t
+__read_chk(int fd, void *buf, size_t n, size_t buflen)
+{
+	return hook_socket_read_chk(fd, buf, n, buflen);
+}
+
+HOOK_EXPORT ssize_t
+recv(int fd, void *buf, size_t n, int flags)
+{
+	return hook_socket_recv(fd, buf, n, flags);
+}
+
+HOOK_EXPORT ssize_t
+__recv_chk(int fd, void *buf, size_t n, size_t buflen, int flags)
+{
+	return hook_socket_recv_chk(fd, buf, n, buflen, flags);
+}
+
+HOOK_EXPORT ssize_t
+recvfrom(int fd, void *buf, size_t n, int flags, struct sockaddr *a, socklen_t *al)
+{
+	return hook_socket_recvfrom(fd, buf, n, flags, a, al);
+}
+
+HOOK_EXPORT ssize_t
+__recvfrom_chk(int fd,
+	       void *buf,
+	       size_t n,
+	       size_t buflen,
+	       int flags,
+	       struct sockaddr *a,
+	       socklen_t *al)
+{
+	return hook_socket_recvfrom_chk(fd, buf, n, buflen, flags, a, al);
+}
+
+HOOK_EXPORT ssize_t
+readv(int fd, const struct iovec *iov, int iovcnt)
+{
+	return hook_socket_readv(fd, iov, iovcnt);
+}
+
+HOOK_EXPORT ssize_t
+recvmsg(int fd, struct msghdr *msg, int flags)
+{
+	return hook_socket_recvmsg(fd, msg, flags);
+}
+
+HOOK_EXPORT int
+recvmmsg(int fd, struct mmsghdr *vec, unsigned int n, int flags, struct timespec *t)
+{
+	return hook_socket_recvmmsg(fd, vec, n, flags, t);
+}
+
+HOOK_EXPORT int
+accept(int fd, struct sockaddr *a, socklen_t *al)
+{
+	return hook_socket_accept(fd, a, al);
+}
+
+HOOK_EXPORT int
+accept4(int fd, struct sockaddr *a, socklen_t *al, int flags)
+{
+	return hook_socket_accept4(fd, a, al, flags);
+}
+
+HOOK_EXPORT int
+close(int fd)
+{
+	return hook_socket_close(fd);
+}
+
+HOOK_EXPORT int
+dup2(int oldfd, int newfd)
+{
+	return hook_socket_dup2(oldfd, newfd);
+}
+
+HOOK_EXPORT int
+dup3(int oldfd, int newfd, int flags)
+{
+	return hook_socket_dup3(oldfd, newfd, flags);
+}
+
+HOOK_EXPORT int
+close_range(unsigned int lo, unsigned int hi, int flags)
+{
+	return hook_socket_close_range(lo, hi, flags);
+}
+
+HOOK_EXPORT void
+closefrom(int lo)
+{
+	hook_socket_closefrom(lo);
+}
+
+HOOK_EXPORT ssize_t
+write(int fd, const void *buf, size_t n)
+{
+	return hook_socket_write(fd, buf, n);
+}
+
+HOOK_EXPORT ssize_t
+send(int fd, const void *buf, size_t n, int flags)
+{
+	return hook_socket_send(fd, buf, n, flags);
+}
+
+HOOK_EXPORT ssize_t
+sendto(int fd,
+       const void *buf,
+       size_t n,
+       int flags,
+       const struct sockaddr *a,
+       socklen_t al)
+{
+	return hook_socket_sendto(fd, buf, n, flags, a, al);
+}
+
+HOOK_EXPORT ssize_t
+sendmsg(int fd, const struct msghdr *msg, int flags)
+{
+	return hook_socket_sendmsg(fd, msg, flags);
+}
+
+HOOK_EXPORT ssize_t
+writev(int fd, const struct iovec *iov, int iovcnt)
+{
+	return hook_socket_writev(fd, iov, iovcnt);
+}
+
+HOOK_EXPORT ssize_t
+sendfile(int out, int in, off_t *off, size_t n)
+{
+	return hook_socket_sendfile(out, in, off, n);
+}
+
+HOOK_EXPORT ssize_t
+sendfile64(int out, int in, off64_t *off, size_t n)
+{
+	return hook_socket_sendfile64(out, in, off, n);
+}
+
+HOOK_EXPORT int
+epoll_wait(int ep, struct epoll_event *ev, int n, int to)
+{
+	return hook_socket_epoll_wait(ep, ev, n, to);
+}
+
+HOOK_EXPORT int
+epoll_pwait(int ep, struct epoll_event *ev, int n, int to, const sigset_t *ss)
+{
+	return hook_socket_epoll_pwait(ep, ev, n, to, ss);
+}
+
+HOOK_EXPORT int
+epoll_pwait2(int ep,
+	     struct epoll_event *ev,
+	     int n,
+	     const struct timespec *to,
+	     const sigset_t *ss)
+{
+	return hook_socket_epoll_pwait2(ep, ev, n, to, ss);
+}
+
+HOOK_EXPORT int
+poll(struct pollfd *f, nfds_t n, int to)
+{
+	return hook_socket_poll(f, n, to);
+}
+
+HOOK_EXPORT int
+__poll_chk(struct pollfd *f, nfds_t n, int to, size_t fl)
+{
+	return hook_socket_poll_chk(f, n, to, fl);
+}
+
+HOOK_EXPORT int
+ppoll(struct pollfd *f, nfds_t n, const struct timespec *to, const sigset_t *ss)
+{
+	return hook_socket_ppoll(f, n, to, ss);
+}
+
+HOOK_EXPORT int
+__ppoll_chk(struct pollfd *f,
+	    nfds_t n,
+	    const struct timespec *to,
+	    const sigset_t *ss,
+	    size_t fl)
+{
+	return hook_socket_ppoll_chk(f, n, to, ss, fl);
+}
+
+HOOK_EXPORT int
+select(int n, fd_set *r, fd_set *w, fd_set *x, struct timeval *t)
+{
+	return hook_socket_select(n, r, w, x, t);
+}
+
+HOOK_EXPORT int
+pselect(int n,
+	fd_set *r,
+	fd_set *w,
+	fd_set *x,
+	const struct timespec *t,
+	const sigset_t *ss)
+{
+	return hook_socket_pselect(n, r, w, x, t, ss);
+}

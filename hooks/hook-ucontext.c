@@ -1,0 +1,392 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* ucontext coroutines: each ucontext_t carries its own context, and
+ * switching to a ucontext publishes its context on the thread.
+ *
+ * - makecontext(ucp) tags ucp with the calling thread's context (or with
+ *   "none"): a coroutine created while a request is handled belongs to
+ *   that request, whoever schedules it later.
+ * - getcontext(ucp) snapshots the thread's context into ucp.
+ * - swapcontext(oucp, ucp) saves the thread's context into oucp, then
+ *   publishes ucp's (an untracked ucp leaves the thread's context as it
+ *   is).  When the saved oucp is resumed, its context is published again:
+ *   by the switch that resumes it, or, when libc resumes it internally (a
+ *   makecontext function returning to uc_link: __start_context calls the
+ *   internal __setcontext, which no hook sees), by our swapcontext frame
+ *   on its way back to the caller.
+ * - setcontext(ucp) publishes ucp's context and switches.
+ *
+ * Per-ucontext state lives in one table keyed by the ucontext_t address,
+ * mapped once, at the first getcontext() or makecontext() (never on a
+ * switch): 4096 slots, found by hashing with a bounded probe window.  There
+ * is no "ucontext freed" event, so a slot is reclaimed when its address is
+ * tagged again, or evicted (least recently switched first) when a new
+ * ucontext needs room in a full window.
+ *
+ * Switches must stay cheap and async-signal-safe (setcontext() out of a
+ * signal handler is legal): no allocation, no locks that wait.  Each slot
+ * has a try-lock; a switch that finds its slot busy (another thread
+ * evicting it, or a handler interrupting us on the same slot) leaves the
+ * context alone rather than wait.
+ *
+ * Limits (also in the README):
+ * - a ucontext evicted from a full table, or never seen by getcontext,
+ *   makecontext or swapcontext, is untracked: switching to it keeps the
+ *   thread's current context;
+ * - getcontext()'s second return (through setcontext() of a ucontext made
+ *   by getcontext) is not seen: the context switched to is what setcontext
+ *   published, which is the ucontext's snapshot, so this only matters for
+ *   libc's internal uc_link switch to such a ucontext;
+ * - makecontext() forwards at most 64 arguments (as ASan's interceptor
+ *   does): a variadic call cannot be forwarded generically;
+ * - switchers that do not use these functions (Boost.Context's
+ *   jump_fcontext, hand-written assembly in libco, libaco, State Threads)
+ *   and setjmp/longjmp tricks are invisible. */
+#include "config.h"
+
+#include "hooks.h"
+
+#include "hook-scope.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <sys/mman.h>
+#include <ucontext.h>
+
+#define UC_SLOTS    4096u /* power of two */
+#define UC_WINDOW   16u
+#define UC_MAX_ARGS 64
+
+typedef int (*getcontext_fn)(ucontext_t *);
+typedef int (*setcontext_fn)(const ucontext_t *);
+typedef int (*swapcontext_fn)(ucontext_t *, const ucontext_t *);
+typedef void (*makecontext_fn)(ucontext_t *, void (*)(void), int, ...);
+
+HOOK_EXPORT int getcontext(ucontext_t *ucp);
+HOOK_EXPORT int setcontext(const ucontext_t *ucp);
+HOOK_EXPORT int swapcontext(ucontext_t *oucp, const ucontext_t *ucp);
+HOOK_EXPORT void makecontext(ucontext_t *ucp, void (*func)(void), int argc, ...);
+
+static pthread_once_t bind_once = PTHREAD_ONCE_INIT;
+static getcontext_fn real_getcontext_fn;
+static setcontext_fn real_setcontext_fn;
+static swapcontext_fn real_swapcontext_fn;
+static makecontext_fn real_makecontext_fn;
+
+/* Searched on every switch: kept apart from the bulky contexts so that a
+ * probe window is a few cache lines. */
+struct uc_head {
+	_Atomic uintptr_t key; /* ucontext_t address, 0 = free */
+	atomic_uint busy;      /* try-lock for body */
+	atomic_uint stamp;     /* uc_epoch when last used */
+};
+
+struct uc_table {
+	struct uc_head head[UC_SLOTS];
+	struct hook_scope body[UC_SLOTS];
+};
+
+static pthread_once_t table_once = PTHREAD_ONCE_INIT;
+static struct uc_table *_Atomic table;
+static atomic_uint uc_epoch;
+
+/* The ucontext the last hooked switch on this thread went to: lets the
+ * swapcontext frame that resumes tell a hooked switch back (which already
+ * published) from libc's internal uc_link switch (which did not). */
+static __thread const ucontext_t *switched_to;
+
+static void
+hook_ucontext_afterfork_child(void)
+{
+	struct uc_table *t = atomic_load(&table);
+	unsigned i;
+
+	/* Only this thread survives: try-locks held by the others never get
+	 * released. */
+	if (t)
+		for (i = 0; i < UC_SLOTS; i++)
+			atomic_store_explicit(&t->head[i].busy, 0,
+					      memory_order_relaxed);
+}
+
+static void
+hook_ucontext_bind_once(void)
+{
+	real_getcontext_fn = (getcontext_fn)ctxshim_bind(
+		"getcontext", NULL, (const void *)getcontext, true);
+	real_setcontext_fn = (setcontext_fn)ctxshim_bind(
+		"setcontext", NULL, (const void *)setcontext, true);
+	real_swapcontext_fn = (swapcontext_fn)ctxshim_bind(
+		"swapcontext", NULL, (const void *)swapcontext, true);
+	real_makecontext_fn = (makecontext_fn)ctxshim_bind(
+		"makecontext", NULL, (const void *)makecontext, true);
+}
+
+static inline void
+hook_ucontext_bind(void)
+{
+	pthread_once(&bind_once, hook_ucontext_bind_once);
+}
+
+static void
+hook_ucontext_table_once(void)
+{
+	void *p = mmap(NULL, sizeof(struct uc_table), PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+
+	if (p == MAP_FAILED)
+		return; /* ucontexts stay untracked */
+	atomic_store(&table, (struct uc_table *)p);
+	(void)pthread_atfork(NULL, NULL, hook_ucontext_afterfork_child);
+}
+
+/* Outside switches only. */
+static struct uc_table *
+hook_ucontext_table_create(void)
+{
+	int saved_errno = errno;
+
+	pthread_once(&table_once, hook_ucontext_table_once);
+	errno = saved_errno;
+	return atomic_load(&table);
+}
+
+static unsigned
+hook_ucontext_hash(uintptr_t key)
+{
+	return (unsigned)(((uint64_t)key * 0x9e3779b97f4a7c15ull) >> 52) &
+	       (UC_SLOTS - 1);
+}
+
+static bool
+hook_ucontext_trylock(struct uc_head *h)
+{
+	unsigned expect = 0;
+
+	return atomic_compare_exchange_strong_explicit(
+		&h->busy, &expect, 1, memory_order_acquire, memory_order_relaxed);
+}
+
+static void
+hook_ucontext_unlock(struct uc_head *h)
+{
+	atomic_store_explicit(&h->busy, 0, memory_order_release);
+}
+
+/* The locked slot of key, claiming one if create; NULL if untracked or
+ * busy.  The caller unlocks. */
+static struct uc_head *
+hook_ucontext_lock_slot(struct uc_table *t, const void *ucp, bool create)
+{
+	uintptr_t key = (uintptr_t)ucp;
+	unsigned base = hook_ucontext_hash(key), i, oldest = UC_SLOTS;
+	unsigned now = atomic_load_explicit(&uc_epoch, memory_order_relaxed);
+	unsigned oldest_age = 0;
+	struct uc_head *h;
+
+	for (i = 0; i < UC_WINDOW; i++) {
+		h = &t->head[(base + i) & (UC_SLOTS - 1)];
+		if (atomic_load_explicit(&h->key, memory_order_acquire) != key)
+			continue;
+		if (!hook_ucontext_trylock(h))
+			return NULL;
+		/* Evicted between the check and the lock? */
+		if (atomic_load_explicit(&h->key, memory_order_relaxed) == key)
+			goto found;
+		hook_ucontext_unlock(h);
+		return NULL;
+	}
+	if (!create)
+		return NULL;
+	for (i = 0; i < UC_WINDOW; i++) {
+		unsigned idx = (base + i) & (UC_SLOTS - 1);
+		uintptr_t k;
+
+		h = &t->head[idx];
+		k = atomic_load_explicit(&h->key, memory_order_relaxed);
+		if (k == 0) {
+			if (!hook_ucontext_trylock(h))
+				continue;
+			if (atomic_compare_exchange_strong(&h->key, &k, key))
+				goto claimed;
+			hook_ucontext_unlock(h);
+			continue;
+		}
+		if (now - atomic_load_explicit(&h->stamp, memory_order_relaxed) >=
+		    oldest_age) {
+			oldest_age = now - atomic_load_explicit(&h->stamp,
+								memory_order_relaxed);
+			oldest = idx;
+		}
+	}
+	if (oldest == UC_SLOTS)
+		return NULL;
+	h = &t->head[oldest];
+	if (!hook_ucontext_trylock(h))
+		return NULL;
+	atomic_store_explicit(&h->key, key, memory_order_release);
+claimed:
+	atomic_fetch_add_explicit(&uc_epoch, 1, memory_order_relaxed);
+	t->body[h - t->head].has = false;
+found:
+	atomic_store_explicit(&h->stamp,
+			      atomic_load_explicit(&uc_epoch, memory_order_relaxed),
+			      memory_order_relaxed);
+	return h;
+}
+
+/* ucp's context := the calling thread's. */
+static void
+hook_ucontext_save(struct uc_table *t, const void *ucp, bool create)
+{
+	struct uc_head *h = hook_ucontext_lock_slot(t, ucp, create);
+	const struct ctxshim_ctx *cur;
+	struct hook_scope *b;
+
+	if (!h)
+		return;
+	b = &t->body[h - t->head];
+	cur = ctxshim_current();
+	b->has = cur != NULL;
+	if (cur)
+		hook_scope_copy_ctx(&b->ctx, cur);
+	hook_ucontext_unlock(h);
+}
+
+/* The calling thread's context := ucp's, if ucp is tracked. */
+static void
+hook_ucontext_publish(struct uc_table *t, const void *ucp, const char *reason)
+{
+	struct uc_head *h = hook_ucontext_lock_slot(t, ucp, false);
+
+	if (!h)
+		return;
+	hook_scope_publish(&t->body[h - t->head], reason);
+	hook_ucontext_unlock(h);
+}
+
+/* Called by the getcontext stub before it jumps to the real getcontext;
+ * returns the real function. */
+__attribute__((used)) static void *
+hook_ucontext_getcontext_prep(ucontext_t *ucp)
+{
+	int saved_errno = errno;
+	struct uc_table *t;
+
+	hook_ucontext_bind();
+	if (ctxshim_active() && ucp && (t = hook_ucontext_table_create()))
+		hook_ucontext_save(t, ucp, true);
+	errno = saved_errno;
+	return (void *)real_getcontext_fn;
+}
+
+/* getcontext() returns twice when the ucontext is resumed, so it must
+ * return from the application's frame, not from ours: the stub does our
+ * part first and then jumps to the real function with the caller's return
+ * address and registers untouched.  (%rdi is saved around the call; the
+ * push keeps the stack 16-byte aligned for it.) */
+__attribute__((naked)) HOOK_EXPORT int
+getcontext(ucontext_t *ucp)
+{
+	__asm__ volatile("endbr64\n\t"
+			 "push %%rdi\n\t"
+			 "call %P0\n\t"
+			 "pop %%rdi\n\t"
+			 "jmp *%%rax\n\t"
+			 :
+			 : "i"(hook_ucontext_getcontext_prep));
+}
+
+static int
+hook_ucontext_setcontext(const ucontext_t *ucp)
+{
+	struct uc_table *t = atomic_load_explicit(&table, memory_order_acquire);
+	struct hook_scope prev;
+	int r, saved_errno;
+
+	hook_ucontext_bind();
+	if (!ctxshim_active() || !t || !ucp)
+		return real_setcontext_fn(ucp);
+	hook_scope_capture(&prev);
+	hook_ucontext_publish(t, ucp, "setcontext");
+	switched_to = ucp;
+	r = real_setcontext_fn(ucp);
+	/* Only on failure: we are still where we were. */
+	saved_errno = errno;
+	switched_to = NULL;
+	hook_scope_publish(&prev, "setcontext-failed");
+	errno = saved_errno;
+	return r;
+}
+
+static int
+hook_ucontext_swapcontext(ucontext_t *oucp, const ucontext_t *ucp)
+{
+	struct uc_table *t = atomic_load_explicit(&table, memory_order_acquire);
+	int r, saved_errno;
+
+	hook_ucontext_bind();
+	if (!ctxshim_active() || !t || !oucp || !ucp)
+		return real_swapcontext_fn(oucp, ucp);
+	hook_ucontext_save(t, oucp, true);
+	hook_ucontext_publish(t, ucp, "swapcontext");
+	switched_to = ucp;
+	r = real_swapcontext_fn(oucp, ucp);
+	/* Back in oucp, perhaps on another thread, perhaps much later; or the
+	 * switch failed and we never left. */
+	saved_errno = errno;
+	if (switched_to != oucp)
+		hook_ucontext_publish(t, oucp, "swapcontext-return");
+	switched_to = NULL;
+	errno = saved_errno;
+	return r;
+}
+
+static void
+hook_ucontext_makecontext(ucontext_t *ucp, void (*func)(void), int argc, va_list ap)
+{
+	uint64_t a[UC_MAX_ARGS] = {0};
+	struct uc_table *t;
+	int i, n;
+
+	hook_ucontext_bind();
+	n = argc < 0 ? 0 : argc > UC_MAX_ARGS ? UC_MAX_ARGS : argc;
+	/* glibc's x86_64 makecontext reads each argument as a 64-bit slot;
+	 * so do we, and we pass them on the same way. */
+	for (i = 0; i < n; i++)
+		a[i] = va_arg(ap, uint64_t);
+	real_makecontext_fn(ucp, func, n, a[0], a[1], a[2], a[3], a[4], a[5], a[6],
+			    a[7], a[8], a[9], a[10], a[11], a[12], a[13], a[14], a[15],
+			    a[16], a[17], a[18], a[19], a[20], a[21], a[22], a[23],
+			    a[24], a[25], a[26], a[27], a[28], a[29], a[30], a[31],
+			    a[32], a[33], a[34], a[35], a[36], a[37], a[38], a[39],
+			    a[40], a[41], a[42], a[43], a[44], a[45], a[46], a[47],
+			    a[48], a[49], a[50], a[51], a[52], a[53], a[54], a[55],
+			    a[56], a[57], a[58], a[59], a[60], a[61], a[62], a[63]);
+	if (ctxshim_active() && ucp && (t = hook_ucontext_table_create()))
+		hook_ucontext_save(t, ucp, true);
+}
+
+HOOK_EXPORT int
+setcontext(const ucontext_t *ucp)
+{
+	return hook_ucontext_setcontext(ucp);
+}
+
+HOOK_EXPORT int
+swapcontext(ucontext_t *oucp, const ucontext_t *ucp)
+{
+	return hook_ucontext_swapcontext(oucp, ucp);
+}
+
+HOOK_EXPORT void
+makecontext(ucontext_t *ucp, void (*func)(void), int argc, ...)
+{
+	va_list ap;
+
+	va_start(ap, argc);
+	hook_ucontext_makecontext(ucp, func, argc, ap);
+	va_end(ap);
+}

@@ -1,0 +1,675 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The per-connection table of the socket level (see conn.h).
+ *
+ * Where captured header values live while a head is in progress
+ * (struct http_scan_capture, about 3 KiB) is the main memory decision.
+ * Two places were possible:
+ *
+ *  - a capture in every thread's TLS: no shared state, but every thread of
+ *    every process under the shim would carry 3 KiB more of static TLS
+ *    (glibc zero-fills it at each thread start), and an event loop that
+ *    interleaves heads of several connections would still need somewhere
+ *    to keep the ones it was not reading;
+ *  - a process-wide pool (chosen): CONN_POOL_N entries in .bss, claimed
+ *    with one atomic bit operation for the duration of a read's scan and
+ *    kept by the connection only while its head is split across reads.
+ *    Thread-per-connection servers reading one byte at a time and event
+ *    loops interleaving heads both work the same way; the cost is two
+ *    lock-prefixed operations per read that scans head bytes.  When every
+ *    entry is in use (more than CONN_POOL_N heads in progress at once,
+ *    e.g. slow clients), a head is still framed but not captured: that
+ *    request gets no context, later ones are unaffected.
+ *
+ * The same pool holds the contexts of pipelined requests whose heads were
+ * read before the current request was answered (a FIFO per connection).
+ *
+ * Concurrency: a slot is normally written by the thread doing that
+ * connection's I/O.  The flags byte is updated atomically (library hooks
+ * claim from other threads); the compact context is guarded by a sequence
+ * counter so a reader on another thread never uses a torn copy.  Nothing
+ * here locks, allocates on a read path, or logs outside the constructor:
+ * it all runs inside read()/write() hooks, possibly in signal handlers. */
+#include "config.h"
+
+#include "conn.h"
+
+#include "cfg.h"
+#include "events.h"
+#include "log.h"
+#include "request-ctx.h"
+#include "shim.h"
+
+#include <errno.h>
+#include <stddef.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+
+#define CONN_POOL_N     256
+#define CONN_POOL_WORDS (CONN_POOL_N / 64)
+
+struct conn_pool_entry {
+	union {
+		struct http_scan_capture cap; /* a head being scanned */
+		struct ctxshim_conn_ctx ctx;  /* a pipelined request's context */
+	} u;
+	uint16_t next; /* next pipelined entry + 1 */
+	bool has_ctx;
+};
+
+struct ctxshim_conn_table ctxshim_conn_tab;
+
+static struct conn_pool_entry conn_pool[CONN_POOL_N];
+static _Atomic uint64_t conn_pool_used[CONN_POOL_WORDS];
+
+static struct http_scan_config conn_scan_cfg;
+/* Scanner extra-header index of each CTXSHIM_HEADER_ATTRS entry (-1: the
+ * scanner could not take it). */
+static int conn_extra_index[CTXSHIM_MAX_HEADER_ATTRS];
+
+/* ---- pool ---- */
+
+/* Lowest free entry + 1, or 0.  Lowest-first keeps the touched pages of
+ * the pool (its RSS) to what concurrency needs. */
+static unsigned
+conn_pool_claim(void)
+{
+	unsigned w;
+
+	for (w = 0; w < CONN_POOL_WORDS; w++) {
+		uint64_t old =
+			atomic_load_explicit(&conn_pool_used[w], memory_order_relaxed);
+
+		while (~old) {
+			unsigned bit = (unsigned)__builtin_ctzll(~old);
+
+			if (atomic_compare_exchange_weak_explicit(
+				    &conn_pool_used[w], &old, old | (1ull << bit),
+				    memory_order_acquire, memory_order_relaxed))
+				return w * 64 + bit + 1;
+		}
+	}
+	return 0;
+}
+
+static void
+conn_pool_release(unsigned idx)
+{
+	if (idx == 0 || idx > CONN_POOL_N)
+		return;
+	idx--;
+	atomic_fetch_and_explicit(&conn_pool_used[idx / 64], ~(1ull << (idx % 64)),
+				  memory_order_release);
+}
+
+static void
+conn_release_all(struct ctxshim_conn *c)
+{
+	unsigned idx = c->pending, n = 0;
+
+	conn_pool_release(c->cap);
+	c->cap = 0;
+	c->pending = 0;
+	/* Bounded walk: a corrupted list (two threads racing on one fd)
+	 * must not loop. */
+	while (idx && idx <= CONN_POOL_N && n++ < CONN_POOL_N) {
+		unsigned next = conn_pool[idx - 1].next;
+
+		conn_pool_release(idx);
+		idx = next;
+	}
+}
+
+/* ---- table ---- */
+
+static inline void
+conn_set_hot(int fd, uint8_t v)
+{
+	__atomic_store_n(&ctxshim_conn_tab.hot[fd], v, __ATOMIC_RELAXED);
+}
+
+/* The application closes or replaces fd, which the shim used for its
+ * event log (daemons close every descriptor at start): stop logging
+ * rather than write into whatever gets that number next. */
+void
+ctxshim_conn_release_shim_fd(int fd)
+{
+	if (fd == ctxshim_events_fd)
+		ctxshim_events_fd = -1;
+	if ((unsigned)fd < ctxshim_conn_tab.max_fds &&
+	    __atomic_load_n(&ctxshim_conn_tab.hot[fd], __ATOMIC_RELAXED) ==
+		    CONN_HOT_SHIM)
+		conn_set_hot(fd, CONN_HOT_NONE);
+}
+
+static void *
+conn_map(size_t len)
+{
+	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+		       -1, 0);
+
+	return p == MAP_FAILED ? NULL : p;
+}
+
+static void
+conn_scan_config(void)
+{
+	unsigned i, k;
+	int r;
+
+	http_scan_config_init(&conn_scan_cfg);
+	r = http_scan_config_set_limits(&conn_scan_cfg, ctxshim_cfg.max_header_bytes,
+					ctxshim_cfg.max_header_bytes >
+							HTTP_SCAN_DEFAULT_GIVE_UP
+						? ctxshim_cfg.max_header_bytes
+						: 0);
+	if (r < 0)
+		ctxshim_log("CTXSHIM_MAX_HEADER_BYTES=%u rejected by the scanner",
+			    ctxshim_cfg.max_header_bytes);
+	for (i = 0; i < CTXSHIM_MAX_HEADER_ATTRS; i++) {
+		conn_extra_index[i] = -1;
+		if (i >= ctxshim_cfg.n_header_attrs)
+			continue;
+		r = http_scan_config_add_header(
+			&conn_scan_cfg, ctxshim_cfg.header_attrs[i],
+			strlen(ctxshim_cfg.header_attrs[i]), &k);
+		if (r == 0)
+			conn_extra_index[i] = (int)k;
+		else
+			ctxshim_log(
+				"CTXSHIM_HEADER_ATTRS: the socket level cannot capture "
+				"'%s' (%s)",
+				ctxshim_cfg.header_attrs[i],
+				r == -EEXIST ? "a header the shim reads itself"
+					     : "name too long");
+	}
+}
+
+void
+ctxshim_conn_init(void)
+{
+	struct rlimit rl;
+	size_t n = CTXSHIM_CONN_MAX_FDS, nchunks;
+	void *hot, *chunks;
+
+	/* The hard limit bounds every fd the process can ever have (only
+	 * root can raise it); fds above the cap are simply not tracked. */
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_max != RLIM_INFINITY &&
+	    rl.rlim_max < n)
+		n = (size_t)rl.rlim_max;
+	n = (n + CTXSHIM_CONN_CHUNK - 1) & ~(size_t)(CTXSHIM_CONN_CHUNK - 1);
+	if (n == 0)
+		n = CTXSHIM_CONN_CHUNK;
+	nchunks = n / CTXSHIM_CONN_CHUNK;
+
+	conn_scan_config();
+	hot = conn_map(n);
+	chunks = conn_map(nchunks * sizeof(*ctxshim_conn_tab.chunks));
+	if (!hot || !chunks) {
+		ctxshim_log("cannot map the connection table: socket level off");
+		if (hot)
+			(void)munmap(hot, n);
+		if (chunks)
+			(void)munmap(chunks,
+				     nchunks * sizeof(*ctxshim_conn_tab.chunks));
+		return;
+	}
+	ctxshim_conn_tab.hot = hot;
+	ctxshim_conn_tab.chunks = chunks;
+	if (ctxshim_events_fd >= 0 && (size_t)ctxshim_events_fd < n)
+		conn_set_hot(ctxshim_events_fd, CONN_HOT_SHIM);
+	__atomic_store_n(&ctxshim_conn_tab.max_fds, (unsigned)n, __ATOMIC_RELEASE);
+}
+
+/* After the lead's constructor (priority 101), which sets ctxshim_mode. */
+__attribute__((constructor(102))) static void
+conn_ctor(void)
+{
+	if (ctxshim_active())
+		ctxshim_conn_init();
+}
+
+static struct ctxshim_conn *
+conn_get_or_map(int fd)
+{
+	struct ctxshim_conn *chunk, *expect = NULL;
+	struct ctxshim_conn *_Atomic *slot;
+	const size_t len = CTXSHIM_CONN_CHUNK * sizeof(struct ctxshim_conn);
+
+	if ((unsigned)fd >= ctxshim_conn_tab.max_fds)
+		return NULL;
+	slot = &ctxshim_conn_tab.chunks[(unsigned)fd >> CTXSHIM_CONN_CHUNK_SHIFT];
+	chunk = atomic_load_explicit(slot, memory_order_acquire);
+	if (!chunk) {
+		/* mmap is async-signal-safe and zero-fills: all-zero slots are
+		 * untracked, with fresh scanners.  Two accepting threads may
+		 * race; the loser unmaps its copy. */
+		chunk = conn_map(len);
+		if (!chunk)
+			return NULL;
+		if (!atomic_compare_exchange_strong_explicit(slot, &expect, chunk,
+							     memory_order_acq_rel,
+							     memory_order_acquire)) {
+			(void)munmap(chunk, len);
+			chunk = expect;
+		}
+	}
+	return &chunk[(unsigned)fd & (CTXSHIM_CONN_CHUNK - 1)];
+}
+
+/* Flags change atomically: a library hook may claim the slot from another
+ * thread at any time. */
+static inline void
+conn_flags_update(struct ctxshim_conn *c, uint8_t clear, uint8_t set)
+{
+	uint8_t old = atomic_load_explicit(&c->flags, memory_order_relaxed);
+
+	while (!atomic_compare_exchange_weak_explicit(
+		&c->flags, &old, (uint8_t)((old & ~clear) | set), memory_order_relaxed,
+		memory_order_relaxed))
+		;
+}
+
+static inline void
+conn_seq_begin(struct ctxshim_conn *c)
+{
+	atomic_fetch_add_explicit(&c->seq, 1, memory_order_relaxed);
+	atomic_thread_fence(memory_order_release);
+}
+
+static inline void
+conn_seq_end(struct ctxshim_conn *c)
+{
+	atomic_fetch_add_explicit(&c->seq, 1, memory_order_release);
+}
+
+/* Reset a slot to "fresh", with a new generation. */
+static void
+conn_reset(struct ctxshim_conn *c, uint8_t flags)
+{
+	conn_release_all(c);
+	conn_seq_begin(c);
+	memset(&c->scan, 0, sizeof(c->scan));
+	c->ctx.attrs_len = 0;
+	c->ctx.tracestate_len = 0;
+	atomic_store_explicit(&c->flags, flags, memory_order_relaxed);
+	atomic_fetch_add_explicit(&c->gen, 1, memory_order_relaxed);
+	conn_seq_end(c);
+}
+
+void
+ctxshim_conn_accepted(int fd)
+{
+	struct ctxshim_conn *c = conn_get_or_map(fd);
+
+	if (!c)
+		return;
+	conn_reset(c, CONN_F_TRACKED);
+	conn_set_hot(fd, CONN_HOT_SCAN);
+}
+
+void
+ctxshim_conn_forget(int fd)
+{
+	struct ctxshim_conn *c = ctxshim_conn_get(fd);
+
+	if (!c)
+		return;
+	if (!atomic_load_explicit(&c->flags, memory_order_relaxed) && !c->cap &&
+	    !c->pending)
+		return;
+	conn_set_hot(fd, CONN_HOT_NONE);
+	conn_reset(c, 0);
+}
+
+void
+ctxshim_conn_dup(int oldfd, int newfd)
+{
+	struct ctxshim_conn *o = ctxshim_conn_get(oldfd), *n;
+	uint8_t f;
+
+	if (!o || oldfd == newfd)
+		return;
+	f = atomic_load_explicit(&o->flags, memory_order_relaxed);
+	if (!(f & CONN_F_TRACKED))
+		return;
+	n = conn_get_or_map(newfd);
+	if (!n)
+		return;
+	conn_release_all(n);
+	conn_seq_begin(n);
+	n->scan = o->scan;
+	n->ctx = o->ctx;
+	atomic_store_explicit(&n->flags, f, memory_order_relaxed);
+	atomic_fetch_add_explicit(&n->gen, 1, memory_order_relaxed);
+	conn_seq_end(n);
+	conn_set_hot(newfd, (f & CONN_F_CLAIMED) ? CONN_HOT_CLAIMED : CONN_HOT_SCAN);
+}
+
+void
+ctxshim_conn_claim(int fd)
+{
+	struct ctxshim_conn *c = ctxshim_conn_get(fd);
+
+	if (!c)
+		return;
+	/* Pool entries it holds are released when the fd is closed: the
+	 * thread scanning it may be using them right now. */
+	if (!(atomic_load_explicit(&c->flags, memory_order_relaxed) & CONN_F_TRACKED))
+		return;
+	conn_flags_update(c, 0, CONN_F_CLAIMED);
+	conn_set_hot(fd, CONN_HOT_CLAIMED);
+}
+
+/* ---- contexts ---- */
+
+/* Copy s into the compact form.  Attributes first, whole entries in order
+ * until one does not fit; then as much of tracestate as fits, cut after a
+ * whole member.  Returns true if nothing was left out. */
+static bool
+conn_compact(struct ctxshim_conn_ctx *d, const struct ctxshim_ctx *s)
+{
+	size_t i = 0, alen = 0, tlen, room;
+	bool whole = true;
+
+	memcpy(d->trace_id, s->trace_id, sizeof(d->trace_id));
+	memcpy(d->span_id, s->span_id, sizeof(d->span_id));
+	memcpy(d->parent_id, s->parent_id, sizeof(d->parent_id));
+	d->flags = s->flags;
+	d->has_parent = s->has_parent;
+
+	if (s->attrs_len <= CTXSHIM_CONN_DATA_MAX) {
+		alen = s->attrs_len;
+	} else {
+		/* Entries are key, length, value (thread-record.h). */
+		while (i + 2 <= s->attrs_len) {
+			size_t e = 2 + (size_t)s->attrs[i + 1];
+
+			if (i + e > s->attrs_len || i + e > CTXSHIM_CONN_DATA_MAX)
+				break;
+			i += e;
+		}
+		alen = i;
+		whole = false;
+	}
+	memcpy(d->data, s->attrs, alen);
+	d->attrs_len = (uint8_t)alen;
+
+	room = CTXSHIM_CONN_DATA_MAX - alen;
+	tlen = s->tracestate_len;
+	if (tlen > room) {
+		/* Dropping list members from the end is what W3C allows. */
+		const char *comma = NULL;
+		size_t k;
+
+		for (k = room + 1; k-- > 0;)
+			if (k < tlen && s->tracestate[k] == ',') {
+				comma = s->tracestate + k;
+				break;
+			}
+		tlen = comma ? (size_t)(comma - s->tracestate) : 0;
+		whole = false;
+	}
+	memcpy(d->data + alen, s->tracestate, tlen);
+	d->tracestate_len = (uint8_t)tlen;
+	return whole;
+}
+
+static void
+conn_expand_ctx(const struct ctxshim_conn_ctx *s, struct ctxshim_ctx *d)
+{
+	size_t alen = s->attrs_len <= CTXSHIM_CONN_DATA_MAX ? s->attrs_len : 0;
+	size_t tlen = s->tracestate_len <= CTXSHIM_CONN_DATA_MAX - alen
+			      ? s->tracestate_len
+			      : 0;
+
+	memcpy(d->trace_id, s->trace_id, sizeof(d->trace_id));
+	memcpy(d->span_id, s->span_id, sizeof(d->span_id));
+	memcpy(d->parent_id, s->parent_id, sizeof(d->parent_id));
+	d->flags = s->flags;
+	d->has_parent = s->has_parent;
+	d->attrs_len = (uint16_t)alen;
+	d->tracestate_len = (uint16_t)tlen;
+	memcpy(d->attrs, s->data, alen);
+	memcpy(d->tracestate, s->data + alen, tlen);
+}
+
+bool
+ctxshim_conn_expand(const struct ctxshim_conn *c, struct ctxshim_ctx *out)
+{
+	uint32_t s1 = atomic_load_explicit(&c->seq, memory_order_acquire), s2;
+
+	if ((s1 & 1) ||
+	    !(atomic_load_explicit(&c->flags, memory_order_relaxed) & CONN_F_HAS_CTX))
+		return false;
+	conn_expand_ctx(&c->ctx, out);
+	atomic_thread_fence(memory_order_acquire);
+	s2 = atomic_load_explicit(&c->seq, memory_order_relaxed);
+	return s1 == s2;
+}
+
+bool
+ctxshim_conn_request_ctx(int fd, struct ctxshim_ctx *out)
+{
+	struct ctxshim_conn *c = ctxshim_conn_get(fd);
+	struct ctxshim_ctx tmp;
+	unsigned tries;
+
+	if (!c ||
+	    !(atomic_load_explicit(&c->flags, memory_order_relaxed) & CONN_F_TRACKED) ||
+	    !ctxshim_conn_live(c))
+		return false;
+	/* out is filled only on success. */
+	for (tries = 0; tries < 4; tries++)
+		if (ctxshim_conn_expand(c, &tmp)) {
+			memcpy(out, &tmp, offsetof(struct ctxshim_ctx, attrs));
+			memcpy(out->attrs, tmp.attrs, tmp.attrs_len);
+			memcpy(out->tracestate, tmp.tracestate, tmp.tracestate_len);
+			return true;
+		}
+	return false;
+}
+
+/* The request model of request-ctx.h, from what the scanner captured. */
+static void
+conn_build(struct ctxshim_ctx *full,
+	   const struct http_scan_capture *cap,
+	   unsigned flags)
+{
+	struct ctxshim_request r;
+	const char *ts_line = cap->tracestate;
+	size_t ts_len = cap->tracestate_len;
+	unsigned i;
+
+	memset(&r, 0, sizeof(r));
+	r.method = cap->method;
+	r.method_len = cap->method_len;
+	r.target = cap->target;
+	r.target_len = cap->target_len;
+	if (flags & HTTP_SCAN_F_TRACEPARENT) {
+		r.traceparent = cap->traceparent;
+		r.traceparent_len = cap->traceparent_len;
+	}
+	r.traceparent_repeated = (flags & HTTP_SCAN_F_TRACEPARENT_BAD) != 0;
+	/* A folded tracestate is invalid as a whole. */
+	if ((flags & (HTTP_SCAN_F_TRACESTATE | HTTP_SCAN_F_TRACESTATE_BAD)) ==
+	    HTTP_SCAN_F_TRACESTATE) {
+		r.tracestate = &ts_line;
+		r.tracestate_lens = &ts_len;
+		r.n_tracestate = 1;
+	}
+	for (i = 0; i < ctxshim_cfg.n_header_attrs && i < CTXSHIM_MAX_HEADER_ATTRS;
+	     i++) {
+		int k = conn_extra_index[i];
+
+		if (k < 0 || !(cap->extra_present & (1u << k)) ||
+		    (cap->extra_bad & (1u << k)))
+			continue;
+		r.extra[i] = cap->extra[k];
+		r.extra_len[i] = cap->extra_len[k];
+	}
+	ctxshim_request_ctx(full, &r);
+}
+
+static bool
+conn_captured(const struct http_scan_capture *cap, unsigned flags)
+{
+	return cap && (flags & (HTTP_SCAN_F_CAPTURED | HTTP_SCAN_F_OVERSIZED |
+				HTTP_SCAN_F_CAPTURE_LOST)) == HTTP_SCAN_F_CAPTURED;
+}
+
+/* A head completed.  Returns CONN_FEED_NONE if it was queued (or
+ * dropped), else CONN_FEED_NEW, or CONN_FEED_FULL when *full holds its
+ * whole context (nothing left out of the compact copy). */
+static int
+conn_head(struct ctxshim_conn *c,
+	  const struct http_scan_capture *cap,
+	  unsigned flags,
+	  struct ctxshim_ctx *full)
+{
+	uint8_t f = atomic_load_explicit(&c->flags, memory_order_relaxed);
+	bool captured = conn_captured(cap, flags), whole = false;
+	struct conn_pool_entry *e;
+	unsigned idx, n = 0;
+
+	if (!(f & CONN_F_REQ) || (f & CONN_F_RESPONDED)) {
+		conn_seq_begin(c);
+		if (captured) {
+			conn_build(full, cap, flags);
+			whole = conn_compact(&c->ctx, full);
+		}
+		conn_flags_update(
+			c, CONN_F_HAS_CTX | CONN_F_RESPONDED | CONN_F_PROMOTED,
+			(uint8_t)(CONN_F_REQ | (captured ? CONN_F_HAS_CTX : 0)));
+		conn_seq_end(c);
+		return whole ? CONN_FEED_FULL : CONN_FEED_NEW;
+	}
+
+	/* Pipelined behind a request not answered yet: queue it.  Without a
+	 * pool entry it is dropped (it will run under no context). */
+	idx = conn_pool_claim();
+	if (!idx)
+		return CONN_FEED_NONE;
+	e = &conn_pool[idx - 1];
+	e->next = 0;
+	e->has_ctx = captured;
+	if (captured) {
+		struct ctxshim_ctx tmp;
+
+		conn_build(&tmp, cap, flags);
+		(void)conn_compact(&e->u.ctx, &tmp);
+	}
+	{
+		uint16_t *tail = &c->pending;
+
+		while (*tail && *tail <= CONN_POOL_N && n++ < CONN_POOL_N)
+			tail = &conn_pool[*tail - 1].next;
+		*tail = (uint16_t)idx;
+	}
+	return CONN_FEED_NONE;
+}
+
+int
+ctxshim_conn_feed(struct ctxshim_conn *c,
+		  const void *buf,
+		  size_t len,
+		  struct ctxshim_ctx *full)
+{
+	const uint8_t *p = buf;
+	size_t off = 0, n;
+	int became = CONN_FEED_NONE;
+
+	while (off < len && !http_scan_gave_up(&c->scan)) {
+		unsigned idx = c->cap;
+		struct http_scan_capture *cap;
+		enum http_scan_status r;
+
+		if (!idx)
+			idx = conn_pool_claim();
+		cap = idx ? &conn_pool[idx - 1].u.cap : NULL;
+		n = 0;
+		r = http_scan_feed(&c->scan, &conn_scan_cfg, cap, p + off, len - off,
+				   &n);
+		off += n;
+		if (r == HTTP_SCAN_HEAD) {
+			int h = conn_head(c, cap, http_scan_flags(&c->scan), full);
+
+			if (h != CONN_FEED_NONE)
+				became = h;
+			conn_pool_release(idx);
+			c->cap = 0;
+		} else if (r == HTTP_SCAN_MORE && http_scan_in_head(&c->scan) && idx) {
+			/* Head split across reads: keep its capture. */
+			c->cap = (uint16_t)idx;
+			break;
+		} else {
+			conn_pool_release(idx);
+			c->cap = 0;
+			if (r == HTTP_SCAN_GAVE_UP || n == 0)
+				break;
+		}
+	}
+	return became;
+}
+
+void
+ctxshim_conn_lost(struct ctxshim_conn *c)
+{
+	http_scan_stop(&c->scan);
+	conn_pool_release(c->cap);
+	c->cap = 0;
+}
+
+/* 0: not a status line (or unknown), 1: interim (1xx but not 101), 2: a
+ * final status line "HTTP/1.x NNN". */
+static int
+conn_status_kind(const uint8_t *h, size_t len)
+{
+	static const char pfx[] = "HTTP/1.";
+	size_t m = len < 7 ? len : 7;
+
+	if (!h || len == 0 || memcmp(h, pfx, m) != 0)
+		return 0;
+	if (len >= 12 && h[8] == ' ' && h[9] == '1' && !(h[10] == '0' && h[11] == '1'))
+		return 1;
+	return 2;
+}
+
+bool
+ctxshim_conn_responded(struct ctxshim_conn *c, const void *head, size_t head_len)
+{
+	uint8_t f = atomic_load_explicit(&c->flags, memory_order_relaxed);
+	int kind = conn_status_kind(head, head_len);
+	struct conn_pool_entry *e;
+	unsigned idx;
+
+	if (kind == 1 || !(f & CONN_F_REQ) || (f & CONN_F_RESPONDED))
+		return false;
+	if (f & CONN_F_CLAIMED) {
+		conn_flags_update(c, 0, CONN_F_RESPONDED);
+		return false;
+	}
+	/* A request made current by the previous response's first write
+	 * is answered only by a write that starts a response: the rest of
+	 * the previous response (its body) must not count for it. */
+	if ((f & CONN_F_PROMOTED) && kind != 2)
+		return false;
+	idx = c->pending;
+	if (!idx || idx > CONN_POOL_N) {
+		conn_flags_update(c, 0, CONN_F_RESPONDED);
+		return false;
+	}
+	/* Turn-taking for pipelining: once the server starts answering the
+	 * current request, it works on the next one. */
+	e = &conn_pool[idx - 1];
+	conn_seq_begin(c);
+	if (e->has_ctx)
+		c->ctx = e->u.ctx;
+	c->pending = e->next;
+	conn_flags_update(c, CONN_F_HAS_CTX | CONN_F_RESPONDED,
+			  (uint8_t)(CONN_F_REQ | CONN_F_PROMOTED |
+				    (e->has_ctx ? CONN_F_HAS_CTX : 0)));
+	conn_seq_end(c);
+	conn_pool_release(idx);
+	return true;
+}

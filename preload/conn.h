@@ -1,0 +1,193 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/* The per-connection table of the socket level (hooks/hook-socket.c), and
+ * the two calls the library hooks (hook-mhd.c, hook-evhttp.c) use.
+ *
+ * One 256-byte slot per server-side connection, indexed by fd: the HTTP
+ * head scanner's state, a few flags, and a compact copy of the context of
+ * the connection's current request.  Slots live in chunks of
+ * CTXSHIM_CONN_CHUNK fds, mmap'd the first time accept() returns an fd in
+ * the chunk (never on a read path); the chunk pointer array is sized from
+ * the RLIMIT_NOFILE hard limit (capped at CTXSHIM_CONN_MAX_FDS) when the
+ * shim starts, next to a "hot" map of one byte per fd.  A read of an fd
+ * that is not a tracked server connection is one bound check and one byte
+ * load in the hot map.
+ *
+ * Captured header values of a head in progress do not live in the slot:
+ * they go to a small process-wide pool of http_scan_capture buffers (see
+ * conn.c for the trade-off), which also holds the contexts of pipelined
+ * requests that arrived before the current one was answered.
+ *
+ * fd reuse: every accept(), close() or dup2() over the fd bumps the slot's
+ * generation, so a thread that published a context from (fd, gen) can tell
+ * that the fd now means another connection. */
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "http-scan.h"
+#include "thread-ctx.h"
+
+/* ---- for the library hooks ---- */
+
+/* True, and *out filled, when fd is a server connection whose current
+ * request head has been seen by the socket level and not answered yet: a
+ * library hook attaches this context (same trace-id and span-id) instead of
+ * minting a second span for the same request.  False otherwise (not a
+ * tracked connection, no complete head, the head was too large or not
+ * captured, or a response was already written on it). */
+bool ctxshim_conn_request_ctx(int fd, struct ctxshim_ctx *out);
+
+/* A library hook handles the requests on fd from now on: the socket level
+ * stops scanning it and never attaches, switches or detaches a context for
+ * it again (until the fd is closed and reused).  It still notes response
+ * writes, so ctxshim_conn_request_ctx() keeps returning the request seen
+ * before the claim until it is answered, and false afterwards (later
+ * requests on the fd are not scanned).  Idempotent; any fd. */
+void ctxshim_conn_claim(int fd);
+
+/* ---- for hooks/hook-socket.c ---- */
+
+#define CTXSHIM_CONN_SLOT_SIZE   256
+#define CTXSHIM_CONN_CHUNK_SHIFT 8
+#define CTXSHIM_CONN_CHUNK       (1u << CTXSHIM_CONN_CHUNK_SHIFT) /* fds per chunk */
+#define CTXSHIM_CONN_MAX_FDS     (1u << 20)
+
+enum {
+	CONN_F_TRACKED = 0x01,   /* a server-side (accepted) connection */
+	CONN_F_CLAIMED = 0x02,   /* a library hook handles it */
+	CONN_F_REQ = 0x04,       /* a request is current (head seen) */
+	CONN_F_HAS_CTX = 0x08,   /* ctx holds the current request's context */
+	CONN_F_RESPONDED = 0x10, /* a response was written for it */
+	CONN_F_PROMOTED = 0x20,  /* it was pipelined behind the previous one */
+};
+
+/* Compact copy of a request context: ids as in struct ctxshim_ctx, then
+ * data[] = attrs_len bytes of encoded attributes followed by
+ * tracestate_len bytes of tracestate.  Attributes are added in order
+ * (method, path, configured headers) and an entry that does not fit is
+ * dropped whole; tracestate gets what is left, cut back to whole members. */
+#define CTXSHIM_CONN_DATA_MAX 182
+struct ctxshim_conn_ctx {
+	uint8_t trace_id[16];
+	uint8_t span_id[8];
+	uint8_t parent_id[8];
+	uint8_t flags;
+	uint8_t has_parent;
+	uint8_t attrs_len;
+	uint8_t tracestate_len;
+	uint8_t data[CTXSHIM_CONN_DATA_MAX];
+};
+
+struct ctxshim_conn {
+	struct http_scan scan; /* 24 bytes, all-zero = fresh */
+	_Atomic uint32_t gen;  /* connection identity, see above */
+	_Atomic uint32_t seq;  /* odd while ctx is being rewritten */
+	uint16_t cap;          /* pool entry + 1 holding the head in progress */
+	uint16_t pending;      /* pool entry + 1: first pipelined context */
+	_Atomic uint8_t flags; /* CONN_F_* */
+	uint8_t spare;
+	struct ctxshim_conn_ctx ctx;
+};
+_Static_assert(sizeof(struct ctxshim_conn) == CTXSHIM_CONN_SLOT_SIZE,
+	       "B8: at most 256 bytes of state per tracked connection");
+
+/* Values of the hot map. */
+enum {
+	CONN_HOT_NONE = 0,    /* not a tracked connection */
+	CONN_HOT_SCAN = 1,    /* tracked: reads are scanned, I/O switches */
+	CONN_HOT_CLAIMED = 2, /* claimed: only writes are noted (answered) */
+	CONN_HOT_SHIM = 4,    /* the shim's own event log: stop using it
+			       * before the application closes or reuses it */
+};
+
+struct ctxshim_conn_table {
+	unsigned max_fds; /* 0 until set up (and when the shim is off) */
+	uint8_t *hot;     /* max_fds bytes, CONN_HOT_* */
+	struct ctxshim_conn *_Atomic *chunks; /* max_fds / CHUNK pointers */
+};
+extern struct ctxshim_conn_table ctxshim_conn_tab __attribute__((visibility("hidden")));
+
+/* The fast-path test: CONN_HOT_* of fd.  A bound check and one byte load,
+ * so that I/O on pipes, files and client sockets stays within a few
+ * instructions of the real call (B3). */
+static inline uint8_t
+ctxshim_conn_hot(int fd)
+{
+	if ((unsigned)fd >=
+	    __atomic_load_n(&ctxshim_conn_tab.max_fds, __ATOMIC_ACQUIRE))
+		return CONN_HOT_NONE;
+	return __atomic_load_n(&ctxshim_conn_tab.hot[fd], __ATOMIC_RELAXED);
+}
+
+/* The slot of fd if its chunk exists, else NULL. */
+static inline struct ctxshim_conn *
+ctxshim_conn_get(int fd)
+{
+	struct ctxshim_conn *chunk;
+
+	if ((unsigned)fd >= ctxshim_conn_tab.max_fds)
+		return NULL;
+	chunk = atomic_load_explicit(
+		&ctxshim_conn_tab.chunks[(unsigned)fd >> CTXSHIM_CONN_CHUNK_SHIFT],
+		memory_order_acquire);
+	return chunk ? &chunk[(unsigned)fd & (CTXSHIM_CONN_CHUNK - 1)] : NULL;
+}
+
+/* Set up the table (conn.c's constructor, when the shim is active). */
+void ctxshim_conn_init(void);
+
+/* fd was returned by accept()/accept4(): start tracking it afresh
+ * (allocates its chunk if needed; silently untracked when that fails). */
+void ctxshim_conn_accepted(int fd);
+
+/* fd stopped meaning its connection (close, dup2/dup3 over it,
+ * close_range): forget it and release what it held. */
+void ctxshim_conn_forget(int fd);
+
+/* fd (CONN_HOT_SHIM) is about to be closed or replaced by the application:
+ * the shim stops using it. */
+void ctxshim_conn_release_shim_fd(int fd);
+
+/* newfd became a duplicate of oldfd (dup2/dup3): newfd names the same
+ * connection, so it gets a copy of the slot with its own generation (a
+ * head in progress is not captured on the copy). */
+void ctxshim_conn_dup(int oldfd, int newfd);
+
+/* Feed the bytes a read returned.  Returns CONN_FEED_NONE, or
+ * CONN_FEED_NEW if a new request became current (its context, if any, is
+ * then in c->ctx), or CONN_FEED_FULL if moreover *full holds that context
+ * whole (the caller can publish it without expanding c->ctx).  *full is
+ * scratch space otherwise. */
+enum { CONN_FEED_NONE = 0, CONN_FEED_NEW = 1, CONN_FEED_FULL = 2 };
+int ctxshim_conn_feed(struct ctxshim_conn *c,
+		      const void *buf,
+		      size_t len,
+		      struct ctxshim_ctx *full);
+
+/* The scanner cannot follow the stream any more (MSG_TRUNC discarded
+ * bytes): stop scanning c. */
+void ctxshim_conn_lost(struct ctxshim_conn *c);
+
+/* A write of n > 0 bytes happened on c; head is its first bytes (NULL if
+ * unknown, e.g. sendfile).  Marks the current request answered; when a
+ * pipelined request was waiting, makes it current and returns true.  On a
+ * claimed connection it only marks the request answered (so that
+ * ctxshim_conn_request_ctx() stops returning it). */
+bool ctxshim_conn_responded(struct ctxshim_conn *c, const void *head, size_t head_len);
+
+/* Does c's current request have a context the thread should publish? */
+static inline bool
+ctxshim_conn_live(const struct ctxshim_conn *c)
+{
+	uint8_t f = atomic_load_explicit(&c->flags, memory_order_relaxed);
+
+	return (f & (CONN_F_REQ | CONN_F_HAS_CTX | CONN_F_RESPONDED)) ==
+	       (CONN_F_REQ | CONN_F_HAS_CTX);
+}
+
+/* Expand c's compact context into out.  Returns false if it changed under
+ * us (a concurrent rewrite by another thread) or has none. */
+bool ctxshim_conn_expand(const struct ctxshim_conn *c, struct ctxshim_ctx *out);

@@ -1,0 +1,1202 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "config.h"
+
+#include "http-scan.h"
+
+#include <errno.h>
+#include <string.h>
+
+/* Phases.  PH_REQ must be 0 so that zeroed memory is a fresh scanner; the
+ * head phases are contiguous for http_scan_in_head(). */
+enum {
+	PH_REQ = 0,	/* between messages: empty lines, then a method */
+	PH_METHOD,
+	PH_TARGET,
+	PH_SP2,		/* spaces before the version */
+	PH_VERSION,
+	PH_RL_EOL,	/* after the version digit */
+	PH_RL_LF,	/* after its CR */
+	PH_LINE,	/* start of a header line */
+	PH_NAME,	/* header name split across reads */
+	PH_SKIP,	/* rest of an uninteresting line */
+	PH_VOWS,	/* OWS before a wanted value */
+	PH_VALUE,
+	PH_END_LF,	/* CR of the empty line ending the head */
+	PH_BODY,	/* Content-Length body */
+	PH_CH_SIZE,
+	PH_CH_EXT,	/* rest of the chunk-size line */
+	PH_CH_DATA,
+	PH_CH_CR,	/* CRLF after chunk data */
+	PH_CH_LF,
+	PH_TR_LINE,	/* start of a trailer line */
+	PH_TR_SKIP,
+	PH_TR_LF,
+	PH_DEAD = HTTP_SCAN_PH_DEAD,
+};
+_Static_assert(PH_METHOD == HTTP_SCAN_PH_HEAD_FIRST, "head phases");
+_Static_assert(PH_END_LF == HTTP_SCAN_PH_HEAD_LAST, "head phases");
+
+/* Header ids: index into the config's name table. */
+enum {
+	FLD_TP = 0,
+	FLD_TS,
+	FLD_CL,
+	FLD_TE,
+	FLD_EXTRA,
+	FLD_NONE = 0xff,
+};
+#define FRAMING_MASK ((1u << FLD_CL) | (1u << FLD_TE))
+
+/* Transfer-Encoding element states (st->sub): 0 empty so far, 1..7 a prefix
+ * of "chunked", 8 "chunked" then OWS, 9 anything else. */
+#define TE_CHUNKED	7
+#define TE_CHUNKED_WS	8
+#define TE_OTHER	9
+
+/* Content-Length states (st->sub). */
+#define CL_NONE		0
+#define CL_DIGITS	1
+#define CL_TRAILING	2
+
+static inline bool
+is_ows(uint8_t c)
+{
+	return c == ' ' || c == '\t';
+}
+
+/* Trimmed from the end of values: the CR of CRLF is part of the line. */
+static inline bool
+is_trail_ws(uint8_t c)
+{
+	return c == ' ' || c == '\t' || c == '\r';
+}
+
+static inline uint64_t
+load64(const void *p)
+{
+	uint64_t v;
+
+	memcpy(&v, p, sizeof(v));
+	return v;
+}
+
+static inline uint32_t
+load32(const void *p)
+{
+	uint32_t v;
+
+	memcpy(&v, p, sizeof(v));
+	return v;
+}
+
+/* Non-zero iff some byte of w is < 0x21 (SP, controls).  Exact as a yes/no
+ * answer for thresholds <= 0x80, which is all the target scan needs. */
+static inline uint64_t
+has_ctl_or_sp(uint64_t w)
+{
+	return (w - 0x2121212121212121ull) & ~w & 0x8080808080808080ull;
+}
+
+static enum http_scan_status
+give_up(struct http_scan *st, enum http_scan_give_up why)
+{
+	st->phase = PH_DEAD;
+	st->sub = (uint8_t)why;
+	return HTTP_SCAN_GAVE_UP;
+}
+
+/* ---- configuration ---- */
+
+static bool
+is_tchar(uint8_t c)
+{
+	if ((unsigned)((c | 0x20) - 'a') < 26u || (unsigned)(c - '0') < 10u)
+		return true;
+	return c && strchr("!#$%&'*+-.^_`|~", c) != NULL;
+}
+
+static int
+add_name(struct http_scan_config *cfg, const char *name, size_t len)
+{
+	unsigned i = cfg->n_names, k;
+	uint8_t low[32];
+
+	if (len == 0 || len > HTTP_SCAN_NAME_MAX)
+		return -EINVAL;
+	for (k = 0; k < len; k++) {
+		uint8_t c = (uint8_t)name[k];
+
+		if (!is_tchar(c))
+			return -EINVAL;
+		low[k] = (unsigned)(c - 'A') < 26u ? c | 0x20 : c;
+	}
+	for (k = 0; k < i; k++)
+		if (cfg->name_len[k] == len && memcmp(cfg->name[k], low, len) == 0)
+			return -EEXIST;
+	if (i >= HTTP_SCAN_NAMES)
+		return -ENOSPC;
+
+	memset(cfg->name[i], 0, sizeof(cfg->name[i]));
+	memset(cfg->fold[i], 0, sizeof(cfg->fold[i]));
+	memcpy(cfg->name[i], low, len);
+	for (k = 0; k < len; k++)
+		if ((unsigned)(low[k] - 'a') < 26u)
+			cfg->fold[i][k] = 0x20;
+	cfg->name_len[i] = (uint8_t)len;
+	cfg->first[low[0]] |= (uint16_t)(1u << i);
+	if ((unsigned)(low[0] - 'a') < 26u)
+		cfg->first[low[0] & ~0x20] |= (uint16_t)(1u << i);
+	if (len > cfg->max_name_len)
+		cfg->max_name_len = (uint8_t)len;
+	cfg->n_names = (uint8_t)(i + 1);
+	return 0;
+}
+
+void
+http_scan_config_init(struct http_scan_config *cfg)
+{
+	static const char *const builtin[] = {
+		[FLD_TP] = "traceparent",
+		[FLD_TS] = "tracestate",
+		[FLD_CL] = "content-length",
+		[FLD_TE] = "transfer-encoding",
+	};
+	unsigned i;
+
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->max_head_bytes = HTTP_SCAN_DEFAULT_MAX_HEAD;
+	cfg->give_up_bytes = HTTP_SCAN_DEFAULT_GIVE_UP;
+	for (i = 0; i < FLD_EXTRA; i++)
+		add_name(cfg, builtin[i], strlen(builtin[i]));
+}
+
+int
+http_scan_config_set_limits(struct http_scan_config *cfg, uint32_t max_head_bytes,
+			    uint32_t give_up_bytes)
+{
+	uint32_t m = max_head_bytes ? max_head_bytes : cfg->max_head_bytes;
+	uint32_t g = give_up_bytes ? give_up_bytes : cfg->give_up_bytes;
+
+	if (m < 64 || g < m || g > HTTP_SCAN_LIMIT_MAX)
+		return -EINVAL;
+	cfg->max_head_bytes = m;
+	cfg->give_up_bytes = g;
+	return 0;
+}
+
+int
+http_scan_config_add_header(struct http_scan_config *cfg, const char *name, size_t len,
+			    unsigned *index_out)
+{
+	int r = add_name(cfg, name, len);
+
+	if (r < 0)
+		return r;
+	if (index_out)
+		*index_out = cfg->n_names - 1u - FLD_EXTRA;
+	return 0;
+}
+
+/* ---- state ---- */
+
+void
+http_scan_reset(struct http_scan *st)
+{
+	memset(st, 0, sizeof(*st));
+}
+
+void
+http_scan_stop(struct http_scan *st)
+{
+	give_up(st, HTTP_SCAN_GIVE_UP_CALLER);
+}
+
+enum http_scan_give_up
+http_scan_give_up_reason(const struct http_scan *st)
+{
+	return st->phase == PH_DEAD ? (enum http_scan_give_up)st->sub : HTTP_SCAN_GIVE_UP_NONE;
+}
+
+const char *
+http_scan_give_up_name(enum http_scan_give_up reason)
+{
+	switch (reason) {
+	case HTTP_SCAN_GIVE_UP_NONE:
+		return "none";
+	case HTTP_SCAN_GIVE_UP_TLS:
+		return "tls";
+	case HTTP_SCAN_GIVE_UP_HTTP2:
+		return "http2";
+	case HTTP_SCAN_GIVE_UP_NOT_HTTP:
+		return "not-http";
+	case HTTP_SCAN_GIVE_UP_MALFORMED:
+		return "malformed";
+	case HTTP_SCAN_GIVE_UP_TOO_LONG:
+		return "too-long";
+	case HTTP_SCAN_GIVE_UP_FRAMING:
+		return "framing";
+	case HTTP_SCAN_GIVE_UP_CALLER:
+		return "caller";
+	}
+	return "unknown";
+}
+
+/* ---- captured values ---- */
+
+static void
+capture_begin(struct http_scan_capture *cap, const struct http_scan *st)
+{
+	/* Only the scalars; buffers are valid up to their lengths. */
+	memset(cap, 0, offsetof(struct http_scan_capture, method));
+	cap->owner = st;
+}
+
+/* Start a value at offset `start` of its buffer, after `sep` (a list
+ * separator, counted as value bytes so that truncation sees it). */
+static void
+value_start(struct http_scan_capture *cap, char *buf, size_t bufcap, size_t start,
+	    const char *sep, size_t seplen)
+{
+	size_t k;
+
+	cap->cur_start = (uint16_t)start;
+	cap->cur_seen = 0;
+	cap->cur_last = 0;
+	for (k = 0; k < seplen && start + k < bufcap; k++)
+		buf[start + k] = sep[k];
+	cap->cur_seen = cap->cur_last = (uint32_t)seplen;
+}
+
+/* Append n value bytes; the logical length (cur_last) ends after the last
+ * byte that is not trailing whitespace, wherever the line was split. */
+static void
+value_append(struct http_scan_capture *cap, char *buf, size_t bufcap, const uint8_t *s,
+	     size_t n)
+{
+	size_t at = (size_t)cap->cur_start + cap->cur_seen;
+	size_t j = n;
+
+	if (at < bufcap)
+		memcpy(buf + at, s, n < bufcap - at ? n : bufcap - at);
+	while (j > 0 && is_trail_ws(s[j - 1]))
+		j--;
+	if (j > 0)
+		cap->cur_last = cap->cur_seen + (uint32_t)j;
+	cap->cur_seen += (uint32_t)n;
+}
+
+static inline bool
+name_eq(const uint8_t *p, const uint8_t *name, const uint8_t *fold, unsigned len)
+{
+	unsigned k;
+
+	if (len >= 8) {
+		for (k = 0; k + 8 < len; k += 8)
+			if ((load64(p + k) | load64(fold + k)) != load64(name + k))
+				return false;
+		k = len - 8;
+		return (load64(p + k) | load64(fold + k)) == load64(name + k);
+	}
+	if (len >= 4) {
+		k = len - 4;
+		return (load32(p) | load32(fold)) == load32(name) &&
+		       (load32(p + k) | load32(fold + k)) == load32(name + k);
+	}
+	for (k = 0; k < len; k++)
+		if ((p[k] | fold[k]) != name[k])
+			return false;
+	return true;
+}
+
+/* ---- the head ---- */
+
+static void
+head_begin(struct http_scan *st, struct http_scan_capture *cap)
+{
+	st->flags = 0;
+	st->n = 0;
+	st->pos = 0;
+	st->field = FLD_NONE;
+	st->sub = 0;
+	if (cap) {
+		capture_begin(cap, st);
+		st->flags = HTTP_SCAN_F_CAPTURED;
+	}
+}
+
+static inline bool
+capturing(const struct http_scan *st)
+{
+	return st->flags & HTTP_SCAN_F_CAPTURED;
+}
+
+static inline bool
+is_method_char(uint8_t c)
+{
+	return (unsigned)(c - 'A') < 26u || c == '-' || c == '_';
+}
+
+/* Method bytes, consumed up to (not including) the SP.  Returns false to
+ * give up. */
+static bool
+scan_method(struct http_scan *st, struct http_scan_capture *cap, const uint8_t **pp,
+	    const uint8_t *lim)
+{
+	const uint8_t *p = *pp;
+	unsigned pos = st->pos;
+	uint64_t n = st->n;
+	bool capt = capturing(st);
+	bool ok = true;
+
+	while (p < lim) {
+		uint8_t c = *p;
+
+		if (c == ' ')
+			break;
+		if (!is_method_char(c) || pos == HTTP_SCAN_METHOD_MAX) {
+			ok = false;
+			break;
+		}
+		if (capt)
+			cap->method[pos] = (char)c;
+		if (pos < 8)
+			n |= (uint64_t)c << (8 * pos);
+		pos++;
+		p++;
+	}
+	st->pos = (uint8_t)pos;
+	st->n = n;
+	*pp = p;
+	return ok;
+}
+
+/* End of the target bytes (> 0x20) in [p, lim), 8 at a time. */
+static inline const uint8_t *
+target_end(const uint8_t *p, const uint8_t *lim)
+{
+	while (lim - p >= 8 && !has_ctl_or_sp(load64(p)))
+		p += 8;
+	while (p < lim && *p > ' ')
+		p++;
+	return p;
+}
+
+static void
+target_store(struct http_scan_capture *cap, const uint8_t *s, size_t n)
+{
+	size_t tl = cap->target_len, room;
+
+	room = HTTP_SCAN_TARGET_MAX - tl;
+	if (n > room) {
+		n = room;
+		cap->target_truncated = true;
+	}
+	memcpy(cap->target + tl, s, n);
+	cap->target_len = (uint16_t)(tl + n);
+}
+
+/* Target bytes up to the first byte <= 0x20 or lim; st->pos records that
+ * the target is not empty. */
+static const uint8_t *
+scan_target(struct http_scan *st, struct http_scan_capture *cap, const uint8_t *p,
+	    const uint8_t *lim)
+{
+	const uint8_t *e = target_end(p, lim);
+
+	if (e == p)
+		return p;
+	st->pos = 1;
+	if (capturing(st))
+		target_store(cap, p, (size_t)(e - p));
+	return e;
+}
+
+/* The whole request line is in [p, lim) and is the plain
+ * "METHOD SP target SP HTTP/1.x (CR)LF": take it in one go.  Anything else
+ * (split, extra spaces, errors) returns false having changed nothing, and
+ * the byte-at-a-time phases decide, so results cannot differ. */
+static bool
+request_line_fast(struct http_scan *st, struct http_scan_capture *cap, const uint8_t **pp,
+		  const uint8_t *lim)
+{
+	const uint8_t *p = *pp, *q, *t, *nl;
+	size_t mlen;
+	uint64_t v;
+
+	for (q = p; q < lim && is_method_char(*q); q++)
+		;
+	mlen = (size_t)(q - p);
+	if (q == lim || *q != ' ' || mlen > HTTP_SCAN_METHOD_MAX ||
+	    (mlen == 3 && p[0] == 'P' && p[1] == 'R' && p[2] == 'I'))
+		return false;
+	t = q + 1;
+	q = target_end(t, lim);
+	/* SP, "HTTP/1.x" and at least the LF must follow */
+	if (q == t || lim - q < 10 || *q != ' ')
+		return false;
+	v = load64(q + 1);
+	/* "HTTP/1.0" / "HTTP/1.1" as little-endian words */
+	if ((v & ~0x0100000000000000ull) != 0x302e312f50545448ull)
+		return false;
+	nl = q + 9;
+	if (*nl == '\r' && lim - nl > 1)
+		nl++;
+	if (*nl != '\n')
+		return false;
+
+	if (!(v >> 56 & 1))
+		st->flags |= HTTP_SCAN_F_HTTP10;
+	if (capturing(st)) {
+		/* the line is >= mlen + 11 bytes long: 8 bytes can be read */
+		if (mlen <= 8)
+			memcpy(cap->method, p, 8);
+		else
+			memcpy(cap->method, p, mlen);
+		cap->method_len = (uint8_t)mlen;
+		target_store(cap, t, (size_t)(q - t));
+	}
+	st->field = FLD_NONE;
+	*pp = nl + 1;
+	return true;
+}
+
+/* Skip to just after the next LF; false (p = lim) if not in [p, lim). */
+static inline bool
+skip_line(const uint8_t **pp, const uint8_t *lim)
+{
+	const uint8_t *nl = memchr(*pp, '\n', (size_t)(lim - *pp));
+
+	if (!nl) {
+		*pp = lim;
+		return false;
+	}
+	*pp = nl + 1;
+	return true;
+}
+
+/* Whole name available: the header id, or FLD_NONE. */
+static inline unsigned
+match_fast(const struct http_scan_config *cfg, const uint8_t *p, unsigned m)
+{
+	do {
+		unsigned i = (unsigned)__builtin_ctz(m);
+		unsigned len = cfg->name_len[i];
+
+		m &= m - 1;
+		if (p[len] == ':' && name_eq(p, cfg->name[i], cfg->fold[i], len))
+			return i;
+	} while (m);
+	return FLD_NONE;
+}
+
+/* One byte of a name split across reads: the candidates still matching. */
+static unsigned
+match_narrow(const struct http_scan_config *cfg, unsigned m, unsigned pos, uint8_t c)
+{
+	unsigned left = m;
+
+	while (left) {
+		unsigned i = (unsigned)__builtin_ctz(left);
+
+		left &= left - 1;
+		if (pos >= cfg->name_len[i] || (c | cfg->fold[i][pos]) != cfg->name[i][pos])
+			m &= ~(1u << i);
+	}
+	return m;
+}
+
+static unsigned
+match_resolve(const struct http_scan_config *cfg, unsigned m, unsigned pos)
+{
+	while (m) {
+		unsigned i = (unsigned)__builtin_ctz(m);
+
+		m &= m - 1;
+		if (cfg->name_len[i] == pos)
+			return i;
+	}
+	return FLD_NONE;
+}
+
+/* A line starting with SP/HTAB continues the previous field. */
+static void
+obs_fold(struct http_scan *st, struct http_scan_capture *cap)
+{
+	st->flags |= HTTP_SCAN_F_OBS_FOLD;
+	switch (st->field) {
+	case FLD_NONE:
+		break;
+	case FLD_TP:
+		st->flags |= HTTP_SCAN_F_TRACEPARENT_BAD;
+		break;
+	case FLD_TS:
+		st->flags |= HTTP_SCAN_F_TRACESTATE_BAD;
+		break;
+	case FLD_CL:
+	case FLD_TE:
+		st->flags |= HTTP_SCAN_F_BAD_FRAMING;
+		break;
+	default:
+		if (capturing(st))
+			cap->extra_bad |= (uint8_t)(1u << (st->field - FLD_EXTRA));
+		break;
+	}
+}
+
+/* The first value byte (after OWS) of field st->field.  False: ignore the
+ * rest of the line. */
+static bool
+value_begin(struct http_scan *st, struct http_scan_capture *cap)
+{
+	unsigned f = st->field;
+
+	switch (f) {
+	case FLD_CL:
+		if (st->flags & HTTP_SCAN_F_CONTENT_LENGTH) {
+			st->flags |= HTTP_SCAN_F_BAD_FRAMING;
+			return false;
+		}
+		st->flags |= HTTP_SCAN_F_CONTENT_LENGTH;
+		st->n = 0;
+		st->sub = CL_NONE;
+		return true;
+	case FLD_TE:
+		st->flags |= HTTP_SCAN_F_TRANSFER_ENCODING;
+		st->sub = 0;
+		return true;
+	default:
+		break;
+	}
+	/* The capture may have been lost since the name matched. */
+	if (!capturing(st))
+		return false;
+	if (f == FLD_TP) {
+		if (st->flags & HTTP_SCAN_F_TRACEPARENT) {
+			st->flags |= HTTP_SCAN_F_TRACEPARENT_BAD;
+			return false;
+		}
+		st->flags |= HTTP_SCAN_F_TRACEPARENT;
+		value_start(cap, cap->traceparent, sizeof(cap->traceparent), 0, "", 0);
+	} else if (f == FLD_TS) {
+		bool more = st->flags & HTTP_SCAN_F_TRACESTATE;
+
+		st->flags |= HTTP_SCAN_F_TRACESTATE;
+		if (cap->tracestate_truncated)
+			return false;
+		value_start(cap, cap->tracestate, sizeof(cap->tracestate), cap->tracestate_len,
+			    ",", more ? 1 : 0);
+	} else {
+		unsigned k = f - FLD_EXTRA;
+		bool more = cap->extra_present & (1u << k);
+
+		cap->extra_present |= (uint8_t)(1u << k);
+		value_start(cap, cap->extra[k], sizeof(cap->extra[k]), cap->extra_len[k], ", ",
+			    more ? 2 : 0);
+	}
+	return true;
+}
+
+static void
+cl_bytes(struct http_scan *st, const uint8_t *s, const uint8_t *t)
+{
+	uint64_t n = st->n;
+	unsigned sub = st->sub;
+
+	for (; s < t; s++) {
+		uint8_t c = *s;
+
+		if ((unsigned)(c - '0') < 10u && sub != CL_TRAILING) {
+			/* Far beyond any body we could skip. */
+			if (n >> 56) {
+				st->flags |= HTTP_SCAN_F_BAD_FRAMING;
+				break;
+			}
+			n = n * 10 + (c - '0');
+			sub = CL_DIGITS;
+		} else if (is_trail_ws(c)) {
+			if (sub == CL_DIGITS)
+				sub = CL_TRAILING;
+		} else {
+			/* Lists ("5, 5"), signs, junk: servers reject or differ. */
+			st->flags |= HTTP_SCAN_F_BAD_FRAMING;
+			break;
+		}
+	}
+	st->n = n;
+	st->sub = (uint8_t)sub;
+}
+
+static void
+te_element_end(struct http_scan *st)
+{
+	if (st->sub == 0)
+		return; /* empty list element */
+	if (st->sub == TE_CHUNKED || st->sub == TE_CHUNKED_WS)
+		st->flags |= HTTP_SCAN_F_CHUNKED;
+	else
+		st->flags &= (uint16_t)~HTTP_SCAN_F_CHUNKED;
+	st->sub = 0;
+}
+
+static void
+te_bytes(struct http_scan *st, const uint8_t *s, const uint8_t *t)
+{
+	static const char chunked[] = "chunked";
+	unsigned sub = st->sub;
+
+	for (; s < t; s++) {
+		uint8_t c = *s;
+
+		if (c == ',') {
+			st->sub = (uint8_t)sub;
+			te_element_end(st);
+			sub = 0;
+		} else if (is_trail_ws(c)) {
+			if (sub == TE_CHUNKED)
+				sub = TE_CHUNKED_WS;
+			else if (sub != 0 && sub != TE_CHUNKED_WS)
+				sub = TE_OTHER;
+		} else if (sub < TE_CHUNKED && (c | 0x20) == chunked[sub]) {
+			sub++;
+		} else {
+			sub = TE_OTHER;
+		}
+	}
+	st->sub = (uint8_t)sub;
+}
+
+static void
+value_bytes(struct http_scan *st, struct http_scan_capture *cap, const uint8_t *s,
+	    const uint8_t *t)
+{
+	unsigned f = st->field;
+
+	if (f == FLD_CL) {
+		cl_bytes(st, s, t);
+		return;
+	}
+	if (f == FLD_TE) {
+		te_bytes(st, s, t);
+		return;
+	}
+	if (!capturing(st) || s == t)
+		return;
+	if (f == FLD_TP)
+		value_append(cap, cap->traceparent, sizeof(cap->traceparent), s, (size_t)(t - s));
+	else if (f == FLD_TS)
+		value_append(cap, cap->tracestate, sizeof(cap->tracestate), s, (size_t)(t - s));
+	else
+		value_append(cap, cap->extra[f - FLD_EXTRA], sizeof(cap->extra[0]), s,
+			     (size_t)(t - s));
+}
+
+static void
+value_end(struct http_scan *st, struct http_scan_capture *cap)
+{
+	unsigned f = st->field;
+	size_t total;
+
+	if (f == FLD_CL) {
+		if (st->sub == CL_NONE)
+			st->flags |= HTTP_SCAN_F_BAD_FRAMING;
+		return;
+	}
+	if (f == FLD_TE) {
+		te_element_end(st);
+		return;
+	}
+	if (!capturing(st))
+		return;
+	total = (size_t)cap->cur_start + cap->cur_last;
+	if (f == FLD_TP) {
+		/* 64 bytes decide validity exactly (see the header). */
+		cap->traceparent_len =
+			(uint8_t)(total < sizeof(cap->traceparent) ? total
+								   : sizeof(cap->traceparent));
+	} else if (f == FLD_TS) {
+		size_t end, k;
+
+		if (total <= sizeof(cap->tracestate)) {
+			cap->tracestate_len = (uint16_t)total;
+			return;
+		}
+		/* Keep whole members: cut at the last ',' of this line that
+		 * fits, else drop the line. */
+		end = (size_t)cap->cur_start + cap->cur_seen;
+		if (end > sizeof(cap->tracestate))
+			end = sizeof(cap->tracestate);
+		for (k = end; k > cap->cur_start; k--)
+			if (cap->tracestate[k - 1] == ',')
+				break;
+		cap->tracestate_len = (uint16_t)(k > cap->cur_start ? k - 1 : cap->cur_start);
+		cap->tracestate_truncated = true;
+	} else {
+		unsigned k = f - FLD_EXTRA;
+
+		if (total > sizeof(cap->extra[k])) {
+			total = sizeof(cap->extra[k]);
+			cap->extra_truncated |= (uint8_t)(1u << k);
+		}
+		cap->extra_len[k] = (uint16_t)total;
+	}
+}
+
+/* The empty line ending a head was consumed; `total` is the head length.
+ * Decide the body framing. */
+static enum http_scan_status
+head_complete(struct http_scan *st, const struct http_scan_config *cfg, size_t total)
+{
+	unsigned flags = st->flags;
+
+	if (total > cfg->max_head_bytes) {
+		if (flags & HTTP_SCAN_F_CAPTURED)
+			flags &= ~(unsigned)HTTP_SCAN_F_CAPTURED;
+		flags |= HTTP_SCAN_F_OVERSIZED;
+	}
+	if (!(flags & HTTP_SCAN_F_CAPTURED))
+		flags &= ~(unsigned)HTTP_SCAN_F_CAPTURE_ONLY;
+
+	st->head_bytes = 0;
+	st->pos = 0;
+	if (flags & HTTP_SCAN_F_TRANSFER_ENCODING) {
+		/* RFC 9112 §6.1/§6.3: chunked must be the final coding; TE
+		 * in HTTP/1.0 or with Content-Length is faulty framing. */
+		if (!(flags & HTTP_SCAN_F_CHUNKED) ||
+		    (flags & (HTTP_SCAN_F_CONTENT_LENGTH | HTTP_SCAN_F_HTTP10)))
+			flags |= HTTP_SCAN_F_BAD_FRAMING;
+	} else {
+		flags &= ~(unsigned)HTTP_SCAN_F_CHUNKED;
+	}
+	st->flags = (uint16_t)flags;
+
+	if (flags & HTTP_SCAN_F_BAD_FRAMING) {
+		give_up(st, HTTP_SCAN_GIVE_UP_FRAMING);
+	} else if (flags & HTTP_SCAN_F_CHUNKED) {
+		st->phase = PH_CH_SIZE;
+		st->n = 0;
+	} else if ((flags & HTTP_SCAN_F_CONTENT_LENGTH) && st->n) {
+		st->phase = PH_BODY;
+	} else {
+		st->phase = PH_REQ;
+	}
+	return HTTP_SCAN_HEAD;
+}
+
+/* The head phases, within [*pp, lim) (lim enforces give_up_bytes). */
+static enum http_scan_status
+scan_head(struct http_scan *st, const struct http_scan_config *cfg,
+	  struct http_scan_capture *cap, const uint8_t **pp, const uint8_t *lim)
+{
+	static const char version[] = "HTTP/1.";
+	const uint8_t *p = *pp, *const p0 = p;
+	enum http_scan_status r = HTTP_SCAN_MORE;
+
+	while (p < lim) {
+		uint8_t c = *p;
+
+		switch (st->phase) {
+		case PH_REQ:
+			if (c == '\r' || c == '\n') {
+				p++;
+				continue;
+			}
+			if ((unsigned)(c - 'A') >= 26u) {
+				r = give_up(st, c == 0x16 ? HTTP_SCAN_GIVE_UP_TLS
+							  : HTTP_SCAN_GIVE_UP_NOT_HTTP);
+				goto out;
+			}
+			head_begin(st, cap);
+			st->phase = request_line_fast(st, cap, &p, lim) ? PH_LINE : PH_METHOD;
+			continue;
+
+		case PH_METHOD:
+			if (!scan_method(st, cap, &p, lim)) {
+				r = give_up(st, HTTP_SCAN_GIVE_UP_NOT_HTTP);
+				goto out;
+			}
+			if (p == lim)
+				continue;
+			/* "PRI" is only ever the HTTP/2 connection preface. */
+			if (st->pos == 3 && st->n == 0x495250) {
+				r = give_up(st, HTTP_SCAN_GIVE_UP_HTTP2);
+				goto out;
+			}
+			if (capturing(st))
+				cap->method_len = st->pos;
+			p++;
+			st->pos = 0;
+			st->phase = PH_TARGET;
+			continue;
+
+		case PH_TARGET:
+			if (c == ' ' && !st->pos) {
+				p++;
+				continue;
+			}
+			p = scan_target(st, cap, p, lim);
+			if (p == lim)
+				continue;
+			if (*p != ' ' || !st->pos) {
+				r = give_up(st, HTTP_SCAN_GIVE_UP_NOT_HTTP);
+				goto out;
+			}
+			p++;
+			st->phase = PH_SP2;
+			continue;
+
+		case PH_SP2:
+			if (c == ' ') {
+				p++;
+				continue;
+			}
+			st->pos = 0;
+			st->phase = PH_VERSION;
+			continue;
+
+		case PH_VERSION:
+			if (st->pos < 7) {
+				if (c != (uint8_t)version[st->pos]) {
+					r = give_up(st, HTTP_SCAN_GIVE_UP_NOT_HTTP);
+					goto out;
+				}
+				st->pos++;
+				p++;
+				continue;
+			}
+			if (c == '0') {
+				st->flags |= HTTP_SCAN_F_HTTP10;
+			} else if (c != '1') {
+				r = give_up(st, HTTP_SCAN_GIVE_UP_NOT_HTTP);
+				goto out;
+			}
+			p++;
+			st->phase = PH_RL_EOL;
+			continue;
+
+		case PH_RL_EOL:
+		case PH_RL_LF:
+			if (c == '\r' && st->phase == PH_RL_EOL) {
+				p++;
+				st->phase = PH_RL_LF;
+				continue;
+			}
+			if (c != '\n') {
+				r = give_up(st, HTTP_SCAN_GIVE_UP_NOT_HTTP);
+				goto out;
+			}
+			p++;
+			st->n = 0;
+			st->field = FLD_NONE;
+			st->phase = PH_LINE;
+			continue;
+
+		case PH_LINE: {
+			unsigned m, f;
+
+			if (c == '\n') {
+				p++;
+				r = head_complete(st, cfg, st->head_bytes + (size_t)(p - p0));
+				*pp = p;
+				return r;
+			}
+			if (c == '\r') {
+				p++;
+				st->phase = PH_END_LF;
+				continue;
+			}
+			if (is_ows(c)) {
+				obs_fold(st, cap);
+				if (!skip_line(&p, lim))
+					st->phase = PH_SKIP;
+				continue;
+			}
+			m = cfg->first[c];
+			if (!capturing(st))
+				m &= FRAMING_MASK;
+			if (!m) {
+				st->field = FLD_NONE;
+				if (!skip_line(&p, lim))
+					st->phase = PH_SKIP;
+				continue;
+			}
+			if ((size_t)(lim - p) <= cfg->max_name_len) {
+				/* The name may be split: byte at a time. */
+				st->match = (uint16_t)m;
+				st->pos = 0;
+				st->phase = PH_NAME;
+				continue;
+			}
+			f = match_fast(cfg, p, m);
+			st->field = (uint8_t)f;
+			if (f == FLD_NONE) {
+				if (!skip_line(&p, lim))
+					st->phase = PH_SKIP;
+				continue;
+			}
+			p += cfg->name_len[f] + 1;
+			st->phase = PH_VOWS;
+		}
+			/* fallthrough */
+		case PH_VOWS:
+			while (p < lim && is_ows(*p))
+				p++;
+			if (p == lim)
+				continue;
+			if (!value_begin(st, cap)) {
+				st->phase = PH_SKIP;
+				continue;
+			}
+			st->phase = PH_VALUE;
+			/* fallthrough */
+		case PH_VALUE: {
+			const uint8_t *nl = memchr(p, '\n', (size_t)(lim - p));
+
+			value_bytes(st, cap, p, nl ? nl : lim);
+			if (!nl) {
+				p = lim;
+				continue;
+			}
+			value_end(st, cap);
+			p = nl + 1;
+			st->phase = PH_LINE;
+			continue;
+		}
+
+		case PH_NAME: {
+			unsigned m;
+
+			if (c == ':') {
+				p++;
+				st->field = (uint8_t)match_resolve(cfg, st->match, st->pos);
+				st->phase = st->field == FLD_NONE ? PH_SKIP : PH_VOWS;
+				continue;
+			}
+			if (c == '\n') {
+				p++;
+				st->field = FLD_NONE;
+				st->phase = PH_LINE;
+				continue;
+			}
+			m = match_narrow(cfg, st->match, st->pos, c);
+			st->match = (uint16_t)m;
+			st->pos++;
+			p++;
+			if (!m) {
+				st->field = FLD_NONE;
+				st->phase = PH_SKIP;
+			}
+			continue;
+		}
+
+		case PH_SKIP:
+			if (skip_line(&p, lim))
+				st->phase = PH_LINE;
+			continue;
+
+		case PH_END_LF:
+			if (c != '\n') {
+				r = give_up(st, HTTP_SCAN_GIVE_UP_MALFORMED);
+				goto out;
+			}
+			p++;
+			r = head_complete(st, cfg, st->head_bytes + (size_t)(p - p0));
+			*pp = p;
+			return r;
+
+		default:
+			goto out;
+		}
+	}
+out:
+	st->head_bytes += (uint32_t)(p - p0);
+	/* Past the bound: stop capturing (the head is reported oversized). */
+	if (st->head_bytes > cfg->max_head_bytes && capturing(st)) {
+		st->flags &= (uint16_t)~HTTP_SCAN_F_CAPTURED;
+		st->flags |= HTTP_SCAN_F_OVERSIZED;
+	}
+	*pp = p;
+	return r;
+}
+
+static inline int
+hex_value(uint8_t c)
+{
+	if ((unsigned)(c - '0') < 10u)
+		return c - '0';
+	c |= 0x20;
+	if ((unsigned)(c - 'a') < 6u)
+		return c - 'a' + 10;
+	return -1;
+}
+
+static void
+message_end(struct http_scan *st)
+{
+	st->phase = PH_REQ;
+	st->head_bytes = 0;
+}
+
+static void
+chunk_next(struct http_scan *st)
+{
+	st->phase = PH_CH_SIZE;
+	st->n = 0;
+	st->pos = 0;
+	st->head_bytes = 0;
+}
+
+/* Chunk-size lines and trailers, within [*pp, lim).  Returns to the caller
+ * whenever the phase leaves the group or the byte count restarts. */
+static enum http_scan_status
+scan_chunk_lines(struct http_scan *st, const uint8_t **pp, const uint8_t *lim)
+{
+	const uint8_t *p = *pp, *const p0 = p;
+	enum http_scan_status r = HTTP_SCAN_MORE;
+
+	while (p < lim) {
+		uint8_t c = *p;
+		int v;
+
+		switch (st->phase) {
+		case PH_CH_SIZE:
+			v = hex_value(c);
+			if (v >= 0) {
+				if (st->n >> 59) {
+					r = give_up(st, HTTP_SCAN_GIVE_UP_MALFORMED);
+					goto out;
+				}
+				st->n = st->n << 4 | (unsigned)v;
+				st->pos = 1;
+				p++;
+				continue;
+			}
+			if (!st->pos ||
+			    !(c == ';' || c == '\r' || c == '\n' || is_ows(c))) {
+				r = give_up(st, HTTP_SCAN_GIVE_UP_MALFORMED);
+				goto out;
+			}
+			st->phase = PH_CH_EXT;
+			/* fallthrough */
+		case PH_CH_EXT:
+			if (!skip_line(&p, lim))
+				continue;
+			if (st->n) {
+				st->phase = PH_CH_DATA;
+				goto out;
+			}
+			st->phase = PH_TR_LINE;
+			continue;
+
+		case PH_TR_LINE:
+			if (c == '\n') {
+				p++;
+				goto end;
+			}
+			if (c == '\r') {
+				p++;
+				st->phase = PH_TR_LF;
+				continue;
+			}
+			st->phase = PH_TR_SKIP;
+			/* fallthrough */
+		case PH_TR_SKIP:
+			if (skip_line(&p, lim))
+				st->phase = PH_TR_LINE;
+			continue;
+
+		case PH_TR_LF:
+			if (c != '\n') {
+				r = give_up(st, HTTP_SCAN_GIVE_UP_MALFORMED);
+				goto out;
+			}
+			p++;
+			goto end;
+
+		default:
+			goto out;
+		}
+	}
+out:
+	st->head_bytes += (uint32_t)(p - p0);
+	*pp = p;
+	return r;
+end:
+	message_end(st);
+	*pp = p;
+	return HTTP_SCAN_MORE;
+}
+
+enum http_scan_status
+http_scan_feed(struct http_scan *st, const struct http_scan_config *cfg,
+	       struct http_scan_capture *cap, const void *buf, size_t len, size_t *consumed)
+{
+	const uint8_t *const b = buf;
+	const uint8_t *p = b, *const e = b + len;
+
+	if (st->phase == PH_DEAD) {
+		*consumed = len;
+		return HTTP_SCAN_MORE;
+	}
+	/* A head in progress must keep its capture (or a copy of it). */
+	if (http_scan_in_head(st) && capturing(st) && (!cap || cap->owner != st)) {
+		st->flags &= (uint16_t)~HTTP_SCAN_F_CAPTURED;
+		st->flags |= HTTP_SCAN_F_CAPTURE_LOST;
+	}
+
+	while (p < e) {
+		enum http_scan_status r;
+		const uint8_t *lim;
+		uint64_t k;
+		uint32_t room;
+
+		switch (st->phase) {
+		case PH_BODY:
+		case PH_CH_DATA:
+			k = (uint64_t)(e - p) < st->n ? (uint64_t)(e - p) : st->n;
+			p += k;
+			st->n -= k;
+			if (!st->n) {
+				if (st->phase == PH_BODY)
+					message_end(st);
+				else
+					st->phase = PH_CH_CR;
+			}
+			continue;
+		case PH_CH_CR:
+			if (*p == '\r') {
+				p++;
+				st->phase = PH_CH_LF;
+				continue;
+			}
+			/* fallthrough */
+		case PH_CH_LF:
+			if (*p != '\n') {
+				*consumed = (size_t)(p - b);
+				return give_up(st, HTTP_SCAN_GIVE_UP_MALFORMED);
+			}
+			p++;
+			chunk_next(st);
+			continue;
+		default:
+			break;
+		}
+
+		/* Heads, chunk-size lines and trailers are bounded. */
+		room = cfg->give_up_bytes - st->head_bytes;
+		if (!room) {
+			*consumed = (size_t)(p - b);
+			return give_up(st, HTTP_SCAN_GIVE_UP_TOO_LONG);
+		}
+		lim = (size_t)(e - p) > room ? p + room : e;
+		if (st->phase <= PH_END_LF)
+			r = scan_head(st, cfg, cap, &p, lim);
+		else
+			r = scan_chunk_lines(st, &p, lim);
+		if (r != HTTP_SCAN_MORE) {
+			*consumed = (size_t)(p - b);
+			return r;
+		}
+	}
+	*consumed = len;
+	return HTTP_SCAN_MORE;
+}

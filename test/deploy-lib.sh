@@ -1,0 +1,176 @@
+# shellcheck shell=sh disable=SC2034 # variables for the scripts that source this
+# SPDX-License-Identifier: Apache-2.0
+#
+# Sourced by the test-deploy-*.sh scripts (meson suite 'deploy').  meson
+# passes CTXSHIM_LIB, CTXSHIM_CMD, CTXSHIM_ENTRYPOINT, HELPER_DIR and
+# CTXSHIM_SRCDIR/CTXSHIM_BUILDDIR.  Each check prints "ok - …" or
+# "FAIL - …"; the script ends with dp_finish: exit 0 when all passed, 1
+# otherwise (77 from dp_skip when the environment cannot run it).
+
+set -u
+
+dp_failed=0
+dp_passed=0
+
+for dp_var in CTXSHIM_LIB CTXSHIM_CMD CTXSHIM_ENTRYPOINT CTXSHIM_SRCDIR; do
+	eval "dp_val=\${$dp_var-}"
+	if [ -z "$dp_val" ]; then
+		echo "$dp_var is not set (run this test through meson test)" >&2
+		exit 1
+	fi
+done
+
+unset LD_PRELOAD OTEL_SERVICE_NAME OTEL_RESOURCE_ATTRIBUTES CTXSHIM_LOG CTXSHIM_EVENTS
+unset CTXSHIM_DISABLE
+
+# A shim built with -Db_sanitize=address needs the ASan runtime loaded
+# first in uninstrumented programs: dp_base_preload is what LD_PRELOAD
+# holds before ctxshim appends to it ("" normally).
+dp_base_preload=
+if grep -q 'libasan\.so' "$CTXSHIM_LIB" 2>/dev/null; then
+	dp_base_preload=$(${CC:-cc} -print-file-name=libasan.so)
+	ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0:verify_asan_link_order=0
+	export ASAN_OPTIONS
+fi
+
+dp_tmp=$(mktemp -d "${TMPDIR:-/tmp}/ctxshim-deploy.XXXXXX") || exit 1
+dp_pids=
+dp_cleanup() {
+	for dp_p in $dp_pids; do
+		kill "$dp_p" 2>/dev/null
+	done
+	rm -rf "$dp_tmp"
+}
+trap dp_cleanup EXIT
+trap 'exit 1' INT TERM HUP
+
+ok() {
+	dp_passed=$((dp_passed + 1))
+	printf 'ok - %s\n' "$*"
+}
+
+fail() {
+	dp_failed=$((dp_failed + 1))
+	printf 'FAIL - %s\n' "$*"
+}
+
+# check DESCRIPTION COMMAND...: the command must succeed.
+check() {
+	dp_desc=$1
+	shift
+	if "$@"; then
+		ok "$dp_desc"
+	else
+		fail "$dp_desc"
+	fi
+}
+
+# expect_status WANT DESCRIPTION COMMAND...: run it, stdout in $dp_out,
+# stderr in $dp_err, and compare the exit status.
+expect_status() {
+	dp_want=$1
+	dp_desc=$2
+	shift 2
+	"$@" >"$dp_tmp/out" 2>"$dp_tmp/err"
+	dp_status=$?
+	dp_out=$(cat "$dp_tmp/out")
+	dp_err=$(cat "$dp_tmp/err")
+	if [ "$dp_status" = "$dp_want" ]; then
+		ok "$dp_desc (exit $dp_status)"
+	else
+		fail "$dp_desc: exit $dp_status, want $dp_want"
+		printf '  stdout: %s\n  stderr: %s\n' "$dp_out" "$dp_err"
+	fi
+}
+
+# contains HAYSTACK NEEDLE
+contains() {
+	case $1 in
+	*"$2"*) return 0 ;;
+	esac
+	printf '  %s\n  does not contain: %s\n' "$1" "$2"
+	return 1
+}
+
+# same TEXT1 TEXT2
+same() {
+	[ "$1" = "$2" ] && return 0
+	printf '  got:  %s\n  want: %s\n' "$1" "$2"
+	return 1
+}
+
+dp_skip() {
+	echo "SKIP: $*"
+	exit 77
+}
+
+dp_finish() {
+	printf '%d passed, %d failed\n' "$dp_passed" "$dp_failed"
+	[ "$dp_failed" -eq 0 ]
+	exit $?
+}
+
+# start_blocked COMMAND...: start COMMAND in the background with a
+# handshake instead of sleeps: COMMAND finds two FIFOs in $DP_READY and
+# $DP_GO; it writes a line to $DP_READY when ready, then reads $DP_GO.
+# COMMAND must exec its way to the process under test, so that $! is that
+# process.  Sets bg_pid to the pid and bg_go to the FIFO that releases it.
+dp_seq=0
+start_blocked() {
+	dp_seq=$((dp_seq + 1))
+	DP_READY=$dp_tmp/ready.$dp_seq
+	DP_GO=$dp_tmp/go.$dp_seq
+	mkfifo "$DP_READY" "$DP_GO" || return 1
+	export DP_READY DP_GO
+	"$@" &
+	bg_pid=$!
+	bg_go=$DP_GO
+	dp_pids="$dp_pids $!"
+	dp_line=$(dp_read_ready "$DP_READY")
+	unset DP_READY DP_GO
+	if [ "$dp_line" != ready ]; then
+		fail "$1 did not start"
+		dp_finish
+	fi
+}
+
+# dp_read_ready FIFO: the first line written to FIFO.  timeout(1) is only a
+# guard for a command that dies before it opens the FIFO (the open would
+# block forever); the handshake itself is the line.
+dp_read_ready() {
+	# shellcheck disable=SC2016 # expanded by that sh
+	timeout 60 sh -c 'read -r l <"$1" && printf "%s\n" "$l"' sh "$1"
+}
+
+# start_helper COMMAND...: start a helper that prints "READY <pid>" on
+# stdout and then waits for stdin to close (test/helpers/*.c).  Sets bg_pid
+# to that pid and bg_go to the FIFO that closes its stdin (see release).
+start_helper() {
+	dp_seq=$((dp_seq + 1))
+	dp_ready=$dp_tmp/ready.$dp_seq
+	dp_go=$dp_tmp/go.$dp_seq
+	mkfifo "$dp_ready" "$dp_go" || return 1
+	{ read -r dp_x <"$dp_go"; } | "$@" >"$dp_ready" &
+	dp_pids="$dp_pids $!"
+	dp_line=$(dp_read_ready "$dp_ready")
+	case $dp_line in
+	"READY "*) ;;
+	*)
+		fail "helper $1 did not start: '$dp_line'"
+		dp_finish
+		;;
+	esac
+	bg_pid=${dp_line#READY }
+	bg_go=$dp_go
+}
+
+# release PID GO: let a process started by start_blocked finish; returns its
+# exit status.
+release() {
+	printf 'go\n' >"$2"
+	wait "$1"
+}
+
+# For start_blocked: an sh (dynamically linked) that signals and waits.
+# shellcheck disable=SC2016 # expanded by the sh that runs it
+DP_BLOCKER='echo ready >"$DP_READY"; read -r x <"$DP_GO"'

@@ -1,0 +1,891 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* A program with no tracing code whose work moves between threads,
+ * coroutines and processes, for the "context follows the work" tests
+ * (test/test-preload-flow.c, test/test-ctxdump-flow.c).  Started with
+ * TRACEPARENT, its main thread has a context (the shim's environment
+ * carrier); the "early" thread, started from .preinit_array before any
+ * constructor (the shim's included), has none.  Each place the work runs
+ * prints what it sees of its own thread's context (ctxobs.h).
+ *
+ *   ctxflow worker     main starts a worker that blocks: READY <pid> <main>
+ *                      <worker>; "release" on stdin ends the worker
+ *                      (JOINED), then wait for stdin EOF
+ *   ctxflow exits      threads ending by return, pthread_exit, cancellation
+ *                      and thrd_exit, and a thread started by a library's
+ *                      constructor (libflowctor.so) before the shim's:
+ *                      START/EXIT lines (EXIT is printed by a
+ *                      thread-specific-data destructor that runs after the
+ *                      shim's)
+ *   ctxflow churn N    N threads created (half by a thread with a context,
+ *                      half by one without) and ended in batches; READY
+ *                      first, RESULT with the mismatches and RSS last
+ *   ctxflow fork KIND  KIND = main (fork on main), early (fork on the early
+ *                      thread), _Fork (on main); CHILD/PARENT lines, both
+ *                      wait for stdin EOF
+ *   ctxflow spawn      vfork+exec, posix_spawn, system, popen on main; each
+ *                      must leave main's context as it was
+ *   ctxflow exec HOW ENV   exec "ctxflow probe" with execve, execv, …; ENV =
+ *                      keep (environment as is), clear (only CTXFLOW=1) or
+ *                      other (CTXFLOW=1 and LD_PRELOAD=libm)
+ *   ctxflow execfail   an exec that fails must leave environ and errno alone
+ *   ctxflow probe      PROBE shim=<0|1> preload=<LD_PRELOAD>
+ *   ctxflow ucontext   coroutines made on main and on the early thread,
+ *                      interleaved by schedulers on both threads
+ *   ctxflow ucontext-many N   N coroutines, more than the shim's table holds
+ */
+#include "config.h"
+
+#include "ctxobs.h"
+#include "flowctor.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <threads.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+#define CTX_TEXT 80
+
+static pthread_mutex_t out_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void __attribute__((format(printf, 1, 2))) out(const char *fmt, ...)
+{
+	va_list ap;
+
+	pthread_mutex_lock(&out_lock);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	fflush(stdout);
+	pthread_mutex_unlock(&out_lock);
+}
+
+static pid_t
+gettid_(void)
+{
+	return (pid_t)syscall(SYS_gettid);
+}
+
+static void
+ctx_text(char *buf)
+{
+	ctxobs_format(buf, CTX_TEXT);
+}
+
+static void
+wait_stdin_eof(void)
+{
+	char buf[64];
+
+	while (read(0, buf, sizeof(buf)) > 0)
+		;
+}
+
+static void
+die(const char *what)
+{
+	fprintf(stderr, "ctxflow: %s: %s\n", what, strerror(errno));
+	exit(1);
+}
+
+/* ---- the early thread: runs jobs, started before any constructor ---- */
+
+static pthread_t early;
+static pthread_mutex_t early_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t early_cond = PTHREAD_COND_INITIALIZER;
+static void (*early_job)(void *);
+static void *early_arg;
+static bool early_done;
+
+static void *
+early_main(void *unused)
+{
+	(void)unused;
+	pthread_mutex_lock(&early_lock);
+	for (;;) {
+		while (!early_job)
+			pthread_cond_wait(&early_cond, &early_lock);
+		pthread_mutex_unlock(&early_lock);
+		early_job(early_arg);
+		pthread_mutex_lock(&early_lock);
+		early_job = NULL;
+		early_done = true;
+		pthread_cond_broadcast(&early_cond);
+	}
+	return NULL;
+}
+
+/* Run fn(arg) on the early thread and wait for it. */
+static void
+on_early(void (*fn)(void *), void *arg)
+{
+	pthread_mutex_lock(&early_lock);
+	early_arg = arg;
+	early_done = false;
+	early_job = fn;
+	pthread_cond_broadcast(&early_cond);
+	while (!early_done)
+		pthread_cond_wait(&early_cond, &early_lock);
+	pthread_mutex_unlock(&early_lock);
+}
+
+static void
+start_early(int argc, char **argv, char **envp)
+{
+	(void)argc;
+	(void)argv;
+	(void)envp;
+	if (pthread_create(&early, NULL, early_main, NULL) != 0)
+		abort();
+}
+
+__attribute__((section(".preinit_array"), used)) static void (*const early_init)(
+	int, char **, char **) = start_early;
+
+/* ---- worker ---- */
+
+static int release_pipe[2];
+
+static void *
+worker_main(void *arg)
+{
+	pid_t *tid = arg;
+	char c[CTX_TEXT], b;
+
+	*tid = gettid_();
+	ctx_text(c);
+	out("WORKER tid=%d %s\n", (int)*tid, c);
+	(void)!read(release_pipe[0], &b, 1);
+	return NULL;
+}
+
+static int
+cmd_worker(void)
+{
+	pthread_t t;
+	pid_t wtid = 0;
+	char c[CTX_TEXT], line[64];
+
+	if (pipe(release_pipe) < 0)
+		die("pipe");
+	ctx_text(c);
+	out("MAIN tid=%d %s\n", (int)gettid_(), c);
+	if (pthread_create(&t, NULL, worker_main, &wtid) != 0)
+		die("pthread_create");
+	while (!__atomic_load_n(&wtid, __ATOMIC_ACQUIRE))
+		usleep(1000);
+	/* Let it reach its read(). */
+	usleep(10000);
+	out("READY %d %d %d\n", (int)getpid(), (int)gettid_(), (int)wtid);
+	if (!fgets(line, sizeof(line), stdin) || strncmp(line, "release", 7) != 0)
+		return 1;
+	(void)!write(release_pipe[1], "x", 1);
+	pthread_join(t, NULL);
+	ctx_text(c);
+	out("JOINED %s\n", c);
+	wait_stdin_eof();
+	return 0;
+}
+
+/* ---- exits ---- */
+
+static pthread_key_t exit_key;
+
+/* Created after the shim's key, so it runs after the shim's destructor:
+ * what a reader would find while the thread finishes exiting. */
+static void
+exit_dtor(void *name)
+{
+	char c[CTX_TEXT];
+
+	ctx_text(c);
+	out("EXIT %s %s\n", (const char *)name, c);
+}
+
+static void
+mark_start(const char *name)
+{
+	char c[CTX_TEXT];
+
+	(void)pthread_setspecific(exit_key, name);
+	ctx_text(c);
+	out("START %s %s\n", name, c);
+}
+
+static void *
+t_return(void *arg)
+{
+	mark_start(arg);
+	return NULL;
+}
+
+static void *
+t_exit(void *arg)
+{
+	mark_start(arg);
+	pthread_exit(NULL);
+}
+
+static int cancel_pipe[2];
+static pthread_barrier_t cancel_ready;
+
+static void *
+t_cancel(void *arg)
+{
+	char b;
+
+	mark_start(arg);
+	pthread_barrier_wait(&cancel_ready);
+	/* A cancellation point that never returns on its own. */
+	for (;;)
+		(void)!read(cancel_pipe[0], &b, 1);
+	return NULL;
+}
+
+static void *
+t_cancel_async(void *arg)
+{
+	volatile unsigned long spin = 0;
+
+	mark_start(arg);
+	(void)pthread_setcanceltype(PTHREAD_CANCEL_ASYNCHRONOUS, NULL);
+	pthread_barrier_wait(&cancel_ready);
+	for (;;)
+		spin++;
+	return NULL;
+}
+
+static int
+t_c11(void *arg)
+{
+	mark_start(arg);
+	thrd_exit(7);
+}
+
+static void
+exits_from_early(void *unused)
+{
+	pthread_t t;
+
+	(void)unused;
+	if (pthread_create(&t, NULL, t_return, "early-child") != 0)
+		die("pthread_create");
+	pthread_join(t, NULL);
+}
+
+/* The library's constructor thread (flowctor.h) predates the shim's
+ * constructor.  It enters a coroutine made on main, so it publishes main's
+ * context from then on; the thread it starts there inherits that; and it
+ * ends (pthread_exit() on the coroutine's stack) while publishing it. */
+static ucontext_t lib_home, lib_co;
+static char lib_stack[64 * 1024];
+
+static void
+lib_coroutine(void)
+{
+	pthread_t t;
+
+	mark_start("lib-thread-in-coroutine");
+	pthread_create(&t, NULL, t_return, "lib-child");
+	pthread_join(t, NULL);
+	pthread_exit(NULL);
+}
+
+static void
+lib_job(void *unused)
+{
+	(void)unused;
+	mark_start("lib-thread");
+	swapcontext(&lib_home, &lib_co);
+}
+
+static int
+cmd_exits(void)
+{
+	pthread_t t;
+	thrd_t c11;
+	void *ret;
+	int res;
+	char c[CTX_TEXT];
+
+	if (pthread_key_create(&exit_key, exit_dtor) != 0 || pipe(cancel_pipe) < 0)
+		die("setup");
+	ctx_text(c);
+	out("MAIN %s\n", c);
+
+	pthread_create(&t, NULL, t_return, "return");
+	pthread_join(t, &ret);
+	pthread_create(&t, NULL, t_exit, "pthread_exit");
+	pthread_join(t, &ret);
+
+	pthread_barrier_init(&cancel_ready, NULL, 2);
+	pthread_create(&t, NULL, t_cancel, "cancel");
+	pthread_barrier_wait(&cancel_ready);
+	pthread_cancel(t);
+	pthread_join(t, &ret);
+	out("JOINED cancel canceled=%d\n", ret == PTHREAD_CANCELED);
+
+	pthread_create(&t, NULL, t_cancel_async, "cancel-async");
+	pthread_barrier_wait(&cancel_ready);
+	pthread_cancel(t);
+	pthread_join(t, &ret);
+	out("JOINED cancel-async canceled=%d\n", ret == PTHREAD_CANCELED);
+
+	if (thrd_create(&c11, t_c11, "thrd_exit") != thrd_success)
+		die("thrd_create");
+	thrd_join(c11, &res);
+	out("JOINED thrd_exit res=%d\n", res);
+
+	on_early(exits_from_early, NULL);
+
+	if (getcontext(&lib_co) < 0)
+		die("getcontext");
+	lib_co.uc_stack.ss_sp = lib_stack;
+	lib_co.uc_stack.ss_size = sizeof(lib_stack);
+	lib_co.uc_link = NULL;
+	makecontext(&lib_co, lib_coroutine, 0);
+	flowctor_post(lib_job, NULL);
+	flowctor_join();
+
+	ctx_text(c);
+	out("DONE %s\n", c);
+	return 0;
+}
+
+/* ---- churn ---- */
+
+#define CHURN_BATCH 16
+
+static char main_ctx[CTX_TEXT];
+static const char none_ctx[] = "trace=- span=-";
+static atomic_ulong churn_created, churn_mismatch;
+
+static void *
+churn_thread(void *arg)
+{
+	const char *want = arg;
+	char c[CTX_TEXT];
+	unsigned long n = atomic_fetch_add(&churn_created, 1);
+
+	(void)pthread_setname_np(pthread_self(), want == main_ctx ? "w-ctx" : "w-none");
+	ctx_text(c);
+	if (strcmp(c, want) != 0) {
+		atomic_fetch_add(&churn_mismatch, 1);
+		out("MISMATCH %s want %s\n", c, want);
+	}
+	if (n % 3 == 1)
+		pthread_exit(NULL);
+	return NULL;
+}
+
+struct churn_job {
+	unsigned long n;
+	const char *want;
+};
+
+static void
+churn_run(void *arg)
+{
+	struct churn_job *j = arg;
+	pthread_t t[CHURN_BATCH];
+	unsigned long done = 0;
+	unsigned i, k;
+
+	while (done < j->n) {
+		k = 0;
+		for (i = 0; i < CHURN_BATCH && done < j->n; i++, done++)
+			if (pthread_create(&t[k], NULL, churn_thread,
+					   (void *)j->want) == 0)
+				k++;
+		for (i = 0; i < k; i++)
+			pthread_join(t[i], NULL);
+	}
+}
+
+static void *
+churn_creator(void *arg)
+{
+	(void)pthread_setname_np(pthread_self(), "c-ctx");
+	churn_run(arg);
+	return NULL;
+}
+
+static long
+rss_kb(void)
+{
+	long pages = 0, rss = 0;
+	FILE *f = fopen("/proc/self/statm", "re");
+
+	if (!f)
+		return -1;
+	if (fscanf(f, "%ld %ld", &pages, &rss) != 2)
+		rss = -1;
+	fclose(f);
+	return rss * (sysconf(_SC_PAGESIZE) / 1024);
+}
+
+static void
+name_early(void *unused)
+{
+	(void)unused;
+	(void)pthread_setname_np(pthread_self(), "c-none");
+}
+
+static int
+cmd_churn(unsigned long n)
+{
+	struct churn_job a = {n / 2, main_ctx}, b = {n - n / 2, none_ctx};
+	struct churn_job wa = {200, main_ctx}, wb = {200, none_ctx};
+	pthread_t creator;
+	long rss0, rss1;
+
+	ctx_text(main_ctx);
+	on_early(name_early, NULL);
+	out("READY %d %s\n", (int)getpid(), main_ctx);
+	/* Warm up: glibc caches thread stacks, the allocator its arenas. */
+	churn_run(&wa);
+	on_early(churn_run, &wb);
+	rss0 = rss_kb();
+	if (pthread_create(&creator, NULL, churn_creator, &a) != 0)
+		die("pthread_create");
+	on_early(churn_run, &b);
+	pthread_join(creator, NULL);
+	rss1 = rss_kb();
+	out("RESULT created=%lu mismatches=%lu rss_start_kb=%ld rss_end_kb=%ld\n",
+	    atomic_load(&churn_created), atomic_load(&churn_mismatch), rss0, rss1);
+	wait_stdin_eof();
+	return 0;
+}
+
+/* ---- fork ---- */
+
+static pid_t fork_child;
+
+static pid_t
+do_fork(const char *kind)
+{
+	if (strcmp(kind, "_Fork") == 0)
+		return _Fork();
+	return fork();
+}
+
+static void
+fork_here(void *kind)
+{
+	char c[CTX_TEXT];
+
+	fflush(stdout);
+	fork_child = do_fork(kind);
+	if (fork_child < 0)
+		die("fork");
+	if (fork_child == 0) {
+		ctx_text(c);
+		/* _Fork's child may not use stdio locks: plain write. */
+		char line[256];
+		int len = snprintf(line, sizeof(line), "CHILD %s %d %s\n", (char *)kind,
+				   (int)getpid(), c);
+
+		(void)!write(1, line, (size_t)len);
+		wait_stdin_eof();
+		_exit(0);
+	}
+}
+
+static void *
+fork_sibling(void *unused)
+{
+	(void)unused;
+	pause();
+	return NULL;
+}
+
+static int
+cmd_fork(const char *kind)
+{
+	pthread_t sib;
+	char c[CTX_TEXT];
+	int status;
+
+	/* Another thread with a context, which must not exist in the child. */
+	if (pthread_create(&sib, NULL, fork_sibling, NULL) != 0)
+		die("pthread_create");
+	if (strcmp(kind, "early") == 0)
+		on_early(fork_here, (void *)kind);
+	else
+		fork_here((void *)kind);
+	ctx_text(c);
+	out("PARENT %d %s\n", (int)getpid(), c);
+	wait_stdin_eof();
+	if (waitpid(fork_child, &status, 0) < 0)
+		die("waitpid");
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+}
+
+/* ---- spawn ---- */
+
+extern char **environ;
+
+static void
+check_same(const char *what, int status, const char *before, const void *rec_before)
+{
+	char c[CTX_TEXT];
+
+	ctx_text(c);
+	out("SPAWN %s status=%d same=%d\n", what, status,
+	    strcmp(c, before) == 0 && (const void *)ctxobs_record() == rec_before);
+}
+
+/* Apart, so that nothing of the caller's frame lives across vfork(). */
+static __attribute__((noinline)) int
+vfork_true(char **argv)
+{
+	int status = -1;
+	pid_t pid = vfork();
+
+	if (pid == 0) {
+		execve("/bin/true", argv, environ);
+		_exit(127);
+	}
+	if (pid > 0)
+		waitpid(pid, &status, 0);
+	return status;
+}
+
+static int
+cmd_spawn(void)
+{
+	char before[CTX_TEXT], buf[64];
+	const void *rec = ctxobs_record();
+	char *argv[] = {"/bin/true", NULL};
+	pid_t pid;
+	int status = -1;
+	FILE *p;
+
+	ctx_text(before);
+	status = vfork_true(argv);
+	check_same("vfork", status, before, rec);
+
+	status = -1;
+	if (posix_spawn(&pid, "/bin/true", NULL, NULL, argv, environ) == 0)
+		waitpid(pid, &status, 0);
+	check_same("posix_spawn", status, before, rec);
+
+	status = system("exit 3");
+	check_same("system", status, before, rec);
+
+	p = popen("echo popen-ok", "r");
+	buf[0] = '\0';
+	if (p) {
+		if (!fgets(buf, sizeof(buf), p))
+			buf[0] = '\0';
+		status = pclose(p);
+	}
+	check_same("popen", strcmp(buf, "popen-ok\n") == 0 ? status : -1, before, rec);
+	return 0;
+}
+
+/* ---- exec ---- */
+
+static int
+cmd_probe(void)
+{
+	const char *pre = getenv("LD_PRELOAD");
+	const char *fol = getenv("CTXSHIM_FOLLOW_EXEC");
+	char c[CTX_TEXT];
+
+	ctx_text(c);
+	out("PROBE shim=%d preload=%s follow=%s ctxflow=%s %s\n",
+	    dlsym(RTLD_DEFAULT, OTEL_THREAD_CTX_SYMBOL) != NULL, pre ? pre : "-",
+	    fol ? fol : "-", getenv("CTXFLOW") ? getenv("CTXFLOW") : "-", c);
+	return 0;
+}
+
+/* ENV: keep (environ as it is), clear (only CTXFLOW=1), other (CTXFLOW=1
+ * and an LD_PRELOAD of another library). */
+static int
+cmd_exec(const char *self, const char *how, const char *env)
+{
+	static const char other_lib[] = "/lib/x86_64-linux-gnu/libm.so.6";
+	char *argv[] = {(char *)self, "probe", NULL};
+	char *clean[4] = {"CTXFLOW=1"}, asan[1024];
+	const char *asan_opts = getenv("ASAN_OPTIONS");
+	bool keep = strcmp(env, "keep") == 0;
+	char *const *envp = keep ? environ : clean;
+	size_t k = 1;
+
+	if (strcmp(env, "other") == 0)
+		clean[k++] = "LD_PRELOAD=/lib/x86_64-linux-gnu/libm.so.6";
+	/* Sanitizer builds only: the preloaded shim needs this option. */
+	if (asan_opts) {
+		snprintf(asan, sizeof(asan), "ASAN_OPTIONS=%s", asan_opts);
+		clean[k++] = asan;
+		asan_opts = strdup(asan_opts);
+	}
+	if (!keep && (strcmp(how, "execv") == 0 || strcmp(how, "execvp") == 0 ||
+		      strcmp(how, "execl") == 0 || strcmp(how, "execlp") == 0)) {
+		/* These use environ: clear it the way a daemon would. */
+		if (clearenv() != 0 || setenv("CTXFLOW", "1", 1) != 0 ||
+		    (strcmp(env, "other") == 0 &&
+		     setenv("LD_PRELOAD", other_lib, 1) != 0) ||
+		    (asan_opts && setenv("ASAN_OPTIONS", asan_opts, 1) != 0))
+			die("clearenv");
+	}
+	fflush(stdout);
+	if (strcmp(how, "execve") == 0) {
+		execve(self, argv, envp);
+	} else if (strcmp(how, "execv") == 0) {
+		execv(self, argv);
+	} else if (strcmp(how, "execvp") == 0) {
+		execvp(self, argv);
+	} else if (strcmp(how, "execvpe") == 0) {
+		execvpe(self, argv, envp);
+	} else if (strcmp(how, "execl") == 0) {
+		execl(self, self, "probe", (char *)NULL);
+	} else if (strcmp(how, "execle") == 0) {
+		execle(self, self, "probe", (char *)NULL, envp);
+	} else if (strcmp(how, "execlp") == 0) {
+		execlp(self, self, "probe", (char *)NULL);
+	} else if (strcmp(how, "fexecve") == 0) {
+		int fd = open(self, O_RDONLY | O_CLOEXEC);
+
+		if (fd >= 0)
+			fexecve(fd, argv, envp);
+	} else if (strcmp(how, "execveat") == 0) {
+		execveat(AT_FDCWD, self, argv, envp, 0);
+	} else {
+		fprintf(stderr, "ctxflow: unknown exec function %s\n", how);
+		return 2;
+	}
+	die(how);
+	return 1;
+}
+
+static int
+cmd_execfail(void)
+{
+	char *argv[] = {"/nonexistent/ctxflow", NULL};
+	char *clean[] = {"A=1", NULL};
+	char **env_before = environ;
+	size_t n_before = 0, n_after = 0;
+	int e1, e2, e3;
+
+	while (environ[n_before])
+		n_before++;
+	errno = 0;
+	execve(argv[0], argv, clean);
+	e1 = errno;
+	errno = 0;
+	execl(argv[0], argv[0], (char *)NULL);
+	e2 = errno;
+	errno = 0;
+	execvp("ctxflow-nonexistent-program", argv);
+	e3 = errno;
+	while (environ[n_after])
+		n_after++;
+	out("EXECFAIL errno=%s,%s,%s environ_same=%d count_same=%d clean_same=%d\n",
+	    strerror(e1), strerror(e2), strerror(e3), environ == env_before,
+	    n_before == n_after, strcmp(clean[0], "A=1") == 0 && !clean[1]);
+	return 0;
+}
+
+/* ---- ucontext ---- */
+
+#define CO_STACK (64 * 1024)
+#define CO_STEPS 3
+
+struct coro {
+	ucontext_t uc;
+	const char *name;
+	char stack[CO_STACK];
+};
+
+static struct coro coros[4];
+static ucontext_t sched_uc[2];
+static ucontext_t *cur_sched;
+
+static void
+coro_body(int idx)
+{
+	struct coro *co = &coros[idx];
+	char c[CTX_TEXT];
+	int i;
+
+	for (i = 0; i < CO_STEPS; i++) {
+		ctx_text(c);
+		out("STEP %s %d tid=%d %s\n", co->name, i, (int)gettid_(), c);
+		swapcontext(&co->uc, cur_sched);
+	}
+	ctx_text(c);
+	out("STEP %s end tid=%d %s\n", co->name, (int)gettid_(), c);
+	/* Coroutines 0 and 2 return to uc_link (libc's internal switch);
+	 * 1 and 3 leave with setcontext(). */
+	if (idx % 2)
+		setcontext(cur_sched);
+}
+
+/* glibc's makecontext reads uc_link when it is called: the coroutine
+ * returns to the scheduler it is made for. */
+static void
+make_coro(int idx, const char *name, long sched)
+{
+	struct coro *co = &coros[idx];
+
+	co->name = name;
+	if (getcontext(&co->uc) < 0)
+		die("getcontext");
+	co->uc.uc_stack.ss_sp = co->stack;
+	co->uc.uc_stack.ss_size = sizeof(co->stack);
+	co->uc.uc_link = &sched_uc[sched];
+	makecontext(&co->uc, (void (*)(void))coro_body, 1, idx);
+}
+
+static void
+make_early_coros(void *sched)
+{
+	make_coro(2, "early-a", (long)sched);
+	make_coro(3, "early-b", (long)sched);
+}
+
+/* Run every coroutine CO_STEPS + 1 times, interleaved, on this thread. */
+static void
+schedule(void *which)
+{
+	ucontext_t *s = &sched_uc[(long)which];
+	static const int order[] = {0, 2, 1, 3};
+	char c[CTX_TEXT];
+	int round, i;
+
+	cur_sched = s;
+	for (round = 0; round <= CO_STEPS; round++) {
+		for (i = 0; i < 4; i++) {
+			struct coro *co = &coros[order[i]];
+
+			swapcontext(s, &co->uc);
+			ctx_text(c);
+			out("SCHED %ld after %s tid=%d %s\n", (long)which, co->name,
+			    (int)gettid_(), c);
+		}
+	}
+}
+
+static int
+cmd_ucontext(void)
+{
+	char c[CTX_TEXT];
+
+	ctx_text(c);
+	out("MAIN tid=%d %s\n", (int)gettid_(), c);
+	/* Made on main (with a context) and on the early thread (without). */
+	make_coro(0, "main-a", 0);
+	make_coro(1, "main-b", 0);
+	on_early(make_early_coros, (void *)0);
+	/* First the main thread schedules them all, ... */
+	schedule((void *)0);
+	/* ... then the early thread does, with fresh coroutines. */
+	make_coro(0, "main-a", 1);
+	make_coro(1, "main-b", 1);
+	on_early(make_early_coros, (void *)1);
+	on_early(schedule, (void *)1);
+	ctx_text(c);
+	out("DONE tid=%d %s\n", (int)gettid_(), c);
+	return 0;
+}
+
+/* Many coroutines, each made and run to completion once: more distinct
+ * ucontexts than the shim's table has slots. */
+static ucontext_t many_sched;
+static char many_stack[CO_STACK];
+static unsigned long many_bad;
+static const char *many_want;
+
+static void
+many_body(void)
+{
+	char c[CTX_TEXT];
+
+	ctx_text(c);
+	if (strcmp(c, many_want) != 0)
+		many_bad++;
+}
+
+static void
+many_make(void *uc)
+{
+	makecontext(uc, many_body, 0);
+}
+
+static int
+cmd_ucontext_many(unsigned long n)
+{
+	ucontext_t *ucs = calloc(n, sizeof(*ucs));
+	char c[CTX_TEXT];
+	unsigned long i;
+
+	if (!ucs)
+		die("calloc");
+	ctx_text(main_ctx);
+	for (i = 0; i < n; i++) {
+		if (getcontext(&ucs[i]) < 0)
+			die("getcontext");
+		ucs[i].uc_stack.ss_sp = many_stack;
+		ucs[i].uc_stack.ss_size = sizeof(many_stack);
+		ucs[i].uc_link = &many_sched;
+		/* Every other one is made where there is no context. */
+		if (i % 2) {
+			on_early(many_make, &ucs[i]);
+			many_want = none_ctx;
+		} else {
+			many_make(&ucs[i]);
+			many_want = main_ctx;
+		}
+		if (swapcontext(&many_sched, &ucs[i]) < 0)
+			die("swapcontext");
+	}
+	ctx_text(c);
+	out("MANY n=%lu mismatches=%lu main_same=%d\n", n, many_bad,
+	    strcmp(c, main_ctx) == 0);
+	free(ucs);
+	return 0;
+}
+
+int
+main(int argc, char **argv)
+{
+	const char *cmd = argc > 1 ? argv[1] : "";
+
+	if (strcmp(cmd, "worker") == 0)
+		return cmd_worker();
+	if (strcmp(cmd, "exits") == 0)
+		return cmd_exits();
+	if (strcmp(cmd, "churn") == 0 && argc > 2)
+		return cmd_churn(strtoul(argv[2], NULL, 10));
+	if (strcmp(cmd, "fork") == 0 && argc > 2)
+		return cmd_fork(argv[2]);
+	if (strcmp(cmd, "spawn") == 0)
+		return cmd_spawn();
+	if (strcmp(cmd, "exec") == 0 && argc > 3)
+		return cmd_exec(argv[0], argv[2], argv[3]);
+	if (strcmp(cmd, "execfail") == 0)
+		return cmd_execfail();
+	if (strcmp(cmd, "probe") == 0)
+		return cmd_probe();
+	if (strcmp(cmd, "ucontext") == 0)
+		return cmd_ucontext();
+	if (strcmp(cmd, "ucontext-many") == 0 && argc > 2)
+		return cmd_ucontext_many(strtoul(argv[2], NULL, 10));
+	fprintf(stderr,
+		"usage: ctxflow worker|exits|churn N|fork KIND|spawn|exec HOW ENV|"
+		"execfail|probe|ucontext|ucontext-many N\n");
+	return 2;
+}

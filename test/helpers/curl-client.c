@@ -1,0 +1,329 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* curl-client: a libcurl program with no tracing code, built once per
+ * Debian libcurl flavour (curl-client-openssl, -gnutls, -nss), for the
+ * tests of hooks/hook-curl.c.  It only observes: it prints its thread's
+ * published record (otel_thread_ctx_v1, when a shim defines it) before,
+ * during (from the header callback) and after each transfer.
+ *
+ *   curl-client [options] URL
+ *     -H LINE    add LINE to the handle's CURLOPT_HTTPHEADER list
+ *     -n N       N transfers one after the other on the same handle
+ *     -m K       K handles at once through the multi interface
+ *     -C         multi: curl_multi_cleanup before removing the handles
+ *     -X         multi: curl_easy_cleanup while the handles are still added
+ *     -D         also transfer with a curl_easy_duphandle copy (after the
+ *                original's transfer, and after freeing the original)
+ *     -R         set the headers, curl_easy_reset, then only the URL
+ *     -S         CURLOPT_HTTPHEADER set again from inside the transfer
+ *     -T         run the transfers on a new thread
+ *     -u         give the URL as a CURLU handle (CURLOPT_CURLU)
+ *     -P PLUGIN  dlopen PLUGIN (RTLD_LOCAL; -G: RTLD_GLOBAL) and call its
+ *                plugin_fetch(URL) too: a second libcurl flavour
+ *
+ * Output lines: VERSION, BEFORE/DURING/AFTER <trace-hex> <span-hex> (or
+ * "none"), LIST <n> <first line> (the application's own list after the
+ * transfers, which must be unchanged), DONE <status>. */
+#include "config.h"
+
+#include "thread-record.h"
+
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <curl/curl.h>
+
+#define MAX_MULTI 16
+
+static struct curl_slist *app_headers;
+static const char *url;
+static int n_transfers = 1, n_multi;
+static bool opt_dup, opt_reset, opt_curlu, opt_multi_cleanup_first,
+	opt_easy_cleanup_in_multi;
+static bool opt_setopt_inside;
+static int failures;
+
+static void
+print_record(const char *what)
+{
+	void **slot = dlsym(RTLD_DEFAULT, "otel_thread_ctx_v1");
+	const struct otel_thread_ctx_record *r = slot ? *slot : NULL;
+	int i;
+
+	printf("%s ", what);
+	if (!r || !r->valid) {
+		printf("none\n");
+		return;
+	}
+	for (i = 0; i < 16; i++)
+		printf("%02x", r->trace_id[i]);
+	printf(" ");
+	for (i = 0; i < 8; i++)
+		printf("%02x", r->span_id[i]);
+	printf("\n");
+}
+
+struct xfer {
+	CURL *easy;
+	bool seen_header;
+};
+
+static size_t
+on_header(char *buf, size_t size, size_t n, void *arg)
+{
+	struct xfer *x = arg;
+
+	(void)buf;
+	if (!x->seen_header) {
+		x->seen_header = true;
+		print_record("DURING");
+		if (opt_setopt_inside)
+			curl_easy_setopt(x->easy, CURLOPT_HTTPHEADER, app_headers);
+	}
+	return size * n;
+}
+
+static size_t
+on_body(char *buf, size_t size, size_t n, void *arg)
+{
+	(void)buf;
+	(void)arg;
+	return size * n;
+}
+
+static void
+setup(CURL *easy, struct xfer *x, bool with_headers)
+{
+	x->easy = easy;
+	x->seen_header = false;
+	if (opt_curlu) {
+		CURLU *u = curl_url();
+
+		curl_url_set(u, CURLUPART_URL, url, 0);
+		curl_easy_setopt(easy, CURLOPT_CURLU, u);
+		/* Freed with the handle, found again through CURLINFO_PRIVATE. */
+		curl_easy_setopt(easy, CURLOPT_PRIVATE, u);
+	} else {
+		curl_easy_setopt(easy, CURLOPT_URL, url);
+	}
+	if (with_headers && app_headers)
+		curl_easy_setopt(easy, CURLOPT_HTTPHEADER, app_headers);
+	curl_easy_setopt(easy, CURLOPT_HEADERFUNCTION, on_header);
+	curl_easy_setopt(easy, CURLOPT_HEADERDATA, x);
+	curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, on_body);
+	curl_easy_setopt(easy, CURLOPT_TIMEOUT, 30L);
+}
+
+static void
+free_curlu(CURL *easy)
+{
+	char *p = NULL;
+
+	if (opt_curlu && curl_easy_getinfo(easy, CURLINFO_PRIVATE, &p) == CURLE_OK && p)
+		curl_url_cleanup((CURLU *)p);
+}
+
+static void
+perform(CURL *easy, struct xfer *x)
+{
+	CURLcode rc;
+
+	x->seen_header = false;
+	rc = curl_easy_perform(easy);
+	if (rc != CURLE_OK) {
+		printf("ERROR %s\n", curl_easy_strerror(rc));
+		failures++;
+	}
+	print_record("AFTER");
+}
+
+static void
+run_easy(void)
+{
+	struct xfer x, xd;
+	CURL *easy = curl_easy_init(), *dup = NULL;
+	int i;
+
+	setup(easy, &x, !opt_reset);
+	if (opt_reset) {
+		curl_easy_setopt(easy, CURLOPT_HTTPHEADER, app_headers);
+		curl_easy_reset(easy);
+		setup(easy, &x, false);
+	}
+	for (i = 0; i < n_transfers; i++)
+		perform(easy, &x);
+	if (opt_dup) {
+		dup = curl_easy_duphandle(easy);
+		xd.easy = dup;
+		curl_easy_setopt(dup, CURLOPT_HEADERDATA, &xd);
+		perform(dup, &xd);
+	}
+	free_curlu(easy);
+	curl_easy_cleanup(easy);
+	if (dup) {
+		/* The copy must not depend on the original in any way. */
+		perform(dup, &xd);
+		curl_easy_cleanup(dup);
+	}
+}
+
+static void
+run_multi(void)
+{
+	struct xfer x[MAX_MULTI];
+	CURL *easy[MAX_MULTI];
+	CURLM *multi = curl_multi_init();
+	int i, running = 1;
+
+	for (i = 0; i < n_multi; i++) {
+		easy[i] = curl_easy_init();
+		setup(easy[i], &x[i], true);
+		curl_multi_add_handle(multi, easy[i]);
+	}
+	while (running) {
+		CURLMcode mc = curl_multi_perform(multi, &running);
+
+		if (mc != CURLM_OK) {
+			printf("ERROR %s\n", curl_multi_strerror(mc));
+			failures++;
+			break;
+		}
+		if (running)
+			curl_multi_poll(multi, NULL, 0, 1000, NULL);
+	}
+	for (;;) {
+		int left;
+		CURLMsg *m = curl_multi_info_read(multi, &left);
+
+		if (!m)
+			break;
+		if (m->msg == CURLMSG_DONE && m->data.result != CURLE_OK) {
+			printf("ERROR %s\n", curl_easy_strerror(m->data.result));
+			failures++;
+		}
+	}
+	print_record("AFTER");
+	if (opt_multi_cleanup_first) {
+		curl_multi_cleanup(multi);
+		multi = NULL;
+	}
+	for (i = 0; i < n_multi; i++) {
+		if (multi && !opt_easy_cleanup_in_multi)
+			curl_multi_remove_handle(multi, easy[i]);
+		free_curlu(easy[i]);
+		/* A handle taken out of its multi handle is a plain easy handle
+		 * again: a blocking transfer on it must work as well. */
+		if (!multi && opt_multi_cleanup_first) {
+			perform(easy[i], &x[i]);
+		}
+		curl_easy_cleanup(easy[i]);
+	}
+	if (multi)
+		curl_multi_cleanup(multi);
+}
+
+static void *
+run(void *arg)
+{
+	(void)arg;
+	print_record("BEFORE");
+	if (n_multi > 0)
+		run_multi();
+	else
+		run_easy();
+	return NULL;
+}
+
+int
+main(int argc, char **argv)
+{
+	const char *plugin = NULL;
+	bool on_thread = false, plugin_global = false;
+	struct curl_slist *l;
+	int c, n = 0;
+
+	while ((c = getopt(argc, argv, "H:n:m:CXDRSTuP:G")) != -1) {
+		switch (c) {
+		case 'H':
+			app_headers = curl_slist_append(app_headers, optarg);
+			break;
+		case 'n':
+			n_transfers = atoi(optarg);
+			break;
+		case 'm':
+			n_multi = atoi(optarg);
+			if (n_multi < 1 || n_multi > MAX_MULTI)
+				return 2;
+			break;
+		case 'C':
+			opt_multi_cleanup_first = true;
+			break;
+		case 'X':
+			opt_easy_cleanup_in_multi = true;
+			break;
+		case 'D':
+			opt_dup = true;
+			break;
+		case 'R':
+			opt_reset = true;
+			break;
+		case 'S':
+			opt_setopt_inside = true;
+			break;
+		case 'T':
+			on_thread = true;
+			break;
+		case 'u':
+			opt_curlu = true;
+			break;
+		case 'P':
+			plugin = optarg;
+			break;
+		case 'G':
+			plugin_global = true;
+			break;
+		default:
+			return 2;
+		}
+	}
+	if (optind != argc - 1)
+		return 2;
+	url = argv[optind];
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+	printf("VERSION %s\n", curl_version());
+	if (on_thread) {
+		pthread_t t;
+
+		pthread_create(&t, NULL, run, NULL);
+		pthread_join(t, NULL);
+	} else {
+		run(NULL);
+	}
+	if (plugin) {
+		void *h = dlopen(plugin,
+				 RTLD_NOW | (plugin_global ? RTLD_GLOBAL : RTLD_LOCAL));
+		int (*fetch)(const char *) =
+			h ? (int (*)(const char *))dlsym(h, "plugin_fetch") : NULL;
+
+		if (!fetch) {
+			printf("ERROR plugin: %s\n", dlerror());
+			failures++;
+		} else if (fetch(url) != 0) {
+			failures++;
+		}
+		print_record("AFTER");
+		/* Not dlclose()d: the process is about to end anyway. */
+	}
+	/* The application's list is still exactly what it built. */
+	for (l = app_headers; l; l = l->next)
+		n++;
+	printf("LIST %d %s\n", n, app_headers ? app_headers->data : "-");
+	curl_slist_free_all(app_headers);
+	curl_global_cleanup();
+	printf("DONE %d\n", failures);
+	return failures ? 1 : 0;
+}

@@ -1,0 +1,481 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Small HTTP servers with no tracing code that hand each request's work to
+ * another thread, a pool or a coroutine.  The shim's socket level gives the
+ * thread that reads a request that request's context (traceparent); every
+ * place the work then runs reports what it reads from its own
+ * otel_thread_ctx_v1 in the response body, one "<where>=<context>" line
+ * each.  All listen on 127.0.0.1, print "READY <pid> <port>" and serve N
+ * connections (one request each).
+ *
+ *   flow-http uv N        libuv: the loop thread reads, uv_queue_work()
+ *                         runs the work (all N in flight at once: N <= 4)
+ *   flow-http glib N      a thread per connection reads, a GThreadPool item
+ *                         does the work (all N in flight at once: N <= 4)
+ *   flow-http ucontext N  one thread, a coroutine per connection: all read
+ *                         their request first, then answer in reverse order
+ *   flow-http worker      one connection; its thread starts a worker that
+ *                         blocks: "WORKERS <pid> <conn tid> <worker tid>",
+ *                         then "release" on stdin ends the worker, the
+ *                         response goes out, "JOINED"; exit at stdin EOF
+ */
+#include "config.h"
+
+#include "ctxobs.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <glib.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <ucontext.h>
+#include <unistd.h>
+#include <uv.h>
+
+#define CTX_TEXT 80
+#define HEAD_MAX 8192
+#define MAX_CONN 16
+
+struct conn {
+	int fd;
+	char head[HEAD_MAX];
+	size_t len;
+	char body[1024];
+	size_t body_len;
+	/* glib */
+	GMutex lock;
+	GCond cond;
+	bool done;
+	/* ucontext */
+	ucontext_t uc;
+	char stack[64 * 1024];
+};
+
+static struct conn conns[MAX_CONN];
+static pthread_barrier_t in_flight;
+
+static void
+die(const char *what)
+{
+	fprintf(stderr, "flow-http: %s: %s\n", what, strerror(errno));
+	exit(1);
+}
+
+static int
+tid(void)
+{
+	return (int)syscall(SYS_gettid);
+}
+
+/* Append "<where>=<this thread's context>\n" to the body. */
+static void
+note(struct conn *c, const char *where)
+{
+	char ctx[CTX_TEXT];
+	int n;
+
+	ctxobs_format(ctx, sizeof(ctx));
+	n = snprintf(c->body + c->body_len, sizeof(c->body) - c->body_len, "%s=%s\n",
+		     where, ctx);
+	if (n > 0 && (size_t)n < sizeof(c->body) - c->body_len)
+		c->body_len += (size_t)n;
+}
+
+static bool
+head_complete(const struct conn *c)
+{
+	return memmem(c->head, c->len, "\r\n\r\n", 4) != NULL;
+}
+
+static void
+read_head(struct conn *c)
+{
+	while (!head_complete(c)) {
+		ssize_t r = read(c->fd, c->head + c->len, sizeof(c->head) - c->len);
+
+		if (r <= 0)
+			die("read");
+		c->len += (size_t)r;
+	}
+}
+
+static size_t
+response(const struct conn *c, char *out, size_t cap)
+{
+	int n = snprintf(
+		out, cap,
+		"HTTP/1.1 200 OK\r\nContent-Length: %zu\r\nConnection: close\r\n\r\n"
+		"%.*s",
+		c->body_len, (int)c->body_len, c->body);
+
+	return n > 0 ? (size_t)n : 0;
+}
+
+static void
+respond(struct conn *c)
+{
+	char buf[2048];
+	size_t n = response(c, buf, sizeof(buf)), off = 0;
+
+	while (off < n) {
+		ssize_t w = write(c->fd, buf + off, n - off);
+
+		if (w <= 0)
+			die("write");
+		off += (size_t)w;
+	}
+	close(c->fd);
+}
+
+static int
+listen_local(int *port)
+{
+	struct sockaddr_in a = {.sin_family = AF_INET};
+	socklen_t len = sizeof(a);
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0 ||
+	    listen(fd, 64) < 0 || getsockname(fd, (struct sockaddr *)&a, &len) < 0)
+		die("listen");
+	*port = ntohs(a.sin_port);
+	return fd;
+}
+
+static void
+ready(int port)
+{
+	printf("READY %d %d\n", (int)getpid(), port);
+	fflush(stdout);
+}
+
+/* ---- libuv ---- */
+
+struct uv_conn {
+	uv_tcp_t tcp;
+	uv_work_t work;
+	uv_write_t wr;
+	uv_buf_t out;
+	char outbuf[2048];
+	struct conn *c;
+};
+
+static uv_tcp_t uv_server;
+static int uv_n, uv_accepted, uv_served;
+
+static void
+uv_alloc(uv_handle_t *h, size_t want, uv_buf_t *buf)
+{
+	struct uv_conn *u = h->data;
+
+	(void)want;
+	*buf = uv_buf_init(u->c->head + u->c->len,
+			   (unsigned)(sizeof(u->c->head) - u->c->len));
+}
+
+static void
+uv_closed(uv_handle_t *h)
+{
+	free(h->data);
+	if (++uv_served == uv_n)
+		uv_close((uv_handle_t *)&uv_server, NULL);
+}
+
+static void
+uv_written(uv_write_t *wr, int status)
+{
+	struct uv_conn *u = wr->data;
+
+	(void)status;
+	uv_close((uv_handle_t *)&u->tcp, uv_closed);
+}
+
+static void
+uv_work(uv_work_t *w)
+{
+	struct uv_conn *u = w->data;
+
+	pthread_barrier_wait(&in_flight);
+	note(u->c, "work");
+}
+
+static void
+uv_after(uv_work_t *w, int status)
+{
+	struct uv_conn *u = w->data;
+
+	(void)status;
+	note(u->c, "after");
+	u->out = uv_buf_init(u->outbuf,
+			     (unsigned)response(u->c, u->outbuf, sizeof(u->outbuf)));
+	u->wr.data = u;
+	uv_write(&u->wr, (uv_stream_t *)&u->tcp, &u->out, 1, uv_written);
+}
+
+static void
+uv_on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
+{
+	struct uv_conn *u = s->data;
+
+	(void)buf;
+	if (n < 0) {
+		uv_close((uv_handle_t *)s, uv_closed);
+		return;
+	}
+	u->c->len += (size_t)n;
+	if (!head_complete(u->c))
+		return;
+	uv_read_stop(s);
+	note(u->c, "read");
+	u->work.data = u;
+	if (uv_queue_work(s->loop, &u->work, uv_work, uv_after) != 0)
+		die("uv_queue_work");
+}
+
+static void
+uv_on_conn(uv_stream_t *server, int status)
+{
+	struct uv_conn *u;
+
+	if (status < 0 || uv_accepted == uv_n)
+		return;
+	u = calloc(1, sizeof(*u));
+	if (!u)
+		die("calloc");
+	u->c = &conns[uv_accepted++];
+	u->tcp.data = u;
+	uv_tcp_init(server->loop, &u->tcp);
+	if (uv_accept(server, (uv_stream_t *)&u->tcp) != 0)
+		die("uv_accept");
+	uv_read_start((uv_stream_t *)&u->tcp, uv_alloc, uv_on_read);
+}
+
+static int
+cmd_uv(int n)
+{
+	uv_loop_t *loop = uv_default_loop();
+	struct sockaddr_in a;
+	struct sockaddr_storage got;
+	int len = sizeof(got);
+
+	setenv("UV_THREADPOOL_SIZE", "4", 1);
+	uv_n = n;
+	uv_ip4_addr("127.0.0.1", 0, &a);
+	uv_tcp_init(loop, &uv_server);
+	if (uv_tcp_bind(&uv_server, (const struct sockaddr *)&a, 0) != 0 ||
+	    uv_listen((uv_stream_t *)&uv_server, 64, uv_on_conn) != 0 ||
+	    uv_tcp_getsockname(&uv_server, (struct sockaddr *)&got, &len) != 0)
+		die("uv listen");
+	ready(ntohs(((struct sockaddr_in *)&got)->sin_port));
+	uv_run(loop, UV_RUN_DEFAULT);
+	uv_loop_close(loop);
+	return 0;
+}
+
+/* ---- GLib ---- */
+
+static void
+glib_item(gpointer data, gpointer user_data)
+{
+	struct conn *c = data;
+
+	(void)user_data;
+	pthread_barrier_wait(&in_flight);
+	note(c, "item");
+	g_mutex_lock(&c->lock);
+	c->done = true;
+	g_cond_signal(&c->cond);
+	g_mutex_unlock(&c->lock);
+}
+
+static GThreadPool *glib_pool;
+
+static void *
+glib_conn(void *arg)
+{
+	struct conn *c = arg;
+
+	read_head(c);
+	note(c, "read");
+	g_mutex_init(&c->lock);
+	g_cond_init(&c->cond);
+	g_thread_pool_push(glib_pool, c, NULL);
+	g_mutex_lock(&c->lock);
+	while (!c->done)
+		g_cond_wait(&c->cond, &c->lock);
+	g_mutex_unlock(&c->lock);
+	note(c, "conn");
+	respond(c);
+	return NULL;
+}
+
+static int
+cmd_glib(int n)
+{
+	pthread_t t[MAX_CONN];
+	int port, lfd = listen_local(&port), i;
+
+	/* Exclusive: its four threads exist before any request does, so what
+	 * an item shows cannot come from the thread's birth. */
+	glib_pool = g_thread_pool_new(glib_item, NULL, 4, TRUE, NULL);
+	ready(port);
+	for (i = 0; i < n; i++) {
+		conns[i].fd = accept(lfd, NULL, NULL);
+		if (conns[i].fd < 0)
+			die("accept");
+		if (pthread_create(&t[i], NULL, glib_conn, &conns[i]) != 0)
+			die("pthread_create");
+	}
+	for (i = 0; i < n; i++)
+		pthread_join(t[i], NULL);
+	g_thread_pool_free(glib_pool, FALSE, TRUE);
+	return 0;
+}
+
+/* ---- ucontext ---- */
+
+static ucontext_t sched;
+static struct conn *co_conn[MAX_CONN];
+
+static void
+co_main(int i)
+{
+	struct conn *c = co_conn[i];
+
+	read_head(c);
+	note(c, "read");
+	swapcontext(&c->uc, &sched);
+	note(c, "resumed");
+	respond(c);
+}
+
+static int
+cmd_ucontext(int n)
+{
+	int port, lfd = listen_local(&port), i;
+	char ctx[CTX_TEXT];
+
+	ready(port);
+	for (i = 0; i < n; i++) {
+		struct conn *c = &conns[i];
+
+		c->fd = accept(lfd, NULL, NULL);
+		if (c->fd < 0)
+			die("accept");
+		co_conn[i] = c;
+		if (getcontext(&c->uc) < 0)
+			die("getcontext");
+		c->uc.uc_stack.ss_sp = c->stack;
+		c->uc.uc_stack.ss_size = sizeof(c->stack);
+		c->uc.uc_link = &sched;
+		makecontext(&c->uc, (void (*)(void))co_main, 1, i);
+	}
+	/* Every coroutine reads its request, ... */
+	for (i = 0; i < n; i++)
+		swapcontext(&sched, &conns[i].uc);
+	ctxobs_format(ctx, sizeof(ctx));
+	printf("SCHED %s\n", ctx);
+	/* ... then they answer, last first. */
+	for (i = n - 1; i >= 0; i--)
+		swapcontext(&sched, &conns[i].uc);
+	ctxobs_format(ctx, sizeof(ctx));
+	printf("SCHED %s\n", ctx);
+	return 0;
+}
+
+/* ---- worker ---- */
+
+static int release_pipe[2];
+static pthread_mutex_t worker_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t worker_cond = PTHREAD_COND_INITIALIZER;
+static int worker_tid;
+
+static void *
+worker(void *arg)
+{
+	char b;
+
+	pthread_mutex_lock(&worker_lock);
+	worker_tid = tid();
+	pthread_cond_signal(&worker_cond);
+	pthread_mutex_unlock(&worker_lock);
+	note(arg, "worker");
+	(void)!read(release_pipe[0], &b, 1);
+	return NULL;
+}
+
+static void *
+worker_conn(void *arg)
+{
+	struct conn *c = arg;
+	pthread_t w;
+
+	read_head(c);
+	note(c, "read");
+	if (pthread_create(&w, NULL, worker, c) != 0)
+		die("pthread_create");
+	pthread_mutex_lock(&worker_lock);
+	while (!worker_tid)
+		pthread_cond_wait(&worker_cond, &worker_lock);
+	pthread_mutex_unlock(&worker_lock);
+	printf("WORKERS %d %d %d\n", (int)getpid(), tid(), worker_tid);
+	fflush(stdout);
+	pthread_join(w, NULL);
+	note(c, "joined");
+	respond(c);
+	return NULL;
+}
+
+static int
+cmd_worker(void)
+{
+	int port, lfd = listen_local(&port);
+	char line[64], buf[64];
+	pthread_t t;
+
+	if (pipe(release_pipe) < 0)
+		die("pipe");
+	ready(port);
+	conns[0].fd = accept(lfd, NULL, NULL);
+	if (conns[0].fd < 0)
+		die("accept");
+	if (pthread_create(&t, NULL, worker_conn, &conns[0]) != 0)
+		die("pthread_create");
+	if (!fgets(line, sizeof(line), stdin) || strncmp(line, "release", 7) != 0)
+		return 1;
+	(void)!write(release_pipe[1], "x", 1);
+	pthread_join(t, NULL);
+	printf("JOINED\n");
+	fflush(stdout);
+	while (read(0, buf, sizeof(buf)) > 0)
+		;
+	return 0;
+}
+
+int
+main(int argc, char **argv)
+{
+	const char *cmd = argc > 1 ? argv[1] : "";
+	int n = argc > 2 ? atoi(argv[2]) : 0;
+
+	if (n < 0 || n > MAX_CONN)
+		n = 0;
+	if (n)
+		pthread_barrier_init(&in_flight, NULL, (unsigned)n);
+	if (strcmp(cmd, "uv") == 0 && n && n <= 4)
+		return cmd_uv(n);
+	if (strcmp(cmd, "glib") == 0 && n && n <= 4)
+		return cmd_glib(n);
+	if (strcmp(cmd, "ucontext") == 0 && n)
+		return cmd_ucontext(n);
+	if (strcmp(cmd, "worker") == 0)
+		return cmd_worker();
+	fprintf(stderr, "usage: flow-http uv N|glib N|ucontext N|worker\n");
+	return 2;
+}

@@ -1,0 +1,184 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* A libmicrohttpd server with no tracing code, for the integration tests.
+ *
+ * usage: mhd-server thread|select|epoll
+ *   thread  MHD_USE_THREAD_PER_CONNECTION (one thread per connection)
+ *   select  MHD_USE_INTERNAL_POLLING_THREAD (one select() loop)
+ *   epoll   MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL (one epoll loop)
+ *
+ * Listens on 127.0.0.1 (ephemeral port) and prints "READY <port>".  Every
+ * request is answered with "<method> <url> <body bytes>\n".  A request for
+ * a path starting with /block first prints "IN <tid> <method> <url>" and
+ * waits until the test writes a line "GO" on stdin; the handler is then
+ * inside the request, which is what the test looks at.  Each completed
+ * request prints "DONE <tid> <url> <termination code>".  EOF on stdin
+ * stops the daemon and exits 0.  The response never depends on threads or
+ * time (no Date header), so runs with and without the shim are
+ * byte-identical. */
+#include "config.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <microhttpd.h>
+
+/* Lines from stdin are handed to blocked handlers through this pipe, so
+ * the main thread alone reads stdin. */
+static int go_pipe[2];
+static pthread_mutex_t out_lock = PTHREAD_MUTEX_INITIALIZER;
+
+struct request {
+	size_t body;
+};
+
+static void
+say(const char *fmt, ...)
+{
+	va_list ap;
+
+	pthread_mutex_lock(&out_lock);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	putchar('\n');
+	fflush(stdout);
+	pthread_mutex_unlock(&out_lock);
+}
+
+static long
+tid(void)
+{
+	return (long)syscall(SYS_gettid);
+}
+
+static void
+wait_go(void)
+{
+	char c;
+
+	/* One byte per "GO"; 0 (EOF) when the test has finished. */
+	while (read(go_pipe[0], &c, 1) < 0 && errno == EINTR)
+		;
+}
+
+static enum MHD_Result
+handler(void *cls,
+	struct MHD_Connection *conn,
+	const char *url,
+	const char *method,
+	const char *version,
+	const char *upload_data,
+	size_t *upload_data_size,
+	void **req_cls)
+{
+	struct request *rq = *req_cls;
+	struct MHD_Response *resp;
+	enum MHD_Result r;
+	char body[512];
+	int n;
+
+	(void)cls;
+	(void)version;
+	(void)upload_data;
+	if (!rq) {
+		rq = calloc(1, sizeof(*rq));
+		if (!rq)
+			return MHD_NO;
+		*req_cls = rq;
+		return MHD_YES;
+	}
+	if (*upload_data_size) {
+		rq->body += *upload_data_size;
+		*upload_data_size = 0;
+		return MHD_YES;
+	}
+	if (strncmp(url, "/block", 6) == 0) {
+		say("IN %ld %s %s", tid(), method, url);
+		wait_go();
+	}
+	n = snprintf(body, sizeof(body), "%s %s %zu\n", method, url, rq->body);
+	if (n < 0 || (size_t)n >= sizeof(body))
+		return MHD_NO;
+	resp = MHD_create_response_from_buffer((size_t)n, body, MHD_RESPMEM_MUST_COPY);
+	if (!resp)
+		return MHD_NO;
+	r = MHD_queue_response(conn, MHD_HTTP_OK, resp);
+	MHD_destroy_response(resp);
+	return r;
+}
+
+static void
+completed(void *cls,
+	  struct MHD_Connection *conn,
+	  void **req_cls,
+	  enum MHD_RequestTerminationCode toe)
+{
+	const union MHD_ConnectionInfo *ci;
+
+	(void)cls;
+	(void)conn;
+	ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+	say("DONE %ld fd=%d %d", tid(), ci ? ci->connect_fd : -1, (int)toe);
+	free(*req_cls);
+	*req_cls = NULL;
+}
+
+int
+main(int argc, char **argv)
+{
+	struct sockaddr_in sin = {.sin_family = AF_INET};
+	const union MHD_DaemonInfo *info;
+	struct MHD_Daemon *d;
+	unsigned int flags;
+	char line[64];
+
+	if (argc != 2 ||
+	    (strcmp(argv[1], "thread") != 0 && strcmp(argv[1], "select") != 0 &&
+	     strcmp(argv[1], "epoll") != 0)) {
+		fprintf(stderr, "usage: mhd-server thread|select|epoll\n");
+		return 64;
+	}
+	if (pipe2(go_pipe, O_CLOEXEC) != 0) {
+		perror("mhd-server: pipe");
+		return 1;
+	}
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_SUPPRESS_DATE_NO_CLOCK;
+	if (strcmp(argv[1], "thread") == 0)
+		flags |= MHD_USE_THREAD_PER_CONNECTION;
+	else if (strcmp(argv[1], "epoll") == 0)
+		flags |= MHD_USE_EPOLL;
+	d = MHD_start_daemon(flags, 0, NULL, NULL, handler, NULL, MHD_OPTION_SOCK_ADDR,
+			     (struct sockaddr *)&sin, MHD_OPTION_NOTIFY_COMPLETED,
+			     completed, NULL, MHD_OPTION_END);
+	if (!d) {
+		fprintf(stderr, "mhd-server: MHD_start_daemon failed\n");
+		return 1;
+	}
+	info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
+	if (!info || !info->port) {
+		fprintf(stderr, "mhd-server: no port\n");
+		return 1;
+	}
+	say("READY %u", (unsigned)info->port);
+
+	while (fgets(line, sizeof(line), stdin)) {
+		if (strncmp(line, "GO", 2) == 0 && write(go_pipe[1], "g", 1) != 1)
+			break;
+	}
+	/* Release any handler still waiting, then stop. */
+	close(go_pipe[1]);
+	MHD_stop_daemon(d);
+	close(go_pipe[0]);
+	return 0;
+}

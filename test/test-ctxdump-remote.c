@@ -1,0 +1,150 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* remote_read_many(): ctxdump's batched process_vm_readv, read from our own
+ * process (the kernel allows a process to read itself). */
+#include "test-common.h"
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "remote.h"
+
+#define PAGE 4096u
+
+static uint64_t
+addr_of(const void *p)
+{
+	return (uint64_t)(uintptr_t)p;
+}
+
+/* More ranges than one call takes (IOV_MAX), every one its own value. */
+START_TEST(many_small)
+{
+	enum { N = 2500 };
+	static uint64_t src[N], dst[N];
+	static struct remote_range rg[N];
+	size_t i;
+
+	for (i = 0; i < N; i++) {
+		src[i] = 0x1000000000000000u + i * 7919u;
+		dst[i] = 0;
+		/* backwards, so the order of the ranges is not the memory's */
+		rg[i] = (struct remote_range){addr_of(&src[N - 1 - i]), &dst[i], 8, 12345};
+	}
+	remote_read_many(getpid(), rg, N);
+	for (i = 0; i < N; i++) {
+		ck_assert_int_eq(rg[i].got, 8);
+		ck_assert_uint_eq(dst[i], src[N - 1 - i]);
+	}
+}
+END_TEST
+
+/* Ranges across page boundaries, one ending in an unmapped page, one fully
+ * unmapped, one empty: each gets its own prefix or error, and the ranges
+ * after a fault are still read. */
+START_TEST(faults_and_prefixes)
+{
+	uint8_t *map = mmap(NULL, 3 * PAGE, PROT_READ | PROT_WRITE,
+			    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	uint8_t out[6][640], *gap;
+	struct remote_range rg[6];
+	size_t i;
+
+	ck_assert_ptr_ne(map, MAP_FAILED);
+	for (i = 0; i < 3 * PAGE; i++)
+		map[i] = (uint8_t)(i * 31 + 7);
+	/* pages 0 and 2 stay, page 1 goes: page 0 ends at a hole */
+	ck_assert_int_eq(munmap(map + PAGE, PAGE), 0);
+	gap = map + PAGE;
+	memset(out, 0xee, sizeof(out));
+	rg[0] = (struct remote_range){addr_of(map + 100), out[0], 640, 0};
+	rg[1] = (struct remote_range){addr_of(map + PAGE - 100), out[1], 640, 0};
+	rg[2] = (struct remote_range){addr_of(map + 2 * PAGE - 300), out[2], 640, 0};
+	rg[3] = (struct remote_range){addr_of(gap + 8), out[3], 16, 0};
+	rg[4] = (struct remote_range){addr_of(map + 2 * PAGE), out[4], 0, 99};
+	rg[5] = (struct remote_range){addr_of(map + 2 * PAGE + 5), out[5], 640, 0};
+	remote_read_many(getpid(), rg, 6);
+
+	ck_assert_int_eq(rg[0].got, 640);
+	ck_assert_mem_eq(out[0], map + 100, 640);
+	/* 100 bytes up to the hole */
+	ck_assert_int_eq(rg[1].got, 100);
+	ck_assert_mem_eq(out[1], map + PAGE - 100, 100);
+	/* starts in the hole, ends in page 2: nothing (no prefix) */
+	ck_assert_int_eq(rg[2].got, -EFAULT);
+	ck_assert_int_eq(rg[3].got, -EFAULT);
+	ck_assert_int_eq(rg[4].got, 0);
+	ck_assert_int_eq(rg[5].got, 640);
+	ck_assert_mem_eq(out[5], map + 2 * PAGE + 5, 640);
+	munmap(map, PAGE);
+	munmap(map + 2 * PAGE, PAGE);
+}
+END_TEST
+
+/* A range of more pages than one call takes is read on its own, between
+ * batched neighbours. */
+START_TEST(huge_range)
+{
+	size_t len = 1100 * PAGE + 123, i;
+	uint8_t *src = malloc(len), *dst = malloc(len);
+	uint64_t a = 0x1122334455667788u, b = 0, c = 0x99aabbccddeeff00u, d = 0;
+	struct remote_range rg[3] = {
+		{addr_of(&a), &b, 8, 0},
+		{0, dst, len, 0},
+		{addr_of(&c), &d, 8, 0},
+	};
+
+	ck_assert_ptr_nonnull(src);
+	ck_assert_ptr_nonnull(dst);
+	for (i = 0; i < len; i++)
+		src[i] = (uint8_t)(i ^ (i >> 9));
+	rg[1].addr = addr_of(src);
+	remote_read_many(getpid(), rg, 3);
+	ck_assert_int_eq(rg[0].got, 8);
+	ck_assert_int_eq(rg[1].got, (ssize_t)len);
+	ck_assert_int_eq(rg[2].got, 8);
+	ck_assert_uint_eq(b, a);
+	ck_assert_uint_eq(d, c);
+	ck_assert_int_eq(memcmp(src, dst, len), 0);
+	free(src);
+	free(dst);
+}
+END_TEST
+
+/* A process that is gone: every range reports the same error. */
+START_TEST(process_gone)
+{
+	uint64_t v = 1, out[3];
+	struct remote_range rg[3];
+	pid_t child = fork();
+	size_t i;
+	int st;
+
+	ck_assert_int_ge(child, 0);
+	if (child == 0)
+		_exit(0);
+	ck_assert_int_eq(waitpid(child, &st, 0), child);
+	for (i = 0; i < 3; i++)
+		rg[i] = (struct remote_range){addr_of(&v), &out[i], 8, 0};
+	remote_read_many(child, rg, 3);
+	for (i = 0; i < 3; i++)
+		ck_assert_int_eq(rg[i].got, -ESRCH);
+}
+END_TEST
+
+TEST_SUITE(remote_suite)
+{
+	Suite *s = suite_create("ctxdump-remote");
+	TCase *tc = tcase_create("read_many");
+
+	tcase_add_test(tc, many_small);
+	tcase_add_test(tc, faults_and_prefixes);
+	tcase_add_test(tc, huge_range);
+	tcase_add_test(tc, process_gone);
+	suite_add_tcase(s, tc);
+	return s;
+}

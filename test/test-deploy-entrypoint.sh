@@ -1,0 +1,186 @@
+#!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
+#
+# ctxshim-entrypoint: starts its arguments with the shim loaded (seen by
+# 'ctxshim status' on the very pid), wraps an existing entrypoint script,
+# finds the library next to itself (the Kubernetes volume layout), and
+# never stops a program from starting: a missing, unloadable or unsuitable
+# library only produces a note on stderr.
+
+. "$(dirname "$0")/deploy-lib.sh"
+
+S=$CTXSHIM_CMD
+E=$CTXSHIM_ENTRYPOINT
+lib=$CTXSHIM_LIB
+cd "$dp_tmp" || exit 1
+want_preload=${dp_base_preload:+$dp_base_preload:}$lib
+LD_PRELOAD=$dp_base_preload
+export LD_PRELOAD
+[ -n "$LD_PRELOAD" ] || unset LD_PRELOAD
+
+expect_status 0 "--help" "$E" --help
+check "--help synopsis" contains "$dp_out" " ctxshim-entrypoint [--] <command> [<argument>...]"
+expect_status 0 "--version" "$E" --version
+check "--version format" contains "$dp_out" "ctxshim-entrypoint from ctxshim "
+expect_status 64 "no command" "$E"
+check "Try --help" contains "$dp_err" "Try 'ctxshim-entrypoint --help' for more information."
+
+# The program it starts carries the shim: 'ctxshim status' on its pid.
+OTEL_SERVICE_NAME=ep-service
+export OTEL_SERVICE_NAME
+start_blocked "$E" sh -c "$DP_BLOCKER"
+expect_status 0 "ctxshim status on the started program" "$S" status "$bg_pid"
+check "status: the shim is loaded" contains "$dp_out" "library:  $lib"
+check "status: the version" contains "$dp_out" "version:  $("$S" --version | sed 's/.* //')"
+case $dp_out in
+*"state:    active"*)
+	check "active, with the service name from the environment" \
+		contains "$dp_out" "service:  ep-service"
+	;;
+*) check "state is reported" contains "$dp_out" "state:    passive" ;;
+esac
+check "the started program is the pid (exec)" \
+	contains "$(tr '\0' ' ' <"/proc/$bg_pid/cmdline")" "sh -c echo ready"
+release "$bg_pid" "$bg_go"
+check "program exits normally" same "$?" 0
+unset OTEL_SERVICE_NAME
+check "no stderr when all is well" same "$(cat "$dp_tmp/err")" ""
+
+expect_status 0 "environment of the program" "$E" env
+check "LD_PRELOAD set" contains "$dp_out" "
+LD_PRELOAD=$want_preload
+"
+expect_status 0 "quiet when all is well" "$E" /bin/true
+check "nothing on stderr" same "$dp_err" ""
+expect_status 7 "exit status passes through" "$E" sh -c 'exit 7'
+expect_status 143 "death by signal passes through" "$E" sh -c 'kill -TERM $$'
+expect_status 0 "-- before the command" "$E" -- printf '%s|' a 'b c'
+check "arguments unchanged" same "$dp_out" "a|b c|"
+
+# Wrapped around an existing entrypoint script.
+cat >docker-entrypoint.sh <<'EOF'
+#!/bin/sh
+set -e
+echo "entrypoint: setting up" >&2
+exec "$@"
+EOF
+chmod 755 docker-entrypoint.sh
+expect_status 0 "wrapping an existing entrypoint" "$E" ./docker-entrypoint.sh cat /proc/self/maps
+check "the final program has the shim" contains "$dp_out" " $lib"
+check "the wrapped entrypoint ran" contains "$dp_err" "entrypoint: setting up"
+
+# An existing LD_PRELOAD stays first.
+LD_PRELOAD=${dp_base_preload:+$dp_base_preload }/lib/x86_64-linux-gnu/libm.so.6
+if [ -f /lib/x86_64-linux-gnu/libm.so.6 ]; then
+	export LD_PRELOAD
+	expect_status 0 "existing LD_PRELOAD" "$E" env
+	check "kept first, shim appended" contains "$dp_out" "LD_PRELOAD=$LD_PRELOAD:$lib"
+fi
+LD_PRELOAD=$dp_base_preload
+[ -n "$LD_PRELOAD" ] || unset LD_PRELOAD
+
+# ------------------------------------------------------------ never break
+
+expect_status 0 "library missing (CTXSHIM_LIB)" env CTXSHIM_LIB=/nonexistent.so "$E" env
+check "warns" contains "$dp_err" "ctxshim-entrypoint: CTXSHIM_LIB=/nonexistent.so does not exist"
+check "says it runs without" contains "$dp_err" "starting env without the shim"
+check "program runs unchanged (no shim in LD_PRELOAD)" \
+	test -z "$(printf '%s\n' "$dp_out" | grep '^LD_PRELOAD=.*nonexistent')"
+expect_status 9 "library missing: exit status still passes" \
+	env CTXSHIM_LIB=/nonexistent.so "$E" sh -c 'exit 9'
+
+# Not a library at all: the loader would print an error into every
+# program's stderr.
+printf 'not an ELF file\n' >garbage.so
+expect_status 0 "library is garbage" env CTXSHIM_LIB="$dp_tmp/garbage.so" "$E" env
+check "warns that it does not load" contains "$dp_err" "garbage.so does not load here"
+check "program runs without it" \
+	test -z "$(printf '%s\n' "$dp_out" | grep '^LD_PRELOAD=.*garbage')"
+
+# The environment preloads that broken library already (a pod spec with
+# LD_PRELOAD): the program still gets it out of the way.
+mkdir bad
+cp garbage.so bad/libctxshim.so
+expect_status 0 "preloaded library is garbage" env \
+	LD_PRELOAD="${dp_base_preload:+$dp_base_preload:}$dp_tmp/bad/libctxshim.so" \
+	CTXSHIM_LIB="$dp_tmp/bad/libctxshim.so" "$E" env
+check "says it removed it" contains "$dp_err" "removed libctxshim.so from LD_PRELOAD"
+check "the program's LD_PRELOAD is without it" \
+	test -z "$(printf '%s\n' "$dp_out" | grep '^LD_PRELOAD=.*bad')"
+
+# A library whose dependency is missing (like one built for a newer glibc):
+# with it in LD_PRELOAD the program would not start at all.
+printf 'int dp_dep(void) { return 1; }\n' >dep.c
+printf 'int dp_dep(void); int dp_use(void) { return dp_dep(); }\n' >use.c
+if ${CC:-cc} -shared -fPIC -o libdpdep.so dep.c &&
+	${CC:-cc} -shared -fPIC -o libdpbroken.so use.c -L. -ldpdep; then
+	rm libdpdep.so
+	expect_status 0 "control: that library stops programs" sh -c \
+		"LD_PRELOAD=$dp_tmp/libdpbroken.so /bin/true 2>/dev/null; test \$? -ne 0"
+	expect_status 5 "library cannot load: program still starts" \
+		env CTXSHIM_LIB="$dp_tmp/libdpbroken.so" "$E" sh -c 'exit 5'
+	check "warns with the loader's message" contains "$dp_err" "libdpdep.so"
+fi
+
+# Unsuitable programs: musl (would fail to start with a glibc library in
+# LD_PRELOAD) and 32-bit get no shim; static ones keep it for their children.
+{
+	printf '\177ELF\002\001\001\000\000\000\000\000\000\000\000\000'
+	printf '\003\000\076\000\001\000\000\000'
+	printf '\000\000\000\000\000\000\000\000\100\000\000\000\000\000\000\000'
+	printf '\000\000\000\000\000\000\000\000\000\000\000\000\100\000\070\000'
+	printf '\001\000\100\000\000\000\000\000'
+	printf '\003\000\000\000\004\000\000\000\170\000\000\000\000\000\000\000'
+	printf '\170\000\000\000\000\000\000\000\170\000\000\000\000\000\000\000'
+	printf '\031\000\000\000\000\000\000\000\031\000\000\000\000\000\000\000'
+	printf '\001\000\000\000\000\000\000\000/lib/ld-musl-x86_64.so.1\000'
+} >musl-prog
+chmod 755 musl-prog
+expect_status 1 "control: check sees musl" "$S" check ./musl-prog
+"$E" ./musl-prog >/dev/null 2>"$dp_tmp/err"
+check "musl program: no shim, with a note" contains "$(cat "$dp_tmp/err")" \
+	"not loading the shim: ./musl-prog is linked with musl"
+
+printf 'int main(void) { return 4; }\n' >prog.c
+if ${CC:-cc} -static -o static prog.c 2>/dev/null; then
+	expect_status 4 "static program still runs" "$E" ./static
+	check "with a note" contains "$dp_err" "statically linked"
+fi
+
+# ------------------------------------------------------------ lookup
+
+# Kubernetes layout: the init container copies both files into a volume;
+# nothing tells the entrypoint where the library is.
+mkdir vol
+cp "$E" "$lib" vol/
+expect_status 0 "library next to the script" env -u CTXSHIM_LIB vol/ctxshim-entrypoint cat /proc/self/maps
+check "found and loaded" contains "$dp_out" " $dp_tmp/vol/libctxshim.so"
+cd vol || exit 1
+expect_status 0 "started by a relative path" env -u CTXSHIM_LIB ./ctxshim-entrypoint cat /proc/self/maps
+check "library path made absolute" contains "$dp_out" " $dp_tmp/vol/libctxshim.so"
+cd "$dp_tmp" || exit 1
+
+# Alone, with no library anywhere it looks: a warning, and the program runs.
+mkdir alone
+cp "$E" alone/
+found_elsewhere=
+for f in /usr/lib/ctxshim/libctxshim.so /usr/lib/x86_64-linux-gnu/ctxshim/libctxshim.so \
+	/usr/local/lib/ctxshim/libctxshim.so /usr/local/lib/x86_64-linux-gnu/ctxshim/libctxshim.so \
+	/opt/ctxshim/libctxshim.so; do
+	[ -f "$f" ] && found_elsewhere=$f
+done
+if [ -z "$found_elsewhere" ]; then
+	expect_status 3 "no library anywhere: program runs" env -u CTXSHIM_LIB \
+		alone/ctxshim-entrypoint sh -c 'exit 3'
+	check "warns" contains "$dp_err" "libctxshim.so not found (set CTXSHIM_LIB)"
+else
+	echo "# $found_elsewhere is installed on this host: 'not found' case not run"
+fi
+
+# Other POSIX shells run it too.
+if command -v bash >/dev/null; then
+	expect_status 0 "bash --posix runs it" bash --posix "$E" env
+	check "LD_PRELOAD set under bash" contains "$dp_out" "LD_PRELOAD=$want_preload"
+fi
+
+dp_finish

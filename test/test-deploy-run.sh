@@ -1,0 +1,268 @@
+#!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
+#
+# ctxshim run, check and env: the shim reaches dynamic programs (seen in
+# their /proc/self/maps), the variables are set and appended to, pid,
+# signals and exit status pass through, and programs the shim cannot load
+# into (static, musl, 32-bit, other machine, setuid/setgid, scripts for
+# those) are refused with a reason and exit 126, unless --force.
+
+. "$(dirname "$0")/deploy-lib.sh"
+
+S=$CTXSHIM_CMD
+lib=$CTXSHIM_LIB
+cd "$dp_tmp" || exit 1
+want_preload=${dp_base_preload:+$dp_base_preload:}$lib
+LD_PRELOAD=$dp_base_preload
+export LD_PRELOAD
+[ -n "$LD_PRELOAD" ] || unset LD_PRELOAD
+
+# ------------------------------------------------------------ usage
+
+expect_status 64 "no command" "$S"
+check "usage error says Try --help" \
+	contains "$dp_err" "Try 'ctxshim --help' for more information."
+check "usage error is prefixed" contains "$dp_err" "ctxshim: no command specified"
+expect_status 64 "unknown command" "$S" frobnicate
+expect_status 64 "run without a command" "$S" run
+expect_status 64 "run with an unknown option" "$S" run --bogus -- true
+check "names the option" contains "$dp_err" "unrecognized option '--bogus'"
+expect_status 64 "option without its argument" "$S" run --log
+expect_status 64 "malformed --resource" "$S" run --resource novalue -- true
+expect_status 64 "empty --service-name" "$S" run --service-name= -- true
+expect_status 0 "--help" "$S" --help
+check "--help shows the synopsis" contains "$dp_out" " ctxshim run [options] [--] <command>"
+check "--help ends with the man page" contains "$dp_out" "For more details see ctxshim(1)"
+expect_status 0 "--version" "$S" --version
+check "--version format" contains "$dp_out" "ctxshim from ctxshim "
+expect_status 0 "version" "$S" version
+check "version names the library" contains "$dp_out" "library: $lib"
+
+# ------------------------------------------------------------ dynamic
+
+expect_status 0 "run /bin/true" "$S" run -- /bin/true
+expect_status 0 "run cat /proc/self/maps" "$S" run -- cat /proc/self/maps
+check "the shim is mapped in the program" contains "$dp_out" " $lib"
+expect_status 0 "run without -- (first non-option ends the options)" \
+	"$S" run cat /proc/self/maps
+check "the shim is mapped" contains "$dp_out" " $lib"
+
+expect_status 0 "run sets the variables" "$S" run --service-name 'my svc' \
+	-r a=1,b=2 --resource=c=3 --log rel.log --events /tmp/ev.log -- env
+env_out=$dp_out
+check "LD_PRELOAD" contains "$env_out" "
+LD_PRELOAD=$want_preload
+"
+check "OTEL_SERVICE_NAME" contains "$env_out" "OTEL_SERVICE_NAME=my svc"
+check "OTEL_RESOURCE_ATTRIBUTES" contains "$env_out" "OTEL_RESOURCE_ATTRIBUTES=a=1,b=2,c=3"
+check "CTXSHIM_LOG made absolute" contains "$env_out" "CTXSHIM_LOG=$dp_tmp/rel.log"
+check "CTXSHIM_EVENTS" contains "$env_out" "CTXSHIM_EVENTS=/tmp/ev.log"
+expect_status 0 "--log stderr stays stderr" "$S" run --log stderr -- env
+check "CTXSHIM_LOG=stderr" contains "$dp_out" "CTXSHIM_LOG=stderr"
+
+OTEL_RESOURCE_ATTRIBUTES=deployment.environment.name=test,service.version=1
+export OTEL_RESOURCE_ATTRIBUTES
+expect_status 0 "--resource appends" "$S" run -r k=v -- env
+check "existing attributes first" contains "$dp_out" \
+	"OTEL_RESOURCE_ATTRIBUTES=deployment.environment.name=test,service.version=1,k=v"
+expect_status 0 "--resource overrides a key" "$S" run -r service.version=2 -- env
+check "the old value of that key is gone" contains "$dp_out" \
+	"OTEL_RESOURCE_ATTRIBUTES=deployment.environment.name=test,service.version=2
+"
+unset OTEL_RESOURCE_ATTRIBUTES
+
+# An existing LD_PRELOAD is kept, first, and both libraries load.
+printf 'int dp_other_marker = 1;\n' >other.c
+if ${CC:-cc} -shared -fPIC -o "$dp_tmp/libother.so" other.c; then
+	LD_PRELOAD="${dp_base_preload:+$dp_base_preload }$dp_tmp/libother.so"
+	export LD_PRELOAD
+	expect_status 0 "existing LD_PRELOAD: env" "$S" run -- env
+	check "existing LD_PRELOAD kept, shim appended" contains "$dp_out" \
+		"LD_PRELOAD=$LD_PRELOAD:$lib"
+	expect_status 0 "existing LD_PRELOAD: maps" "$S" run -- cat /proc/self/maps
+	check "the other library is mapped" contains "$dp_out" " $dp_tmp/libother.so"
+	check "the shim is mapped" contains "$dp_out" " $lib"
+	LD_PRELOAD=${dp_base_preload:+$dp_base_preload:}$dp_tmp/libother.so:$lib
+	expect_status 0 "shim already in LD_PRELOAD" "$S" run -- env
+	check "not added twice" contains "$dp_out" "
+LD_PRELOAD=$LD_PRELOAD
+"
+	LD_PRELOAD=$dp_base_preload
+	[ -n "$LD_PRELOAD" ] || unset LD_PRELOAD
+else
+	fail "cannot build a test library with ${CC:-cc}"
+fi
+
+# ------------------------------------------------------------ pass-through
+
+expect_status 3 "exit status passes through" "$S" run -- sh -c 'exit 3'
+expect_status 143 "death by SIGTERM passes through" "$S" run -- sh -c 'kill -TERM $$'
+# shellcheck disable=SC2016 # a literal $HOME
+expect_status 0 "arguments pass through unchanged" "$S" run -- \
+	printf '[%s]' 'a b' '' '*' '-n' '$HOME'
+check "argument bytes" same "$dp_out" "[a b][][*][-n][\$HOME]"
+
+# Same pid: the process we started is the program, shim loaded, and a
+# signal sent to that pid reaches the program itself.
+start_blocked "$S" run -- sh -c "$DP_BLOCKER"
+check "run execs: the pid runs the command" \
+	contains "$(tr '\0' ' ' <"/proc/$bg_pid/cmdline")" "sh -c echo ready"
+check "run execs: shim in that pid" contains "$(cat "/proc/$bg_pid/maps")" " $lib"
+kill -TERM "$bg_pid"
+wait "$bg_pid"
+check "SIGTERM to the pid ends the command (143)" same "$?" 143
+
+# ------------------------------------------------------------ refusals
+
+expect_status 127 "command not found" "$S" run -- no-such-command-dp
+check "says so" contains "$dp_err" "no-such-command-dp: No such file or directory"
+printf '#!/bin/sh\n' >noexec
+chmod 644 noexec
+expect_status 126 "not executable" "$S" run -- ./noexec
+expect_status 125 "library missing" env CTXSHIM_LIB=/nonexistent/libctxshim.so \
+	"$S" run -- /bin/true
+check "names the library" contains "$dp_err" "/nonexistent/libctxshim.so"
+
+printf 'int main(void) { return 5; }\n' >prog.c
+if ${CC:-cc} -static -o static prog.c 2>/dev/null; then
+	expect_status 126 "static binary refused" "$S" run -- ./static
+	check "reason: statically linked" contains "$dp_err" "statically linked (no PT_INTERP)"
+	check "hint: --force" contains "$dp_err" "use --force"
+	expect_status 1 "check: static" "$S" check ./static
+	check "check names the verdict" contains "$dp_out" "./static: static:"
+	expect_status 5 "--force runs it anyway" "$S" run --force -- ./static
+	# A script whose interpreter is static, directly and through env.
+	printf '#!%s/static\n' "$dp_tmp" >s-static
+	printf '#!/usr/bin/env static\n' >s-env-static
+	printf '#!%s/s-static\n' "$dp_tmp" >s-nested
+	chmod 755 s-static s-env-static s-nested
+	expect_status 126 "#! to a static binary refused" "$S" run -- ./s-static
+	check "reason names the script and interpreter" contains "$dp_err" \
+		"./s-static is a script for $dp_tmp/static; $dp_tmp/static is statically linked"
+	expect_status 126 "#!/usr/bin/env static refused" env PATH="$dp_tmp:$PATH" \
+		"$S" run -- ./s-env-static
+	expect_status 126 "#! to a #! to a static binary refused" "$S" run -- ./s-nested
+else
+	fail "gcc -static failed (libc6-dev installed?)"
+fi
+if ${CC:-cc} -o dynamic prog.c; then
+	expect_status 5 "a dynamic build of the same program runs" "$S" run -- ./dynamic
+fi
+
+printf '#!/bin/sh\ngrep -c libctxshim /proc/$$/maps\n' >s-sh
+chmod 755 s-sh
+expect_status 0 "#!/bin/sh script runs with the shim" "$S" run -- ./s-sh
+check "the script's shell has the shim mapped" test "${dp_out:-0}" -ge 1
+printf '#!/usr/bin/env sh\ngrep -c libctxshim /proc/$$/maps\n' >s-envsh
+chmod 755 s-envsh
+expect_status 0 "#!/usr/bin/env sh script runs with the shim" "$S" run -- ./s-envsh
+
+# Crafted ELF headers: printf only, so no cross toolchain is needed.
+# elf64 FILE TYPE MACHINE [INTERP]: ELF64 LE header, one program header
+# (PT_INTERP with INTERP, or PT_LOAD) and the interpreter string.
+bytes() {
+	for b in "$@"; do
+		# shellcheck disable=SC2059 # the format is the octal escape
+		printf "\\$(printf '%03o' "$b")"
+	done
+}
+le() { # le VALUE SIZE
+	v=$1
+	n=0
+	while [ $n -lt "$2" ]; do
+		bytes $((v % 256))
+		v=$((v / 256))
+		n=$((n + 1))
+	done
+}
+elf64() {
+	interp=${4-}
+	if [ -n "$interp" ]; then ptype=3; else ptype=1; fi
+	ilen=$((${#interp} + 1))
+	{
+		bytes 127 69 76 70 2 1 1 0 0 0 0 0 0 0 0 0
+		le "$2" 2; le "$3" 2; le 1 4; le 0 8; le 64 8; le 0 8
+		le 0 4; le 64 2; le 56 2; le 1 2; le 64 2; le 0 2; le 0 2
+		le $ptype 4; le 4 4; le 120 8; le 120 8; le 120 8
+		le $ilen 8; le $ilen 8; le 1 8
+		printf '%s' "$interp"
+		bytes 0
+	} >"$1"
+	chmod 755 "$1"
+}
+elf64 musl 3 62 /lib/ld-musl-x86_64.so.1
+expect_status 126 "musl interpreter refused" "$S" run -- ./musl
+check "reason: musl" contains "$dp_err" "linked with musl (/lib/ld-musl-x86_64.so.1)"
+expect_status 1 "check: musl" "$S" check ./musl
+elf64 glibc-hdr 3 62 /lib64/ld-linux-x86-64.so.2
+expect_status 0 "check: crafted glibc header is fine" "$S" check ./glibc-hdr
+elf64 aarch64 3 183 /lib/ld-linux-aarch64.so.1
+expect_status 126 "another machine refused" "$S" run -- ./aarch64
+check "reason: machine" contains "$dp_err" "built for another machine (ELF e_machine 183"
+elf64 static-hdr 2 62
+expect_status 1 "check: crafted header without PT_INTERP is static" "$S" check ./static-hdr
+elf64 object 1 62
+expect_status 1 "check: ELF relocatable is not a program" "$S" check ./object
+head -c 100 glibc-hdr >truncated
+chmod 755 truncated
+expect_status 1 "check: truncated program headers" "$S" check ./truncated
+{
+	bytes 127 69 76 70 1 1 1 0 0 0 0 0 0 0 0 0
+	le 2 2; le 3 2; le 1 4; le 0 4; le 52 4; le 0 4; le 0 4
+	le 52 2; le 32 2; le 0 2; le 40 2; le 0 2; le 0 2
+} >elf32
+chmod 755 elf32
+expect_status 126 "32-bit ELF refused" "$S" run -- ./elf32
+check "reason: 32-bit" contains "$dp_err" "is a 32-bit program"
+printf '#!%s/elf32\n' "$dp_tmp" >s-elf32
+chmod 755 s-elf32
+expect_status 126 "#! to a 32-bit program refused" "$S" run -- ./s-elf32
+
+# setuid/setgid: secure-execution mode only when the ids change.
+cp /bin/true sbin-true
+chmod 4755 sbin-true
+expect_status 0 "setuid to oneself is not secure mode: allowed" "$S" run -- ./sbin-true
+if [ "$(id -u)" = 0 ]; then
+	cp /bin/true suid-true
+	chown nobody suid-true && chmod 4755 suid-true
+	expect_status 126 "setuid copy refused" "$S" run -- ./suid-true
+	check "reason: setuid" contains "$dp_err" "is setuid (owner uid $(id -u nobody))"
+	cp /bin/true sgid-true
+	chgrp "$(id -g nobody)" sgid-true && chmod 2755 sgid-true
+	expect_status 126 "setgid copy refused" "$S" run -- ./sgid-true
+	check "reason: setgid" contains "$dp_err" "is setgid"
+	chmod 2745 sgid-true
+	expect_status 0 "setgid bit without group x is no setgid" "$S" check ./sgid-true
+	expect_status 0 "--force runs the setuid copy" "$S" run --force -- ./suid-true
+	# Unprivileged user running a setuid-root copy.
+	chmod 755 "$dp_tmp"
+	cp /bin/true suid-root
+	chmod 4755 suid-root
+	if command -v setpriv >/dev/null; then
+		expect_status 126 "setuid-root copy refused for a user" \
+			setpriv --reuid=nobody --regid="$(id -g nobody)" --clear-groups \
+			env CTXSHIM_LIB="$lib" "$S" run -- ./suid-root
+		check "reason: setuid root" contains "$dp_err" "is setuid (owner uid 0)"
+	fi
+else
+	echo "# not root: setuid-to-another-user cases not run"
+fi
+
+# ------------------------------------------------------------ env
+
+expect_status 0 "env" "$S" env -n "it's \"x\"" -r a=b --log x.log
+env_out=$dp_out
+check "env prints exports" contains "$env_out" "export LD_PRELOAD='$want_preload'"
+(
+	unset LD_PRELOAD
+	eval "$env_out"
+	check "exports evaluate to the values" same \
+		"$LD_PRELOAD|$OTEL_SERVICE_NAME|$OTEL_RESOURCE_ATTRIBUTES|$CTXSHIM_LOG" \
+		"$want_preload|it's \"x\"|a=b|$dp_tmp/x.log"
+) || fail "env exports do not evaluate"
+expect_status 0 "env --env-file" "$S" env --env-file -n svc
+check "env-file lines" same "$dp_out" "LD_PRELOAD=$want_preload
+OTEL_SERVICE_NAME=svc"
+expect_status 64 "env rejects operands" "$S" env extra
+
+dp_finish

@@ -1,0 +1,118 @@
+#!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
+#
+# ctxshim status PID: loaded or not, version, active or passive, read from
+# /proc/PID/maps and the OTEL_CTX process context.  The helper writer-pctx
+# publishes a hand-encoded context, so the decoder and the state logic are
+# tested without depending on the shim's own publisher; a stand-in library
+# named libctxshim.so plays the loaded shim.  The real shim is checked too.
+
+. "$(dirname "$0")/deploy-lib.sh"
+
+S=$CTXSHIM_CMD
+lib=$CTXSHIM_LIB
+W=${HELPER_DIR:?}/writer-pctx
+[ -x "$W" ] || dp_skip "helper $W not built"
+cd "$dp_tmp" || exit 1
+version=$("$S" --version | sed 's/.* //')
+
+expect_status 64 "no pid" "$S" status
+expect_status 64 "not a number" "$S" status 12x
+expect_status 2 "no such process" "$S" status 999999999
+check "says so" contains "$dp_err" "process 999999999 does not exist"
+
+# A plain process: nothing loaded, no context.
+start_blocked sh -c "$DP_BLOCKER"
+expect_status 1 "plain process" "$S" status "$bg_pid"
+check "not loaded" contains "$dp_out" "library:  not loaded"
+check "no context" contains "$dp_out" "context:  none"
+check "process line" contains "$dp_out" "process:  $bg_pid (sh)"
+release "$bg_pid" "$bg_go"
+
+# Another writer's context (an SDK), no shim: decoded, strings escaped.
+esc=$(printf 'svc\033[31m\134')
+start_helper "$W" othersdk 1.2.3 "$esc"
+expect_status 1 "an SDK's context, no shim" "$S" status "$bg_pid"
+check "not loaded" contains "$dp_out" "library:  not loaded"
+check "publisher from telemetry.distro.*" contains "$dp_out" \
+	"context:  /memfd:OTEL_CTX (deleted) at 0x"
+check "published by" contains "$dp_out" ", published by othersdk 1.2.3"
+check "control bytes and backslash escaped" contains "$dp_out" 'service:  svc\x1b[31m\x5c'
+check "instance id" contains "$dp_out" "instance: 0f0e0d0c-0b0a-4908-8706-050403020100"
+release "$bg_pid" "$bg_go"
+
+# A stand-in libctxshim.so (no code) plus a context that names ctxshim.
+mkdir fake
+printf 'int dp_fake;\n' >fake.c
+${CC:-cc} -shared -fPIC -o fake/libctxshim.so fake.c || exit 1
+fake_preload=${dp_base_preload:+$dp_base_preload:}$dp_tmp/fake/libctxshim.so
+start_helper env LD_PRELOAD="$fake_preload" "$W" ctxshim 7.7.7 my-service
+expect_status 0 "loaded and active" "$S" status "$bg_pid"
+check "library path" contains "$dp_out" "library:  $dp_tmp/fake/libctxshim.so"
+check "version from the context" contains "$dp_out" "version:  7.7.7"
+check "active" contains "$dp_out" "state:    active"
+check "service" contains "$dp_out" "service:  my-service"
+release "$bg_pid" "$bg_go"
+
+start_helper env LD_PRELOAD="$fake_preload" "$W" othersdk 1.2.3 app
+expect_status 0 "loaded, context by someone else" "$S" status "$bg_pid"
+check "passive, says who published" contains "$dp_out" \
+	"state:    passive (the process context was published by othersdk 1.2.3)"
+check "version unknown (not our library file)" contains "$dp_out" "version:  unknown"
+release "$bg_pid" "$bg_go"
+
+start_helper env LD_PRELOAD="$fake_preload" "$W" ctxshim 7.7.7 app --unfinished
+expect_status 0 "context never completed" "$S" status "$bg_pid"
+check "state unknown, with the reason" contains "$dp_out" \
+	"state:    unknown (the process context is being written)"
+release "$bg_pid" "$bg_go"
+
+# The real shim.
+start_blocked "$S" run --service-name status-test -- sh -c "$DP_BLOCKER"
+expect_status 0 "real shim loaded" "$S" status "$bg_pid"
+check "library path" contains "$dp_out" "library:  $lib"
+check "version" contains "$dp_out" "version:  $version"
+case $dp_out in
+*"state:    active"*)
+	ok "real shim: active"
+	check "service name from --service-name" contains "$dp_out" "service:  status-test"
+	check "published by ctxshim" contains "$dp_out" "published by ctxshim $version"
+	;;
+*) check "real shim: a state is reported" contains "$dp_out" "state:    passive" ;;
+esac
+release "$bg_pid" "$bg_go"
+
+LD_PRELOAD=${dp_base_preload:+$dp_base_preload:}$lib
+export LD_PRELOAD
+start_blocked env CTXSHIM_DISABLE=1 sh -c "$DP_BLOCKER"
+expect_status 0 "real shim, disabled" "$S" status "$bg_pid"
+check "passive because of CTXSHIM_DISABLE" contains "$dp_out" \
+	"state:    passive (no process context; CTXSHIM_DISABLE is set"
+release "$bg_pid" "$bg_go"
+
+# The shim publishes in its constructor, the program after it: two.
+start_helper "$W" othersdk 1.2.3 app
+expect_status 0 "shim and another writer" "$S" status "$bg_pid"
+case $dp_out in
+*"published by ctxshim"*)
+	check "active: ours is one of them" contains "$dp_out" "state:    active"
+	check "warns about two contexts" contains "$dp_err" "has 2 OTEL_CTX mappings"
+	;;
+*) check "the other writer's context is shown" contains "$dp_out" "published by othersdk" ;;
+esac
+release "$bg_pid" "$bg_go"
+unset LD_PRELOAD
+
+# Another user cannot read root's maps: exit 2 with a hint.
+if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
+	start_blocked sh -c "$DP_BLOCKER"
+	chmod 755 "$dp_tmp"
+	expect_status 2 "unprivileged user on a root process" \
+		setpriv --reuid=nobody --regid="$(id -g nobody)" --clear-groups \
+		"$S" status "$bg_pid"
+	check "names the file and the fix" contains "$dp_err" \
+		"cannot read /proc/$bg_pid/maps (run as the process owner or root)"
+	release "$bg_pid" "$bg_go"
+fi
+
+dp_finish

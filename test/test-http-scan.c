@@ -1,0 +1,1375 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "test-common.h"
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "http-scan.h"
+
+/* ck_assert() reports every call through a pipe; the harness runs millions
+ * of checks, so it only talks to Check when one fails. */
+#define REQUIRE(cond_)                                                               \
+	do {                                                                         \
+		if (!(cond_))                                                        \
+			ck_abort_msg("%s:%d: %s", __FILE__, __LINE__, #cond_);       \
+	} while (0)
+
+/* The scanner is fed the bytes of one connection, split the way reads
+ * would split them.  Every case runs whole, split at every point (or a
+ * dense sample for big inputs), in fixed chunks of 1..7 bytes and in random
+ * chunks, with a dedicated capture, with a per-thread scratch capture copied
+ * to a pool slot when a head is left in progress (the shim's pattern), and
+ * without a capture.  The recorded events must be identical in every run;
+ * then the whole-feed trace is checked against what the case expects. */
+
+#define TP1 "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+#define TP2 "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-03"
+
+#define MAX_EV 16
+
+struct snap {
+	char method[HTTP_SCAN_METHOD_MAX + 1];
+	char target[HTTP_SCAN_TARGET_MAX + 1];
+	char tp[HTTP_SCAN_TRACEPARENT_MAX + 1];
+	char ts[HTTP_SCAN_TRACESTATE_MAX + 1];
+	char extra[HTTP_SCAN_EXTRA_MAX][HTTP_SCAN_VALUE_MAX + 1];
+	size_t method_len, target_len, tp_len, ts_len, extra_len[HTTP_SCAN_EXTRA_MAX];
+	bool target_truncated, ts_truncated;
+	unsigned extra_present, extra_truncated, extra_bad;
+};
+
+struct ev {
+	enum http_scan_status status;
+	size_t off;	/* absolute stream offset */
+	unsigned flags;
+	enum http_scan_give_up reason;
+	bool captured;
+	struct snap snap;
+};
+
+struct trace {
+	struct ev ev[MAX_EV];
+	unsigned n;
+	bool gave_up;
+	enum http_scan_give_up reason;
+	bool in_head;
+};
+
+enum capmode { CAP_OWN, CAP_SCRATCH, CAP_NONE };
+
+/* How the stream is cut into reads. */
+struct chunker {
+	enum { CH_WHOLE, CH_SPLIT, CH_FIXED, CH_RANDOM } kind;
+	size_t arg;
+	uint64_t rng;
+};
+
+static uint64_t
+xrand(uint64_t *s)
+{
+	uint64_t x = *s;
+
+	x ^= x << 13;
+	x ^= x >> 7;
+	x ^= x << 17;
+	return *s = x;
+}
+
+static size_t
+next_chunk(struct chunker *c, size_t off, size_t len)
+{
+	size_t left = len - off;
+
+	switch (c->kind) {
+	case CH_WHOLE:
+		return left;
+	case CH_SPLIT:
+		return off < c->arg ? c->arg - off : left;
+	case CH_FIXED:
+		return left < c->arg ? left : c->arg;
+	case CH_RANDOM: {
+		/* mostly small reads, sometimes big ones */
+		uint64_t r = xrand(&c->rng);
+		size_t n = (r & 3) ? 1 + (r >> 8) % 9 : 1 + (r >> 8) % 300;
+
+		return left < n ? left : n;
+	}
+	}
+	return left;
+}
+
+static void
+take_snap(struct snap *s, const struct http_scan_capture *cap)
+{
+	unsigned k;
+
+	memset(s, 0, sizeof(*s));
+	REQUIRE(cap->method_len <= HTTP_SCAN_METHOD_MAX);
+	REQUIRE(cap->target_len <= HTTP_SCAN_TARGET_MAX);
+	REQUIRE(cap->traceparent_len <= HTTP_SCAN_TRACEPARENT_MAX);
+	REQUIRE(cap->tracestate_len <= HTTP_SCAN_TRACESTATE_MAX);
+	s->method_len = cap->method_len;
+	memcpy(s->method, cap->method, cap->method_len);
+	s->target_len = cap->target_len;
+	memcpy(s->target, cap->target, cap->target_len);
+	s->tp_len = cap->traceparent_len;
+	memcpy(s->tp, cap->traceparent, cap->traceparent_len);
+	s->ts_len = cap->tracestate_len;
+	memcpy(s->ts, cap->tracestate, cap->tracestate_len);
+	s->target_truncated = cap->target_truncated;
+	s->ts_truncated = cap->tracestate_truncated;
+	s->extra_present = cap->extra_present;
+	s->extra_truncated = cap->extra_truncated;
+	s->extra_bad = cap->extra_bad;
+	for (k = 0; k < HTTP_SCAN_EXTRA_MAX; k++) {
+		REQUIRE(cap->extra_len[k] <= HTTP_SCAN_VALUE_MAX);
+		s->extra_len[k] = cap->extra_len[k];
+		memcpy(s->extra[k], cap->extra[k], cap->extra_len[k]);
+	}
+}
+
+static bool
+snap_eq(const struct snap *a, const struct snap *b)
+{
+	unsigned k;
+
+	if (a->method_len != b->method_len || memcmp(a->method, b->method, a->method_len) ||
+	    a->target_len != b->target_len || memcmp(a->target, b->target, a->target_len) ||
+	    a->tp_len != b->tp_len || memcmp(a->tp, b->tp, a->tp_len) ||
+	    a->ts_len != b->ts_len || memcmp(a->ts, b->ts, a->ts_len) ||
+	    a->target_truncated != b->target_truncated || a->ts_truncated != b->ts_truncated ||
+	    a->extra_present != b->extra_present || a->extra_truncated != b->extra_truncated ||
+	    a->extra_bad != b->extra_bad)
+		return false;
+	for (k = 0; k < HTTP_SCAN_EXTRA_MAX; k++)
+		if (a->extra_len[k] != b->extra_len[k] ||
+		    memcmp(a->extra[k], b->extra[k], a->extra_len[k]))
+			return false;
+	return true;
+}
+
+static void
+record(struct trace *t, enum http_scan_status r, size_t off, const struct http_scan *st,
+       const struct http_scan_capture *cap)
+{
+	struct ev *e;
+
+	REQUIRE(t->n < MAX_EV);
+	e = &t->ev[t->n++];
+	memset(e, 0, sizeof(*e));
+	e->status = r;
+	e->off = off;
+	e->reason = http_scan_give_up_reason(st);
+	if (r != HTTP_SCAN_HEAD)
+		return;
+	e->flags = http_scan_flags(st);
+	e->captured = e->flags & HTTP_SCAN_F_CAPTURED;
+	if (e->captured) {
+		REQUIRE(cap);
+		take_snap(&e->snap, cap);
+	}
+}
+
+static struct http_scan_capture *
+new_capture(void)
+{
+	struct http_scan_capture *c = malloc(sizeof(*c));
+
+	REQUIRE(c);
+	/* garbage, as a reused buffer would hold */
+	memset(c, 0x5a, sizeof(*c));
+	return c;
+}
+
+static void
+run(const struct http_scan_config *cfg, const void *data, size_t len, struct chunker ch,
+    enum capmode mode, struct trace *t)
+{
+	const uint8_t *d = data;
+	struct http_scan st;
+	struct http_scan_capture *own = new_capture(), *scratch = new_capture(),
+				 *pool = new_capture();
+	bool in_pool = false, dead = false;
+	size_t pos = 0;
+
+	memset(t, 0, sizeof(*t));
+	/* A zeroed state is a fresh scanner (mmap'd tables rely on it). */
+	memset(&st, 0, sizeof(st));
+	while (pos < len) {
+		size_t n = next_chunk(&ch, pos, len), end = pos + n, off = pos;
+
+		REQUIRE(n > 0);
+		while (off < end) {
+			struct http_scan_capture *cap;
+			enum http_scan_status r;
+			size_t used = 12345;
+
+			cap = mode == CAP_OWN ? own : mode == CAP_NONE ? NULL : in_pool ? pool : scratch;
+			r = http_scan_feed(&st, cfg, cap, d + off, end - off, &used);
+			REQUIRE(used <= end - off);
+			if (dead) {
+				/* after giving up: everything swallowed, nothing said */
+				REQUIRE(r == HTTP_SCAN_MORE);
+				REQUIRE(used == end - off);
+			}
+			if (r == HTTP_SCAN_MORE)
+				REQUIRE(used == end - off);
+			off += used;
+			if (r == HTTP_SCAN_HEAD) {
+				record(t, r, off, &st, cap);
+				in_pool = false;
+			} else if (r == HTTP_SCAN_GAVE_UP) {
+				record(t, r, off, &st, cap);
+				REQUIRE(http_scan_gave_up(&st));
+				dead = true;
+				off = end; /* the rest of this read is ignored too */
+			}
+			if (http_scan_gave_up(&st))
+				dead = true;
+		}
+		if (mode == CAP_SCRATCH && http_scan_in_head(&st) && !in_pool) {
+			*pool = *scratch;
+			in_pool = true;
+		}
+		/* another connection uses the thread's scratch capture */
+		if (mode == CAP_SCRATCH)
+			memset(scratch, 0xa5, sizeof(*scratch));
+		pos = end;
+	}
+	t->gave_up = http_scan_gave_up(&st);
+	t->reason = http_scan_give_up_reason(&st);
+	t->in_head = http_scan_in_head(&st);
+	free(own);
+	free(scratch);
+	free(pool);
+}
+
+static void
+dump_trace(const char *label, const struct trace *t)
+{
+	unsigned i;
+
+	fprintf(stderr, "  %s: %u events, gave_up=%d (%s), in_head=%d\n", label, t->n,
+		t->gave_up, http_scan_give_up_name(t->reason), t->in_head);
+	for (i = 0; i < t->n; i++)
+		fprintf(stderr, "    [%u] status=%d off=%zu flags=%#x reason=%s tp=%.*s\n", i,
+			t->ev[i].status, t->ev[i].off, t->ev[i].flags,
+			http_scan_give_up_name(t->ev[i].reason), (int)t->ev[i].snap.tp_len,
+			t->ev[i].snap.tp);
+}
+
+/* Same events; `framing_only` compares what a capture-less run can know. */
+static bool
+trace_eq(const struct trace *a, const struct trace *b, bool framing_only)
+{
+	const unsigned cap_flags = HTTP_SCAN_F_CAPTURED | HTTP_SCAN_F_CAPTURE_ONLY;
+	unsigned i;
+
+	if (a->n != b->n || a->gave_up != b->gave_up || a->reason != b->reason ||
+	    a->in_head != b->in_head)
+		return false;
+	for (i = 0; i < a->n; i++) {
+		const struct ev *x = &a->ev[i], *y = &b->ev[i];
+
+		if (x->status != y->status || x->off != y->off || x->reason != y->reason)
+			return false;
+		if (framing_only) {
+			if ((x->flags & ~cap_flags) != (y->flags & ~cap_flags))
+				return false;
+			continue;
+		}
+		if (x->flags != y->flags || x->captured != y->captured)
+			return false;
+		if (x->captured && !snap_eq(&x->snap, &y->snap))
+			return false;
+	}
+	return true;
+}
+
+static void
+expect_same(const struct trace *base, const struct trace *t, bool framing_only,
+	    const char *name, const char *how, size_t arg)
+{
+	if (trace_eq(base, t, framing_only))
+		return;
+	fprintf(stderr, "case %s: %s %zu differs from the whole feed\n", name, how, arg);
+	dump_trace("whole", base);
+	dump_trace(how, t);
+	ck_abort_msg("case %s: result depends on the split (%s %zu)", name, how, arg);
+}
+
+/* Run every split of `data`; returns the whole-feed trace (malloc'd). */
+static struct trace *
+check_splits(const struct http_scan_config *cfg, const void *data, size_t len,
+	     const char *name, bool thorough)
+{
+	struct trace *base = malloc(sizeof(*base)), *t = malloc(sizeof(*t));
+	struct chunker ch = {.kind = CH_WHOLE};
+	size_t i, stride = len <= 2048 ? 1 : 61;
+	unsigned k;
+
+	REQUIRE(base);
+	REQUIRE(t);
+	run(cfg, data, len, ch, CAP_OWN, base);
+
+	/* every split point (dense sample plus both ends for big inputs) */
+	for (i = 1; i < len; i++) {
+		if (stride > 1 && i > 300 && len - i > 300 && i % stride)
+			continue;
+		ch = (struct chunker){.kind = CH_SPLIT, .arg = i};
+		run(cfg, data, len, ch, CAP_OWN, t);
+		expect_same(base, t, false, name, "split at", i);
+		if (!thorough)
+			continue;
+		run(cfg, data, len, ch, CAP_SCRATCH, t);
+		expect_same(base, t, false, name, "scratch split at", i);
+	}
+	for (k = 1; k <= 7; k++) {
+		ch = (struct chunker){.kind = CH_FIXED, .arg = k};
+		run(cfg, data, len, ch, CAP_OWN, t);
+		expect_same(base, t, false, name, "chunks of", k);
+		run(cfg, data, len, ch, CAP_SCRATCH, t);
+		expect_same(base, t, false, name, "scratch chunks of", k);
+		run(cfg, data, len, ch, CAP_NONE, t);
+		expect_same(base, t, true, name, "no capture, chunks of", k);
+	}
+	for (k = 0; k < (thorough ? 20u : 4u); k++) {
+		ch = (struct chunker){.kind = CH_RANDOM, .rng = 0x9e3779b97f4a7c15ull * (k + 1)};
+		run(cfg, data, len, ch, k & 1 ? CAP_SCRATCH : CAP_OWN, t);
+		expect_same(base, t, false, name, "random chunks, seed", k);
+	}
+	ch = (struct chunker){.kind = CH_WHOLE};
+	run(cfg, data, len, ch, CAP_NONE, t);
+	expect_same(base, t, true, name, "no capture, whole", 0);
+	free(t);
+	return base;
+}
+
+static struct http_scan_config cfg_std;
+
+static void
+setup_cfg(void)
+{
+	http_scan_config_init(&cfg_std);
+	ck_assert_int_eq(http_scan_config_add_header(&cfg_std, "x-request-id", 12, NULL), 0);
+	ck_assert_int_eq(http_scan_config_add_header(&cfg_std, "Trace", 5, NULL), 0);
+}
+
+static struct trace *
+check_str(const char *s, const char *name)
+{
+	return check_splits(&cfg_std, s, strlen(s), name, true);
+}
+
+#define ck_str_field(ptr_, len_, want_)                                              \
+	do {                                                                         \
+		const char *w_ = (want_);                                            \
+		ck_assert_msg((len_) == strlen(w_) && memcmp((ptr_), w_, (len_)) == 0, \
+			      "got '%.*s', want '%s'", (int)(len_), (ptr_), w_);     \
+	} while (0)
+
+static void
+expect_head(const struct trace *t, unsigned i, size_t off, unsigned flags, const char *method,
+	    const char *target, const char *tp)
+{
+	const struct ev *e;
+
+	ck_assert_uint_lt(i, t->n);
+	e = &t->ev[i];
+	ck_assert_int_eq(e->status, HTTP_SCAN_HEAD);
+	ck_assert_uint_eq(e->off, off);
+	ck_assert_msg(e->flags == flags, "head %u flags %#x, want %#x", i, e->flags, flags);
+	if (!(flags & HTTP_SCAN_F_CAPTURED))
+		return;
+	ck_str_field(e->snap.method, e->snap.method_len, method);
+	ck_str_field(e->snap.target, e->snap.target_len, target);
+	ck_str_field(e->snap.tp, e->snap.tp_len, tp);
+}
+
+static void
+expect_gave_up(const struct trace *t, unsigned i, size_t off, enum http_scan_give_up why)
+{
+	ck_assert_uint_lt(i, t->n);
+	ck_assert_int_eq(t->ev[i].status, HTTP_SCAN_GAVE_UP);
+	ck_assert_uint_eq(t->ev[i].off, off);
+	ck_assert_str_eq(http_scan_give_up_name(t->ev[i].reason), http_scan_give_up_name(why));
+	ck_assert(t->gave_up);
+	ck_assert_int_eq(t->reason, why);
+}
+
+#define F_CAP HTTP_SCAN_F_CAPTURED
+#define F_TP  HTTP_SCAN_F_TRACEPARENT
+
+/* ---- requests ---- */
+
+static const char get_tp[] = "GET /api/items?id=7&x=y HTTP/1.1\r\n"
+			     "Host: example.com:8080\r\n"
+			     "User-Agent: curl/7.88.1\r\n"
+			     "Accept: */*\r\n"
+			     "traceparent: " TP1 "\r\n"
+			     "\r\n";
+
+START_TEST(get_with_traceparent)
+{
+	struct trace *t = check_str(get_tp, "get");
+
+	ck_assert_uint_eq(t->n, 1);
+	expect_head(t, 0, strlen(get_tp), F_CAP | F_TP, "GET", "/api/items?id=7&x=y", TP1);
+	ck_assert_uint_eq(t->ev[0].snap.ts_len, 0);
+	ck_assert_uint_eq(t->ev[0].snap.extra_present, 0);
+	ck_assert(!t->gave_up);
+	ck_assert(!t->in_head);
+	free(t);
+}
+END_TEST
+
+START_TEST(lf_only_line_endings)
+{
+	/* decided: a bare LF ends a line, like CRLF (RFC 9112 §2.2) */
+	char buf[sizeof(get_tp)];
+	size_t i, o = 0;
+	struct trace *t;
+
+	for (i = 0; get_tp[i]; i++)
+		if (get_tp[i] != '\r')
+			buf[o++] = get_tp[i];
+	buf[o] = '\0';
+	t = check_str(buf, "lf-only");
+	ck_assert_uint_eq(t->n, 1);
+	expect_head(t, 0, o, F_CAP | F_TP, "GET", "/api/items?id=7&x=y", TP1);
+	free(t);
+
+	/* mixed, and empty lines before the request line are skipped */
+	{
+		static const char mixed[] = "\r\n\nGET /m HTTP/1.1\nHost: a\r\ntraceparent: " TP2
+					    "\n\r\n";
+
+		t = check_str(mixed, "mixed");
+		ck_assert_uint_eq(t->n, 1);
+		expect_head(t, 0, strlen(mixed), F_CAP | F_TP, "GET", "/m", TP2);
+	}
+	free(t);
+}
+END_TEST
+
+static size_t
+build_post_pipeline(char *buf, size_t cap, size_t *first_end, size_t *body_len)
+{
+	/* the body looks like a request with a traceparent: it must be skipped */
+	const char *body = "GET /fake HTTP/1.1\r\ntraceparent: " TP2 "\r\n\r\nrest";
+	int n1, n2;
+
+	*body_len = strlen(body);
+	n1 = snprintf(buf, cap,
+		      "POST /submit HTTP/1.1\r\nHost: a\r\nContent-Type: text/plain\r\n"
+		      "Content-Length: %zu\r\ntraceparent: " TP1 "\r\n\r\n",
+		      *body_len);
+	*first_end = (size_t)n1;
+	n2 = snprintf(buf + n1, cap - (size_t)n1,
+		      "%sGET /second HTTP/1.1\r\nHost: a\r\ntraceparent: " TP2 "\r\n\r\n", body);
+	return (size_t)(n1 + n2);
+}
+
+START_TEST(post_content_length_then_pipelined_get)
+{
+	char buf[1024];
+	size_t first, body, len = build_post_pipeline(buf, sizeof(buf), &first, &body);
+	struct trace *t = check_str(buf, "post-cl");
+
+	ck_assert_uint_eq(t->n, 2);
+	expect_head(t, 0, first, F_CAP | F_TP | HTTP_SCAN_F_CONTENT_LENGTH, "POST", "/submit",
+		    TP1);
+	expect_head(t, 1, len, F_CAP | F_TP, "GET", "/second", TP2);
+	free(t);
+}
+END_TEST
+
+static const char chunked_req[] =
+	"POST /upload HTTP/1.1\r\n"
+	"Host: a\r\n"
+	"Transfer-Encoding: gzip, Chunked \r\n"
+	"traceparent: " TP1 "\r\n"
+	"\r\n";
+static const char chunked_body[] =
+	"5;name=value\r\n"
+	"hello\r\n"
+	"1A ; ext=\"quo;ted\"\r\n"
+	"GET / HTTP/1.1\r\n\r\n0\r\n\r\n\r\n" /* 26 bytes of data that look like framing */
+	"\r\n"
+	"00000003\n"	/* leading zeros, bare LF */
+	"abc\n"
+	"0;last=1\r\n"
+	"X-Trailer: yes\r\n"
+	"Checksum: 0\r\n"
+	"\r\n";
+static const char after_chunked[] = "GET /after-chunked HTTP/1.1\r\ntraceparent: " TP2 "\r\n\r\n";
+
+START_TEST(chunked_with_extensions_and_trailers)
+{
+	char buf[1024];
+	size_t n1 = strlen(chunked_req), n2 = strlen(chunked_body);
+	struct trace *t;
+
+	snprintf(buf, sizeof(buf), "%s%s%s", chunked_req, chunked_body, after_chunked);
+	t = check_str(buf, "chunked");
+	ck_assert_uint_eq(t->n, 2);
+	expect_head(t, 0, n1,
+		    F_CAP | F_TP | HTTP_SCAN_F_CHUNKED | HTTP_SCAN_F_TRANSFER_ENCODING, "POST",
+		    "/upload", TP1);
+	expect_head(t, 1, strlen(buf), F_CAP | F_TP, "GET", "/after-chunked", TP2);
+	ck_assert_uint_eq(n2, strlen(chunked_body));
+	free(t);
+
+	/* a chunked request with no trailers, then a keep-alive request */
+	snprintf(buf, sizeof(buf), "PUT /x HTTP/1.1\r\ntransfer-encoding: chunked\r\n\r\n"
+		 "3\r\nabc\r\n0\r\n\r\nGET /y HTTP/1.1\r\n\r\n");
+	t = check_str(buf, "chunked-plain");
+	ck_assert_uint_eq(t->n, 2);
+	ck_assert(t->ev[0].flags & HTTP_SCAN_F_CHUNKED);
+	expect_head(t, 1, strlen(buf), F_CAP, "GET", "/y", "");
+	free(t);
+}
+END_TEST
+
+START_TEST(keep_alive_second_traceparent)
+{
+	static const char a[] = "GET /one HTTP/1.1\r\nHost: h\r\ntraceparent: " TP1 "\r\n\r\n";
+	static const char b[] = "GET /two HTTP/1.1\r\nHost: h\r\ntraceparent: " TP2 "\r\n\r\n";
+	static const char c[] = "GET /three HTTP/1.1\r\nHost: h\r\n\r\n";
+	char buf[512];
+	struct trace *t;
+
+	snprintf(buf, sizeof(buf), "%s%s%s", a, b, c);
+	t = check_str(buf, "keep-alive");
+	ck_assert_uint_eq(t->n, 3);
+	expect_head(t, 0, strlen(a), F_CAP | F_TP, "GET", "/one", TP1);
+	expect_head(t, 1, strlen(a) + strlen(b), F_CAP | F_TP, "GET", "/two", TP2);
+	/* no traceparent: nothing left over from the previous request */
+	expect_head(t, 2, strlen(buf), F_CAP, "GET", "/three", "");
+	free(t);
+}
+END_TEST
+
+START_TEST(big_header_ignored)
+{
+	static const char head[] = "GET /big HTTP/1.1\r\ntraceparent: " TP1 "\r\nX-Big: ";
+	static const char tail[] = "\r\n\r\nGET /after HTTP/1.1\r\ntraceparent: " TP2 "\r\n\r\n";
+	size_t big = 64 * 1024, n1 = strlen(head), n2 = strlen(tail);
+	char *buf = malloc(n1 + big + n2 + 1);
+	struct trace *t;
+
+	ck_assert_ptr_nonnull(buf);
+	memcpy(buf, head, n1);
+	memset(buf + n1, 'a', big);
+	memcpy(buf + n1 + big, tail, n2 + 1);
+	t = check_splits(&cfg_std, buf, n1 + big + n2, "64k", false);
+	ck_assert_uint_eq(t->n, 2);
+	/* ignored, but its end was found */
+	expect_head(t, 0, n1 + big + 4, HTTP_SCAN_F_OVERSIZED, NULL, NULL, NULL);
+	expect_head(t, 1, n1 + big + n2, F_CAP | F_TP, "GET", "/after", TP2);
+	free(t);
+	free(buf);
+}
+END_TEST
+
+START_TEST(two_traceparents_invalid)
+{
+	struct trace *t = check_str("GET / HTTP/1.1\r\ntraceparent: " TP1 "\r\nHost: x\r\n"
+				    "TraceParent: " TP2 "\r\n\r\n",
+				    "dup-tp");
+
+	ck_assert_uint_eq(t->n, 1);
+	ck_assert_uint_eq(t->ev[0].flags, F_CAP | F_TP | HTTP_SCAN_F_TRACEPARENT_BAD);
+	free(t);
+}
+END_TEST
+
+START_TEST(tracestate_three_lines)
+{
+	struct trace *t = check_str("GET / HTTP/1.1\r\ntraceparent: " TP1 "\r\n"
+				    "tracestate: a=1 \r\n"
+				    "Host: x\r\n"
+				    "TraceState:b=2,  c=3\t\r\n"
+				    "tracestate:   vendor@sys=x y\r\n\r\n",
+				    "ts3");
+
+	ck_assert_uint_eq(t->n, 1);
+	ck_assert_uint_eq(t->ev[0].flags, F_CAP | F_TP | HTTP_SCAN_F_TRACESTATE);
+	ck_str_field(t->ev[0].snap.ts, t->ev[0].snap.ts_len, "a=1,b=2,  c=3,vendor@sys=x y");
+	ck_assert(!t->ev[0].snap.ts_truncated);
+	free(t);
+}
+END_TEST
+
+START_TEST(tracestate_truncated_at_member)
+{
+	/* 3 lines of 5 members of 38 bytes: 584 bytes joined */
+	static const char v[] = "vvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvv";
+	const size_t mlen = 4 + strlen(v), fit = (HTTP_SCAN_TRACESTATE_MAX + 1) / (mlen + 1);
+	char buf[2048], line[256], key[8];
+	size_t o, m, l;
+	struct trace *t;
+
+	o = (size_t)snprintf(buf, sizeof(buf), "GET / HTTP/1.1\r\n");
+	for (l = 0; l < 3; l++) {
+		size_t lo = 0;
+
+		for (m = 0; m < 5; m++)
+			lo += (size_t)snprintf(line + lo, sizeof(line) - lo, "%sk%zu%zu=%s",
+					       m ? "," : "", l, m, v);
+		o += (size_t)snprintf(buf + o, sizeof(buf) - o, "tracestate: %s\r\n", line);
+	}
+	o += (size_t)snprintf(buf + o, sizeof(buf) - o, "\r\n");
+	t = check_str(buf, "ts-long");
+	ck_assert_uint_eq(t->n, 1);
+	ck_assert(t->ev[0].snap.ts_truncated);
+	/* as many whole members as fit in 512 bytes, the last one complete */
+	ck_assert_uint_eq(fit, 13);
+	ck_assert_uint_eq(t->ev[0].snap.ts_len, fit * (mlen + 1) - 1);
+	snprintf(key, sizeof(key), "k%zu%zu=", (fit - 1) / 5, (fit - 1) % 5);
+	ck_assert_int_eq(memcmp(t->ev[0].snap.ts + t->ev[0].snap.ts_len - mlen, key, 4), 0);
+	ck_assert_int_eq(memcmp(t->ev[0].snap.ts + t->ev[0].snap.ts_len - strlen(v), v,
+				strlen(v)), 0);
+	free(t);
+}
+END_TEST
+
+START_TEST(odd_case_names_and_extras)
+{
+	struct trace *t = check_str("DELETE /r/1 HTTP/1.1\r\n"
+				    "TrAcEpArEnT:" TP1 "\r\n"
+				    "X-REQUEST-ID:  abc-123 \r\n"
+				    "x-request-id: def\r\n"
+				    "trace: t1\r\n"
+				    "TRACE : not-a-match\r\n"
+				    "x-request-idx: nope\r\n"
+				    "CONTENT-length: 3\r\n\r\nxyz"
+				    "GET /n HTTP/1.1\r\n\r\n",
+				    "odd-case");
+
+	ck_assert_uint_eq(t->n, 2);
+	ck_assert_uint_eq(t->ev[0].flags, F_CAP | F_TP | HTTP_SCAN_F_CONTENT_LENGTH);
+	ck_str_field(t->ev[0].snap.method, t->ev[0].snap.method_len, "DELETE");
+	ck_str_field(t->ev[0].snap.tp, t->ev[0].snap.tp_len, TP1);
+	ck_assert_uint_eq(t->ev[0].snap.extra_present, 3);
+	ck_str_field(t->ev[0].snap.extra[0], t->ev[0].snap.extra_len[0], "abc-123, def");
+	ck_str_field(t->ev[0].snap.extra[1], t->ev[0].snap.extra_len[1], "t1");
+	expect_head(t, 1, strlen("DELETE /r/1 HTTP/1.1\r\nTrAcEpArEnT:" TP1
+				 "\r\nX-REQUEST-ID:  abc-123 \r\nx-request-id: def\r\n"
+				 "trace: t1\r\nTRACE : not-a-match\r\nx-request-idx: nope\r\n"
+				 "CONTENT-length: 3\r\n\r\nxyzGET /n HTTP/1.1\r\n\r\n"),
+		    F_CAP, "GET", "/n", "");
+	free(t);
+}
+END_TEST
+
+START_TEST(obs_fold)
+{
+	struct trace *t;
+
+	/* a folded unrelated header: noted, traceparent still fine */
+	t = check_str("GET / HTTP/1.1\r\nX-Long: a\r\n  b\r\n\tc\r\ntraceparent: " TP1 "\r\n\r\n",
+		      "fold-other");
+	ck_assert_uint_eq(t->ev[0].flags, F_CAP | F_TP | HTTP_SCAN_F_OBS_FOLD);
+	ck_str_field(t->ev[0].snap.tp, t->ev[0].snap.tp_len, TP1);
+	free(t);
+
+	/* folded traceparent: invalid */
+	t = check_str("GET / HTTP/1.1\r\ntraceparent: " TP1 "\r\n -01\r\n\r\n", "fold-tp");
+	ck_assert_uint_eq(t->ev[0].flags,
+			  F_CAP | F_TP | HTTP_SCAN_F_OBS_FOLD | HTTP_SCAN_F_TRACEPARENT_BAD);
+	free(t);
+
+	/* folded tracestate and extra */
+	t = check_str("GET / HTTP/1.1\r\ntracestate: a=1\r\n ,b=2\r\nx-request-id: q\r\n"
+		      "\t r\r\n\r\n",
+		      "fold-ts");
+	ck_assert_uint_eq(t->ev[0].flags,
+			  F_CAP | HTTP_SCAN_F_TRACESTATE | HTTP_SCAN_F_TRACESTATE_BAD |
+				  HTTP_SCAN_F_OBS_FOLD);
+	ck_assert_uint_eq(t->ev[0].snap.extra_bad, 1);
+	free(t);
+
+	/* whitespace right after the request line: skipped */
+	t = check_str("GET / HTTP/1.1\r\n x: y\r\ntraceparent: " TP1 "\r\n\r\n", "fold-first");
+	ck_assert_uint_eq(t->ev[0].flags, F_CAP | F_TP | HTTP_SCAN_F_OBS_FOLD);
+	free(t);
+
+	/* folded Content-Length: framing unknown, give up after the head */
+	t = check_str("POST / HTTP/1.1\r\nContent-Length: 5\r\n 5\r\n\r\n12345GET / HTTP/1.1\r\n\r\n",
+		      "fold-cl");
+	ck_assert_uint_eq(t->n, 1);
+	ck_assert(t->ev[0].flags & HTTP_SCAN_F_BAD_FRAMING);
+	ck_assert(t->gave_up);
+	ck_assert_int_eq(t->reason, HTTP_SCAN_GIVE_UP_FRAMING);
+	free(t);
+}
+END_TEST
+
+START_TEST(http10)
+{
+	struct trace *t = check_str("GET /old HTTP/1.0\r\ntraceparent:   " TP1 "   \r\n\r\n"
+				    "POST /old2 HTTP/1.0\r\nContent-Length: 2\r\n\r\nhi",
+				    "http10");
+
+	ck_assert_uint_eq(t->n, 2);
+	expect_head(t, 0, 19 + 13 + 2 + 55 + 5 + 2, F_CAP | F_TP | HTTP_SCAN_F_HTTP10, "GET",
+		    "/old", TP1);
+	ck_assert_uint_eq(t->ev[1].flags,
+			  F_CAP | HTTP_SCAN_F_HTTP10 | HTTP_SCAN_F_CONTENT_LENGTH);
+	ck_assert(!t->gave_up);
+	ck_assert(!t->in_head);
+	free(t);
+}
+END_TEST
+
+START_TEST(traceparent_values)
+{
+	struct trace *t;
+
+	/* longer than 64: the first 64 bytes are kept (validity is decided
+	 * by them exactly) */
+	t = check_str("GET / HTTP/1.1\r\ntraceparent: " TP1
+		      "-and-a-lot-more-than-sixty-four-bytes\r\n\r\n",
+		      "tp-long");
+	ck_str_field(t->ev[0].snap.tp, t->ev[0].snap.tp_len,
+		     TP1 "-and-a-lo");
+	free(t);
+
+	/* empty value; NUL and spaces inside are kept */
+	t = check_str("GET / HTTP/1.1\r\ntraceparent:\r\n\r\n", "tp-empty");
+	ck_assert_uint_eq(t->ev[0].flags, F_CAP | F_TP);
+	ck_assert_uint_eq(t->ev[0].snap.tp_len, 0);
+	free(t);
+
+	t = check_splits(&cfg_std, "GET / HTTP/1.1\r\ntraceparent: a\0b c \r\n\r\n", 39,
+			 "tp-nul", true);
+	ck_assert_uint_eq(t->ev[0].snap.tp_len, 5);
+	ck_assert_int_eq(memcmp(t->ev[0].snap.tp, "a\0b c", 5), 0);
+	free(t);
+
+	/* control bytes where a name has '-': case folding must not map
+	 * them (CR | 0x20 == '-') */
+	{
+		static const char nm[] = "GET / HTTP/1.1\r\nContent\rLength: 5\r\n"
+					 "x\rrequest-id: n\r\nX-Request\rId: n\r\n"
+					 "Transfer\rencoding: chunked\r\n\r\nGET";
+
+		t = check_splits(&cfg_std, nm, sizeof(nm) - 1, "near-miss", true);
+	}
+	ck_assert_uint_eq(t->n, 1);
+	ck_assert_uint_eq(t->ev[0].flags, F_CAP);
+	ck_assert_uint_eq(t->ev[0].snap.extra_present, 0);
+	ck_assert(t->in_head);
+	free(t);
+
+	/* a name that only starts like one of ours */
+	t = check_str("GET / HTTP/1.1\r\ntraceparentx: " TP1 "\r\ntrace-parent: " TP1
+		      "\r\ntraceparen: x\r\n\r\n",
+		      "tp-lookalike");
+	ck_assert_uint_eq(t->ev[0].flags, F_CAP);
+	free(t);
+}
+END_TEST
+
+START_TEST(long_target)
+{
+	char buf[1024];
+	struct trace *t;
+	size_t n;
+
+	n = (size_t)snprintf(buf, sizeof(buf), "GET /%0300d?q=1  HTTP/1.1\r\n\r\n", 7);
+	t = check_str(buf, "long-target");
+	ck_assert_uint_eq(t->n, 1);
+	ck_assert_uint_eq(t->ev[0].off, n);
+	ck_assert(t->ev[0].snap.target_truncated);
+	ck_assert_uint_eq(t->ev[0].snap.target_len, HTTP_SCAN_TARGET_MAX);
+	ck_assert_int_eq(memcmp(t->ev[0].snap.target, buf + 4, HTTP_SCAN_TARGET_MAX), 0);
+	free(t);
+
+	/* other target forms; extra spaces between the parts */
+	{
+		static const char o[] = "OPTIONS * HTTP/1.1\r\n\r\n";
+		static const char g[] = "GET  http://h:1/p?x#y HTTP/1.1\r\n\r\n";
+		static const char c[] = "CONNECT h:443 HTTP/1.1\r\n\r\n";
+
+		snprintf(buf, sizeof(buf), "%s%s%s", o, g, c);
+		t = check_str(buf, "target-forms");
+		ck_assert_uint_eq(t->n, 3);
+		expect_head(t, 0, strlen(o), F_CAP, "OPTIONS", "*", "");
+		expect_head(t, 1, strlen(o) + strlen(g), F_CAP, "GET", "http://h:1/p?x#y", "");
+		expect_head(t, 2, strlen(buf), F_CAP, "CONNECT", "h:443", "");
+	}
+	free(t);
+}
+END_TEST
+
+/* ---- framing errors ---- */
+
+START_TEST(bad_framing)
+{
+	static const char *const cases[] = {
+		"POST / HTTP/1.1\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n",
+		"POST / HTTP/1.1\r\nContent-Length: 5, 5\r\n\r\n",
+		"POST / HTTP/1.1\r\nContent-Length: -1\r\n\r\n",
+		"POST / HTTP/1.1\r\nContent-Length: 1 2\r\n\r\n",
+		"POST / HTTP/1.1\r\nContent-Length:\r\n\r\n",
+		"POST / HTTP/1.1\r\nContent-Length: 3\r\ncontent-length: 3\r\n\r\n",
+		"POST / HTTP/1.1\r\nContent-Length: 99999999999999999999\r\n\r\n",
+		"POST / HTTP/1.1\r\nTransfer-Encoding: chunked, gzip\r\n\r\n",
+		"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: gzip\r\n\r\n",
+		"POST / HTTP/1.1\r\nTransfer-Encoding: chunked;x=1\r\n\r\n",
+		"POST / HTTP/1.1\r\nTransfer-Encoding: chunkedx\r\n\r\n",
+		"POST / HTTP/1.1\r\nTransfer-Encoding: \r\n\r\n",
+		"POST / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n",
+	};
+	unsigned i;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char buf[256], name[32];
+		struct trace *t;
+
+		snprintf(buf, sizeof(buf), "%s0\r\n\r\nGET / HTTP/1.1\r\n\r\n", cases[i]);
+		snprintf(name, sizeof(name), "bad-framing-%u", i);
+		t = check_str(buf, name);
+		ck_assert_msg(t->n == 1, "%s: %u events", name, t->n);
+		ck_assert_msg(t->ev[0].flags & HTTP_SCAN_F_BAD_FRAMING, "%s", name);
+		ck_assert_uint_eq(t->ev[0].off, strlen(cases[i]));
+		ck_assert_int_eq(t->ev[0].reason, HTTP_SCAN_GIVE_UP_FRAMING);
+		ck_assert(t->gave_up);
+		free(t);
+	}
+
+	/* Accepted variants: TE list ending in chunked, OWS, CL 0. */
+	{
+		struct trace *t = check_str(
+			"POST / HTTP/1.1\r\nTransfer-Encoding: gzip,,\r\nTransfer-Encoding: "
+			", chunked ,\r\n\r\n0\r\n\r\nPOST / HTTP/1.1\r\nContent-Length:  0 \r\n\r\n"
+			"GET / HTTP/1.1\r\n\r\n",
+			"te-list");
+		ck_assert_uint_eq(t->n, 3);
+		ck_assert(t->ev[0].flags & HTTP_SCAN_F_CHUNKED);
+		ck_assert(!t->gave_up);
+		free(t);
+	}
+}
+END_TEST
+
+START_TEST(bad_chunks)
+{
+	static const struct {
+		const char *body;
+		size_t off; /* of the offending byte in body */
+	} cases[] = {
+		{"zz\r\n", 0},
+		{"\r\n", 0},
+		{"5x\r\nhello\r\n", 1},
+		{"5\r\nhelloX\r\n", 8},
+		{"5\r\nhello\rX", 9},
+		{"0\r\nTrailer: x\r\n\rX", 16},
+		{"fffffffffffffffff\r\n", 15}, /* would pass 2^63 */
+	};
+	static const char head[] = "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n";
+	unsigned i;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char buf[256], name[32];
+		struct trace *t;
+
+		snprintf(buf, sizeof(buf), "%s%s", head, cases[i].body);
+		snprintf(name, sizeof(name), "bad-chunk-%u", i);
+		t = check_str(buf, name);
+		ck_assert_msg(t->n == 2, "%s: %u events", name, t->n);
+		expect_gave_up(t, 1, strlen(head) + cases[i].off, HTTP_SCAN_GIVE_UP_MALFORMED);
+		free(t);
+	}
+}
+END_TEST
+
+/* ---- not HTTP ---- */
+
+static struct trace *
+check_bytes(const void *d, size_t n, const char *name)
+{
+	return check_splits(&cfg_std, d, n, name, true);
+}
+
+START_TEST(tls_client_hello)
+{
+	static const uint8_t hello[] = {
+		0x16, 0x03, 0x01, 0x00, 0x2f, 0x01, 0x00, 0x00, 0x2b, 0x03, 0x03, 0x47, 0x45,
+		0x54, 0x20, 0x2f, 0x20, 0x48, 0x54, 0x54, 0x50, 0x2f, 0x31, 0x2e, 0x31, 0x0d,
+		0x0a, 0x0d, 0x0a, 0x00, 0x00, 0x02, 0x13, 0x01, 0x01, 0x00, 0x00, 0x00,
+	};
+	struct trace *t = check_bytes(hello, sizeof(hello), "tls");
+
+	ck_assert_uint_eq(t->n, 1);
+	expect_gave_up(t, 0, 0, HTTP_SCAN_GIVE_UP_TLS);
+	free(t);
+}
+END_TEST
+
+START_TEST(http2_preface)
+{
+	static const char pre[] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\x00\x00\x12\x04\x00";
+	struct trace *t = check_bytes(pre, sizeof(pre) - 1, "h2");
+
+	ck_assert_uint_eq(t->n, 1);
+	expect_gave_up(t, 0, 3, HTTP_SCAN_GIVE_UP_HTTP2);
+	free(t);
+
+	/* h2c upgrade: the head is reported, then the preface gives up */
+	{
+		static const char up[] = "GET / HTTP/1.1\r\nConnection: Upgrade, HTTP2-Settings\r\n"
+					 "Upgrade: h2c\r\n\r\n";
+		char buf[256];
+
+		snprintf(buf, sizeof(buf), "%sPRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", up);
+		t = check_str(buf, "h2c");
+		ck_assert_uint_eq(t->n, 2);
+		expect_head(t, 0, strlen(up), F_CAP, "GET", "/", "");
+		expect_gave_up(t, 1, strlen(up) + 3, HTTP_SCAN_GIVE_UP_HTTP2);
+	}
+	free(t);
+
+	/* "HTTP/2.0" with another method */
+	t = check_str("GET / HTTP/2.0\r\n\r\n", "v2");
+	expect_gave_up(t, 0, 11, HTTP_SCAN_GIVE_UP_NOT_HTTP);
+	free(t);
+}
+END_TEST
+
+START_TEST(resp_and_text_protocols)
+{
+	struct trace *t;
+
+	t = check_str("*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$1\r\nv\r\n", "resp");
+	expect_gave_up(t, 0, 0, HTTP_SCAN_GIVE_UP_NOT_HTTP);
+	free(t);
+	t = check_str("PING\r\n", "resp-inline");
+	expect_gave_up(t, 0, 4, HTTP_SCAN_GIVE_UP_NOT_HTTP);
+	free(t);
+	t = check_str("SET key value\r\n", "resp-inline-set");
+	expect_gave_up(t, 0, 8, HTTP_SCAN_GIVE_UP_NOT_HTTP);
+	free(t);
+	t = check_str("EHLO mail.example.com\r\nMAIL FROM:<a@b>\r\n", "smtp");
+	expect_gave_up(t, 0, 21, HTTP_SCAN_GIVE_UP_NOT_HTTP);
+	free(t);
+	t = check_str("get / HTTP/1.1\r\n\r\n", "lowercase-method");
+	expect_gave_up(t, 0, 0, HTTP_SCAN_GIVE_UP_NOT_HTTP);
+	free(t);
+	t = check_str("ABCDEFGHIJKLMNOPQRSTUVWXYZ / HTTP/1.1\r\n\r\n", "method-too-long");
+	expect_gave_up(t, 0, HTTP_SCAN_METHOD_MAX, HTTP_SCAN_GIVE_UP_NOT_HTTP);
+	free(t);
+	t = check_str("GET /\r\n\r\n", "http09");
+	expect_gave_up(t, 0, 5, HTTP_SCAN_GIVE_UP_NOT_HTTP);
+	free(t);
+	t = check_str("GET / HTTP/1.1 \r\n\r\n", "trailing-space");
+	expect_gave_up(t, 0, 14, HTTP_SCAN_GIVE_UP_NOT_HTTP);
+	free(t);
+	t = check_str("GET / HTTP/1.1\rX\n\r\n", "bare-cr");
+	expect_gave_up(t, 0, 15, HTTP_SCAN_GIVE_UP_NOT_HTTP);
+	free(t);
+	t = check_str("GET / HTTP/1.1\r\nA: b\r\n\rX", "bare-cr-end");
+	expect_gave_up(t, 0, 23, HTTP_SCAN_GIVE_UP_MALFORMED);
+	free(t);
+	/* WebSocket frames after an upgraded head */
+	t = check_bytes("GET /ws HTTP/1.1\r\nUpgrade: websocket\r\n\r\n\x81\x85\x37\xfa", 44,
+			"websocket");
+	ck_assert_uint_eq(t->n, 2);
+	expect_gave_up(t, 1, 40, HTTP_SCAN_GIVE_UP_NOT_HTTP);
+	free(t);
+}
+END_TEST
+
+START_TEST(nul_bytes)
+{
+	struct trace *t;
+
+	t = check_bytes("\0GET / HTTP/1.1\r\n\r\n", 19, "nul-first");
+	expect_gave_up(t, 0, 0, HTTP_SCAN_GIVE_UP_NOT_HTTP);
+	free(t);
+	t = check_bytes("GET /a\0b HTTP/1.1\r\n\r\n", 21, "nul-target");
+	expect_gave_up(t, 0, 6, HTTP_SCAN_GIVE_UP_NOT_HTTP);
+	free(t);
+	t = check_bytes("GE\0T / HTTP/1.1\r\n\r\n", 19, "nul-method");
+	expect_gave_up(t, 0, 2, HTTP_SCAN_GIVE_UP_NOT_HTTP);
+	free(t);
+	/* in a header line it is just a byte of an uninteresting header */
+	t = check_bytes("GET / HTTP/1.1\r\nX\0: \0\r\n\0\0: x\r\n\r\n", 32, "nul-header");
+	ck_assert_uint_eq(t->n, 1);
+	ck_assert_int_eq(t->ev[0].status, HTTP_SCAN_HEAD);
+	ck_assert_uint_eq(t->ev[0].off, 32);
+	free(t);
+	t = check_bytes("\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0", 16, "all-nul");
+	expect_gave_up(t, 0, 0, HTTP_SCAN_GIVE_UP_NOT_HTTP);
+	free(t);
+}
+END_TEST
+
+START_TEST(very_long_request_line)
+{
+	size_t n = 300 * 1024;
+	char *buf = malloc(n);
+	struct trace *t;
+
+	ck_assert_ptr_nonnull(buf);
+	memcpy(buf, "GET /", 5);
+	memset(buf + 5, 'a', n - 5);
+	t = check_splits(&cfg_std, buf, n, "long-line", false);
+	ck_assert_uint_eq(t->n, 1);
+	expect_gave_up(t, 0, HTTP_SCAN_DEFAULT_GIVE_UP, HTTP_SCAN_GIVE_UP_TOO_LONG);
+	free(t);
+
+	/* 20 KiB: over max_head_bytes, under give_up_bytes: ignored, and
+	 * the next request is still found */
+	n = (size_t)snprintf(buf, 300 * 1024, "GET /%020000d HTTP/1.1\r\n\r\nGET /n HTTP/1.1\r\n\r\n",
+			     0);
+	t = check_splits(&cfg_std, buf, n, "20k-line", false);
+	ck_assert_uint_eq(t->n, 2);
+	expect_head(t, 0, 5 + 20000 + 13, HTTP_SCAN_F_OVERSIZED, NULL, NULL, NULL);
+	expect_head(t, 1, n, F_CAP, "GET", "/n", "");
+	free(t);
+	free(buf);
+}
+END_TEST
+
+START_TEST(random_bytes)
+{
+	uint64_t s = 0x1234567890abcdefull;
+	uint8_t buf[1500];
+	unsigned it, i;
+
+	for (it = 0; it < 40; it++) {
+		struct trace *t;
+		char name[32];
+
+		for (i = 0; i < sizeof(buf); i++)
+			buf[i] = (uint8_t)xrand(&s);
+		/* half of them start like a request */
+		if (it & 1)
+			memcpy(buf, "POST /r HTTP/1.1\r\n", 18);
+		snprintf(name, sizeof(name), "random-%u", it);
+		t = check_splits(&cfg_std, buf, 200 + it * 31, name, false);
+		free(t);
+	}
+}
+END_TEST
+
+/* Mutations of valid pipelines: whatever the bytes, the split must not
+ * matter.  This reaches the odd corners (split names, CR in values, chunk
+ * lines cut anywhere) far more often than hand-written cases. */
+START_TEST(mutated_requests)
+{
+	static const uint8_t interesting[] = {'\r', '\n', ' ', '\t', ':', ',', ';', '0',
+					      'a', 'F', '\0', 0x16, 0x80, 'T', 'c', '-'};
+	char base[2048];
+	size_t first, body, blen;
+	uint64_t s = 42;
+	unsigned it;
+
+	blen = build_post_pipeline(base, sizeof(base), &first, &body);
+	blen += (size_t)snprintf(base + blen, sizeof(base) - blen, "%s%s%s", chunked_req,
+				 chunked_body, "GET /z HTTP/1.1\r\ntracestate: a=1\r\n"
+				 "x-request-id: r\r\ntrace: q\r\n\r\n");
+	for (it = 0; it < 400; it++) {
+		uint8_t buf[2100];
+		size_t len = blen, m, nm = 1 + xrand(&s) % 4;
+		struct trace *t;
+		char name[32];
+
+		memcpy(buf, base, blen);
+		for (m = 0; m < nm; m++) {
+			uint64_t r = xrand(&s);
+			size_t at = (r >> 8) % len;
+			uint8_t c = (r >> 40) & 1 ? interesting[(r >> 32) % sizeof(interesting)]
+						  : (uint8_t)(r >> 48);
+
+			switch (r % 3) {
+			case 0:
+				buf[at] = c;
+				break;
+			case 1:
+				if (len < sizeof(buf)) {
+					memmove(buf + at + 1, buf + at, len - at);
+					buf[at] = c;
+					len++;
+				}
+				break;
+			default:
+				memmove(buf + at, buf + at + 1, len - at - 1);
+				len--;
+				break;
+			}
+		}
+		snprintf(name, sizeof(name), "mutation-%u", it);
+		t = check_splits(&cfg_std, buf, len, name, false);
+		free(t);
+	}
+}
+END_TEST
+
+/* ---- limits, captures, config ---- */
+
+START_TEST(limits_exact)
+{
+	struct http_scan_config cfg;
+	char buf[2048];
+	struct trace *t;
+	size_t n;
+
+	http_scan_config_init(&cfg);
+	ck_assert_int_eq(http_scan_config_set_limits(&cfg, 256, 1024), 0);
+
+	/* exactly max_head_bytes: captured; one more: ignored */
+	n = (size_t)snprintf(buf, sizeof(buf), "GET / HTTP/1.1\r\nX: %0*d\r\n\r\n",
+			     256 - 16 - 3 - 4, 0);
+	ck_assert_uint_eq(n, 256);
+	t = check_splits(&cfg, buf, n, "max-exact", true);
+	ck_assert_uint_eq(t->ev[0].flags, F_CAP);
+	free(t);
+	n = (size_t)snprintf(buf, sizeof(buf), "\nGET / HTTP/1.1\r\nX: %0*d\r\n\r\n",
+			     256 - 16 - 3 - 4, 0);
+	t = check_splits(&cfg, buf, n, "max-plus-one", true);
+	ck_assert_uint_eq(t->ev[0].flags, HTTP_SCAN_F_OVERSIZED);
+	free(t);
+
+	/* exactly give_up_bytes: still a head; one more: gave up there */
+	n = (size_t)snprintf(buf, sizeof(buf), "GET / HTTP/1.1\r\nX: %0*d\r\n\r\n",
+			     1024 - 16 - 3 - 4, 0);
+	t = check_splits(&cfg, buf, n, "give-up-exact", true);
+	ck_assert_uint_eq(t->n, 1);
+	ck_assert_int_eq(t->ev[0].status, HTTP_SCAN_HEAD);
+	free(t);
+	n = (size_t)snprintf(buf, sizeof(buf), "GET / HTTP/1.1\r\nX: %0*d\r\n\r\n",
+			     1025 - 16 - 3 - 4, 0);
+	t = check_splits(&cfg, buf, n, "give-up-plus-one", true);
+	expect_gave_up(t, 0, 1024, HTTP_SCAN_GIVE_UP_TOO_LONG);
+	free(t);
+
+	/* chunk extensions and trailers are bounded too */
+	n = (size_t)snprintf(buf, sizeof(buf),
+			     "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n1;%01100d\r\n", 0);
+	t = check_splits(&cfg, buf, n, "long-chunk-ext", true);
+	expect_gave_up(t, 1, 47 + 1024, HTTP_SCAN_GIVE_UP_TOO_LONG);
+	free(t);
+	n = (size_t)snprintf(buf, sizeof(buf),
+			     "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n0\r\nT: %01100d\r\n",
+			     0);
+	t = check_splits(&cfg, buf, n, "long-trailer", true);
+	expect_gave_up(t, 1, 47 + 1024, HTTP_SCAN_GIVE_UP_TOO_LONG);
+	free(t);
+
+	/* endless empty lines between requests */
+	memset(buf, '\n', 1100);
+	t = check_splits(&cfg, buf, 1100, "empty-lines", true);
+	expect_gave_up(t, 0, 1024, HTTP_SCAN_GIVE_UP_TOO_LONG);
+	free(t);
+
+	ck_assert_int_eq(http_scan_config_set_limits(&cfg, 63, 0), -EINVAL);
+	ck_assert_int_eq(http_scan_config_set_limits(&cfg, 2048, 1024), -EINVAL);
+	ck_assert_int_eq(http_scan_config_set_limits(&cfg, 0, HTTP_SCAN_LIMIT_MAX + 1), -EINVAL);
+	ck_assert_int_eq(http_scan_config_set_limits(&cfg, 0, 4096), 0);
+	ck_assert_uint_eq(cfg.max_head_bytes, 256);
+	ck_assert_uint_eq(cfg.give_up_bytes, 4096);
+}
+END_TEST
+
+START_TEST(capture_lost_and_none)
+{
+	static const char req[] = "GET /p HTTP/1.1\r\ntraceparent: " TP1 "\r\n\r\n";
+	struct http_scan_capture *a = new_capture(), *b = new_capture();
+	struct http_scan st = {0};
+	size_t used, half = 30;
+
+	/* a different capture mid-head (not a copy): reported lost */
+	ck_assert_int_eq(http_scan_feed(&st, &cfg_std, a, req, half, &used), HTTP_SCAN_MORE);
+	ck_assert(http_scan_in_head(&st));
+	ck_assert_int_eq(http_scan_feed(&st, &cfg_std, b, req + half, strlen(req) - half, &used),
+			 HTTP_SCAN_HEAD);
+	ck_assert_uint_eq(http_scan_flags(&st), HTTP_SCAN_F_CAPTURE_LOST);
+	ck_assert(!http_scan_in_head(&st));
+
+	/* NULL mid-head: same */
+	http_scan_reset(&st);
+	ck_assert_int_eq(http_scan_feed(&st, &cfg_std, a, req, half, &used), HTTP_SCAN_MORE);
+	ck_assert_int_eq(http_scan_feed(&st, &cfg_std, NULL, req + half, strlen(req) - half,
+					&used),
+			 HTTP_SCAN_HEAD);
+	ck_assert_uint_eq(http_scan_flags(&st), HTTP_SCAN_F_CAPTURE_LOST);
+
+	/* a copy is fine */
+	http_scan_reset(&st);
+	ck_assert_int_eq(http_scan_feed(&st, &cfg_std, a, req, half, &used), HTTP_SCAN_MORE);
+	*b = *a;
+	memset(a, 0, sizeof(*a));
+	ck_assert_int_eq(http_scan_feed(&st, &cfg_std, b, req + half, strlen(req) - half, &used),
+			 HTTP_SCAN_HEAD);
+	ck_assert_uint_eq(http_scan_flags(&st), F_CAP | F_TP);
+	ck_str_field(b->traceparent, b->traceparent_len, TP1);
+
+	/* a capture appearing mid-head is not used */
+	http_scan_reset(&st);
+	ck_assert_int_eq(http_scan_feed(&st, &cfg_std, NULL, req, half, &used), HTTP_SCAN_MORE);
+	ck_assert_int_eq(http_scan_feed(&st, &cfg_std, a, req + half, strlen(req) - half, &used),
+			 HTTP_SCAN_HEAD);
+	ck_assert_uint_eq(http_scan_flags(&st), 0);
+	free(a);
+	free(b);
+}
+END_TEST
+
+START_TEST(give_up_is_final)
+{
+	struct http_scan st;
+	size_t used = 0;
+
+	http_scan_reset(&st);
+	ck_assert(!http_scan_gave_up(&st));
+	ck_assert_int_eq(http_scan_give_up_reason(&st), HTTP_SCAN_GIVE_UP_NONE);
+	ck_assert_int_eq(http_scan_feed(&st, &cfg_std, NULL, "\x16\x03\x01", 3, &used),
+			 HTTP_SCAN_GAVE_UP);
+	ck_assert_uint_eq(used, 0);
+	ck_assert(http_scan_gave_up(&st));
+	ck_assert_int_eq(http_scan_feed(&st, &cfg_std, NULL, "GET / HTTP/1.1\r\n\r\n", 18, &used),
+			 HTTP_SCAN_MORE);
+	ck_assert_uint_eq(used, 18);
+	ck_assert_str_eq(http_scan_give_up_name(http_scan_give_up_reason(&st)), "tls");
+
+	/* reset revives; stop gives up with reason "caller" */
+	http_scan_reset(&st);
+	ck_assert_int_eq(http_scan_feed(&st, &cfg_std, NULL, "GET / HTTP/1.1\r\n\r\n", 18, &used),
+			 HTTP_SCAN_HEAD);
+	http_scan_stop(&st);
+	ck_assert(http_scan_gave_up(&st));
+	ck_assert_int_eq(http_scan_give_up_reason(&st), HTTP_SCAN_GIVE_UP_CALLER);
+	ck_assert_int_eq(http_scan_feed(&st, &cfg_std, NULL, "GET", 3, &used), HTTP_SCAN_MORE);
+	ck_assert_uint_eq(used, 3);
+
+	/* zero-length feed */
+	http_scan_reset(&st);
+	ck_assert_int_eq(http_scan_feed(&st, &cfg_std, NULL, NULL, 0, &used), HTTP_SCAN_MORE);
+	ck_assert_uint_eq(used, 0);
+	ck_assert_uint_le(sizeof(struct http_scan), 32);
+}
+END_TEST
+
+START_TEST(config_names)
+{
+	struct http_scan_config cfg;
+	unsigned idx = 99, i;
+	char name[40];
+
+	http_scan_config_init(&cfg);
+	ck_assert_int_eq(http_scan_config_add_header(&cfg, "X-Request-ID", 12, &idx), 0);
+	ck_assert_uint_eq(idx, 0);
+	ck_assert_int_eq(http_scan_config_add_header(&cfg, "x-request-id", 12, &idx), -EEXIST);
+	ck_assert_int_eq(http_scan_config_add_header(&cfg, "TraceParent", 11, &idx), -EEXIST);
+	ck_assert_int_eq(http_scan_config_add_header(&cfg, "content-length", 14, &idx), -EEXIST);
+	ck_assert_int_eq(http_scan_config_add_header(&cfg, "", 0, &idx), -EINVAL);
+	ck_assert_int_eq(http_scan_config_add_header(&cfg, "a b", 3, &idx), -EINVAL);
+	ck_assert_int_eq(http_scan_config_add_header(&cfg, "a:b", 3, &idx), -EINVAL);
+	ck_assert_int_eq(http_scan_config_add_header(&cfg, "a\0b", 3, &idx), -EINVAL);
+	memset(name, 'n', sizeof(name));
+	ck_assert_int_eq(http_scan_config_add_header(&cfg, name, HTTP_SCAN_NAME_MAX + 1, &idx),
+			 -EINVAL);
+	ck_assert_int_eq(http_scan_config_add_header(&cfg, name, HTTP_SCAN_NAME_MAX, &idx), 0);
+	ck_assert_uint_eq(idx, 1);
+	for (i = 2; i < HTTP_SCAN_EXTRA_MAX; i++) {
+		snprintf(name, sizeof(name), "x-h%u", i);
+		ck_assert_int_eq(http_scan_config_add_header(&cfg, name, strlen(name), &idx), 0);
+		ck_assert_uint_eq(idx, i);
+	}
+	ck_assert_int_eq(http_scan_config_add_header(&cfg, "x-more", 6, &idx), -ENOSPC);
+	ck_assert_uint_eq(idx, HTTP_SCAN_EXTRA_MAX - 1);
+}
+END_TEST
+
+START_TEST(eight_extras)
+{
+	struct http_scan_config cfg;
+	char req[2048], want[64];
+	size_t o;
+	unsigned i;
+	struct trace *t;
+
+	http_scan_config_init(&cfg);
+	for (i = 0; i < HTTP_SCAN_EXTRA_MAX; i++) {
+		char name[32];
+
+		/* names sharing prefixes with each other and the built-ins */
+		snprintf(name, sizeof(name), i & 1 ? "t-%u" : "trace%u", i);
+		ck_assert_int_eq(http_scan_config_add_header(&cfg, name, strlen(name), NULL), 0);
+	}
+	o = (size_t)snprintf(req, sizeof(req), "GET / HTTP/1.1\r\n");
+	for (i = HTTP_SCAN_EXTRA_MAX; i-- > 0;)
+		o += (size_t)snprintf(req + o, sizeof(req) - o, i & 1 ? "T-%u: v%u\r\n"
+								      : "TRACE%u:v%u\r\n",
+				      i, i);
+	o += (size_t)snprintf(req + o, sizeof(req) - o, "x-big: %0300d\r\n\r\n", 0);
+	t = check_splits(&cfg, req, o, "eight-extras", true);
+	ck_assert_uint_eq(t->ev[0].snap.extra_present, 0xff);
+	for (i = 0; i < HTTP_SCAN_EXTRA_MAX; i++) {
+		snprintf(want, sizeof(want), "v%u", i);
+		ck_str_field(t->ev[0].snap.extra[i], t->ev[0].snap.extra_len[i], want);
+	}
+	free(t);
+
+	/* values cut at 256 bytes */
+	o = (size_t)snprintf(req, sizeof(req), "GET / HTTP/1.1\r\ntrace0: %0300d\r\n\r\n", 0);
+	t = check_splits(&cfg, req, o, "extra-long", true);
+	ck_assert_uint_eq(t->ev[0].snap.extra_truncated, 1);
+	ck_assert_uint_eq(t->ev[0].snap.extra_len[0], HTTP_SCAN_VALUE_MAX);
+	free(t);
+}
+END_TEST
+
+TEST_SUITE(http_scan_suite)
+{
+	Suite *s = suite_create("http-scan");
+	TCase *tc;
+
+	tc = tcase_create("requests");
+	tcase_add_checked_fixture(tc, setup_cfg, NULL);
+	tcase_add_test(tc, get_with_traceparent);
+	tcase_add_test(tc, lf_only_line_endings);
+	tcase_add_test(tc, post_content_length_then_pipelined_get);
+	tcase_add_test(tc, chunked_with_extensions_and_trailers);
+	tcase_add_test(tc, keep_alive_second_traceparent);
+	tcase_add_test(tc, big_header_ignored);
+	tcase_add_test(tc, two_traceparents_invalid);
+	tcase_add_test(tc, tracestate_three_lines);
+	tcase_add_test(tc, tracestate_truncated_at_member);
+	tcase_add_test(tc, odd_case_names_and_extras);
+	tcase_add_test(tc, obs_fold);
+	tcase_add_test(tc, http10);
+	tcase_add_test(tc, traceparent_values);
+	tcase_add_test(tc, long_target);
+	tcase_add_test(tc, bad_framing);
+	tcase_add_test(tc, bad_chunks);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("not-http");
+	tcase_add_checked_fixture(tc, setup_cfg, NULL);
+	tcase_set_timeout(tc, 600);
+	tcase_add_test(tc, tls_client_hello);
+	tcase_add_test(tc, http2_preface);
+	tcase_add_test(tc, resp_and_text_protocols);
+	tcase_add_test(tc, nul_bytes);
+	tcase_add_test(tc, very_long_request_line);
+	tcase_add_test(tc, random_bytes);
+	tcase_add_test(tc, mutated_requests);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("api");
+	tcase_add_checked_fixture(tc, setup_cfg, NULL);
+	tcase_add_test(tc, limits_exact);
+	tcase_add_test(tc, capture_lost_and_none);
+	tcase_add_test(tc, give_up_is_final);
+	tcase_add_test(tc, config_names);
+	tcase_add_test(tc, eight_extras);
+	suite_add_tcase(s, tc);
+	return s;
+}

@@ -1,0 +1,419 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/* Shared by the integration tests of HTTP servers (test-integration-*.c):
+ * start a helper server under the shim with an event log, talk HTTP/1.1
+ * to it over plain sockets on 127.0.0.1, read the handler thread's context
+ * with ctxdump -j, and read the event log.  Static functions: each test
+ * program includes this once. */
+
+#include "test-common.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define IT_TIMEOUT_MS 20000
+
+struct it_server {
+	struct test_child child;
+	unsigned port;
+	char events[64]; /* event log path; "" without the shim */
+	/* The log stays readable through this descriptor (> 2 when open):
+	 * its path is removed as soon as the server has opened it, so a
+	 * failing test leaves no file behind. */
+	int events_fd;
+};
+
+/* Start argv under the shim (preload) with CTXSHIM_EVENTS and extra env
+ * entries (NULL-terminated, may be NULL); waits for "READY <port>". */
+static void
+it_server_start(struct it_server *s,
+		char *const argv[],
+		bool preload,
+		char *const extra[])
+{
+	char *env[16], evenv[96], line[256];
+	size_t n = 0;
+
+	memset(s, 0, sizeof(*s));
+	if (preload) {
+		int fd;
+
+		snprintf(s->events, sizeof(s->events), "/tmp/ctxshim-it-events-XXXXXX");
+		fd = mkostemp(s->events, O_CLOEXEC);
+		ck_assert_int_gt(fd, 2);
+		s->events_fd = fd;
+		snprintf(evenv, sizeof(evenv), "CTXSHIM_EVENTS=%s", s->events);
+		env[n++] = evenv;
+	}
+	while (extra && *extra && n < 15)
+		env[n++] = *extra++;
+	env[n] = NULL;
+	test_child_start(&s->child, argv, env, preload);
+	test_child_expect(&s->child, "READY ", line, sizeof(line), IT_TIMEOUT_MS);
+	s->port = (unsigned)strtoul(line + 6, NULL, 10);
+	ck_assert_uint_gt(s->port, 0);
+	/* The shim opened the log in its constructor, before READY. */
+	if (s->events[0])
+		unlink(s->events);
+}
+
+static void
+it_server_stop(struct it_server *s)
+{
+	int st = test_child_finish(&s->child, IT_TIMEOUT_MS);
+
+	if (s->events_fd > 2)
+		close(s->events_fd);
+	s->events_fd = -1;
+	if (s->events[0])
+		unlink(s->events);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "server exit status %#x",
+		      st);
+}
+
+/* ---- HTTP over plain sockets ---- */
+
+static int
+it_connect(unsigned port)
+{
+	struct sockaddr_in sin = {.sin_family = AF_INET};
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	ck_assert_int_ge(fd, 0);
+	sin.sin_port = htons((uint16_t)port);
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	ck_assert_int_eq(connect(fd, (struct sockaddr *)&sin, sizeof(sin)), 0);
+	return fd;
+}
+
+static void
+it_send(int fd, const char *data, size_t len)
+{
+	while (len) {
+		ssize_t r = write(fd, data, len);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		ck_assert_int_gt(r, 0);
+		data += r;
+		len -= (size_t)r;
+	}
+}
+
+static void
+it_send_str(int fd, const char *s)
+{
+	it_send(fd, s, strlen(s));
+}
+
+/* Append what one read returns to *buf; false at EOF. */
+static bool
+it_read_some(int fd, char **buf, size_t *len, size_t *cap)
+{
+	struct pollfd pfd = {.fd = fd, .events = POLLIN};
+	ssize_t r;
+
+	if (*cap - *len < 4096) {
+		*cap = *cap * 2 + 8192;
+		*buf = realloc(*buf, *cap);
+		ck_assert_ptr_nonnull(*buf);
+	}
+	ck_assert_msg(poll(&pfd, 1, IT_TIMEOUT_MS) == 1, "no answer from the server");
+	do
+		r = read(fd, *buf + *len, *cap - *len - 1);
+	while (r < 0 && errno == EINTR);
+	ck_assert_int_ge(r, 0);
+	*len += (size_t)r;
+	(*buf)[*len] = '\0';
+	return r > 0;
+}
+
+/* Everything until the server closes; malloc'd, NUL-terminated. */
+static char *
+it_read_all(int fd, size_t *len_out)
+{
+	char *buf = NULL;
+	size_t len = 0, cap = 0;
+
+	while (it_read_some(fd, &buf, &len, &cap))
+		;
+	if (len_out)
+		*len_out = len;
+	return buf;
+}
+
+/* One response with a Content-Length body (keep-alive); malloc'd. */
+static char *
+it_read_response(int fd)
+{
+	char *buf = NULL, *end, *cl;
+	size_t len = 0, cap = 0, want;
+
+	for (;;) {
+		end = buf ? strstr(buf, "\r\n\r\n") : NULL;
+		if (end)
+			break;
+		ck_assert_msg(it_read_some(fd, &buf, &len, &cap),
+			      "connection closed early");
+	}
+	cl = strcasestr(buf, "\r\nContent-Length:");
+	ck_assert_ptr_nonnull(cl);
+	want = (size_t)(end + 4 - buf) + strtoul(cl + 17, NULL, 10);
+	while (len < want)
+		ck_assert_msg(it_read_some(fd, &buf, &len, &cap),
+			      "connection closed early");
+	ck_assert_uint_eq(len, want);
+	return buf;
+}
+
+/* Send req on a new connection and read until the server closes it. */
+static char *
+it_exchange(unsigned port, const char *req, size_t *len)
+{
+	int fd = it_connect(port);
+	char *resp;
+
+	it_send_str(fd, req);
+	resp = it_read_all(fd, len);
+	close(fd);
+	return resp;
+}
+
+/* ---- ctxdump ---- */
+
+struct it_thread_ctx {
+	bool has_ctx;
+	char trace[33];
+	char span[17];
+	unsigned flags;
+	char method[32];
+	char path[256];
+	char parent[17];
+	char extra[128]; /* http.request.header.x-request-id */
+};
+
+static char *
+it_ctxdump(pid_t pid)
+{
+	char path[4096], arg[32], *out, *err;
+	char *argv[] = {path, "-j", arg, NULL};
+	int st;
+
+	snprintf(path, sizeof(path), "%s/tools/ctxdump/ctxdump",
+		 test_env_path("CTXSHIM_BUILDDIR"));
+	snprintf(arg, sizeof(arg), "%d", (int)pid);
+	st = test_run_capture(argv, NULL, false, &out, &err, IT_TIMEOUT_MS);
+	/* 1: a thread vanished meanwhile (connection threads come and go). */
+	ck_assert_msg(WIFEXITED(st) && (WEXITSTATUS(st) == 0 || WEXITSTATUS(st) == 1),
+		      "ctxdump status %#x: %s", st, err);
+	free(err);
+	return out;
+}
+
+/* Copy the JSON string value after key (searched in [p, end)). */
+static bool
+it_json_str(const char *p, const char *end, const char *key, char *out, size_t cap)
+{
+	const char *k = strstr(p, key), *v, *q;
+
+	if (!k || k >= end)
+		return false;
+	v = k + strlen(key);
+	while (*v == ' ' || *v == ':')
+		v++;
+	if (*v != '"')
+		return false;
+	v++;
+	q = strchr(v, '"');
+	if (!q || q > end || (size_t)(q - v) >= cap)
+		return false;
+	memcpy(out, v, (size_t)(q - v));
+	out[q - v] = '\0';
+	return true;
+}
+
+/* The value of the attribute named key in a context object [p, end). */
+static bool
+it_json_attr(const char *p, const char *end, const char *key, char *out, size_t cap)
+{
+	char pat[160];
+	const char *k;
+
+	snprintf(pat, sizeof(pat), "\"key\": \"%s\"", key);
+	k = strstr(p, pat);
+	if (!k || k >= end)
+		return false;
+	return it_json_str(k, end, "\"value\"", out, cap);
+}
+
+/* Find thread tid in ctxdump's JSON; false if it is not listed. */
+static bool
+it_dump_thread(const char *json, long tid, struct it_thread_ctx *t)
+{
+	char pat[48];
+	const char *p, *end, *ctx;
+
+	memset(t, 0, sizeof(*t));
+	snprintf(pat, sizeof(pat), "\"tid\": %ld,", tid);
+	p = strstr(json, pat);
+	if (!p)
+		return false;
+	end = strstr(p + 1, "\"tid\": ");
+	if (!end)
+		end = p + strlen(p);
+	ctx = strstr(p, "\"context\": ");
+	ck_assert_ptr_nonnull(ctx);
+	if (ctx > end || strncmp(ctx + 11, "null", 4) == 0)
+		return true;
+	t->has_ctx =
+		it_json_str(ctx, end, "\"trace_id\"", t->trace, sizeof(t->trace)) &&
+		it_json_str(ctx, end, "\"span_id\"", t->span, sizeof(t->span));
+	p = strstr(ctx, "\"flags\": ");
+	if (p && p < end)
+		t->flags = (unsigned)strtoul(p + 9, NULL, 10);
+	(void)it_json_attr(ctx, end, "http.request.method", t->method,
+			   sizeof(t->method));
+	(void)it_json_attr(ctx, end, "url.path", t->path, sizeof(t->path));
+	(void)it_json_attr(ctx, end, "ctxshim.parent_span_id", t->parent,
+			   sizeof(t->parent));
+	(void)it_json_attr(ctx, end, "http.request.header.x-request-id", t->extra,
+			   sizeof(t->extra));
+	return true;
+}
+
+/* How many threads publish trace (32 hex digits). */
+static unsigned
+it_dump_count_trace(const char *json, const char *trace)
+{
+	char pat[64];
+	const char *p = json;
+	unsigned n = 0;
+
+	snprintf(pat, sizeof(pat), "\"trace_id\": \"%s\"", trace);
+	while ((p = strstr(p, pat))) {
+		n++;
+		p++;
+	}
+	return n;
+}
+
+/* ---- the event log ---- */
+
+static char *
+it_events(const struct it_server *s)
+{
+	char *argv[] = {"/bin/cat", (char *)s->events, NULL}, *out;
+	size_t len = 0, cap = 0;
+	ssize_t r;
+
+	if (s->events_fd <= 2) {
+		ck_assert_int_eq(
+			test_run_capture(argv, NULL, false, &out, NULL, IT_TIMEOUT_MS),
+			0);
+		return out;
+	}
+	out = NULL;
+	do {
+		if (cap - len < 4096) {
+			cap = cap * 2 + 8192;
+			out = realloc(out, cap);
+			ck_assert_ptr_nonnull(out);
+		}
+		r = pread(s->events_fd, out + len, cap - len - 1, (off_t)len);
+		ck_assert_int_ge(r, 0);
+		len += (size_t)r;
+	} while (r > 0);
+	out[len] = '\0';
+	return out;
+}
+
+/* Distinct span-ids in the lines about trace (the same request must never
+ * get two); copies the first into span (may be NULL). */
+static unsigned
+it_events_spans(const char *log, const char *trace, char span[17])
+{
+	char spans[16][17], pat[64];
+	const char *p = log;
+	unsigned n = 0, i;
+
+	snprintf(pat, sizeof(pat), " trace=%s span=", trace);
+	while ((p = strstr(p, pat))) {
+		const char *sp = p + strlen(pat);
+
+		for (i = 0; i < n; i++)
+			if (strncmp(spans[i], sp, 16) == 0)
+				break;
+		if (i == n && n < 16) {
+			memcpy(spans[n], sp, 16);
+			spans[n++][16] = '\0';
+		}
+		p = sp;
+	}
+	if (span && n)
+		memcpy(span, spans[0], 17);
+	return n;
+}
+
+/* Lines about trace with the given reason. */
+static unsigned
+it_events_count(const char *log, const char *trace, const char *reason)
+{
+	char pat[64];
+	const char *p = log;
+	unsigned n = 0;
+
+	snprintf(pat, sizeof(pat), " trace=%s span=", trace);
+	while ((p = strstr(p, pat))) {
+		const char *eol = strchr(p, '\n'), *r = strstr(p, " reason=");
+
+		if (r && (!eol || r < eol) &&
+		    strncmp(r + 8, reason, strlen(reason)) == 0 &&
+		    (r[8 + strlen(reason)] == '\n' || r[8 + strlen(reason)] == '\0'))
+			n++;
+		p++;
+	}
+	return n;
+}
+
+/* The last event line of thread tid, or NULL; points into log. */
+static const char *
+it_events_last(const char *log, long tid)
+{
+	char pat[32];
+	const char *p = log, *last = NULL;
+
+	snprintf(pat, sizeof(pat), " tid=%ld ", tid);
+	while ((p = strstr(p, pat))) {
+		last = p;
+		p++;
+	}
+	return last;
+}
+
+/* The thread's context is gone: its last event is a detach, and no thread
+ * of the process publishes trace any more. */
+static void
+it_assert_gone(const struct it_server *s, long tid, const char *trace)
+{
+	char *log = it_events(s), *json;
+	const char *last = it_events_last(log, tid);
+	const char *eol = last ? strchr(last, '\n') : NULL;
+	const char *det = last ? strstr(last, " detach ") : NULL;
+
+	ck_assert_msg(det && (!eol || det < eol),
+		      "thread %ld did not end with a detach:\n%s", tid, log);
+	free(log);
+	json = it_ctxdump(s->child.pid);
+	ck_assert_msg(it_dump_count_trace(json, trace) == 0,
+		      "trace %s still published after the response:\n%s", trace, json);
+	free(json);
+}

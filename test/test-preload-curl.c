@@ -1,0 +1,783 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* hooks/hook-curl.c under LD_PRELOAD: curl-client (no tracing code, one
+ * build per Debian libcurl flavour) sends requests to http-sink, which
+ * reports the header lines it received.  The client's main thread gets its
+ * context from TRACEPARENT (the shim's environment carrier), which stands
+ * in for a server context here. */
+#include "test-common.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define T_TRACE  "0af7651916cd43dd8448eb211c80319c"
+#define T_PARENT "b7ad6b7169203331"
+#define T_TP     "TRACEPARENT=00-" T_TRACE "-" T_PARENT "-03"
+#define T_TS     "TRACESTATE=congo=t61rcWkgMzE,rojo=00f067aa0ba902b7"
+#define TIMEOUT  30000
+#define MAX_HDR  32
+
+static const char *const flavours[] = {"openssl", "gnutls", "nss"};
+static const char *const flavour_lib[] = {"OpenSSL/", "GnuTLS/", "NSS/"};
+
+static struct test_child sink;
+static unsigned sink_port;
+
+struct req {
+	char target[256];
+	char hdr[MAX_HDR][1024];
+	int n_hdr;
+};
+
+static void
+sink_start(void)
+{
+	char path[4096], line[256];
+	char *argv[] = {path, NULL};
+
+	snprintf(path, sizeof(path), "%s/http-sink", test_env_path("HELPER_DIR"));
+	test_child_start(&sink, argv, NULL, false);
+	test_child_expect(&sink, "READY ", line, sizeof(line), TIMEOUT);
+	sink_port = (unsigned)strtoul(line + 6, NULL, 10);
+	ck_assert_uint_gt(sink_port, 0);
+}
+
+static void
+sink_stop(void)
+{
+	int st = test_child_finish(&sink, TIMEOUT);
+
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "http-sink status %#x",
+		      st);
+}
+
+/* The next request the sink received. */
+static void
+sink_read(struct req *r)
+{
+	char line[2048];
+
+	memset(r, 0, sizeof(*r));
+	test_child_expect(&sink, "REQ ", line, sizeof(line), TIMEOUT);
+	snprintf(r->target, sizeof(r->target), "%.255s", line + 4);
+	for (;;) {
+		test_child_readline(&sink, line, sizeof(line), TIMEOUT);
+		if (strcmp(line, "END") == 0)
+			return;
+		if (strncmp(line, "H ", 2) == 0) {
+			ck_assert_int_lt(r->n_hdr, MAX_HDR);
+			snprintf(r->hdr[r->n_hdr++], sizeof(r->hdr[0]), "%.1023s",
+				 line + 2);
+		}
+	}
+}
+
+/* Fields named name (any case) and the value of the last one. */
+static int
+req_count(const struct req *r, const char *name, const char **value)
+{
+	size_t len = strlen(name);
+	int i, n = 0;
+
+	if (value)
+		*value = NULL;
+	for (i = 0; i < r->n_hdr; i++) {
+		if (strncasecmp(r->hdr[i], name, len) == 0 && r->hdr[i][len] == ':') {
+			const char *v = r->hdr[i] + len + 1;
+
+			while (*v == ' ')
+				v++;
+			if (value)
+				*value = v;
+			n++;
+		}
+	}
+	return n;
+}
+
+/* The single traceparent of r, split. */
+static void
+req_traceparent(const struct req *r, char trace[33], char parent[17], char flags[3])
+{
+	const char *v;
+
+	ck_assert_int_eq(req_count(r, "traceparent", &v), 1);
+	ck_assert_msg(strlen(v) == 55 && strncmp(v, "00-", 3) == 0, "traceparent %s",
+		      v);
+	memcpy(trace, v + 3, 32);
+	trace[32] = '\0';
+	memcpy(parent, v + 36, 16);
+	parent[16] = '\0';
+	memcpy(flags, v + 53, 2);
+	flags[2] = '\0';
+}
+
+struct run {
+	char *out, *err;
+	int status;
+};
+
+/* curl-client-<flavour> [args] URL under the shim with env. */
+static void
+client(struct run *r, const char *flavour, const char *const *args, char *const env[])
+{
+	char path[4096], url[128];
+	char *argv[32];
+	int n = 0;
+
+	snprintf(path, sizeof(path), "%s/curl-client-%s", test_env_path("HELPER_DIR"),
+		 flavour);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%u/t", sink_port);
+	argv[n++] = path;
+	while (args && *args && n < 30)
+		argv[n++] = (char *)*args++;
+	argv[n++] = url;
+	argv[n] = NULL;
+	r->status = test_run_capture(argv, env, true, &r->out, &r->err, TIMEOUT);
+	ck_assert_msg(WIFEXITED(r->status) && WEXITSTATUS(r->status) == 0,
+		      "curl-client status %#x\nstdout:\n%s\nstderr:\n%s", r->status,
+		      r->out, r->err);
+}
+
+static void
+run_free(struct run *r)
+{
+	free(r->out);
+	free(r->err);
+}
+
+/* The n-th (from 0) output line starting with prefix, or NULL. */
+static const char *
+out_line(const struct run *r, const char *prefix, int n, char *buf, size_t cap)
+{
+	const char *p = r->out;
+	size_t len = strlen(prefix);
+
+	while (p && *p) {
+		const char *eol = strchr(p, '\n');
+		size_t l = eol ? (size_t)(eol - p) : strlen(p);
+
+		if (l >= len && strncmp(p, prefix, len) == 0 && n-- == 0) {
+			ck_assert_uint_lt(l, cap);
+			memcpy(buf, p, l);
+			buf[l] = '\0';
+			return buf + len;
+		}
+		p = eol ? eol + 1 : NULL;
+	}
+	return NULL;
+}
+
+/* "BEFORE t s" etc.: the span of the n-th such line ("none" allowed). */
+static void
+out_record(const struct run *r, const char *what, int n, char trace[33], char span[17])
+{
+	char buf[256], prefix[32];
+	const char *v;
+
+	snprintf(prefix, sizeof(prefix), "%s ", what);
+	v = out_line(r, prefix, n, buf, sizeof(buf));
+	ck_assert_msg(v, "no line %d '%s' in:\n%s", n, prefix, r->out);
+	if (strcmp(v, "none") == 0) {
+		strcpy(trace, "none");
+		strcpy(span, "none");
+		return;
+	}
+	ck_assert_msg(strlen(v) == 49, "bad record line: %s", v);
+	memcpy(trace, v, 32);
+	trace[32] = '\0';
+	memcpy(span, v + 33, 16);
+	span[16] = '\0';
+}
+
+static bool
+flavour_built(int i)
+{
+	char path[4096];
+
+	snprintf(path, sizeof(path), "%s/curl-client-%s", test_env_path("HELPER_DIR"),
+		 flavours[i]);
+	return access(path, X_OK) == 0;
+}
+
+/* ---- tests ----------------------------------------------------------------- */
+
+/* Each flavour: its own libcurl did the transfer (the shim forwarded to
+ * the right version), a child span of the thread's context was sent and
+ * published while the call blocked, the tracestate went on unchanged. */
+START_TEST(test_flavour_inject)
+{
+	const char *args[] = {"-H", "X-App: 1", NULL};
+	char *env[] = {T_TP, T_TS, NULL};
+	char trace[33], parent[17], flags[3], bt[33], bs[17], dt[33], ds[17], at[33],
+		as[17];
+	char buf[512];
+	const char *v;
+	struct run r;
+	struct req q;
+
+	if (!flavour_built(_i))
+		return;
+	sink_start();
+	client(&r, flavours[_i], args, env);
+	v = out_line(&r, "VERSION ", 0, buf, sizeof(buf));
+	ck_assert_msg(v && strstr(v, flavour_lib[_i]), "not the %s flavour: %s",
+		      flavours[_i], v ? v : r.out);
+	sink_read(&q);
+	req_traceparent(&q, trace, parent, flags);
+	ck_assert_str_eq(trace, T_TRACE);
+	ck_assert_str_eq(flags, "03");
+	ck_assert_str_ne(parent, T_PARENT);
+	ck_assert_int_eq(req_count(&q, "tracestate", &v), 1);
+	ck_assert_str_eq(v, "congo=t61rcWkgMzE,rojo=00f067aa0ba902b7");
+	ck_assert_int_eq(req_count(&q, "X-App", &v), 1);
+	ck_assert_str_eq(v, "1");
+	out_record(&r, "BEFORE", 0, bt, bs);
+	out_record(&r, "DURING", 0, dt, ds);
+	out_record(&r, "AFTER", 0, at, as);
+	ck_assert_str_eq(bt, T_TRACE);
+	ck_assert_str_eq(dt, T_TRACE);
+	ck_assert_str_eq(ds, parent); /* the record names the client span */
+	ck_assert_str_ne(ds, bs);
+	ck_assert_str_eq(at, bt); /* then the server context again */
+	ck_assert_str_eq(as, bs);
+	ck_assert_ptr_nonnull(out_line(&r, "LIST 1 X-App: 1", 0, buf, sizeof(buf)));
+	run_free(&r);
+	sink_stop();
+}
+END_TEST
+
+/* Without the shim the same program sends no trace context at all: the
+ * headers above come from the shim, not from libcurl or the helper. */
+START_TEST(test_without_shim)
+{
+	char path[4096], url[128];
+	char *argv[] = {path, "-H", "X-App: 1", url, NULL};
+	char *env[] = {T_TP, T_TS, NULL};
+	char *out, *err;
+	struct req q;
+
+	sink_start();
+	snprintf(path, sizeof(path), "%s/curl-client-openssl",
+		 test_env_path("HELPER_DIR"));
+	snprintf(url, sizeof(url), "http://127.0.0.1:%u/t", sink_port);
+	ck_assert_int_eq(test_run_capture(argv, env, false, &out, &err, TIMEOUT), 0);
+	sink_read(&q);
+	ck_assert_int_eq(req_count(&q, "traceparent", NULL), 0);
+	ck_assert_int_eq(req_count(&q, "tracestate", NULL), 0);
+	ck_assert_int_eq(req_count(&q, "X-App", NULL), 1);
+	free(out);
+	free(err);
+	sink_stop();
+}
+END_TEST
+
+/* Transfers one after the other on one handle: each its own span, and
+ * never a second traceparent line (our copy never leaks into the app's
+ * list, which libcurl would reuse). */
+static void
+assert_distinct_children(struct req *q, int n, char parents[][17])
+{
+	char trace[33], flags[3];
+	int i, k;
+
+	for (i = 0; i < n; i++) {
+		req_traceparent(&q[i], trace, parents[i], flags);
+		ck_assert_str_eq(trace, T_TRACE);
+		ck_assert_str_eq(flags, "03");
+		ck_assert_str_ne(parents[i], T_PARENT);
+		ck_assert_int_le(req_count(&q[i], "tracestate", NULL), 1);
+		for (k = 0; k < i; k++)
+			ck_assert_str_ne(parents[i], parents[k]);
+	}
+}
+
+START_TEST(test_repeat_same_handle)
+{
+	const char *args[] = {"-n", "3", "-H", "X-App: 1", NULL};
+	char *env[] = {T_TP, T_TS, NULL};
+	char parents[3][17], t[33], s[17];
+	struct req q[3];
+	struct run r;
+	int i;
+
+	sink_start();
+	client(&r, "openssl", args, env);
+	for (i = 0; i < 3; i++) {
+		sink_read(&q[i]);
+		ck_assert_int_eq(req_count(&q[i], "X-App", NULL), 1);
+	}
+	assert_distinct_children(q, 3, parents);
+	for (i = 0; i < 3; i++) {
+		out_record(&r, "DURING", i, t, s);
+		ck_assert_str_eq(s, parents[i]);
+	}
+	run_free(&r);
+	sink_stop();
+}
+END_TEST
+
+/* The multi interface: the context is taken at curl_multi_add_handle, each
+ * handle its own span; the thread's record is left alone (one thread
+ * drives many transfers).  Variants end the transfers differently:
+ * remove + cleanup, curl_multi_cleanup first (then the handles are plain
+ * easy handles again), curl_easy_cleanup while still added. */
+static void
+multi_case(const char *variant)
+{
+	const char *args[] = {"-m", "3", "-H", "X-App: 1", variant, NULL};
+	char *env[] = {T_TP, T_TS, NULL};
+	char parents[6][17], bt[33], bs[17], dt[33], ds[17];
+	struct req q[6];
+	struct run r;
+	int i, n = strcmp(variant, "-C") == 0 ? 6 : 3;
+
+	sink_start();
+	client(&r, "openssl", args, env);
+	for (i = 0; i < n; i++)
+		sink_read(&q[i]);
+	assert_distinct_children(q, n, parents);
+	out_record(&r, "BEFORE", 0, bt, bs);
+	for (i = 0; i < 3; i++) {
+		out_record(&r, "DURING", i, dt, ds);
+		ck_assert_str_eq(ds, bs);
+	}
+	run_free(&r);
+	sink_stop();
+}
+
+START_TEST(test_multi)
+{
+	static const char *const variants[] = {"-n1", "-C", "-X"};
+
+	multi_case(variants[_i]);
+}
+END_TEST
+
+/* A new CURLOPT_HTTPHEADER while our copy is in use (from the header
+ * callback of a running transfer): no crash, no leak (valgrind test). */
+START_TEST(test_setopt_during_transfer)
+{
+	const char *args[] = {"-S", "-m", "2", "-H", "X-App: 1", NULL};
+	const char *args_easy[] = {"-S", "-n", "2", "-H", "X-App: 1", NULL};
+	char *env[] = {T_TP, NULL};
+	char parents[4][17];
+	struct req q[4];
+	struct run r;
+	int i;
+
+	sink_start();
+	client(&r, "openssl", args, env);
+	run_free(&r);
+	client(&r, "openssl", args_easy, env);
+	run_free(&r);
+	for (i = 0; i < 4; i++)
+		sink_read(&q[i]);
+	for (i = 0; i < 4; i++) {
+		char t[33], f[3];
+
+		req_traceparent(&q[i], t, parents[i], f);
+		ck_assert_str_eq(t, T_TRACE);
+	}
+	sink_stop();
+}
+END_TEST
+
+/* curl_easy_duphandle: the copy has the application's list, not our
+ * merged one (which is freed when the original's transfer ends); it keeps
+ * working after the original is gone. */
+START_TEST(test_duphandle)
+{
+	const char *args[] = {"-D", "-H", "X-App: 1", NULL};
+	char *env[] = {T_TP, T_TS, NULL};
+	char parents[3][17];
+	struct req q[3];
+	struct run r;
+	int i;
+
+	sink_start();
+	client(&r, "openssl", args, env);
+	for (i = 0; i < 3; i++) {
+		sink_read(&q[i]);
+		ck_assert_int_eq(req_count(&q[i], "X-App", NULL), 1);
+	}
+	assert_distinct_children(q, 3, parents);
+	run_free(&r);
+	sink_stop();
+}
+END_TEST
+
+/* curl_easy_reset forgets the application's list with everything else. */
+START_TEST(test_reset)
+{
+	const char *args[] = {"-R", "-H", "X-App: 1", NULL};
+	char *env[] = {T_TP, NULL};
+	char t[33], p[17], f[3];
+	struct req q;
+	struct run r;
+
+	sink_start();
+	client(&r, "openssl", args, env);
+	sink_read(&q);
+	ck_assert_int_eq(req_count(&q, "X-App", NULL), 0);
+	req_traceparent(&q, t, p, f);
+	ck_assert_str_eq(t, T_TRACE);
+	run_free(&r);
+	sink_stop();
+}
+END_TEST
+
+/* The URL given as a CURLU handle: the scheme is asked from it. */
+START_TEST(test_curlu)
+{
+	const char *args[] = {"-u", NULL};
+	char *env[] = {T_TP, NULL};
+	char t[33], p[17], f[3];
+	struct req q;
+	struct run r;
+
+	sink_start();
+	client(&r, "openssl", args, env);
+	sink_read(&q);
+	req_traceparent(&q, t, p, f);
+	ck_assert_str_eq(t, T_TRACE);
+	run_free(&r);
+	sink_stop();
+}
+END_TEST
+
+/* A worker thread inherits the context (hook-pthread.c) and its call is a
+ * child of it. */
+START_TEST(test_thread)
+{
+	const char *args[] = {"-T", NULL};
+	char *env[] = {T_TP, NULL};
+	char t[33], p[17], f[3], dt[33], ds[17];
+	struct req q;
+	struct run r;
+
+	sink_start();
+	client(&r, "openssl", args, env);
+	sink_read(&q);
+	req_traceparent(&q, t, p, f);
+	ck_assert_str_eq(t, T_TRACE);
+	out_record(&r, "DURING", 0, dt, ds);
+	ck_assert_str_eq(ds, p);
+	run_free(&r);
+	sink_stop();
+}
+END_TEST
+
+/* No context on the thread: nothing is sent (see hook-curl.c, "No
+ * context, no header"). */
+START_TEST(test_no_context)
+{
+	const char *args[] = {"-H", "X-App: 1", NULL};
+	char t[33], s[17];
+	struct req q;
+	struct run r;
+
+	sink_start();
+	client(&r, "openssl", args, NULL);
+	sink_read(&q);
+	ck_assert_int_eq(req_count(&q, "traceparent", NULL), 0);
+	ck_assert_int_eq(req_count(&q, "tracestate", NULL), 0);
+	out_record(&r, "DURING", 0, t, s);
+	ck_assert_str_eq(t, "none");
+	run_free(&r);
+	sink_stop();
+}
+END_TEST
+
+/* The application's own traceparent (any case) is sent untouched, with no
+ * tracestate of ours next to it; the thread's context stays. */
+START_TEST(test_app_traceparent_kept)
+{
+	static const char *const lines[] = {
+		"traceparent: 00-11111111111111111111111111111111-2222222222222222-01",
+		"TraceParent: 00-11111111111111111111111111111111-2222222222222222-01",
+	};
+	const char *args[] = {"-H", lines[_i], NULL};
+	char *env[] = {T_TP, T_TS, NULL};
+	char bt[33], bs[17], dt[33], ds[17];
+	const char *v;
+	struct req q;
+	struct run r;
+
+	sink_start();
+	client(&r, "openssl", args, env);
+	sink_read(&q);
+	ck_assert_int_eq(req_count(&q, "traceparent", &v), 1);
+	ck_assert_str_eq(v, "00-11111111111111111111111111111111-2222222222222222-01");
+	ck_assert_int_eq(req_count(&q, "tracestate", NULL), 0);
+	out_record(&r, "BEFORE", 0, bt, bs);
+	out_record(&r, "DURING", 0, dt, ds);
+	ck_assert_str_eq(dt, bt);
+	ck_assert_str_eq(ds, bs);
+	run_free(&r);
+	sink_stop();
+}
+END_TEST
+
+/* "traceparent:" with no value removes the header in libcurl: the
+ * application said "none", and we add none. */
+START_TEST(test_app_traceparent_disabled)
+{
+	const char *args[] = {"-H", "traceparent:", NULL};
+	char *env[] = {T_TP, NULL};
+	struct req q;
+	struct run r;
+
+	sink_start();
+	client(&r, "openssl", args, env);
+	sink_read(&q);
+	ck_assert_int_eq(req_count(&q, "traceparent", NULL), 0);
+	run_free(&r);
+	sink_stop();
+}
+END_TEST
+
+/* A thread without context adopts the application's traceparent for the
+ * call: a hand-propagating program becomes visible. */
+START_TEST(test_app_traceparent_adopted)
+{
+	const char *args[] = {
+		"-H",
+		"traceparent: 00-11111111111111111111111111111111-2222222222222222-01",
+		"-H", "tracestate: k=v", NULL};
+	char bt[33], bs[17], dt[33], ds[17], at[33], as[17];
+	const char *v;
+	struct req q;
+	struct run r;
+
+	sink_start();
+	client(&r, "openssl", args, NULL);
+	sink_read(&q);
+	ck_assert_int_eq(req_count(&q, "traceparent", &v), 1);
+	ck_assert_str_eq(v, "00-11111111111111111111111111111111-2222222222222222-01");
+	ck_assert_int_eq(req_count(&q, "tracestate", &v), 1);
+	ck_assert_str_eq(v, "k=v");
+	out_record(&r, "BEFORE", 0, bt, bs);
+	out_record(&r, "DURING", 0, dt, ds);
+	out_record(&r, "AFTER", 0, at, as);
+	ck_assert_str_eq(bt, "none");
+	ck_assert_str_eq(dt, "11111111111111111111111111111111");
+	ck_assert_str_eq(ds, "2222222222222222");
+	ck_assert_str_eq(at, "none");
+	run_free(&r);
+	sink_stop();
+}
+END_TEST
+
+/* The application's own tracestate wins over the thread's; our
+ * traceparent still goes out. */
+START_TEST(test_app_tracestate)
+{
+	const char *args[] = {"-H", "tracestate: mine=1", NULL};
+	char *env[] = {T_TP, T_TS, NULL};
+	char t[33], p[17], f[3];
+	const char *v;
+	struct req q;
+	struct run r;
+
+	sink_start();
+	client(&r, "openssl", args, env);
+	sink_read(&q);
+	req_traceparent(&q, t, p, f);
+	ck_assert_str_eq(t, T_TRACE);
+	ck_assert_int_eq(req_count(&q, "tracestate", &v), 1);
+	ck_assert_str_eq(v, "mine=1");
+	run_free(&r);
+	sink_stop();
+}
+END_TEST
+
+/* CTXSHIM_PROPAGATE=0 sends nothing; =transparent forwards the incoming
+ * parent-id (here TRACEPARENT's) and publishes no client span. */
+START_TEST(test_propagate_off)
+{
+	char *env[] = {T_TP, T_TS, "CTXSHIM_PROPAGATE=0", NULL};
+	struct req q;
+	struct run r;
+
+	sink_start();
+	client(&r, "openssl", NULL, env);
+	sink_read(&q);
+	ck_assert_int_eq(req_count(&q, "traceparent", NULL), 0);
+	ck_assert_int_eq(req_count(&q, "tracestate", NULL), 0);
+	run_free(&r);
+	sink_stop();
+}
+END_TEST
+
+START_TEST(test_propagate_transparent)
+{
+	const char *args[] = {"-n", "2", NULL};
+	char *env[] = {T_TP, T_TS, "CTXSHIM_PROPAGATE=transparent", NULL};
+	char t[33], p[17], f[3], bt[33], bs[17], dt[33], ds[17];
+	const char *v;
+	struct req q;
+	struct run r;
+	int i;
+
+	sink_start();
+	client(&r, "openssl", args, env);
+	for (i = 0; i < 2; i++) {
+		sink_read(&q);
+		req_traceparent(&q, t, p, f);
+		ck_assert_str_eq(t, T_TRACE);
+		ck_assert_str_eq(p, T_PARENT);
+		ck_assert_str_eq(f, "03");
+		ck_assert_int_eq(req_count(&q, "tracestate", &v), 1);
+		ck_assert_str_eq(v, "congo=t61rcWkgMzE,rojo=00f067aa0ba902b7");
+	}
+	out_record(&r, "BEFORE", 0, bt, bs);
+	out_record(&r, "DURING", 0, dt, ds);
+	ck_assert_str_eq(ds, bs);
+	run_free(&r);
+	sink_stop();
+}
+END_TEST
+
+/* Two flavours in one process: the program's and a plugin's (dlopen'd
+ * RTLD_LOCAL, so RTLD_NEXT cannot see its libcurl, or RTLD_GLOBAL).  Each
+ * call reaches its own libcurl (a mix-up would crash: handles of one
+ * flavour are not the other's) and both carry the context. */
+START_TEST(test_two_flavours)
+{
+	static const char *const plugin[] = {"gnutls", "nss", "gnutls", "nss"};
+	char plug[4096], buf[512], t[33], p[17], f[3];
+	const char *args[] = {"-P", plug, _i >= 2 ? "-G" : "-n1", NULL};
+	char *env[] = {T_TP, NULL};
+	const char *v;
+	struct req q;
+	struct run r;
+	int i;
+
+	if (!flavour_built(_i % 2 + 1))
+		return;
+	snprintf(plug, sizeof(plug), "%s/libcurl-plugin-%s.so",
+		 test_env_path("HELPER_DIR"), plugin[_i]);
+	sink_start();
+	client(&r, "openssl", args, env);
+	v = out_line(&r, "PLUGIN VERSION ", 0, buf, sizeof(buf));
+	ck_assert_msg(v && strstr(v, flavour_lib[_i % 2 + 1]), "plugin flavour: %s",
+		      r.out);
+	for (i = 0; i < 2; i++) {
+		sink_read(&q);
+		req_traceparent(&q, t, p, f);
+		ck_assert_str_eq(t, T_TRACE);
+	}
+	ck_assert_int_eq(req_count(&q, "X-Plugin", NULL), 1);
+	run_free(&r);
+	sink_stop();
+}
+END_TEST
+
+/* No leak and no invalid access in any of the paths that build, swap and
+ * free our lists (valgrind on the client). */
+START_TEST(test_valgrind)
+{
+	static const struct {
+		int reqs;
+		const char *args[8];
+	} cases[] = {
+		{2, {"-n", "2", "-H", "X-App: 1", NULL}},
+		{3, {"-m", "3", "-H", "X-App: 1", NULL}},
+		{4, {"-m", "2", "-C", "-H", "X-App: 1", NULL}},
+		{2, {"-m", "2", "-X", NULL}},
+		{3, {"-D", "-H", "X-App: 1", NULL}},
+		{1, {"-R", "-H", "X-App: 1", NULL}},
+		{2, {"-S", "-m", "2", "-H", "X-App: 1", NULL}},
+		{2, {"-S", "-n", "2", NULL}},
+		{1, {"-u", NULL}},
+		{1, {"-T", NULL}},
+	};
+	char path[4096], url[128], *argv[16], *out, *err;
+	char *env[] = {T_TP, T_TS, NULL};
+	struct req q;
+	int n = 0, i, st;
+
+#ifdef __SANITIZE_ADDRESS__
+	/* The helpers carry the ASan runtime, which valgrind cannot run;
+	 * LeakSanitizer checks them in the other tests instead. */
+	return;
+#endif
+	if (access("/usr/bin/valgrind", X_OK) != 0)
+		return;
+	sink_start();
+	snprintf(path, sizeof(path), "%s/curl-client-openssl",
+		 test_env_path("HELPER_DIR"));
+	snprintf(url, sizeof(url), "http://127.0.0.1:%u/t", sink_port);
+	argv[n++] = "/usr/bin/valgrind";
+	argv[n++] = "-q";
+	argv[n++] = "--error-exitcode=9";
+	argv[n++] = "--leak-check=full";
+	argv[n++] = "--errors-for-leak-kinds=definite";
+	argv[n++] = path;
+	for (i = 0; cases[_i].args[i]; i++)
+		argv[n++] = (char *)cases[_i].args[i];
+	argv[n++] = url;
+	argv[n] = NULL;
+	st = test_run_capture(argv, env, true, &out, &err, 120000);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+		      "valgrind status %#x:\n%s\n%s", st, out, err);
+	for (i = 0; i < cases[_i].reqs; i++) {
+		char t[33], p[17], f[3];
+
+		sink_read(&q);
+		req_traceparent(&q, t, p, f);
+		ck_assert_str_eq(t, T_TRACE);
+	}
+	free(out);
+	free(err);
+	sink_stop();
+}
+END_TEST
+
+TEST_SUITE(preload_curl_suite)
+{
+	Suite *s = suite_create("libcurl hooks (hook-curl.c)");
+	TCase *tc;
+	char path[4096];
+
+	snprintf(path, sizeof(path), "%s/http-sink", test_env_path("HELPER_DIR"));
+	if (access(path, X_OK) != 0 || !flavour_built(0))
+		test_skip("the libcurl helpers were not built");
+	tc = tcase_create("flavours");
+	tcase_set_timeout(tc, 60);
+	tcase_add_loop_test(tc, test_flavour_inject, 0, 3);
+	tcase_add_test(tc, test_without_shim);
+	tcase_add_loop_test(tc, test_two_flavours, 0, 4);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("header lists");
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_repeat_same_handle);
+	tcase_add_loop_test(tc, test_multi, 0, 3);
+	tcase_add_test(tc, test_setopt_during_transfer);
+	tcase_add_test(tc, test_duphandle);
+	tcase_add_test(tc, test_reset);
+	tcase_add_test(tc, test_curlu);
+	tcase_add_test(tc, test_thread);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("policy");
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_no_context);
+	tcase_add_loop_test(tc, test_app_traceparent_kept, 0, 2);
+	tcase_add_test(tc, test_app_traceparent_disabled);
+	tcase_add_test(tc, test_app_traceparent_adopted);
+	tcase_add_test(tc, test_app_tracestate);
+	tcase_add_test(tc, test_propagate_off);
+	tcase_add_test(tc, test_propagate_transparent);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("valgrind");
+	tcase_set_timeout(tc, 180);
+	tcase_add_loop_test(tc, test_valgrind, 0, 10);
+	suite_add_tcase(s, tc);
+	return s;
+}

@@ -1,0 +1,148 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Several traced HTTP requests in flight at once, each handed to a pool
+ * thread or a coroutine: the work of each request runs under that
+ * request's context and no other.  The contexts come from real requests
+ * (the socket-level hooks parse their traceparent); the helper flow-http
+ * reports, in each response, what every place the work ran read from its
+ * own otel_thread_ctx_v1. */
+#include "test-flow.h"
+
+#include <sys/wait.h>
+
+#define N_REQ 4
+
+static char preload[4200];
+
+static const char *
+flow_http(void)
+{
+	static char path[4096];
+
+	snprintf(path, sizeof(path), "%s/flow-http", test_env_path("HELPER_DIR"));
+	return path;
+}
+
+/* Start flow-http MODE N_REQ, send N_REQ requests with trace-ids 1111…,
+ * 2222…, … and collect the responses. */
+static void
+serve(const char *mode, char *resp[N_REQ], struct test_child *c)
+{
+	char n[8], *argv[] = {(char *)flow_http(), (char *)mode, n, NULL};
+	char *env[] = {preload, NULL};
+	char line[256];
+	int fds[N_REQ], port, i;
+
+	snprintf(n, sizeof(n), "%d", N_REQ);
+	snprintf(preload, sizeof(preload), "LD_PRELOAD=%s",
+		 test_env_path("CTXSHIM_LIB"));
+	test_child_start(c, argv, env, false);
+	test_child_expect(c, "READY ", line, sizeof(line), 10000);
+	ck_assert_int_eq(sscanf(line, "READY %*d %d", &port), 1);
+	/* All sent before any is read: the server holds each request's work
+	 * until all are in flight. */
+	for (i = 0; i < N_REQ; i++)
+		fds[i] = flow_http_send(port, (char)('1' + i));
+	for (i = 0; i < N_REQ; i++)
+		resp[i] = flow_http_read(fds[i]);
+}
+
+/* Every place listed in wheres saw request i's context: its trace-id and
+ * one server span-id, not the caller's (the parent-id). */
+static void
+check_responses(char *resp[N_REQ], const char *const *wheres, size_t n_wheres)
+{
+	char spans[N_REQ][17];
+	int i, j;
+
+	for (i = 0; i < N_REQ; i++) {
+		char want[64], first[128] = "", ctx[128];
+		size_t w;
+
+		ck_assert_msg(strncmp(resp[i], "HTTP/1.1 200 ", 13) == 0, "%s",
+			      resp[i]);
+		memset(want, '1' + i, 32);
+		want[32] = '\0';
+		for (w = 0; w < n_wheres; w++) {
+			flow_body_ctx(resp[i], wheres[w], ctx, sizeof(ctx));
+			ck_assert_msg(strncmp(ctx, "trace=", 6) == 0 &&
+					      strncmp(ctx + 6, want, 32) == 0,
+				      "request %d, %s: %s", i, wheres[w], ctx);
+			ck_assert_msg(!strstr(ctx, "00f067aa0ba902b7"), "%s", ctx);
+			if (!w)
+				snprintf(first, sizeof(first), "%s", ctx);
+			ck_assert_msg(strcmp(ctx, first) == 0,
+				      "request %d: %s is %s, read was %s", i, wheres[w],
+				      ctx, first);
+		}
+		snprintf(spans[i], sizeof(spans[i]), "%s", strstr(first, "span=") + 5);
+		for (j = 0; j < i; j++)
+			ck_assert_str_ne(spans[i], spans[j]);
+	}
+}
+
+static void
+finish(struct test_child *c, char *resp[N_REQ])
+{
+	int i, st = test_child_finish(c, 10000);
+
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "flow-http status %#x",
+		      st);
+	for (i = 0; i < N_REQ; i++)
+		free(resp[i]);
+}
+
+START_TEST(http_libuv_pool)
+{
+	static const char *const wheres[] = {"read", "work", "after"};
+	struct test_child c;
+	char *resp[N_REQ];
+
+	serve("uv", resp, &c);
+	check_responses(resp, wheres, 3);
+	finish(&c, resp);
+}
+END_TEST
+
+START_TEST(http_glib_pool)
+{
+	static const char *const wheres[] = {"read", "item", "conn"};
+	struct test_child c;
+	char *resp[N_REQ];
+
+	serve("glib", resp, &c);
+	check_responses(resp, wheres, 3);
+	finish(&c, resp);
+}
+END_TEST
+
+START_TEST(http_ucontext_coroutines)
+{
+	static const char *const wheres[] = {"read", "resumed"};
+	struct test_child c;
+	char *resp[N_REQ], line[256];
+
+	serve("ucontext", resp, &c);
+	check_responses(resp, wheres, 2);
+	/* the scheduler, between its coroutines, has none of theirs */
+	test_child_expect(&c, "SCHED ", line, sizeof(line), 5000);
+	ck_assert_str_eq(line, "SCHED " FLOW_NONE);
+	test_child_expect(&c, "SCHED ", line, sizeof(line), 5000);
+	ck_assert_str_eq(line, "SCHED " FLOW_NONE);
+	finish(&c, resp);
+}
+END_TEST
+
+TEST_SUITE(preload_flow_http_suite)
+{
+	Suite *s = suite_create("preload-flow-http");
+	TCase *tc = tcase_create("requests in flight");
+
+	if (access(flow_http(), X_OK) != 0)
+		test_skip("flow-http is not built (install libuv1-dev and "
+			  "libglib2.0-dev)");
+	tcase_add_test(tc, http_libuv_pool);
+	tcase_add_test(tc, http_glib_pool);
+	tcase_add_test(tc, http_ucontext_coroutines);
+	suite_add_tcase(s, tc);
+	return s;
+}

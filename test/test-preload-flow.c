@@ -1,0 +1,395 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Context follows the work (hooks/hook-pthread.c, hook-ucontext.c,
+ * hook-fork.c, hook-exec.c), observed from inside the helper: each thread
+ * or coroutine of test/helpers/ctxflow prints what it reads from its own
+ * otel_thread_ctx_v1.  Its main thread continues the trace of TRACEPARENT;
+ * its "early" thread, and the thread libflowctor.so starts from its
+ * constructor, predate the shim's constructor and have none. */
+#include "test-common.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define TRACE_ID  "4bf92f3577b34da6a3ce929d0e0e4736"
+#define PARENT_ID "00f067aa0ba902b7"
+#define NONE      "trace=- span=-"
+
+static char preload[4200];
+
+static const char *
+ctxflow(void)
+{
+	static char path[4096];
+
+	snprintf(path, sizeof(path), "%s/ctxflow", test_env_path("HELPER_DIR"));
+	return path;
+}
+
+/* Nothing on stderr but ASan's warnings that it does not follow coroutine
+ * stacks (sanitizer builds). */
+static bool
+stderr_clean(const char *err)
+{
+	static const char *const asan_notes[] = {
+		"WARNING: ASan ", "False positive error reports may follow",
+		"For details see https://github.com/google/sanitizers/issues/189"};
+
+	while (*err) {
+		const char *nl = strchr(err, '\n');
+		size_t len = nl ? (size_t)(nl - err) : strlen(err), i;
+		bool ok = false;
+
+		for (i = 0; i < sizeof(asan_notes) / sizeof(asan_notes[0]); i++)
+			ok = ok ||
+			     memmem(err, len, asan_notes[i], strlen(asan_notes[i]));
+		if (!ok)
+			return false;
+		err += len + (nl != NULL);
+	}
+	return true;
+}
+
+/* Run ctxflow with args under the shim (TRACEPARENT set unless
+ * no_traceparent) plus extra environment; returns stdout. */
+static char *
+run_flow(char *const args[],
+	 const char *extra1,
+	 const char *extra2,
+	 bool shim,
+	 bool no_traceparent,
+	 int *status)
+{
+	char *argv[8], *env[6], *out, *err;
+	size_t n = 0, k = 0;
+
+	argv[n++] = (char *)ctxflow();
+	while (*args && n < 7)
+		argv[n++] = *args++;
+	argv[n] = NULL;
+	snprintf(preload, sizeof(preload), "LD_PRELOAD=%s",
+		 test_env_path("CTXSHIM_LIB"));
+	if (shim)
+		env[k++] = preload;
+	if (!no_traceparent)
+		env[k++] = "TRACEPARENT=00-" TRACE_ID "-" PARENT_ID "-01";
+	if (extra1)
+		env[k++] = (char *)extra1;
+	if (extra2)
+		env[k++] = (char *)extra2;
+	env[k] = NULL;
+	*status = test_run_capture(argv, env, false, &out, &err, 60000);
+	ck_assert_msg(stderr_clean(err) || !shim, "stderr: %s", err);
+	free(err);
+	return out;
+}
+
+/* The first line starting with prefix, as a new string, or NULL. */
+static char *
+line_of(const char *out, const char *prefix)
+{
+	size_t pl = strlen(prefix);
+	const char *p = out;
+
+	while (p && *p) {
+		const char *nl = strchr(p, '\n');
+
+		if (strncmp(p, prefix, pl) == 0)
+			return strndup(p, nl ? (size_t)(nl - p) : strlen(p));
+		p = nl ? nl + 1 : NULL;
+	}
+	return NULL;
+}
+
+static void
+assert_line(const char *out, const char *want)
+{
+	char *l = line_of(out, want);
+
+	ck_assert_msg(l && strcmp(l, want) == 0, "no line '%s' in:\n%s", want, out);
+	free(l);
+}
+
+/* "trace=… span=…" at the end of the MAIN line: the main thread's context
+ * (a child span of TRACEPARENT). */
+static void
+main_ctx(const char *out, char *ctx, size_t n)
+{
+	char *l = line_of(out, "MAIN ");
+	const char *t;
+
+	ck_assert_msg(l, "no MAIN line: %s", out);
+	t = strstr(l, "trace=");
+	ck_assert_ptr_nonnull(t);
+	ck_assert_msg(strncmp(t, "trace=" TRACE_ID " span=", 38) == 0, "%s", l);
+	ck_assert_ptr_null(strstr(t, PARENT_ID));
+	snprintf(ctx, n, "%s", t);
+	free(l);
+}
+
+START_TEST(exit_paths_clear_records)
+{
+	char *args[] = {"exits", NULL}, ctx[128], want[256];
+	static const char *const names[] = {"return", "pthread_exit", "cancel",
+					    "cancel-async", "thrd_exit"};
+	char *out;
+	unsigned i;
+	int st;
+
+	out = run_flow(args, NULL, NULL, true, false, &st);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %#x: %s", st, out);
+	main_ctx(out, ctx, sizeof(ctx));
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		/* the creator's context from the first instruction ... */
+		snprintf(want, sizeof(want), "START %s %s", names[i], ctx);
+		assert_line(out, want);
+		/* ... and none once the thread is on its way out, whichever way
+		 * it ends */
+		snprintf(want, sizeof(want), "EXIT %s " NONE, names[i]);
+		assert_line(out, want);
+	}
+	assert_line(out, "JOINED cancel canceled=1");
+	assert_line(out, "JOINED cancel-async canceled=1");
+	assert_line(out, "JOINED thrd_exit res=7");
+	/* a thread without a context starts threads without one */
+	assert_line(out, "START early-child " NONE);
+	/* a library's constructor thread, started before the shim's
+	 * constructor, takes a context later (a coroutine made on main), hands
+	 * it to its own thread, and clears it when it ends */
+	assert_line(out, "START lib-thread " NONE);
+	snprintf(want, sizeof(want), "START lib-thread-in-coroutine %s", ctx);
+	assert_line(out, want);
+	snprintf(want, sizeof(want), "START lib-child %s", ctx);
+	assert_line(out, want);
+	assert_line(out, "EXIT lib-child " NONE);
+	assert_line(out, "EXIT lib-thread-in-coroutine " NONE);
+	snprintf(want, sizeof(want), "DONE %s", ctx);
+	assert_line(out, want);
+	free(out);
+}
+END_TEST
+
+START_TEST(no_context_no_inheritance)
+{
+	char *args[] = {"exits", NULL};
+	char *out, *with, *p;
+	int st;
+
+	/* Without TRACEPARENT nothing has a context, and the program behaves
+	 * exactly as without the shim. */
+	with = run_flow(args, NULL, NULL, true, true, &st);
+	ck_assert_int_eq(st, 0);
+	for (p = with; (p = strstr(p, "trace=")); p++)
+		ck_assert_msg(strncmp(p, NONE, strlen(NONE)) == 0, "%s", with);
+	out = run_flow(args, NULL, NULL, false, true, &st);
+	ck_assert_int_eq(st, 0);
+	ck_assert_str_eq(out, with);
+	free(out);
+	free(with);
+}
+END_TEST
+
+static void
+check_spawn(const char *follow)
+{
+	char *args[] = {"spawn", NULL};
+	char *out;
+	int st;
+
+	out = run_flow(args, follow, NULL, true, false, &st);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %#x: %s", st, out);
+	/* each child ran, and main's record is the same one with the same
+	 * context afterwards */
+	assert_line(out, "SPAWN vfork status=0 same=1");
+	assert_line(out, "SPAWN posix_spawn status=0 same=1");
+	assert_line(out, "SPAWN system status=768 same=1");
+	assert_line(out, "SPAWN popen status=0 same=1");
+	free(out);
+}
+
+START_TEST(vfork_posix_spawn_keep_parent_state)
+{
+	check_spawn(NULL);
+	/* the exec hooks run inside the vfork child here */
+	check_spawn("CTXSHIM_FOLLOW_EXEC=1");
+}
+END_TEST
+
+static const char *const exec_fns[] = {"execve",  "execv",   "execvp",
+				       "execvpe", "execl",   "execle",
+				       "execlp",  "fexecve", "execveat"};
+
+START_TEST(exec_follow)
+{
+	const char *fn = exec_fns[_i];
+	char *args[] = {"exec", (char *)fn, NULL, NULL}, want[8192], lib[4096];
+	char *out;
+	int st;
+
+	ck_assert_ptr_nonnull(realpath(test_env_path("CTXSHIM_LIB"), lib));
+
+	/* Default: a program that clears its environment drops the shim. */
+	args[2] = "clear";
+	out = run_flow(args, NULL, NULL, true, false, &st);
+	ck_assert_msg(st == 0, "%s: status %#x", fn, st);
+	assert_line(out, "PROBE shim=0 preload=- follow=- ctxflow=1 " NONE);
+	free(out);
+
+	/* CTXSHIM_FOLLOW_EXEC=1 puts it back, and itself too. */
+	out = run_flow(args, "CTXSHIM_FOLLOW_EXEC=1", NULL, true, false, &st);
+	ck_assert_msg(st == 0, "%s: status %#x", fn, st);
+	snprintf(want, sizeof(want), "PROBE shim=1 preload=%s follow=1 ctxflow=1 " NONE,
+		 lib);
+	assert_line(out, want);
+	free(out);
+
+	/* ... after another preloaded library the program asked for. */
+	args[2] = "other";
+	out = run_flow(args, "CTXSHIM_FOLLOW_EXEC=1", NULL, true, false, &st);
+	ck_assert_msg(st == 0, "%s: status %#x", fn, st);
+	snprintf(want, sizeof(want),
+		 "PROBE shim=1 preload=/lib/x86_64-linux-gnu/libm.so.6:%s follow=1 "
+		 "ctxflow=1 " NONE,
+		 lib);
+	assert_line(out, want);
+	free(out);
+
+	/* An environment that keeps LD_PRELOAD keeps the shim (and
+	 * TRACEPARENT: the new program continues the trace); with the option
+	 * on, LD_PRELOAD is left as it was. */
+	args[2] = "keep";
+	out = run_flow(args, NULL, NULL, true, false, &st);
+	ck_assert_msg(st == 0, "%s: status %#x", fn, st);
+	snprintf(want, sizeof(want),
+		 "PROBE shim=1 preload=%s follow=- ctxflow=- trace=" TRACE_ID,
+		 test_env_path("CTXSHIM_LIB"));
+	ck_assert_msg(strstr(out, want), "want '%s' in %s", want, out);
+	free(out);
+	out = run_flow(args, "CTXSHIM_FOLLOW_EXEC=1", NULL, true, false, &st);
+	ck_assert_msg(st == 0, "%s: status %#x", fn, st);
+	snprintf(want, sizeof(want),
+		 "PROBE shim=1 preload=%s follow=1 ctxflow=- trace=" TRACE_ID,
+		 test_env_path("CTXSHIM_LIB"));
+	ck_assert_msg(strstr(out, want), "want '%s' in %s", want, out);
+	free(out);
+}
+END_TEST
+
+START_TEST(exec_failure_leaves_environ)
+{
+	char *args[] = {"execfail", NULL};
+	char *with, *without;
+	int st;
+
+	with = run_flow(args, "CTXSHIM_FOLLOW_EXEC=1", NULL, true, false, &st);
+	ck_assert_int_eq(st, 0);
+	assert_line(with,
+		    "EXECFAIL errno=No such file or directory,No such file or "
+		    "directory,No such file or directory environ_same=1 count_same=1 "
+		    "clean_same=1");
+	without = run_flow(args, NULL, NULL, false, false, &st);
+	ck_assert_int_eq(st, 0);
+	ck_assert_str_eq(with, without);
+	free(with);
+	free(without);
+}
+END_TEST
+
+/* The context part ("trace=… span=…") of a line. */
+static const char *
+ctx_part(const char *line)
+{
+	const char *t = strstr(line, "trace=");
+
+	ck_assert_msg(t, "%s", line);
+	return t;
+}
+
+START_TEST(ucontext_coroutines)
+{
+	char *args[] = {"ucontext", NULL}, ctx[128], main_tid[32];
+	char *out, *line, *save = NULL, *m;
+	unsigned steps = 0, scheds = 0;
+	int st;
+
+	out = run_flow(args, NULL, NULL, true, false, &st);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %#x: %s", st, out);
+	main_ctx(out, ctx, sizeof(ctx));
+	m = line_of(out, "MAIN ");
+	snprintf(main_tid, sizeof(main_tid), "%.*s", (int)strcspn(m + 5, " "), m + 5);
+	free(m);
+	for (line = strtok_r(out, "\n", &save); line;
+	     line = strtok_r(NULL, "\n", &save)) {
+		const char *c;
+
+		if (strncmp(line, "STEP ", 5) == 0) {
+			/* a coroutine carries the context it was made with,
+			 * whichever thread resumes it */
+			c = ctx_part(line);
+			if (strncmp(line, "STEP main-", 10) == 0)
+				ck_assert_msg(strcmp(c, ctx) == 0, "%s", line);
+			else
+				ck_assert_msg(strcmp(c, NONE) == 0, "%s", line);
+			steps++;
+		} else if (strncmp(line, "SCHED ", 6) == 0) {
+			/* back in the scheduler, its thread's own context,
+			 * also after a coroutine returned through uc_link */
+			c = ctx_part(line);
+			if (strncmp(line, "SCHED 0 ", 8) == 0) {
+				ck_assert_msg(strcmp(c, ctx) == 0, "%s", line);
+				ck_assert_msg(strstr(line, main_tid), "%s", line);
+			} else {
+				ck_assert_msg(strcmp(c, NONE) == 0, "%s", line);
+				ck_assert_msg(!strstr(line, main_tid), "%s", line);
+			}
+			scheds++;
+		} else if (strncmp(line, "DONE ", 5) == 0) {
+			ck_assert_str_eq(ctx_part(line), ctx);
+		}
+	}
+	/* 2 schedulers x 4 coroutines x (3 steps + end) */
+	ck_assert_uint_eq(steps, 32);
+	ck_assert_uint_eq(scheds, 32);
+	free(out);
+}
+END_TEST
+
+START_TEST(ucontext_table_overflow)
+{
+	char *args[] = {"ucontext-many", "10000", NULL};
+	char *out;
+	int st;
+
+	/* More ucontexts than the shim's table has slots: each recent one
+	 * still carries its own context. */
+	out = run_flow(args, NULL, NULL, true, false, &st);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %#x: %s", st, out);
+	assert_line(out, "MANY n=10000 mismatches=0 main_same=1");
+	free(out);
+}
+END_TEST
+
+TEST_SUITE(preload_flow_suite)
+{
+	Suite *s = suite_create("preload-flow");
+	TCase *tc;
+
+	if (access(ctxflow(), X_OK) != 0)
+		test_skip("%s is not built", ctxflow());
+	tc = tcase_create("threads");
+	tcase_add_test(tc, exit_paths_clear_records);
+	tcase_add_test(tc, no_context_no_inheritance);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("processes");
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, vfork_posix_spawn_keep_parent_state);
+	tcase_add_loop_test(tc, exec_follow, 0, sizeof(exec_fns) / sizeof(exec_fns[0]));
+	tcase_add_test(tc, exec_failure_leaves_environ);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("coroutines");
+	tcase_add_test(tc, ucontext_coroutines);
+	tcase_add_test(tc, ucontext_table_overflow);
+	suite_add_tcase(s, tc);
+	return s;
+}

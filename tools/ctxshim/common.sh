@@ -1,0 +1,335 @@
+# shellcheck shell=sh
+# SPDX-License-Identifier: Apache-2.0
+#
+# Functions shared by ctxshim and ctxshim-entrypoint.  meson pastes this file
+# into both scripts at build time (the CTXSHIM_COMMON placeholder of the .in
+# templates), so each installed script stands alone: the entrypoint is often
+# copied into a container image by itself.
+#
+# POSIX sh has no local variables: every function here uses and sets globals
+# prefixed with ctx_.  Only tools that coreutils and busybox both provide are
+# used (od, dd, stat, awk, tr, head); binutils are usually absent where these
+# checks matter most (slim container images).
+
+# The tools these scripts run (od, dd, awk, …) run without the caller's
+# LD_PRELOAD: they need neither the shim nor, say, a sanitizer runtime
+# meant for the command.  ctx_preload is the caller's value; the scripts
+# hand it, with the shim appended, to the command only.
+# shellcheck disable=SC2034 # read by the scripts that include this
+ctx_preload=${LD_PRELOAD-}
+unset LD_PRELOAD
+
+# ctx_path_search NAME: set ctx_found to the file execvp() would run for NAME
+# (PATH lookup, no shell builtins or functions).  Returns 0 when found and
+# executable, 2 when only a non-executable file of that name exists (execvp
+# fails with EACCES), 1 when nothing is found.
+ctx_path_search() {
+	ctx_found=
+	case $1 in
+	*/*)
+		ctx_found=$1
+		[ -e "$1" ] || return 1
+		[ -x "$1" ] || return 2
+		return 0
+		;;
+	esac
+	ctx_noexec=
+	ctx_rest=${PATH-/bin:/usr/bin}:
+	while [ -n "$ctx_rest" ]; do
+		ctx_dir=${ctx_rest%%:*}
+		ctx_rest=${ctx_rest#*:}
+		[ -n "$ctx_dir" ] || ctx_dir=.
+		if [ -f "$ctx_dir/$1" ]; then
+			if [ -x "$ctx_dir/$1" ]; then
+				ctx_found=$ctx_dir/$1
+				return 0
+			fi
+			[ -n "$ctx_noexec" ] || ctx_noexec=$ctx_dir/$1
+		fi
+	done
+	if [ -n "$ctx_noexec" ]; then
+		ctx_found=$ctx_noexec
+		return 2
+	fi
+	return 1
+}
+
+# ctx_preload_add LIST LIB: print LIST (an LD_PRELOAD value) with LIB
+# appended, unless LIB already is one of its entries.  The loader splits
+# LD_PRELOAD at blanks and colons; what is there stays first (a sanitizer
+# runtime, for instance, must stay first).
+ctx_preload_add() {
+	ctx_words=$(printf '%s' "$1" | tr ':\t\n' '   ')
+	case " $ctx_words " in
+	*" $2 "*)
+		printf '%s\n' "$1"
+		;;
+	*)
+		case $ctx_words in
+		*[!\ ]*) printf '%s:%s\n' "$1" "$2" ;;
+		*) printf '%s\n' "$2" ;;
+		esac
+		;;
+	esac
+}
+
+# ctx_bytes FILE OFFSET COUNT: print up to COUNT bytes of FILE from OFFSET
+# as decimal numbers on one line.
+ctx_bytes() {
+	od -An -v -t u1 -j "$2" -N "$3" "$1" 2>/dev/null | tr -s ' \n' '  '
+}
+
+# ctx_elf_machine FILE: set ctx_machine to the e_machine of the 64-bit
+# little-endian ELF file FILE ("" if it is not one).
+ctx_elf_machine() {
+	ctx_machine=
+	# shellcheck disable=SC2046 # split into bytes on purpose
+	set -- $(ctx_bytes "$1" 0 20)
+	if [ $# -eq 20 ] && [ "$1 $2 $3 $4 $5 $6" = "127 69 76 70 2 1" ]; then
+		# shellcheck disable=SC2034 # read by the scripts that include this
+		ctx_machine=$((${19} + ${20} * 256))
+	fi
+}
+
+# ctx_inspect FILE: tell whether a program started from FILE can load an
+# LD_PRELOAD library of machine $ctx_host_machine (e_machine of the shim, or
+# empty for "don't compare").  Sets ctx_verdict to one of
+#   ok       dynamically linked, glibc-style loader: LD_PRELOAD works
+#   static   no PT_INTERP: no dynamic loader runs, nothing can be preloaded
+#   musl     the interpreter is musl's ld-musl-*: a glibc library cannot load
+#   class32  32-bit ELF; the shim is a 64-bit library
+#   machine  ELF for another machine or byte order
+#   secure   setuid/setgid to another user or group, or file capabilities:
+#            the loader runs in secure-execution mode and drops LD_PRELOAD
+#   notexec  an ELF file that is not a program (object file, core dump)
+#   unknown  unreadable, or neither ELF nor #! (the shell runs it as a script)
+# and ctx_why to one sentence that explains it.  ctx_interp is the ELF
+# interpreter when there is one.  Scripts (#!) are followed to their
+# interpreter, and through "#!/usr/bin/env PROG" to PROG, up to 4 levels
+# like the kernel (fs/binfmt_script.c, BINPRM_MAX_RECURSION).
+ctx_inspect() {
+	ctx_depth=0
+	ctx_via=
+	ctx_inspect_file "$1"
+	if [ -n "$ctx_via" ]; then
+		ctx_why="$ctx_via$ctx_why"
+	fi
+}
+
+ctx_inspect_file() {
+	ctx_file=$1
+	ctx_verdict=unknown
+	ctx_interp=
+	if [ ! -f "$ctx_file" ] || [ ! -r "$ctx_file" ]; then
+		ctx_why="$ctx_file cannot be read, so it was not checked"
+		return 0
+	fi
+	# shellcheck disable=SC2046 # split into bytes on purpose
+	set -- $(ctx_bytes "$ctx_file" 0 64)
+	if [ $# -ge 2 ] && [ "$1 $2" = "35 33" ]; then
+		ctx_inspect_script
+	elif [ $# -ge 4 ] && [ "$1 $2 $3 $4" = "127 69 76 70" ]; then
+		ctx_inspect_elf "$@"
+	else
+		ctx_why="$ctx_file is neither an ELF program nor a #! script, not checked"
+	fi
+}
+
+ctx_inspect_script() {
+	ctx_depth=$((ctx_depth + 1))
+	if [ $ctx_depth -gt 4 ]; then
+		ctx_why="$ctx_file: too many levels of #! interpreters"
+		return 0
+	fi
+	# The kernel reads the #! line from the first 256 bytes
+	# (BINPRM_BUF_SIZE); interpreter and one optional argument.
+	ctx_line=$(dd if="$ctx_file" bs=256 count=1 2>/dev/null | tr -d '\000' | head -n 1)
+	ctx_line=${ctx_line#??}
+	ctx_line=${ctx_line#"${ctx_line%%[! 	]*}"}
+	ctx_prog=${ctx_line%%[ 	]*}
+	ctx_arg=${ctx_line#"$ctx_prog"}
+	if [ -z "$ctx_prog" ]; then
+		ctx_why="$ctx_file has an empty #! line"
+		return 0
+	fi
+	ctx_script=$ctx_file
+	# "#!/usr/bin/env [-S] PROG": what matters is PROG.  env's own
+	# options and NAME=VALUE words come before it.
+	case ${ctx_prog##*/} in
+	env)
+		ctx_envprog=
+		for ctx_w in $ctx_arg; do
+			case $ctx_w in
+			-S) continue ;;
+			-S*) ctx_w=${ctx_w#-S} ;;
+			-* | *=*) continue ;;
+			esac
+			ctx_envprog=$ctx_w
+			break
+		done
+		if [ -n "$ctx_envprog" ] && ctx_path_search "$ctx_envprog"; then
+			# env itself runs first with LD_PRELOAD, then PROG.
+			ctx_target=$ctx_found
+			ctx_via2="$ctx_via$ctx_script is a script for $ctx_prog $ctx_envprog ($ctx_target); "
+			ctx_via="$ctx_via$ctx_script is a script for $ctx_prog; "
+			ctx_inspect_file "$ctx_prog"
+			case $ctx_verdict in
+			ok | unknown) ;;
+			*) return 0 ;;
+			esac
+			ctx_via=$ctx_via2
+			ctx_inspect_file "$ctx_target"
+			return 0
+		fi
+		;;
+	esac
+	ctx_via="$ctx_via$ctx_script is a script for $ctx_prog; "
+	ctx_inspect_file "$ctx_prog"
+}
+
+# Called with the first 64 bytes of an ELF file as arguments ($1 = 0x7f).
+ctx_inspect_elf() {
+	case $5 in
+	1)
+		ctx_verdict=class32
+		ctx_why="$ctx_file is a 32-bit program; libctxshim.so is a 64-bit library"
+		return 0
+		;;
+	2) ;;
+	*)
+		ctx_verdict=machine
+		ctx_why="$ctx_file has an unknown ELF class ($5)"
+		return 0
+		;;
+	esac
+	if [ "$6" != 1 ]; then
+		ctx_verdict=machine
+		ctx_why="$ctx_file is a big-endian program; libctxshim.so is little-endian"
+		return 0
+	fi
+	if [ $# -lt 64 ]; then
+		ctx_verdict=notexec
+		ctx_why="$ctx_file is a truncated ELF file"
+		return 0
+	fi
+	ctx_type=$((${17} + ${18} * 256))
+	ctx_mach=$((${19} + ${20} * 256))
+	if [ -n "${ctx_host_machine-}" ] && [ "$ctx_mach" != "$ctx_host_machine" ]; then
+		ctx_verdict=machine
+		ctx_why="$ctx_file is built for another machine (ELF e_machine $ctx_mach; libctxshim.so is $ctx_host_machine)"
+		return 0
+	fi
+	case $ctx_type in
+	2 | 3) ;;
+	*)
+		ctx_verdict=notexec
+		ctx_why="$ctx_file is not an executable (ELF type $ctx_type)"
+		return 0
+		;;
+	esac
+	# e_phoff (8 bytes at 32), e_phentsize (2 at 54), e_phnum (2 at 56).
+	ctx_phoff=$((${33} + ${34} * 256 + ${35} * 65536 + ${36} * 16777216 + ${37} * 4294967296))
+	ctx_phentsize=$((${55} + ${56} * 256))
+	ctx_phnum=$((${57} + ${58} * 256))
+	if [ "${38} ${39} ${40}" != "0 0 0" ] || [ "$ctx_phentsize" -lt 56 ] ||
+		[ "$ctx_phnum" -eq 0 ] || [ "$ctx_phnum" -ge 65535 ]; then
+		ctx_verdict=notexec
+		ctx_why="$ctx_file has no usable program header table"
+		return 0
+	fi
+	# Find PT_INTERP (p_type 3): p_offset at +8, p_filesz at +32.
+	ctx_ph=$(od -An -v -t u1 -j "$ctx_phoff" -N $((ctx_phnum * ctx_phentsize)) \
+		"$ctx_file" 2>/dev/null | awk -v n="$ctx_phnum" -v es="$ctx_phentsize" '
+		{ for (i = 1; i <= NF; i++) b[k++] = $i }
+		END {
+			if (k < n * es) { print "short"; exit }
+			for (i = 0; i < n; i++) {
+				o = i * es
+				t = b[o] + b[o + 1] * 256 + b[o + 2] * 65536 + b[o + 3] * 16777216
+				if (t != 3)
+					continue
+				off = 0; sz = 0
+				for (j = 7; j >= 0; j--) {
+					off = off * 256 + b[o + 8 + j]
+					sz = sz * 256 + b[o + 32 + j]
+				}
+				printf "interp %.0f %.0f\n", off, sz
+				exit
+			}
+			print "none"
+		}')
+	# shellcheck disable=SC2086 # split the awk answer into words
+	set -- $ctx_ph
+	case ${1-short} in
+	short)
+		ctx_verdict=notexec
+		ctx_why="$ctx_file is a truncated ELF file"
+		return 0
+		;;
+	none)
+		# ld.so itself has no PT_INTERP, but run as a program it is
+		# the loader and honours LD_PRELOAD.
+		case ${ctx_file##*/} in
+		ld-linux*.so* | ld64.so*)
+			ctx_verdict=ok
+			ctx_why="$ctx_file is the glibc dynamic loader"
+			return 0
+			;;
+		esac
+		ctx_verdict=static
+		ctx_why="$ctx_file is statically linked (no PT_INTERP): no dynamic loader runs that could load libctxshim.so"
+		return 0
+		;;
+	esac
+	if [ "$3" -le 1 ] || [ "$3" -gt 4096 ]; then
+		ctx_verdict=notexec
+		ctx_why="$ctx_file has an invalid PT_INTERP"
+		return 0
+	fi
+	ctx_interp=$(dd if="$ctx_file" bs=1 skip="$2" count="$3" 2>/dev/null | tr -d '\000')
+	case ${ctx_interp##*/} in
+	ld-musl-*)
+		ctx_verdict=musl
+		ctx_why="$ctx_file is linked with musl ($ctx_interp); libctxshim.so is built for glibc"
+		return 0
+		;;
+	esac
+	ctx_inspect_secure || return 0
+	ctx_verdict=ok
+	ctx_why="$ctx_file is dynamically linked (interpreter $ctx_interp)"
+}
+
+# Secure-execution mode (AT_SECURE): the kernel sets it when exec changes
+# the effective uid or gid away from the real one (setuid/setgid bits, see
+# fs/exec.c bprm_fill_uid) or grants capabilities; glibc then ignores
+# LD_PRELOAD paths with slashes.  Root running a setuid-root program is not
+# secure mode.  Returns 1 (and sets the verdict) when FILE would run so.
+ctx_inspect_secure() {
+	if [ -u "$ctx_file" ] || [ -g "$ctx_file" ]; then
+		# shellcheck disable=SC2046 # owner, group, mode string
+		set -- $(stat -L -c '%u %g %A' "$ctx_file" 2>/dev/null)
+		if [ $# -eq 3 ]; then
+			if [ -u "$ctx_file" ] && [ "$1" != "$(id -ru)" ]; then
+				ctx_verdict=secure
+				ctx_why="$ctx_file is setuid (owner uid $1): the loader runs it in secure mode and ignores LD_PRELOAD"
+				return 1
+			fi
+			case $3 in
+			??????s*)
+				if [ "$2" != "$(id -rg)" ]; then
+					ctx_verdict=secure
+					ctx_why="$ctx_file is setgid (group gid $2): the loader runs it in secure mode and ignores LD_PRELOAD"
+					return 1
+				fi
+				;;
+			esac
+		fi
+	fi
+	if [ "$(id -ru)" != 0 ] && command -v getcap >/dev/null 2>&1 &&
+		[ -n "$(getcap "$ctx_file" 2>/dev/null)" ]; then
+		ctx_verdict=secure
+		ctx_why="$ctx_file has file capabilities: the loader runs it in secure mode and ignores LD_PRELOAD"
+		return 1
+	fi
+	return 0
+}
