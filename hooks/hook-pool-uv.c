@@ -11,8 +11,7 @@
  * libuv hands work_cb and after_work_cb only the uv_work_t, whose fields
  * belong to the application (req->data) or to libuv, so the captured
  * context and the application's callbacks live in a wrapper allocated at
- * submission and found again by the uv_work_t address in a small hash
- * table.  Submission and completion are not read paths: the table is
+ * submission and found again by the uv_work_t address in a hash table.  Submission and completion are not read paths: the table is
  * guarded by a mutex.  uv_cancel() of a queued request makes libuv call
  * after_work_cb with UV_ECANCELED (work_cb never runs), which frees the
  * wrapper like any completion.
@@ -40,6 +39,11 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+/* uthash's default on a failed allocation is exit(): never in a host
+ * process.  Non-fatal mode leaves the element out (hh.tbl == NULL). */
+#define HASH_NONFATAL_OOM 1
+#include <uthash.h>
+
 struct uv_loop_s;
 struct uv_work_s;
 typedef void (*uv_work_cb_fn)(struct uv_work_s *req);
@@ -59,30 +63,43 @@ static uv_queue_work_fn real_uv_queue_work_fn;
 
 /* One submitted request. */
 struct uv_item {
-	struct uv_item *next;
+	UT_hash_handle hh;
 	struct uv_work_s *req;
 	uv_work_cb_fn work_cb;
 	uv_after_work_cb_fn after_cb;
 	struct hook_scope scope;
 };
 
-#define UV_BUCKETS 256
+/* Submitted requests by uv_work_t address, in shards so that the pool
+ * threads and the loop thread seldom wait for each other; uthash grows a
+ * shard's buckets with the number in flight. */
+#define UV_SHARDS 32
 
-static pthread_mutex_t table_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct uv_item *table[UV_BUCKETS];
+static struct uv_shard {
+	pthread_mutex_t lock;
+	struct uv_item *table;
+} __attribute__((aligned(64))) shards[UV_SHARDS] = {
+	[0 ... UV_SHARDS - 1] = {.lock = PTHREAD_MUTEX_INITIALIZER},
+};
 
-/* A fork while another thread holds the lock must not leave it locked in
+/* A fork while another thread holds a lock must not leave it locked in
  * the child. */
 static void
 hook_pool_uv_prefork(void)
 {
-	pthread_mutex_lock(&table_lock);
+	unsigned i;
+
+	for (i = 0; i < UV_SHARDS; i++)
+		pthread_mutex_lock(&shards[i].lock);
 }
 
 static void
 hook_pool_uv_postfork(void)
 {
-	pthread_mutex_unlock(&table_lock);
+	unsigned i;
+
+	for (i = UV_SHARDS; i-- > 0;)
+		pthread_mutex_unlock(&shards[i].lock);
 }
 
 static void
@@ -107,43 +124,51 @@ real_uv_queue_work(struct uv_loop_s *loop,
 	return real_uv_queue_work_fn(loop, req, work_cb, after_work_cb);
 }
 
-static unsigned
-hook_pool_uv_bucket(const struct uv_work_s *req)
+static struct uv_shard *
+hook_pool_uv_shard(const struct uv_work_s *req)
 {
 	uint64_t h = (uint64_t)(uintptr_t)req * 0x9e3779b97f4a7c15ull;
 
-	return (unsigned)(h >> 56) % UV_BUCKETS;
+	return &shards[(h >> 32) % UV_SHARDS];
 }
 
-static void
+/* False if the table could not grow (out of memory). */
+static bool
 hook_pool_uv_insert(struct uv_item *it)
 {
-	unsigned b = hook_pool_uv_bucket(it->req);
+	struct uv_shard *sh = hook_pool_uv_shard(it->req);
+	bool added;
 
-	pthread_mutex_lock(&table_lock);
-	it->next = table[b];
-	table[b] = it;
-	pthread_mutex_unlock(&table_lock);
+	pthread_mutex_lock(&sh->lock);
+	HASH_ADD_PTR(sh->table, req, it);
+	added = it->hh.tbl != NULL;
+	pthread_mutex_unlock(&sh->lock);
+	return added;
 }
 
 /* The wrapper of req, unlinked from the table if take. */
 static struct uv_item *
-hook_pool_uv_find(const struct uv_work_s *req, bool take)
+hook_pool_uv_find(struct uv_work_s *req, bool take)
 {
-	unsigned b = hook_pool_uv_bucket(req);
-	struct uv_item **pp, *it = NULL;
+	struct uv_shard *sh = hook_pool_uv_shard(req);
+	struct uv_item *it;
 
-	pthread_mutex_lock(&table_lock);
-	for (pp = &table[b]; *pp; pp = &(*pp)->next) {
-		if ((*pp)->req != req)
-			continue;
-		it = *pp;
-		if (take)
-			*pp = it->next;
-		break;
-	}
-	pthread_mutex_unlock(&table_lock);
+	pthread_mutex_lock(&sh->lock);
+	HASH_FIND_PTR(sh->table, &req, it);
+	if (it && take)
+		HASH_DEL(sh->table, it);
+	pthread_mutex_unlock(&sh->lock);
 	return it;
+}
+
+static void
+hook_pool_uv_remove(struct uv_item *it)
+{
+	struct uv_shard *sh = hook_pool_uv_shard(it->req);
+
+	pthread_mutex_lock(&sh->lock);
+	HASH_DEL(sh->table, it);
+	pthread_mutex_unlock(&sh->lock);
 }
 
 /* On the pool thread.  The wrapper stays valid until after_work_cb, which
@@ -206,14 +231,19 @@ hook_pool_uv_queue_work(struct uv_loop_s *loop,
 	it->after_cb = after_work_cb;
 	hook_scope_capture(&it->scope);
 	/* Before submitting: a pool thread may pick the request up at once. */
-	hook_pool_uv_insert(it);
+	if (!hook_pool_uv_insert(it)) {
+		free(it);
+		errno = saved_errno;
+		return real_uv_queue_work(loop, req, work_cb, after_work_cb);
+	}
 	/* The first submission starts libuv's pool threads on this thread. */
 	hook_pthread_inherit_pause();
 	r = real_uv_queue_work(loop, req, hook_pool_uv_work, hook_pool_uv_after_work);
 	hook_pthread_inherit_resume();
 	if (r != 0) {
 		saved_errno = errno;
-		free(hook_pool_uv_find(req, true));
+		hook_pool_uv_remove(it);
+		free(it);
 		errno = saved_errno;
 	}
 	return r;

@@ -754,6 +754,40 @@ sk_idle(const char *reason)
 	errno = saved_errno;
 }
 
+/* poll() and select() are also what a request handler calls while it
+ * waits on something else (libcurl, a database client): that wait is part
+ * of the request, so only a wait that includes a tracked server connection
+ * -- an event loop, or a thread-per-connection server waiting for the next
+ * request -- makes the thread idle.  epoll fds hide their sets; epoll is
+ * what event loops use, so the epoll waits always count. */
+static bool
+sk_pollfds_tracked(const struct pollfd *f, nfds_t n)
+{
+	nfds_t i;
+
+	if (!f)
+		return false;
+	for (i = 0; i < n; i++)
+		if (f[i].fd >= 0 && (ctxshim_conn_hot(f[i].fd) & CONN_HOT_SCAN))
+			return true;
+	return false;
+}
+
+static bool
+sk_fdset_tracked(int n, const fd_set *r, const fd_set *w, const fd_set *x)
+{
+	int fd;
+
+	if (n > FD_SETSIZE)
+		n = FD_SETSIZE;
+	for (fd = 0; fd < n; fd++)
+		if ((ctxshim_conn_hot(fd) & CONN_HOT_SCAN) &&
+		    ((r && FD_ISSET(fd, r)) || (w && FD_ISSET(fd, w)) ||
+		     (x && FD_ISSET(fd, x))))
+			return true;
+	return false;
+}
+
 /* ---- bytes in ---- */
 
 static __attribute__((noinline)) ssize_t
@@ -1281,7 +1315,8 @@ hook_socket_epoll_pwait2(int ep,
 static __attribute__((noinline)) int
 sk_poll(struct pollfd *f, nfds_t n, int to)
 {
-	sk_idle("poll");
+	if (sk_pollfds_tracked(f, n))
+		sk_idle("poll");
 	return real_poll(f, n, to);
 }
 
@@ -1296,7 +1331,8 @@ hook_socket_poll(struct pollfd *f, nfds_t n, int to)
 static __attribute__((noinline)) int
 sk_poll_chk(struct pollfd *f, nfds_t n, int to, size_t fl)
 {
-	sk_idle("poll");
+	if (sk_pollfds_tracked(f, n))
+		sk_idle("poll");
 	return real_poll_chk(f, n, to, fl);
 }
 
@@ -1311,7 +1347,8 @@ hook_socket_poll_chk(struct pollfd *f, nfds_t n, int to, size_t fl)
 static __attribute__((noinline)) int
 sk_ppoll(struct pollfd *f, nfds_t n, const struct timespec *to, const sigset_t *ss)
 {
-	sk_idle("ppoll");
+	if (sk_pollfds_tracked(f, n))
+		sk_idle("ppoll");
 	return real_ppoll(f, n, to, ss);
 }
 
@@ -1333,7 +1370,8 @@ sk_ppoll_chk(struct pollfd *f,
 	     const sigset_t *ss,
 	     size_t fl)
 {
-	sk_idle("ppoll");
+	if (sk_pollfds_tracked(f, n))
+		sk_idle("ppoll");
 	return real_ppoll_chk(f, n, to, ss, fl);
 }
 
@@ -1352,7 +1390,8 @@ hook_socket_ppoll_chk(struct pollfd *f,
 static __attribute__((noinline)) int
 sk_select(int n, fd_set *r, fd_set *w, fd_set *x, struct timeval *t)
 {
-	sk_idle("select");
+	if (sk_fdset_tracked(n, r, w, x))
+		sk_idle("select");
 	return real_select(n, r, w, x, t);
 }
 
@@ -1372,7 +1411,8 @@ sk_pselect(int n,
 	   const struct timespec *t,
 	   const sigset_t *ss)
 {
-	sk_idle("pselect");
+	if (sk_fdset_tracked(n, r, w, x))
+		sk_idle("pselect");
 	return real_pselect(n, r, w, x, t, ss);
 }
 

@@ -267,7 +267,7 @@ value_start(struct http_scan_capture *cap, char *buf, size_t bufcap, size_t star
 	cap->cur_seen = cap->cur_last = (uint32_t)seplen;
 }
 
-/* Append n value bytes; the logical length (cur_last) ends after the last
+/* Append n > 0 value bytes; the logical length (cur_last) ends after the last
  * byte that is not trailing whitespace, wherever the line was split. */
 static void
 value_append(struct http_scan_capture *cap, char *buf, size_t bufcap, const uint8_t *s,
@@ -278,8 +278,9 @@ value_append(struct http_scan_capture *cap, char *buf, size_t bufcap, const uint
 
 	if (at < bufcap)
 		memcpy(buf + at, s, n < bufcap - at ? n : bufcap - at);
-	while (j > 0 && is_trail_ws(s[j - 1]))
-		j--;
+	while (is_trail_ws(s[j - 1]))
+		if (--j == 0)
+			break;
 	if (j > 0)
 		cap->cur_last = cap->cur_seen + (uint32_t)j;
 	cap->cur_seen += (uint32_t)n;
@@ -423,8 +424,11 @@ request_line_fast(struct http_scan *st, struct http_scan_capture *cap, const uin
 	size_t mlen;
 	uint64_t v;
 
-	for (q = p; q < lim && is_method_char(*q); q++)
-		;
+	if (lim - p >= 4 && load32(p) == 0x20544547u) /* "GET " */
+		q = p + 3;
+	else
+		for (q = p; q < lim && is_method_char(*q); q++)
+			;
 	mlen = (size_t)(q - p);
 	if (q == lim || *q != ' ' || mlen > HTTP_SCAN_METHOD_MAX ||
 	    (mlen == 3 && p[0] == 'P' && p[1] == 'R' && p[2] == 'I'))
@@ -743,7 +747,7 @@ value_end(struct http_scan *st, struct http_scan_capture *cap)
 
 /* The empty line ending a head was consumed; `total` is the head length.
  * Decide the body framing. */
-static enum http_scan_status
+static inline enum http_scan_status
 head_complete(struct http_scan *st, const struct http_scan_config *cfg, size_t total)
 {
 	unsigned flags = st->flags;
@@ -790,11 +794,13 @@ scan_head(struct http_scan *st, const struct http_scan_config *cfg,
 	static const char version[] = "HTTP/1.";
 	const uint8_t *p = *pp, *const p0 = p;
 	enum http_scan_status r = HTTP_SCAN_MORE;
+	/* In a register: stores through char pointers would force reloads. */
+	unsigned ph = st->phase;
 
 	while (p < lim) {
 		uint8_t c = *p;
 
-		switch (st->phase) {
+		switch (ph) {
 		case PH_REQ:
 			if (c == '\r' || c == '\n') {
 				p++;
@@ -806,7 +812,7 @@ scan_head(struct http_scan *st, const struct http_scan_config *cfg,
 				goto out;
 			}
 			head_begin(st, cap);
-			st->phase = request_line_fast(st, cap, &p, lim) ? PH_LINE : PH_METHOD;
+			ph = request_line_fast(st, cap, &p, lim) ? PH_LINE : PH_METHOD;
 			continue;
 
 		case PH_METHOD:
@@ -825,7 +831,7 @@ scan_head(struct http_scan *st, const struct http_scan_config *cfg,
 				cap->method_len = st->pos;
 			p++;
 			st->pos = 0;
-			st->phase = PH_TARGET;
+			ph = PH_TARGET;
 			continue;
 
 		case PH_TARGET:
@@ -841,7 +847,7 @@ scan_head(struct http_scan *st, const struct http_scan_config *cfg,
 				goto out;
 			}
 			p++;
-			st->phase = PH_SP2;
+			ph = PH_SP2;
 			continue;
 
 		case PH_SP2:
@@ -850,7 +856,7 @@ scan_head(struct http_scan *st, const struct http_scan_config *cfg,
 				continue;
 			}
 			st->pos = 0;
-			st->phase = PH_VERSION;
+			ph = PH_VERSION;
 			continue;
 
 		case PH_VERSION:
@@ -870,14 +876,14 @@ scan_head(struct http_scan *st, const struct http_scan_config *cfg,
 				goto out;
 			}
 			p++;
-			st->phase = PH_RL_EOL;
+			ph = PH_RL_EOL;
 			continue;
 
 		case PH_RL_EOL:
 		case PH_RL_LF:
-			if (c == '\r' && st->phase == PH_RL_EOL) {
+			if (c == '\r' && ph == PH_RL_EOL) {
 				p++;
-				st->phase = PH_RL_LF;
+				ph = PH_RL_LF;
 				continue;
 			}
 			if (c != '\n') {
@@ -887,54 +893,52 @@ scan_head(struct http_scan *st, const struct http_scan_config *cfg,
 			p++;
 			st->n = 0;
 			st->field = FLD_NONE;
-			st->phase = PH_LINE;
+			ph = PH_LINE;
 			continue;
 
 		case PH_LINE: {
 			unsigned m, f;
 
-			if (c == '\n') {
-				p++;
-				r = head_complete(st, cfg, st->head_bytes + (size_t)(p - p0));
-				*pp = p;
-				return r;
-			}
-			if (c == '\r') {
-				p++;
-				st->phase = PH_END_LF;
-				continue;
-			}
-			if (is_ows(c)) {
-				obs_fold(st, cap);
-				if (!skip_line(&p, lim))
-					st->phase = PH_SKIP;
-				continue;
-			}
+			/* The table is 0 for CR, LF, SP and HTAB. */
 			m = cfg->first[c];
 			if (!capturing(st))
 				m &= FRAMING_MASK;
 			if (!m) {
-				st->field = FLD_NONE;
+				if (c == '\n') {
+					p++;
+					r = head_complete(st, cfg, st->head_bytes + (size_t)(p - p0));
+					*pp = p;
+					return r;
+				}
+				if (c == '\r') {
+					p++;
+					ph = PH_END_LF;
+					continue;
+				}
+				if (is_ows(c))
+					obs_fold(st, cap);
+				else
+					st->field = FLD_NONE;
 				if (!skip_line(&p, lim))
-					st->phase = PH_SKIP;
+					ph = PH_SKIP;
 				continue;
 			}
 			if ((size_t)(lim - p) <= cfg->max_name_len) {
 				/* The name may be split: byte at a time. */
 				st->match = (uint16_t)m;
 				st->pos = 0;
-				st->phase = PH_NAME;
+				ph = PH_NAME;
 				continue;
 			}
 			f = match_fast(cfg, p, m);
 			st->field = (uint8_t)f;
 			if (f == FLD_NONE) {
 				if (!skip_line(&p, lim))
-					st->phase = PH_SKIP;
+					ph = PH_SKIP;
 				continue;
 			}
 			p += cfg->name_len[f] + 1;
-			st->phase = PH_VOWS;
+			ph = PH_VOWS;
 		}
 			/* fallthrough */
 		case PH_VOWS:
@@ -943,10 +947,10 @@ scan_head(struct http_scan *st, const struct http_scan_config *cfg,
 			if (p == lim)
 				continue;
 			if (!value_begin(st, cap)) {
-				st->phase = PH_SKIP;
+				ph = PH_SKIP;
 				continue;
 			}
-			st->phase = PH_VALUE;
+			ph = PH_VALUE;
 			/* fallthrough */
 		case PH_VALUE: {
 			const uint8_t *nl = memchr(p, '\n', (size_t)(lim - p));
@@ -958,7 +962,7 @@ scan_head(struct http_scan *st, const struct http_scan_config *cfg,
 			}
 			value_end(st, cap);
 			p = nl + 1;
-			st->phase = PH_LINE;
+			ph = PH_LINE;
 			continue;
 		}
 
@@ -968,13 +972,13 @@ scan_head(struct http_scan *st, const struct http_scan_config *cfg,
 			if (c == ':') {
 				p++;
 				st->field = (uint8_t)match_resolve(cfg, st->match, st->pos);
-				st->phase = st->field == FLD_NONE ? PH_SKIP : PH_VOWS;
+				ph = st->field == FLD_NONE ? PH_SKIP : PH_VOWS;
 				continue;
 			}
 			if (c == '\n') {
 				p++;
 				st->field = FLD_NONE;
-				st->phase = PH_LINE;
+				ph = PH_LINE;
 				continue;
 			}
 			m = match_narrow(cfg, st->match, st->pos, c);
@@ -983,14 +987,14 @@ scan_head(struct http_scan *st, const struct http_scan_config *cfg,
 			p++;
 			if (!m) {
 				st->field = FLD_NONE;
-				st->phase = PH_SKIP;
+				ph = PH_SKIP;
 			}
 			continue;
 		}
 
 		case PH_SKIP:
 			if (skip_line(&p, lim))
-				st->phase = PH_LINE;
+				ph = PH_LINE;
 			continue;
 
 		case PH_END_LF:
@@ -1008,6 +1012,8 @@ scan_head(struct http_scan *st, const struct http_scan_config *cfg,
 		}
 	}
 out:
+	if (r == HTTP_SCAN_MORE)
+		st->phase = (uint8_t)ph;
 	st->head_bytes += (uint32_t)(p - p0);
 	/* Past the bound: stop capturing (the head is reported oversized). */
 	if (st->head_bytes > cfg->max_head_bytes && capturing(st)) {

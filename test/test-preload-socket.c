@@ -216,6 +216,32 @@ START_TEST(test_tpc_traced)
 }
 END_TEST
 
+/* A handler that waits in poll() on something that is not a client
+ * connection (an upstream, a database) is still working on its request:
+ * the context must stay.  Then the server's own read of the answered
+ * connection clears it. */
+START_TEST(test_tpc_handler_polls)
+{
+	char *args[] = {"--block-poll", NULL};
+	struct it_server s;
+	struct it_thread_ctx t;
+	long tid;
+	int fd;
+
+	tpc_start(&s, args, NULL);
+	fd = it_connect(s.port);
+	it_send_str(fd, "GET /block/poll HTTP/1.1\r\nHost: x\r\n" TP1 "\r\n");
+	tid = expect_block(&s, "/block/poll");
+	assert_ctx(&s, tid, T1, P1, "GET", "/block/poll", &t);
+	release(&s);
+	assert_body(it_read_response(fd), "/block/poll");
+	wait_detached(&s, tid, "response-sent");
+	it_assert_gone(&s, tid, T1);
+	close(fd);
+	it_server_stop(&s);
+}
+END_TEST
+
 /* Every read and write entry point, with heads split into 1- and 7-byte
  * reads; each variant checks the context and that the response write was
  * seen (the detach when the server reads again). */
@@ -740,6 +766,7 @@ TEST_SUITE(socket_suite)
 	tcase_add_test(tc, test_tpc_traced);
 	tcase_add_loop_test(tc, test_tpc_split_reads, 0,
 			    (int)(sizeof(variants) / sizeof(variants[0])));
+	tcase_add_test(tc, test_tpc_handler_polls);
 	tcase_add_test(tc, test_tpc_pipelined);
 	tcase_add_test(tc, test_tpc_keepalive);
 	tcase_add_test(tc, test_tpc_no_traceparent);

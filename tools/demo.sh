@@ -60,12 +60,12 @@ if [ -x "$helpers/tpc-server" ] && command -v curl >/dev/null; then
 	exec 4>"$tmp/ctl"
 	port=$(wait_line "$tmp/srv" READY | awk '{print $NF}')
 	echo "   curl -H 'traceparent: 00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01' \\"
-	echo "        -H 'x-request-id: demo-42' http://127.0.0.1:$port/api/orders?id=7"
+	echo "        -H 'x-request-id: demo-42' http://127.0.0.1:$port/block/orders?id=7"
 	curl -s -o "$tmp/resp" \
 		-H 'traceparent: 00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01' \
-		-H 'x-request-id: demo-42' "http://127.0.0.1:$port/api/orders?id=7" &
+		-H 'x-request-id: demo-42' "http://127.0.0.1:$port/block/orders?id=7" &
 	cpid=$!
-	wait_line "$tmp/srv" BLOCKED >/dev/null
+	wait_line "$tmp/srv" BLOCK >/dev/null
 	say "6. While the handler is blocked, ctxdump shows the request on its thread"
 	"$ctxdump" --quiet "$spid"
 	echo go >&4

@@ -4,7 +4,7 @@
  *
  *   tpc-server [--read-size N] [--io read|recv|recvfrom|readv|recvmsg|
  *               read_chk|recv_chk|recvfrom_chk]
- *              [--wio write|send|sendto|writev|sendmsg]
+ *              [--wio write|send|sendto|writev|sendmsg] [--block-poll]
  *
  * Listens on 127.0.0.1, port chosen by the kernel, prints "READY <port>",
  * then serves each connection on its own thread: reads request
@@ -12,14 +12,19 @@
  * bodies, keeps the connection open (keep-alive, pipelining from its own
  * buffer) until the client closes.  A request whose path starts with
  * "/block" prints "BLOCK <tid> <path>" and waits for one line on stdin
- * before answering; every answered request prints "DONE <tid> <path>".
+ * before answering (with --block-poll it waits in poll() on a pipe, as a
+ * handler waiting on a database or an upstream would); every answered
+ * request prints "DONE <tid> <path>".
  * The response body is "path=<path>\n".  Exits when stdin is closed. */
 #include "config.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <poll.h>
+#include <fcntl.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <semaphore.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -50,6 +55,8 @@ static const char *io = "read";
 static const char *wio = "write";
 static pthread_mutex_t out_lock = PTHREAD_MUTEX_INITIALIZER;
 static sem_t go;
+static bool block_poll;
+static int go_pipe[2];
 
 static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
@@ -205,8 +212,16 @@ serve(void *arg)
 
 		if (strncmp(path, "/block", 6) == 0) {
 			say("BLOCK %ld %s\n", tid, path);
-			while (sem_wait(&go) < 0)
-				;
+			if (block_poll) {
+				struct pollfd p = {.fd = go_pipe[0], .events = POLLIN};
+				char c;
+
+				while (poll(&p, 1, -1) < 0 || read(go_pipe[0], &c, 1) != 1)
+					;
+			} else {
+				while (sem_wait(&go) < 0)
+					;
+			}
 		}
 		n = (size_t)snprintf(
 			resp, sizeof(resp),
@@ -230,8 +245,12 @@ control(void *arg)
 
 	(void)arg;
 	/* One line on stdin releases one blocked request; EOF ends it all. */
-	while (fgets(line, sizeof(line), stdin))
-		sem_post(&go);
+	while (fgets(line, sizeof(line), stdin)) {
+		if (block_poll)
+			(void)!write(go_pipe[1], "x", 1);
+		else
+			sem_post(&go);
+	}
 	exit(0);
 }
 
@@ -250,6 +269,8 @@ main(int argc, char **argv)
 			io = argv[++i];
 		else if (strcmp(argv[i], "--wio") == 0 && i + 1 < argc)
 			wio = argv[++i];
+		else if (strcmp(argv[i], "--block-poll") == 0)
+			block_poll = true;
 		else {
 			fprintf(stderr, "tpc-server: unknown option %s\n", argv[i]);
 			return 64;
@@ -258,6 +279,8 @@ main(int argc, char **argv)
 	if (read_size == 0 || read_size > BUF_MAX)
 		read_size = 4096;
 	sem_init(&go, 0, 0);
+	if (pipe2(go_pipe, O_CLOEXEC) < 0)
+		return 1;
 	ls = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	setsockopt(ls, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
