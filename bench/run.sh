@@ -102,8 +102,11 @@ skip() {
 	printf '%s\t%s\t-\tskip\t-\t%s\n' "$1" "$2" "$3" >>"$ROWS"
 }
 
-# timed OUT CMD... -> appends "<ns> <status>" to stdout
+# timed OUT CMD... -> prints "<ns> <status>".  A short pause first: after
+# a dump (or gdb) detaches, the target's threads need a moment to go back
+# to sleep, and B5-B7 are about a sleeping target.
 timed() {
+	sleep 0.05
 	$PRIO "$TIMEIT" "$@"
 }
 

@@ -59,6 +59,7 @@
 #undef _FILE_OFFSET_BITS
 
 #include "hooks.h"
+#include "log.h"
 
 #include "conn.h"
 #include "events.h"
@@ -713,7 +714,10 @@ sk_gone_range(unsigned lo, unsigned hi, const char *reason)
 	unsigned fd;
 	int ev = ctxshim_events_fd;
 
-	/* The event log's fd sits in a chunk never mapped for connections. */
+	/* The shim's own fds sit in a chunk never mapped for connections. */
+	if (ev >= 0 && (unsigned)ev >= lo && (unsigned)ev <= hi)
+		ctxshim_conn_release_shim_fd(ev);
+	ev = ctxshim_log_fd;
 	if (ev >= 0 && (unsigned)ev >= lo && (unsigned)ev <= hi)
 		ctxshim_conn_release_shim_fd(ev);
 	if (hi >= max)

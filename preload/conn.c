@@ -136,6 +136,8 @@ ctxshim_conn_release_shim_fd(int fd)
 {
 	if (fd == ctxshim_events_fd)
 		ctxshim_events_fd = -1;
+	if (fd == ctxshim_log_fd)
+		ctxshim_log_fd = -1;
 	if ((unsigned)fd < ctxshim_conn_tab.max_fds &&
 	    __atomic_load_n(&ctxshim_conn_tab.hot[fd], __ATOMIC_RELAXED) ==
 		    CONN_HOT_SHIM)
@@ -218,6 +220,8 @@ ctxshim_conn_init(void)
 	ctxshim_conn_tab.chunks = chunks;
 	if (ctxshim_events_fd >= 0 && (size_t)ctxshim_events_fd < n)
 		conn_set_hot(ctxshim_events_fd, CONN_HOT_SHIM);
+	if (ctxshim_log_fd >= 0 && (size_t)ctxshim_log_fd < n)
+		conn_set_hot(ctxshim_log_fd, CONN_HOT_SHIM);
 	__atomic_store_n(&ctxshim_conn_tab.max_fds, (unsigned)n, __ATOMIC_RELEASE);
 }
 

@@ -13,7 +13,7 @@
  * high makes it unlikely that we write into one of theirs. */
 #define LOG_FD_MIN 700
 
-static int log_fd = -1;
+int ctxshim_log_fd = -1;
 
 ssize_t
 sys_read_file(const char *path, char *buf, size_t cap)
@@ -63,13 +63,13 @@ ctxshim_log_open(const char *target)
 		}
 	}
 	if (fd >= 0)
-		log_fd = fd;
+		ctxshim_log_fd = fd;
 }
 
 bool
 ctxshim_log_enabled(void)
 {
-	return log_fd >= 0;
+	return ctxshim_log_fd >= 0;
 }
 
 void
@@ -80,7 +80,7 @@ ctxshim_log(const char *fmt, ...)
 	va_list ap;
 	int n, m;
 
-	if (log_fd < 0)
+	if (ctxshim_log_fd < 0)
 		return;
 	n = snprintf(buf, sizeof(buf), "ctxshim[%d]: ", (int)getpid());
 	va_start(ap, fmt);
@@ -92,6 +92,6 @@ ctxshim_log(const char *fmt, ...)
 	if ((size_t)n > sizeof(buf) - 2)
 		n = (int)sizeof(buf) - 2;
 	buf[n++] = '\n';
-	(void)!sys_write(log_fd, buf, (size_t)n);
+	(void)!sys_write(ctxshim_log_fd, buf, (size_t)n);
 	errno = saved_errno;
 }

@@ -6,6 +6,10 @@
 /* Diagnostics for people deploying the shim.  Off unless CTXSHIM_LOG is set
  * ("stderr" or a file path); never written to the application's stdout.
  * Not for hot paths: hooks log only once per condition. */
+/* The log's descriptor (-1: off).  The socket hooks reset it when the
+ * application closes or replaces that number (see conn.c). */
+extern int ctxshim_log_fd;
+
 void ctxshim_log_open(const char *target);
 void ctxshim_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 bool ctxshim_log_enabled(void);

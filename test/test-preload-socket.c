@@ -712,6 +712,8 @@ START_TEST(test_events_fd_given_up)
 		"os.dup2(fd, mine[0]) if sys.argv[3] == 'dup2' else "
 		"(os.close(mine[0]),\n"
 		"    os.dup2(fd, mine[0]))\n"
+		"pid = os.fork()\n"
+		"os._exit(0) if pid == 0 else os.waitpid(pid, 0)\n"
 		"srv = socket.socket(); srv.bind(('127.0.0.1', 0)); srv.listen()\n"
 		"c = socket.create_connection(srv.getsockname())\n"
 		"s, _ = srv.accept()\n"
@@ -720,12 +722,15 @@ START_TEST(test_events_fd_given_up)
 		"s.recv(1000)\n"
 		"s.sendall(b'HTTP/1.1 204 No Content\\r\\n\\r\\n'); s.close()\n"
 		"print(os.fstat(mine[0]).st_size)\n";
-	const char *how[] = {"dup2", "close"};
+	/* The forked child logs its new process context: with the log fd
+	 * taken over, that line must not reach the application's file. */
+	const char *how[] = {"dup2", "close", "dup2", "close"};
+	const char *var[] = {"CTXSHIM_EVENTS", "CTXSHIM_EVENTS", "CTXSHIM_LOG", "CTXSHIM_LOG"};
 	unsigned i;
 
 	if (access("/usr/bin/python3", X_OK) != 0)
 		return;
-	for (i = 0; i < 2; i++) {
+	for (i = 0; i < 4; i++) {
 		char dir[] = "/tmp/ctxshim-evfd-XXXXXX", ev[64], victim[64], evenv[96];
 		char *argv[] = {"/usr/bin/python3", "-c", (char *)script, ev, victim,
 				(char *)how[i],     NULL};
@@ -735,14 +740,13 @@ START_TEST(test_events_fd_given_up)
 		ck_assert_ptr_nonnull(mkdtemp(dir));
 		snprintf(ev, sizeof(ev), "%s/events", dir);
 		snprintf(victim, sizeof(victim), "%s/victim", dir);
-		snprintf(evenv, sizeof(evenv), "CTXSHIM_EVENTS=%s", ev);
+		snprintf(evenv, sizeof(evenv), "%s=%s", var[i], ev);
 		st = test_run_capture(argv, env, true, &out, &err, IT_TIMEOUT_MS);
-		ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s: %s%s", how[i],
-			      out, err);
+		ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s %s: %s%s", var[i],
+			      how[i], out, err);
 		ck_assert_msg(strcmp(out, "0\n") == 0,
-			      "%s: event lines went into the "
-			      "application's file (size %s)",
-			      how[i], out);
+			      "%s %s: the shim wrote into the application's file (size %s)",
+			      var[i], how[i], out);
 		unlink(ev);
 		unlink(victim);
 		rmdir(dir);
