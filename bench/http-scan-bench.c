@@ -32,9 +32,11 @@ static const char browser_req[] =
 	"GET /static/app/main.3f9a1c.js?v=20240101 HTTP/1.1\r\n"
 	"Host: www.example.com\r\n"
 	"Connection: keep-alive\r\n"
-	"sec-ch-ua: \"Chromium\";v=\"124\", \"Google Chrome\";v=\"124\", \"Not-A.Brand\";v=\"99\"\r\n"
+	"sec-ch-ua: \"Chromium\";v=\"124\", \"Google Chrome\";v=\"124\", "
+	"\"Not-A.Brand\";v=\"99\"\r\n"
 	"sec-ch-ua-mobile: ?0\r\n"
-	"User-Agent: Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) "
+	"User-Agent: Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like "
+	"Gecko) "
 	"Chrome/124.0.0.0 Safari/537.36\r\n"
 	"sec-ch-ua-platform: \"Linux\"\r\n"
 	"Accept: */*\r\n"
@@ -44,7 +46,8 @@ static const char browser_req[] =
 	"Referer: https://www.example.com/dashboard\r\n"
 	"Accept-Encoding: gzip, deflate, br, zstd\r\n"
 	"Accept-Language: en-US,en;q=0.9,de;q=0.8\r\n"
-	"Cookie: session=8f2b6c1e9d0a4b7c; theme=dark; _ga=GA1.2.1234567890.1700000000\r\n"
+	"Cookie: session=8f2b6c1e9d0a4b7c; theme=dark; "
+	"_ga=GA1.2.1234567890.1700000000\r\n"
 	"traceparent: " TP "\r\n"
 	"tracestate: rojo=00f067aa0ba902b7,congo=t61rcWkgMzE\r\n"
 	"X-Request-ID: 9b2d5f0e-3c41-4a8e-b7f6-12ab34cd56ef\r\n"
@@ -55,13 +58,14 @@ static const char minimal_req[] = "GET / HTTP/1.1\r\n"
 				  "traceparent: " TP "\r\n"
 				  "\r\n";
 
-static const char post_req[] = "POST /v1/traces HTTP/1.1\r\n"
-			       "Host: collector:4318\r\n"
-			       "Content-Type: application/json\r\n"
-			       "Content-Length: 64\r\n"
-			       "traceparent: " TP "\r\n"
-			       "\r\n"
-			       "{\"resourceSpans\":[{\"resource\":{},\"scopeSpans\":[]}],\"x\":\"pad0\"}";
+static const char post_req[] =
+	"POST /v1/traces HTTP/1.1\r\n"
+	"Host: collector:4318\r\n"
+	"Content-Type: application/json\r\n"
+	"Content-Length: 64\r\n"
+	"traceparent: " TP "\r\n"
+	"\r\n"
+	"{\"resourceSpans\":[{\"resource\":{},\"scopeSpans\":[]}],\"x\":\"pad0\"}";
 
 int
 main(int argc, char **argv)
@@ -83,7 +87,8 @@ main(int argc, char **argv)
 	unsigned long iterations;
 
 	if (argc < 3) {
-		fprintf(stderr, "usage: %s curl|browser|minimal|post ITERATIONS [CHUNK]\n",
+		fprintf(stderr,
+			"usage: %s curl|browser|minimal|post ITERATIONS [CHUNK]\n",
 			argv[0]);
 		return 2;
 	}
@@ -116,14 +121,15 @@ main(int argc, char **argv)
 			while (off < n) {
 				size_t used;
 				enum http_scan_status r =
-					http_scan_feed(&st, &cfg, cap, req + pos + off, n - off,
-						       &used);
+					http_scan_feed(&st, &cfg, cap, req + pos + off,
+						       n - off, &used);
 
 				off += used;
 				if (r == HTTP_SCAN_GAVE_UP)
 					return 1;
 				if (r == HTTP_SCAN_HEAD) {
-					if (!(http_scan_flags(&st) & HTTP_SCAN_F_CAPTURED) ||
+					if (!(http_scan_flags(&st) &
+					      HTTP_SCAN_F_CAPTURED) ||
 					    cap->traceparent_len != 55)
 						return 1;
 					heads++;
@@ -135,8 +141,8 @@ main(int argc, char **argv)
 		fprintf(stderr, "found %zu heads, want %lu\n", heads, iterations);
 		return 1;
 	}
-	printf("profile=%s head_bytes=%zu request_bytes=%zu chunk=%zu iterations=%lu\n", argv[1],
-	       head, len, chunk, iterations);
+	printf("profile=%s head_bytes=%zu request_bytes=%zu chunk=%zu iterations=%lu\n",
+	       argv[1], head, len, chunk, iterations);
 	free(cap);
 	return 0;
 }

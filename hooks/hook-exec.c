@@ -107,7 +107,9 @@ hook_exec_find_self(void)
 	Dl_info info;
 	char *r;
 
-	if (!dladdr((const void *)execve, &info) || !info.dli_fname ||
+	/* A static function: the exported names may resolve to another
+	 * preloaded library that interposes them too. */
+	if (!dladdr((const void *)hook_exec_find_self, &info) || !info.dli_fname ||
 	    !*info.dli_fname) {
 		ctxshim_log("CTXSHIM_FOLLOW_EXEC: cannot find the shim's own path");
 		return;

@@ -9,26 +9,26 @@
 /* Phases.  PH_REQ must be 0 so that zeroed memory is a fresh scanner; the
  * head phases are contiguous for http_scan_in_head(). */
 enum {
-	PH_REQ = 0,	/* between messages: empty lines, then a method */
+	PH_REQ = 0, /* between messages: empty lines, then a method */
 	PH_METHOD,
 	PH_TARGET,
-	PH_SP2,		/* spaces before the version */
+	PH_SP2, /* spaces before the version */
 	PH_VERSION,
-	PH_RL_EOL,	/* after the version digit */
-	PH_RL_LF,	/* after its CR */
-	PH_LINE,	/* start of a header line */
-	PH_NAME,	/* header name split across reads */
-	PH_SKIP,	/* rest of an uninteresting line */
-	PH_VOWS,	/* OWS before a wanted value */
+	PH_RL_EOL, /* after the version digit */
+	PH_RL_LF,  /* after its CR */
+	PH_LINE,   /* start of a header line */
+	PH_NAME,   /* header name split across reads */
+	PH_SKIP,   /* rest of an uninteresting line */
+	PH_VOWS,   /* OWS before a wanted value */
 	PH_VALUE,
-	PH_END_LF,	/* CR of the empty line ending the head */
-	PH_BODY,	/* Content-Length body */
+	PH_END_LF, /* CR of the empty line ending the head */
+	PH_BODY,   /* Content-Length body */
 	PH_CH_SIZE,
-	PH_CH_EXT,	/* rest of the chunk-size line */
+	PH_CH_EXT, /* rest of the chunk-size line */
 	PH_CH_DATA,
-	PH_CH_CR,	/* CRLF after chunk data */
+	PH_CH_CR, /* CRLF after chunk data */
 	PH_CH_LF,
-	PH_TR_LINE,	/* start of a trailer line */
+	PH_TR_LINE, /* start of a trailer line */
 	PH_TR_SKIP,
 	PH_TR_LF,
 	PH_DEAD = HTTP_SCAN_PH_DEAD,
@@ -49,14 +49,14 @@ enum {
 
 /* Transfer-Encoding element states (st->sub): 0 empty so far, 1..7 a prefix
  * of "chunked", 8 "chunked" then OWS, 9 anything else. */
-#define TE_CHUNKED	7
-#define TE_CHUNKED_WS	8
-#define TE_OTHER	9
+#define TE_CHUNKED    7
+#define TE_CHUNKED_WS 8
+#define TE_OTHER      9
 
 /* Content-Length states (st->sub). */
-#define CL_NONE		0
-#define CL_DIGITS	1
-#define CL_TRAILING	2
+#define CL_NONE     0
+#define CL_DIGITS   1
+#define CL_TRAILING 2
 
 static inline bool
 is_ows(uint8_t c)
@@ -171,7 +171,8 @@ http_scan_config_init(struct http_scan_config *cfg)
 }
 
 int
-http_scan_config_set_limits(struct http_scan_config *cfg, uint32_t max_head_bytes,
+http_scan_config_set_limits(struct http_scan_config *cfg,
+			    uint32_t max_head_bytes,
 			    uint32_t give_up_bytes)
 {
 	uint32_t m = max_head_bytes ? max_head_bytes : cfg->max_head_bytes;
@@ -185,7 +186,9 @@ http_scan_config_set_limits(struct http_scan_config *cfg, uint32_t max_head_byte
 }
 
 int
-http_scan_config_add_header(struct http_scan_config *cfg, const char *name, size_t len,
+http_scan_config_add_header(struct http_scan_config *cfg,
+			    const char *name,
+			    size_t len,
 			    unsigned *index_out)
 {
 	int r = add_name(cfg, name, len);
@@ -214,7 +217,8 @@ http_scan_stop(struct http_scan *st)
 enum http_scan_give_up
 http_scan_give_up_reason(const struct http_scan *st)
 {
-	return st->phase == PH_DEAD ? (enum http_scan_give_up)st->sub : HTTP_SCAN_GIVE_UP_NONE;
+	return st->phase == PH_DEAD ? (enum http_scan_give_up)st->sub
+				    : HTTP_SCAN_GIVE_UP_NONE;
 }
 
 const char *
@@ -254,8 +258,12 @@ capture_begin(struct http_scan_capture *cap, const struct http_scan *st)
 /* Start a value at offset `start` of its buffer, after `sep` (a list
  * separator, counted as value bytes so that truncation sees it). */
 static void
-value_start(struct http_scan_capture *cap, char *buf, size_t bufcap, size_t start,
-	    const char *sep, size_t seplen)
+value_start(struct http_scan_capture *cap,
+	    char *buf,
+	    size_t bufcap,
+	    size_t start,
+	    const char *sep,
+	    size_t seplen)
 {
 	size_t k;
 
@@ -270,7 +278,10 @@ value_start(struct http_scan_capture *cap, char *buf, size_t bufcap, size_t star
 /* Append n > 0 value bytes; the logical length (cur_last) ends after the last
  * byte that is not trailing whitespace, wherever the line was split. */
 static void
-value_append(struct http_scan_capture *cap, char *buf, size_t bufcap, const uint8_t *s,
+value_append(struct http_scan_capture *cap,
+	     char *buf,
+	     size_t bufcap,
+	     const uint8_t *s,
 	     size_t n)
 {
 	size_t at = (size_t)cap->cur_start + cap->cur_seen;
@@ -340,7 +351,9 @@ is_method_char(uint8_t c)
 /* Method bytes, consumed up to (not including) the SP.  Returns false to
  * give up. */
 static bool
-scan_method(struct http_scan *st, struct http_scan_capture *cap, const uint8_t **pp,
+scan_method(struct http_scan *st,
+	    struct http_scan_capture *cap,
+	    const uint8_t **pp,
 	    const uint8_t *lim)
 {
 	const uint8_t *p = *pp;
@@ -377,7 +390,7 @@ target_end(const uint8_t *p, const uint8_t *lim)
 {
 	while (lim - p >= 8 && !has_ctl_or_sp(load64(p)))
 		p += 8;
-	while (p < lim && *p > ' ')
+	while (p<lim && * p> ' ')
 		p++;
 	return p;
 }
@@ -399,7 +412,9 @@ target_store(struct http_scan_capture *cap, const uint8_t *s, size_t n)
 /* Target bytes up to the first byte <= 0x20 or lim; st->pos records that
  * the target is not empty. */
 static const uint8_t *
-scan_target(struct http_scan *st, struct http_scan_capture *cap, const uint8_t *p,
+scan_target(struct http_scan *st,
+	    struct http_scan_capture *cap,
+	    const uint8_t *p,
 	    const uint8_t *lim)
 {
 	const uint8_t *e = target_end(p, lim);
@@ -417,7 +432,9 @@ scan_target(struct http_scan *st, struct http_scan_capture *cap, const uint8_t *
  * (split, extra spaces, errors) returns false having changed nothing, and
  * the byte-at-a-time phases decide, so results cannot differ. */
 static bool
-request_line_fast(struct http_scan *st, struct http_scan_capture *cap, const uint8_t **pp,
+request_line_fast(struct http_scan *st,
+		  struct http_scan_capture *cap,
+		  const uint8_t **pp,
 		  const uint8_t *lim)
 {
 	const uint8_t *p = *pp, *q, *t, *nl;
@@ -503,7 +520,8 @@ match_narrow(const struct http_scan_config *cfg, unsigned m, unsigned pos, uint8
 		unsigned i = (unsigned)__builtin_ctz(left);
 
 		left &= left - 1;
-		if (pos >= cfg->name_len[i] || (c | cfg->fold[i][pos]) != cfg->name[i][pos])
+		if (pos >= cfg->name_len[i] ||
+		    (c | cfg->fold[i][pos]) != cfg->name[i][pos])
 			m &= ~(1u << i);
 	}
 	return m;
@@ -587,15 +605,15 @@ value_begin(struct http_scan *st, struct http_scan_capture *cap)
 		st->flags |= HTTP_SCAN_F_TRACESTATE;
 		if (cap->tracestate_truncated)
 			return false;
-		value_start(cap, cap->tracestate, sizeof(cap->tracestate), cap->tracestate_len,
-			    ",", more ? 1 : 0);
+		value_start(cap, cap->tracestate, sizeof(cap->tracestate),
+			    cap->tracestate_len, ",", more ? 1 : 0);
 	} else {
 		unsigned k = f - FLD_EXTRA;
 		bool more = cap->extra_present & (1u << k);
 
 		cap->extra_present |= (uint8_t)(1u << k);
-		value_start(cap, cap->extra[k], sizeof(cap->extra[k]), cap->extra_len[k], ", ",
-			    more ? 2 : 0);
+		value_start(cap, cap->extra[k], sizeof(cap->extra[k]),
+			    cap->extra_len[k], ", ", more ? 2 : 0);
 	}
 	return true;
 }
@@ -670,7 +688,9 @@ te_bytes(struct http_scan *st, const uint8_t *s, const uint8_t *t)
 }
 
 static void
-value_bytes(struct http_scan *st, struct http_scan_capture *cap, const uint8_t *s,
+value_bytes(struct http_scan *st,
+	    struct http_scan_capture *cap,
+	    const uint8_t *s,
 	    const uint8_t *t)
 {
 	unsigned f = st->field;
@@ -686,9 +706,11 @@ value_bytes(struct http_scan *st, struct http_scan_capture *cap, const uint8_t *
 	if (!capturing(st) || s == t)
 		return;
 	if (f == FLD_TP)
-		value_append(cap, cap->traceparent, sizeof(cap->traceparent), s, (size_t)(t - s));
+		value_append(cap, cap->traceparent, sizeof(cap->traceparent), s,
+			     (size_t)(t - s));
 	else if (f == FLD_TS)
-		value_append(cap, cap->tracestate, sizeof(cap->tracestate), s, (size_t)(t - s));
+		value_append(cap, cap->tracestate, sizeof(cap->tracestate), s,
+			     (size_t)(t - s));
 	else
 		value_append(cap, cap->extra[f - FLD_EXTRA], sizeof(cap->extra[0]), s,
 			     (size_t)(t - s));
@@ -714,9 +736,9 @@ value_end(struct http_scan *st, struct http_scan_capture *cap)
 	total = (size_t)cap->cur_start + cap->cur_last;
 	if (f == FLD_TP) {
 		/* 64 bytes decide validity exactly (see the header). */
-		cap->traceparent_len =
-			(uint8_t)(total < sizeof(cap->traceparent) ? total
-								   : sizeof(cap->traceparent));
+		cap->traceparent_len = (uint8_t)(total < sizeof(cap->traceparent)
+							 ? total
+							 : sizeof(cap->traceparent));
 	} else if (f == FLD_TS) {
 		size_t end, k;
 
@@ -732,7 +754,8 @@ value_end(struct http_scan *st, struct http_scan_capture *cap)
 		for (k = end; k > cap->cur_start; k--)
 			if (cap->tracestate[k - 1] == ',')
 				break;
-		cap->tracestate_len = (uint16_t)(k > cap->cur_start ? k - 1 : cap->cur_start);
+		cap->tracestate_len =
+			(uint16_t)(k > cap->cur_start ? k - 1 : cap->cur_start);
 		cap->tracestate_truncated = true;
 	} else {
 		unsigned k = f - FLD_EXTRA;
@@ -788,8 +811,11 @@ head_complete(struct http_scan *st, const struct http_scan_config *cfg, size_t t
 
 /* The head phases, within [*pp, lim) (lim enforces give_up_bytes). */
 static enum http_scan_status
-scan_head(struct http_scan *st, const struct http_scan_config *cfg,
-	  struct http_scan_capture *cap, const uint8_t **pp, const uint8_t *lim)
+scan_head(struct http_scan *st,
+	  const struct http_scan_config *cfg,
+	  struct http_scan_capture *cap,
+	  const uint8_t **pp,
+	  const uint8_t *lim)
 {
 	static const char version[] = "HTTP/1.";
 	const uint8_t *p = *pp, *const p0 = p;
@@ -906,7 +932,9 @@ scan_head(struct http_scan *st, const struct http_scan_config *cfg,
 			if (!m) {
 				if (c == '\n') {
 					p++;
-					r = head_complete(st, cfg, st->head_bytes + (size_t)(p - p0));
+					r = head_complete(st, cfg,
+							  st->head_bytes +
+								  (size_t)(p - p0));
 					*pp = p;
 					return r;
 				}
@@ -971,7 +999,8 @@ scan_head(struct http_scan *st, const struct http_scan_config *cfg,
 
 			if (c == ':') {
 				p++;
-				st->field = (uint8_t)match_resolve(cfg, st->match, st->pos);
+				st->field =
+					(uint8_t)match_resolve(cfg, st->match, st->pos);
 				ph = st->field == FLD_NONE ? PH_SKIP : PH_VOWS;
 				continue;
 			}
@@ -1133,8 +1162,12 @@ end:
 }
 
 enum http_scan_status
-http_scan_feed(struct http_scan *st, const struct http_scan_config *cfg,
-	       struct http_scan_capture *cap, const void *buf, size_t len, size_t *consumed)
+http_scan_feed(struct http_scan *st,
+	       const struct http_scan_config *cfg,
+	       struct http_scan_capture *cap,
+	       const void *buf,
+	       size_t len,
+	       size_t *consumed)
 {
 	const uint8_t *const b = buf;
 	const uint8_t *p = b, *const e = b + len;
@@ -1188,7 +1221,9 @@ http_scan_feed(struct http_scan *st, const struct http_scan_config *cfg,
 		}
 
 		/* Heads, chunk-size lines and trailers are bounded. */
-		room = cfg->give_up_bytes - st->head_bytes;
+		room = st->head_bytes < cfg->give_up_bytes
+			       ? cfg->give_up_bytes - st->head_bytes
+			       : 0;
 		if (!room) {
 			*consumed = (size_t)(p - b);
 			return give_up(st, HTTP_SCAN_GIVE_UP_TOO_LONG);

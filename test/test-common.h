@@ -31,6 +31,9 @@ void test_skip(const char *fmt, ...) __attribute__((format(printf, 1, 2), noretu
 
 /* Paths handed in by meson through the environment. */
 const char *test_env_path(const char *var);
+/* libctxshim.so itself.  $CTXSHIM_LIB is what goes into LD_PRELOAD, which
+ * in a sanitizer build starts with the sanitizer runtime. */
+const char *test_shim_path(void);
 
 /* A helper process with a line-based handshake: the helper prints lines
  * (READY …) on stdout and waits for commands on stdin. */

@@ -211,8 +211,8 @@ TEST_SUITE(ctxdump_shim_suite)
 	TCase *tc;
 	const char *why;
 
-	if (access(test_env_path("CTXSHIM_LIB"), R_OK) != 0)
-		test_skip("%s is not built", test_env_path("CTXSHIM_LIB"));
+	if (access(test_shim_path(), R_OK) != 0)
+		test_skip("%s is not built", test_shim_path());
 	why = probe_shim();
 	if (why)
 		test_skip("%s", why);

@@ -39,6 +39,14 @@ test_env_path(const char *var)
 	return v;
 }
 
+const char *
+test_shim_path(void)
+{
+	const char *v = test_env_path("CTXSHIM_LIB"), *sp = strrchr(v, ' ');
+
+	return sp ? sp + 1 : v;
+}
+
 static char **
 build_env(char *const extra[], bool preload)
 {

@@ -227,7 +227,7 @@ START_TEST(exec_follow)
 	char *out;
 	int st;
 
-	ck_assert_ptr_nonnull(realpath(test_env_path("CTXSHIM_LIB"), lib));
+	ck_assert_ptr_nonnull(realpath(test_shim_path(), lib));
 
 	/* Default: a program that clears its environment drops the shim. */
 	args[2] = "clear";

@@ -395,6 +395,38 @@ set_error(struct dump_thread *t, const char *fmt, ...)
 	va_end(ap);
 }
 
+/* --stacks: registers and stack copies of every stopped thread, batched
+ * (stack_snap_capture_many); t->snap_err keeps each thread's result. */
+static void
+capture_stacks(struct run *run)
+{
+	struct dump *d = &run->d;
+	struct stack_snap **snaps = calloc(d->n_threads ? d->n_threads : 1, sizeof(*snaps));
+	pid_t *tids = calloc(d->n_threads ? d->n_threads : 1, sizeof(*tids));
+	int *err = calloc(d->n_threads ? d->n_threads : 1, sizeof(*err));
+	size_t i, k = 0;
+
+	if (snaps && tids && err) {
+		for (i = 0; i < d->n_threads; i++) {
+			if (!d->threads[i].stopped)
+				continue;
+			snaps[k] = &d->threads[i].snap;
+			tids[k++] = d->threads[i].tid;
+		}
+		stack_snap_capture_many(d->pid, tids, k, run->ctl->stack_size, snaps, err,
+					&d->stack_arena);
+		for (i = k = 0; i < d->n_threads; i++)
+			if (d->threads[i].stopped)
+				d->threads[i].snap_err = err[k++];
+	} else {
+		for (i = 0; i < d->n_threads; i++)
+			d->threads[i].snap_err = -ENOMEM;
+	}
+	free(snaps);
+	free(tids);
+	free(err);
+}
+
 /* The thread pointer of a stopped thread; with --stacks, from the
  * register snapshot taken with the stack copy.  false (and t->error set)
  * if it cannot be had. */
@@ -405,7 +437,7 @@ read_tp(struct run *run, struct dump_thread *t, uint64_t *tp)
 
 	*tp = 0;
 	if (run->ctl->stacks) {
-		r = stack_snap_capture(t->tid, run->ctl->stack_size, &t->snap);
+		r = t->snap_err;
 		if (r == 0) {
 			t->has_snap = true;
 #if defined(__x86_64__)
@@ -441,6 +473,8 @@ read_threads(struct run *run)
 	size_t i, k = 0;
 	int r;
 
+	if (run->ctl->stacks)
+		capture_stacks(run);
 	for (i = 0; i < d->n_threads; i++) {
 		struct dump_thread *t = &d->threads[i];
 		uint64_t tp, slot;
@@ -758,6 +792,7 @@ dump_free(struct dump *d)
 			stack_snap_free(&t->snap);
 	}
 	free(d->threads);
+	stack_arena_free(&d->stack_arena);
 	free(d->cmdline);
 	if (d->has_pctx)
 		pctxr_free(&d->pctx);
@@ -809,6 +844,7 @@ is_tgid(pid_t pid)
 int
 main(int argc, char **argv)
 {
+	static char outbuf[1u << 16];
 	struct ctxdump_control ctl = {0};
 	struct run run = {0};
 	struct dump *d = &run.d;
@@ -817,6 +853,10 @@ main(int argc, char **argv)
 	int r;
 
 	parse_options(&ctl, argc, argv);
+	/* A 1000-thread dump is hundreds of KiB: fewer, larger writes when
+	 * it goes to a file or a pipe. */
+	if (!isatty(STDOUT_FILENO))
+		setvbuf(stdout, outbuf, _IOFBF, sizeof(outbuf));
 	run.ctl = &ctl;
 	d->pid = ctl.pid;
 	d->stacks = ctl.stacks;

@@ -49,6 +49,7 @@ struct dump_thread {
 	bool dec_truncated;
 
 	bool has_snap;
+	int snap_err; /* of the register copy (--stacks) */
 	struct stack_snap snap;
 	struct stack_frame *frames;
 	size_t n_frames;
@@ -83,4 +84,5 @@ struct dump {
 	uint64_t stopped_ns;
 	unsigned stop_rounds;
 	bool stacks;
+	struct stack_arena stack_arena; /* the threads' stack copies */
 };

@@ -77,7 +77,7 @@ output_text_escape(FILE *f, const uint8_t *s, size_t n, bool quote)
 		size_t l, k, run = plain_run(s + i, n - i, quote);
 
 		if (run) {
-			fwrite(s + i, 1, run, f);
+			fwrite_unlocked(s + i, 1, run, f);
 			i += run;
 			continue;
 		}
@@ -91,11 +91,11 @@ output_text_escape(FILE *f, const uint8_t *s, size_t n, bool quote)
 			continue;
 		}
 		if (cp == '\\')
-			fputs("\\\\", f);
+			fputs_unlocked("\\\\", f);
 		else if (quote && cp == '"')
-			fputs("\\\"", f);
+			fputs_unlocked("\\\"", f);
 		else
-			fwrite(s + i, 1, l, f);
+			fwrite_unlocked(s + i, 1, l, f);
 		i += l;
 	}
 }
@@ -105,54 +105,54 @@ output_json_string(FILE *f, const uint8_t *s, size_t n)
 {
 	size_t i = 0;
 
-	fputc('"', f);
+	fputc_unlocked('"', f);
 	while (i < n) {
 		uint32_t cp;
 		size_t l, run = plain_run(s + i, n - i, true);
 
 		if (run) {
-			fwrite(s + i, 1, run, f);
+			fwrite_unlocked(s + i, 1, run, f);
 			i += run;
 			continue;
 		}
 		l = output_utf8_next(s + i, n - i, &cp);
 		if (l == 0) {
-			fputs("\\ufffd", f);
+			fputs_unlocked("\\ufffd", f);
 			i++;
 			continue;
 		}
 		switch (cp) {
 		case '"':
-			fputs("\\\"", f);
+			fputs_unlocked("\\\"", f);
 			break;
 		case '\\':
-			fputs("\\\\", f);
+			fputs_unlocked("\\\\", f);
 			break;
 		case '\n':
-			fputs("\\n", f);
+			fputs_unlocked("\\n", f);
 			break;
 		case '\r':
-			fputs("\\r", f);
+			fputs_unlocked("\\r", f);
 			break;
 		case '\t':
-			fputs("\\t", f);
+			fputs_unlocked("\\t", f);
 			break;
 		case '\b':
-			fputs("\\b", f);
+			fputs_unlocked("\\b", f);
 			break;
 		case '\f':
-			fputs("\\f", f);
+			fputs_unlocked("\\f", f);
 			break;
 		default:
 			/* U+2028/2029 are line breaks to JavaScript */
 			if (is_control(cp) || cp == 0x2028 || cp == 0x2029)
 				fprintf(f, "\\u%04x", (unsigned)cp);
 			else
-				fwrite(s + i, 1, l, f);
+				fwrite_unlocked(s + i, 1, l, f);
 		}
 		i += l;
 	}
-	fputc('"', f);
+	fputc_unlocked('"', f);
 }
 
 static void
@@ -232,7 +232,7 @@ text_value(FILE *f, const struct pctx_attr *a)
 		output_text_escape(f, a->str.ptr, a->str.len, false);
 		break;
 	case PCTX_V_BOOL:
-		fputs(a->b ? "true" : "false", f);
+		fputs_unlocked(a->b ? "true" : "false", f);
 		break;
 	case PCTX_V_INT:
 		fprintf(f, "%" PRId64, a->i);
@@ -241,7 +241,7 @@ text_value(FILE *f, const struct pctx_attr *a)
 		fprintf(f, "%.17g", a->d);
 		break;
 	default:
-		fputs("(?)", f);
+		fputs_unlocked("(?)", f);
 	}
 }
 
@@ -255,62 +255,62 @@ text_header(FILE *f, const struct dump *d, const struct output_opts *o)
 	for (i = 0; i < d->cmdline_len;) {
 		size_t l = strnlen(d->cmdline + i, d->cmdline_len - i);
 
-		fputc(' ', f);
+		fputc_unlocked(' ', f);
 		output_text_escape(f, (const uint8_t *)d->cmdline + i, l, false);
 		i += l + 1;
 	}
-	fputc('\n', f);
+	fputc_unlocked('\n', f);
 
 	if (!d->has_pctx) {
-		fputs("Process context: none\n", f);
+		fputs_unlocked("Process context: none\n", f);
 	} else {
 		svc = find_res(d, "service.name");
 		inst = find_res(d, "service.instance.id");
-		fputs("Service: ", f);
+		fputs_unlocked("Service: ", f);
 		if (svc)
 			text_value(f, svc);
 		else
-			fputs("(unknown)", f);
+			fputs_unlocked("(unknown)", f);
 		if (inst) {
-			fputs(" (instance ", f);
+			fputs_unlocked(" (instance ", f);
 			text_value(f, inst);
-			fputc(')', f);
+			fputc_unlocked(')', f);
 		}
-		fputc('\n', f);
+		fputc_unlocked('\n', f);
 		if (d->pd->has_threadlocal) {
-			fputs("Schema: ", f);
+			fputs_unlocked("Schema: ", f);
 			output_text_escape(f, d->pd->schema_version.ptr,
 					   d->pd->schema_version.len, false);
-			fputs(", key map:", f);
+			fputs_unlocked(", key map:", f);
 			for (i = 0; i < d->pd->n_keys; i++) {
-				fputs(i ? ", " : " ", f);
+				fputs_unlocked(i ? ", " : " ", f);
 				output_text_escape(f, d->pd->key_map[i].ptr,
 						   d->pd->key_map[i].len, false);
 			}
 			if (d->pd->n_keys == 0)
-				fputs(" (empty)", f);
-			fputc('\n', f);
+				fputs_unlocked(" (empty)", f);
+			fputc_unlocked('\n', f);
 		} else {
-			fputs("Schema: none (no threadlocal.* keys)\n", f);
+			fputs_unlocked("Schema: none (no threadlocal.* keys)\n", f);
 		}
 		if (o->verbose) {
 			for (i = 0; i < d->pd->n_resource; i++) {
-				fputs("Resource: ", f);
+				fputs_unlocked("Resource: ", f);
 				output_text_escape(f, d->pd->resource[i].key.ptr,
 						   d->pd->resource[i].key.len, false);
-				fputc('=', f);
+				fputc_unlocked('=', f);
 				text_value(f, &d->pd->resource[i]);
-				fputc('\n', f);
+				fputc_unlocked('\n', f);
 			}
 		}
 	}
 
 	if (!d->has_symbol) {
-		fputs("Symbol: " OTEL_THREAD_CTX_SYMBOL
+		fputs_unlocked("Symbol: " OTEL_THREAD_CTX_SYMBOL
 		      " not found in any loaded object\n",
 		      f);
 	} else {
-		fputs("Symbol: " OTEL_THREAD_CTX_SYMBOL " in ", f);
+		fputs_unlocked("Symbol: " OTEL_THREAD_CTX_SYMBOL " in ", f);
 		text_cstr(f, d->sym.module);
 		fprintf(f, " (%s)\n", tlsm_model_name(d->acc.model));
 	}
@@ -321,9 +321,9 @@ text_header(FILE *f, const struct dump *d, const struct output_opts *o)
 		else if (d->acc.model != TLSM_UNRESOLVED)
 			fprintf(f, "TLS: thread pointer %+" PRId64 "\n", d->acc.tpoff);
 		if (d->sym.reloc_module[0]) {
-			fputs("TLS: slot from the relocations of ", f);
+			fputs_unlocked("TLS: slot from the relocations of ", f);
 			text_cstr(f, d->sym.reloc_module);
-			fputc('\n', f);
+			fputc_unlocked('\n', f);
 		}
 		fprintf(f,
 			"Objects: %u examined, %u unreadable, %u defining the symbol\n",
@@ -353,18 +353,18 @@ text_frames(FILE *f, const struct dump_thread *t)
 			text_cstr(f, fr->symbol);
 			fprintf(f, "+0x%" PRIx64, fr->offset);
 			if (fr->module[0]) {
-				fputs(" (", f);
+				fputs_unlocked(" (", f);
 				text_cstr(f, fr->module);
-				fputc(')', f);
+				fputc_unlocked(')', f);
 			}
 		} else if (fr->module[0]) {
-			fputs("?? (", f);
+			fputs_unlocked("?? (", f);
 			text_cstr(f, fr->module);
 			fprintf(f, "+0x%" PRIx64 ")", fr->offset);
 		} else {
-			fputs("??", f);
+			fputs_unlocked("??", f);
 		}
-		fputc('\n', f);
+		fputc_unlocked('\n', f);
 		if ((fr->flags & STACK_FRAME_TRUNCATED) && fr->end_reason)
 			fprintf(f, "    (stack ends: %s)\n", fr->end_reason);
 	}
@@ -385,7 +385,7 @@ text_thread(FILE *f, const struct dump *d, const struct dump_thread *t)
 	if (t->error[0]) {
 		fprintf(f, "    (not read: %s)\n", t->error);
 	} else if (!t->has_record) {
-		fputs("    (no context)\n", f);
+		fputs_unlocked("    (no context)\n", f);
 	} else if (t->hdr.valid != TREC_VALID) {
 		fprintf(f, "    (record at 0x%" PRIx64 " not valid: valid=%u)\n",
 			t->record_addr, t->hdr.valid);
@@ -400,14 +400,14 @@ text_thread(FILE *f, const struct dump *d, const struct dump_thread *t)
 			const struct trec_attr *a = &t->dec_attr[i];
 			const struct pctx_str *k = key_name(d, a->key);
 
-			fputs("    ", f);
+			fputs_unlocked("    ", f);
 			if (k)
 				output_text_escape(f, k->ptr, k->len, false);
 			else
 				fprintf(f, "#%u", a->key);
-			fputc('=', f);
+			fputc_unlocked('=', f);
 			output_text_escape(f, a->val, a->len, false);
-			fputc('\n', f);
+			fputc_unlocked('\n', f);
 		}
 		if (t->attrs_capped || t->dec_truncated)
 			fprintf(f, "    (attributes truncated: attrs_data_size=%u)\n",
@@ -424,16 +424,21 @@ output_text(FILE *f, const struct dump *d, const struct output_opts *o)
 
 	bool first = true;
 
+	/* One lock for the whole dump and the _unlocked calls inside: a
+	 * 1000-thread dump makes tens of thousands of small writes, and
+	 * glibc locks every one once the process has had a second thread. */
+	flockfile(f);
 	text_header(f, d, o);
 	for (i = 0; i < d->n_threads; i++) {
 		if (!thread_shown(&d->threads[i], o))
 			continue;
 		/* a blank line after the header, and between stacks */
 		if (first || d->stacks)
-			fputc('\n', f);
+			fputc_unlocked('\n', f);
 		first = false;
 		text_thread(f, d, &d->threads[i]);
 	}
+	funlockfile(f);
 }
 
 /* ---- JSON ---- */
@@ -451,9 +456,9 @@ jw_nl(struct jw *w)
 	static const char indent[] = "\n                                ";
 	int left = w->depth * 2;
 
-	fwrite(indent, 1, 1 + (size_t)(left < 32 ? left : 32), w->f);
+	fwrite_unlocked(indent, 1, 1 + (size_t)(left < 32 ? left : 32), w->f);
 	for (left -= 32; left > 0; left -= 2)
-		fputs("  ", w->f);
+		fputs_unlocked("  ", w->f);
 }
 
 /* Start a value: comma and newline as needed. */
@@ -461,7 +466,7 @@ static void
 jw_sep(struct jw *w)
 {
 	if (!w->first)
-		fputc(',', w->f);
+		fputc_unlocked(',', w->f);
 	if (w->depth > 0)
 		jw_nl(w);
 	w->first = false;
@@ -470,7 +475,7 @@ jw_sep(struct jw *w)
 static void
 jw_open(struct jw *w, char c)
 {
-	fputc(c, w->f);
+	fputc_unlocked(c, w->f);
 	w->depth++;
 	w->first = true;
 }
@@ -483,7 +488,7 @@ jw_close(struct jw *w, char c)
 	w->depth--;
 	if (!empty)
 		jw_nl(w);
-	fputc(c, w->f);
+	fputc_unlocked(c, w->f);
 	w->first = false;
 }
 
@@ -492,7 +497,7 @@ jw_key(struct jw *w, const char *k)
 {
 	jw_sep(w);
 	json_cstr(w->f, k);
-	fputs(": ", w->f);
+	fputs_unlocked(": ", w->f);
 	w->first = true; /* the value follows without separator */
 }
 
@@ -530,7 +535,7 @@ static void
 jw_raw(struct jw *w, const char *literal)
 {
 	jw_val_start(w);
-	fputs(literal, w->f);
+	fputs_unlocked(literal, w->f);
 }
 
 /* Numbers and addresses by hand: fprintf() costs more than the rest of a
@@ -544,7 +549,7 @@ jw_put_u64(FILE *f, uint64_t v, unsigned base)
 		*--p = "0123456789abcdef"[v % base];
 		v /= base;
 	} while (v);
-	fwrite(p, 1, (size_t)(buf + sizeof(buf) - p), f);
+	fwrite_unlocked(p, 1, (size_t)(buf + sizeof(buf) - p), f);
 }
 
 static void
@@ -565,9 +570,9 @@ static void
 jw_addr(struct jw *w, uint64_t v)
 {
 	jw_val_start(w);
-	fputs("\"0x", w->f);
+	fputs_unlocked("\"0x", w->f);
 	jw_put_u64(w->f, v, 16);
-	fputc('"', w->f);
+	fputc_unlocked('"', w->f);
 }
 
 static void
@@ -628,7 +633,7 @@ json_attr_object(struct jw *w, const struct pctx_attr *v, unsigned n, bool skip_
 			continue;
 		jw_sep(w);
 		output_json_string(w->f, a->key.ptr, a->key.len);
-		fputs(": ", w->f);
+		fputs_unlocked(": ", w->f);
 		w->first = true;
 		json_value(w, a);
 	}
@@ -845,6 +850,7 @@ output_json(FILE *f, const struct dump *d, const struct output_opts *o)
 	struct jw w = {f, 0, true};
 	size_t i;
 
+	flockfile(f); /* see output_text() */
 	jw_obj_begin(&w);
 	jw_key(&w, "pid");
 	jw_u64(&w, (uint64_t)d->pid);
@@ -869,5 +875,6 @@ output_json(FILE *f, const struct dump *d, const struct output_opts *o)
 			json_thread(&w, d, &d->threads[i]);
 	jw_close(&w, ']');
 	jw_close(&w, '}');
-	fputc('\n', f);
+	fputc_unlocked('\n', f);
+	funlockfile(f);
 }

@@ -4,6 +4,7 @@
 #include "unwind.h"
 
 #include "maps.h"
+#include "remote.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -16,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
+#include <sys/mman.h>
 #include <sys/ptrace.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
@@ -154,6 +156,116 @@ uw_copy_remote(pid_t tid,
 	return process_vm_readv(tid, &liov, 1, riov, n, 0);
 }
 
+/* The range stack_snap_capture() copies for registers r: from the red
+ * zone below sp up to max bytes above sp, but not past the thread's TCB
+ * (fs_base) when it lies above sp. */
+static bool
+uw_stack_range(const struct user_regs_struct *r, size_t max_stack_bytes,
+	       uint64_t *start, size_t *want)
+{
+	uint64_t sp = r->rsp;
+
+	if (max_stack_bytes > (size_t)(IOV_MAX - 2) * UW_PAGE)
+		max_stack_bytes = (size_t)(IOV_MAX - 2) * UW_PAGE;
+	if (max_stack_bytes == 0 || sp < STACK_RED_ZONE)
+		return false;
+	*start = (sp - STACK_RED_ZONE) & ~(uint64_t)7;
+	*want = (size_t)(sp - *start) + max_stack_bytes;
+	if (r->fs_base > sp && r->fs_base - *start < *want)
+		*want = (size_t)(r->fs_base - *start);
+	return true;
+}
+
+void
+stack_snap_capture_many(pid_t pid,
+			const pid_t *tids,
+			size_t n,
+			size_t max_stack_bytes,
+			struct stack_snap *const *out,
+			int *err,
+			struct stack_arena *arena)
+{
+	struct remote_range *rg = calloc(n ? n : 1, sizeof(*rg));
+	uint64_t t0 = uw_now_ns(), *start = calloc(n ? n : 1, sizeof(*start));
+	size_t i, total = 0, k = 0, off = 0;
+	uint8_t *base = NULL;
+
+	memset(arena, 0, sizeof(*arena));
+	for (i = 0; i < n; i++) {
+		struct stack_snap *s = out[i];
+		size_t want = 0;
+
+		memset(s, 0, sizeof(*s));
+		err[i] = 0;
+		if (ptrace(PTRACE_GETREGS, tids[i], NULL, &s->regs) < 0) {
+			err[i] = -errno;
+			continue;
+		}
+		s->tid = tids[i];
+		s->regs_valid = true;
+		if (start && uw_stack_range(&s->regs, max_stack_bytes, &start[i], &want))
+			s->stack_len = want; /* for now: the size wanted */
+		total += (want + 15) & ~(size_t)15;
+	}
+	if (rg && start && total) {
+		/* MAP_POPULATE: the kernel pages it all in here, in one go */
+		base = mmap(NULL, total, PROT_READ | PROT_WRITE,
+			    MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+		if (base == MAP_FAILED)
+			base = NULL;
+	}
+	for (i = 0; i < n; i++) {
+		struct stack_snap *s = out[i];
+		size_t want = s->stack_len;
+
+		s->stack_len = 0;
+		if (!base || err[i] || !want)
+			continue;
+		s->stack = base + off;
+		s->stack_in_arena = true;
+		rg[k++] = (struct remote_range){start[i], s->stack, want, 0};
+		off += (want + 15) & ~(size_t)15;
+	}
+	remote_read_many(pid, rg, k);
+	for (i = k = 0; i < n; i++) {
+		struct stack_snap *s = out[i];
+		ssize_t r;
+
+		if (!s->stack)
+			continue;
+		r = rg[k++].got;
+		if (r <= 0) {
+			/* The red zone reaches into the guard page of an
+			 * almost full stack: start at sp itself. */
+			uint64_t sp_start = s->regs.rsp & ~(uint64_t)7;
+			size_t skip = (size_t)(sp_start - start[i]);
+
+			r = remote_read_prefix(pid, sp_start, s->stack,
+					       rg[k - 1].len - skip);
+			start[i] = sp_start;
+		}
+		if (r > 0) {
+			s->stack_addr = start[i];
+			s->stack_len = (size_t)r & ~(size_t)7;
+		}
+	}
+	for (i = 0; i < n; i++)
+		out[i]->capture_ns = (uw_now_ns() - t0) / (n ? n : 1);
+	arena->base = base;
+	arena->len = base ? total : 0;
+	free(rg);
+	free(start);
+}
+
+void
+stack_arena_free(struct stack_arena *a)
+{
+	if (a->base)
+		(void)munmap(a->base, a->len);
+	a->base = NULL;
+	a->len = 0;
+}
+
 int
 stack_snap_capture(pid_t tid, size_t max_stack_bytes, struct stack_snap *s)
 {
@@ -210,7 +322,8 @@ stack_snap_free(struct stack_snap *s)
 {
 	if (!s)
 		return;
-	free(s->stack);
+	if (!s->stack_in_arena)
+		free(s->stack);
 	s->stack = NULL;
 	s->stack_len = 0;
 }

@@ -78,6 +78,15 @@ struct stack_snap {
 	uint8_t *stack;
 	/* Nanoseconds spent in stack_snap_capture() (the added stop time). */
 	uint64_t capture_ns;
+	/* stack points into a struct stack_arena (stack_snap_capture_many):
+	 * stack_snap_free() does not free it. */
+	bool stack_in_arena;
+};
+
+/* One allocation holding the stack copies of stack_snap_capture_many(). */
+struct stack_arena {
+	void *base;
+	size_t len;
 };
 
 /* Call while tid is ptrace-stopped.  Copies the registers and
@@ -98,6 +107,25 @@ int stack_unwind(pid_t pid,
 		 struct stack_frame *frames,
 		 size_t max_frames,
 		 size_t *n_out);
+
+/* stack_snap_capture() for n threads of process pid, all ptrace-stopped,
+ * with as few system calls as possible: one PTRACE_GETREGS per thread,
+ * then every stack copy in batched process_vm_readv() calls (IOV_MAX pages
+ * per call) into one allocation, paged in by the kernel in one go, that
+ * *arena owns.  With 1000 threads that is a few system calls instead of a
+ * thousand, and no page faults one by one, inside the stop window.  Same
+ * result per thread as stack_snap_capture(): err[i] = 0 (*out[i] filled)
+ * or the negative errno of PTRACE_GETREGS.  Free the copies with
+ * stack_arena_free() once the snapshots are no longer used. */
+void stack_snap_capture_many(pid_t pid,
+			     const pid_t *tids,
+			     size_t n,
+			     size_t max_stack_bytes,
+			     struct stack_snap *const *out,
+			     int *err,
+			     struct stack_arena *arena);
+
+void stack_arena_free(struct stack_arena *a);
 
 void stack_snap_free(struct stack_snap *s);
 
