@@ -427,6 +427,18 @@ capture_stacks(struct run *run)
 	free(err);
 }
 
+/* Bytes of a record at addr to copy first: up to the recommended maximum,
+ * but not into the next page unless the header itself crosses it. */
+static size_t
+record_first_piece(uint64_t addr)
+{
+	size_t in_page = 4096 - (size_t)(addr & 4095);
+
+	if (in_page < TREC_HEADER_SIZE || in_page > TREC_MAX_SIZE)
+		return TREC_MAX_SIZE;
+	return in_page;
+}
+
 /* The thread pointer of a stopped thread; with --stacks, from the
  * register snapshot taken with the stack copy.  false (and t->error set)
  * if it cannot be had. */
@@ -512,21 +524,23 @@ read_threads(struct run *run)
 			  strerror(rg[i].got < 0 ? (int)-rg[i].got : EFAULT));
 	}
 
-	/* Header plus the recommended maximum in one piece; a short record
-	 * next to an unmapped page still yields the header. */
+	/* Each record's header and what its page still holds, for every
+	 * thread in one batch: a second remote page per record costs about
+	 * as much as the whole read (the shim's records mostly start 192
+	 * bytes before a page end, and their attributes fit in those). */
 	for (i = k = 0; i < d->n_threads; i++) {
 		struct dump_thread *t = &d->threads[i];
 
 		if (!t->has_slot || t->error[0] || !t->record_addr)
 			continue;
-		rg[k] = (struct remote_range){t->record_addr, t->rec, sizeof(t->rec), 0};
+		rg[k] = (struct remote_range){t->record_addr, t->rec,
+					      record_first_piece(t->record_addr), 0};
 		idx[k++] = i;
 	}
 	remote_read_many(d->pid, rg, k);
 	for (i = 0; i < k; i++) {
 		struct dump_thread *t = &d->threads[idx[i]];
 		ssize_t n = rg[i].got;
-		size_t want, have;
 
 		if (n < TREC_HEADER_SIZE) {
 			set_error(t, "cannot read the record at 0x%" PRIx64 ": %s",
@@ -535,10 +549,41 @@ read_threads(struct run *run)
 		}
 		memcpy(&t->hdr, t->rec, TREC_HEADER_SIZE);
 		t->has_record = true;
-		if (t->hdr.valid != TREC_VALID || t->hdr.attrs_data_size == 0)
+		t->rec_len = (size_t)n;
+	}
+
+	/* Attributes that continue on the next page, up to the recommended
+	 * maximum: a second batch, only for those records. */
+	for (i = k = 0; i < d->n_threads; i++) {
+		struct dump_thread *t = &d->threads[i];
+		size_t need;
+
+		if (!t->has_record || t->hdr.valid != TREC_VALID)
+			continue;
+		need = TREC_HEADER_SIZE + (size_t)t->hdr.attrs_data_size;
+		if (need > sizeof(t->rec))
+			need = sizeof(t->rec);
+		/* a first piece cut short met an unmapped page: no more */
+		if (t->rec_len >= need || t->rec_len < record_first_piece(t->record_addr))
+			continue;
+		rg[k] = (struct remote_range){t->record_addr + t->rec_len, t->rec + t->rec_len,
+					      need - t->rec_len, 0};
+		idx[k++] = i;
+	}
+	remote_read_many(d->pid, rg, k);
+	for (i = 0; i < k; i++)
+		if (rg[i].got > 0)
+			d->threads[idx[i]].rec_len += (size_t)rg[i].got;
+
+	for (i = 0; i < d->n_threads; i++) {
+		struct dump_thread *t = &d->threads[i];
+		size_t want, have;
+
+		if (!t->has_record || t->hdr.valid != TREC_VALID ||
+		    t->hdr.attrs_data_size == 0)
 			continue;
 		want = t->hdr.attrs_data_size;
-		have = (size_t)n - TREC_HEADER_SIZE;
+		have = t->rec_len - TREC_HEADER_SIZE;
 		if (want > DUMP_ATTRS_CAP) {
 			want = DUMP_ATTRS_CAP;
 			t->attrs_capped = true;

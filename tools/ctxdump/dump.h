@@ -36,6 +36,7 @@ struct dump_thread {
 	/* Raw copy of the record, made while stopped: the header and up to
 	 * the recommended maximum of attrs_data. */
 	uint8_t rec[TREC_MAX_SIZE];
+	size_t rec_len; /* bytes of rec copied */
 	/* attrs_data (valid == 1 only) when it did not fit in rec (malloc'd);
 	 * NULL: it is in rec.  Use dump_attrs(). */
 	uint8_t *attrs;
