@@ -264,6 +264,94 @@ START_TEST(test_fork_child_republishes)
 }
 END_TEST
 
+static unsigned
+count_otel_ctx_maps(pid_t pid)
+{
+	char path[64], line[4096];
+	unsigned n = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	f = fopen(path, "re");
+	ck_assert_ptr_nonnull(f);
+	while (fgets(line, sizeof(line), f)) {
+		struct maps_entry e;
+		size_t len = strcspn(line, "\n");
+
+		if (maps_parse_line(line, len, &e) == 0 &&
+		    pctx_map_name_kind(e.path, e.path_len) != PCTX_MAP_NONE)
+			n++;
+	}
+	fclose(f);
+	return n;
+}
+
+static void
+read_log(int fd, char *buf, size_t n)
+{
+	ssize_t r = pread(fd, buf, n - 1, 0);
+
+	ck_assert_int_ge(r, 0);
+	buf[r] = '\0';
+}
+
+/* An SDK that published OTEL_CTX before us keeps it: one mapping, ours
+ * never made, and the log says why. */
+START_TEST(test_passive_when_context_exists)
+{
+	char threads[4096], preload[8192], logpath[] = "/tmp/ctxshim-log-XXXXXX";
+	char logenv[64], line[256], log[4096];
+	char *argv[] = {threads, "--wait", "1", NULL};
+	char *env[] = {preload, logenv, NULL};
+	struct test_child c;
+	int fd = mkstemp(logpath);
+
+	ck_assert_int_ge(fd, 0);
+	snprintf(threads, sizeof(threads), "%s/threads", test_env_path("HELPER_DIR"));
+	/* The later preload's constructor runs first. */
+	snprintf(preload, sizeof(preload), "LD_PRELOAD=%s %s/libpctx-first.so",
+		 test_env_path("CTXSHIM_LIB"), test_env_path("HELPER_DIR"));
+	snprintf(logenv, sizeof(logenv), "CTXSHIM_LOG=%s", logpath);
+	test_child_start(&c, argv, env, false);
+	test_child_expect(&c, "READY ", line, sizeof(line), 20000);
+	ck_assert_uint_eq(count_otel_ctx_maps(c.pid), 1);
+	read_log(fd, log, sizeof(log));
+	ck_assert_msg(strstr(log, "passive: an OTEL_CTX process context is already published"),
+		      "log: %s", log);
+	ck_assert_int_eq(test_child_finish(&c, 20000), 0);
+	close(fd);
+	unlink(logpath);
+}
+END_TEST
+
+/* An instrumented executable defines otel_thread_ctx_v1 itself: the shim
+ * neither publishes a process context nor writes a record. */
+START_TEST(test_passive_when_symbol_defined)
+{
+	char writer[4096], logpath[] = "/tmp/ctxshim-log-XXXXXX", logenv[64];
+	char line[8192], log[4096];
+	char *argv[] = {writer, NULL};
+	char *env[] = {logenv, NULL};
+	struct test_child c;
+	int fd = mkstemp(logpath);
+
+	ck_assert_int_ge(fd, 0);
+	snprintf(writer, sizeof(writer), "%s/writer-le", test_env_path("HELPER_DIR"));
+	if (access(writer, X_OK) != 0)
+		return;
+	snprintf(logenv, sizeof(logenv), "CTXSHIM_LOG=%s", logpath);
+	test_child_start(&c, argv, env, true);
+	test_child_expect(&c, "READY ", line, sizeof(line), 20000);
+	ck_assert_uint_eq(count_otel_ctx_maps(c.pid), 0);
+	read_log(fd, log, sizeof(log));
+	ck_assert_msg(strstr(log, "passive: another module defines otel_thread_ctx_v1"),
+		      "log: %s", log);
+	ck_assert_int_eq(test_child_finish(&c, 20000), 0);
+	close(fd);
+	unlink(logpath);
+}
+END_TEST
+
 TEST_SUITE(preload_pctx_suite)
 {
 	Suite *s = suite_create("Process context (OTEP-4719) publication");
@@ -274,6 +362,8 @@ TEST_SUITE(preload_pctx_suite)
 	tcase_add_test(tc, test_disabled_publishes_nothing);
 	tcase_add_test(tc, test_anonymous_fallback);
 	tcase_add_test(tc, test_fork_child_republishes);
+	tcase_add_test(tc, test_passive_when_context_exists);
+	tcase_add_test(tc, test_passive_when_symbol_defined);
 	suite_add_tcase(s, tc);
 	return s;
 }
