@@ -35,12 +35,22 @@
  * counts as answered only by a write starting with a status line, so a
  * response written as head and body does not skip a request.
  *
+ * TLS.  A connection whose first byte is a TLS handshake record (the
+ * scanner gives up there), or whose fd is handed to a TLS library
+ * (SSL_set_fd, or the first SSL_read/gnutls_record_recv on it), becomes a
+ * TLS connection (ctxshim_conn_tls()): from then on its socket I/O passes
+ * straight through here, as for an untracked fd, and the TLS hooks
+ * (hook-openssl.c, hook-gnutls.c) call the hook_socket_tls_*() functions
+ * below with the plaintext instead, which apply exactly the rules above
+ * to it.  Sessions without an fd (custom transports) get a slot of their
+ * own (conn.h, "Connections without an fd").  TLS libraries we do not
+ * hook (NSS, static BoringSSL) leave the connection unseen.
+ *
  * Not seen (documented limits): bytes read through stdio (fgets on an
  * fdopen'ed socket: glibc reads internally), syscall(), io_uring; fds
  * duplicated with dup() or fcntl(F_DUPFD) (only dup2/dup3 copy the slot);
- * responses sent only with splice()/vmsplice(); TLS (ciphertext: the
- * scanner gives up at the first byte); upstream (connect()ed) traffic is
- * never attributed.  A vfork() child that closes a tracked fd before exec
+ * responses sent only with splice()/vmsplice(); upstream (connect()ed)
+ * traffic is never attributed.  A vfork() child that closes a tracked fd before exec
  * makes its parent forget that connection (shared memory).  Bytes read by a
  * signal handler that interrupted our own processing on the same thread
  * are not scanned.
@@ -63,6 +73,7 @@
 
 #include "conn.h"
 #include "events.h"
+#include "hook-tls.h"
 #include "sys.h"
 
 #include <errno.h>
@@ -510,18 +521,15 @@ sk_follow(int fd, struct ctxshim_conn *c, bool is_write)
 	}
 }
 
-/* Entry of a hook on a tracked fd.  Returns the slot to finish with, or
- * NULL (nested in a signal handler, or the slot vanished). */
+/* Entry of a hook on tracked connection fd (slot c, NULL if gone).
+ * Returns the slot to finish with, or NULL (nested in a signal handler,
+ * or the slot vanished). */
 static struct ctxshim_conn *
-sk_enter(int fd, bool is_write)
+sk_enter_slot(int fd, struct ctxshim_conn *c, bool is_write)
 {
-	struct ctxshim_conn *c;
 	int saved_errno;
 
-	if (sk_self.busy)
-		return NULL;
-	c = ctxshim_conn_get(fd);
-	if (!c)
+	if (sk_self.busy || !c)
 		return NULL;
 	saved_errno = errno;
 	sk_busy(true);
@@ -531,9 +539,16 @@ sk_enter(int fd, bool is_write)
 	return c;
 }
 
+static struct ctxshim_conn *
+sk_enter(int fd, bool is_write)
+{
+	return sk_enter_slot(fd, ctxshim_conn_get(fd), is_write);
+}
+
 struct sk_in {
 	int fd;
 	int became; /* CONN_FEED_* */
+	bool gave_up; /* the scanner gave up during this read */
 	struct ctxshim_conn *c;
 	struct ctxshim_ctx full;
 };
@@ -560,11 +575,13 @@ sk_request(struct sk_in *in)
 static inline void
 sk_in_bytes(struct sk_in *in, const void *buf, size_t len)
 {
-	if (len) {
+	if (len && !http_scan_gave_up(&in->c->scan)) {
 		int r = ctxshim_conn_feed(in->c, buf, len, &in->full);
 
 		if (r != CONN_FEED_NONE)
 			in->became = r;
+		if (http_scan_gave_up(&in->c->scan))
+			in->gave_up = true;
 	}
 }
 
@@ -593,7 +610,21 @@ sk_in_begin(struct sk_in *in, int fd, struct ctxshim_conn *c, int *saved_errno)
 	in->fd = fd;
 	in->c = c;
 	in->became = CONN_FEED_NONE;
+	in->gave_up = false;
 	return true;
+}
+
+/* The scanner gave up on a plain connection: if that was at a TLS
+ * handshake record, hand the connection to the TLS hooks (see "TLS"
+ * above), so that its ciphertext costs nothing more here. */
+static void
+sk_gave_up(struct sk_in *in)
+{
+	if (http_scan_give_up_reason(&in->c->scan) != HTTP_SCAN_GIVE_UP_TLS ||
+	    (atomic_load_explicit(&in->c->flags, memory_order_relaxed) & CONN_F_TLS) ||
+	    in->fd >= CTXSHIM_CONN_VIRT_BASE)
+		return;
+	(void)ctxshim_conn_tls(in->fd);
 }
 
 static inline void
@@ -601,6 +632,8 @@ sk_in_end(struct sk_in *in, int saved_errno)
 {
 	if (in->became != CONN_FEED_NONE)
 		sk_request(in);
+	if (__builtin_expect(in->gave_up, 0))
+		sk_gave_up(in);
 	sk_busy(false);
 	errno = saved_errno;
 }
@@ -772,7 +805,8 @@ sk_pollfds_tracked(const struct pollfd *f, nfds_t n)
 	if (!f)
 		return false;
 	for (i = 0; i < n; i++)
-		if (f[i].fd >= 0 && (ctxshim_conn_hot(f[i].fd) & CONN_HOT_SCAN))
+		if (f[i].fd >= 0 &&
+		    (ctxshim_conn_hot(f[i].fd) & (CONN_HOT_SCAN | CONN_HOT_TLS)))
 			return true;
 	return false;
 }
@@ -785,7 +819,7 @@ sk_fdset_tracked(int n, const fd_set *r, const fd_set *w, const fd_set *x)
 	if (n > FD_SETSIZE)
 		n = FD_SETSIZE;
 	for (fd = 0; fd < n; fd++)
-		if ((ctxshim_conn_hot(fd) & CONN_HOT_SCAN) &&
+		if ((ctxshim_conn_hot(fd) & (CONN_HOT_SCAN | CONN_HOT_TLS)) &&
 		    ((r && FD_ISSET(fd, r)) || (w && FD_ISSET(fd, w)) ||
 		     (x && FD_ISSET(fd, x))))
 			return true;
@@ -1431,6 +1465,110 @@ hook_socket_pselect(int n,
 	if (__builtin_expect(sk_self.fdp1 != 0, 0))
 		return sk_pselect(n, r, w, x, t, ss);
 	return real_pselect(n, r, w, x, t, ss);
+}
+
+/* ---- TLS (hook-tls.h) ---- */
+
+bool
+hook_socket_tls_find(int fd, const void *key, bool server, bool create,
+		     struct hook_tls_conn *t)
+{
+	uint8_t hot;
+
+	if (sk_self.busy)
+		return false;
+	if (fd >= 0) {
+		hot = ctxshim_conn_hot(fd);
+		if (__builtin_expect(hot == CONN_HOT_NONE || hot == CONN_HOT_SHIM, 1))
+			return false;
+		if (hot == CONN_HOT_TLS || hot == CONN_HOT_TLS_CLAIMED) {
+			t->c = ctxshim_conn_get(fd);
+		} else {
+			/* Handed to the TLS library before the socket level
+			 * read its first byte (or over a plain start). */
+			int saved_errno = errno;
+
+			t->c = ctxshim_conn_tls(fd);
+			hot = ctxshim_conn_hot(fd);
+			errno = saved_errno;
+		}
+		if (!t->c)
+			return false;
+		t->id = fd;
+		t->claimed = hot == CONN_HOT_TLS_CLAIMED;
+		return true;
+	}
+	if (!server || !key)
+		return false;
+	t->c = ctxshim_conn_virt(key, create, &t->id);
+	/* Library hooks claim fds; a session without one is never claimed. */
+	t->claimed = false;
+	return t->c != NULL;
+}
+
+void
+hook_socket_tls_read_begin(const struct hook_tls_conn *t)
+{
+	if (!t->claimed)
+		(void)sk_enter_slot(t->id, t->c, false);
+}
+
+void
+hook_socket_tls_read_end(const struct hook_tls_conn *t, const void *buf, size_t n)
+{
+	struct sk_in in;
+	int saved_errno;
+
+	if (t->claimed || n == 0 || !sk_in_begin(&in, t->id, t->c, &saved_errno))
+		return;
+	sk_in_bytes(&in, buf, n);
+	sk_in_end(&in, saved_errno);
+}
+
+void
+hook_socket_tls_write_begin(const struct hook_tls_conn *t)
+{
+	if (!t->claimed)
+		(void)sk_enter_slot(t->id, t->c, true);
+}
+
+void
+hook_socket_tls_write_end(const struct hook_tls_conn *t, const void *buf, size_t n)
+{
+	if (n > 0)
+		sk_out(t->id, t->c, buf, n, (ssize_t)n);
+}
+
+void
+hook_socket_tls_end(int fd, const void *key, const char *reason)
+{
+	struct ctxshim_conn *c;
+	int saved_errno, id = fd;
+	uint8_t hot;
+
+	if (sk_self.busy)
+		return;
+	saved_errno = errno;
+	sk_busy(true);
+	if (fd >= 0) {
+		hot = ctxshim_conn_hot(fd);
+		c = hot == CONN_HOT_TLS || hot == CONN_HOT_TLS_CLAIMED
+			    ? ctxshim_conn_get(fd)
+			    : NULL;
+	} else {
+		c = ctxshim_conn_virt(key, false, &id);
+	}
+	/* The fd slot itself lives on until close(): the application may
+	 * still shut the socket down, or free the session after closing
+	 * the fd (then its number may already name a new connection, which
+	 * the generation tells apart). */
+	if (c && sk_owned_fd() == id &&
+	    sk_self.gen == atomic_load_explicit(&c->gen, memory_order_relaxed))
+		sk_drop(id, reason);
+	if (fd < 0 && c)
+		ctxshim_conn_virt_forget(key);
+	sk_busy(false);
+	errno = saved_errno;
 }
 
 /* ---- exported names ---- */

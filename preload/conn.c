@@ -326,6 +326,15 @@ ctxshim_conn_forget(int fd)
 	conn_reset(c, 0);
 }
 
+/* The hot-map value of a tracked slot with flags f. */
+static uint8_t
+conn_hot_of(uint8_t f)
+{
+	if (f & CONN_F_TLS)
+		return (f & CONN_F_CLAIMED) ? CONN_HOT_TLS_CLAIMED : CONN_HOT_TLS;
+	return (f & CONN_F_CLAIMED) ? CONN_HOT_CLAIMED : CONN_HOT_SCAN;
+}
+
 void
 ctxshim_conn_dup(int oldfd, int newfd)
 {
@@ -347,7 +356,7 @@ ctxshim_conn_dup(int oldfd, int newfd)
 	atomic_store_explicit(&n->flags, f, memory_order_relaxed);
 	atomic_fetch_add_explicit(&n->gen, 1, memory_order_relaxed);
 	conn_seq_end(n);
-	conn_set_hot(newfd, (f & CONN_F_CLAIMED) ? CONN_HOT_CLAIMED : CONN_HOT_SCAN);
+	conn_set_hot(newfd, conn_hot_of(f));
 }
 
 void
@@ -362,7 +371,89 @@ ctxshim_conn_claim(int fd)
 	if (!(atomic_load_explicit(&c->flags, memory_order_relaxed) & CONN_F_TRACKED))
 		return;
 	conn_flags_update(c, 0, CONN_F_CLAIMED);
-	conn_set_hot(fd, CONN_HOT_CLAIMED);
+	conn_set_hot(fd, conn_hot_of(atomic_load_explicit(&c->flags,
+							  memory_order_relaxed)));
+}
+
+struct ctxshim_conn *
+ctxshim_conn_tls(int fd)
+{
+	struct ctxshim_conn *c = ctxshim_conn_get(fd);
+	uint8_t f;
+
+	if (!c)
+		return NULL;
+	f = atomic_load_explicit(&c->flags, memory_order_relaxed);
+	if (!(f & CONN_F_TRACKED))
+		return NULL;
+	if (!(f & CONN_F_TLS)) {
+		/* Whatever the scanner made of the ciphertext (it gave up at
+		 * the first byte) is forgotten: the plaintext starts afresh.
+		 * Called by the thread doing the fd's I/O, like a feed. */
+		conn_release_all(c);
+		conn_seq_begin(c);
+		memset(&c->scan, 0, sizeof(c->scan));
+		conn_flags_update(c,
+				  CONN_F_REQ | CONN_F_HAS_CTX | CONN_F_RESPONDED |
+					  CONN_F_PROMOTED,
+				  CONN_F_TLS);
+		conn_seq_end(c);
+		f = atomic_load_explicit(&c->flags, memory_order_relaxed);
+	}
+	conn_set_hot(fd, conn_hot_of(f));
+	return c;
+}
+
+/* ---- connections without an fd ---- */
+
+static _Atomic uintptr_t conn_virt_key[CTXSHIM_CONN_VIRT_N];
+static struct ctxshim_conn conn_virt[CTXSHIM_CONN_VIRT_N];
+
+struct ctxshim_conn *
+ctxshim_conn_virt(const void *key, bool create, int *id)
+{
+	uintptr_t k = (uintptr_t)key;
+	unsigned i;
+
+	if (!k)
+		return NULL;
+	/* A session is used by one thread at a time, so its key cannot be
+	 * added twice concurrently; a plain scan of 64 words finds it. */
+	for (i = 0; i < CTXSHIM_CONN_VIRT_N; i++)
+		if (atomic_load_explicit(&conn_virt_key[i], memory_order_acquire) == k) {
+			*id = CTXSHIM_CONN_VIRT_BASE + (int)i;
+			return &conn_virt[i];
+		}
+	if (!create)
+		return NULL;
+	for (i = 0; i < CTXSHIM_CONN_VIRT_N; i++) {
+		uintptr_t expect = 0;
+
+		if (atomic_compare_exchange_strong_explicit(
+			    &conn_virt_key[i], &expect, k, memory_order_acq_rel,
+			    memory_order_relaxed)) {
+			conn_reset(&conn_virt[i], CONN_F_TRACKED | CONN_F_TLS);
+			*id = CTXSHIM_CONN_VIRT_BASE + (int)i;
+			return &conn_virt[i];
+		}
+	}
+	return NULL;
+}
+
+void
+ctxshim_conn_virt_forget(const void *key)
+{
+	uintptr_t k = (uintptr_t)key;
+	unsigned i;
+
+	if (!k)
+		return;
+	for (i = 0; i < CTXSHIM_CONN_VIRT_N; i++)
+		if (atomic_load_explicit(&conn_virt_key[i], memory_order_acquire) == k) {
+			conn_reset(&conn_virt[i], 0);
+			atomic_store_explicit(&conn_virt_key[i], 0, memory_order_release);
+			return;
+		}
 }
 
 /* ---- contexts ---- */

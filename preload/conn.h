@@ -62,6 +62,8 @@ enum {
 	CONN_F_HAS_CTX = 0x08,   /* ctx holds the current request's context */
 	CONN_F_RESPONDED = 0x10, /* a response was written for it */
 	CONN_F_PROMOTED = 0x20,  /* it was pipelined behind the previous one */
+	CONN_F_TLS = 0x40,       /* TLS: the scanner gets plaintext from the TLS
+				  * hooks, never the socket's bytes */
 };
 
 /* Compact copy of a request context: ids as in struct ctxshim_ctx, then
@@ -94,13 +96,18 @@ struct ctxshim_conn {
 _Static_assert(sizeof(struct ctxshim_conn) == CTXSHIM_CONN_SLOT_SIZE,
 	       "B8: at most 256 bytes of state per tracked connection");
 
-/* Values of the hot map. */
+/* Values of the hot map.  The TLS values have neither the SCAN nor the
+ * CLAIMED bit: the socket hooks pass their I/O straight through (it is
+ * ciphertext) and only close/dup2 still look at them. */
 enum {
 	CONN_HOT_NONE = 0,    /* not a tracked connection */
 	CONN_HOT_SCAN = 1,    /* tracked: reads are scanned, I/O switches */
 	CONN_HOT_CLAIMED = 2, /* claimed: only writes are noted (answered) */
 	CONN_HOT_SHIM = 4,    /* the shim's own event log: stop using it
 			       * before the application closes or reuses it */
+	CONN_HOT_TLS = 8,     /* tracked, TLS: the TLS hooks scan and switch */
+	CONN_HOT_TLS_CLAIMED = 16, /* TLS and claimed: the TLS hooks only note
+				    * answers */
 };
 
 struct ctxshim_conn_table {
@@ -155,6 +162,28 @@ void ctxshim_conn_release_shim_fd(int fd);
  * connection, so it gets a copy of the slot with its own generation (a
  * head in progress is not captured on the copy). */
 void ctxshim_conn_dup(int oldfd, int newfd);
+
+/* fd carries TLS (its first byte was a handshake record, or a TLS library
+ * was given it): from now on the socket level passes its ciphertext
+ * through, and the TLS hooks feed its plaintext to a fresh scanner
+ * (hooks/hook-socket.c, "TLS").  Returns the slot, or NULL when fd is not
+ * a tracked server connection.  Idempotent. */
+struct ctxshim_conn *ctxshim_conn_tls(int fd);
+
+/* Connections without an fd: TLS sessions over a custom transport (an
+ * OpenSSL BIO of the application's own).  A small fixed table in .bss,
+ * keyed by the session pointer; ids start at CTXSHIM_CONN_VIRT_BASE, which
+ * no kernel fd reaches (fs.nr_open is below 2^30), so they never meet the
+ * fd table.  Entries are claimed with one atomic operation (no allocation,
+ * no lock); when all are in use, further sessions are not tracked. */
+#define CTXSHIM_CONN_VIRT_N    64
+#define CTXSHIM_CONN_VIRT_BASE (1 << 30)
+
+/* The slot of key (created when create and there is room); its id in *id.
+ * NULL if key has none. */
+struct ctxshim_conn *ctxshim_conn_virt(const void *key, bool create, int *id);
+/* key's session ended: release its slot. */
+void ctxshim_conn_virt_forget(const void *key);
 
 /* Feed the bytes a read returned.  Returns CONN_FEED_NONE, or
  * CONN_FEED_NEW if a new request became current (its context, if any, is

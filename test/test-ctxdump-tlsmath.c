@@ -74,6 +74,11 @@ START_TEST(le_x86_64)
 	ck_assert_int_eq(
 		tlsm_le_tpoff(TLSM_X86_64, TLSM_GLIBC, 0x40, 0, 0x30, 16, &off),
 		-EINVAL);
+	/* a hostile executable's 2^63 alignment (found by test/fuzz, was a
+	 * signed overflow) */
+	ck_assert_int_eq(tlsm_le_tpoff(TLSM_X86_64, TLSM_GLIBC, 0, 0, 1,
+				       (uint64_t)1 << 63, &off),
+			 -EINVAL);
 }
 END_TEST
 

@@ -776,12 +776,54 @@ START_TEST(test_id_is_zero)
 }
 END_TEST
 
+/* Every byte value at every hex position of a traceparent: valid exactly
+ * for [0-9a-f], and the decoded nibble is right (the decoder works on
+ * eight digits at a time, so a wrong lane or carry would show here). */
+START_TEST(test_traceparent_every_byte_everywhere)
+{
+	static const char base[] = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
+	static const int hex_pos[] = {0,  1,  3,  4,  5,  6,  7,  8,  9,  10, 11, 12, 13,
+				      14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26,
+				      27, 28, 29, 30, 31, 32, 33, 34, 36, 37, 38, 39, 40,
+				      41, 42, 43, 44, 45, 46, 47, 48, 49, 50, 51, 53, 54};
+	char buf[W3C_TRACEPARENT_LEN];
+	size_t k;
+	int c;
+
+	for (k = 0; k < sizeof(hex_pos) / sizeof(hex_pos[0]); k++) {
+		int pos = hex_pos[k];
+
+		for (c = 0; c < 256; c++) {
+			struct w3c_traceparent tp;
+			bool want = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+			int r;
+
+			memcpy(buf, base, sizeof(buf));
+			buf[pos] = (char)c;
+			/* version ff is invalid on its own, not for its digits */
+			if (pos <= 1 && c == 'f' && buf[1 - pos] == 'f')
+				want = false;
+			/* a non-zero version must allow the 55-character form */
+			r = w3c_traceparent_parse(buf, sizeof(buf), &tp);
+			ck_assert_msg((r == 0) == want, "byte 0x%02x at %d: %d", c, pos, r);
+			if (r == 0 && pos >= 3 && pos <= 34) {
+				int i = (pos - 3) / 2, v = c <= '9' ? c - '0' : c - 'a' + 10;
+				uint8_t b = tp.trace_id[i];
+
+				ck_assert_int_eq((pos - 3) % 2 ? (b & 0x0f) : (b >> 4), v);
+			}
+		}
+	}
+}
+END_TEST
+
 TEST_SUITE(w3c_suite)
 {
 	Suite *s = suite_create("w3c");
 	TCase *tc = tcase_create("traceparent");
 
 	tcase_add_test(tc, test_traceparent_parse_table);
+	tcase_add_test(tc, test_traceparent_every_byte_everywhere);
 	tcase_add_test(tc, test_traceparent_parse_args);
 	tcase_add_test(tc, test_traceparent_format_table);
 	tcase_add_test(tc, test_traceparent_roundtrip_random);

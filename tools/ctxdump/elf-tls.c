@@ -263,7 +263,8 @@ elf_open_obj(pid_t pid, const struct etls_obj *ob, struct etls_elf *x)
 /* Index of the .dynsym entry named name: defined STT_TLS of size 8 when
  * defined is true, else an undefined reference. */
 static bool
-lookup_sym(struct etls_elf *x, bool defined, size_t *idx, GElf_Sym *out)
+lookup_sym(struct etls_elf *x, const char *want, bool defined, size_t *idx,
+	   GElf_Sym *out)
 {
 	Elf_Data *d;
 	size_t n, i;
@@ -283,7 +284,7 @@ lookup_sym(struct etls_elf *x, bool defined, size_t *idx, GElf_Sym *out)
 		if ((s.st_shndx == SHN_UNDEF) == defined)
 			continue;
 		name = elf_strptr(x->e, x->dynsym_sh.sh_link, s.st_name);
-		if (!name || strcmp(name, OTEL_THREAD_CTX_SYMBOL) != 0)
+		if (!name || strcmp(name, want) != 0)
 			continue;
 		if (defined && (GELF_ST_TYPE(s.st_info) != STT_TLS || s.st_size != 8))
 			continue;
@@ -366,6 +367,12 @@ path_is_musl(const char *path)
 int
 etls_find(pid_t pid, struct etls_symbol *sym)
 {
+	return etls_find_named(pid, OTEL_THREAD_CTX_SYMBOL, sym);
+}
+
+int
+etls_find_named(pid_t pid, const char *name, struct etls_symbol *sym)
+{
 	struct etls_objs objs = {0};
 	struct etls_symbol best, cur;
 	bool have = false, musl = false;
@@ -398,7 +405,7 @@ etls_find(pid_t pid, struct etls_symbol *sym)
 			continue;
 		}
 		/* "A file without a TLS segment defines no thread-local". */
-		if (!x.has_tls || !x.bias_ok || !lookup_sym(&x, true, &idx, &s)) {
+		if (!x.has_tls || !x.bias_ok || !lookup_sym(&x, name, true, &idx, &s)) {
 			elf_close(&x);
 			continue;
 		}
@@ -463,7 +470,7 @@ etls_find(pid_t pid, struct etls_symbol *sym)
 
 			if (elf_open_obj(pid, &objs.v[i], &x) < 0)
 				continue;
-			if (x.bias_ok && lookup_sym(&x, false, &idx, &s) &&
+			if (x.bias_ok && lookup_sym(&x, name, false, &idx, &s) &&
 			    scan_relocs(&x, idx, x.bias, &best)) {
 				snprintf(best.reloc_module, sizeof(best.reloc_module),
 					 "%s", objs.v[i].path);
@@ -544,5 +551,64 @@ fail:
 	acc->arch = sym->arch;
 	acc->libc = sym->libc;
 	acc->model = TLSM_UNRESOLVED;
+	return r;
+}
+
+int
+etls_find_data(pid_t pid,
+	       const struct etls_symbol *sym,
+	       const char *name,
+	       uint64_t *addr,
+	       uint64_t *size)
+{
+	char path[PATH_MAX + 64];
+	struct etls_elf x;
+	Elf_Scn *scn = NULL;
+	Elf_Data *d;
+	size_t n, i;
+	int r = -ENOENT;
+
+	if (elf_version(EV_CURRENT) == EV_NONE)
+		return -ENOTSUP;
+	memset(&x, 0, sizeof(x));
+	snprintf(path, sizeof(path), "/proc/%d/root%s", (int)pid, sym->module);
+	x.fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (x.fd < 0)
+		return -errno;
+	x.e = elf_begin(x.fd, ELF_C_READ_MMAP, NULL);
+	if (!x.e || elf_kind(x.e) != ELF_K_ELF) {
+		elf_close(&x);
+		return -ENOEXEC;
+	}
+	while ((scn = elf_nextscn(x.e, scn)) != NULL) {
+		if (gelf_getshdr(scn, &x.dynsym_sh) &&
+		    x.dynsym_sh.sh_type == SHT_DYNSYM) {
+			x.dynsym = scn;
+			break;
+		}
+	}
+	if (!x.dynsym || x.dynsym_sh.sh_entsize == 0 ||
+	    !(d = elf_getdata(x.dynsym, NULL))) {
+		elf_close(&x);
+		return -ENOENT;
+	}
+	n = x.dynsym_sh.sh_size / x.dynsym_sh.sh_entsize;
+	for (i = 1; i < n; i++) {
+		GElf_Sym s;
+		const char *nm;
+
+		if (!gelf_getsym(d, (int)i, &s))
+			break;
+		if (s.st_shndx == SHN_UNDEF || GELF_ST_TYPE(s.st_info) != STT_OBJECT)
+			continue;
+		nm = elf_strptr(x.e, x.dynsym_sh.sh_link, s.st_name);
+		if (!nm || strcmp(nm, name) != 0)
+			continue;
+		*addr = sym->bias + s.st_value;
+		*size = s.st_size;
+		r = 0;
+		break;
+	}
+	elf_close(&x);
 	return r;
 }

@@ -47,6 +47,21 @@ struct etls_symbol {
  * another negative errno. */
 int etls_find(pid_t pid, struct etls_symbol *sym);
 
+/* The same for any thread-local pointer variable name (STT_TLS, size 8):
+ * otel_thread_ctx_v1, elastic_apm_profiling_correlation_tls_v1,
+ * custom_labels_current_set. */
+int etls_find_named(pid_t pid, const char *name, struct etls_symbol *sym);
+
+/* Runtime address and size of the exported data object (STT_OBJECT, not
+ * thread-local) name defined by the object that defines sym, e.g.
+ * custom_labels_abi_version.  Returns 0, -ENOENT, or another negative
+ * errno. */
+int etls_find_data(pid_t pid,
+		   const struct etls_symbol *sym,
+		   const char *name,
+		   uint64_t *addr,
+		   uint64_t *size);
+
 /* Read the loader-written slots and classify the access.  Call while the
  * target's threads are stopped (the slots are process-global and a
  * concurrent dlopen could be filling them in).  Always fills *acc; the

@@ -53,7 +53,10 @@ tlsm_le_tpoff(enum tlsm_arch arch,
 {
 	uint64_t al = p_align ? p_align : 1, fb, off;
 
-	if (!is_pow2(al) || p_memsz > ((uint64_t)1 << 40) || st_value > p_memsz)
+	/* The values come from the target's executable: bound the alignment
+	 * like the size, or the offsets below overflow int64_t. */
+	if (!is_pow2(al) || al > ((uint64_t)1 << 40) || p_memsz > ((uint64_t)1 << 40) ||
+	    st_value > p_memsz)
 		return -EINVAL;
 	/* glibc: l_tls_firstbyte_offset = p_vaddr & (align - 1), and
 	 * firstbyte = -that & (align - 1) (elf/dl-tls.c). */

@@ -1,0 +1,307 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The HTTP request-head scanner fed one stream in different read splits.
+ * Input: a limits byte, a configuration of extra header names, a read
+ * plan (chunk sizes), then the stream.  The stream is fed whole with a
+ * dedicated capture, in the planned chunks through a per-thread scratch
+ * capture copied to a pool slot (the documented use), in the planned
+ * chunks without a capture, and byte by byte.  The events (status, absolute
+ * offset, flags, captured values) must be the same, as http-scan.h
+ * promises; the framing-only run must agree on everything but capture
+ * flags. */
+#include "fuzz.h"
+
+#include <string.h>
+
+#include "http-scan.h"
+
+#define MAX_EV     512
+#define MAX_PLAN   32
+#define BYTEWISE_MAX 4096
+
+struct snap {
+	uint8_t method_len, tp_len;
+	uint16_t target_len, ts_len;
+	bool target_truncated, ts_truncated;
+	uint8_t extra_present, extra_truncated, extra_bad;
+	uint16_t extra_len[HTTP_SCAN_EXTRA_MAX];
+	char method[HTTP_SCAN_METHOD_MAX];
+	char tp[HTTP_SCAN_TRACEPARENT_MAX];
+	char target[HTTP_SCAN_TARGET_MAX];
+	char ts[HTTP_SCAN_TRACESTATE_MAX];
+	char extra[HTTP_SCAN_EXTRA_MAX][HTTP_SCAN_VALUE_MAX];
+};
+
+struct ev {
+	enum http_scan_status status;
+	size_t off;
+	unsigned flags;
+	enum http_scan_give_up reason;
+	bool captured;
+	struct snap snap;
+};
+
+struct trace {
+	unsigned n;   /* events seen */
+	struct ev ev[MAX_EV];
+	bool gave_up, in_head;
+	enum http_scan_give_up reason;
+};
+
+enum capmode { CAP_OWN, CAP_SCRATCH, CAP_NONE };
+
+struct plan {
+	size_t n;
+	uint8_t size[MAX_PLAN]; /* chunk sizes - 1, cycled; n == 0: bytewise */
+};
+
+static void
+take_snap(struct snap *s, const struct http_scan_capture *cap, unsigned n_extra)
+{
+	unsigned k, i;
+
+	FUZZ_CHECK(cap->method_len <= HTTP_SCAN_METHOD_MAX);
+	FUZZ_CHECK(cap->target_len <= HTTP_SCAN_TARGET_MAX);
+	FUZZ_CHECK(cap->traceparent_len <= HTTP_SCAN_TRACEPARENT_MAX);
+	FUZZ_CHECK(cap->tracestate_len <= HTTP_SCAN_TRACESTATE_MAX);
+	/* the request line's grammar */
+	FUZZ_CHECK(cap->method_len >= 1);
+	FUZZ_CHECK(cap->method[0] >= 'A' && cap->method[0] <= 'Z');
+	for (i = 0; i < cap->method_len; i++)
+		FUZZ_CHECK((cap->method[i] >= 'A' && cap->method[i] <= 'Z') ||
+			   cap->method[i] == '_' || cap->method[i] == '-');
+	FUZZ_CHECK(cap->target_len >= 1);
+	for (i = 0; i < cap->target_len; i++)
+		FUZZ_CHECK((uint8_t)cap->target[i] > 0x20);
+	/* a tracestate cut back to whole members ends before a ',' */
+	FUZZ_CHECK(!cap->tracestate_truncated ||
+		   cap->tracestate_len <= HTTP_SCAN_TRACESTATE_MAX);
+	FUZZ_CHECK((cap->extra_present >> n_extra) == 0);
+
+	memset(s, 0, sizeof(*s));
+	s->method_len = cap->method_len;
+	memcpy(s->method, cap->method, cap->method_len);
+	s->target_len = cap->target_len;
+	memcpy(s->target, cap->target, cap->target_len);
+	s->tp_len = cap->traceparent_len;
+	memcpy(s->tp, cap->traceparent, cap->traceparent_len);
+	s->ts_len = cap->tracestate_len;
+	memcpy(s->ts, cap->tracestate, cap->tracestate_len);
+	s->target_truncated = cap->target_truncated;
+	s->ts_truncated = cap->tracestate_truncated;
+	s->extra_present = cap->extra_present;
+	s->extra_truncated = cap->extra_truncated;
+	s->extra_bad = cap->extra_bad;
+	for (k = 0; k < n_extra; k++) {
+		FUZZ_CHECK(cap->extra_len[k] <= HTTP_SCAN_VALUE_MAX);
+		s->extra_len[k] = cap->extra_len[k];
+		memcpy(s->extra[k], cap->extra[k], cap->extra_len[k]);
+	}
+}
+
+static bool
+snap_eq(const struct snap *a, const struct snap *b)
+{
+	unsigned k;
+
+	if (a->method_len != b->method_len || memcmp(a->method, b->method, a->method_len) ||
+	    a->target_len != b->target_len || memcmp(a->target, b->target, a->target_len) ||
+	    a->tp_len != b->tp_len || memcmp(a->tp, b->tp, a->tp_len) ||
+	    a->ts_len != b->ts_len || memcmp(a->ts, b->ts, a->ts_len) ||
+	    a->target_truncated != b->target_truncated ||
+	    a->ts_truncated != b->ts_truncated || a->extra_present != b->extra_present ||
+	    a->extra_truncated != b->extra_truncated || a->extra_bad != b->extra_bad)
+		return false;
+	for (k = 0; k < HTTP_SCAN_EXTRA_MAX; k++)
+		if (a->extra_len[k] != b->extra_len[k] ||
+		    memcmp(a->extra[k], b->extra[k], a->extra_len[k]))
+			return false;
+	return true;
+}
+
+static void
+record(struct trace *t, enum http_scan_status r, size_t off, const struct http_scan *st,
+       const struct http_scan_capture *cap, enum capmode mode, unsigned n_extra)
+{
+	struct ev *e;
+	unsigned i = t->n++;
+
+	if (i > 0 && i <= MAX_EV)
+		FUZZ_CHECK(off > t->ev[i - 1].off || r == HTTP_SCAN_GAVE_UP);
+	if (i >= MAX_EV)
+		return;
+	e = &t->ev[i];
+	e->status = r;
+	e->off = off;
+	e->reason = http_scan_give_up_reason(st);
+	e->flags = 0;
+	e->captured = false;
+	FUZZ_CHECK(http_scan_give_up_name(e->reason) != NULL);
+	if (r != HTTP_SCAN_HEAD)
+		return;
+	e->flags = http_scan_flags(st);
+	e->captured = e->flags & HTTP_SCAN_F_CAPTURED;
+	if (mode != CAP_NONE) {
+		/* with a capture kept as documented, every head is captured
+		 * unless it is too big */
+		FUZZ_CHECK(!(e->flags & HTTP_SCAN_F_CAPTURE_LOST));
+		FUZZ_CHECK(e->captured != !!(e->flags & HTTP_SCAN_F_OVERSIZED));
+	} else {
+		FUZZ_CHECK(!e->captured);
+		FUZZ_CHECK(!(e->flags & HTTP_SCAN_F_CAPTURE_ONLY));
+	}
+	if (e->captured)
+		take_snap(&e->snap, cap, n_extra);
+}
+
+static size_t
+next_chunk(const struct plan *pl, size_t *k, size_t left)
+{
+	size_t n = pl->n ? (size_t)pl->size[(*k)++ % pl->n] + 1 : 1;
+
+	return n < left ? n : left;
+}
+
+static struct http_scan_capture own, scratch, pool;
+
+static void
+run(const struct http_scan_config *cfg, unsigned n_extra, const uint8_t *d, size_t len,
+    const struct plan *pl, enum capmode mode, struct trace *t)
+{
+	struct http_scan st;
+	bool in_pool = false, dead = false;
+	size_t pos = 0, k = 0;
+
+	t->n = 0;
+	/* captures start zero-filled; the scanner must not rely on more */
+	memset(&own, 0, sizeof(own));
+	memset(&scratch, 0, sizeof(scratch));
+	memset(&pool, 0, sizeof(pool));
+	memset(&st, 0, sizeof(st));
+	while (pos < len) {
+		size_t n = pl ? next_chunk(pl, &k, len - pos) : len - pos;
+		size_t end = pos + n, off = pos;
+
+		while (off < end) {
+			struct http_scan_capture *cap;
+			enum http_scan_status r;
+			size_t used = (size_t)-1;
+
+			cap = mode == CAP_OWN	   ? &own
+			      : mode == CAP_NONE ? NULL
+			      : in_pool		   ? &pool
+						   : &scratch;
+			r = http_scan_feed(&st, cfg, cap, d + off, end - off, &used);
+			FUZZ_CHECK(used <= end - off);
+			FUZZ_CHECK(r == HTTP_SCAN_MORE || r == HTTP_SCAN_HEAD ||
+				   r == HTTP_SCAN_GAVE_UP);
+			if (dead)
+				FUZZ_CHECK(r == HTTP_SCAN_MORE && used == end - off);
+			if (r == HTTP_SCAN_MORE)
+				FUZZ_CHECK(used == end - off);
+			if (r == HTTP_SCAN_HEAD)
+				FUZZ_CHECK(used > 0);
+			off += used;
+			if (r == HTTP_SCAN_HEAD) {
+				record(t, r, off, &st, cap, mode, n_extra);
+				in_pool = false;
+			} else if (r == HTTP_SCAN_GAVE_UP) {
+				record(t, r, off, &st, cap, mode, n_extra);
+				FUZZ_CHECK(http_scan_gave_up(&st));
+				dead = true;
+				off = end;
+			}
+			if (http_scan_gave_up(&st))
+				dead = true;
+		}
+		if (mode == CAP_SCRATCH && http_scan_in_head(&st) && !in_pool) {
+			pool = scratch;
+			in_pool = true;
+		}
+		/* another connection of the thread reuses the scratch capture */
+		if (mode == CAP_SCRATCH)
+			memset(&scratch, 0xa5, sizeof(scratch));
+		pos = end;
+	}
+	t->gave_up = http_scan_gave_up(&st);
+	t->reason = http_scan_give_up_reason(&st);
+	t->in_head = http_scan_in_head(&st);
+	FUZZ_CHECK(!(t->gave_up && t->in_head));
+}
+
+static void
+same(const struct trace *a, const struct trace *b, bool framing_only)
+{
+	const unsigned cap_flags = HTTP_SCAN_F_CAPTURED | HTTP_SCAN_F_CAPTURE_ONLY;
+	unsigned i;
+
+	FUZZ_CHECK(a->n == b->n);
+	FUZZ_CHECK(a->gave_up == b->gave_up);
+	FUZZ_CHECK(a->reason == b->reason);
+	FUZZ_CHECK(a->in_head == b->in_head);
+	for (i = 0; i < a->n && i < MAX_EV; i++) {
+		const struct ev *x = &a->ev[i], *y = &b->ev[i];
+
+		FUZZ_CHECK(x->status == y->status);
+		FUZZ_CHECK(x->off == y->off);
+		FUZZ_CHECK(x->reason == y->reason);
+		if (framing_only) {
+			FUZZ_CHECK((x->flags & ~cap_flags) == (y->flags & ~cap_flags));
+			continue;
+		}
+		FUZZ_CHECK(x->flags == y->flags);
+		FUZZ_CHECK(x->captured == y->captured);
+		if (x->captured)
+			FUZZ_CHECK(snap_eq(&x->snap, &y->snap));
+	}
+}
+
+int
+LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	static struct trace whole, planned, bare, bytewise;
+	struct fuzz_in in = {data, size};
+	struct http_scan_config cfg;
+	unsigned lim = fuzz_byte(&in), n_extra = 0, n, i;
+	struct plan pl;
+
+	http_scan_config_init(&cfg);
+	if (lim) {
+		/* small limits reach the oversized and give-up paths */
+		uint32_t max_head = 64u << (lim & 15);
+		uint32_t give_up = max_head << ((lim >> 4) & 3);
+
+		FUZZ_CHECK(http_scan_config_set_limits(&cfg, max_head, give_up) == 0);
+	}
+	n = fuzz_byte(&in) % (HTTP_SCAN_EXTRA_MAX + 2);
+	for (i = 0; i < n; i++) {
+		size_t l = fuzz_byte(&in) % 40;
+		unsigned idx = 99;
+		int r;
+
+		if (l > in.left)
+			l = in.left;
+		r = http_scan_config_add_header(&cfg, (const char *)in.p, l, &idx);
+		if (r == 0) {
+			FUZZ_CHECK(idx == n_extra);
+			n_extra++;
+		}
+		in.p += l;
+		in.left -= l;
+	}
+	pl.n = fuzz_byte(&in) % (MAX_PLAN + 1);
+	for (i = 0; i < pl.n; i++)
+		pl.size[i] = (uint8_t)fuzz_byte(&in);
+
+	run(&cfg, n_extra, in.p, in.left, NULL, CAP_OWN, &whole);
+	run(&cfg, n_extra, in.p, in.left, &pl, CAP_SCRATCH, &planned);
+	same(&whole, &planned, false);
+	run(&cfg, n_extra, in.p, in.left, &pl, CAP_NONE, &bare);
+	same(&whole, &bare, true);
+	if (in.left <= BYTEWISE_MAX) {
+		struct plan one = {.n = 0};
+
+		run(&cfg, n_extra, in.p, in.left, &one, CAP_OWN, &bytewise);
+		same(&whole, &bytewise, false);
+	}
+	return 0;
+}

@@ -1,0 +1,252 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "config.h"
+
+#include "proffile.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void
+put_le(uint8_t *p, uint64_t v, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static uint64_t
+get_le(const uint8_t *p, size_t n)
+{
+	uint64_t v = 0;
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		v |= (uint64_t)p[i] << (8 * i);
+	return v;
+}
+
+int
+pfile_w_open(struct pfile_w *w, FILE *f)
+{
+	uint8_t h[PFILE_HEADER_SIZE];
+
+	memset(w, 0, sizeof(*w));
+	w->f = f;
+	memcpy(h, PFILE_MAGIC, 8);
+	put_le(h + 8, PFILE_VERSION, 2);
+	put_le(h + 10, PFILE_HEADER_SIZE, 2);
+	put_le(h + 12, 0, 4);
+	if (fwrite(h, 1, sizeof(h), f) != sizeof(h))
+		w->err = -(errno ? errno : EIO);
+	w->bytes = sizeof(h);
+	return w->err;
+}
+
+void
+pfile_w_close(struct pfile_w *w)
+{
+	free(w->buf);
+	w->buf = NULL;
+	w->len = w->cap = 0;
+}
+
+static bool
+grow(struct pfile_w *w, size_t more)
+{
+	size_t cap;
+	uint8_t *nb;
+
+	if (w->err)
+		return false;
+	if (w->len + more <= w->cap)
+		return true;
+	if (w->len + more > PFILE_PAYLOAD_MAX + 4u) {
+		w->err = -E2BIG;
+		return false;
+	}
+	cap = w->cap ? w->cap : 4096;
+	while (cap < w->len + more)
+		cap *= 2;
+	nb = realloc(w->buf, cap);
+	if (!nb) {
+		w->err = -ENOMEM;
+		return false;
+	}
+	w->buf = nb;
+	w->cap = cap;
+	return true;
+}
+
+void
+pfile_w_begin(struct pfile_w *w, unsigned type)
+{
+	w->type = type;
+	w->len = 0;
+	/* room for the prefix, filled in by pfile_w_end() */
+	if (grow(w, 4))
+		w->len = 4;
+}
+
+void
+pfile_w_u(struct pfile_w *w, uint64_t v)
+{
+	if (!grow(w, 10))
+		return;
+	do {
+		uint8_t b = v & 0x7f;
+
+		v >>= 7;
+		w->buf[w->len++] = (uint8_t)(b | (v ? 0x80 : 0));
+	} while (v);
+}
+
+void
+pfile_w_raw(struct pfile_w *w, const void *p, size_t n)
+{
+	if (!n || !grow(w, n))
+		return;
+	memcpy(w->buf + w->len, p, n);
+	w->len += n;
+}
+
+void
+pfile_w_bytes(struct pfile_w *w, const void *p, size_t n)
+{
+	pfile_w_u(w, n);
+	pfile_w_raw(w, p, n);
+}
+
+int
+pfile_w_end(struct pfile_w *w)
+{
+	size_t payload;
+
+	if (w->err)
+		return w->err;
+	payload = w->len - 4;
+	if (payload > PFILE_PAYLOAD_MAX)
+		return w->err = -E2BIG;
+	put_le(w->buf, (uint64_t)w->type | (uint64_t)payload << 8, 4);
+	if (fwrite(w->buf, 1, w->len, w->f) != w->len)
+		w->err = -(errno ? errno : EIO);
+	w->bytes += w->len;
+	w->len = 0;
+	return w->err;
+}
+
+uint64_t
+pfile_r_u(struct pfile_r *r)
+{
+	uint64_t v = 0;
+	unsigned shift = 0;
+
+	while (!r->bad) {
+		uint8_t b;
+
+		if (r->p >= r->end || shift > 63) {
+			r->bad = true;
+			break;
+		}
+		b = *r->p++;
+		v |= (uint64_t)(b & 0x7f) << shift;
+		if (!(b & 0x80))
+			return v;
+		shift += 7;
+	}
+	return 0;
+}
+
+uint32_t
+pfile_r_u32(struct pfile_r *r)
+{
+	uint64_t v = pfile_r_u(r);
+
+	if (v > UINT32_MAX) {
+		r->bad = true;
+		return 0;
+	}
+	return (uint32_t)v;
+}
+
+bool
+pfile_r_raw(struct pfile_r *r, void *out, size_t n)
+{
+	if (r->bad || (size_t)(r->end - r->p) < n) {
+		r->bad = true;
+		memset(out, 0, n);
+		return false;
+	}
+	memcpy(out, r->p, n);
+	r->p += n;
+	return true;
+}
+
+bool
+pfile_r_bytes(struct pfile_r *r, const uint8_t **p, size_t *n)
+{
+	uint64_t l = pfile_r_u(r);
+
+	if (r->bad || l > (uint64_t)(r->end - r->p)) {
+		r->bad = true;
+		*p = NULL;
+		*n = 0;
+		return false;
+	}
+	*p = r->p;
+	*n = (size_t)l;
+	r->p += l;
+	return true;
+}
+
+int
+pfile_read_header(FILE *f)
+{
+	uint8_t h[PFILE_HEADER_SIZE];
+	size_t hs;
+
+	if (fread(h, 1, 8, f) != 8 || memcmp(h, PFILE_MAGIC, 8) != 0)
+		return -EBADMSG;
+	if (fread(h + 8, 1, 8, f) != 8)
+		return -EBADMSG;
+	if (get_le(h + 8, 2) != PFILE_VERSION)
+		return -EPROTONOSUPPORT;
+	hs = (size_t)get_le(h + 10, 2);
+	if (hs < PFILE_HEADER_SIZE)
+		return -EBADMSG;
+	/* a longer header of a later minor revision: skip the rest */
+	for (; hs > PFILE_HEADER_SIZE; hs--)
+		if (fgetc(f) == EOF)
+			return -EBADMSG;
+	return 0;
+}
+
+int
+pfile_next(FILE *f, unsigned *type, uint8_t **buf, size_t *cap, size_t *len)
+{
+	uint8_t pre[4];
+	size_t n, got;
+	uint32_t v;
+
+	got = fread(pre, 1, 4, f);
+	if (got == 0)
+		return 0;
+	if (got < 4)
+		return -EBADMSG;
+	v = (uint32_t)get_le(pre, 4);
+	*type = v & 0xff;
+	n = v >> 8;
+	if (n + 1 > *cap) {
+		uint8_t *nb = realloc(*buf, n + 1);
+
+		if (!nb)
+			return -ENOMEM;
+		*buf = nb;
+		*cap = n + 1;
+	}
+	if (fread(*buf, 1, n, f) != n)
+		return -EBADMSG;
+	*len = n;
+	return 1;
+}

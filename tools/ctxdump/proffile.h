@@ -1,0 +1,103 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/* The file `ctxdump record` writes and `ctxdump report` reads (format
+ * described in doc/ctxdump.1, FILE FORMAT):
+ *
+ *   header  8 bytes "CTXDPROF", u16 version (1), u16 header size (16),
+ *           u32 flags (0); little endian
+ *   records u32 prefix = type | payload length << 8, then the payload.
+ *
+ * Payload integers are unsigned LEB128 ("varints"); byte strings are a
+ * varint length and the bytes; ids (trace, span) are raw bytes.  Strings,
+ * frames, stacks and contexts are defined once by a record with a fresh id
+ * (counting from 1) before the first sample that uses them, so samples are
+ * a few bytes each and a reader can process the file in one pass.  A
+ * reader skips record types it does not know; a file that ends inside a
+ * record (recording killed) is read up to the last whole record. */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define PFILE_MAGIC       "CTXDPROF"
+#define PFILE_VERSION     1
+#define PFILE_HEADER_SIZE 16
+/* Largest payload: the 24-bit length field. */
+#define PFILE_PAYLOAD_MAX ((1u << 24) - 1)
+
+enum pfile_type {
+	PFILE_INFO = 1,     /* recording parameters and the target */
+	PFILE_PCTX = 2,     /* the raw OTEP-4719 process-context payload */
+	PFILE_LAYOUT = 3,   /* a thread-context layout found in the target */
+	PFILE_RESOURCE = 4, /* a resource attribute not from the process context */
+	PFILE_THREAD = 5,   /* a thread's name */
+	PFILE_STRING = 6,   /* id, bytes */
+	PFILE_FRAME = 7,    /* id, ip, symbol, module, offset, flags */
+	PFILE_STACK = 8,    /* id, flags, frame ids innermost first */
+	PFILE_CTX = 9,      /* id, layout, flags, ids, attributes */
+	PFILE_ROUND = 10,   /* one stop of all threads: time, stop window */
+	PFILE_SAMPLE = 11,  /* tid, state, stack id, context ids */
+	PFILE_END = 12,     /* totals, why recording ended */
+};
+
+/* PFILE_FRAME flags */
+#define PFILE_FRAME_SIGNAL 0x1u /* signal trampoline */
+#define PFILE_FRAME_DYNSYM 0x2u /* symbol from .dynsym only */
+/* PFILE_STACK flags */
+#define PFILE_STACK_TRUNCATED 0x1u /* unwinding stopped before the outermost frame */
+/* PFILE_CTX flags */
+#define PFILE_CTX_VALID     0x1u
+#define PFILE_CTX_TRACE     0x2u /* trace_id / span_id / trace flags set */
+#define PFILE_CTX_TXN       0x4u /* Elastic transaction id follows */
+#define PFILE_CTX_TRUNCATED 0x8u /* attributes cut short */
+
+/* PFILE_END reasons */
+enum pfile_end_reason {
+	PFILE_END_DURATION = 0,
+	PFILE_END_SIGNAL = 1,
+	PFILE_END_EXITED = 2,
+	PFILE_END_ERROR = 3,
+};
+
+/* ---- writing ---- */
+
+struct pfile_w {
+	FILE *f;
+	uint8_t *buf; /* the record being built */
+	size_t len, cap;
+	unsigned type;
+	int err; /* first error (negative errno); everything after is dropped */
+	uint64_t bytes;
+};
+
+int pfile_w_open(struct pfile_w *w, FILE *f);
+void pfile_w_close(struct pfile_w *w);
+void pfile_w_begin(struct pfile_w *w, unsigned type);
+void pfile_w_u(struct pfile_w *w, uint64_t v);
+void pfile_w_raw(struct pfile_w *w, const void *p, size_t n);
+void pfile_w_bytes(struct pfile_w *w, const void *p, size_t n);
+/* Append the record to the stream; returns 0 or w->err. */
+int pfile_w_end(struct pfile_w *w);
+
+/* ---- reading ---- */
+
+struct pfile_r {
+	const uint8_t *p, *end;
+	bool bad; /* read past the end or a malformed varint */
+};
+
+uint64_t pfile_r_u(struct pfile_r *r);
+/* A varint that must fit in 32 bits (ids, counts). */
+uint32_t pfile_r_u32(struct pfile_r *r);
+bool pfile_r_raw(struct pfile_r *r, void *out, size_t n);
+bool pfile_r_bytes(struct pfile_r *r, const uint8_t **p, size_t *n);
+
+/* Check the file header.  Returns 0, -EBADMSG (not a ctxdump recording)
+ * or -EPROTONOSUPPORT (a newer version). */
+int pfile_read_header(FILE *f);
+
+/* Next record into *buf (grown as needed).  Returns 1, 0 at the end of
+ * the file, or -EBADMSG for a record cut short (*truncated bytes). */
+int pfile_next(FILE *f, unsigned *type, uint8_t **buf, size_t *cap, size_t *len);

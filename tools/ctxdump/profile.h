@@ -1,0 +1,13 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/* The sampling subcommands of ctxdump (issue 10):
+ *
+ *   ctxdump record PID [--rate HZ] [--duration S] [-o FILE]
+ *   ctxdump report FILE [--folded | --spans] [filters]
+ *
+ * argv[0] is the subcommand name.  Both return the process exit status
+ * (0 ok, 1 partial, 2 fatal, 64 usage), as ctxdump does. */
+
+int record_main(int argc, char **argv);
+int report_main(int argc, char **argv);

@@ -1,0 +1,1146 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* ctxdump record: wall-clock sampling of every thread of a process, each
+ * sample labelled with the thread's context at that instant.
+ *
+ * Every round stops all threads (stop.c), copies registers and the top of
+ * each stack (unwind.c, batched) and each thread's context in every layout
+ * the process publishes (layouts.c, batched), and detaches.  Unwinding,
+ * symbolization, context decoding and writing happen with the target
+ * running, before the next round.  Stacks, frames, strings and contexts
+ * are interned (proffile.h), so the file grows by a few bytes per sample
+ * and the tool's memory stays bounded: the intern tables are dropped and
+ * started again past a size cap. */
+#include "config.h"
+
+#include "profile.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "layouts.h"
+#include "pctx-read.h"
+#include "proffile.h"
+#include "remote.h"
+#include "stop.h"
+#include "unwind.h"
+#include "w3c.h"
+
+#define EXIT_OK      0
+#define EXIT_PARTIAL 1
+#define EXIT_FATAL   2
+#define EXIT_USAGE   64
+
+#define DEFAULT_RATE       100
+#define MAX_RATE           1000
+#define DEFAULT_MAX_FRAMES 128
+#define MAX_FRAMES         1024
+#define DEFAULT_STACK_SIZE (64u << 10)
+#define MAX_STACK_SIZE     (8u << 20)
+/* A thread that does not stop within this time is skipped for the round:
+ * meanwhile every other thread stays stopped, so it is much shorter than
+ * the one-shot dump's 500 ms. */
+#define STOP_TIMEOUT_MS 50
+/* Past this many bytes an intern table is dropped and started again. */
+#define ITAB_MAX_BYTES (32u << 20)
+/* How often unresolved layouts, the process context and new modules may
+ * be looked at again. */
+#define REFRESH_NS 1000000000ull
+
+struct rec_ctl {
+	pid_t pid;
+	unsigned rate;
+	double duration; /* seconds, 0 = until interrupted */
+	const char *output;
+	size_t max_frames;
+	size_t stack_size;
+	bool quiet;
+};
+
+/* ---- intern tables ---- */
+
+struct itab_ent {
+	uint64_t h;
+	uint8_t *key; /* NULL: empty slot */
+	uint32_t len, id;
+};
+
+struct itab {
+	struct itab_ent *v;
+	size_t cap, n, bytes;
+	uint32_t next; /* next id; ids are never reused */
+	unsigned resets;
+};
+
+static uint64_t
+hash_bytes(const void *p, size_t n)
+{
+	const uint8_t *b = p;
+	uint64_t h = 0xcbf29ce484222325ull;
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		h ^= b[i];
+		h *= 0x100000001b3ull;
+	}
+	/* finalizer: the low bits index the table */
+	h ^= h >> 33;
+	h *= 0xff51afd7ed558ccdull;
+	h ^= h >> 33;
+	return h;
+}
+
+static void
+itab_clear(struct itab *t)
+{
+	size_t i;
+
+	for (i = 0; i < t->cap; i++)
+		free(t->v[i].key);
+	free(t->v);
+	t->v = NULL;
+	t->cap = t->n = t->bytes = 0;
+}
+
+static bool
+itab_grow(struct itab *t)
+{
+	size_t cap = t->cap ? t->cap * 2 : 1024, i;
+	struct itab_ent *nv = calloc(cap, sizeof(*nv));
+
+	if (!nv)
+		return false;
+	for (i = 0; i < t->cap; i++) {
+		struct itab_ent *e = &t->v[i];
+		size_t j;
+
+		if (!e->key)
+			continue;
+		for (j = e->h & (cap - 1); nv[j].key; j = (j + 1) & (cap - 1))
+			;
+		nv[j] = *e;
+	}
+	free(t->v);
+	t->v = nv;
+	t->cap = cap;
+	return true;
+}
+
+/* Id of key, *fresh when it was not in the table (the caller then writes
+ * its definition).  0 on allocation failure. */
+static uint32_t
+itab_get(struct itab *t, const void *key, size_t len, bool *fresh)
+{
+	uint64_t h = hash_bytes(key, len);
+	size_t i;
+
+	*fresh = false;
+	if (!t->next)
+		t->next = 1;
+	if (t->bytes > ITAB_MAX_BYTES) {
+		/* bounded memory: forget everything, ids go on */
+		itab_clear(t);
+		t->resets++;
+	}
+	if ((t->n + 1) * 2 > t->cap && !itab_grow(t))
+		return 0;
+	for (i = h & (t->cap - 1); t->v[i].key; i = (i + 1) & (t->cap - 1)) {
+		struct itab_ent *e = &t->v[i];
+
+		if (e->h == h && e->len == len && memcmp(e->key, key, len) == 0)
+			return e->id;
+	}
+	t->v[i].key = malloc(len ? len : 1);
+	if (!t->v[i].key)
+		return 0;
+	memcpy(t->v[i].key, key, len);
+	t->v[i].h = h;
+	t->v[i].len = (uint32_t)len;
+	t->v[i].id = t->next++;
+	t->n++;
+	t->bytes += len + sizeof(struct itab_ent) * 2 + 16;
+	*fresh = true;
+	return t->v[i].id;
+}
+
+/* ---- the recording ---- */
+
+struct rec {
+	const struct rec_ctl *ctl;
+	pid_t pid;
+	struct pfile_w w;
+	FILE *out;
+	uint64_t t0_mono, t0_real;
+
+	struct lay_proc lp;
+	bool have_layouts;
+	unsigned usable;
+	bool layouts_written;
+	uint64_t resolve_ns;
+
+	bool has_pctx;
+	struct pctxr_snapshot pctx;
+	struct pctx_decoded *pd;
+	uint64_t pctx_ns;
+
+	struct itab strings, frames, stacks, ctxs, threads;
+
+	/* per-round scratch, grown as needed (before the stop) */
+	size_t cap;
+	pid_t *tids;
+	char *states;
+	struct stack_snap *snaps;
+	struct stack_snap **snapp;
+	int *err;
+	uint64_t *tps;
+	struct lay_raw *raws;
+	struct stack_frame *frames; /* max_frames + 1 */
+	struct lay_ctx *ctx;
+	uint8_t *key; /* stack/context keys */
+	size_t key_cap;
+
+	uint64_t rounds, samples, lost_ticks, failed_rounds, timeouts;
+	uint64_t win_sum, win_max;
+	uint64_t reset_ns;
+	int end_reason;
+	int error;
+};
+
+static volatile sig_atomic_t rec_signal;
+
+static void
+on_signal(int sig)
+{
+	rec_signal = sig;
+}
+
+static void rwarn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static void
+rwarn(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	fputs("ctxdump record: ", stderr);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+}
+
+static uint64_t
+now_real_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static uint32_t
+intern_string(struct rec *rc, const void *s, size_t n)
+{
+	bool fresh;
+	uint32_t id;
+
+	if (n == 0)
+		return 0;
+	id = itab_get(&rc->strings, s, n, &fresh);
+	if (fresh) {
+		pfile_w_begin(&rc->w, PFILE_STRING);
+		pfile_w_u(&rc->w, id);
+		pfile_w_bytes(&rc->w, s, n);
+		pfile_w_end(&rc->w);
+	}
+	return id;
+}
+
+static uint32_t
+intern_cstr(struct rec *rc, const char *s)
+{
+	return intern_string(rc, s, strlen(s));
+}
+
+static uint32_t
+intern_frame(struct rec *rc, const struct stack_frame *f)
+{
+	uint32_t id, sym, mod;
+	bool fresh;
+
+	id = itab_get(&rc->frames, &f->ip, sizeof(f->ip), &fresh);
+	if (!fresh)
+		return id;
+	sym = intern_cstr(rc, f->symbol);
+	mod = intern_cstr(rc, f->module);
+	pfile_w_begin(&rc->w, PFILE_FRAME);
+	pfile_w_u(&rc->w, id);
+	pfile_w_u(&rc->w, f->ip);
+	pfile_w_u(&rc->w, sym);
+	pfile_w_u(&rc->w, mod);
+	pfile_w_u(&rc->w, f->offset);
+	pfile_w_u(&rc->w, ((f->flags & STACK_FRAME_SIGNAL) ? PFILE_FRAME_SIGNAL : 0) |
+				  ((f->flags & STACK_FRAME_DYNSYM) ? PFILE_FRAME_DYNSYM : 0));
+	pfile_w_end(&rc->w);
+	return id;
+}
+
+static bool
+key_reserve(struct rec *rc, size_t n)
+{
+	uint8_t *nk;
+
+	if (n <= rc->key_cap)
+		return true;
+	nk = realloc(rc->key, n);
+	if (!nk)
+		return false;
+	rc->key = nk;
+	rc->key_cap = n;
+	return true;
+}
+
+static uint32_t
+intern_stack(struct rec *rc, size_t n, bool truncated)
+{
+	uint32_t *ids, flags = truncated ? PFILE_STACK_TRUNCATED : 0, id;
+	size_t i;
+	bool fresh;
+
+	if (!key_reserve(rc, (n + 1) * sizeof(uint32_t)))
+		return 0;
+	ids = (uint32_t *)(void *)rc->key;
+	ids[0] = flags;
+	for (i = 0; i < n; i++)
+		ids[i + 1] = intern_frame(rc, &rc->frames[i]);
+	id = itab_get(&rc->stacks, ids, (n + 1) * sizeof(uint32_t), &fresh);
+	if (fresh) {
+		pfile_w_begin(&rc->w, PFILE_STACK);
+		pfile_w_u(&rc->w, id);
+		pfile_w_u(&rc->w, flags);
+		pfile_w_u(&rc->w, n);
+		for (i = 0; i < n; i++)
+			pfile_w_u(&rc->w, ids[i + 1]);
+		pfile_w_end(&rc->w);
+	}
+	return id;
+}
+
+/* Context key and CTX payload (after the id): layout, flags, trace id,
+ * span id, trace flags, [transaction id], attribute count, then key and
+ * value string ids. */
+static uint32_t
+intern_ctx(struct rec *rc, const struct lay_ctx *c)
+{
+	uint8_t *k;
+	size_t len = 0, i;
+	uint32_t flags = PFILE_CTX_VALID, id;
+	bool fresh;
+
+	if (!key_reserve(rc, 64 + (size_t)c->n_attrs * 8))
+		return 0;
+	if (c->has_trace)
+		flags |= PFILE_CTX_TRACE;
+	if (c->has_txn)
+		flags |= PFILE_CTX_TXN;
+	if (c->truncated)
+		flags |= PFILE_CTX_TRUNCATED;
+	/* the strings first: their definitions precede the context's */
+	k = rc->key;
+	k[len++] = (uint8_t)c->kind;
+	k[len++] = (uint8_t)flags;
+	memcpy(k + len, c->trace_id, 16);
+	len += 16;
+	memcpy(k + len, c->span_id, 8);
+	len += 8;
+	k[len++] = c->flags;
+	if (c->has_txn) {
+		memcpy(k + len, c->txn_id, 8);
+		len += 8;
+	}
+	memcpy(k + len, &c->n_attrs, sizeof(uint32_t));
+	len += sizeof(uint32_t);
+	for (i = 0; i < c->n_attrs; i++) {
+		const struct lay_attr *a = &c->attrs[i];
+		uint32_t ks, vs;
+		char unk[16];
+
+		if (a->key) {
+			ks = intern_string(rc, a->key, a->klen);
+		} else {
+			snprintf(unk, sizeof(unk), "#%u", a->index);
+			ks = intern_cstr(rc, unk);
+		}
+		vs = intern_string(rc, a->val, a->vlen);
+		/* intern_string() may have moved nothing: rc->key is ours */
+		memcpy(rc->key + len, &ks, 4);
+		memcpy(rc->key + len + 4, &vs, 4);
+		len += 8;
+	}
+	id = itab_get(&rc->ctxs, rc->key, len, &fresh);
+	if (fresh) {
+		const uint8_t *p = rc->key;
+
+		pfile_w_begin(&rc->w, PFILE_CTX);
+		pfile_w_u(&rc->w, id);
+		pfile_w_u(&rc->w, c->kind);
+		pfile_w_u(&rc->w, flags);
+		pfile_w_raw(&rc->w, c->trace_id, 16);
+		pfile_w_raw(&rc->w, c->span_id, 8);
+		pfile_w_u(&rc->w, c->flags);
+		if (c->has_txn)
+			pfile_w_raw(&rc->w, c->txn_id, 8);
+		pfile_w_u(&rc->w, c->n_attrs);
+		p += len - (size_t)c->n_attrs * 8;
+		for (i = 0; i < c->n_attrs; i++) {
+			uint32_t ks, vs;
+
+			memcpy(&ks, p + i * 8, 4);
+			memcpy(&vs, p + i * 8 + 4, 4);
+			pfile_w_u(&rc->w, ks);
+			pfile_w_u(&rc->w, vs);
+		}
+		pfile_w_end(&rc->w);
+	}
+	return id;
+}
+
+/* THREAD record when a thread is first seen or renamed. */
+static void
+note_thread(struct rec *rc, pid_t tid, const char *comm)
+{
+	uint8_t key[4 + 64];
+	size_t l = strnlen(comm, 63);
+	bool fresh;
+
+	memcpy(key, &tid, 4);
+	memcpy(key + 4, comm, l);
+	(void)itab_get(&rc->threads, key, 4 + l, &fresh);
+	if (!fresh)
+		return;
+	pfile_w_begin(&rc->w, PFILE_THREAD);
+	pfile_w_u(&rc->w, (uint64_t)tid);
+	pfile_w_bytes(&rc->w, comm, l);
+	pfile_w_end(&rc->w);
+}
+
+static void
+load_pctx(struct rec *rc, bool write)
+{
+	struct pctxr_snapshot snap = {0};
+	struct pctx_decoded *pd;
+
+	rc->pctx_ns = remote_now_ns();
+	if (pctxr_read(rc->pid, &snap) < 0)
+		return;
+	if (rc->has_pctx && snap.published_at_ns == rc->pctx.published_at_ns) {
+		pctxr_free(&snap);
+		return;
+	}
+	pd = malloc(sizeof(*pd));
+	if (!pd || pctx_decode(snap.payload, snap.payload_len, pd) < 0) {
+		free(pd);
+		pctxr_free(&snap);
+		return;
+	}
+	if (rc->has_pctx) {
+		pctxr_free(&rc->pctx);
+		free(rc->pd);
+	}
+	rc->pctx = snap;
+	rc->pd = pd;
+	rc->has_pctx = true;
+	if (write) {
+		pfile_w_begin(&rc->w, PFILE_PCTX);
+		pfile_w_u(&rc->w, snap.published_at_ns);
+		pfile_w_bytes(&rc->w, snap.payload, snap.payload_len);
+		pfile_w_end(&rc->w);
+	}
+}
+
+static void
+write_layouts(struct rec *rc)
+{
+	unsigned k;
+
+	for (k = 0; k < LAY_N; k++) {
+		const struct lay_layout *l = &rc->lp.l[k];
+
+		if (!l->present)
+			continue;
+		pfile_w_begin(&rc->w, PFILE_LAYOUT);
+		pfile_w_u(&rc->w, k);
+		pfile_w_u(&rc->w, (rc->usable & LAY_MASK(k)) ? 1 : 0);
+		pfile_w_bytes(&rc->w, lay_symbol((enum lay_kind)k),
+			      strlen(lay_symbol((enum lay_kind)k)));
+		pfile_w_bytes(&rc->w, l->sym.module, strlen(l->sym.module));
+		pfile_w_bytes(&rc->w, tlsm_model_name(l->acc.model),
+			      strlen(tlsm_model_name(l->acc.model)));
+		pfile_w_u(&rc->w, l->abi_version);
+		pfile_w_end(&rc->w);
+	}
+	rc->layouts_written = true;
+}
+
+static void
+write_resource(struct rec *rc, const char *key, const char *value)
+{
+	pfile_w_begin(&rc->w, PFILE_RESOURCE);
+	pfile_w_bytes(&rc->w, key, strlen(key));
+	pfile_w_bytes(&rc->w, value, strlen(value));
+	pfile_w_end(&rc->w);
+}
+
+static void
+write_info(struct rec *rc)
+{
+	char path[64], comm[64] = "", *cmd = NULL;
+	size_t len = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/comm", (int)rc->pid);
+	f = fopen(path, "re");
+	if (f) {
+		if (fgets(comm, sizeof(comm), f))
+			comm[strcspn(comm, "\n")] = '\0';
+		fclose(f);
+	}
+	snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)rc->pid);
+	if (remote_read_file(path, 1u << 16, &cmd, &len) < 0)
+		len = 0;
+	pfile_w_begin(&rc->w, PFILE_INFO);
+	pfile_w_u(&rc->w, (uint64_t)rc->pid);
+	pfile_w_u(&rc->w, rc->t0_real);
+	pfile_w_u(&rc->w, rc->t0_mono);
+	pfile_w_u(&rc->w, rc->ctl->rate);
+	pfile_w_u(&rc->w, rc->ctl->max_frames);
+	pfile_w_u(&rc->w, rc->ctl->stack_size);
+	pfile_w_bytes(&rc->w, comm, strlen(comm));
+	pfile_w_bytes(&rc->w, cmd ? cmd : "", len);
+	pfile_w_bytes(&rc->w, CTXSHIM_VERSION, strlen(CTXSHIM_VERSION));
+	pfile_w_end(&rc->w);
+	free(cmd);
+}
+
+static int
+reserve(struct rec *rc, size_t n)
+{
+	size_t i;
+
+	if (n <= rc->cap)
+		return 0;
+	n += n / 4 + 16;
+#define GROW(p)                                                        \
+	do {                                                           \
+		void *np_ = realloc((p), n * sizeof(*(p)));            \
+		if (!np_)                                              \
+			return -ENOMEM;                                \
+		(p) = np_;                                             \
+	} while (0)
+	GROW(rc->tids);
+	GROW(rc->states);
+	GROW(rc->snaps);
+	GROW(rc->snapp);
+	GROW(rc->err);
+	GROW(rc->tps);
+#undef GROW
+	{
+		struct lay_raw *nr = realloc(rc->raws, n * LAY_N * sizeof(*nr));
+
+		if (!nr)
+			return -ENOMEM;
+		rc->raws = nr;
+	}
+	for (i = 0; i < n; i++)
+		rc->snapp[i] = &rc->snaps[i];
+	rc->cap = n;
+	return 0;
+}
+
+static bool
+proc_alive(pid_t pid)
+{
+	char path[64];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "/proc/%d", (int)pid);
+	return stat(path, &st) == 0;
+}
+
+/* Unwind thread j's snapshot into rc->frames; returns the frame count
+ * (0: no stack) and whether it was cut. */
+static size_t
+unwind_one(struct rec *rc, size_t j, bool *truncated)
+{
+	size_t n = 0, i;
+	bool unknown = false;
+	uint64_t now;
+
+	*truncated = false;
+	if (rc->err[j] || !rc->snaps[j].regs_valid)
+		return 0;
+	if (stack_unwind(rc->pid, &rc->snaps[j], rc->frames, rc->ctl->max_frames + 1,
+			 &n) < 0)
+		return 0;
+	for (i = 0; i < n; i++)
+		unknown |= rc->frames[i].module[0] == '\0' && rc->frames[i].ip;
+	/* An address in no known module: the process may have mapped a new
+	 * one (dlopen) since the module list was read; read it again, at
+	 * most once a second. */
+	now = remote_now_ns();
+	if (unknown && now - rc->reset_ns > REFRESH_NS && proc_alive(rc->pid)) {
+		rc->reset_ns = now;
+		stack_unwind_reset();
+		if (stack_unwind(rc->pid, &rc->snaps[j], rc->frames,
+				 rc->ctl->max_frames + 1, &n) < 0)
+			return 0;
+	}
+	if (n > rc->ctl->max_frames) {
+		n = rc->ctl->max_frames;
+		*truncated = true;
+	}
+	if (n && (rc->frames[n - 1].flags & STACK_FRAME_TRUNCATED))
+		*truncated = true;
+	return n;
+}
+
+/* After detaching: stacks, contexts and the records of one round. */
+static void
+write_round(struct rec *rc, const struct stop_set *ss, size_t k, uint64_t t)
+{
+	uint32_t ctx_ids[LAY_N];
+	size_t j, si = 0;
+	bool reload = false;
+
+	pfile_w_begin(&rc->w, PFILE_ROUND);
+	pfile_w_u(&rc->w, t - rc->t0_mono);
+	pfile_w_u(&rc->w, stop_window_ns(ss));
+	pfile_w_u(&rc->w, k);
+	pfile_w_end(&rc->w);
+	for (j = 0; j < k; j++) {
+		const struct stop_thread *st;
+		size_t n, kk, nc = 0;
+		bool trunc;
+		uint32_t stack = 0;
+
+		/* the stop_thread of rc->tids[j] (same order, skipping the
+		 * ones that were not stopped) */
+		while (si < ss->n && ss->t[si].tid != rc->tids[j])
+			si++;
+		st = si < ss->n ? &ss->t[si] : NULL;
+		if (st)
+			note_thread(rc, st->tid, st->comm);
+		n = unwind_one(rc, j, &trunc);
+		if (n)
+			stack = intern_stack(rc, n, trunc);
+		for (kk = 0; kk < LAY_N; kk++) {
+			struct lay_ctx *c = rc->ctx;
+
+			if (lay_decode((enum lay_kind)kk, &rc->raws[j * LAY_N + kk], rc->pd,
+				       c) < 0 ||
+			    !c->valid)
+				continue;
+			reload |= c->unknown_keys;
+			ctx_ids[nc] = intern_ctx(rc, c);
+			if (ctx_ids[nc])
+				nc++;
+		}
+		pfile_w_begin(&rc->w, PFILE_SAMPLE);
+		pfile_w_u(&rc->w, (uint64_t)rc->tids[j]);
+		pfile_w_u(&rc->w, (uint8_t)rc->states[j]);
+		pfile_w_u(&rc->w, stack);
+		pfile_w_u(&rc->w, nc);
+		for (kk = 0; kk < nc; kk++)
+			pfile_w_u(&rc->w, ctx_ids[kk]);
+		pfile_w_end(&rc->w);
+		rc->samples++;
+	}
+	/* The key map is append-only: an index we do not know means it grew
+	 * (OTEP-4947: refresh the process context). */
+	if (reload && remote_now_ns() - rc->pctx_ns > REFRESH_NS)
+		load_pctx(rc, true);
+}
+
+/* One sampling round.  Returns 0, or a negative errno: -ESRCH (the
+ * process is gone), -EPERM (cannot attach), others. */
+static int
+sample_round(struct rec *rc)
+{
+	struct stop_set ss;
+	struct stack_arena arena = {0};
+	size_t i, k = 0;
+	uint64_t t, win;
+	long hint = stop_count_threads(rc->pid);
+	int r;
+
+	/* room for the threads before they are stopped */
+	if (reserve(rc, hint > 0 ? (size_t)hint : 64) < 0)
+		return -ENOMEM;
+
+	/* ---- threads stopped from here ---- */
+	stop_init(&ss, rc->pid);
+	r = stop_all(&ss, 0, STOP_TIMEOUT_MS);
+	if (r < 0) {
+		if (ss.signal) {
+			/* Our own end, not stop.c's default action. */
+			rec_signal = ss.signal;
+			ss.signal = 0;
+		}
+		stop_release(&ss);
+		stop_free(&ss);
+		return r == -EINTR ? 0 : r;
+	}
+	t = remote_now_ns();
+	if (reserve(rc, ss.n) < 0) {
+		stop_release(&ss);
+		stop_free(&ss);
+		return -ENOMEM;
+	}
+	for (i = 0; i < ss.n; i++) {
+		if (ss.t[i].status == STOP_TIMEOUT)
+			rc->timeouts++;
+		if (ss.t[i].status != STOP_STOPPED)
+			continue;
+		rc->tids[k] = ss.t[i].tid;
+		rc->states[k] = ss.t[i].state;
+		k++;
+	}
+	stack_snap_capture_many(rc->pid, rc->tids, k, rc->ctl->stack_size, rc->snapp,
+				rc->err, &arena);
+	if (rc->have_layouts && rc->usable != rc->lp.mask &&
+	    (!rc->resolve_ns || t - rc->resolve_ns > REFRESH_NS)) {
+		/* the slots are process-global: read them while nothing runs */
+		rc->usable = lay_resolve(&rc->lp);
+		rc->resolve_ns = t;
+	}
+	for (i = 0; i < k; i++)
+		rc->tps[i] = !rc->err[i] && rc->snaps[i].regs_valid
+#if defined(__x86_64__)
+				     ? rc->snaps[i].regs.fs_base
+#else
+				     ? 0
+#endif
+				     : 0;
+	lay_read(&rc->lp, rc->usable, rc->tps, k, rc->raws);
+	stop_detach_all(&ss);
+	/* ---- threads running again ---- */
+	if (ss.signal) {
+		rec_signal = ss.signal;
+		ss.signal = 0;
+	}
+	stop_release(&ss);
+
+	win = stop_window_ns(&ss);
+	rc->win_sum += win;
+	if (win > rc->win_max)
+		rc->win_max = win;
+	rc->rounds++;
+	if (rc->have_layouts && !rc->layouts_written)
+		write_layouts(rc);
+	write_round(rc, &ss, k, t);
+	for (i = 0; i < k; i++)
+		if (!rc->err[i])
+			stack_snap_free(&rc->snaps[i]);
+	stack_arena_free(&arena);
+	stop_free(&ss);
+	if (fflush(rc->out) != 0 && !rc->w.err)
+		rc->w.err = -errno;
+	return 0;
+}
+
+static void
+write_end(struct rec *rc)
+{
+	pfile_w_begin(&rc->w, PFILE_END);
+	pfile_w_u(&rc->w, remote_now_ns() - rc->t0_mono);
+	pfile_w_u(&rc->w, (uint64_t)rc->end_reason);
+	pfile_w_u(&rc->w, rc->rounds);
+	pfile_w_u(&rc->w, rc->samples);
+	pfile_w_u(&rc->w, rc->lost_ticks);
+	pfile_w_u(&rc->w, rc->win_sum);
+	pfile_w_u(&rc->w, rc->win_max);
+	pfile_w_end(&rc->w);
+}
+
+static void
+rec_free(struct rec *rc)
+{
+	itab_clear(&rc->strings);
+	itab_clear(&rc->frames);
+	itab_clear(&rc->stacks);
+	itab_clear(&rc->ctxs);
+	itab_clear(&rc->threads);
+	free(rc->tids);
+	free(rc->states);
+	free(rc->snaps);
+	free(rc->snapp);
+	free(rc->err);
+	free(rc->tps);
+	free(rc->raws);
+	free(rc->frames);
+	free(rc->ctx);
+	free(rc->key);
+	if (rc->has_pctx)
+		pctxr_free(&rc->pctx);
+	free(rc->pd);
+	pfile_w_close(&rc->w);
+}
+
+/* ---- command line ---- */
+
+static void
+usage(void)
+{
+	fputs("Usage:\n"
+	      " ctxdump record [options] <pid>\n"
+	      "\n"
+	      "Sample the native stacks of every thread of a running process (wall\n"
+	      "clock), each sample labelled with the thread's trace context, into a\n"
+	      "file for 'ctxdump report'.  Ends with Ctrl-C, SIGTERM or --duration;\n"
+	      "the process keeps running.\n"
+	      "\n"
+	      "Options:\n"
+	      " -F, --rate <hz>           samples per second (default 100, at most 1000)\n"
+	      " -d, --duration <seconds>  stop after this time (default: until interrupted)\n"
+	      " -o, --output <file>       where to write (default ctxdump.prof; - for\n"
+	      "                             standard output)\n"
+	      " -n, --max-frames <n>      at most <n> frames per stack (default 128)\n"
+	      "     --stack-size <bytes>  stack bytes copied per thread (default 64K)\n"
+	      " -q, --quiet               no summary at the end\n"
+	      " -h, --help                display this help\n"
+	      "\n"
+	      "For more details see ctxdump(1).\n",
+	      stdout);
+	exit(EXIT_OK);
+}
+
+static void usage_err(const char *fmt, ...)
+	__attribute__((noreturn, format(printf, 1, 2)));
+
+static void
+usage_err(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	fputs("ctxdump record: ", stderr);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+	fputs("Try 'ctxdump record --help' for more information.\n", stderr);
+	exit(EXIT_USAGE);
+}
+
+static long long
+parse_int(const char *s, const char *what, long long min, long long max)
+{
+	char *end;
+	long long v;
+
+	errno = 0;
+	v = strtoll(s, &end, 10);
+	if (errno || end == s || *end || v < min || v > max)
+		usage_err("invalid %s: '%s'", what, s);
+	return v;
+}
+
+static size_t
+parse_size(const char *s)
+{
+	unsigned long long v, mul = 1;
+	char *end;
+
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || end == s || s[0] == '-')
+		usage_err("invalid stack size: '%s'", s);
+	if (*end == 'K' || *end == 'k')
+		mul = 1024, end++;
+	else if (*end == 'M' || *end == 'm')
+		mul = 1024 * 1024, end++;
+	if (*end && strcmp(end, "iB") != 0 && strcmp(end, "B") != 0)
+		usage_err("invalid stack size: '%s'", s);
+	if (v > MAX_STACK_SIZE / mul)
+		usage_err("stack size '%s' is larger than 8M", s);
+	return (size_t)(v * mul);
+}
+
+static void
+parse_args(struct rec_ctl *ctl, int argc, char **argv)
+{
+	enum { OPT_STACK_SIZE = CHAR_MAX + 1 };
+	static const struct option longopts[] = {
+		{"rate", required_argument, NULL, 'F'},
+		{"duration", required_argument, NULL, 'd'},
+		{"output", required_argument, NULL, 'o'},
+		{"max-frames", required_argument, NULL, 'n'},
+		{"stack-size", required_argument, NULL, OPT_STACK_SIZE},
+		{"quiet", no_argument, NULL, 'q'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	char *end;
+	int c;
+
+	ctl->rate = DEFAULT_RATE;
+	ctl->output = "ctxdump.prof";
+	ctl->max_frames = DEFAULT_MAX_FRAMES;
+	ctl->stack_size = DEFAULT_STACK_SIZE;
+	opterr = 0;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, ":F:d:o:n:qh", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'F':
+			ctl->rate = (unsigned)parse_int(optarg, "rate", 1, MAX_RATE);
+			break;
+		case 'd':
+			errno = 0;
+			ctl->duration = strtod(optarg, &end);
+			if (errno || end == optarg || *end || !(ctl->duration > 0) ||
+			    ctl->duration > 1e7)
+				usage_err("invalid duration: '%s'", optarg);
+			break;
+		case 'o':
+			if (!*optarg)
+				usage_err("empty output file name");
+			ctl->output = optarg;
+			break;
+		case 'n':
+			ctl->max_frames =
+				(size_t)parse_int(optarg, "frame count", 1, MAX_FRAMES);
+			break;
+		case OPT_STACK_SIZE:
+			ctl->stack_size = parse_size(optarg);
+			break;
+		case 'q':
+			ctl->quiet = true;
+			break;
+		case 'h':
+			usage();
+		case ':':
+			usage_err("option '%s' requires an argument", argv[optind - 1]);
+		default:
+			if (optopt)
+				usage_err("invalid option -- '%c'", optopt);
+			usage_err("unrecognized option '%s'", argv[optind - 1]);
+		}
+	}
+	if (optind == argc)
+		usage_err("no process id specified");
+	if (argc - optind > 1)
+		usage_err("unexpected argument: '%s'", argv[optind + 1]);
+	ctl->pid = (pid_t)parse_int(argv[optind], "process id", 1, INT_MAX);
+}
+
+static void
+install_signals(void)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal; /* no SA_RESTART: end the sleep */
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	sigaction(SIGQUIT, &sa, NULL);
+	/* the stops are waited for with SIGCHLD (stop.c) */
+	signal(SIGCHLD, SIG_DFL);
+	signal(SIGPIPE, SIG_IGN);
+}
+
+/* Sleep until the monotonic time t (or a signal). */
+static void
+sleep_until(uint64_t t)
+{
+	struct timespec ts = {.tv_sec = (time_t)(t / 1000000000u),
+			      .tv_nsec = (long)(t % 1000000000u)};
+
+	(void)clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
+}
+
+static void
+print_summary(const struct rec *rc, uint64_t elapsed)
+{
+	fprintf(stderr,
+		"ctxdump record: %" PRIu64 " samples in %" PRIu64
+		" rounds over %.3f s written to %s (%" PRIu64 " bytes)\n",
+		rc->samples, rc->rounds, (double)elapsed / 1e9,
+		strcmp(rc->ctl->output, "-") == 0 ? "standard output" : rc->ctl->output,
+		rc->w.bytes);
+	if (rc->rounds)
+		fprintf(stderr,
+			"ctxdump record: threads stopped %.1f us per round on average, "
+			"%.1f us at most",
+			(double)rc->win_sum / (double)rc->rounds / 1e3,
+			(double)rc->win_max / 1e3);
+	if (rc->lost_ticks)
+		fprintf(stderr, "; %" PRIu64 " ticks missed", rc->lost_ticks);
+	if (rc->timeouts)
+		fprintf(stderr, "; %" PRIu64 " thread stops timed out", rc->timeouts);
+	if (rc->rounds)
+		fputc('\n', stderr);
+}
+
+int
+record_main(int argc, char **argv)
+{
+	static struct rec rcs;
+	struct rec_ctl ctl = {0};
+	struct rec *rc = &rcs;
+	uint64_t interval, next, end_t = 0, now;
+	bool to_stdout;
+	int r, status = EXIT_OK;
+
+	parse_args(&ctl, argc, argv);
+	memset(rc, 0, sizeof(*rc));
+	rc->ctl = &ctl;
+	rc->pid = ctl.pid;
+	if (!proc_alive(ctl.pid)) {
+		rwarn("process %d does not exist", (int)ctl.pid);
+		return EXIT_FATAL;
+	}
+	if (ctl.pid == getpid()) {
+		rwarn("ctxdump cannot record itself");
+		return EXIT_FATAL;
+	}
+	rc->frames = malloc((ctl.max_frames + 1) * sizeof(*rc->frames));
+	rc->ctx = malloc(sizeof(*rc->ctx));
+	if (!rc->frames || !rc->ctx) {
+		rwarn("out of memory");
+		rec_free(rc);
+		return EXIT_FATAL;
+	}
+
+	/* layouts and the process context: while the target runs */
+	r = lay_find(ctl.pid, LAY_MASK_ALL, &rc->lp);
+	if (r == -ESRCH) {
+		rwarn("process %d exited", (int)ctl.pid);
+		rec_free(rc);
+		return EXIT_FATAL;
+	}
+	if (r == -EACCES || r == -EPERM) {
+		rwarn("cannot read /proc/%d/maps: %s", (int)ctl.pid, strerror(-r));
+		rec_free(rc);
+		return EXIT_FATAL;
+	}
+	rc->have_layouts = r == 0;
+	if (!rc->have_layouts && !ctl.quiet)
+		rwarn("process %d defines none of " OTEL_THREAD_CTX_SYMBOL ", " LAY_ELASTIC_SYMBOL
+		      ", " LAY_CL_SYMBOL "; recording stacks without trace context",
+		      (int)ctl.pid);
+
+	to_stdout = strcmp(ctl.output, "-") == 0;
+	if (to_stdout && isatty(STDOUT_FILENO)) {
+		rwarn("not writing a recording to a terminal");
+		rec_free(rc);
+		return EXIT_USAGE;
+	}
+	rc->out = to_stdout ? stdout : fopen(ctl.output, "we");
+	if (!rc->out) {
+		rwarn("cannot open %s: %s", ctl.output, strerror(errno));
+		rec_free(rc);
+		return EXIT_FATAL;
+	}
+	setvbuf(rc->out, NULL, _IOFBF, 1u << 18);
+	rc->t0_mono = remote_now_ns();
+	rc->t0_real = now_real_ns();
+	pfile_w_open(&rc->w, rc->out);
+	write_info(rc);
+	load_pctx(rc, true);
+	if (rc->have_layouts) {
+		char svc[129], env[129];
+
+		if (lay_elastic_storage(&rc->lp, svc, sizeof(svc), env, sizeof(env)) == 0) {
+			if (svc[0])
+				write_resource(rc, "service.name", svc);
+			if (env[0])
+				write_resource(rc, "deployment.environment.name", env);
+		}
+	}
+
+	install_signals();
+	interval = 1000000000ull / ctl.rate;
+	now = remote_now_ns();
+	if (ctl.duration > 0)
+		end_t = now + (uint64_t)(ctl.duration * 1e9 + 0.5);
+	next = now;
+	rc->end_reason = PFILE_END_DURATION;
+	for (;;) {
+		if (rec_signal) {
+			rc->end_reason = PFILE_END_SIGNAL;
+			break;
+		}
+		r = sample_round(rc);
+		if (r == -ESRCH) {
+			rc->end_reason = PFILE_END_EXITED;
+			if (!rc->rounds) {
+				rwarn("process %d exited before it could be stopped",
+				      (int)ctl.pid);
+				status = EXIT_FATAL;
+			}
+			break;
+		}
+		if (r < 0) {
+			rc->failed_rounds++;
+			if (!rc->rounds) {
+				/* nothing recorded: attach fails for good */
+				rwarn("cannot stop process %d: %s%s", (int)ctl.pid,
+				      strerror(-r),
+				      r == -EPERM ? " (already traced, or not permitted)"
+						  : "");
+				rc->end_reason = PFILE_END_ERROR;
+				status = EXIT_FATAL;
+				break;
+			}
+		}
+		if (rc->w.err) {
+			rwarn("write error on %s: %s", ctl.output, strerror(-rc->w.err));
+			rc->end_reason = PFILE_END_ERROR;
+			status = EXIT_FATAL;
+			break;
+		}
+		if (rec_signal)
+			continue;
+		now = remote_now_ns();
+		next += interval;
+		if (next <= now) {
+			/* a round took longer than the interval: skip ticks */
+			uint64_t lost = (now - next) / interval + 1;
+
+			rc->lost_ticks += lost;
+			next += lost * interval;
+		}
+		if (end_t && next >= end_t) {
+			if (end_t > now)
+				sleep_until(end_t);
+			if (!rec_signal)
+				break;
+			continue;
+		}
+		sleep_until(next);
+	}
+	write_end(rc);
+	if (fflush(rc->out) != 0 && !rc->w.err)
+		rc->w.err = -errno;
+	if (!to_stdout && fclose(rc->out) != 0 && !rc->w.err)
+		rc->w.err = -errno;
+	if (rc->w.err && status == EXIT_OK) {
+		rwarn("write error on %s: %s", ctl.output, strerror(-rc->w.err));
+		status = EXIT_FATAL;
+	}
+	if (!ctl.quiet)
+		print_summary(rc, remote_now_ns() - rc->t0_mono);
+	if (status == EXIT_OK && rc->failed_rounds)
+		status = EXIT_PARTIAL;
+	rec_free(rc);
+	return status;
+}
