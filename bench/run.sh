@@ -224,7 +224,8 @@ bench_ctxdump() {
 			while [ $i -lt $n ]; do
 				g=$(timed "$W/g.out" gdb -nx -batch -p "$TPID" \
 					-ex 'thread apply all p (void*)otel_thread_ctx_v1')
-				c=$(timed "$W/c.json" "$CTXDUMP" --json "$TPID")
+				# gdb prints text: so does ctxdump by default
+				c=$(timed "$W/c.txt" "$CTXDUMP" "$TPID")
 				f=$(timed "$W/f.out" "$BUILD/bench/bench-floor" "$TPID" "$tpoff")
 				gn=$(grep -c '^\$[0-9]* = (void \*) 0x' "$W/g.out")
 				echo "${g% *} ${c% *} $gn ${f% *}" >>"$W/b6"
@@ -236,7 +237,7 @@ bench_ctxdump() {
 			fw=$(awk '{print $4}' "$W/b6" | median)
 			[ "${gn%.*}" -eq "$NTHREADS" ] ||
 				log "B6: gdb printed $gn of $NTHREADS pointers"
-			row B6 "gdb 'thread apply all p' wall / ctxdump wall" \
+			row B6 "gdb 'thread apply all p' wall / ctxdump (text) wall" \
 				"$(ratio "$W/b6" 1 2 %.1f)" ge 15 \
 				"$(awk -v a="$gw" -v b="$cw" 'BEGIN{printf "%.0f / %.1f ms", a/1e6, b/1e6}')"
 			# what the floor itself allows on this machine
