@@ -4,14 +4,19 @@
  * request gets its context exactly as a plain one does, and the thread's
  * record follows TLS connections by the same rules.
  *
- * Hooks: SSL_read, SSL_read_ex (bytes in), SSL_peek, SSL_peek_ex (the
- * thread works on the connection, but the bytes will be read again: not
- * scanned), SSL_write, SSL_write_ex (the request is answered), SSL_free
- * (the session ends), SSL_set_fd (the fd carries TLS from now on: the
- * socket level stops scanning it before the handshake).  libssl calls
- * SSL_read_ex, SSL_write_ex and SSL_free through its PLT (the SSL BIO,
- * BIO_f_ssl): those are plaintext reads and writes of the application
- * too, and SSL_read does not call SSL_read_ex, so nothing is seen twice.
+ * Hooks: SSL_read, SSL_read_ex (bytes in), SSL_peek, SSL_peek_ex and
+ * SSL_do_handshake (the thread works on the connection, but no request
+ * bytes arrive: it only follows, as a socket read of a peek would),
+ * SSL_write, SSL_write_ex (the request is answered), SSL_free (the session
+ * ends), SSL_set_fd (the fd carries TLS from now on: the socket level
+ * stops scanning it before the handshake).  The handshake matters for
+ * event loops: the socket level no longer follows a TLS fd's ciphertext
+ * reads, so without it a loop handshaking a new connection would still
+ * show the request it worked on before.  libssl calls SSL_read_ex,
+ * SSL_write_ex, SSL_do_handshake (from SSL_accept) and SSL_free through
+ * its PLT (also from the SSL BIO, BIO_f_ssl): those are the
+ * application's calls too, and SSL_read does not call SSL_read_ex, so
+ * nothing is seen twice.
  *
  * Connection of a session: SSL_get_fd(), on every call.  It is a few
  * loads in libssl (the read BIO's descriptor), and always right, whereas
@@ -68,6 +73,7 @@ typedef int (*ossl_wr_ex_fn)(SSL *, const void *, size_t, size_t *);
 typedef void (*ossl_free_fn)(SSL *);
 typedef int (*ossl_set_fd_fn)(SSL *, int);
 typedef int (*ossl_get_fd_fn)(const SSL *);
+typedef int (*ossl_handshake_fn)(SSL *);
 
 enum ossl_fn {
 	OSSL_READ,
@@ -78,6 +84,7 @@ enum ossl_fn {
 	OSSL_WRITE_EX,
 	OSSL_FREE,
 	OSSL_SET_FD,
+	OSSL_DO_HANDSHAKE,
 	OSSL_HOOKED, /* the ones above are ours; the ones below only called */
 	OSSL_GET_FD = OSSL_HOOKED,
 	OSSL_IS_SERVER,
@@ -85,8 +92,9 @@ enum ossl_fn {
 };
 
 static const char *const ossl_name[OSSL_N] = {
-	"SSL_read",  "SSL_read_ex",  "SSL_peek",   "SSL_peek_ex",   "SSL_write",
-	"SSL_write_ex", "SSL_free", "SSL_set_fd", "SSL_get_fd", "SSL_is_server",
+	"SSL_read",         "SSL_read_ex",  "SSL_peek",      "SSL_peek_ex",
+	"SSL_write",        "SSL_write_ex", "SSL_free",      "SSL_set_fd",
+	"SSL_do_handshake", "SSL_get_fd",   "SSL_is_server",
 };
 
 static void *ossl_fn[OSSL_N];
@@ -114,7 +122,8 @@ hook_openssl_bind_once(void)
 	}
 	for (i = 0; i < OSSL_N; i++)
 		if (!ossl_fn[i]) {
-			ctxshim_log("openssl: %s@%s not found", ossl_name[i], OSSL_NODE);
+			ctxshim_log("openssl: %s@%s not found", ossl_name[i],
+				    OSSL_NODE);
 			break;
 		}
 	errno = saved_errno;
@@ -226,6 +235,15 @@ real_SSL_set_fd(SSL *s, int fd)
 	return ((ossl_set_fd_fn)ossl_fn[OSSL_SET_FD])(s, fd);
 }
 
+static inline int
+real_SSL_do_handshake(SSL *s)
+{
+	hook_openssl_bind();
+	if (!ossl_fn[OSSL_DO_HANDSHAKE])
+		return ossl_missing();
+	return ((ossl_handshake_fn)ossl_fn[OSSL_DO_HANDSHAKE])(s);
+}
+
 /* Only called from inside a hook, after binding. */
 static inline int
 real_SSL_get_fd(const SSL *s)
@@ -315,6 +333,16 @@ hook_openssl_peek_ex(SSL *s, void *buf, size_t num, size_t *n)
 }
 
 static int
+hook_openssl_do_handshake(SSL *s)
+{
+	struct hook_tls_conn t;
+
+	if (ctxshim_active() && ossl_conn(s, false, &t))
+		hook_socket_tls_read_begin(&t);
+	return real_SSL_do_handshake(s);
+}
+
+static int
 hook_openssl_write(SSL *s, const void *buf, int num)
 {
 	struct hook_tls_conn t;
@@ -382,10 +410,11 @@ HOOK_EXPORT int ctxshim_SSL_read_ex_ossl3(SSL *s, void *buf, size_t num, size_t 
 HOOK_EXPORT int ctxshim_SSL_peek_ossl3(SSL *s, void *buf, int num);
 HOOK_EXPORT int ctxshim_SSL_peek_ex_ossl3(SSL *s, void *buf, size_t num, size_t *n);
 HOOK_EXPORT int ctxshim_SSL_write_ossl3(SSL *s, const void *buf, int num);
-HOOK_EXPORT int ctxshim_SSL_write_ex_ossl3(SSL *s, const void *buf, size_t num,
-					   size_t *n);
+HOOK_EXPORT int
+ctxshim_SSL_write_ex_ossl3(SSL *s, const void *buf, size_t num, size_t *n);
 HOOK_EXPORT void ctxshim_SSL_free_ossl3(SSL *s);
 HOOK_EXPORT int ctxshim_SSL_set_fd_ossl3(SSL *s, int fd);
+HOOK_EXPORT int ctxshim_SSL_do_handshake_ossl3(SSL *s);
 
 HOOK_EXPORT int
 ctxshim_SSL_read_ossl3(SSL *s, void *buf, int num)
@@ -435,6 +464,12 @@ ctxshim_SSL_set_fd_ossl3(SSL *s, int fd)
 	return hook_openssl_set_fd(s, fd);
 }
 
+HOOK_EXPORT int
+ctxshim_SSL_do_handshake_ossl3(SSL *s)
+{
+	return hook_openssl_do_handshake(s);
+}
+
 OSSL_SYMVER(SSL_read);
 OSSL_SYMVER(SSL_read_ex);
 OSSL_SYMVER(SSL_peek);
@@ -443,6 +478,7 @@ OSSL_SYMVER(SSL_write);
 OSSL_SYMVER(SSL_write_ex);
 OSSL_SYMVER(SSL_free);
 OSSL_SYMVER(SSL_set_fd);
+OSSL_SYMVER(SSL_do_handshake);
 
 /* Our own copies, so that a binding can never come back to them. */
 static const void *ossl_self[OSSL_HOOKED] = {
@@ -454,4 +490,5 @@ static const void *ossl_self[OSSL_HOOKED] = {
 	[OSSL_WRITE_EX] = (const void *)ctxshim_SSL_write_ex_ossl3,
 	[OSSL_FREE] = (const void *)ctxshim_SSL_free_ossl3,
 	[OSSL_SET_FD] = (const void *)ctxshim_SSL_set_fd_ossl3,
+	[OSSL_DO_HANDSHAKE] = (const void *)ctxshim_SSL_do_handshake_ossl3,
 };

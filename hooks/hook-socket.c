@@ -50,10 +50,10 @@
  * fdopen'ed socket: glibc reads internally), syscall(), io_uring; fds
  * duplicated with dup() or fcntl(F_DUPFD) (only dup2/dup3 copy the slot);
  * responses sent only with splice()/vmsplice(); upstream (connect()ed)
- * traffic is never attributed.  A vfork() child that closes a tracked fd before exec
- * makes its parent forget that connection (shared memory).  Bytes read by a
- * signal handler that interrupted our own processing on the same thread
- * are not scanned.
+ * traffic is never attributed.  A vfork() child that closes a tracked fd
+ * before exec makes its parent forget that connection (shared memory).
+ * Bytes read by a signal handler that interrupted our own processing on
+ * the same thread are not scanned.
  *
  * Cost: for an fd that is not a tracked server connection, read/write and
  * friends add a bound check and one byte load before a tail call to libc;
@@ -547,7 +547,7 @@ sk_enter(int fd, bool is_write)
 
 struct sk_in {
 	int fd;
-	int became; /* CONN_FEED_* */
+	int became;   /* CONN_FEED_* */
 	bool gave_up; /* the scanner gave up during this read */
 	struct ctxshim_conn *c;
 	struct ctxshim_ctx full;
@@ -1470,8 +1470,8 @@ hook_socket_pselect(int n,
 /* ---- TLS (hook-tls.h) ---- */
 
 bool
-hook_socket_tls_find(int fd, const void *key, bool server, bool create,
-		     struct hook_tls_conn *t)
+hook_socket_tls_find(
+	int fd, const void *key, bool server, bool create, struct hook_tls_conn *t)
 {
 	uint8_t hot;
 

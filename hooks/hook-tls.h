@@ -30,21 +30,20 @@ struct hook_tls_conn {
  * tracked when server (a server-side session), in a slot found or, with
  * create, claimed for it.  False when the session is not ours to follow
  * (client side, not accepted through us, table full). */
-bool hook_socket_tls_find(int fd, const void *key, bool server, bool create,
-			  struct hook_tls_conn *t);
+bool hook_socket_tls_find(
+	int fd, const void *key, bool server, bool create, struct hook_tls_conn *t);
 
 /* Around a call that reads plaintext: _begin before it (the thread now
  * works on this connection), _end after it with the bytes it returned
  * (n > 0).  A peek calls only _begin. */
 void hook_socket_tls_read_begin(const struct hook_tls_conn *t);
-void hook_socket_tls_read_end(const struct hook_tls_conn *t, const void *buf,
-			      size_t n);
+void hook_socket_tls_read_end(const struct hook_tls_conn *t, const void *buf, size_t n);
 
 /* Around a call that writes plaintext; _end with the n > 0 bytes it wrote
  * (from buf). */
 void hook_socket_tls_write_begin(const struct hook_tls_conn *t);
-void hook_socket_tls_write_end(const struct hook_tls_conn *t, const void *buf,
-			       size_t n);
+void
+hook_socket_tls_write_end(const struct hook_tls_conn *t, const void *buf, size_t n);
 
 /* The session is freed (SSL_free, gnutls_deinit): the thread stops
  * publishing its connection's context, and a virtual slot (fd < 0, key)

@@ -371,8 +371,8 @@ ctxshim_conn_claim(int fd)
 	if (!(atomic_load_explicit(&c->flags, memory_order_relaxed) & CONN_F_TRACKED))
 		return;
 	conn_flags_update(c, 0, CONN_F_CLAIMED);
-	conn_set_hot(fd, conn_hot_of(atomic_load_explicit(&c->flags,
-							  memory_order_relaxed)));
+	conn_set_hot(
+		fd, conn_hot_of(atomic_load_explicit(&c->flags, memory_order_relaxed)));
 }
 
 struct ctxshim_conn *
@@ -420,7 +420,8 @@ ctxshim_conn_virt(const void *key, bool create, int *id)
 	/* A session is used by one thread at a time, so its key cannot be
 	 * added twice concurrently; a plain scan of 64 words finds it. */
 	for (i = 0; i < CTXSHIM_CONN_VIRT_N; i++)
-		if (atomic_load_explicit(&conn_virt_key[i], memory_order_acquire) == k) {
+		if (atomic_load_explicit(&conn_virt_key[i], memory_order_acquire) ==
+		    k) {
 			*id = CTXSHIM_CONN_VIRT_BASE + (int)i;
 			return &conn_virt[i];
 		}
@@ -429,9 +430,9 @@ ctxshim_conn_virt(const void *key, bool create, int *id)
 	for (i = 0; i < CTXSHIM_CONN_VIRT_N; i++) {
 		uintptr_t expect = 0;
 
-		if (atomic_compare_exchange_strong_explicit(
-			    &conn_virt_key[i], &expect, k, memory_order_acq_rel,
-			    memory_order_relaxed)) {
+		if (atomic_compare_exchange_strong_explicit(&conn_virt_key[i], &expect,
+							    k, memory_order_acq_rel,
+							    memory_order_relaxed)) {
 			conn_reset(&conn_virt[i], CONN_F_TRACKED | CONN_F_TLS);
 			*id = CTXSHIM_CONN_VIRT_BASE + (int)i;
 			return &conn_virt[i];
@@ -449,9 +450,11 @@ ctxshim_conn_virt_forget(const void *key)
 	if (!k)
 		return;
 	for (i = 0; i < CTXSHIM_CONN_VIRT_N; i++)
-		if (atomic_load_explicit(&conn_virt_key[i], memory_order_acquire) == k) {
+		if (atomic_load_explicit(&conn_virt_key[i], memory_order_acquire) ==
+		    k) {
 			conn_reset(&conn_virt[i], 0);
-			atomic_store_explicit(&conn_virt_key[i], 0, memory_order_release);
+			atomic_store_explicit(&conn_virt_key[i], 0,
+					      memory_order_release);
 			return;
 		}
 }

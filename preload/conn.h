@@ -100,12 +100,13 @@ _Static_assert(sizeof(struct ctxshim_conn) == CTXSHIM_CONN_SLOT_SIZE,
  * CLAIMED bit: the socket hooks pass their I/O straight through (it is
  * ciphertext) and only close/dup2 still look at them. */
 enum {
-	CONN_HOT_NONE = 0,    /* not a tracked connection */
-	CONN_HOT_SCAN = 1,    /* tracked: reads are scanned, I/O switches */
-	CONN_HOT_CLAIMED = 2, /* claimed: only writes are noted (answered) */
-	CONN_HOT_SHIM = 4,    /* the shim's own event log: stop using it
-			       * before the application closes or reuses it */
-	CONN_HOT_TLS = 8,     /* tracked, TLS: the TLS hooks scan and switch */
+	CONN_HOT_NONE = 0,         /* not a tracked connection */
+	CONN_HOT_SCAN = 1,         /* tracked: reads are scanned, I/O switches */
+	CONN_HOT_CLAIMED = 2,      /* claimed: only writes are noted (answered) */
+	CONN_HOT_SHIM = 4,         /* the shim's own event log: stop using it
+				    * before the application closes or reuses
+				    * it */
+	CONN_HOT_TLS = 8,          /* tracked, TLS: the TLS hooks scan and switch */
 	CONN_HOT_TLS_CLAIMED = 16, /* TLS and claimed: the TLS hooks only note
 				    * answers */
 };

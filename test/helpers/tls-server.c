@@ -378,7 +378,8 @@ serve(void *arg)
 		body = scan_head(buf, head_len, &n_tp, tp, sizeof(tp));
 		while (len < head_len + body && len < BUF_MAX) {
 			r = t_read(&c, buf + len,
-				   BUF_MAX - len < read_size ? BUF_MAX - len : read_size);
+				   BUF_MAX - len < read_size ? BUF_MAX - len
+							     : read_size);
 			if (r <= 0)
 				goto out;
 			len += (size_t)r;

@@ -1,0 +1,323 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* GnuTLS (libgnutls.so.30): the plaintext of TLS server connections goes
+ * to the socket level's request-head scanner (hook-tls.h), as for OpenSSL
+ * in hook-openssl.c, which explains the model.
+ *
+ * Hooks: gnutls_record_recv (bytes in), gnutls_handshake (the thread works
+ * on the connection: it only follows, see hook-openssl.c),
+ * gnutls_record_send (the request is answered), gnutls_deinit (the
+ * session ends).  libgnutls calls
+ * gnutls_record_send itself through its PLT (gnutls_record_uncork sends
+ * the corked data with it): a call from libgnutls's own text passes
+ * straight through, since the application's corked send was already seen.
+ *
+ * Connection of a session: its transport.  gnutls_transport_set_int()
+ * stores the fd as the transport pointer; a custom transport stores a
+ * pointer of the application's.  A value below the connection table's
+ * size is taken as an fd (no object lives in the first megabyte of the
+ * address space), and only accept()ed fds are tracked.  Sessions over a
+ * custom transport are not followed: unlike OpenSSL, GnuTLS has no call
+ * that tells a server session from a client one.
+ *
+ * Versions and binding as in hook-openssl.c: the names are exported at
+ * GnuTLS's version node GNUTLS_3_4 and forwarded with dlvsym() there;
+ * bound by the constructor if libgnutls is loaded, else at the first
+ * call, with an RTLD_NOLOAD fallback for a library loaded RTLD_LOCAL. */
+#include "config.h"
+
+#include "hooks.h"
+
+#include "conn.h"
+#include "hook-tls.h"
+#include "log.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <link.h>
+#include <pthread.h>
+#include <stdint.h>
+
+#include <gnutls/gnutls.h>
+
+#define GT_NODE   "GNUTLS_3_4"
+#define GT_SONAME "libgnutls.so.30"
+
+typedef ssize_t (*gt_recv_fn)(gnutls_session_t, void *, size_t);
+typedef ssize_t (*gt_send_fn)(gnutls_session_t, const void *, size_t);
+typedef void (*gt_deinit_fn)(gnutls_session_t);
+typedef int (*gt_handshake_fn)(gnutls_session_t);
+typedef gnutls_transport_ptr_t (*gt_get_ptr_fn)(gnutls_session_t);
+
+enum gt_fn {
+	GT_RECV,
+	GT_SEND,
+	GT_DEINIT,
+	GT_HANDSHAKE,
+	GT_HOOKED, /* the ones above are ours; the ones below only called */
+	GT_GET_PTR = GT_HOOKED,
+	GT_N,
+};
+
+static const char *const gt_name[GT_N] = {
+	"gnutls_record_recv", "gnutls_record_send",       "gnutls_deinit",
+	"gnutls_handshake",   "gnutls_transport_get_ptr",
+};
+
+static void *gt_fn[GT_N];
+static const void *gt_self[GT_HOOKED];
+static pthread_once_t gt_once = PTHREAD_ONCE_INIT;
+/* libgnutls's executable segment: calls from there are its own. */
+static uintptr_t gt_text_lo, gt_text_hi;
+
+struct gt_text_find {
+	uintptr_t addr, lo, hi;
+};
+
+static int
+gt_text_cb(struct dl_phdr_info *info, size_t size, void *data)
+{
+	struct gt_text_find *f = data;
+	uintptr_t lo = UINTPTR_MAX, hi = 0;
+	bool mine = false;
+	ElfW(Half) i;
+
+	(void)size;
+	for (i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		uintptr_t s = info->dlpi_addr + ph->p_vaddr, e = s + ph->p_memsz;
+
+		if (ph->p_type != PT_LOAD)
+			continue;
+		if (f->addr >= s && f->addr < e)
+			mine = true;
+		if (ph->p_flags & PF_X) {
+			lo = s < lo ? s : lo;
+			hi = e > hi ? e : hi;
+		}
+	}
+	if (!mine || hi == 0)
+		return 0;
+	f->lo = lo;
+	f->hi = hi;
+	return 1;
+}
+
+static void
+hook_gnutls_bind_once(void)
+{
+	struct gt_text_find f = {0};
+	int saved_errno = errno;
+	void *lib = NULL;
+	int i;
+
+	for (i = 0; i < GT_N; i++) {
+		const void *self = i < GT_HOOKED ? gt_self[i] : NULL;
+		void *p = ctxshim_bind(gt_name[i], GT_NODE, self, false);
+
+		if (!p) {
+			if (!lib)
+				lib = dlopen(GT_SONAME, RTLD_LAZY | RTLD_NOLOAD);
+			if (lib)
+				p = dlvsym(lib, gt_name[i], GT_NODE);
+		}
+		gt_fn[i] = p;
+		if (!p)
+			ctxshim_log("gnutls: %s@%s not found", gt_name[i], GT_NODE);
+	}
+	f.addr = (uintptr_t)gt_fn[GT_RECV];
+	if (f.addr && dl_iterate_phdr(gt_text_cb, &f) == 1) {
+		gt_text_lo = f.lo;
+		gt_text_hi = f.hi;
+	}
+	errno = saved_errno;
+}
+
+static inline void
+hook_gnutls_bind(void)
+{
+	pthread_once(&gt_once, hook_gnutls_bind_once);
+}
+
+__attribute__((constructor(104))) static void
+hook_gnutls_ctor(void)
+{
+	int saved_errno = errno;
+
+	/* Kept open: pins the library our pointers point into. */
+	if (dlopen(GT_SONAME, RTLD_LAZY | RTLD_NOLOAD))
+		hook_gnutls_bind();
+	errno = saved_errno;
+}
+
+static inline ssize_t
+real_gnutls_record_recv(gnutls_session_t s, void *buf, size_t n)
+{
+	hook_gnutls_bind();
+	if (!gt_fn[GT_RECV])
+		return GNUTLS_E_INTERNAL_ERROR;
+	return ((gt_recv_fn)gt_fn[GT_RECV])(s, buf, n);
+}
+
+static inline ssize_t
+real_gnutls_record_send(gnutls_session_t s, const void *buf, size_t n)
+{
+	hook_gnutls_bind();
+	if (!gt_fn[GT_SEND])
+		return GNUTLS_E_INTERNAL_ERROR;
+	return ((gt_send_fn)gt_fn[GT_SEND])(s, buf, n);
+}
+
+static inline void
+real_gnutls_deinit(gnutls_session_t s)
+{
+	hook_gnutls_bind();
+	if (gt_fn[GT_DEINIT])
+		((gt_deinit_fn)gt_fn[GT_DEINIT])(s);
+}
+
+static inline int
+real_gnutls_handshake(gnutls_session_t s)
+{
+	hook_gnutls_bind();
+	if (!gt_fn[GT_HANDSHAKE])
+		return GNUTLS_E_INTERNAL_ERROR;
+	return ((gt_handshake_fn)gt_fn[GT_HANDSHAKE])(s);
+}
+
+/* ---- hooks ---------------------------------------------------------------- */
+
+/* The fd behind s's transport, or -1. */
+static int
+gt_fd(gnutls_session_t s)
+{
+	unsigned max = __atomic_load_n(&ctxshim_conn_tab.max_fds, __ATOMIC_ACQUIRE);
+	uintptr_t p;
+
+	if (!s || !max || !gt_fn[GT_GET_PTR])
+		return -1;
+	p = (uintptr_t)((gt_get_ptr_fn)gt_fn[GT_GET_PTR])(s);
+	return p < max ? (int)p : -1;
+}
+
+static bool
+gt_conn(gnutls_session_t s, struct hook_tls_conn *t)
+{
+	int saved_errno = errno, fd;
+	bool ok;
+
+	hook_gnutls_bind();
+	fd = gt_fd(s);
+	ok = fd >= 0 && hook_socket_tls_find(fd, s, false, false, t);
+	errno = saved_errno;
+	return ok;
+}
+
+static ssize_t
+hook_gnutls_record_recv(gnutls_session_t s, void *buf, size_t n)
+{
+	struct hook_tls_conn t;
+	ssize_t r;
+
+	if (!ctxshim_active() || !gt_conn(s, &t))
+		return real_gnutls_record_recv(s, buf, n);
+	hook_socket_tls_read_begin(&t);
+	r = real_gnutls_record_recv(s, buf, n);
+	if (r > 0 && (size_t)r <= n)
+		hook_socket_tls_read_end(&t, buf, (size_t)r);
+	return r;
+}
+
+static ssize_t
+hook_gnutls_record_send(gnutls_session_t s, const void *buf, size_t n, const void *ra)
+{
+	struct hook_tls_conn t;
+	ssize_t r;
+
+	/* Bound first: the text range of libgnutls is known from then on. */
+	hook_gnutls_bind();
+	if (!ctxshim_active() ||
+	    ((uintptr_t)ra >= gt_text_lo && (uintptr_t)ra < gt_text_hi) ||
+	    !gt_conn(s, &t))
+		return real_gnutls_record_send(s, buf, n);
+	hook_socket_tls_write_begin(&t);
+	r = real_gnutls_record_send(s, buf, n);
+	if (r > 0 && (size_t)r <= n)
+		hook_socket_tls_write_end(&t, buf, (size_t)r);
+	return r;
+}
+
+static int
+hook_gnutls_handshake(gnutls_session_t s)
+{
+	struct hook_tls_conn t;
+
+	if (ctxshim_active() && gt_conn(s, &t))
+		hook_socket_tls_read_begin(&t);
+	return real_gnutls_handshake(s);
+}
+
+static void
+hook_gnutls_deinit(gnutls_session_t s)
+{
+	if (s && ctxshim_active()) {
+		int saved_errno = errno, fd;
+
+		hook_gnutls_bind();
+		fd = gt_fd(s);
+		if (fd >= 0)
+			hook_socket_tls_end(fd, s, "gnutls-deinit");
+		errno = saved_errno;
+	}
+	real_gnutls_deinit(s);
+}
+
+/* ---- exported names (version GNUTLS_3_4) ------------------------------------ */
+
+#define GT_SYMVER(fn) \
+	__asm__(".symver ctxshim_" #fn "_gt34, " #fn "@" GT_NODE ", remove")
+
+HOOK_EXPORT ssize_t ctxshim_gnutls_record_recv_gt34(gnutls_session_t s,
+						    void *buf,
+						    size_t n);
+HOOK_EXPORT ssize_t ctxshim_gnutls_record_send_gt34(gnutls_session_t s,
+						    const void *buf,
+						    size_t n);
+HOOK_EXPORT void ctxshim_gnutls_deinit_gt34(gnutls_session_t s);
+HOOK_EXPORT int ctxshim_gnutls_handshake_gt34(gnutls_session_t s);
+
+HOOK_EXPORT ssize_t
+ctxshim_gnutls_record_recv_gt34(gnutls_session_t s, void *buf, size_t n)
+{
+	return hook_gnutls_record_recv(s, buf, n);
+}
+
+HOOK_EXPORT ssize_t
+ctxshim_gnutls_record_send_gt34(gnutls_session_t s, const void *buf, size_t n)
+{
+	return hook_gnutls_record_send(s, buf, n, __builtin_return_address(0));
+}
+
+HOOK_EXPORT void
+ctxshim_gnutls_deinit_gt34(gnutls_session_t s)
+{
+	hook_gnutls_deinit(s);
+}
+
+HOOK_EXPORT int
+ctxshim_gnutls_handshake_gt34(gnutls_session_t s)
+{
+	return hook_gnutls_handshake(s);
+}
+
+GT_SYMVER(gnutls_record_recv);
+GT_SYMVER(gnutls_record_send);
+GT_SYMVER(gnutls_deinit);
+GT_SYMVER(gnutls_handshake);
+
+/* Our own copies, so that a binding can never come back to them. */
+static const void *gt_self[GT_HOOKED] = {
+	[GT_RECV] = (const void *)ctxshim_gnutls_record_recv_gt34,
+	[GT_SEND] = (const void *)ctxshim_gnutls_record_send_gt34,
+	[GT_DEINIT] = (const void *)ctxshim_gnutls_deinit_gt34,
+	[GT_HANDSHAKE] = (const void *)ctxshim_gnutls_handshake_gt34,
+};

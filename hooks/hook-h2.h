@@ -1,0 +1,223 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/* The header fields of one HTTP/2 request stream, collected as they are
+ * decoded (hooks/hook-nghttp2.c), into the request model of
+ * preload/request-ctx.h.  Pure code: no allocation, no I/O, no globals;
+ * every length is bounded, so it can be fed hostile fields directly (a
+ * fuzz target: hook_h2_req_init(), then any number of
+ * hook_h2_req_header() calls with arbitrary bytes, then
+ * hook_h2_req_view()).
+ *
+ * The same decisions as the HTTP/1.x scanner (proc-context/http-scan.h),
+ * so a request gets the same context over either protocol:
+ *  - names match ASCII case-insensitively (HTTP/2 requires lower case;
+ *    nghttp2 rejects the rest before we see it);
+ *  - ":method" (<= 20 bytes kept) and ":path" (the request-target, <= 256
+ *    bytes kept) are taken from their first field;
+ *  - traceparent: the first field's value, up to 64 bytes (enough to
+ *    decide validity exactly: a version-00 value longer than 55 is
+ *    invalid, and a later version only looks at byte 56); a second field
+ *    makes it invalid (W3C);
+ *  - tracestate: all fields joined in order with ',' (RFC 9110 §5.3, HTTP/2
+ *    may also split one list into several fields); beyond 512 bytes the
+ *    list is cut back after the last whole member that fits and later
+ *    fields are dropped (W3C allows dropping members from the end);
+ *  - configured extra headers (CTXSHIM_HEADER_ATTRS): fields joined with
+ *    ", ", cut at 256 bytes. */
+
+#include "cfg.h"
+#include "request-ctx.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#define HOOK_H2_METHOD_MAX 20
+#define HOOK_H2_PATH_MAX   256
+#define HOOK_H2_TP_MAX     64
+#define HOOK_H2_TS_MAX     512
+#define HOOK_H2_EXTRA_MAX  256
+
+struct hook_h2_req {
+	uint16_t path_len;
+	uint16_t ts_len;
+	uint16_t extra_len[CTXSHIM_MAX_HEADER_ATTRS];
+	uint8_t method_len;
+	uint8_t tp_len;
+	uint8_t n_tp;       /* traceparent fields seen (saturates at 255) */
+	uint8_t extra_seen; /* bit i: extra header i was seen */
+	bool has_method, has_path, has_ts;
+	bool ts_full; /* the list was cut: later fields are dropped */
+	char method[HOOK_H2_METHOD_MAX];
+	char path[HOOK_H2_PATH_MAX];
+	char tp[HOOK_H2_TP_MAX];
+	char ts[HOOK_H2_TS_MAX];
+	char extra[CTXSHIM_MAX_HEADER_ATTRS][HOOK_H2_EXTRA_MAX];
+};
+
+/* The request as struct ctxshim_request; points into the hook_h2_req. */
+struct hook_h2_view {
+	struct ctxshim_request r;
+	const char *ts_line;
+	size_t ts_len;
+};
+
+static inline void
+hook_h2_req_init(struct hook_h2_req *q)
+{
+	/* The value buffers need no clearing: only [0, len) is ever read. */
+	memset(q, 0, offsetof(struct hook_h2_req, method));
+}
+
+static inline bool
+hook_h2_name_is(const uint8_t *name, size_t len, const char *want)
+{
+	size_t i, n = strlen(want);
+
+	if (len != n)
+		return false;
+	for (i = 0; i < n; i++) {
+		uint8_t c = name[i], w = (uint8_t)want[i];
+
+		if (c >= 'A' && c <= 'Z')
+			c = (uint8_t)(c + ('a' - 'A'));
+		if (w >= 'A' && w <= 'Z')
+			w = (uint8_t)(w + ('a' - 'A'));
+		if (c != w)
+			return false;
+	}
+	return true;
+}
+
+/* Append one tracestate field to the joined list. */
+static inline void
+hook_h2_req_ts(struct hook_h2_req *q, const uint8_t *v, size_t len)
+{
+	size_t have = q->ts_len, sep = have ? 1 : 0, k;
+
+	if (q->ts_full)
+		return;
+	q->has_ts = true;
+	if (have + sep + len <= HOOK_H2_TS_MAX) {
+		if (sep)
+			q->ts[have] = ',';
+		memcpy(q->ts + have + sep, v, len);
+		q->ts_len = (uint16_t)(have + sep + len);
+		return;
+	}
+	/* Keep the members of this field that fit whole, then stop. */
+	q->ts_full = true;
+	if (have + sep >= HOOK_H2_TS_MAX)
+		return;
+	for (k = HOOK_H2_TS_MAX - have - sep + 1; k-- > 0;)
+		if (k < len && v[k] == ',')
+			break;
+	if (k == (size_t)-1 || k == 0)
+		return;
+	if (sep)
+		q->ts[have] = ',';
+	memcpy(q->ts + have + sep, v, k);
+	q->ts_len = (uint16_t)(have + sep + k);
+}
+
+/* One decoded header field of the request's header block, in order.
+ * names: the configured extra header names (lower case), n of them. */
+static inline void
+hook_h2_req_header(struct hook_h2_req *q,
+		   const char (*names)[CTXSHIM_HEADER_NAME_MAX],
+		   unsigned n_names,
+		   const uint8_t *name,
+		   size_t name_len,
+		   const uint8_t *value,
+		   size_t value_len)
+{
+	unsigned i;
+
+	if (!name || (!value && value_len))
+		return;
+	if (!value)
+		value = (const uint8_t *)"";
+	if (name_len && name[0] == ':') {
+		if (!q->has_method && hook_h2_name_is(name, name_len, ":method")) {
+			q->has_method = true;
+			q->method_len = (uint8_t)(value_len < HOOK_H2_METHOD_MAX
+							  ? value_len
+							  : HOOK_H2_METHOD_MAX);
+			memcpy(q->method, value, q->method_len);
+		} else if (!q->has_path && hook_h2_name_is(name, name_len, ":path")) {
+			q->has_path = true;
+			q->path_len = (uint16_t)(value_len < HOOK_H2_PATH_MAX
+							 ? value_len
+							 : HOOK_H2_PATH_MAX);
+			memcpy(q->path, value, q->path_len);
+		}
+		return;
+	}
+	if (hook_h2_name_is(name, name_len, "traceparent")) {
+		if (q->n_tp < UINT8_MAX)
+			q->n_tp++;
+		if (q->n_tp == 1) {
+			q->tp_len =
+				(uint8_t)(value_len < HOOK_H2_TP_MAX ? value_len
+								     : HOOK_H2_TP_MAX);
+			memcpy(q->tp, value, q->tp_len);
+		}
+		return;
+	}
+	if (hook_h2_name_is(name, name_len, "tracestate")) {
+		hook_h2_req_ts(q, value, value_len);
+		return;
+	}
+	for (i = 0; i < n_names && i < CTXSHIM_MAX_HEADER_ATTRS; i++) {
+		size_t have, k;
+
+		if (!hook_h2_name_is(name, name_len, names[i]))
+			continue;
+		have = (q->extra_seen & (1u << i)) ? q->extra_len[i] : 0;
+		if (have && have + 2 <= HOOK_H2_EXTRA_MAX) {
+			memcpy(q->extra[i] + have, ", ", 2);
+			have += 2;
+		}
+		k = value_len < HOOK_H2_EXTRA_MAX - have ? value_len
+							 : HOOK_H2_EXTRA_MAX - have;
+		memcpy(q->extra[i] + have, value, k);
+		q->extra_len[i] = (uint16_t)(have + k);
+		q->extra_seen |= (uint8_t)(1u << i);
+	}
+}
+
+/* The collected request, for ctxshim_request_ctx(). */
+static inline void
+hook_h2_req_view(const struct hook_h2_req *q, struct hook_h2_view *v)
+{
+	unsigned i;
+
+	memset(&v->r, 0, sizeof(v->r));
+	if (q->has_method) {
+		v->r.method = q->method;
+		v->r.method_len = q->method_len;
+	}
+	if (q->has_path) {
+		v->r.target = q->path;
+		v->r.target_len = q->path_len;
+	}
+	if (q->n_tp) {
+		v->r.traceparent = q->tp;
+		v->r.traceparent_len = q->tp_len;
+		v->r.traceparent_repeated = q->n_tp > 1;
+	}
+	if (q->has_ts) {
+		v->ts_line = q->ts;
+		v->ts_len = q->ts_len;
+		v->r.tracestate = &v->ts_line;
+		v->r.tracestate_lens = &v->ts_len;
+		v->r.n_tracestate = 1;
+	}
+	for (i = 0; i < CTXSHIM_MAX_HEADER_ATTRS; i++)
+		if (q->extra_seen & (1u << i)) {
+			v->r.extra[i] = q->extra[i];
+			v->r.extra_len[i] = q->extra_len[i];
+		}
+}

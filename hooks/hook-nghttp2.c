@@ -1,0 +1,1122 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* nghttp2 (libnghttp2.so.14): HTTP/2 requests get their context per
+ * stream on the server side, and outgoing requests carry the thread's
+ * context on the client side.  Below TLS and at socket level HTTP/2 is
+ * opaque (HPACK needs every header block of the connection decoded in
+ * order); the library hands the decoded fields to callbacks, and builds
+ * outgoing ones from an array we can extend.
+ *
+ * Server side.  The application registers its callbacks on an opaque
+ * nghttp2_session_callbacks object, which nghttp2_session_server_new*()
+ * copies into the session.  The setters we care about (begin headers,
+ * header, header2, frame receive, data chunk receive, stream close) are
+ * hooked only to remember, per callbacks object, what the application set
+ * (they pass it on unchanged).  At nghttp2_session_server_new/2/3 we
+ * create the session's state, put our trampolines into the callbacks
+ * object, let nghttp2 copy it, and put the application's functions back:
+ * the object holds the application's functions at every other time, so a
+ * client session or an untracked one made from it never meets a
+ * trampoline.  Only objects whose setters all went through us are
+ * swapped (we know everything the application set on them).  One mutex
+ * serialises the swap with the setters and between server sessions made
+ * from a shared object.  Documented limit: a client session made from the
+ * very same object on another thread during that swap would copy our
+ * trampolines, which find no state for it and call nothing (nghttp2
+ * clients and servers do not share callbacks objects across threads in
+ * practice; libcurl makes its own per connection).
+ *
+ * The trampolines find the session's state in a lock-free open-addressing
+ * table (inserted and removed under the mutex, at session creation and
+ * nghttp2_session_del), call the application's function if it set one
+ * (on_header_callback2 stands in for either header callback) and return
+ * what it returned.  Per stream, from its request HEADERS frame:
+ *  - on_begin_headers starts collecting the request's fields (hook-h2.h);
+ *  - on_header(2) collects them;
+ *  - the first on_frame_recv of the HEADERS frame (the whole header
+ *    block, CONTINUATIONs included) builds the context with the request
+ *    model of request-ctx.h (trace continued from traceparent, or a new
+ *    one; method, path, tracestate, configured headers);
+ *  - from then on the stream's context is published while the
+ *    application's on_frame_recv, on_data_chunk_recv and on_stream_close
+ *    callbacks for that stream run, and whatever the thread showed before
+ *    is restored afterwards (events "h2-stream", "h2-restore" /
+ *    "h2-return"): many streams share one thread, so the context switches
+ *    with every callback;
+ *  - on_stream_close frees the stream's state.
+ * Bounds: HOOK_NH_STREAMS_MAX streams with state per session (more are
+ * not followed), HOOK_NH_SESSIONS sessions per process (more are made
+ * untracked), HOOK_NH_CBS_MAX callbacks objects remembered.  Per stream:
+ * about 3.3 KiB while the header block arrives, then about 700 bytes for
+ * its context (the tracestate at its used size).  Allocation happens at
+ * session and stream start (as nghttp2 allocates its own stream), never
+ * in the data path.
+ *
+ * Client side.  nghttp2_submit_request and nghttp2_submit_headers (a new
+ * stream, header block with ":method" other than CONNECT) get
+ * "traceparent" (and "tracestate" when the context has one) appended to a
+ * copy of the application's nva array, as hooks/hook-curl.c does for
+ * libcurl: a child span-id of the thread's context (or the incoming
+ * parent-id with CTXSHIM_PROPAGATE=transparent; nothing with
+ * CTXSHIM_PROPAGATE=0 or without a context).  nghttp2 copies the array,
+ * so ours lives on the stack.  An application traceparent field is left
+ * alone.  libcurl's own HTTP/2 goes through nghttp2: its requests are
+ * libcurl's business (hook-curl.c injects there, or the application
+ * disabled the header, or it is an internal transfer such as DNS over
+ * HTTPS), so calls from libcurl's code pass straight through (checked by
+ * the caller's object with dladdr(), only when we would inject).
+ *
+ * nghttp2 exports its names unversioned (Base): plain unversioned hooks,
+ * bound at the first call with RTLD_NEXT, or through the soname with
+ * RTLD_NOLOAD for a library loaded RTLD_LOCAL (as hook-openssl.c). */
+#include "config.h"
+
+#include "hooks.h"
+
+#include "cfg.h"
+#include "events.h"
+#include "hook-h2.h"
+#include "hook-http.h"
+#include "log.h"
+#include "w3c.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <nghttp2/nghttp2.h>
+
+/* uthash's default on a failed allocation is exit(): never in a host
+ * process.  Non-fatal mode leaves the element out (hh.tbl == NULL). */
+#define HASH_NONFATAL_OOM 1
+#include <uthash.h>
+
+#define NH_SONAME "libnghttp2.so.14"
+
+#define HOOK_NH_STREAMS_MAX 256
+#define HOOK_NH_SESSIONS    4096 /* power of two */
+#define HOOK_NH_PROBES      64
+#define HOOK_NH_CBS_MAX     1024
+/* nva arrays up to this many entries are extended on the stack. */
+#define HOOK_NH_NVA_STACK 64
+
+enum nh_fn {
+	NH_SET_BEGIN_HEADERS,
+	NH_SET_HEADER,
+	NH_SET_HEADER2,
+	NH_SET_FRAME_RECV,
+	NH_SET_DATA_CHUNK_RECV,
+	NH_SET_STREAM_CLOSE,
+	NH_CALLBACKS_DEL,
+	NH_SERVER_NEW,
+	NH_SERVER_NEW2,
+	NH_SERVER_NEW3,
+	NH_SESSION_DEL,
+	NH_SUBMIT_REQUEST,
+	NH_SUBMIT_HEADERS,
+	NH_HOOKED, /* the ones above are ours; the ones below only called */
+	NH_RCBUF_GET_BUF = NH_HOOKED,
+	NH_N,
+};
+
+static const char *const nh_name[NH_N] = {
+	"nghttp2_session_callbacks_set_on_begin_headers_callback",
+	"nghttp2_session_callbacks_set_on_header_callback",
+	"nghttp2_session_callbacks_set_on_header_callback2",
+	"nghttp2_session_callbacks_set_on_frame_recv_callback",
+	"nghttp2_session_callbacks_set_on_data_chunk_recv_callback",
+	"nghttp2_session_callbacks_set_on_stream_close_callback",
+	"nghttp2_session_callbacks_del",
+	"nghttp2_session_server_new",
+	"nghttp2_session_server_new2",
+	"nghttp2_session_server_new3",
+	"nghttp2_session_del",
+	"nghttp2_submit_request",
+	"nghttp2_submit_headers",
+	"nghttp2_rcbuf_get_buf",
+};
+
+typedef void (*nh_callbacks_del_fn)(nghttp2_session_callbacks *);
+typedef int (*nh_server_new3_fn)(nghttp2_session **,
+				 const nghttp2_session_callbacks *,
+				 void *,
+				 const nghttp2_option *,
+				 nghttp2_mem *);
+typedef void (*nh_session_del_fn)(nghttp2_session *);
+typedef int32_t (*nh_submit_request_fn)(nghttp2_session *,
+					const nghttp2_priority_spec *,
+					const nghttp2_nv *,
+					size_t,
+					const nghttp2_data_provider *,
+					void *);
+typedef int32_t (*nh_submit_headers_fn)(nghttp2_session *,
+					uint8_t,
+					int32_t,
+					const nghttp2_priority_spec *,
+					const nghttp2_nv *,
+					size_t,
+					void *);
+typedef nghttp2_vec (*nh_rcbuf_get_buf_fn)(nghttp2_rcbuf *);
+
+static void *nh_fn[NH_N];
+static const void *nh_self[NH_HOOKED];
+static pthread_once_t nh_once = PTHREAD_ONCE_INIT;
+
+/* What the application set on one callbacks object (or for one session). */
+struct nh_app {
+	nghttp2_on_begin_headers_callback begin_headers;
+	nghttp2_on_header_callback header;
+	nghttp2_on_header_callback2 header2;
+	nghttp2_on_frame_recv_callback frame_recv;
+	nghttp2_on_data_chunk_recv_callback data_chunk_recv;
+	nghttp2_on_stream_close_callback stream_close;
+};
+
+struct nh_cbs {
+	const nghttp2_session_callbacks *cbs; /* key */
+	struct nh_app app;
+	UT_hash_handle hh;
+};
+
+struct nh_stream {
+	int32_t id;              /* key */
+	struct hook_h2_req *req; /* while the header block arrives */
+	struct ctxshim_ctx *ctx; /* once built: used size only */
+	UT_hash_handle hh;
+};
+
+struct nh_session {
+	nghttp2_session *session;
+	struct nh_app app;
+	/* Used only by the thread that drives the session (nghttp2
+	 * sessions are not thread-safe): no lock. */
+	struct nh_stream *streams;
+	unsigned n_streams;
+};
+
+struct nh_slot {
+	_Atomic uintptr_t key; /* 0 empty, 1 deleted, else the session */
+	struct nh_session *_Atomic st;
+};
+
+#define NH_DELETED ((uintptr_t)1)
+
+static pthread_mutex_t nh_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct nh_cbs *nh_cbs_table; /* under nh_lock */
+/* A setter call could not be recorded (out of memory, or an object
+ * forgotten to stay under HOOK_NH_CBS_MAX): an entry may lack a function
+ * the application set, so no callbacks object is swapped any more. */
+static bool nh_cbs_lost; /* under nh_lock */
+static struct nh_slot nh_sessions[HOOK_NH_SESSIONS];
+
+/* ---- binding ---------------------------------------------------------------- */
+
+static void
+nh_atfork_prepare(void)
+{
+	pthread_mutex_lock(&nh_lock);
+}
+
+static void
+nh_atfork_release(void)
+{
+	pthread_mutex_unlock(&nh_lock);
+}
+
+static void
+hook_nghttp2_bind_once(void)
+{
+	int saved_errno = errno;
+	void *lib = NULL;
+	int i;
+
+	/* A child forked while another thread held the lock would never get
+	 * it; hold it across fork() instead. */
+	(void)pthread_atfork(nh_atfork_prepare, nh_atfork_release, nh_atfork_release);
+	for (i = 0; i < NH_N; i++) {
+		const void *self = i < NH_HOOKED ? nh_self[i] : (const void *)nh_self;
+		void *p = ctxshim_bind(nh_name[i], NULL, self, false);
+
+		if (!p) {
+			if (!lib)
+				lib = dlopen(NH_SONAME, RTLD_LAZY | RTLD_NOLOAD);
+			if (lib)
+				p = dlsym(lib, nh_name[i]);
+		}
+		nh_fn[i] = p;
+		if (!p)
+			ctxshim_log("nghttp2: %s not found", nh_name[i]);
+	}
+	errno = saved_errno;
+}
+
+static inline void
+hook_nghttp2_bind(void)
+{
+	pthread_once(&nh_once, hook_nghttp2_bind_once);
+}
+
+#define NH_REAL(idx, type) ((type)(hook_nghttp2_bind(), nh_fn[idx]))
+
+static inline void
+real_set(enum nh_fn idx, nghttp2_session_callbacks *cbs, void (*fn)(void))
+{
+	/* Every setter has the shape void (callbacks *, function pointer);
+	 * the pointer types differ only in the callback's signature. */
+	void (*set)(nghttp2_session_callbacks *, void (*)(void)) =
+		NH_REAL(idx, void (*)(nghttp2_session_callbacks *, void (*)(void)));
+
+	if (set)
+		set(cbs, fn);
+}
+
+static inline int
+real_server_new3(nghttp2_session **s,
+		 const nghttp2_session_callbacks *cbs,
+		 void *user_data,
+		 const nghttp2_option *opt,
+		 nghttp2_mem *mem)
+{
+	nh_server_new3_fn f = NH_REAL(NH_SERVER_NEW3, nh_server_new3_fn);
+
+	return f ? f(s, cbs, user_data, opt, mem) : NGHTTP2_ERR_NOMEM;
+}
+
+static inline nghttp2_vec
+real_rcbuf_get_buf(nghttp2_rcbuf *b)
+{
+	nh_rcbuf_get_buf_fn f = (nh_rcbuf_get_buf_fn)nh_fn[NH_RCBUF_GET_BUF];
+	nghttp2_vec none = {NULL, 0};
+
+	return f && b ? f(b) : none;
+}
+
+/* ---- the session table ------------------------------------------------------- */
+
+static inline unsigned
+nh_hash(const nghttp2_session *s)
+{
+	uintptr_t k = (uintptr_t)s;
+
+	k ^= k >> 17;
+	k *= (uintptr_t)0x9e3779b97f4a7c15ull;
+	return (unsigned)(k >> 40) & (HOOK_NH_SESSIONS - 1);
+}
+
+/* Lock-free: a session's slot cannot go away while one of its callbacks
+ * runs (only nghttp2_session_del removes it), and removal leaves a
+ * "deleted" mark, never an empty slot, so no probe chain breaks. */
+static struct nh_session *
+nh_find(const nghttp2_session *s)
+{
+	unsigned h = nh_hash(s), i;
+
+	for (i = 0; i < HOOK_NH_PROBES; i++) {
+		struct nh_slot *e = &nh_sessions[(h + i) & (HOOK_NH_SESSIONS - 1)];
+		uintptr_t k = atomic_load_explicit(&e->key, memory_order_acquire);
+
+		if (k == (uintptr_t)s)
+			return atomic_load_explicit(&e->st, memory_order_relaxed);
+		if (k == 0)
+			return NULL;
+	}
+	return NULL;
+}
+
+/* Caller holds nh_lock. */
+static bool
+nh_insert_locked(struct nh_session *st)
+{
+	unsigned h = nh_hash(st->session), i;
+
+	for (i = 0; i < HOOK_NH_PROBES; i++) {
+		struct nh_slot *e = &nh_sessions[(h + i) & (HOOK_NH_SESSIONS - 1)];
+		uintptr_t k = atomic_load_explicit(&e->key, memory_order_relaxed);
+
+		if (k == 0 || k == NH_DELETED) {
+			atomic_store_explicit(&e->st, st, memory_order_relaxed);
+			atomic_store_explicit(&e->key, (uintptr_t)st->session,
+					      memory_order_release);
+			return true;
+		}
+	}
+	return false;
+}
+
+/* Caller holds nh_lock. */
+static struct nh_session *
+nh_remove_locked(const nghttp2_session *s)
+{
+	unsigned h = nh_hash(s), i;
+
+	for (i = 0; i < HOOK_NH_PROBES; i++) {
+		struct nh_slot *e = &nh_sessions[(h + i) & (HOOK_NH_SESSIONS - 1)];
+		uintptr_t k = atomic_load_explicit(&e->key, memory_order_relaxed);
+
+		if (k == (uintptr_t)s) {
+			struct nh_session *st =
+				atomic_load_explicit(&e->st, memory_order_relaxed);
+
+			atomic_store_explicit(&e->key, NH_DELETED,
+					      memory_order_release);
+			return st;
+		}
+		if (k == 0)
+			break;
+	}
+	return NULL;
+}
+
+static void
+nh_session_free(struct nh_session *st)
+{
+	struct nh_stream *s, *tmp;
+
+	if (!st)
+		return;
+	HASH_ITER (hh, st->streams, s, tmp) {
+		HASH_DEL(st->streams, s);
+		free(s->req);
+		free(s->ctx);
+		free(s);
+	}
+	free(st);
+}
+
+/* ---- callbacks objects ------------------------------------------------------- */
+
+/* The application's functions on cbs (created on first use).  Caller
+ * holds nh_lock.  NULL when out of memory. */
+static struct nh_cbs *
+nh_cbs_get_locked(const nghttp2_session_callbacks *cbs)
+{
+	struct nh_cbs *e;
+
+	HASH_FIND_PTR(nh_cbs_table, &cbs, e);
+	if (e)
+		return e;
+	if (HASH_COUNT(nh_cbs_table) >= HOOK_NH_CBS_MAX) {
+		/* Objects the application never deleted: forget the oldest. */
+		e = nh_cbs_table;
+		HASH_DEL(nh_cbs_table, e);
+		free(e);
+		nh_cbs_lost = true;
+	}
+	e = calloc(1, sizeof(*e));
+	if (e) {
+		e->cbs = cbs;
+		HASH_ADD_PTR(nh_cbs_table, cbs, e);
+		if (e->hh.tbl)
+			return e;
+		free(e);
+	}
+	if (!nh_cbs_lost)
+		ctxshim_log("nghttp2: out of memory, HTTP/2 sessions not followed");
+	nh_cbs_lost = true;
+	return NULL;
+}
+
+/* A setter: remember the application's function, then set it. */
+#define NH_SETTER(field, idx, type)                                                   \
+	static void hook_nghttp2_set_##field(nghttp2_session_callbacks *cbs, type fn) \
+	{                                                                             \
+		int saved_errno = errno;                                              \
+		struct nh_cbs *e;                                                     \
+                                                                                      \
+		pthread_mutex_lock(&nh_lock);                                         \
+		e = cbs && ctxshim_active() ? nh_cbs_get_locked(cbs) : NULL;          \
+		if (e)                                                                \
+			e->app.field = fn;                                            \
+		errno = saved_errno;                                                  \
+		real_set(idx, cbs, (void (*)(void))fn);                               \
+		pthread_mutex_unlock(&nh_lock);                                       \
+	}
+
+NH_SETTER(begin_headers, NH_SET_BEGIN_HEADERS, nghttp2_on_begin_headers_callback)
+NH_SETTER(header, NH_SET_HEADER, nghttp2_on_header_callback)
+NH_SETTER(header2, NH_SET_HEADER2, nghttp2_on_header_callback2)
+NH_SETTER(frame_recv, NH_SET_FRAME_RECV, nghttp2_on_frame_recv_callback)
+NH_SETTER(data_chunk_recv, NH_SET_DATA_CHUNK_RECV, nghttp2_on_data_chunk_recv_callback)
+NH_SETTER(stream_close, NH_SET_STREAM_CLOSE, nghttp2_on_stream_close_callback)
+
+static void
+hook_nghttp2_callbacks_del(nghttp2_session_callbacks *cbs)
+{
+	nh_callbacks_del_fn del = NH_REAL(NH_CALLBACKS_DEL, nh_callbacks_del_fn);
+	int saved_errno = errno;
+	struct nh_cbs *e;
+
+	pthread_mutex_lock(&nh_lock);
+	HASH_FIND_PTR(nh_cbs_table, &cbs, e);
+	if (e)
+		HASH_DEL(nh_cbs_table, e);
+	pthread_mutex_unlock(&nh_lock);
+	free(e);
+	errno = saved_errno;
+	if (del)
+		del(cbs);
+}
+
+/* ---- streams ------------------------------------------------------------------ */
+
+static struct nh_stream *
+nh_stream_find(struct nh_session *st, int32_t id)
+{
+	struct nh_stream *s;
+
+	HASH_FIND_INT(st->streams, &id, s);
+	return s;
+}
+
+static void
+nh_stream_free(struct nh_session *st, struct nh_stream *s)
+{
+	HASH_DEL(st->streams, s);
+	st->n_streams--;
+	free(s->req);
+	free(s->ctx);
+	free(s);
+}
+
+/* A request header block begins on stream id. */
+static void
+nh_stream_begin(struct nh_session *st, int32_t id)
+{
+	struct nh_stream *s = nh_stream_find(st, id);
+
+	if (s) /* a stream id is never reused: stale state */
+		nh_stream_free(st, s);
+	if (st->n_streams >= HOOK_NH_STREAMS_MAX)
+		return;
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return;
+	s->req = malloc(sizeof(*s->req));
+	if (!s->req) {
+		free(s);
+		return;
+	}
+	hook_h2_req_init(s->req);
+	s->id = id;
+	HASH_ADD_INT(st->streams, id, s);
+	if (!s->hh.tbl) {
+		free(s->req);
+		free(s);
+		return;
+	}
+	st->n_streams++;
+}
+
+/* The header block of s is complete: its context. */
+static void
+nh_stream_ctx(struct nh_stream *s)
+{
+	struct hook_h2_view v;
+	struct ctxshim_ctx c;
+	size_t attrs, size;
+
+	hook_h2_req_view(s->req, &v);
+	ctxshim_request_ctx(&c, &v.r);
+	free(s->req);
+	s->req = NULL;
+	attrs = c.attrs_len <= sizeof(c.attrs) ? c.attrs_len : 0;
+	size = offsetof(struct ctxshim_ctx, attrs) + sizeof(c.attrs) +
+	       (c.tracestate_len <= sizeof(c.tracestate) ? c.tracestate_len : 0);
+	/* Everything up to the tracestate's used bytes. */
+	s->ctx = malloc(size);
+	if (!s->ctx)
+		return;
+	memcpy(s->ctx, &c, offsetof(struct ctxshim_ctx, attrs) + attrs);
+	s->ctx->attrs_len = (uint16_t)attrs;
+	memcpy(s->ctx->tracestate, c.tracestate,
+	       size - offsetof(struct ctxshim_ctx, tracestate));
+}
+
+/* ---- trampolines ------------------------------------------------------------ */
+
+/* The stream's context published around the application's callback. */
+struct nh_scope {
+	bool on;
+	struct hook_http_saved sv;
+	struct ctxshim_ctx ctx;
+};
+
+static void
+nh_enter(struct nh_scope *sc, const struct nh_stream *s)
+{
+	int saved_errno;
+
+	sc->on = s && s->ctx && ctxshim_active();
+	if (!sc->on)
+		return;
+	saved_errno = errno;
+	hook_http_ctx_copy(&sc->ctx, s->ctx);
+	hook_http_enter(-1, &sc->ctx, &sc->sv, "h2-stream");
+	errno = saved_errno;
+}
+
+static void
+nh_leave(struct nh_scope *sc)
+{
+	int saved_errno;
+
+	if (!sc->on)
+		return;
+	saved_errno = errno;
+	hook_http_leave(-1, &sc->ctx, &sc->sv, "h2-restore", "h2-return");
+	errno = saved_errno;
+}
+
+static int
+nh_on_begin_headers(nghttp2_session *session, const nghttp2_frame *frame, void *ud)
+{
+	struct nh_session *st = nh_find(session);
+
+	if (!st)
+		return 0;
+	if (frame->hd.type == NGHTTP2_HEADERS &&
+	    frame->headers.cat == NGHTTP2_HCAT_REQUEST && ctxshim_active()) {
+		int saved_errno = errno;
+
+		nh_stream_begin(st, frame->hd.stream_id);
+		errno = saved_errno;
+	}
+	return st->app.begin_headers ? st->app.begin_headers(session, frame, ud) : 0;
+}
+
+static int
+nh_on_header2(nghttp2_session *session,
+	      const nghttp2_frame *frame,
+	      nghttp2_rcbuf *name,
+	      nghttp2_rcbuf *value,
+	      uint8_t flags,
+	      void *ud)
+{
+	struct nh_session *st = nh_find(session);
+	nghttp2_vec n, v;
+
+	if (!st)
+		return 0;
+	if (frame->hd.type == NGHTTP2_HEADERS &&
+	    frame->headers.cat == NGHTTP2_HCAT_REQUEST) {
+		struct nh_stream *s = nh_stream_find(st, frame->hd.stream_id);
+
+		if (s && s->req) {
+			n = real_rcbuf_get_buf(name);
+			v = real_rcbuf_get_buf(value);
+			hook_h2_req_header(s->req,
+					   (const char(*)[CTXSHIM_HEADER_NAME_MAX])
+						   ctxshim_cfg.header_attrs,
+					   ctxshim_cfg.n_header_attrs, n.base, n.len,
+					   v.base, v.len);
+		}
+	}
+	if (st->app.header2)
+		return st->app.header2(session, frame, name, value, flags, ud);
+	if (st->app.header) {
+		n = real_rcbuf_get_buf(name);
+		v = real_rcbuf_get_buf(value);
+		return st->app.header(session, frame, n.base, n.len, v.base, v.len,
+				      flags, ud);
+	}
+	return 0;
+}
+
+static int
+nh_on_frame_recv(nghttp2_session *session, const nghttp2_frame *frame, void *ud)
+{
+	struct nh_session *st = nh_find(session);
+	struct nh_stream *s = NULL;
+	struct nh_scope sc;
+	int r;
+
+	if (!st)
+		return 0;
+	if (frame->hd.stream_id > 0)
+		s = nh_stream_find(st, frame->hd.stream_id);
+	if (s && s->req && frame->hd.type == NGHTTP2_HEADERS) {
+		int saved_errno = errno;
+
+		nh_stream_ctx(s);
+		errno = saved_errno;
+	}
+	if (!st->app.frame_recv)
+		return 0;
+	nh_enter(&sc, s);
+	r = st->app.frame_recv(session, frame, ud);
+	nh_leave(&sc);
+	return r;
+}
+
+static int
+nh_on_data_chunk_recv(nghttp2_session *session,
+		      uint8_t flags,
+		      int32_t stream_id,
+		      const uint8_t *data,
+		      size_t len,
+		      void *ud)
+{
+	struct nh_session *st = nh_find(session);
+	struct nh_scope sc;
+	int r;
+
+	if (!st || !st->app.data_chunk_recv)
+		return 0;
+	nh_enter(&sc, nh_stream_find(st, stream_id));
+	r = st->app.data_chunk_recv(session, flags, stream_id, data, len, ud);
+	nh_leave(&sc);
+	return r;
+}
+
+static int
+nh_on_stream_close(nghttp2_session *session,
+		   int32_t stream_id,
+		   uint32_t error_code,
+		   void *ud)
+{
+	struct nh_session *st = nh_find(session);
+	struct nh_stream *s;
+	struct nh_scope sc;
+	int r = 0;
+
+	if (!st)
+		return 0;
+	s = nh_stream_find(st, stream_id);
+	if (st->app.stream_close) {
+		nh_enter(&sc, s);
+		r = st->app.stream_close(session, stream_id, error_code, ud);
+		nh_leave(&sc);
+	}
+	/* The application may not look the stream up afterwards either. */
+	s = nh_stream_find(st, stream_id);
+	if (s) {
+		int saved_errno = errno;
+
+		nh_stream_free(st, s);
+		errno = saved_errno;
+	}
+	return r;
+}
+
+/* ---- sessions ------------------------------------------------------------------ */
+
+static void
+nh_set_all(nghttp2_session_callbacks *cbs, const struct nh_app *a)
+{
+	real_set(NH_SET_BEGIN_HEADERS, cbs, (void (*)(void))a->begin_headers);
+	real_set(NH_SET_HEADER2, cbs, (void (*)(void))a->header2);
+	real_set(NH_SET_FRAME_RECV, cbs, (void (*)(void))a->frame_recv);
+	real_set(NH_SET_DATA_CHUNK_RECV, cbs, (void (*)(void))a->data_chunk_recv);
+	real_set(NH_SET_STREAM_CLOSE, cbs, (void (*)(void))a->stream_close);
+}
+
+static int
+hook_nghttp2_server_new3(nghttp2_session **session_ptr,
+			 const nghttp2_session_callbacks *callbacks,
+			 void *user_data,
+			 const nghttp2_option *option,
+			 nghttp2_mem *mem)
+{
+	static const struct nh_app ours = {
+		.begin_headers = nh_on_begin_headers,
+		.header2 = nh_on_header2,
+		.frame_recv = nh_on_frame_recv,
+		.data_chunk_recv = nh_on_data_chunk_recv,
+		.stream_close = nh_on_stream_close,
+	};
+	/* The setters take a non-const object; nghttp2_session_callbacks_new
+	 * made it writable, and the application's functions go back. */
+	nghttp2_session_callbacks *cbs = (nghttp2_session_callbacks *)callbacks;
+	struct nh_session *st;
+	struct nh_cbs *e;
+	int saved_errno = errno, r;
+
+	if (!ctxshim_active() || !callbacks || !session_ptr)
+		return real_server_new3(session_ptr, callbacks, user_data, option, mem);
+	hook_nghttp2_bind();
+	st = calloc(1, sizeof(*st));
+	errno = saved_errno;
+	if (!st)
+		return real_server_new3(session_ptr, callbacks, user_data, option, mem);
+	pthread_mutex_lock(&nh_lock);
+	/* Only an object whose setters went through us: we know all that
+	 * the application set on it. */
+	e = NULL;
+	if (!nh_cbs_lost)
+		HASH_FIND_PTR(nh_cbs_table, &callbacks, e);
+	if (!e) {
+		pthread_mutex_unlock(&nh_lock);
+		free(st);
+		errno = saved_errno;
+		return real_server_new3(session_ptr, callbacks, user_data, option, mem);
+	}
+	st->app = e->app;
+	nh_set_all(cbs, &ours);
+	errno = saved_errno;
+	r = real_server_new3(session_ptr, callbacks, user_data, option, mem);
+	saved_errno = errno;
+	nh_set_all(cbs, &e->app);
+	if (r == 0) {
+		st->session = *session_ptr;
+		if (nh_insert_locked(st)) {
+			st = NULL;
+		} else {
+			/* No room: the session must not keep our trampolines,
+			 * which would find no state.  Start again, untracked. */
+			nh_session_del_fn del =
+				NH_REAL(NH_SESSION_DEL, nh_session_del_fn);
+
+			ctxshim_log("nghttp2: session table full, not following a "
+				    "session");
+			if (del)
+				del(*session_ptr);
+			errno = saved_errno;
+			r = real_server_new3(session_ptr, callbacks, user_data, option,
+					     mem);
+			saved_errno = errno;
+		}
+	}
+	pthread_mutex_unlock(&nh_lock);
+	free(st);
+	errno = saved_errno;
+	return r;
+}
+
+static void
+hook_nghttp2_session_del(nghttp2_session *session)
+{
+	nh_session_del_fn del = NH_REAL(NH_SESSION_DEL, nh_session_del_fn);
+	struct nh_session *st = NULL;
+	int saved_errno;
+
+	if (del)
+		del(session);
+	if (!session)
+		return;
+	saved_errno = errno;
+	pthread_mutex_lock(&nh_lock);
+	st = nh_remove_locked(session);
+	pthread_mutex_unlock(&nh_lock);
+	nh_session_free(st);
+	errno = saved_errno;
+}
+
+/* ---- client side ------------------------------------------------------------------ */
+
+static bool
+nh_nv_is(const nghttp2_nv *nv, const char *name, size_t len)
+{
+	return nv->namelen == len && nv->name &&
+	       strncasecmp((const char *)nv->name, name, len) == 0;
+}
+
+/* A request header block without a traceparent of the application's?
+ * *has_ts: it has a tracestate. */
+static bool
+nh_wants_tp(const nghttp2_nv *nva, size_t nvlen, bool *has_ts)
+{
+	bool method = false;
+	size_t i;
+
+	*has_ts = false;
+	if (!nva)
+		return false;
+	for (i = 0; i < nvlen; i++) {
+		const nghttp2_nv *nv = &nva[i];
+
+		if (nh_nv_is(nv, ":method", 7)) {
+			/* A tunnel carries someone else's protocol. */
+			if (nv->valuelen == 7 && nv->value &&
+			    memcmp(nv->value, "CONNECT", 7) == 0)
+				return false;
+			method = true;
+		} else if (nh_nv_is(nv, "traceparent", 11)) {
+			return false;
+		} else if (nh_nv_is(nv, "tracestate", 10)) {
+			*has_ts = true;
+		}
+	}
+	return method;
+}
+
+/* Called from libcurl's code (its HTTP/2 layer)? */
+static bool
+nh_from_curl(const void *ra)
+{
+	Dl_info info;
+	const char *base;
+
+	if (!dladdr(ra, &info) || !info.dli_fname)
+		return false;
+	base = strrchr(info.dli_fname, '/');
+	base = base ? base + 1 : info.dli_fname;
+	return strncmp(base, "libcurl", 7) == 0;
+}
+
+/* The fields to add for the thread's context, as hook-curl.c decides. */
+struct nh_inject {
+	char tp[W3C_TRACEPARENT_LEN + 1];
+	nghttp2_nv nv[2];
+	size_t n;
+};
+
+static bool
+nh_plan(struct nh_inject *in, const nghttp2_nv *nva, size_t nvlen, const void *ra)
+{
+	const struct ctxshim_ctx *cur;
+	uint8_t span[8];
+	const uint8_t *parent;
+	bool has_ts;
+
+	if (!ctxshim_active() || ctxshim_cfg.propagate == CTXSHIM_PROPAGATE_OFF)
+		return false;
+	cur = ctxshim_current();
+	if (!cur || w3c_id_is_zero(cur->trace_id, sizeof(cur->trace_id)) ||
+	    !nh_wants_tp(nva, nvlen, &has_ts) || nh_from_curl(ra))
+		return false;
+	if (ctxshim_cfg.propagate == CTXSHIM_PROPAGATE_TRANSPARENT) {
+		parent = cur->has_parent ? cur->parent_id : cur->span_id;
+	} else {
+		ctxshim_new_span_id(span);
+		parent = span;
+	}
+	(void)w3c_traceparent_format(in->tp, cur->trace_id, parent, cur->flags);
+	in->n = 0;
+	in->nv[in->n++] = (nghttp2_nv){(uint8_t *)"traceparent", (uint8_t *)in->tp, 11,
+				       W3C_TRACEPARENT_LEN, NGHTTP2_NV_FLAG_NONE};
+	/* The application's tracestate describes its own traceparent's
+	 * trace; with none, ours goes with ours. */
+	if (!has_ts && cur->tracestate_len > 0 &&
+	    cur->tracestate_len <= CTXSHIM_TRACESTATE_MAX)
+		in->nv[in->n++] = (nghttp2_nv){
+			(uint8_t *)"tracestate", (uint8_t *)cur->tracestate, 10,
+			cur->tracestate_len, NGHTTP2_NV_FLAG_NONE};
+	return true;
+}
+
+/* nva followed by in's fields: in buf if it fits, else malloc'd (*heap). */
+static nghttp2_nv *
+nh_extend(const nghttp2_nv *nva,
+	  size_t nvlen,
+	  const struct nh_inject *in,
+	  nghttp2_nv *buf,
+	  nghttp2_nv **heap)
+{
+	nghttp2_nv *out = buf;
+
+	*heap = NULL;
+	if (nvlen + in->n > HOOK_NH_NVA_STACK) {
+		if (nvlen > SIZE_MAX / sizeof(*out) - in->n)
+			return NULL;
+		out = *heap = malloc((nvlen + in->n) * sizeof(*out));
+		if (!out)
+			return NULL;
+	}
+	memcpy(out, nva, nvlen * sizeof(*out));
+	memcpy(out + nvlen, in->nv, in->n * sizeof(*out));
+	return out;
+}
+
+static int32_t
+hook_nghttp2_submit_request(nghttp2_session *session,
+			    const nghttp2_priority_spec *pri_spec,
+			    const nghttp2_nv *nva,
+			    size_t nvlen,
+			    const nghttp2_data_provider *data_prd,
+			    void *stream_user_data,
+			    const void *ra)
+{
+	nh_submit_request_fn f = NH_REAL(NH_SUBMIT_REQUEST, nh_submit_request_fn);
+	nghttp2_nv buf[HOOK_NH_NVA_STACK], *ext, *heap;
+	struct nh_inject in;
+	int saved_errno = errno;
+	int32_t r;
+
+	if (!f)
+		return NGHTTP2_ERR_NOMEM;
+	if (!nh_plan(&in, nva, nvlen, ra) ||
+	    !(ext = nh_extend(nva, nvlen, &in, buf, &heap))) {
+		errno = saved_errno;
+		return f(session, pri_spec, nva, nvlen, data_prd, stream_user_data);
+	}
+	errno = saved_errno;
+	r = f(session, pri_spec, ext, nvlen + in.n, data_prd, stream_user_data);
+	saved_errno = errno;
+	free(heap);
+	errno = saved_errno;
+	return r;
+}
+
+static int32_t
+hook_nghttp2_submit_headers(nghttp2_session *session,
+			    uint8_t flags,
+			    int32_t stream_id,
+			    const nghttp2_priority_spec *pri_spec,
+			    const nghttp2_nv *nva,
+			    size_t nvlen,
+			    void *stream_user_data,
+			    const void *ra)
+{
+	nh_submit_headers_fn f = NH_REAL(NH_SUBMIT_HEADERS, nh_submit_headers_fn);
+	nghttp2_nv buf[HOOK_NH_NVA_STACK], *ext, *heap;
+	struct nh_inject in;
+	int saved_errno = errno;
+	int32_t r;
+
+	if (!f)
+		return NGHTTP2_ERR_NOMEM;
+	/* stream_id -1 opens a new stream (a request); anything else is a
+	 * response, trailers or a push's headers. */
+	if (stream_id != -1 || !nh_plan(&in, nva, nvlen, ra) ||
+	    !(ext = nh_extend(nva, nvlen, &in, buf, &heap))) {
+		errno = saved_errno;
+		return f(session, flags, stream_id, pri_spec, nva, nvlen,
+			 stream_user_data);
+	}
+	errno = saved_errno;
+	r = f(session, flags, stream_id, pri_spec, ext, nvlen + in.n, stream_user_data);
+	saved_errno = errno;
+	free(heap);
+	errno = saved_errno;
+	return r;
+}
+
+/* ---- exported names -------------------------------------------------------------- */
+
+HOOK_EXPORT void
+nghttp2_session_callbacks_set_on_begin_headers_callback(
+	nghttp2_session_callbacks *cbs, nghttp2_on_begin_headers_callback fn)
+{
+	hook_nghttp2_set_begin_headers(cbs, fn);
+}
+
+HOOK_EXPORT void
+nghttp2_session_callbacks_set_on_header_callback(nghttp2_session_callbacks *cbs,
+						 nghttp2_on_header_callback fn)
+{
+	hook_nghttp2_set_header(cbs, fn);
+}
+
+HOOK_EXPORT void
+nghttp2_session_callbacks_set_on_header_callback2(nghttp2_session_callbacks *cbs,
+						  nghttp2_on_header_callback2 fn)
+{
+	hook_nghttp2_set_header2(cbs, fn);
+}
+
+HOOK_EXPORT void
+nghttp2_session_callbacks_set_on_frame_recv_callback(nghttp2_session_callbacks *cbs,
+						     nghttp2_on_frame_recv_callback fn)
+{
+	hook_nghttp2_set_frame_recv(cbs, fn);
+}
+
+HOOK_EXPORT void
+nghttp2_session_callbacks_set_on_data_chunk_recv_callback(
+	nghttp2_session_callbacks *cbs, nghttp2_on_data_chunk_recv_callback fn)
+{
+	hook_nghttp2_set_data_chunk_recv(cbs, fn);
+}
+
+HOOK_EXPORT void
+nghttp2_session_callbacks_set_on_stream_close_callback(
+	nghttp2_session_callbacks *cbs, nghttp2_on_stream_close_callback fn)
+{
+	hook_nghttp2_set_stream_close(cbs, fn);
+}
+
+HOOK_EXPORT void
+nghttp2_session_callbacks_del(nghttp2_session_callbacks *cbs)
+{
+	hook_nghttp2_callbacks_del(cbs);
+}
+
+/* new and new2 are new3 with defaults (nghttp2_session.c); calling the
+ * real new3 from all three (not the real new/new2, which would call our
+ * new3 again through nghttp2's PLT) wraps a session exactly once. */
+HOOK_EXPORT int
+nghttp2_session_server_new(nghttp2_session **session_ptr,
+			   const nghttp2_session_callbacks *callbacks,
+			   void *user_data)
+{
+	return hook_nghttp2_server_new3(session_ptr, callbacks, user_data, NULL, NULL);
+}
+
+HOOK_EXPORT int
+nghttp2_session_server_new2(nghttp2_session **session_ptr,
+			    const nghttp2_session_callbacks *callbacks,
+			    void *user_data,
+			    const nghttp2_option *option)
+{
+	return hook_nghttp2_server_new3(session_ptr, callbacks, user_data, option,
+					NULL);
+}
+
+HOOK_EXPORT int
+nghttp2_session_server_new3(nghttp2_session **session_ptr,
+			    const nghttp2_session_callbacks *callbacks,
+			    void *user_data,
+			    const nghttp2_option *option,
+			    nghttp2_mem *mem)
+{
+	return hook_nghttp2_server_new3(session_ptr, callbacks, user_data, option, mem);
+}
+
+HOOK_EXPORT void
+nghttp2_session_del(nghttp2_session *session)
+{
+	hook_nghttp2_session_del(session);
+}
+
+HOOK_EXPORT int32_t
+nghttp2_submit_request(nghttp2_session *session,
+		       const nghttp2_priority_spec *pri_spec,
+		       const nghttp2_nv *nva,
+		       size_t nvlen,
+		       const nghttp2_data_provider *data_prd,
+		       void *stream_user_data)
+{
+	return hook_nghttp2_submit_request(session, pri_spec, nva, nvlen, data_prd,
+					   stream_user_data,
+					   __builtin_return_address(0));
+}
+
+HOOK_EXPORT int32_t
+nghttp2_submit_headers(nghttp2_session *session,
+		       uint8_t flags,
+		       int32_t stream_id,
+		       const nghttp2_priority_spec *pri_spec,
+		       const nghttp2_nv *nva,
+		       size_t nvlen,
+		       void *stream_user_data)
+{
+	return hook_nghttp2_submit_headers(session, flags, stream_id, pri_spec, nva,
+					   nvlen, stream_user_data,
+					   __builtin_return_address(0));
+}
+
+/* Our own definitions, so that a binding can never come back to them. */
+static const void *nh_self[NH_HOOKED] = {
+	[NH_SET_BEGIN_HEADERS] =
+		(const void *)nghttp2_session_callbacks_set_on_begin_headers_callback,
+	[NH_SET_HEADER] =
+		(const void *)nghttp2_session_callbacks_set_on_header_callback,
+	[NH_SET_HEADER2] =
+		(const void *)nghttp2_session_callbacks_set_on_header_callback2,
+	[NH_SET_FRAME_RECV] =
+		(const void *)nghttp2_session_callbacks_set_on_frame_recv_callback,
+	[NH_SET_DATA_CHUNK_RECV] =
+		(const void *)nghttp2_session_callbacks_set_on_data_chunk_recv_callback,
+	[NH_SET_STREAM_CLOSE] =
+		(const void *)nghttp2_session_callbacks_set_on_stream_close_callback,
+	[NH_CALLBACKS_DEL] = (const void *)nghttp2_session_callbacks_del,
+	[NH_SERVER_NEW] = (const void *)nghttp2_session_server_new,
+	[NH_SERVER_NEW2] = (const void *)nghttp2_session_server_new2,
+	[NH_SERVER_NEW3] = (const void *)nghttp2_session_server_new3,
+	[NH_SESSION_DEL] = (const void *)nghttp2_session_del,
+	[NH_SUBMIT_REQUEST] = (const void *)nghttp2_submit_request,
+	[NH_SUBMIT_HEADERS] = (const void *)nghttp2_submit_headers,
+};

@@ -1,0 +1,301 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* HTTP/2 under the shim (hooks/hook-nghttp2.c), cleartext with prior
+ * knowledge on 127.0.0.1:
+ *
+ *  - an nghttp2 server with no tracing code (helpers/h2-server.c) gets
+ *    several concurrent streams on one connection with different
+ *    traceparents (a POST whose body comes last, then two GETs): each
+ *    stream's handler runs under that stream's context (the helper reports
+ *    what its thread published), and while the POST's handler blocks,
+ *    ctxdump shows the POST's context on the connection's thread, not the
+ *    context of the streams handled after its headers arrived; afterwards
+ *    nothing is left;
+ *  - an nghttp2 client (helpers/h2-client.c) and a libcurl HTTP/2 client
+ *    (helpers/curl-get.c) under the shim with TRACEPARENT: every request
+ *    carries exactly one traceparent, a new child of TRACEPARENT, or the
+ *    application's own one untouched; libcurl's requests are injected
+ *    once, by the libcurl hook, and not at all when the application
+ *    disabled the header. */
+#include "test-common.h"
+
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wunused-function"
+#include "test-integration.h"
+#pragma GCC diagnostic pop
+
+#include <time.h>
+
+#define TA  "0af7651916cd43dd8448eb211c80319c"
+#define PA  "b7ad6b7169203331"
+#define TPA "00-" TA "-" PA "-01"
+#define TB  "4bf92f3577b34da6a3ce929d0e0e4736"
+#define PB  "00f067aa0ba902b7"
+#define TPB "00-" TB "-" PB "-01"
+
+static void
+helper(char *out, size_t n, const char *name)
+{
+	snprintf(out, n, "%s/%s", test_env_path("HELPER_DIR"), name);
+}
+
+static void
+server_start(struct it_server *s, bool preload, bool header2)
+{
+	static char path[4096];
+	char *argv[] = {path, header2 ? "--header2" : NULL, NULL};
+
+	helper(path, sizeof(path), "h2-server");
+	it_server_start(s, argv, preload, NULL);
+}
+
+/* One "REQ <tid> <stream> <method> <path> <n> <tp> <seen>" line. */
+struct req_line {
+	long tid;
+	int stream;
+	char method[16], path[256], tp[128], seen[40];
+	unsigned n_tp;
+};
+
+static void
+expect_req(struct it_server *s, struct req_line *r)
+{
+	char line[1024];
+
+	test_child_expect(&s->child, "REQ ", line, sizeof(line), IT_TIMEOUT_MS);
+	ck_assert_msg(sscanf(line, "REQ %ld %d %15s %255s %u %127s %39s", &r->tid,
+			     &r->stream, r->method, r->path, &r->n_tp, r->tp,
+			     r->seen) == 7,
+		      "bad line: %s", line);
+}
+
+/* Run argv to completion (under the shim with env, if preload); its
+ * stdout, malloc'd. */
+static char *
+run(char *const argv[], char *const env[], bool preload)
+{
+	char *out, *err;
+	int st = test_run_capture(argv, env, preload, &out, &err, IT_TIMEOUT_MS);
+
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s: status %#x: %s%s",
+		      argv[0], st, out, err);
+	free(err);
+	return out;
+}
+
+static long
+now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000L + ts.tv_nsec / 1000000;
+}
+
+/* ---- server side ---- */
+
+START_TEST(test_server_streams)
+{
+	struct it_server s;
+	struct test_child client;
+	struct req_line x, y, post;
+	struct it_thread_ctx t;
+	char cpath[4096], port[16], block[128], line[512], *json, *log, span[17];
+	char *cargv[] = {cpath, port, block, "/x@" TPB, "/y", NULL};
+	long deadline;
+	int st;
+
+	server_start(&s, true, _i == 1);
+	helper(cpath, sizeof(cpath), "h2-client");
+	snprintf(port, sizeof(port), "%u", s.port);
+	snprintf(block, sizeof(block), "+/block/post?q=1@%s", TPA);
+	test_child_start(&client, cargv, NULL, false);
+
+	/* The GETs complete while the POST waits for its body. */
+	expect_req(&s, &x);
+	expect_req(&s, &y);
+	expect_req(&s, &post);
+	ck_assert_str_eq(x.path, "/x");
+	ck_assert_str_eq(x.seen, TB);
+	ck_assert_str_eq(y.path, "/y");
+	ck_assert_str_ne(y.seen, "none");
+	ck_assert_str_ne(y.seen, TA);
+	ck_assert_str_ne(y.seen, TB);
+	ck_assert_str_eq(post.path, "/block/post?q=1");
+	ck_assert_str_eq(post.method, "POST");
+	ck_assert_str_eq(post.seen, TA);
+	ck_assert_int_eq(post.tid, x.tid);
+	ck_assert_int_eq(post.tid, y.tid);
+	test_child_expect(&s.child, "BLOCK ", line, sizeof(line), IT_TIMEOUT_MS);
+
+	json = it_ctxdump(s.child.pid);
+	ck_assert_msg(it_dump_thread(json, post.tid, &t), "thread %ld not in:\n%s",
+		      post.tid, json);
+	ck_assert_msg(t.has_ctx, "no context on the connection's thread:\n%s", json);
+	ck_assert_str_eq(t.trace, TA);
+	ck_assert_str_ne(t.span, PA);
+	ck_assert_str_eq(t.parent, PA);
+	ck_assert_uint_eq(t.flags, 1);
+	ck_assert_str_eq(t.method, "POST");
+	ck_assert_str_eq(t.path, "/block/post");
+	ck_assert_uint_eq(it_dump_count_trace(json, TA), 1);
+	ck_assert_uint_eq(it_dump_count_trace(json, TB), 0);
+	ck_assert_uint_eq(it_dump_count_trace(json, y.seen), 0);
+	free(json);
+
+	test_child_send(&s.child, "go\n");
+	test_child_expect(&client, "RESP /x ", line, sizeof(line), IT_TIMEOUT_MS);
+	ck_assert_str_eq(line, "RESP /x 200 path=/x");
+	test_child_expect(&client, "RESP /y ", line, sizeof(line), IT_TIMEOUT_MS);
+	ck_assert_str_eq(line, "RESP /y 200 path=/y");
+	test_child_expect(&client, "RESP /block/post?q=1 ", line, sizeof(line),
+			  IT_TIMEOUT_MS);
+	ck_assert_str_eq(line, "RESP /block/post?q=1 200 path=/block/post?q=1");
+	test_child_expect(&client, "DONE ", line, sizeof(line), IT_TIMEOUT_MS);
+	ck_assert_str_eq(line, "DONE 0");
+	st = test_child_finish(&client, IT_TIMEOUT_MS);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "client status %#x", st);
+
+	/* One span per stream, published only inside its callbacks. */
+	deadline = now_ms() + IT_TIMEOUT_MS;
+	for (;;) {
+		const char *last;
+
+		log = it_events(&s);
+		last = it_events_last(log, post.tid);
+		if (last && strstr(last, " detach ") &&
+		    strstr(last, " reason=h2-return"))
+			break;
+		ck_assert_msg(now_ms() < deadline, "never detached:\n%s", log);
+		free(log);
+		usleep(5000);
+	}
+	ck_assert_msg(it_events_spans(log, TA, span) == 1, "log:\n%s", log);
+	ck_assert_str_eq(span, t.span);
+	ck_assert_msg(it_events_spans(log, TB, NULL) == 1, "log:\n%s", log);
+	ck_assert_msg(it_events_count(log, TA, "h2-stream") >= 3, "log:\n%s", log);
+	free(log);
+	it_assert_gone(&s, post.tid, TA);
+	it_server_stop(&s);
+}
+END_TEST
+
+/* ---- client side ---- */
+
+/* r carries exactly one traceparent: a new child of TA (span returned). */
+static void
+assert_child(const struct req_line *r, char span[17])
+{
+	ck_assert_msg(r->n_tp == 1, "%s: %u traceparent fields", r->path, r->n_tp);
+	ck_assert_msg(strncmp(r->tp, "00-" TA "-", 36) == 0 && strlen(r->tp) == 55 &&
+			      strcmp(r->tp + 52, "-01") == 0,
+		      "%s: traceparent %s", r->path, r->tp);
+	memcpy(span, r->tp + 36, 16);
+	span[16] = '\0';
+	ck_assert_str_ne(span, PA);
+}
+
+START_TEST(test_client_nghttp2)
+{
+	char tp_env[] = "TRACEPARENT=" TPA, *env[] = {tp_env, NULL};
+	char cpath[4096], port[16], sa[17], sc[17], s1[17], s2[17], *out;
+	char *argv1[] = {cpath, port, "/a", "/b@" TPB, "+/c", NULL};
+	char *argv2[] = {cpath, "-s", port, "/s1", "/s2", NULL};
+	struct it_server s;
+	struct req_line a, b, c, r1, r2;
+
+	server_start(&s, false, false);
+	helper(cpath, sizeof(cpath), "h2-client");
+	snprintf(port, sizeof(port), "%u", s.port);
+
+	out = run(argv1, env, true);
+	ck_assert_ptr_nonnull(strstr(out, "DONE 0"));
+	free(out);
+	expect_req(&s, &a);
+	expect_req(&s, &b);
+	expect_req(&s, &c);
+	ck_assert_str_eq(a.path, "/a");
+	assert_child(&a, sa);
+	/* The application's own field, untouched. */
+	ck_assert_str_eq(b.path, "/b");
+	ck_assert_uint_eq(b.n_tp, 1);
+	ck_assert_str_eq(b.tp, TPB);
+	ck_assert_str_eq(c.path, "/c");
+	assert_child(&c, sc);
+	ck_assert_str_ne(sa, sc);
+
+	out = run(argv2, env, true);
+	ck_assert_ptr_nonnull(strstr(out, "DONE 0"));
+	free(out);
+	expect_req(&s, &r1);
+	expect_req(&s, &r2);
+	assert_child(&r1, s1);
+	assert_child(&r2, s2);
+	ck_assert_str_ne(s1, s2);
+
+	/* Without a context (no TRACEPARENT) nothing is added. */
+	out = run(argv1, NULL, true);
+	free(out);
+	expect_req(&s, &a);
+	expect_req(&s, &b);
+	expect_req(&s, &c);
+	ck_assert_uint_eq(a.n_tp, 0);
+	ck_assert_uint_eq(b.n_tp, 1);
+	ck_assert_uint_eq(c.n_tp, 0);
+	it_server_stop(&s);
+}
+END_TEST
+
+START_TEST(test_client_curl_h2)
+{
+	char tp_env[] = "TRACEPARENT=" TPA, *env[] = {tp_env, NULL};
+	char cpath[4096], url[128], span[17], *out;
+	char *argv1[] = {cpath, "-2", url, NULL};
+	char *argv2[] = {cpath, "-2", "-H", "traceparent:", url, NULL};
+	char *argv3[] = {cpath, "-2", "-H", "traceparent: " TPB, url, NULL};
+	struct it_server s;
+	struct req_line r;
+
+	server_start(&s, false, false);
+	helper(cpath, sizeof(cpath), "curl-get");
+	snprintf(url, sizeof(url), "http://127.0.0.1:%u/curl", s.port);
+
+	out = run(argv1, env, true);
+	ck_assert_ptr_nonnull(strstr(out, "BODY path=/curl"));
+	free(out);
+	expect_req(&s, &r);
+	assert_child(&r, span);
+
+	/* The application disabled the header: libcurl sends none, and the
+	 * nghttp2 hook adds none to libcurl's request either. */
+	out = run(argv2, env, true);
+	free(out);
+	expect_req(&s, &r);
+	ck_assert_uint_eq(r.n_tp, 0);
+
+	out = run(argv3, env, true);
+	free(out);
+	expect_req(&s, &r);
+	ck_assert_uint_eq(r.n_tp, 1);
+	ck_assert_str_eq(r.tp, TPB);
+	it_server_stop(&s);
+}
+END_TEST
+
+TEST_SUITE(h2_suite)
+{
+	Suite *s = suite_create("integration-h2");
+	TCase *tc = tcase_create("h2");
+	char p[4096];
+
+	helper(p, sizeof(p), "h2-server");
+	if (access(p, X_OK) != 0)
+		test_skip("%s not built (Debian: apt-get install libnghttp2-dev)", p);
+	tcase_set_timeout(tc, 120);
+	tcase_add_loop_test(tc, test_server_streams, 0, 2);
+	tcase_add_test(tc, test_client_nghttp2);
+	helper(p, sizeof(p), "curl-get");
+	if (access(p, X_OK) == 0)
+		tcase_add_test(tc, test_client_curl_h2);
+	suite_add_tcase(s, tc);
+	return s;
+}

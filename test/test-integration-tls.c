@@ -1,0 +1,876 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* TLS servers and clients under the shim (hooks/hook-openssl.c,
+ * hooks/hook-gnutls.c, the TLS handoff of hooks/hook-socket.c), with a
+ * self-signed certificate made here:
+ *
+ *  - thread-per-connection servers with no tracing code
+ *    (helpers/tls-server.c) built on OpenSSL (SSL_read/SSL_write, the _ex
+ *    calls, memory BIOs without an fd, libssl dlopen()ed RTLD_LOCAL after
+ *    start-up) and on GnuTLS: while a request blocks inside the server,
+ *    ctxdump shows its context on the serving thread and nowhere else; a
+ *    keep-alive request after it gets its own; the context goes away
+ *    afterwards;
+ *  - nginx from Debian with "listen ... ssl": the same bytes with and
+ *    without the shim (the Date header aside), and the event log shows
+ *    each traced request's trace-id attached once, with one span, on the
+ *    worker, then released;
+ *  - libcurl over https (helpers/curl-get.c) under the shim with
+ *    TRACEPARENT: each request carries exactly one traceparent, a child
+ *    of TRACEPARENT (injection happens at libcurl level, above TLS). */
+#include "test-common.h"
+
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wunused-function"
+#include "test-integration.h"
+#pragma GCC diagnostic pop
+
+#include <fcntl.h>
+#include <netinet/tcp.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include <openssl/err.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
+
+#define T1  "0af7651916cd43dd8448eb211c80319c"
+#define P1  "b7ad6b7169203331"
+#define TP1 "traceparent: 00-" T1 "-" P1 "-01\r\n"
+#define T2  "4bf92f3577b34da6a3ce929d0e0e4736"
+
+#define NGINX     "/usr/sbin/nginx"
+#define TRACE_FMT "5bf92f3577b34da6a3ce929d0e0e47%02x"
+#define N_TRACED  7
+
+/* ---- certificate ---- */
+
+struct tls_dir {
+	char dir[64];
+	char cert[128];
+	char key[128];
+};
+
+static void
+write_pem(const char *path, EVP_PKEY *pk, X509 *x)
+{
+	FILE *f = fopen(path, "we");
+
+	ck_assert_ptr_nonnull(f);
+	if (pk)
+		ck_assert_int_eq(PEM_write_PrivateKey(f, pk, NULL, NULL, 0, NULL, NULL),
+				 1);
+	else
+		ck_assert_int_eq(PEM_write_X509(f, x), 1);
+	ck_assert_int_eq(fclose(f), 0);
+}
+
+/* A self-signed P-256 certificate for localhost, valid for a day. */
+static void
+tls_dir_make(struct tls_dir *d)
+{
+	EVP_PKEY *pk;
+	X509_NAME *name;
+	X509 *x;
+
+	snprintf(d->dir, sizeof(d->dir), "/tmp/ctxshim-tls-XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(d->dir));
+	/* nginx workers run as nobody when the test runs as root. */
+	ck_assert_int_eq(chmod(d->dir, 0755), 0);
+	snprintf(d->cert, sizeof(d->cert), "%s/cert.pem", d->dir);
+	snprintf(d->key, sizeof(d->key), "%s/key.pem", d->dir);
+	pk = EVP_EC_gen("P-256");
+	ck_assert_ptr_nonnull(pk);
+	x = X509_new();
+	ck_assert_ptr_nonnull(x);
+	ck_assert_int_eq(X509_set_version(x, 2), 1);
+	ck_assert_int_eq(ASN1_INTEGER_set(X509_get_serialNumber(x), 1), 1);
+	ck_assert_ptr_nonnull(X509_gmtime_adj(X509_getm_notBefore(x), -3600));
+	ck_assert_ptr_nonnull(X509_gmtime_adj(X509_getm_notAfter(x), 86400));
+	ck_assert_int_eq(X509_set_pubkey(x, pk), 1);
+	name = X509_get_subject_name(x);
+	ck_assert_int_eq(X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC,
+						    (const unsigned char *)"localhost",
+						    -1, -1, 0),
+			 1);
+	ck_assert_int_eq(X509_set_issuer_name(x, name), 1);
+	ck_assert_int_gt(X509_sign(x, pk, EVP_sha256()), 0);
+	write_pem(d->key, pk, NULL);
+	write_pem(d->cert, NULL, x);
+	ck_assert_int_eq(chmod(d->key, 0644), 0);
+	X509_free(x);
+	EVP_PKEY_free(pk);
+}
+
+static void
+tls_dir_remove(struct tls_dir *d)
+{
+	char *argv[] = {"/bin/rm", "-rf", d->dir, NULL};
+
+	(void)test_run_capture(argv, NULL, false, NULL, NULL, IT_TIMEOUT_MS);
+}
+
+/* ---- a TLS client (this process, not under the shim) ---- */
+
+struct tc {
+	int fd;
+	SSL *ssl;
+};
+
+static SSL_CTX *
+client_ctx(void)
+{
+	static SSL_CTX *ctx;
+
+	if (!ctx) {
+		ctx = SSL_CTX_new(TLS_client_method());
+		ck_assert_ptr_nonnull(ctx);
+		SSL_CTX_set_verify(ctx, SSL_VERIFY_NONE, NULL);
+	}
+	return ctx;
+}
+
+static void
+tc_connect(struct tc *c, unsigned port)
+{
+	int one = 1;
+
+	c->fd = it_connect(port);
+	ck_assert_int_eq(setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)),
+			 0);
+	c->ssl = SSL_new(client_ctx());
+	ck_assert_ptr_nonnull(c->ssl);
+	ck_assert_int_eq(SSL_set_fd(c->ssl, c->fd), 1);
+	ck_assert_msg(SSL_connect(c->ssl) == 1, "TLS handshake failed");
+}
+
+/* Send data as TLS records of chunk bytes (0: one write). */
+static void
+tc_send(struct tc *c, const char *data, size_t len, size_t chunk)
+{
+	while (len) {
+		size_t k = chunk && chunk < len ? chunk : len;
+
+		ck_assert_int_eq(SSL_write(c->ssl, data, (int)k), (int)k);
+		data += k;
+		len -= k;
+	}
+}
+
+/* Append what one read returns; false at the end of the stream. */
+static bool
+tc_read_some(struct tc *c, char **buf, size_t *len, size_t *cap)
+{
+	struct pollfd pfd = {.fd = c->fd, .events = POLLIN};
+	int r;
+
+	if (*cap - *len < 4096) {
+		*cap = *cap * 2 + 8192;
+		*buf = realloc(*buf, *cap);
+		ck_assert_ptr_nonnull(*buf);
+	}
+	if (!SSL_pending(c->ssl))
+		ck_assert_msg(poll(&pfd, 1, IT_TIMEOUT_MS) == 1,
+			      "no answer from the server");
+	r = SSL_read(c->ssl, *buf + *len, (int)(*cap - *len - 1));
+	if (r <= 0) {
+		ERR_clear_error();
+		(*buf)[*len] = '\0';
+		return false;
+	}
+	*len += (size_t)r;
+	(*buf)[*len] = '\0';
+	return true;
+}
+
+/* One response with a Content-Length body; malloc'd. */
+static char *
+tc_read_response(struct tc *c)
+{
+	char *buf = NULL, *end, *cl;
+	size_t len = 0, cap = 0, want;
+
+	for (;;) {
+		end = buf ? strstr(buf, "\r\n\r\n") : NULL;
+		if (end)
+			break;
+		ck_assert_msg(tc_read_some(c, &buf, &len, &cap),
+			      "connection closed early");
+	}
+	cl = strcasestr(buf, "\r\nContent-Length:");
+	ck_assert_ptr_nonnull(cl);
+	want = (size_t)(end + 4 - buf) + strtoul(cl + 17, NULL, 10);
+	while (len < want)
+		ck_assert_msg(tc_read_some(c, &buf, &len, &cap),
+			      "connection closed early");
+	ck_assert_uint_eq(len, want);
+	return buf;
+}
+
+static char *
+tc_read_all(struct tc *c, size_t *len_out)
+{
+	char *buf = NULL;
+	size_t len = 0, cap = 0;
+
+	while (tc_read_some(c, &buf, &len, &cap))
+		;
+	*len_out = len;
+	return buf;
+}
+
+static void
+tc_close(struct tc *c)
+{
+	SSL_free(c->ssl);
+	close(c->fd);
+}
+
+/* ---- thread-per-connection servers ---- */
+
+enum srv_kind {
+	SRV_OPENSSL,
+	SRV_OPENSSL_EX,
+	SRV_OPENSSL_MEM_BIO,
+	SRV_OPENSSL_DLOPEN,
+	SRV_GNUTLS,
+	SRV_N,
+};
+
+static const char *const srv_name[SRV_N] = {
+	"openssl", "openssl --ex", "openssl --bio mem", "openssl dlopen", "gnutls"};
+
+static void
+srv_start(struct it_server *s, enum srv_kind k, const struct tls_dir *d)
+{
+	static char prog[4096], plugin[4096];
+	char *argv[8], *env[] = {"CTXSHIM_HEADER_ATTRS=x-request-id", NULL};
+	const char *dir = test_env_path("HELPER_DIR");
+	size_t n = 0;
+
+	if (k == SRV_OPENSSL_DLOPEN) {
+		snprintf(prog, sizeof(prog), "%s/dlopen-main", dir);
+		snprintf(plugin, sizeof(plugin), "%s/libtls-server-plugin.so", dir);
+		argv[n++] = prog;
+		argv[n++] = plugin;
+	} else {
+		snprintf(prog, sizeof(prog), "%s/tls-server-%s", dir,
+			 k == SRV_GNUTLS ? "gnutls" : "openssl");
+		argv[n++] = prog;
+	}
+	argv[n++] = (char *)d->cert;
+	argv[n++] = (char *)d->key;
+	if (k == SRV_OPENSSL_EX)
+		argv[n++] = "--ex";
+	if (k == SRV_OPENSSL_MEM_BIO) {
+		argv[n++] = "--bio";
+		argv[n++] = "mem";
+	}
+	argv[n] = NULL;
+	it_server_start(s, argv, true, env);
+}
+
+/* Wait for "BLOCK <tid> <path>"; checks the path, returns the tid. */
+static long
+expect_block(struct it_server *s, const char *path)
+{
+	char line[1200], *p;
+	long tid;
+
+	test_child_expect(&s->child, "BLOCK ", line, sizeof(line), IT_TIMEOUT_MS);
+	tid = strtol(line + 6, &p, 10);
+	ck_assert_int_gt(tid, 0);
+	ck_assert_msg(strcmp(p + 1, path) == 0, "blocked in %s, expected %s", p + 1,
+		      path);
+	return tid;
+}
+
+/* ctxdump: tid publishes a context with this method and path (trace and
+ * parent if given, else a new trace); no other thread publishes it. */
+static void
+assert_ctx(struct it_server *s,
+	   long tid,
+	   const char *trace,
+	   const char *parent,
+	   const char *path,
+	   struct it_thread_ctx *out)
+{
+	char *json = it_ctxdump(s->child.pid);
+	struct it_thread_ctx t;
+
+	ck_assert_msg(it_dump_thread(json, tid, &t), "thread %ld not listed:\n%s", tid,
+		      json);
+	ck_assert_msg(t.has_ctx, "thread %ld has no context:\n%s", tid, json);
+	if (trace) {
+		ck_assert_str_eq(t.trace, trace);
+		ck_assert_str_ne(t.span, parent);
+		ck_assert_str_eq(t.parent, parent);
+	} else {
+		ck_assert_str_ne(t.trace, T1);
+		ck_assert_str_ne(t.trace, "00000000000000000000000000000000");
+		ck_assert_str_eq(t.parent, "");
+	}
+	ck_assert_str_ne(t.span, "0000000000000000");
+	ck_assert_str_eq(t.method, "GET");
+	ck_assert_str_eq(t.path, path);
+	ck_assert_msg(it_dump_count_trace(json, t.trace) == 1,
+		      "trace %s published by more than one thread:\n%s", t.trace, json);
+	free(json);
+	*out = t;
+}
+
+static long
+now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000L + ts.tv_nsec / 1000000;
+}
+
+/* Poll the event log until tid's last event is a detach. */
+static void
+wait_detached(struct it_server *s, long tid)
+{
+	long deadline = now_ms() + IT_TIMEOUT_MS;
+
+	for (;;) {
+		char *log = it_events(s);
+		const char *last = it_events_last(log, tid);
+		const char *eol = last ? strchr(last, '\n') : NULL;
+		const char *det = last ? strstr(last, " detach ") : NULL;
+
+		if (det && (!eol || det < eol)) {
+			free(log);
+			return;
+		}
+		ck_assert_msg(now_ms() < deadline, "thread %ld never detached:\n%s",
+			      tid, log);
+		free(log);
+		usleep(5000);
+	}
+}
+
+static void
+assert_body(char *resp, const char *path)
+{
+	char want[600];
+
+	snprintf(want, sizeof(want), "\r\n\r\npath=%s\n", path);
+	ck_assert_msg(strncmp(resp, "HTTP/1.1 200 OK\r\n", 17) == 0 &&
+			      strstr(resp, want),
+		      "unexpected response: %s", resp);
+	free(resp);
+}
+
+/* A traced request blocks: its context is on the serving thread; the
+ * next request on the connection (keep-alive, untraced, sent in 1-byte
+ * records) gets a new trace; after the connection closes, nothing is
+ * left.  One span per request in the log, attached by the head. */
+START_TEST(test_tpc_server)
+{
+	struct tls_dir d;
+	struct it_server s;
+	struct it_thread_ctx t, t2;
+	struct tc c;
+	char *log, span[17];
+	static const char second[] = "GET /block/two HTTP/1.1\r\nHost: x\r\n\r\n";
+	long tid, tid2;
+
+	tls_dir_make(&d);
+	srv_start(&s, (enum srv_kind)_i, &d);
+	tc_connect(&c, s.port);
+	tc_send(&c,
+		"GET /block/one?q=1 HTTP/1.1\r\nHost: x\r\n" TP1
+		"X-Request-Id: rid-7\r\n\r\n",
+		strlen("GET /block/one?q=1 HTTP/1.1\r\nHost: x\r\n" TP1
+		       "X-Request-Id: rid-7\r\n\r\n"),
+		0);
+	tid = expect_block(&s, "/block/one?q=1");
+	assert_ctx(&s, tid, T1, P1, "/block/one", &t);
+	ck_assert_uint_eq(t.flags, 1);
+	ck_assert_str_eq(t.extra, "rid-7");
+	test_child_send(&s.child, "go\n");
+	assert_body(tc_read_response(&c), "/block/one?q=1");
+
+	tc_send(&c, second, strlen(second), 1);
+	tid2 = expect_block(&s, "/block/two");
+	ck_assert_int_eq(tid2, tid);
+	assert_ctx(&s, tid, NULL, NULL, "/block/two", &t2);
+	ck_assert_str_ne(t2.span, t.span);
+	test_child_send(&s.child, "go\n");
+	assert_body(tc_read_response(&c), "/block/two");
+	tc_close(&c);
+	wait_detached(&s, tid);
+
+	log = it_events(&s);
+	ck_assert_msg(it_events_spans(log, T1, span) == 1, "%s: log:\n%s", srv_name[_i],
+		      log);
+	ck_assert_str_eq(span, t.span);
+	ck_assert_msg(it_events_count(log, T1, "request") == 1, "%s: log:\n%s",
+		      srv_name[_i], log);
+	ck_assert_msg(it_events_count(log, t2.trace, "request") == 1, "%s: log:\n%s",
+		      srv_name[_i], log);
+	free(log);
+	it_assert_gone(&s, tid, T1);
+	it_assert_gone(&s, tid, t2.trace);
+	it_server_stop(&s);
+	tls_dir_remove(&d);
+}
+END_TEST
+
+/* Two connections in parallel, each blocked in its request: each thread
+ * shows its own connection's context. */
+START_TEST(test_tpc_two_connections)
+{
+	static const char r1[] = "GET /block/a HTTP/1.1\r\nHost: x\r\n" TP1 "\r\n";
+	static const char r2[] = "GET /block/b HTTP/1.1\r\nHost: x\r\n"
+				 "traceparent: 00-" T2 "-" P1 "-00\r\n\r\n";
+	struct tls_dir d;
+	struct it_server s;
+	struct it_thread_ctx t;
+	struct tc c1, c2;
+	long tid1, tid2;
+
+	tls_dir_make(&d);
+	srv_start(&s, SRV_OPENSSL, &d);
+	tc_connect(&c1, s.port);
+	tc_connect(&c2, s.port);
+	tc_send(&c1, r1, strlen(r1), 0);
+	tid1 = expect_block(&s, "/block/a");
+	tc_send(&c2, r2, strlen(r2), 7);
+	tid2 = expect_block(&s, "/block/b");
+	ck_assert_int_ne(tid1, tid2);
+	assert_ctx(&s, tid1, T1, P1, "/block/a", &t);
+	assert_ctx(&s, tid2, T2, P1, "/block/b", &t);
+	ck_assert_uint_eq(t.flags, 0);
+	test_child_send(&s.child, "go\ngo\n");
+	free(tc_read_response(&c1));
+	free(tc_read_response(&c2));
+	tc_close(&c1);
+	tc_close(&c2);
+	wait_detached(&s, tid1);
+	wait_detached(&s, tid2);
+	it_server_stop(&s);
+	tls_dir_remove(&d);
+}
+END_TEST
+
+/* ---- nginx with ssl ---- */
+
+struct ngx {
+	struct it_server srv;
+	struct tls_dir tls;
+	char conf[128];
+	char err[160];
+};
+
+static void
+write_file(const char *path, const char *data, size_t len)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(write(fd, data, len), (ssize_t)len);
+	close(fd);
+}
+
+static unsigned
+free_port(void)
+{
+	struct sockaddr_in a = {.sin_family = AF_INET};
+	socklen_t al = sizeof(a);
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	ck_assert_int_eq(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	ck_assert_int_eq(getsockname(fd, (struct sockaddr *)&a, &al), 0);
+	close(fd);
+	return ntohs(a.sin_port);
+}
+
+static void
+ngx_setup(struct ngx *n)
+{
+	char path[256], *big;
+	size_t i;
+
+	memset(n, 0, sizeof(*n));
+	tls_dir_make(&n->tls);
+	snprintf(path, sizeof(path), "%s/www", n->tls.dir);
+	ck_assert_int_eq(mkdir(path, 0755), 0);
+	snprintf(path, sizeof(path), "%s/www/index.html", n->tls.dir);
+	write_file(path, "<html>ctxshim over tls</html>\n", 30);
+	big = malloc(100 * 1024);
+	ck_assert_ptr_nonnull(big);
+	for (i = 0; i < 100 * 1024; i++)
+		big[i] = (char)('a' + i % 26);
+	snprintf(path, sizeof(path), "%s/www/big.txt", n->tls.dir);
+	write_file(path, big, 100 * 1024);
+	free(big);
+	snprintf(n->conf, sizeof(n->conf), "%s/nginx.conf", n->tls.dir);
+	snprintf(n->err, sizeof(n->err), "%s/error.log", n->tls.dir);
+}
+
+static void
+ngx_start(struct ngx *n, bool preload)
+{
+	char *argv[] = {NGINX, "-p", n->tls.dir, "-c", n->conf, "-e", n->err, NULL};
+	char conf[2048], evenv[96], *env[] = {evenv, NULL};
+	long deadline = now_ms() + IT_TIMEOUT_MS;
+	int len;
+
+	n->srv.port = free_port();
+	len = snprintf(conf, sizeof(conf),
+		       "worker_processes 1;\n"
+		       "daemon off;\n"
+		       "master_process on;\n"
+		       "pid %1$s/nginx.pid;\n"
+		       "error_log %1$s/error.log info;\n"
+		       "events { worker_connections 64; }\n"
+		       "http {\n"
+		       "  access_log %1$s/access.log;\n"
+		       "  client_body_temp_path %1$s/body;\n"
+		       "  proxy_temp_path %1$s/proxy;\n"
+		       "  fastcgi_temp_path %1$s/fastcgi;\n"
+		       "  uwsgi_temp_path %1$s/uwsgi;\n"
+		       "  scgi_temp_path %1$s/scgi;\n"
+		       "  keepalive_requests 100;\n"
+		       "  sendfile on;\n"
+		       "  server {\n"
+		       "    listen 127.0.0.1:%2$u ssl;\n"
+		       "    ssl_certificate %3$s;\n"
+		       "    ssl_certificate_key %4$s;\n"
+		       "    root %1$s/www;\n"
+		       "  }\n"
+		       "}\n",
+		       n->tls.dir, n->srv.port, n->tls.cert, n->tls.key);
+	ck_assert_int_lt(len, (int)sizeof(conf));
+	write_file(n->conf, conf, (size_t)len);
+	n->srv.events[0] = '\0';
+	n->srv.events_fd = -1;
+	if (preload) {
+		int fd;
+
+		snprintf(n->srv.events, sizeof(n->srv.events),
+			 "/tmp/ctxshim-it-events-XXXXXX");
+		fd = mkstemp(n->srv.events);
+		ck_assert_int_ge(fd, 0);
+		close(fd);
+		/* Written by a worker that may run as nobody. */
+		ck_assert_int_eq(chmod(n->srv.events, 0666), 0);
+		snprintf(evenv, sizeof(evenv), "CTXSHIM_EVENTS=%s", n->srv.events);
+	}
+	test_child_start(&n->srv.child, argv, preload ? env : NULL, preload);
+	/* Readiness: nginx prints nothing; it is ready when the port accepts. */
+	for (;;) {
+		struct sockaddr_in sin = {.sin_family = AF_INET};
+		int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		int r;
+
+		sin.sin_port = htons((uint16_t)n->srv.port);
+		sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+		r = connect(fd, (struct sockaddr *)&sin, sizeof(sin));
+		close(fd);
+		if (r == 0)
+			break;
+		ck_assert_msg(test_proc_state(n->srv.child.pid) != 'Z' &&
+				      test_proc_state(n->srv.child.pid) != '?',
+			      "nginx exited; see %s", n->err);
+		ck_assert_msg(now_ms() < deadline,
+			      "nginx did not start listening; see %s", n->err);
+		usleep(5000);
+	}
+}
+
+static void
+ngx_stop(struct ngx *n)
+{
+	int st;
+
+	kill(n->srv.child.pid, SIGQUIT);
+	st = test_child_finish(&n->srv.child, IT_TIMEOUT_MS);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "nginx exit status %#x",
+		      st);
+}
+
+static void
+strip_date(char *s)
+{
+	char *p = s;
+
+	while ((p = strstr(p, "\r\nDate: "))) {
+		char *v = p + 8, *eol = strstr(v, "\r\n");
+
+		if (!eol)
+			break;
+		memmove(v, eol, strlen(eol) + 1);
+		p = v;
+	}
+}
+
+static void
+append(char **acc, size_t *acc_len, const char *label, const char *data, size_t len)
+{
+	size_t l = strlen(label);
+
+	*acc = realloc(*acc, *acc_len + l + len + 2);
+	ck_assert_ptr_nonnull(*acc);
+	memcpy(*acc + *acc_len, label, l);
+	memcpy(*acc + *acc_len + l, data, len);
+	*acc_len += l + len;
+	(*acc)[*acc_len] = '\0';
+}
+
+/* Send req over TLS in records of chunk bytes; read until nginx closes. */
+static void
+exchange(unsigned port,
+	 const char *label,
+	 const char *req,
+	 size_t chunk,
+	 char **acc,
+	 size_t *acc_len)
+{
+	struct tc c;
+	size_t got;
+	char *resp;
+
+	tc_connect(&c, port);
+	tc_send(&c, req, strlen(req), chunk);
+	resp = tc_read_all(&c, &got);
+	tc_close(&c);
+	append(acc, acc_len, label, resp, got);
+	free(resp);
+}
+
+static char *
+ngx_tp(unsigned k, char out[128])
+{
+	snprintf(out, 128, "traceparent: 00-" TRACE_FMT "-00f067aa0ba902b7-01\r\n", k);
+	return out;
+}
+
+/* Traced requests use trace ids 1..N_TRACED. */
+static char *
+ngx_requests(unsigned port)
+{
+	char *acc = NULL, req[1024], tp[128], tp2[128];
+	size_t acc_len = 0;
+
+	snprintf(req, sizeof(req),
+		 "GET / HTTP/1.1\r\nHost: x\r\n%sConnection: close\r\n\r\n",
+		 ngx_tp(1, tp));
+	exchange(port, "== index\n", req, 0, &acc, &acc_len);
+	snprintf(req, sizeof(req),
+		 "GET /missing?x=1 HTTP/1.1\r\nHost: x\r\n%sConnection: close\r\n\r\n",
+		 ngx_tp(2, tp));
+	exchange(port, "== 404\n", req, 0, &acc, &acc_len);
+	snprintf(req, sizeof(req),
+		 "GET /index.html HTTP/1.1\r\nHost: x\r\n%s\r\n"
+		 "HEAD /index.html HTTP/1.1\r\nHost: x\r\n%sConnection: close\r\n\r\n",
+		 ngx_tp(3, tp), ngx_tp(4, tp2));
+	exchange(port, "== pipelined\n", req, 0, &acc, &acc_len);
+	snprintf(req, sizeof(req),
+		 "GET /index.html HTTP/1.1\r\nHost: x\r\n%sUser-Agent: split\r\n"
+		 "Connection: close\r\n\r\n",
+		 ngx_tp(5, tp));
+	exchange(port, "== 1-byte records\n", req, 1, &acc, &acc_len);
+	snprintf(req, sizeof(req),
+		 "POST /index.html HTTP/1.1\r\nHost: x\r\n%sContent-Length: 5\r\n"
+		 "Connection: close\r\n\r\nhello",
+		 ngx_tp(6, tp));
+	exchange(port, "== post\n", req, 7, &acc, &acc_len);
+	snprintf(req, sizeof(req),
+		 "GET /big.txt HTTP/1.1\r\nHost: x\r\n%sConnection: close\r\n\r\n",
+		 ngx_tp(7, tp));
+	exchange(port, "== big\n", req, 0, &acc, &acc_len);
+	snprintf(req, sizeof(req),
+		 "GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+	exchange(port, "== untraced\n", req, 0, &acc, &acc_len);
+	strip_date(acc);
+	return acc;
+}
+
+static size_t
+line_start(const char *log, size_t off)
+{
+	while (off > 0 && log[off - 1] != '\n')
+		off--;
+	return off;
+}
+
+static long
+line_tid(const char *log, size_t off)
+{
+	const char *p = strstr(log + line_start(log, off), " tid=");
+
+	return p ? strtol(p + 5, NULL, 10) : -1;
+}
+
+/* tid of the first line about trace k. */
+static long
+attach_tid(const char *log, unsigned k)
+{
+	char pat[80];
+	const char *p;
+
+	snprintf(pat, sizeof(pat), " trace=" TRACE_FMT " ", k);
+	p = strstr(log, pat);
+	return p ? line_tid(log, (size_t)(p - log)) : -1;
+}
+
+/* Thread tid no longer publishes trace k: its last line about k is a
+ * detach, or a later line of tid replaced it. */
+static bool
+released(const char *log, unsigned k, long tid)
+{
+	char pat[80], tidpat[32];
+	size_t off = 0, last = (size_t)-1;
+	const char *p, *eol;
+
+	snprintf(pat, sizeof(pat), " trace=" TRACE_FMT " ", k);
+	while ((p = strstr(log + off, pat))) {
+		last = (size_t)(p - log);
+		off = last + 1;
+	}
+	if (last == (size_t)-1 || line_tid(log, last) != tid)
+		return false;
+	if (last >= 7 && strncmp(log + last - 7, " detach", 7) == 0)
+		return true;
+	eol = strchr(log + last, '\n');
+	snprintf(tidpat, sizeof(tidpat), " tid=%ld ", tid);
+	return eol && strstr(eol, tidpat) != NULL;
+}
+
+START_TEST(test_nginx_ssl)
+{
+	struct ngx n;
+	char *plain, *shim, *log = NULL;
+	long deadline, worker = -1;
+	unsigned k;
+
+	ngx_setup(&n);
+	ngx_start(&n, false);
+	plain = ngx_requests(n.srv.port);
+	ngx_stop(&n);
+
+	ngx_start(&n, true);
+	shim = ngx_requests(n.srv.port);
+	ck_assert_msg(strcmp(plain, shim) == 0,
+		      "responses differ:\n--- without\n%.3000s\n--- with\n%.3000s",
+		      plain, shim);
+	ck_assert_ptr_nonnull(strstr(plain, "HTTP/1.1 200 OK"));
+	ck_assert_ptr_nonnull(strstr(plain, "HTTP/1.1 404 Not Found"));
+	ck_assert_ptr_nonnull(strstr(plain, "HTTP/1.1 405 Not Allowed"));
+
+	deadline = now_ms() + IT_TIMEOUT_MS;
+	for (k = 1; k <= N_TRACED;) {
+		char trace[33];
+		long tid;
+
+		free(log);
+		n.srv.events_fd = -1;
+		log = it_events(&n.srv);
+		tid = attach_tid(log, k);
+		ck_assert_msg(tid > 0, "trace %u never attached:\n%s", k, log);
+		ck_assert_msg(tid != n.srv.child.pid, "attached on the master:\n%s",
+			      log);
+		if (worker < 0)
+			worker = tid;
+		ck_assert_int_eq(tid, worker);
+		snprintf(trace, sizeof(trace), TRACE_FMT, k);
+		ck_assert_msg(
+			it_events_count(log, trace, "request") +
+					it_events_count(log, trace, "pipelined") ==
+				1,
+			"trace %u: not started exactly once:\n%s", k, log);
+		ck_assert_msg(it_events_spans(log, trace, NULL) == 1,
+			      "trace %u: more than one span:\n%s", k, log);
+		if (released(log, k, tid)) {
+			k++;
+			continue;
+		}
+		ck_assert_msg(now_ms() < deadline, "trace %u never released:\n%s", k,
+			      log);
+		usleep(5000);
+	}
+	ngx_stop(&n);
+	free(log);
+	free(plain);
+	free(shim);
+	unlink(n.srv.events);
+	tls_dir_remove(&n.tls);
+}
+END_TEST
+
+/* ---- libcurl over https ---- */
+
+/* Each transfer carries exactly one traceparent: TRACEPARENT's trace, a
+ * new span-id each. */
+START_TEST(test_curl_https)
+{
+	char tp_env[] = "TRACEPARENT=00-" T1 "-" P1 "-01";
+	char prog[4096], url[128], *env[] = {tp_env, NULL}, *out, *err;
+	char *cargv[] = {prog, "-k", "-n", "3", url, NULL};
+	char spans[3][17], line[512];
+	struct tls_dir d;
+	struct it_server s;
+	int st, i;
+
+	tls_dir_make(&d);
+	srv_start(&s, SRV_OPENSSL, &d);
+	snprintf(prog, sizeof(prog), "%s/curl-get", test_env_path("HELPER_DIR"));
+	snprintf(url, sizeof(url), "https://127.0.0.1:%u/x", s.port);
+	st = test_run_capture(cargv, env, true, &out, &err, IT_TIMEOUT_MS);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "curl-get: %#x %s %s", st,
+		      out, err);
+	ck_assert_ptr_nonnull(strstr(out, "DONE 0"));
+	for (i = 0; i < 3; i++) {
+		char want[128];
+
+		test_child_expect(&s.child, "REQ ", line, sizeof(line), IT_TIMEOUT_MS);
+		snprintf(want, sizeof(want), " /x 1 00-%s-", T1);
+		ck_assert_msg(strstr(line, want),
+			      "request without exactly one "
+			      "traceparent of the trace: %s",
+			      line);
+		memcpy(spans[i], strstr(line, want) + strlen(want), 16);
+		spans[i][16] = '\0';
+		ck_assert_str_ne(spans[i], P1);
+		ck_assert_str_eq(strstr(line, want) + strlen(want) + 16, "-01");
+	}
+	ck_assert_str_ne(spans[0], spans[1]);
+	ck_assert_str_ne(spans[1], spans[2]);
+	free(out);
+	free(err);
+	it_server_stop(&s);
+	tls_dir_remove(&d);
+}
+END_TEST
+
+TEST_SUITE(tls_suite)
+{
+	Suite *s = suite_create("integration-tls");
+	TCase *tc = tcase_create("tls");
+	char p[4096];
+	int n = SRV_N;
+
+	snprintf(p, sizeof(p), "%s/tls-server-openssl", test_env_path("HELPER_DIR"));
+	if (access(p, X_OK) != 0)
+		test_skip("%s not built (Debian: apt-get install libssl-dev)", p);
+	snprintf(p, sizeof(p), "%s/tls-server-gnutls", test_env_path("HELPER_DIR"));
+	if (access(p, X_OK) != 0)
+		n = SRV_GNUTLS; /* built without libgnutls28-dev */
+	tcase_set_timeout(tc, 120);
+	tcase_add_loop_test(tc, test_tpc_server, 0, n);
+	tcase_add_test(tc, test_tpc_two_connections);
+	if (access(NGINX, X_OK) == 0)
+		tcase_add_test(tc, test_nginx_ssl);
+	snprintf(p, sizeof(p), "%s/curl-get", test_env_path("HELPER_DIR"));
+	if (access(p, X_OK) == 0)
+		tcase_add_test(tc, test_curl_https);
+	suite_add_tcase(s, tc);
+	return s;
+}
