@@ -653,7 +653,7 @@ sk_in_flags_feed(struct ctxshim_conn *c, int flags)
 	return true;
 }
 
-static void
+static inline __attribute__((always_inline)) void
 sk_in_buf(int fd, struct ctxshim_conn *c, const void *buf, ssize_t r, int flags)
 {
 	struct sk_in in;

@@ -508,7 +508,8 @@ conn_compact(struct ctxshim_conn_ctx *d, const struct ctxshim_ctx *s)
 		tlen = comma ? (size_t)(comma - s->tracestate) : 0;
 		whole = false;
 	}
-	memcpy(d->data + alen, s->tracestate, tlen);
+	if (tlen)
+		memcpy(d->data + alen, s->tracestate, tlen);
 	d->tracestate_len = (uint8_t)tlen;
 	return whole;
 }
@@ -579,7 +580,14 @@ conn_build(struct ctxshim_ctx *full,
 	size_t ts_len = cap->tracestate_len;
 	unsigned i;
 
-	memset(&r, 0, sizeof(r));
+	/* Only the fields ctxshim_request_ctx() reads: extra[] beyond
+	 * n_header_attrs is never looked at (a memset of the whole 216-byte
+	 * struct was ~27 instructions per request). */
+	r.traceparent = NULL;
+	r.traceparent_len = 0;
+	r.tracestate = NULL;
+	r.tracestate_lens = NULL;
+	r.n_tracestate = 0;
 	r.method = cap->method;
 	r.method_len = cap->method_len;
 	r.target = cap->target;
@@ -600,6 +608,7 @@ conn_build(struct ctxshim_ctx *full,
 	     i++) {
 		int k = conn_extra_index[i];
 
+		r.extra[i] = NULL;
 		if (k < 0 || !(cap->extra_present & (1u << k)) ||
 		    (cap->extra_bad & (1u << k)))
 			continue;
@@ -726,8 +735,22 @@ conn_status_kind(const uint8_t *h, size_t len)
 	static const char pfx[] = "HTTP/1.";
 	size_t m = len < 7 ? len : 7;
 
-	if (!h || len == 0 || memcmp(h, pfx, m) != 0)
+	if (!h || len == 0)
 		return 0;
+	if (len >= 7) {
+		/* Two overlapping 4-byte loads instead of a libc memcmp() call
+		 * (~18 instructions on every response write). */
+		uint32_t a, b, pa, pb;
+
+		memcpy(&a, h, 4);
+		memcpy(&b, h + 3, 4);
+		memcpy(&pa, pfx, 4);
+		memcpy(&pb, pfx + 3, 4);
+		if (a != pa || b != pb)
+			return 0;
+	} else if (memcmp(h, pfx, m) != 0) {
+		return 0;
+	}
 	if (len >= 12 && h[8] == ' ' && h[9] == '1' && !(h[10] == '0' && h[11] == '1'))
 		return 1;
 	return 2;

@@ -44,6 +44,20 @@ static unsigned ctxshim_fork_gen = 1;
 static pthread_key_t exit_key;
 static bool exit_key_ok;
 
+/* &self, computed once per call.  In a shared library every access to a
+ * __thread variable is a TLSDESC call, and gcc recomputes the address
+ * after each memcpy or fence rather than keep it in a register (five
+ * calls per ctxshim_attach(), B4); the empty asm makes the address an
+ * opaque value that it has to keep. */
+static inline struct ctxshim_thread *
+thread_self(void)
+{
+	struct ctxshim_thread *t = &self;
+
+	__asm__("" : "+r"(t));
+	return t;
+}
+
 static inline void
 publish_ptr(void *p)
 {
@@ -78,12 +92,15 @@ register_exit(void)
 void
 ctxshim_attach(const struct ctxshim_ctx *c)
 {
-	struct ctxshim_thread *t = &self;
+	struct ctxshim_thread *t;
 	uint16_t attrs_len, ts_len;
 	uint8_t next;
 	struct otel_thread_ctx_record *r;
 
-	if (!ctxshim_active() || t->busy)
+	if (!ctxshim_active())
+		return;
+	t = thread_self();
+	if (t->busy)
 		return;
 	t->busy = 1;
 	atomic_signal_fence(memory_order_seq_cst);
@@ -94,7 +111,8 @@ ctxshim_attach(const struct ctxshim_ctx *c)
 		/* Copy only what is used: the arrays are mostly empty. */
 		memcpy(&t->cur, c, offsetof(struct ctxshim_ctx, attrs));
 		memcpy(t->cur.attrs, c->attrs, attrs_len);
-		memcpy(t->cur.tracestate, c->tracestate, ts_len);
+		if (ts_len) /* usually none: skip the copy's set-up */
+			memcpy(t->cur.tracestate, c->tracestate, ts_len);
 	}
 	t->cur.attrs_len = attrs_len;
 	t->cur.tracestate_len = ts_len;
@@ -120,9 +138,12 @@ ctxshim_attach(const struct ctxshim_ctx *c)
 void
 ctxshim_detach(void)
 {
-	struct ctxshim_thread *t = &self;
+	struct ctxshim_thread *t;
 
-	if (!ctxshim_active() || t->busy)
+	if (!ctxshim_active())
+		return;
+	t = thread_self();
+	if (t->busy)
 		return;
 	t->busy = 1;
 	publish_ptr(NULL);
@@ -134,38 +155,47 @@ ctxshim_detach(void)
 const struct ctxshim_ctx *
 ctxshim_current(void)
 {
-	return self.has_cur ? &self.cur : NULL;
+	struct ctxshim_thread *t = thread_self();
+
+	return t->has_cur ? &t->cur : NULL;
 }
 
-static struct ctx_rng *
+/* Out of line: it runs once per thread (and after fork), and keeping it
+ * apart lets thread_rng() inline into the per-request id draws. */
+static __attribute__((noinline, cold)) void
+thread_rng_seed(struct ctxshim_thread *t)
+{
+	uint8_t seed[32];
+	size_t got = 0;
+
+	/* getrandom() is async-signal-safe; if the pool is not ready
+	 * (very early boot) fall back to mixing what we have, since
+	 * ids only need to be unique, not secret. */
+	while (got < sizeof(seed)) {
+		ssize_t r = getrandom(seed + got, sizeof(seed) - got, GRND_NONBLOCK);
+
+		if (r <= 0)
+			break;
+		got += (size_t)r;
+	}
+	if (got < sizeof(seed)) {
+		uint64_t mix[4] = {(uint64_t)(uintptr_t)t, (uint64_t)getpid(),
+				   (uint64_t)__builtin_ia32_rdtsc(),
+				   (uint64_t)ctxshim_fork_gen};
+
+		memcpy(seed, mix, sizeof(seed));
+	}
+	ctx_rng_seed(&t->rng, seed);
+	t->rng_gen = ctxshim_fork_gen;
+}
+
+static inline struct ctx_rng *
 thread_rng(void)
 {
-	struct ctxshim_thread *t = &self;
+	struct ctxshim_thread *t = thread_self();
 
-	if (__builtin_expect(t->rng_gen != ctxshim_fork_gen, 0)) {
-		uint8_t seed[32];
-		size_t got = 0;
-
-		/* getrandom() is async-signal-safe; if the pool is not ready
-		 * (very early boot) fall back to mixing what we have, since
-		 * ids only need to be unique, not secret. */
-		while (got < sizeof(seed)) {
-			ssize_t r = getrandom(seed + got, sizeof(seed) - got, GRND_NONBLOCK);
-
-			if (r <= 0)
-				break;
-			got += (size_t)r;
-		}
-		if (got < sizeof(seed)) {
-			uint64_t mix[4] = {(uint64_t)(uintptr_t)t, (uint64_t)getpid(),
-					   (uint64_t)__builtin_ia32_rdtsc(),
-					   (uint64_t)ctxshim_fork_gen};
-
-			memcpy(seed, mix, sizeof(seed));
-		}
-		ctx_rng_seed(&t->rng, seed);
-		t->rng_gen = ctxshim_fork_gen;
-	}
+	if (__builtin_expect(t->rng_gen != ctxshim_fork_gen, 0))
+		thread_rng_seed(t);
 	return &t->rng;
 }
 
@@ -211,6 +241,20 @@ ctxshim_ctx_add_parent_attr(struct ctxshim_ctx *c, struct trec_attr_writer *w)
 
 	if (!c->has_parent)
 		return;
+	/* Every traced request adds this entry: encode the digits straight
+	 * into the writer when the entry fits (no copy, no call), and leave
+	 * the rare entry that does not to trec_attrs_add(), which counts it
+	 * as dropped. */
+	if (w->len <= w->cap && w->cap - w->len >= TREC_ENTRY_OVERHEAD + sizeof(hex)) {
+		uint8_t *d = w->buf + w->len;
+
+		d[0] = CTXSHIM_KEY_PARENT;
+		d[1] = (uint8_t)sizeof(hex);
+		w3c_hex_encode((char *)d + TREC_ENTRY_OVERHEAD, c->parent_id,
+			       sizeof(c->parent_id));
+		w->len += TREC_ENTRY_OVERHEAD + sizeof(hex);
+		return;
+	}
 	w3c_hex_encode(hex, c->parent_id, sizeof(c->parent_id));
 	(void)trec_attrs_add(w, CTXSHIM_KEY_PARENT, hex, sizeof(hex));
 }
