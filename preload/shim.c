@@ -10,6 +10,7 @@
 #include "thread-ctx.h"
 #include "w3c.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -30,10 +31,15 @@ enum ctxshim_mode ctxshim_mode = CTXSHIM_OFF;
 static void
 after_fork_child(void)
 {
+	/* fork() returns 0 with errno as the caller left it (the mapping's
+	 * prctl naming fails with EINVAL on many kernels) */
+	int saved_errno = errno;
+
 	if (ctxshim_mode != CTXSHIM_ACTIVE)
 		return;
 	ctxshim_thread_after_fork_child();
 	ctxshim_pctx_after_fork_child();
+	errno = saved_errno;
 }
 
 /* Another OTEP-4947 writer already in the process (an instrumented app or

@@ -8,6 +8,19 @@
 
 #include "http-scan.h"
 
+/* Under valgrind (meson test --setup valgrind) fewer split points are
+ * tried: the same code paths, in seconds instead of a minute; the full
+ * sweep runs everywhere else and test/fuzz/fuzz-http-scan.c splits at
+ * random. */
+#if defined(__has_include)
+#if __has_include(<valgrind/valgrind.h>)
+#include <valgrind/valgrind.h>
+#endif
+#endif
+#ifndef RUNNING_ON_VALGRIND
+#define RUNNING_ON_VALGRIND 0
+#endif
+
 /* ck_assert() reports every call through a pipe; the harness runs millions
  * of checks, so it only talks to Check when one fails. */
 #define REQUIRE(cond_)                                                         \
@@ -331,8 +344,13 @@ check_splits(const struct http_scan_config *cfg,
 {
 	struct trace *base = malloc(sizeof(*base)), *t = malloc(sizeof(*t));
 	struct chunker ch = {.kind = CH_WHOLE};
-	size_t i, stride = len <= 2048 ? 1 : 61;
+	size_t i, stride = len <= 2048 ? 1 : 61, ends = 300;
 	unsigned k;
+
+	if (RUNNING_ON_VALGRIND) {
+		stride = len <= 128 ? 1 : len / 64 > 23 ? len / 64 : 23;
+		ends = 32;
+	}
 
 	REQUIRE(base);
 	REQUIRE(t);
@@ -340,7 +358,7 @@ check_splits(const struct http_scan_config *cfg,
 
 	/* every split point (dense sample plus both ends for big inputs) */
 	for (i = 1; i < len; i++) {
-		if (stride > 1 && i > 300 && len - i > 300 && i % stride)
+		if (stride > 1 && i > ends && len - i > ends && i % stride)
 			continue;
 		ch = (struct chunker){.kind = CH_SPLIT, .arg = i};
 		run(cfg, data, len, ch, CAP_OWN, t);
@@ -359,7 +377,7 @@ check_splits(const struct http_scan_config *cfg,
 		run(cfg, data, len, ch, CAP_NONE, t);
 		expect_same(base, t, true, name, "no capture, chunks of", k);
 	}
-	for (k = 0; k < (thorough ? 20u : 4u); k++) {
+	for (k = 0; k < (thorough && !RUNNING_ON_VALGRIND ? 20u : 4u); k++) {
 		ch = (struct chunker){.kind = CH_RANDOM,
 				      .rng = 0x9e3779b97f4a7c15ull * (k + 1)};
 		run(cfg, data, len, ch, k & 1 ? CAP_SCRATCH : CAP_OWN, t);
@@ -1114,7 +1132,7 @@ START_TEST(random_bytes)
 	uint8_t buf[1500];
 	unsigned it, i;
 
-	for (it = 0; it < 40; it++) {
+	for (it = 0; it < (RUNNING_ON_VALGRIND ? 8u : 40u); it++) {
 		struct trace *t;
 		char name[32];
 
@@ -1148,7 +1166,7 @@ START_TEST(mutated_requests)
 				 chunked_req, chunked_body,
 				 "GET /z HTTP/1.1\r\ntracestate: a=1\r\n"
 				 "x-request-id: r\r\ntrace: q\r\n\r\n");
-	for (it = 0; it < 400; it++) {
+	for (it = 0; it < (RUNNING_ON_VALGRIND ? 40u : 400u); it++) {
 		uint8_t buf[2100];
 		size_t len = blen, m, nm = 1 + xrand(&s) % 4;
 		struct trace *t;

@@ -28,8 +28,11 @@ mem_open(void)
 static size_t
 lead_len(uint8_t c)
 {
-	return c < 0x80 ? 1 : (c & 0xe0) == 0xc0 ? 2 : (c & 0xf0) == 0xe0 ? 3
-			     : (c & 0xf8) == 0xf0 ? 4 : 1;
+	return c < 0x80             ? 1
+	       : (c & 0xe0) == 0xc0 ? 2
+	       : (c & 0xf0) == 0xe0 ? 3
+	       : (c & 0xf8) == 0xf0 ? 4
+				    : 1;
 }
 
 /* Length of the well-formed character at s[0..n), 0 if there is none,
@@ -79,7 +82,9 @@ check_clean(const uint8_t *o, size_t n)
 static int
 hexval(uint8_t c)
 {
-	return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+	return c >= '0' && c <= '9'   ? c - '0'
+	       : c >= 'a' && c <= 'f' ? c - 'a' + 10
+				      : -1;
 }
 
 static void

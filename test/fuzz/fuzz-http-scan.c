@@ -14,8 +14,8 @@
 
 #include "http-scan.h"
 
-#define MAX_EV     512
-#define MAX_PLAN   32
+#define MAX_EV       512
+#define MAX_PLAN     32
 #define BYTEWISE_MAX 4096
 
 struct snap {
@@ -41,7 +41,7 @@ struct ev {
 };
 
 struct trace {
-	unsigned n;   /* events seen */
+	unsigned n; /* events seen */
 	struct ev ev[MAX_EV];
 	bool gave_up, in_head;
 	enum http_scan_give_up reason;
@@ -103,12 +103,15 @@ snap_eq(const struct snap *a, const struct snap *b)
 {
 	unsigned k;
 
-	if (a->method_len != b->method_len || memcmp(a->method, b->method, a->method_len) ||
-	    a->target_len != b->target_len || memcmp(a->target, b->target, a->target_len) ||
-	    a->tp_len != b->tp_len || memcmp(a->tp, b->tp, a->tp_len) ||
-	    a->ts_len != b->ts_len || memcmp(a->ts, b->ts, a->ts_len) ||
+	if (a->method_len != b->method_len ||
+	    memcmp(a->method, b->method, a->method_len) ||
+	    a->target_len != b->target_len ||
+	    memcmp(a->target, b->target, a->target_len) || a->tp_len != b->tp_len ||
+	    memcmp(a->tp, b->tp, a->tp_len) || a->ts_len != b->ts_len ||
+	    memcmp(a->ts, b->ts, a->ts_len) ||
 	    a->target_truncated != b->target_truncated ||
-	    a->ts_truncated != b->ts_truncated || a->extra_present != b->extra_present ||
+	    a->ts_truncated != b->ts_truncated ||
+	    a->extra_present != b->extra_present ||
 	    a->extra_truncated != b->extra_truncated || a->extra_bad != b->extra_bad)
 		return false;
 	for (k = 0; k < HTTP_SCAN_EXTRA_MAX; k++)
@@ -119,8 +122,13 @@ snap_eq(const struct snap *a, const struct snap *b)
 }
 
 static void
-record(struct trace *t, enum http_scan_status r, size_t off, const struct http_scan *st,
-       const struct http_scan_capture *cap, enum capmode mode, unsigned n_extra)
+record(struct trace *t,
+       enum http_scan_status r,
+       size_t off,
+       const struct http_scan *st,
+       const struct http_scan_capture *cap,
+       enum capmode mode,
+       unsigned n_extra)
 {
 	struct ev *e;
 	unsigned i = t->n++;
@@ -164,8 +172,13 @@ next_chunk(const struct plan *pl, size_t *k, size_t left)
 static struct http_scan_capture own, scratch, pool;
 
 static void
-run(const struct http_scan_config *cfg, unsigned n_extra, const uint8_t *d, size_t len,
-    const struct plan *pl, enum capmode mode, struct trace *t)
+run(const struct http_scan_config *cfg,
+    unsigned n_extra,
+    const uint8_t *d,
+    size_t len,
+    const struct plan *pl,
+    enum capmode mode,
+    struct trace *t)
 {
 	struct http_scan st;
 	bool in_pool = false, dead = false;
@@ -186,10 +199,10 @@ run(const struct http_scan_config *cfg, unsigned n_extra, const uint8_t *d, size
 			enum http_scan_status r;
 			size_t used = (size_t)-1;
 
-			cap = mode == CAP_OWN	   ? &own
+			cap = mode == CAP_OWN    ? &own
 			      : mode == CAP_NONE ? NULL
-			      : in_pool		   ? &pool
-						   : &scratch;
+			      : in_pool          ? &pool
+						 : &scratch;
 			r = http_scan_feed(&st, cfg, cap, d + off, end - off, &used);
 			FUZZ_CHECK(used <= end - off);
 			FUZZ_CHECK(r == HTTP_SCAN_MORE || r == HTTP_SCAN_HEAD ||

@@ -14,8 +14,8 @@
 #include "process-ctx.h"
 #include "protobuf.h"
 
-#define IN_RANGE(ptr, len, base, size)                                        \
-	((len) == 0 || ((const uint8_t *)(ptr) >= (base) &&                   \
+#define IN_RANGE(ptr, len, base, size)                                         \
+	((len) == 0 || ((const uint8_t *)(ptr) >= (base) &&                    \
 			(size_t)((const uint8_t *)(ptr) - (base)) <= (size) && \
 			(len) <= (size) - (size_t)((const uint8_t *)(ptr) - (base))))
 
@@ -166,7 +166,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		for (i = 0; i < d.n_attrs; i++)
 			check_attr(&d.attrs[i], data, size, 0);
 		for (i = 0; i < d.n_keys; i++)
-			FUZZ_CHECK(IN_RANGE(d.key_map[i].ptr, d.key_map[i].len, data, size));
+			FUZZ_CHECK(IN_RANGE(d.key_map[i].ptr, d.key_map[i].len, data,
+					    size));
 		if (d.has_threadlocal)
 			FUZZ_CHECK(IN_RANGE(d.schema_version.ptr, d.schema_version.len,
 					    data, size));

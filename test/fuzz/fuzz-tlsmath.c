@@ -26,15 +26,19 @@ space_read(void *opaque, uint64_t addr, void *buf, size_t len)
 	struct space *s = opaque;
 
 	s->reads++;
-	if (addr < s->base || addr - s->base > s->len || len > s->len - (addr - s->base))
+	if (addr < s->base || addr - s->base > s->len ||
+	    len > s->len - (addr - s->base))
 		return -EFAULT;
 	memcpy(buf, s->mem + (addr - s->base), len);
 	return 0;
 }
 
 static void
-check_access(const struct tlsm_access *a, enum tlsm_arch arch, enum tlsm_libc libc,
-	     struct space *sp, uint64_t tp)
+check_access(const struct tlsm_access *a,
+	     enum tlsm_arch arch,
+	     enum tlsm_libc libc,
+	     struct space *sp,
+	     uint64_t tp)
 {
 	uint64_t addr = 0x1234;
 	int r;
@@ -55,7 +59,8 @@ check_access(const struct tlsm_access *a, enum tlsm_arch arch, enum tlsm_libc li
 		return;
 	}
 	FUZZ_CHECK(tp != 0);
-	if (a->model == TLSM_TLSDESC_STATIC || a->model == TLSM_IE || a->model == TLSM_LE)
+	if (a->model == TLSM_TLSDESC_STATIC || a->model == TLSM_IE ||
+	    a->model == TLSM_LE)
 		FUZZ_CHECK(addr == tp + (uint64_t)a->tpoff);
 }
 
@@ -97,7 +102,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	tlsm_dtv_layout(arch, libc, &lay);
 	FUZZ_CHECK(lay.stride == 8 || lay.stride == 16);
 
-	tlsm_from_tlsdesc(arch, libc, entry, arg, code, ncode, sel & 64 ? NULL : dyn, &a);
+	tlsm_from_tlsdesc(arch, libc, entry, arg, code, ncode, sel & 64 ? NULL : dyn,
+			  &a);
 	if (entry == 0)
 		FUZZ_CHECK(a.model == TLSM_UNRESOLVED);
 	if (a.model == TLSM_TLSDESC_STATIC)
@@ -105,8 +111,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	check_access(&a, arch, libc, &sp, tp);
 
 	tlsm_from_gd(arch, libc, modid, dtpoff, &a);
-	FUZZ_CHECK(a.model == (modid >= 1 && modid <= TLSM_MODID_MAX ? TLSM_GD
-								      : TLSM_UNRESOLVED));
+	FUZZ_CHECK(a.model ==
+		   (modid >= 1 && modid <= TLSM_MODID_MAX ? TLSM_GD : TLSM_UNRESOLVED));
 	check_access(&a, arch, libc, &sp, tp);
 
 	tlsm_from_ie(arch, libc, got, &a);

@@ -101,11 +101,11 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	FUZZ_CHECK((dropped == 0) == (len <= max_len));
 	memcpy(trunc, list, len);
 	if (len == 0) {
-		FUZZ_CHECK(w3c_tracestate_truncate(trunc, 0, max_len, &tlen, &dropped2) ==
-			   0);
+		FUZZ_CHECK(w3c_tracestate_truncate(trunc, 0, max_len, &tlen,
+						   &dropped2) == 0);
 	} else {
-		FUZZ_CHECK(w3c_tracestate_truncate(trunc, len, max_len, &tlen, &dropped2) ==
-			   0);
+		FUZZ_CHECK(w3c_tracestate_truncate(trunc, len, max_len, &tlen,
+						   &dropped2) == 0);
 	}
 	FUZZ_CHECK(tlen == len2 && dropped2 == dropped);
 	FUZZ_CHECK(memcmp(trunc, list2, tlen) == 0);

@@ -13,7 +13,9 @@
 
 /* The OTEP's rules written as plainly as possible. */
 static void
-reference_decode(const uint8_t *data, size_t size, unsigned n_known,
+reference_decode(const uint8_t *data,
+		 size_t size,
+		 unsigned n_known,
 		 struct trec_attrs_decoded *out)
 {
 	size_t pos = 0;

@@ -22,10 +22,10 @@ fuzz_fail(const char *file, int line, const char *what)
 	abort();
 }
 
-#define FUZZ_CHECK(cond)                                          \
-	do {                                                      \
-		if (!(cond))                                      \
-			fuzz_fail(__FILE__, __LINE__, #cond);     \
+#define FUZZ_CHECK(cond)                                      \
+	do {                                                  \
+		if (!(cond))                                  \
+			fuzz_fail(__FILE__, __LINE__, #cond); \
 	} while (0)
 
 /* Consume input from the front: small structured choices for a harness,

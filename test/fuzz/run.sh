@@ -41,7 +41,12 @@ if [ $# -gt 0 ]; then
 		names="$names $h"
 	done
 else
-	names=$(cd "$here" && ls fuzz-*.c | sed -e 's/^fuzz-//' -e 's/\.c$//' | grep -v '^main$')
+	names=
+	for f in "$here"/fuzz-*.c; do
+		n=${f##*/fuzz-}
+		n=${n%.c}
+		[ "$n" = main ] || names="$names $n"
+	done
 fi
 
 mkdir -p "$out/inc" "$out/obj" "$out/bin" "$out/log" || exit 2
@@ -55,19 +60,28 @@ H
 # Instrumented for coverage and both sanitizers; UBSan findings abort.
 cflags="-g -O1 -std=gnu11 -D_GNU_SOURCE -fno-omit-frame-pointer -Wno-gnu-variable-sized-type-not-at-end
 	-fsanitize=address,undefined -fno-sanitize-recover=undefined
-	-I$out/inc -I$src/proc-context -I$src/tools/ctxdump -I$here"
+	-I$out/inc -I$src/proc-context -I$src/tools/ctxdump -I$src/preload -I$src/hooks
+	-I$here"
 
-# What each harness links besides proc-context/*.c.
+# What each harness links besides proc-context/*.c: the ctxdump harnesses
+# get every ctxdump source but its main (output.c and elf-tls.c call into
+# the others).
+ctxdump_lib() {
+	for f in "$src"/tools/ctxdump/*.c; do
+		[ "${f##*/}" = ctxdump.c ] || echo "tools/ctxdump/${f##*/}"
+	done
+}
 extra_sources() {
 	case $1 in
-	escape) echo "tools/ctxdump/output.c tools/ctxdump/tls-math.c" ;;
-	tlsmath) echo "tools/ctxdump/tls-math.c" ;;
-	elf) echo "tools/ctxdump/elf-tls.c tools/ctxdump/remote.c tools/ctxdump/tls-math.c" ;;
+	escape | tlsmath | elf) ctxdump_lib ;;
 	esac
 }
 extra_libs() {
 	case $1 in
-	elf) echo "-lelf" ;;
+	escape | tlsmath | elf)
+		echo "-lelf $(pkg-config --libs libunwind-ptrace libunwind-generic 2>/dev/null ||
+			echo -lunwind-ptrace -lunwind-generic -lunwind) -lpthread"
+		;;
 	esac
 }
 
@@ -76,13 +90,13 @@ build() {
 	objs=
 	for f in "$src"/proc-context/*.c $(for s in $(extra_sources "$name"); do echo "$src/$s"; done); do
 		o="$out/obj/$(echo "${f#"$src"/}" | tr / _).o"
-		if [ ! -f "$o" ] || [ "$f" -nt "$o" ]; then
+		if [ ! -f "$o" ]; then
 			# shellcheck disable=SC2086
 			$cc $cflags -fsanitize=fuzzer-no-link -c "$f" -o "$o" || return 1
 		fi
 		objs="$objs $o"
 	done
-	# shellcheck disable=SC2086
+	# shellcheck disable=SC2086,SC2046
 	$cc $cflags -fsanitize=fuzzer "$here/fuzz-$name.c" $objs $(extra_libs "$name") \
 		-o "$out/bin/fuzz-$name"
 }
@@ -126,12 +140,14 @@ run_one() {
 	fi
 }
 
-rm -f "$out/failed"
+rm -f "$out/failed" "$out"/obj/*.o # objects are shared by the harnesses of one run
 start=$(date +%s)
 for n in $names; do
 	build "$n" || { echo "fuzz-$n: build failed"; exit 2; }
 done
-echo "built $(echo $names | wc -w) harnesses in $(($(date +%s) - start)) s; ${secs} s each, $jobs at a time"
+# shellcheck disable=SC2086
+set -- $names
+echo "built $# harnesses in $(($(date +%s) - start)) s; ${secs} s each, $jobs at a time"
 running=0
 for n in $names; do
 	run_one "$n" &

@@ -16,8 +16,8 @@
 #endif
 
 __attribute__((visibility("default"), used)) uint32_t custom_labels_abi_version = 1;
-__attribute__((visibility("default"), used)) __thread void
-	*custom_labels_current_set WCL_TLS_MODEL;
+__attribute__((visibility("default"),
+	       used)) __thread void *custom_labels_current_set WCL_TLS_MODEL;
 
 __attribute__((visibility("default"))) void wcl_set(void *set);
 

@@ -7,10 +7,10 @@
 
 #include <stdatomic.h>
 
-__attribute__((visibility("default"))) __thread void
-	*elastic_apm_profiling_correlation_tls_v1;
-__attribute__((visibility("default"))) void
-	*elastic_apm_profiling_correlation_process_storage_v1;
+__attribute__((
+	visibility("default"))) __thread void *elastic_apm_profiling_correlation_tls_v1;
+__attribute__((visibility(
+	"default"))) void *elastic_apm_profiling_correlation_process_storage_v1;
 
 __attribute__((visibility("default"))) void welastic_set(void *buf);
 __attribute__((visibility("default"))) void welastic_set_storage(void *st);

@@ -10,7 +10,7 @@
  * Output, one line per thread and then READY:
  *   THREAD <tid> <name> otel=<trace>-<span>|- \
  *          elastic=<valid>-<present>-<trace>-<span>-<txn>-<flags>|- \
- *          labels=<count>|-
+ *          labels=<count>[-<trace>-<span>]|-
  *   READY <pid> <nthreads>
  * Threads then block in read(2) on a pipe until stdin is closed. */
 #include "config.h"
@@ -262,7 +262,8 @@ print_worker(const struct worker *w)
 		hex(t, w->trace[1], 16);
 		hex(s, w->span[1], 8);
 		hex(x, w->txn, 8);
-		printf("%u-%u-%s-%s-%s-01", w->sp->el_valid, w->sp->el_present, t, s, x);
+		printf("%u-%u-%s-%s-%s-01", w->sp->el_valid, w->sp->el_present, t, s,
+		       x);
 	} else {
 		putchar('-');
 	}
@@ -271,6 +272,9 @@ print_worker(const struct worker *w)
 		printf("%zu", w->set.count);
 	else
 		putchar('-');
+	/* the trace context in the "trace_id"/"span_id" labels */
+	if ((w->sp->layouts & L_CL) && w->sp->cl_kind == CL_NORMAL)
+		printf("-%s-%s", w->trace_hex, w->span_hex);
 	putchar('\n');
 }
 

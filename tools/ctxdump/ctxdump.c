@@ -19,6 +19,8 @@
 #include "output.h"
 #include "pctx-read.h"
 #include "process-ctx.h"
+#include "profile.h"
+#include "dump-layouts.h"
 #include "remote.h"
 #include "stop.h"
 #include "thread-record.h"
@@ -71,6 +73,23 @@ warnx(const char *fmt, ...)
 	va_end(ap);
 }
 
+/* A file name from the target's maps, escaped like everything printed
+ * from the target (a library may be named with ESC sequences). */
+static const char *
+escaped(const char *s)
+{
+	static char buf[4 * PATH_MAX + 1];
+	FILE *f = fmemopen(buf, sizeof(buf), "w");
+
+	if (!f)
+		return "?";
+	output_text_escape(f, (const uint8_t *)s, strlen(s), false);
+	if (fclose(f) != 0)
+		return "?";
+	buf[sizeof(buf) - 1] = '\0';
+	return buf;
+}
+
 static void
 errtryhelp(const char *fmt, ...)
 {
@@ -90,6 +109,8 @@ usage(void)
 {
 	fputs("Usage:\n"
 	      " ctxdump [options] <pid>\n"
+	      " ctxdump record [options] <pid>    (see ctxdump record --help)\n"
+	      " ctxdump report [options] <file>   (see ctxdump report --help)\n"
 	      "\n"
 	      "Show the OpenTelemetry thread context (OTEP-4947) of every thread of a\n"
 	      "running process, together with its process context (OTEP-4719).\n"
@@ -497,6 +518,8 @@ read_threads(struct run *run)
 		d->n_stopped++;
 		if (!read_tp(run, t, &tp))
 			continue;
+		if (!d->has_symbol)
+			continue; /* only the other layouts (dlay_read) */
 		if (d->acc.model == TLSM_UNRESOLVED || d->acc.model == TLSM_NONE) {
 			set_error(t, "the TLS slot of " OTEL_THREAD_CTX_SYMBOL
 				     " is not resolved");
@@ -848,6 +871,7 @@ dump_free(struct dump *d)
 {
 	size_t i;
 
+	dlay_free(d); /* before the threads it hangs off */
 	for (i = 0; i < d->n_threads; i++) {
 		struct dump_thread *t = &d->threads[i];
 
@@ -918,6 +942,11 @@ main(int argc, char **argv)
 	size_t i;
 	int r;
 
+	/* Subcommands (issue 10); a process id is never a word. */
+	if (argc > 1 && strcmp(argv[1], "record") == 0)
+		return record_main(argc - 1, argv + 1);
+	if (argc > 1 && strcmp(argv[1], "report") == 0)
+		return report_main(argc - 1, argv + 1);
 	parse_options(&ctl, argc, argv);
 	/* A 1000-thread dump is hundreds of KiB: fewer, larger writes when
 	 * it goes to a file or a pipe. */
@@ -958,6 +987,10 @@ main(int argc, char **argv)
 	}
 
 	r = etls_find(ctl.pid, &d->sym);
+	/* Elastic's and custom-labels' variables too (issue 10): a process
+	 * with only those is read as well. */
+	if ((r == 0 || r == -ENOENT) && dlay_find(d) && r == -ENOENT)
+		r = 1;
 	if (r == -ENOENT) {
 		warnx("no loaded object of process %d defines " OTEL_THREAD_CTX_SYMBOL
 		      " (is an OTEP-4947 writer such as libctxshim.so loaded?)",
@@ -988,11 +1021,11 @@ main(int argc, char **argv)
 		dump_free(d);
 		return EXIT_FATAL;
 	}
-	d->has_symbol = true;
-	if (d->sym.n_definitions > 1)
+	d->has_symbol = r == 0;
+	if (d->has_symbol && d->sym.n_definitions > 1)
 		warnx("%u objects define " OTEL_THREAD_CTX_SYMBOL
 		      "; showing the one in %s",
-		      d->sym.n_definitions, d->sym.module);
+		      d->sym.n_definitions, escaped(d->sym.module));
 
 	/* Sized from the kernel's thread count, with room for threads
 	 * created meanwhile. */
@@ -1040,10 +1073,11 @@ main(int argc, char **argv)
 	r = collect_threads(&run, &ss);
 	if (r == 0) {
 		/* The slots are process-global; read them while nothing runs. */
-		if (etls_resolve(ctl.pid, &d->sym, &d->acc) < 0 ||
-		    d->acc.model == TLSM_UNRESOLVED)
+		if (d->has_symbol && (etls_resolve(ctl.pid, &d->sym, &d->acc) < 0 ||
+				      d->acc.model == TLSM_UNRESOLVED))
 			d->acc.model = TLSM_UNRESOLVED;
 		read_threads(&run);
+		dlay_read(d);
 	}
 	stop_detach_all(&ss);
 	/* ---- threads running again ---- */
@@ -1058,10 +1092,10 @@ main(int argc, char **argv)
 		return EXIT_FATAL;
 	}
 
-	if (d->acc.model == TLSM_UNRESOLVED) {
+	if (d->has_symbol && d->acc.model == TLSM_UNRESOLVED) {
 		warnx("the loader has not filled in the TLS slot of " OTEL_THREAD_CTX_SYMBOL
 		      " in %s; no thread can be read",
-		      d->sym.module);
+		      escaped(d->sym.module));
 		run.partial = true;
 	}
 	for (i = 0; i < d->n_threads; i++) {
@@ -1076,6 +1110,7 @@ main(int argc, char **argv)
 	}
 	qsort(d->threads, d->n_threads, sizeof(*d->threads), cmp_tid);
 	decode_attrs(&run);
+	dlay_finish(d);
 	if (ctl.stacks)
 		unwind_stacks(&run);
 	return finish(&run, run.partial ? EXIT_PARTIAL : EXIT_OK);

@@ -10,6 +10,7 @@
 #include <sys/types.h>
 
 #include "elf-tls.h"
+#include "layouts.h"
 #include "pctx-read.h"
 #include "process-ctx.h"
 #include "thread-record.h"
@@ -19,6 +20,18 @@
 /* attrs-data bytes copied per thread; larger records are cut here and
  * flagged (the OTEP recommends at most 612). */
 #define DUMP_ATTRS_CAP 4096
+
+/* A thread's context in one of the other layouts. */
+struct dump_alt {
+	enum lay_kind kind;
+	enum lay_state state; /* LAY_COPIED or LAY_ERROR */
+	int err;              /* LAY_ERROR: negative errno */
+	uint64_t slot_addr, ptr;
+	uint64_t cl_count; /* custom-labels count as read */
+	/* decoded (LAY_COPIED), allocated for its n_attrs attributes only;
+	 * points into dump.alt_raw */
+	struct lay_ctx *ctx;
+};
 
 struct dump_thread {
 	pid_t tid;
@@ -56,6 +69,15 @@ struct dump_thread {
 	size_t n_frames;
 	bool frames_capped;    /* more frames than --max-frames */
 	char stack_error[160]; /* "" = none */
+
+	/* 1 + index of the thread's copies in dump.alt_raw (the other
+	 * layouts, dump-layouts.c); 0 = none */
+	size_t alt_idx;
+	/* Its Elastic and custom-labels contexts, decoded after the threads
+	 * run again (only layouts whose pointer was set or could not be
+	 * read) */
+	struct dump_alt *alt;
+	unsigned n_alt;
 };
 
 /* attrs_len bytes of the thread's attrs_data.  Not a pointer kept in the
@@ -86,4 +108,9 @@ struct dump {
 	unsigned stop_rounds;
 	bool stacks;
 	struct stack_arena stack_arena; /* the threads' stack copies */
+
+	/* Elastic and custom-labels layouts, if the process defines one
+	 * (dump-layouts.c): NULL if not */
+	struct lay_proc *alt;
+	struct lay_raw *alt_raw; /* LAY_N per thread */
 };

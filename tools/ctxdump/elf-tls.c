@@ -208,22 +208,17 @@ elf_close(struct etls_elf *x)
 	x->fd = -1;
 }
 
+/* Headers, PT_TLS, load bias and .dynsym of the object opened in x->e,
+ * whose lowest mapping starts at map_start with file offset map_offset. */
 static int
-elf_open_obj(pid_t pid, const struct etls_obj *ob, struct etls_elf *x)
+elf_parse(struct etls_elf *x, uint64_t map_start, uint64_t map_offset)
 {
 	size_t nph = 0, i;
 	Elf_Scn *scn = NULL;
 
-	memset(x, 0, sizeof(*x));
-	x->fd = obj_open(pid, ob);
-	if (x->fd < 0)
-		return x->fd;
-	x->e = elf_begin(x->fd, ELF_C_READ_MMAP, NULL);
 	if (!x->e || elf_kind(x->e) != ELF_K_ELF || !gelf_getehdr(x->e, &x->eh) ||
-	    x->eh.e_ident[EI_CLASS] != ELFCLASS64 || elf_getphdrnum(x->e, &nph) < 0) {
-		elf_close(x);
+	    x->eh.e_ident[EI_CLASS] != ELFCLASS64 || elf_getphdrnum(x->e, &nph) < 0)
 		return -ENOEXEC;
-	}
 	for (i = 0; i < nph; i++) {
 		GElf_Phdr ph;
 
@@ -239,10 +234,10 @@ elf_open_obj(pid_t pid, const struct etls_obj *ob, struct etls_elf *x)
 			uint64_t pg_off = ph.p_offset & ~(uint64_t)(ETLS_PAGE - 1);
 			uint64_t pg_vaddr = ph.p_vaddr & ~(uint64_t)(ETLS_PAGE - 1);
 
-			if (ob->offset >= pg_off &&
-			    ob->offset < ph.p_offset + ph.p_filesz) {
+			if (map_offset >= pg_off &&
+			    map_offset < ph.p_offset + ph.p_filesz) {
 				x->bias =
-					ob->start - (pg_vaddr + (ob->offset - pg_off));
+					map_start - (pg_vaddr + (map_offset - pg_off));
 				x->bias_ok = true;
 			}
 		}
@@ -258,6 +253,22 @@ elf_open_obj(pid_t pid, const struct etls_obj *ob, struct etls_elf *x)
 		}
 	}
 	return 0;
+}
+
+static int
+elf_open_obj(pid_t pid, const struct etls_obj *ob, struct etls_elf *x)
+{
+	int r;
+
+	memset(x, 0, sizeof(*x));
+	x->fd = obj_open(pid, ob);
+	if (x->fd < 0)
+		return x->fd;
+	x->e = elf_begin(x->fd, ELF_C_READ_MMAP, NULL);
+	r = elf_parse(x, ob->start, ob->offset);
+	if (r < 0)
+		elf_close(x);
+	return r;
 }
 
 /* Index of the .dynsym entry named name: defined STT_TLS of size 8 when
@@ -364,6 +375,74 @@ path_is_musl(const char *path)
 	return strncmp(b, "ld-musl-", 8) == 0 || strncmp(b, "libc.musl-", 10) == 0;
 }
 
+/* The definition of name in x: "a file without a TLS segment defines no
+ * thread-local".  Fills what the object itself tells (not the module path,
+ * and is_exec only for ET_EXEC). */
+static bool
+examine_definition(struct etls_elf *x, const char *name, struct etls_symbol *cur)
+{
+	size_t idx;
+	GElf_Sym s;
+
+	if (!x->has_tls || !x->bias_ok || !lookup_sym(x, name, true, &idx, &s))
+		return false;
+	cur->is_exec = x->eh.e_type == ET_EXEC;
+	cur->bias = x->bias;
+	cur->st_value = s.st_value;
+	cur->st_size = s.st_size;
+	cur->tls_vaddr = x->tls.p_vaddr;
+	cur->tls_memsz = x->tls.p_memsz;
+	cur->tls_align = x->tls.p_align;
+	if (x->eh.e_machine == EM_X86_64)
+		cur->arch = TLSM_X86_64;
+	else if (x->eh.e_machine == EM_AARCH64)
+		cur->arch = TLSM_AARCH64;
+	else
+		cur->arch = (enum tlsm_arch) - 1;
+	scan_relocs(x, idx, x->bias, cur);
+	return true;
+}
+
+/* The slots of the relocations against an undefined reference to name. */
+static bool
+examine_user(struct etls_elf *x, const char *name, struct etls_symbol *sym)
+{
+	size_t idx;
+	GElf_Sym s;
+
+	return x->bias_ok && lookup_sym(x, name, false, &idx, &s) &&
+	       scan_relocs(x, idx, x->bias, sym);
+}
+
+int
+etls_examine_image(void *image,
+		   size_t size,
+		   uint64_t map_start,
+		   uint64_t map_offset,
+		   const char *name,
+		   bool user,
+		   struct etls_symbol *sym)
+{
+	struct etls_elf x;
+	bool found;
+	int r;
+
+	memset(sym, 0, sizeof(*sym));
+	if (elf_version(EV_CURRENT) == EV_NONE)
+		return -ENOTSUP;
+	memset(&x, 0, sizeof(x));
+	x.fd = -1;
+	x.e = elf_memory(image, size);
+	r = elf_parse(&x, map_start, map_offset);
+	if (r < 0) {
+		elf_close(&x);
+		return r;
+	}
+	found = user ? examine_user(&x, name, sym) : examine_definition(&x, name, sym);
+	elf_close(&x);
+	return found ? 0 : -ENOENT;
+}
+
 int
 etls_find(pid_t pid, struct etls_symbol *sym)
 {
@@ -395,8 +474,6 @@ etls_find_named(pid_t pid, const char *name, struct etls_symbol *sym)
 	for (i = 0; i < objs.n; i++) {
 		const struct etls_obj *ob = &objs.v[i];
 		struct etls_elf x;
-		size_t idx;
-		GElf_Sym s;
 
 		musl |= path_is_musl(ob->path);
 		best.n_objects++;
@@ -404,30 +481,15 @@ etls_find_named(pid_t pid, const char *name, struct etls_symbol *sym)
 			best.n_unopenable++;
 			continue;
 		}
-		/* "A file without a TLS segment defines no thread-local". */
-		if (!x.has_tls || !x.bias_ok || !lookup_sym(&x, name, true, &idx, &s)) {
+		memset(&cur, 0, sizeof(cur));
+		if (!examine_definition(&x, name, &cur)) {
 			elf_close(&x);
 			continue;
 		}
-		memset(&cur, 0, sizeof(cur));
+		elf_close(&x);
 		snprintf(cur.module, sizeof(cur.module), "%s", ob->path);
 		cur.deleted = ob->deleted;
-		cur.is_exec = x.eh.e_type == ET_EXEC ||
-			      (exe_ok && (uint64_t)exe_st.st_ino == ob->inode);
-		cur.bias = x.bias;
-		cur.st_value = s.st_value;
-		cur.st_size = s.st_size;
-		cur.tls_vaddr = x.tls.p_vaddr;
-		cur.tls_memsz = x.tls.p_memsz;
-		cur.tls_align = x.tls.p_align;
-		if (x.eh.e_machine == EM_X86_64)
-			cur.arch = TLSM_X86_64;
-		else if (x.eh.e_machine == EM_AARCH64)
-			cur.arch = TLSM_AARCH64;
-		else
-			cur.arch = (enum tlsm_arch) - 1;
-		scan_relocs(&x, idx, x.bias, &cur);
-		elf_close(&x);
+		cur.is_exec |= exe_ok && (uint64_t)exe_st.st_ino == ob->inode;
 
 		best.n_definitions++;
 		/* The executable comes first in the lookup scope; otherwise the
@@ -465,13 +527,10 @@ etls_find_named(pid_t pid, const char *name, struct etls_symbol *sym)
 	if (r == 0 && !has_slots(&best) && !best.is_exec) {
 		for (i = 0; i < objs.n; i++) {
 			struct etls_elf x;
-			size_t idx;
-			GElf_Sym s;
 
 			if (elf_open_obj(pid, &objs.v[i], &x) < 0)
 				continue;
-			if (x.bias_ok && lookup_sym(&x, name, false, &idx, &s) &&
-			    scan_relocs(&x, idx, x.bias, &best)) {
+			if (examine_user(&x, name, &best)) {
 				snprintf(best.reloc_module, sizeof(best.reloc_module),
 					 "%s", objs.v[i].path);
 				elf_close(&x);

@@ -62,6 +62,23 @@ int etls_find_data(pid_t pid,
 		   uint64_t *addr,
 		   uint64_t *size);
 
+/* For tests and fuzzers: the part of etls_find_named() that reads one ELF
+ * object, here from its bytes in memory, which may be anything (libelf
+ * may convert them in place).  The object's lowest mapping starts at
+ * map_start with file offset map_offset.  Looks for the definition of
+ * name (STT_TLS, size 8) and fills what the object tells: bias, st_value,
+ * st_size, the PT_TLS fields, arch, is_exec (ET_EXEC) and the slots of the
+ * relocations against it; with user, looks for an undefined reference
+ * instead and fills only the slots.  Returns 0, -ENOENT (no such symbol, or
+ * no slot for user), or -ENOEXEC (not a 64-bit ELF object). */
+int etls_examine_image(void *image,
+		       size_t size,
+		       uint64_t map_start,
+		       uint64_t map_offset,
+		       const char *name,
+		       bool user,
+		       struct etls_symbol *sym);
+
 /* Read the loader-written slots and classify the access.  Call while the
  * target's threads are stopped (the slots are process-global and a
  * concurrent dlopen could be filling them in).  Always fills *acc; the

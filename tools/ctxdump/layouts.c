@@ -69,11 +69,13 @@ lay_find(pid_t pid, unsigned want, struct lay_proc *lp)
 		l->acc.model = TLSM_UNRESOLVED;
 		lp->mask |= LAY_MASK(k);
 		if (k == LAY_CUSTOM_LABELS &&
-		    etls_find_data(pid, &l->sym, LAY_CL_ABI_SYMBOL, &addr, &size) == 0 &&
+		    etls_find_data(pid, &l->sym, LAY_CL_ABI_SYMBOL, &addr, &size) ==
+			    0 &&
 		    size == sizeof(uint32_t))
 			l->data_addr = addr;
 		if (k == LAY_ELASTIC &&
-		    etls_find_data(pid, &l->sym, LAY_ELASTIC_STORAGE, &addr, &size) == 0 &&
+		    etls_find_data(pid, &l->sym, LAY_ELASTIC_STORAGE, &addr, &size) ==
+			    0 &&
 		    size == sizeof(uint64_t))
 			l->data_addr = addr;
 	}
@@ -146,8 +148,7 @@ reserve(size_t n)
 	return 0;
 }
 
-static void __attribute__((destructor))
-lay_scratch_free(void)
+static void __attribute__((destructor)) lay_scratch_free(void)
 {
 	free(lay_rg);
 	free(lay_idx);
@@ -231,8 +232,8 @@ lay_read(const struct lay_proc *lp,
 				set_error(r, -EINVAL);
 				continue;
 			}
-			e = tlsm_slot_addr(&lp->l[k].acc, tps[i], remote_tlsm_read, &pid,
-					   &slot);
+			e = tlsm_slot_addr(&lp->l[k].acc, tps[i], remote_tlsm_read,
+					   &pid, &slot);
 			if (e == -ENODATA) {
 				r->state = LAY_NO_BLOCK;
 				continue;
@@ -242,7 +243,8 @@ lay_read(const struct lay_proc *lp,
 				continue;
 			}
 			r->slot_addr = slot;
-			lay_rg[m] = (struct remote_range){slot, &r->ptr, sizeof(r->ptr), 0};
+			lay_rg[m] =
+				(struct remote_range){slot, &r->ptr, sizeof(r->ptr), 0};
 			lay_idx[m++] = i * LAY_N + k;
 		}
 	}
@@ -263,7 +265,7 @@ lay_read(const struct lay_proc *lp,
 			r->state = LAY_NULL;
 			continue;
 		}
-		len = kind == LAY_OTEL	  ? otel_first_piece(r->ptr)
+		len = kind == LAY_OTEL      ? otel_first_piece(r->ptr)
 		      : kind == LAY_ELASTIC ? LAY_ELASTIC_SIZE
 					    : CL_SET_SIZE;
 		lay_rg[m] = (struct remote_range){r->ptr, r->buf, len, 0};
@@ -298,8 +300,8 @@ lay_read(const struct lay_proc *lp,
 			/* a first piece cut short met an unmapped page */
 			if (r->len >= need || r->len < otel_first_piece(r->ptr))
 				continue;
-			lay_rg[m] = (struct remote_range){r->ptr + r->len, r->buf + r->len,
-							  need - r->len, 0};
+			lay_rg[m] = (struct remote_range){
+				r->ptr + r->len, r->buf + r->len, need - r->len, 0};
 			lay_idx[m++] = lay_idx[i];
 		} else if (kind == LAY_ELASTIC) {
 			if (got != LAY_ELASTIC_SIZE) {
@@ -326,8 +328,9 @@ lay_read(const struct lay_proc *lp,
 			}
 			if (!storage || !count)
 				continue;
-			lay_rg[m] = (struct remote_range){storage, r->buf + CL_ARRAY_OFF,
-							  (size_t)count * CL_LABEL_SIZE, 0};
+			lay_rg[m] =
+				(struct remote_range){storage, r->buf + CL_ARRAY_OFF,
+						      (size_t)count * CL_LABEL_SIZE, 0};
 			lay_idx[m++] = lay_idx[i];
 		}
 	}
@@ -381,9 +384,11 @@ lay_read(const struct lay_proc *lp,
 				}
 				if (!l)
 					continue;
-				lay_rg[m] = (struct remote_range){ptr[s], r->buf + off, l, 0};
+				lay_rg[m] = (struct remote_range){ptr[s], r->buf + off,
+								  l, 0};
 				/* label j, string s of this raw */
-				lay_idx[m++] = (lay_idx[i] * LAY_CL_MAX_LABELS + j) * 2 + s;
+				lay_idx[m++] =
+					(lay_idx[i] * LAY_CL_MAX_LABELS + j) * 2 + s;
 				off += l;
 				space -= l;
 			}

@@ -28,15 +28,10 @@
 #include "thread-record.h"
 #include "tls-math.h"
 
-enum lay_kind {
-	LAY_OTEL = 0,
-	LAY_ELASTIC = 1,
-	LAY_CUSTOM_LABELS = 2,
-	LAY_N
-};
+enum lay_kind { LAY_OTEL = 0, LAY_ELASTIC = 1, LAY_CUSTOM_LABELS = 2, LAY_N };
 
-#define LAY_MASK(k)   (1u << (k))
-#define LAY_MASK_ALL  ((1u << LAY_N) - 1)
+#define LAY_MASK(k)  (1u << (k))
+#define LAY_MASK_ALL ((1u << LAY_N) - 1)
 
 #define LAY_ELASTIC_SYMBOL  "elastic_apm_profiling_correlation_tls_v1"
 #define LAY_ELASTIC_STORAGE "elastic_apm_profiling_correlation_process_storage_v1"
@@ -117,7 +112,7 @@ struct lay_raw {
 	 * its label array (at 24) and the label strings (after the array). */
 	uint8_t buf[LAY_RAW_MAX];
 	size_t len;
-	bool truncated; /* attributes or labels cut short */
+	bool truncated;    /* attributes or labels cut short */
 	uint64_t cl_count; /* custom-labels: count as read */
 	unsigned cl_n;     /* labels copied (<= LAY_CL_MAX_LABELS) */
 	struct lay_cl_label cl[LAY_CL_MAX_LABELS];
@@ -143,9 +138,9 @@ struct lay_attr {
 /* A decoded context, pointing into the lay_raw (and the key map). */
 struct lay_ctx {
 	enum lay_kind kind;
-	bool valid;     /* a usable context (see lay_decode) */
+	bool valid;         /* a usable context (see lay_decode) */
 	unsigned raw_valid; /* OTEP valid byte, Elastic valid byte */
-	bool has_trace; /* trace_id/span_id/flags are set */
+	bool has_trace;     /* trace_id/span_id/flags are set */
 	uint8_t trace_id[16];
 	uint8_t span_id[8];
 	uint8_t flags;

@@ -195,16 +195,35 @@ state_word(char st)
 	return "unknown";
 }
 
+/* Names of the layouts (layouts.h), here so that this file links alone. */
+static const char *const alt_symbol[LAY_N] = {
+	[LAY_OTEL] = OTEL_THREAD_CTX_SYMBOL,
+	[LAY_ELASTIC] = LAY_ELASTIC_SYMBOL,
+	[LAY_CUSTOM_LABELS] = LAY_CL_SYMBOL,
+};
+
 static bool
-thread_has_valid(const struct dump_thread *t)
+alt_valid(const struct dump_thread *t)
 {
-	return t->has_record && t->hdr.valid == TREC_VALID;
+	unsigned i;
+
+	for (i = 0; i < t->n_alt; i++)
+		if (t->alt[i].ctx && t->alt[i].ctx->valid)
+			return true;
+	return false;
 }
 
 static bool
-thread_shown(const struct dump_thread *t, const struct output_opts *o)
+thread_has_valid(const struct dump *d, const struct dump_thread *t)
 {
-	return !o->quiet || thread_has_valid(t);
+	return (t->has_record && t->hdr.valid == TREC_VALID) || alt_valid(t);
+}
+
+static bool
+thread_shown(const struct dump *d, const struct dump_thread *t,
+	     const struct output_opts *o)
+{
+	return !o->quiet || thread_has_valid(d, t);
 }
 
 /* Name of attribute index key: from the key map, or NULL. */
@@ -314,6 +333,22 @@ text_header(FILE *f, const struct dump *d, const struct output_opts *o)
 		text_cstr(f, d->sym.module);
 		fprintf(f, " (%s)\n", tlsm_model_name(d->acc.model));
 	}
+	if (d->alt) {
+		unsigned k;
+
+		for (k = 0; k < LAY_N; k++) {
+			const struct lay_layout *l = &d->alt->l[k];
+
+			if (!l->present)
+				continue;
+			fprintf(f, "Symbol: %s in ", alt_symbol[k]);
+			text_cstr(f, l->sym.module);
+			fprintf(f, " (%s", tlsm_model_name(l->acc.model));
+			if (!l->abi_ok)
+				fprintf(f, ", ABI version %u: not read", l->abi_version);
+			fputs_unlocked(")\n", f);
+		}
+	}
 	if (o->verbose && d->has_symbol) {
 		if (d->acc.model == TLSM_TLSDESC_DYNAMIC || d->acc.model == TLSM_GD)
 			fprintf(f, "TLS: module %" PRIu64 ", offset 0x%" PRIx64 "\n",
@@ -373,6 +408,60 @@ text_frames(FILE *f, const struct dump_thread *t)
 			t->n_frames);
 }
 
+/* A thread's Elastic and custom-labels contexts, "[layout]" first. */
+static void
+text_alt(FILE *f, const struct dump *d, const struct dump_thread *t)
+{
+	const struct lay_ctx *c;
+	char hex[33];
+	unsigned i, j;
+
+	for (j = 0; j < t->n_alt; j++) {
+		const struct dump_alt *a = &t->alt[j];
+		const char *tag = a->kind == LAY_ELASTIC ? "[elastic]" : "[custom-labels]";
+
+		c = a->ctx;
+		if (a->state == LAY_ERROR) {
+			fprintf(f, "    %s (not read: %s)\n", tag, strerror(-a->err));
+			continue;
+		}
+		if (!c)
+			continue;
+		if (a->kind == LAY_ELASTIC) {
+			fputs_unlocked("    [elastic]", f);
+			if (!c->valid) {
+				fprintf(f, " (being updated: valid=%u)\n", c->raw_valid);
+			} else if (!c->has_trace) {
+				fputs_unlocked(" (no trace)\n", f);
+			} else {
+				w3c_hex_encode(hex, c->trace_id, 16);
+				hex[32] = '\0';
+				fprintf(f, " trace_id=%s", hex);
+				w3c_hex_encode(hex, c->span_id, 8);
+				hex[16] = '\0';
+				fprintf(f, " span_id=%s", hex);
+				w3c_hex_encode(hex, c->txn_id, 8);
+				hex[16] = '\0';
+				fprintf(f, " transaction_id=%s flags=%02x\n", hex, c->flags);
+			}
+			continue;
+		}
+		if (!c->n_attrs)
+			fputs_unlocked("    [custom-labels] (no labels)\n", f);
+		for (i = 0; i < c->n_attrs; i++) {
+			fputs_unlocked("    [custom-labels] ", f);
+			output_text_escape(f, c->attrs[i].key, c->attrs[i].klen, false);
+			fputc_unlocked('=', f);
+			output_text_escape(f, c->attrs[i].val, c->attrs[i].vlen, false);
+			fputc_unlocked('\n', f);
+		}
+		if (c->truncated)
+			fprintf(f, "    [custom-labels] (labels truncated: count=%" PRIu64 ")\n",
+				a->cl_count);
+	}
+	(void)d;
+}
+
 static void
 text_thread(FILE *f, const struct dump *d, const struct dump_thread *t)
 {
@@ -385,7 +474,9 @@ text_thread(FILE *f, const struct dump *d, const struct dump_thread *t)
 	if (t->error[0]) {
 		fprintf(f, "    (not read: %s)\n", t->error);
 	} else if (!t->has_record) {
-		fputs_unlocked("    (no context)\n", f);
+		/* with only another layout's context, that says it all */
+		if (!alt_valid(t))
+			fputs_unlocked("    (no context)\n", f);
 	} else if (t->hdr.valid != TREC_VALID) {
 		fprintf(f, "    (record at 0x%" PRIx64 " not valid: valid=%u)\n",
 			t->record_addr, t->hdr.valid);
@@ -413,6 +504,7 @@ text_thread(FILE *f, const struct dump *d, const struct dump_thread *t)
 			fprintf(f, "    (attributes truncated: attrs_data_size=%u)\n",
 				t->hdr.attrs_data_size);
 	}
+	text_alt(f, d, t);
 	if (d->stacks)
 		text_frames(f, t);
 }
@@ -430,7 +522,7 @@ output_text(FILE *f, const struct dump *d, const struct output_opts *o)
 	flockfile(f);
 	text_header(f, d, o);
 	for (i = 0; i < d->n_threads; i++) {
-		if (!thread_shown(&d->threads[i], o))
+		if (!thread_shown(d, &d->threads[i], o))
 			continue;
 		/* a blank line after the header, and between stacks */
 		if (first || d->stacks)
@@ -724,6 +816,8 @@ json_context(struct jw *w, const struct dump *d, const struct dump_thread *t)
 		return;
 	}
 	jw_obj_begin(w);
+	jw_key(w, "layout");
+	jw_cstr(w, OTEL_THREAD_CTX_SYMBOL);
 	jw_key(w, "record_addr");
 	jw_addr(w, t->record_addr);
 	jw_key(w, "valid");
@@ -817,6 +911,124 @@ json_frames(struct jw *w, const struct dump_thread *t)
 }
 
 static void
+json_hex_or_null(struct jw *w, bool have, const uint8_t *id, size_t n)
+{
+	char hex[33];
+
+	if (!have) {
+		jw_raw(w, "null");
+		return;
+	}
+	w3c_hex_encode(hex, id, n);
+	jw_str(w, (const uint8_t *)hex, 2 * n);
+}
+
+/* "layouts": the other layouts the process defines. */
+static void
+json_alt_layouts(struct jw *w, const struct dump *d)
+{
+	unsigned k;
+
+	jw_key(w, "layouts");
+	jw_arr_begin(w);
+	for (k = 0; d->alt && k < LAY_N; k++) {
+		const struct lay_layout *l = &d->alt->l[k];
+
+		if (!l->present)
+			continue;
+		jw_elem(w);
+		jw_obj_begin(w);
+		jw_key(w, "name");
+		jw_cstr(w, alt_symbol[k]);
+		jw_key(w, "module");
+		jw_cstr(w, l->sym.module);
+		jw_key(w, "model");
+		jw_cstr(w, tlsm_model_name(l->acc.model));
+		jw_key(w, "readable");
+		jw_raw(w, l->abi_ok && l->acc.model != TLSM_UNRESOLVED ? "true" : "false");
+		if (k == LAY_CUSTOM_LABELS) {
+			jw_key(w, "abi_version");
+			jw_u64(w, l->abi_version);
+		}
+		jw_close(w, '}');
+	}
+	jw_close(w, ']');
+}
+
+/* "other_contexts": the thread's Elastic and custom-labels contexts. */
+static void
+json_alt_contexts(struct jw *w, const struct dump *d, const struct dump_thread *t)
+{
+	unsigned j, i;
+
+	jw_key(w, "other_contexts");
+	jw_arr_begin(w);
+	for (j = 0; j < t->n_alt; j++) {
+		const struct dump_alt *a = &t->alt[j];
+		const struct lay_ctx *c = a->ctx;
+
+		if (a->state != LAY_ERROR && !c)
+			continue;
+		jw_elem(w);
+		jw_obj_begin(w);
+		jw_key(w, "layout");
+		jw_cstr(w, alt_symbol[a->kind]);
+		jw_key(w, "slot_addr");
+		jw_addr(w, a->slot_addr);
+		if (a->state == LAY_ERROR) {
+			jw_key(w, "error");
+			jw_cstr(w, strerror(-a->err));
+			jw_close(w, '}');
+			continue;
+		}
+		jw_key(w, "pointer");
+		jw_addr(w, a->ptr);
+		if (a->kind == LAY_ELASTIC) {
+			jw_key(w, "minor_version");
+			jw_u64(w, c->minor_version);
+			jw_key(w, "valid");
+			jw_u64(w, c->raw_valid);
+			jw_key(w, "trace_id");
+			json_hex_or_null(w, c->has_trace, c->trace_id, 16);
+			jw_key(w, "span_id");
+			json_hex_or_null(w, c->has_trace, c->span_id, 8);
+			jw_key(w, "transaction_id");
+			json_hex_or_null(w, c->has_trace, c->txn_id, 8);
+			jw_key(w, "flags");
+			if (c->has_trace)
+				jw_u64(w, c->flags);
+			else
+				jw_raw(w, "null");
+		} else {
+			jw_key(w, "count");
+			jw_u64(w, a->cl_count);
+			jw_key(w, "truncated");
+			jw_raw(w, c->truncated ? "true" : "false");
+			jw_key(w, "trace_id");
+			json_hex_or_null(w, c->has_trace, c->trace_id, 16);
+			jw_key(w, "span_id");
+			json_hex_or_null(w, c->has_trace && !w3c_id_is_zero(c->span_id, 8),
+					 c->span_id, 8);
+			jw_key(w, "labels");
+			jw_arr_begin(w);
+			for (i = 0; i < c->n_attrs; i++) {
+				jw_elem(w);
+				jw_obj_begin(w);
+				jw_key(w, "key");
+				jw_str(w, c->attrs[i].key, c->attrs[i].klen);
+				jw_key(w, "value");
+				jw_str(w, c->attrs[i].val, c->attrs[i].vlen);
+				jw_close(w, '}');
+			}
+			jw_close(w, ']');
+		}
+		jw_close(w, '}');
+	}
+	jw_close(w, ']');
+	(void)d;
+}
+
+static void
 json_thread(struct jw *w, const struct dump *d, const struct dump_thread *t)
 {
 	char st[2] = {t->state, '\0'};
@@ -835,6 +1047,8 @@ json_thread(struct jw *w, const struct dump *d, const struct dump_thread *t)
 	else
 		jw_raw(w, "null");
 	json_context(w, d, t);
+	if (d->alt)
+		json_alt_contexts(w, d, t);
 	if (t->error[0]) {
 		jw_key(w, "error");
 		jw_cstr(w, t->error);
@@ -865,13 +1079,14 @@ output_json(FILE *f, const struct dump *d, const struct output_opts *o)
 	}
 	jw_close(&w, ']');
 	json_symbol(&w, d);
+	json_alt_layouts(&w, d);
 	json_pctx(&w, d);
 	jw_key(&w, "stopped_ns");
 	jw_u64(&w, d->stopped_ns);
 	jw_key(&w, "threads");
 	jw_arr_begin(&w);
 	for (i = 0; i < d->n_threads; i++)
-		if (thread_shown(&d->threads[i], o))
+		if (thread_shown(d, &d->threads[i], o))
 			json_thread(&w, d, &d->threads[i]);
 	jw_close(&w, ']');
 	jw_close(&w, '}');

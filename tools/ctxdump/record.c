@@ -9,7 +9,14 @@
  * running, before the next round.  Stacks, frames, strings and contexts
  * are interned (proffile.h), so the file grows by a few bytes per sample
  * and the tool's memory stays bounded: the intern tables are dropped and
- * started again past a size cap. */
+ * started again past a size cap.
+ *
+ * Unlike the one-shot dump, the recorder outlives its stops, so it must
+ * itself release what a stop leaves behind: a thread that did not stop in
+ * time stays seized with the interrupt pending and is detached as soon as
+ * it stops (rounds that meet it meanwhile are skipped), and a thread that
+ * exited while seized is reaped, or its process could never finish
+ * exiting. */
 #include "config.h"
 
 #include "profile.h"
@@ -23,7 +30,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ptrace.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -192,7 +201,7 @@ struct rec {
 	struct pctx_decoded *pd;
 	uint64_t pctx_ns;
 
-	struct itab strings, frames, stacks, ctxs, threads;
+	struct itab strings, frame_tab, stacks, ctxs, threads;
 
 	/* per-round scratch, grown as needed (before the stop) */
 	size_t cap;
@@ -208,7 +217,14 @@ struct rec {
 	uint8_t *key; /* stack/context keys */
 	size_t key_cap;
 
+	/* threads still seized after a round (they did not stop in time):
+	 * detached as soon as they stop */
+	pid_t *late;
+	size_t n_late, cap_late;
+
 	uint64_t rounds, samples, lost_ticks, failed_rounds, timeouts;
+	uint64_t skipped_rounds;
+	int last_err; /* of a failed round */
 	uint64_t win_sum, win_max;
 	uint64_t reset_ns;
 	int end_reason;
@@ -276,7 +292,7 @@ intern_frame(struct rec *rc, const struct stack_frame *f)
 	uint32_t id, sym, mod;
 	bool fresh;
 
-	id = itab_get(&rc->frames, &f->ip, sizeof(f->ip), &fresh);
+	id = itab_get(&rc->frame_tab, &f->ip, sizeof(f->ip), &fresh);
 	if (!fresh)
 		return id;
 	sym = intern_cstr(rc, f->symbol);
@@ -287,8 +303,9 @@ intern_frame(struct rec *rc, const struct stack_frame *f)
 	pfile_w_u(&rc->w, sym);
 	pfile_w_u(&rc->w, mod);
 	pfile_w_u(&rc->w, f->offset);
-	pfile_w_u(&rc->w, ((f->flags & STACK_FRAME_SIGNAL) ? PFILE_FRAME_SIGNAL : 0) |
-				  ((f->flags & STACK_FRAME_DYNSYM) ? PFILE_FRAME_DYNSYM : 0));
+	pfile_w_u(&rc->w,
+		  ((f->flags & STACK_FRAME_SIGNAL) ? PFILE_FRAME_SIGNAL : 0) |
+			  ((f->flags & STACK_FRAME_DYNSYM) ? PFILE_FRAME_DYNSYM : 0));
 	pfile_w_end(&rc->w);
 	return id;
 }
@@ -538,12 +555,12 @@ reserve(struct rec *rc, size_t n)
 	if (n <= rc->cap)
 		return 0;
 	n += n / 4 + 16;
-#define GROW(p)                                                        \
-	do {                                                           \
-		void *np_ = realloc((p), n * sizeof(*(p)));            \
-		if (!np_)                                              \
-			return -ENOMEM;                                \
-		(p) = np_;                                             \
+#define GROW(p)                                             \
+	do {                                                \
+		void *np_ = realloc((p), n * sizeof(*(p))); \
+		if (!np_)                                   \
+			return -ENOMEM;                     \
+		(p) = np_;                                  \
 	} while (0)
 	GROW(rc->tids);
 	GROW(rc->states);
@@ -644,8 +661,8 @@ write_round(struct rec *rc, const struct stop_set *ss, size_t k, uint64_t t)
 		for (kk = 0; kk < LAY_N; kk++) {
 			struct lay_ctx *c = rc->ctx;
 
-			if (lay_decode((enum lay_kind)kk, &rc->raws[j * LAY_N + kk], rc->pd,
-				       c) < 0 ||
+			if (lay_decode((enum lay_kind)kk, &rc->raws[j * LAY_N + kk],
+				       rc->pd, c) < 0 ||
 			    !c->valid)
 				continue;
 			reload |= c->unknown_keys;
@@ -669,6 +686,116 @@ write_round(struct rec *rc, const struct stop_set *ss, size_t k, uint64_t t)
 		load_pctx(rc, true);
 }
 
+/* A thread that exited while seized stays a zombie until its tracer
+ * waits for it (PTRACE_DETACH fails on it), and its process cannot finish
+ * exiting meanwhile: collect every such exit now.  For a thread that was
+ * detached (no longer our tracee) this is an ECHILD no-op. */
+static void
+reap_traced_zombies(const struct stop_set *ss)
+{
+	size_t i;
+	int st;
+
+	for (i = 0; i < ss->n; i++) {
+		pid_t r;
+
+		/* late threads (STOP_TIMEOUT) are note_late()'s */
+		if (ss->t[i].status != STOP_DETACHED)
+			continue;
+		do
+			r = waitpid(ss->t[i].tid, &st, __WALL | WNOHANG);
+		while (r < 0 && errno == EINTR);
+		/* never happens after a detach, but a stop must not be lost */
+		if (r == ss->t[i].tid && WIFSTOPPED(st))
+			(void)ptrace(PTRACE_DETACH, ss->t[i].tid, NULL, NULL);
+	}
+}
+
+/* Remember the threads a round left seized but not stopped: the
+ * interrupt is pending, they will stop, and must then be let go. */
+static void
+note_late(struct rec *rc, const struct stop_set *ss)
+{
+	size_t i;
+
+	for (i = 0; i < ss->n; i++) {
+		pid_t *nl;
+		int st;
+
+		if (ss->t[i].status != STOP_TIMEOUT)
+			continue;
+		/* stop_release() detached it if it had stopped meanwhile */
+		if (waitpid(ss->t[i].tid, &st, __WALL | WNOHANG) == ss->t[i].tid) {
+			if (WIFSTOPPED(st))
+				(void)ptrace(PTRACE_DETACH, ss->t[i].tid, NULL, NULL);
+			continue;
+		}
+		if (rc->n_late == rc->cap_late) {
+			size_t cap = rc->cap_late ? 2 * rc->cap_late : 16;
+
+			nl = realloc(rc->late, cap * sizeof(*nl));
+			if (!nl)
+				continue; /* released when we exit */
+			rc->late = nl;
+			rc->cap_late = cap;
+		}
+		rc->late[rc->n_late++] = ss->t[i].tid;
+	}
+}
+
+/* Detach the late threads that have stopped by now (or reap the ones
+ * that exited); keep the others.  With wait_ms, poll that long for them
+ * (the end of the recording: after that, exiting releases them). */
+static void
+release_late(struct rec *rc, unsigned wait_ms)
+{
+	uint64_t end = remote_now_ns() + (uint64_t)wait_ms * 1000000u;
+
+	for (;;) {
+		size_t i, k = 0;
+
+		for (i = 0; i < rc->n_late; i++) {
+			pid_t tid = rc->late[i], r;
+			int st;
+
+			r = waitpid(tid, &st, __WALL | WNOHANG);
+			if (r == 0 || (r < 0 && errno == EINTR)) {
+				rc->late[k++] = tid; /* still running */
+				continue;
+			}
+			if (r == tid && WIFSTOPPED(st))
+				(void)ptrace(PTRACE_DETACH, tid, NULL, NULL);
+		}
+		rc->n_late = k;
+		if (!k || remote_now_ns() >= end)
+			return;
+		usleep(1000);
+	}
+}
+
+static bool
+is_late(const struct rec *rc, pid_t tid)
+{
+	size_t i;
+
+	for (i = 0; i < rc->n_late; i++)
+		if (rc->late[i] == tid)
+			return true;
+	return false;
+}
+
+/* Whether pid is gone or its leader is a zombie (with no thread left
+ * that could be stopped). */
+static bool
+process_ending(pid_t pid)
+{
+	char comm[64], state = '?';
+
+	if (stop_read_task_stat(pid, pid, comm, sizeof(comm), &state) < 0)
+		return true;
+	return state == 'Z' || state == 'X';
+}
+
 /* One sampling round.  Returns 0, or a negative errno: -ESRCH (the
  * process is gone), -EPERM (cannot attach), others. */
 static int
@@ -684,10 +811,19 @@ sample_round(struct rec *rc)
 	/* room for the threads before they are stopped */
 	if (reserve(rc, hint > 0 ? (size_t)hint : 64) < 0)
 		return -ENOMEM;
+	if (rc->n_late) {
+		/* a thread that did not stop in time is still seized, and
+		 * cannot be seized again: give it a moment to stop */
+		unsigned ms = 500 / rc->ctl->rate;
+
+		release_late(rc, ms < 10 ? ms : 10);
+	}
 
 	/* ---- threads stopped from here ---- */
 	stop_init(&ss, rc->pid);
 	r = stop_all(&ss, 0, STOP_TIMEOUT_MS);
+	if (r == -EPERM && is_late(rc, ss.fail_tid))
+		r = -EAGAIN; /* ours, still not stopped: skip the round */
 	if (r < 0) {
 		if (ss.signal) {
 			/* Our own end, not stop.c's default action. */
@@ -695,6 +831,8 @@ sample_round(struct rec *rc)
 			ss.signal = 0;
 		}
 		stop_release(&ss);
+		reap_traced_zombies(&ss);
+		note_late(rc, &ss);
 		stop_free(&ss);
 		return r == -EINTR ? 0 : r;
 	}
@@ -737,7 +875,15 @@ sample_round(struct rec *rc)
 		ss.signal = 0;
 	}
 	stop_release(&ss);
+	reap_traced_zombies(&ss);
+	note_late(rc, &ss);
 
+	if (!k && process_ending(rc->pid)) {
+		/* only zombie threads left: the process is exiting */
+		stack_arena_free(&arena);
+		stop_free(&ss);
+		return -ESRCH;
+	}
 	win = stop_window_ns(&ss);
 	rc->win_sum += win;
 	if (win > rc->win_max)
@@ -774,7 +920,7 @@ static void
 rec_free(struct rec *rc)
 {
 	itab_clear(&rc->strings);
-	itab_clear(&rc->frames);
+	itab_clear(&rc->frame_tab);
 	itab_clear(&rc->stacks);
 	itab_clear(&rc->ctxs);
 	itab_clear(&rc->threads);
@@ -788,6 +934,7 @@ rec_free(struct rec *rc)
 	free(rc->frames);
 	free(rc->ctx);
 	free(rc->key);
+	free(rc->late);
 	if (rc->has_pctx)
 		pctxr_free(&rc->pctx);
 	free(rc->pd);
@@ -795,6 +942,8 @@ rec_free(struct rec *rc)
 }
 
 /* ---- command line ---- */
+
+static void usage(void) __attribute__((noreturn));
 
 static void
 usage(void)
@@ -808,8 +957,10 @@ usage(void)
 	      "the process keeps running.\n"
 	      "\n"
 	      "Options:\n"
-	      " -F, --rate <hz>           samples per second (default 100, at most 1000)\n"
-	      " -d, --duration <seconds>  stop after this time (default: until interrupted)\n"
+	      " -F, --rate <hz>           samples per second (default 100, at most "
+	      "1000)\n"
+	      " -d, --duration <seconds>  stop after this time (default: until "
+	      "interrupted)\n"
 	      " -o, --output <file>       where to write (default ctxdump.prof; - for\n"
 	      "                             standard output)\n"
 	      " -n, --max-frames <n>      at most <n> frames per stack (default 128)\n"
@@ -952,6 +1103,13 @@ install_signals(void)
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
 	sigaction(SIGQUIT, &sa, NULL);
+	/* and they must reach us: a blocked mask is inherited through exec */
+	sigemptyset(&sa.sa_mask);
+	sigaddset(&sa.sa_mask, SIGINT);
+	sigaddset(&sa.sa_mask, SIGTERM);
+	sigaddset(&sa.sa_mask, SIGHUP);
+	sigaddset(&sa.sa_mask, SIGQUIT);
+	sigprocmask(SIG_UNBLOCK, &sa.sa_mask, NULL);
 	/* the stops are waited for with SIGCHLD (stop.c) */
 	signal(SIGCHLD, SIG_DFL);
 	signal(SIGPIPE, SIG_IGN);
@@ -967,6 +1125,23 @@ sleep_until(uint64_t t)
 	(void)clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
 }
 
+/* Sleep until t; meanwhile let a late thread go as soon as it stops (a
+ * stopped thread must not wait for the next round). */
+static void
+wait_until(struct rec *rc, uint64_t t)
+{
+	while (rc->n_late && !rec_signal) {
+		uint64_t now = remote_now_ns();
+
+		release_late(rc, 0);
+		if (now >= t)
+			return;
+		sleep_until(now + 1000000u < t ? now + 1000000u : t);
+	}
+	if (!rec_signal)
+		sleep_until(t);
+}
+
 static void
 print_summary(const struct rec *rc, uint64_t elapsed)
 {
@@ -976,18 +1151,30 @@ print_summary(const struct rec *rc, uint64_t elapsed)
 		rc->samples, rc->rounds, (double)elapsed / 1e9,
 		strcmp(rc->ctl->output, "-") == 0 ? "standard output" : rc->ctl->output,
 		rc->w.bytes);
+	if (!rc->rounds && !rc->skipped_rounds && !rc->failed_rounds)
+		return;
+	fputs("ctxdump record: ", stderr);
 	if (rc->rounds)
 		fprintf(stderr,
-			"ctxdump record: threads stopped %.1f us per round on average, "
-			"%.1f us at most",
+			"threads stopped %.1f us per round on average, %.1f us at most",
 			(double)rc->win_sum / (double)rc->rounds / 1e3,
 			(double)rc->win_max / 1e3);
+	else
+		fputs("no round completed", stderr);
 	if (rc->lost_ticks)
 		fprintf(stderr, "; %" PRIu64 " ticks missed", rc->lost_ticks);
 	if (rc->timeouts)
 		fprintf(stderr, "; %" PRIu64 " thread stops timed out", rc->timeouts);
-	if (rc->rounds)
-		fputc('\n', stderr);
+	if (rc->skipped_rounds)
+		fprintf(stderr,
+			"; %" PRIu64
+			" rounds skipped (a thread that had not stopped in "
+			"time was still held)",
+			rc->skipped_rounds);
+	if (rc->failed_rounds)
+		fprintf(stderr, "; %" PRIu64 " rounds failed (%s)", rc->failed_rounds,
+			strerror(-rc->last_err));
+	fputc('\n', stderr);
 }
 
 int
@@ -1034,8 +1221,9 @@ record_main(int argc, char **argv)
 	}
 	rc->have_layouts = r == 0;
 	if (!rc->have_layouts && !ctl.quiet)
-		rwarn("process %d defines none of " OTEL_THREAD_CTX_SYMBOL ", " LAY_ELASTIC_SYMBOL
-		      ", " LAY_CL_SYMBOL "; recording stacks without trace context",
+		rwarn("process %d defines none of " OTEL_THREAD_CTX_SYMBOL
+		      ", " LAY_ELASTIC_SYMBOL ", " LAY_CL_SYMBOL
+		      "; recording stacks without trace context",
 		      (int)ctl.pid);
 
 	to_stdout = strcmp(ctl.output, "-") == 0;
@@ -1059,7 +1247,8 @@ record_main(int argc, char **argv)
 	if (rc->have_layouts) {
 		char svc[129], env[129];
 
-		if (lay_elastic_storage(&rc->lp, svc, sizeof(svc), env, sizeof(env)) == 0) {
+		if (lay_elastic_storage(&rc->lp, svc, sizeof(svc), env, sizeof(env)) ==
+		    0) {
 			if (svc[0])
 				write_resource(rc, "service.name", svc);
 			if (env[0])
@@ -1089,21 +1278,26 @@ record_main(int argc, char **argv)
 			}
 			break;
 		}
-		if (r < 0) {
+		if (r == -EAGAIN) {
+			rc->skipped_rounds++;
+		} else if (r < 0) {
 			rc->failed_rounds++;
+			rc->last_err = r;
 			if (!rc->rounds) {
 				/* nothing recorded: attach fails for good */
 				rwarn("cannot stop process %d: %s%s", (int)ctl.pid,
 				      strerror(-r),
-				      r == -EPERM ? " (already traced, or not permitted)"
-						  : "");
+				      r == -EPERM
+					      ? " (already traced, or not permitted)"
+					      : "");
 				rc->end_reason = PFILE_END_ERROR;
 				status = EXIT_FATAL;
 				break;
 			}
 		}
 		if (rc->w.err) {
-			rwarn("write error on %s: %s", ctl.output, strerror(-rc->w.err));
+			rwarn("write error on %s: %s", ctl.output,
+			      strerror(-rc->w.err));
 			rc->end_reason = PFILE_END_ERROR;
 			status = EXIT_FATAL;
 			break;
@@ -1121,13 +1315,16 @@ record_main(int argc, char **argv)
 		}
 		if (end_t && next >= end_t) {
 			if (end_t > now)
-				sleep_until(end_t);
+				wait_until(rc, end_t);
 			if (!rec_signal)
 				break;
 			continue;
 		}
-		sleep_until(next);
+		wait_until(rc, next);
 	}
+	/* nothing may stay seized: wait a little for late stops (exiting
+	 * releases the rest) */
+	release_late(rc, 200);
 	write_end(rc);
 	if (fflush(rc->out) != 0 && !rc->w.err)
 		rc->w.err = -errno;

@@ -1,0 +1,334 @@
+#!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
+#
+# What `ctxdump record` costs the process it samples (issue 10), as ratios
+# measured in this run: the target with `ctxdump record -F 20` and with
+# `-F 100` attached, against the same target with nothing attached, the
+# three interleaved (the order rotates every run), medians over runs.
+#
+#   sh bench/record-overhead.sh [BUILDDIR]     (default: ./build)
+#
+# Targets:
+#   R1-R4  nginx (1 worker, under libctxshim.so) serving a 612-byte file
+#          to wrk (1 thread, 8 keep-alive connections, traceparent on every
+#          request); requests/s and p99 latency.  The recorder samples the
+#          worker.
+#   R5-R6  a CPU-bound single thread (sha256sum of REC_CPU_MB MiB of zeros);
+#          the time it takes.
+#   R7     how long the recorder stopped the nginx worker per round, and
+#          the file it wrote (from `ctxdump report`).
+#
+# Environment:
+#   REC_RATES="20 100"  sampling rates compared with no recording
+#   REC_RUNS=N          runs of each configuration (default 7)
+#   REC_SECS=N          seconds per wrk run (default 3)
+#   REC_CPU_MB=N        MiB hashed per CPU-bound run (default 1024)
+#   REC_KEEP=1          keep the work directory (raw numbers)
+#
+# Needs a build of this tree (libctxshim.so, ctxdump), nginx (nginx-light),
+# wrk and curl for R1-R4, sha256sum for R5-R6; what is missing is skipped.
+# 127.0.0.1 only.  Nothing here is a test: timings are never asserted.
+
+set -u
+
+SRCDIR=$(cd "$(dirname "$0")/.." && pwd)
+BUILD=${1:-$SRCDIR/build}
+BUILD=$(cd "$BUILD" 2>/dev/null && pwd) || {
+	echo "record-overhead: no build directory ${1:-$SRCDIR/build}" >&2
+	exit 2
+}
+RATES=${REC_RATES:-"20 100"}
+RUNS=${REC_RUNS:-7}
+SECS=${REC_SECS:-3}
+CPU_MB=${REC_CPU_MB:-1024}
+SHIM=$BUILD/libctxshim.so
+CTXDUMP=$BUILD/tools/ctxdump/ctxdump
+for f in "$SHIM" "$CTXDUMP"; do
+	if [ ! -f "$f" ]; then
+		echo "record-overhead: $f is missing; build first (ninja -C $BUILD)" >&2
+		exit 2
+	fi
+done
+
+# As in bench/run.sh: as root, everything measured runs at nice -10.
+PRIO=
+if [ "$(id -u)" = 0 ] && nice -n -10 true 2>/dev/null; then
+	PRIO="nice -n -10"
+fi
+
+W=$(mktemp -d /tmp/ctxshim-recbench.XXXXXX)
+NGINX=
+REC=
+ROWS=$W/rows
+: >"$ROWS"
+
+cleanup() {
+	[ -n "$REC" ] && kill "$REC" 2>/dev/null
+	[ -n "$NGINX" ] && kill "$NGINX" 2>/dev/null
+	i=0
+	while [ -n "$NGINX" ] && kill -0 "$NGINX" 2>/dev/null && [ $i -lt 50 ]; do
+		sleep 0.1
+		i=$((i + 1))
+	done
+	if [ "${REC_KEEP:-0}" = 1 ]; then
+		echo "record-overhead: raw numbers kept in $W" >&2
+	else
+		rm -rf "$W"
+	fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM HUP
+
+log() {
+	echo "record-overhead: $*" >&2
+}
+
+median() {
+	sort -g | awk '{ v[NR] = $1 }
+		END { if (NR == 0) print "nan";
+		      else if (NR % 2) print v[(NR + 1) / 2];
+		      else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+
+# median over the lines of FILE of column A / column B
+ratio() {
+	awk -v a="$2" -v b="$3" '$b > 0 { printf "%.6f\n", $a / $b }' "$1" | median |
+		awk '{ printf "%.3f", $1 }'
+}
+
+row() {
+	printf '%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$4" >>"$ROWS"
+}
+
+# record_start PID RATE TAG: ctxdump record in the background (REC)
+record_start() {
+	# 4>&-: not a writer of the CPU-bound target's fifo (it would never
+	# see EOF)
+	$PRIO "$CTXDUMP" record -q -F "$2" -o "$W/rec.$3.prof" "$1" 2>"$W/rec.$3.err" 4>&- &
+	REC=$!
+	# the first rounds are on disk: sampling has begun
+	i=0
+	while [ "$(stat -c %s "$W/rec.$3.prof" 2>/dev/null || echo 0)" -lt 200 ]; do
+		i=$((i + 1))
+		[ $i -gt 200 ] && break
+		sleep 0.01
+	done
+}
+
+record_stop() {
+	kill -INT "$REC" 2>/dev/null
+	wait "$REC" 2>/dev/null
+	REC=
+}
+
+# "0 20 100", rotated by $1
+order() {
+	set -- "$1" 0 $RATES
+	n=$1
+	shift
+	k=$(($# > 0 ? n % $# : 0))
+	i=0
+	out=
+	for r in "$@"; do
+		[ $i -ge "$k" ] && out="$out $r"
+		i=$((i + 1))
+	done
+	i=0
+	for r in "$@"; do
+		[ $i -lt "$k" ] && out="$out $r"
+		i=$((i + 1))
+	done
+	echo $out
+}
+
+# ---- nginx ------------------------------------------------------------------
+
+port_free() {
+	! grep -qi "^ *[0-9]*: [0-9A-F]*:$(printf '%04X' "$1") [0-9A-F:]* 0A" \
+		/proc/net/tcp 2>/dev/null
+}
+
+wrk_p99_us() {
+	awk '$1 == "99%" {
+		v = $2; u = v; sub(/[0-9.]+/, "", u); sub(/[a-z]+$/, "", v)
+		m = (u == "us") ? 1 : (u == "ms") ? 1000 : (u == "s") ? 1000000 : 0
+		print v * m }' "$1"
+}
+
+wrk_rps() {
+	sed -n 's/^Requests\/sec: *\([0-9.]*\)/\1/p' "$1"
+}
+
+bench_nginx() {
+	d=$W/nginx
+	mkdir -p "$d/tmp" "$W/www"
+	chmod 755 "$W"
+	awk 'BEGIN { for (i = 0; i < 612; i++) printf "%c", 97 + i % 26 }' \
+		>"$W/www/small.html"
+	chmod -R a+rX "$W/www"
+	port=18280
+	while ! port_free $port; do port=$((port + 1)); done
+	cat >"$d/nginx.conf" <<-EOF
+	worker_processes 1;
+	daemon off;
+	pid $d/nginx.pid;
+	error_log $d/error.log warn;
+	events { worker_connections 1024; }
+	http {
+		access_log off;
+		keepalive_requests 1000000;
+		keepalive_timeout 60s;
+		client_body_temp_path $d/tmp/body;
+		proxy_temp_path $d/tmp/proxy;
+		fastcgi_temp_path $d/tmp/fastcgi;
+		uwsgi_temp_path $d/tmp/uwsgi;
+		scgi_temp_path $d/tmp/scgi;
+		server {
+			listen 127.0.0.1:$port;
+			root $W/www;
+		}
+	}
+	EOF
+	LD_PRELOAD=$SHIM OTEL_SERVICE_NAME=bench-nginx \
+		$PRIO nginx -p "$d" -c "$d/nginx.conf" -e "$d/error.log" >"$d/out" 2>&1 &
+	NGINX=$!
+	i=0
+	while ! curl -s -o /dev/null --max-time 1 "http://127.0.0.1:$port/small.html"; do
+		i=$((i + 1))
+		if [ $i -gt 50 ]; then
+			log "nginx did not start:"
+			cat "$d/error.log" >&2
+			return
+		fi
+		sleep 0.1
+	done
+	worker=$(ps -o pid= --ppid "$NGINX" | head -n 1 | tr -d ' ')
+	if [ -z "$worker" ]; then
+		log "no nginx worker"
+		return
+	fi
+	tp="traceparent: 00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	url="http://127.0.0.1:$port/small.html"
+	log "nginx + wrk: $RUNS runs of ${SECS} s per configuration (no recording, rates $RATES)"
+	wrk -t1 -c8 -d1s -H "$tp" "$url" >/dev/null # warm-up
+	: >"$W/nginx.runs"
+	run=0
+	while [ $run -lt "$RUNS" ]; do
+		line=
+		for r in $(order $run); do
+			[ "$r" != 0 ] && record_start "$worker" "$r" "ngx$r"
+			$PRIO wrk -t1 -c8 -d"${SECS}s" --latency -H "$tp" "$url" \
+				>"$W/wrk.$r" 2>&1
+			[ "$r" != 0 ] && record_stop
+			eval "rps_$r=\$(wrk_rps \"\$W/wrk.\$r\")"
+			eval "p99_$r=\$(wrk_p99_us \"\$W/wrk.\$r\")"
+		done
+		# columns: rps and p99 of no recording, then of each rate
+		line="$rps_0 $p99_0"
+		for r in $RATES; do
+			eval "line=\"\$line \$rps_$r \$p99_$r\""
+		done
+		echo "$line" >>"$W/nginx.runs"
+		run=$((run + 1))
+	done
+	base=$(awk '{print $1}' "$W/nginx.runs" | median)
+	col=3
+	for r in $RATES; do
+		rr=$(awk -v c=$col '{print $c}' "$W/nginx.runs" | median)
+		row R-ngx-rps-$r "nginx requests/s, recording at $r Hz / not recording" \
+			"$(ratio "$W/nginx.runs" $col 1)" \
+			"$(awk -v a="$rr" -v b="$base" 'BEGIN{printf "%.0f / %.0f req/s", a, b}')"
+		lp=$(awk '{print $2}' "$W/nginx.runs" | median)
+		lr=$(awk -v c=$((col + 1)) '{print $c}' "$W/nginx.runs" | median)
+		row R-ngx-p99-$r "nginx p99 latency, recording at $r Hz / not recording" \
+			"$(ratio "$W/nginx.runs" $((col + 1)) 2)" \
+			"$(awk -v a="$lr" -v b="$lp" 'BEGIN{printf "%.0f / %.0f us", a, b}')"
+		# the stop windows and file size of the last recording
+		if [ -f "$W/rec.ngx$r.prof" ]; then
+			"$CTXDUMP" report "$W/rec.ngx$r.prof" >"$W/rep.$r" 2>/dev/null
+			st=$(sed -n 's/^Stopped: \(.*\)$/\1/p' "$W/rep.$r")
+			sz=$(stat -c %s "$W/rec.ngx$r.prof")
+			ns=$(sed -n 's/^Recording of .* \([0-9]*\) samples of .*/\1/p' "$W/rep.$r")
+			row R-ngx-stop-$r "nginx worker stopped per round at $r Hz" "-" \
+				"$st; ${ns:-?} samples, $sz bytes in ${SECS} s"
+		fi
+		col=$((col + 2))
+	done
+	kill "$NGINX" 2>/dev/null
+	i=0
+	while kill -0 "$NGINX" 2>/dev/null && [ $i -lt 50 ]; do
+		sleep 0.1
+		i=$((i + 1))
+	done
+	NGINX=
+}
+
+# ---- CPU-bound ----------------------------------------------------------------
+
+now_ns() {
+	date +%s%N
+}
+
+bench_cpu() {
+	log "sha256sum of $CPU_MB MiB: $RUNS runs per configuration"
+	: >"$W/cpu.runs"
+	run=0
+	while [ $run -lt "$RUNS" ]; do
+		for r in $(order $run); do
+			rm -f "$W/fifo"
+			mkfifo "$W/fifo"
+			$PRIO sha256sum <"$W/fifo" >/dev/null &
+			SHA=$!
+			exec 4>"$W/fifo"
+			[ "$r" != 0 ] && record_start "$SHA" "$r" "cpu$r"
+			t0=$(now_ns)
+			head -c "$((CPU_MB * 1048576))" /dev/zero >&4
+			exec 4>&-
+			wait "$SHA"
+			t1=$(now_ns)
+			[ "$r" != 0 ] && record_stop
+			eval "t_$r=$((t1 - t0))"
+		done
+		line="$t_0"
+		for r in $RATES; do
+			eval "line=\"\$line \$t_$r\""
+		done
+		echo "$line" >>"$W/cpu.runs"
+		run=$((run + 1))
+	done
+	base=$(awk '{print $1}' "$W/cpu.runs" | median)
+	col=2
+	for r in $RATES; do
+		tr=$(awk -v c=$col '{print $c}' "$W/cpu.runs" | median)
+		# throughput ratio = time without / time with
+		row R-cpu-$r "CPU-bound throughput, recording at $r Hz / not recording" \
+			"$(ratio "$W/cpu.runs" 1 $col)" \
+			"$(awk -v a="$tr" -v b="$base" 'BEGIN{printf "%.3f / %.3f s", a / 1e9, b / 1e9}')"
+		col=$((col + 1))
+	done
+}
+
+# ---- main ---------------------------------------------------------------------
+
+T0=$(date +%s)
+if command -v nginx >/dev/null && command -v wrk >/dev/null && command -v curl >/dev/null; then
+	bench_nginx
+else
+	row R-ngx "nginx under wrk" "skip" "needs nginx, wrk, curl"
+fi
+if command -v sha256sum >/dev/null; then
+	bench_cpu
+else
+	row R-cpu "CPU-bound throughput" "skip" "needs sha256sum"
+fi
+
+echo
+echo "ctxdump record overhead ($(uname -m), $(nproc) CPUs, kernel $(uname -r)), $(date -u +%Y-%m-%d)"
+echo "command: sh bench/record-overhead.sh ${1:-} (REC_RUNS=$RUNS, REC_SECS=$SECS," \
+	"REC_CPU_MB=$CPU_MB${PRIO:+, $PRIO})"
+echo
+awk -F '\t' '
+	BEGIN { printf "%-16s %-58s %7s  %s\n", "id", "measurement", "ratio",
+		"detail (medians of each side)" }
+	{ printf "%-16s %-58s %7s  %s\n", $1, $2, $3, $4 }' "$ROWS"
+echo "(total $(($(date +%s) - T0)) s)"

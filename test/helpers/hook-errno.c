@@ -1,0 +1,284 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Return values and errno of the hooks other than the socket ones
+ * (socket-errno.c has those): hook-pthread.c, hook-fork.c, hook-exec.c,
+ * hook-ucontext.c, and the thread pools of hook-pool-uv.c and
+ * hook-pool-glib.c (loaded with dlopen() when installed; their hooks bind
+ * at run time).  Success and failure paths; one line per call,
+ * "<what> ret=<r> errno=<name>", where errno must be the sentinel set
+ * before a call that succeeds.  The test runs this with and without the
+ * shim and compares; the program also checks the expected values itself
+ * (exit 1 on a mismatch).  No tracing code. */
+#include "config.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <threads.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+#define SENTINEL 4242
+
+pid_t _Fork(void);
+
+static int failures;
+
+static void
+check(const char *what, long r, long exp_ret, int exp_errno)
+{
+	int e = errno;
+	const char *name = e == SENTINEL ? "unchanged" : strerrorname_np(e);
+
+	printf("%s ret=%ld errno=%s\n", what, r, name ? name : "?");
+	/* exp_errno -1: whatever libc leaves (compared with and without the
+	 * shim by the test) */
+	if (r != exp_ret || (exp_errno != -1 && e != exp_errno)) {
+		printf("MISMATCH %s: want ret=%ld errno=%d, got ret=%ld errno=%d\n",
+		       what, exp_ret, exp_errno, r, e);
+		failures++;
+	}
+}
+
+#define CALL(what, expr, exp_ret, exp_errno)         \
+	do {                                         \
+		long r_;                             \
+		errno = SENTINEL;                    \
+		r_ = (long)(expr);                   \
+		check(what, r_, exp_ret, exp_errno); \
+	} while (0)
+
+static void *
+thread_fn(void *arg)
+{
+	return arg;
+}
+
+static int
+thrd_fn(void *arg)
+{
+	return (int)(long)arg;
+}
+
+static void
+threads(void)
+{
+	pthread_attr_t attr;
+	pthread_t t;
+	thrd_t tt;
+	void *ret;
+	int res;
+
+	CALL("pthread_create", pthread_create(&t, NULL, thread_fn, (void *)7), 0,
+	     SENTINEL);
+	CALL("pthread_join", pthread_join(t, &ret), 0, SENTINEL);
+	CALL("pthread_create-result", (long)ret, 7, SENTINEL);
+	/* a stack no machine has: the error is the return value */
+	pthread_attr_init(&attr);
+	pthread_attr_setstacksize(&attr, (size_t)1 << 46);
+	{
+		long r;
+
+		errno = SENTINEL;
+		r = pthread_create(&t, &attr, thread_fn, NULL);
+		if (r == 0)
+			pthread_join(t, NULL);
+		/* glibc's failed mmap() leaves ENOMEM in errno too */
+		check("pthread_create-huge-stack", r == EAGAIN || r == ENOMEM ? -1 : r,
+		      -1, -1);
+	}
+	pthread_attr_destroy(&attr);
+	CALL("thrd_create", thrd_create(&tt, thrd_fn, (void *)5), thrd_success,
+	     SENTINEL);
+	CALL("thrd_join", thrd_join(tt, &res), thrd_success, SENTINEL);
+	CALL("thrd_create-result", res, 5, SENTINEL);
+}
+
+static void
+forks(void)
+{
+	pid_t pid;
+	int st;
+
+	errno = SENTINEL;
+	pid = _Fork();
+	if (pid == 0)
+		_exit(errno == SENTINEL ? 0 : 1);
+	check("_Fork-parent", pid > 0 ? 0 : pid, 0, SENTINEL);
+	CALL("_Fork-child", waitpid(pid, &st, 0) == pid && st == 0, 1, SENTINEL);
+	errno = SENTINEL;
+	pid = fork();
+	if (pid == 0)
+		_exit(errno == SENTINEL ? 0 : 1);
+	check("fork-parent", pid > 0 ? 0 : pid, 0, SENTINEL);
+	CALL("fork-child", waitpid(pid, &st, 0) == pid && st == 0, 1, SENTINEL);
+}
+
+/* An exec that fails returns -1 with errno; one that succeeds is checked
+ * in a child (exit status of /bin/sh -c 'exit 3'). */
+static void
+execs(void)
+{
+	char *const argv[] = {"nonexistent-ctxshim-cmd", NULL};
+	char *const envp[] = {"A=1", NULL};
+	char *const sh[] = {"/bin/sh", "-c", "exit 3", NULL};
+	pid_t pid;
+	int st;
+
+	CALL("execve-enoent", execve("/nonexistent/x", argv, envp), -1, ENOENT);
+	CALL("execv-eacces", execv("/", argv), -1, EACCES);
+	CALL("execvp-enoent", execvp("nonexistent-ctxshim-cmd", argv), -1, ENOENT);
+	CALL("execvpe-enoent", execvpe("nonexistent-ctxshim-cmd", argv, envp), -1,
+	     ENOENT);
+	CALL("execl-enoent", execl("/nonexistent/x", "x", (char *)NULL), -1, ENOENT);
+	CALL("execle-enoent", execle("/nonexistent/x", "x", (char *)NULL, envp), -1,
+	     ENOENT);
+	CALL("execlp-enoent", execlp("nonexistent-ctxshim-cmd", "x", (char *)NULL), -1,
+	     ENOENT);
+	CALL("fexecve-einval", fexecve(-1, argv, envp), -1, EINVAL);
+	CALL("execveat-enoent", execveat(AT_FDCWD, "/nonexistent/x", argv, envp, 0), -1,
+	     ENOENT);
+	CALL("execveat-einval", execveat(AT_FDCWD, "/bin/sh", sh, envp, 0x7fff0000), -1,
+	     EINVAL);
+	pid = fork();
+	if (pid == 0) {
+		execv(sh[0], sh);
+		_exit(127);
+	}
+	CALL("execv-success", waitpid(pid, &st, 0) == pid ? WEXITSTATUS(st) : -1, 3,
+	     SENTINEL);
+}
+
+static ucontext_t uc_main, uc_co;
+static int co_runs;
+
+static void
+co_fn(void)
+{
+	co_runs++;
+}
+
+static void
+contexts(void)
+{
+	static char stack[64 * 1024];
+
+	CALL("getcontext", getcontext(&uc_co), 0, SENTINEL);
+	uc_co.uc_stack.ss_sp = stack;
+	uc_co.uc_stack.ss_size = sizeof(stack);
+	uc_co.uc_link = &uc_main;
+	errno = SENTINEL;
+	makecontext(&uc_co, co_fn, 0);
+	check("makecontext", 0, 0, SENTINEL);
+	CALL("swapcontext", swapcontext(&uc_main, &uc_co), 0, SENTINEL);
+	CALL("swapcontext-ran", co_runs, 1, SENTINEL);
+}
+
+/* ---- thread pools, when the libraries are installed ----
+ * The hooked names are looked up in the global scope, where a preloaded
+ * shim comes first (dlsym() on the library's handle would bypass it). */
+
+struct uv_work_s {
+	char opaque[256];
+};
+
+static void
+uv_work(struct uv_work_s *req)
+{
+	(void)req;
+}
+
+static void
+uv_pools(void)
+{
+	void *h = dlopen("libuv.so.1", RTLD_NOW | RTLD_GLOBAL);
+	void *(*loop_new)(void);
+	int (*loop_init)(void *);
+	int (*queue)(void *, struct uv_work_s *, void (*)(struct uv_work_s *),
+		     void (*)(struct uv_work_s *, int));
+	int (*run)(void *, int);
+	int (*loop_close)(void *);
+	size_t (*loop_size)(void);
+	static struct uv_work_s req;
+	void *loop;
+
+	if (!h) {
+		printf("libuv: not installed\n");
+		return;
+	}
+	loop_size = (size_t(*)(void))dlsym(h, "uv_loop_size");
+	loop_init = (int (*)(void *))dlsym(h, "uv_loop_init");
+	queue = (int (*)(void *, struct uv_work_s *, void (*)(struct uv_work_s *),
+			 void (*)(struct uv_work_s *, int)))dlsym(RTLD_DEFAULT,
+								  "uv_queue_work");
+	run = (int (*)(void *, int))dlsym(h, "uv_run");
+	loop_close = (int (*)(void *))dlsym(h, "uv_loop_close");
+	(void)loop_new;
+	loop = calloc(1, loop_size());
+	if (!loop || loop_init(loop) != 0)
+		exit(2);
+	/* no work callback: UV_EINVAL, as libuv returns it */
+	CALL("uv_queue_work-einval", queue(loop, &req, NULL, NULL), -EINVAL, SENTINEL);
+	CALL("uv_queue_work", queue(loop, &req, uv_work, NULL), 0, SENTINEL);
+	CALL("uv_run", run(loop, 0), 0, SENTINEL);
+	CALL("uv_loop_close", loop_close(loop), 0, SENTINEL);
+	free(loop);
+}
+
+static void
+glib_fn(void *data, void *user)
+{
+	(void)data;
+	(void)user;
+}
+
+static void
+glib_pools(void)
+{
+	void *h = dlopen("libglib-2.0.so.0", RTLD_NOW | RTLD_GLOBAL);
+	void *(*pool_new)(void (*)(void *, void *), void *, int, int, void **);
+	int (*push)(void *, void *, void **);
+	int (*set_max)(void *, int, void **);
+	void (*pool_free)(void *, int, int);
+	void *pool, *err = NULL;
+
+	if (!h) {
+		printf("glib: not installed\n");
+		return;
+	}
+	pool_new = (void *(*)(void (*)(void *, void *), void *, int, int,
+			      void **))dlsym(RTLD_DEFAULT, "g_thread_pool_new");
+	push = (int (*)(void *, void *, void **))dlsym(RTLD_DEFAULT,
+						       "g_thread_pool_push");
+	set_max = (int (*)(void *, int, void **))dlsym(RTLD_DEFAULT,
+						       "g_thread_pool_set_max_threads");
+	pool_free =
+		(void (*)(void *, int, int))dlsym(RTLD_DEFAULT, "g_thread_pool_free");
+	errno = SENTINEL;
+	pool = pool_new(glib_fn, NULL, 2, 0, &err);
+	check("g_thread_pool_new", pool != NULL && err == NULL, 1, SENTINEL);
+	CALL("g_thread_pool_push", push(pool, (void *)1, &err), 1, SENTINEL);
+	CALL("g_thread_pool_set_max_threads", set_max(pool, 3, &err), 1, SENTINEL);
+	/* void, and what GLib leaves in errno while it waits for its threads
+	 * depends on timing, shim or not: only that it returns */
+	pool_free(pool, 0, 1);
+	printf("g_thread_pool_free returned\n");
+}
+
+int
+main(void)
+{
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	threads();
+	forks();
+	execs();
+	contexts();
+	uv_pools();
+	glib_pools();
+	printf("failures=%d\n", failures);
+	return failures ? 1 : 0;
+}

@@ -1,0 +1,683 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Load and races for the shim's hooks (test-preload-stress.c); no tracing
+ * code: it only looks at its own thread's published context the way an
+ * in-process reader would (ctxobs.h).  Each mode prints one line
+ *   RESULT <mode> n=<done> bad=<mismatches> ms=<wall> rss0_kb=<> rss1_kb=<>
+ * (rss0 after a warm-up, rss1 at the end) and exits 0 if bad is 0.
+ *
+ *   stress conns N      2 server threads accept on one listening socket,
+ *                       2 clients make N connections, one request each
+ *                       (traceparent with trace-id = the request number),
+ *                       reset by the client (no TIME_WAIT): accepted fds
+ *                       are reused all the time.  A server thread checks
+ *                       that its context is the request's trace when it
+ *                       has read the head.
+ *   stress forks N      4 threads fork N times in all: children that exec
+ *                       /bin/true (execv, execve, posix_spawn, vfork +
+ *                       execv), that start and join a thread, that fork
+ *                       again; every child must exit 0.
+ *   stress sigread N    the main thread reads N pipelined requests from a
+ *                       socket (written in 1..13-byte pieces) while a
+ *                       100 us timer signal's handler recv()s and read()s
+ *                       other server connections that carry requests too;
+ *                       every request must arrive intact and the main
+ *                       thread must see each one's trace as its context.
+ *   stress closerace N  N rounds: 4 threads block in read()/recv() on
+ *                       accepted connections while another thread closes
+ *                       those fds, new connections take the same numbers,
+ *                       and a request on each must give its own trace.
+ */
+#include "config.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <pthread.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ctxobs.h"
+
+extern char **environ;
+
+static atomic_ulong bad, ctx_bad, done;
+static bool shim; /* otel_thread_ctx_v1 exists: check contexts */
+static unsigned n_total;
+static struct sockaddr_in srv_addr;
+static int lsock;
+
+static long
+now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000L + ts.tv_nsec / 1000000;
+}
+
+static long
+rss_kb(void)
+{
+	char buf[4096], *p;
+	long v = -1;
+	FILE *f = fopen("/proc/self/status", "re");
+
+	if (!f)
+		return -1;
+	while (fgets(buf, sizeof(buf), f))
+		if ((p = strstr(buf, "VmRSS:")) == buf)
+			v = strtol(p + 6, NULL, 10);
+	fclose(f);
+	return v;
+}
+
+/* A failure: counted, the first few described on stderr. */
+#define mismatch(...)                                 \
+	do {                                          \
+		if (atomic_fetch_add(&bad, 1) < 5)    \
+			fprintf(stderr, __VA_ARGS__); \
+	} while (0)
+
+/* The trace-id of request i: 16 bytes, the last 8 = i + 1. */
+static void
+trace_of(unsigned long i, char hex[33])
+{
+	snprintf(hex, 33, "4bf92f3577b34da6%016lx", i + 1);
+}
+
+/* Is the calling thread's context the trace of request i?  (Always true
+ * without the shim.) */
+static bool
+ctx_is(unsigned long i)
+{
+	const struct otel_thread_ctx_record *r = ctxobs_record();
+	uint64_t v = 0;
+	int k;
+
+	if (!shim)
+		return true;
+	if (!r || r->valid != 1)
+		return false;
+	for (k = 8; k < 16; k++)
+		v = v << 8 | r->trace_id[k];
+	return v == i + 1;
+}
+
+static int
+listen_any(void)
+{
+	socklen_t len = sizeof(srv_addr);
+	int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1;
+
+	srv_addr.sin_family = AF_INET;
+	srv_addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (s < 0 || bind(s, (struct sockaddr *)&srv_addr, sizeof(srv_addr)) < 0 ||
+	    listen(s, 256) < 0 ||
+	    getsockname(s, (struct sockaddr *)&srv_addr, &len) < 0) {
+		perror("listen");
+		exit(2);
+	}
+	return s;
+}
+
+static int
+connect_srv(void)
+{
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	struct linger lg = {1, 0};
+
+	if (fd < 0 || connect(fd, (struct sockaddr *)&srv_addr, sizeof(srv_addr)) < 0) {
+		perror("connect");
+		exit(2);
+	}
+	/* close() sends a reset: no TIME_WAIT, ports never run out */
+	setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+	return fd;
+}
+
+static void
+write_all(int fd, const char *p, size_t n)
+{
+	while (n) {
+		ssize_t r = write(fd, p, n);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0) {
+			perror("write");
+			exit(2);
+		}
+		p += r;
+		n -= (size_t)r;
+	}
+}
+
+static size_t
+request(char *buf, size_t cap, unsigned long i)
+{
+	char hex[33];
+
+	trace_of(i, hex);
+	return (size_t)snprintf(buf, cap,
+				"GET /r%lu HTTP/1.1\r\nHost: x\r\n"
+				"traceparent: 00-%s-00f067aa0ba902b7-01\r\n\r\n",
+				i, hex);
+}
+
+/* Read one request head from fd (blocking, byte runs); returns its number
+ * or -1 at EOF/error. */
+static long
+read_head(int fd, bool use_recv)
+{
+	char buf[512];
+	size_t len = 0;
+
+	for (;;) {
+		ssize_t r = use_recv ? recv(fd, buf + len, sizeof(buf) - 1 - len, 0)
+				     : read(fd, buf + len, sizeof(buf) - 1 - len);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return -1;
+		len += (size_t)r;
+		buf[len] = '\0';
+		if (strstr(buf, "\r\n\r\n"))
+			return strncmp(buf, "GET /r", 6) == 0
+				       ? strtol(buf + 6, NULL, 10)
+				       : -2;
+		if (len == sizeof(buf) - 1)
+			return -2;
+	}
+}
+
+/* ---- conns ---- */
+
+static void *
+conns_server(void *arg)
+{
+	static const char resp[] = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+
+	(void)arg;
+	for (;;) {
+		int fd = accept4(lsock, NULL, NULL, SOCK_CLOEXEC);
+		long i;
+		char b;
+
+		if (fd < 0) {
+			if (errno == EINTR || errno == ECONNABORTED)
+				continue;
+			return NULL; /* listening socket shut down */
+		}
+		i = read_head(fd, (fd & 1) != 0);
+		if (i >= 0) {
+			if (!ctx_is((unsigned long)i))
+				mismatch(
+					"conns: request %lu on fd %lu: wrong context\n",
+					(unsigned long)i, (unsigned long)fd);
+			write_all(fd, resp, sizeof(resp) - 1);
+			/* the client resets: read until then */
+			while (read(fd, &b, 1) > 0)
+				;
+		} else {
+			mismatch("conns: bad head on fd %lu (%lu)\n", (unsigned long)fd,
+				 (unsigned long)-i);
+		}
+		close(fd);
+	}
+}
+
+static void *
+conns_client(void *arg)
+{
+	unsigned long first = (unsigned long)arg, i;
+	char req[256], resp[256];
+
+	for (i = first; i < n_total; i += 2) {
+		int fd = connect_srv();
+		size_t n = request(req, sizeof(req), i), got = 0;
+
+		write_all(fd, req, n);
+		while (got < 40) {
+			ssize_t r = read(fd, resp + got, sizeof(resp) - got);
+
+			if (r <= 0)
+				break;
+			got += (size_t)r;
+		}
+		if (got < 40 || memcmp(resp + got - 2, "ok", 2) != 0)
+			mismatch("conns: request %lu: short answer (%lu bytes)\n", i,
+				 (unsigned long)got);
+		close(fd);
+		atomic_fetch_add(&done, 1);
+	}
+	return NULL;
+}
+
+static void
+mode_conns(long *rss0)
+{
+	pthread_t s[2], c[2];
+	int k;
+
+	lsock = listen_any();
+	for (k = 0; k < 2; k++)
+		pthread_create(&s[k], NULL, conns_server, NULL);
+	for (k = 0; k < 2; k++)
+		pthread_create(&c[k], NULL, conns_client, (void *)(long)k);
+	while (atomic_load(&done) < n_total / 10 + 1 && atomic_load(&done) < n_total)
+		usleep(1000);
+	*rss0 = rss_kb();
+	for (k = 0; k < 2; k++)
+		pthread_join(c[k], NULL);
+	shutdown(lsock, SHUT_RDWR);
+	for (k = 0; k < 2; k++)
+		pthread_join(s[k], NULL);
+	close(lsock);
+}
+
+/* ---- forks ---- */
+
+static void *
+child_thread(void *arg)
+{
+	return arg;
+}
+
+static pid_t __attribute__((noinline)) vfork_true(void)
+{
+	char *const tru[] = {"/bin/true", NULL};
+	pid_t pid = vfork();
+
+	if (pid == 0) {
+		execv(tru[0], tru);
+		_exit(127);
+	}
+	return pid;
+}
+
+static void *
+forker(void *arg)
+{
+	unsigned long k = (unsigned long)arg, i;
+	char *const tru[] = {"/bin/true", NULL};
+
+	for (i = k; i < n_total; i += 4) {
+		pid_t pid = -1;
+		int st;
+
+		switch (i % 6) {
+		case 0:
+		case 1:
+			pid = fork();
+			if (pid == 0) {
+				if (i % 6 == 0)
+					execv(tru[0], tru);
+				else
+					execve(tru[0], tru, environ);
+				_exit(127);
+			}
+			break;
+		case 2:
+			if (posix_spawn(&pid, tru[0], NULL, NULL, tru, environ) != 0)
+				pid = -1;
+			break;
+		case 3:
+			pid = vfork_true();
+			break;
+		case 4:
+			pid = fork();
+			if (pid == 0) {
+				pthread_t t;
+
+				if (pthread_create(&t, NULL, child_thread, NULL) != 0 ||
+				    pthread_join(t, NULL) != 0)
+					_exit(3);
+				_exit(0);
+			}
+			break;
+		default:
+			pid = fork();
+			if (pid == 0) {
+				pid_t g = fork();
+
+				if (g == 0)
+					_exit(0);
+				if (g < 0 || waitpid(g, &st, 0) != g || st != 0)
+					_exit(4);
+				_exit(0);
+			}
+			break;
+		}
+		if (pid < 0) {
+			mismatch("forks: %lu: cannot start (errno %lu)\n", i,
+				 (unsigned long)errno);
+			continue;
+		}
+		while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+			;
+		if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+			mismatch("forks: %lu: child status %#lx\n", i,
+				 (unsigned long)st);
+		atomic_fetch_add(&done, 1);
+	}
+	return NULL;
+}
+
+static void
+mode_forks(long *rss0)
+{
+	pthread_t t[4];
+	int k;
+
+	for (k = 0; k < 4; k++)
+		pthread_create(&t[k], NULL, forker, (void *)(long)k);
+	while (atomic_load(&done) < n_total / 10 + 1 && atomic_load(&done) < n_total)
+		usleep(1000);
+	*rss0 = rss_kb();
+	for (k = 0; k < 4; k++)
+		pthread_join(t[k], NULL);
+}
+
+/* ---- sigread ---- */
+
+static int sig_fd[2];          /* server ends the handler reads */
+static atomic_ulong sig_bytes; /* bytes the handler got */
+static atomic_ulong sig_sent;
+
+static void
+on_alarm(int sig)
+{
+	int saved = errno;
+	char buf[64];
+	ssize_t r;
+
+	(void)sig;
+	r = recv(sig_fd[0], buf, sizeof(buf), MSG_DONTWAIT);
+	if (r > 0)
+		atomic_fetch_add(&sig_bytes, (unsigned long)r);
+	r = read(sig_fd[1], buf, sizeof(buf));
+	if (r > 0)
+		atomic_fetch_add(&sig_bytes, (unsigned long)r);
+	errno = saved;
+}
+
+struct feeder {
+	int fd;
+	unsigned long n;
+	bool pieces;
+	atomic_ulong *sent;
+};
+
+static void *
+feeder(void *arg)
+{
+	struct feeder *f = arg;
+	char req[256];
+	unsigned long i;
+	unsigned seed = 7;
+
+	for (i = 0; i < f->n; i++) {
+		size_t n = request(req, sizeof(req), f->pieces ? i : 1000000 + i),
+		       off = 0;
+
+		while (off < n) {
+			size_t k = f->pieces
+					   ? 1 + (seed = seed * 1103515245 + 12345) % 13
+					   : n - off;
+
+			if (k > n - off)
+				k = n - off;
+			write_all(f->fd, req + off, k);
+			off += k;
+		}
+		if (f->sent)
+			atomic_fetch_add(f->sent, n);
+	}
+	shutdown(f->fd, SHUT_WR);
+	return NULL;
+}
+
+/* An accepted (server-side, tracked) connection and its client end. */
+static void
+accepted_pair(int *server, int *client)
+{
+	int one = 1;
+
+	*client = connect_srv();
+	setsockopt(*client, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	*server = accept4(lsock, NULL, NULL, SOCK_CLOEXEC);
+	if (*server < 0) {
+		perror("accept");
+		exit(2);
+	}
+}
+
+/* Reads and drops what the server answers. */
+static void *
+drainer(void *arg)
+{
+	char b[4096];
+
+	while (read(*(int *)arg, b, sizeof(b)) > 0)
+		;
+	return NULL;
+}
+
+static void
+mode_sigread(long *rss0)
+{
+	static const char resp[] = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+	pthread_t td;
+	struct itimerval it = {{0, 100}, {0, 100}};
+	struct sigaction sa;
+	struct feeder fm, fs[2];
+	pthread_t tm, ts[2];
+	int main_srv, cli[3], k;
+	unsigned long i;
+
+	lsock = listen_any();
+	accepted_pair(&main_srv, &cli[0]);
+	for (k = 0; k < 2; k++) {
+		accepted_pair(&sig_fd[k], &cli[1 + k]);
+		fcntl(sig_fd[k], F_SETFL, O_NONBLOCK);
+	}
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_alarm;
+	sa.sa_flags = SA_RESTART;
+	sigaction(SIGALRM, &sa, NULL);
+	fm = (struct feeder){cli[0], n_total, true, NULL};
+	pthread_create(&tm, NULL, feeder, &fm);
+	pthread_create(&td, NULL, drainer, &cli[0]);
+	for (k = 0; k < 2; k++) {
+		fs[k] = (struct feeder){cli[1 + k], n_total / 4 + 1, false, &sig_sent};
+		pthread_create(&ts[k], NULL, feeder, &fs[k]);
+	}
+	setitimer(ITIMER_REAL, &it, NULL);
+	/* the main thread: requests split anywhere, read in small pieces */
+	{
+		char buf[8192], want[256];
+		size_t len = 0;
+
+		for (i = 0; i < n_total;) {
+			ssize_t r = read(main_srv, buf + len, 1 + (i * 7) % 200);
+			char *end;
+
+			if (r < 0 && errno == EINTR)
+				continue;
+			if (r <= 0) {
+				mismatch("sigread: EOF after %lu of %u\n", i, n_total);
+				break;
+			}
+			len += (size_t)r;
+			while ((end = memmem(buf, len, "\r\n\r\n", 4)) != NULL) {
+				size_t hl = (size_t)(end + 4 - buf), wl;
+
+				wl = request(want, sizeof(want), i);
+				if (hl != wl || memcmp(buf, want, wl) != 0)
+					mismatch("sigread: request %lu corrupted (%lu "
+						 "bytes)\n",
+						 i, (unsigned long)hl);
+				else if (!ctx_is(i) &&
+					 atomic_fetch_add(&ctx_bad, 1) < 3)
+					fprintf(stderr,
+						"sigread: request %lu: context of "
+						"another connection\n",
+						i);
+				/* answered: the next head is the next request */
+				write_all(main_srv, resp, sizeof(resp) - 1);
+				memmove(buf, buf + hl, len - hl);
+				len -= hl;
+				i++;
+				atomic_fetch_add(&done, 1);
+				if (i == n_total / 10 + 1)
+					*rss0 = rss_kb();
+			}
+		}
+	}
+	memset(&it, 0, sizeof(it));
+	setitimer(ITIMER_REAL, &it, NULL);
+	pthread_join(tm, NULL);
+	shutdown(main_srv, SHUT_WR);
+	pthread_join(td, NULL);
+	for (k = 0; k < 2; k++)
+		pthread_join(ts[k], NULL);
+	/* what the handler left unread */
+	for (k = 0; k < 2; k++) {
+		char b[4096];
+		ssize_t r;
+
+		while ((r = read(sig_fd[k], b, sizeof(b))) > 0)
+			atomic_fetch_add(&sig_bytes, (unsigned long)r);
+	}
+	if (atomic_load(&sig_bytes) != atomic_load(&sig_sent))
+		mismatch("sigread: the handler read %lu of %lu bytes\n",
+			 atomic_load(&sig_bytes), atomic_load(&sig_sent));
+	for (k = 0; k < 3; k++)
+		close(cli[k]);
+	close(main_srv);
+	close(sig_fd[0]);
+	close(sig_fd[1]);
+	close(lsock);
+}
+
+/* ---- closerace ---- */
+
+#define RACERS 4
+
+struct racer {
+	int fd;
+	pthread_t th;
+};
+
+static void *
+racer_read(void *arg)
+{
+	struct racer *r = arg;
+	char b[64];
+
+	/* blocks; the fd is closed (and maybe reused) under it */
+	(void)(r->fd & 1 ? recv(r->fd, b, sizeof(b), 0) : read(r->fd, b, sizeof(b)));
+	return NULL;
+}
+
+static void
+mode_closerace(long *rss0)
+{
+	static const char resp[] = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+	unsigned long round;
+
+	lsock = listen_any();
+	for (round = 0; round < n_total; round++) {
+		struct racer rc[RACERS];
+		int cli[RACERS], k;
+
+		for (k = 0; k < RACERS; k++) {
+			accepted_pair(&rc[k].fd, &cli[k]);
+			pthread_create(&rc[k].th, NULL, racer_read, &rc[k]);
+		}
+		/* close under the readers (shutdown wakes them afterwards) */
+		for (k = 0; k < RACERS; k++) {
+			int fd = rc[k].fd;
+
+			if (round & 1)
+				usleep(50);
+			shutdown(fd, SHUT_RDWR);
+			close(fd);
+		}
+		for (k = 0; k < RACERS; k++) {
+			pthread_join(rc[k].th, NULL);
+			close(cli[k]);
+		}
+		/* the same fd numbers again: each request its own context */
+		for (k = 0; k < RACERS; k++) {
+			int srv, c;
+			char req[256];
+			size_t n;
+			long i;
+
+			accepted_pair(&srv, &c);
+			n = request(req, sizeof(req),
+				    round * RACERS + (unsigned long)k);
+			write_all(c, req, n);
+			i = read_head(srv, k & 1);
+			if (i != (long)(round * RACERS + (unsigned long)k) ||
+			    !ctx_is((unsigned long)i))
+				mismatch("closerace: round %lu: wrong request or "
+					 "context "
+					 "(%lu)\n",
+					 round, (unsigned long)i);
+			write_all(srv, resp, sizeof(resp) - 1);
+			close(srv);
+			close(c);
+		}
+		atomic_fetch_add(&done, 1);
+		if (round == n_total / 10)
+			*rss0 = rss_kb();
+	}
+	close(lsock);
+}
+
+int
+main(int argc, char **argv)
+{
+	long t0, rss0 = -1;
+	const char *mode;
+
+	if (argc != 3) {
+		fprintf(stderr, "usage: stress conns|forks|sigread|closerace N\n");
+		return 64;
+	}
+	mode = argv[1];
+	shim = dlsym(RTLD_DEFAULT, OTEL_THREAD_CTX_SYMBOL) != NULL;
+	n_total = (unsigned)strtoul(argv[2], NULL, 10);
+	signal(SIGPIPE, SIG_IGN);
+	t0 = now_ms();
+	if (strcmp(mode, "conns") == 0)
+		mode_conns(&rss0);
+	else if (strcmp(mode, "forks") == 0)
+		mode_forks(&rss0);
+	else if (strcmp(mode, "sigread") == 0)
+		mode_sigread(&rss0);
+	else if (strcmp(mode, "closerace") == 0)
+		mode_closerace(&rss0);
+	else
+		return 64;
+	printf("RESULT %s n=%lu bad=%lu ctx_bad=%lu ms=%ld rss0_kb=%ld rss1_kb=%ld\n",
+	       mode, atomic_load(&done), atomic_load(&bad), atomic_load(&ctx_bad),
+	       now_ms() - t0, rss0, rss_kb());
+	return atomic_load(&bad) ? 1 : 0;
+}

@@ -1,0 +1,489 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* ctxdump against targets that publish garbage (test/helpers/hostile-*.c):
+ * records behind unmapped, inaccessible, non-canonical and wrapping
+ * pointers,
+ * attrs_data_size 65535, truncated entries, invalid UTF-8, ANSI escapes
+ * and newlines in values, key indexes beyond the key map, a writer that
+ * rewrites its records while they are read; broken, torn, oversized and
+ * hostile process contexts; a symbol of the wrong type or size; object
+ * file names made of control bytes.  ctxdump must never crash or hang,
+ * must print no raw control byte (stdout and stderr), must exit with the
+ * status doc/ctxdump.1 documents and give a reason, and must leave the
+ * target running. */
+#include "test-common.h"
+
+#include <dirent.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "thread-record.h"
+
+#define RUN_TIMEOUT_MS 20000
+
+static const char *
+ctxdump_path(void)
+{
+	static char path[4096];
+
+	snprintf(path, sizeof(path), "%s/tools/ctxdump/ctxdump",
+		 test_env_path("CTXSHIM_BUILDDIR"));
+	return path;
+}
+
+static const char *
+helper_path(const char *name)
+{
+	static char path[4][4096];
+	static int k;
+
+	k = (k + 1) % 4;
+	snprintf(path[k], sizeof(path[k]), "%s/%s", test_env_path("HELPER_DIR"), name);
+	return path[k];
+}
+
+/* ctxdump [args...] PID: exit status; it must exit by itself in time. */
+static int
+run_ctxdump(char **out, char **err, pid_t pid, const char *a1, ...)
+{
+	char *argv[8], arg[16];
+	va_list ap;
+	int n = 0, st;
+
+	argv[n++] = (char *)ctxdump_path();
+	va_start(ap, a1);
+	for (const char *a = a1; a && n < 6; a = va_arg(ap, const char *))
+		argv[n++] = (char *)a;
+	va_end(ap);
+	snprintf(arg, sizeof(arg), "%d", (int)pid);
+	argv[n++] = arg;
+	argv[n] = NULL;
+	st = test_run_capture(argv, NULL, false, out, err, RUN_TIMEOUT_MS);
+	ck_assert_msg(WIFEXITED(st), "ctxdump did not exit normally (status 0x%x)", st);
+	return WEXITSTATUS(st);
+}
+
+/* No raw control byte but newlines, no C1 control, valid UTF-8. */
+static void
+assert_no_controls(const char *what, const char *s)
+{
+	size_t n = strlen(s), i;
+
+	ck_assert_msg(trec_utf8_valid((const uint8_t *)s, n), "%s: invalid UTF-8",
+		      what);
+	for (i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)s[i];
+
+		ck_assert_msg(c == '\n' || (c >= 0x20 && c != 0x7f),
+			      "%s: raw control byte 0x%02x at %zu: %.*s", what, c, i,
+			      (int)(n - i < 60 ? n - i : 60), s + i);
+		ck_assert_msg(!(c == 0xc2 && (unsigned char)s[i + 1] >= 0x80 &&
+				(unsigned char)s[i + 1] <= 0x9f),
+			      "%s: raw C1 control at %zu", what, i);
+	}
+}
+
+/* Every stderr line is a ctxdump message. */
+static void
+assert_messages(const char *err)
+{
+	const char *p = err;
+
+	while (*p) {
+		ck_assert_msg(strncmp(p, "ctxdump: ", 9) == 0, "stray stderr line: %s",
+			      p);
+		p = strchr(p, '\n');
+		ck_assert_ptr_nonnull(p);
+		p++;
+	}
+}
+
+/* The output parses as JSON (python3, which meson needs anyway). */
+static void
+assert_json(const char *out)
+{
+	static const char script[] = "import json, sys\n"
+				     "json.load(open(sys.argv[1], encoding='utf-8'))\n";
+	char tmpl[] = "/tmp/ctxdump-hostile-XXXXXX", *err = NULL;
+	char *argv[] = {"/usr/bin/python3", "-c", (char *)script, tmpl, NULL};
+	int fd, st;
+
+	if (access(argv[0], X_OK) != 0)
+		return;
+	fd = mkstemp(tmpl);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(write(fd, out, strlen(out)), (ssize_t)strlen(out));
+	close(fd);
+	st = test_run_capture(argv, NULL, false, NULL, &err, 30000);
+	unlink(tmpl);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "invalid JSON: %s", err);
+	free(err);
+}
+
+/* Every thread of pid is out of ptrace-stop and job-stop. */
+static void
+assert_running(pid_t pid)
+{
+	char path[64];
+	struct dirent *de;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	for (int tries = 0;; tries++) {
+		bool stopped = false;
+
+		d = opendir(path);
+		ck_assert_ptr_nonnull(d);
+		while ((de = readdir(d)) != NULL) {
+			char st;
+
+			if (de->d_name[0] == '.')
+				continue;
+			st = test_proc_state((pid_t)atoi(de->d_name));
+			stopped |= st == 't' || st == 'T';
+		}
+		closedir(d);
+		if (!stopped)
+			return;
+		ck_assert_msg(tries < 500, "target %d left stopped", (int)pid);
+		usleep(2000);
+	}
+}
+
+struct target {
+	struct test_child c;
+	pid_t pid;
+	char cases[16][64];
+	pid_t tids[16];
+	unsigned n;
+};
+
+static void
+target_start(struct target *t, char *const argv[])
+{
+	char line[256];
+
+	memset(t, 0, sizeof(*t));
+	test_child_start(&t->c, argv, NULL, false);
+	for (;;) {
+		test_child_readline(&t->c, line, sizeof(line), 10000);
+		if (strncmp(line, "CASE ", 5) == 0 && t->n < 16) {
+			char *sp = strrchr(line, ' ');
+
+			*sp = '\0';
+			snprintf(t->cases[t->n], sizeof(t->cases[0]), "%.63s",
+				 line + 5);
+			t->tids[t->n++] = (pid_t)atoi(sp + 1);
+		} else if (strncmp(line, "READY ", 6) == 0) {
+			t->pid = (pid_t)atoi(line + 6);
+			break;
+		}
+	}
+	ck_assert_int_eq(t->pid, t->c.pid);
+}
+
+static void
+target_finish(struct target *t)
+{
+	int st;
+
+	assert_running(t->pid);
+	st = test_child_finish(&t->c, 10000);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "target status 0x%x", st);
+}
+
+static pid_t
+case_tid(const struct target *t, const char *name)
+{
+	for (unsigned i = 0; i < t->n; i++)
+		if (strcmp(t->cases[i], name) == 0)
+			return t->tids[i];
+	ck_abort_msg("no case %s", name);
+	return 0;
+}
+
+/* The text block of thread tid, up to the next "Thread " line. */
+static char *
+text_thread(const char *out, pid_t tid)
+{
+	char key[32];
+	const char *s, *e;
+
+	snprintf(key, sizeof(key), "Thread %d \"", (int)tid);
+	s = strstr(out, key);
+	ck_assert_msg(s, "thread %d missing: %s", (int)tid, out);
+	e = strstr(s + 1, "\nThread ");
+	return strndup(s, e ? (size_t)(e - s) : strlen(s));
+}
+
+static void
+expect_in(const char *hay, const char *needle)
+{
+	ck_assert_msg(strstr(hay, needle), "no '%s' in:\n%s", needle, hay);
+}
+
+/* ---- garbage records ---- */
+
+START_TEST(garbage_records)
+{
+	char *argv[] = {(char *)helper_path("hostile-records"),
+			"--tag=\x1b]0;pwned\x07\n\x9b", NULL};
+	struct target t;
+	unsigned run;
+
+	target_start(&t, argv);
+	ck_assert_uint_eq(t.n, 14);
+	for (run = 0; run < 12; run++) {
+		char *out, *err, *blk;
+		bool json = run & 1;
+		int r = json ? run_ctxdump(&out, &err, t.pid, "-j", NULL)
+			     : run_ctxdump(&out, &err, t.pid, NULL);
+		const char *p;
+		unsigned n_bad = 0;
+
+		/* unreadable records: partial, one reason per thread */
+		ck_assert_msg(r == 1, "exit %d: %s", r, err);
+		assert_no_controls("stdout", out);
+		assert_no_controls("stderr", err);
+		assert_messages(err);
+		for (p = err; (p = strstr(p, "ctxdump: tid ")) != NULL; p++) {
+			pid_t tid = (pid_t)atoi(p + 13);
+
+			ck_assert_msg(tid == case_tid(&t, "unmapped") ||
+					      tid == case_tid(&t, "guard") ||
+					      tid == case_tid(&t, "noncanon") ||
+					      tid == case_tid(&t, "minus1") ||
+					      tid == case_tid(&t, "flip"),
+				      "unexpected: %s", err);
+			expect_in(p, "cannot read the record at 0x");
+			n_bad += tid != case_tid(&t, "flip");
+		}
+		ck_assert_uint_eq(n_bad, 4);
+		if (json) {
+			assert_json(out);
+			expect_in(out, "\"--tag=\\u001b]0;pwned\\u0007\\n\\ufffd\"");
+			expect_in(out,
+				  "\"value\": \"\\u001b[2J\\u001b[31mred\\u001b[0m\"");
+			expect_in(out, "\"value\": \"line1\\r\\nline2\\nline3\"");
+			expect_in(out, "\"value\": \"nul\\u0000after\"");
+			expect_in(out, "\"comm\": \"x\\u001b[31m\\n\\ufffd\\\"y\"");
+			expect_in(out, "\"attrs_data_size\": 65535,\n"
+				       "        \"attrs_truncated\": true");
+			free(out);
+			free(err);
+			continue;
+		}
+		expect_in(out, "--tag=\\x1b]0;pwned\\x07\\x0a\\x9b\n");
+		blk = text_thread(out, case_tid(&t, "edge-65535"));
+		expect_in(blk, "    #1=abcde\n    (attributes truncated: "
+			       "attrs_data_size=65535)");
+		free(blk);
+		blk = text_thread(out, case_tid(&t, "huge-65535"));
+		expect_in(blk, "(attributes truncated: attrs_data_size=65535)");
+		free(blk);
+		blk = text_thread(out, case_tid(&t, "truncated"));
+		expect_in(blk,
+			  "    #0=abc\n    (attributes truncated: attrs_data_size=10)");
+		free(blk);
+		blk = text_thread(out, case_tid(&t, "utf8"));
+		expect_in(blk, "#0=\\x80x\n    #1=\\xc0\\xaf\n    #2=\\xed\\xa0\\x80\n"
+			       "    #3=\\xf4\\x90\\x80\\x80\n    #4=ok\\xe2\\x82");
+		free(blk);
+		blk = text_thread(out, case_tid(&t, "ansi"));
+		expect_in(blk, "#0=\\x1b[2J\\x1b[31mred\\x1b[0m\n");
+		expect_in(blk, "#1=line1\\x0d\\x0aline2\\x0aline3\n");
+		expect_in(blk, "#3=c1\\x9b31m and \\xc2\\x9b31m\n");
+		expect_in(blk, "#5=quote\"back\\\\slash\n");
+		free(blk);
+		blk = text_thread(out, case_tid(&t, "keys"));
+		expect_in(blk, "#2=two-again\n    #200=two-hundred\n    #255=max\n    "
+			       "#0=zero");
+		free(blk);
+		blk = text_thread(out, case_tid(&t, "valid7"));
+		expect_in(blk, "not valid: valid=7)");
+		free(blk);
+		blk = text_thread(out, case_tid(&t, "comm"));
+		expect_in(blk, "\"x\\x1b[31m\\x0a\\xff\\\"y\"");
+		free(blk);
+		blk = text_thread(out, case_tid(&t, "misaligned"));
+		expect_in(blk, "    #0=odd");
+		free(blk);
+		blk = text_thread(out, case_tid(&t, "minus1"));
+		expect_in(blk,
+			  "(not read: cannot read the record at 0xffffffffffffffff");
+		free(blk);
+		free(out);
+		free(err);
+		assert_running(t.pid);
+	}
+	target_finish(&t);
+}
+END_TEST
+
+/* ---- broken process contexts ---- */
+
+struct pctx_case {
+	const char *mode;
+	int status;         /* -1: 0 or 1 */
+	const char *reason; /* in stderr (NULL: stderr empty) */
+	const char *out;    /* in stdout */
+};
+
+static const struct pctx_case pctx_cases[] = {
+	{"torn", 1, "cannot read the process context: Resource temporarily unavailable",
+	 "Process context: none\n"},
+	{"oversized", 1, "cannot read the process context: Argument list too long",
+	 "Process context: none\n"},
+	{"size-max", 1, "cannot read the process context: Argument list too long",
+	 "Process context: none\n"},
+	{"unmapped", 1,
+	 "cannot read the process context: Resource temporarily unavailable",
+	 "Process context: none\n"},
+	{"malformed", 1, "cannot read the process context: Bad message",
+	 "Process context: none\n"},
+	{"bad-version", 1, "cannot read the process context: Bad message",
+	 "Process context: none\n"},
+	{"deep", 1, "cannot read the process context: Bad message",
+	 "Process context: none\n"},
+	{"exec", 0, NULL, "Process context: none\n"},
+	{"strings", 0, NULL,
+	 "Service: \\x1b[2Jevil\\x0aservice\\x0d (instance "
+	 "\\xff\\xfe\\xc3(\\x9b31m)\n"},
+	{"churn", -1, NULL, "    trace_id=33333333333333333333333333333333"},
+};
+
+START_TEST(broken_process_context)
+{
+	const struct pctx_case *pc = &pctx_cases[_i];
+	char *argv[] = {(char *)helper_path("hostile-pctx"), (char *)pc->mode, NULL};
+	struct target t;
+	unsigned run, runs = strcmp(pc->mode, "churn") == 0 ? 10 : 2;
+
+	target_start(&t, argv);
+	for (run = 0; run < runs; run++) {
+		bool json = run & 1;
+		char *out, *err;
+		int r = json ? run_ctxdump(&out, &err, t.pid, "-j", NULL)
+			     : run_ctxdump(&out, &err, t.pid, NULL);
+
+		assert_no_controls("stdout", out);
+		assert_no_controls("stderr", err);
+		assert_messages(err);
+		if (pc->status >= 0)
+			ck_assert_msg(r == pc->status, "%s: exit %d: %s", pc->mode, r,
+				      err);
+		else
+			ck_assert_msg(r == 0 || r == 1, "%s: exit %d: %s", pc->mode, r,
+				      err);
+		if (pc->reason)
+			expect_in(err, pc->reason);
+		else if (r == 0)
+			ck_assert_msg(!*err, "%s: %s", pc->mode, err);
+		else
+			expect_in(err, "cannot read the process context: ");
+		if (json) {
+			assert_json(out);
+			expect_in(out,
+				  "\"trace_id\": \"33333333333333333333333333333333\"");
+		} else {
+			expect_in(out, pc->out);
+			expect_in(out, "    trace_id=33333333333333333333333333333333");
+		}
+		if (strcmp(pc->mode, "strings") == 0 && !json) {
+			/* 300 keys: the first 256 are kept, index 255 is named */
+			expect_in(out, ", k255\\x1b[7m\\x0a\\xc0\n");
+			expect_in(out, "    k1\\x1b[1m\\x0a\\xc0=/x\n");
+			expect_in(out, "    k255\\x1b[7m\\x0a\\xc0=max\n");
+		}
+		free(out);
+		free(err);
+	}
+	target_finish(&t);
+}
+END_TEST
+
+/* ---- the symbol ---- */
+
+START_TEST(wrong_symbol)
+{
+	static const char *const kinds[] = {"object", "size", "array", "func"};
+	char name[32], *out, *err;
+	struct target t;
+
+	snprintf(name, sizeof(name), "hostile-sym-%s", kinds[_i]);
+	{
+		char *argv[] = {(char *)helper_path(name), NULL};
+
+		target_start(&t, argv);
+	}
+	ck_assert_int_eq(run_ctxdump(&out, &err, t.pid, NULL), 2);
+	expect_in(err, "defines otel_thread_ctx_v1");
+	expect_in(out, "Symbol: otel_thread_ctx_v1 not found in any loaded object\n");
+	assert_messages(err);
+	free(out);
+	free(err);
+	ck_assert_int_eq(run_ctxdump(&out, &err, t.pid, "-j", NULL), 2);
+	assert_json(out);
+	expect_in(out, "\"symbol\": null");
+	free(out);
+	free(err);
+	target_finish(&t);
+}
+END_TEST
+
+/* Object file names are the target's too: two libraries named with
+ * control bytes both define the symbol, and ctxdump warns which one it
+ * shows. */
+START_TEST(control_bytes_in_object_names)
+{
+	char dir[] = "/tmp/ctxdump-hostile-XXXXXX", *out, *err;
+	struct target t;
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	{
+		char *argv[] = {(char *)helper_path("hostile-dlopen"), dir,
+				(char *)helper_path("libwtls-tlsdesc.so"), NULL};
+
+		target_start(&t, argv);
+	}
+	ck_assert_int_eq(run_ctxdump(&out, &err, t.pid, NULL), 0);
+	assert_no_controls("stdout", out);
+	assert_no_controls("stderr", err);
+	assert_messages(err);
+	expect_in(err, "2 objects define otel_thread_ctx_v1; showing the one in ");
+	expect_in(err, "/libevil\\x1b");
+	expect_in(out, "/libevil\\x1b");
+	free(out);
+	free(err);
+	ck_assert_int_eq(run_ctxdump(&out, &err, t.pid, "-j", NULL), 0);
+	assert_no_controls("stdout", out);
+	assert_no_controls("stderr", err);
+	assert_json(out);
+	expect_in(out, "/libevil\\u001b");
+	free(out);
+	free(err);
+	target_finish(&t);
+	ck_assert_int_eq(rmdir(dir), 0);
+}
+END_TEST
+
+TEST_SUITE(ctxdump_hostile_suite)
+{
+	Suite *s = suite_create("ctxdump-hostile");
+	TCase *tc = tcase_create("hostile");
+
+	if (access(ctxdump_path(), X_OK) != 0)
+		test_skip("ctxdump is not built");
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, garbage_records);
+	tcase_add_loop_test(tc, broken_process_context, 0,
+			    sizeof(pctx_cases) / sizeof(pctx_cases[0]));
+	tcase_add_loop_test(tc, wrong_symbol, 0, 4);
+	tcase_add_test(tc, control_bytes_in_object_names);
+	suite_add_tcase(s, tc);
+	return s;
+}

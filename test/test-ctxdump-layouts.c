@@ -1,0 +1,471 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* ctxdump reads the three thread-context layouts (issue 10): OTEP-4947
+ * otel_thread_ctx_v1, Elastic's elastic_apm_profiling_correlation_tls_v1
+ * and Polar Signals' custom_labels_current_set, from test writers
+ * (helpers/writer-layouts.c) that publish known contexts in each: every
+ * thread's contexts in ctxdump's JSON must be exactly what the writer
+ * says, including the edge cases (Elastic valid = 0 and trace-present =
+ * 0, custom-labels NULL keys, repeated keys, an empty set, more labels
+ * and longer values than ctxdump copies).  writer-layouts-le has no OTEP
+ * variable and defines the custom-labels one in the executable
+ * (local-exec).  `ctxdump record` labels its samples with the same
+ * contexts, and `report` names the layouts. */
+#include "test-prof.h"
+
+#include <stdint.h>
+
+#define TIMEOUT_MS  30000
+#define MAX_THREADS 16
+
+/* ctxdump --json, one line per thread:
+ *   T <tid> <otel> <elastic> <labels>
+ * and the symbol and layouts. */
+static const char json_summary_py[] =
+	"import json,sys\n"
+	"d=json.load(open(sys.argv[1]))\n"
+	"s=d['symbol']\n"
+	"print('SYMBOL', (s['module'].rsplit('/',1)[-1]+':'+s['model']) if s else "
+	"'-')\n"
+	"for l in d['layouts']:\n"
+	"  print('LAYOUT', l['name'], l['module'].rsplit('/',1)[-1], l['model'],\n"
+	"        'readable' if l['readable'] else 'unreadable')\n"
+	"n=lambda v: 'null' if v is None else v\n"
+	"for t in d['threads']:\n"
+	"  c=t['context']\n"
+	"  otel=c['trace_id']+'-'+c['span_id'] if c and c['valid']==1 else '-'\n"
+	"  el='-'; cl='-'\n"
+	"  for o in t.get('other_contexts',[]):\n"
+	"    if o['layout']=='elastic_apm_profiling_correlation_tls_v1':\n"
+	"      f='null' if o['flags'] is None else '%02x'%o['flags']\n"
+	"      el='%d-%s-%s-%s-%s'%(o['valid'],n(o['trace_id']),n(o['span_id']),\n"
+	"                           n(o['transaction_id']),f)\n"
+	"    elif o['layout']=='custom_labels_current_set':\n"
+	"      cl='%d-%s-%s-%s-%s'%(o['count'],'T' if o['truncated'] else 'F',\n"
+	"          n(o['trace_id']),n(o['span_id']),\n"
+	"          ','.join(x['key']+'='+x['value'] for x in o['labels']))\n"
+	"    else:\n"
+	"      sys.exit('unknown layout '+o['layout'])\n"
+	"  print('T', t['tid'], otel, el, cl)\n";
+
+struct wthread {
+	pid_t tid;
+	char name[32];
+	char otel[64];
+	char elastic[128];
+	char labels[128];
+};
+
+struct lwriter {
+	struct test_child c;
+	pid_t pid;
+	struct wthread t[MAX_THREADS];
+	int n;
+};
+
+static void
+writer_start(struct lwriter *w, const char *exe)
+{
+	char path[PATH_MAX], line[1024];
+	char *argv[] = {path, NULL};
+
+	memset(w, 0, sizeof(*w));
+	prof_helper(exe, path, sizeof(path));
+	test_child_start(&w->c, argv, NULL, false);
+	for (;;) {
+		test_child_readline(&w->c, line, sizeof(line), TIMEOUT_MS);
+		if (strncmp(line, "THREAD ", 7) == 0) {
+			struct wthread *t = &w->t[w->n++];
+			int tid;
+
+			ck_assert_int_le(w->n, MAX_THREADS);
+			ck_assert_int_eq(
+				sscanf(line,
+				       "THREAD %d %31s otel=%63s elastic=%127s "
+				       "labels=%127s",
+				       &tid, t->name, t->otel, t->elastic, t->labels),
+				5);
+			t->tid = tid;
+		} else if (strncmp(line, "READY ", 6) == 0) {
+			int pid;
+
+			ck_assert_int_eq(sscanf(line, "READY %d", &pid), 1);
+			w->pid = pid;
+			ck_assert_int_eq(w->pid, w->c.pid);
+			return;
+		}
+	}
+}
+
+static void
+writer_finish(struct lwriter *w)
+{
+	int st;
+
+	prof_assert_running(w->pid);
+	st = test_child_finish(&w->c, TIMEOUT_MS);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "writer status 0x%x", st);
+}
+
+/* What ctxdump must show for the Elastic buffer the writer describes as
+ * "<valid>-<present>-<trace>-<span>-<txn>-<flags>". */
+static void
+expect_elastic(const char *w, char *out, size_t n)
+{
+	unsigned valid, present;
+	char trace[33], span[17], txn[17], flags[3];
+
+	if (strcmp(w, "-") == 0) {
+		snprintf(out, n, "-");
+		return;
+	}
+	ck_assert_int_eq(sscanf(w, "%u-%u-%32[0-9a-f]-%16[0-9a-f]-%16[0-9a-f]-%2s",
+				&valid, &present, trace, span, txn, flags),
+			 6);
+	if (valid && present)
+		snprintf(out, n, "%u-%s-%s-%s-%s", valid, trace, span, txn, flags);
+	else
+		snprintf(out, n, "%u-null-null-null-null", valid);
+}
+
+/* ... and for the labelset described as "<count>[-<trace>-<span>]". */
+static void
+expect_labels(const char *w, char *out, size_t n)
+{
+	char trace[33], span[17];
+	unsigned count;
+	int k;
+
+	if (strcmp(w, "-") == 0) {
+		snprintf(out, n, "-");
+		return;
+	}
+	k = sscanf(w, "%u-%32[0-9a-f]-%16[0-9a-f]", &count, trace, span);
+	ck_assert_int_ge(k, 1);
+	if (k == 3) {
+		/* NULL key skipped, the first "http.method" wins */
+		snprintf(out, n,
+			 "%u-F-%s-%s-http.method=GET,trace_id=%s,span_id=%s,"
+			 "url.path=/labels/\"q\"",
+			 count, trace, span, trace, span);
+	} else if (count == 0) {
+		snprintf(out, n, "0-F-null-null-");
+	} else {
+		/* 40 labels: the first 16, the first value cut at 255 bytes */
+		size_t l = 0;
+		unsigned i;
+
+		ck_assert_uint_eq(count, 40);
+		l += (size_t)snprintf(out + l, n - l, "40-T-null-null-k00=");
+		for (i = 0; i < 255 && l + 1 < n; i++)
+			out[l++] = 'x';
+		for (i = 1; i < 16; i++)
+			l += (size_t)snprintf(out + l, n - l, ",k%02u=k%02u", i, i);
+		ck_assert_uint_lt(l, n);
+	}
+}
+
+static const struct wthread *
+find_thread(const struct lwriter *w, pid_t tid)
+{
+	int i;
+
+	for (i = 0; i < w->n; i++)
+		if (w->t[i].tid == tid)
+			return &w->t[i];
+	return NULL;
+}
+
+/* ctxdump --json against the writer's THREAD lines. */
+static void
+check_dump(const struct lwriter *w,
+	   const char *symbol,
+	   const char *cl_module,
+	   const char *cl_model)
+{
+	char pid[16], tmp[64], *out = NULL, *err = NULL, *line, *save = NULL;
+	int r, seen = 0, layouts = 0;
+	FILE *f;
+
+	snprintf(pid, sizeof(pid), "%d", (int)w->pid);
+	r = prof_run(&out, &err, "--json", pid, NULL);
+	ck_assert_msg(r == 0, "ctxdump exit %d: %s", r, err);
+	ck_assert_str_eq(err, "");
+	prof_tmpfile(tmp, sizeof(tmp), "layouts-json");
+	f = fopen(tmp, "we");
+	ck_assert_ptr_nonnull(f);
+	fputs(out, f);
+	fclose(f);
+	free(out);
+	free(err);
+	r = prof_py(json_summary_py, tmp, &out, &err);
+	unlink(tmp);
+	ck_assert_msg(r == 0, "python: %s", err);
+	for (line = strtok_r(out, "\n", &save); line;
+	     line = strtok_r(NULL, "\n", &save)) {
+		static char el[512], cl[4096], exp_el[128], exp_cl[4096];
+		char otel[64], name[128], mod[256], model[64], rd[16];
+		const struct wthread *t;
+		int tid;
+
+		if (strncmp(line, "SYMBOL ", 7) == 0) {
+			ck_assert_str_eq(line + 7, symbol);
+			continue;
+		}
+		if (sscanf(line, "LAYOUT %127s %255s %63s %15s", name, mod, model,
+			   rd) == 4) {
+			ck_assert_str_eq(rd, "readable");
+			if (strcmp(name, "custom_labels_current_set") == 0) {
+				ck_assert_str_eq(mod, cl_module);
+				ck_assert_str_eq(model, cl_model);
+			} else {
+				ck_assert_str_eq(
+					name,
+					"elastic_apm_profiling_correlation_tls_v1");
+				ck_assert_str_eq(mod, "libwelastic.so");
+				ck_assert_str_eq(model, "tlsdesc-static");
+			}
+			layouts++;
+			continue;
+		}
+		ck_assert_int_eq(
+			sscanf(line, "T %d %63s %511s %4095[^\n]", &tid, otel, el, cl),
+			4);
+		t = find_thread(w, tid);
+		if (!t) {
+			/* the main thread publishes nothing */
+			ck_assert_int_eq(tid, w->pid);
+			ck_assert_str_eq(otel, "-");
+			ck_assert_str_eq(el, "-");
+			ck_assert_str_eq(cl, "-");
+			continue;
+		}
+		seen++;
+		ck_assert_msg(strcmp(otel, t->otel) == 0, "%s: otel %s, expected %s",
+			      t->name, otel, t->otel);
+		expect_elastic(t->elastic, exp_el, sizeof(exp_el));
+		ck_assert_msg(strcmp(el, exp_el) == 0, "%s: elastic %s, expected %s",
+			      t->name, el, exp_el);
+		expect_labels(t->labels, exp_cl, sizeof(exp_cl));
+		ck_assert_msg(strcmp(cl, exp_cl) == 0, "%s: labels %s, expected %s",
+			      t->name, cl, exp_cl);
+	}
+	ck_assert_int_eq(seen, w->n);
+	ck_assert_int_eq(layouts, 2);
+	free(out);
+	free(err);
+}
+
+START_TEST(dump_three_layouts)
+{
+	struct lwriter w;
+
+	writer_start(&w, "writer-layouts");
+	check_dump(&w, "libwtls-tlsdesc.so:tlsdesc-static", "libcustomlabels-test.so",
+		   "tlsdesc-static");
+	writer_finish(&w);
+}
+END_TEST
+
+START_TEST(dump_without_otep)
+{
+	char pid[16], *out = NULL, *err = NULL;
+	struct lwriter w;
+	int r;
+
+	writer_start(&w, "writer-layouts-le");
+	check_dump(&w, "-", "writer-layouts-le", "local-exec");
+	/* text: which layout each context came from */
+	snprintf(pid, sizeof(pid), "%d", (int)w.pid);
+	r = prof_run(&out, &err, "-q", pid, NULL);
+	ck_assert_msg(r == 0, "exit %d: %s", r, err);
+	ck_assert_ptr_nonnull(strstr(out, "Symbol: otel_thread_ctx_v1 not found"));
+	ck_assert_ptr_nonnull(strstr(out, "Symbol: custom_labels_current_set in "));
+	ck_assert_ptr_nonnull(strstr(out, "    [elastic] trace_id="));
+	ck_assert_ptr_nonnull(strstr(out, "    [elastic] (no trace)\n"));
+	ck_assert_ptr_nonnull(strstr(out, "    [custom-labels] http.method=GET\n"));
+	ck_assert_ptr_nonnull(strstr(out, "    [custom-labels] (no labels)\n"));
+	ck_assert_ptr_nonnull(
+		strstr(out, "    [custom-labels] (labels truncated: count=40)"));
+	/* -q: threads with no valid context in any layout are left out */
+	ck_assert_ptr_null(strstr(out, "(no context)"));
+	free(out);
+	free(err);
+	writer_finish(&w);
+}
+END_TEST
+
+/* The trace a sample of thread t is filed under: OTEP first, then
+ * Elastic (valid, trace present), then the custom-labels trace_id. */
+static bool
+primary_trace(const struct wthread *t, char out[33])
+{
+	unsigned v, p;
+
+	if (strcmp(t->otel, "-") != 0) {
+		memcpy(out, t->otel, 32);
+		out[32] = '\0';
+		return true;
+	}
+	if (sscanf(t->elastic, "%u-%u-%32[0-9a-f]", &v, &p, out) == 3 && v && p)
+		return true;
+	{
+		unsigned count;
+		char span[17];
+
+		if (sscanf(t->labels, "%u-%32[0-9a-f]-%16[0-9a-f]", &count, out,
+			   span) == 3)
+			return true;
+	}
+	return false;
+}
+
+static void
+check_record(const char *exe, const char *const *layouts)
+{
+	char file[64], errf[64], pid[16], *out = NULL, *err = NULL;
+	const char *args[] = {"-q", "-F", "50", "-d", "0.3", "-o", file, pid, NULL};
+	struct lwriter w;
+	int st, i, traced = 0;
+
+	writer_start(&w, exe);
+	prof_tmpfile(file, sizeof(file), "layouts-prof");
+	prof_tmpfile(errf, sizeof(errf), "layouts-err");
+	snprintf(pid, sizeof(pid), "%d", (int)w.pid);
+	st = prof_record_wait(prof_record_start(errf, args), 60000);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "record status 0x%x: %s",
+		      st, (err = prof_slurp(errf)));
+	prof_assert_running(w.pid);
+
+	st = prof_run(&out, &err, "report", file, NULL);
+	ck_assert_msg(st == 0, "report exit %d: %s", st, err);
+	for (i = 0; layouts[i]; i++) {
+		char want[128];
+
+		snprintf(want, sizeof(want), "Layout: %s in ", layouts[i]);
+		ck_assert_msg(strstr(out, want), "%s missing: %s", want, out);
+	}
+	free(out);
+	free(err);
+
+	/* every thread's samples under its own trace, as the root frames */
+	st = prof_run(&out, &err, "report", "--folded", "--traced", file, NULL);
+	ck_assert_msg(st == 0, "report exit %d: %s", st, err);
+	for (i = 0; i < w.n; i++) {
+		char trace[33], want[64];
+
+		if (!primary_trace(&w.t[i], trace))
+			continue;
+		traced++;
+		snprintf(want, sizeof(want), ";trace %s;", trace);
+		ck_assert_msg(strstr(out, want), "%s: %s missing:\n%s", w.t[i].name,
+			      want, out);
+	}
+	ck_assert_int_ge(traced, 3);
+	ck_assert_ptr_null(strstr(out, "[no trace]"));
+	free(out);
+	free(err);
+	unlink(file);
+	unlink(errf);
+	writer_finish(&w);
+}
+
+START_TEST(record_three_layouts)
+{
+	static const char *const all[] = {"otel_thread_ctx_v1",
+					  "elastic_apm_profiling_correlation_tls_v1",
+					  "custom_labels_current_set", NULL};
+	static const char *const two[] = {"elastic_apm_profiling_correlation_tls_v1",
+					  "custom_labels_current_set", NULL};
+
+	check_record("writer-layouts", all);
+	check_record("writer-layouts-le", two);
+}
+END_TEST
+
+/* A damaged recording (flipped bytes, cut anywhere) is read as far as it
+ * makes sense: report never crashes, and says so in its exit status. */
+START_TEST(report_survives_damage)
+{
+	char file[64], bad[64], errf[64], pid[16], *out = NULL, *err = NULL;
+	const char *args[] = {"-q", "-F", "100", "-d", "0.2", "-o", file, pid, NULL};
+	static const char *const modes[] = {"--folded", "--spans", "--traced"};
+	uint64_t x = 0x9e3779b97f4a7c15ull;
+	struct lwriter w;
+	uint8_t *orig, *buf;
+	size_t len;
+	unsigned i;
+	FILE *f;
+	int st;
+
+	writer_start(&w, "writer-layouts");
+	prof_tmpfile(file, sizeof(file), "damage-prof");
+	prof_tmpfile(bad, sizeof(bad), "damage-bad");
+	prof_tmpfile(errf, sizeof(errf), "damage-err");
+	snprintf(pid, sizeof(pid), "%d", (int)w.pid);
+	st = prof_record_wait(prof_record_start(errf, args), 60000);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "record status 0x%x", st);
+	writer_finish(&w);
+	orig = (uint8_t *)prof_slurp(file);
+	f = fopen(file, "re");
+	ck_assert_ptr_nonnull(f);
+	fseek(f, 0, SEEK_END);
+	len = (size_t)ftell(f);
+	fclose(f);
+	ck_assert_uint_gt(len, 200);
+	buf = malloc(len);
+	ck_assert_ptr_nonnull(buf);
+	for (i = 0; i < 120; i++) {
+		size_t n = len, k;
+
+		memcpy(buf, orig, len);
+		/* xorshift: the same damage on every run */
+		for (k = 0; k < 1 + i % 4; k++) {
+			x ^= x << 13;
+			x ^= x >> 7;
+			x ^= x << 17;
+			if (i % 5 == 4)
+				n = 16 + (size_t)(x % (len - 16));
+			else
+				buf[16 + x % (len - 16)] ^=
+					(uint8_t)(1u << (x >> 60) % 8);
+		}
+		f = fopen(bad, "we");
+		ck_assert_ptr_nonnull(f);
+		fwrite(buf, 1, n, f);
+		fclose(f);
+		if (i % 4 == 3)
+			st = prof_run(&out, &err, "report", bad, NULL);
+		else
+			st = prof_run(&out, &err, "report", modes[i % 4], bad, NULL);
+		ck_assert_msg(st >= 0 && st <= 2, "damage %u: exit %d: %s", i, st, err);
+		ck_assert_msg(!strstr(err, "Sanitizer") &&
+				      !strstr(err, "runtime error"),
+			      "damage %u: %s", i, err);
+		free(out);
+		free(err);
+	}
+	free(buf);
+	free(orig);
+	unlink(file);
+	unlink(bad);
+	unlink(errf);
+}
+END_TEST
+
+TEST_SUITE(ctxdump_layouts_suite)
+{
+	Suite *s;
+	TCase *tc;
+
+	if (!prof_python())
+		test_skip("python3 not found in PATH (JSON checks)");
+	s = suite_create("ctxdump-layouts");
+	tc = tcase_create("layouts");
+	tcase_set_timeout(tc, 180);
+	tcase_add_test(tc, dump_three_layouts);
+	tcase_add_test(tc, dump_without_otep);
+	tcase_add_test(tc, record_three_layouts);
+	tcase_add_test(tc, report_survives_damage);
+	suite_add_tcase(s, tc);
+	return s;
+}

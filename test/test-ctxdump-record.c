@@ -1,0 +1,823 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* ctxdump record / report (issue 10) against helpers/prof-server, run
+ * under libctxshim.so: the server has no tracing code, the shim's socket
+ * level gives each request's thread the context of the traceparent the
+ * test sends with plain sockets, and the handler spends known time in
+ * named functions (prof_cpu_work spins, prof_sleep_work sleeps).
+ *
+ * While traced requests run, `ctxdump record` samples at 100 Hz; then
+ *  - report --folded files those functions under the right trace roots
+ *    ("service;GET /path;trace <id>;...") and its filters select them;
+ *  - report --spans gives inferred spans named after them, whose
+ *    durations match the time the server measured within what sampling
+ *    physically allows (twice the largest gap between rounds plus the
+ *    stop windows, taken from the recording itself), nested as called,
+ *    as OTLP/JSON that follows the OTLP JSON encoding (checked with
+ *    python3's json module: hex ids, decimal-string times, AnyValue);
+ *  - recording ends on SIGINT, SIGTERM, --duration and the target's exit,
+ *    survives SIGKILL (the file stays readable), and never leaves a
+ *    thread of the target stopped, not even one that cannot stop in time
+ *    (blocked in vfork()). */
+#include "test-prof.h"
+
+#include <arpa/inet.h>
+#include <inttypes.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <stdint.h>
+#include <sys/socket.h>
+#include <time.h>
+
+#define TIMEOUT_MS 30000
+#define SERVICE    "prof-test"
+#define PARENT_ID  "00f067aa0ba902b7"
+#define TRACE_CPU  "4bf92f3577b34da6a3ce929d0e0e4736"
+#define TRACE_SLP  "5bf92f3577b34da6a3ce929d0e0e4736"
+#define TRACE_MIX  "6bf92f3577b34da6a3ce929d0e0e4736"
+
+static char preload[4200];
+static char *server_env[] = {
+	"OTEL_SERVICE_NAME=" SERVICE,
+	preload,
+	NULL,
+};
+
+struct server {
+	struct test_child c;
+	pid_t pid;
+	int port;
+};
+
+static void
+server_start(struct server *s)
+{
+	char path[PATH_MAX], line[256];
+	char *argv[] = {path, NULL};
+	int pid;
+
+	snprintf(preload, sizeof(preload), "LD_PRELOAD=%s",
+		 test_env_path("CTXSHIM_LIB"));
+	prof_helper("prof-server", path, sizeof(path));
+	test_child_start(&s->c, argv, server_env, false);
+	test_child_expect(&s->c, "READY ", line, sizeof(line), TIMEOUT_MS);
+	ck_assert_int_eq(sscanf(line, "READY %d %d", &pid, &s->port), 2);
+	s->pid = pid;
+	ck_assert_int_eq(s->pid, s->c.pid);
+}
+
+static void
+server_finish(struct server *s)
+{
+	int st;
+
+	prof_assert_running(s->pid);
+	st = test_child_finish(&s->c, TIMEOUT_MS);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "server status 0x%x", st);
+}
+
+/* Send one request with a traceparent on a fresh connection. */
+static int
+request_send(const struct server *s, const char *path, const char *trace)
+{
+	struct sockaddr_in sa = {.sin_family = AF_INET};
+	char req[512];
+	int fd, n;
+
+	sa.sin_port = htons((uint16_t)s->port);
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	n = snprintf(req, sizeof(req),
+		     "GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+		     "traceparent: 00-%s-" PARENT_ID "-01\r\n\r\n",
+		     path, trace);
+	ck_assert_int_eq(write(fd, req, (size_t)n), n);
+	return fd;
+}
+
+struct done {
+	long tid;
+	uint64_t cpu_ns, sleep_ns;
+};
+
+/* Read the response: its body is the server's DONE line. */
+static void
+request_finish(int fd, struct done *d)
+{
+	char buf[2048], path[256], *body;
+	size_t len = 0;
+
+	for (;;) {
+		struct pollfd p = {.fd = fd, .events = POLLIN};
+		ssize_t r;
+
+		buf[len] = '\0';
+		body = strstr(buf, "\r\n\r\n");
+		if (body && strchr(body + 4, '\n'))
+			break;
+		ck_assert_int_eq(poll(&p, 1, TIMEOUT_MS), 1);
+		r = read(fd, buf + len, sizeof(buf) - 1 - len);
+		ck_assert_int_gt(r, 0);
+		len += (size_t)r;
+	}
+	close(fd);
+	ck_assert_int_eq(sscanf(body + 4, "DONE %ld %255s %" SCNu64 " %" SCNu64,
+				&d->tid, path, &d->cpu_ns, &d->sleep_ns),
+			 4);
+}
+
+/* ---- OTLP/JSON ---- */
+
+/* Validates report --spans against the OTLP JSON encoding and prints
+ *   RES <key> <value>
+ *   SPAN <trace> <span> <parent|-> <start> <end> <kind> <samples> <name> */
+static const char otlp_py[] =
+	"import json,re,sys\n"
+	"def fail(m): sys.exit('OTLP/JSON: '+m)\n"
+	"d=json.load(open(sys.argv[1]))\n"
+	"H32=re.compile(r'^[0-9a-f]{32}$'); H16=re.compile(r'^[0-9a-f]{16}$')\n"
+	"NUM=re.compile(r'^[0-9]+$'); INT=re.compile(r'^-?[0-9]+$')\n"
+	"def attrs(a,w):\n"
+	"  if not isinstance(a,list): fail(w+': attributes must be a list')\n"
+	"  out={}\n"
+	"  for kv in a:\n"
+	"    if set(kv)!={'key','value'}: fail(w+': KeyValue members %r'%sorted(kv))\n"
+	"    if not isinstance(kv['key'],str) or not kv['key']: fail(w+': key')\n"
+	"    v=kv['value']\n"
+	"    if not isinstance(v,dict) or len(v)!=1: fail(w+': AnyValue %r'%v)\n"
+	"    (t,x),=v.items()\n"
+	"    ok={'stringValue':lambda x:isinstance(x,str),\n"
+	"        'intValue':lambda x:isinstance(x,str) and INT.match(x),\n"
+	"        'boolValue':lambda x:isinstance(x,bool),\n"
+	"        'doubleValue':lambda x:isinstance(x,(int,float)) and not "
+	"isinstance(x,bool)\n"
+	"       }.get(t,lambda x:False)(x)\n"
+	"    if not ok: fail(w+': %s %r (64-bit ints are strings)'%(t,x))\n"
+	"    if kv['key'] in out: fail(w+': duplicate key '+kv['key'])\n"
+	"    out[kv['key']]=x\n"
+	"  return out\n"
+	"if set(d)!={'resourceSpans'}: fail('top level %r'%sorted(d))\n"
+	"ids=set()\n"
+	"for rs in d['resourceSpans']:\n"
+	"  if not set(rs)<= {'resource','scopeSpans','schemaUrl'}: "
+	"fail('ResourceSpans')\n"
+	"  for k,v in attrs(rs['resource']['attributes'],'resource').items():\n"
+	"    print('RES',k,v)\n"
+	"  for ss in rs['scopeSpans']:\n"
+	"    if not isinstance(ss['scope'].get('name'),str): fail('scope name')\n"
+	"    for sp in ss['spans']:\n"
+	"      "
+	"ok={'traceId','spanId','parentSpanId','name','kind','startTimeUnixNano',\n"
+	"          'endTimeUnixNano','attributes','traceState','flags','status',\n"
+	"          'events','links','droppedAttributesCount'}\n"
+	"      if not set(sp)<=ok: fail('unknown Span members %r'%sorted(set(sp)-ok))\n"
+	"      t,i=sp['traceId'],sp['spanId']\n"
+	"      if not H32.match(t) or t=='0'*32: fail('traceId %r'%t)\n"
+	"      if not H16.match(i) or i=='0'*16: fail('spanId %r'%i)\n"
+	"      p=sp.get('parentSpanId','')\n"
+	"      if p and (not H16.match(p) or p=='0'*16): fail('parentSpanId %r'%p)\n"
+	"      if (t,i) in ids: fail('duplicate span id '+i)\n"
+	"      ids.add((t,i))\n"
+	"      if not isinstance(sp['name'],str) or not sp['name']: fail('name')\n"
+	"      k=sp['kind']\n"
+	"      if not isinstance(k,int) or isinstance(k,bool) or not 0<=k<=5: "
+	"fail('kind')\n"
+	"      for f in ('startTimeUnixNano','endTimeUnixNano'):\n"
+	"        if not isinstance(sp[f],str) or not NUM.match(sp[f]): fail(f+' "
+	"%r'%sp[f])\n"
+	"      s,e=int(sp['startTimeUnixNano']),int(sp['endTimeUnixNano'])\n"
+	"      if s>e or s<10**18: fail('times %d %d'%(s,e))\n"
+	"      a=attrs(sp['attributes'],'span')\n"
+	"      print('SPAN',t,i,p or "
+	"'-',s,e,k,a.get('ctxdump.samples','0'),sp['name'])\n";
+
+struct span {
+	char trace[33], id[17], parent[17], name[512];
+	uint64_t start, end;
+	int kind;
+	unsigned samples;
+};
+
+struct spans {
+	struct span v[512];
+	int n;
+	char service[512];
+};
+
+static void
+parse_spans(const char *text, struct spans *S)
+{
+	const char *p = text;
+
+	memset(S, 0, sizeof(*S));
+	while (p && *p) {
+		const char *nl = strchr(p, '\n');
+		char line[512];
+		size_t l = nl ? (size_t)(nl - p) : strlen(p);
+
+		ck_assert_uint_lt(l, sizeof(line));
+		memcpy(line, p, l);
+		line[l] = '\0';
+		if (strncmp(line, "SPAN ", 5) == 0) {
+			struct span *s = &S->v[S->n++];
+
+			ck_assert_int_le(S->n, 512);
+			ck_assert_int_eq(sscanf(line,
+						"SPAN %32s %16s %16s %" SCNu64
+						" %" SCNu64 " %d %u %511[^\n]",
+						s->trace, s->id, s->parent, &s->start,
+						&s->end, &s->kind, &s->samples,
+						s->name),
+					 8);
+		} else if (strncmp(line, "RES service.name ", 17) == 0) {
+			snprintf(S->service, sizeof(S->service), "%s", line + 17);
+		}
+		p = nl ? nl + 1 : NULL;
+	}
+}
+
+static const struct span *
+span_named(const struct spans *S, const char *trace, const char *name)
+{
+	int i;
+
+	for (i = 0; i < S->n; i++)
+		if (strcmp(S->v[i].trace, trace) == 0 &&
+		    strcmp(S->v[i].name, name) == 0)
+			return &S->v[i];
+	return NULL;
+}
+
+static const struct span *
+span_by_id(const struct spans *S, const char *trace, const char *id)
+{
+	int i;
+
+	for (i = 0; i < S->n; i++)
+		if (strcmp(S->v[i].trace, trace) == 0 && strcmp(S->v[i].id, id) == 0)
+			return &S->v[i];
+	return NULL;
+}
+
+/* The extent of every inferred span of function name in trace (a
+ * function seen in two separate stretches gives two spans). */
+static bool
+extent(const struct spans *S,
+       const char *trace,
+       const char *name,
+       uint64_t *start,
+       uint64_t *end)
+{
+	bool found = false;
+	int i;
+
+	for (i = 0; i < S->n; i++) {
+		const struct span *s = &S->v[i];
+
+		if (strcmp(s->trace, trace) || strcmp(s->name, name) || s->kind != 1)
+			continue;
+		if (!found || s->start < *start)
+			*start = s->start;
+		if (!found || s->end > *end)
+			*end = s->end;
+		found = true;
+	}
+	return found;
+}
+
+/* The sampling physics of a recording, from its summary: the largest gap
+ * between rounds and the longest stop (a sample's time may lag the moment
+ * its thread stopped by up to that). */
+struct physics {
+	double gap_ms, stop_ms;
+	/* a thread missed a round (its stop timed out, or the round was
+	 * skipped): its own samples may be further apart than the rounds */
+	double missed_ms;
+};
+
+static void
+read_physics(const char *summary, struct physics *ph)
+{
+	const char *g = strstr(summary, "largest gap between rounds ");
+	const char *s = strstr(summary, "us per round on average, ");
+
+	ck_assert_msg(g && s, "summary without timing: %s", summary);
+	ph->gap_ms = strtod(g + strlen("largest gap between rounds "), NULL);
+	ph->stop_ms = strtod(s + strlen("us per round on average, "), NULL) / 1000.0;
+}
+
+/* An inferred span of a function that ran actual_ns: every one of its
+ * samples lies inside the run, so its end - start is at most the run plus
+ * one stop; each end is at most a gap (and a stop) from a sample. */
+static void
+check_duration(const struct spans *S,
+	       const struct physics *ph,
+	       const char *trace,
+	       const char *name,
+	       uint64_t actual_ns)
+{
+	uint64_t start = 0, end = 0;
+	double dur, act = (double)actual_ns / 1e6;
+	double lo = act - 2 * (ph->gap_ms + ph->stop_ms + ph->missed_ms) - 1.0;
+	double hi = act + ph->stop_ms + 1.0;
+
+	ck_assert_msg(extent(S, trace, name, &start, &end), "no span %s in trace %s",
+		      name, trace);
+	dur = (double)(end - start) / 1e6;
+	ck_assert_msg(dur >= lo && dur <= hi,
+		      "%s: inferred %.1f ms, the server measured %.1f ms; sampling "
+		      "allows [%.1f, %.1f] (gap %.1f ms, stop %.2f ms)",
+		      name, dur, act, lo, hi, ph->gap_ms, ph->stop_ms);
+}
+
+/* ---- folded ---- */
+
+/* Sum of the counts of the folded lines that contain all of the
+ * NULL-terminated needles. */
+static unsigned long
+folded_count(const char *folded, ...)
+{
+	const char *p = folded, *needles[8];
+	unsigned long sum = 0;
+	va_list ap;
+	int n = 0;
+
+	va_start(ap, folded);
+	while (n < 8 && (needles[n] = va_arg(ap, const char *)))
+		n++;
+	va_end(ap);
+	while (p && *p) {
+		const char *nl = strchr(p, '\n'), *sp;
+		char line[4096];
+		size_t l = nl ? (size_t)(nl - p) : strlen(p);
+		int i;
+		bool all = true;
+
+		ck_assert_uint_lt(l, sizeof(line));
+		memcpy(line, p, l);
+		line[l] = '\0';
+		sp = strrchr(line, ' ');
+		ck_assert_msg(sp, "folded line without count: %s", line);
+		for (i = 0; i < n && all; i++)
+			all = strstr(line, needles[i]) != NULL;
+		if (all)
+			sum += strtoul(sp + 1, NULL, 10);
+		p = nl ? nl + 1 : NULL;
+	}
+	return sum;
+}
+
+/* ---- the main test ---- */
+
+START_TEST(record_traced_requests)
+{
+	char file[64], errf[64], spans_f[64], pid[16], *out = NULL, *err = NULL;
+	const char *args[] = {"-F", "100", "-o", file, pid, NULL};
+	struct done a, b, c;
+	struct physics ph = {0};
+	static struct spans S;
+	const struct span *cpu, *slp, *handler, *ctx;
+	struct server s;
+	pid_t rec;
+	int st, fa, fb;
+	FILE *f;
+
+	server_start(&s);
+	prof_tmpfile(file, sizeof(file), "record-prof");
+	prof_tmpfile(errf, sizeof(errf), "record-err");
+	prof_tmpfile(spans_f, sizeof(spans_f), "record-spans");
+	snprintf(pid, sizeof(pid), "%d", (int)s.pid);
+	rec = prof_record_start(errf, args);
+	/* header, INFO and the first rounds on disk: sampling has begun */
+	prof_wait_file(file, 256, TIMEOUT_MS);
+
+	/* two traces at once on two connections (threads), then a third */
+	fa = request_send(&s, "/cpu/300", TRACE_CPU);
+	fb = request_send(&s, "/sleep/300", TRACE_SLP);
+	request_finish(fa, &a);
+	request_finish(fb, &b);
+	request_finish(request_send(&s, "/mixed/200/200", TRACE_MIX), &c);
+	usleep(50000);
+	kill(rec, SIGINT);
+	st = prof_record_wait(rec, TIMEOUT_MS);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "record status 0x%x: %s",
+		      st, (err = prof_slurp(errf)));
+	prof_assert_running(s.pid);
+	ck_assert_uint_gt(a.cpu_ns, 250000000u);
+	ck_assert_uint_gt(b.sleep_ns, 250000000u);
+
+	/* summary: the functions per request path, and the timing */
+	st = prof_run(&out, &err, "report", file, NULL);
+	ck_assert_msg(st == 0, "report exit %d: %s", st, err);
+	ck_assert_msg(strstr(out, "Service: " SERVICE "\n"), "%s", out);
+	ck_assert_ptr_nonnull(strstr(out, "Layout: otel_thread_ctx_v1 in "));
+	ck_assert_ptr_nonnull(strstr(out, "Ended: interrupted"));
+	ck_assert_ptr_nonnull(strstr(out, "GET /cpu/300: "));
+	ck_assert_ptr_nonnull(strstr(out, "GET /sleep/300: "));
+	ck_assert_ptr_nonnull(strstr(out, "GET /mixed/200/200: "));
+	ck_assert_ptr_nonnull(strstr(out, "%  prof_cpu_work\n"));
+	ck_assert_ptr_nonnull(strstr(out, "%  prof_sleep_work\n"));
+	ck_assert_ptr_nonnull(strstr(out, "trace " TRACE_CPU "  GET /cpu/300  "));
+	read_physics(out, &ph);
+	free(out);
+	free(err);
+	/* the recorder's own summary says whether a thread missed rounds */
+	err = prof_slurp(errf);
+	if (strstr(err, "timed out") || strstr(err, "skipped"))
+		ph.missed_ms = 2 * ph.gap_ms + 50.0; /* record's stop timeout */
+	free(err);
+
+	/* folded: the functions under the right trace roots */
+	st = prof_run(&out, &err, "report", "--folded", file, NULL);
+	ck_assert_msg(st == 0, "report exit %d: %s", st, err);
+	ck_assert_msg(folded_count(out, SERVICE ";GET /cpu/300;trace " TRACE_CPU ";",
+				   ";prof_handle_request;prof_cpu_work", NULL) >= 3,
+		      "%s", out);
+	ck_assert_uint_eq(
+		folded_count(out, "trace " TRACE_CPU ";", "prof_sleep_work", NULL), 0);
+	ck_assert_msg(folded_count(out, SERVICE ";GET /sleep/300;trace " TRACE_SLP ";",
+				   ";prof_handle_request;prof_sleep_work", NULL) >= 3,
+		      "%s", out);
+	ck_assert_uint_eq(
+		folded_count(out, "trace " TRACE_SLP ";", "prof_cpu_work", NULL), 0);
+	ck_assert_uint_ge(
+		folded_count(out, "trace " TRACE_MIX ";", ";prof_cpu_work", NULL), 2);
+	ck_assert_uint_ge(
+		folded_count(out, "trace " TRACE_MIX ";", ";prof_sleep_work", NULL), 2);
+	/* the idle threads are there too, without a trace */
+	ck_assert_uint_gt(folded_count(out, SERVICE ";[no trace];", NULL), 0);
+	free(out);
+	free(err);
+
+	/* filters: trace id prefix, path, attribute */
+	st = prof_run(&out, &err, "report", "--folded", "--trace", "4bf92f35", file,
+		      NULL);
+	ck_assert_int_eq(st, 0);
+	ck_assert_uint_gt(folded_count(out, "trace " TRACE_CPU ";", NULL), 0);
+	ck_assert_uint_eq(folded_count(out, "trace " TRACE_SLP, NULL) +
+				  folded_count(out, "[no trace]", NULL),
+			  0);
+	free(out);
+	free(err);
+	st = prof_run(&out, &err, "report", "--folded", "--path", "/sleep/300", file,
+		      NULL);
+	ck_assert_int_eq(st, 0);
+	ck_assert_uint_gt(folded_count(out, "trace " TRACE_SLP ";", NULL), 0);
+	ck_assert_uint_eq(folded_count(out, "trace " TRACE_CPU, NULL) +
+				  folded_count(out, "trace " TRACE_MIX, NULL),
+			  0);
+	free(out);
+	free(err);
+	st = prof_run(&out, &err, "report", "--folded", "--attr",
+		      "url.path=/mixed/200/200", file, NULL);
+	ck_assert_int_eq(st, 0);
+	ck_assert_uint_gt(folded_count(out, "trace " TRACE_MIX ";", NULL), 0);
+	ck_assert_uint_eq(folded_count(out, "trace " TRACE_CPU, NULL) +
+				  folded_count(out, "trace " TRACE_SLP, NULL),
+			  0);
+	free(out);
+	free(err);
+
+	/* inferred spans, with the context spans, as OTLP/JSON */
+	st = prof_run(&out, &err, "report", "--spans", "--context-spans", file, NULL);
+	ck_assert_msg(st == 0, "report exit %d: %s", st, err);
+	f = fopen(spans_f, "we");
+	ck_assert_ptr_nonnull(f);
+	fputs(out, f);
+	fclose(f);
+	free(out);
+	free(err);
+	st = prof_py(otlp_py, spans_f, &out, &err);
+	ck_assert_msg(st == 0, "%s", err);
+	parse_spans(out, &S);
+	free(out);
+	free(err);
+	ck_assert_str_eq(S.service, SERVICE);
+
+	check_duration(&S, &ph, TRACE_CPU, "prof_cpu_work", a.cpu_ns);
+	check_duration(&S, &ph, TRACE_SLP, "prof_sleep_work", b.sleep_ns);
+	check_duration(&S, &ph, TRACE_MIX, "prof_cpu_work", c.cpu_ns);
+	check_duration(&S, &ph, TRACE_MIX, "prof_sleep_work", c.sleep_ns);
+	ck_assert_ptr_null(span_named(&S, TRACE_CPU, "prof_sleep_work"));
+	ck_assert_ptr_null(span_named(&S, TRACE_SLP, "prof_cpu_work"));
+
+	/* nesting: both functions are children of the handler's span, the
+	 * CPU work before the sleep; the tree hangs off the context span,
+	 * whose parent is the traceparent's parent-id */
+	cpu = span_named(&S, TRACE_MIX, "prof_cpu_work");
+	slp = span_named(&S, TRACE_MIX, "prof_sleep_work");
+	ck_assert_str_eq(cpu->parent, slp->parent);
+	handler = span_by_id(&S, TRACE_MIX, cpu->parent);
+	ck_assert_msg(handler, "parent %s of prof_cpu_work missing", cpu->parent);
+	ck_assert_str_eq(handler->name, "prof_handle_request");
+	ck_assert_uint_le(cpu->end, slp->start);
+	ck_assert_uint_le(handler->start, cpu->start);
+	ck_assert_uint_ge(handler->end, slp->end);
+	ctx = span_named(&S, TRACE_MIX, "GET /mixed/200/200");
+	ck_assert_msg(ctx, "no context span");
+	ck_assert_int_eq(ctx->kind, 2);
+	ck_assert_str_eq(ctx->parent, PARENT_ID);
+	for (;;) {
+		const struct span *up = span_by_id(&S, TRACE_MIX, handler->parent);
+
+		ck_assert_msg(up, "span %s: parent %s not in the trace", handler->name,
+			      handler->parent);
+		if (up == ctx)
+			break;
+		handler = up;
+	}
+
+	unlink(file);
+	unlink(errf);
+	unlink(spans_f);
+	server_finish(&s);
+}
+END_TEST
+
+/* ---- ending ---- */
+
+/* A request that keeps one thread busy while the recorder comes and goes. */
+static int
+busy_request(const struct server *s)
+{
+	return request_send(s, "/mixed/1500/500", TRACE_CPU);
+}
+
+START_TEST(record_interrupted_never_stops_target)
+{
+	static const int delays_ms[] = {0, 3, 11, 29, 57, 120};
+	char file[64], errf[64], pid[16], *out = NULL, *err = NULL;
+	const char *args[] = {"-q", "-F", "1000", "-o", file, pid, NULL};
+	struct server s;
+	struct done d;
+	unsigned i;
+	int fd, st;
+
+	server_start(&s);
+	prof_tmpfile(file, sizeof(file), "int-prof");
+	prof_tmpfile(errf, sizeof(errf), "int-err");
+	snprintf(pid, sizeof(pid), "%d", (int)s.pid);
+	fd = busy_request(&s);
+	for (i = 0; i < sizeof(delays_ms) / sizeof(delays_ms[0]); i++) {
+		int sig = i % 3 == 2 ? SIGTERM : SIGINT;
+		pid_t rec;
+
+		unlink(file);
+		rec = prof_record_start(errf, args);
+
+		if (i >= 2)
+			prof_wait_file(file, 64, TIMEOUT_MS);
+		usleep((useconds_t)delays_ms[i] * 1000);
+		kill(rec, sig);
+		st = prof_record_wait(rec, TIMEOUT_MS);
+		/* a signal before the handlers exist kills it: that is fine,
+		 * as long as the target runs */
+		ck_assert_msg((WIFEXITED(st) && WEXITSTATUS(st) == 0) ||
+				      (WIFSIGNALED(st) && WTERMSIG(st) == sig),
+			      "round %u: status 0x%x: %s", i, st,
+			      (err = prof_slurp(errf)));
+		prof_assert_running(s.pid);
+		if (WIFEXITED(st) && i >= 2) {
+			st = prof_run(&out, &err, "report", file, NULL);
+			ck_assert_msg(st == 0, "report exit %d: %s", st, err);
+			ck_assert_msg(strstr(out, "Ended: interrupted"), "%s", out);
+			free(out);
+			free(err);
+		}
+	}
+	request_finish(fd, &d);
+	unlink(file);
+	unlink(errf);
+	server_finish(&s);
+}
+END_TEST
+
+/* A thread that cannot stop (blocked in vfork() until its child exits)
+ * times out of a round and stays seized with the interrupt pending: the
+ * recorder must let it go as soon as it stops, while recording goes on
+ * (else it would never answer), and when recording ends first. */
+START_TEST(record_unstoppable_thread)
+{
+	char file[64], errf[64], pid[16], *err;
+	const char *args[] = {"-F", "100", "-o", file, pid, NULL};
+	const char *args_d[] = {"-F", "100", "-d", "0.3", "-o", file, pid, NULL};
+	struct server s;
+	struct done d;
+	pid_t rec;
+	int fd, st;
+
+	server_start(&s);
+	prof_tmpfile(file, sizeof(file), "vfork-prof");
+	prof_tmpfile(errf, sizeof(errf), "vfork-err");
+	snprintf(pid, sizeof(pid), "%d", (int)s.pid);
+
+	/* the thread stops while recording goes on */
+	fd = request_send(&s, "/vfork/400", TRACE_CPU);
+	usleep(100000);
+	unlink(file);
+	rec = prof_record_start(errf, args);
+	request_finish(fd, &d); /* it answers: it was let go */
+	ck_assert_uint_ge(d.sleep_ns, 350000000u);
+	kill(rec, SIGINT);
+	st = prof_record_wait(rec, TIMEOUT_MS);
+	err = prof_slurp(errf);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) <= 1, "status 0x%x: %s", st,
+		      err);
+	ck_assert_msg(strstr(err, "thread stops timed out"), "%s", err);
+	free(err);
+	prof_assert_running(s.pid);
+
+	/* recording ends while the thread still cannot stop */
+	fd = request_send(&s, "/vfork/700", TRACE_CPU);
+	usleep(100000);
+	st = prof_record_wait(prof_record_start(errf, args_d), TIMEOUT_MS);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) <= 1, "status 0x%x: %s", st,
+		      (err = prof_slurp(errf)));
+	request_finish(fd, &d);
+	prof_assert_running(s.pid);
+	unlink(file);
+	unlink(errf);
+	server_finish(&s);
+}
+END_TEST
+
+START_TEST(record_duration)
+{
+	char file[64], errf[64], pid[16], *out = NULL, *err = NULL;
+	const char *args[] = {"-F", "100", "--duration", "0.5", "-o", file, pid, NULL};
+	struct timespec t0, t1;
+	struct server s;
+	unsigned rounds = 0;
+	double secs;
+	int st;
+	const char *p;
+
+	server_start(&s);
+	prof_tmpfile(file, sizeof(file), "dur-prof");
+	prof_tmpfile(errf, sizeof(errf), "dur-err");
+	snprintf(pid, sizeof(pid), "%d", (int)s.pid);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	st = prof_record_wait(prof_record_start(errf, args), TIMEOUT_MS);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	secs = (double)(t1.tv_sec - t0.tv_sec) +
+	       (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status 0x%x: %s", st,
+		      (err = prof_slurp(errf)));
+	ck_assert_msg(secs >= 0.5 && secs < 20, "recording took %.3f s", secs);
+	prof_assert_running(s.pid);
+	err = prof_slurp(errf);
+	ck_assert_msg(strstr(err, " samples in "), "%s", err);
+	free(err);
+
+	st = prof_run(&out, &err, "report", file, NULL);
+	ck_assert_msg(st == 0, "report exit %d: %s", st, err);
+	ck_assert_msg(strstr(out, "Ended: duration reached"), "%s", out);
+	p = strstr(out, " s, ");
+	ck_assert_ptr_nonnull(p);
+	ck_assert_int_eq(sscanf(p, " s, %u rounds", &rounds), 1);
+	/* 50 ticks; a loaded machine may miss many, but not all */
+	ck_assert_uint_ge(rounds, 5);
+	ck_assert_uint_le(rounds, 51);
+	free(out);
+	free(err);
+	unlink(file);
+	unlink(errf);
+	server_finish(&s);
+}
+END_TEST
+
+START_TEST(record_killed_and_target_exit)
+{
+	char file[64], errf[64], pid[16], *out = NULL, *err = NULL;
+	const char *args[] = {"-q", "-F", "200", "-o", file, pid, NULL};
+	struct server s;
+	pid_t rec;
+	int st;
+	FILE *f;
+
+	server_start(&s);
+	prof_tmpfile(file, sizeof(file), "kill-prof");
+	prof_tmpfile(errf, sizeof(errf), "kill-err");
+	snprintf(pid, sizeof(pid), "%d", (int)s.pid);
+
+	/* SIGKILL: the kernel lets the seized threads go; the file holds
+	 * whole rounds */
+	rec = prof_record_start(errf, args);
+	prof_wait_file(file, 512, TIMEOUT_MS);
+	kill(rec, SIGKILL);
+	st = prof_record_wait(rec, TIMEOUT_MS);
+	ck_assert(WIFSIGNALED(st));
+	prof_assert_running(s.pid);
+	st = prof_run(&out, &err, "report", file, NULL);
+	ck_assert_msg(st == 0, "report exit %d: %s", st, err);
+	ck_assert_msg(strstr(out, "Ended: file incomplete"), "%s", out);
+	free(out);
+	free(err);
+	/* cut inside a record: what is whole is used, exit 1 */
+	f = fopen(file, "ae");
+	ck_assert_ptr_nonnull(f);
+	fwrite("\x0b\x40\x00\x00\x01", 1, 5, f);
+	fclose(f);
+	st = prof_run(&out, &err, "report", "--folded", file, NULL);
+	ck_assert_int_eq(st, 1);
+	ck_assert_ptr_nonnull(strstr(err, "ends inside a record"));
+	ck_assert_ptr_nonnull(strstr(out, "[no trace]"));
+	free(out);
+	free(err);
+	/* not a recording at all */
+	st = prof_run(&out, &err, "report", errf, NULL);
+	ck_assert_int_eq(st, 2);
+	ck_assert_ptr_nonnull(strstr(err, "not a ctxdump recording"));
+	free(out);
+	free(err);
+
+	/* the target exits while recorded: the recording ends by itself */
+	unlink(file);
+	rec = prof_record_start(errf, args);
+	prof_wait_file(file, 512, TIMEOUT_MS);
+	st = test_child_finish(&s.c, TIMEOUT_MS);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "server status 0x%x", st);
+	st = prof_record_wait(rec, TIMEOUT_MS);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "record status 0x%x: %s",
+		      st, (err = prof_slurp(errf)));
+	st = prof_run(&out, &err, "report", file, NULL);
+	ck_assert_msg(st == 0, "report exit %d: %s", st, err);
+	ck_assert_msg(strstr(out, "Ended: process exited"), "%s", out);
+	free(out);
+	free(err);
+	unlink(file);
+	unlink(errf);
+}
+END_TEST
+
+START_TEST(record_report_usage)
+{
+	char *out = NULL, *err = NULL;
+
+	ck_assert_int_eq(prof_run(&out, &err, "record", NULL), 64);
+	ck_assert_ptr_nonnull(strstr(err, "no process id"));
+	free(out);
+	free(err);
+	ck_assert_int_eq(prof_run(&out, &err, "record", "--rate", "0", "1", NULL), 64);
+	free(out);
+	free(err);
+	ck_assert_int_eq(prof_run(&out, &err, "record", "--duration", "-1", "1", NULL),
+			 64);
+	free(out);
+	free(err);
+	ck_assert_int_eq(prof_run(&out, &err, "record", "x1", NULL), 64);
+	free(out);
+	free(err);
+	ck_assert_int_eq(
+		prof_run(&out, &err, "record", "-o", "/dev/null", "2147483647", NULL),
+		2);
+	ck_assert_ptr_nonnull(strstr(err, "does not exist"));
+	free(out);
+	free(err);
+	ck_assert_int_eq(prof_run(&out, &err, "report", NULL), 64);
+	free(out);
+	free(err);
+	ck_assert_int_eq(
+		prof_run(&out, &err, "report", "--folded", "--spans", "f", NULL), 64);
+	free(out);
+	free(err);
+	ck_assert_int_eq(prof_run(&out, &err, "report", "--trace", "XYZ", "f", NULL),
+			 64);
+	free(out);
+	free(err);
+	ck_assert_int_eq(prof_run(&out, &err, "report", "/nonexistent/file", NULL), 2);
+	free(out);
+	free(err);
+	ck_assert_int_eq(prof_run(&out, &err, "record", "--help", NULL), 0);
+	ck_assert_ptr_nonnull(strstr(out, "ctxdump record [options] <pid>"));
+	free(out);
+	free(err);
+	ck_assert_int_eq(prof_run(&out, &err, "report", "--help", NULL), 0);
+	ck_assert_ptr_nonnull(strstr(out, "--spans"));
+	free(out);
+	free(err);
+}
+END_TEST
+
+TEST_SUITE(ctxdump_record_suite)
+{
+	Suite *s;
+	TCase *tc;
+
+	if (access(test_shim_path(), R_OK) != 0)
+		test_skip("%s is not built", test_shim_path());
+	if (!prof_python())
+		test_skip("python3 not found in PATH (OTLP/JSON checks)");
+	s = suite_create("ctxdump-record");
+	tc = tcase_create("record");
+	tcase_set_timeout(tc, 240);
+	tcase_add_test(tc, record_traced_requests);
+	tcase_add_test(tc, record_interrupted_never_stops_target);
+	tcase_add_test(tc, record_unstoppable_thread);
+	tcase_add_test(tc, record_duration);
+	tcase_add_test(tc, record_killed_and_target_exit);
+	tcase_add_test(tc, record_report_usage);
+	suite_add_tcase(s, tc);
+	return s;
+}

@@ -1,0 +1,254 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/* Helpers of the `ctxdump record` / `report` tests (test-ctxdump-record.c,
+ * test-ctxdump-layouts.c): paths, running ctxdump and python3 (JSON
+ * checks), and the check that no thread of a target was left stopped. */
+
+#include "test-common.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static __attribute__((unused)) const char *
+prof_ctxdump(void)
+{
+	static char path[PATH_MAX];
+
+	snprintf(path, sizeof(path), "%s/tools/ctxdump/ctxdump",
+		 test_env_path("CTXSHIM_BUILDDIR"));
+	return path;
+}
+
+static __attribute__((unused)) const char *
+prof_helper(const char *name, char *buf, size_t n)
+{
+	snprintf(buf, n, "%s/%s", test_env_path("HELPER_DIR"), name);
+	return buf;
+}
+
+/* python3 from PATH (meson itself runs on it), or NULL. */
+static __attribute__((unused)) const char *
+prof_python(void)
+{
+	static char path[PATH_MAX];
+	const char *p = getenv("PATH");
+
+	while (p && *p) {
+		const char *e = strchr(p, ':');
+		size_t l = e ? (size_t)(e - p) : strlen(p);
+
+		snprintf(path, sizeof(path), "%.*s/python3", (int)l, p);
+		if (l && access(path, X_OK) == 0)
+			return path;
+		p = e ? e + 1 : NULL;
+	}
+	return NULL;
+}
+
+/* A fresh temporary file name (the file exists, empty). */
+static __attribute__((unused)) void
+prof_tmpfile(char *buf, size_t n, const char *tag)
+{
+	int fd;
+
+	snprintf(buf, n, "/tmp/ctxdump-%s-XXXXXX", tag);
+	fd = mkstemp(buf);
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+}
+
+/* Run ctxdump with up to 10 arguments (NULL-terminated); returns the
+ * exit status (-1 if it did not exit normally); out and err are
+ * malloc'd. */
+static __attribute__((unused)) int
+prof_run(char **out, char **err, const char *a0, ...)
+{
+	char *argv[16] = {(char *)prof_ctxdump()};
+	va_list ap;
+	int n = 1, st;
+
+	va_start(ap, a0);
+	for (const char *a = a0; a && n < 15; a = va_arg(ap, const char *))
+		argv[n++] = (char *)a;
+	va_end(ap);
+	argv[n] = NULL;
+	st = test_run_capture(argv, NULL, false, out, err, 120000);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* python3 -c script arg; returns the exit status, out/err malloc'd. */
+static __attribute__((unused)) int
+prof_py(const char *script, const char *arg, char **out, char **err)
+{
+	char *argv[] = {(char *)prof_python(), "-c", (char *)script, (char *)arg, NULL};
+	int st;
+
+	ck_assert_ptr_nonnull(argv[0]);
+	st = test_run_capture(argv, NULL, false, out, err, 60000);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* No thread of pid may be in ptrace-stop (t) or job-stopped (T). */
+static __attribute__((unused)) void
+prof_assert_running(pid_t pid)
+{
+	char path[64];
+	struct dirent *de;
+	DIR *d;
+	int n = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	d = opendir(path);
+	ck_assert_msg(d, "process %d is gone", (int)pid);
+	while ((de = readdir(d)) != NULL) {
+		char sp[320], buf[512], *p;
+		ssize_t r;
+		int fd;
+
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(sp, sizeof(sp), "/proc/%d/task/%s/stat", (int)pid, de->d_name);
+		fd = open(sp, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue; /* exited meanwhile */
+		r = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+		if (r <= 0)
+			continue;
+		buf[r] = '\0';
+		p = strrchr(buf, ')');
+		ck_assert_ptr_nonnull(p);
+		ck_assert_msg(p[2] != 't' && p[2] != 'T',
+			      "thread %s of %d left in state %c", de->d_name, (int)pid,
+			      p[2]);
+		n++;
+	}
+	closedir(d);
+	ck_assert_int_gt(n, 0);
+}
+
+/* Start `ctxdump record` with stdout and stderr to errfile. */
+static __attribute__((unused)) pid_t
+prof_record_start(const char *errfile, const char *const *args)
+{
+	char *argv[20] = {(char *)prof_ctxdump(), "record"};
+	pid_t pid;
+	int n = 2;
+
+	sigset_t all, old;
+
+	while (*args && n < 19)
+		argv[n++] = (char *)*args++;
+	argv[n] = NULL;
+	/* Check's handlers for SIGINT and SIGTERM kill the whole test
+	 * process group: a signal sent to the child before it runs ctxdump
+	 * must meet the default action instead. */
+	sigfillset(&all);
+	sigprocmask(SIG_BLOCK, &all, &old);
+	pid = fork();
+	if (pid == 0) {
+		int fd = open(errfile, O_WRONLY | O_TRUNC | O_CLOEXEC);
+		int nul = open("/dev/null", O_RDONLY);
+
+		signal(SIGINT, SIG_DFL);
+		signal(SIGTERM, SIG_DFL);
+		signal(SIGHUP, SIG_DFL);
+		signal(SIGQUIT, SIG_DFL);
+		signal(SIGALRM, SIG_DFL);
+		sigprocmask(SIG_SETMASK, &old, NULL);
+
+		dup2(nul, 0);
+		dup2(fd, 1);
+		dup2(fd, 2);
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	ck_assert_int_ge(pid, 0);
+	/* return once it runs ctxdump: a signal sent before the exec would
+	 * meet a copy of this program (under valgrind, its emulation) */
+	for (int i = 0; i < 20000; i++) {
+		char path[64], comm[32] = "";
+		ssize_t r;
+		int fd;
+
+		snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			break; /* gone already */
+		r = read(fd, comm, sizeof(comm) - 1);
+		close(fd);
+		if (r > 0 && strncmp(comm, "ctxdump", 7) == 0)
+			break;
+		usleep(500);
+	}
+	return pid;
+}
+
+/* Wait (at most timeout_ms) for a recorder; returns its wait status. */
+static __attribute__((unused)) int
+prof_record_wait(pid_t pid, int timeout_ms)
+{
+	int st, waited = 0;
+
+	for (;;) {
+		pid_t r = waitpid(pid, &st, WNOHANG);
+
+		if (r == pid)
+			return st;
+		ck_assert_int_eq(r, 0);
+		if (waited > timeout_ms) {
+			kill(pid, SIGKILL);
+			waitpid(pid, &st, 0);
+			ck_abort_msg("ctxdump record did not end within %d ms",
+				     timeout_ms);
+		}
+		usleep(5000);
+		waited += 5;
+	}
+}
+
+/* Wait until a recording has its first rounds on disk. */
+static __attribute__((unused)) void
+prof_wait_file(const char *path, off_t min, int timeout_ms)
+{
+	struct stat st;
+	int waited = 0;
+
+	while (stat(path, &st) != 0 || st.st_size < min) {
+		ck_assert_msg(waited < timeout_ms, "%s stayed below %lld bytes", path,
+			      (long long)min);
+		usleep(5000);
+		waited += 5;
+	}
+}
+
+static __attribute__((unused)) char *
+prof_slurp(const char *path)
+{
+	FILE *f = fopen(path, "re");
+	char *b;
+	long n;
+
+	ck_assert_ptr_nonnull(f);
+	fseek(f, 0, SEEK_END);
+	n = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	b = malloc((size_t)n + 1);
+	ck_assert_ptr_nonnull(b);
+	ck_assert_int_eq(fread(b, 1, (size_t)n, f), n);
+	b[n] = '\0';
+	fclose(f);
+	return b;
+}

@@ -1,0 +1,2392 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* ctxdump report: what a `ctxdump record` file says.
+ *
+ *   --folded  one line per distinct stack, "root;...;leaf count", with the
+ *             sample's service, request and trace as the first frames
+ *             (flamegraph.pl, speedscope, inferno);
+ *   --spans   inferred spans (Elastic's inferred-spans idea): consecutive
+ *             samples of one thread in one span of one trace become a call
+ *             tree of time intervals, and its nodes become spans, printed
+ *             as OTLP/JSON traces;
+ *   default   a text summary: the top functions per request path and per
+ *             trace.
+ *
+ * The file is read in one pass into compact tables (proffile.h): strings,
+ * frames, stacks and contexts by id, and 24 bytes per sample. */
+#include "config.h"
+
+#include "profile.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "layouts.h"
+#include "output.h"
+#include "process-ctx.h"
+#include "proffile.h"
+#include "w3c.h"
+
+#define EXIT_OK      0
+#define EXIT_PARTIAL 1
+#define EXIT_FATAL   2
+#define EXIT_USAGE   64
+
+#define MAX_FILTERS 16
+/* Contexts kept per sample: one per layout. */
+#define SAMPLE_CTX LAY_N
+
+/* ---- the loaded recording ---- */
+
+struct r_str {
+	char *p; /* NUL-terminated copy */
+	uint32_t n;
+};
+
+struct r_frame {
+	uint64_t ip, offset;
+	uint32_t sym, mod, flags;
+	uint32_t fn; /* function id (display name) */
+};
+
+struct r_stack {
+	uint32_t *f; /* frame ids, innermost first */
+	uint32_t n, flags;
+};
+
+struct r_ctx {
+	uint8_t kind, flags, trace_flags;
+	uint8_t trace[16], span[8], txn[8];
+	uint32_t n;
+	uint32_t *kv; /* key and value string ids */
+};
+
+struct r_round {
+	uint64_t t; /* ns since the start */
+	uint64_t window;
+};
+
+struct r_sample {
+	uint32_t round, tid, stack;
+	uint32_t ctx[SAMPLE_CTX]; /* 0 = none */
+};
+
+struct r_thread {
+	uint32_t tid;
+	char *comm; /* the last name seen */
+};
+
+struct r_layout {
+	unsigned kind;
+	bool usable;
+	char *module, *model;
+};
+
+struct r_kv {
+	char *key, *value;
+};
+
+/* A growable array of fixed-size items. */
+struct vec {
+	void *v;
+	size_t n, cap, size;
+};
+
+static void *
+vec_at(struct vec *a, size_t i)
+{
+	return (uint8_t *)a->v + i * a->size;
+}
+
+/* Make index i valid (zero-filled); returns it or NULL. */
+static void *
+vec_slot(struct vec *a, size_t i)
+{
+	if (i >= a->cap) {
+		size_t cap = a->cap ? a->cap : 64;
+		void *nv;
+
+		while (cap <= i)
+			cap *= 2;
+		nv = realloc(a->v, cap * a->size);
+		if (!nv)
+			return NULL;
+		memset((uint8_t *)nv + a->cap * a->size, 0, (cap - a->cap) * a->size);
+		a->v = nv;
+		a->cap = cap;
+	}
+	if (i >= a->n)
+		a->n = i + 1;
+	return vec_at(a, i);
+}
+
+struct prof {
+	/* INFO */
+	bool has_info;
+	uint64_t pid, t0_real, t0_mono, rate;
+	char *comm, *cmdline;
+	size_t cmdline_len;
+	/* the last process context */
+	uint8_t *pctx_payload;
+	struct pctx_decoded *pd;
+	struct vec resource; /* struct r_kv, from RESOURCE records */
+	struct vec layouts;  /* struct r_layout */
+
+	struct vec strings; /* struct r_str by id */
+	struct vec frames;  /* struct r_frame by id */
+	struct vec stacks;  /* struct r_stack by id */
+	struct vec ctxs;    /* struct r_ctx by id */
+	struct vec rounds;  /* struct r_round */
+	struct vec samples; /* struct r_sample */
+	struct vec threads; /* struct r_thread */
+	/* function names (frame display names), deduplicated */
+	struct vec fns; /* char * */
+
+	bool has_end;
+	uint64_t end_t, end_reason, lost_ticks, win_sum, win_max;
+	bool truncated; /* the file ended inside a record */
+	unsigned bad_records;
+};
+
+static const char *prog = "ctxdump report";
+
+static void pwarn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static void
+pwarn(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	fprintf(stderr, "%s: ", prog);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+}
+
+static const char *
+str(const struct prof *p, uint32_t id)
+{
+	const struct r_str *s;
+
+	if (!id || id >= p->strings.n)
+		return "";
+	s = (const struct r_str *)p->strings.v + id;
+	return s->p ? s->p : "";
+}
+
+static char *
+dup_bytes(const uint8_t *b, size_t n)
+{
+	char *s = malloc(n + 1);
+
+	if (s) {
+		memcpy(s, b, n);
+		s[n] = '\0';
+	}
+	return s;
+}
+
+/* ---- function names ---- */
+
+struct fn_map {
+	uint64_t *h;
+	uint32_t *id; /* fn id + 1 */
+	size_t cap, n;
+};
+
+static uint64_t
+hash_str(const char *s)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+
+	for (; *s; s++) {
+		h ^= (uint8_t)*s;
+		h *= 0x100000001b3ull;
+	}
+	return h ^ (h >> 29);
+}
+
+/* The id of function name s (taking ownership of s). */
+static uint32_t
+fn_intern(struct prof *p, struct fn_map *m, char *s)
+{
+	uint64_t h = hash_str(s);
+	size_t i;
+
+	if ((m->n + 1) * 2 > m->cap) {
+		size_t cap = m->cap ? m->cap * 2 : 256, j;
+		uint64_t *nh = calloc(cap, sizeof(*nh));
+		uint32_t *ni = calloc(cap, sizeof(*ni));
+
+		if (!nh || !ni) {
+			free(nh);
+			free(ni);
+			free(s);
+			return 0;
+		}
+		for (j = 0; j < m->cap; j++) {
+			size_t k;
+
+			if (!m->id[j])
+				continue;
+			for (k = m->h[j] & (cap - 1); ni[k]; k = (k + 1) & (cap - 1))
+				;
+			nh[k] = m->h[j];
+			ni[k] = m->id[j];
+		}
+		free(m->h);
+		free(m->id);
+		m->h = nh;
+		m->id = ni;
+		m->cap = cap;
+	}
+	for (i = h & (m->cap - 1); m->id[i]; i = (i + 1) & (m->cap - 1)) {
+		char **name = vec_at(&p->fns, m->id[i] - 1);
+
+		if (m->h[i] == h && strcmp(*name, s) == 0) {
+			free(s);
+			return m->id[i] - 1;
+		}
+	}
+	{
+		char **slot = vec_slot(&p->fns, p->fns.n);
+
+		if (!slot) {
+			free(s);
+			return 0;
+		}
+		*slot = s;
+		m->h[i] = h;
+		m->id[i] = (uint32_t)p->fns.n;
+		m->n++;
+		return (uint32_t)p->fns.n - 1;
+	}
+}
+
+static const char *
+fn_name(const struct prof *p, uint32_t fn)
+{
+	if (fn >= p->fns.n)
+		return "?";
+	return ((char *const *)p->fns.v)[fn];
+}
+
+/* Symbol, else module basename + offset, else the address. */
+static char *
+frame_display(const struct prof *p, const struct r_frame *f)
+{
+	const char *sym = str(p, f->sym), *mod = str(p, f->mod), *b;
+	char buf[512];
+
+	if (*sym)
+		return strdup(sym);
+	if (*mod) {
+		b = strrchr(mod, '/');
+		b = b ? b + 1 : mod;
+		snprintf(buf, sizeof(buf), "%s+0x%" PRIx64, b, f->offset);
+	} else {
+		snprintf(buf, sizeof(buf), "0x%" PRIx64, f->ip);
+	}
+	return strdup(buf);
+}
+
+/* ---- loading ---- */
+
+static void
+free_prof(struct prof *p)
+{
+	size_t i;
+
+	for (i = 0; i < p->strings.n; i++)
+		free(((struct r_str *)p->strings.v)[i].p);
+	for (i = 0; i < p->stacks.n; i++)
+		free(((struct r_stack *)p->stacks.v)[i].f);
+	for (i = 0; i < p->ctxs.n; i++)
+		free(((struct r_ctx *)p->ctxs.v)[i].kv);
+	for (i = 0; i < p->fns.n; i++)
+		free(((char **)p->fns.v)[i]);
+	for (i = 0; i < p->resource.n; i++) {
+		free(((struct r_kv *)p->resource.v)[i].key);
+		free(((struct r_kv *)p->resource.v)[i].value);
+	}
+	for (i = 0; i < p->layouts.n; i++) {
+		free(((struct r_layout *)p->layouts.v)[i].module);
+		free(((struct r_layout *)p->layouts.v)[i].model);
+	}
+	for (i = 0; i < p->threads.n; i++)
+		free(((struct r_thread *)p->threads.v)[i].comm);
+	free(p->strings.v);
+	free(p->frames.v);
+	free(p->stacks.v);
+	free(p->ctxs.v);
+	free(p->rounds.v);
+	free(p->samples.v);
+	free(p->threads.v);
+	free(p->fns.v);
+	free(p->resource.v);
+	free(p->layouts.v);
+	free(p->comm);
+	free(p->cmdline);
+	free(p->pctx_payload);
+	free(p->pd);
+}
+
+static void
+init_prof(struct prof *p)
+{
+	memset(p, 0, sizeof(*p));
+	p->strings.size = sizeof(struct r_str);
+	p->frames.size = sizeof(struct r_frame);
+	p->stacks.size = sizeof(struct r_stack);
+	p->ctxs.size = sizeof(struct r_ctx);
+	p->rounds.size = sizeof(struct r_round);
+	p->samples.size = sizeof(struct r_sample);
+	p->threads.size = sizeof(struct r_thread);
+	p->fns.size = sizeof(char *);
+	p->resource.size = sizeof(struct r_kv);
+	p->layouts.size = sizeof(struct r_layout);
+}
+
+/* Ids count up from 1 without gaps (slot 0 is reserved): a record
+ * defines the next id, or redefines one; anything else is corrupt. */
+static bool
+id_ok(uint32_t id, const struct vec *a)
+{
+	return id > 0 && id <= a->n && id < (1u << 30);
+}
+
+static bool
+load_record(
+	struct prof *p, struct fn_map *fm, unsigned type, const uint8_t *b, size_t n)
+{
+	struct pfile_r r = {b, b + n, false};
+	const uint8_t *bp;
+	size_t bl;
+	uint32_t id, i;
+
+	switch (type) {
+	case PFILE_INFO:
+		p->pid = pfile_r_u(&r);
+		p->t0_real = pfile_r_u(&r);
+		p->t0_mono = pfile_r_u(&r);
+		p->rate = pfile_r_u(&r);
+		(void)pfile_r_u(&r); /* max frames */
+		(void)pfile_r_u(&r); /* stack size */
+		pfile_r_bytes(&r, &bp, &bl);
+		free(p->comm);
+		p->comm = dup_bytes(bp ? bp : (const uint8_t *)"", bl);
+		pfile_r_bytes(&r, &bp, &bl);
+		free(p->cmdline);
+		p->cmdline = dup_bytes(bp ? bp : (const uint8_t *)"", bl);
+		p->cmdline_len = bl;
+		p->has_info = !r.bad;
+		break;
+	case PFILE_PCTX: {
+		struct pctx_decoded *pd;
+		uint8_t *copy;
+
+		(void)pfile_r_u(&r);
+		if (!pfile_r_bytes(&r, &bp, &bl))
+			break;
+		copy = malloc(bl ? bl : 1);
+		pd = malloc(sizeof(*pd));
+		if (!copy || !pd) {
+			free(copy);
+			free(pd);
+			return false;
+		}
+		memcpy(copy, bp, bl);
+		if (pctx_decode(copy, bl, pd) < 0) {
+			free(copy);
+			free(pd);
+			break;
+		}
+		free(p->pctx_payload);
+		free(p->pd);
+		p->pctx_payload = copy;
+		p->pd = pd;
+		break;
+	}
+	case PFILE_RESOURCE: {
+		const uint8_t *kp, *vp;
+		size_t kl, vl;
+		struct r_kv *kv;
+
+		if (!pfile_r_bytes(&r, &kp, &kl) || !pfile_r_bytes(&r, &vp, &vl))
+			break;
+		kv = vec_slot(&p->resource, p->resource.n);
+		if (!kv)
+			return false;
+		kv->key = dup_bytes(kp, kl);
+		kv->value = dup_bytes(vp, vl);
+		break;
+	}
+	case PFILE_LAYOUT: {
+		struct r_layout *l = vec_slot(&p->layouts, p->layouts.n);
+		const uint8_t *mp, *mo;
+		size_t ml, mol;
+
+		if (!l)
+			return false;
+		l->kind = (unsigned)pfile_r_u(&r);
+		l->usable = pfile_r_u(&r) != 0;
+		pfile_r_bytes(&r, &bp, &bl); /* the symbol name */
+		pfile_r_bytes(&r, &mp, &ml);
+		pfile_r_bytes(&r, &mo, &mol);
+		if (r.bad || l->kind >= LAY_N) {
+			p->layouts.n--;
+			break;
+		}
+		l->module = dup_bytes(mp, ml);
+		l->model = dup_bytes(mo, mol);
+		if (!l->module || !l->model)
+			return false;
+		break;
+	}
+	case PFILE_THREAD: {
+		uint32_t tid = pfile_r_u32(&r);
+		struct r_thread *t = NULL;
+		char *name;
+
+		if (!pfile_r_bytes(&r, &bp, &bl))
+			break;
+		name = dup_bytes(bp, bl);
+		if (!name)
+			return false;
+		for (i = 0; i < p->threads.n; i++) {
+			t = vec_at(&p->threads, i);
+			if (t->tid == tid)
+				break;
+			t = NULL;
+		}
+		if (!t) {
+			t = vec_slot(&p->threads, p->threads.n);
+			if (!t) {
+				free(name);
+				return false;
+			}
+			t->tid = tid;
+		}
+		free(t->comm);
+		t->comm = name;
+		break;
+	}
+	case PFILE_STRING: {
+		struct r_str *s;
+
+		id = pfile_r_u32(&r);
+		if (!pfile_r_bytes(&r, &bp, &bl) || !id_ok(id, &p->strings))
+			break;
+		s = vec_slot(&p->strings, id);
+		if (!s)
+			return false;
+		free(s->p);
+		s->p = dup_bytes(bp, bl);
+		s->n = (uint32_t)bl;
+		break;
+	}
+	case PFILE_FRAME: {
+		struct r_frame f = {0}, *fp;
+
+		id = pfile_r_u32(&r);
+		f.ip = pfile_r_u(&r);
+		f.sym = pfile_r_u32(&r);
+		f.mod = pfile_r_u32(&r);
+		f.offset = pfile_r_u(&r);
+		f.flags = pfile_r_u32(&r);
+		if (r.bad || !id_ok(id, &p->frames))
+			break;
+		fp = vec_slot(&p->frames, id);
+		if (!fp)
+			return false;
+		*fp = f;
+		fp->fn = fn_intern(p, fm, frame_display(p, &f));
+		break;
+	}
+	case PFILE_STACK: {
+		struct r_stack *s;
+		uint32_t flags, cnt;
+
+		id = pfile_r_u32(&r);
+		flags = pfile_r_u32(&r);
+		cnt = pfile_r_u32(&r);
+		if (r.bad || !id_ok(id, &p->stacks) || cnt > 1u << 16 ||
+		    cnt > (size_t)(r.end - r.p))
+			break;
+		s = vec_slot(&p->stacks, id);
+		if (!s)
+			return false;
+		free(s->f);
+		s->f = malloc((cnt ? cnt : 1) * sizeof(*s->f));
+		if (!s->f)
+			return false;
+		for (i = 0; i < cnt; i++) {
+			uint32_t fid = pfile_r_u32(&r);
+
+			s->f[i] = fid < p->frames.n ? fid : 0;
+		}
+		s->n = r.bad ? 0 : cnt;
+		s->flags = flags;
+		break;
+	}
+	case PFILE_CTX: {
+		struct r_ctx c = {0}, *cp;
+
+		id = pfile_r_u32(&r);
+		c.kind = (uint8_t)pfile_r_u(&r);
+		c.flags = (uint8_t)pfile_r_u(&r);
+		pfile_r_raw(&r, c.trace, 16);
+		pfile_r_raw(&r, c.span, 8);
+		c.trace_flags = (uint8_t)pfile_r_u(&r);
+		if (c.flags & PFILE_CTX_TXN)
+			pfile_r_raw(&r, c.txn, 8);
+		c.n = pfile_r_u32(&r);
+		if (r.bad || !id_ok(id, &p->ctxs) || c.n > LAY_ATTRS_MAX ||
+		    c.kind >= LAY_N)
+			break;
+		c.kv = malloc((c.n ? c.n : 1) * 2 * sizeof(uint32_t));
+		if (!c.kv)
+			return false;
+		for (i = 0; i < 2 * c.n; i++)
+			c.kv[i] = pfile_r_u32(&r);
+		if (r.bad) {
+			free(c.kv);
+			break;
+		}
+		cp = vec_slot(&p->ctxs, id);
+		if (!cp) {
+			free(c.kv);
+			return false;
+		}
+		free(cp->kv);
+		*cp = c;
+		break;
+	}
+	case PFILE_ROUND: {
+		struct r_round *rd = vec_slot(&p->rounds, p->rounds.n);
+
+		if (!rd)
+			return false;
+		rd->t = pfile_r_u(&r);
+		rd->window = pfile_r_u(&r);
+		break;
+	}
+	case PFILE_SAMPLE: {
+		struct r_sample s = {0}, *sp;
+		uint32_t nc, k;
+
+		if (!p->rounds.n)
+			break;
+		s.round = (uint32_t)p->rounds.n - 1;
+		s.tid = pfile_r_u32(&r);
+		(void)pfile_r_u(&r); /* state */
+		s.stack = pfile_r_u32(&r);
+		nc = pfile_r_u32(&r);
+		for (k = 0; k < nc && !r.bad; k++) {
+			uint32_t c = pfile_r_u32(&r);
+
+			if (k < SAMPLE_CTX && c < p->ctxs.n)
+				s.ctx[k] = c;
+		}
+		if (r.bad)
+			break;
+		if (s.stack >= p->stacks.n)
+			s.stack = 0;
+		sp = vec_slot(&p->samples, p->samples.n);
+		if (!sp)
+			return false;
+		*sp = s;
+		break;
+	}
+	case PFILE_END:
+		p->end_t = pfile_r_u(&r);
+		p->end_reason = pfile_r_u(&r);
+		(void)pfile_r_u(&r);
+		(void)pfile_r_u(&r);
+		p->lost_ticks = pfile_r_u(&r);
+		p->win_sum = pfile_r_u(&r);
+		p->win_max = pfile_r_u(&r);
+		p->has_end = !r.bad;
+		break;
+	default:
+		break; /* a later version's record */
+	}
+	if (r.bad)
+		p->bad_records++;
+	return true;
+}
+
+static int
+load(struct prof *p, const char *path)
+{
+	struct fn_map fm = {0};
+	uint8_t *buf = NULL;
+	size_t cap = 0, len;
+	unsigned type;
+	FILE *f;
+	int r;
+
+	f = strcmp(path, "-") == 0 ? stdin : fopen(path, "re");
+	if (!f) {
+		r = -errno;
+		pwarn("cannot open %s: %s", path, strerror(errno));
+		return r;
+	}
+	r = pfile_read_header(f);
+	if (r < 0) {
+		pwarn("%s: %s", path,
+		      r == -EPROTONOSUPPORT
+			      ? "recorded by a newer ctxdump (unsupported version)"
+			      : "not a ctxdump recording");
+		goto out;
+	}
+	/* the strings vector starts with the reserved id 0 */
+	if (!vec_slot(&p->strings, 0) || !vec_slot(&p->frames, 0) ||
+	    !vec_slot(&p->stacks, 0) || !vec_slot(&p->ctxs, 0)) {
+		r = -ENOMEM;
+		goto out;
+	}
+	while ((r = pfile_next(f, &type, &buf, &cap, &len)) > 0) {
+		if (!load_record(p, &fm, type, buf, len)) {
+			r = -ENOMEM;
+			break;
+		}
+	}
+	if (r == -EBADMSG) {
+		p->truncated = true;
+		r = 0;
+	}
+	if (r < 0)
+		pwarn("%s: %s", path, strerror(-r));
+out:
+	free(buf);
+	free(fm.h);
+	free(fm.id);
+	if (f != stdin)
+		fclose(f);
+	return r;
+}
+
+/* ---- sample properties ---- */
+
+static const struct r_ctx *
+ctx_of(const struct prof *p, uint32_t id)
+{
+	if (!id || id >= p->ctxs.n)
+		return NULL;
+	return (const struct r_ctx *)p->ctxs.v + id;
+}
+
+/* The sample's trace context: the first of its contexts with a trace id,
+ * in layout order (OTEP, Elastic, custom-labels). */
+static const struct r_ctx *
+primary_ctx(const struct prof *p, const struct r_sample *s)
+{
+	unsigned k;
+
+	for (k = 0; k < SAMPLE_CTX; k++) {
+		const struct r_ctx *c = ctx_of(p, s->ctx[k]);
+
+		if (c && (c->flags & PFILE_CTX_TRACE))
+			return c;
+	}
+	return NULL;
+}
+
+/* Value of the first attribute named key in any of the sample's
+ * contexts, or NULL. */
+static const char *
+sample_attr(const struct prof *p, const struct r_sample *s, const char *key)
+{
+	unsigned k, i;
+
+	for (k = 0; k < SAMPLE_CTX; k++) {
+		const struct r_ctx *c = ctx_of(p, s->ctx[k]);
+
+		for (i = 0; c && i < c->n; i++)
+			if (strcmp(str(p, c->kv[2 * i]), key) == 0)
+				return str(p, c->kv[2 * i + 1]);
+	}
+	return NULL;
+}
+
+static const char *
+sample_attr_any(const struct prof *p, const struct r_sample *s, const char *const *keys)
+{
+	const char *v;
+
+	for (; *keys; keys++)
+		if ((v = sample_attr(p, s, *keys)) && *v)
+			return v;
+	return NULL;
+}
+
+static const char *const method_keys[] = {"http.request.method", "http.method",
+					  "method", NULL};
+static const char *const path_keys[] = {"http.route", "url.path", "http.target", "path",
+					NULL};
+
+/* "GET /api/x", "/api/x", or "" */
+static void
+request_name(const struct prof *p, const struct r_sample *s, char *out, size_t n)
+{
+	const char *m = sample_attr_any(p, s, method_keys);
+	const char *path = sample_attr_any(p, s, path_keys);
+
+	if (m && path)
+		snprintf(out, n, "%s %s", m, path);
+	else if (path)
+		snprintf(out, n, "%s", path);
+	else if (m)
+		snprintf(out, n, "%s", m);
+	else
+		out[0] = '\0';
+}
+
+static const char *
+service_name(const struct prof *p, char *buf, size_t n)
+{
+	size_t i;
+
+	if (p->pd) {
+		const struct pctx_attr *a = pctx_find_resource(p->pd, "service.name");
+
+		if (a && a->type == PCTX_V_STRING && a->str.len) {
+			size_t l = a->str.len < n - 1 ? a->str.len : n - 1;
+
+			memcpy(buf, a->str.ptr, l);
+			buf[l] = '\0';
+			return buf;
+		}
+	}
+	for (i = 0; i < p->resource.n; i++) {
+		const struct r_kv *kv = (const struct r_kv *)p->resource.v + i;
+
+		if (strcmp(kv->key, "service.name") == 0 && kv->value[0]) {
+			snprintf(buf, n, "%s", kv->value);
+			return buf;
+		}
+	}
+	snprintf(buf, n, "unknown_service:%s",
+		 p->comm && *p->comm ? p->comm : "ctxdump");
+	return buf;
+}
+
+static const char *
+thread_name(const struct prof *p, uint32_t tid)
+{
+	size_t i;
+
+	for (i = 0; i < p->threads.n; i++) {
+		const struct r_thread *t = (const struct r_thread *)p->threads.v + i;
+
+		if (t->tid == tid)
+			return t->comm ? t->comm : "";
+	}
+	return "";
+}
+
+static uint64_t
+round_time(const struct prof *p, uint32_t round)
+{
+	return round < p->rounds.n ? ((const struct r_round *)p->rounds.v)[round].t : 0;
+}
+
+static const struct r_stack *
+stack_of(const struct prof *p, uint32_t id)
+{
+	if (!id || id >= p->stacks.n)
+		return NULL;
+	return (const struct r_stack *)p->stacks.v + id;
+}
+
+static uint32_t
+frame_fn(const struct prof *p, uint32_t fid)
+{
+	if (!fid || fid >= p->frames.n)
+		return UINT32_MAX;
+	return ((const struct r_frame *)p->frames.v)[fid].fn;
+}
+
+static void
+hex(char *out, const uint8_t *b, size_t n)
+{
+	w3c_hex_encode(out, b, n);
+	out[2 * n] = '\0';
+}
+
+/* ---- filters ---- */
+
+enum filter_kind { F_TRACE, F_PATH, F_ATTR, F_TID };
+
+struct filter {
+	enum filter_kind kind;
+	const char *a; /* trace prefix, path, attribute key */
+	const char *b; /* attribute value (NULL: any) */
+	long tid;
+};
+
+struct rpt_ctl {
+	const char *file;
+	enum { MODE_SUMMARY, MODE_FOLDED, MODE_SPANS } mode;
+	struct filter f[MAX_FILTERS];
+	unsigned n_filters;
+	bool traced_only;
+	bool context_spans;
+	bool collapse;
+	unsigned min_samples;
+	unsigned top;
+	unsigned max_traces;
+};
+
+static bool
+sample_matches(const struct prof *p,
+	       const struct rpt_ctl *ctl,
+	       const struct r_sample *s)
+{
+	const struct r_ctx *c = primary_ctx(p, s);
+	char h[33], req[512];
+	unsigned i;
+
+	if (ctl->traced_only && !c)
+		return false;
+	for (i = 0; i < ctl->n_filters; i++) {
+		const struct filter *f = &ctl->f[i];
+		const char *v;
+
+		switch (f->kind) {
+		case F_TRACE:
+			if (!c)
+				return false;
+			hex(h, c->trace, 16);
+			if (strncmp(h, f->a, strlen(f->a)) != 0)
+				return false;
+			break;
+		case F_PATH:
+			v = sample_attr_any(p, s, path_keys);
+			request_name(p, s, req, sizeof(req));
+			if ((!v || strcmp(v, f->a) != 0) && strcmp(req, f->a) != 0)
+				return false;
+			break;
+		case F_ATTR:
+			v = sample_attr(p, s, f->a);
+			if (!v || (f->b && strcmp(v, f->b) != 0))
+				return false;
+			break;
+		case F_TID:
+			if ((long)s->tid != f->tid)
+				return false;
+			break;
+		}
+	}
+	return true;
+}
+
+/* ---- counting map: string -> count ---- */
+
+struct cmap_ent {
+	char *key;
+	uint64_t h, count;
+};
+
+struct cmap {
+	struct cmap_ent *v;
+	size_t cap, n;
+};
+
+static bool
+cmap_add(struct cmap *m, const char *key, size_t len, uint64_t add)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+	size_t i;
+
+	for (i = 0; i < len; i++) {
+		h ^= (uint8_t)key[i];
+		h *= 0x100000001b3ull;
+	}
+	h ^= h >> 31;
+	if ((m->n + 1) * 2 > m->cap) {
+		size_t cap = m->cap ? m->cap * 2 : 1024, j;
+		struct cmap_ent *nv = calloc(cap, sizeof(*nv));
+
+		if (!nv)
+			return false;
+		for (j = 0; j < m->cap; j++) {
+			size_t k;
+
+			if (!m->v[j].key)
+				continue;
+			for (k = m->v[j].h & (cap - 1); nv[k].key;
+			     k = (k + 1) & (cap - 1))
+				;
+			nv[k] = m->v[j];
+		}
+		free(m->v);
+		m->v = nv;
+		m->cap = cap;
+	}
+	for (i = h & (m->cap - 1); m->v[i].key; i = (i + 1) & (m->cap - 1)) {
+		if (m->v[i].h == h && strlen(m->v[i].key) == len &&
+		    memcmp(m->v[i].key, key, len) == 0) {
+			m->v[i].count += add;
+			return true;
+		}
+	}
+	m->v[i].key = dup_bytes((const uint8_t *)key, len);
+	if (!m->v[i].key)
+		return false;
+	m->v[i].h = h;
+	m->v[i].count = add;
+	m->n++;
+	return true;
+}
+
+static uint64_t *
+cmap_find(struct cmap *m, const char *key, size_t len)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+	size_t i;
+
+	if (!m->cap)
+		return NULL;
+	for (i = 0; i < len; i++) {
+		h ^= (uint8_t)key[i];
+		h *= 0x100000001b3ull;
+	}
+	h ^= h >> 31;
+	for (i = h & (m->cap - 1); m->v[i].key; i = (i + 1) & (m->cap - 1))
+		if (m->v[i].h == h && strlen(m->v[i].key) == len &&
+		    memcmp(m->v[i].key, key, len) == 0)
+			return &m->v[i].count;
+	return NULL;
+}
+
+static void
+cmap_free(struct cmap *m)
+{
+	size_t i;
+
+	for (i = 0; i < m->cap; i++)
+		free(m->v[i].key);
+	free(m->v);
+	m->v = NULL;
+	m->cap = m->n = 0;
+}
+
+static int
+cmp_ent_key(const void *a, const void *b)
+{
+	const struct cmap_ent *x = a, *y = b;
+
+	return strcmp(x->key, y->key);
+}
+
+/* ---- --folded ---- */
+
+struct sbuf {
+	char *p;
+	size_t len, cap;
+	bool oom;
+};
+
+static void
+sb_put(struct sbuf *b, const char *s, size_t n)
+{
+	if (b->oom)
+		return;
+	if (b->len + n + 1 > b->cap) {
+		size_t cap = b->cap ? b->cap : 1024;
+		char *np;
+
+		while (cap < b->len + n + 1)
+			cap *= 2;
+		np = realloc(b->p, cap);
+		if (!np) {
+			b->oom = true;
+			return;
+		}
+		b->p = np;
+		b->cap = cap;
+	}
+	memcpy(b->p + b->len, s, n);
+	b->len += n;
+	b->p[b->len] = '\0';
+}
+
+/* A folded-stack frame: ';' separates frames and the line ends with
+ * " count", so ';' becomes ':' and control characters a '?'. */
+static void
+sb_frame(struct sbuf *b, const char *s)
+{
+	size_t start = b->len, i;
+
+	if (b->len)
+		sb_put(b, ";", 1);
+	start = b->len;
+	sb_put(b, s, strlen(s));
+	for (i = start; !b->oom && i < b->len; i++) {
+		unsigned char c = (unsigned char)b->p[i];
+
+		if (c == ';')
+			b->p[i] = ':';
+		else if (c < 0x20 || c == 0x7f)
+			b->p[i] = '?';
+	}
+}
+
+static int
+report_folded(const struct prof *p, const struct rpt_ctl *ctl)
+{
+	struct cmap m = {0};
+	struct sbuf b = {0};
+	char svc[256], req[512], h[33], th[96];
+	size_t i;
+	int ret = EXIT_OK;
+
+	service_name(p, svc, sizeof(svc));
+	for (i = 0; i < p->samples.n; i++) {
+		const struct r_sample *s = (const struct r_sample *)p->samples.v + i;
+		const struct r_stack *st = stack_of(p, s->stack);
+		const struct r_ctx *c;
+		size_t k;
+
+		if (!sample_matches(p, ctl, s))
+			continue;
+		c = primary_ctx(p, s);
+		b.len = 0;
+		sb_frame(&b, svc);
+		if (c) {
+			request_name(p, s, req, sizeof(req));
+			sb_frame(&b, req[0] ? req : "[unknown request]");
+			hex(h, c->trace, 16);
+			snprintf(th, sizeof(th), "trace %s", h);
+			sb_frame(&b, th);
+		} else {
+			sb_frame(&b, "[no trace]");
+		}
+		if (!st || !st->n)
+			sb_frame(&b, "[no stack]");
+		else if (st->flags & PFILE_STACK_TRUNCATED)
+			sb_frame(&b, "[truncated]");
+		for (k = st ? st->n : 0; k-- > 0;)
+			sb_frame(&b, fn_name(p, frame_fn(p, st->f[k])));
+		if (b.oom || !cmap_add(&m, b.p, b.len, 1)) {
+			pwarn("out of memory");
+			ret = EXIT_FATAL;
+			goto out;
+		}
+	}
+	{
+		struct cmap_ent *v = malloc((m.n ? m.n : 1) * sizeof(*v));
+		size_t n = 0;
+
+		if (!v) {
+			ret = EXIT_FATAL;
+			goto out;
+		}
+		for (i = 0; i < m.cap; i++)
+			if (m.v[i].key)
+				v[n++] = m.v[i];
+		qsort(v, n, sizeof(*v), cmp_ent_key);
+		for (i = 0; i < n; i++)
+			printf("%s %" PRIu64 "\n", v[i].key, v[i].count);
+		free(v);
+	}
+out:
+	free(b.p);
+	cmap_free(&m);
+	return ret;
+}
+
+/* ---- inferred spans ---- */
+
+/* One node of a run's call tree: a function seen at one depth in
+ * consecutive samples. */
+struct node {
+	uint32_t fn;
+	int parent; /* node index, -1 for the run's root level */
+	uint32_t depth;
+	uint32_t count;
+	uint32_t n_children;
+	int only_child; /* the child when n_children == 1 */
+	uint64_t start, end;
+	int span; /* index of the span it belongs to, -1: none */
+};
+
+struct ispan {
+	uint8_t trace[16], span_id[8], parent[8];
+	bool has_parent;
+	uint32_t fn;
+	uint32_t *chain; /* the functions folded into it, outermost first */
+	uint32_t n_chain;
+	uint64_t start, end;
+	uint32_t count;
+	uint32_t tid;
+	uint8_t kind; /* layout of the context */
+	bool context_span;
+	char *name; /* context spans only */
+	struct ispan_attr {
+		char *key, *value;
+	} * attrs;
+	unsigned n_attrs;
+};
+
+struct spans {
+	struct ispan *v;
+	size_t n, cap;
+	struct node *nodes;
+	size_t n_nodes, cap_nodes;
+	bool oom;
+};
+
+static int
+add_node(struct spans *S)
+{
+	if (S->n_nodes == S->cap_nodes) {
+		size_t cap = S->cap_nodes ? S->cap_nodes * 2 : 256;
+		struct node *nn = realloc(S->nodes, cap * sizeof(*nn));
+
+		if (!nn) {
+			S->oom = true;
+			return -1;
+		}
+		S->nodes = nn;
+		S->cap_nodes = cap;
+	}
+	memset(&S->nodes[S->n_nodes], 0, sizeof(S->nodes[0]));
+	return (int)S->n_nodes++;
+}
+
+static struct ispan *
+add_span(struct spans *S)
+{
+	if (S->n == S->cap) {
+		size_t cap = S->cap ? S->cap * 2 : 64;
+		struct ispan *nv = realloc(S->v, cap * sizeof(*nv));
+
+		if (!nv) {
+			S->oom = true;
+			return NULL;
+		}
+		S->v = nv;
+		S->cap = cap;
+	}
+	memset(&S->v[S->n], 0, sizeof(S->v[0]));
+	return &S->v[S->n++];
+}
+
+static void
+chain_add(struct spans *S, struct ispan *sp, uint32_t fn)
+{
+	uint32_t *nc = realloc(sp->chain, (sp->n_chain + 1) * sizeof(*nc));
+
+	if (!nc) {
+		S->oom = true;
+		return;
+	}
+	sp->chain = nc;
+	sp->chain[sp->n_chain++] = fn;
+}
+
+/* Deterministic, non-zero span ids: a hash of what makes the span. */
+static void
+make_span_id(uint8_t out[8],
+	     const uint8_t trace[16],
+	     uint32_t tid,
+	     uint64_t start,
+	     uint32_t depth,
+	     uint32_t fn)
+{
+	uint64_t h = 0x9e3779b97f4a7c15ull, v[5] = {0};
+	unsigned i;
+
+	memcpy(&v[0], trace, 8);
+	memcpy(&v[1], trace + 8, 8);
+	v[2] = tid;
+	v[3] = start;
+	v[4] = (uint64_t)depth << 32 | fn;
+	for (i = 0; i < 5; i++) {
+		h ^= v[i] + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+		h ^= h >> 31;
+		h *= 0xbf58476d1ce4e5b9ull;
+		h ^= h >> 27;
+	}
+	if (!h)
+		h = 1;
+	memcpy(out, &h, 8);
+}
+
+/* Turn the call tree of one run (nodes [first, S->n_nodes)) into spans:
+ * every node at depth plumb or deeper seen in at least min_samples
+ * samples is a span named after its function, from its first to its last
+ * sample, whose parent is the span of the enclosing frame (for the
+ * outermost ones, the context's span).  With collapse, a node that is its
+ * parent's only child over exactly the same samples is folded into the
+ * parent's span instead (a call chain always seen whole: one span named
+ * after its outermost frame, Elastic's pillar removal the other way up). */
+static void
+spanify(struct spans *S,
+	size_t first,
+	const struct r_ctx *c,
+	uint32_t tid,
+	uint32_t plumb,
+	unsigned min_samples,
+	bool collapse)
+{
+	size_t i;
+
+	for (i = first; i < S->n_nodes && !S->oom; i++) {
+		struct node *nd = &S->nodes[i];
+		struct node *pa = nd->parent >= 0 ? &S->nodes[nd->parent] : NULL;
+		struct ispan *sp;
+
+		nd->span = -1;
+		if (nd->depth < plumb || nd->count < min_samples)
+			continue;
+		if (pa && pa->span < 0)
+			pa = NULL; /* the parent is plumbing */
+		if (collapse && pa && pa->n_children == 1 && pa->count == nd->count &&
+		    pa->start == nd->start && pa->end == nd->end) {
+			nd->span = pa->span;
+			chain_add(S, &S->v[nd->span], nd->fn);
+			continue;
+		}
+		sp = add_span(S);
+		if (!sp)
+			return;
+		memcpy(sp->trace, c->trace, 16);
+		sp->fn = nd->fn;
+		chain_add(S, sp, nd->fn);
+		sp->start = nd->start;
+		sp->end = nd->end;
+		sp->count = nd->count;
+		sp->tid = tid;
+		sp->kind = c->kind;
+		make_span_id(sp->span_id, c->trace, tid, nd->start, nd->depth, nd->fn);
+		if (pa) {
+			memcpy(sp->parent, S->v[pa->span].span_id, 8);
+			sp->has_parent = true;
+		} else if (!w3c_id_is_zero(c->span, 8)) {
+			memcpy(sp->parent, c->span, 8);
+			sp->has_parent = true;
+		}
+		nd->span = (int)(sp - S->v);
+	}
+}
+
+struct tsample {
+	uint32_t tid;
+	uint32_t idx; /* sample index: file (time) order */
+};
+
+static int
+cmp_tsample(const void *a, const void *b)
+{
+	const struct tsample *x = a, *y = b;
+
+	if (x->tid != y->tid)
+		return x->tid < y->tid ? -1 : 1;
+	return (x->idx > y->idx) - (x->idx < y->idx);
+}
+
+static bool
+same_ctx(const struct r_ctx *a, const struct r_ctx *b)
+{
+	return a && b && memcmp(a->trace, b->trace, 16) == 0 &&
+	       memcmp(a->span, b->span, 8) == 0;
+}
+
+/* How many of the run's trunk frames (trunk[0..n), outermost first) the
+ * sample's stack starts with. */
+static uint32_t
+common_prefix(const struct prof *p,
+	      const struct r_sample *s,
+	      const uint32_t *trunk,
+	      uint32_t n)
+{
+	const struct r_stack *st = stack_of(p, s->stack);
+	uint32_t L = st ? st->n : 0, d;
+
+	for (d = 0; d < n && d < L; d++)
+		if (frame_fn(p, st->f[L - 1 - d]) != trunk[d])
+			break;
+	return d;
+}
+
+/* Idle stacks bound the plumbing of a run; this many distinct ones are
+ * looked at. */
+#define MAX_IDLE_STACKS 512
+
+/* The runs of every thread: the longest sequences of its samples in one
+ * context span.  Each becomes a call tree (a node per function and depth,
+ * extended while following samples keep the same frames above it) and
+ * its spans.  The frames at the top of the run's stacks that threads of
+ * the process also run outside any context (thread start, connection or
+ * event loop: where a context gets attached) are plumbing, not spans; if
+ * no sample is without a context, only the deepest frame every sample of
+ * the run shares and the frames below it are. */
+static void
+infer(const struct prof *p, const struct rpt_ctl *ctl, struct spans *S)
+{
+	struct tsample *ts = malloc((p->samples.n ? p->samples.n : 1) * sizeof(*ts));
+	uint32_t *trunk = NULL, *idle = NULL;
+	uint8_t *seen = calloc(p->stacks.n ? p->stacks.n : 1, 1);
+	int *open = NULL;
+	size_t n = p->samples.n, i, open_cap = 0, trunk_cap = 0, n_idle = 0;
+
+	idle = malloc(MAX_IDLE_STACKS * sizeof(*idle));
+	if (!ts || !seen || !idle) {
+		S->oom = true;
+		free(ts);
+		free(seen);
+		free(idle);
+		return;
+	}
+	/* the distinct stacks of samples without a trace context */
+	for (i = 0; i < n && n_idle < MAX_IDLE_STACKS; i++) {
+		const struct r_sample *s = (const struct r_sample *)p->samples.v + i;
+
+		if (s->stack && !seen[s->stack] && !primary_ctx(p, s)) {
+			seen[s->stack] = 1;
+			idle[n_idle++] = s->stack;
+		}
+	}
+	for (i = 0; i < n; i++)
+		ts[i] = (struct tsample){((const struct r_sample *)p->samples.v)[i].tid,
+					 (uint32_t)i};
+	qsort(ts, n, sizeof(*ts), cmp_tsample);
+	for (i = 0; i < n && !S->oom;) {
+		const struct r_sample *s0 =
+			(const struct r_sample *)p->samples.v + ts[i].idx;
+		const struct r_ctx *c = primary_ctx(p, s0);
+		size_t j, first = S->n_nodes, depth_open = 0, k;
+		uint32_t count = 0, trunk_n = 0, plumb = 0;
+
+		for (j = i + 1;
+		     j < n && ts[j].tid == ts[i].tid &&
+		     same_ctx(primary_ctx(p, (const struct r_sample *)p->samples.v +
+						     ts[j].idx),
+			      c);
+		     j++)
+			;
+		if (!c || !sample_matches(p, ctl, s0)) {
+			i = j;
+			continue;
+		}
+		/* the call tree of samples [i, j) */
+		for (k = i; k < j && !S->oom; k++) {
+			const struct r_sample *s =
+				(const struct r_sample *)p->samples.v + ts[k].idx;
+			const struct r_stack *st = stack_of(p, s->stack);
+			uint64_t t = round_time(p, s->round);
+			size_t L = st ? st->n : 0, d, common = 0;
+
+			count++;
+			if (L > open_cap) {
+				int *no = realloc(open, L * sizeof(*no));
+
+				if (!no) {
+					S->oom = true;
+					break;
+				}
+				open = no;
+				open_cap = L;
+			}
+			/* frames outermost first: st->f[L - 1 - d] */
+			while (common < depth_open && common < L &&
+			       S->nodes[open[common]].fn ==
+				       frame_fn(p, st->f[L - 1 - common]))
+				common++;
+			for (d = 0; d < common; d++) {
+				S->nodes[open[d]].end = t;
+				S->nodes[open[d]].count++;
+			}
+			for (d = common; d < L; d++) {
+				int nk = add_node(S), pa = d ? open[d - 1] : -1;
+
+				if (nk < 0)
+					break;
+				S->nodes[nk].fn = frame_fn(p, st->f[L - 1 - d]);
+				S->nodes[nk].parent = pa;
+				S->nodes[nk].depth = (uint32_t)d;
+				S->nodes[nk].count = 1;
+				S->nodes[nk].start = S->nodes[nk].end = t;
+				if (pa >= 0) {
+					S->nodes[pa].n_children++;
+					S->nodes[pa].only_child = nk;
+				}
+				open[d] = nk;
+			}
+			depth_open = L;
+		}
+		if (S->oom)
+			break;
+		/* the trunk: the first sample's nodes seen in every sample */
+		for (k = first; k < S->n_nodes && S->nodes[k].depth == k - first &&
+				S->nodes[k].count == count;
+		     k++) {
+			if (trunk_n == trunk_cap) {
+				size_t cap = trunk_cap ? trunk_cap * 2 : 64;
+				uint32_t *nt = realloc(trunk, cap * sizeof(*nt));
+
+				if (!nt) {
+					S->oom = true;
+					break;
+				}
+				trunk = nt;
+				trunk_cap = cap;
+			}
+			trunk[trunk_n++] = S->nodes[k].fn;
+		}
+		/* plumbing: what idle threads run too */
+		for (k = 0; k < n_idle; k++) {
+			struct r_sample is = {.stack = idle[k]};
+			uint32_t cp = common_prefix(p, &is, trunk, trunk_n);
+
+			plumb = cp > plumb ? cp : plumb;
+		}
+		if (!n_idle)
+			plumb = trunk_n ? trunk_n - 1 : 0;
+		if (!S->oom)
+			spanify(S, first, c, ts[i].tid, plumb, ctl->min_samples,
+				ctl->collapse);
+		/* the nodes are not needed once spanified */
+		S->n_nodes = first;
+		i = j;
+	}
+	free(trunk);
+	free(open);
+	free(ts);
+	free(seen);
+	free(idle);
+}
+
+static void
+json_kv_str(FILE *f, bool *first, const char *key, const char *val, size_t vlen)
+{
+	fputs(*first ? "" : ",", f);
+	*first = false;
+	fputs("{\"key\":", f);
+	output_json_string(f, (const uint8_t *)key, strlen(key));
+	fputs(",\"value\":{\"stringValue\":", f);
+	output_json_string(f, (const uint8_t *)val, vlen);
+	fputs("}}", f);
+}
+
+static void
+json_kv_int(FILE *f, bool *first, const char *key, int64_t v)
+{
+	fputs(*first ? "" : ",", f);
+	*first = false;
+	fputs("{\"key\":", f);
+	output_json_string(f, (const uint8_t *)key, strlen(key));
+	/* OTLP/JSON: 64-bit integers are decimal strings */
+	fprintf(f, ",\"value\":{\"intValue\":\"%" PRId64 "\"}}", v);
+}
+
+static void
+json_kv_bool(FILE *f, bool *first, const char *key, bool v)
+{
+	fputs(*first ? "" : ",", f);
+	*first = false;
+	fputs("{\"key\":", f);
+	output_json_string(f, (const uint8_t *)key, strlen(key));
+	fprintf(f, ",\"value\":{\"boolValue\":%s}}", v ? "true" : "false");
+}
+
+static void
+json_resource(FILE *f, const struct prof *p)
+{
+	bool first = true, have_svc = false;
+	char svc[256];
+	unsigned i;
+
+	fputs("\"resource\":{\"attributes\":[", f);
+	if (p->pd) {
+		for (i = 0; i < p->pd->n_resource; i++) {
+			const struct pctx_attr *a = &p->pd->resource[i];
+			char key[256];
+			size_t kl = a->key.len < sizeof(key) - 1 ? a->key.len
+								 : sizeof(key) - 1;
+
+			memcpy(key, a->key.ptr, kl);
+			key[kl] = '\0';
+			have_svc |= strcmp(key, "service.name") == 0;
+			switch (a->type) {
+			case PCTX_V_STRING:
+				json_kv_str(f, &first, key, (const char *)a->str.ptr,
+					    a->str.len);
+				break;
+			case PCTX_V_INT:
+				json_kv_int(f, &first, key, a->i);
+				break;
+			case PCTX_V_BOOL:
+				json_kv_bool(f, &first, key, a->b);
+				break;
+			case PCTX_V_DOUBLE:
+				if (a->d == a->d && a->d < 1.7e308 && a->d > -1.7e308) {
+					fputs(first ? "" : ",", f);
+					first = false;
+					fputs("{\"key\":", f);
+					output_json_string(f, (const uint8_t *)key, kl);
+					fprintf(f,
+						",\"value\":{\"doubleValue\":%.17g}}",
+						a->d);
+				}
+				break;
+			default:
+				break;
+			}
+		}
+	} else {
+		for (i = 0; i < p->resource.n; i++) {
+			const struct r_kv *kv = (const struct r_kv *)p->resource.v + i;
+
+			have_svc |= strcmp(kv->key, "service.name") == 0;
+			json_kv_str(f, &first, kv->key, kv->value, strlen(kv->value));
+		}
+	}
+	if (!have_svc) {
+		service_name(p, svc, sizeof(svc));
+		json_kv_str(f, &first, "service.name", svc, strlen(svc));
+	}
+	if (p->has_info && !(p->pd && pctx_find_resource(p->pd, "process.pid")))
+		json_kv_int(f, &first, "process.pid", (int64_t)p->pid);
+	fputs("]}", f);
+}
+
+static void
+json_span(FILE *f, const struct prof *p, const struct spans *S, const struct ispan *sp)
+{
+	char tid_hex[33], id_hex[17], par_hex[17], frames[2048];
+	bool first = true;
+	size_t fl = 0;
+	uint32_t k;
+
+	hex(tid_hex, sp->trace, 16);
+	hex(id_hex, sp->span_id, 8);
+	fputs("{\"traceId\":\"", f);
+	fputs(tid_hex, f);
+	fputs("\",\"spanId\":\"", f);
+	fputs(id_hex, f);
+	fputc('"', f);
+	if (sp->has_parent) {
+		hex(par_hex, sp->parent, 8);
+		fprintf(f, ",\"parentSpanId\":\"%s\"", par_hex);
+	}
+	fputs(",\"name\":", f);
+	if (sp->context_span)
+		output_json_string(f, (const uint8_t *)sp->name, strlen(sp->name));
+	else
+		output_json_string(f, (const uint8_t *)fn_name(p, sp->fn),
+				   strlen(fn_name(p, sp->fn)));
+	/* SPAN_KIND_INTERNAL (1); context spans: SPAN_KIND_SERVER (2) */
+	fprintf(f, ",\"kind\":%d", sp->context_span ? 2 : 1);
+	fprintf(f,
+		",\"startTimeUnixNano\":\"%" PRIu64 "\",\"endTimeUnixNano\":\"%" PRIu64
+		"\"",
+		p->t0_real + sp->start, p->t0_real + sp->end);
+	fputs(",\"attributes\":[", f);
+	if (!sp->context_span) {
+		json_kv_str(f, &first, "code.function.name", fn_name(p, sp->fn),
+			    strlen(fn_name(p, sp->fn)));
+		/* the call chain folded into the span, outermost first */
+		for (k = 0; k < sp->n_chain; k++) {
+			const char *nm = fn_name(p, sp->chain[k]);
+			size_t l = strlen(nm);
+
+			if (fl + l + 2 > sizeof(frames))
+				break;
+			if (k)
+				frames[fl++] = ';';
+			memcpy(frames + fl, nm, l);
+			fl += l;
+		}
+		json_kv_str(f, &first, "ctxdump.frames", frames, fl);
+	}
+	json_kv_bool(f, &first, "ctxdump.inferred", !sp->context_span);
+	json_kv_int(f, &first, "ctxdump.samples", sp->count);
+	json_kv_int(f, &first, "thread.id", sp->tid);
+	{
+		const char *tn = thread_name(p, sp->tid);
+
+		if (*tn)
+			json_kv_str(f, &first, "thread.name", tn, strlen(tn));
+	}
+	json_kv_str(f, &first, "ctxdump.layout", lay_symbol((enum lay_kind)sp->kind),
+		    strlen(lay_symbol((enum lay_kind)sp->kind)));
+	{
+		unsigned i;
+
+		for (i = 0; i < sp->n_attrs; i++)
+			json_kv_str(f, &first, sp->attrs[i].key, sp->attrs[i].value,
+				    strlen(sp->attrs[i].value));
+	}
+	fputs("]}", f);
+}
+
+static int
+cmp_span(const void *a, const void *b)
+{
+	const struct ispan *x = a, *y = b;
+	int c = memcmp(x->trace, y->trace, 16);
+
+	if (c)
+		return c;
+	if (x->start != y->start)
+		return x->start < y->start ? -1 : 1;
+	if (x->context_span != y->context_span)
+		return x->context_span ? -1 : 1;
+	return (x->end < y->end) - (x->end > y->end);
+}
+
+/* --context-spans: one span per context span seen, from its first to its
+ * last sample, so that a viewer can show the inferred spans without the
+ * SDK's own export. */
+static void
+add_context_spans(const struct prof *p, const struct rpt_ctl *ctl, struct spans *S)
+{
+	size_t i, j, k, first = S->n;
+	size_t *by_ctx = calloc(p->ctxs.n ? p->ctxs.n : 1, sizeof(*by_ctx));
+
+	if (!by_ctx) {
+		S->oom = true;
+		return;
+	}
+
+	for (i = 0; i < p->samples.n && !S->oom; i++) {
+		const struct r_sample *s = (const struct r_sample *)p->samples.v + i;
+		const struct r_ctx *c = primary_ctx(p, s);
+		uint64_t t = round_time(p, s->round);
+		struct ispan *sp = NULL;
+		char req[512];
+
+		if (!c || w3c_id_is_zero(c->span, 8) || !sample_matches(p, ctl, s))
+			continue;
+		/* the span of this context id, else of its trace and span id */
+		k = (size_t)(c - (const struct r_ctx *)p->ctxs.v);
+		if (by_ctx[k]) {
+			sp = &S->v[by_ctx[k] - 1];
+		} else {
+			for (j = first; j < S->n; j++)
+				if (memcmp(S->v[j].trace, c->trace, 16) == 0 &&
+				    memcmp(S->v[j].span_id, c->span, 8) == 0)
+					sp = &S->v[j];
+			if (sp)
+				by_ctx[k] = (size_t)(sp - S->v) + 1;
+		}
+		if (sp) {
+			if (t < sp->start)
+				sp->start = t;
+			if (t > sp->end)
+				sp->end = t;
+			sp->count++;
+			continue;
+		}
+		sp = add_span(S);
+		if (!sp)
+			break;
+		by_ctx[k] = S->n;
+		memcpy(sp->trace, c->trace, 16);
+		memcpy(sp->span_id, c->span, 8);
+		sp->start = sp->end = t;
+		sp->count = 1;
+		sp->tid = s->tid;
+		sp->kind = c->kind;
+		sp->context_span = true;
+		request_name(p, s, req, sizeof(req));
+		sp->name = strdup(req[0] ? req : "[context span]");
+		if (!sp->name)
+			S->oom = true;
+		sp->attrs = calloc(c->n ? c->n : 1, sizeof(*sp->attrs));
+		if (!sp->attrs)
+			S->oom = true;
+		for (j = 0; sp->attrs && j < c->n; j++) {
+			sp->attrs[j].key = strdup(str(p, c->kv[2 * j]));
+			sp->attrs[j].value = strdup(str(p, c->kv[2 * j + 1]));
+			sp->n_attrs++;
+			if (!sp->attrs[j].key || !sp->attrs[j].value)
+				S->oom = true;
+		}
+		{
+			const char *par = sample_attr(p, s, "ctxshim.parent_span_id");
+
+			if (par && strlen(par) == 16 &&
+			    w3c_hex_decode(sp->parent, par, 8) == 0 &&
+			    !w3c_id_is_zero(sp->parent, 8))
+				sp->has_parent = true;
+		}
+	}
+	free(by_ctx);
+}
+
+static int
+report_spans(const struct prof *p, const struct rpt_ctl *ctl)
+{
+	struct spans S = {0};
+	size_t i;
+	bool first = true;
+	int ret = EXIT_OK;
+
+	infer(p, ctl, &S);
+	if (ctl->context_spans)
+		add_context_spans(p, ctl, &S);
+	if (S.oom) {
+		pwarn("out of memory");
+		ret = EXIT_FATAL;
+		goto out;
+	}
+	if (S.n)
+		qsort(S.v, S.n, sizeof(*S.v), cmp_span);
+	fputs("{\"resourceSpans\":[{", stdout);
+	json_resource(stdout, p);
+	fputs(",\"scopeSpans\":[{\"scope\":{\"name\":\"ctxdump\",\"version\":"
+	      "\"" CTXSHIM_VERSION "\"},\"spans\":[",
+	      stdout);
+	for (i = 0; i < S.n; i++) {
+		if (!first)
+			fputs(",\n", stdout);
+		else
+			fputc('\n', stdout);
+		first = false;
+		json_span(stdout, p, &S, &S.v[i]);
+	}
+	fputs("\n]}]}]}\n", stdout);
+out:
+	for (i = 0; i < S.n; i++) {
+		unsigned k;
+
+		free(S.v[i].name);
+		free(S.v[i].chain);
+		for (k = 0; k < S.v[i].n_attrs; k++) {
+			free(S.v[i].attrs[k].key);
+			free(S.v[i].attrs[k].value);
+		}
+		free(S.v[i].attrs);
+	}
+	free(S.v);
+	free(S.nodes);
+	return ret;
+}
+
+/* ---- text summary ---- */
+
+struct fcount {
+	uint32_t fn;
+	uint64_t total, self;
+	uint32_t seen;  /* last sample counted (for total) + 1 */
+	uint32_t depth; /* smallest depth, counted from the outermost frame */
+	bool pick;
+};
+
+static int
+cmp_fcount(const void *a, const void *b)
+{
+	const struct fcount *x = a, *y = b;
+
+	if (x->pick != y->pick)
+		return x->pick ? -1 : 1;
+	if (x->total != y->total)
+		return x->total < y->total ? 1 : -1;
+	if (x->depth != y->depth)
+		return x->depth < y->depth ? -1 : 1;
+	if (x->self != y->self)
+		return x->self < y->self ? 1 : -1;
+	return (x->fn > y->fn) - (x->fn < y->fn);
+}
+
+/* Top functions of a set of samples: total = samples with the function
+ * anywhere on the stack, self = samples with it as the leaf.  The frames
+ * every sample shares from the thread's entry point (the trunk: thread
+ * start, connection loop, request dispatcher) would fill the list at
+ * 100%, so only the deepest of them is shown, and more of them only when
+ * fewer than three lines would be left. */
+static void
+print_top(const struct prof *p,
+	  const uint32_t *idx,
+	  size_t n,
+	  unsigned top,
+	  const char *indent)
+{
+	struct fcount *fc = calloc(p->fns.n ? p->fns.n : 1, sizeof(*fc));
+	uint32_t *trunk = NULL;
+	size_t trunk_n = 0, i, k, used = 0, picked = 0;
+
+	if (!fc || !n) {
+		free(fc);
+		return;
+	}
+	for (i = 0; i < p->fns.n; i++)
+		fc[i].depth = UINT32_MAX;
+	for (i = 0; i < n; i++) {
+		const struct r_sample *s =
+			(const struct r_sample *)p->samples.v + idx[i];
+		const struct r_stack *st = stack_of(p, s->stack);
+		size_t L = st ? st->n : 0;
+
+		if (i == 0) {
+			trunk = malloc((L ? L : 1) * sizeof(*trunk));
+			if (!trunk)
+				break;
+			for (k = 0; k < L; k++)
+				trunk[k] = frame_fn(p, st->f[L - 1 - k]);
+			trunk_n = L;
+		} else {
+			for (k = 0; k < trunk_n && k < L; k++)
+				if (trunk[k] != frame_fn(p, st->f[L - 1 - k]))
+					break;
+			trunk_n = k;
+		}
+		for (k = 0; k < L; k++) {
+			uint32_t fn = frame_fn(p, st->f[k]);
+
+			if (fn >= p->fns.n)
+				continue;
+			if (fc[fn].seen != i + 1) {
+				fc[fn].seen = (uint32_t)i + 1;
+				fc[fn].total++;
+			}
+			if (k == 0)
+				fc[fn].self++;
+			if (L - 1 - k < fc[fn].depth)
+				fc[fn].depth = (uint32_t)(L - 1 - k);
+		}
+	}
+	/* everything but the trunk above its deepest frame */
+	for (i = 0; i < p->fns.n; i++)
+		fc[i].pick = fc[i].total > 0;
+	for (k = 0; k + 1 < trunk_n; k++)
+		if (trunk[k] < p->fns.n)
+			fc[trunk[k]].pick = false;
+	for (i = 0; i < p->fns.n; i++)
+		picked += fc[i].pick;
+	for (k = trunk_n > 1 ? trunk_n - 1 : 0; k-- > 0 && picked < 3;)
+		if (trunk[k] < p->fns.n && !fc[trunk[k]].pick) {
+			fc[trunk[k]].pick = true;
+			picked++;
+		}
+	for (i = 0; i < p->fns.n; i++) {
+		fc[i].fn = (uint32_t)i;
+		if (fc[i].pick)
+			fc[used++] = fc[i];
+	}
+	qsort(fc, used, sizeof(*fc), cmp_fcount);
+	for (i = 0; i < used && i < top; i++)
+		printf("%s%6.1f%% %6.1f%%  %s\n", indent,
+		       100.0 * (double)fc[i].total / (double)n,
+		       100.0 * (double)fc[i].self / (double)n, fn_name(p, fc[i].fn));
+	free(trunk);
+	free(fc);
+}
+
+struct group {
+	char *key;   /* request name, or trace id hex */
+	char *label; /* trace: its request name */
+	uint32_t *idx;
+	size_t n, cap;
+	uint64_t first_t, last_t;
+	uint32_t tid; /* trace: first thread */
+	unsigned n_threads;
+};
+
+/* The group of key, found through idx (key -> index + 1). */
+static struct group *
+group_get(struct group **g, size_t *n, struct cmap *idx, const char *key)
+{
+	size_t len = strlen(key), i, cap;
+	struct group *ng;
+	uint64_t *slot;
+
+	slot = cmap_find(idx, key, len);
+	if (slot && *slot)
+		return &(*g)[*slot - 1];
+	if (!cmap_add(idx, key, len, (uint64_t)*n + 1))
+		return NULL;
+	/* capacity: 16, then doubled whenever n reaches a power of two */
+	cap = *n < 16 ? 16 : 2 * *n;
+	if (*n == 0 || (*n >= 16 && (*n & (*n - 1)) == 0)) {
+		ng = realloc(*g, cap * sizeof(*ng));
+		if (!ng)
+			return NULL;
+		*g = ng;
+	}
+	ng = *g;
+	i = (*n)++;
+	memset(&ng[i], 0, sizeof(ng[0]));
+	ng[i].key = strdup(key);
+	if (!ng[i].key)
+		return NULL;
+	return &ng[i];
+}
+
+static bool
+group_add(struct group *g, uint32_t idx, uint64_t t)
+{
+	if (g->n == g->cap) {
+		size_t cap = g->cap ? g->cap * 2 : 64;
+		uint32_t *ni = realloc(g->idx, cap * sizeof(*ni));
+
+		if (!ni)
+			return false;
+		g->idx = ni;
+		g->cap = cap;
+	}
+	if (!g->n || t < g->first_t)
+		g->first_t = t;
+	if (!g->n || t > g->last_t)
+		g->last_t = t;
+	g->idx[g->n++] = idx;
+	return true;
+}
+
+static void
+groups_free(struct group *g, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		free(g[i].key);
+		free(g[i].label);
+		free(g[i].idx);
+	}
+	free(g);
+}
+
+static int
+cmp_group_n(const void *a, const void *b)
+{
+	const struct group *x = a, *y = b;
+
+	if (x->n != y->n)
+		return x->n < y->n ? 1 : -1;
+	return strcmp(x->key, y->key);
+}
+
+static int
+cmp_group_dur(const void *a, const void *b)
+{
+	const struct group *x = a, *y = b;
+	uint64_t dx = x->last_t - x->first_t, dy = y->last_t - y->first_t;
+
+	if (dx != dy)
+		return dx < dy ? 1 : -1;
+	return cmp_group_n(a, b);
+}
+
+static const char *
+end_reason_text(uint64_t r)
+{
+	switch (r) {
+	case PFILE_END_DURATION:
+		return "duration reached";
+	case PFILE_END_SIGNAL:
+		return "interrupted";
+	case PFILE_END_EXITED:
+		return "process exited";
+	default:
+		return "error";
+	}
+}
+
+static void
+summary_header(const struct prof *p)
+{
+	char svc[256];
+	size_t i, ntid, rl = 0;
+	double secs =
+		p->rounds.n
+			? (double)((const struct r_round *)p->rounds.v)[p->rounds.n - 1]
+					  .t /
+				  1e9
+			: 0;
+
+	/* every thread sampled has a THREAD record */
+	ntid = p->threads.n;
+	printf("Recording of process %" PRIu64 " (%s): %" PRIu64
+	       " Hz, %.3f s, %zu rounds, "
+	       "%zu samples of %zu threads\n",
+	       p->pid, p->comm ? p->comm : "?", p->rate, secs, p->rounds.n,
+	       p->samples.n, ntid);
+	printf("Service: %s\n", service_name(p, svc, sizeof(svc)));
+	for (i = 0; i < p->layouts.n; i++) {
+		const struct r_layout *l = (const struct r_layout *)p->layouts.v + i;
+
+		printf("Layout: %s in %s (%s%s)\n", lay_symbol((enum lay_kind)l->kind),
+		       l->module, l->model, l->usable ? "" : ", not readable");
+		rl++;
+	}
+	if (!rl)
+		puts("Layout: none (no trace context)");
+	if (p->rounds.n) {
+		uint64_t sum = 0, max = 0;
+
+		for (i = 0; i < p->rounds.n; i++) {
+			uint64_t w = ((const struct r_round *)p->rounds.v)[i].window;
+
+			sum += w;
+			if (w > max)
+				max = w;
+		}
+		printf("Stopped: %.1f us per round on average, %.1f us at most\n",
+		       (double)sum / (double)p->rounds.n / 1e3, (double)max / 1e3);
+		/* how regular the sampling was: the bound on every duration */
+		for (i = 1, max = 0; i < p->rounds.n; i++) {
+			const struct r_round *r =
+				(const struct r_round *)p->rounds.v + i;
+
+			if (r->t - r[-1].t > max)
+				max = r->t - r[-1].t;
+		}
+		printf("Sampling: interval %.1f ms, largest gap between rounds %.1f "
+		       "ms\n",
+		       p->rate ? 1e3 / (double)p->rate : 0.0, (double)max / 1e6);
+	}
+	if (p->has_end)
+		printf("Ended: %s%s\n", end_reason_text(p->end_reason),
+		       p->lost_ticks
+			       ? " (some ticks missed: rounds took longer than the "
+				 "interval)"
+			       : "");
+	else
+		puts("Ended: file incomplete (the recording was cut short)");
+}
+
+static int
+report_summary(const struct prof *p, const struct rpt_ctl *ctl)
+{
+	struct group *paths = NULL, *traces = NULL;
+	struct cmap pidx = {0}, tidx = {0};
+	size_t np = 0, nt = 0, i, nsel = 0, ntraced = 0;
+	char req[512], h[33];
+	int ret = EXIT_OK;
+
+	summary_header(p);
+	for (i = 0; i < p->samples.n; i++) {
+		const struct r_sample *s = (const struct r_sample *)p->samples.v + i;
+		const struct r_ctx *c = primary_ctx(p, s);
+		uint64_t t = round_time(p, s->round);
+		struct group *g;
+
+		if (!sample_matches(p, ctl, s))
+			continue;
+		nsel++;
+		if (!c)
+			continue;
+		request_name(p, s, req, sizeof(req));
+		g = group_get(&paths, &np, &pidx, req[0] ? req : "[unknown request]");
+		if (!g || !group_add(g, (uint32_t)i, t))
+			goto oom;
+		hex(h, c->trace, 16);
+		g = group_get(&traces, &nt, &tidx, h);
+		if (!g || !group_add(g, (uint32_t)i, t))
+			goto oom;
+		if (!g->label) {
+			g->label = strdup(req[0] ? req : "[unknown request]");
+			g->tid = s->tid;
+			g->n_threads = 1;
+		} else if (g->tid != s->tid) {
+			g->n_threads = 2; /* "several" */
+		}
+	}
+	for (i = 0; i < nt; i++)
+		ntraced += traces[i].n;
+	printf("\n%zu of %zu samples selected, %zu with a trace context\n", nsel,
+	       p->samples.n, ntraced);
+	if (np)
+		qsort(paths, np, sizeof(*paths), cmp_group_n);
+	if (np)
+		puts("\nTop functions per request (total%  self%  function):");
+	for (i = 0; i < np; i++) {
+		size_t k, ntr = 0;
+
+		for (k = 0; k < nt; k++)
+			ntr += strcmp(traces[k].label, paths[i].key) == 0;
+		printf("%s: %zu samples in %zu trace%s\n", paths[i].key, paths[i].n,
+		       ntr, ntr == 1 ? "" : "s");
+		print_top(p, paths[i].idx, paths[i].n, ctl->top, "  ");
+	}
+	if (nt)
+		qsort(traces, nt, sizeof(*traces), cmp_group_dur);
+	if (nt)
+		puts("\nTraces, longest first (sampled time from the first to the last "
+		     "sample):");
+	for (i = 0; i < nt && (!ctl->max_traces || i < ctl->max_traces); i++) {
+		const struct group *g = &traces[i];
+
+		printf("trace %s  %s  %.3f s  %zu samples  thread %u%s\n", g->key,
+		       g->label, (double)(g->last_t - g->first_t) / 1e9, g->n, g->tid,
+		       g->n_threads > 1 ? " and others" : "");
+		print_top(p, g->idx, g->n, ctl->top, "  ");
+	}
+	if (ctl->max_traces && nt > ctl->max_traces)
+		printf("(%zu more traces; --traces 0 shows all)\n",
+		       nt - ctl->max_traces);
+	goto out;
+oom:
+	pwarn("out of memory");
+	ret = EXIT_FATAL;
+out:
+	groups_free(paths, np);
+	groups_free(traces, nt);
+	cmap_free(&pidx);
+	cmap_free(&tidx);
+	return ret;
+}
+
+/* ---- command line ---- */
+
+static void usage(void) __attribute__((noreturn));
+
+static void
+usage(void)
+{
+	fputs("Usage:\n"
+	      " ctxdump report [options] <file>\n"
+	      "\n"
+	      "Show what a 'ctxdump record' file holds: a summary of the top "
+	      "functions\n"
+	      "per request and per trace, folded stacks, or inferred spans.\n"
+	      "\n"
+	      "Output:\n"
+	      "     --folded              folded stacks (flamegraph.pl, speedscope) "
+	      "with\n"
+	      "                             service, request and trace as root frames\n"
+	      "     --spans               inferred spans as OTLP/JSON traces\n"
+	      "     --context-spans       with --spans: also a span for each context "
+	      "span\n"
+	      "     --collapse            with --spans: fold call chains always seen "
+	      "whole\n"
+	      "                             into one span\n"
+	      "     --min-samples <n>     with --spans: smallest span, in samples "
+	      "(default 2)\n"
+	      "     --top <n>             functions shown per group (default 8)\n"
+	      "     --traces <n>          traces shown in the summary (default 20, 0: "
+	      "all)\n"
+	      "\n"
+	      "Filters (all must match):\n"
+	      "     --trace <hex>         samples of this trace (a prefix is enough)\n"
+	      "     --path <path>         samples whose request path (or \"METHOD "
+	      "path\")\n"
+	      "                             is this\n"
+	      "     --attr <key>[=<value>]  samples with this context attribute\n"
+	      "     --tid <tid>           samples of this thread\n"
+	      "     --traced              only samples with a trace context\n"
+	      "\n"
+	      " -h, --help                display this help\n"
+	      "\n"
+	      "For more details see ctxdump(1).\n",
+	      stdout);
+	exit(EXIT_OK);
+}
+
+static void usage_err(const char *fmt, ...)
+	__attribute__((noreturn, format(printf, 1, 2)));
+
+static void
+usage_err(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	fprintf(stderr, "%s: ", prog);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+	fputs("Try 'ctxdump report --help' for more information.\n", stderr);
+	exit(EXIT_USAGE);
+}
+
+static long
+parse_long(const char *s, const char *what, long min, long max)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno || end == s || *end || v < min || v > max)
+		usage_err("invalid %s: '%s'", what, s);
+	return v;
+}
+
+static struct filter *
+new_filter(struct rpt_ctl *ctl)
+{
+	if (ctl->n_filters == MAX_FILTERS)
+		usage_err("at most %d filters", MAX_FILTERS);
+	return &ctl->f[ctl->n_filters++];
+}
+
+static void
+parse_args(struct rpt_ctl *ctl, int argc, char **argv)
+{
+	enum {
+		OPT_FOLDED = CHAR_MAX + 1,
+		OPT_SPANS,
+		OPT_CONTEXT_SPANS,
+		OPT_COLLAPSE,
+		OPT_MIN_SAMPLES,
+		OPT_TOP,
+		OPT_TRACES,
+		OPT_TRACE,
+		OPT_PATH,
+		OPT_ATTR,
+		OPT_TID,
+		OPT_TRACED,
+	};
+	static const struct option longopts[] = {
+		{"folded", no_argument, NULL, OPT_FOLDED},
+		{"spans", no_argument, NULL, OPT_SPANS},
+		{"context-spans", no_argument, NULL, OPT_CONTEXT_SPANS},
+		{"collapse", no_argument, NULL, OPT_COLLAPSE},
+		{"min-samples", required_argument, NULL, OPT_MIN_SAMPLES},
+		{"top", required_argument, NULL, OPT_TOP},
+		{"traces", required_argument, NULL, OPT_TRACES},
+		{"trace", required_argument, NULL, OPT_TRACE},
+		{"path", required_argument, NULL, OPT_PATH},
+		{"attr", required_argument, NULL, OPT_ATTR},
+		{"tid", required_argument, NULL, OPT_TID},
+		{"traced", no_argument, NULL, OPT_TRACED},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	struct filter *f;
+	char *eq;
+	size_t i;
+	int c;
+
+	ctl->min_samples = 2;
+	ctl->top = 8;
+	ctl->max_traces = 20;
+	opterr = 0;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+		switch (c) {
+		case OPT_FOLDED:
+		case OPT_SPANS:
+			if (ctl->mode != MODE_SUMMARY)
+				usage_err("--folded and --spans exclude each other");
+			ctl->mode = c == OPT_FOLDED ? MODE_FOLDED : MODE_SPANS;
+			break;
+		case OPT_CONTEXT_SPANS:
+			ctl->context_spans = true;
+			break;
+		case OPT_COLLAPSE:
+			ctl->collapse = true;
+			break;
+		case OPT_MIN_SAMPLES:
+			ctl->min_samples = (unsigned)parse_long(optarg, "sample count",
+								1, INT_MAX);
+			break;
+		case OPT_TOP:
+			ctl->top = (unsigned)parse_long(optarg, "count", 1, INT_MAX);
+			break;
+		case OPT_TRACES:
+			ctl->max_traces =
+				(unsigned)parse_long(optarg, "count", 0, INT_MAX);
+			break;
+		case OPT_TRACE:
+			for (i = 0; optarg[i]; i++)
+				if (!((optarg[i] >= '0' && optarg[i] <= '9') ||
+				      (optarg[i] >= 'a' && optarg[i] <= 'f')))
+					usage_err("invalid trace id: '%s' (lowercase "
+						  "hex)",
+						  optarg);
+			if (i == 0 || i > 32)
+				usage_err("invalid trace id: '%s'", optarg);
+			f = new_filter(ctl);
+			f->kind = F_TRACE;
+			f->a = optarg;
+			break;
+		case OPT_PATH:
+			f = new_filter(ctl);
+			f->kind = F_PATH;
+			f->a = optarg;
+			break;
+		case OPT_ATTR:
+			f = new_filter(ctl);
+			f->kind = F_ATTR;
+			eq = strchr(optarg, '=');
+			if (eq == optarg)
+				usage_err("invalid attribute filter: '%s'", optarg);
+			if (eq) {
+				*eq = '\0';
+				f->b = eq + 1;
+			}
+			f->a = optarg;
+			break;
+		case OPT_TID:
+			f = new_filter(ctl);
+			f->kind = F_TID;
+			f->tid = parse_long(optarg, "thread id", 1, INT_MAX);
+			break;
+		case OPT_TRACED:
+			ctl->traced_only = true;
+			break;
+		case 'h':
+			usage();
+		case ':':
+			usage_err("option '%s' requires an argument", argv[optind - 1]);
+		default:
+			if (optopt)
+				usage_err("invalid option -- '%c'", optopt);
+			usage_err("unrecognized option '%s'", argv[optind - 1]);
+		}
+	}
+	if (optind == argc)
+		usage_err("no recording file specified");
+	if (argc - optind > 1)
+		usage_err("unexpected argument: '%s'", argv[optind + 1]);
+	ctl->file = argv[optind];
+}
+
+int
+report_main(int argc, char **argv)
+{
+	static char outbuf[1u << 16];
+	struct rpt_ctl ctl = {0};
+	struct prof p;
+	int r, status;
+
+	parse_args(&ctl, argc, argv);
+	if (!isatty(STDOUT_FILENO))
+		setvbuf(stdout, outbuf, _IOFBF, sizeof(outbuf));
+	init_prof(&p);
+	r = load(&p, ctl.file);
+	if (r < 0) {
+		free_prof(&p);
+		return EXIT_FATAL;
+	}
+	if (p.truncated)
+		pwarn("%s ends inside a record (recording cut short); using what is "
+		      "complete",
+		      ctl.file);
+	if (p.bad_records)
+		pwarn("%s: %u malformed records skipped", ctl.file, p.bad_records);
+	switch (ctl.mode) {
+	case MODE_FOLDED:
+		status = report_folded(&p, &ctl);
+		break;
+	case MODE_SPANS:
+		status = report_spans(&p, &ctl);
+		break;
+	default:
+		status = report_summary(&p, &ctl);
+		break;
+	}
+	if (fflush(stdout) != 0 || ferror(stdout)) {
+		pwarn("write error: %s", strerror(errno));
+		status = EXIT_FATAL;
+	}
+	if (status == EXIT_OK && (p.truncated || p.bad_records))
+		status = EXIT_PARTIAL;
+	free_prof(&p);
+	return status;
+}
