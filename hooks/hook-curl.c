@@ -202,38 +202,6 @@ static __thread CURL *curl_performing;
 
 /* ---- binding ---------------------------------------------------------- */
 
-struct curl_text_find {
-	uintptr_t addr, lo, hi;
-};
-
-static int
-curl_text_cb(struct dl_phdr_info *info, size_t size, void *data)
-{
-	struct curl_text_find *f = data;
-	uintptr_t lo = UINTPTR_MAX, hi = 0;
-	bool mine = false;
-	ElfW(Half) i;
-
-	(void)size;
-	for (i = 0; i < info->dlpi_phnum; i++) {
-		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-		uintptr_t s = info->dlpi_addr + ph->p_vaddr, e = s + ph->p_memsz;
-
-		if (ph->p_type != PT_LOAD)
-			continue;
-		if (f->addr >= s && f->addr < e)
-			mine = true;
-		if (ph->p_flags & PF_X) {
-			lo = s < lo ? s : lo;
-			hi = e > hi ? e : hi;
-		}
-	}
-	if (!mine || hi == 0)
-		return 0;
-	f->lo = lo;
-	f->hi = hi;
-	return 1;
-}
 
 static void curl_register_atfork(void);
 
@@ -241,7 +209,6 @@ static void
 curl_bind(struct curl_real *r)
 {
 	static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
-	struct curl_text_find f = {0};
 	void *lib = NULL;
 	int i;
 
@@ -261,11 +228,7 @@ curl_bind(struct curl_real *r)
 			p = ctxshim_bind(curl_fn_name[i], r->version, self, true);
 		r->fn[i] = p;
 	}
-	f.addr = (uintptr_t)r->fn[CURL_FN_EASY_SETOPT];
-	if (dl_iterate_phdr(curl_text_cb, &f) == 1) {
-		r->text_lo = f.lo;
-		r->text_hi = f.hi;
-	} else {
+	if (!ctxshim_text_range(r->fn[CURL_FN_EASY_SETOPT], &r->text_lo, &r->text_hi)) {
 		ctxshim_log("curl: no text segment found for %s", r->soname);
 	}
 	/* A fork while another thread holds the table lock must not leave

@@ -69,43 +69,10 @@ static pthread_once_t gt_once = PTHREAD_ONCE_INIT;
 /* libgnutls's executable segment: calls from there are its own. */
 static uintptr_t gt_text_lo, gt_text_hi;
 
-struct gt_text_find {
-	uintptr_t addr, lo, hi;
-};
-
-static int
-gt_text_cb(struct dl_phdr_info *info, size_t size, void *data)
-{
-	struct gt_text_find *f = data;
-	uintptr_t lo = UINTPTR_MAX, hi = 0;
-	bool mine = false;
-	ElfW(Half) i;
-
-	(void)size;
-	for (i = 0; i < info->dlpi_phnum; i++) {
-		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-		uintptr_t s = info->dlpi_addr + ph->p_vaddr, e = s + ph->p_memsz;
-
-		if (ph->p_type != PT_LOAD)
-			continue;
-		if (f->addr >= s && f->addr < e)
-			mine = true;
-		if (ph->p_flags & PF_X) {
-			lo = s < lo ? s : lo;
-			hi = e > hi ? e : hi;
-		}
-	}
-	if (!mine || hi == 0)
-		return 0;
-	f->lo = lo;
-	f->hi = hi;
-	return 1;
-}
 
 static void
 hook_gnutls_bind_once(void)
 {
-	struct gt_text_find f = {0};
 	int saved_errno = errno;
 	void *lib = NULL;
 	int i;
@@ -124,11 +91,7 @@ hook_gnutls_bind_once(void)
 		if (!p)
 			ctxshim_log("gnutls: %s@%s not found", gt_name[i], GT_NODE);
 	}
-	f.addr = (uintptr_t)gt_fn[GT_RECV];
-	if (f.addr && dl_iterate_phdr(gt_text_cb, &f) == 1) {
-		gt_text_lo = f.lo;
-		gt_text_hi = f.hi;
-	}
+	(void)ctxshim_text_range(gt_fn[GT_RECV], &gt_text_lo, &gt_text_hi);
 	errno = saved_errno;
 }
 

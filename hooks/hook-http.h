@@ -124,22 +124,6 @@ hook_http_build_ctx(struct hook_http_headers *h,
 	ctxshim_request_ctx(c, &h->r);
 }
 
-/* Copy only what is used: the arrays are mostly empty. */
-static inline void
-hook_http_ctx_copy(struct ctxshim_ctx *dst, const struct ctxshim_ctx *src)
-{
-	size_t attrs_len = src->attrs_len <= sizeof(src->attrs) ? src->attrs_len : 0;
-	size_t ts_len = src->tracestate_len <= sizeof(src->tracestate)
-				? src->tracestate_len
-				: 0;
-
-	memcpy(dst, src, offsetof(struct ctxshim_ctx, attrs));
-	memcpy(dst->attrs, src->attrs, attrs_len);
-	memcpy(dst->tracestate, src->tracestate, ts_len);
-	dst->attrs_len = (uint16_t)attrs_len;
-	dst->tracestate_len = (uint16_t)ts_len;
-}
-
 static inline bool
 hook_http_same_span(const struct ctxshim_ctx *a, const struct ctxshim_ctx *b)
 {
@@ -198,7 +182,7 @@ hook_http_enter(int fd,
 
 	sv->had_prev = cur != NULL;
 	if (cur)
-		hook_http_ctx_copy(&sv->prev, cur);
+		ctxshim_ctx_copy(&sv->prev, cur);
 	ctxshim_attach(c);
 	if (!cur || !hook_http_same_span(cur, c))
 		CTXSHIM_EVENT(cur ? CTXSHIM_EV_SWITCH : CTXSHIM_EV_ATTACH, fd, c,

@@ -345,7 +345,7 @@ mhd_request_ctx(const struct mhd_wrap *w,
 	pthread_mutex_lock(&mhd_lock);
 	HASH_FIND_PTR(mhd_reqs, &conn, q);
 	if (q && mhd_req_current(q, w, fd, &addr, addr_len, app_cls)) {
-		hook_http_ctx_copy(c, &q->ctx);
+		ctxshim_ctx_copy(c, &q->ctx);
 		pthread_mutex_unlock(&mhd_lock);
 		return;
 	}
@@ -366,7 +366,7 @@ mhd_request_ctx(const struct mhd_wrap *w,
 	q->addr_len = addr_len;
 	memcpy(&q->addr, &addr, sizeof(addr));
 	q->app_cls = app_cls;
-	hook_http_ctx_copy(&q->ctx, c);
+	ctxshim_ctx_copy(&q->ctx, c);
 	pthread_mutex_lock(&mhd_lock);
 	HASH_FIND_PTR(mhd_reqs, &conn, old);
 	if (old)

@@ -553,7 +553,7 @@ nh_enter(struct nh_scope *sc, const struct nh_stream *s)
 	if (!sc->on)
 		return;
 	saved_errno = errno;
-	hook_http_ctx_copy(&sc->ctx, s->ctx);
+	ctxshim_ctx_copy(&sc->ctx, s->ctx);
 	hook_http_enter(-1, &sc->ctx, &sc->sv, "h2-stream");
 	errno = saved_errno;
 }

@@ -134,7 +134,7 @@ hook_pthread_wrap(void)
 	w = malloc(sizeof(*w));
 	errno = saved_errno;
 	if (w)
-		hook_scope_copy_ctx(&w->ctx, cur);
+		ctxshim_ctx_copy(&w->ctx, cur);
 	return w;
 }
 

@@ -22,23 +22,6 @@ struct hook_scope {
 	struct ctxshim_ctx ctx;
 };
 
-/* Copy only what is used: a struct ctxshim_ctx is 1.2 KB, mostly empty
- * attribute and tracestate space. */
-static inline void
-hook_scope_copy_ctx(struct ctxshim_ctx *dst, const struct ctxshim_ctx *src)
-{
-	size_t attrs_len = src->attrs_len <= sizeof(dst->attrs) ? src->attrs_len : 0;
-	size_t ts_len = src->tracestate_len <= sizeof(dst->tracestate)
-				? src->tracestate_len
-				: 0;
-
-	memcpy(dst, src, offsetof(struct ctxshim_ctx, attrs));
-	memcpy(dst->attrs, src->attrs, attrs_len);
-	memcpy(dst->tracestate, src->tracestate, ts_len);
-	dst->attrs_len = (uint16_t)attrs_len;
-	dst->tracestate_len = (uint16_t)ts_len;
-}
-
 /* What the calling thread publishes now. */
 static inline void
 hook_scope_capture(struct hook_scope *s)
@@ -47,7 +30,7 @@ hook_scope_capture(struct hook_scope *s)
 
 	s->has = cur != NULL;
 	if (cur)
-		hook_scope_copy_ctx(&s->ctx, cur);
+		ctxshim_ctx_copy(&s->ctx, cur);
 }
 
 static inline bool

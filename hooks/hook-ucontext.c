@@ -251,7 +251,7 @@ hook_ucontext_save(struct uc_table *t, const void *ucp, bool create)
 	cur = ctxshim_current();
 	b->has = cur != NULL;
 	if (cur)
-		hook_scope_copy_ctx(&b->ctx, cur);
+		ctxshim_ctx_copy(&b->ctx, cur);
 	hook_ucontext_unlock(h);
 }
 

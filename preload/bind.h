@@ -2,6 +2,7 @@
 #pragma once
 
 #include <stdbool.h>
+#include <stdint.h>
 
 /* Finds the definition of name that our hook hides (RTLD_NEXT, or the given
  * symbol version with dlvsym).  self is our own hook, so that a loader
@@ -11,3 +12,9 @@
  * returns NULL. */
 void *ctxshim_bind(const char *name, const char *version, const void *self,
 		   bool required);
+
+/* The executable segments' range [*lo, *hi) of the loaded object that
+ * contains addr (a function of a library we interpose), so a hook can tell
+ * the library's calls to its own exported functions (through the PLT) from
+ * the application's.  Returns false if no object contains addr. */
+bool ctxshim_text_range(const void *addr, uintptr_t *lo, uintptr_t *hi);

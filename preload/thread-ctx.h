@@ -15,6 +15,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "thread-record.h"
 
@@ -31,6 +32,22 @@ struct ctxshim_ctx {
 	uint8_t attrs[TREC_ATTRS_MAX];
 	char tracestate[CTXSHIM_TRACESTATE_MAX];
 };
+
+/* Copy only what is used: a struct ctxshim_ctx is 1.2 KiB, mostly empty
+ * attribute and tracestate space.  Lengths out of range count as 0. */
+static inline void
+ctxshim_ctx_copy(struct ctxshim_ctx *dst, const struct ctxshim_ctx *src)
+{
+	size_t attrs_len = src->attrs_len <= sizeof(src->attrs) ? src->attrs_len : 0;
+	size_t ts_len =
+		src->tracestate_len <= sizeof(src->tracestate) ? src->tracestate_len : 0;
+
+	memcpy(dst, src, offsetof(struct ctxshim_ctx, attrs));
+	memcpy(dst->attrs, src->attrs, attrs_len);
+	memcpy(dst->tracestate, src->tracestate, ts_len);
+	dst->attrs_len = (uint16_t)attrs_len;
+	dst->tracestate_len = (uint16_t)ts_len;
+}
 
 /* Publish c as the calling thread's context.  Async-signal-safe; a call from
  * a signal handler that interrupted another update on the same thread is
