@@ -24,42 +24,6 @@ start(struct it_server *s, bool preload)
 	it_server_start(s, argv, preload, env);
 }
 
-static int
-send_blocking(struct it_server *s, int fd, const char *req, long *tid)
-{
-	char line[512];
-
-	if (fd < 0)
-		fd = it_connect(s->port);
-	it_send_str(fd, req);
-	test_child_expect(&s->child, "IN ", line, sizeof(line), IT_TIMEOUT_MS);
-	*tid = strtol(line + 3, NULL, 10);
-	ck_assert_int_gt(*tid, 0);
-	return fd;
-}
-
-static char *
-release(struct it_server *s, int fd)
-{
-	char line[512], *resp;
-
-	test_child_send(&s->child, "GO\n");
-	resp = it_read_all(fd, NULL);
-	close(fd);
-	test_child_expect(&s->child, "DONE ", line, sizeof(line), IT_TIMEOUT_MS);
-	return resp;
-}
-
-static void
-assert_body(const char *resp, const char *body)
-{
-	const char *b = strstr(resp, "\r\n\r\n");
-
-	ck_assert_msg(strncmp(resp, "HTTP/1.1 200 OK\r\n", 17) == 0, "response: %s",
-		      resp);
-	ck_assert_msg(b && strcmp(b + 4, body) == 0, "response: %s", resp);
-}
-
 START_TEST(test_traced_request)
 {
 	struct it_server s;
@@ -69,7 +33,7 @@ START_TEST(test_traced_request)
 	int fd;
 
 	start(&s, true);
-	fd = send_blocking(&s, -1,
+	fd = it_send_blocking(&s, -1,
 			   "GET /block?q=1 HTTP/1.1\r\nHost: t\r\ntraceparent: " TP
 			   "\r\n"
 			   "x-request-id: req-7\r\nConnection: close\r\n\r\n",
@@ -89,8 +53,8 @@ START_TEST(test_traced_request)
 	ck_assert_uint_eq(it_dump_count_trace(json, TP_TRACE), 1);
 	free(json);
 
-	resp = release(&s, fd);
-	assert_body(resp, "block GET /block?q=1 0\n");
+	resp = it_release(&s, fd);
+	it_assert_ok_body(resp, "block GET /block?q=1 0\n");
 	free(resp);
 
 	log = it_events(&s);
@@ -117,7 +81,7 @@ check_new_trace(const char *extra_headers)
 		 "GET /block HTTP/1.1\r\nHost: t\r\n%sConnection: close\r\n\r\n",
 		 extra_headers);
 	start(&s, true);
-	fd = send_blocking(&s, -1, req, &tid);
+	fd = it_send_blocking(&s, -1, req, &tid);
 	json = it_ctxdump(s.child.pid);
 	ck_assert(it_dump_thread(json, tid, &t));
 	ck_assert_msg(t.has_ctx, "no context on the loop thread:\n%s", json);
@@ -129,8 +93,8 @@ check_new_trace(const char *extra_headers)
 	ck_assert_str_eq(t.path, "/block");
 	ck_assert_uint_eq(it_dump_count_trace(json, t.trace), 1);
 	free(json);
-	resp = release(&s, fd);
-	assert_body(resp, "block GET /block 0\n");
+	resp = it_release(&s, fd);
+	it_assert_ok_body(resp, "block GET /block 0\n");
 	free(resp);
 	log = it_events(&s);
 	ck_assert_msg(it_events_spans(log, t.trace, NULL) == 1, "log:\n%s", log);
@@ -163,15 +127,15 @@ START_TEST(test_post_body)
 	fd = it_connect(s.port);
 	it_send_str(fd, "POST /block HTTP/1.1\r\nHost: t\r\ntraceparent: " TP "\r\n"
 			"Content-Length: 5\r\nConnection: close\r\n\r\nab");
-	fd = send_blocking(&s, fd, "cde", &tid);
+	fd = it_send_blocking(&s, fd, "cde", &tid);
 	json = it_ctxdump(s.child.pid);
 	ck_assert(it_dump_thread(json, tid, &t));
 	ck_assert_msg(t.has_ctx, "%s", json);
 	ck_assert_str_eq(t.trace, TP_TRACE);
 	ck_assert_str_eq(t.method, "POST");
 	free(json);
-	resp = release(&s, fd);
-	assert_body(resp, "block POST /block 5\n");
+	resp = it_release(&s, fd);
+	it_assert_ok_body(resp, "block POST /block 5\n");
 	free(resp);
 	it_assert_gone(&s, tid, TP_TRACE);
 	it_server_stop(&s);
@@ -196,13 +160,13 @@ check_second_request(bool pipelined)
 	fd = it_connect(s.port);
 	if (pipelined) {
 		snprintf(both, sizeof(both), "%s%s", first, second);
-		fd = send_blocking(&s, fd, both, &tid);
+		fd = it_send_blocking(&s, fd, both, &tid);
 	} else {
 		it_send_str(fd, first);
 		resp = it_read_response(fd);
-		assert_body(resp, "generic GET /one 0\n");
+		it_assert_ok_body(resp, "generic GET /one 0\n");
 		free(resp);
-		fd = send_blocking(&s, fd, second, &tid);
+		fd = it_send_blocking(&s, fd, second, &tid);
 	}
 	json = it_ctxdump(s.child.pid);
 	ck_assert(it_dump_thread(json, tid, &t));
@@ -210,7 +174,7 @@ check_second_request(bool pipelined)
 	ck_assert_str_eq(t.trace, TP2_TRACE);
 	ck_assert_uint_eq(it_dump_count_trace(json, TP_TRACE), 0);
 	free(json);
-	resp = release(&s, fd);
+	resp = it_release(&s, fd);
 	ck_assert_msg(strstr(resp, "\r\n\r\nblock GET /block 0\n"), "response: %s",
 		      resp);
 	free(resp);
@@ -258,7 +222,7 @@ START_TEST(test_vhost_and_deleted_cb)
 	start(&s, true);
 	for (i = 0; i < 2; i++) {
 		resp = it_exchange(s.port, cases[i].req, NULL);
-		assert_body(resp, cases[i].body);
+		it_assert_ok_body(resp, cases[i].body);
 		free(resp);
 		test_child_expect(&s.child, "DONE ", line, sizeof(line), IT_TIMEOUT_MS);
 		log = it_events(&s);

@@ -26,46 +26,6 @@ start(struct it_server *s, int mode, bool preload)
 	it_server_start(s, argv, preload, env);
 }
 
-/* Send req on fd (a new connection if fd < 0); wait until its handler
- * blocks; returns the fd and the handler's thread. */
-static int
-send_blocking(struct it_server *s, int fd, const char *req, long *tid)
-{
-	char line[512];
-
-	if (fd < 0)
-		fd = it_connect(s->port);
-	it_send_str(fd, req);
-	test_child_expect(&s->child, "IN ", line, sizeof(line), IT_TIMEOUT_MS);
-	*tid = strtol(line + 3, NULL, 10);
-	ck_assert_int_gt(*tid, 0);
-	return fd;
-}
-
-/* Let the blocked handler answer; read until the server closes; wait for
- * MHD's request-completed notification. */
-static char *
-release(struct it_server *s, int fd)
-{
-	char line[512], *resp;
-
-	test_child_send(&s->child, "GO\n");
-	resp = it_read_all(fd, NULL);
-	close(fd);
-	test_child_expect(&s->child, "DONE ", line, sizeof(line), IT_TIMEOUT_MS);
-	return resp;
-}
-
-static void
-assert_body(const char *resp, const char *body)
-{
-	const char *b = strstr(resp, "\r\n\r\n");
-
-	ck_assert_msg(strncmp(resp, "HTTP/1.1 200 OK\r\n", 17) == 0, "response: %s",
-		      resp);
-	ck_assert_msg(b && strcmp(b + 4, body) == 0, "response: %s", resp);
-}
-
 START_TEST(test_traced_request)
 {
 	struct it_server s;
@@ -75,7 +35,7 @@ START_TEST(test_traced_request)
 	int fd;
 
 	start(&s, _i, true);
-	fd = send_blocking(&s, -1,
+	fd = it_send_blocking(&s, -1,
 			   "GET /block/a?q=1 HTTP/1.1\r\nHost: t\r\ntraceparent: " TP
 			   "\r\n"
 			   "X-Request-Id: req-42\r\nConnection: close\r\n\r\n",
@@ -96,8 +56,8 @@ START_TEST(test_traced_request)
 		      "the trace is published on another thread too:\n%s", json);
 	free(json);
 
-	resp = release(&s, fd);
-	assert_body(resp, "GET /block/a 0\n");
+	resp = it_release(&s, fd);
+	it_assert_ok_body(resp, "GET /block/a 0\n");
 	free(resp);
 
 	log = it_events(&s);
@@ -125,7 +85,7 @@ check_new_trace(int mode, const char *extra_headers)
 		 "GET /block/new HTTP/1.1\r\nHost: t\r\n%sConnection: close\r\n\r\n",
 		 extra_headers);
 	start(&s, mode, true);
-	fd = send_blocking(&s, -1, req, &tid);
+	fd = it_send_blocking(&s, -1, req, &tid);
 	json = it_ctxdump(s.child.pid);
 	ck_assert(it_dump_thread(json, tid, &t));
 	ck_assert_msg(t.has_ctx, "no context on the handler thread:\n%s", json);
@@ -138,8 +98,8 @@ check_new_trace(int mode, const char *extra_headers)
 	ck_assert_str_eq(t.path, "/block/new");
 	ck_assert_uint_eq(it_dump_count_trace(json, t.trace), 1);
 	free(json);
-	resp = release(&s, fd);
-	assert_body(resp, "GET /block/new 0\n");
+	resp = it_release(&s, fd);
+	it_assert_ok_body(resp, "GET /block/new 0\n");
 	free(resp);
 	log = it_events(&s);
 	ck_assert_msg(it_events_spans(log, t.trace, NULL) == 1, "log:\n%s", log);
@@ -178,7 +138,7 @@ START_TEST(test_upload_one_span)
 			"Content-Length: 3000\r\nConnection: close\r\n\r\n");
 	it_send(fd, body, 1000);
 	it_send(fd, body, 2000);
-	fd = send_blocking(&s, fd, "", &tid);
+	fd = it_send_blocking(&s, fd, "", &tid);
 	json = it_ctxdump(s.child.pid);
 	ck_assert(it_dump_thread(json, tid, &t));
 	ck_assert_msg(t.has_ctx, "%s", json);
@@ -186,8 +146,8 @@ START_TEST(test_upload_one_span)
 	ck_assert_str_eq(t.method, "POST");
 	ck_assert_str_eq(t.path, "/block/up");
 	free(json);
-	resp = release(&s, fd);
-	assert_body(resp, "POST /block/up 3000\n");
+	resp = it_release(&s, fd);
+	it_assert_ok_body(resp, "POST /block/up 3000\n");
 	free(resp);
 	log = it_events(&s);
 	ck_assert_msg(it_events_spans(log, TP_TRACE, span) == 1, "log:\n%s", log);
@@ -222,13 +182,13 @@ check_second_request(int mode, bool pipelined)
 	fd = it_connect(s.port);
 	if (pipelined) {
 		snprintf(both, sizeof(both), "%s%s", first, second);
-		fd = send_blocking(&s, fd, both, &tid);
+		fd = it_send_blocking(&s, fd, both, &tid);
 	} else {
 		it_send_str(fd, first);
 		resp = it_read_response(fd);
-		assert_body(resp, "GET /one 0\n");
+		it_assert_ok_body(resp, "GET /one 0\n");
 		free(resp);
-		fd = send_blocking(&s, fd, second, &tid);
+		fd = it_send_blocking(&s, fd, second, &tid);
 	}
 	json = it_ctxdump(s.child.pid);
 	ck_assert(it_dump_thread(json, tid, &t));
@@ -237,7 +197,7 @@ check_second_request(int mode, bool pipelined)
 	ck_assert_str_eq(t.path, "/block/two");
 	ck_assert_uint_eq(it_dump_count_trace(json, TP_TRACE), 0);
 	free(json);
-	resp = release(&s, fd);
+	resp = it_release(&s, fd);
 	/* The first response precedes it when pipelined. */
 	ck_assert_msg(strstr(resp, "\r\n\r\nGET /block/two 0\n"), "response: %s", resp);
 	free(resp);

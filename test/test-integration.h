@@ -417,3 +417,47 @@ it_assert_gone(const struct it_server *s, long tid, const char *trace)
 		      "trace %s still published after the response:\n%s", trace, json);
 	free(json);
 }
+
+/* For servers whose handlers print "IN <tid>", block until the test sends
+ * "GO", then print "DONE ..." (mhd-server, evhttp-server).  Sends req on fd
+ * (a new connection if fd < 0), waits until its handler blocks; returns
+ * the fd and the handler's thread in *tid. */
+static inline int
+it_send_blocking(struct it_server *s, int fd, const char *req, long *tid)
+{
+	char line[512];
+
+	if (fd < 0)
+		fd = it_connect(s->port);
+	it_send_str(fd, req);
+	test_child_expect(&s->child, "IN ", line, sizeof(line), IT_TIMEOUT_MS);
+	*tid = strtol(line + 3, NULL, 10);
+	ck_assert_int_gt(*tid, 0);
+	return fd;
+}
+
+/* Lets the blocked handler answer, reads until the server closes fd, and
+ * waits for the server's "DONE" line. */
+static inline char *
+it_release(struct it_server *s, int fd)
+{
+	char line[512], *resp;
+
+	test_child_send(&s->child, "GO\n");
+	resp = it_read_all(fd, NULL);
+	close(fd);
+	test_child_expect(&s->child, "DONE ", line, sizeof(line), IT_TIMEOUT_MS);
+	return resp;
+}
+
+/* resp is "HTTP/1.1 200 OK" with exactly this body.  Not inlined: gcc 12
+ * then mistakes resp for it_read_all()'s local pointer (-Wdangling-pointer). */
+static __attribute__((noinline, unused)) void
+it_assert_ok_body(const char *resp, const char *body)
+{
+	const char *b = strstr(resp, "\r\n\r\n");
+
+	ck_assert_msg(strncmp(resp, "HTTP/1.1 200 OK\r\n", 17) == 0, "response: %s",
+		      resp);
+	ck_assert_msg(b && strcmp(b + 4, body) == 0, "response: %s", resp);
+}
