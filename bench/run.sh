@@ -7,22 +7,28 @@
 #   sh bench/run.sh [BUILDDIR]          (default: ./build)
 #
 # Environment:
-#   BENCH_ONLY="B5 B6"   run only these groups (B1 B2 B3 B4 B5 B6 B7 B8;
-#                        B1, B2 and B8 are one nginx group, B5-B7 share
-#                        the 1000-thread target)
+#   BENCH_ONLY="B5 B6"   run only these groups (B1 B2 B3 B4 B5 B6 B7 B8 R;
+#                        B1, B2 and B8 are one nginx group (with the
+#                        callgrind rows B1i, B1m, B1f), B5-B7 share the
+#                        1000-thread target, R is bench/record-overhead.sh)
 #   BENCH_REPS=N         repetitions of the fast wall-clock pairs (default 21)
 #   BENCH_THREADS=N      threads of the ctxdump target (default 1000)
 #   BENCH_NGINX_SECS=N   seconds per wrk run (default 3)
 #   BENCH_NGINX_RUNS=N   pairs of wrk runs (default 7)
+#   BENCH_NGINX_CG_REQS=N  requests of the smaller callgrind run of B1i; the
+#                        larger sends 2N (default 2000)
 #   BENCH_KEEP=1         keep the work directory (raw numbers) and say where
+#   REC_RUNS, REC_SECS, REC_CPU_MB   passed to record-overhead.sh (group R;
+#                        defaults here 3, 2, 256: about 30 s)
 #
 # Needs: a build of this tree (libctxshim.so, ctxdump, bench/bench-*), gdb,
 # eu-stack (elfutils), valgrind, nginx (nginx-light), wrk.  A group whose
 # tools are missing prints SKIP.  All traffic goes to 127.0.0.1 only.
 # Every row is a ratio measured here (the median over pairs of runs made
 # back to back, alternating which goes first); PASS/MISS compares it with
-# the target of issue 8.  Nothing here is a test: timings are never
-# asserted, the exit status is 0 unless the benchmark itself broke.
+# the target of issue 8, "info" rows have none.  Nothing here is a test:
+# timings are never asserted, the exit status is 0 unless the benchmark
+# itself broke.
 
 set -u
 
@@ -34,7 +40,7 @@ BUILD=$(cd "$BUILD" 2>/dev/null && pwd) || {
 }
 REPS=${BENCH_REPS:-21}
 NTHREADS=${BENCH_THREADS:-1000}
-ONLY=${BENCH_ONLY:-"B1 B2 B3 B4 B5 B6 B7 B8"}
+ONLY=${BENCH_ONLY:-"B1 B2 B3 B4 B5 B6 B7 B8 R"}
 NGINX_SECS=${BENCH_NGINX_SECS:-3}
 
 # Shared machines are noisy: as root, the benchmarked processes (both
@@ -46,11 +52,15 @@ if [ "$(id -u)" = 0 ] && nice -n -10 true 2>/dev/null; then
 fi
 
 SHIM=$BUILD/libctxshim.so
+NGXCLIENT=$BUILD/bench/bench-ngxclient
+TRACEPARENT="traceparent: 00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+# every wrk run sends the same head (wrk's own header order varies per run)
+WRK_SCRIPT=$SRCDIR/bench/wrk-head.lua
 CTXDUMP=$BUILD/tools/ctxdump/ctxdump
 TIMEIT=$BUILD/bench/bench-timeit
 for f in "$SHIM" "$CTXDUMP" "$TIMEIT" "$BUILD/bench/bench-sleepers" \
 	"$BUILD/bench/bench-floor" "$BUILD/bench/bench-readloop" \
-	"$BUILD/bench/bench-httpreq"; do
+	"$BUILD/bench/bench-httpreq" "$BUILD/bench/bench-ngxclient"; do
 	if [ ! -x "$f" ] && [ ! -f "$f" ]; then
 		echo "bench: $f is missing; build first (ninja -C $BUILD)" >&2
 		exit 2
@@ -59,6 +69,7 @@ done
 
 W=$(mktemp -d /tmp/ctxshim-bench.XXXXXX)
 TPID=
+CGPID=
 ROWS=$W/rows
 
 cleanup() {
@@ -68,6 +79,10 @@ cleanup() {
 		wait "$TPID" 2>/dev/null
 	fi
 	stop_nginx
+	if [ -n "$CGPID" ]; then
+		kill "$CGPID" 2>/dev/null
+		wait "$CGPID" 2>/dev/null
+	fi
 	if [ "${BENCH_KEEP:-0}" = 1 ]; then
 		echo "bench: raw numbers kept in $W" >&2
 	else
@@ -341,13 +356,16 @@ port_free() {
 		/proc/net/tcp 2>/dev/null
 }
 
-# start_nginx NAME PORT [LD_PRELOAD]: a master and 1 worker in $W/NAME
-start_nginx() {
-	d=$W/$1
-	mkdir -p "$d/tmp"
+# nginx_conf DIR PORT [single]: the configuration of every B1 nginx, in
+# DIR/nginx.conf; "single" runs it as one process (master_process off, for
+# callgrind), otherwise a master and 1 worker
+nginx_conf() {
+	mkdir -p "$1/tmp"
+	d=$1
 	cat >"$d/nginx.conf" <<-EOF
 	worker_processes 1;
 	daemon off;
+	$([ "${3:-}" = single ] && echo "master_process off;")
 	pid $d/nginx.pid;
 	error_log $d/error.log warn;
 	events { worker_connections 1024; }
@@ -366,6 +384,12 @@ start_nginx() {
 		}
 	}
 	EOF
+}
+
+# start_nginx NAME PORT [LD_PRELOAD]: a master and 1 worker in $W/NAME
+start_nginx() {
+	d=$W/$1
+	nginx_conf "$d" "$2"
 	LD_PRELOAD=${3:-} OTEL_SERVICE_NAME=bench-nginx \
 		$PRIO nginx -p "$d" -c "$d/nginx.conf" -e "$d/error.log" \
 		>"$d/out" 2>&1 &
@@ -418,6 +442,173 @@ wrk_rps() {
 	sed -n 's/^Requests\/sec: *\([0-9.]*\)/\1/p' "$1"
 }
 
+# requests wrk completed ("N requests in 3.00s, ...")
+wrk_reqs() {
+	awk '$2 == "requests" && $3 == "in" { print $1 }' "$1"
+}
+
+# user and system CPU time of process $1 so far, in clock ticks
+cpu_ticks() {
+	sed 's/^.*) //' "/proc/$1/stat" 2>/dev/null | awk '{ print $12, $13 }'
+}
+
+# is process $1 running (not gone, not a zombie waiting to be reaped)?
+alive() {
+	st=$(sed 's/^.*) //' "/proc/$1/stat" 2>/dev/null | cut -c1)
+	[ -n "$st" ] && [ "$st" != Z ]
+}
+
+# capture_head PORT: the request head wrk sends in the B1 runs, as nginx
+# receives it, in $W/head (bench-ngxclient answers the first one and exits;
+# wrk gets "connection refused" for the rest of its second).  The Host
+# line carries PORT: B1's ports have the same number of digits.  Without
+# bench/wrk-head.lua the order of wrk's header lines would change from one
+# wrk process to the next.
+capture_head() {
+	"$NGXCLIENT" capture "$1" "$W/head" >"$W/capture.out" 2>&1 &
+	cp=$!
+	i=0
+	while ! grep -q '^READY' "$W/capture.out" && [ $i -lt 100 ]; do
+		sleep 0.05
+		i=$((i + 1))
+	done
+	wrk -s "$WRK_SCRIPT" -H "$TRACEPARENT" -t1 -c1 -d1s "http://127.0.0.1:$1/small.html" >/dev/null 2>&1
+	kill "$cp" 2>/dev/null # if wrk sent nothing
+	wait "$cp" 2>/dev/null
+	HEAD_BYTES=$(sed -n 's/^head_bytes=//p' "$W/capture.out")
+	if [ -z "$HEAD_BYTES" ]; then
+		log "could not capture the head wrk sends:"
+		cat "$W/capture.out" >&2
+		return 1
+	fi
+	if ! tr -d '\r' <"$W/head" | grep -qx "$TRACEPARENT"; then
+		log "wrk's request head has no '$TRACEPARENT':"
+		cat "$W/head" >&2
+		return 1
+	fi
+}
+
+# cg_nginx NAME N [LD_PRELOAD]: nginx as one process (master_process off)
+# under callgrind, counting ngx_process_events_and_timers inclusively (the
+# event loop: everything nginx does for a request, the shim's hooks it
+# calls included), while bench-ngxclient sends it N requests with the head
+# wrk sends, one after the other on one keep-alive connection.  Sets CG to
+# the count, "nan" if something failed.
+cg_nginx() {
+	CG=nan
+	d=$W/cg-$1-$2
+	nginx_conf "$d" "$PCG" single
+	LD_PRELOAD=${3:-} OTEL_SERVICE_NAME=bench-nginx valgrind --tool=callgrind \
+		--toggle-collect=ngx_process_events_and_timers \
+		--callgrind-out-file="$d/cg.out" \
+		nginx -p "$d" -c "$d/nginx.conf" -e "$d/error.log" >"$d/vg.out" 2>&1 &
+	CGPID=$!
+	i=0
+	while port_free "$PCG"; do
+		i=$((i + 1))
+		if [ $i -gt 600 ] || ! alive "$CGPID"; then
+			log "nginx did not start under callgrind:"
+			cat "$d/vg.out" "$d/error.log" >&2
+			kill "$CGPID" 2>/dev/null
+			wait "$CGPID" 2>/dev/null
+			CGPID=
+			return
+		fi
+		sleep 0.05
+	done
+	# the client sends nginx SIGTERM after the last response
+	if ! "$NGXCLIENT" run "$PCG" "$W/head" "$2" "$CGPID" >"$d/client.out" 2>&1; then
+		log "bench-ngxclient failed against nginx under callgrind:"
+		cat "$d/client.out" >&2
+		kill "$CGPID" 2>/dev/null
+	fi
+	i=0
+	while alive "$CGPID"; do
+		i=$((i + 1))
+		if [ $((i % 40)) -eq 0 ]; then
+			# missed the signal: one more event (a connection) wakes it
+			log "poking nginx under callgrind ($1, $2 requests) to make it exit"
+			kill "$CGPID" 2>/dev/null
+			"$NGXCLIENT" run "$PCG" "$W/head" 0 >/dev/null 2>&1
+		fi
+		[ $i -gt 400 ] && kill -KILL "$CGPID" 2>/dev/null
+		sleep 0.05
+	done
+	wait "$CGPID"
+	CGPID=
+	grep -q "^requests=$2 " "$d/client.out" || return
+	CG=$(sed -n 's/^summary: *//p' "$d/cg.out")
+	[ -n "$CG" ] || CG=nan
+}
+
+# B1i, B1m, B1f: user-space instructions per request of nginx without and
+# with the shim (callgrind, the difference between N and 2N requests, so
+# that start-up, the connection and the shutdown cancel out), and what they
+# predict for the B1 ratio given the worker's user share of its CPU time in
+# the plain wrk runs.  See bench/README.md ("B1 from instructions").
+bench_nginx_cg() {
+	n1=${BENCH_NGINX_CG_REQS:-2000}
+	n2=$((2 * n1))
+	log "B1i: nginx under callgrind, $n1 and $n2 requests with wrk's $HEAD_BYTES-byte head"
+	cg_nginx plain "$n1"
+	p1=$CG
+	cg_nginx plain "$n2"
+	p2=$CG
+	cg_nginx shim "$n1" "$SHIM"
+	s1=$CG
+	cg_nginx shim "$n2" "$SHIM"
+	s2=$CG
+	case "$p1 $p2 $s1 $s2" in *nan*)
+		skip B1i "nginx user instructions per request, with / without" \
+			"callgrind run failed"
+		return ;;
+	esac
+	if ! grep -q 'libctxshim\.so' "$W/cg-shim-$n2/cg.out"; then
+		log "B1i: no libctxshim.so code inside ngx_process_events_and_timers"
+	fi
+	# per request: (C(2N) - C(N)) / N; the cross-check C(2N) / C(N) should be
+	# close to 2 (start-up and shutdown are a few thousand instructions)
+	ip=$(awk -v a="$p2" -v b="$p1" -v n="$n1" 'BEGIN { printf "%.0f", (a - b) / n }')
+	is=$(awk -v a="$s2" -v b="$s1" -v n="$n1" 'BEGIN { printf "%.0f", (a - b) / n }')
+	lin=$(awk -v a="$p2" -v b="$p1" -v c="$s2" -v d="$s1" \
+		'BEGIN { printf "%.3f/%.3f", a / b, c / d }')
+	row B1i "nginx user instructions per request, with / without" \
+		"$(awk -v a="$is" -v b="$ip" 'BEGIN { printf "%.3f", a / b }')" info - \
+		"$is / $ip (+$((is - ip))); C(${n2})/C(${n1}) = $lin"
+	# the worker's user share of its CPU time during the plain wrk runs
+	u=$(awk -v p="$PPLAIN" '$1 == p { ut += $4 - $2; st += $5 - $3 }
+		END { if (ut + st > 0) printf "%.4f", ut / (ut + st); else print "nan" }' \
+		"$W/b1cpu")
+	if [ "$u" = nan ]; then
+		skip B1m "model: req/s ratio from instructions and user share" \
+			"no CPU times of the nginx worker"
+		return
+	fi
+	tck=$(getconf CLK_TCK 2>/dev/null || echo 100)
+	# CPU time per request (user + system) and how busy each worker was
+	cpu=$(awk -v p="$PPLAIN" -v s="$PSHIM" -v t="$tck" -v secs="$NGINX_SECS" '
+		{ k = ($1 == p) ? "p" : "s"; u[k] += $4 - $2; y[k] += $5 - $3
+		  r[k] += $6; n[k]++ }
+		END { for (k in r) {
+			us[k] = r[k] ? u[k] / t * 1e6 / r[k] : 0
+			ys[k] = r[k] ? y[k] / t * 1e6 / r[k] : 0
+			b[k] = n[k] ? (u[k] + y[k]) / t / (n[k] * secs) * 100 : 0 }
+		  printf "worker %.0f%% busy; CPU/req user+sys %.2f+%.2f / %.2f+%.2f us",
+			b["p"], us["s"], ys["s"], us["p"], ys["p"] }' "$W/b1cpu")
+	row B1m "model: req/s with / without, from B1i and user share" \
+		"$(awk -v u="$u" -v a="$is" -v b="$ip" \
+			'BEGIN { printf "%.3f", 1 / (1 + u * (a - b) / b) }')" info - \
+		"u = $(awk -v u="$u" 'BEGIN { printf "%.3f", u }'); $cpu"
+	# the same model for a shim that spends exactly the B4 budgets on wrk's
+	# head (4 per head byte + 150 per request) and nothing else
+	row B1f "model at the B4 budgets ($HEAD_BYTES-byte head), floor" \
+		"$(awk -v u="$u" -v h="$HEAD_BYTES" -v b="$ip" \
+			'BEGIN { printf "%.3f", 1 / (1 + u * (4 * h + 150) / b) }')" info - \
+		"$(awk -v u="$u" -v h="$HEAD_BYTES" -v b="$ip" 'BEGIN {
+			printf "+%d insns; 0.99 allows +%.0f insns/request in all",
+				4 * h + 150, (1 / 0.99 - 1) * b / u }')"
+}
+
 bench_nginx() {
 	chmod 755 "$W"
 	mkdir -p "$W/www"
@@ -426,9 +617,15 @@ bench_nginx() {
 		>"$W/www/small.html"
 	chmod -R a+rX "$W/www"
 	p=18080
-	while ! port_free $p || ! port_free $((p + 1)); do p=$((p + 2)); done
+	while ! port_free $p || ! port_free $((p + 1)) || ! port_free $((p + 2)); do
+		p=$((p + 3))
+	done
 	PPLAIN=$p
 	PSHIM=$((p + 1))
+	PCG=$((p + 2))
+	# the head every B1 request carries, for the callgrind client (B1i)
+	HEAD_OK=
+	capture_head "$PPLAIN" && HEAD_OK=1
 	NPLAIN=$(start_nginx ngx-plain $PPLAIN)
 	NSHIM=$(start_nginx ngx-shim $PSHIM "$SHIM")
 	if ! nginx_up $PPLAIN || ! nginx_up $PSHIM; then
@@ -439,18 +636,41 @@ bench_nginx() {
 		return
 	fi
 	runs=${BENCH_NGINX_RUNS:-7}
-	tp="traceparent: 00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	tp=$TRACEPARENT
+	# the workers, for their CPU times (B1m) and RSS (B8a)
+	wp=$(ps -o pid= --ppid "$NPLAIN" | head -1 | tr -d ' ')
+	ws=$(ps -o pid= --ppid "$NSHIM" | head -1 | tr -d ' ')
+	# the comparison is only meaningful if exactly one side has the shim
+	if [ -n "$wp" ] && [ -n "$ws" ]; then
+		grep -q 'libctxshim\.so' "/proc/$ws/maps" ||
+			log "B1: the shim's nginx worker ($ws) has no libctxshim.so mapped"
+		! grep -q 'libctxshim\.so' "/proc/$wp/maps" ||
+			log "B1: the plain nginx worker ($wp) has libctxshim.so mapped"
+	fi
 	log "B1/B2: nginx + wrk, $runs pairs of ${NGINX_SECS} s (1 worker, 8 keep-alive connections)"
 	for port in $PPLAIN $PSHIM; do # warm-up
-		wrk -t1 -c8 -d1s -H "$tp" "http://127.0.0.1:$port/small.html" >/dev/null
+		wrk -s "$WRK_SCRIPT" -t1 -c8 -d1s -H "$tp" \
+			"http://127.0.0.1:$port/small.html" >/dev/null
 	done
 	: >"$W/b1"
+	: >"$W/b1cpu"
 	i=0
 	while [ $i -lt "$runs" ]; do
 		if [ $((i % 2)) -eq 0 ]; then order="$PPLAIN $PSHIM"; else order="$PSHIM $PPLAIN"; fi
 		for port in $order; do
-			$PRIO wrk -t1 -c8 -d"${NGINX_SECS}s" --latency -H "$tp" \
+			wk=$wp
+			[ "$port" = "$PSHIM" ] && wk=$ws
+			c0=$(cpu_ticks "$wk")
+			$PRIO wrk -s "$WRK_SCRIPT" -t1 -c8 -d"${NGINX_SECS}s" --latency -H "$tp" \
 				"http://127.0.0.1:$port/small.html" >"$W/wrk.$port" 2>&1
+			c1=$(cpu_ticks "$wk")
+			if grep -q -e '^ *Non-2xx' -e '^ *Socket errors' "$W/wrk.$port"; then
+				log "B1: errors in a wrk run on port $port:"
+				grep -e '^ *Non-2xx' -e '^ *Socket errors' "$W/wrk.$port" >&2
+			fi
+			# port, user and system ticks before, after, requests
+			[ -n "$c0" ] && [ -n "$c1" ] &&
+				echo "$port $c0 $c1 $(wrk_reqs "$W/wrk.$port")" >>"$W/b1cpu"
 		done
 		echo "$(wrk_rps "$W/wrk.$PPLAIN") $(wrk_p99_us "$W/wrk.$PPLAIN")" \
 			"$(wrk_rps "$W/wrk.$PSHIM") $(wrk_p99_us "$W/wrk.$PSHIM")" >>"$W/b1"
@@ -468,8 +688,6 @@ bench_nginx() {
 		"$(awk -v a="$ls" -v b="$lp" 'BEGIN{printf "%.0f / %.0f us", a, b}')"
 
 	# B8: the workers' resident memory after the same load
-	wp=$(ps -o pid= --ppid "$NPLAIN" | head -1 | tr -d ' ')
-	ws=$(ps -o pid= --ppid "$NSHIM" | head -1 | tr -d ' ')
 	if [ -n "$wp" ] && [ -n "$ws" ]; then
 		kp=$(rss_kib "$wp")
 		ks=$(rss_kib "$ws")
@@ -478,6 +696,14 @@ bench_nginx() {
 			"$ks vs $kp KiB"
 	fi
 	stop_nginx
+	if [ -z "$HEAD_OK" ]; then
+		skip B1i "nginx user instructions per request, with / without" \
+			"could not capture wrk's request head"
+	elif ! command -v valgrind >/dev/null; then
+		skip B1i "nginx user instructions per request, with / without" "no valgrind"
+	else
+		bench_nginx_cg
+	fi
 }
 
 bench_sizes() {
@@ -487,6 +713,33 @@ bench_sizes() {
 	# the hot map, and each chunk of fds a pointer
 	row B8b "bytes of state per tracked connection" "$(get slot)" le 256 \
 		"struct slot $(get slot) B (scanner $(get scan) B); per fd also $(get hot) B hot map, $(get chunk_ptr) B per $(get chunk_fds) fds"
+}
+
+# ---- R: ctxdump record's overhead (bench/record-overhead.sh) ----------------
+
+# Its rows, shortened to fit this table, as info rows (no target in issue
+# 8).  Fewer and shorter runs than its defaults, to take about 30 s: the
+# REC_* variables still apply.
+bench_record() {
+	REC_KEEP=1 REC_RUNS=${REC_RUNS:-3} REC_SECS=${REC_SECS:-2} \
+		REC_CPU_MB=${REC_CPU_MB:-256} \
+		sh "$SRCDIR/bench/record-overhead.sh" "$BUILD" >"$W/rec.out" 2>"$W/rec.err"
+	rd=$(sed -n 's/^record-overhead: raw numbers kept in //p' "$W/rec.err")
+	if [ -z "$rd" ] || [ ! -f "$rd/rows" ]; then
+		log "record-overhead.sh failed:"
+		cat "$W/rec.err" >&2
+		skip R "ctxdump record overhead" "record-overhead.sh failed"
+		return
+	fi
+	awk -F '\t' '
+		function r(id, m) { printf "%s\t%s\t%s\tinfo\t-\t%s\n", id, m, $3, $4 }
+		{ n = split($1, k, "-"); hz = k[n] }
+		/^R-ngx-rps-/ { r("Rr" hz, "nginx req/s, ctxdump record -F " hz " / none"); next }
+		/^R-ngx-p99-/ { r("Rl" hz, "nginx p99 latency, ctxdump record -F " hz " / none"); next }
+		/^R-ngx-stop-/ { r("Rs" hz, "nginx worker stopped per round at " hz " Hz"); next }
+		/^R-cpu-[0-9]/ { r("Rc" hz, "CPU-bound throughput, record -F " hz " / none"); next }
+		{ printf "%s\t%s\t-\tskip\t-\t%s\n", $1, $2, $4 }' "$rd/rows" >>"$ROWS"
+	case $rd in /tmp/ctxshim-recbench.*) rm -rf "$rd" ;; esac
 }
 
 # ---- main -----------------------------------------------------------------
@@ -514,6 +767,10 @@ if want B1 || want B2 || want B8; then
 	fi
 	[ -x "$BUILD/bench/bench-sizes" ] && bench_sizes
 fi
+if want R; then
+	log "R: ctxdump record overhead (bench/record-overhead.sh, about 30 s)"
+	bench_record
+fi
 
 echo
 echo "ctxshim benchmarks ($(uname -m), $(nproc) CPUs, kernel $(uname -r)), $(date -u +%Y-%m-%d)"
@@ -521,7 +778,7 @@ echo "command: sh bench/run.sh ${1:-} (BENCH_REPS=$REPS, BENCH_THREADS=$NTHREADS
 	"BENCH_NGINX_SECS=$NGINX_SECS${PRIO:+, $PRIO})"
 echo
 awk -F '\t' '
-	BEGIN { printf "%-4s %-52s %8s  %-8s %-6s %s\n", "id", "measurement", "value",
+	BEGIN { printf "%-5s %-52s %8s  %-8s %-6s %s\n", "id", "measurement", "value",
 		"target", "result", "detail (medians of each side)"
 		pass = miss = 0 }
 	{
@@ -530,7 +787,7 @@ awk -F '\t' '
 		else if ($4 == "le") { tgt = "<= " $5; res = ($3 + 0 <= $5 + 0) ? "PASS" : "MISS" }
 		else { tgt = ">= " $5; res = ($3 + 0 >= $5 + 0) ? "PASS" : "MISS" }
 		if (res == "PASS") pass++; else if (res == "MISS") miss++
-		printf "%-4s %-52s %8s  %-8s %-6s %s\n", $1, $2, $3, tgt, res, $6
+		printf "%-5s %-52s %8s  %-8s %-6s %s\n", $1, $2, $3, tgt, res, $6
 	}
 	END { printf "\n%d PASS, %d MISS\n", pass, miss }' "$ROWS"
 echo "(total $(($(date +%s) - T0)) s)"
