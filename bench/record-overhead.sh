@@ -217,7 +217,7 @@ bench_nginx() {
 		line=
 		for r in $(order $run); do
 			[ "$r" != 0 ] && record_start "$worker" "$r" "ngx$r"
-			$PRIO wrk -t1 -c8 -d"${SECS}s" --latency -H "$tp" "$url" \
+			$PRIO wrk -t1 -c8 -d"${SECS}s" --latency -s "$SRCDIR/bench/wrk-head.lua" -H "$tp" "$url" \
 				>"$W/wrk.$r" 2>&1
 			[ "$r" != 0 ] && record_stop
 			eval "rps_$r=\$(wrk_rps \"\$W/wrk.\$r\")"
