@@ -6,6 +6,10 @@
 #include <errno.h>
 #include <string.h>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 /* Phases.  PH_REQ must be 0 so that zeroed memory is a fresh scanner; the
  * head phases are contiguous for http_scan_in_head(). */
 enum {
@@ -88,6 +92,14 @@ load32(const void *p)
 	memcpy(&v, p, sizeof(v));
 	return v;
 }
+
+#if defined(__SSE2__)
+static inline __m128i
+load128(const uint8_t *p)
+{
+	return _mm_loadu_si128((const __m128i *)(const void *)p);
+}
+#endif
 
 /* Non-zero iff some byte of w is < 0x21 (SP, controls).  Exact as a yes/no
  * answer for thresholds <= 0x80, which is all the target scan needs. */
@@ -384,15 +396,66 @@ scan_method(struct http_scan *st,
 	return ok;
 }
 
-/* End of the target bytes (> 0x20) in [p, lim), 8 at a time. */
-static inline const uint8_t *
-target_end(const uint8_t *p, const uint8_t *lim)
+#if defined(__SSE2__)
+
+/* Bit k set iff byte k of the 16 at p is <= 0x20 (SP, controls). */
+static inline unsigned
+ctl_or_sp_mask16(const uint8_t *p)
 {
+	__m128i x = load128(p);
+
+	/* unsigned x >= 0x21 iff max(x, 0x21) == x */
+	return (unsigned)_mm_movemask_epi8(
+		       _mm_cmpeq_epi8(_mm_max_epu8(x, _mm_set1_epi8(0x21)), x)) ^
+	       0xffffu;
+}
+#endif
+
+/* End of the target bytes (> 0x20) in [p, lim), 16 (SSE2) or 8 at a time.
+ * [lo, lim) is readable (lo <= p): a short rest is then read as the last
+ * 16 bytes before lim, never past it. */
+static inline const uint8_t *
+target_end(const uint8_t *lo, const uint8_t *p, const uint8_t *lim)
+{
+#if defined(__SSE2__)
+	unsigned m;
+
+	for (; lim - p >= 16; p += 16) {
+		m = ctl_or_sp_mask16(p);
+		if (m)
+			return p + __builtin_ctz(m);
+	}
+	if (p < lim && lim - lo >= 16) {
+		m = ctl_or_sp_mask16(lim - 16) >> (16 - (lim - p));
+		return m ? p + __builtin_ctz(m) : lim;
+	}
+#else
+	(void)lo;
+#endif
 	while (lim - p >= 8 && !has_ctl_or_sp(load64(p)))
 		p += 8;
-	while (p<lim && * p> ' ')
+	while (p < lim && *p > ' ')
 		p++;
 	return p;
+}
+
+/* memcpy() of a short captured value: 16-byte moves for 16..64 bytes (the
+ * last one overlapping), cheaper than the call for the traceparent of
+ * every traced request (B4). */
+static inline void
+copy_short(char *d, const uint8_t *s, size_t n)
+{
+#if defined(__SSE2__)
+	if (n >= 16 && n <= 64) {
+		size_t i;
+
+		for (i = 0; i + 16 < n; i += 16)
+			_mm_storeu_si128((__m128i *)(void *)(d + i), load128(s + i));
+		_mm_storeu_si128((__m128i *)(void *)(d + n - 16), load128(s + n - 16));
+		return;
+	}
+#endif
+	memcpy(d, s, n);
 }
 
 static void
@@ -417,7 +480,7 @@ scan_target(struct http_scan *st,
 	    const uint8_t *p,
 	    const uint8_t *lim)
 {
-	const uint8_t *e = target_end(p, lim);
+	const uint8_t *e = target_end(p, p, lim);
 
 	if (e == p)
 		return p;
@@ -451,7 +514,7 @@ request_line_fast(struct http_scan *st,
 	    (mlen == 3 && p[0] == 'P' && p[1] == 'R' && p[2] == 'I'))
 		return false;
 	t = q + 1;
-	q = target_end(t, lim);
+	q = target_end(p, t, lim);
 	/* SP, "HTTP/1.x" and at least the LF must follow */
 	if (q == t || lim - q < 10 || *q != ' ')
 		return false;
@@ -481,11 +544,53 @@ request_line_fast(struct http_scan *st,
 	return true;
 }
 
+/* The first LF in [p, lim), or NULL.  [lo, lim) is readable (lo <= p).
+ * Inline SSE2 instead of a memchr() call per line: header lines are short
+ * (20-60 bytes), and the call, its setup and memchr's own entry cost more
+ * than the search (B4).  A rest shorter than 16 bytes is read as the last
+ * 16 bytes before lim when [lo, lim) has them, never past lim. */
+static inline const uint8_t *
+find_lf(const uint8_t *lo, const uint8_t *p, const uint8_t *lim)
+{
+#if defined(__SSE2__)
+	const __m128i lf = _mm_set1_epi8('\n');
+	unsigned m;
+
+	/* reads of a few bytes: straight to the end */
+	if (lim - p < 16)
+		goto rest;
+	for (; lim - p >= 32; p += 32) {
+		m = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(load128(p), lf)) |
+		    (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(load128(p + 16), lf))
+			    << 16;
+		if (m)
+			return p + __builtin_ctz(m);
+	}
+	if (lim - p >= 16) {
+		m = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(load128(p), lf));
+		if (m)
+			return p + __builtin_ctz(m);
+		p += 16;
+	}
+	if (p == lim)
+		return NULL;
+rest:
+	if (lim - lo >= 16) {
+		m = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(load128(lim - 16), lf)) >>
+		    (16 - (lim - p));
+		return m ? p + __builtin_ctz(m) : NULL;
+	}
+#else
+	(void)lo;
+#endif
+	return memchr(p, '\n', (size_t)(lim - p));
+}
+
 /* Skip to just after the next LF; false (p = lim) if not in [p, lim). */
 static inline bool
-skip_line(const uint8_t **pp, const uint8_t *lim)
+skip_line(const uint8_t *lo, const uint8_t **pp, const uint8_t *lim)
 {
-	const uint8_t *nl = memchr(*pp, '\n', (size_t)(lim - *pp));
+	const uint8_t *nl = find_lf(lo, *pp, lim);
 
 	if (!nl) {
 		*pp = lim;
@@ -716,6 +821,22 @@ value_bytes(struct http_scan *st,
 			     (size_t)(t - s));
 }
 
+/* The whole traceparent value [s, t) (its line's LF at t) just after
+ * value_begin(): what value_append() and value_end() would do for it in
+ * one piece, without their bookkeeping for values split across reads. */
+static inline void
+tp_value_whole(struct http_scan_capture *cap, const uint8_t *s, const uint8_t *t)
+{
+	size_t n = (size_t)(t - s), j = n, k;
+
+	k = n < sizeof(cap->traceparent) ? n : sizeof(cap->traceparent);
+	copy_short(cap->traceparent, s, k);
+	while (j > 0 && is_trail_ws(s[j - 1]))
+		j--;
+	cap->traceparent_len =
+		(uint8_t)(j < sizeof(cap->traceparent) ? j : sizeof(cap->traceparent));
+}
+
 static void
 value_end(struct http_scan *st, struct http_scan_capture *cap)
 {
@@ -822,6 +943,10 @@ scan_head(struct http_scan *st,
 	enum http_scan_status r = HTTP_SCAN_MORE;
 	/* In a register: stores through char pointers would force reloads. */
 	unsigned ph = st->phase;
+	/* Header names worth matching: all while capturing, else only the
+	 * framing ones.  Set where PH_LINE is entered (not per feed: a feed of
+	 * one byte should not pay for it). */
+	unsigned want;
 
 	while (p < lim) {
 		uint8_t c = *p;
@@ -925,11 +1050,25 @@ scan_head(struct http_scan *st,
 		case PH_LINE: {
 			unsigned m, f;
 
+			want = capturing(st) ? ~0u : FRAMING_MASK;
+		line:
 			/* The table is 0 for CR, LF, SP and HTAB. */
-			m = cfg->first[c];
-			if (!capturing(st))
-				m &= FRAMING_MASK;
+			m = cfg->first[c] & want;
 			if (!m) {
+				if (c > ' ') {
+					/* the common case: a header we do not
+					 * want; its next line follows directly,
+					 * without the dispatch at the loop top */
+					st->field = FLD_NONE;
+					if (!skip_line(p0, &p, lim)) {
+						ph = PH_SKIP;
+						continue;
+					}
+					if (p == lim)
+						continue;
+					c = *p;
+					goto line;
+				}
 				if (c == '\n') {
 					p++;
 					r = head_complete(st, cfg,
@@ -947,7 +1086,7 @@ scan_head(struct http_scan *st,
 					obs_fold(st, cap);
 				else
 					st->field = FLD_NONE;
-				if (!skip_line(&p, lim))
+				if (!skip_line(p0, &p, lim))
 					ph = PH_SKIP;
 				continue;
 			}
@@ -961,9 +1100,14 @@ scan_head(struct http_scan *st,
 			f = match_fast(cfg, p, m);
 			st->field = (uint8_t)f;
 			if (f == FLD_NONE) {
-				if (!skip_line(&p, lim))
+				if (!skip_line(p0, &p, lim)) {
 					ph = PH_SKIP;
-				continue;
+					continue;
+				}
+				if (p == lim)
+					continue;
+				c = *p;
+				goto line;
 			}
 			p += cfg->name_len[f] + 1;
 			ph = PH_VOWS;
@@ -979,9 +1123,26 @@ scan_head(struct http_scan *st,
 				continue;
 			}
 			ph = PH_VALUE;
+			if (st->field == FLD_TP) {
+				/* The traceparent of every traced request: when
+				 * its whole line is here, capture it directly. */
+				const uint8_t *nl = find_lf(p0, p, lim);
+
+				if (nl) {
+					tp_value_whole(cap, p, nl);
+					p = nl + 1;
+					ph = PH_LINE;
+					if (p == lim)
+						continue;
+					c = *p;
+					/* value_begin() captured it: capturing */
+					want = ~0u;
+					goto line;
+				}
+			}
 			/* fallthrough */
 		case PH_VALUE: {
-			const uint8_t *nl = memchr(p, '\n', (size_t)(lim - p));
+			const uint8_t *nl = find_lf(p0, p, lim);
 
 			value_bytes(st, cap, p, nl ? nl : lim);
 			if (!nl) {
@@ -1022,7 +1183,7 @@ scan_head(struct http_scan *st,
 		}
 
 		case PH_SKIP:
-			if (skip_line(&p, lim))
+			if (skip_line(p0, &p, lim))
 				ph = PH_LINE;
 			continue;
 
@@ -1113,7 +1274,7 @@ scan_chunk_lines(struct http_scan *st, const uint8_t **pp, const uint8_t *lim)
 			st->phase = PH_CH_EXT;
 			/* fallthrough */
 		case PH_CH_EXT:
-			if (!skip_line(&p, lim))
+			if (!skip_line(p0, &p, lim))
 				continue;
 			if (st->n) {
 				st->phase = PH_CH_DATA;
@@ -1135,7 +1296,7 @@ scan_chunk_lines(struct http_scan *st, const uint8_t **pp, const uint8_t *lim)
 			st->phase = PH_TR_SKIP;
 			/* fallthrough */
 		case PH_TR_SKIP:
-			if (skip_line(&p, lim))
+			if (skip_line(p0, &p, lim))
 				st->phase = PH_TR_LINE;
 			continue;
 

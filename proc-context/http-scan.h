@@ -40,17 +40,22 @@
  * (HTTP_SCAN_F_CAPTURE_LOST); this is a cheap guard against a forgotten
  * copy, not a proof: an old capture of the same connection passes it.
  *
- * Cost (B4: <= 4 instructions per head byte): header lines whose name is
- * not one we look for are skipped with memchr() after one table lookup on
- * their first byte; names that may match are compared a word at a time;
- * the request target is scanned 8 bytes at a time; values are copied with
- * memcpy().  Byte-at-a-time paths are used only for tokens split across
- * reads.  After giving up, a feed is one compare; callers can test
- * http_scan_gave_up() inline before calling.  Measured with callgrind
- * (bench/http-scan-insns.sh, heads with a traceparent, one read each):
- * about 355 instructions per head plus 2 per byte, i.e. 4.0 per byte for
- * a 173-byte curl head and 2.4 for an 818-byte browser head; each extra
- * read costs about 100 more.
+ * Cost (B4: <= 4 instructions per head byte, and every instruction is
+ * paid by the server too): header lines whose name is not one we look for
+ * are skipped after one table lookup on their first byte, with an inline
+ * SSE2 search for their LF (32 bytes a step; memchr() without SSE2), and
+ * the next line is taken without going back through the phase dispatch;
+ * names that may match are compared a word at a time; the request target
+ * is scanned 16 bytes at a time (SSE2; 8 without); a traceparent whose
+ * whole line is in the read is captured in one go.  Searches near the end
+ * of a read re-read the last 16 bytes of the read instead of running past
+ * it: nothing outside [buf, buf + len) is ever read.  Byte-at-a-time paths
+ * are used only for tokens split across reads.  After giving up, a feed is
+ * one compare; callers can test http_scan_gave_up() inline before
+ * calling.  Measured with callgrind (bench/http-scan-insns.sh, heads with
+ * a traceparent, one read each): about 295 instructions per head plus 1.6
+ * per byte, i.e. 3.3 per byte for a 173-byte curl head and 2.0 for an
+ * 818-byte browser head; each extra read costs about 150-200 more.
  *
  * Parsing decisions (RFC 9112 / 9110, W3C Trace Context):
  *  - Line endings: CRLF, or a bare LF (RFC 9112 §2.2 allows recipients to

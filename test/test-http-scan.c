@@ -5,6 +5,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "http-scan.h"
 
@@ -203,6 +205,27 @@ new_capture(void)
 	return c;
 }
 
+/* Each read from a heap block of exactly its size, as a read() buffer
+ * may end at the end of a mapping: ASan and valgrind report any byte the
+ * scanner reads outside it (its 16-byte loads must stay inside). */
+static enum http_scan_status
+feed_exact(struct http_scan *st,
+	   const struct http_scan_config *cfg,
+	   struct http_scan_capture *cap,
+	   const uint8_t *d,
+	   size_t n,
+	   size_t *used)
+{
+	uint8_t *copy = malloc(n);
+	enum http_scan_status r;
+
+	REQUIRE(copy != NULL);
+	memcpy(copy, d, n);
+	r = http_scan_feed(st, cfg, cap, copy, n, used);
+	free(copy);
+	return r;
+}
+
 static void
 run(const struct http_scan_config *cfg,
     const void *data,
@@ -234,7 +257,7 @@ run(const struct http_scan_config *cfg,
 			      : mode == CAP_NONE ? NULL
 			      : in_pool          ? pool
 						 : scratch;
-			r = http_scan_feed(&st, cfg, cap, d + off, end - off, &used);
+			r = feed_exact(&st, cfg, cap, d + off, end - off, &used);
 			REQUIRE(used <= end - off);
 			if (dead) {
 				/* after giving up: everything swallowed, nothing said */
@@ -1405,6 +1428,57 @@ START_TEST(config_names)
 }
 END_TEST
 
+/* Heads whose lines end at every offset around the 16- and 32-byte blocks
+ * of the line-end and target searches, each placed so that its last byte
+ * is the last readable byte before an inaccessible page: one read must
+ * find the head with its values and must not fault; a sample is also fed
+ * at every split. */
+START_TEST(block_edges_at_end_of_page)
+{
+	long pg = sysconf(_SC_PAGESIZE);
+	uint8_t *m = mmap(NULL, (size_t)pg * 2, PROT_READ | PROT_WRITE,
+			  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	char head[512];
+	unsigned pad, tlen;
+
+	ck_assert_ptr_ne(m, MAP_FAILED);
+	ck_assert_int_eq(mprotect(m + pg, (size_t)pg, PROT_NONE), 0);
+	for (tlen = 1; tlen <= 40; tlen += 3)
+		for (pad = 0; pad <= 70; pad++) {
+			struct http_scan st;
+			struct http_scan_capture *cap = new_capture();
+			size_t len, used;
+			int k, r;
+			uint8_t *p;
+
+			k = snprintf(head, sizeof(head), "GET /%.*s HTTP/1.1\r\nX-Pad: %.*s\r\n"
+				     "traceparent: " TP1 "\r\nA: %.*s\r\n\r\n",
+				     (int)tlen, "abcdefghijklmnopqrstuvwxyz0123456789abcdefgh",
+				     (int)pad,
+				     "ppppppppppppppppppppppppppppppppppppppppppppppppppppppppp"
+				     "ppppppppppppppppppppppp",
+				     (int)(pad % 17), "aaaaaaaaaaaaaaaaaaaa");
+			REQUIRE(k > 0 && (size_t)k < sizeof(head));
+			len = (size_t)k;
+			p = m + pg - len;
+			memcpy(p, head, len);
+			memset(&st, 0, sizeof(st));
+			r = http_scan_feed(&st, &cfg_std, cap, p, len, &used);
+			if (r != HTTP_SCAN_HEAD || used != len ||
+			    !(st.flags & HTTP_SCAN_F_TRACEPARENT) || cap->target_len != tlen + 1 ||
+			    cap->traceparent_len != strlen(TP1) ||
+			    memcmp(cap->traceparent, TP1, strlen(TP1)) != 0)
+				ck_abort_msg("target %u pad %u: r %d used %zu/%zu", tlen, pad, r,
+					     used, len);
+			/* and split anywhere (heap copies of exact size) */
+			if (pad % 7 == 0 && tlen % 2)
+				free(check_splits(&cfg_std, head, len, "block edges", false));
+			free(cap);
+		}
+	munmap(m, (size_t)pg * 2);
+}
+END_TEST
+
 START_TEST(eight_extras)
 {
 	struct http_scan_config cfg;
@@ -1454,6 +1528,7 @@ TEST_SUITE(http_scan_suite)
 	tc = tcase_create("requests");
 	tcase_add_checked_fixture(tc, setup_cfg, NULL);
 	tcase_add_test(tc, get_with_traceparent);
+	tcase_add_test(tc, block_edges_at_end_of_page);
 	tcase_add_test(tc, lf_only_line_endings);
 	tcase_add_test(tc, post_content_length_then_pipelined_get);
 	tcase_add_test(tc, chunked_with_extensions_and_trailers);

@@ -5,9 +5,20 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "rng.h"
 #include "w3c.h"
+
+#if defined(__has_include)
+#if __has_include(<valgrind/valgrind.h>)
+#include <valgrind/valgrind.h>
+#endif
+#endif
+#ifndef RUNNING_ON_VALGRIND
+#define RUNNING_ON_VALGRIND 0
+#endif
 
 /* W3C Trace Context cases written from the spec text (Level 1 and Level 2,
  * "Trace Context HTTP Request Headers Format" and the processing model).
@@ -817,6 +828,203 @@ START_TEST(test_traceparent_every_byte_everywhere)
 }
 END_TEST
 
+/* The rules of w3c.h spelled out one at a time, byte by byte: the oracle
+ * for the parser's fast paths (SSE2 blocks for the 55-byte v00 form, word
+ * tricks elsewhere), which must accept and reject exactly the same. */
+static int
+ref_hex(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	return -1;
+}
+
+static bool
+ref_hex_bytes(const char *s, uint8_t *out, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		int h = ref_hex(s[2 * i]), l = ref_hex(s[2 * i + 1]);
+
+		if (h < 0 || l < 0)
+			return false;
+		out[i] = (uint8_t)(h << 4 | l);
+	}
+	return true;
+}
+
+static int
+ref_traceparent_parse(const char *s, size_t len, struct w3c_traceparent *out)
+{
+	struct w3c_traceparent tp;
+	bool zt = true, zp = true;
+
+	while (len > 0 && (s[0] == ' ' || s[0] == '\t'))
+		s++, len--;
+	while (len > 0 && (s[len - 1] == ' ' || s[len - 1] == '\t'))
+		len--;
+	if (len < 55 || !ref_hex_bytes(s, &tp.version, 1) || tp.version == 0xff)
+		return -EINVAL;
+	if ((tp.version == 0 && len != 55) || (len > 55 && s[55] != '-'))
+		return -EINVAL;
+	if (s[2] != '-' || s[35] != '-' || s[52] != '-')
+		return -EINVAL;
+	if (!ref_hex_bytes(s + 3, tp.trace_id, 16) ||
+	    !ref_hex_bytes(s + 36, tp.parent_id, 8) || !ref_hex_bytes(s + 53, &tp.flags, 1))
+		return -EINVAL;
+	for (int i = 0; i < 16; i++)
+		zt = zt && tp.trace_id[i] == 0;
+	for (int i = 0; i < 8; i++)
+		zp = zp && tp.parent_id[i] == 0;
+	if (zt || zp)
+		return -EINVAL;
+	if (tp.version != 0)
+		tp.flags &= W3C_FLAGS_KNOWN;
+	*out = tp;
+	return 0;
+}
+
+/* Parse and compare with the oracle: the same result, the same fields, and
+ * out untouched on error. */
+static void
+check_against_ref(const char *s, size_t len, const char *what)
+{
+	struct w3c_traceparent got, want, poison;
+	int rg, rw;
+
+	memset(&poison, 0xa5, sizeof(poison));
+	got = want = poison;
+	rg = w3c_traceparent_parse(s, len, &got);
+	rw = ref_traceparent_parse(s, len, &want);
+	/* ck_assert() reports every call through a pipe: only on failure */
+	if (rg != rw)
+		ck_abort_msg("%s: rc %d, oracle %d (len %zu: %.*s)", what, rg, rw, len,
+			     (int)len, s);
+	if (memcmp(&got, &want, sizeof(got)) != 0)
+		ck_abort_msg("%s: fields differ (%.*s)", what, (int)len, s);
+}
+
+/* Every byte value at every position of the v00 form, the dashes and the
+ * version included (the fast path tests those as scalars), and at the
+ * positions a higher version adds. */
+START_TEST(test_traceparent_every_byte_vs_ref)
+{
+	static const char v00[] = TP("00", "01");
+	static const char v01[] = TP("01", "01") "-x";
+	char buf[64];
+	char what[64];
+
+	for (size_t pos = 0; pos < sizeof(v00) - 1; pos++)
+		for (int c = 0; c < 256; c++) {
+			memcpy(buf, v00, sizeof(v00) - 1);
+			buf[pos] = (char)c;
+			snprintf(what, sizeof(what), "v00 byte 0x%02x at %zu", c, pos);
+			check_against_ref(buf, sizeof(v00) - 1, what);
+		}
+	for (size_t pos = 0; pos < sizeof(v01) - 1; pos++)
+		for (int c = 0; c < 256; c += 3) {
+			memcpy(buf, v01, sizeof(v01) - 1);
+			buf[pos] = (char)c;
+			snprintf(what, sizeof(what), "v01 byte 0x%02x at %zu", c, pos);
+			check_against_ref(buf, sizeof(v01) - 1, what);
+		}
+}
+END_TEST
+
+/* Random values near the valid forms: mutated bytes (mostly the ones that
+ * matter: digits, letters around the hex range, '-', OWS, zeros), lengths
+ * around 55, OWS on either side. */
+START_TEST(test_traceparent_random_vs_ref)
+{
+	static const char alphabet[] = "0123456789abcdefABCDEFgG-  \t:/`@\x80\xff";
+	static const char *const bases[] = {
+		TP("00", "01"),
+		TP("00", "00"),
+		"00-" ZTID "-" PID "-01",
+		"00-" TID "-" ZPID "-01",
+		"00-00000000000000000000000000000001-0000000000000001-ff",
+		TP("01", "ff") "-abc",
+		TP("fe", "03"),
+		TP("ff", "01"),
+	};
+	uint8_t seed[32] = {0x5c, 0xa9};
+	struct ctx_rng r;
+	char buf[80];
+	int iters = RUNNING_ON_VALGRIND ? 20000 : 300000;
+
+	ctx_rng_seed(&r, seed);
+	for (int i = 0; i < iters; i++) {
+		uint64_t x = ctx_rng_next(&r);
+		const char *b = bases[x % (sizeof(bases) / sizeof(bases[0]))];
+		size_t len = strlen(b), off = 0;
+		int n_mut = (int)(x >> 8 & 3);
+
+		x >>= 10;
+		if ((x & 7) == 0) /* leading OWS */
+			buf[off++] = (x & 8) ? ' ' : '\t';
+		x >>= 4;
+		memcpy(buf + off, b, len);
+		len += off;
+		switch (x & 7) {
+		case 0:
+			buf[len++] = ' ';
+			break;
+		case 1:
+			buf[len++] = '-';
+			break;
+		case 2:
+			len--;
+			break;
+		case 3:
+			buf[len++] = (char)(x >> 3);
+			break;
+		default:
+			break;
+		}
+		x = ctx_rng_next(&r);
+		for (int k = 0; k < n_mut && len > 0; k++) {
+			size_t pos = (size_t)(x % len);
+
+			x /= len;
+			buf[pos] = (x & 1) ? (char)(x >> 1)
+					   : alphabet[(x >> 1) % (sizeof(alphabet) - 1)];
+			x >>= 9;
+		}
+		check_against_ref(buf, len, "random");
+	}
+}
+END_TEST
+
+/* The value ends at the end of readable memory: nothing past len may be
+ * read (a 16-byte load running over would fault here), for every length
+ * around 55 and for the valid form and a few invalid ones. */
+START_TEST(test_traceparent_end_of_page)
+{
+	static const char *const vals[] = {
+		TP("00", "01"), TP("00", "0g"), TP("01", "01") "-", TP("00", "01") " ",
+		" " TP("00", "01"),
+	};
+	long pg = sysconf(_SC_PAGESIZE);
+	char *m = mmap(NULL, (size_t)pg * 2, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	ck_assert_ptr_ne(m, MAP_FAILED);
+	ck_assert_int_eq(mprotect(m + pg, (size_t)pg, PROT_NONE), 0);
+	for (size_t v = 0; v < sizeof(vals) / sizeof(vals[0]); v++) {
+		size_t full = strlen(vals[v]);
+
+		for (size_t len = 0; len <= full; len++) {
+			char *s = m + pg - len;
+
+			memcpy(s, vals[v], len);
+			check_against_ref(s, len, "end of page");
+		}
+	}
+	munmap(m, (size_t)pg * 2);
+}
+END_TEST
+
 TEST_SUITE(w3c_suite)
 {
 	Suite *s = suite_create("w3c");
@@ -824,6 +1032,9 @@ TEST_SUITE(w3c_suite)
 
 	tcase_add_test(tc, test_traceparent_parse_table);
 	tcase_add_test(tc, test_traceparent_every_byte_everywhere);
+	tcase_add_test(tc, test_traceparent_every_byte_vs_ref);
+	tcase_add_test(tc, test_traceparent_random_vs_ref);
+	tcase_add_test(tc, test_traceparent_end_of_page);
 	tcase_add_test(tc, test_traceparent_parse_args);
 	tcase_add_test(tc, test_traceparent_format_table);
 	tcase_add_test(tc, test_traceparent_roundtrip_random);

@@ -54,6 +54,27 @@ struct plan {
 	uint8_t size[MAX_PLAN]; /* chunk sizes - 1, cycled; n == 0: bytewise */
 };
 
+/* Each read from a heap block of exactly its size, as a read() buffer
+ * may end at the end of a mapping: ASan reports any byte the scanner
+ * reads outside it (its 16-byte loads must stay inside). */
+static enum http_scan_status
+feed_exact(struct http_scan *st,
+	   const struct http_scan_config *cfg,
+	   struct http_scan_capture *cap,
+	   const uint8_t *d,
+	   size_t n,
+	   size_t *used)
+{
+	uint8_t *copy = malloc(n);
+	enum http_scan_status r;
+
+	FUZZ_CHECK(copy != NULL);
+	memcpy(copy, d, n);
+	r = http_scan_feed(st, cfg, cap, copy, n, used);
+	free(copy);
+	return r;
+}
+
 static void
 take_snap(struct snap *s, const struct http_scan_capture *cap, unsigned n_extra)
 {
@@ -203,7 +224,7 @@ run(const struct http_scan_config *cfg,
 			      : mode == CAP_NONE ? NULL
 			      : in_pool          ? &pool
 						 : &scratch;
-			r = http_scan_feed(&st, cfg, cap, d + off, end - off, &used);
+			r = feed_exact(&st, cfg, cap, d + off, end - off, &used);
 			FUZZ_CHECK(used <= end - off);
 			FUZZ_CHECK(r == HTTP_SCAN_MORE || r == HTTP_SCAN_HEAD ||
 				   r == HTTP_SCAN_GAVE_UP);

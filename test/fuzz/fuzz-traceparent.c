@@ -1,6 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* w3c_traceparent_parse() over arbitrary bytes, with the round trip through
- * w3c_traceparent_format() as oracle, and the hex codec. */
+ * w3c_traceparent_format() and a byte-at-a-time reference parser as
+ * oracles, and the hex codec.  Random bytes rarely come near a valid value,
+ * so the input is also read as edits of valid values (the SIMD fast path
+ * of the 55-byte v00 form must agree with the reference everywhere). */
 #include "fuzz.h"
 
 #include <errno.h>
@@ -35,6 +38,112 @@ check_hex(const uint8_t *data, size_t size)
 	FUZZ_CHECK(w3c_id_is_zero(bin, n) == (i == n));
 }
 
+/* The rules of w3c.h one at a time (same as test/test-w3c.c's oracle). */
+static int
+ref_hex(uint8_t c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	return -1;
+}
+
+static bool
+ref_hex_bytes(const uint8_t *s, uint8_t *out, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		int h = ref_hex(s[2 * i]), l = ref_hex(s[2 * i + 1]);
+
+		if (h < 0 || l < 0)
+			return false;
+		out[i] = (uint8_t)(h << 4 | l);
+	}
+	return true;
+}
+
+static int
+ref_parse(const uint8_t *s, size_t len, struct w3c_traceparent *out)
+{
+	struct w3c_traceparent tp;
+	bool zt = true, zp = true;
+
+	while (len > 0 && is_ows(s[0]))
+		s++, len--;
+	while (len > 0 && is_ows(s[len - 1]))
+		len--;
+	if (len < 55 || !ref_hex_bytes(s, &tp.version, 1) || tp.version == 0xff)
+		return -EINVAL;
+	if ((tp.version == 0 && len != 55) || (len > 55 && s[55] != '-'))
+		return -EINVAL;
+	if (s[2] != '-' || s[35] != '-' || s[52] != '-')
+		return -EINVAL;
+	if (!ref_hex_bytes(s + 3, tp.trace_id, 16) ||
+	    !ref_hex_bytes(s + 36, tp.parent_id, 8) || !ref_hex_bytes(s + 53, &tp.flags, 1))
+		return -EINVAL;
+	for (int i = 0; i < 16; i++)
+		zt = zt && tp.trace_id[i] == 0;
+	for (int i = 0; i < 8; i++)
+		zp = zp && tp.parent_id[i] == 0;
+	if (zt || zp)
+		return -EINVAL;
+	if (tp.version != 0)
+		tp.flags &= W3C_FLAGS_KNOWN;
+	*out = tp;
+	return 0;
+}
+
+/* Parse s[0..len) from its own heap block (so ASan sees any read past
+ * len) and compare with the reference. */
+static void
+check_ref(const uint8_t *s, size_t len)
+{
+	struct w3c_traceparent got, want;
+	uint8_t *copy = malloc(len ? len : 1);
+	int rg, rw;
+
+	FUZZ_CHECK(copy != NULL);
+	memcpy(copy, s, len);
+	memset(&got, 0xa5, sizeof(got));
+	want = got;
+	rg = w3c_traceparent_parse((const char *)copy, len, &got);
+	rw = ref_parse(copy, len, &want);
+	free(copy);
+	FUZZ_CHECK(rg == rw);
+	FUZZ_CHECK(memcmp(&got, &want, sizeof(got)) == 0);
+}
+
+/* data as edits of a valid value: byte 0 picks the template and the
+ * length change, then (position, byte) pairs. */
+static void
+check_edits(const uint8_t *data, size_t size)
+{
+	static const char *const tmpl[] = {
+		"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+		"00-00000000000000000000000000000000-0000000000000000-00",
+		"01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-ff-",
+		"fe-abcdef0123456789abcdef0123456789-0123456789abcdef-03",
+	};
+	uint8_t buf[64];
+	size_t len, i;
+
+	if (size == 0)
+		return;
+	len = strlen(tmpl[data[0] & 3]);
+	memcpy(buf, tmpl[data[0] & 3], len);
+	/* 0..7: shorter or longer by up to 3 bytes (the 8th template byte
+	 * is a dash for the higher version) */
+	len = len + (size_t)((data[0] >> 2) & 7) - 3;
+	if (len > sizeof(buf))
+		len = sizeof(buf);
+	for (i = len > 55 ? 55 : len; i < len; i++)
+		buf[i] = '-';
+	for (i = 1; i + 1 < size; i += 2)
+		if (len)
+			buf[data[i] % len] = data[i + 1];
+	check_ref(buf, len);
+}
+
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -45,6 +154,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	int r;
 
 	check_hex(data, size);
+	check_ref(data, size);
+	check_edits(data, size);
 
 	memset(&poison, 0xa5, sizeof(poison));
 	tp = poison;
