@@ -467,6 +467,31 @@ sk_drop(int fd, const char *reason)
 	sk_self.fdp1 = 0;
 }
 
+/* sk_drop() of what we published (sk_self.fdp1 != 0) if it is still
+ * current, without the event log (which needs to know whose context it
+ * was: sk_owned_fd()).  One call that checks and clears, for the
+ * keep-alive read after a response (B4). */
+static inline void
+sk_drop_quiet(void)
+{
+	(void)ctxshim_detach_span((const uint8_t *)&sk_self.span);
+	sk_self.fdp1 = 0;
+}
+
+/* ctx (not NULL) was just published for connection fd: remember it. */
+static inline void
+sk_attached(int fd,
+	    struct ctxshim_conn *c,
+	    const struct ctxshim_ctx *ctx,
+	    enum ctxshim_ev ev,
+	    const char *reason)
+{
+	sk_self.fdp1 = fd + 1;
+	sk_self.gen = atomic_load_explicit(&c->gen, memory_order_relaxed);
+	sk_self.span = sk_span(ctx);
+	CTXSHIM_EVENT(ev, fd, ctx, reason);
+}
+
 static void
 sk_attach(int fd,
 	  struct ctxshim_conn *c,
@@ -475,10 +500,7 @@ sk_attach(int fd,
 	  const char *reason)
 {
 	ctxshim_attach(ctx);
-	sk_self.fdp1 = fd + 1;
-	sk_self.gen = atomic_load_explicit(&c->gen, memory_order_relaxed);
-	sk_self.span = sk_span(ctx);
-	CTXSHIM_EVENT(ev, fd, ctx, reason);
+	sk_attached(fd, c, ctx, ev, reason);
 }
 
 static void
@@ -499,10 +521,8 @@ static void
 sk_follow(int fd, struct ctxshim_conn *c, bool is_write)
 {
 	uint8_t f = atomic_load_explicit(&c->flags, memory_order_relaxed);
-	int own = sk_owned_fd();
-	bool same = own == fd &&
-		    sk_self.gen == atomic_load_explicit(&c->gen, memory_order_relaxed);
-	bool live;
+	int own;
+	bool same, live;
 
 	/* Writing continues a response even after its first write; reading
 	 * after the response means waiting for the next request. */
@@ -511,20 +531,32 @@ sk_follow(int fd, struct ctxshim_conn *c, bool is_write)
 		       (CONN_F_REQ | CONN_F_HAS_CTX);
 	else
 		live = ctxshim_conn_live(c);
-	if (live) {
-		if (!same)
-			sk_publish(fd, c,
-				   own >= 0 ? CTXSHIM_EV_SWITCH : CTXSHIM_EV_ATTACH,
-				   is_write ? "write" : "read");
-	} else if (own >= 0) {
-		sk_drop(own, same ? "response-sent" : "other-conn");
+	if (!live) {
+		if (!sk_self.fdp1)
+			return; /* we publish nothing: nothing to clear */
+		if (!ctxshim_events_on()) {
+			sk_drop_quiet();
+			return;
+		}
+		own = sk_owned_fd();
+		same = own == fd &&
+		       sk_self.gen == atomic_load_explicit(&c->gen, memory_order_relaxed);
+		if (own >= 0)
+			sk_drop(own, same ? "response-sent" : "other-conn");
+		return;
 	}
+	own = sk_owned_fd();
+	same = own == fd &&
+	       sk_self.gen == atomic_load_explicit(&c->gen, memory_order_relaxed);
+	if (!same)
+		sk_publish(fd, c, own >= 0 ? CTXSHIM_EV_SWITCH : CTXSHIM_EV_ATTACH,
+			   is_write ? "write" : "read");
 }
 
 /* Entry of a hook on tracked connection fd (slot c, NULL if gone).
  * Returns the slot to finish with, or NULL (nested in a signal handler,
  * or the slot vanished). */
-static struct ctxshim_conn *
+static inline __attribute__((always_inline)) struct ctxshim_conn *
 sk_enter_slot(int fd, struct ctxshim_conn *c, bool is_write)
 {
 	int saved_errno;
@@ -533,13 +565,22 @@ sk_enter_slot(int fd, struct ctxshim_conn *c, bool is_write)
 		return NULL;
 	saved_errno = errno;
 	sk_busy(true);
-	sk_follow(fd, c, is_write);
+	if (!is_write && !ctxshim_conn_live(c) && !ctxshim_events_on()) {
+		/* sk_follow()'s usual read, inline: waiting for the next
+		 * request on a connection (B4). */
+		if (sk_self.fdp1)
+			sk_drop_quiet();
+	} else {
+		sk_follow(fd, c, is_write);
+	}
 	sk_busy(false);
 	errno = saved_errno;
 	return c;
 }
 
-static struct ctxshim_conn *
+/* Inline in each hook: the call and its register saves were ~20
+ * instructions of every tracked read (B4). */
+static inline __attribute__((always_inline)) struct ctxshim_conn *
 sk_enter(int fd, bool is_write)
 {
 	return sk_enter_slot(fd, ctxshim_conn_get(fd), is_write);
@@ -550,14 +591,25 @@ struct sk_in {
 	int became;   /* CONN_FEED_* */
 	bool gave_up; /* the scanner gave up during this read */
 	struct ctxshim_conn *c;
-	struct ctxshim_ctx full;
+	/* With CONN_FEED_FULL: the thread's publication buffer holding the
+	 * new request's context (conn.h), published by sk_request(). */
+	struct ctxshim_ctx *full;
 };
 
 /* After a new request became current on c. */
 static void
 sk_request(struct sk_in *in)
 {
-	if (!ctxshim_conn_live(in->c)) {
+	bool live = ctxshim_conn_live(in->c);
+
+	if (in->full && (!live || in->became != CONN_FEED_FULL)) {
+		/* Not the context to publish (a write on another thread
+		 * answered it already): release the thread's buffer before
+		 * anything else here attaches or detaches. */
+		ctxshim_build_cancel();
+		in->full = NULL;
+	}
+	if (!live) {
 		int own = sk_owned_fd();
 
 		/* A request we could not capture (oversized head, pool
@@ -565,8 +617,10 @@ sk_request(struct sk_in *in)
 		if (own >= 0)
 			sk_drop(own, "request-no-ctx");
 	} else if (in->became == CONN_FEED_FULL) {
-		/* Built a moment ago: no need to expand the compact copy. */
-		sk_attach(in->fd, in->c, &in->full, CTXSHIM_EV_ATTACH, "request");
+		/* Built a moment ago where it is published: no copy. */
+		ctxshim_build_publish(in->full);
+		sk_attached(in->fd, in->c, in->full, CTXSHIM_EV_ATTACH, "request");
+		in->full = NULL;
 	} else {
 		sk_publish(in->fd, in->c, CTXSHIM_EV_ATTACH, "request");
 	}
@@ -611,6 +665,7 @@ sk_in_begin(struct sk_in *in, int fd, struct ctxshim_conn *c, int *saved_errno)
 	in->c = c;
 	in->became = CONN_FEED_NONE;
 	in->gave_up = false;
+	in->full = NULL;
 	return true;
 }
 
@@ -630,8 +685,14 @@ sk_gave_up(struct sk_in *in)
 static inline void
 sk_in_end(struct sk_in *in, int saved_errno)
 {
-	if (in->became != CONN_FEED_NONE)
+	if (in->became == CONN_FEED_FULL && ctxshim_conn_live(in->c)) {
+		/* The usual new request, built where it is published: inline
+		 * here, no copy (B4).  sk_request() handles the rest. */
+		ctxshim_build_publish(in->full);
+		sk_attached(in->fd, in->c, in->full, CTXSHIM_EV_ATTACH, "request");
+	} else if (in->became != CONN_FEED_NONE) {
 		sk_request(in);
+	}
 	if (__builtin_expect(in->gave_up, 0))
 		sk_gave_up(in);
 	sk_busy(false);

@@ -71,8 +71,8 @@ static int conn_extra_index[CTXSHIM_MAX_HEADER_ATTRS];
 
 /* Lowest free entry + 1, or 0.  Lowest-first keeps the touched pages of
  * the pool (its RSS) to what concurrency needs. */
-static unsigned
-conn_pool_claim(void)
+static __attribute__((noinline)) unsigned
+conn_pool_claim_any(void)
 {
 	unsigned w;
 
@@ -90,6 +90,24 @@ conn_pool_claim(void)
 		}
 	}
 	return 0;
+}
+
+/* conn_pool_claim_any(), with its usual first try inline: the lowest
+ * word, one compare-and-swap (the call was a third of it, B4). */
+static inline unsigned
+conn_pool_claim(void)
+{
+	uint64_t old = atomic_load_explicit(&conn_pool_used[0], memory_order_relaxed);
+
+	if (~old) {
+		unsigned bit = (unsigned)__builtin_ctzll(~old);
+
+		if (atomic_compare_exchange_strong_explicit(
+			    &conn_pool_used[0], &old, old | (1ull << bit),
+			    memory_order_acquire, memory_order_relaxed))
+			return bit + 1;
+	}
+	return conn_pool_claim_any();
 }
 
 static void
@@ -514,6 +532,24 @@ conn_compact(struct ctxshim_conn_ctx *d, const struct ctxshim_ctx *s)
 	return whole;
 }
 
+/* conn_compact() inline for the usual context: attributes that fit and
+ * no tracestate (B4). */
+static inline bool
+conn_compact_fast(struct ctxshim_conn_ctx *d, const struct ctxshim_ctx *s)
+{
+	if (s->attrs_len > CTXSHIM_CONN_DATA_MAX || s->tracestate_len)
+		return conn_compact(d, s);
+	memcpy(d->trace_id, s->trace_id, sizeof(d->trace_id));
+	memcpy(d->span_id, s->span_id, sizeof(d->span_id));
+	memcpy(d->parent_id, s->parent_id, sizeof(d->parent_id));
+	d->flags = s->flags;
+	d->has_parent = s->has_parent;
+	d->attrs_len = (uint8_t)s->attrs_len;
+	d->tracestate_len = 0;
+	ctxshim_copy_short(d->data, s->attrs, s->attrs_len);
+	return true;
+}
+
 static void
 conn_expand_ctx(const struct ctxshim_conn_ctx *s, struct ctxshim_ctx *d)
 {
@@ -570,52 +606,12 @@ ctxshim_conn_request_ctx(int fd, struct ctxshim_ctx *out)
 }
 
 /* The request model of request-ctx.h, from what the scanner captured. */
-static void
+static inline void
 conn_build(struct ctxshim_ctx *full,
 	   const struct http_scan_capture *cap,
 	   unsigned flags)
 {
-	struct ctxshim_request r;
-	const char *ts_line = cap->tracestate;
-	size_t ts_len = cap->tracestate_len;
-	unsigned i;
-
-	/* Only the fields ctxshim_request_ctx() reads: extra[] beyond
-	 * n_header_attrs is never looked at (a memset of the whole 216-byte
-	 * struct was ~27 instructions per request). */
-	r.traceparent = NULL;
-	r.traceparent_len = 0;
-	r.tracestate = NULL;
-	r.tracestate_lens = NULL;
-	r.n_tracestate = 0;
-	r.method = cap->method;
-	r.method_len = cap->method_len;
-	r.target = cap->target;
-	r.target_len = cap->target_len;
-	if (flags & HTTP_SCAN_F_TRACEPARENT) {
-		r.traceparent = cap->traceparent;
-		r.traceparent_len = cap->traceparent_len;
-	}
-	r.traceparent_repeated = (flags & HTTP_SCAN_F_TRACEPARENT_BAD) != 0;
-	/* A folded tracestate is invalid as a whole. */
-	if ((flags & (HTTP_SCAN_F_TRACESTATE | HTTP_SCAN_F_TRACESTATE_BAD)) ==
-	    HTTP_SCAN_F_TRACESTATE) {
-		r.tracestate = &ts_line;
-		r.tracestate_lens = &ts_len;
-		r.n_tracestate = 1;
-	}
-	for (i = 0; i < ctxshim_cfg.n_header_attrs && i < CTXSHIM_MAX_HEADER_ATTRS;
-	     i++) {
-		int k = conn_extra_index[i];
-
-		r.extra[i] = NULL;
-		if (k < 0 || !(cap->extra_present & (1u << k)) ||
-		    (cap->extra_bad & (1u << k)))
-			continue;
-		r.extra[i] = cap->extra[k];
-		r.extra_len[i] = cap->extra_len[k];
-	}
-	ctxshim_request_ctx(full, &r);
+	ctxshim_request_ctx_capture(full, cap, flags, conn_extra_index);
 }
 
 static bool
@@ -625,14 +621,30 @@ conn_captured(const struct http_scan_capture *cap, unsigned flags)
 				HTTP_SCAN_F_CAPTURE_LOST)) == HTTP_SCAN_F_CAPTURED;
 }
 
+/* The context of a new current head when it cannot be built in the
+ * thread's publication buffer: into a scratch context, compacted into the
+ * slot.  Out of line so that the usual path does not reserve its 1.2 KiB
+ * of stack. */
+static __attribute__((noinline)) void
+conn_build_scratch(struct ctxshim_conn_ctx *d,
+		   const struct http_scan_capture *cap,
+		   unsigned flags)
+{
+	struct ctxshim_ctx tmp;
+
+	conn_build(&tmp, cap, flags);
+	(void)conn_compact(d, &tmp);
+}
+
 /* A head completed.  Returns CONN_FEED_NONE if it was queued (or
- * dropped), else CONN_FEED_NEW, or CONN_FEED_FULL when *full holds its
+ * dropped), else CONN_FEED_NEW, or CONN_FEED_FULL when the thread's
+ * publication buffer (ctxshim_build_begin(), returned in *full) holds its
  * whole context (nothing left out of the compact copy). */
 static int
 conn_head(struct ctxshim_conn *c,
 	  const struct http_scan_capture *cap,
 	  unsigned flags,
-	  struct ctxshim_ctx *full)
+	  struct ctxshim_ctx **full)
 {
 	uint8_t f = atomic_load_explicit(&c->flags, memory_order_relaxed);
 	bool captured = conn_captured(cap, flags), whole = false;
@@ -642,8 +654,22 @@ conn_head(struct ctxshim_conn *c,
 	if (!(f & CONN_F_REQ) || (f & CONN_F_RESPONDED)) {
 		conn_seq_begin(c);
 		if (captured) {
-			conn_build(full, cap, flags);
-			whole = conn_compact(&c->ctx, full);
+			/* Built where it will be published, so that publishing
+			 * copies nothing (B4).  A second new head in one read
+			 * cannot happen (the first is not answered yet, so
+			 * later ones queue), but would take the scratch path. */
+			struct ctxshim_ctx *b = *full ? NULL : ctxshim_build_begin();
+
+			if (b) {
+				conn_build(b, cap, flags);
+				whole = conn_compact_fast(&c->ctx, b);
+				if (whole)
+					*full = b;
+				else
+					ctxshim_build_cancel();
+			} else {
+				conn_build_scratch(&c->ctx, cap, flags);
+			}
 		}
 		conn_flags_update(
 			c, CONN_F_HAS_CTX | CONN_F_RESPONDED | CONN_F_PROMOTED,
@@ -660,12 +686,8 @@ conn_head(struct ctxshim_conn *c,
 	e = &conn_pool[idx - 1];
 	e->next = 0;
 	e->has_ctx = captured;
-	if (captured) {
-		struct ctxshim_ctx tmp;
-
-		conn_build(&tmp, cap, flags);
-		(void)conn_compact(&e->u.ctx, &tmp);
-	}
+	if (captured)
+		conn_build_scratch(&e->u.ctx, cap, flags);
 	{
 		uint16_t *tail = &c->pending;
 
@@ -680,7 +702,7 @@ int
 ctxshim_conn_feed(struct ctxshim_conn *c,
 		  const void *buf,
 		  size_t len,
-		  struct ctxshim_ctx *full)
+		  struct ctxshim_ctx **full)
 {
 	const uint8_t *p = buf;
 	size_t off = 0, n;

@@ -188,14 +188,15 @@ void ctxshim_conn_virt_forget(const void *key);
 
 /* Feed the bytes a read returned.  Returns CONN_FEED_NONE, or
  * CONN_FEED_NEW if a new request became current (its context, if any, is
- * then in c->ctx), or CONN_FEED_FULL if moreover *full holds that context
- * whole (the caller can publish it without expanding c->ctx).  *full is
- * scratch space otherwise. */
+ * then in c->ctx), or CONN_FEED_FULL if moreover *full is set: the
+ * calling thread's publication buffer, from ctxshim_build_begin(), holds
+ * that context whole.  The caller then must ctxshim_build_publish(*full)
+ * or ctxshim_build_cancel().  Set *full = NULL before the first feed. */
 enum { CONN_FEED_NONE = 0, CONN_FEED_NEW = 1, CONN_FEED_FULL = 2 };
 int ctxshim_conn_feed(struct ctxshim_conn *c,
 		      const void *buf,
 		      size_t len,
-		      struct ctxshim_ctx *full);
+		      struct ctxshim_ctx **full);
 
 /* The scanner cannot follow the stream any more (MSG_TRUNC discarded
  * bytes): stop scanning c. */

@@ -3,6 +3,7 @@
 
 #include "request-ctx.h"
 
+#include "http-scan.h"
 #include "w3c.h"
 
 #include <string.h>
@@ -17,7 +18,7 @@
  * step re-reading the final 16 bytes so that nothing outside p[0..n) is
  * ever read (the bytes read twice held neither, so its first match is the
  * first overall); short targets go byte by byte. */
-static const char *
+static inline __attribute__((always_inline)) const char *
 url_path_end(const char *p, size_t n)
 {
 	size_t i = 0;
@@ -68,8 +69,8 @@ url_absolute_path(const char *target, size_t len)
 	return target;
 }
 
-const char *
-ctxshim_url_path(const char *target, size_t len, bool keep_query, size_t *path_len)
+static inline __attribute__((always_inline)) const char *
+url_path(const char *target, size_t len, bool keep_query, size_t *path_len)
 {
 	const char *p = target, *end = target + len, *q;
 
@@ -86,68 +87,192 @@ ctxshim_url_path(const char *target, size_t len, bool keep_query, size_t *path_l
 	return p;
 }
 
-/* trec_attrs_add() for the request's attributes, inline for the usual
- * entry: a value of at most 255 bytes that fits whole.  The call and its
- * generic checks were about half the cost of encoding them (B4); anything
- * else goes through trec_attrs_add(), which keeps the rules for capping
- * and dropping in one place.  v is never NULL here. */
-static inline void
-attr_put(struct trec_attr_writer *w, uint8_t key, const void *v, size_t n)
+const char *
+ctxshim_url_path(const char *target, size_t len, bool keep_query, size_t *path_len)
 {
-	size_t pos = w->len;
+	return url_path(target, len, keep_query, path_len);
+}
 
-	if (n <= TREC_VALUE_MAX && pos <= w->cap &&
-	    w->cap - pos >= TREC_ENTRY_OVERHEAD + n) {
-		uint8_t *d = w->buf + pos;
+/* The request's attributes are encoded into c->attrs with the length in a
+ * local (a trec_attr_writer whose address is passed to a function lives
+ * in memory, which made every inline entry reload and store it, B4).
+ * Anything but the usual entry goes through trec_attrs_add(), which keeps
+ * the rules for capping and dropping in one place. */
+static __attribute__((noinline)) size_t
+attr_add_slow(uint8_t *buf, size_t len, uint8_t key, const void *v, size_t n)
+{
+	struct trec_attr_writer w;
+
+	trec_attrs_init(&w, buf, TREC_ATTRS_MAX);
+	w.len = len;
+	(void)trec_attrs_add(&w, key, v, n);
+	return w.len;
+}
+
+/* trec_attrs_add() inline for the usual entry: a value of at most 255
+ * bytes that fits whole.  Returns the new length.  v is never NULL. */
+static inline size_t
+attr_put(uint8_t *buf, size_t len, uint8_t key, const void *v, size_t n)
+{
+	if (n <= TREC_VALUE_MAX && len <= TREC_ATTRS_MAX &&
+	    TREC_ATTRS_MAX - len >= TREC_ENTRY_OVERHEAD + n) {
+		uint8_t *d = buf + len;
 
 		d[0] = key;
 		d[1] = (uint8_t)n;
-		memcpy(d + TREC_ENTRY_OVERHEAD, v, n);
-		w->len = pos + TREC_ENTRY_OVERHEAD + n;
-		return;
+		ctxshim_copy_short(d + TREC_ENTRY_OVERHEAD, v, n);
+		return len + TREC_ENTRY_OVERHEAD + n;
 	}
-	(void)trec_attrs_add(w, key, v, n);
+	return attr_add_slow(buf, len, key, v, n);
 }
 
-void
-ctxshim_request_ctx(struct ctxshim_ctx *c, const struct ctxshim_request *r)
+/* ctxshim_ctx_add_parent_attr(), inline: every traced request adds this
+ * entry, and the call plus w3c_hex_encode() were ~55 instructions per
+ * request (B4).  Same rules: the digits straight into place when the
+ * entry fits, else trec_attrs_add(), which counts it as dropped. */
+static inline size_t
+attr_put_parent(uint8_t *buf, size_t len, const uint8_t id[8])
+{
+	char hex[16];
+	bool direct = len <= TREC_ATTRS_MAX &&
+		      TREC_ATTRS_MAX - len >= TREC_ENTRY_OVERHEAD + sizeof(hex);
+	char *out = hex;
+
+	if (direct) {
+		buf[len] = CTXSHIM_KEY_PARENT;
+		buf[len + 1] = sizeof(hex);
+		out = (char *)buf + len + TREC_ENTRY_OVERHEAD;
+	}
+#if defined(__SSE2__)
+	{
+		/* Nibbles high then low per byte; '0'..'9' then 'a'..'f'. */
+		__m128i x = _mm_loadl_epi64((const __m128i *)(const void *)id);
+		__m128i mask = _mm_set1_epi8(0x0f);
+		__m128i hi = _mm_and_si128(_mm_srli_epi16(x, 4), mask);
+		__m128i lo = _mm_and_si128(x, mask);
+		__m128i nib = _mm_unpacklo_epi8(hi, lo);
+		__m128i alpha = _mm_and_si128(_mm_cmpgt_epi8(nib, _mm_set1_epi8(9)),
+					      _mm_set1_epi8('a' - '0' - 10));
+		__m128i zero = _mm_set1_epi8('0');
+
+		_mm_storeu_si128((__m128i *)(void *)out,
+				 _mm_add_epi8(nib, _mm_add_epi8(alpha, zero)));
+	}
+#else
+	w3c_hex_encode(out, id, 8);
+#endif
+	if (direct)
+		return len + TREC_ENTRY_OVERHEAD + sizeof(hex);
+	return attr_add_slow(buf, len, CTXSHIM_KEY_PARENT, hex, sizeof(hex));
+}
+
+/* Inline in both entry points, so that the capture path's request (a
+ * local struct) is never stored and reloaded (B4). */
+static inline __attribute__((always_inline)) void
+request_ctx(struct ctxshim_ctx *c, const struct ctxshim_request *r)
 {
 	struct w3c_traceparent tp;
-	struct trec_attr_writer w;
 	bool valid = false;
 	const char *path;
-	size_t path_len;
+	size_t path_len, len = 0;
 	unsigned i;
 
 	if (r->traceparent && !r->traceparent_repeated &&
 	    w3c_traceparent_parse(r->traceparent, r->traceparent_len, &tp) == 0)
 		valid = true;
 
+	/* What ctxshim_ctx_begin() does, inline (one call fewer per
+	 * request). */
+	memset(c, 0, offsetof(struct ctxshim_ctx, attrs));
 	if (valid) {
-		ctxshim_ctx_begin(c, &tp);
+		memcpy(c->trace_id, tp.trace_id, sizeof(c->trace_id));
+		memcpy(c->parent_id, tp.parent_id, sizeof(c->parent_id));
+		c->has_parent = 1;
+		/* W3C: unknown flag bits are not propagated. */
+		c->flags = tp.flags & W3C_FLAGS_KNOWN;
+		ctxshim_new_span_id(c->span_id);
 		if (r->n_tracestate)
-			(void)ctxshim_ctx_set_tracestate(c, r->tracestate, r->tracestate_lens,
+			(void)ctxshim_ctx_set_tracestate(c, r->tracestate,
+							 r->tracestate_lens,
 							 r->n_tracestate);
 	} else if (ctxshim_cfg.new_traces) {
-		ctxshim_ctx_begin(c, NULL);
+		ctxshim_new_trace_id(c->trace_id);
+		c->flags = W3C_FLAG_RANDOM;
+		ctxshim_new_span_id(c->span_id);
 		if (ctxshim_cfg.sample_new)
 			c->flags |= W3C_FLAG_SAMPLED;
-	} else {
-		memset(c, 0, offsetof(struct ctxshim_ctx, attrs));
 	}
 
-	trec_attrs_init(&w, c->attrs, sizeof(c->attrs));
+	_Static_assert(sizeof(c->attrs) == TREC_ATTRS_MAX, "attrs is a whole record's");
 	if (r->method && r->method_len)
-		attr_put(&w, CTXSHIM_KEY_METHOD, r->method, r->method_len);
+		len = attr_put(c->attrs, len, CTXSHIM_KEY_METHOD, r->method,
+			       r->method_len);
 	if (r->target && r->target_len) {
-		path = ctxshim_url_path(r->target, r->target_len, ctxshim_cfg.url_query,
-					&path_len);
-		attr_put(&w, CTXSHIM_KEY_PATH, path, path_len);
+		path = url_path(r->target, r->target_len, ctxshim_cfg.url_query,
+				&path_len);
+		len = attr_put(c->attrs, len, CTXSHIM_KEY_PATH, path, path_len);
 	}
-	ctxshim_ctx_add_parent_attr(c, &w);
+	if (c->has_parent)
+		len = attr_put_parent(c->attrs, len, c->parent_id);
 	for (i = 0; i < ctxshim_cfg.n_header_attrs; i++)
 		if (r->extra[i])
-			attr_put(&w, (uint8_t)(CTXSHIM_KEY_FIRST_HEADER + i),
-				 r->extra[i], r->extra_len[i]);
-	c->attrs_len = (uint16_t)w.len;
+			len = attr_put(c->attrs, len,
+				       (uint8_t)(CTXSHIM_KEY_FIRST_HEADER + i),
+				       r->extra[i], r->extra_len[i]);
+	c->attrs_len = (uint16_t)len;
+}
+
+void
+ctxshim_request_ctx(struct ctxshim_ctx *c, const struct ctxshim_request *r)
+{
+	request_ctx(c, r);
+}
+
+void
+ctxshim_request_ctx_capture(struct ctxshim_ctx *c,
+			    const struct http_scan_capture *cap,
+			    unsigned flags,
+			    const int extra_index[CTXSHIM_MAX_HEADER_ATTRS])
+{
+	struct ctxshim_request r;
+	const char *ts_line = cap->tracestate;
+	size_t ts_len = cap->tracestate_len;
+	unsigned i;
+
+	/* Only the fields request_ctx() reads: extra[] beyond
+	 * n_header_attrs is never looked at (a memset of the whole 216-byte
+	 * struct was ~27 instructions per request). */
+	r.traceparent = NULL;
+	r.traceparent_len = 0;
+	r.tracestate = NULL;
+	r.tracestate_lens = NULL;
+	r.n_tracestate = 0;
+	r.method = cap->method;
+	r.method_len = cap->method_len;
+	r.target = cap->target;
+	r.target_len = cap->target_len;
+	if (flags & HTTP_SCAN_F_TRACEPARENT) {
+		r.traceparent = cap->traceparent;
+		r.traceparent_len = cap->traceparent_len;
+	}
+	r.traceparent_repeated = (flags & HTTP_SCAN_F_TRACEPARENT_BAD) != 0;
+	/* A folded tracestate is invalid as a whole. */
+	if ((flags & (HTTP_SCAN_F_TRACESTATE | HTTP_SCAN_F_TRACESTATE_BAD)) ==
+	    HTTP_SCAN_F_TRACESTATE) {
+		r.tracestate = &ts_line;
+		r.tracestate_lens = &ts_len;
+		r.n_tracestate = 1;
+	}
+	for (i = 0; i < ctxshim_cfg.n_header_attrs && i < CTXSHIM_MAX_HEADER_ATTRS;
+	     i++) {
+		int k = extra_index[i];
+
+		r.extra[i] = NULL;
+		if (k < 0 || !(cap->extra_present & (1u << k)) ||
+		    (cap->extra_bad & (1u << k)))
+			continue;
+		r.extra[i] = cap->extra[k];
+		r.extra_len[i] = cap->extra_len[k];
+	}
+	request_ctx(c, &r);
 }

@@ -18,6 +18,12 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include "cfg.h"
 #include "thread-ctx.h"
@@ -42,7 +48,62 @@ struct ctxshim_request {
 /* Fill c for request r.  Pure apart from drawing random ids. */
 void ctxshim_request_ctx(struct ctxshim_ctx *c, const struct ctxshim_request *r);
 
+struct http_scan_capture;
+
+/* ctxshim_request_ctx() for a head the scanner captured with flags
+ * (http_scan_flags()); extra_index[i] is the scanner's extra-header index
+ * of CTXSHIM_HEADER_ATTRS entry i (-1: none).  The socket level's
+ * per-request path: one call, the request never leaves registers (B4). */
+void ctxshim_request_ctx_capture(struct ctxshim_ctx *c,
+				 const struct http_scan_capture *cap,
+				 unsigned flags,
+				 const int extra_index[CTXSHIM_MAX_HEADER_ATTRS]);
+
 /* The path part of an HTTP request-target (origin-form or absolute-form),
  * with the query unless keep_query.  Returns a pointer into target. */
 const char *ctxshim_url_path(const char *target, size_t len, bool keep_query,
 			     size_t *path_len);
+
+/* memcpy() of n bytes, inline for the short values of a request's
+ * attributes (method, path) and their copies (conn.c): a libc call and its
+ * set-up cost more than the copy itself (B4).  Overlapping loads and
+ * stores, so nothing outside s[0..n) is read or d[0..n) written. */
+static inline void
+ctxshim_copy_short(uint8_t *d, const void *src, size_t n)
+{
+	const uint8_t *s = src;
+
+	if (n > 64) {
+		memcpy(d, s, n);
+	} else if (n >= 16) {
+#if defined(__SSE2__)
+		size_t i;
+
+		for (i = 0; i + 16 < n; i += 16)
+			_mm_storeu_si128((__m128i *)(void *)(d + i),
+					 _mm_loadu_si128((const void *)(s + i)));
+		_mm_storeu_si128((__m128i *)(void *)(d + n - 16),
+				 _mm_loadu_si128((const void *)(s + n - 16)));
+#else
+		memcpy(d, s, n);
+#endif
+	} else if (n >= 8) {
+		uint64_t a, b;
+
+		memcpy(&a, s, 8);
+		memcpy(&b, s + n - 8, 8);
+		memcpy(d, &a, 8);
+		memcpy(d + n - 8, &b, 8);
+	} else if (n >= 4) {
+		uint32_t a, b;
+
+		memcpy(&a, s, 4);
+		memcpy(&b, s + n - 4, 4);
+		memcpy(d, &a, 4);
+		memcpy(d + n - 4, &b, 4);
+	} else if (n) {
+		d[0] = s[0];
+		d[n / 2] = s[n / 2];
+		d[n - 1] = s[n - 1];
+	}
+}

@@ -20,22 +20,30 @@
 
 /* Every field is written only by its own thread (and by signal handlers on
  * that thread), which is what the OTEP's concurrency model assumes: readers
- * look only while the thread is stopped, so compiler fences suffice. */
+ * look only while the thread is stopped, so compiler fences suffice.
+ *
+ * ctx[] are the "pointer swap" buffers: each embeds a complete record
+ * (thread-ctx.h), ctx[which] is the one published while has_cur, and an
+ * update writes the other one, then swaps.  The same buffer serves as the
+ * record and as ctxshim_current(), so a context is written once. */
 struct ctxshim_thread {
-	union {
-		struct otel_thread_ctx_record hdr;
-		uint8_t bytes[TREC_MAX_SIZE];
-	} rec[2];
-	struct ctxshim_ctx cur;
+	struct ctxshim_ctx ctx[2];
 	struct ctx_rng rng;
+	void **slot;           /* &otel_thread_ctx_v1, once known */
 	unsigned rng_gen;      /* ctxshim_fork_gen at seeding; 0 = never seeded */
-	uint8_t which;         /* index of rec[] last published */
+	uint8_t which;         /* index of ctx[] last published */
 	bool has_cur;
 	bool exit_registered;
 	volatile sig_atomic_t busy;
 };
 
-static __thread struct ctxshim_thread self __attribute__((aligned(64)));
+/* Initial-exec: one %fs-relative address instead of a TLSDESC call per
+ * access (~20 instructions per request, B4).  The shim only works
+ * preloaded (interposition), so its TLS is in the static block anyway;
+ * hook-socket.c's per-thread state is initial-exec too.  (A dlopen() of
+ * the shim would fail for want of static TLS room; it is never one.) */
+static __thread struct ctxshim_thread self
+	__attribute__((aligned(64), tls_model("initial-exec")));
 
 /* Bumped in every forked child, so each thread re-seeds lazily and a child
  * never repeats the ids its parent draws. */
@@ -44,11 +52,10 @@ static unsigned ctxshim_fork_gen = 1;
 static pthread_key_t exit_key;
 static bool exit_key_ok;
 
-/* &self, computed once per call.  In a shared library every access to a
- * __thread variable is a TLSDESC call, and gcc recomputes the address
- * after each memcpy or fence rather than keep it in a register (five
- * calls per ctxshim_attach(), B4); the empty asm makes the address an
- * opaque value that it has to keep. */
+/* &self, computed once per call: gcc recomputes a TLS address after each
+ * memcpy or fence rather than keep it in a register (with the TLSDESC
+ * model that was five calls per ctxshim_attach(), B4); the empty asm
+ * makes the address an opaque value that it has to keep. */
 static inline struct ctxshim_thread *
 thread_self(void)
 {
@@ -63,6 +70,22 @@ publish_ptr(void *p)
 {
 	atomic_signal_fence(memory_order_seq_cst);
 	*(void *volatile *)&otel_thread_ctx_v1 = p;
+	atomic_signal_fence(memory_order_seq_cst);
+}
+
+/* publish_ptr() through the slot's address kept in t: otel_thread_ctx_v1
+ * must stay a TLSDESC access (the OTEP's model, test/symbol-tls.sh), which
+ * is a call each time; its address is fixed for the thread's life (and in
+ * a forked child), so one call per thread is enough. */
+static inline void
+publish_ptr_t(struct ctxshim_thread *t, void *p)
+{
+	void **slot = t->slot;
+
+	if (__builtin_expect(!slot, 0))
+		slot = t->slot = &otel_thread_ctx_v1;
+	atomic_signal_fence(memory_order_seq_cst);
+	*(void *volatile *)slot = p;
 	atomic_signal_fence(memory_order_seq_cst);
 }
 
@@ -89,13 +112,28 @@ register_exit(void)
 		(void)pthread_setspecific(exit_key, (void *)1);
 }
 
+/* Publish t->ctx[next] (complete, lengths in range): the record becomes
+ * valid, then the pointer swap makes it visible. */
+static inline void
+publish_ctx(struct ctxshim_thread *t, uint8_t next)
+{
+	struct ctxshim_ctx *d = &t->ctx[next];
+
+	d->valid = 1;
+	t->which = next;
+	t->has_cur = true;
+	publish_ptr_t(t, d->trace_id);
+	if (__builtin_expect(!t->exit_registered, 0))
+		register_exit();
+}
+
 void
 ctxshim_attach(const struct ctxshim_ctx *c)
 {
 	struct ctxshim_thread *t;
 	uint16_t attrs_len, ts_len;
 	uint8_t next;
-	struct otel_thread_ctx_record *r;
+	struct ctxshim_ctx *d;
 
 	if (!ctxshim_active())
 		return;
@@ -107,29 +145,62 @@ ctxshim_attach(const struct ctxshim_ctx *c)
 
 	attrs_len = c->attrs_len <= TREC_ATTRS_MAX ? c->attrs_len : 0;
 	ts_len = c->tracestate_len <= CTXSHIM_TRACESTATE_MAX ? c->tracestate_len : 0;
-	if (&t->cur != c) {
-		/* Copy only what is used: the arrays are mostly empty. */
-		memcpy(&t->cur, c, offsetof(struct ctxshim_ctx, attrs));
-		memcpy(t->cur.attrs, c->attrs, attrs_len);
-		if (ts_len) /* usually none: skip the copy's set-up */
-			memcpy(t->cur.tracestate, c->tracestate, ts_len);
-	}
-	t->cur.attrs_len = attrs_len;
-	t->cur.tracestate_len = ts_len;
-	t->has_cur = true;
-
 	next = (uint8_t)(t->which ^ 1);
-	r = &t->rec[next].hdr;
-	memcpy(r->trace_id, c->trace_id, 16);
-	memcpy(r->span_id, c->span_id, 8);
-	r->trace_flags = c->flags;
-	r->attrs_data_size = attrs_len;
-	memcpy(r->attrs_data, t->cur.attrs, attrs_len);
-	r->valid = 1;
-	publish_ptr(r);
-	t->which = next;
-	if (__builtin_expect(!t->exit_registered, 0))
-		register_exit();
+	d = &t->ctx[next];
+	if (d != c) {
+		/* Copy only what is used: the arrays are mostly empty.  c may
+		 * be the published buffer (attach(ctxshim_current())): it is
+		 * the other one, so they never overlap. */
+		memcpy(d, c, offsetof(struct ctxshim_ctx, attrs));
+		memcpy(d->attrs, c->attrs, attrs_len);
+		if (ts_len) /* usually none: skip the copy's set-up */
+			memcpy(d->tracestate, c->tracestate, ts_len);
+	}
+	d->attrs_len = attrs_len;
+	d->tracestate_len = ts_len;
+	publish_ctx(t, next);
+
+	atomic_signal_fence(memory_order_seq_cst);
+	t->busy = 0;
+}
+
+struct ctxshim_ctx *
+ctxshim_build_begin(void)
+{
+	struct ctxshim_thread *t;
+
+	if (!ctxshim_active())
+		return NULL;
+	t = thread_self();
+	if (t->busy)
+		return NULL;
+	t->busy = 1;
+	atomic_signal_fence(memory_order_seq_cst);
+	return &t->ctx[t->which ^ 1];
+}
+
+void
+ctxshim_build_publish(struct ctxshim_ctx *c)
+{
+	struct ctxshim_thread *t = thread_self();
+	uint8_t next = (uint8_t)(t->which ^ 1);
+
+	/* Only the buffer begin() handed out is published. */
+	if (c == &t->ctx[next]) {
+		if (c->attrs_len > TREC_ATTRS_MAX)
+			c->attrs_len = 0;
+		if (c->tracestate_len > CTXSHIM_TRACESTATE_MAX)
+			c->tracestate_len = 0;
+		publish_ctx(t, next);
+	}
+	atomic_signal_fence(memory_order_seq_cst);
+	t->busy = 0;
+}
+
+void
+ctxshim_build_cancel(void)
+{
+	struct ctxshim_thread *t = thread_self();
 
 	atomic_signal_fence(memory_order_seq_cst);
 	t->busy = 0;
@@ -146,10 +217,28 @@ ctxshim_detach(void)
 	if (t->busy)
 		return;
 	t->busy = 1;
-	publish_ptr(NULL);
+	publish_ptr_t(t, NULL);
 	t->has_cur = false;
 	atomic_signal_fence(memory_order_seq_cst);
 	t->busy = 0;
+}
+
+bool
+ctxshim_detach_span(const uint8_t span_id[8])
+{
+	struct ctxshim_thread *t;
+
+	if (!ctxshim_active())
+		return false;
+	t = thread_self();
+	if (!t->has_cur || memcmp(t->ctx[t->which].span_id, span_id, 8) != 0 || t->busy)
+		return false;
+	t->busy = 1;
+	publish_ptr_t(t, NULL);
+	t->has_cur = false;
+	atomic_signal_fence(memory_order_seq_cst);
+	t->busy = 0;
+	return true;
 }
 
 const struct ctxshim_ctx *
@@ -157,7 +246,7 @@ ctxshim_current(void)
 {
 	struct ctxshim_thread *t = thread_self();
 
-	return t->has_cur ? &t->cur : NULL;
+	return t->has_cur ? &t->ctx[t->which] : NULL;
 }
 
 /* Out of line: it runs once per thread (and after fork), and keeping it

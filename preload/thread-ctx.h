@@ -4,9 +4,10 @@
 /* Per-thread state and the attach/update/detach API the hooks use.
  *
  * Publication strategy (OTEP-4947 "pointer swap"): each thread owns two
- * record buffers in its own TLS block.  An update builds the record in the
- * buffer that is not published, sets valid = 1, and then stores its address
- * into otel_thread_ctx_v1; a detach stores NULL.  A reader that stops the
+ * context buffers in its own TLS block, each embedding a record (struct
+ * ctxshim_ctx below).  An update writes the buffer that is not published,
+ * sets valid = 1, and then stores its record's address into
+ * otel_thread_ctx_v1; a detach stores NULL.  A reader that stops the
  * thread at any instruction therefore sees either the old complete record,
  * the new complete record, or NULL -- never a half-written one.  The buffers
  * live exactly as long as the thread (they are in its static TLS block), so
@@ -21,17 +22,38 @@
 
 #define CTXSHIM_TRACESTATE_MAX 512
 
+/* The fields from trace_id to attrs are laid out exactly as an OTEP-4947
+ * record (thread-record.h), so that a context in the thread's own buffers
+ * is published in place, by pointing otel_thread_ctx_v1 at its trace_id:
+ * no copy into a separate record (B4).  Everything before attrs is the
+ * fixed-size part, copied whole with offsetof(struct ctxshim_ctx, attrs);
+ * tracestate comes last. */
 struct ctxshim_ctx {
+	uint8_t parent_id[8]; /* incoming parent span, if has_parent */
+	uint8_t has_parent;
+	uint8_t spare;
+	uint16_t tracestate_len;
+	/* ---- from here, an otel_thread_ctx_record ---- */
 	uint8_t trace_id[16];
 	uint8_t span_id[8];
-	uint8_t parent_id[8]; /* incoming parent span, if has_parent */
-	uint8_t flags;        /* W3C trace-flags */
-	uint8_t has_parent;
-	uint16_t attrs_len;   /* encoded OTEP-4947 attrs-data */
-	uint16_t tracestate_len;
+	uint8_t valid;      /* the record's valid byte: set by publication */
+	uint8_t flags;      /* W3C trace-flags (the record's trace_flags) */
+	uint16_t attrs_len; /* encoded OTEP-4947 attrs-data (attrs_data_size) */
 	uint8_t attrs[TREC_ATTRS_MAX];
 	char tracestate[CTXSHIM_TRACESTATE_MAX];
 };
+#define CTXSHIM_CTX_REC_OFFSET offsetof(struct ctxshim_ctx, trace_id)
+_Static_assert(offsetof(struct ctxshim_ctx, span_id) - CTXSHIM_CTX_REC_OFFSET ==
+		       offsetof(struct otel_thread_ctx_record, span_id) &&
+	       offsetof(struct ctxshim_ctx, valid) - CTXSHIM_CTX_REC_OFFSET ==
+		       offsetof(struct otel_thread_ctx_record, valid) &&
+	       offsetof(struct ctxshim_ctx, flags) - CTXSHIM_CTX_REC_OFFSET ==
+		       offsetof(struct otel_thread_ctx_record, trace_flags) &&
+	       offsetof(struct ctxshim_ctx, attrs_len) - CTXSHIM_CTX_REC_OFFSET ==
+		       offsetof(struct otel_thread_ctx_record, attrs_data_size) &&
+	       offsetof(struct ctxshim_ctx, attrs) - CTXSHIM_CTX_REC_OFFSET ==
+		       TREC_HEADER_SIZE,
+	       "struct ctxshim_ctx embeds an otel_thread_ctx_record");
 
 /* Copy only what is used: a struct ctxshim_ctx is 1.2 KiB, mostly empty
  * attribute and tracestate space.  Lengths out of range count as 0. */
@@ -53,8 +75,23 @@ ctxshim_ctx_copy(struct ctxshim_ctx *dst, const struct ctxshim_ctx *src)
  * a signal handler that interrupted another update on the same thread is
  * dropped (the interrupted update wins). */
 void ctxshim_attach(const struct ctxshim_ctx *c);
+/* Build the calling thread's next context in place, then publish it
+ * without copying (the socket level's per-request path, B4).  begin()
+ * returns the thread's buffer that is not published (NULL when the shim is
+ * off or an update is in progress on this thread, e.g. we are in a signal
+ * handler that interrupted one) and holds the thread's update lock until
+ * publish() or cancel(): an attach from a signal handler meanwhile is
+ * dropped, exactly as if it had interrupted ctxshim_attach().  Nothing is
+ * visible until publish(); cancel() leaves the thread as it was. */
+struct ctxshim_ctx *ctxshim_build_begin(void);
+void ctxshim_build_publish(struct ctxshim_ctx *c);
+void ctxshim_build_cancel(void);
 /* Clear the calling thread's context. */
 void ctxshim_detach(void);
+/* ctxshim_detach() if the calling thread's current context has this
+ * span-id (it is still the one the caller published); true if it did.
+ * One call where ctxshim_current() and ctxshim_detach() would be two. */
+bool ctxshim_detach_span(const uint8_t span_id[8]);
 /* The calling thread's current context, or NULL. */
 const struct ctxshim_ctx *ctxshim_current(void);
 
