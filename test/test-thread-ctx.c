@@ -124,6 +124,101 @@ START_TEST(test_attach_from_signal_handler)
 }
 END_TEST
 
+/* The socket level's per-request path: build in the unpublished buffer,
+ * then publish it in place. */
+START_TEST(test_build_in_place)
+{
+	struct ctxshim_ctx a, *b;
+	const struct otel_thread_ctx_record *ra;
+	uint8_t copy[TREC_MAX_SIZE];
+
+	make_ctx(&a, 0x71, "GET");
+	ctxshim_attach(&a);
+	ra = published();
+	memcpy(copy, ra, TREC_HEADER_SIZE + ra->attrs_data_size);
+
+	b = ctxshim_build_begin();
+	ck_assert_ptr_nonnull(b);
+	ck_assert_ptr_ne(b->trace_id, (const void *)ra);
+	/* While building, nothing changes for a reader, and an attach from
+	 * a signal handler on this thread is dropped (the build wins). */
+	make_ctx(b, 0x81, "POST");
+	ck_assert_ptr_eq(published(), ra);
+	ck_assert_int_eq(memcmp(copy, ra, TREC_HEADER_SIZE + a.attrs_len), 0);
+	make_ctx(&sig_ctx, 0x91, "PUT");
+	signal(SIGUSR1, on_usr1);
+	raise(SIGUSR1);
+	signal(SIGUSR1, SIG_DFL);
+	ck_assert_ptr_eq(published(), ra);
+	ck_assert_ptr_null(ctxshim_build_begin()); /* one build at a time */
+
+	ctxshim_build_publish(b);
+	ck_assert_ptr_eq(published(), (const void *)b->trace_id);
+	ck_assert_uint_eq(published()->valid, 1);
+	ck_assert_uint_eq(published()->trace_flags, 0x03);
+	ck_assert_uint_eq(published()->attrs_data_size, b->attrs_len);
+	ck_assert_int_eq(memcmp(published()->attrs_data, "\x00\x04POST", 6), 0);
+	ck_assert_ptr_eq(ctxshim_current(), b);
+	/* The lock is released: a plain attach works again. */
+	ctxshim_attach(&a);
+	ck_assert_int_eq(memcmp(published()->trace_id, a.trace_id, 16), 0);
+	ctxshim_detach();
+}
+END_TEST
+
+START_TEST(test_build_cancel_and_bad_lengths)
+{
+	struct ctxshim_ctx a, *b;
+	const struct otel_thread_ctx_record *ra;
+
+	make_ctx(&a, 0xa1, "GET");
+	ctxshim_attach(&a);
+	ra = published();
+	b = ctxshim_build_begin();
+	ck_assert_ptr_nonnull(b);
+	make_ctx(b, 0xb1, "POST");
+	ctxshim_build_cancel();
+	ck_assert_ptr_eq(published(), ra);
+	ck_assert_int_eq(memcmp(ctxshim_current()->trace_id, a.trace_id, 16), 0);
+
+	/* Lengths out of range are published as empty, never read past. */
+	b = ctxshim_build_begin();
+	ck_assert_ptr_nonnull(b);
+	make_ctx(b, 0xc1, "GET");
+	b->attrs_len = TREC_ATTRS_MAX + 1;
+	b->tracestate_len = CTXSHIM_TRACESTATE_MAX + 1;
+	ctxshim_build_publish(b);
+	ck_assert_uint_eq(published()->attrs_data_size, 0);
+	ck_assert_uint_eq(ctxshim_current()->tracestate_len, 0);
+
+	/* A buffer that begin() did not hand out is not published. */
+	b = ctxshim_build_begin();
+	ck_assert_ptr_nonnull(b);
+	ctxshim_build_publish(&a);
+	ck_assert_int_eq(memcmp(published()->trace_id, "\xc1\xc1", 2), 0);
+	ctxshim_detach();
+	ck_assert_ptr_null(published());
+}
+END_TEST
+
+START_TEST(test_detach_span)
+{
+	struct ctxshim_ctx a;
+	uint8_t other[8];
+
+	memset(other, 0x55, sizeof(other));
+	ck_assert(!ctxshim_detach_span(other)); /* nothing published */
+	make_ctx(&a, 0xd1, "GET");
+	ctxshim_attach(&a);
+	ck_assert(!ctxshim_detach_span(other));
+	ck_assert_ptr_nonnull(published());
+	ck_assert(ctxshim_detach_span(a.span_id));
+	ck_assert_ptr_null(published());
+	ck_assert_ptr_null(ctxshim_current());
+	ck_assert(!ctxshim_detach_span(a.span_id));
+}
+END_TEST
+
 static void *
 thread_main(void *arg)
 {
@@ -228,6 +323,9 @@ TEST_SUITE(thread_ctx_suite)
 	tcase_add_test(tc, test_oversized_lengths_rejected);
 	tcase_add_test(tc, test_attach_from_signal_handler);
 	tcase_add_test(tc, test_threads_have_own_records);
+	tcase_add_test(tc, test_build_in_place);
+	tcase_add_test(tc, test_build_cancel_and_bad_lengths);
+	tcase_add_test(tc, test_detach_span);
 	tcase_add_test(tc, test_passive_mode_writes_nothing);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("ids");
