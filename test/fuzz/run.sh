@@ -73,12 +73,12 @@ ctxdump_lib() {
 }
 extra_sources() {
 	case $1 in
-	escape | tlsmath | elf) ctxdump_lib ;;
+	escape | tlsmath | elf | report) ctxdump_lib ;;
 	esac
 }
 extra_libs() {
 	case $1 in
-	escape | tlsmath | elf)
+	escape | tlsmath | elf | report)
 		echo "-lelf $(pkg-config --libs libunwind-ptrace libunwind-generic 2>/dev/null ||
 			echo -lunwind-ptrace -lunwind-generic -lunwind) -lpthread"
 		;;
@@ -103,7 +103,7 @@ build() {
 
 max_len() {
 	case $1 in
-	elf) echo 65536 ;;
+	elf | report) echo 65536 ;;
 	http-scan) echo 16384 ;;
 	pctx) echo 8192 ;;
 	*) echo 4096 ;;

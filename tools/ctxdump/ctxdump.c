@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cli.h"
 #include "dump.h"
 #include "elf-tls.h"
 #include "output.h"
@@ -27,20 +28,14 @@
 #include "tls-math.h"
 #include "unwind.h"
 
-/* Exit codes say whether the output can be trusted (elfutils eu-stack). */
-#define EXIT_OK      0
-#define EXIT_PARTIAL 1
-#define EXIT_FATAL   2
-#define EXIT_USAGE   64
-
 #define DEFAULT_MAX_FRAMES 64
 #define UNLIMITED_FRAMES   4096
 #define DEFAULT_STACK_SIZE (64u << 10)
-#define MAX_STACK_SIZE     (8u << 20)
 /* How long one round of stops may take before a thread is given up: a
  * thread in D state (or blocked in vfork) cannot stop, and meanwhile every
  * other thread stays stopped.  Sleeping threads stop in microseconds. */
 #define STOP_TIMEOUT_MS 500
+#define MAX_STOP_TIMEOUT_MS 60000
 #define CMDLINE_MAX     (64u << 10)
 
 struct ctxdump_control {
@@ -52,26 +47,10 @@ struct ctxdump_control {
 	int verbose;
 	size_t max_frames;
 	size_t stack_size;
+	unsigned stop_timeout_ms;
 };
 
-static const char *prog = "ctxdump";
-
-static void warnx(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void errtryhelp(const char *fmt, ...)
-	__attribute__((noreturn, format(printf, 1, 2)));
 static void usage(void) __attribute__((noreturn));
-
-static void
-warnx(const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	fprintf(stderr, "%s: ", prog);
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
-	va_end(ap);
-}
 
 /* A file name from the target's maps, escaped like everything printed
  * from the target (a library may be named with ESC sequences). */
@@ -91,20 +70,6 @@ escaped(const char *s)
 }
 
 static void
-errtryhelp(const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	fprintf(stderr, "%s: ", prog);
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
-	va_end(ap);
-	fprintf(stderr, "Try '%s --help' for more information.\n", prog);
-	exit(EXIT_USAGE);
-}
-
-static void
 usage(void)
 {
 	fputs("Usage:\n"
@@ -121,6 +86,8 @@ usage(void)
 	      " -n, --max-frames <n>      at most <n> frames per thread (default 64,\n"
 	      "                             0 for no limit)\n"
 	      "     --stack-size <bytes>  stack bytes copied per thread (default 64K)\n"
+	      "     --stop-timeout <ms>   how long to wait for a thread to stop\n"
+	      "                             (default 500)\n"
 	      " -j, --json                print JSON\n"
 	      " -q, --quiet               show only threads with a valid context\n"
 	      " -v, --verbose             also show the stop time and TLS details\n"
@@ -136,52 +103,19 @@ usage(void)
 	      "\n"
 	      "For more details see ctxdump(1).\n",
 	      stdout);
-	exit(EXIT_OK);
-}
-
-static long long
-parse_num_or_err(const char *s, const char *what, long long min, long long max)
-{
-	long long v;
-	char *end;
-
-	errno = 0;
-	v = strtoll(s, &end, 10);
-	if (errno || end == s || *end || v < min || v > max)
-		errtryhelp("invalid %s: '%s'", what, s);
-	return v;
-}
-
-static size_t
-parse_size_or_err(const char *s)
-{
-	unsigned long long v, mul = 1;
-	char *end;
-
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno || end == s || s[0] == '-')
-		errtryhelp("invalid stack size: '%s'", s);
-	if (*end == 'K' || *end == 'k')
-		mul = 1024, end++;
-	else if (*end == 'M' || *end == 'm')
-		mul = 1024 * 1024, end++;
-	if (*end && strcmp(end, "iB") != 0 && strcmp(end, "B") != 0)
-		errtryhelp("invalid stack size: '%s'", s);
-	if (v > MAX_STACK_SIZE / mul)
-		errtryhelp("stack size '%s' is larger than 8M", s);
-	return (size_t)(v * mul);
+	exit(CLI_EXIT_OK);
 }
 
 static void
 parse_options(struct ctxdump_control *ctl, int argc, char **argv)
 {
-	enum { OPT_STACK_SIZE = CHAR_MAX + 1 };
+	enum { OPT_STACK_SIZE = CHAR_MAX + 1, OPT_STOP_TIMEOUT };
 	static const struct option longopts[] = {
 		{"tid", required_argument, NULL, 't'},
 		{"stacks", no_argument, NULL, 's'},
 		{"max-frames", required_argument, NULL, 'n'},
 		{"stack-size", required_argument, NULL, OPT_STACK_SIZE},
+		{"stop-timeout", required_argument, NULL, OPT_STOP_TIMEOUT},
 		{"json", no_argument, NULL, 'j'},
 		{"quiet", no_argument, NULL, 'q'},
 		{"verbose", no_argument, NULL, 'v'},
@@ -193,20 +127,20 @@ parse_options(struct ctxdump_control *ctl, int argc, char **argv)
 
 	ctl->max_frames = DEFAULT_MAX_FRAMES;
 	ctl->stack_size = DEFAULT_STACK_SIZE;
+	ctl->stop_timeout_ms = STOP_TIMEOUT_MS;
 	/* Our own messages: getopt's would name the full argv[0]. */
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":t:sn:jqvhV", longopts, NULL)) != -1) {
 		switch (c) {
 		case 't':
-			ctl->tid = (pid_t)parse_num_or_err(optarg, "thread id", 1,
-							   INT_MAX);
+			ctl->tid =
+				(pid_t)cli_parse_num(optarg, "thread id", 1, INT_MAX);
 			break;
 		case 's':
 			ctl->stacks = true;
 			break;
 		case 'n': {
-			long long n =
-				parse_num_or_err(optarg, "frame count", 0, INT_MAX);
+			long long n = cli_parse_num(optarg, "frame count", 0, INT_MAX);
 
 			ctl->max_frames = n == 0 || n > UNLIMITED_FRAMES
 						  ? UNLIMITED_FRAMES
@@ -214,7 +148,11 @@ parse_options(struct ctxdump_control *ctl, int argc, char **argv)
 			break;
 		}
 		case OPT_STACK_SIZE:
-			ctl->stack_size = parse_size_or_err(optarg);
+			ctl->stack_size = cli_parse_stack_size(optarg);
+			break;
+		case OPT_STOP_TIMEOUT:
+			ctl->stop_timeout_ms = (unsigned)cli_parse_num(
+				optarg, "stop timeout", 1, MAX_STOP_TIMEOUT_MS);
 			break;
 		case 'j':
 			ctl->json = true;
@@ -229,24 +167,13 @@ parse_options(struct ctxdump_control *ctl, int argc, char **argv)
 			usage();
 		case 'V':
 			printf("ctxdump from ctxshim %s\n", CTXSHIM_VERSION);
-			exit(EXIT_OK);
-		case ':':
-			if (optopt)
-				errtryhelp("option requires an argument -- '%c'",
-					   optopt);
-			errtryhelp("option '%s' requires an argument",
-				   argv[optind - 1]);
+			exit(CLI_EXIT_OK);
 		default:
-			if (optopt)
-				errtryhelp("invalid option -- '%c'", optopt);
-			errtryhelp("unrecognized option '%s'", argv[optind - 1]);
+			cli_option_error(c, argv, true);
 		}
 	}
-	if (optind == argc)
-		errtryhelp("no process id specified");
-	if (argc - optind > 1)
-		errtryhelp("unexpected argument: '%s'", argv[optind + 1]);
-	ctl->pid = (pid_t)parse_num_or_err(argv[optind], "process id", 1, INT_MAX);
+	ctl->pid = (pid_t)cli_parse_num(cli_operand(argc, argv, "process id"),
+					"process id", 1, INT_MAX);
 }
 
 /* ---- permission diagnosis (strace diagnose_attach_eperm) ---- */
@@ -302,16 +229,17 @@ diagnose_eperm(pid_t pid, pid_t tid)
 					sizeof(comm), &state) < 0)
 			snprintf(comm, sizeof(comm), "?");
 		fprintf(stderr, "%s: process %d is already being traced by pid %lld (",
-			prog, (int)pid, tracer);
+			cli_name(), (int)pid, tracer);
 		output_text_escape(stderr, (const uint8_t *)comm, strlen(comm), false);
 		fputs("); only one tracer at a time is possible\n", stderr);
 		return;
 	}
 	uid = status_field(path, "Uid");
 	if (uid >= 0 && (uid_t)uid != geteuid() && !have_cap_sys_ptrace()) {
-		warnx("process %d may be owned by a different user (uid %lld); run ctxdump "
-		      "as that user or as root",
-		      (int)pid, uid);
+		cli_warn("process %d may be owned by a different user (uid %lld); run "
+			 "ctxdump "
+			 "as that user or as root",
+			 (int)pid, uid);
 		return;
 	}
 	if (remote_read_file("/proc/sys/kernel/yama/ptrace_scope", 64, &buf, &len) ==
@@ -322,24 +250,28 @@ diagnose_eperm(pid_t pid, pid_t tid)
 	/* Yama scope 1 and 2 only restrict tracers without CAP_SYS_PTRACE;
 	 * scope 3 forbids every attach. */
 	if (scope == 3) {
-		warnx("kernel.yama.ptrace_scope = 3 forbids every ptrace attach (reboot "
-		      "needed to lower it)");
+		cli_warn("kernel.yama.ptrace_scope = 3 forbids every ptrace attach "
+			 "(reboot "
+			 "needed to lower it)");
 		return;
 	}
 	if (scope >= 1 && !have_cap_sys_ptrace()) {
-		warnx("kernel.yama.ptrace_scope = %lld may be restricting this attach (run as "
-		      "root or grant CAP_SYS_PTRACE)",
-		      scope);
+		cli_warn("kernel.yama.ptrace_scope = %lld may be restricting this "
+			 "attach (run as "
+			 "root or grant CAP_SYS_PTRACE)",
+			 scope);
 		return;
 	}
 	if (!have_cap_sys_ptrace()) {
-		warnx("process %d may not be dumpable, or ctxdump runs in a container "
-		      "without CAP_SYS_PTRACE (docker run --cap-add SYS_PTRACE)",
-		      (int)pid);
+		cli_warn("process %d may not be dumpable, or ctxdump runs in a "
+			 "container "
+			 "without CAP_SYS_PTRACE (docker run --cap-add SYS_PTRACE)",
+			 (int)pid);
 		return;
 	}
-	warnx("ctxdump has CAP_SYS_PTRACE; a seccomp filter or a security module may "
-	      "forbid ptrace here");
+	cli_warn(
+		"ctxdump has CAP_SYS_PTRACE; a seccomp filter or a security module may "
+		"forbid ptrace here");
 }
 
 /* ---- reading ---- */
@@ -485,6 +417,12 @@ read_tp(struct run *run, struct dump_thread *t, uint64_t *tp)
 	}
 	if (!*tp) {
 		r = remote_thread_pointer(t->tid, tp);
+		if (r == -ESRCH) {
+			/* a stopped thread is only gone once killed: it ended
+			 * while held (dropped after the read, not an error) */
+			t->exited = true;
+			return false;
+		}
 		if (r < 0) {
 			set_error(t, "cannot read the thread pointer: %s", strerror(-r));
 			return false;
@@ -723,8 +661,8 @@ unwind_stacks(struct run *run)
 		if (r < 0) {
 			snprintf(t->stack_error, sizeof(t->stack_error),
 				 "cannot unwind: %s", strerror(-r));
-			warnx("tid %d: cannot unwind the stack: %s", (int)t->tid,
-			      strerror(-r));
+			cli_warn("tid %d: cannot unwind the stack: %s", (int)t->tid,
+				 strerror(-r));
 			run->partial = true;
 			n = 0;
 		}
@@ -817,7 +755,8 @@ free_batches(struct run *run)
 }
 
 /* Turn the stop set into the thread list, reporting every thread that
- * could not be read once on stderr. */
+ * could not be read once on stderr.  Threads that exited before they
+ * could be stopped, or while stopped, are left out. */
 static int
 collect_threads(struct run *run, struct stop_set *ss)
 {
@@ -838,20 +777,21 @@ collect_threads(struct run *run, struct stop_set *ss)
 		switch (st->status) {
 		case STOP_VANISHED:
 		case STOP_EXITED:
-			warnx("tid %d: exited before it could be stopped, skipping",
-			      (int)st->tid);
-			run->partial = true;
+			/* Threads come and go: one that ended during the dump
+			 * is simply no longer there (counted, not an error). */
+			d->n_exited++;
 			continue;
 		case STOP_FAILED:
-			warnx("tid %d: attach: ptrace(PTRACE_SEIZE): %s, skipping",
-			      (int)st->tid, strerror(st->err));
+			cli_warn("tid %d: attach: ptrace(PTRACE_SEIZE): %s, skipping",
+				 (int)st->tid, strerror(st->err));
 			set_error(t, "cannot attach: %s", strerror(st->err));
 			run->partial = true;
 			break;
 		case STOP_TIMEOUT:
-			warnx("tid %d: did not stop within %u ms, skipping",
-			      (int)st->tid, STOP_TIMEOUT_MS);
-			set_error(t, "did not stop within %u ms", STOP_TIMEOUT_MS);
+			cli_warn("tid %d: did not stop within %u ms, skipping",
+				 (int)st->tid, run->ctl->stop_timeout_ms);
+			set_error(t, "did not stop within %u ms",
+				  run->ctl->stop_timeout_ms);
 			run->partial = true;
 			break;
 		default:
@@ -864,6 +804,37 @@ collect_threads(struct run *run, struct stop_set *ss)
 		d->n_threads++;
 	}
 	return 0;
+}
+
+/* Threads that were stopped but ended while held (the process was killed
+ * during the dump: SIGKILL ends even a ptrace-stop) are left out like
+ * those that ended before their stop.  A failed read of a thread that
+ * still exists stays an error. */
+static void
+drop_exited(struct run *run)
+{
+	struct dump *d = &run->d;
+	size_t i, k = 0;
+
+	for (i = 0; i < d->n_threads; i++) {
+		struct dump_thread *t = &d->threads[i];
+
+		if (!t->exited && t->stopped && t->error[0] &&
+		    stop_thread_ended(d->pid, t->tid))
+			t->exited = true;
+		if (!t->exited) {
+			if (k != i)
+				d->threads[k] = *t;
+			k++;
+			continue;
+		}
+		free(t->attrs);
+		if (t->has_snap)
+			stack_snap_free(&t->snap);
+		d->n_exited++;
+		d->n_stopped--;
+	}
+	d->n_threads = k;
 }
 
 static void
@@ -900,8 +871,8 @@ finish(struct run *run, int status)
 	else
 		output_text(stdout, &run->d, &o);
 	if (fflush(stdout) != 0 || ferror(stdout)) {
-		warnx("write error: %s", strerror(errno));
-		status = EXIT_FATAL;
+		cli_warn("write error: %s", strerror(errno));
+		status = CLI_EXIT_FATAL;
 	}
 	dump_free(&run->d);
 	return status;
@@ -960,29 +931,29 @@ main(int argc, char **argv)
 	signal(SIGCHLD, SIG_DFL);
 
 	if (!proc_exists(ctl.pid, 0)) {
-		warnx("process %d does not exist", (int)ctl.pid);
-		return EXIT_FATAL;
+		cli_warn("process %d does not exist", (int)ctl.pid);
+		return CLI_EXIT_FATAL;
 	}
 	if (ctl.pid == getpid()) {
-		warnx("ctxdump cannot dump itself");
-		return EXIT_FATAL;
+		cli_warn("ctxdump cannot dump itself");
+		return CLI_EXIT_FATAL;
 	}
 	if (!is_tgid(ctl.pid)) {
-		warnx("%d is a thread, not a process; use -t %d with its process id",
-		      (int)ctl.pid, (int)ctl.pid);
-		return EXIT_FATAL;
+		cli_warn("%d is a thread, not a process; use -t %d with its process id",
+			 (int)ctl.pid, (int)ctl.pid);
+		return CLI_EXIT_FATAL;
 	}
 	if (ctl.tid && !proc_exists(ctl.pid, ctl.tid)) {
-		warnx("thread %d of process %d does not exist (it may have exited)",
-		      (int)ctl.tid, (int)ctl.pid);
-		return EXIT_FATAL;
+		cli_warn("thread %d of process %d does not exist (it may have exited)",
+			 (int)ctl.tid, (int)ctl.pid);
+		return CLI_EXIT_FATAL;
 	}
 	load_cmdline(d);
 
 	/* The process context needs no stop: it has its own seqlock. */
 	r = load_pctx(d);
 	if (r < 0 && r != -ENOENT && r != -EPERM && r != -EACCES) {
-		warnx("cannot read the process context: %s, ignoring", strerror(-r));
+		cli_warn("cannot read the process context: %s, ignoring", strerror(-r));
 		run.partial = true;
 	}
 
@@ -992,40 +963,41 @@ main(int argc, char **argv)
 	if ((r == 0 || r == -ENOENT) && dlay_find(d) && r == -ENOENT)
 		r = 1;
 	if (r == -ENOENT) {
-		warnx("no loaded object of process %d defines " OTEL_THREAD_CTX_SYMBOL
-		      " (is an OTEP-4947 writer such as libctxshim.so loaded?)",
-		      (int)ctl.pid);
-		return finish(&run, EXIT_FATAL);
+		cli_warn(
+			"no loaded object of process %d defines " OTEL_THREAD_CTX_SYMBOL
+			" (is an OTEP-4947 writer such as libctxshim.so loaded?)",
+			(int)ctl.pid);
+		return finish(&run, CLI_EXIT_FATAL);
 	}
 	if (r == -ESRCH) {
-		warnx("process %d exited", (int)ctl.pid);
+		cli_warn("process %d exited", (int)ctl.pid);
 		dump_free(d);
-		return EXIT_FATAL;
+		return CLI_EXIT_FATAL;
 	}
 	if (r == -EACCES || r == -EPERM) {
-		warnx("cannot read /proc/%d/maps: %s", (int)ctl.pid, strerror(-r));
+		cli_warn("cannot read /proc/%d/maps: %s", (int)ctl.pid, strerror(-r));
 		diagnose_eperm(ctl.pid, ctl.pid);
 		dump_free(d);
-		return EXIT_FATAL;
+		return CLI_EXIT_FATAL;
 	}
 	if (r == -EPROTONOSUPPORT) {
-		warnx("process %d defines " OTEL_THREAD_CTX_SYMBOL
-		      " for an architecture ctxdump cannot read",
-		      (int)ctl.pid);
+		cli_warn("process %d defines " OTEL_THREAD_CTX_SYMBOL
+			 " for an architecture ctxdump cannot read",
+			 (int)ctl.pid);
 		dump_free(d);
-		return EXIT_FATAL;
+		return CLI_EXIT_FATAL;
 	}
 	if (r < 0) {
-		warnx("cannot examine the objects of process %d: %s", (int)ctl.pid,
-		      strerror(-r));
+		cli_warn("cannot examine the objects of process %d: %s", (int)ctl.pid,
+			 strerror(-r));
 		dump_free(d);
-		return EXIT_FATAL;
+		return CLI_EXIT_FATAL;
 	}
 	d->has_symbol = r == 0;
 	if (d->has_symbol && d->sym.n_definitions > 1)
-		warnx("%u objects define " OTEL_THREAD_CTX_SYMBOL
-		      "; showing the one in %s",
-		      d->sym.n_definitions, escaped(d->sym.module));
+		cli_warn("%u objects define " OTEL_THREAD_CTX_SYMBOL
+			 "; showing the one in %s",
+			 d->sym.n_definitions, escaped(d->sym.module));
 
 	/* Sized from the kernel's thread count, with room for threads
 	 * created meanwhile. */
@@ -1035,40 +1007,41 @@ main(int argc, char **argv)
 		if (hint < 1)
 			hint = 64;
 		if (reserve_threads(&run, (size_t)hint + (size_t)hint / 4 + 16) < 0) {
-			warnx("out of memory");
+			cli_warn("out of memory");
 			free_batches(&run);
 			dump_free(d);
-			return EXIT_FATAL;
+			return CLI_EXIT_FATAL;
 		}
 	}
 
 	/* ---- threads stopped from here ---- */
 	stop_init(&ss, ctl.pid);
-	r = stop_all(&ss, ctl.tid, STOP_TIMEOUT_MS);
+	r = stop_all(&ss, ctl.tid, ctl.stop_timeout_ms);
 	if (r == -EPERM) {
 		stop_release(&ss);
-		warnx("attach: ptrace(PTRACE_SEIZE, %d): %s", (int)ss.fail_tid,
-		      strerror(ss.fail_err));
+		cli_warn("attach: ptrace(PTRACE_SEIZE, %d): %s", (int)ss.fail_tid,
+			 strerror(ss.fail_err));
 		diagnose_eperm(ctl.pid, ss.fail_tid);
 		stop_free(&ss);
 		free_batches(&run);
 		dump_free(d);
-		return EXIT_FATAL;
+		return CLI_EXIT_FATAL;
 	}
 	if (r < 0) {
 		stop_release(&ss);
 		if (r == -ESRCH && ctl.tid)
-			warnx("thread %d exited before it could be stopped",
-			      (int)ctl.tid);
+			cli_warn("thread %d exited before it could be stopped",
+				 (int)ctl.tid);
 		else if (r == -ESRCH)
-			warnx("process %d exited before it could be stopped",
-			      (int)ctl.pid);
+			cli_warn("process %d exited before it could be stopped",
+				 (int)ctl.pid);
 		else
-			warnx("cannot stop process %d: %s", (int)ctl.pid, strerror(-r));
+			cli_warn("cannot stop process %d: %s", (int)ctl.pid,
+				 strerror(-r));
 		stop_free(&ss);
 		free_batches(&run);
 		dump_free(d);
-		return EXIT_FATAL;
+		return CLI_EXIT_FATAL;
 	}
 	r = collect_threads(&run, &ss);
 	if (r == 0) {
@@ -1087,15 +1060,26 @@ main(int argc, char **argv)
 	stop_release(&ss);
 	stop_free(&ss);
 	if (r < 0) {
-		warnx("cannot collect the threads: %s", strerror(-r));
+		cli_warn("cannot collect the threads: %s", strerror(-r));
 		dump_free(d);
-		return EXIT_FATAL;
+		return CLI_EXIT_FATAL;
+	}
+	drop_exited(&run);
+	if (!d->n_threads && d->n_exited) {
+		/* every thread ended before or while it was held: the
+		 * process was killed (or exited) during the dump */
+		if (ctl.tid)
+			cli_warn("thread %d exited during the dump", (int)ctl.tid);
+		else
+			cli_warn("process %d exited during the dump", (int)ctl.pid);
+		dump_free(d);
+		return CLI_EXIT_FATAL;
 	}
 
 	if (d->has_symbol && d->acc.model == TLSM_UNRESOLVED) {
-		warnx("the loader has not filled in the TLS slot of " OTEL_THREAD_CTX_SYMBOL
-		      " in %s; no thread can be read",
-		      escaped(d->sym.module));
+		cli_warn("the loader has not filled in the TLS slot "
+			 "of " OTEL_THREAD_CTX_SYMBOL " in %s; no thread can be read",
+			 escaped(d->sym.module));
 		run.partial = true;
 	}
 	for (i = 0; i < d->n_threads; i++) {
@@ -1104,7 +1088,7 @@ main(int argc, char **argv)
 		if (t->error[0] && d->acc.model != TLSM_UNRESOLVED &&
 		    strncmp(t->error, "cannot attach", 13) != 0 &&
 		    strncmp(t->error, "did not stop", 12) != 0) {
-			warnx("tid %d: %s, skipping", (int)t->tid, t->error);
+			cli_warn("tid %d: %s, skipping", (int)t->tid, t->error);
 			run.partial = true;
 		}
 	}
@@ -1113,5 +1097,5 @@ main(int argc, char **argv)
 	dlay_finish(d);
 	if (ctl.stacks)
 		unwind_stacks(&run);
-	return finish(&run, run.partial ? EXIT_PARTIAL : EXIT_OK);
+	return finish(&run, run.partial ? CLI_EXIT_PARTIAL : CLI_EXIT_OK);
 }

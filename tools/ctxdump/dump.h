@@ -38,6 +38,7 @@ struct dump_thread {
 	char comm[64];
 	char state;   /* /proc state letter before the stop */
 	bool stopped; /* in ptrace-stop during the read phase */
+	bool exited;  /* ended while held (killed): dropped after the read */
 	/* Why the thread could not be read; "" if it was. */
 	char error[160];
 
@@ -104,6 +105,7 @@ struct dump {
 	struct dump_thread *threads;
 	size_t n_threads;
 	size_t n_stopped;
+	size_t n_exited; /* listed, but exited during the stop: not shown */
 	uint64_t stopped_ns;
 	unsigned stop_rounds;
 	bool stacks;

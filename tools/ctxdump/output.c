@@ -364,11 +364,14 @@ text_header(FILE *f, const struct dump *d, const struct output_opts *o)
 			"Objects: %u examined, %u unreadable, %u defining the symbol\n",
 			d->sym.n_objects, d->sym.n_unopenable, d->sym.n_definitions);
 	}
-	if (o->verbose)
-		fprintf(f, "Stopped: %zu thread%s for %.3f ms (%u scan%s)\n",
-			d->n_stopped, d->n_stopped == 1 ? "" : "s",
-			(double)d->stopped_ns / 1e6, d->stop_rounds,
-			d->stop_rounds == 1 ? "" : "s");
+	if (o->verbose) {
+		fprintf(f, "Stopped: %zu thread%s for %.3f ms (%u scan%s", d->n_stopped,
+			d->n_stopped == 1 ? "" : "s", (double)d->stopped_ns / 1e6,
+			d->stop_rounds, d->stop_rounds == 1 ? "" : "s");
+		if (d->n_exited)
+			fprintf(f, "; %zu exited meanwhile, not shown", d->n_exited);
+		fputs(")\n", f);
+	}
 }
 
 static void
@@ -1083,6 +1086,8 @@ output_json(FILE *f, const struct dump *d, const struct output_opts *o)
 	json_pctx(&w, d);
 	jw_key(&w, "stopped_ns");
 	jw_u64(&w, d->stopped_ns);
+	jw_key(&w, "exited_threads");
+	jw_u64(&w, d->n_exited);
 	jw_key(&w, "threads");
 	jw_arr_begin(&w);
 	for (i = 0; i < d->n_threads; i++)

@@ -26,6 +26,14 @@
 #define PFILE_HEADER_SIZE 16
 /* Largest payload: the 24-bit length field. */
 #define PFILE_PAYLOAD_MAX ((1u << 24) - 1)
+/* What a reader takes, far above what a recorder writes (at most 1024
+ * frames a stack; symbols, modules and attribute values of at most 256
+ * bytes): a file is hostile input, and a few bytes of it must not cost a
+ * reader unbounded work (every sample walks its stack, every frame
+ * copies its name).  A longer stack is a malformed record; a longer
+ * string is cut. */
+#define PFILE_STACK_MAX  4096
+#define PFILE_STRING_MAX 4096
 
 enum pfile_type {
 	PFILE_INFO = 1,     /* recording parameters and the target */

@@ -11,12 +11,13 @@
  * and the tool's memory stays bounded: the intern tables are dropped and
  * started again past a size cap.
  *
- * Unlike the one-shot dump, the recorder outlives its stops, so it must
- * itself release what a stop leaves behind: a thread that did not stop in
- * time stays seized with the interrupt pending and is detached as soon as
- * it stops (rounds that meet it meanwhile are skipped), and a thread that
- * exited while seized is reaped, or its process could never finish
- * exiting. */
+ * Unlike the one-shot dump, the recorder outlives its stops, so it keeps
+ * what a stop could not let go (struct stop_late): a thread that did not
+ * stop in time stays seized with the interrupt pending and is detached as
+ * soon as it stops (rounds that meet it meanwhile are skipped), and an
+ * exit stop.c could not collect yet (a group leader that ended before its
+ * other threads) is collected as soon as it can be, or its process could
+ * never finish exiting. */
 #include "config.h"
 
 #include "profile.h"
@@ -26,16 +27,14 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ptrace.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "cli.h"
 #include "layouts.h"
 #include "pctx-read.h"
 #include "proffile.h"
@@ -44,17 +43,11 @@
 #include "unwind.h"
 #include "w3c.h"
 
-#define EXIT_OK      0
-#define EXIT_PARTIAL 1
-#define EXIT_FATAL   2
-#define EXIT_USAGE   64
-
 #define DEFAULT_RATE       100
 #define MAX_RATE           1000
 #define DEFAULT_MAX_FRAMES 128
 #define MAX_FRAMES         1024
 #define DEFAULT_STACK_SIZE (64u << 10)
-#define MAX_STACK_SIZE     (8u << 20)
 /* A thread that does not stop within this time is skipped for the round:
  * meanwhile every other thread stays stopped, so it is much shorter than
  * the one-shot dump's 500 ms. */
@@ -217,10 +210,9 @@ struct rec {
 	uint8_t *key; /* stack/context keys */
 	size_t key_cap;
 
-	/* threads still seized after a round (they did not stop in time):
-	 * detached as soon as they stop */
-	pid_t *late;
-	size_t n_late, cap_late;
+	/* threads still seized after a round (they did not stop in time,
+	 * or exited and are not collected yet): let go as soon as they can */
+	struct stop_late late;
 
 	uint64_t rounds, samples, lost_ticks, failed_rounds, timeouts;
 	uint64_t skipped_rounds;
@@ -237,20 +229,6 @@ static void
 on_signal(int sig)
 {
 	rec_signal = sig;
-}
-
-static void rwarn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-static void
-rwarn(const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	fputs("ctxdump record: ", stderr);
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
-	va_end(ap);
 }
 
 static uint64_t
@@ -686,104 +664,6 @@ write_round(struct rec *rc, const struct stop_set *ss, size_t k, uint64_t t)
 		load_pctx(rc, true);
 }
 
-/* A thread that exited while seized stays a zombie until its tracer
- * waits for it (PTRACE_DETACH fails on it), and its process cannot finish
- * exiting meanwhile: collect every such exit now.  For a thread that was
- * detached (no longer our tracee) this is an ECHILD no-op. */
-static void
-reap_traced_zombies(const struct stop_set *ss)
-{
-	size_t i;
-	int st;
-
-	for (i = 0; i < ss->n; i++) {
-		pid_t r;
-
-		/* late threads (STOP_TIMEOUT) are note_late()'s */
-		if (ss->t[i].status != STOP_DETACHED)
-			continue;
-		do
-			r = waitpid(ss->t[i].tid, &st, __WALL | WNOHANG);
-		while (r < 0 && errno == EINTR);
-		/* never happens after a detach, but a stop must not be lost */
-		if (r == ss->t[i].tid && WIFSTOPPED(st))
-			(void)ptrace(PTRACE_DETACH, ss->t[i].tid, NULL, NULL);
-	}
-}
-
-/* Remember the threads a round left seized but not stopped: the
- * interrupt is pending, they will stop, and must then be let go. */
-static void
-note_late(struct rec *rc, const struct stop_set *ss)
-{
-	size_t i;
-
-	for (i = 0; i < ss->n; i++) {
-		pid_t *nl;
-		int st;
-
-		if (ss->t[i].status != STOP_TIMEOUT)
-			continue;
-		/* stop_release() detached it if it had stopped meanwhile */
-		if (waitpid(ss->t[i].tid, &st, __WALL | WNOHANG) == ss->t[i].tid) {
-			if (WIFSTOPPED(st))
-				(void)ptrace(PTRACE_DETACH, ss->t[i].tid, NULL, NULL);
-			continue;
-		}
-		if (rc->n_late == rc->cap_late) {
-			size_t cap = rc->cap_late ? 2 * rc->cap_late : 16;
-
-			nl = realloc(rc->late, cap * sizeof(*nl));
-			if (!nl)
-				continue; /* released when we exit */
-			rc->late = nl;
-			rc->cap_late = cap;
-		}
-		rc->late[rc->n_late++] = ss->t[i].tid;
-	}
-}
-
-/* Detach the late threads that have stopped by now (or reap the ones
- * that exited); keep the others.  With wait_ms, poll that long for them
- * (the end of the recording: after that, exiting releases them). */
-static void
-release_late(struct rec *rc, unsigned wait_ms)
-{
-	uint64_t end = remote_now_ns() + (uint64_t)wait_ms * 1000000u;
-
-	for (;;) {
-		size_t i, k = 0;
-
-		for (i = 0; i < rc->n_late; i++) {
-			pid_t tid = rc->late[i], r;
-			int st;
-
-			r = waitpid(tid, &st, __WALL | WNOHANG);
-			if (r == 0 || (r < 0 && errno == EINTR)) {
-				rc->late[k++] = tid; /* still running */
-				continue;
-			}
-			if (r == tid && WIFSTOPPED(st))
-				(void)ptrace(PTRACE_DETACH, tid, NULL, NULL);
-		}
-		rc->n_late = k;
-		if (!k || remote_now_ns() >= end)
-			return;
-		usleep(1000);
-	}
-}
-
-static bool
-is_late(const struct rec *rc, pid_t tid)
-{
-	size_t i;
-
-	for (i = 0; i < rc->n_late; i++)
-		if (rc->late[i] == tid)
-			return true;
-	return false;
-}
-
 /* Whether pid is gone or its leader is a zombie (with no thread left
  * that could be stopped). */
 static bool
@@ -811,18 +691,18 @@ sample_round(struct rec *rc)
 	/* room for the threads before they are stopped */
 	if (reserve(rc, hint > 0 ? (size_t)hint : 64) < 0)
 		return -ENOMEM;
-	if (rc->n_late) {
+	if (rc->late.n) {
 		/* a thread that did not stop in time is still seized, and
 		 * cannot be seized again: give it a moment to stop */
 		unsigned ms = 500 / rc->ctl->rate;
 
-		release_late(rc, ms < 10 ? ms : 10);
+		stop_late_release(&rc->late, ms < 10 ? ms : 10);
 	}
 
 	/* ---- threads stopped from here ---- */
 	stop_init(&ss, rc->pid);
 	r = stop_all(&ss, 0, STOP_TIMEOUT_MS);
-	if (r == -EPERM && is_late(rc, ss.fail_tid))
+	if (r == -EPERM && stop_late_has(&rc->late, ss.fail_tid))
 		r = -EAGAIN; /* ours, still not stopped: skip the round */
 	if (r < 0) {
 		if (ss.signal) {
@@ -831,8 +711,7 @@ sample_round(struct rec *rc)
 			ss.signal = 0;
 		}
 		stop_release(&ss);
-		reap_traced_zombies(&ss);
-		note_late(rc, &ss);
+		(void)stop_late_add(&rc->late, &ss); /* else released at exit */
 		stop_free(&ss);
 		return r == -EINTR ? 0 : r;
 	}
@@ -875,8 +754,7 @@ sample_round(struct rec *rc)
 		ss.signal = 0;
 	}
 	stop_release(&ss);
-	reap_traced_zombies(&ss);
-	note_late(rc, &ss);
+	(void)stop_late_add(&rc->late, &ss);
 
 	if (!k && process_ending(rc->pid)) {
 		/* only zombie threads left: the process is exiting */
@@ -934,7 +812,7 @@ rec_free(struct rec *rc)
 	free(rc->frames);
 	free(rc->ctx);
 	free(rc->key);
-	free(rc->late);
+	stop_late_free(&rc->late);
 	if (rc->has_pctx)
 		pctxr_free(&rc->pctx);
 	free(rc->pd);
@@ -970,58 +848,7 @@ usage(void)
 	      "\n"
 	      "For more details see ctxdump(1).\n",
 	      stdout);
-	exit(EXIT_OK);
-}
-
-static void usage_err(const char *fmt, ...)
-	__attribute__((noreturn, format(printf, 1, 2)));
-
-static void
-usage_err(const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	fputs("ctxdump record: ", stderr);
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
-	va_end(ap);
-	fputs("Try 'ctxdump record --help' for more information.\n", stderr);
-	exit(EXIT_USAGE);
-}
-
-static long long
-parse_int(const char *s, const char *what, long long min, long long max)
-{
-	char *end;
-	long long v;
-
-	errno = 0;
-	v = strtoll(s, &end, 10);
-	if (errno || end == s || *end || v < min || v > max)
-		usage_err("invalid %s: '%s'", what, s);
-	return v;
-}
-
-static size_t
-parse_size(const char *s)
-{
-	unsigned long long v, mul = 1;
-	char *end;
-
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno || end == s || s[0] == '-')
-		usage_err("invalid stack size: '%s'", s);
-	if (*end == 'K' || *end == 'k')
-		mul = 1024, end++;
-	else if (*end == 'M' || *end == 'm')
-		mul = 1024 * 1024, end++;
-	if (*end && strcmp(end, "iB") != 0 && strcmp(end, "B") != 0)
-		usage_err("invalid stack size: '%s'", s);
-	if (v > MAX_STACK_SIZE / mul)
-		usage_err("stack size '%s' is larger than 8M", s);
-	return (size_t)(v * mul);
+	exit(CLI_EXIT_OK);
 }
 
 static void
@@ -1050,45 +877,39 @@ parse_args(struct rec_ctl *ctl, int argc, char **argv)
 	while ((c = getopt_long(argc, argv, ":F:d:o:n:qh", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'F':
-			ctl->rate = (unsigned)parse_int(optarg, "rate", 1, MAX_RATE);
+			ctl->rate =
+				(unsigned)cli_parse_num(optarg, "rate", 1, MAX_RATE);
 			break;
 		case 'd':
 			errno = 0;
 			ctl->duration = strtod(optarg, &end);
 			if (errno || end == optarg || *end || !(ctl->duration > 0) ||
 			    ctl->duration > 1e7)
-				usage_err("invalid duration: '%s'", optarg);
+				cli_usage_err("invalid duration: '%s'", optarg);
 			break;
 		case 'o':
 			if (!*optarg)
-				usage_err("empty output file name");
+				cli_usage_err("empty output file name");
 			ctl->output = optarg;
 			break;
 		case 'n':
-			ctl->max_frames =
-				(size_t)parse_int(optarg, "frame count", 1, MAX_FRAMES);
+			ctl->max_frames = (size_t)cli_parse_num(optarg, "frame count",
+								1, MAX_FRAMES);
 			break;
 		case OPT_STACK_SIZE:
-			ctl->stack_size = parse_size(optarg);
+			ctl->stack_size = cli_parse_stack_size(optarg);
 			break;
 		case 'q':
 			ctl->quiet = true;
 			break;
 		case 'h':
 			usage();
-		case ':':
-			usage_err("option '%s' requires an argument", argv[optind - 1]);
 		default:
-			if (optopt)
-				usage_err("invalid option -- '%c'", optopt);
-			usage_err("unrecognized option '%s'", argv[optind - 1]);
+			cli_option_error(c, argv, false);
 		}
 	}
-	if (optind == argc)
-		usage_err("no process id specified");
-	if (argc - optind > 1)
-		usage_err("unexpected argument: '%s'", argv[optind + 1]);
-	ctl->pid = (pid_t)parse_int(argv[optind], "process id", 1, INT_MAX);
+	ctl->pid = (pid_t)cli_parse_num(cli_operand(argc, argv, "process id"),
+					"process id", 1, INT_MAX);
 }
 
 static void
@@ -1130,10 +951,10 @@ sleep_until(uint64_t t)
 static void
 wait_until(struct rec *rc, uint64_t t)
 {
-	while (rc->n_late && !rec_signal) {
+	while (rc->late.n && !rec_signal) {
 		uint64_t now = remote_now_ns();
 
-		release_late(rc, 0);
+		stop_late_release(&rc->late, 0);
 		if (now >= t)
 			return;
 		sleep_until(now + 1000000u < t ? now + 1000000u : t);
@@ -1185,58 +1006,59 @@ record_main(int argc, char **argv)
 	struct rec *rc = &rcs;
 	uint64_t interval, next, end_t = 0, now;
 	bool to_stdout;
-	int r, status = EXIT_OK;
+	int r, status = CLI_EXIT_OK;
 
+	cli_set_name("ctxdump record");
 	parse_args(&ctl, argc, argv);
 	memset(rc, 0, sizeof(*rc));
 	rc->ctl = &ctl;
 	rc->pid = ctl.pid;
 	if (!proc_alive(ctl.pid)) {
-		rwarn("process %d does not exist", (int)ctl.pid);
-		return EXIT_FATAL;
+		cli_warn("process %d does not exist", (int)ctl.pid);
+		return CLI_EXIT_FATAL;
 	}
 	if (ctl.pid == getpid()) {
-		rwarn("ctxdump cannot record itself");
-		return EXIT_FATAL;
+		cli_warn("ctxdump cannot record itself");
+		return CLI_EXIT_FATAL;
 	}
 	rc->frames = malloc((ctl.max_frames + 1) * sizeof(*rc->frames));
 	rc->ctx = malloc(sizeof(*rc->ctx));
 	if (!rc->frames || !rc->ctx) {
-		rwarn("out of memory");
+		cli_warn("out of memory");
 		rec_free(rc);
-		return EXIT_FATAL;
+		return CLI_EXIT_FATAL;
 	}
 
 	/* layouts and the process context: while the target runs */
 	r = lay_find(ctl.pid, LAY_MASK_ALL, &rc->lp);
 	if (r == -ESRCH) {
-		rwarn("process %d exited", (int)ctl.pid);
+		cli_warn("process %d exited", (int)ctl.pid);
 		rec_free(rc);
-		return EXIT_FATAL;
+		return CLI_EXIT_FATAL;
 	}
 	if (r == -EACCES || r == -EPERM) {
-		rwarn("cannot read /proc/%d/maps: %s", (int)ctl.pid, strerror(-r));
+		cli_warn("cannot read /proc/%d/maps: %s", (int)ctl.pid, strerror(-r));
 		rec_free(rc);
-		return EXIT_FATAL;
+		return CLI_EXIT_FATAL;
 	}
 	rc->have_layouts = r == 0;
 	if (!rc->have_layouts && !ctl.quiet)
-		rwarn("process %d defines none of " OTEL_THREAD_CTX_SYMBOL
-		      ", " LAY_ELASTIC_SYMBOL ", " LAY_CL_SYMBOL
-		      "; recording stacks without trace context",
-		      (int)ctl.pid);
+		cli_warn("process %d defines none of " OTEL_THREAD_CTX_SYMBOL
+			 ", " LAY_ELASTIC_SYMBOL ", " LAY_CL_SYMBOL
+			 "; recording stacks without trace context",
+			 (int)ctl.pid);
 
 	to_stdout = strcmp(ctl.output, "-") == 0;
 	if (to_stdout && isatty(STDOUT_FILENO)) {
-		rwarn("not writing a recording to a terminal");
+		cli_warn("not writing a recording to a terminal");
 		rec_free(rc);
-		return EXIT_USAGE;
+		return CLI_EXIT_USAGE;
 	}
 	rc->out = to_stdout ? stdout : fopen(ctl.output, "we");
 	if (!rc->out) {
-		rwarn("cannot open %s: %s", ctl.output, strerror(errno));
+		cli_warn("cannot open %s: %s", ctl.output, strerror(errno));
 		rec_free(rc);
-		return EXIT_FATAL;
+		return CLI_EXIT_FATAL;
 	}
 	setvbuf(rc->out, NULL, _IOFBF, 1u << 18);
 	rc->t0_mono = remote_now_ns();
@@ -1272,9 +1094,9 @@ record_main(int argc, char **argv)
 		if (r == -ESRCH) {
 			rc->end_reason = PFILE_END_EXITED;
 			if (!rc->rounds) {
-				rwarn("process %d exited before it could be stopped",
-				      (int)ctl.pid);
-				status = EXIT_FATAL;
+				cli_warn("process %d exited before it could be stopped",
+					 (int)ctl.pid);
+				status = CLI_EXIT_FATAL;
 			}
 			break;
 		}
@@ -1285,21 +1107,21 @@ record_main(int argc, char **argv)
 			rc->last_err = r;
 			if (!rc->rounds) {
 				/* nothing recorded: attach fails for good */
-				rwarn("cannot stop process %d: %s%s", (int)ctl.pid,
-				      strerror(-r),
-				      r == -EPERM
-					      ? " (already traced, or not permitted)"
-					      : "");
+				cli_warn("cannot stop process %d: %s%s", (int)ctl.pid,
+					 strerror(-r),
+					 r == -EPERM
+						 ? " (already traced, or not permitted)"
+						 : "");
 				rc->end_reason = PFILE_END_ERROR;
-				status = EXIT_FATAL;
+				status = CLI_EXIT_FATAL;
 				break;
 			}
 		}
 		if (rc->w.err) {
-			rwarn("write error on %s: %s", ctl.output,
-			      strerror(-rc->w.err));
+			cli_warn("write error on %s: %s", ctl.output,
+				 strerror(-rc->w.err));
 			rc->end_reason = PFILE_END_ERROR;
-			status = EXIT_FATAL;
+			status = CLI_EXIT_FATAL;
 			break;
 		}
 		if (rec_signal)
@@ -1324,20 +1146,20 @@ record_main(int argc, char **argv)
 	}
 	/* nothing may stay seized: wait a little for late stops (exiting
 	 * releases the rest) */
-	release_late(rc, 200);
+	stop_late_release(&rc->late, 200);
 	write_end(rc);
 	if (fflush(rc->out) != 0 && !rc->w.err)
 		rc->w.err = -errno;
 	if (!to_stdout && fclose(rc->out) != 0 && !rc->w.err)
 		rc->w.err = -errno;
-	if (rc->w.err && status == EXIT_OK) {
-		rwarn("write error on %s: %s", ctl.output, strerror(-rc->w.err));
-		status = EXIT_FATAL;
+	if (rc->w.err && status == CLI_EXIT_OK) {
+		cli_warn("write error on %s: %s", ctl.output, strerror(-rc->w.err));
+		status = CLI_EXIT_FATAL;
 	}
 	if (!ctl.quiet)
 		print_summary(rc, remote_now_ns() - rc->t0_mono);
-	if (status == EXIT_OK && rc->failed_rounds)
-		status = EXIT_PARTIAL;
+	if (status == CLI_EXIT_OK && rc->failed_rounds)
+		status = CLI_EXIT_PARTIAL;
 	rec_free(rc);
 	return status;
 }

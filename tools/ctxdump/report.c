@@ -21,22 +21,17 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "cli.h"
 #include "layouts.h"
 #include "output.h"
 #include "process-ctx.h"
 #include "proffile.h"
 #include "w3c.h"
-
-#define EXIT_OK      0
-#define EXIT_PARTIAL 1
-#define EXIT_FATAL   2
-#define EXIT_USAGE   64
 
 #define MAX_FILTERS 16
 /* Contexts kept per sample: one per layout. */
@@ -145,6 +140,10 @@ struct prof {
 	struct vec rounds;  /* struct r_round */
 	struct vec samples; /* struct r_sample */
 	struct vec threads; /* struct r_thread */
+	/* tid -> index in threads + 1, open addressing: a file may name
+	 * any number of threads */
+	uint32_t *thr_slot;
+	size_t thr_cap;
 	/* function names (frame display names), deduplicated */
 	struct vec fns; /* char * */
 
@@ -153,22 +152,6 @@ struct prof {
 	bool truncated; /* the file ended inside a record */
 	unsigned bad_records;
 };
-
-static const char *prog = "ctxdump report";
-
-static void pwarn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-static void
-pwarn(const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	fprintf(stderr, "%s: ", prog);
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
-	va_end(ap);
-}
 
 static const char *
 str(const struct prof *p, uint32_t id)
@@ -329,6 +312,7 @@ free_prof(struct prof *p)
 	free(p->rounds.v);
 	free(p->samples.v);
 	free(p->threads.v);
+	free(p->thr_slot);
 	free(p->fns.v);
 	free(p->resource.v);
 	free(p->layouts.v);
@@ -352,6 +336,66 @@ init_prof(struct prof *p)
 	p->fns.size = sizeof(char *);
 	p->resource.size = sizeof(struct r_kv);
 	p->layouts.size = sizeof(struct r_layout);
+}
+
+static size_t
+thr_hash(uint32_t tid, size_t cap)
+{
+	return (size_t)((tid * 2654435761u) & (cap - 1));
+}
+
+static struct r_thread *
+thread_find(const struct prof *p, uint32_t tid)
+{
+	size_t i;
+
+	if (!p->thr_cap)
+		return NULL;
+	for (i = thr_hash(tid, p->thr_cap); p->thr_slot[i];
+	     i = (i + 1) & (p->thr_cap - 1)) {
+		struct r_thread *t =
+			(struct r_thread *)p->threads.v + p->thr_slot[i] - 1;
+
+		if (t->tid == tid)
+			return t;
+	}
+	return NULL;
+}
+
+/* A new thread entry for tid (not there yet); NULL when out of memory. */
+static struct r_thread *
+thread_add(struct prof *p, uint32_t tid)
+{
+	struct r_thread *t;
+	size_t i;
+
+	if ((p->threads.n + 1) * 2 > p->thr_cap) {
+		size_t cap = p->thr_cap ? p->thr_cap * 2 : 64;
+		uint32_t *ns = calloc(cap, sizeof(*ns));
+
+		if (!ns)
+			return NULL;
+		for (i = 0; i < p->threads.n; i++) {
+			size_t k =
+				thr_hash(((struct r_thread *)p->threads.v)[i].tid, cap);
+
+			while (ns[k])
+				k = (k + 1) & (cap - 1);
+			ns[k] = (uint32_t)i + 1;
+		}
+		free(p->thr_slot);
+		p->thr_slot = ns;
+		p->thr_cap = cap;
+	}
+	t = vec_slot(&p->threads, p->threads.n);
+	if (!t)
+		return NULL;
+	t->tid = tid;
+	for (i = thr_hash(tid, p->thr_cap); p->thr_slot[i];
+	     i = (i + 1) & (p->thr_cap - 1))
+		;
+	p->thr_slot[i] = (uint32_t)p->threads.n;
+	return t;
 }
 
 /* Ids count up from 1 without gaps (slot 0 is reserved): a record
@@ -452,7 +496,7 @@ load_record(
 	}
 	case PFILE_THREAD: {
 		uint32_t tid = pfile_r_u32(&r);
-		struct r_thread *t = NULL;
+		struct r_thread *t;
 		char *name;
 
 		if (!pfile_r_bytes(&r, &bp, &bl))
@@ -460,19 +504,12 @@ load_record(
 		name = dup_bytes(bp, bl);
 		if (!name)
 			return false;
-		for (i = 0; i < p->threads.n; i++) {
-			t = vec_at(&p->threads, i);
-			if (t->tid == tid)
-				break;
-			t = NULL;
-		}
+		t = thread_find(p, tid);
+		if (!t)
+			t = thread_add(p, tid);
 		if (!t) {
-			t = vec_slot(&p->threads, p->threads.n);
-			if (!t) {
-				free(name);
-				return false;
-			}
-			t->tid = tid;
+			free(name);
+			return false;
 		}
 		free(t->comm);
 		t->comm = name;
@@ -487,6 +524,8 @@ load_record(
 		s = vec_slot(&p->strings, id);
 		if (!s)
 			return false;
+		if (bl > PFILE_STRING_MAX)
+			bl = PFILE_STRING_MAX;
 		free(s->p);
 		s->p = dup_bytes(bp, bl);
 		s->n = (uint32_t)bl;
@@ -517,7 +556,7 @@ load_record(
 		id = pfile_r_u32(&r);
 		flags = pfile_r_u32(&r);
 		cnt = pfile_r_u32(&r);
-		if (r.bad || !id_ok(id, &p->stacks) || cnt > 1u << 16 ||
+		if (r.bad || !id_ok(id, &p->stacks) || cnt > PFILE_STACK_MAX ||
 		    cnt > (size_t)(r.end - r.p))
 			break;
 		s = vec_slot(&p->stacks, id);
@@ -623,28 +662,22 @@ load_record(
 	return true;
 }
 
+/* Read the recording in f (named path in messages). */
 static int
-load(struct prof *p, const char *path)
+load(struct prof *p, FILE *f, const char *path)
 {
 	struct fn_map fm = {0};
 	uint8_t *buf = NULL;
 	size_t cap = 0, len;
 	unsigned type;
-	FILE *f;
 	int r;
 
-	f = strcmp(path, "-") == 0 ? stdin : fopen(path, "re");
-	if (!f) {
-		r = -errno;
-		pwarn("cannot open %s: %s", path, strerror(errno));
-		return r;
-	}
 	r = pfile_read_header(f);
 	if (r < 0) {
-		pwarn("%s: %s", path,
-		      r == -EPROTONOSUPPORT
-			      ? "recorded by a newer ctxdump (unsupported version)"
-			      : "not a ctxdump recording");
+		cli_warn("%s: %s", path,
+			 r == -EPROTONOSUPPORT
+				 ? "recorded by a newer ctxdump (unsupported version)"
+				 : "not a ctxdump recording");
 		goto out;
 	}
 	/* the strings vector starts with the reserved id 0 */
@@ -664,13 +697,11 @@ load(struct prof *p, const char *path)
 		r = 0;
 	}
 	if (r < 0)
-		pwarn("%s: %s", path, strerror(-r));
+		cli_warn("%s: %s", path, strerror(-r));
 out:
 	free(buf);
 	free(fm.h);
 	free(fm.id);
-	if (f != stdin)
-		fclose(f);
 	return r;
 }
 
@@ -782,15 +813,9 @@ service_name(const struct prof *p, char *buf, size_t n)
 static const char *
 thread_name(const struct prof *p, uint32_t tid)
 {
-	size_t i;
+	const struct r_thread *t = thread_find(p, tid);
 
-	for (i = 0; i < p->threads.n; i++) {
-		const struct r_thread *t = (const struct r_thread *)p->threads.v + i;
-
-		if (t->tid == tid)
-			return t->comm ? t->comm : "";
-	}
-	return "";
+	return t && t->comm ? t->comm : "";
 }
 
 static uint64_t
@@ -1041,21 +1066,37 @@ sb_frame(struct sbuf *b, const char *s)
 	}
 }
 
+/* The frames of stack st, outermost first. */
+static void
+sb_stack(struct sbuf *b, const struct prof *p, const struct r_stack *st)
+{
+	size_t k;
+
+	if (!st || !st->n)
+		sb_frame(b, "[no stack]");
+	else if (st->flags & PFILE_STACK_TRUNCATED)
+		sb_frame(b, "[truncated]");
+	for (k = st ? st->n : 0; k-- > 0;)
+		sb_frame(b, fn_name(p, frame_fn(p, st->f[k])));
+}
+
+/* Samples are counted by their first frames (service, request, trace) and
+ * stack id, and each distinct pair is spelled out once: a stack's line can
+ * be long, and a hostile file has millions of samples of a few bytes. */
 static int
 report_folded(const struct prof *p, const struct rpt_ctl *ctl)
 {
-	struct cmap m = {0};
+	struct cmap m = {0}, lines = {0};
 	struct sbuf b = {0};
-	char svc[256], req[512], h[33], th[96];
-	size_t i;
-	int ret = EXIT_OK;
+	char svc[256], req[512], h[33], th[96], id[16];
+	struct cmap_ent *v = NULL;
+	size_t i, n = 0;
+	int ret = CLI_EXIT_OK;
 
 	service_name(p, svc, sizeof(svc));
 	for (i = 0; i < p->samples.n; i++) {
 		const struct r_sample *s = (const struct r_sample *)p->samples.v + i;
-		const struct r_stack *st = stack_of(p, s->stack);
 		const struct r_ctx *c;
-		size_t k;
 
 		if (!sample_matches(p, ctl, s))
 			continue;
@@ -1071,37 +1112,43 @@ report_folded(const struct prof *p, const struct rpt_ctl *ctl)
 		} else {
 			sb_frame(&b, "[no trace]");
 		}
-		if (!st || !st->n)
-			sb_frame(&b, "[no stack]");
-		else if (st->flags & PFILE_STACK_TRUNCATED)
-			sb_frame(&b, "[truncated]");
-		for (k = st ? st->n : 0; k-- > 0;)
-			sb_frame(&b, fn_name(p, frame_fn(p, st->f[k])));
-		if (b.oom || !cmap_add(&m, b.p, b.len, 1)) {
-			pwarn("out of memory");
-			ret = EXIT_FATAL;
-			goto out;
-		}
+		/* sb_frame() leaves no control byte: \x01 separates the id */
+		snprintf(id, sizeof(id), "\x01%u", s->stack);
+		sb_put(&b, id, strlen(id));
+		if (b.oom || !cmap_add(&m, b.p, b.len, 1))
+			goto oom;
 	}
-	{
-		struct cmap_ent *v = malloc((m.n ? m.n : 1) * sizeof(*v));
-		size_t n = 0;
+	for (i = 0; i < m.cap; i++) {
+		const char *key = m.v[i].key, *sep;
 
-		if (!v) {
-			ret = EXIT_FATAL;
-			goto out;
-		}
-		for (i = 0; i < m.cap; i++)
-			if (m.v[i].key)
-				v[n++] = m.v[i];
-		qsort(v, n, sizeof(*v), cmp_ent_key);
-		for (i = 0; i < n; i++)
-			printf("%s %" PRIu64 "\n", v[i].key, v[i].count);
-		free(v);
+		if (!key)
+			continue;
+		sep = strrchr(key, '\x01');
+		b.len = 0;
+		sb_put(&b, key, (size_t)(sep - key));
+		sb_stack(&b, p, stack_of(p, (uint32_t)strtoul(sep + 1, NULL, 10)));
+		/* two stacks may read the same */
+		if (b.oom || !cmap_add(&lines, b.p, b.len, m.v[i].count))
+			goto oom;
 	}
+	v = malloc((lines.n ? lines.n : 1) * sizeof(*v));
+	if (!v)
+		goto oom;
+	for (i = 0; i < lines.cap; i++)
+		if (lines.v[i].key)
+			v[n++] = lines.v[i];
+	qsort(v, n, sizeof(*v), cmp_ent_key);
+	for (i = 0; i < n; i++)
+		printf("%s %" PRIu64 "\n", v[i].key, v[i].count);
+	goto out;
+oom:
+	cli_warn("out of memory");
+	ret = CLI_EXIT_FATAL;
 out:
+	free(v);
 	free(b.p);
 	cmap_free(&m);
+	cmap_free(&lines);
 	return ret;
 }
 
@@ -1303,20 +1350,80 @@ same_ctx(const struct r_ctx *a, const struct r_ctx *b)
 	       memcmp(a->span, b->span, 8) == 0;
 }
 
-/* How many of the run's trunk frames (trunk[0..n), outermost first) the
- * sample's stack starts with. */
-static uint32_t
-common_prefix(const struct prof *p,
-	      const struct r_sample *s,
-	      const uint32_t *trunk,
-	      uint32_t n)
-{
-	const struct r_stack *st = stack_of(p, s->stack);
-	uint32_t L = st ? st->n : 0, d;
+/* The idle stacks (below) as a trie of their functions, outermost first:
+ * how far a run's trunk goes down some idle stack is then one walk of the
+ * trunk, not one comparison per idle stack and run (a hostile file can
+ * hold millions of one-sample runs).  Open addressing on (node, function);
+ * node 0 is the root, the others count from 1. */
+struct idle_trie {
+	struct trie_ent {
+		uint32_t parent, fn, child; /* child 0: empty slot */
+	} * v;
+	size_t cap;
+	uint32_t n_nodes;
+};
 
-	for (d = 0; d < n && d < L; d++)
-		if (frame_fn(p, st->f[L - 1 - d]) != trunk[d])
+static size_t
+trie_slot(const struct idle_trie *t, uint32_t parent, uint32_t fn)
+{
+	uint64_t h = ((uint64_t)parent << 32 | fn) * 0x9e3779b97f4a7c15ull;
+	size_t i;
+
+	for (i = (size_t)(h >> 20) & (t->cap - 1); t->v[i].child;
+	     i = (i + 1) & (t->cap - 1))
+		if (t->v[i].parent == parent && t->v[i].fn == fn)
 			break;
+	return i;
+}
+
+/* Build the trie of the stacks idle[0..n); false when out of memory. */
+static bool
+trie_build(struct idle_trie *t, const struct prof *p, const uint32_t *idle, size_t n)
+{
+	size_t total = 0, i, d;
+
+	for (i = 0; i < n; i++) {
+		const struct r_stack *st = stack_of(p, idle[i]);
+
+		total += st ? st->n : 0;
+	}
+	t->cap = 64;
+	while (t->cap < 2 * total + 2)
+		t->cap *= 2;
+	t->v = calloc(t->cap, sizeof(*t->v));
+	t->n_nodes = 0;
+	if (!t->v)
+		return false;
+	for (i = 0; i < n; i++) {
+		const struct r_stack *st = stack_of(p, idle[i]);
+		uint32_t node = 0, L = st ? st->n : 0;
+
+		for (d = 0; d < L; d++) {
+			uint32_t fn = frame_fn(p, st->f[L - 1 - d]);
+			size_t k = trie_slot(t, node, fn);
+
+			if (!t->v[k].child)
+				t->v[k] = (struct trie_ent){node, fn, ++t->n_nodes};
+			node = t->v[k].child;
+		}
+	}
+	return true;
+}
+
+/* How many of the trunk's frames (trunk[0..n), outermost first) some idle
+ * stack starts with. */
+static uint32_t
+trie_prefix(const struct idle_trie *t, const uint32_t *trunk, uint32_t n)
+{
+	uint32_t node = 0, d;
+
+	for (d = 0; d < n; d++) {
+		size_t k = trie_slot(t, node, trunk[d]);
+
+		if (!t->v[k].child)
+			break;
+		node = t->v[k].child;
+	}
 	return d;
 }
 
@@ -1338,6 +1445,7 @@ infer(const struct prof *p, const struct rpt_ctl *ctl, struct spans *S)
 	struct tsample *ts = malloc((p->samples.n ? p->samples.n : 1) * sizeof(*ts));
 	uint32_t *trunk = NULL, *idle = NULL;
 	uint8_t *seen = calloc(p->stacks.n ? p->stacks.n : 1, 1);
+	struct idle_trie trie = {0};
 	int *open = NULL;
 	size_t n = p->samples.n, i, open_cap = 0, trunk_cap = 0, n_idle = 0;
 
@@ -1357,6 +1465,10 @@ infer(const struct prof *p, const struct rpt_ctl *ctl, struct spans *S)
 			seen[s->stack] = 1;
 			idle[n_idle++] = s->stack;
 		}
+	}
+	if (!trie_build(&trie, p, idle, n_idle)) {
+		S->oom = true;
+		n = 0;
 	}
 	for (i = 0; i < n; i++)
 		ts[i] = (struct tsample){((const struct r_sample *)p->samples.v)[i].tid,
@@ -1446,12 +1558,7 @@ infer(const struct prof *p, const struct rpt_ctl *ctl, struct spans *S)
 			trunk[trunk_n++] = S->nodes[k].fn;
 		}
 		/* plumbing: what idle threads run too */
-		for (k = 0; k < n_idle; k++) {
-			struct r_sample is = {.stack = idle[k]};
-			uint32_t cp = common_prefix(p, &is, trunk, trunk_n);
-
-			plumb = cp > plumb ? cp : plumb;
-		}
+		plumb = trie_prefix(&trie, trunk, trunk_n);
 		if (!n_idle)
 			plumb = trunk_n ? trunk_n - 1 : 0;
 		if (!S->oom)
@@ -1466,6 +1573,7 @@ infer(const struct prof *p, const struct rpt_ctl *ctl, struct spans *S)
 	free(ts);
 	free(seen);
 	free(idle);
+	free(trie.v);
 }
 
 static void
@@ -1516,7 +1624,8 @@ json_resource(FILE *f, const struct prof *p)
 			size_t kl = a->key.len < sizeof(key) - 1 ? a->key.len
 								 : sizeof(key) - 1;
 
-			memcpy(key, a->key.ptr, kl);
+			if (kl) /* an attribute without a key has no pointer */
+				memcpy(key, a->key.ptr, kl);
 			key[kl] = '\0';
 			have_svc |= strcmp(key, "service.name") == 0;
 			switch (a->type) {
@@ -1733,14 +1842,14 @@ report_spans(const struct prof *p, const struct rpt_ctl *ctl)
 	struct spans S = {0};
 	size_t i;
 	bool first = true;
-	int ret = EXIT_OK;
+	int ret = CLI_EXIT_OK;
 
 	infer(p, ctl, &S);
 	if (ctl->context_spans)
 		add_context_spans(p, ctl, &S);
 	if (S.oom) {
-		pwarn("out of memory");
-		ret = EXIT_FATAL;
+		cli_warn("out of memory");
+		ret = CLI_EXIT_FATAL;
 		goto out;
 	}
 	if (S.n)
@@ -1807,24 +1916,28 @@ cmp_fcount(const void *a, const void *b)
  * every sample shares from the thread's entry point (the trunk: thread
  * start, connection loop, request dispatcher) would fill the list at
  * 100%, so only the deepest of them is shown, and more of them only when
- * fewer than three lines would be left. */
+ * fewer than three lines would be left.
+ *
+ * fc has an entry per function, all clear (depth UINT32_MAX) and left so:
+ * only the functions of these samples are touched (touched[]), so that a
+ * group costs what its samples hold, not the number of functions of the
+ * whole recording (a hostile file may have many groups and many
+ * functions). */
 static void
 print_top(const struct prof *p,
 	  const uint32_t *idx,
 	  size_t n,
 	  unsigned top,
-	  const char *indent)
+	  const char *indent,
+	  struct fcount *fc,
+	  uint32_t *touched)
 {
-	struct fcount *fc = calloc(p->fns.n ? p->fns.n : 1, sizeof(*fc));
 	uint32_t *trunk = NULL;
-	size_t trunk_n = 0, i, k, used = 0, picked = 0;
+	struct fcount *sel = NULL;
+	size_t trunk_n = 0, n_touched = 0, i, k, used = 0, picked = 0;
 
-	if (!fc || !n) {
-		free(fc);
+	if (!n)
 		return;
-	}
-	for (i = 0; i < p->fns.n; i++)
-		fc[i].depth = UINT32_MAX;
 	for (i = 0; i < n; i++) {
 		const struct r_sample *s =
 			(const struct r_sample *)p->samples.v + idx[i];
@@ -1850,6 +1963,8 @@ print_top(const struct prof *p,
 			if (fn >= p->fns.n)
 				continue;
 			if (fc[fn].seen != i + 1) {
+				if (!fc[fn].seen)
+					touched[n_touched++] = fn;
 				fc[fn].seen = (uint32_t)i + 1;
 				fc[fn].total++;
 			}
@@ -1860,30 +1975,35 @@ print_top(const struct prof *p,
 		}
 	}
 	/* everything but the trunk above its deepest frame */
-	for (i = 0; i < p->fns.n; i++)
-		fc[i].pick = fc[i].total > 0;
+	for (i = 0; i < n_touched; i++)
+		fc[touched[i]].pick = true;
 	for (k = 0; k + 1 < trunk_n; k++)
 		if (trunk[k] < p->fns.n)
 			fc[trunk[k]].pick = false;
-	for (i = 0; i < p->fns.n; i++)
-		picked += fc[i].pick;
+	for (i = 0; i < n_touched; i++)
+		picked += fc[touched[i]].pick;
 	for (k = trunk_n > 1 ? trunk_n - 1 : 0; k-- > 0 && picked < 3;)
-		if (trunk[k] < p->fns.n && !fc[trunk[k]].pick) {
+		if (trunk[k] < p->fns.n && fc[trunk[k]].seen && !fc[trunk[k]].pick) {
 			fc[trunk[k]].pick = true;
 			picked++;
 		}
-	for (i = 0; i < p->fns.n; i++) {
-		fc[i].fn = (uint32_t)i;
-		if (fc[i].pick)
-			fc[used++] = fc[i];
+	sel = malloc((n_touched ? n_touched : 1) * sizeof(*sel));
+	for (i = 0; sel && i < n_touched; i++) {
+		fc[touched[i]].fn = touched[i];
+		if (fc[touched[i]].pick)
+			sel[used++] = fc[touched[i]];
 	}
-	qsort(fc, used, sizeof(*fc), cmp_fcount);
+	if (sel)
+		qsort(sel, used, sizeof(*sel), cmp_fcount);
 	for (i = 0; i < used && i < top; i++)
 		printf("%s%6.1f%% %6.1f%%  %s\n", indent,
-		       100.0 * (double)fc[i].total / (double)n,
-		       100.0 * (double)fc[i].self / (double)n, fn_name(p, fc[i].fn));
+		       100.0 * (double)sel[i].total / (double)n,
+		       100.0 * (double)sel[i].self / (double)n, fn_name(p, sel[i].fn));
+	/* clear for the next group */
+	for (i = 0; i < n_touched; i++)
+		fc[touched[i]] = (struct fcount){.depth = UINT32_MAX};
+	free(sel);
 	free(trunk);
-	free(fc);
 }
 
 struct group {
@@ -2062,11 +2182,17 @@ static int
 report_summary(const struct prof *p, const struct rpt_ctl *ctl)
 {
 	struct group *paths = NULL, *traces = NULL;
-	struct cmap pidx = {0}, tidx = {0};
+	struct cmap pidx = {0}, tidx = {0}, per_label = {0};
 	size_t np = 0, nt = 0, i, nsel = 0, ntraced = 0;
+	struct fcount *fc = malloc((p->fns.n ? p->fns.n : 1) * sizeof(*fc));
+	uint32_t *touched = malloc((p->fns.n ? p->fns.n : 1) * sizeof(*touched));
 	char req[512], h[33];
-	int ret = EXIT_OK;
+	int ret = CLI_EXIT_OK;
 
+	if (!fc || !touched)
+		goto oom;
+	for (i = 0; i < p->fns.n; i++)
+		fc[i] = (struct fcount){.depth = UINT32_MAX};
 	summary_header(p);
 	for (i = 0; i < p->samples.n; i++) {
 		const struct r_sample *s = (const struct r_sample *)p->samples.v + i;
@@ -2089,14 +2215,20 @@ report_summary(const struct prof *p, const struct rpt_ctl *ctl)
 			goto oom;
 		if (!g->label) {
 			g->label = strdup(req[0] ? req : "[unknown request]");
+			if (!g->label)
+				goto oom;
 			g->tid = s->tid;
 			g->n_threads = 1;
 		} else if (g->tid != s->tid) {
 			g->n_threads = 2; /* "several" */
 		}
 	}
-	for (i = 0; i < nt; i++)
+	for (i = 0; i < nt; i++) {
 		ntraced += traces[i].n;
+		/* traces per request, counted once (not paths x traces) */
+		if (!cmap_add(&per_label, traces[i].label, strlen(traces[i].label), 1))
+			goto oom;
+	}
 	printf("\n%zu of %zu samples selected, %zu with a trace context\n", nsel,
 	       p->samples.n, ntraced);
 	if (np)
@@ -2104,13 +2236,13 @@ report_summary(const struct prof *p, const struct rpt_ctl *ctl)
 	if (np)
 		puts("\nTop functions per request (total%  self%  function):");
 	for (i = 0; i < np; i++) {
-		size_t k, ntr = 0;
+		uint64_t *cnt =
+			cmap_find(&per_label, paths[i].key, strlen(paths[i].key));
+		size_t ntr = cnt ? (size_t)*cnt : 0;
 
-		for (k = 0; k < nt; k++)
-			ntr += strcmp(traces[k].label, paths[i].key) == 0;
 		printf("%s: %zu samples in %zu trace%s\n", paths[i].key, paths[i].n,
 		       ntr, ntr == 1 ? "" : "s");
-		print_top(p, paths[i].idx, paths[i].n, ctl->top, "  ");
+		print_top(p, paths[i].idx, paths[i].n, ctl->top, "  ", fc, touched);
 	}
 	if (nt)
 		qsort(traces, nt, sizeof(*traces), cmp_group_dur);
@@ -2123,20 +2255,23 @@ report_summary(const struct prof *p, const struct rpt_ctl *ctl)
 		printf("trace %s  %s  %.3f s  %zu samples  thread %u%s\n", g->key,
 		       g->label, (double)(g->last_t - g->first_t) / 1e9, g->n, g->tid,
 		       g->n_threads > 1 ? " and others" : "");
-		print_top(p, g->idx, g->n, ctl->top, "  ");
+		print_top(p, g->idx, g->n, ctl->top, "  ", fc, touched);
 	}
 	if (ctl->max_traces && nt > ctl->max_traces)
 		printf("(%zu more traces; --traces 0 shows all)\n",
 		       nt - ctl->max_traces);
 	goto out;
 oom:
-	pwarn("out of memory");
-	ret = EXIT_FATAL;
+	cli_warn("out of memory");
+	ret = CLI_EXIT_FATAL;
 out:
 	groups_free(paths, np);
 	groups_free(traces, nt);
 	cmap_free(&pidx);
 	cmap_free(&tidx);
+	cmap_free(&per_label);
+	free(fc);
+	free(touched);
 	return ret;
 }
 
@@ -2183,44 +2318,14 @@ usage(void)
 	      "\n"
 	      "For more details see ctxdump(1).\n",
 	      stdout);
-	exit(EXIT_OK);
-}
-
-static void usage_err(const char *fmt, ...)
-	__attribute__((noreturn, format(printf, 1, 2)));
-
-static void
-usage_err(const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	fprintf(stderr, "%s: ", prog);
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
-	va_end(ap);
-	fputs("Try 'ctxdump report --help' for more information.\n", stderr);
-	exit(EXIT_USAGE);
-}
-
-static long
-parse_long(const char *s, const char *what, long min, long max)
-{
-	char *end;
-	long v;
-
-	errno = 0;
-	v = strtol(s, &end, 10);
-	if (errno || end == s || *end || v < min || v > max)
-		usage_err("invalid %s: '%s'", what, s);
-	return v;
+	exit(CLI_EXIT_OK);
 }
 
 static struct filter *
 new_filter(struct rpt_ctl *ctl)
 {
 	if (ctl->n_filters == MAX_FILTERS)
-		usage_err("at most %d filters", MAX_FILTERS);
+		cli_usage_err("at most %d filters", MAX_FILTERS);
 	return &ctl->f[ctl->n_filters++];
 }
 
@@ -2272,7 +2377,8 @@ parse_args(struct rpt_ctl *ctl, int argc, char **argv)
 		case OPT_FOLDED:
 		case OPT_SPANS:
 			if (ctl->mode != MODE_SUMMARY)
-				usage_err("--folded and --spans exclude each other");
+				cli_usage_err(
+					"--folded and --spans exclude each other");
 			ctl->mode = c == OPT_FOLDED ? MODE_FOLDED : MODE_SPANS;
 			break;
 		case OPT_CONTEXT_SPANS:
@@ -2282,25 +2388,26 @@ parse_args(struct rpt_ctl *ctl, int argc, char **argv)
 			ctl->collapse = true;
 			break;
 		case OPT_MIN_SAMPLES:
-			ctl->min_samples = (unsigned)parse_long(optarg, "sample count",
-								1, INT_MAX);
+			ctl->min_samples = (unsigned)cli_parse_num(
+				optarg, "sample count", 1, INT_MAX);
 			break;
 		case OPT_TOP:
-			ctl->top = (unsigned)parse_long(optarg, "count", 1, INT_MAX);
+			ctl->top = (unsigned)cli_parse_num(optarg, "count", 1, INT_MAX);
 			break;
 		case OPT_TRACES:
 			ctl->max_traces =
-				(unsigned)parse_long(optarg, "count", 0, INT_MAX);
+				(unsigned)cli_parse_num(optarg, "count", 0, INT_MAX);
 			break;
 		case OPT_TRACE:
 			for (i = 0; optarg[i]; i++)
 				if (!((optarg[i] >= '0' && optarg[i] <= '9') ||
 				      (optarg[i] >= 'a' && optarg[i] <= 'f')))
-					usage_err("invalid trace id: '%s' (lowercase "
-						  "hex)",
-						  optarg);
+					cli_usage_err(
+						"invalid trace id: '%s' (lowercase "
+						"hex)",
+						optarg);
 			if (i == 0 || i > 32)
-				usage_err("invalid trace id: '%s'", optarg);
+				cli_usage_err("invalid trace id: '%s'", optarg);
 			f = new_filter(ctl);
 			f->kind = F_TRACE;
 			f->a = optarg;
@@ -2315,7 +2422,7 @@ parse_args(struct rpt_ctl *ctl, int argc, char **argv)
 			f->kind = F_ATTR;
 			eq = strchr(optarg, '=');
 			if (eq == optarg)
-				usage_err("invalid attribute filter: '%s'", optarg);
+				cli_usage_err("invalid attribute filter: '%s'", optarg);
 			if (eq) {
 				*eq = '\0';
 				f->b = eq + 1;
@@ -2325,26 +2432,68 @@ parse_args(struct rpt_ctl *ctl, int argc, char **argv)
 		case OPT_TID:
 			f = new_filter(ctl);
 			f->kind = F_TID;
-			f->tid = parse_long(optarg, "thread id", 1, INT_MAX);
+			f->tid = (long)cli_parse_num(optarg, "thread id", 1, INT_MAX);
 			break;
 		case OPT_TRACED:
 			ctl->traced_only = true;
 			break;
 		case 'h':
 			usage();
-		case ':':
-			usage_err("option '%s' requires an argument", argv[optind - 1]);
 		default:
-			if (optopt)
-				usage_err("invalid option -- '%c'", optopt);
-			usage_err("unrecognized option '%s'", argv[optind - 1]);
+			cli_option_error(c, argv, false);
 		}
 	}
-	if (optind == argc)
-		usage_err("no recording file specified");
-	if (argc - optind > 1)
-		usage_err("unexpected argument: '%s'", argv[optind + 1]);
-	ctl->file = argv[optind];
+	ctl->file = cli_operand(argc, argv, "recording file");
+}
+
+/* The report of the recording in f, on standard output. */
+static int
+report_run(const struct rpt_ctl *ctl, FILE *f)
+{
+	struct prof p;
+	int r, status;
+
+	init_prof(&p);
+	r = load(&p, f, ctl->file);
+	if (r < 0) {
+		free_prof(&p);
+		return CLI_EXIT_FATAL;
+	}
+	if (p.truncated)
+		cli_warn("%s ends inside a record (recording cut short); using what is "
+			 "complete",
+			 ctl->file);
+	if (p.bad_records)
+		cli_warn("%s: %u malformed records skipped", ctl->file, p.bad_records);
+	switch (ctl->mode) {
+	case MODE_FOLDED:
+		status = report_folded(&p, ctl);
+		break;
+	case MODE_SPANS:
+		status = report_spans(&p, ctl);
+		break;
+	default:
+		status = report_summary(&p, ctl);
+		break;
+	}
+	if (fflush(stdout) != 0 || ferror(stdout)) {
+		cli_warn("write error: %s", strerror(errno));
+		status = CLI_EXIT_FATAL;
+	}
+	if (status == CLI_EXIT_OK && (p.truncated || p.bad_records))
+		status = CLI_EXIT_PARTIAL;
+	free_prof(&p);
+	return status;
+}
+
+int
+report_stream(FILE *in, int argc, char **argv)
+{
+	struct rpt_ctl ctl = {0};
+
+	cli_set_name("ctxdump report");
+	parse_args(&ctl, argc, argv);
+	return report_run(&ctl, in);
 }
 
 int
@@ -2352,41 +2501,20 @@ report_main(int argc, char **argv)
 {
 	static char outbuf[1u << 16];
 	struct rpt_ctl ctl = {0};
-	struct prof p;
-	int r, status;
+	FILE *f;
+	int status;
 
+	cli_set_name("ctxdump report");
 	parse_args(&ctl, argc, argv);
 	if (!isatty(STDOUT_FILENO))
 		setvbuf(stdout, outbuf, _IOFBF, sizeof(outbuf));
-	init_prof(&p);
-	r = load(&p, ctl.file);
-	if (r < 0) {
-		free_prof(&p);
-		return EXIT_FATAL;
+	f = strcmp(ctl.file, "-") == 0 ? stdin : fopen(ctl.file, "re");
+	if (!f) {
+		cli_warn("cannot open %s: %s", ctl.file, strerror(errno));
+		return CLI_EXIT_FATAL;
 	}
-	if (p.truncated)
-		pwarn("%s ends inside a record (recording cut short); using what is "
-		      "complete",
-		      ctl.file);
-	if (p.bad_records)
-		pwarn("%s: %u malformed records skipped", ctl.file, p.bad_records);
-	switch (ctl.mode) {
-	case MODE_FOLDED:
-		status = report_folded(&p, &ctl);
-		break;
-	case MODE_SPANS:
-		status = report_spans(&p, &ctl);
-		break;
-	default:
-		status = report_summary(&p, &ctl);
-		break;
-	}
-	if (fflush(stdout) != 0 || ferror(stdout)) {
-		pwarn("write error: %s", strerror(errno));
-		status = EXIT_FATAL;
-	}
-	if (status == EXIT_OK && (p.truncated || p.bad_records))
-		status = EXIT_PARTIAL;
-	free_prof(&p);
+	status = report_run(&ctl, f);
+	if (f != stdin)
+		fclose(f);
 	return status;
 }

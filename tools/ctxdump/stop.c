@@ -333,6 +333,21 @@ handle_status(struct stop_set *s, pid_t tid, int st)
 	return was_pending;
 }
 
+bool
+stop_thread_ended(pid_t pid, pid_t tid)
+{
+	char comm[64], state = '?';
+	int r = stop_read_task_stat(pid, tid, comm, sizeof(comm), &state);
+
+	return r == -ENOENT || r == -ESRCH ||
+	       (r == 0 && (state == 'Z' || state == 'X'));
+}
+
+/* A thread not stopped after this long is looked at in /proc: has it
+ * exited?  Sleeping threads stop in microseconds, so this costs nothing
+ * in the usual case. */
+#define STOP_EXIT_CHECK_NS 5000000u
+
 /* Collect the stop of every STOP_PENDING thread, one thread at a time.
  * waitpid(-1) would look at every tracee on each call (the kernel walks
  * the tracer's whole ptraced list), which made the wait quadratic: 10 ms
@@ -340,7 +355,9 @@ handle_status(struct stop_set *s, pid_t tid, int st)
  * thread not stopped yet is waited for with sigtimedwait() on SIGCHLD,
  * which every ptrace-stop sends, so the deadline and the termination
  * signals still apply; a SIGCHLD from another thread's stop only costs
- * one more WNOHANG poll. */
+ * one more WNOHANG poll.  A thread that exits instead of stopping is
+ * reported by waitpid() (and so collected), except an exited group
+ * leader, which is seen in /proc. */
 static int
 wait_stops(struct stop_set *s, const sigset_t *waitset, unsigned timeout_ms)
 {
@@ -350,6 +367,7 @@ wait_stops(struct stop_set *s, const sigset_t *waitset, unsigned timeout_ms)
 
 	for (i = 0; i < s->n; i++) {
 		struct stop_thread *t = &s->t[i];
+		uint64_t check = 0;
 		int st;
 
 		/* A thread that missed the deadline of an earlier round may
@@ -377,6 +395,21 @@ wait_stops(struct stop_set *s, const sigset_t *waitset, unsigned timeout_ms)
 				break;
 			}
 			now = remote_now_ns();
+			if (!check) {
+				check = now + STOP_EXIT_CHECK_NS;
+			} else if (now >= check) {
+				check = now + STOP_EXIT_CHECK_NS;
+				/* a group leader that ended while other
+				 * threads live is a zombie its tracer is not
+				 * told about (the kernel delays it until the
+				 * last thread is gone): waitpid() would never
+				 * report it */
+				if (stop_thread_ended(s->pid, t->tid)) {
+					t->status = STOP_EXITED;
+					t->unreaped = true;
+					break;
+				}
+			}
 			if (late || now >= deadline) {
 				/* past the deadline: only collect stops that
 				 * are already there */
@@ -384,6 +417,8 @@ wait_stops(struct stop_set *s, const sigset_t *waitset, unsigned timeout_ms)
 				break;
 			}
 			left = deadline - now;
+			if (left > check - now)
+				left = check - now;
 			ts.tv_sec = (time_t)(left / 1000000000u);
 			ts.tv_nsec = (long)(left % 1000000000u);
 			sig = sigtimedwait(waitset, NULL, &ts);
@@ -538,6 +573,45 @@ stop_all(struct stop_set *s, pid_t only_tid, unsigned timeout_ms)
 	return r;
 }
 
+/* Collect the exit of thread t if it is there (a zombie only its tracer
+ * can release).  Returns true when t needs nothing more. */
+static bool
+reap(struct stop_thread *t)
+{
+	pid_t r;
+	int st;
+
+	do
+		r = waitpid(t->tid, &st, __WALL | WNOHANG);
+	while (r < 0 && errno == EINTR);
+	if (r == 0)
+		return false;
+	if (r == t->tid && WIFSTOPPED(st)) {
+		/* cannot happen to a thread that exited; a stop must not be
+		 * lost all the same */
+		if (ptrace(PTRACE_DETACH, t->tid, NULL, NULL) < 0)
+			return false;
+	}
+	/* reaped now, or ECHILD: not our tracee any more */
+	t->unreaped = false;
+	return true;
+}
+
+/* PTRACE_DETACH of a thread that was stopped, or that stopped late.  A
+ * stopped thread leaves ptrace-stop only through SIGKILL: ESRCH means it
+ * is exiting, and its exit is ours to collect. */
+static void
+detach_one(struct stop_thread *t, int sig)
+{
+	if (ptrace(PTRACE_DETACH, t->tid, NULL, (void *)(long)sig) == 0) {
+		t->status = STOP_DETACHED;
+		return;
+	}
+	t->status = STOP_EXITED;
+	t->unreaped = true;
+	(void)reap(t);
+}
+
 /* A thread that stopped after its deadline can be detached now. */
 static void
 detach_late(struct stop_set *s)
@@ -552,7 +626,7 @@ detach_late(struct stop_set *s)
 			continue;
 		if (waitpid(t->tid, &st, __WALL | WNOHANG) == t->tid) {
 			if (WIFSTOPPED(st))
-				(void)ptrace(PTRACE_DETACH, t->tid, NULL, NULL);
+				detach_one(t, 0);
 			else
 				t->status = STOP_EXITED;
 		}
@@ -570,9 +644,7 @@ stop_detach_all(struct stop_set *s)
 
 		if (t->status != STOP_STOPPED)
 			continue;
-		/* ESRCH: killed while stopped; nothing left to release. */
-		(void)ptrace(PTRACE_DETACH, t->tid, NULL, (void *)(long)t->pending_sig);
-		t->status = STOP_DETACHED;
+		detach_one(t, t->pending_sig);
 		any = true;
 	}
 	detach_late(s);
@@ -583,8 +655,13 @@ stop_detach_all(struct stop_set *s)
 void
 stop_release(struct stop_set *s)
 {
+	size_t i;
+
 	stop_detach_all(s);
 	detach_late(s);
+	for (i = 0; i < s->n; i++)
+		if (s->t[i].status == STOP_EXITED && s->t[i].unreaped)
+			(void)reap(&s->t[i]);
 	if (s->masked) {
 		sigprocmask(SIG_SETMASK, &s->oldmask, NULL);
 		s->masked = false;
@@ -594,4 +671,83 @@ stop_release(struct stop_set *s)
 		signal(s->signal, SIG_DFL);
 		raise(s->signal);
 	}
+}
+
+int
+stop_late_add(struct stop_late *l, const struct stop_set *s)
+{
+	size_t i;
+
+	for (i = 0; i < s->n; i++) {
+		const struct stop_thread *t = &s->t[i];
+
+		if (t->status != STOP_TIMEOUT &&
+		    !(t->status == STOP_EXITED && t->unreaped))
+			continue;
+		if (stop_late_has(l, t->tid))
+			continue;
+		if (l->n == l->cap) {
+			size_t cap = l->cap ? 2 * l->cap : 16;
+			pid_t *nl = realloc(l->tid, cap * sizeof(*nl));
+
+			if (!nl)
+				return -ENOMEM;
+			l->tid = nl;
+			l->cap = cap;
+		}
+		l->tid[l->n++] = t->tid;
+	}
+	return 0;
+}
+
+void
+stop_late_release(struct stop_late *l, unsigned wait_ms)
+{
+	uint64_t end = remote_now_ns() + (uint64_t)wait_ms * 1000000u;
+
+	for (;;) {
+		size_t i, k = 0;
+
+		for (i = 0; i < l->n; i++) {
+			struct stop_thread t = {.tid = l->tid[i]};
+			pid_t r;
+			int st;
+
+			r = waitpid(t.tid, &st, __WALL | WNOHANG);
+			if (r == 0 || (r < 0 && errno == EINTR)) {
+				l->tid[k++] =
+					t.tid; /* still running, or a zombie leader */
+				continue;
+			}
+			if (r == t.tid && WIFSTOPPED(st)) {
+				detach_one(&t, 0);
+				if (t.unreaped)
+					l->tid[k++] = t.tid; /* killed meanwhile */
+			}
+			/* else exited and collected, or not ours any more */
+		}
+		l->n = k;
+		if (!k || remote_now_ns() >= end)
+			return;
+		usleep(1000);
+	}
+}
+
+bool
+stop_late_has(const struct stop_late *l, pid_t tid)
+{
+	size_t i;
+
+	for (i = 0; i < l->n; i++)
+		if (l->tid[i] == tid)
+			return true;
+	return false;
+}
+
+void
+stop_late_free(struct stop_late *l)
+{
+	free(l->tid);
+	l->tid = NULL;
+	l->n = l->cap = 0;
 }

@@ -10,7 +10,19 @@
  * threads are held, SIGINT, SIGTERM, SIGHUP and SIGQUIT are blocked and
  * waited for together with SIGCHLD: one of them ends the stop early, every
  * thread is detached, and stop_release() then lets the signal take its
- * default action. */
+ * default action.
+ *
+ * Threads exit while they are held: before their stop (pthread_exit()
+ * between the listing and the interrupt), or while stopped (the process
+ * is killed: SIGKILL ends even a ptrace-stop).  A traced thread that
+ * exited stays a zombie until its tracer collects it, and an exited group
+ * leader is not even reported to the tracer while other threads live; the
+ * process cannot finish exiting meanwhile.  stop.c collects every such
+ * exit itself (STOP_EXITED, with unreaped set while it cannot yet), so no
+ * caller has to.  What a caller that outlives its stops (ctxdump record)
+ * must still do is keep the threads a stop could not let go (late stops,
+ * unreaped exits) in a struct stop_late and call stop_late_release() until
+ * it is empty. */
 
 #include <signal.h>
 #include <stdbool.h>
@@ -22,7 +34,7 @@ enum stop_status {
 	STOP_STOPPED,  /* in ptrace-stop: may be read */
 	STOP_DETACHED, /* was stopped, now detached */
 	STOP_VANISHED, /* listed, but gone before it could be seized */
-	STOP_EXITED,   /* seized, then exited before it stopped */
+	STOP_EXITED,   /* seized, then exited (before it stopped or while held) */
 	STOP_ZOMBIE,   /* exited thread (group leader) waiting to be reaped */
 	STOP_FAILED,   /* PTRACE_SEIZE failed (err) */
 	STOP_TIMEOUT,  /* seized but did not stop before the deadline */
@@ -34,6 +46,7 @@ struct stop_thread {
 	int err;         /* errno of a failed PTRACE_SEIZE */
 	int pending_sig; /* signal to re-inject on detach */
 	bool group_stop; /* reported a group-stop (target was job-stopped) */
+	bool unreaped;   /* STOP_EXITED, but a zombie not collected yet */
 	char state;      /* /proc state letter read before the stop */
 	char comm[64];   /* thread name (raw bytes, NUL-terminated) */
 };
@@ -75,9 +88,33 @@ int stop_all(struct stop_set *s, pid_t only_tid, unsigned timeout_ms);
 void stop_detach_all(struct stop_set *s);
 
 /* Late cleanup: detach threads that were seized but only stopped after the
- * deadline, restore the signal mask, and if a termination signal arrived,
- * die from it now that nothing is held. */
+ * deadline, collect the exits of threads that ended while held, restore
+ * the signal mask, and if a termination signal arrived, die from it now
+ * that nothing is held.  Threads left seized (STOP_TIMEOUT) or unreaped
+ * are released when the caller exits, or by a struct stop_late. */
 void stop_release(struct stop_set *s);
+
+/* Threads that stop_all() seized, or saw exit, that the stop set could not
+ * let go: their stop or exit is still to come.  They cannot be seized
+ * again meanwhile, and each must be detached (or collected) as soon as it
+ * stops (or ends). */
+struct stop_late {
+	pid_t *tid;
+	size_t n, cap;
+};
+
+/* Take over the threads of s (after stop_release()) still seized but not
+ * stopped, and the unreaped exits.  Returns 0 or -ENOMEM (those are then
+ * released when the caller exits). */
+int stop_late_add(struct stop_late *l, const struct stop_set *s);
+
+/* Detach the late threads that have stopped by now and collect the ones
+ * that exited; keep the others.  With wait_ms, poll that long for them. */
+void stop_late_release(struct stop_late *l, unsigned wait_ms);
+
+bool stop_late_has(const struct stop_late *l, pid_t tid);
+
+void stop_late_free(struct stop_late *l);
 
 void stop_free(struct stop_set *s);
 
@@ -87,6 +124,9 @@ uint64_t stop_window_ns(const struct stop_set *s);
 /* The kernel's count of the threads of pid (field 20 of /proc/PID/stat),
  * or -1. */
 long stop_count_threads(pid_t pid);
+
+/* Whether thread tid of pid has ended: gone from /proc, or a zombie. */
+bool stop_thread_ended(pid_t pid, pid_t tid);
 
 /* Read "comm" and the state letter of /proc/PID/task/TID/stat.  Returns 0
  * or a negative errno (-ENOENT: no such thread). */

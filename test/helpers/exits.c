@@ -1,0 +1,207 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* A target whose threads end while ctxdump holds it (test-ctxdump-exits.c).
+ * The executable defines and exports otel_thread_ctx_v1 (local-exec).
+ *
+ *   exits [options] N
+ *
+ * starts N long-lived workers, worker i with a valid record: trace id 16
+ * bytes of (i + 1), span id 8 bytes of (0xa0 + i), flags 01, attribute 0
+ * "worker-<i>".  Prints "READY <pid> <tid>..." and exits 0 when stdin is
+ * closed.  Options:
+ *   --burst K    K spawner threads, each creating detached threads that set
+ *                a record and exit at once, back to back: threads end all
+ *                the time, also between ctxdump's listing and its stop.
+ *   --vfork      one more thread nearly always blocked in vfork() (its child
+ *                sleeps 2 s): a thread that cannot stop, so ctxdump holds
+ *                the others until its deadline.  Announced as "VFORK <tid>".
+ */
+#include "config.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "thread-record.h"
+
+#define MAX_WORKERS 32
+/* Short-lived threads alive at once, at most: enough for some to end in
+ * every stop, few enough for a sanitizer build's per-thread memory. */
+#define MAX_LIVE 8
+
+__attribute__((visibility("default"))) __thread void *otel_thread_ctx_v1;
+
+struct record {
+	struct otel_thread_ctx_record h;
+	uint8_t attrs[64];
+};
+
+static struct record records[MAX_WORKERS];
+static pid_t tids[MAX_WORKERS];
+static pthread_barrier_t started;
+static atomic_bool stopping;
+static atomic_int live;
+
+static void
+publish(struct record *r)
+{
+	atomic_signal_fence(memory_order_seq_cst);
+	*(void *volatile *)&otel_thread_ctx_v1 = r;
+	atomic_signal_fence(memory_order_seq_cst);
+}
+
+static void
+fill(struct record *r, unsigned i, const char *name)
+{
+	int n;
+
+	memset(r, 0, sizeof(*r));
+	memset(r->h.trace_id, (int)(i + 1), sizeof(r->h.trace_id));
+	memset(r->h.span_id, (int)(0xa0 + i), sizeof(r->h.span_id));
+	r->h.trace_flags = 1;
+	n = snprintf((char *)r->attrs + 2, sizeof(r->attrs) - 2, "%s-%u", name, i);
+	r->attrs[0] = 0;
+	r->attrs[1] = (uint8_t)n;
+	r->h.attrs_data_size = (uint16_t)(n + 2);
+	r->h.valid = 1;
+}
+
+static void *
+worker(void *arg)
+{
+	unsigned i = (unsigned)(long)arg;
+
+	tids[i] = (pid_t)syscall(SYS_gettid);
+	fill(&records[i], i, "worker");
+	publish(&records[i]);
+	pthread_barrier_wait(&started);
+	for (;;)
+		pause();
+	return NULL;
+}
+
+static void *
+ephemeral(void *arg)
+{
+	struct record r;
+
+	fill(&r, (unsigned)(long)arg, "short");
+	publish(&r);
+	publish(NULL);
+	atomic_fetch_sub(&live, 1);
+	return NULL;
+}
+
+static void *
+spawner(void *arg)
+{
+	pthread_attr_t attr;
+	long k = (long)arg * 1000;
+
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	pthread_attr_setstacksize(&attr, 64 * 1024);
+	while (!atomic_load(&stopping)) {
+		struct timespec ts = {0, 50000};
+		pthread_t t;
+
+		if (atomic_load(&live) >= MAX_LIVE) {
+			/* let some end first */
+			nanosleep(&ts, NULL);
+			continue;
+		}
+		atomic_fetch_add(&live, 1);
+		if (pthread_create(&t, &attr, ephemeral, (void *)(32 + (k++ % 32))) !=
+		    0) {
+			atomic_fetch_sub(&live, 1);
+			nanosleep(&ts, NULL);
+		}
+	}
+	pthread_attr_destroy(&attr);
+	return NULL;
+}
+
+static void *
+vforker(void *arg)
+{
+	*(pid_t *)arg = (pid_t)syscall(SYS_gettid);
+	pthread_barrier_wait(&started);
+	while (!atomic_load(&stopping)) {
+		pid_t pid = vfork();
+
+		if (pid == 0) {
+			struct timespec ts = {2, 0};
+
+			nanosleep(&ts, NULL);
+			_exit(0);
+		}
+		if (pid < 0)
+			break;
+		waitpid(pid, NULL, 0);
+	}
+	return NULL;
+}
+
+static void
+stdin_waiter(void)
+{
+	char buf[64];
+
+	while (read(0, buf, sizeof(buf)) > 0)
+		;
+	atomic_store(&stopping, true);
+	/* the spawners and the vforker may be mid-call: end the process */
+	exit(0);
+}
+
+int
+main(int argc, char **argv)
+{
+	bool with_vfork = false;
+	unsigned n, i, burst = 0;
+	pid_t vfork_tid = 0;
+	pthread_t t;
+	int a = 1;
+
+	for (; a < argc && argv[a][0] == '-'; a++) {
+		if (strcmp(argv[a], "--burst") == 0 && a + 1 < argc)
+			burst = (unsigned)atoi(argv[++a]);
+		else if (strcmp(argv[a], "--vfork") == 0)
+			with_vfork = true;
+	}
+	if (a >= argc) {
+		fprintf(stderr, "usage: exits [--burst K] [--vfork] N\n");
+		return 2;
+	}
+	n = (unsigned)atoi(argv[a]);
+	if (n < 1 || n > MAX_WORKERS)
+		n = 4;
+	if (burst > 8)
+		burst = 8;
+
+	pthread_barrier_init(&started, NULL, n + 1 + with_vfork);
+	for (i = 0; i < n; i++)
+		if (pthread_create(&t, NULL, worker, (void *)(long)i) != 0)
+			return 1;
+	if (with_vfork && pthread_create(&t, NULL, vforker, &vfork_tid) != 0)
+		return 1;
+	pthread_barrier_wait(&started);
+	for (i = 0; i < burst; i++)
+		if (pthread_create(&t, NULL, spawner, (void *)(long)i) != 0)
+			return 1;
+	if (with_vfork)
+		printf("VFORK %d\n", (int)vfork_tid);
+	printf("READY %d", (int)getpid());
+	for (i = 0; i < n; i++)
+		printf(" %d", (int)tids[i]);
+	printf("\n");
+	fflush(stdout);
+	stdin_waiter();
+	return 0;
+}

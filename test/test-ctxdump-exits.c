@@ -1,0 +1,306 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Threads that end while ctxdump holds their process (helpers/exits.c):
+ *  - threads created and ended back to back all through the dump: every
+ *    dump exits 0 without a word about them (a thread that ended is left
+ *    out and only counted, "exited_threads"), the long-lived workers are
+ *    read right, and some dumps did meet such exits;
+ *  - the process killed (SIGKILL) while ctxdump holds its threads stopped
+ *    and waits for one that cannot stop: ctxdump goes at once ("exited
+ *    during the dump", exit 2) instead of waiting out its deadline, and
+ *    the target's parent can collect it;
+ *  - the same for `ctxdump record`, which outlives its stops: rounds
+ *    among exiting threads never fail, and a target killed mid-round
+ *    ends the recording cleanly ("process exited").
+ * No dump may hang, and no thread may be left stopped. */
+#include "test-prof.h"
+
+#include <time.h>
+
+#define TIMEOUT_MS 30000
+
+/* How much slower than a plain build on an idle machine threads may be to
+ * start, stop and end: a sanitizer build several times, a valgrind run
+ * (CK_TIMEOUT_MULTIPLIER of the test setup) more.  Deadlines that must not
+ * run out are scaled by it. */
+static unsigned
+time_scale(void)
+{
+	const char *m = getenv("CK_TIMEOUT_MULTIPLIER");
+	unsigned k = m && atoi(m) > 0 ? (unsigned)atoi(m) : 1;
+
+	if (getenv("ASAN_OPTIONS") || getenv("UBSAN_OPTIONS"))
+		k *= 5;
+	return k;
+}
+
+static long
+now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000L + ts.tv_nsec / 1000000;
+}
+
+struct target {
+	struct test_child c;
+	pid_t pid, vfork;
+	pid_t tid[8];
+	unsigned n;
+};
+
+static void
+target_start(struct target *t, const char *const *opts, unsigned n)
+{
+	char path[PATH_MAX], count[16], line[512], *p, *end;
+	char *argv[12];
+	int k = 0;
+
+	memset(t, 0, sizeof(*t));
+	argv[k++] = (char *)prof_helper("exits", path, sizeof(path));
+	while (opts && *opts && k < 10)
+		argv[k++] = (char *)*opts++;
+	snprintf(count, sizeof(count), "%u", n);
+	argv[k++] = count;
+	argv[k] = NULL;
+	test_child_start(&t->c, argv, NULL, false);
+	for (;;) {
+		test_child_readline(&t->c, line, sizeof(line), TIMEOUT_MS);
+		if (strncmp(line, "VFORK ", 6) == 0)
+			t->vfork = (pid_t)atoi(line + 6);
+		else if (strncmp(line, "READY ", 6) == 0)
+			break;
+	}
+	t->pid = (pid_t)strtol(line + 6, &end, 10);
+	ck_assert_int_eq(t->pid, t->c.pid);
+	while (*end && t->n < 8) {
+		p = end;
+		t->tid[t->n] = (pid_t)strtol(p, &end, 10);
+		if (end == p)
+			break;
+		t->n++;
+	}
+	ck_assert_uint_eq(t->n, n);
+}
+
+static void
+target_finish(struct target *t)
+{
+	int st;
+
+	prof_assert_running(t->pid);
+	st = test_child_finish(&t->c, TIMEOUT_MS);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+		      "target did not exit normally (status 0x%x)", st);
+}
+
+/* Worker i's record in a JSON dump: its thread, with its trace id. */
+static void
+assert_worker(const char *json, const struct target *t, unsigned i)
+{
+	char key[64], trace[40];
+	const char *s, *e;
+	unsigned k;
+
+	snprintf(key, sizeof(key), "\"tid\": %d,", (int)t->tid[i]);
+	s = strstr(json, key);
+	ck_assert_msg(s, "worker %d missing: %s", (int)t->tid[i], json);
+	e = strstr(s + 1, "\"tid\": ");
+	for (k = 0; k < 16; k++)
+		snprintf(trace + 2 * k, 3, "%02x", i + 1);
+	s = strstr(s, trace);
+	ck_assert_msg(s && (!e || s < e), "worker %d: no trace id %s", (int)t->tid[i],
+		      trace);
+}
+
+static int
+exited_threads(const char *json)
+{
+	const char *p = strstr(json, "\"exited_threads\": ");
+
+	ck_assert_msg(p, "no exited_threads: %s", json);
+	return atoi(p + 18);
+}
+
+/* Until at least 3 dumps met threads that ended meanwhile (at least 10
+ * dumps, at most 300): each exits 0, says nothing on stderr, and shows the
+ * workers. */
+START_TEST(exits_during_dump)
+{
+	static const char *const opts[] = {"--burst", "2", NULL};
+	char arg[16], timeout[48];
+	unsigned run, met = 0;
+	struct target t;
+
+	target_start(&t, opts, 4);
+	snprintf(arg, sizeof(arg), "%d", (int)t.pid);
+	snprintf(timeout, sizeof(timeout), "--stop-timeout=%u", 2000 * time_scale());
+	for (run = 0; run < 300 && (run < 10 || met < 3); run++) {
+		char *out, *err;
+		int r = prof_run(&out, &err, timeout, run % 3 == 2 ? "-js" : "-j", arg,
+				 NULL);
+		unsigned i;
+
+		ck_assert_msg(r == 0, "run %u: exit %d: %s", run, r, err);
+		ck_assert_msg(!strstr(err, "ctxdump: "), "run %u: %s", run, err);
+		for (i = 0; i < t.n; i++)
+			assert_worker(out, &t, i);
+		met += exited_threads(out) > 0;
+		free(out);
+		free(err);
+		prof_assert_running(t.pid);
+	}
+	ck_assert_msg(met >= 3, "only %u of %u dumps met an exiting thread", met, run);
+	target_finish(&t);
+}
+END_TEST
+
+/* Wait until thread tid of pid is in state c (t: ptrace-stop, D: in
+ * vfork()). */
+static void
+wait_state(pid_t pid, pid_t tid, char c, long deadline)
+{
+	char path[64], buf[512], *p;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", (int)pid, (int)tid);
+	for (;;) {
+		FILE *f = fopen(path, "re");
+
+		ck_assert_ptr_nonnull(f);
+		p = fgets(buf, sizeof(buf), f) ? strrchr(buf, ')') : NULL;
+		fclose(f);
+		if (p && p[2] == c)
+			return;
+		ck_assert_msg(now_ms() < deadline, "thread %d never in state %c",
+			      (int)tid, c);
+		usleep(1000);
+	}
+}
+
+/* SIGKILL to the target while ctxdump holds its workers stopped and waits
+ * for the vfork()ing thread: every thread ends, stopped or not. */
+START_TEST(killed_while_held)
+{
+	static const char *const opts[] = {"--vfork", NULL};
+	const unsigned deadline = 4000 * time_scale();
+	char arg[16], timeout[48], outf[PATH_MAX], errf[PATH_MAX], *out, *err;
+	struct target t;
+	long t0, took;
+	pid_t pid;
+	int st, fo, fe;
+
+	target_start(&t, opts, 3);
+	ck_assert_int_gt(t.vfork, 0);
+	snprintf(arg, sizeof(arg), "%d", (int)t.pid);
+	snprintf(timeout, sizeof(timeout), "--stop-timeout=%u", deadline);
+	prof_tmpfile(outf, sizeof(outf), "exits-out");
+	prof_tmpfile(errf, sizeof(errf), "exits-err");
+	/* inside vfork() (its child sleeps 2 s): it cannot stop */
+	wait_state(t.pid, t.vfork, 'D', now_ms() + TIMEOUT_MS);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		char *argv[] = {(char *)prof_ctxdump(), timeout, "-s", "-j", arg, NULL};
+
+		fo = open(outf, O_WRONLY | O_TRUNC);
+		fe = open(errf, O_WRONLY | O_TRUNC);
+		dup2(fo, 1);
+		dup2(fe, 2);
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	t0 = now_ms();
+	/* held: the workers are stopped, the vfork()ing thread cannot be */
+	wait_state(t.pid, t.tid[0], 't', t0 + deadline / 2);
+	wait_state(t.pid, t.tid[2], 't', t0 + deadline / 2);
+	ck_assert_int_eq(kill(t.pid, SIGKILL), 0);
+	t0 = now_ms();
+	ck_assert_int_eq(waitpid(t.c.pid, &st, 0), t.c.pid);
+	ck_assert(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+	st = prof_record_wait(pid, TIMEOUT_MS);
+	took = now_ms() - t0;
+	out = prof_slurp(outf);
+	err = prof_slurp(errf);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 2, "status 0x%x: %s", st,
+		      err);
+	ck_assert_msg(strstr(err, "exited during the dump") && !strstr(err, "tid "),
+		      "%s", err);
+	/* not the rest of its deadline */
+	ck_assert_msg(took < (long)deadline / 2, "ctxdump took %ld ms", took);
+	free(out);
+	free(err);
+	unlink(outf);
+	unlink(errf);
+	/* test_child_finish() would wait again */
+	close(t.c.in_fd);
+	close(t.c.out_fd);
+}
+END_TEST
+
+/* ctxdump record among exiting threads: no round fails, the target runs
+ * on; then the target killed mid-recording ends it cleanly. */
+START_TEST(record_with_exits)
+{
+	static const char *const opts[] = {"--burst", "2", "--vfork", NULL};
+	char arg[16], file[PATH_MAX], errf[PATH_MAX], *out, *err;
+	const char *args[] = {"-F", "200", "-d", "1", "-o", file, arg, NULL};
+	struct target t;
+	pid_t pid;
+	int st, r;
+
+	target_start(&t, opts, 3);
+	snprintf(arg, sizeof(arg), "%d", (int)t.pid);
+	prof_tmpfile(file, sizeof(file), "exits-prof");
+	prof_tmpfile(errf, sizeof(errf), "exits-rerr");
+	pid = prof_record_start(errf, args);
+	st = prof_record_wait(pid, TIMEOUT_MS);
+	err = prof_slurp(errf);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status 0x%x: %s", st,
+		      err);
+	ck_assert_msg(!strstr(err, "rounds failed"), "%s", err);
+	free(err);
+	prof_assert_running(t.pid);
+	r = prof_run(&out, &err, "report", file, NULL);
+	ck_assert_msg(r == 0, "report: exit %d: %s", r, err);
+	ck_assert_msg(strstr(out, "Ended: duration reached"), "%s", out);
+	free(out);
+	free(err);
+
+	/* killed mid-recording: the recording ends, complete */
+	args[3] = "30";
+	ck_assert_int_eq(truncate(file, 0), 0); /* prof_wait_file() below */
+	pid = prof_record_start(errf, args);
+	prof_wait_file(file, 4096, TIMEOUT_MS);
+	ck_assert_int_eq(kill(t.pid, SIGKILL), 0);
+	ck_assert_int_eq(waitpid(t.c.pid, &st, 0), t.c.pid);
+	st = prof_record_wait(pid, TIMEOUT_MS);
+	err = prof_slurp(errf);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status 0x%x: %s", st,
+		      err);
+	free(err);
+	r = prof_run(&out, &err, "report", file, NULL);
+	ck_assert_msg(r == 0, "report: exit %d: %s", r, err);
+	ck_assert_msg(strstr(out, "Ended: process exited"), "%s", out);
+	free(out);
+	free(err);
+	unlink(file);
+	unlink(errf);
+	close(t.c.in_fd);
+	close(t.c.out_fd);
+}
+END_TEST
+
+TEST_SUITE(ctxdump_exits_suite)
+{
+	Suite *s = suite_create("ctxdump-exits");
+	TCase *tc = tcase_create("exits");
+
+	if (access("/proc/self/task", R_OK) != 0)
+		test_skip("no /proc");
+	tcase_set_timeout(tc, 240);
+	tcase_add_test(tc, exits_during_dump);
+	tcase_add_test(tc, killed_while_held);
+	tcase_add_test(tc, record_with_exits);
+	suite_add_tcase(s, tc);
+	return s;
+}

@@ -1,0 +1,112 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "config.h"
+
+#include "cli.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *cli_cmd = "ctxdump";
+
+void
+cli_set_name(const char *name)
+{
+	cli_cmd = name;
+}
+
+const char *
+cli_name(void)
+{
+	return cli_cmd;
+}
+
+static void
+vwarn(const char *fmt, va_list ap)
+{
+	fprintf(stderr, "%s: ", cli_cmd);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+}
+
+void
+cli_warn(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vwarn(fmt, ap);
+	va_end(ap);
+}
+
+void
+cli_usage_err(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vwarn(fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "Try '%s --help' for more information.\n", cli_cmd);
+	exit(CLI_EXIT_USAGE);
+}
+
+long long
+cli_parse_num(const char *s, const char *what, long long min, long long max)
+{
+	long long v;
+	char *end;
+
+	errno = 0;
+	v = strtoll(s, &end, 10);
+	if (errno || end == s || *end || v < min || v > max)
+		cli_usage_err("invalid %s: '%s'", what, s);
+	return v;
+}
+
+size_t
+cli_parse_stack_size(const char *s)
+{
+	unsigned long long v, mul = 1;
+	char *end;
+
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || end == s || s[0] == '-')
+		cli_usage_err("invalid stack size: '%s'", s);
+	if (*end == 'K' || *end == 'k')
+		mul = 1024, end++;
+	else if (*end == 'M' || *end == 'm')
+		mul = 1024 * 1024, end++;
+	if (*end && strcmp(end, "iB") != 0 && strcmp(end, "B") != 0)
+		cli_usage_err("invalid stack size: '%s'", s);
+	if (v > CLI_MAX_STACK_SIZE / mul)
+		cli_usage_err("stack size '%s' is larger than 8M", s);
+	return (size_t)(v * mul);
+}
+
+void
+cli_option_error(int c, char *const *argv, bool short_form)
+{
+	if (c == ':') {
+		if (short_form && optopt)
+			cli_usage_err("option requires an argument -- '%c'", optopt);
+		cli_usage_err("option '%s' requires an argument", argv[optind - 1]);
+	}
+	if (optopt)
+		cli_usage_err("invalid option -- '%c'", optopt);
+	cli_usage_err("unrecognized option '%s'", argv[optind - 1]);
+}
+
+const char *
+cli_operand(int argc, char *const *argv, const char *what)
+{
+	if (optind >= argc)
+		cli_usage_err("no %s specified", what);
+	if (argc - optind > 1)
+		cli_usage_err("unexpected argument: '%s'", argv[optind + 1]);
+	return argv[optind];
+}

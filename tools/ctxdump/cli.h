@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/* What ctxdump and its subcommands (record, report) share on the command
+ * line: the exit codes, messages on standard error prefixed with the
+ * command's name ("ctxdump", "ctxdump record", "ctxdump report"), usage
+ * errors that end with the --help hint, and option values checked
+ * against their range. */
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* Exit codes say whether the output can be trusted (elfutils eu-stack). */
+#define CLI_EXIT_OK      0
+#define CLI_EXIT_PARTIAL 1
+#define CLI_EXIT_FATAL   2
+#define CLI_EXIT_USAGE   64
+
+/* Largest --stack-size. */
+#define CLI_MAX_STACK_SIZE (8u << 20)
+
+/* The command name of the messages ("ctxdump" until set). */
+void cli_set_name(const char *name);
+const char *cli_name(void);
+
+/* "NAME: message" on standard error. */
+void cli_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* "NAME: message" and "Try 'NAME --help' for more information.", then
+ * exit with CLI_EXIT_USAGE. */
+void cli_usage_err(const char *fmt, ...)
+	__attribute__((noreturn, format(printf, 1, 2)));
+
+/* A decimal integer in [min, max]; anything else is a usage error naming
+ * what ("invalid WHAT: 'S'"). */
+long long cli_parse_num(const char *s, const char *what, long long min, long long max);
+
+/* A --stack-size: bytes, with an optional K or M suffix (and B or iB
+ * after it), at most CLI_MAX_STACK_SIZE; else a usage error. */
+size_t cli_parse_stack_size(const char *s);
+
+/* The usage error for what getopt_long() returned as c (':' or '?'; with
+ * opterr = 0 and ':' first in the option string).  With short_form, a
+ * short option's missing argument is named the way getopt does
+ * ("option requires an argument -- 'x'"). */
+void cli_option_error(int c, char *const *argv, bool short_form)
+	__attribute__((noreturn));
+
+/* The one operand after the options (what names it in "no WHAT
+ * specified"); anything after it is a usage error. */
+const char *cli_operand(int argc, char *const *argv, const char *what);
