@@ -682,7 +682,9 @@ sk_gave_up(struct sk_in *in)
 	(void)ctxshim_conn_tls(in->fd);
 }
 
-static inline void
+/* Inline in each read hook, like sk_enter(): out of line it cost ~9
+ * instructions a request (B4). */
+static inline __attribute__((always_inline)) void
 sk_in_end(struct sk_in *in, int saved_errno)
 {
 	if (in->became == CONN_FEED_FULL && ctxshim_conn_live(in->c)) {

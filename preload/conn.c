@@ -5,30 +5,46 @@
  * (struct http_scan_capture, about 3 KiB) is the main memory decision.
  * Two places were possible:
  *
- *  - a capture in every thread's TLS: no shared state, but every thread of
- *    every process under the shim would carry 3 KiB more of static TLS
- *    (glibc zero-fills it at each thread start), and an event loop that
- *    interleaves heads of several connections would still need somewhere
- *    to keep the ones it was not reading;
+ *  - a capture in every thread's TLS: no shared state, and a head read
+ *    whole would need no atomic operation at all, but every thread of
+ *    every process under the shim would carry 3 KiB more of static TLS,
+ *    which glibc zero-fills at each thread start: measured, 1000 sleeping
+ *    threads under the shim went from +0.9 MiB to +5 MiB of RSS, a cost
+ *    thread-per-connection servers would pay for two lock-prefixed
+ *    operations per request (about 40 cycles of nginx's ~8 us);
  *  - a process-wide pool (chosen): CONN_POOL_N entries in .bss, claimed
  *    with one atomic bit operation for the duration of a read's scan and
  *    kept by the connection only while its head is split across reads.
  *    Thread-per-connection servers reading one byte at a time and event
- *    loops interleaving heads both work the same way; the cost is two
- *    lock-prefixed operations per read that scans head bytes.  When every
- *    entry is in use (more than CONN_POOL_N heads in progress at once,
- *    e.g. slow clients), a head is still framed but not captured: that
- *    request gets no context, later ones are unaffected.
+ *    loops interleaving heads both work the same way.  When every entry
+ *    is in use (more than CONN_POOL_N heads in progress at once, e.g. slow
+ *    clients), a head is still framed but not captured: that request gets
+ *    no context, later ones are unaffected.
  *
  * The same pool holds the contexts of pipelined requests whose heads were
- * read before the current request was answered (a FIFO per connection).
+ * read before the current one was answered (a FIFO per connection).
  *
- * Concurrency: a slot is normally written by the thread doing that
- * connection's I/O.  The flags byte is updated atomically (library hooks
- * claim from other threads); the compact context is guarded by a sequence
- * counter so a reader on another thread never uses a torn copy.  Nothing
- * here locks, allocates on a read path, or logs outside the constructor:
- * it all runs inside read()/write() hooks, possibly in signal handlers. */
+ * Concurrency (who writes which field: conn.h, struct ctxshim_conn).  A
+ * slot is written by the thread doing that connection's I/O: the reading
+ * thread for scan, cap, pending and a new current request; the writing
+ * thread for answered, and for the current request only when it moves on
+ * to a queued pipelined one.  The keep-alive request/response cycle uses
+ * only the pool entry's two lock-prefixed instructions (each is ~20
+ * cycles, and the shim's whole budget per nginx request is ~1 % of 8 us):
+ * seq and answered are plain stores by their single writer, and flags are
+ * left alone when they do not change.  What else uses atomic
+ * read-modify-writes, off that cycle: flags changes (a library hook may
+ * claim from any thread), gen (fd life cycle).  The compact context is
+ * guarded by seq, a seqlock, so a reader on another thread never uses a
+ * torn copy.  Nothing here locks, allocates on a read path, or logs
+ * outside the constructor: it all runs inside read()/write() hooks,
+ * possibly in signal handlers.
+ *
+ * Known race, not new with the plain stores: pipelined requests on a
+ * connection whose reads and response writes run on two threads at once
+ * can link the pending FIFO wrongly (the reader appends while the writer
+ * pops); at worst a pool entry is lost or a request gets another's
+ * context; lengths and indexes stay bounded. */
 #include "config.h"
 
 #include "conn.h"
@@ -292,17 +308,58 @@ conn_flags_update(struct ctxshim_conn *c, uint8_t clear, uint8_t set)
 		;
 }
 
+/* The writer side of the seqlock on ctx.  seq has one writer at a time
+ * (conn.h), so a load and a store do what two atomic increments did: the
+ * relaxed store of an odd value, then a release fence (free on x86: no
+ * instruction, only a compiler barrier) before the data stores, then a
+ * release store of the next even value.  A reader that saw any of the
+ * data stores sees the odd value or later in its second load (fence to
+ * fence), so it drops the copy; a reader that saw the even value sees
+ * all of the data.
+ *
+ * If two writers overlap anyway (an application racing on one socket),
+ * the copy may be torn -- as with atomic increments, which do not make a
+ * seqlock safe for two writers either -- and readers bound every length
+ * they use (conn_expand_ctx).  What the form below adds is that seq ends
+ * even after the last writer: begin stores seq | 1, end stores
+ * (seq | 1) + 1, and the last store to seq is always some writer's end
+ * (each writer's end follows its begin), so no slot is left odd, i.e.
+ * unreadable, for good. */
 static inline void
 conn_seq_begin(struct ctxshim_conn *c)
 {
-	atomic_fetch_add_explicit(&c->seq, 1, memory_order_relaxed);
+	uint32_t s = atomic_load_explicit(&c->seq, memory_order_relaxed);
+
+	atomic_store_explicit(&c->seq, s | 1, memory_order_relaxed);
 	atomic_thread_fence(memory_order_release);
 }
 
 static inline void
 conn_seq_end(struct ctxshim_conn *c)
 {
-	atomic_fetch_add_explicit(&c->seq, 1, memory_order_release);
+	uint32_t s = atomic_load_explicit(&c->seq, memory_order_relaxed);
+
+	atomic_store_explicit(&c->seq, (s | 1) + 1, memory_order_release);
+}
+
+/* Mark c's current request answered or not, after a change of it by this
+ * thread (conn_seq_end() done, so seq is this thread's final even value).
+ * Stored after the section, never inside it: inside, seq >> 1 is still
+ * the old request's tag, so the value for the new one would read as
+ * "answered" for a moment.  "Not answered" is tag - 1, which bounds the
+ * distance seq/2 - answered (conn.h): it is 1 after this; a new head on a
+ * connection without a current request (after a reset) makes it 2, a
+ * response write 0, a new head on an answered connection 1, and moving on
+ * to a pipelined request 2 or 3 for a moment, then 1 again here.  It only
+ * grows through a new head, and a new head needs distance 0 or no current
+ * request, so it never comes near the 256 of a wrap. */
+static inline void
+conn_set_answered(struct ctxshim_conn *c, bool yes)
+{
+	uint8_t tag = (uint8_t)(atomic_load_explicit(&c->seq, memory_order_relaxed) >> 1);
+
+	atomic_store_explicit(&c->answered, yes ? tag : (uint8_t)(tag - 1),
+			      memory_order_relaxed);
 }
 
 /* Reset a slot to "fresh", with a new generation. */
@@ -317,6 +374,7 @@ conn_reset(struct ctxshim_conn *c, uint8_t flags)
 	atomic_store_explicit(&c->flags, flags, memory_order_relaxed);
 	atomic_fetch_add_explicit(&c->gen, 1, memory_order_relaxed);
 	conn_seq_end(c);
+	conn_set_answered(c, false);
 }
 
 void
@@ -357,6 +415,7 @@ void
 ctxshim_conn_dup(int oldfd, int newfd)
 {
 	struct ctxshim_conn *o = ctxshim_conn_get(oldfd), *n;
+	bool answered;
 	uint8_t f;
 
 	if (!o || oldfd == newfd)
@@ -367,6 +426,7 @@ ctxshim_conn_dup(int oldfd, int newfd)
 	n = conn_get_or_map(newfd);
 	if (!n)
 		return;
+	answered = ctxshim_conn_answered(o);
 	conn_release_all(n);
 	conn_seq_begin(n);
 	n->scan = o->scan;
@@ -374,6 +434,7 @@ ctxshim_conn_dup(int oldfd, int newfd)
 	atomic_store_explicit(&n->flags, f, memory_order_relaxed);
 	atomic_fetch_add_explicit(&n->gen, 1, memory_order_relaxed);
 	conn_seq_end(n);
+	conn_set_answered(n, answered);
 	conn_set_hot(newfd, conn_hot_of(f));
 }
 
@@ -381,14 +442,20 @@ void
 ctxshim_conn_claim(int fd)
 {
 	struct ctxshim_conn *c = ctxshim_conn_get(fd);
+	uint8_t f;
 
 	if (!c)
 		return;
 	/* Pool entries it holds are released when the fd is closed: the
 	 * thread scanning it may be using them right now. */
-	if (!(atomic_load_explicit(&c->flags, memory_order_relaxed) & CONN_F_TRACKED))
+	f = atomic_load_explicit(&c->flags, memory_order_relaxed);
+	if (!(f & CONN_F_TRACKED))
 		return;
-	conn_flags_update(c, 0, CONN_F_CLAIMED);
+	/* Library hooks claim on every request: the compare-and-swap only
+	 * the first time (the bit is cleared only by conn_reset(), i.e. by
+	 * a new connection on the fd). */
+	if (!(f & CONN_F_CLAIMED))
+		conn_flags_update(c, 0, CONN_F_CLAIMED);
 	conn_set_hot(
 		fd, conn_hot_of(atomic_load_explicit(&c->flags, memory_order_relaxed)));
 }
@@ -411,11 +478,10 @@ ctxshim_conn_tls(int fd)
 		conn_release_all(c);
 		conn_seq_begin(c);
 		memset(&c->scan, 0, sizeof(c->scan));
-		conn_flags_update(c,
-				  CONN_F_REQ | CONN_F_HAS_CTX | CONN_F_RESPONDED |
-					  CONN_F_PROMOTED,
+		conn_flags_update(c, CONN_F_REQ | CONN_F_HAS_CTX | CONN_F_PROMOTED,
 				  CONN_F_TLS);
 		conn_seq_end(c);
+		conn_set_answered(c, false);
 		f = atomic_load_explicit(&c->flags, memory_order_relaxed);
 	}
 	conn_set_hot(fd, conn_hot_of(f));
@@ -651,7 +717,12 @@ conn_head(struct ctxshim_conn *c,
 	struct conn_pool_entry *e;
 	unsigned idx, n = 0;
 
-	if (!(f & CONN_F_REQ) || (f & CONN_F_RESPONDED)) {
+	if (!(f & CONN_F_REQ) || ctxshim_conn_answered(c)) {
+		uint8_t set = (uint8_t)(CONN_F_REQ | (captured ? CONN_F_HAS_CTX : 0));
+
+		/* The section makes seq/2 the new request's tag, which
+		 * answered (the writers' byte) does not hold: the request
+		 * becomes unanswered without this thread storing there. */
 		conn_seq_begin(c);
 		if (captured) {
 			/* Built where it will be published, so that publishing
@@ -671,9 +742,16 @@ conn_head(struct ctxshim_conn *c,
 				conn_build_scratch(&c->ctx, cap, flags);
 			}
 		}
-		conn_flags_update(
-			c, CONN_F_HAS_CTX | CONN_F_RESPONDED | CONN_F_PROMOTED,
-			(uint8_t)(CONN_F_REQ | (captured ? CONN_F_HAS_CTX : 0)));
+		/* The next request of a keep-alive connection leaves the flags
+		 * as they are (REQ and HAS_CTX set, PROMOTED clear): then no
+		 * compare-and-swap.  Skipping it is safe because the only other
+		 * writers of flags now are a library hook setting CLAIMED (not
+		 * a bit changed here, and not overwritten by not writing) and
+		 * the writing thread promoting a pipelined request, which needs
+		 * the current one unanswered while this path needs it answered
+		 * or absent; fd life-cycle changes do not overlap a read. */
+		if ((uint8_t)((f & ~(CONN_F_HAS_CTX | CONN_F_PROMOTED)) | set) != f)
+			conn_flags_update(c, CONN_F_HAS_CTX | CONN_F_PROMOTED, set);
 		conn_seq_end(c);
 		return whole ? CONN_FEED_FULL : CONN_FEED_NEW;
 	}
@@ -713,6 +791,8 @@ ctxshim_conn_feed(struct ctxshim_conn *c,
 		struct http_scan_capture *cap;
 		enum http_scan_status r;
 
+		/* One pool entry per read that scans head bytes; a head split
+		 * across reads keeps its entry until it completes. */
 		if (!idx)
 			idx = conn_pool_claim();
 		cap = idx ? &conn_pool[idx - 1].u.cap : NULL;
@@ -720,23 +800,24 @@ ctxshim_conn_feed(struct ctxshim_conn *c,
 		r = http_scan_feed(&c->scan, &conn_scan_cfg, cap, p + off, len - off,
 				   &n);
 		off += n;
+		if (r == HTTP_SCAN_MORE && http_scan_in_head(&c->scan)) {
+			/* Head split across reads (all bytes consumed): keep
+			 * its capture. */
+			c->cap = (uint16_t)idx;
+			break;
+		}
 		if (r == HTTP_SCAN_HEAD) {
 			int h = conn_head(c, cap, http_scan_flags(&c->scan), full);
 
 			if (h != CONN_FEED_NONE)
 				became = h;
-			conn_pool_release(idx);
-			c->cap = 0;
-		} else if (r == HTTP_SCAN_MORE && http_scan_in_head(&c->scan) && idx) {
-			/* Head split across reads: keep its capture. */
-			c->cap = (uint16_t)idx;
-			break;
-		} else {
-			conn_pool_release(idx);
-			c->cap = 0;
-			if (r == HTTP_SCAN_GAVE_UP || n == 0)
-				break;
 		}
+		/* The head that held the pool entry is over (done, or it never
+		 * completes: the scanner gave up). */
+		conn_pool_release(idx);
+		c->cap = 0;
+		if (r == HTTP_SCAN_GAVE_UP || (r != HTTP_SCAN_HEAD && n == 0))
+			break;
 	}
 	return became;
 }
@@ -782,14 +863,25 @@ bool
 ctxshim_conn_responded(struct ctxshim_conn *c, const void *head, size_t head_len)
 {
 	uint8_t f = atomic_load_explicit(&c->flags, memory_order_relaxed);
+	uint8_t tag = (uint8_t)(atomic_load_explicit(&c->seq, memory_order_relaxed) >> 1);
 	int kind = conn_status_kind(head, head_len);
 	struct conn_pool_entry *e;
 	unsigned idx;
 
-	if (kind == 1 || !(f & CONN_F_REQ) || (f & CONN_F_RESPONDED))
+	/* Marking the request answered is a plain store of the tag seen:
+	 * answered has no other writer than the writing thread(s).  If the
+	 * reading thread makes a new request current meanwhile (a client
+	 * that sent it on seeing the response before this hook ran), the
+	 * stored tag is the old one and the new request stays unanswered,
+	 * as it should; a writer that saw an odd seq (that section in
+	 * progress) stores the old tag too.  Two threads writing responses
+	 * to one socket at once may store in either order: both tags are
+	 * ones the connection had, so the distance rule (conn.h) holds. */
+	if (kind == 1 || !(f & CONN_F_REQ) ||
+	    atomic_load_explicit(&c->answered, memory_order_relaxed) == tag)
 		return false;
 	if (f & CONN_F_CLAIMED) {
-		conn_flags_update(c, 0, CONN_F_RESPONDED);
+		atomic_store_explicit(&c->answered, tag, memory_order_relaxed);
 		return false;
 	}
 	/* A request made current by the previous response's first write
@@ -799,7 +891,7 @@ ctxshim_conn_responded(struct ctxshim_conn *c, const void *head, size_t head_len
 		return false;
 	idx = c->pending;
 	if (!idx || idx > CONN_POOL_N) {
-		conn_flags_update(c, 0, CONN_F_RESPONDED);
+		atomic_store_explicit(&c->answered, tag, memory_order_relaxed);
 		return false;
 	}
 	/* Turn-taking for pipelining: once the server starts answering the
@@ -809,10 +901,13 @@ ctxshim_conn_responded(struct ctxshim_conn *c, const void *head, size_t head_len
 	if (e->has_ctx)
 		c->ctx = e->u.ctx;
 	c->pending = e->next;
-	conn_flags_update(c, CONN_F_HAS_CTX | CONN_F_RESPONDED,
+	conn_flags_update(c, CONN_F_HAS_CTX,
 			  (uint8_t)(CONN_F_REQ | CONN_F_PROMOTED |
 				    (e->has_ctx ? CONN_F_HAS_CTX : 0)));
 	conn_seq_end(c);
+	/* The promoted request is not answered yet (seq moved on, so
+	 * answered already differs; this keeps the distance at 1). */
+	conn_set_answered(c, false);
 	conn_pool_release(idx);
 	return true;
 }

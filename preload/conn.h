@@ -60,7 +60,7 @@ enum {
 	CONN_F_CLAIMED = 0x02,   /* a library hook handles it */
 	CONN_F_REQ = 0x04,       /* a request is current (head seen) */
 	CONN_F_HAS_CTX = 0x08,   /* ctx holds the current request's context */
-	CONN_F_RESPONDED = 0x10, /* a response was written for it */
+	/* 0x10 was "responded": now struct ctxshim_conn's answered byte */
 	CONN_F_PROMOTED = 0x20,  /* it was pipelined behind the previous one */
 	CONN_F_TLS = 0x40,       /* TLS: the scanner gets plaintext from the TLS
 				  * hooks, never the socket's bytes */
@@ -83,14 +83,48 @@ struct ctxshim_conn_ctx {
 	uint8_t data[CTXSHIM_CONN_DATA_MAX];
 };
 
+/* Who writes what (conn.c, "Concurrency", has the whole argument).  The
+ * per-request path uses no lock-prefixed instruction: each field that
+ * changes per request has one writer at a time, so plain (relaxed) stores
+ * do, where an atomic read-modify-write would cost ~20 cycles each.
+ *
+ *  - scan, cap: the thread reading the connection (the scanner already
+ *    requires one reader of a socket at a time); pending: appended to by
+ *    the reading thread, popped by the writing thread when it moves on to
+ *    a pipelined request (a known race when those are two threads at
+ *    once, conn.c).
+ *  - seq: odd while ctx (and the current request) is being changed.
+ *    Single writer: the reading thread when a new head becomes current,
+ *    or, with pipelining, the writing thread when it moves on to the next
+ *    queued request; the two exclude each other (one needs the current
+ *    request answered, the other needs it unanswered), and fd life-cycle
+ *    events (accept, close, dup2, TLS start) do not overlap I/O on the
+ *    same connection.  If an application breaks this (reads one socket
+ *    from two threads at once), the scanner state races and a context may
+ *    come out mixed from two requests, but nothing becomes memory-unsafe:
+ *    each read scans into its own pool entry (only a split head's entry
+ *    could be shared, and the scanner bounds every write into a
+ *    capture), every length is bounded where the compact
+ *    context is expanded, pool indexes are bounded where followed, and
+ *    seq ends even again after the last writer (see conn_seq_end()).
+ *  - answered: the writing thread.  The current request is answered when
+ *    answered == (uint8_t)(seq >> 1): a response write stores the value it
+ *    sees; a new current request (seq += 2) makes it unequal without the
+ *    reading thread touching this byte.  The distance seq/2 - answered
+ *    (mod 256) stays at most 3 (conn.c, conn_set_answered()), so the 8
+ *    bits never wrap into a false match.
+ *  - flags: rarely changed; a library hook may set CONN_F_CLAIMED from any
+ *    thread, so changes use compare-and-swap.  A new request on a
+ *    keep-alive connection usually leaves them as they are, and then
+ *    nothing is written. */
 struct ctxshim_conn {
-	struct http_scan scan; /* 24 bytes, all-zero = fresh */
-	_Atomic uint32_t gen;  /* connection identity, see above */
-	_Atomic uint32_t seq;  /* odd while ctx is being rewritten */
-	uint16_t cap;          /* pool entry + 1 holding the head in progress */
-	uint16_t pending;      /* pool entry + 1: first pipelined context */
-	_Atomic uint8_t flags; /* CONN_F_* */
-	uint8_t spare;
+	struct http_scan scan;    /* 24 bytes, all-zero = fresh */
+	_Atomic uint32_t gen;     /* connection identity, see above */
+	_Atomic uint32_t seq;     /* odd while ctx is being rewritten */
+	uint16_t cap;             /* pool entry + 1 holding the head in progress */
+	uint16_t pending;         /* pool entry + 1: first pipelined context */
+	_Atomic uint8_t flags;    /* CONN_F_* */
+	_Atomic uint8_t answered; /* see above */
 	struct ctxshim_conn_ctx ctx;
 };
 _Static_assert(sizeof(struct ctxshim_conn) == CTXSHIM_CONN_SLOT_SIZE,
@@ -186,7 +220,9 @@ struct ctxshim_conn *ctxshim_conn_virt(const void *key, bool create, int *id);
 /* key's session ended: release its slot. */
 void ctxshim_conn_virt_forget(const void *key);
 
-/* Feed the bytes a read returned.  Returns CONN_FEED_NONE, or
+/* Feed the bytes a read returned (by the thread that read them; never
+ * re-entered on one thread: the hooks' busy flag keeps a signal handler
+ * that interrupted a feed out).  Returns CONN_FEED_NONE, or
  * CONN_FEED_NEW if a new request became current (its context, if any, is
  * then in c->ctx), or CONN_FEED_FULL if moreover *full is set: the
  * calling thread's publication buffer, from ctxshim_build_begin(), holds
@@ -209,14 +245,22 @@ void ctxshim_conn_lost(struct ctxshim_conn *c);
  * ctxshim_conn_request_ctx() stops returning it). */
 bool ctxshim_conn_responded(struct ctxshim_conn *c, const void *head, size_t head_len);
 
+/* Has a response been written for c's current request (see answered)? */
+static inline bool
+ctxshim_conn_answered(const struct ctxshim_conn *c)
+{
+	return atomic_load_explicit(&c->answered, memory_order_relaxed) ==
+	       (uint8_t)(atomic_load_explicit(&c->seq, memory_order_relaxed) >> 1);
+}
+
 /* Does c's current request have a context the thread should publish? */
 static inline bool
 ctxshim_conn_live(const struct ctxshim_conn *c)
 {
 	uint8_t f = atomic_load_explicit(&c->flags, memory_order_relaxed);
 
-	return (f & (CONN_F_REQ | CONN_F_HAS_CTX | CONN_F_RESPONDED)) ==
-	       (CONN_F_REQ | CONN_F_HAS_CTX);
+	return (f & (CONN_F_REQ | CONN_F_HAS_CTX)) == (CONN_F_REQ | CONN_F_HAS_CTX) &&
+	       !ctxshim_conn_answered(c);
 }
 
 /* Expand c's compact context into out.  Returns false if it changed under
