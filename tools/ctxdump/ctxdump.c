@@ -283,6 +283,7 @@ struct run {
 	/* Allocated (and paged in) before the threads are stopped: room for
 	 * cap threads. */
 	size_t cap;
+	size_t recs_used; /* bytes of d.recs handed out */
 	struct remote_range *ranges;
 	size_t *range_thread; /* index in d.threads of each range */
 };
@@ -303,16 +304,24 @@ load_cmdline(struct dump *d)
 		d->cmdline_len--;
 }
 
-/* Read and decode the process context; returns 0, -ENOENT (none), or
- * another negative errno (reported by the caller). */
+/* Read and decode the process context, finding its mapping in the maps
+ * of ep (NULL: read them again); returns 0, -ENOENT (none), or another
+ * negative errno (reported by the caller). */
 static int
-load_pctx(struct dump *d)
+load_pctx(struct dump *d, struct etls_proc *ep)
 {
 	struct pctxr_snapshot snap = {0};
 	struct pctx_decoded *pd;
+	const char *maps;
+	size_t maps_len;
 	int r;
 
-	r = pctxr_read(d->pid, &snap);
+	if (ep) {
+		maps = etls_proc_maps(ep, &maps_len);
+		r = pctxr_read_maps(d->pid, maps, maps_len, &snap);
+	} else {
+		r = pctxr_read(d->pid, &snap);
+	}
 	if (r < 0)
 		return r;
 	pd = malloc(sizeof(*pd));
@@ -345,7 +354,22 @@ set_error(struct dump_thread *t, const char *fmt, ...)
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsnprintf(t->error, sizeof(t->error), fmt, ap);
+	t->error = t->cold->error;
+	vsnprintf(t->error, sizeof(t->cold->error), fmt, ap);
+	va_end(ap);
+}
+
+static void set_stack_error(struct dump_thread *t, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static void
+set_stack_error(struct dump_thread *t, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	t->stack_error = t->cold->stack_error;
+	vsnprintf(t->stack_error, sizeof(t->cold->stack_error), fmt, ap);
 	va_end(ap);
 }
 
@@ -364,7 +388,8 @@ capture_stacks(struct run *run)
 		for (i = 0; i < d->n_threads; i++) {
 			if (!d->threads[i].stopped)
 				continue;
-			snaps[k] = &d->threads[i].snap;
+			d->threads[i].snap = &d->threads[i].cold->snap;
+			snaps[k] = d->threads[i].snap;
 			tids[k++] = d->threads[i].tid;
 		}
 		stack_snap_capture_many(d->pid, tids, k, run->ctl->stack_size, snaps, err,
@@ -381,16 +406,34 @@ capture_stacks(struct run *run)
 	free(err);
 }
 
-/* Bytes of a record at addr to copy first: up to the recommended maximum,
- * but not into the next page unless the header itself crosses it. */
+/* Bytes of a record copied in the first batch, at most: the header and
+ * 228 bytes of attributes hold most records whole.  The copies are packed
+ * in dump.recs, whose first cap * REC_FIRST_MAX bytes are paged in before
+ * the stop; a larger record is copied again, whole, further on (see
+ * read_threads()). */
+#define REC_FIRST_MAX 256
+
+/* Bytes of a record at addr to copy first: up to REC_FIRST_MAX, but not
+ * into the next page unless the header itself crosses it. */
 static size_t
 record_first_piece(uint64_t addr)
 {
 	size_t in_page = 4096 - (size_t)(addr & 4095);
 
-	if (in_page < TREC_HEADER_SIZE || in_page > TREC_MAX_SIZE)
-		return TREC_MAX_SIZE;
+	if (in_page < TREC_HEADER_SIZE || in_page > REC_FIRST_MAX)
+		return REC_FIRST_MAX;
 	return in_page;
+}
+
+/* n bytes of run->d.recs (reserve_threads() sized it for every thread's
+ * first piece plus a whole record). */
+static uint8_t *
+recs_take(struct run *run, size_t n)
+{
+	uint8_t *p = run->d.recs + run->recs_used;
+
+	run->recs_used += n;
+	return p;
 }
 
 /* The thread pointer of a stopped thread; with --stacks, from the
@@ -407,12 +450,11 @@ read_tp(struct run *run, struct dump_thread *t, uint64_t *tp)
 		if (r == 0) {
 			t->has_snap = true;
 #if defined(__x86_64__)
-			if (t->snap.regs_valid)
-				*tp = t->snap.regs.fs_base;
+			if (t->snap->regs_valid)
+				*tp = t->snap->regs.fs_base;
 #endif
 		} else {
-			snprintf(t->stack_error, sizeof(t->stack_error),
-				 "cannot copy registers: %s", strerror(-r));
+			set_stack_error(t, "cannot copy registers: %s", strerror(-r));
 		}
 	}
 	if (!*tp) {
@@ -493,8 +535,9 @@ read_threads(struct run *run)
 	for (i = k = 0; i < d->n_threads; i++) {
 		struct dump_thread *t = &d->threads[i];
 
-		if (!t->has_slot || t->error[0] || !t->record_addr)
+		if (!t->has_slot || t->error || !t->record_addr)
 			continue;
+		t->rec = recs_take(run, record_first_piece(t->record_addr));
 		rg[k] = (struct remote_range){t->record_addr, t->rec,
 					      record_first_piece(t->record_addr), 0};
 		idx[k++] = i;
@@ -518,16 +561,23 @@ read_threads(struct run *run)
 	 * maximum: a second batch, only for those records. */
 	for (i = k = 0; i < d->n_threads; i++) {
 		struct dump_thread *t = &d->threads[i];
+		uint8_t *whole;
 		size_t need;
 
 		if (!t->has_record || t->hdr.valid != TREC_VALID)
 			continue;
 		need = TREC_HEADER_SIZE + (size_t)t->hdr.attrs_data_size;
-		if (need > sizeof(t->rec))
-			need = sizeof(t->rec);
+		if (need > TREC_MAX_SIZE)
+			need = TREC_MAX_SIZE;
 		/* a first piece cut short met an unmapped page: no more */
 		if (t->rec_len >= need || t->rec_len < record_first_piece(t->record_addr))
 			continue;
+		/* room for the whole record, after the packed first pieces
+		 * (past the part paged in before the stop: only records
+		 * larger than REC_FIRST_MAX get here) */
+		whole = recs_take(run, need);
+		memcpy(whole, t->rec, t->rec_len);
+		t->rec = whole;
 		rg[k] = (struct remote_range){t->record_addr + t->rec_len, t->rec + t->rec_len,
 					      need - t->rec_len, 0};
 		idx[k++] = i;
@@ -623,7 +673,7 @@ again:
 	if (unknown && !refreshed) {
 		refreshed = true;
 		unknown = false;
-		if (load_pctx(d) == 0)
+		if (load_pctx(d, NULL) == 0)
 			goto again;
 	}
 	free(dec);
@@ -648,19 +698,17 @@ unwind_stacks(struct run *run)
 		if (!t->has_snap)
 			continue;
 		if (!scratch) {
-			snprintf(t->stack_error, sizeof(t->stack_error),
-				 "out of memory");
+			set_stack_error(t, "out of memory");
 			continue;
 		}
 		/* one frame more than shown tells whether the stack goes on */
-		r = stack_unwind(d->pid, &t->snap, scratch, cap, &n);
+		r = stack_unwind(d->pid, t->snap, scratch, cap, &n);
 		if (r == 0 && n > run->ctl->max_frames) {
 			n = run->ctl->max_frames;
 			t->frames_capped = true;
 		}
 		if (r < 0) {
-			snprintf(t->stack_error, sizeof(t->stack_error),
-				 "cannot unwind: %s", strerror(-r));
+			set_stack_error(t, "cannot unwind: %s", strerror(-r));
 			cli_warn("tid %d: cannot unwind the stack: %s", (int)t->tid,
 				 strerror(-r));
 			run->partial = true;
@@ -669,8 +717,7 @@ unwind_stacks(struct run *run)
 		if (n) {
 			t->frames = malloc(n * sizeof(*t->frames));
 			if (!t->frames) {
-				snprintf(t->stack_error, sizeof(t->stack_error),
-					 "out of memory");
+				set_stack_error(t, "out of memory");
 				t->frames_capped = false;
 				n = 0;
 			} else {
@@ -714,7 +761,12 @@ prefault(void *p, size_t len)
 		b[len - 1] = b[len - 1];
 }
 
-/* Room for n threads (zeroed): the thread list and the read batches. */
+/* Room for n threads (zeroed): the thread list, its cold part, the
+ * records' copies and the read batches.  Only what the stop writes is
+ * paged in: the thread list, the first REC_FIRST_MAX bytes per thread of
+ * the copies, and with --stacks the cold part (the register snapshots).
+ * Called before any thread points into cold or recs (those are replaced,
+ * not moved). */
 static int
 reserve_threads(struct run *run, size_t n)
 {
@@ -731,6 +783,19 @@ reserve_threads(struct run *run, size_t n)
 	d->threads = nt;
 	prefault(nt + run->cap, (n - run->cap) * sizeof(*nt));
 	memset(nt + run->cap, 0, (n - run->cap) * sizeof(*nt));
+	/* calloc: fresh zero pages, not touched unless written */
+	free(d->cold);
+	d->cold = calloc(n, sizeof(*d->cold));
+	if (!d->cold)
+		return -ENOMEM;
+	if (run->ctl->stacks)
+		prefault(d->cold, n * sizeof(*d->cold));
+	free(d->recs);
+	d->recs = malloc(n * (REC_FIRST_MAX + TREC_MAX_SIZE));
+	if (!d->recs)
+		return -ENOMEM;
+	prefault(d->recs, n * REC_FIRST_MAX);
+	run->recs_used = 0;
 	nr = realloc(run->ranges, n * sizeof(*nr));
 	if (!nr)
 		return -ENOMEM;
@@ -774,6 +839,7 @@ collect_threads(struct run *run, struct stop_set *ss)
 		const struct stop_thread *st = &ss->t[i];
 		struct dump_thread *t = &d->threads[d->n_threads];
 
+		t->cold = &d->cold[d->n_threads];
 		switch (st->status) {
 		case STOP_VANISHED:
 		case STOP_EXITED:
@@ -819,7 +885,7 @@ drop_exited(struct run *run)
 	for (i = 0; i < d->n_threads; i++) {
 		struct dump_thread *t = &d->threads[i];
 
-		if (!t->exited && t->stopped && t->error[0] &&
+		if (!t->exited && t->stopped && t->error &&
 		    stop_thread_ended(d->pid, t->tid))
 			t->exited = true;
 		if (!t->exited) {
@@ -830,7 +896,7 @@ drop_exited(struct run *run)
 		}
 		free(t->attrs);
 		if (t->has_snap)
-			stack_snap_free(&t->snap);
+			stack_snap_free(t->snap);
 		d->n_exited++;
 		d->n_stopped--;
 	}
@@ -850,9 +916,11 @@ dump_free(struct dump *d)
 		free(t->dec_attr);
 		free(t->frames);
 		if (t->has_snap)
-			stack_snap_free(&t->snap);
+			stack_snap_free(t->snap);
 	}
 	free(d->threads);
+	free(d->cold);
+	free(d->recs);
 	stack_arena_free(&d->stack_arena);
 	free(d->cmdline);
 	if (d->has_pctx)
@@ -910,6 +978,7 @@ main(int argc, char **argv)
 	struct run run = {0};
 	struct dump *d = &run.d;
 	struct stop_set ss;
+	struct etls_proc *ep;
 	size_t i;
 	int r;
 
@@ -950,18 +1019,27 @@ main(int argc, char **argv)
 	}
 	load_cmdline(d);
 
-	/* The process context needs no stop: it has its own seqlock. */
-	r = load_pctx(d);
-	if (r < 0 && r != -ENOENT && r != -EPERM && r != -EACCES) {
-		cli_warn("cannot read the process context: %s, ignoring", strerror(-r));
-		run.partial = true;
-	}
+	/* The mappings once for the process context and the three symbols
+	 * (the file-backed ones through PROCMAP_QUERY where the kernel has
+	 * it: the text of maps at 1000 threads is 2000 lines, 0.7 ms to
+	 * produce), and each ELF object opened once. */
+	r = etls_proc_load(ctl.pid, &ep);
+	if (ep) {
+		/* The process context needs no stop: it has its own seqlock. */
+		int rp = load_pctx(d, ep);
 
-	r = etls_find(ctl.pid, &d->sym);
-	/* Elastic's and custom-labels' variables too (issue 10): a process
-	 * with only those is read as well. */
-	if ((r == 0 || r == -ENOENT) && dlay_find(d) && r == -ENOENT)
-		r = 1;
+		if (rp < 0 && rp != -ENOENT && rp != -EPERM && rp != -EACCES) {
+			cli_warn("cannot read the process context: %s, ignoring",
+				 strerror(-rp));
+			run.partial = true;
+		}
+		r = etls_proc_find(ep, OTEL_THREAD_CTX_SYMBOL, &d->sym);
+		/* Elastic's and custom-labels' variables too (issue 10): a
+		 * process with only those is read as well. */
+		if ((r == 0 || r == -ENOENT) && dlay_find(d, ep) && r == -ENOENT)
+			r = 1;
+		etls_proc_free(ep);
+	}
 	if (r == -ENOENT) {
 		cli_warn(
 			"no loaded object of process %d defines " OTEL_THREAD_CTX_SYMBOL
@@ -1085,7 +1163,7 @@ main(int argc, char **argv)
 	for (i = 0; i < d->n_threads; i++) {
 		struct dump_thread *t = &d->threads[i];
 
-		if (t->error[0] && d->acc.model != TLSM_UNRESOLVED &&
+		if (t->error && d->acc.model != TLSM_UNRESOLVED &&
 		    strncmp(t->error, "cannot attach", 13) != 0 &&
 		    strncmp(t->error, "did not stop", 12) != 0) {
 			cli_warn("tid %d: %s, skipping", (int)t->tid, t->error);

@@ -13,13 +13,13 @@
 #define DLAY_OTHERS (LAY_MASK(LAY_ELASTIC) | LAY_MASK(LAY_CUSTOM_LABELS))
 
 bool
-dlay_find(struct dump *d)
+dlay_find(struct dump *d, struct etls_proc *ep)
 {
 	struct lay_proc *lp = malloc(sizeof(*lp));
 
 	if (!lp)
 		return false;
-	if (lay_find(d->pid, DLAY_OTHERS, lp) < 0) {
+	if (lay_find_in(ep, d->pid, DLAY_OTHERS, lp) < 0) {
 		free(lp);
 		return false;
 	}
@@ -53,8 +53,8 @@ dlay_read(struct dump *d)
 		if (!t->stopped)
 			continue;
 #if defined(__x86_64__)
-		if (t->has_snap && t->snap.regs_valid && t->snap.regs.fs_base) {
-			tps[i] = t->snap.regs.fs_base;
+		if (t->has_snap && t->snap->regs_valid && t->snap->regs.fs_base) {
+			tps[i] = t->snap->regs.fs_base;
 			continue;
 		}
 #endif

@@ -8,9 +8,9 @@
 
 #include "dump.h"
 
-/* Look for the other layouts (target running).  Returns true if the
- * process defines at least one; d->alt is then set. */
-bool dlay_find(struct dump *d);
+/* Look for the other layouts (target running) in the objects of ep.
+ * Returns true if the process defines at least one; d->alt is then set. */
+bool dlay_find(struct dump *d, struct etls_proc *ep);
 
 /* Copy every stopped thread's contexts in those layouts (threads
  * stopped). */

@@ -21,6 +21,17 @@
  * flagged (the OTEP recommends at most 612). */
 #define DUMP_ATTRS_CAP 4096
 
+/* The large per-thread fields a dump seldom writes: kept out of struct
+ * dump_thread so the array written while the threads are stopped stays
+ * small (its pages are faulted in before the stop, and every page costs
+ * wall time).  Touched only for a thread with an error, or with
+ * --stacks (then faulted in before the stop as well). */
+struct dump_cold {
+	char error[160];
+	char stack_error[160];
+	struct stack_snap snap;
+};
+
 /* A thread's context in one of the other layouts. */
 struct dump_alt {
 	enum lay_kind kind;
@@ -39,8 +50,10 @@ struct dump_thread {
 	char state;   /* /proc state letter before the stop */
 	bool stopped; /* in ptrace-stop during the read phase */
 	bool exited;  /* ended while held (killed): dropped after the read */
-	/* Why the thread could not be read; "" if it was. */
-	char error[160];
+	/* Why the thread could not be read; NULL if it was (else points
+	 * into cold) */
+	char *error;
+	struct dump_cold *cold; /* this thread's, in dump.cold */
 
 	bool has_slot;        /* the thread has a TLS block for the module */
 	uint64_t slot_addr;   /* &otel_thread_ctx_v1 in this thread */
@@ -48,8 +61,10 @@ struct dump_thread {
 	bool has_record;      /* the 28-byte header was copied */
 	struct otel_thread_ctx_record hdr;
 	/* Raw copy of the record, made while stopped: the header and up to
-	 * the recommended maximum of attrs_data. */
-	uint8_t rec[TREC_MAX_SIZE];
+	 * the recommended maximum of attrs_data (TREC_MAX_SIZE).  Points
+	 * into dump.recs, where the copies are packed: most records are
+	 * far smaller than the maximum, and so are fewer pages. */
+	uint8_t *rec;
 	size_t rec_len; /* bytes of rec copied */
 	/* attrs_data (valid == 1 only) when it did not fit in rec (malloc'd);
 	 * NULL: it is in rec.  Use dump_attrs(). */
@@ -65,11 +80,11 @@ struct dump_thread {
 
 	bool has_snap;
 	int snap_err; /* of the register copy (--stacks) */
-	struct stack_snap snap;
+	struct stack_snap *snap; /* --stacks: &cold->snap */
 	struct stack_frame *frames;
 	size_t n_frames;
 	bool frames_capped;    /* more frames than --max-frames */
-	char stack_error[160]; /* "" = none */
+	char *stack_error; /* NULL = none, else in cold */
 
 	/* 1 + index of the thread's copies in dump.alt_raw (the other
 	 * layouts, dump-layouts.c); 0 = none */
@@ -104,6 +119,8 @@ struct dump {
 
 	struct dump_thread *threads;
 	size_t n_threads;
+	struct dump_cold *cold; /* one per entry of threads' capacity */
+	uint8_t *recs;          /* the records' copies (dump_thread.rec) */
 	size_t n_stopped;
 	size_t n_exited; /* listed, but exited during the stop: not shown */
 	uint64_t stopped_ns;

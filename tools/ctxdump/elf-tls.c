@@ -10,10 +10,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "maps.h"
+#include "process-ctx.h"
 #include "remote.h"
 #include "thread-record.h"
 
@@ -31,6 +33,19 @@
 #define A64_TPREL       1030
 #define A64_TLSDESC     1031
 
+struct etls_elf {
+	int fd;
+	Elf *e;
+	GElf_Ehdr eh;
+	bool has_tls;
+	GElf_Phdr tls;
+	uint64_t bias;
+	bool bias_ok;
+	Elf_Scn *dynsym;
+	size_t dynsym_ndx;
+	GElf_Shdr dynsym_sh;
+};
+
 /* One mapped file, deduplicated by device and inode. */
 struct etls_obj {
 	unsigned dev_major, dev_minor;
@@ -39,6 +54,11 @@ struct etls_obj {
 	bool deleted;
 	/* The mapping with the lowest file offset: gives the load bias. */
 	uint64_t start, end, offset;
+	/* Opened and parsed on first use, then kept for the next symbol
+	 * looked up in the same struct etls_proc (a dump looks up three). */
+	bool tried;
+	bool ok;
+	struct etls_elf x;
 };
 
 struct etls_objs {
@@ -46,13 +66,32 @@ struct etls_objs {
 	size_t n, cap;
 };
 
+/* One snapshot of a process's maps and its mapped ELF objects. */
+struct etls_proc {
+	pid_t pid;
+	char *maps; /* the text of /proc/PID/maps; NULL until needed */
+	size_t maps_len;
+	/* With PROCMAP_QUERY: the file-backed mappings named like the
+	 * process context's, as maps lines (for pctxr_read_maps()) */
+	char *ctx_lines;
+	size_t ctx_len;
+	struct etls_objs objs;
+	bool exe_ok;
+	struct stat exe_st;
+};
+
+static void elf_close(struct etls_elf *x);
+
 static void
 objs_free(struct etls_objs *o)
 {
 	size_t i;
 
-	for (i = 0; i < o->n; i++)
+	for (i = 0; i < o->n; i++) {
 		free(o->v[i].path);
+		if (o->v[i].ok)
+			elf_close(&o->v[i].x);
+	}
 	free(o->v);
 	o->v = NULL;
 	o->n = o->cap = 0;
@@ -126,31 +165,27 @@ objs_add(struct etls_objs *o, const struct maps_entry *e)
 }
 
 static int
-objs_load(pid_t pid, struct etls_objs *o)
+objs_load(const char *buf, size_t len, struct etls_objs *o)
 {
-	char path[64], *buf, *line;
-	size_t len;
-	int r;
+	const char *line = buf;
+	int r = 0;
 
-	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
-	r = remote_read_file(path, ETLS_MAPS_MAX, &buf, &len);
-	if (r < 0)
-		return r == -ENOENT ? -ESRCH : r;
-	line = buf;
 	while (line < buf + len) {
-		char *nl = memchr(line, '\n', (size_t)(buf + len - line));
+		const char *nl = memchr(line, '\n', (size_t)(buf + len - line));
 		size_t l = nl ? (size_t)(nl - line) : (size_t)(buf + len - line);
 		struct maps_entry e;
 
-		if (maps_parse_line(line, l, &e) == 0 && e.inode != 0 &&
-		    path_is_file(e.path, e.path_len)) {
+		/* A file's path starts with '/'; the anonymous mappings (two
+		 * per thread: stack and guard page) have none and are most
+		 * of the lines: skip them unparsed. */
+		if (memchr(line, '/', l) && maps_parse_line(line, l, &e) == 0 &&
+		    e.inode != 0 && path_is_file(e.path, e.path_len)) {
 			r = objs_add(o, &e);
 			if (r < 0)
 				break;
 		}
 		line += l + 1;
 	}
-	free(buf);
 	/* An empty maps file is what a zombie (or kernel thread) shows. */
 	if (r >= 0 && o->n == 0)
 		r = -ESRCH;
@@ -183,19 +218,6 @@ obj_open(pid_t pid, const struct etls_obj *ob)
 	}
 	return fd;
 }
-
-struct etls_elf {
-	int fd;
-	Elf *e;
-	GElf_Ehdr eh;
-	bool has_tls;
-	GElf_Phdr tls;
-	uint64_t bias;
-	bool bias_ok;
-	Elf_Scn *dynsym;
-	size_t dynsym_ndx;
-	GElf_Shdr dynsym_sh;
-};
 
 static void
 elf_close(struct etls_elf *x)
@@ -255,20 +277,34 @@ elf_parse(struct etls_elf *x, uint64_t map_start, uint64_t map_offset)
 	return 0;
 }
 
-static int
-elf_open_obj(pid_t pid, const struct etls_obj *ob, struct etls_elf *x)
+/* The parsed ELF object of ob, opened on first use; NULL if it cannot be
+ * opened or is no 64-bit ELF object. */
+static struct etls_elf *
+obj_elf(pid_t pid, struct etls_obj *ob)
 {
-	int r;
+	struct etls_elf *x = &ob->x;
 
+	if (ob->tried)
+		return ob->ok ? x : NULL;
+	ob->tried = true;
 	memset(x, 0, sizeof(*x));
 	x->fd = obj_open(pid, ob);
 	if (x->fd < 0)
-		return x->fd;
+		return NULL;
 	x->e = elf_begin(x->fd, ELF_C_READ_MMAP, NULL);
-	r = elf_parse(x, ob->start, ob->offset);
-	if (r < 0)
+	if (elf_parse(x, ob->start, ob->offset) < 0) {
 		elf_close(x);
-	return r;
+		return NULL;
+	}
+	/* Kept for later lookups, but not its descriptor: a process may map
+	 * hundreds of objects.  FDREAD reads what is not mmapped yet and
+	 * (as FDDONE) tells libelf the descriptor is no longer needed. */
+	if (elf_cntl(x->e, ELF_C_FDREAD) == 0) {
+		close(x->fd);
+		x->fd = -1;
+	}
+	ob->ok = true;
+	return x;
 }
 
 /* Index of the .dynsym entry named name: defined STT_TLS of size 8 when
@@ -449,47 +485,249 @@ etls_find(pid_t pid, struct etls_symbol *sym)
 	return etls_find_named(pid, OTEL_THREAD_CTX_SYMBOL, sym);
 }
 
+/* PROCMAP_QUERY (Linux 6.11, include/uapi/linux/fs.h), declared here as
+ * the kernel defines it: the build's headers may predate it. */
+struct etls_procmap_query {
+	uint64_t size;
+	uint64_t query_flags;
+	uint64_t query_addr;
+	uint64_t vma_start;
+	uint64_t vma_end;
+	uint64_t vma_flags;
+	uint64_t vma_page_size;
+	uint64_t vma_offset;
+	uint64_t inode;
+	uint32_t dev_major;
+	uint32_t dev_minor;
+	uint32_t vma_name_size;
+	uint32_t build_id_size;
+	uint64_t vma_name_addr;
+	uint64_t build_id_addr;
+};
+#define ETLS_PROCMAP_QUERY            _IOWR('f', 17, struct etls_procmap_query)
+#define ETLS_PMQ_READABLE             0x01
+#define ETLS_PMQ_WRITABLE             0x02
+#define ETLS_PMQ_EXECUTABLE           0x04
+#define ETLS_PMQ_SHARED               0x08
+#define ETLS_PMQ_COVERING_OR_NEXT_VMA 0x10
+#define ETLS_PMQ_FILE_BACKED_VMA      0x20
+
+static int
+ctx_lines_add(struct etls_proc *p, const struct maps_entry *e)
+{
+	char line[PATH_MAX + 128];
+	int n = snprintf(line, sizeof(line), "%llx-%llx %s %08llx %02x:%02x %llu %.*s\n",
+			 (unsigned long long)e->start, (unsigned long long)e->end,
+			 e->perms, (unsigned long long)e->offset, e->dev_major,
+			 e->dev_minor, (unsigned long long)e->inode, (int)e->path_len,
+			 e->path);
+	char *nb;
+
+	if (n < 0 || (size_t)n >= sizeof(line))
+		return 0;
+	nb = realloc(p->ctx_lines, p->ctx_len + (size_t)n);
+	if (!nb)
+		return -ENOMEM;
+	memcpy(nb + p->ctx_len, line, (size_t)n);
+	p->ctx_lines = nb;
+	p->ctx_len += (size_t)n;
+	return 0;
+}
+
+/* The file-backed mappings only, from the kernel, one ioctl each: the
+ * text of maps costs about 0.35 us per line to produce, and a process
+ * with 1000 threads has 2000 lines of thread stacks and guard pages for
+ * some 30 of files.  Returns -ENOTTY (or -EINVAL) on kernels without
+ * PROCMAP_QUERY: the caller then reads the text. */
+static int
+objs_query(struct etls_proc *p, int fd)
+{
+	char name[PATH_MAX + 64];
+	struct etls_procmap_query q;
+	uint64_t addr = 0;
+	int r;
+
+	for (;;) {
+		struct maps_entry e;
+
+		memset(&q, 0, sizeof(q));
+		q.size = sizeof(q);
+		q.query_flags = ETLS_PMQ_COVERING_OR_NEXT_VMA | ETLS_PMQ_FILE_BACKED_VMA;
+		q.query_addr = addr;
+		q.vma_name_addr = (uint64_t)(uintptr_t)name;
+		q.vma_name_size = sizeof(name);
+		if (ioctl(fd, ETLS_PROCMAP_QUERY, &q) < 0) {
+			r = -errno;
+			if (r == -ENOENT)
+				break; /* no mapping at or above addr */
+			return r;
+		}
+		if (q.vma_end <= addr)
+			return -EINVAL; /* would not advance */
+		addr = q.vma_end;
+		memset(&e, 0, sizeof(e));
+		e.start = q.vma_start;
+		e.end = q.vma_end;
+		e.offset = q.vma_offset;
+		e.perms[0] = q.vma_flags & ETLS_PMQ_READABLE ? 'r' : '-';
+		e.perms[1] = q.vma_flags & ETLS_PMQ_WRITABLE ? 'w' : '-';
+		e.perms[2] = q.vma_flags & ETLS_PMQ_EXECUTABLE ? 'x' : '-';
+		e.perms[3] = q.vma_flags & ETLS_PMQ_SHARED ? 's' : 'p';
+		e.dev_major = q.dev_major;
+		e.dev_minor = q.dev_minor;
+		e.inode = q.inode;
+		/* vma_name_size counts the terminating NUL; 0 = no name */
+		e.path = name;
+		e.path_len = q.vma_name_size ? strnlen(name, q.vma_name_size) : 0;
+		if (e.inode != 0 && path_is_file(e.path, e.path_len)) {
+			r = objs_add(&p->objs, &e);
+			if (r < 0)
+				return r;
+		}
+		/* a look-alike ("/memfd:OTEL_CTX_BACKUP") is left out, so
+		 * that the text is read if no file-backed mapping is the
+		 * process context (an anonymous one may be) */
+		if (pctx_map_name_kind(e.path, e.path_len) != PCTX_MAP_NONE) {
+			r = ctx_lines_add(p, &e);
+			if (r < 0)
+				return r;
+		}
+	}
+	/* An empty list is what a zombie (or kernel thread) shows. */
+	return p->objs.n ? 0 : -ESRCH;
+}
+
+/* The text of /proc/PID/maps into p->maps. */
+static int
+maps_read_text(struct etls_proc *p)
+{
+	char path[64];
+	int r;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)p->pid);
+	r = remote_read_file(path, ETLS_MAPS_MAX, &p->maps, &p->maps_len);
+	if (r < 0) {
+		p->maps = NULL;
+		return r == -ENOENT ? -ESRCH : r;
+	}
+	return 0;
+}
+
+int
+etls_proc_load(pid_t pid, struct etls_proc **out)
+{
+	struct etls_proc *p;
+	char path[64];
+	int r, fd;
+
+	*out = NULL;
+	if (elf_version(EV_CURRENT) == EV_NONE)
+		return -ENOTSUP;
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	p->pid = pid;
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		r = errno == ENOENT ? -ESRCH : -errno;
+		free(p);
+		return r;
+	}
+	r = objs_query(p, fd);
+	close(fd);
+	if (r == -ENOTTY || r == -EINVAL || r == -EOPNOTSUPP) {
+		/* no PROCMAP_QUERY: parse the text */
+		objs_free(&p->objs);
+		free(p->ctx_lines);
+		p->ctx_lines = NULL;
+		p->ctx_len = 0;
+		r = maps_read_text(p);
+		if (r == 0)
+			r = objs_load(p->maps, p->maps_len, &p->objs);
+	}
+	if (r < 0) {
+		etls_proc_free(p);
+		return r;
+	}
+	snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
+	p->exe_ok = stat(path, &p->exe_st) == 0;
+	*out = p;
+	return 0;
+}
+
+const char *
+etls_proc_maps(struct etls_proc *p, size_t *len)
+{
+	/* The process context is a file-backed mapping when its writer
+	 * could create a memfd; else (an anonymous "[anon:OTEL_CTX]") only
+	 * the whole text tells. */
+	if (!p->maps && p->ctx_len) {
+		*len = p->ctx_len;
+		return p->ctx_lines;
+	}
+	if (!p->maps && maps_read_text(p) < 0) {
+		*len = 0;
+		return "";
+	}
+	*len = p->maps_len;
+	return p->maps;
+}
+
+void
+etls_proc_free(struct etls_proc *p)
+{
+	if (!p)
+		return;
+	objs_free(&p->objs);
+	free(p->maps);
+	free(p->ctx_lines);
+	free(p);
+}
+
 int
 etls_find_named(pid_t pid, const char *name, struct etls_symbol *sym)
 {
-	struct etls_objs objs = {0};
-	struct etls_symbol best, cur;
-	bool have = false, musl = false;
-	struct stat exe_st;
-	bool exe_ok;
-	char path[64];
-	size_t i;
+	struct etls_proc *p;
 	int r;
 
 	memset(sym, 0, sizeof(*sym));
-	memset(&best, 0, sizeof(best));
-	if (elf_version(EV_CURRENT) == EV_NONE)
-		return -ENOTSUP;
-	r = objs_load(pid, &objs);
+	r = etls_proc_load(pid, &p);
 	if (r < 0)
 		return r;
-	snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
-	exe_ok = stat(path, &exe_st) == 0;
+	r = etls_proc_find(p, name, sym);
+	etls_proc_free(p);
+	return r;
+}
 
-	for (i = 0; i < objs.n; i++) {
-		const struct etls_obj *ob = &objs.v[i];
-		struct etls_elf x;
+int
+etls_proc_find(struct etls_proc *p, const char *name, struct etls_symbol *sym)
+{
+	struct etls_objs *objs = &p->objs;
+	struct etls_symbol best, cur;
+	bool have = false, musl = false;
+	size_t i;
+	int r = 0;
+
+	memset(sym, 0, sizeof(*sym));
+	memset(&best, 0, sizeof(best));
+	for (i = 0; i < objs->n; i++) {
+		struct etls_obj *ob = &objs->v[i];
+		struct etls_elf *x;
 
 		musl |= path_is_musl(ob->path);
 		best.n_objects++;
-		if (elf_open_obj(pid, ob, &x) < 0) {
+		x = obj_elf(p->pid, ob);
+		if (!x) {
 			best.n_unopenable++;
 			continue;
 		}
 		memset(&cur, 0, sizeof(cur));
-		if (!examine_definition(&x, name, &cur)) {
-			elf_close(&x);
+		if (!examine_definition(x, name, &cur))
 			continue;
-		}
-		elf_close(&x);
 		snprintf(cur.module, sizeof(cur.module), "%s", ob->path);
 		cur.deleted = ob->deleted;
-		cur.is_exec |= exe_ok && (uint64_t)exe_st.st_ino == ob->inode;
+		cur.is_exec |= p->exe_ok && (uint64_t)p->exe_st.st_ino == ob->inode;
 
 		best.n_definitions++;
 		/* The executable comes first in the lookup scope; otherwise the
@@ -506,10 +744,8 @@ etls_find_named(pid_t pid, const char *name, struct etls_symbol *sym)
 			have = true;
 		}
 	}
-	if (!have) {
-		objs_free(&objs);
+	if (!have)
 		return -ENOENT;
-	}
 	best.libc = musl ? TLSM_MUSL : TLSM_GLIBC;
 #if defined(__x86_64__)
 	if (best.arch != TLSM_X86_64)
@@ -525,21 +761,16 @@ etls_find_named(pid_t pid, const char *name, struct etls_symbol *sym)
 	 * the users' relocations (e.g. an executable's R_X86_64_TPOFF64) tell
 	 * where the loader put it. */
 	if (r == 0 && !has_slots(&best) && !best.is_exec) {
-		for (i = 0; i < objs.n; i++) {
-			struct etls_elf x;
+		for (i = 0; i < objs->n; i++) {
+			struct etls_elf *x = obj_elf(p->pid, &objs->v[i]);
 
-			if (elf_open_obj(pid, &objs.v[i], &x) < 0)
-				continue;
-			if (examine_user(&x, name, &best)) {
+			if (x && examine_user(x, name, &best)) {
 				snprintf(best.reloc_module, sizeof(best.reloc_module),
-					 "%s", objs.v[i].path);
-				elf_close(&x);
+					 "%s", objs->v[i].path);
 				break;
 			}
-			elf_close(&x);
 		}
 	}
-	objs_free(&objs);
 	if (r < 0)
 		return r;
 	*sym = best;

@@ -8,6 +8,7 @@
 
 #include <limits.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -51,6 +52,31 @@ int etls_find(pid_t pid, struct etls_symbol *sym);
  * otel_thread_ctx_v1, elastic_apm_profiling_correlation_tls_v1,
  * custom_labels_current_set. */
 int etls_find_named(pid_t pid, const char *name, struct etls_symbol *sym);
+
+/* One listing of a process's mappings and the ELF objects it maps, for
+ * several lookups: a dump looks up three symbols and the process
+ * context, and a 1000-thread process has some 2000 lines of maps (0.7 ms
+ * of kernel time to print them).  Lists only the file-backed mappings
+ * with PROCMAP_QUERY (Linux 6.11), else parses the text of maps.  Objects
+ * are opened and parsed once, on first use.  Runs while the target
+ * runs. */
+struct etls_proc;
+
+/* Returns 0 and *out, -ESRCH if the process is gone (or maps no file), or
+ * another negative errno (-EACCES, -EPERM, -ENOMEM). */
+int etls_proc_load(pid_t pid, struct etls_proc **out);
+
+/* etls_find_named() on the snapshot p. */
+int etls_proc_find(struct etls_proc *p, const char *name, struct etls_symbol *sym);
+
+/* Text in the format of /proc/PID/maps (not NUL-terminated) holding at
+ * least every mapping whose name contains "OTEL_CTX" (the process
+ * context's): only those when the kernel listed the file-backed mappings
+ * (PROCMAP_QUERY) and one was found among them, else the whole of maps,
+ * read now if it was not yet.  "" if it cannot be read. */
+const char *etls_proc_maps(struct etls_proc *p, size_t *len);
+
+void etls_proc_free(struct etls_proc *p); /* NULL is fine */
 
 /* Runtime address and size of the exported data object (STT_OBJECT, not
  * thread-local) name defined by the object that defines sym, e.g.

@@ -45,6 +45,21 @@ lay_short_name(enum lay_kind k)
 int
 lay_find(pid_t pid, unsigned want, struct lay_proc *lp)
 {
+	struct etls_proc *ep;
+	int r;
+
+	memset(lp, 0, sizeof(*lp));
+	r = etls_proc_load(pid, &ep);
+	if (r < 0)
+		return r;
+	r = lay_find_in(ep, pid, want, lp);
+	etls_proc_free(ep);
+	return r;
+}
+
+int
+lay_find_in(struct etls_proc *ep, pid_t pid, unsigned want, struct lay_proc *lp)
+{
 	int first_err = 0;
 	unsigned k;
 
@@ -57,7 +72,7 @@ lay_find(pid_t pid, unsigned want, struct lay_proc *lp)
 
 		if (!(want & LAY_MASK(k)))
 			continue;
-		r = etls_find_named(pid, lay_symbols[k], &l->sym);
+		r = etls_proc_find(ep, lay_symbols[k], &l->sym);
 		if (r == -ESRCH)
 			return r;
 		if (r < 0) {

@@ -75,6 +75,8 @@ struct lay_proc {
  * found, -ENOENT if none, or the first error other than "not defined"
  * (-ESRCH, -EACCES, -EPROTONOSUPPORT, ...). */
 int lay_find(pid_t pid, unsigned want, struct lay_proc *lp);
+/* The same on maps and objects already read (etls_proc_load()). */
+int lay_find_in(struct etls_proc *ep, pid_t pid, unsigned want, struct lay_proc *lp);
 
 /* Read the loader-written slots of every present layout (and the
  * custom-labels ABI version).  Call while the threads are stopped.

@@ -379,7 +379,7 @@ text_frames(FILE *f, const struct dump_thread *t)
 {
 	size_t i;
 
-	if (t->stack_error[0]) {
+	if (t->stack_error) {
 		fprintf(f, "    (no stack: %s)\n", t->stack_error);
 		return;
 	}
@@ -474,7 +474,7 @@ text_thread(FILE *f, const struct dump *d, const struct dump_thread *t)
 	fprintf(f, "Thread %d \"", (int)t->tid);
 	output_text_escape(f, (const uint8_t *)t->comm, strlen(t->comm), true);
 	fprintf(f, "\" (%s)\n", state_word(t->state));
-	if (t->error[0]) {
+	if (t->error) {
 		fprintf(f, "    (not read: %s)\n", t->error);
 	} else if (!t->has_record) {
 		/* with only another layout's context, that says it all */
@@ -814,7 +814,7 @@ json_context(struct jw *w, const struct dump *d, const struct dump_thread *t)
 	bool valid = t->hdr.valid == TREC_VALID;
 
 	jw_key(w, "context");
-	if (t->error[0] || !t->has_record) {
+	if (t->error || !t->has_record) {
 		jw_raw(w, "null");
 		return;
 	}
@@ -907,7 +907,7 @@ json_frames(struct jw *w, const struct dump_thread *t)
 	jw_close(w, ']');
 	jw_key(w, "frames_truncated");
 	jw_raw(w, t->frames_capped ? "true" : "false");
-	if (t->stack_error[0]) {
+	if (t->stack_error) {
 		jw_key(w, "stack_error");
 		jw_cstr(w, t->stack_error);
 	}
@@ -1052,7 +1052,7 @@ json_thread(struct jw *w, const struct dump *d, const struct dump_thread *t)
 	json_context(w, d, t);
 	if (d->alt)
 		json_alt_contexts(w, d, t);
-	if (t->error[0]) {
+	if (t->error) {
 		jw_key(w, "error");
 		jw_cstr(w, t->error);
 	}

@@ -17,38 +17,30 @@
 
 /* Address of the first OTEL_CTX mapping (the OTEP allows one). */
 static int
-find_mapping(pid_t pid, uint64_t *addr, enum pctx_map_kind *kind)
+find_mapping(const char *buf, size_t len, uint64_t *addr, enum pctx_map_kind *kind)
 {
-	char path[64], *buf, *line;
-	size_t len;
-	int r;
+	const char *line = buf;
 
-	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
-	r = remote_read_file(path, PCTXR_MAPS_MAX, &buf, &len);
-	if (r < 0)
-		return r == -ENOENT ? -ESRCH : r;
-	r = -ENOENT;
-	line = buf;
 	while (line < buf + len) {
-		char *nl = memchr(line, '\n', (size_t)(buf + len - line));
+		const char *nl = memchr(line, '\n', (size_t)(buf + len - line));
 		size_t l = nl ? (size_t)(nl - line) : (size_t)(buf + len - line);
 		struct maps_entry e;
 		enum pctx_map_kind k;
 
-		/* Like the eBPF profiler: never an executable mapping. */
-		if (maps_parse_line(line, l, &e) == 0 && e.perms[0] == 'r' &&
-		    e.perms[2] != 'x' &&
+		/* Like the eBPF profiler: never an executable mapping.  Every
+		 * accepted name holds "OTEL_CTX": the other lines (thousands
+		 * in a process with many threads) are skipped unparsed. */
+		if (memmem(line, l, "OTEL_CTX", 8) && maps_parse_line(line, l, &e) == 0 &&
+		    e.perms[0] == 'r' && e.perms[2] != 'x' &&
 		    e.end - e.start >= sizeof(struct otel_process_ctx_header) &&
 		    (k = pctx_map_name_kind(e.path, e.path_len)) != PCTX_MAP_NONE) {
 			*addr = e.start;
 			*kind = k;
-			r = 0;
-			break;
+			return 0;
 		}
 		line += l + 1;
 	}
-	free(buf);
-	return r;
+	return -ENOENT;
 }
 
 static void
@@ -62,6 +54,23 @@ pause_briefly(void)
 int
 pctxr_read(pid_t pid, struct pctxr_snapshot *out)
 {
+	char path[64], *buf;
+	size_t len;
+	int r;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	r = remote_read_file(path, PCTXR_MAPS_MAX, &buf, &len);
+	if (r < 0)
+		return r == -ENOENT ? -ESRCH : r;
+	r = pctxr_read_maps(pid, buf, len, out);
+	free(buf);
+	return r;
+}
+
+int
+pctxr_read_maps(pid_t pid, const char *maps, size_t maps_len,
+		struct pctxr_snapshot *out)
+{
 	struct otel_process_ctx_header h, h2;
 	uint64_t addr;
 	enum pctx_map_kind kind;
@@ -69,7 +78,7 @@ pctxr_read(pid_t pid, struct pctxr_snapshot *out)
 	unsigned attempt;
 	int r;
 
-	r = find_mapping(pid, &addr, &kind);
+	r = find_mapping(maps, maps_len, &addr, &kind);
 	if (r < 0)
 		return r;
 	for (attempt = 1; attempt <= PCTXR_ATTEMPTS; attempt++) {

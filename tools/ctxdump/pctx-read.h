@@ -30,4 +30,9 @@ struct pctxr_snapshot {
  * a few attempts, or the errno of the reads (-ESRCH, -EPERM). */
 int pctxr_read(pid_t pid, struct pctxr_snapshot *out);
 
+/* The same with the text of /proc/PID/maps already read (ctxdump reads
+ * it once for everything it looks up). */
+int pctxr_read_maps(pid_t pid, const char *maps, size_t maps_len,
+		    struct pctxr_snapshot *out);
+
 void pctxr_free(struct pctxr_snapshot *s);

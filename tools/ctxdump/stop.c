@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ptrace.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -174,14 +175,23 @@ read_task_stat_at(int taskfd, pid_t tid, char *comm, size_t n, char *state)
 	return r < 0 ? r : parse_task_stat(buf, comm, n, state);
 }
 
-/* Field 20 of /proc/PID/stat: the kernel's count of the process's threads
- * (exited group leaders waiting for the others included), or -1. */
+/* The kernel's count of the process's threads (exited group leaders
+ * waiting for the others included), or -1.  The link count of
+ * /proc/PID/task is 2 plus that count (proc_task_getattr(), since Linux
+ * 2.6.x): one stat(), about 2 us, where /proc/PID/stat (field 20, the
+ * same number) sums every thread's times and costs 0.2-0.4 ms at 1000
+ * threads, once before the stop and once inside it (known_set_complete).
+ * A kernel that counted no threads there (link count 2) gets field 20. */
 long
 stop_count_threads(pid_t pid)
 {
 	char path[64], buf[1024], *p;
+	struct stat st;
 	int field;
 
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	if (stat(path, &st) == 0 && st.st_nlink > 2)
+		return (long)st.st_nlink - 2;
 	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
 	if (read_small_file(AT_FDCWD, path, buf, sizeof(buf)) < 0)
 		return -1;
