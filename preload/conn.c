@@ -26,9 +26,10 @@
  *
  * Concurrency (who writes which field: conn.h, struct ctxshim_conn).  A
  * slot is written by the thread doing that connection's I/O: the reading
- * thread for scan, cap, pending and a new current request; the writing
- * thread for answered, and for the current request only when it moves on
- * to a queued pipelined one.  The keep-alive request/response cycle uses
+ * thread for scan, cap, the FIFO's tail and a new current request; the
+ * writing thread for answered, the FIFO's head (see "Pipelining FIFO"),
+ * and for the current request only when it moves on to a queued
+ * pipelined one.  The keep-alive request/response cycle uses
  * only the pool entry's two lock-prefixed instructions (each is ~20
  * cycles, and the shim's whole budget per nginx request is ~1 % of 8 us):
  * seq and answered are plain stores by their single writer, and flags are
@@ -40,11 +41,55 @@
  * outside the constructor: it all runs inside read()/write() hooks,
  * possibly in signal handlers.
  *
- * Known race, not new with the plain stores: pipelined requests on a
- * connection whose reads and response writes run on two threads at once
- * can link the pending FIFO wrongly (the reader appends while the writer
- * pops); at worst a pool entry is lost or a request gets another's
- * context; lengths and indexes stay bounded. */
+ * Pipelining FIFO.  The contexts of queued pipelined requests are pool
+ * entries linked through next, from c->pending (head) to c->tail.  The
+ * reading thread appends, the writing thread pops, and with a server that
+ * reads and writes one connection on two threads these run at the same
+ * time.  The earlier list (append = walk from pending to the last entry,
+ * pop = pending = e->next, release e) lost links then: the reader could
+ * append to the entry the writer was releasing, so entries leaked for good
+ * (about 25 per 20 000 racing requests, until the pool was empty) and a
+ * request could get another's context.  Now it is a single-producer /
+ * single-consumer queue in which each index has one writer at a time:
+ *
+ *  - tail: the reader's alone (it is never read by the writer), so an
+ *    append does not walk the list and never looks at pending.
+ *  - e->next of the tail entry: 0 while it is last; the reader links a
+ *    new entry with a compare-and-swap 0 -> new, the writer closes a
+ *    last entry it pops with a compare-and-swap 0 -> CONN_NEXT_CLOSED.
+ *    Exactly one of the two succeeds; that decides who goes on.
+ *  - pending: the writer's while non-zero.  A pop that finds a successor
+ *    stores it and releases the popped entry (safe: it is not the tail any
+ *    more, as the reader linked past it).  A pop of the last entry stores
+ *    0 first and then closes the entry: the queue is empty and pending
+ *    belongs to the reader, which starts the next queue by storing it.
+ *    The closed entry is not released by the writer, because the reader
+ *    still names it as tail and would link into whatever reused it (the
+ *    ABA that leaked before): it is a stub the reader frees, when it
+ *    sees it closed, at its next append or its next new current request
+ *    (or conn_release_all() when the fd goes).  So a connection whose
+ *    last requests were pipelined holds one entry while idle: at most
+ *    one per connection, like a split head in progress.
+ *
+ * Release/acquire on the links and on pending carry the entry's contents
+ * (written by the reader before linking) to the writer, and the writer's
+ * pending = 0 (before its closing compare-and-swap) to the reader (after
+ * it sees the entry closed), so two stores to pending never race.  No
+ * lock, no allocation, bounded work; the compare-and-swaps run only when
+ * requests are actually queued: the keep-alive cycle without pipelining
+ * touches none of this but one plain load of tail (0) and of pending (0).
+ *
+ * A race that remains, documented rather than closed: the writer notes a
+ * response after the real write() returned, so a reader on another thread
+ * may read the client's next request first and queue it as if pipelined
+ * (it is then made current by that response's note, on the writing
+ * thread, and the reading thread publishes it late), and a writer that
+ * found the queue empty may mark the request answered just after the
+ * reader queued one behind it (that one then waits for the next
+ * response).  Closing either needs a store-load fence on the keep-alive
+ * path (~20 cycles a request, conn.h); the effect is a context published
+ * late or on one request the wrong thread, never a leak or a mix of two
+ * contexts. */
 #include "config.h"
 
 #include "conn.h"
@@ -69,9 +114,14 @@ struct conn_pool_entry {
 		struct http_scan_capture cap; /* a head being scanned */
 		struct ctxshim_conn_ctx ctx;  /* a pipelined request's context */
 	} u;
-	uint16_t next; /* next pipelined entry + 1 */
+	_Atomic uint16_t next; /* next pipelined entry + 1, or CONN_NEXT_CLOSED */
 	bool has_ctx;
 };
+
+/* e->next of an entry the writer popped as the last one: no successor will
+ * ever be linked; the reader frees it (see "Pipelining FIFO"). */
+#define CONN_NEXT_CLOSED 0xffffu
+_Static_assert(CONN_POOL_N < CONN_NEXT_CLOSED, "pool indexes + 1 fit below CLOSED");
 
 struct ctxshim_conn_table ctxshim_conn_tab;
 
@@ -136,18 +186,46 @@ conn_pool_release(unsigned idx)
 				  memory_order_release);
 }
 
+/* Is tail (an index + 1 or 0) a stub: popped and closed by the writer,
+ * still named by the reader, and so the reader's to free? */
+static inline bool
+conn_fifo_stub(unsigned t)
+{
+	return t && t <= CONN_POOL_N &&
+	       atomic_load_explicit(&conn_pool[t - 1].next, memory_order_acquire) ==
+		       CONN_NEXT_CLOSED;
+}
+
+/* The reader, making a new request current: free a stub left by the
+ * writer's last pop, so that an idle keep-alive connection that once
+ * pipelined holds no pool entry. */
+static inline void
+conn_fifo_reclaim(struct ctxshim_conn *c)
+{
+	if (__builtin_expect(c->tail != 0, 0) && conn_fifo_stub(c->tail)) {
+		conn_pool_release(c->tail);
+		c->tail = 0;
+	}
+}
+
+/* Fd life cycle (no I/O on c at the same time): free everything. */
 static void
 conn_release_all(struct ctxshim_conn *c)
 {
-	unsigned idx = c->pending, n = 0;
+	unsigned idx = atomic_load_explicit(&c->pending, memory_order_acquire), n = 0;
 
 	conn_pool_release(c->cap);
 	c->cap = 0;
-	c->pending = 0;
-	/* Bounded walk: a corrupted list (two threads racing on one fd)
-	 * must not loop. */
+	/* A stub is not on the list from pending (pending is 0 then). */
+	if (conn_fifo_stub(c->tail))
+		conn_pool_release(c->tail);
+	c->tail = 0;
+	atomic_store_explicit(&c->pending, 0, memory_order_relaxed);
+	/* Bounded walk: a corrupted list (an application racing two readers
+	 * or two writers on one fd) must not loop. */
 	while (idx && idx <= CONN_POOL_N && n++ < CONN_POOL_N) {
-		unsigned next = conn_pool[idx - 1].next;
+		unsigned next =
+			atomic_load_explicit(&conn_pool[idx - 1].next, memory_order_relaxed);
 
 		conn_pool_release(idx);
 		idx = next;
@@ -396,7 +474,7 @@ ctxshim_conn_forget(int fd)
 	if (!c)
 		return;
 	if (!atomic_load_explicit(&c->flags, memory_order_relaxed) && !c->cap &&
-	    !c->pending)
+	    !atomic_load_explicit(&c->pending, memory_order_relaxed) && !c->tail)
 		return;
 	conn_set_hot(fd, CONN_HOT_NONE);
 	conn_reset(c, 0);
@@ -702,6 +780,32 @@ conn_build_scratch(struct ctxshim_conn_ctx *d,
 	(void)conn_compact(d, &tmp);
 }
 
+/* The reader appends entry idx (filled, next = 0) to c's FIFO.  Linking
+ * with a release compare-and-swap publishes the entry's contents to the
+ * writer, which acquires the link; the compare-and-swap fails only when
+ * the writer closed the tail (popped it as the last entry): then the
+ * queue is empty, the writer stored pending = 0 before closing (acquired
+ * here), and this thread frees the stub and starts a new queue. */
+static void
+conn_fifo_push(struct ctxshim_conn *c, unsigned idx)
+{
+	unsigned t = c->tail;
+
+	if (t && t <= CONN_POOL_N) {
+		uint16_t expect = 0;
+
+		if (atomic_compare_exchange_strong_explicit(
+			    &conn_pool[t - 1].next, &expect, (uint16_t)idx,
+			    memory_order_release, memory_order_acquire)) {
+			c->tail = (uint16_t)idx;
+			return;
+		}
+		conn_pool_release(t);
+	}
+	atomic_store_explicit(&c->pending, (uint16_t)idx, memory_order_release);
+	c->tail = (uint16_t)idx;
+}
+
 /* A head completed.  Returns CONN_FEED_NONE if it was queued (or
  * dropped), else CONN_FEED_NEW, or CONN_FEED_FULL when the thread's
  * publication buffer (ctxshim_build_begin(), returned in *full) holds its
@@ -715,7 +819,7 @@ conn_head(struct ctxshim_conn *c,
 	uint8_t f = atomic_load_explicit(&c->flags, memory_order_relaxed);
 	bool captured = conn_captured(cap, flags), whole = false;
 	struct conn_pool_entry *e;
-	unsigned idx, n = 0;
+	unsigned idx;
 
 	if (!(f & CONN_F_REQ) || ctxshim_conn_answered(c)) {
 		uint8_t set = (uint8_t)(CONN_F_REQ | (captured ? CONN_F_HAS_CTX : 0));
@@ -750,8 +854,16 @@ conn_head(struct ctxshim_conn *c,
 		 * the writing thread promoting a pipelined request, which needs
 		 * the current one unanswered while this path needs it answered
 		 * or absent; fd life-cycle changes do not overlap a read. */
-		if ((uint8_t)((f & ~(CONN_F_HAS_CTX | CONN_F_PROMOTED)) | set) != f)
+		if ((uint8_t)((f & ~(CONN_F_HAS_CTX | CONN_F_PROMOTED)) | set) != f) {
 			conn_flags_update(c, CONN_F_HAS_CTX | CONN_F_PROMOTED, set);
+			/* A stub exists only after the writer promoted the last
+			 * queued request, which set PROMOTED: so the first new head
+			 * after it comes this way, and the usual keep-alive request
+			 * (flags unchanged) does not even load tail.  Missing one
+			 * here costs nothing but time: the next append or close
+			 * frees the stub. */
+			conn_fifo_reclaim(c);
+		}
 		conn_seq_end(c);
 		return whole ? CONN_FEED_FULL : CONN_FEED_NEW;
 	}
@@ -762,17 +874,11 @@ conn_head(struct ctxshim_conn *c,
 	if (!idx)
 		return CONN_FEED_NONE;
 	e = &conn_pool[idx - 1];
-	e->next = 0;
+	atomic_store_explicit(&e->next, 0, memory_order_relaxed);
 	e->has_ctx = captured;
 	if (captured)
 		conn_build_scratch(&e->u.ctx, cap, flags);
-	{
-		uint16_t *tail = &c->pending;
-
-		while (*tail && *tail <= CONN_POOL_N && n++ < CONN_POOL_N)
-			tail = &conn_pool[*tail - 1].next;
-		*tail = (uint16_t)idx;
-	}
+	conn_fifo_push(c, idx);
 	return CONN_FEED_NONE;
 }
 
@@ -866,7 +972,7 @@ ctxshim_conn_responded(struct ctxshim_conn *c, const void *head, size_t head_len
 	uint8_t tag = (uint8_t)(atomic_load_explicit(&c->seq, memory_order_relaxed) >> 1);
 	int kind = conn_status_kind(head, head_len);
 	struct conn_pool_entry *e;
-	unsigned idx;
+	unsigned idx, next;
 
 	/* Marking the request answered is a plain store of the tag seen:
 	 * answered has no other writer than the writing thread(s).  If the
@@ -889,7 +995,9 @@ ctxshim_conn_responded(struct ctxshim_conn *c, const void *head, size_t head_len
 	 * the previous response (its body) must not count for it. */
 	if ((f & CONN_F_PROMOTED) && kind != 2)
 		return false;
-	idx = c->pending;
+	/* Acquire: the entry's contents, written by the reader before it
+	 * stored pending (conn_fifo_push()). */
+	idx = atomic_load_explicit(&c->pending, memory_order_acquire);
 	if (!idx || idx > CONN_POOL_N) {
 		atomic_store_explicit(&c->answered, tag, memory_order_relaxed);
 		return false;
@@ -900,7 +1008,6 @@ ctxshim_conn_responded(struct ctxshim_conn *c, const void *head, size_t head_len
 	conn_seq_begin(c);
 	if (e->has_ctx)
 		c->ctx = e->u.ctx;
-	c->pending = e->next;
 	conn_flags_update(c, CONN_F_HAS_CTX,
 			  (uint8_t)(CONN_F_REQ | CONN_F_PROMOTED |
 				    (e->has_ctx ? CONN_F_HAS_CTX : 0)));
@@ -908,6 +1015,26 @@ ctxshim_conn_responded(struct ctxshim_conn *c, const void *head, size_t head_len
 	/* The promoted request is not answered yet (seq moved on, so
 	 * answered already differs; this keeps the distance at 1). */
 	conn_set_answered(c, false);
+
+	/* Pop e ("Pipelining FIFO").  When it is the last entry, hand pending
+	 * to the reader: store 0, then close e so that the reader links no
+	 * successor to it; e stays allocated as the reader's stub.  If the
+	 * reader linked one first, the close fails and returns it. */
+	next = atomic_load_explicit(&e->next, memory_order_acquire);
+	if (next == 0) {
+		uint16_t expect = 0;
+
+		atomic_store_explicit(&c->pending, 0, memory_order_relaxed);
+		if (atomic_compare_exchange_strong_explicit(
+			    &e->next, &expect, (uint16_t)CONN_NEXT_CLOSED,
+			    memory_order_acq_rel, memory_order_acquire))
+			return true;
+		next = expect;
+	}
+	/* e has a successor, so it is not the reader's tail: free it. */
+	atomic_store_explicit(&c->pending,
+			      (uint16_t)(next <= CONN_POOL_N ? next : 0),
+			      memory_order_relaxed);
 	conn_pool_release(idx);
 	return true;
 }

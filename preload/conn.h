@@ -71,7 +71,8 @@ enum {
  * tracestate_len bytes of tracestate.  Attributes are added in order
  * (method, path, configured headers) and an entry that does not fit is
  * dropped whole; tracestate gets what is left, cut back to whole members. */
-#define CTXSHIM_CONN_DATA_MAX 182
+/* 180, not 182: two bytes of the 256 went to the FIFO's tail index. */
+#define CTXSHIM_CONN_DATA_MAX 180
 struct ctxshim_conn_ctx {
 	uint8_t trace_id[16];
 	uint8_t span_id[8];
@@ -89,10 +90,14 @@ struct ctxshim_conn_ctx {
  * do, where an atomic read-modify-write would cost ~20 cycles each.
  *
  *  - scan, cap: the thread reading the connection (the scanner already
- *    requires one reader of a socket at a time); pending: appended to by
- *    the reading thread, popped by the writing thread when it moves on to
- *    a pipelined request (a known race when those are two threads at
- *    once, conn.c).
+ *    requires one reader of a socket at a time).
+ *  - pending, tail: the FIFO of pipelined requests, a single-producer /
+ *    single-consumer queue that stays correct when the reading and the
+ *    writing thread are two threads at once (conn.c, "Pipelining FIFO"):
+ *    tail is the reading thread's alone (it appends); pending (the head)
+ *    is the writing thread's while it is non-zero (it pops), and is
+ *    handed to the reading thread, through one compare-and-swap on the
+ *    last entry's next, when a pop empties the queue.
  *  - seq: odd while ctx (and the current request) is being changed.
  *    Single writer: the reading thread when a new head becomes current,
  *    or, with pipelining, the writing thread when it moves on to the next
@@ -122,9 +127,10 @@ struct ctxshim_conn {
 	_Atomic uint32_t gen;     /* connection identity, see above */
 	_Atomic uint32_t seq;     /* odd while ctx is being rewritten */
 	uint16_t cap;             /* pool entry + 1 holding the head in progress */
-	uint16_t pending;         /* pool entry + 1: first pipelined context */
+	_Atomic uint16_t pending; /* pool entry + 1: first pipelined context */
 	_Atomic uint8_t flags;    /* CONN_F_* */
 	_Atomic uint8_t answered; /* see above */
+	uint16_t tail;            /* pool entry + 1: last one queued, or a stub */
 	struct ctxshim_conn_ctx ctx;
 };
 _Static_assert(sizeof(struct ctxshim_conn) == CTXSHIM_CONN_SLOT_SIZE,

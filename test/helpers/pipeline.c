@@ -1,0 +1,530 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The connection pool of the socket level (preload/conn.c) under load,
+ * run under the shim by test-preload-pipeline.c.  A server and its
+ * clients in one process on 127.0.0.1; the server side checks the
+ * context its own thread publishes (otel_thread_ctx_v1, found with
+ * dlsym) after each read that completes a request head.
+ *
+ *   pipeline interleaved       heads of two connections split and
+ *                              interleaved on one thread
+ *   pipeline exhausted         more split heads at once than the pool has
+ *                              entries, then every connection again
+ *   pipeline two-threads N     one reading and one writing thread on a
+ *                              pipelining connection for N requests (what
+ *                              either publishes is one request's context,
+ *                              never a mix), then the pool must be whole:
+ *                              POOL simultaneous split heads all get their
+ *                              context
+ *
+ * Prints "RESULT <mode> ok=... none=... wrong=..." and exits 0 when every
+ * check held, 1 otherwise.  POOL is conn.c's CONN_POOL_N. */
+#include <arpa/inet.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#define POOL 256
+
+static int lfd, port, fails;
+static unsigned n_ok, n_none, n_wrong;
+
+#define CHECK(c, ...)                                                          \
+	do {                                                                   \
+		if (!(c)) {                                                    \
+			fails++;                                               \
+			fprintf(stderr, "FAIL line %d: ", __LINE__);           \
+			fprintf(stderr, __VA_ARGS__);                          \
+			fputc('\n', stderr);                                   \
+		}                                                              \
+	} while (0)
+
+static void
+die(const char *what)
+{
+	perror(what);
+	exit(2);
+}
+
+static void
+listen_any(void)
+{
+	struct sockaddr_in a = {.sin_family = AF_INET,
+				.sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t l = sizeof(a);
+
+	lfd = socket(AF_INET, SOCK_STREAM, 0);
+	if (lfd < 0 || bind(lfd, (void *)&a, sizeof(a)) || listen(lfd, 1024) ||
+	    getsockname(lfd, (void *)&a, &l))
+		die("listen");
+	port = ntohs(a.sin_port);
+}
+
+/* A connected client/server pair (the server side is accepted, so the shim
+ * tracks it). */
+static void
+pair(int *cli, int *srv)
+{
+	struct sockaddr_in a = {.sin_family = AF_INET,
+				.sin_addr.s_addr = htonl(INADDR_LOOPBACK),
+				.sin_port = htons((uint16_t)port)};
+	int one = 1;
+
+	*cli = socket(AF_INET, SOCK_STREAM, 0);
+	if (*cli < 0 || connect(*cli, (void *)&a, sizeof(a)))
+		die("connect");
+	(void)setsockopt(*cli, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	*srv = accept(lfd, NULL, NULL);
+	if (*srv < 0)
+		die("accept");
+}
+
+static void
+send_all(int fd, const char *s, size_t n)
+{
+	while (n) {
+		ssize_t r = write(fd, s, n);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			die("write");
+		s += r;
+		n -= (size_t)r;
+	}
+}
+
+/* Read exactly n bytes: the server side, in as many reads as it takes. */
+static void
+read_n(int fd, size_t n)
+{
+	char buf[8192];
+
+	while (n) {
+		ssize_t r = read(fd, buf, n < sizeof(buf) ? n : sizeof(buf));
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			die("read");
+		n -= (size_t)r;
+	}
+}
+
+/* Request k: trace-id k + 1, path /p<k>. */
+static int
+make_head(char *buf, unsigned k)
+{
+	return sprintf(buf,
+		       "GET /p%u HTTP/1.1\r\nHost: x\r\n"
+		       "traceparent: 00-%032x-00000000000000%02x-01\r\n\r\n",
+		       k, k + 1, (k % 250) + 1);
+}
+
+static const char resp[] = "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n";
+#define RESP_LEN (sizeof(resp) - 1)
+
+/* The calling thread's otel_thread_ctx_v1 (a TLS variable: dlsym gives
+ * this thread's copy).  Cached per thread: dlsym takes a lock, which would
+ * serialise the two threads of two-threads and hide the race. */
+static void *
+ctx_slot(void)
+{
+	static __thread void *slot;
+
+	if (!slot)
+		slot = dlsym(RTLD_DEFAULT, "otel_thread_ctx_v1");
+	return slot;
+}
+
+/* What the calling thread publishes: 1 request k's context (trace-id and
+ * path), 0 none, -1 another request's trace-id, -2 k's trace-id with
+ * another path (a capture mixed from two heads). */
+static int
+ctx_is(unsigned k)
+{
+	const uint8_t *r = *(const uint8_t *const *)ctx_slot();
+	uint8_t want[16] = {0};
+	char path[24];
+	size_t pl, i;
+	uint16_t al;
+
+	if (!r || !r[24])
+		return 0;
+	want[15] = (uint8_t)(k + 1);
+	want[14] = (uint8_t)((k + 1) >> 8);
+	want[13] = (uint8_t)((k + 1) >> 16);
+	if (memcmp(r, want, 16) != 0)
+		return -1;
+	memcpy(&al, r + 26, 2);
+	pl = (size_t)snprintf(path, sizeof(path), "/p%u", k);
+	/* Attribute entries are key, length, value: look for a value that is
+	 * exactly the path. */
+	for (i = 0; i + 2 <= al; i += 2 + r[28 + i + 1])
+		if (r[28 + i + 1] == pl && i + 2 + pl <= al &&
+		    memcmp(r + 28 + i + 2, path, pl) == 0)
+			return 1;
+	return -2;
+}
+
+static void
+count(int r)
+{
+	if (r == 1)
+		n_ok++;
+	else if (r == 0)
+		n_none++;
+	else
+		n_wrong++;
+}
+
+static void
+answer(int srv, int cli)
+{
+	send_all(srv, resp, RESP_LEN);
+	read_n(cli, RESP_LEN);
+}
+
+/* Two connections, each head split in the middle of its traceparent, the
+ * reads of the two interleaved on this one thread: each completed head
+ * publishes its own context. */
+static void
+t_interleaved(void)
+{
+	int ac, as, bc, bs, r;
+	char ha[256], hb[256];
+	unsigned round;
+
+	pair(&ac, &as);
+	pair(&bc, &bs);
+	for (round = 0; round < 50; round++) {
+		unsigned ka = 2 * round + 1, kb = 2 * round + 2;
+		int na = make_head(ha, ka), nb = make_head(hb, kb);
+		int ma = na / 2 + 3, mb = nb / 2 - 5;
+
+		send_all(ac, ha, (size_t)ma);
+		read_n(as, (size_t)ma);
+		send_all(bc, hb, (size_t)mb);
+		read_n(bs, (size_t)mb);
+		send_all(ac, ha + ma, (size_t)(na - ma));
+		read_n(as, (size_t)(na - ma));
+		r = ctx_is(ka);
+		count(r);
+		CHECK(r == 1, "round %u: A's head: %d", round, r);
+		send_all(bc, hb + mb, (size_t)(nb - mb));
+		read_n(bs, (size_t)(nb - mb));
+		r = ctx_is(kb);
+		count(r);
+		CHECK(r == 1, "round %u: B's head: %d", round, r);
+		answer(as, ac);
+		answer(bs, bc);
+	}
+	close(ac);
+	close(as);
+	close(bc);
+	close(bs);
+}
+
+/* n connections with the first 30 bytes of a head each (every split head
+ * holds a pool entry), then the rest of each: returns how many got their
+ * own context; none may get another's. */
+static unsigned
+split_heads(int *c, int *s, unsigned n, unsigned base)
+{
+	char h[256];
+	unsigned k, got = 0;
+	int len, r;
+
+	for (k = 0; k < n; k++) {
+		make_head(h, base + k);
+		send_all(c[k], h, 30);
+		read_n(s[k], 30);
+	}
+	for (k = 0; k < n; k++) {
+		len = make_head(h, base + k);
+		send_all(c[k], h + 30, (size_t)len - 30);
+		read_n(s[k], (size_t)len - 30);
+		r = ctx_is(base + k);
+		count(r);
+		CHECK(r >= 0, "conn %u: another request's context (%d)", k, r);
+		got += r == 1;
+		answer(s[k], c[k]);
+	}
+	return got;
+}
+
+static void
+open_n(int **c, int **s, unsigned n)
+{
+	unsigned k;
+
+	*c = calloc(n, sizeof(int));
+	*s = calloc(n, sizeof(int));
+	if (!*c || !*s)
+		die("calloc");
+	for (k = 0; k < n; k++)
+		pair(&(*c)[k], &(*s)[k]);
+}
+
+static void
+close_n(int *c, int *s, unsigned n)
+{
+	unsigned k;
+
+	for (k = 0; k < n; k++) {
+		close(c[k]);
+		close(s[k]);
+	}
+	free(c);
+	free(s);
+}
+
+/* Two pipelined requests in one read, answered in turn on this thread,
+ * then a plain keep-alive request: each publishes its own context, and
+ * the connection, left open, holds no pool entry afterwards (the FIFO's
+ * last entry, kept for the reader when the writer pops it, is freed by
+ * the next new request). */
+static void
+pipelined_then_idle(int *cli, int *srv)
+{
+	char h[768];
+	int a, b, r;
+
+	pair(cli, srv);
+	a = make_head(h, 500);
+	b = make_head(h + a, 501);
+	send_all(*cli, h, (size_t)(a + b));
+	read_n(*srv, (size_t)(a + b));
+	r = ctx_is(500);
+	count(r);
+	CHECK(r == 1, "first pipelined request: %d", r);
+	answer(*srv, *cli);
+	r = ctx_is(501);
+	count(r);
+	CHECK(r == 1, "second pipelined request, after the first response: %d", r);
+	answer(*srv, *cli);
+	a = make_head(h, 502);
+	send_all(*cli, h, (size_t)a);
+	read_n(*srv, (size_t)a);
+	r = ctx_is(502);
+	count(r);
+	CHECK(r == 1, "keep-alive request after pipelining: %d", r);
+	answer(*srv, *cli);
+}
+
+/* The pool holds POOL entries: with POOL + 20 split heads at once, the
+ * first POOL get their context and the rest none (never a wrong one);
+ * then, with the entries free again, every connection's next split head
+ * gets its context.  A connection that pipelined stays open meanwhile. */
+static void
+t_exhausted(void)
+{
+	const unsigned n = POOL + 20;
+	int *c, *s, pc, ps;
+	unsigned got;
+
+	pipelined_then_idle(&pc, &ps);
+	open_n(&c, &s, n);
+	got = split_heads(c, s, n, 1000);
+	CHECK(got == POOL, "%u split heads at once: %u got a context, expected %u", n,
+	      got, POOL);
+	got = split_heads(c, s, n, 2000);
+	CHECK(got == POOL, "again: %u got a context, expected %u", got, POOL);
+	/* One at a time: all of them. */
+	{
+		unsigned k;
+		char h[256];
+
+		for (k = 0; k < n; k++) {
+			int len = make_head(h, 3000 + k), r;
+
+			send_all(c[k], h, 17);
+			read_n(s[k], 17);
+			send_all(c[k], h + 17, (size_t)len - 17);
+			read_n(s[k], (size_t)len - 17);
+			r = ctx_is(3000 + k);
+			count(r);
+			CHECK(r == 1, "conn %u alone: %d", k, r);
+			answer(s[k], c[k]);
+		}
+	}
+	close_n(c, s, n);
+	close(pc);
+	close(ps);
+}
+
+/* A server that reads a connection on one thread and writes responses on
+ * another, while the client pipelines (two heads in one write every third
+ * request, a head split across two writes every fifth): the reader queues
+ * requests while the writer promotes and frees them.  RW_CONNS such
+ * connections at once, each with its client, reading, writing and
+ * draining thread: the race needs the reader and the writer of one
+ * connection on CPUs at the same moment, which several pairs make likely
+ * even on a loaded machine with two CPUs. */
+#define RW_CONNS 4
+
+struct rw {
+	int s, c;
+	unsigned n, base;
+	volatile int stop;
+	pthread_t r, w, d, cl;
+};
+
+static _Atomic unsigned rw_mixed;
+
+/* Whatever context the calling thread publishes now must be one request's
+ * whole: its trace-id names request k, so its path must be /p<k>. */
+static void
+rw_check_whole(void)
+{
+	const uint8_t *r = *(const uint8_t *const *)ctx_slot();
+	unsigned k;
+
+	if (!r || !r[24])
+		return;
+	k = ((unsigned)r[13] << 16 | (unsigned)r[14] << 8 | r[15]) - 1;
+	if (ctx_is(k) != 1)
+		rw_mixed++;
+}
+
+static void *
+rw_writer(void *arg)
+{
+	struct rw *x = arg;
+	unsigned i;
+
+	for (i = 0; !x->stop; i++) {
+		if (write(x->s, resp, RESP_LEN) < 0)
+			break;
+		rw_check_whole();
+		if (i % 64 == 0)
+			usleep(10);
+	}
+	return NULL;
+}
+
+static void *
+rw_drain(void *arg)
+{
+	struct rw *x = arg;
+	char buf[65536];
+
+	while (read(x->c, buf, sizeof(buf)) > 0)
+		;
+	return NULL;
+}
+
+static void *
+rw_reader(void *arg)
+{
+	struct rw *x = arg;
+	char buf[4096];
+
+	while (read(x->s, buf, sizeof(buf)) > 0)
+		rw_check_whole();
+	return NULL;
+}
+
+static void *
+rw_client(void *arg)
+{
+	struct rw *x = arg;
+	char h[512];
+	unsigned k;
+
+	for (k = x->base; k < x->base + x->n; k++) {
+		int len = make_head(h, k), more = 0;
+
+		if (k % 3 == 0)
+			more = make_head(h + len, k + 1);
+		if (k % 5 == 0) {
+			send_all(x->c, h, 20);
+			usleep(1);
+			send_all(x->c, h + 20, (size_t)(len + more) - 20);
+		} else {
+			send_all(x->c, h, (size_t)(len + more));
+		}
+	}
+	return NULL;
+}
+
+static void
+t_two_threads(unsigned n)
+{
+	struct rw x[RW_CONNS];
+	unsigned i, got;
+	int *c, *s;
+
+	memset(x, 0, sizeof(x));
+	for (i = 0; i < RW_CONNS; i++) {
+		pair(&x[i].c, &x[i].s);
+		x[i].n = n / RW_CONNS;
+		x[i].base = i * 1000000;
+	}
+	for (i = 0; i < RW_CONNS; i++)
+		if (pthread_create(&x[i].r, NULL, rw_reader, &x[i]) ||
+		    pthread_create(&x[i].w, NULL, rw_writer, &x[i]) ||
+		    pthread_create(&x[i].d, NULL, rw_drain, &x[i]) ||
+		    pthread_create(&x[i].cl, NULL, rw_client, &x[i]))
+			die("pthread_create");
+	for (i = 0; i < RW_CONNS; i++) {
+		pthread_join(x[i].cl, NULL);
+		x[i].stop = 1;
+		shutdown(x[i].c, SHUT_WR);
+		pthread_join(x[i].r, NULL);
+		shutdown(x[i].s, SHUT_RDWR);
+		pthread_join(x[i].w, NULL);
+		pthread_join(x[i].d, NULL);
+		/* The connection is closed, so what it held goes back: any
+		 * entry still missing afterwards leaked. */
+		close(x[i].c);
+		close(x[i].s);
+	}
+	CHECK(rw_mixed == 0, "%u contexts mixed from two requests", rw_mixed);
+	n_wrong += rw_mixed;
+
+	open_n(&c, &s, POOL);
+	got = split_heads(c, s, POOL, 100000);
+	CHECK(got == POOL,
+	      "after %u racing requests only %u of %u simultaneous split heads got "
+	      "a context: %u pool entries leaked",
+	      n, got, POOL, POOL - got);
+	close_n(c, s, POOL);
+}
+
+int
+main(int argc, char **argv)
+{
+	const char *mode = argc > 1 ? argv[1] : "";
+
+	if (!ctx_slot()) {
+		fprintf(stderr, "pipeline: not under the shim\n");
+		return 2;
+	}
+	/* The writing thread of two-threads may still write when the socket is
+	 * shut down at the end: EPIPE, not death. */
+	signal(SIGPIPE, SIG_IGN);
+	listen_any();
+	if (strcmp(mode, "interleaved") == 0)
+		t_interleaved();
+	else if (strcmp(mode, "exhausted") == 0)
+		t_exhausted();
+	else if (strcmp(mode, "two-threads") == 0)
+		t_two_threads(argc > 2 ? (unsigned)strtoul(argv[2], NULL, 10) : 20000);
+	else {
+		fprintf(stderr, "usage: pipeline interleaved|exhausted|two-threads [N]\n");
+		return 2;
+	}
+	printf("RESULT %s ok=%u none=%u wrong=%u fails=%d\n", mode, n_ok, n_none, n_wrong,
+	       fails);
+	return fails != 0;
+}
