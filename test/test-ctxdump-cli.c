@@ -21,22 +21,6 @@
 
 #define RUN_TIMEOUT_MS 30000
 
-/* How much slower than a plain build on an idle machine threads may be
- * to start, stop and end here: a sanitizer build (ASan's thread registry
- * and fake stacks) is several times slower, a valgrind run (the test
- * setup's CK_TIMEOUT_MULTIPLIER) much more.  The bounds on ctxdump's
- * stops are scaled by it; a thread that never stops still fails them. */
-static unsigned
-time_scale(void)
-{
-	const char *m = getenv("CK_TIMEOUT_MULTIPLIER");
-	unsigned k = m && atoi(m) > 0 ? (unsigned)atoi(m) : 1;
-
-	if (getenv("ASAN_OPTIONS") || getenv("UBSAN_OPTIONS"))
-		k *= 5;
-	return k;
-}
-
 /* --stop-timeout for dumps that must not time out: four times the
  * default, scaled.  A thread under churn stops in microseconds; the
  * default 500 ms was seen to run out under ASan on a loaded machine. */
@@ -45,7 +29,7 @@ stop_timeout_arg(void)
 {
 	static char arg[48];
 
-	snprintf(arg, sizeof(arg), "--stop-timeout=%u", 2000 * time_scale());
+	snprintf(arg, sizeof(arg), "--stop-timeout=%u", 2000 * test_time_scale());
 	return arg;
 }
 
@@ -797,7 +781,7 @@ START_TEST(stuck_thread)
 	 * cannot stop in time even on a slow machine */
 	ck_assert_int_eq(run_ctxdump(&out, &err, "--stop-timeout=300", "-j", arg, NULL),
 			 1);
-	ck_assert_int_lt(elapsed_ms(t0), 5000 * (long)time_scale());
+	ck_assert_int_lt(elapsed_ms(t0), 5000 * (long)test_time_scale());
 	snprintf(want, sizeof(want), "ctxdump: tid %d: did not stop within ",
 		 (int)h.vfork);
 	ck_assert_msg(strstr(err, want), "%s", err);
@@ -829,7 +813,7 @@ START_TEST(signal_while_holding)
 	/* The deadline stays below the vfork child's 1.5 s (the thread stops
 	 * after that); the signal comes well inside it, later on a slow
 	 * build, and sitting the rest of it out takes twice the bound. */
-	const long deadline = 1400, delay = time_scale() > 1 ? 300 : 150;
+	const long deadline = 1400, delay = test_time_scale() > 1 ? 300 : 150;
 	const long bound = (deadline - delay) / 2;
 
 	churn_start(&h, "--vfork", 3);

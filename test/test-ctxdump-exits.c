@@ -18,21 +18,6 @@
 
 #define TIMEOUT_MS 30000
 
-/* How much slower than a plain build on an idle machine threads may be to
- * start, stop and end: a sanitizer build several times, a valgrind run
- * (CK_TIMEOUT_MULTIPLIER of the test setup) more.  Deadlines that must not
- * run out are scaled by it. */
-static unsigned
-time_scale(void)
-{
-	const char *m = getenv("CK_TIMEOUT_MULTIPLIER");
-	unsigned k = m && atoi(m) > 0 ? (unsigned)atoi(m) : 1;
-
-	if (getenv("ASAN_OPTIONS") || getenv("UBSAN_OPTIONS"))
-		k *= 5;
-	return k;
-}
-
 static long
 now_ms(void)
 {
@@ -134,7 +119,7 @@ START_TEST(exits_during_dump)
 
 	target_start(&t, opts, 4);
 	snprintf(arg, sizeof(arg), "%d", (int)t.pid);
-	snprintf(timeout, sizeof(timeout), "--stop-timeout=%u", 2000 * time_scale());
+	snprintf(timeout, sizeof(timeout), "--stop-timeout=%u", 2000 * test_time_scale());
 	for (run = 0; run < 300 && (run < 10 || met < 3); run++) {
 		char *out, *err;
 		int r = prof_run(&out, &err, timeout, run % 3 == 2 ? "-js" : "-j", arg,
@@ -182,7 +167,7 @@ wait_state(pid_t pid, pid_t tid, char c, long deadline)
 START_TEST(killed_while_held)
 {
 	static const char *const opts[] = {"--vfork", NULL};
-	const unsigned deadline = 4000 * time_scale();
+	const unsigned deadline = 4000 * test_time_scale();
 	char arg[16], timeout[48], outf[PATH_MAX], errf[PATH_MAX], *out, *err;
 	struct target t;
 	long t0, took;

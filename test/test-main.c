@@ -259,6 +259,17 @@ test_run_capture(char *const argv[], char *const env[], bool preload, char **out
 	return status;
 }
 
+unsigned
+test_time_scale(void)
+{
+	const char *m = getenv("CK_TIMEOUT_MULTIPLIER");
+	unsigned k = m && atoi(m) > 0 ? (unsigned)atoi(m) : 1;
+
+	if (getenv("ASAN_OPTIONS") || getenv("UBSAN_OPTIONS"))
+		k *= 5;
+	return k;
+}
+
 char
 test_proc_state(pid_t pid)
 {

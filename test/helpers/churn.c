@@ -36,46 +36,14 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "thread-record.h"
+#include "record-writer.h"
 
 #define MAX_THREADS 64
-
-__attribute__((visibility("default"))) __thread void *otel_thread_ctx_v1;
-
-struct record {
-	struct otel_thread_ctx_record h;
-	uint8_t attrs[64];
-};
 
 static struct record records[MAX_THREADS];
 static pid_t tids[MAX_THREADS];
 static pthread_barrier_t started;
 static atomic_bool stopping;
-
-static void
-publish(struct record *r)
-{
-	/* signal-handler semantics (OTEP-4947): a compiler fence suffices */
-	atomic_signal_fence(memory_order_seq_cst);
-	*(void *volatile *)&otel_thread_ctx_v1 = r;
-	atomic_signal_fence(memory_order_seq_cst);
-}
-
-static void
-fill(struct record *r, unsigned i, const char *name)
-{
-	int n;
-
-	memset(r, 0, sizeof(*r));
-	memset(r->h.trace_id, (int)(i + 1), sizeof(r->h.trace_id));
-	memset(r->h.span_id, (int)(0xa0 + i), sizeof(r->h.span_id));
-	r->h.trace_flags = 1;
-	n = snprintf((char *)r->attrs + 2, sizeof(r->attrs) - 2, "%s-%u", name, i);
-	r->attrs[0] = 0;
-	r->attrs[1] = (uint8_t)n;
-	r->h.attrs_data_size = (uint16_t)(n + 2);
-	r->h.valid = 1;
-}
 
 static void *
 worker(void *arg)
