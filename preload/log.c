@@ -66,12 +66,6 @@ ctxshim_log_open(const char *target)
 		ctxshim_log_fd = fd;
 }
 
-bool
-ctxshim_log_enabled(void)
-{
-	return ctxshim_log_fd >= 0;
-}
-
 void
 ctxshim_log(const char *fmt, ...)
 {

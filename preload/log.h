@@ -12,5 +12,4 @@ extern int ctxshim_log_fd;
 
 void ctxshim_log_open(const char *target);
 void ctxshim_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-bool ctxshim_log_enabled(void);
 /* After fork: the child keeps the parent's log fd (it is inherited). */

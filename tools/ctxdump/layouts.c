@@ -24,22 +24,10 @@ static const char *const lay_symbols[LAY_N] = {
 	[LAY_CUSTOM_LABELS] = LAY_CL_SYMBOL,
 };
 
-static const char *const lay_short[LAY_N] = {
-	[LAY_OTEL] = "otel",
-	[LAY_ELASTIC] = "elastic",
-	[LAY_CUSTOM_LABELS] = "custom-labels",
-};
-
 const char *
 lay_symbol(enum lay_kind k)
 {
 	return (unsigned)k < LAY_N ? lay_symbols[k] : "?";
-}
-
-const char *
-lay_short_name(enum lay_kind k)
-{
-	return (unsigned)k < LAY_N ? lay_short[k] : "?";
 }
 
 int

@@ -49,8 +49,6 @@ enum lay_kind { LAY_OTEL = 0, LAY_ELASTIC = 1, LAY_CUSTOM_LABELS = 2, LAY_N };
 
 /* The TLS variable's name ("otel_thread_ctx_v1", ...). */
 const char *lay_symbol(enum lay_kind k);
-/* A short name for text output: "otel", "elastic", "custom-labels". */
-const char *lay_short_name(enum lay_kind k);
 
 struct lay_layout {
 	bool present; /* the variable was found */
