@@ -22,6 +22,7 @@
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wunused-function"
 #include "test-integration.h"
+#include "test-nginx.h"
 #pragma GCC diagnostic pop
 
 #include <fcntl.h>
@@ -41,9 +42,9 @@
 #define TP1 "traceparent: 00-" T1 "-" P1 "-01\r\n"
 #define T2  "4bf92f3577b34da6a3ce929d0e0e4736"
 
-#define NGINX     "/usr/sbin/nginx"
-#define TRACE_FMT "5bf92f3577b34da6a3ce929d0e0e47%02x"
-#define N_TRACED  7
+#define NGINX        NX_NGINX
+#define TRACE_PREFIX "5bf92f3577b34da6a3ce929d0e0e47"
+#define N_TRACED     7
 
 /* ---- certificate ---- */
 
@@ -321,20 +322,11 @@ assert_ctx(struct it_server *s,
 	*out = t;
 }
 
-static long
-now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000L + ts.tv_nsec / 1000000;
-}
-
 /* Poll the event log until tid's last event is a detach. */
 static void
 wait_detached(struct it_server *s, long tid)
 {
-	long deadline = now_ms() + IT_TIMEOUT_MS;
+	long deadline = nx_now_ms() + IT_TIMEOUT_MS;
 
 	for (;;) {
 		char *log = it_events(s);
@@ -346,7 +338,7 @@ wait_detached(struct it_server *s, long tid)
 			free(log);
 			return;
 		}
-		ck_assert_msg(now_ms() < deadline, "thread %ld never detached:\n%s",
+		ck_assert_msg(nx_now_ms() < deadline, "thread %ld never detached:\n%s",
 			      tid, log);
 		free(log);
 		usleep(5000);
@@ -461,167 +453,18 @@ END_TEST
 /* ---- nginx with ssl ---- */
 
 struct ngx {
-	struct it_server srv;
+	struct nx_server nx;
 	struct tls_dir tls;
-	char conf[128];
-	char err[160];
 };
-
-static void
-write_file(const char *path, const char *data, size_t len)
-{
-	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-
-	ck_assert_int_ge(fd, 0);
-	ck_assert_int_eq(write(fd, data, len), (ssize_t)len);
-	close(fd);
-}
-
-static unsigned
-free_port(void)
-{
-	struct sockaddr_in a = {.sin_family = AF_INET};
-	socklen_t al = sizeof(a);
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	ck_assert_int_eq(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
-	ck_assert_int_eq(getsockname(fd, (struct sockaddr *)&a, &al), 0);
-	close(fd);
-	return ntohs(a.sin_port);
-}
 
 static void
 ngx_setup(struct ngx *n)
 {
-	char path[256], *big;
-	size_t i;
-
 	memset(n, 0, sizeof(*n));
 	tls_dir_make(&n->tls);
-	snprintf(path, sizeof(path), "%s/www", n->tls.dir);
-	ck_assert_int_eq(mkdir(path, 0755), 0);
-	snprintf(path, sizeof(path), "%s/www/index.html", n->tls.dir);
-	write_file(path, "<html>ctxshim over tls</html>\n", 30);
-	big = malloc(100 * 1024);
-	ck_assert_ptr_nonnull(big);
-	for (i = 0; i < 100 * 1024; i++)
-		big[i] = (char)('a' + i % 26);
-	snprintf(path, sizeof(path), "%s/www/big.txt", n->tls.dir);
-	write_file(path, big, 100 * 1024);
-	free(big);
-	snprintf(n->conf, sizeof(n->conf), "%s/nginx.conf", n->tls.dir);
-	snprintf(n->err, sizeof(n->err), "%s/error.log", n->tls.dir);
-}
-
-static void
-ngx_start(struct ngx *n, bool preload)
-{
-	char *argv[] = {NGINX, "-p", n->tls.dir, "-c", n->conf, "-e", n->err, NULL};
-	char conf[2048], evenv[96], *env[] = {evenv, NULL};
-	long deadline = now_ms() + IT_TIMEOUT_MS;
-	int len;
-
-	n->srv.port = free_port();
-	len = snprintf(conf, sizeof(conf),
-		       "worker_processes 1;\n"
-		       "daemon off;\n"
-		       "master_process on;\n"
-		       "pid %1$s/nginx.pid;\n"
-		       "error_log %1$s/error.log info;\n"
-		       "events { worker_connections 64; }\n"
-		       "http {\n"
-		       "  access_log %1$s/access.log;\n"
-		       "  client_body_temp_path %1$s/body;\n"
-		       "  proxy_temp_path %1$s/proxy;\n"
-		       "  fastcgi_temp_path %1$s/fastcgi;\n"
-		       "  uwsgi_temp_path %1$s/uwsgi;\n"
-		       "  scgi_temp_path %1$s/scgi;\n"
-		       "  keepalive_requests 100;\n"
-		       "  sendfile on;\n"
-		       "  server {\n"
-		       "    listen 127.0.0.1:%2$u ssl;\n"
-		       "    ssl_certificate %3$s;\n"
-		       "    ssl_certificate_key %4$s;\n"
-		       "    root %1$s/www;\n"
-		       "  }\n"
-		       "}\n",
-		       n->tls.dir, n->srv.port, n->tls.cert, n->tls.key);
-	ck_assert_int_lt(len, (int)sizeof(conf));
-	write_file(n->conf, conf, (size_t)len);
-	n->srv.events[0] = '\0';
-	n->srv.events_fd = -1;
-	if (preload) {
-		int fd;
-
-		snprintf(n->srv.events, sizeof(n->srv.events),
-			 "/tmp/ctxshim-it-events-XXXXXX");
-		fd = mkstemp(n->srv.events);
-		ck_assert_int_ge(fd, 0);
-		close(fd);
-		/* Written by a worker that may run as nobody. */
-		ck_assert_int_eq(chmod(n->srv.events, 0666), 0);
-		snprintf(evenv, sizeof(evenv), "CTXSHIM_EVENTS=%s", n->srv.events);
-	}
-	test_child_start(&n->srv.child, argv, preload ? env : NULL, preload);
-	/* Readiness: nginx prints nothing; it is ready when the port accepts. */
-	for (;;) {
-		struct sockaddr_in sin = {.sin_family = AF_INET};
-		int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-		int r;
-
-		sin.sin_port = htons((uint16_t)n->srv.port);
-		sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-		r = connect(fd, (struct sockaddr *)&sin, sizeof(sin));
-		close(fd);
-		if (r == 0)
-			break;
-		ck_assert_msg(test_proc_state(n->srv.child.pid) != 'Z' &&
-				      test_proc_state(n->srv.child.pid) != '?',
-			      "nginx exited; see %s", n->err);
-		ck_assert_msg(now_ms() < deadline,
-			      "nginx did not start listening; see %s", n->err);
-		usleep(5000);
-	}
-}
-
-static void
-ngx_stop(struct ngx *n)
-{
-	int st;
-
-	kill(n->srv.child.pid, SIGQUIT);
-	st = test_child_finish(&n->srv.child, IT_TIMEOUT_MS);
-	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "nginx exit status %#x",
-		      st);
-}
-
-static void
-strip_date(char *s)
-{
-	char *p = s;
-
-	while ((p = strstr(p, "\r\nDate: "))) {
-		char *v = p + 8, *eol = strstr(v, "\r\n");
-
-		if (!eol)
-			break;
-		memmove(v, eol, strlen(eol) + 1);
-		p = v;
-	}
-}
-
-static void
-append(char **acc, size_t *acc_len, const char *label, const char *data, size_t len)
-{
-	size_t l = strlen(label);
-
-	*acc = realloc(*acc, *acc_len + l + len + 2);
-	ck_assert_ptr_nonnull(*acc);
-	memcpy(*acc + *acc_len, label, l);
-	memcpy(*acc + *acc_len + l, data, len);
-	*acc_len += l + len;
-	(*acc)[*acc_len] = '\0';
+	nx_setup(&n->nx, n->tls.dir, "<html>ctxshim over tls</html>\n", 100 * 1024);
+	n->nx.cert = n->tls.cert;
+	n->nx.key = n->tls.key;
 }
 
 /* Send req over TLS in records of chunk bytes; read until nginx closes. */
@@ -629,6 +472,7 @@ static void
 exchange(unsigned port,
 	 const char *label,
 	 const char *req,
+	 size_t len,
 	 size_t chunk,
 	 char **acc,
 	 size_t *acc_len)
@@ -638,126 +482,42 @@ exchange(unsigned port,
 	char *resp;
 
 	tc_connect(&c, port);
-	tc_send(&c, req, strlen(req), chunk);
+	tc_send(&c, req, len, chunk);
 	resp = tc_read_all(&c, &got);
 	tc_close(&c);
-	append(acc, acc_len, label, resp, got);
+	nx_append(acc, acc_len, label, resp, got);
 	free(resp);
-}
-
-static char *
-ngx_tp(unsigned k, char out[128])
-{
-	snprintf(out, 128, "traceparent: 00-" TRACE_FMT "-00f067aa0ba902b7-01\r\n", k);
-	return out;
 }
 
 /* Traced requests use trace ids 1..N_TRACED. */
 static char *
 ngx_requests(unsigned port)
 {
-	char *acc = NULL, req[1024], tp[128], tp2[128];
+	char *acc = NULL, req[1024];
 	size_t acc_len = 0;
+	int n;
 
-	snprintf(req, sizeof(req),
-		 "GET / HTTP/1.1\r\nHost: x\r\n%sConnection: close\r\n\r\n",
-		 ngx_tp(1, tp));
-	exchange(port, "== index\n", req, 0, &acc, &acc_len);
-	snprintf(req, sizeof(req),
-		 "GET /missing?x=1 HTTP/1.1\r\nHost: x\r\n%sConnection: close\r\n\r\n",
-		 ngx_tp(2, tp));
-	exchange(port, "== 404\n", req, 0, &acc, &acc_len);
-	snprintf(req, sizeof(req),
-		 "GET /index.html HTTP/1.1\r\nHost: x\r\n%s\r\n"
-		 "HEAD /index.html HTTP/1.1\r\nHost: x\r\n%sConnection: close\r\n\r\n",
-		 ngx_tp(3, tp), ngx_tp(4, tp2));
-	exchange(port, "== pipelined\n", req, 0, &acc, &acc_len);
-	snprintf(req, sizeof(req),
-		 "GET /index.html HTTP/1.1\r\nHost: x\r\n%sUser-Agent: split\r\n"
-		 "Connection: close\r\n\r\n",
-		 ngx_tp(5, tp));
-	exchange(port, "== 1-byte records\n", req, 1, &acc, &acc_len);
-	snprintf(req, sizeof(req),
-		 "POST /index.html HTTP/1.1\r\nHost: x\r\n%sContent-Length: 5\r\n"
-		 "Connection: close\r\n\r\nhello",
-		 ngx_tp(6, tp));
-	exchange(port, "== post\n", req, 7, &acc, &acc_len);
-	snprintf(req, sizeof(req),
-		 "GET /big.txt HTTP/1.1\r\nHost: x\r\n%sConnection: close\r\n\r\n",
-		 ngx_tp(7, tp));
-	exchange(port, "== big\n", req, 0, &acc, &acc_len);
-	snprintf(req, sizeof(req),
-		 "GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
-	exchange(port, "== untraced\n", req, 0, &acc, &acc_len);
-	strip_date(acc);
+	nx_traced_requests(port, TRACE_PREFIX, exchange, "== 1-byte records\n",
+			   "== big\n", &acc, &acc_len);
+	n = snprintf(req, sizeof(req),
+		     "GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+	exchange(port, "== untraced\n", req, (size_t)n, 0, &acc, &acc_len);
+	nx_strip_date(acc);
 	return acc;
-}
-
-static size_t
-line_start(const char *log, size_t off)
-{
-	while (off > 0 && log[off - 1] != '\n')
-		off--;
-	return off;
-}
-
-static long
-line_tid(const char *log, size_t off)
-{
-	const char *p = strstr(log + line_start(log, off), " tid=");
-
-	return p ? strtol(p + 5, NULL, 10) : -1;
-}
-
-/* tid of the first line about trace k. */
-static long
-attach_tid(const char *log, unsigned k)
-{
-	char pat[80];
-	const char *p;
-
-	snprintf(pat, sizeof(pat), " trace=" TRACE_FMT " ", k);
-	p = strstr(log, pat);
-	return p ? line_tid(log, (size_t)(p - log)) : -1;
-}
-
-/* Thread tid no longer publishes trace k: its last line about k is a
- * detach, or a later line of tid replaced it. */
-static bool
-released(const char *log, unsigned k, long tid)
-{
-	char pat[80], tidpat[32];
-	size_t off = 0, last = (size_t)-1;
-	const char *p, *eol;
-
-	snprintf(pat, sizeof(pat), " trace=" TRACE_FMT " ", k);
-	while ((p = strstr(log + off, pat))) {
-		last = (size_t)(p - log);
-		off = last + 1;
-	}
-	if (last == (size_t)-1 || line_tid(log, last) != tid)
-		return false;
-	if (last >= 7 && strncmp(log + last - 7, " detach", 7) == 0)
-		return true;
-	eol = strchr(log + last, '\n');
-	snprintf(tidpat, sizeof(tidpat), " tid=%ld ", tid);
-	return eol && strstr(eol, tidpat) != NULL;
 }
 
 START_TEST(test_nginx_ssl)
 {
 	struct ngx n;
-	char *plain, *shim, *log = NULL;
-	long deadline, worker = -1;
-	unsigned k;
+	char *plain, *shim;
 
 	ngx_setup(&n);
-	ngx_start(&n, false);
-	plain = ngx_requests(n.srv.port);
-	ngx_stop(&n);
+	nx_start(&n.nx, false);
+	plain = ngx_requests(n.nx.srv.port);
+	nx_stop(&n.nx);
 
-	ngx_start(&n, true);
-	shim = ngx_requests(n.srv.port);
+	nx_start(&n.nx, true);
+	shim = ngx_requests(n.nx.srv.port);
 	ck_assert_msg(strcmp(plain, shim) == 0,
 		      "responses differ:\n--- without\n%.3000s\n--- with\n%.3000s",
 		      plain, shim);
@@ -765,43 +525,11 @@ START_TEST(test_nginx_ssl)
 	ck_assert_ptr_nonnull(strstr(plain, "HTTP/1.1 404 Not Found"));
 	ck_assert_ptr_nonnull(strstr(plain, "HTTP/1.1 405 Not Allowed"));
 
-	deadline = now_ms() + IT_TIMEOUT_MS;
-	for (k = 1; k <= N_TRACED;) {
-		char trace[33];
-		long tid;
-
-		free(log);
-		n.srv.events_fd = -1;
-		log = it_events(&n.srv);
-		tid = attach_tid(log, k);
-		ck_assert_msg(tid > 0, "trace %u never attached:\n%s", k, log);
-		ck_assert_msg(tid != n.srv.child.pid, "attached on the master:\n%s",
-			      log);
-		if (worker < 0)
-			worker = tid;
-		ck_assert_int_eq(tid, worker);
-		snprintf(trace, sizeof(trace), TRACE_FMT, k);
-		ck_assert_msg(
-			it_events_count(log, trace, "request") +
-					it_events_count(log, trace, "pipelined") ==
-				1,
-			"trace %u: not started exactly once:\n%s", k, log);
-		ck_assert_msg(it_events_spans(log, trace, NULL) == 1,
-			      "trace %u: more than one span:\n%s", k, log);
-		if (released(log, k, tid)) {
-			k++;
-			continue;
-		}
-		ck_assert_msg(now_ms() < deadline, "trace %u never released:\n%s", k,
-			      log);
-		usleep(5000);
-	}
-	ngx_stop(&n);
-	free(log);
+	nx_assert_traced(&n.nx, TRACE_PREFIX, N_TRACED, "released");
+	nx_stop(&n.nx);
 	free(plain);
 	free(shim);
-	unlink(n.srv.events);
-	tls_dir_remove(&n.tls);
+	nx_cleanup(&n.nx);
 }
 END_TEST
 
