@@ -92,7 +92,7 @@ assert_worker(const char *json, const struct target *t, unsigned i)
 	ck_assert_msg(s, "worker %d missing: %s", (int)t->tid[i], json);
 	e = strstr(s + 1, "\"tid\": ");
 	for (k = 0; k < 16; k++)
-		snprintf(trace + 2 * k, 3, "%02x", i + 1);
+		snprintf(trace + 2 * k, 3, "%02x", (unsigned)(uint8_t)(i + 1));
 	s = strstr(s, trace);
 	ck_assert_msg(s && (!e || s < e), "worker %d: no trace id %s", (int)t->tid[i],
 		      trace);
