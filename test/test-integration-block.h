@@ -1,0 +1,216 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/* Checks shared by the integration tests of servers whose handlers block
+ * until the test says "GO" (test-integration-mhd.c, -evhttp.c): both run
+ * the same requests against helper servers that answer alike, so what they
+ * check about a blocked request, its event log and the response bytes is
+ * written once here.  Static functions: each test program includes this
+ * once. */
+
+#include "test-integration.h"
+
+/* Two valid, sampled traceparents of different traces. */
+#define TP_TRACE  "0af7651916cd43dd8448eb211c80319c"
+#define TP_PARENT "b7ad6b7169203331"
+#define TP        "00-" TP_TRACE "-" TP_PARENT "-01"
+#define TP2_TRACE "4bf92f3577b34da6a3ce929d0e0e4736"
+#define TP2       "00-" TP2_TRACE "-00f067aa0ba902b7-01"
+
+/* Start the helper program (with its one argument arg unless NULL), which
+ * records the x-request-id header. */
+static void __attribute__((unused))
+it_block_start(struct it_server *s, const char *helper, const char *arg, bool preload)
+{
+	static char path[4096];
+	char *argv[] = {path, (char *)arg, NULL};
+	char *env[] = {"CTXSHIM_HEADER_ATTRS=x-request-id", NULL};
+
+	snprintf(path, sizeof(path), "%s/%s", test_env_path("HELPER_DIR"), helper);
+	it_server_start(s, argv, preload, env);
+}
+
+/* ctxdump's JSON (malloc'd) while the handler of thread tid blocks; that
+ * thread must be listed and publish a context, returned in *t. */
+static inline char *
+it_dump_blocked(const struct it_server *s, long tid, struct it_thread_ctx *t)
+{
+	char *json = it_ctxdump(s->child.pid);
+
+	ck_assert_msg(it_dump_thread(json, tid, t), "thread %ld not in:\n%s", tid,
+		      json);
+	ck_assert_msg(t->has_ctx, "no context on the handler thread %ld:\n%s", tid,
+		      json);
+	return json;
+}
+
+/* The context continues traceparent "00-<trace>-<parent>-01", names the
+ * request and the x-request-id header, and no other thread publishes it. */
+static inline void
+it_assert_continued(const struct it_thread_ctx *t, const char *json,
+		    const char *trace, const char *parent, const char *method,
+		    const char *path, const char *request_id)
+{
+	ck_assert_str_eq(t->trace, trace);
+	ck_assert_str_ne(t->span, parent);
+	ck_assert_str_ne(t->span, "0000000000000000");
+	ck_assert_uint_eq(t->flags, 1);
+	ck_assert_str_eq(t->method, method);
+	ck_assert_str_eq(t->path, path);
+	ck_assert_str_eq(t->parent, parent);
+	ck_assert_str_eq(t->extra, request_id);
+	ck_assert_msg(it_dump_count_trace(json, trace) == 1,
+		      "the trace is published on another thread too:\n%s", json);
+}
+
+/* Exactly one span-id in the log for trace; it is span unless span is
+ * NULL. */
+static inline void
+it_assert_one_span(const char *log, const char *trace, const char *span)
+{
+	char got[17];
+
+	ck_assert_msg(it_events_spans(log, trace, got) == 1, "log:\n%s", log);
+	if (span)
+		ck_assert_str_eq(got, span);
+}
+
+/* Lets the handler blocked on fd answer; the response must be 200 OK with
+ * exactly body (when !exact, only some response must have that body:
+ * pipelined responses precede it). */
+static inline void
+it_release_ok(struct it_server *s, int fd, const char *body, bool exact)
+{
+	char *resp = it_release(s, fd), tail[512];
+
+	if (exact) {
+		it_assert_ok_body(resp, body);
+	} else {
+		snprintf(tail, sizeof(tail), "\r\n\r\n%s", body);
+		ck_assert_msg(strstr(resp, tail), "response: %s", resp);
+	}
+	free(resp);
+}
+
+/* A request without a (valid) traceparent, extra_headers added to
+ * "GET <path>", gets a new random trace on its handler's thread, with one
+ * span, gone after the response.  method is checked unless NULL.  Stops
+ * s. */
+static void __attribute__((unused))
+it_check_new_trace(struct it_server *s, const char *path, const char *extra_headers,
+		   const char *method, const char *body)
+{
+	struct it_thread_ctx t;
+	char req[1024], *json, *log;
+	long tid;
+	int fd;
+
+	snprintf(req, sizeof(req),
+		 "GET %s HTTP/1.1\r\nHost: t\r\n%sConnection: close\r\n\r\n", path,
+		 extra_headers);
+	fd = it_send_blocking(s, -1, req, &tid);
+	json = it_dump_blocked(s, tid, &t);
+	ck_assert_str_ne(t.trace, "00000000000000000000000000000000");
+	ck_assert_str_ne(t.trace, TP_TRACE);
+	ck_assert_str_ne(t.trace, TP2_TRACE);
+	ck_assert_uint_eq(t.flags & 0x02, 0x02); /* random trace-id */
+	ck_assert_str_eq(t.parent, "");
+	if (method)
+		ck_assert_str_eq(t.method, method);
+	ck_assert_str_eq(t.path, path);
+	ck_assert_uint_eq(it_dump_count_trace(json, t.trace), 1);
+	free(json);
+	it_release_ok(s, fd, body, true);
+	log = it_events(s);
+	it_assert_one_span(log, t.trace, NULL);
+	free(log);
+	it_assert_gone(s, tid, t.trace);
+	it_server_stop(s);
+}
+
+/* Two requests on one connection, one after the other (keep-alive) or in
+ * one write (pipelined): "GET /one" (TP) answered with first_body, then
+ * "GET <path>" (TP2), which blocks.  Each gets its own context; the path
+ * is checked in it when check_path.  Stops s. */
+static void __attribute__((unused))
+it_check_second_request(struct it_server *s, bool pipelined, const char *path,
+			bool check_path, const char *first_body, const char *body)
+{
+	const char *first =
+		"GET /one HTTP/1.1\r\nHost: t\r\ntraceparent: " TP "\r\n\r\n";
+	struct it_thread_ctx t;
+	char *json, *log, *resp, second[512], both[1024];
+	long tid;
+	int fd;
+
+	snprintf(second, sizeof(second),
+		 "GET %s HTTP/1.1\r\nHost: t\r\ntraceparent: " TP2 "\r\n"
+		 "Connection: close\r\n\r\n",
+		 path);
+	fd = it_connect(s->port);
+	if (pipelined) {
+		snprintf(both, sizeof(both), "%s%s", first, second);
+		fd = it_send_blocking(s, fd, both, &tid);
+	} else {
+		it_send_str(fd, first);
+		resp = it_read_response(fd);
+		it_assert_ok_body(resp, first_body);
+		free(resp);
+		fd = it_send_blocking(s, fd, second, &tid);
+	}
+	json = it_dump_blocked(s, tid, &t);
+	ck_assert_str_eq(t.trace, TP2_TRACE);
+	if (check_path)
+		ck_assert_str_eq(t.path, path);
+	ck_assert_uint_eq(it_dump_count_trace(json, TP_TRACE), 0);
+	free(json);
+	it_release_ok(s, fd, body, false);
+	log = it_events(s);
+	it_assert_one_span(log, TP_TRACE, NULL);
+	it_assert_one_span(log, TP2_TRACE, t.span);
+	free(log);
+	it_assert_gone(s, tid, TP2_TRACE);
+	it_server_stop(s);
+}
+
+/* Requests both servers answer; it_check_same_bytes() lists are
+ * { IT_SAME_BYTES_HEAD, <the server's own>, IT_SAME_BYTES_TAIL }. */
+#define IT_SAME_BYTES_HEAD \
+	"GET /hello?x=1 HTTP/1.1\r\nHost: t\r\ntraceparent: " TP "\r\n" \
+	"Connection: close\r\n\r\n", \
+	"GET / HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n", \
+	"GET /two HTTP/1.1\r\nHost: t\r\ntraceparent: " TP \
+	"\r\ntraceparent: " TP2 "\r\n" \
+	"Connection: close\r\n\r\n", \
+	"POST /p HTTP/1.1\r\nHost: t\r\ntraceparent: " TP \
+	"\r\nContent-Length: 10\r\n" \
+	"Connection: close\r\n\r\n0123456789", \
+	"GET /one HTTP/1.0\r\ntraceparent: " TP "\r\n\r\n"
+#define IT_SAME_BYTES_TAIL \
+	"BREW /pot HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n", \
+	"POST /c HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n" \
+	"Connection: close\r\n\r\n5\r\nhello\r\n0\r\n\r\n"
+
+/* The same requests get the same response bytes from s0 (without the
+ * shim) and s1 (with it).  Stops both. */
+static void __attribute__((unused))
+it_check_same_bytes(struct it_server *s0, struct it_server *s1,
+		    const char *const reqs[], size_t n)
+{
+	size_t i, len0, len1;
+
+	for (i = 0; i < n; i++) {
+		char *r0 = it_exchange(s0->port, reqs[i], &len0);
+		char *r1 = it_exchange(s1->port, reqs[i], &len1);
+
+		ck_assert_msg(len0 > 0, "no response to request %zu", i);
+		ck_assert_msg(
+			len0 == len1 && memcmp(r0, r1, len0) == 0,
+			"request %zu: responses differ:\n--- without\n%s\n--- with\n%s",
+			i, r0, r1);
+		free(r0);
+		free(r1);
+	}
+	it_server_stop(s0);
+	it_server_stop(s1);
+}
