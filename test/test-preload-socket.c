@@ -504,6 +504,7 @@ START_TEST(test_tpc_big_header)
 	long tid;
 	int fd;
 
+	ck_assert_ptr_nonnull(req);
 	n = (size_t)sprintf(req, "GET /block/big HTTP/1.1\r\n" TP1 "X-Big: ");
 	memset(req + n, 'a', big);
 	n += big;
