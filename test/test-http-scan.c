@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "http-scan.h"
+#include "http-scan-snap.h"
 
 /* Under valgrind (meson test --setup valgrind) fewer split points are
  * tried: the same code paths, in seconds instead of a minute; the full
@@ -43,17 +44,6 @@
 #define TP2 "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-03"
 
 #define MAX_EV 16
-
-struct snap {
-	char method[HTTP_SCAN_METHOD_MAX + 1];
-	char target[HTTP_SCAN_TARGET_MAX + 1];
-	char tp[HTTP_SCAN_TRACEPARENT_MAX + 1];
-	char ts[HTTP_SCAN_TRACESTATE_MAX + 1];
-	char extra[HTTP_SCAN_EXTRA_MAX][HTTP_SCAN_VALUE_MAX + 1];
-	size_t method_len, target_len, tp_len, ts_len, extra_len[HTTP_SCAN_EXTRA_MAX];
-	bool target_truncated, ts_truncated;
-	unsigned extra_present, extra_truncated, extra_bad;
-};
 
 struct ev {
 	enum http_scan_status status;
@@ -120,52 +110,13 @@ take_snap(struct snap *s, const struct http_scan_capture *cap)
 {
 	unsigned k;
 
-	memset(s, 0, sizeof(*s));
 	REQUIRE(cap->method_len <= HTTP_SCAN_METHOD_MAX);
 	REQUIRE(cap->target_len <= HTTP_SCAN_TARGET_MAX);
 	REQUIRE(cap->traceparent_len <= HTTP_SCAN_TRACEPARENT_MAX);
 	REQUIRE(cap->tracestate_len <= HTTP_SCAN_TRACESTATE_MAX);
-	s->method_len = cap->method_len;
-	memcpy(s->method, cap->method, cap->method_len);
-	s->target_len = cap->target_len;
-	memcpy(s->target, cap->target, cap->target_len);
-	s->tp_len = cap->traceparent_len;
-	memcpy(s->tp, cap->traceparent, cap->traceparent_len);
-	s->ts_len = cap->tracestate_len;
-	memcpy(s->ts, cap->tracestate, cap->tracestate_len);
-	s->target_truncated = cap->target_truncated;
-	s->ts_truncated = cap->tracestate_truncated;
-	s->extra_present = cap->extra_present;
-	s->extra_truncated = cap->extra_truncated;
-	s->extra_bad = cap->extra_bad;
-	for (k = 0; k < HTTP_SCAN_EXTRA_MAX; k++) {
-		REQUIRE(cap->extra_len[k] <= HTTP_SCAN_VALUE_MAX);
-		s->extra_len[k] = cap->extra_len[k];
-		memcpy(s->extra[k], cap->extra[k], cap->extra_len[k]);
-	}
-}
-
-static bool
-snap_eq(const struct snap *a, const struct snap *b)
-{
-	unsigned k;
-
-	if (a->method_len != b->method_len ||
-	    memcmp(a->method, b->method, a->method_len) ||
-	    a->target_len != b->target_len ||
-	    memcmp(a->target, b->target, a->target_len) || a->tp_len != b->tp_len ||
-	    memcmp(a->tp, b->tp, a->tp_len) || a->ts_len != b->ts_len ||
-	    memcmp(a->ts, b->ts, a->ts_len) ||
-	    a->target_truncated != b->target_truncated ||
-	    a->ts_truncated != b->ts_truncated ||
-	    a->extra_present != b->extra_present ||
-	    a->extra_truncated != b->extra_truncated || a->extra_bad != b->extra_bad)
-		return false;
 	for (k = 0; k < HTTP_SCAN_EXTRA_MAX; k++)
-		if (a->extra_len[k] != b->extra_len[k] ||
-		    memcmp(a->extra[k], b->extra[k], a->extra_len[k]))
-			return false;
-	return true;
+		REQUIRE(cap->extra_len[k] <= HTTP_SCAN_VALUE_MAX);
+	snap_take(s, cap, HTTP_SCAN_EXTRA_MAX);
 }
 
 static void
@@ -203,27 +154,6 @@ new_capture(void)
 	 * fills it with garbage in meson runs). */
 	REQUIRE(c);
 	return c;
-}
-
-/* Each read from a heap block of exactly its size, as a read() buffer
- * may end at the end of a mapping: ASan and valgrind report any byte the
- * scanner reads outside it (its 16-byte loads must stay inside). */
-static enum http_scan_status
-feed_exact(struct http_scan *st,
-	   const struct http_scan_config *cfg,
-	   struct http_scan_capture *cap,
-	   const uint8_t *d,
-	   size_t n,
-	   size_t *used)
-{
-	uint8_t *copy = malloc(n);
-	enum http_scan_status r;
-
-	REQUIRE(copy != NULL);
-	memcpy(copy, d, n);
-	r = http_scan_feed(st, cfg, cap, copy, n, used);
-	free(copy);
-	return r;
 }
 
 static void

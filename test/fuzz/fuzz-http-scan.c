@@ -13,23 +13,11 @@
 #include <string.h>
 
 #include "http-scan.h"
+#include "../http-scan-snap.h"
 
 #define MAX_EV       512
 #define MAX_PLAN     32
 #define BYTEWISE_MAX 4096
-
-struct snap {
-	uint8_t method_len, tp_len;
-	uint16_t target_len, ts_len;
-	bool target_truncated, ts_truncated;
-	uint8_t extra_present, extra_truncated, extra_bad;
-	uint16_t extra_len[HTTP_SCAN_EXTRA_MAX];
-	char method[HTTP_SCAN_METHOD_MAX];
-	char tp[HTTP_SCAN_TRACEPARENT_MAX];
-	char target[HTTP_SCAN_TARGET_MAX];
-	char ts[HTTP_SCAN_TRACESTATE_MAX];
-	char extra[HTTP_SCAN_EXTRA_MAX][HTTP_SCAN_VALUE_MAX];
-};
 
 struct ev {
 	enum http_scan_status status;
@@ -54,27 +42,6 @@ struct plan {
 	uint8_t size[MAX_PLAN]; /* chunk sizes - 1, cycled; n == 0: bytewise */
 };
 
-/* Each read from a heap block of exactly its size, as a read() buffer
- * may end at the end of a mapping: ASan reports any byte the scanner
- * reads outside it (its 16-byte loads must stay inside). */
-static enum http_scan_status
-feed_exact(struct http_scan *st,
-	   const struct http_scan_config *cfg,
-	   struct http_scan_capture *cap,
-	   const uint8_t *d,
-	   size_t n,
-	   size_t *used)
-{
-	uint8_t *copy = malloc(n);
-	enum http_scan_status r;
-
-	FUZZ_CHECK(copy != NULL);
-	memcpy(copy, d, n);
-	r = http_scan_feed(st, cfg, cap, copy, n, used);
-	free(copy);
-	return r;
-}
-
 static void
 take_snap(struct snap *s, const struct http_scan_capture *cap, unsigned n_extra)
 {
@@ -98,48 +65,9 @@ take_snap(struct snap *s, const struct http_scan_capture *cap, unsigned n_extra)
 		   cap->tracestate_len <= HTTP_SCAN_TRACESTATE_MAX);
 	FUZZ_CHECK((cap->extra_present >> n_extra) == 0);
 
-	memset(s, 0, sizeof(*s));
-	s->method_len = cap->method_len;
-	memcpy(s->method, cap->method, cap->method_len);
-	s->target_len = cap->target_len;
-	memcpy(s->target, cap->target, cap->target_len);
-	s->tp_len = cap->traceparent_len;
-	memcpy(s->tp, cap->traceparent, cap->traceparent_len);
-	s->ts_len = cap->tracestate_len;
-	memcpy(s->ts, cap->tracestate, cap->tracestate_len);
-	s->target_truncated = cap->target_truncated;
-	s->ts_truncated = cap->tracestate_truncated;
-	s->extra_present = cap->extra_present;
-	s->extra_truncated = cap->extra_truncated;
-	s->extra_bad = cap->extra_bad;
-	for (k = 0; k < n_extra; k++) {
+	for (k = 0; k < n_extra; k++)
 		FUZZ_CHECK(cap->extra_len[k] <= HTTP_SCAN_VALUE_MAX);
-		s->extra_len[k] = cap->extra_len[k];
-		memcpy(s->extra[k], cap->extra[k], cap->extra_len[k]);
-	}
-}
-
-static bool
-snap_eq(const struct snap *a, const struct snap *b)
-{
-	unsigned k;
-
-	if (a->method_len != b->method_len ||
-	    memcmp(a->method, b->method, a->method_len) ||
-	    a->target_len != b->target_len ||
-	    memcmp(a->target, b->target, a->target_len) || a->tp_len != b->tp_len ||
-	    memcmp(a->tp, b->tp, a->tp_len) || a->ts_len != b->ts_len ||
-	    memcmp(a->ts, b->ts, a->ts_len) ||
-	    a->target_truncated != b->target_truncated ||
-	    a->ts_truncated != b->ts_truncated ||
-	    a->extra_present != b->extra_present ||
-	    a->extra_truncated != b->extra_truncated || a->extra_bad != b->extra_bad)
-		return false;
-	for (k = 0; k < HTTP_SCAN_EXTRA_MAX; k++)
-		if (a->extra_len[k] != b->extra_len[k] ||
-		    memcmp(a->extra[k], b->extra[k], a->extra_len[k]))
-			return false;
-	return true;
+	snap_take(s, cap, n_extra);
 }
 
 static void
