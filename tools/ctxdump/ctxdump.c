@@ -2,6 +2,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <dirent.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -37,6 +38,10 @@
 #define STOP_TIMEOUT_MS 500
 #define MAX_STOP_TIMEOUT_MS 60000
 #define CMDLINE_MAX     (64u << 10)
+/* Threads from which their names are read on a second thread before the
+ * stop (stop_prefetch()): a name costs about 2.3 us, starting a thread
+ * some 30-50 us. */
+#define PREFETCH_MIN 64
 
 struct ctxdump_control {
 	pid_t pid;
@@ -283,6 +288,7 @@ struct run {
 	/* Allocated (and paged in) before the threads are stopped: room for
 	 * cap threads. */
 	size_t cap;
+	size_t zeroed;    /* entries of d.threads zeroed (and paged in) */
 	size_t recs_used; /* bytes of d.recs handed out */
 	struct remote_range *ranges;
 	size_t *range_thread; /* index in d.threads of each range */
@@ -293,7 +299,7 @@ load_cmdline(struct dump *d)
 {
 	char path[64];
 
-	snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)d->pid);
+	snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)d->mem_pid);
 	if (remote_read_file(path, CMDLINE_MAX, &d->cmdline, &d->cmdline_len) < 0) {
 		d->cmdline = NULL;
 		d->cmdline_len = 0;
@@ -318,9 +324,9 @@ load_pctx(struct dump *d, struct etls_proc *ep)
 
 	if (ep) {
 		maps = etls_proc_maps(ep, &maps_len);
-		r = pctxr_read_maps(d->pid, maps, maps_len, &snap);
+		r = pctxr_read_maps(d->mem_pid, maps, maps_len, &snap);
 	} else {
-		r = pctxr_read(d->pid, &snap);
+		r = pctxr_read(d->mem_pid, &snap);
 	}
 	if (r < 0)
 		return r;
@@ -392,8 +398,8 @@ capture_stacks(struct run *run)
 			snaps[k] = d->threads[i].snap;
 			tids[k++] = d->threads[i].tid;
 		}
-		stack_snap_capture_many(d->pid, tids, k, run->ctl->stack_size, snaps, err,
-					&d->stack_arena);
+		stack_snap_capture_many(d->mem_pid, tids, k, run->ctl->stack_size, snaps,
+					err, &d->stack_arena);
 		for (i = k = 0; i < d->n_threads; i++)
 			if (d->threads[i].stopped)
 				d->threads[i].snap_err = err[k++];
@@ -436,29 +442,33 @@ recs_take(struct run *run, size_t n)
 	return p;
 }
 
-/* The thread pointer of a stopped thread; with --stacks, from the
- * register snapshot taken with the stack copy.  false (and t->error set)
- * if it cannot be had. */
+/* The thread pointer of a stopped thread, and its state at the stop
+ * (stop_state(): whether the stop interrupted a blocking system call);
+ * with --stacks, both from the register snapshot taken with the stack
+ * copy, else from one PTRACE_GETREGS.  false (and t->error set) if it
+ * cannot be had. */
 static bool
 read_tp(struct run *run, struct dump_thread *t, uint64_t *tp)
 {
-	int r;
+	int r, blocked = -1;
 
 	*tp = 0;
 	if (run->ctl->stacks) {
 		r = t->snap_err;
 		if (r == 0) {
 			t->has_snap = true;
+			if (t->snap->regs_valid) {
+				blocked = remote_regs_blocked(&t->snap->regs);
 #if defined(__x86_64__)
-			if (t->snap->regs_valid)
 				*tp = t->snap->regs.fs_base;
 #endif
+			}
 		} else {
 			set_stack_error(t, "cannot copy registers: %s", strerror(-r));
 		}
 	}
 	if (!*tp) {
-		r = remote_thread_pointer(t->tid, tp);
+		r = remote_thread_stop_regs(t->tid, tp, &blocked);
 		if (r == -ESRCH) {
 			/* a stopped thread is only gone once killed: it ended
 			 * while held (dropped after the read, not an error) */
@@ -467,9 +477,11 @@ read_tp(struct run *run, struct dump_thread *t, uint64_t *tp)
 		}
 		if (r < 0) {
 			set_error(t, "cannot read the thread pointer: %s", strerror(-r));
+			t->state = stop_state(t->state, t->group_stop, -1);
 			return false;
 		}
 	}
+	t->state = stop_state(t->state, t->group_stop, blocked);
 	return true;
 }
 
@@ -517,7 +529,7 @@ read_threads(struct run *run)
 		rg[k] = (struct remote_range){slot, &t->record_addr, sizeof(uint64_t), 0};
 		idx[k++] = i;
 	}
-	remote_read_many(d->pid, rg, k);
+	remote_read_many(d->mem_pid, rg, k);
 	for (i = 0; i < k; i++) {
 		struct dump_thread *t = &d->threads[idx[i]];
 
@@ -542,7 +554,7 @@ read_threads(struct run *run)
 					      record_first_piece(t->record_addr), 0};
 		idx[k++] = i;
 	}
-	remote_read_many(d->pid, rg, k);
+	remote_read_many(d->mem_pid, rg, k);
 	for (i = 0; i < k; i++) {
 		struct dump_thread *t = &d->threads[idx[i]];
 		ssize_t n = rg[i].got;
@@ -582,7 +594,7 @@ read_threads(struct run *run)
 					      need - t->rec_len, 0};
 		idx[k++] = i;
 	}
-	remote_read_many(d->pid, rg, k);
+	remote_read_many(d->mem_pid, rg, k);
 	for (i = 0; i < k; i++)
 		if (rg[i].got > 0)
 			d->threads[idx[i]].rec_len += (size_t)rg[i].got;
@@ -613,7 +625,7 @@ read_threads(struct run *run)
 		}
 		memcpy(t->attrs, t->rec + TREC_HEADER_SIZE, have);
 		{
-			ssize_t m = remote_read_prefix(d->pid,
+			ssize_t m = remote_read_prefix(d->mem_pid,
 						       t->record_addr + TREC_HEADER_SIZE + have,
 						       t->attrs + have, want - have);
 
@@ -702,7 +714,7 @@ unwind_stacks(struct run *run)
 			continue;
 		}
 		/* one frame more than shown tells whether the stack goes on */
-		r = stack_unwind(d->pid, t->snap, scratch, cap, &n);
+		r = stack_unwind(d->mem_pid, t->snap, scratch, cap, &n);
 		if (r == 0 && n > run->ctl->max_frames) {
 			n = run->ctl->max_frames;
 			t->frames_capped = true;
@@ -761,14 +773,16 @@ prefault(void *p, size_t len)
 		b[len - 1] = b[len - 1];
 }
 
-/* Room for n threads (zeroed): the thread list, its cold part, the
- * records' copies and the read batches.  Only what the stop writes is
- * paged in: the thread list, the first REC_FIRST_MAX bytes per thread of
- * the copies, and with --stacks the cold part (the register snapshots).
+/* Room for n threads: the thread list, its cold part, the records' copies
+ * and the read batches.  Only what the stop writes for the hot threads
+ * expected is paged in (the rest of n is a margin for threads created
+ * meanwhile): the thread list (zeroed), the first REC_FIRST_MAX bytes per
+ * thread of the copies, and with --stacks the cold part (the register
+ * snapshots).
  * Called before any thread points into cold or recs (those are replaced,
  * not moved). */
 static int
-reserve_threads(struct run *run, size_t n)
+reserve_threads(struct run *run, size_t n, size_t hot)
 {
 	struct dump *d = &run->d;
 	struct dump_thread *nt;
@@ -777,24 +791,30 @@ reserve_threads(struct run *run, size_t n)
 
 	if (n <= run->cap)
 		return 0;
+	if (hot > n)
+		hot = n;
 	nt = realloc(d->threads, n * sizeof(*nt));
 	if (!nt)
 		return -ENOMEM;
 	d->threads = nt;
-	prefault(nt + run->cap, (n - run->cap) * sizeof(*nt));
-	memset(nt + run->cap, 0, (n - run->cap) * sizeof(*nt));
+	prefault(nt + run->cap, (hot > run->cap ? hot - run->cap : 0) * sizeof(*nt));
+	/* the rest is zeroed when collect_threads() gets there */
+	if (hot > run->zeroed) {
+		memset(nt + run->zeroed, 0, (hot - run->zeroed) * sizeof(*nt));
+		run->zeroed = hot;
+	}
 	/* calloc: fresh zero pages, not touched unless written */
 	free(d->cold);
 	d->cold = calloc(n, sizeof(*d->cold));
 	if (!d->cold)
 		return -ENOMEM;
 	if (run->ctl->stacks)
-		prefault(d->cold, n * sizeof(*d->cold));
+		prefault(d->cold, hot * sizeof(*d->cold));
 	free(d->recs);
 	d->recs = malloc(n * (REC_FIRST_MAX + TREC_MAX_SIZE));
 	if (!d->recs)
 		return -ENOMEM;
-	prefault(d->recs, n * REC_FIRST_MAX);
+	prefault(d->recs, hot * REC_FIRST_MAX);
 	run->recs_used = 0;
 	nr = realloc(run->ranges, n * sizeof(*nr));
 	if (!nr)
@@ -804,8 +824,8 @@ reserve_threads(struct run *run, size_t n)
 	if (!ni)
 		return -ENOMEM;
 	run->range_thread = ni;
-	prefault(nr, n * sizeof(*nr));
-	prefault(ni, n * sizeof(*ni));
+	prefault(nr, hot * sizeof(*nr));
+	prefault(ni, hot * sizeof(*ni));
 	run->cap = n;
 	return 0;
 }
@@ -831,7 +851,7 @@ collect_threads(struct run *run, struct stop_set *ss)
 
 	if (ss->n > run->cap) {
 		/* threads appeared after the estimate: grow inside the stop */
-		r = reserve_threads(run, ss->n);
+		r = reserve_threads(run, ss->n, ss->n);
 		if (r < 0)
 			return r;
 	}
@@ -839,6 +859,11 @@ collect_threads(struct run *run, struct stop_set *ss)
 		const struct stop_thread *st = &ss->t[i];
 		struct dump_thread *t = &d->threads[d->n_threads];
 
+		if (d->n_threads >= run->zeroed) {
+			/* more threads than expected: past the paged-in part */
+			memset(t, 0, sizeof(*t));
+			run->zeroed = d->n_threads + 1;
+		}
 		t->cold = &d->cold[d->n_threads];
 		switch (st->status) {
 		case STOP_VANISHED:
@@ -865,11 +890,36 @@ collect_threads(struct run *run, struct stop_set *ss)
 		}
 		t->tid = st->tid;
 		t->stopped = st->status == STOP_STOPPED;
+		t->group_stop = st->group_stop;
+		/* a stopped thread's state comes from its registers
+		 * (read_tp()); one that did not stop gets its state read
+		 * after the threads run again (unstopped_states()) */
 		t->state = st->state;
 		memcpy(t->comm, st->comm, sizeof(t->comm));
 		d->n_threads++;
 	}
 	return 0;
+}
+
+/* The state of each listed thread that did not stop (it timed out, could
+ * not be seized, or is an exited group leader), from /proc now that the
+ * others run again: what kept it from stopping ('D', 'Z', ...) is still
+ * there, or was a moment ago. */
+static void
+unstopped_states(struct dump *d)
+{
+	size_t i;
+
+	for (i = 0; i < d->n_threads; i++) {
+		struct dump_thread *t = &d->threads[i];
+		char comm[64], state;
+
+		if (t->stopped || t->state == 'Z' || t->state == 'X')
+			continue;
+		if (stop_read_task_stat(d->pid, t->tid, comm, sizeof(comm), &state) < 0)
+			state = '?';
+		t->state = state;
+	}
 }
 
 /* Threads that were stopped but ended while held (the process was killed
@@ -959,15 +1009,61 @@ proc_exists(pid_t pid, pid_t tid)
 	return stat(path, &st) == 0;
 }
 
-/* A thread id is also a valid /proc/TID for a non-leader thread: make
- * sure pid is a process (thread-group leader). */
+/* The "Tgid:" of pid and the letter of its "State:" line in one read of
+ * /proc/PID/status; false if it cannot be read. */
 static bool
-is_tgid(pid_t pid)
+proc_status(pid_t pid, long long *tgid, char *state)
 {
-	char path[64];
+	char path[64], *buf, *p;
+	size_t len;
 
 	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-	return status_field(path, "Tgid") == pid;
+	if (remote_read_file(path, 1 << 16, &buf, &len) < 0)
+		return false;
+	*tgid = -1;
+	*state = '?';
+	for (p = buf; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
+		if (strncmp(p, "Tgid:", 5) == 0)
+			*tgid = strtoll(p + 5, NULL, 10);
+		else if (strncmp(p, "State:", 6) == 0)
+			*state = p[6 + strspn(p + 6, " \t")];
+	}
+	free(buf);
+	return true;
+}
+
+/* Whose maps and memory to read (dump.mem_pid): pid, unless its leader
+ * has exited (state Z while other threads run, or X), then the first
+ * listed thread of pid that has not.  pid if there is none. */
+static pid_t
+memory_pid(pid_t pid, char leader_state)
+{
+	char path[64], comm[64], state;
+	struct dirent *de;
+	pid_t found = pid;
+	DIR *dir;
+
+	if (leader_state != 'Z' && leader_state != 'X')
+		return pid;
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	dir = opendir(path);
+	if (!dir)
+		return pid;
+	while ((de = readdir(dir)) != NULL) {
+		char *end;
+		long tid = strtol(de->d_name, &end, 10);
+
+		if (*end || tid <= 0 || tid == pid)
+			continue;
+		if (stop_read_task_stat(pid, (pid_t)tid, comm, sizeof(comm),
+					&state) == 0 &&
+		    state != 'Z' && state != 'X') {
+			found = (pid_t)tid;
+			break;
+		}
+	}
+	closedir(dir);
+	return found;
 }
 
 int
@@ -979,6 +1075,9 @@ main(int argc, char **argv)
 	struct dump *d = &run.d;
 	struct stop_set ss;
 	struct etls_proc *ep;
+	long long tgid;
+	long hint;
+	char leader_state;
 	size_t i;
 	int r;
 
@@ -1007,7 +1106,7 @@ main(int argc, char **argv)
 		cli_warn("ctxdump cannot dump itself");
 		return CLI_EXIT_FATAL;
 	}
-	if (!is_tgid(ctl.pid)) {
+	if (!proc_status(ctl.pid, &tgid, &leader_state) || tgid != ctl.pid) {
 		cli_warn("%d is a thread, not a process; use -t %d with its process id",
 			 (int)ctl.pid, (int)ctl.pid);
 		return CLI_EXIT_FATAL;
@@ -1017,13 +1116,33 @@ main(int argc, char **argv)
 			 (int)ctl.tid, (int)ctl.pid);
 		return CLI_EXIT_FATAL;
 	}
+	d->mem_pid = memory_pid(ctl.pid, leader_state);
+	/* The kernel's thread count: sizes the thread list below, and for
+	 * a process with many threads their names are read on a second
+	 * thread meanwhile (stop_prefetch()): the work below until the stop
+	 * is then free on an idle core (below PREFETCH_MIN threads, starting
+	 * that thread costs more than the names). */
+	hint = ctl.tid ? 1 : stop_count_threads(ctl.pid);
+	stop_init(&ss, ctl.pid);
+	if (hint >= PREFETCH_MIN)
+		(void)stop_prefetch(&ss);
 	load_cmdline(d);
 
 	/* The mappings once for the process context and the three symbols
 	 * (the file-backed ones through PROCMAP_QUERY where the kernel has
 	 * it: the text of maps at 1000 threads is 2000 lines, 0.7 ms to
 	 * produce), and each ELF object opened once. */
-	r = etls_proc_load(ctl.pid, &ep);
+	r = etls_proc_load(d->mem_pid, &ep);
+	for (i = 0; i < 3 && r == -ESRCH && d->mem_pid != ctl.pid; i++) {
+		/* the thread read for a leader that has exited is gone too:
+		 * another one */
+		pid_t next = memory_pid(ctl.pid, 'Z');
+
+		if (next == d->mem_pid)
+			break;
+		d->mem_pid = next;
+		r = etls_proc_load(d->mem_pid, &ep);
+	}
 	if (ep) {
 		/* The process context needs no stop: it has its own seqlock. */
 		int rp = load_pctx(d, ep);
@@ -1045,16 +1164,19 @@ main(int argc, char **argv)
 			"no loaded object of process %d defines " OTEL_THREAD_CTX_SYMBOL
 			" (is an OTEP-4947 writer such as libctxshim.so loaded?)",
 			(int)ctl.pid);
+		stop_free(&ss);
 		return finish(&run, CLI_EXIT_FATAL);
 	}
 	if (r == -ESRCH) {
 		cli_warn("process %d exited", (int)ctl.pid);
+		stop_free(&ss);
 		dump_free(d);
 		return CLI_EXIT_FATAL;
 	}
 	if (r == -EACCES || r == -EPERM) {
 		cli_warn("cannot read /proc/%d/maps: %s", (int)ctl.pid, strerror(-r));
 		diagnose_eperm(ctl.pid, ctl.pid);
+		stop_free(&ss);
 		dump_free(d);
 		return CLI_EXIT_FATAL;
 	}
@@ -1062,12 +1184,14 @@ main(int argc, char **argv)
 		cli_warn("process %d defines " OTEL_THREAD_CTX_SYMBOL
 			 " for an architecture ctxdump cannot read",
 			 (int)ctl.pid);
+		stop_free(&ss);
 		dump_free(d);
 		return CLI_EXIT_FATAL;
 	}
 	if (r < 0) {
 		cli_warn("cannot examine the objects of process %d: %s", (int)ctl.pid,
 			 strerror(-r));
+		stop_free(&ss);
 		dump_free(d);
 		return CLI_EXIT_FATAL;
 	}
@@ -1080,20 +1204,19 @@ main(int argc, char **argv)
 	/* Sized from the kernel's thread count, with room for threads
 	 * created meanwhile. */
 	{
-		long hint = ctl.tid ? 1 : stop_count_threads(ctl.pid);
-
 		if (hint < 1)
 			hint = 64;
-		if (reserve_threads(&run, (size_t)hint + (size_t)hint / 4 + 16) < 0) {
+		if (reserve_threads(&run, (size_t)hint + (size_t)hint / 4 + 16,
+				    (size_t)hint + 16) < 0) {
 			cli_warn("out of memory");
 			free_batches(&run);
+			stop_free(&ss);
 			dump_free(d);
 			return CLI_EXIT_FATAL;
 		}
 	}
 
 	/* ---- threads stopped from here ---- */
-	stop_init(&ss, ctl.pid);
 	r = stop_all(&ss, ctl.tid, ctl.stop_timeout_ms);
 	if (r == -EPERM) {
 		stop_release(&ss);
@@ -1124,7 +1247,7 @@ main(int argc, char **argv)
 	r = collect_threads(&run, &ss);
 	if (r == 0) {
 		/* The slots are process-global; read them while nothing runs. */
-		if (d->has_symbol && (etls_resolve(ctl.pid, &d->sym, &d->acc) < 0 ||
+		if (d->has_symbol && (etls_resolve(d->mem_pid, &d->sym, &d->acc) < 0 ||
 				      d->acc.model == TLSM_UNRESOLVED))
 			d->acc.model = TLSM_UNRESOLVED;
 		read_threads(&run);
@@ -1143,6 +1266,7 @@ main(int argc, char **argv)
 		return CLI_EXIT_FATAL;
 	}
 	drop_exited(&run);
+	unstopped_states(d);
 	if (!d->n_threads && d->n_exited) {
 		/* every thread ended before or while it was held: the
 		 * process was killed (or exited) during the dump */
@@ -1170,7 +1294,12 @@ main(int argc, char **argv)
 			run.partial = true;
 		}
 	}
-	qsort(d->threads, d->n_threads, sizeof(*d->threads), cmp_tid);
+	/* /proc/PID/task lists threads in creation order, which is tid
+	 * order until tids wrap: sort (272-byte elements) only if needed. */
+	for (i = 1; i < d->n_threads && d->threads[i - 1].tid < d->threads[i].tid; i++)
+		;
+	if (i < d->n_threads)
+		qsort(d->threads, d->n_threads, sizeof(*d->threads), cmp_tid);
 	decode_attrs(&run);
 	dlay_finish(d);
 	if (ctl.stacks)

@@ -19,7 +19,7 @@ dlay_find(struct dump *d, struct etls_proc *ep)
 
 	if (!lp)
 		return false;
-	if (lay_find_in(ep, d->pid, DLAY_OTHERS, lp) < 0) {
+	if (lay_find_in(ep, d->mem_pid, DLAY_OTHERS, lp) < 0) {
 		free(lp);
 		return false;
 	}

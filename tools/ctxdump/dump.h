@@ -47,9 +47,13 @@ struct dump_alt {
 struct dump_thread {
 	pid_t tid;
 	char comm[64];
-	char state;   /* /proc state letter before the stop */
-	bool stopped; /* in ptrace-stop during the read phase */
-	bool exited;  /* ended while held (killed): dropped after the read */
+	/* State letter at the snapshot: for a stopped thread, where the
+	 * stop found it (stop_state()); for one that did not stop, from
+	 * /proc right after the stop ('?': unknown) */
+	char state;
+	bool stopped;    /* in ptrace-stop during the read phase */
+	bool group_stop; /* it was in a group-stop (job control) */
+	bool exited;     /* ended while held (killed): dropped after the read */
 	/* Why the thread could not be read; NULL if it was (else points
 	 * into cold) */
 	char *error;
@@ -106,6 +110,11 @@ dump_attrs(const struct dump_thread *t)
 
 struct dump {
 	pid_t pid;
+	/* Whose maps, files and memory are read: pid, or a live thread of
+	 * it when the thread-group leader has exited (pthread_exit() from
+	 * main): /proc/PID/maps is empty then and process_vm_readv(PID)
+	 * fails, while the threads still share the address space. */
+	pid_t mem_pid;
 	char *cmdline; /* NUL-separated arguments */
 	size_t cmdline_len;
 

@@ -308,35 +308,46 @@ obj_elf(pid_t pid, struct etls_obj *ob)
 }
 
 /* Index of the .dynsym entry named name: defined STT_TLS of size 8 when
- * defined is true, else an undefined reference. */
+ * defined is true, else an undefined reference.  The symbols and their
+ * names are read straight from the section data (class 64, native
+ * layout: libelf converts or copies when it must): gelf_getsym() and
+ * elf_strptr() per symbol cost most of a dump's ELF work, and a libc has
+ * thousands of symbols. */
 static bool
 lookup_sym(struct etls_elf *x, const char *want, bool defined, size_t *idx,
 	   GElf_Sym *out)
 {
-	Elf_Data *d;
-	size_t n, i;
+	const Elf64_Sym *syms;
+	const char *strs;
+	Elf_Data *d, *sd;
+	Elf_Scn *strscn;
+	size_t n, i, wl = strlen(want) + 1, strsz;
 
-	if (!x->dynsym || x->dynsym_sh.sh_entsize == 0)
+	if (!x->dynsym || x->dynsym_sh.sh_entsize != sizeof(Elf64_Sym))
 		return false;
 	d = elf_getdata(x->dynsym, NULL);
-	if (!d)
+	strscn = elf_getscn(x->e, x->dynsym_sh.sh_link);
+	sd = strscn ? elf_getdata(strscn, NULL) : NULL;
+	if (!d || !d->d_buf || d->d_type != ELF_T_SYM || !sd || !sd->d_buf)
 		return false;
-	n = x->dynsym_sh.sh_size / x->dynsym_sh.sh_entsize;
+	syms = d->d_buf;
+	n = d->d_size / sizeof(*syms);
+	strs = sd->d_buf;
+	strsz = sd->d_size;
 	for (i = 1; i < n; i++) {
-		GElf_Sym s;
-		const char *name;
+		const Elf64_Sym *s = &syms[i];
 
-		if (!gelf_getsym(d, (int)i, &s))
-			break;
-		if ((s.st_shndx == SHN_UNDEF) == defined)
+		if ((s->st_shndx == SHN_UNDEF) == defined)
 			continue;
-		name = elf_strptr(x->e, x->dynsym_sh.sh_link, s.st_name);
-		if (!name || strcmp(name, want) != 0)
+		if (defined && (ELF64_ST_TYPE(s->st_info) != STT_TLS || s->st_size != 8))
 			continue;
-		if (defined && (GELF_ST_TYPE(s.st_info) != STT_TLS || s.st_size != 8))
+		/* the name and its NUL inside the string table */
+		if (s->st_name >= strsz || strsz - s->st_name < wl ||
+		    memcmp(strs + s->st_name, want, wl) != 0)
 			continue;
+		if (!gelf_getsym(d, (int)i, out))
+			return false;
 		*idx = i;
-		*out = s;
 		return true;
 	}
 	return false;

@@ -727,11 +727,18 @@ sample_round(struct rec *rc)
 		if (ss.t[i].status != STOP_STOPPED)
 			continue;
 		rc->tids[k] = ss.t[i].tid;
-		rc->states[k] = ss.t[i].state;
+		rc->states[k] = ss.t[i].group_stop ? 'T' : ss.t[i].state;
 		k++;
 	}
 	stack_snap_capture_many(rc->pid, rc->tids, k, rc->ctl->stack_size, rc->snapp,
 				rc->err, &arena);
+	/* each thread's state where the stop found it (stop_state()) */
+	for (i = 0; i < k; i++)
+		rc->states[i] =
+			stop_state(rc->states[i], rc->states[i] == 'T',
+				   !rc->err[i] && rc->snaps[i].regs_valid
+					   ? remote_regs_blocked(&rc->snaps[i].regs)
+					   : -1);
 	if (rc->have_layouts && rc->usable != rc->lp.mask &&
 	    (!rc->resolve_ns || t - rc->resolve_ns > REFRESH_NS)) {
 		/* the slots are process-global: read them while nothing runs */

@@ -213,6 +213,44 @@ remote_thread_pointer(pid_t tid, uint64_t *tp)
 }
 
 int
+remote_regs_blocked(const struct user_regs_struct *regs)
+{
+#if defined(__x86_64__)
+	long nr = (long)regs->orig_rax, ret = (long)regs->rax;
+
+	if (nr < 0)
+		return 0; /* not in a system call */
+	/* The kernel's restart codes (ERESTARTSYS 512, ERESTARTNOINTR 513,
+	 * ERESTARTNOHAND 514, ERESTART_RESTARTBLOCK 516; the stop comes
+	 * before they are turned into a restart) and EINTR: the call was
+	 * waiting when the interrupt woke it. */
+	return ret == -EINTR || (ret <= -512 && ret >= -516);
+#else
+	(void)regs;
+	return -1;
+#endif
+}
+
+int
+remote_thread_stop_regs(pid_t tid, uint64_t *tp, int *blocked)
+{
+#if defined(__x86_64__)
+	/* All registers in one call: fs_base, and orig_rax and rax for
+	 * the state. */
+	struct user_regs_struct regs;
+
+	if (ptrace(PTRACE_GETREGS, tid, NULL, &regs) < 0)
+		return -errno;
+	*tp = regs.fs_base;
+	*blocked = remote_regs_blocked(&regs);
+	return 0;
+#else
+	*blocked = -1;
+	return remote_thread_pointer(tid, tp);
+#endif
+}
+
+int
 remote_read_file(const char *path, size_t max, char **buf, size_t *len)
 {
 	size_t cap = 4096, n = 0;

@@ -47,6 +47,19 @@ int remote_tlsm_read(void *opaque, uint64_t addr, void *buf, size_t len);
  * ptrace-stopped thread.  Returns 0 or a negative errno. */
 int remote_thread_pointer(pid_t tid, uint64_t *tp);
 
+struct user_regs_struct;
+
+/* Whether the registers of a thread at its ptrace-stop show that the stop
+ * interrupted a blocking system call: 1 (in a system call whose result is
+ * EINTR or a restart code), 0 (in user space, or leaving a system call
+ * that completed), -1 (this architecture's registers cannot tell). */
+int remote_regs_blocked(const struct user_regs_struct *regs);
+
+/* The thread pointer of a ptrace-stopped thread and remote_regs_blocked()
+ * of its registers: one PTRACE_GETREGS on x86_64 (elsewhere *blocked is
+ * -1).  Returns 0 or a negative errno. */
+int remote_thread_stop_regs(pid_t tid, uint64_t *tp, int *blocked);
+
 /* Read a whole (small) file, at most max bytes, into a malloc'd buffer with
  * a NUL after the data.  Returns 0 or a negative errno. */
 int remote_read_file(const char *path, size_t max, char **buf, size_t *len);

@@ -29,6 +29,16 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+/* Where the state letter of a stopped thread comes from.  x86_64: from the
+ * stop itself (stop_state() with the registers at the stop), so only the
+ * name is read before it (/proc/PID/task/TID/comm).  Elsewhere: the state
+ * in /proc/PID/task/TID/stat, read with the name just before the stop. */
+#if defined(__x86_64__)
+#define STOP_STATE_AT_STOP 1
+#else
+#define STOP_STATE_AT_STOP 0
+#endif
+
 enum stop_status {
 	STOP_PENDING,  /* seized, stop not reported yet */
 	STOP_STOPPED,  /* in ptrace-stop: may be read */
@@ -47,8 +57,11 @@ struct stop_thread {
 	int pending_sig; /* signal to re-inject on detach */
 	bool group_stop; /* reported a group-stop (target was job-stopped) */
 	bool unreaped;   /* STOP_EXITED, but a zombie not collected yet */
-	char state;      /* /proc state letter read before the stop */
-	char comm[64];   /* thread name (raw bytes, NUL-terminated) */
+	/* '?': the name could not be read (gone); 'Z'/'X': an exited group
+	 * leader (STOP_ZOMBIE).  Otherwise, with STOP_STATE_AT_STOP, 0 (see
+	 * stop_state()); without, the /proc state read before the stop. */
+	char state;
+	char comm[64]; /* thread name (raw bytes, NUL-terminated) */
 };
 
 struct stop_set {
@@ -64,12 +77,21 @@ struct stop_set {
 	 * -EPERM, and the errno. */
 	pid_t fail_tid;
 	int fail_err;
+	struct stop_names *names; /* stop_prefetch() in progress */
 	int signal; /* termination signal received while holding threads */
 	bool masked;
 	sigset_t oldmask;
 };
 
 void stop_init(struct stop_set *s, pid_t pid);
+
+/* Optional, some time before stop_all() (not for one thread): list the
+ * threads of s->pid now, and start reading their names on a second thread
+ * while the caller does other work before the stop (on an idle core that
+ * work is then free); stop_all() reads the rest, and stop_free() ends it
+ * if stop_all() is not called.  Leave s alone meanwhile.  Returns 0 or a
+ * negative errno (stop_all() then lists the threads itself). */
+int stop_prefetch(struct stop_set *s);
 
 /* Stop every thread of s->pid (only thread only_tid if it is not 0),
  * rescanning /proc/PID/task until a scan finds no new thread.  timeout_ms
@@ -127,6 +149,16 @@ long stop_count_threads(pid_t pid);
 
 /* Whether thread tid of pid has ended: gone from /proc, or a zombie. */
 bool stop_thread_ended(pid_t pid, pid_t tid);
+
+/* The state of a stopped thread at the moment it stopped: 'T' it was in
+ * a group-stop (job control; stop_thread.group_stop); else from blocked
+ * (remote_regs_blocked() of its registers at the stop): 'S' the stop
+ * interrupted a blocking system call (which returns EINTR or is
+ * restarted), 'R' it stopped in user space or on the way out of a system
+ * call that had completed (it was running or runnable); blocked < 0
+ * (cannot tell): before, the state read before the stop (stop_thread.
+ * state), '?' if none. */
+char stop_state(char before, bool group_stop, int blocked);
 
 /* Read "comm" and the state letter of /proc/PID/task/TID/stat.  Returns 0
  * or a negative errno (-ENOENT: no such thread). */
