@@ -8,7 +8,9 @@
  *    static inline that binds lazily (pthread_once) and calls the pointer.
  * 2. Return exactly what the real call returned and leave errno as the real
  *    call left it: save errno after the real call, restore it before
- *    returning.
+ *    returning -- or, on a per-request path, call nothing that can set it
+ *    (pure code, plain memory; the rare calls that can keep errno
+ *    themselves, see hook-socket.c, sk_in_begin()).
  * 3. Nothing on a read path allocates, locks, logs or calls dlsym.
  * 4. Never call a hooked function from inside the shim except through
  *    real_*() or the raw syscalls in preload/sys.h.

@@ -936,41 +936,12 @@ ctxshim_conn_lost(struct ctxshim_conn *c)
 	c->cap = 0;
 }
 
-/* 0: not a status line (or unknown), 1: interim (1xx but not 101), 2: a
- * final status line "HTTP/1.x NNN". */
-static int
-conn_status_kind(const uint8_t *h, size_t len)
-{
-	static const char pfx[] = "HTTP/1.";
-	size_t m = len < 7 ? len : 7;
-
-	if (!h || len == 0)
-		return 0;
-	if (len >= 7) {
-		/* Two overlapping 4-byte loads instead of a libc memcmp() call
-		 * (~18 instructions on every response write). */
-		uint32_t a, b, pa, pb;
-
-		memcpy(&a, h, 4);
-		memcpy(&b, h + 3, 4);
-		memcpy(&pa, pfx, 4);
-		memcpy(&pb, pfx + 3, 4);
-		if (a != pa || b != pb)
-			return 0;
-	} else if (memcmp(h, pfx, m) != 0) {
-		return 0;
-	}
-	if (len >= 12 && h[8] == ' ' && h[9] == '1' && !(h[10] == '0' && h[11] == '1'))
-		return 1;
-	return 2;
-}
-
 bool
-ctxshim_conn_responded(struct ctxshim_conn *c, const void *head, size_t head_len)
+ctxshim_conn_responded_slow(struct ctxshim_conn *c, const void *head, size_t head_len)
 {
 	uint8_t f = atomic_load_explicit(&c->flags, memory_order_relaxed);
 	uint8_t tag = (uint8_t)(atomic_load_explicit(&c->seq, memory_order_relaxed) >> 1);
-	int kind = conn_status_kind(head, head_len);
+	int kind = ctxshim_conn_status_kind(head, head_len);
 	struct conn_pool_entry *e;
 	unsigned idx, next;
 

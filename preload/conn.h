@@ -26,6 +26,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "http-scan.h"
 #include "thread-ctx.h"
@@ -244,12 +245,68 @@ int ctxshim_conn_feed(struct ctxshim_conn *c,
  * bytes): stop scanning c. */
 void ctxshim_conn_lost(struct ctxshim_conn *c);
 
+/* 0: not a status line (or unknown), 1: interim (1xx but not 101), 2: a
+ * final status line "HTTP/1.x NNN". */
+static inline int
+ctxshim_conn_status_kind(const void *head, size_t len)
+{
+	static const char pfx[] = "HTTP/1.";
+	const uint8_t *h = head;
+	size_t m = len < 7 ? len : 7;
+
+	if (!h || len == 0)
+		return 0;
+	if (len >= 7) {
+		/* Two overlapping 4-byte loads instead of a libc memcmp() call
+		 * (~18 instructions on every response write). */
+		uint32_t a, b, pa, pb;
+
+		memcpy(&a, h, 4);
+		memcpy(&b, h + 3, 4);
+		memcpy(&pa, pfx, 4);
+		memcpy(&pb, pfx + 3, 4);
+		if (a != pa || b != pb)
+			return 0;
+	} else if (memcmp(h, pfx, m) != 0) {
+		return 0;
+	}
+	if (len >= 12 && h[8] == ' ' && h[9] == '1' && !(h[10] == '0' && h[11] == '1'))
+		return 1;
+	return 2;
+}
+
+/* ctxshim_conn_responded() past its usual case (conn.c). */
+bool ctxshim_conn_responded_slow(struct ctxshim_conn *c,
+				 const void *head,
+				 size_t head_len);
+
 /* A write of n > 0 bytes happened on c; head is its first bytes (NULL if
  * unknown, e.g. sendfile).  Marks the current request answered; when a
  * pipelined request was waiting, makes it current and returns true.  On a
  * claimed connection it only marks the request answered (so that
- * ctxshim_conn_request_ctx() stops returning it). */
-bool ctxshim_conn_responded(struct ctxshim_conn *c, const void *head, size_t head_len);
+ * ctxshim_conn_request_ctx() stops returning it).  Inline for the usual
+ * write: a later write of an answered request, or the first one of a
+ * keep-alive request with nothing queued behind it (once per request,
+ * B1i); anything else is ctxshim_conn_responded_slow(), which decides
+ * the same way from the start. */
+static inline bool
+ctxshim_conn_responded(struct ctxshim_conn *c, const void *head, size_t head_len)
+{
+	uint8_t f = atomic_load_explicit(&c->flags, memory_order_relaxed);
+	uint8_t tag = (uint8_t)(atomic_load_explicit(&c->seq, memory_order_relaxed) >> 1);
+
+	if (!(f & CONN_F_REQ) ||
+	    atomic_load_explicit(&c->answered, memory_order_relaxed) == tag)
+		return false;
+	if (!(f & (CONN_F_CLAIMED | CONN_F_PROMOTED)) &&
+	    !atomic_load_explicit(&c->pending, memory_order_relaxed)) {
+		/* Single writer of answered: a plain store (see conn.c). */
+		if (ctxshim_conn_status_kind(head, head_len) != 1)
+			atomic_store_explicit(&c->answered, tag, memory_order_relaxed);
+		return false;
+	}
+	return ctxshim_conn_responded_slow(c, head, head_len);
+}
 
 /* Has a response been written for c's current request (see answered)? */
 static inline bool

@@ -10,6 +10,7 @@
 #include "shim.h"
 #include "w3c.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -18,31 +19,13 @@
 #include <sys/random.h>
 #include <unistd.h>
 
-/* Every field is written only by its own thread (and by signal handlers on
- * that thread), which is what the OTEP's concurrency model assumes: readers
- * look only while the thread is stopped, so compiler fences suffice.
- *
- * ctx[] are the "pointer swap" buffers: each embeds a complete record
- * (thread-ctx.h), ctx[which] is the one published while has_cur, and an
- * update writes the other one, then swaps.  The same buffer serves as the
- * record and as ctxshim_current(), so a context is written once. */
-struct ctxshim_thread {
-	struct ctxshim_ctx ctx[2];
-	struct ctx_rng rng;
-	void **slot;           /* &otel_thread_ctx_v1, once known */
-	unsigned rng_gen;      /* ctxshim_fork_gen at seeding; 0 = never seeded */
-	uint8_t which;         /* index of ctx[] last published */
-	bool has_cur;
-	bool exit_registered;
-	volatile sig_atomic_t busy;
-};
-
-/* Initial-exec: one %fs-relative address instead of a TLSDESC call per
+/* struct ctxshim_thread and the reasons for its layout: thread-ctx.h.
+ * Initial-exec: one %fs-relative address instead of a TLSDESC call per
  * access (~20 instructions per request, B4).  The shim only works
  * preloaded (interposition), so its TLS is in the static block anyway;
  * hook-socket.c's per-thread state is initial-exec too.  (A dlopen() of
  * the shim would fail for want of static TLS room; it is never one.) */
-static __thread struct ctxshim_thread self
+__thread struct ctxshim_thread ctxshim_self
 	__attribute__((aligned(64), tls_model("initial-exec")));
 
 /* Bumped in every forked child, so each thread re-seeds lazily and a child
@@ -52,40 +35,11 @@ static unsigned ctxshim_fork_gen = 1;
 static pthread_key_t exit_key;
 static bool exit_key_ok;
 
-/* &self, computed once per call: gcc recomputes a TLS address after each
- * memcpy or fence rather than keep it in a register (with the TLSDESC
- * model that was five calls per ctxshim_attach(), B4); the empty asm
- * makes the address an opaque value that it has to keep. */
-static inline struct ctxshim_thread *
-thread_self(void)
-{
-	struct ctxshim_thread *t = &self;
-
-	__asm__("" : "+r"(t));
-	return t;
-}
-
 static inline void
 publish_ptr(void *p)
 {
 	atomic_signal_fence(memory_order_seq_cst);
 	*(void *volatile *)&otel_thread_ctx_v1 = p;
-	atomic_signal_fence(memory_order_seq_cst);
-}
-
-/* publish_ptr() through the slot's address kept in t: otel_thread_ctx_v1
- * must stay a TLSDESC access (the OTEP's model, test/symbol-tls.sh), which
- * is a call each time; its address is fixed for the thread's life (and in
- * a forked child), so one call per thread is enough. */
-static inline void
-publish_ptr_t(struct ctxshim_thread *t, void *p)
-{
-	void **slot = t->slot;
-
-	if (__builtin_expect(!slot, 0))
-		slot = t->slot = &otel_thread_ctx_v1;
-	atomic_signal_fence(memory_order_seq_cst);
-	*(void *volatile *)slot = p;
 	atomic_signal_fence(memory_order_seq_cst);
 }
 
@@ -98,33 +52,24 @@ thread_exit(void *arg)
 	(void)arg;
 	if (ctxshim_mode != CTXSHIM_ACTIVE)
 		return;
-	if (self.has_cur)
+	if (ctxshim_self.has_cur)
 		CTXSHIM_EVENT(CTXSHIM_EV_DETACH, -1, NULL, "thread-exit");
 	publish_ptr(NULL);
-	self.has_cur = false;
+	ctxshim_self.has_cur = false;
 }
 
-static void
-register_exit(void)
+/* Keeps errno: it runs inside read hooks that do not save it
+ * (hook-socket.c, sk_in_begin()).  Out of line: once per thread, and
+ * inlined it made every publication save four registers (B4c). */
+__attribute__((noinline, cold)) void
+ctxshim_thread_register_exit(void)
 {
-	self.exit_registered = true;
+	int saved_errno = errno;
+
+	ctxshim_self.exit_registered = true;
 	if (exit_key_ok)
 		(void)pthread_setspecific(exit_key, (void *)1);
-}
-
-/* Publish t->ctx[next] (complete, lengths in range): the record becomes
- * valid, then the pointer swap makes it visible. */
-static inline void
-publish_ctx(struct ctxshim_thread *t, uint8_t next)
-{
-	struct ctxshim_ctx *d = &t->ctx[next];
-
-	d->valid = 1;
-	t->which = next;
-	t->has_cur = true;
-	publish_ptr_t(t, d->trace_id);
-	if (__builtin_expect(!t->exit_registered, 0))
-		register_exit();
+	errno = saved_errno;
 }
 
 void
@@ -137,7 +82,7 @@ ctxshim_attach(const struct ctxshim_ctx *c)
 
 	if (!ctxshim_active())
 		return;
-	t = thread_self();
+	t = ctxshim_thread_self();
 	if (t->busy)
 		return;
 	t->busy = 1;
@@ -158,7 +103,7 @@ ctxshim_attach(const struct ctxshim_ctx *c)
 	}
 	d->attrs_len = attrs_len;
 	d->tracestate_len = ts_len;
-	publish_ctx(t, next);
+	ctxshim_publish_ctx(t, next);
 
 	atomic_signal_fence(memory_order_seq_cst);
 	t->busy = 0;
@@ -171,7 +116,7 @@ ctxshim_build_begin(void)
 
 	if (!ctxshim_active())
 		return NULL;
-	t = thread_self();
+	t = ctxshim_thread_self();
 	if (t->busy)
 		return NULL;
 	t->busy = 1;
@@ -182,7 +127,7 @@ ctxshim_build_begin(void)
 void
 ctxshim_build_publish(struct ctxshim_ctx *c)
 {
-	struct ctxshim_thread *t = thread_self();
+	struct ctxshim_thread *t = ctxshim_thread_self();
 	uint8_t next = (uint8_t)(t->which ^ 1);
 
 	/* Only the buffer begin() handed out is published. */
@@ -191,7 +136,7 @@ ctxshim_build_publish(struct ctxshim_ctx *c)
 			c->attrs_len = 0;
 		if (c->tracestate_len > CTXSHIM_TRACESTATE_MAX)
 			c->tracestate_len = 0;
-		publish_ctx(t, next);
+		ctxshim_publish_ctx(t, next);
 	}
 	atomic_signal_fence(memory_order_seq_cst);
 	t->busy = 0;
@@ -200,7 +145,7 @@ ctxshim_build_publish(struct ctxshim_ctx *c)
 void
 ctxshim_build_cancel(void)
 {
-	struct ctxshim_thread *t = thread_self();
+	struct ctxshim_thread *t = ctxshim_thread_self();
 
 	atomic_signal_fence(memory_order_seq_cst);
 	t->busy = 0;
@@ -213,40 +158,14 @@ ctxshim_detach(void)
 
 	if (!ctxshim_active())
 		return;
-	t = thread_self();
+	t = ctxshim_thread_self();
 	if (t->busy)
 		return;
 	t->busy = 1;
-	publish_ptr_t(t, NULL);
+	ctxshim_publish_ptr_t(t, NULL);
 	t->has_cur = false;
 	atomic_signal_fence(memory_order_seq_cst);
 	t->busy = 0;
-}
-
-bool
-ctxshim_detach_span(const uint8_t span_id[8])
-{
-	struct ctxshim_thread *t;
-
-	if (!ctxshim_active())
-		return false;
-	t = thread_self();
-	if (!t->has_cur || memcmp(t->ctx[t->which].span_id, span_id, 8) != 0 || t->busy)
-		return false;
-	t->busy = 1;
-	publish_ptr_t(t, NULL);
-	t->has_cur = false;
-	atomic_signal_fence(memory_order_seq_cst);
-	t->busy = 0;
-	return true;
-}
-
-const struct ctxshim_ctx *
-ctxshim_current(void)
-{
-	struct ctxshim_thread *t = thread_self();
-
-	return t->has_cur ? &t->ctx[t->which] : NULL;
 }
 
 /* Out of line: it runs once per thread (and after fork), and keeping it
@@ -256,6 +175,9 @@ thread_rng_seed(struct ctxshim_thread *t)
 {
 	uint8_t seed[32];
 	size_t got = 0;
+	/* Kept: the first id draw runs inside read hooks that do not save
+	 * errno (hook-socket.c, sk_in_begin()). */
+	int saved_errno = errno;
 
 	/* getrandom() is async-signal-safe; if the pool is not ready
 	 * (very early boot) fall back to mixing what we have, since
@@ -276,12 +198,13 @@ thread_rng_seed(struct ctxshim_thread *t)
 	}
 	ctx_rng_seed(&t->rng, seed);
 	t->rng_gen = ctxshim_fork_gen;
+	errno = saved_errno;
 }
 
 static inline struct ctx_rng *
 thread_rng(void)
 {
-	struct ctxshim_thread *t = thread_self();
+	struct ctxshim_thread *t = ctxshim_thread_self();
 
 	if (__builtin_expect(t->rng_gen != ctxshim_fork_gen, 0))
 		thread_rng_seed(t);

@@ -18,7 +18,12 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "rng.h"
+#include "shim.h"
 #include "thread-record.h"
+
+#include <signal.h>
+#include <stdatomic.h>
 
 #define CTXSHIM_TRACESTATE_MAX 512
 
@@ -82,7 +87,8 @@ void ctxshim_attach(const struct ctxshim_ctx *c);
  * handler that interrupted one) and holds the thread's update lock until
  * publish() or cancel(): an attach from a signal handler meanwhile is
  * dropped, exactly as if it had interrupted ctxshim_attach().  Nothing is
- * visible until publish(); cancel() leaves the thread as it was. */
+ * visible until publish(); cancel() leaves the thread as it was.
+ * Out of line on purpose: bench/run.sh's B4c counts these two calls. */
 struct ctxshim_ctx *ctxshim_build_begin(void);
 void ctxshim_build_publish(struct ctxshim_ctx *c);
 void ctxshim_build_cancel(void);
@@ -91,9 +97,9 @@ void ctxshim_detach(void);
 /* ctxshim_detach() if the calling thread's current context has this
  * span-id (it is still the one the caller published); true if it did.
  * One call where ctxshim_current() and ctxshim_detach() would be two. */
-bool ctxshim_detach_span(const uint8_t span_id[8]);
+static inline bool ctxshim_detach_span(const uint8_t span_id[8]);
 /* The calling thread's current context, or NULL. */
-const struct ctxshim_ctx *ctxshim_current(void);
+static inline const struct ctxshim_ctx *ctxshim_current(void);
 
 /* Random ids from the calling thread's generator (seeded from getrandom,
  * re-seeded in a forked child). */
@@ -123,3 +129,108 @@ int ctxshim_ctx_set_tracestate(struct ctxshim_ctx *c, const char *const *lines,
  * an incoming parent: the OTEP record has no parent field, and people
  * reading a dump want to know which upstream span called. */
 void ctxshim_ctx_add_parent_attr(struct ctxshim_ctx *c, struct trec_attr_writer *w);
+
+/* ---- the calling thread's state, inline ----
+ *
+ * In the header so that the per-request calls of the hooks (the
+ * check-and-clear when a connection goes idle, the current context on
+ * every response write) inline: as calls they were ~40 instructions of
+ * every nginx request (B1i).  Only thread-ctx.c and these functions touch
+ * the fields.
+ *
+ * Every field is written only by its own thread (and by signal handlers on
+ * that thread), which is what the OTEP's concurrency model assumes: readers
+ * look only while the thread is stopped, so compiler fences suffice.
+ *
+ * ctx[] are the "pointer swap" buffers: each embeds a complete record
+ * (above), ctx[which] is the one published while has_cur, and an update
+ * writes the other one, then swaps.  The same buffer serves as the record
+ * and as ctxshim_current(), so a context is written once. */
+struct ctxshim_thread {
+	struct ctxshim_ctx ctx[2];
+	struct ctx_rng rng;
+	void **slot;           /* &otel_thread_ctx_v1, once known */
+	unsigned rng_gen;      /* ctxshim_fork_gen at seeding; 0 = never seeded */
+	uint8_t which;         /* index of ctx[] last published */
+	bool has_cur;
+	bool exit_registered;
+	volatile sig_atomic_t busy;
+};
+
+/* Defined in thread-ctx.c (initial-exec, see there). */
+extern __thread struct ctxshim_thread ctxshim_self
+	__attribute__((aligned(64), tls_model("initial-exec"), visibility("hidden")));
+
+/* Register the thread's exit handler (thread-ctx.c; once per thread). */
+void ctxshim_thread_register_exit(void);
+
+/* &ctxshim_self, computed once per call: gcc recomputes a TLS address after
+ * each memcpy or fence rather than keep it in a register (with the TLSDESC
+ * model that was five calls per ctxshim_attach(), B4); the empty asm
+ * makes the address an opaque value that it has to keep. */
+static inline struct ctxshim_thread *
+ctxshim_thread_self(void)
+{
+	struct ctxshim_thread *t = &ctxshim_self;
+
+	__asm__("" : "+r"(t));
+	return t;
+}
+
+/* Store p into otel_thread_ctx_v1 through the slot's address kept in t:
+ * otel_thread_ctx_v1 must stay a TLSDESC access (the OTEP's model,
+ * test/symbol-tls.sh), which is a call each time; its address is fixed
+ * for the thread's life (and in a forked child), so one call per thread
+ * is enough. */
+static inline void
+ctxshim_publish_ptr_t(struct ctxshim_thread *t, void *p)
+{
+	void **slot = t->slot;
+
+	if (__builtin_expect(!slot, 0))
+		slot = t->slot = &otel_thread_ctx_v1;
+	atomic_signal_fence(memory_order_seq_cst);
+	*(void *volatile *)slot = p;
+	atomic_signal_fence(memory_order_seq_cst);
+}
+
+/* Publish t->ctx[next] (complete, lengths in range): the record becomes
+ * valid, then the pointer swap makes it visible. */
+static inline void
+ctxshim_publish_ctx(struct ctxshim_thread *t, uint8_t next)
+{
+	struct ctxshim_ctx *d = &t->ctx[next];
+
+	d->valid = 1;
+	t->which = next;
+	t->has_cur = true;
+	ctxshim_publish_ptr_t(t, d->trace_id);
+	if (__builtin_expect(!t->exit_registered, 0))
+		ctxshim_thread_register_exit();
+}
+
+static inline bool
+ctxshim_detach_span(const uint8_t span_id[8])
+{
+	struct ctxshim_thread *t;
+
+	if (!ctxshim_active())
+		return false;
+	t = ctxshim_thread_self();
+	if (!t->has_cur || memcmp(t->ctx[t->which].span_id, span_id, 8) != 0 || t->busy)
+		return false;
+	t->busy = 1;
+	ctxshim_publish_ptr_t(t, NULL);
+	t->has_cur = false;
+	atomic_signal_fence(memory_order_seq_cst);
+	t->busy = 0;
+	return true;
+}
+
+static inline const struct ctxshim_ctx *
+ctxshim_current(void)
+{
+	struct ctxshim_thread *t = ctxshim_thread_self();
+
+	return t->has_cur ? &t->ctx[t->which] : NULL;
+}
