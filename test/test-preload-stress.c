@@ -79,7 +79,10 @@ END_TEST
  * shim switches the thread to their context until the main code reads its
  * own connection again (hook-socket.c).  What must hold: every byte
  * arrives where it was sent, nothing hangs, and the main thread's context
- * is right for most requests (a handler that does I/O is rare). */
+ * is right for most requests (a handler that does I/O is rare).  The
+ * handler answers what it reads, as a server would: thousands of requests
+ * never answered would wait as pipelined ones and take the shim's whole
+ * capture pool, which is another test (stress.c, sig_serve()). */
 START_TEST(signal_handlers_read_sockets)
 {
 	struct result r, plain;

@@ -32,32 +32,16 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
-#include "record-writer.h"
+#include "target-threads.h"
 
 #define MAX_THREADS 64
 
-static struct record records[MAX_THREADS];
-static pid_t tids[MAX_THREADS];
+static struct target_worker workers[MAX_THREADS];
 static pthread_barrier_t started;
 static atomic_bool stopping;
-
-static void *
-worker(void *arg)
-{
-	unsigned i = (unsigned)(long)arg;
-
-	tids[i] = (pid_t)syscall(SYS_gettid);
-	fill(&records[i], i, "worker");
-	publish(&records[i]);
-	pthread_barrier_wait(&started);
-	for (;;)
-		pause();
-	return NULL;
-}
 
 static void *
 short_lived(void *arg)
@@ -122,28 +106,6 @@ odd(void *arg)
 }
 
 static void *
-vforker(void *arg)
-{
-	*(pid_t *)arg = (pid_t)syscall(SYS_gettid);
-	pthread_barrier_wait(&started);
-	while (!atomic_load(&stopping)) {
-		pid_t pid = vfork();
-
-		if (pid == 0) {
-			/* the parent thread waits uninterruptibly meanwhile */
-			struct timespec ts = {1, 500000000};
-
-			nanosleep(&ts, NULL);
-			_exit(0);
-		}
-		if (pid < 0)
-			break;
-		waitpid(pid, NULL, 0);
-	}
-	return NULL;
-}
-
-static void *
 gone(void *arg)
 {
 	*(pid_t *)arg = (pid_t)syscall(SYS_gettid);
@@ -154,7 +116,10 @@ int
 main(int argc, char **argv)
 {
 	bool churn = false, with_odd = false, with_vfork = false;
-	pid_t odd_tid = 0, vfork_tid = 0;
+	struct target_vforker vfork_thread = {.child_sleep = {1, 500000000},
+					      .started = &started,
+					      .stopping = &stopping};
+	pid_t odd_tid = 0;
 	pthread_t vf;
 	pthread_t t, sp;
 	pid_t gone_tid = 0;
@@ -182,24 +147,27 @@ main(int argc, char **argv)
 	    pthread_join(t, NULL) != 0)
 		return 1;
 	pthread_barrier_init(&started, NULL, n + 1 + with_odd + with_vfork);
-	for (i = 0; i < n; i++)
-		if (pthread_create(&t, NULL, worker, (void *)(long)i) != 0)
+	for (i = 0; i < n; i++) {
+		workers[i] = (struct target_worker){.index = i, .started = &started};
+		if (pthread_create(&t, NULL, target_worker_run, &workers[i]) != 0)
 			return 1;
+	}
 	if (with_odd && pthread_create(&t, NULL, odd, &odd_tid) != 0)
 		return 1;
-	if (with_vfork && pthread_create(&vf, NULL, vforker, &vfork_tid) != 0)
+	if (with_vfork &&
+	    pthread_create(&vf, NULL, target_vforker_run, &vfork_thread) != 0)
 		return 1;
 	pthread_barrier_wait(&started);
 	if (with_odd)
 		printf("ODD %d\n", (int)odd_tid);
 	if (with_vfork)
-		printf("VFORK %d\n", (int)vfork_tid);
+		printf("VFORK %d\n", (int)vfork_thread.tid);
 	if (churn && pthread_create(&sp, NULL, spawner, NULL) != 0)
 		return 1;
 
 	printf("READY %d %d", (int)getpid(), (int)gone_tid);
 	for (i = 0; i < n; i++)
-		printf(" %d", (int)tids[i]);
+		printf(" %d", (int)workers[i].tid);
 	printf("\n");
 	fflush(stdout);
 

@@ -24,36 +24,20 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
-#include "record-writer.h"
+#include "target-threads.h"
 
 #define MAX_WORKERS 32
 /* Short-lived threads alive at once, at most: enough for some to end in
  * every stop, few enough for a sanitizer build's per-thread memory. */
 #define MAX_LIVE 8
 
-static struct record records[MAX_WORKERS];
-static pid_t tids[MAX_WORKERS];
+static struct target_worker workers[MAX_WORKERS];
 static pthread_barrier_t started;
 static atomic_bool stopping;
 static atomic_int live;
-
-static void *
-worker(void *arg)
-{
-	unsigned i = (unsigned)(long)arg;
-
-	tids[i] = (pid_t)syscall(SYS_gettid);
-	fill(&records[i], i, "worker");
-	publish(&records[i]);
-	pthread_barrier_wait(&started);
-	for (;;)
-		pause();
-	return NULL;
-}
 
 static void *
 ephemeral(void *arg)
@@ -96,27 +80,6 @@ spawner(void *arg)
 	return NULL;
 }
 
-static void *
-vforker(void *arg)
-{
-	*(pid_t *)arg = (pid_t)syscall(SYS_gettid);
-	pthread_barrier_wait(&started);
-	while (!atomic_load(&stopping)) {
-		pid_t pid = vfork();
-
-		if (pid == 0) {
-			struct timespec ts = {2, 0};
-
-			nanosleep(&ts, NULL);
-			_exit(0);
-		}
-		if (pid < 0)
-			break;
-		waitpid(pid, NULL, 0);
-	}
-	return NULL;
-}
-
 static void
 stdin_waiter(void)
 {
@@ -134,7 +97,8 @@ main(int argc, char **argv)
 {
 	bool with_vfork = false;
 	unsigned n, i, burst = 0;
-	pid_t vfork_tid = 0;
+	struct target_vforker vfork_thread = {
+		.child_sleep = {2, 0}, .started = &started, .stopping = &stopping};
 	pthread_t t;
 	int a = 1;
 
@@ -155,20 +119,23 @@ main(int argc, char **argv)
 		burst = 8;
 
 	pthread_barrier_init(&started, NULL, n + 1 + with_vfork);
-	for (i = 0; i < n; i++)
-		if (pthread_create(&t, NULL, worker, (void *)(long)i) != 0)
+	for (i = 0; i < n; i++) {
+		workers[i] = (struct target_worker){.index = i, .started = &started};
+		if (pthread_create(&t, NULL, target_worker_run, &workers[i]) != 0)
 			return 1;
-	if (with_vfork && pthread_create(&t, NULL, vforker, &vfork_tid) != 0)
+	}
+	if (with_vfork &&
+	    pthread_create(&t, NULL, target_vforker_run, &vfork_thread) != 0)
 		return 1;
 	pthread_barrier_wait(&started);
 	for (i = 0; i < burst; i++)
 		if (pthread_create(&t, NULL, spawner, (void *)(long)i) != 0)
 			return 1;
 	if (with_vfork)
-		printf("VFORK %d\n", (int)vfork_tid);
+		printf("VFORK %d\n", (int)vfork_thread.tid);
 	printf("READY %d", (int)getpid());
 	for (i = 0; i < n; i++)
-		printf(" %d", (int)tids[i]);
+		printf(" %d", (int)workers[i].tid);
 	printf("\n");
 	fflush(stdout);
 	stdin_waiter();

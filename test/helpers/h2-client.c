@@ -27,6 +27,8 @@
 
 #include <nghttp2/nghttp2.h>
 
+#include "h2-common.h"
+
 #define MAX_REQ 32
 
 struct req {
@@ -140,30 +142,6 @@ read_body(nghttp2_session *s,
 	return 5;
 }
 
-static int
-flush(nghttp2_session *s, int fd)
-{
-	for (;;) {
-		const uint8_t *data;
-		ssize_t n = nghttp2_session_mem_send(s, &data);
-
-		if (n < 0)
-			return -1;
-		if (n == 0)
-			return 0;
-		while (n > 0) {
-			ssize_t w = send(fd, data, (size_t)n, MSG_NOSIGNAL);
-
-			if (w < 0 && errno == EINTR)
-				continue;
-			if (w <= 0)
-				return -1;
-			data += w;
-			n -= w;
-		}
-	}
-}
-
 int
 main(int argc, char **argv)
 {
@@ -238,7 +216,7 @@ main(int argc, char **argv)
 		}
 	}
 	/* All header blocks go out before any deferred body. */
-	if (flush(s, fd) < 0)
+	if (h2_flush(s, fd) < 0)
 		return 1;
 	for (i = 0; i < n_reqs; i++)
 		if (reqs[i].post) {
@@ -248,7 +226,7 @@ main(int argc, char **argv)
 	while (n_done < n_reqs) {
 		ssize_t n;
 
-		if (flush(s, fd) < 0)
+		if (h2_flush(s, fd) < 0)
 			break;
 		n = recv(fd, buf, sizeof(buf), 0);
 		if (n < 0 && errno == EINTR)

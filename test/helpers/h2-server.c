@@ -19,14 +19,8 @@
 
 #include "thread-record.h"
 
-#include <arpa/inet.h>
 #include <dlfcn.h>
 #include <errno.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <pthread.h>
-#include <semaphore.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,9 +31,10 @@
 
 #include <nghttp2/nghttp2.h>
 
+#include "h2-common.h"
+#include "serve-common.h"
+
 static bool opt_header2;
-static pthread_mutex_t out_lock = PTHREAD_MUTEX_INITIALIZER;
-static sem_t go;
 
 struct stream {
 	char method[16];
@@ -54,21 +49,6 @@ struct conn {
 	int fd;
 	long tid;
 };
-
-static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-static void
-say(const char *fmt, ...)
-{
-	va_list ap;
-
-	pthread_mutex_lock(&out_lock);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	fflush(stdout);
-	pthread_mutex_unlock(&out_lock);
-}
 
 /* The trace-id this thread publishes, if a preloaded library does. */
 static void
@@ -199,13 +179,9 @@ handle(nghttp2_session *s, int32_t id, struct stream *st, long tid)
 	};
 
 	seen_trace(seen);
-	say("REQ %ld %d %s %s %u %s %s\n", tid, id, st->method, st->path, st->n_tp,
-	    st->tp, seen);
-	if (strncmp(st->path, "/block", 6) == 0) {
-		say("BLOCK %ld %s\n", tid, st->path);
-		while (sem_wait(&go) < 0)
-			;
-	}
+	serve_say("REQ %ld %d %s %s %u %s %s\n", tid, id, st->method, st->path,
+		  st->n_tp, st->tp, seen);
+	serve_maybe_block(tid, st->path);
 	st->body_len =
 		(size_t)snprintf(st->body, sizeof(st->body), "path=%s\n", st->path);
 	hdrs[1].valuelen = (size_t)snprintf(clen, sizeof(clen), "%zu", st->body_len);
@@ -262,30 +238,6 @@ on_stream_close(nghttp2_session *s, int32_t id, uint32_t err, void *ud)
 	return 0;
 }
 
-static int
-flush(nghttp2_session *s, int fd)
-{
-	for (;;) {
-		const uint8_t *data;
-		ssize_t n = nghttp2_session_mem_send(s, &data);
-
-		if (n < 0)
-			return -1;
-		if (n == 0)
-			return 0;
-		while (n > 0) {
-			ssize_t w = send(fd, data, (size_t)n, MSG_NOSIGNAL);
-
-			if (w < 0 && errno == EINTR)
-				continue;
-			if (w <= 0)
-				return -1;
-			data += w;
-			n -= w;
-		}
-	}
-}
-
 static void *
 serve(void *arg)
 {
@@ -308,11 +260,11 @@ serve(void *arg)
 	nghttp2_session_server_new(&s, cbs, &c);
 	nghttp2_session_callbacks_del(cbs);
 	nghttp2_submit_settings(s, NGHTTP2_FLAG_NONE, &set, 1);
-	say("CONN %ld\n", c.tid);
+	serve_say("CONN %ld\n", c.tid);
 	while (nghttp2_session_want_read(s) || nghttp2_session_want_write(s)) {
 		ssize_t n;
 
-		if (flush(s, c.fd) < 0)
+		if (h2_flush(s, c.fd) < 0)
 			break;
 		n = recv(c.fd, buf, sizeof(buf), 0);
 		if (n < 0 && errno == EINTR)
@@ -325,32 +277,17 @@ serve(void *arg)
 			break;
 		}
 	}
-	(void)flush(s, c.fd);
+	(void)h2_flush(s, c.fd);
 	nghttp2_session_del(s);
 	close(c.fd);
-	say("CLOSED %ld\n", c.tid);
+	serve_say("CLOSED %ld\n", c.tid);
 	return NULL;
-}
-
-static void *
-control(void *arg)
-{
-	char line[256];
-
-	(void)arg;
-	/* One line on stdin releases one blocked request; EOF ends it all. */
-	while (fgets(line, sizeof(line), stdin))
-		sem_post(&go);
-	exit(0);
 }
 
 int
 main(int argc, char **argv)
 {
-	struct sockaddr_in a = {.sin_family = AF_INET};
-	socklen_t al = sizeof(a);
-	pthread_t th;
-	int ls, i, one = 1;
+	int i;
 
 	for (i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--header2") == 0) {
@@ -360,30 +297,5 @@ main(int argc, char **argv)
 			return 64;
 		}
 	}
-	sem_init(&go, 0, 0);
-	ls = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	setsockopt(ls, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (ls < 0 || bind(ls, (struct sockaddr *)&a, sizeof(a)) < 0 ||
-	    listen(ls, 64) < 0 || getsockname(ls, (struct sockaddr *)&a, &al) < 0) {
-		perror("h2-server: listen");
-		return 1;
-	}
-	pthread_create(&th, NULL, control, NULL);
-	say("READY %d\n", ntohs(a.sin_port));
-	for (;;) {
-		int fd = accept(ls, NULL, NULL);
-
-		if (fd < 0) {
-			if (errno == EINTR || errno == ECONNABORTED)
-				continue;
-			perror("h2-server: accept");
-			return 1;
-		}
-		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-		if (pthread_create(&th, NULL, serve, (void *)(long)fd) != 0)
-			close(fd);
-		else
-			pthread_detach(th);
-	}
+	return serve_forever("h2-server", serve, true);
 }

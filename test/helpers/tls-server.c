@@ -22,12 +22,7 @@
  * "DONE <tid> <path>".  Exits when stdin is closed. */
 #include "config.h"
 
-#include <arpa/inet.h>
 #include <errno.h>
-#include <netinet/in.h>
-#include <pthread.h>
-#include <semaphore.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,6 +31,9 @@
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+
+#include "http1-reader.h"
+#include "serve-common.h"
 
 #ifdef TLS_GNUTLS
 #include <gnutls/gnutls.h>
@@ -48,23 +46,6 @@
 
 static size_t read_size = 4096;
 static bool opt_ex, opt_mem_bio;
-static pthread_mutex_t out_lock = PTHREAD_MUTEX_INITIALIZER;
-static sem_t go;
-
-static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-static void
-say(const char *fmt, ...)
-{
-	va_list ap;
-
-	pthread_mutex_lock(&out_lock);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	fflush(stdout);
-	pthread_mutex_unlock(&out_lock);
-}
 
 /* ---- TLS backends ---- */
 
@@ -294,37 +275,21 @@ t_close(struct tconn *c)
 
 /* ---- HTTP ---- */
 
-static const char *
-find_head_end(const char *buf, size_t len)
-{
-	size_t i;
-
-	for (i = 3; i < len; i++)
-		if (buf[i] == '\n' && buf[i - 1] == '\r' && buf[i - 2] == '\n' &&
-		    buf[i - 3] == '\r')
-			return buf + i + 1;
-	return NULL;
-}
-
-/* Content-Length, and the traceparent lines (count, first value). */
-static size_t
-scan_head(const char *head, size_t len, unsigned *n_tp, char *tp, size_t tp_cap)
+/* The traceparent lines of a request head: how many, the first one's
+ * value ("-" if none). */
+static unsigned
+traceparents(const char *head, size_t len, char *tp, size_t tp_cap)
 {
 	const char *p = head, *end = head + len;
-	size_t cl = 0;
+	unsigned n = 0;
 
-	*n_tp = 0;
 	snprintf(tp, tp_cap, "-");
 	while (p < end) {
 		const char *nl = memchr(p, '\n', (size_t)(end - p));
-		size_t l;
 
 		if (!nl)
 			break;
-		l = (size_t)(nl - p);
-		if (l > 15 && strncasecmp(p, "content-length:", 15) == 0)
-			cl = (size_t)strtoul(p + 15, NULL, 10);
-		if (l > 12 && strncasecmp(p, "traceparent:", 12) == 0) {
+		if ((size_t)(nl - p) > 12 && strncasecmp(p, "traceparent:", 12) == 0) {
 			const char *v = p + 12;
 			size_t vl;
 
@@ -333,14 +298,21 @@ scan_head(const char *head, size_t len, unsigned *n_tp, char *tp, size_t tp_cap)
 			vl = (size_t)(nl - v);
 			if (vl && v[vl - 1] == '\r')
 				vl--;
-			if ((*n_tp)++ == 0 && vl < tp_cap) {
+			if (n++ == 0 && vl < tp_cap) {
 				memcpy(tp, v, vl);
 				tp[vl] = '\0';
 			}
 		}
 		p = nl + 1;
 	}
-	return cl;
+	return n;
+}
+
+/* The read of http1-reader.h. */
+static ssize_t
+conn_read(void *c, char *buf, size_t n)
+{
+	return t_read(c, buf, n);
 }
 
 static void *
@@ -348,86 +320,37 @@ serve(void *arg)
 {
 	struct tconn c = {.fd = (int)(long)arg};
 	long tid = syscall(SYS_gettid);
-	char *buf = malloc(BUF_MAX);
-	size_t len = 0;
+	struct http1_conn h = {.read = conn_read,
+			       .io = &c,
+			       .read_size = read_size,
+			       .buf = malloc(BUF_MAX),
+			       .cap = BUF_MAX};
+	char path[1024], resp[1400], tp[128];
+	size_t head_len;
 
-	say("CONN %ld\n", tid);
-	if (!buf || t_accept(&c) < 0) {
-		say("HANDSHAKE-FAILED %ld\n", tid);
+	serve_say("CONN %ld\n", tid);
+	if (!h.buf || t_accept(&c) < 0) {
+		serve_say("HANDSHAKE-FAILED %ld\n", tid);
 		goto out;
 	}
-	for (;;) {
-		const char *end = find_head_end(buf, len);
-		char path[1024], resp[1400], tp[128];
-		size_t head_len, body, sp, n;
-		const char *s1, *s2;
-		unsigned n_tp;
-		ssize_t r;
+	while ((head_len = http1_next(&h, path, sizeof(path))) != 0) {
+		unsigned n_tp = traceparents(h.buf, head_len, tp, sizeof(tp));
+		size_t n;
 
-		if (!end) {
-			if (len == BUF_MAX)
-				break;
-			n = read_size < BUF_MAX - len ? read_size : BUF_MAX - len;
-			r = t_read(&c, buf + len, n);
-			if (r <= 0)
-				break;
-			len += (size_t)r;
-			continue;
-		}
-		head_len = (size_t)(end - buf);
-		body = scan_head(buf, head_len, &n_tp, tp, sizeof(tp));
-		while (len < head_len + body && len < BUF_MAX) {
-			r = t_read(&c, buf + len,
-				   BUF_MAX - len < read_size ? BUF_MAX - len
-							     : read_size);
-			if (r <= 0)
-				goto out;
-			len += (size_t)r;
-		}
-		s1 = memchr(buf, ' ', head_len);
-		s2 = s1 ? memchr(s1 + 1, ' ', head_len - (size_t)(s1 + 1 - buf)) : NULL;
-		sp = s1 && s2 ? (size_t)(s2 - s1 - 1) : 0;
-		if (sp >= sizeof(path))
-			sp = sizeof(path) - 1;
-		memcpy(path, s1 ? s1 + 1 : "", sp);
-		path[sp] = '\0';
-		if (head_len + body > len)
-			break;
-		memmove(buf, buf + head_len + body, len - head_len - body);
-		len -= head_len + body;
-
-		say("REQ %ld %s %u %s\n", tid, path, n_tp, tp);
-		if (strncmp(path, "/block", 6) == 0) {
-			say("BLOCK %ld %s\n", tid, path);
-			while (sem_wait(&go) < 0)
-				;
-		}
-		n = (size_t)snprintf(
-			resp, sizeof(resp),
-			"HTTP/1.1 200 OK\r\nContent-Length: %zu\r\n\r\npath=%s\n",
-			strlen(path) + 6, path);
+		http1_drop(&h);
+		serve_say("REQ %ld %s %u %s\n", tid, path, n_tp, tp);
+		serve_maybe_block(tid, path);
+		n = http1_response(resp, sizeof(resp), path);
 		if (t_write(&c, resp, n) < 0)
 			break;
-		say("DONE %ld %s\n", tid, path);
+		serve_say("DONE %ld %s\n", tid, path);
 	}
 out:
 	t_close(&c);
 	close(c.fd);
-	free(buf);
-	say("CLOSED %ld\n", tid);
+	free(h.buf);
+	serve_say("CLOSED %ld\n", tid);
 	return NULL;
-}
-
-static void *
-control(void *arg)
-{
-	char line[256];
-
-	(void)arg;
-	/* One line on stdin releases one blocked request; EOF ends it all. */
-	while (fgets(line, sizeof(line), stdin))
-		sem_post(&go);
-	exit(0);
 }
 
 #ifdef HELPER_PLUGIN
@@ -440,10 +363,7 @@ int
 main(int argc, char **argv)
 #endif
 {
-	struct sockaddr_in a = {.sin_family = AF_INET};
-	socklen_t al = sizeof(a);
-	pthread_t th;
-	int ls, i, one = 1;
+	int i;
 
 	if (argc < 3) {
 		fprintf(stderr, "usage: tls-server CERT KEY [options]\n");
@@ -468,29 +388,5 @@ main(int argc, char **argv)
 		fprintf(stderr, "tls-server: cannot load %s / %s\n", argv[1], argv[2]);
 		return 1;
 	}
-	sem_init(&go, 0, 0);
-	ls = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	setsockopt(ls, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (ls < 0 || bind(ls, (struct sockaddr *)&a, sizeof(a)) < 0 ||
-	    listen(ls, 64) < 0 || getsockname(ls, (struct sockaddr *)&a, &al) < 0) {
-		perror("tls-server: listen");
-		return 1;
-	}
-	pthread_create(&th, NULL, control, NULL);
-	say("READY %d\n", ntohs(a.sin_port));
-	for (;;) {
-		int fd = accept(ls, NULL, NULL);
-
-		if (fd < 0) {
-			if (errno == EINTR || errno == ECONNABORTED)
-				continue;
-			perror("tls-server: accept");
-			return 1;
-		}
-		if (pthread_create(&th, NULL, serve, (void *)(long)fd) != 0)
-			close(fd);
-		else
-			pthread_detach(th);
-	}
+	return serve_forever("tls-server", serve, false);
 }

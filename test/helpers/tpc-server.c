@@ -18,23 +18,17 @@
  * The response body is "path=<path>\n".  Exits when stdin is closed. */
 #include "config.h"
 
-#include <arpa/inet.h>
 #include <errno.h>
-#include <netinet/in.h>
-#include <poll.h>
-#include <fcntl.h>
-#include <pthread.h>
-#include <stdbool.h>
-#include <semaphore.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
+
+#include "http1-reader.h"
+#include "serve-common.h"
 
 /* The fortified entry points, called directly as a fortified build
  * would. */
@@ -53,25 +47,6 @@ ssize_t __recvfrom_chk(int fd,
 static size_t read_size = 4096;
 static const char *io = "read";
 static const char *wio = "write";
-static pthread_mutex_t out_lock = PTHREAD_MUTEX_INITIALIZER;
-static sem_t go;
-static bool block_poll;
-static int go_pipe[2];
-
-static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-static void
-say(const char *fmt, ...)
-{
-	va_list ap;
-
-	pthread_mutex_lock(&out_lock);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	fflush(stdout);
-	pthread_mutex_unlock(&out_lock);
-}
 
 static ssize_t
 do_read(int fd, char *buf, size_t n)
@@ -130,33 +105,16 @@ do_write(int fd, const char *buf, size_t n)
 	return 0;
 }
 
-static const char *
-find_head_end(const char *buf, size_t len)
+/* The read of http1-reader.h: do_read(), retried when interrupted. */
+static ssize_t
+conn_read(void *fdp, char *buf, size_t n)
 {
-	size_t i;
+	ssize_t r;
 
-	for (i = 3; i < len; i++)
-		if (buf[i] == '\n' && buf[i - 1] == '\r' && buf[i - 2] == '\n' &&
-		    buf[i - 3] == '\r')
-			return buf + i + 1;
-	return NULL;
-}
-
-static size_t
-content_length(const char *head, size_t len)
-{
-	const char *p = head, *end = head + len;
-
-	while (p < end) {
-		const char *nl = memchr(p, '\n', (size_t)(end - p));
-
-		if (!nl)
-			break;
-		if ((size_t)(nl - p) > 15 && strncasecmp(p, "content-length:", 15) == 0)
-			return (size_t)strtoul(p + 15, NULL, 10);
-		p = nl + 1;
-	}
-	return 0;
+	do
+		r = do_read(*(int *)fdp, buf, n);
+	while (r < 0 && errno == EINTR);
+	return r;
 }
 
 static void *
@@ -164,103 +122,34 @@ serve(void *arg)
 {
 	int fd = (int)(long)arg;
 	long tid = syscall(SYS_gettid);
-	char *buf = malloc(BUF_MAX);
-	size_t len = 0;
+	struct http1_conn h = {.read = conn_read,
+			       .io = &fd,
+			       .read_size = read_size,
+			       .buf = malloc(BUF_MAX),
+			       .cap = BUF_MAX};
+	char path[1024], resp[1400];
 
-	say("CONN %ld\n", tid);
-	for (;;) {
-		const char *end = find_head_end(buf, len);
-		char path[1024], resp[1400];
-		size_t head_len, body, sp, n;
-		const char *s1, *s2;
-		ssize_t r;
+	serve_say("CONN %ld\n", tid);
+	while (http1_next(&h, path, sizeof(path))) {
+		size_t n;
 
-		if (!end) {
-			if (len == BUF_MAX)
-				break;
-			n = read_size < BUF_MAX - len ? read_size : BUF_MAX - len;
-			r = do_read(fd, buf + len, n);
-			if (r < 0 && errno == EINTR)
-				continue;
-			if (r <= 0)
-				break;
-			len += (size_t)r;
-			continue;
-		}
-		head_len = (size_t)(end - buf);
-		body = content_length(buf, head_len);
-		/* Read the body, then drop head and body from the buffer. */
-		while (len < head_len + body && len < BUF_MAX) {
-			r = do_read(fd, buf + len,
-				    BUF_MAX - len < read_size ? BUF_MAX - len
-							      : read_size);
-			if (r <= 0)
-				goto out;
-			len += (size_t)r;
-		}
-		s1 = memchr(buf, ' ', head_len);
-		s2 = s1 ? memchr(s1 + 1, ' ', head_len - (size_t)(s1 + 1 - buf)) : NULL;
-		sp = s1 && s2 ? (size_t)(s2 - s1 - 1) : 0;
-		if (sp >= sizeof(path))
-			sp = sizeof(path) - 1;
-		memcpy(path, s1 ? s1 + 1 : "", sp);
-		path[sp] = '\0';
-		if (head_len + body > len)
-			break;
-		memmove(buf, buf + head_len + body, len - head_len - body);
-		len -= head_len + body;
-
-		if (strncmp(path, "/block", 6) == 0) {
-			say("BLOCK %ld %s\n", tid, path);
-			if (block_poll) {
-				struct pollfd p = {.fd = go_pipe[0], .events = POLLIN};
-				char c;
-
-				while (poll(&p, 1, -1) < 0 || read(go_pipe[0], &c, 1) != 1)
-					;
-			} else {
-				while (sem_wait(&go) < 0)
-					;
-			}
-		}
-		n = (size_t)snprintf(
-			resp, sizeof(resp),
-			"HTTP/1.1 200 OK\r\nContent-Length: %zu\r\n\r\npath=%s\n",
-			strlen(path) + 6, path);
+		http1_drop(&h);
+		serve_maybe_block(tid, path);
+		n = http1_response(resp, sizeof(resp), path);
 		if (do_write(fd, resp, n) < 0)
 			break;
-		say("DONE %ld %s\n", tid, path);
+		serve_say("DONE %ld %s\n", tid, path);
 	}
-out:
 	close(fd);
-	free(buf);
-	say("CLOSED %ld\n", tid);
+	free(h.buf);
+	serve_say("CLOSED %ld\n", tid);
 	return NULL;
-}
-
-static void *
-control(void *arg)
-{
-	char line[256];
-
-	(void)arg;
-	/* One line on stdin releases one blocked request; EOF ends it all. */
-	while (fgets(line, sizeof(line), stdin)) {
-		if (block_poll)
-			(void)!write(go_pipe[1], "x", 1);
-		else
-			sem_post(&go);
-	}
-	exit(0);
 }
 
 int
 main(int argc, char **argv)
 {
-	struct sockaddr_in a = {.sin_family = AF_INET};
-	socklen_t al = sizeof(a);
-	pthread_t th;
-	int ls, i, one = 1;
+	int i;
 
 	for (i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--read-size") == 0 && i + 1 < argc)
@@ -270,7 +159,7 @@ main(int argc, char **argv)
 		else if (strcmp(argv[i], "--wio") == 0 && i + 1 < argc)
 			wio = argv[++i];
 		else if (strcmp(argv[i], "--block-poll") == 0)
-			block_poll = true;
+			serve_block_poll = true;
 		else {
 			fprintf(stderr, "tpc-server: unknown option %s\n", argv[i]);
 			return 64;
@@ -278,31 +167,5 @@ main(int argc, char **argv)
 	}
 	if (read_size == 0 || read_size > BUF_MAX)
 		read_size = 4096;
-	sem_init(&go, 0, 0);
-	if (pipe2(go_pipe, O_CLOEXEC) < 0)
-		return 1;
-	ls = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	setsockopt(ls, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (ls < 0 || bind(ls, (struct sockaddr *)&a, sizeof(a)) < 0 ||
-	    listen(ls, 64) < 0 || getsockname(ls, (struct sockaddr *)&a, &al) < 0) {
-		perror("tpc-server: listen");
-		return 1;
-	}
-	pthread_create(&th, NULL, control, NULL);
-	say("READY %d\n", ntohs(a.sin_port));
-	for (;;) {
-		int fd = accept(ls, NULL, NULL);
-
-		if (fd < 0) {
-			if (errno == EINTR || errno == ECONNABORTED)
-				continue;
-			perror("tpc-server: accept");
-			return 1;
-		}
-		if (pthread_create(&th, NULL, serve, (void *)(long)fd) != 0)
-			close(fd);
-		else
-			pthread_detach(th);
-	}
+	return serve_forever("tpc-server", serve, false);
 }
