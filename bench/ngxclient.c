@@ -14,6 +14,11 @@
  *                                      whole (Content-Length) before the
  *                                      next; then SIGTERM to PID (if
  *                                      given), close; print "requests=N ..."
+ *   bench-ngxclient lat PORT HEAD N [WARM]
+ *                                      the same, WARM untimed requests and
+ *                                      then N timed ones; print requests/s
+ *                                      and the mean, p50, p90, p99, p99.9
+ *                                      and max latency in ns (B2)
  *
  * wrk is not deterministic (it sends as many requests as fit in its
  * duration, several connections at once); this sends a fixed number, one
@@ -30,6 +35,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdbool.h>
@@ -40,6 +46,7 @@
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/types.h>
+#include <time.h>
 #include <unistd.h>
 
 #define NGXC_HEAD_MAX 8192
@@ -161,83 +168,121 @@ ngxc_content_length(const char *head, size_t len)
 	return -1;
 }
 
-static int
-ngxc_run(const char *port, const char *headfile, long n, pid_t server)
+/* Load the request head in HEADFILE into head (NGXC_HEAD_MAX): its length,
+ * or 0 after saying why. */
+static size_t
+ngxc_load_head(const char *headfile, char *head)
 {
-	struct sockaddr_in sa;
-	static char head[NGXC_HEAD_MAX], buf[NGXC_BUF_SIZE];
 	size_t hlen;
-	long body_total = 0;
-	int one = 1, fd;
 	FILE *f = fopen(headfile, "rb");
 
 	if (f == NULL) {
 		perror(headfile);
-		return 2;
+		return 0;
 	}
-	hlen = fread(head, 1, sizeof(head), f);
+	hlen = fread(head, 1, NGXC_HEAD_MAX, f);
 	fclose(f);
 	if (hlen == 0 || ngxc_head_end(head, hlen) != hlen) {
 		fprintf(stderr, "bench-ngxclient: %s is not one request head\n",
 			headfile);
-		return 2;
+		return 0;
 	}
-	if (ngxc_addr(port, &sa) < 0)
-		return 2;
+	return hlen;
+}
+
+/* A keep-alive connection to 127.0.0.1:PORT, or -1 after saying why. */
+static int
+ngxc_connect(const char *port)
+{
+	struct sockaddr_in sa;
+	int one = 1, fd;
+
+	if (ngxc_addr(port, &sa) < 0) {
+		fprintf(stderr, "bench-ngxclient: bad port %s\n", port);
+		return -1;
+	}
 	fd = socket(AF_INET, SOCK_STREAM, 0);
 	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
 		perror("bench-ngxclient: connect");
-		return 1;
+		if (fd >= 0)
+			close(fd);
+		return -1;
 	}
 	(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	return fd;
+}
+
+/* Request number i: send the head and read the whole response (a 200 with
+ * a Content-Length body, nothing more).  Its body length, or -1 after
+ * saying why. */
+static long
+ngxc_exchange(int fd, const char *head, size_t hlen, char *buf, size_t cap, long i)
+{
+	size_t len = 0, end = 0;
+	long clen;
+
+	if (ngxc_write_all(fd, head, hlen) < 0) {
+		perror("bench-ngxclient: write");
+		return -1;
+	}
+	/* One request in flight at a time: nginx never sees two heads in one
+	 * read, as with wrk's one request per connection. */
+	while (end == 0) {
+		ssize_t r = read(fd, buf + len, cap - len);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0 || len + (size_t)r >= cap) {
+			fprintf(stderr, "bench-ngxclient: response %ld cut short\n", i);
+			return -1;
+		}
+		len += (size_t)r;
+		end = ngxc_head_end(buf, len);
+	}
+	clen = ngxc_content_length(buf, end);
+	if (clen < 0 || (size_t)clen > cap - end) {
+		const char *cr = memchr(buf, '\r', end);
+
+		fprintf(stderr, "bench-ngxclient: response %ld: %.*s\n", i,
+			cr != NULL ? (int)(cr - buf) : (int)end, buf);
+		return -1;
+	}
+	while (len < end + (size_t)clen) {
+		ssize_t r = read(fd, buf + len, cap - len);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0) {
+			fprintf(stderr, "bench-ngxclient: body %ld cut short\n", i);
+			return -1;
+		}
+		len += (size_t)r;
+	}
+	if (len != end + (size_t)clen) {
+		fprintf(stderr, "bench-ngxclient: response %ld has extra bytes\n", i);
+		return -1;
+	}
+	return clen;
+}
+
+static int
+ngxc_run(const char *port, const char *headfile, long n, pid_t server)
+{
+	static char head[NGXC_HEAD_MAX], buf[NGXC_BUF_SIZE];
+	size_t hlen = ngxc_load_head(headfile, head);
+	long body_total = 0;
+	int fd;
+
+	if (hlen == 0)
+		return 2;
+	fd = ngxc_connect(port);
+	if (fd < 0)
+		return 1;
 	for (long i = 0; i < n; i++) {
-		size_t len = 0, end = 0;
-		long clen;
+		long clen = ngxc_exchange(fd, head, hlen, buf, sizeof(buf), i);
 
-		if (ngxc_write_all(fd, head, hlen) < 0) {
-			perror("bench-ngxclient: write");
+		if (clen < 0)
 			return 1;
-		}
-		/* One request in flight at a time: nginx never sees two heads
-		 * in one read, as with wrk's one request per connection. */
-		while (end == 0) {
-			ssize_t r = read(fd, buf + len, sizeof(buf) - len);
-
-			if (r < 0 && errno == EINTR)
-				continue;
-			if (r <= 0 || len + (size_t)r >= sizeof(buf)) {
-				fprintf(stderr, "bench-ngxclient: response %ld cut short\n",
-					i);
-				return 1;
-			}
-			len += (size_t)r;
-			end = ngxc_head_end(buf, len);
-		}
-		clen = ngxc_content_length(buf, end);
-		if (clen < 0 || (size_t)clen > sizeof(buf) - end) {
-			const char *cr = memchr(buf, '\r', end);
-
-			fprintf(stderr, "bench-ngxclient: response %ld: %.*s\n", i,
-				(int)(cr - buf), buf);
-			return 1;
-		}
-		while (len < end + (size_t)clen) {
-			ssize_t r = read(fd, buf + len, sizeof(buf) - len);
-
-			if (r < 0 && errno == EINTR)
-				continue;
-			if (r <= 0) {
-				fprintf(stderr, "bench-ngxclient: body %ld cut short\n",
-					i);
-				return 1;
-			}
-			len += (size_t)r;
-		}
-		if (len != end + (size_t)clen) {
-			fprintf(stderr, "bench-ngxclient: response %ld has extra bytes\n",
-				i);
-			return 1;
-		}
 		body_total += clen;
 	}
 	if (server > 0 && kill(server, SIGTERM) < 0) {
@@ -247,6 +292,101 @@ ngxc_run(const char *port, const char *headfile, long n, pid_t server)
 	close(fd);
 	printf("requests=%ld head_bytes=%zu body_bytes=%ld\n", n, hlen, body_total);
 	return 0;
+}
+
+static uint64_t
+ngxc_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static int
+ngxc_cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* Nearest-rank percentile p (0 < p <= 100) of the n sorted values v. */
+static uint64_t
+ngxc_pct(const uint64_t *v, size_t n, double p)
+{
+	size_t k = (size_t)((p / 100.0) * (double)n + 0.999999);
+
+	if (k < 1)
+		k = 1;
+	if (k > n)
+		k = n;
+	return v[k - 1];
+}
+
+/* Latency of each of N requests (after WARM untimed ones) sent one at a
+ * time on one keep-alive connection: from just before the head is written
+ * to the last byte of the response, CLOCK_MONOTONIC.  A closed loop with
+ * one request in flight measures the server's own path (wake-up, read,
+ * parse, the file, write), not a queue behind other connections. */
+static int
+ngxc_lat(const char *port, const char *headfile, long n, long warm)
+{
+	static char head[NGXC_HEAD_MAX], buf[NGXC_BUF_SIZE];
+	size_t hlen = ngxc_load_head(headfile, head);
+	uint64_t *lat, t0, t_all, sum = 0;
+	int fd;
+
+	if (hlen == 0)
+		return 2;
+	lat = calloc((size_t)n, sizeof(*lat));
+	if (lat == NULL) {
+		perror("bench-ngxclient: calloc");
+		return 1;
+	}
+	fd = ngxc_connect(port);
+	if (fd < 0) {
+		free(lat);
+		return 1;
+	}
+	for (long i = 0; i < warm; i++)
+		if (ngxc_exchange(fd, head, hlen, buf, sizeof(buf), i) < 0)
+			goto fail;
+	t_all = ngxc_now_ns();
+	for (long i = 0; i < n; i++) {
+		t0 = ngxc_now_ns();
+		if (ngxc_exchange(fd, head, hlen, buf, sizeof(buf), warm + i) < 0)
+			goto fail;
+		lat[i] = ngxc_now_ns() - t0;
+		sum += lat[i];
+	}
+	t_all = ngxc_now_ns() - t_all;
+	close(fd);
+	qsort(lat, (size_t)n, sizeof(*lat), ngxc_cmp_u64);
+	printf("requests=%ld rps=%.0f mean_ns=%.0f p50_ns=%" PRIu64 " p90_ns=%" PRIu64
+	       " p99_ns=%" PRIu64 " p999_ns=%" PRIu64 " max_ns=%" PRIu64 "\n",
+	       n, (double)n * 1e9 / (double)(t_all ? t_all : 1), (double)sum / (double)n,
+	       ngxc_pct(lat, (size_t)n, 50), ngxc_pct(lat, (size_t)n, 90),
+	       ngxc_pct(lat, (size_t)n, 99), ngxc_pct(lat, (size_t)n, 99.9),
+	       lat[n - 1]);
+	free(lat);
+	return 0;
+fail:
+	close(fd);
+	free(lat);
+	return 1;
+}
+
+/* A count argument: 0 and up, at most max; -1 if it is not one. */
+static long
+ngxc_count(const char *s, long max)
+{
+	char *end;
+	long v = strtol(s, &end, 10);
+
+	if (*s == '\0' || *end != '\0' || v < 0 || v > max)
+		return -1;
+	return v;
 }
 
 int
@@ -263,7 +403,15 @@ main(int argc, char **argv)
 		    (pend == NULL || (*argv[5] != '\0' && *pend == '\0' && pid > 0)))
 			return ngxc_run(argv[2], argv[3], n, (pid_t)pid);
 	}
+	if ((argc == 5 || argc == 6) && strcmp(argv[1], "lat") == 0) {
+		long n = ngxc_count(argv[4], 100000000);
+		long warm = argc == 6 ? ngxc_count(argv[5], 100000000) : 0;
+
+		if (n > 0 && warm >= 0)
+			return ngxc_lat(argv[2], argv[3], n, warm);
+	}
 	fprintf(stderr, "usage: bench-ngxclient capture PORT OUT\n"
-			"       bench-ngxclient run PORT HEADFILE N [PID]\n");
+			"       bench-ngxclient run PORT HEADFILE N [PID]\n"
+			"       bench-ngxclient lat PORT HEADFILE N [WARM]\n");
 	return 2;
 }

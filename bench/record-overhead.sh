@@ -23,6 +23,10 @@
 #   REC_RUNS=N          runs of each configuration (default 7)
 #   REC_SECS=N          seconds per wrk run (default 3)
 #   REC_CPU_MB=N        MiB hashed per CPU-bound run (default 1024)
+#   REC_PIN="N W"       nginx on CPU N, wrk on CPU W ("auto": the first two
+#                       CPUs, wrk on the first; see bench_pin in
+#                       bench/nginx-lib.sh); default off: the recorder
+#                       takes its CPU time from whichever it shares a CPU with
 #   REC_KEEP=1          keep the work directory (raw numbers)
 #
 # Needs a build of this tree (libctxshim.so, ctxdump), nginx (nginx-light),
@@ -56,6 +60,11 @@ if [ "$(id -u)" = 0 ] && nice -n -10 true 2>/dev/null; then
 	PRIO="nice -n -10"
 fi
 
+# median, ratio, port_free, alive, ngx_*, wrk_*, bench_pin
+. "$SRCDIR/bench/nginx-lib.sh"
+# unpinned unless REC_PIN says otherwise (bench/run.sh pins B1/B2)
+bench_pin "${REC_PIN:-off}"
+
 W=$(mktemp -d /tmp/ctxshim-recbench.XXXXXX)
 NGINX=
 REC=
@@ -64,12 +73,7 @@ ROWS=$W/rows
 
 cleanup() {
 	[ -n "$REC" ] && kill "$REC" 2>/dev/null
-	[ -n "$NGINX" ] && kill "$NGINX" 2>/dev/null
-	i=0
-	while [ -n "$NGINX" ] && kill -0 "$NGINX" 2>/dev/null && [ $i -lt 50 ]; do
-		sleep 0.1
-		i=$((i + 1))
-	done
+	[ -n "$NGINX" ] && ngx_stop "$NGINX"
 	if [ "${REC_KEEP:-0}" = 1 ]; then
 		echo "record-overhead: raw numbers kept in $W" >&2
 	else
@@ -81,19 +85,6 @@ trap 'exit 130' INT TERM HUP
 
 log() {
 	echo "record-overhead: $*" >&2
-}
-
-median() {
-	sort -g | awk '{ v[NR] = $1 }
-		END { if (NR == 0) print "nan";
-		      else if (NR % 2) print v[(NR + 1) / 2];
-		      else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
-}
-
-# median over the lines of FILE of column A / column B
-ratio() {
-	awk -v a="$2" -v b="$3" '$b > 0 { printf "%.6f\n", $a / $b }' "$1" | median |
-		awk '{ printf "%.3f", $1 }'
 }
 
 row() {
@@ -143,66 +134,22 @@ order() {
 
 # ---- nginx ------------------------------------------------------------------
 
-port_free() {
-	! grep -qi "^ *[0-9]*: [0-9A-F]*:$(printf '%04X' "$1") [0-9A-F:]* 0A" \
-		/proc/net/tcp 2>/dev/null
-}
-
-wrk_p99_us() {
-	awk '$1 == "99%" {
-		v = $2; u = v; sub(/[0-9.]+/, "", u); sub(/[a-z]+$/, "", v)
-		m = (u == "us") ? 1 : (u == "ms") ? 1000 : (u == "s") ? 1000000 : 0
-		print v * m }' "$1"
-}
-
-wrk_rps() {
-	sed -n 's/^Requests\/sec: *\([0-9.]*\)/\1/p' "$1"
-}
-
 bench_nginx() {
 	d=$W/nginx
-	mkdir -p "$d/tmp" "$W/www"
 	chmod 755 "$W"
-	awk 'BEGIN { for (i = 0; i < 612; i++) printf "%c", 97 + i % 26 }' \
-		>"$W/www/small.html"
-	chmod -R a+rX "$W/www"
+	ngx_www "$W/www"
 	port=18280
 	while ! port_free $port; do port=$((port + 1)); done
-	cat >"$d/nginx.conf" <<-EOF
-	worker_processes 1;
-	daemon off;
-	pid $d/nginx.pid;
-	error_log $d/error.log warn;
-	events { worker_connections 1024; }
-	http {
-		access_log off;
-		keepalive_requests 1000000;
-		keepalive_timeout 60s;
-		client_body_temp_path $d/tmp/body;
-		proxy_temp_path $d/tmp/proxy;
-		fastcgi_temp_path $d/tmp/fastcgi;
-		uwsgi_temp_path $d/tmp/uwsgi;
-		scgi_temp_path $d/tmp/scgi;
-		server {
-			listen 127.0.0.1:$port;
-			root $W/www;
-		}
-	}
-	EOF
-	LD_PRELOAD=$SHIM OTEL_SERVICE_NAME=bench-nginx \
-		$PRIO nginx -p "$d" -c "$d/nginx.conf" -e "$d/error.log" >"$d/out" 2>&1 &
-	NGINX=$!
-	i=0
-	while ! curl -s -o /dev/null --max-time 1 "http://127.0.0.1:$port/small.html"; do
-		i=$((i + 1))
-		if [ $i -gt 50 ]; then
-			log "nginx did not start:"
-			cat "$d/error.log" >&2
-			return
-		fi
-		sleep 0.1
-	done
-	worker=$(ps -o pid= --ppid "$NGINX" | head -n 1 | tr -d ' ')
+	ngx_conf "$d" "$port" "$W/www"
+	NGX_PREFIX="$PRIO $NGX_PIN"
+	ngx_start "$d" "$SHIM"
+	NGINX=$NGX_PID
+	if ! ngx_up "$port"; then
+		log "nginx did not start:"
+		cat "$d/error.log" >&2
+		return
+	fi
+	worker=$(ngx_worker "$NGINX")
 	if [ -z "$worker" ]; then
 		log "no nginx worker"
 		return
@@ -210,14 +157,17 @@ bench_nginx() {
 	tp="traceparent: 00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
 	url="http://127.0.0.1:$port/small.html"
 	log "nginx + wrk: $RUNS runs of ${SECS} s per configuration (no recording, rates $RATES)"
-	wrk -t1 -c8 -d1s -H "$tp" "$url" >/dev/null # warm-up
+	# shellcheck disable=SC2086 # WRK_PIN is a command with options
+	$PRIO $WRK_PIN wrk -t1 -c8 -d1s -s "$SRCDIR/bench/wrk-head.lua" -H "$tp" "$url" \
+		>/dev/null # warm-up
 	: >"$W/nginx.runs"
 	run=0
 	while [ $run -lt "$RUNS" ]; do
 		line=
 		for r in $(order $run); do
 			[ "$r" != 0 ] && record_start "$worker" "$r" "ngx$r"
-			$PRIO wrk -t1 -c8 -d"${SECS}s" --latency -s "$SRCDIR/bench/wrk-head.lua" -H "$tp" "$url" \
+			# shellcheck disable=SC2086 # WRK_PIN is a command with options
+			$PRIO $WRK_PIN wrk -t1 -c8 -d"${SECS}s" --latency -s "$SRCDIR/bench/wrk-head.lua" -H "$tp" "$url" \
 				>"$W/wrk.$r" 2>&1
 			[ "$r" != 0 ] && record_stop
 			eval "rps_$r=\$(wrk_rps \"\$W/wrk.\$r\")"
@@ -236,12 +186,12 @@ bench_nginx() {
 	for r in $RATES; do
 		rr=$(awk -v c=$col '{print $c}' "$W/nginx.runs" | median)
 		row R-ngx-rps-$r "nginx requests/s, recording at $r Hz / not recording" \
-			"$(ratio "$W/nginx.runs" $col 1)" \
+			"$(ratio "$W/nginx.runs" $col 1 %.3f)" \
 			"$(awk -v a="$rr" -v b="$base" 'BEGIN{printf "%.0f / %.0f req/s", a, b}')"
 		lp=$(awk '{print $2}' "$W/nginx.runs" | median)
 		lr=$(awk -v c=$((col + 1)) '{print $c}' "$W/nginx.runs" | median)
 		row R-ngx-p99-$r "nginx p99 latency, recording at $r Hz / not recording" \
-			"$(ratio "$W/nginx.runs" $((col + 1)) 2)" \
+			"$(ratio "$W/nginx.runs" $((col + 1)) 2 %.3f)" \
 			"$(awk -v a="$lr" -v b="$lp" 'BEGIN{printf "%.0f / %.0f us", a, b}')"
 		# the stop windows and file size of the last recording
 		if [ -f "$W/rec.ngx$r.prof" ]; then
@@ -254,12 +204,7 @@ bench_nginx() {
 		fi
 		col=$((col + 2))
 	done
-	kill "$NGINX" 2>/dev/null
-	i=0
-	while kill -0 "$NGINX" 2>/dev/null && [ $i -lt 50 ]; do
-		sleep 0.1
-		i=$((i + 1))
-	done
+	ngx_stop "$NGINX"
 	NGINX=
 }
 
@@ -302,7 +247,7 @@ bench_cpu() {
 		tr=$(awk -v c=$col '{print $c}' "$W/cpu.runs" | median)
 		# throughput ratio = time without / time with
 		row R-cpu-$r "CPU-bound throughput, recording at $r Hz / not recording" \
-			"$(ratio "$W/cpu.runs" 1 $col)" \
+			"$(ratio "$W/cpu.runs" 1 $col %.3f)" \
 			"$(awk -v a="$tr" -v b="$base" 'BEGIN{printf "%.3f / %.3f s", a / 1e9, b / 1e9}')"
 		col=$((col + 1))
 	done

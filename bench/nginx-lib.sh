@@ -1,0 +1,182 @@
+# SPDX-License-Identifier: Apache-2.0
+#
+# Shell functions shared by bench/run.sh and bench/record-overhead.sh:
+# medians and ratios, and the nginx + wrk scaffolding of their nginx rows
+# (one configuration, started, waited for and stopped the same way).
+# Sourced (POSIX sh); it keeps no state of its own: every function takes
+# what it needs as arguments or sets the variable its comment names.  POSIX
+# sh has no local variables: the ones used inside start with "_" and the
+# function's initials, so that they cannot clobber a caller's loop counter.
+# shellcheck disable=SC2034 # NGX_PID, NGX_PIN, ...: set for the caller
+
+# median of the numbers on stdin (one per line)
+median() {
+	sort -g | awk '{ v[NR] = $1 }
+		END { if (NR == 0) print "nan";
+		      else if (NR % 2) print v[(NR + 1) / 2];
+		      else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+
+# ratio FILE A B [FORMAT]: median over the lines of FILE of column A /
+# column B.  Each line is one pair (or triple) of runs made back to back,
+# so a ratio compares runs that saw the same background load; the median
+# drops the pairs a burst hit.
+ratio() {
+	awk -v a="$2" -v b="$3" '$b > 0 { printf "%.6f\n", $a / $b }' "$1" | median |
+		awk -v f="${4:-%.2f}" '{ printf f, $1 }'
+}
+
+# is TCP port $1 of 127.0.0.1 free (nothing listening)?
+port_free() {
+	! grep -qi "^ *[0-9]*: [0-9A-F]*:$(printf '%04X' "$1") [0-9A-F:]* 0A" \
+		/proc/net/tcp 2>/dev/null
+}
+
+# is process $1 running (not gone, not a zombie waiting to be reaped)?
+alive() {
+	_al_st=$(sed 's/^.*) //' "/proc/$1/stat" 2>/dev/null | cut -c1)
+	[ -n "$_al_st" ] && [ "$_al_st" != Z ]
+}
+
+# ngx_conf DIR PORT ROOT [single]: the configuration of every benchmarked
+# nginx, in DIR/nginx.conf, serving the files of ROOT on 127.0.0.1:PORT
+# with keep-alive; "single" runs it as one process (master_process off,
+# for callgrind), otherwise a master and 1 worker.
+ngx_conf() {
+	mkdir -p "$1/tmp"
+	cat >"$1/nginx.conf" <<-EOF
+	worker_processes 1;
+	daemon off;
+	$([ "${4:-}" = single ] && echo "master_process off;")
+	pid $1/nginx.pid;
+	error_log $1/error.log warn;
+	events { worker_connections 1024; }
+	http {
+		access_log off;
+		keepalive_requests 1000000;
+		keepalive_timeout 60s;
+		client_body_temp_path $1/tmp/body;
+		proxy_temp_path $1/tmp/proxy;
+		fastcgi_temp_path $1/tmp/fastcgi;
+		uwsgi_temp_path $1/tmp/uwsgi;
+		scgi_temp_path $1/tmp/scgi;
+		server {
+			listen 127.0.0.1:$2;
+			root $3;
+		}
+	}
+	EOF
+}
+
+# ngx_start DIR [LD_PRELOAD]: start the nginx of DIR/nginx.conf in the
+# background (output in DIR/out); NGX_PID is its master.  The caller's
+# prefix command for the measured processes (nice, taskset) comes from
+# $NGX_PREFIX, split into words.
+ngx_start() {
+	# shellcheck disable=SC2086 # NGX_PREFIX is a command and its options
+	LD_PRELOAD=${2:-} OTEL_SERVICE_NAME=bench-nginx \
+		${NGX_PREFIX:-} nginx -p "$1" -c "$1/nginx.conf" -e "$1/error.log" \
+		>"$1/out" 2>&1 &
+	NGX_PID=$!
+}
+
+# ngx_up PORT: wait (5 s at most) until nginx answers on PORT
+ngx_up() {
+	_nu_i=0
+	while ! curl -s -o /dev/null --max-time 1 "http://127.0.0.1:$1/small.html"; do
+		_nu_i=$((_nu_i + 1))
+		[ $_nu_i -gt 50 ] && return 1
+		sleep 0.1
+	done
+}
+
+# the (first) worker of nginx master $1
+ngx_worker() {
+	ps -o pid= --ppid "$1" | head -n 1 | tr -d ' '
+}
+
+# ngx_stop PID...: stop nginx masters (they stop their workers), wait up to
+# 5 s for them to exit, then kill what is left.  Works whether or not they
+# are children of this shell (a child is reaped: `wait` returns at once for
+# a process that is not).
+ngx_stop() {
+	for _ns_pid in "$@"; do
+		kill "$_ns_pid" 2>/dev/null
+	done
+	_ns_i=0
+	while [ $_ns_i -lt 50 ]; do
+		_ns_left=
+		for _ns_pid in "$@"; do
+			alive "$_ns_pid" && _ns_left=1
+		done
+		[ -z "$_ns_left" ] && break
+		sleep 0.1
+		_ns_i=$((_ns_i + 1))
+	done
+	for _ns_pid in "$@"; do
+		if alive "$_ns_pid"; then
+			# its workers too: a killed master leaves them running
+			for _ns_w in $(ps -o pid= --ppid "$_ns_pid"); do
+				kill -KILL "$_ns_w" 2>/dev/null
+			done
+			kill -KILL "$_ns_pid" 2>/dev/null
+		fi
+		wait "$_ns_pid" 2>/dev/null
+	done
+	return 0
+}
+
+# the small static file every benchmarked nginx serves: DIR/small.html,
+# 612 bytes (the size of nginx's default index page)
+ngx_www() {
+	mkdir -p "$1"
+	awk 'BEGIN { for (i = 0; i < 612; i++) printf "%c", 97 + i % 26 }' \
+		>"$1/small.html"
+	chmod -R a+rX "$1"
+}
+
+# p99 of a wrk --latency report, in microseconds
+wrk_p99_us() {
+	awk '$1 == "99%" {
+		v = $2; u = v; sub(/[0-9.]+/, "", u); sub(/[a-z]+$/, "", v)
+		m = (u == "us") ? 1 : (u == "ms") ? 1000 : (u == "s") ? 1000000 : 0
+		print v * m }' "$1"
+}
+
+wrk_rps() {
+	sed -n 's/^Requests\/sec: *\([0-9.]*\)/\1/p' "$1"
+}
+
+# requests wrk completed ("N requests in 3.00s, ...")
+wrk_reqs() {
+	awk '$2 == "requests" && $3 == "in" { print $1 }' "$1"
+}
+
+# bench_pin auto|off|"NGINX_CPU WRK_CPU": sets NGX_PIN and WRK_PIN, the
+# taskset prefixes that give nginx (its worker inherits the master's CPU)
+# and wrk a CPU each, and PIN_DESC; all empty when off, without taskset or
+# with fewer than 2 CPUs.  Unpinned, the scheduler sometimes puts both on
+# one CPU, or moves them, and a run's requests/s and tail latency follow
+# where they landed, not what is measured.  "auto": the first two CPUs
+# this shell may use, wrk on the first.
+bench_pin() {
+	NGX_PIN=
+	WRK_PIN=
+	PIN_DESC=
+	_bp=$1
+	if [ "$_bp" = auto ]; then
+		_bp=$(sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' /proc/self/status |
+			tr ',' '\n' |
+			awk -F- '{ hi = (NF > 1) ? $2 : $1; for (c = $1; c <= hi; c++) print c }' |
+			awk 'NR <= 2 { c[NR] = $1 } END { if (NR >= 2) print c[2], c[1] }')
+	fi
+	case $_bp in
+	off | "" | *[!0-9\ ]* | *" "*" "*) return 0 ;;
+	*" "*) ;;
+	*) return 0 ;;
+	esac
+	command -v taskset >/dev/null || return 0
+	NGX_PIN="taskset -c ${_bp% *}"
+	WRK_PIN="taskset -c ${_bp#* }"
+	PIN_DESC="nginx on CPU ${_bp% *}, wrk on CPU ${_bp#* }"
+}
