@@ -3,7 +3,7 @@
  * work any reader must do to read every thread's OTEP-4947 record while the
  * thread is stopped (reader.md §2.1 and §4), done the cheapest way we know.
  *
- *   bench-floor PID TPOFF [stat]
+ *   bench-floor PID TPOFF
  *
  * List /proc/PID/task once; PTRACE_SEIZE + PTRACE_INTERRUPT every thread;
  * wait for each stop with waitpid(tid) in order (waitpid(-1) walks every
@@ -15,11 +15,6 @@
  * (static TLS), which the benchmark takes from `ctxdump --json`
  * (symbol.tpoff) beforehand.
  *
- * With "stat", also read /proc/PID/task/TID/stat of every thread before
- * stopping it (through an open task directory, as ctxdump does): what any
- * tool must add to show thread names and states, the reference for
- * ctxdump's default output (bench/README.md, B5).
- *
  * No rescan, no deadline, no signal handling, no ELF, no output but one
  * line:
  *   stopped_ns=<first interrupt .. last detach> threads=<n> records=<valid>
@@ -28,11 +23,9 @@
 
 #include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 #include <sys/ptrace.h>
 #include <sys/uio.h>
 #include <sys/user.h>
@@ -94,8 +87,8 @@ main(int argc, char **argv)
 	pid_t pid;
 	DIR *d;
 
-	if (argc != 3 && !(argc == 4 && strcmp(argv[3], "stat") == 0)) {
-		fprintf(stderr, "usage: bench-floor PID TPOFF [stat]\n");
+	if (argc != 3) {
+		fprintf(stderr, "usage: bench-floor PID TPOFF\n");
 		return 64;
 	}
 	pid = (pid_t)strtol(argv[1], NULL, 10);
@@ -113,28 +106,6 @@ main(int argc, char **argv)
 			tids[n++] = (pid_t)tid;
 	}
 	closedir(d);
-	if (argc == 4) {
-		static char names[FLOOR_MAX_THREADS][16];
-		int taskfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-
-		for (i = 0; i < n && taskfd >= 0; i++) {
-			char p[32], buf[512];
-			ssize_t r;
-			int fd;
-
-			snprintf(p, sizeof(p), "%d/stat", (int)tids[i]);
-			fd = openat(taskfd, p, O_RDONLY | O_CLOEXEC);
-			if (fd < 0)
-				continue;
-			r = read(fd, buf, sizeof(buf) - 1);
-			close(fd);
-			if (r > 0)
-				memcpy(names[i], buf, sizeof(names[i]));
-		}
-		if (taskfd >= 0)
-			close(taskfd);
-	}
-
 	for (i = 0; i < n; i++) {
 		if (ptrace(PTRACE_SEIZE, tids[i], NULL, NULL) < 0)
 			continue;

@@ -64,9 +64,14 @@ int test_run_capture(char *const argv[], char *const env[], bool preload, char *
 		     char **err, int timeout_ms);
 /* Process state letter from /proc/PID/stat ('R', 'S', 't', 'T', …). */
 char test_proc_state(pid_t pid);
+/* The part of ctxdump's JSON about thread tid (up to the next thread or
+ * the end), malloc'd, or NULL if the thread is not listed. */
+char *test_json_thread(const char *json, pid_t tid);
 /* How much slower than a plain build on an idle machine threads may be to
  * start, stop and end: a sanitizer build (ASan's thread registry and fake
  * stacks) several times, a valgrind run (the test setup's
  * CK_TIMEOUT_MULTIPLIER) more.  Deadlines that must not run out are scaled
  * by it; a thread that never stops still fails them. */
 unsigned test_time_scale(void);
+/* CLOCK_MONOTONIC in milliseconds. */
+long test_now_ms(void);

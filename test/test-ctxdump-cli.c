@@ -74,21 +74,12 @@ run_ctxdump(char **out, char **err, const char *a1, ...)
 	return WEXITSTATUS(st);
 }
 
-static long
-now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000L + ts.tv_nsec / 1000000;
-}
-
 /* Every thread of pid is out of ptrace-stop and job-stop (within a short
  * grace period for the scheduler). */
 static void
 assert_running(pid_t pid)
 {
-	long deadline = now_ms() + 1000;
+	long deadline = test_now_ms() + 1000;
 	char path[64], bad[300] = "";
 
 	for (;;) {
@@ -122,7 +113,7 @@ assert_running(pid_t pid)
 		closedir(d);
 		if (!bad[0])
 			break;
-		ck_assert_msg(now_ms() < deadline, "target %d left stopped: %s",
+		ck_assert_msg(test_now_ms() < deadline, "target %d left stopped: %s",
 			      (int)pid, bad);
 		usleep(2000);
 	}
@@ -199,23 +190,6 @@ assert_try_help(const char *err)
 		      err);
 }
 
-/* The JSON object of thread tid, up to the next thread (or the end). */
-static char *
-json_thread(const char *json, pid_t tid)
-{
-	char key[64];
-	const char *s, *e;
-
-	snprintf(key, sizeof(key), "\"tid\": %d,", (int)tid);
-	s = strstr(json, key);
-	if (!s)
-		return NULL;
-	e = strstr(s + 1, "\"tid\": ");
-	if (!e)
-		e = s + strlen(s);
-	return strndup(s, (size_t)(e - s));
-}
-
 static void
 hex_of(char *out, unsigned byte, size_t n)
 {
@@ -229,7 +203,7 @@ hex_of(char *out, unsigned byte, size_t n)
 static void
 assert_worker_json(const char *json, const struct churn *h, unsigned i)
 {
-	char *t = json_thread(json, h->tid[i]);
+	char *t = test_json_thread(json, h->tid[i]);
 	char want[128], hex[64];
 
 	ck_assert_msg(t, "thread %d missing in the JSON", (int)h->tid[i]);
@@ -462,11 +436,11 @@ START_TEST(records_text_and_json)
 		assert_worker_json(out, &h, i);
 	/* the main thread has no record; the helper thread that exited is
 	 * not listed */
-	t = json_thread(out, h.pid);
+	t = test_json_thread(out, h.pid);
 	ck_assert_ptr_nonnull(t);
 	ck_assert_msg(strstr(t, "\"context\": null"), "%s", t);
 	free(t);
-	ck_assert_ptr_null(json_thread(out, h.gone));
+	ck_assert_ptr_null(test_json_thread(out, h.gone));
 	ck_assert_ptr_nonnull(strstr(out, "\"model\": \"local-exec\""));
 	ck_assert_ptr_nonnull(strstr(out, "\"name\": \"otel_thread_ctx_v1\""));
 	ck_assert_msg(!strstr(out, "\"stopped_ns\": 0,"), "nothing was stopped?");
@@ -491,8 +465,8 @@ START_TEST(records_text_and_json)
 
 	/* -q leaves out the main thread, which has no context */
 	ck_assert_int_eq(run_ctxdump(&out, &err, "-q", "-j", arg, NULL), 0);
-	ck_assert_ptr_null(json_thread(out, h.pid));
-	ck_assert_ptr_nonnull(t = json_thread(out, h.tid[2]));
+	ck_assert_ptr_null(test_json_thread(out, h.pid));
+	ck_assert_ptr_nonnull(t = test_json_thread(out, h.tid[2]));
 	free(t);
 	free(out);
 	free(err);
@@ -511,8 +485,8 @@ START_TEST(one_thread)
 	snprintf(tid, sizeof(tid), "%d", (int)h.tid[1]);
 	ck_assert_int_eq(run_ctxdump(&out, &err, "-j", "-t", tid, arg, NULL), 0);
 	assert_worker_json(out, &h, 1);
-	ck_assert_ptr_null(t = json_thread(out, h.tid[0]));
-	ck_assert_ptr_null(t = json_thread(out, h.pid));
+	ck_assert_ptr_null(t = test_json_thread(out, h.tid[0]));
+	ck_assert_ptr_null(t = test_json_thread(out, h.pid));
 	free(out);
 	free(err);
 	assert_running(h.pid);
@@ -762,7 +736,7 @@ END_TEST
 static long
 elapsed_ms(long since)
 {
-	return now_ms() - since;
+	return test_now_ms() - since;
 }
 
 /* A thread blocked in vfork() cannot enter ptrace-stop: ctxdump gives it
@@ -776,7 +750,7 @@ START_TEST(stuck_thread)
 	churn_start(&h, "--vfork", 2);
 	ck_assert_int_gt(h.vfork, 0);
 	snprintf(arg, sizeof(arg), "%d", (int)h.pid);
-	t0 = now_ms();
+	t0 = test_now_ms();
 	/* shorter than the vfork child's 1.5 s sleep, so that the thread
 	 * cannot stop in time even on a slow machine */
 	ck_assert_int_eq(run_ctxdump(&out, &err, "--stop-timeout=300", "-j", arg, NULL),
@@ -786,7 +760,7 @@ START_TEST(stuck_thread)
 		 (int)h.vfork);
 	ck_assert_msg(strstr(err, want), "%s", err);
 	ck_assert_uint_eq(assert_warnings_once(err), 1);
-	t = json_thread(out, h.vfork);
+	t = test_json_thread(out, h.vfork);
 	ck_assert_ptr_nonnull(t);
 	ck_assert_msg(strstr(t, "\"error\": \"did not stop within ") &&
 			      strstr(t, "\"context\": null"),
@@ -843,7 +817,7 @@ START_TEST(signal_while_holding)
 		}
 		sigprocmask(SIG_SETMASK, &old, NULL);
 		usleep((useconds_t)delay * 1000);
-		t0 = now_ms();
+		t0 = test_now_ms();
 		kill(pid, sigs[k]);
 		ck_assert_int_eq(waitpid(pid, &st, 0), pid);
 		ck_assert_msg(WIFSIGNALED(st) && WTERMSIG(st) == sigs[k], "status 0x%x",

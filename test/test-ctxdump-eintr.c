@@ -168,16 +168,6 @@ two_each(const struct target *t)
 	return true;
 }
 
-static void
-target_finish(struct target *t)
-{
-	int st;
-
-	prof_assert_running(t->pid);
-	st = test_child_finish(&t->c, TIMEOUT_MS);
-	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "target status 0x%x", st);
-}
-
 START_TEST(one_dump_one_eintr)
 {
 	struct target t;
@@ -208,7 +198,7 @@ START_TEST(one_dump_one_eintr)
 				      "%s returned %u times (%u EINTR)", x->name,
 				      x->returns, x->eintr);
 	}
-	target_finish(&t);
+	prof_child_finish(&t.c, TIMEOUT_MS);
 }
 END_TEST
 
@@ -242,7 +232,7 @@ START_TEST(record_eintr_per_round)
 				      x->returns);
 	}
 	unlink(file);
-	target_finish(&t);
+	prof_child_finish(&t.c, TIMEOUT_MS);
 }
 END_TEST
 

@@ -18,15 +18,6 @@
 
 #define TIMEOUT_MS 30000
 
-static long
-now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000L + ts.tv_nsec / 1000000;
-}
-
 struct target {
 	struct test_child c;
 	pid_t pid, vfork;
@@ -66,17 +57,6 @@ target_start(struct target *t, const char *const *opts, unsigned n)
 		t->n++;
 	}
 	ck_assert_uint_eq(t->n, n);
-}
-
-static void
-target_finish(struct target *t)
-{
-	int st;
-
-	prof_assert_running(t->pid);
-	st = test_child_finish(&t->c, TIMEOUT_MS);
-	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0,
-		      "target did not exit normally (status 0x%x)", st);
 }
 
 /* Worker i's record in a JSON dump: its thread, with its trace id. */
@@ -136,7 +116,7 @@ START_TEST(exits_during_dump)
 		prof_assert_running(t.pid);
 	}
 	ck_assert_msg(met >= 3, "only %u of %u dumps met an exiting thread", met, run);
-	target_finish(&t);
+	prof_child_finish(&t.c, TIMEOUT_MS);
 }
 END_TEST
 
@@ -156,7 +136,7 @@ wait_state(pid_t pid, pid_t tid, char c, long deadline)
 		fclose(f);
 		if (p && p[2] == c)
 			return;
-		ck_assert_msg(now_ms() < deadline, "thread %d never in state %c",
+		ck_assert_msg(test_now_ms() < deadline, "thread %d never in state %c",
 			      (int)tid, c);
 		usleep(1000);
 	}
@@ -181,7 +161,7 @@ START_TEST(killed_while_held)
 	prof_tmpfile(outf, sizeof(outf), "exits-out");
 	prof_tmpfile(errf, sizeof(errf), "exits-err");
 	/* inside vfork() (its child sleeps 2 s): it cannot stop */
-	wait_state(t.pid, t.vfork, 'D', now_ms() + TIMEOUT_MS);
+	wait_state(t.pid, t.vfork, 'D', test_now_ms() + TIMEOUT_MS);
 	pid = fork();
 	ck_assert_int_ge(pid, 0);
 	if (pid == 0) {
@@ -194,16 +174,16 @@ START_TEST(killed_while_held)
 		execv(argv[0], argv);
 		_exit(127);
 	}
-	t0 = now_ms();
+	t0 = test_now_ms();
 	/* held: the workers are stopped, the vfork()ing thread cannot be */
 	wait_state(t.pid, t.tid[0], 't', t0 + deadline / 2);
 	wait_state(t.pid, t.tid[2], 't', t0 + deadline / 2);
 	ck_assert_int_eq(kill(t.pid, SIGKILL), 0);
-	t0 = now_ms();
+	t0 = test_now_ms();
 	ck_assert_int_eq(waitpid(t.c.pid, &st, 0), t.c.pid);
 	ck_assert(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
 	st = prof_record_wait(pid, TIMEOUT_MS);
-	took = now_ms() - t0;
+	took = test_now_ms() - t0;
 	out = prof_slurp(outf);
 	err = prof_slurp(errf);
 	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 2, "status 0x%x: %s", st,

@@ -70,7 +70,7 @@ struct rec {
 static bool
 thread_rec(const char *json, pid_t tid, struct rec *r)
 {
-	char *t = flow_thread_json(json, tid);
+	char *t = test_json_thread(json, tid);
 
 	if (!t)
 		return false;
@@ -212,7 +212,7 @@ check_churn_dump(const char *json, pid_t pid, const char *span)
 
 	while ((p = strstr(p, "\"tid\": "))) {
 		pid_t tid = (pid_t)strtol(p + 7, NULL, 10);
-		char *t = flow_thread_json(p, tid);
+		char *t = test_json_thread(p, tid);
 		char comm[32], trace[40], sp[24];
 
 		ck_assert_ptr_nonnull(t);

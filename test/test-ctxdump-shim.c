@@ -113,22 +113,6 @@ probe_shim(void)
 	return why;
 }
 
-static char *
-thread_json(const char *json, pid_t tid)
-{
-	char key[64];
-	const char *s, *e;
-
-	snprintf(key, sizeof(key), "\"tid\": %d,", (int)tid);
-	s = strstr(json, key);
-	if (!s)
-		return NULL;
-	e = strstr(s + 1, "\"tid\": ");
-	if (!e)
-		e = s + strlen(s);
-	return strndup(s, (size_t)(e - s));
-}
-
 /* Blank what may differ between two dumps of the same sleeping process,
  * in place: the stop time, and each thread's state letter (read before
  * the stop: a thread may be between two sleeps, 'R', in one of them). */
@@ -196,7 +180,7 @@ START_TEST(shim_context_and_records)
 	ck_assert_ptr_nonnull(strstr(out, "\"key_map\": [\n"));
 	/* every thread continues the trace from TRACEPARENT in a child span */
 	for (i = 0; i < n; i++) {
-		char *t = thread_json(out, tids[i]);
+		char *t = test_json_thread(out, tids[i]);
 
 		ck_assert_msg(t, "thread %d missing: %s", (int)tids[i], out);
 		ck_assert_msg(strstr(t, "\"trace_id\": \"" TRACE_ID "\""), "%s", t);

@@ -31,15 +31,6 @@ struct target {
 	unsigned n;
 };
 
-static long
-now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000L + ts.tv_nsec / 1000000;
-}
-
 /* Start helpers/states with up to 4 options (NULL-terminated). */
 static void
 target_start(struct target *t, const char *const *opts)
@@ -67,17 +58,6 @@ target_start(struct target *t, const char *const *opts)
 	ck_assert_uint_ge(t->n, 3);
 }
 
-static void
-target_finish(struct target *t)
-{
-	int st;
-
-	prof_assert_running(t->pid);
-	st = test_child_finish(&t->c, TIMEOUT_MS);
-	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0,
-		      "target did not exit normally (status 0x%x)", st);
-}
-
 /* State letter of thread tid of pid in /proc ('?' if it cannot be read). */
 static char
 task_state(pid_t pid, pid_t tid)
@@ -100,10 +80,10 @@ task_state(pid_t pid, pid_t tid)
 static void
 wait_task_state(pid_t pid, pid_t tid, char c)
 {
-	long deadline = now_ms() + TIMEOUT_MS;
+	long deadline = test_now_ms() + TIMEOUT_MS;
 
 	while (task_state(pid, tid) != c) {
-		ck_assert_msg(now_ms() < deadline, "thread %d never in state %c (%c)",
+		ck_assert_msg(test_now_ms() < deadline, "thread %d never in state %c (%c)",
 			      (int)tid, c, task_state(pid, tid));
 		usleep(2000);
 	}
@@ -114,7 +94,7 @@ wait_task_state(pid_t pid, pid_t tid, char c)
 static void
 wait_all_blocked(pid_t pid, pid_t skip)
 {
-	long deadline = now_ms() + TIMEOUT_MS;
+	long deadline = test_now_ms() + TIMEOUT_MS;
 	char path[64];
 
 	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
@@ -137,7 +117,7 @@ wait_all_blocked(pid_t pid, pid_t skip)
 		closedir(d);
 		if (all)
 			return;
-		ck_assert_msg(now_ms() < deadline, "threads of %d never all blocked",
+		ck_assert_msg(test_now_ms() < deadline, "threads of %d never all blocked",
 			      (int)pid);
 		usleep(2000);
 	}
@@ -155,27 +135,10 @@ count_str(const char *s, const char *what)
 	return n;
 }
 
-/* The JSON object of thread tid in a dump (malloc'd), or NULL. */
-static char *
-thread_json(const char *json, pid_t tid)
-{
-	char key[32];
-	const char *s, *e;
-
-	snprintf(key, sizeof(key), "\"tid\": %d,", (int)tid);
-	s = strstr(json, key);
-	if (!s)
-		return NULL;
-	e = strstr(s + 1, "\"tid\": ");
-	if (!e)
-		e = s + strlen(s);
-	return strndup(s, (size_t)(e - s));
-}
-
 static void
 assert_thread(const char *json, pid_t tid, const char *comm, char state, bool record)
 {
-	char *t = thread_json(json, tid), want[96];
+	char *t = test_json_thread(json, tid), want[96];
 
 	ck_assert_msg(t, "thread %d missing: %s", (int)tid, json);
 	snprintf(want, sizeof(want), "\"comm\": \"%s\",", comm);
@@ -236,10 +199,10 @@ START_TEST(states_from_the_stop)
 	snprintf(line, sizeof(line), "%d", (int)t.tid[3]);
 	ck_assert_int_eq(prof_run(&out, &err, "--json", "-t", line, arg, NULL), 0);
 	assert_thread(out, t.tid[3], "spin) R (x", 'R', true);
-	ck_assert_ptr_null(thread_json(out, t.tid[1]));
+	ck_assert_ptr_null(test_json_thread(out, t.tid[1]));
 	free(out);
 	free(err);
-	target_finish(&t);
+	prof_child_finish(&t.c, TIMEOUT_MS);
 }
 END_TEST
 
@@ -263,7 +226,7 @@ START_TEST(states_many_threads)
 	assert_thread(out, t.tid[3], "spin) R (x", 'R', true);
 	free(out);
 	free(err);
-	target_finish(&t);
+	prof_child_finish(&t.c, TIMEOUT_MS);
 }
 END_TEST
 
@@ -293,7 +256,7 @@ START_TEST(states_job_stopped)
 	for (i = 0; i < t.n; i++)
 		wait_task_state(t.pid, t.tid[i], 'T');
 	ck_assert_int_eq(kill(t.pid, SIGCONT), 0);
-	target_finish(&t);
+	prof_child_finish(&t.c, TIMEOUT_MS);
 }
 END_TEST
 
@@ -337,7 +300,7 @@ START_TEST(zombie_leader)
 	ck_assert_msg(strstr(out, "\"frames\": [\n"), "no frames: %s", out);
 	free(out);
 	free(err);
-	target_finish(&t);
+	prof_child_finish(&t.c, TIMEOUT_MS);
 }
 END_TEST
 

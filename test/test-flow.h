@@ -96,24 +96,6 @@ flow_body_ctx(const char *resp, const char *where, char *ctx, size_t n)
 	free(l);
 }
 
-/* The part of ctxdump's JSON about one thread (up to the next), malloc'd,
- * or NULL if the thread is not listed. */
-static inline char *
-flow_thread_json(const char *json, pid_t tid)
-{
-	char key[64];
-	const char *s, *e;
-
-	snprintf(key, sizeof(key), "\"tid\": %d,", (int)tid);
-	s = strstr(json, key);
-	if (!s)
-		return NULL;
-	e = strstr(s + 1, "\"tid\": ");
-	if (!e)
-		e = s + strlen(s);
-	return strndup(s, (size_t)(e - s));
-}
-
 /* The string value of "key" in a JSON fragment, or "" (also for null). */
 static inline void
 flow_json_str(const char *frag, const char *key, char *out, size_t n)

@@ -82,15 +82,6 @@ run(char *const argv[], char *const env[], bool preload)
 	return out;
 }
 
-static long
-now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000L + ts.tv_nsec / 1000000;
-}
-
 /* ---- server side ---- */
 
 START_TEST(test_server_streams)
@@ -156,7 +147,7 @@ START_TEST(test_server_streams)
 	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "client status %#x", st);
 
 	/* One span per stream, published only inside its callbacks. */
-	deadline = now_ms() + IT_TIMEOUT_MS;
+	deadline = test_now_ms() + IT_TIMEOUT_MS;
 	for (;;) {
 		const char *last;
 
@@ -165,7 +156,7 @@ START_TEST(test_server_streams)
 		if (last && strstr(last, " detach ") &&
 		    strstr(last, " reason=h2-return"))
 			break;
-		ck_assert_msg(now_ms() < deadline, "never detached:\n%s", log);
+		ck_assert_msg(test_now_ms() < deadline, "never detached:\n%s", log);
 		free(log);
 		usleep(5000);
 	}

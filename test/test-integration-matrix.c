@@ -181,15 +181,6 @@ random_bytes(uint8_t *b, size_t n, uint64_t seed)
 		b[i] = (uint8_t)xorshift(&seed);
 }
 
-static long
-now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000L + ts.tv_nsec / 1000000;
-}
-
 static unsigned
 free_port(void)
 {
@@ -272,14 +263,14 @@ port_listening(unsigned port)
 static void
 wait_port(unsigned port, pid_t pid)
 {
-	long deadline = now_ms() + 20000;
+	long deadline = test_now_ms() + 20000;
 
 	while (!port_listening(port)) {
 		int st;
 
 		ck_assert_msg(waitpid(pid, &st, WNOHANG) == 0,
 			      "server exited before listening (status %#x)", st);
-		ck_assert_msg(now_ms() < deadline, "port %u never opened", port);
+		ck_assert_msg(test_now_ms() < deadline, "port %u never opened", port);
 		usleep(5000);
 	}
 }
@@ -317,11 +308,11 @@ exchange(struct text *t,
 	 * with servers that drop pipelined requests at EOF (evhttp): the
 	 * client half-closes only after a second of silence, for servers
 	 * that wait for more bytes (a TLS record, a preface). */
-	deadline = now_ms() + CASE_TIMEOUT_MS;
+	deadline = test_now_ms() + CASE_TIMEOUT_MS;
 	for (;;) {
 		struct pollfd pfd = {.fd = fd, .events = POLLIN};
 		char buf[65536];
-		long left = deadline - now_ms();
+		long left = deadline - test_now_ms();
 		ssize_t r;
 		int pr;
 

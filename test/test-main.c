@@ -103,8 +103,8 @@ test_child_start(struct test_child *c, char *const argv[], char *const env[], bo
 	c->out_fd = out[0];
 }
 
-static long
-now_ms(void)
+long
+test_now_ms(void)
 {
 	struct timespec ts;
 
@@ -115,7 +115,7 @@ now_ms(void)
 void
 test_child_readline(struct test_child *c, char *line, size_t n, int timeout_ms)
 {
-	long deadline = now_ms() + timeout_ms;
+	long deadline = test_now_ms() + timeout_ms;
 
 	for (;;) {
 		char *nl = memchr(c->buf, '\n', c->len);
@@ -133,7 +133,7 @@ test_child_readline(struct test_child *c, char *line, size_t n, int timeout_ms)
 			c->len -= l + 1;
 			return;
 		}
-		left = deadline - now_ms();
+		left = deadline - test_now_ms();
 		ck_assert_msg(left > 0, "timeout waiting for a line from pid %d", (int)c->pid);
 		if (poll(&pfd, 1, (int)left) <= 0)
 			continue;
@@ -164,7 +164,7 @@ test_child_send(struct test_child *c, const char *text)
 static int
 wait_deadline(pid_t pid, int timeout_ms)
 {
-	long deadline = now_ms() + timeout_ms;
+	long deadline = test_now_ms() + timeout_ms;
 	int status;
 
 	for (;;) {
@@ -173,7 +173,7 @@ wait_deadline(pid_t pid, int timeout_ms)
 		if (r == pid)
 			return status;
 		ck_assert_int_eq(r, 0);
-		if (now_ms() > deadline) {
+		if (test_now_ms() > deadline) {
 			kill(pid, SIGKILL);
 			waitpid(pid, &status, 0);
 			ck_abort_msg("pid %d did not exit in %d ms", (int)pid, timeout_ms);
@@ -268,6 +268,22 @@ test_time_scale(void)
 	if (getenv("ASAN_OPTIONS") || getenv("UBSAN_OPTIONS"))
 		k *= 5;
 	return k;
+}
+
+char *
+test_json_thread(const char *json, pid_t tid)
+{
+	char key[64];
+	const char *s, *e;
+
+	snprintf(key, sizeof(key), "\"tid\": %d,", (int)tid);
+	s = strstr(json, key);
+	if (!s)
+		return NULL;
+	e = strstr(s + 1, "\"tid\": ");
+	if (!e)
+		e = s + strlen(s);
+	return strndup(s, (size_t)(e - s));
 }
 
 char

@@ -131,21 +131,12 @@ assert_ctx(struct it_server *s,
 		*out = t;
 }
 
-static long
-now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000L + ts.tv_nsec / 1000000;
-}
-
 /* Poll the event log until thread tid's last event is a detach with this
  * reason (the server has gone back to reading or waiting). */
 static void
 wait_detached(struct it_server *s, long tid, const char *reason)
 {
-	long deadline = now_ms() + IT_TIMEOUT_MS;
+	long deadline = test_now_ms() + IT_TIMEOUT_MS;
 	char want[64];
 
 	snprintf(want, sizeof(want), " reason=%s\n", reason);
@@ -161,7 +152,7 @@ wait_detached(struct it_server *s, long tid, const char *reason)
 			free(log);
 			return;
 		}
-		ck_assert_msg(now_ms() < deadline,
+		ck_assert_msg(test_now_ms() < deadline,
 			      "thread %ld never detached (%s):\n%s", tid, reason, log);
 		free(log);
 		usleep(5000);
@@ -619,7 +610,7 @@ END_TEST
 static void
 wait_in_epoll(pid_t pid)
 {
-	long deadline = now_ms() + IT_TIMEOUT_MS;
+	long deadline = test_now_ms() + IT_TIMEOUT_MS;
 	char path[64], buf[256];
 
 	snprintf(path, sizeof(path), "/proc/%d/syscall", (int)pid);
@@ -634,7 +625,7 @@ wait_in_epoll(pid_t pid)
 		nr = strtol(buf, NULL, 10);
 		if (r > 0 && (nr == SYS_epoll_wait || nr == SYS_epoll_pwait))
 			return;
-		ck_assert_msg(now_ms() < deadline, "pid %d never waited in epoll (%s)", (int)pid,
+		ck_assert_msg(test_now_ms() < deadline, "pid %d never waited in epoll (%s)", (int)pid,
 			      buf);
 		usleep(2000);
 	}

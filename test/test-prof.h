@@ -138,6 +138,19 @@ prof_assert_running(pid_t pid)
 	ck_assert_int_gt(n, 0);
 }
 
+/* A ctxdump target must outlive every dump, with no thread left stopped,
+ * and then end by itself with status 0. */
+static __attribute__((unused)) void
+prof_child_finish(struct test_child *c, int timeout_ms)
+{
+	int st;
+
+	prof_assert_running(c->pid);
+	st = test_child_finish(c, timeout_ms);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+		      "target did not exit normally (status 0x%x)", st);
+}
+
 /* Start `ctxdump record` with stdout and stderr to errfile. */
 static __attribute__((unused)) pid_t
 prof_record_start(const char *errfile, const char *const *args)
