@@ -19,10 +19,13 @@
  *    loops interleaving heads both work the same way.  When every entry
  *    is in use (more than CONN_POOL_N heads in progress at once, e.g. slow
  *    clients), a head is still framed but not captured: that request gets
- *    no context, later ones are unaffected.
+ *    no context, later ones are unaffected (a pipelined head that finds no
+ *    entry is another matter: see "Bound" below).
  *
  * The same pool holds the contexts of pipelined requests whose heads were
- * read before the current one was answered (a FIFO per connection).
+ * read before the current one was answered (a FIFO per connection), at
+ * most CONN_QUEUE_MAX of them per connection (see "Pipelining FIFO"), so
+ * that one connection cannot take the pool from the others.
  *
  * Concurrency (who writes which field: conn.h, struct ctxshim_conn).  A
  * slot is written by the thread doing that connection's I/O: the reading
@@ -79,6 +82,35 @@
  * requests are actually queued: the keep-alive cycle without pipelining
  * touches none of this but one plain load of tail (0) and of pending (0).
  *
+ * Bound.  A connection queues at most CONN_QUEUE_MAX requests: a client
+ * pipelining without reading responses (a benchmark, a hostile client), or
+ * a server reading far ahead, would otherwise take every pool entry, and
+ * every other connection of the process would lose its contexts.  The
+ * length is qpush - qpop (mod 256): qpush is counted by the reader when it
+ * appends, qpop by the writer when it pops, so each counter keeps one
+ * writer and the bound costs no atomic read-modify-write; a stale qpop only
+ * makes the queue look longer than it is.  16 is the depth pipelining
+ * benchmarks use (wrk's pipeline script, TechEmpower), and HTTP clients
+ * that pipeline at all keep far fewer requests in flight; 16 full queues
+ * still leave the pool to the rest of the process.
+ *
+ * A pipelined head that cannot be queued (the bound, or an empty pool)
+ * stops the scanner on that connection for good (until the fd is closed
+ * or reused), as when it loses the stream (MSG_TRUNC).  Dropping just that
+ * head is not an option: responses are matched to queued requests by
+ * order, so the response before a dropped request would promote the
+ * context of the request after it, published while the server works on
+ * the dropped one, and so on for every later request.  Stopping keeps the
+ * queue a gap-free run of the requests right after the current one, so
+ * those are still promoted in order with the right contexts; the request
+ * that did not fit and all later ones on the connection get none: once the
+ * queue is empty, each response that starts (a status line) makes a
+ * request without a context current (CONN_F_OVERFLOW), so that the thread
+ * working on the next one does not keep publishing the last queued one.
+ * Resuming once the connection is idle would need to know that every
+ * dropped request was answered, i.e. to count responses, which the writes
+ * do not mark reliably (sendfile, a status line split across writes).
+ *
  * A race that remains, documented rather than closed: the writer notes a
  * response after the real write() returned, so a reader on another thread
  * may read the client's next request first and queue it as if pipelined
@@ -107,6 +139,10 @@
 #include <sys/resource.h>
 
 #define CONN_POOL_N     256
+/* Pipelined requests one connection may queue ("Bound" above).  Below 128,
+ * so that qpush - qpop (8 bits) never wraps. */
+#define CONN_QUEUE_MAX 16
+_Static_assert(CONN_QUEUE_MAX < 128, "the queue length fits qpush - qpop");
 #define CONN_POOL_WORDS (CONN_POOL_N / 64)
 
 struct conn_pool_entry {
@@ -220,6 +256,8 @@ conn_release_all(struct ctxshim_conn *c)
 	if (conn_fifo_stub(c->tail))
 		conn_pool_release(c->tail);
 	c->tail = 0;
+	c->qpush = 0;
+	atomic_store_explicit(&c->qpop, 0, memory_order_relaxed);
 	atomic_store_explicit(&c->pending, 0, memory_order_relaxed);
 	/* Bounded walk: a corrupted list (an application racing two readers
 	 * or two writers on one fd) must not loop. */
@@ -556,7 +594,9 @@ ctxshim_conn_tls(int fd)
 		conn_release_all(c);
 		conn_seq_begin(c);
 		memset(&c->scan, 0, sizeof(c->scan));
-		conn_flags_update(c, CONN_F_REQ | CONN_F_HAS_CTX | CONN_F_PROMOTED,
+		conn_flags_update(c,
+				  CONN_F_REQ | CONN_F_HAS_CTX | CONN_F_PROMOTED |
+					  CONN_F_OVERFLOW,
 				  CONN_F_TLS);
 		conn_seq_end(c);
 		conn_set_answered(c, false);
@@ -868,17 +908,24 @@ conn_head(struct ctxshim_conn *c,
 		return whole ? CONN_FEED_FULL : CONN_FEED_NEW;
 	}
 
-	/* Pipelined behind a request not answered yet: queue it.  Without a
-	 * pool entry it is dropped (it will run under no context). */
-	idx = conn_pool_claim();
-	if (!idx)
+	/* Pipelined behind a request not answered yet: queue it.  Beyond the
+	 * connection's bound, or without a pool entry, stop following the
+	 * connection ("Bound" above): dropping only this request would put
+	 * the responses out of step with the queue. */
+	if ((uint8_t)(c->qpush - atomic_load_explicit(&c->qpop, memory_order_relaxed)) >=
+		    CONN_QUEUE_MAX ||
+	    !(idx = conn_pool_claim())) {
+		http_scan_stop(&c->scan);
+		conn_flags_update(c, 0, CONN_F_OVERFLOW);
 		return CONN_FEED_NONE;
+	}
 	e = &conn_pool[idx - 1];
 	atomic_store_explicit(&e->next, 0, memory_order_relaxed);
 	e->has_ctx = captured;
 	if (captured)
 		conn_build_scratch(&e->u.ctx, cap, flags);
 	conn_fifo_push(c, idx);
+	c->qpush++;
 	return CONN_FEED_NONE;
 }
 
@@ -969,6 +1016,17 @@ ctxshim_conn_responded_slow(struct ctxshim_conn *c, const void *head, size_t hea
 	/* Acquire: the entry's contents, written by the reader before it
 	 * stored pending (conn_fifo_push()). */
 	idx = atomic_load_explicit(&c->pending, memory_order_acquire);
+	if ((!idx || idx > CONN_POOL_N) && (f & CONN_F_OVERFLOW)) {
+		/* Past the queue of a connection that overflowed ("Bound"):
+		 * the next request is one that was not queued, so it becomes
+		 * current without a context (the reader's scanner is stopped,
+		 * so this thread is the only one changing the request). */
+		conn_seq_begin(c);
+		conn_flags_update(c, CONN_F_HAS_CTX, CONN_F_REQ | CONN_F_PROMOTED);
+		conn_seq_end(c);
+		conn_set_answered(c, false);
+		return true;
+	}
 	if (!idx || idx > CONN_POOL_N) {
 		atomic_store_explicit(&c->answered, tag, memory_order_relaxed);
 		return false;
@@ -986,6 +1044,12 @@ ctxshim_conn_responded_slow(struct ctxshim_conn *c, const void *head, size_t hea
 	/* The promoted request is not answered yet (seq moved on, so
 	 * answered already differs; this keeps the distance at 1). */
 	conn_set_answered(c, false);
+	/* One fewer queued, for the reader's bound (qpop is this thread's). */
+	atomic_store_explicit(&c->qpop,
+			      (uint8_t)(atomic_load_explicit(&c->qpop,
+							     memory_order_relaxed) +
+					1),
+			      memory_order_relaxed);
 
 	/* Pop e ("Pipelining FIFO").  When it is the last entry, hand pending
 	 * to the reader: store 0, then close e so that the reader links no

@@ -61,7 +61,10 @@ enum {
 	CONN_F_CLAIMED = 0x02,   /* a library hook handles it */
 	CONN_F_REQ = 0x04,       /* a request is current (head seen) */
 	CONN_F_HAS_CTX = 0x08,   /* ctx holds the current request's context */
-	/* 0x10 was "responded": now struct ctxshim_conn's answered byte */
+	CONN_F_OVERFLOW = 0x10,  /* a pipelined head did not fit the queue: the
+				  * scanner stopped, and requests past the
+				  * queue run without a context (conn.c,
+				  * "Bound") */
 	CONN_F_PROMOTED = 0x20,  /* it was pipelined behind the previous one */
 	CONN_F_TLS = 0x40,       /* TLS: the scanner gets plaintext from the TLS
 				  * hooks, never the socket's bytes */
@@ -72,8 +75,9 @@ enum {
  * tracestate_len bytes of tracestate.  Attributes are added in order
  * (method, path, configured headers) and an entry that does not fit is
  * dropped whole; tracestate gets what is left, cut back to whole members. */
-/* 180, not 182: two bytes of the 256 went to the FIFO's tail index. */
-#define CTXSHIM_CONN_DATA_MAX 180
+/* 178, not 182: four bytes of the 256 went to the FIFO (its tail index,
+ * and its push and pop counts). */
+#define CTXSHIM_CONN_DATA_MAX 178
 struct ctxshim_conn_ctx {
 	uint8_t trace_id[16];
 	uint8_t span_id[8];
@@ -99,10 +103,16 @@ struct ctxshim_conn_ctx {
  *    is the writing thread's while it is non-zero (it pops), and is
  *    handed to the reading thread, through one compare-and-swap on the
  *    last entry's next, when a pop empties the queue.
+ *  - qpush, qpop: how many requests the reading thread queued, and how
+ *    many of them the writing thread popped (each counter has that one
+ *    writer; qpush - qpop, mod 256, is the queue's length, which conn.c
+ *    bounds: "Bound").
  *  - seq: odd while ctx (and the current request) is being changed.
  *    Single writer: the reading thread when a new head becomes current,
  *    or, with pipelining, the writing thread when it moves on to the next
- *    queued request; the two exclude each other (one needs the current
+ *    queued request (or, past the queue of a connection that overflowed,
+ *    to a request without a context: the reader's scanner is stopped
+ *    then); the two exclude each other (one needs the current
  *    request answered, the other needs it unanswered), and fd life-cycle
  *    events (accept, close, dup2, TLS start) do not overlap I/O on the
  *    same connection.  If an application breaks this (reads one socket
@@ -132,6 +142,8 @@ struct ctxshim_conn {
 	_Atomic uint8_t flags;    /* CONN_F_* */
 	_Atomic uint8_t answered; /* see above */
 	uint16_t tail;            /* pool entry + 1: last one queued, or a stub */
+	uint8_t qpush;            /* requests queued (the reader's) */
+	_Atomic uint8_t qpop;     /* of those, popped (the writer's) */
 	struct ctxshim_conn_ctx ctx;
 };
 _Static_assert(sizeof(struct ctxshim_conn) == CTXSHIM_CONN_SLOT_SIZE,
@@ -298,7 +310,7 @@ ctxshim_conn_responded(struct ctxshim_conn *c, const void *head, size_t head_len
 	if (!(f & CONN_F_REQ) ||
 	    atomic_load_explicit(&c->answered, memory_order_relaxed) == tag)
 		return false;
-	if (!(f & (CONN_F_CLAIMED | CONN_F_PROMOTED)) &&
+	if (!(f & (CONN_F_CLAIMED | CONN_F_PROMOTED | CONN_F_OVERFLOW)) &&
 	    !atomic_load_explicit(&c->pending, memory_order_relaxed)) {
 		/* Single writer of answered: a plain store (see conn.c). */
 		if (ctxshim_conn_status_kind(head, head_len) != 1)

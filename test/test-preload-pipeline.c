@@ -5,25 +5,37 @@
  * thread, more split heads at once than the pool holds, and a connection
  * read on one thread and answered on another while the client pipelines,
  * after which no pool entry may be missing (the FIFO used to lose some
- * there for good, until heads split across reads got no context at all). */
+ * there for good, until heads split across reads got no context at all),
+ * one connection flooding the FIFO with unanswered pipelined heads (it
+ * used to take the whole pool, and to drop heads that put the responses
+ * out of step with the queue), and plain keep-alive requests, with the
+ * published record checked whole.  The modes run with the event log off
+ * (the shorter paths of the socket hooks) and on. */
 #include "test-common.h"
 
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 
-/* Run "pipeline <mode> [n]" under the shim; it checks the contexts itself
- * and prints one RESULT line. */
+/* Run "pipeline <mode> [n]" under the shim, with the event log on or off;
+ * it checks the contexts itself and prints one RESULT line. */
 static void
-run_pipeline(const char *mode, const char *n)
+run_pipeline_ev(const char *mode, const char *n, bool events)
 {
 	char path[4096], *out = NULL, *err = NULL, want[64], *line;
 	char *argv[] = {path, (char *)mode, (char *)n, NULL};
+	char *env_on[] = {"CTXSHIM_EVENTS=/dev/null", NULL};
 	unsigned ok, none, wrong;
 	int st, fails;
 
+	/* Off means off, whatever the environment of the test run says (a
+	 * variable given to the helper would come after the inherited one). */
+	unsetenv("CTXSHIM_EVENTS");
 	snprintf(path, sizeof(path), "%s/pipeline", test_env_path("HELPER_DIR"));
-	st = test_run_capture(argv, NULL, true, &out, &err, 100000);
+	st = test_run_capture(argv, events ? env_on : NULL, true, &out, &err, 100000);
+	ck_assert_msg(strstr(out, events ? "EVENTS on\n" : "EVENTS off\n"),
+		      "%s: the event log is not %s:\n%s", mode, events ? "on" : "off",
+		      out);
 	snprintf(want, sizeof(want), "RESULT %s ", mode);
 	line = strstr(out, want);
 	ck_assert_msg(line, "%s: no result (status %#x):\n%s\n%s", mode, st, out, err);
@@ -35,6 +47,12 @@ run_pipeline(const char *mode, const char *n)
 	ck_assert_uint_gt(ok, 0);
 	free(out);
 	free(err);
+}
+
+static void
+run_pipeline(const char *mode, const char *n)
+{
+	run_pipeline_ev(mode, n, false);
 }
 
 START_TEST(split_heads_interleaved)
@@ -51,10 +69,53 @@ END_TEST
 
 /* Before the fix, a run lost 20-30 entries on an idle machine with two
  * CPUs and 0-20 (5 runs in 6 lost some) with other jobs on it; three runs
- * make a miss unlikely.  Each run is about 2 s. */
+ * make a miss unlikely.  The client now waits for responses to stay
+ * within the FIFO's bound, which makes a run of 100 000 requests take
+ * about 3 s and give the reading threads as many contexts to publish as
+ * 200 000 did without waiting. */
 START_TEST(reader_writer_threads_no_leak)
 {
-	run_pipeline("two-threads", "200000");
+	run_pipeline("two-threads", "100000");
+}
+END_TEST
+
+START_TEST(split_heads_interleaved_events)
+{
+	run_pipeline_ev("interleaved", NULL, true);
+}
+END_TEST
+
+START_TEST(pool_exhausted_events)
+{
+	run_pipeline_ev("exhausted", NULL, true);
+}
+END_TEST
+
+/* 1000 unanswered pipelined heads on one connection: other connections
+ * keep their contexts, and the flooding one never publishes a context
+ * that is not its current request's. */
+START_TEST(flood_bounded)
+{
+	run_pipeline("flood", NULL);
+}
+END_TEST
+
+START_TEST(flood_bounded_events)
+{
+	run_pipeline_ev("flood", NULL, true);
+}
+END_TEST
+
+/* The whole record, request by request, without and with the event log. */
+START_TEST(keepalive_records)
+{
+	run_pipeline("keepalive", NULL);
+}
+END_TEST
+
+START_TEST(keepalive_records_events)
+{
+	run_pipeline_ev("keepalive", NULL, true);
 }
 END_TEST
 
@@ -66,6 +127,12 @@ TEST_SUITE(pipeline_suite)
 	tcase_set_timeout(tc, 110);
 	tcase_add_test(tc, split_heads_interleaved);
 	tcase_add_test(tc, pool_exhausted);
+	tcase_add_test(tc, split_heads_interleaved_events);
+	tcase_add_test(tc, pool_exhausted_events);
+	tcase_add_test(tc, flood_bounded);
+	tcase_add_test(tc, flood_bounded_events);
+	tcase_add_test(tc, keepalive_records);
+	tcase_add_test(tc, keepalive_records_events);
 	tcase_add_loop_test(tc, reader_writer_threads_no_leak, 0, 3);
 	suite_add_tcase(s, tc);
 	return s;

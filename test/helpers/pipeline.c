@@ -15,17 +15,36 @@
  *                              never a mix), then the pool must be whole:
  *                              POOL simultaneous split heads all get their
  *                              context
+ *   pipeline flood             one connection reads FLOOD pipelined heads
+ *                              without answering: another connection keeps
+ *                              its contexts (it used to find the pool
+ *                              empty), and then, answered in turn with more
+ *                              heads read in between, the flooding one
+ *                              publishes each request's context or none,
+ *                              never another's
+ *   pipeline keepalive         plain keep-alive, two connections on one
+ *                              thread, and two heads in one read: the
+ *                              whole published record is checked (trace
+ *                              id, span id, flags, attributes), and that
+ *                              it is cleared once a read finds the
+ *                              request answered
+ *
+ * The test runs these with the event log off and on (CTXSHIM_EVENTS): the
+ * socket hooks take shorter paths without it.
  *
  * Prints "RESULT <mode> ok=... none=... wrong=..." and exits 0 when every
- * check held, 1 otherwise.  POOL is conn.c's CONN_POOL_N. */
+ * check held, 1 otherwise.  POOL is conn.c's CONN_POOL_N, QUEUE_MAX its
+ * CONN_QUEUE_MAX. */
 #include <arpa/inet.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,7 +52,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#define POOL 256
+#define POOL      256
+#define QUEUE_MAX 16
+#define FLOOD     1000
 
 static int lfd, port, fails;
 static unsigned n_ok, n_none, n_wrong;
@@ -86,6 +107,10 @@ pair(int *cli, int *srv)
 	*srv = accept(lfd, NULL, NULL);
 	if (*srv < 0)
 		die("accept");
+	/* Small responses one after another: without this, Nagle's algorithm
+	 * holds each until the previous one is acknowledged (40 ms delayed
+	 * ACKs). */
+	(void)setsockopt(*srv, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 }
 
 static void
@@ -372,14 +397,21 @@ t_exhausted(void)
  * even on a loaded machine with two CPUs. */
 #define RW_CONNS 4
 
+/* The client keeps at most RW_AHEAD requests unanswered (conn.c queues at
+ * most 16 per connection, and stops following one that goes further), and
+ * the writer answers only heads the reader has read, so that the FIFO's
+ * race, not the bound, is what the run exercises. */
+#define RW_AHEAD 6
+
 struct rw {
 	int s, c;
 	unsigned n, base;
 	volatile int stop;
+	_Atomic unsigned heads, sent, drained;
 	pthread_t r, w, d, cl;
 };
 
-static _Atomic unsigned rw_mixed;
+static _Atomic unsigned rw_mixed, rw_ctx;
 
 /* Whatever context the calling thread publishes now must be one request's
  * whole: its trace-id names request k, so its path must be /p<k>. */
@@ -400,14 +432,17 @@ static void *
 rw_writer(void *arg)
 {
 	struct rw *x = arg;
-	unsigned i;
+	unsigned written = 0;
 
-	for (i = 0; !x->stop; i++) {
+	while (!x->stop) {
+		if (written >= x->heads) {
+			sched_yield();
+			continue;
+		}
 		if (write(x->s, resp, RESP_LEN) < 0)
 			break;
+		written++;
 		rw_check_whole();
-		if (i % 64 == 0)
-			usleep(10);
 	}
 	return NULL;
 }
@@ -417,9 +452,13 @@ rw_drain(void *arg)
 {
 	struct rw *x = arg;
 	char buf[65536];
+	unsigned long long bytes = 0;
+	ssize_t r;
 
-	while (read(x->c, buf, sizeof(buf)) > 0)
-		;
+	while ((r = read(x->c, buf, sizeof(buf))) > 0) {
+		bytes += (size_t)r;
+		x->drained = (unsigned)(bytes / RESP_LEN);
+	}
 	return NULL;
 }
 
@@ -428,9 +467,24 @@ rw_reader(void *arg)
 {
 	struct rw *x = arg;
 	char buf[4096];
+	ssize_t n, i;
+	unsigned m = 0; /* bytes of "\r\n\r\n" matched, across reads */
 
-	while (read(x->s, buf, sizeof(buf)) > 0)
+	while ((n = read(x->s, buf, sizeof(buf))) > 0) {
+		const uint8_t *r = *(const uint8_t *const *)ctx_slot();
+
+		/* Heads have no body: each blank line ends one. */
+		for (i = 0; i < n; i++) {
+			m = buf[i] == "\r\n\r\n"[m] ? m + 1 : buf[i] == '\r';
+			if (m == 4) {
+				x->heads++;
+				m = 0;
+			}
+		}
 		rw_check_whole();
+		if (r && r[24])
+			rw_ctx++;
+	}
 	return NULL;
 }
 
@@ -444,6 +498,8 @@ rw_client(void *arg)
 	for (k = x->base; k < x->base + x->n; k++) {
 		int len = make_head(h, k), more = 0;
 
+		while (x->sent - x->drained > RW_AHEAD)
+			sched_yield();
 		if (k % 3 == 0)
 			more = make_head(h + len, k + 1);
 		if (k % 5 == 0) {
@@ -453,6 +509,7 @@ rw_client(void *arg)
 		} else {
 			send_all(x->c, h, (size_t)(len + more));
 		}
+		x->sent += more ? 2 : 1;
 	}
 	return NULL;
 }
@@ -490,6 +547,10 @@ t_two_threads(unsigned n)
 		close(x[i].s);
 	}
 	CHECK(rw_mixed == 0, "%u contexts mixed from two requests", rw_mixed);
+	/* How much of the run the reading threads spent on requests with a
+	 * context (a connection whose client got more than conn.c's queue
+	 * bound ahead of the responses runs without, for the rest of it). */
+	printf("RW reads-with-context=%u\n", rw_ctx);
 	n_wrong += rw_mixed;
 
 	open_n(&c, &s, POOL);
@@ -499,6 +560,254 @@ t_two_threads(unsigned n)
 	      "a context: %u pool entries leaked",
 	      n, got, POOL, POOL - got);
 	close_n(c, s, POOL);
+}
+
+/* FLOOD heads on one connection (trace ids 1..FLOOD), read by the server
+ * in batches without a response, as a server reading far ahead does. */
+static void
+flood_heads(int fc, int fs)
+{
+	char buf[20 * 160];
+	unsigned k, j;
+
+	for (k = 0; k < FLOOD; k += 20) {
+		size_t len = 0;
+
+		for (j = k; j < k + 20; j++)
+			len += (size_t)make_head(buf + len, j);
+		send_all(fc, buf, len);
+		read_n(fs, len);
+	}
+}
+
+/* Requests on a connection while another one holds FLOOD unanswered
+ * heads: each gets its context, including two heads in one read (the
+ * second needs a pool entry of its own) and heads split across reads. */
+static void
+flood_bystander(int oc, int os, unsigned base)
+{
+	char h[768];
+	unsigned k;
+	int a, b, r;
+
+	for (k = 0; k < 40; k++) {
+		a = make_head(h, base + k);
+		if (k % 2) {
+			send_all(oc, h, 25);
+			read_n(os, 25);
+			send_all(oc, h + 25, (size_t)a - 25);
+			read_n(os, (size_t)a - 25);
+		} else {
+			send_all(oc, h, (size_t)a);
+			read_n(os, (size_t)a);
+		}
+		r = ctx_is(base + k);
+		count(r);
+		CHECK(r == 1, "other connection, request %u, during the flood: %d", k, r);
+		answer(os, oc);
+	}
+	for (k = 40; k < 60; k += 2) {
+		a = make_head(h, base + k);
+		b = make_head(h + a, base + k + 1);
+		send_all(oc, h, (size_t)(a + b));
+		read_n(os, (size_t)(a + b));
+		r = ctx_is(base + k);
+		count(r);
+		CHECK(r == 1, "other connection, first of two heads (%u): %d", k, r);
+		answer(os, oc);
+		r = ctx_is(base + k + 1);
+		count(r);
+		CHECK(r == 1, "other connection, second of two heads (%u): %d", k, r);
+		answer(os, oc);
+	}
+}
+
+static void
+t_flood(void)
+{
+	int fc, fs, oc, os, r, *c, *s;
+	unsigned i, total = FLOOD, ok = 0, got;
+	char h[256];
+
+	pair(&fc, &fs);
+	pair(&oc, &os);
+	flood_heads(fc, fs);
+	flood_bystander(oc, os, 5000);
+	/* Several split heads at once elsewhere: each holds a pool entry. */
+	open_n(&c, &s, 32);
+	got = split_heads(c, s, 32, 9000);
+	CHECK(got == 32, "during the flood, %u of 32 simultaneous split heads got a "
+	      "context", got);
+	close_n(c, s, 32);
+
+	/* The flood answered in order, two responses per head read in between
+	 * (200 more heads): after the response to request i the thread works
+	 * on i + 1, and what it publishes must be i + 1's context or none.
+	 * The queue holds the QUEUE_MAX requests after the first; the head that
+	 * did not fit stopped the connection's scanner, so every later request
+	 * runs without a context. */
+	for (i = 0; i < total; i++) {
+		send_all(fs, resp, RESP_LEN);
+		read_n(fc, RESP_LEN);
+		if (i + 1 < total) {
+			r = ctx_is(i + 1);
+			CHECK(r >= 0, "flood: after response %u, request %u's context is %d",
+			      i, i + 1, r);
+			if (r < 0)
+				n_wrong++;
+			ok += r == 1;
+		}
+		if (i % 2 == 1 && total < FLOOD + 200) {
+			int len = make_head(h, total);
+
+			send_all(fc, h, (size_t)len);
+			read_n(fs, (size_t)len);
+			total++;
+			if (i + 1 < total) {
+				r = ctx_is(i + 1);
+				CHECK(r >= 0, "flood: a head read while request %u runs: %d",
+				      i + 1, r);
+				if (r < 0)
+					n_wrong++;
+			}
+		}
+	}
+	n_ok += ok;
+	CHECK(ok == QUEUE_MAX, "flood: %u queued requests got their context, expected %u",
+	      ok, QUEUE_MAX);
+	/* Stopped for good: a later keep-alive request gets none either. */
+	i = make_head(h, 7000);
+	send_all(fc, h, i);
+	read_n(fs, i);
+	r = ctx_is(7000);
+	CHECK(r == 0, "flooding connection after its queue drained: %d (want none)", r);
+	answer(fs, fc);
+	/* The bystander still works, and once the flooding connection is gone,
+	 * the whole pool is there again. */
+	flood_bystander(oc, os, 8000);
+	close(fc);
+	close(fs);
+	close(oc);
+	close(os);
+	open_n(&c, &s, POOL);
+	got = split_heads(c, s, POOL, 100000);
+	CHECK(got == POOL, "after the flood, %u of %u simultaneous split heads got a "
+	      "context", got, POOL);
+	close_n(c, s, POOL);
+}
+
+/* The record the calling thread publishes is request k's, whole: valid, k's
+ * trace id, a span id of its own (not the caller's parent id), the sampled
+ * flag of the traceparent, and the method and path among its attributes. */
+static void
+check_record(unsigned k, const char *what)
+{
+	const uint8_t *r = *(const uint8_t *const *)ctx_slot();
+	uint8_t parent[8] = {0};
+	uint16_t al;
+	size_t i;
+	bool get = false;
+	int is = ctx_is(k);
+
+	count(is);
+	CHECK(is == 1, "%s: request %u: %d", what, k, is);
+	if (!r || is != 1)
+		return;
+	parent[7] = (uint8_t)((k % 250) + 1);
+	CHECK(r[24] == 1, "%s: valid = %u", what, r[24]);
+	CHECK(r[25] & 0x01, "%s: trace flags %#x without sampled", what, r[25]);
+	CHECK(memcmp(r + 16, parent, 8) != 0, "%s: span id is the parent id", what);
+	for (i = 16; i < 24 && !r[i]; i++)
+		;
+	CHECK(i < 24, "%s: span id all zero", what);
+	memcpy(&al, r + 26, 2);
+	CHECK(al <= 612, "%s: attrs_data_size %u", what, al);
+	for (i = 0; i + 2 <= al && i + 2 + r[28 + i + 1] <= al; i += 2 + r[28 + i + 1])
+		if (r[28 + i + 1] == 3 && memcmp(r + 28 + i + 2, "GET", 3) == 0)
+			get = true;
+	CHECK(get, "%s: no method attribute", what);
+}
+
+/* Nothing published (or an invalid record). */
+static void
+check_none(const char *what)
+{
+	const uint8_t *r = *(const uint8_t *const *)ctx_slot();
+
+	CHECK(!r || !r[24], "%s: a record is still published", what);
+}
+
+/* A read that finds nothing (EAGAIN) after the response: the thread waits
+ * for the next request, so it publishes nothing any more. */
+static void
+poll_read(int srv)
+{
+	char b[16];
+	ssize_t r = recv(srv, b, sizeof(b), MSG_DONTWAIT);
+
+	CHECK(r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK),
+	      "unexpected read result %zd", r);
+}
+
+static void
+t_keepalive(void)
+{
+	int ac, as, bc, bs, a, b;
+	char h[768];
+	unsigned round, k = 1;
+
+	pair(&ac, &as);
+	pair(&bc, &bs);
+	for (round = 0; round < 60; round++, k += 10) {
+		/* Whole head, response, then an empty read, or the next
+		 * request's read right away. */
+		a = make_head(h, k);
+		send_all(ac, h, (size_t)a);
+		read_n(as, (size_t)a);
+		check_record(k, "whole head");
+		answer(as, ac);
+		check_record(k, "after its response");
+		if (round % 2 == 0) {
+			poll_read(as);
+			check_none("read after the response");
+		}
+		/* Split head. */
+		a = make_head(h, k + 1);
+		send_all(ac, h, 40);
+		read_n(as, 40);
+		if (round % 2 == 0)
+			check_none("first part of a split head");
+		send_all(ac, h + 40, (size_t)a - 40);
+		read_n(as, (size_t)a - 40);
+		check_record(k + 1, "split head");
+		/* Another connection's request read meanwhile: the thread
+		 * switches to it, and back at the first one's response. */
+		b = make_head(h, k + 2);
+		send_all(bc, h, (size_t)b);
+		read_n(bs, (size_t)b);
+		check_record(k + 2, "the other connection's head");
+		answer(as, ac);
+		check_record(k + 1, "response on the first connection");
+		answer(bs, bc);
+		check_record(k + 2, "response on the other connection");
+		poll_read(bs);
+		check_none("read on the other connection after its response");
+		/* Two heads in one read. */
+		a = make_head(h, k + 3);
+		b = make_head(h + a, k + 4);
+		send_all(ac, h, (size_t)(a + b));
+		read_n(as, (size_t)(a + b));
+		check_record(k + 3, "first of two heads");
+		answer(as, ac);
+		check_record(k + 4, "second of two heads");
+		answer(as, ac);
+		poll_read(as);
+		check_none("read after both responses");
+	}
+	close(ac);
+	close(as);
+	close(bc);
+	close(bs);
 }
 
 int
@@ -518,11 +827,21 @@ main(int argc, char **argv)
 		t_interleaved();
 	else if (strcmp(mode, "exhausted") == 0)
 		t_exhausted();
+	else if (strcmp(mode, "flood") == 0)
+		t_flood();
+	else if (strcmp(mode, "keepalive") == 0)
+		t_keepalive();
 	else if (strcmp(mode, "two-threads") == 0)
 		t_two_threads(argc > 2 ? (unsigned)strtoul(argv[2], NULL, 10) : 20000);
 	else {
-		fprintf(stderr, "usage: pipeline interleaved|exhausted|two-threads [N]\n");
+		fprintf(stderr, "usage: pipeline interleaved|exhausted|flood|keepalive|"
+				"two-threads [N]\n");
 		return 2;
+	}
+	{
+		const char *ev = getenv("CTXSHIM_EVENTS");
+
+		printf("EVENTS %s\n", ev && *ev ? "on" : "off");
 	}
 	printf("RESULT %s ok=%u none=%u wrong=%u fails=%d\n", mode, n_ok, n_none, n_wrong,
 	       fails);
