@@ -706,7 +706,7 @@ sk_in_begin(struct sk_in *in, int fd, struct ctxshim_conn *c)
 /* The scanner gave up on a plain connection: if that was at a TLS
  * handshake record, hand the connection to the TLS hooks (see "TLS"
  * above), so that its ciphertext costs nothing more here. */
-static void
+static __attribute__((noinline, cold)) void
 sk_gave_up(struct sk_in *in)
 {
 	if (http_scan_give_up_reason(&in->c->scan) != HTTP_SCAN_GIVE_UP_TLS ||
@@ -763,7 +763,7 @@ sk_in_buf(int fd, struct ctxshim_conn *c, const void *buf, ssize_t r, int flags)
 
 /* A response write made c's next pipelined request current: the server
  * now works on it. */
-static __attribute__((noinline)) void
+static __attribute__((noinline, cold)) void
 sk_out_next(int fd, struct ctxshim_conn *c)
 {
 	int saved_errno = errno;
@@ -879,7 +879,7 @@ sk_gone_range(unsigned lo, unsigned hi, const char *reason)
 
 /* sk_idle() with the event log on: it needs to know whose context it
  * was. */
-static __attribute__((noinline)) void
+static __attribute__((noinline, cold)) void
 sk_idle_logged(const char *reason)
 {
 	int saved_errno = errno, own;

@@ -32,7 +32,7 @@ void ctxshim_events_open(const char *path);
  * written with one write(2) each, so lines from threads and from forked
  * children sharing the file do not interleave. */
 void ctxshim_event(enum ctxshim_ev ev, int fd, const struct ctxshim_ctx *c,
-		   const char *reason);
+		   const char *reason) __attribute__((cold));
 
 #define CTXSHIM_EVENT(ev, fd, c, reason)                                         \
 	do {                                                                     \

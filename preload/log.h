@@ -10,6 +10,7 @@
  * application closes or replaces that number (see conn.c). */
 extern int ctxshim_log_fd;
 
-void ctxshim_log_open(const char *target);
-void ctxshim_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* cold: calls sit on rare paths; gcc moves those out of the hot code. */
+void ctxshim_log_open(const char *target) __attribute__((cold));
+void ctxshim_log(const char *fmt, ...) __attribute__((cold, format(printf, 1, 2)));
 /* After fork: the child keeps the parent's log fd (it is inherited). */

@@ -82,7 +82,7 @@ url_path_end(const char *p, size_t n)
  * authority path) starts; target itself if it is not one.  Out of line so
  * that the usual origin-form target ("/...") does not pay for its memchr()
  * calls' register saves. */
-static __attribute__((noinline)) const char *
+static __attribute__((noinline, cold)) const char *
 url_absolute_path(const char *target, size_t len)
 {
 	const char *end = target + len, *s = memchr(target, ':', len);
@@ -129,7 +129,7 @@ ctxshim_url_path(const char *target, size_t len, bool keep_query, size_t *path_l
  * in memory, which made every inline entry reload and store it, B4).
  * Anything but the usual entry goes through trec_attrs_add(), which keeps
  * the rules for capping and dropping in one place. */
-static __attribute__((noinline)) size_t
+static __attribute__((noinline, cold)) size_t
 attr_add_slow(uint8_t *buf, size_t len, uint8_t key, const void *v, size_t n)
 {
 	struct trec_attr_writer w;

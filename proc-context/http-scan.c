@@ -109,7 +109,10 @@ has_ctl_or_sp(uint64_t w)
 	return (w - 0x2121212121212121ull) & ~w & 0x8080808080808080ull;
 }
 
-static enum http_scan_status
+/* Cold and out of line: gcc then moves every give-up path out of the hot
+ * code (.text.unlikely), so a head's usual path touches fewer
+ * instruction-cache lines (nginx: I1 misses per request). */
+static __attribute__((noinline, cold)) enum http_scan_status
 give_up(struct http_scan *st, enum http_scan_give_up why)
 {
 	st->phase = PH_DEAD;
