@@ -36,6 +36,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -606,8 +607,17 @@ mode_sigread(long *rss0)
 	while (atomic_flag_test_and_set(&sig_busy))
 		sched_yield();
 	for (k = 0; k < 2; k++) {
-		while (sig_serve(k) > 0)
-			;
+		/* up to the feeder's EOF: a non-blocking read can find the
+		 * queue empty while the rest is still on its way */
+		for (;;) {
+			struct pollfd p = {sig_fd[k], POLLIN, 0};
+			ssize_t r = sig_serve(k);
+
+			if (r > 0 || (r < 0 && errno == EINTR))
+				continue;
+			if (r == 0 || errno != EAGAIN || poll(&p, 1, 10000) <= 0)
+				break;
+		}
 		shutdown(sig_fd[k], SHUT_WR);
 		pthread_join(tdh[k], NULL);
 	}
