@@ -9,7 +9,9 @@
  *  - a thread-group leader that called pthread_exit() while three (and 80
  *    more) threads sleep: its maps and memory are gone from /proc/PID, yet the other
  *    threads are read through themselves (text, JSON, -t, --stacks), and
- *    the leader is listed as a zombie (Z) without a context.
+ *    the leader is listed as a zombie (Z) without a context; `ctxdump
+ *    record` of that process samples the threads with their trace id,
+ *    also after the thread it reads through ("first") has exited.
  * No thread may be left stopped. */
 #include "test-prof.h"
 
@@ -304,6 +306,137 @@ START_TEST(zombie_leader)
 }
 END_TEST
 
+/* `ctxdump record` of a process whose main thread has ended reads the
+ * layouts, stacks and records through a live thread as the dump does. */
+START_TEST(zombie_leader_record)
+{
+	char file[64], arg[16], *out, *err, *p;
+	struct target t;
+	unsigned rounds = 0, selected = 0, all = 0, traced = 0;
+	int st;
+
+	target_start(&t, (const char *const[]){"--leader-exit", NULL});
+	wait_task_state(t.pid, t.pid, 'Z');
+	wait_all_blocked(t.pid, 0);
+	snprintf(arg, sizeof(arg), "%d", (int)t.pid);
+	prof_tmpfile(file, sizeof(file), "zombie-rec");
+
+	st = prof_run(&out, &err, "record", "-q", "-F", "50", "-d", "0.4", "-o", file,
+		      arg, NULL);
+	ck_assert_msg(st == 0, "record exit %d: %s", st, err);
+	free(out);
+	free(err);
+	st = prof_run(&out, &err, "report", file, NULL);
+	ck_assert_msg(st == 0, "report exit %d: %s", st, err);
+	p = strstr(out, " s, ");
+	ck_assert_msg(p && sscanf(p, " s, %u rounds", &rounds) == 1, "%s", out);
+	ck_assert_uint_ge(rounds, 2);
+	/* every sample has the record (a thread that did not stop in time
+	 * under load is not sampled in that round) */
+	p = strstr(out, "\n\n");
+	ck_assert_msg(p && sscanf(p, "\n\n%u of %u samples selected, %u with",
+				  &selected, &all, &traced) == 3,
+		      "%s", out);
+	ck_assert_uint_eq(traced, all);
+	ck_assert_uint_ge(traced, rounds);
+	free(out);
+	free(err);
+	/* the workers' stacks under the trace id */
+	st = prof_run(&out, &err, "report", "--folded", file, NULL);
+	ck_assert_msg(st == 0, "report exit %d: %s", st, err);
+	ck_assert_msg(strstr(out, ";trace " TRACE_ID ";") &&
+			      strstr(out, ";reader;") &&
+			      strstr(out, ";sleeper;") && !strstr(out, "[no trace]"),
+		      "no samples of the threads with the trace id: %s", out);
+	free(out);
+	free(err);
+	unlink(file);
+	prof_child_finish(&t.c, TIMEOUT_MS);
+}
+END_TEST
+
+/* Threads of pid listed in /proc (-1 if it cannot be read). */
+static int
+count_tasks(pid_t pid)
+{
+	char path[64];
+	struct dirent *de;
+	int n = 0;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	d = opendir(path);
+	if (!d)
+		return -1;
+	while ((de = readdir(d)) != NULL)
+		n += de->d_name[0] != '.';
+	closedir(d);
+	return n;
+}
+
+/* The thread a recording of an exited leader reads through (the first
+ * listed: "first") exits while it records: the next rounds read through
+ * another one, with stacks and contexts as before. */
+START_TEST(zombie_leader_record_reader_exits)
+{
+	char file[64], errf[64], arg[16], *out, *err, *p;
+	const char *args[] = {"-q", "-F", "50", "-d", "1.2", "-o", file, arg, NULL};
+	struct target t;
+	unsigned rounds = 0, selected = 0, all = 0, traced = 0;
+	long deadline;
+	pid_t rec;
+	int st;
+
+	target_start(&t, (const char *const[]){"--leader-exit", "--first", NULL});
+	wait_task_state(t.pid, t.pid, 'Z');
+	wait_all_blocked(t.pid, 0);
+	ck_assert_int_eq(count_tasks(t.pid), 5);
+	snprintf(arg, sizeof(arg), "%d", (int)t.pid);
+	prof_tmpfile(file, sizeof(file), "zombie-rec2");
+	prof_tmpfile(errf, sizeof(errf), "zombie-err2");
+
+	rec = prof_record_start(errf, args);
+	/* the first round is on disk: then "first" returns */
+	prof_wait_file(file, 1, TIMEOUT_MS);
+	ck_assert_int_eq(write(t.c.in_fd, "q", 1), 1);
+	deadline = test_now_ms() + TIMEOUT_MS;
+	while (count_tasks(t.pid) != 4) {
+		ck_assert_msg(test_now_ms() < deadline, "thread \"first\" did not exit");
+		usleep(2000);
+	}
+	st = prof_record_wait(rec, TIMEOUT_MS);
+	err = prof_slurp(errf);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status 0x%x: %s", st, err);
+	free(err);
+
+	st = prof_run(&out, &err, "report", file, NULL);
+	ck_assert_msg(st == 0, "report exit %d: %s", st, err);
+	p = strstr(out, " s, ");
+	ck_assert_msg(p && sscanf(p, " s, %u rounds", &rounds) == 1, "%s", out);
+	ck_assert_uint_ge(rounds, 2);
+	/* every sample has the record (a thread that did not stop in time
+	 * under load is not sampled in that round) */
+	p = strstr(out, "\n\n");
+	ck_assert_msg(p && sscanf(p, "\n\n%u of %u samples selected, %u with",
+				  &selected, &all, &traced) == 3,
+		      "%s", out);
+	ck_assert_uint_eq(traced, all);
+	ck_assert_uint_ge(traced, rounds);
+	free(out);
+	free(err);
+	st = prof_run(&out, &err, "report", "--folded", file, NULL);
+	ck_assert_msg(st == 0, "report exit %d: %s", st, err);
+	ck_assert_msg(strstr(out, ";sleeper;") && !strstr(out, "[no trace]") &&
+			      !strstr(out, "[no stack]"),
+		      "samples without a context or stack: %s", out);
+	free(out);
+	free(err);
+	unlink(file);
+	unlink(errf);
+	prof_child_finish(&t.c, TIMEOUT_MS);
+}
+END_TEST
+
 TEST_SUITE(ctxdump_states_suite)
 {
 	Suite *s = suite_create("ctxdump-states");
@@ -314,6 +447,8 @@ TEST_SUITE(ctxdump_states_suite)
 	tcase_add_test(tc, states_many_threads);
 	tcase_add_test(tc, states_job_stopped);
 	tcase_add_test(tc, zombie_leader);
+	tcase_add_test(tc, zombie_leader_record);
+	tcase_add_test(tc, zombie_leader_record_reader_exits);
 	suite_add_tcase(s, tc);
 	return s;
 }

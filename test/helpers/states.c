@@ -3,7 +3,7 @@
  * (test-ctxdump-states.c).  No tracing code: run it under libctxshim.so
  * with a TRACEPARENT, so that every thread carries a valid record.
  *
- *   states [--spin] [--leader-exit] [--extra N]
+ *   states [--spin] [--leader-exit] [--extra N] [--first]
  *
  * starts three named sleepers: "reader" blocked in read() on stdin (it
  * exits the process with status 0 when stdin is closed), "sleep-1" and
@@ -15,7 +15,10 @@
  * --leader-exit, ends with pthread_exit(): the thread-group leader is a
  * zombie while the other threads run.  --extra N adds N more threads
  * "extra" blocked like sleep-1 (not in READY): enough threads for
- * ctxdump to read their names on a second thread. */
+ * ctxdump to read their names on a second thread.  --first starts, before
+ * all others, a thread "first" (not in READY) that returns once the reader
+ * reads a 'q' on stdin: the thread a reader of an exited leader uses
+ * first, gone during a recording. */
 #include "config.h"
 
 #include <errno.h>
@@ -28,7 +31,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-static int never[2];
+static int never[2], first_quit[2];
 static pthread_barrier_t started;
 static pid_t tids[4];
 static atomic_ulong spins;
@@ -50,9 +53,24 @@ reader(void *arg)
 	(void)arg;
 	tids[0] = (pid_t)syscall(SYS_gettid);
 	pthread_barrier_wait(&started);
-	while (read(0, buf, sizeof(buf)) > 0 || errno == EINTR)
-		;
+	for (;;) {
+		ssize_t r = read(0, buf, sizeof(buf));
+
+		if (r > 0 && memchr(buf, 'q', (size_t)r) &&
+		    write(first_quit[1], "q", 1) < 0)
+			break;
+		if (r == 0 || (r < 0 && errno != EINTR))
+			break;
+	}
 	exit(0);
+}
+
+static void *
+first_main(void *arg)
+{
+	(void)arg;
+	block_on(first_quit[0]);
+	return NULL;
 }
 
 static void *
@@ -89,7 +107,7 @@ main(int argc, char **argv)
 	static const char *const names[] = {"reader", "sleep-1", "sleep-2",
 					    "spin) R (x"};
 	void *(*const fns[])(void *) = {reader, sleeper, sleeper, spinner};
-	bool spin = false, leader_exit = false;
+	bool spin = false, leader_exit = false, first = false;
 	unsigned n, i;
 	long extra = 0;
 	int k;
@@ -99,17 +117,30 @@ main(int argc, char **argv)
 			spin = true;
 		} else if (strcmp(argv[k], "--leader-exit") == 0) {
 			leader_exit = true;
+		} else if (strcmp(argv[k], "--first") == 0) {
+			first = true;
 		} else if (strcmp(argv[k], "--extra") == 0 && k + 1 < argc) {
 			extra = strtol(argv[++k], NULL, 10);
 		} else {
 			fprintf(stderr,
-				"usage: states [--spin] [--leader-exit] [--extra N]\n");
+				"usage: states [--spin] [--leader-exit] [--extra N] "
+				"[--first]\n");
 			return 64;
 		}
 	}
-	if (pipe(never) < 0) {
+	if (pipe(never) < 0 || pipe(first_quit) < 0) {
 		perror("states: pipe");
 		return 1;
+	}
+	if (first) {
+		pthread_t th;
+
+		if (pthread_create(&th, NULL, first_main, NULL) != 0) {
+			fprintf(stderr, "states: pthread_create failed\n");
+			return 1;
+		}
+		pthread_setname_np(th, "first");
+		pthread_detach(th);
 	}
 	n = spin ? 4 : 3;
 	pthread_barrier_init(&started, NULL, n + 1);

@@ -1032,17 +1032,17 @@ proc_status(pid_t pid, long long *tgid, char *state)
 	return true;
 }
 
-/* Whose maps and memory to read (dump.mem_pid): pid, unless its leader
- * has exited (state Z while other threads run, or X), then the first
- * listed thread of pid that has not.  pid if there is none. */
-static pid_t
-memory_pid(pid_t pid, char leader_state)
+pid_t
+dump_memory_pid(pid_t pid, char leader_state)
 {
 	char path[64], comm[64], state;
 	struct dirent *de;
 	pid_t found = pid;
 	DIR *dir;
 
+	if (!leader_state &&
+	    stop_read_task_stat(pid, pid, comm, sizeof(comm), &leader_state) < 0)
+		return pid;
 	if (leader_state != 'Z' && leader_state != 'X')
 		return pid;
 	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
@@ -1064,6 +1064,25 @@ memory_pid(pid_t pid, char leader_state)
 	}
 	closedir(dir);
 	return found;
+}
+
+int
+dump_proc_load(pid_t pid, pid_t *mem_pid, struct etls_proc **ep)
+{
+	int r = etls_proc_load(*mem_pid, ep);
+	unsigned i;
+
+	for (i = 0; i < 3 && r == -ESRCH && *mem_pid != pid; i++) {
+		/* the thread read for a leader that has exited is gone too:
+		 * another one */
+		pid_t next = dump_memory_pid(pid, 'Z');
+
+		if (next == *mem_pid)
+			break;
+		*mem_pid = next;
+		r = etls_proc_load(*mem_pid, ep);
+	}
+	return r;
 }
 
 int
@@ -1116,7 +1135,7 @@ main(int argc, char **argv)
 			 (int)ctl.tid, (int)ctl.pid);
 		return CLI_EXIT_FATAL;
 	}
-	d->mem_pid = memory_pid(ctl.pid, leader_state);
+	d->mem_pid = dump_memory_pid(ctl.pid, leader_state);
 	/* The kernel's thread count: sizes the thread list below, and for
 	 * a process with many threads their names are read on a second
 	 * thread meanwhile (stop_prefetch()): the work below until the stop
@@ -1132,17 +1151,7 @@ main(int argc, char **argv)
 	 * (the file-backed ones through PROCMAP_QUERY where the kernel has
 	 * it: the text of maps at 1000 threads is 2000 lines, 0.7 ms to
 	 * produce), and each ELF object opened once. */
-	r = etls_proc_load(d->mem_pid, &ep);
-	for (i = 0; i < 3 && r == -ESRCH && d->mem_pid != ctl.pid; i++) {
-		/* the thread read for a leader that has exited is gone too:
-		 * another one */
-		pid_t next = memory_pid(ctl.pid, 'Z');
-
-		if (next == d->mem_pid)
-			break;
-		d->mem_pid = next;
-		r = etls_proc_load(d->mem_pid, &ep);
-	}
+	r = dump_proc_load(ctl.pid, &d->mem_pid, &ep);
 	if (ep) {
 		/* The process context needs no stop: it has its own seqlock. */
 		int rp = load_pctx(d, ep);

@@ -142,3 +142,16 @@ struct dump {
 	struct lay_proc *alt;
 	struct lay_raw *alt_raw; /* LAY_N per thread */
 };
+
+/* Whose maps and memory of process pid to read (dump.mem_pid): pid,
+ * unless its leader has exited (state Z while other threads run, or X),
+ * then the first listed thread of pid that has not; pid if there is none.
+ * leader_state is the leader's state letter, or 0 to read it here.
+ * Shared by the dump and `ctxdump record` (ctxdump.c). */
+pid_t dump_memory_pid(pid_t pid, char leader_state);
+
+/* etls_proc_load() through *mem_pid (from dump_memory_pid()); while that
+ * thread of an exited leader turns out to be gone too (-ESRCH), through
+ * another live one, stored in *mem_pid.  Returns etls_proc_load()'s
+ * result. */
+int dump_proc_load(pid_t pid, pid_t *mem_pid, struct etls_proc **ep);

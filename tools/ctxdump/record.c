@@ -35,6 +35,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "dump.h"
 #include "layouts.h"
 #include "pctx-read.h"
 #include "proffile.h"
@@ -179,6 +180,11 @@ itab_get(struct itab *t, const void *key, size_t len, bool *fresh)
 struct rec {
 	const struct rec_ctl *ctl;
 	pid_t pid;
+	/* Whose maps and memory are read (dump_memory_pid()): pid, or a live
+	 * thread of it once its leader has exited; chosen again each round
+	 * among the stopped threads (pick_mem_pid()), so a thread read
+	 * through that exits is replaced at the next round. */
+	pid_t mem_pid;
 	struct pfile_w w;
 	FILE *out;
 	uint64_t t0_mono, t0_real;
@@ -434,7 +440,7 @@ load_pctx(struct rec *rc, bool write)
 	struct pctx_decoded *pd;
 
 	rc->pctx_ns = remote_now_ns();
-	if (pctxr_read(rc->pid, &snap) < 0)
+	if (pctxr_read(rc->mem_pid, &snap) < 0)
 		return;
 	if (rc->has_pctx && snap.published_at_ns == rc->pctx.published_at_ns) {
 		pctxr_free(&snap);
@@ -508,7 +514,7 @@ write_info(struct rec *rc)
 			comm[strcspn(comm, "\n")] = '\0';
 		fclose(f);
 	}
-	snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)rc->pid);
+	snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)rc->mem_pid);
 	if (remote_read_file(path, 1u << 16, &cmd, &len) < 0)
 		len = 0;
 	pfile_w_begin(&rc->w, PFILE_INFO);
@@ -582,8 +588,8 @@ unwind_one(struct rec *rc, size_t j, bool *truncated)
 	*truncated = false;
 	if (rc->err[j] || !rc->snaps[j].regs_valid)
 		return 0;
-	if (stack_unwind(rc->pid, &rc->snaps[j], rc->frames, rc->ctl->max_frames + 1,
-			 &n) < 0)
+	if (stack_unwind(rc->mem_pid, &rc->snaps[j], rc->frames,
+			 rc->ctl->max_frames + 1, &n) < 0)
 		return 0;
 	for (i = 0; i < n; i++)
 		unknown |= rc->frames[i].module[0] == '\0' && rc->frames[i].ip;
@@ -594,7 +600,7 @@ unwind_one(struct rec *rc, size_t j, bool *truncated)
 	if (unknown && now - rc->reset_ns > REFRESH_NS && proc_alive(rc->pid)) {
 		rc->reset_ns = now;
 		stack_unwind_reset();
-		if (stack_unwind(rc->pid, &rc->snaps[j], rc->frames,
+		if (stack_unwind(rc->mem_pid, &rc->snaps[j], rc->frames,
 				 rc->ctl->max_frames + 1, &n) < 0)
 			return 0;
 	}
@@ -676,6 +682,28 @@ process_ending(pid_t pid)
 	return state == 'Z' || state == 'X';
 }
 
+/* The thread to read memory through in this round, among the k stopped
+ * ones (none can exit before they run again): the one used so far if it
+ * stopped, else the leader if it stopped, else the first.  Sticky, as the
+ * unwinder caches its module list per pid. */
+static void
+pick_mem_pid(struct rec *rc, size_t k)
+{
+	size_t i;
+	pid_t pick = k ? rc->tids[0] : rc->mem_pid;
+
+	for (i = 0; i < k; i++) {
+		if (rc->tids[i] == rc->mem_pid) {
+			pick = rc->mem_pid;
+			break;
+		}
+		if (rc->tids[i] == rc->pid)
+			pick = rc->pid;
+	}
+	rc->mem_pid = pick;
+	rc->lp.pid = pick;
+}
+
 /* One sampling round.  Returns 0, or a negative errno: -ESRCH (the
  * process is gone), -EPERM (cannot attach), others. */
 static int
@@ -730,8 +758,9 @@ sample_round(struct rec *rc)
 		rc->states[k] = ss.t[i].group_stop ? 'T' : ss.t[i].state;
 		k++;
 	}
-	stack_snap_capture_many(rc->pid, rc->tids, k, rc->ctl->stack_size, rc->snapp,
-				rc->err, &arena);
+	pick_mem_pid(rc, k);
+	stack_snap_capture_many(rc->mem_pid, rc->tids, k, rc->ctl->stack_size,
+				rc->snapp, rc->err, &arena);
 	/* each thread's state where the stop found it (stop_state()) */
 	for (i = 0; i < k; i++)
 		rc->states[i] =
@@ -1011,6 +1040,7 @@ record_main(int argc, char **argv)
 	static struct rec rcs;
 	struct rec_ctl ctl = {0};
 	struct rec *rc = &rcs;
+	struct etls_proc *ep;
 	uint64_t interval, next, end_t = 0, now;
 	bool to_stdout;
 	int r, status = CLI_EXIT_OK;
@@ -1036,8 +1066,14 @@ record_main(int argc, char **argv)
 		return CLI_EXIT_FATAL;
 	}
 
-	/* layouts and the process context: while the target runs */
-	r = lay_find(ctl.pid, LAY_MASK_ALL, &rc->lp);
+	/* layouts and the process context: while the target runs, through
+	 * a live thread if the leader has exited (as the dump does) */
+	rc->mem_pid = dump_memory_pid(ctl.pid, 0);
+	r = dump_proc_load(ctl.pid, &rc->mem_pid, &ep);
+	if (r == 0) {
+		r = lay_find_in(ep, rc->mem_pid, LAY_MASK_ALL, &rc->lp);
+		etls_proc_free(ep);
+	}
 	if (r == -ESRCH) {
 		cli_warn("process %d exited", (int)ctl.pid);
 		rec_free(rc);
