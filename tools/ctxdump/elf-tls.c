@@ -558,6 +558,9 @@ objs_query(struct etls_proc *p, int fd)
 	uint64_t addr = 0;
 	int r;
 
+	/* Once: tools that do not know this ioctl (valgrind) would take the
+	 * name the kernel writes for uninitialised bytes. */
+	memset(name, 0, sizeof(name));
 	for (;;) {
 		struct maps_entry e;
 
