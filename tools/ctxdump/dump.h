@@ -147,7 +147,7 @@ struct dump {
  * unless its leader has exited (state Z while other threads run, or X),
  * then the first listed thread of pid that has not; pid if there is none.
  * leader_state is the leader's state letter, or 0 to read it here.
- * Shared by the dump and `ctxdump record` (ctxdump.c). */
+ * Shared by the dump and `ctxdump record` (target.c). */
 pid_t dump_memory_pid(pid_t pid, char leader_state);
 
 /* etls_proc_load() through *mem_pid (from dump_memory_pid()); while that
