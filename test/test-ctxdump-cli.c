@@ -700,7 +700,8 @@ all_tasks_stopped(pid_t pid)
 	if (!d)
 		return false;
 	while (all && (e = readdir(d)))
-		if (e->d_name[0] != '.' && test_proc_state((pid_t)atoi(e->d_name)) != 'T')
+		if (e->d_name[0] != '.' &&
+		    test_proc_state((pid_t)atoi(e->d_name)) != 'T')
 			all = false;
 	closedir(d);
 	return all;

@@ -99,7 +99,8 @@ START_TEST(exits_during_dump)
 
 	target_start(&t, opts, 4);
 	snprintf(arg, sizeof(arg), "%d", (int)t.pid);
-	snprintf(timeout, sizeof(timeout), "--stop-timeout=%u", 2000 * test_time_scale());
+	snprintf(timeout, sizeof(timeout), "--stop-timeout=%u",
+		 2000 * test_time_scale());
 	for (run = 0; run < 300 && (run < 10 || met < 3); run++) {
 		char *out, *err;
 		int r = prof_run(&out, &err, timeout, run % 3 == 2 ? "-js" : "-j", arg,

@@ -85,8 +85,9 @@ wait_task_state(pid_t pid, pid_t tid, char c)
 	long deadline = test_now_ms() + TIMEOUT_MS;
 
 	while (task_state(pid, tid) != c) {
-		ck_assert_msg(test_now_ms() < deadline, "thread %d never in state %c (%c)",
-			      (int)tid, c, task_state(pid, tid));
+		ck_assert_msg(test_now_ms() < deadline,
+			      "thread %d never in state %c (%c)", (int)tid, c,
+			      task_state(pid, tid));
 		usleep(2000);
 	}
 }
@@ -119,8 +120,8 @@ wait_all_blocked(pid_t pid, pid_t skip)
 		closedir(d);
 		if (all)
 			return;
-		ck_assert_msg(test_now_ms() < deadline, "threads of %d never all blocked",
-			      (int)pid);
+		ck_assert_msg(test_now_ms() < deadline,
+			      "threads of %d never all blocked", (int)pid);
 		usleep(2000);
 	}
 }
@@ -308,11 +309,36 @@ END_TEST
 
 /* `ctxdump record` of a process whose main thread has ended reads the
  * layouts, stacks and records through a live thread as the dump does. */
+/* `ctxdump report` of a recording: at least 2 rounds, and every sample
+ * has the record (a thread that did not stop in time under load is not
+ * sampled in that round, so there may be fewer than threads x rounds). */
+static void
+assert_report_all_traced(const char *file)
+{
+	unsigned rounds, selected, all, traced;
+	char *out, *err;
+	const char *p;
+	int st;
+
+	st = prof_run(&out, &err, "report", file, NULL);
+	ck_assert_msg(st == 0, "report exit %d: %s", st, err);
+	p = strstr(out, " s, ");
+	ck_assert_msg(p && sscanf(p, " s, %u rounds", &rounds) == 1, "%s", out);
+	ck_assert_uint_ge(rounds, 2);
+	p = strstr(out, "\n\n");
+	ck_assert_msg(p && sscanf(p, "\n\n%u of %u samples selected, %u with",
+				  &selected, &all, &traced) == 3,
+		      "%s", out);
+	ck_assert_uint_eq(traced, all);
+	ck_assert_uint_ge(traced, rounds);
+	free(out);
+	free(err);
+}
+
 START_TEST(zombie_leader_record)
 {
-	char file[64], arg[16], *out, *err, *p;
+	char file[64], arg[16], *out, *err;
 	struct target t;
-	unsigned rounds = 0, selected = 0, all = 0, traced = 0;
 	int st;
 
 	target_start(&t, (const char *const[]){"--leader-exit", NULL});
@@ -326,26 +352,11 @@ START_TEST(zombie_leader_record)
 	ck_assert_msg(st == 0, "record exit %d: %s", st, err);
 	free(out);
 	free(err);
-	st = prof_run(&out, &err, "report", file, NULL);
-	ck_assert_msg(st == 0, "report exit %d: %s", st, err);
-	p = strstr(out, " s, ");
-	ck_assert_msg(p && sscanf(p, " s, %u rounds", &rounds) == 1, "%s", out);
-	ck_assert_uint_ge(rounds, 2);
-	/* every sample has the record (a thread that did not stop in time
-	 * under load is not sampled in that round) */
-	p = strstr(out, "\n\n");
-	ck_assert_msg(p && sscanf(p, "\n\n%u of %u samples selected, %u with",
-				  &selected, &all, &traced) == 3,
-		      "%s", out);
-	ck_assert_uint_eq(traced, all);
-	ck_assert_uint_ge(traced, rounds);
-	free(out);
-	free(err);
+	assert_report_all_traced(file);
 	/* the workers' stacks under the trace id */
 	st = prof_run(&out, &err, "report", "--folded", file, NULL);
 	ck_assert_msg(st == 0, "report exit %d: %s", st, err);
-	ck_assert_msg(strstr(out, ";trace " TRACE_ID ";") &&
-			      strstr(out, ";reader;") &&
+	ck_assert_msg(strstr(out, ";trace " TRACE_ID ";") && strstr(out, ";reader;") &&
 			      strstr(out, ";sleeper;") && !strstr(out, "[no trace]"),
 		      "no samples of the threads with the trace id: %s", out);
 	free(out);
@@ -379,10 +390,9 @@ count_tasks(pid_t pid)
  * another one, with stacks and contexts as before. */
 START_TEST(zombie_leader_record_reader_exits)
 {
-	char file[64], errf[64], arg[16], *out, *err, *p;
+	char file[64], errf[64], arg[16], *out, *err;
 	const char *args[] = {"-q", "-F", "50", "-d", "1.2", "-o", file, arg, NULL};
 	struct target t;
-	unsigned rounds = 0, selected = 0, all = 0, traced = 0;
 	long deadline;
 	pid_t rec;
 	int st;
@@ -401,29 +411,17 @@ START_TEST(zombie_leader_record_reader_exits)
 	ck_assert_int_eq(write(t.c.in_fd, "q", 1), 1);
 	deadline = test_now_ms() + TIMEOUT_MS;
 	while (count_tasks(t.pid) != 4) {
-		ck_assert_msg(test_now_ms() < deadline, "thread \"first\" did not exit");
+		ck_assert_msg(test_now_ms() < deadline,
+			      "thread \"first\" did not exit");
 		usleep(2000);
 	}
 	st = prof_record_wait(rec, TIMEOUT_MS);
 	err = prof_slurp(errf);
-	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status 0x%x: %s", st, err);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status 0x%x: %s", st,
+		      err);
 	free(err);
 
-	st = prof_run(&out, &err, "report", file, NULL);
-	ck_assert_msg(st == 0, "report exit %d: %s", st, err);
-	p = strstr(out, " s, ");
-	ck_assert_msg(p && sscanf(p, " s, %u rounds", &rounds) == 1, "%s", out);
-	ck_assert_uint_ge(rounds, 2);
-	/* every sample has the record (a thread that did not stop in time
-	 * under load is not sampled in that round) */
-	p = strstr(out, "\n\n");
-	ck_assert_msg(p && sscanf(p, "\n\n%u of %u samples selected, %u with",
-				  &selected, &all, &traced) == 3,
-		      "%s", out);
-	ck_assert_uint_eq(traced, all);
-	ck_assert_uint_ge(traced, rounds);
-	free(out);
-	free(err);
+	assert_report_all_traced(file);
 	st = prof_run(&out, &err, "report", "--folded", file, NULL);
 	ck_assert_msg(st == 0, "report exit %d: %s", st, err);
 	ck_assert_msg(strstr(out, ";sleeper;") && !strstr(out, "[no trace]") &&
