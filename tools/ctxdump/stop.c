@@ -143,15 +143,16 @@ static int
 read_small_file(int dirfd, const char *path, char *buf, size_t size)
 {
 	ssize_t r;
-	int fd;
+	int fd, e;
 
 	fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
 	r = read(fd, buf, size - 1);
+	e = errno;
 	close(fd);
 	if (r <= 0)
-		return r < 0 ? -errno : -ENOENT;
+		return r < 0 ? -e : -ENOENT;
 	buf[r] = '\0';
 	return 0;
 }
@@ -290,9 +291,8 @@ static int
 read_task_comm_at(int taskfd, pid_t pid, pid_t tid, char *comm, size_t n)
 {
 	char path[64], buf[80];
-	ssize_t r;
 	size_t l;
-	int fd;
+	int r;
 
 	if (taskfd >= 0) {
 		/* "TID/comm" by hand: snprintf() would be a tenth of the
@@ -310,15 +310,13 @@ read_task_comm_at(int taskfd, pid_t pid, pid_t tid, char *comm, size_t n)
 		snprintf(path, sizeof(path), "/proc/%d/task/%d/comm", (int)pid,
 			 (int)tid);
 	}
-	fd = openat(taskfd >= 0 ? taskfd : AT_FDCWD, path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	r = read(fd, buf, sizeof(buf));
-	close(fd);
-	if (r <= 0)
-		return r < 0 ? -errno : -ENOENT;
-	l = (size_t)r;
-	if (buf[l - 1] == '\n')
+	r = read_small_file(taskfd >= 0 ? taskfd : AT_FDCWD, path, buf, sizeof(buf));
+	if (r < 0)
+		return r;
+	/* the name (a C string: no NUL) and the kernel's newline; a name
+	 * may hold newlines of its own */
+	l = strlen(buf);
+	if (l && buf[l - 1] == '\n')
 		l--;
 	if (l >= n)
 		l = n - 1;
