@@ -100,6 +100,10 @@
 #include <strings.h>
 
 #include <curl/curl.h>
+/* uthash's default on a failed allocation is exit(): never in a host
+ * process.  A failed add leaves the entry's hh.tbl NULL; we free the entry
+ * and the handle goes untraced. */
+#define HASH_NONFATAL_OOM 1
 #include <uthash.h>
 
 /* typecheck-gcc.h turns it into a macro. */
@@ -395,6 +399,10 @@ curl_handle_get(struct curl_real *r, CURL *easy)
 	e->easy = easy;
 	e->real = r;
 	HASH_ADD_PTR(curl_handles, easy, e);
+	if (!e->hh.tbl) {
+		free(e); /* the table itself could not be allocated */
+		return NULL;
+	}
 	return e;
 }
 
@@ -1041,6 +1049,10 @@ hook_curl_easy_duphandle(struct curl_real *r, CURL *easy, const void *ra)
 				n->ours_extra = 0;
 				n->multi = NULL;
 				HASH_ADD_PTR(curl_handles, easy, n);
+				if (!n->hh.tbl) {
+					free(n); /* the copy goes untraced */
+					n = NULL;
+				}
 			}
 		}
 	}
