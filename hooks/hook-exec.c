@@ -24,12 +24,21 @@
  *
  * An exec may run in a vfork() child, which shares the parent's memory:
  * nothing here writes shared state, allocates with malloc or locks.  The
- * new environment and the execl argument vector are built on the stack;
- * only unusually large ones (more than 4 KiB of pointers and strings) go to
- * an anonymous mapping, which is unmapped if the exec fails, and which a
- * vfork parent keeps after its child's exec succeeds.  The caller's
- * environ is never modified.  The real functions and the shim's own path
- * are looked up at load time, since a vfork child must not call dlsym. */
+ * new environment is built on the stack; only an unusually large one (more
+ * than 4 KiB of pointers and strings) goes to an anonymous mapping, which
+ * is unmapped if the exec fails, and which a vfork parent keeps after its
+ * child's exec succeeds.  The caller's environ is never modified.  The real
+ * functions and the shim's own path are looked up at load time, since a
+ * vfork child must not call dlsym.
+ *
+ * Such a child may also run on a small stack of its own (posix_spawn-like
+ * helpers built on clone(CLONE_VM | CLONE_VFORK) give it a few KiB), which
+ * exec without the shim fits in.  So when following is off (the default)
+ * every hook is a test and a tail call to the real function, with no frame
+ * to speak of: the 4 KiB buffer lives only in the noinline
+ * hook_exec_*_follow() functions, and the execl family sizes its argument
+ * vector from the argument count, as glibc's execl does (posix/execl.c), on
+ * the stack up to EXEC_ARGV_STACK entries and in a mapping beyond. */
 #include "config.h"
 
 #include "hooks.h"
@@ -263,85 +272,124 @@ hook_exec_env(char *const *envp, struct exec_buf *b)
 	return out;
 }
 
-static int
-hook_exec_execve(const char *path, char *const argv[], char *const envp[])
+/* The following variants: the 4 KiB struct exec_buf is their frame, never
+ * the pass-through's (noinline keeps gcc from merging the frames, cold
+ * moves them out of the way). */
+#define EXEC_FOLLOW __attribute__((noinline, cold))
+
+static EXEC_FOLLOW int
+hook_exec_execve_follow(const char *path, char *const argv[], char *const envp[])
 {
 	struct exec_buf b = {.map = NULL};
 	int r;
 
-	hook_exec_bind();
 	r = real_execve_fn(path, argv, hook_exec_env(envp, &b));
 	hook_exec_buf_release(&b);
 	return r;
 }
 
-static int
-hook_exec_execvpe(const char *file, char *const argv[], char *const envp[])
+static EXEC_FOLLOW int
+hook_exec_execvpe_follow(const char *file, char *const argv[], char *const envp[])
 {
 	struct exec_buf b = {.map = NULL};
 	int r;
 
-	hook_exec_bind();
 	r = real_execvpe_fn(file, argv, hook_exec_env(envp, &b));
 	hook_exec_buf_release(&b);
 	return r;
 }
 
-static int
-hook_exec_execv(const char *path, char *const argv[])
-{
-	hook_exec_bind();
-	if (!hook_exec_following())
-		return real_execv_fn(path, argv);
-	return hook_exec_execve(path, argv, environ);
-}
-
-static int
-hook_exec_execvp(const char *file, char *const argv[])
-{
-	hook_exec_bind();
-	if (!hook_exec_following())
-		return real_execvp_fn(file, argv);
-	return hook_exec_execvpe(file, argv, environ);
-}
-
-static int
-hook_exec_fexecve(int fd, char *const argv[], char *const envp[])
+static EXEC_FOLLOW int
+hook_exec_fexecve_follow(int fd, char *const argv[], char *const envp[])
 {
 	struct exec_buf b = {.map = NULL};
 	int r;
 
-	hook_exec_bind();
 	r = real_fexecve_fn(fd, argv, hook_exec_env(envp, &b));
 	hook_exec_buf_release(&b);
 	return r;
 }
 
-static int
-hook_exec_execveat(
+static EXEC_FOLLOW int
+hook_exec_execveat_follow(
 	int dirfd, const char *path, char *const argv[], char *const envp[], int flags)
 {
 	struct exec_buf b = {.map = NULL};
 	int r;
 
-	hook_exec_bind();
-	if (!real_execveat_fn) {
-		errno = ENOSYS;
-		return -1;
-	}
 	r = real_execveat_fn(dirfd, path, argv, hook_exec_env(envp, &b), flags);
 	hook_exec_buf_release(&b);
 	return r;
 }
 
+static inline int
+hook_exec_execve(const char *path, char *const argv[], char *const envp[])
+{
+	hook_exec_bind();
+	if (!hook_exec_following())
+		return real_execve_fn(path, argv, envp);
+	return hook_exec_execve_follow(path, argv, envp);
+}
+
+static inline int
+hook_exec_execvpe(const char *file, char *const argv[], char *const envp[])
+{
+	hook_exec_bind();
+	if (!hook_exec_following())
+		return real_execvpe_fn(file, argv, envp);
+	return hook_exec_execvpe_follow(file, argv, envp);
+}
+
+static inline int
+hook_exec_execv(const char *path, char *const argv[])
+{
+	hook_exec_bind();
+	if (!hook_exec_following())
+		return real_execv_fn(path, argv);
+	return hook_exec_execve_follow(path, argv, environ);
+}
+
+static inline int
+hook_exec_execvp(const char *file, char *const argv[])
+{
+	hook_exec_bind();
+	if (!hook_exec_following())
+		return real_execvp_fn(file, argv);
+	return hook_exec_execvpe_follow(file, argv, environ);
+}
+
+static inline int
+hook_exec_fexecve(int fd, char *const argv[], char *const envp[])
+{
+	hook_exec_bind();
+	if (!hook_exec_following())
+		return real_fexecve_fn(fd, argv, envp);
+	return hook_exec_fexecve_follow(fd, argv, envp);
+}
+
+static inline int
+hook_exec_execveat(
+	int dirfd, const char *path, char *const argv[], char *const envp[], int flags)
+{
+	hook_exec_bind();
+	if (!real_execveat_fn) {
+		errno = ENOSYS;
+		return -1;
+	}
+	if (!hook_exec_following())
+		return real_execveat_fn(dirfd, path, argv, envp, flags);
+	return hook_exec_execveat_follow(dirfd, path, argv, envp, flags);
+}
+
 /* The execl family: the arguments as a vector, then the v variant, as
- * glibc's own execl does. */
+ * glibc's own execl does.  The vector is sized from the count (alloca, as
+ * glibc's VLA), so a short call costs a few words of stack. */
 enum exec_l_kind { EXEC_L, EXEC_LE, EXEC_LP };
 
 static int
 hook_exec_l(enum exec_l_kind kind, const char *path, const char *arg, va_list ap)
 {
-	char *stack_argv[EXEC_ARGV_STACK], **argv = stack_argv;
+	char **argv;
 	char *const *envp = environ;
 	void *map = NULL;
 	size_t argc = 1, map_len = 0, i;
@@ -368,6 +416,8 @@ hook_exec_l(enum exec_l_kind kind, const char *path, const char *arg, va_list ap
 			return -1;
 		}
 		argv = map;
+	} else {
+		argv = __builtin_alloca((argc + 1) * sizeof(char *));
 	}
 	if (argc)
 		argv[0] = (char *)arg;
