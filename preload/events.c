@@ -16,6 +16,7 @@
 #define EVENTS_FD_MIN 701
 
 int ctxshim_events_fd = -1;
+static int events_fd_kind; /* for ctxshim_sink_write() */
 
 void
 ctxshim_events_open(const char *path)
@@ -37,6 +38,7 @@ ctxshim_events_open(const char *path)
 		sys_close(fd);
 		fd = hi;
 	}
+	events_fd_kind = 0;
 	ctxshim_events_fd = fd;
 }
 
@@ -71,8 +73,11 @@ ctxshim_event(enum ctxshim_ev ev, int fd, const struct ctxshim_ctx *c, const cha
 {
 	static const char *const names[] = {"attach", "switch", "detach"};
 	char line[256], *p = line;
-	int saved_errno = errno;
+	int saved_errno = errno, out = ctxshim_events_fd;
 	struct timespec ts;
+
+	if (out < 0)
+		return; /* turned off since the caller looked */
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	p = put_u64(p, (unsigned long long)ts.tv_sec * 1000000000ull +
@@ -107,6 +112,9 @@ ctxshim_event(enum ctxshim_ev ev, int fd, const struct ctxshim_ctx *c, const cha
 		reason = "?";
 	p = put_str(p, reason);
 	*p++ = '\n';
-	(void)!sys_write(ctxshim_events_fd, line, (size_t)(p - line));
+	/* Never SIGPIPE (log.c); a reader that went away does not come back. */
+	if (ctxshim_sink_write(out, &events_fd_kind, line, (size_t)(p - line)) < 0 &&
+	    errno == EPIPE)
+		ctxshim_events_fd = -1;
 	errno = saved_errno;
 }

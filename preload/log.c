@@ -4,9 +4,14 @@
 #include "log.h"
 #include "sys.h"
 
+#include <signal.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <time.h>
 
 /* Applications close or dup2() over low descriptors freely (daemons close
  * 0..1023 at start-up, shells juggle 0..9).  Keeping our log descriptor
@@ -14,6 +19,7 @@
 #define LOG_FD_MIN 700
 
 int ctxshim_log_fd = -1;
+static int log_fd_kind;
 
 ssize_t
 sys_read_file(const char *path, char *buf, size_t cap)
@@ -40,6 +46,70 @@ sys_read_file(const char *path, char *buf, size_t cap)
 	return (ssize_t)len;
 }
 
+/* Writing a line of ours must never kill the application: the log and the
+ * event log are often its stderr, a pipe or a socket whose reader can go
+ * away (journald restarted, "| head" done), and write(2) then raises
+ * SIGPIPE, whose default action ends the process.  The application's
+ * signal state stays as it was: a socket gets send(MSG_NOSIGNAL); anything
+ * else but a regular file is written with SIGPIPE blocked in this thread,
+ * and a SIGPIPE that the write raised (pending after it, not before) is
+ * taken back with a zero-timeout sigtimedwait() before the mask is
+ * restored.  A SIGPIPE the application had pending already stays pending
+ * (ours merges into it) and is delivered as it would have been.  Raw
+ * system calls only: async-signal-safe and free of libc state; the
+ * kernel's sigset_t on x86_64 is one 64-bit word.  *kind caches what fd is
+ * (0 until the first write). */
+enum { SINK_UNKNOWN, SINK_FILE, SINK_SOCKET, SINK_OTHER };
+
+ssize_t
+ctxshim_sink_write(int fd, int *kind, const void *buf, size_t len)
+{
+	const uint64_t pipe_set = 1ull << (SIGPIPE - 1);
+	const struct timespec zero = {0, 0};
+	uint64_t old, pending;
+	bool was_pending;
+	ssize_t r;
+	int k = *kind;
+
+	if (k == SINK_UNKNOWN) {
+		struct stat st;
+
+		if (syscall(SYS_fstat, fd, &st) != 0)
+			k = SINK_OTHER;
+		else if (S_ISREG(st.st_mode))
+			k = SINK_FILE;
+		else if (S_ISSOCK(st.st_mode))
+			k = SINK_SOCKET;
+		else
+			k = SINK_OTHER;
+		*kind = k;
+	}
+	if (k == SINK_FILE)
+		return sys_write(fd, buf, len);
+	if (k == SINK_SOCKET) {
+		r = (ssize_t)syscall(SYS_sendto, fd, buf, len, MSG_NOSIGNAL, NULL, 0);
+		if (r >= 0 || errno != ENOTSOCK)
+			return r;
+		*kind = SINK_OTHER; /* the number was reused */
+	}
+	if (syscall(SYS_rt_sigprocmask, SIG_BLOCK, &pipe_set, &old, sizeof(old)) != 0)
+		return -1; /* cannot happen; the line is lost, never the process */
+	was_pending = syscall(SYS_rt_sigpending, &pending, sizeof(pending)) == 0 &&
+		      (pending & pipe_set);
+	r = sys_write(fd, buf, len);
+	if (r < 0 && errno == EPIPE && !was_pending &&
+	    syscall(SYS_rt_sigpending, &pending, sizeof(pending)) == 0 &&
+	    (pending & pipe_set)) {
+		int saved_errno = errno;
+
+		(void)syscall(SYS_rt_sigtimedwait, &pipe_set, NULL, &zero,
+			      sizeof(pipe_set));
+		errno = saved_errno;
+	}
+	(void)syscall(SYS_rt_sigprocmask, SIG_SETMASK, &old, NULL, sizeof(old));
+	return r;
+}
+
 void
 ctxshim_log_open(const char *target)
 {
@@ -62,19 +132,21 @@ ctxshim_log_open(const char *target)
 			fd = f;
 		}
 	}
-	if (fd >= 0)
+	if (fd >= 0) {
+		log_fd_kind = SINK_UNKNOWN;
 		ctxshim_log_fd = fd;
+	}
 }
 
 void
 ctxshim_log(const char *fmt, ...)
 {
 	char buf[1024];
-	int saved_errno = errno;
+	int saved_errno = errno, out = ctxshim_log_fd;
 	va_list ap;
 	int n, m;
 
-	if (ctxshim_log_fd < 0)
+	if (out < 0)
 		return;
 	n = snprintf(buf, sizeof(buf), "ctxshim[%d]: ", (int)getpid());
 	va_start(ap, fmt);
@@ -86,6 +158,8 @@ ctxshim_log(const char *fmt, ...)
 	if ((size_t)n > sizeof(buf) - 2)
 		n = (int)sizeof(buf) - 2;
 	buf[n++] = '\n';
-	(void)!sys_write(ctxshim_log_fd, buf, (size_t)n);
+	/* A reader that went away does not come back: stop there. */
+	if (ctxshim_sink_write(out, &log_fd_kind, buf, (size_t)n) < 0 && errno == EPIPE)
+		ctxshim_log_fd = -1;
 	errno = saved_errno;
 }

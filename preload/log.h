@@ -2,6 +2,7 @@
 #pragma once
 
 #include <stdbool.h>
+#include <sys/types.h>
 
 /* Diagnostics for people deploying the shim.  Off unless CTXSHIM_LOG is set
  * ("stderr" or a file path); never written to the application's stdout.
@@ -13,4 +14,7 @@ extern int ctxshim_log_fd;
 /* cold: calls sit on rare paths; gcc moves those out of the hot code. */
 void ctxshim_log_open(const char *target) __attribute__((cold));
 void ctxshim_log(const char *fmt, ...) __attribute__((cold, format(printf, 1, 2)));
+/* One write to the log or the event log that never raises SIGPIPE in the
+ * application (log.c); *kind is the caller's cache of what fd is. */
+ssize_t ctxshim_sink_write(int fd, int *kind, const void *buf, size_t len);
 /* After fork: the child keeps the parent's log fd (it is inherited). */
