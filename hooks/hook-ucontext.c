@@ -321,11 +321,30 @@ hook_ucontext_setcontext(const ucontext_t *ucp)
 	return r;
 }
 
+/* Back in oucp after swapcontext(), perhaps on another thread, perhaps
+ * much later; or the switch failed and we never left.  A function of its
+ * own, never inlined: within one function gcc treats the address of a
+ * thread-local (and __errno_location(), declared const) as fixed and would
+ * reuse what it computed before the switch, i.e. read the variable of the
+ * thread that made the call, which may have ended and freed its TLS.  Here
+ * both are computed after the switch, on the thread we run on now (noipa:
+ * no interprocedural pass may fold this into the caller either). */
+__attribute__((noinline, noipa)) static void
+hook_ucontext_swap_return(struct uc_table *t, ucontext_t *oucp)
+{
+	int saved_errno = errno;
+
+	if (switched_to != oucp)
+		hook_ucontext_publish(t, oucp, "swapcontext-return");
+	switched_to = NULL;
+	errno = saved_errno;
+}
+
 static int
 hook_ucontext_swapcontext(ucontext_t *oucp, const ucontext_t *ucp)
 {
 	struct uc_table *t = atomic_load_explicit(&table, memory_order_acquire);
-	int r, saved_errno;
+	int r;
 
 	hook_ucontext_bind();
 	if (!ctxshim_active() || !t || !oucp || !ucp)
@@ -334,13 +353,8 @@ hook_ucontext_swapcontext(ucontext_t *oucp, const ucontext_t *ucp)
 	hook_ucontext_publish(t, ucp, "swapcontext");
 	switched_to = ucp;
 	r = real_swapcontext_fn(oucp, ucp);
-	/* Back in oucp, perhaps on another thread, perhaps much later; or the
-	 * switch failed and we never left. */
-	saved_errno = errno;
-	if (switched_to != oucp)
-		hook_ucontext_publish(t, oucp, "swapcontext-return");
-	switched_to = NULL;
-	errno = saved_errno;
+	/* No thread-local access from here on but in the function below. */
+	hook_ucontext_swap_return(t, oucp);
 	return r;
 }
 
