@@ -1,0 +1,353 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* host-safe: things an unmodified program does that the shim must not
+ * change (test-preload-host.c runs each with and without the shim and
+ * compares the output and the exit status).  No tracing code.
+ *
+ *   host-safe clone-exec FN SIZE
+ *       A posix_spawn-like launcher: clone(CLONE_VM | CLONE_VFORK) with a
+ *       SIZE-byte stack of its own (a guard page below it), and the child
+ *       only calls FN (execve, execv, execvp, execvpe, execl, execle,
+ *       execlp, fexecve or execveat) on /bin/true.  Prints how the child
+ *       ended (hooks/hook-exec.c).
+ *   host-safe sigpipe MODE
+ *       Serves two HTTP requests with a traceparent over a loopback
+ *       connection (each read makes the shim publish a context, and write a
+ *       line to CTXSHIM_EVENTS).  MODE: "serve" (SIGPIPE as inherited),
+ *       "pending" (SIGPIPE blocked and raised before: it must stay pending
+ *       and be delivered), "blocked" (SIGPIPE blocked: nothing may be
+ *       pending after), "handler" (a SIGPIPE handler: never called).  The
+ *       test gives it a stderr whose reader has gone (preload/log.c).
+ *   host-safe uc-migrate
+ *       A coroutine that suspends itself (swapcontext) on thread A is
+ *       resumed on thread B after A has ended and A's stack, which holds
+ *       A's thread-locals, is inaccessible (hooks/hook-ucontext.c). */
+#include "config.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+/* ---- clone-exec ---------------------------------------------------------- */
+
+enum {
+	X_EXECVE,
+	X_EXECV,
+	X_EXECVP,
+	X_EXECVPE,
+	X_EXECL,
+	X_EXECLE,
+	X_EXECLP,
+	X_FEXECVE,
+	X_EXECVEAT,
+	X_N
+};
+static const char *const exec_names[X_N] = {
+	"execve", "execv",  "execvp",  "execvpe",  "execl",
+	"execle", "execlp", "fexecve", "execveat",
+};
+static int exec_which, exec_fd = -1;
+static char *const true_argv[] = {"/bin/true", NULL};
+
+/* Called through pointers the loader fills in at start-up: a first call
+ * through the PLT would run the lazy-binding resolver on the small stack,
+ * which alone needs more than the calls themselves. */
+static int (*volatile p_execve)(const char *, char *const[], char *const[]) = execve;
+static int (*volatile p_execv)(const char *, char *const[]) = execv;
+static int (*volatile p_execvp)(const char *, char *const[]) = execvp;
+static int (*volatile p_execvpe)(const char *, char *const[], char *const[]) = execvpe;
+static int (*volatile p_execl)(const char *, const char *, ...) = execl;
+static int (*volatile p_execle)(const char *, const char *, ...) = execle;
+static int (*volatile p_execlp)(const char *, const char *, ...) = execlp;
+static int (*volatile p_fexecve)(int, char *const[], char *const[]) = fexecve;
+static int (*volatile p_execveat)(
+	int, const char *, char *const[], char *const[], int) = execveat;
+static void (*volatile p_exit)(int) = _exit;
+
+static int
+clone_child(void *arg)
+{
+	(void)arg;
+	switch (exec_which) {
+	case X_EXECVE:
+		p_execve("/bin/true", true_argv, environ);
+		break;
+	case X_EXECV:
+		p_execv("/bin/true", true_argv);
+		break;
+	case X_EXECVP:
+		p_execvp("/bin/true", true_argv);
+		break;
+	case X_EXECVPE:
+		p_execvpe("/bin/true", true_argv, environ);
+		break;
+	case X_EXECL:
+		p_execl("/bin/true", "/bin/true", (char *)NULL);
+		break;
+	case X_EXECLE:
+		p_execle("/bin/true", "/bin/true", (char *)NULL, environ);
+		break;
+	case X_EXECLP:
+		p_execlp("/bin/true", "/bin/true", (char *)NULL);
+		break;
+	case X_FEXECVE:
+		p_fexecve(exec_fd, true_argv, environ);
+		break;
+	case X_EXECVEAT:
+		p_execveat(exec_fd, "", true_argv, environ, AT_EMPTY_PATH);
+		break;
+	}
+	p_exit(127);
+	return 127;
+}
+
+static int
+clone_exec(const char *fn, size_t size)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	char *m = mmap(NULL, size + page, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	int st;
+	pid_t p;
+
+	for (exec_which = 0; exec_which < X_N; exec_which++)
+		if (strcmp(fn, exec_names[exec_which]) == 0)
+			break;
+	if (exec_which == X_N)
+		return 64;
+	if (m == MAP_FAILED || mprotect(m, page, PROT_NONE) != 0)
+		return 2;
+	exec_fd = open("/bin/true", O_RDONLY | O_CLOEXEC);
+	if (exec_fd < 0)
+		return 2;
+	p = clone(clone_child, m + page + size, CLONE_VM | CLONE_VFORK | SIGCHLD, NULL);
+	if (p < 0 || waitpid(p, &st, 0) != p)
+		return 2;
+	if (WIFSIGNALED(st))
+		printf("%s stack %zu: child killed by signal %d\n", fn, size,
+		       WTERMSIG(st));
+	else
+		printf("%s stack %zu: child exit %d\n", fn, size, WEXITSTATUS(st));
+	return 0;
+}
+
+/* ---- sigpipe ------------------------------------------------------------- */
+
+static volatile sig_atomic_t caught;
+
+static void
+on_sigpipe(int sig)
+{
+	(void)sig;
+	caught++;
+}
+
+/* A connected pair over loopback: *srv is the accepted end. */
+static int
+tcp_pair(int *srv, int *cli)
+{
+	struct sockaddr_in a = {.sin_family = AF_INET,
+				.sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t al = sizeof(a);
+	int l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	if (l < 0 || bind(l, (struct sockaddr *)&a, sizeof(a)) != 0 ||
+	    listen(l, 1) != 0 || getsockname(l, (struct sockaddr *)&a, &al) != 0)
+		return -1;
+	*cli = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (*cli < 0 || connect(*cli, (struct sockaddr *)&a, sizeof(a)) != 0)
+		return -1;
+	*srv = accept4(l, NULL, NULL, SOCK_CLOEXEC);
+	close(l);
+	return *srv < 0 ? -1 : 0;
+}
+
+static int
+serve_two(void)
+{
+	static const char req[] =
+		"GET /a HTTP/1.1\r\nHost: x\r\ntraceparent: "
+		"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01\r\n\r\n";
+	char buf[512];
+	int srv, cli, i;
+
+	if (tcp_pair(&srv, &cli) != 0)
+		return -1;
+	for (i = 0; i < 2; i++) {
+		size_t got = 0;
+
+		if (write(cli, req, sizeof(req) - 1) != (ssize_t)sizeof(req) - 1)
+			return -1;
+		while (got < sizeof(req) - 1) {
+			ssize_t r = read(srv, buf, sizeof(buf));
+
+			if (r <= 0)
+				return -1;
+			got += (size_t)r;
+		}
+	}
+	close(cli);
+	close(srv);
+	return 0;
+}
+
+static bool
+sigpipe_pending(void)
+{
+	sigset_t s;
+
+	return sigpending(&s) == 0 && sigismember(&s, SIGPIPE);
+}
+
+static int
+sigpipe_mode(const char *mode)
+{
+	sigset_t pipe_set;
+	int sig;
+
+	sigemptyset(&pipe_set);
+	sigaddset(&pipe_set, SIGPIPE);
+	if (strcmp(mode, "handler") == 0) {
+		struct sigaction sa = {.sa_handler = on_sigpipe};
+
+		sigemptyset(&sa.sa_mask);
+		sigaction(SIGPIPE, &sa, NULL);
+	} else if (strcmp(mode, "pending") == 0 || strcmp(mode, "blocked") == 0) {
+		pthread_sigmask(SIG_BLOCK, &pipe_set, NULL);
+		if (strcmp(mode, "pending") == 0)
+			raise(SIGPIPE);
+	} else if (strcmp(mode, "serve") != 0) {
+		return 64;
+	}
+	if (serve_two() != 0) {
+		printf("serve failed: %s\n", strerror(errno));
+		return 1;
+	}
+	printf("served\n");
+	printf("SIGPIPE pending: %s\n", sigpipe_pending() ? "yes" : "no");
+	printf("SIGPIPE handler calls: %d\n", (int)caught);
+	if (strcmp(mode, "pending") == 0 && sigpipe_pending()) {
+		sigwait(&pipe_set, &sig);
+		printf("SIGPIPE taken by sigwait: %d\n", sig == SIGPIPE);
+		printf("SIGPIPE pending: %s\n", sigpipe_pending() ? "yes" : "no");
+	}
+	return 0;
+}
+
+/* ---- uc-migrate ---------------------------------------------------------- */
+
+#define UC_STACK (256u * 1024u)
+
+static ucontext_t a_orig, b_main, c1, c2, c1_saved;
+static pthread_t thread_b; /* set by B itself */
+
+/* Runs on A, then (resumed) on B.  No arrays on these frames: in an ASan
+ * build they would live on a per-thread fake stack. */
+static void
+coro1(void)
+{
+	/* The shim's swapcontext frame is on this coroutine's stack. */
+	swapcontext(&c1_saved, &c2);
+	printf("coro1 resumed on thread %s\n",
+	       pthread_equal(pthread_self(), thread_b) ? "B" : "A");
+	setcontext(&b_main);
+}
+
+/* Runs on A: lets A return from its thread function and end. */
+static void
+coro2(void)
+{
+	setcontext(&a_orig);
+}
+
+static void *
+thread_a(void *arg)
+{
+	(void)arg;
+	swapcontext(&a_orig, &c1);
+	printf("thread A ends\n");
+	return NULL;
+}
+
+static void *
+thread_b_fn(void *arg)
+{
+	(void)arg;
+	thread_b = pthread_self();
+	swapcontext(&b_main, &c1_saved);
+	printf("thread B back on its own stack\n");
+	return NULL;
+}
+
+static int
+make_coro(ucontext_t *uc, void (*fn)(void))
+{
+	void *stack = mmap(NULL, UC_STACK, PROT_READ | PROT_WRITE,
+			   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (stack == MAP_FAILED || getcontext(uc) != 0)
+		return -1;
+	uc->uc_stack.ss_sp = stack;
+	uc->uc_stack.ss_size = UC_STACK;
+	uc->uc_link = NULL;
+	makecontext(uc, fn, 0);
+	return 0;
+}
+
+static int
+uc_migrate(void)
+{
+	size_t a_size = 1u << 20;
+	void *a_stack = mmap(NULL, a_size, PROT_READ | PROT_WRITE,
+			     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	pthread_attr_t attr;
+	pthread_t a, b;
+
+	if (a_stack == MAP_FAILED || make_coro(&c1, coro1) != 0 ||
+	    make_coro(&c2, coro2) != 0)
+		return 2;
+	/* A's stack is ours: glibc puts A's TLS block at its top and leaves
+	 * the memory to us after the join. */
+	pthread_attr_init(&attr);
+	pthread_attr_setstack(&attr, a_stack, a_size);
+	if (pthread_create(&a, &attr, thread_a, NULL) != 0 ||
+	    pthread_join(a, NULL) != 0)
+		return 2;
+	pthread_attr_destroy(&attr);
+	/* As if A's TLS had been freed (and kept out of reuse). */
+	if (mprotect(a_stack, a_size, PROT_NONE) != 0)
+		return 2;
+	fflush(stdout);
+	if (pthread_create(&b, NULL, thread_b_fn, NULL) != 0 ||
+	    pthread_join(b, NULL) != 0)
+		return 2;
+	printf("done\n");
+	return 0;
+}
+
+int
+main(int argc, char **argv)
+{
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (argc == 4 && strcmp(argv[1], "clone-exec") == 0)
+		return clone_exec(argv[2], strtoul(argv[3], NULL, 0));
+	if (argc == 3 && strcmp(argv[1], "sigpipe") == 0)
+		return sigpipe_mode(argv[2]);
+	if (argc == 2 && strcmp(argv[1], "uc-migrate") == 0)
+		return uc_migrate();
+	fprintf(stderr,
+		"usage: host-safe clone-exec FN SIZE | sigpipe MODE | uc-migrate\n");
+	return 64;
+}

@@ -1,0 +1,215 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The host process never sees a difference (CODING_STYLE.md, "Hooks"), in
+ * the corners where it once did: each helper run here must print the same
+ * and end the same with the shim as without it.
+ *
+ * - curl-oom: malloc fails during one curl_easy_setopt() (hook-curl.c's
+ *   handle table; uthash used to exit(-1)).
+ * - host-safe clone-exec: exec from a child on a 2 KiB clone() stack
+ *   (hook-exec.c's pass-through used to need 4 KiB of stack itself).
+ * - host-safe sigpipe: CTXSHIM_LOG/CTXSHIM_EVENTS on a stderr whose
+ *   reader has gone (log.c, events.c used to raise SIGPIPE in the app).
+ * - host-safe uc-migrate: a coroutine suspended on one thread resumed on
+ *   another (hook-ucontext.c used to read the first thread's TLS). */
+#include "test-common.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static void
+helper_path(char *buf, size_t n, const char *name)
+{
+	snprintf(buf, n, "%s/%s", test_env_path("HELPER_DIR"), name);
+	if (access(buf, X_OK) != 0)
+		test_skip("%s not built", buf);
+}
+
+/* Runs argv with and without the shim; both must end the same way and
+ * print the same.  Returns the output (malloc'd). */
+static char *
+run_both(char *const argv[], char *const env[])
+{
+	char *out0, *out1, *err0, *err1;
+	int st0, st1;
+
+	st0 = test_run_capture(argv, env, false, &out0, &err0, 60000);
+	st1 = test_run_capture(argv, env, true, &out1, &err1, 60000);
+	ck_assert_msg(st0 == st1,
+		      "%s: wait status %#x without the shim, %#x with it:\n%s%s",
+		      argv[0], st0, st1, out1, err1);
+	ck_assert_msg(strcmp(out0, out1) == 0,
+		      "output differs:\n--- without\n%s--- with\n%s%s", out0, out1,
+		      err1);
+	free(out0);
+	free(err0);
+	free(err1);
+	return out1;
+}
+
+/* ---- curl --------------------------------------------------------------- */
+
+START_TEST(curl_setopt_out_of_memory)
+{
+	char path[4096], *argv[] = {path, NULL}, *out;
+
+	snprintf(path, sizeof(path), "%s/curl-oom", test_env_path("HELPER_DIR"));
+	if (access(path, X_OK) != 0) {
+		fprintf(stderr, "no libcurl: %s not built, not tested\n", path);
+		return;
+	}
+	out = run_both(argv, NULL);
+	ck_assert_ptr_nonnull(strstr(out, "DONE"));
+	free(out);
+}
+END_TEST
+
+/* ---- exec on a small stack ---------------------------------------------- */
+
+static const char *const exec_fns[] = {
+	"execve", "execv",  "execvp",  "execvpe",  "execl",
+	"execle", "execlp", "fexecve", "execveat",
+};
+
+START_TEST(exec_on_small_clone_stack)
+{
+	char path[4096],
+		*argv[] = {path, "clone-exec", (char *)exec_fns[_i], "2048", NULL};
+	char want[128], *out;
+
+	helper_path(path, sizeof(path), "host-safe");
+	out = run_both(argv, NULL);
+	/* Without the shim 2 KiB of stack are enough for all of them. */
+	snprintf(want, sizeof(want), "%s stack 2048: child exit 0\n", exec_fns[_i]);
+	ck_assert_str_eq(out, want);
+	free(out);
+}
+END_TEST
+
+/* ---- SIGPIPE from the shim's own lines ------------------------------------ */
+
+/* Runs argv with stdin /dev/null, stdout captured and stderr a pipe (or a
+ * socket) whose reading end is closed; returns the wait status. */
+static int
+run_dead_stderr(
+	char *const argv[], const char *env, bool preload, bool sock, char **out)
+{
+	char tmpl[] = "/tmp/ctxshim-test-XXXXXX";
+	int fo = mkstemp(tmpl), dead[2], st;
+	pid_t pid;
+
+	ck_assert_int_ge(fo, 0);
+	unlink(tmpl);
+	if (sock)
+		ck_assert_int_eq(
+			socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, dead), 0);
+	else
+		ck_assert_int_eq(pipe2(dead, O_CLOEXEC), 0);
+	close(dead[0]); /* the reader is gone */
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		int devnull = open("/dev/null", O_RDONLY);
+
+		dup2(devnull, 0);
+		dup2(fo, 1);
+		dup2(dead[1], 2);
+		/* A test runner may have SIGPIPE ignored: the default is what
+		 * kills a daemon. */
+		signal(SIGPIPE, SIG_DFL);
+		unsetenv("LD_PRELOAD");
+		if (preload) {
+			setenv("LD_PRELOAD", test_env_path("CTXSHIM_LIB"), 1);
+			putenv((char *)env);
+		}
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	close(dead[1]);
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	lseek(fo, 0, SEEK_SET);
+	*out = calloc(1, 4096);
+	ck_assert_ptr_nonnull(*out);
+	ck_assert_int_ge(read(fo, *out, 4095), 0);
+	close(fo);
+	return st;
+}
+
+static const struct {
+	const char *env;
+	const char *mode;
+	bool sock;
+} sigpipe_cases[] = {
+	/* the log's first line is written by the constructor */
+	{"CTXSHIM_LOG=stderr", "serve", false},
+	{"CTXSHIM_LOG=stderr", "serve", true},
+	{"CTXSHIM_EVENTS=stderr", "serve", false},
+	{"CTXSHIM_EVENTS=stderr", "serve", true},
+	/* the application's own SIGPIPE stays pending and is delivered */
+	{"CTXSHIM_EVENTS=stderr", "pending", false},
+	/* nothing of ours stays pending or reaches a handler */
+	{"CTXSHIM_EVENTS=stderr", "blocked", false},
+	{"CTXSHIM_EVENTS=stderr", "handler", false},
+	{"CTXSHIM_EVENTS=stderr", "handler", true},
+};
+
+START_TEST(no_sigpipe_from_log_lines)
+{
+	char path[4096],
+		*argv[] = {path, "sigpipe", (char *)sigpipe_cases[_i].mode, NULL};
+	char *out0, *out1;
+	int st0, st1;
+
+	helper_path(path, sizeof(path), "host-safe");
+	st0 = run_dead_stderr(argv, sigpipe_cases[_i].env, false,
+			      sigpipe_cases[_i].sock, &out0);
+	st1 = run_dead_stderr(argv, sigpipe_cases[_i].env, true, sigpipe_cases[_i].sock,
+			      &out1);
+	ck_assert_msg(WIFEXITED(st0) && WEXITSTATUS(st0) == 0,
+		      "without the shim: %#x\n%s", st0, out0);
+	ck_assert_msg(st0 == st1, "%s, mode %s, %s: wait status %#x with the shim:\n%s",
+		      sigpipe_cases[_i].env, sigpipe_cases[_i].mode,
+		      sigpipe_cases[_i].sock ? "socket" : "pipe", st1, out1);
+	ck_assert_msg(strcmp(out0, out1) == 0,
+		      "output differs:\n--- without\n%s--- with\n%s", out0, out1);
+	if (strcmp(sigpipe_cases[_i].mode, "pending") == 0)
+		ck_assert_ptr_nonnull(strstr(out1, "SIGPIPE taken by sigwait: 1"));
+	free(out0);
+	free(out1);
+}
+END_TEST
+
+/* ---- ucontext ----------------------------------------------------------- */
+
+START_TEST(coroutine_resumed_on_another_thread)
+{
+	char path[4096], *argv[] = {path, "uc-migrate", NULL}, *out;
+
+	helper_path(path, sizeof(path), "host-safe");
+	out = run_both(argv, NULL);
+	ck_assert_str_eq(out, "thread A ends\n"
+			      "coro1 resumed on thread B\n"
+			      "thread B back on its own stack\n"
+			      "done\n");
+	free(out);
+}
+END_TEST
+
+TEST_SUITE(preload_host_suite)
+{
+	Suite *s = suite_create("preload-host");
+	TCase *tc = tcase_create("host");
+
+	tcase_add_test(tc, curl_setopt_out_of_memory);
+	tcase_add_loop_test(tc, exec_on_small_clone_stack, 0,
+			    (int)(sizeof(exec_fns) / sizeof(exec_fns[0])));
+	tcase_add_loop_test(tc, no_sigpipe_from_log_lines, 0,
+			    (int)(sizeof(sigpipe_cases) / sizeof(sigpipe_cases[0])));
+	tcase_add_test(tc, coroutine_resumed_on_another_thread);
+	suite_add_tcase(s, tc);
+	return s;
+}
