@@ -120,6 +120,18 @@ give_up(struct http_scan *st, enum http_scan_give_up why)
 	return HTTP_SCAN_GAVE_UP;
 }
 
+/* A call marks the path to it as never taken (gcc's "cold function"
+ * prediction; without a profile, neither a cold label nor
+ * __builtin_expect does): gcc moves the blocks only reachable that way to
+ * the function's .cold part in .text.unlikely, out of the usual head's
+ * cache lines (http_scan_feed()).  Empty; the asm keeps gcc from dropping
+ * the call as pure. */
+static __attribute__((noinline, cold)) void
+rare_path(void)
+{
+	__asm__ volatile("");
+}
+
 /* ---- configuration ---- */
 
 static bool
@@ -317,7 +329,7 @@ name_eq(const uint8_t *p, const uint8_t *name, const uint8_t *fold, unsigned len
 {
 	unsigned k;
 
-	if (len >= 8) {
+	if (__builtin_expect(len >= 8, 1)) {
 		for (k = 0; k + 8 < len; k += 8)
 			if ((load64(p + k) | load64(fold + k)) != load64(name + k))
 				return false;
@@ -449,7 +461,7 @@ static inline void
 copy_short(char *d, const uint8_t *s, size_t n)
 {
 #if defined(__SSE2__)
-	if (n >= 16 && n <= 64) {
+	if (__builtin_expect(n >= 16 && n <= 64, 1)) {
 		size_t i;
 
 		for (i = 0; i + 16 < n; i += 16)
@@ -467,7 +479,7 @@ target_store(struct http_scan_capture *cap, const uint8_t *s, size_t n)
 	size_t tl = cap->target_len, room;
 
 	room = HTTP_SCAN_TARGET_MAX - tl;
-	if (n > room) {
+	if (__builtin_expect(n > room, 0)) {
 		n = room;
 		cap->target_truncated = true;
 	}
@@ -497,7 +509,7 @@ scan_target(struct http_scan *st,
  * "METHOD SP target SP HTTP/1.x (CR)LF": take it in one go.  Anything else
  * (split, extra spaces, errors) returns false having changed nothing, and
  * the byte-at-a-time phases decide, so results cannot differ. */
-static bool
+static inline __attribute__((always_inline)) bool
 request_line_fast(struct http_scan *st,
 		  struct http_scan_capture *cap,
 		  const uint8_t **pp,
@@ -531,11 +543,11 @@ request_line_fast(struct http_scan *st,
 	if (*nl != '\n')
 		return false;
 
-	if (!(v >> 56 & 1))
+	if (__builtin_expect(!(v >> 56 & 1), 0))
 		st->flags |= HTTP_SCAN_F_HTTP10;
 	if (capturing(st)) {
 		/* the line is >= mlen + 11 bytes long: 8 bytes can be read */
-		if (mlen <= 8)
+		if (__builtin_expect(mlen <= 8, 1))
 			memcpy(cap->method, p, 8);
 		else
 			memcpy(cap->method, p, mlen);
@@ -578,7 +590,7 @@ find_lf(const uint8_t *lo, const uint8_t *p, const uint8_t *lim)
 	if (p == lim)
 		return NULL;
 rest:
-	if (lim - lo >= 16) {
+	if (__builtin_expect(lim - lo >= 16, 1)) {
 		m = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(load128(lim - 16), lf)) >>
 		    (16 - (lim - p));
 		return m ? p + __builtin_ctz(m) : NULL;
@@ -892,6 +904,107 @@ value_end(struct http_scan *st, struct http_scan_capture *cap)
 	}
 }
 
+/* A whole line's value [s, t) of wanted field st->field (lines_fast()),
+ * as PH_VOWS and PH_VALUE (or PH_SKIP) take it. */
+static __attribute__((noinline)) void
+lines_field(struct http_scan *st,
+	    struct http_scan_capture *cap,
+	    const uint8_t *s,
+	    const uint8_t *t)
+{
+	if (!value_begin(st, cap))
+		return;
+	if (st->field == FLD_TP) {
+		tp_value_whole(cap, s, t);
+	} else {
+		value_bytes(st, cap, s, t);
+		value_end(st, cap);
+	}
+}
+
+/* The header lines of a head whose request line request_line_fast() took,
+ * while each is whole in [*pp, lim): lines we do not want (skipped),
+ * wanted ones (taken with what the PH_VOWS and PH_VALUE phases do with a
+ * whole line), up to the empty line.  Returns true with *pp after the
+ * empty line when the head is complete; false with *pp at the start of a
+ * line it left to the phases (a split line or name, a folded line, a bare
+ * CR), which then continue from PH_LINE exactly as if they had scanned
+ * the lines before.  Straight code without the phase switch, so that a
+ * request's usual path is a few dense cache lines (bench/hot-lines.sh). */
+static inline bool
+lines_fast(struct http_scan *st,
+	   const struct http_scan_config *cfg,
+	   struct http_scan_capture *cap,
+	   const uint8_t *p0,
+	   const uint8_t **pp,
+	   const uint8_t *lim)
+{
+	const uint8_t *p = *pp, *q, *nl;
+	unsigned want = capturing(st) ? ~0u : FRAMING_MASK;
+
+	while (p < lim) {
+		uint8_t c = *p;
+		unsigned m = cfg->first[c] & want, f;
+
+		if (!m) {
+			if (c <= ' ') {
+				/* The table is 0 for CR, LF, SP and HTAB. */
+				if (c == '\n') {
+					*pp = p + 1;
+					return true;
+				}
+				if (c == '\r' && lim - p >= 2 && p[1] == '\n') {
+					*pp = p + 2;
+					return true;
+				}
+				break;
+			}
+			f = FLD_NONE;
+		} else {
+			if ((size_t)(lim - p) <= cfg->max_name_len)
+				break;
+			f = match_fast(cfg, p, m);
+		}
+		if (f == FLD_NONE) {
+			nl = find_lf(p0, p, lim);
+			if (!nl)
+				break;
+			st->field = FLD_NONE;
+			p = nl + 1;
+			continue;
+		}
+		q = p + cfg->name_len[f] + 1;
+		while (q < lim && is_ows(*q))
+			q++;
+		nl = q < lim ? find_lf(p0, q, lim) : NULL;
+		if (!nl)
+			break;
+		/* What PH_VOWS, PH_VALUE (or PH_SKIP) do with the whole line;
+		 * inline for the usual traceparent and Content-Length */
+		st->field = (uint8_t)f;
+		if (f == FLD_TP && !(st->flags & HTTP_SCAN_F_TRACEPARENT)) {
+			/* value_begin() and value_start(), the whole value */
+			st->flags |= HTTP_SCAN_F_TRACEPARENT;
+			cap->cur_start = 0;
+			cap->cur_seen = cap->cur_last = 0;
+			tp_value_whole(cap, q, nl);
+		} else if (f == FLD_CL && !(st->flags & HTTP_SCAN_F_CONTENT_LENGTH)) {
+			/* value_begin(), value_bytes(), value_end() */
+			st->flags |= HTTP_SCAN_F_CONTENT_LENGTH;
+			st->n = 0;
+			st->sub = CL_NONE;
+			cl_bytes(st, q, nl);
+			if (st->sub == CL_NONE)
+				st->flags |= HTTP_SCAN_F_BAD_FRAMING;
+		} else {
+			lines_field(st, cap, q, nl);
+		}
+		p = nl + 1;
+	}
+	*pp = p;
+	return false;
+}
+
 /* The empty line ending a head was consumed; `total` is the head length.
  * Decide the body framing. */
 static inline enum http_scan_status
@@ -899,7 +1012,7 @@ head_complete(struct http_scan *st, const struct http_scan_config *cfg, size_t t
 {
 	unsigned flags = st->flags;
 
-	if (total > cfg->max_head_bytes) {
+	if (__builtin_expect(total > cfg->max_head_bytes, 0)) {
 		if (flags & HTTP_SCAN_F_CAPTURED)
 			flags &= ~(unsigned)HTTP_SCAN_F_CAPTURED;
 		flags |= HTTP_SCAN_F_OVERSIZED;
@@ -909,7 +1022,7 @@ head_complete(struct http_scan *st, const struct http_scan_config *cfg, size_t t
 
 	st->head_bytes = 0;
 	st->pos = 0;
-	if (flags & HTTP_SCAN_F_TRANSFER_ENCODING) {
+	if (__builtin_expect(flags & HTTP_SCAN_F_TRANSFER_ENCODING, 0)) {
 		/* RFC 9112 §6.1/§6.3: chunked must be the final coding; TE
 		 * in HTTP/1.0 or with Content-Length is faulty framing. */
 		if (!(flags & HTTP_SCAN_F_CHUNKED) ||
@@ -922,7 +1035,7 @@ head_complete(struct http_scan *st, const struct http_scan_config *cfg, size_t t
 
 	if (flags & HTTP_SCAN_F_BAD_FRAMING) {
 		give_up(st, HTTP_SCAN_GIVE_UP_FRAMING);
-	} else if (flags & HTTP_SCAN_F_CHUNKED) {
+	} else if (__builtin_expect(flags & HTTP_SCAN_F_CHUNKED, 0)) {
 		st->phase = PH_CH_SIZE;
 		st->n = 0;
 	} else if ((flags & HTTP_SCAN_F_CONTENT_LENGTH) && st->n) {
@@ -933,19 +1046,21 @@ head_complete(struct http_scan *st, const struct http_scan_config *cfg, size_t t
 	return HTTP_SCAN_HEAD;
 }
 
-/* The head phases, within [*pp, lim) (lim enforces give_up_bytes). */
-static enum http_scan_status
-scan_head(struct http_scan *st,
-	  const struct http_scan_config *cfg,
-	  struct http_scan_capture *cap,
-	  const uint8_t **pp,
-	  const uint8_t *lim)
+/* The head phases, within [*pp, lim) (lim enforces give_up_bytes), from
+ * phase ph at p (*pp <= p: http_scan_feed() may have taken bytes already;
+ * the head's bytes count from *pp). */
+static __attribute__((noinline)) enum http_scan_status
+scan_phases(struct http_scan *st,
+	    const struct http_scan_config *cfg,
+	    struct http_scan_capture *cap,
+	    const uint8_t **pp,
+	    const uint8_t *p,
+	    const uint8_t *lim,
+	    unsigned ph)
 {
 	static const char version[] = "HTTP/1.";
-	const uint8_t *p = *pp, *const p0 = p;
+	const uint8_t *const p0 = *pp;
 	enum http_scan_status r = HTTP_SCAN_MORE;
-	/* In a register: stores through char pointers would force reloads. */
-	unsigned ph = st->phase;
 	/* Header names worth matching: all while capturing, else only the
 	 * framing ones.  Set where PH_LINE is entered (not per feed: a feed of
 	 * one byte should not pay for it). */
@@ -1217,6 +1332,16 @@ out:
 	return r;
 }
 
+static inline enum http_scan_status
+scan_head(struct http_scan *st,
+	  const struct http_scan_config *cfg,
+	  struct http_scan_capture *cap,
+	  const uint8_t **pp,
+	  const uint8_t *lim)
+{
+	return scan_phases(st, cfg, cap, pp, *pp, lim, st->phase);
+}
+
 static inline int
 hex_value(uint8_t c)
 {
@@ -1246,7 +1371,7 @@ chunk_next(struct http_scan *st)
 
 /* Chunk-size lines and trailers, within [*pp, lim).  Returns to the caller
  * whenever the phase leaves the group or the byte count restarts. */
-static enum http_scan_status
+static __attribute__((noinline)) enum http_scan_status
 scan_chunk_lines(struct http_scan *st, const uint8_t **pp, const uint8_t *lim)
 {
 	const uint8_t *p = *pp, *const p0 = p;
@@ -1325,16 +1450,17 @@ end:
 	return HTTP_SCAN_MORE;
 }
 
-enum http_scan_status
-http_scan_feed(struct http_scan *st,
-	       const struct http_scan_config *cfg,
-	       struct http_scan_capture *cap,
-	       const void *buf,
-	       size_t len,
-	       size_t *consumed)
+/* http_scan_feed() from p in [buf, buf + len). */
+static __attribute__((noinline)) enum http_scan_status
+feed_phases(struct http_scan *st,
+	    const struct http_scan_config *cfg,
+	    struct http_scan_capture *cap,
+	    const uint8_t *const b,
+	    const uint8_t *p,
+	    size_t len,
+	    size_t *consumed)
 {
-	const uint8_t *const b = buf;
-	const uint8_t *p = b, *const e = b + len;
+	const uint8_t *const e = b + len;
 
 	if (st->phase == PH_DEAD) {
 		*consumed = len;
@@ -1404,4 +1530,54 @@ http_scan_feed(struct http_scan *st,
 	}
 	*consumed = len;
 	return HTTP_SCAN_MORE;
+}
+
+/* The usual call -- a new head, its request line one request_line_fast()
+ * takes and its lines ones lines_fast() takes, all in this read -- is
+ * done here without the phase switch, so that its path is a few dense
+ * cache lines (nginx: the shim's hot lines per request,
+ * bench/hot-lines.sh).  Anything else goes on in scan_phases() from where
+ * this stopped, exactly as if the phases had done it all (head_begin()
+ * only sets fixed values, so the phases starting the head afresh is the
+ * same), then in feed_phases(). */
+__attribute__((hot, aligned(64))) enum http_scan_status
+http_scan_feed(struct http_scan *st,
+	       const struct http_scan_config *cfg,
+	       struct http_scan_capture *cap,
+	       const void *buf,
+	       size_t len,
+	       size_t *consumed)
+{
+	const uint8_t *const b = buf, *p = b, *q = b, *lim;
+	enum http_scan_status r;
+	unsigned ph;
+
+	/* Not PH_DEAD, not in a head (no capture to check): the checks at
+	 * the top of feed_phases() have nothing to do. */
+	if (__builtin_expect(st->phase != PH_REQ || !len ||
+				     (unsigned)(*b - 'A') >= 26u ||
+				     st->head_bytes >= cfg->give_up_bytes,
+			     0))
+		return feed_phases(st, cfg, cap, b, b, len, consumed);
+	/* What feed_phases() bounds the head to. */
+	lim = len > cfg->give_up_bytes - st->head_bytes
+		      ? b + (cfg->give_up_bytes - st->head_bytes)
+		      : b + len;
+	head_begin(st, cap);
+	ph = PH_METHOD;
+	if (__builtin_expect(request_line_fast(st, cap, &p, lim), 1)) {
+		ph = PH_LINE;
+		if (__builtin_expect(lines_fast(st, cfg, cap, b, &p, lim), 1)) {
+			r = head_complete(st, cfg, st->head_bytes + (size_t)(p - b));
+			*consumed = (size_t)(p - b);
+			return r;
+		}
+	}
+	rare_path();
+	r = scan_phases(st, cfg, cap, &q, p, lim, ph);
+	if (r != HTTP_SCAN_MORE) {
+		*consumed = (size_t)(q - b);
+		return r;
+	}
+	return feed_phases(st, cfg, cap, b, q, len, consumed);
 }
