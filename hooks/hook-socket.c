@@ -946,7 +946,7 @@ sk_fdset_tracked(int n, const fd_set *r, const fd_set *w, const fd_set *x)
 
 /* ---- bytes in ---- */
 
-static __attribute__((noinline)) ssize_t
+static CTXSHIM_HOT __attribute__((noinline)) ssize_t
 sk_read(int fd, void *buf, size_t n)
 {
 	struct ctxshim_conn *c = sk_enter(fd, false);
@@ -982,7 +982,7 @@ hook_socket_read_chk(int fd, void *buf, size_t n, size_t buflen)
 	return sk_read_chk(fd, buf, n, buflen);
 }
 
-static __attribute__((noinline)) ssize_t
+static CTXSHIM_HOT __attribute__((noinline)) ssize_t
 sk_recv(int fd, void *buf, size_t n, int flags)
 {
 	struct ctxshim_conn *c = sk_enter(fd, false);
@@ -1249,7 +1249,7 @@ hook_socket_closefrom(int lo)
 
 /* ---- bytes out ---- */
 
-static __attribute__((noinline)) ssize_t
+static CTXSHIM_HOT __attribute__((noinline)) ssize_t
 sk_write(int fd, const void *buf, size_t n, uint8_t hot)
 {
 	struct ctxshim_conn *c = sk_out_enter(fd, hot);
@@ -1269,7 +1269,7 @@ hook_socket_write(int fd, const void *buf, size_t n)
 	return sk_write(fd, buf, n, hot);
 }
 
-static __attribute__((noinline)) ssize_t
+static CTXSHIM_HOT __attribute__((noinline)) ssize_t
 sk_send(int fd, const void *buf, size_t n, int flags, uint8_t hot)
 {
 	struct ctxshim_conn *c = sk_out_enter(fd, hot);
@@ -1344,7 +1344,7 @@ hook_socket_sendmsg(int fd, const struct msghdr *msg, int flags)
 	return sk_sendmsg(fd, msg, flags, hot);
 }
 
-static __attribute__((noinline)) ssize_t
+static CTXSHIM_HOT __attribute__((noinline)) ssize_t
 sk_writev(int fd, const struct iovec *iov, int iovcnt, uint8_t hot)
 {
 	struct ctxshim_conn *c = sk_out_enter(fd, hot);
@@ -1368,7 +1368,7 @@ hook_socket_writev(int fd, const struct iovec *iov, int iovcnt)
 	return sk_writev(fd, iov, iovcnt, hot);
 }
 
-static __attribute__((noinline)) ssize_t
+static CTXSHIM_HOT __attribute__((noinline)) ssize_t
 sk_sendfile(int out, int in, off_t *off, size_t n, uint8_t hot)
 {
 	struct ctxshim_conn *c = sk_out_enter(out, hot);
@@ -1388,7 +1388,7 @@ hook_socket_sendfile(int out, int in, off_t *off, size_t n)
 	return sk_sendfile(out, in, off, n, hot);
 }
 
-static __attribute__((noinline)) ssize_t
+static CTXSHIM_HOT __attribute__((noinline)) ssize_t
 sk_sendfile64(int out, int in, off64_t *off, size_t n, uint8_t hot)
 {
 	struct ctxshim_conn *c = sk_out_enter(out, hot);
@@ -1412,7 +1412,7 @@ hook_socket_sendfile64(int out, int in, off64_t *off, size_t n)
 
 /* The waits: one TLS load when this thread published nothing from a
  * connection; otherwise clear it out of line, then wait. */
-static __attribute__((noinline)) int
+static CTXSHIM_HOT __attribute__((noinline)) int
 sk_epoll_wait(int ep, struct epoll_event *ev, int n, int to)
 {
 	sk_idle("epoll_wait");
@@ -1427,7 +1427,7 @@ hook_socket_epoll_wait(int ep, struct epoll_event *ev, int n, int to)
 	return real_epoll_wait(ep, ev, n, to);
 }
 
-static __attribute__((noinline)) int
+static CTXSHIM_HOT __attribute__((noinline)) int
 sk_epoll_pwait(int ep, struct epoll_event *ev, int n, int to, const sigset_t *ss)
 {
 	sk_idle("epoll_pwait");
@@ -1688,7 +1688,7 @@ hook_socket_tls_end(int fd, const void *key, const char *reason)
 
 /* ---- exported names ---- */
 
-HOOK_EXPORT ssize_t
+HOOK_EXPORT __attribute__((hot)) ssize_t
 read(int fd, void *buf, size_t n)
 {
 	return hook_socket_read(fd, buf, n);
@@ -1700,7 +1700,7 @@ __read_chk(int fd, void *buf, size_t n, size_t buflen)
 	return hook_socket_read_chk(fd, buf, n, buflen);
 }
 
-HOOK_EXPORT ssize_t
+HOOK_EXPORT __attribute__((hot)) ssize_t
 recv(int fd, void *buf, size_t n, int flags)
 {
 	return hook_socket_recv(fd, buf, n, flags);
@@ -1760,7 +1760,7 @@ accept4(int fd, struct sockaddr *a, socklen_t *al, int flags)
 	return hook_socket_accept4(fd, a, al, flags);
 }
 
-HOOK_EXPORT int
+HOOK_EXPORT __attribute__((hot)) int
 close(int fd)
 {
 	return hook_socket_close(fd);
@@ -1790,13 +1790,13 @@ closefrom(int lo)
 	hook_socket_closefrom(lo);
 }
 
-HOOK_EXPORT ssize_t
+HOOK_EXPORT __attribute__((hot)) ssize_t
 write(int fd, const void *buf, size_t n)
 {
 	return hook_socket_write(fd, buf, n);
 }
 
-HOOK_EXPORT ssize_t
+HOOK_EXPORT __attribute__((hot)) ssize_t
 send(int fd, const void *buf, size_t n, int flags)
 {
 	return hook_socket_send(fd, buf, n, flags);
@@ -1819,31 +1819,31 @@ sendmsg(int fd, const struct msghdr *msg, int flags)
 	return hook_socket_sendmsg(fd, msg, flags);
 }
 
-HOOK_EXPORT ssize_t
+HOOK_EXPORT __attribute__((hot)) ssize_t
 writev(int fd, const struct iovec *iov, int iovcnt)
 {
 	return hook_socket_writev(fd, iov, iovcnt);
 }
 
-HOOK_EXPORT ssize_t
+HOOK_EXPORT __attribute__((hot)) ssize_t
 sendfile(int out, int in, off_t *off, size_t n)
 {
 	return hook_socket_sendfile(out, in, off, n);
 }
 
-HOOK_EXPORT ssize_t
+HOOK_EXPORT __attribute__((hot)) ssize_t
 sendfile64(int out, int in, off64_t *off, size_t n)
 {
 	return hook_socket_sendfile64(out, in, off, n);
 }
 
-HOOK_EXPORT int
+HOOK_EXPORT __attribute__((hot)) int
 epoll_wait(int ep, struct epoll_event *ev, int n, int to)
 {
 	return hook_socket_epoll_wait(ep, ev, n, to);
 }
 
-HOOK_EXPORT int
+HOOK_EXPORT __attribute__((hot)) int
 epoll_pwait(int ep, struct epoll_event *ev, int n, int to, const sigset_t *ss)
 {
 	return hook_socket_epoll_pwait(ep, ev, n, to, ss);

@@ -201,7 +201,7 @@ conn_pool_claim(void)
 {
 	uint64_t old = atomic_load_explicit(&conn_pool_used[0], memory_order_relaxed);
 
-	if (~old) {
+	if (__builtin_expect(~old != 0, 1)) {
 		unsigned bit = (unsigned)__builtin_ctzll(~old);
 
 		if (atomic_compare_exchange_strong_explicit(
@@ -721,7 +721,8 @@ conn_compact(struct ctxshim_conn_ctx *d, const struct ctxshim_ctx *s)
 static inline bool
 conn_compact_fast(struct ctxshim_conn_ctx *d, const struct ctxshim_ctx *s)
 {
-	if (s->attrs_len > CTXSHIM_CONN_DATA_MAX || s->tracestate_len)
+	if (__builtin_expect(s->attrs_len > CTXSHIM_CONN_DATA_MAX || s->tracestate_len,
+			     0))
 		return conn_compact(d, s);
 	memcpy(d->trace_id, s->trace_id, sizeof(d->trace_id));
 	memcpy(d->span_id, s->span_id, sizeof(d->span_id));
@@ -861,21 +862,21 @@ conn_head(struct ctxshim_conn *c,
 	struct conn_pool_entry *e;
 	unsigned idx;
 
-	if (!(f & CONN_F_REQ) || ctxshim_conn_answered(c)) {
+	if (__builtin_expect(!(f & CONN_F_REQ) || ctxshim_conn_answered(c), 1)) {
 		uint8_t set = (uint8_t)(CONN_F_REQ | (captured ? CONN_F_HAS_CTX : 0));
 
 		/* The section makes seq/2 the new request's tag, which
 		 * answered (the writers' byte) does not hold: the request
 		 * becomes unanswered without this thread storing there. */
 		conn_seq_begin(c);
-		if (captured) {
+		if (__builtin_expect(captured, 1)) {
 			/* Built where it will be published, so that publishing
 			 * copies nothing (B4).  A second new head in one read
 			 * cannot happen (the first is not answered yet, so
 			 * later ones queue), but would take the scratch path. */
 			struct ctxshim_ctx *b = *full ? NULL : ctxshim_build_begin();
 
-			if (b) {
+			if (__builtin_expect(b != NULL, 1)) {
 				conn_build(b, cap, flags);
 				whole = conn_compact_fast(&c->ctx, b);
 				if (whole)
@@ -929,7 +930,7 @@ conn_head(struct ctxshim_conn *c,
 	return CONN_FEED_NONE;
 }
 
-int
+CTXSHIM_HOT int
 ctxshim_conn_feed(struct ctxshim_conn *c,
 		  const void *buf,
 		  size_t len,
@@ -959,10 +960,10 @@ ctxshim_conn_feed(struct ctxshim_conn *c,
 			c->cap = (uint16_t)idx;
 			break;
 		}
-		if (r == HTTP_SCAN_HEAD) {
+		if (__builtin_expect(r == HTTP_SCAN_HEAD, 1)) {
 			int h = conn_head(c, cap, http_scan_flags(&c->scan), full);
 
-			if (h != CONN_FEED_NONE)
+			if (__builtin_expect(h != CONN_FEED_NONE, 1))
 				became = h;
 		}
 		/* The head that held the pool entry is over (done, or it never

@@ -222,7 +222,7 @@ request_ctx(struct ctxshim_ctx *c, const struct ctxshim_request *r)
 		/* W3C: unknown flag bits are not propagated. */
 		c->flags = tp.flags & W3C_FLAGS_KNOWN;
 		ctxshim_new_span_id(c->span_id);
-		if (r->n_tracestate)
+		if (__builtin_expect(r->n_tracestate != 0, 0))
 			(void)ctxshim_ctx_set_tracestate(c, r->tracestate,
 							 r->tracestate_lens,
 							 r->n_tracestate);
@@ -245,7 +245,7 @@ request_ctx(struct ctxshim_ctx *c, const struct ctxshim_request *r)
 	}
 	if (c->has_parent)
 		len = attr_put_parent(c->attrs, len, c->parent_id);
-	for (i = 0; i < ctxshim_cfg.n_header_attrs; i++)
+	for (i = 0; __builtin_expect(i < ctxshim_cfg.n_header_attrs, 0); i++)
 		if (r->extra[i])
 			len = attr_put(c->attrs, len,
 				       (uint8_t)(CTXSHIM_KEY_FIRST_HEADER + i),
@@ -259,7 +259,7 @@ ctxshim_request_ctx(struct ctxshim_ctx *c, const struct ctxshim_request *r)
 	request_ctx(c, r);
 }
 
-void
+CTXSHIM_HOT void
 ctxshim_request_ctx_capture(struct ctxshim_ctx *c,
 			    const struct http_scan_capture *cap,
 			    unsigned flags,
@@ -288,13 +288,16 @@ ctxshim_request_ctx_capture(struct ctxshim_ctx *c,
 	}
 	r.traceparent_repeated = (flags & HTTP_SCAN_F_TRACEPARENT_BAD) != 0;
 	/* A folded tracestate is invalid as a whole. */
-	if ((flags & (HTTP_SCAN_F_TRACESTATE | HTTP_SCAN_F_TRACESTATE_BAD)) ==
-	    HTTP_SCAN_F_TRACESTATE) {
+	if (__builtin_expect(
+		    (flags & (HTTP_SCAN_F_TRACESTATE | HTTP_SCAN_F_TRACESTATE_BAD)) ==
+			    HTTP_SCAN_F_TRACESTATE,
+		    0)) {
 		r.tracestate = &ts_line;
 		r.tracestate_lens = &ts_len;
 		r.n_tracestate = 1;
 	}
-	for (i = 0; i < ctxshim_cfg.n_header_attrs && i < CTXSHIM_MAX_HEADER_ATTRS;
+	for (i = 0; __builtin_expect(i < ctxshim_cfg.n_header_attrs, 0) &&
+		    i < CTXSHIM_MAX_HEADER_ATTRS;
 	     i++) {
 		int k = extra_index[i];
 

@@ -24,3 +24,12 @@ ctxshim_active(void)
 {
 	return __builtin_expect(ctxshim_mode == CTXSHIM_ACTIVE, 1);
 }
+
+/* The functions of a request's usual path (the socket hooks nginx-like
+ * servers call, the scanner, the request model, publication): gcc puts
+ * them in .text.hot, which ld places together, so that they share pages
+ * (the I-TLB) instead of being spread over the library's .text, and each
+ * starts a 64-byte line, so that where a function's hot code falls in
+ * cache lines does not move with the size of the code before it
+ * (bench/hot-lines.sh counts the lines a request touches). */
+#define CTXSHIM_HOT __attribute__((hot, aligned(64)))

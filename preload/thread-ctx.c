@@ -109,7 +109,7 @@ ctxshim_attach(const struct ctxshim_ctx *c)
 	t->busy = 0;
 }
 
-struct ctxshim_ctx *
+CTXSHIM_HOT struct ctxshim_ctx *
 ctxshim_build_begin(void)
 {
 	struct ctxshim_thread *t;
@@ -124,7 +124,7 @@ ctxshim_build_begin(void)
 	return &t->ctx[t->which ^ 1];
 }
 
-void
+CTXSHIM_HOT void
 ctxshim_build_publish(struct ctxshim_ctx *c)
 {
 	struct ctxshim_thread *t = ctxshim_thread_self();
@@ -211,13 +211,13 @@ thread_rng(void)
 	return &t->rng;
 }
 
-void
+CTXSHIM_HOT void
 ctxshim_new_trace_id(uint8_t id[16])
 {
 	ctx_rng_trace_id(thread_rng(), id);
 }
 
-void
+CTXSHIM_HOT void
 ctxshim_new_span_id(uint8_t id[8])
 {
 	ctx_rng_span_id(thread_rng(), id);
