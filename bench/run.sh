@@ -9,7 +9,7 @@
 # Environment:
 #   BENCH_ONLY="B5 B6"   run only these groups (B1 B2 B3 B4 B5 B6 B7 B8 R;
 #                        B1, B2 and B8 are one nginx group (with the
-#                        callgrind rows B1i, B1m, B1f), B5-B7 share the
+#                        callgrind rows B1i, B1h, B1m, B1f), B5-B7 share the
 #                        1000-thread target, R is bench/record-overhead.sh)
 #   BENCH_REPS=N         repetitions of the fast wall-clock pairs (default 21)
 #   BENCH_THREADS=N      threads of the ctxdump target (default 1000)
@@ -23,7 +23,7 @@
 #   BENCH_NGINX_AA=1     check the harness: the "with" side of B1/B2/B1c/B2u
 #                        runs without the shim too (expect 1.00 +- noise)
 #   BENCH_NGINX_CG_REQS=N  requests of the smaller callgrind run of B1i; the
-#                        larger sends 2N (default 2000; 0: no B1i/B1m/B1f)
+#                        larger sends 2N (default 2000; 0: no B1i/B1h/B1m/B1f)
 #   BENCH_KEEP=1         keep the work directory (raw numbers) and say where
 #   REC_RUNS, REC_SECS, REC_CPU_MB   passed to record-overhead.sh (group R;
 #                        defaults here 3, 2, 256: about 30 s)
@@ -498,6 +498,20 @@ bench_nginx_cg() {
 	row B1i "nginx user instructions per request, with / without" \
 		"$(awk -v a="$is" -v b="$ip" 'BEGIN { printf "%.3f", a / b }')" info - \
 		"$is / $ip (+$((is - ip))); C(${n2})/C(${n1}) = $lin"
+	# B1h: the shim's instruction-cache footprint per request, the cost
+	# B1i does not show (bench/README.md, "Same IPC"; about 5 s)
+	hl=$(HOT_HEAD=$W/head sh "$SRCDIR/bench/hot-lines.sh" "$BUILD" 2>"$W/hot.err")
+	hget() { echo "$hl" | tr ' ' '\n' | sed -n "s/^$1=//p"; }
+	if [ -n "$(hget shim_lines)" ]; then
+		row B1h "shim code lines (64 B) run per nginx request" \
+			"$(hget shim_lines)" info - \
+			"$(hget shim_ir) insns in $(hget shim_pages) pages; sim. I1 misses/request $(hget i1_plain) without, $(hget i1_shim) with"
+	else
+		log "B1h: bench/hot-lines.sh failed:"
+		cat "$W/hot.err" >&2
+		skip B1h "shim code lines (64 B) run per nginx request" \
+			"bench/hot-lines.sh failed"
+	fi
 	# the worker's user share of its CPU time during the plain wrk runs
 	u=$(awk -v p="$PPLAIN" '$1 == p { ut += $4 - $2; st += $5 - $3 }
 		END { if (ut + st > 0) printf "%.4f", ut / (ut + st); else print "nan" }' \
