@@ -1085,13 +1085,13 @@ main(int argc, char **argv)
 	d->mem_pid = dump_memory_pid(ctl.pid, leader_state);
 	/* The kernel's thread count: sizes the thread list below, and for
 	 * a process with many threads their names are read on a second
-	 * thread meanwhile (stop_prefetch()): the work below until the stop
-	 * is then free on an idle core (below PREFETCH_MIN threads, starting
-	 * that thread costs more than the names). */
+	 * thread, on another core, while this one lists them and does the
+	 * work below until the stop (stop_prefetch(); below PREFETCH_MIN
+	 * threads, starting that thread costs more than the names). */
 	hint = ctl.tid ? 1 : stop_count_threads(ctl.pid);
 	stop_init(&ss, ctl.pid);
 	if (hint >= PREFETCH_MIN)
-		(void)stop_prefetch(&ss);
+		(void)stop_prefetch(&ss, (size_t)hint);
 	load_cmdline(d);
 
 	/* The mappings once for the process context and the three symbols

@@ -86,12 +86,14 @@ struct stop_set {
 void stop_init(struct stop_set *s, pid_t pid);
 
 /* Optional, some time before stop_all() (not for one thread): list the
- * threads of s->pid now, and start reading their names on a second thread
- * while the caller does other work before the stop (on an idle core that
- * work is then free); stop_all() reads the rest, and stop_free() ends it
- * if stop_all() is not called.  Leave s alone meanwhile.  Returns 0 or a
- * negative errno (stop_all() then lists the threads itself). */
-int stop_prefetch(struct stop_set *s);
+ * threads of s->pid now (expect: about how many there are, from
+ * stop_count_threads()), reading their names on a second thread as they
+ * are listed and while the caller does other work before the stop (on an
+ * idle core that work is then free); stop_all() reads the rest, and
+ * stop_free() ends it if stop_all() is not called.  Leave s alone
+ * meanwhile.  Returns 0 or a negative errno (stop_all() then lists the
+ * threads itself). */
+int stop_prefetch(struct stop_set *s, size_t expect);
 
 /* Stop every thread of s->pid (only thread only_tid if it is not 0),
  * rescanning /proc/PID/task until a scan finds no new thread.  timeout_ms
