@@ -11,7 +11,9 @@
  *    threads are read through themselves (text, JSON, -t, --stacks), and
  *    the leader is listed as a zombie (Z) without a context; `ctxdump
  *    record` of that process samples the threads with their trace id,
- *    also after the thread it reads through ("first") has exited.
+ *    also after the thread it reads through ("first") has exited;
+ *  - Ctrl-Z (SIGTSTP) to `ctxdump record` suspends it only after it has
+ *    let every thread go.
  * No thread may be left stopped. */
 #include "test-prof.h"
 
@@ -263,6 +265,70 @@ START_TEST(states_job_stopped)
 }
 END_TEST
 
+/* Threads of pid in ptrace-stop ('t') right now. */
+static unsigned
+count_traced(pid_t pid)
+{
+	char path[64];
+	struct dirent *de;
+	unsigned n = 0;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	d = opendir(path);
+	ck_assert_ptr_nonnull(d);
+	while ((de = readdir(d)) != NULL) {
+		pid_t tid = (pid_t)atoi(de->d_name);
+
+		if (tid > 0 && task_state(pid, tid) == 't')
+			n++;
+	}
+	closedir(d);
+	return n;
+}
+
+/* Ctrl-Z (SIGTSTP) to a recorder that spends most of its time with the
+ * target stopped: it suspends only once every thread was let go, and
+ * carries on after SIGCONT. */
+START_TEST(record_suspended)
+{
+	char arg[16], file[PATH_MAX], errf[PATH_MAX], *err;
+	const char *args[] = {"-F", "500", "-d", "60", "-o", file, arg, NULL};
+	struct target t;
+	unsigned i;
+	pid_t pid;
+	int st;
+
+	target_start(&t, (const char *const[]){"--extra", "300", NULL});
+	snprintf(arg, sizeof(arg), "%d", (int)t.pid);
+	prof_tmpfile(file, sizeof(file), "states-tstp");
+	prof_tmpfile(errf, sizeof(errf), "states-tstp-err");
+	pid = prof_record_start(errf, args);
+	prof_wait_file(file, 1, TIMEOUT_MS);
+	for (i = 0; i < 20; i++) {
+		ck_assert_int_eq(kill(pid, SIGTSTP), 0);
+		ck_assert_int_eq(waitpid(pid, &st, WUNTRACED), pid);
+		ck_assert_msg(WIFSTOPPED(st) && WSTOPSIG(st) == SIGTSTP, "status 0x%x",
+			      st);
+		ck_assert_msg(count_traced(t.pid) == 0,
+			      "suspension %u: %u threads left stopped", i,
+			      count_traced(t.pid));
+		ck_assert_int_eq(kill(pid, SIGCONT), 0);
+		usleep(20000 + 7000 * i);
+	}
+	ck_assert_int_eq(kill(pid, SIGINT), 0);
+	st = prof_record_wait(pid, TIMEOUT_MS);
+	err = prof_slurp(errf);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status 0x%x: %s", st,
+		      err);
+	free(err);
+	unlink(file);
+	unlink(errf);
+	prof_assert_running(t.pid);
+	prof_child_finish(&t.c, TIMEOUT_MS);
+}
+END_TEST
+
 /* The main thread has ended (pthread_exit): /proc/PID/maps is empty and
  * process_vm_readv(PID) fails, but the threads still run and are read. */
 START_TEST(zombie_leader)
@@ -444,6 +510,7 @@ TEST_SUITE(ctxdump_states_suite)
 	tcase_add_test(tc, states_from_the_stop);
 	tcase_add_test(tc, states_many_threads);
 	tcase_add_test(tc, states_job_stopped);
+	tcase_add_test(tc, record_suspended);
 	tcase_add_test(tc, zombie_leader);
 	tcase_add_test(tc, zombie_leader_record);
 	tcase_add_test(tc, zombie_leader_record_reader_exits);

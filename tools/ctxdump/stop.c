@@ -502,8 +502,19 @@ block_signals(struct stop_set *s, sigset_t *waitset)
 	sigaddset(waitset, SIGQUIT);
 	if (!s->masked) {
 		/* A blocked SIGCHLD stays pending even with SIG_DFL, so a stop
-		 * reported between waitpid() and sigtimedwait() is not lost. */
-		sigprocmask(SIG_BLOCK, waitset, &s->oldmask);
+		 * reported between waitpid() and sigtimedwait() is not lost.
+		 * The job-control stops (Ctrl-Z, a background read or write of
+		 * the terminal) are blocked too but not waited for: suspended
+		 * inside the window, ctxdump would hold the target stopped for
+		 * as long as it stays suspended.  Left pending, they take
+		 * effect in stop_release(), once every thread was let go.
+		 * (SIGSTOP cannot be blocked: ctxdump.1.) */
+		sigset_t block = *waitset;
+
+		sigaddset(&block, SIGTSTP);
+		sigaddset(&block, SIGTTIN);
+		sigaddset(&block, SIGTTOU);
+		sigprocmask(SIG_BLOCK, &block, &s->oldmask);
 		s->masked = true;
 	}
 }

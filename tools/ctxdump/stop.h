@@ -10,7 +10,8 @@
  * threads are held, SIGINT, SIGTERM, SIGHUP and SIGQUIT are blocked and
  * waited for together with SIGCHLD: one of them ends the stop early, every
  * thread is detached, and stop_release() then lets the signal take its
- * default action.
+ * default action.  SIGTSTP, SIGTTIN and SIGTTOU are blocked too and take
+ * effect only then, so that ctxdump never sits suspended on held threads.
  *
  * Threads exit while they are held: before their stop (pthread_exit()
  * between the listing and the interrupt), or while stopped (the process
