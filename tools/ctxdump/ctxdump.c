@@ -1185,13 +1185,20 @@ main(int argc, char **argv)
 		return CLI_EXIT_FATAL;
 	}
 	if (r < 0) {
+		/* Gone with none stopped: "during the dump" if a thread had
+		 * been seized already (killed while we waited for the
+		 * others' stops, perhaps with their stops not yet
+		 * collected), as when it goes while held (below). */
+		const char *when = "before it could be stopped";
+
+		for (i = 0; i < ss.n; i++)
+			if (ss.t[i].status == STOP_EXITED)
+				when = "during the dump";
 		stop_release(&ss);
 		if (r == -ESRCH && ctl.tid)
-			cli_warn("thread %d exited before it could be stopped",
-				 (int)ctl.tid);
+			cli_warn("thread %d exited %s", (int)ctl.tid, when);
 		else if (r == -ESRCH)
-			cli_warn("process %d exited before it could be stopped",
-				 (int)ctl.pid);
+			cli_warn("process %d exited %s", (int)ctl.pid, when);
 		else
 			cli_warn("cannot stop process %d: %s", (int)ctl.pid,
 				 strerror(-r));
