@@ -86,6 +86,7 @@
 
 #include "cfg.h"
 #include "events.h"
+#include "hook-scope.h"
 #include "log.h"
 #include "w3c.h"
 
@@ -884,8 +885,10 @@ curl_publish_call(const struct curl_plan *p,
 	struct ctxshim_ctx c;
 
 	*had = cur != NULL;
-	if (cur)
+	if (cur) {
 		memcpy(saved, cur, sizeof(*saved));
+		hook_socket_ctx_stamp(saved);
+	}
 	if (installed && p->client_span && cur) {
 		curl_client_ctx(&c, saved, p->span_id);
 		ctxshim_attach(&c);
@@ -909,6 +912,7 @@ curl_unpublish_call(const struct ctxshim_ctx *saved, bool had)
 {
 	if (had) {
 		ctxshim_attach(saved);
+		hook_socket_ctx_restored(saved);
 		CTXSHIM_EVENT(CTXSHIM_EV_ATTACH, -1, saved, "curl-done");
 	} else {
 		ctxshim_detach();

@@ -11,6 +11,7 @@
 #include "cfg.h"
 #include "conn.h"
 #include "events.h"
+#include "hook-scope.h"
 #include "request-ctx.h"
 #include "thread-ctx.h"
 
@@ -181,8 +182,10 @@ hook_http_enter(int fd,
 	const struct ctxshim_ctx *cur = ctxshim_current();
 
 	sv->had_prev = cur != NULL;
-	if (cur)
+	if (cur) {
 		ctxshim_ctx_copy(&sv->prev, cur);
+		hook_socket_ctx_stamp(&sv->prev);
+	}
 	ctxshim_attach(c);
 	if (!cur || !hook_http_same_span(cur, c))
 		CTXSHIM_EVENT(cur ? CTXSHIM_EV_SWITCH : CTXSHIM_EV_ATTACH, fd, c,
@@ -207,6 +210,7 @@ hook_http_leave(int fd,
 		if (!cur || !hook_http_same_span(cur, &sv->prev))
 			CTXSHIM_EVENT(CTXSHIM_EV_SWITCH, fd, &sv->prev, restore_reason);
 		ctxshim_attach(&sv->prev);
+		hook_socket_ctx_restored(&sv->prev);
 	} else {
 		ctxshim_detach();
 		if (cur)

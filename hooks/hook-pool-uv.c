@@ -205,7 +205,7 @@ hook_pool_uv_after_work(struct uv_work_s *req, int status)
 	errno = saved_errno;
 	if (after)
 		after(req, status);
-	hook_scope_publish(&prev, "uv-after-work-done");
+	hook_scope_restore(&prev, "uv-after-work-done");
 }
 
 static int

@@ -22,6 +22,16 @@ struct hook_scope {
 	struct ctxshim_ctx ctx;
 };
 
+/* hooks/hook-socket.c.  stamp(): saved is a copy of the calling thread's
+ * current context, taken to be restored later on this thread: note in it
+ * whether the socket level publishes it (for which connection).
+ * restored(): c (stamped) was just published again on this thread: if it
+ * was the socket level's, it is again (the next wait clears it, ...).
+ * Without the pair, a context restored after the socket level moved on
+ * stayed published on an idle event-loop thread. */
+void hook_socket_ctx_stamp(struct ctxshim_ctx *saved);
+void hook_socket_ctx_restored(const struct ctxshim_ctx *c);
+
 /* What the calling thread publishes now. */
 static inline void
 hook_scope_capture(struct hook_scope *s)
@@ -29,8 +39,10 @@ hook_scope_capture(struct hook_scope *s)
 	const struct ctxshim_ctx *cur = ctxshim_current();
 
 	s->has = cur != NULL;
-	if (cur)
+	if (cur) {
 		ctxshim_ctx_copy(&s->ctx, cur);
+		hook_socket_ctx_stamp(&s->ctx);
+	}
 }
 
 static inline bool
@@ -58,6 +70,17 @@ hook_scope_publish(const struct hook_scope *s, const char *reason)
 		ctxshim_detach();
 		CTXSHIM_EVENT(CTXSHIM_EV_DETACH, -1, NULL, reason);
 	}
+}
+
+/* hook_scope_publish() of what this thread captured earlier (s is its own
+ * context from before a callback): what the socket level published comes
+ * back under its management. */
+static inline void
+hook_scope_restore(const struct hook_scope *s, const char *reason)
+{
+	hook_scope_publish(s, reason);
+	if (s->has)
+		hook_socket_ctx_restored(&s->ctx);
 }
 
 /* Clear the calling thread's context (a pool thread going idle). */

@@ -17,14 +17,19 @@
  *    thread is waiting for the next request ("detach", "response-sent");
  *    thread-per-connection servers thus keep the context from the head
  *    until the response is written and they read again;
- *  - entering epoll_wait/epoll_pwait/epoll_pwait2/poll/ppoll/select/pselect
- *    clears it: an event loop is idle there ("detach", reason = the call);
+ *  - entering epoll_wait/epoll_pwait/epoll_pwait2/poll/ppoll clears it, and
+ *    so does a select/pselect that returns a client connection: an event
+ *    loop is idle there ("detach", reason = the call; see "poll() and
+ *    select()" below for which sets count);
  *  - closing the connection clears it ("detach", "close").
  *
  * Only contexts this file published are ever cleared: a context inherited
  * through pthread_create() or TRACEPARENT, or attached by a library hook,
  * is left alone (we remember the fd, generation and span-id we published
- * and compare the span-id with the thread's current context).
+ * and compare the span-id with the thread's current context).  A library
+ * hook that saves our context and restores it after a callback hands it
+ * back to us (hook_socket_ctx_stamp()/_restored(), "save and restore"
+ * below).
  *
  * "Answered" is turn-taking (OBI's response_sent idea): the first write
  * on the connection after a head, except an interim "HTTP/1.x 1xx" status
@@ -73,6 +78,7 @@
 
 #include "conn.h"
 #include "events.h"
+#include "hook-scope.h"
 #include "hook-tls.h"
 #include "sys.h"
 
@@ -734,12 +740,16 @@ sk_in_end(struct sk_in *in)
 	sk_busy(false);
 }
 
-/* MSG_PEEK: the bytes will be read again.  MSG_TRUNC on a stream socket:
- * they were discarded unseen, so the scanner cannot follow any more. */
+/* MSG_PEEK: the bytes will be read again.  MSG_OOB (TCP's urgent byte,
+ * taken out of the stream unless SO_OOBINLINE, where MSG_OOB fails) and
+ * MSG_ERRQUEUE (a message of the socket's error queue): not stream bytes,
+ * feeding them would shift the head/body boundary.  MSG_TRUNC on a stream
+ * socket: they were discarded unseen, so the scanner cannot follow any
+ * more. */
 static bool
 sk_in_flags_feed(struct ctxshim_conn *c, int flags)
 {
-	if (flags & MSG_PEEK)
+	if (flags & (MSG_PEEK | MSG_OOB | MSG_ERRQUEUE))
 		return false;
 	if (flags & MSG_TRUNC) {
 		if (c && !sk_self.busy)
@@ -802,18 +812,41 @@ sk_out_enter(int fd, uint8_t hot)
 	return sk_enter(fd, true);
 }
 
-static const void *
-sk_iov_head(const struct iovec *iov, size_t n, size_t *len)
-{
-	size_t i;
+/* The bytes ctxshim_conn_status_kind() looks at: "HTTP/1.x NNN". */
+#define SK_HEAD_MIN 12
 
-	for (i = 0; i < n; i++)
-		if (iov[i].iov_len) {
-			*len = iov[i].iov_len;
-			return iov[i].iov_base;
-		}
-	*len = 0;
-	return NULL;
+/* sk_out() after a writev/sendmsg that wrote r > 0 bytes whose first iovec
+ * is shorter than SK_HEAD_MIN: the first bytes are gathered across iovecs,
+ * so that "HTTP/1.1 " + "100 Continue" is seen as the interim status it
+ * is.  Only bytes the kernel has read (the first r) are looked at. */
+static __attribute__((noinline, cold)) void
+sk_out_iov_gather(
+	int fd, struct ctxshim_conn *c, const struct iovec *iov, size_t n, ssize_t r)
+{
+	uint8_t tmp[SK_HEAD_MIN];
+	size_t i, got = 0, max = (size_t)r < SK_HEAD_MIN ? (size_t)r : SK_HEAD_MIN;
+
+	for (i = 0; i < n && got < max; i++) {
+		const uint8_t *b = iov[i].iov_base;
+		size_t k;
+
+		for (k = 0; k < iov[i].iov_len && got < max; k++)
+			tmp[got++] = b[k];
+	}
+	sk_out(fd, c, got ? tmp : NULL, got, r);
+}
+
+/* sk_out() after a writev/sendmsg of n iovecs that returned r.  The usual
+ * response head is one iovec of at least SK_HEAD_MIN bytes: inline. */
+static inline __attribute__((always_inline)) void
+sk_out_iov(int fd, struct ctxshim_conn *c, const struct iovec *iov, size_t n, ssize_t r)
+{
+	if (!c || r <= 0)
+		return;
+	if (__builtin_expect(n > 0 && iov[0].iov_len >= SK_HEAD_MIN, 1))
+		sk_out(fd, c, iov[0].iov_base, iov[0].iov_len, r);
+	else
+		sk_out_iov_gather(fd, c, iov, n, r);
 }
 
 /* fd stops naming its connection. */
@@ -914,14 +947,31 @@ sk_idle(const char *reason)
  * of the request, so only a wait that includes a tracked server connection
  * -- an event loop, or a thread-per-connection server waiting for the next
  * request -- makes the thread idle.  epoll fds hide their sets; epoll is
- * what event loops use, so the epoll waits always count. */
+ * what event loops use, so the epoll waits always count.
+ *
+ * The application's pollfd array and fd_sets are read only once the kernel
+ * has read (and written) them in a call that succeeded: a bad pointer or
+ * an nfds larger than the array must give the application -1/EFAULT, as
+ * without the shim, never a SIGSEGV in a hook.  poll/ppoll therefore look
+ * first with a zero timeout (same fds, same signal mask): an error (EFAULT,
+ * EINVAL, a signal) or ready fds are what the real call gives at once
+ * anyway, so that is returned as it is (after the check, for ready fds);
+ * 0 means the array is valid: the thread may go idle, then it waits for
+ * real (one more system call, only while a connection's context is
+ * published).  select/pselect cannot look twice (their sets are
+ * overwritten), so they check the sets the call returned: a tracked
+ * connection that became ready ends the wait of an event loop (a blocked
+ * select keeps showing the context until it returns).  At most
+ * SK_POLL_SCAN_MAX pollfds are looked at. */
+#define SK_POLL_SCAN_MAX 1024
+
 static bool
 sk_pollfds_tracked(const struct pollfd *f, nfds_t n)
 {
 	nfds_t i;
 
-	if (!f)
-		return false;
+	if (n > SK_POLL_SCAN_MAX)
+		n = SK_POLL_SCAN_MAX;
 	for (i = 0; i < n; i++)
 		if (f[i].fd >= 0 &&
 		    (ctxshim_conn_hot(f[i].fd) & (CONN_HOT_SCAN | CONN_HOT_TLS)))
@@ -942,6 +992,24 @@ sk_fdset_tracked(int n, const fd_set *r, const fd_set *w, const fd_set *x)
 		     (x && FD_ISSET(fd, x))))
 			return true;
 	return false;
+}
+
+/* After a select/pselect that returned r: its sets are valid now. */
+static void
+sk_fdset_idle(int r,
+	      int n,
+	      const fd_set *rd,
+	      const fd_set *w,
+	      const fd_set *x,
+	      const char *reason)
+{
+	int saved_errno;
+
+	if (r <= 0 || !sk_fdset_tracked(n, rd, w, x))
+		return;
+	saved_errno = errno;
+	sk_idle(reason);
+	errno = saved_errno;
 }
 
 /* ---- bytes in ---- */
@@ -1325,12 +1393,10 @@ sk_sendmsg(int fd, const struct msghdr *msg, int flags, uint8_t hot)
 {
 	struct ctxshim_conn *c = sk_out_enter(fd, hot);
 	ssize_t r = real_sendmsg(fd, msg, flags);
-	const void *head = NULL;
-	size_t head_len = 0;
 
+	/* msg is read only once the kernel has (r > 0). */
 	if (r > 0 && msg)
-		head = sk_iov_head(msg->msg_iov, msg->msg_iovlen, &head_len);
-	sk_out(fd, c, head, head_len, r);
+		sk_out_iov(fd, c, msg->msg_iov, msg->msg_iovlen, r);
 	return r;
 }
 
@@ -1349,12 +1415,9 @@ sk_writev(int fd, const struct iovec *iov, int iovcnt, uint8_t hot)
 {
 	struct ctxshim_conn *c = sk_out_enter(fd, hot);
 	ssize_t r = real_writev(fd, iov, iovcnt);
-	const void *head = NULL;
-	size_t head_len = 0;
 
-	if (r > 0 && iovcnt > 0)
-		head = sk_iov_head(iov, (size_t)iovcnt, &head_len);
-	sk_out(fd, c, head, head_len, r);
+	if (iovcnt > 0)
+		sk_out_iov(fd, c, iov, (size_t)iovcnt, r);
 	return r;
 }
 
@@ -1469,9 +1532,16 @@ hook_socket_epoll_pwait2(int ep,
 static __attribute__((noinline)) int
 sk_poll(struct pollfd *f, nfds_t n, int to)
 {
+	int r;
+
+	if (!f || !n)
+		return real_poll(f, n, to);
+	r = real_poll(f, n, 0);
+	if (r < 0)
+		return r; /* an error: what the call gives at once */
 	if (sk_pollfds_tracked(f, n))
 		sk_idle("poll");
-	return real_poll(f, n, to);
+	return r > 0 || to == 0 ? r : real_poll(f, n, to);
 }
 
 static inline int
@@ -1485,9 +1555,16 @@ hook_socket_poll(struct pollfd *f, nfds_t n, int to)
 static __attribute__((noinline)) int
 sk_poll_chk(struct pollfd *f, nfds_t n, int to, size_t fl)
 {
+	int r;
+
+	if (!f || !n)
+		return real_poll_chk(f, n, to, fl);
+	r = real_poll_chk(f, n, 0, fl);
+	if (r < 0)
+		return r;
 	if (sk_pollfds_tracked(f, n))
 		sk_idle("poll");
-	return real_poll_chk(f, n, to, fl);
+	return r > 0 || to == 0 ? r : real_poll_chk(f, n, to, fl);
 }
 
 static inline int
@@ -1498,12 +1575,23 @@ hook_socket_poll_chk(struct pollfd *f, nfds_t n, int to, size_t fl)
 	return real_poll_chk(f, n, to, fl);
 }
 
+static const struct timespec sk_zero_ts;
+
+/* *to is the application's, unchecked too: the probe uses our own zero
+ * timeout and the real wait always follows a probe that returned 0. */
 static __attribute__((noinline)) int
 sk_ppoll(struct pollfd *f, nfds_t n, const struct timespec *to, const sigset_t *ss)
 {
+	int r;
+
+	if (!f || !n)
+		return real_ppoll(f, n, to, ss);
+	r = real_ppoll(f, n, &sk_zero_ts, ss);
+	if (r < 0)
+		return r;
 	if (sk_pollfds_tracked(f, n))
 		sk_idle("ppoll");
-	return real_ppoll(f, n, to, ss);
+	return r > 0 ? r : real_ppoll(f, n, to, ss);
 }
 
 static inline int
@@ -1524,9 +1612,16 @@ sk_ppoll_chk(struct pollfd *f,
 	     const sigset_t *ss,
 	     size_t fl)
 {
+	int r;
+
+	if (!f || !n)
+		return real_ppoll_chk(f, n, to, ss, fl);
+	r = real_ppoll_chk(f, n, &sk_zero_ts, ss, fl);
+	if (r < 0)
+		return r;
 	if (sk_pollfds_tracked(f, n))
 		sk_idle("ppoll");
-	return real_ppoll_chk(f, n, to, ss, fl);
+	return r > 0 ? r : real_ppoll_chk(f, n, to, ss, fl);
 }
 
 static inline int
@@ -1544,9 +1639,10 @@ hook_socket_ppoll_chk(struct pollfd *f,
 static __attribute__((noinline)) int
 sk_select(int n, fd_set *r, fd_set *w, fd_set *x, struct timeval *t)
 {
-	if (sk_fdset_tracked(n, r, w, x))
-		sk_idle("select");
-	return real_select(n, r, w, x, t);
+	int ret = real_select(n, r, w, x, t);
+
+	sk_fdset_idle(ret, n, r, w, x, "select");
+	return ret;
 }
 
 static inline int
@@ -1565,9 +1661,10 @@ sk_pselect(int n,
 	   const struct timespec *t,
 	   const sigset_t *ss)
 {
-	if (sk_fdset_tracked(n, r, w, x))
-		sk_idle("pselect");
-	return real_pselect(n, r, w, x, t, ss);
+	int ret = real_pselect(n, r, w, x, t, ss);
+
+	sk_fdset_idle(ret, n, r, w, x, "pselect");
+	return ret;
 }
 
 static inline int
@@ -1581,6 +1678,51 @@ hook_socket_pselect(int n,
 	if (__builtin_expect(sk_self.fdp1 != 0, 0))
 		return sk_pselect(n, r, w, x, t, ss);
 	return real_pselect(n, r, w, x, t, ss);
+}
+
+/* ---- save and restore by library hooks (hook-scope.h) ----
+ *
+ * A library hook that runs the application's callback under another
+ * context saves the thread's context and restores it afterwards (libuv's
+ * after-work callbacks, libcurl's client span, libmicrohttpd, libevent,
+ * nghttp2).  Meanwhile the socket level may have moved on (the callback
+ * wrote its own request's response, so the socket level followed that
+ * connection) and forgotten the context it published before: restored, it
+ * would stay published on an idle event loop for good.  So the save stamps
+ * the copy with the connection whose context it is (if the socket level
+ * publishes it now), and the restore hands it back: the socket level then
+ * follows it as if it had never been replaced (cleared by the next wait,
+ * the close, the next request).  Neither is on the socket level's own
+ * request path. */
+
+void
+hook_socket_ctx_stamp(struct ctxshim_ctx *saved)
+{
+	saved->sock_fdp1 = 0;
+	saved->sock_gen = 0;
+	if (sk_self.busy || !sk_self.fdp1 || sk_span(saved) != sk_self.span)
+		return;
+	saved->sock_fdp1 = sk_self.fdp1;
+	saved->sock_gen = sk_self.gen;
+}
+
+void
+hook_socket_ctx_restored(const struct ctxshim_ctx *c)
+{
+	const struct ctxshim_ctx *cur;
+
+	if (!c->sock_fdp1 || sk_self.busy)
+		return;
+	cur = ctxshim_current();
+	/* Only if the restore took (not dropped in a signal handler that
+	 * interrupted an update). */
+	if (!cur || sk_span(cur) != sk_span(c))
+		return;
+	sk_busy(true);
+	sk_self.fdp1 = c->sock_fdp1;
+	sk_self.gen = c->sock_gen;
+	sk_self.span = sk_span(c);
+	sk_busy(false);
 }
 
 /* ---- TLS (hook-tls.h) ---- */

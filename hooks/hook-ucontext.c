@@ -316,7 +316,7 @@ hook_ucontext_setcontext(const ucontext_t *ucp)
 	/* Only on failure: we are still where we were. */
 	saved_errno = errno;
 	switched_to = NULL;
-	hook_scope_publish(&prev, "setcontext-failed");
+	hook_scope_restore(&prev, "setcontext-failed");
 	errno = saved_errno;
 	return r;
 }

@@ -38,6 +38,14 @@ struct ctxshim_ctx {
 	uint8_t has_parent;
 	uint8_t spare;
 	uint16_t tracestate_len;
+	/* Meaningful only in a copy a hook saved to restore later on the same
+	 * thread (hook-scope.h, hook-http.h, hook-curl.c): the connection
+	 * (fd + 1, 0: none) and its generation whose context this was for the
+	 * socket level, so that restoring it hands it back (hook-socket.c,
+	 * hook_socket_ctx_stamp() and hook_socket_ctx_restored()).  Anywhere
+	 * else (fresh contexts zero it, copies carry it) it is never read. */
+	int32_t sock_fdp1;
+	uint32_t sock_gen;
 	/* ---- from here, an otel_thread_ctx_record ---- */
 	uint8_t trace_id[16];
 	uint8_t span_id[8];
