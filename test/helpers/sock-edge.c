@@ -1,0 +1,354 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Edge cases of the socket level (hooks/hook-socket.c) found by review,
+ * run under the shim by test-preload-sockedge.c.  A server and its client
+ * in one process on 127.0.0.1; the server checks the context its own
+ * thread publishes (ctxobs.h).
+ *
+ *   sock-edge oob recv|recvmsg   TCP urgent data inside a request head,
+ *                                read with MSG_OOB between the head's
+ *                                reads: not stream bytes, the head (and
+ *                                its traceparent) must stay intact
+ *   sock-edge poll-efault        poll/ppoll/__poll_chk/select/pselect with
+ *                                bad pointers and an nfds larger than the
+ *                                array while a request's context is
+ *                                published: -1/EFAULT as without the shim
+ *                                (it used to be SIGSEGV in the hook); and
+ *                                what the check is for: a wait on a client
+ *                                connection clears the context, one on a
+ *                                pipe keeps it
+ *   sock-edge continue writev|sendmsg
+ *                                "HTTP/1.1 " and "100 Continue" in two
+ *                                iovecs is an interim response: the
+ *                                context stays while the body is read,
+ *                                the final response then ends it
+ *
+ * Prints "RESULT <mode> fails=N" and exits 0 when every check held. */
+#include "ctxobs.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/select.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+int __poll_chk(struct pollfd *fds, nfds_t nfds, int timeout, size_t fdslen);
+
+#define TRACE "4bf92f3577b34da6a3ce929d0e0e4736"
+#define TP    "traceparent: 00-" TRACE "-00f067aa0ba902b7-01\r\n"
+
+static int lfd, fails;
+
+#define CHECK(c, ...)                                                \
+	do {                                                         \
+		if (!(c)) {                                          \
+			fails++;                                     \
+			fprintf(stderr, "FAIL line %d: ", __LINE__); \
+			fprintf(stderr, __VA_ARGS__);                \
+			fputc('\n', stderr);                         \
+		}                                                    \
+	} while (0)
+
+static void
+die(const char *what)
+{
+	perror(what);
+	exit(2);
+}
+
+static void
+pair(int *cli, int *srv)
+{
+	struct sockaddr_in a = {.sin_family = AF_INET,
+				.sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t l = sizeof(a);
+	int one = 1;
+
+	if (lfd == 0) {
+		lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (lfd < 0 || bind(lfd, (void *)&a, sizeof(a)) || listen(lfd, 16))
+			die("listen");
+	}
+	if (getsockname(lfd, (void *)&a, &l))
+		die("getsockname");
+	*cli = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (*cli < 0 || connect(*cli, (void *)&a, sizeof(a)))
+		die("connect");
+	(void)setsockopt(*cli, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	*srv = accept(lfd, NULL, NULL);
+	if (*srv < 0)
+		die("accept");
+}
+
+static void
+send_all(int fd, const char *s, size_t n, int flags)
+{
+	while (n) {
+		ssize_t r = send(fd, s, n, flags);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			die("send");
+		s += r;
+		n -= (size_t)r;
+	}
+}
+
+/* Read exactly n bytes from the server side. */
+static void
+read_n(int fd, char *buf, size_t n)
+{
+	while (n) {
+		ssize_t r = read(fd, buf, n);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			die("read");
+		buf += r;
+		n -= (size_t)r;
+	}
+}
+
+/* Does the thread publish TRACE now? */
+static bool
+shows_trace(void)
+{
+	char s[128];
+
+	ctxobs_format(s, sizeof(s));
+	return strncmp(s, "trace=" TRACE " ", 6 + 32 + 1) == 0;
+}
+
+static bool
+shows_none(void)
+{
+	char s[128];
+
+	ctxobs_format(s, sizeof(s));
+	return strcmp(s, "trace=- span=-") == 0;
+}
+
+static const char *
+shown(void)
+{
+	static char s[128];
+
+	ctxobs_format(s, sizeof(s));
+	return s;
+}
+
+/* A complete request read on a new connection: its context is current. */
+static void
+request(int *cli, int *srv)
+{
+	static const char head[] = "GET /edge HTTP/1.1\r\nHost: x\r\n" TP "\r\n";
+	char buf[sizeof(head)];
+
+	pair(cli, srv);
+	send_all(*cli, head, sizeof(head) - 1, 0);
+	read_n(*srv, buf, sizeof(head) - 1);
+	CHECK(shows_trace(), "request: %s", shown());
+}
+
+static void
+mode_oob(const char *how)
+{
+	static const char p1[] = "GET /oob HTTP/1.1\r\nHost: x\r\ntraceparent: 00-";
+	static const char p2[] = TRACE "-00f067aa0ba902b7-01\r\n\r\n";
+	char buf[256], urg = 0;
+	struct pollfd pf;
+	ssize_t r;
+	int cli, srv;
+
+	pair(&cli, &srv);
+	send_all(cli, p1, sizeof(p1) - 1, 0);
+	send_all(cli, "Z", 1, MSG_OOB);
+	send_all(cli, p2, sizeof(p2) - 1, 0);
+	read_n(srv, buf, sizeof(p1) - 1);
+	pf.fd = srv;
+	pf.events = POLLPRI;
+	if (poll(&pf, 1, 10000) != 1)
+		die("poll POLLPRI");
+	if (strcmp(how, "recvmsg") == 0) {
+		struct iovec v = {&urg, 1};
+		struct msghdr m = {.msg_iov = &v, .msg_iovlen = 1};
+
+		r = recvmsg(srv, &m, MSG_OOB);
+	} else {
+		r = recv(srv, &urg, 1, MSG_OOB);
+	}
+	CHECK(r == 1 && urg == 'Z', "urgent byte: %zd %c", r, urg);
+	read_n(srv, buf, sizeof(p2) - 1);
+	CHECK(shows_trace(), "oob %s: the head's traceparent was not seen: %s", how,
+	      shown());
+	close(cli);
+	close(srv);
+}
+
+static void
+mode_poll_efault(void)
+{
+	long pg = sysconf(_SC_PAGESIZE);
+	struct pollfd *volatile bad = (struct pollfd *)16, *edge, pf;
+	fd_set *volatile badset = (fd_set *)16;
+	struct timespec ts0 = {0, 0};
+	struct timeval tv0 = {0, 0};
+	char *map;
+	int cli, srv, r, e, p[2];
+	fd_set rs;
+
+	/* Two pollfds at the end of a page followed by an inaccessible one:
+	 * nfds 8 reaches into it. */
+	map = mmap(NULL, (size_t)pg * 2, PROT_READ | PROT_WRITE,
+		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (map == MAP_FAILED || mprotect(map + pg, (size_t)pg, PROT_NONE))
+		die("mmap");
+	edge = (struct pollfd *)(map + pg - 2 * sizeof(struct pollfd));
+
+	request(&cli, &srv);
+	edge[0] = (struct pollfd){.fd = srv, .events = POLLIN};
+	edge[1] = edge[0];
+
+#define EFAULT_CALL(name, call)                                                  \
+	do {                                                                     \
+		CHECK(shows_trace(), "%s: no context before the call: %s", name, \
+		      shown());                                                  \
+		errno = 0;                                                       \
+		r = (call);                                                      \
+		e = errno;                                                       \
+		CHECK(r == -1 && e == EFAULT, "%s -> %d errno %d", name, r, e);  \
+	} while (0)
+	EFAULT_CALL("poll bad", poll(bad, 4, 0));
+	EFAULT_CALL("poll bad blocking", poll(bad, 4, -1));
+	EFAULT_CALL("poll nfds", poll(edge, 8, 0));
+	EFAULT_CALL("poll nfds blocking", poll(edge, 8, 1000));
+	EFAULT_CALL("__poll_chk bad", __poll_chk(bad, 4, 0, 4 * sizeof(pf)));
+	EFAULT_CALL("ppoll bad", ppoll(bad, 4, &ts0, NULL));
+	EFAULT_CALL("ppoll nfds", ppoll(edge, 8, NULL, NULL));
+	EFAULT_CALL("select bad", select(64, badset, NULL, NULL, &tv0));
+	EFAULT_CALL("select bad blocking", select(64, NULL, badset, NULL, NULL));
+	EFAULT_CALL("pselect bad", pselect(64, NULL, NULL, badset, &ts0, NULL));
+
+	/* What the check is for.  A wait on something else (a pipe: an
+	 * upstream, a database) is part of the request... */
+	if (pipe2(p, O_CLOEXEC))
+		die("pipe");
+	pf = (struct pollfd){.fd = p[0], .events = POLLIN};
+	r = poll(&pf, 1, 0);
+	CHECK(r == 0 && shows_trace(), "poll on a pipe: %d %s", r, shown());
+	r = poll(&pf, 1, 20);
+	CHECK(r == 0 && shows_trace(), "blocking poll on a pipe: %d %s", r, shown());
+	FD_ZERO(&rs);
+	FD_SET(p[0], &rs);
+	(void)write(p[1], "x", 1);
+	r = select(p[0] + 1, &rs, NULL, NULL, NULL);
+	CHECK(r == 1 && shows_trace(), "select on a pipe: %d %s", r, shown());
+	/* ...one on a client connection is an idle loop or a server waiting
+	 * for the next request: blocking (nothing to read yet)... */
+	pf = (struct pollfd){.fd = srv, .events = POLLIN};
+	r = poll(&pf, 1, 20);
+	CHECK(r == 0 && shows_none(), "blocking poll on the client: %d %s", r, shown());
+	close(cli);
+	close(srv);
+	/* ...or not (data ready)... */
+	request(&cli, &srv);
+	send_all(cli, "G", 1, 0);
+	pf.fd = srv;
+	r = ppoll(&pf, 1, NULL, NULL);
+	CHECK(r == 1 && shows_none(), "ppoll on a ready client: %d %s", r, shown());
+	close(cli);
+	close(srv);
+	/* ...and select on a ready client. */
+	request(&cli, &srv);
+	send_all(cli, "G", 1, 0);
+	FD_ZERO(&rs);
+	FD_SET(srv, &rs);
+	FD_SET(p[0], &rs);
+	r = select((srv > p[0] ? srv : p[0]) + 1, &rs, NULL, NULL, NULL);
+	CHECK(r >= 1 && shows_none(), "select on a ready client: %d %s", r, shown());
+	close(cli);
+	close(srv);
+	close(p[0]);
+	close(p[1]);
+	(void)munmap(map, (size_t)pg * 2);
+}
+
+static ssize_t
+out2(int fd, const char *how, const char *a, const char *b)
+{
+	struct iovec v[3] = {{(void *)a, strlen(a)}, {NULL, 0}, {(void *)b, strlen(b)}};
+
+	if (strcmp(how, "sendmsg") == 0) {
+		struct msghdr m = {.msg_iov = v, .msg_iovlen = 3};
+
+		return sendmsg(fd, &m, 0);
+	}
+	return writev(fd, v, 3);
+}
+
+static void
+mode_continue(const char *how)
+{
+	static const char head[] = "POST /up HTTP/1.1\r\nHost: x\r\n" TP
+				   "Expect: 100-continue\r\nContent-Length: 5\r\n\r\n";
+	char buf[sizeof(head)];
+	int cli, srv;
+	ssize_t r;
+
+	pair(&cli, &srv);
+	send_all(cli, head, sizeof(head) - 1, 0);
+	read_n(srv, buf, sizeof(head) - 1);
+	CHECK(shows_trace(), "head: %s", shown());
+	r = out2(srv, how, "HTTP/1.1 ", "100 Continue\r\n\r\n");
+	CHECK(r == 25, "%s 100: %zd", how, r);
+	CHECK(shows_trace(), "after 100 Continue: %s", shown());
+	send_all(cli, "hello", 5, 0);
+	read_n(srv, buf, 5);
+	CHECK(shows_trace(), "%s: the body was read without the request's context: %s",
+	      how, shown());
+	r = out2(srv, how, "HTTP/1.1 ", "200 OK\r\nContent-Length: 0\r\n\r\n");
+	CHECK(r > 0, "%s 200: %zd", how, r);
+	/* The next request's first byte: the answered one is gone. */
+	send_all(cli, "G", 1, 0);
+	read_n(srv, buf, 1);
+	CHECK(shows_none(), "%s: after the final response: %s", how, shown());
+	close(cli);
+	close(srv);
+}
+
+int
+main(int argc, char **argv)
+{
+	const char *mode = argc > 1 ? argv[1] : "";
+	const char *arg = argc > 2 ? argv[2] : "";
+
+	signal(SIGPIPE, SIG_IGN);
+	if (!ctxobs_record() && !dlsym(RTLD_DEFAULT, OTEL_THREAD_CTX_SYMBOL)) {
+		fprintf(stderr, "sock-edge: not run under the shim\n");
+		return 2;
+	}
+	if (strcmp(mode, "oob") == 0)
+		mode_oob(arg);
+	else if (strcmp(mode, "poll-efault") == 0)
+		mode_poll_efault();
+	else if (strcmp(mode, "continue") == 0)
+		mode_continue(arg);
+	else {
+		fprintf(stderr, "usage: sock-edge oob|poll-efault|continue [how]\n");
+		return 64;
+	}
+	printf("RESULT %s fails=%d\n", mode, fails);
+	return fails ? 1 : 0;
+}

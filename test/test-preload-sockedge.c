@@ -1,0 +1,99 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Edge cases of the socket level found by review, through
+ * test/helpers/sock-edge.c run under the shim (it checks its own
+ * thread's context and prints one RESULT line):
+ *
+ *  - urgent data (MSG_OOB) read in the middle of a request head was fed to
+ *    the scanner as stream bytes: the traceparent got a stray byte and the
+ *    request a new trace;
+ *  - poll/ppoll/__poll_chk/select/pselect read the application's arrays
+ *    before the call while a request's context was published: a bad
+ *    pointer, or an nfds larger than the array, was a SIGSEGV in the hook
+ *    where the kernel returns -1/EFAULT (the idle clear they exist for is
+ *    checked too);
+ *  - writev/sendmsg with "HTTP/1.1 " and "100 Continue" in separate iovecs
+ *    counted as the final response: the body was read without the
+ *    request's context;
+ *  - a libuv after-work callback that answered its request while the
+ *    socket level published another request (read in the same loop
+ *    iteration) restored that one when it returned, and it stayed
+ *    published on the idle loop (test/helpers/uv-restore.c).
+ *
+ * Each runs with the event log off and on (the hooks take other paths). */
+#include "test-common.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static void
+run_helper(const char *helper, const char *mode, const char *how, bool events)
+{
+	char path[4096], *out = NULL, *err = NULL, want[64];
+	char *argv[] = {path, (char *)mode, (char *)how, NULL};
+	char *env_on[] = {"CTXSHIM_EVENTS=/dev/null", NULL};
+	int st;
+
+	unsetenv("CTXSHIM_EVENTS");
+	snprintf(path, sizeof(path), "%s/%s", test_env_path("HELPER_DIR"), helper);
+	st = test_run_capture(argv, events ? env_on : NULL, true, &out, &err, 30000);
+	snprintf(want, sizeof(want), "RESULT %s ", mode);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0 && strstr(out, want) &&
+			      strstr(out, " fails=0\n"),
+		      "%s %s %s (events %s): status %#x%s%s:\n%s\n%s", helper, mode,
+		      how ? how : "", events ? "on" : "off", st,
+		      WIFSIGNALED(st) ? ", killed by signal " : "",
+		      WIFSIGNALED(st) ? strsignal(WTERMSIG(st)) : "", out, err);
+	free(out);
+	free(err);
+}
+
+static void
+run_edge(const char *mode, const char *how, bool events)
+{
+	run_helper("sock-edge", mode, how, events);
+}
+
+START_TEST(oob_not_stream)
+{
+	run_edge("oob", _i & 1 ? "recvmsg" : "recv", _i & 2);
+}
+END_TEST
+
+START_TEST(poll_efault)
+{
+	run_edge("poll-efault", NULL, _i & 1);
+}
+END_TEST
+
+START_TEST(continue_split_iovecs)
+{
+	run_edge("continue", _i & 1 ? "sendmsg" : "writev", _i & 2);
+}
+END_TEST
+
+START_TEST(uv_after_work_restore)
+{
+	char path[4096];
+
+	snprintf(path, sizeof(path), "%s/uv-restore", test_env_path("HELPER_DIR"));
+	if (access(path, X_OK) != 0)
+		return; /* built without libuv */
+	run_helper("uv-restore", "uv-restore", NULL, _i & 1);
+}
+END_TEST
+
+TEST_SUITE(sockedge_suite)
+{
+	Suite *s = suite_create("preload-sockedge");
+	TCase *tc = tcase_create("edge");
+
+	tcase_set_timeout(tc, 60);
+	tcase_add_loop_test(tc, oob_not_stream, 0, 4);
+	tcase_add_loop_test(tc, poll_efault, 0, 2);
+	tcase_add_loop_test(tc, continue_split_iovecs, 0, 4);
+	tcase_add_loop_test(tc, uv_after_work_restore, 0, 2);
+	suite_add_tcase(s, tc);
+	return s;
+}
