@@ -35,6 +35,8 @@
  * Prints "RESULT <mode> ok=... none=... wrong=..." and exits 0 when every
  * check held, 1 otherwise.  POOL is conn.c's CONN_POOL_N, QUEUE_MAX its
  * CONN_QUEUE_MAX. */
+#include "self-check.h"
+
 #include <arpa/inet.h>
 #include <dlfcn.h>
 #include <errno.h>
@@ -56,25 +58,8 @@
 #define QUEUE_MAX 16
 #define FLOOD     1000
 
-static int lfd, port, fails;
+static int lfd, port;
 static unsigned n_ok, n_none, n_wrong;
-
-#define CHECK(c, ...)                                                          \
-	do {                                                                   \
-		if (!(c)) {                                                    \
-			fails++;                                               \
-			fprintf(stderr, "FAIL line %d: ", __LINE__);           \
-			fprintf(stderr, __VA_ARGS__);                          \
-			fputc('\n', stderr);                                   \
-		}                                                              \
-	} while (0)
-
-static void
-die(const char *what)
-{
-	perror(what);
-	exit(2);
-}
 
 static void
 listen_any(void)

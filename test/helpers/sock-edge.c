@@ -25,6 +25,8 @@
  * Prints "RESULT <mode> fails=N" and exits 0 when every check held. */
 #include "ctxobs.h"
 
+#include "self-check.h"
+
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -47,24 +49,7 @@ int __poll_chk(struct pollfd *fds, nfds_t nfds, int timeout, size_t fdslen);
 #define TRACE "4bf92f3577b34da6a3ce929d0e0e4736"
 #define TP    "traceparent: 00-" TRACE "-00f067aa0ba902b7-01\r\n"
 
-static int lfd, fails;
-
-#define CHECK(c, ...)                                                \
-	do {                                                         \
-		if (!(c)) {                                          \
-			fails++;                                     \
-			fprintf(stderr, "FAIL line %d: ", __LINE__); \
-			fprintf(stderr, __VA_ARGS__);                \
-			fputc('\n', stderr);                         \
-		}                                                    \
-	} while (0)
-
-static void
-die(const char *what)
-{
-	perror(what);
-	exit(2);
-}
+static int lfd;
 
 static void
 pair(int *cli, int *srv)

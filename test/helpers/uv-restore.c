@@ -15,6 +15,8 @@
  * and the order was seen at least once. */
 #include "ctxobs.h"
 
+#include "self-check.h"
+
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
@@ -32,25 +34,8 @@
 #define TRACE_A "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
 #define TRACE_B "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
 
-static int lsn, fails, seq, b_seq, after_seq, sA, sB;
+static int lsn, seq, b_seq, after_seq, sA, sB;
 static sem_t go;
-
-#define CHECK(c, ...)                                                \
-	do {                                                         \
-		if (!(c)) {                                          \
-			fails++;                                     \
-			fprintf(stderr, "FAIL line %d: ", __LINE__); \
-			fprintf(stderr, __VA_ARGS__);                \
-			fputc('\n', stderr);                         \
-		}                                                    \
-	} while (0)
-
-static void
-die(const char *what)
-{
-	perror(what);
-	exit(2);
-}
 
 static int
 pair(int *srv)
