@@ -2,13 +2,14 @@
 # SPDX-License-Identifier: Apache-2.0
 #
 # ctxshim systemd-dropin: the exact text, quoting of values for systemd,
-# writing and removing below --root, unit name handling, and (when
-# systemd-analyze is installed) systemd itself parsing the drop-in without
-# a complaint.
+# writing and removing below --root (only a library that loads), unit name
+# handling, and (when systemd-analyze is installed) systemd itself parsing
+# the drop-in without a complaint.
 
 . "$(dirname "$0")/deploy-lib.sh"
 
 S=$CTXSHIM_CMD
+built_lib=$CTXSHIM_LIB
 lib=/usr/lib/x86_64-linux-gnu/ctxshim/libctxshim.so
 CTXSHIM_LIB=$lib
 export CTXSHIM_LIB
@@ -51,7 +52,7 @@ check "service name of an instance" contains "$dp_out" 'OTEL_SERVICE_NAME=getty@
 # Writing below a root.
 root=$dp_tmp/root
 mkdir -p "$root${lib%/*}"
-cp "$0" "$root$lib"
+cp "$built_lib" "$root$lib"
 expect_status 0 "write" "$S" systemd-dropin --root "$root" nginx
 file=$root/etc/systemd/system/nginx.service.d/ctxshim.conf
 check "says where" contains "$dp_out" "wrote $file"
@@ -64,6 +65,35 @@ expect_status 0 "remove" "$S" systemd-dropin --remove --root "$root" nginx
 check "file removed" test ! -e "$file"
 check "empty .d directory removed" test ! -e "${file%/*}"
 expect_status 0 "remove again" "$S" systemd-dropin --remove --root "$root" nginx
+
+# The library must load: a drop-in with a library that does not would stop
+# the service from starting.  A missing library is refused too; --print
+# (above, with a path that does not exist here) writes without checks.
+broken=$dp_tmp/broken
+mkdir -p "$broken${lib%/*}"
+printf 'int dp_nope(void); int dp_f(void) { return dp_nope(); }\n' >"$dp_tmp/nope.c"
+${CC:-cc} -shared -fPIC -Wl,-z,now -o "$broken$lib" "$dp_tmp/nope.c" || exit 1
+bfile=$broken/etc/systemd/system/nginx.service.d/ctxshim.conf
+expect_status 1 "a library that does not load is refused" \
+	"$S" systemd-dropin --root "$broken" nginx
+check "says why, with the loader's message" contains "$dp_err" "undefined symbol: dp_nope"
+check "nothing written" test ! -e "$bfile"
+# A statically linked true first in PATH ignores LD_PRELOAD: it must not
+# be what the library is tested with.
+printf 'int main(void) { return 0; }\n' >"$dp_tmp/true.c"
+if mkdir "$dp_tmp/static" && ${CC:-cc} -static -o "$dp_tmp/static/true" "$dp_tmp/true.c" 2>/dev/null; then
+	expect_status 1 "refused with a static true first in PATH" \
+		env PATH="$dp_tmp/static:$PATH" "$S" systemd-dropin --root "$broken" nginx
+	check "nothing written (static true)" test ! -e "$bfile"
+fi
+printf 'not an ELF file\n' >"$broken$lib"
+expect_status 1 "a file that is not a library is refused" \
+	"$S" systemd-dropin --root "$broken" nginx
+check "nothing written (not a library)" test ! -e "$bfile"
+rm "$broken$lib"
+expect_status 1 "a missing library is refused" "$S" systemd-dropin --root "$broken" nginx
+check "names it" contains "$dp_err" "$broken$lib: No such file"
+check "nothing written (missing)" test ! -e "$bfile"
 
 expect_status 64 "no unit" "$S" systemd-dropin --print
 expect_status 64 "two units" "$S" systemd-dropin --print a b

@@ -5,7 +5,8 @@
 # 'ctxshim status' on the very pid), wraps an existing entrypoint script,
 # finds the library next to itself (the Kubernetes volume layout), and
 # never stops a program from starting: a missing, unloadable or unsuitable
-# library only produces a note on stderr.
+# library (or no dynamically linked program to test-load it with) only
+# produces a note on stderr.
 
 . "$(dirname "$0")/deploy-lib.sh"
 
@@ -121,6 +122,42 @@ if ${CC:-cc} -shared -fPIC -o libdpdep.so dep.c &&
 		env CTXSHIM_LIB="$dp_tmp/libdpbroken.so" "$E" sh -c 'exit 5'
 	check "warns with the loader's message" contains "$dp_err" "libdpdep.so"
 fi
+
+# The test load itself must be trustworthy.  PATH directories with only
+# the tools the script needs, plus the probe candidates under test.
+# shellcheck disable=SC2016 # $LD_PRELOAD is for the program's shell
+show_preload='echo "LD_PRELOAD=${LD_PRELOAD-}"'
+mkdir tools
+for t in awk dd head id od stat tr; do
+	ln -s "$(command -v "$t")" "tools/$t"
+done
+# (a) A statically linked true first in PATH ignores LD_PRELOAD, so a test
+# load with it proves nothing: the library that stops programs must still
+# be caught (with the dynamically linked env or true further on).
+printf 'int main(void) { return 0; }\n' >true.c
+if [ -f libdpbroken.so ] && mkdir static &&
+	${CC:-cc} -static -o static/true true.c 2>/dev/null; then
+	expect_status 5 "static true first in PATH: a library that cannot load is still caught" \
+		env PATH="$dp_tmp/static:$PATH" CTXSHIM_LIB="$dp_tmp/libdpbroken.so" \
+		"$E" sh -c 'exit 5'
+	check "warns with the loader's message (static true)" contains "$dp_err" "libdpdep.so"
+	cp static/true tools/true
+fi
+# (b) Nothing dynamically linked to test with (only the static true, if
+# it was built): start without the shim, and say why.
+expect_status 0 "no program to test-load with: runs without the shim" \
+	env PATH="$dp_tmp/tools" "$E" /bin/sh -c "$show_preload"
+check "says it could not test" contains "$dp_err" "cannot test whether $lib loads here"
+check "says it starts without" contains "$dp_err" "starting /bin/sh without the shim"
+check "the program runs without the shim" same "$(printf '%s\n' "$dp_out" | grep -c "$lib")" 0
+# (c) Only env to test with: its output on stdout is no loader error, and
+# is not logged (the environment may hold secrets).
+rm -f tools/true
+ln -s "$(command -v env)" tools/env
+expect_status 0 "only env to test-load with" env PATH="$dp_tmp/tools" \
+	DP_SECRET=hunter2 "$E" /bin/sh -c "$show_preload"
+check "the shim is loaded" same "$dp_out" "LD_PRELOAD=$want_preload"
+check "nothing on stderr (no environment logged)" same "$dp_err" ""
 
 # Unsuitable programs: musl (would fail to start with a glibc library in
 # LD_PRELOAD) and 32-bit get no shim; static ones keep it for their children.

@@ -4,7 +4,10 @@
 # ctxshim preload install|uninstall|status against temporary roots: the
 # previous /etc/ld.so.preload comes back byte for byte (and mode), with and
 # without a file before; --dry-run changes nothing; an edit made after the
-# install survives the uninstall.
+# install survives the uninstall; commented-out entries are not entries;
+# installing another library path replaces the entry and keeps the first
+# backup; a library that another user could replace or that other users
+# cannot read is refused.
 
 . "$(dirname "$0")/deploy-lib.sh"
 
@@ -112,6 +115,135 @@ printf '/usr/lib/libfoo.so:%s /usr/lib/libbar.so\n/usr/lib/libz.so\n' "$lib" >"$
 expect_status 0 "uninstall of a hand-made entry" "$S" preload uninstall --root "$root"
 check "other entries kept" same "$(cat "$pf")" "/usr/lib/libfoo.so /usr/lib/libbar.so
 /usr/lib/libz.so"
+
+# ------------------------------------------------------------ comments
+
+# The loader ignores "#" to the end of the line: a commented-out entry is
+# not an installed one, and its line stays as it is.
+new_root c1
+printf '#%s\n' "$lib" >"$pf"
+cp -p "$pf" "$dp_tmp/c1.orig"
+expect_status 1 "status: a commented-out entry is not installed" "$S" preload status --root "$root"
+check "says not installed" contains "$dp_out" "not installed"
+expect_status 0 "install next to a commented-out entry" "$S" preload install --root "$root"
+check "entry added after the comment" same "$(cat "$pf")" "#$lib
+$lib"
+expect_status 0 "uninstall" "$S" preload uninstall --root "$root"
+check "comment restored" cmp "$pf" "$dp_tmp/c1.orig"
+
+new_root c2
+printf '/usr/lib/libfoo.so # was %s\n%s # ours\n/usr/lib/libz.so\n' "$lib" "$lib" >"$pf"
+expect_status 0 "uninstall of an entry with comments around" "$S" preload uninstall --root "$root"
+check "a comment naming the library stays byte for byte; only the entry goes" \
+	same "$(cat "$pf")" "/usr/lib/libfoo.so # was $lib
+# ours
+/usr/lib/libz.so"
+expect_status 1 "status afterwards: not installed" "$S" preload status --root "$root"
+
+# ------------------------------------------------------------ another path
+
+# Installing again with another library path replaces the entry (two
+# copies of the shim would both step aside), and keeps the first backup.
+lib2=/opt/ctxshim2/libctxshim.so
+new_root p1
+mkdir -p "$root${lib2%/*}"
+cp "$built_lib" "$root$lib2"
+printf '/usr/lib/libfoo.so\n' >"$pf"
+cp -p "$pf" "$dp_tmp/p1.orig"
+"$S" preload install --root "$root" >/dev/null 2>&1
+expect_status 0 "install with another path" env CTXSHIM_LIB=$lib2 "$S" preload install --root "$root"
+check "says it replaced the entry" contains "$dp_out" "replaced $lib by $lib2"
+check "one entry, the new one, in place of the old" same "$(cat "$pf")" "/usr/lib/libfoo.so
+$lib2"
+check "the first backup is kept" cmp "$root/var/lib/ctxshim/ld.so.preload.orig" "$dp_tmp/p1.orig"
+expect_status 0 "status" "$S" preload status --root "$root"
+check "status shows one entry" same "$(printf '%s\n' "$dp_out" | grep -c '^installed:')" 1
+expect_status 0 "uninstall" "$S" preload uninstall --root "$root"
+check "restored byte for byte" cmp "$pf" "$dp_tmp/p1.orig"
+expect_status 1 "status: not installed" "$S" preload status --root "$root"
+
+# Duplicates written by hand become one entry.
+new_root p2
+printf '%s\n/usr/lib/libfoo.so:%s\n' "$lib" "$lib" >"$pf"
+expect_status 0 "install over duplicate entries" "$S" preload install --root "$root"
+check "one entry left" same "$(cat "$pf")" "$lib
+/usr/lib/libfoo.so"
+
+# What an older ctxshim left after two installs: both entries in the file
+# and the first one in the backup.  Uninstall leaves none of them.
+new_root p3
+mkdir -p "$root/var/lib/ctxshim"
+printf '/usr/lib/libfoo.so\n%s\n' "$lib" >"$root/var/lib/ctxshim/ld.so.preload.orig"
+printf '/usr/lib/libfoo.so\n%s\n%s\n' "$lib" "$lib2" >"$pf"
+cp "$pf" "$root/var/lib/ctxshim/ld.so.preload.installed"
+expect_status 0 "uninstall after two installs by an older ctxshim" "$S" preload uninstall --root "$root"
+check "no libctxshim.so entry is left" same "$(cat "$pf")" /usr/lib/libfoo.so
+
+# A backup left by an earlier install (uninstalled after an edit) is never
+# overwritten: it is moved aside.
+new_root p4
+mkdir -p "$root/var/lib/ctxshim"
+printf 'old backup\n' >"$root/var/lib/ctxshim/ld.so.preload.orig"
+printf '/usr/lib/libnow.so\n' >"$pf"
+cp -p "$pf" "$dp_tmp/p4.orig"
+expect_status 0 "install with an old backup in place" "$S" preload install --root "$root"
+check "old backup moved aside" same "$(cat "$root/var/lib/ctxshim/ld.so.preload.orig.1")" "old backup"
+check "new backup is the current file" cmp "$root/var/lib/ctxshim/ld.so.preload.orig" "$dp_tmp/p4.orig"
+"$S" preload uninstall --root "$root" >/dev/null 2>&1
+check "uninstall restores the file from before this install" cmp "$pf" "$dp_tmp/p4.orig"
+
+# ------------------------------------------------------------ trust
+
+# Every process loads the library, setuid programs included: it must not
+# be replaceable by another user, and every user must be able to load it.
+# refused NAME DESCRIPTION: install of CTXSHIM_LIB below root NAME fails
+# with DESCRIPTION in the message and writes nothing.
+refused() {
+	expect_status 1 "install refuses $2" "$S" preload install --root "$root"
+	check "says why ($2)" contains "$dp_err" "$2"
+	check "hints at installing the library" contains "$dp_err" "meson install"
+	check "nothing written ($2)" test ! -e "$pf"
+}
+new_root t1
+mkdir -p "$root/home/dev/build"
+chmod 700 "$root/home/dev"
+cp "$built_lib" "$root/home/dev/build/libctxshim.so"
+CTXSHIM_LIB=/home/dev/build/libctxshim.so refused t1 "$root/home/dev is not searchable by everyone"
+expect_status 1 "--dry-run refuses it too" env CTXSHIM_LIB=/home/dev/build/libctxshim.so \
+	"$S" preload install --root "$root" --dry-run
+new_root t2
+chmod 775 "$root${lib%/*}"
+refused t2 "$root${lib%/*} is writable by its group or by others"
+new_root t3
+chmod 646 "$root$lib"
+refused t3 "$root$lib is writable by its group or by others"
+new_root t4
+chmod 600 "$root$lib"
+refused t4 "$root$lib is not readable by everyone"
+# Through a symbolic link into a world-writable directory.
+new_root t5
+mkdir -p "$root/scratch"
+chmod 1777 "$root/scratch"
+mv "$root$lib" "$root/scratch/libctxshim.so"
+ln -s ../../../scratch/libctxshim.so "$root$lib"
+refused t5 "$root/scratch is writable by its group or by others"
+if [ "$(id -u)" = 0 ]; then
+	new_root t6
+	chown 65534 "$root$lib"
+	refused t6 "$root$lib is owned by uid 65534, not root"
+fi
+# A build tree (here root-owned and safe otherwise): gone with the next clean.
+new_root t8
+mkdir -p "$root/src/ctxshim/build"
+: >"$root/src/ctxshim/build/build.ninja"
+cp "$built_lib" "$root/src/ctxshim/build/libctxshim.so"
+CTXSHIM_LIB=/src/ctxshim/build/libctxshim.so refused t8 "$root/src/ctxshim/build is a build directory"
+# A safe symbolic link (the libdir link of an install) is fine.
+new_root t7
+ln -s ctxshim-test/libctxshim.so "$root/usr/lib/libctxshim.so"
+expect_status 0 "install through a safe symbolic link" env CTXSHIM_LIB=/usr/lib/libctxshim.so \
+	"$S" preload install --root "$root"
+check "the link's path is written" same "$(cat "$pf")" /usr/lib/libctxshim.so
 
 # ------------------------------------------------------------ errors
 

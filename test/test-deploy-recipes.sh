@@ -4,6 +4,9 @@
 # The recipes of doc/deployment.md, as far as a machine without a container
 # engine or a running systemd allows.  The blocks marked "<!-- test: NAME -->"
 # are read out of the document:
+#   dockerfile and dist-dockerfile: their build stage must install the
+#                   package of every header the build includes (ninja's
+#                   dependency log and dpkg), all from tools/deps.txt;
 #   dropin          must equal 'ctxshim systemd-dropin --print' for the
 #                   command shown in the text;
 #   dockerfile      its COPY sources must exist in a DESTDIR install, and the
@@ -39,6 +42,70 @@ CTXSHIM_LIB=/usr/lib/x86_64-linux-gnu/ctxshim/libctxshim.so \
 check "drop-in in the doc is what the command prints" cmp dropin.doc dropin.out
 check "the doc shows that command" grep -q \
 	'^ctxshim systemd-dropin --service-name billing legacy-billing$' "$doc"
+
+# ------------------------------------------------------------ build stage
+
+# The packages the Dockerfiles' build stage installs must be the ones the
+# build needs: the -dev package of every header that the installed files
+# (everything but test/) were compiled with, as ninja recorded them and
+# dpkg knows them, apart from the compiler's own (libc6-dev, linux-libc-dev,
+# libgcc-*-dev, which gcc brings).  Each must also be in tools/deps.txt, and
+# every package named must be one of tools/deps.txt's (or gcc, what
+# build-essential brings) so that a typo cannot hide.
+deps=$CTXSHIM_SRCDIR/tools/deps.txt
+# apt_packages BLOCK: the packages of its "apt-get install" command.
+apt_packages() {
+	block "$1" | awk '
+		{ line = line $0 }
+		/\\$/ { sub(/\\$/, "", line); next }
+		{
+			if (line ~ /apt-get install/) {
+				sub(/.*apt-get install/, "", line); sub(/&&.*/, "", line)
+				n = split(line, w, /[ \t]+/)
+				for (i = 1; i <= n; i++) if (w[i] != "" && w[i] !~ /^-/) print w[i]
+			}
+			line = ""
+		}' | sort -u
+}
+apt_packages dockerfile >pkgs.docker
+apt_packages dist-dockerfile >pkgs.dist
+check "dockerfile: has an apt-get install list" test -s pkgs.docker
+check "dist-dockerfile: the same build stage packages" cmp pkgs.docker pkgs.dist
+grep -v -e '^#' -e '^$' "$deps" | sort -u >deps.list
+while read -r pkg; do
+	if [ "$pkg" = gcc ] || grep -qx "$pkg" deps.list; then
+		ok "build stage: $pkg is a package of tools/deps.txt"
+	else
+		fail "build stage: $pkg is not in tools/deps.txt (a typo?)"
+	fi
+done <pkgs.docker
+for pkg in gcc meson ninja-build pkg-config; do
+	check "build stage installs $pkg" grep -qx "$pkg" pkgs.docker
+done
+if command -v dpkg-query >/dev/null && command -v ninja >/dev/null; then
+	ninja -C "$CTXSHIM_BUILDDIR" -t deps 2>/dev/null | awk '
+		/^[^ \t]/ { keep = ($1 !~ /^test\//) }
+		keep && /^[ \t]+\/usr\// { print $1 }' | sort -u >headers
+	check "ninja recorded the headers of the build" test -s headers
+	# "pkg1:arch, pkg2: /path" lines; files of no package are reported.
+	# shellcheck disable=SC2046 # the header list
+	dpkg-query -S $(cat headers) 2>dpkg.err | grep -v '^diversion' |
+		sed 's/: \/.*//' | tr ',' '\n' | sed 's/^ *//; s/:.*//' | sort -u >pkgs.needed
+	sed 's/^/# /' dpkg.err
+	grep -v -E -e '^(libc6-dev|linux-libc-dev|libgcc-[0-9]+-dev|gcc-[0-9]+|libcrypt-dev)$' \
+		pkgs.needed >pkgs.wanted
+	check "some headers come from -dev packages" test -s pkgs.wanted
+	while read -r pkg; do
+		if grep -qx "$pkg" pkgs.docker; then
+			ok "build stage installs $pkg (headers of the build)"
+		else
+			fail "build stage lacks $pkg: the build includes its headers"
+		fi
+		check "tools/deps.txt lists $pkg" grep -qx "$pkg" deps.list
+	done <pkgs.wanted
+else
+	echo "# dpkg-query or ninja not available: build stage packages not derived from the build"
+fi
 
 # ------------------------------------------------------------ images
 

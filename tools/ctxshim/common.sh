@@ -333,3 +333,46 @@ ctx_inspect_secure() {
 	fi
 	return 0
 }
+
+# ctx_probe_lib LIB [BASE]: test-load LIB (after BASE, an LD_PRELOAD value)
+# into a harmless dynamically linked program found in PATH: true, env, cat
+# or sh, run with no arguments and stdin from /dev/null.  A statically
+# linked one is skipped: it ignores LD_PRELOAD and would prove nothing.
+# Only the program's standard error counts (env prints the environment on
+# standard output: that is neither an error nor something to log).  Sets
+# ctx_probe to the program used and ctx_why to the reason on failure, and
+# returns 0 when the program exits 0 with nothing on standard error, 1 when
+# it does not (ctx_why: the loader's first line), 2 when there is no
+# program to test with.
+ctx_probe_lib() {
+	ctx_probe=
+	ctx_elf_machine "$1"
+	ctx_host_machine=$ctx_machine
+	for ctx_p in true env cat sh; do
+		ctx_path_search "$ctx_p" || continue
+		ctx_p=$ctx_found
+		ctx_inspect "$ctx_p"
+		if [ "$ctx_verdict" = ok ]; then
+			ctx_probe=$ctx_p
+			break
+		fi
+	done
+	if [ -z "$ctx_probe" ]; then
+		ctx_why="no dynamically linked true, env, cat or sh in PATH to test-load $1 with"
+		return 2
+	fi
+	ctx_probe_err=$(
+		unset CTXSHIM_LOG CTXSHIM_EVENTS
+		LD_PRELOAD=$(ctx_preload_add "${2-}" "$1")
+		export LD_PRELOAD
+		"$ctx_probe" 2>&1 >/dev/null </dev/null
+	)
+	ctx_probe_status=$?
+	if [ $ctx_probe_status = 0 ] && [ -z "$ctx_probe_err" ]; then
+		return 0
+	fi
+	ctx_probe_err=$(printf '%s\n' "$ctx_probe_err" | head -n 1)
+	ctx_why="a test run of $ctx_probe with LD_PRELOAD=$1 ${ctx_probe_err:+printed: $ctx_probe_err}"
+	[ -n "$ctx_probe_err" ] || ctx_why="$ctx_why""exited with status $ctx_probe_status"
+	return 1
+}
