@@ -23,6 +23,7 @@
 #include "hook-http.h"
 #include "log.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -46,7 +47,9 @@ typedef struct evkeyvalq *(*evh_req_headers_fn)(struct evhttp_request *);
 typedef enum evhttp_cmd_type (*evh_req_command_fn)(const struct evhttp_request *);
 typedef const char *(*evh_req_uri_fn)(const struct evhttp_request *);
 
-static pthread_once_t bind_once = PTHREAD_ONCE_INIT;
+/* Set once the real functions are found; until then every call retries. */
+static int evh_bound;
+static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
 static evh_set_cb_fn real_set_cb_fn;
 static evh_del_cb_fn real_del_cb_fn;
 static evh_set_gencb_fn real_set_gencb_fn;
@@ -91,12 +94,24 @@ HOOK_EXPORT int evhttp_remove_virtual_host(struct evhttp *http, struct evhttp *v
 
 static void hook_evhttp_callback(struct evhttp_request *req, void *p);
 
+/* evhttp is in libevent-2.1.so.7 and in libevent_extra-2.1.so.7 (Debian
+ * 12, nm -D); a handle of libevent_extra also finds libevent_core's
+ * bufferevent_getfd() through its dependencies. */
+static const char *const evh_sonames[] = {"libevent-2.1.so.7",
+					  "libevent_extra-2.1.so.7", NULL};
+
+static void *
+evh_find(const char *name, const void *self)
+{
+	return ctxshim_bind_loaded(evh_sonames, name, NULL, self);
+}
+
 static void *
 evh_bind_opt(const char *name)
 {
 	/* Not hooked: our callback stands in for "self" so that a binding
 	 * can never come back to the shim. */
-	return ctxshim_bind(name, NULL, (const void *)hook_evhttp_callback, false);
+	return evh_find(name, (const void *)hook_evhttp_callback);
 }
 
 /* A child forked while another thread held the lock would never get it;
@@ -113,50 +128,103 @@ evh_atfork_release(void)
 	pthread_mutex_unlock(&evh_lock);
 }
 
-/* libevent is optional: an application that does not link it never calls
- * these hooks.  Functions we only call are found the same way, so the
- * shim itself never depends on the library. */
 static void
-hook_evhttp_bind_once(void)
+evh_atfork_register(void)
 {
-	int saved_errno = errno;
-
 	(void)pthread_atfork(evh_atfork_prepare, evh_atfork_release,
 			     evh_atfork_release);
-	real_set_cb_fn = (evh_set_cb_fn)ctxshim_bind(
-		"evhttp_set_cb", NULL, (const void *)evhttp_set_cb, false);
-	real_del_cb_fn = (evh_del_cb_fn)ctxshim_bind(
-		"evhttp_del_cb", NULL, (const void *)evhttp_del_cb, false);
-	real_set_gencb_fn = (evh_set_gencb_fn)ctxshim_bind(
-		"evhttp_set_gencb", NULL, (const void *)evhttp_set_gencb, false);
-	real_free_fn = (evh_free_fn)ctxshim_bind("evhttp_free", NULL,
-						 (const void *)evhttp_free, false);
-	real_add_vhost_fn = (evh_add_vhost_fn)ctxshim_bind(
-		"evhttp_add_virtual_host", NULL, (const void *)evhttp_add_virtual_host,
-		false);
-	real_remove_vhost_fn = (evh_remove_vhost_fn)ctxshim_bind(
-		"evhttp_remove_virtual_host", NULL,
-		(const void *)evhttp_remove_virtual_host, false);
-	real_req_conn_fn =
-		(evh_req_conn_fn)evh_bind_opt("evhttp_request_get_connection");
-	real_conn_bev_fn =
-		(evh_conn_bev_fn)evh_bind_opt("evhttp_connection_get_bufferevent");
-	real_bev_fd_fn = (evh_bev_fd_fn)evh_bind_opt("bufferevent_getfd");
-	real_req_headers_fn =
-		(evh_req_headers_fn)evh_bind_opt("evhttp_request_get_input_headers");
-	real_req_command_fn =
-		(evh_req_command_fn)evh_bind_opt("evhttp_request_get_command");
-	real_req_uri_fn = (evh_req_uri_fn)evh_bind_opt("evhttp_request_get_uri");
-	if (!real_set_cb_fn || !real_set_gencb_fn)
-		ctxshim_log("libevent: evhttp_set_cb/evhttp_set_gencb not found; "
-			    "callbacks are not registered");
+}
+
+/* libevent is optional: an application that does not link it never calls
+ * these hooks.  Functions we only call are found the same way, so the
+ * shim itself never depends on the library.  A libevent loaded RTLD_LOCAL
+ * as a plugin's dependency is invisible to RTLD_NEXT, yet the plugin's
+ * calls reach our exported names: then we find it by soname
+ * (ctxshim_bind_loaded()).  If it is not loaded at all, nothing is stored
+ * and the next call tries again. */
+static void
+hook_evhttp_bind_slow(void)
+{
+	static int logged;
+	int saved_errno = errno;
+	void *set_cb, *del_cb, *gencb, *fr, *add_vh, *rm_vh;
+
+	set_cb = evh_find("evhttp_set_cb", (const void *)evhttp_set_cb);
+	gencb = set_cb ? evh_find("evhttp_set_gencb", (const void *)evhttp_set_gencb)
+		       : NULL;
+	fr = gencb ? evh_find("evhttp_free", (const void *)evhttp_free) : NULL;
+	if (!fr) {
+		if (!__atomic_exchange_n(&logged, 1, __ATOMIC_RELAXED))
+			ctxshim_log(
+				"libevent: evhttp_set_cb/evhttp_set_gencb not found "
+				"(yet)");
+		errno = saved_errno;
+		return;
+	}
+	del_cb = evh_find("evhttp_del_cb", (const void *)evhttp_del_cb);
+	add_vh = evh_find("evhttp_add_virtual_host",
+			  (const void *)evhttp_add_virtual_host);
+	rm_vh = evh_find("evhttp_remove_virtual_host",
+			 (const void *)evhttp_remove_virtual_host);
+	/* Threads racing here store the same values. */
+	__atomic_store_n(&real_req_conn_fn,
+			 (evh_req_conn_fn)evh_bind_opt("evhttp_request_get_connection"),
+			 __ATOMIC_RELAXED);
+	__atomic_store_n(
+		&real_conn_bev_fn,
+		(evh_conn_bev_fn)evh_bind_opt("evhttp_connection_get_bufferevent"),
+		__ATOMIC_RELAXED);
+	__atomic_store_n(&real_bev_fd_fn,
+			 (evh_bev_fd_fn)evh_bind_opt("bufferevent_getfd"),
+			 __ATOMIC_RELAXED);
+	__atomic_store_n(
+		&real_req_headers_fn,
+		(evh_req_headers_fn)evh_bind_opt("evhttp_request_get_input_headers"),
+		__ATOMIC_RELAXED);
+	__atomic_store_n(&real_req_command_fn,
+			 (evh_req_command_fn)evh_bind_opt("evhttp_request_get_command"),
+			 __ATOMIC_RELAXED);
+	__atomic_store_n(&real_req_uri_fn,
+			 (evh_req_uri_fn)evh_bind_opt("evhttp_request_get_uri"),
+			 __ATOMIC_RELAXED);
+	__atomic_store_n(&real_set_cb_fn, (evh_set_cb_fn)set_cb, __ATOMIC_RELAXED);
+	__atomic_store_n(&real_del_cb_fn, (evh_del_cb_fn)del_cb, __ATOMIC_RELAXED);
+	__atomic_store_n(&real_set_gencb_fn, (evh_set_gencb_fn)gencb, __ATOMIC_RELAXED);
+	__atomic_store_n(&real_free_fn, (evh_free_fn)fr, __ATOMIC_RELAXED);
+	__atomic_store_n(&real_add_vhost_fn, (evh_add_vhost_fn)add_vh,
+			 __ATOMIC_RELAXED);
+	__atomic_store_n(&real_remove_vhost_fn, (evh_remove_vhost_fn)rm_vh,
+			 __ATOMIC_RELAXED);
+	pthread_once(&atfork_once, evh_atfork_register);
+	__atomic_store_n(&evh_bound, 1, __ATOMIC_RELEASE);
 	errno = saved_errno;
 }
 
 static inline void
 hook_evhttp_bind(void)
 {
-	pthread_once(&bind_once, hook_evhttp_bind_once);
+	if (!__atomic_load_n(&evh_bound, __ATOMIC_ACQUIRE))
+		hook_evhttp_bind_slow();
+}
+
+/* Bind now when the library is loaded at start-up, so that a program
+ * linked with it makes no dl*() call on its own threads later
+ * (preload/bind.c). */
+__attribute__((constructor(104))) static void
+hook_evhttp_ctor(void)
+{
+	int saved_errno = errno;
+	size_t i;
+
+	for (i = 0; evh_sonames[i]; i++) {
+		/* Kept open: pins the library our pointers point into. */
+		if (dlopen(evh_sonames[i], RTLD_LAZY | RTLD_NOLOAD)) {
+			hook_evhttp_bind();
+			break;
+		}
+		(void)dlerror();
+	}
+	errno = saved_errno;
 }
 
 static inline int
@@ -426,8 +494,10 @@ evh_in(struct evhttp *const *set, size_t n, const struct evhttp *http)
 }
 
 /* Forget http, its virtual hosts (recursively) and their wrappers: they
- * were freed by evhttp_free(http).  The pointers are only compared. */
-static void
+ * are about to be freed by evhttp_free(http).  The pointers are only
+ * compared.  Returns the wrappers, unlinked, for the caller to free after
+ * the real call: until then the server may still hold them. */
+static struct evh_wrap *
 evh_forget(struct evhttp *http)
 {
 	struct evhttp *stack[64];
@@ -480,24 +550,31 @@ evh_forget(struct evhttp *http)
 		pp = &w->next;
 	}
 	pthread_mutex_unlock(&evh_lock);
+	return dead;
+}
+
+static void
+hook_evhttp_free(struct evhttp *http)
+{
+	struct evh_wrap *dead = NULL;
+	int saved_errno;
+
+	/* Unlinked before the real call: once it returns, another thread may
+	 * create a server at the same address, whose wrappers we must not
+	 * take. */
+	if (http) {
+		saved_errno = errno;
+		dead = evh_forget(http);
+		errno = saved_errno;
+	}
+	real_evhttp_free(http);
+	saved_errno = errno;
 	while (dead) {
 		struct evh_wrap *w = dead;
 
 		dead = w->next;
 		evh_wrap_free(w);
 	}
-}
-
-static void
-hook_evhttp_free(struct evhttp *http)
-{
-	int saved_errno;
-
-	real_evhttp_free(http);
-	if (!http)
-		return;
-	saved_errno = errno;
-	evh_forget(http);
 	errno = saved_errno;
 }
 

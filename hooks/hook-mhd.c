@@ -30,6 +30,7 @@
 #include "hook-http.h"
 #include "log.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <pthread.h>
@@ -72,7 +73,9 @@ typedef int (*mhd_get_connection_values_fn)(struct MHD_Connection *,
 					    MHD_KeyValueIterator,
 					    void *);
 
-static pthread_once_t bind_once = PTHREAD_ONCE_INIT;
+/* Set once the real functions are found; until then every call retries. */
+static int mhd_bound;
+static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
 static mhd_start_daemon_va_fn real_start_daemon_va_fn;
 static mhd_stop_daemon_fn real_stop_daemon_fn;
 static mhd_queue_response_fn real_queue_response_fn;
@@ -151,44 +154,92 @@ mhd_atfork_release(void)
 	pthread_mutex_unlock(&mhd_lock);
 }
 
-/* libmicrohttpd is optional: an application that does not link it never
- * calls these hooks, and a missing symbol leaves its hook passing through
- * as well as it can.  Functions we only call (not hook) are found the same
- * way, so the shim itself never depends on the library. */
 static void
-hook_mhd_bind_once(void)
+mhd_atfork_register(void)
 {
-	int saved_errno = errno;
-
 	(void)pthread_atfork(mhd_atfork_prepare, mhd_atfork_release,
 			     mhd_atfork_release);
-	real_start_daemon_va_fn = (mhd_start_daemon_va_fn)ctxshim_bind(
-		"MHD_start_daemon_va", NULL, (const void *)MHD_start_daemon_va, false);
-	real_stop_daemon_fn = (mhd_stop_daemon_fn)ctxshim_bind(
-		"MHD_stop_daemon", NULL, (const void *)MHD_stop_daemon, false);
-	real_queue_response_fn = (mhd_queue_response_fn)ctxshim_bind(
-		"MHD_queue_response", NULL, (const void *)MHD_queue_response, false);
+}
+
+/* libmicrohttpd is optional: an application that does not link it never
+ * calls these hooks.  Functions we only call (not hook) are found the same
+ * way, so the shim itself never depends on the library.  A libmicrohttpd
+ * loaded RTLD_LOCAL as a plugin's dependency is invisible to RTLD_NEXT, yet
+ * the plugin's calls reach our exported names: then we find it by soname
+ * (ctxshim_bind_loaded()).  If it is not loaded at all, nothing is stored
+ * and the next call tries again. */
+static const char *const mhd_sonames[] = {"libmicrohttpd.so.12", NULL};
+
+static void *
+mhd_find(const char *name, const void *self)
+{
+	return ctxshim_bind_loaded(mhd_sonames, name, NULL, self);
+}
+
+static void
+hook_mhd_bind_slow(void)
+{
+	static int logged;
+	int saved_errno = errno;
+	void *start, *stop, *queue, *info, *vals_n, *vals;
+
+	start = mhd_find("MHD_start_daemon_va", (const void *)MHD_start_daemon_va);
+	stop = start ? mhd_find("MHD_stop_daemon", (const void *)MHD_stop_daemon)
+		     : NULL;
+	queue = stop ? mhd_find("MHD_queue_response", (const void *)MHD_queue_response)
+		     : NULL;
+	if (!queue) {
+		if (!__atomic_exchange_n(&logged, 1, __ATOMIC_RELAXED))
+			ctxshim_log(
+				"libmicrohttpd: MHD_start_daemon_va not found (yet)");
+		errno = saved_errno;
+		return;
+	}
 	/* Not hooked: our handler stands in for "self" so that a binding can
 	 * never come back to the shim. */
-	real_get_connection_info_fn = (mhd_get_connection_info_fn)ctxshim_bind(
-		"MHD_get_connection_info", NULL, (const void *)hook_mhd_handler, false);
-	real_get_connection_values_n_fn = (mhd_get_connection_values_n_fn)ctxshim_bind(
-		"MHD_get_connection_values_n", NULL, (const void *)hook_mhd_handler,
-		false);
-	real_get_connection_values_fn = (mhd_get_connection_values_fn)ctxshim_bind(
-		"MHD_get_connection_values", NULL, (const void *)hook_mhd_handler,
-		false);
-	if (!real_start_daemon_va_fn)
-		ctxshim_log(
-			"libmicrohttpd: MHD_start_daemon_va not found; daemons fail to "
-			"start");
+	info = mhd_find("MHD_get_connection_info", (const void *)hook_mhd_handler);
+	vals_n =
+		mhd_find("MHD_get_connection_values_n", (const void *)hook_mhd_handler);
+	vals = mhd_find("MHD_get_connection_values", (const void *)hook_mhd_handler);
+	/* Threads racing here store the same values. */
+	__atomic_store_n(&real_start_daemon_va_fn, (mhd_start_daemon_va_fn)start,
+			 __ATOMIC_RELAXED);
+	__atomic_store_n(&real_stop_daemon_fn, (mhd_stop_daemon_fn)stop,
+			 __ATOMIC_RELAXED);
+	__atomic_store_n(&real_queue_response_fn, (mhd_queue_response_fn)queue,
+			 __ATOMIC_RELAXED);
+	__atomic_store_n(&real_get_connection_info_fn, (mhd_get_connection_info_fn)info,
+			 __ATOMIC_RELAXED);
+	__atomic_store_n(&real_get_connection_values_n_fn,
+			 (mhd_get_connection_values_n_fn)vals_n, __ATOMIC_RELAXED);
+	__atomic_store_n(&real_get_connection_values_fn,
+			 (mhd_get_connection_values_fn)vals, __ATOMIC_RELAXED);
+	pthread_once(&atfork_once, mhd_atfork_register);
+	__atomic_store_n(&mhd_bound, 1, __ATOMIC_RELEASE);
 	errno = saved_errno;
 }
 
 static inline void
 hook_mhd_bind(void)
 {
-	pthread_once(&bind_once, hook_mhd_bind_once);
+	if (!__atomic_load_n(&mhd_bound, __ATOMIC_ACQUIRE))
+		hook_mhd_bind_slow();
+}
+
+/* Bind now when the library is loaded at start-up, so that a program
+ * linked with it makes no dl*() call on its own threads later
+ * (preload/bind.c). */
+__attribute__((constructor(104))) static void
+hook_mhd_ctor(void)
+{
+	int saved_errno = errno;
+
+	/* Kept open: pins the library our pointers point into. */
+	if (dlopen(mhd_sonames[0], RTLD_LAZY | RTLD_NOLOAD))
+		hook_mhd_bind();
+	else
+		(void)dlerror();
+	errno = saved_errno;
 }
 
 static inline struct MHD_Daemon *
@@ -486,11 +537,14 @@ hook_mhd_stop_daemon(struct MHD_Daemon *daemon)
 	struct mhd_req *q, *tmp;
 	int saved_errno;
 
-	/* The daemon's threads are joined inside; only then is the wrapper
-	 * unused. */
-	real_MHD_stop_daemon(daemon);
-	if (!daemon)
+	if (!daemon) {
+		real_MHD_stop_daemon(daemon);
 		return;
+	}
+	/* Unlinked before the real call: once it returns, another thread may
+	 * start a daemon at the same address, whose wrapper we must not take.
+	 * The daemon's threads still hold w (their handler's cls) until they
+	 * are joined inside the real call; only then is it freed. */
 	saved_errno = errno;
 	pthread_mutex_lock(&mhd_lock);
 	for (pp = &mhd_wraps; *pp; pp = &(*pp)->next) {
@@ -500,11 +554,16 @@ hook_mhd_stop_daemon(struct MHD_Daemon *daemon)
 			break;
 		}
 	}
-	if (w) {
-		HASH_ITER (hh, mhd_reqs, q, tmp)
-			if (q->w == w)
-				mhd_req_free_locked(q);
-	}
+	pthread_mutex_unlock(&mhd_lock);
+	errno = saved_errno;
+	real_MHD_stop_daemon(daemon);
+	if (!w)
+		return;
+	saved_errno = errno;
+	pthread_mutex_lock(&mhd_lock);
+	HASH_ITER (hh, mhd_reqs, q, tmp)
+		if (q->w == w)
+			mhd_req_free_locked(q);
 	pthread_mutex_unlock(&mhd_lock);
 	free(w);
 	errno = saved_errno;

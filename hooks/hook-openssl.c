@@ -105,20 +105,14 @@ static void
 hook_openssl_bind_once(void)
 {
 	int saved_errno = errno;
-	void *lib = NULL;
+	static const char *const sonames[] = {OSSL_SONAME, NULL};
 	int i;
 
 	for (i = 0; i < OSSL_N; i++) {
 		const void *self = i < OSSL_HOOKED ? ossl_self[i] : NULL;
-		void *p = ctxshim_bind(ossl_name[i], OSSL_NODE, self, false);
 
-		if (!p) {
-			if (!lib)
-				lib = dlopen(OSSL_SONAME, RTLD_LAZY | RTLD_NOLOAD);
-			if (lib)
-				p = dlvsym(lib, ossl_name[i], OSSL_NODE);
-		}
-		ossl_fn[i] = p;
+		ossl_fn[i] =
+			ctxshim_bind_loaded(sonames, ossl_name[i], OSSL_NODE, self);
 	}
 	for (i = 0; i < OSSL_N; i++)
 		if (!ossl_fn[i]) {
@@ -145,6 +139,8 @@ hook_openssl_ctor(void)
 	/* Kept open: pins the library our pointers point into. */
 	if (dlopen(OSSL_SONAME, RTLD_LAZY | RTLD_NOLOAD))
 		hook_openssl_bind();
+	else
+		(void)dlerror(); /* leave no message of ours behind */
 	errno = saved_errno;
 }
 

@@ -46,8 +46,10 @@
 
 #include "hook-pthread.h"
 #include "hook-scope.h"
+#include "log.h"
 #include "sys.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -107,7 +109,9 @@ HOOK_EXPORT gboolean_t g_thread_pool_set_max_threads(struct _GThreadPool *pool,
 						     int max_threads,
 						     struct _GError **error);
 
-static pthread_once_t bind_once = PTHREAD_ONCE_INIT;
+/* Set once the real functions are found; until then every call retries. */
+static int glib_bound;
+static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
 static g_thread_pool_new_fn real_new_fn;
 static g_thread_pool_new_full_fn real_new_full_fn;
 static g_thread_pool_push_fn real_push_fn;
@@ -165,40 +169,96 @@ hook_pool_glib_postfork(void)
 }
 
 static void
-hook_pool_glib_bind_once(void)
+hook_pool_glib_atfork(void)
 {
-	real_new_fn = (g_thread_pool_new_fn)ctxshim_bind(
-		"g_thread_pool_new", NULL, (const void *)g_thread_pool_new, false);
-	/* GLib >= 2.70 */
-	real_new_full_fn = (g_thread_pool_new_full_fn)ctxshim_bind(
-		"g_thread_pool_new_full", NULL, (const void *)g_thread_pool_new_full,
-		false);
-	real_push_fn = (g_thread_pool_push_fn)ctxshim_bind(
-		"g_thread_pool_push", NULL, (const void *)g_thread_pool_push, false);
-	real_free_fn = (g_thread_pool_free_fn)ctxshim_bind(
-		"g_thread_pool_free", NULL, (const void *)g_thread_pool_free, false);
-	real_set_sort_function_fn = (g_thread_pool_set_sort_function_fn)ctxshim_bind(
-		"g_thread_pool_set_sort_function", NULL,
-		(const void *)g_thread_pool_set_sort_function, false);
-	/* GLib >= 2.46 */
-	real_move_to_front_fn = (g_thread_pool_move_to_front_fn)ctxshim_bind(
-		"g_thread_pool_move_to_front", NULL,
-		(const void *)g_thread_pool_move_to_front, false);
-	real_set_max_threads_fn = (g_thread_pool_set_max_threads_fn)ctxshim_bind(
-		"g_thread_pool_set_max_threads", NULL,
-		(const void *)g_thread_pool_set_max_threads, false);
 	(void)pthread_atfork(hook_pool_glib_prefork, hook_pool_glib_postfork,
 			     hook_pool_glib_postfork);
+}
+
+/* GLib loaded RTLD_LOCAL as a plugin's dependency is invisible to
+ * RTLD_NEXT, yet the plugin's calls reach our exported names: then we find
+ * it by soname (ctxshim_bind_loaded()).  If it is not loaded at all,
+ * nothing is stored and the next call tries again. */
+static const char *const glib_sonames[] = {"libglib-2.0.so.0", NULL};
+
+static void *
+hook_pool_glib_find(const char *name, const void *self)
+{
+	return ctxshim_bind_loaded(glib_sonames, name, NULL, self);
+}
+
+static void
+hook_pool_glib_bind_slow(void)
+{
+	static int logged;
+	int saved_errno = errno;
+	void *nw, *full, *push, *fr, *sort, *mtf, *max;
+
+	push = hook_pool_glib_find("g_thread_pool_push",
+				   (const void *)g_thread_pool_push);
+	nw = push ? hook_pool_glib_find("g_thread_pool_new",
+					(const void *)g_thread_pool_new)
+		  : NULL;
+	fr = nw ? hook_pool_glib_find("g_thread_pool_free",
+				      (const void *)g_thread_pool_free)
+		: NULL;
+	if (!fr) {
+		if (!__atomic_exchange_n(&logged, 1, __ATOMIC_RELAXED))
+			ctxshim_log("glib: g_thread_pool_* not found (yet)");
+		errno = saved_errno;
+		return;
+	}
+	/* GLib >= 2.70 */
+	full = hook_pool_glib_find("g_thread_pool_new_full",
+				   (const void *)g_thread_pool_new_full);
+	sort = hook_pool_glib_find("g_thread_pool_set_sort_function",
+				   (const void *)g_thread_pool_set_sort_function);
+	/* GLib >= 2.46 */
+	mtf = hook_pool_glib_find("g_thread_pool_move_to_front",
+				  (const void *)g_thread_pool_move_to_front);
+	max = hook_pool_glib_find("g_thread_pool_set_max_threads",
+				  (const void *)g_thread_pool_set_max_threads);
+	/* Threads racing here store the same values. */
+	__atomic_store_n(&real_new_fn, (g_thread_pool_new_fn)nw, __ATOMIC_RELAXED);
+	__atomic_store_n(&real_new_full_fn, (g_thread_pool_new_full_fn)full,
+			 __ATOMIC_RELAXED);
+	__atomic_store_n(&real_push_fn, (g_thread_pool_push_fn)push, __ATOMIC_RELAXED);
+	__atomic_store_n(&real_free_fn, (g_thread_pool_free_fn)fr, __ATOMIC_RELAXED);
+	__atomic_store_n(&real_set_sort_function_fn,
+			 (g_thread_pool_set_sort_function_fn)sort, __ATOMIC_RELAXED);
+	__atomic_store_n(&real_move_to_front_fn, (g_thread_pool_move_to_front_fn)mtf,
+			 __ATOMIC_RELAXED);
+	__atomic_store_n(&real_set_max_threads_fn,
+			 (g_thread_pool_set_max_threads_fn)max, __ATOMIC_RELAXED);
+	pthread_once(&atfork_once, hook_pool_glib_atfork);
+	__atomic_store_n(&glib_bound, 1, __ATOMIC_RELEASE);
+	errno = saved_errno;
 }
 
 static inline void
 hook_pool_glib_bind(void)
 {
-	pthread_once(&bind_once, hook_pool_glib_bind_once);
+	if (!__atomic_load_n(&glib_bound, __ATOMIC_ACQUIRE))
+		hook_pool_glib_bind_slow();
+}
+
+/* Bind now when GLib is loaded at start-up, so that a program linked with
+ * it makes no dl*() call on its own threads later (preload/bind.c). */
+__attribute__((constructor(104))) static void
+hook_pool_glib_ctor(void)
+{
+	int saved_errno = errno;
+
+	/* Kept open: pins the library our pointers point into. */
+	if (dlopen(glib_sonames[0], RTLD_LAZY | RTLD_NOLOAD))
+		hook_pool_glib_bind();
+	else
+		(void)dlerror();
+	errno = saved_errno;
 }
 
 /* The real functions.  Each is present whenever the application could call
- * our hook of it (it linked GLib); the NULL checks only cover someone
+ * our hook of it (GLib is loaded); the NULL checks only cover someone
  * calling the names blindly. */
 static inline struct _GThreadPool *
 real_g_thread_pool_new(gfunc_fn func,

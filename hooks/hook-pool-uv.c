@@ -25,8 +25,9 @@
  * We declare the few libuv types we pass along instead of including
  * <uv.h>: the shim must build and load without libuv, and we never look
  * inside a uv_work_t or uv_loop_t.  The uv_queue_work() signature has been
- * stable since libuv 0.10.  The library is bound at the first call (if the
- * application calls uv_queue_work, libuv is loaded). */
+ * stable since libuv 0.10.  The library is bound in our constructor when
+ * it is loaded then, else at the first call that finds it (if the
+ * application calls uv_queue_work, libuv is loaded, maybe RTLD_LOCAL). */
 #include "config.h"
 
 #include "hooks.h"
@@ -34,6 +35,7 @@
 #include "hook-pthread.h"
 #include "hook-scope.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -58,7 +60,8 @@ HOOK_EXPORT int uv_queue_work(struct uv_loop_s *loop,
 			      uv_work_cb_fn work_cb,
 			      uv_after_work_cb_fn after_work_cb);
 
-static pthread_once_t bind_once = PTHREAD_ONCE_INIT;
+static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+/* NULL until found; until then every call retries. */
 static uv_queue_work_fn real_uv_queue_work_fn;
 
 /* One submitted request. */
@@ -103,12 +106,50 @@ hook_pool_uv_postfork(void)
 }
 
 static void
-hook_pool_uv_bind_once(void)
+hook_pool_uv_atfork(void)
 {
-	real_uv_queue_work_fn = (uv_queue_work_fn)ctxshim_bind(
-		"uv_queue_work", NULL, (const void *)uv_queue_work, false);
 	(void)pthread_atfork(hook_pool_uv_prefork, hook_pool_uv_postfork,
 			     hook_pool_uv_postfork);
+}
+
+/* A libuv loaded RTLD_LOCAL as a plugin's dependency is invisible to
+ * RTLD_NEXT, yet the plugin's calls reach our exported name: then we find
+ * it by soname (ctxshim_bind_loaded()).  If it is not loaded at all,
+ * nothing is stored and the next call tries again. */
+static const char *const uv_sonames[] = {"libuv.so.1", NULL};
+
+static uv_queue_work_fn
+hook_pool_uv_bind(void)
+{
+	uv_queue_work_fn fn = __atomic_load_n(&real_uv_queue_work_fn, __ATOMIC_ACQUIRE);
+	int saved_errno;
+
+	if (fn)
+		return fn;
+	saved_errno = errno;
+	fn = (uv_queue_work_fn)ctxshim_bind_loaded(uv_sonames, "uv_queue_work", NULL,
+						   (const void *)uv_queue_work);
+	if (fn) {
+		pthread_once(&atfork_once, hook_pool_uv_atfork);
+		__atomic_store_n(&real_uv_queue_work_fn, fn, __ATOMIC_RELEASE);
+	}
+	errno = saved_errno;
+	return fn;
+}
+
+/* Bind now when libuv is loaded at start-up, so that a program linked
+ * with it makes no dl*() call on its own threads later (preload/bind.c). */
+__attribute__((constructor(104))) static void
+hook_pool_uv_ctor(void)
+{
+	int saved_errno = errno;
+
+	/* Kept open: pins the library our pointer points into. */
+	if (dlopen(uv_sonames[0], RTLD_LAZY | RTLD_NOLOAD))
+		(void)hook_pool_uv_bind();
+	else
+		(void)dlerror();
+	errno = saved_errno;
 }
 
 static inline int
@@ -117,11 +158,12 @@ real_uv_queue_work(struct uv_loop_s *loop,
 		   uv_work_cb_fn work_cb,
 		   uv_after_work_cb_fn after_work_cb)
 {
-	pthread_once(&bind_once, hook_pool_uv_bind_once);
+	uv_queue_work_fn fn = hook_pool_uv_bind();
+
 	/* Only reachable without libuv if something calls the name blindly. */
-	if (!real_uv_queue_work_fn)
+	if (!fn)
 		return -ENOSYS;
-	return real_uv_queue_work_fn(loop, req, work_cb, after_work_cb);
+	return fn(loop, req, work_cb, after_work_cb);
 }
 
 static struct uv_shard *

@@ -6,6 +6,10 @@
  * 1. Three layers: the exported libc-named function is a one-liner that
  *    calls hook_<lib>_<fn>(); that does the logic and calls real_<fn>(), a
  *    static inline that binds lazily (pthread_once) and calls the pointer.
+ *    Hooks of libraries a plugin may load RTLD_LOCAL (GLib, libuv,
+ *    libmicrohttpd, libevent, OpenSSL) bind through ctxshim_bind_loaded()
+ *    instead, in a constructor when the library is there at start-up, and
+ *    retry at each call until it binds.
  * 2. Return exactly what the real call returned and leave errno as the real
  *    call left it: save errno after the real call, restore it before
  *    returning -- or, on a per-request path, call nothing that can set it

@@ -32,17 +32,58 @@ die(const char *what, const char *name, const char *why)
 	abort();
 }
 
+/* dlerror() state is per thread and any dl*() call discards what it
+ * holds (glibc >= 2.34, _dlerror_run()), so a lookup here, on whatever
+ * application thread first calls a hook, cannot keep an error message the
+ * application has not read yet; glibc offers no way to put one back.
+ * What we can keep is not to leave a message of ours behind: each failed
+ * lookup's message is consumed at once, so the thread's next dlerror()
+ * returns NULL, as after any successful dl*() call of its own.  The hooks
+ * of optional libraries also bind eagerly in constructors when the library
+ * is loaded at start-up, so that most processes make no dl*() call on an
+ * application thread at all. */
 void *
 ctxshim_bind(const char *name, const char *version, const void *self, bool required)
 {
 	void *p;
 
-	(void)dlerror();
 	p = version ? dlvsym(RTLD_NEXT, name, version) : dlsym(RTLD_NEXT, name);
 	if (p && p == self)
 		die("binding resolved to our own hook for", name, "refusing to recurse");
-	if (!p && required)
-		die("cannot resolve real", name, dlerror());
+	if (!p) {
+		const char *why = dlerror(); /* consumes the message */
+
+		if (required)
+			die("cannot resolve real", name, why);
+	}
+	return p;
+}
+
+void *
+ctxshim_bind_loaded(const char *const *sonames,
+		    const char *name,
+		    const char *version,
+		    const void *self)
+{
+	void *p = ctxshim_bind(name, version, self, false);
+	size_t i;
+
+	for (i = 0; !p && sonames && sonames[i]; i++) {
+		/* RTLD_NOLOAD: never loads anything.  The reference kept on
+		 * success pins the library, so p cannot outlive it. */
+		void *lib = dlopen(sonames[i], RTLD_LAZY | RTLD_NOLOAD);
+
+		if (!lib) {
+			(void)dlerror();
+			continue;
+		}
+		p = version ? dlvsym(lib, name, version) : dlsym(lib, name);
+		if (!p || p == self) {
+			p = NULL;
+			(void)dlerror();
+			(void)dlclose(lib);
+		}
+	}
 	return p;
 }
 

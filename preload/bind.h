@@ -13,6 +13,18 @@
 void *ctxshim_bind(const char *name, const char *version, const void *self,
 		   bool required);
 
+/* ctxshim_bind(name, version, self, false), then, when RTLD_NEXT does not
+ * see the library (loaded RTLD_LOCAL as a plugin's dependency after
+ * start-up), the first of sonames (NULL-terminated) that is already loaded
+ * and defines name (dlopen RTLD_NOLOAD, which also pins it).  Returns NULL
+ * if none has it, never ends the process, and leaves no dlerror() message
+ * behind.  A hook whose library is not found must retry at its next call:
+ * the library may be loaded later. */
+void *ctxshim_bind_loaded(const char *const *sonames,
+			  const char *name,
+			  const char *version,
+			  const void *self);
+
 /* The executable segments' range [*lo, *hi) of the loaded object that
  * contains addr (a function of a library we interpose), so a hook can tell
  * the library's calls to its own exported functions (through the PLT) from
