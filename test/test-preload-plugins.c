@@ -1,0 +1,100 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Libraries loaded RTLD_LOCAL as a plugin's dependencies (hooks
+ * hook-pool-glib.c, hook-mhd.c, hook-evhttp.c, hook-pool-uv.c): RTLD_NEXT
+ * cannot see them, yet the plugin's calls reach the shim's exported names,
+ * so the hooks find the real functions by soname (preload/bind.c,
+ * ctxshim_bind_loaded()).  The plugin (helpers/local-plugin.c, run by
+ * helpers/plugin-host.c) must get the same API results with the shim as
+ * without it (they once were a NULL pool, a NULL daemon, -2 from
+ * evhttp_set_cb), and the shim's tracing must work through the fallback.
+ * plugin-host also checks that the shim's bindings leave no dlerror()
+ * message behind on the application's thread (a blind call before the
+ * library is loaded, whose binding fails and is retried later). */
+#include "test-common.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define TRACE_ID "4bf92f3577b34da6a3ce929d0e0e4736"
+/* The traceparent local-plugin.c sends to its libmicrohttpd daemon. */
+#define REQ_TRACE_ID "0af7651916cd43dd8448eb211c80319c"
+
+static const char expected[] = "dlerror after a blind call: none\n"
+			       "g_thread_pool_new: pool\n"
+			       "g_thread_pool_push: 1\n"
+			       "g_thread_pool_push: 1\n"
+			       "g_thread_pool_push: 1\n"
+			       "glib items: 6\n"
+			       "MHD_start_daemon: daemon\n"
+			       "MHD response: HTTP/1.1 200 OK\n"
+			       "MHD_stop_daemon: done\n"
+			       "evhttp_set_cb: 0\n"
+			       "evhttp_set_cb again: -1\n"
+			       "evhttp_del_cb: 0\n"
+			       "evhttp_del_cb again: -1\n"
+			       "evhttp_free: done\n"
+			       "uv_queue_work: 0\n"
+			       "uv after_work status: 0\n"
+			       "dlerror after the plugin: none\n";
+
+static unsigned
+count(const char *s, const char *needle)
+{
+	unsigned n = 0;
+
+	while ((s = strstr(s, needle))) {
+		n++;
+		s++;
+	}
+	return n;
+}
+
+START_TEST(plugin_libraries_loaded_local)
+{
+	char host[4096], plugin[4096], *argv[] = {host, plugin, NULL};
+	char *env[] = {"TRACEPARENT=00-" TRACE_ID "-00f067aa0ba902b7-01", NULL};
+	char *out[2], *err[2];
+	int st[2], shim;
+
+	snprintf(host, sizeof(host), "%s/plugin-host", test_env_path("HELPER_DIR"));
+	snprintf(plugin, sizeof(plugin), "%s/liblocal-plugin.so",
+		 test_env_path("HELPER_DIR"));
+	if (access(host, X_OK) != 0 || access(plugin, R_OK) != 0)
+		test_skip("%s not built (GLib, libmicrohttpd, libevent, libuv -dev)",
+			  plugin);
+	for (shim = 0; shim < 2; shim++) {
+		st[shim] = test_run_capture(argv, env, shim, &out[shim], &err[shim],
+					    60000);
+		ck_assert_msg(WIFEXITED(st[shim]) && WEXITSTATUS(st[shim]) == 0,
+			      "%s shim: status %#x:\n%s%s", shim ? "with" : "without",
+			      st[shim], out[shim], err[shim]);
+		ck_assert_msg(strcmp(out[shim], expected) == 0,
+			      "%s shim, output differs:\n--- expected\n%s--- got\n%s%s",
+			      shim ? "with" : "without", expected, out[shim],
+			      err[shim]);
+	}
+	/* Without the shim nothing is published; with it, the pool items run
+	 * under the submitter's context and the handler under the request's. */
+	ck_assert_msg(count(err[0], "trace=- span=-") == 5, "%s", err[0]);
+	ck_assert_msg(count(err[1], "glib-item trace=" TRACE_ID) == 3, "%s", err[1]);
+	ck_assert_msg(count(err[1], "uv-work trace=" TRACE_ID) == 1, "%s", err[1]);
+	ck_assert_msg(count(err[1], "mhd-handler trace=" REQ_TRACE_ID) == 1, "%s",
+		      err[1]);
+	for (shim = 0; shim < 2; shim++) {
+		free(out[shim]);
+		free(err[shim]);
+	}
+}
+END_TEST
+
+TEST_SUITE(preload_plugins_suite)
+{
+	Suite *s = suite_create("preload-plugins");
+	TCase *tc = tcase_create("plugins");
+
+	tcase_add_test(tc, plugin_libraries_loaded_local);
+	suite_add_tcase(s, tc);
+	return s;
+}
