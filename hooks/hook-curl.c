@@ -228,6 +228,8 @@ curl_bind(struct curl_real *r)
 				lib = dlopen(r->soname, RTLD_LAZY | RTLD_NOLOAD);
 			if (lib)
 				p = dlvsym(lib, curl_fn_name[i], r->version);
+			if (!p)
+				(void)dlerror(); /* leave no message of ours */
 		}
 		if (!p && required)
 			p = ctxshim_bind(curl_fn_name[i], r->version, self, true);

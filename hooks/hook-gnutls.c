@@ -86,6 +86,8 @@ hook_gnutls_bind_once(void)
 				lib = dlopen(GT_SONAME, RTLD_LAZY | RTLD_NOLOAD);
 			if (lib)
 				p = dlvsym(lib, gt_name[i], GT_NODE);
+			if (!p)
+				(void)dlerror(); /* leave no message of ours */
 		}
 		gt_fn[i] = p;
 		if (!p)
@@ -109,6 +111,8 @@ hook_gnutls_ctor(void)
 	/* Kept open: pins the library our pointers point into. */
 	if (dlopen(GT_SONAME, RTLD_LAZY | RTLD_NOLOAD))
 		hook_gnutls_bind();
+	else
+		(void)dlerror(); /* leave no message of ours behind */
 	errno = saved_errno;
 }
 

@@ -245,6 +245,8 @@ hook_nghttp2_bind_once(void)
 				lib = dlopen(NH_SONAME, RTLD_LAZY | RTLD_NOLOAD);
 			if (lib)
 				p = dlsym(lib, nh_name[i]);
+			if (!p)
+				(void)dlerror(); /* leave no message of ours */
 		}
 		nh_fn[i] = p;
 		if (!p)
