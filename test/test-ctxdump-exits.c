@@ -8,6 +8,8 @@
  *    and waits for one that cannot stop: ctxdump goes at once ("exited
  *    during the dump", exit 2) instead of waiting out its deadline, and
  *    the target's parent can collect it;
+ *  - Ctrl-Z to `ctxdump record` while the vfork()ing thread is seized
+ *    with its stop pending: it suspends only once that one is let go;
  *  - the same for `ctxdump record`, which outlives its stops: rounds
  *    among exiting threads never fail, and a target killed mid-round
  *    ends the recording cleanly ("process exited").
@@ -203,6 +205,51 @@ START_TEST(killed_while_held)
 }
 END_TEST
 
+/* Ctrl-Z to a recorder while a thread it could not stop (in vfork()) is
+ * still attached with its stop pending: the recorder suspends only once
+ * that thread was let go too, never with a thread of the target stopped. */
+START_TEST(record_suspended_late)
+{
+	static const char *const opts[] = {"--vfork", NULL};
+	char arg[16], file[PATH_MAX], errf[PATH_MAX], *err;
+	const char *args[] = {"-F", "200", "-d", "60", "-o", file, arg, NULL};
+	struct target t;
+	unsigned i;
+	pid_t pid;
+	int st;
+
+	target_start(&t, opts, 3);
+	snprintf(arg, sizeof(arg), "%d", (int)t.pid);
+	prof_tmpfile(file, sizeof(file), "exits-tstp");
+	prof_tmpfile(errf, sizeof(errf), "exits-tstp-err");
+	pid = prof_record_start(errf, args);
+	prof_wait_file(file, 1, TIMEOUT_MS);
+	for (i = 0; i < 2; i++) {
+		/* the vfork()ing thread: seized, its stop pending */
+		wait_state(t.pid, t.vfork, 'D', test_now_ms() + TIMEOUT_MS);
+		usleep(100000);
+		ck_assert_int_eq(kill(pid, SIGTSTP), 0);
+		ck_assert_int_eq(waitpid(pid, &st, WUNTRACED), pid);
+		ck_assert_msg(WIFSTOPPED(st) && WSTOPSIG(st) == SIGTSTP, "status 0x%x",
+			      st);
+		/* past the end of the vfork() it was in (its child sleeps
+		 * 2 s): a thread still seized would be stopped by now */
+		usleep(2500000);
+		prof_assert_running(t.pid);
+		ck_assert_int_eq(kill(pid, SIGCONT), 0);
+	}
+	ck_assert_int_eq(kill(pid, SIGINT), 0);
+	st = prof_record_wait(pid, TIMEOUT_MS);
+	err = prof_slurp(errf);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status 0x%x: %s", st,
+		      err);
+	free(err);
+	unlink(file);
+	unlink(errf);
+	prof_child_finish(&t.c, TIMEOUT_MS);
+}
+END_TEST
+
 /* ctxdump record among exiting threads: no round fails, the target runs
  * on; then the target killed mid-recording ends it cleanly. */
 START_TEST(record_with_exits)
@@ -266,6 +313,7 @@ TEST_SUITE(ctxdump_exits_suite)
 	tcase_set_timeout(tc, 240);
 	tcase_add_test(tc, exits_during_dump);
 	tcase_add_test(tc, killed_while_held);
+	tcase_add_test(tc, record_suspended_late);
 	tcase_add_test(tc, record_with_exits);
 	suite_add_tcase(s, tc);
 	return s;

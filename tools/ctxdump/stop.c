@@ -491,6 +491,55 @@ stop_state(char before, bool group_stop, int blocked)
 	return before ? before : '?';
 }
 
+/* The job-control stops held back beyond a stop window (stop_release()),
+ * those of SIGTSTP, SIGTTIN, SIGTTOU that the caller's own mask did not
+ * block: while a thread that did not stop in time is still attached with
+ * its interrupt pending (or an exit is not collected), ctxdump must not
+ * be suspended either -- the thread would stop late and stay stopped as
+ * long as ctxdump.  stop_late_release() lets them through once its list
+ * is empty; a one-shot dump keeps them until it exits (which detaches
+ * every thread).  windows: stop sets whose signals are blocked now. */
+static sigset_t jc_held;
+static bool jc_holding;
+static unsigned windows;
+
+static void
+jc_set(sigset_t *set)
+{
+	sigemptyset(set);
+	sigaddset(set, SIGTSTP);
+	sigaddset(set, SIGTTIN);
+	sigaddset(set, SIGTTOU);
+}
+
+/* Keep the job-control stops blocked past the window; oldmask is the mask
+ * the window restores. */
+static void
+jc_hold(const sigset_t *oldmask)
+{
+	sigset_t all;
+	int sig;
+
+	if (jc_holding)
+		return;
+	jc_set(&all);
+	sigemptyset(&jc_held);
+	for (sig = 1; sig < NSIG; sig++)
+		if (sigismember(&all, sig) == 1 && sigismember(oldmask, sig) != 1)
+			sigaddset(&jc_held, sig);
+	sigprocmask(SIG_BLOCK, &jc_held, NULL);
+	jc_holding = true;
+}
+
+static void
+jc_let_go(void)
+{
+	if (!jc_holding || windows)
+		return;
+	jc_holding = false;
+	sigprocmask(SIG_UNBLOCK, &jc_held, NULL);
+}
+
 static void
 block_signals(struct stop_set *s, sigset_t *waitset)
 {
@@ -509,13 +558,16 @@ block_signals(struct stop_set *s, sigset_t *waitset)
 		 * as long as it stays suspended.  Left pending, they take
 		 * effect in stop_release(), once every thread was let go.
 		 * (SIGSTOP cannot be blocked: ctxdump.1.) */
-		sigset_t block = *waitset;
+		sigset_t block;
+		int sig;
 
-		sigaddset(&block, SIGTSTP);
-		sigaddset(&block, SIGTTIN);
-		sigaddset(&block, SIGTTOU);
+		jc_set(&block);
+		for (sig = 1; sig < NSIG; sig++)
+			if (sigismember(waitset, sig) == 1)
+				sigaddset(&block, sig);
 		sigprocmask(SIG_BLOCK, &block, &s->oldmask);
 		s->masked = true;
+		windows++;
 	}
 }
 
@@ -1055,15 +1107,26 @@ void
 stop_release(struct stop_set *s)
 {
 	size_t i;
+	bool late = false;
 
 	stop_detach_all(s);
 	detach_late(s);
-	for (i = 0; i < s->n; i++)
-		if (s->t[i].status == STOP_EXITED && s->t[i].unreaped)
-			(void)reap(&s->t[i]);
+	for (i = 0; i < s->n; i++) {
+		struct stop_thread *t = &s->t[i];
+
+		if (t->status == STOP_EXITED && t->unreaped)
+			(void)reap(t);
+		if (t->status == STOP_TIMEOUT || (t->status == STOP_EXITED && t->unreaped))
+			late = true;
+	}
 	if (s->masked) {
+		if (late)
+			jc_hold(&s->oldmask);
 		sigprocmask(SIG_SETMASK, &s->oldmask, NULL);
+		if (jc_holding)
+			sigprocmask(SIG_BLOCK, &jc_held, NULL);
 		s->masked = false;
+		windows--;
 	}
 	if (s->signal) {
 		/* Everything is released: now die from the signal the user sent. */
@@ -1126,6 +1189,8 @@ stop_late_release(struct stop_late *l, unsigned wait_ms)
 			/* else exited and collected, or not ours any more */
 		}
 		l->n = k;
+		if (!k)
+			jc_let_go();
 		if (!k || remote_now_ns() >= end)
 			return;
 		usleep(1000);
