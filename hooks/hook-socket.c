@@ -958,10 +958,16 @@ sk_idle(const char *reason)
  * anyway, so that is returned as it is (after the check, for ready fds);
  * 0 means the array is valid: the thread may go idle, then it waits for
  * real (one more system call, only while a connection's context is
- * published).  select/pselect cannot look twice (their sets are
- * overwritten), so they check the sets the call returned: a tracked
- * connection that became ready ends the wait of an event loop (a blocked
- * select keeps showing the context until it returns).  At most
+ * published).  select/pselect cannot look twice (the call overwrites their
+ * sets, and checking what it returned would leave an idle select loop, or
+ * a server waiting for the next keep-alive request, showing its last
+ * request for as long as it blocks), so they read the sets before the
+ * call, and only the words the kernel reads too (bits below n, at most
+ * FD_SETSIZE): a call the kernel accepts cannot fault here; one with a
+ * set that is not readable at all -- an application bug the kernel
+ * reports as EFAULT -- would.  The one safe reader, process_vm_readv() on
+ * ourselves, is a system call that seccomp filters commonly kill the
+ * process for (systemd's @system-service leaves it out).  At most
  * SK_POLL_SCAN_MAX pollfds are looked at. */
 #define SK_POLL_SCAN_MAX 1024
 
@@ -994,10 +1000,9 @@ sk_fdset_tracked(int n, const fd_set *r, const fd_set *w, const fd_set *x)
 	return false;
 }
 
-/* After a select/pselect that returned r: its sets are valid now. */
+/* Before a select/pselect (see above). */
 static void
-sk_fdset_idle(int r,
-	      int n,
+sk_fdset_idle(int n,
 	      const fd_set *rd,
 	      const fd_set *w,
 	      const fd_set *x,
@@ -1005,7 +1010,7 @@ sk_fdset_idle(int r,
 {
 	int saved_errno;
 
-	if (r <= 0 || !sk_fdset_tracked(n, rd, w, x))
+	if (n <= 0 || !sk_fdset_tracked(n, rd, w, x))
 		return;
 	saved_errno = errno;
 	sk_idle(reason);
@@ -1639,10 +1644,8 @@ hook_socket_ppoll_chk(struct pollfd *f,
 static __attribute__((noinline)) int
 sk_select(int n, fd_set *r, fd_set *w, fd_set *x, struct timeval *t)
 {
-	int ret = real_select(n, r, w, x, t);
-
-	sk_fdset_idle(ret, n, r, w, x, "select");
-	return ret;
+	sk_fdset_idle(n, r, w, x, "select");
+	return real_select(n, r, w, x, t);
 }
 
 static inline int
@@ -1661,10 +1664,8 @@ sk_pselect(int n,
 	   const struct timespec *t,
 	   const sigset_t *ss)
 {
-	int ret = real_pselect(n, r, w, x, t, ss);
-
-	sk_fdset_idle(ret, n, r, w, x, "pselect");
-	return ret;
+	sk_fdset_idle(n, r, w, x, "pselect");
+	return real_pselect(n, r, w, x, t, ss);
 }
 
 static inline int

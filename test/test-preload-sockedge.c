@@ -6,11 +6,11 @@
  *  - urgent data (MSG_OOB) read in the middle of a request head was fed to
  *    the scanner as stream bytes: the traceparent got a stray byte and the
  *    request a new trace;
- *  - poll/ppoll/__poll_chk/select/pselect read the application's arrays
- *    before the call while a request's context was published: a bad
- *    pointer, or an nfds larger than the array, was a SIGSEGV in the hook
- *    where the kernel returns -1/EFAULT (the idle clear they exist for is
- *    checked too);
+ *  - poll/ppoll/__poll_chk read the application's array before the call
+ *    while a request's context was published: a bad pointer, or an nfds
+ *    larger than the array, was a SIGSEGV in the hook where the kernel
+ *    returns -1/EFAULT (the idle clear they exist for is checked too, with
+ *    select/pselect);
  *  - writev/sendmsg with "HTTP/1.1 " and "100 Continue" in separate iovecs
  *    counted as the final response: the body was read without the
  *    request's context;
