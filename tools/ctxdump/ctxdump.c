@@ -1265,7 +1265,13 @@ main(int argc, char **argv)
 		qsort(d->threads, d->n_threads, sizeof(*d->threads), cmp_tid);
 	decode_attrs(&run);
 	dlay_finish(d);
-	if (ctl.stacks)
+	if (ctl.stacks) {
+		const char *why = stack_unwind_unavailable();
+
+		/* once here; each thread then says it has no stack */
+		if (why)
+			cli_warn("cannot load libunwind (%s): no stacks", why);
 		unwind_stacks(&run);
+	}
 	return finish(&run, run.partial ? CLI_EXIT_PARTIAL : CLI_EXIT_OK);
 }

@@ -1091,6 +1091,10 @@ record_main(int argc, char **argv)
 			 "; recording stacks without trace context",
 			 (int)ctl.pid);
 
+	if (stack_unwind_unavailable())
+		cli_warn("cannot load libunwind (%s): recording without stacks",
+			 stack_unwind_unavailable());
+
 	to_stdout = strcmp(ctl.output, "-") == 0;
 	if (to_stdout && isatty(STDOUT_FILENO)) {
 		cli_warn("not writing a recording to a terminal");

@@ -58,6 +58,8 @@ static struct {
 	bool ok;
 } uwl;
 static pthread_once_t uwl_once = PTHREAD_ONCE_INIT;
+/* Why it could not be loaded (the first candidate's reason). */
+static char uwl_why[256];
 
 static void
 uwl_open(void)
@@ -68,25 +70,46 @@ uwl_open(void)
 		"libunwind-" UW_STR(UNW_TARGET) ".so.8",
 		"libunwind-generic.so",
 	};
-	void *h = NULL;
 	size_t i;
 
-	for (i = 0; !h && i < sizeof(names) / sizeof(names[0]); i++)
-		h = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
-	if (!h)
-		return;
-#define UWL_SYM(field, name) \
-	(uwl.field = (__typeof__(uwl.field))dlsym(h, name)) != NULL
-	uwl.ok = UWL_SYM(create_addr_space, UW_STR(unw_create_addr_space)) &&
-		 UWL_SYM(destroy_addr_space, UW_STR(unw_destroy_addr_space)) &&
-		 UWL_SYM(set_caching_policy, UW_STR(unw_set_caching_policy)) &&
-		 UWL_SYM(init_remote, UW_STR(unw_init_remote)) &&
-		 UWL_SYM(get_reg, UW_STR(unw_get_reg)) &&
-		 UWL_SYM(step, UW_STR(unw_step)) &&
-		 UWL_SYM(search_unwind_table, "_Ux86_64_dwarf_search_unwind_table");
+	for (i = 0; !uwl.ok && i < sizeof(names) / sizeof(names[0]); i++) {
+		void *h = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+		const char *missing = NULL;
+
+		if (!h) {
+			const char *e = dlerror();
+
+			if (!uwl_why[0])
+				snprintf(uwl_why, sizeof(uwl_why), "%s", e ? e : names[i]);
+			continue;
+		}
+#define UWL_SYM(field, name)                                                 \
+	((uwl.field = (__typeof__(uwl.field))dlsym(h, name)) != NULL || \
+	 (missing = name, false))
+		uwl.ok = UWL_SYM(create_addr_space, UW_STR(unw_create_addr_space)) &&
+			 UWL_SYM(destroy_addr_space, UW_STR(unw_destroy_addr_space)) &&
+			 UWL_SYM(set_caching_policy, UW_STR(unw_set_caching_policy)) &&
+			 UWL_SYM(init_remote, UW_STR(unw_init_remote)) &&
+			 UWL_SYM(get_reg, UW_STR(unw_get_reg)) &&
+			 UWL_SYM(step, UW_STR(unw_step)) &&
+			 UWL_SYM(search_unwind_table,
+				 "_Ux86_64_dwarf_search_unwind_table");
 #undef UWL_SYM
-	if (!uwl.ok)
-		(void)dlclose(h);
+		if (!uwl.ok) {
+			/* not the libunwind we know: try the next name */
+			if (!uwl_why[0])
+				snprintf(uwl_why, sizeof(uwl_why), "%s: no %s", names[i],
+					 missing);
+			(void)dlclose(h);
+		}
+	}
+}
+
+const char *
+stack_unwind_unavailable(void)
+{
+	(void)pthread_once(&uwl_once, uwl_open);
+	return uwl.ok ? NULL : uwl_why;
 }
 
 #define UW_PAGE 4096u

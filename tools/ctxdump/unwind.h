@@ -132,3 +132,7 @@ void stack_snap_free(struct stack_snap *s);
 /* Drop the cached module data (also done at exit).  Needed only if the
  * same pid is unwound again after its mappings changed. */
 void stack_unwind_reset(void);
+
+/* NULL when stack_unwind() can work; else why libunwind (opened on the
+ * first call of either) could not be loaded. */
+const char *stack_unwind_unavailable(void);
