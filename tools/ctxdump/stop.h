@@ -11,7 +11,9 @@
  * waited for together with SIGCHLD: one of them ends the stop early, every
  * thread is detached, and stop_release() then lets the signal take its
  * default action.  SIGTSTP, SIGTTIN and SIGTTOU are blocked too and take
- * effect only then, so that ctxdump never sits suspended on held threads.
+ * effect only then -- or, while a thread that did not stop in time is
+ * still attached, once stop_late_release() has let it go -- so that
+ * ctxdump never sits suspended on held threads.
  *
  * Threads exit while they are held: before their stop (pthread_exit()
  * between the listing and the interrupt), or while stopped (the process
