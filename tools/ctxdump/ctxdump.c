@@ -32,6 +32,8 @@
 #define DEFAULT_MAX_FRAMES 64
 #define UNLIMITED_FRAMES   4096
 #define DEFAULT_STACK_SIZE (64u << 10)
+/* Bytes of stack copy per thread reserved before the stop (--stacks). */
+#define STACK_ARENA_GUESS (16u << 10)
 /* How long one round of stops may take before a thread is given up: a
  * thread in D state (or blocked in vfork) cannot stop, and meanwhile every
  * other thread stays stopped.  Sleeping threads stop in microseconds. */
@@ -1170,6 +1172,12 @@ main(int argc, char **argv)
 			dump_free(d);
 			return CLI_EXIT_FATAL;
 		}
+		/* The stacks' copies, paged in now instead of in the stop
+		 * window (about 5 KiB a thread blocked in a system call;
+		 * deeper stacks that do not fit get their own mapping). */
+		if (ctl.stacks)
+			(void)stack_arena_reserve(&d->stack_arena,
+						  ((size_t)hint + 16) * STACK_ARENA_GUESS);
 	}
 
 	/* ---- threads stopped from here ---- */

@@ -264,8 +264,12 @@ stack_snap_capture_many(pid_t pid,
 	uint64_t t0 = uw_now_ns(), *start = calloc(n ? n : 1, sizeof(*start));
 	size_t i, total = 0, k = 0, off = 0;
 	uint8_t *base = NULL;
+	/* reserved before the stop (stack_arena_reserve()), or nothing */
+	void *reserved = arena->base;
+	size_t reserved_len = arena->len;
 
-	memset(arena, 0, sizeof(*arena));
+	arena->base = NULL;
+	arena->len = 0;
 	for (i = 0; i < n; i++) {
 		struct stack_snap *s = out[i];
 		size_t want = 0;
@@ -282,13 +286,20 @@ stack_snap_capture_many(pid_t pid,
 			s->stack_len = want; /* for now: the size wanted */
 		total += (want + 15) & ~(size_t)15;
 	}
-	if (rg && start && total) {
+	if (rg && start && total && reserved && total <= reserved_len) {
+		base = reserved;
+		total = reserved_len;
+		reserved = NULL;
+	} else if (rg && start && total) {
 		/* MAP_POPULATE: the kernel pages it all in here, in one go */
 		base = mmap(NULL, total, PROT_READ | PROT_WRITE,
 			    MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
 		if (base == MAP_FAILED)
 			base = NULL;
 	}
+	/* unmapped with the arena, after the stop: not here */
+	arena->spare = reserved;
+	arena->spare_len = reserved ? reserved_len : 0;
 	for (i = 0; i < n; i++) {
 		struct stack_snap *s = out[i];
 		size_t want = s->stack_len;
@@ -332,13 +343,32 @@ stack_snap_capture_many(pid_t pid,
 	free(start);
 }
 
+int
+stack_arena_reserve(struct stack_arena *a, size_t len)
+{
+	void *p;
+
+	stack_arena_free(a);
+	if (!len)
+		return 0;
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+	if (p == MAP_FAILED)
+		return -ENOMEM;
+	a->base = p;
+	a->len = len;
+	return 0;
+}
+
 void
 stack_arena_free(struct stack_arena *a)
 {
 	if (a->base)
 		(void)munmap(a->base, a->len);
-	a->base = NULL;
-	a->len = 0;
+	if (a->spare)
+		(void)munmap(a->spare, a->spare_len);
+	a->base = a->spare = NULL;
+	a->len = a->spare_len = 0;
 }
 
 int

@@ -83,11 +83,20 @@ struct stack_snap {
 	bool stack_in_arena;
 };
 
-/* One allocation holding the stack copies of stack_snap_capture_many(). */
+/* One allocation holding the stack copies of stack_snap_capture_many().
+ * stack_arena_reserve() makes it before the stop, paged in, so that the
+ * stop window does not pay for it; the capture uses it if the copies fit,
+ * else maps what they need (the reserve is kept in spare until freed). */
 struct stack_arena {
 	void *base;
 	size_t len;
+	void *spare;
+	size_t spare_len;
 };
+
+/* Map and page in len bytes for a later stack_snap_capture_many() with
+ * this arena.  Returns 0 or -ENOMEM (the capture then maps its own). */
+int stack_arena_reserve(struct stack_arena *a, size_t len);
 
 /* Call while tid is ptrace-stopped.  Copies the registers and
  * [sp - STACK_RED_ZONE, sp + max_stack_bytes) as far as it is readable.
