@@ -32,8 +32,6 @@
 #define DEFAULT_MAX_FRAMES 64
 #define UNLIMITED_FRAMES   4096
 #define DEFAULT_STACK_SIZE (64u << 10)
-/* Bytes of stack copy per thread reserved before the stop (--stacks). */
-#define STACK_ARENA_GUESS (16u << 10)
 /* How long one round of stops may take before a thread is given up: a
  * thread in D state (or blocked in vfork) cannot stop, and meanwhile every
  * other thread stays stopped.  Sleeping threads stop in microseconds. */

@@ -201,6 +201,8 @@ struct rec {
 	uint64_t pctx_ns;
 
 	struct itab strings, frame_tab, stacks, ctxs, threads;
+	/* the stack copies' buffer, paged in once and reused every round */
+	struct stack_arena arena;
 
 	/* per-round scratch, grown as needed (before the stop) */
 	size_t cap;
@@ -710,7 +712,6 @@ static int
 sample_round(struct rec *rc)
 {
 	struct stop_set ss;
-	struct stack_arena arena = {0};
 	size_t i, k = 0;
 	uint64_t t, win;
 	long hint = stop_count_threads(rc->pid);
@@ -719,6 +720,11 @@ sample_round(struct rec *rc)
 	/* room for the threads before they are stopped */
 	if (reserve(rc, hint > 0 ? (size_t)hint : 64) < 0)
 		return -ENOMEM;
+	/* the first round's stack copies, paged in outside the window (later
+	 * rounds reuse the pages the last one used) */
+	if (!rc->arena.base)
+		(void)stack_arena_reserve(&rc->arena, ((size_t)(hint > 0 ? hint : 64) +
+						       16) * STACK_ARENA_GUESS);
 	if (rc->late.n) {
 		/* a thread that did not stop in time is still seized, and
 		 * cannot be seized again: give it a moment to stop */
@@ -760,7 +766,7 @@ sample_round(struct rec *rc)
 	}
 	pick_mem_pid(rc, k);
 	stack_snap_capture_many(rc->mem_pid, rc->tids, k, rc->ctl->stack_size,
-				rc->snapp, rc->err, &arena);
+				rc->snapp, rc->err, &rc->arena);
 	/* each thread's state where the stop found it (stop_state()) */
 	for (i = 0; i < k; i++)
 		rc->states[i] =
@@ -794,7 +800,7 @@ sample_round(struct rec *rc)
 
 	if (!k && process_ending(rc->pid)) {
 		/* only zombie threads left: the process is exiting */
-		stack_arena_free(&arena);
+		stack_arena_recycle(&rc->arena);
 		stop_free(&ss);
 		return -ESRCH;
 	}
@@ -809,7 +815,8 @@ sample_round(struct rec *rc)
 	for (i = 0; i < k; i++)
 		if (!rc->err[i])
 			stack_snap_free(&rc->snaps[i]);
-	stack_arena_free(&arena);
+	/* the next round copies into the same pages (grown if it had to) */
+	stack_arena_recycle(&rc->arena);
 	stop_free(&ss);
 	if (fflush(rc->out) != 0 && !rc->w.err)
 		rc->w.err = -errno;
@@ -833,6 +840,7 @@ write_end(struct rec *rc)
 static void
 rec_free(struct rec *rc)
 {
+	stack_arena_free(&rc->arena);
 	itab_clear(&rc->strings);
 	itab_clear(&rc->frame_tab);
 	itab_clear(&rc->stacks);

@@ -80,10 +80,11 @@ uwl_open(void)
 			const char *e = dlerror();
 
 			if (!uwl_why[0])
-				snprintf(uwl_why, sizeof(uwl_why), "%s", e ? e : names[i]);
+				snprintf(uwl_why, sizeof(uwl_why), "%s",
+					 e ? e : names[i]);
 			continue;
 		}
-#define UWL_SYM(field, name)                                                 \
+#define UWL_SYM(field, name)                                            \
 	((uwl.field = (__typeof__(uwl.field))dlsym(h, name)) != NULL || \
 	 (missing = name, false))
 		uwl.ok = UWL_SYM(create_addr_space, UW_STR(unw_create_addr_space)) &&
@@ -98,8 +99,8 @@ uwl_open(void)
 		if (!uwl.ok) {
 			/* not the libunwind we know: try the next name */
 			if (!uwl_why[0])
-				snprintf(uwl_why, sizeof(uwl_why), "%s: no %s", names[i],
-					 missing);
+				snprintf(uwl_why, sizeof(uwl_why), "%s: no %s",
+					 names[i], missing);
 			(void)dlclose(h);
 		}
 	}
@@ -235,8 +236,10 @@ uw_copy_remote(pid_t tid,
  * zone below sp up to max bytes above sp, but not past the thread's TCB
  * (fs_base) when it lies above sp. */
 static bool
-uw_stack_range(const struct user_regs_struct *r, size_t max_stack_bytes,
-	       uint64_t *start, size_t *want)
+uw_stack_range(const struct user_regs_struct *r,
+	       size_t max_stack_bytes,
+	       uint64_t *start,
+	       size_t *want)
 {
 	uint64_t sp = r->rsp;
 
@@ -282,7 +285,8 @@ stack_snap_capture_many(pid_t pid,
 		}
 		s->tid = tids[i];
 		s->regs_valid = true;
-		if (start && uw_stack_range(&s->regs, max_stack_bytes, &start[i], &want))
+		if (start &&
+		    uw_stack_range(&s->regs, max_stack_bytes, &start[i], &want))
 			s->stack_len = want; /* for now: the size wanted */
 		total += (want + 15) & ~(size_t)15;
 	}
@@ -358,6 +362,15 @@ stack_arena_reserve(struct stack_arena *a, size_t len)
 	a->base = p;
 	a->len = len;
 	return 0;
+}
+
+void
+stack_arena_recycle(struct stack_arena *a)
+{
+	if (a->spare)
+		(void)munmap(a->spare, a->spare_len);
+	a->spare = NULL;
+	a->spare_len = 0;
 }
 
 void

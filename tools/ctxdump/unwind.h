@@ -94,9 +94,18 @@ struct stack_arena {
 	size_t spare_len;
 };
 
+/* Bytes of stack copy per thread worth reserving: a thread blocked in a
+ * system call needs about 5 KiB with its TLS block. */
+#define STACK_ARENA_GUESS (16u << 10)
+
 /* Map and page in len bytes for a later stack_snap_capture_many() with
  * this arena.  Returns 0 or -ENOMEM (the capture then maps its own). */
 int stack_arena_reserve(struct stack_arena *a, size_t len);
+
+/* Once the copies in a are no longer used: keep the mapping they were in
+ * as the reserve of the next capture (a recorder's next round), free the
+ * rest. */
+void stack_arena_recycle(struct stack_arena *a);
 
 /* Call while tid is ptrace-stopped.  Copies the registers and
  * [sp - STACK_RED_ZONE, sp + max_stack_bytes) as far as it is readable.
