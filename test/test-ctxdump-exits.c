@@ -211,12 +211,11 @@ END_TEST
 START_TEST(record_suspended_late)
 {
 	static const char *const opts[] = {"--vfork", NULL};
-	char arg[16], file[PATH_MAX], errf[PATH_MAX], *err;
+	char arg[16], file[PATH_MAX], errf[PATH_MAX];
 	const char *args[] = {"-F", "200", "-d", "60", "-o", file, arg, NULL};
 	struct target t;
 	unsigned i;
 	pid_t pid;
-	int st;
 
 	target_start(&t, opts, 3);
 	snprintf(arg, sizeof(arg), "%d", (int)t.pid);
@@ -228,24 +227,14 @@ START_TEST(record_suspended_late)
 		/* the vfork()ing thread: seized, its stop pending */
 		wait_state(t.pid, t.vfork, 'D', test_now_ms() + TIMEOUT_MS);
 		usleep(100000);
-		ck_assert_int_eq(kill(pid, SIGTSTP), 0);
-		ck_assert_int_eq(waitpid(pid, &st, WUNTRACED), pid);
-		ck_assert_msg(WIFSTOPPED(st) && WSTOPSIG(st) == SIGTSTP, "status 0x%x",
-			      st);
+		prof_record_suspend(pid);
 		/* past the end of the vfork() it was in (its child sleeps
 		 * 2 s): a thread still seized would be stopped by now */
 		usleep(2500000);
 		prof_assert_running(t.pid);
 		ck_assert_int_eq(kill(pid, SIGCONT), 0);
 	}
-	ck_assert_int_eq(kill(pid, SIGINT), 0);
-	st = prof_record_wait(pid, TIMEOUT_MS);
-	err = prof_slurp(errf);
-	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status 0x%x: %s", st,
-		      err);
-	free(err);
-	unlink(file);
-	unlink(errf);
+	prof_record_end(pid, file, errf, TIMEOUT_MS);
 	prof_child_finish(&t.c, TIMEOUT_MS);
 }
 END_TEST

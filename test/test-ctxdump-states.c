@@ -270,12 +270,11 @@ END_TEST
  * carries on after SIGCONT. */
 START_TEST(record_suspended)
 {
-	char arg[16], file[PATH_MAX], errf[PATH_MAX], *err;
+	char arg[16], file[PATH_MAX], errf[PATH_MAX];
 	const char *args[] = {"-F", "500", "-d", "60", "-o", file, arg, NULL};
 	struct target t;
 	unsigned i;
 	pid_t pid;
-	int st;
 
 	target_start(&t, (const char *const[]){"--extra", "300", NULL});
 	snprintf(arg, sizeof(arg), "%d", (int)t.pid);
@@ -284,22 +283,12 @@ START_TEST(record_suspended)
 	pid = prof_record_start(errf, args);
 	prof_wait_file(file, 1, TIMEOUT_MS);
 	for (i = 0; i < 20; i++) {
-		ck_assert_int_eq(kill(pid, SIGTSTP), 0);
-		ck_assert_int_eq(waitpid(pid, &st, WUNTRACED), pid);
-		ck_assert_msg(WIFSTOPPED(st) && WSTOPSIG(st) == SIGTSTP, "status 0x%x",
-			      st);
+		prof_record_suspend(pid);
 		prof_assert_running(t.pid);
 		ck_assert_int_eq(kill(pid, SIGCONT), 0);
 		usleep(20000 + 7000 * i);
 	}
-	ck_assert_int_eq(kill(pid, SIGINT), 0);
-	st = prof_record_wait(pid, TIMEOUT_MS);
-	err = prof_slurp(errf);
-	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status 0x%x: %s", st,
-		      err);
-	free(err);
-	unlink(file);
-	unlink(errf);
+	prof_record_end(pid, file, errf, TIMEOUT_MS);
 	prof_assert_running(t.pid);
 	prof_child_finish(&t.c, TIMEOUT_MS);
 }

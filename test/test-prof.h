@@ -265,3 +265,31 @@ prof_slurp(const char *path)
 	fclose(f);
 	return b;
 }
+
+/* Ctrl-Z to a recorder: returns once it is suspended (then SIGCONT it). */
+static __attribute__((unused)) void
+prof_record_suspend(pid_t pid)
+{
+	int st;
+
+	ck_assert_int_eq(kill(pid, SIGTSTP), 0);
+	ck_assert_int_eq(waitpid(pid, &st, WUNTRACED), pid);
+	ck_assert_msg(WIFSTOPPED(st) && WSTOPSIG(st) == SIGTSTP, "status 0x%x", st);
+}
+
+/* End a recorder with SIGINT: it must exit 0; its files are removed. */
+static __attribute__((unused)) void
+prof_record_end(pid_t pid, const char *file, const char *errf, int timeout_ms)
+{
+	char *err;
+	int st;
+
+	ck_assert_int_eq(kill(pid, SIGINT), 0);
+	st = prof_record_wait(pid, timeout_ms);
+	err = prof_slurp(errf);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status 0x%x: %s", st,
+		      err);
+	free(err);
+	unlink(file);
+	unlink(errf);
+}
