@@ -247,6 +247,15 @@ known_set_complete(const struct stop_set *s)
 	return nr > 0 && (size_t)nr == stopped;
 }
 
+pid_t
+stop_task_tid(const char *name)
+{
+	char *end;
+	long tid = strtol(name, &end, 10);
+
+	return *end || tid <= 0 || tid > INT_MAX ? 0 : (pid_t)tid;
+}
+
 static int
 list_tasks(pid_t pid, pid_t **out, size_t *n_out)
 {
@@ -261,10 +270,9 @@ list_tasks(pid_t pid, pid_t **out, size_t *n_out)
 	if (!d)
 		return errno == ENOENT ? -ESRCH : -errno;
 	while ((de = readdir(d)) != NULL) {
-		char *end;
-		long tid = strtol(de->d_name, &end, 10);
+		pid_t tid = stop_task_tid(de->d_name);
 
-		if (*end || tid <= 0)
+		if (!tid)
 			continue;
 		if (n == cap) {
 			pid_t *nv;
@@ -278,7 +286,7 @@ list_tasks(pid_t pid, pid_t **out, size_t *n_out)
 			}
 			v = nv;
 		}
-		v[n++] = (pid_t)tid;
+		v[n++] = tid;
 	}
 	closedir(d);
 	*out = v;
@@ -908,18 +916,17 @@ stop_prefetch(struct stop_set *s, size_t expect)
 			break;
 		for (off = 0; off + (ssize_t)offsetof(struct dirent64, d_name) < got;) {
 			struct dirent64 *de = (struct dirent64 *)(buf.b + off);
-			char *end;
-			long tid;
+			pid_t tid;
 
 			if (de->d_reclen == 0 || off + de->d_reclen > got)
 				break;
 			off += de->d_reclen;
-			tid = strtol(de->d_name, &end, 10);
-			if (*end || tid <= 0 || tid > INT_MAX || find(s, (pid_t)tid))
+			tid = stop_task_tid(de->d_name);
+			if (!tid || find(s, tid))
 				continue;
 			if (s->n == s->cap)
 				break;
-			(void)add(s, (pid_t)tid); /* room reserved */
+			(void)add(s, tid); /* room reserved */
 		}
 		atomic_store_explicit(&nm->avail, s->n, memory_order_release);
 		if (s->n == s->cap)

@@ -86,6 +86,9 @@ struct stop_set {
 	sigset_t oldmask;
 };
 
+/* The thread id a /proc/PID/task entry names, or 0 ("." and ".."). */
+pid_t stop_task_tid(const char *name);
+
 void stop_init(struct stop_set *s, pid_t pid);
 
 /* Optional, some time before stop_all() (not for one thread): list the

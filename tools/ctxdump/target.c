@@ -9,7 +9,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
-#include <stdlib.h>
 
 #include "dump.h"
 #include "elf-tls.h"
@@ -33,15 +32,13 @@ dump_memory_pid(pid_t pid, char leader_state)
 	if (!dir)
 		return pid;
 	while ((de = readdir(dir)) != NULL) {
-		char *end;
-		long tid = strtol(de->d_name, &end, 10);
+		pid_t tid = stop_task_tid(de->d_name);
 
-		if (*end || tid <= 0 || tid == pid)
+		if (!tid || tid == pid)
 			continue;
-		if (stop_read_task_stat(pid, (pid_t)tid, comm, sizeof(comm),
-					&state) == 0 &&
+		if (stop_read_task_stat(pid, tid, comm, sizeof(comm), &state) == 0 &&
 		    state != 'Z' && state != 'X') {
-			found = (pid_t)tid;
+			found = tid;
 			break;
 		}
 	}
