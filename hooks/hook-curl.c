@@ -214,23 +214,15 @@ static void
 curl_bind(struct curl_real *r)
 {
 	static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
-	void *lib = NULL;
+	const char *const sonames[] = {r->soname, NULL};
 	int i;
 
 	for (i = 0; i < CURL_FN_N; i++) {
 		/* The functions we only call (not hook) have no self. */
 		const void *self = i < CURL_FN_HOOKED ? r->self[i] : NULL;
 		bool required = i < CURL_FN_HOOKED;
-		void *p = ctxshim_bind(curl_fn_name[i], r->version, self, false);
+		void *p = ctxshim_bind_loaded(sonames, curl_fn_name[i], r->version, self);
 
-		if (!p) {
-			if (!lib)
-				lib = dlopen(r->soname, RTLD_LAZY | RTLD_NOLOAD);
-			if (lib)
-				p = dlvsym(lib, curl_fn_name[i], r->version);
-			if (!p)
-				(void)dlerror(); /* leave no message of ours */
-		}
 		if (!p && required)
 			p = ctxshim_bind(curl_fn_name[i], r->version, self, true);
 		r->fn[i] = p;

@@ -73,22 +73,14 @@ static uintptr_t gt_text_lo, gt_text_hi;
 static void
 hook_gnutls_bind_once(void)
 {
+	static const char *const sonames[] = {GT_SONAME, NULL};
 	int saved_errno = errno;
-	void *lib = NULL;
 	int i;
 
 	for (i = 0; i < GT_N; i++) {
 		const void *self = i < GT_HOOKED ? gt_self[i] : NULL;
-		void *p = ctxshim_bind(gt_name[i], GT_NODE, self, false);
+		void *p = ctxshim_bind_loaded(sonames, gt_name[i], GT_NODE, self);
 
-		if (!p) {
-			if (!lib)
-				lib = dlopen(GT_SONAME, RTLD_LAZY | RTLD_NOLOAD);
-			if (lib)
-				p = dlvsym(lib, gt_name[i], GT_NODE);
-			if (!p)
-				(void)dlerror(); /* leave no message of ours */
-		}
 		gt_fn[i] = p;
 		if (!p)
 			ctxshim_log("gnutls: %s@%s not found", gt_name[i], GT_NODE);

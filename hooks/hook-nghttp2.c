@@ -229,8 +229,8 @@ nh_atfork_release(void)
 static void
 hook_nghttp2_bind_once(void)
 {
+	static const char *const sonames[] = {NH_SONAME, NULL};
 	int saved_errno = errno;
-	void *lib = NULL;
 	int i;
 
 	/* A child forked while another thread held the lock would never get
@@ -238,16 +238,8 @@ hook_nghttp2_bind_once(void)
 	(void)pthread_atfork(nh_atfork_prepare, nh_atfork_release, nh_atfork_release);
 	for (i = 0; i < NH_N; i++) {
 		const void *self = i < NH_HOOKED ? nh_self[i] : (const void *)nh_self;
-		void *p = ctxshim_bind(nh_name[i], NULL, self, false);
+		void *p = ctxshim_bind_loaded(sonames, nh_name[i], NULL, self);
 
-		if (!p) {
-			if (!lib)
-				lib = dlopen(NH_SONAME, RTLD_LAZY | RTLD_NOLOAD);
-			if (lib)
-				p = dlsym(lib, nh_name[i]);
-			if (!p)
-				(void)dlerror(); /* leave no message of ours */
-		}
 		nh_fn[i] = p;
 		if (!p)
 			ctxshim_log("nghttp2: %s not found", nh_name[i]);
