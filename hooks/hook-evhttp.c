@@ -214,16 +214,9 @@ __attribute__((constructor(104))) static void
 hook_evhttp_ctor(void)
 {
 	int saved_errno = errno;
-	size_t i;
 
-	for (i = 0; evh_sonames[i]; i++) {
-		/* Kept open: pins the library our pointers point into. */
-		if (dlopen(evh_sonames[i], RTLD_LAZY | RTLD_NOLOAD)) {
-			hook_evhttp_bind();
-			break;
-		}
-		(void)dlerror();
-	}
+	if (ctxshim_lib_loaded(evh_sonames))
+		hook_evhttp_bind();
 	errno = saved_errno;
 }
 

@@ -98,13 +98,11 @@ hook_gnutls_bind(void)
 __attribute__((constructor(104))) static void
 hook_gnutls_ctor(void)
 {
+	static const char *const sonames[] = {GT_SONAME, NULL};
 	int saved_errno = errno;
 
-	/* Kept open: pins the library our pointers point into. */
-	if (dlopen(GT_SONAME, RTLD_LAZY | RTLD_NOLOAD))
+	if (ctxshim_lib_loaded(sonames))
 		hook_gnutls_bind();
-	else
-		(void)dlerror(); /* leave no message of ours behind */
 	errno = saved_errno;
 }
 

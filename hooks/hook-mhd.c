@@ -234,11 +234,8 @@ hook_mhd_ctor(void)
 {
 	int saved_errno = errno;
 
-	/* Kept open: pins the library our pointers point into. */
-	if (dlopen(mhd_sonames[0], RTLD_LAZY | RTLD_NOLOAD))
+	if (ctxshim_lib_loaded(mhd_sonames))
 		hook_mhd_bind();
-	else
-		(void)dlerror();
 	errno = saved_errno;
 }
 

@@ -134,13 +134,11 @@ hook_openssl_bind(void)
 __attribute__((constructor(104))) static void
 hook_openssl_ctor(void)
 {
+	static const char *const sonames[] = {OSSL_SONAME, NULL};
 	int saved_errno = errno;
 
-	/* Kept open: pins the library our pointers point into. */
-	if (dlopen(OSSL_SONAME, RTLD_LAZY | RTLD_NOLOAD))
+	if (ctxshim_lib_loaded(sonames))
 		hook_openssl_bind();
-	else
-		(void)dlerror(); /* leave no message of ours behind */
 	errno = saved_errno;
 }
 

@@ -249,11 +249,8 @@ hook_pool_glib_ctor(void)
 {
 	int saved_errno = errno;
 
-	/* Kept open: pins the library our pointers point into. */
-	if (dlopen(glib_sonames[0], RTLD_LAZY | RTLD_NOLOAD))
+	if (ctxshim_lib_loaded(glib_sonames))
 		hook_pool_glib_bind();
-	else
-		(void)dlerror();
 	errno = saved_errno;
 }
 

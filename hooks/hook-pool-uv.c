@@ -144,11 +144,8 @@ hook_pool_uv_ctor(void)
 {
 	int saved_errno = errno;
 
-	/* Kept open: pins the library our pointer points into. */
-	if (dlopen(uv_sonames[0], RTLD_LAZY | RTLD_NOLOAD))
+	if (ctxshim_lib_loaded(uv_sonames))
 		(void)hook_pool_uv_bind();
-	else
-		(void)dlerror();
 	errno = saved_errno;
 }
 

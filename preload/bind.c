@@ -6,6 +6,7 @@
 #include "sys.h"
 
 #include <dlfcn.h>
+#include <errno.h>
 #include <link.h>
 #include <stdlib.h>
 #include <string.h>
@@ -85,6 +86,22 @@ ctxshim_bind_loaded(const char *const *sonames,
 		}
 	}
 	return p;
+}
+
+bool
+ctxshim_lib_loaded(const char *const *sonames)
+{
+	int saved_errno = errno;
+	bool found = false;
+	size_t i;
+
+	for (i = 0; !found && sonames[i]; i++) {
+		found = dlopen(sonames[i], RTLD_LAZY | RTLD_NOLOAD) != NULL;
+		if (!found)
+			(void)dlerror();
+	}
+	errno = saved_errno;
+	return found;
 }
 
 struct text_find {

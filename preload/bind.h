@@ -25,6 +25,12 @@ void *ctxshim_bind_loaded(const char *const *sonames,
 			  const char *version,
 			  const void *self);
 
+/* For a hook file's constructor: true if one of sonames (NULL-terminated)
+ * is loaded already, so that binding now finds it.  The RTLD_NOLOAD handle
+ * is kept (it pins the library our pointers will point into); no
+ * dlerror() message is left behind, and errno is kept. */
+bool ctxshim_lib_loaded(const char *const *sonames);
+
 /* The executable segments' range [*lo, *hi) of the loaded object that
  * contains addr (a function of a library we interpose), so a hook can tell
  * the library's calls to its own exported functions (through the PLT) from
