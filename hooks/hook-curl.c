@@ -17,15 +17,26 @@
  * RTLD_NOLOAD, which also pins it so our pointers cannot outlive it.
  *
  * Headers.  libcurl neither copies CURLOPT_HTTPHEADER lists nor offers a
- * way to add one header, and the application's list is its own memory.
- * We remember the list the application sets, per handle, and when a
- * transfer starts (curl_easy_perform, curl_multi_add_handle) give curl a
- * merged copy in one allocation of ours (the application's lines, then
- * "traceparent: ..." and "tracestate: ..."); when it ends
- * (curl_easy_perform returns, curl_multi_remove_handle, curl_multi_cleanup,
- * curl_easy_cleanup, curl_easy_reset) the application's own list goes back
- * and ours is freed.  curl_easy_duphandle would copy the pointer to our
- * list into the new handle, so the copy gets the application's list back.
+ * way to add one header, and the application's list is its own memory,
+ * which it may still extend after curl_multi_add_handle (libcurl reads
+ * the list when it sends the request).  We remember the list the
+ * application sets, per handle, and when a transfer starts
+ * (curl_easy_perform, curl_multi_add_handle) give curl a list that starts
+ * with our one or two nodes ("traceparent: ..." and "tracestate: ...", in
+ * one allocation of ours) and goes on, through the next pointer of our
+ * last node, into the application's live list: curl then sees the lines
+ * the application appends later, and nothing of the application's is
+ * copied or written.  No pointer of the application's leads to our nodes,
+ * so its curl_slist_free_all() never reaches them; we free them when the
+ * transfer ends (curl_easy_perform returns, curl_multi_remove_handle,
+ * curl_multi_cleanup, curl_easy_cleanup, curl_easy_reset), after giving
+ * curl the application's own list back, and we never walk past them (the
+ * application may free its list once its transfer is over).  A new
+ * CURLOPT_HTTPHEADER while ours is in use is looked at as on the first
+ * start: our last node is linked to the new list, or ours is dropped when
+ * the new list has trace context of its own.  curl_easy_duphandle would
+ * copy the pointer to our list into the new handle, so the copy gets the
+ * application's list back.
  *
  * Internal calls.  libcurl calls its own exported functions through the
  * PLT: curl_easy_perform calls curl_multi_add_handle/remove_handle,
@@ -68,10 +79,13 @@
  * traces for every curl-using program in a system-wide preload would send
  * random ids to arbitrary servers.
  *
- * The application's own traceparent.  A list that already has a
- * traceparent line (any case; "traceparent:" with no value disables it,
- * "traceparent;" sends it empty) is left exactly as it is, tracestate
- * included.  When the thread has no context and that value is valid, the
+ * The application's own trace context.  A list that already has a
+ * traceparent or a tracestate line (any case, any form: "traceparent:"
+ * with no value disables the header, "traceparent;" sends it empty) is
+ * left exactly as it is: an application that sets either header owns
+ * propagation for that request, and our traceparent next to its
+ * tracestate would file its vendors' state under our trace.  When the
+ * thread has no context and the application's traceparent is valid, the
  * thread publishes it during curl_easy_perform (span-id = its parent-id),
  * so programs that propagate by hand become visible to profilers too.
  *
@@ -113,7 +127,6 @@
 /* Application lists longer than this are left alone (a list that long is
  * a bug, or a cycle). */
 #define CURL_LIST_MAX     10000
-#define CURL_LIST_BYTES   (16u << 20)
 #define CURL_TS_LINES_MAX 32
 
 enum curl_flavour {
@@ -183,8 +196,8 @@ struct curl_handle {
 	CURL *easy; /* key */
 	struct curl_real *real;
 	struct curl_slist *app;  /* the application's CURLOPT_HTTPHEADER */
-	struct curl_slist *ours; /* the merged copy curl holds now, or NULL */
-	unsigned ours_extra;     /* our lines at the end of ours */
+	struct curl_slist *ours; /* our nodes, then app: what curl holds now, or NULL */
+	unsigned ours_extra;     /* the number of our nodes at the start of ours */
 	CURLM *multi;            /* ours is installed for this multi handle */
 	CURLU *curlu;            /* CURLOPT_CURLU */
 	uint8_t url_kind;        /* enum curl_url_kind of CURLOPT_URL */
@@ -459,7 +472,7 @@ curl_header_value(const char *line, size_t name_len, size_t *len)
 	return v;
 }
 
-/* False when the list is too long to copy. */
+/* False when the list is too long to look at (or a cycle). */
 static bool
 curl_scan(const struct curl_slist *l, struct curl_app_headers *a)
 {
@@ -494,71 +507,34 @@ curl_scan(const struct curl_slist *l, struct curl_app_headers *a)
 	return true;
 }
 
-/* A copy of app followed by the n_extra lines of extra, nodes and strings
- * in one allocation (free() it).  NULL when out of memory or absurdly
- * long. */
+/* Our n_extra lines as list nodes, nodes and strings in one allocation
+ * (free() it), the last node linked to app, the application's live list
+ * (see "Headers" above).  NULL when out of memory. */
 static struct curl_slist *
-curl_merge(const struct curl_slist *app, const char *const *extra, unsigned n_extra)
+curl_ours_new(const char *const *extra, unsigned n_extra, struct curl_slist *app)
 {
-	const struct curl_slist *l;
 	struct curl_slist *nodes;
-	size_t n = n_extra, bytes = 0, i = 0;
+	size_t bytes = 0;
 	unsigned k;
 	char *s;
 
-	for (l = app; l; l = l->next) {
-		if (++n > CURL_LIST_MAX + n_extra)
-			return NULL;
-		if (l->data)
-			bytes += strlen(l->data) + 1;
-		if (bytes > CURL_LIST_BYTES)
-			return NULL;
-	}
+	if (n_extra == 0)
+		return NULL;
 	for (k = 0; k < n_extra; k++)
 		bytes += strlen(extra[k]) + 1;
-	if (n == 0)
-		return NULL;
-	nodes = malloc(n * sizeof(*nodes) + bytes);
+	nodes = malloc(n_extra * sizeof(*nodes) + bytes);
 	if (!nodes)
 		return NULL;
-	s = (char *)(nodes + n);
-	for (l = app; l; l = l->next, i++) {
-		nodes[i].data = NULL;
-		if (l->data) {
-			size_t len = strlen(l->data) + 1;
-
-			memcpy(s, l->data, len);
-			nodes[i].data = s;
-			s += len;
-		}
-		nodes[i].next = &nodes[i + 1];
-	}
-	for (k = 0; k < n_extra; k++, i++) {
+	s = (char *)(nodes + n_extra);
+	for (k = 0; k < n_extra; k++) {
 		size_t len = strlen(extra[k]) + 1;
 
 		memcpy(s, extra[k], len);
-		nodes[i].data = s;
-		nodes[i].next = &nodes[i + 1];
+		nodes[k].data = s;
+		nodes[k].next = k + 1 < n_extra ? &nodes[k + 1] : app;
 		s += len;
 	}
-	nodes[n - 1].next = NULL;
 	return nodes;
-}
-
-/* Our lines at the end of a list made by curl_merge(). */
-static unsigned
-curl_ours_lines(const struct curl_slist *ours, unsigned n_extra, const char **out)
-{
-	const struct curl_slist *l;
-	size_t n = 0, i = 0;
-	unsigned k = 0;
-
-	for (l = ours; l; l = l->next)
-		n++;
-	for (l = ours; l; l = l->next, i++)
-		if (i + n_extra >= n && k < n_extra)
-			out[k++] = l->data;
-	return k;
 }
 
 /* ---- schemes -------------------------------------------------------------- */
@@ -694,6 +670,10 @@ curl_plan(struct curl_plan *p,
 			p->adopt = true;
 		return;
 	}
+	/* Its tracestate alone: it owns propagation as well (see "The
+	 * application's own trace context" above). */
+	if (a->has_tracestate)
+		return;
 	if (!cur || ctxshim_cfg.propagate == CTXSHIM_PROPAGATE_OFF || !curl_is_http(e))
 		return;
 	if (ctxshim_cfg.propagate == CTXSHIM_PROPAGATE_TRANSPARENT) {
@@ -707,10 +687,7 @@ curl_plan(struct curl_plan *p,
 	memcpy(p->tp_line, "traceparent: ", 13);
 	memcpy(p->tp_line + 13, tp, W3C_TRACEPARENT_LEN + 1);
 	p->extra[p->n_extra++] = p->tp_line;
-	/* Someone else's tracestate next to our traceparent would describe
-	 * another trace: an application tracestate line wins. */
-	if (cur->tracestate_len > 0 && cur->tracestate_len <= CTXSHIM_TRACESTATE_MAX &&
-	    !a->has_tracestate) {
+	if (cur->tracestate_len > 0 && cur->tracestate_len <= CTXSHIM_TRACESTATE_MAX) {
 		memcpy(p->ts_line, "tracestate: ", 12);
 		memcpy(p->ts_line + 12, cur->tracestate, cur->tracestate_len);
 		p->ts_line[12 + cur->tracestate_len] = '\0';
@@ -718,8 +695,9 @@ curl_plan(struct curl_plan *p,
 	}
 }
 
-/* Give curl the merged list for e's transfer.  False (nothing changed)
- * when there is nothing to add or no memory. */
+/* Give curl our lines followed by the application's list for e's
+ * transfer.  False (nothing changed) when there is nothing to add or no
+ * memory. */
 static bool
 curl_install(struct curl_handle *e, const struct curl_plan *p, CURLM *multi)
 {
@@ -727,7 +705,7 @@ curl_install(struct curl_handle *e, const struct curl_plan *p, CURLM *multi)
 
 	if (p->n_extra == 0)
 		return false;
-	ours = curl_merge(e->app, p->extra, p->n_extra);
+	ours = curl_ours_new(p->extra, p->n_extra, e->app);
 	if (!ours)
 		return false;
 	if (real_curl_easy_setopt_ptr(e->real, e->easy, CURLOPT_HTTPHEADER, ours) !=
@@ -758,6 +736,32 @@ curl_restore_locked(struct curl_handle *e)
 	e->multi = NULL;
 }
 
+/* A new application list (e->app, already given to curl) while ours is in
+ * use (a multi transfer, or a callback of a running one): judged as on the
+ * first start.  Without trace context of its own, our last node now leads
+ * to it and curl gets ours again; with a traceparent or tracestate line
+ * (or a list too long to look at), curl keeps the application's list as
+ * given, and ours is returned for the caller to free once the lock is
+ * released.  Caller holds curl_lock. */
+static struct curl_slist *
+curl_relink_locked(struct curl_handle *e)
+{
+	struct curl_slist *old = e->ours;
+	struct curl_app_headers a;
+
+	if (curl_scan(e->app, &a) && !a.has_traceparent && !a.has_tracestate) {
+		e->ours[e->ours_extra - 1].next = e->app;
+		if (real_curl_easy_setopt_ptr(e->real, e->easy, CURLOPT_HTTPHEADER,
+					      e->ours) == CURLE_OK)
+			return NULL;
+		/* curl kept the application's list. */
+	}
+	e->ours = NULL;
+	e->ours_extra = 0;
+	e->multi = NULL;
+	return old;
+}
+
 /* ---- hooks ---------------------------------------------------------------- */
 
 static CURL *
@@ -783,7 +787,7 @@ hook_curl_easy_init(struct curl_real *r, const void *ra)
 static CURLcode
 hook_curl_easy_setopt_ptr(struct curl_real *r, CURL *easy, CURLoption opt, void *v)
 {
-	struct curl_slist *old = NULL, *ours = NULL;
+	struct curl_slist *old = NULL;
 	struct curl_handle *e;
 	int saved_errno;
 	CURLcode rc;
@@ -801,24 +805,8 @@ hook_curl_easy_setopt_ptr(struct curl_real *r, CURL *easy, CURLoption opt, void 
 		switch (opt) {
 		case CURLOPT_HTTPHEADER:
 			e->app = v;
-			if (e->ours) {
-				/* A new list while our copy is in use (a multi
-				 * transfer): the same lines of ours, the new
-				 * list of the application's. */
-				const char *extra[2];
-				unsigned n =
-					curl_ours_lines(e->ours, e->ours_extra, extra);
-
-				ours = curl_merge(e->app, extra, n);
-				old = e->ours;
-				e->ours = ours;
-				e->ours_extra = ours ? n : 0;
-				if (!ours)
-					e->multi = NULL;
-				else
-					(void)real_curl_easy_setopt_ptr(r, easy, opt,
-									ours);
-			}
+			if (e->ours)
+				old = curl_relink_locked(e);
 			break;
 		case CURLOPT_URL:
 			e->url_kind = (uint8_t)curl_url_kind(v);
@@ -1055,8 +1043,8 @@ hook_curl_easy_duphandle(struct curl_real *r, CURL *easy, const void *ra)
 		}
 	}
 	pthread_mutex_unlock(&curl_lock);
-	/* The copy got the pointer to our merged list, which we free when
-	 * the original's transfer ends. */
+	/* The copy got the pointer to our list, which we free when the
+	 * original's transfer ends. */
 	if (reset)
 		(void)real_curl_easy_setopt_ptr(r, dup, CURLOPT_HTTPHEADER, app);
 	curl_handle_free(stale);

@@ -58,12 +58,14 @@
  * libcurl: a child span-id of the thread's context (or the incoming
  * parent-id with CTXSHIM_PROPAGATE=transparent; nothing with
  * CTXSHIM_PROPAGATE=0 or without a context).  nghttp2 copies the array,
- * so ours lives on the stack.  An application traceparent field is left
- * alone.  libcurl's own HTTP/2 goes through nghttp2: its requests are
- * libcurl's business (hook-curl.c injects there, or the application
- * disabled the header, or it is an internal transfer such as DNS over
- * HTTPS), so calls from libcurl's code pass straight through (checked by
- * the caller's object with dladdr(), only when we would inject).
+ * so ours lives on the stack.  A header block with a traceparent or a
+ * tracestate field of the application's is left alone: it owns
+ * propagation for that request.  libcurl's own HTTP/2 goes through
+ * nghttp2: its requests are libcurl's business (hook-curl.c injects
+ * there, or the application disabled the header, or it is an internal
+ * transfer such as DNS over HTTPS), so calls from libcurl's code pass
+ * straight through (checked by the caller's object with dladdr(), only
+ * when we would inject).
  *
  * nghttp2 exports its names unversioned (Base): plain unversioned hooks,
  * bound at the first call with RTLD_NEXT, or through the soname with
@@ -807,15 +809,16 @@ nh_nv_is(const nghttp2_nv *nv, const char *name, size_t len)
 	       strncasecmp((const char *)nv->name, name, len) == 0;
 }
 
-/* A request header block without a traceparent of the application's?
- * *has_ts: it has a tracestate. */
+/* A request header block without trace context of the application's?
+ * One that has a traceparent or a tracestate field is the application's to
+ * propagate (as in hook-curl.c): our traceparent next to its tracestate
+ * would file its vendors' state under our trace. */
 static bool
-nh_wants_tp(const nghttp2_nv *nva, size_t nvlen, bool *has_ts)
+nh_wants_tp(const nghttp2_nv *nva, size_t nvlen)
 {
 	bool method = false;
 	size_t i;
 
-	*has_ts = false;
 	if (!nva)
 		return false;
 	for (i = 0; i < nvlen; i++) {
@@ -827,10 +830,9 @@ nh_wants_tp(const nghttp2_nv *nva, size_t nvlen, bool *has_ts)
 			    memcmp(nv->value, "CONNECT", 7) == 0)
 				return false;
 			method = true;
-		} else if (nh_nv_is(nv, "traceparent", 11)) {
+		} else if (nh_nv_is(nv, "traceparent", 11) ||
+			   nh_nv_is(nv, "tracestate", 10)) {
 			return false;
-		} else if (nh_nv_is(nv, "tracestate", 10)) {
-			*has_ts = true;
 		}
 	}
 	return method;
@@ -863,13 +865,12 @@ nh_plan(struct nh_inject *in, const nghttp2_nv *nva, size_t nvlen, const void *r
 	const struct ctxshim_ctx *cur;
 	uint8_t span[8];
 	const uint8_t *parent;
-	bool has_ts;
 
 	if (!ctxshim_active() || ctxshim_cfg.propagate == CTXSHIM_PROPAGATE_OFF)
 		return false;
 	cur = ctxshim_current();
 	if (!cur || w3c_id_is_zero(cur->trace_id, sizeof(cur->trace_id)) ||
-	    !nh_wants_tp(nva, nvlen, &has_ts) || nh_from_curl(ra))
+	    !nh_wants_tp(nva, nvlen) || nh_from_curl(ra))
 		return false;
 	if (ctxshim_cfg.propagate == CTXSHIM_PROPAGATE_TRANSPARENT) {
 		parent = cur->has_parent ? cur->parent_id : cur->span_id;
@@ -881,10 +882,7 @@ nh_plan(struct nh_inject *in, const nghttp2_nv *nva, size_t nvlen, const void *r
 	in->n = 0;
 	in->nv[in->n++] = (nghttp2_nv){(uint8_t *)"traceparent", (uint8_t *)in->tp, 11,
 				       W3C_TRACEPARENT_LEN, NGHTTP2_NV_FLAG_NONE};
-	/* The application's tracestate describes its own traceparent's
-	 * trace; with none, ours goes with ours. */
-	if (!has_ts && cur->tracestate_len > 0 &&
-	    cur->tracestate_len <= CTXSHIM_TRACESTATE_MAX)
+	if (cur->tracestate_len > 0 && cur->tracestate_len <= CTXSHIM_TRACESTATE_MAX)
 		in->nv[in->n++] = (nghttp2_nv){
 			(uint8_t *)"tracestate", (uint8_t *)cur->tracestate, 10,
 			cur->tracestate_len, NGHTTP2_NV_FLAG_NONE};

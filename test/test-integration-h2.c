@@ -13,9 +13,10 @@
  *  - an nghttp2 client (helpers/h2-client.c) and a libcurl HTTP/2 client
  *    (helpers/curl-get.c) under the shim with TRACEPARENT: every request
  *    carries exactly one traceparent, a new child of TRACEPARENT, or the
- *    application's own one untouched; libcurl's requests are injected
- *    once, by the libcurl hook, and not at all when the application
- *    disabled the header. */
+ *    application's own one untouched, or none when the application sent
+ *    a tracestate of its own; libcurl's requests are injected once, by
+ *    the libcurl hook, and not at all when the application disabled the
+ *    header. */
 #include "test-common.h"
 
 #pragma GCC diagnostic push
@@ -189,10 +190,10 @@ START_TEST(test_client_nghttp2)
 {
 	char tp_env[] = "TRACEPARENT=" TPA, *env[] = {tp_env, NULL};
 	char cpath[4096], port[16], sa[17], sc[17], s1[17], s2[17], *out;
-	char *argv1[] = {cpath, port, "/a", "/b@" TPB, "+/c", NULL};
-	char *argv2[] = {cpath, "-s", port, "/s1", "/s2", NULL};
+	char *argv1[] = {cpath, port, "/a", "/b@" TPB, "/d^t@v=1", "+/c", NULL};
+	char *argv2[] = {cpath, "-s", port, "/s1", "/s2", "/s3^t@v=1", NULL};
 	struct it_server s;
-	struct req_line a, b, c, r1, r2;
+	struct req_line a, b, c, d, r1, r2, r3;
 
 	server_start(&s, false, false);
 	helper(cpath, sizeof(cpath), "h2-client");
@@ -203,6 +204,7 @@ START_TEST(test_client_nghttp2)
 	free(out);
 	expect_req(&s, &a);
 	expect_req(&s, &b);
+	expect_req(&s, &d);
 	expect_req(&s, &c);
 	ck_assert_str_eq(a.path, "/a");
 	assert_child(&a, sa);
@@ -213,25 +215,33 @@ START_TEST(test_client_nghttp2)
 	ck_assert_str_eq(c.path, "/c");
 	assert_child(&c, sc);
 	ck_assert_str_ne(sa, sc);
+	/* Its tracestate alone: it owns propagation, no traceparent added. */
+	ck_assert_str_eq(d.path, "/d");
+	ck_assert_uint_eq(d.n_tp, 0);
 
 	out = run(argv2, env, true);
 	ck_assert_ptr_nonnull(strstr(out, "DONE 0"));
 	free(out);
 	expect_req(&s, &r1);
 	expect_req(&s, &r2);
+	expect_req(&s, &r3);
 	assert_child(&r1, s1);
 	assert_child(&r2, s2);
 	ck_assert_str_ne(s1, s2);
+	ck_assert_str_eq(r3.path, "/s3");
+	ck_assert_uint_eq(r3.n_tp, 0);
 
 	/* Without a context (no TRACEPARENT) nothing is added. */
 	out = run(argv1, NULL, true);
 	free(out);
 	expect_req(&s, &a);
 	expect_req(&s, &b);
+	expect_req(&s, &d);
 	expect_req(&s, &c);
 	ck_assert_uint_eq(a.n_tp, 0);
 	ck_assert_uint_eq(b.n_tp, 1);
 	ck_assert_uint_eq(c.n_tp, 0);
+	ck_assert_uint_eq(d.n_tp, 0);
 	it_server_stop(&s);
 }
 END_TEST
@@ -243,6 +253,7 @@ START_TEST(test_client_curl_h2)
 	char *argv1[] = {cpath, "-2", url, NULL};
 	char *argv2[] = {cpath, "-2", "-H", "traceparent:", url, NULL};
 	char *argv3[] = {cpath, "-2", "-H", "traceparent: " TPB, url, NULL};
+	char *argv4[] = {cpath, "-2", "-H", "tracestate: t@v=1", url, NULL};
 	struct it_server s;
 	struct req_line r;
 
@@ -268,6 +279,13 @@ START_TEST(test_client_curl_h2)
 	expect_req(&s, &r);
 	ck_assert_uint_eq(r.n_tp, 1);
 	ck_assert_str_eq(r.tp, TPB);
+
+	/* The application's tracestate alone: neither hook adds a
+	 * traceparent. */
+	out = run(argv4, env, true);
+	free(out);
+	expect_req(&s, &r);
+	ck_assert_uint_eq(r.n_tp, 0);
 	it_server_stop(&s);
 }
 END_TEST

@@ -385,6 +385,102 @@ START_TEST(test_setopt_during_transfer)
 }
 END_TEST
 
+/* Lines the application appends to its own list after
+ * curl_multi_add_handle, before the requests go out, are sent: libcurl
+ * reads the list then, and the shim gives it the application's live list
+ * behind its own lines, not a copy taken when the handle was added. */
+START_TEST(test_multi_late_append)
+{
+	const char *args[] = {"-m",        "2",  "-H",         "X-App: 1", "-L",
+			      "X-Late: 2", "-L", "X-Later: 3", NULL};
+	char *env[] = {T_TP, T_TS, NULL};
+	char parents[2][17], buf[256];
+	const char *v;
+	struct req q[2];
+	struct run r;
+	int i;
+
+	sink_start();
+	client(&r, "openssl", args, env);
+	for (i = 0; i < 2; i++) {
+		sink_read(&q[i]);
+		ck_assert_int_eq(req_count(&q[i], "X-App", &v), 1);
+		ck_assert_str_eq(v, "1");
+		ck_assert_int_eq(req_count(&q[i], "X-Late", &v), 1);
+		ck_assert_str_eq(v, "2");
+		ck_assert_int_eq(req_count(&q[i], "X-Later", &v), 1);
+		ck_assert_str_eq(v, "3");
+		ck_assert_int_eq(req_count(&q[i], "tracestate", &v), 1);
+		ck_assert_str_eq(v, "congo=t61rcWkgMzE,rojo=00f067aa0ba902b7");
+	}
+	assert_distinct_children(q, 2, parents);
+	/* The application's list has its own three nodes, nothing of ours. */
+	ck_assert_ptr_nonnull(out_line(&r, "LIST 3 X-App: 1", 0, buf, sizeof(buf)));
+	run_free(&r);
+	sink_stop();
+}
+END_TEST
+
+/* A new CURLOPT_HTTPHEADER after curl_multi_add_handle (the old list freed
+ * at once) is judged as on the first start: with a traceparent (any case,
+ * or the empty line that disables it) or a tracestate of the
+ * application's, the application's list goes out exactly as set and
+ * nothing of ours; without, our lines go with the new list. */
+#define APP_TP "00-11111111111111111111111111111111-2222222222222222-01"
+
+START_TEST(test_multi_replace)
+{
+	static const struct {
+		const char *lines[2];
+		const char *tp; /* the traceparent sent: NULL none, "" ours */
+		const char *ts; /* the tracestate sent, NULL none */
+	} cases[] = {
+		{{"traceparent: " APP_TP, "tracestate: app=1"}, APP_TP, "app=1"},
+		{{"TraceParent: " APP_TP, NULL}, APP_TP, NULL},
+		{{"traceparent:", NULL}, NULL, NULL},
+		{{"X-New: 1", "tracestate: app=1"}, NULL, "app=1"},
+		{{"X-New: 1", NULL}, "", "congo=t61rcWkgMzE,rojo=00f067aa0ba902b7"},
+	};
+	const char *args[12] = {"-m", "2", "-H", "X-App: 1", "-N", cases[_i].lines[0]};
+	char *env[] = {T_TP, T_TS, NULL};
+	char parents[2][17];
+	const char *v;
+	struct req q[2];
+	struct run r;
+	int i;
+
+	if (cases[_i].lines[1]) {
+		args[6] = "-N";
+		args[7] = cases[_i].lines[1];
+	}
+	sink_start();
+	client(&r, "openssl", args, env);
+	for (i = 0; i < 2; i++) {
+		sink_read(&q[i]);
+		ck_assert_int_eq(req_count(&q[i], "X-App", NULL), 0);
+		if (!cases[_i].tp) {
+			ck_assert_int_eq(req_count(&q[i], "traceparent", NULL), 0);
+		} else if (cases[_i].tp[0]) {
+			ck_assert_int_eq(req_count(&q[i], "traceparent", &v), 1);
+			ck_assert_str_eq(v, cases[_i].tp);
+		}
+		if (!cases[_i].ts) {
+			ck_assert_int_eq(req_count(&q[i], "tracestate", NULL), 0);
+		} else {
+			ck_assert_int_eq(req_count(&q[i], "tracestate", &v), 1);
+			ck_assert_str_eq(v, cases[_i].ts);
+		}
+	}
+	if (cases[_i].tp && !cases[_i].tp[0]) {
+		assert_distinct_children(q, 2, parents);
+		for (i = 0; i < 2; i++)
+			ck_assert_int_eq(req_count(&q[i], "X-New", NULL), 1);
+	}
+	run_free(&r);
+	sink_stop();
+}
+END_TEST
+
 /* curl_easy_duphandle: the copy has the application's list, not our
  * merged one (which is freed when the original's transfer ends); it keeps
  * working after the original is gone. */
@@ -571,13 +667,17 @@ START_TEST(test_app_traceparent_adopted)
 }
 END_TEST
 
-/* The application's own tracestate wins over the thread's; our
- * traceparent still goes out. */
+/* An application that sets a tracestate (any case, even the empty line
+ * that tells libcurl to send none) owns propagation for that request: no
+ * traceparent of ours next to it (the receiver would file its state under
+ * our trace), no tracestate of ours either; the same through the multi
+ * interface. */
 START_TEST(test_app_tracestate)
 {
-	const char *args[] = {"-H", "tracestate: mine=1", NULL};
+	static const char *const lines[] = {"tracestate: mine=1", "TraceState: mine=1",
+					    "tracestate:", "tracestate: mine=1"};
+	const char *args[] = {"-H", lines[_i], _i == 3 ? "-m" : NULL, "1", NULL};
 	char *env[] = {T_TP, T_TS, NULL};
-	char t[33], p[17], f[3];
 	const char *v;
 	struct req q;
 	struct run r;
@@ -585,10 +685,13 @@ START_TEST(test_app_tracestate)
 	sink_start();
 	client(&r, "openssl", args, env);
 	sink_read(&q);
-	req_traceparent(&q, t, p, f);
-	ck_assert_str_eq(t, T_TRACE);
-	ck_assert_int_eq(req_count(&q, "tracestate", &v), 1);
-	ck_assert_str_eq(v, "mine=1");
+	ck_assert_int_eq(req_count(&q, "traceparent", NULL), 0);
+	if (_i == 2) {
+		ck_assert_int_eq(req_count(&q, "tracestate", NULL), 0);
+	} else {
+		ck_assert_int_eq(req_count(&q, "tracestate", &v), 1);
+		ck_assert_str_eq(v, "mine=1");
+	}
 	run_free(&r);
 	sink_stop();
 }
@@ -683,17 +786,23 @@ START_TEST(test_valgrind)
 	static const struct {
 		int reqs;
 		const char *args[8];
+		bool none; /* no traceparent sent */
 	} cases[] = {
-		{2, {"-n", "2", "-H", "X-App: 1", NULL}},
-		{3, {"-m", "3", "-H", "X-App: 1", NULL}},
-		{4, {"-m", "2", "-C", "-H", "X-App: 1", NULL}},
-		{2, {"-m", "2", "-X", NULL}},
-		{3, {"-D", "-H", "X-App: 1", NULL}},
-		{1, {"-R", "-H", "X-App: 1", NULL}},
-		{2, {"-S", "-m", "2", "-H", "X-App: 1", NULL}},
-		{2, {"-S", "-n", "2", NULL}},
-		{1, {"-u", NULL}},
-		{1, {"-T", NULL}},
+		{2, {"-n", "2", "-H", "X-App: 1", NULL}, false},
+		{3, {"-m", "3", "-H", "X-App: 1", NULL}, false},
+		{4, {"-m", "2", "-C", "-H", "X-App: 1", NULL}, false},
+		{2, {"-m", "2", "-X", NULL}, false},
+		{3, {"-D", "-H", "X-App: 1", NULL}, false},
+		{1, {"-R", "-H", "X-App: 1", NULL}, false},
+		{2, {"-S", "-m", "2", "-H", "X-App: 1", NULL}, false},
+		{2, {"-S", "-n", "2", NULL}, false},
+		{1, {"-u", NULL}, false},
+		{1, {"-T", NULL}, false},
+		{2, {"-m", "2", "-H", "X-App: 1", "-L", "X-Late: 2", NULL}, false},
+		{2, {"-m", "2", "-H", "X-App: 1", "-N", "X-New: 1", NULL}, false},
+		{2, {"-m", "2", "-H", "X-App: 1", "-N", "traceparent:", NULL}, true},
+		{2, {"-m", "2", "-N", "tracestate: a=1", NULL}, true},
+		{1, {"-H", "tracestate: a=1", NULL}, true},
 	};
 	char path[4096], url[128], *argv[16], *out, *err;
 	char *env[] = {T_TP, T_TS, NULL};
@@ -728,6 +837,10 @@ START_TEST(test_valgrind)
 		char t[33], p[17], f[3];
 
 		sink_read(&q);
+		if (cases[_i].none) {
+			ck_assert_int_eq(req_count(&q, "traceparent", NULL), 0);
+			continue;
+		}
 		req_traceparent(&q, t, p, f);
 		ck_assert_str_eq(t, T_TRACE);
 	}
@@ -758,6 +871,8 @@ TEST_SUITE(preload_curl_suite)
 	tcase_add_test(tc, test_repeat_same_handle);
 	tcase_add_loop_test(tc, test_multi, 0, 3);
 	tcase_add_test(tc, test_setopt_during_transfer);
+	tcase_add_test(tc, test_multi_late_append);
+	tcase_add_loop_test(tc, test_multi_replace, 0, 5);
 	tcase_add_test(tc, test_duphandle);
 	tcase_add_test(tc, test_reset);
 	tcase_add_test(tc, test_curlu);
@@ -770,14 +885,14 @@ TEST_SUITE(preload_curl_suite)
 	tcase_add_loop_test(tc, test_app_traceparent_kept, 0, 2);
 	tcase_add_test(tc, test_app_traceparent_disabled);
 	tcase_add_test(tc, test_app_traceparent_adopted);
-	tcase_add_test(tc, test_app_tracestate);
+	tcase_add_loop_test(tc, test_app_tracestate, 0, 4);
 	tcase_add_test(tc, test_propagate_off);
 	tcase_add_test(tc, test_propagate_transparent);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("valgrind");
 	tcase_set_timeout(tc, 180);
-	tcase_add_loop_test(tc, test_valgrind, 0, 10);
+	tcase_add_loop_test(tc, test_valgrind, 0, 15);
 	suite_add_tcase(s, tc);
 	return s;
 }

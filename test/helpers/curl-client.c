@@ -15,6 +15,11 @@
  *                original's transfer, and after freeing the original)
  *     -R         set the headers, curl_easy_reset, then only the URL
  *     -S         CURLOPT_HTTPHEADER set again from inside the transfer
+ *     -L LINE    multi: once the handles are added, append LINE to the
+ *                -H list (curl_slist_append: its head stays the same)
+ *     -N LINE    multi: once the handles are added, give them a new list
+ *                with the -N lines instead (CURLOPT_HTTPHEADER again), and
+ *                free the old one at once; the new one is "the list" below
  *     -T         run the transfers on a new thread
  *     -u         give the URL as a CURLU handle (CURLOPT_CURLU)
  *     -P PLUGIN  dlopen PLUGIN (RTLD_LOCAL; -G: RTLD_GLOBAL) and call its
@@ -39,7 +44,7 @@
 
 #define MAX_MULTI 16
 
-static struct curl_slist *app_headers;
+static struct curl_slist *app_headers, *late_lines, *new_headers;
 static const char *url;
 static int n_transfers = 1, n_multi;
 static bool opt_dup, opt_reset, opt_curlu, opt_multi_cleanup_first,
@@ -177,12 +182,24 @@ run_multi(void)
 	struct xfer x[MAX_MULTI];
 	CURL *easy[MAX_MULTI];
 	CURLM *multi = curl_multi_init();
+	struct curl_slist *l;
 	int i, running = 1;
 
 	for (i = 0; i < n_multi; i++) {
 		easy[i] = curl_easy_init();
 		setup(easy[i], &x[i], true);
 		curl_multi_add_handle(multi, easy[i]);
+	}
+	/* The application changes its mind after adding the handles, before
+	 * the requests go out: libcurl reads the list when it sends them. */
+	for (l = late_lines; l; l = l->next)
+		app_headers = curl_slist_append(app_headers, l->data);
+	if (new_headers) {
+		for (i = 0; i < n_multi; i++)
+			curl_easy_setopt(easy[i], CURLOPT_HTTPHEADER, new_headers);
+		curl_slist_free_all(app_headers);
+		app_headers = new_headers;
+		new_headers = NULL;
 	}
 	while (running) {
 		CURLMcode mc = curl_multi_perform(multi, &running);
@@ -246,10 +263,16 @@ main(int argc, char **argv)
 	struct curl_slist *l;
 	int c, n = 0;
 
-	while ((c = getopt(argc, argv, "H:n:m:CXDRSTuP:G")) != -1) {
+	while ((c = getopt(argc, argv, "H:L:N:n:m:CXDRSTuP:G")) != -1) {
 		switch (c) {
 		case 'H':
 			app_headers = curl_slist_append(app_headers, optarg);
+			break;
+		case 'L':
+			late_lines = curl_slist_append(late_lines, optarg);
+			break;
+		case 'N':
+			new_headers = curl_slist_append(new_headers, optarg);
 			break;
 		case 'n':
 			n_transfers = atoi(optarg);
@@ -323,6 +346,8 @@ main(int argc, char **argv)
 		n++;
 	printf("LIST %d %s\n", n, app_headers ? app_headers->data : "-");
 	curl_slist_free_all(app_headers);
+	curl_slist_free_all(late_lines);
+	curl_slist_free_all(new_headers);
 	curl_global_cleanup();
 	printf("DONE %d\n", failures);
 	return failures ? 1 : 0;

@@ -4,9 +4,10 @@
  * 127.0.0.1:PORT, all requests as concurrent streams of one connection.
  *
  *   h2-client [-s] PORT REQUEST...
- *     REQUEST  [+]PATH[@TRACEPARENT]
+ *     REQUEST  [+]PATH[@TRACEPARENT][^TRACESTATE]
  *              "+": a POST whose body is sent only after the header blocks
- *              of all requests; "@": send this traceparent field
+ *              of all requests; "@": send this traceparent field; "^":
+ *              send this tracestate field
  *     -s       open the streams with nghttp2_submit_headers (and send
  *              no bodies) instead of nghttp2_submit_request
  *
@@ -33,7 +34,8 @@
 
 struct req {
 	char path[256];
-	const char *tp;
+	char tp[128];
+	const char *ts;
 	bool post, released;
 	int32_t id;
 	char status[8];
@@ -179,20 +181,25 @@ main(int argc, char **argv)
 
 	for (i = argi + 1; i < argc; i++) {
 		struct req *r = &reqs[n_reqs++];
-		const char *p = argv[i], *at = strchr(p, '@');
-		nghttp2_nv nva[5];
-		size_t n = 0, plen;
+		const char *p = argv[i], *caret = strchr(p, '^'), *at;
+		nghttp2_nv nva[6];
+		size_t n = 0, plen, end;
 		nghttp2_data_provider prd = {.source.ptr = r,
 					     .read_callback = read_body};
 
 		r->post = *p == '+';
 		if (r->post)
 			p++;
-		plen = at ? (size_t)(at - p) : strlen(p);
-		if (plen >= sizeof(r->path))
+		/* The tracestate may hold '@' (tenant@vendor keys). */
+		end = caret ? (size_t)(caret - p) : strlen(p);
+		r->ts = caret ? caret + 1 : NULL;
+		at = memchr(p, '@', end);
+		plen = at ? (size_t)(at - p) : end;
+		if (plen >= sizeof(r->path) || end - plen >= sizeof(r->tp))
 			return 64;
 		memcpy(r->path, p, plen);
-		r->tp = at ? at + 1 : NULL;
+		if (at)
+			memcpy(r->tp, at + 1, end - plen - 1);
 #define NV(k, v, vl)                                                             \
 	nva[n++] = (nghttp2_nv){(uint8_t *)(k), (uint8_t *)(v), strlen(k), (vl), \
 				NGHTTP2_NV_FLAG_NONE}
@@ -200,8 +207,10 @@ main(int argc, char **argv)
 		NV(":scheme", "http", 4);
 		NV(":authority", "127.0.0.1", 9);
 		NV(":path", r->path, plen);
-		if (r->tp)
+		if (at)
 			NV("traceparent", r->tp, strlen(r->tp));
+		if (r->ts)
+			NV("tracestate", r->ts, strlen(r->ts));
 #undef NV
 		if (use_headers)
 			r->id = nghttp2_submit_headers(s, NGHTTP2_FLAG_END_STREAM, -1,
