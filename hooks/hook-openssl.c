@@ -8,15 +8,32 @@
  * SSL_do_handshake (the thread works on the connection, but no request
  * bytes arrive: it only follows, as a socket read of a peek would),
  * SSL_write, SSL_write_ex (the request is answered), SSL_free (the session
- * ends), SSL_set_fd (the fd carries TLS from now on: the socket level
- * stops scanning it before the handshake).  The handshake matters for
- * event loops: the socket level no longer follows a TLS fd's ciphertext
- * reads, so without it a loop handshaking a new connection would still
- * show the request it worked on before.  libssl calls SSL_read_ex,
+ * ends with its last reference, see "References"), SSL_up_ref and SSL_dup
+ * (a reference more), SSL_set_fd (the fd carries TLS from now on: the
+ * socket level stops scanning it before the handshake).  The handshake
+ * matters for event loops: the socket level no longer follows a TLS fd's
+ * ciphertext reads, so without it a loop handshaking a new connection
+ * would still show the request it worked on before.  libssl calls SSL_read_ex,
  * SSL_write_ex, SSL_do_handshake (from SSL_accept) and SSL_free through
  * its PLT (also from the SSL BIO, BIO_f_ssl): those are the
  * application's calls too, and SSL_read does not call SSL_read_ex, so
  * nothing is seen twice.
+ *
+ * References.  An SSL object is reference counted: after SSL_up_ref(s)
+ * (or an SSL_dup(s) that returns s itself, as it does once the handshake
+ * has begun), SSL_free(s) only drops a reference, and the session goes on
+ * (a server over memory BIOs whose transport layer holds a reference of
+ * its own, a session handed to another component).  Ending the tracking
+ * there would drop the context of the request in progress and start the
+ * next read on a fresh scanner.  So the hooks count the references taken
+ * past the first, in ossl_refs[] (below), and an SSL_free that finds one
+ * consumes it and leaves the session alone; the free of the last
+ * reference ends the tracking, before the real free (after it, the
+ * pointer may already name a new session).  The count is kept for every
+ * session that may be followed, whether or not it is followed yet: a
+ * session over memory BIOs is taken up at its first read, often after
+ * the application took its extra reference.  Sessions that never will be
+ * (a connect()ed fd) pass straight through.
  *
  * Connection of a session: SSL_get_fd(), on every call.  It is a few
  * loads in libssl (the read BIO's descriptor), and always right, whereas
@@ -59,7 +76,9 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include <openssl/ssl.h>
 
@@ -74,6 +93,8 @@ typedef void (*ossl_free_fn)(SSL *);
 typedef int (*ossl_set_fd_fn)(SSL *, int);
 typedef int (*ossl_get_fd_fn)(const SSL *);
 typedef int (*ossl_handshake_fn)(SSL *);
+typedef int (*ossl_up_ref_fn)(SSL *);
+typedef SSL *(*ossl_dup_fn)(SSL *);
 
 enum ossl_fn {
 	OSSL_READ,
@@ -85,6 +106,8 @@ enum ossl_fn {
 	OSSL_FREE,
 	OSSL_SET_FD,
 	OSSL_DO_HANDSHAKE,
+	OSSL_UP_REF,
+	OSSL_DUP,
 	OSSL_HOOKED, /* the ones above are ours; the ones below only called */
 	OSSL_GET_FD = OSSL_HOOKED,
 	OSSL_IS_SERVER,
@@ -92,9 +115,10 @@ enum ossl_fn {
 };
 
 static const char *const ossl_name[OSSL_N] = {
-	"SSL_read",         "SSL_read_ex",  "SSL_peek",      "SSL_peek_ex",
-	"SSL_write",        "SSL_write_ex", "SSL_free",      "SSL_set_fd",
-	"SSL_do_handshake", "SSL_get_fd",   "SSL_is_server",
+	"SSL_read",         "SSL_read_ex",  "SSL_peek", "SSL_peek_ex",
+	"SSL_write",        "SSL_write_ex", "SSL_free", "SSL_set_fd",
+	"SSL_do_handshake", "SSL_up_ref",   "SSL_dup",  "SSL_get_fd",
+	"SSL_is_server",
 };
 
 static void *ossl_fn[OSSL_N];
@@ -143,7 +167,8 @@ hook_openssl_ctor(void)
 }
 
 /* The failure a broken session gives, with errno telling why: -1 for the
- * int-returning calls, 0 for the _ex ones and SSL_set_fd. */
+ * int-returning calls, 0 for the _ex ones, SSL_set_fd and SSL_up_ref (NULL
+ * for SSL_dup). */
 static int
 ossl_missing(void)
 {
@@ -238,6 +263,26 @@ real_SSL_do_handshake(SSL *s)
 	return ((ossl_handshake_fn)ossl_fn[OSSL_DO_HANDSHAKE])(s);
 }
 
+static inline int
+real_SSL_up_ref(SSL *s)
+{
+	hook_openssl_bind();
+	if (!ossl_fn[OSSL_UP_REF])
+		return ossl_missing_ex();
+	return ((ossl_up_ref_fn)ossl_fn[OSSL_UP_REF])(s);
+}
+
+static inline SSL *
+real_SSL_dup(SSL *s)
+{
+	hook_openssl_bind();
+	if (!ossl_fn[OSSL_DUP]) {
+		errno = ENOSYS;
+		return NULL;
+	}
+	return ((ossl_dup_fn)ossl_fn[OSSL_DUP])(s);
+}
+
 /* Only called from inside a hook, after binding. */
 static inline int
 real_SSL_get_fd(const SSL *s)
@@ -253,6 +298,108 @@ real_SSL_is_server(const SSL *s)
 	if (!ossl_fn[OSSL_IS_SERVER])
 		return false;
 	return ((ossl_get_fd_fn)ossl_fn[OSSL_IS_SERVER])(s) == 1;
+}
+
+/* ---- references ----------------------------------------------------------- */
+
+/* The references of followed sessions past the first: one 64-bit word per
+ * session that has any, (pointer << 16) | count, count >= 1, 0 = free.
+ * One word, so that every change is one compare-and-swap: SSL_up_ref and
+ * SSL_free may run on different threads (a session handed over), and a
+ * hook may run in a signal handler, so no lock.  A fixed table in .bss:
+ * nothing is allocated.  A session's word is in a window of
+ * OSSL_REFS_PROBE words from its hash; a lookup always scans the whole
+ * window (never stops at a free word), so that freeing a word needs no
+ * tombstone.  Two threads up-referencing one session at once may both
+ * add a word for it: the count is then the sum, and a free takes from
+ * either.
+ *
+ * When a reference cannot be counted (its window is full, a pointer past
+ * 2^48, a count at 0xffff), that session's tracking ends at an earlier
+ * free than its last: its context and scanner state are lost, never kept
+ * past the session.  So does a session whose only known reference one
+ * thread frees while another takes a new one (the count rises only after
+ * the real SSL_up_ref returned), which an application that knows what it
+ * shares does not do.  The other way round, a word outliving its session,
+ * needs a free that does not reach SSL_free, which libssl does not do (its
+ * own frees of an SSL, e.g. BIO_free() of an SSL BIO, go through the PLT
+ * to the exported name). */
+#define OSSL_REFS_N     256 /* words: 2 KiB */
+#define OSSL_REFS_PROBE 8
+#define OSSL_REFS_MAX   0xffffu
+
+static _Atomic uint64_t ossl_refs[OSSL_REFS_N];
+/* Set at the first counted reference: until then SSL_free does not look. */
+static _Atomic bool ossl_refs_used;
+
+static inline unsigned
+ossl_refs_hash(uint64_t key)
+{
+	/* Fibonacci hashing of the pointer without its alignment bits. */
+	return (unsigned)(((key >> 4) * 0x9e3779b97f4a7c15ull) >> 56) % OSSL_REFS_N;
+}
+
+/* Count one more reference of s.  False if it does not fit. */
+static bool
+ossl_refs_add(const SSL *s)
+{
+	uint64_t key = (uint64_t)(uintptr_t)s, w;
+	unsigned h = ossl_refs_hash(key), i;
+
+	if (!key || key >> 48)
+		return false;
+	atomic_store_explicit(&ossl_refs_used, true, memory_order_relaxed);
+	for (i = 0; i < OSSL_REFS_PROBE; i++) {
+		_Atomic uint64_t *p = &ossl_refs[(h + i) % OSSL_REFS_N];
+
+		w = atomic_load_explicit(p, memory_order_relaxed);
+		while (w >> 16 == key) {
+			if ((w & OSSL_REFS_MAX) == OSSL_REFS_MAX)
+				return false;
+			if (atomic_compare_exchange_weak_explicit(p, &w, w + 1,
+								  memory_order_acq_rel,
+								  memory_order_relaxed))
+				return true;
+		}
+	}
+	for (i = 0; i < OSSL_REFS_PROBE; i++) {
+		_Atomic uint64_t *p = &ossl_refs[(h + i) % OSSL_REFS_N];
+
+		w = 0;
+		if (atomic_compare_exchange_strong_explicit(p, &w, key << 16 | 1,
+							    memory_order_acq_rel,
+							    memory_order_relaxed))
+			return true;
+	}
+	return false;
+}
+
+/* Take one counted reference of s away.  False if s has none left: the
+ * reference being freed is its last (or the only one we know of). */
+static bool
+ossl_refs_take(const SSL *s)
+{
+	uint64_t key = (uint64_t)(uintptr_t)s, w;
+	unsigned h, i;
+
+	if (!atomic_load_explicit(&ossl_refs_used, memory_order_relaxed) || !key ||
+	    key >> 48)
+		return false;
+	h = ossl_refs_hash(key);
+	for (i = 0; i < OSSL_REFS_PROBE; i++) {
+		_Atomic uint64_t *p = &ossl_refs[(h + i) % OSSL_REFS_N];
+
+		w = atomic_load_explicit(p, memory_order_relaxed);
+		while (w >> 16 == key) {
+			uint64_t nw = (w & OSSL_REFS_MAX) == 1 ? 0 : w - 1;
+
+			if (atomic_compare_exchange_weak_explicit(p, &w, nw,
+								  memory_order_acq_rel,
+								  memory_order_relaxed))
+				return true;
+		}
+	}
+	return false;
 }
 
 /* ---- hooks ---------------------------------------------------------------- */
@@ -366,9 +513,66 @@ hook_openssl_write_ex(SSL *s, const void *buf, size_t num, size_t *n)
 	return r;
 }
 
+/* s took a reference more (SSL_up_ref, SSL_dup): count it, unless s is
+ * a session we will never follow (see "References"). */
+static void
+ossl_ref_taken(SSL *s)
+{
+	static int logged;
+	int saved_errno, fd;
+	uint8_t hot;
+
+	if (!s || !ctxshim_active() ||
+	    !__atomic_load_n(&ctxshim_conn_tab.max_fds, __ATOMIC_ACQUIRE))
+		return;
+	saved_errno = errno;
+	fd = real_SSL_get_fd(s);
+	hot = fd >= 0 ? ctxshim_conn_hot(fd) : CONN_HOT_NONE;
+	/* A session without an fd may still be followed (by its pointer, at
+	 * its first read); one on an fd only if the socket level tracks the
+	 * fd (accept()ed). */
+	if ((fd < 0 || (hot != CONN_HOT_NONE && hot != CONN_HOT_SHIM)) &&
+	    !ossl_refs_add(s) && !__atomic_exchange_n(&logged, 1, __ATOMIC_RELAXED))
+		ctxshim_log("openssl: a reference of a session not counted (no "
+			    "room): it may stop being followed before its last "
+			    "SSL_free");
+	errno = saved_errno;
+}
+
+static int
+hook_openssl_up_ref(SSL *s)
+{
+	int r = real_SSL_up_ref(s);
+
+	if (r == 1)
+		ossl_ref_taken(s);
+	return r;
+}
+
+static SSL *
+hook_openssl_dup(SSL *s)
+{
+	SSL *r = real_SSL_dup(s);
+
+	/* Once its handshake has begun, SSL_dup() returns the session itself
+	 * with a reference more, instead of a copy. */
+	if (r && r == s)
+		ossl_ref_taken(s);
+	return r;
+}
+
 static void
 hook_openssl_free(SSL *s)
 {
+	/* Not the last reference: the session goes on, and so does its
+	 * tracking.  Taken before the real free: after it, the pointer may
+	 * already name a new session, whose count this would take. */
+	if (s && ossl_refs_take(s)) {
+		real_SSL_free(s);
+		return;
+	}
+	/* The last one: unlink first (after the real free the pointer may
+	 * name another session already). */
 	if (s && ctxshim_active() &&
 	    __atomic_load_n(&ctxshim_conn_tab.max_fds, __ATOMIC_ACQUIRE)) {
 		int saved_errno = errno, fd;
@@ -409,6 +613,8 @@ ctxshim_SSL_write_ex_ossl3(SSL *s, const void *buf, size_t num, size_t *n);
 HOOK_EXPORT void ctxshim_SSL_free_ossl3(SSL *s);
 HOOK_EXPORT int ctxshim_SSL_set_fd_ossl3(SSL *s, int fd);
 HOOK_EXPORT int ctxshim_SSL_do_handshake_ossl3(SSL *s);
+HOOK_EXPORT int ctxshim_SSL_up_ref_ossl3(SSL *s);
+HOOK_EXPORT SSL *ctxshim_SSL_dup_ossl3(SSL *s);
 
 HOOK_EXPORT int
 ctxshim_SSL_read_ossl3(SSL *s, void *buf, int num)
@@ -464,6 +670,18 @@ ctxshim_SSL_do_handshake_ossl3(SSL *s)
 	return hook_openssl_do_handshake(s);
 }
 
+HOOK_EXPORT int
+ctxshim_SSL_up_ref_ossl3(SSL *s)
+{
+	return hook_openssl_up_ref(s);
+}
+
+HOOK_EXPORT SSL *
+ctxshim_SSL_dup_ossl3(SSL *s)
+{
+	return hook_openssl_dup(s);
+}
+
 OSSL_SYMVER(SSL_read);
 OSSL_SYMVER(SSL_read_ex);
 OSSL_SYMVER(SSL_peek);
@@ -473,6 +691,8 @@ OSSL_SYMVER(SSL_write_ex);
 OSSL_SYMVER(SSL_free);
 OSSL_SYMVER(SSL_set_fd);
 OSSL_SYMVER(SSL_do_handshake);
+OSSL_SYMVER(SSL_up_ref);
+OSSL_SYMVER(SSL_dup);
 
 /* Our own copies, so that a binding can never come back to them. */
 static const void *ossl_self[OSSL_HOOKED] = {
@@ -485,4 +705,6 @@ static const void *ossl_self[OSSL_HOOKED] = {
 	[OSSL_FREE] = (const void *)ctxshim_SSL_free_ossl3,
 	[OSSL_SET_FD] = (const void *)ctxshim_SSL_set_fd_ossl3,
 	[OSSL_DO_HANDSHAKE] = (const void *)ctxshim_SSL_do_handshake_ossl3,
+	[OSSL_UP_REF] = (const void *)ctxshim_SSL_up_ref_ossl3,
+	[OSSL_DUP] = (const void *)ctxshim_SSL_dup_ossl3,
 };

@@ -45,7 +45,7 @@ void hook_socket_tls_write_begin(const struct hook_tls_conn *t);
 void
 hook_socket_tls_write_end(const struct hook_tls_conn *t, const void *buf, size_t n);
 
-/* The session is freed (SSL_free, gnutls_deinit): the thread stops
+/* The session is freed (its last SSL_free, gnutls_deinit): the thread stops
  * publishing its connection's context, and a virtual slot (fd < 0, key)
  * is released.  reason goes to the event log. */
 void hook_socket_tls_end(int fd, const void *key, const char *reason);

@@ -10,6 +10,9 @@
  *    ctxdump shows its context on the serving thread and nowhere else; a
  *    keep-alive request after it gets its own; the context goes away
  *    afterwards;
+ *  - the same OpenSSL servers holding a second reference to each session
+ *    (SSL_up_ref, SSL_dup) and freeing it while a request is in progress:
+ *    only the free of the last reference ends the session's tracking;
  *  - nginx from Debian with "listen ... ssl": the same bytes with and
  *    without the shim (the Date header aside), and the event log shows
  *    each traced request's trace-id attached once, with one span, on the
@@ -41,6 +44,7 @@
 #define P1  "b7ad6b7169203331"
 #define TP1 "traceparent: 00-" T1 "-" P1 "-01\r\n"
 #define T2  "4bf92f3577b34da6a3ce929d0e0e4736"
+#define T3  "3bf92f3577b34da6a3ce929d0e0e4736"
 
 #define NGINX        NX_NGINX
 #define TRACE_PREFIX "5bf92f3577b34da6a3ce929d0e0e47"
@@ -236,12 +240,16 @@ enum srv_kind {
 	SRV_OPENSSL_EX,
 	SRV_OPENSSL_MEM_BIO,
 	SRV_OPENSSL_DLOPEN,
-	SRV_GNUTLS,
+	SRV_OPENSSL_UP_REF,
+	SRV_OPENSSL_MEM_BIO_UP_REF,
+	SRV_GNUTLS, /* last: left out when not built */
 	SRV_N,
 };
 
 static const char *const srv_name[SRV_N] = {
-	"openssl", "openssl --ex", "openssl --bio mem", "openssl dlopen", "gnutls"};
+	"openssl",        "openssl --ex",     "openssl --bio mem",
+	"openssl dlopen", "openssl --up-ref", "openssl --bio mem --up-ref",
+	"gnutls"};
 
 static void
 srv_start(struct it_server *s, enum srv_kind k, const struct tls_dir *d)
@@ -265,10 +273,12 @@ srv_start(struct it_server *s, enum srv_kind k, const struct tls_dir *d)
 	argv[n++] = (char *)d->key;
 	if (k == SRV_OPENSSL_EX)
 		argv[n++] = "--ex";
-	if (k == SRV_OPENSSL_MEM_BIO) {
+	if (k == SRV_OPENSSL_MEM_BIO || k == SRV_OPENSSL_MEM_BIO_UP_REF) {
 		argv[n++] = "--bio";
 		argv[n++] = "mem";
 	}
+	if (k == SRV_OPENSSL_UP_REF || k == SRV_OPENSSL_MEM_BIO_UP_REF)
+		argv[n++] = "--up-ref";
 	argv[n] = NULL;
 	it_server_start(s, argv, true, env);
 }
@@ -450,6 +460,77 @@ START_TEST(test_tpc_two_connections)
 }
 END_TEST
 
+/* A server that holds a second reference to each session (--up-ref) frees
+ * one while each request is in progress and after each response: the
+ * request keeps its context, and the next traced request on the session
+ * gets its own (trace and parent from its traceparent), also when it was
+ * pipelined behind the one before (read before the free, made current
+ * by the response).  The free of the last reference, while a request is
+ * in progress, ends it there. */
+START_TEST(test_tpc_up_ref)
+{
+	static const char r1[] = "GET /block/one HTTP/1.1\r\nHost: x\r\n" TP1 "\r\n";
+	static const char r2[] = "GET /block/two HTTP/1.1\r\nHost: x\r\n"
+				 "traceparent: 00-" T2 "-" P1 "-01\r\n\r\n";
+	static const char r3[] = "GET /block/end HTTP/1.1\r\nHost: x\r\n"
+				 "traceparent: 00-" T3 "-" P1 "-01\r\n\r\n";
+	static const char r4[] = "GET /block/three HTTP/1.1\r\nHost: x\r\n" TP1 "\r\n"
+				 "GET /block/four HTTP/1.1\r\nHost: x\r\n"
+				 "traceparent: 00-" T2 "-" P1 "-01\r\n\r\n";
+	struct tls_dir d;
+	struct it_server s;
+	struct it_thread_ctx t;
+	struct tc c;
+	char line[512], *json, *log;
+	long tid;
+
+	tls_dir_make(&d);
+	srv_start(&s, (enum srv_kind)_i, &d);
+	tc_connect(&c, s.port);
+	tc_send(&c, r1, strlen(r1), 0);
+	tid = expect_block(&s, "/block/one");
+	assert_ctx(&s, tid, T1, P1, "/block/one", &t);
+	test_child_send(&s.child, "go\n");
+	assert_body(tc_read_response(&c), "/block/one");
+
+	tc_send(&c, r2, strlen(r2), 0);
+	ck_assert_int_eq(expect_block(&s, "/block/two"), tid);
+	assert_ctx(&s, tid, T2, P1, "/block/two", &t);
+	test_child_send(&s.child, "go\n");
+	assert_body(tc_read_response(&c), "/block/two");
+
+	tc_send(&c, r4, strlen(r4), 0);
+	ck_assert_int_eq(expect_block(&s, "/block/three"), tid);
+	assert_ctx(&s, tid, T1, P1, "/block/three", &t);
+	test_child_send(&s.child, "go\n");
+	assert_body(tc_read_response(&c), "/block/three");
+	ck_assert_int_eq(expect_block(&s, "/block/four"), tid);
+	assert_ctx(&s, tid, T2, P1, "/block/four", &t);
+	test_child_send(&s.child, "go\n");
+	assert_body(tc_read_response(&c), "/block/four");
+
+	/* The server frees both references, then blocks. */
+	tc_send(&c, r3, strlen(r3), 0);
+	ck_assert_int_eq(expect_block(&s, "/block/end"), tid);
+	json = it_ctxdump(s.child.pid);
+	ck_assert_msg(it_dump_thread(json, tid, &t), "thread %ld not listed:\n%s", tid,
+		      json);
+	ck_assert_msg(!t.has_ctx && it_dump_count_trace(json, T3) == 0,
+		      "context left after the last SSL_free:\n%s", json);
+	free(json);
+	log = it_events(&s);
+	ck_assert_msg(it_events_count(log, T3, "ssl-free") == 1, "log:\n%s", log);
+	free(log);
+	test_child_send(&s.child, "go\n");
+	test_child_expect(&s.child, "CLOSED ", line, sizeof(line), IT_TIMEOUT_MS);
+	tc_close(&c);
+	it_assert_gone(&s, tid, T1);
+	it_assert_gone(&s, tid, T2);
+	it_server_stop(&s);
+	tls_dir_remove(&d);
+}
+END_TEST
+
 /* ---- nginx with ssl ---- */
 
 struct ngx {
@@ -594,6 +675,8 @@ TEST_SUITE(tls_suite)
 	tcase_set_timeout(tc, 120);
 	tcase_add_loop_test(tc, test_tpc_server, 0, n);
 	tcase_add_test(tc, test_tpc_two_connections);
+	tcase_add_loop_test(tc, test_tpc_up_ref, SRV_OPENSSL_UP_REF,
+			    SRV_OPENSSL_MEM_BIO_UP_REF + 1);
 	if (access(NGINX, X_OK) == 0)
 		tcase_add_test(tc, test_nginx_ssl);
 	snprintf(p, sizeof(p), "%s/curl-get", test_env_path("HELPER_DIR"));

@@ -5,12 +5,22 @@
  * that dlopen-main loads at run time) and once with GnuTLS
  * (tls-server-gnutls).
  *
- *   tls-server CERT KEY [--ex] [--bio mem] [--read-size N]
+ *   tls-server CERT KEY [--ex] [--bio mem] [--up-ref] [--read-size N]
  *
  * --ex:       OpenSSL: SSL_read_ex/SSL_write_ex instead of SSL_read/SSL_write
  * --bio mem:  OpenSSL: the session talks to memory BIOs that this program
  *             pumps to and from the socket itself (a transport without an
  *             fd, as event-loop frameworks have)
+ * --up-ref:   OpenSSL: a second reference to the session is held from the
+ *             end of the handshake on (SSL_up_ref, before the first read);
+ *             each request head, once read, and each response, once
+ *             written, frees it (SSL_free: the session lives on) and takes
+ *             a new one (SSL_dup, which returns the session itself after
+ *             the handshake), as a server handing the session to another
+ *             component at each step; the end of the connection frees both,
+ *             and so does a request whose path contains "/end", at once
+ *             (before it blocks; it gets no response, the connection is
+ *             closed)
  *
  * Listens on 127.0.0.1 (kernel-chosen port), prints "READY <port>", serves
  * each connection on its own thread: TLS handshake, then request heads
@@ -45,7 +55,7 @@
 #define BUF_MAX (64 * 1024)
 
 static size_t read_size = 4096;
-static bool opt_ex, opt_mem_bio;
+static bool opt_ex, opt_mem_bio, opt_up_ref;
 
 /* ---- TLS backends ---- */
 
@@ -56,6 +66,7 @@ struct tconn {
 #else
 	SSL *ssl;
 	BIO *rb, *wb; /* --bio mem */
+	bool extra;   /* --up-ref: the second reference is held */
 #endif
 };
 
@@ -116,12 +127,20 @@ t_write(struct tconn *c, const char *buf, size_t n)
 	return 0;
 }
 
+static int
+t_hand_over(struct tconn *c)
+{
+	(void)c;
+	return 0;
+}
+
 static void
 t_close(struct tconn *c)
 {
 	if (c->s) {
 		(void)gnutls_bye(c->s, GNUTLS_SHUT_WR);
 		gnutls_deinit(c->s);
+		c->s = NULL;
 	}
 }
 #else
@@ -186,7 +205,7 @@ mem_pump(struct tconn *c, int r)
 }
 
 static int
-t_accept(struct tconn *c)
+t_accept_session(struct tconn *c)
 {
 	int r;
 
@@ -208,6 +227,39 @@ t_accept(struct tconn *c)
 	if (SSL_set_fd(c->ssl, c->fd) != 1)
 		return -1;
 	return SSL_accept(c->ssl) == 1 ? 0 : -1;
+}
+
+static int
+t_accept(struct tconn *c)
+{
+	if (t_accept_session(c) < 0)
+		return -1;
+	if (opt_up_ref) {
+		if (SSL_up_ref(c->ssl) != 1)
+			return -1;
+		c->extra = true;
+	}
+	return 0;
+}
+
+/* --up-ref: the other component is done with the session, and the next
+ * step's takes it again. */
+static int
+t_hand_over(struct tconn *c)
+{
+	SSL *dup;
+
+	if (!c->extra)
+		return 0;
+	SSL_free(c->ssl);
+	c->extra = false;
+	dup = SSL_dup(c->ssl);
+	if (dup != c->ssl) {
+		SSL_free(dup); /* a copy: not what this server is about */
+		return -1;
+	}
+	c->extra = true;
+	return 0;
 }
 
 static ssize_t
@@ -268,7 +320,11 @@ t_close(struct tconn *c)
 		(void)SSL_shutdown(c->ssl);
 		if (opt_mem_bio)
 			(void)mem_flush(c);
+		if (c->extra)
+			SSL_free(c->ssl);
 		SSL_free(c->ssl);
+		c->ssl = NULL;
+		c->extra = false;
 	}
 }
 #endif
@@ -338,12 +394,25 @@ serve(void *arg)
 		size_t n;
 
 		http1_drop(&h);
+		if (t_hand_over(&c) < 0) {
+			serve_say("UP-REF-FAILED %ld\n", tid);
+			break;
+		}
 		serve_say("REQ %ld %s %u %s\n", tid, path, n_tp, tp);
+		if (opt_up_ref && strstr(path, "/end")) {
+			t_close(&c);
+			serve_maybe_block(tid, path);
+			break;
+		}
 		serve_maybe_block(tid, path);
 		n = http1_response(resp, sizeof(resp), path);
 		if (t_write(&c, resp, n) < 0)
 			break;
 		serve_say("DONE %ld %s\n", tid, path);
+		if (t_hand_over(&c) < 0) {
+			serve_say("UP-REF-FAILED %ld\n", tid);
+			break;
+		}
 	}
 out:
 	t_close(&c);
@@ -375,6 +444,8 @@ main(int argc, char **argv)
 		else if (strcmp(argv[i], "--bio") == 0 && i + 1 < argc &&
 			 strcmp(argv[i + 1], "mem") == 0 && ++i)
 			opt_mem_bio = true;
+		else if (strcmp(argv[i], "--up-ref") == 0)
+			opt_up_ref = true;
 		else if (strcmp(argv[i], "--read-size") == 0 && i + 1 < argc)
 			read_size = (size_t)strtoul(argv[++i], NULL, 10);
 		else {
