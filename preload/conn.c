@@ -663,9 +663,20 @@ ctxshim_conn_virt_forget(const void *key)
 
 /* ---- contexts ---- */
 
-/* Copy s into the compact form.  Attributes first, whole entries in order
- * until one does not fit; then as much of tracestate as fits, cut after a
- * whole member.  Returns true if nothing was left out. */
+/* Copy s into the compact form.  Attributes first, in order, each whole
+ * or not at all: one that does not fit (a long url.path) is left out and
+ * the later, shorter ones (ctxshim.parent_span_id, the header attributes)
+ * still get their room.  Then as much of tracestate as fits, cut after a
+ * whole member.  Returns true if nothing was left out.
+ *
+ * The cut list is what a library call propagates after a switch-back
+ * (hook-curl.c sends the current context's tracestate).  With the default
+ * CTXSHIM_PROPAGATE that call has a new parent-id, and dropping members
+ * from the right is the truncation W3C prescribes.  With
+ * CTXSHIM_PROPAGATE=transparent the parent-id goes out unchanged, and W3C
+ * wants the list unchanged then too; dropping it all would change it just
+ * as much and lose the leftmost members, those of the latest participants,
+ * which the cut keeps: so both modes get the cut (README, Limitations). */
 static bool
 conn_compact(struct ctxshim_conn_ctx *d, const struct ctxshim_ctx *s)
 {
@@ -680,19 +691,22 @@ conn_compact(struct ctxshim_conn_ctx *d, const struct ctxshim_ctx *s)
 
 	if (s->attrs_len <= CTXSHIM_CONN_DATA_MAX) {
 		alen = s->attrs_len;
+		memcpy(d->data, s->attrs, alen);
 	} else {
 		/* Entries are key, length, value (thread-record.h). */
 		while (i + 2 <= s->attrs_len) {
 			size_t e = 2 + (size_t)s->attrs[i + 1];
 
-			if (i + e > s->attrs_len || i + e > CTXSHIM_CONN_DATA_MAX)
+			if (i + e > s->attrs_len)
 				break;
+			if (e <= CTXSHIM_CONN_DATA_MAX - alen) {
+				memcpy(d->data + alen, s->attrs + i, e);
+				alen += e;
+			}
 			i += e;
 		}
-		alen = i;
 		whole = false;
 	}
-	memcpy(d->data, s->attrs, alen);
 	d->attrs_len = (uint8_t)alen;
 
 	room = CTXSHIM_CONN_DATA_MAX - alen;
@@ -850,7 +864,7 @@ conn_fifo_push(struct ctxshim_conn *c, unsigned idx)
 /* A head completed.  Returns CONN_FEED_NONE if it was queued (or
  * dropped), else CONN_FEED_NEW, or CONN_FEED_FULL when the thread's
  * publication buffer (ctxshim_build_begin(), returned in *full) holds its
- * whole context (nothing left out of the compact copy). */
+ * whole context, whatever the compact copy had to leave out. */
 static int
 conn_head(struct ctxshim_conn *c,
 	  const struct http_scan_capture *cap,
@@ -858,7 +872,7 @@ conn_head(struct ctxshim_conn *c,
 	  struct ctxshim_ctx **full)
 {
 	uint8_t f = atomic_load_explicit(&c->flags, memory_order_relaxed);
-	bool captured = conn_captured(cap, flags), whole = false;
+	bool captured = conn_captured(cap, flags), built = false;
 	struct conn_pool_entry *e;
 	unsigned idx;
 
@@ -877,12 +891,15 @@ conn_head(struct ctxshim_conn *c,
 			struct ctxshim_ctx *b = *full ? NULL : ctxshim_build_begin();
 
 			if (__builtin_expect(b != NULL, 1)) {
+				/* Published from b even when the compact copy is not
+				 * whole: the slot's 178 bytes only serve later
+				 * switch-backs and library hooks (README,
+				 * Limitations), never the request's first
+				 * publication. */
 				conn_build(b, cap, flags);
-				whole = conn_compact_fast(&c->ctx, b);
-				if (whole)
-					*full = b;
-				else
-					ctxshim_build_cancel();
+				(void)conn_compact_fast(&c->ctx, b);
+				*full = b;
+				built = true;
 			} else {
 				conn_build_scratch(&c->ctx, cap, flags);
 			}
@@ -906,7 +923,7 @@ conn_head(struct ctxshim_conn *c,
 			conn_fifo_reclaim(c);
 		}
 		conn_seq_end(c);
-		return whole ? CONN_FEED_FULL : CONN_FEED_NEW;
+		return built ? CONN_FEED_FULL : CONN_FEED_NEW;
 	}
 
 	/* Pipelined behind a request not answered yet: queue it.  Beyond the

@@ -73,8 +73,12 @@ enum {
 /* Compact copy of a request context: ids as in struct ctxshim_ctx, then
  * data[] = attrs_len bytes of encoded attributes followed by
  * tracestate_len bytes of tracestate.  Attributes are added in order
- * (method, path, configured headers) and an entry that does not fit is
- * dropped whole; tracestate gets what is left, cut back to whole members. */
+ * (method, path, parent, configured headers) and an entry that does not
+ * fit is dropped whole, the later ones still added if they fit; tracestate
+ * gets what is left, cut back to whole members.  A request's first
+ * publication on the thread that read its head uses the full context, not
+ * this copy; the copy serves switch-backs, pipelined requests and library
+ * hooks. */
 /* 178, not 182: four bytes of the 256 went to the FIFO (its tail index,
  * and its push and pop counts). */
 #define CTXSHIM_CONN_DATA_MAX 178
@@ -245,7 +249,8 @@ void ctxshim_conn_virt_forget(const void *key);
  * CONN_FEED_NEW if a new request became current (its context, if any, is
  * then in c->ctx), or CONN_FEED_FULL if moreover *full is set: the
  * calling thread's publication buffer, from ctxshim_build_begin(), holds
- * that context whole.  The caller then must ctxshim_build_publish(*full)
+ * that context whole (even when c->ctx had to leave parts of it out).
+ * The caller then must ctxshim_build_publish(*full)
  * or ctxshim_build_cancel().  Set *full = NULL before the first feed. */
 enum { CONN_FEED_NONE = 0, CONN_FEED_NEW = 1, CONN_FEED_FULL = 2 };
 int ctxshim_conn_feed(struct ctxshim_conn *c,

@@ -15,6 +15,7 @@
 
 #include <fcntl.h>
 #include <netinet/tcp.h>
+#include <strings.h>
 #include <sys/syscall.h>
 #include <time.h>
 
@@ -554,6 +555,286 @@ START_TEST(test_tpc_two_threads)
 }
 END_TEST
 
+/* ---- contexts larger than the connection's slot ---- */
+
+/* The slot keeps a compact copy of the context (preload/conn.h, 178 bytes
+ * of attributes and tracestate).  A request's first publication must not
+ * be that copy: a path of "/block/" and n 'p's, a 419-byte tracestate of
+ * 20 valid members and an X-Request-ID must all be published, and the
+ * whole tracestate propagated. */
+#define LONG_TS_MEMBERS 20
+
+static void
+long_tracestate(char *out, size_t cap)
+{
+	size_t len = 0;
+	int i;
+
+	out[0] = '\0';
+	for (i = 1; i <= LONG_TS_MEMBERS; i++)
+		len += (size_t)snprintf(out + len, cap - len,
+					"%skey%02d=value-value-%02d", i > 1 ? "," : "",
+					i, i);
+	ck_assert_uint_eq(len, 419);
+}
+
+static void
+long_path(char *out, size_t cap, const char *prefix, size_t n)
+{
+	size_t len = strlen(prefix);
+
+	ck_assert_uint_lt(len + n, cap);
+	memcpy(out, prefix, len);
+	memset(out + len, 'p', n);
+	out[len + n] = '\0';
+}
+
+/* A GET head for path with traceparent tp (a "traceparent: ...\r\n" line),
+ * the long tracestate and "X-Request-ID: rid". */
+static void
+long_head(char *out, size_t cap, const char *path, const char *tp, const char *rid)
+{
+	char ts[512];
+	int n;
+
+	long_tracestate(ts, sizeof(ts));
+	n = snprintf(out, cap,
+		     "GET %s HTTP/1.1\r\nHost: x\r\n%stracestate: %s\r\n"
+		     "X-Request-ID: %s\r\n\r\n",
+		     path, tp, ts, rid);
+	ck_assert(n > 0 && (size_t)n < cap);
+}
+
+/* Path lengths around the slot: all attributes fit it (20), the path fits
+ * but the parent does not (160), the path does not (200). */
+static const size_t long_path_n[] = {20, 160, 200};
+
+START_TEST(test_tpc_long_request)
+{
+	char *env[] = {"CTXSHIM_HEADER_ATTRS=x-request-id", NULL};
+	char path[256], head[1024];
+	struct it_server s;
+	struct it_thread_ctx t;
+	long tid;
+	int fd;
+
+	long_path(path, sizeof(path), "/block/", long_path_n[_i]);
+	long_head(head, sizeof(head), path, TP1, "rid-42");
+	tpc_start(&s, NULL, env);
+	fd = it_connect(s.port);
+	it_send_str(fd, head);
+	tid = expect_block(&s, path);
+	assert_ctx(&s, tid, T1, P1, "GET", path, &t);
+	ck_assert_str_eq(t.extra, "rid-42");
+	release(&s);
+	assert_body(it_read_response(fd), path);
+	close(fd);
+	it_server_stop(&s);
+}
+END_TEST
+
+/* A request pipelined behind one not answered yet waits in the compact
+ * form (preload/conn.h) and is published from it: an attribute that does
+ * not fit (the 207-byte path) is left out whole, and the later ones (the
+ * parent, the header attribute) are still there. */
+START_TEST(test_tpc_pipelined_long)
+{
+	char *env[] = {"CTXSHIM_HEADER_ATTRS=x-request-id", NULL};
+	char path[256], head[1200];
+	struct it_server s;
+	struct it_thread_ctx t;
+	size_t n;
+	long tid;
+	int fd;
+
+	long_path(path, sizeof(path), "/block/", 200);
+	n = (size_t)snprintf(head, sizeof(head),
+			     "GET /block/first HTTP/1.1\r\n" TP2 "\r\n");
+	long_head(head + n, sizeof(head) - n, path, TP1, "rid-43");
+	tpc_start(&s, NULL, env);
+	fd = it_connect(s.port);
+	it_send_str(fd, head);
+	tid = expect_block(&s, "/block/first");
+	release(&s);
+	ck_assert_int_eq(expect_block(&s, path), tid);
+	dump_tid(&s, tid, &t);
+	ck_assert(t.has_ctx);
+	ck_assert_str_eq(t.trace, T1);
+	ck_assert_str_eq(t.method, "GET");
+	ck_assert_msg(t.path[0] == '\0', "url.path cut instead of left out: %s",
+		      t.path);
+	ck_assert_str_eq(t.parent, P1);
+	ck_assert_str_eq(t.extra, "rid-43");
+	release(&s);
+	{
+		char *buf = NULL;
+		size_t len = 0, cap = 0;
+
+		while (!buf || !strstr(buf, "path=/block/pp"))
+			ck_assert(it_read_some(fd, &buf, &len, &cap));
+		free(buf);
+	}
+	close(fd);
+	it_server_stop(&s);
+}
+END_TEST
+
+/* ---- what a socket-level server propagates (tpc-curl-server) ---- */
+
+#define SINK_HDR_MAX 32
+
+struct sink_req {
+	char hdr[SINK_HDR_MAX][1024];
+	int n_hdr;
+};
+
+static unsigned
+sink_start(struct test_child *sink)
+{
+	char path[4096], line[256];
+	char *argv[] = {path, NULL};
+	unsigned port;
+
+	helper_path(path, sizeof(path), "http-sink");
+	test_child_start(sink, argv, NULL, false);
+	test_child_expect(sink, "READY ", line, sizeof(line), IT_TIMEOUT_MS);
+	port = (unsigned)strtoul(line + 6, NULL, 10);
+	ck_assert_uint_gt(port, 0);
+	return port;
+}
+
+/* The next request the sink received: its header lines. */
+static void
+sink_read(struct test_child *sink, struct sink_req *r)
+{
+	char line[2048];
+
+	memset(r, 0, sizeof(*r));
+	test_child_expect(sink, "REQ ", line, sizeof(line), IT_TIMEOUT_MS);
+	for (;;) {
+		test_child_readline(sink, line, sizeof(line), IT_TIMEOUT_MS);
+		if (strcmp(line, "END") == 0)
+			return;
+		if (strncmp(line, "H ", 2) == 0) {
+			ck_assert_int_lt(r->n_hdr, SINK_HDR_MAX);
+			snprintf(r->hdr[r->n_hdr++], sizeof(r->hdr[0]), "%.1023s",
+				 line + 2);
+		}
+	}
+}
+
+/* The value of the only field called name (any case); NULL if none. */
+static const char *
+sink_field(const struct sink_req *r, const char *name)
+{
+	size_t len = strlen(name);
+	const char *v = NULL;
+	int i, n = 0;
+
+	for (i = 0; i < r->n_hdr; i++)
+		if (strncasecmp(r->hdr[i], name, len) == 0 && r->hdr[i][len] == ':') {
+			v = r->hdr[i] + len + 1;
+			while (*v == ' ')
+				v++;
+			n++;
+		}
+	ck_assert_msg(n <= 1, "%d %s fields", n, name);
+	return v;
+}
+
+/* The call's traceparent: trace T1; its parent-id the incoming P1 with
+ * transparent, a new one otherwise. */
+static void
+assert_call_traceparent(const struct sink_req *r, bool transparent)
+{
+	const char *tp = sink_field(r, "traceparent");
+
+	ck_assert_ptr_nonnull(tp);
+	ck_assert_msg(strlen(tp) == 55 && strncmp(tp, "00-" T1 "-", 36) == 0,
+		      "traceparent %s", tp);
+	if (transparent)
+		ck_assert_msg(strncmp(tp + 36, P1, 16) == 0, "traceparent %s", tp);
+	else
+		ck_assert_msg(strncmp(tp + 36, P1, 16) != 0, "traceparent %s", tp);
+}
+
+static void
+expect_called(struct it_server *s)
+{
+	char line[256];
+
+	test_child_expect(&s->child, "CALLED ", line, sizeof(line), IT_TIMEOUT_MS);
+	ck_assert_msg(strstr(line, " 200"), "upstream call failed: %s", line);
+}
+
+static const char *const propagate_modes[] = {"1", "transparent"};
+
+START_TEST(test_tpc_call_tracestate)
+{
+	bool transparent = strcmp(propagate_modes[_i], "transparent") == 0;
+	char mode[64], url[64], ts[512], path[256], head[1400];
+	char *env[] = {mode, "CTXSHIM_HEADER_ATTRS=x-request-id", NULL};
+	char helper[4096], *argv[] = {helper, "--call", url, NULL};
+	struct test_child sink;
+	struct sink_req r;
+	struct it_server s;
+	const char *got;
+	size_t n, cut;
+	int fd, st;
+
+	helper_path(helper, sizeof(helper), "tpc-curl-server");
+	snprintf(mode, sizeof(mode), "CTXSHIM_PROPAGATE=%s", propagate_modes[_i]);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%u/cb", sink_start(&sink));
+	long_tracestate(ts, sizeof(ts));
+	it_server_start(&s, argv, true, env);
+	fd = it_connect(s.port);
+
+	/* The first publication: the whole list goes out. */
+	long_path(path, sizeof(path), "/call/", 200);
+	long_head(head, sizeof(head), path, TP1, "rid-44");
+	it_send_str(fd, head);
+	expect_called(&s);
+	sink_read(&sink, &r);
+	assert_call_traceparent(&r, transparent);
+	got = sink_field(&r, "tracestate");
+	ck_assert_ptr_nonnull(got);
+	ck_assert_str_eq(got, ts);
+	assert_body(it_read_response(fd), path);
+
+	/* Pipelined behind an unanswered request, the call runs under the
+	 * compact copy (preload/conn.h, README "Limitations"): the list is
+	 * cut from the right after a whole member, in both modes. */
+	n = (size_t)snprintf(head, sizeof(head),
+			     "GET /block/first HTTP/1.1\r\n" TP2 "\r\n");
+	long_head(head + n, sizeof(head) - n, "/call/second", TP1, "rid-45");
+	it_send_str(fd, head);
+	(void)expect_block(&s, "/block/first");
+	release(&s);
+	expect_called(&s);
+	sink_read(&sink, &r);
+	assert_call_traceparent(&r, transparent);
+	got = sink_field(&r, "tracestate");
+	ck_assert_ptr_nonnull(got);
+	cut = strlen(got);
+	ck_assert_msg(cut > 0 && cut < strlen(ts) && strncmp(got, ts, cut) == 0 &&
+			      ts[cut] == ',',
+		      "tracestate %s", got);
+	{
+		char *buf = NULL;
+		size_t len = 0, cap = 0;
+
+		while (!buf || !strstr(buf, "path=/call/second\n"))
+			ck_assert(it_read_some(fd, &buf, &len, &cap));
+		free(buf);
+	}
+	close(fd);
+	it_server_stop(&s);
+	st = test_child_finish(&sink, IT_TIMEOUT_MS);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "http-sink status %#x",
+		      st);
+}
+END_TEST
+
 /* ---- event loop ---- */
 
 START_TEST(test_epoll_two_connections)
@@ -772,6 +1053,15 @@ TEST_SUITE(socket_suite)
 	tcase_add_test(tc, test_tpc_non_http);
 	tcase_add_test(tc, test_tpc_big_header);
 	tcase_add_test(tc, test_tpc_two_threads);
+	tcase_add_loop_test(tc, test_tpc_long_request, 0,
+			    (int)(sizeof(long_path_n) / sizeof(long_path_n[0])));
+	tcase_add_test(tc, test_tpc_pipelined_long);
+	/* tpc-curl-server is built only with libcurl's -dev package. */
+	helper_path(path, sizeof(path), "tpc-curl-server");
+	if (access(path, X_OK) == 0)
+		tcase_add_loop_test(
+			tc, test_tpc_call_tracestate, 0,
+			(int)(sizeof(propagate_modes) / sizeof(propagate_modes[0])));
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("epoll");

@@ -5,6 +5,7 @@
  *   tpc-server [--read-size N] [--io read|recv|recvfrom|readv|recvmsg|
  *               read_chk|recv_chk|recvfrom_chk]
  *              [--wio write|send|sendto|writev|sendmsg] [--block-poll]
+ *              [--call URL]
  *
  * Listens on 127.0.0.1, port chosen by the kernel, prints "READY <port>",
  * then serves each connection on its own thread: reads request
@@ -15,7 +16,13 @@
  * before answering (with --block-poll it waits in poll() on a pipe, as a
  * handler waiting on a database or an upstream would); every answered
  * request prints "DONE <tid> <path>".
- * The response body is "path=<path>\n".  Exits when stdin is closed. */
+ * The response body is "path=<path>\n".  Exits when stdin is closed.
+ *
+ * Built a second time with libcurl as tpc-curl-server, whose --call URL
+ * makes a request whose path starts with "/call" GET URL with
+ * curl_easy_perform() on the connection's thread before it is answered
+ * ("CALLED <tid> <status>"), as a handler calling an upstream would: what
+ * the shim propagates from a socket-level context. */
 #include "config.h"
 
 #include <errno.h>
@@ -29,6 +36,51 @@
 
 #include "http1-reader.h"
 #include "serve-common.h"
+
+#ifdef TPC_CURL
+#include <curl/curl.h>
+
+static const char *call_url;
+
+static size_t
+call_discard(char *p, size_t size, size_t n, void *arg)
+{
+	(void)p;
+	(void)arg;
+	return size * n;
+}
+
+static void
+maybe_call(long tid, const char *path)
+{
+	CURL *h;
+	CURLcode r;
+	long status = 0;
+
+	if (!call_url || strncmp(path, "/call", 5) != 0)
+		return;
+	h = curl_easy_init();
+	if (!h) {
+		serve_say("CALLED %ld init-failed\n", tid);
+		return;
+	}
+	(void)curl_easy_setopt(h, CURLOPT_URL, call_url);
+	(void)curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, call_discard);
+	(void)curl_easy_setopt(h, CURLOPT_TIMEOUT, 20L);
+	r = curl_easy_perform(h);
+	if (r == CURLE_OK)
+		(void)curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+	curl_easy_cleanup(h);
+	serve_say("CALLED %ld %ld\n", tid, r == CURLE_OK ? status : -(long)r);
+}
+#else
+static void
+maybe_call(long tid, const char *path)
+{
+	(void)tid;
+	(void)path;
+}
+#endif
 
 /* The fortified entry points, called directly as a fortified build
  * would. */
@@ -135,6 +187,7 @@ serve(void *arg)
 
 		http1_drop(&h);
 		serve_maybe_block(tid, path);
+		maybe_call(tid, path);
 		n = http1_response(resp, sizeof(resp), path);
 		if (do_write(fd, resp, n) < 0)
 			break;
@@ -160,6 +213,10 @@ main(int argc, char **argv)
 			wio = argv[++i];
 		else if (strcmp(argv[i], "--block-poll") == 0)
 			serve_block_poll = true;
+#ifdef TPC_CURL
+		else if (strcmp(argv[i], "--call") == 0 && i + 1 < argc)
+			call_url = argv[++i];
+#endif
 		else {
 			fprintf(stderr, "tpc-server: unknown option %s\n", argv[i]);
 			return 64;
@@ -167,5 +224,9 @@ main(int argc, char **argv)
 	}
 	if (read_size == 0 || read_size > BUF_MAX)
 		read_size = 4096;
+#ifdef TPC_CURL
+	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
+		return 1;
+#endif
 	return serve_forever("tpc-server", serve, false);
 }
