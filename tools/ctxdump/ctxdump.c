@@ -181,104 +181,6 @@ parse_options(struct ctxdump_control *ctl, int argc, char **argv)
 					"process id", 1, INT_MAX);
 }
 
-/* ---- permission diagnosis (strace diagnose_attach_eperm) ---- */
-
-/* Value of "Key:" in a /proc status file, or -1. */
-static long long
-status_field(const char *path, const char *key)
-{
-	char *buf, *p;
-	size_t len, kl = strlen(key);
-	long long v = -1;
-
-	if (remote_read_file(path, 1 << 16, &buf, &len) < 0)
-		return -1;
-	for (p = buf; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
-		if (strncmp(p, key, kl) == 0 && p[kl] == ':') {
-			v = strtoll(p + kl + 1, NULL, 10);
-			break;
-		}
-	}
-	free(buf);
-	return v;
-}
-
-static bool
-have_cap_sys_ptrace(void)
-{
-	char *buf, *p;
-	size_t len;
-	bool have = false;
-
-	if (remote_read_file("/proc/self/status", 1 << 16, &buf, &len) < 0)
-		return false;
-	p = strstr(buf, "\nCapEff:");
-	if (p)
-		have = (strtoull(p + 8, NULL, 16) >> 19) & 1; /* CAP_SYS_PTRACE */
-	free(buf);
-	return have;
-}
-
-static void
-diagnose_eperm(pid_t pid, pid_t tid)
-{
-	char path[64], comm[64] = "", state;
-	long long tracer, uid, scope = -1;
-	char *buf;
-	size_t len;
-
-	snprintf(path, sizeof(path), "/proc/%d/task/%d/status", (int)pid, (int)tid);
-	tracer = status_field(path, "TracerPid");
-	if (tracer > 0 && tracer != getpid()) {
-		if (stop_read_task_stat((pid_t)tracer, (pid_t)tracer, comm,
-					sizeof(comm), &state) < 0)
-			snprintf(comm, sizeof(comm), "?");
-		fprintf(stderr, "%s: process %d is already being traced by pid %lld (",
-			cli_name(), (int)pid, tracer);
-		output_text_escape(stderr, (const uint8_t *)comm, strlen(comm), false);
-		fputs("); only one tracer at a time is possible\n", stderr);
-		return;
-	}
-	uid = status_field(path, "Uid");
-	if (uid >= 0 && (uid_t)uid != geteuid() && !have_cap_sys_ptrace()) {
-		cli_warn("process %d may be owned by a different user (uid %lld); run "
-			 "ctxdump "
-			 "as that user or as root",
-			 (int)pid, uid);
-		return;
-	}
-	if (remote_read_file("/proc/sys/kernel/yama/ptrace_scope", 64, &buf, &len) ==
-	    0) {
-		scope = strtoll(buf, NULL, 10);
-		free(buf);
-	}
-	/* Yama scope 1 and 2 only restrict tracers without CAP_SYS_PTRACE;
-	 * scope 3 forbids every attach. */
-	if (scope == 3) {
-		cli_warn("kernel.yama.ptrace_scope = 3 forbids every ptrace attach "
-			 "(reboot "
-			 "needed to lower it)");
-		return;
-	}
-	if (scope >= 1 && !have_cap_sys_ptrace()) {
-		cli_warn("kernel.yama.ptrace_scope = %lld may be restricting this "
-			 "attach (run as "
-			 "root or grant CAP_SYS_PTRACE)",
-			 scope);
-		return;
-	}
-	if (!have_cap_sys_ptrace()) {
-		cli_warn("process %d may not be dumpable, or ctxdump runs in a "
-			 "container "
-			 "without CAP_SYS_PTRACE (docker run --cap-add SYS_PTRACE)",
-			 (int)pid);
-		return;
-	}
-	cli_warn(
-		"ctxdump has CAP_SYS_PTRACE; a seccomp filter or a security module may "
-		"forbid ptrace here");
-}
-
 /* ---- reading ---- */
 
 struct run {
@@ -978,6 +880,9 @@ dump_free(struct dump *d)
 	free(d->pd);
 }
 
+/* Threads of the stop still seized after it (stop_late_add()). */
+static struct stop_late late;
+
 static int
 finish(struct run *run, int status)
 {
@@ -993,6 +898,7 @@ finish(struct run *run, int status)
 		status = CLI_EXIT_FATAL;
 	}
 	dump_free(&run->d);
+	stop_late_free(&late);
 	return status;
 }
 
@@ -1131,7 +1037,7 @@ main(int argc, char **argv)
 	}
 	if (r == -EACCES || r == -EPERM) {
 		cli_warn("cannot read /proc/%d/maps: %s", (int)ctl.pid, strerror(-r));
-		diagnose_eperm(ctl.pid, ctl.pid);
+		stop_diagnose_eperm(ctl.pid, ctl.pid);
 		stop_free(&ss);
 		dump_free(d);
 		return CLI_EXIT_FATAL;
@@ -1184,7 +1090,7 @@ main(int argc, char **argv)
 		stop_release(&ss);
 		cli_warn("attach: ptrace(PTRACE_SEIZE, %d): %s", (int)ss.fail_tid,
 			 strerror(ss.fail_err));
-		diagnose_eperm(ctl.pid, ss.fail_tid);
+		stop_diagnose_eperm(ctl.pid, ss.fail_tid);
 		stop_free(&ss);
 		free_batches(&run);
 		dump_free(d);
@@ -1228,6 +1134,10 @@ main(int argc, char **argv)
 	d->stopped_ns = stop_window_ns(&ss);
 	d->stop_rounds = ss.rounds;
 	stop_release(&ss);
+	/* A thread that did not stop in time is still seized with its stop
+	 * pending: let it go as soon as it stops, not when we exit (the
+	 * output may block on a pipe for as long as its reader likes). */
+	(void)stop_late_add(&late, &ss);
 	stop_free(&ss);
 	if (r < 0) {
 		cli_warn("cannot collect the threads: %s", strerror(-r));

@@ -38,9 +38,10 @@ pfile_w_open(struct pfile_w *w, FILE *f)
 	put_le(h + 8, PFILE_VERSION, 2);
 	put_le(h + 10, PFILE_HEADER_SIZE, 2);
 	put_le(h + 12, 0, 4);
-	if (fwrite(h, 1, sizeof(h), f) != sizeof(h))
+	/* bytes: what the stream took (not what failed) */
+	w->bytes = fwrite(h, 1, sizeof(h), f);
+	if (w->bytes != sizeof(h))
 		w->err = -(errno ? errno : EIO);
-	w->bytes = sizeof(h);
 	return w->err;
 }
 
@@ -121,7 +122,7 @@ pfile_w_bytes(struct pfile_w *w, const void *p, size_t n)
 int
 pfile_w_end(struct pfile_w *w)
 {
-	size_t payload;
+	size_t payload, put;
 
 	if (w->err)
 		return w->err;
@@ -129,9 +130,10 @@ pfile_w_end(struct pfile_w *w)
 	if (payload > PFILE_PAYLOAD_MAX)
 		return w->err = -E2BIG;
 	put_le(w->buf, (uint64_t)w->type | (uint64_t)payload << 8, 4);
-	if (fwrite(w->buf, 1, w->len, w->f) != w->len)
+	put = fwrite(w->buf, 1, w->len, w->f);
+	if (put != w->len)
 		w->err = -(errno ? errno : EIO);
-	w->bytes += w->len;
+	w->bytes += put;
 	w->len = 0;
 	return w->err;
 }
@@ -200,16 +202,30 @@ pfile_r_bytes(struct pfile_r *r, const uint8_t **p, size_t *n)
 	return true;
 }
 
+/* Why fewer bytes came than asked for: the end of the file (a short
+ * file, -EBADMSG) or a failed read (its errno), which must not pass for
+ * the end: `report /tmp` is "Is a directory", and an I/O error in the
+ * middle of a file is not a recording cut short. */
+static int
+read_error(FILE *f)
+{
+	if (ferror(f))
+		return -(errno ? errno : EIO);
+	return -EBADMSG;
+}
+
 int
 pfile_read_header(FILE *f)
 {
 	uint8_t h[PFILE_HEADER_SIZE];
 	size_t hs;
 
-	if (fread(h, 1, 8, f) != 8 || memcmp(h, PFILE_MAGIC, 8) != 0)
+	if (fread(h, 1, 8, f) != 8)
+		return read_error(f);
+	if (memcmp(h, PFILE_MAGIC, 8) != 0)
 		return -EBADMSG;
 	if (fread(h + 8, 1, 8, f) != 8)
-		return -EBADMSG;
+		return read_error(f);
 	if (get_le(h + 8, 2) != PFILE_VERSION)
 		return -EPROTONOSUPPORT;
 	hs = (size_t)get_le(h + 10, 2);
@@ -218,7 +234,7 @@ pfile_read_header(FILE *f)
 	/* a longer header of a later minor revision: skip the rest */
 	for (; hs > PFILE_HEADER_SIZE; hs--)
 		if (fgetc(f) == EOF)
-			return -EBADMSG;
+			return read_error(f);
 	return 0;
 }
 
@@ -230,6 +246,8 @@ pfile_next(FILE *f, unsigned *type, uint8_t **buf, size_t *cap, size_t *len)
 	uint32_t v;
 
 	got = fread(pre, 1, 4, f);
+	if (got < 4 && ferror(f))
+		return read_error(f);
 	if (got == 0)
 		return 0;
 	if (got < 4)
@@ -246,7 +264,7 @@ pfile_next(FILE *f, unsigned *type, uint8_t **buf, size_t *cap, size_t *len)
 		*cap = n + 1;
 	}
 	if (fread(*buf, 1, n, f) != n)
-		return -EBADMSG;
+		return read_error(f);
 	*len = n;
 	return 1;
 }

@@ -26,14 +26,17 @@
 #define PFILE_HEADER_SIZE 16
 /* Largest payload: the 24-bit length field. */
 #define PFILE_PAYLOAD_MAX ((1u << 24) - 1)
-/* What a reader takes, far above what a recorder writes (at most 1024
- * frames a stack; symbols, modules and attribute values of at most 256
- * bytes): a file is hostile input, and a few bytes of it must not cost a
- * reader unbounded work (every sample walks its stack, every frame
- * copies its name).  A longer stack is a malformed record; a longer
- * string is cut. */
-#define PFILE_STACK_MAX  4096
-#define PFILE_STRING_MAX 4096
+/* What a reader takes: what a recorder writes (at most 1024 frames a
+ * stack, record.c MAX_FRAMES; symbols and modules of at most 255 bytes,
+ * unwind.h; attribute values of at most 255, TREC_VALUE_MAX and
+ * LAY_CL_STR_MAX).  A file is hostile input, and a few bytes of it must
+ * not cost a reader more than that: every sample walks its stack and
+ * every frame of a report spells out its name, so these two bound what
+ * one sample costs.  A longer stack is a malformed record; a longer
+ * string is cut (PFILE_STRING_CUT marks the cut). */
+#define PFILE_STACK_MAX  1024
+#define PFILE_STRING_MAX 256
+#define PFILE_STRING_CUT "..."
 
 enum pfile_type {
 	PFILE_INFO = 1,     /* recording parameters and the target */
@@ -102,10 +105,12 @@ uint32_t pfile_r_u32(struct pfile_r *r);
 bool pfile_r_raw(struct pfile_r *r, void *out, size_t n);
 bool pfile_r_bytes(struct pfile_r *r, const uint8_t **p, size_t *n);
 
-/* Check the file header.  Returns 0, -EBADMSG (not a ctxdump recording)
- * or -EPROTONOSUPPORT (a newer version). */
+/* Check the file header.  Returns 0, -EBADMSG (not a ctxdump recording),
+ * -EPROTONOSUPPORT (a newer version) or the negative errno of a failed
+ * read (EISDIR for a directory). */
 int pfile_read_header(FILE *f);
 
 /* Next record into *buf (grown as needed).  Returns 1, 0 at the end of
- * the file, or -EBADMSG for a record cut short (*truncated bytes). */
+ * the file, -EBADMSG for a record cut short, or the negative errno of a
+ * failed read (never taken for the end of the file). */
 int pfile_next(FILE *f, unsigned *type, uint8_t **buf, size_t *cap, size_t *len);

@@ -23,9 +23,11 @@
 #include "profile.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,6 +60,10 @@
 /* How often unresolved layouts, the process context and new modules may
  * be looked at again. */
 #define REFRESH_NS 1000000000ull
+/* Once a termination signal arrived, how long the rest of the recording
+ * may take to go out to a pipe or socket nobody reads from fast enough
+ * (a second signal gives up at once). */
+#define SIGNAL_GRACE_NS 3000000000ull
 
 struct rec_ctl {
 	pid_t pid;
@@ -186,7 +192,15 @@ struct rec {
 	 * through that exits is replaced at the next round. */
 	pid_t mem_pid;
 	struct pfile_w w;
-	FILE *out;
+	FILE *out; /* fopencookie(): out_write() on out_fd */
+	int out_fd;
+	bool out_own;       /* opened by us: closed at the end */
+	bool out_regular;   /* a regular file: writes never wait on a reader */
+	int out_err;        /* errno of a failed write */
+	uint64_t out_bytes; /* written, not merely buffered */
+	uint64_t grace_end;
+	/* -o FILE written to tmp_path, renamed to final_path (open_output()) */
+	char *tmp_path, *final_path;
 	uint64_t t0_mono, t0_real;
 
 	struct lay_proc lp;
@@ -224,19 +238,21 @@ struct rec {
 
 	uint64_t rounds, samples, lost_ticks, failed_rounds, timeouts;
 	uint64_t skipped_rounds;
-	int last_err; /* of a failed round */
+	int last_err;   /* of a failed round */
+	pid_t fail_tid; /* whose PTRACE_SEIZE failed (-EPERM) */
 	uint64_t win_sum, win_max;
 	uint64_t reset_ns;
 	int end_reason;
 	int error;
 };
 
-static volatile sig_atomic_t rec_signal;
+static volatile sig_atomic_t rec_signal, rec_signals;
 
 static void
 on_signal(int sig)
 {
 	rec_signal = sig;
+	rec_signals++;
 }
 
 static uint64_t
@@ -272,13 +288,21 @@ intern_cstr(struct rec *rc, const char *s)
 	return intern_string(rc, s, strlen(s));
 }
 
+/* A frame is known by its address and its module: an address first seen
+ * in no known module (a library mapped since the module list was read)
+ * resolves once the list is read again, and a library mapped where
+ * another one was gets frames of its own. */
 static uint32_t
 intern_frame(struct rec *rc, const struct stack_frame *f)
 {
+	uint8_t key[sizeof(f->ip) + STACK_MODULE_MAX];
+	size_t ml = strnlen(f->module, STACK_MODULE_MAX);
 	uint32_t id, sym, mod;
 	bool fresh;
 
-	id = itab_get(&rc->frame_tab, &f->ip, sizeof(f->ip), &fresh);
+	memcpy(key, &f->ip, sizeof(f->ip));
+	memcpy(key + sizeof(f->ip), f->module, ml);
+	id = itab_get(&rc->frame_tab, key, sizeof(f->ip) + ml, &fresh);
 	if (!fresh)
 		return id;
 	sym = intern_cstr(rc, f->symbol);
@@ -746,6 +770,8 @@ sample_round(struct rec *rc)
 		}
 		stop_release(&ss);
 		(void)stop_late_add(&rc->late, &ss); /* else released at exit */
+		if (r == -EPERM)
+			rc->fail_tid = ss.fail_tid;
 		stop_free(&ss);
 		return r == -EINTR ? 0 : r;
 	}
@@ -819,7 +845,7 @@ sample_round(struct rec *rc)
 	stack_arena_recycle(&rc->arena);
 	stop_free(&ss);
 	if (fflush(rc->out) != 0 && !rc->w.err)
-		rc->w.err = -errno;
+		rc->w.err = -(rc->out_err ? rc->out_err : errno ? errno : EIO);
 	return 0;
 }
 
@@ -857,10 +883,212 @@ rec_free(struct rec *rc)
 	free(rc->ctx);
 	free(rc->key);
 	stop_late_free(&rc->late);
+	if (rc->out)
+		fclose(rc->out); /* an error path: nothing more to say */
+	if (rc->out_own)
+		close(rc->out_fd);
+	if (rc->tmp_path) {
+		/* nothing recorded: FILE stays as it was */
+		(void)unlink(rc->tmp_path);
+		free(rc->tmp_path);
+		free(rc->final_path);
+	}
 	if (rc->has_pctx)
 		pctxr_free(&rc->pctx);
 	free(rc->pd);
 	pfile_w_close(&rc->w);
+}
+
+/* ---- the output ---- */
+
+/* The stream's write function.  A thread that missed a round's deadline
+ * is still seized with its stop pending (rc->late); SIGCHLD lets it go
+ * the moment it stops (stop_late_add()), and the waits below look too.
+ * A pipe or socket is written in PIPE_BUF pieces once poll() says it
+ * takes more, so a reader that stops reading (a pager, a slow ssh) never
+ * blocks us inside write() for good: a termination signal still ends the
+ * recording, with SIGNAL_GRACE_NS for the rest to go out.  The descriptor
+ * may be shared (standard output): it is not made non-blocking.  Only
+ * bytes that write() took are counted. */
+static ssize_t
+out_write(void *cookie, const char *buf, size_t n)
+{
+	struct rec *rc = cookie;
+	size_t done = 0;
+
+	while (done < n && !rc->out_err) {
+		size_t len = n - done;
+		ssize_t w;
+
+		if (!rc->out_regular) {
+			struct pollfd pfd = {.fd = rc->out_fd, .events = POLLOUT};
+			int timeout, pr;
+
+			/* also lets the job-control stops through once no
+			 * thread is held (Ctrl-Z while the output waits) */
+			stop_late_release(&rc->late, 0);
+			timeout = rc->late.n ? 10 : -1;
+
+			if (rec_signal) {
+				uint64_t now = remote_now_ns(), ms;
+
+				if (!rc->grace_end)
+					rc->grace_end = now + SIGNAL_GRACE_NS;
+				if (now >= rc->grace_end || rec_signals > 1) {
+					rc->out_err = ETIMEDOUT;
+					break;
+				}
+				ms = (rc->grace_end - now) / 1000000u + 1;
+				if (timeout < 0 || ms < (uint64_t)timeout)
+					timeout = (int)ms;
+			}
+			pr = poll(&pfd, 1, timeout);
+			if (pr < 0 && errno != EINTR) {
+				rc->out_err = errno;
+				break;
+			}
+			if (pr <= 0)
+				continue;
+			if (len > PIPE_BUF)
+				len = PIPE_BUF;
+		}
+		w = write(rc->out_fd, buf + done, len);
+		if (w < 0) {
+			if (errno != EINTR && errno != EAGAIN)
+				rc->out_err = errno;
+			continue;
+		}
+		done += (size_t)w;
+		rc->out_bytes += (uint64_t)w;
+	}
+	if (done < n)
+		errno = rc->out_err ? rc->out_err : EIO;
+	return (ssize_t)done;
+}
+
+/* The temporary file next to path: ".NAME.PID.N.tmp" in its directory. */
+static int
+open_temp(const char *path, char **tmp_out)
+{
+	const char *slash = strrchr(path, '/');
+	int dl = slash ? (int)(slash - path + 1) : 0;
+	size_t cap = strlen(path) + 48;
+	char *tmp = malloc(cap);
+	unsigned i;
+	int fd = -1;
+
+	if (!tmp)
+		return -ENOMEM;
+	for (i = 0; i < 100; i++) {
+		snprintf(tmp, cap, "%.*s.%s.%d.%u.tmp", dl, path, path + dl,
+			 (int)getpid(), i);
+		/* as fopen(): 0666 less the umask */
+		fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+		if (fd >= 0 || errno != EEXIST)
+			break;
+	}
+	if (fd < 0) {
+		int e = errno;
+
+		free(tmp);
+		return -e;
+	}
+	*tmp_out = tmp;
+	return fd;
+}
+
+/* -o FILE goes to a temporary file in FILE's directory, renamed over FILE
+ * once a round is recorded (commit_output()), or at the end of a
+ * recording that did not fail: a recording that fails (the target is
+ * traced already, or gone) leaves an earlier FILE as it was.  A symbolic
+ * link keeps pointing to the new file.  Written directly (truncated at
+ * once, as before): a FILE that is not a regular file (a FIFO,
+ * /dev/null), and FILE in a directory we cannot create files in.
+ * Returns 0 or a negative errno. */
+static int
+open_output(struct rec *rc)
+{
+	const char *path = rc->ctl->output;
+	struct stat st, lst;
+	bool exists;
+	int fd = -1;
+
+	if (strcmp(path, "-") == 0) {
+		rc->out_fd = STDOUT_FILENO;
+	} else {
+		exists = stat(path, &st) == 0;
+		if (exists && S_ISREG(st.st_mode)) {
+			/* the permission fopen() would need */
+			fd = open(path, O_WRONLY | O_CLOEXEC);
+			if (fd < 0)
+				return -errno;
+			close(fd);
+			fd = -1;
+			rc->final_path = realpath(path, NULL);
+		} else if (!exists && lstat(path, &lst) != 0) {
+			rc->final_path = strdup(path);
+		}
+		if (rc->final_path) {
+			fd = open_temp(rc->final_path, &rc->tmp_path);
+			if (fd >= 0 && exists)
+				(void)fchmod(fd, st.st_mode & 0777);
+			if (fd < 0) {
+				free(rc->final_path);
+				rc->final_path = NULL;
+			}
+		}
+		if (fd < 0)
+			fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+		if (fd < 0)
+			return -errno;
+		rc->out_fd = fd;
+		rc->out_own = true;
+	}
+	if (fstat(rc->out_fd, &st) == 0 && S_ISREG(st.st_mode))
+		rc->out_regular = true;
+	rc->out = fopencookie(rc, "w", (cookie_io_functions_t){.write = out_write});
+	if (!rc->out)
+		return -ENOMEM;
+	setvbuf(rc->out, NULL, _IOFBF, 1u << 18);
+	return 0;
+}
+
+/* The temporary file becomes FILE. */
+static void
+commit_output(struct rec *rc)
+{
+	if (!rc->tmp_path)
+		return;
+	if (rename(rc->tmp_path, rc->final_path) != 0 && !rc->w.err)
+		rc->w.err = -errno;
+	free(rc->tmp_path);
+	free(rc->final_path);
+	rc->tmp_path = rc->final_path = NULL;
+}
+
+/* Flush, and close what we opened; the first error into rc->w.err. */
+static void
+close_output(struct rec *rc)
+{
+	if (rc->out && fflush(rc->out) != 0 && !rc->w.err)
+		rc->w.err = -(rc->out_err ? rc->out_err : errno ? errno : EIO);
+	if (rc->out)
+		fclose(rc->out);
+	rc->out = NULL;
+	if (rc->out_own && close(rc->out_fd) != 0 && !rc->w.err)
+		rc->w.err = -errno;
+	rc->out_own = false;
+}
+
+static void
+warn_write_error(const struct rec *rc, const char *outname)
+{
+	if (rc->w.err == -ETIMEDOUT && rc->out_err == ETIMEDOUT)
+		cli_warn("%s did not take the rest of the recording within %u s of "
+			 "the signal: the recording is incomplete",
+			 outname, (unsigned)(SIGNAL_GRACE_NS / 1000000000u));
+	else
+		cli_warn("write error on %s: %s", outname, strerror(-rc->w.err));
 }
 
 /* ---- command line ---- */
@@ -889,6 +1117,7 @@ usage(void)
 	      "     --stack-size <bytes>  stack bytes copied per thread (default 64K)\n"
 	      " -q, --quiet               no summary at the end\n"
 	      " -h, --help                display this help\n"
+	      " -V, --version             display version\n"
 	      "\n"
 	      "For more details see ctxdump(1).\n",
 	      stdout);
@@ -907,6 +1136,7 @@ parse_args(struct rec_ctl *ctl, int argc, char **argv)
 		{"stack-size", required_argument, NULL, OPT_STACK_SIZE},
 		{"quiet", no_argument, NULL, 'q'},
 		{"help", no_argument, NULL, 'h'},
+		{"version", no_argument, NULL, 'V'},
 		{NULL, 0, NULL, 0},
 	};
 	char *end;
@@ -918,7 +1148,7 @@ parse_args(struct rec_ctl *ctl, int argc, char **argv)
 	ctl->stack_size = DEFAULT_STACK_SIZE;
 	opterr = 0;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, ":F:d:o:n:qh", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":F:d:o:n:qhV", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'F':
 			ctl->rate =
@@ -948,6 +1178,10 @@ parse_args(struct rec_ctl *ctl, int argc, char **argv)
 			break;
 		case 'h':
 			usage();
+		case 'V':
+			/* the line of ctxdump -V (util-linux: every command) */
+			printf("ctxdump from ctxshim %s\n", CTXSHIM_VERSION);
+			exit(CLI_EXIT_OK);
 		default:
 			cli_option_error(c, argv, false);
 		}
@@ -980,21 +1214,26 @@ install_signals(void)
 	signal(SIGPIPE, SIG_IGN);
 }
 
-/* Sleep until the monotonic time t (or a signal). */
+/* Sleep until the monotonic time t (or a termination signal; SIGCHLD,
+ * which lets late threads go (stop_late_add()), sleeps on). */
 static void
 sleep_until(uint64_t t)
 {
 	struct timespec ts = {.tv_sec = (time_t)(t / 1000000000u),
 			      .tv_nsec = (long)(t % 1000000000u)};
 
-	(void)clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
+	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR &&
+	       !rec_signal)
+		;
 }
 
 /* Sleep until t; meanwhile let a late thread go as soon as it stops (a
- * stopped thread must not wait for the next round). */
+ * stopped thread must not wait for the next round; SIGCHLD does it too,
+ * and then this lets the job-control stops held for it through). */
 static void
 wait_until(struct rec *rc, uint64_t t)
 {
+	stop_late_release(&rc->late, 0);
 	while (rc->late.n && !rec_signal) {
 		uint64_t now = remote_now_ns();
 
@@ -1015,7 +1254,7 @@ print_summary(const struct rec *rc, uint64_t elapsed)
 		" rounds over %.3f s written to %s (%" PRIu64 " bytes)\n",
 		rc->samples, rc->rounds, (double)elapsed / 1e9,
 		strcmp(rc->ctl->output, "-") == 0 ? "standard output" : rc->ctl->output,
-		rc->w.bytes);
+		rc->out_bytes);
 	if (!rc->rounds && !rc->skipped_rounds && !rc->failed_rounds)
 		return;
 	fputs("ctxdump record: ", stderr);
@@ -1052,6 +1291,7 @@ record_main(int argc, char **argv)
 	uint64_t interval, next, end_t = 0, now;
 	bool to_stdout;
 	int r, status = CLI_EXIT_OK;
+	const char *outname;
 
 	cli_set_name("ctxdump record");
 	parse_args(&ctl, argc, argv);
@@ -1109,13 +1349,13 @@ record_main(int argc, char **argv)
 		rec_free(rc);
 		return CLI_EXIT_USAGE;
 	}
-	rc->out = to_stdout ? stdout : fopen(ctl.output, "we");
-	if (!rc->out) {
-		cli_warn("cannot open %s: %s", ctl.output, strerror(errno));
+	outname = to_stdout ? "standard output" : ctl.output;
+	r = open_output(rc);
+	if (r < 0) {
+		cli_warn("cannot open %s: %s", ctl.output, strerror(-r));
 		rec_free(rc);
 		return CLI_EXIT_FATAL;
 	}
-	setvbuf(rc->out, NULL, _IOFBF, 1u << 18);
 	rc->t0_mono = remote_now_ns();
 	rc->t0_real = now_real_ns();
 	pfile_w_open(&rc->w, rc->out);
@@ -1162,23 +1402,26 @@ record_main(int argc, char **argv)
 			rc->last_err = r;
 			if (!rc->rounds) {
 				/* nothing recorded: attach fails for good */
-				cli_warn("cannot stop process %d: %s%s", (int)ctl.pid,
-					 strerror(-r),
-					 r == -EPERM
-						 ? " (already traced, or not permitted)"
-						 : "");
+				cli_warn("cannot stop process %d: %s", (int)ctl.pid,
+					 strerror(-r));
+				if (r == -EPERM)
+					stop_diagnose_eperm(ctl.pid,
+							    rc->fail_tid ? rc->fail_tid
+									 : ctl.pid);
 				rc->end_reason = PFILE_END_ERROR;
 				status = CLI_EXIT_FATAL;
 				break;
 			}
 		}
 		if (rc->w.err) {
-			cli_warn("write error on %s: %s", ctl.output,
-				 strerror(-rc->w.err));
+			warn_write_error(rc, outname);
 			rc->end_reason = PFILE_END_ERROR;
 			status = CLI_EXIT_FATAL;
 			break;
 		}
+		/* a round is recorded: the file replaces an earlier one */
+		if (rc->rounds && rc->tmp_path)
+			commit_output(rc);
 		if (rec_signal)
 			continue;
 		now = remote_now_ns();
@@ -1203,14 +1446,14 @@ record_main(int argc, char **argv)
 	 * releases the rest) */
 	stop_late_release(&rc->late, 200);
 	write_end(rc);
-	if (fflush(rc->out) != 0 && !rc->w.err)
-		rc->w.err = -errno;
-	if (!to_stdout && fclose(rc->out) != 0 && !rc->w.err)
-		rc->w.err = -errno;
+	close_output(rc);
 	if (rc->w.err && status == CLI_EXIT_OK) {
-		cli_warn("write error on %s: %s", ctl.output, strerror(-rc->w.err));
+		warn_write_error(rc, outname);
 		status = CLI_EXIT_FATAL;
 	}
+	/* an earlier FILE is replaced only by a recording that did not fail */
+	if (status != CLI_EXIT_FATAL)
+		commit_output(rc);
 	if (!ctl.quiet)
 		print_summary(rc, remote_now_ns() - rc->t0_mono);
 	if (status == CLI_EXIT_OK && rc->failed_rounds)

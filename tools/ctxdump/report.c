@@ -21,6 +21,7 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,6 +35,9 @@
 #include "w3c.h"
 
 #define MAX_FILTERS 16
+/* --spans: spans kept for the output (sorted before it is printed), about
+ * 100 bytes each; the JSON of one is about 400. */
+#define DEFAULT_MAX_SPANS 500000
 /* Contexts kept per sample: one per layout. */
 #define SAMPLE_CTX LAY_N
 
@@ -172,6 +176,31 @@ dup_bytes(const uint8_t *b, size_t n)
 	if (s) {
 		memcpy(s, b, n);
 		s[n] = '\0';
+	}
+	return s;
+}
+
+/* A string of the file, cut to PFILE_STRING_MAX bytes with a visible
+ * mark (PFILE_STRING_CUT): a recorder writes none that long, and every
+ * frame and attribute of a report spells its strings out again. */
+static char *
+dup_cut(const uint8_t *b, size_t n)
+{
+	const size_t mark = sizeof(PFILE_STRING_CUT) - 1;
+	size_t keep, i;
+	char *s;
+
+	if (n <= PFILE_STRING_MAX)
+		return dup_bytes(b, n);
+	/* not inside a UTF-8 sequence: back off its continuation bytes (at
+	 * most 3; what is not UTF-8 anyway is escaped when printed) */
+	keep = PFILE_STRING_MAX - mark;
+	for (i = 0; i < 3 && (b[keep] & 0xc0) == 0x80; i++)
+		keep--;
+	s = malloc(keep + mark + 1);
+	if (s) {
+		memcpy(s, b, keep);
+		memcpy(s + keep, PFILE_STRING_CUT, mark + 1);
 	}
 	return s;
 }
@@ -519,16 +548,18 @@ load_record(
 		struct r_str *s;
 
 		id = pfile_r_u32(&r);
-		if (!pfile_r_bytes(&r, &bp, &bl) || !id_ok(id, &p->strings))
+		if (!pfile_r_bytes(&r, &bp, &bl) || !id_ok(id, &p->strings)) {
+			r.bad = true; /* malformed: skipped and counted */
 			break;
+		}
 		s = vec_slot(&p->strings, id);
 		if (!s)
 			return false;
-		if (bl > PFILE_STRING_MAX)
-			bl = PFILE_STRING_MAX;
 		free(s->p);
-		s->p = dup_bytes(bp, bl);
-		s->n = (uint32_t)bl;
+		s->p = dup_cut(bp, bl);
+		if (!s->p)
+			return false;
+		s->n = (uint32_t)strlen(s->p);
 		break;
 	}
 	case PFILE_FRAME: {
@@ -540,8 +571,10 @@ load_record(
 		f.mod = pfile_r_u32(&r);
 		f.offset = pfile_r_u(&r);
 		f.flags = pfile_r_u32(&r);
-		if (r.bad || !id_ok(id, &p->frames))
+		if (r.bad || !id_ok(id, &p->frames)) {
+			r.bad = true;
 			break;
+		}
 		fp = vec_slot(&p->frames, id);
 		if (!fp)
 			return false;
@@ -557,8 +590,10 @@ load_record(
 		flags = pfile_r_u32(&r);
 		cnt = pfile_r_u32(&r);
 		if (r.bad || !id_ok(id, &p->stacks) || cnt > PFILE_STACK_MAX ||
-		    cnt > (size_t)(r.end - r.p))
+		    cnt > (size_t)(r.end - r.p)) {
+			r.bad = true;
 			break;
+		}
 		s = vec_slot(&p->stacks, id);
 		if (!s)
 			return false;
@@ -588,8 +623,10 @@ load_record(
 			pfile_r_raw(&r, c.txn, 8);
 		c.n = pfile_r_u32(&r);
 		if (r.bad || !id_ok(id, &p->ctxs) || c.n > LAY_ATTRS_MAX ||
-		    c.kind >= LAY_N)
+		    c.kind >= LAY_N) {
+			r.bad = true;
 			break;
+		}
 		c.kv = malloc((c.n ? c.n : 1) * 2 * sizeof(uint32_t));
 		if (!c.kv)
 			return false;
@@ -673,11 +710,15 @@ load(struct prof *p, FILE *f, const char *path)
 	int r;
 
 	r = pfile_read_header(f);
-	if (r < 0) {
+	if (r == -EBADMSG || r == -EPROTONOSUPPORT) {
 		cli_warn("%s: %s", path,
 			 r == -EPROTONOSUPPORT
 				 ? "recorded by a newer ctxdump (unsupported version)"
 				 : "not a ctxdump recording");
+		goto out;
+	}
+	if (r < 0) {
+		cli_warn("cannot read %s: %s", path, strerror(-r));
 		goto out;
 	}
 	/* the strings vector starts with the reserved id 0 */
@@ -696,13 +737,23 @@ load(struct prof *p, FILE *f, const char *path)
 		p->truncated = true;
 		r = 0;
 	}
-	if (r < 0)
+	if (r == -ENOMEM)
 		cli_warn("%s: %s", path, strerror(-r));
+	else if (r < 0)
+		cli_warn("cannot read %s: %s", path, strerror(-r));
 out:
 	free(buf);
 	free(fm.h);
 	free(fm.id);
 	return r;
+}
+
+/* A string from the target (through the file) on standard output: no
+ * control byte or invalid UTF-8 reaches the terminal (output.h). */
+static void
+put_text(const char *s)
+{
+	output_text_escape(stdout, (const uint8_t *)s, strlen(s), false);
 }
 
 /* ---- sample properties ---- */
@@ -867,6 +918,7 @@ struct rpt_ctl {
 	bool context_spans;
 	bool collapse;
 	unsigned min_samples;
+	size_t max_spans;
 	unsigned top;
 	unsigned max_traces;
 };
@@ -993,6 +1045,16 @@ cmap_find(struct cmap *m, const char *key, size_t len)
 	return NULL;
 }
 
+/* The key of the entry whose count cmap_find() returned. */
+static const char *
+cmap_key(const uint64_t *count)
+{
+	return ((const struct cmap_ent *)(const void *)((const char *)count -
+							offsetof(struct cmap_ent,
+								 count)))
+		->key;
+}
+
 static void
 cmap_free(struct cmap *m)
 {
@@ -1003,14 +1065,6 @@ cmap_free(struct cmap *m)
 	free(m->v);
 	m->v = NULL;
 	m->cap = m->n = 0;
-}
-
-static int
-cmp_ent_key(const void *a, const void *b)
-{
-	const struct cmap_ent *x = a, *y = b;
-
-	return strcmp(x->key, y->key);
 }
 
 /* ---- --folded ---- */
@@ -1046,57 +1100,201 @@ sb_put(struct sbuf *b, const char *s, size_t n)
 }
 
 /* A folded-stack frame: ';' separates frames and the line ends with
- * " count", so ';' becomes ':' and control characters a '?'. */
+ * " count" (the last space-separated field, so spaces in names are
+ * fine), so ';' becomes ':'; control characters (C0, DEL, C1) and bytes
+ * that are not UTF-8 become '?': a frame names what the target said, and
+ * the output goes to terminals and other tools. */
 static void
 sb_frame(struct sbuf *b, const char *s)
 {
-	size_t start = b->len, i;
+	const uint8_t *u = (const uint8_t *)s;
+	size_t n = strlen(s), i, l;
+	uint32_t cp;
 
 	if (b->len)
 		sb_put(b, ";", 1);
-	start = b->len;
-	sb_put(b, s, strlen(s));
-	for (i = start; !b->oom && i < b->len; i++) {
-		unsigned char c = (unsigned char)b->p[i];
-
-		if (c == ';')
-			b->p[i] = ':';
-		else if (c < 0x20 || c == 0x7f)
-			b->p[i] = '?';
+	for (i = 0; i < n; i += l) {
+		l = output_utf8_next(u + i, n - i, &cp);
+		if (!l) {
+			l = 1;
+			sb_put(b, "?", 1);
+		} else if (cp < 0x20 || (cp >= 0x7f && cp <= 0x9f)) {
+			sb_put(b, "?", 1);
+		} else if (cp == ';') {
+			sb_put(b, ":", 1);
+		} else {
+			sb_put(b, s + i, l);
+		}
 	}
 }
 
-/* The frames of stack st, outermost first. */
-static void
-sb_stack(struct sbuf *b, const struct prof *p, const struct r_stack *st)
-{
-	size_t k;
+/* The folded lines are never all spelled out: a stack's line is up to
+ * PFILE_STACK_MAX frames of up to PFILE_STRING_MAX bytes, and a file of a
+ * few bytes per stack can hold many.  A line is its first frames (the
+ * prefix: service, request, trace; interned, split at ';') and a stack,
+ * whose frames are interned folded names (ids: equal ids, equal names).
+ * Lines are sorted and merged by comparing those pieces as strcmp() would
+ * compare the lines, and printed one piece at a time. */
+#define FOLD_NONE UINT32_MAX
 
-	if (!st || !st->n)
-		sb_frame(b, "[no stack]");
-	else if (st->flags & PFILE_STACK_TRUNCATED)
-		sb_frame(b, "[truncated]");
-	for (k = st ? st->n : 0; k-- > 0;)
-		sb_frame(b, fn_name(p, frame_fn(p, st->f[k])));
+struct fold_pre {
+	const char *s; /* the prefix, frames joined by ';' (a key of the map) */
+	uint32_t n_seg;
+	uint32_t off[3], len[3];
+};
+
+struct fold_line {
+	uint32_t pre;    /* prefix id */
+	uint32_t stack;  /* stack id */
+	uint32_t marker; /* name id of [no stack] / [truncated], or FOLD_NONE */
+	uint64_t count;
+};
+
+struct fold {
+	const struct prof *p;
+	struct fold_pre *pre;
+	size_t n_pre;
+	uint32_t *fn_name; /* function id -> name id */
+	const char **name; /* name id -> folded name (a key of the map) */
+	uint32_t *name_len;
+	size_t n_names;
+	uint32_t unknown; /* name id of fn_name()'s "?" */
+};
+
+/* The name id of the folded form of s (names: name -> id + 1). */
+static uint32_t
+fold_intern(struct fold *F, struct cmap *names, struct sbuf *b, const char *s)
+{
+	uint64_t *slot;
+
+	b->len = 0;
+	sb_frame(b, s);
+	if (b->oom)
+		return FOLD_NONE;
+	slot = cmap_find(names, b->p, b->len);
+	if (slot)
+		return (uint32_t)(*slot - 1);
+	if (!cmap_add(names, b->p, b->len, F->n_names + 1))
+		return FOLD_NONE;
+	slot = cmap_find(names, b->p, b->len);
+	F->name[F->n_names] = cmap_key(slot);
+	F->name_len[F->n_names] = (uint32_t)b->len;
+	return (uint32_t)F->n_names++;
 }
 
-/* Samples are counted by their first frames (service, request, trace) and
- * stack id, and each distinct pair is spelled out once: a stack's line can
- * be long, and a hostile file has millions of samples of a few bytes. */
+static size_t
+fold_nseg(const struct fold *F, const struct fold_line *l)
+{
+	const struct r_stack *st = stack_of(F->p, l->stack);
+
+	return F->pre[l->pre].n_seg + (l->marker != FOLD_NONE) + (st ? st->n : 0);
+}
+
+/* Piece i of line l: its bytes and its name id (FOLD_NONE: a prefix
+ * frame, compared byte by byte). */
+static void
+fold_seg(const struct fold *F,
+	 const struct fold_line *l,
+	 size_t i,
+	 const char **s,
+	 size_t *n,
+	 uint32_t *id)
+{
+	const struct fold_pre *pr = &F->pre[l->pre];
+	const struct r_stack *st;
+	uint32_t fn;
+
+	if (i < pr->n_seg) {
+		*s = pr->s + pr->off[i];
+		*n = pr->len[i];
+		*id = FOLD_NONE;
+		return;
+	}
+	i -= pr->n_seg;
+	if (l->marker != FOLD_NONE) {
+		if (i == 0) {
+			*id = l->marker;
+			goto name;
+		}
+		i--;
+	}
+	/* frames outermost first */
+	st = stack_of(F->p, l->stack);
+	fn = frame_fn(F->p, st->f[st->n - 1 - i]);
+	*id = fn < F->p->fns.n ? F->fn_name[fn] : F->unknown;
+name:
+	*s = F->name[*id];
+	*n = F->name_len[*id];
+}
+
+/* strcmp() of the two lines, piece by piece: no name holds ';' or NUL,
+ * so where one piece is a prefix of the other, the shorter line goes on
+ * with ';' (or ends) against a byte of a name. */
+static int
+fold_cmp(const void *x, const void *y, void *arg)
+{
+	const struct fold *F = arg;
+	const struct fold_line *a = x, *b = y;
+	size_t na = fold_nseg(F, a), nb = fold_nseg(F, b), i;
+
+	for (i = 0;; i++) {
+		const char *sa, *sb;
+		size_t la, lb;
+		uint32_t ia, ib;
+		int c;
+
+		if (i == na || i == nb)
+			return (i < nb) ? -1 : (i < na) ? 1 : 0;
+		fold_seg(F, a, i, &sa, &la, &ia);
+		fold_seg(F, b, i, &sb, &lb, &ib);
+		if (ia != FOLD_NONE && ia == ib)
+			continue;
+		c = memcmp(sa, sb, la < lb ? la : lb);
+		if (c)
+			return c;
+		if (la == lb)
+			continue;
+		if (la < lb)
+			return (i + 1 < na ? ';' : 0) < (uint8_t)sb[la] ? -1 : 1;
+		return (uint8_t)sa[lb] < (i + 1 < nb ? ';' : 0) ? -1 : 1;
+	}
+}
+
+static int
+cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* Samples are counted by their prefix and stack id (pairs sorted), and
+ * lines that read the same (two stacks may) are merged after sorting. */
 static int
 report_folded(const struct prof *p, const struct rpt_ctl *ctl)
 {
-	struct cmap m = {0}, lines = {0};
+	struct cmap pres = {0}, names = {0};
+	struct fold F = {.p = p};
 	struct sbuf b = {0};
-	char svc[256], req[512], h[33], th[96], id[16];
-	struct cmap_ent *v = NULL;
-	size_t i, n = 0;
+	struct fold_line *lines = NULL;
+	uint64_t *pairs = NULL;
+	char svc[256], req[512], h[33], th[96];
+	uint32_t no_stack, cut;
+	size_t i, j, n = 0, n_lines = 0;
 	int ret = CLI_EXIT_OK;
 
 	service_name(p, svc, sizeof(svc));
+	pairs = malloc((p->samples.n ? p->samples.n : 1) * sizeof(*pairs));
+	F.fn_name = malloc((p->fns.n ? p->fns.n : 1) * sizeof(*F.fn_name));
+	/* every function, "?", the two markers */
+	F.name = malloc((p->fns.n + 3) * sizeof(*F.name));
+	F.name_len = malloc((p->fns.n + 3) * sizeof(*F.name_len));
+	if (!pairs || !F.fn_name || !F.name || !F.name_len)
+		goto oom;
 	for (i = 0; i < p->samples.n; i++) {
 		const struct r_sample *s = (const struct r_sample *)p->samples.v + i;
 		const struct r_ctx *c;
+		uint64_t *slot;
 
 		if (!sample_matches(p, ctl, s))
 			continue;
@@ -1112,112 +1310,175 @@ report_folded(const struct prof *p, const struct rpt_ctl *ctl)
 		} else {
 			sb_frame(&b, "[no trace]");
 		}
-		/* sb_frame() leaves no control byte: \x01 separates the id */
-		snprintf(id, sizeof(id), "\x01%u", s->stack);
-		sb_put(&b, id, strlen(id));
-		if (b.oom || !cmap_add(&m, b.p, b.len, 1))
+		if (b.oom)
 			goto oom;
-	}
-	for (i = 0; i < m.cap; i++) {
-		const char *key = m.v[i].key, *sep;
+		slot = cmap_find(&pres, b.p, b.len);
+		if (!slot) {
+			struct fold_pre *np;
 
-		if (!key)
+			if (F.n_pre == UINT32_MAX)
+				goto oom;
+			if ((F.n_pre & (F.n_pre - 1)) == 0) {
+				np = realloc(F.pre,
+					     (F.n_pre ? 2 * F.n_pre : 1) * sizeof(*np));
+				if (!np)
+					goto oom;
+				F.pre = np;
+			}
+			if (!cmap_add(&pres, b.p, b.len, F.n_pre + 1))
+				goto oom;
+			slot = cmap_find(&pres, b.p, b.len);
+			F.pre[F.n_pre++] = (struct fold_pre){0};
+		}
+		pairs[n++] = (*slot - 1) << 32 | s->stack;
+	}
+	/* the prefixes' own strings and pieces */
+	for (i = 0; i < pres.cap; i++) {
+		struct fold_pre *pr;
+		const char *k = pres.v[i].key, *e;
+
+		if (!k)
 			continue;
-		sep = strrchr(key, '\x01');
-		b.len = 0;
-		sb_put(&b, key, (size_t)(sep - key));
-		sb_stack(&b, p, stack_of(p, (uint32_t)strtoul(sep + 1, NULL, 10)));
-		/* two stacks may read the same */
-		if (b.oom || !cmap_add(&lines, b.p, b.len, m.v[i].count))
+		pr = &F.pre[pres.v[i].count - 1];
+		pr->s = k;
+		for (e = k; pr->n_seg < 3; e++) {
+			const char *semi = strchr(e, ';');
+
+			pr->off[pr->n_seg] = (uint32_t)(e - k);
+			pr->len[pr->n_seg] =
+				(uint32_t)(semi ? (size_t)(semi - e) : strlen(e));
+			pr->n_seg++;
+			if (!semi)
+				break;
+			e = semi;
+		}
+	}
+	for (i = 0; i < p->fns.n; i++) {
+		F.fn_name[i] = fold_intern(&F, &names, &b, fn_name(p, (uint32_t)i));
+		if (F.fn_name[i] == FOLD_NONE)
 			goto oom;
 	}
-	v = malloc((lines.n ? lines.n : 1) * sizeof(*v));
-	if (!v)
+	F.unknown = fold_intern(&F, &names, &b, "?");
+	no_stack = fold_intern(&F, &names, &b, "[no stack]");
+	cut = fold_intern(&F, &names, &b, "[truncated]");
+	if (F.unknown == FOLD_NONE || no_stack == FOLD_NONE || cut == FOLD_NONE)
 		goto oom;
-	for (i = 0; i < lines.cap; i++)
-		if (lines.v[i].key)
-			v[n++] = lines.v[i];
-	qsort(v, n, sizeof(*v), cmp_ent_key);
-	for (i = 0; i < n; i++)
-		printf("%s %" PRIu64 "\n", v[i].key, v[i].count);
+	/* the distinct (prefix, stack) pairs and their counts */
+	qsort(pairs, n, sizeof(*pairs), cmp_u64);
+	lines = malloc((n ? n : 1) * sizeof(*lines));
+	if (!lines)
+		goto oom;
+	for (i = 0; i < n; i = j) {
+		const struct r_stack *st;
+		struct fold_line *l = &lines[n_lines++];
+
+		for (j = i + 1; j < n && pairs[j] == pairs[i]; j++)
+			;
+		l->pre = (uint32_t)(pairs[i] >> 32);
+		l->stack = (uint32_t)pairs[i];
+		l->count = j - i;
+		st = stack_of(p, l->stack);
+		l->marker = !st || !st->n                         ? no_stack
+			    : (st->flags & PFILE_STACK_TRUNCATED) ? cut
+								  : FOLD_NONE;
+		if (!st || !st->n)
+			l->stack = 0;
+	}
+	qsort_r(lines, n_lines, sizeof(*lines), fold_cmp, &F);
+	for (i = 0; i < n_lines; i = j) {
+		uint64_t count = lines[i].count;
+		size_t k, ns = fold_nseg(&F, &lines[i]);
+
+		for (j = i + 1; j < n_lines && fold_cmp(&lines[i], &lines[j], &F) == 0;
+		     j++)
+			count += lines[j].count;
+		for (k = 0; k < ns; k++) {
+			const char *s;
+			size_t l;
+			uint32_t id;
+
+			fold_seg(&F, &lines[i], k, &s, &l, &id);
+			if (k)
+				putchar(';');
+			fwrite(s, 1, l, stdout);
+		}
+		printf(" %" PRIu64 "\n", count);
+	}
 	goto out;
 oom:
 	cli_warn("out of memory");
 	ret = CLI_EXIT_FATAL;
 out:
-	free(v);
+	free(pairs);
+	free(lines);
 	free(b.p);
-	cmap_free(&m);
-	cmap_free(&lines);
+	free(F.pre);
+	free(F.fn_name);
+	free(F.name);
+	free(F.name_len);
+	cmap_free(&pres);
+	cmap_free(&names);
 	return ret;
 }
 
 /* ---- inferred spans ---- */
 
-/* One node of a run's call tree: a function seen at one depth in
- * consecutive samples. */
-struct node {
+/* A node of a run's call tree on the path of the last sample: a function
+ * seen at one depth in consecutive samples with the same frames above it.
+ * Only that path is kept (at most PFILE_STACK_MAX nodes): a node that
+ * leaves it is complete and becomes a span (or not) at once. */
+struct onode {
 	uint32_t fn;
-	int parent; /* node index, -1 for the run's root level */
-	uint32_t depth;
 	uint32_t count;
 	uint32_t n_children;
-	int only_child; /* the child when n_children == 1 */
 	uint64_t start, end;
-	int span; /* index of the span it belongs to, -1: none */
+	/* spans of closed children waiting for this node's span id (their
+	 * parent): index in the spans + 1, linked through ispan.next */
+	uint32_t pending;
+	/* once closed: the span it is (or was folded into) */
+	bool is_span;
+	int span;      /* its index in the spans, -1: left out (or none) */
+	uint8_t id[8]; /* its id, left out or not */
 };
 
 struct ispan {
 	uint8_t trace[16], span_id[8], parent[8];
 	bool has_parent;
 	uint32_t fn;
+	uint32_t depth;
 	uint32_t *chain; /* the functions folded into it, outermost first */
 	uint32_t n_chain;
 	uint64_t start, end;
 	uint32_t count;
 	uint32_t tid;
-	uint8_t kind; /* layout of the context */
+	uint32_t next; /* see onode.pending */
+	uint8_t kind;  /* layout of the context */
 	bool context_span;
-	char *name; /* context spans only */
-	struct ispan_attr {
-		char *key, *value;
-	} * attrs;
-	unsigned n_attrs;
+	uint32_t sample; /* context spans: the first sample (name, attributes) */
 };
 
+/* The spans for the output: at most max (all of them are sorted before
+ * the first is printed); dropped counts the ones left out. */
 struct spans {
 	struct ispan *v;
-	size_t n, cap;
-	struct node *nodes;
-	size_t n_nodes, cap_nodes;
+	size_t n, cap, max, dropped;
 	bool oom;
 };
-
-static int
-add_node(struct spans *S)
-{
-	if (S->n_nodes == S->cap_nodes) {
-		size_t cap = S->cap_nodes ? S->cap_nodes * 2 : 256;
-		struct node *nn = realloc(S->nodes, cap * sizeof(*nn));
-
-		if (!nn) {
-			S->oom = true;
-			return -1;
-		}
-		S->nodes = nn;
-		S->cap_nodes = cap;
-	}
-	memset(&S->nodes[S->n_nodes], 0, sizeof(S->nodes[0]));
-	return (int)S->n_nodes++;
-}
 
 static struct ispan *
 add_span(struct spans *S)
 {
+	if (S->n >= S->max) {
+		S->dropped++;
+		return NULL;
+	}
 	if (S->n == S->cap) {
 		size_t cap = S->cap ? S->cap * 2 : 64;
-		struct ispan *nv = realloc(S->v, cap * sizeof(*nv));
+		struct ispan *nv;
 
+		if (cap > S->max)
+			cap = S->max;
+		nv = realloc(S->v, cap * sizeof(*nv));
 		if (!nv) {
 			S->oom = true;
 			return NULL;
@@ -1229,17 +1490,28 @@ add_span(struct spans *S)
 	return &S->v[S->n++];
 }
 
+/* Fold fn into sp (sp->fn is its first function, kept without a chain:
+ * most spans fold nothing). */
 static void
 chain_add(struct spans *S, struct ispan *sp, uint32_t fn)
 {
-	uint32_t *nc = realloc(sp->chain, (sp->n_chain + 1) * sizeof(*nc));
+	uint32_t *nc;
 
+	nc = realloc(sp->chain, (sp->n_chain + 1) * sizeof(*nc));
 	if (!nc) {
 		S->oom = true;
 		return;
 	}
+	if (!sp->chain)
+		nc[0] = sp->fn;
 	sp->chain = nc;
 	sp->chain[sp->n_chain++] = fn;
+}
+
+static uint32_t
+chain_fn(const struct ispan *sp, uint32_t k)
+{
+	return sp->chain ? sp->chain[k] : sp->fn;
 }
 
 /* Deterministic, non-zero span ids: a hash of what makes the span. */
@@ -1270,61 +1542,110 @@ make_span_id(uint8_t out[8],
 	memcpy(out, &h, 8);
 }
 
-/* Turn the call tree of one run (nodes [first, S->n_nodes)) into spans:
- * every node at depth plumb or deeper seen in at least min_samples
- * samples is a span named after its function, from its first to its last
- * sample, whose parent is the span of the enclosing frame (for the
+/* What the spans of one run share. */
+struct run {
+	const struct r_ctx *c;
+	uint32_t tid;
+	unsigned min_samples;
+	bool collapse;
+};
+
+/* The parent of the spans waiting for nd: its span, or (nd is plumbing)
+ * the context's span. */
+static void
+resolve_pending(struct spans *S, struct onode *nd, const struct run *R)
+{
+	uint32_t k;
+
+	for (k = nd->pending; k; k = S->v[k - 1].next) {
+		struct ispan *sp = &S->v[k - 1];
+
+		if (nd->is_span) {
+			memcpy(sp->parent, nd->id, 8);
+			sp->has_parent = true;
+		} else if (!w3c_id_is_zero(R->c->span, 8)) {
+			memcpy(sp->parent, R->c->span, 8);
+			sp->has_parent = true;
+		}
+	}
+	nd->pending = 0;
+}
+
+/* The open nodes at depths [from, to) leave the path (complete), parents
+ * first: every one at depth plumb or deeper seen in at least min_samples
+ * samples is a span named after its function, from its first to its
+ * last sample, whose parent is the span of the enclosing frame (for the
  * outermost ones, the context's span).  With collapse, a node that is its
  * parent's only child over exactly the same samples is folded into the
  * parent's span instead (a call chain always seen whole: one span named
- * after its outermost frame, Elastic's pillar removal the other way up). */
+ * after its outermost frame, Elastic's pillar removal the other way up).
+ *
+ * A node at depth from has an open parent (from > 0): that one went on
+ * into the next sample, so it has more samples (no folding) and its span
+ * id is not known yet (it may fold into its own parent): the span waits
+ * on the parent's pending list.  Plumbing is only known when the run
+ * ends; a node that closes before cannot be plumbing (see infer()). */
 static void
-spanify(struct spans *S,
-	size_t first,
-	const struct r_ctx *c,
-	uint32_t tid,
-	uint32_t plumb,
-	unsigned min_samples,
-	bool collapse)
+close_nodes(struct spans *S,
+	    struct onode *open,
+	    size_t from,
+	    size_t to,
+	    uint32_t plumb,
+	    const struct run *R)
 {
-	size_t i;
+	size_t d;
 
-	for (i = first; i < S->n_nodes && !S->oom; i++) {
-		struct node *nd = &S->nodes[i];
-		struct node *pa = nd->parent >= 0 ? &S->nodes[nd->parent] : NULL;
+	for (d = from; d < to && !S->oom; d++) {
+		struct onode *nd = &open[d];
+		struct onode *pa = d ? &open[d - 1] : NULL;
+		bool pa_open = pa && d == from;
 		struct ispan *sp;
 
+		nd->is_span = false;
 		nd->span = -1;
-		if (nd->depth < plumb || nd->count < min_samples)
+		if (d < plumb || nd->count < R->min_samples) {
+			resolve_pending(S, nd, R);
 			continue;
-		if (pa && pa->span < 0)
-			pa = NULL; /* the parent is plumbing */
-		if (collapse && pa && pa->n_children == 1 && pa->count == nd->count &&
+		}
+		if (R->collapse && pa && !pa_open && pa->is_span &&
+		    pa->n_children == 1 && pa->count == nd->count &&
 		    pa->start == nd->start && pa->end == nd->end) {
+			nd->is_span = true;
 			nd->span = pa->span;
-			chain_add(S, &S->v[nd->span], nd->fn);
+			memcpy(nd->id, pa->id, 8);
+			if (nd->span >= 0)
+				chain_add(S, &S->v[nd->span], nd->fn);
+			resolve_pending(S, nd, R);
 			continue;
 		}
+		nd->is_span = true;
+		make_span_id(nd->id, R->c->trace, R->tid, nd->start, (uint32_t)d,
+			     nd->fn);
 		sp = add_span(S);
-		if (!sp)
-			return;
-		memcpy(sp->trace, c->trace, 16);
-		sp->fn = nd->fn;
-		chain_add(S, sp, nd->fn);
-		sp->start = nd->start;
-		sp->end = nd->end;
-		sp->count = nd->count;
-		sp->tid = tid;
-		sp->kind = c->kind;
-		make_span_id(sp->span_id, c->trace, tid, nd->start, nd->depth, nd->fn);
-		if (pa) {
-			memcpy(sp->parent, S->v[pa->span].span_id, 8);
-			sp->has_parent = true;
-		} else if (!w3c_id_is_zero(c->span, 8)) {
-			memcpy(sp->parent, c->span, 8);
-			sp->has_parent = true;
+		if (sp) {
+			memcpy(sp->trace, R->c->trace, 16);
+			memcpy(sp->span_id, nd->id, 8);
+			sp->fn = nd->fn;
+			sp->depth = (uint32_t)d;
+			sp->n_chain = 1;
+			sp->start = nd->start;
+			sp->end = nd->end;
+			sp->count = nd->count;
+			sp->tid = R->tid;
+			sp->kind = R->c->kind;
+			nd->span = (int)(sp - S->v);
+			if (pa_open) {
+				sp->next = pa->pending;
+				pa->pending = (uint32_t)nd->span + 1;
+			} else if (pa && pa->is_span) {
+				memcpy(sp->parent, pa->id, 8);
+				sp->has_parent = true;
+			} else if (!w3c_id_is_zero(R->c->span, 8)) {
+				memcpy(sp->parent, R->c->span, 8);
+				sp->has_parent = true;
+			}
 		}
-		nd->span = (int)(sp - S->v);
+		resolve_pending(S, nd, R);
 	}
 }
 
@@ -1438,7 +1759,13 @@ trie_prefix(const struct idle_trie *t, const uint32_t *trunk, uint32_t n)
  * the process also run outside any context (thread start, connection or
  * event loop: where a context gets attached) are plumbing, not spans; if
  * no sample is without a context, only the deepest frame every sample of
- * the run shares and the frames below it are. */
+ * the run shares and the frames below it are.
+ *
+ * Only the path of the last sample is kept (close_nodes()).  The trunk
+ * (the first sample's nodes seen in every sample) is what is left open of
+ * the first sample's path, and plumbing never goes deeper than the
+ * trunk: so a node that leaves the path before the run ends, at a depth
+ * where the trunk then stops at the latest, is no plumbing. */
 static void
 infer(const struct prof *p, const struct rpt_ctl *ctl, struct spans *S)
 {
@@ -1446,8 +1773,8 @@ infer(const struct prof *p, const struct rpt_ctl *ctl, struct spans *S)
 	uint32_t *trunk = NULL, *idle = NULL;
 	uint8_t *seen = calloc(p->stacks.n ? p->stacks.n : 1, 1);
 	struct idle_trie trie = {0};
-	int *open = NULL;
-	size_t n = p->samples.n, i, open_cap = 0, trunk_cap = 0, n_idle = 0;
+	struct onode *open = NULL;
+	size_t n = p->samples.n, i, open_cap = 0, n_idle = 0;
 
 	idle = malloc(MAX_IDLE_STACKS * sizeof(*idle));
 	if (!ts || !seen || !idle) {
@@ -1477,18 +1804,19 @@ infer(const struct prof *p, const struct rpt_ctl *ctl, struct spans *S)
 	for (i = 0; i < n && !S->oom;) {
 		const struct r_sample *s0 =
 			(const struct r_sample *)p->samples.v + ts[i].idx;
-		const struct r_ctx *c = primary_ctx(p, s0);
-		size_t j, first = S->n_nodes, depth_open = 0, k;
-		uint32_t count = 0, trunk_n = 0, plumb = 0;
+		struct run R = {primary_ctx(p, s0), ts[i].tid, ctl->min_samples,
+				ctl->collapse};
+		size_t j, depth_open = 0, k, d, trunk_n = 0;
+		uint32_t plumb = 0;
 
 		for (j = i + 1;
 		     j < n && ts[j].tid == ts[i].tid &&
 		     same_ctx(primary_ctx(p, (const struct r_sample *)p->samples.v +
 						     ts[j].idx),
-			      c);
+			      R.c);
 		     j++)
 			;
-		if (!c || !sample_matches(p, ctl, s0)) {
+		if (!R.c || !sample_matches(p, ctl, s0)) {
 			i = j;
 			continue;
 		}
@@ -1498,74 +1826,57 @@ infer(const struct prof *p, const struct rpt_ctl *ctl, struct spans *S)
 				(const struct r_sample *)p->samples.v + ts[k].idx;
 			const struct r_stack *st = stack_of(p, s->stack);
 			uint64_t t = round_time(p, s->round);
-			size_t L = st ? st->n : 0, d, common = 0;
+			size_t L = st ? st->n : 0, common = 0;
 
-			count++;
 			if (L > open_cap) {
-				int *no = realloc(open, L * sizeof(*no));
+				struct onode *no = realloc(open, L * sizeof(*no));
+				uint32_t *nt = realloc(trunk, L * sizeof(*nt));
 
-				if (!no) {
+				if (no)
+					open = no;
+				if (nt)
+					trunk = nt;
+				if (!no || !nt) {
 					S->oom = true;
 					break;
 				}
-				open = no;
 				open_cap = L;
 			}
 			/* frames outermost first: st->f[L - 1 - d] */
 			while (common < depth_open && common < L &&
-			       S->nodes[open[common]].fn ==
-				       frame_fn(p, st->f[L - 1 - common]))
+			       open[common].fn == frame_fn(p, st->f[L - 1 - common]))
 				common++;
+			/* the path below common ends: complete nodes */
+			close_nodes(S, open, common, depth_open, 0, &R);
+			if (k == i)
+				trunk_n = L;
+			else if (common < trunk_n)
+				trunk_n = common;
 			for (d = 0; d < common; d++) {
-				S->nodes[open[d]].end = t;
-				S->nodes[open[d]].count++;
+				open[d].end = t;
+				open[d].count++;
 			}
 			for (d = common; d < L; d++) {
-				int nk = add_node(S), pa = d ? open[d - 1] : -1;
-
-				if (nk < 0)
-					break;
-				S->nodes[nk].fn = frame_fn(p, st->f[L - 1 - d]);
-				S->nodes[nk].parent = pa;
-				S->nodes[nk].depth = (uint32_t)d;
-				S->nodes[nk].count = 1;
-				S->nodes[nk].start = S->nodes[nk].end = t;
-				if (pa >= 0) {
-					S->nodes[pa].n_children++;
-					S->nodes[pa].only_child = nk;
-				}
-				open[d] = nk;
+				open[d] = (struct onode){
+					.fn = frame_fn(p, st->f[L - 1 - d]),
+					.count = 1,
+					.start = t,
+					.end = t,
+				};
+				if (d)
+					open[d - 1].n_children++;
 			}
 			depth_open = L;
 		}
 		if (S->oom)
 			break;
-		/* the trunk: the first sample's nodes seen in every sample */
-		for (k = first; k < S->n_nodes && S->nodes[k].depth == k - first &&
-				S->nodes[k].count == count;
-		     k++) {
-			if (trunk_n == trunk_cap) {
-				size_t cap = trunk_cap ? trunk_cap * 2 : 64;
-				uint32_t *nt = realloc(trunk, cap * sizeof(*nt));
-
-				if (!nt) {
-					S->oom = true;
-					break;
-				}
-				trunk = nt;
-				trunk_cap = cap;
-			}
-			trunk[trunk_n++] = S->nodes[k].fn;
-		}
 		/* plumbing: what idle threads run too */
-		plumb = trie_prefix(&trie, trunk, trunk_n);
+		for (d = 0; d < trunk_n; d++)
+			trunk[d] = open[d].fn;
+		plumb = trie_prefix(&trie, trunk, (uint32_t)trunk_n);
 		if (!n_idle)
-			plumb = trunk_n ? trunk_n - 1 : 0;
-		if (!S->oom)
-			spanify(S, first, c, ts[i].tid, plumb, ctl->min_samples,
-				ctl->collapse);
-		/* the nodes are not needed once spanified */
-		S->n_nodes = first;
+			plumb = trunk_n ? (uint32_t)trunk_n - 1 : 0;
+		close_nodes(S, open, 0, depth_open, plumb, &R);
 		i = j;
 	}
 	free(trunk);
@@ -1672,9 +1983,13 @@ json_resource(FILE *f, const struct prof *p)
 }
 
 static void
-json_span(FILE *f, const struct prof *p, const struct spans *S, const struct ispan *sp)
+json_span(FILE *f, const struct prof *p, const struct ispan *sp)
 {
-	char tid_hex[33], id_hex[17], par_hex[17], frames[2048];
+	const struct r_sample *s =
+		sp->context_span ? (const struct r_sample *)p->samples.v + sp->sample
+				 : NULL;
+	const struct r_ctx *c = s ? primary_ctx(p, s) : NULL;
+	char tid_hex[33], id_hex[17], par_hex[17], frames[2048], req[512];
 	bool first = true;
 	size_t fl = 0;
 	uint32_t k;
@@ -1691,11 +2006,15 @@ json_span(FILE *f, const struct prof *p, const struct spans *S, const struct isp
 		fprintf(f, ",\"parentSpanId\":\"%s\"", par_hex);
 	}
 	fputs(",\"name\":", f);
-	if (sp->context_span)
-		output_json_string(f, (const uint8_t *)sp->name, strlen(sp->name));
-	else
+	if (sp->context_span) {
+		request_name(p, s, req, sizeof(req));
+		if (!req[0])
+			snprintf(req, sizeof(req), "[context span]");
+		output_json_string(f, (const uint8_t *)req, strlen(req));
+	} else {
 		output_json_string(f, (const uint8_t *)fn_name(p, sp->fn),
 				   strlen(fn_name(p, sp->fn)));
+	}
 	/* SPAN_KIND_INTERNAL (1); context spans: SPAN_KIND_SERVER (2) */
 	fprintf(f, ",\"kind\":%d", sp->context_span ? 2 : 1);
 	fprintf(f,
@@ -1708,7 +2027,7 @@ json_span(FILE *f, const struct prof *p, const struct spans *S, const struct isp
 			    strlen(fn_name(p, sp->fn)));
 		/* the call chain folded into the span, outermost first */
 		for (k = 0; k < sp->n_chain; k++) {
-			const char *nm = fn_name(p, sp->chain[k]);
+			const char *nm = fn_name(p, chain_fn(sp, k));
 			size_t l = strlen(nm);
 
 			if (fl + l + 2 > sizeof(frames))
@@ -1731,12 +2050,10 @@ json_span(FILE *f, const struct prof *p, const struct spans *S, const struct isp
 	}
 	json_kv_str(f, &first, "ctxdump.layout", lay_symbol((enum lay_kind)sp->kind),
 		    strlen(lay_symbol((enum lay_kind)sp->kind)));
-	{
-		unsigned i;
+	for (k = 0; c && k < c->n; k++) {
+		const char *v = str(p, c->kv[2 * k + 1]);
 
-		for (i = 0; i < sp->n_attrs; i++)
-			json_kv_str(f, &first, sp->attrs[i].key, sp->attrs[i].value,
-				    strlen(sp->attrs[i].value));
+		json_kv_str(f, &first, str(p, c->kv[2 * k]), v, strlen(v));
 	}
 	fputs("]}", f);
 }
@@ -1753,45 +2070,81 @@ cmp_span(const void *a, const void *b)
 		return x->start < y->start ? -1 : 1;
 	if (x->context_span != y->context_span)
 		return x->context_span ? -1 : 1;
-	return (x->end < y->end) - (x->end > y->end);
+	if (x->end != y->end)
+		return x->end > y->end ? -1 : 1;
+	/* the order does not depend on the one spans were made in */
+	if (x->depth != y->depth)
+		return x->depth < y->depth ? -1 : 1;
+	if (x->tid != y->tid)
+		return x->tid < y->tid ? -1 : 1;
+	return memcmp(x->span_id, y->span_id, 8);
+}
+
+/* Contexts by trace and span id (then id): qsort_r() on context ids. */
+static int
+cmp_ctx_span(const void *a, const void *b, void *arg)
+{
+	const struct r_ctx *v = arg;
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	int c = memcmp(v[x].trace, v[y].trace, 16);
+
+	if (!c)
+		c = memcmp(v[x].span, v[y].span, 8);
+	return c ? c : (x > y) - (x < y);
 }
 
 /* --context-spans: one span per context span seen, from its first to its
  * last sample, so that a viewer can show the inferred spans without the
- * SDK's own export. */
+ * SDK's own export.  Contexts with the same trace and span id (their
+ * attributes changed) are one span: the contexts are sorted by those ids
+ * once, not compared with every span made so far.  A span refers to its
+ * first sample (name, attributes) instead of copying from it. */
+#define CS_NONE    UINT32_MAX
+#define CS_DROPPED (UINT32_MAX - 1)
+
 static void
 add_context_spans(const struct prof *p, const struct rpt_ctl *ctl, struct spans *S)
 {
-	size_t i, j, k, first = S->n;
-	size_t *by_ctx = calloc(p->ctxs.n ? p->ctxs.n : 1, sizeof(*by_ctx));
+	const struct r_ctx *cv = p->ctxs.v;
+	size_t nc = p->ctxs.n ? p->ctxs.n : 1, i, n = 0;
+	uint32_t *ids = malloc(nc * sizeof(*ids));
+	uint32_t *group = malloc(nc * sizeof(*group)); /* ctx id -> group */
+	uint32_t *gspan = malloc(nc * sizeof(*gspan)); /* group -> span + 1 */
+	uint32_t g = 0;
 
-	if (!by_ctx) {
+	if (!ids || !group || !gspan) {
 		S->oom = true;
-		return;
+		goto out;
 	}
-
+	for (i = 0; i < p->ctxs.n; i++) {
+		group[i] = CS_NONE;
+		gspan[i] = CS_NONE;
+		if (i && (cv[i].flags & PFILE_CTX_TRACE) &&
+		    !w3c_id_is_zero(cv[i].span, 8))
+			ids[n++] = (uint32_t)i;
+	}
+	qsort_r(ids, n, sizeof(*ids), cmp_ctx_span, (void *)cv);
+	for (i = 0; i < n; i++) {
+		if (i && (memcmp(cv[ids[i]].trace, cv[ids[i - 1]].trace, 16) != 0 ||
+			  memcmp(cv[ids[i]].span, cv[ids[i - 1]].span, 8) != 0))
+			g++;
+		group[ids[i]] = g;
+	}
 	for (i = 0; i < p->samples.n && !S->oom; i++) {
 		const struct r_sample *s = (const struct r_sample *)p->samples.v + i;
 		const struct r_ctx *c = primary_ctx(p, s);
 		uint64_t t = round_time(p, s->round);
-		struct ispan *sp = NULL;
-		char req[512];
+		struct ispan *sp;
+		uint32_t *gs;
+		const char *par;
 
 		if (!c || w3c_id_is_zero(c->span, 8) || !sample_matches(p, ctl, s))
 			continue;
-		/* the span of this context id, else of its trace and span id */
-		k = (size_t)(c - (const struct r_ctx *)p->ctxs.v);
-		if (by_ctx[k]) {
-			sp = &S->v[by_ctx[k] - 1];
-		} else {
-			for (j = first; j < S->n; j++)
-				if (memcmp(S->v[j].trace, c->trace, 16) == 0 &&
-				    memcmp(S->v[j].span_id, c->span, 8) == 0)
-					sp = &S->v[j];
-			if (sp)
-				by_ctx[k] = (size_t)(sp - S->v) + 1;
-		}
-		if (sp) {
+		gs = &gspan[group[c - cv]];
+		if (*gs == CS_DROPPED)
+			continue;
+		if (*gs != CS_NONE) {
+			sp = &S->v[*gs];
 			if (t < sp->start)
 				sp->start = t;
 			if (t > sp->end)
@@ -1800,9 +2153,11 @@ add_context_spans(const struct prof *p, const struct rpt_ctl *ctl, struct spans 
 			continue;
 		}
 		sp = add_span(S);
-		if (!sp)
-			break;
-		by_ctx[k] = S->n;
+		if (!sp) {
+			*gs = CS_DROPPED;
+			continue;
+		}
+		*gs = (uint32_t)(sp - S->v);
 		memcpy(sp->trace, c->trace, 16);
 		memcpy(sp->span_id, c->span, 8);
 		sp->start = sp->end = t;
@@ -1810,36 +2165,23 @@ add_context_spans(const struct prof *p, const struct rpt_ctl *ctl, struct spans 
 		sp->tid = s->tid;
 		sp->kind = c->kind;
 		sp->context_span = true;
-		request_name(p, s, req, sizeof(req));
-		sp->name = strdup(req[0] ? req : "[context span]");
-		if (!sp->name)
-			S->oom = true;
-		sp->attrs = calloc(c->n ? c->n : 1, sizeof(*sp->attrs));
-		if (!sp->attrs)
-			S->oom = true;
-		for (j = 0; sp->attrs && j < c->n; j++) {
-			sp->attrs[j].key = strdup(str(p, c->kv[2 * j]));
-			sp->attrs[j].value = strdup(str(p, c->kv[2 * j + 1]));
-			sp->n_attrs++;
-			if (!sp->attrs[j].key || !sp->attrs[j].value)
-				S->oom = true;
-		}
-		{
-			const char *par = sample_attr(p, s, "ctxshim.parent_span_id");
-
-			if (par && strlen(par) == 16 &&
-			    w3c_hex_decode(sp->parent, par, 8) == 0 &&
-			    !w3c_id_is_zero(sp->parent, 8))
-				sp->has_parent = true;
-		}
+		sp->sample = (uint32_t)i;
+		par = sample_attr(p, s, "ctxshim.parent_span_id");
+		if (par && strlen(par) == 16 &&
+		    w3c_hex_decode(sp->parent, par, 8) == 0 &&
+		    !w3c_id_is_zero(sp->parent, 8))
+			sp->has_parent = true;
 	}
-	free(by_ctx);
+out:
+	free(ids);
+	free(group);
+	free(gspan);
 }
 
 static int
 report_spans(const struct prof *p, const struct rpt_ctl *ctl)
 {
-	struct spans S = {0};
+	struct spans S = {.max = ctl->max_spans};
 	size_t i;
 	bool first = true;
 	int ret = CLI_EXIT_OK;
@@ -1851,6 +2193,11 @@ report_spans(const struct prof *p, const struct rpt_ctl *ctl)
 		cli_warn("out of memory");
 		ret = CLI_EXIT_FATAL;
 		goto out;
+	}
+	if (S.dropped) {
+		cli_warn("%s: more than %zu spans: %zu left out (see --max-spans)",
+			 ctl->file, S.max, S.dropped);
+		ret = CLI_EXIT_PARTIAL;
 	}
 	if (S.n)
 		qsort(S.v, S.n, sizeof(*S.v), cmp_span);
@@ -1865,23 +2212,13 @@ report_spans(const struct prof *p, const struct rpt_ctl *ctl)
 		else
 			fputc('\n', stdout);
 		first = false;
-		json_span(stdout, p, &S, &S.v[i]);
+		json_span(stdout, p, &S.v[i]);
 	}
 	fputs("\n]}]}]}\n", stdout);
 out:
-	for (i = 0; i < S.n; i++) {
-		unsigned k;
-
-		free(S.v[i].name);
+	for (i = 0; i < S.n; i++)
 		free(S.v[i].chain);
-		for (k = 0; k < S.v[i].n_attrs; k++) {
-			free(S.v[i].attrs[k].key);
-			free(S.v[i].attrs[k].value);
-		}
-		free(S.v[i].attrs);
-	}
 	free(S.v);
-	free(S.nodes);
 	return ret;
 }
 
@@ -1995,10 +2332,13 @@ print_top(const struct prof *p,
 	}
 	if (sel)
 		qsort(sel, used, sizeof(*sel), cmp_fcount);
-	for (i = 0; i < used && i < top; i++)
-		printf("%s%6.1f%% %6.1f%%  %s\n", indent,
+	for (i = 0; i < used && i < top; i++) {
+		printf("%s%6.1f%% %6.1f%%  ", indent,
 		       100.0 * (double)sel[i].total / (double)n,
-		       100.0 * (double)sel[i].self / (double)n, fn_name(p, sel[i].fn));
+		       100.0 * (double)sel[i].self / (double)n);
+		put_text(fn_name(p, sel[i].fn));
+		putchar('\n');
+	}
 	/* clear for the next group */
 	for (i = 0; i < n_touched; i++)
 		fc[touched[i]] = (struct fcount){.depth = UINT32_MAX};
@@ -2129,17 +2469,21 @@ summary_header(const struct prof *p)
 
 	/* every thread sampled has a THREAD record */
 	ntid = p->threads.n;
-	printf("Recording of process %" PRIu64 " (%s): %" PRIu64
-	       " Hz, %.3f s, %zu rounds, "
-	       "%zu samples of %zu threads\n",
-	       p->pid, p->comm ? p->comm : "?", p->rate, secs, p->rounds.n,
-	       p->samples.n, ntid);
-	printf("Service: %s\n", service_name(p, svc, sizeof(svc)));
+	printf("Recording of process %" PRIu64 " (", p->pid);
+	put_text(p->comm ? p->comm : "?");
+	printf("): %" PRIu64 " Hz, %.3f s, %zu rounds, %zu samples of %zu threads\n",
+	       p->rate, secs, p->rounds.n, p->samples.n, ntid);
+	fputs("Service: ", stdout);
+	put_text(service_name(p, svc, sizeof(svc)));
+	putchar('\n');
 	for (i = 0; i < p->layouts.n; i++) {
 		const struct r_layout *l = (const struct r_layout *)p->layouts.v + i;
 
-		printf("Layout: %s in %s (%s%s)\n", lay_symbol((enum lay_kind)l->kind),
-		       l->module, l->model, l->usable ? "" : ", not readable");
+		printf("Layout: %s in ", lay_symbol((enum lay_kind)l->kind));
+		put_text(l->module);
+		fputs(" (", stdout);
+		put_text(l->model);
+		printf("%s)\n", l->usable ? "" : ", not readable");
 		rl++;
 	}
 	if (!rl)
@@ -2240,8 +2584,9 @@ report_summary(const struct prof *p, const struct rpt_ctl *ctl)
 			cmap_find(&per_label, paths[i].key, strlen(paths[i].key));
 		size_t ntr = cnt ? (size_t)*cnt : 0;
 
-		printf("%s: %zu samples in %zu trace%s\n", paths[i].key, paths[i].n,
-		       ntr, ntr == 1 ? "" : "s");
+		put_text(paths[i].key);
+		printf(": %zu samples in %zu trace%s\n", paths[i].n, ntr,
+		       ntr == 1 ? "" : "s");
 		print_top(p, paths[i].idx, paths[i].n, ctl->top, "  ", fc, touched);
 	}
 	if (nt)
@@ -2252,8 +2597,10 @@ report_summary(const struct prof *p, const struct rpt_ctl *ctl)
 	for (i = 0; i < nt && (!ctl->max_traces || i < ctl->max_traces); i++) {
 		const struct group *g = &traces[i];
 
-		printf("trace %s  %s  %.3f s  %zu samples  thread %u%s\n", g->key,
-		       g->label, (double)(g->last_t - g->first_t) / 1e9, g->n, g->tid,
+		printf("trace %s  ", g->key);
+		put_text(g->label);
+		printf("  %.3f s  %zu samples  thread %u%s\n",
+		       (double)(g->last_t - g->first_t) / 1e9, g->n, g->tid,
 		       g->n_threads > 1 ? " and others" : "");
 		print_top(p, g->idx, g->n, ctl->top, "  ", fc, touched);
 	}
@@ -2301,6 +2648,8 @@ usage(void)
 	      "                             into one span\n"
 	      "     --min-samples <n>     with --spans: smallest span, in samples "
 	      "(default 2)\n"
+	      "     --max-spans <n>       with --spans: most spans printed (default "
+	      "500000)\n"
 	      "     --top <n>             functions shown per group (default 8)\n"
 	      "     --traces <n>          traces shown in the summary (default 20, 0: "
 	      "all)\n"
@@ -2315,6 +2664,7 @@ usage(void)
 	      "     --traced              only samples with a trace context\n"
 	      "\n"
 	      " -h, --help                display this help\n"
+	      " -V, --version             display version\n"
 	      "\n"
 	      "For more details see ctxdump(1).\n",
 	      stdout);
@@ -2345,6 +2695,7 @@ parse_args(struct rpt_ctl *ctl, int argc, char **argv)
 		OPT_ATTR,
 		OPT_TID,
 		OPT_TRACED,
+		OPT_MAX_SPANS,
 	};
 	static const struct option longopts[] = {
 		{"folded", no_argument, NULL, OPT_FOLDED},
@@ -2359,7 +2710,9 @@ parse_args(struct rpt_ctl *ctl, int argc, char **argv)
 		{"attr", required_argument, NULL, OPT_ATTR},
 		{"tid", required_argument, NULL, OPT_TID},
 		{"traced", no_argument, NULL, OPT_TRACED},
+		{"max-spans", required_argument, NULL, OPT_MAX_SPANS},
 		{"help", no_argument, NULL, 'h'},
+		{"version", no_argument, NULL, 'V'},
 		{NULL, 0, NULL, 0},
 	};
 	struct filter *f;
@@ -2368,11 +2721,12 @@ parse_args(struct rpt_ctl *ctl, int argc, char **argv)
 	int c;
 
 	ctl->min_samples = 2;
+	ctl->max_spans = DEFAULT_MAX_SPANS;
 	ctl->top = 8;
 	ctl->max_traces = 20;
 	opterr = 0;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":hV", longopts, NULL)) != -1) {
 		switch (c) {
 		case OPT_FOLDED:
 		case OPT_SPANS:
@@ -2437,8 +2791,16 @@ parse_args(struct rpt_ctl *ctl, int argc, char **argv)
 		case OPT_TRACED:
 			ctl->traced_only = true;
 			break;
+		case OPT_MAX_SPANS:
+			ctl->max_spans =
+				(size_t)cli_parse_num(optarg, "span count", 1, INT_MAX);
+			break;
 		case 'h':
 			usage();
+		case 'V':
+			/* the line of `ctxdump -V` (ctxdump.c) */
+			printf("ctxdump from ctxshim %s\n", CTXSHIM_VERSION);
+			exit(CLI_EXIT_OK);
 		default:
 			cli_option_error(c, argv, false);
 		}

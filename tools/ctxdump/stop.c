@@ -16,10 +16,13 @@
 #include <string.h>
 #include <sys/ptrace.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "cli.h"
+#include "output.h"
 #include "remote.h"
 
 /* A scan that keeps finding new threads means threads are being created
@@ -1148,11 +1151,77 @@ stop_release(struct stop_set *s)
 	}
 }
 
+/* Late threads are let go from a SIGCHLD handler: the kernel tells the
+ * tracer of every ptrace-stop and exit with SIGCHLD, so a late thread is
+ * detached the moment it stops whatever the caller does then -- blocked
+ * writing its output to a pipe nobody reads, unwinding, symbolizing --
+ * instead of at its next poll (stop_late_release()).  Only the tracer
+ * thread may detach; the list is touched by the caller only with SIGCHLD
+ * blocked, and inside a stop window SIGCHLD is blocked and waited for
+ * (block_signals()), so the handler never meets a stop set's threads.
+ * SA_RESTART: the caller's read(), write() and waitpid() go on unseen. */
+static struct stop_late *late_auto;
+static pid_t late_tracer;
+static struct sigaction late_oldact;
+
+/* One pass over l without waiting: detach the late threads that stopped,
+ * collect the ones that exited.  Returns how many remain.  Only system
+ * calls: also run from the SIGCHLD handler. */
+static size_t
+late_pass(struct stop_late *l)
+{
+	size_t i, k = 0;
+
+	for (i = 0; i < l->n; i++) {
+		struct stop_thread t = {.tid = l->tid[i]};
+		pid_t r;
+		int st;
+
+		r = waitpid(t.tid, &st, __WALL | WNOHANG);
+		if (r == 0 || (r < 0 && errno == EINTR)) {
+			l->tid[k++] = t.tid; /* still running, or a zombie leader */
+			continue;
+		}
+		if (r == t.tid && WIFSTOPPED(st)) {
+			detach_one(&t, 0);
+			if (t.unreaped)
+				l->tid[k++] = t.tid; /* killed meanwhile */
+		}
+		/* else exited and collected, or not ours any more */
+	}
+	__atomic_store_n(&l->n, k, __ATOMIC_RELAXED);
+	return k;
+}
+
+static void
+late_on_sigchld(int sig)
+{
+	int saved = errno;
+
+	(void)sig;
+	if (late_auto && (pid_t)syscall(SYS_gettid) == late_tracer)
+		(void)late_pass(late_auto);
+	errno = saved;
+}
+
+static void
+late_block(sigset_t *old)
+{
+	sigset_t chld;
+
+	sigemptyset(&chld);
+	sigaddset(&chld, SIGCHLD);
+	sigprocmask(SIG_BLOCK, &chld, old);
+}
+
 int
 stop_late_add(struct stop_late *l, const struct stop_set *s)
 {
+	sigset_t old;
 	size_t i;
+	int r = 0;
 
+	late_block(&old);
 	for (i = 0; i < s->n; i++) {
 		const struct stop_thread *t = &s->t[i];
 
@@ -1165,43 +1234,51 @@ stop_late_add(struct stop_late *l, const struct stop_set *s)
 			size_t cap = l->cap ? 2 * l->cap : 16;
 			pid_t *nl = realloc(l->tid, cap * sizeof(*nl));
 
-			if (!nl)
-				return -ENOMEM;
+			if (!nl) {
+				r = -ENOMEM;
+				break;
+			}
 			l->tid = nl;
 			l->cap = cap;
 		}
 		l->tid[l->n++] = t->tid;
 	}
-	return 0;
+	/* a stop between stop_release() and now raised no SIGCHLD we
+	 * could act on: look once */
+	if (late_pass(l) && !late_auto) {
+		struct sigaction sa;
+
+		memset(&sa, 0, sizeof(sa));
+		sa.sa_handler = late_on_sigchld;
+		sa.sa_flags = SA_RESTART;
+		sigemptyset(&sa.sa_mask);
+		if (sigaction(SIGCHLD, &sa, &late_oldact) == 0) {
+			late_auto = l;
+			late_tracer = (pid_t)syscall(SYS_gettid);
+		}
+	}
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	return r;
 }
 
 void
 stop_late_release(struct stop_late *l, unsigned wait_ms)
 {
-	uint64_t end = remote_now_ns() + (uint64_t)wait_ms * 1000000u;
+	uint64_t end;
 
+	if (!__atomic_load_n(&l->n, __ATOMIC_RELAXED)) {
+		/* every one let go (by the SIGCHLD handler, perhaps) */
+		jc_let_go();
+		return;
+	}
+	end = remote_now_ns() + (uint64_t)wait_ms * 1000000u;
 	for (;;) {
-		size_t i, k = 0;
+		sigset_t old;
+		size_t k;
 
-		for (i = 0; i < l->n; i++) {
-			struct stop_thread t = {.tid = l->tid[i]};
-			pid_t r;
-			int st;
-
-			r = waitpid(t.tid, &st, __WALL | WNOHANG);
-			if (r == 0 || (r < 0 && errno == EINTR)) {
-				l->tid[k++] =
-					t.tid; /* still running, or a zombie leader */
-				continue;
-			}
-			if (r == t.tid && WIFSTOPPED(st)) {
-				detach_one(&t, 0);
-				if (t.unreaped)
-					l->tid[k++] = t.tid; /* killed meanwhile */
-			}
-			/* else exited and collected, or not ours any more */
-		}
-		l->n = k;
+		late_block(&old);
+		k = late_pass(l);
+		sigprocmask(SIG_SETMASK, &old, NULL);
 		if (!k)
 			jc_let_go();
 		if (!k || remote_now_ns() >= end)
@@ -1213,9 +1290,10 @@ stop_late_release(struct stop_late *l, unsigned wait_ms)
 bool
 stop_late_has(const struct stop_late *l, pid_t tid)
 {
-	size_t i;
+	size_t i, n = __atomic_load_n(&l->n, __ATOMIC_RELAXED);
 
-	for (i = 0; i < l->n; i++)
+	/* the handler only ever shortens the list, in place */
+	for (i = 0; i < n && i < l->n; i++)
 		if (l->tid[i] == tid)
 			return true;
 	return false;
@@ -1224,7 +1302,114 @@ stop_late_has(const struct stop_late *l, pid_t tid)
 void
 stop_late_free(struct stop_late *l)
 {
+	if (late_auto == l) {
+		sigset_t old;
+
+		late_block(&old);
+		late_auto = NULL;
+		(void)sigaction(SIGCHLD, &late_oldact, NULL);
+		sigprocmask(SIG_SETMASK, &old, NULL);
+	}
 	free(l->tid);
 	l->tid = NULL;
 	l->n = l->cap = 0;
+}
+
+/* ---- permission diagnosis (strace diagnose_attach_eperm) ----
+ * Shared by the dump and ctxdump record (moved from ctxdump.c). */
+
+/* Value of "Key:" in a /proc status file, or -1. */
+static long long
+status_field(const char *path, const char *key)
+{
+	char *buf, *p;
+	size_t len, kl = strlen(key);
+	long long v = -1;
+
+	if (remote_read_file(path, 1 << 16, &buf, &len) < 0)
+		return -1;
+	for (p = buf; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
+		if (strncmp(p, key, kl) == 0 && p[kl] == ':') {
+			v = strtoll(p + kl + 1, NULL, 10);
+			break;
+		}
+	}
+	free(buf);
+	return v;
+}
+
+static bool
+have_cap_sys_ptrace(void)
+{
+	char *buf, *p;
+	size_t len;
+	bool have = false;
+
+	if (remote_read_file("/proc/self/status", 1 << 16, &buf, &len) < 0)
+		return false;
+	p = strstr(buf, "\nCapEff:");
+	if (p)
+		have = (strtoull(p + 8, NULL, 16) >> 19) & 1; /* CAP_SYS_PTRACE */
+	free(buf);
+	return have;
+}
+
+void
+stop_diagnose_eperm(pid_t pid, pid_t tid)
+{
+	char path[64], comm[64] = "", state;
+	long long tracer, uid, scope = -1;
+	char *buf;
+	size_t len;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/status", (int)pid, (int)tid);
+	tracer = status_field(path, "TracerPid");
+	if (tracer > 0 && tracer != getpid()) {
+		if (stop_read_task_stat((pid_t)tracer, (pid_t)tracer, comm,
+					sizeof(comm), &state) < 0)
+			snprintf(comm, sizeof(comm), "?");
+		fprintf(stderr, "%s: process %d is already being traced by pid %lld (",
+			cli_name(), (int)pid, tracer);
+		output_text_escape(stderr, (const uint8_t *)comm, strlen(comm), false);
+		fputs("); only one tracer at a time is possible\n", stderr);
+		return;
+	}
+	uid = status_field(path, "Uid");
+	if (uid >= 0 && (uid_t)uid != geteuid() && !have_cap_sys_ptrace()) {
+		cli_warn("process %d may be owned by a different user (uid %lld); run "
+			 "ctxdump "
+			 "as that user or as root",
+			 (int)pid, uid);
+		return;
+	}
+	if (remote_read_file("/proc/sys/kernel/yama/ptrace_scope", 64, &buf, &len) ==
+	    0) {
+		scope = strtoll(buf, NULL, 10);
+		free(buf);
+	}
+	/* Yama scope 1 and 2 only restrict tracers without CAP_SYS_PTRACE;
+	 * scope 3 forbids every attach. */
+	if (scope == 3) {
+		cli_warn("kernel.yama.ptrace_scope = 3 forbids every ptrace attach "
+			 "(reboot "
+			 "needed to lower it)");
+		return;
+	}
+	if (scope >= 1 && !have_cap_sys_ptrace()) {
+		cli_warn("kernel.yama.ptrace_scope = %lld may be restricting this "
+			 "attach (run as "
+			 "root or grant CAP_SYS_PTRACE)",
+			 scope);
+		return;
+	}
+	if (!have_cap_sys_ptrace()) {
+		cli_warn("process %d may not be dumpable, or ctxdump runs in a "
+			 "container "
+			 "without CAP_SYS_PTRACE (docker run --cap-add SYS_PTRACE)",
+			 (int)pid);
+		return;
+	}
+	cli_warn(
+		"ctxdump has CAP_SYS_PTRACE; a seccomp filter or a security module may "
+		"forbid ptrace here");
 }

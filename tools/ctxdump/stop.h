@@ -22,10 +22,12 @@
  * leader is not even reported to the tracer while other threads live; the
  * process cannot finish exiting meanwhile.  stop.c collects every such
  * exit itself (STOP_EXITED, with unreaped set while it cannot yet), so no
- * caller has to.  What a caller that outlives its stops (ctxdump record)
- * must still do is keep the threads a stop could not let go (late stops,
- * unreaped exits) in a struct stop_late and call stop_late_release() until
- * it is empty. */
+ * caller has to.  What a caller must still do is hand the threads a stop
+ * could not let go (late stops, unreaped exits) to a struct stop_late: a
+ * SIGCHLD handler then lets each go the moment it stops or ends, also
+ * while the caller is blocked writing its output.  One that outlives its
+ * stops (ctxdump record) calls stop_late_release() now and then too: it
+ * lets the held job-control stops through once the list is empty. */
 
 #include <signal.h>
 #include <stdbool.h>
@@ -135,7 +137,11 @@ struct stop_late {
 
 /* Take over the threads of s (after stop_release()) still seized but not
  * stopped, and the unreaped exits.  Returns 0 or -ENOMEM (those are then
- * released when the caller exits). */
+ * released when the caller exits).  From then on they are let go from a
+ * SIGCHLD handler (installed with SA_RESTART, on the first list that
+ * needs it, until stop_late_free()) the moment they stop or end, whatever
+ * the caller is doing: blocked writing its output, unwinding.  Call it
+ * from the thread that called stop_all(). */
 int stop_late_add(struct stop_late *l, const struct stop_set *s);
 
 /* Detach the late threads that have stopped by now and collect the ones
@@ -171,3 +177,9 @@ char stop_state(char before, bool group_stop, int blocked);
 /* Read "comm" and the state letter of /proc/PID/task/TID/stat.  Returns 0
  * or a negative errno (-ENOENT: no such thread). */
 int stop_read_task_stat(pid_t pid, pid_t tid, char *comm, size_t n, char *state);
+
+/* After PTRACE_SEIZE of thread tid of pid failed with EPERM: one hint on
+ * standard error why (ctxdump.1 DIAGNOSTICS): traced already by another
+ * process (named), owned by another user, the Yama setting, no
+ * CAP_SYS_PTRACE. */
+void stop_diagnose_eperm(pid_t pid, pid_t tid);

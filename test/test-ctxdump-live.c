@@ -1,0 +1,495 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* ctxdump against a live process and a live output (helpers/exits.c,
+ * helpers/late-dlopen.c):
+ *  - output nobody reads (a pipe to a pager that waits, a slow ssh):
+ *    a thread that did not stop in time (blocked in vfork()) is still
+ *    seized with its stop pending after the round, or after the one-shot
+ *    dump's stop; it is let go as soon as it stops, even while ctxdump is
+ *    blocked writing (`record -o -` and `ctxdump -s -j`);
+ *  - SIGINT to `record -o -` blocked on such a pipe: once the reader
+ *    reads again the recording ends complete (exit 0); on a pipe nobody
+ *    ever reads it still ends (exit 2, "incomplete"); on a closed pipe
+ *    the summary counts only what was written (0 bytes);
+ *  - `record -o FILE` that fails (the target is traced already) leaves an
+ *    earlier FILE as it was and no temporary file, says who traces the
+ *    target; one that works replaces FILE, keeping its mode and a symbolic
+ *    link to it;
+ *  - a library dlopen()ed while recording, shortly after another one:
+ *    its frames get their symbols once ctxdump reads the module list again;
+ *  - `record -V` prints the version line of `ctxdump -V`.
+ * No thread may be left stopped. */
+#include "test-prof.h"
+
+#include <sys/ioctl.h>
+#include <sys/ptrace.h>
+
+#define TIMEOUT_MS 30000
+
+struct target {
+	struct test_child c;
+	pid_t pid, vfork;
+};
+
+/* helpers/exits with n workers (and a vfork()ing thread with vfork). */
+static void
+target_start(struct target *t, unsigned n, bool vfork)
+{
+	char path[PATH_MAX], count[16], line[512];
+	char *argv[] = {(char *)prof_helper("exits", path, sizeof(path)),
+			vfork ? "--vfork" : count, vfork ? count : NULL, NULL};
+
+	memset(t, 0, sizeof(*t));
+	snprintf(count, sizeof(count), "%u", n);
+	test_child_start(&t->c, argv, NULL, false);
+	for (;;) {
+		test_child_readline(&t->c, line, sizeof(line), TIMEOUT_MS);
+		if (strncmp(line, "VFORK ", 6) == 0)
+			t->vfork = (pid_t)atoi(line + 6);
+		else if (strncmp(line, "READY ", 6) == 0)
+			break;
+	}
+	t->pid = (pid_t)atoi(line + 6);
+	ck_assert_int_eq(t->pid, t->c.pid);
+	ck_assert(!vfork || t->vfork > 0);
+}
+
+static void
+wait_state(pid_t pid, pid_t tid, char c, long deadline)
+{
+	char path[64], buf[512], *p;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", (int)pid, (int)tid);
+	for (;;) {
+		FILE *f = fopen(path, "re");
+
+		ck_assert_ptr_nonnull(f);
+		p = fgets(buf, sizeof(buf), f) ? strrchr(buf, ')') : NULL;
+		fclose(f);
+		if (p && p[2] == c)
+			return;
+		ck_assert_msg(test_now_ms() < deadline, "thread %d never in state %c",
+			      (int)tid, c);
+		usleep(1000);
+	}
+}
+
+/* A pipe of one page (F_SETPIPE_SZ rounds up to it): a few rounds fill it. */
+static void
+small_pipe(int p[2])
+{
+	ck_assert_int_eq(pipe2(p, O_CLOEXEC), 0);
+	ck_assert_int_ge(fcntl(p[1], F_SETPIPE_SZ, 4096), 4096);
+}
+
+/* Start ctxdump with args (NULL-terminated; first "record" or a dump
+ * option) writing standard output to out_fd, standard error to errfile. */
+static pid_t
+spawn(int out_fd, const char *errfile, const char *const *args)
+{
+	char *argv[20] = {(char *)prof_ctxdump()};
+	sigset_t all, old;
+	pid_t pid;
+	int n = 1;
+
+	while (*args && n < 19)
+		argv[n++] = (char *)*args++;
+	argv[n] = NULL;
+	/* see prof_record_start(): signals meet the default action until
+	 * ctxdump runs */
+	sigfillset(&all);
+	sigprocmask(SIG_BLOCK, &all, &old);
+	pid = fork();
+	if (pid == 0) {
+		int fe = open(errfile, O_WRONLY | O_TRUNC | O_CLOEXEC);
+		int nul = open("/dev/null", O_RDONLY);
+
+		signal(SIGINT, SIG_DFL);
+		signal(SIGTERM, SIG_DFL);
+		signal(SIGPIPE, SIG_DFL);
+		sigprocmask(SIG_SETMASK, &old, NULL);
+		dup2(nul, 0);
+		dup2(out_fd, 1);
+		dup2(fe, 2);
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	ck_assert_int_ge(pid, 0);
+	return pid;
+}
+
+/* Until what ctxdump wrote into the pipe of rfd stops growing for 300 ms:
+ * it is blocked on its output.  Returns the bytes in the pipe. */
+static int
+wait_blocked(int rfd)
+{
+	long deadline = test_now_ms() + TIMEOUT_MS, since = test_now_ms();
+	int last = -1, n = 0;
+
+	for (;;) {
+		ck_assert_int_eq(ioctl(rfd, FIONREAD, &n), 0);
+		if (n != last) {
+			last = n;
+			since = test_now_ms();
+		} else if (n > 0 && test_now_ms() - since >= 300) {
+			return n;
+		}
+		ck_assert_msg(test_now_ms() < deadline,
+			      "output never blocked (%d bytes)", n);
+		usleep(5000);
+	}
+}
+
+/* Read rfd to its end into file (if not NULL) while ctxdump pid runs;
+ * returns its wait status. */
+static int
+drain(int rfd, pid_t pid, const char *file)
+{
+	FILE *f = file ? fopen(file, "we") : NULL;
+	char buf[65536];
+	ssize_t r;
+	int st;
+
+	ck_assert(!file || f);
+	while ((r = read(rfd, buf, sizeof(buf))) > 0)
+		if (f)
+			ck_assert_int_eq(fwrite(buf, 1, (size_t)r, f), r);
+	if (f)
+		fclose(f);
+	st = prof_record_wait(pid, TIMEOUT_MS);
+	return st;
+}
+
+/* The vfork()ing thread is seized with its stop pending (it missed a
+ * round's deadline) when `record -o -` blocks on a pipe nobody reads;
+ * its vfork() ends (the child sleeps 2 s): it must run on. */
+START_TEST(blocked_record_lets_late_go)
+{
+	char arg[16], errf[PATH_MAX], *err;
+	const char *args[] = {"record", "-q", "-F", "500", "-o", "-", arg, NULL};
+	struct target t;
+	pid_t pid;
+	int p[2], st;
+
+	target_start(&t, 3, true);
+	snprintf(arg, sizeof(arg), "%d", (int)t.pid);
+	prof_tmpfile(errf, sizeof(errf), "live-blk-err");
+	small_pipe(p);
+	pid = spawn(p[1], errf, args);
+	close(p[1]);
+	wait_blocked(p[0]);
+	/* in vfork(), so seized late by a round if it ever met one */
+	wait_state(t.pid, t.vfork, 'D', test_now_ms() + TIMEOUT_MS);
+	/* past the end of that vfork(): a thread still held is stopped */
+	usleep(2500000);
+	prof_assert_running(t.pid);
+	ck_assert_int_eq(kill(pid, SIGINT), 0);
+	st = drain(p[0], pid, NULL);
+	close(p[0]);
+	err = prof_slurp(errf);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status 0x%x: %s", st,
+		      err);
+	free(err);
+	prof_child_finish(&t.c, TIMEOUT_MS);
+	unlink(errf);
+}
+END_TEST
+
+/* The same for the one-shot dump: the vfork()ing thread misses the stop
+ * and the output (stacks, JSON, more than the pipe holds) blocks. */
+START_TEST(blocked_dump_lets_late_go)
+{
+	char arg[16], errf[PATH_MAX], *err;
+	const char *args[] = {"-s", "-j", "--stop-timeout", "100", arg, NULL};
+	struct target t;
+	pid_t pid;
+	int p[2], st;
+
+	target_start(&t, 8, true);
+	snprintf(arg, sizeof(arg), "%d", (int)t.pid);
+	prof_tmpfile(errf, sizeof(errf), "live-dump-err");
+	small_pipe(p);
+	wait_state(t.pid, t.vfork, 'D', test_now_ms() + TIMEOUT_MS);
+	pid = spawn(p[1], errf, args);
+	close(p[1]);
+	ck_assert_int_eq(wait_blocked(p[0]), 4096);
+	usleep(2500000);
+	prof_assert_running(t.pid);
+	st = drain(p[0], pid, NULL);
+	close(p[0]);
+	err = prof_slurp(errf);
+	/* 1: the vfork()ing thread did not stop in time */
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) <= 1, "status 0x%x: %s", st,
+		      err);
+	free(err);
+	prof_child_finish(&t.c, TIMEOUT_MS);
+	unlink(errf);
+}
+END_TEST
+
+/* SIGINT while `record -o -` waits for its reader: it ends cleanly once
+ * the reader reads; with a reader that never reads it still ends. */
+START_TEST(sigint_blocked_output)
+{
+	char arg[16], errf[PATH_MAX], file[PATH_MAX], *out, *err;
+	const char *args[] = {"record", "-F", "500", "-o", "-", arg, NULL};
+	struct target t;
+	pid_t pid;
+	int p[2], st;
+
+	target_start(&t, 3, false);
+	snprintf(arg, sizeof(arg), "%d", (int)t.pid);
+	prof_tmpfile(errf, sizeof(errf), "live-int-err");
+	prof_tmpfile(file, sizeof(file), "live-int-prof");
+
+	/* the reader comes back */
+	small_pipe(p);
+	pid = spawn(p[1], errf, args);
+	close(p[1]);
+	wait_blocked(p[0]);
+	ck_assert_int_eq(kill(pid, SIGINT), 0);
+	usleep(100000);
+	st = drain(p[0], pid, file);
+	close(p[0]);
+	err = prof_slurp(errf);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status 0x%x: %s", st,
+		      err);
+	free(err);
+	prof_assert_running(t.pid);
+	st = prof_run(&out, &err, "report", file, NULL);
+	ck_assert_msg(st == 0, "report exit %d: %s", st, err);
+	ck_assert_msg(strstr(out, "Ended: interrupted"), "%s", out);
+	free(out);
+	free(err);
+
+	/* it never does: the recording ends all the same, incomplete */
+	small_pipe(p);
+	pid = spawn(p[1], errf, args);
+	close(p[1]);
+	wait_blocked(p[0]);
+	ck_assert_int_eq(kill(pid, SIGINT), 0);
+	st = prof_record_wait(pid, TIMEOUT_MS);
+	close(p[0]);
+	err = prof_slurp(errf);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 2, "status 0x%x: %s", st,
+		      err);
+	ck_assert_msg(strstr(err, "incomplete"), "%s", err);
+	free(err);
+
+	/* a reader that is gone: nothing was written, and the summary says so */
+	small_pipe(p);
+	close(p[0]);
+	pid = spawn(p[1], errf, args);
+	close(p[1]);
+	st = prof_record_wait(pid, TIMEOUT_MS);
+	err = prof_slurp(errf);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 2, "status 0x%x: %s", st,
+		      err);
+	ck_assert_msg(strstr(err, "Broken pipe"), "%s", err);
+	ck_assert_msg(strstr(err, "written to standard output (0 bytes)"), "%s", err);
+	free(err);
+	prof_child_finish(&t.c, TIMEOUT_MS);
+	unlink(errf);
+	unlink(file);
+}
+END_TEST
+
+/* Entries of dir whose name starts with prefix. */
+static unsigned
+count_prefixed(const char *dir, const char *prefix)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	unsigned n = 0;
+
+	ck_assert_ptr_nonnull(d);
+	while ((de = readdir(d)) != NULL)
+		n += strncmp(de->d_name, prefix, strlen(prefix)) == 0;
+	closedir(d);
+	return n;
+}
+
+/* The test traces t's main thread itself (the first one ctxdump seizes):
+ * ctxdump's PTRACE_SEIZE fails with EPERM. */
+static void
+trace_target(const struct target *t)
+{
+	ck_assert_int_eq(ptrace(PTRACE_SEIZE, t->pid, NULL, NULL), 0);
+}
+
+/* ... and lets it go again: a seized thread is detached from a stop. */
+static void
+untrace_target(const struct target *t)
+{
+	int ws;
+
+	ck_assert_int_eq(ptrace(PTRACE_INTERRUPT, t->pid, NULL, NULL), 0);
+	ck_assert_int_eq(waitpid(t->pid, &ws, __WALL), t->pid);
+	ck_assert(WIFSTOPPED(ws));
+	ck_assert_int_eq(ptrace(PTRACE_DETACH, t->pid, NULL, NULL), 0);
+}
+
+/* EPERM: record's hint names the tracer, as the dump's does. */
+START_TEST(eperm_names_tracer)
+{
+	char arg[16], want[64], *out, *err;
+	struct target t;
+	int r;
+
+	target_start(&t, 1, false);
+	snprintf(arg, sizeof(arg), "%d", (int)t.pid);
+	trace_target(&t);
+	snprintf(want, sizeof(want), "already being traced by pid %d", (int)getpid());
+	r = prof_run(&out, &err, "record", "-q", "-o", "/dev/null", arg, NULL);
+	ck_assert_msg(r == 2, "exit %d: %s", r, err);
+	ck_assert_msg(strstr(err, "cannot stop process"), "%s", err);
+	ck_assert_msg(strstr(err, want), "%s", err);
+	free(out);
+	free(err);
+	r = prof_run(&out, &err, arg, NULL);
+	ck_assert_msg(r == 2, "exit %d: %s", r, err);
+	ck_assert_msg(strstr(err, want), "%s", err);
+	free(out);
+	free(err);
+	untrace_target(&t);
+	prof_child_finish(&t.c, TIMEOUT_MS);
+}
+END_TEST
+
+/* A record that cannot attach leaves the earlier recording alone; one
+ * that works replaces it. */
+START_TEST(failed_record_keeps_file)
+{
+	static const char old[] = "an earlier recording\n";
+	char arg[16], file[PATH_MAX], link[PATH_MAX], prefix[PATH_MAX];
+	char *out, *err, *body;
+	struct target t;
+	struct stat st;
+	int fd, r;
+
+	target_start(&t, 1, false);
+	snprintf(arg, sizeof(arg), "%d", (int)t.pid);
+	prof_tmpfile(file, sizeof(file), "live-keep");
+	fd = open(file, O_WRONLY | O_TRUNC | O_CLOEXEC);
+	ck_assert_int_eq(write(fd, old, sizeof(old) - 1), (ssize_t)sizeof(old) - 1);
+	close(fd);
+	ck_assert_int_eq(chmod(file, 0640), 0);
+	snprintf(prefix, sizeof(prefix), ".%s.", strrchr(file, '/') + 1);
+
+	/* nothing can be recorded */
+	trace_target(&t);
+	r = prof_run(&out, &err, "record", "-q", "-o", file, arg, NULL);
+	ck_assert_msg(r == 2, "exit %d: %s", r, err);
+	free(out);
+	free(err);
+	body = prof_slurp(file);
+	ck_assert_str_eq(body, old);
+	free(body);
+	ck_assert_int_eq(stat(file, &st), 0);
+	ck_assert_uint_eq(st.st_mode & 0777, 0640);
+	ck_assert_uint_eq(count_prefixed("/tmp", prefix), 0);
+	untrace_target(&t);
+
+	/* through a symbolic link: the link stays, the file is replaced */
+	prof_tmpfile(link, sizeof(link), "live-link");
+	unlink(link);
+	ck_assert_int_eq(symlink(file, link), 0);
+	r = prof_run(&out, &err, "record", "-q", "-d", "0.2", "-o", link, arg, NULL);
+	ck_assert_msg(r == 0, "exit %d: %s", r, err);
+	free(out);
+	free(err);
+	ck_assert_int_eq(lstat(link, &st), 0);
+	ck_assert(S_ISLNK(st.st_mode));
+	ck_assert_int_eq(stat(file, &st), 0);
+	ck_assert_uint_eq(st.st_mode & 0777, 0640);
+	body = prof_slurp(file);
+	ck_assert_int_eq(memcmp(body, "CTXDPROF", 8), 0);
+	free(body);
+	ck_assert_uint_eq(count_prefixed("/tmp", prefix), 0);
+	r = prof_run(&out, &err, "report", link, NULL);
+	ck_assert_msg(r == 0, "report exit %d: %s", r, err);
+	ck_assert_msg(strstr(out, "Ended: duration reached"), "%s", out);
+	free(out);
+	free(err);
+	prof_child_finish(&t.c, TIMEOUT_MS);
+	unlink(link);
+	unlink(file);
+}
+END_TEST
+
+/* Two libraries dlopen()ed 300 ms apart while recording: the first one's
+ * unknown addresses make ctxdump read the module list again, the second
+ * one comes before it may read it once more.  Both get their symbols. */
+START_TEST(late_library_frames)
+{
+	char path[PATH_MAX], arg[16], file[PATH_MAX], errf[PATH_MAX], line[256];
+	char *argv[] = {(char *)prof_helper("late-dlopen", path, sizeof(path)),
+			(char *)test_env_path("HELPER_DIR"), NULL};
+	const char *args[] = {"-q", "-F", "100", "-d", "3", "-o", file, arg, NULL};
+	struct test_child c;
+	char *out, *err;
+	pid_t pid;
+	int st;
+
+	test_child_start(&c, argv, NULL, false);
+	test_child_expect(&c, "READY ", line, sizeof(line), TIMEOUT_MS);
+	snprintf(arg, sizeof(arg), "%d", atoi(line + 6));
+	prof_tmpfile(file, sizeof(file), "live-dl");
+	prof_tmpfile(errf, sizeof(errf), "live-dl-err");
+	unlink(file);
+	pid = prof_record_start(errf, args);
+	prof_wait_file(file, 64, TIMEOUT_MS);
+	test_child_send(&c, "load\n");
+	test_child_expect(&c, "LOADED", line, sizeof(line), TIMEOUT_MS);
+	st = prof_record_wait(pid, TIMEOUT_MS);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status 0x%x: %s", st,
+		      (err = prof_slurp(errf)));
+	st = prof_run(&out, &err, "report", "--folded", file, NULL);
+	ck_assert_msg(st == 0, "report exit %d: %s", st, err);
+	ck_assert_msg(strstr(out, ";late_a;"), "%s", out);
+	ck_assert_msg(strstr(out, ";late_b;"), "%s", out);
+	free(out);
+	free(err);
+	prof_child_finish(&c, TIMEOUT_MS);
+	unlink(file);
+	unlink(errf);
+}
+END_TEST
+
+START_TEST(record_version)
+{
+	char *out, *err, *vout, *verr;
+
+	ck_assert_int_eq(prof_run(&vout, &verr, "-V", NULL), 0);
+	ck_assert_ptr_nonnull(strstr(vout, "ctxdump from ctxshim "));
+	ck_assert_int_eq(prof_run(&out, &err, "record", "-V", NULL), 0);
+	ck_assert_str_eq(out, vout);
+	free(out);
+	free(err);
+	ck_assert_int_eq(prof_run(&out, &err, "record", "--version", NULL), 0);
+	ck_assert_str_eq(out, vout);
+	free(out);
+	free(err);
+	free(vout);
+	free(verr);
+}
+END_TEST
+
+TEST_SUITE(ctxdump_live_suite)
+{
+	Suite *s = suite_create("ctxdump-live");
+	TCase *tc = tcase_create("live");
+
+	if (access("/proc/self/task", R_OK) != 0)
+		test_skip("no /proc");
+	tcase_set_timeout(tc, 240);
+	tcase_add_test(tc, blocked_record_lets_late_go);
+	tcase_add_test(tc, blocked_dump_lets_late_go);
+	tcase_add_test(tc, sigint_blocked_output);
+	tcase_add_test(tc, eperm_names_tracer);
+	tcase_add_test(tc, failed_record_keeps_file);
+	tcase_add_test(tc, late_library_frames);
+	tcase_add_test(tc, record_version);
+	suite_add_tcase(s, tc);
+	return s;
+}

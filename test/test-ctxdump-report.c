@@ -1,0 +1,802 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* ctxdump report on crafted recordings (doc/ctxdump.1 FILE FORMAT,
+ * written here independently of the recorder): a recording is hostile
+ * input, so a file of a few bytes per sample must cost the reader memory
+ * and time bounded by what one sample can hold, and no string of it may
+ * reach a terminal raw.
+ *
+ *  - --spans: a run whose every sample opens a new 1024-frame path keeps
+ *    only that path (old: every node of the run, 1.4 GB here); spans past
+ *    --max-spans are left out with a warning and exit status 1; parents
+ *    and --collapse still come out right with the streaming call tree
+ *  - --context-spans: 150000 context spans are found by sorting, not by
+ *    a scan of the spans made so far per context (old: quadratic, minutes)
+ *  - --folded: 3000 distinct stacks of 1024 frames of 256-byte names are
+ *    printed without holding all lines (old: 790 MB); the reader takes
+ *    what the recorder writes (1024 frames, 256-byte strings, cut
+ *    visibly) and no more
+ *  - the summary and --folded escape what came from the target
+ *  - report -V; `report DIR` names the error; a failed read in the middle
+ *    of the file is fatal, not the end of the file
+ *
+ * Memory is bounded with RLIMIT_AS and the quadratic case with
+ * RLIMIT_CPU, both far above what the report needs (not in a sanitizer
+ * build: ASan reserves terabytes of address space). */
+#include "test-prof.h"
+
+#include <fcntl.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/resource.h>
+
+/* the trace id of rec_ctx(r, id, 0x4b, ...) */
+#define TRACE_HEX "4b4b4b4b4b4b4b4b4b4b4b4b4b4b4b4b"
+
+/* ---- a recording writer ---- */
+
+struct rec {
+	uint8_t *p;
+	size_t len, cap;
+	uint8_t pay[1 << 16]; /* the record being built */
+	size_t plen;
+};
+
+static void
+put(struct rec *r, const void *b, size_t n)
+{
+	if (r->len + n > r->cap) {
+		r->cap = (r->len + n) * 2 + 4096;
+		r->p = realloc(r->p, r->cap);
+		ck_assert_ptr_nonnull(r->p);
+	}
+	memcpy(r->p + r->len, b, n);
+	r->len += n;
+}
+
+static void
+pay_raw(struct rec *r, const void *b, size_t n)
+{
+	ck_assert_uint_le(r->plen + n, sizeof(r->pay));
+	memcpy(r->pay + r->plen, b, n);
+	r->plen += n;
+}
+
+static void
+pay_u(struct rec *r, uint64_t v)
+{
+	do {
+		uint8_t b = v & 0x7f;
+
+		v >>= 7;
+		b |= v ? 0x80 : 0;
+		pay_raw(r, &b, 1);
+	} while (v);
+}
+
+static void
+pay_bytes(struct rec *r, const void *b, size_t n)
+{
+	pay_u(r, n);
+	pay_raw(r, b, n);
+}
+
+static void
+pay_str(struct rec *r, const char *s)
+{
+	pay_bytes(r, s, strlen(s));
+}
+
+/* Append the payload built so far as a record of this type. */
+static void
+rec_end(struct rec *r, unsigned type)
+{
+	uint32_t pre = (uint32_t)type | (uint32_t)r->plen << 8;
+	uint8_t le[4] = {(uint8_t)pre, (uint8_t)(pre >> 8), (uint8_t)(pre >> 16),
+			 (uint8_t)(pre >> 24)};
+
+	put(r, le, 4);
+	put(r, r->pay, r->plen);
+	r->plen = 0;
+}
+
+static void
+rec_start(struct rec *r, const char *comm)
+{
+	static const uint8_t hdr[16] = {'C', 'T', 'X', 'D', 'P', 'R', 'O', 'F',
+					1,   0,   16,  0,   0,   0,   0,   0};
+
+	memset(r, 0, offsetof(struct rec, pay));
+	r->plen = 0;
+	put(r, hdr, sizeof(hdr));
+	pay_u(r, 4242);                   /* pid */
+	pay_u(r, 1700000000000000000ull); /* start, realtime */
+	pay_u(r, 1);                      /* start, monotonic */
+	pay_u(r, 100);                    /* rate */
+	pay_u(r, 128);                    /* max frames */
+	pay_u(r, 65536);                  /* stack size */
+	pay_str(r, comm);
+	pay_bytes(r, "./srv", 6);
+	pay_str(r, "test");
+	rec_end(r, 1);
+}
+
+static void
+rec_string(struct rec *r, uint32_t id, const char *s, size_t n)
+{
+	pay_u(r, id);
+	pay_bytes(r, s, n);
+	rec_end(r, 6);
+}
+
+static void
+rec_frame(struct rec *r, uint32_t id, uint32_t sym)
+{
+	pay_u(r, id);
+	pay_u(r, 0x1000u * id);
+	pay_u(r, sym);
+	pay_u(r, 0);
+	pay_u(r, 0);
+	pay_u(r, 0);
+	rec_end(r, 7);
+}
+
+/* Frame ids innermost first. */
+static void
+rec_stack(struct rec *r, uint32_t id, const uint32_t *f, size_t n)
+{
+	size_t i;
+
+	pay_u(r, id);
+	pay_u(r, 0);
+	pay_u(r, n);
+	for (i = 0; i < n; i++)
+		pay_u(r, f[i]);
+	rec_end(r, 8);
+}
+
+/* A context with trace and span id; kv: key and value string ids. */
+static void
+rec_ctx(struct rec *r,
+	uint32_t id,
+	uint8_t tr,
+	uint64_t span,
+	const uint32_t *kv,
+	size_t n_attrs)
+{
+	uint8_t trace[16], sp[8];
+	size_t i;
+
+	memset(trace, tr, sizeof(trace));
+	for (i = 0; i < 8; i++)
+		sp[i] = (uint8_t)(span >> (56 - 8 * i));
+	pay_u(r, id);
+	pay_u(r, 0); /* OTEP-4947 */
+	pay_u(r, 3); /* valid, trace */
+	pay_raw(r, trace, 16);
+	pay_raw(r, sp, 8);
+	pay_u(r, 1);
+	pay_u(r, n_attrs);
+	for (i = 0; i < 2 * n_attrs; i++)
+		pay_u(r, kv[i]);
+	rec_end(r, 9);
+}
+
+static void
+rec_round(struct rec *r, uint64_t t)
+{
+	pay_u(r, t);
+	pay_u(r, 1000);
+	pay_u(r, 1);
+	rec_end(r, 10);
+}
+
+static void
+rec_sample(struct rec *r, uint32_t tid, uint32_t stack, uint32_t ctx)
+{
+	pay_u(r, tid);
+	pay_u(r, 'R');
+	pay_u(r, stack);
+	pay_u(r, ctx ? 1 : 0);
+	if (ctx)
+		pay_u(r, ctx);
+	rec_end(r, 11);
+}
+
+static void
+rec_thread(struct rec *r, uint32_t tid, const char *name)
+{
+	pay_u(r, tid);
+	pay_str(r, name);
+	rec_end(r, 5);
+}
+
+static void
+rec_finish(struct rec *r, char *path, size_t n, const char *tag)
+{
+	FILE *f;
+
+	pay_u(r, 1000000000);
+	for (int i = 0; i < 6; i++)
+		pay_u(r, 0);
+	rec_end(r, 12);
+	prof_tmpfile(path, n, tag);
+	f = fopen(path, "we");
+	ck_assert_ptr_nonnull(f);
+	ck_assert_uint_eq(fwrite(r->p, 1, r->len, f), r->len);
+	ck_assert_int_eq(fclose(f), 0);
+	free(r->p);
+	r->p = NULL;
+}
+
+/* ---- running report ---- */
+
+static bool
+sanitized(void)
+{
+	return getenv("ASAN_OPTIONS") || getenv("UBSAN_OPTIONS");
+}
+
+/* ctxdump report ARGS with standard input in_fd (-1: /dev/null),
+ * standard output to out_path (NULL: /dev/null), at most as_mb MiB of
+ * address space and cpu_s seconds of CPU (0: no limit); returns the
+ * exit status, -SIG if killed; *err (malloc'd) has standard error. */
+static int
+run_report(const char *const *args,
+	   int in_fd,
+	   const char *out_path,
+	   unsigned as_mb,
+	   unsigned cpu_s,
+	   char **err)
+{
+	char *argv[24] = {(char *)prof_ctxdump(), "report"}, errf[64];
+	int n = 2, st;
+	pid_t pid;
+
+	while (*args && n < 23)
+		argv[n++] = (char *)*args++;
+	argv[n] = NULL;
+	prof_tmpfile(errf, sizeof(errf), "report-err");
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		int in = in_fd >= 0 ? in_fd : open("/dev/null", O_RDONLY);
+		int out = open(out_path ? out_path : "/dev/null",
+			       O_WRONLY | O_TRUNC | O_CREAT, 0600);
+		int e = open(errf, O_WRONLY | O_TRUNC);
+
+		if (as_mb && !sanitized()) {
+			struct rlimit rl = {(rlim_t)as_mb << 20, (rlim_t)as_mb << 20};
+
+			setrlimit(RLIMIT_AS, &rl);
+		}
+		if (cpu_s) {
+			struct rlimit rl = {cpu_s, cpu_s + 1};
+
+			setrlimit(RLIMIT_CPU, &rl);
+		}
+		dup2(in, 0);
+		dup2(out, 1);
+		dup2(e, 2);
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	*err = prof_slurp(errf);
+	unlink(errf);
+	if (WIFSIGNALED(st))
+		return -WTERMSIG(st);
+	return WEXITSTATUS(st);
+}
+
+/* Occurrences of needle in the file at path (read in pieces). */
+static size_t
+count_in_file(const char *path, const char *needle)
+{
+	size_t nl = strlen(needle), count = 0, have = 0;
+	char buf[1 << 16];
+	FILE *f = fopen(path, "re");
+
+	ck_assert_ptr_nonnull(f);
+	for (;;) {
+		size_t got = fread(buf + have, 1, sizeof(buf) - 1 - have, f), i;
+		char *p;
+
+		have += got;
+		buf[have] = '\0';
+		for (p = buf; (p = strstr(p, needle)) != NULL; p += nl)
+			count++;
+		if (!got)
+			break;
+		/* keep a tail that may start a match */
+		i = have >= nl - 1 ? have - (nl - 1) : 0;
+		memmove(buf, buf + i, have - i);
+		have -= i;
+		/* the kept tail holds no whole match (it is shorter) */
+	}
+	fclose(f);
+	return count;
+}
+
+/* ---- --spans ---- */
+
+/* Two 1024-frame stacks that differ in their outermost frame, sampled in
+ * turn by one thread in one context span: every sample leaves the path
+ * of the one before at its root. */
+static void
+make_alternating(char *path, size_t n, uint32_t samples, bool pairs)
+{
+	static uint32_t a[1024], b[1024];
+	struct rec *r = malloc(sizeof(*r));
+	uint32_t i;
+
+	ck_assert_ptr_nonnull(r);
+	rec_start(r, "srv");
+	rec_string(r, 1, "outerA", 6);
+	rec_string(r, 2, "outerB", 6);
+	rec_string(r, 3, "work", 4);
+	for (i = 1; i <= 3; i++)
+		rec_frame(r, i, i);
+	for (i = 0; i < 1023; i++)
+		a[i] = b[i] = 3;
+	a[1023] = 1;
+	b[1023] = 2;
+	rec_stack(r, 1, a, 1024);
+	rec_stack(r, 2, b, 1024);
+	rec_ctx(r, 1, 0x4b, 0x00f067aa0ba902b7ull, NULL, 0);
+	rec_round(r, 0);
+	for (i = 0; i < samples; i++)
+		rec_sample(r, 7, 1 + ((pairs ? i >> 1 : i) & 1), 1);
+	rec_finish(r, path, n, "alt");
+	free(r);
+}
+
+START_TEST(report_spans_memory_bounded)
+{
+	const char *args[] = {"--spans", NULL, NULL};
+	char file[64], *err;
+	int st;
+
+	/* 30000 samples of 1024 new nodes each: the old reader kept 30M
+	 * nodes (1.4 GB); none of them is a span (one sample each) */
+	make_alternating(file, sizeof(file), 30000, false);
+	args[1] = file;
+	st = run_report(args, -1, NULL, 512, 0, &err);
+	ck_assert_msg(st == 0, "report --spans exit %d: %s", st, err);
+	free(err);
+	unlink(file);
+}
+END_TEST
+
+START_TEST(report_spans_budget)
+{
+	const char *args[] = {"--spans", "--max-spans", "1000", NULL, NULL};
+	char file[64], out[64], *err;
+	int st;
+
+	/* pairs of samples: 1024 spans of 2 samples per pair, 3M in all */
+	make_alternating(file, sizeof(file), 6000, true);
+	prof_tmpfile(out, sizeof(out), "spans-out");
+	args[3] = file;
+	st = run_report(args, -1, out, 512, 0, &err);
+	ck_assert_msg(st == 1, "report exit %d: %s", st, err);
+	ck_assert_msg(strstr(err, "more than 1000 spans: 3071000 left out"),
+		      "warning: %s", err);
+	ck_assert_uint_eq(count_in_file(out, "\"spanId\""), 1000);
+	ck_assert_uint_eq(count_in_file(out, "\"resourceSpans\""), 1);
+	free(err);
+	/* with --min-samples 3 none of them is a span */
+	args[1] = "--min-samples";
+	args[2] = "3";
+	st = run_report(args, -1, out, 512, 0, &err);
+	ck_assert_msg(st == 0, "report exit %d: %s", st, err);
+	ck_assert_uint_eq(count_in_file(out, "\"spanId\""), 0);
+	free(err);
+	unlink(out);
+	unlink(file);
+}
+END_TEST
+
+/* Spans of a small recording, checked in python: per span name, its
+ * parent's name ("ctx" for the context's span, "-" for none) and sample
+ * count, one "name parent count" line each, sorted. */
+static const char spans_tree_py[] =
+	"import json, sys\n"
+	"d = json.load(open(sys.argv[1]))\n"
+	"sp = d['resourceSpans'][0]['scopeSpans'][0]['spans']\n"
+	"ids = {s['spanId']: s['name'] for s in sp}\n"
+	"out = []\n"
+	"for s in sp:\n"
+	"    a = {x['key']: x['value'] for x in s['attributes']}\n"
+	"    p = s.get('parentSpanId')\n"
+	"    pn = '-' if p is None else ids.get(p, 'ctx' if p == '00f067aa0ba902b7' "
+	"else '?' + p)\n"
+	"    out.append('%s %s %s %s' % (s['name'], pn, "
+	"a['ctxdump.samples']['intValue'],\n"
+	"               a.get('ctxdump.frames', {}).get('stringValue', '')))\n"
+	"print('|'.join(sorted(out)))\n";
+
+static char *
+spans_tree(const char *file, const char *opt)
+{
+	const char *args[] = {"--spans", opt ? opt : file, opt ? file : NULL, NULL};
+	char out[64], *err, *res;
+	int st;
+
+	prof_tmpfile(out, sizeof(out), "tree-out");
+	st = run_report(args, -1, out, 0, 0, &err);
+	ck_assert_msg(st == 0, "report exit %d: %s", st, err);
+	free(err);
+	st = prof_py(spans_tree_py, out, &res, &err);
+	ck_assert_msg(st == 0, "python: %s", err);
+	free(err);
+	unlink(out);
+	res[strcspn(res, "\n")] = '\0';
+	return res;
+}
+
+START_TEST(report_spans_tree)
+{
+	/* outermost first: main (also idle: plumbing), handle, then
+	 * work/db below it; c -> d -> e always whole; one sample idle */
+	static const char *const names[] = {"main", "loop", "handle", "work",
+					    "db",   "c",    "d",      "e"};
+	static const uint32_t s_idle[] = {2, 1}, s_work[] = {4, 3, 1},
+			      s_db[] = {5, 3, 1}, s_cde[] = {8, 7, 6, 3, 1};
+	static const struct {
+		uint32_t stack, ctx;
+	} seq[] = {{1, 0}, {2, 1}, {2, 1}, {2, 1}, {3, 1},
+		   {3, 1}, {4, 1}, {4, 1}, {2, 1}};
+	struct rec *r = malloc(sizeof(*r));
+	char file[64], *t;
+	uint32_t i;
+
+	ck_assert_ptr_nonnull(r);
+	rec_start(r, "srv");
+	for (i = 0; i < 8; i++) {
+		rec_string(r, i + 1, names[i], strlen(names[i]));
+		rec_frame(r, i + 1, i + 1);
+	}
+	rec_stack(r, 1, s_idle, 2);
+	rec_stack(r, 2, s_work, 3);
+	rec_stack(r, 3, s_db, 3);
+	rec_stack(r, 4, s_cde, 5);
+	rec_ctx(r, 1, 0x4b, 0x00f067aa0ba902b7ull, NULL, 0);
+	for (i = 0; i < sizeof(seq) / sizeof(seq[0]); i++) {
+		rec_round(r, 10000000ull * i);
+		rec_sample(r, 7, seq[i].stack, seq[i].ctx);
+	}
+	rec_finish(r, file, sizeof(file), "tree");
+	free(r);
+	t = spans_tree(file, NULL);
+	/* main is plumbing (idle too); the last work has one sample */
+	ck_assert_str_eq(t, "c handle 2 c|d c 2 d|db handle 2 db|e d 2 e|"
+			    "handle ctx 8 handle|work handle 3 work");
+	free(t);
+	t = spans_tree(file, "--collapse");
+	ck_assert_str_eq(t, "c handle 2 c;d;e|db handle 2 db|handle ctx 8 handle|"
+			    "work handle 3 work");
+	free(t);
+	unlink(file);
+}
+END_TEST
+
+/* ---- --context-spans ---- */
+
+START_TEST(report_context_spans_linear)
+{
+	const char *args[] = {"--spans", "--context-spans", NULL, NULL};
+	enum { N = 150000 };
+	struct rec *r = malloc(sizeof(*r));
+	char file[64], out[64], *err;
+	uint32_t i;
+	int st;
+
+	ck_assert_ptr_nonnull(r);
+	rec_start(r, "srv");
+	rec_round(r, 0);
+	/* N context spans, one sample each, and every one of them twice
+	 * more under a second context id (attributes changed) */
+	rec_string(r, 1, "http.route", 10);
+	rec_string(r, 2, "/x", 2);
+	for (i = 1; i <= N; i++) {
+		static const uint32_t kv[] = {1, 2};
+
+		rec_ctx(r, 2 * i - 1, 0x4b, i, NULL, 0);
+		rec_ctx(r, 2 * i, 0x4b, i, kv, 1);
+		rec_sample(r, 7, 0, 2 * i - 1);
+		rec_sample(r, 8, 0, 2 * i);
+	}
+	rec_finish(r, file, sizeof(file), "ctxspans");
+	free(r);
+	prof_tmpfile(out, sizeof(out), "ctxspans-out");
+	args[2] = file;
+	/* linear: well under a second; the old scan took minutes */
+	st = run_report(args, -1, out, 0, 20 * test_time_scale(), &err);
+	ck_assert_msg(st == 0, "report exit %d: %s", st, err);
+	ck_assert_uint_eq(count_in_file(out, "\"kind\":2"), N);
+	ck_assert_uint_eq(count_in_file(out,
+					"\"ctxdump.samples\",\"value\":{\"intValue\":"
+					"\"2\"}"),
+			  N);
+	free(err);
+	unlink(out);
+	unlink(file);
+}
+END_TEST
+
+/* ---- --folded and the reader's limits ---- */
+
+START_TEST(report_folded_memory_bounded)
+{
+	const char *args[] = {"--folded", NULL, NULL};
+	static uint32_t f[1024];
+	struct rec *r = malloc(sizeof(*r));
+	char file[64], name[256], *err;
+	uint32_t i, b;
+	int st;
+
+	ck_assert_ptr_nonnull(r);
+	rec_start(r, "srv");
+	memset(name, 'A', sizeof(name));
+	rec_string(r, 1, name, sizeof(name));
+	memset(name, 'B', sizeof(name));
+	rec_string(r, 2, name, sizeof(name));
+	rec_frame(r, 1, 1);
+	rec_frame(r, 2, 2);
+	rec_round(r, 0);
+	/* 3000 distinct stacks, lines of 263 KB: 790 MB in all */
+	for (i = 1; i <= 3000; i++) {
+		for (b = 0; b < 1024; b++)
+			f[b] = b < 12 ? 1 + ((i >> b) & 1) : 1;
+		rec_stack(r, i, f, 1024);
+		rec_sample(r, 7, i, 0);
+	}
+	rec_finish(r, file, sizeof(file), "folded");
+	free(r);
+	args[1] = file;
+	st = run_report(args, -1, NULL, 512, 0, &err);
+	ck_assert_msg(st == 0, "report --folded exit %d: %s", st, err);
+	free(err);
+	unlink(file);
+}
+END_TEST
+
+START_TEST(report_reader_limits)
+{
+	const char *args[] = {"--folded", NULL, NULL};
+	static uint32_t f[1025];
+	struct rec *r = malloc(sizeof(*r));
+	char file[64], out[64], big[1000], *err, *o, *line;
+	uint32_t i;
+	int st;
+
+	ck_assert_ptr_nonnull(r);
+	rec_start(r, "srv");
+	memset(big, 'x', sizeof(big));
+	memcpy(big + 252, "\xc3\xa9", 2); /* é across the cut (253) */
+	rec_string(r, 1, big, sizeof(big));
+	rec_string(r, 2, "leaf", 4);
+	rec_frame(r, 1, 1);
+	rec_frame(r, 2, 2);
+	for (i = 0; i < 1025; i++)
+		f[i] = 1;
+	f[0] = 2;
+	rec_stack(r, 1, f + 1, 1024); /* 1024 frames: taken */
+	rec_stack(r, 2, f, 1025);     /* 1025: malformed */
+	rec_round(r, 0);
+	rec_sample(r, 7, 1, 0);
+	rec_sample(r, 7, 2, 0);
+	rec_finish(r, file, sizeof(file), "limits");
+	free(r);
+	prof_tmpfile(out, sizeof(out), "limits-out");
+	args[1] = file;
+	st = run_report(args, -1, out, 0, 0, &err);
+	ck_assert_msg(st == 1, "report exit %d: %s", st, err);
+	ck_assert_msg(strstr(err, "1 malformed records skipped"), "%s", err);
+	free(err);
+	o = prof_slurp(out);
+	/* stack 1: 1024 names cut before the é, marked: 252 x and "..."
+	 * (stack 2 was skipped: its sample has none) */
+#define PFX "unknown_service:srv;[no trace];"
+	ck_assert_msg(strncmp(o, PFX "[no stack] 1\n", strlen(PFX) + 13) == 0, "%.60s",
+		      o);
+	line = o + strlen(PFX) + 13;
+	memset(big, 'x', 252);
+	memcpy(big + 252, "...;", 5);
+	ck_assert_msg(strncmp(line, PFX, strlen(PFX)) == 0 &&
+			      strncmp(line + strlen(PFX), big, 256) == 0,
+		      "%.300s", line);
+	/* 1024 names of 255 bytes, ';' between them */
+	ck_assert_uint_eq(strlen(line), strlen(PFX) + 1024 * 256 - 1 + strlen(" 1\n"));
+#undef PFX
+	free(o);
+	unlink(out);
+	unlink(file);
+}
+END_TEST
+
+/* ---- escaping ---- */
+
+#define EVIL                                                      \
+	"\x1b[2J\x1b]0;pwned\x07\rFAKE\nline\xff\xc0\x80\xc2\x9b" \
+	"31m"
+
+/* No raw control byte (but the line ends), no C1 control, only UTF-8. */
+static void
+assert_clean(const char *o, size_t n, const char *what)
+{
+	size_t i = 0;
+
+	while (i < n) {
+		unsigned char c = (unsigned char)o[i];
+
+		ck_assert_msg(c != 0x1b && c != '\r' && c != 0x07 && c != 0x7f &&
+				      (c >= 0x20 || c == '\n'),
+			      "%s: control byte 0x%02x at %zu: %.80s", what, c, i,
+			      o + (i > 40 ? i - 40 : 0));
+		if (c < 0x80) {
+			i++;
+			continue;
+		}
+		/* two-byte sequences only here: no C1 (c2 80..9f) */
+		ck_assert_msg(c >= 0xc3 && c <= 0xdf && i + 1 < n &&
+				      ((unsigned char)o[i + 1] & 0xc0) == 0x80,
+			      "%s: not UTF-8 or C1 at %zu: %.80s", what, i,
+			      o + (i > 40 ? i - 40 : 0));
+		i += 2;
+	}
+}
+
+START_TEST(report_escapes_target_strings)
+{
+	const char *sum[] = {NULL, NULL}, *fold[] = {"--folded", NULL, NULL};
+	static const uint32_t kv[] = {1, 2}, st1[] = {1};
+	struct rec *r = malloc(sizeof(*r));
+	char file[64], out[64], *err, *o;
+	int st;
+
+	ck_assert_ptr_nonnull(r);
+	rec_start(r, "srv" EVIL);
+	/* a layout whose module and model came from the target */
+	pay_u(r, 0);
+	pay_u(r, 1);
+	pay_str(r, "otel_thread_ctx_v1");
+	pay_str(r, "/lib/" EVIL "x.so");
+	pay_str(r, "tls" EVIL);
+	pay_u(r, 0);
+	rec_end(r, 3);
+	/* the service: a resource attribute */
+	pay_str(r, "service.name");
+	pay_str(r, "svc" EVIL);
+	rec_end(r, 4);
+	rec_string(r, 1, "http.route", 10);
+	rec_string(r, 2, "/api" EVIL, strlen("/api" EVIL));
+	rec_string(r, 3, "evil_fn" EVIL, strlen("evil_fn" EVIL));
+	rec_frame(r, 1, 3);
+	rec_stack(r, 1, st1, 1);
+	rec_ctx(r, 1, 0x4b, 0x00f067aa0ba902b7ull, kv, 1);
+	rec_thread(r, 7, "thr" EVIL);
+	for (int i = 0; i < 3; i++) {
+		rec_round(r, 10000000ull * i);
+		rec_sample(r, 7, 1, 1);
+	}
+	rec_finish(r, file, sizeof(file), "escape");
+	free(r);
+	prof_tmpfile(out, sizeof(out), "escape-out");
+	sum[0] = file;
+	st = run_report(sum, -1, out, 0, 0, &err);
+	ck_assert_msg(st == 0, "report exit %d: %s", st, err);
+	free(err);
+	o = prof_slurp(out);
+	assert_clean(o, strlen(o), "summary");
+	/* each of them, escaped */
+	ck_assert_msg(strstr(o, "(srv\\x1b[2J"), "%s", o);
+	ck_assert_msg(strstr(o, "Service: svc\\x1b[2J"), "%s", o);
+	ck_assert_msg(strstr(o, "in /lib/\\x1b[2J"), "%s", o);
+	ck_assert_msg(strstr(o, "(tls\\x1b[2J"), "%s", o);
+	ck_assert_msg(strstr(o,
+			     "\n/api\\x1b[2J\\x1b]0;pwned\\x07\\x0dFAKE\\x0aline\\xff"
+			     "\\xc0\\x80\\xc2\\x9b31m: 3 samples"),
+		      "%s", o);
+	ck_assert_msg(strstr(o, TRACE_HEX "  /api\\x1b[2J"), "%s", o);
+	ck_assert_msg(strstr(o, "%  evil_fn\\x1b[2J"), "%s", o);
+	free(o);
+	fold[1] = file;
+	st = run_report(fold, -1, out, 0, 0, &err);
+	ck_assert_msg(st == 0, "report --folded exit %d: %s", st, err);
+	free(err);
+	o = prof_slurp(out);
+	assert_clean(o, strlen(o), "folded");
+	/* one line: ';' of the escape became ':', the rest '?' */
+	ck_assert_str_eq(o, "svc?[2J?]0:pwned??FAKE?line????31m;"
+			    "/api?[2J?]0:pwned??FAKE?line????31m;trace " TRACE_HEX
+			    ";evil_fn?[2J?]0:pwned??FAKE?line????31m 3\n");
+	free(o);
+	unlink(out);
+	unlink(file);
+}
+END_TEST
+
+/* ---- command line and read errors ---- */
+
+START_TEST(report_version_and_read_errors)
+{
+	const char *v[] = {"-V", NULL}, *vl[] = {"--version", NULL},
+		   *dir[] = {"/", NULL}, *in[] = {"-", NULL};
+	char file[64], *out, *err, *want;
+	static const uint32_t st1[] = {1};
+	struct rec *r = malloc(sizeof(*r));
+	int st, p[2], fl;
+
+	/* the version line of ctxdump -V */
+	st = prof_run(&want, &err, "-V", NULL);
+	ck_assert_int_eq(st, 0);
+	free(err);
+	prof_tmpfile(file, sizeof(file), "version");
+	st = run_report(v, -1, file, 0, 0, &err);
+	ck_assert_msg(st == 0, "report -V exit %d: %s", st, err);
+	free(err);
+	out = prof_slurp(file);
+	ck_assert_str_eq(out, want);
+	free(out);
+	st = run_report(vl, -1, file, 0, 0, &err);
+	ck_assert_int_eq(st, 0);
+	free(err);
+	out = prof_slurp(file);
+	ck_assert_str_eq(out, want);
+	free(out);
+	free(want);
+	unlink(file);
+
+	/* a directory: the error, not "not a recording" */
+	st = run_report(dir, -1, NULL, 0, 0, &err);
+	ck_assert_int_eq(st, 2);
+	ck_assert_msg(strstr(err, "cannot read /: Is a directory"), "%s", err);
+	free(err);
+
+	/* a read that fails after whole records (standard input that would
+	 * block): fatal, not the end of a complete recording */
+	ck_assert_ptr_nonnull(r);
+	rec_start(r, "srv");
+	rec_string(r, 1, "fn", 2);
+	rec_frame(r, 1, 1);
+	rec_stack(r, 1, st1, 1);
+	rec_round(r, 0);
+	rec_sample(r, 7, 1, 0);
+	ck_assert_int_eq(pipe2(p, O_CLOEXEC), 0);
+	ck_assert_int_eq(write(p[1], r->p, r->len), (ssize_t)r->len);
+	free(r->p);
+	free(r);
+	fl = fcntl(p[0], F_GETFL);
+	ck_assert_int_eq(fcntl(p[0], F_SETFL, fl | O_NONBLOCK), 0);
+	st = run_report(in, p[0], NULL, 0, 0, &err);
+	close(p[0]);
+	close(p[1]);
+	ck_assert_msg(st == 2, "exit %d: %s", st, err);
+	ck_assert_msg(strstr(err, "cannot read -: Resource temporarily unavailable"),
+		      "%s", err);
+	free(err);
+}
+END_TEST
+
+TEST_SUITE(ctxdump_report_suite)
+{
+	Suite *s;
+	TCase *tc;
+
+	if (!prof_python())
+		test_skip("python3 not found in PATH (OTLP/JSON checks)");
+	s = suite_create("ctxdump-report");
+	tc = tcase_create("report");
+	tcase_set_timeout(tc, 240);
+	tcase_add_test(tc, report_spans_memory_bounded);
+	tcase_add_test(tc, report_spans_budget);
+	tcase_add_test(tc, report_spans_tree);
+	tcase_add_test(tc, report_context_spans_linear);
+	tcase_add_test(tc, report_folded_memory_bounded);
+	tcase_add_test(tc, report_reader_limits);
+	tcase_add_test(tc, report_escapes_target_strings);
+	tcase_add_test(tc, report_version_and_read_errors);
+	suite_add_tcase(s, tc);
+	return s;
+}
