@@ -23,7 +23,8 @@ trap 'rm -rf "$tmp"' EXIT
 
 : >"$tmp/config.h"
 ${CC:-gcc} -O2 -g -std=gnu11 -D_GNU_SOURCE -I"$tmp" -I"$src/proc-context" \
-	"$src/bench/http-scan-bench.c" "$src/proc-context/http-scan.c" -o "$tmp/bench"
+	"$src/bench/http-scan-bench.c" "$src/proc-context/http-scan.c" \
+	"$src/proc-context/w3c.c" -o "$tmp/bench"
 
 printf '%-8s %5s %6s %6s %10s %10s  %s\n' profile read head req insn/req insn/byte B4
 for profile in minimal curl browser post; do

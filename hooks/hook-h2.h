@@ -22,12 +22,16 @@
  *  - tracestate: all fields joined in order with ',' (RFC 9110 §5.3, HTTP/2
  *    may also split one list into several fields); beyond 512 bytes the
  *    list is cut back after the last whole member that fits and later
- *    fields are dropped (W3C allows dropping members from the end);
+ *    fields are not stored (W3C allows dropping members from the end),
+ *    but the whole list is still checked (w3c_tracestate_check_*()): an
+ *    invalid member or more than 32 members anywhere drops it all (W3C),
+ *    as the stored prefix alone could look valid;
  *  - configured extra headers (CTXSHIM_HEADER_ATTRS): fields joined with
  *    ", ", cut at 256 bytes. */
 
 #include "cfg.h"
 #include "request-ctx.h"
+#include "w3c.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -49,7 +53,10 @@ struct hook_h2_req {
 	uint8_t n_tp;       /* traceparent fields seen (saturates at 255) */
 	uint8_t extra_seen; /* bit i: extra header i was seen */
 	bool has_method, has_path, has_ts;
-	bool ts_full; /* the list was cut: later fields are dropped */
+	bool ts_full;     /* the list was cut: later fields are not stored */
+	bool ts_checking; /* the list overflowed: ts_check follows it */
+	bool ts_bad;      /* invalid past what is stored: drop it all */
+	struct w3c_tracestate_check ts_check;
 	char method[HOOK_H2_METHOD_MAX];
 	char path[HOOK_H2_PATH_MAX];
 	char tp[HOOK_H2_TP_MAX];
@@ -91,22 +98,38 @@ hook_h2_name_is(const uint8_t *name, size_t len, const char *want)
 	return true;
 }
 
-/* Append one tracestate field to the joined list. */
+/* Append one tracestate field to the joined list.  A list that fits is
+ * validated later, as a whole (ctxshim_request_ctx()); one that does not
+ * is checked field by field from the first overflow on, the stored fields
+ * first (nothing is cut before that). */
 static inline void
 hook_h2_req_ts(struct hook_h2_req *q, const uint8_t *v, size_t len)
 {
 	size_t have = q->ts_len, sep = have ? 1 : 0, k;
 
-	if (q->ts_full)
-		return;
 	q->has_ts = true;
-	if (have + sep + len <= HOOK_H2_TS_MAX) {
-		if (sep)
-			q->ts[have] = ',';
-		memcpy(q->ts + have + sep, v, len);
-		q->ts_len = (uint16_t)(have + sep + len);
+	if (q->ts_bad)
+		return;
+	if (!q->ts_checking) {
+		if (have + sep + len <= HOOK_H2_TS_MAX) {
+			if (sep)
+				q->ts[have] = ',';
+			memcpy(q->ts + have + sep, v, len);
+			q->ts_len = (uint16_t)(have + sep + len);
+			return;
+		}
+		q->ts_checking = true;
+		(void)w3c_tracestate_check_feed(&q->ts_check, q->ts, have);
+		(void)w3c_tracestate_check_end(&q->ts_check, false);
+	}
+	/* HTTP/2 field values have no line ending: a CR is just invalid. */
+	if (w3c_tracestate_check_feed(&q->ts_check, (const char *)v, len) < 0 ||
+	    w3c_tracestate_check_end(&q->ts_check, false) < 0) {
+		q->ts_bad = true;
 		return;
 	}
+	if (q->ts_full)
+		return;
 	/* Keep the members of this field that fit whole, then stop. */
 	q->ts_full = true;
 	if (have + sep >= HOOK_H2_TS_MAX)
@@ -208,7 +231,8 @@ hook_h2_req_view(const struct hook_h2_req *q, struct hook_h2_view *v)
 		v->r.traceparent_len = q->tp_len;
 		v->r.traceparent_repeated = q->n_tp > 1;
 	}
-	if (q->has_ts) {
+	/* An invalid list is dropped whole; the traceparent stays (W3C). */
+	if (q->has_ts && !q->ts_bad) {
 		v->ts_line = q->ts;
 		v->ts_len = q->ts_len;
 		v->r.tracestate = &v->ts_line;

@@ -287,7 +287,9 @@ ctxshim_request_ctx_capture(struct ctxshim_ctx *c,
 		r.traceparent_len = cap->traceparent_len;
 	}
 	r.traceparent_repeated = (flags & HTTP_SCAN_F_TRACEPARENT_BAD) != 0;
-	/* A folded tracestate is invalid as a whole. */
+	/* A folded tracestate is invalid as a whole, and so is one the
+	 * scanner found invalid past the 512 bytes it keeps (W3C: drop it
+	 * all, keep the traceparent). */
 	if (__builtin_expect(
 		    (flags & (HTTP_SCAN_F_TRACESTATE | HTTP_SCAN_F_TRACESTATE_BAD)) ==
 			    HTTP_SCAN_F_TRACESTATE,

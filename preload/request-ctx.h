@@ -8,7 +8,10 @@
  * - valid traceparent: a server span like a non-recording SDK span -- the
  *   same trace-id, a new span-id, the incoming flags (known bits), the
  *   incoming parent-id kept for ctxdump, tracestate kept (truncated to 512
- *   bytes by whole entries);
+ *   bytes by whole entries), or dropped whole if it is invalid anywhere
+ *   (W3C), including past what a layer stores: the socket level and
+ *   HTTP/2 check those bytes as they go (w3c_tracestate_check_*()) and
+ *   pass no tracestate, or HTTP_SCAN_F_TRACESTATE_BAD, for such a list;
  * - none, or invalid (which also drops tracestate, W3C): a new trace with
  *   random ids and the random flag (plus sampled if CTXSHIM_SAMPLED=1),
  *   unless CTXSHIM_NEW_TRACES=0, which publishes the attributes with zero

@@ -723,8 +723,10 @@ value_begin(struct http_scan *st, struct http_scan_capture *cap)
 		bool more = st->flags & HTTP_SCAN_F_TRACESTATE;
 
 		st->flags |= HTTP_SCAN_F_TRACESTATE;
+		/* Past the cut, lines are only checked (ts_long()), and not
+		 * even that once the list is known to be dropped. */
 		if (cap->tracestate_truncated)
-			return false;
+			return !(st->flags & HTTP_SCAN_F_TRACESTATE_BAD);
 		value_start(cap, cap->tracestate, sizeof(cap->tracestate),
 			    cap->tracestate_len, ",", more ? 1 : 0);
 	} else {
@@ -807,6 +809,65 @@ te_bytes(struct http_scan *st, const uint8_t *s, const uint8_t *t)
 	st->sub = (uint8_t)sub;
 }
 
+/* A tracestate list that does not fit the capture: from its first byte
+ * on, the bytes go through a w3c_tracestate_check as well, since W3C
+ * discards the whole list for an invalid member or a 33rd member anywhere,
+ * including past the bytes we keep.  Set up here, the first time the
+ * list overflows: what is stored so far (the earlier lines' values,
+ * joined, then this line's bytes) is all of it, nothing having been cut
+ * yet, so the check catches up from the buffer.  Out of line and cold:
+ * lists that fit never come here. */
+static __attribute__((noinline, cold)) void
+ts_long(struct http_scan *st, struct http_scan_capture *cap, const uint8_t *s, size_t n)
+{
+	struct w3c_tracestate_check *c = &cap->ts_check;
+
+	if (!cap->ts_checking) {
+		size_t at = (size_t)cap->cur_start + cap->cur_seen;
+
+		if (at > sizeof(cap->tracestate))
+			at = sizeof(cap->tracestate);
+		cap->ts_checking = true;
+		memset(c, 0, sizeof(*c));
+		/* the earlier lines, a line boundary, then this line so far
+		 * (its ',' separator, when stored, is an empty member) */
+		(void)w3c_tracestate_check_feed(c, cap->tracestate, cap->cur_start);
+		(void)w3c_tracestate_check_end(c, true);
+		(void)w3c_tracestate_check_feed(c, cap->tracestate + cap->cur_start,
+						at - cap->cur_start);
+	}
+	/* Still storing this line (value_end() cuts it at a member). */
+	if (!cap->tracestate_truncated)
+		value_append(cap, cap->tracestate, sizeof(cap->tracestate), s, n);
+	if (w3c_tracestate_check_feed(c, (const char *)s, n) < 0)
+		st->flags |= HTTP_SCAN_F_TRACESTATE_BAD;
+}
+
+/* value_append() for the tracestate: the same, with the test for a list
+ * that no longer fits (or is being checked) folded into its bounds check,
+ * so that a usual tracestate costs what it did before the check.  Not
+ * inline: value_bytes() then tail-calls it and needs no frame. */
+static __attribute__((noinline)) void
+ts_append(struct http_scan *st,
+	  struct http_scan_capture *cap,
+	  const uint8_t *s,
+	  size_t n)
+{
+	size_t at = (size_t)cap->cur_start + cap->cur_seen, j = n;
+
+	if (__builtin_expect(at + n > sizeof(cap->tracestate) || cap->ts_checking, 0)) {
+		ts_long(st, cap, s, n);
+		return;
+	}
+	memcpy(cap->tracestate + at, s, n);
+	while (is_trail_ws(s[j - 1]))
+		if (--j == 0)
+			break;
+	if (j > 0)
+		cap->cur_last = cap->cur_seen + (uint32_t)j;
+	cap->cur_seen += (uint32_t)n;
+}
+
 static void
 value_bytes(struct http_scan *st,
 	    struct http_scan_capture *cap,
@@ -829,8 +890,7 @@ value_bytes(struct http_scan *st,
 		value_append(cap, cap->traceparent, sizeof(cap->traceparent), s,
 			     (size_t)(t - s));
 	else if (f == FLD_TS)
-		value_append(cap, cap->tracestate, sizeof(cap->tracestate), s,
-			     (size_t)(t - s));
+		ts_append(st, cap, s, (size_t)(t - s));
 	else
 		value_append(cap, cap->extra[f - FLD_EXTRA], sizeof(cap->extra[0]), s,
 			     (size_t)(t - s));
@@ -850,6 +910,37 @@ tp_value_whole(struct http_scan_capture *cap, const uint8_t *s, const uint8_t *t
 		j--;
 	cap->traceparent_len =
 		(uint8_t)(j < sizeof(cap->traceparent) ? j : sizeof(cap->traceparent));
+}
+
+/* The end of a tracestate line that did not fit, or of any line once the
+ * list is being checked (ts_long()).  Out of line, as a tail call, so
+ * that value_end() needs no stack frame for the call. */
+static __attribute__((noinline, cold)) void
+ts_long_end(struct http_scan *st, struct http_scan_capture *cap, size_t total)
+{
+	size_t end, k;
+
+	if (cap->ts_checking) {
+		if (w3c_tracestate_check_end(&cap->ts_check, true) < 0)
+			st->flags |= HTTP_SCAN_F_TRACESTATE_BAD;
+		/* a line past the cut: checked, not stored */
+		if (cap->tracestate_truncated)
+			return;
+	}
+	if (total <= sizeof(cap->tracestate)) {
+		cap->tracestate_len = (uint16_t)total;
+		return;
+	}
+	/* Keep whole members: cut at the last ',' of this line that fits,
+	 * else drop the line. */
+	end = (size_t)cap->cur_start + cap->cur_seen;
+	if (end > sizeof(cap->tracestate))
+		end = sizeof(cap->tracestate);
+	for (k = end; k > cap->cur_start; k--)
+		if (cap->tracestate[k - 1] == ',')
+			break;
+	cap->tracestate_len = (uint16_t)(k > cap->cur_start ? k - 1 : cap->cur_start);
+	cap->tracestate_truncated = true;
 }
 
 static void
@@ -876,23 +967,12 @@ value_end(struct http_scan *st, struct http_scan_capture *cap)
 							 ? total
 							 : sizeof(cap->traceparent));
 	} else if (f == FLD_TS) {
-		size_t end, k;
-
-		if (total <= sizeof(cap->tracestate)) {
+		if (__builtin_expect(
+			    total <= sizeof(cap->tracestate) && !cap->ts_checking, 1)) {
 			cap->tracestate_len = (uint16_t)total;
 			return;
 		}
-		/* Keep whole members: cut at the last ',' of this line that
-		 * fits, else drop the line. */
-		end = (size_t)cap->cur_start + cap->cur_seen;
-		if (end > sizeof(cap->tracestate))
-			end = sizeof(cap->tracestate);
-		for (k = end; k > cap->cur_start; k--)
-			if (cap->tracestate[k - 1] == ',')
-				break;
-		cap->tracestate_len =
-			(uint16_t)(k > cap->cur_start ? k - 1 : cap->cur_start);
-		cap->tracestate_truncated = true;
+		ts_long_end(st, cap, total);
 	} else {
 		unsigned k = f - FLD_EXTRA;
 

@@ -79,7 +79,14 @@
  *  - tracestate: all lines joined in order with ',' (RFC 9110 §5.3).  If
  *    the joined list exceeds 512 bytes, it is cut back to the last ','
  *    that fits (whole members only) and tracestate_truncated is set;
- *    later lines are dropped.  Folded -> HTTP_SCAN_F_TRACESTATE_BAD.
+ *    later lines are not stored.  Folded -> HTTP_SCAN_F_TRACESTATE_BAD.
+ *    A list that exceeds 512 bytes is still checked to its end, across
+ *    lines and reads (w3c_tracestate_check_*(), from its first byte): an
+ *    invalid member or more than 32 members anywhere sets
+ *    HTTP_SCAN_F_TRACESTATE_BAD too, since W3C discards such a list whole
+ *    and the stored prefix alone could look valid.  A list that fits is
+ *    left to the caller to validate (w3c_tracestate_parse()), so that
+ *    requests with a usual tracestate pay nothing per byte for it.
  *  - Extra headers (configured, <= 8): lines joined with ", "; values cut
  *    at 256 bytes (extra_truncated bit); folded -> extra_bad bit.
  *  - obs-fold (a line starting with SP/HTAB): never unfolded; it marks the
@@ -107,6 +114,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "w3c.h"
 
 #define HTTP_SCAN_DEFAULT_MAX_HEAD (16u * 1024)
 #define HTTP_SCAN_DEFAULT_GIVE_UP  (256u * 1024)
@@ -150,7 +159,7 @@ enum {
 	HTTP_SCAN_F_TRACEPARENT = 0x0010,     /* traceparent line seen */
 	HTTP_SCAN_F_TRACEPARENT_BAD = 0x0020, /* repeated or folded */
 	HTTP_SCAN_F_TRACESTATE = 0x0040,      /* tracestate line(s) seen */
-	HTTP_SCAN_F_TRACESTATE_BAD = 0x0080,  /* folded */
+	HTTP_SCAN_F_TRACESTATE_BAD = 0x0080,  /* folded, or invalid past 512 B */
 	HTTP_SCAN_F_CONTENT_LENGTH = 0x0100,
 	HTTP_SCAN_F_CHUNKED = 0x0200,     /* body is chunked */
 	HTTP_SCAN_F_BAD_FRAMING = 0x0400, /* scanner gave up after it */
@@ -197,6 +206,7 @@ struct http_scan_capture {
 	uint8_t extra_present;     /* bit k: extra header k was seen */
 	uint8_t extra_truncated;   /* bit k: value cut at 256 bytes */
 	uint8_t extra_bad;         /* bit k: folded */
+	bool ts_checking;          /* ts_check in use (private) */
 	uint16_t extra_len[HTTP_SCAN_EXTRA_MAX];
 
 	char method[HTTP_SCAN_METHOD_MAX];
@@ -204,6 +214,10 @@ struct http_scan_capture {
 	char target[HTTP_SCAN_TARGET_MAX];
 	char tracestate[HTTP_SCAN_TRACESTATE_MAX];
 	char extra[HTTP_SCAN_EXTRA_MAX][HTTP_SCAN_VALUE_MAX];
+	/* The tracestate list beyond what fits above (private; set up when
+	 * it first overflows, so a head without a long list never touches
+	 * it). */
+	struct w3c_tracestate_check ts_check;
 };
 
 #define HTTP_SCAN_NAMES (4 + HTTP_SCAN_EXTRA_MAX)

@@ -522,6 +522,229 @@ w3c_tracestate_parse(const char *const *lines,
 	return 0;
 }
 
+/* w3c_tracestate_check states: between members (OWS, empty members), in a
+ * key, in a value, and the verdict "invalid" (sticky). */
+enum {
+	TSC_START = 0,
+	TSC_KEY,
+	TSC_VALUE,
+	TSC_BAD = 0xff,
+};
+#define TSC_PEND_TAB 1 /* a HTAB in the OWS after the value so far */
+#define TSC_PEND_CR  2 /* a CR there (or, between members, at all) */
+
+/* Character classes of the tracestate grammar, one table lookup a byte. */
+#define TSC_KEYSTART     1 /* lcalpha / DIGIT */
+#define TSC_KEYCHAR      2 /* and "_" / "-" / "*" / "/" / "@" */
+#define TSC_NBLK         4 /* nblk-chr: %x21-2B / %x2D-3C / %x3E-7E */
+#define TSC_N            TSC_NBLK
+#define TSC_K            (TSC_KEYCHAR | TSC_NBLK)
+#define TSC_S            (TSC_KEYSTART | TSC_KEYCHAR | TSC_NBLK)
+#define TSC_R(lo, hi, v) [(lo)...(hi)] = (v)
+static const uint8_t tsc_class[256] = {
+	TSC_R('!', ')', TSC_N), ['*'] = TSC_K,          ['+'] = TSC_N,
+	['-'] = TSC_K,          ['.'] = TSC_N,          ['/'] = TSC_K,
+	TSC_R('0', '9', TSC_S), TSC_R(':', '<', TSC_N), TSC_R('>', '?', TSC_N),
+	['@'] = TSC_K,          TSC_R('A', '^', TSC_N), ['_'] = TSC_K,
+	['`'] = TSC_N,          TSC_R('a', 'z', TSC_S), TSC_R('{', '~', TSC_N),
+};
+#undef TSC_R
+#undef TSC_N
+#undef TSC_K
+#undef TSC_S
+
+#if defined(__SSE2__)
+/* Bit k set iff byte k of the 16 at p is not a key character
+ * (tsc_not_key16()), not a nblk-chr (tsc_not_nblk16()): the runs of keys
+ * and values 16 bytes a step (a table lookup a byte cost ~6 instructions
+ * a byte). */
+static inline unsigned
+tsc_not_key16(const uint8_t *p)
+{
+	__m128i x = _mm_loadu_si128((const __m128i *)(const void *)p);
+	/* c - lo <= hi - lo (unsigned, wrapping) iff lo <= c <= hi */
+	__m128i az = _mm_cmpeq_epi8(
+		_mm_subs_epu8(_mm_sub_epi8(x, _mm_set1_epi8('a')), _mm_set1_epi8(25)),
+		_mm_setzero_si128());
+	__m128i dg = _mm_cmpeq_epi8(
+		_mm_subs_epu8(_mm_sub_epi8(x, _mm_set1_epi8('0')), _mm_set1_epi8(9)),
+		_mm_setzero_si128());
+	__m128i sp = _mm_or_si128(
+		_mm_or_si128(_mm_cmpeq_epi8(x, _mm_set1_epi8('_')),
+			     _mm_cmpeq_epi8(x, _mm_set1_epi8('-'))),
+		_mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(x, _mm_set1_epi8('*')),
+					  _mm_cmpeq_epi8(x, _mm_set1_epi8('/'))),
+			     _mm_cmpeq_epi8(x, _mm_set1_epi8('@'))));
+
+	return (unsigned)_mm_movemask_epi8(_mm_or_si128(_mm_or_si128(az, dg), sp)) ^
+	       0xffffu;
+}
+
+static inline unsigned
+tsc_not_nblk16(const uint8_t *p)
+{
+	__m128i x = _mm_loadu_si128((const __m128i *)(const void *)p);
+	/* signed: 0x21..0x7f are > 0x20, 0x80..0xff are negative */
+	__m128i ok = _mm_cmpgt_epi8(x, _mm_set1_epi8(0x20));
+	__m128i no = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(x, _mm_set1_epi8(',')),
+					       _mm_cmpeq_epi8(x, _mm_set1_epi8('='))),
+				  _mm_cmpeq_epi8(x, _mm_set1_epi8(0x7f)));
+
+	return (unsigned)_mm_movemask_epi8(_mm_andnot_si128(no, ok)) ^ 0xffffu;
+}
+#endif
+
+/* The end of the run of characters of class cls (TSC_KEYCHAR or TSC_NBLK)
+ * in [p, e); [lo, e) is readable (lo <= p): a rest shorter than 16 bytes
+ * is read as the last 16 before e when there are that many, never past
+ * e (http-scan.c, find_lf(), does the same). */
+static inline const uint8_t *
+tsc_run(const uint8_t *lo, const uint8_t *p, const uint8_t *e, unsigned cls)
+{
+#if defined(__SSE2__)
+	unsigned m;
+
+	for (; e - p >= 16; p += 16) {
+		m = cls == TSC_NBLK ? tsc_not_nblk16(p) : tsc_not_key16(p);
+		if (m)
+			return p + __builtin_ctz(m);
+	}
+	if (p < e && e - lo >= 16) {
+		m = (cls == TSC_NBLK ? tsc_not_nblk16(e - 16)
+				     : tsc_not_key16(e - 16)) >>
+		    (16 - (e - p));
+		return m ? p + __builtin_ctz(m) : e;
+	}
+#else
+	(void)lo;
+#endif
+	while (p < e && (tsc_class[*p] & cls))
+		p++;
+	return p;
+}
+
+/* The same rules as ts_add_member() on the joined lines, a run of key or
+ * value characters at a time: members are trimmed of OWS (SP, HTAB) only,
+ * so a CR or a HTAB inside a value, or a CR before a ',' is invalid; a
+ * value keeps its leading spaces and must have 1..256 characters once its
+ * trailing OWS is gone.  Only lists longer than a caller keeps come here,
+ * but those in full: runs are found 16 bytes a step (about 10
+ * instructions a byte with a table lookup a byte, 3-4 now). */
+int
+w3c_tracestate_check_feed(struct w3c_tracestate_check *c, const char *s, size_t len)
+{
+	const uint8_t *const lo = (const uint8_t *)s, *p = lo, *e = p + len, *q;
+	unsigned state = c->state, pend = c->pend, n = c->n;
+	size_t klen = c->len, ows = c->ows;
+
+	if (state == TSC_BAD)
+		return -EINVAL;
+	if (len > 0 && !s)
+		goto bad;
+	while (p < e) {
+		uint8_t ch;
+
+		switch (state) {
+		case TSC_START:
+			ch = *p++;
+			if (ch == ' ' || ch == '\t')
+				continue;
+			if (ch == '\r') {
+				pend = TSC_PEND_CR;
+				continue;
+			}
+			/* a CR is not OWS: it is part of this member */
+			if (pend)
+				goto bad;
+			if (ch == ',')
+				continue; /* an empty member */
+			if (!(tsc_class[ch] & TSC_KEYSTART))
+				goto bad;
+			state = TSC_KEY;
+			klen = 1;
+			continue;
+		case TSC_KEY:
+			q = tsc_run(lo, p, e, TSC_KEYCHAR);
+			klen += (size_t)(q - p);
+			if (klen > W3C_TRACESTATE_KEY_MAX)
+				goto bad;
+			p = q;
+			if (p == e)
+				continue;
+			if (*p++ != '=' || ++n > W3C_TRACESTATE_MAX_MEMBERS)
+				goto bad;
+			state = TSC_VALUE;
+			klen = 0;
+			ows = 0;
+			pend = 0;
+			continue;
+		default: /* TSC_VALUE; klen counts the value */
+			q = tsc_run(lo, p, e, TSC_NBLK);
+			if (q > p) {
+				/* OWS before them was part of the value */
+				if (pend)
+					goto bad;
+				klen += ows + (size_t)(q - p);
+				ows = 0;
+				if (klen > W3C_TRACESTATE_VALUE_MAX)
+					goto bad;
+				p = q;
+				if (p == e)
+					continue;
+			}
+			ch = *p++;
+			if (ch == ' ' || ch == '\t' || ch == '\r') {
+				if (ows <= W3C_TRACESTATE_VALUE_MAX)
+					ows++;
+				if (ch != ' ')
+					pend |= ch == '\t' ? TSC_PEND_TAB : TSC_PEND_CR;
+				continue;
+			}
+			/* what is left: ',', '=', controls, DEL, non-ASCII */
+			if (ch != ',' || klen == 0 || (pend & TSC_PEND_CR))
+				goto bad;
+			state = TSC_START;
+			pend = 0;
+			continue;
+		}
+	}
+	c->state = (uint8_t)state;
+	c->pend = (uint8_t)pend;
+	c->n = (uint8_t)n;
+	c->len = (uint16_t)klen;
+	c->ows = (uint16_t)ows;
+	return 0;
+bad:
+	c->state = TSC_BAD;
+	return -EINVAL;
+}
+
+int
+w3c_tracestate_check_end(struct w3c_tracestate_check *c, bool trim_cr)
+{
+	unsigned cr = trim_cr ? 0 : TSC_PEND_CR;
+
+	switch (c->state) {
+	case TSC_START:
+		if (c->pend & cr)
+			break;
+		c->pend = 0;
+		return 0;
+	case TSC_VALUE:
+		if (c->len == 0 || (c->pend & cr))
+			break;
+		c->state = TSC_START;
+		c->pend = 0;
+		c->len = 0;
+		c->ows = 0;
+		return 0;
+	default: /* a key without '=', or already invalid */
+		break;
+	}
+	c->state = TSC_BAD;
+	return -EINVAL;
+}
+
 /* The truncation policy on entry lengths; returns the mask of entries kept
  * and the resulting list length. */
 static uint32_t

@@ -86,6 +86,33 @@ int w3c_tracestate_parse(const char *const *lines,
 			 size_t n_lines,
 			 struct w3c_tracestate *out);
 
+/* Streaming check of a tracestate list: the verdict w3c_tracestate_parse()
+ * would give on the joined lines, without keeping them.  For lists longer
+ * than what a caller stores (W3C_TRACESTATE_MAX_LEN): an invalid member
+ * or a 33rd member anywhere makes the whole list invalid (W3C: discard
+ * it), including past the bytes kept.  Feed each line's value (after its
+ * leading OWS, or not: OWS around members is skipped anyway) in pieces of
+ * any size, then end the line; lines are joined as by ','.  All-zero
+ * bytes are a fresh checker.  Once invalid it stays invalid and further
+ * calls return -EINVAL at once.  Pure, no state outside *c. */
+struct w3c_tracestate_check {
+	uint16_t len;  /* key, or value up to its last non-OWS character */
+	uint16_t ows;  /* value: OWS since then (saturates past 256) */
+	uint8_t state; /* private */
+	uint8_t n;     /* members so far */
+	uint8_t pend;  /* private: that OWS has a HTAB / a CR */
+	uint8_t spare;
+};
+
+/* 0 while the list so far can still be valid, -EINVAL once it cannot. */
+int
+w3c_tracestate_check_feed(struct w3c_tracestate_check *c, const char *s, size_t len);
+/* The end of a line (a list boundary).  trim_cr: a CR among the line's
+ * trailing whitespace is not part of the value (an HTTP/1.x line read up
+ * to its LF); else a CR is an invalid character as anywhere else.  0 if
+ * the lines so far form a valid list, else -EINVAL. */
+int w3c_tracestate_check_end(struct w3c_tracestate_check *c, bool trim_cr);
+
 /* Writes the normalised list ("k1=v1,k2=v2", no OWS) of ts, dropping whole
  * entries until it is at most max_len characters (truncation policy, from
  * the spec's Limits section): while the list is too long, drop the

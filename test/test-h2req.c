@@ -5,6 +5,7 @@
 #include "test-common.h"
 
 #include "hook-h2.h"
+#include "w3c.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -170,8 +171,42 @@ START_TEST(test_tracestate_joined_and_cut)
 	hook_h2_req_view(&q, &v);
 	ck_assert(eq(v.ts_line, v.ts_len, "a=1,b=2,c=3"));
 
-	/* A field that does not fit: its whole members that fit, then
-	 * nothing more. */
+	/* A field that does not fit (a valid list: 28 members in all): its
+	 * whole members that fit, then nothing more. */
+	field[0] = '\0';
+	for (i = 0; i < 25; i++) {
+		snprintf(member, sizeof(member), "%sk%02u=v%020u", i ? "," : "", i, i);
+		strcat(field, member);
+	}
+	hdr(&q, "tracestate", field);
+	hook_h2_req_view(&q, &v);
+	len = v.ts_len;
+	ck_assert_uint_le(len, HOOK_H2_TS_MAX);
+	ck_assert_uint_gt(len, HOOK_H2_TS_MAX - 26);
+	ck_assert_int_ne(v.ts_line[len - 1], ',');
+	/* Ends with a whole 25-byte member "kNN=v<20 digits>". */
+	ck_assert_int_eq(v.ts_line[len - 22], '=');
+	ck_assert_int_eq(v.ts_line[len - 26], ',');
+	hdr(&q, "tracestate", "z=9");
+	hook_h2_req_view(&q, &v);
+	ck_assert_uint_eq(v.r.n_tracestate, 1);
+	ck_assert_uint_eq(v.ts_len, len);
+
+	/* One valid member longer than everything (a 256-byte key and a
+	 * 256-byte value): dropped, the list is then empty. */
+	hook_h2_req_init(&q);
+	memset(field, 'k', 256);
+	field[256] = '=';
+	memset(field + 257, 'v', 256);
+	field[513] = '\0';
+	hdr(&q, "tracestate", field);
+	hook_h2_req_view(&q, &v);
+	ck_assert_uint_eq(v.r.n_tracestate, 1);
+	ck_assert_uint_eq(v.ts_len, 0);
+
+	/* 100 members, or a 999-byte key without '=': invalid, dropped whole
+	 * (W3C), not cut to a prefix that looks valid. */
+	hook_h2_req_init(&q);
 	field[0] = '\0';
 	for (i = 0; i < 100; i++) {
 		snprintf(member, sizeof(member), "%sk%02u=v%02u", i ? "," : "", i, i);
@@ -179,25 +214,95 @@ START_TEST(test_tracestate_joined_and_cut)
 	}
 	hdr(&q, "tracestate", field);
 	hook_h2_req_view(&q, &v);
-	len = v.ts_len;
-	ck_assert_uint_le(len, HOOK_H2_TS_MAX);
-	ck_assert_uint_gt(len, HOOK_H2_TS_MAX - 8);
-	ck_assert_int_ne(v.ts_line[len - 1], ',');
-	/* Ends with a whole member "kNN=vNN". */
-	ck_assert_int_eq(v.ts_line[len - 4], '=');
-	ck_assert_int_eq(v.ts_line[len - 8], ',');
-	hdr(&q, "tracestate", "z=9");
-	hook_h2_req_view(&q, &v);
-	ck_assert_uint_eq(v.ts_len, len);
-
-	/* One member longer than everything: dropped. */
+	ck_assert_uint_eq(v.r.n_tracestate, 0);
 	hook_h2_req_init(&q);
 	memset(field, 'k', 999);
 	field[999] = '\0';
 	hdr(&q, "tracestate", field);
 	hook_h2_req_view(&q, &v);
-	ck_assert_uint_eq(v.r.n_tracestate, 1);
-	ck_assert_uint_eq(v.ts_len, 0);
+	ck_assert_uint_eq(v.r.n_tracestate, 0);
+}
+END_TEST
+
+/* "keyNN=value-value-NN" for NN = from..to, joined with ','. */
+static void
+members(char *out, size_t cap, unsigned from, unsigned to)
+{
+	size_t len = 0;
+
+	out[0] = '\0';
+	for (unsigned i = from; i <= to; i++)
+		len += (size_t)snprintf(out + len, cap - len,
+					"%skey%02u=value-value-%02u",
+					i > from ? "," : "", i, i);
+}
+
+/* Lists longer than the 512 bytes kept: an invalid member or a 33rd
+ * member anywhere, past the stored bytes too, drops the whole list (W3C),
+ * whatever the fields look like; a valid one keeps its cut at whole
+ * members.  Whatever the list, the traceparent is kept. */
+static const struct {
+	const char *name;
+	unsigned n;
+	const char *f[4]; /* "{a-b}" members a..b, else literal */
+	bool valid;
+} long_cases[] = {
+	{"33 members in 2 fields", 2, {"{1-16}", "{17-33}"}, false},
+	{"33 members in 1 field", 1, {"{1-33}"}, false},
+	{"32 + INVALID=1", 2, {"{1-32}", "INVALID=1"}, false},
+	{"33rd member in a third field", 3, {"{1-16}", "{17-32}", "x=1"}, false},
+	{"bad member past byte 512", 2, {"{1-26}", "ok=1,Bad=1"}, false},
+	{"CR in a field past the cut", 2, {"{1-26}", "a=1\r"}, false},
+	{"empty value past the cut", 2, {"{1-26}", "a="}, false},
+	{"32 members in 4 fields", 4, {"{1-8}", "{9-16}", "{17-24}", "{25-32}"}, true},
+	{"30 members and empty fields", 4, {"{1-10}", "", " , ", "{11-30}"}, true},
+	{"bad member stored, list overflows", 2, {"{1-3},Z=1", "{4-30}"}, false},
+};
+
+START_TEST(test_tracestate_long_checked)
+{
+	char f[4][1024];
+	struct hook_h2_req q;
+	struct hook_h2_view v;
+	struct w3c_tracestate ts;
+	const char *lines[4];
+	size_t lens[4], total = 0;
+	unsigned i, a, b;
+	bool kept;
+
+	hook_h2_req_init(&q);
+	hdr(&q, "traceparent",
+	    "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01");
+	for (i = 0; i < long_cases[_i].n; i++) {
+		const char *t = long_cases[_i].f[i];
+
+		if (sscanf(t, "{%u-%u}", &a, &b) == 2 && strchr(t, '}')[1] == '\0')
+			members(f[i], sizeof(f[i]), a, b);
+		else if (sscanf(t, "{%u-%u}", &a, &b) == 2) {
+			members(f[i], sizeof(f[i]), a, b);
+			strcat(f[i], strchr(t, '}') + 1);
+		} else
+			snprintf(f[i], sizeof(f[i]), "%s", t);
+		lines[i] = f[i];
+		lens[i] = strlen(f[i]);
+		total += lens[i];
+		hdr(&q, "tracestate", f[i]);
+	}
+	ck_assert_uint_gt(total, HOOK_H2_TS_MAX);
+	ck_assert((w3c_tracestate_parse(lines, lens, long_cases[_i].n, &ts) == 0) ==
+		  long_cases[_i].valid);
+	hook_h2_req_view(&q, &v);
+	ck_assert_ptr_nonnull(v.r.traceparent);
+	ck_assert(!v.r.traceparent_repeated);
+	/* what ctxshim_request_ctx() keeps: a list that parses */
+	kept = v.r.n_tracestate == 1 &&
+	       w3c_tracestate_parse(v.r.tracestate, v.r.tracestate_lens, 1, &ts) == 0;
+	ck_assert_msg(kept == long_cases[_i].valid, "%s: tracestate %s (%zu bytes)",
+		      long_cases[_i].name, kept ? "kept" : "dropped", v.ts_len);
+	if (kept) {
+		ck_assert_uint_le(v.ts_len, HOOK_H2_TS_MAX);
+		ck_assert_uint_gt(ts.n, 20);
+	}
 }
 END_TEST
 
@@ -212,6 +317,8 @@ TEST_SUITE(h2req_suite)
 	tcase_add_test(tc, test_bounds);
 	tcase_add_test(tc, test_extra_joined);
 	tcase_add_test(tc, test_tracestate_joined_and_cut);
+	tcase_add_loop_test(tc, test_tracestate_long_checked, 0,
+			    (int)(sizeof(long_cases) / sizeof(long_cases[0])));
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -10,6 +10,7 @@
 
 #include "http-scan.h"
 #include "http-scan-snap.h"
+#include "w3c.h"
 
 /* Under valgrind (meson test --setup valgrind) fewer split points are
  * tried: the same code paths, in seconds instead of a minute; the full
@@ -287,6 +288,10 @@ expect_same(const struct trace *base,
 	ck_abort_msg("case %s: result depends on the split (%s %zu)", name, how, arg);
 }
 
+/* Tests with many long heads sample the split points this sparsely (0:
+ * the default above); the 1..7-byte chunks still cut at every byte. */
+static size_t sweep_stride;
+
 /* Run every split of `data`; returns the whole-feed trace (malloc'd). */
 static struct trace *
 check_splits(const struct http_scan_config *cfg,
@@ -303,6 +308,10 @@ check_splits(const struct http_scan_config *cfg,
 	if (RUNNING_ON_VALGRIND) {
 		stride = len <= 128 ? 1 : len / 64 > 23 ? len / 64 : 23;
 		ends = 32;
+	}
+	if (sweep_stride) {
+		stride = sweep_stride;
+		ends = 0;
 	}
 
 	REQUIRE(base);
@@ -653,6 +662,218 @@ START_TEST(tracestate_truncated_at_member)
 	ck_assert_int_eq(memcmp(t->ev[0].snap.ts + t->ev[0].snap.ts_len - strlen(v), v,
 				strlen(v)),
 			 0);
+	free(t);
+}
+END_TEST
+
+/* Lists longer than the 512 bytes the capture keeps: W3C discards a list
+ * with an invalid member or more than 32 members whole, so the scanner
+ * checks the bytes it no longer stores (HTTP_SCAN_F_TRACESTATE_BAD), across
+ * lines and reads.  What a request gets (preload/request-ctx.c) is: no
+ * tracestate if the flag is set or the stored list does not parse, else
+ * the stored list; that must be "none" exactly when the whole list is
+ * invalid. */
+
+/* "keyNN=value-value-NN" (20 bytes) for NN = from..to, joined with ','. */
+static size_t
+ts_members(char *out, size_t cap, unsigned from, unsigned to)
+{
+	size_t len = 0;
+
+	out[0] = '\0';
+	for (unsigned i = from; i <= to; i++)
+		len += (size_t)snprintf(out + len, cap - len,
+					"%skey%02u=value-value-%02u",
+					i > from ? "," : "", i, i);
+	return len;
+}
+
+struct long_ts_case {
+	const char *name;
+	const char *lines[4]; /* "{a-b}": members a..b; anything else literal */
+	bool valid;
+	bool truncated;
+};
+
+static const struct long_ts_case long_ts_cases[] = {
+	{"33 members (692 B)", {"{1-33}"}, false, true},
+	{"32 valid + INVALID=1 (681 B)", {"{1-32},INVALID=1"}, false, true},
+	{"33 members in 3 lines", {"{1-11}", "{12-22}", "{23-33}"}, false, true},
+	{"33rd member in a later line", {"{1-32}", "x=1"}, false, true},
+	{"bad member in a line past the cut", {"{1-25}", "Bad=1"}, false, true},
+	{"bad member past byte 512, same line",
+	 {"{1-25},bad member=1,{26-27}"},
+	 false,
+	 true},
+	{"tab inside a value past byte 512", {"{1-25},t=a\tb"}, false, true},
+	{"key without '=' at the end", {"{1-25},k"}, false, true},
+	{"empty value past the cut", {"{1-24}", "a=1,e=,b=2"}, false, true},
+	{"257-byte value past the cut",
+	 {"{1-20}", "v="
+		    "{v257}"},
+	 false,
+	 true},
+	{"bad member in the stored part", {"{1-3},Bad=1,{4-30}"}, false, true},
+	{"30 members (629 B)", {"{1-30}"}, true, true},
+	{"32 members in 4 lines",
+	 {"{1-8}", "{9-16}", "{17-24}", "{25-32}"},
+	 true,
+	 true},
+	{"32 members, empty ones and OWS past the cut",
+	 {"{1-25}", " , ,{26-30} ,\t", ",, {31-32}  "},
+	 true,
+	 true},
+	{"256-byte value past the cut",
+	 {"{1-20}", "v="
+		    "{v256}"},
+	 true,
+	 true},
+	{"overflow by trailing OWS only, then a member",
+	 {"{1-24}                              ", "b=2"},
+	 true,
+	 false},
+	{"overflow by trailing OWS only, then a 33rd member",
+	 {"{1-24}                              ", "b=2", "x=1,{27-33}"},
+	 false,
+	 true},
+};
+
+/* Expand a case's line: "{a-b}" members, "{vN}" a value of N 'v's. */
+static size_t
+long_ts_line(const char *t, char *out, size_t cap)
+{
+	size_t len = 0;
+
+	while (*t) {
+		unsigned a, b, n;
+		int used = 0;
+
+		if (sscanf(t, "{%u-%u}%n", &a, &b, &used) == 2 && used > 0) {
+			len += ts_members(out + len, cap - len, a, b);
+			t += used;
+		} else if (sscanf(t, "{v%u}%n", &n, &used) == 1 && used > 0) {
+			ck_assert_uint_lt(len + n, cap);
+			memset(out + len, 'v', n);
+			len += n;
+			t += used;
+		} else {
+			ck_assert_uint_lt(len + 1, cap);
+			out[len++] = *t++;
+		}
+	}
+	out[len] = '\0';
+	return len;
+}
+
+START_TEST(tracestate_long_lists_checked)
+{
+	const struct long_ts_case *c = &long_ts_cases[_i];
+	static const char *const eols[] = {"\r\n", "\n"};
+	char lines[4][1024], head[8192];
+	const char *lp[4];
+	size_t lens[4], n = 0, total = 0;
+	struct w3c_tracestate ts;
+
+	while (n < 4 && c->lines[n]) {
+		lens[n] = long_ts_line(c->lines[n], lines[n], sizeof(lines[n]));
+		/* the list as the scanner sees it: OWS ends a line */
+		while (lens[n] &&
+		       (lines[n][lens[n] - 1] == ' ' || lines[n][lens[n] - 1] == '\t'))
+			lens[n]--;
+		lp[n] = lines[n];
+		total += lens[n] + (n > 0);
+		n++;
+	}
+	/* 17 cases of heads of ~1 KiB, twice: a sample of the split points
+	 * (every byte is still a read boundary in the 1-byte chunks) */
+	sweep_stride = 11;
+	/* every case is about lists longer than what the capture keeps */
+	ck_assert_uint_gt(total + 40, HTTP_SCAN_TRACESTATE_MAX);
+	ck_assert_msg((w3c_tracestate_parse(lp, lens, n, &ts) == 0) == c->valid,
+		      "case '%s': the whole list's verdict", c->name);
+
+	for (size_t e = 0; e < 2; e++) {
+		const char *eol = eols[e];
+		size_t o = 0, stored_len;
+		const char *stored;
+		struct trace *t;
+		bool dropped;
+
+		o += (size_t)snprintf(head + o, sizeof(head) - o,
+				      "GET / HTTP/1.1%straceparent: %s%s", eol, TP1,
+				      eol);
+		for (size_t l = 0; l < n; l++)
+			o += (size_t)snprintf(
+				head + o, sizeof(head) - o, "tracestate: %s%sHost: x%s",
+				long_ts_line(c->lines[l], lines[l], sizeof(lines[l]))
+					? lines[l]
+					: "",
+				eol, eol);
+		o += (size_t)snprintf(head + o, sizeof(head) - o, "%s", eol);
+		ck_assert_uint_lt(o, sizeof(head) - 1);
+		t = check_str(head, c->name);
+		ck_assert_uint_eq(t->n, 1);
+		ck_assert(t->ev[0].flags & HTTP_SCAN_F_TRACESTATE);
+		stored = t->ev[0].snap.ts;
+		stored_len = t->ev[0].snap.ts_len;
+		ck_assert_uint_le(stored_len, HTTP_SCAN_TRACESTATE_MAX);
+		dropped = (t->ev[0].flags & HTTP_SCAN_F_TRACESTATE_BAD) ||
+			  w3c_tracestate_parse(&stored, &stored_len, 1, &ts) != 0;
+		ck_assert_msg(dropped == !c->valid,
+			      "case '%s' (%s): tracestate %s, flags %#x, stored '%.*s'",
+			      c->name, e ? "LF" : "CRLF", dropped ? "dropped" : "kept",
+			      t->ev[0].flags, (int)stored_len, stored);
+		/* a valid list keeps the cut at whole members */
+		if (c->valid)
+			ck_assert(t->ev[0].snap.ts_truncated == c->truncated);
+		/* past the stored bytes, only the flag can tell */
+		if (!c->valid && strcmp(c->name, "bad member in the stored part") != 0)
+			ck_assert_msg(t->ev[0].flags & HTTP_SCAN_F_TRACESTATE_BAD,
+				      "case '%s': no TRACESTATE_BAD", c->name);
+		/* the traceparent is unaffected */
+		ck_assert(!(t->ev[0].flags & HTTP_SCAN_F_TRACEPARENT_BAD));
+		ck_str_field(t->ev[0].snap.tp, t->ev[0].snap.tp_len, TP1);
+		free(t);
+	}
+	sweep_stride = 0;
+}
+END_TEST
+
+/* The stored list ends exactly at byte 512 (bare LF: nothing after it on
+ * its line), so the separator of the next line is the first byte not
+ * stored; a 33rd member there must still count. */
+START_TEST(tracestate_cut_at_512)
+{
+	char list[1024], head[2048];
+	size_t len = ts_members(list, sizeof(list), 1, 24), pad;
+	struct trace *t;
+
+	/* 24 members are 503 bytes: ",z=123456" makes 512 */
+	ck_assert_uint_eq(len, 503);
+	pad = (size_t)snprintf(list + len, sizeof(list) - len, ",z=123456");
+	ck_assert_uint_eq(len + pad, HTTP_SCAN_TRACESTATE_MAX);
+	snprintf(head, sizeof(head),
+		 "GET / HTTP/1.1\ntracestate: %s\ntracestate: a=1\n\n", list);
+	t = check_str(head, "ts-512-valid");
+	ck_assert_uint_eq(t->ev[0].flags, F_CAP | HTTP_SCAN_F_TRACESTATE);
+	ck_assert_uint_eq(t->ev[0].snap.ts_len, HTTP_SCAN_TRACESTATE_MAX);
+	ck_assert(t->ev[0].snap.ts_truncated);
+	free(t);
+
+	snprintf(head, sizeof(head),
+		 "GET / HTTP/1.1\ntracestate: %s\ntracestate: a=1,%s\n\n", list,
+		 "b=2,c=3,d=4,e=5,f=6,g=7,h=8");
+	/* 25 + 8 = 33 members */
+	t = check_str(head, "ts-512-33");
+	ck_assert_uint_eq(t->ev[0].flags,
+			  F_CAP | HTTP_SCAN_F_TRACESTATE | HTTP_SCAN_F_TRACESTATE_BAD);
+	free(t);
+
+	snprintf(head, sizeof(head),
+		 "GET / HTTP/1.1\ntracestate: %s\ntracestate: Z=1\n\n", list);
+	t = check_str(head, "ts-512-bad");
+	ck_assert_uint_eq(t->ev[0].flags,
+			  F_CAP | HTTP_SCAN_F_TRACESTATE | HTTP_SCAN_F_TRACESTATE_BAD);
 	free(t);
 }
 END_TEST
@@ -1467,6 +1688,9 @@ TEST_SUITE(http_scan_suite)
 	tcase_add_test(tc, two_traceparents_invalid);
 	tcase_add_test(tc, tracestate_three_lines);
 	tcase_add_test(tc, tracestate_truncated_at_member);
+	tcase_add_loop_test(tc, tracestate_long_lists_checked, 0,
+			    (int)(sizeof(long_ts_cases) / sizeof(long_ts_cases[0])));
+	tcase_add_test(tc, tracestate_cut_at_512);
 	tcase_add_test(tc, odd_case_names_and_extras);
 	tcase_add_test(tc, obs_fold);
 	tcase_add_test(tc, http10);

@@ -731,6 +731,216 @@ START_TEST(test_tracestate_parse_pointers)
 END_TEST
 
 /* ------------------------------------------------------------------ */
+/* w3c_tracestate_check: the verdict of w3c_tracestate_parse() on the joined
+ * lines, fed in any pieces, without keeping the bytes */
+
+/* Feed the lines, each cut into pieces of `step` bytes (0: whole). */
+static int
+check_lines(const char *const *lines,
+	    const size_t *lens,
+	    size_t n,
+	    size_t step,
+	    bool trim_cr)
+{
+	struct w3c_tracestate_check c;
+	int rc = 0;
+
+	memset(&c, 0, sizeof(c));
+	for (size_t l = 0; l < n; l++) {
+		for (size_t o = 0; o < lens[l] || o == 0;) {
+			size_t k = step && lens[l] - o > step ? step : lens[l] - o;
+
+			if (w3c_tracestate_check_feed(&c, lines[l] + o, k) < 0)
+				rc = -EINVAL;
+			o += k;
+			if (k == 0)
+				break;
+		}
+		if (w3c_tracestate_check_end(&c, trim_cr) < 0)
+			rc = -EINVAL;
+		/* once invalid, it stays so (no ck_assert: called millions of
+		 * times, and Check reports every call through a pipe) */
+		if (rc < 0 && w3c_tracestate_check_feed(&c, "a=1", 3) != -EINVAL)
+			ck_abort_msg("invalid checker accepted more bytes");
+	}
+	return rc;
+}
+
+START_TEST(test_tracestate_check_table)
+{
+	static const size_t steps[] = {0, 1, 2, 3, 7, 64};
+
+	for (size_t i = 0; i < sizeof(ts_cases) / sizeof(ts_cases[0]); i++) {
+		const struct ts_case *c = &ts_cases[i];
+		char *bufs[4] = {NULL};
+		const char *lines[4];
+		size_t lens[4], n = ts_lines(c, bufs, lines, lens);
+
+		for (size_t s = 0; s < sizeof(steps) / sizeof(steps[0]); s++)
+			ck_assert_msg(check_lines(lines, lens, n, steps[s], false) ==
+					      c->rc,
+				      "row '%s', pieces of %zu: verdict differs",
+				      c->label, steps[s]);
+		for (size_t k = 0; k < n; k++)
+			free(bufs[k]);
+	}
+}
+END_TEST
+
+/* 33 short members (692 bytes), and 32 valid ones then "INVALID=1": both
+ * invalid as a whole, the reason being past byte 512; 32 of them valid. */
+START_TEST(test_tracestate_check_long_lists)
+{
+	char list[1024], bad[1024];
+	const char *l1[1] = {list}, *l2[1] = {bad};
+	size_t len = 0, n1[1], n2[1];
+	struct w3c_tracestate ts;
+
+	for (int i = 1; i <= 33; i++) {
+		if (i == 33) {
+			memcpy(bad, list, len);
+			memcpy(bad + len, ",INVALID=1", 10);
+			n2[0] = len + 10;
+		}
+		len += (size_t)snprintf(list + len, sizeof(list) - len,
+					"%skey%02d=value-value-%02d", i > 1 ? "," : "",
+					i, i);
+	}
+	n1[0] = len;
+	ck_assert_uint_eq(n1[0], 692);
+	ck_assert_uint_eq(n2[0], 681);
+	for (size_t step = 0; step < 9; step++) {
+		ck_assert_int_eq(check_lines(l1, n1, 1, step, true), -EINVAL);
+		ck_assert_int_eq(check_lines(l2, n2, 1, step, true), -EINVAL);
+		ck_assert_int_eq(check_lines(l1, n1, 1, step, false), -EINVAL);
+	}
+	ck_assert_int_eq(w3c_tracestate_parse(l1, n1, 1, &ts), -EINVAL);
+	/* the first 32 members alone: valid */
+	n2[0] -= 10;
+	ck_assert_int_eq(check_lines(l2, n2, 1, 5, true), 0);
+	ck_assert_int_eq(w3c_tracestate_parse(l2, n2, 1, &ts), 0);
+	ck_assert_uint_eq(ts.n, 32);
+}
+END_TEST
+
+/* trim_cr: a CR among a line's trailing whitespace is not part of it (the
+ * HTTP/1.x scanner trims it); anywhere else it is an invalid character. */
+START_TEST(test_tracestate_check_cr)
+{
+	static const struct {
+		const char *line;
+		int with_trim, without;
+	} cases[] = {
+		{"a=1\r", 0, -EINVAL},
+		{"a=1 \t\r \r", 0, -EINVAL},
+		{"a=1,\r", 0, -EINVAL},
+		{"\r", 0, -EINVAL},
+		{"a=1\r,b=2", -EINVAL, -EINVAL},
+		{"a=1\rb", -EINVAL, -EINVAL},
+		{"a=1,\r,b=2", -EINVAL, -EINVAL},
+		{"a=1, \r b=2", -EINVAL, -EINVAL},
+		{"a\r", -EINVAL, -EINVAL},
+		{"a=\r", -EINVAL, -EINVAL},
+		{"a=1\t", 0, 0},
+		{"a=1\tx", -EINVAL, -EINVAL},
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const char *l[1] = {cases[i].line};
+		size_t n[1] = {strlen(cases[i].line)};
+
+		for (size_t step = 0; step < 4; step++) {
+			ck_assert_msg(check_lines(l, n, 1, step, true) ==
+					      cases[i].with_trim,
+				      "case %zu with trim_cr", i);
+			ck_assert_msg(check_lines(l, n, 1, step, false) ==
+					      cases[i].without,
+				      "case %zu without", i);
+		}
+	}
+}
+END_TEST
+
+/* Random lists from fragments near every rule (keys and values at their
+ * length limits, OWS, CR, bad characters, 30-34 members, empty members),
+ * as 1-3 lines cut into random pieces: the same verdict as
+ * w3c_tracestate_parse(), and with trim_cr as parsing the lines with
+ * their trailing SP / HTAB / CR removed. */
+START_TEST(test_tracestate_check_random)
+{
+	/* mostly pieces of valid lists, a few of each way to break one */
+	static const char *const frag[] = {
+		"a=1",       ",b=2",  ",c= x",     ", d=y ",    ",{m30}",
+		",{m31}",    ",{m2}", ",{k256}=1", ",e={v256}", ",f={v256}  \t",
+		",",         " ",     "\t",        ",g=a b",    ",9@x=~",
+		"a=1",       ",b=2",  ",c= x",     ",{p16}",    ",h=1",
+		"\r",        "=",     "x",         "Z=1",       ",{k257}=1",
+		",i={v257}", "{0}",   "\x7f",      "\x01",      ",_a=1",
+		"=v",        ",k",    ", =1",      ",j= ",
+	};
+#define N_FRAG (sizeof(frag) / sizeof(frag[0]))
+	static char buf[3][8192], fx[N_FRAG][1024];
+	const unsigned iters = RUNNING_ON_VALGRIND ? 2000 : 20000;
+	uint64_t x = 0x9e3779b97f4a7c15ull;
+	size_t fl[N_FRAG];
+	unsigned n_valid = 0, n_valid_trim = 0;
+
+	/* expanded once: expand() asserts on every byte */
+	for (size_t f = 0; f < N_FRAG; f++)
+		fl[f] = expand(frag[f], fx[f], sizeof(fx[f]));
+	for (unsigned it = 0; it < iters; it++) {
+		const char *lines[3];
+		size_t lens[3], tl[3], nl, l;
+		struct w3c_tracestate ts;
+		int want, want_trim;
+
+		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+		nl = 1 + x % 3;
+		for (l = 0; l < nl; l++) {
+			unsigned nf = 1 + (unsigned)((x >> (8 + 4 * l)) % 6);
+
+			lens[l] = 0;
+			for (unsigned f = 0; f < nf; f++) {
+				size_t k, j;
+
+				x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+				j = x % N_FRAG;
+				k = fl[j];
+				if (lens[l] + k > sizeof(buf[l]))
+					break;
+				memcpy(buf[l] + lens[l], fx[j], k);
+				lens[l] += k;
+			}
+			lines[l] = buf[l];
+			tl[l] = lens[l];
+			while (tl[l] > 0 &&
+			       (buf[l][tl[l] - 1] == ' ' || buf[l][tl[l] - 1] == '\t' ||
+				buf[l][tl[l] - 1] == '\r'))
+				tl[l]--;
+		}
+		want = w3c_tracestate_parse(lines, lens, nl, &ts);
+		want_trim = w3c_tracestate_parse(lines, tl, nl, &ts);
+		n_valid += want == 0;
+		n_valid_trim += want_trim == 0;
+		for (size_t step = 0; step < 4; step++) {
+			size_t st = step == 3 ? 1 + (size_t)(x >> 40) % 40 : step;
+
+			if (check_lines(lines, lens, nl, st, false) != want)
+				ck_abort_msg("iteration %u, pieces of %zu", it, st);
+			if (check_lines(lines, lens, nl, st, true) != want_trim)
+				ck_abort_msg("iteration %u, pieces of %zu, trim_cr", it,
+					     st);
+		}
+	}
+	/* both verdicts are common, so both sides were compared */
+	ck_assert_uint_gt(n_valid, iters / 20);
+	ck_assert_uint_lt(n_valid, iters - iters / 20);
+	ck_assert_uint_gt(n_valid_trim, n_valid);
+#undef N_FRAG
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
 /* hex helpers */
 
 struct hex_case {
@@ -991,6 +1201,10 @@ TEST_SUITE(w3c_suite)
 	tcase_add_test(tc, test_tracestate_truncate_bad_table);
 	tcase_add_test(tc, test_tracestate_format_space);
 	tcase_add_test(tc, test_tracestate_parse_pointers);
+	tcase_add_test(tc, test_tracestate_check_table);
+	tcase_add_test(tc, test_tracestate_check_long_lists);
+	tcase_add_test(tc, test_tracestate_check_cr);
+	tcase_add_test(tc, test_tracestate_check_random);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("hex");

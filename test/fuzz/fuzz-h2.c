@@ -24,9 +24,11 @@ int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static struct hook_h2_req q;
+	static const char *ts_lines[4096];
+	static size_t ts_lens[4096];
 	struct hook_h2_view v;
 	unsigned n_tp = 0, i;
-	size_t off = 0;
+	size_t off = 0, n_ts = 0;
 
 	hook_h2_req_init(&q);
 	while (off < size) {
@@ -45,6 +47,12 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		off += vl;
 		if (nl == 11 && strncasecmp((const char *)name, "traceparent", 11) == 0)
 			n_tp++;
+		if (nl == 10 &&
+		    strncasecmp((const char *)name, "tracestate", 10) == 0 &&
+		    n_ts < sizeof(ts_lens) / sizeof(ts_lens[0])) {
+			ts_lines[n_ts] = (const char *)value;
+			ts_lens[n_ts++] = vl;
+		}
 		hook_h2_req_header(&q, names, 2, name, nl, value, vl);
 	}
 	hook_h2_req_view(&q, &v);
@@ -63,12 +71,24 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		FUZZ_CHECK(v.r.extra_len[i] <= HOOK_H2_EXTRA_MAX);
 		FUZZ_CHECK(i < 2 || !v.r.extra[i]);
 	}
-	if (v.r.n_tracestate) {
+	{
 		struct w3c_tracestate ts;
+		bool kept = false;
 
-		FUZZ_CHECK(v.r.n_tracestate == 1);
-		FUZZ_CHECK(within(v.r.tracestate[0], v.r.tracestate_lens[0], &q, sizeof(q)));
-		(void)w3c_tracestate_parse(v.r.tracestate, v.r.tracestate_lens, 1, &ts);
+		if (v.r.n_tracestate) {
+			FUZZ_CHECK(v.r.n_tracestate == 1);
+			FUZZ_CHECK(within(v.r.tracestate[0], v.r.tracestate_lens[0], &q,
+					  sizeof(q)));
+			kept = w3c_tracestate_parse(v.r.tracestate, v.r.tracestate_lens,
+						    1, &ts) == 0;
+		}
+		/* what the request keeps (a stored list that parses) is there
+		 * exactly when the whole list, all fields joined, is valid
+		 * (W3C: an invalid one is discarded whole) */
+		if (n_ts < sizeof(ts_lens) / sizeof(ts_lens[0]))
+			FUZZ_CHECK(kept ==
+				   (n_ts > 0 && w3c_tracestate_parse(ts_lines, ts_lens,
+								     n_ts, &ts) == 0));
 	}
 	if (v.r.traceparent) {
 		struct w3c_traceparent tp;

@@ -3,7 +3,8 @@
  * the truncation limit (x4), then header lines separated by '\n'.  Oracles:
  * every accepted member is valid on its own, the normalised list parses
  * back to the same members, format with a limit and truncate in place agree
- * and respect the limit, and combine equals parse + format. */
+ * and respect the limit, combine equals parse + format, and the streaming
+ * w3c_tracestate_check gives parse's verdict. */
 #include "fuzz.h"
 
 #include <errno.h>
@@ -21,6 +22,31 @@ member_eq(const struct w3c_tracestate_member *a, const struct w3c_tracestate_mem
 	return a->key_len == b->key_len && a->value_len == b->value_len &&
 	       memcmp(a->key, b->key, a->key_len) == 0 &&
 	       memcmp(a->value, b->value, a->value_len) == 0;
+}
+
+/* w3c_tracestate_check over the lines, in pieces of step bytes. */
+static int
+check_all(const char *const *lines,
+	  const size_t *lens,
+	  size_t n,
+	  size_t step,
+	  bool trim_cr)
+{
+	struct w3c_tracestate_check c;
+	int r = 0;
+
+	memset(&c, 0, sizeof(c));
+	for (size_t l = 0; l < n; l++) {
+		for (size_t o = 0; o < lens[l]; o += step) {
+			size_t k = lens[l] - o < step ? lens[l] - o : step;
+
+			if (w3c_tracestate_check_feed(&c, lines[l] + o, k) < 0)
+				r = -EINVAL;
+		}
+		if (w3c_tracestate_check_end(&c, trim_cr) < 0)
+			r = -EINVAL;
+	}
+	return r;
 }
 
 int
@@ -51,6 +77,25 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	memset(&poison, 0xa5, sizeof(poison));
 	ts = poison;
 	r = w3c_tracestate_parse(lines, lens, n_lines, &ts);
+
+	/* The streaming check gives the same verdict, in any pieces; with
+	 * trim_cr, that of the lines without their trailing SP/HTAB/CR. */
+	{
+		size_t step = 1 + max_len / 4 % 9, tl[MAX_LINES];
+		struct w3c_tracestate ts3;
+
+		for (i = 0; i < n_lines; i++) {
+			tl[i] = lens[i];
+			while (tl[i] > 0 && (lines[i][tl[i] - 1] == ' ' ||
+					     lines[i][tl[i] - 1] == '\t' ||
+					     lines[i][tl[i] - 1] == '\r'))
+				tl[i]--;
+		}
+		FUZZ_CHECK(check_all(lines, lens, n_lines, SIZE_MAX, false) == r);
+		FUZZ_CHECK(check_all(lines, lens, n_lines, step, false) == r);
+		FUZZ_CHECK(check_all(lines, lens, n_lines, step, true) ==
+			   w3c_tracestate_parse(lines, tl, n_lines, &ts3));
+	}
 	len = 12345;
 	if (r < 0) {
 		FUZZ_CHECK(r == -EINVAL);
