@@ -123,28 +123,6 @@ START_TEST(exits_during_dump)
 }
 END_TEST
 
-/* Wait until thread tid of pid is in state c (t: ptrace-stop, D: in
- * vfork()). */
-static void
-wait_state(pid_t pid, pid_t tid, char c, long deadline)
-{
-	char path[64], buf[512], *p;
-
-	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", (int)pid, (int)tid);
-	for (;;) {
-		FILE *f = fopen(path, "re");
-
-		ck_assert_ptr_nonnull(f);
-		p = fgets(buf, sizeof(buf), f) ? strrchr(buf, ')') : NULL;
-		fclose(f);
-		if (p && p[2] == c)
-			return;
-		ck_assert_msg(test_now_ms() < deadline, "thread %d never in state %c",
-			      (int)tid, c);
-		usleep(1000);
-	}
-}
-
 /* SIGKILL to the target while ctxdump holds its workers stopped and waits
  * for the vfork()ing thread: every thread ends, stopped or not. */
 START_TEST(killed_while_held)
@@ -164,7 +142,7 @@ START_TEST(killed_while_held)
 	prof_tmpfile(outf, sizeof(outf), "exits-out");
 	prof_tmpfile(errf, sizeof(errf), "exits-err");
 	/* inside vfork() (its child sleeps 2 s): it cannot stop */
-	wait_state(t.pid, t.vfork, 'D', test_now_ms() + TIMEOUT_MS);
+	prof_wait_task_state(t.pid, t.vfork, 'D', test_now_ms() + TIMEOUT_MS);
 	pid = fork();
 	ck_assert_int_ge(pid, 0);
 	if (pid == 0) {
@@ -179,8 +157,8 @@ START_TEST(killed_while_held)
 	}
 	t0 = test_now_ms();
 	/* held: the workers are stopped, the vfork()ing thread cannot be */
-	wait_state(t.pid, t.tid[0], 't', t0 + deadline / 2);
-	wait_state(t.pid, t.tid[2], 't', t0 + deadline / 2);
+	prof_wait_task_state(t.pid, t.tid[0], 't', t0 + deadline / 2);
+	prof_wait_task_state(t.pid, t.tid[2], 't', t0 + deadline / 2);
 	ck_assert_int_eq(kill(t.pid, SIGKILL), 0);
 	t0 = test_now_ms();
 	ck_assert_int_eq(waitpid(t.c.pid, &st, 0), t.c.pid);
@@ -225,7 +203,7 @@ START_TEST(record_suspended_late)
 	prof_wait_file(file, 1, TIMEOUT_MS);
 	for (i = 0; i < 2; i++) {
 		/* the vfork()ing thread: seized, its stop pending */
-		wait_state(t.pid, t.vfork, 'D', test_now_ms() + TIMEOUT_MS);
+		prof_wait_task_state(t.pid, t.vfork, 'D', test_now_ms() + TIMEOUT_MS);
 		usleep(100000);
 		prof_record_suspend(pid);
 		/* past the end of the vfork() it was in (its child sleeps

@@ -53,69 +53,12 @@ target_start(struct target *t, unsigned n, bool vfork)
 	ck_assert(!vfork || t->vfork > 0);
 }
 
-static void
-wait_state(pid_t pid, pid_t tid, char c, long deadline)
-{
-	char path[64], buf[512], *p;
-
-	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", (int)pid, (int)tid);
-	for (;;) {
-		FILE *f = fopen(path, "re");
-
-		ck_assert_ptr_nonnull(f);
-		p = fgets(buf, sizeof(buf), f) ? strrchr(buf, ')') : NULL;
-		fclose(f);
-		if (p && p[2] == c)
-			return;
-		ck_assert_msg(test_now_ms() < deadline, "thread %d never in state %c",
-			      (int)tid, c);
-		usleep(1000);
-	}
-}
-
 /* A pipe of one page (F_SETPIPE_SZ rounds up to it): a few rounds fill it. */
 static void
 small_pipe(int p[2])
 {
 	ck_assert_int_eq(pipe2(p, O_CLOEXEC), 0);
 	ck_assert_int_ge(fcntl(p[1], F_SETPIPE_SZ, 4096), 4096);
-}
-
-/* Start ctxdump with args (NULL-terminated; first "record" or a dump
- * option) writing standard output to out_fd, standard error to errfile. */
-static pid_t
-spawn(int out_fd, const char *errfile, const char *const *args)
-{
-	char *argv[20] = {(char *)prof_ctxdump()};
-	sigset_t all, old;
-	pid_t pid;
-	int n = 1;
-
-	while (*args && n < 19)
-		argv[n++] = (char *)*args++;
-	argv[n] = NULL;
-	/* see prof_record_start(): signals meet the default action until
-	 * ctxdump runs */
-	sigfillset(&all);
-	sigprocmask(SIG_BLOCK, &all, &old);
-	pid = fork();
-	if (pid == 0) {
-		int fe = open(errfile, O_WRONLY | O_TRUNC | O_CLOEXEC);
-		int nul = open("/dev/null", O_RDONLY);
-
-		signal(SIGINT, SIG_DFL);
-		signal(SIGTERM, SIG_DFL);
-		signal(SIGPIPE, SIG_DFL);
-		sigprocmask(SIG_SETMASK, &old, NULL);
-		dup2(nul, 0);
-		dup2(out_fd, 1);
-		dup2(fe, 2);
-		execv(argv[0], argv);
-		_exit(127);
-	}
-	sigprocmask(SIG_SETMASK, &old, NULL);
-	ck_assert_int_ge(pid, 0);
-	return pid;
 }
 
 /* Until what ctxdump wrote into the pipe of rfd stops growing for 300 ms:
@@ -175,11 +118,11 @@ START_TEST(blocked_record_lets_late_go)
 	snprintf(arg, sizeof(arg), "%d", (int)t.pid);
 	prof_tmpfile(errf, sizeof(errf), "live-blk-err");
 	small_pipe(p);
-	pid = spawn(p[1], errf, args);
+	pid = prof_spawn((const char *const[]){NULL}, args, p[1], errf);
 	close(p[1]);
 	wait_blocked(p[0]);
 	/* in vfork(), so seized late by a round if it ever met one */
-	wait_state(t.pid, t.vfork, 'D', test_now_ms() + TIMEOUT_MS);
+	prof_wait_task_state(t.pid, t.vfork, 'D', test_now_ms() + TIMEOUT_MS);
 	/* past the end of that vfork(): a thread still held is stopped */
 	usleep(2500000);
 	prof_assert_running(t.pid);
@@ -209,8 +152,8 @@ START_TEST(blocked_dump_lets_late_go)
 	snprintf(arg, sizeof(arg), "%d", (int)t.pid);
 	prof_tmpfile(errf, sizeof(errf), "live-dump-err");
 	small_pipe(p);
-	wait_state(t.pid, t.vfork, 'D', test_now_ms() + TIMEOUT_MS);
-	pid = spawn(p[1], errf, args);
+	prof_wait_task_state(t.pid, t.vfork, 'D', test_now_ms() + TIMEOUT_MS);
+	pid = prof_spawn((const char *const[]){NULL}, args, p[1], errf);
 	close(p[1]);
 	ck_assert_int_eq(wait_blocked(p[0]), 4096);
 	usleep(2500000);
@@ -244,7 +187,7 @@ START_TEST(sigint_blocked_output)
 
 	/* the reader comes back */
 	small_pipe(p);
-	pid = spawn(p[1], errf, args);
+	pid = prof_spawn((const char *const[]){NULL}, args, p[1], errf);
 	close(p[1]);
 	wait_blocked(p[0]);
 	ck_assert_int_eq(kill(pid, SIGINT), 0);
@@ -264,7 +207,7 @@ START_TEST(sigint_blocked_output)
 
 	/* it never does: the recording ends all the same, incomplete */
 	small_pipe(p);
-	pid = spawn(p[1], errf, args);
+	pid = prof_spawn((const char *const[]){NULL}, args, p[1], errf);
 	close(p[1]);
 	wait_blocked(p[0]);
 	ck_assert_int_eq(kill(pid, SIGINT), 0);
@@ -279,7 +222,7 @@ START_TEST(sigint_blocked_output)
 	/* a reader that is gone: nothing was written, and the summary says so */
 	small_pipe(p);
 	close(p[0]);
-	pid = spawn(p[1], errf, args);
+	pid = prof_spawn((const char *const[]){NULL}, args, p[1], errf);
 	close(p[1]);
 	st = prof_record_wait(pid, TIMEOUT_MS);
 	err = prof_slurp(errf);

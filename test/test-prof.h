@@ -151,16 +151,23 @@ prof_child_finish(struct test_child *c, int timeout_ms)
 		      "target did not exit normally (status 0x%x)", st);
 }
 
-/* Start `ctxdump record` with stdout and stderr to errfile. */
+/* Start ctxdump with args (NULL-terminated) after the words of pre
+ * (NULL-terminated, may be empty), standard output to out_fd (-1: to
+ * errfile too), standard error to errfile; returns once the child runs
+ * ctxdump. */
 static __attribute__((unused)) pid_t
-prof_record_start(const char *errfile, const char *const *args)
+prof_spawn(const char *const *pre,
+	   const char *const *args,
+	   int out_fd,
+	   const char *errfile)
 {
-	char *argv[20] = {(char *)prof_ctxdump(), "record"};
-	pid_t pid;
-	int n = 2;
-
+	char *argv[20] = {(char *)prof_ctxdump()};
 	sigset_t all, old;
+	pid_t pid;
+	int n = 1;
 
+	while (*pre && n < 19)
+		argv[n++] = (char *)*pre++;
 	while (*args && n < 19)
 		argv[n++] = (char *)*args++;
 	argv[n] = NULL;
@@ -179,10 +186,11 @@ prof_record_start(const char *errfile, const char *const *args)
 		signal(SIGHUP, SIG_DFL);
 		signal(SIGQUIT, SIG_DFL);
 		signal(SIGALRM, SIG_DFL);
+		signal(SIGPIPE, SIG_DFL);
 		sigprocmask(SIG_SETMASK, &old, NULL);
 
 		dup2(nul, 0);
-		dup2(fd, 1);
+		dup2(out_fd >= 0 ? out_fd : fd, 1);
 		dup2(fd, 2);
 		execv(argv[0], argv);
 		_exit(127);
@@ -207,6 +215,35 @@ prof_record_start(const char *errfile, const char *const *args)
 		usleep(500);
 	}
 	return pid;
+}
+
+/* Start `ctxdump record` with stdout and stderr to errfile. */
+static __attribute__((unused)) pid_t
+prof_record_start(const char *errfile, const char *const *args)
+{
+	return prof_spawn((const char *const[]){"record", NULL}, args, -1, errfile);
+}
+
+/* Wait until thread tid of pid is in state c (t: ptrace-stop, D: in
+ * vfork()), until the deadline (test_now_ms()). */
+static __attribute__((unused)) void
+prof_wait_task_state(pid_t pid, pid_t tid, char c, long deadline)
+{
+	char path[64], buf[512], *p;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", (int)pid, (int)tid);
+	for (;;) {
+		FILE *f = fopen(path, "re");
+
+		ck_assert_ptr_nonnull(f);
+		p = fgets(buf, sizeof(buf), f) ? strrchr(buf, ')') : NULL;
+		fclose(f);
+		if (p && p[2] == c)
+			return;
+		ck_assert_msg(test_now_ms() < deadline, "thread %d never in state %c",
+			      (int)tid, c);
+		usleep(1000);
+	}
 }
 
 /* Wait (at most timeout_ms) for a recorder; returns its wait status. */
