@@ -16,6 +16,7 @@
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -460,4 +461,68 @@ it_assert_ok_body(const char *resp, const char *body)
 	ck_assert_msg(strncmp(resp, "HTTP/1.1 200 OK\r\n", 17) == 0, "response: %s",
 		      resp);
 	ck_assert_msg(b && strcmp(b + 4, body) == 0, "response: %s", resp);
+}
+
+/* ---- http-sink: a helper that prints the requests it gets ---- */
+
+#define IT_SINK_HDR_MAX 32
+
+struct it_sink_req {
+	char hdr[IT_SINK_HDR_MAX][1024];
+	int n_hdr;
+};
+
+/* Start http-sink as child sink; returns its port. */
+static inline unsigned
+it_sink_start(struct test_child *sink)
+{
+	char path[4096], line[256];
+	char *argv[] = {path, NULL};
+	unsigned port;
+
+	snprintf(path, sizeof(path), "%s/http-sink", test_env_path("HELPER_DIR"));
+	test_child_start(sink, argv, NULL, false);
+	test_child_expect(sink, "READY ", line, sizeof(line), IT_TIMEOUT_MS);
+	port = (unsigned)strtoul(line + 6, NULL, 10);
+	ck_assert_uint_gt(port, 0);
+	return port;
+}
+
+/* The next request the sink received: its header lines. */
+static inline void
+it_sink_read(struct test_child *sink, struct it_sink_req *r)
+{
+	char line[2048];
+
+	memset(r, 0, sizeof(*r));
+	test_child_expect(sink, "REQ ", line, sizeof(line), IT_TIMEOUT_MS);
+	for (;;) {
+		test_child_readline(sink, line, sizeof(line), IT_TIMEOUT_MS);
+		if (strcmp(line, "END") == 0)
+			return;
+		if (strncmp(line, "H ", 2) == 0) {
+			ck_assert_int_lt(r->n_hdr, IT_SINK_HDR_MAX);
+			snprintf(r->hdr[r->n_hdr++], sizeof(r->hdr[0]), "%.1023s",
+				 line + 2);
+		}
+	}
+}
+
+/* The value of the only field called name (any case); NULL if none. */
+static inline const char *
+it_sink_field(const struct it_sink_req *r, const char *name)
+{
+	size_t len = strlen(name);
+	const char *v = NULL;
+	int i, n = 0;
+
+	for (i = 0; i < r->n_hdr; i++)
+		if (strncasecmp(r->hdr[i], name, len) == 0 && r->hdr[i][len] == ':') {
+			v = r->hdr[i] + len + 1;
+			while (*v == ' ')
+				v++;
+			n++;
+		}
+	ck_assert_msg(n <= 1, "%d %s fields", n, name);
+	return v;
 }

@@ -681,73 +681,12 @@ END_TEST
 
 /* ---- what a socket-level server propagates (tpc-curl-server) ---- */
 
-#define SINK_HDR_MAX 32
-
-struct sink_req {
-	char hdr[SINK_HDR_MAX][1024];
-	int n_hdr;
-};
-
-static unsigned
-sink_start(struct test_child *sink)
-{
-	char path[4096], line[256];
-	char *argv[] = {path, NULL};
-	unsigned port;
-
-	helper_path(path, sizeof(path), "http-sink");
-	test_child_start(sink, argv, NULL, false);
-	test_child_expect(sink, "READY ", line, sizeof(line), IT_TIMEOUT_MS);
-	port = (unsigned)strtoul(line + 6, NULL, 10);
-	ck_assert_uint_gt(port, 0);
-	return port;
-}
-
-/* The next request the sink received: its header lines. */
-static void
-sink_read(struct test_child *sink, struct sink_req *r)
-{
-	char line[2048];
-
-	memset(r, 0, sizeof(*r));
-	test_child_expect(sink, "REQ ", line, sizeof(line), IT_TIMEOUT_MS);
-	for (;;) {
-		test_child_readline(sink, line, sizeof(line), IT_TIMEOUT_MS);
-		if (strcmp(line, "END") == 0)
-			return;
-		if (strncmp(line, "H ", 2) == 0) {
-			ck_assert_int_lt(r->n_hdr, SINK_HDR_MAX);
-			snprintf(r->hdr[r->n_hdr++], sizeof(r->hdr[0]), "%.1023s",
-				 line + 2);
-		}
-	}
-}
-
-/* The value of the only field called name (any case); NULL if none. */
-static const char *
-sink_field(const struct sink_req *r, const char *name)
-{
-	size_t len = strlen(name);
-	const char *v = NULL;
-	int i, n = 0;
-
-	for (i = 0; i < r->n_hdr; i++)
-		if (strncasecmp(r->hdr[i], name, len) == 0 && r->hdr[i][len] == ':') {
-			v = r->hdr[i] + len + 1;
-			while (*v == ' ')
-				v++;
-			n++;
-		}
-	ck_assert_msg(n <= 1, "%d %s fields", n, name);
-	return v;
-}
-
 /* The call's traceparent: trace T1; its parent-id the incoming P1 with
  * transparent, a new one otherwise. */
 static void
-assert_call_traceparent(const struct sink_req *r, bool transparent)
+assert_call_traceparent(const struct it_sink_req *r, bool transparent)
 {
-	const char *tp = sink_field(r, "traceparent");
+	const char *tp = it_sink_field(r, "traceparent");
 
 	ck_assert_ptr_nonnull(tp);
 	ck_assert_msg(strlen(tp) == 55 && strncmp(tp, "00-" T1 "-", 36) == 0,
@@ -776,7 +715,7 @@ START_TEST(test_tpc_call_tracestate)
 	char *env[] = {mode, "CTXSHIM_HEADER_ATTRS=x-request-id", NULL};
 	char helper[4096], *argv[] = {helper, "--call", url, NULL};
 	struct test_child sink;
-	struct sink_req r;
+	struct it_sink_req r;
 	struct it_server s;
 	const char *got;
 	size_t n, cut;
@@ -784,7 +723,7 @@ START_TEST(test_tpc_call_tracestate)
 
 	helper_path(helper, sizeof(helper), "tpc-curl-server");
 	snprintf(mode, sizeof(mode), "CTXSHIM_PROPAGATE=%s", propagate_modes[_i]);
-	snprintf(url, sizeof(url), "http://127.0.0.1:%u/cb", sink_start(&sink));
+	snprintf(url, sizeof(url), "http://127.0.0.1:%u/cb", it_sink_start(&sink));
 	long_tracestate(ts, sizeof(ts));
 	it_server_start(&s, argv, true, env);
 	fd = it_connect(s.port);
@@ -794,9 +733,9 @@ START_TEST(test_tpc_call_tracestate)
 	long_head(head, sizeof(head), path, TP1, "rid-44");
 	it_send_str(fd, head);
 	expect_called(&s);
-	sink_read(&sink, &r);
+	it_sink_read(&sink, &r);
 	assert_call_traceparent(&r, transparent);
-	got = sink_field(&r, "tracestate");
+	got = it_sink_field(&r, "tracestate");
 	ck_assert_ptr_nonnull(got);
 	ck_assert_str_eq(got, ts);
 	assert_body(it_read_response(fd), path);
@@ -811,9 +750,9 @@ START_TEST(test_tpc_call_tracestate)
 	(void)expect_block(&s, "/block/first");
 	release(&s);
 	expect_called(&s);
-	sink_read(&sink, &r);
+	it_sink_read(&sink, &r);
 	assert_call_traceparent(&r, transparent);
-	got = sink_field(&r, "tracestate");
+	got = it_sink_field(&r, "tracestate");
 	ck_assert_ptr_nonnull(got);
 	cut = strlen(got);
 	ck_assert_msg(cut > 0 && cut < strlen(ts) && strncmp(got, ts, cut) == 0 &&

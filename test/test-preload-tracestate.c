@@ -43,59 +43,6 @@ members(char *out, size_t cap, unsigned from, unsigned to)
 	return len;
 }
 
-struct sink_req {
-	char hdr[32][1024];
-	int n_hdr;
-};
-
-static unsigned
-sink_start(struct test_child *sink)
-{
-	char path[4096], line[256];
-	char *argv[] = {path, NULL};
-
-	helper_path(path, sizeof(path), "http-sink");
-	test_child_start(sink, argv, NULL, false);
-	test_child_expect(sink, "READY ", line, sizeof(line), IT_TIMEOUT_MS);
-	return (unsigned)strtoul(line + 6, NULL, 10);
-}
-
-static void
-sink_read(struct test_child *sink, struct sink_req *r)
-{
-	char line[2048];
-
-	memset(r, 0, sizeof(*r));
-	test_child_expect(sink, "REQ ", line, sizeof(line), IT_TIMEOUT_MS);
-	for (;;) {
-		test_child_readline(sink, line, sizeof(line), IT_TIMEOUT_MS);
-		if (strcmp(line, "END") == 0)
-			return;
-		if (strncmp(line, "H ", 2) == 0 && r->n_hdr < 32)
-			snprintf(r->hdr[r->n_hdr++], sizeof(r->hdr[0]), "%.1023s",
-				 line + 2);
-	}
-}
-
-/* The value of the only field called name; NULL if none. */
-static const char *
-sink_field(const struct sink_req *r, const char *name)
-{
-	size_t len = strlen(name);
-	const char *v = NULL;
-	int i, n = 0;
-
-	for (i = 0; i < r->n_hdr; i++)
-		if (strncasecmp(r->hdr[i], name, len) == 0 && r->hdr[i][len] == ':') {
-			v = r->hdr[i] + len + 1;
-			while (*v == ' ')
-				v++;
-			n++;
-		}
-	ck_assert_msg(n <= 1, "%d %s fields", n, name);
-	return v;
-}
-
 /* Each case: its tracestate header lines ("{a-b}": members a..b, then the
  * rest literally); NULL expect: no tracestate on the call, "" the whole
  * list cut after a whole member, else exactly that. */
@@ -140,12 +87,12 @@ START_TEST(test_long_tracestate_propagated)
 	const char *rs = read_sizes[_i % 2];
 	char *argv[] = {helper, "--call", url, "--read-size", (char *)rs, NULL};
 	struct test_child sink;
-	struct sink_req r;
+	struct it_sink_req r;
 	struct it_server s;
 	int st;
 
 	helper_path(helper, sizeof(helper), "tpc-curl-server");
-	snprintf(url, sizeof(url), "http://127.0.0.1:%u/cb", sink_start(&sink));
+	snprintf(url, sizeof(url), "http://127.0.0.1:%u/cb", it_sink_start(&sink));
 	it_server_start(&s, argv, true, NULL);
 
 	{
@@ -172,18 +119,18 @@ START_TEST(test_long_tracestate_propagated)
 		test_child_expect(&s.child, "CALLED ", line, sizeof(line),
 				  IT_TIMEOUT_MS);
 		ck_assert_msg(strstr(line, " 200"), "upstream call failed: %s", line);
-		sink_read(&sink, &r);
+		it_sink_read(&sink, &r);
 		resp = it_read_response(fd);
 		ck_assert_ptr_nonnull(resp);
 		free(resp);
 		close(fd);
 
 		/* the trace continues whatever the tracestate */
-		tp = sink_field(&r, "traceparent");
+		tp = it_sink_field(&r, "traceparent");
 		ck_assert_ptr_nonnull(tp);
 		ck_assert_msg(strncmp(tp, "00-" T1 "-", 36) == 0,
 			      "case '%s': traceparent %s", cases[c].name, tp);
-		got = sink_field(&r, "tracestate");
+		got = it_sink_field(&r, "tracestate");
 		if (!cases[c].expect) {
 			ck_assert_msg(got == NULL,
 				      "case '%s' (reads of %s): tracestate %s",
