@@ -75,3 +75,6 @@ char *test_json_thread(const char *json, pid_t tid);
 unsigned test_time_scale(void);
 /* CLOCK_MONOTONIC in milliseconds. */
 long test_now_ms(void);
+/* A tracestate of the members "keyNN=value-value-NN" (20 bytes each) for
+ * NN = from..to, joined with ','; returns its length. */
+size_t test_ts_members(char *out, size_t cap, unsigned from, unsigned to);

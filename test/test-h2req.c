@@ -224,19 +224,6 @@ START_TEST(test_tracestate_joined_and_cut)
 }
 END_TEST
 
-/* "keyNN=value-value-NN" for NN = from..to, joined with ','. */
-static void
-members(char *out, size_t cap, unsigned from, unsigned to)
-{
-	size_t len = 0;
-
-	out[0] = '\0';
-	for (unsigned i = from; i <= to; i++)
-		len += (size_t)snprintf(out + len, cap - len,
-					"%skey%02u=value-value-%02u",
-					i > from ? "," : "", i, i);
-}
-
 /* Lists longer than the 512 bytes kept: an invalid member or a 33rd
  * member anywhere, past the stored bytes too, drops the whole list (W3C),
  * whatever the fields look like; a valid one keeps its cut at whole
@@ -277,9 +264,9 @@ START_TEST(test_tracestate_long_checked)
 		const char *t = long_cases[_i].f[i];
 
 		if (sscanf(t, "{%u-%u}", &a, &b) == 2 && strchr(t, '}')[1] == '\0')
-			members(f[i], sizeof(f[i]), a, b);
+			test_ts_members(f[i], sizeof(f[i]), a, b);
 		else if (sscanf(t, "{%u-%u}", &a, &b) == 2) {
-			members(f[i], sizeof(f[i]), a, b);
+			test_ts_members(f[i], sizeof(f[i]), a, b);
 			strcat(f[i], strchr(t, '}') + 1);
 		} else
 			snprintf(f[i], sizeof(f[i]), "%s", t);

@@ -674,20 +674,6 @@ END_TEST
  * the stored list; that must be "none" exactly when the whole list is
  * invalid. */
 
-/* "keyNN=value-value-NN" (20 bytes) for NN = from..to, joined with ','. */
-static size_t
-ts_members(char *out, size_t cap, unsigned from, unsigned to)
-{
-	size_t len = 0;
-
-	out[0] = '\0';
-	for (unsigned i = from; i <= to; i++)
-		len += (size_t)snprintf(out + len, cap - len,
-					"%skey%02u=value-value-%02u",
-					i > from ? "," : "", i, i);
-	return len;
-}
-
 struct long_ts_case {
 	const char *name;
 	const char *lines[4]; /* "{a-b}": members a..b; anything else literal */
@@ -749,7 +735,7 @@ long_ts_line(const char *t, char *out, size_t cap)
 		int used = 0;
 
 		if (sscanf(t, "{%u-%u}%n", &a, &b, &used) == 2 && used > 0) {
-			len += ts_members(out + len, cap - len, a, b);
+			len += test_ts_members(out + len, cap - len, a, b);
 			t += used;
 		} else if (sscanf(t, "{v%u}%n", &n, &used) == 1 && used > 0) {
 			ck_assert_uint_lt(len + n, cap);
@@ -845,7 +831,7 @@ END_TEST
 START_TEST(tracestate_cut_at_512)
 {
 	char list[1024], head[2048];
-	size_t len = ts_members(list, sizeof(list), 1, 24), pad;
+	size_t len = test_ts_members(list, sizeof(list), 1, 24), pad;
 	struct trace *t;
 
 	/* 24 members are 503 bytes: ",z=123456" makes 512 */

@@ -112,6 +112,19 @@ test_now_ms(void)
 	return ts.tv_sec * 1000L + ts.tv_nsec / 1000000;
 }
 
+size_t
+test_ts_members(char *out, size_t cap, unsigned from, unsigned to)
+{
+	size_t len = 0;
+
+	out[0] = '\0';
+	for (unsigned i = from; i <= to && len < cap; i++)
+		len += (size_t)snprintf(out + len, cap - len,
+					"%skey%02u=value-value-%02u",
+					i > from ? "," : "", i, i);
+	return len;
+}
+
 void
 test_child_readline(struct test_child *c, char *line, size_t n, int timeout_ms)
 {

@@ -567,15 +567,7 @@ END_TEST
 static void
 long_tracestate(char *out, size_t cap)
 {
-	size_t len = 0;
-	int i;
-
-	out[0] = '\0';
-	for (i = 1; i <= LONG_TS_MEMBERS; i++)
-		len += (size_t)snprintf(out + len, cap - len,
-					"%skey%02d=value-value-%02d", i > 1 ? "," : "",
-					i, i);
-	ck_assert_uint_eq(len, 419);
+	ck_assert_uint_eq(test_ts_members(out, cap, 1, LONG_TS_MEMBERS), 419);
 }
 
 static void

@@ -29,20 +29,6 @@ helper_path(char *out, size_t n, const char *name)
 	snprintf(out, n, "%s/%s", test_env_path("HELPER_DIR"), name);
 }
 
-/* "keyNN=value-value-NN" (20 bytes) for NN = from..to, joined with ','. */
-static size_t
-members(char *out, size_t cap, unsigned from, unsigned to)
-{
-	size_t len = 0;
-
-	out[0] = '\0';
-	for (unsigned i = from; i <= to; i++)
-		len += (size_t)snprintf(out + len, cap - len,
-					"%skey%02u=value-value-%02u",
-					i > from ? "," : "", i, i);
-	return len;
-}
-
 /* Each case: its tracestate header lines ("{a-b}": members a..b, then the
  * rest literally); NULL expect: no tracestate on the call, "" the whole
  * list cut after a whole member, else exactly that. */
@@ -67,7 +53,7 @@ expand(const char *t, char *out, size_t cap)
 	size_t len = 0;
 
 	if (sscanf(t, "{%u-%u}%n", &a, &b, &used) == 2 && used > 0) {
-		len = members(out, cap, a, b);
+		len = test_ts_members(out, cap, a, b);
 		t += used;
 	}
 	len += (size_t)snprintf(out + len, cap - len, "%s", t);
