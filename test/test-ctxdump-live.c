@@ -10,17 +10,26 @@
  *    reads again the recording ends complete (exit 0); on a pipe nobody
  *    ever reads it still ends (exit 2, "incomplete"); on a closed pipe
  *    the summary counts only what was written (0 bytes);
+ *  - a first SIGINT taken inside a stop window (one that waits for the
+ *    vfork()ing thread) counts as one: the second SIGINT while the output
+ *    waits for its reader gives up at once, not after the 3 s grace;
  *  - `record -o FILE` that fails (the target is traced already) leaves an
  *    earlier FILE as it was and no temporary file, says who traces the
  *    target; one that works replaces FILE, keeping its mode and a symbolic
  *    link to it;
+ *  - `record -o FILE` writes FILE in place when a new file would lose its
+ *    other hard links or (as root) its owner, and when FILE cannot be
+ *    replaced (bind-mounted: rename() fails with EBUSY): the recording is
+ *    complete there, exit 0, no temporary file is left;
  *  - a library dlopen()ed while recording, shortly after another one:
  *    its frames get their symbols once ctxdump reads the module list again;
  *  - `record -V` prints the version line of `ctxdump -V`.
  * No thread may be left stopped. */
 #include "test-prof.h"
 
+#include <sched.h>
 #include <sys/ioctl.h>
+#include <sys/mount.h>
 #include <sys/ptrace.h>
 
 #define TIMEOUT_MS 30000
@@ -237,6 +246,107 @@ START_TEST(sigint_blocked_output)
 }
 END_TEST
 
+/* The state letter of thread tid of pid ('?' if it cannot be read). */
+static char
+task_state(pid_t pid, pid_t tid)
+{
+	char path[64], buf[512], *p;
+	ssize_t r;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", (int)pid, (int)tid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return '?';
+	r = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (r <= 0)
+		return '?';
+	buf[r] = '\0';
+	p = strrchr(buf, ')');
+	return p && p[1] && p[2] ? p[2] : '?';
+}
+
+/* SIGINT inside a stop window is taken by the window's wait, not by the
+ * handler: it must count all the same, so that a second SIGINT while the
+ * rest of the recording waits for its reader ends the recording at once.
+ * The window is one that waits for the vfork()ing thread (50 ms): the
+ * main thread is in ptrace-stop meanwhile.  Then the pipe is filled (by
+ * us: ctxdump writes nothing inside a window) and SIGINT sent; once the
+ * window is over, SIGINT again.  The reader comes back only after 2.5 s,
+ * before the 3 s grace is over: a recorder that took the second SIGINT
+ * for the first would finish the recording then (exit 0). */
+START_TEST(second_sigint_in_window)
+{
+	char arg[16], errf[PATH_MAX], buf[4096], *err;
+	const char *args[] = {"record", "-q", "-F", "500", "-o", "-", arg, NULL};
+	struct target t;
+	long deadline;
+	pid_t pid, r;
+	int p[2], wfd, st, size, n, held = 0;
+
+	target_start(&t, 2, true);
+	snprintf(arg, sizeof(arg), "%d", (int)t.pid);
+	prof_tmpfile(errf, sizeof(errf), "live-int2-err");
+	small_pipe(p);
+	size = fcntl(p[1], F_GETPIPE_SZ);
+	ck_assert_int_ge(size, 4096);
+	wfd = fcntl(p[1], F_DUPFD_CLOEXEC, 0);
+	ck_assert_int_ge(wfd, 0);
+	ck_assert_int_eq(fcntl(p[0], F_SETFL, O_NONBLOCK), 0);
+	pid = prof_spawn((const char *const[]){NULL}, args, p[1], errf);
+	close(p[1]);
+	deadline = test_now_ms() + TIMEOUT_MS;
+	/* read what comes until a window waits for the vfork()ing thread
+	 * (seen twice, 1 ms apart: not one of the short ones) */
+	for (;;) {
+		while (read(p[0], buf, sizeof(buf)) > 0)
+			;
+		if (task_state(t.pid, t.vfork) == 'D' &&
+		    task_state(t.pid, t.pid) == 't')
+			held++;
+		else
+			held = 0;
+		if (held == 2)
+			break;
+		ck_assert_msg(test_now_ms() < deadline, "no stop window met");
+		usleep(1000);
+	}
+	while (read(p[0], buf, sizeof(buf)) > 0)
+		;
+	ck_assert_int_eq(ioctl(p[0], FIONREAD, &n), 0);
+	memset(buf, 0, sizeof(buf));
+	for (n = size - n; n > 0; n -= (int)r) {
+		r = write(wfd, buf, (size_t)n < sizeof(buf) ? (size_t)n : sizeof(buf));
+		ck_assert_int_gt(r, 0);
+	}
+	close(wfd);
+	ck_assert_int_eq(kill(pid, SIGINT), 0);
+	/* the window ends (the signal was taken), then the second one */
+	while (task_state(t.pid, t.pid) == 't') {
+		ck_assert_msg(test_now_ms() < deadline, "window never ended");
+		usleep(200);
+	}
+	ck_assert_int_eq(kill(pid, SIGINT), 0);
+	deadline = test_now_ms() + 2500;
+	while ((r = waitpid(pid, &st, WNOHANG)) == 0 && test_now_ms() < deadline)
+		usleep(5000);
+	ck_assert_int_ge(r, 0);
+	if (r == 0) {
+		ck_assert_int_eq(fcntl(p[0], F_SETFL, 0), 0);
+		st = drain(p[0], pid, NULL);
+	}
+	close(p[0]);
+	err = prof_slurp(errf);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 2, "status 0x%x: %s", st,
+		      err);
+	ck_assert_msg(strstr(err, "incomplete"), "%s", err);
+	free(err);
+	prof_child_finish(&t.c, TIMEOUT_MS);
+	unlink(errf);
+}
+END_TEST
+
 /* Entries of dir whose name starts with prefix. */
 static unsigned
 count_prefixed(const char *dir, const char *prefix)
@@ -360,6 +470,144 @@ START_TEST(failed_record_keeps_file)
 }
 END_TEST
 
+/* FILE with another hard link, and (as root) FILE owned by another
+ * user: written in place, the same inode, its owner kept. */
+START_TEST(record_keeps_inode)
+{
+	char arg[16], file[PATH_MAX], hard[PATH_MAX], prefix[PATH_MAX];
+	char *out, *err, *body;
+	struct stat st0, st;
+	struct target t;
+	int r;
+
+	target_start(&t, 1, false);
+	snprintf(arg, sizeof(arg), "%d", (int)t.pid);
+	prof_tmpfile(file, sizeof(file), "live-inode");
+	prof_tmpfile(hard, sizeof(hard), "live-inode-link");
+	snprintf(prefix, sizeof(prefix), ".%s.", strrchr(file, '/') + 1);
+	ck_assert_int_eq(unlink(hard), 0);
+	ck_assert_int_eq(link(file, hard), 0);
+	ck_assert_int_eq(stat(file, &st0), 0);
+	r = prof_run(&out, &err, "record", "-q", "-d", "0.2", "-o", file, arg, NULL);
+	ck_assert_msg(r == 0, "exit %d: %s", r, err);
+	free(out);
+	free(err);
+	ck_assert_int_eq(stat(file, &st), 0);
+	ck_assert_uint_eq(st.st_ino, st0.st_ino);
+	ck_assert_uint_eq(st.st_nlink, 2);
+	body = prof_slurp(hard);
+	ck_assert_int_eq(memcmp(body, "CTXDPROF", 8), 0);
+	free(body);
+	ck_assert_uint_eq(count_prefixed("/tmp", prefix), 0);
+	unlink(hard);
+
+	if (geteuid() == 0) {
+		/* root recording into a user's file: it stays the user's */
+		ck_assert_int_eq(chown(file, 65534, 65534), 0);
+		ck_assert_int_eq(truncate(file, 0), 0);
+		ck_assert_int_eq(stat(file, &st0), 0);
+		r = prof_run(&out, &err, "record", "-q", "-d", "0.2", "-o", file, arg,
+			     NULL);
+		ck_assert_msg(r == 0, "exit %d: %s", r, err);
+		free(out);
+		free(err);
+		ck_assert_int_eq(stat(file, &st), 0);
+		ck_assert_uint_eq(st.st_ino, st0.st_ino);
+		ck_assert_uint_eq(st.st_uid, 65534);
+		ck_assert_uint_eq(st.st_gid, 65534);
+		body = prof_slurp(file);
+		ck_assert_int_eq(memcmp(body, "CTXDPROF", 8), 0);
+		free(body);
+		ck_assert_uint_eq(count_prefixed("/tmp", prefix), 0);
+	}
+	prof_child_finish(&t.c, TIMEOUT_MS);
+	unlink(file);
+}
+END_TEST
+
+/* FILE is a bind mount (as in a container): rename() over it fails with
+ * EBUSY, so the recording goes into FILE in place; it ends complete with
+ * exit 0 and no temporary file.  Needs a mount namespace of its own
+ * (root). */
+START_TEST(record_bind_mounted_file)
+{
+	static const char old[] = "an earlier recording\n";
+	char arg[16], file[PATH_MAX], src[PATH_MAX], errf[PATH_MAX], prefix[PATH_MAX];
+	char *out, *err, *body;
+	struct target t;
+	pid_t pid;
+	int st, r;
+
+	if (geteuid() != 0) {
+		fprintf(stderr, "record_bind_mounted_file: not root, not run\n");
+		return;
+	}
+	target_start(&t, 1, false);
+	snprintf(arg, sizeof(arg), "%d", (int)t.pid);
+	prof_tmpfile(file, sizeof(file), "live-bind");
+	prof_tmpfile(src, sizeof(src), "live-bind-src");
+	prof_tmpfile(errf, sizeof(errf), "live-bind-err");
+	snprintf(prefix, sizeof(prefix), ".%s.", strrchr(file, '/') + 1);
+	{
+		FILE *f = fopen(file, "we");
+
+		ck_assert_ptr_nonnull(f);
+		fputs(old, f);
+		fclose(f);
+	}
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		char *argv[] = {(char *)prof_ctxdump(),
+				"record",
+				"-q",
+				"-d",
+				"0.3",
+				"-o",
+				file,
+				arg,
+				NULL};
+		int fd = open(errf, O_WRONLY | O_TRUNC | O_CLOEXEC);
+
+		if (fd < 0 || unshare(CLONE_NEWNS) != 0 ||
+		    mount("none", "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0 ||
+		    mount(src, file, NULL, MS_BIND, NULL) != 0)
+			_exit(125);
+		dup2(fd, 1);
+		dup2(fd, 2);
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	st = prof_record_wait(pid, TIMEOUT_MS);
+	if (WIFEXITED(st) && WEXITSTATUS(st) == 125) {
+		fprintf(stderr,
+			"record_bind_mounted_file: no mount namespace, not run\n");
+	} else {
+		err = prof_slurp(errf);
+		ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status 0x%x: %s",
+			      st, err);
+		free(err);
+		/* what FILE showed inside the namespace */
+		body = prof_slurp(src);
+		ck_assert_int_eq(memcmp(body, "CTXDPROF", 8), 0);
+		free(body);
+		body = prof_slurp(file);
+		ck_assert_str_eq(body, old);
+		free(body);
+		ck_assert_uint_eq(count_prefixed("/tmp", prefix), 0);
+		r = prof_run(&out, &err, "report", src, NULL);
+		ck_assert_msg(r == 0, "report exit %d: %s", r, err);
+		ck_assert_msg(strstr(out, "Ended: duration reached"), "%s", out);
+		free(out);
+		free(err);
+	}
+	prof_child_finish(&t.c, TIMEOUT_MS);
+	unlink(file);
+	unlink(src);
+	unlink(errf);
+}
+END_TEST
+
 /* Two libraries dlopen()ed 300 ms apart while recording: the first one's
  * unknown addresses make ctxdump read the module list again, the second
  * one comes before it may read it once more.  Both get their symbols. */
@@ -429,8 +677,11 @@ TEST_SUITE(ctxdump_live_suite)
 	tcase_add_test(tc, blocked_record_lets_late_go);
 	tcase_add_test(tc, blocked_dump_lets_late_go);
 	tcase_add_test(tc, sigint_blocked_output);
+	tcase_add_test(tc, second_sigint_in_window);
 	tcase_add_test(tc, eperm_names_tracer);
 	tcase_add_test(tc, failed_record_keeps_file);
+	tcase_add_test(tc, record_keeps_inode);
+	tcase_add_test(tc, record_bind_mounted_file);
 	tcase_add_test(tc, late_library_frames);
 	tcase_add_test(tc, record_version);
 	suite_add_tcase(s, tc);

@@ -33,6 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -749,9 +750,10 @@ sample_round(struct rec *rc)
 	if (!rc->arena.base)
 		(void)stack_arena_reserve(&rc->arena, ((size_t)(hint > 0 ? hint : 64) +
 						       16) * STACK_ARENA_GUESS);
-	if (rc->late.n) {
+	if (stop_late_busy(&rc->late)) {
 		/* a thread that did not stop in time is still seized, and
-		 * cannot be seized again: give it a moment to stop */
+		 * cannot be seized again: give it a moment to stop (not one
+		 * that ended: a zombie leader waits for its process to end) */
 		unsigned ms = 500 / rc->ctl->rate;
 
 		stop_late_release(&rc->late, ms < 10 ? ms : 10);
@@ -764,8 +766,10 @@ sample_round(struct rec *rc)
 		r = -EAGAIN; /* ours, still not stopped: skip the round */
 	if (r < 0) {
 		if (ss.signal) {
-			/* Our own end, not stop.c's default action. */
+			/* Our own end, not stop.c's default action; taken
+			 * by sigtimedwait(), so on_signal() did not count it */
 			rec_signal = ss.signal;
+			rec_signals++;
 			ss.signal = 0;
 		}
 		stop_release(&ss);
@@ -778,6 +782,7 @@ sample_round(struct rec *rc)
 	t = remote_now_ns();
 	if (reserve(rc, ss.n) < 0) {
 		stop_release(&ss);
+		(void)stop_late_add(&rc->late, &ss); /* as below */
 		stop_free(&ss);
 		return -ENOMEM;
 	}
@@ -819,6 +824,7 @@ sample_round(struct rec *rc)
 	/* ---- threads running again ---- */
 	if (ss.signal) {
 		rec_signal = ss.signal;
+		rec_signals++; /* as above */
 		ss.signal = 0;
 	}
 	stop_release(&ss);
@@ -901,6 +907,55 @@ rec_free(struct rec *rc)
 
 /* ---- the output ---- */
 
+/* Wait until the output takes more: poll(), but the termination signals
+ * are let in only inside the wait (ppoll()), so one that arrives after
+ * the look at rec_signal still ends the wait and the grace applies.
+ * Returns poll()'s count, -EINTR, -ETIMEDOUT once the grace is over (or
+ * on a second signal), or another negative errno. */
+static int
+out_wait(struct rec *rc)
+{
+	struct pollfd pfd = {.fd = rc->out_fd, .events = POLLOUT};
+	struct timespec ts, *tsp = NULL;
+	sigset_t term, old;
+	int timeout, pr;
+
+	/* also lets the job-control stops through once no thread is held
+	 * (Ctrl-Z while the output waits) */
+	stop_late_release(&rc->late, 0);
+	timeout = stop_late_busy(&rc->late) ? 10 : -1;
+
+	sigemptyset(&term);
+	sigaddset(&term, SIGINT);
+	sigaddset(&term, SIGTERM);
+	sigaddset(&term, SIGHUP);
+	sigaddset(&term, SIGQUIT);
+	sigprocmask(SIG_BLOCK, &term, &old);
+	if (rec_signal) {
+		uint64_t now = remote_now_ns(), ms;
+
+		if (!rc->grace_end)
+			rc->grace_end = now + SIGNAL_GRACE_NS;
+		if (now >= rc->grace_end || rec_signals > 1) {
+			sigprocmask(SIG_SETMASK, &old, NULL);
+			return -ETIMEDOUT;
+		}
+		ms = (rc->grace_end - now) / 1000000u + 1;
+		if (timeout < 0 || ms < (uint64_t)timeout)
+			timeout = (int)ms;
+	}
+	if (timeout >= 0) {
+		ts.tv_sec = timeout / 1000;
+		ts.tv_nsec = (long)(timeout % 1000) * 1000000;
+		tsp = &ts;
+	}
+	pr = ppoll(&pfd, 1, tsp, &old);
+	if (pr < 0)
+		pr = -errno;
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	return pr;
+}
+
 /* The stream's write function.  A thread that missed a round's deadline
  * is still seized with its stop pending (rc->late); SIGCHLD lets it go
  * the moment it stops (stop_late_add()), and the waits below look too.
@@ -921,30 +976,10 @@ out_write(void *cookie, const char *buf, size_t n)
 		ssize_t w;
 
 		if (!rc->out_regular) {
-			struct pollfd pfd = {.fd = rc->out_fd, .events = POLLOUT};
-			int timeout, pr;
+			int pr = out_wait(rc);
 
-			/* also lets the job-control stops through once no
-			 * thread is held (Ctrl-Z while the output waits) */
-			stop_late_release(&rc->late, 0);
-			timeout = rc->late.n ? 10 : -1;
-
-			if (rec_signal) {
-				uint64_t now = remote_now_ns(), ms;
-
-				if (!rc->grace_end)
-					rc->grace_end = now + SIGNAL_GRACE_NS;
-				if (now >= rc->grace_end || rec_signals > 1) {
-					rc->out_err = ETIMEDOUT;
-					break;
-				}
-				ms = (rc->grace_end - now) / 1000000u + 1;
-				if (timeout < 0 || ms < (uint64_t)timeout)
-					timeout = (int)ms;
-			}
-			pr = poll(&pfd, 1, timeout);
-			if (pr < 0 && errno != EINTR) {
-				rc->out_err = errno;
+			if (pr < 0 && pr != -EINTR) {
+				rc->out_err = -pr;
 				break;
 			}
 			if (pr <= 0)
@@ -997,14 +1032,30 @@ open_temp(const char *path, char **tmp_out)
 	return fd;
 }
 
+/* Whether an existing FILE must be written in place rather than replaced
+ * by a new file: a new one would be ours, with no ACL, and no other name
+ * would lead to it (root writing ~user/rec.prof must leave it the user's).
+ * tmp: what the temporary file got (its group may come from a set-group-ID
+ * directory). */
+static bool
+keep_inode(const char *path, const struct stat *st, const struct stat *tmp)
+{
+	if (st->st_nlink > 1 || st->st_uid != tmp->st_uid || st->st_gid != tmp->st_gid)
+		return true;
+	/* an ACL beyond the mode bits; other attributes are the file
+	 * system's (a security label is set anew on the new file) */
+	return getxattr(path, "system.posix_acl_access", NULL, 0) > 0;
+}
+
 /* -o FILE goes to a temporary file in FILE's directory, renamed over FILE
  * once a round is recorded (commit_output()), or at the end of a
  * recording that did not fail: a recording that fails (the target is
  * traced already, or gone) leaves an earlier FILE as it was.  A symbolic
  * link keeps pointing to the new file.  Written directly (truncated at
  * once, as before): a FILE that is not a regular file (a FIFO,
- * /dev/null), and FILE in a directory we cannot create files in.
- * Returns 0 or a negative errno. */
+ * /dev/null), FILE in a directory we cannot create files in, and a FILE
+ * whose owner, group, ACL or other names a new file would not keep
+ * (keep_inode()).  Returns 0 or a negative errno. */
 static int
 open_output(struct rec *rc)
 {
@@ -1029,7 +1080,17 @@ open_output(struct rec *rc)
 			rc->final_path = strdup(path);
 		}
 		if (rc->final_path) {
+			struct stat tst;
+
 			fd = open_temp(rc->final_path, &rc->tmp_path);
+			if (fd >= 0 && exists &&
+			    (fstat(fd, &tst) != 0 || keep_inode(path, &st, &tst))) {
+				close(fd);
+				(void)unlink(rc->tmp_path);
+				free(rc->tmp_path);
+				rc->tmp_path = NULL;
+				fd = -1;
+			}
 			if (fd >= 0 && exists)
 				(void)fchmod(fd, st.st_mode & 0777);
 			if (fd < 0) {
@@ -1053,17 +1114,91 @@ open_output(struct rec *rc)
 	return 0;
 }
 
-/* The temporary file becomes FILE. */
-static void
-commit_output(struct rec *rc)
+/* Copy what the temporary file holds into fd, from its start. */
+static int
+copy_temp(const char *tmp, int fd)
 {
+	char buf[65536];
+	int in = open(tmp, O_RDONLY | O_CLOEXEC), e = 0;
+	ssize_t r;
+
+	if (in < 0)
+		return -errno;
+	while ((r = read(in, buf, sizeof(buf))) != 0) {
+		size_t off = 0;
+
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			e = -errno;
+			break;
+		}
+		while (off < (size_t)r) {
+			ssize_t w = write(fd, buf + off, (size_t)r - off);
+
+			if (w < 0 && errno == EINTR)
+				continue;
+			if (w <= 0) {
+				e = w < 0 ? -errno : -EIO;
+				break;
+			}
+			off += (size_t)w;
+		}
+		if (e)
+			break;
+	}
+	close(in);
+	return e;
+}
+
+/* The temporary file becomes FILE.  rename() can fail where open_output()
+ * could not tell: FILE is a mount point (a file bind-mounted into a
+ * container: EBUSY), or a security module forbids it.  FILE is then written in place: what the temporary file holds is copied
+ * into it, and the rest of the recording goes there too.  The temporary
+ * file is gone either way.  Returns 0, or a negative errno (rename()'s)
+ * when FILE could not be written at all; *in_place_err then says why not
+ * in place. */
+static int
+commit_output(struct rec *rc, int *in_place_err)
+{
+	int e, fd, r;
+
+	*in_place_err = 0;
 	if (!rc->tmp_path)
-		return;
-	if (rename(rc->tmp_path, rc->final_path) != 0 && !rc->w.err)
-		rc->w.err = -errno;
+		return 0;
+	if (rc->out && fflush(rc->out) != 0 && !rc->w.err)
+		rc->w.err = -(rc->out_err ? rc->out_err : errno ? errno : EIO);
+	if (rename(rc->tmp_path, rc->final_path) == 0) {
+		e = 0;
+		goto done;
+	}
+	e = -errno;
+	fd = open(rc->final_path, O_WRONLY | O_TRUNC | O_CLOEXEC);
+	r = fd < 0 ? -errno : copy_temp(rc->tmp_path, fd);
+	if (r == 0 && rc->out_own) {
+		/* the stream goes on there, where the copy ended */
+		close(rc->out_fd);
+		rc->out_fd = fd;
+		fd = -1;
+	}
+	if (fd >= 0 && close(fd) != 0 && r == 0)
+		r = -errno;
+	if (r == 0)
+		e = 0;
+	*in_place_err = r;
+done:
+	(void)unlink(rc->tmp_path);
 	free(rc->tmp_path);
 	free(rc->final_path);
 	rc->tmp_path = rc->final_path = NULL;
+	return e;
+}
+
+static void
+warn_commit_error(const char *outname, int e, int in_place_err)
+{
+	cli_warn("cannot replace %s: %s; nor write it in place: %s", outname,
+		 strerror(-e), strerror(-in_place_err));
 }
 
 /* Flush, and close what we opened; the first error into rc->w.err. */
@@ -1234,7 +1369,7 @@ static void
 wait_until(struct rec *rc, uint64_t t)
 {
 	stop_late_release(&rc->late, 0);
-	while (rc->late.n && !rec_signal) {
+	while (stop_late_busy(&rc->late) && !rec_signal) {
 		uint64_t now = remote_now_ns();
 
 		stop_late_release(&rc->late, 0);
@@ -1290,7 +1425,7 @@ record_main(int argc, char **argv)
 	struct etls_proc *ep;
 	uint64_t interval, next, end_t = 0, now;
 	bool to_stdout;
-	int r, status = CLI_EXIT_OK;
+	int r, ce, status = CLI_EXIT_OK;
 	const char *outname;
 
 	cli_set_name("ctxdump record");
@@ -1420,8 +1555,15 @@ record_main(int argc, char **argv)
 			break;
 		}
 		/* a round is recorded: the file replaces an earlier one */
-		if (rc->rounds && rc->tmp_path)
-			commit_output(rc);
+		if (rc->rounds && rc->tmp_path) {
+			r = commit_output(rc, &ce);
+			if (r < 0) {
+				warn_commit_error(outname, r, ce);
+				rc->end_reason = PFILE_END_ERROR;
+				status = CLI_EXIT_FATAL;
+				break;
+			}
+		}
 		if (rec_signal)
 			continue;
 		now = remote_now_ns();
@@ -1452,8 +1594,14 @@ record_main(int argc, char **argv)
 		status = CLI_EXIT_FATAL;
 	}
 	/* an earlier FILE is replaced only by a recording that did not fail */
-	if (status != CLI_EXIT_FATAL)
-		commit_output(rc);
+	if (status != CLI_EXIT_FATAL) {
+		r = commit_output(rc, &ce);
+		/* FILE may hold nothing of it: not a success */
+		if (r < 0) {
+			warn_commit_error(outname, r, ce);
+			status = CLI_EXIT_FATAL;
+		}
+	}
 	if (!ctl.quiet)
 		print_summary(rc, remote_now_ns() - rc->t0_mono);
 	if (status == CLI_EXIT_OK && rc->failed_rounds)

@@ -1132,7 +1132,9 @@ stop_release(struct stop_set *s)
 
 		if (t->status == STOP_EXITED && t->unreaped)
 			(void)reap(t);
-		if (t->status == STOP_TIMEOUT || (t->status == STOP_EXITED && t->unreaped))
+		/* an exit still to collect cannot be left stopped: only a
+		 * thread that may still stop holds the job-control stops */
+		if (t->status == STOP_TIMEOUT)
 			late = true;
 	}
 	if (s->masked) {
@@ -1165,32 +1167,41 @@ static pid_t late_tracer;
 static struct sigaction late_oldact;
 
 /* One pass over l without waiting: detach the late threads that stopped,
- * collect the ones that exited.  Returns how many remain.  Only system
+ * collect the ones that exited.  Returns how many remain that may still
+ * stop (stop_late_busy()), not counting ended ones.  Only system
  * calls: also run from the SIGCHLD handler. */
 static size_t
 late_pass(struct stop_late *l)
 {
-	size_t i, k = 0;
+	size_t i, k = 0, busy = 0;
 
 	for (i = 0; i < l->n; i++) {
 		struct stop_thread t = {.tid = l->tid[i]};
+		bool ended = l->ended[i];
 		pid_t r;
 		int st;
 
 		r = waitpid(t.tid, &st, __WALL | WNOHANG);
 		if (r == 0 || (r < 0 && errno == EINTR)) {
-			l->tid[k++] = t.tid; /* still running, or a zombie leader */
+			/* still running, or a zombie leader */
+			l->tid[k] = t.tid;
+			l->ended[k++] = ended;
+			busy += !ended;
 			continue;
 		}
 		if (r == t.tid && WIFSTOPPED(st)) {
 			detach_one(&t, 0);
-			if (t.unreaped)
-				l->tid[k++] = t.tid; /* killed meanwhile */
+			if (t.unreaped) {
+				/* killed meanwhile */
+				l->tid[k] = t.tid;
+				l->ended[k++] = true;
+			}
 		}
 		/* else exited and collected, or not ours any more */
 	}
 	__atomic_store_n(&l->n, k, __ATOMIC_RELAXED);
-	return k;
+	__atomic_store_n(&l->busy, busy, __ATOMIC_RELAXED);
+	return busy;
 }
 
 static void
@@ -1224,28 +1235,56 @@ stop_late_add(struct stop_late *l, const struct stop_set *s)
 	late_block(&old);
 	for (i = 0; i < s->n; i++) {
 		const struct stop_thread *t = &s->t[i];
+		size_t j;
 
 		if (t->status != STOP_TIMEOUT &&
 		    !(t->status == STOP_EXITED && t->unreaped))
 			continue;
-		if (stop_late_has(l, t->tid))
+		for (j = 0; j < l->n && l->tid[j] != t->tid; j++)
+			;
+		if (j < l->n) {
+			/* a late thread this stop saw end */
+			l->ended[j] = l->ended[j] || t->status == STOP_EXITED;
 			continue;
+		}
 		if (l->n == l->cap) {
 			size_t cap = l->cap ? 2 * l->cap : 16;
 			pid_t *nl = realloc(l->tid, cap * sizeof(*nl));
+			bool *ne;
 
 			if (!nl) {
 				r = -ENOMEM;
 				break;
 			}
 			l->tid = nl;
+			ne = realloc(l->ended, cap * sizeof(*ne));
+			if (!ne) {
+				r = -ENOMEM;
+				break;
+			}
+			l->ended = ne;
 			l->cap = cap;
 		}
+		l->ended[l->n] = t->status == STOP_EXITED;
 		l->tid[l->n++] = t->tid;
 	}
-	/* a stop between stop_release() and now raised no SIGCHLD we
-	 * could act on: look once */
-	if (late_pass(l) && !late_auto) {
+	/* A late thread that ended since (a group leader calling
+	 * pthread_exit()) is not reported until its process ends: once the
+	 * pass below leaves it, seen in /proc.  Rare, so a read per round is
+	 * cheap. */
+	if (late_pass(l)) {
+		size_t busy = 0;
+
+		for (i = 0; i < l->n; i++) {
+			if (!l->ended[i] && stop_thread_ended(s->pid, l->tid[i]))
+				l->ended[i] = true;
+			busy += !l->ended[i];
+		}
+		__atomic_store_n(&l->busy, busy, __ATOMIC_RELAXED);
+	}
+	/* (the pass also looked once at a stop between stop_release() and
+	 * now, which raised no SIGCHLD we could act on) */
+	if (l->n && !late_auto) {
 		struct sigaction sa;
 
 		memset(&sa, 0, sizeof(sa));
@@ -1266,8 +1305,9 @@ stop_late_release(struct stop_late *l, unsigned wait_ms)
 {
 	uint64_t end;
 
-	if (!__atomic_load_n(&l->n, __ATOMIC_RELAXED)) {
-		/* every one let go (by the SIGCHLD handler, perhaps) */
+	if (!__atomic_load_n(&l->busy, __ATOMIC_RELAXED)) {
+		/* every one let go (by the SIGCHLD handler, perhaps), or
+		 * ended: the handler collects those when they are reported */
 		jc_let_go();
 		return;
 	}
@@ -1299,6 +1339,12 @@ stop_late_has(const struct stop_late *l, pid_t tid)
 	return false;
 }
 
+size_t
+stop_late_busy(const struct stop_late *l)
+{
+	return __atomic_load_n(&l->busy, __ATOMIC_RELAXED);
+}
+
 void
 stop_late_free(struct stop_late *l)
 {
@@ -1311,8 +1357,10 @@ stop_late_free(struct stop_late *l)
 		sigprocmask(SIG_SETMASK, &old, NULL);
 	}
 	free(l->tid);
+	free(l->ended);
 	l->tid = NULL;
-	l->n = l->cap = 0;
+	l->ended = NULL;
+	l->n = l->cap = l->busy = 0;
 }
 
 /* ---- permission diagnosis (strace diagnose_attach_eperm) ----

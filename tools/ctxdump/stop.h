@@ -132,7 +132,13 @@ void stop_release(struct stop_set *s);
  * stops (or ends). */
 struct stop_late {
 	pid_t *tid;
+	/* per tid: it has ended, only its exit is still to be collected (a
+	 * group leader that exited before its other threads: the kernel
+	 * reports it only once the last one is gone) */
+	bool *ended;
 	size_t n, cap;
+	/* how many of the n have not ended: threads that may still stop */
+	size_t busy;
 };
 
 /* Take over the threads of s (after stop_release()) still seized but not
@@ -149,6 +155,13 @@ int stop_late_add(struct stop_late *l, const struct stop_set *s);
 void stop_late_release(struct stop_late *l, unsigned wait_ms);
 
 bool stop_late_has(const struct stop_late *l, pid_t tid);
+
+/* How many late threads may still stop (l->n less the ended ones waiting
+ * for their exit to be collected): those are worth a wait or a fast poll,
+ * and while there are any the job-control stops stay held.  An ended
+ * thread cannot be left stopped; the SIGCHLD handler collects its exit
+ * when the kernel reports it. */
+size_t stop_late_busy(const struct stop_late *l);
 
 void stop_late_free(struct stop_late *l);
 
