@@ -54,6 +54,13 @@ cli_usage_err(const char *fmt, ...)
 	exit(CLI_EXIT_USAGE);
 }
 
+void
+cli_version(void)
+{
+	printf("ctxdump from ctxshim %s\n", CTXSHIM_VERSION);
+	exit(CLI_EXIT_OK);
+}
+
 long long
 cli_parse_num(const char *s, const char *what, long long min, long long max)
 {

@@ -31,6 +31,10 @@ void cli_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void cli_usage_err(const char *fmt, ...)
 	__attribute__((noreturn, format(printf, 1, 2)));
 
+/* -V, --version of every ctxdump command (util-linux: the same line for
+ * all), then exit with CLI_EXIT_OK. */
+void cli_version(void) __attribute__((noreturn));
+
 /* A decimal integer in [min, max]; anything else is a usage error naming
  * what ("invalid WHAT: 'S'"). */
 long long cli_parse_num(const char *s, const char *what, long long min, long long max);

@@ -171,8 +171,7 @@ parse_options(struct ctxdump_control *ctl, int argc, char **argv)
 		case 'h':
 			usage();
 		case 'V':
-			printf("ctxdump from ctxshim %s\n", CTXSHIM_VERSION);
-			exit(CLI_EXIT_OK);
+			cli_version();
 		default:
 			cli_option_error(c, argv, true);
 		}

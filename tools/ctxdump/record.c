@@ -1314,9 +1314,7 @@ parse_args(struct rec_ctl *ctl, int argc, char **argv)
 		case 'h':
 			usage();
 		case 'V':
-			/* the line of ctxdump -V (util-linux: every command) */
-			printf("ctxdump from ctxshim %s\n", CTXSHIM_VERSION);
-			exit(CLI_EXIT_OK);
+			cli_version();
 		default:
 			cli_option_error(c, argv, false);
 		}

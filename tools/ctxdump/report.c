@@ -2798,9 +2798,7 @@ parse_args(struct rpt_ctl *ctl, int argc, char **argv)
 		case 'h':
 			usage();
 		case 'V':
-			/* the line of `ctxdump -V` (ctxdump.c) */
-			printf("ctxdump from ctxshim %s\n", CTXSHIM_VERSION);
-			exit(CLI_EXIT_OK);
+			cli_version();
 		default:
 			cli_option_error(c, argv, false);
 		}
