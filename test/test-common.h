@@ -64,6 +64,8 @@ int test_run_capture(char *const argv[], char *const env[], bool preload, char *
 		     char **err, int timeout_ms);
 /* Process state letter from /proc/PID/stat ('R', 'S', 't', 'T', …). */
 char test_proc_state(pid_t pid);
+/* The same for thread tid of pid (0: the process, as test_proc_state()). */
+char test_task_state(pid_t pid, pid_t tid);
 /* The part of ctxdump's JSON about thread tid (up to the next thread or
  * the end), malloc'd, or NULL if the thread is not listed. */
 char *test_json_thread(const char *json, pid_t tid);

@@ -246,27 +246,6 @@ START_TEST(sigint_blocked_output)
 }
 END_TEST
 
-/* The state letter of thread tid of pid ('?' if it cannot be read). */
-static char
-task_state(pid_t pid, pid_t tid)
-{
-	char path[64], buf[512], *p;
-	ssize_t r;
-	int fd;
-
-	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", (int)pid, (int)tid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return '?';
-	r = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (r <= 0)
-		return '?';
-	buf[r] = '\0';
-	p = strrchr(buf, ')');
-	return p && p[1] && p[2] ? p[2] : '?';
-}
-
 /* SIGINT inside a stop window is taken by the window's wait, not by the
  * handler: it must count all the same, so that a second SIGINT while the
  * rest of the recording waits for its reader ends the recording at once.
@@ -302,8 +281,8 @@ START_TEST(second_sigint_in_window)
 	for (;;) {
 		while (read(p[0], buf, sizeof(buf)) > 0)
 			;
-		if (task_state(t.pid, t.vfork) == 'D' &&
-		    task_state(t.pid, t.pid) == 't')
+		if (test_task_state(t.pid, t.vfork) == 'D' &&
+		    test_task_state(t.pid, t.pid) == 't')
 			held++;
 		else
 			held = 0;
@@ -323,7 +302,7 @@ START_TEST(second_sigint_in_window)
 	close(wfd);
 	ck_assert_int_eq(kill(pid, SIGINT), 0);
 	/* the window ends (the signal was taken), then the second one */
-	while (task_state(t.pid, t.pid) == 't') {
+	while (test_task_state(t.pid, t.pid) == 't') {
 		ck_assert_msg(test_now_ms() < deadline, "window never ended");
 		usleep(200);
 	}

@@ -62,34 +62,15 @@ target_start(struct target *t, const char *const *opts)
 	ck_assert_uint_ge(t->n, 3);
 }
 
-/* State letter of thread tid of pid in /proc ('?' if it cannot be read). */
-static char
-task_state(pid_t pid, pid_t tid)
-{
-	char path[64], buf[512], *p;
-	FILE *f;
-	size_t n;
-
-	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", (int)pid, (int)tid);
-	f = fopen(path, "r");
-	if (!f)
-		return '?';
-	n = fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	buf[n] = '\0';
-	p = strrchr(buf, ')');
-	return p && p[1] == ' ' ? p[2] : '?';
-}
-
 static void
 wait_task_state(pid_t pid, pid_t tid, char c)
 {
 	long deadline = test_now_ms() + TIMEOUT_MS;
 
-	while (task_state(pid, tid) != c) {
+	while (test_task_state(pid, tid) != c) {
 		ck_assert_msg(test_now_ms() < deadline,
 			      "thread %d never in state %c (%c)", (int)tid, c,
-			      task_state(pid, tid));
+			      test_task_state(pid, tid));
 		usleep(2000);
 	}
 }
@@ -115,7 +96,7 @@ wait_all_blocked(pid_t pid, pid_t skip)
 
 			if (tid <= 0 || tid == skip)
 				continue;
-			c = task_state(pid, tid);
+			c = test_task_state(pid, tid);
 			if (c != 'S' && !(tid == pid && c == 'Z'))
 				all = false;
 		}

@@ -300,13 +300,17 @@ test_json_thread(const char *json, pid_t tid)
 }
 
 char
-test_proc_state(pid_t pid)
+test_task_state(pid_t pid, pid_t tid)
 {
 	char path[64], buf[512], *p;
 	ssize_t r;
 	int fd;
 
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	if (tid)
+		snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", (int)pid,
+			 (int)tid);
+	else
+		snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return '?';
@@ -317,6 +321,12 @@ test_proc_state(pid_t pid)
 	buf[r] = '\0';
 	p = strrchr(buf, ')');
 	return (p && p[1] == ' ') ? p[2] : '?';
+}
+
+char
+test_proc_state(pid_t pid)
+{
+	return test_task_state(pid, 0);
 }
 
 int

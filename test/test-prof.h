@@ -229,17 +229,7 @@ prof_record_start(const char *errfile, const char *const *args)
 static __attribute__((unused)) void
 prof_wait_task_state(pid_t pid, pid_t tid, char c, long deadline)
 {
-	char path[64], buf[512], *p;
-
-	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", (int)pid, (int)tid);
-	for (;;) {
-		FILE *f = fopen(path, "re");
-
-		ck_assert_ptr_nonnull(f);
-		p = fgets(buf, sizeof(buf), f) ? strrchr(buf, ')') : NULL;
-		fclose(f);
-		if (p && p[2] == c)
-			return;
+	while (test_task_state(pid, tid) != c) {
 		ck_assert_msg(test_now_ms() < deadline, "thread %d never in state %c",
 			      (int)tid, c);
 		usleep(1000);
