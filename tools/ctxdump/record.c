@@ -1379,13 +1379,16 @@ wait_until(struct rec *rc, uint64_t t)
 		sleep_until(t);
 }
 
+/* failed: the run ends with CLI_EXIT_FATAL (its warning said why), so
+ * the output may not hold what was recorded. */
 static void
-print_summary(const struct rec *rc, uint64_t elapsed)
+print_summary(const struct rec *rc, uint64_t elapsed, bool failed)
 {
 	fprintf(stderr,
 		"ctxdump record: %" PRIu64 " samples in %" PRIu64
-		" rounds over %.3f s written to %s (%" PRIu64 " bytes)\n",
+		" rounds over %.3f s %s %s (%" PRIu64 " bytes)\n",
 		rc->samples, rc->rounds, (double)elapsed / 1e9,
+		failed ? "recorded, not all of it written to" : "written to",
 		strcmp(rc->ctl->output, "-") == 0 ? "standard output" : rc->ctl->output,
 		rc->out_bytes);
 	if (!rc->rounds && !rc->skipped_rounds && !rc->failed_rounds)
@@ -1601,7 +1604,8 @@ record_main(int argc, char **argv)
 		}
 	}
 	if (!ctl.quiet)
-		print_summary(rc, remote_now_ns() - rc->t0_mono);
+		print_summary(rc, remote_now_ns() - rc->t0_mono,
+			      status == CLI_EXIT_FATAL);
 	if (status == CLI_EXIT_OK && rc->failed_rounds)
 		status = CLI_EXIT_PARTIAL;
 	rec_free(rc);
