@@ -342,6 +342,26 @@ count_prefixed(const char *dir, const char *prefix)
 	return n;
 }
 
+/* path holds a recording and no temporary file of prefix is left in
+ * /tmp; with report, `ctxdump report` reads it to its end. */
+static void
+assert_recorded(const char *path, const char *prefix, bool report)
+{
+	char *body = prof_slurp(path), *out, *err;
+	int r;
+
+	ck_assert_int_eq(memcmp(body, "CTXDPROF", 8), 0);
+	free(body);
+	ck_assert_uint_eq(count_prefixed("/tmp", prefix), 0);
+	if (!report)
+		return;
+	r = prof_run(&out, &err, "report", path, NULL);
+	ck_assert_msg(r == 0, "report exit %d: %s", r, err);
+	ck_assert_msg(strstr(out, "Ended: duration reached"), "%s", out);
+	free(out);
+	free(err);
+}
+
 /* The test traces t's main thread itself (the first one ctxdump seizes):
  * ctxdump's PTRACE_SEIZE fails with EPERM. */
 static void
@@ -435,15 +455,7 @@ START_TEST(failed_record_keeps_file)
 	ck_assert(S_ISLNK(st.st_mode));
 	ck_assert_int_eq(stat(file, &st), 0);
 	ck_assert_uint_eq(st.st_mode & 0777, 0640);
-	body = prof_slurp(file);
-	ck_assert_int_eq(memcmp(body, "CTXDPROF", 8), 0);
-	free(body);
-	ck_assert_uint_eq(count_prefixed("/tmp", prefix), 0);
-	r = prof_run(&out, &err, "report", link, NULL);
-	ck_assert_msg(r == 0, "report exit %d: %s", r, err);
-	ck_assert_msg(strstr(out, "Ended: duration reached"), "%s", out);
-	free(out);
-	free(err);
+	assert_recorded(link, prefix, true);
 	prof_child_finish(&t.c, TIMEOUT_MS);
 	unlink(link);
 	unlink(file);
@@ -455,7 +467,7 @@ END_TEST
 START_TEST(record_keeps_inode)
 {
 	char arg[16], file[PATH_MAX], hard[PATH_MAX], prefix[PATH_MAX];
-	char *out, *err, *body;
+	char *out, *err;
 	struct stat st0, st;
 	struct target t;
 	int r;
@@ -475,10 +487,7 @@ START_TEST(record_keeps_inode)
 	ck_assert_int_eq(stat(file, &st), 0);
 	ck_assert_uint_eq(st.st_ino, st0.st_ino);
 	ck_assert_uint_eq(st.st_nlink, 2);
-	body = prof_slurp(hard);
-	ck_assert_int_eq(memcmp(body, "CTXDPROF", 8), 0);
-	free(body);
-	ck_assert_uint_eq(count_prefixed("/tmp", prefix), 0);
+	assert_recorded(hard, prefix, false);
 	unlink(hard);
 
 	if (geteuid() == 0) {
@@ -495,10 +504,7 @@ START_TEST(record_keeps_inode)
 		ck_assert_uint_eq(st.st_ino, st0.st_ino);
 		ck_assert_uint_eq(st.st_uid, 65534);
 		ck_assert_uint_eq(st.st_gid, 65534);
-		body = prof_slurp(file);
-		ck_assert_int_eq(memcmp(body, "CTXDPROF", 8), 0);
-		free(body);
-		ck_assert_uint_eq(count_prefixed("/tmp", prefix), 0);
+		assert_recorded(file, prefix, false);
 	}
 	prof_child_finish(&t.c, TIMEOUT_MS);
 	unlink(file);
@@ -513,10 +519,10 @@ START_TEST(record_bind_mounted_file)
 {
 	static const char old[] = "an earlier recording\n";
 	char arg[16], file[PATH_MAX], src[PATH_MAX], errf[PATH_MAX], prefix[PATH_MAX];
-	char *out, *err, *body;
+	char *err, *body;
 	struct target t;
 	pid_t pid;
-	int st, r;
+	int st;
 
 	if (geteuid() != 0) {
 		fprintf(stderr, "record_bind_mounted_file: not root, not run\n");
@@ -568,18 +574,10 @@ START_TEST(record_bind_mounted_file)
 			      st, err);
 		free(err);
 		/* what FILE showed inside the namespace */
-		body = prof_slurp(src);
-		ck_assert_int_eq(memcmp(body, "CTXDPROF", 8), 0);
-		free(body);
 		body = prof_slurp(file);
 		ck_assert_str_eq(body, old);
 		free(body);
-		ck_assert_uint_eq(count_prefixed("/tmp", prefix), 0);
-		r = prof_run(&out, &err, "report", src, NULL);
-		ck_assert_msg(r == 0, "report exit %d: %s", r, err);
-		ck_assert_msg(strstr(out, "Ended: duration reached"), "%s", out);
-		free(out);
-		free(err);
+		assert_recorded(src, prefix, true);
 	}
 	prof_child_finish(&t.c, TIMEOUT_MS);
 	unlink(file);
