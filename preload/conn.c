@@ -667,7 +667,7 @@ ctxshim_conn_virt_forget(const void *key)
  * or not at all: one that does not fit (a long url.path) is left out and
  * the later, shorter ones (ctxshim.parent_span_id, the header attributes)
  * still get their room.  Then as much of tracestate as fits, cut after a
- * whole member.  Returns true if nothing was left out.
+ * whole member.
  *
  * The cut list is what a library call propagates after a switch-back
  * (hook-curl.c sends the current context's tracestate).  With the default
@@ -677,11 +677,10 @@ ctxshim_conn_virt_forget(const void *key)
  * wants the list unchanged then too; dropping it all would change it just
  * as much and lose the leftmost members, those of the latest participants,
  * which the cut keeps: so both modes get the cut (README, Limitations). */
-static bool
+static void
 conn_compact(struct ctxshim_conn_ctx *d, const struct ctxshim_ctx *s)
 {
 	size_t i = 0, alen = 0, tlen, room;
-	bool whole = true;
 
 	memcpy(d->trace_id, s->trace_id, sizeof(d->trace_id));
 	memcpy(d->span_id, s->span_id, sizeof(d->span_id));
@@ -705,7 +704,6 @@ conn_compact(struct ctxshim_conn_ctx *d, const struct ctxshim_ctx *s)
 			}
 			i += e;
 		}
-		whole = false;
 	}
 	d->attrs_len = (uint8_t)alen;
 
@@ -722,22 +720,22 @@ conn_compact(struct ctxshim_conn_ctx *d, const struct ctxshim_ctx *s)
 				break;
 			}
 		tlen = comma ? (size_t)(comma - s->tracestate) : 0;
-		whole = false;
 	}
 	if (tlen)
 		memcpy(d->data + alen, s->tracestate, tlen);
 	d->tracestate_len = (uint8_t)tlen;
-	return whole;
 }
 
 /* conn_compact() inline for the usual context: attributes that fit and
  * no tracestate (B4). */
-static inline bool
+static inline void
 conn_compact_fast(struct ctxshim_conn_ctx *d, const struct ctxshim_ctx *s)
 {
 	if (__builtin_expect(s->attrs_len > CTXSHIM_CONN_DATA_MAX || s->tracestate_len,
-			     0))
-		return conn_compact(d, s);
+			     0)) {
+		conn_compact(d, s);
+		return;
+	}
 	memcpy(d->trace_id, s->trace_id, sizeof(d->trace_id));
 	memcpy(d->span_id, s->span_id, sizeof(d->span_id));
 	memcpy(d->parent_id, s->parent_id, sizeof(d->parent_id));
@@ -746,7 +744,6 @@ conn_compact_fast(struct ctxshim_conn_ctx *d, const struct ctxshim_ctx *s)
 	d->attrs_len = (uint8_t)s->attrs_len;
 	d->tracestate_len = 0;
 	ctxshim_copy_short(d->data, s->attrs, s->attrs_len);
-	return true;
 }
 
 static void
@@ -832,7 +829,7 @@ conn_build_scratch(struct ctxshim_conn_ctx *d,
 	struct ctxshim_ctx tmp;
 
 	conn_build(&tmp, cap, flags);
-	(void)conn_compact(d, &tmp);
+	conn_compact(d, &tmp);
 }
 
 /* The reader appends entry idx (filled, next = 0) to c's FIFO.  Linking
@@ -897,7 +894,7 @@ conn_head(struct ctxshim_conn *c,
 				 * Limitations), never the request's first
 				 * publication. */
 				conn_build(b, cap, flags);
-				(void)conn_compact_fast(&c->ctx, b);
+				conn_compact_fast(&c->ctx, b);
 				*full = b;
 				built = true;
 			} else {
