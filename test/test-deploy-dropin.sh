@@ -66,34 +66,128 @@ check "file removed" test ! -e "$file"
 check "empty .d directory removed" test ! -e "${file%/*}"
 expect_status 0 "remove again" "$S" systemd-dropin --remove --root "$root" nginx
 
-# The library must load: a drop-in with a library that does not would stop
-# the service from starting.  A missing library is refused too; --print
-# (above, with a path that does not exist here) writes without checks.
+# Below --root the library is for that system, not for this host: it is
+# not loaded here (it could be built for another machine or C library, and
+# loading it would run the root's code on the host), only checked: a
+# 64-bit shared library for the machine and C library of the root's
+# programs.  A missing library is refused too; --print (above, with a path
+# that does not exist here) writes without checks.
 broken=$dp_tmp/broken
-mkdir -p "$broken${lib%/*}"
-printf 'int dp_nope(void); int dp_f(void) { return dp_nope(); }\n' >"$dp_tmp/nope.c"
-${CC:-cc} -shared -fPIC -Wl,-z,now -o "$broken$lib" "$dp_tmp/nope.c" || exit 1
+mkdir -p "$broken${lib%/*}" "$broken/usr/bin"
 bfile=$broken/etc/systemd/system/nginx.service.d/ctxshim.conf
-expect_status 1 "a library that does not load is refused" \
+mark=$dp_tmp/constructor-ran
+printf '#include <stdio.h>\n__attribute__((constructor)) static void dp_ctor(void)\n{ FILE *f = fopen("%s", "w"); if (f) fclose(f); }\n' \
+	"$mark" >"$dp_tmp/ctor.c"
+${CC:-cc} -shared -fPIC -o "$broken$lib" "$dp_tmp/ctor.c" || exit 1
+cp /bin/true "$broken/usr/bin/true"
+expect_status 0 "--root: a library for the root is written" \
 	"$S" systemd-dropin --root "$broken" nginx
-check "says why, with the loader's message" contains "$dp_err" "undefined symbol: dp_nope"
-check "nothing written" test ! -e "$bfile"
-# A statically linked true first in PATH ignores LD_PRELOAD: it must not
-# be what the library is tested with.
-printf 'int main(void) { return 0; }\n' >"$dp_tmp/true.c"
-if mkdir "$dp_tmp/static" && ${CC:-cc} -static -o "$dp_tmp/static/true" "$dp_tmp/true.c" 2>/dev/null; then
-	expect_status 1 "refused with a static true first in PATH" \
-		env PATH="$dp_tmp/static:$PATH" "$S" systemd-dropin --root "$broken" nginx
-	check "nothing written (static true)" test ! -e "$bfile"
-fi
+check "--root: the library was not loaded on this host" test ! -e "$mark"
+check "--root: says it was not test-loaded" contains "$dp_err" "was not test-loaded (--root)"
+check "--root: written" test -e "$bfile"
+rm -f "$bfile"
+
+# Crafted ELF headers (printf only): elf64 FILE TYPE MACHINE [INTERP].
+bytes() {
+	for b in "$@"; do
+		# shellcheck disable=SC2059 # the format is the octal escape
+		printf "\\$(printf '%03o' "$b")"
+	done
+}
+le() { # le VALUE SIZE
+	v=$1
+	n=0
+	while [ $n -lt "$2" ]; do
+		bytes $((v % 256))
+		v=$((v / 256))
+		n=$((n + 1))
+	done
+}
+elf64() {
+	interp=${4-}
+	if [ -n "$interp" ]; then ptype=3; else ptype=1; fi
+	ilen=$((${#interp} + 1))
+	{
+		bytes 127 69 76 70 2 1 1 0 0 0 0 0 0 0 0 0
+		le "$2" 2; le "$3" 2; le 1 4; le 0 8; le 64 8; le 0 8
+		le 0 4; le 64 2; le 56 2; le 1 2; le 64 2; le 0 2; le 0 2
+		le $ptype 4; le 4 4; le 120 8; le 120 8; le 120 8
+		le $ilen 8; le $ilen 8; le 1 8
+		printf '%s' "$interp"
+		bytes 0
+	} >"$1"
+	chmod 755 "$1"
+}
+# An aarch64 root prepared on this x86_64 host.
+arm=$dp_tmp/arm
+mkdir -p "$arm${lib%/*}" "$arm/usr/bin"
+elf64 "$arm$lib" 3 183
+elf64 "$arm/usr/bin/true" 3 183 /lib/ld-linux-aarch64.so.1
+expect_status 0 "--root: a library for another machine's root is written" \
+	"$S" systemd-dropin --root "$arm" nginx
+check "--root: written for the aarch64 root" test -e "$arm/etc/systemd/system/nginx.service.d/ctxshim.conf"
+# That library in an x86_64 root, and an x86_64 library in a musl root.
+elf64 "$broken$lib" 3 183
+expect_status 1 "--root: a library for another machine than the root's programs is refused" \
+	"$S" systemd-dropin --root "$broken" nginx
+check "says why (machine)" contains "$dp_err" "built for another machine"
+check "nothing written (machine)" test ! -e "$bfile"
+cp "$built_lib" "$broken$lib"
+elf64 "$broken/usr/bin/true" 3 62 /lib/ld-musl-x86_64.so.1
+expect_status 1 "--root: a glibc library in a musl root is refused" \
+	"$S" systemd-dropin --root "$broken" nginx
+check "says why (musl)" contains "$dp_err" "linked with musl"
+check "nothing written (musl)" test ! -e "$bfile"
 printf 'not an ELF file\n' >"$broken$lib"
-expect_status 1 "a file that is not a library is refused" \
+expect_status 1 "--root: a file that is not a library is refused" \
 	"$S" systemd-dropin --root "$broken" nginx
+check "says why (not a library)" contains "$dp_err" "not a 64-bit little-endian ELF shared library"
 check "nothing written (not a library)" test ! -e "$bfile"
 rm "$broken$lib"
 expect_status 1 "a missing library is refused" "$S" systemd-dropin --root "$broken" nginx
 check "names it" contains "$dp_err" "$broken$lib: No such file"
 check "nothing written (missing)" test ! -e "$bfile"
+
+# Without --root the library must load here: a drop-in with a library that
+# does not would stop the service from starting.  That writes below
+# /etc/systemd: run it in a mount namespace of its own, with an empty
+# tmpfs there, so that the host's /etc is never touched.
+# private_etc COMMAND...: run it so; "written" is printed after its output
+# when it left a drop-in for nginx.service.
+# shellcheck disable=SC2317 # called through expect_status
+private_etc() {
+	# shellcheck disable=SC2016 # expanded by that sh
+	unshare -m sh -c 'mount -t tmpfs dp-test /etc/systemd || exit 99
+		"$@"; rc=$?
+		[ ! -e /etc/systemd/system/nginx.service.d/ctxshim.conf ] || echo written
+		exit $rc' sh "$@"
+}
+if [ "$(id -u)" = 0 ] && [ -d /etc/systemd ] && command -v unshare >/dev/null &&
+	unshare -m sh -c 'mount -t tmpfs dp-test /etc/systemd' 2>/dev/null; then
+	expect_status 0 "without --root: the built library loads and is written" \
+		private_etc env CTXSHIM_LIB="$built_lib" "$S" systemd-dropin nginx
+	check "written (in the private /etc)" contains "$dp_out" "written"
+	check "nothing written to the host" test ! -e /etc/systemd/system/nginx.service.d/ctxshim.conf
+	printf 'int dp_nope(void); int dp_f(void) { return dp_nope(); }\n' >"$dp_tmp/nope.c"
+	mkdir -p "$dp_tmp/nope"
+	${CC:-cc} -shared -fPIC -Wl,-z,now -o "$dp_tmp/nope/libctxshim.so" "$dp_tmp/nope.c" || exit 1
+	expect_status 1 "a library that does not load is refused" \
+		private_etc env CTXSHIM_LIB="$dp_tmp/nope/libctxshim.so" "$S" systemd-dropin nginx
+	check "says why, with the loader's message" contains "$dp_err" "undefined symbol: dp_nope"
+	check "nothing written (does not load)" same "$dp_out" ""
+	# A statically linked true first in PATH ignores LD_PRELOAD: it must
+	# not be what the library is tested with.
+	printf 'int main(void) { return 0; }\n' >"$dp_tmp/true.c"
+	if mkdir "$dp_tmp/static" &&
+		${CC:-cc} -static -o "$dp_tmp/static/true" "$dp_tmp/true.c" 2>/dev/null; then
+		expect_status 1 "refused with a static true first in PATH" \
+			private_etc env PATH="$dp_tmp/static:$PATH" \
+			CTXSHIM_LIB="$dp_tmp/nope/libctxshim.so" "$S" systemd-dropin nginx
+		check "nothing written (static true)" same "$dp_out" ""
+	fi
+else
+	echo "# not root or no mount namespace: the test-load without --root not run"
+fi
 
 expect_status 64 "no unit" "$S" systemd-dropin --print
 expect_status 64 "two units" "$S" systemd-dropin --print a b

@@ -80,6 +80,17 @@ fi
 LD_PRELOAD=$dp_base_preload
 [ -n "$LD_PRELOAD" ] || unset LD_PRELOAD
 
+# Another copy of the shim in LD_PRELOAD (a pod spec that sets it too, with
+# another path): two copies would both stay passive; ours takes its place.
+mkdir -p copy
+cp "$lib" copy/libctxshim.so
+expect_status 0 "another libctxshim.so in LD_PRELOAD" env \
+	LD_PRELOAD="${dp_base_preload:+$dp_base_preload:}$dp_tmp/copy/libctxshim.so" \
+	"$E" cat /proc/self/maps
+check "the other copy is not mapped" test -z "$(printf '%s\n' "$dp_out" | grep "$dp_tmp/copy/")"
+check "the shim is mapped and active (OTEL_CTX)" contains "$dp_out" "OTEL_CTX"
+check "says it replaced it" contains "$dp_err" "replaced $dp_tmp/copy/libctxshim.so in LD_PRELOAD by $lib"
+
 # ------------------------------------------------------------ never break
 
 expect_status 0 "library missing (CTXSHIM_LIB)" env CTXSHIM_LIB=/nonexistent.so "$E" env

@@ -5,7 +5,8 @@
 # generated ctxshim and ctxshim-entrypoint, in their sources and in the
 # deploy tests; dash, bash --posix and (when installed) busybox sh and posh
 # parse them and run a few commands; the man pages render without a groff
-# warning.  Skips (77) only if neither shellcheck nor groff is installed.
+# warning and (when installed) mandoc -Tlint finds nothing.  Skips (77)
+# only if none of shellcheck, a shell, groff or mandoc is installed.
 # shellcheck disable=SC2016 # $LD_PRELOAD is for the shell under test
 
 . "$(dirname "$0")/deploy-lib.sh"
@@ -48,10 +49,21 @@ done
 
 if command -v groff >/dev/null; then
 	ran=1
-	for page in "$src"/doc/ctxshim.1 "$src"/doc/ctxshim.7; do
+	for page in "$src"/doc/ctxshim.1 "$src"/doc/ctxshim.7 "$src"/doc/ctxdump.1; do
 		groff -man -ww -z -t "$page" >"$dp_tmp/groff" 2>&1
 		check "groff -ww ${page##*/}" same "$(cat "$dp_tmp/groff")" ""
 	done
+fi
+# mandoc's lint (Debian: mandoc) knows the man(7) conventions groff does
+# not check, such as the date of .TH.
+if command -v mandoc >/dev/null; then
+	ran=1
+	for page in "$src"/doc/ctxshim.1 "$src"/doc/ctxshim.7 "$src"/doc/ctxdump.1; do
+		mandoc -Tlint -W warning "$page" >"$dp_tmp/mandoc" 2>&1
+		check "mandoc -Tlint ${page##*/}" same "$(cat "$dp_tmp/mandoc")" ""
+	done
+else
+	echo "# mandoc not installed: man pages not linted with mandoc -Tlint"
 fi
 
 [ $ran = 1 ] || dp_skip "no shellcheck, shell or groff to lint with"

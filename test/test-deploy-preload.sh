@@ -116,6 +116,21 @@ expect_status 0 "uninstall of a hand-made entry" "$S" preload uninstall --root "
 check "other entries kept" same "$(cat "$pf")" "/usr/lib/libfoo.so /usr/lib/libbar.so
 /usr/lib/libz.so"
 
+# Hand-made, without a final newline: the other lines stay byte for byte,
+# the last one still without a newline.
+new_root r7
+printf '# keep\r\n%s\n\n\t/usr/lib/libz.so  \t# z:%s\n/usr/lib/liby.so' "$lib" "$lib" >"$pf"
+printf '# keep\r\n\n\t/usr/lib/libz.so  \t# z:%s\n/usr/lib/liby.so' "$lib" >"$dp_tmp/r7.want"
+expect_status 0 "uninstall from a file without a final newline" "$S" preload uninstall --root "$root"
+check "other lines byte for byte, no newline added" cmp "$pf" "$dp_tmp/r7.want"
+new_root r8
+printf '/usr/lib/liby.so\n/opt/old/libctxshim.so' >"$pf"
+expect_status 0 "install over another path, no final newline" "$S" preload install --root "$root"
+check "replaced in place, no newline added" same "$(od -An -c "$pf" | tr -d ' \n')" \
+	"$(printf '/usr/lib/liby.so\n%s' "$lib" | od -An -c | tr -d ' \n')"
+expect_status 0 "uninstall" "$S" preload uninstall --root "$root"
+check "restored, without the old entry" same "$(cat "$pf")" /usr/lib/liby.so
+
 # ------------------------------------------------------------ comments
 
 # The loader ignores "#" to the end of the line: a commented-out entry is

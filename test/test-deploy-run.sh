@@ -93,6 +93,26 @@ else
 	fail "cannot build a test library with ${CC:-cc}"
 fi
 
+# Another copy of the shim (another path) in LD_PRELOAD: two copies in one
+# process both stay passive, so ours takes its place, and the user is told.
+mkdir -p "$dp_tmp/copy"
+cp "$lib" "$dp_tmp/copy/libctxshim.so"
+LD_PRELOAD="${dp_base_preload:+$dp_base_preload }$dp_tmp/copy/libctxshim.so"
+export LD_PRELOAD
+expect_status 0 "another libctxshim.so in LD_PRELOAD: env" "$S" run -- env
+check "the other copy is replaced by the shim" contains "$dp_out" "
+LD_PRELOAD=$want_preload
+"
+check "says it replaced it" contains "$dp_err" \
+	"LD_PRELOAD names another libctxshim.so ($dp_tmp/copy/libctxshim.so): replaced by $lib"
+expect_status 0 "another libctxshim.so in LD_PRELOAD: maps" "$S" run -- cat /proc/self/maps
+check "the other copy is not mapped" test -z "$(printf '%s\n' "$dp_out" | grep "$dp_tmp/copy/")"
+check "the shim is active: it published its OTEL_CTX mapping" contains "$dp_out" "OTEL_CTX"
+expect_status 0 "env replaces it too" "$S" env --env-file
+check "env: LD_PRELOAD" contains "$dp_out" "LD_PRELOAD=$want_preload"
+LD_PRELOAD=$dp_base_preload
+[ -n "$LD_PRELOAD" ] || unset LD_PRELOAD
+
 # ------------------------------------------------------------ pass-through
 
 expect_status 3 "exit status passes through" "$S" run -- sh -c 'exit 3'
@@ -119,6 +139,10 @@ check "says so" contains "$dp_err" "no-such-command-dp: No such file or director
 printf '#!/bin/sh\n' >noexec
 chmod 644 noexec
 expect_status 126 "not executable" "$S" run -- ./noexec
+mkdir adir
+expect_status 126 "a directory is not a command" "$S" run -- ./adir
+check "says so like env(1)" same "$dp_err" "ctxshim: ./adir: Permission denied"
+expect_status 126 "check: a directory" "$S" check ./adir
 expect_status 125 "library missing" env CTXSHIM_LIB=/nonexistent/libctxshim.so \
 	"$S" run -- /bin/true
 check "names the library" contains "$dp_err" "/nonexistent/libctxshim.so"

@@ -67,6 +67,14 @@ check "state unknown, with the reason" contains "$dp_out" \
 	"state:    unknown (the process context is being written)"
 release "$bg_pid" "$bg_go"
 
+# CTXSHIM_DISABLE=no (or 0, false, off) does not disable the shim: it is
+# not the reason for a missing context.
+start_blocked env LD_PRELOAD="$fake_preload" CTXSHIM_DISABLE=no sh -c "$DP_BLOCKER"
+expect_status 0 "loaded, no context, CTXSHIM_DISABLE=no" "$S" status "$bg_pid"
+check "not blamed on CTXSHIM_DISABLE=no" contains "$dp_out" \
+	"state:    passive (no process context; the shim's log says why"
+release "$bg_pid" "$bg_go"
+
 # The real shim.
 start_blocked "$S" run --service-name status-test -- sh -c "$DP_BLOCKER"
 expect_status 0 "real shim loaded" "$S" status "$bg_pid"
@@ -87,7 +95,7 @@ export LD_PRELOAD
 start_blocked env CTXSHIM_DISABLE=1 sh -c "$DP_BLOCKER"
 expect_status 0 "real shim, disabled" "$S" status "$bg_pid"
 check "passive because of CTXSHIM_DISABLE" contains "$dp_out" \
-	"state:    passive (no process context; CTXSHIM_DISABLE is set"
+	"state:    passive (no process context; CTXSHIM_DISABLE is on"
 release "$bg_pid" "$bg_go"
 
 # The shim publishes in its constructor, the program after it: two.

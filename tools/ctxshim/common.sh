@@ -21,15 +21,17 @@ unset LD_PRELOAD
 
 # ctx_path_search NAME: set ctx_found to the file execvp() would run for NAME
 # (PATH lookup, no shell builtins or functions).  Returns 0 when found and
-# executable, 2 when only a non-executable file of that name exists (execvp
-# fails with EACCES), 1 when nothing is found.
+# executable, 2 when only a non-executable file (or a directory) of that
+# name exists (execvp fails with EACCES), 1 when nothing is found.
 ctx_path_search() {
 	ctx_found=
 	case $1 in
 	*/*)
 		ctx_found=$1
 		[ -e "$1" ] || return 1
-		[ -x "$1" ] || return 2
+		if [ ! -x "$1" ] || [ -d "$1" ]; then
+			return 2
+		fi
 		return 0
 		;;
 	esac
@@ -57,20 +59,49 @@ ctx_path_search() {
 # ctx_preload_add LIST LIB: print LIST (an LD_PRELOAD value) with LIB
 # appended, unless LIB already is one of its entries.  The loader splits
 # LD_PRELOAD at blanks and colons; what is there stays first (a sanitizer
-# runtime, for instance, must stay first).
+# runtime, for instance, must stay first).  An entry naming another
+# libctxshim.so (another path) is replaced by LIB in its place: with two
+# copies in one process each sees the other's otel_thread_ctx_v1 and both
+# stay passive (see ctx_preload_others).
 ctx_preload_add() {
-	ctx_words=$(printf '%s' "$1" | tr ':\t\n' '   ')
-	case " $ctx_words " in
-	*" $2 "*)
-		printf '%s\n' "$1"
-		;;
-	*)
-		case $ctx_words in
-		*[!\ ]*) printf '%s:%s\n' "$1" "$2" ;;
-		*) printf '%s\n' "$2" ;;
+	ctx_list=
+	ctx_have=0
+	ctx_other=0
+	for ctx_w in $(printf '%s' "$1" | tr ':\t\n' '   '); do
+		case $ctx_w in
+		"$2")
+			[ $ctx_have = 0 ] || continue
+			ctx_have=1
+			;;
+		libctxshim.so | */libctxshim.so)
+			ctx_other=1
+			[ $ctx_have = 0 ] || continue
+			ctx_w=$2
+			ctx_have=1
+			;;
 		esac
-		;;
-	esac
+		ctx_list=${ctx_list:+$ctx_list:}$ctx_w
+	done
+	if [ $ctx_other = 1 ]; then
+		printf '%s\n' "$ctx_list"
+	elif [ $ctx_have = 1 ]; then
+		printf '%s\n' "$1"
+	elif [ -n "$ctx_list" ]; then
+		printf '%s:%s\n' "$1" "$2"
+	else
+		printf '%s\n' "$2"
+	fi
+}
+
+# ctx_preload_others LIST LIB: the entries of LIST that ctx_preload_add
+# replaces by LIB (another libctxshim.so), one a line.
+ctx_preload_others() {
+	for ctx_w in $(printf '%s' "$1" | tr ':\t\n' '   '); do
+		case $ctx_w in
+		"$2") ;;
+		libctxshim.so | */libctxshim.so) printf '%s\n' "$ctx_w" ;;
+		esac
+	done
 }
 
 # ctx_bytes FILE OFFSET COUNT: print up to COUNT bytes of FILE from OFFSET
