@@ -9,8 +9,9 @@
  * Server side.  The application registers its callbacks on an opaque
  * nghttp2_session_callbacks object, which nghttp2_session_server_new*()
  * copies into the session.  The setters we care about (begin headers,
- * header, header2, frame receive, data chunk receive, stream close) are
- * hooked only to remember, per callbacks object, what the application set
+ * header, header2, frame receive, data chunk receive, stream close,
+ * before frame send, frame send, frame not send, send data) are hooked
+ * only to remember, per callbacks object, what the application set
  * (they pass it on unchanged).  At nghttp2_session_server_new/2/3 we
  * create the session's state, put our trampolines into the callbacks
  * object, let nghttp2 copy it, and put the application's functions back:
@@ -21,9 +22,10 @@
  * serialises the swap with the setters and between server sessions made
  * from a shared object.  Documented limit: a client session made from the
  * very same object on another thread during that swap would copy our
- * trampolines, which find no state for it and call nothing (nghttp2
- * clients and servers do not share callbacks objects across threads in
- * practice; libcurl makes its own per connection).
+ * trampolines, which find no state for it and call nothing (that of
+ * send_data_callback fails the send): nghttp2 clients and servers do
+ * not share callbacks objects across threads in practice; libcurl makes
+ * its own per connection.
  *
  * The trampolines find the session's state in a lock-free open-addressing
  * table (inserted and removed under the mutex, at session creation and
@@ -37,12 +39,38 @@
  *    model of request-ctx.h (trace continued from traceparent, or a new
  *    one; method, path, tracestate, configured headers);
  *  - from then on the stream's context is published while the
- *    application's on_frame_recv, on_data_chunk_recv and on_stream_close
- *    callbacks for that stream run, and whatever the thread showed before
+ *    application's callbacks for that stream run -- on_frame_recv,
+ *    on_data_chunk_recv and on_stream_close while receiving; the read
+ *    callback of its data source (below), before_frame_send,
+ *    on_frame_send, on_frame_not_send and send_data_callback (frames of
+ *    that stream) while sending -- and whatever the thread showed before
  *    is restored afterwards (events "h2-stream", "h2-restore" /
  *    "h2-return"): many streams share one thread, so the context switches
  *    with every callback;
  *  - on_stream_close frees the stream's state.
+ * The four send-side callbacks get a trampoline only when the
+ * application set them: nghttp2 skips a missing one itself (and fails a
+ * NGHTTP2_DATA_FLAG_NO_COPY send without send_data_callback), and
+ * frames sent go through them one by one.  Frames of stream 0 (SETTINGS,
+ * PING, GOAWAY, ...) run under whatever the thread shows.
+ *
+ * Response bodies.  A server makes the body in the read callback of the
+ * data provider it passes to nghttp2_submit_response() or
+ * nghttp2_submit_data() (in nghttp2 1.52 the only other function taking
+ * one is nghttp2_submit_request(), which a server session refuses), and
+ * nghttp2 calls it from nghttp2_session_send()/mem_send(), streams in
+ * turn, long after the request's callbacks returned.  For a stream we
+ * follow, both hooks hand nghttp2 a copy of the provider (nghttp2 copies
+ * it, so ours lives on the stack) with the application's source (its
+ * pointer or fd) and nh_read() in place of its read callback, which the
+ * stream's state keeps.  nh_read() is given the session and the stream id,
+ * finds the state and publishes around the application's callback.
+ * Both are hooked: nghttp2 1.52 submits a response's body after its
+ * HEADERS with nghttp2_submit_data() through its PLT (the provider then
+ * already holds nh_read(), passed on as it is), later versions
+ * internally.  Streams not followed (over the bound, pushed streams,
+ * client sessions, libcurl's) keep their provider untouched.
+ *
  * Bounds: HOOK_NH_STREAMS_MAX streams with state per session (more are
  * not followed), HOOK_NH_SESSIONS sessions per process (more are made
  * untracked), HOOK_NH_CBS_MAX callbacks objects remembered.  Per stream:
@@ -112,6 +140,10 @@ enum nh_fn {
 	NH_SET_FRAME_RECV,
 	NH_SET_DATA_CHUNK_RECV,
 	NH_SET_STREAM_CLOSE,
+	NH_SET_BEFORE_FRAME_SEND,
+	NH_SET_FRAME_SEND,
+	NH_SET_FRAME_NOT_SEND,
+	NH_SET_SEND_DATA,
 	NH_CALLBACKS_DEL,
 	NH_SERVER_NEW,
 	NH_SERVER_NEW2,
@@ -119,6 +151,8 @@ enum nh_fn {
 	NH_SESSION_DEL,
 	NH_SUBMIT_REQUEST,
 	NH_SUBMIT_HEADERS,
+	NH_SUBMIT_RESPONSE,
+	NH_SUBMIT_DATA,
 	NH_HOOKED, /* the ones above are ours; the ones below only called */
 	NH_RCBUF_GET_BUF = NH_HOOKED,
 	NH_N,
@@ -131,6 +165,10 @@ static const char *const nh_name[NH_N] = {
 	"nghttp2_session_callbacks_set_on_frame_recv_callback",
 	"nghttp2_session_callbacks_set_on_data_chunk_recv_callback",
 	"nghttp2_session_callbacks_set_on_stream_close_callback",
+	"nghttp2_session_callbacks_set_before_frame_send_callback",
+	"nghttp2_session_callbacks_set_on_frame_send_callback",
+	"nghttp2_session_callbacks_set_on_frame_not_send_callback",
+	"nghttp2_session_callbacks_set_send_data_callback",
 	"nghttp2_session_callbacks_del",
 	"nghttp2_session_server_new",
 	"nghttp2_session_server_new2",
@@ -138,6 +176,8 @@ static const char *const nh_name[NH_N] = {
 	"nghttp2_session_del",
 	"nghttp2_submit_request",
 	"nghttp2_submit_headers",
+	"nghttp2_submit_response",
+	"nghttp2_submit_data",
 	"nghttp2_rcbuf_get_buf",
 };
 
@@ -161,6 +201,15 @@ typedef int32_t (*nh_submit_headers_fn)(nghttp2_session *,
 					const nghttp2_nv *,
 					size_t,
 					void *);
+typedef int (*nh_submit_response_fn)(nghttp2_session *,
+				     int32_t,
+				     const nghttp2_nv *,
+				     size_t,
+				     const nghttp2_data_provider *);
+typedef int (*nh_submit_data_fn)(nghttp2_session *,
+				 uint8_t,
+				 int32_t,
+				 const nghttp2_data_provider *);
 typedef nghttp2_vec (*nh_rcbuf_get_buf_fn)(nghttp2_rcbuf *);
 
 static void *nh_fn[NH_N];
@@ -175,6 +224,10 @@ struct nh_app {
 	nghttp2_on_frame_recv_callback frame_recv;
 	nghttp2_on_data_chunk_recv_callback data_chunk_recv;
 	nghttp2_on_stream_close_callback stream_close;
+	nghttp2_before_frame_send_callback before_frame_send;
+	nghttp2_on_frame_send_callback frame_send;
+	nghttp2_on_frame_not_send_callback frame_not_send;
+	nghttp2_send_data_callback send_data;
 };
 
 struct nh_cbs {
@@ -187,6 +240,9 @@ struct nh_stream {
 	int32_t id;              /* key */
 	struct hook_h2_req *req; /* while the header block arrives */
 	struct ctxshim_ctx *ctx; /* once built: used size only */
+	/* The application's read callback of the stream's data source
+	 * while nghttp2 may still call nh_read in its place. */
+	nghttp2_data_source_read_callback app_read;
 	UT_hash_handle hh;
 };
 
@@ -437,6 +493,12 @@ NH_SETTER(header2, NH_SET_HEADER2, nghttp2_on_header_callback2)
 NH_SETTER(frame_recv, NH_SET_FRAME_RECV, nghttp2_on_frame_recv_callback)
 NH_SETTER(data_chunk_recv, NH_SET_DATA_CHUNK_RECV, nghttp2_on_data_chunk_recv_callback)
 NH_SETTER(stream_close, NH_SET_STREAM_CLOSE, nghttp2_on_stream_close_callback)
+NH_SETTER(before_frame_send,
+	  NH_SET_BEFORE_FRAME_SEND,
+	  nghttp2_before_frame_send_callback)
+NH_SETTER(frame_send, NH_SET_FRAME_SEND, nghttp2_on_frame_send_callback)
+NH_SETTER(frame_not_send, NH_SET_FRAME_NOT_SEND, nghttp2_on_frame_not_send_callback)
+NH_SETTER(send_data, NH_SET_SEND_DATA, nghttp2_send_data_callback)
 
 static void
 hook_nghttp2_callbacks_del(nghttp2_session_callbacks *cbs)
@@ -697,6 +759,129 @@ nh_on_stream_close(nghttp2_session *session,
 	return r;
 }
 
+/* Sending.  nghttp2 calls these from nghttp2_session_send() and
+ * nghttp2_session_mem_send(), where the thread shows what it showed
+ * before the call; the response body is made here, frame by frame,
+ * streams interleaved. */
+
+static struct nh_stream *
+nh_frame_stream(struct nh_session *st, const nghttp2_frame *frame)
+{
+	return frame->hd.stream_id > 0 ? nh_stream_find(st, frame->hd.stream_id) : NULL;
+}
+
+static int
+nh_before_frame_send(nghttp2_session *session, const nghttp2_frame *frame, void *ud)
+{
+	struct nh_session *st = nh_find(session);
+	struct nh_scope sc;
+	int r;
+
+	if (!st || !st->app.before_frame_send)
+		return 0;
+	nh_enter(&sc, nh_frame_stream(st, frame));
+	r = st->app.before_frame_send(session, frame, ud);
+	nh_leave(&sc);
+	return r;
+}
+
+static int
+nh_on_frame_send(nghttp2_session *session, const nghttp2_frame *frame, void *ud)
+{
+	struct nh_session *st = nh_find(session);
+	struct nh_scope sc;
+	int r;
+
+	if (!st || !st->app.frame_send)
+		return 0;
+	nh_enter(&sc, nh_frame_stream(st, frame));
+	r = st->app.frame_send(session, frame, ud);
+	nh_leave(&sc);
+	return r;
+}
+
+static int
+nh_on_frame_not_send(nghttp2_session *session,
+		     const nghttp2_frame *frame,
+		     int lib_error_code,
+		     void *ud)
+{
+	struct nh_session *st = nh_find(session);
+	struct nh_scope sc;
+	int r;
+
+	if (!st || !st->app.frame_not_send)
+		return 0;
+	nh_enter(&sc, nh_frame_stream(st, frame));
+	r = st->app.frame_not_send(session, frame, lib_error_code, ud);
+	nh_leave(&sc);
+	return r;
+}
+
+/* NGHTTP2_DATA_FLAG_NO_COPY: the application writes the DATA frame (its
+ * payload read from a file, say) itself. */
+static int
+nh_send_data(nghttp2_session *session,
+	     nghttp2_frame *frame,
+	     const uint8_t *framehd,
+	     size_t length,
+	     nghttp2_data_source *source,
+	     void *ud)
+{
+	struct nh_session *st = nh_find(session);
+	struct nh_scope sc;
+	int r;
+
+	/* Never without a function of the application's (not installed). */
+	if (!st || !st->app.send_data)
+		return NGHTTP2_ERR_CALLBACK_FAILURE;
+	nh_enter(&sc, nh_frame_stream(st, frame));
+	r = st->app.send_data(session, frame, framehd, length, source, ud);
+	nh_leave(&sc);
+	return r;
+}
+
+/* Stands in for the read callback of a tracked stream's data source
+ * (nghttp2_submit_response/_data below): nghttp2 passes the stream id
+ * and its own copy of the source, which holds the application's
+ * pointer or fd unchanged. */
+static ssize_t
+nh_read(nghttp2_session *session,
+	int32_t stream_id,
+	uint8_t *buf,
+	size_t length,
+	uint32_t *data_flags,
+	nghttp2_data_source *source,
+	void *ud)
+{
+	struct nh_session *st = nh_find(session);
+	struct nh_stream *s = st ? nh_stream_find(st, stream_id) : NULL;
+	nghttp2_data_source_read_callback app = s ? s->app_read : NULL;
+	struct nh_scope sc;
+	ssize_t r;
+
+	/* Cannot happen: the state lives until on_stream_close, and nghttp2
+	 * reads no data of a closed stream.  Reset the stream rather than
+	 * the session if it ever did. */
+	if (!app)
+		return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+	nh_enter(&sc, s);
+	r = app(session, stream_id, buf, length, data_flags, source, ud);
+	nh_leave(&sc);
+	/* The source is done (EOF, or an error that resets the stream or
+	 * ends the session): nghttp2 never calls it again, and the stream
+	 * may take a new one (more data after NGHTTP2_DATA_FLAG_NO_END_STREAM).
+	 * Deferred or paused, it stays.  Looked up again: nothing the
+	 * callback may call closes a stream, but that costs nothing. */
+	if (r >= 0 ? (*data_flags & NGHTTP2_DATA_FLAG_EOF) != 0
+		   : r != NGHTTP2_ERR_DEFERRED && r != NGHTTP2_ERR_PAUSE) {
+		s = nh_stream_find(st, stream_id);
+		if (s && s->app_read == app)
+			s->app_read = NULL;
+	}
+	return r;
+}
+
 /* ---- sessions ------------------------------------------------------------------ */
 
 static void
@@ -707,6 +892,10 @@ nh_set_all(nghttp2_session_callbacks *cbs, const struct nh_app *a)
 	real_set(NH_SET_FRAME_RECV, cbs, (void (*)(void))a->frame_recv);
 	real_set(NH_SET_DATA_CHUNK_RECV, cbs, (void (*)(void))a->data_chunk_recv);
 	real_set(NH_SET_STREAM_CLOSE, cbs, (void (*)(void))a->stream_close);
+	real_set(NH_SET_BEFORE_FRAME_SEND, cbs, (void (*)(void))a->before_frame_send);
+	real_set(NH_SET_FRAME_SEND, cbs, (void (*)(void))a->frame_send);
+	real_set(NH_SET_FRAME_NOT_SEND, cbs, (void (*)(void))a->frame_not_send);
+	real_set(NH_SET_SEND_DATA, cbs, (void (*)(void))a->send_data);
 }
 
 static int
@@ -716,7 +905,7 @@ hook_nghttp2_server_new3(nghttp2_session **session_ptr,
 			 const nghttp2_option *option,
 			 nghttp2_mem *mem)
 {
-	static const struct nh_app ours = {
+	struct nh_app ours = {
 		.begin_headers = nh_on_begin_headers,
 		.header2 = nh_on_header2,
 		.frame_recv = nh_on_frame_recv,
@@ -750,6 +939,16 @@ hook_nghttp2_server_new3(nghttp2_session **session_ptr,
 		return real_server_new3(session_ptr, callbacks, user_data, option, mem);
 	}
 	st->app = e->app;
+	/* The send side only where the application set a function: nghttp2
+	 * skips a missing one (or fails the send, for send_data) itself. */
+	if (st->app.before_frame_send)
+		ours.before_frame_send = nh_before_frame_send;
+	if (st->app.frame_send)
+		ours.frame_send = nh_on_frame_send;
+	if (st->app.frame_not_send)
+		ours.frame_not_send = nh_on_frame_not_send;
+	if (st->app.send_data)
+		ours.send_data = nh_send_data;
 	nh_set_all(cbs, &ours);
 	errno = saved_errno;
 	r = real_server_new3(session_ptr, callbacks, user_data, option, mem);
@@ -798,6 +997,101 @@ hook_nghttp2_session_del(nghttp2_session *session)
 	pthread_mutex_unlock(&nh_lock);
 	nh_session_free(st);
 	errno = saved_errno;
+}
+
+/* ---- response bodies ------------------------------------------------------------ */
+
+/* The state of stream_id if the reads of data_prd are to run under its
+ * context: a stream of a tracked server session (client sessions,
+ * libcurl's included, are never in the table) whose request we follow,
+ * and a read callback of the application's.  nh_read itself comes back
+ * here: after sending a response's HEADERS nghttp2 submits its body
+ * with nghttp2_submit_data() through its own PLT, from its copy of the
+ * provider we gave nghttp2_submit_response().
+ *
+ * One source of ours per stream at a time, so that nh_read can never
+ * call one source's function with another's data: nghttp2 keeps at most
+ * one DATA source per stream (NGHTTP2_ERR_DATA_EXIST), but a response's
+ * provider waits in its HEADERS until they are sent, and a
+ * nghttp2_submit_data() in between takes the stream first.  While ours
+ * may still be called (s->app_read set: submitted, not yet at EOF), a
+ * further provider passes unchanged (correct, only without the
+ * stream's context); the usual sequences (one body, or more data after
+ * NGHTTP2_DATA_FLAG_NO_END_STREAM once the first is done) are all
+ * covered. */
+static struct nh_stream *
+nh_body_stream(nghttp2_session *session,
+	       int32_t stream_id,
+	       const nghttp2_data_provider *prd)
+{
+	struct nh_session *st;
+	struct nh_stream *s;
+
+	if (!prd || !prd->read_callback || prd->read_callback == nh_read ||
+	    stream_id <= 0 || !ctxshim_active())
+		return NULL;
+	st = nh_find(session);
+	s = st ? nh_stream_find(st, stream_id) : NULL;
+	return s && !s->app_read ? s : NULL;
+}
+
+/* ours: prd with nh_read in place of the application's read callback,
+ * which s keeps.  nghttp2 copies the provider, so ours may live on the
+ * caller's stack. */
+static void
+nh_body_begin(struct nh_stream *s,
+	      const nghttp2_data_provider *prd,
+	      nghttp2_data_provider *ours)
+{
+	s->app_read = prd->read_callback;
+	ours->source = prd->source;
+	ours->read_callback = nh_read;
+}
+
+static int
+hook_nghttp2_submit_response(nghttp2_session *session,
+			     int32_t stream_id,
+			     const nghttp2_nv *nva,
+			     size_t nvlen,
+			     const nghttp2_data_provider *data_prd)
+{
+	nh_submit_response_fn f = NH_REAL(NH_SUBMIT_RESPONSE, nh_submit_response_fn);
+	struct nh_stream *s = nh_body_stream(session, stream_id, data_prd);
+	nghttp2_data_provider ours;
+	int r;
+
+	if (!f)
+		return NGHTTP2_ERR_NOMEM;
+	if (!s)
+		return f(session, stream_id, nva, nvlen, data_prd);
+	nh_body_begin(s, data_prd, &ours);
+	/* Submitting calls no callback: s is still there afterwards. */
+	r = f(session, stream_id, nva, nvlen, &ours);
+	if (r != 0)
+		s->app_read = NULL;
+	return r;
+}
+
+static int
+hook_nghttp2_submit_data(nghttp2_session *session,
+			 uint8_t flags,
+			 int32_t stream_id,
+			 const nghttp2_data_provider *data_prd)
+{
+	nh_submit_data_fn f = NH_REAL(NH_SUBMIT_DATA, nh_submit_data_fn);
+	struct nh_stream *s = nh_body_stream(session, stream_id, data_prd);
+	nghttp2_data_provider ours;
+	int r;
+
+	if (!f)
+		return NGHTTP2_ERR_NOMEM;
+	if (!s)
+		return f(session, flags, stream_id, data_prd);
+	nh_body_begin(s, data_prd, &ours);
+	r = f(session, flags, stream_id, &ours);
+	if (r != 0)
+		s->app_read = NULL;
+	return r;
 }
 
 /* ---- client side ------------------------------------------------------------------ */
@@ -1021,6 +1315,34 @@ nghttp2_session_callbacks_set_on_stream_close_callback(
 }
 
 HOOK_EXPORT void
+nghttp2_session_callbacks_set_before_frame_send_callback(
+	nghttp2_session_callbacks *cbs, nghttp2_before_frame_send_callback fn)
+{
+	hook_nghttp2_set_before_frame_send(cbs, fn);
+}
+
+HOOK_EXPORT void
+nghttp2_session_callbacks_set_on_frame_send_callback(nghttp2_session_callbacks *cbs,
+						     nghttp2_on_frame_send_callback fn)
+{
+	hook_nghttp2_set_frame_send(cbs, fn);
+}
+
+HOOK_EXPORT void
+nghttp2_session_callbacks_set_on_frame_not_send_callback(
+	nghttp2_session_callbacks *cbs, nghttp2_on_frame_not_send_callback fn)
+{
+	hook_nghttp2_set_frame_not_send(cbs, fn);
+}
+
+HOOK_EXPORT void
+nghttp2_session_callbacks_set_send_data_callback(nghttp2_session_callbacks *cbs,
+						 nghttp2_send_data_callback fn)
+{
+	hook_nghttp2_set_send_data(cbs, fn);
+}
+
+HOOK_EXPORT void
 nghttp2_session_callbacks_del(nghttp2_session_callbacks *cbs)
 {
 	hook_nghttp2_callbacks_del(cbs);
@@ -1090,6 +1412,25 @@ nghttp2_submit_headers(nghttp2_session *session,
 					   __builtin_return_address(0));
 }
 
+HOOK_EXPORT int
+nghttp2_submit_response(nghttp2_session *session,
+			int32_t stream_id,
+			const nghttp2_nv *nva,
+			size_t nvlen,
+			const nghttp2_data_provider *data_prd)
+{
+	return hook_nghttp2_submit_response(session, stream_id, nva, nvlen, data_prd);
+}
+
+HOOK_EXPORT int
+nghttp2_submit_data(nghttp2_session *session,
+		    uint8_t flags,
+		    int32_t stream_id,
+		    const nghttp2_data_provider *data_prd)
+{
+	return hook_nghttp2_submit_data(session, flags, stream_id, data_prd);
+}
+
 /* Our own definitions, so that a binding can never come back to them. */
 static const void *nh_self[NH_HOOKED] = {
 	[NH_SET_BEGIN_HEADERS] =
@@ -1104,6 +1445,14 @@ static const void *nh_self[NH_HOOKED] = {
 		(const void *)nghttp2_session_callbacks_set_on_data_chunk_recv_callback,
 	[NH_SET_STREAM_CLOSE] =
 		(const void *)nghttp2_session_callbacks_set_on_stream_close_callback,
+	[NH_SET_BEFORE_FRAME_SEND] =
+		(const void *)nghttp2_session_callbacks_set_before_frame_send_callback,
+	[NH_SET_FRAME_SEND] =
+		(const void *)nghttp2_session_callbacks_set_on_frame_send_callback,
+	[NH_SET_FRAME_NOT_SEND] =
+		(const void *)nghttp2_session_callbacks_set_on_frame_not_send_callback,
+	[NH_SET_SEND_DATA] =
+		(const void *)nghttp2_session_callbacks_set_send_data_callback,
 	[NH_CALLBACKS_DEL] = (const void *)nghttp2_session_callbacks_del,
 	[NH_SERVER_NEW] = (const void *)nghttp2_session_server_new,
 	[NH_SERVER_NEW2] = (const void *)nghttp2_session_server_new2,
@@ -1111,4 +1460,6 @@ static const void *nh_self[NH_HOOKED] = {
 	[NH_SESSION_DEL] = (const void *)nghttp2_session_del,
 	[NH_SUBMIT_REQUEST] = (const void *)nghttp2_submit_request,
 	[NH_SUBMIT_HEADERS] = (const void *)nghttp2_submit_headers,
+	[NH_SUBMIT_RESPONSE] = (const void *)nghttp2_submit_response,
+	[NH_SUBMIT_DATA] = (const void *)nghttp2_submit_data,
 };

@@ -10,6 +10,19 @@
  *    ctxdump shows the POST's context on the connection's thread, not the
  *    context of the streams handled after its headers arrived; afterwards
  *    nothing is left;
+ *  - the same server answering three streams (two traceparents, one
+ *    without) at once, each body handed out in pieces by the data source
+ *    read callback (with nghttp2_submit_response, with
+ *    nghttp2_submit_data, with NGHTTP2_DATA_FLAG_NO_COPY and a
+ *    send_data_callback, from a second data source submitted after the
+ *    first ended with NGHTTP2_DATA_FLAG_NO_END_STREAM, and from one
+ *    submitted before the response's HEADERS and their own), under a thread context of its own
+ *    (TRACEPARENT): the pieces of the three bodies interleave, each is
+ *    produced under its own stream's trace, so is each frame's
+ *    before_frame_send and on_frame_send callback (the connection's
+ *    frames under the thread's own context), and when
+ *    nghttp2_session_mem_send returns the thread shows its own context
+ *    again;
  *  - an nghttp2 client (helpers/h2-client.c) and a libcurl HTTP/2 client
  *    (helpers/curl-get.c) under the shim with TRACEPARENT: every request
  *    carries exactly one traceparent, a new child of TRACEPARENT, or the
@@ -32,6 +45,8 @@
 #define TB  "4bf92f3577b34da6a3ce929d0e0e4736"
 #define PB  "00f067aa0ba902b7"
 #define TPB "00-" TB "-" PB "-01"
+#define TC  "5b8aa5a2d2c872e8321cf37308d69df2"
+#define TPC "00-" TC "-051581bf3cb55c13-01"
 
 static void
 helper(char *out, size_t n, const char *name)
@@ -171,6 +186,157 @@ START_TEST(test_server_streams)
 }
 END_TEST
 
+/* The REQ line of stream id among n, or NULL. */
+static const struct req_line *
+req_of(const struct req_line *r, unsigned n, int id)
+{
+	unsigned i;
+
+	for (i = 0; i < n; i++)
+		if (r[i].stream == id)
+			return &r[i];
+	return NULL;
+}
+
+/* test_server_bodies: how h2-server answers, beyond --chunks 3 --batch 3. */
+static const struct {
+	const char *opt[2];
+	bool no_copy;
+} body_variant[] = {
+	{{NULL, NULL}, false},                 /* nghttp2_submit_response */
+	{{"--submit-data", NULL}, false},      /* headers, then submit_data */
+	{{"--no-copy", "--frame-send"}, true}, /* + send_data_callback */
+	{{"--two-parts", NULL}, false},        /* a second source after EOF */
+	{{"--data-first", NULL}, false},       /* DATA source before HEADERS' */
+};
+
+START_TEST(test_server_bodies)
+{
+	char tp_env[] = "TRACEPARENT=" TPC, *extra[] = {tp_env, NULL};
+	char spath[4096], cpath[4096], port[16], line[512], *out, *log;
+	char *sargv[] = {spath,
+			 "--chunks",
+			 "3",
+			 "--batch",
+			 "3",
+			 (char *)body_variant[_i].opt[0],
+			 (char *)body_variant[_i].opt[1],
+			 NULL};
+	char *cargv[] = {cpath, port, "/a@" TPA, "/b@" TPB, "/c", NULL};
+	bool no_copy = body_variant[_i].no_copy, done = false;
+	size_t bytes[3] = {0, 0, 0}, sent[3] = {0, 0, 0};
+	int order[64];
+	unsigned n_chunks = 0, n_frames = 0, i, k;
+	bool interleaved = false;
+	struct req_line r[3];
+	struct it_server s;
+
+	helper(spath, sizeof(spath), "h2-server");
+	helper(cpath, sizeof(cpath), "h2-client");
+	it_server_start(&s, sargv, true, extra);
+	snprintf(port, sizeof(port), "%u", s.port);
+	out = run(cargv, NULL, false);
+	ck_assert_msg(strstr(out, "RESP /a 200 path=/a\n") &&
+			      strstr(out, "RESP /b 200 path=/b\n") &&
+			      strstr(out, "RESP /c 200 path=/c\n") &&
+			      strstr(out, "DONE 0\n"),
+		      "client:\n%s", out);
+	free(out);
+
+	for (i = 0; i < 3; i++)
+		expect_req(&s, &r[i]);
+	ck_assert_str_eq(r[0].path, "/a");
+	ck_assert_str_eq(r[0].seen, TA);
+	ck_assert_str_eq(r[1].path, "/b");
+	ck_assert_str_eq(r[1].seen, TB);
+	ck_assert_str_eq(r[2].path, "/c");
+	ck_assert_str_ne(r[2].seen, "none");
+	ck_assert_str_ne(r[2].seen, TA);
+	ck_assert_str_ne(r[2].seen, TB);
+	ck_assert_str_ne(r[2].seen, TC);
+
+	/* Every piece under its stream's trace; after every send that made
+	 * some, the thread's own context again.  Until the send that made
+	 * the last piece of the three bodies ("path=/a\n": 8 bytes each). */
+	while (!done) {
+		char seen[40], before[40], after[40];
+		const struct req_line *q;
+		unsigned type;
+		long tid;
+		size_t len;
+		int id;
+
+		test_child_readline(&s.child, line, sizeof(line), IT_TIMEOUT_MS);
+		ck_assert_msg(strncmp(line, "WRONG ", 6) != 0,
+			      "%s: a data source read that nghttp2 never reads", line);
+		if (sscanf(line, "CHUNK %ld %d %zu %39s", &tid, &id, &len, seen) == 4 ||
+		    sscanf(line, "SENDDATA %ld %d %zu %39s", &tid, &id, &len, seen) ==
+			    4) {
+			q = req_of(r, 3, id);
+			ck_assert_msg(q && tid == q->tid,
+				      "%s: not a stream of the test", line);
+			ck_assert_msg(strcmp(seen, q->seen) == 0,
+				      "%s: a piece of %s (trace %s) produced under %s",
+				      line, q->path, q->seen, seen);
+			if (line[0] == 'S') {
+				sent[q - r] += len;
+			} else {
+				ck_assert_uint_lt(n_chunks, 64);
+				order[n_chunks++] = id;
+				bytes[q - r] += len;
+			}
+		} else if (sscanf(line, "BEFORESEND %ld %d %u %39s", &tid, &id, &type,
+				  seen) == 4 ||
+			   sscanf(line, "FRAMESEND %ld %d %u %39s", &tid, &id, &type,
+				  seen) == 4) {
+			q = req_of(r, 3, id);
+			ck_assert_msg(id == 0 || q, "%s: not a stream of the test",
+				      line);
+			ck_assert_msg(strcmp(seen, q ? q->seen : TC) == 0,
+				      "%s: a frame of %s (trace %s) sent under %s",
+				      line, q ? q->path : "the connection",
+				      q ? q->seen : TC, seen);
+			n_frames++;
+		} else if (sscanf(line, "SENT %ld %39s %39s", &tid, before, after) ==
+			   3) {
+			ck_assert_msg(strcmp(before, TC) == 0 && strcmp(after, TC) == 0,
+				      "%s: the thread's own context is %s", line, TC);
+			done = bytes[0] == 8 && bytes[1] == 8 && bytes[2] == 8;
+		}
+	}
+	for (i = 0; i < 3; i++)
+		ck_assert_uint_eq(sent[i], no_copy ? 8 : 0);
+	/* At least each response's HEADERS twice and its DATA frames once. */
+	if (no_copy)
+		ck_assert_uint_ge(n_frames, 3 * 2 + n_chunks);
+	/* The test means something only if the streams took turns: some
+	 * stream's pieces are not all in a row. */
+	for (i = 0; i < 3; i++) {
+		unsigned first = n_chunks, last = 0, n = 0;
+
+		for (k = 0; k < n_chunks; k++)
+			if (order[k] == r[i].stream) {
+				if (first == n_chunks)
+					first = k;
+				last = k;
+				n++;
+			}
+		if (n > 0 && last - first + 1 > n)
+			interleaved = true;
+	}
+	ck_assert_msg(interleaved, "the bodies did not interleave");
+
+	/* One span per stream, whichever callback published it. */
+	log = it_events(&s);
+	ck_assert_msg(it_events_spans(log, TA, NULL) == 1, "log:\n%s", log);
+	ck_assert_msg(it_events_spans(log, TB, NULL) == 1, "log:\n%s", log);
+	ck_assert_msg(it_events_spans(log, r[2].seen, NULL) == 1, "log:\n%s", log);
+	ck_assert_msg(it_events_count(log, TA, "h2-stream") >= 1 + 3, "log:\n%s", log);
+	free(log);
+	it_server_stop(&s);
+}
+END_TEST
+
 /* ---- client side ---- */
 
 /* r carries exactly one traceparent: a new child of TA (span returned). */
@@ -301,6 +467,8 @@ TEST_SUITE(h2_suite)
 		test_skip("%s not built (Debian: apt-get install libnghttp2-dev)", p);
 	tcase_set_timeout(tc, 120);
 	tcase_add_loop_test(tc, test_server_streams, 0, 2);
+	tcase_add_loop_test(tc, test_server_bodies, 0,
+			    (int)(sizeof(body_variant) / sizeof(body_variant[0])));
 	tcase_add_test(tc, test_client_nghttp2);
 	helper(p, sizeof(p), "curl-get");
 	if (access(p, X_OK) == 0)

@@ -11,6 +11,23 @@
 
 #include <nghttp2/nghttp2.h>
 
+/* Sends n bytes to fd.  0, or -1 on a socket error. */
+static inline int
+h2_send_all(int fd, const uint8_t *data, size_t n)
+{
+	while (n > 0) {
+		ssize_t w = send(fd, data, n, MSG_NOSIGNAL);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return -1;
+		data += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
 /* Sends everything session s has queued to fd.  0, or -1 on a session or
  * socket error. */
 static inline int
@@ -24,15 +41,7 @@ h2_flush(nghttp2_session *s, int fd)
 			return -1;
 		if (n == 0)
 			return 0;
-		while (n > 0) {
-			ssize_t w = send(fd, data, (size_t)n, MSG_NOSIGNAL);
-
-			if (w < 0 && errno == EINTR)
-				continue;
-			if (w <= 0)
-				return -1;
-			data += w;
-			n -= w;
-		}
+		if (h2_send_all(fd, data, (size_t)n) < 0)
+			return -1;
 	}
 }
