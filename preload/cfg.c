@@ -65,6 +65,22 @@ header_name_ok(const char *s, size_t len)
 	return true;
 }
 
+/* Whether the (lowercase) name is configured already: one header, one
+ * key-map entry -- a second index with the same attribute name would spend
+ * a slot and record bytes on a copy, and give readers two attributes with
+ * one name. */
+static bool
+header_name_dup(const char *s, size_t len)
+{
+	unsigned i;
+
+	for (i = 0; i < ctxshim_cfg.n_header_attrs; i++)
+		if (strlen(ctxshim_cfg.header_attrs[i]) == len &&
+		    strncasecmp(ctxshim_cfg.header_attrs[i], s, len) == 0)
+			return true;
+	return false;
+}
+
 static void
 load_header_attrs(void)
 {
@@ -85,6 +101,9 @@ load_header_attrs(void)
 			/* empty element between commas: nothing to do */
 		} else if (!header_name_ok(v, len)) {
 			ctxshim_log("CTXSHIM_HEADER_ATTRS: '%.*s' is not a header name, ignoring",
+				    (int)len, v);
+		} else if (header_name_dup(v, len)) {
+			ctxshim_log("CTXSHIM_HEADER_ATTRS: '%.*s' is listed twice, ignoring it",
 				    (int)len, v);
 		} else if (ctxshim_cfg.n_header_attrs == CTXSHIM_MAX_HEADER_ATTRS) {
 			ctxshim_log("CTXSHIM_HEADER_ATTRS: more than %d headers, ignoring '%.*s'",

@@ -9,6 +9,7 @@
 #include "process-ctx.h"
 #include "sys.h"
 #include "thread-ctx.h"
+#include "thread-record.h"
 
 #include <stdatomic.h>
 #include <stdio.h>
@@ -82,12 +83,23 @@ find_resource(const char *key)
 }
 
 /* Sets key to value unless it is already set (first writer wins, so call
- * in precedence order). */
+ * in precedence order).  An empty value counts as unset: the OTel resource
+ * merge takes the secondary value where the primary one is "". */
 static void
 add_resource(const char *key, const char *value)
 {
-	if (find_resource(key) >= 0)
+	ssize_t i;
+
+	if (!value) { /* store_text() ran out of room */
+		ctxshim_log("resource attribute %s dropped (no room)", key);
 		return;
+	}
+	i = find_resource(key);
+	if (i >= 0) {
+		if (!resource[i].value[0])
+			resource[i].value = value;
+		return;
+	}
 	if (n_resource == MAX_RESOURCE) {
 		ctxshim_log("resource attribute %s dropped (more than %d)", key, MAX_RESOURCE);
 		return;
@@ -109,14 +121,21 @@ hexval(char c)
 	return -1;
 }
 
-/* Percent-decodes in place; returns the new length or -1 on a bad escape. */
+/* Percent-decodes s[0..len) into out (cap bytes, len <= cap is enough).
+ * Returns the decoded length, or -1 for a bad escape, a decoded NUL (we
+ * keep C strings) or a result that is not UTF-8: every one of these is a
+ * decoding failure, and a protobuf string must be UTF-8 -- a reader that
+ * checks, as Go's protobuf does for the eBPF profiler, would refuse the
+ * whole process context, thread-context keys included. */
 static ssize_t
-percent_decode(char *s, size_t len)
+percent_decode(char *out, size_t cap, const char *s, size_t len)
 {
 	size_t i, o = 0;
 
 	for (i = 0; i < len; i++) {
-		if (s[i] == '%') {
+		char c = s[i];
+
+		if (c == '%') {
 			int hi, lo;
 
 			if (i + 2 >= len)
@@ -125,12 +144,15 @@ percent_decode(char *s, size_t len)
 			lo = hexval(s[i + 2]);
 			if (hi < 0 || lo < 0)
 				return -1;
-			s[o++] = (char)(hi << 4 | lo);
+			c = (char)(hi << 4 | lo);
 			i += 2;
-		} else {
-			s[o++] = s[i];
 		}
+		if (c == '\0' || o == cap)
+			return -1;
+		out[o++] = c;
 	}
+	if (!trec_utf8_valid((const uint8_t *)out, o))
+		return -1;
 	return (ssize_t)o;
 }
 
@@ -145,9 +167,10 @@ trim(const char **s, size_t *len)
 		(*len)--;
 }
 
-/* OTEL_RESOURCE_ATTRIBUTES is key1=value1,key2=value2 with percent-encoded
- * values.  The OTel SDK specification says a value that fails to decode
- * discards the whole variable, so we validate everything before adding. */
+/* OTEL_RESOURCE_ATTRIBUTES is key1=value1,key2=value2; the OTel SDK
+ * specification has ',' and '=' percent-encoded in keys and values alike
+ * (others may be), so both are decoded, and a failure to decode discards
+ * the whole variable: we validate everything before adding. */
 static void
 load_resource_env(void)
 {
@@ -166,8 +189,8 @@ load_resource_env(void)
 		const char *eq = memchr(p, '=', len);
 		const char *k = p, *v;
 		size_t klen, vlen;
-		char tmp[1024];
-		ssize_t dl;
+		char ktmp[256], vtmp[1024];
+		ssize_t kl, vl;
 
 		p = end ? end + 1 : NULL;
 		if (len == 0)
@@ -179,21 +202,28 @@ load_resource_env(void)
 		vlen = len - klen - 1;
 		trim(&k, &klen);
 		trim(&v, &vlen);
-		if (klen == 0 || vlen >= sizeof(tmp))
+		kl = percent_decode(ktmp, sizeof(ktmp), k, klen);
+		vl = percent_decode(vtmp, sizeof(vtmp), v, vlen);
+		if (kl <= 0 || vl < 0)
 			goto bad;
-		memcpy(tmp, v, vlen);
-		dl = percent_decode(tmp, vlen);
-		if (dl < 0)
-			goto bad;
-		if (n == MAX_RESOURCE)
+		/* A repeated key: the last value wins, as in the SDKs (their
+		 * attribute sets keep the last) and so in the eBPF profiler,
+		 * which reads this variable too. */
+		for (i = 0; i < n; i++)
+			if (strlen(pend[i].k) == (size_t)kl &&
+			    memcmp(pend[i].k, ktmp, (size_t)kl) == 0)
+				break;
+		if (i == MAX_RESOURCE)
 			break;
-		pend[n].k = store_text(k, klen);
-		pend[n].v = store_text(tmp, (size_t)dl);
-		if (!pend[n].k || !pend[n].v) {
+		if (i == n)
+			pend[i].k = store_text(ktmp, (size_t)kl);
+		pend[i].v = store_text(vtmp, (size_t)vl);
+		if (!pend[i].k || !pend[i].v) {
 			ctxshim_log("OTEL_RESOURCE_ATTRIBUTES too long, ignoring the rest");
 			break;
 		}
-		n++;
+		if (i == n)
+			n++;
 	}
 	for (i = 0; i < n; i++)
 		add_resource(pend[i].k, pend[i].v);
@@ -204,17 +234,26 @@ bad:
 		    "the whole value)");
 }
 
+/* A resource string must be UTF-8 (see percent_decode()). */
+static bool
+utf8_text(const char *s)
+{
+	return trec_utf8_valid((const uint8_t *)s, strlen(s));
+}
+
 static const char *
 program_name(void)
 {
 	static char comm[64];
 	extern char *program_invocation_short_name;
 
-	if (program_invocation_short_name && *program_invocation_short_name)
+	if (program_invocation_short_name && *program_invocation_short_name &&
+	    utf8_text(program_invocation_short_name))
 		return program_invocation_short_name;
 	if (sys_read_file("/proc/self/comm", comm, sizeof(comm)) > 0) {
 		comm[strcspn(comm, "\n")] = '\0';
-		return comm;
+		if (comm[0] && utf8_text(comm))
+			return comm;
 	}
 	return "unknown_service";
 }
@@ -235,11 +274,22 @@ ctxshim_pctx_prepare(void)
 	n_resource = 0;
 	res_text_len = 0;
 	refresh_ids();
-	/* Precedence: OTEL_SERVICE_NAME, then OTEL_RESOURCE_ATTRIBUTES, then
-	 * our defaults (OTel SDK environment variable specification). */
-	if (svc && *svc)
-		add_resource("service.name", svc);
-	add_resource("service.instance.id", instance_id);
+	/* Precedence (first added wins): OTEL_SERVICE_NAME, then
+	 * OTEL_RESOURCE_ATTRIBUTES, then our defaults, as in the OTel SDK
+	 * environment variable specification.  Except for what describes the
+	 * shim and the process itself (telemetry.*, process.pid: facts, and
+	 * `ctxshim status` tells our context by telemetry.distro.name), which
+	 * go first.  A user's service.instance.id is kept, also in a forked
+	 * child, as an SDK initialised from the same environment would.
+	 * Strings from the environment and argv are copied: a forked child
+	 * encodes the resource again, and pre-forking servers (nginx's
+	 * ngx_setproctitle()) write their title over that memory first. */
+	if (svc && *svc) {
+		if (utf8_text(svc))
+			add_resource("service.name", store_text(svc, strlen(svc)));
+		else
+			ctxshim_log("OTEL_SERVICE_NAME is not UTF-8, ignoring it");
+	}
 	add_resource("process.pid", pid_text);
 	add_resource("telemetry.sdk.name", "ctxshim");
 	add_resource("telemetry.sdk.language", "c");
@@ -247,7 +297,9 @@ ctxshim_pctx_prepare(void)
 	add_resource("telemetry.distro.name", "ctxshim");
 	add_resource("telemetry.distro.version", CTXSHIM_VERSION);
 	load_resource_env();
-	add_resource("service.name", program_name());
+	svc = program_name();
+	add_resource("service.name", store_text(svc, strlen(svc)));
+	add_resource("service.instance.id", instance_id);
 
 	n_keys = 0;
 	key_map[n_keys++] = builtin_keys[CTXSHIM_KEY_METHOD];

@@ -5,6 +5,7 @@
 
 #include "maps.h"
 #include "process-ctx.h"
+#include "thread-record.h"
 
 #include <ctype.h>
 #include <fcntl.h>
@@ -132,7 +133,8 @@ START_TEST(test_published_and_decodes)
 	char *env[] = {"OTEL_SERVICE_NAME=checkout",
 		       "OTEL_RESOURCE_ATTRIBUTES=deployment.environment.name=test, team = a%2Cb ,"
 		       "service.name=ignored",
-		       "CTXSHIM_HEADER_ATTRS=X-Request-Id, traceresponse", NULL};
+		       "CTXSHIM_HEADER_ATTRS=X-Request-Id, traceresponse,x-request-id",
+		       NULL};
 
 	start_threads(&c, env, line, sizeof(line));
 	ck_assert_msg(read_pctx(c.pid, s), "no OTEL_CTX mapping in /proc/%d/maps", (int)c.pid);
@@ -157,12 +159,38 @@ START_TEST(test_published_and_decodes)
 
 	ck_assert(s->d.has_threadlocal);
 	ck_assert(pctx_str_eq(s->d.schema_version, "tlsdesc_v1_dev"));
+	/* x-request-id is listed twice: one key-map entry. */
 	ck_assert_uint_eq(s->d.n_keys, 5);
 	ck_assert(pctx_str_eq(s->d.key_map[0], "http.request.method"));
 	ck_assert(pctx_str_eq(s->d.key_map[1], "url.path"));
 	ck_assert(pctx_str_eq(s->d.key_map[2], "ctxshim.parent_span_id"));
 	ck_assert(pctx_str_eq(s->d.key_map[3], "http.request.header.x-request-id"));
 	ck_assert(pctx_str_eq(s->d.key_map[4], "http.request.header.traceresponse"));
+
+	/* The header's bytes as §5.3 shows them (host order, x86_64), the
+	 * payload right after it (README), and the payload's threadlocal.*
+	 * tail exactly as the reference encoding of §5.4 (an attribute
+	 * field 2 per key, schema first, then the key map as an array). */
+	{
+		static const char *const keys[] = {
+			"http.request.method", "url.path", "ctxshim.parent_span_id",
+			"http.request.header.x-request-id",
+			"http.request.header.traceresponse"};
+		const uint8_t *raw = (const uint8_t *)&s->h;
+		uint8_t tail[512];
+		size_t tl = 0;
+
+		ck_assert_mem_eq(raw, "OTEL_CTX\x02\x00\x00\x00", 12);
+		ck_assert_uint_eq(raw[12] | raw[13] << 8 | raw[14] << 16 |
+					  (uint32_t)raw[15] << 24,
+				  s->h.payload_size);
+		ck_assert(s->h.payload == s->start + 32);
+		ck_assert_int_eq(pctx_encode(tail, sizeof(tail), &tl, NULL, 0,
+					     "tlsdesc_v1_dev", keys, 5),
+				 0);
+		ck_assert_uint_gt(s->h.payload_size, tl);
+		ck_assert_mem_eq(s->payload + s->h.payload_size - tl, tail, tl);
+	}
 
 	ck_assert_int_eq(test_child_finish(&c, 20000), 0);
 	free(s);
@@ -178,11 +206,104 @@ START_TEST(test_program_name_default)
 
 	start_threads(&c, env, line, sizeof(line));
 	ck_assert(read_pctx(c.pid, s));
-	/* A malformed OTEL_RESOURCE_ATTRIBUTES is discarded whole. */
+	/* A malformed OTEL_RESOURCE_ATTRIBUTES is discarded whole: keys are
+	 * percent-decoded too, so the bad escape is in the key here. */
 	assert_resource(s, "service.name", "threads");
 	ck_assert_ptr_null(pctx_find_resource(&s->d, "bad"));
+	ck_assert_ptr_null(pctx_find_resource(&s->d, "bad%zz"));
 	ck_assert_int_eq(test_child_finish(&c, 20000), 0);
 	free(s);
+}
+END_TEST
+
+/* Every string of the payload is UTF-8: protobuf strings must be, and a
+ * reader that checks (Go's protobuf, in the eBPF profiler) refuses the
+ * whole payload otherwise. */
+static void
+assert_all_utf8(const struct pctx_seen *s)
+{
+	unsigned i;
+
+	for (i = 0; i < s->d.n_resource; i++) {
+		const struct pctx_attr *a = &s->d.resource[i];
+
+		ck_assert_msg(trec_utf8_valid(a->key.ptr, a->key.len),
+			      "resource key %u is not UTF-8", i);
+		if (a->type == PCTX_V_STRING)
+			ck_assert_msg(trec_utf8_valid(a->str.ptr, a->str.len),
+				      "value of %.*s is not UTF-8", (int)a->key.len,
+				      (const char *)a->key.ptr);
+	}
+}
+
+/* OTel SDK specification: ',' and '=' are percent-encoded in keys as in
+ * values, so keys are decoded; OTEL_RESOURCE_ATTRIBUTES overrides the
+ * shim's default service.instance.id (and OTEL_SERVICE_NAME still wins for
+ * service.name). */
+START_TEST(test_resource_env_keys_and_precedence)
+{
+	struct test_child c;
+	struct pctx_seen *s = calloc(1, sizeof(*s));
+	char line[4096];
+	char *env[] = {"OTEL_SERVICE_NAME=svc",
+		       "OTEL_RESOURCE_ATTRIBUTES=my%2Ckey%3D=v%3D1, k8s%2Epod = p ,dup=1,"
+		       "service.instance.id=pod-7.ctr,service.name=other,dup=2",
+		       NULL};
+
+	start_threads(&c, env, line, sizeof(line));
+	ck_assert(read_pctx(c.pid, s));
+	assert_resource(s, "my,key=", "v=1");
+	assert_resource(s, "k8s.pod", "p");
+	assert_resource(s, "dup", "2"); /* the last of a repeated key */
+	ck_assert_ptr_null(pctx_find_resource(&s->d, "my%2Ckey%3D"));
+	assert_resource(s, "service.instance.id", "pod-7.ctr");
+	assert_resource(s, "service.name", "svc");
+	assert_resource(s, "telemetry.distro.name", "ctxshim");
+	ck_assert_int_eq(test_child_finish(&c, 20000), 0);
+
+	/* An empty value is no value: the resource merge keeps the next
+	 * source's (here the program name), never an empty service.name. */
+	env[0] = "OTEL_RESOURCE_ATTRIBUTES=service.name=,service.namespace=";
+	env[1] = NULL;
+	start_threads(&c, env, line, sizeof(line));
+	ck_assert(read_pctx(c.pid, s));
+	assert_resource(s, "service.name", "threads");
+	assert_resource(s, "service.namespace", "");
+	ck_assert_int_eq(test_child_finish(&c, 20000), 0);
+	free(s);
+}
+END_TEST
+
+/* Bytes that are not UTF-8 never reach the payload: in
+ * OTEL_RESOURCE_ATTRIBUTES they are a decoding failure (the variable is
+ * discarded whole, as for a bad escape, and so is a decoded NUL); an
+ * OTEL_SERVICE_NAME that is not UTF-8 is ignored. */
+START_TEST(test_resource_env_not_utf8)
+{
+	static char *const vars[] = {
+		"OTEL_RESOURCE_ATTRIBUTES=a=1,bin=%FF%FE",
+		"OTEL_RESOURCE_ATTRIBUTES=a=1,bin=\xc3\x28",
+		"OTEL_RESOURCE_ATTRIBUTES=a=1,k%C0%AF=v",
+		"OTEL_RESOURCE_ATTRIBUTES=a=1,nul=x%00y",
+	};
+	unsigned i;
+
+	for (i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
+		struct test_child c;
+		struct pctx_seen *s = calloc(1, sizeof(*s));
+		char line[4096];
+		char *env[] = {vars[i], "OTEL_SERVICE_NAME=caf\xe9", NULL};
+
+		start_threads(&c, env, line, sizeof(line));
+		ck_assert(read_pctx(c.pid, s));
+		assert_all_utf8(s);
+		ck_assert_msg(!pctx_find_resource(&s->d, "a"), "%s kept", vars[i]);
+		ck_assert_ptr_null(pctx_find_resource(&s->d, "bin"));
+		ck_assert_ptr_null(pctx_find_resource(&s->d, "nul"));
+		assert_resource(s, "service.name", "threads");
+		ck_assert_int_eq(test_child_finish(&c, 20000), 0);
+		free(s);
+	}
 }
 END_TEST
 
@@ -261,6 +382,41 @@ START_TEST(test_fork_child_republishes)
 	ck_assert_int_eq(test_child_finish(&c, 20000), 0);
 	free(p);
 	free(k);
+}
+END_TEST
+
+/* A pre-forking server (nginx) writes its process title over argv and the
+ * original environment strings before it forks its workers: a worker's
+ * process context, encoded after that, still has the service name the
+ * process started with, never bytes of the title. */
+START_TEST(test_fork_after_proctitle)
+{
+	static char path[4096];
+	char *argv[] = {path, NULL};
+	char *env_named[] = {"OTEL_SERVICE_NAME=billing", NULL};
+	char *const *envs[] = {env_named, NULL};
+	const char *want[] = {"billing", "proctitle"};
+	unsigned i;
+
+	snprintf(path, sizeof(path), "%s/proctitle", test_env_path("HELPER_DIR"));
+	for (i = 0; i < 2; i++) {
+		struct pctx_seen *k = calloc(1, sizeof(*k));
+		struct test_child c;
+		char line[256];
+		int child_pid = 0, n;
+
+		test_child_start(&c, argv, envs[i], true);
+		for (n = 0; n < 2; n++) {
+			test_child_readline(&c, line, sizeof(line), 20000);
+			(void)sscanf(line, "CHILD %d", &child_pid);
+		}
+		ck_assert_int_gt(child_pid, 0);
+		ck_assert(read_pctx(child_pid, k));
+		assert_all_utf8(k);
+		assert_resource(k, "service.name", want[i]);
+		ck_assert_int_eq(test_child_finish(&c, 20000), 0);
+		free(k);
+	}
 }
 END_TEST
 
@@ -359,9 +515,12 @@ TEST_SUITE(preload_pctx_suite)
 
 	tcase_add_test(tc, test_published_and_decodes);
 	tcase_add_test(tc, test_program_name_default);
+	tcase_add_test(tc, test_resource_env_keys_and_precedence);
+	tcase_add_test(tc, test_resource_env_not_utf8);
 	tcase_add_test(tc, test_disabled_publishes_nothing);
 	tcase_add_test(tc, test_anonymous_fallback);
 	tcase_add_test(tc, test_fork_child_republishes);
+	tcase_add_test(tc, test_fork_after_proctitle);
 	tcase_add_test(tc, test_passive_when_context_exists);
 	tcase_add_test(tc, test_passive_when_symbol_defined);
 	suite_add_tcase(s, tc);

@@ -103,6 +103,61 @@ START_TEST(test_oversized_lengths_rejected)
 }
 END_TEST
 
+/* otep-formats.md §5.2 and §5.1 (ctx-sharing-demo), byte for byte, as the
+ * shim itself publishes them: by attach and by an in-place build. */
+START_TEST(test_published_vectors)
+{
+	static const uint8_t dump_52[59] = {
+		0x01, 0x23, 0x45, 0x67, 0x89, 0xab, 0xcd, 0xef, 0xfe, 0xdc, 0xba, 0x98,
+		0x76, 0x54, 0x32, 0x10, 0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88,
+		0x01, 0x01, 0x1f, 0x00, 0x00, 0x03, 0x47, 0x45, 0x54, 0x01, 0x09, 0x2f,
+		0x61, 0x70, 0x69, 0x2f, 0x74, 0x65, 0x73, 0x74, 0x02, 0x0d, 0x73, 0x69,
+		0x6d, 0x70, 0x6c, 0x65, 0x2d, 0x77, 0x72, 0x69, 0x74, 0x65, 0x72,
+	};
+	static const char *const vals[] = {"GET", "/api/test", "simple-writer"};
+	uint8_t dump_51[38];
+	struct trec_attr_writer w;
+	struct ctxshim_ctx c, *b;
+	unsigned i;
+
+	memset(&c, 0x5a, sizeof(c)); /* the shim's own fields must not leak */
+	memcpy(c.trace_id, dump_52, 16);
+	memcpy(c.span_id, dump_52 + 16, 8);
+	c.valid = 0;
+	c.flags = 0x01;
+	c.tracestate_len = 0;
+	trec_attrs_init(&w, c.attrs, sizeof(c.attrs));
+	for (i = 0; i < 3; i++)
+		ck_assert_int_eq(
+			trec_attrs_add(&w, (uint8_t)i, vals[i], strlen(vals[i])), 0);
+	c.attrs_len = (uint16_t)w.len;
+	ctxshim_attach(&c);
+	ck_assert_ptr_nonnull(published());
+	ck_assert_mem_eq(published(), dump_52, sizeof(dump_52));
+
+	/* §5.1: trace 01 x16, span 02 x8, valid 1, flags 0, size 10,
+	 * attrs 00 03 "foo" 01 03 "bar". */
+	memset(dump_51, 0x01, 16);
+	memset(dump_51 + 16, 0x02, 8);
+	memcpy(dump_51 + 24, "\x01\x00\x0a\x00\x00\x03" "foo" "\x01\x03" "bar", 14);
+	b = ctxshim_build_begin();
+	ck_assert_ptr_nonnull(b);
+	ctxshim_ctx_begin(b, NULL);
+	memset(b->trace_id, 0x01, 16);
+	memset(b->span_id, 0x02, 8);
+	b->flags = 0;
+	trec_attrs_init(&w, b->attrs, sizeof(b->attrs));
+	ck_assert_int_eq(trec_attrs_add(&w, 0, "foo", 3), 0);
+	ck_assert_int_eq(trec_attrs_add(&w, 1, "bar", 3), 0);
+	b->attrs_len = (uint16_t)w.len;
+	ctxshim_build_publish(b);
+	ck_assert_mem_eq(published(), dump_51, sizeof(dump_51));
+	ck_assert_uint_eq((uintptr_t)published() % 2, 0);
+	ctxshim_detach();
+	ck_assert_ptr_null(published());
+}
+END_TEST
+
 static struct ctxshim_ctx sig_ctx;
 
 static void
@@ -321,6 +376,7 @@ TEST_SUITE(thread_ctx_suite)
 	tcase_add_test(tc, test_attach_publishes_complete_record);
 	tcase_add_test(tc, test_update_swaps_buffers);
 	tcase_add_test(tc, test_oversized_lengths_rejected);
+	tcase_add_test(tc, test_published_vectors);
 	tcase_add_test(tc, test_attach_from_signal_handler);
 	tcase_add_test(tc, test_threads_have_own_records);
 	tcase_add_test(tc, test_build_in_place);
