@@ -18,11 +18,14 @@
  *
  * vfork() and posix_spawn() (which glibc implements with
  * clone(CLONE_VM | CLONE_VFORK) and internal calls no hook sees) share the
- * parent's memory until exec: no hook may write shared state there.  None
- * of ours does on that path (the exec hooks build the new environment on
- * the stack, hook-exec.c), so neither needs a hook; a vfork() wrapper
- * would even be wrong, since its frame would be gone when the parent
- * resumes. */
+ * parent's memory until exec: no hook may write shared state there.  The
+ * exec hooks build the new environment on the stack (hook-exec.c); the
+ * socket level's dup2/dup3/close_range/closefrom hooks tell a vfork child
+ * by its pid and leave the parent's connection table alone
+ * (hook-socket.c, sk_vfork_child(); a close() there still makes the
+ * parent forget that connection).  So neither needs a hook; a vfork()
+ * wrapper would even be wrong, since its frame would be gone when the
+ * parent resumes. */
 #include "config.h"
 
 #include "hooks.h"
@@ -78,6 +81,7 @@ hook_fork__Fork(void)
 	saved_errno = errno;
 	ctxshim_thread_after_fork_child();
 	ctxshim_pctx_after_fork_child();
+	hook_socket_after_fork_child();
 	errno = saved_errno;
 	return r;
 }

@@ -52,13 +52,27 @@
  * hook (NSS, static BoringSSL) leave the connection unseen.
  *
  * Not seen (documented limits): bytes read through stdio (fgets on an
- * fdopen'ed socket: glibc reads internally), syscall(), io_uring; fds
- * duplicated with dup() or fcntl(F_DUPFD) (only dup2/dup3 copy the slot);
- * responses sent only with splice()/vmsplice(); upstream (connect()ed)
- * traffic is never attributed.  A vfork() child that closes a tracked fd
- * before exec makes its parent forget that connection (shared memory).
- * Bytes read by a signal handler that interrupted our own processing on
- * the same thread are not scanned.
+ * fdopen'ed socket: glibc reads internally), syscall(), io_uring,
+ * preadv2() (which reads a socket at offset -1) and splice() out of a
+ * socket -- bytes a read took past the scanner put it out of step with
+ * the stream, so the connection's later requests may get no context;
+ * fds duplicated with dup() or fcntl(F_DUPFD) (only dup2/dup3 copy the
+ * slot); responses sent only with splice()/vmsplice(); upstream
+ * (connect()ed) traffic is never attributed.  A close the hooks do not
+ * see (fclose() of an fdopen'ed connection: glibc closes internally;
+ * syscall()) leaves the slot tracked: until accept() returns that number
+ * again, whatever else gets it (a pipe, a file, a client socket) is read
+ * as that connection, and HTTP-looking bytes on it may publish a
+ * context.  A vfork() child that closes a tracked fd with close() before
+ * exec makes its parent forget that connection (shared memory; its
+ * dup2/dup3/close_range/closefrom leave the parent's table alone:
+ * sk_vfork_child()).  Bytes read by a signal handler that interrupted our
+ * own processing on the same thread are not scanned.  A signal handler
+ * that does I/O on another connection while the interrupted code works on
+ * a request is I/O of the thread like any other: it switches the thread
+ * to that connection (or clears it), and the interrupted request's
+ * context comes back only at the code's next I/O on its connection (no
+ * hook sees the handler return).
  *
  * Cost: for an fd that is not a tracked server connection, read/write and
  * friends add a bound check and one byte load before a tail call to libc;
@@ -97,6 +111,9 @@
 
 #ifndef CLOSE_RANGE_CLOEXEC
 #define CLOSE_RANGE_CLOEXEC (1U << 2)
+#endif
+#ifndef CLOSE_RANGE_UNSHARE
+#define CLOSE_RANGE_UNSHARE (1U << 1)
 #endif
 
 /* The fortified entry points (declared by glibc only under fortify). */
@@ -219,12 +236,45 @@ hook_socket_bind(void)
 	return true;
 }
 
+/* This process's pid, kept for sk_vfork_child(): set at load and in
+ * every forked child (fork()'s atfork handler, the _Fork() hook). */
+static pid_t sk_pid;
+
+void
+hook_socket_after_fork_child(void)
+{
+	sk_pid = (pid_t)syscall(SYS_getpid);
+}
+
 /* Bind at load time, so that hooks never bind from a signal handler
  * unless another library's constructor runs them before ours. */
 __attribute__((constructor(103))) static void
 hook_socket_ctor(void)
 {
+	hook_socket_after_fork_child();
+	(void)pthread_atfork(NULL, NULL, hook_socket_after_fork_child);
 	(void)hook_socket_bind();
+}
+
+/* Are we a vfork() child (or another clone(CLONE_VM) child that runs no
+ * fork handler)?  It runs in its parent's memory until it execs, with a
+ * file table of its own: the connection table it sees is the parent's,
+ * so what the child does to its descriptors must not change it.  The
+ * CGI pattern -- vfork(), dup2() the connection onto 0 and 1,
+ * closefrom(3) or close_range(), exec -- made the parent's stdin and
+ * stdout look like copies of the connection (its log lines were then
+ * taken for responses, and reads of stdin published the request) and
+ * made it forget every connection it had.  One getpid() system call,
+ * only in the fd-management hooks that change the table in bulk or by
+ * copy (dup2, dup3, close_range, closefrom), never on a read or write
+ * path; close() does without (the comment at the top says what that
+ * leaves).  A child of a raw clone() without CLONE_VM, which runs no fork
+ * handler either, is taken for one too: its copies and range closes go
+ * unseen there, like a close the hooks do not see (see the top). */
+static bool
+sk_vfork_child(void)
+{
+	return sk_pid && (pid_t)syscall(SYS_getpid) != sk_pid;
 }
 
 /* real_<fn>() calls the bound pointer; until binding, that is
@@ -1265,6 +1315,10 @@ sk_duped(int oldfd, int newfd)
 {
 	int saved_errno = errno;
 
+	if (sk_vfork_child()) {
+		errno = saved_errno;
+		return;
+	}
 	if (ctxshim_conn_hot(newfd))
 		sk_gone(newfd, "dup2");
 	if (ctxshim_conn_hot(oldfd))
@@ -1304,19 +1358,36 @@ hook_socket_dup3(int oldfd, int newfd, int flags)
 	return r;
 }
 
+/* sk_gone_range() unless we are a vfork() child (see sk_vfork_child()). */
+static __attribute__((noinline)) void
+sk_gone_range_own(unsigned lo, unsigned hi, const char *reason)
+{
+	int saved_errno = errno;
+	bool child = sk_vfork_child();
+
+	errno = saved_errno;
+	if (!child)
+		sk_gone_range(lo, hi, reason);
+}
+
+/* Only a call that closes something forgets: flags the kernel rejects
+ * (EINVAL) close nothing, and CLOSE_RANGE_CLOEXEC only marks. */
 static inline int
 hook_socket_close_range(unsigned lo, unsigned hi, int flags)
 {
-	if (!(flags & CLOSE_RANGE_CLOEXEC) && lo <= hi && ctxshim_conn_tab.max_fds)
-		sk_gone_range(lo, hi, "close_range");
+	if (!(flags & ~(int)(CLOSE_RANGE_UNSHARE | CLOSE_RANGE_CLOEXEC)) &&
+	    !(flags & CLOSE_RANGE_CLOEXEC) && lo <= hi && ctxshim_conn_tab.max_fds)
+		sk_gone_range_own(lo, hi, "close_range");
 	return real_close_range(lo, hi, flags);
 }
 
+/* glibc's closefrom() takes a negative lo as 0 (misc/closefrom.c: MAX (0,
+ * lowfd)) and closes everything. */
 static inline void
 hook_socket_closefrom(int lo)
 {
-	if (lo >= 0 && ctxshim_conn_tab.max_fds)
-		sk_gone_range((unsigned)lo, ~0u, "closefrom");
+	if (ctxshim_conn_tab.max_fds)
+		sk_gone_range_own(lo < 0 ? 0u : (unsigned)lo, ~0u, "closefrom");
 	real_closefrom(lo);
 }
 

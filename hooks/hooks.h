@@ -31,6 +31,11 @@
 
 #define HOOK_EXPORT CTXSHIM_EXPORT
 
+/* In a forked child (the _Fork() hook; fork() runs hook-socket.c's own
+ * atfork handler): the socket level notes the new pid, by which it tells
+ * a vfork() child that shares our memory from us (hook-socket.c). */
+void hook_socket_after_fork_child(void);
+
 #define HOOK_SAVE_ERRNO(expr)                                                    \
 	do {                                                                     \
 		int saved_errno_ = errno;                                        \

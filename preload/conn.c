@@ -527,11 +527,38 @@ conn_hot_of(uint8_t f)
 	return (f & CONN_F_CLAIMED) ? CONN_HOT_CLAIMED : CONN_HOT_SCAN;
 }
 
+/* The copy n of o is made in the middle of a head that o captures.  The
+ * scanner takes the capture passed with the rest of a head for the one
+ * it started only if it is marked as its own, and an entry of the pool
+ * still carries the mark of the last head scanned into it: with none of
+ * its own, the copy would take the next free entry at its next read,
+ * and if the last head scanned there was on newfd's number (the same
+ * slot, the same mark), the old request's values -- its url.path, its
+ * traceparent -- would come out as this one's context.  So n gets an
+ * entry of its own holding a copy of o's capture, which is marked as
+ * o's: the copy's head is then known to have lost its capture and gets
+ * no context (conn.h), and its later heads are followed as usual.  With
+ * no entry free, the copy stops scanning instead.  Not a read path:
+ * dup2/dup3. */
+static void
+conn_dup_head(unsigned ocap, struct ctxshim_conn *n)
+{
+	unsigned idx = conn_pool_claim();
+
+	if (!idx) {
+		http_scan_stop(&n->scan);
+		return;
+	}
+	conn_pool[idx - 1].u.cap = conn_pool[ocap - 1].u.cap;
+	n->cap = (uint16_t)idx;
+}
+
 void
 ctxshim_conn_dup(int oldfd, int newfd)
 {
 	struct ctxshim_conn *o = ctxshim_conn_get(oldfd), *n;
 	bool answered;
+	unsigned ocap;
 	uint8_t f;
 
 	if (!o || oldfd == newfd)
@@ -546,6 +573,9 @@ ctxshim_conn_dup(int oldfd, int newfd)
 	conn_release_all(n);
 	conn_seq_begin(n);
 	n->scan = o->scan;
+	ocap = o->cap;
+	if (ocap && ocap <= CONN_POOL_N && http_scan_in_head(&n->scan))
+		conn_dup_head(ocap, n);
 	n->ctx = o->ctx;
 	atomic_store_explicit(&n->flags, f, memory_order_relaxed);
 	atomic_fetch_add_explicit(&n->gen, 1, memory_order_relaxed);

@@ -1,0 +1,525 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* How an unmodified host stresses the socket level (hooks/hook-socket.c,
+ * preload/conn.c), run under the shim by test-preload-sockattack.c.  A
+ * server and its client in one process on 127.0.0.1; the server checks
+ * the context its own thread publishes (ctxobs.h).  No tracing code.
+ *
+ *   sock-attack peek            MSG_PEEK of a whole head, and of the rest
+ *                               of a split one: nothing is published until
+ *                               the bytes are read for real, then exactly
+ *                               the request's context
+ *   sock-attack iov             recvmsg with many iovecs (zero-length ones
+ *                               among them) and a head split across them,
+ *                               readv, recvmmsg of two messages
+ *   sock-attack close-range-einval
+ *                               close_range() over a connection with flags
+ *                               the kernel rejects (EINVAL): nothing was
+ *                               closed, so the connection is still followed
+ *   sock-attack closefrom-negative
+ *                               closefrom(-1) closes everything (glibc takes
+ *                               it as 0): the connection's number, reused
+ *                               by a pipe, carries no connection any more
+ *   sock-attack vfork-dup2 [closefrom|close_range]
+ *                               a vfork() child dup2()s a connection onto
+ *                               the number of one of its parent's pipes,
+ *                               closes everything from 3 up and exits: the
+ *                               parent's pipe stays a pipe (its HTTP-looking
+ *                               bytes publish nothing) and its connection
+ *                               is still followed
+ *   sock-attack dup2-mid-head   a connection dup2()ed onto another number in
+ *                               the middle of a head: the rest of that head
+ *                               never publishes the values of a head read
+ *                               before on that number, the next one is
+ *                               followed
+ *   sock-attack eintr           a head split by EAGAIN, EINTR and a read
+ *                               returning 0 on another connection
+ *
+ * Prints "RESULT <mode> fails=N" and exits 0 when every check held. */
+#include "ctxobs.h"
+
+#include "self-check.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define TRACE  "4bf92f3577b34da6a3ce929d0e0e4736"
+#define TRACE2 "0af7651916cd43dd8448eb211c80319c"
+#define HEAD(path, trace)                                            \
+	"GET " path " HTTP/1.1\r\nHost: x\r\ntraceparent: 00-" trace \
+	"-00f067aa0ba902b7-01\r\n\r\n"
+#define RESP "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"
+
+static int lfd;
+
+static void
+pair(int *cli, int *srv)
+{
+	struct sockaddr_in a = {.sin_family = AF_INET,
+				.sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t l = sizeof(a);
+	int one = 1;
+
+	if (lfd == 0) {
+		lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (lfd < 0 || bind(lfd, (void *)&a, sizeof(a)) || listen(lfd, 16))
+			die("listen");
+	}
+	if (getsockname(lfd, (void *)&a, &l))
+		die("getsockname");
+	*cli = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (*cli < 0 || connect(*cli, (void *)&a, sizeof(a)))
+		die("connect");
+	(void)setsockopt(*cli, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	*srv = accept(lfd, NULL, NULL);
+	if (*srv < 0)
+		die("accept");
+}
+
+static void
+send_str(int fd, const char *s)
+{
+	size_t n = strlen(s);
+
+	while (n) {
+		ssize_t r = send(fd, s, n, MSG_NOSIGNAL);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			die("send");
+		s += r;
+		n -= (size_t)r;
+	}
+}
+
+/* Wait until fd has n bytes queued. */
+static void
+wait_queued(int fd, size_t n)
+{
+	char tmp[4096];
+
+	for (;;) {
+		struct pollfd p = {.fd = fd, .events = POLLIN};
+		ssize_t r = recv(fd, tmp, n < sizeof(tmp) ? n : sizeof(tmp),
+				 MSG_PEEK | MSG_DONTWAIT);
+
+		if (r >= (ssize_t)n)
+			return;
+		(void)poll(&p, 1, 1000);
+	}
+}
+
+/* Read exactly n bytes. */
+static void
+read_n(int fd, char *buf, size_t n)
+{
+	while (n) {
+		ssize_t r = read(fd, buf, n);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			die("read");
+		buf += r;
+		n -= (size_t)r;
+	}
+}
+
+/* The trace the thread publishes: 1 TRACE, 2 TRACE2, 0 none, -1 another. */
+static int
+shown(void)
+{
+	char s[128];
+
+	ctxobs_format(s, sizeof(s));
+	if (strncmp(s, "trace=- ", 8) == 0)
+		return 0;
+	if (strncmp(s, "trace=" TRACE " ", 6 + 32 + 1) == 0)
+		return 1;
+	if (strncmp(s, "trace=" TRACE2 " ", 6 + 32 + 1) == 0)
+		return 2;
+	return -1;
+}
+
+/* Without the shim nothing is ever published: checks of what is shown
+ * hold only under it. */
+static bool shim;
+
+#define SHOWN(want, what)                                                           \
+	CHECK(!shim || shown() == (want), "%s: shows %d, want %d", (what), shown(), \
+	      (want))
+
+/* ---- peek ---- */
+
+static void
+mode_peek(void)
+{
+	static const char h[] = HEAD("/peek", TRACE);
+	char buf[512];
+	int c, s;
+	ssize_t r;
+
+	pair(&c, &s);
+	send_str(c, h);
+	wait_queued(s, sizeof(h) - 1);
+	r = recv(s, buf, sizeof(buf), MSG_PEEK);
+	CHECK(r == (ssize_t)sizeof(h) - 1 && memcmp(buf, h, (size_t)r) == 0,
+	      "peek returned %zd", r);
+	SHOWN(0, "after a peek of the whole head");
+	r = recv(s, buf, sizeof(h) - 1, MSG_PEEK | MSG_WAITALL);
+	CHECK(r == (ssize_t)sizeof(h) - 1, "second peek returned %zd", r);
+	SHOWN(0, "after two peeks");
+	/* half the head for real, then a peek of the rest, then the rest */
+	read_n(s, buf, 20);
+	SHOWN(0, "after half the head");
+	r = recv(s, buf, sizeof(buf), MSG_PEEK);
+	CHECK(r == (ssize_t)sizeof(h) - 1 - 20, "peek of the rest returned %zd", r);
+	SHOWN(0, "after a peek of the rest");
+	read_n(s, buf, sizeof(h) - 1 - 20);
+	CHECK(memcmp(buf, h + 20, sizeof(h) - 1 - 20) == 0, "bytes differ");
+	SHOWN(1, "after the head");
+	send_str(s, RESP);
+	close(c);
+	close(s);
+}
+
+/* ---- iov ---- */
+
+static void
+mode_iov(void)
+{
+	static const char h[] = HEAD("/iov", TRACE);
+	static const char h2[] = HEAD("/iov2", TRACE2);
+	char buf[1024];
+	struct iovec v[64];
+	struct msghdr m = {.msg_iov = v, .msg_iovlen = 64};
+	struct mmsghdr mm[2];
+	int c, s, i;
+	size_t off = 0;
+	ssize_t r;
+
+	pair(&c, &s);
+	send_str(c, h);
+	wait_queued(s, sizeof(h) - 1);
+	/* 64 iovecs: every third empty, the others 1..4 bytes */
+	for (i = 0; i < 64; i++) {
+		size_t len = i % 3 == 0 ? 0 : (size_t)(1 + i % 2);
+
+		v[i].iov_base = buf + off;
+		v[i].iov_len = len;
+		off += len;
+	}
+	r = recvmsg(s, &m, 0);
+	CHECK(r == (ssize_t)off && memcmp(buf, h, off) == 0, "recvmsg returned %zd", r);
+	SHOWN(0, "in the middle of the head");
+	/* the rest through readv with an empty first iovec */
+	{
+		struct iovec rv[3] = {{buf, 0}, {buf, 5}, {buf + 5, sizeof(buf) - 5}};
+
+		r = readv(s, rv, 3);
+	}
+	CHECK(r == (ssize_t)(sizeof(h) - 1 - off) &&
+		      memcmp(buf, h + off, (size_t)r) == 0,
+	      "readv returned %zd", r);
+	SHOWN(1, "after recvmsg + readv");
+	send_str(s, RESP);
+
+	/* two requests read with one recvmmsg (a stream socket fills one) */
+	send_str(c, h2);
+	wait_queued(s, sizeof(h2) - 1);
+	memset(mm, 0, sizeof(mm));
+	v[0] = (struct iovec){buf, 7};
+	v[1] = (struct iovec){buf + 7, 0};
+	v[2] = (struct iovec){buf + 7, sizeof(buf) - 7};
+	mm[0].msg_hdr.msg_iov = v;
+	mm[0].msg_hdr.msg_iovlen = 3;
+	v[3] = (struct iovec){buf + 512, 512};
+	mm[1].msg_hdr.msg_iov = &v[3];
+	mm[1].msg_hdr.msg_iovlen = 1;
+	r = recvmmsg(s, mm, 2, MSG_DONTWAIT, NULL);
+	CHECK(r >= 1 && mm[0].msg_len == sizeof(h2) - 1 &&
+		      memcmp(buf, h2, sizeof(h2) - 1) == 0,
+	      "recvmmsg returned %zd", r);
+	SHOWN(2, "after recvmmsg");
+	send_str(s, RESP);
+	close(c);
+	close(s);
+}
+
+/* ---- close_range with flags the kernel rejects ---- */
+
+static void
+mode_close_range_einval(void)
+{
+	static const char h[] = HEAD("/cr", TRACE);
+	char buf[512];
+	int c, s, r, e;
+
+	pair(&c, &s);
+	errno = 0;
+	r = close_range((unsigned)s, (unsigned)s, 1 << 20);
+	e = errno;
+	CHECK(r == -1 && e == EINVAL, "close_range gave %d errno %d", r, e);
+	send_str(c, h);
+	read_n(s, buf, sizeof(h) - 1);
+	SHOWN(1, "after the head on the connection close_range() did not close");
+	send_str(s, RESP);
+	close(c);
+	close(s);
+}
+
+/* ---- vfork + dup2 ---- */
+
+static void
+mode_vfork_dup2(bool how_range)
+{
+	static const char h[] = HEAD("/vfork", TRACE);
+	static const char ph[] = HEAD("/pipe", TRACE2);
+	char buf[512];
+	int c, s, p[2], st;
+	pid_t pid;
+
+	pair(&c, &s);
+	if (pipe2(p, O_CLOEXEC))
+		die("pipe");
+	/* a request on s, read and answered: the usual state of a CGI
+	 * server when it starts the program */
+	send_str(c, h);
+	read_n(s, buf, sizeof(h) - 1);
+	SHOWN(1, "after the head");
+	pid = vfork();
+	if (pid == 0) {
+		/* the child's own table: p[0]'s number becomes the socket */
+		if (dup2(s, p[0]) != p[0])
+			_exit(3);
+		/* and closes all else before its exec */
+		if (how_range)
+			(void)close_range(3, ~0u, 0);
+		else
+			closefrom(3);
+		_exit(0);
+	}
+	if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st) ||
+	    WEXITSTATUS(st) != 0)
+		die("vfork child");
+	SHOWN(1, "after the vfork child");
+	/* answered; the next read finds no request: the thread is idle */
+	send_str(s, RESP);
+	(void)fcntl(s, F_SETFL, O_NONBLOCK);
+	CHECK(read(s, buf, sizeof(buf)) == -1 && errno == EAGAIN, "read after");
+	SHOWN(0, "waiting for the next request");
+	/* the parent's p[0] is still its pipe */
+	if (write(p[1], ph, sizeof(ph) - 1) != (ssize_t)sizeof(ph) - 1)
+		die("write pipe");
+	read_n(p[0], buf, sizeof(ph) - 1);
+	CHECK(memcmp(buf, ph, sizeof(ph) - 1) == 0, "pipe bytes differ");
+	SHOWN(0, "after reading the pipe");
+	/* the parent's connection is still followed */
+	send_str(c, h);
+	(void)fcntl(s, F_SETFL, 0);
+	read_n(s, buf, sizeof(h) - 1);
+	SHOWN(1, "after the next head");
+	send_str(s, RESP);
+	close(p[0]);
+	close(p[1]);
+	close(c);
+	close(s);
+}
+
+/* ---- dup2 in the middle of a head ---- */
+
+/* The shim's captures of heads in progress come from a pool, lowest free
+ * entry first (preload/conn.c).  The steps below make the entry that the
+ * dup2() copy takes for the rest of its head one whose last head was
+ * scanned on the copy's fd number, with another request's traceparent in
+ * it: that old value must never come out as the new request's context. */
+static void
+mode_dup2_mid_head(void)
+{
+	static const char h1[] = HEAD("/old", TRACE2);
+	static const char h2[] = HEAD("/new", TRACE);
+	static const char hc[] = HEAD("/other", TRACE);
+	/* h2 up to and past its traceparent line */
+	const size_t cut = sizeof(h2) - 1 - 4;
+	char buf[512];
+	int ca, sa, c7, s7, cb, sb, p[2], num;
+
+	/* a head in progress on another connection holds the first entry */
+	pair(&ca, &sa);
+	send_str(ca, hc);
+	wait_queued(sa, 10);
+	read_n(sa, buf, 10);
+	/* a whole head on fd s7 is scanned into the second one */
+	pair(&c7, &s7);
+	num = s7;
+	send_str(c7, h1);
+	read_n(s7, buf, sizeof(h1) - 1);
+	SHOWN(2, "after the old head");
+	send_str(s7, RESP);
+	close(c7);
+	close(s7);
+	/* keep s7's number from the next accept() */
+	if (pipe2(p, O_CLOEXEC) || (p[0] != num && p[1] != num))
+		die("pipe over the old number");
+	/* the first entry free again */
+	read_n(sa, buf, sizeof(hc) - 1 - 10);
+	send_str(sa, RESP);
+	/* a new head, read past its traceparent (into the first entry) */
+	pair(&cb, &sb);
+	send_str(cb, h2);
+	wait_queued(sb, sizeof(h2) - 1);
+	read_n(sb, buf, cut);
+	/* moved to the old number; its rest read there */
+	if (dup2(sb, num) != num)
+		die("dup2");
+	read_n(num, buf, 4);
+	CHECK(memcmp(buf, "\r\n\r\n", 4) == 0, "bytes differ");
+	/* no context (the copy lost the head's capture) or this request's,
+	 * never one made of the old head's values */
+	CHECK(!shim || shown() == 0 || shown() == 1,
+	      "the copy's head published %d (an old head's values)", shown());
+	send_str(num, RESP);
+	/* the copy's next head is followed */
+	send_str(cb, h2);
+	read_n(num, buf, sizeof(h2) - 1);
+	SHOWN(1, "after the copy's next head");
+	send_str(num, RESP);
+	close(p[0] == num ? p[1] : p[0]);
+	close(num);
+	close(sb);
+	close(cb);
+	close(sa);
+	close(ca);
+}
+
+/* ---- closefrom() with a negative number ---- */
+
+/* In a child (it closes all, stdout too): a connection with a request,
+ * closefrom(-1), which glibc takes as closefrom(0); a pipe then gets the
+ * connection's number, and HTTP-looking bytes through it must publish
+ * nothing.  The child's exit status is what the thread shows then. */
+static void
+mode_closefrom_negative(void)
+{
+	static const char h[] = HEAD("/cf", TRACE2);
+	static const char ph[] = HEAD("/pipe", TRACE);
+	char buf[512];
+	int c, s, st;
+	pid_t pid;
+
+	pair(&c, &s);
+	pid = fork();
+	if (pid == 0) {
+		int p[2], fd;
+
+		send_str(c, h);
+		read_n(s, buf, sizeof(h) - 1);
+		if (shim && shown() != 2)
+			_exit(10);
+		closefrom(-1);
+		if (pipe(p) || (fd = fcntl(p[0], F_DUPFD, s)) != s)
+			_exit(11);
+		if (write(p[1], ph, sizeof(ph) - 1) != (ssize_t)sizeof(ph) - 1 ||
+		    read(fd, buf, sizeof(buf)) != (ssize_t)sizeof(ph) - 1)
+			_exit(12);
+		_exit(shown() < 0 ? 3 : shown());
+	}
+	if (pid < 0 || waitpid(pid, &st, 0) != pid)
+		die("fork");
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+	      "after closefrom(-1), a pipe's bytes: child status %#x "
+	      "(exit 1..3: it published a context)",
+	      st);
+	close(c);
+	close(s);
+}
+
+/* ---- EAGAIN / EINTR / EOF in the middle of a head ---- */
+
+static void
+on_usr1(int sig)
+{
+	(void)sig;
+}
+
+static void
+mode_eintr(void)
+{
+	static const char h[] = HEAD("/eintr", TRACE);
+	char buf[512];
+	int c, s, c2, s2, fl;
+	ssize_t r;
+	struct sigaction sa = {.sa_handler = on_usr1};
+
+	sigaction(SIGUSR1, &sa, NULL); /* no SA_RESTART */
+	pair(&c, &s);
+	pair(&c2, &s2);
+	fl = fcntl(s, F_GETFL);
+	(void)fcntl(s, F_SETFL, fl | O_NONBLOCK);
+	errno = 0;
+	r = read(s, buf, sizeof(buf));
+	CHECK(r == -1 && errno == EAGAIN, "empty read gave %zd errno %d", r, errno);
+	send_str(c, "GET /eintr HTTP/1.1\r\nHo");
+	wait_queued(s, 23);
+	read_n(s, buf, 23);
+	errno = 0;
+	r = read(s, buf, sizeof(buf));
+	CHECK(r == -1 && errno == EAGAIN, "mid-head read gave %zd errno %d", r, errno);
+	/* another connection at EOF, read in the middle of this head */
+	close(c2);
+	r = read(s2, buf, sizeof(buf));
+	CHECK(r == 0, "EOF read gave %zd", r);
+	SHOWN(0, "in the middle of the head");
+	send_str(c, h + 23);
+	wait_queued(s, sizeof(h) - 1 - 23);
+	r = read(s, buf, sizeof(buf));
+	CHECK(r == (ssize_t)(sizeof(h) - 1 - 23) && memcmp(buf, h + 23, (size_t)r) == 0,
+	      "rest gave %zd", r);
+	SHOWN(1, "after the head");
+	send_str(s, RESP);
+	close(s2);
+	close(c);
+	close(s);
+}
+
+int
+main(int argc, char **argv)
+{
+	const char *mode = argc > 1 ? argv[1] : "";
+
+	signal(SIGPIPE, SIG_IGN);
+	shim = dlsym(RTLD_DEFAULT, OTEL_THREAD_CTX_SYMBOL) != NULL;
+	if (strcmp(mode, "peek") == 0)
+		mode_peek();
+	else if (strcmp(mode, "iov") == 0)
+		mode_iov();
+	else if (strcmp(mode, "close-range-einval") == 0)
+		mode_close_range_einval();
+	else if (strcmp(mode, "vfork-dup2") == 0)
+		mode_vfork_dup2(argc > 2 && strcmp(argv[2], "close_range") == 0);
+	else if (strcmp(mode, "dup2-mid-head") == 0)
+		mode_dup2_mid_head();
+	else if (strcmp(mode, "closefrom-negative") == 0)
+		mode_closefrom_negative();
+	else if (strcmp(mode, "eintr") == 0)
+		mode_eintr();
+	else {
+		fprintf(stderr, "usage: sock-attack MODE\n");
+		return 64;
+	}
+	printf("RESULT %s fails=%d\n", mode, fails);
+	return fails ? 1 : 0;
+}

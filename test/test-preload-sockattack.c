@@ -1,0 +1,118 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* What an unmodified host does to its sockets, through
+ * test/helpers/sock-attack.c run under the shim (it checks its own
+ * thread's context and prints one RESULT line; run without the shim it
+ * must pass too, so the calls' results are the kernel's):
+ *
+ *  - MSG_PEEK (also with MSG_WAITALL) of a whole and of half a head, many
+ *    and zero-length iovecs, recvmmsg, EAGAIN/EINTR/EOF in the middle of
+ *    a head: covered, to keep them so;
+ *  - close_range() with flags the kernel rejects closed nothing but made
+ *    the shim forget the connections in the range;
+ *  - closefrom() with a negative number closes everything (glibc takes it
+ *    as 0) but the shim forgot nothing: a pipe that got a connection's
+ *    number then published that connection's old request;
+ *  - a vfork() child's dup2() onto a number its parent uses for a pipe
+ *    made the parent's pipe a copy of the connection (its bytes were
+ *    scanned, its reads published the connection's stale request), and
+ *    its closefrom()/close_range() before exec made the parent forget
+ *    every connection (shared memory, hook-socket.c, sk_vfork_child());
+ *  - dup2() of a connection in the middle of a head: the copy's rest of
+ *    the head took a free capture of the pool whose last head had been
+ *    scanned on the copy's number, and published that old head's
+ *    url.path (preload/conn.c, conn_dup_head()).
+ *
+ * Each runs with the event log off and on (the hooks take other paths). */
+#include "test-common.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static void
+run_attack(const char *mode, const char *how, bool shim, bool events)
+{
+	char path[4096], *out = NULL, *err = NULL, want[64];
+	char *argv[] = {path, (char *)mode, (char *)how, NULL};
+	char *env_on[] = {"CTXSHIM_EVENTS=/dev/null", NULL};
+	int st;
+
+	unsetenv("CTXSHIM_EVENTS");
+	snprintf(path, sizeof(path), "%s/sock-attack", test_env_path("HELPER_DIR"));
+	st = test_run_capture(argv, events ? env_on : NULL, shim, &out, &err, 30000);
+	snprintf(want, sizeof(want), "RESULT %s ", mode);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0 && strstr(out, want) &&
+			      strstr(out, " fails=0\n"),
+		      "sock-attack %s %s (shim %s, events %s): status %#x:\n%s\n%s",
+		      mode, how ? how : "", shim ? "on" : "off", events ? "on" : "off",
+		      st, out, err);
+	free(out);
+	free(err);
+}
+
+/* _i: bit 0 the event log, bit 1 without the shim (the kernel's answers) */
+static void
+run_both(const char *mode, const char *how, int i)
+{
+	run_attack(mode, how, !(i & 2), i & 1);
+}
+
+START_TEST(peek)
+{
+	run_both("peek", NULL, _i);
+}
+END_TEST
+
+START_TEST(iovecs)
+{
+	run_both("iov", NULL, _i);
+}
+END_TEST
+
+START_TEST(dup2_mid_head)
+{
+	run_both("dup2-mid-head", NULL, _i);
+}
+END_TEST
+
+START_TEST(eintr_mid_head)
+{
+	run_both("eintr", NULL, _i);
+}
+END_TEST
+
+START_TEST(close_range_einval)
+{
+	run_both("close-range-einval", NULL, _i);
+}
+END_TEST
+
+START_TEST(closefrom_negative)
+{
+	run_both("closefrom-negative", NULL, _i);
+}
+END_TEST
+
+START_TEST(vfork_child_fds)
+{
+	run_both("vfork-dup2", _i & 4 ? "close_range" : "closefrom", _i & 3);
+}
+END_TEST
+
+TEST_SUITE(sockattack_suite)
+{
+	Suite *s = suite_create("preload-sockattack");
+	TCase *tc = tcase_create("attack");
+
+	tcase_set_timeout(tc, 60);
+	tcase_add_loop_test(tc, peek, 0, 4);
+	tcase_add_loop_test(tc, iovecs, 0, 4);
+	tcase_add_loop_test(tc, eintr_mid_head, 0, 4);
+	tcase_add_loop_test(tc, close_range_einval, 0, 4);
+	tcase_add_loop_test(tc, closefrom_negative, 0, 4);
+	tcase_add_loop_test(tc, vfork_child_fds, 0, 8);
+	tcase_add_loop_test(tc, dup2_mid_head, 0, 4);
+	suite_add_tcase(s, tc);
+	return s;
+}
