@@ -985,16 +985,24 @@ hook_nghttp2_session_del(nghttp2_session *session)
 {
 	nh_session_del_fn del = NH_REAL(NH_SESSION_DEL, nh_session_del_fn);
 	struct nh_session *st = NULL;
-	int saved_errno;
+	int saved_errno = errno;
 
+	/* Out of the table before nghttp2 frees the session (it calls none
+	 * of its callbacks while it does): once freed, its address may be
+	 * a new session's -- another thread's, or one the application's
+	 * nghttp2_mem free function makes -- whose callbacks and data
+	 * sources must find their own state, never this one's (which would
+	 * take the new session's streams along when freed here, and
+	 * nh_read would then reset them). */
+	if (session) {
+		pthread_mutex_lock(&nh_lock);
+		st = nh_remove_locked(session);
+		pthread_mutex_unlock(&nh_lock);
+	}
+	errno = saved_errno;
 	if (del)
 		del(session);
-	if (!session)
-		return;
 	saved_errno = errno;
-	pthread_mutex_lock(&nh_lock);
-	st = nh_remove_locked(session);
-	pthread_mutex_unlock(&nh_lock);
 	nh_session_free(st);
 	errno = saved_errno;
 }

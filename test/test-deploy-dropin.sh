@@ -138,6 +138,47 @@ expect_status 1 "--root: a glibc library in a musl root is refused" \
 	"$S" systemd-dropin --root "$broken" nginx
 check "says why (musl)" contains "$dp_err" "linked with musl"
 check "nothing written (musl)" test ! -e "$bfile"
+# Programs that are symbolic links (a busybox system, store paths) are
+# followed inside the root, never to this host's files of the same name.
+bb=$dp_tmp/bb
+bbfile=$bb/etc/systemd/system/nginx.service.d/ctxshim.conf
+mkdir -p "$bb${lib%/*}" "$bb/usr/bin" "$bb/bin" "$bb/opt/real"
+cp "$built_lib" "$bb$lib"
+elf64 "$bb/bin/busybox" 3 62 /lib/ld-musl-x86_64.so.1
+ln -s /bin/busybox "$bb/bin/true"
+ln -s ../../bin/busybox "$bb/usr/bin/env"
+ln -s /bin/true "$bb/usr/bin/true"
+ln -s busybox "$bb/bin/sh"
+expect_status 1 "--root: a glibc library in a busybox (musl) root of links is refused" \
+	"$S" systemd-dropin --root "$bb" nginx
+check "says why (musl, through the links)" contains "$dp_err" "$bb/bin/busybox is linked with musl"
+check "nothing written (busybox)" test ! -e "$bbfile"
+# The same links to a glibc program: the library suits.  The library
+# itself a link to an absolute path of the root.
+elf64 "$bb/bin/busybox" 3 62 /lib64/ld-linux-x86-64.so.2
+mv "$bb$lib" "$bb/opt/real/libctxshim.so"
+ln -s /opt/real/libctxshim.so "$bb$lib"
+expect_status 0 "--root: programs and library that are links, followed in the root" \
+	"$S" systemd-dropin --root "$bb" nginx
+check "written (links)" test -e "$bbfile"
+check "no note that nothing was compared" test -n "${dp_err##*was not compared*}"
+rm -f "$bbfile"
+# A library that is a link to a file of this host only: the root's loader
+# would not find it.
+rm "$bb$lib"
+ln -s "$built_lib" "$bb$lib"
+expect_status 1 "--root: a library linked to a file outside the root is refused" \
+	"$S" systemd-dropin --root "$bb" nginx
+check "says why (outside the root)" contains "$dp_err" "$bb$lib: No such file"
+check "nothing written (outside)" test ! -e "$bbfile"
+# No program to compare with: written, and said so.
+rm "$bb$lib" "$bb/bin/busybox"
+cp "$built_lib" "$bb$lib"
+expect_status 0 "--root: no program in the root to compare with" \
+	"$S" systemd-dropin --root "$bb" nginx
+check "says nothing was compared" contains "$dp_err" "the library was not compared with its programs"
+rm -f "$bbfile"
+
 printf 'not an ELF file\n' >"$broken$lib"
 expect_status 1 "--root: a file that is not a library is refused" \
 	"$S" systemd-dropin --root "$broken" nginx

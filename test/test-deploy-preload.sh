@@ -130,6 +130,13 @@ check "replaced in place, no newline added" same "$(od -An -c "$pf" | tr -d ' \n
 	"$(printf '/usr/lib/liby.so\n%s' "$lib" | od -An -c | tr -d ' \n')"
 expect_status 0 "uninstall" "$S" preload uninstall --root "$root"
 check "restored, without the old entry" same "$(cat "$pf")" /usr/lib/liby.so
+# The entry is the last line, without a newline: the line before it keeps
+# its own.
+new_root r9
+printf '/usr/lib/liby.so\n/opt/old/libctxshim.so' >"$pf"
+expect_status 0 "uninstall of a last line without a newline" "$S" preload uninstall --root "$root"
+check "the line before keeps its newline" same "$(od -An -c "$pf" | tr -d ' \n')" \
+	"$(printf '/usr/lib/liby.so\n' | od -An -c | tr -d ' \n')"
 
 # ------------------------------------------------------------ comments
 

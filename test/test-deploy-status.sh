@@ -75,6 +75,15 @@ check "not blamed on CTXSHIM_DISABLE=no" contains "$dp_out" \
 	"state:    passive (no process context; the shim's log says why"
 release "$bg_pid" "$bg_go"
 
+# A value with a newline is one entry of the environment: the line after
+# it is not a CTXSHIM_DISABLE of its own.
+start_blocked env LD_PRELOAD="$fake_preload" DP_NOTE="x
+CTXSHIM_DISABLE=1" sh -c "$DP_BLOCKER"
+expect_status 0 "loaded, no context, CTXSHIM_DISABLE=1 inside another value" "$S" status "$bg_pid"
+check "not blamed on another variable's value" contains "$dp_out" \
+	"state:    passive (no process context; the shim's log says why"
+release "$bg_pid" "$bg_go"
+
 # The real shim.
 start_blocked "$S" run --service-name status-test -- sh -c "$DP_BLOCKER"
 expect_status 0 "real shim loaded" "$S" status "$bg_pid"

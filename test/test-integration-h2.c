@@ -23,6 +23,9 @@
  *    frames under the thread's own context), and when
  *    nghttp2_session_mem_send returns the thread shows its own context
  *    again;
+ *  - a server session made at the address of one being deleted (while
+ *    nghttp2_session_del frees it) answers as without the shim, its body
+ *    made under its request's trace;
  *  - an nghttp2 client (helpers/h2-client.c) and a libcurl HTTP/2 client
  *    (helpers/curl-get.c) under the shim with TRACEPARENT: every request
  *    carries exactly one traceparent, a new child of TRACEPARENT, or the
@@ -337,6 +340,27 @@ START_TEST(test_server_bodies)
 }
 END_TEST
 
+/* A session made at the address of one being deleted (its memory freed
+ * by nghttp2_session_del, and taken by the new one before the deletion
+ * returned: what another thread's new session may do) answers its
+ * request exactly as without the shim, the body made under its trace. */
+START_TEST(test_server_reused_address)
+{
+	char spath[4096], *out;
+	char *argv[] = {spath, "--reuse-in-del", NULL};
+
+	helper(spath, sizeof(spath), "h2-server");
+	out = run(argv, NULL, false);
+	ck_assert_msg(strcmp(out, "REUSE 1 200 0 none ok\n") == 0,
+		      "without the shim: %s", out);
+	free(out);
+	out = run(argv, NULL, true);
+	ck_assert_msg(strcmp(out, "REUSE 1 200 0 " TA " ok\n") == 0,
+		      "under the shim: %s", out);
+	free(out);
+}
+END_TEST
+
 /* ---- client side ---- */
 
 /* r carries exactly one traceparent: a new child of TA (span returned). */
@@ -469,6 +493,7 @@ TEST_SUITE(h2_suite)
 	tcase_add_loop_test(tc, test_server_streams, 0, 2);
 	tcase_add_loop_test(tc, test_server_bodies, 0,
 			    (int)(sizeof(body_variant) / sizeof(body_variant[0])));
+	tcase_add_test(tc, test_server_reused_address);
 	tcase_add_test(tc, test_client_nghttp2);
 	helper(p, sizeof(p), "curl-get");
 	if (access(p, X_OK) == 0)

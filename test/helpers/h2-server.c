@@ -32,6 +32,18 @@
  *                    that print "BEFORESEND|FRAMESEND <tid> <stream> <type>
  *                    <seen>" for each frame (stream 0: the connection's)
  *
+ *   h2-server --reuse-in-del
+ *     no network: session A is deleted, and while nghttp2_session_del(A)
+ *     frees A's memory (the free function of A's nghttp2_mem), session B
+ *     is made in that very memory (same address) and gets a request (from
+ *     an in-memory client, traceparent TPA) that it answers with a data
+ *     source; once A's deletion returned, B's response is sent.  Prints
+ *     "REUSE <same> <status> <error> <seen> <body>": 1 if B had A's address,
+ *     the response's :status, the stream's close code at the client, the
+ *     trace-id B's read callback ran under, and the body received ("-"
+ *     for none).  A multi-threaded server meets the same order of events
+ *     when another thread's new session gets a deleted one's address.
+ *
  * Prints "READY <port>".  Each request is handled inside nghttp2's
  * on_frame_recv callback when its last frame (END_STREAM) arrives: it
  * prints "REQ <tid> <stream> <method> <path> <n> <traceparent> <seen>"
@@ -61,6 +73,8 @@
 #include "serve-common.h"
 
 #define BATCH_MAX 16
+/* --reuse-in-del: the request's traceparent. */
+#define TPA_REUSE "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
 
 static bool opt_header2, opt_submit_data, opt_no_copy, opt_frame_send, opt_two_parts,
 	opt_data_first;
@@ -511,11 +525,238 @@ out:
 	return NULL;
 }
 
+/* ---- --reuse-in-del ---- */
+
+static struct {
+	void *a; /* session A's memory (its first allocation) */
+	size_t a_size;
+	void *keep;  /* A's memory, handed to B */
+	bool b_same; /* B was made in it */
+	nghttp2_session *b, *client;
+	nghttp2_session_callbacks *b_cbs;
+	char seen[33];
+	char status[8];
+	char body[64];
+	size_t body_len;
+	int error; /* the stream's close code at the client, -1 open */
+	nghttp2_mem *mem;
+} ru = {.error = -1};
+
+static void *
+ru_malloc(size_t size, void *ud)
+{
+	(void)ud;
+	return malloc(size);
+}
+
+static void *
+ru_calloc(size_t n, size_t size, void *ud)
+{
+	void *p;
+
+	(void)ud;
+	if (ru.keep && !ru.b_same && n * size == ru.a_size) {
+		/* B's session, in A's memory. */
+		ru.b_same = true;
+		return memset(ru.keep, 0, ru.a_size);
+	}
+	p = calloc(n, size);
+	if (p && !ru.a && !ru.b) {
+		/* nghttp2_session_new allocates the session first. */
+		ru.a = p;
+		ru.a_size = n * size;
+	}
+	return p;
+}
+
+static void *
+ru_realloc(void *p, size_t size, void *ud)
+{
+	(void)ud;
+	return realloc(p, size);
+}
+
+static int ru_pump(nghttp2_session *from, nghttp2_session *to);
+
+static void
+ru_free(void *p, void *ud)
+{
+	(void)ud;
+	if (!p || p != ru.a) {
+		free(p);
+		return;
+	}
+	/* The last thing nghttp2_session_del(A) does: B takes the memory,
+	 * and the request arrives, before A's deletion returns. */
+	ru.a = NULL;
+	ru.keep = p;
+	if (nghttp2_session_server_new3(&ru.b, ru.b_cbs, NULL, NULL, ru.mem) != 0 ||
+	    nghttp2_submit_settings(ru.b, NGHTTP2_FLAG_NONE, NULL, 0) != 0)
+		exit(1);
+	(void)ru_pump(ru.client, ru.b);
+}
+
+static ssize_t
+ru_read(nghttp2_session *s,
+	int32_t id,
+	uint8_t *buf,
+	size_t len,
+	uint32_t *flags,
+	nghttp2_data_source *src,
+	void *ud)
+{
+	(void)s;
+	(void)id;
+	(void)src;
+	(void)ud;
+	seen_trace(ru.seen);
+	if (len < 2)
+		return NGHTTP2_ERR_CALLBACK_FAILURE;
+	memcpy(buf, "ok", 2);
+	*flags |= NGHTTP2_DATA_FLAG_EOF;
+	return 2;
+}
+
+static int
+ru_server_frame_recv(nghttp2_session *s, const nghttp2_frame *f, void *ud)
+{
+	nghttp2_nv hdr = {(uint8_t *)":status", (uint8_t *)"200", 7, 3,
+			  NGHTTP2_NV_FLAG_NONE};
+	nghttp2_data_provider prd = {.source.ptr = NULL, .read_callback = ru_read};
+
+	(void)ud;
+	if (f->hd.type != NGHTTP2_HEADERS || f->headers.cat != NGHTTP2_HCAT_REQUEST ||
+	    !(f->hd.flags & NGHTTP2_FLAG_END_STREAM))
+		return 0;
+	return nghttp2_submit_response(s, f->hd.stream_id, &hdr, 1, &prd) == 0
+		       ? 0
+		       : NGHTTP2_ERR_CALLBACK_FAILURE;
+}
+
+static int
+ru_client_header(nghttp2_session *s,
+		 const nghttp2_frame *f,
+		 const uint8_t *name,
+		 size_t nlen,
+		 const uint8_t *value,
+		 size_t vlen,
+		 uint8_t flags,
+		 void *ud)
+{
+	(void)s;
+	(void)f;
+	(void)flags;
+	(void)ud;
+	if (nlen == 7 && memcmp(name, ":status", 7) == 0)
+		copy(ru.status, sizeof(ru.status), value, vlen);
+	return 0;
+}
+
+static int
+ru_client_data(nghttp2_session *s,
+	       uint8_t flags,
+	       int32_t id,
+	       const uint8_t *data,
+	       size_t len,
+	       void *ud)
+{
+	(void)s;
+	(void)flags;
+	(void)id;
+	(void)ud;
+	if (len > sizeof(ru.body) - 1 - ru.body_len)
+		len = sizeof(ru.body) - 1 - ru.body_len;
+	memcpy(ru.body + ru.body_len, data, len);
+	ru.body_len += len;
+	return 0;
+}
+
+static int
+ru_client_close(nghttp2_session *s, int32_t id, uint32_t code, void *ud)
+{
+	(void)s;
+	(void)id;
+	(void)ud;
+	ru.error = (int)code;
+	return 0;
+}
+
+/* Moves what from has queued into to: 1 if something, 0 if nothing, -1
+ * on a session error. */
+static int
+ru_pump(nghttp2_session *from, nghttp2_session *to)
+{
+	const uint8_t *d;
+	ssize_t n;
+	int moved = 0;
+
+	while ((n = nghttp2_session_mem_send(from, &d)) > 0) {
+		if (nghttp2_session_mem_recv(to, d, (size_t)n) != n)
+			return -1;
+		moved = 1;
+	}
+	return n < 0 ? -1 : moved;
+}
+
+static int
+reuse_in_del(void)
+{
+	nghttp2_mem mem = {NULL, ru_malloc, ru_free, ru_calloc, ru_realloc};
+	nghttp2_session_callbacks *ccbs;
+	nghttp2_session *a;
+	nghttp2_nv req[] = {
+		{(uint8_t *)":method", (uint8_t *)"GET", 7, 3, NGHTTP2_NV_FLAG_NONE},
+		{(uint8_t *)":scheme", (uint8_t *)"http", 7, 4, NGHTTP2_NV_FLAG_NONE},
+		{(uint8_t *)":authority", (uint8_t *)"x", 10, 1, NGHTTP2_NV_FLAG_NONE},
+		{(uint8_t *)":path", (uint8_t *)"/r", 5, 2, NGHTTP2_NV_FLAG_NONE},
+		{(uint8_t *)"traceparent", (uint8_t *)TPA_REUSE, 11,
+		 sizeof(TPA_REUSE) - 1, NGHTTP2_NV_FLAG_NONE},
+	};
+	int i, a_moved, b_moved;
+
+	ru.mem = &mem;
+	if (nghttp2_session_callbacks_new(&ru.b_cbs) != 0 ||
+	    nghttp2_session_callbacks_new(&ccbs) != 0)
+		return 1;
+	nghttp2_session_callbacks_set_on_frame_recv_callback(ru.b_cbs,
+							     ru_server_frame_recv);
+	nghttp2_session_callbacks_set_on_header_callback(ccbs, ru_client_header);
+	nghttp2_session_callbacks_set_on_data_chunk_recv_callback(ccbs, ru_client_data);
+	nghttp2_session_callbacks_set_on_stream_close_callback(ccbs, ru_client_close);
+	if (nghttp2_session_client_new(&ru.client, ccbs, NULL) != 0 ||
+	    nghttp2_submit_settings(ru.client, NGHTTP2_FLAG_NONE, NULL, 0) != 0 ||
+	    nghttp2_submit_request(ru.client, NULL, req, 5, NULL, NULL) < 0)
+		return 1;
+	/* A: a server session of the same kind, never used. */
+	if (nghttp2_session_server_new3(&a, ru.b_cbs, NULL, NULL, &mem) != 0 ||
+	    (void *)a != ru.a)
+		return 1;
+	nghttp2_session_del(a);
+	if (!ru.b)
+		return 1;
+	for (i = 0; i < 100 && ru.error < 0; i++) {
+		b_moved = ru_pump(ru.b, ru.client);
+		a_moved = ru_pump(ru.client, ru.b);
+		if (a_moved < 0 || b_moved < 0 || (!a_moved && !b_moved))
+			break;
+	}
+	printf("REUSE %d %s %d %s %s\n", ru.b_same && (void *)ru.b == ru.keep,
+	       ru.status[0] ? ru.status : "-", ru.error, ru.seen[0] ? ru.seen : "-",
+	       ru.body_len ? ru.body : "-");
+	nghttp2_session_del(ru.b);
+	nghttp2_session_del(ru.client);
+	nghttp2_session_callbacks_del(ru.b_cbs);
+	nghttp2_session_callbacks_del(ccbs);
+	return 0;
+}
+
 int
 main(int argc, char **argv)
 {
 	int i;
 
+	if (argc == 2 && strcmp(argv[1], "--reuse-in-del") == 0)
+		return reuse_in_del();
 	for (i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--header2") == 0) {
 			opt_header2 = true;
