@@ -266,6 +266,18 @@ ln -s ctxshim-test/libctxshim.so "$root/usr/lib/libctxshim.so"
 expect_status 0 "install through a safe symbolic link" env CTXSHIM_LIB=/usr/lib/libctxshim.so \
 	"$S" preload install --root "$root"
 check "the link's path is written" same "$(cat "$pf")" /usr/lib/libctxshim.so
+# An absolute link is the root's: /usr/lib/ctxshim-test/... of the root, not
+# of this host (which has no such file).
+new_root t9
+ln -s /usr/lib/ctxshim-test/libctxshim.so "$root/usr/lib/libctxshim.so"
+expect_status 0 "install through an absolute link inside the root" \
+	env CTXSHIM_LIB=/usr/lib/libctxshim.so "$S" preload install --root "$root"
+check "the absolute link's path is written" same "$(cat "$pf")" /usr/lib/libctxshim.so
+expect_status 0 "status through the absolute link" "$S" preload status --root "$root"
+case $dp_out in
+*"does not exist"*) fail "status finds the library in the root: $dp_out" ;;
+*) ok "status finds the library in the root" ;;
+esac
 
 # ------------------------------------------------------------ errors
 
