@@ -334,6 +334,13 @@ START_TEST(help_version)
 	ck_assert_ptr_nonnull(strstr(out, " -t, --tid <tid>"));
 	ck_assert_ptr_nonnull(strstr(out, " -j, --json"));
 	ck_assert_ptr_nonnull(strstr(out, "For more details see ctxdump(1).\n"));
+	/* the exit statuses as ctxdump(1) has them: a thread that ended
+	 * during the dump does not make the output partial */
+	ck_assert_msg(strstr(out, " 1   partial: some threads could not be stopped or "
+				  "read (threads\n       that ended during the dump are "
+				  "not a reason)\n") &&
+			      !strstr(out, "vanished"),
+		      "%s", out);
 	ck_assert_str_eq(err, "");
 	free(out);
 	free(err);
@@ -368,6 +375,162 @@ START_TEST(no_such_process)
 	ck_assert_str_eq(out, "");
 	free(out);
 	free(err);
+}
+END_TEST
+
+/* A kernel thread of the machine (PF_KTHREAD in /proc/PID/stat), or 0 if
+ * this pid namespace shows none. */
+static pid_t
+find_kthread(void)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *de;
+	pid_t found = 0;
+
+	ck_assert_ptr_nonnull(d);
+	while (!found && (de = readdir(d)) != NULL) {
+		char path[300], buf[1024], *p;
+		unsigned long long flags = 0;
+		FILE *f;
+		int i;
+
+		if (de->d_name[0] < '1' || de->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/stat", de->d_name);
+		f = fopen(path, "re");
+		if (!f)
+			continue;
+		p = fgets(buf, sizeof(buf), f) ? strrchr(buf, ')') : NULL;
+		fclose(f);
+		/* field 9 (flags) is the 7th after the name */
+		for (i = 0; p && i < 7; i++)
+			if ((p = strchr(p + 1, ' ')) != NULL && i == 6)
+				flags = strtoull(p + 1, NULL, 10);
+		if (flags & 0x00200000ull)
+			found = (pid_t)atoi(de->d_name);
+	}
+	closedir(d);
+	return found;
+}
+
+/* A kernel thread maps nothing, as a process that has exited: the
+ * message must say what it is, not that it exited. */
+START_TEST(kernel_thread)
+{
+	char *out, *err, arg[16];
+	pid_t pid = find_kthread();
+
+	if (!pid) {
+		fprintf(stderr, "ctxdump-cli: no kernel thread visible, not tested\n");
+		return;
+	}
+	snprintf(arg, sizeof(arg), "%d", (int)pid);
+	ck_assert_int_eq(run_ctxdump(&out, &err, arg, NULL), 2);
+	ck_assert_msg(strstr(err, "is a kernel thread") && !strstr(err, "exited"), "%s",
+		      err);
+	free(out);
+	free(err);
+	ck_assert_int_eq(run_ctxdump(&out, &err, "record", "-o", "/dev/null", arg, NULL),
+			 2);
+	ck_assert_msg(strstr(err, "is a kernel thread") && !strstr(err, "exited"), "%s",
+		      err);
+	free(out);
+	free(err);
+}
+END_TEST
+
+/* A process context with a key map but no threadlocal.schema_version
+ * (helpers/writer-pctx.c) and no otel_thread_ctx_v1: exit 2, the process
+ * context still printed, and its key map shown as what it is. */
+START_TEST(key_map_without_schema)
+{
+	char *argv[] = {(char *)helper_path("writer-pctx"), "distro", "1.0", "svc", NULL};
+	struct test_child c;
+	char line[128], arg[16], *out, *err;
+
+	test_child_start(&c, argv, NULL, false);
+	test_child_expect(&c, "READY ", line, sizeof(line), RUN_TIMEOUT_MS);
+	snprintf(arg, sizeof(arg), "%d", (int)c.pid);
+	ck_assert_int_eq(run_ctxdump(&out, &err, arg, NULL), 2);
+	ck_assert_msg(strstr(out, "\nSchema: none (no threadlocal.schema_version), "
+				  "key map: http.request.method, url.path\n"),
+		      "%s", out);
+	ck_assert_msg(!strstr(out, "no threadlocal.* keys"), "%s", out);
+	free(out);
+	free(err);
+	ck_assert_int_eq(test_child_finish(&c, RUN_TIMEOUT_MS), 0);
+}
+END_TEST
+
+/* The writer's library was replaced on disk after it was loaded (a
+ * package upgrade) and ctxdump cannot open the mapped inode (no
+ * CAP_SYS_ADMIN / CAP_CHECKPOINT_RESTORE for /proc/PID/map_files): the
+ * message must say so, not that no writer is loaded. */
+START_TEST(writer_library_replaced)
+{
+	char dir[] = "/tmp/ctxdump-replaced-XXXXXX", lib[128], tmp[160], arg[16];
+	char *argv[] = {(char *)helper_path("writer-dlopen"), lib, NULL};
+	static char line[8192]; /* THREAD lines with the attributes' hex */
+	char *src, *out, *err;
+	struct test_child c;
+	size_t len;
+	FILE *f;
+	int st;
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(lib, sizeof(lib), "%s/libwriter.so", dir);
+	snprintf(tmp, sizeof(tmp), "%s/new.so", dir);
+	f = fopen(helper_path("libwtls-tlsdesc.so"), "re");
+	ck_assert_ptr_nonnull(f);
+	src = malloc(1 << 22);
+	ck_assert_ptr_nonnull(src);
+	len = fread(src, 1, 1 << 22, f);
+	fclose(f);
+	f = fopen(lib, "we");
+	ck_assert_uint_eq(fwrite(src, 1, len, f), len);
+	ck_assert_int_eq(fclose(f), 0);
+	test_child_start(&c, argv, NULL, false);
+	test_child_expect(&c, "READY ", line, sizeof(line), RUN_TIMEOUT_MS);
+	/* an upgrade: a new file renamed over the loaded one */
+	f = fopen(tmp, "we");
+	ck_assert_uint_eq(fwrite(src, 1, len, f), len);
+	ck_assert_int_eq(fclose(f), 0);
+	ck_assert_int_eq(rename(tmp, lib), 0);
+	free(src);
+
+	snprintf(arg, sizeof(arg), "%d", (int)c.pid);
+	if (geteuid() == 0 && access("/usr/bin/setpriv", X_OK) == 0) {
+		/* root: without the capabilities map_files needs */
+		char *sp[] = {"/usr/bin/setpriv",
+			      "--bounding-set=-sys_admin,-checkpoint_restore",
+			      (char *)ctxdump_path(), arg, NULL};
+
+		st = test_run_capture(sp, NULL, false, &out, &err, RUN_TIMEOUT_MS);
+		ck_assert_msg(WIFEXITED(st), "status 0x%x", st);
+		st = WEXITSTATUS(st);
+	} else {
+		st = run_ctxdump(&out, &err, arg, NULL);
+	}
+	if (st == 0 && geteuid() != 0) {
+		/* map_files could be opened after all (CAP_CHECKPOINT_RESTORE) */
+		free(out);
+		free(err);
+		test_child_finish(&c, RUN_TIMEOUT_MS);
+		return;
+	}
+	ck_assert_msg(st == 2, "exit %d: %s", st, err);
+	ck_assert_msg(strstr(err, "could not be opened, the first ") &&
+			      strstr(err, "/libwriter.so (deleted): the file at its path "
+					  "is not the one mapped (replaced since it was "
+					  "loaded)") &&
+			      strstr(err, "/map_files/, which needs CAP_SYS_ADMIN") &&
+			      !strstr(err, "is an OTEP-4947 writer such as"),
+		      "%s", err);
+	free(out);
+	free(err);
+	ck_assert_int_eq(test_child_finish(&c, RUN_TIMEOUT_MS), 0);
+	unlink(lib);
+	rmdir(dir);
 }
 END_TEST
 
@@ -894,11 +1057,14 @@ TEST_SUITE(ctxdump_cli_suite)
 	tcase_add_test(tc, usage_errors);
 	tcase_add_test(tc, help_version);
 	tcase_add_test(tc, no_such_process);
+	tcase_add_test(tc, kernel_thread);
 	suite_add_tcase(s, tc);
 
 	tcase_set_timeout(tp, 120);
 	tcase_add_test(tp, not_a_process);
 	tcase_add_test(tp, no_symbol);
+	tcase_add_test(tp, key_map_without_schema);
+	tcase_add_test(tp, writer_library_replaced);
 	tcase_add_test(tp, records_text_and_json);
 	tcase_add_test(tp, escaping);
 	tcase_add_test(tp, one_thread);

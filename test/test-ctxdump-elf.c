@@ -79,7 +79,8 @@ examine(pid_t pid, const char *path, bool user, struct etls_symbol *sym)
 START_TEST(image_matches_live_process)
 {
 	static const char *const writers[] = {"writer-tlsdesc", "writer-gd",
-					      "writer-ie", "writer-le"};
+					      "writer-ie",      "writer-le",
+					      "writer-alias-ld"};
 	static char line[8192];
 	char path[4096];
 	struct etls_symbol live, img;
@@ -109,6 +110,8 @@ START_TEST(image_matches_live_process)
 	ck_assert_uint_eq(img.dtpmod_slot, live.dtpmod_slot);
 	ck_assert_uint_eq(img.dtpoff_slot, live.dtpoff_slot);
 	ck_assert_uint_eq(img.tpoff_slot, live.tpoff_slot);
+	ck_assert_int_eq(img.anon_slots, live.anon_slots);
+	ck_assert_int_eq(img.slot_adjust, live.slot_adjust);
 	ck_assert_int_eq(WEXITSTATUS(test_child_finish(&c, 10000)), 0);
 }
 END_TEST
@@ -158,12 +161,51 @@ START_TEST(image_errors)
 }
 END_TEST
 
+/* otel_thread_ctx_v1 exported as an alias of a hidden thread-local
+ * (writer-tls-alias.c, at offset 0x28 of the module's block): no
+ * relocation names it, the symbol-less ones address the block plus their
+ * addend. */
+START_TEST(alias_images)
+{
+	static const char *const libs[] = {"libwtls-alias-tlsdesc.so",
+					   "libwtls-alias-gd.so", "libwtls-alias-ld.so"};
+	struct etls_symbol sym;
+	char path[4096];
+	uint8_t *img;
+	size_t len;
+
+	snprintf(path, sizeof(path), "%s/%s", test_env_path("HELPER_DIR"), libs[_i]);
+	img = slurp(path, &len);
+	ck_assert_int_eq(etls_examine_image(img, len, 0x7f0000000000, 0,
+					    OTEL_THREAD_CTX_SYMBOL, false, &sym),
+			 0);
+	free(img);
+	ck_assert_uint_eq(sym.st_value, 0x28);
+	ck_assert(sym.anon_slots);
+	switch (_i) {
+	case 0: /* gnu2: its own descriptor (addend 0x28) among two */
+		ck_assert_uint_ne(sym.tlsdesc_slot, 0);
+		ck_assert_int_eq(sym.slot_adjust, 0);
+		break;
+	case 1: /* gnu: a module id; the offset is st_value */
+		ck_assert_uint_eq(sym.tlsdesc_slot, 0);
+		ck_assert_uint_ne(sym.dtpmod_slot, 0);
+		ck_assert_uint_eq(sym.dtpoff_slot, 0);
+		break;
+	default: /* local-dynamic: the module's base (addend 0) */
+		ck_assert_uint_ne(sym.tlsdesc_slot, 0);
+		ck_assert_int_eq(sym.slot_adjust, 0x28);
+	}
+}
+END_TEST
+
 TEST_SUITE(ctxdump_elf_suite)
 {
 	Suite *s = suite_create("ctxdump-elf");
 	TCase *tc = tcase_create("image");
 
-	tcase_add_loop_test(tc, image_matches_live_process, 0, 4);
+	tcase_add_loop_test(tc, image_matches_live_process, 0, 5);
+	tcase_add_loop_test(tc, alias_images, 0, 3);
 	tcase_add_test(tc, image_errors);
 	suite_add_tcase(s, tc);
 	return s;

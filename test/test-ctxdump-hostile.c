@@ -331,29 +331,39 @@ struct pctx_case {
 	int status;         /* -1: 0 or 1 */
 	const char *reason; /* in stderr (NULL: stderr empty) */
 	const char *out;    /* in stdout */
+	const char *detail; /* in stderr too, after reason (NULL: none) */
 };
 
 static const struct pctx_case pctx_cases[] = {
-	{"torn", 1, "cannot read the process context: Resource temporarily unavailable",
-	 "Process context: none\n"},
-	{"oversized", 1, "cannot read the process context: Argument list too long",
-	 "Process context: none\n"},
-	{"size-max", 1, "cannot read the process context: Argument list too long",
-	 "Process context: none\n"},
-	{"unmapped", 1,
-	 "cannot read the process context: Resource temporarily unavailable",
-	 "Process context: none\n"},
-	{"malformed", 1, "cannot read the process context: Bad message",
-	 "Process context: none\n"},
-	{"bad-version", 1, "cannot read the process context: Bad message",
-	 "Process context: none\n"},
-	{"deep", 1, "cannot read the process context: Bad message",
-	 "Process context: none\n"},
-	{"exec", 0, NULL, "Process context: none\n"},
+	/* the reason says what was wrong, where, with the values read */
+	{"torn", 1, "cannot read the process context: the header at 0x",
+	 "Process context: none\n", "still said \"being updated\" "
+	 "(monotonic_published_at_ns 0) after 8 reads; ignoring it"},
+	{"oversized", 1, "cannot read the process context: the header at 0x",
+	 "Process context: none\n",
+	 " has payload_size 2097152, more than the 1048576 bytes ctxdump reads"},
+	{"size-max", 1, "cannot read the process context: the header at 0x",
+	 "Process context: none\n",
+	 " has payload_size 4294967295, more than the 1048576 bytes ctxdump reads"},
+	{"unmapped", 1, "cannot read the process context: its payload (100 bytes at 0x",
+	 "Process context: none\n", ") is not readable: Bad address (8 attempts)"},
+	{"malformed", 1, "cannot read the process context: its payload (8 bytes at 0x",
+	 "Process context: none\n", ") is not a valid ProcessContext protobuf"},
+	{"bad-version", 1, "cannot read the process context: the header at 0x",
+	 "Process context: none\n", " has version 3 (ctxdump reads version 2)"},
+	{"deep", 1, "cannot read the process context: its payload (",
+	 "Process context: none\n", ") is not a valid ProcessContext protobuf"},
+	{"exec", 0, NULL, "Process context: none\n", NULL},
+	{"signature", 1, "cannot read the process context: the mapping at 0x",
+	 "Process context: none\n", " does not start with the signature OTEL_CTX"},
+	/* exit 0: everything was read, but the warning says what it means */
+	{"schema", 0, "process ", "Schema: tls_v9, key map: k0, k1\n",
+	 " names the thread-context schema \"tls_v9\" (threadlocal.schema_version), "
+	 "which ctxdump does not know"},
 	{"strings", 0, NULL,
 	 "Service: \\x1b[2Jevil\\x0aservice\\x0d (instance "
-	 "\\xff\\xfe\\xc3(\\x9b31m)\n"},
-	{"churn", -1, NULL, "    trace_id=33333333333333333333333333333333"},
+	 "\\xff\\xfe\\xc3(\\x9b31m)\n", NULL},
+	{"churn", -1, NULL, "    trace_id=33333333333333333333333333333333", NULL},
 };
 
 START_TEST(broken_process_context)
@@ -381,6 +391,8 @@ START_TEST(broken_process_context)
 				      err);
 		if (pc->reason)
 			expect_in(err, pc->reason);
+		if (pc->detail)
+			expect_in(err, pc->detail);
 		else if (r == 0)
 			ck_assert_msg(!*err, "%s: %s", pc->mode, err);
 		else

@@ -349,6 +349,29 @@ static const struct writer_case cases[] = {
 	 "libwtls-tlsdesc.so"},
 	{"dlopen-gd", "writer-dlopen", "libwtls-gd.so", NULL, "general-dynamic",
 	 "libwtls-gd.so"},
+	/* a non-PIE executable (ET_EXEC, load bias 0) */
+	{"le-nopie", "writer-le-nopie", NULL, NULL, "local-exec", "writer-le-nopie"},
+	/* the variable exported as an alias of a hidden one, at offset 0x28
+	 * of its module's block: no relocation names it (symbol-less TLSDESC
+	 * / DTPMOD64 with an addend) */
+	{"alias-tlsdesc", "writer-alias-tlsdesc", NULL, NULL, "tlsdesc-static",
+	 "libwtls-alias-tlsdesc.so"},
+	{"alias-gd", "writer-alias-gd", NULL, NULL, "general-dynamic",
+	 "libwtls-alias-gd.so"},
+	/* initial-exec code in the library: symbol-less TPOFF64 words */
+	{"alias-ie", "writer-alias-ie", NULL, NULL, "initial-exec",
+	 "libwtls-alias-ie.so"},
+	/* local-dynamic code: one descriptor for the module's base */
+	{"alias-ld", "writer-alias-ld", NULL, NULL, "tlsdesc-static",
+	 "libwtls-alias-ld.so"},
+	{"dlopen-alias-tlsdesc-dynamic", "writer-dlopen", "libwtls-alias-tlsdesc.so",
+	 "GLIBC_TUNABLES=glibc.rtld.optional_static_tls=0", "tlsdesc-dynamic",
+	 "libwtls-alias-tlsdesc.so"},
+	{"dlopen-alias-ld-dynamic", "writer-dlopen", "libwtls-alias-ld.so",
+	 "GLIBC_TUNABLES=glibc.rtld.optional_static_tls=0", "tlsdesc-dynamic",
+	 "libwtls-alias-ld.so"},
+	{"dlopen-alias-gd", "writer-dlopen", "libwtls-alias-gd.so", NULL,
+	 "general-dynamic", "libwtls-alias-gd.so"},
 };
 #define N_CASES ((int)(sizeof(cases) / sizeof(cases[0])))
 

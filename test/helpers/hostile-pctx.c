@@ -20,6 +20,9 @@
  *   churn         a thread republishes all the time, with the payload
  *                 changing size and place (the seqlock is exercised)
  *   exec          the mapping is executable (readers must ignore it)
+ *   signature     a mapping named OTEL_CTX whose header says OTEL_CTY
+ *   schema        a valid payload naming the thread-context schema
+ *                 "tls_v9" (a record layout no reader knows yet)
  *
  * Prints "READY <pid>" and blocks until stdin is closed (exit 0). */
 #include "config.h"
@@ -265,6 +268,18 @@ main(int argc, char **argv)
 		publish(payload, len, PCTX_VERSION, true);
 	} else if (strcmp(mode, "strings") == 0 || strcmp(mode, "exec") == 0) {
 		len = hostile_strings(payload, sizeof(payload));
+		publish(payload, len, PCTX_VERSION, true);
+	} else if (strcmp(mode, "signature") == 0) {
+		len = hostile_strings(payload, sizeof(payload));
+		publish(payload, len, PCTX_VERSION, true);
+		hdr->signature[7] = 'Y';
+	} else if (strcmp(mode, "schema") == 0) {
+		static const struct pctx_kv res[] = {{"service.name", "future"}};
+		static const char *const km[] = {"k0", "k1"};
+
+		if (pctx_encode(payload, sizeof(payload), &len, res, 1, "tls_v9", km, 2) <
+		    0)
+			return 1;
 		publish(payload, len, PCTX_VERSION, true);
 	} else if (strcmp(mode, "churn") == 0) {
 		churn = true;

@@ -60,18 +60,42 @@ static void usage(void) __attribute__((noreturn));
 /* A file name from the target's maps, escaped like everything printed
  * from the target (a library may be named with ESC sequences). */
 static const char *
-escaped(const char *s)
+escaped_n(const void *s, size_t n)
 {
 	static char buf[4 * PATH_MAX + 1];
-	FILE *f = fmemopen(buf, sizeof(buf), "w");
+	FILE *f;
 
+	if (n > PATH_MAX)
+		n = PATH_MAX;
+	f = fmemopen(buf, sizeof(buf), "w");
 	if (!f)
 		return "?";
-	output_text_escape(f, (const uint8_t *)s, strlen(s), false);
+	output_text_escape(f, s, n, false);
 	if (fclose(f) != 0)
 		return "?";
 	buf[sizeof(buf) - 1] = '\0';
 	return buf;
+}
+
+static const char *
+escaped(const char *s)
+{
+	return escaped_n(s, strlen(s));
+}
+
+/* The thread-context schemas whose records are the OTEP-4947 v1 layout
+ * (otep-formats.md §1.6): what writers publish today, the final name the
+ * OTEP announces, and the name of an earlier draft. */
+static bool
+schema_known(const struct pctx_str *v)
+{
+	static const char *const known[] = {"tlsdesc_v1_dev", "tls_v1", "tlsdesc_v1"};
+	size_t i;
+
+	for (i = 0; i < sizeof(known) / sizeof(known[0]); i++)
+		if (pctx_str_eq(*v, known[i]))
+			return true;
+	return false;
 }
 
 static void
@@ -102,8 +126,10 @@ usage(void)
 	      "\n"
 	      "Exit status:\n"
 	      " 0   every thread was read\n"
-	      " 1   partial: some threads vanished or could not be read\n"
-	      " 2   fatal: no such process, cannot attach, or no otel_thread_ctx_v1\n"
+	      " 1   partial: some threads could not be stopped or read (threads\n"
+	      "       that ended during the dump are not a reason)\n"
+	      " 2   fatal: no such process, it exited, cannot attach, or no\n"
+	      "       otel_thread_ctx_v1 nor another known layout\n"
 	      " 64  usage error\n"
 	      "\n"
 	      "For more details see ctxdump(1).\n",
@@ -213,9 +239,10 @@ load_cmdline(struct dump *d)
 
 /* Read and decode the process context, finding its mapping in the maps
  * of ep (NULL: read them again); returns 0, -ENOENT (none), or another
- * negative errno (reported by the caller). */
+ * negative errno, with why (if not NULL) saying what was wrong, for the
+ * caller's message. */
 static int
-load_pctx(struct dump *d, struct etls_proc *ep)
+load_pctx(struct dump *d, struct etls_proc *ep, char *why, size_t why_len)
 {
 	struct pctxr_snapshot snap = {0};
 	struct pctx_decoded *pd;
@@ -229,15 +256,22 @@ load_pctx(struct dump *d, struct etls_proc *ep)
 	} else {
 		r = pctxr_read(d->mem_pid, &snap);
 	}
-	if (r < 0)
+	if (r < 0) {
+		if (why)
+			pctxr_describe(r, false, &snap, why, why_len);
 		return r;
+	}
 	pd = malloc(sizeof(*pd));
 	if (!pd) {
 		pctxr_free(&snap);
+		if (why)
+			snprintf(why, why_len, "%s", strerror(ENOMEM));
 		return -ENOMEM;
 	}
 	r = pctx_decode(snap.payload, snap.payload_len, pd);
 	if (r < 0) {
+		if (why)
+			pctxr_describe(r, true, &snap, why, why_len);
 		free(pd);
 		pctxr_free(&snap);
 		return r;
@@ -586,7 +620,7 @@ again:
 	if (unknown && !refreshed) {
 		refreshed = true;
 		unknown = false;
-		if (load_pctx(d, NULL) == 0)
+		if (load_pctx(d, NULL, NULL, 0) == 0)
 			goto again;
 	}
 	free(dec);
@@ -1006,11 +1040,11 @@ main(int argc, char **argv)
 	r = dump_proc_load(ctl.pid, &d->mem_pid, &ep);
 	if (ep) {
 		/* The process context needs no stop: it has its own seqlock. */
-		int rp = load_pctx(d, ep);
+		char why[256];
+		int rp = load_pctx(d, ep, why, sizeof(why));
 
 		if (rp < 0 && rp != -ENOENT && rp != -EPERM && rp != -EACCES) {
-			cli_warn("cannot read the process context: %s, ignoring",
-				 strerror(-rp));
+			cli_warn("cannot read the process context: %s; ignoring it", why);
 			run.partial = true;
 		}
 		r = etls_proc_find(ep, OTEL_THREAD_CTX_SYMBOL, &d->sym);
@@ -1020,6 +1054,27 @@ main(int argc, char **argv)
 			r = 1;
 		etls_proc_free(ep);
 	}
+	if (r == -ENOENT && d->sym.n_unopenable) {
+		/* the definition may be in what could not be opened */
+		const struct etls_symbol *s = &d->sym;
+
+		cli_warn("none of the objects of process %d that ctxdump could open "
+			 "defines " OTEL_THREAD_CTX_SYMBOL "; %u of %u could not be "
+			 "opened, the first %s%s: %s",
+			 (int)ctl.pid, s->n_unopenable, s->n_objects,
+			 escaped(s->unopenable), s->unopenable_deleted ? " (deleted)" : "",
+			 s->unopenable_err == -ESTALE
+				 ? "the file at its path is not the one mapped (replaced "
+				   "since it was loaded)"
+				 : strerror(-s->unopenable_err));
+		if (s->unopenable_err == -ESTALE || s->unopenable_err == -ENOENT)
+			cli_warn("the mapped files themselves are only reachable "
+				 "through /proc/%d/map_files/, which needs "
+				 "CAP_SYS_ADMIN or CAP_CHECKPOINT_RESTORE",
+				 (int)ctl.pid);
+		stop_free(&ss);
+		return finish(&run, CLI_EXIT_FATAL);
+	}
 	if (r == -ENOENT) {
 		cli_warn(
 			"no loaded object of process %d defines " OTEL_THREAD_CTX_SYMBOL
@@ -1027,6 +1082,13 @@ main(int argc, char **argv)
 			(int)ctl.pid);
 		stop_free(&ss);
 		return finish(&run, CLI_EXIT_FATAL);
+	}
+	if (r == -ESRCH && dump_is_kthread(ctl.pid)) {
+		cli_warn("process %d is a kernel thread: it has no user-space memory "
+			 "and no thread context to read", (int)ctl.pid);
+		stop_free(&ss);
+		dump_free(d);
+		return CLI_EXIT_FATAL;
 	}
 	if (r == -ESRCH) {
 		cli_warn("process %d exited", (int)ctl.pid);
@@ -1157,9 +1219,15 @@ main(int argc, char **argv)
 	}
 
 	if (d->has_symbol && d->acc.model == TLSM_UNRESOLVED) {
-		cli_warn("the loader has not filled in the TLS slot "
-			 "of " OTEL_THREAD_CTX_SYMBOL " in %s; no thread can be read",
-			 escaped(d->sym.module));
+		if (d->sym.tlsdesc_slot || d->sym.dtpmod_slot || d->sym.tpoff_slot)
+			cli_warn("the loader has not filled in the TLS slot "
+				 "of " OTEL_THREAD_CTX_SYMBOL " in %s; no thread can be read",
+				 escaped(d->sym.module));
+		else
+			cli_warn("no TLS relocation of a loaded object reaches "
+				 OTEL_THREAD_CTX_SYMBOL " of %s, so its place in each "
+				 "thread is unknown; no thread can be read",
+				 escaped(d->sym.module));
 		run.partial = true;
 	}
 	for (i = 0; i < d->n_threads; i++) {
@@ -1179,6 +1247,15 @@ main(int argc, char **argv)
 	if (i < d->n_threads)
 		qsort(d->threads, d->n_threads, sizeof(*d->threads), cmp_tid);
 	decode_attrs(&run);
+	/* The record has no version of its own: the process context's
+	 * schema says which layout it is. */
+	if (d->has_symbol && d->has_pctx && d->pd->has_threadlocal &&
+	    !schema_known(&d->pd->schema_version))
+		cli_warn("process %d names the thread-context schema \"%s\" "
+			 "(threadlocal.schema_version), which ctxdump does not know; "
+			 "its records are shown as OTEP-4947 tlsdesc_v1_dev records",
+			 (int)ctl.pid,
+			 escaped_n(d->pd->schema_version.ptr, d->pd->schema_version.len));
 	dlay_finish(d);
 	if (ctl.stacks) {
 		const char *why = stack_unwind_unavailable();

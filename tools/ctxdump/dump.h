@@ -155,3 +155,7 @@ pid_t dump_memory_pid(pid_t pid, char leader_state);
  * another live one, stored in *mem_pid.  Returns etls_proc_load()'s
  * result. */
 int dump_proc_load(pid_t pid, pid_t *mem_pid, struct etls_proc **ep);
+
+/* Whether pid is a kernel thread: it maps nothing, like a process that
+ * has exited, and the messages must not say it exited. */
+bool dump_is_kthread(pid_t pid);

@@ -58,6 +58,7 @@ struct etls_obj {
 	 * looked up in the same struct etls_proc (a dump looks up three). */
 	bool tried;
 	bool ok;
+	int err; /* why it could not be opened or parsed */
 	struct etls_elf x;
 };
 
@@ -289,10 +290,13 @@ obj_elf(pid_t pid, struct etls_obj *ob)
 	ob->tried = true;
 	memset(x, 0, sizeof(*x));
 	x->fd = obj_open(pid, ob);
-	if (x->fd < 0)
+	if (x->fd < 0) {
+		ob->err = x->fd;
 		return NULL;
+	}
 	x->e = elf_begin(x->fd, ELF_C_READ_MMAP, NULL);
 	if (elf_parse(x, ob->start, ob->offset) < 0) {
+		ob->err = -ENOEXEC;
 		elf_close(x);
 		return NULL;
 	}
@@ -413,6 +417,79 @@ has_slots(const struct etls_symbol *s)
 	return s->tlsdesc_slot || s->dtpmod_slot || s->tpoff_slot;
 }
 
+/* No relocation names the symbol: the module's own code reaches the
+ * variable through a hidden name (an exported alias of a hidden
+ * thread-local, usual with -fvisibility=hidden; or local-dynamic code),
+ * which the linker binds locally.  Its TLSDESC, DTPMOD64 and TPOFF64
+ * relocations then have no symbol and address the module's TLS block plus
+ * their addend (reader.md §1.4 and §5; the eBPF profiler's
+ * resolveTLSAccess takes offset = st_value for them).  Every one of them
+ * addresses the same block, so any will do; a TLSDESC or TPOFF64 whose
+ * addend is st_value is the variable's own.  Returns true if any was
+ * found. */
+static bool
+scan_anon_relocs(struct etls_elf *x, uint64_t bias, struct etls_symbol *sym)
+{
+	bool a64 = x->eh.e_machine == EM_AARCH64;
+	int64_t desc_addend = 0, tp_addend = 0;
+	Elf_Scn *scn = NULL;
+
+	while ((scn = elf_nextscn(x->e, scn)) != NULL) {
+		GElf_Shdr sh;
+		Elf_Data *d;
+		size_t n, i, ent;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_RELA ||
+		    sh.sh_link != x->dynsym_ndx)
+			continue;
+		d = elf_getdata(scn, NULL);
+		if (!d)
+			continue;
+		ent = sh.sh_entsize ? sh.sh_entsize : sizeof(Elf64_Rela);
+		n = sh.sh_size / ent;
+		for (i = 0; i < n; i++) {
+			GElf_Rela rel;
+			uint64_t type, slot;
+			bool own;
+
+			if (!gelf_getrela(d, (int)i, &rel))
+				break;
+			if (GELF_R_SYM(rel.r_info) != 0)
+				continue;
+			type = GELF_R_TYPE(rel.r_info);
+			slot = bias + rel.r_offset;
+			own = (uint64_t)rel.r_addend == sym->st_value;
+			if (type == (a64 ? A64_TLSDESC : X86_64_TLSDESC)) {
+				if (!sym->tlsdesc_slot ||
+				    (own && (uint64_t)desc_addend != sym->st_value)) {
+					sym->tlsdesc_slot = slot;
+					desc_addend = rel.r_addend;
+				}
+			} else if (type == (a64 ? A64_DTPMOD : X86_64_DTPMOD64)) {
+				/* the offset in the block is st_value */
+				if (!sym->dtpmod_slot)
+					sym->dtpmod_slot = slot;
+			} else if (type == (a64 ? A64_TPREL : X86_64_TPOFF64)) {
+				if (!sym->tpoff_slot ||
+				    (own && (uint64_t)tp_addend != sym->st_value)) {
+					sym->tpoff_slot = slot;
+					tp_addend = rel.r_addend;
+				}
+			}
+		}
+	}
+	if (!has_slots(sym))
+		return false;
+	sym->anon_slots = true;
+	/* etls_resolve() uses the TLSDESC slot first, then the GD pair
+	 * (whose offset is st_value), then the TPOFF64 word */
+	if (sym->tlsdesc_slot)
+		sym->slot_adjust = (int64_t)sym->st_value - desc_addend;
+	else if (!sym->dtpmod_slot)
+		sym->slot_adjust = (int64_t)sym->st_value - tp_addend;
+	return true;
+}
+
 static bool
 path_is_musl(const char *path)
 {
@@ -446,7 +523,8 @@ examine_definition(struct etls_elf *x, const char *name, struct etls_symbol *cur
 		cur->arch = TLSM_AARCH64;
 	else
 		cur->arch = (enum tlsm_arch) - 1;
-	scan_relocs(x, idx, x->bias, cur);
+	if (!scan_relocs(x, idx, x->bias, cur))
+		(void)scan_anon_relocs(x, x->bias, cur);
 	return true;
 }
 
@@ -736,7 +814,15 @@ etls_proc_find(struct etls_proc *p, const char *name, struct etls_symbol *sym)
 		best.n_objects++;
 		x = obj_elf(p->pid, ob);
 		if (!x) {
-			best.n_unopenable++;
+			/* not an ELF object is no failure: a mapped data file */
+			if (ob->err == -ENOEXEC)
+				continue;
+			if (!best.n_unopenable++) {
+				snprintf(best.unopenable, sizeof(best.unopenable), "%s",
+					 ob->path);
+				best.unopenable_deleted = ob->deleted;
+				best.unopenable_err = ob->err;
+			}
 			continue;
 		}
 		memset(&cur, 0, sizeof(cur));
@@ -753,16 +839,28 @@ etls_proc_find(struct etls_proc *p, const char *name, struct etls_symbol *sym)
 		    (!best.is_exec && !has_slots(&best) && has_slots(&cur))) {
 			unsigned nd = best.n_definitions, no = best.n_objects,
 				 nu = best.n_unopenable;
+			int ue = best.unopenable_err;
+			bool ud = best.unopenable_deleted;
 
+			memcpy(cur.unopenable, best.unopenable, sizeof(cur.unopenable));
 			best = cur;
 			best.n_definitions = nd;
 			best.n_objects = no;
 			best.n_unopenable = nu;
+			best.unopenable_err = ue;
+			best.unopenable_deleted = ud;
 			have = true;
 		}
 	}
-	if (!have)
+	if (!have) {
+		/* why none may have been found */
+		sym->n_objects = best.n_objects;
+		sym->n_unopenable = best.n_unopenable;
+		memcpy(sym->unopenable, best.unopenable, sizeof(sym->unopenable));
+		sym->unopenable_deleted = best.unopenable_deleted;
+		sym->unopenable_err = best.unopenable_err;
 		return -ENOENT;
+	}
 	best.libc = musl ? TLSM_MUSL : TLSM_GLIBC;
 #if defined(__x86_64__)
 	if (best.arch != TLSM_X86_64)
@@ -814,6 +912,11 @@ etls_resolve(pid_t pid, const struct etls_symbol *sym, struct tlsm_access *acc)
 			dyn_ok = true;
 		tlsm_from_tlsdesc(sym->arch, sym->libc, desc[0], desc[1], code,
 				  nc > 0 ? (size_t)nc : 0, dyn_ok ? dyn : NULL, acc);
+		/* a symbol-less descriptor addresses block + addend */
+		if (acc->model == TLSM_TLSDESC_STATIC)
+			acc->tpoff += sym->slot_adjust;
+		else if (acc->model == TLSM_TLSDESC_DYNAMIC)
+			acc->offset += (uint64_t)sym->slot_adjust;
 		return 0;
 	}
 	if (sym->dtpmod_slot) {
@@ -837,6 +940,8 @@ etls_resolve(pid_t pid, const struct etls_symbol *sym, struct tlsm_access *acc)
 		if (r < 0)
 			goto fail;
 		tlsm_from_ie(sym->arch, sym->libc, got, acc);
+		if (acc->model == TLSM_IE)
+			acc->tpoff += sym->slot_adjust;
 		return 0;
 	}
 	memset(acc, 0, sizeof(*acc));

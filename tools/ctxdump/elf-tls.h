@@ -31,6 +31,13 @@ struct etls_symbol {
 	uint64_t dtpmod_slot;  /* module id */
 	uint64_t dtpoff_slot;  /* offset in the block */
 	uint64_t tpoff_slot;   /* TP offset */
+	/* The slots came from relocations without a symbol (r_sym 0): the
+	 * variable is reached through a hidden alias (or local-dynamic code),
+	 * so the linker bound the access itself and the slot addresses the
+	 * module's TLS block plus the relocation's addend.  The variable
+	 * lies slot_adjust (st_value - addend) further. */
+	bool anon_slots;
+	int64_t slot_adjust;
 	/* Object whose relocations gave the slots, if not the definer (an
 	 * executable using a library's variable initial-exec). */
 	char reloc_module[PATH_MAX];
@@ -40,6 +47,12 @@ struct etls_symbol {
 	unsigned n_definitions; /* distinct objects defining the symbol */
 	unsigned n_objects;     /* ELF objects examined */
 	unsigned n_unopenable;  /* mapped objects that could not be opened */
+	/* The first of those, and why (-ESTALE: the file at its path is no
+	 * longer the mapped one).  Also filled when etls_proc_find() returns
+	 * -ENOENT, with the counts above: the definition may be in it. */
+	char unopenable[PATH_MAX];
+	bool unopenable_deleted;
+	int unopenable_err;
 };
 
 /* Look through the mapped objects of pid.  Runs while the target runs.

@@ -545,6 +545,32 @@ decode_cl(const struct lay_raw *raw, struct lay_ctx *o)
 		memset(o->trace_id, 0, sizeof(o->trace_id));
 }
 
+bool
+lay_otel_unknown_keys(const struct lay_raw *raw, const struct pctx_decoded *pd)
+{
+	struct otel_thread_ctx_record h;
+	unsigned n_keys = pd ? pd->n_keys : 0;
+	size_t have, pos = 0;
+	const uint8_t *a;
+
+	if (raw->state != LAY_COPIED || raw->len < TREC_HEADER_SIZE)
+		return false;
+	memcpy(&h, raw->buf, sizeof(h));
+	if (h.valid != TREC_VALID)
+		return false;
+	have = raw->len - TREC_HEADER_SIZE;
+	if (have > h.attrs_data_size)
+		have = h.attrs_data_size;
+	a = raw->buf + TREC_HEADER_SIZE;
+	/* whole entries only, as trec_attrs_decode() takes them */
+	while (have - pos >= 2 && have - pos - 2 >= a[pos + 1]) {
+		if (a[pos] >= n_keys)
+			return true;
+		pos += 2 + (size_t)a[pos + 1];
+	}
+	return false;
+}
+
 int
 lay_decode(enum lay_kind k,
 	   const struct lay_raw *raw,

@@ -165,6 +165,12 @@ int lay_decode(enum lay_kind k,
 	       const struct pctx_decoded *pd,
 	       struct lay_ctx *out);
 
+/* Whether the copied OTEP record in raw (layout LAY_OTEL) is valid and
+ * uses an attribute index the key map of pd (may be NULL) does not have:
+ * the map grew since pd was read (OTEP-4947: refresh it before going on).
+ * Walks the entries only, without decoding them. */
+bool lay_otel_unknown_keys(const struct lay_raw *raw, const struct pctx_decoded *pd);
+
 /* Service name and environment from Elastic's process storage (the
  * non-thread-local elastic_apm_profiling_correlation_process_storage_v1),
  * NUL-terminated and cut to the caps.  Needs no stop (the pointer is only

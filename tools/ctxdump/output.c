@@ -407,10 +407,15 @@ text_header(struct ob *f, const struct dump *d, const struct output_opts *o)
 			ob_putc(f, ')');
 		}
 		ob_putc(f, '\n');
-		if (d->pd->has_threadlocal) {
+		if (d->pd->has_threadlocal || d->pd->n_keys) {
+			/* a key map without a schema version is used all the
+			 * same (the attributes are named from it) */
 			ob_puts(f, "Schema: ");
-			ob_text_escape(f, d->pd->schema_version.ptr,
-					   d->pd->schema_version.len, false);
+			if (d->pd->has_threadlocal)
+				ob_text_escape(f, d->pd->schema_version.ptr,
+						   d->pd->schema_version.len, false);
+			else
+				ob_puts(f, "none (no threadlocal.schema_version)");
 			ob_puts(f, ", key map:");
 			for (i = 0; i < d->pd->n_keys; i++) {
 				ob_puts(f, i ? ", " : " ");
@@ -465,6 +470,11 @@ text_header(struct ob *f, const struct dump *d, const struct output_opts *o)
 				d->acc.modid, d->acc.offset);
 		else if (d->acc.model != TLSM_UNRESOLVED)
 			ob_printf(f, "TLS: thread pointer %+" PRId64 "\n", d->acc.tpoff);
+		if (d->sym.anon_slots)
+			ob_printf(f, "TLS: slot from a relocation without a symbol "
+				  "(hidden alias or local-dynamic code), adjusted by "
+				  "%+" PRId64 "\n",
+				  d->sym.slot_adjust);
 		if (d->sym.reloc_module[0]) {
 			ob_puts(f, "TLS: slot from the relocations of ");
 			text_cstr(f, d->sym.reloc_module);

@@ -13,6 +13,14 @@
 #include "remote.h"
 
 #define PCTXR_ATTEMPTS 8
+
+/* How an attempt ended (pctxr_snapshot.last_err), for pctxr_describe() */
+enum {
+	PCTXR_HEADER = 1, /* reading the header */
+	PCTXR_UPDATING,   /* the header said "being updated" */
+	PCTXR_PAYLOAD,    /* reading the payload */
+	PCTXR_CHANGED,    /* the header changed while the payload was read */
+};
 #define PCTXR_MAPS_MAX (64u << 20)
 
 /* Address of the first OTEL_CTX mapping (the OTEP allows one). */
@@ -81,17 +89,26 @@ pctxr_read_maps(pid_t pid, const char *maps, size_t maps_len,
 	r = find_mapping(maps, maps_len, &addr, &kind);
 	if (r < 0)
 		return r;
+	out->map_addr = addr;
+	out->kind = kind;
 	for (attempt = 1; attempt <= PCTXR_ATTEMPTS; attempt++) {
+		out->attempts = attempt;
+		out->last_err = PCTXR_HEADER;
 		r = remote_read(pid, addr, &h, sizeof(h));
 		if (r < 0)
 			break;
-		if (memcmp(h.signature, PCTX_SIGNATURE, PCTX_SIGNATURE_LEN) != 0 ||
-		    h.version != PCTX_VERSION) {
+		out->no_signature =
+			memcmp(h.signature, PCTX_SIGNATURE, PCTX_SIGNATURE_LEN) != 0;
+		out->version = h.version;
+		out->payload_size = h.payload_size;
+		out->payload_addr = h.payload;
+		if (out->no_signature || h.version != PCTX_VERSION) {
 			r = -EBADMSG;
 			break;
 		}
 		if (h.monotonic_published_at_ns == 0) {
 			/* being written or updated */
+			out->last_err = PCTXR_UPDATING;
 			r = -EAGAIN;
 			pause_briefly();
 			continue;
@@ -106,6 +123,7 @@ pctxr_read_maps(pid_t pid, const char *maps, size_t maps_len,
 			r = -ENOMEM;
 			break;
 		}
+		out->last_err = PCTXR_PAYLOAD;
 		r = remote_read(pid, h.payload, payload, h.payload_size);
 		if (r == -EFAULT) {
 			/* the writer freed the old payload after an update */
@@ -114,11 +132,13 @@ pctxr_read_maps(pid_t pid, const char *maps, size_t maps_len,
 		}
 		if (r < 0)
 			break;
+		out->last_err = PCTXR_HEADER;
 		r = remote_read(pid, addr, &h2, sizeof(h2));
 		if (r < 0)
 			break;
 		if (h2.monotonic_published_at_ns != h.monotonic_published_at_ns ||
 		    h2.payload != h.payload || h2.payload_size != h.payload_size) {
+			out->last_err = PCTXR_CHANGED;
 			r = -EAGAIN;
 			continue;
 		}
@@ -140,4 +160,59 @@ pctxr_free(struct pctxr_snapshot *s)
 	free(s->payload);
 	s->payload = NULL;
 	s->payload_len = 0;
+}
+
+void
+pctxr_describe(int err, bool decode, const struct pctxr_snapshot *s, char *buf,
+	       size_t n)
+{
+	unsigned long long at = (unsigned long long)s->map_addr;
+	unsigned long long pl = (unsigned long long)s->payload_addr;
+
+	if (decode) {
+		snprintf(buf, n,
+			 "its payload (%u bytes at 0x%llx) is not a valid ProcessContext "
+			 "protobuf (%s)",
+			 s->payload_size, pl, strerror(-err));
+		return;
+	}
+	switch (err) {
+	case -EBADMSG:
+		if (s->no_signature)
+			snprintf(buf, n, "the mapping at 0x%llx does not start with the "
+				 "signature " PCTX_SIGNATURE, at);
+		else if (s->version != PCTX_VERSION)
+			snprintf(buf, n, "the header at 0x%llx has version %u (ctxdump "
+				 "reads version %u)", at, s->version, PCTX_VERSION);
+		else
+			snprintf(buf, n, "the header at 0x%llx has payload_size 0", at);
+		return;
+	case -E2BIG:
+		snprintf(buf, n, "the header at 0x%llx has payload_size %u, more than the "
+			 "%u bytes ctxdump reads", at, s->payload_size,
+			 (unsigned)PCTXR_PAYLOAD_CAP);
+		return;
+	case -EAGAIN:
+		if (s->last_err == PCTXR_UPDATING)
+			snprintf(buf, n, "the header at 0x%llx still said \"being updated\" "
+				 "(monotonic_published_at_ns 0) after %u reads", at,
+				 s->attempts);
+		else if (s->last_err == PCTXR_PAYLOAD)
+			snprintf(buf, n, "its payload (%u bytes at 0x%llx) is not readable: "
+				 "%s (%u attempts)", s->payload_size, pl, strerror(EFAULT),
+				 s->attempts);
+		else
+			snprintf(buf, n, "the header at 0x%llx changed during each of %u "
+				 "reads", at, s->attempts);
+		return;
+	default:
+		break;
+	}
+	if (s->last_err == PCTXR_PAYLOAD)
+		snprintf(buf, n, "cannot read its payload (%u bytes at 0x%llx): %s",
+			 s->payload_size, pl, strerror(-err));
+	else if (s->map_addr)
+		snprintf(buf, n, "cannot read the header at 0x%llx: %s", at, strerror(-err));
+	else
+		snprintf(buf, n, "%s", strerror(-err));
 }

@@ -6,6 +6,7 @@
  * seqlock protocol of the OTEP (timestamp 0 = being written; a changed
  * timestamp = torn read, start again). */
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -22,6 +23,14 @@ struct pctxr_snapshot {
 	uint8_t *payload; /* malloc'd */
 	size_t payload_len;
 	unsigned attempts;
+	/* What was last seen, also after a failure (for pctxr_describe()):
+	 * the header's version and payload fields, and how the last attempt
+	 * ended. */
+	uint32_t version;
+	uint32_t payload_size;
+	uint64_t payload_addr;
+	int last_err;
+	bool no_signature;
 };
 
 /* Returns 0, -ENOENT if the process has no OTEL_CTX mapping, -EBADMSG if
@@ -36,3 +45,9 @@ int pctxr_read_maps(pid_t pid, const char *maps, size_t maps_len,
 		    struct pctxr_snapshot *out);
 
 void pctxr_free(struct pctxr_snapshot *s);
+
+/* Why pctxr_read() (err, its result) or pctx_decode() (with decode set)
+ * failed on s, in words for a message: what was wrong, at which
+ * address, with the values that were read. */
+void pctxr_describe(int err, bool decode, const struct pctxr_snapshot *s, char *buf,
+		    size_t n);

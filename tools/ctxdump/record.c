@@ -646,8 +646,19 @@ write_round(struct rec *rc, const struct stop_set *ss, size_t k, uint64_t t)
 {
 	uint32_t ctx_ids[LAY_N];
 	size_t j, si = 0;
-	bool reload = false;
 
+	/* The key map is append-only: an index it does not have means it
+	 * grew (OTEP-4947: refresh it before going on), so read it again
+	 * before this round's contexts are written with it.  At most once
+	 * per REFRESH_NS: a writer may use an unknown index for good. */
+	if (remote_now_ns() - rc->pctx_ns > REFRESH_NS) {
+		for (j = 0; j < k; j++)
+			if (lay_otel_unknown_keys(&rc->raws[j * LAY_N + LAY_OTEL],
+						  rc->pd)) {
+				load_pctx(rc, true);
+				break;
+			}
+	}
 	pfile_w_begin(&rc->w, PFILE_ROUND);
 	pfile_w_u(&rc->w, t - rc->t0_mono);
 	pfile_w_u(&rc->w, stop_window_ns(ss));
@@ -676,7 +687,6 @@ write_round(struct rec *rc, const struct stop_set *ss, size_t k, uint64_t t)
 				       rc->pd, c) < 0 ||
 			    !c->valid)
 				continue;
-			reload |= c->unknown_keys;
 			ctx_ids[nc] = intern_ctx(rc, c);
 			if (ctx_ids[nc])
 				nc++;
@@ -691,10 +701,6 @@ write_round(struct rec *rc, const struct stop_set *ss, size_t k, uint64_t t)
 		pfile_w_end(&rc->w);
 		rc->samples++;
 	}
-	/* The key map is append-only: an index we do not know means it grew
-	 * (OTEP-4947: refresh the process context). */
-	if (reload && remote_now_ns() - rc->pctx_ns > REFRESH_NS)
-		load_pctx(rc, true);
 }
 
 /* Whether pid is gone or its leader is a zombie (with no thread left
@@ -1457,6 +1463,13 @@ record_main(int argc, char **argv)
 	if (r == 0) {
 		r = lay_find_in(ep, rc->mem_pid, LAY_MASK_ALL, &rc->lp);
 		etls_proc_free(ep);
+	}
+	if (r == -ESRCH && dump_is_kthread(ctl.pid)) {
+		cli_warn("process %d is a kernel thread: it has no user-space memory "
+			 "and no thread context to record",
+			 (int)ctl.pid);
+		rec_free(rc);
+		return CLI_EXIT_FATAL;
 	}
 	if (r == -ESRCH) {
 		cli_warn("process %d exited", (int)ctl.pid);

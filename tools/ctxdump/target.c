@@ -9,9 +9,12 @@
 #include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "dump.h"
 #include "elf-tls.h"
+#include "remote.h"
 #include "stop.h"
 
 pid_t
@@ -63,4 +66,31 @@ dump_proc_load(pid_t pid, pid_t *mem_pid, struct etls_proc **ep)
 		r = etls_proc_load(*mem_pid, ep);
 	}
 	return r;
+}
+
+/* Whether pid is a kernel thread (PF_KTHREAD in the flags, field 9 of
+ * /proc/PID/stat): its maps are empty like those of a process that has
+ * exited, but it has not. */
+bool
+dump_is_kthread(pid_t pid)
+{
+	char path[64], *buf, *p;
+	unsigned long long flags = 0;
+	size_t len;
+	int field;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	if (remote_read_file(path, 4096, &buf, &len) < 0)
+		return false;
+	/* the fields after the name, which may hold spaces and ')' */
+	p = strrchr(buf, ')');
+	for (field = 2; p && field < 9; field++) {
+		p = strchr(p + 1, ' ');
+		if (p)
+			p++;
+	}
+	if (p)
+		flags = strtoull(p, NULL, 10);
+	free(buf);
+	return (flags & 0x00200000ull) != 0; /* PF_KTHREAD */
 }

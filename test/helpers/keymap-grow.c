@@ -1,0 +1,121 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* An OTEP-4947 writer whose attribute key map grows while it runs
+ * (append-only, as the OTEP allows), for the readers' refresh of the
+ * process context.  Exports otel_thread_ctx_v1 (local-exec).
+ *
+ * Publishes the key map ["k0"] and, on the main thread, a record with
+ * index 0 ("zero"); prints "READY <pid>".  On each line "grow" on stdin:
+ * republishes the process context with the update protocol of OTEP-4719
+ * and the map ["k0", "k1"], then (only then) publishes a new record that
+ * also uses index 1 ("one"), and prints "GROWN".  Exits when stdin is
+ * closed. */
+#include "config.h"
+
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "process-ctx.h"
+#include "thread-record.h"
+
+__attribute__((visibility("default"))) __thread void *otel_thread_ctx_v1;
+
+#define MAP_SIZE 65536u
+
+static struct otel_process_ctx_header *hdr;
+static uint64_t last_ns;
+
+static uint64_t
+now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_BOOTTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Encode into a fresh place of the mapping and publish (the update
+ * protocol: timestamp 0, fence, pointer and size, fence, new timestamp). */
+static void
+publish(unsigned n_keys, unsigned n)
+{
+	static const char *const km[] = {"k0", "k1"};
+	static const struct pctx_kv res[] = {{"service.name", "keymap-grow"}};
+	uint8_t *at = (uint8_t *)hdr + 4096 + (n % 8) * 4096;
+	uint64_t ts;
+	size_t len;
+
+	if (pctx_encode(at, 4096, &len, res, 1, PCTX_SCHEMA_VERSION, km, n_keys) < 0) {
+		fprintf(stderr, "keymap-grow: encode failed\n");
+		exit(1);
+	}
+	hdr->monotonic_published_at_ns = 0;
+	atomic_thread_fence(memory_order_seq_cst);
+	memcpy(hdr->signature, PCTX_SIGNATURE, PCTX_SIGNATURE_LEN);
+	hdr->version = PCTX_VERSION;
+	hdr->payload = (uint64_t)(uintptr_t)at;
+	hdr->payload_size = (uint32_t)len;
+	atomic_thread_fence(memory_order_seq_cst);
+	ts = now_ns();
+	if (ts <= last_ns)
+		ts = last_ns + 1;
+	hdr->monotonic_published_at_ns = last_ns = ts;
+}
+
+static void *
+record(void *buf, unsigned n_attrs)
+{
+	struct otel_thread_ctx_record *r = buf;
+	struct trec_attr_writer w;
+
+	memset(buf, 0, TREC_MAX_SIZE);
+	memset(r->trace_id, 0x5a, sizeof(r->trace_id));
+	memset(r->span_id, 0xa5, sizeof(r->span_id));
+	r->trace_flags = 1;
+	r->valid = TREC_VALID;
+	trec_attrs_init(&w, r->attrs_data, TREC_ATTRS_MAX);
+	(void)trec_attrs_add(&w, 0, "zero", 4);
+	if (n_attrs > 1)
+		(void)trec_attrs_add(&w, 1, "one", 3);
+	r->attrs_data_size = (uint16_t)w.len;
+	return buf;
+}
+
+int
+main(void)
+{
+	static _Alignas(8) uint8_t rec[2][TREC_MAX_SIZE];
+	char line[64];
+	unsigned n = 0;
+	int fd;
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	fd = memfd_create("OTEL_CTX", MFD_CLOEXEC);
+	if (fd < 0 || ftruncate(fd, MAP_SIZE) < 0)
+		return 1;
+	hdr = mmap(NULL, MAP_SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
+	if (hdr == MAP_FAILED)
+		return 1;
+	close(fd);
+	publish(1, n++);
+	atomic_signal_fence(memory_order_seq_cst);
+	*(void *volatile *)&otel_thread_ctx_v1 = record(rec[0], 1);
+	atomic_signal_fence(memory_order_seq_cst);
+	printf("READY %d\n", (int)getpid());
+	while (fgets(line, sizeof(line), stdin)) {
+		if (strcmp(line, "grow\n") != 0)
+			continue;
+		publish(2, n++);
+		atomic_signal_fence(memory_order_seq_cst);
+		*(void *volatile *)&otel_thread_ctx_v1 = record(rec[n % 2], 2);
+		atomic_signal_fence(memory_order_seq_cst);
+		printf("GROWN\n");
+	}
+	*(void *volatile *)&otel_thread_ctx_v1 = NULL;
+	return 0;
+}
