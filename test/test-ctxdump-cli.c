@@ -321,6 +321,22 @@ START_TEST(usage_errors)
 		free(out);
 		free(err);
 	}
+	/* A long option is named as written, not by its short letter. */
+	{
+		char *out, *err;
+		int r = run_ctxdump(&out, &err, "1", "--max-frames", NULL, NULL);
+
+		ck_assert_int_eq(r, 64);
+		ck_assert_msg(strstr(err, "option '--max-frames' requires an argument"),
+			      "%s", err);
+		free(out);
+		free(err);
+		r = run_ctxdump(&out, &err, "1", "-n", NULL, NULL);
+		ck_assert_int_eq(r, 64);
+		ck_assert_msg(strstr(err, "option requires an argument -- 'n'"), "%s", err);
+		free(out);
+		free(err);
+	}
 }
 END_TEST
 

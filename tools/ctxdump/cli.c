@@ -99,7 +99,9 @@ void
 cli_option_error(int c, char *const *argv, bool short_form)
 {
 	if (c == ':') {
-		if (short_form && optopt)
+		/* getopt_long sets optopt to a long option's value too: name
+		 * the option as it was written. */
+		if (short_form && optopt && strncmp(argv[optind - 1], "--", 2) != 0)
 			cli_usage_err("option requires an argument -- '%c'", optopt);
 		cli_usage_err("option '%s' requires an argument", argv[optind - 1]);
 	}
