@@ -10,7 +10,9 @@
  *    --max-spans are left out with a warning and exit status 1; parents
  *    and --collapse still come out right with the streaming call tree
  *  - --context-spans: 150000 context spans are found by sorting, not by
- *    a scan of the spans made so far per context (old: quadratic, minutes)
+ *    a scan of the spans made so far per context (old: quadratic, minutes);
+ *    their attributes leave out an index the key map lacks ("#7") and
+ *    keys already in the span (old: "#7", duplicate keys)
  *  - --folded: 3000 distinct stacks of 1024 frames of 256-byte names are
  *    printed without holding all lines (old: 790 MB); the reader takes
  *    what the recorder writes (1024 frames, 256-byte strings, cut
@@ -28,6 +30,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/resource.h>
+
+#include "process-ctx.h"
 
 /* the trace id of rec_ctx(r, id, 0x4b, ...) */
 #define TRACE_HEX "4b4b4b4b4b4b4b4b4b4b4b4b4b4b4b4b"
@@ -524,6 +528,90 @@ START_TEST(report_context_spans_linear)
 }
 END_TEST
 
+/* --context-spans: OTEP-4947 has readers ignore an attribute whose index
+ * the key map lacks (the recorder names it "#7", as the dump does), and
+ * OTLP keys are unique within a span: two keys of more than 256 bytes
+ * that the reader cuts to the same 253 + "...", and a key ctxdump sets
+ * itself (thread.id), would repeat one.  Old: "#7" was exported as a key,
+ * the cut key twice and thread.id twice; now they are left out and
+ * counted in droppedAttributesCount.  A key map that really has a key
+ * "#9" keeps it. */
+static const char ctx_attrs_py[] =
+	"import json, sys\n"
+	"d = json.load(open(sys.argv[1]))\n"
+	"sp = d['resourceSpans'][0]['scopeSpans'][0]['spans']\n"
+	"out = []\n"
+	"for s in [x for x in sp if x['kind'] == 2]:\n"
+	"    keys = [a['key'] for a in s['attributes']]\n"
+	"    v = {a['key']: list(a['value'].values())[0] for a in s['attributes']}\n"
+	"    cut = [k for k in keys if k.endswith('...')]\n"
+	"    out.append('unique=%s #7=%s #9=%s cut=%d:%s tid=%s route=%s dropped=%s' % "
+	"(\n"
+	"        len(keys) == len(set(keys)), '#7' in v, v.get('#9'),\n"
+	"        len(cut), v.get(cut[0]) if cut else '', v.get('thread.id'),\n"
+	"        v.get('http.route'), s.get('droppedAttributesCount', 0)))\n"
+	"print('|'.join(out))\n";
+
+START_TEST(report_context_span_attr_keys)
+{
+	static const char *const key_map[] = {"http.route", "#9"};
+	const char *args[] = {"--spans", "--context-spans", NULL, NULL};
+	struct rec *r = malloc(sizeof(*r));
+	char file[64], out[64], *err, *res, long_a[300], long_b[300];
+	uint8_t pc[512];
+	size_t pl = 0;
+	int st;
+	/* route, #7 (index 7: no such key), two long keys, thread.id, #9 */
+	static const uint32_t kv[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};
+
+	ck_assert_ptr_nonnull(r);
+	ck_assert_int_eq(
+		pctx_encode(pc, sizeof(pc), &pl, NULL, 0, "tlsdesc_v1_dev", key_map, 2),
+		0);
+	memset(long_a, 'k', sizeof(long_a));
+	memcpy(long_b, long_a, sizeof(long_b));
+	long_a[sizeof(long_a) - 1] = 'A';
+	long_b[sizeof(long_b) - 1] = 'B';
+	rec_start(r, "srv");
+	pay_u(r, 1); /* published_at_ns */
+	pay_bytes(r, pc, pl);
+	rec_end(r, 2);
+	rec_string(r, 1, "http.route", 10);
+	rec_string(r, 2, "/x", 2);
+	rec_string(r, 3, "#7", 2);
+	rec_string(r, 4, "seven", 5);
+	rec_string(r, 5, long_a, sizeof(long_a));
+	rec_string(r, 6, "first", 5);
+	rec_string(r, 7, long_b, sizeof(long_b));
+	rec_string(r, 8, "second", 6);
+	rec_string(r, 9, "thread.id", 9);
+	rec_string(r, 10, "1", 1);
+	rec_string(r, 11, "#9", 2);
+	rec_string(r, 12, "nine", 4);
+	rec_ctx(r, 1, 0x4b, 0x00f067aa0ba902b7ull, kv, 6);
+	rec_round(r, 0);
+	rec_sample(r, 7, 0, 1);
+	rec_round(r, 10000000);
+	rec_sample(r, 7, 0, 1);
+	rec_finish(r, file, sizeof(file), "ctxattrs");
+	free(r);
+	prof_tmpfile(out, sizeof(out), "ctxattrs-out");
+	args[2] = file;
+	st = run_report(args, -1, out, 0, 0, &err);
+	ck_assert_msg(st == 0, "report exit %d: %s", st, err);
+	free(err);
+	st = prof_py(ctx_attrs_py, out, &res, &err);
+	ck_assert_msg(st == 0, "python: %s", err);
+	free(err);
+	res[strcspn(res, "\n")] = '\0';
+	ck_assert_str_eq(res, "unique=True #7=False #9=nine cut=1:first tid=7 "
+			      "route=/x dropped=3");
+	free(res);
+	unlink(out);
+	unlink(file);
+}
+END_TEST
+
 /* ---- --folded and the reader's limits ---- */
 
 START_TEST(report_folded_memory_bounded)
@@ -793,6 +881,7 @@ TEST_SUITE(ctxdump_report_suite)
 	tcase_add_test(tc, report_spans_budget);
 	tcase_add_test(tc, report_spans_tree);
 	tcase_add_test(tc, report_context_spans_linear);
+	tcase_add_test(tc, report_context_span_attr_keys);
 	tcase_add_test(tc, report_folded_memory_bounded);
 	tcase_add_test(tc, report_reader_limits);
 	tcase_add_test(tc, report_escapes_target_strings);

@@ -5,8 +5,9 @@
  * libraries in static and dynamic TLS.  Every thread's record in ctxdump's
  * JSON must be exactly what the writer says it published, gdb must find the
  * same variable address and pointer in every thread, and --stacks must show
- * the function the threads block in.  Afterwards the writer must still run
- * and exit normally. */
+ * the function the threads block in.  A thread whose DTV still holds the
+ * block of a module whose id a later dlopen() reused shows no context.
+ * Afterwards the writer must still run and exit normally. */
 #include "test-common.h"
 
 #include <ctype.h>
@@ -689,6 +690,105 @@ START_TEST(test_json_matches_writer)
 }
 END_TEST
 
+/* A module id reused after dlclose() (test/helpers/writer-redlopen.c): the
+ * "stale" thread's DTV still holds the first library's block under the
+ * id the second one got, with the old generation.  glibc would give that
+ * thread a new block on its next access; until then it has none for the
+ * loaded library: ctxdump must say so (slot_addr and context null), not
+ * show the old record (old: general dynamic showed it, as if current).
+ * TLSDESC with dynamic TLS was already checked against the descriptor's
+ * generation. */
+static const struct writer_case redlopen_cases[] = {
+	{"redlopen-gd", "writer-redlopen", "libwtls-gd.so", NULL, "general-dynamic",
+	 "libwtls-gd.so"},
+	{"redlopen-tlsdesc-dynamic", "writer-redlopen", "libwtls-tlsdesc.so",
+	 "GLIBC_TUNABLES=glibc.rtld.optional_static_tls=0", "tlsdesc-dynamic",
+	 "libwtls-tlsdesc.so"},
+};
+
+START_TEST(test_reused_modid_stale_dtv)
+{
+	const struct writer_case *wc = &redlopen_cases[_i];
+	char exe[PATH_MAX], lib[PATH_MAX], line[512];
+	char *argv[3] = {NULL, NULL, NULL}, *env[2] = {(char *)wc->env, NULL};
+	unsigned m1 = 0, m2 = 0;
+	int i, stale = 0;
+	struct writer w;
+	struct jval *root;
+
+	memset(&w, 0, sizeof(w));
+	w.wc = wc;
+	argv[0] = (char *)helper_path(wc->exe, exe, sizeof(exe));
+	argv[1] = (char *)helper_path(wc->lib_arg, lib, sizeof(lib));
+	test_child_start(&w.child, argv, wc->env ? env : NULL, false);
+	for (;;) {
+		struct expect_thread *t;
+		char ptr[32], trace[40];
+		int tid, pid;
+
+		test_child_readline(&w.child, line, sizeof(line), TIMEOUT_MS);
+		if (sscanf(line, "MODID %u %u", &m1, &m2) == 2)
+			continue;
+		if (sscanf(line, "READY %d", &pid) == 1) {
+			w.pid = pid;
+			break;
+		}
+		ck_assert_int_lt(w.n, MAX_THREADS);
+		t = &w.t[w.n++];
+		ck_assert_int_eq(sscanf(line, "THREAD %d %15s %31s %39s", &tid, t->kind,
+					ptr, trace),
+				 4);
+		t->tid = tid;
+		t->ptr = strtoull(ptr, NULL, 16);
+		ck_assert_uint_eq(strlen(trace), 32);
+		memcpy(t->trace_id, trace, 33);
+	}
+	ck_assert_int_eq(w.pid, w.child.pid);
+	ck_assert_int_eq(w.n, 3);
+	/* what makes the old block stale: the same id, a newer module */
+	ck_assert_msg(m1 == m2 && m1 > 0, "%s: module ids %u and %u: not reused",
+		      wc->name, m1, m2);
+
+	root = run_ctxdump(&w, NULL);
+	ck_assert_str_eq(jmust(jmust(root, "symbol", J_OBJ), "model", J_STR)->str,
+			 wc->model);
+	for (i = 0; i < w.n; i++) {
+		const struct expect_thread *t = &w.t[i];
+		const struct jval *jt = json_thread(root, t->tid), *ctx;
+
+		ck_assert_msg(jt, "%s: thread %d missing", wc->name, (int)t->tid);
+		ck_assert_msg(!jget(jt, "error"), "%s: thread %d: error '%s'", wc->name,
+			      (int)t->tid,
+			      jget(jt, "error") ? jget(jt, "error")->str : "");
+		ctx = jget(jt, "context");
+		ck_assert_ptr_nonnull(ctx);
+		if (strcmp(t->kind, "stale") == 0) {
+			stale++;
+			ck_assert_msg(ctx->type == J_NULL &&
+					      jget(jt, "slot_addr")->type == J_NULL,
+				      "%s: thread %d shows the unloaded library's "
+				      "record (trace %s) as its context",
+				      wc->name, (int)t->tid,
+				      ctx->type == J_OBJ && jget(ctx, "trace_id") &&
+						      jget(ctx, "trace_id")->type ==
+							      J_STR
+					      ? jget(ctx, "trace_id")->str
+					      : "-");
+			continue;
+		}
+		ck_assert_msg(ctx->type == J_OBJ, "%s: thread %d (%s): no context",
+			      wc->name, (int)t->tid, t->kind);
+		ck_assert_msg(jaddr(jget(ctx, "record_addr"), wc->name) == t->ptr,
+			      "%s: record_addr differs from the writer's pointer",
+			      wc->name);
+		ck_assert_str_eq(jmust(ctx, "trace_id", J_STR)->str, t->trace_id);
+	}
+	ck_assert_int_eq(stale, 1);
+	jfree(root);
+	writer_finish(&w);
+}
+END_TEST
+
 /* gdb -batch -p PID: per thread, &otel_thread_ctx_v1 and its value through
  * libthread_db, i.e. glibc's own view of the TLS block. */
 struct gdb_view {
@@ -922,6 +1022,12 @@ TEST_SUITE(ctxdump_tls_suite)
 	tc = tcase_create("json");
 	tcase_add_loop_test(tc, test_json_matches_writer, 0, N_CASES);
 	tcase_set_timeout(tc, 120);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("reused-modid");
+	tcase_add_loop_test(tc, test_reused_modid_stale_dtv, 0,
+			    (int)(sizeof(redlopen_cases) / sizeof(redlopen_cases[0])));
+	tcase_set_timeout(tc, 60);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("stacks");

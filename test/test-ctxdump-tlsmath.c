@@ -321,6 +321,98 @@ START_TEST(slot_dtv_aarch64)
 }
 END_TEST
 
+/* Overwrite a word set before (or add it). */
+static void
+fake_put(struct fake_mem *m, uint64_t addr, uint64_t val)
+{
+	unsigned i;
+
+	for (i = 0; i < m->n; i++) {
+		if (m->w[i].addr == addr) {
+			m->w[i].val = val;
+			return;
+		}
+	}
+	fake_set(m, addr, val);
+}
+
+/* glibc's slotinfo generation of a general-dynamic module (the layout of
+ * Debian 12's libthread_db descriptors), and the DTV check it enables: a
+ * thread whose DTV generation is older than the module's has no block for
+ * it, whatever its slot holds (a module id reused after dlclose()). */
+START_TEST(gd_generation_glibc)
+{
+	const uint64_t rtld = 0x7f0000033020, l1 = 0x500000, l2 = 0x510000;
+	const uint64_t map = 0x520000, tp = 0x7f0000000740, dtv = 0x530010;
+	const struct tlsm_glibc_db db = {
+		.rtld_global = rtld,
+		.slotinfo_list = 0x1070,
+		.list_len = 0,
+		.list_next = 8,
+		.list_slotinfo = 16,
+		.slotinfo_size = 16,
+		.si_gen = 0,
+		.si_map = 8,
+		.lm_modid = 0x480,
+	};
+	struct tlsm_glibc_db bad = db;
+	struct fake_mem m = {0};
+	struct tlsm_access a;
+	uint64_t gen = 0, addr = 0;
+
+	/* modids 0-1 in the first list, 2-5 in the second */
+	fake_set(&m, rtld + 0x1070, l1);
+	fake_set(&m, l1, 2);
+	fake_set(&m, l1 + 8, l2);
+	fake_set(&m, l2, 4);
+	fake_set(&m, l2 + 16 + 0 * 16 + 8, 0); /* modid 2: closed */
+	fake_set(&m, l2 + 16 + 1 * 16, 5);     /* modid 3: gen 5 */
+	fake_set(&m, l2 + 16 + 1 * 16 + 8, map);
+	fake_set(&m, map + 0x480, 3);
+	fake_set(&m, l2 + 16 + 2 * 16 + 8, map); /* modid 4: map says 3 */
+	ck_assert_int_eq(tlsm_glibc_module_gen(&db, 3, fake_read, &m, &gen), 0);
+	ck_assert_uint_eq(gen, 5);
+	ck_assert_int_eq(tlsm_glibc_module_gen(&db, 2, fake_read, &m, &gen), -ENOENT);
+	ck_assert_int_eq(tlsm_glibc_module_gen(&db, 4, fake_read, &m, &gen), -EINVAL);
+	ck_assert_int_eq(tlsm_glibc_module_gen(&db, 0, fake_read, &m, &gen), -EINVAL);
+	ck_assert_int_eq(
+		tlsm_glibc_module_gen(&db, TLSM_MODID_MAX + 1, fake_read, &m, &gen),
+		-EINVAL);
+	/* past the last list */
+	ck_assert_int_eq(tlsm_glibc_module_gen(&db, 6, fake_read, &m, &gen), -EFAULT);
+	bad.slotinfo_size = 8;
+	ck_assert_int_eq(tlsm_glibc_module_gen(&bad, 3, fake_read, &m, &gen), -EINVAL);
+
+	/* the thread's DTV: generation 4, slot 3 still the old module's block */
+	fake_set(&m, tp + 8, dtv);
+	fake_set(&m, dtv - 16, 16);
+	fake_set(&m, dtv, 4);
+	fake_set(&m, dtv + 3 * 16, 0x6660000);
+	tlsm_from_gd(TLSM_X86_64, TLSM_GLIBC, 3, 0x10, &a);
+	/* without the module's generation: the stale block (as before) */
+	ck_assert_int_eq(tlsm_slot_addr(&a, tp, fake_read, &m, &addr), 0);
+	ck_assert_uint_eq(addr, 0x6660010);
+	a.gen = 5;
+	a.check_gen = true;
+	ck_assert_int_eq(tlsm_slot_addr(&a, tp, fake_read, &m, &addr), -ENODATA);
+	/* once the thread has caught up, its slot is the module's block */
+	fake_put(&m, dtv, 5);
+	ck_assert_int_eq(tlsm_slot_addr(&a, tp, fake_read, &m, &addr), 0);
+	ck_assert_uint_eq(addr, 0x6660010);
+
+	/* hostile: a list of length 0 that is its own next ends the walk */
+	memset(&m, 0, sizeof(m));
+	fake_set(&m, rtld + 0x1070, l1);
+	fake_set(&m, l1, 0);
+	fake_set(&m, l1 + 8, l1);
+	ck_assert_int_eq(tlsm_glibc_module_gen(&db, 3, fake_read, &m, &gen), -EINVAL);
+	/* no list at all */
+	memset(&m, 0, sizeof(m));
+	fake_set(&m, rtld + 0x1070, 0);
+	ck_assert_int_eq(tlsm_glibc_module_gen(&db, 3, fake_read, &m, &gen), -ENOENT);
+}
+END_TEST
+
 TEST_SUITE(tlsmath_suite)
 {
 	Suite *s = suite_create("ctxdump-tlsmath");
@@ -334,6 +426,7 @@ TEST_SUITE(tlsmath_suite)
 	tcase_add_test(tc, slot_static);
 	tcase_add_test(tc, slot_dtv_glibc_x86_64);
 	tcase_add_test(tc, slot_dtv_aarch64);
+	tcase_add_test(tc, gd_generation_glibc);
 	suite_add_tcase(s, tc);
 	return s;
 }

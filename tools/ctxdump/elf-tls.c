@@ -311,15 +311,20 @@ obj_elf(pid_t pid, struct etls_obj *ob)
 	return x;
 }
 
-/* Index of the .dynsym entry named name: defined STT_TLS of size 8 when
- * defined is true, else an undefined reference.  The symbols and their
+/* Index of the .dynsym entry named name: defined, of type type (and size
+ * size, unless 0), or an undefined reference for a type < 0; lookup_sym():
+ * defined STT_TLS of size 8 when defined is true.  The symbols and their
  * names are read straight from the section data (class 64, native
  * layout: libelf converts or copies when it must): gelf_getsym() and
  * elf_strptr() per symbol cost most of a dump's ELF work, and a libc has
  * thousands of symbols. */
 static bool
-lookup_sym(struct etls_elf *x, const char *want, bool defined, size_t *idx,
-	   GElf_Sym *out)
+lookup_sym_type(struct etls_elf *x,
+		const char *want,
+		int type,
+		uint64_t size,
+		size_t *idx,
+		GElf_Sym *out)
 {
 	const Elf64_Sym *syms;
 	const char *strs;
@@ -341,9 +346,10 @@ lookup_sym(struct etls_elf *x, const char *want, bool defined, size_t *idx,
 	for (i = 1; i < n; i++) {
 		const Elf64_Sym *s = &syms[i];
 
-		if ((s->st_shndx == SHN_UNDEF) == defined)
+		if ((s->st_shndx == SHN_UNDEF) == (type >= 0))
 			continue;
-		if (defined && (ELF64_ST_TYPE(s->st_info) != STT_TLS || s->st_size != 8))
+		if (type >= 0 && (ELF64_ST_TYPE(s->st_info) != (unsigned)type ||
+				  (size && s->st_size != size)))
 			continue;
 		/* the name and its NUL inside the string table */
 		if (s->st_name >= strsz || strsz - s->st_name < wl ||
@@ -355,6 +361,14 @@ lookup_sym(struct etls_elf *x, const char *want, bool defined, size_t *idx,
 		return true;
 	}
 	return false;
+}
+
+static bool
+lookup_sym(
+	struct etls_elf *x, const char *want, bool defined, size_t *idx, GElf_Sym *out)
+{
+	return lookup_sym_type(x, want, defined ? STT_TLS : -1, defined ? 8 : 0, idx,
+			       out);
 }
 
 /* Record the slots of the TLS relocations against symbol symidx, scanning
@@ -795,6 +809,77 @@ etls_find_named(pid_t pid, const char *name, struct etls_symbol *sym)
 	return r;
 }
 
+/* The first defined data object named name in the mapped objects and its
+ * value (n bytes of it, read from the target: the object is read-only
+ * data, so reading it while the target runs is fine). */
+static bool
+find_glibc_value(
+	struct etls_proc *p, const char *name, uint64_t *addr, void *val, size_t n)
+{
+	size_t i, idx;
+	GElf_Sym s;
+
+	for (i = 0; i < p->objs.n; i++) {
+		struct etls_elf *x = obj_elf(p->pid, &p->objs.v[i]);
+
+		if (!x || !x->bias_ok ||
+		    !lookup_sym_type(x, name, STT_OBJECT, 0, &idx, &s))
+			continue;
+		if (s.st_size < n)
+			return false;
+		*addr = x->bias + s.st_value;
+		return !val || remote_read(p->pid, *addr, val, n) == 0;
+	}
+	return false;
+}
+
+/* One libthread_db field descriptor, {bits, count, offset}
+ * (nptl_db/db_info.c DB_DEFINE_DESC): a 64-bit scalar field, or, with
+ * count 0, a flexible array. */
+static bool
+glibc_field(struct etls_proc *p, const char *name, bool array, uint32_t *off)
+{
+	uint32_t d[3];
+	uint64_t a;
+
+	if (!find_glibc_value(p, name, &a, d, sizeof(d)))
+		return false;
+	if (array ? d[1] != 0 : d[0] != 64 || d[1] != 1)
+		return false;
+	if (d[2] > 0xffff) /* no glibc structure is this large */
+		return false;
+	*off = d[2];
+	return true;
+}
+
+/* What the generation check of a general-dynamic access needs (struct
+ * tlsm_glibc_db); false if this glibc does not tell (no descriptors,
+ * stripped, not glibc). */
+static bool
+find_glibc_db(struct etls_proc *p, struct tlsm_glibc_db *db)
+{
+	uint32_t size;
+	uint64_t a;
+
+	memset(db, 0, sizeof(*db));
+	return find_glibc_value(p, "_rtld_global", &db->rtld_global, NULL, 0) &&
+	       glibc_field(p, "_thread_db_rtld_global__dl_tls_dtv_slotinfo_list", false,
+			   &db->slotinfo_list) &&
+	       glibc_field(p, "_thread_db_dtv_slotinfo_list_len", false,
+			   &db->list_len) &&
+	       glibc_field(p, "_thread_db_dtv_slotinfo_list_next", false,
+			   &db->list_next) &&
+	       glibc_field(p, "_thread_db_dtv_slotinfo_list_slotinfo", true,
+			   &db->list_slotinfo) &&
+	       glibc_field(p, "_thread_db_dtv_slotinfo_gen", false, &db->si_gen) &&
+	       glibc_field(p, "_thread_db_dtv_slotinfo_map", false, &db->si_map) &&
+	       glibc_field(p, "_thread_db_link_map_l_tls_modid", false,
+			   &db->lm_modid) &&
+	       find_glibc_value(p, "_thread_db_sizeof_dtv_slotinfo", &a, &size,
+				sizeof(size)) &&
+	       (db->slotinfo_size = size) >= 16 && size <= 256;
+}
+
 int
 etls_proc_find(struct etls_proc *p, const char *name, struct etls_symbol *sym)
 {
@@ -888,6 +973,9 @@ etls_proc_find(struct etls_proc *p, const char *name, struct etls_symbol *sym)
 	}
 	if (r < 0)
 		return r;
+	/* general dynamic on glibc: the module's generation (etls_resolve) */
+	if (best.libc == TLSM_GLIBC && best.dtpmod_slot && !best.tlsdesc_slot)
+		best.has_glibc_db = find_glibc_db(p, &best.glibc_db);
 	*sym = best;
 	return 0;
 }
@@ -931,6 +1019,21 @@ etls_resolve(pid_t pid, const struct etls_symbol *sym, struct tlsm_access *acc)
 				goto fail;
 		}
 		tlsm_from_gd(sym->arch, sym->libc, modid, off, acc);
+		/* A module id reused after dlclose(): a thread that has not
+		 * reached dynamic TLS since still has the old module's block in
+		 * its DTV slot (reader.md §1.4 (b)).  glibc's __tls_get_addr
+		 * repairs that from the slotinfo generation; so does
+		 * libthread_db (td_thr_tlsbase), and so do we.  Without the
+		 * generation the check stays off, as it always was. */
+		if (acc->model == TLSM_GD && sym->has_glibc_db) {
+			uint64_t gen;
+
+			if (tlsm_glibc_module_gen(&sym->glibc_db, modid,
+						  remote_tlsm_read, &pid, &gen) == 0) {
+				acc->gen = gen;
+				acc->check_gen = true;
+			}
+		}
 		return 0;
 	}
 	if (sym->tpoff_slot) {

@@ -44,6 +44,9 @@ struct etls_symbol {
 
 	enum tlsm_arch arch;
 	enum tlsm_libc libc;
+	/* glibc, general dynamic: where the module's generation is kept */
+	bool has_glibc_db;
+	struct tlsm_glibc_db glibc_db;
 	unsigned n_definitions; /* distinct objects defining the symbol */
 	unsigned n_objects;     /* ELF objects examined */
 	unsigned n_unopenable;  /* mapped objects that could not be opened */

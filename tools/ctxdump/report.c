@@ -1982,6 +1982,84 @@ json_resource(FILE *f, const struct prof *p)
 	fputs("]}", f);
 }
 
+/* Whether key, an attribute key of context c, stands for an index the key
+ * map lacked: the recorder writes such a key as "#N" (record.c), as the
+ * dump shows it.  OTEP-4947 has readers ignore an attribute whose index is
+ * not in the key map, and "#7" as an OTLP key would be made-up data.  A
+ * key map may name a key "#7" itself: that one is a key. */
+static bool
+unknown_index_key(const struct prof *p, const struct r_ctx *c, const char *key)
+{
+	size_t i, kl;
+
+	if (c->kind != LAY_OTEL || key[0] != '#' || !key[1])
+		return false;
+	for (kl = 1; key[kl]; kl++)
+		if (key[kl] < '0' || key[kl] > '9')
+			return false;
+	for (i = 0; p->pd && i < p->pd->n_keys; i++)
+		if (p->pd->key_map[i].len == kl &&
+		    memcmp(p->pd->key_map[i].ptr, key, kl) == 0)
+			return false;
+	return true;
+}
+
+/* Attribute keys of a context (key string ids), then their position. */
+static int
+cmp_attr_key(const void *a, const void *b, void *arg)
+{
+	const struct prof *p = arg;
+	const uint32_t *x = *(const uint32_t *const *)a,
+		       *y = *(const uint32_t *const *)b;
+	int c = strcmp(str(p, x[0]), str(p, y[0]));
+
+	return c ? c : (x > y) - (x < y);
+}
+
+/* The keys ctxdump itself gives a context span (json_span; thread.name
+ * only if the thread has a name: named). */
+static const char *const ctx_span_own_keys[] = {"ctxdump.inferred", "ctxdump.samples",
+						"thread.id", "thread.name",
+						"ctxdump.layout"};
+
+/* Which attributes of context c a span leaves out (keep[k] false): those
+ * of an index the key map lacked, and every key already in the span.
+ * OTLP keys must be unique within a span; two keys the recording cut to
+ * the same 256 bytes (PFILE_STRING_MAX) or a key ctxdump sets itself
+ * would repeat one.  The first one stays: ctxdump's own keys are facts
+ * of the sample, a cut key's value is as likely either one's, and
+ * suffixing a key to make it unique would make up a name.  Returns how
+ * many are left out (OTLP droppedAttributesCount). */
+static uint32_t
+ctx_span_attrs(const struct prof *p, const struct r_ctx *c, bool named, bool keep[])
+{
+	const size_t n_own = sizeof(ctx_span_own_keys) / sizeof(ctx_span_own_keys[0]);
+	const uint32_t *by_key[LAY_ATTRS_MAX];
+	uint32_t k, n = 0, dropped = 0;
+	size_t i;
+
+	for (k = 0; k < c->n && k < LAY_ATTRS_MAX; k++) {
+		const char *key = str(p, c->kv[2 * k]);
+
+		keep[k] = !unknown_index_key(p, c, key);
+		for (i = 0; keep[k] && i < n_own; i++)
+			keep[k] = strcmp(key, ctx_span_own_keys[i]) != 0 ||
+				  (!named && strcmp(key, "thread.name") == 0);
+		if (keep[k])
+			by_key[n++] = &c->kv[2 * k];
+		else
+			dropped++;
+	}
+	qsort_r(by_key, n, sizeof(by_key[0]), cmp_attr_key, (void *)p);
+	for (i = 1; i < n; i++) {
+		if (strcmp(str(p, by_key[i][0]), str(p, by_key[i - 1][0])) == 0) {
+			keep[(by_key[i] - c->kv) / 2] = false;
+			dropped++;
+		}
+	}
+	return dropped;
+}
+
 static void
 json_span(FILE *f, const struct prof *p, const struct ispan *sp)
 {
@@ -1990,9 +2068,9 @@ json_span(FILE *f, const struct prof *p, const struct ispan *sp)
 				 : NULL;
 	const struct r_ctx *c = s ? primary_ctx(p, s) : NULL;
 	char tid_hex[33], id_hex[17], par_hex[17], frames[2048], req[512];
-	bool first = true;
+	bool first = true, keep[LAY_ATTRS_MAX];
 	size_t fl = 0;
-	uint32_t k;
+	uint32_t k, dropped = 0;
 
 	hex(tid_hex, sp->trace, 16);
 	hex(id_hex, sp->span_id, 8);
@@ -2050,12 +2128,18 @@ json_span(FILE *f, const struct prof *p, const struct ispan *sp)
 	}
 	json_kv_str(f, &first, "ctxdump.layout", lay_symbol((enum lay_kind)sp->kind),
 		    strlen(lay_symbol((enum lay_kind)sp->kind)));
-	for (k = 0; c && k < c->n; k++) {
+	if (c)
+		dropped = ctx_span_attrs(p, c, *thread_name(p, sp->tid), keep);
+	for (k = 0; c && k < c->n && k < LAY_ATTRS_MAX; k++) {
 		const char *v = str(p, c->kv[2 * k + 1]);
 
-		json_kv_str(f, &first, str(p, c->kv[2 * k]), v, strlen(v));
+		if (keep[k])
+			json_kv_str(f, &first, str(p, c->kv[2 * k]), v, strlen(v));
 	}
-	fputs("]}", f);
+	fputc(']', f);
+	if (dropped)
+		fprintf(f, ",\"droppedAttributesCount\":%" PRIu32, dropped);
+	fputc('}', f);
 }
 
 static int

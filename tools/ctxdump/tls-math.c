@@ -323,3 +323,57 @@ tlsm_slot_addr(const struct tlsm_access *a,
 	*addr = val + a->offset;
 	return 0;
 }
+
+int
+tlsm_glibc_module_gen(const struct tlsm_glibc_db *db,
+		      uint64_t modid,
+		      tlsm_read_fn rd,
+		      void *opaque,
+		      uint64_t *gen)
+{
+	uint64_t list, len, idx = modid, map, lm_modid, g;
+	unsigned hops;
+	int r;
+
+	if (modid < 1 || modid > TLSM_MODID_MAX || !db->rtld_global ||
+	    db->slotinfo_size < 16 || db->slotinfo_size > 256)
+		return -EINVAL;
+	r = read_u64(rd, opaque, db->rtld_global + db->slotinfo_list, &list);
+	if (r < 0)
+		return r;
+	/* glibc's own walk (_dl_update_slotinfo): skip whole lists until
+	 * the index falls into one.  Target memory is hostile: glibc makes
+	 * no empty list, and with none each hop takes the index down, so a
+	 * cycle ends within modid hops. */
+	for (hops = 0;; hops++) {
+		if (!list || hops > TLSM_MODID_MAX)
+			return list ? -EINVAL : -ENOENT;
+		r = read_u64(rd, opaque, list + db->list_len, &len);
+		if (r < 0)
+			return r;
+		if (len == 0)
+			return -EINVAL;
+		if (idx < len)
+			break;
+		idx -= len;
+		r = read_u64(rd, opaque, list + db->list_next, &list);
+		if (r < 0)
+			return r;
+	}
+	list += db->list_slotinfo + idx * db->slotinfo_size;
+	r = read_u64(rd, opaque, list + db->si_map, &map);
+	if (r < 0)
+		return r;
+	if (!map)
+		return -ENOENT; /* the slot is free: the module was closed */
+	r = read_u64(rd, opaque, map + db->lm_modid, &lm_modid);
+	if (r < 0)
+		return r;
+	if (lm_modid != modid)
+		return -EINVAL;
+	r = read_u64(rd, opaque, list + db->si_gen, &g);
+	if (r < 0)
+		return r;
+	*gen = g;
+	return 0;
+}

@@ -42,7 +42,13 @@ struct tlsm_access {
 	int64_t tpoff;   /* static models: address = tp + tpoff */
 	uint64_t modid;  /* dynamic models: DTV index */
 	uint64_t offset; /* dynamic models: offset in the module's block */
-	uint64_t gen;    /* TLSDESC dynamic on glibc: generation to check */
+	/* Dynamic models on glibc: a thread whose DTV generation (dtv[0]) is
+	 * older than gen has no block for this module yet, whatever its slot
+	 * holds (a module id reused after dlclose() leaves the old module's
+	 * block there).  TLSDESC: the descriptor's gen_count; general
+	 * dynamic: the module's slotinfo generation, when it can be read
+	 * (tlsm_glibc_module_gen()). */
+	uint64_t gen;
 	bool check_gen;
 };
 
@@ -109,6 +115,33 @@ tlsm_dtv_layout(enum tlsm_arch arch, enum tlsm_libc libc, struct tlsm_dtv_layout
 
 /* Reads len bytes of target memory at addr; returns 0 or a negative errno. */
 typedef int (*tlsm_read_fn)(void *opaque, uint64_t addr, void *buf, size_t len);
+
+/* Where glibc keeps the generation of each module id, as its libthread_db
+ * finds it (nptl_db/td_thr_tlsbase.c): ld.so's _rtld_global holds
+ * _dl_tls_dtv_slotinfo_list, a chain of {len, next, slotinfo[len]}, and
+ * slotinfo[modid] is {gen, map}.  The offsets come from the descriptors
+ * glibc exports for libthread_db (_thread_db_*, in libc.so.6 since 2.34,
+ * libpthread.so.0 before; {bits, count, offset} each), never from a
+ * hard-coded layout. */
+struct tlsm_glibc_db {
+	uint64_t rtld_global;   /* runtime address of _rtld_global */
+	uint32_t slotinfo_list; /* offset of _dl_tls_dtv_slotinfo_list in it */
+	uint32_t list_len, list_next, list_slotinfo; /* in dtv_slotinfo_list */
+	uint32_t slotinfo_size;                      /* sizeof (dtv_slotinfo) */
+	uint32_t si_gen, si_map;                     /* in dtv_slotinfo */
+	uint32_t lm_modid;                           /* l_tls_modid in link_map */
+};
+
+/* The generation at which the module now holding modid was loaded (the
+ * module of the map whose l_tls_modid is modid; a thread whose DTV is
+ * older has not set up its slot for that module).  Returns 0 and *gen,
+ * -ENOENT if no module holds modid, -EINVAL if the target's structures
+ * make no sense, or the reader's error. */
+int tlsm_glibc_module_gen(const struct tlsm_glibc_db *db,
+			  uint64_t modid,
+			  tlsm_read_fn rd,
+			  void *opaque,
+			  uint64_t *gen);
 
 /* Per-thread address of the variable, given the thread pointer.  Returns 0,
  * -ENODATA if the thread has no TLS block for the module yet (no context),
