@@ -5,8 +5,10 @@
  * accept()/accept4() mark server-side connections (preload/conn.c keeps one
  * slot per fd).  Every call through which request bytes arrive feeds
  * exactly the bytes it returned to that connection's head scanner; every
- * call that writes marks the request answered; close/dup2/dup3/close_range
- * forget the fd.  The thread's published record follows the work:
+ * call that writes marks the request answered; close/fclose/dup2/dup3/
+ * close_range/closefrom forget the fd, and dup/dup2/dup3/fcntl(F_DUPFD,
+ * F_DUPFD_CLOEXEC) give the copy a copy of the slot.  The thread's
+ * published record follows the work:
  *
  *  - it becomes the connection's request context when a request head
  *    completes (event "attach", reason "request");
@@ -56,16 +58,24 @@
  * preadv2() (which reads a socket at offset -1) and splice() out of a
  * socket -- bytes a read took past the scanner put it out of step with
  * the stream, so the connection's later requests may get no context;
- * fds duplicated with dup() or fcntl(F_DUPFD) (only dup2/dup3 copy the
- * slot); responses sent only with splice()/vmsplice(); upstream
- * (connect()ed) traffic is never attributed.  A close the hooks do not
- * see (fclose() of an fdopen'ed connection: glibc closes internally;
- * syscall()) leaves the slot tracked: until accept() returns that number
- * again, whatever else gets it (a pipe, a file, a client socket) is read
- * as that connection, and HTTP-looking bytes on it may publish a
- * context.  A vfork() child that closes a tracked fd with close() before
- * exec makes its parent forget that connection (shared memory; its
- * dup2/dup3/close_range/closefrom leave the parent's table alone:
+ * responses sent only with splice()/vmsplice(); upstream (connect()ed)
+ * traffic is never attributed.  A copy of a connection (dup, dup2, dup3,
+ * fcntl F_DUPFD*) is a slot of its own, not shared with the original:
+ * used instead of the original (the original closed, or left alone) it
+ * is followed, but a response written through one while the requests
+ * are read through the other does not answer the reader's request, so
+ * its next keep-alive request is taken as pipelined behind the first and
+ * the first one's context stays.  fcntl() is seen under its names fcntl
+ * and fcntl64 (what <fcntl.h> calls under _FILE_OFFSET_BITS=64), not as
+ * __fcntl.  A close the hooks do not see (syscall(), freopen() of a
+ * stream on a connection, a close inside another library's own code
+ * that bypasses the PLT) leaves the slot tracked: until accept() returns
+ * that number again, whatever else gets it (a pipe, a file, a client
+ * socket) is read as that connection, and HTTP-looking bytes on it may
+ * publish a context.  A vfork() child that
+ * closes a tracked fd with close() or fclose() before exec makes its
+ * parent forget that connection (shared memory; its dup/dup2/dup3/fcntl
+ * copies and close_range/closefrom leave the parent's table alone:
  * sk_vfork_child()).  Bytes read by a signal handler that interrupted our
  * own processing on the same thread are not scanned.  A signal handler
  * that does I/O on another connection while the interrupted code works on
@@ -97,9 +107,12 @@
 #include "sys.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -135,6 +148,14 @@ int __ppoll_chk(struct pollfd *fds,
 
 /* ---- real functions ---- */
 
+/* fcntl() and fcntl64() (glibc >= 2.28; the name <fcntl.h> redirects
+ * fcntl to under _FILE_OFFSET_BITS=64) with their one optional argument
+ * as glibc's own fcntl64() reads it (sysdeps/unix/sysv/linux/fcntl64.c:
+ * va_arg (ap, void *) for every command): an int, a pointer (struct
+ * flock, flock64, f_owner_ex, a u64 hint) or nothing all travel in one
+ * register-sized slot, passed on as it came. */
+typedef int sk_fcntl_fn(int fd, int cmd, ...);
+
 struct sk_real_fns {
 	__typeof__(read) *read;
 	__typeof__(recv) *recv;
@@ -148,8 +169,12 @@ struct sk_real_fns {
 	__typeof__(accept) *accept;
 	__typeof__(accept4) *accept4;
 	__typeof__(close) *close;
+	__typeof__(dup) *dup;
 	__typeof__(dup2) *dup2;
 	__typeof__(dup3) *dup3;
+	__typeof__(fclose) *fclose;
+	sk_fcntl_fn *fcntl;
+	sk_fcntl_fn *fcntl64;
 	__typeof__(close_range) *close_range;
 	__typeof__(closefrom) *closefrom;
 	__typeof__(write) *write;
@@ -188,8 +213,13 @@ static void
 hook_socket_bind_once(void)
 {
 	/* A hook called from inside dlsym (an allocator that reads a file
-	 * while dlerror() allocates) must not wait for this once. */
+	 * while dlerror() allocates) must not wait for this once.  fclose
+	 * first: such an allocator may well close that file, and only a
+	 * bound pointer can do that for it (real_fclose_boot()). */
 	sk_binding = true;
+	SK_BIND(fclose, fclose, true);
+	SK_BIND(fcntl, fcntl, true);
+	SK_BIND(fcntl64, fcntl64, false);
 	SK_BIND(read, read, true);
 	SK_BIND(recv, recv, true);
 	SK_BIND(recvfrom, recvfrom, true);
@@ -202,6 +232,7 @@ hook_socket_bind_once(void)
 	SK_BIND(accept, accept, true);
 	SK_BIND(accept4, accept4, true);
 	SK_BIND(close, close, true);
+	SK_BIND(dup, dup, true);
 	SK_BIND(dup2, dup2, true);
 	SK_BIND(dup3, dup3, true);
 	SK_BIND(close_range, close_range, false);
@@ -266,11 +297,12 @@ hook_socket_ctor(void)
  * taken for responses, and reads of stdin published the request) and
  * made it forget every connection it had.  One getpid() system call,
  * only in the fd-management hooks that change the table in bulk or by
- * copy (dup2, dup3, close_range, closefrom), never on a read or write
- * path; close() does without (the comment at the top says what that
- * leaves).  A child of a raw clone() without CLONE_VM, which runs no fork
- * handler either, is taken for one too: its copies and range closes go
- * unseen there, like a close the hooks do not see (see the top). */
+ * copy (dup, dup2, dup3, fcntl F_DUPFD*, close_range, closefrom), never on
+ * a read or write path; close() and fclose() do without (the comment at
+ * the top says what that leaves).  A child of a raw clone() without
+ * CLONE_VM, which runs no fork handler either, is taken for one too: its
+ * copies and range closes go unseen there, like a close the hooks do not
+ * see (see the top). */
 static bool
 sk_vfork_child(void)
 {
@@ -326,6 +358,7 @@ SK_REAL(accept, accept, int, (int fd, struct sockaddr *a, socklen_t *al), (fd, a
 SK_REAL(accept4, accept4, int, (int fd, struct sockaddr *a, socklen_t *al, int fl),
 	(fd, a, al, fl), syscall(SYS_accept4, fd, a, al, fl))
 SK_REAL(close, close, int, (int fd), (fd), syscall(SYS_close, fd))
+SK_REAL(dup, dup, int, (int o), (o), syscall(SYS_dup, o))
 SK_REAL(dup2, dup2, int, (int o, int n), (o, n), syscall(SYS_dup2, o, n))
 SK_REAL(dup3, dup3, int, (int o, int n, int fl), (o, n, fl), syscall(SYS_dup3, o, n, fl))
 SK_REAL(close_range, close_range, int, (unsigned lo, unsigned hi, int fl), (lo, hi, fl),
@@ -411,6 +444,70 @@ SK_REAL(pselect, pselect, int,
 	 const sigset_t *ss),
 	(n, r, w, x, to, ss), sk_sys_pselect(n, r, w, x, to, ss))
 
+/* While this thread binds: the system call, as glibc makes it on 64-bit
+ * targets (sysdeps/unix/sysv/linux/fcntl64.c: every command as it is,
+ * struct flock being flock64 there, except F_GETOWN, answered through
+ * F_GETOWN_EX so that a process group's negative id comes back). */
+static long
+sk_sys_fcntl(int fd, int cmd, void *arg)
+{
+	if (cmd == F_GETOWN) {
+		struct f_owner_ex ex;
+
+		if (syscall(SYS_fcntl, fd, F_GETOWN_EX, &ex) < 0)
+			return -1;
+		return ex.type == F_OWNER_PGRP ? -ex.pid : ex.pid;
+	}
+	return syscall(SYS_fcntl, fd, cmd, arg);
+}
+
+static __attribute__((noinline, cold)) int
+real_fcntl_boot(int fd, int cmd, ...)
+{
+	va_list ap;
+	void *arg;
+
+	va_start(ap, cmd);
+	arg = va_arg(ap, void *);
+	va_end(ap);
+	if (hook_socket_bind() && sk_real.fcntl != real_fcntl_boot)
+		return sk_real.fcntl(fd, cmd, arg);
+	return (int)sk_sys_fcntl(fd, cmd, arg);
+}
+
+static __attribute__((noinline, cold)) int
+real_fcntl64_boot(int fd, int cmd, ...)
+{
+	va_list ap;
+	void *arg;
+
+	va_start(ap, cmd);
+	arg = va_arg(ap, void *);
+	va_end(ap);
+	if (hook_socket_bind() && sk_real.fcntl64 != real_fcntl64_boot)
+		return sk_real.fcntl64(fd, cmd, arg);
+	/* fcntl64 is missing before glibc 2.28: fcntl is that call there. */
+	return real_fcntl_boot(fd, cmd, arg);
+}
+
+/* fclose has no system call to fall back on.  It is bound first, so a
+ * call from inside a later lookup of this thread's binding finds it; one
+ * from inside its own lookup (dlsym calling an allocator that closes a
+ * FILE) looks it up by itself, outside the once it is running in. */
+static __attribute__((noinline, cold)) int
+real_fclose_boot(FILE *fp)
+{
+	int (*fn)(FILE *);
+
+	if (hook_socket_bind() && sk_real.fclose != real_fclose_boot)
+		return sk_real.fclose(fp);
+	fn = sk_real.fclose;
+	if (fn == real_fclose_boot)
+		fn = (int (*)(FILE *))ctxshim_bind("fclose", NULL, (const void *)fclose,
+						   true);
+	return fn(fp);
+}
+
 static __attribute__((noinline, cold)) void
 real_closefrom_boot(int lo)
 {
@@ -428,6 +525,12 @@ real_closefrom(int lo)
 	sk_real.closefrom(lo);
 }
 
+static inline int
+real_fclose(FILE *fp)
+{
+	return sk_real.fclose(fp);
+}
+
 static struct sk_real_fns sk_real = {
 	.read = real_read_boot,
 	.recv = real_recv_boot,
@@ -441,8 +544,12 @@ static struct sk_real_fns sk_real = {
 	.accept = real_accept_boot,
 	.accept4 = real_accept4_boot,
 	.close = real_close_boot,
+	.dup = real_dup_boot,
 	.dup2 = real_dup2_boot,
 	.dup3 = real_dup3_boot,
+	.fclose = real_fclose_boot,
+	.fcntl = real_fcntl_boot,
+	.fcntl64 = real_fcntl64_boot,
 	.close_range = real_close_range_boot,
 	.closefrom = real_closefrom_boot,
 	.write = real_write_boot,
@@ -1311,7 +1418,7 @@ hook_socket_close(int fd)
 }
 
 static void
-sk_duped(int oldfd, int newfd)
+sk_duped(int oldfd, int newfd, const char *reason)
 {
 	int saved_errno = errno;
 
@@ -1320,7 +1427,7 @@ sk_duped(int oldfd, int newfd)
 		return;
 	}
 	if (ctxshim_conn_hot(newfd))
-		sk_gone(newfd, "dup2");
+		sk_gone(newfd, reason);
 	if (ctxshim_conn_hot(oldfd))
 		ctxshim_conn_dup(oldfd, newfd);
 	errno = saved_errno;
@@ -1339,7 +1446,7 @@ hook_socket_dup2(int oldfd, int newfd)
 	/* Done after the call: dup2 replaces newfd atomically, so no other
 	 * thread can get its number in between. */
 	if (r == newfd && oldfd != newfd && ctxshim_conn_tab.max_fds)
-		sk_duped(oldfd, newfd);
+		sk_duped(oldfd, newfd, "dup2");
 	return r;
 }
 
@@ -1354,8 +1461,89 @@ hook_socket_dup3(int oldfd, int newfd, int flags)
 	r = real_dup3(oldfd, newfd, flags);
 
 	if (r == newfd && oldfd != newfd && ctxshim_conn_tab.max_fds)
-		sk_duped(oldfd, newfd);
+		sk_duped(oldfd, newfd, "dup2");
 	return r;
+}
+
+/* dup() and fcntl(F_DUPFD[_CLOEXEC]) return a number that was free: it
+ * gets a copy of oldfd's slot, as with dup2 (a slot still tracked there
+ * belongs to a close the hooks did not see, and goes).  Only when one of
+ * the two numbers is tracked: every other copy costs one failed test. */
+static __attribute__((noinline)) void
+sk_dup_new(int oldfd, int r, const char *reason)
+{
+	if (ctxshim_conn_hot(oldfd) != CONN_HOT_NONE ||
+	    ctxshim_conn_hot(r) != CONN_HOT_NONE)
+		sk_duped(oldfd, r, reason);
+}
+
+static inline int
+hook_socket_dup(int oldfd)
+{
+	int r = real_dup(oldfd);
+
+	if (r >= 0 && ctxshim_conn_tab.max_fds)
+		sk_dup_new(oldfd, r, "dup");
+	return r;
+}
+
+/* Every command goes to the real function with its argument as it came
+ * (sk_fcntl_fn); only a successful F_DUPFD/F_DUPFD_CLOEXEC is looked at
+ * after it.  The real function is the one the caller named: fcntl and
+ * fcntl64 differ on 32-bit targets (struct flock). */
+static inline int
+hook_socket_fcntl(sk_fcntl_fn *real, int fd, int cmd, void *arg)
+{
+	int r = real(fd, cmd, arg);
+
+	if ((cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC) && r >= 0 &&
+	    ctxshim_conn_tab.max_fds)
+		sk_dup_new(fd, r, "fcntl");
+	return r;
+}
+
+/* What glibc's fileno() returns (libio/fileno.c), read without calling it:
+ * fileno() sets errno for a stream without a file (fmemopen,
+ * open_memstream, fopencookie), and such a stream's _fileno may never
+ * have been written (_IO_old_init() leaves it), so it is read only when
+ * the stream is a file buffer (_IO_IS_FILEBUF, libio.h: unchanged since
+ * libio began; fopencookie's streams have it, with _fileno -2). */
+#define SK_IO_IS_FILEBUF 0x2000
+
+static inline int
+sk_file_fd(const FILE *fp)
+{
+	return (fp->_flags & SK_IO_IS_FILEBUF) ? fp->_fileno : -1;
+}
+
+/* glibc's fclose() flushes and closes the fd inside libc (no call we
+ * see): a connection fdopen()ed by a legacy daemon, closed that way, must
+ * be forgotten like one close() closes -- before the real call, as
+ * there.  The fd is taken where fclose() takes it: a stream that is no
+ * file (fd -1 or -2) fails the bound check, and so does every stream
+ * before the table is set up or with the shim off (max_fds 0); the table
+ * is never unmapped, so a call at exit after the destructors finds it as
+ * it was.  fclose(NULL) crashes in libc, as without us.  A plain file
+ * costs a test of fp, two loads, the bound check and the hot byte before
+ * the tail call (14 instructions; the slot work is out of line, so the
+ * fast path saves no register). */
+static __attribute__((noinline)) int
+sk_fclose(FILE *fp, int fd)
+{
+	sk_gone(fd, "fclose");
+	return real_fclose(fp);
+}
+
+static inline int
+hook_socket_fclose(FILE *fp)
+{
+	if (__builtin_expect(fp != NULL, 1)) {
+		int fd = sk_file_fd(fp);
+
+		if (__builtin_expect(ctxshim_conn_hot(fd) != CONN_HOT_NONE, 0))
+			return sk_fclose(fp, fd);
+	}
+	return real_fclose(fp);
 }
 
 /* sk_gone_range() unless we are a vfork() child (see sk_vfork_child()). */
@@ -1978,6 +2166,42 @@ HOOK_EXPORT __attribute__((hot)) int
 close(int fd)
 {
 	return hook_socket_close(fd);
+}
+
+HOOK_EXPORT int
+dup(int oldfd)
+{
+	return hook_socket_dup(oldfd);
+}
+
+HOOK_EXPORT int
+fcntl(int fd, int cmd, ...)
+{
+	va_list ap;
+	void *arg;
+
+	va_start(ap, cmd);
+	arg = va_arg(ap, void *);
+	va_end(ap);
+	return hook_socket_fcntl(sk_real.fcntl, fd, cmd, arg);
+}
+
+HOOK_EXPORT int
+fcntl64(int fd, int cmd, ...)
+{
+	va_list ap;
+	void *arg;
+
+	va_start(ap, cmd);
+	arg = va_arg(ap, void *);
+	va_end(ap);
+	return hook_socket_fcntl(sk_real.fcntl64, fd, cmd, arg);
+}
+
+HOOK_EXPORT int
+fclose(FILE *fp)
+{
+	return hook_socket_fclose(fp);
 }
 
 HOOK_EXPORT int

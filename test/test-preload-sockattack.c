@@ -20,7 +20,16 @@
  *  - dup2() of a connection in the middle of a head: the copy's rest of
  *    the head took a free capture of the pool whose last head had been
  *    scanned on the copy's number, and published that old head's
- *    url.path (preload/conn.c, conn_dup_head()).
+ *    url.path (preload/conn.c, conn_dup_head());
+ *  - fclose() of an fdopen()ed connection closes its fd inside glibc: the
+ *    shim went on publishing the request, and a pipe that got the number
+ *    published the HTTP-looking bytes read from it (fclose hook); fclose()
+ *    of other streams keeps its result and errno;
+ *  - a copy made by dup() or fcntl(F_DUPFD/F_DUPFD_CLOEXEC), through
+ *    fcntl64 (the header's name under _FILE_OFFSET_BITS=64) or plain
+ *    fcntl, was no connection: with the original closed, its response and
+ *    its next request went unseen; and a vfork() child's copies must not
+ *    make its parent's pipes look like the connection.
  *
  * Each runs with the event log off and on (the hooks take other paths). */
 #include "test-common.h"
@@ -100,6 +109,32 @@ START_TEST(vfork_child_fds)
 }
 END_TEST
 
+START_TEST(fdopen_fclose)
+{
+	run_both("fdopen-fclose", NULL, _i);
+}
+END_TEST
+
+START_TEST(fclose_results)
+{
+	run_both("fclose-results", NULL, _i);
+}
+END_TEST
+
+static const char *const dup_hows[] = {"dup", "fcntl", "fcntl-cloexec", "fcntl-sym"};
+
+START_TEST(dup_answer)
+{
+	run_both("dup-answer", dup_hows[_i >> 2], _i & 3);
+}
+END_TEST
+
+START_TEST(vfork_dup)
+{
+	run_both("vfork-dup", NULL, _i);
+}
+END_TEST
+
 TEST_SUITE(sockattack_suite)
 {
 	Suite *s = suite_create("preload-sockattack");
@@ -113,6 +148,10 @@ TEST_SUITE(sockattack_suite)
 	tcase_add_loop_test(tc, closefrom_negative, 0, 4);
 	tcase_add_loop_test(tc, vfork_child_fds, 0, 8);
 	tcase_add_loop_test(tc, dup2_mid_head, 0, 4);
+	tcase_add_loop_test(tc, fdopen_fclose, 0, 4);
+	tcase_add_loop_test(tc, fclose_results, 0, 4);
+	tcase_add_loop_test(tc, dup_answer, 0, 16);
+	tcase_add_loop_test(tc, vfork_dup, 0, 4);
 	suite_add_tcase(s, tc);
 	return s;
 }

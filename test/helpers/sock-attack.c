@@ -33,6 +33,27 @@
  *                               followed
  *   sock-attack eintr           a head split by EAGAIN, EINTR and a read
  *                               returning 0 on another connection
+ *   sock-attack fdopen-fclose   a connection fdopen()ed and fclose()d (glibc
+ *                               closes the fd internally): the request's
+ *                               context goes, and a pipe that gets the
+ *                               number publishes nothing
+ *   sock-attack fclose-results  fclose() of files, of fmemopen(),
+ *                               open_memstream() and fopencookie() streams,
+ *                               and of a stream whose fd was closed under
+ *                               it: the return value and errno are libc's
+ *   sock-attack dup-answer [dup|fcntl|fcntl-cloexec|fcntl-sym]
+ *                               a connection copied by dup() or
+ *                               fcntl(F_DUPFD[_CLOEXEC]) (the header's
+ *                               fcntl, i.e. fcntl64, or the plain fcntl
+ *                               symbol), the original closed: the response
+ *                               through the copy is the request's, the
+ *                               next keep-alive request on the copy shows
+ *                               its own trace
+ *   sock-attack vfork-dup       a vfork() child dup()s a connection and
+ *                               copies it with fcntl(F_DUPFD): the numbers
+ *                               the copies got in the child's table are
+ *                               free in its parent's, whose pipes on them
+ *                               stay pipes
  *
  * Prints "RESULT <mode> fails=N" and exits 0 when every check held. */
 #include "ctxobs.h"
@@ -47,6 +68,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -495,6 +517,241 @@ mode_eintr(void)
 	close(s);
 }
 
+/* ---- fdopen() + fclose() ---- */
+
+static void
+mode_fdopen_fclose(void)
+{
+	static const char h[] = HEAD("/stdio", TRACE);
+	static const char ph[] = HEAD("/pipe", TRACE2);
+	char buf[512];
+	int c, s, num, p[2];
+	FILE *f;
+
+	pair(&c, &s);
+	num = s;
+	send_str(c, h);
+	read_n(s, buf, sizeof(h) - 1);
+	SHOWN(1, "after the head");
+	/* the legacy way: the response through stdio, then fclose(), which
+	 * writes and closes inside libc */
+	f = fdopen(s, "w");
+	if (!f)
+		die("fdopen");
+	fputs(RESP, f);
+	errno = 4321;
+	CHECK(fclose(f) == 0 && errno == 4321, "fclose of the connection: errno %d",
+	      errno);
+	SHOWN(0, "after the fclose() of the connection");
+	wait_queued(c, sizeof(RESP) - 1);
+	/* a pipe gets the number: its HTTP-looking bytes are no request */
+	if (pipe2(p, O_CLOEXEC) || p[0] != num)
+		die("pipe over the old number");
+	if (write(p[1], ph, sizeof(ph) - 1) != (ssize_t)sizeof(ph) - 1)
+		die("write pipe");
+	read_n(p[0], buf, sizeof(ph) - 1);
+	CHECK(memcmp(buf, ph, sizeof(ph) - 1) == 0, "pipe bytes differ");
+	SHOWN(0, "after reading a pipe on the fclose()d connection's number");
+	/* and writing to it is no response either: the next connection is */
+	close(p[0]);
+	close(p[1]);
+	close(c);
+}
+
+/* ---- fclose() results ---- */
+
+static ssize_t
+cookie_write(void *cookie, const char *b, size_t n)
+{
+	(void)cookie;
+	(void)b;
+	return (ssize_t)n;
+}
+
+static int
+cookie_close(void *cookie)
+{
+	(void)cookie;
+	errno = EIO;
+	return -1;
+}
+
+/* Runs f's fclose() with errno preset: the result and errno after it. */
+static void
+check_fclose(FILE *f, int want_r, int want_errno, const char *what)
+{
+	int r, e;
+
+	if (!f)
+		die(what);
+	errno = 1234;
+	r = fclose(f);
+	e = errno;
+	CHECK(r == want_r && e == want_errno, "fclose(%s) gave %d errno %d, want %d %d",
+	      what, r, e, want_r, want_errno);
+}
+
+static void
+mode_fclose_results(void)
+{
+	static char mem[64];
+	cookie_io_functions_t io = {.write = cookie_write, .close = cookie_close};
+	char *ms = NULL;
+	size_t msn = 0;
+	int c, s, fd;
+	FILE *f;
+
+	/* a connection is tracked meanwhile: its number among the others */
+	pair(&c, &s);
+	f = fopen("/dev/null", "re");
+	check_fclose(f, 0, 1234, "/dev/null");
+	f = fmemopen(mem, sizeof(mem), "w");
+	if (f)
+		fputs("x", f);
+	check_fclose(f, 0, 1234, "fmemopen");
+	f = open_memstream(&ms, &msn);
+	if (f)
+		fputs("y", f);
+	check_fclose(f, 0, 1234, "open_memstream");
+	free(ms);
+	f = fopencookie(NULL, "w", io);
+	check_fclose(f, EOF, EIO, "fopencookie, close fails");
+	/* its fd closed under it: fclose() fails with EBADF */
+	fd = fcntl(s, F_DUPFD_CLOEXEC, 0);
+	f = fd < 0 ? NULL : fdopen(fd, "w");
+	if (f)
+		close(fd);
+	check_fclose(f, EOF, EBADF, "a stream whose fd was closed");
+	/* the connection's own stream, with unwritten bytes and a failed
+	 * write: the peer is gone */
+	f = fdopen(s, "w");
+	close(c);
+	if (f) {
+		(void)shutdown(s, SHUT_RDWR);
+		fputs(RESP, f);
+	}
+	check_fclose(f, EOF, EPIPE, "a connection's stream, peer gone");
+}
+
+/* ---- a response through dup() / fcntl(F_DUPFD) ---- */
+
+static int
+copy_fd(int fd, const char *how)
+{
+	if (strcmp(how, "fcntl") == 0)
+		return fcntl(fd, F_DUPFD, 10);
+	if (strcmp(how, "fcntl-cloexec") == 0)
+		return fcntl(fd, F_DUPFD_CLOEXEC, 20);
+	if (strcmp(how, "fcntl-sym") == 0) {
+		/* the unredirected name, as a binary built without LFS calls it */
+		int (*fn)(int, int, ...) =
+			(int (*)(int, int, ...))(uintptr_t)dlsym(RTLD_DEFAULT, "fcntl");
+
+		return fn ? fn(fd, F_DUPFD_CLOEXEC, 30) : -1;
+	}
+	return dup(fd);
+}
+
+/* The usual use of dup(): the copy carries on and the original goes (a
+ * daemon that moves the connection off a fixed number, a stdio stream of
+ * its own).  The copy must be the connection: its response ends the
+ * request, its next keep-alive request shows its own trace. */
+static void
+mode_dup_answer(const char *how)
+{
+	static const char h[] = HEAD("/dup", TRACE);
+	static const char h2[] = HEAD("/dup2nd", TRACE2);
+	char buf[512];
+	int c, s, d;
+
+	pair(&c, &s);
+	send_str(c, h);
+	read_n(s, buf, sizeof(h) - 1);
+	SHOWN(1, "after the head");
+	d = copy_fd(s, how);
+	if (d < 0)
+		die("copy");
+	SHOWN(1, "after the copy");
+	close(s);
+	SHOWN(0, "after closing the original");
+	/* the response through the copy is the request's */
+	send_str(d, RESP);
+	SHOWN(1, "writing the response through the copy");
+	wait_queued(c, sizeof(RESP) - 1);
+	/* answered: the next read finds no request, the thread is idle */
+	(void)fcntl(d, F_SETFL, O_NONBLOCK);
+	CHECK(read(d, buf, sizeof(buf)) == -1 && errno == EAGAIN, "read after");
+	SHOWN(0, "waiting for the next request");
+	(void)fcntl(d, F_SETFL, 0);
+	/* the next keep-alive request gets its own trace */
+	send_str(c, h2);
+	read_n(d, buf, sizeof(h2) - 1);
+	SHOWN(2, "after the next head on the copy");
+	send_str(d, RESP);
+	close(d);
+	SHOWN(0, "after closing the copy");
+	close(c);
+}
+
+/* ---- vfork() + dup() / fcntl(F_DUPFD) ---- */
+
+static void
+mode_vfork_dup(void)
+{
+	static const char h[] = HEAD("/vfork", TRACE);
+	static const char ph[] = HEAD("/pipe", TRACE2);
+	char buf[512];
+	int c, s, p[2], st, n1, n2;
+	pid_t pid;
+
+	pair(&c, &s);
+	send_str(c, h);
+	read_n(s, buf, sizeof(h) - 1);
+	SHOWN(1, "after the head");
+	send_str(s, RESP);
+	/* answered; the next read finds no request: the thread is idle */
+	(void)fcntl(s, F_SETFL, O_NONBLOCK);
+	CHECK(read(s, buf, sizeof(buf)) == -1 && errno == EAGAIN, "read after");
+	(void)fcntl(s, F_SETFL, 0);
+	SHOWN(0, "waiting for the next request");
+	/* the two lowest free numbers (valgrind runs vfork() as fork(): the
+	 * child's variables are not ours to read) */
+	n1 = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	n2 = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	if (n1 < 0 || n2 < 0)
+		die("open");
+	close(n1);
+	close(n2);
+	pid = vfork();
+	if (pid == 0) {
+		/* they are the child's copies, free in our table */
+		if (dup(s) != n1 || fcntl(s, F_DUPFD, 0) != n2)
+			_exit(3);
+		_exit(0);
+	}
+	if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st) ||
+	    WEXITSTATUS(st) != 0)
+		die("vfork child");
+	/* our pipe gets those numbers: HTTP-looking bytes written to the
+	 * second and read from the first are no request */
+	if (pipe2(p, O_CLOEXEC) || p[0] != n1 || p[1] != n2)
+		die("pipe over the child's numbers");
+	if (write(p[1], ph, sizeof(ph) - 1) != (ssize_t)sizeof(ph) - 1)
+		die("write pipe");
+	SHOWN(0, "after writing to a pipe on the child's fcntl() number");
+	read_n(p[0], buf, sizeof(ph) - 1);
+	SHOWN(0, "after reading a pipe on the child's dup() number");
+	/* the connection is still followed */
+	send_str(c, h);
+	read_n(s, buf, sizeof(h) - 1);
+	SHOWN(1, "after the next head");
+	send_str(s, RESP);
+	close(p[0]);
+	close(p[1]);
+	close(c);
+	close(s);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -516,6 +773,14 @@ main(int argc, char **argv)
 		mode_closefrom_negative();
 	else if (strcmp(mode, "eintr") == 0)
 		mode_eintr();
+	else if (strcmp(mode, "fdopen-fclose") == 0)
+		mode_fdopen_fclose();
+	else if (strcmp(mode, "fclose-results") == 0)
+		mode_fclose_results();
+	else if (strcmp(mode, "dup-answer") == 0)
+		mode_dup_answer(argc > 2 ? argv[2] : "dup");
+	else if (strcmp(mode, "vfork-dup") == 0)
+		mode_vfork_dup();
 	else {
 		fprintf(stderr, "usage: sock-attack MODE\n");
 		return 64;
