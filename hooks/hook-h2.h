@@ -13,8 +13,9 @@
  * so a request gets the same context over either protocol:
  *  - names match ASCII case-insensitively (HTTP/2 requires lower case;
  *    nghttp2 rejects the rest before we see it);
- *  - ":method" (<= 20 bytes kept) and ":path" (the request-target, <= 256
- *    bytes kept) are taken from their first field;
+ *  - ":method" (<= 20 bytes kept, the scanner's longest; a longer one is
+ *    marked cut: "_OTHER" without an original) and ":path" (the
+ *    request-target, <= 256 bytes kept) are taken from their first field;
  *  - traceparent: the first field's value, up to 64 bytes (enough to
  *    decide validity exactly: a version-00 value longer than 55 is
  *    invalid, and a later version only looks at byte 56); a second field
@@ -53,6 +54,7 @@ struct hook_h2_req {
 	uint8_t n_tp;       /* traceparent fields seen (saturates at 255) */
 	uint8_t extra_seen; /* bit i: extra header i was seen */
 	bool has_method, has_path, has_ts;
+	bool method_cut;  /* :method longer than HOOK_H2_METHOD_MAX */
 	bool ts_full;     /* the list was cut: later fields are not stored */
 	bool ts_checking; /* the list overflowed: ts_check follows it */
 	bool ts_bad;      /* invalid past what is stored: drop it all */
@@ -165,6 +167,7 @@ hook_h2_req_header(struct hook_h2_req *q,
 	if (name_len && name[0] == ':') {
 		if (!q->has_method && hook_h2_name_is(name, name_len, ":method")) {
 			q->has_method = true;
+			q->method_cut = value_len > HOOK_H2_METHOD_MAX;
 			q->method_len = (uint8_t)(value_len < HOOK_H2_METHOD_MAX
 							  ? value_len
 							  : HOOK_H2_METHOD_MAX);
@@ -221,6 +224,7 @@ hook_h2_req_view(const struct hook_h2_req *q, struct hook_h2_view *v)
 	if (q->has_method) {
 		v->r.method = q->method;
 		v->r.method_len = q->method_len;
+		v->r.method_cut = q->method_cut;
 	}
 	if (q->has_path) {
 		v->r.target = q->path;

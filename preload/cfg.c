@@ -4,6 +4,7 @@
 #include "cfg.h"
 #include "events.h"
 #include "log.h"
+#include "request-ctx.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -148,4 +149,8 @@ ctxshim_config_load(void)
 						 1u << 20);
 	load_header_attrs();
 	ctxshim_cfg.propagate = load_propagate();
+	if (ctxshim_request_known_methods(
+		    secure_getenv("OTEL_INSTRUMENTATION_HTTP_KNOWN_METHODS")) < 0)
+		ctxshim_log("OTEL_INSTRUMENTATION_HTTP_KNOWN_METHODS: more than 32 methods "
+			    "or one over 20 bytes, ignoring it");
 }

@@ -43,14 +43,13 @@ static const char *const builtin_keys[] = {
 
 /* The resource: builtin entries plus OTEL_RESOURCE_ATTRIBUTES, decoded
  * into res_text.  Instance id and pid are regenerated after fork. */
-static struct pctx_kv resource[MAX_RESOURCE];
+static struct pctx_kv_typed resource[MAX_RESOURCE];
 static size_t n_resource;
 static char res_text[RES_TEXT_MAX];
 static size_t res_text_len;
 static char instance_id[37];
-static char pid_text[24];
 static char header_keys[CTXSHIM_MAX_HEADER_ATTRS][CTXSHIM_HEADER_NAME_MAX + 32];
-static const char *key_map[CTXSHIM_KEY_FIRST_HEADER + CTXSHIM_MAX_HEADER_ATTRS];
+static const char *key_map[CTXSHIM_KEY_FIRST_HEADER + CTXSHIM_MAX_HEADER_ATTRS + 1];
 static size_t n_keys;
 
 static uint8_t payload[PAYLOAD_MAX];
@@ -82,6 +81,20 @@ find_resource(const char *key)
 	return -1;
 }
 
+/* Appends an entry for key; false if the resource is full. */
+static bool
+new_resource(const char *key)
+{
+	if (n_resource == MAX_RESOURCE) {
+		ctxshim_log("resource attribute %s dropped (more than %d)", key, MAX_RESOURCE);
+		return false;
+	}
+	memset(&resource[n_resource], 0, sizeof(resource[n_resource]));
+	resource[n_resource].key = key;
+	n_resource++;
+	return true;
+}
+
 /* Sets key to value unless it is already set (first writer wins, so call
  * in precedence order).  An empty value counts as unset: the OTel resource
  * merge takes the secondary value where the primary one is "". */
@@ -96,17 +109,25 @@ add_resource(const char *key, const char *value)
 	}
 	i = find_resource(key);
 	if (i >= 0) {
-		if (!resource[i].value[0])
-			resource[i].value = value;
+		if (resource[i].type == PCTX_V_STRING && !resource[i].str[0])
+			resource[i].str = value;
 		return;
 	}
-	if (n_resource == MAX_RESOURCE) {
-		ctxshim_log("resource attribute %s dropped (more than %d)", key, MAX_RESOURCE);
+	if (!new_resource(key))
 		return;
-	}
-	resource[n_resource].key = key;
-	resource[n_resource].value = value;
-	n_resource++;
+	resource[n_resource - 1].type = PCTX_V_STRING;
+	resource[n_resource - 1].str = value;
+}
+
+/* An int-valued entry (semantic conventions type process.pid as int), set
+ * unless key is already set, like add_resource(). */
+static void
+add_resource_int(const char *key, int64_t value)
+{
+	if (find_resource(key) >= 0 || !new_resource(key))
+		return;
+	resource[n_resource - 1].type = PCTX_V_INT;
+	resource[n_resource - 1].i = value;
 }
 
 static int
@@ -261,8 +282,12 @@ program_name(void)
 static void
 refresh_ids(void)
 {
+	ssize_t i = find_resource("process.pid");
+
 	ctxshim_random_uuid(instance_id);
-	snprintf(pid_text, sizeof(pid_text), "%d", (int)getpid());
+	/* A forked child encodes the resource again, with its own pid. */
+	if (i >= 0 && resource[i].type == PCTX_V_INT)
+		resource[i].i = (int64_t)getpid();
 }
 
 void
@@ -290,7 +315,7 @@ ctxshim_pctx_prepare(void)
 		else
 			ctxshim_log("OTEL_SERVICE_NAME is not UTF-8, ignoring it");
 	}
-	add_resource("process.pid", pid_text);
+	add_resource_int("process.pid", (int64_t)getpid());
 	add_resource("telemetry.sdk.name", "ctxshim");
 	add_resource("telemetry.sdk.language", "c");
 	add_resource("telemetry.sdk.version", CTXSHIM_VERSION);
@@ -310,6 +335,9 @@ ctxshim_pctx_prepare(void)
 			 ctxshim_cfg.header_attrs[i]);
 		key_map[n_keys++] = header_keys[i];
 	}
+	/* Index CTXSHIM_KEY_FIRST_HEADER + n_header_attrs, appended so that no
+	 * earlier index moves: ctxshim_key_method_original() (request-ctx.h). */
+	key_map[n_keys++] = "http.request.method_original";
 }
 
 static uint64_t
@@ -330,8 +358,8 @@ ctxshim_pctx_publish(void)
 	void *addr = MAP_FAILED;
 	int fd = -1, r;
 
-	r = pctx_encode(payload, sizeof(payload), &len, resource, n_resource,
-			PCTX_SCHEMA_VERSION, key_map, n_keys);
+	r = pctx_encode_typed(payload, sizeof(payload), &len, resource, n_resource,
+			      PCTX_SCHEMA_VERSION, key_map, n_keys);
 	if (r < 0) {
 		ctxshim_log("cannot encode the process context: error %d", r);
 		return false;

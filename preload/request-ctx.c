@@ -6,6 +6,7 @@
 #include "http-scan.h"
 #include "w3c.h"
 
+#include <errno.h>
 #include <string.h>
 
 #if defined(__SSE2__)
@@ -140,10 +141,112 @@ attr_add_slow(uint8_t *buf, size_t len, uint8_t key, const void *v, size_t n)
 	return w.len;
 }
 
-/* trec_attrs_add() inline for the usual entry: a value of at most 255
- * bytes that fits whole.  Returns the new length.  v is never NULL. */
-static inline size_t
-attr_put(uint8_t *buf, size_t len, uint8_t key, const void *v, size_t n)
+/* copy_short() (request-ctx.h) that also returns the high bits (>= 0x80)
+ * of the bytes it copied, 0 for ASCII, from the registers the copy loads
+ * anyway: an OR of the loads (a movemask with SSE2), tested once by the
+ * caller.  Values over 64 bytes are not copied and count as not ASCII: the
+ * caller takes its slow path for them.  Targets of 17 to 32 bytes ("/api/v1/...")
+ * take two overlapping loads instead of the loop, which pays for the
+ * check (B4). */
+static inline __attribute__((always_inline)) uint64_t
+copy_ascii(uint8_t *d, const uint8_t *s, size_t n)
+{
+	if (n > 64)
+		return 1;
+	if (n >= 16) {
+#if defined(__SSE2__)
+		__m128i x = _mm_loadu_si128((const void *)s),
+			y = _mm_loadu_si128((const void *)(s + n - 16));
+
+		_mm_storeu_si128((__m128i *)(void *)d, x);
+		if (n > 32) {
+			size_t i;
+
+			for (i = 16; i + 16 < n; i += 16) {
+				__m128i z = _mm_loadu_si128((const void *)(s + i));
+
+				_mm_storeu_si128((__m128i *)(void *)(d + i), z);
+				x = _mm_or_si128(x, z);
+			}
+		}
+		_mm_storeu_si128((__m128i *)(void *)(d + n - 16), y);
+		return (unsigned)_mm_movemask_epi8(_mm_or_si128(x, y));
+#else
+		size_t i;
+		uint8_t hi = 0;
+
+		memcpy(d, s, n);
+		for (i = 0; i < n; i++)
+			hi |= s[i];
+		return hi & 0x80;
+#endif
+	}
+	if (n >= 8) {
+		uint64_t a, b;
+
+		memcpy(&a, s, 8);
+		memcpy(&b, s + n - 8, 8);
+		memcpy(d, &a, 8);
+		memcpy(d + n - 8, &b, 8);
+		return (a | b) & 0x8080808080808080ull;
+	}
+	if (n >= 4) {
+		uint32_t a, b;
+
+		memcpy(&a, s, 4);
+		memcpy(&b, s + n - 4, 4);
+		memcpy(d, &a, 4);
+		memcpy(d + n - 4, &b, 4);
+		return (a | b) & 0x80808080u;
+	}
+	if (n) {
+		uint8_t a = s[0], b = s[n / 2], c = s[n - 1];
+
+		d[0] = a;
+		d[n / 2] = b;
+		d[n - 1] = c;
+		return (a | b | c) & 0x80;
+	}
+	return 0;
+}
+
+/* The bytes of a value longer than TREC_VALUE_MAX that are published:
+ * 255, moved back to the start of the character that straddles the cut,
+ * the rule of trec_attrs_add() (thread-record.c). */
+static size_t
+text_cap(const uint8_t *v, size_t n)
+{
+	size_t k = TREC_VALUE_MAX;
+	unsigned back;
+
+	if (n <= TREC_VALUE_MAX)
+		return n;
+	for (back = 0; back < 3 && (v[k] & 0xc0) == 0x80; back++)
+		k--;
+	return (v[k] & 0xc0) == 0x80 ? TREC_VALUE_MAX : k;
+}
+
+/* attr_text() for everything but a short ASCII value that fits: a value
+ * with a byte >= 0x80, a long one, one that may not fit.  What would be
+ * published must be well-formed UTF-8, or the value is left out whole
+ * (request-ctx.h says why). */
+static __attribute__((noinline, cold)) size_t
+attr_text_slow(uint8_t *buf, size_t len, uint8_t key, const void *v, size_t n)
+{
+	size_t k = text_cap(v, n);
+
+	if (!trec_utf8_valid(v, k))
+		return len;
+	return attr_add_slow(buf, len, key, v, k);
+}
+
+/* trec_attrs_add() inline for the usual value from the request (path,
+ * header values): at most 255 bytes of ASCII that fit whole.  The rest
+ * goes to attr_text_slow().  A
+ * value that turns out not to be ASCII has been copied already, but len
+ * does not cover it, so nothing sees those bytes. */
+static inline __attribute__((always_inline)) size_t
+attr_text(uint8_t *buf, size_t len, uint8_t key, const void *v, size_t n)
 {
 	if (n <= TREC_VALUE_MAX && len <= TREC_ATTRS_MAX &&
 	    TREC_ATTRS_MAX - len >= TREC_ENTRY_OVERHEAD + n) {
@@ -151,10 +254,197 @@ attr_put(uint8_t *buf, size_t len, uint8_t key, const void *v, size_t n)
 
 		d[0] = key;
 		d[1] = (uint8_t)n;
-		ctxshim_copy_short(d + TREC_ENTRY_OVERHEAD, v, n);
-		return len + TREC_ENTRY_OVERHEAD + n;
+		if (__builtin_expect(copy_ascii(d + TREC_ENTRY_OVERHEAD, v, n) == 0, 1))
+			return len + TREC_ENTRY_OVERHEAD + n;
 	}
-	return attr_add_slow(buf, len, key, v, n);
+	return attr_text_slow(buf, len, key, v, n);
+}
+
+/* The methods the semantic conventions know: RFC 9110's and PATCH (RFC
+ * 5789); QUERY is not on their list.  Case-sensitive ("get" is not GET).
+ * Looked up by the method's length and first three bytes, t32 = n | m0 <<
+ * 8 | m1 << 16 | m2 << 24 (a method of 1 or 2 bytes brings whatever
+ * follows it, and matches nothing), through a multiplicative hash that
+ * puts the nine in nine of 16 slots.  A slot holds the entry as it is
+ * written after its key byte, [n][method], and the mask of its 1 + n
+ * bytes; empty slots want n == 0, which never comes here (n is 1..255:
+ * the byte above the method is n itself).  The unit tests look every
+ * method up (a collision would override a slot). */
+#define METHOD_SLOT(t32) (((uint32_t)(t32) * 0x9e3779b1u) >> 28)
+#define METHOD_KNOWN(n, a, b, c, d, e, f, g)                                    \
+	[METHOD_SLOT((uint32_t)(n) | (uint32_t)(a) << 8 | (uint32_t)(b) << 16 | \
+		     (uint32_t)(c) << 24)] = {                                  \
+		(uint64_t)(n) | (uint64_t)(a) << 8 | (uint64_t)(b) << 16 |      \
+			(uint64_t)(c) << 24 | (uint64_t)(d) << 32 |             \
+			(uint64_t)(e) << 40 | (uint64_t)(f) << 48 |             \
+			(uint64_t)(g) << 56,                                    \
+		~0ull >> (8 * (7 - (n))),                                       \
+	}
+
+struct method_slot {
+	uint64_t word;
+	uint64_t mask;
+};
+
+/* The empty slots first, then the methods over them (which is why
+ * -Woverride-init is off here). */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Woverride-init"
+/* clang-format off */
+#define METHOD_SLOTS_DEFAULT                                          \
+	{                                                             \
+		[0 ... 15] = {0, 0xff},                               \
+		METHOD_KNOWN(3, 'G', 'E', 'T', 0, 0, 0, 0),           \
+		METHOD_KNOWN(4, 'H', 'E', 'A', 'D', 0, 0, 0),         \
+		METHOD_KNOWN(4, 'P', 'O', 'S', 'T', 0, 0, 0),         \
+		METHOD_KNOWN(3, 'P', 'U', 'T', 0, 0, 0, 0),           \
+		METHOD_KNOWN(6, 'D', 'E', 'L', 'E', 'T', 'E', 0),     \
+		METHOD_KNOWN(7, 'C', 'O', 'N', 'N', 'E', 'C', 'T'),   \
+		METHOD_KNOWN(7, 'O', 'P', 'T', 'I', 'O', 'N', 'S'),   \
+		METHOD_KNOWN(5, 'T', 'R', 'A', 'C', 'E', 0, 0),       \
+		METHOD_KNOWN(5, 'P', 'A', 'T', 'C', 'H', 0, 0),       \
+	}
+/* clang-format on */
+/* Writable for ctxshim_request_known_methods() (below); the default kept
+ * to go back to. */
+static struct method_slot method_slots[16] = METHOD_SLOTS_DEFAULT;
+static const struct method_slot method_slots_default[16] = METHOD_SLOTS_DEFAULT;
+#pragma GCC diagnostic pop
+
+/* OTEL_INSTRUMENTATION_HTTP_KNOWN_METHODS, when set: the semantic
+ * conventions' full override of the list above, comma-separated and
+ * case-sensitive.  Set once before any request (the constructor), then
+ * read-only.  The slots are emptied then, so that every method takes
+ * attr_method_other(), which looks it up here: the usual request pays
+ * nothing for the option. */
+#define KNOWN_OVERRIDE_MAX 32
+static struct {
+	unsigned n;
+	uint8_t len[KNOWN_OVERRIDE_MAX];
+	char name[KNOWN_OVERRIDE_MAX][HTTP_SCAN_METHOD_MAX];
+} known_override;
+
+static bool
+known_override_has(const char *m, size_t n)
+{
+	unsigned i;
+
+	for (i = 0; i < known_override.n; i++)
+		if (known_override.len[i] == n &&
+		    memcmp(known_override.name[i], m, n) == 0)
+			return true;
+	return false;
+}
+
+int
+ctxshim_request_known_methods(const char *list)
+{
+	static char name[KNOWN_OVERRIDE_MAX][HTTP_SCAN_METHOD_MAX];
+	static uint8_t lens[KNOWN_OVERRIDE_MAX];
+	unsigned i, n = 0;
+	const char *p = list;
+
+	if (!list || !*list) {
+		/* Unset or empty (OTel: empty is unset): the default. */
+		known_override.n = 0;
+		memcpy(method_slots, method_slots_default, sizeof(method_slots));
+		return 0;
+	}
+	while (*p) {
+		const char *e = strchr(p, ',');
+		size_t len = e ? (size_t)(e - p) : strlen(p);
+
+		/* A method is a token (RFC 9110): no blanks inside; blanks
+		 * around an entry are trimmed, empty entries skipped. */
+		while (len && (*p == ' ' || *p == '\t'))
+			p++, len--;
+		while (len && (p[len - 1] == ' ' || p[len - 1] == '\t'))
+			len--;
+		if (len > HTTP_SCAN_METHOD_MAX || n == KNOWN_OVERRIDE_MAX)
+			return -EINVAL;
+		if (len) {
+			memcpy(name[n], p, len);
+			lens[n++] = (uint8_t)len;
+		}
+		if (!e)
+			break;
+		p = e + 1;
+	}
+	/* Parsed whole: only now does it replace what was in force. */
+	memcpy(known_override.name, name, sizeof(name));
+	memcpy(known_override.len, lens, sizeof(lens));
+	known_override.n = n;
+	for (i = 0; i < 16; i++) {
+		method_slots[i].word = 0;
+		method_slots[i].mask = 0xff;
+	}
+	return 0;
+}
+
+/* The method entry for any method the slots do not hold: one of the
+ * overriding list as itself, anything else as "_OTHER" and the method as
+ * http.request.method_original right after it, with the rules of every
+ * other value (UTF-8, capped at 255 bytes).  Always the first entry. */
+static __attribute__((noinline, cold)) size_t
+attr_method_other(uint8_t *buf, const char *m, size_t n, bool cut)
+{
+	static const char other[] = "_OTHER";
+	size_t len;
+
+	if (!cut && known_override.n && known_override_has(m, n))
+		return attr_text_slow(buf, 0, CTXSHIM_KEY_METHOD, m, n);
+	len = attr_add_slow(buf, 0, CTXSHIM_KEY_METHOD, other, sizeof(other) - 1);
+	if (cut)
+		return len;
+	return attr_text_slow(buf, len, ctxshim_key_method_original(), m, n);
+}
+
+/* The http.request.method entry, the first of the record.  padded: m
+ * points into a buffer of at least 8 bytes (the scanner's 20-byte
+ * capture), so its first 8 bytes are one load; else they are gathered
+ * without reading past m[n).  A known method is written from its slot:
+ * the key, then one 8-byte store of [n][method] (the bytes past the
+ * entry are overwritten by the next one, or past attrs_len). */
+static inline __attribute__((always_inline)) size_t
+attr_method(uint8_t *buf, const char *m, size_t n, bool cut, bool padded)
+{
+	const struct method_slot *e;
+	uint64_t w, t;
+	size_t len;
+
+	if (__builtin_expect(cut, 0)) {
+		goto other;
+	} else if (padded && n <= UINT8_MAX) {
+		memcpy(&w, m, 8);
+	} else if (n <= 8) {
+		uint32_t a, b;
+
+		if (n >= 4) {
+			memcpy(&a, m, 4);
+			memcpy(&b, m + n - 4, 4);
+			w = a | (uint64_t)b << (8 * (n - 4));
+		} else {
+			w = (uint64_t)(uint8_t)m[0] |
+			    (uint64_t)(uint8_t)m[n / 2] << (8 * (n / 2)) |
+			    (uint64_t)(uint8_t)m[n - 1] << (8 * (n - 1));
+		}
+	} else {
+		goto other;
+	}
+	t = w << 8 | n;
+	e = &method_slots[METHOD_SLOT(t)];
+	if (__builtin_expect(((t ^ e->word) & e->mask) != 0, 0))
+		goto other;
+	buf[0] = CTXSHIM_KEY_METHOD;
+	memcpy(buf + 1, &e->word, 8);
+	return TREC_ENTRY_OVERHEAD + n;
+other:
+	/* Two entries at most, the second at most 255 bytes: telling the
+	 * compiler so lets it drop the path's "does it fit" test (B4). */
+	len = attr_method_other(buf, m, n, cut);
+	if (len > 2 * TREC_ENTRY_OVERHEAD + 6 + TREC_VALUE_MAX)
+		__builtin_unreachable();
+	return len;
 }
 
 /* ctxshim_ctx_add_parent_attr(), inline: every traced request adds this
@@ -200,7 +490,7 @@ attr_put_parent(uint8_t *buf, size_t len, const uint8_t id[8])
 /* Inline in both entry points, so that the capture path's request (a
  * local struct) is never stored and reloaded (B4). */
 static inline __attribute__((always_inline)) void
-request_ctx(struct ctxshim_ctx *c, const struct ctxshim_request *r)
+request_ctx(struct ctxshim_ctx *c, const struct ctxshim_request *r, bool padded)
 {
 	struct w3c_traceparent tp;
 	bool valid = false;
@@ -236,27 +526,27 @@ request_ctx(struct ctxshim_ctx *c, const struct ctxshim_request *r)
 
 	_Static_assert(sizeof(c->attrs) == TREC_ATTRS_MAX, "attrs is a whole record's");
 	if (r->method && r->method_len)
-		len = attr_put(c->attrs, len, CTXSHIM_KEY_METHOD, r->method,
-			       r->method_len);
+		len = attr_method(c->attrs, r->method, r->method_len, r->method_cut,
+				  padded);
 	if (r->target && r->target_len) {
 		path = url_path(r->target, r->target_len, ctxshim_cfg.url_query,
 				&path_len);
-		len = attr_put(c->attrs, len, CTXSHIM_KEY_PATH, path, path_len);
+		len = attr_text(c->attrs, len, CTXSHIM_KEY_PATH, path, path_len);
 	}
 	if (c->has_parent)
 		len = attr_put_parent(c->attrs, len, c->parent_id);
 	for (i = 0; __builtin_expect(i < ctxshim_cfg.n_header_attrs, 0); i++)
 		if (r->extra[i])
-			len = attr_put(c->attrs, len,
-				       (uint8_t)(CTXSHIM_KEY_FIRST_HEADER + i),
-				       r->extra[i], r->extra_len[i]);
+			len = attr_text(c->attrs, len,
+					(uint8_t)(CTXSHIM_KEY_FIRST_HEADER + i),
+					r->extra[i], r->extra_len[i]);
 	c->attrs_len = (uint16_t)len;
 }
 
 void
 ctxshim_request_ctx(struct ctxshim_ctx *c, const struct ctxshim_request *r)
 {
-	request_ctx(c, r);
+	request_ctx(c, r, false);
 }
 
 CTXSHIM_HOT void
@@ -280,6 +570,7 @@ ctxshim_request_ctx_capture(struct ctxshim_ctx *c,
 	r.n_tracestate = 0;
 	r.method = cap->method;
 	r.method_len = cap->method_len;
+	r.method_cut = false; /* the scanner takes no longer method */
 	r.target = cap->target;
 	r.target_len = cap->target_len;
 	if (flags & HTTP_SCAN_F_TRACEPARENT) {
@@ -310,5 +601,7 @@ ctxshim_request_ctx_capture(struct ctxshim_ctx *c,
 		r.extra[i] = cap->extra[k];
 		r.extra_len[i] = cap->extra_len[k];
 	}
-	request_ctx(c, &r);
+	/* cap->method is the scanner's 20-byte array (padded). */
+	_Static_assert(sizeof(cap->method) >= 8, "attr_method() loads 8 bytes");
+	request_ctx(c, &r, true);
 }

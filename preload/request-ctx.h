@@ -17,7 +17,17 @@
  *   unless CTXSHIM_NEW_TRACES=0, which publishes the attributes with zero
  *   ids;
  * - attributes: http.request.method, url.path (query removed unless
- *   CTXSHIM_URL_QUERY=1), then the CTXSHIM_HEADER_ATTRS headers. */
+ *   CTXSHIM_URL_QUERY=1), then the CTXSHIM_HEADER_ATTRS headers;
+ * - a method other than the nine semantic conventions know (RFC 9110 and
+ *   PATCH, case-sensitive) is published as "_OTHER", the method itself as
+ *   http.request.method_original (right after it);
+ * - every value published is well-formed UTF-8 (OTEP-4947 values are
+ *   UTF-8 strings, and readers such as the eBPF profiler drop others): a
+ *   value whose published bytes are not (raw bytes >= 0x80 in a path,
+ *   obs-text in a header) is left out whole, never cut to its valid part,
+ *   which would look like a complete, different value.  Values longer
+ *   than 255 bytes are still cut before the character that straddles
+ *   byte 255 (thread-record.h), and that part is what is checked. */
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -31,9 +41,23 @@
 #include "cfg.h"
 #include "thread-ctx.h"
 
+/* Key index of http.request.method_original: appended to the key map
+ * after the configured headers (process-ctx-pub.c), so that no earlier
+ * index moves. */
+#define CTXSHIM_KEY_NAME_METHOD_ORIGINAL "http.request.method_original"
+static inline uint8_t
+ctxshim_key_method_original(void)
+{
+	return (uint8_t)(CTXSHIM_KEY_FIRST_HEADER + ctxshim_cfg.n_header_attrs);
+}
+
 struct ctxshim_request {
 	const char *method;
 	size_t method_len;
+	/* The method went on past method_len (a layer kept only its first
+	 * bytes, hook-h2.h): it is no known method, and its original is left
+	 * out rather than published cut. */
+	bool method_cut;
 	const char *target; /* request-target as received */
 	size_t target_len;
 	const char *traceparent; /* NULL = absent */
@@ -50,6 +74,14 @@ struct ctxshim_request {
 
 /* Fill c for request r.  Pure apart from drawing random ids. */
 void ctxshim_request_ctx(struct ctxshim_ctx *c, const struct ctxshim_request *r);
+
+/* OTEL_INSTRUMENTATION_HTTP_KNOWN_METHODS: a comma-separated list of
+ * case-sensitive methods that replaces the semantic conventions' nine as
+ * the methods published as themselves (others: "_OTHER").  NULL or empty:
+ * the default.  Call before any request (the constructor).  0, or
+ * -EINVAL for more than 32 entries or one longer than 20 bytes (what was
+ * in force stays). */
+int ctxshim_request_known_methods(const char *list);
 
 struct http_scan_capture;
 

@@ -121,21 +121,68 @@ pctx_put_key_map(struct pb_writer *w, const char *const *key_map, size_t n_keys)
 	}
 }
 
+/* The resource of either input kind, read one entry at a time. */
+struct pctx_res_in {
+	const struct pctx_kv *kv;
+	const struct pctx_kv_typed *typed;
+	size_t n;
+};
+
+static struct pctx_kv_typed
+pctx_res_entry(const struct pctx_res_in *in, size_t i)
+{
+	struct pctx_kv_typed e = {0};
+
+	if (in->typed)
+		return in->typed[i];
+	e.key = in->kv[i].key;
+	e.type = PCTX_V_STRING;
+	e.str = in->kv[i].value;
+	return e;
+}
+
+/* Size of the AnyValue of e (valid). */
+static size_t
+pctx_av_size(const struct pctx_kv_typed *e)
+{
+	if (e->type == PCTX_V_INT) /* int64: two's complement, as uint64 */
+		return pb_tag_size(PCTX_F_AV_INT) + pb_varint_size((uint64_t)e->i);
+	return pctx_av_string_size(strlen(e->str));
+}
+
+static void
+pctx_put_resource_kv(struct pb_writer *w, const struct pctx_kv_typed *e)
+{
+	size_t klen = strlen(e->key), av = pctx_av_size(e);
+
+	if (e->type != PCTX_V_INT) {
+		pctx_put_kv_string(w, PCTX_F_RES_ATTRIBUTES, e->key, e->str);
+		return;
+	}
+	pb_put_len_header(w, PCTX_F_RES_ATTRIBUTES, pctx_kv_size(klen, av));
+	pb_put_bytes(w, PCTX_F_KV_KEY, e->key, klen);
+	pb_put_len_header(w, PCTX_F_KV_VALUE, av);
+	pb_put_int64(w, PCTX_F_AV_INT, e->i);
+}
+
 static int
 pctx_write(struct pb_writer *w,
-	   const struct pctx_kv *resource,
-	   size_t n_resource,
+	   const struct pctx_res_in *in,
 	   const char *schema_version,
 	   const char *const *key_map,
 	   size_t n_keys)
 {
 	size_t res = 0, i;
 
-	if (n_resource > 0 && !resource)
+	if (in->n > 0 && !in->kv && !in->typed)
 		return -EINVAL;
-	for (i = 0; i < n_resource; i++)
-		if (!resource[i].key || !resource[i].value)
+	for (i = 0; i < in->n; i++) {
+		struct pctx_kv_typed e = pctx_res_entry(in, i);
+
+		if (!e.key || (e.type != PCTX_V_STRING && e.type != PCTX_V_INT) ||
+		    (e.type == PCTX_V_STRING && !e.str))
 			return -EINVAL;
+	}
 	if (schema_version) {
 		if (n_keys > PCTX_MAX_KEYS || (n_keys > 0 && !key_map))
 			return -EINVAL;
@@ -147,18 +194,19 @@ pctx_write(struct pb_writer *w,
 
 	/* Same field order as the sig-profiling reference writer, so the
 	 * bytes match its published payloads. */
-	if (n_resource > 0) {
-		for (i = 0; i < n_resource; i++) {
-			size_t kv = pctx_kv_size(
-				strlen(resource[i].key),
-				pctx_av_string_size(strlen(resource[i].value)));
+	if (in->n > 0) {
+		for (i = 0; i < in->n; i++) {
+			struct pctx_kv_typed e = pctx_res_entry(in, i);
+			size_t kv = pctx_kv_size(strlen(e.key), pctx_av_size(&e));
 
 			res += pb_len_field_size(PCTX_F_RES_ATTRIBUTES, kv);
 		}
 		pb_put_len_header(w, PCTX_F_PC_RESOURCE, res);
-		for (i = 0; i < n_resource; i++)
-			pctx_put_kv_string(w, PCTX_F_RES_ATTRIBUTES, resource[i].key,
-					   resource[i].value);
+		for (i = 0; i < in->n; i++) {
+			struct pctx_kv_typed e = pctx_res_entry(in, i);
+
+			pctx_put_resource_kv(w, &e);
+		}
 	}
 	if (schema_version) {
 		pctx_put_kv_string(w, PCTX_F_PC_ATTRIBUTES, PCTX_KEY_SCHEMA_VERSION,
@@ -166,6 +214,44 @@ pctx_write(struct pb_writer *w,
 		pctx_put_key_map(w, key_map, n_keys);
 	}
 	return 0;
+}
+
+static int
+pctx_encode_in(uint8_t *out,
+	       size_t cap,
+	       size_t *len_out,
+	       const struct pctx_res_in *in,
+	       const char *schema_version,
+	       const char *const *key_map,
+	       size_t n_keys)
+{
+	struct pb_writer w;
+	int r;
+
+	if (!len_out || (!out && cap > 0))
+		return -EINVAL;
+	pb_writer_init(&w, out, cap);
+	r = pctx_write(&w, in, schema_version, key_map, n_keys);
+	if (r < 0)
+		return r;
+	return pb_writer_finish(&w, len_out);
+}
+
+static long
+pctx_encoded_size_in(const struct pctx_res_in *in,
+		     const char *schema_version,
+		     const char *const *key_map,
+		     size_t n_keys)
+{
+	struct pb_writer w;
+	int r;
+
+	/* A writer without a buffer stores nothing but counts every byte. */
+	pb_writer_init(&w, NULL, 0);
+	r = pctx_write(&w, in, schema_version, key_map, n_keys);
+	if (r < 0)
+		return r;
+	return (long)w.len;
 }
 
 int
@@ -178,16 +264,9 @@ pctx_encode(uint8_t *out,
 	    const char *const *key_map,
 	    size_t n_keys)
 {
-	struct pb_writer w;
-	int r;
+	const struct pctx_res_in in = {resource, NULL, n_resource};
 
-	if (!len_out || (!out && cap > 0))
-		return -EINVAL;
-	pb_writer_init(&w, out, cap);
-	r = pctx_write(&w, resource, n_resource, schema_version, key_map, n_keys);
-	if (r < 0)
-		return r;
-	return pb_writer_finish(&w, len_out);
+	return pctx_encode_in(out, cap, len_out, &in, schema_version, key_map, n_keys);
 }
 
 long
@@ -197,15 +276,36 @@ pctx_encoded_size(const struct pctx_kv *resource,
 		  const char *const *key_map,
 		  size_t n_keys)
 {
-	struct pb_writer w;
-	int r;
+	const struct pctx_res_in in = {resource, NULL, n_resource};
 
-	/* A writer without a buffer stores nothing but counts every byte. */
-	pb_writer_init(&w, NULL, 0);
-	r = pctx_write(&w, resource, n_resource, schema_version, key_map, n_keys);
-	if (r < 0)
-		return r;
-	return (long)w.len;
+	return pctx_encoded_size_in(&in, schema_version, key_map, n_keys);
+}
+
+int
+pctx_encode_typed(uint8_t *out,
+		  size_t cap,
+		  size_t *len_out,
+		  const struct pctx_kv_typed *resource,
+		  size_t n_resource,
+		  const char *schema_version,
+		  const char *const *key_map,
+		  size_t n_keys)
+{
+	const struct pctx_res_in in = {NULL, resource, n_resource};
+
+	return pctx_encode_in(out, cap, len_out, &in, schema_version, key_map, n_keys);
+}
+
+long
+pctx_encoded_size_typed(const struct pctx_kv_typed *resource,
+			size_t n_resource,
+			const char *schema_version,
+			const char *const *key_map,
+			size_t n_keys)
+{
+	const struct pctx_res_in in = {NULL, resource, n_resource};
+
+	return pctx_encoded_size_in(&in, schema_version, key_map, n_keys);
 }
 
 /* ---- decoder ---- */

@@ -56,17 +56,45 @@ enum pctx_map_kind {
  * start with one of them ("/memfd:OTEL_CTX_BACKUP"), is PCTX_MAP_NONE. */
 enum pctx_map_kind pctx_map_name_kind(const char *path, size_t len);
 
+/* ---- value kinds (AnyValue), for the encoder and the decoder ---- */
+
+enum pctx_value_type {
+	PCTX_V_NONE,   /* KeyValue without a value, or an empty AnyValue */
+	PCTX_V_STRING, /* str */
+	PCTX_V_BOOL,   /* b */
+	PCTX_V_INT,    /* i */
+	PCTX_V_DOUBLE, /* d */
+	PCTX_V_BYTES,  /* str */
+	PCTX_V_ARRAY,  /* str = encoded ArrayValue, see pctx_iter_* */
+	PCTX_V_KVLIST, /* str = encoded KeyValueList, see pctx_iter_* */
+	PCTX_V_OTHER,  /* a value kind this decoder does not know (i = raw varint
+			* for string_value_strindex) */
+};
+
 /* ---- encoder ---- */
 
+/* A resource entry with a string value. */
 struct pctx_kv {
 	const char *key;
 	const char *value;
 };
 
+/* A resource entry of a given kind, for pctx_encode_typed(): type
+ * PCTX_V_STRING (str) or PCTX_V_INT (i, AnyValue.int_value), as the
+ * semantic conventions type them (process.pid is an int).  A separate
+ * struct rather than more members of pctx_kv: its users initialise it
+ * positionally, and -Wextra warns about every missing member. */
+struct pctx_kv_typed {
+	const char *key;
+	enum pctx_value_type type;
+	const char *str;
+	int64_t i;
+};
+
 /* Encode ProcessContext{resource = Resource{attributes = resource[]},
  * attributes = [threadlocal.schema_version, threadlocal.attribute_key_map]}.
- * All values are AnyValue.string_value, the key map an array_value of
- * strings.  n_resource == 0 omits the resource; schema_version == NULL omits
+ * All values are AnyValue.string_value (see pctx_encode_typed() for
+ * others), the key map an array_value of strings.  n_resource == 0 omits the resource; schema_version == NULL omits
  * the threadlocal.* attributes (key_map is then ignored).
  * Returns 0, -ENOSPC if cap is too small, -EINVAL for NULL strings, an
  * empty key-map entry, or more than PCTX_MAX_KEYS keys. */
@@ -87,20 +115,24 @@ long pctx_encoded_size(const struct pctx_kv *resource,
 		       const char *const *key_map,
 		       size_t n_keys);
 
-/* ---- decoder ---- */
+/* pctx_encode() and pctx_encoded_size() for typed resource entries: the
+ * same payload, each value encoded as its type says.  -EINVAL also for a
+ * type other than PCTX_V_STRING and PCTX_V_INT. */
+int pctx_encode_typed(uint8_t *out,
+		      size_t cap,
+		      size_t *len_out,
+		      const struct pctx_kv_typed *resource,
+		      size_t n_resource,
+		      const char *schema_version,
+		      const char *const *key_map,
+		      size_t n_keys);
+long pctx_encoded_size_typed(const struct pctx_kv_typed *resource,
+			     size_t n_resource,
+			     const char *schema_version,
+			     const char *const *key_map,
+			     size_t n_keys);
 
-enum pctx_value_type {
-	PCTX_V_NONE,   /* KeyValue without a value, or an empty AnyValue */
-	PCTX_V_STRING, /* str */
-	PCTX_V_BOOL,   /* b */
-	PCTX_V_INT,    /* i */
-	PCTX_V_DOUBLE, /* d */
-	PCTX_V_BYTES,  /* str */
-	PCTX_V_ARRAY,  /* str = encoded ArrayValue, see pctx_iter_* */
-	PCTX_V_KVLIST, /* str = encoded KeyValueList, see pctx_iter_* */
-	PCTX_V_OTHER,  /* a value kind this decoder does not know (i = raw varint
-			* for string_value_strindex) */
-};
+/* ---- decoder ---- */
 
 struct pctx_str {
 	const uint8_t *ptr;

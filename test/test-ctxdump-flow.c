@@ -300,7 +300,7 @@ START_TEST(fork_child_keeps_forking_thread_context)
 	const char *kind = fork_kinds[_i];
 	char *argv[] = {(char *)helper("ctxflow"), "fork", (char *)kind, NULL};
 	char line[256], parent_ctx[128] = "", child_ctx[128] = "", want[128];
-	char inst_p[64], inst_c[64], pidtext[32], *jp, *jc;
+	char inst_p[64], inst_c[64], *jp, *jc;
 	struct test_child c;
 	pid_t parent = 0, child = 0;
 	struct rec r;
@@ -351,8 +351,10 @@ START_TEST(fork_child_keeps_forking_thread_context)
 	flow_json_str(jc, "service.instance.id", inst_c, sizeof(inst_c));
 	ck_assert_uint_eq(strlen(inst_c), 36);
 	ck_assert_str_ne(inst_p, inst_c);
-	flow_json_str(jc, "process.pid", pidtext, sizeof(pidtext));
-	ck_assert_int_eq(atoi(pidtext), child);
+	/* process.pid is an int (semantic conventions): a JSON number. */
+	p = strstr(jc, "\"process.pid\": ");
+	ck_assert_msg(p, "%s", jc);
+	ck_assert_int_eq(strtol(p + strlen("\"process.pid\": "), NULL, 10), child);
 	free(jp);
 	free(jc);
 	st = test_child_finish(&c, 10000);

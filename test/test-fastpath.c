@@ -16,6 +16,8 @@
 #include <string.h>
 
 #include "cfg.h"
+#include "hook-h2.h"
+#include "http-scan.h"
 #include "request-ctx.h"
 #include "rng.h"
 #include "shim.h"
@@ -191,6 +193,91 @@ ref_attrs_add(struct trec_attr_writer *w, uint8_t key, const uint8_t *v, size_t 
 	if (n != len)
 		w->capped++;
 	return 0;
+}
+
+/* RFC 3629 by decoding: a lead byte gives the length, the code point must
+ * need that length (no overlong form), not be a surrogate, and be at most
+ * U+10FFFF. */
+static bool
+ref_utf8_valid(const uint8_t *s, size_t n)
+{
+	size_t i = 0;
+
+	while (i < n) {
+		uint32_t cp, min;
+		size_t k, len;
+
+		if (s[i] < 0x80) {
+			i++;
+			continue;
+		}
+		if ((s[i] & 0xe0) == 0xc0) {
+			len = 2, cp = s[i] & 0x1f, min = 0x80;
+		} else if ((s[i] & 0xf0) == 0xe0) {
+			len = 3, cp = s[i] & 0x0f, min = 0x800;
+		} else if ((s[i] & 0xf8) == 0xf0) {
+			len = 4, cp = s[i] & 0x07, min = 0x10000;
+		} else {
+			return false;
+		}
+		if (n - i < len)
+			return false;
+		for (k = 1; k < len; k++) {
+			if ((s[i + k] & 0xc0) != 0x80)
+				return false;
+			cp = cp << 6 | (s[i + k] & 0x3f);
+		}
+		if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+			return false;
+		i += len;
+	}
+	return true;
+}
+
+/* request-ctx.h: a value from the request is published as
+ * trec_attrs_add() would, if the bytes published (after the cap) are
+ * well-formed UTF-8, else left out whole. */
+static void
+ref_text_add(struct trec_attr_writer *w, uint8_t key, const uint8_t *v, size_t len)
+{
+	size_t n = len;
+
+	if (n > 255) {
+		size_t back = 0;
+
+		n = 255;
+		while (back < 3 && (v[n] & 0xc0) == 0x80) {
+			n--;
+			back++;
+		}
+		if ((v[n] & 0xc0) == 0x80)
+			n = 255;
+	}
+	if (ref_utf8_valid(v, n))
+		(void)ref_attrs_add(w, key, v, n);
+}
+
+static const char *const ref_known_methods[] = {
+	"GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH",
+};
+
+/* request-ctx.h: a known method (case-sensitive) as itself; anything else
+ * as "_OTHER", then the method as http.request.method_original (key 3 +
+ * configured headers) by the rule of every value. */
+static void
+ref_method_add(struct trec_attr_writer *w, const char *m, size_t n, unsigned n_hdr)
+{
+	for (size_t i = 0; i < sizeof(ref_known_methods) / sizeof(ref_known_methods[0]);
+	     i++)
+		if (strlen(ref_known_methods[i]) == n &&
+		    memcmp(ref_known_methods[i], m, n) == 0) {
+			(void)ref_attrs_add(w, CTXSHIM_KEY_METHOD, (const uint8_t *)m,
+					    n);
+			return;
+		}
+	(void)ref_attrs_add(w, CTXSHIM_KEY_METHOD, (const uint8_t *)"_OTHER", 6);
+	ref_text_add(w, (uint8_t)(CTXSHIM_KEY_FIRST_HEADER + n_hdr), (const uint8_t *)m,
+		     n);
 }
 
 /* request-ctx.h, ctxshim_url_path() with keep_query false, for an
@@ -747,9 +834,24 @@ START_TEST(test_request_ctx_random)
 		r.method = fp_below(10) ? method : NULL;
 		for (size_t i = 0; i < r.method_len; i++)
 			method[i] = (char)('A' + fp_below(26));
+		if (round % 3 == 1) {
+			/* A known method, or one a byte away from it. */
+			const char *k = ref_known_methods[fp_below(9)];
+
+			r.method_len = strlen(k);
+			memcpy(method, k, r.method_len);
+			if (fp_below(2))
+				method[fp_below((unsigned)r.method_len)] ^=
+					(char)(1u << fp_below(8));
+		}
 		r.target_len = fp_below((unsigned)big);
 		r.target = fp_below(10) ? target : NULL;
 		random_target(target, r.target_len);
+		/* Some bytes >= 0x80: UTF-8 characters, or not. */
+		for (unsigned j = fp_below(4) ? 0 : fp_below(4); j; j--)
+			if (r.target_len > 1)
+				target[1 + fp_below((unsigned)r.target_len - 1)] =
+					(char)(0x80 | fp_below(0x80));
 		if (fp_below(3)) {
 			r.traceparent = tpv;
 			r.traceparent_len = 55;
@@ -757,28 +859,31 @@ START_TEST(test_request_ctx_random)
 		for (unsigned i = 0; i < CTXSHIM_MAX_HEADER_ATTRS; i++) {
 			r.extra_len[i] = fp_below((unsigned)big);
 			r.extra[i] = fp_below(3) ? vals[i] : NULL;
-			/* UTF-8 two-byte characters, so that capping moves back */
+			/* UTF-8 two-byte characters, so that capping moves back
+			 * (an odd length ends in half of one: left out) */
 			for (size_t k = 0; k < r.extra_len[i]; k++)
 				vals[i][k] = (char)(k % 2 ? 0xa9 : 0xc3);
+			if (fp_below(4) == 0)
+				for (size_t k = 0; k < r.extra_len[i]; k++)
+					vals[i][k] = (char)('a' + fp_below(26));
 		}
 		ctxshim_request_ctx(&c, &r);
 
 		trec_attrs_init(&want, want_buf, sizeof(want_buf));
 		if (r.method && r.method_len)
-			(void)ref_attrs_add(&want, CTXSHIM_KEY_METHOD,
-					    (const uint8_t *)method, r.method_len);
+			ref_method_add(&want, method, r.method_len,
+				       CTXSHIM_MAX_HEADER_ATTRS);
 		if (r.target && r.target_len)
-			(void)ref_attrs_add(&want, CTXSHIM_KEY_PATH,
-					    (const uint8_t *)target,
-					    ref_path_len(target, r.target_len));
+			ref_text_add(&want, CTXSHIM_KEY_PATH, (const uint8_t *)target,
+				     ref_path_len(target, r.target_len));
 		if (r.traceparent)
 			(void)ref_attrs_add(&want, CTXSHIM_KEY_PARENT,
 					    (const uint8_t *)"00f067aa0ba902b7", 16);
 		for (unsigned i = 0; i < CTXSHIM_MAX_HEADER_ATTRS; i++)
 			if (r.extra[i])
-				(void)ref_attrs_add(
-					&want, (uint8_t)(CTXSHIM_KEY_FIRST_HEADER + i),
-					(const uint8_t *)vals[i], r.extra_len[i]);
+				ref_text_add(&want,
+					     (uint8_t)(CTXSHIM_KEY_FIRST_HEADER + i),
+					     (const uint8_t *)vals[i], r.extra_len[i]);
 		ck_assert_msg(c.attrs_len == want.len, "round %u: %u vs %zu", round,
 			      c.attrs_len, want.len);
 		ck_assert_msg(memcmp(c.attrs, want_buf, want.len) == 0, "round %u",
@@ -786,6 +891,480 @@ START_TEST(test_request_ctx_random)
 		ck_assert_uint_eq(c.has_parent, r.traceparent != NULL);
 	}
 	ctxshim_cfg.n_header_attrs = 0;
+}
+END_TEST
+
+/* ---- attribute values: UTF-8 and methods ---- */
+
+/* One request through ctxshim_request_ctx() (capture: through
+ * ctxshim_request_ctx_capture(), the socket level's entry, with the
+ * method in the scanner's 20-byte array followed by garbage), decoded.
+ * d points into one of two contexts used in turn: the results of the
+ * last two calls stay valid. */
+static void
+attr_run(const char *method,
+	 size_t mlen,
+	 const char *target,
+	 size_t tlen,
+	 const char *extra0,
+	 size_t e0len,
+	 bool capture,
+	 struct trec_attrs_decoded *d)
+{
+	static struct ctxshim_ctx ctxs[2];
+	static unsigned turn;
+	struct ctxshim_ctx *cp = &ctxs[turn++ & 1];
+
+	ctxshim_cfg.new_traces = true;
+	if (capture) {
+		static struct http_scan_capture cap;
+		int idx[CTXSHIM_MAX_HEADER_ATTRS] = {0, 1, 2, 3, 4, 5, 6, 7};
+
+		memset(&cap, 0xa5, sizeof(cap));
+		memcpy(cap.method, "GETPOSTGETHEADPUTXYZ", sizeof(cap.method));
+		ck_assert_uint_le(mlen, sizeof(cap.method));
+		ck_assert_uint_le(tlen, sizeof(cap.target));
+		ck_assert_uint_le(e0len, sizeof(cap.extra[0]));
+		memcpy(cap.method, method, mlen);
+		cap.method_len = (uint8_t)mlen;
+		memcpy(cap.target, target, tlen);
+		cap.target_len = (uint16_t)tlen;
+		cap.extra_present = 0;
+		cap.extra_bad = 0;
+		if (extra0) {
+			memcpy(cap.extra[0], extra0, e0len);
+			cap.extra_len[0] = (uint16_t)e0len;
+			cap.extra_present = 1;
+		}
+		ctxshim_request_ctx_capture(cp, &cap, HTTP_SCAN_F_CAPTURED, idx);
+	} else {
+		struct ctxshim_request r;
+
+		memset(&r, 0, sizeof(r));
+		r.method = method;
+		r.method_len = mlen;
+		r.target = target;
+		r.target_len = tlen;
+		r.extra[0] = extra0;
+		r.extra_len[0] = e0len;
+		ctxshim_request_ctx(cp, &r);
+	}
+	ck_assert_int_eq(trec_attrs_decode(cp->attrs, cp->attrs_len, 255, d), 0);
+	ck_assert(!d->truncated);
+}
+
+static bool
+attr_is(const struct trec_attrs_decoded *d, uint8_t key, const char *want, size_t n)
+{
+	const struct trec_attr *a = trec_attrs_find(d, key);
+
+	return a && a->len == n && memcmp(a->val, want, n) == 0;
+}
+
+/* Every known method as itself, and nothing else: no
+ * http.request.method_original. */
+START_TEST(test_method_known)
+{
+	ctxshim_cfg.n_header_attrs = 0;
+	for (size_t i = 0; i < sizeof(ref_known_methods) / sizeof(ref_known_methods[0]);
+	     i++) {
+		const char *m = ref_known_methods[i];
+		struct trec_attrs_decoded d;
+
+		for (int capture = 0; capture < 2; capture++) {
+			attr_run(m, strlen(m), "/x", 2, NULL, 0, capture, &d);
+			ck_assert_msg(attr_is(&d, CTXSHIM_KEY_METHOD, m, strlen(m)),
+				      "%s (capture %d)", m, capture);
+			ck_assert_msg(d.n == 2, "%s: %u attributes", m, d.n);
+		}
+	}
+}
+END_TEST
+
+/* Anything else (case-sensitive) is "_OTHER", the method itself in
+ * http.request.method_original, the key after the configured headers. */
+START_TEST(test_method_other)
+{
+	static const char *const cases[] = {
+		"get",
+		"Get",
+		"gET",
+		"GETS",
+		"GE",
+		"G",
+		"E",
+		"PUTS",
+		"POS",
+		"HEADS",
+		"DELET",
+		"DELETEX",
+		"CONNECTX",
+		"OPTION",
+		"OPTIONSS",
+		"TRACE_",
+		"PATCHES",
+		"PROPFIND",
+		"QUERY",
+		"M-SEARCH",
+		"_OTHER",
+		"ABCDEFGHIJKLMNOPQRST", /* 20 bytes: the scanner's longest */
+	};
+	unsigned n_hdr = (unsigned)_i;
+
+	ctxshim_cfg.n_header_attrs = n_hdr;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const char *m = cases[i];
+		struct trec_attrs_decoded d;
+
+		for (int capture = 0; capture < 2; capture++) {
+			attr_run(m, strlen(m), "/x", 2, NULL, 0, capture, &d);
+			ck_assert_msg(attr_is(&d, CTXSHIM_KEY_METHOD, "_OTHER", 6),
+				      "%s (capture %d)", m, capture);
+			ck_assert_msg(
+				attr_is(&d, (uint8_t)(CTXSHIM_KEY_FIRST_HEADER + n_hdr),
+					m, strlen(m)),
+				"%s: original (capture %d)", m, capture);
+			ck_assert(attr_is(&d, CTXSHIM_KEY_PATH, "/x", 2));
+		}
+	}
+	ctxshim_cfg.n_header_attrs = 0;
+}
+END_TEST
+
+/* Methods only the library hooks can pass (any bytes, any length): an
+ * original that is not UTF-8 is left out, a long one capped. */
+START_TEST(test_method_other_odd)
+{
+	char big[300];
+	struct trec_attrs_decoded d;
+
+	ctxshim_cfg.n_header_attrs = 0;
+	attr_run("G\xff"
+		 "ET",
+		 4, "/x", 2, NULL, 0, false, &d);
+	ck_assert(attr_is(&d, CTXSHIM_KEY_METHOD, "_OTHER", 6));
+	ck_assert_ptr_null(trec_attrs_find(&d, CTXSHIM_KEY_FIRST_HEADER));
+	attr_run("\xc3\x89T\xc3\x89", 5, "/x", 2, NULL, 0, false, &d);
+	ck_assert(attr_is(&d, CTXSHIM_KEY_FIRST_HEADER, "\xc3\x89T\xc3\x89", 5));
+	memset(big, 'A', sizeof(big));
+	memcpy(big, "GET", 3);
+	attr_run(big, sizeof(big), "/x", 2, NULL, 0, false, &d);
+	ck_assert(attr_is(&d, CTXSHIM_KEY_METHOD, "_OTHER", 6));
+	ck_assert(attr_is(&d, CTXSHIM_KEY_FIRST_HEADER, big, 255));
+	ck_assert(attr_is(&d, CTXSHIM_KEY_PATH, "/x", 2));
+	/* A known method's prefix in the scanner's array: only method_len
+	 * counts. */
+	attr_run("GET", 2, "/x", 2, NULL, 0, true, &d);
+	ck_assert(attr_is(&d, CTXSHIM_KEY_METHOD, "_OTHER", 6));
+	ck_assert(attr_is(&d, CTXSHIM_KEY_FIRST_HEADER, "GE", 2));
+}
+END_TEST
+
+/* url.path: published when well-formed UTF-8, else left out whole; the
+ * other attributes stay. */
+START_TEST(test_path_utf8)
+{
+	static const struct {
+		const char *target, *path; /* path NULL: left out */
+	} cases[] = {
+		{"/caf\xc3\xa9", "/caf\xc3\xa9"},
+		{"/\xe2\x82\xac/\xf0\x9f\x98\x80", "/\xe2\x82\xac/\xf0\x9f\x98\x80"},
+		{"/\xf4\x8f\xbf\xbf", "/\xf4\x8f\xbf\xbf"}, /* U+10FFFF */
+		{"/\xef\xbf\xbd", "/\xef\xbf\xbd"},         /* U+FFFD */
+		{"/\xff", NULL},
+		{"/a\x80"
+		 "b",
+		 NULL},                              /* lone continuation */
+		{"/caf\xe9", NULL},                  /* Latin-1 */
+		{"/\xc0\xaf", NULL},                 /* overlong '/' */
+		{"/\xc1\xbf", NULL},                 /* overlong */
+		{"/\xe0\x80\xaf", NULL},             /* overlong '/' */
+		{"/\xe0\x9f\xbf", NULL},             /* overlong */
+		{"/\xf0\x80\x80\xaf", NULL},         /* overlong '/' */
+		{"/\xf0\x8f\xbf\xbf", NULL},         /* overlong */
+		{"/\xed\xa0\x80", NULL},             /* U+D800 */
+		{"/\xed\xbf\xbf", NULL},             /* U+DFFF */
+		{"/\xed\xa0\xbd\xed\xb8\x80", NULL}, /* CESU-8 pair */
+		{"/\xf4\x90\x80\x80", NULL},         /* U+110000 */
+		{"/\xf5\x80\x80\x80", NULL},
+		{"/\xf8\x88\x80\x80\x80", NULL}, /* 5-byte form */
+		{"/x\xe2\x82", NULL},            /* cut short */
+		{"/x\xe2\x82/", NULL},
+		{"/0123456789abcdef0123456789\xff", NULL}, /* 28 bytes: SSE2 */
+		{"/0123456789abcdef0123456789abcdef0123456789\xc3", NULL}, /* 44 */
+		{"/ok?q=\xff", "/ok"}, /* query not published */
+		{"/ok#\xff", "/ok"},
+	};
+
+	ctxshim_cfg.n_header_attrs = 0;
+	ctxshim_cfg.url_query = false;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		for (int capture = 0; capture < 2; capture++) {
+			struct trec_attrs_decoded d;
+			const char *t = cases[i].target, *p = cases[i].path;
+
+			attr_run("GET", 3, t, strlen(t), NULL, 0, capture, &d);
+			ck_assert(attr_is(&d, CTXSHIM_KEY_METHOD, "GET", 3));
+			if (p)
+				ck_assert_msg(
+					attr_is(&d, CTXSHIM_KEY_PATH, p, strlen(p)),
+					"case %zu (capture %d)", i, capture);
+			else
+				ck_assert_msg(!trec_attrs_find(&d, CTXSHIM_KEY_PATH),
+					      "case %zu published (capture %d)", i,
+					      capture);
+		}
+	}
+	/* With the query kept, its bytes are published and checked too. */
+	ctxshim_cfg.url_query = true;
+	{
+		struct trec_attrs_decoded d;
+
+		attr_run("GET", 3, "/ok?q=\xff", 7, NULL, 0, false, &d);
+		ck_assert(!trec_attrs_find(&d, CTXSHIM_KEY_PATH));
+		attr_run("GET", 3, "/ok?q=\xc3\xa9", 8, NULL, 0, true, &d);
+		ck_assert(attr_is(&d, CTXSHIM_KEY_PATH, "/ok?q=\xc3\xa9", 8));
+	}
+	ctxshim_cfg.url_query = false;
+}
+END_TEST
+
+/* Header values: obs-text (RFC 9110 allows bytes 0x80-0xff in field
+ * values; Latin-1 in practice) is left out, UTF-8 kept; and every length
+ * and position of a bad byte, through each size class of the copy. */
+START_TEST(test_header_utf8)
+{
+	char v[300];
+	struct trec_attrs_decoded d;
+
+	ctxshim_cfg.n_header_attrs = 1;
+	attr_run("GET", 3, "/x", 2, "M\xfcller", 7, false, &d);
+	ck_assert(!trec_attrs_find(&d, CTXSHIM_KEY_FIRST_HEADER));
+	ck_assert(attr_is(&d, CTXSHIM_KEY_PATH, "/x", 2));
+	attr_run("GET", 3, "/x", 2, "M\xc3\xbcller", 8, true, &d);
+	ck_assert(attr_is(&d, CTXSHIM_KEY_FIRST_HEADER, "M\xc3\xbcller", 8));
+
+	for (size_t n = 1; n <= sizeof(v); n++) {
+		for (int capture = 0; capture < 2; capture++) {
+			if (capture && n > 256)
+				break;
+			memset(v, 'a', n);
+			attr_run("GET", 3, "/x", 2, v, n, capture, &d);
+			ck_assert_msg(attr_is(&d, CTXSHIM_KEY_FIRST_HEADER, v,
+					      n > 255 ? 255 : n),
+				      "ASCII %zu", n);
+			for (size_t pos = 0; pos < n && pos < 255; pos++) {
+				v[pos] = (char)0x80;
+				attr_run("GET", 3, "/x", 2, v, n, capture, &d);
+				ck_assert_msg(
+					!trec_attrs_find(&d, CTXSHIM_KEY_FIRST_HEADER),
+					"length %zu, 0x80 at %zu published", n, pos);
+				v[pos] = 'a';
+			}
+		}
+	}
+	ctxshim_cfg.n_header_attrs = 0;
+}
+END_TEST
+
+/* Over 255 bytes a value is cut before the character that straddles byte
+ * 255, and the bytes published are what is checked. */
+START_TEST(test_value_cut_at_bound)
+{
+	char v[300];
+	struct trec_attrs_decoded d;
+
+	ctxshim_cfg.n_header_attrs = 1;
+	for (int capture = 0; capture < 2; capture++) {
+		/* U+20AC at 253..255: cut to 253. */
+		memset(v, 'a', sizeof(v));
+		memcpy(v + 253, "\xe2\x82\xac", 3);
+		attr_run("GET", 3, "/x", 2, v, 256, capture, &d);
+		ck_assert(attr_is(&d, CTXSHIM_KEY_FIRST_HEADER, v, 253));
+		/* U+1F600 at 252..255: cut to 252. */
+		memcpy(v + 252, "\xf0\x9f\x98\x80", 4);
+		attr_run("GET", 3, "/x", 2, v, 256, capture, &d);
+		ck_assert(attr_is(&d, CTXSHIM_KEY_FIRST_HEADER, v, 252));
+		/* U+00E9 at 254..255, ending at byte 256: cut to 254. */
+		memset(v, 'a', sizeof(v));
+		memcpy(v + 254, "\xc3\xa9", 2);
+		attr_run("GET", 3, "/x", 2, v, 256, capture, &d);
+		ck_assert(attr_is(&d, CTXSHIM_KEY_FIRST_HEADER, v, 254));
+		/* A bad byte past the cut is never published: the rest is. */
+		memset(v, 'a', sizeof(v));
+		v[255] = (char)0xff;
+		attr_run("GET", 3, "/x", 2, v, 256, capture, &d);
+		ck_assert(attr_is(&d, CTXSHIM_KEY_FIRST_HEADER, v, 255));
+		/* The same path through url.path, the socket level's 256-byte
+		 * target cut mid-character. */
+		memset(v, 'a', sizeof(v));
+		v[0] = '/';
+		memcpy(v + 254, "\xe2\x82", 2);
+		attr_run("GET", 3, v, 256, NULL, 0, capture, &d);
+		ck_assert(attr_is(&d, CTXSHIM_KEY_PATH, v, 254));
+		/* Bytes that are not UTF-8 before the cut: left out. */
+		v[100] = (char)0xc0;
+		attr_run("GET", 3, v, 256, NULL, 0, capture, &d);
+		ck_assert(!trec_attrs_find(&d, CTXSHIM_KEY_PATH));
+	}
+	ctxshim_cfg.n_header_attrs = 0;
+}
+END_TEST
+
+/* The capture entry (socket level) and the request entry (library hooks,
+ * HTTP/2) publish the same attributes for the same request. */
+START_TEST(test_capture_matches_request)
+{
+	static const char chars[] = "GETPOSHADLCNIRUg/\xc3\xa9\xff\x80?a";
+
+	fp_seed(11);
+	ctxshim_cfg.n_header_attrs = 1;
+	for (unsigned round = 0; round < 20000; round++) {
+		char m[20], t[64], e[40];
+		size_t ml = 1 + fp_below(sizeof(m)), tl = 1 + fp_below(sizeof(t)),
+		       el = fp_below(sizeof(e));
+		struct trec_attrs_decoded a, b;
+
+		if (fp_below(2)) {
+			const char *k = ref_known_methods[fp_below(9)];
+
+			ml = strlen(k);
+			memcpy(m, k, ml);
+		} else {
+			for (size_t i = 0; i < ml; i++)
+				m[i] = chars[fp_below(sizeof(chars) - 1)];
+		}
+		for (size_t i = 0; i < tl; i++)
+			t[i] = chars[fp_below(sizeof(chars) - 1)];
+		for (size_t i = 0; i < el; i++)
+			e[i] = chars[fp_below(sizeof(chars) - 1)];
+		attr_run(m, ml, t, tl, e, el, false, &a);
+		attr_run(m, ml, t, tl, e, el, true, &b);
+		ck_assert_uint_eq(a.n, b.n);
+		for (unsigned i = 0; i < a.n; i++) {
+			ck_assert_uint_eq(a.attr[i].key, b.attr[i].key);
+			ck_assert_uint_eq(a.attr[i].len, b.attr[i].len);
+			ck_assert_mem_eq(a.attr[i].val, b.attr[i].val, a.attr[i].len);
+			ck_assert(ref_utf8_valid(a.attr[i].val, a.attr[i].len));
+		}
+	}
+	ctxshim_cfg.n_header_attrs = 0;
+}
+END_TEST
+
+/* HTTP/2 (hooks/hook-h2.h keeps 20 bytes of :method): a longer method is
+ * "_OTHER" without an original, never a cut one; 20 bytes is published
+ * whole; :path follows the UTF-8 rule like every value. */
+START_TEST(test_h2_method_and_path)
+{
+	static const struct {
+		const char *method, *path, *want_method, *want_original, *want_path;
+	} cases[] = {
+		{"GET", "/a", "GET", NULL, "/a"},
+		{"ABCDEFGHIJKLMNOPQRST", "/a", "_OTHER", "ABCDEFGHIJKLMNOPQRST", "/a"},
+		{"ABCDEFGHIJKLMNOPQRSTU", "/a", "_OTHER", NULL, "/a"},
+		{"GETGETGETGETGETGETGETGET", "/a", "_OTHER", NULL, "/a"},
+		{"get", "/caf\xc3\xa9", "_OTHER", "get", "/caf\xc3\xa9"},
+		{"POST", "/caf\xe9", "POST", NULL, NULL},
+	};
+	static struct hook_h2_req q;
+	struct hook_h2_view v;
+	struct ctxshim_ctx c;
+	struct trec_attrs_decoded d;
+
+	ctxshim_cfg.n_header_attrs = 0;
+	ctxshim_cfg.url_query = false;
+	ctxshim_cfg.new_traces = true;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		hook_h2_req_init(&q);
+		hook_h2_req_header(&q, NULL, 0, (const uint8_t *)":method", 7,
+				   (const uint8_t *)cases[i].method,
+				   strlen(cases[i].method));
+		hook_h2_req_header(&q, NULL, 0, (const uint8_t *)":path", 5,
+				   (const uint8_t *)cases[i].path,
+				   strlen(cases[i].path));
+		hook_h2_req_view(&q, &v);
+		ctxshim_request_ctx(&c, &v.r);
+		ck_assert_int_eq(trec_attrs_decode(c.attrs, c.attrs_len, 255, &d), 0);
+		ck_assert_msg(attr_is(&d, CTXSHIM_KEY_METHOD, cases[i].want_method,
+				      strlen(cases[i].want_method)),
+			      "case %zu: method", i);
+		if (cases[i].want_original)
+			ck_assert_msg(attr_is(&d, CTXSHIM_KEY_FIRST_HEADER,
+					      cases[i].want_original,
+					      strlen(cases[i].want_original)),
+				      "case %zu: original", i);
+		else
+			ck_assert_msg(!trec_attrs_find(&d, CTXSHIM_KEY_FIRST_HEADER),
+				      "case %zu: original published", i);
+		if (cases[i].want_path)
+			ck_assert_msg(attr_is(&d, CTXSHIM_KEY_PATH, cases[i].want_path,
+					      strlen(cases[i].want_path)),
+				      "case %zu: path", i);
+		else
+			ck_assert_msg(!trec_attrs_find(&d, CTXSHIM_KEY_PATH),
+				      "case %zu: path published", i);
+	}
+}
+END_TEST
+
+/* OTEL_INSTRUMENTATION_HTTP_KNOWN_METHODS replaces the list whole (the
+ * semantic conventions); unset or empty is the default; a list the shim
+ * cannot hold is refused and changes nothing. */
+START_TEST(test_known_methods_override)
+{
+	static const struct {
+		const char *m;
+		bool known;
+	} cases[] = {
+		{"GET", true},      {"PROPFIND", true}, {"QUERY", true},
+		{"M-SEARCH", true}, {"POST", false},    {"HEAD", false},
+		{"get", false},     {"QUER", false},
+	};
+	char big[400];
+	struct trec_attrs_decoded d;
+
+	ctxshim_cfg.n_header_attrs = 0;
+	ck_assert_int_eq(
+		ctxshim_request_known_methods(" GET, PROPFIND,,QUERY ,M-SEARCH"), 0);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const char *m = cases[i].m;
+
+		for (int capture = 0; capture < 2; capture++) {
+			attr_run(m, strlen(m), "/x", 2, NULL, 0, capture, &d);
+			if (cases[i].known) {
+				ck_assert_msg(
+					attr_is(&d, CTXSHIM_KEY_METHOD, m, strlen(m)),
+					"%s (capture %d)", m, capture);
+				ck_assert(
+					!trec_attrs_find(&d, CTXSHIM_KEY_FIRST_HEADER));
+			} else {
+				ck_assert_msg(
+					attr_is(&d, CTXSHIM_KEY_METHOD, "_OTHER", 6),
+					"%s (capture %d)", m, capture);
+				ck_assert(attr_is(&d, CTXSHIM_KEY_FIRST_HEADER, m,
+						  strlen(m)));
+			}
+		}
+	}
+	/* Refused: an entry over 20 bytes, more than 32 entries. */
+	ck_assert_int_eq(ctxshim_request_known_methods("GET,ABCDEFGHIJKLMNOPQRSTU"),
+			 -EINVAL);
+	big[0] = '\0';
+	for (int i = 0; i < 33; i++)
+		strcat(big, "GET,");
+	ck_assert_int_eq(ctxshim_request_known_methods(big), -EINVAL);
+	attr_run("QUERY", 5, "/x", 2, NULL, 0, true, &d);
+	ck_assert(attr_is(&d, CTXSHIM_KEY_METHOD, "QUERY", 5));
+	/* Back to the default. */
+	ck_assert_int_eq(ctxshim_request_known_methods(""), 0);
+	for (int capture = 0; capture < 2; capture++) {
+		attr_run("QUERY", 5, "/x", 2, NULL, 0, capture, &d);
+		ck_assert(attr_is(&d, CTXSHIM_KEY_METHOD, "_OTHER", 6));
+		attr_run("POST", 4, "/x", 2, NULL, 0, capture, &d);
+		ck_assert(attr_is(&d, CTXSHIM_KEY_METHOD, "POST", 4));
+	}
+	ck_assert_int_eq(ctxshim_request_known_methods(NULL), 0);
 }
 END_TEST
 
@@ -823,6 +1402,18 @@ TEST_SUITE(fastpath_suite)
 	tcase_add_test(tc, test_request_ctx_attrs);
 	tcase_add_test(tc, test_parent_attr_random);
 	tcase_add_test(tc, test_request_ctx_random);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("attribute values");
+	tcase_add_test(tc, test_method_known);
+	tcase_add_loop_test(tc, test_method_other, 0, 3);
+	tcase_add_test(tc, test_method_other_odd);
+	tcase_add_test(tc, test_path_utf8);
+	tcase_add_test(tc, test_header_utf8);
+	tcase_add_test(tc, test_value_cut_at_bound);
+	tcase_add_test(tc, test_capture_matches_request);
+	tcase_add_test(tc, test_h2_method_and_path);
+	tcase_add_test(tc, test_known_methods_override);
 	suite_add_tcase(s, tc);
 	return s;
 }

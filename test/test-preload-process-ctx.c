@@ -85,6 +85,19 @@ assert_resource(const struct pctx_seen *s, const char *key, const char *value)
 		      (int)a->str.len, (const char *)a->str.ptr, value);
 }
 
+/* process.pid is an int in the semantic conventions: AnyValue.int_value. */
+static void
+assert_resource_int(const struct pctx_seen *s, const char *key, int64_t value)
+{
+	const struct pctx_attr *a = pctx_find_resource(&s->d, key);
+
+	ck_assert_msg(a, "resource %s missing", key);
+	ck_assert_msg(a->type == PCTX_V_INT, "resource %s has type %d, want int", key,
+		      (int)a->type);
+	ck_assert_msg(a->i == value, "resource %s = %lld, want %lld", key,
+		      (long long)a->i, (long long)value);
+}
+
 static void
 resource_text(const struct pctx_seen *s, const char *key, char *out, size_t n)
 {
@@ -129,7 +142,7 @@ START_TEST(test_published_and_decodes)
 {
 	struct test_child c;
 	struct pctx_seen *s = calloc(1, sizeof(*s));
-	char line[4096], text[256], pid[32];
+	char line[4096], text[256];
 	char *env[] = {"OTEL_SERVICE_NAME=checkout",
 		       "OTEL_RESOURCE_ATTRIBUTES=deployment.environment.name=test, team = a%2Cb ,"
 		       "service.name=ignored",
@@ -152,20 +165,21 @@ START_TEST(test_published_and_decodes)
 	assert_resource(s, "telemetry.sdk.name", "ctxshim");
 	assert_resource(s, "telemetry.distro.name", "ctxshim");
 	assert_resource(s, "telemetry.distro.version", CTXSHIM_VERSION);
-	snprintf(pid, sizeof(pid), "%d", (int)c.pid);
-	assert_resource(s, "process.pid", pid);
+	assert_resource_int(s, "process.pid", c.pid);
 	resource_text(s, "service.instance.id", text, sizeof(text));
 	ck_assert_msg(is_uuid4(text), "instance id %s", text);
 
 	ck_assert(s->d.has_threadlocal);
 	ck_assert(pctx_str_eq(s->d.schema_version, "tlsdesc_v1_dev"));
-	/* x-request-id is listed twice: one key-map entry. */
-	ck_assert_uint_eq(s->d.n_keys, 5);
+	/* x-request-id is listed twice: one key-map entry; then
+	 * http.request.method_original, appended after the headers. */
+	ck_assert_uint_eq(s->d.n_keys, 6);
 	ck_assert(pctx_str_eq(s->d.key_map[0], "http.request.method"));
 	ck_assert(pctx_str_eq(s->d.key_map[1], "url.path"));
 	ck_assert(pctx_str_eq(s->d.key_map[2], "ctxshim.parent_span_id"));
 	ck_assert(pctx_str_eq(s->d.key_map[3], "http.request.header.x-request-id"));
 	ck_assert(pctx_str_eq(s->d.key_map[4], "http.request.header.traceresponse"));
+	ck_assert(pctx_str_eq(s->d.key_map[5], "http.request.method_original"));
 
 	/* The header's bytes as §5.3 shows them (host order, x86_64), the
 	 * payload right after it (README), and the payload's threadlocal.*
@@ -175,7 +189,8 @@ START_TEST(test_published_and_decodes)
 		static const char *const keys[] = {
 			"http.request.method", "url.path", "ctxshim.parent_span_id",
 			"http.request.header.x-request-id",
-			"http.request.header.traceresponse"};
+			"http.request.header.traceresponse",
+			"http.request.method_original"};
 		const uint8_t *raw = (const uint8_t *)&s->h;
 		uint8_t tail[512];
 		size_t tl = 0;
@@ -186,7 +201,7 @@ START_TEST(test_published_and_decodes)
 				  s->h.payload_size);
 		ck_assert(s->h.payload == s->start + 32);
 		ck_assert_int_eq(pctx_encode(tail, sizeof(tail), &tl, NULL, 0,
-					     "tlsdesc_v1_dev", keys, 5),
+					     "tlsdesc_v1_dev", keys, 6),
 				 0);
 		ck_assert_uint_gt(s->h.payload_size, tl);
 		ck_assert_mem_eq(s->payload + s->h.payload_size - tl, tail, tl);
@@ -247,7 +262,8 @@ START_TEST(test_resource_env_keys_and_precedence)
 	char line[4096];
 	char *env[] = {"OTEL_SERVICE_NAME=svc",
 		       "OTEL_RESOURCE_ATTRIBUTES=my%2Ckey%3D=v%3D1, k8s%2Epod = p ,dup=1,"
-		       "service.instance.id=pod-7.ctr,service.name=other,dup=2",
+		       "service.instance.id=pod-7.ctr,service.name=other,dup=2,"
+		       "process.pid=1",
 		       NULL};
 
 	start_threads(&c, env, line, sizeof(line));
@@ -259,6 +275,9 @@ START_TEST(test_resource_env_keys_and_precedence)
 	assert_resource(s, "service.instance.id", "pod-7.ctr");
 	assert_resource(s, "service.name", "svc");
 	assert_resource(s, "telemetry.distro.name", "ctxshim");
+	/* The pid is a fact about the process: the environment cannot set it,
+	 * and it stays an int. */
+	assert_resource_int(s, "process.pid", c.pid);
 	ck_assert_int_eq(test_child_finish(&c, 20000), 0);
 
 	/* An empty value is no value: the resource merge keeps the next
@@ -356,7 +375,7 @@ START_TEST(test_fork_child_republishes)
 	static char path[4096];
 	char *argv[] = {path, "--fork", NULL};
 	struct pctx_seen *p = calloc(1, sizeof(*p)), *k = calloc(1, sizeof(*k));
-	char line[256], id_p[64], id_k[64], pid[32];
+	char line[256], id_p[64], id_k[64];
 	struct test_child c;
 	int parent_pid = 0, child_pid = 0, i;
 
@@ -377,8 +396,9 @@ START_TEST(test_fork_child_republishes)
 	resource_text(k, "service.instance.id", id_k, sizeof(id_k));
 	ck_assert_str_ne(id_p, id_k);
 	ck_assert(is_uuid4(id_k));
-	snprintf(pid, sizeof(pid), "%d", child_pid);
-	assert_resource(k, "process.pid", pid);
+	/* Each its own pid, an int in the child too. */
+	assert_resource_int(p, "process.pid", parent_pid);
+	assert_resource_int(k, "process.pid", child_pid);
 	ck_assert_int_eq(test_child_finish(&c, 20000), 0);
 	free(p);
 	free(k);

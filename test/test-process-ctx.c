@@ -283,6 +283,172 @@ START_TEST(encode_bad_args)
 }
 END_TEST
 
+/* ---- Typed resource values (AnyValue.int_value) ---- */
+
+/* Worked out by hand from §2.7: AnyValue.int_value is tag 0x18 and a
+ * varint, int64 as two's complement (10 bytes when negative); a oneof
+ * member is written even when it is 0.
+ *   process.pid = 12345 (varint b9 60): KeyValue 0a 0b "process.pid"
+ *     12 03 18 b9 60 = 18 bytes, entry 20;
+ *   service.name = "demo": KeyValue 22 bytes, entry 24;
+ *   n = -1: AnyValue 18 ff*9 01 = 11 bytes, KeyValue 3 + 2 + 11 = 16, entry 18;
+ *   z = 0: AnyValue 18 00, KeyValue 7, entry 9;
+ * Resource 20 + 24 + 18 + 9 = 71 (0x47), payload 73. */
+/* clang-format off */
+static const char typed_73[] =
+	"\x0a\x47"
+	"\x0a\x12" "\x0a\x0b" "process.pid" "\x12\x03" "\x18\xb9\x60"
+	"\x0a\x16" "\x0a\x0c" "service.name" "\x12\x06\x0a\x04" "demo"
+	"\x0a\x10" "\x0a\x01" "n" "\x12\x0b" "\x18\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01"
+	"\x0a\x07" "\x0a\x01" "z" "\x12\x02" "\x18\x00";
+/* clang-format on */
+
+static const struct pctx_kv_typed typed_resource[] = {
+	{.key = "process.pid", .type = PCTX_V_INT, .i = 12345},
+	{.key = "service.name", .type = PCTX_V_STRING, .str = "demo"},
+	{.key = "n", .type = PCTX_V_INT, .i = -1},
+	{.key = "z", .type = PCTX_V_INT, .i = 0},
+};
+
+START_TEST(encode_typed_int)
+{
+	static const int64_t want_i[] = {12345, 0, -1, 0};
+	size_t len = 0, cap, i;
+
+	ck_assert_uint_eq(sizeof(typed_73) - 1, 73);
+	ck_assert_int_eq(pctx_encode_typed(outbuf, sizeof(outbuf), &len, typed_resource,
+					   4, NULL, NULL, 0),
+			 0);
+	ck_assert_uint_eq(len, 73);
+	ck_assert_mem_eq(outbuf, typed_73, 73);
+	ck_assert_int_eq(pctx_encoded_size_typed(typed_resource, 4, NULL, NULL, 0), 73);
+	for (cap = 0; cap < 73; cap++) {
+		size_t l2 = 12345;
+
+		memset(outbuf, 0xa5, 74);
+		ck_assert_int_eq(pctx_encode_typed(outbuf, cap, &l2, typed_resource, 4,
+						   NULL, NULL, 0),
+				 -ENOSPC);
+		ck_assert_uint_eq(l2, 12345);
+		ck_assert_uint_eq(outbuf[cap], 0xa5);
+	}
+
+	/* The decoder reads them back as ints. */
+	ck_assert_int_eq(pctx_decode((const uint8_t *)typed_73, 73, &dec), 0);
+	ck_assert_uint_eq(dec.n_resource, 4);
+	for (i = 0; i < 4; i++) {
+		ck_assert(pctx_str_eq(dec.resource[i].key, typed_resource[i].key));
+		ck_assert_int_eq(dec.resource[i].type, typed_resource[i].type);
+		ck_assert(dec.resource[i].i == want_i[i]);
+	}
+	ck_assert(pctx_str_eq(dec.resource[1].str, "demo"));
+
+	/* With the threadlocal.* tail: the same tail as pctx_encode() writes. */
+	ck_assert_int_eq(pctx_encode_typed(outbuf, sizeof(outbuf), &len, typed_resource,
+					   1, PCTX_SCHEMA_VERSION, minimal_keys, 2),
+			 0);
+	ck_assert_uint_eq(len, 2 + 20 + (140 - 26));
+	ck_assert_mem_eq(outbuf, "\x0a\x14", 2);
+	ck_assert_mem_eq(outbuf + 2, typed_73 + 2, 20);
+	ck_assert_mem_eq(outbuf + 22, minimal_140 + 26, 140 - 26);
+}
+END_TEST
+
+/* String-only typed entries give exactly pctx_encode()'s bytes. */
+START_TEST(encode_typed_strings_match)
+{
+	static struct pctx_kv_typed res[N_SIGPROF];
+	size_t len = 0, i;
+
+	for (i = 0; i < N_SIGPROF; i++) {
+		res[i].key = sigprof_resource[i].key;
+		res[i].type = PCTX_V_STRING;
+		res[i].str = sigprof_resource[i].value;
+	}
+	ck_assert_int_eq(pctx_encode_typed(outbuf, sizeof(outbuf), &len, res, N_SIGPROF,
+					   NULL, NULL, 0),
+			 0);
+	ck_assert_uint_eq(len, 339);
+	ck_assert_mem_eq(outbuf, sigprof_339, 339);
+	ck_assert_int_eq(pctx_encoded_size_typed(res, N_SIGPROF, NULL, NULL, 0), 339);
+}
+END_TEST
+
+/* Every varint length round-trips: sizes agree with the bytes, and the
+ * decoder gets the same int64 back (negative values as two's complement). */
+START_TEST(encode_typed_int_round_trip)
+{
+	static const int64_t vals[] = {0,         1,
+				       127,       128,
+				       16383,     16384,
+				       4194304,   2147483647,
+				       INT64_MAX, -1,
+				       -128,      INT64_MIN,
+				       1LL << 35, (1LL << 62) + 5};
+	struct pctx_kv_typed e[2] = {
+		{.key = "process.pid", .type = PCTX_V_INT},
+		{.key = "s", .type = PCTX_V_STRING, .str = "x"},
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(vals) / sizeof(vals[0]); i++) {
+		size_t len = 0;
+		const struct pctx_attr *a;
+
+		e[0].i = vals[i];
+		ck_assert_int_eq(pctx_encode_typed(outbuf, sizeof(outbuf), &len, e, 2,
+						   PCTX_SCHEMA_VERSION, minimal_keys,
+						   2),
+				 0);
+		ck_assert_int_eq(pctx_encoded_size_typed(e, 2, PCTX_SCHEMA_VERSION,
+							 minimal_keys, 2),
+				 (long)len);
+		ck_assert_int_eq(pctx_decode(outbuf, len, &dec), 0);
+		a = pctx_find_resource(&dec, "process.pid");
+		ck_assert_ptr_nonnull(a);
+		ck_assert_int_eq(a->type, PCTX_V_INT);
+		ck_assert_msg(a->i == vals[i], "%lld", (long long)vals[i]);
+		ck_assert(pctx_str_eq(pctx_find_resource(&dec, "s")->str, "x"));
+		ck_assert_uint_eq(dec.n_keys, 2);
+	}
+}
+END_TEST
+
+START_TEST(encode_typed_bad_args)
+{
+	static const struct pctx_kv_typed nullkey[] = {{.type = PCTX_V_INT, .i = 1}};
+	static const struct pctx_kv_typed nullstr[] = {
+		{.key = "k", .type = PCTX_V_STRING}};
+	static const struct pctx_kv_typed boolean[] = {
+		{.key = "k", .type = PCTX_V_BOOL}};
+	static const struct pctx_kv_typed none[] = {{.key = "k", .type = PCTX_V_NONE}};
+	static const struct pctx_kv_typed int_no_str[] = {
+		{.key = "k", .type = PCTX_V_INT}};
+	size_t len = 77;
+
+	ck_assert_int_eq(
+		pctx_encode_typed(outbuf, sizeof(outbuf), &len, NULL, 1, NULL, NULL, 0),
+		-EINVAL);
+	ck_assert_int_eq(pctx_encode_typed(outbuf, sizeof(outbuf), &len, nullkey, 1,
+					   NULL, NULL, 0),
+			 -EINVAL);
+	ck_assert_int_eq(pctx_encode_typed(outbuf, sizeof(outbuf), &len, nullstr, 1,
+					   NULL, NULL, 0),
+			 -EINVAL);
+	ck_assert_int_eq(pctx_encode_typed(outbuf, sizeof(outbuf), &len, boolean, 1,
+					   NULL, NULL, 0),
+			 -EINVAL);
+	ck_assert_int_eq(pctx_encoded_size_typed(none, 1, NULL, NULL, 0), -EINVAL);
+	ck_assert_uint_eq(len, 77);
+	/* An int needs no string. */
+	ck_assert_int_eq(pctx_encode_typed(outbuf, sizeof(outbuf), &len, int_no_str, 1,
+					   NULL, NULL, 0),
+			 0);
+	ck_assert_uint_eq(len, 2 + 2 + 3 + 4);
+	ck_assert_mem_eq(outbuf, "\x0a\x09\x0a\x07\x0a\x01k\x12\x02\x18\x00", 11);
+}
+END_TEST
+
 /* ---- Decoder ---- */
 
 static void
@@ -856,6 +1022,10 @@ TEST_SUITE(process_ctx_suite)
 	tcase_add_test(tc, encode_minimal_140);
 	tcase_add_test(tc, encode_empty_and_multibyte);
 	tcase_add_test(tc, encode_bad_args);
+	tcase_add_test(tc, encode_typed_int);
+	tcase_add_test(tc, encode_typed_int_round_trip);
+	tcase_add_test(tc, encode_typed_strings_match);
+	tcase_add_test(tc, encode_typed_bad_args);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("Decoder");
