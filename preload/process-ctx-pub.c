@@ -143,7 +143,8 @@ hexval(char c)
 }
 
 /* Percent-decodes s[0..len) into out (cap bytes, len <= cap is enough).
- * Returns the decoded length, or -1 for a bad escape, a decoded NUL (we
+ * Returns the decoded length, -2 when it does not fit in cap, or -1 for a
+ * bad escape, a decoded NUL (we
  * keep C strings) or a result that is not UTF-8: every one of these is a
  * decoding failure, and a protobuf string must be UTF-8 -- a reader that
  * checks, as Go's protobuf does for the eBPF profiler, would refuse the
@@ -168,8 +169,10 @@ percent_decode(char *out, size_t cap, const char *s, size_t len)
 			c = (char)(hi << 4 | lo);
 			i += 2;
 		}
-		if (c == '\0' || o == cap)
+		if (c == '\0')
 			return -1;
+		if (o == cap)
+			return -2;
 		out[o++] = c;
 	}
 	if (!trec_utf8_valid((const uint8_t *)out, o))
@@ -211,6 +214,7 @@ load_resource_env(void)
 		const char *k = p, *v;
 		size_t klen, vlen;
 		char ktmp[256], vtmp[1024];
+		const char *nv;
 		ssize_t kl, vl;
 
 		p = end ? end + 1 : NULL;
@@ -225,8 +229,16 @@ load_resource_env(void)
 		trim(&v, &vlen);
 		kl = percent_decode(ktmp, sizeof(ktmp), k, klen);
 		vl = percent_decode(vtmp, sizeof(vtmp), v, vlen);
-		if (kl <= 0 || vl < 0)
+		if (kl == 0 || kl == -1 || vl == -1)
 			goto bad;
+		/* Well-formed but longer than we keep: that entry only (a
+		 * limit of ours, not a decoding error of the variable). */
+		if (kl < 0 || vl < 0) {
+			ctxshim_log("OTEL_RESOURCE_ATTRIBUTES: an entry with a key over %zu "
+				    "or a value over %zu bytes, skipping it",
+				    sizeof(ktmp) - 1, sizeof(vtmp) - 1);
+			continue;
+		}
 		/* A repeated key: the last value wins, as in the SDKs (their
 		 * attribute sets keep the last) and so in the eBPF profiler,
 		 * which reads this variable too. */
@@ -238,11 +250,13 @@ load_resource_env(void)
 			break;
 		if (i == n)
 			pend[i].k = store_text(ktmp, (size_t)kl);
-		pend[i].v = store_text(vtmp, (size_t)vl);
-		if (!pend[i].k || !pend[i].v) {
+		/* A repeat that finds no room keeps the value it replaces. */
+		nv = pend[i].k ? store_text(vtmp, (size_t)vl) : NULL;
+		if (!nv) {
 			ctxshim_log("OTEL_RESOURCE_ATTRIBUTES too long, ignoring the rest");
 			break;
 		}
+		pend[i].v = nv;
 		if (i == n)
 			n++;
 	}
@@ -262,15 +276,20 @@ utf8_text(const char *s)
 	return trec_utf8_valid((const uint8_t *)s, strlen(s));
 }
 
+/* The default service.name, copied (argv's memory is the process title's
+ * in pre-forking servers) into a buffer of its own: it must not depend on
+ * the room OTEL_RESOURCE_ATTRIBUTES left in res_text. */
 static const char *
 program_name(void)
 {
-	static char comm[64];
+	static char comm[64], prog[256];
 	extern char *program_invocation_short_name;
+	const char *p = program_invocation_short_name;
 
-	if (program_invocation_short_name && *program_invocation_short_name &&
-	    utf8_text(program_invocation_short_name))
-		return program_invocation_short_name;
+	if (p && *p && strlen(p) < sizeof(prog) && utf8_text(p)) {
+		memcpy(prog, p, strlen(p) + 1);
+		return prog;
+	}
 	if (sys_read_file("/proc/self/comm", comm, sizeof(comm)) > 0) {
 		comm[strcspn(comm, "\n")] = '\0';
 		if (comm[0] && utf8_text(comm))
@@ -322,8 +341,7 @@ ctxshim_pctx_prepare(void)
 	add_resource("telemetry.distro.name", "ctxshim");
 	add_resource("telemetry.distro.version", CTXSHIM_VERSION);
 	load_resource_env();
-	svc = program_name();
-	add_resource("service.name", store_text(svc, strlen(svc)));
+	add_resource("service.name", program_name());
 	add_resource("service.instance.id", instance_id);
 
 	n_keys = 0;

@@ -326,6 +326,64 @@ START_TEST(test_resource_env_not_utf8)
 }
 END_TEST
 
+/* Our own limits never cost more than the entry that exceeds them: an
+ * OTEL_RESOURCE_ATTRIBUTES that fills the resource text leaves the default
+ * service.name in place, a repeated key that finds no room keeps the value
+ * it had, and a key longer than we keep skips that entry only. */
+START_TEST(test_resource_env_limits)
+{
+	static char full[16384], repeat[16384], longkey[1024];
+	char *vars[] = {full, repeat, longkey};
+	unsigned i, j;
+	size_t o;
+
+	o = (size_t)snprintf(full, sizeof(full), "OTEL_RESOURCE_ATTRIBUTES=");
+	for (i = 0; i < 8; i++) {
+		o += (size_t)snprintf(full + o, sizeof(full) - o, "%sk%u=", i ? "," : "", i);
+		memset(full + o, 'x', 1020);
+		o += 1020;
+	}
+	full[o] = '\0';
+	o = (size_t)snprintf(repeat, sizeof(repeat),
+			     "OTEL_RESOURCE_ATTRIBUTES=a=first,b=prod");
+	for (i = 0; i < 9; i++) {
+		o += (size_t)snprintf(repeat + o, sizeof(repeat) - o, ",a=");
+		memset(repeat + o, 'y', 1000);
+		o += 1000;
+	}
+	repeat[o] = '\0';
+	o = (size_t)snprintf(longkey, sizeof(longkey), "OTEL_RESOURCE_ATTRIBUTES=a=1,");
+	memset(longkey + o, 'k', 300);
+	o += 300;
+	snprintf(longkey + o, sizeof(longkey) - o, "=v,c=3");
+
+	for (i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
+		struct test_child c;
+		struct pctx_seen *s = calloc(1, sizeof(*s));
+		char line[4096];
+		char *env[] = {vars[i], NULL};
+		const struct pctx_attr *a;
+
+		start_threads(&c, env, line, sizeof(line));
+		ck_assert(read_pctx(c.pid, s));
+		assert_resource(s, "service.name", "threads");
+		if (i == 1) {
+			assert_resource(s, "b", "prod");
+			a = pctx_find_resource(&s->d, "a");
+			ck_assert_msg(a && a->type == PCTX_V_STRING && a->str.len == 1000,
+				      "a lost its value");
+			for (j = 0; j < 1000; j++)
+				ck_assert_int_eq(a->str.ptr[j], 'y');
+		} else if (i == 2) {
+			assert_resource(s, "a", "1");
+			assert_resource(s, "c", "3");
+		}
+		ck_assert_int_eq(test_child_finish(&c, 20000), 0);
+		free(s);
+	}
+}
+END_TEST
+
 START_TEST(test_disabled_publishes_nothing)
 {
 	struct test_child c;
@@ -537,6 +595,7 @@ TEST_SUITE(preload_pctx_suite)
 	tcase_add_test(tc, test_program_name_default);
 	tcase_add_test(tc, test_resource_env_keys_and_precedence);
 	tcase_add_test(tc, test_resource_env_not_utf8);
+	tcase_add_test(tc, test_resource_env_limits);
 	tcase_add_test(tc, test_disabled_publishes_nothing);
 	tcase_add_test(tc, test_anonymous_fallback);
 	tcase_add_test(tc, test_fork_child_republishes);
