@@ -20,10 +20,12 @@
  * clone(CLONE_VM | CLONE_VFORK) and internal calls no hook sees) share the
  * parent's memory until exec: no hook may write shared state there.  The
  * exec hooks build the new environment on the stack (hook-exec.c); the
- * socket level's dup2/dup3/close_range/closefrom hooks tell a vfork child
- * by its pid and leave the parent's connection table alone
- * (hook-socket.c, sk_vfork_child(); a close() there still makes the
- * parent forget that connection).  So neither needs a hook; a vfork()
+ * socket level's dup/dup2/dup3/fcntl(F_DUPFD)/close_range/closefrom hooks
+ * tell a vfork child by its pid and leave the parent's connection table
+ * alone (hook-socket.c, sk_vfork_child(); a close() or fclose() there
+ * still makes the parent forget that connection, and a dup2 onto the
+ * shim's log fd stops the parent's log rather than let the child write
+ * log lines into the application's file).  So neither needs a hook; a vfork()
  * wrapper would even be wrong, since its frame would be gone when the
  * parent resumes. */
 #include "config.h"

@@ -1461,14 +1461,14 @@ hook_socket_dup3(int oldfd, int newfd, int flags)
 	r = real_dup3(oldfd, newfd, flags);
 
 	if (r == newfd && oldfd != newfd && ctxshim_conn_tab.max_fds)
-		sk_duped(oldfd, newfd, "dup2");
+		sk_duped(oldfd, newfd, "dup3");
 	return r;
 }
 
 /* dup() and fcntl(F_DUPFD[_CLOEXEC]) return a number that was free: it
  * gets a copy of oldfd's slot, as with dup2 (a slot still tracked there
  * belongs to a close the hooks did not see, and goes).  Only when one of
- * the two numbers is tracked: every other copy costs one failed test. */
+ * the two numbers is tracked: every other copy costs two failed tests. */
 static __attribute__((noinline)) void
 sk_dup_new(int oldfd, int r, const char *reason)
 {
