@@ -1028,9 +1028,16 @@ etls_resolve(pid_t pid, const struct etls_symbol *sym, struct tlsm_access *acc)
 		if (acc->model == TLSM_GD && sym->has_glibc_db) {
 			uint64_t gen;
 
-			if (tlsm_glibc_module_gen(&sym->glibc_db, modid,
-						  remote_tlsm_read, &pid, &gen) == 0) {
+			r = tlsm_glibc_module_gen(&sym->glibc_db, modid, remote_tlsm_read,
+						  &pid, &gen);
+			if (r == 0) {
 				acc->gen = gen;
+				acc->check_gen = true;
+			} else if (r == -ENOENT) {
+				/* The module was closed: whatever a thread's
+				 * slot holds is not its block.  No context
+				 * rather than a stale one. */
+				acc->gen = UINT64_MAX;
 				acc->check_gen = true;
 			}
 		}

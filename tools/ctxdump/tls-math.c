@@ -346,8 +346,9 @@ tlsm_glibc_module_gen(const struct tlsm_glibc_db *db,
 	 * no empty list, and with none each hop takes the index down, so a
 	 * cycle ends within modid hops. */
 	for (hops = 0;; hops++) {
+		/* No list at all, with a TLS module loaded: nonsense. */
 		if (!list || hops > TLSM_MODID_MAX)
-			return list ? -EINVAL : -ENOENT;
+			return -EINVAL;
 		r = read_u64(rd, opaque, list + db->list_len, &len);
 		if (r < 0)
 			return r;
@@ -370,7 +371,7 @@ tlsm_glibc_module_gen(const struct tlsm_glibc_db *db,
 	if (r < 0)
 		return r;
 	if (lm_modid != modid)
-		return -EINVAL;
+		return -ENOENT; /* another module holds the slot now */
 	r = read_u64(rd, opaque, list + db->si_gen, &g);
 	if (r < 0)
 		return r;

@@ -135,8 +135,9 @@ struct tlsm_glibc_db {
 /* The generation at which the module now holding modid was loaded (the
  * module of the map whose l_tls_modid is modid; a thread whose DTV is
  * older has not set up its slot for that module).  Returns 0 and *gen,
- * -ENOENT if no module holds modid, -EINVAL if the target's structures
- * make no sense, or the reader's error. */
+ * -ENOENT if no module holds modid (its slot is free, or another module's:
+ * the module the relocation names was closed), -EINVAL if the target's
+ * structures make no sense, or the reader's error. */
 int tlsm_glibc_module_gen(const struct tlsm_glibc_db *db,
 			  uint64_t modid,
 			  tlsm_read_fn rd,
