@@ -174,3 +174,38 @@ release() {
 # For start_blocked: an sh (dynamically linked) that signals and waits.
 # shellcheck disable=SC2016 # expanded by the sh that runs it
 DP_BLOCKER='echo ready >"$DP_READY"; read -r x <"$DP_GO"'
+
+# Crafted ELF headers: printf only, so no cross toolchain is needed.
+# elf64 FILE TYPE MACHINE [INTERP]: ELF64 LE header, one program header
+# (PT_INTERP with INTERP, or PT_LOAD) and the interpreter string.
+# bytes B...: those bytes; le VALUE SIZE: VALUE little-endian in SIZE bytes.
+bytes() {
+	for dp_b in "$@"; do
+		# shellcheck disable=SC2059 # the format is the octal escape
+		printf "\\$(printf '%03o' "$dp_b")"
+	done
+}
+le() { # le VALUE SIZE
+	dp_v=$1
+	dp_n=0
+	while [ $dp_n -lt "$2" ]; do
+		bytes $((dp_v % 256))
+		dp_v=$((dp_v / 256))
+		dp_n=$((dp_n + 1))
+	done
+}
+elf64() {
+	dp_interp=${4-}
+	if [ -n "$dp_interp" ]; then dp_ptype=3; else dp_ptype=1; fi
+	dp_ilen=$((${#dp_interp} + 1))
+	{
+		bytes 127 69 76 70 2 1 1 0 0 0 0 0 0 0 0 0
+		le "$2" 2; le "$3" 2; le 1 4; le 0 8; le 64 8; le 0 8
+		le 0 4; le 64 2; le 56 2; le 1 2; le 64 2; le 0 2; le 0 2
+		le $dp_ptype 4; le 4 4; le 120 8; le 120 8; le 120 8
+		le $dp_ilen 8; le $dp_ilen 8; le 1 8
+		printf '%s' "$dp_interp"
+		bytes 0
+	} >"$1"
+	chmod 755 "$1"
+}

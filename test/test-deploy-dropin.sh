@@ -87,38 +87,7 @@ check "--root: says it was not test-loaded" contains "$dp_err" "was not test-loa
 check "--root: written" test -e "$bfile"
 rm -f "$bfile"
 
-# Crafted ELF headers (printf only): elf64 FILE TYPE MACHINE [INTERP].
-bytes() {
-	for b in "$@"; do
-		# shellcheck disable=SC2059 # the format is the octal escape
-		printf "\\$(printf '%03o' "$b")"
-	done
-}
-le() { # le VALUE SIZE
-	v=$1
-	n=0
-	while [ $n -lt "$2" ]; do
-		bytes $((v % 256))
-		v=$((v / 256))
-		n=$((n + 1))
-	done
-}
-elf64() {
-	interp=${4-}
-	if [ -n "$interp" ]; then ptype=3; else ptype=1; fi
-	ilen=$((${#interp} + 1))
-	{
-		bytes 127 69 76 70 2 1 1 0 0 0 0 0 0 0 0 0
-		le "$2" 2; le "$3" 2; le 1 4; le 0 8; le 64 8; le 0 8
-		le 0 4; le 64 2; le 56 2; le 1 2; le 64 2; le 0 2; le 0 2
-		le $ptype 4; le 4 4; le 120 8; le 120 8; le 120 8
-		le $ilen 8; le $ilen 8; le 1 8
-		printf '%s' "$interp"
-		bytes 0
-	} >"$1"
-	chmod 755 "$1"
-}
-# An aarch64 root prepared on this x86_64 host.
+# An aarch64 root prepared on this x86_64 host (elf64 in deploy-lib.sh).
 arm=$dp_tmp/arm
 mkdir -p "$arm${lib%/*}" "$arm/usr/bin"
 elf64 "$arm$lib" 3 183

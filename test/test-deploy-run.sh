@@ -181,39 +181,7 @@ printf '#!/usr/bin/env sh\ngrep -c libctxshim /proc/$$/maps\n' >s-envsh
 chmod 755 s-envsh
 expect_status 0 "#!/usr/bin/env sh script runs with the shim" "$S" run -- ./s-envsh
 
-# Crafted ELF headers: printf only, so no cross toolchain is needed.
-# elf64 FILE TYPE MACHINE [INTERP]: ELF64 LE header, one program header
-# (PT_INTERP with INTERP, or PT_LOAD) and the interpreter string.
-bytes() {
-	for b in "$@"; do
-		# shellcheck disable=SC2059 # the format is the octal escape
-		printf "\\$(printf '%03o' "$b")"
-	done
-}
-le() { # le VALUE SIZE
-	v=$1
-	n=0
-	while [ $n -lt "$2" ]; do
-		bytes $((v % 256))
-		v=$((v / 256))
-		n=$((n + 1))
-	done
-}
-elf64() {
-	interp=${4-}
-	if [ -n "$interp" ]; then ptype=3; else ptype=1; fi
-	ilen=$((${#interp} + 1))
-	{
-		bytes 127 69 76 70 2 1 1 0 0 0 0 0 0 0 0 0
-		le "$2" 2; le "$3" 2; le 1 4; le 0 8; le 64 8; le 0 8
-		le 0 4; le 64 2; le 56 2; le 1 2; le 64 2; le 0 2; le 0 2
-		le $ptype 4; le 4 4; le 120 8; le 120 8; le 120 8
-		le $ilen 8; le $ilen 8; le 1 8
-		printf '%s' "$interp"
-		bytes 0
-	} >"$1"
-	chmod 755 "$1"
-}
+# Crafted ELF headers (elf64 in deploy-lib.sh).
 elf64 musl 3 62 /lib/ld-musl-x86_64.so.1
 expect_status 126 "musl interpreter refused" "$S" run -- ./musl
 check "reason: musl" contains "$dp_err" "linked with musl (/lib/ld-musl-x86_64.so.1)"

@@ -9,6 +9,8 @@
  */
 #include "config.h"
 
+#include "fork-wait.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,15 +18,6 @@
 #include <unistd.h>
 
 extern char **environ;
-
-static void
-wait_stdin_eof(void)
-{
-	char buf[64];
-
-	while (read(0, buf, sizeof(buf)) > 0)
-		;
-}
 
 /* Copy environ to the heap, then overwrite argv[0] .. the end of the last
  * original environment string with the title (NUL-padded). */
@@ -59,26 +52,9 @@ set_title(char **argv, const char *title)
 int
 main(int argc, char **argv)
 {
-	pid_t child;
-	int status;
-
 	(void)argc;
 	/* Not UTF-8, and long enough to cover the environment strings. */
 	if (set_title(argv, "\xff\xfe master process, a title over argv and environ") < 0)
 		return 1;
-	fflush(stdout);
-	child = fork();
-	if (child < 0)
-		return 1;
-	if (child == 0) {
-		printf("CHILD %d\n", (int)getpid());
-		fflush(stdout);
-		wait_stdin_eof();
-		return 0;
-	}
-	printf("PARENT %d\n", (int)getpid());
-	fflush(stdout);
-	wait_stdin_eof();
-	waitpid(child, &status, 0);
-	return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+	return fork_and_wait();
 }

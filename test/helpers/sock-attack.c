@@ -59,6 +59,7 @@
 #include "ctxobs.h"
 
 #include "self-check.h"
+#include "sock-pair.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -84,47 +85,10 @@
 	"-00f067aa0ba902b7-01\r\n\r\n"
 #define RESP "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"
 
-static int lfd;
-
-static void
-pair(int *cli, int *srv)
-{
-	struct sockaddr_in a = {.sin_family = AF_INET,
-				.sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-	socklen_t l = sizeof(a);
-	int one = 1;
-
-	if (lfd == 0) {
-		lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-		if (lfd < 0 || bind(lfd, (void *)&a, sizeof(a)) || listen(lfd, 16))
-			die("listen");
-	}
-	if (getsockname(lfd, (void *)&a, &l))
-		die("getsockname");
-	*cli = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (*cli < 0 || connect(*cli, (void *)&a, sizeof(a)))
-		die("connect");
-	(void)setsockopt(*cli, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	*srv = accept(lfd, NULL, NULL);
-	if (*srv < 0)
-		die("accept");
-}
-
 static void
 send_str(int fd, const char *s)
 {
-	size_t n = strlen(s);
-
-	while (n) {
-		ssize_t r = send(fd, s, n, MSG_NOSIGNAL);
-
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			die("send");
-		s += r;
-		n -= (size_t)r;
-	}
+	send_all(fd, s, strlen(s), MSG_NOSIGNAL);
 }
 
 /* Wait until fd has n bytes queued. */
@@ -141,22 +105,6 @@ wait_queued(int fd, size_t n)
 		if (r >= (ssize_t)n)
 			return;
 		(void)poll(&p, 1, 1000);
-	}
-}
-
-/* Read exactly n bytes. */
-static void
-read_n(int fd, char *buf, size_t n)
-{
-	while (n) {
-		ssize_t r = read(fd, buf, n);
-
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			die("read");
-		buf += r;
-		n -= (size_t)r;
 	}
 }
 

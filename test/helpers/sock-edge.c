@@ -28,6 +28,7 @@
 #include "ctxobs.h"
 
 #include "self-check.h"
+#include "sock-pair.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -50,63 +51,6 @@ int __poll_chk(struct pollfd *fds, nfds_t nfds, int timeout, size_t fdslen);
 
 #define TRACE "4bf92f3577b34da6a3ce929d0e0e4736"
 #define TP    "traceparent: 00-" TRACE "-00f067aa0ba902b7-01\r\n"
-
-static int lfd;
-
-static void
-pair(int *cli, int *srv)
-{
-	struct sockaddr_in a = {.sin_family = AF_INET,
-				.sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-	socklen_t l = sizeof(a);
-	int one = 1;
-
-	if (lfd == 0) {
-		lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-		if (lfd < 0 || bind(lfd, (void *)&a, sizeof(a)) || listen(lfd, 16))
-			die("listen");
-	}
-	if (getsockname(lfd, (void *)&a, &l))
-		die("getsockname");
-	*cli = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (*cli < 0 || connect(*cli, (void *)&a, sizeof(a)))
-		die("connect");
-	(void)setsockopt(*cli, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	*srv = accept(lfd, NULL, NULL);
-	if (*srv < 0)
-		die("accept");
-}
-
-static void
-send_all(int fd, const char *s, size_t n, int flags)
-{
-	while (n) {
-		ssize_t r = send(fd, s, n, flags);
-
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			die("send");
-		s += r;
-		n -= (size_t)r;
-	}
-}
-
-/* Read exactly n bytes from the server side. */
-static void
-read_n(int fd, char *buf, size_t n)
-{
-	while (n) {
-		ssize_t r = read(fd, buf, n);
-
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			die("read");
-		buf += r;
-		n -= (size_t)r;
-	}
-}
 
 /* Does the thread publish TRACE now? */
 static bool

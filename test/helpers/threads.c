@@ -11,6 +11,8 @@
  */
 #include "config.h"
 
+#include "fork-wait.h"
+
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -44,15 +46,6 @@ worker(void *arg)
 	return NULL;
 }
 
-static void
-wait_stdin_eof(void)
-{
-	char buf[64];
-
-	while (read(0, buf, sizeof(buf)) > 0)
-		;
-}
-
 int
 main(int argc, char **argv)
 {
@@ -60,26 +53,8 @@ main(int argc, char **argv)
 	bool wait_mode = false;
 	long n, i;
 
-	if (argc > 1 && strcmp(argv[1], "--fork") == 0) {
-		pid_t child;
-		int status;
-
-		fflush(stdout);
-		child = fork();
-		if (child < 0)
-			return 1;
-		if (child == 0) {
-			printf("CHILD %d\n", (int)getpid());
-			fflush(stdout);
-			wait_stdin_eof();
-			return 0;
-		}
-		printf("PARENT %d\n", (int)getpid());
-		fflush(stdout);
-		wait_stdin_eof();
-		waitpid(child, &status, 0);
-		return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
-	}
+	if (argc > 1 && strcmp(argv[1], "--fork") == 0)
+		return fork_and_wait();
 	if (argc > 1 && strcmp(argv[1], "--wait") == 0) {
 		wait_mode = true;
 		argv++;

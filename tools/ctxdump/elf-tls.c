@@ -371,56 +371,78 @@ lookup_sym(
 			       out);
 }
 
-/* Record the slots of the TLS relocations against symbol symidx, scanning
- * every SHT_RELA section tied to .dynsym: GNU ld puts R_X86_64_TLSDESC in
- * .rela.plt, the others in .rela.dyn.  Returns true if any was found. */
+/* Walks the entries of every SHT_RELA section tied to .dynsym: GNU ld puts
+ * R_X86_64_TLSDESC in .rela.plt, the others in .rela.dyn.  Start with *it
+ * zeroed; fills *rel and returns true while there is an entry.  An entry
+ * that cannot be read ends its section. */
+struct rela_iter {
+	Elf_Scn *scn;
+	Elf_Data *d;
+	size_t i, n;
+};
+
+static bool
+next_dyn_rela(struct etls_elf *x, struct rela_iter *it, GElf_Rela *rel)
+{
+	for (;;) {
+		GElf_Shdr sh;
+		size_t ent;
+
+		if (it->d && it->i < it->n) {
+			if (gelf_getrela(it->d, (int)it->i++, rel))
+				return true;
+			it->i = it->n;
+			continue;
+		}
+		it->d = NULL;
+		it->scn = elf_nextscn(x->e, it->scn);
+		if (!it->scn)
+			return false;
+		if (!gelf_getshdr(it->scn, &sh) || sh.sh_type != SHT_RELA ||
+		    sh.sh_link != x->dynsym_ndx)
+			continue;
+		it->d = elf_getdata(it->scn, NULL);
+		if (!it->d)
+			continue;
+		ent = sh.sh_entsize ? sh.sh_entsize : sizeof(Elf64_Rela);
+		it->n = sh.sh_size / ent;
+		it->i = 0;
+	}
+}
+
+/* Record the slots of the TLS relocations against symbol symidx, in every
+ * section next_dyn_rela() walks.  Returns true if any was found. */
 static bool
 scan_relocs(struct etls_elf *x, size_t symidx, uint64_t bias, struct etls_symbol *sym)
 {
 	bool a64 = x->eh.e_machine == EM_AARCH64;
-	Elf_Scn *scn = NULL;
+	struct rela_iter it = {0};
 	bool found = false;
+	GElf_Rela rel;
 
-	while ((scn = elf_nextscn(x->e, scn)) != NULL) {
-		GElf_Shdr sh;
-		Elf_Data *d;
-		size_t n, i, ent;
+	while (next_dyn_rela(x, &it, &rel)) {
+		uint64_t type, slot;
 
-		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_RELA ||
-		    sh.sh_link != x->dynsym_ndx)
+		if (GELF_R_SYM(rel.r_info) != symidx)
 			continue;
-		d = elf_getdata(scn, NULL);
-		if (!d)
+		type = GELF_R_TYPE(rel.r_info);
+		slot = bias + rel.r_offset;
+		if (type == (a64 ? A64_TLSDESC : X86_64_TLSDESC)) {
+			if (!sym->tlsdesc_slot)
+				sym->tlsdesc_slot = slot;
+		} else if (type == (a64 ? A64_DTPMOD : X86_64_DTPMOD64)) {
+			if (!sym->dtpmod_slot)
+				sym->dtpmod_slot = slot;
+		} else if (type == (a64 ? A64_DTPREL : X86_64_DTPOFF64)) {
+			if (!sym->dtpoff_slot)
+				sym->dtpoff_slot = slot;
+		} else if (type == (a64 ? A64_TPREL : X86_64_TPOFF64)) {
+			if (!sym->tpoff_slot)
+				sym->tpoff_slot = slot;
+		} else {
 			continue;
-		ent = sh.sh_entsize ? sh.sh_entsize : sizeof(Elf64_Rela);
-		n = sh.sh_size / ent;
-		for (i = 0; i < n; i++) {
-			GElf_Rela rel;
-			uint64_t type, slot;
-
-			if (!gelf_getrela(d, (int)i, &rel))
-				break;
-			if (GELF_R_SYM(rel.r_info) != symidx)
-				continue;
-			type = GELF_R_TYPE(rel.r_info);
-			slot = bias + rel.r_offset;
-			if (type == (a64 ? A64_TLSDESC : X86_64_TLSDESC)) {
-				if (!sym->tlsdesc_slot)
-					sym->tlsdesc_slot = slot;
-			} else if (type == (a64 ? A64_DTPMOD : X86_64_DTPMOD64)) {
-				if (!sym->dtpmod_slot)
-					sym->dtpmod_slot = slot;
-			} else if (type == (a64 ? A64_DTPREL : X86_64_DTPOFF64)) {
-				if (!sym->dtpoff_slot)
-					sym->dtpoff_slot = slot;
-			} else if (type == (a64 ? A64_TPREL : X86_64_TPOFF64)) {
-				if (!sym->tpoff_slot)
-					sym->tpoff_slot = slot;
-			} else {
-				continue;
-			}
-			found = true;
 		}
+		found = true;
 	}
 	return found;
 }
@@ -446,49 +468,33 @@ scan_anon_relocs(struct etls_elf *x, uint64_t bias, struct etls_symbol *sym)
 {
 	bool a64 = x->eh.e_machine == EM_AARCH64;
 	int64_t desc_addend = 0, tp_addend = 0;
-	Elf_Scn *scn = NULL;
+	struct rela_iter it = {0};
+	GElf_Rela rel;
 
-	while ((scn = elf_nextscn(x->e, scn)) != NULL) {
-		GElf_Shdr sh;
-		Elf_Data *d;
-		size_t n, i, ent;
+	while (next_dyn_rela(x, &it, &rel)) {
+		uint64_t type, slot;
+		bool own;
 
-		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_RELA ||
-		    sh.sh_link != x->dynsym_ndx)
+		if (GELF_R_SYM(rel.r_info) != 0)
 			continue;
-		d = elf_getdata(scn, NULL);
-		if (!d)
-			continue;
-		ent = sh.sh_entsize ? sh.sh_entsize : sizeof(Elf64_Rela);
-		n = sh.sh_size / ent;
-		for (i = 0; i < n; i++) {
-			GElf_Rela rel;
-			uint64_t type, slot;
-			bool own;
-
-			if (!gelf_getrela(d, (int)i, &rel))
-				break;
-			if (GELF_R_SYM(rel.r_info) != 0)
-				continue;
-			type = GELF_R_TYPE(rel.r_info);
-			slot = bias + rel.r_offset;
-			own = (uint64_t)rel.r_addend == sym->st_value;
-			if (type == (a64 ? A64_TLSDESC : X86_64_TLSDESC)) {
-				if (!sym->tlsdesc_slot ||
-				    (own && (uint64_t)desc_addend != sym->st_value)) {
-					sym->tlsdesc_slot = slot;
-					desc_addend = rel.r_addend;
-				}
-			} else if (type == (a64 ? A64_DTPMOD : X86_64_DTPMOD64)) {
-				/* the offset in the block is st_value */
-				if (!sym->dtpmod_slot)
-					sym->dtpmod_slot = slot;
-			} else if (type == (a64 ? A64_TPREL : X86_64_TPOFF64)) {
-				if (!sym->tpoff_slot ||
-				    (own && (uint64_t)tp_addend != sym->st_value)) {
-					sym->tpoff_slot = slot;
-					tp_addend = rel.r_addend;
-				}
+		type = GELF_R_TYPE(rel.r_info);
+		slot = bias + rel.r_offset;
+		own = (uint64_t)rel.r_addend == sym->st_value;
+		if (type == (a64 ? A64_TLSDESC : X86_64_TLSDESC)) {
+			if (!sym->tlsdesc_slot ||
+			    (own && (uint64_t)desc_addend != sym->st_value)) {
+				sym->tlsdesc_slot = slot;
+				desc_addend = rel.r_addend;
+			}
+		} else if (type == (a64 ? A64_DTPMOD : X86_64_DTPMOD64)) {
+			/* the offset in the block is st_value */
+			if (!sym->dtpmod_slot)
+				sym->dtpmod_slot = slot;
+		} else if (type == (a64 ? A64_TPREL : X86_64_TPOFF64)) {
+			if (!sym->tpoff_slot ||
+			    (own && (uint64_t)tp_addend != sym->st_value)) {
+				sym->tpoff_slot = slot;
+				tp_addend = rel.r_addend;
 			}
 		}
 	}

@@ -1,0 +1,73 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/* What the socket-level helpers (sock-attack, sock-edge) have in common:
+ * a connected client/server pair on 127.0.0.1 and whole sends and reads
+ * that retry EINTR.  Include after self-check.h (die()). */
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stddef.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+static int lfd;
+
+/* A new connection to the one listening socket: *cli the client's end
+ * (TCP_NODELAY), *srv the server's. */
+static void
+pair(int *cli, int *srv)
+{
+	struct sockaddr_in a = {.sin_family = AF_INET,
+				.sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t l = sizeof(a);
+	int one = 1;
+
+	if (lfd == 0) {
+		lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (lfd < 0 || bind(lfd, (void *)&a, sizeof(a)) || listen(lfd, 16))
+			die("listen");
+	}
+	if (getsockname(lfd, (void *)&a, &l))
+		die("getsockname");
+	*cli = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (*cli < 0 || connect(*cli, (void *)&a, sizeof(a)))
+		die("connect");
+	(void)setsockopt(*cli, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	*srv = accept(lfd, NULL, NULL);
+	if (*srv < 0)
+		die("accept");
+}
+
+static __attribute__((unused)) void
+send_all(int fd, const char *s, size_t n, int flags)
+{
+	while (n) {
+		ssize_t r = send(fd, s, n, flags);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			die("send");
+		s += r;
+		n -= (size_t)r;
+	}
+}
+
+/* Read exactly n bytes. */
+static __attribute__((unused)) void
+read_n(int fd, char *buf, size_t n)
+{
+	while (n) {
+		ssize_t r = read(fd, buf, n);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			die("read");
+		buf += r;
+		n -= (size_t)r;
+	}
+}
