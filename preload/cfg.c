@@ -104,7 +104,8 @@ load_header_attrs(void)
 			ctxshim_log("CTXSHIM_HEADER_ATTRS: '%.*s' is not a header name, ignoring",
 				    (int)len, v);
 		} else if (header_name_dup(v, len)) {
-			ctxshim_log("CTXSHIM_HEADER_ATTRS: '%.*s' is listed twice, ignoring it",
+			ctxshim_log("CTXSHIM_HEADER_ATTRS: '%.*s' is listed twice, "
+				    "ignoring it",
 				    (int)len, v);
 		} else if (ctxshim_cfg.n_header_attrs == CTXSHIM_MAX_HEADER_ATTRS) {
 			ctxshim_log("CTXSHIM_HEADER_ATTRS: more than %d headers, ignoring '%.*s'",
@@ -151,6 +152,7 @@ ctxshim_config_load(void)
 	ctxshim_cfg.propagate = load_propagate();
 	if (ctxshim_request_known_methods(
 		    secure_getenv("OTEL_INSTRUMENTATION_HTTP_KNOWN_METHODS")) < 0)
-		ctxshim_log("OTEL_INSTRUMENTATION_HTTP_KNOWN_METHODS: more than 32 methods "
-			    "or one over 20 bytes, ignoring it");
+		ctxshim_log(
+			"OTEL_INSTRUMENTATION_HTTP_KNOWN_METHODS: more than 32 methods "
+			"or one over 20 bytes, ignoring it");
 }

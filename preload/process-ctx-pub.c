@@ -86,7 +86,8 @@ static bool
 new_resource(const char *key)
 {
 	if (n_resource == MAX_RESOURCE) {
-		ctxshim_log("resource attribute %s dropped (more than %d)", key, MAX_RESOURCE);
+		ctxshim_log("resource attribute %s dropped (more than %d)", key,
+			    MAX_RESOURCE);
 		return false;
 	}
 	memset(&resource[n_resource], 0, sizeof(resource[n_resource]));
@@ -234,7 +235,8 @@ load_resource_env(void)
 		/* Well-formed but longer than we keep: that entry only (a
 		 * limit of ours, not a decoding error of the variable). */
 		if (kl < 0 || vl < 0) {
-			ctxshim_log("OTEL_RESOURCE_ATTRIBUTES: an entry with a key over %zu "
+			ctxshim_log("OTEL_RESOURCE_ATTRIBUTES: an entry with a key "
+				    "over %zu "
 				    "or a value over %zu bytes, skipping it",
 				    sizeof(ktmp) - 1, sizeof(vtmp) - 1);
 			continue;

@@ -333,7 +333,8 @@ START_TEST(usage_errors)
 		free(err);
 		r = run_ctxdump(&out, &err, "1", "-n", NULL, NULL);
 		ck_assert_int_eq(r, 64);
-		ck_assert_msg(strstr(err, "option requires an argument -- 'n'"), "%s", err);
+		ck_assert_msg(strstr(err, "option requires an argument -- 'n'"), "%s",
+			      err);
 		free(out);
 		free(err);
 	}
@@ -352,9 +353,10 @@ START_TEST(help_version)
 	ck_assert_ptr_nonnull(strstr(out, "For more details see ctxdump(1).\n"));
 	/* the exit statuses as ctxdump(1) has them: a thread that ended
 	 * during the dump does not make the output partial */
-	ck_assert_msg(strstr(out, " 1   partial: some threads could not be stopped or "
-				  "read (threads\n       that ended during the dump are "
-				  "not a reason)\n") &&
+	ck_assert_msg(strstr(out,
+			     " 1   partial: some threads could not be stopped or "
+			     "read (threads\n       that ended during the dump are "
+			     "not a reason)\n") &&
 			      !strstr(out, "vanished"),
 		      "%s", out);
 	ck_assert_str_eq(err, "");
@@ -446,8 +448,8 @@ START_TEST(kernel_thread)
 		      err);
 	free(out);
 	free(err);
-	ck_assert_int_eq(run_ctxdump(&out, &err, "record", "-o", "/dev/null", arg, NULL),
-			 2);
+	ck_assert_int_eq(
+		run_ctxdump(&out, &err, "record", "-o", "/dev/null", arg, NULL), 2);
 	ck_assert_msg(strstr(err, "is a kernel thread") && !strstr(err, "exited"), "%s",
 		      err);
 	free(out);
@@ -460,7 +462,8 @@ END_TEST
  * context still printed, and its key map shown as what it is. */
 START_TEST(key_map_without_schema)
 {
-	char *argv[] = {(char *)helper_path("writer-pctx"), "distro", "1.0", "svc", NULL};
+	char *argv[] = {(char *)helper_path("writer-pctx"), "distro", "1.0", "svc",
+			NULL};
 	struct test_child c;
 	char line[128], arg[16], *out, *err;
 
@@ -536,9 +539,10 @@ START_TEST(writer_library_replaced)
 	}
 	ck_assert_msg(st == 2, "exit %d: %s", st, err);
 	ck_assert_msg(strstr(err, "could not be opened, the first ") &&
-			      strstr(err, "/libwriter.so (deleted): the file at its path "
-					  "is not the one mapped (replaced since it was "
-					  "loaded)") &&
+			      strstr(err,
+				     "/libwriter.so (deleted): the file at its path "
+				     "is not the one mapped (replaced since it was "
+				     "loaded)") &&
 			      strstr(err, "/map_files/, which needs CAP_SYS_ADMIN") &&
 			      !strstr(err, "is an OTEP-4947 writer such as"),
 		      "%s", err);

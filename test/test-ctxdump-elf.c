@@ -79,7 +79,7 @@ examine(pid_t pid, const char *path, bool user, struct etls_symbol *sym)
 START_TEST(image_matches_live_process)
 {
 	static const char *const writers[] = {"writer-tlsdesc", "writer-gd",
-					      "writer-ie",      "writer-le",
+					      "writer-ie", "writer-le",
 					      "writer-alias-ld"};
 	static char line[8192];
 	char path[4096];
@@ -168,7 +168,8 @@ END_TEST
 START_TEST(alias_images)
 {
 	static const char *const libs[] = {"libwtls-alias-tlsdesc.so",
-					   "libwtls-alias-gd.so", "libwtls-alias-ld.so"};
+					   "libwtls-alias-gd.so",
+					   "libwtls-alias-ld.so"};
 	struct etls_symbol sym;
 	char path[4096];
 	uint8_t *img;

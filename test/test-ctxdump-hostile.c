@@ -337,7 +337,8 @@ struct pctx_case {
 static const struct pctx_case pctx_cases[] = {
 	/* the reason says what was wrong, where, with the values read */
 	{"torn", 1, "cannot read the process context: the header at 0x",
-	 "Process context: none\n", "still said \"being updated\" "
+	 "Process context: none\n",
+	 "still said \"being updated\" "
 	 "(monotonic_published_at_ns 0) after 8 reads; ignoring it"},
 	{"oversized", 1, "cannot read the process context: the header at 0x",
 	 "Process context: none\n",
@@ -362,7 +363,8 @@ static const struct pctx_case pctx_cases[] = {
 	 "which ctxdump does not know"},
 	{"strings", 0, NULL,
 	 "Service: \\x1b[2Jevil\\x0aservice\\x0d (instance "
-	 "\\xff\\xfe\\xc3(\\x9b31m)\n", NULL},
+	 "\\xff\\xfe\\xc3(\\x9b31m)\n",
+	 NULL},
 	{"churn", -1, NULL, "    trace_id=33333333333333333333333333333333", NULL},
 };
 

@@ -144,7 +144,8 @@ START_TEST(test_published_and_decodes)
 	struct pctx_seen *s = calloc(1, sizeof(*s));
 	char line[4096], text[256];
 	char *env[] = {"OTEL_SERVICE_NAME=checkout",
-		       "OTEL_RESOURCE_ATTRIBUTES=deployment.environment.name=test, team = a%2Cb ,"
+		       "OTEL_RESOURCE_ATTRIBUTES=deployment.environment.name=test, "
+		       "team = a%2Cb ,"
 		       "service.name=ignored",
 		       "CTXSHIM_HEADER_ATTRS=X-Request-Id, traceresponse,x-request-id",
 		       NULL};
@@ -186,11 +187,12 @@ START_TEST(test_published_and_decodes)
 	 * tail exactly as the reference encoding of §5.4 (an attribute
 	 * field 2 per key, schema first, then the key map as an array). */
 	{
-		static const char *const keys[] = {
-			"http.request.method", "url.path", "ctxshim.parent_span_id",
-			"http.request.header.x-request-id",
-			"http.request.header.traceresponse",
-			"http.request.method_original"};
+		static const char *const keys[] = {"http.request.method",
+						   "url.path",
+						   "ctxshim.parent_span_id",
+						   "http.request.header.x-request-id",
+						   "http.request.header.traceresponse",
+						   "http.request.method_original"};
 		const uint8_t *raw = (const uint8_t *)&s->h;
 		uint8_t tail[512];
 		size_t tl = 0;
@@ -260,11 +262,12 @@ START_TEST(test_resource_env_keys_and_precedence)
 	struct test_child c;
 	struct pctx_seen *s = calloc(1, sizeof(*s));
 	char line[4096];
-	char *env[] = {"OTEL_SERVICE_NAME=svc",
-		       "OTEL_RESOURCE_ATTRIBUTES=my%2Ckey%3D=v%3D1, k8s%2Epod = p ,dup=1,"
-		       "service.instance.id=pod-7.ctr,service.name=other,dup=2,"
-		       "process.pid=1",
-		       NULL};
+	char *env[] = {
+		"OTEL_SERVICE_NAME=svc",
+		"OTEL_RESOURCE_ATTRIBUTES=my%2Ckey%3D=v%3D1, k8s%2Epod = p ,dup=1,"
+		"service.instance.id=pod-7.ctr,service.name=other,dup=2,"
+		"process.pid=1",
+		NULL};
 
 	start_threads(&c, env, line, sizeof(line));
 	ck_assert(read_pctx(c.pid, s));
@@ -339,7 +342,8 @@ START_TEST(test_resource_env_limits)
 
 	o = (size_t)snprintf(full, sizeof(full), "OTEL_RESOURCE_ATTRIBUTES=");
 	for (i = 0; i < 8; i++) {
-		o += (size_t)snprintf(full + o, sizeof(full) - o, "%sk%u=", i ? "," : "", i);
+		o += (size_t)snprintf(full + o, sizeof(full) - o,
+				      "%sk%u=", i ? "," : "", i);
 		memset(full + o, 'x', 1020);
 		o += 1020;
 	}
@@ -370,7 +374,8 @@ START_TEST(test_resource_env_limits)
 		if (i == 1) {
 			assert_resource(s, "b", "prod");
 			a = pctx_find_resource(&s->d, "a");
-			ck_assert_msg(a && a->type == PCTX_V_STRING && a->str.len == 1000,
+			ck_assert_msg(a && a->type == PCTX_V_STRING &&
+					      a->str.len == 1000,
 				      "a lost its value");
 			for (j = 0; j < 1000; j++)
 				ck_assert_int_eq(a->str.ptr[j], 'y');

@@ -139,7 +139,12 @@ START_TEST(test_published_vectors)
 	 * attrs 00 03 "foo" 01 03 "bar". */
 	memset(dump_51, 0x01, 16);
 	memset(dump_51 + 16, 0x02, 8);
-	memcpy(dump_51 + 24, "\x01\x00\x0a\x00\x00\x03" "foo" "\x01\x03" "bar", 14);
+	memcpy(dump_51 + 24,
+	       "\x01\x00\x0a\x00\x00\x03"
+	       "foo"
+	       "\x01\x03"
+	       "bar",
+	       14);
 	b = ctxshim_build_begin();
 	ck_assert_ptr_nonnull(b);
 	ctxshim_ctx_begin(b, NULL);

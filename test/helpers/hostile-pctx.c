@@ -277,8 +277,8 @@ main(int argc, char **argv)
 		static const struct pctx_kv res[] = {{"service.name", "future"}};
 		static const char *const km[] = {"k0", "k1"};
 
-		if (pctx_encode(payload, sizeof(payload), &len, res, 1, "tls_v9", km, 2) <
-		    0)
+		if (pctx_encode(payload, sizeof(payload), &len, res, 1, "tls_v9", km,
+				2) < 0)
 			return 1;
 		publish(payload, len, PCTX_VERSION, true);
 	} else if (strcmp(mode, "churn") == 0) {

@@ -54,7 +54,8 @@ main(int argc, char **argv)
 {
 	(void)argc;
 	/* Not UTF-8, and long enough to cover the environment strings. */
-	if (set_title(argv, "\xff\xfe master process, a title over argv and environ") < 0)
+	if (set_title(argv, "\xff\xfe master process, a title over argv and environ") <
+	    0)
 		return 1;
 	return fork_and_wait();
 }

@@ -1044,7 +1044,8 @@ main(int argc, char **argv)
 		int rp = load_pctx(d, ep, why, sizeof(why));
 
 		if (rp < 0 && rp != -ENOENT && rp != -EPERM && rp != -EACCES) {
-			cli_warn("cannot read the process context: %s; ignoring it", why);
+			cli_warn("cannot read the process context: %s; ignoring it",
+				 why);
 			run.partial = true;
 		}
 		r = etls_proc_find(ep, OTEL_THREAD_CTX_SYMBOL, &d->sym);
@@ -1062,11 +1063,12 @@ main(int argc, char **argv)
 			 "defines " OTEL_THREAD_CTX_SYMBOL "; %u of %u could not be "
 			 "opened, the first %s%s: %s",
 			 (int)ctl.pid, s->n_unopenable, s->n_objects,
-			 escaped(s->unopenable), s->unopenable_deleted ? " (deleted)" : "",
-			 s->unopenable_err == -ESTALE
-				 ? "the file at its path is not the one mapped (replaced "
-				   "since it was loaded)"
-				 : strerror(-s->unopenable_err));
+			 escaped(s->unopenable),
+			 s->unopenable_deleted ? " (deleted)" : "",
+			 s->unopenable_err == -ESTALE ? "the file at its path is not "
+							"the one mapped (replaced "
+							"since it was loaded)"
+						      : strerror(-s->unopenable_err));
 		if (s->unopenable_err == -ESTALE || s->unopenable_err == -ENOENT)
 			cli_warn("the mapped files themselves are only reachable "
 				 "through /proc/%d/map_files/, which needs "
@@ -1085,7 +1087,8 @@ main(int argc, char **argv)
 	}
 	if (r == -ESRCH && dump_is_kthread(ctl.pid)) {
 		cli_warn("process %d is a kernel thread: it has no user-space memory "
-			 "and no thread context to read", (int)ctl.pid);
+			 "and no thread context to read",
+			 (int)ctl.pid);
 		stop_free(&ss);
 		dump_free(d);
 		return CLI_EXIT_FATAL;
@@ -1221,11 +1224,13 @@ main(int argc, char **argv)
 	if (d->has_symbol && d->acc.model == TLSM_UNRESOLVED) {
 		if (d->sym.tlsdesc_slot || d->sym.dtpmod_slot || d->sym.tpoff_slot)
 			cli_warn("the loader has not filled in the TLS slot "
-				 "of " OTEL_THREAD_CTX_SYMBOL " in %s; no thread can be read",
+				 "of " OTEL_THREAD_CTX_SYMBOL
+				 " in %s; no thread can be read",
 				 escaped(d->sym.module));
 		else
-			cli_warn("no TLS relocation of a loaded object reaches "
-				 OTEL_THREAD_CTX_SYMBOL " of %s, so its place in each "
+			cli_warn("no TLS relocation of a loaded object "
+				 "reaches " OTEL_THREAD_CTX_SYMBOL
+				 " of %s, so its place in each "
 				 "thread is unknown; no thread can be read",
 				 escaped(d->sym.module));
 		run.partial = true;
@@ -1255,7 +1260,8 @@ main(int argc, char **argv)
 			 "(threadlocal.schema_version), which ctxdump does not know; "
 			 "its records are shown as OTEP-4947 tlsdesc_v1_dev records",
 			 (int)ctl.pid,
-			 escaped_n(d->pd->schema_version.ptr, d->pd->schema_version.len));
+			 escaped_n(d->pd->schema_version.ptr,
+				   d->pd->schema_version.len));
 	dlay_finish(d);
 	if (ctl.stacks) {
 		const char *why = stack_unwind_unavailable();

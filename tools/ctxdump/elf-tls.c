@@ -1034,8 +1034,8 @@ etls_resolve(pid_t pid, const struct etls_symbol *sym, struct tlsm_access *acc)
 		if (acc->model == TLSM_GD && sym->has_glibc_db) {
 			uint64_t gen;
 
-			r = tlsm_glibc_module_gen(&sym->glibc_db, modid, remote_tlsm_read,
-						  &pid, &gen);
+			r = tlsm_glibc_module_gen(&sym->glibc_db, modid,
+						  remote_tlsm_read, &pid, &gen);
 			if (r == 0) {
 				acc->gen = gen;
 				acc->check_gen = true;

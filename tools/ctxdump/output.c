@@ -413,7 +413,7 @@ text_header(struct ob *f, const struct dump *d, const struct output_opts *o)
 			ob_puts(f, "Schema: ");
 			if (d->pd->has_threadlocal)
 				ob_text_escape(f, d->pd->schema_version.ptr,
-						   d->pd->schema_version.len, false);
+					       d->pd->schema_version.len, false);
 			else
 				ob_puts(f, "none (no threadlocal.schema_version)");
 			ob_puts(f, ", key map:");
@@ -471,7 +471,8 @@ text_header(struct ob *f, const struct dump *d, const struct output_opts *o)
 		else if (d->acc.model != TLSM_UNRESOLVED)
 			ob_printf(f, "TLS: thread pointer %+" PRId64 "\n", d->acc.tpoff);
 		if (d->sym.anon_slots)
-			ob_printf(f, "TLS: slot from a relocation without a symbol "
+			ob_printf(f,
+				  "TLS: slot from a relocation without a symbol "
 				  "(hidden alias or local-dynamic code), adjusted by "
 				  "%+" PRId64 "\n",
 				  d->sym.slot_adjust);

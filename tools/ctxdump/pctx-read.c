@@ -163,15 +163,16 @@ pctxr_free(struct pctxr_snapshot *s)
 }
 
 void
-pctxr_describe(int err, bool decode, const struct pctxr_snapshot *s, char *buf,
-	       size_t n)
+pctxr_describe(
+	int err, bool decode, const struct pctxr_snapshot *s, char *buf, size_t n)
 {
 	unsigned long long at = (unsigned long long)s->map_addr;
 	unsigned long long pl = (unsigned long long)s->payload_addr;
 
 	if (decode) {
 		snprintf(buf, n,
-			 "its payload (%u bytes at 0x%llx) is not a valid ProcessContext "
+			 "its payload (%u bytes at 0x%llx) is not a valid "
+			 "ProcessContext "
 			 "protobuf (%s)",
 			 s->payload_size, pl, strerror(-err));
 		return;
@@ -179,31 +180,40 @@ pctxr_describe(int err, bool decode, const struct pctxr_snapshot *s, char *buf,
 	switch (err) {
 	case -EBADMSG:
 		if (s->no_signature)
-			snprintf(buf, n, "the mapping at 0x%llx does not start with the "
-				 "signature " PCTX_SIGNATURE, at);
+			snprintf(buf, n,
+				 "the mapping at 0x%llx does not start with the "
+				 "signature " PCTX_SIGNATURE,
+				 at);
 		else if (s->version != PCTX_VERSION)
-			snprintf(buf, n, "the header at 0x%llx has version %u (ctxdump "
-				 "reads version %u)", at, s->version, PCTX_VERSION);
+			snprintf(buf, n,
+				 "the header at 0x%llx has version %u (ctxdump "
+				 "reads version %u)",
+				 at, s->version, PCTX_VERSION);
 		else
 			snprintf(buf, n, "the header at 0x%llx has payload_size 0", at);
 		return;
 	case -E2BIG:
-		snprintf(buf, n, "the header at 0x%llx has payload_size %u, more than the "
-			 "%u bytes ctxdump reads", at, s->payload_size,
-			 (unsigned)PCTXR_PAYLOAD_CAP);
+		snprintf(buf, n,
+			 "the header at 0x%llx has payload_size %u, more than the "
+			 "%u bytes ctxdump reads",
+			 at, s->payload_size, (unsigned)PCTXR_PAYLOAD_CAP);
 		return;
 	case -EAGAIN:
 		if (s->last_err == PCTXR_UPDATING)
-			snprintf(buf, n, "the header at 0x%llx still said \"being updated\" "
-				 "(monotonic_published_at_ns 0) after %u reads", at,
-				 s->attempts);
+			snprintf(buf, n,
+				 "the header at 0x%llx still said \"being updated\" "
+				 "(monotonic_published_at_ns 0) after %u reads",
+				 at, s->attempts);
 		else if (s->last_err == PCTXR_PAYLOAD)
-			snprintf(buf, n, "its payload (%u bytes at 0x%llx) is not readable: "
-				 "%s (%u attempts)", s->payload_size, pl, strerror(EFAULT),
-				 s->attempts);
+			snprintf(buf, n,
+				 "its payload (%u bytes at 0x%llx) is not readable: "
+				 "%s (%u attempts)",
+				 s->payload_size, pl, strerror(EFAULT), s->attempts);
 		else
-			snprintf(buf, n, "the header at 0x%llx changed during each of %u "
-				 "reads", at, s->attempts);
+			snprintf(buf, n,
+				 "the header at 0x%llx changed during each of %u "
+				 "reads",
+				 at, s->attempts);
 		return;
 	default:
 		break;
@@ -212,7 +222,8 @@ pctxr_describe(int err, bool decode, const struct pctxr_snapshot *s, char *buf,
 		snprintf(buf, n, "cannot read its payload (%u bytes at 0x%llx): %s",
 			 s->payload_size, pl, strerror(-err));
 	else if (s->map_addr)
-		snprintf(buf, n, "cannot read the header at 0x%llx: %s", at, strerror(-err));
+		snprintf(buf, n, "cannot read the header at 0x%llx: %s", at,
+			 strerror(-err));
 	else
 		snprintf(buf, n, "%s", strerror(-err));
 }

@@ -49,5 +49,5 @@ void pctxr_free(struct pctxr_snapshot *s);
 /* Why pctxr_read() (err, its result) or pctx_decode() (with decode set)
  * failed on s, in words for a message: what was wrong, at which
  * address, with the values that were read. */
-void pctxr_describe(int err, bool decode, const struct pctxr_snapshot *s, char *buf,
-		    size_t n);
+void pctxr_describe(
+	int err, bool decode, const struct pctxr_snapshot *s, char *buf, size_t n);
