@@ -503,10 +503,12 @@ scan_anon_relocs(struct etls_elf *x, uint64_t bias, struct etls_symbol *sym)
 	sym->anon_slots = true;
 	/* etls_resolve() uses the TLSDESC slot first, then the GD pair
 	 * (whose offset is st_value), then the TPOFF64 word */
+	/* Modular: the addends are the target's (hostile) values, and the
+	 * address math wraps the same way. */
 	if (sym->tlsdesc_slot)
-		sym->slot_adjust = (int64_t)sym->st_value - desc_addend;
+		sym->slot_adjust = (int64_t)(sym->st_value - (uint64_t)desc_addend);
 	else if (!sym->dtpmod_slot)
-		sym->slot_adjust = (int64_t)sym->st_value - tp_addend;
+		sym->slot_adjust = (int64_t)(sym->st_value - (uint64_t)tp_addend);
 	return true;
 }
 
@@ -986,6 +988,13 @@ etls_proc_find(struct etls_proc *p, const char *name, struct etls_symbol *sym)
 	return 0;
 }
 
+/* tpoff + adjust, modular: both come from target memory. */
+static int64_t
+tpoff_adjust(int64_t tpoff, int64_t adjust)
+{
+	return (int64_t)((uint64_t)tpoff + (uint64_t)adjust);
+}
+
 int
 etls_resolve(pid_t pid, const struct etls_symbol *sym, struct tlsm_access *acc)
 {
@@ -1008,7 +1017,7 @@ etls_resolve(pid_t pid, const struct etls_symbol *sym, struct tlsm_access *acc)
 				  nc > 0 ? (size_t)nc : 0, dyn_ok ? dyn : NULL, acc);
 		/* a symbol-less descriptor addresses block + addend */
 		if (acc->model == TLSM_TLSDESC_STATIC)
-			acc->tpoff += sym->slot_adjust;
+			acc->tpoff = tpoff_adjust(acc->tpoff, sym->slot_adjust);
 		else if (acc->model == TLSM_TLSDESC_DYNAMIC)
 			acc->offset += (uint64_t)sym->slot_adjust;
 		return 0;
@@ -1057,7 +1066,7 @@ etls_resolve(pid_t pid, const struct etls_symbol *sym, struct tlsm_access *acc)
 			goto fail;
 		tlsm_from_ie(sym->arch, sym->libc, got, acc);
 		if (acc->model == TLSM_IE)
-			acc->tpoff += sym->slot_adjust;
+			acc->tpoff = tpoff_adjust(acc->tpoff, sym->slot_adjust);
 		return 0;
 	}
 	memset(acc, 0, sizeof(*acc));
