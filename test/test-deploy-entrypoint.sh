@@ -91,6 +91,20 @@ check "the other copy is not mapped" test -z "$(printf '%s\n' "$dp_out" | grep "
 check "the shim is mapped and active (OTEL_CTX)" contains "$dp_out" "OTEL_CTX"
 check "says it replaced it" contains "$dp_err" "replaced $dp_tmp/copy/libctxshim.so in LD_PRELOAD by $lib"
 
+# The same file under another path (an install symlink) is left alone.
+mkdir -p link
+ln -s "$lib" link/libctxshim.so
+dp_link_preload=${dp_base_preload:+$dp_base_preload:}$dp_tmp/link/libctxshim.so
+expect_status 0 "the shim under another path in LD_PRELOAD: env" env \
+	LD_PRELOAD="$dp_link_preload" "$E" env
+check "LD_PRELOAD is left as it was" contains "$dp_out" "
+LD_PRELOAD=$dp_link_preload
+"
+check "no note about another copy" test -z "$(printf '%s\n' "$dp_err" | grep 'replaced')"
+expect_status 0 "the shim under another path in LD_PRELOAD: maps" env \
+	LD_PRELOAD="$dp_link_preload" "$E" cat /proc/self/maps
+check "the shim is mapped and active (OTEL_CTX)" contains "$dp_out" "OTEL_CTX"
+
 # ------------------------------------------------------------ never break
 
 expect_status 0 "library missing (CTXSHIM_LIB)" env CTXSHIM_LIB=/nonexistent.so "$E" env

@@ -113,6 +113,22 @@ check "env: LD_PRELOAD" contains "$dp_out" "LD_PRELOAD=$want_preload"
 LD_PRELOAD=$dp_base_preload
 [ -n "$LD_PRELOAD" ] || unset LD_PRELOAD
 
+# The same file under another path (an install symlink) is not another
+# copy: the loader maps it once, so nothing is replaced and nobody is warned.
+mkdir -p "$dp_tmp/link"
+ln -s "$lib" "$dp_tmp/link/libctxshim.so"
+LD_PRELOAD="${dp_base_preload:+$dp_base_preload }$dp_tmp/link/libctxshim.so"
+export LD_PRELOAD
+expect_status 0 "the shim under another path in LD_PRELOAD: env" "$S" run -- env
+check "LD_PRELOAD is left as it was" contains "$dp_out" "
+LD_PRELOAD=$LD_PRELOAD
+"
+check "no warning about another copy" test -z "$(printf '%s\n' "$dp_err" | grep 'another libctxshim.so')"
+expect_status 0 "the shim under another path in LD_PRELOAD: maps" "$S" run -- cat /proc/self/maps
+check "the shim is active: it published its OTEL_CTX mapping" contains "$dp_out" "OTEL_CTX"
+LD_PRELOAD=$dp_base_preload
+[ -n "$LD_PRELOAD" ] || unset LD_PRELOAD
+
 # ------------------------------------------------------------ pass-through
 
 expect_status 3 "exit status passes through" "$S" run -- sh -c 'exit 3'

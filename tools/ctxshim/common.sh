@@ -56,13 +56,21 @@ ctx_path_search() {
 	return 1
 }
 
+# ctx_same_file A B: A and B name the same file.  POSIX leaves test -ef
+# undefined, but dash, bash and busybox sh all have it.
+ctx_same_file() {
+	# shellcheck disable=SC3013
+	[ "$1" -ef "$2" ]
+}
+
 # ctx_preload_add LIST LIB: print LIST (an LD_PRELOAD value) with LIB
 # appended, unless LIB already is one of its entries.  The loader splits
 # LD_PRELOAD at blanks and colons; what is there stays first (a sanitizer
 # runtime, for instance, must stay first).  An entry naming another
 # libctxshim.so (another path) is replaced by LIB in its place: with two
 # copies in one process each sees the other's otel_thread_ctx_v1 and both
-# stay passive (see ctx_preload_others).
+# stay passive (see ctx_preload_others).  Another path to the same file (the
+# install symlink, say) counts as LIB: the loader maps a file once.
 ctx_preload_add() {
 	ctx_list=
 	ctx_have=0
@@ -74,9 +82,9 @@ ctx_preload_add() {
 			ctx_have=1
 			;;
 		libctxshim.so | */libctxshim.so)
-			ctx_other=1
+			ctx_same_file "$ctx_w" "$2" || ctx_other=1
 			[ $ctx_have = 0 ] || continue
-			ctx_w=$2
+			ctx_same_file "$ctx_w" "$2" || ctx_w=$2
 			ctx_have=1
 			;;
 		esac
@@ -99,7 +107,9 @@ ctx_preload_others() {
 	for ctx_w in $(printf '%s' "$1" | tr ':\t\n' '   '); do
 		case $ctx_w in
 		"$2") ;;
-		libctxshim.so | */libctxshim.so) printf '%s\n' "$ctx_w" ;;
+		libctxshim.so | */libctxshim.so)
+			ctx_same_file "$ctx_w" "$2" || printf '%s\n' "$ctx_w"
+			;;
 		esac
 	done
 }
