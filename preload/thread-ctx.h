@@ -151,26 +151,41 @@ void ctxshim_ctx_add_parent_attr(struct ctxshim_ctx *c, struct trec_attr_writer 
  * look only while the thread is stopped, so compiler fences suffice.
  *
  * ctx[] are the "pointer swap" buffers: each embeds a complete record
- * (above), ctx[which] is the one published while has_cur, and an update
+ * (above), the one at cur_off is the one published while has_cur, and an update
  * writes the other one, then swaps.  The same buffer serves as the record
  * and as ctxshim_current(), so a context is written once. */
 struct ctxshim_thread {
 	struct ctxshim_ctx ctx[2];
-	struct ctx_rng rng;
+	struct ctx_rng rng;    /* trace-ids, UUIDs */
+	struct ctx_splitmix span_rng; /* span-ids (cheaper, rng.h) */
 	void **slot;           /* &otel_thread_ctx_v1, once known */
-	unsigned rng_gen;      /* ctxshim_fork_gen at seeding; 0 = never seeded */
-	uint8_t which;         /* index of ctx[] last published */
+	unsigned rng_gen;      /* ctxshim_fork_gen at seeding (of rng and span_rng);
+				  0 = never seeded */
+	/* Where in ctx[] the buffer last published starts, in bytes: 0 or
+	 * CTXSHIM_CTX_SIZE.  An offset rather than an index: the other
+	 * buffer is at cur_off ^ CTXSHIM_CTX_SIZE, an xor and an add where an
+	 * index took five instructions (B4c). */
+	size_t cur_off;
 	bool has_cur;
-	bool exit_registered;
 	volatile sig_atomic_t busy;
 };
+#define CTXSHIM_CTX_SIZE sizeof(struct ctxshim_ctx)
+
+/* The buffer at byte offset off (a cur_off value) of t->ctx. */
+static inline struct ctxshim_ctx *
+ctxshim_thread_ctx_at(struct ctxshim_thread *t, size_t off)
+{
+	return (struct ctxshim_ctx *)(void *)((char *)t->ctx + off);
+}
 
 /* Defined in thread-ctx.c (initial-exec, see there). */
 extern __thread struct ctxshim_thread ctxshim_self
 	__attribute__((aligned(64), tls_model("initial-exec"), visibility("hidden")));
 
-/* Register the thread's exit handler (thread-ctx.c; once per thread). */
-void ctxshim_thread_register_exit(void);
+/* The thread's first store into otel_thread_ctx_v1 (thread-ctx.c): keeps
+ * the slot's address in t->slot and registers the thread's exit handler,
+ * so that a thread with a slot always has one (nothing else checks). */
+void **ctxshim_thread_first_slot(struct ctxshim_thread *t);
 
 /* &ctxshim_self, computed once per call: gcc recomputes a TLS address after
  * each memcpy or fence rather than keep it in a register (with the TLSDESC
@@ -196,25 +211,22 @@ ctxshim_publish_ptr_t(struct ctxshim_thread *t, void *p)
 	void **slot = t->slot;
 
 	if (__builtin_expect(!slot, 0))
-		slot = t->slot = &otel_thread_ctx_v1;
+		slot = ctxshim_thread_first_slot(t);
 	atomic_signal_fence(memory_order_seq_cst);
 	*(void *volatile *)slot = p;
 	atomic_signal_fence(memory_order_seq_cst);
 }
 
-/* Publish t->ctx[next] (complete, lengths in range): the record becomes
- * valid, then the pointer swap makes it visible. */
+/* Publish d, the buffer at offset next of t->ctx (complete, lengths in
+ * range): the record becomes valid, then the pointer swap makes it
+ * visible. */
 static inline void
-ctxshim_publish_ctx(struct ctxshim_thread *t, uint8_t next)
+ctxshim_publish_ctx(struct ctxshim_thread *t, struct ctxshim_ctx *d, size_t next)
 {
-	struct ctxshim_ctx *d = &t->ctx[next];
-
 	d->valid = 1;
-	t->which = next;
+	t->cur_off = next;
 	t->has_cur = true;
 	ctxshim_publish_ptr_t(t, d->trace_id);
-	if (__builtin_expect(!t->exit_registered, 0))
-		ctxshim_thread_register_exit();
 }
 
 static inline bool
@@ -225,7 +237,9 @@ ctxshim_detach_span(const uint8_t span_id[8])
 	if (!ctxshim_active())
 		return false;
 	t = ctxshim_thread_self();
-	if (!t->has_cur || memcmp(t->ctx[t->which].span_id, span_id, 8) != 0 || t->busy)
+	if (!t->has_cur ||
+	    memcmp(ctxshim_thread_ctx_at(t, t->cur_off)->span_id, span_id, 8) != 0 ||
+	    t->busy)
 		return false;
 	t->busy = 1;
 	ctxshim_publish_ptr_t(t, NULL);
@@ -240,5 +254,5 @@ ctxshim_current(void)
 {
 	struct ctxshim_thread *t = ctxshim_thread_self();
 
-	return t->has_cur ? &t->ctx[t->which] : NULL;
+	return t->has_cur ? ctxshim_thread_ctx_at(t, t->cur_off) : NULL;
 }

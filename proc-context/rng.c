@@ -11,15 +11,9 @@ rotl64(uint64_t x, int k)
 	return (x << k) | (x >> (64 - k));
 }
 
-/* SplitMix64 output function: a bijection on 64-bit words with good
- * avalanche, so neighbouring seeds end up far apart. */
-static uint64_t
-mix64(uint64_t z)
-{
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-	return z ^ (z >> 31);
-}
+/* SplitMix64 output function (rng.h): a bijection on 64-bit words with
+ * good avalanche, so neighbouring seeds end up far apart. */
+#define mix64 ctx_mix64
 
 /* Written out byte by byte rather than as loops: gcc merges eight shifted
  * byte stores (or loads) into one 64-bit access on little-endian targets,
@@ -146,4 +140,17 @@ ctx_rng_uuid4(struct ctx_rng *r, char out[CTX_UUID_STR_LEN + 1])
 		out[o++] = hex[b[i] & 0x0f];
 	}
 	out[o] = '\0';
+}
+
+void
+ctx_splitmix_seed(struct ctx_splitmix *g, const uint8_t seed[CTX_SPLITMIX_SEED_SIZE])
+{
+	uint64_t gamma = mix64(load_le64(seed + 8) + 2 * GOLDEN_GAMMA) | 1;
+
+	/* SplittableRandom's rule: a gamma like 0x5555... or 1 changes few
+	 * bits from one state to the next; xor with 0xaaaa... keeps it odd */
+	if (__builtin_popcountll(gamma ^ (gamma >> 1)) < 24)
+		gamma ^= 0xaaaaaaaaaaaaaaaaULL;
+	g->state = mix64(load_le64(seed) + GOLDEN_GAMMA);
+	g->gamma = gamma;
 }

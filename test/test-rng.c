@@ -367,6 +367,215 @@ START_TEST(test_bit_frequencies)
 }
 END_TEST
 
+/* ---- span-ids: SplitMix64 ----
+ *
+ * The expected values below come from a separate Python implementation of
+ * the published algorithm (state += gamma; out = mix64(state), Stafford's
+ * variant 13), not from this code's output.  From state 0 with the golden
+ * gamma the generator is the reference splitmix64 seeded with 0, whose
+ * first outputs 0xe220a8397b1dcdaf, 0x6e789e6aa1b965f4, 0x06c45d188009454f
+ * are also the ones other implementations publish. */
+START_TEST(test_splitmix_known_answer)
+{
+	static const uint64_t want[] = {
+		0xe220a8397b1dcdafULL,
+		0x6e789e6aa1b965f4ULL,
+		0x06c45d188009454fULL,
+		0xf88bb8a8724c81ecULL,
+	};
+	struct ctx_splitmix g = {0, 0x9e3779b97f4a7c15ULL};
+
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		uint8_t id[8];
+
+		ctx_splitmix_span_id(&g, id);
+		ck_assert_msg(id8_to_u64(id) == want[i],
+			      "output %zu: %#llx, want %#llx", i,
+			      (unsigned long long)id8_to_u64(id),
+			      (unsigned long long)want[i]);
+		/* the state is a Weyl sequence: after i + 1 draws (i + 1) * gamma */
+		ck_assert_uint_eq(g.state, 0x9e3779b97f4a7c15ULL * (i + 1));
+	}
+	ck_assert_uint_eq(ctx_mix64(0), 0);
+	ck_assert_uint_eq(ctx_mix64(0x9e3779b97f4a7c15ULL), want[0]);
+}
+END_TEST
+
+/* ctx_splitmix_seed(): state = mix64(w0 + G), gamma = mix64(w1 + 2G) | 1
+ * (w0, w1 the seed's little-endian words), values from the Python model. */
+START_TEST(test_splitmix_seed_vectors)
+{
+	uint8_t seed[CTX_SPLITMIX_SEED_SIZE];
+	struct ctx_splitmix g;
+	uint8_t id[8];
+
+	for (int i = 0; i < 16; i++)
+		seed[i] = (uint8_t)i;
+	ctx_splitmix_seed(&g, seed);
+	ck_assert_uint_eq(g.state, 0xea3c324570509d0dULL);
+	ck_assert_uint_eq(g.gamma, 0x487cd1072714f633ULL);
+	ctx_splitmix_span_id(&g, id);
+	ck_assert_uint_eq(id8_to_u64(id), 0x9b4f1696e86c64a4ULL);
+	ctx_splitmix_span_id(&g, id);
+	ck_assert_uint_eq(id8_to_u64(id), 0xadc0a802142c1a31ULL);
+	ctx_splitmix_span_id(&g, id);
+	ck_assert_uint_eq(id8_to_u64(id), 0x07ba432c3aa8195aULL);
+
+	/* the all-zero seed is as good as any */
+	memset(seed, 0, sizeof(seed));
+	ctx_splitmix_seed(&g, seed);
+	ck_assert_uint_eq(g.state, 0xe220a8397b1dcdafULL);
+	ck_assert_uint_eq(g.gamma, 0x6e789e6aa1b965f5ULL);
+	ctx_splitmix_span_id(&g, id);
+	ck_assert_uint_eq(id8_to_u64(id), 0x7a5f1ee27171f1beULL);
+}
+END_TEST
+
+/* A gamma with fewer than 24 bit transitions is flipped with 0xaaaa...
+ * (SplittableRandom's rule).  The seed's second word here is the one whose
+ * mixed value is exactly 1 (one transition), found by inverting mix64 in
+ * Python: its gamma must become 0xaaaaaaaaaaaaaaab.  And any seed gives an
+ * odd gamma with at least 24 transitions. */
+START_TEST(test_splitmix_gamma_rule)
+{
+	static const uint8_t w1[8] = {0xa8, 0xcd, 0x7e, 0x6a, 0x4e, 0xcc, 0xfe, 0x59};
+	uint8_t seed[CTX_SPLITMIX_SEED_SIZE] = {0};
+	struct ctx_splitmix g;
+	struct ctx_rng r;
+
+	memcpy(seed + 8, w1, 8);
+	ctx_splitmix_seed(&g, seed);
+	ck_assert_uint_eq(g.gamma, 0xaaaaaaaaaaaaaaabULL);
+
+	seed_from(&r, 0x42, 0x24);
+	for (int i = 0; i < 10000; i++) {
+		uint64_t a = ctx_rng_next(&r), b = ctx_rng_next(&r);
+
+		for (int k = 0; k < 8; k++) {
+			seed[k] = (uint8_t)(a >> (8 * k));
+			seed[8 + k] = (uint8_t)(b >> (8 * k));
+		}
+		ctx_splitmix_seed(&g, seed);
+		ck_assert(g.gamma & 1);
+		ck_assert(__builtin_popcountll(g.gamma ^ (g.gamma >> 1)) >= 24);
+	}
+}
+END_TEST
+
+/* The state 0 would give the all-zero id (mix64(0) = 0): it is stepped
+ * over to its successor, gamma.  A generator never seeded (gamma 0) still
+ * gives no zero id. */
+START_TEST(test_splitmix_skips_zero)
+{
+	struct ctx_splitmix g = {-0x9e3779b97f4a7c15ULL, 0x9e3779b97f4a7c15ULL};
+	uint8_t id[8];
+
+	ctx_splitmix_span_id(&g, id);
+	ck_assert_uint_eq(id8_to_u64(id), 0xe220a8397b1dcdafULL); /* mix64(gamma) */
+	ck_assert_uint_eq(g.state, 0x9e3779b97f4a7c15ULL);
+	ctx_splitmix_span_id(&g, id);
+	ck_assert_uint_eq(id8_to_u64(id), 0x6e789e6aa1b965f4ULL);
+
+	g = (struct ctx_splitmix){0, 0};
+	for (int i = 0; i < 3; i++) {
+		ctx_splitmix_span_id(&g, id);
+		ck_assert(id8_to_u64(id) != 0);
+	}
+}
+END_TEST
+
+/* Flipping any one of the 128 seed bits changes the first id in about half
+ * of its bits. */
+START_TEST(test_splitmix_seed_avalanche)
+{
+	uint8_t seed[CTX_SPLITMIX_SEED_SIZE] = {0}, id[8];
+	struct ctx_splitmix g;
+	uint64_t base;
+
+	ctx_splitmix_seed(&g, seed);
+	ctx_splitmix_span_id(&g, id);
+	base = id8_to_u64(id);
+	for (int bit = 0; bit < 128; bit++) {
+		int d;
+
+		seed[bit / 8] ^= (uint8_t)(1u << (bit % 8));
+		ctx_splitmix_seed(&g, seed);
+		ctx_splitmix_span_id(&g, id);
+		d = __builtin_popcountll(id8_to_u64(id) ^ base);
+		seed[bit / 8] ^= (uint8_t)(1u << (bit % 8));
+		ck_assert_msg(d >= 12 && d <= 52, "seed bit %d: %d id bits changed",
+			      bit, d);
+	}
+}
+END_TEST
+
+/* One generator never repeats (a property of the algorithm over 2^64
+ * draws; checked here over a sample), and two generators seeded one bit
+ * apart -- two threads, a parent and its forked child -- share no id. */
+START_TEST(test_splitmix_ids_distinct)
+{
+	uint64_t *v = malloc(2 * N_IDS * sizeof(*v));
+	uint8_t seed[CTX_SPLITMIX_SEED_SIZE];
+	struct ctx_splitmix a, b;
+
+	ck_assert_ptr_nonnull(v);
+	memset(seed, 0x11, sizeof(seed));
+	ctx_splitmix_seed(&a, seed);
+	seed[15] ^= 0x80;
+	ctx_splitmix_seed(&b, seed);
+	ck_assert(a.gamma != b.gamma);
+	for (int i = 0; i < N_IDS; i++) {
+		uint8_t x[8], y[8];
+
+		ctx_splitmix_span_id(&a, x);
+		ctx_splitmix_span_id(&b, y);
+		v[2 * i] = id8_to_u64(x);
+		v[2 * i + 1] = id8_to_u64(y);
+		ck_assert(v[2 * i] != 0 && v[2 * i + 1] != 0);
+	}
+	qsort(v, 2 * N_IDS, sizeof(*v), cmp_u64);
+	for (int i = 1; i < 2 * N_IDS; i++)
+		ck_assert_msg(v[i] != v[i - 1], "duplicate span id %#llx",
+			      (unsigned long long)v[i]);
+	free(v);
+}
+END_TEST
+
+/* As test_bit_frequencies, for the span-ids' generator. */
+START_TEST(test_splitmix_bit_frequencies)
+{
+	const int N = RUNNING_ON_VALGRIND ? 1 << 13 : 1 << 17;
+	static unsigned bits[64], bytes[256];
+	const double sigma = RUNNING_ON_VALGRIND ? 45.25 : 181.02; /* sqrt(N) / 2 */
+	uint8_t seed[CTX_SPLITMIX_SEED_SIZE] = {1};
+	struct ctx_splitmix g;
+	double chi2 = 0;
+
+	ctx_splitmix_seed(&g, seed);
+	for (int i = 0; i < N; i++) {
+		uint8_t id[8];
+		uint64_t v;
+
+		ctx_splitmix_span_id(&g, id);
+		v = id8_to_u64(id);
+		for (int b = 0; b < 64; b++)
+			bits[b] += (v >> b) & 1;
+		for (int k = 0; k < 8; k++)
+			bytes[id[k]]++;
+	}
+	for (int b = 0; b < 64; b++)
+		ck_assert_msg(bits[b] > N / 2 - 6 * sigma &&
+				      bits[b] < N / 2 + 6 * sigma,
+			      "bit %d set %u times of %d", b, bits[b], N);
+	for (int k = 0; k < 256; k++) {
+		double e = N * 8.0 / 256, d = bytes[k] - e;
+
+		chi2 += d * d / e;
+	}
+	ck_assert_msg(chi2 < 400, "span-id byte chi-square %.1f", chi2);
+}
+END_TEST
+
 TEST_SUITE(rng_suite)
 {
 	Suite *s = suite_create("rng");
@@ -385,6 +594,16 @@ TEST_SUITE(rng_suite)
 	tcase_add_test(tc, test_trace_ids_nonzero_distinct);
 	tcase_add_test(tc, test_uuid4_format);
 	tcase_add_test(tc, test_bit_frequencies);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("span-ids");
+	tcase_add_test(tc, test_splitmix_known_answer);
+	tcase_add_test(tc, test_splitmix_seed_vectors);
+	tcase_add_test(tc, test_splitmix_gamma_rule);
+	tcase_add_test(tc, test_splitmix_skips_zero);
+	tcase_add_test(tc, test_splitmix_seed_avalanche);
+	tcase_add_test(tc, test_splitmix_ids_distinct);
+	tcase_add_test(tc, test_splitmix_bit_frequencies);
 	suite_add_tcase(s, tc);
 	return s;
 }

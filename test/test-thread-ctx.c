@@ -8,6 +8,7 @@
 #include "w3c.h"
 
 #include <pthread.h>
+#include <stdlib.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -347,10 +348,41 @@ START_TEST(test_begin_child_and_new_trace)
 }
 END_TEST
 
+static int
+cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static uint64_t
+id_u64(const uint8_t id[8])
+{
+	uint64_t v;
+
+	memcpy(&v, id, 8);
+	return v;
+}
+
+/* Sorts v[0..n) and fails on a zero or repeated id. */
+static void
+assert_ids_distinct(uint64_t *v, size_t n, const char *what)
+{
+	qsort(v, n, sizeof(*v), cmp_u64);
+	ck_assert_msg(v[0] != 0, "%s: an all-zero span-id", what);
+	for (size_t i = 1; i < n; i++)
+		ck_assert_msg(v[i] != v[i - 1], "%s: span-id %#llx twice", what,
+			      (unsigned long long)v[i]);
+}
+
+#define FORK_IDS 2000
+
 /* A forked child must not draw the ids its parent draws next. */
 START_TEST(test_fork_child_reseeds)
 {
-	uint8_t warm[8], parent_next[8], child_next[8];
+	static uint64_t v[2 * FORK_IDS];
+	uint8_t warm[8], id[8];
 	int p[2], status;
 	pid_t pid;
 
@@ -359,17 +391,169 @@ START_TEST(test_fork_child_reseeds)
 	pid = fork();
 	ck_assert_int_ge(pid, 0);
 	if (pid == 0) {
+		int ok = 1;
+
 		ctxshim_thread_after_fork_child();
-		ctxshim_new_span_id(child_next);
-		_exit(write(p[1], child_next, 8) == 8 ? 0 : 1);
+		for (int i = 0; i < FORK_IDS && ok; i++) {
+			ctxshim_new_span_id(id);
+			ok = write(p[1], id, 8) == 8;
+		}
+		_exit(ok ? 0 : 1);
 	}
-	ctxshim_new_span_id(parent_next);
-	ck_assert_int_eq(read(p[0], child_next, 8), 8);
+	for (int i = 0; i < FORK_IDS; i++) {
+		ctxshim_new_span_id(id);
+		v[i] = id_u64(id);
+		ck_assert_int_eq(read(p[0], id, 8), 8);
+		v[FORK_IDS + i] = id_u64(id);
+	}
 	waitpid(pid, &status, 0);
 	ck_assert_int_eq(status, 0);
-	ck_assert_int_ne(memcmp(parent_next, child_next, 8), 0);
+	assert_ids_distinct(v, 2 * FORK_IDS, "parent and child");
 	close(p[0]);
 	close(p[1]);
+}
+END_TEST
+
+#define THREAD_IDS 20000
+#define ID_THREADS 4
+
+struct id_thread {
+	pthread_t th;
+	uint64_t *v;
+	struct ctx_splitmix after_first;
+	unsigned gen_before;
+};
+
+static void *
+id_thread_main(void *arg)
+{
+	struct id_thread *it = arg;
+	uint8_t id[8];
+
+	it->gen_before = ctxshim_self.rng_gen; /* a new thread: never seeded */
+	for (int i = 0; i < THREAD_IDS; i++) {
+		ctxshim_new_span_id(id);
+		it->v[i] = id_u64(id);
+		if (i == 0)
+			it->after_first = ctxshim_self.span_rng;
+	}
+	return NULL;
+}
+
+/* Every thread seeds its own generator on its first draw: two threads
+ * (and the main one) never draw the same sequence, nor share an id. */
+START_TEST(test_threads_draw_distinct_span_ids)
+{
+	uint64_t *v = malloc((ID_THREADS + 1) * THREAD_IDS * sizeof(*v));
+	struct id_thread it[ID_THREADS];
+	uint8_t id[8];
+
+	ck_assert_ptr_nonnull(v);
+	for (int k = 0; k < ID_THREADS; k++) {
+		it[k].v = v + (size_t)k * THREAD_IDS;
+		ck_assert_int_eq(
+			pthread_create(&it[k].th, NULL, id_thread_main, &it[k]), 0);
+	}
+	for (int i = 0; i < THREAD_IDS; i++) {
+		ctxshim_new_span_id(id);
+		v[(size_t)ID_THREADS * THREAD_IDS + i] = id_u64(id);
+	}
+	for (int k = 0; k < ID_THREADS; k++) {
+		ck_assert_int_eq(pthread_join(it[k].th, NULL), 0);
+		ck_assert_uint_eq(it[k].gen_before, 0);
+		ck_assert(it[k].after_first.gamma & 1);
+		ck_assert(it[k].after_first.gamma != ctxshim_self.span_rng.gamma);
+		for (int j = 0; j < k; j++)
+			ck_assert(it[k].after_first.gamma != it[j].after_first.gamma);
+	}
+	assert_ids_distinct(v, (ID_THREADS + 1) * THREAD_IDS, "threads");
+	free(v);
+}
+END_TEST
+
+/* White box: ctxshim_new_span_id() is ctx_splitmix_span_id() on the
+ * thread's generator (it writes the common case out for B4c), including
+ * the step over the state 0 that would give the all-zero id. */
+START_TEST(test_span_id_is_thread_splitmix)
+{
+	struct ctx_splitmix g;
+	uint8_t a[8], b[8];
+
+	ctxshim_new_span_id(a); /* seeded */
+	g = ctxshim_self.span_rng;
+	for (int i = 0; i < 1000; i++) {
+		ctxshim_new_span_id(a);
+		ctx_splitmix_span_id(&g, b);
+		ck_assert_mem_eq(a, b, 8);
+	}
+	ctxshim_self.span_rng.state = -ctxshim_self.span_rng.gamma;
+	g = ctxshim_self.span_rng;
+	ctxshim_new_span_id(a);
+	ctx_splitmix_span_id(&g, b);
+	ck_assert_mem_eq(a, b, 8);
+	ck_assert_uint_eq(id_u64(a), ctx_mix64(g.gamma));
+	ck_assert_uint_eq(ctxshim_self.span_rng.state, ctxshim_self.span_rng.gamma);
+	ck_assert(id_u64(a) != 0);
+}
+END_TEST
+
+/* The exit handler is registered with the thread's first store into
+ * otel_thread_ctx_v1, whichever call makes it (a detach, an attach, an
+ * in-place build): a thread that exits while it publishes is cleared.  A
+ * key created after the shim's has its destructor run after the shim's,
+ * so it sees what the shim left. */
+static pthread_key_t probe_key;
+static void *probe_seen[3];
+
+static void
+probe_exit(void *arg)
+{
+	probe_seen[(uintptr_t)arg - 1] = otel_thread_ctx_v1;
+}
+
+static void *
+exit_thread_main(void *arg)
+{
+	struct ctxshim_ctx c, *b;
+
+	(void)pthread_setspecific(probe_key, arg);
+	make_ctx(&c, 0x17, "GET");
+	switch ((uintptr_t)arg) {
+	case 1: /* the slot first known to a detach */
+		ctxshim_detach();
+		ctxshim_attach(&c);
+		break;
+	case 2:
+		ctxshim_attach(&c);
+		break;
+	case 3:
+		b = ctxshim_build_begin();
+		if (b) {
+			ctxshim_ctx_begin(b, NULL);
+			ctxshim_build_publish(b);
+		}
+		break;
+	}
+	return otel_thread_ctx_v1;
+}
+
+START_TEST(test_exit_clears_whatever_published_first)
+{
+	ctxshim_thread_init();
+	ck_assert_int_eq(pthread_key_create(&probe_key, probe_exit), 0);
+	for (uintptr_t k = 1; k <= 3; k++) {
+		pthread_t th;
+		void *ret;
+
+		probe_seen[k - 1] = (void *)1;
+		ck_assert_int_eq(pthread_create(&th, NULL, exit_thread_main, (void *)k),
+				 0);
+		ck_assert_int_eq(pthread_join(th, &ret), 0);
+		ck_assert_msg(ret != NULL, "case %u published nothing", (unsigned)k);
+		ck_assert_msg(probe_seen[k - 1] == NULL,
+			      "case %u: still published at exit", (unsigned)k);
+	}
+	pthread_key_delete(probe_key);
 }
 END_TEST
 
@@ -388,10 +572,13 @@ TEST_SUITE(thread_ctx_suite)
 	tcase_add_test(tc, test_build_cancel_and_bad_lengths);
 	tcase_add_test(tc, test_detach_span);
 	tcase_add_test(tc, test_passive_mode_writes_nothing);
+	tcase_add_test(tc, test_exit_clears_whatever_published_first);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("ids");
 	tcase_add_test(tc, test_begin_child_and_new_trace);
 	tcase_add_test(tc, test_fork_child_reseeds);
+	tcase_add_test(tc, test_threads_draw_distinct_span_ids);
+	tcase_add_test(tc, test_span_id_is_thread_splitmix);
 	suite_add_tcase(s, tc);
 	return s;
 }
