@@ -8,8 +8,8 @@
 # and then 2N times on one keep-alive connection, without and with the
 # shim.  Per request (the difference between the 2N and the N run, / N):
 #
-#   shim_ir     instructions executed in libctxshim.so
-#   shim_lines  distinct 64-byte code lines of libctxshim.so executed in
+#   shim_ir     instructions executed in libctxshim.so (or HOT_SHIM)
+#   shim_lines  distinct 64-byte code lines of that library executed in
 #               the steady state: lines holding an instruction that ran at
 #               least once per two requests (count(2N) - count(N) >= N/2)
 #   shim_pages  distinct 4 KiB pages of those lines
@@ -26,6 +26,9 @@
 #                  121 bytes; bench/run.sh passes the one it captured)
 #   HOT_FUNCS=1    also list the shim's hot lines per function
 #   HOT_KEEP=1     keep the work directory (the callgrind profiles)
+#   HOT_SHIM=LIB   the preloaded library to measure (default
+#                  BUILDDIR/libctxshim.so; run.sh passes bench/libminshim.so
+#                  for B1zh)
 #   HOT_I1=S,A,L   the simulated I1 (default 65536,16,64: the CPU of the
 #                  VM bench/README.md measured on; fixed, so that counts
 #                  compare across machines; 32768,8,64 is the common one)
@@ -43,7 +46,7 @@ BUILD=$(cd "$BUILD" 2>/dev/null && pwd) || {
 	echo "hot-lines: no build directory ${1:-$SRCDIR/build}" >&2
 	exit 2
 }
-SHIM=$BUILD/libctxshim.so
+SHIM=${HOT_SHIM:-$BUILD/libctxshim.so}
 NGXCLIENT=$BUILD/bench/bench-ngxclient
 N=${HOT_REQS:-500}
 I1=${HOT_I1:-65536,16,64}
@@ -201,7 +204,7 @@ cg plain "$N" && cg plain $((2 * N)) && cg shim "$N" "$SHIM" &&
 	cg shim $((2 * N)) "$SHIM" || exit 1
 
 for r in plain-$N plain-$((2 * N)) shim-$N shim-$((2 * N)); do
-	cg_instr "$W/$r.out" libctxshim.so >"$W/$r.instr"
+	cg_instr "$W/$r.out" "$(basename "$SHIM")" >"$W/$r.instr"
 done
 
 # instructions whose count grew by N/2 or more between the runs: the

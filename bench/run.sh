@@ -24,6 +24,8 @@
 #                        runs without the shim too (expect 1.00 +- noise)
 #   BENCH_NGINX_CG_REQS=N  requests of the smaller callgrind run of B1i; the
 #                        larger sends 2N (default 2000; 0: no B1i/B1h/B1m/B1f)
+#   BENCH_NGINX_MIN=0    no third side with bench/libminshim.so, the minimal
+#                        record writer (rows B1z, B1zc, B1zi, B1zh)
 #   BENCH_KEEP=1         keep the work directory (raw numbers) and say where
 #   REC_RUNS, REC_SECS, REC_CPU_MB   passed to record-overhead.sh (group R;
 #                        defaults here 3, 2, 256: about 30 s)
@@ -73,6 +75,8 @@ fi
 bench_pin "${BENCH_PIN:-auto}"
 
 SHIM=$BUILD/libctxshim.so
+# the minimal record writer, the yardstick of B1 (bench/minshim.c)
+MINSHIM=$BUILD/bench/libminshim.so
 NGXCLIENT=$BUILD/bench/bench-ngxclient
 TRACEPARENT="traceparent: 00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
 # every wrk run sends the same head (wrk's own header order varies per run)
@@ -375,9 +379,10 @@ cpu_ticks() {
 
 stop_nginx() {
 	# shellcheck disable=SC2086 # unset ones are no argument
-	ngx_stop ${NPLAIN:-} ${NSHIM:-}
+	ngx_stop ${NPLAIN:-} ${NSHIM:-} ${NMIN:-}
 	NPLAIN=
 	NSHIM=
+	NMIN=
 }
 
 # capture_head PORT: the request head wrk sends in the B1 runs, as nginx
@@ -489,6 +494,17 @@ bench_nginx_cg() {
 	if ! grep -q 'libctxshim\.so' "$W/cg-shim-$n2/cg.out"; then
 		log "B1i: no libctxshim.so code inside ngx_process_events_and_timers"
 	fi
+	# the same for the minimal writer (B1zi, with B1f below)
+	m1=nan
+	m2=nan
+	if [ -n "$MIN" ]; then
+		cg_nginx min "$n1" "$MINSHIM"
+		m1=$CG
+		cg_nginx min "$n2" "$MINSHIM"
+		m2=$CG
+		grep -q 'libminshim\.so' "$W/cg-min-$n2/cg.out" 2>/dev/null ||
+			log "B1zi: no libminshim.so code inside ngx_process_events_and_timers"
+	fi
 	# per request: (C(2N) - C(N)) / N; the cross-check C(2N) / C(N) should be
 	# close to 2 (start-up and shutdown are a few thousand instructions)
 	ip=$(awk -v a="$p2" -v b="$p1" -v n="$n1" 'BEGIN { printf "%.0f", (a - b) / n }')
@@ -519,6 +535,7 @@ bench_nginx_cg() {
 	if [ "$u" = nan ]; then
 		skip B1m "model: req/s ratio from instructions and user share" \
 			"no CPU times of the nginx worker"
+		bench_nginx_cg_min
 		return
 	fi
 	tck=$(getconf CLK_TCK 2>/dev/null || echo 100)
@@ -544,6 +561,39 @@ bench_nginx_cg() {
 		"$(awk -v u="$u" -v h="$HEAD_BYTES" -v b="$ip" 'BEGIN {
 			printf "+%d insns; 0.99 allows +%.0f insns/request in all",
 				4 * h + 150, (1 / 0.99 - 1) * b / u }')"
+	bench_nginx_cg_min
+}
+
+# B1zi, B1zh: the minimal writer's instructions per request in the same
+# callgrind harness as B1i (the plain counts are B1i's), with the B1m model
+# for them, and its code lines like B1h.  Uses bench_nginx_cg's p1, p2, m1,
+# m2, ip, n1 and u.
+bench_nginx_cg_min() {
+	[ -n "$MIN" ] || return 0
+	case "$m1 $m2" in *nan*)
+		skip B1zi "nginx user instructions per request, minimal / without" \
+			"callgrind run failed"
+		return ;;
+	esac
+	im=$(awk -v a="$m2" -v b="$m1" -v n="$n1" 'BEGIN { printf "%.0f", (a - b) / n }')
+	row B1zi "nginx user instructions per request, minimal / without" \
+		"$(awk -v a="$im" -v b="$ip" 'BEGIN { printf "%.3f", a / b }')" info - \
+		"$im / $ip (+$((im - ip))); C(${n2})/C(${n1}) = $(awk -v a="$m2" -v b="$m1" \
+			'BEGIN { printf "%.3f", a / b }'); model (B1m) $(awk -v u="$u" -v a="$im" \
+			-v b="$ip" 'BEGIN { if (u == "nan") print "-"
+				else printf "%.3f", 1 / (1 + u * (a - b) / b) }')"
+	hl=$(HOT_SHIM=$MINSHIM HOT_HEAD=$W/head sh "$SRCDIR/bench/hot-lines.sh" "$BUILD" \
+		2>"$W/hot-min.err")
+	if [ -n "$(hget shim_lines)" ]; then
+		row B1zh "minimal writer's code lines (64 B) run per request" \
+			"$(hget shim_lines)" info - \
+			"$(hget shim_ir) insns in $(hget shim_pages) pages; sim. I1 misses/request $(hget i1_plain) without, $(hget i1_shim) with"
+	else
+		log "B1zh: bench/hot-lines.sh failed:"
+		cat "$W/hot-min.err" >&2
+		skip B1zh "minimal writer's code lines (64 B) run per request" \
+			"bench/hot-lines.sh failed"
+	fi
 }
 
 # wrk_run PORT OUT: one measured wrk run against the nginx on PORT, on the
@@ -561,27 +611,49 @@ sched_ns() {
 }
 
 # ngx_both FIRST: start the plain and the shim's nginx (FIRST = plain or
-# shim starts first), wait for them, set NPLAIN, NSHIM and their workers
-# wp, ws, and warm them up (not counted).  1 if they did not start.
+# shim starts first), and with $MIN the minimal writer's too (last after
+# plain, first before shim: the order reverses as a whole), wait for them,
+# set NPLAIN, NSHIM, NMIN and their workers wp, ws, wm, and warm them up
+# (not counted).  1 if they did not start.
 ngx_both() {
-	for side in $1 $([ "$1" = plain ] && echo shim || echo plain); do
-		if [ "$side" = plain ]; then
+	if [ "$1" = plain ]; then
+		sides="plain shim${MIN:+ min}"
+	else
+		sides="${MIN:+min }shim plain"
+	fi
+	for side in $sides; do
+		case $side in
+		plain)
 			ngx_start "$W/ngx-plain"
-			NPLAIN=$NGX_PID
-		else
+			NPLAIN=$NGX_PID ;;
+		shim)
 			ngx_start "$W/ngx-shim" "$AA_SHIM"
-			NSHIM=$NGX_PID
-		fi
+			NSHIM=$NGX_PID ;;
+		min)
+			ngx_start "$W/ngx-min" "$MINSHIM"
+			NMIN=$NGX_PID ;;
+		esac
 	done
-	if ! ngx_up "$PPLAIN" || ! ngx_up "$PSHIM"; then
+	if ! ngx_up "$PPLAIN" || ! ngx_up "$PSHIM" || { [ -n "$MIN" ] && ! ngx_up "$PMIN"; }; then
 		log "nginx did not start:"
 		cat "$W/ngx-plain/error.log" "$W/ngx-shim/error.log" >&2
+		[ -n "$MIN" ] && cat "$W/ngx-min/error.log" >&2
 		stop_nginx
 		return 1
 	fi
 	# the workers, for their CPU times (B1c, B1m) and RSS (B8a)
 	wp=$(ngx_worker "$NPLAIN")
 	ws=$(ngx_worker "$NSHIM")
+	wm=
+	if [ -n "$MIN" ]; then
+		wm=$(ngx_worker "$NMIN")
+		if [ -n "$wm" ]; then
+			grep -q 'libminshim\.so' "/proc/$wm/maps" ||
+				log "B1z: the minimal writer's nginx worker ($wm) has no libminshim.so mapped"
+			! grep -q 'libctxshim\.so' "/proc/$wm/maps" ||
+				log "B1z: the minimal writer's nginx worker ($wm) has libctxshim.so mapped"
+		fi
+	fi
 	# the comparison is only meaningful if exactly one side has the shim
 	if [ -n "$wp" ] && [ -n "$ws" ] && [ -n "$AA_SHIM" ]; then
 		grep -q 'libctxshim\.so' "/proc/$ws/maps" ||
@@ -591,7 +663,7 @@ ngx_both() {
 	fi
 	# warm-up: the workers' first requests (page faults, the shim's
 	# tables, caches)
-	for port in $PPLAIN $PSHIM; do
+	for port in $PPLAIN $PSHIM ${MIN:+$PMIN}; do
 		if [ -n "$HEAD_OK" ]; then
 			"$NGXCLIENT" run "$port" "$W/head" 2000 >/dev/null 2>&1
 		else
@@ -602,10 +674,13 @@ ngx_both() {
 }
 
 # b1_run PORT: one wrk run of B1/B2 against PORT, with the CPU time of its
-# worker (ticks for B1m in b1cpu, schedstat ns for B1c in sched.PORT)
+# worker (ticks for B1m in b1cpu -- the minimal writer's in b1cpu.min --,
+# schedstat ns for B1c in sched.PORT)
 b1_run() {
 	wk=$wp
+	cpuf=$W/b1cpu
 	[ "$1" = "$PSHIM" ] && wk=$ws
+	[ "$1" = "${PMIN:-}" ] && wk=$wm && cpuf=$W/b1cpu.min
 	c0=$(cpu_ticks "$wk")
 	s0=$(sched_ns "$wk")
 	wrk_run "$1" "$W/wrk.$1"
@@ -617,7 +692,7 @@ b1_run() {
 	fi
 	nreq=$(wrk_reqs "$W/wrk.$1")
 	# port, user and system ticks before, after, requests
-	[ -n "$c0" ] && [ -n "$c1" ] && echo "$1 $c0 $c1 $nreq" >>"$W/b1cpu"
+	[ -n "$c0" ] && [ -n "$c1" ] && echo "$1 $c0 $c1 $nreq" >>"$cpuf"
 	# the worker's CPU ns per request, and the ns it waited for its CPU
 	awk -v a="${s0:-0 0}" -v b="${s1:-0 0}" -v n="${nreq:-0}" \
 		'BEGIN { split(a, x, " "); split(b, y, " ")
@@ -640,16 +715,99 @@ lat_run() {
 	tr ' ' '\n' <"$W/lat.$1" | sed -n 's/^p50_ns=//p; s/^p99_ns=//p' | tr '\n' ' '
 }
 
+# B1z, B1zc: the minimal writer's side of the B1 runs against the plain
+# side, exactly as B1 and B1c compare the shim's: the median of the
+# per-triple ratios over the triples in which neither of the two workers
+# waited for its CPU (columns 9-12 of b1).  Called after B1c; the rows are
+# finished by min_check (whether the writer published at all).
+bench_nginx_min() {
+	awk -v t="$NGINX_SECS" 'NF >= 12 && $4 <= t * 1e7 && $12 <= t * 1e7' "$W/b1" \
+		>"$W/b1z.clean"
+	awk 'NF >= 12' "$W/b1" >"$W/b1z"
+	nzc=$(wc -l <"$W/b1z.clean")
+	nz=$(wc -l <"$W/b1z")
+	BZF=$W/b1z.clean
+	[ $((2 * nzc)) -ge "$nz" ] || BZF=$W/b1z
+	zp=$(awk '{print $1}' "$BZF" | median)
+	zr=$(awk '{print $9}' "$BZF" | median)
+	zcp=$(awk '{print $3}' "$BZF" | median)
+	zcm=$(awk '{print $11}' "$BZF" | median)
+	B1Z_VAL=$(ratio "$BZF" 9 1 %.3f)
+	B1Z_DETAIL=$(awk -v a="$zr" -v b="$zp" -v u="$(wc -l <"$BZF")" -v c="$nzc" -v n="$nz" \
+		'BEGIN{printf "%.0f / %.0f req/s; %d of %d triples used (%d clean)", a, b, u, n, c}')
+	B1ZC_VAL=$(ratio "$BZF" 3 11 %.3f)
+	B1ZC_DETAIL=$(awk -v a="$zcm" -v b="$zcp" \
+		'BEGIN{printf "without %.2f us, minimal %.2f us", b / 1e3, a / 1e3}')
+	B1Z_ROWS=1
+}
+
+# min_check: does the minimal writer publish?  Its nginx once more, with
+# wrk loading it, and its worker read with ctxdump until 3 dumps showed
+# the traceparent's trace-id with a span-id of its own (200 dumps at
+# most; a dump that stops the worker in epoll_wait shows no context, as
+# it should); the B1z rows say how many, and are left out (SKIP) if none
+# did: a yardstick that publishes nothing would measure nothing.  Neither
+# pinned nor real-time this time: a real-time worker on its own CPU sits
+# in epoll_wait whenever ctxdump holds up wrk (3 of 40-115 dumps showed a
+# record); unpinned, about every other dump does.
+min_check() {
+	mcp=$NGX_PREFIX
+	NGX_PREFIX=
+	ngx_start "$W/ngx-min" "$MINSHIM"
+	NMIN=$NGX_PID
+	NGX_PREFIX=$mcp
+	wm=
+	ngx_up "$PMIN" && wm=$(ngx_worker "$NMIN")
+	if [ -z "$wm" ]; then
+		log "B1z: the minimal writer's nginx did not start for the check:"
+		cat "$W/ngx-min/error.log" >&2
+	fi
+	trace=$(echo "$TRACEPARENT" | cut -d- -f2)
+	parent=$(echo "$TRACEPARENT" | cut -d- -f3)
+	wrk -s "$WRK_SCRIPT" -t1 -c8 -d20s -H "$TRACEPARENT" \
+		"http://127.0.0.1:$PMIN/small.html" >/dev/null 2>&1 &
+	mcw=$!
+	sleep 0.3
+	seen=0
+	i=0
+	while [ -n "$wm" ] && [ $i -lt 200 ] && [ $seen -lt 3 ]; do
+		if "$CTXDUMP" "$wm" >"$W/min-ctxdump" 2>&1 &&
+			grep "trace_id=$trace " "$W/min-ctxdump" | grep -q 'span_id=' &&
+			! grep -q "span_id=$parent" "$W/min-ctxdump"; then
+			seen=$((seen + 1))
+		fi
+		i=$((i + 1))
+	done
+	kill "$mcw" 2>/dev/null
+	wait "$mcw" 2>/dev/null
+	stop_nginx
+	[ -n "${B1Z_ROWS:-}" ] || return 0
+	if [ "$seen" -eq 0 ]; then
+		log "B1z: ctxdump saw no record in the minimal writer's worker ($wm) under load:"
+		cat "$W/min-ctxdump" >&2
+		skip B1z "nginx requests/s, minimal writer / without" \
+			"libminshim.so published no record (ctxdump, $i dumps under load)"
+		MIN=
+		return 0
+	fi
+	row B1z "nginx requests/s, minimal writer / without" "$B1Z_VAL" info - \
+		"$B1Z_DETAIL; its record in $seen of $i ctxdumps"
+	row B1zc "nginx worker CPU time per request, without / minimal" "$B1ZC_VAL" \
+		info - "$B1ZC_DETAIL"
+}
+
 bench_nginx() {
 	chmod 755 "$W"
 	ngx_www "$W/www"
 	p=18080
-	while ! port_free $p || ! port_free $((p + 1)) || ! port_free $((p + 2)); do
-		p=$((p + 3))
+	while ! port_free $p || ! port_free $((p + 1)) || ! port_free $((p + 2)) ||
+		! port_free $((p + 3)); do
+		p=$((p + 4))
 	done
 	PPLAIN=$p
 	PSHIM=$((p + 1))
 	PCG=$((p + 2))
+	PMIN=$((p + 3))
 	# the head every B1 request carries, for the callgrind client (B1i),
 	# the warm-ups and B2u
 	HEAD_OK=
@@ -659,6 +817,21 @@ bench_nginx() {
 	# only one is under load at a time.  Their workers share the nginx CPU.
 	ngx_conf "$W/ngx-plain" "$PPLAIN" "$W/www"
 	ngx_conf "$W/ngx-shim" "$PSHIM" "$W/www"
+	# B1z: a third side, nginx under the minimal record writer
+	# (bench/minshim.c), measured in the same runs as B1, alternating
+	# with the other two (the order of the three reverses from one triple
+	# to the next, so each pair of sides alternates too)
+	MIN=
+	if [ "${BENCH_NGINX_MIN:-1}" != 0 ]; then
+		if [ -f "$MINSHIM" ]; then
+			MIN=1
+			ngx_conf "$W/ngx-min" "$PMIN" "$W/www"
+		else
+			log "B1z: $MINSHIM is missing (ninja -C $BUILD); no B1z rows"
+			skip B1z "nginx requests/s, minimal writer / without" \
+				"bench/libminshim.so is not built"
+		fi
+	fi
 	NGX_PREFIX="$NPRIO $NGX_PIN"
 	AA_SHIM=$SHIM
 	if [ "${BENCH_NGINX_AA:-0}" = 1 ]; then
@@ -673,6 +846,7 @@ bench_nginx() {
 		"(load average $(cut -d' ' -f1-3 /proc/loadavg))"
 	: >"$W/b1"
 	: >"$W/b1cpu"
+	: >"$W/b1cpu.min"
 	: >"$W/b2u"
 	i=0
 	while [ $i -lt "$runs" ]; do
@@ -687,23 +861,27 @@ bench_nginx() {
 		if [ $((i % 2)) -eq 0 ]; then
 			first=plain
 			order="$PPLAIN $PSHIM"
+			order3="$order${MIN:+ $PMIN}"
 		else
 			first=shim
 			order="$PSHIM $PPLAIN"
+			order3="${MIN:+$PMIN }$order"
 		fi
 		if ! ngx_both $first; then
 			skip B1 "nginx requests/s with / without the shim" "nginx did not start"
 			return
 		fi
-		for port in $order; do
+		for port in $order3; do
 			b1_run "$port"
 		done
 		# req/s, p99 (us), worker CPU ns per request, ns waited:
-		# plain in columns 1-4, shim in 5-8
+		# plain in columns 1-4, shim in 5-8, the minimal writer in 9-12
 		echo "$(wrk_rps "$W/wrk.$PPLAIN") $(wrk_p99_us "$W/wrk.$PPLAIN")" \
 			"$(cat "$W/sched.$PPLAIN")" \
 			"$(wrk_rps "$W/wrk.$PSHIM") $(wrk_p99_us "$W/wrk.$PSHIM")" \
-			"$(cat "$W/sched.$PSHIM")" >>"$W/b1"
+			"$(cat "$W/sched.$PSHIM")" \
+			"${MIN:+$(wrk_rps "$W/wrk.$PMIN") $(wrk_p99_us "$W/wrk.$PMIN")}" \
+			"${MIN:+$(cat "$W/sched.$PMIN")}" >>"$W/b1"
 		# B2u: the same processes, the same order
 		if [ "$LAT_REQS" -gt 0 ]; then
 			for port in $order; do
@@ -745,6 +923,7 @@ bench_nginx() {
 	row B1c "nginx worker CPU time per request, without / with" \
 		"$(ratio "$B1F" 3 7 %.3f)" info - \
 		"$(awk -v a="$cs" -v b="$cp" 'BEGIN{printf "without %.2f us, with %.2f us", b / 1e3, a / 1e3}')"
+	[ -n "$MIN" ] && bench_nginx_min
 	if [ -s "$W/b2u" ]; then
 		a50=$(awk '{print $1}' "$W/b2u" | median)
 		a99=$(awk '{print $2}' "$W/b2u" | median)
@@ -767,6 +946,7 @@ bench_nginx() {
 			"$ks vs $kp KiB"
 	fi
 	stop_nginx
+	[ -n "$MIN" ] && min_check
 	if [ -z "$HEAD_OK" ]; then
 		skip B1i "nginx user instructions per request, with / without" \
 			"could not capture wrk's request head"
