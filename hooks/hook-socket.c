@@ -3,12 +3,15 @@
  * any server, learnt from the bytes it reads.
  *
  * accept()/accept4() mark server-side connections (preload/conn.c keeps one
- * slot per fd).  Every call through which request bytes arrive feeds
+ * slot per fd), and so does start-up for connections the process inherits
+ * (inetd, tcpserver, socket activation: conn.c, "inherited connections").
+ * Every call through which request bytes arrive feeds
  * exactly the bytes it returned to that connection's head scanner; every
  * call that writes marks the request answered; close/fclose/dup2/dup3/
  * close_range/closefrom forget the fd, and dup/dup2/dup3/fcntl(F_DUPFD,
- * F_DUPFD_CLOEXEC) give the copy a copy of the slot.  The thread's
- * published record follows the work:
+ * F_DUPFD_CLOEXEC) make the copy another descriptor of the same connection
+ * (conn.c, "Copies": I/O through any of them is the connection's; see
+ * sk_follow_link()).  The thread's published record follows the work:
  *
  *  - it becomes the connection's request context when a request head
  *    completes (event "attach", reason "request");
@@ -59,14 +62,13 @@
  * socket -- bytes a read took past the scanner put it out of step with
  * the stream, so the connection's later requests may get no context;
  * responses sent only with splice()/vmsplice(); upstream (connect()ed)
- * traffic is never attributed.  A copy of a connection (dup, dup2, dup3,
- * fcntl F_DUPFD*) is a slot of its own, not shared with the original:
- * used instead of the original (the original closed, or left alone) it
- * is followed, but a response written through one while the requests
- * are read through the other does not answer the reader's request, so
- * its next keep-alive request is taken as pipelined behind the first and
- * the first one's context stays.  fcntl() is seen under its names fcntl
- * and fcntl64 (what <fcntl.h> calls under _FILE_OFFSET_BITS=64), not as
+ * traffic is never attributed.  Copies of a connection (dup, dup2, dup3,
+ * fcntl F_DUPFD*, inherited fds 1 and 2) are one connection only while
+ * the hooks see them made and closed: a ring broken by a close they do
+ * not see leaves the other copies doing nothing; and copies used by two
+ * threads at once, one closing while another reads or writes, may lose a
+ * request's context (conn.c, "Copies").  fcntl() is seen under its names
+ * fcntl and fcntl64 (what <fcntl.h> calls under _FILE_OFFSET_BITS=64), not as
  * __fcntl.  A close the hooks do not see (syscall(), freopen() of a
  * stream on a connection, a close inside another library's own code
  * that bypasses the PLT) leaves the slot tracked: until accept() returns
@@ -679,6 +681,8 @@ sk_publish(int fd, struct ctxshim_conn *c, enum ctxshim_ev ev, const char *reaso
 	sk_attach(fd, c, &ctx, ev, reason);
 }
 
+static void sk_follow_link(int fd, struct ctxshim_conn *c, bool is_write);
+
 /* Before I/O on tracked fd: the thread is now working on this connection. */
 static void
 sk_follow(int fd, struct ctxshim_conn *c, bool is_write)
@@ -711,9 +715,52 @@ sk_follow(int fd, struct ctxshim_conn *c, bool is_write)
 	own = sk_owned_fd();
 	same = own == fd &&
 	       sk_self.gen == atomic_load_explicit(&c->gen, memory_order_relaxed);
-	if (!same)
+	if (!same) {
+		/* A copy of a connection always looks live (conn.h,
+		 * CONN_F_LINK), so its I/O comes this way. */
+		if (__builtin_expect(f & CONN_F_LINK, 0)) {
+			sk_follow_link(fd, c, is_write);
+			return;
+		}
 		sk_publish(fd, c, own >= 0 ? CTXSHIM_EV_SWITCH : CTXSHIM_EV_ATTACH,
 			   is_write ? "write" : "read");
+	}
+}
+
+/* I/O on a copy of a connection (fd, slot c: preload/conn.c, "Copies") is
+ * I/O on the connection, whose state the ring's leader holds.  A write
+ * is followed as a write on the leader (the thread keeps, or gets back,
+ * the leader's request context while it writes the response through the
+ * copy); sk_out() then marks the leader's request answered
+ * (sk_out_next()).  A read makes the copy the leader -- the connection's
+ * state moves to the descriptor its bytes are read through, so that the
+ * scanner sees them in order with no look-up on the read path -- and is
+ * then followed as any read of a connection.  A copy without a leader (a
+ * ring broken by a close the hooks did not see, or its leader went TLS)
+ * does nothing. */
+static __attribute__((noinline, cold)) void
+sk_follow_link(int fd, struct ctxshim_conn *c, bool is_write)
+{
+	struct ctxshim_conn *l;
+	int lfd = ctxshim_conn_leader(fd, &l);
+	uint32_t lgen;
+
+	if (lfd < 0)
+		return;
+	if (is_write) {
+		sk_follow(lfd, l, true);
+		return;
+	}
+	lgen = atomic_load_explicit(&l->gen, memory_order_relaxed);
+	if (!ctxshim_conn_lead(fd))
+		return;
+	/* What this thread published under the leader's fd is the copy's
+	 * now (the same request). */
+	if (sk_self.fdp1 == lfd + 1 && sk_self.gen == lgen) {
+		sk_self.fdp1 = fd + 1;
+		sk_self.gen = atomic_load_explicit(&c->gen, memory_order_relaxed);
+	}
+	sk_follow(fd, c, false);
 }
 
 /* Does this thread publish the context of c's current request (fd's),
@@ -872,7 +919,14 @@ sk_in_begin(struct sk_in *in, int fd, struct ctxshim_conn *c)
 static __attribute__((noinline, cold)) void
 sk_gave_up(struct sk_in *in)
 {
-	if (http_scan_give_up_reason(&in->c->scan) != HTTP_SCAN_GIVE_UP_TLS ||
+	enum http_scan_give_up why = http_scan_give_up_reason(&in->c->scan);
+
+	/* A client-side socket on stdin (preload/conn.c, "inherited
+	 * connections"): no longer followed at all. */
+	if (why != HTTP_SCAN_GIVE_UP_TLS && in->fd < CTXSHIM_CONN_VIRT_BASE &&
+	    ctxshim_conn_inherited_give_up(in->fd, in->c))
+		return;
+	if (why != HTTP_SCAN_GIVE_UP_TLS ||
 	    (atomic_load_explicit(&in->c->flags, memory_order_relaxed) & CONN_F_TLS) ||
 	    in->fd >= CTXSHIM_CONN_VIRT_BASE)
 		return;
@@ -929,12 +983,22 @@ sk_in_buf(int fd, struct ctxshim_conn *c, const void *buf, ssize_t r, int flags)
 }
 
 /* A response write made c's next pipelined request current: the server
- * now works on it. */
+ * now works on it.  Or fd is a copy of a connection (c->flags has
+ * CONN_F_LINK, ctxshim_conn_responded() leaves it to us): the write
+ * answers the request of the ring's leader (sk_follow_link()), whose
+ * next pipelined request may become current then. */
 static __attribute__((noinline, cold)) void
-sk_out_next(int fd, struct ctxshim_conn *c)
+sk_out_next(int fd, struct ctxshim_conn *c, const void *head, size_t head_len)
 {
 	int saved_errno = errno;
 
+	if (atomic_load_explicit(&c->flags, memory_order_relaxed) & CONN_F_LINK) {
+		fd = fd < CTXSHIM_CONN_VIRT_BASE ? ctxshim_conn_leader(fd, &c) : -1;
+		if (fd < 0 || !ctxshim_conn_responded(c, head, head_len)) {
+			errno = saved_errno;
+			return;
+		}
+	}
 	if (ctxshim_conn_live(c))
 		sk_publish(fd, c,
 			   sk_owned_fd() >= 0 ? CTXSHIM_EV_SWITCH : CTXSHIM_EV_ATTACH,
@@ -955,7 +1019,7 @@ sk_out(int fd, struct ctxshim_conn *c, const void *head, size_t head_len, ssize_
 		return;
 	sk_busy(true);
 	if (ctxshim_conn_responded(c, head, head_len))
-		sk_out_next(fd, c);
+		sk_out_next(fd, c, head, head_len);
 	sk_busy(false);
 }
 

@@ -134,9 +134,14 @@
 
 #include <errno.h>
 #include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
 
 #define CONN_POOL_N     256
 /* Pipelined requests one connection may queue ("Bound" above).  Below 128,
@@ -272,6 +277,30 @@ conn_release_all(struct ctxshim_conn *c)
 
 /* ---- table ---- */
 
+/* A chunk is CTXSHIM_CONN_CHUNK slots followed by as many link words
+ * ("Copies" below).  The link words are touched only when copies are
+ * made: a process that never copies a connection never writes them, so
+ * their pages stay unallocated (B8). */
+#define CONN_CHUNK_BYTES \
+	(CTXSHIM_CONN_CHUNK * (sizeof(struct ctxshim_conn) + sizeof(uint64_t)))
+
+/* fd's link word, or NULL if its chunk was never mapped. */
+static inline _Atomic uint64_t *
+conn_link_word(int fd)
+{
+	struct ctxshim_conn *chunk;
+
+	if ((unsigned)fd >= ctxshim_conn_tab.max_fds)
+		return NULL;
+	chunk = atomic_load_explicit(
+		&ctxshim_conn_tab.chunks[(unsigned)fd >> CTXSHIM_CONN_CHUNK_SHIFT],
+		memory_order_acquire);
+	if (!chunk)
+		return NULL;
+	return (_Atomic uint64_t *)(void *)(chunk + CTXSHIM_CONN_CHUNK) +
+	       ((unsigned)fd & (CTXSHIM_CONN_CHUNK - 1));
+}
+
 static inline void
 conn_set_hot(int fd, uint8_t v)
 {
@@ -379,8 +408,11 @@ ctxshim_conn_init(void)
 __attribute__((constructor(102))) static void
 conn_ctor(void)
 {
-	if (ctxshim_active())
+	if (ctxshim_active()) {
 		ctxshim_conn_init();
+		if (ctxshim_cfg.inherited)
+			ctxshim_conn_inherit();
+	}
 }
 
 static struct ctxshim_conn *
@@ -388,7 +420,7 @@ conn_get_or_map(int fd)
 {
 	struct ctxshim_conn *chunk, *expect = NULL;
 	struct ctxshim_conn *_Atomic *slot;
-	const size_t len = CTXSHIM_CONN_CHUNK * sizeof(struct ctxshim_conn);
+	const size_t len = CONN_CHUNK_BYTES;
 
 	if ((unsigned)fd >= ctxshim_conn_tab.max_fds)
 		return NULL;
@@ -493,6 +525,262 @@ conn_reset(struct ctxshim_conn *c, uint8_t flags)
 	conn_set_answered(c, false);
 }
 
+/* The hot-map value of a tracked slot with flags f. */
+static uint8_t
+conn_hot_of(uint8_t f)
+{
+	if (f & CONN_F_TLS)
+		return (f & CONN_F_CLAIMED) ? CONN_HOT_TLS_CLAIMED : CONN_HOT_TLS;
+	return (f & CONN_F_CLAIMED) ? CONN_HOT_CLAIMED : CONN_HOT_SCAN;
+}
+
+/* ---- copies ----
+ *
+ * Copies.  inetd and socket activation hand a daemon one socket as fd 0
+ * and fd 1 (and 2): it reads requests on 0 and writes responses on 1.
+ * Separate slots for the copies (what dup() gave before) saw the response
+ * on a slot without a request -- to the socket level, I/O on another
+ * connection, which made the thread drop the request's context while it
+ * wrote the response -- and never saw the request answered, so the next
+ * keep-alive request was taken as pipelined and kept the first one's
+ * context.  So all descriptors of one connection form a ring: each slot's
+ * link word names the next one (fd + 1 and its generation, one 64-bit
+ * word, so a racing reader never sees a torn pair), and exactly one of
+ * them, the leader, holds the connection's state (scanner, request,
+ * context, pipelining FIFO); the others are copies, CONN_F_LINK slots
+ * with their scanner stopped.
+ *
+ * The cost is nowhere on the usual path.  A copy's flags say REQ and
+ * HAS_CTX and it is never answered, so its I/O misses every fast path of
+ * the hooks (the read of an idle connection, the write of the request the
+ * thread publishes) and reaches branches that were slow already: a read
+ * or write on a live connection whose context the thread does not
+ * publish (hook-socket.c, sk_follow()), and the response note's slow path
+ * (ctxshim_conn_responded_slow(), for which CONN_F_LINK joined the flags
+ * the inline part tests in one instruction).  There hook-socket.c takes a
+ * write through a copy as a write on the leader: the thread keeps (or
+ * gets back) the leader's request context and the write answers its
+ * request.  A read through a copy makes it the leader
+ * (ctxshim_conn_lead()): the state moves to the descriptor the bytes are
+ * read through, so its own scanner sees them in order and the read path
+ * needs no look-up; a server reads through one descriptor, so this
+ * happens once, at its first read.  Links are resolved by walking the
+ * ring, at most CTXSHIM_CONN_RING_MAX hops; a link whose target's
+ * generation moved on (closed, accepted again, dup2()ed over) is dead, so
+ * a reused number never inherits a link.
+ *
+ * Making and breaking rings are fd life-cycle events (dup, dup2, dup3,
+ * F_DUPFD, close, close_range, start-up), which like the others do not
+ * overlap I/O on the connection; so is a read through a copy that makes
+ * it the leader.  A copy joins its original's ring right after it;
+ * closing a member takes it out of its ring, and closing the leader first
+ * moves its state to the next member, which becomes the leader (the copy
+ * carries on: "close A, keep B").  An application that closes one copy,
+ * or reads through one for the first time, while another thread does I/O
+ * through another may lose that request's context or see it answered
+ * late; every index and fd read from a link is bounded, so nothing
+ * becomes memory-unsafe. */
+
+static inline uint64_t
+conn_link_make(int fd, uint32_t gen)
+{
+	return ((uint64_t)(unsigned)(fd + 1) << 32) | gen;
+}
+
+static inline uint64_t
+conn_link_load(int fd)
+{
+	_Atomic uint64_t *w = conn_link_word(fd);
+
+	return w ? atomic_load_explicit(w, memory_order_relaxed) : 0;
+}
+
+static inline void
+conn_link_store(int fd, uint64_t v)
+{
+	_Atomic uint64_t *w = conn_link_word(fd);
+
+	/* Only a store that changes it: a zero word is never written, so
+	 * its page stays unallocated. */
+	if (w && atomic_load_explicit(w, memory_order_relaxed) != v)
+		atomic_store_explicit(w, v, memory_order_relaxed);
+}
+
+/* The live slot link v names (its fd in *fd), or NULL if v is empty or
+ * dead (that fd's generation moved on, or it is not tracked). */
+static struct ctxshim_conn *
+conn_link_target(uint64_t v, int *fd)
+{
+	struct ctxshim_conn *t;
+	uint32_t hi = (uint32_t)(v >> 32);
+
+	if (hi == 0 || hi > ctxshim_conn_tab.max_fds)
+		return NULL;
+	*fd = (int)(hi - 1);
+	t = ctxshim_conn_get(*fd);
+	if (!t || atomic_load_explicit(&t->gen, memory_order_relaxed) != (uint32_t)v ||
+	    !(atomic_load_explicit(&t->flags, memory_order_relaxed) & CONN_F_TRACKED))
+		return NULL;
+	return t;
+}
+
+int
+ctxshim_conn_leader(int fd, struct ctxshim_conn **out)
+{
+	int cur = fd, next, hop;
+
+	for (hop = 0; hop < CTXSHIM_CONN_RING_MAX; hop++) {
+		struct ctxshim_conn *t = conn_link_target(conn_link_load(cur), &next);
+		uint8_t f;
+
+		if (!t || next == fd)
+			return -1;
+		f = atomic_load_explicit(&t->flags, memory_order_relaxed);
+		if (!(f & CONN_F_LINK)) {
+			if (f & (CONN_F_TLS | CONN_F_CLAIMED))
+				return -1;
+			*out = t;
+			return next;
+		}
+		cur = next;
+	}
+	return -1;
+}
+
+/* The member of fd's ring whose link names fd, or -1. */
+static int
+conn_ring_pred(int fd)
+{
+	int cur = fd, next, hop;
+
+	for (hop = 0; hop < CTXSHIM_CONN_RING_MAX; hop++) {
+		if (!conn_link_target(conn_link_load(cur), &next))
+			return -1;
+		if (next == fd)
+			return cur;
+		cur = next;
+	}
+	return -1;
+}
+
+/* The leader src (closing) hands the connection's state to dst, a member
+ * of its ring, which becomes the leader.  dst keeps its generation: no
+ * thread published a context under it (a CONN_F_LINK slot's I/O publishes
+ * as the leader), and the other members' links name it with that one. */
+static void
+conn_move(struct ctxshim_conn *dst, struct ctxshim_conn *src)
+{
+	bool answered = ctxshim_conn_answered(src);
+
+	conn_release_all(dst);
+	conn_seq_begin(dst);
+	dst->scan = src->scan;
+	dst->cap = src->cap;
+	atomic_store_explicit(&dst->pending,
+			      atomic_load_explicit(&src->pending, memory_order_relaxed),
+			      memory_order_relaxed);
+	dst->tail = src->tail;
+	dst->qpush = src->qpush;
+	atomic_store_explicit(&dst->qpop,
+			      atomic_load_explicit(&src->qpop, memory_order_relaxed),
+			      memory_order_relaxed);
+	dst->ctx = src->ctx;
+	atomic_store_explicit(
+		&dst->flags,
+		(uint8_t)(atomic_load_explicit(&src->flags, memory_order_relaxed) &
+			  ~CONN_F_LINK),
+		memory_order_relaxed);
+	conn_seq_end(dst);
+	conn_set_answered(dst, answered);
+	/* A head in progress keeps its capture: the scanner takes it only
+	 * if marked as its own (http-scan.h, owner), and its state now
+	 * lives in dst.  (The scanner's header has no call for handing a
+	 * capture on; this is the one place that needs it.) */
+	if (dst->cap && dst->cap <= CONN_POOL_N && http_scan_in_head(&dst->scan) &&
+	    conn_pool[dst->cap - 1].u.cap.owner == &src->scan)
+		conn_pool[dst->cap - 1].u.cap.owner = &dst->scan;
+	/* The pool entries are dst's now: src's reset must not free them. */
+	src->cap = 0;
+	src->tail = 0;
+	atomic_store_explicit(&src->pending, 0, memory_order_relaxed);
+}
+
+/* c becomes a copy (CONN_F_LINK): no state of its own.  Its context is
+ * zeroed: never published (conn.h), but all-zero ids could not pass for a
+ * request's if it were.  A fresh copy gets a new generation (its fd
+ * number may have been a connection before); one the state was just
+ * moved away from keeps its own, which the ring's links name. */
+static void
+conn_to_copy(struct ctxshim_conn *c, bool new_gen)
+{
+	conn_release_all(c);
+	conn_seq_begin(c);
+	memset(&c->scan, 0, sizeof(c->scan));
+	http_scan_stop(&c->scan);
+	memset(&c->ctx, 0, offsetof(struct ctxshim_conn_ctx, data));
+	atomic_store_explicit(&c->flags,
+			      CONN_F_TRACKED | CONN_F_LINK | CONN_F_REQ | CONN_F_HAS_CTX,
+			      memory_order_relaxed);
+	if (new_gen)
+		atomic_fetch_add_explicit(&c->gen, 1, memory_order_relaxed);
+	conn_seq_end(c);
+	conn_set_answered(c, false);
+}
+
+static void
+conn_make_copy(struct ctxshim_conn *c)
+{
+	conn_to_copy(c, true);
+}
+
+bool
+ctxshim_conn_lead(int fd)
+{
+	struct ctxshim_conn *c = ctxshim_conn_get(fd), *l;
+	int lfd;
+
+	if (!c || !(atomic_load_explicit(&c->flags, memory_order_relaxed) & CONN_F_LINK))
+		return false;
+	lfd = ctxshim_conn_leader(fd, &l);
+	if (lfd < 0)
+		return false;
+	conn_move(c, l);
+	conn_to_copy(l, false);
+	conn_set_hot(lfd, CONN_HOT_SCAN);
+	conn_set_hot(fd,
+		     conn_hot_of(atomic_load_explicit(&c->flags, memory_order_relaxed)));
+	return true;
+}
+
+/* fd (slot c) leaves its ring, if it is in one; a leader first hands its
+ * state to the next member. */
+static void
+conn_ring_leave(int fd, struct ctxshim_conn *c)
+{
+	uint64_t v = conn_link_load(fd);
+	struct ctxshim_conn *next;
+	int nfd, pred;
+
+	if (!v)
+		return;
+	next = conn_link_target(v, &nfd);
+	if (next && nfd != fd) {
+		uint8_t f = atomic_load_explicit(&c->flags, memory_order_relaxed);
+		uint8_t nf = atomic_load_explicit(&next->flags, memory_order_relaxed);
+
+		pred = conn_ring_pred(fd);
+		if (!(f & CONN_F_LINK) && (nf & CONN_F_LINK)) {
+			conn_move(next, c);
+			conn_set_hot(nfd, conn_hot_of(atomic_load_explicit(
+						  &next->flags, memory_order_relaxed)));
+		}
+		/* A ring of two leaves one member: no ring. */
+		if (pred >= 0)
+			conn_link_store(pred, pred == nfd ? 0 : v);
+	}
+	conn_link_store(fd, 0);
+}
+
 void
 ctxshim_conn_accepted(int fd)
 {
@@ -500,6 +788,9 @@ ctxshim_conn_accepted(int fd)
 
 	if (!c)
 		return;
+	/* A close the hooks did not see left fd in a ring: the members'
+	 * links to it die with the generation, its own goes here. */
+	conn_link_store(fd, 0);
 	conn_reset(c, CONN_F_TRACKED);
 	conn_set_hot(fd, CONN_HOT_SCAN);
 }
@@ -515,16 +806,8 @@ ctxshim_conn_forget(int fd)
 	    !atomic_load_explicit(&c->pending, memory_order_relaxed) && !c->tail)
 		return;
 	conn_set_hot(fd, CONN_HOT_NONE);
+	conn_ring_leave(fd, c);
 	conn_reset(c, 0);
-}
-
-/* The hot-map value of a tracked slot with flags f. */
-static uint8_t
-conn_hot_of(uint8_t f)
-{
-	if (f & CONN_F_TLS)
-		return (f & CONN_F_CLAIMED) ? CONN_HOT_TLS_CLAIMED : CONN_HOT_TLS;
-	return (f & CONN_F_CLAIMED) ? CONN_HOT_CLAIMED : CONN_HOT_SCAN;
 }
 
 /* The copy n of o is made in the middle of a head that o captures.  The
@@ -556,10 +839,13 @@ conn_dup_head(unsigned ocap, struct ctxshim_conn *n)
 void
 ctxshim_conn_dup(int oldfd, int newfd)
 {
-	struct ctxshim_conn *o = ctxshim_conn_get(oldfd), *n;
+	struct ctxshim_conn *o = ctxshim_conn_get(oldfd), *n, *t;
 	bool answered;
 	unsigned ocap;
+	uint32_t ogen, ngen;
+	uint64_t v;
 	uint8_t f;
+	int tfd;
 
 	if (!o || oldfd == newfd)
 		return;
@@ -569,6 +855,21 @@ ctxshim_conn_dup(int oldfd, int newfd)
 	n = conn_get_or_map(newfd);
 	if (!n)
 		return;
+	conn_link_store(newfd, 0);
+	if (!(f & (CONN_F_TLS | CONN_F_CLAIMED))) {
+		/* Into oldfd's ring, right after it ("Copies"). */
+		conn_make_copy(n);
+		v = conn_link_load(oldfd);
+		t = conn_link_target(v, &tfd);
+		ogen = atomic_load_explicit(&o->gen, memory_order_relaxed);
+		ngen = atomic_load_explicit(&n->gen, memory_order_relaxed);
+		if (!t || tfd == newfd)
+			v = conn_link_make(oldfd, ogen);
+		conn_link_store(newfd, v);
+		conn_link_store(oldfd, conn_link_make(newfd, ngen));
+		conn_set_hot(newfd, CONN_HOT_SCAN);
+		return;
+	}
 	answered = ctxshim_conn_answered(o);
 	conn_release_all(n);
 	conn_seq_begin(n);
@@ -626,7 +927,7 @@ ctxshim_conn_tls(int fd)
 		memset(&c->scan, 0, sizeof(c->scan));
 		conn_flags_update(c,
 				  CONN_F_REQ | CONN_F_HAS_CTX | CONN_F_PROMOTED |
-					  CONN_F_OVERFLOW,
+					  CONN_F_OVERFLOW | CONN_F_LINK,
 				  CONN_F_TLS);
 		conn_seq_end(c);
 		conn_set_answered(c, false);
@@ -634,6 +935,187 @@ ctxshim_conn_tls(int fd)
 	}
 	conn_set_hot(fd, conn_hot_of(f));
 	return c;
+}
+
+/* ---- inherited connections ----
+ *
+ * A daemon started per connection -- by inetd/xinetd, tcpserver, socat,
+ * or systemd socket activation with Accept=yes -- never calls accept():
+ * its connection is there when it starts.  The constructor looks at
+ *
+ *  - fd 0: inetd's convention (and systemd's --inetd, StandardInput=
+ *    socket), also tcpserver's and xinetd's;
+ *  - fds 1 and 2 only as copies of a connection found elsewhere (the same
+ *    socket: st_dev and st_ino of fstat()), never by themselves: a service
+ *    started by systemd has its stdout and stderr connected to journald by
+ *    AF_UNIX stream sockets, which would look like connections, and a
+ *    write to one (a log line) would then count as I/O on another
+ *    connection and clear the request's context;
+ *  - fds 3 .. 3 + LISTEN_FDS - 1 when LISTEN_PID is our pid (sd_listen_fds
+ *    (3), at most CONN_INHERIT_LISTEN_MAX of them): Accept=yes passes the
+ *    connection there; Accept=no passes listening sockets, which do not
+ *    qualify.
+ *
+ * A descriptor qualifies when it is a socket (S_ISSOCK), SOCK_STREAM, not
+ * listening (SO_ACCEPTCONN 0), connected (getpeername() succeeds), of
+ * AF_INET or AF_INET6, or of AF_UNIX with a name of its own (getsockname():
+ * the server's end of a connection to a named listener, not a
+ * socketpair(), which is how sshd and socat's EXEC connect a child's
+ * stdio, nor a client's end).  Nothing tells a TCP server's end of a
+ * connection from a client's, so a client-side TCP socket on stdin (an
+ * ssh ProxyCommand's, a socat child's) qualifies too; it stays harmless: the
+ * bytes it reads are no request head, the scanner gives up on them at once,
+ * and then stdin and its copies stop being followed
+ * (ctxshim_conn_inherited_give_up()); writes on it publish nothing, as no
+ * request was read.  Only system calls here, once, at start-up;
+ * CTXSHIM_INHERITED=0 turns it off. */
+
+#define CONN_INHERIT_LISTEN_MAX 64
+#define CONN_SD_LISTEN_FDS_START 3
+
+/* fd 0's generation if start-up followed it (0: it did not). */
+static uint32_t conn_stdin_gen;
+
+static bool
+conn_server_socket(int fd)
+{
+	struct sockaddr_storage ss;
+	socklen_t l = sizeof(int), al = sizeof(ss);
+	int type = 0, acc = 1, dom = 0;
+
+	if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &l) != 0 || type != SOCK_STREAM)
+		return false;
+	l = sizeof(int);
+	if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &acc, &l) != 0 || acc != 0)
+		return false;
+	l = sizeof(int);
+	if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &dom, &l) != 0 ||
+	    (dom != AF_INET && dom != AF_INET6 && dom != AF_UNIX))
+		return false;
+	if (getpeername(fd, (struct sockaddr *)&ss, &al) != 0)
+		return false;
+	if (dom != AF_UNIX)
+		return true;
+	/* AF_UNIX: only the server's end of a connection to a named socket
+	 * (its own name is the listener's path or abstract name).  The
+	 * unnamed ends of socketpair()s -- how sshd, socat's EXEC and many
+	 * supervisors connect a child's stdio -- and a client's connect()ed
+	 * end (journald's stdout streams) are no server connections. */
+	al = sizeof(ss);
+	return getsockname(fd, (struct sockaddr *)&ss, &al) == 0 &&
+	       al > offsetof(struct sockaddr_un, sun_path);
+}
+
+/* LISTEN_FDS when LISTEN_PID names us, else 0 (strict decimal). */
+static unsigned
+conn_listen_fds(void)
+{
+	const char *pid = secure_getenv("LISTEN_PID"), *n = secure_getenv("LISTEN_FDS");
+	unsigned long p, k;
+	char *end;
+
+	if (!pid || !n || !*pid || !*n)
+		return 0;
+	errno = 0;
+	p = strtoul(pid, &end, 10);
+	if (errno || *end || p != (unsigned long)getpid())
+		return 0;
+	k = strtoul(n, &end, 10);
+	if (errno || *end)
+		return 0;
+	if (k > CONN_INHERIT_LISTEN_MAX) {
+		ctxshim_log("LISTEN_FDS=%lu: looking at the first %d only", k,
+			    CONN_INHERIT_LISTEN_MAX);
+		k = CONN_INHERIT_LISTEN_MAX;
+	}
+	return (unsigned)k;
+}
+
+void
+ctxshim_conn_inherit(void)
+{
+	struct {
+		int fd;
+		dev_t dev;
+		ino_t ino;
+	} seen[3 + CONN_INHERIT_LISTEN_MAX];
+	unsigned n_seen = 0, i, j, n_fds;
+	int saved_errno = errno;
+
+	if (!ctxshim_conn_tab.max_fds)
+		return;
+	n_fds = 3 + conn_listen_fds();
+	for (i = 0; i < n_fds; i++) {
+		int fd = i < 3 ? (int)i : CONN_SD_LISTEN_FDS_START + (int)(i - 3);
+		struct stat st;
+		bool copy = false;
+
+		/* The shim's own log on a number: never a connection. */
+		if (ctxshim_conn_hot(fd) != CONN_HOT_NONE || fstat(fd, &st) != 0 ||
+		    !S_ISSOCK(st.st_mode))
+			continue;
+		for (j = 0; j < n_seen && !copy; j++)
+			if (seen[j].dev == st.st_dev && seen[j].ino == st.st_ino) {
+				ctxshim_conn_dup(seen[j].fd, fd);
+				copy = true;
+			}
+		if (copy || fd == 1 || fd == 2 || !conn_server_socket(fd))
+			continue;
+		ctxshim_conn_accepted(fd);
+		if (ctxshim_conn_hot(fd) != CONN_HOT_SCAN)
+			continue;
+		seen[n_seen].fd = fd;
+		seen[n_seen].dev = st.st_dev;
+		seen[n_seen].ino = st.st_ino;
+		n_seen++;
+		if (fd == 0)
+			conn_stdin_gen = atomic_load_explicit(&ctxshim_conn_get(0)->gen,
+							      memory_order_relaxed);
+		ctxshim_log("following the inherited connection on fd %d", fd);
+	}
+	errno = saved_errno;
+}
+
+bool
+ctxshim_conn_inherited_give_up(int fd, const struct ctxshim_conn *c)
+{
+	int members[CTXSHIM_CONN_RING_MAX + 1], cur = fd, next, hop, n = 0;
+
+	struct ctxshim_conn *c0 = ctxshim_conn_get(0);
+	bool in_ring = fd == 0;
+
+	if (!conn_stdin_gen || !c0 ||
+	    atomic_load_explicit(&c0->gen, memory_order_relaxed) != conn_stdin_gen ||
+	    (atomic_load_explicit(&c->flags, memory_order_relaxed) & CONN_F_REQ))
+		return false;
+	/* fd is stdin or a copy of it (reads through fd 1 made fd 1 the
+	 * leader) */
+	for (hop = 0; hop < CTXSHIM_CONN_RING_MAX && !in_ring; hop++) {
+		if (!conn_link_target(conn_link_load(cur), &next) || next == fd)
+			break;
+		in_ring = next == 0;
+		cur = next;
+	}
+	if (!in_ring)
+		return false;
+	conn_stdin_gen = 0;
+	cur = fd;
+	/* Every member of the ring and fd itself, plain forgets (no state is
+	 * handed on): the members first collected, as a reset moves their
+	 * generations. */
+	for (hop = 0; hop < CTXSHIM_CONN_RING_MAX; hop++) {
+		if (!conn_link_target(conn_link_load(cur), &next) || next == fd)
+			break;
+		members[n++] = next;
+		cur = next;
+	}
+	members[n++] = fd;
+	for (hop = 0; hop < n; hop++) {
+		conn_set_hot(members[hop], CONN_HOT_NONE);
+		conn_link_store(members[hop], 0);
+		conn_reset(ctxshim_conn_get(members[hop]), 0);
+	}
+	return true;
 }
 
 /* ---- connections without an fd ---- */
@@ -816,6 +1298,9 @@ ctxshim_conn_request_ctx(int fd, struct ctxshim_ctx *out)
 	struct ctxshim_ctx tmp;
 	unsigned tries;
 
+	if (c && (atomic_load_explicit(&c->flags, memory_order_relaxed) & CONN_F_LINK) &&
+	    ctxshim_conn_leader(fd, &c) < 0)
+		return false;
 	if (!c ||
 	    !(atomic_load_explicit(&c->flags, memory_order_relaxed) & CONN_F_TRACKED) ||
 	    !ctxshim_conn_live(c))
@@ -1033,9 +1518,14 @@ ctxshim_conn_responded_slow(struct ctxshim_conn *c, const void *head, size_t hea
 {
 	uint8_t f = atomic_load_explicit(&c->flags, memory_order_relaxed);
 	uint8_t tag = (uint8_t)(atomic_load_explicit(&c->seq, memory_order_relaxed) >> 1);
-	int kind = ctxshim_conn_status_kind(head, head_len);
+	int kind;
 	struct conn_pool_entry *e;
 	unsigned idx, next;
+
+	/* A copy: the caller answers its leader (conn.h). */
+	if (f & CONN_F_LINK)
+		return true;
+	kind = ctxshim_conn_status_kind(head, head_len);
 
 	/* Marking the request answered is a plain store of the tag seen:
 	 * answered has no other writer than the writing thread(s).  If the

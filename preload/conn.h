@@ -21,7 +21,15 @@
  *
  * fd reuse: every accept(), close() or dup2() over the fd bumps the slot's
  * generation, so a thread that published a context from (fd, gen) can tell
- * that the fd now means another connection. */
+ * that the fd now means another connection.
+ *
+ * Copies (dup, dup2, dup3, F_DUPFD; fds 1 and 2 inherited as copies of
+ * fd 0): the descriptors of one connection form a ring through a link word
+ * per fd (fd + 1 and generation of the next one), kept after the chunk's
+ * slots; one of them holds the connection's state, the others are
+ * CONN_F_LINK slots (conn.c, "Copies").  Connections inherited at start-up
+ * (inetd, socket activation) are followed as if accepted (conn.c,
+ * "inherited connections"). */
 
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -68,6 +76,14 @@ enum {
 	CONN_F_PROMOTED = 0x20,  /* it was pipelined behind the previous one */
 	CONN_F_TLS = 0x40,       /* TLS: the scanner gets plaintext from the TLS
 				  * hooks, never the socket's bytes */
+	CONN_F_LINK = 0x80,      /* a copy of a connection (dup, dup2, dup3,
+				  * F_DUPFD, an inherited fd 1 or 2): its state
+				  * is held by another descriptor of its ring
+				  * (conn.c, "Copies"); its scanner is stopped
+				  * and it always has REQ and HAS_CTX, never
+				  * answered, so that its I/O misses every fast
+				  * path and reaches the branches that take it
+				  * as the connection's */
 };
 
 /* Compact copy of a request context: ids as in struct ctxshim_ctx, then
@@ -216,10 +232,36 @@ void ctxshim_conn_forget(int fd);
  * the shim stops using it. */
 void ctxshim_conn_release_shim_fd(int fd);
 
-/* newfd became a duplicate of oldfd (dup2/dup3): newfd names the same
- * connection, so it gets a copy of the slot with its own generation (a
- * head in progress is not captured on the copy). */
+/* newfd became a duplicate of oldfd (dup, dup2, dup3, F_DUPFD): newfd
+ * names the same connection.  A plain connection's copy joins oldfd's ring
+ * of copies as a CONN_F_LINK slot (conn.c, "Copies"); a TLS or claimed
+ * one's gets a copy of the slot with its own generation (a head in
+ * progress is not captured on the copy). */
 void ctxshim_conn_dup(int oldfd, int newfd);
+
+/* For a CONN_F_LINK slot (fd's): the descriptor of its ring that holds the
+ * connection's state (a plain connection, neither TLS nor claimed), its
+ * slot in *out; -1 if there is none (the ring was broken by a close the
+ * hooks did not see, or its holder went TLS).  At most CONN_RING_MAX hops:
+ * no lock, no allocation. */
+#define CTXSHIM_CONN_RING_MAX 8
+int ctxshim_conn_leader(int fd, struct ctxshim_conn **out);
+
+/* Bytes are read through fd, a CONN_F_LINK copy: it becomes its ring's
+ * leader, the connection's state moved to it from the old leader, which
+ * becomes a copy (generations unchanged).  False if fd has no leader. */
+bool ctxshim_conn_lead(int fd);
+
+/* Start-up (conn.c's constructor, CTXSHIM_INHERITED): follow the connected
+ * server-side stream sockets the process inherited (inetd, tcpserver,
+ * systemd socket activation) as if accept() had returned them. */
+void ctxshim_conn_inherit(void);
+
+/* The scanner of fd (slot c, no request seen on it yet) gave up on bytes
+ * that are no request head: if fd is the stdin connection found at
+ * start-up (maybe a client-side socket: ssh ProxyCommand, a socat child),
+ * stop following it and its copies.  True if it did. */
+bool ctxshim_conn_inherited_give_up(int fd, const struct ctxshim_conn *c);
 
 /* fd carries TLS (its first byte was a handshake record, or a TLS library
  * was given it): from now on the socket level passes its ciphertext
@@ -301,7 +343,9 @@ bool ctxshim_conn_responded_slow(struct ctxshim_conn *c,
  * unknown, e.g. sendfile).  Marks the current request answered; when a
  * pipelined request was waiting, makes it current and returns true.  On a
  * claimed connection it only marks the request answered (so that
- * ctxshim_conn_request_ctx() stops returning it).  Inline for the usual
+ * ctxshim_conn_request_ctx() stops returning it).  On a CONN_F_LINK copy
+ * it does nothing but return true: the caller answers the leader's
+ * request (it knows the fd).  Inline for the usual
  * write: a later write of an answered request, or the first one of a
  * keep-alive request with nothing queued behind it (once per request,
  * B1i); anything else is ctxshim_conn_responded_slow(), which decides
@@ -315,7 +359,7 @@ ctxshim_conn_responded(struct ctxshim_conn *c, const void *head, size_t head_len
 	if (!(f & CONN_F_REQ) ||
 	    atomic_load_explicit(&c->answered, memory_order_relaxed) == tag)
 		return false;
-	if (!(f & (CONN_F_CLAIMED | CONN_F_PROMOTED | CONN_F_OVERFLOW)) &&
+	if (!(f & (CONN_F_CLAIMED | CONN_F_PROMOTED | CONN_F_OVERFLOW | CONN_F_LINK)) &&
 	    !atomic_load_explicit(&c->pending, memory_order_relaxed)) {
 		/* Single writer of answered: a plain store (see conn.c). */
 		if (ctxshim_conn_status_kind(head, head_len) != 1)

@@ -29,7 +29,21 @@
  *    fcntl64 (the header's name under _FILE_OFFSET_BITS=64) or plain
  *    fcntl, was no connection: with the original closed, its response and
  *    its next request went unseen; and a vfork() child's copies must not
- *    make its parent's pipes look like the connection.
+ *    make its parent's pipes look like the connection;
+ *  - a connection read through one descriptor and written through a copy
+ *    (dup, dup2, dup3, F_DUPFD, made before its first request like
+ *    inetd's fd 0 and 1, or in the middle of one): the write through the
+ *    copy was I/O on another connection (the thread dropped the request's
+ *    context while writing its response), the response never answered
+ *    the request, and the next keep-alive request kept the first one's
+ *    context; closing either descriptor must leave the other carrying the
+ *    connection, and a number reused after a copy's close no link;
+ *  - a connection inherited as fd 0 and fd 1 (inetd, socket activation)
+ *    was never followed (TCP, or AF_UNIX accepted from a named listener);
+ *    CTXSHIM_INHERITED=0 keeps it so, a socketpair() there (sshd's, socat
+ *    EXEC's) is never followed, and a client-side TCP socket there must
+ *    stay harmless (its I/O publishes nothing and leaves another
+ *    connection's context alone).
  *
  * Each runs with the event log off and on (the hooks take other paths). */
 #include "test-common.h"
@@ -79,6 +93,9 @@ static const char *const simple_modes[] = {
 	"fdopen-fclose",
 	"fclose-results",
 	"vfork-dup",
+	"copy-reuse",
+	"copy-read",
+	"stdin-client",
 };
 
 START_TEST(simple)
@@ -101,6 +118,20 @@ START_TEST(dup_answer)
 }
 END_TEST
 
+/* Modes with a variant: {mode, variant}. */
+static const char *const variant_modes[][2] = {
+	{"copy-rw", "dup"},       {"copy-rw", "dup2"},        {"copy-rw", "dup3"},
+	{"copy-rw", "fcntl"},     {"copy-close", "original"}, {"copy-close", "copy"},
+	{"stdin-server", "on"},   {"stdin-server", "off"},    {"stdin-server", "unix"},
+	{"stdin-server", "pair"},
+};
+
+START_TEST(variants)
+{
+	run_both(variant_modes[_i >> 2][0], variant_modes[_i >> 2][1], _i & 3);
+}
+END_TEST
+
 TEST_SUITE(sockattack_suite)
 {
 	Suite *s = suite_create("preload-sockattack");
@@ -111,6 +142,9 @@ TEST_SUITE(sockattack_suite)
 			    (int)(4 * sizeof(simple_modes) / sizeof(simple_modes[0])));
 	tcase_add_loop_test(tc, vfork_child_fds, 0, 8);
 	tcase_add_loop_test(tc, dup_answer, 0, 16);
+	tcase_add_loop_test(
+		tc, variants, 0,
+		(int)(4 * sizeof(variant_modes) / sizeof(variant_modes[0])));
 	suite_add_tcase(s, tc);
 	return s;
 }

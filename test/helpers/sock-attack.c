@@ -54,6 +54,41 @@
  *                               the copies got in the child's table are
  *                               free in its parent's, whose pipes on them
  *                               stay pipes
+ *   sock-attack copy-rw [dup|dup2|dup3|fcntl]
+ *                               requests read on a connection, responses
+ *                               written through a copy of it (made before
+ *                               the first request, as inetd's fd 0 and 1,
+ *                               and another made in the middle of one):
+ *                               the thread keeps the request's context
+ *                               while writing, the response answers it,
+ *                               the next keep-alive request gets its own;
+ *                               closing the copies changes nothing
+ *   sock-attack copy-read       requests read through either descriptor
+ *                               (one head half through each), answered
+ *                               through the other or the same one
+ *   sock-attack copy-close [original|copy]
+ *                               the same, one of the two closed in the
+ *                               middle of a request (the original before
+ *                               the response, or the copy after it was
+ *                               written through it): the other one
+ *                               carries the connection on
+ *   sock-attack copy-reuse      a copy closed and its number given to a new
+ *                               connection: no link to the old one
+ *   sock-attack stdin-server [on|off|unix|pair]
+ *                               run again with a server-side connection as
+ *                               fd 0 and fd 1 (inetd): requests read on 0,
+ *                               responses written on 1, keep-alive; TCP, or
+ *                               AF_UNIX accepted from a named listener;
+ *                               nothing shows with "off" (CTXSHIM_INHERITED
+ *                               =0) or "pair" (a socketpair(): sshd's and
+ *                               socat's way to connect a child's stdio)
+ *   sock-attack stdin-client    run again with a client-side socket as fd 0
+ *                               and fd 1 (an ssh ProxyCommand, a socat
+ *                               child): an HTTP request written on 1 and
+ *                               its response read on 0 publish nothing,
+ *                               results and errno are the kernel's, and
+ *                               then I/O on 0 and 1 leaves the context of
+ *                               a request on another connection alone
  *
  * Prints "RESULT <mode> fails=N" and exits 0 when every check held. */
 #include "ctxobs.h"
@@ -69,12 +104,14 @@
 #include <poll.h>
 #include <signal.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -128,9 +165,13 @@ shown(void)
  * hold only under it. */
 static bool shim;
 
-#define SHOWN(want, what)                                                           \
-	CHECK(!shim || shown() == (want), "%s: shows %d, want %d", (what), shown(), \
-	      (want))
+/* Under the shim but nothing may be published (a child run with
+ * CTXSHIM_INHERITED=0): every check wants 0. */
+static bool force_none;
+
+#define SHOWN(want, what)                                                             \
+	CHECK(!shim || shown() == (force_none ? 0 : (want)), "%s: shows %d, want %d", \
+	      (what), shown(), (force_none ? 0 : (want)))
 
 /* ---- peek ---- */
 
@@ -700,6 +741,378 @@ mode_vfork_dup(void)
 	close(s);
 }
 
+/* ---- a connection used through two descriptors ---- */
+
+/* A copy of fd made as `how` says; for dup2/dup3 onto at (free). */
+static int
+copy_to(int fd, const char *how, int at)
+{
+	if (strcmp(how, "dup2") == 0)
+		return dup2(fd, at);
+	if (strcmp(how, "dup3") == 0)
+		return dup3(fd, at, O_CLOEXEC);
+	if (strcmp(how, "fcntl") == 0)
+		return fcntl(fd, F_DUPFD_CLOEXEC, at);
+	return dup(fd);
+}
+
+/* No request waits on fd: a read fails with EAGAIN (and the thread goes
+ * idle, waiting for the next one). */
+static void
+read_none(int fd)
+{
+	char b[64];
+	int fl = fcntl(fd, F_GETFL);
+	ssize_t r;
+
+	(void)fcntl(fd, F_SETFL, fl | O_NONBLOCK);
+	errno = 0;
+	r = read(fd, b, sizeof(b));
+	CHECK(r == -1 && errno == EAGAIN, "read with nothing queued gave %zd errno %d",
+	      r, errno);
+	(void)fcntl(fd, F_SETFL, fl);
+}
+
+/* One request (trace 1 or 2) read on rd and answered on wr, the context
+ * checked at each step; wait for the client to get the response. */
+static void
+exchange(int c, int rd, int wr, int trace, const char *what)
+{
+	static const char h1[] = HEAD("/one", TRACE);
+	static const char h2[] = HEAD("/two", TRACE2);
+	const char *h = trace == 1 ? h1 : h2;
+	size_t n = strlen(h);
+	char buf[512], msg[128];
+
+	send_str(c, h);
+	read_n(rd, buf, n);
+	snprintf(msg, sizeof(msg), "%s: after the head", what);
+	SHOWN(trace, msg);
+	send_str(wr, RESP);
+	snprintf(msg, sizeof(msg), "%s: after writing the response", what);
+	SHOWN(trace, msg);
+	read_n(c, buf, sizeof(RESP) - 1);
+	read_none(rd);
+	snprintf(msg, sizeof(msg), "%s: waiting for the next request", what);
+	SHOWN(0, msg);
+}
+
+static void
+mode_copy_rw(const char *how)
+{
+	static const char h[] = HEAD("/mid", TRACE);
+	char buf[512];
+	int c, s, d, d2;
+
+	pair(&c, &s);
+	/* the copy exists before any request, like inetd's fd 0 and fd 1 */
+	d = copy_to(s, how, 40);
+	if (d < 0)
+		die("copy");
+	exchange(c, s, d, 1, "request 1");
+	exchange(c, s, d, 2, "request 2 (keep-alive)");
+	/* a copy made in the middle of a request answers it too */
+	send_str(c, h);
+	read_n(s, buf, sizeof(h) - 1);
+	SHOWN(1, "request 3: after the head");
+	d2 = copy_to(s, how, 50);
+	if (d2 < 0)
+		die("copy 2");
+	SHOWN(1, "request 3: after the second copy");
+	send_str(d2, RESP);
+	SHOWN(1, "request 3: after writing the response through the second copy");
+	read_n(c, buf, sizeof(RESP) - 1);
+	read_none(s);
+	SHOWN(0, "request 3: waiting for the next request");
+	/* the copies go, the connection stays */
+	close(d2);
+	close(d);
+	exchange(c, s, s, 2, "request 4 (copies closed)");
+	close(s);
+	SHOWN(0, "after closing it");
+	close(c);
+}
+
+/* Reads through either descriptor: the connection's state follows the
+ * one its bytes are read through, even in the middle of a head. */
+static void
+mode_copy_read(void)
+{
+	static const char h[] = HEAD("/split", TRACE);
+	char buf[512];
+	int c, s, d;
+
+	pair(&c, &s);
+	d = dup(s);
+	if (d < 0)
+		die("dup");
+	exchange(c, d, s, 1, "read through the copy, answered through the original");
+	exchange(c, s, d, 2, "read through the original, answered through the copy");
+	exchange(c, d, d, 1, "read and answered through the copy");
+	/* one head, its first half read through one, the rest through the
+	 * other */
+	send_str(c, h);
+	read_n(s, buf, 30);
+	SHOWN(0, "after half a head");
+	read_n(d, buf, sizeof(h) - 1 - 30);
+	SHOWN(1, "after the rest of it through the copy");
+	send_str(s, RESP);
+	SHOWN(1, "after writing the response");
+	read_n(c, buf, sizeof(RESP) - 1);
+	read_none(d);
+	SHOWN(0, "waiting for the next request");
+	exchange(c, s, s, 2, "then through the original alone");
+	close(d);
+	exchange(c, s, s, 1, "the copy closed");
+	close(s);
+	close(c);
+}
+
+static void
+mode_copy_close(const char *which)
+{
+	static const char h[] = HEAD("/close", TRACE);
+	bool orig = strcmp(which, "copy") != 0;
+	char buf[512];
+	int c, s, d, keep;
+
+	pair(&c, &s);
+	d = dup(s);
+	if (d < 0)
+		die("dup");
+	send_str(c, h);
+	read_n(s, buf, sizeof(h) - 1);
+	SHOWN(1, "after the head");
+	if (orig) {
+		/* close A, keep B: the close clears the thread's context (a
+		 * close of the connection it publishes), the copy carries the
+		 * request on: its response brings it back */
+		close(s);
+		keep = d;
+		SHOWN(0, "after closing the original");
+	} else {
+		/* close B, keep A: the response was written through the copy,
+		 * which goes; the original carries on */
+		send_str(d, RESP);
+		SHOWN(1, "after writing the response through the copy");
+		close(d);
+		keep = s;
+		SHOWN(1, "after closing the copy");
+	}
+	if (orig) {
+		send_str(keep, RESP);
+		SHOWN(1, "after writing the response through the one kept");
+	}
+	read_n(c, buf, sizeof(RESP) - 1);
+	read_none(keep);
+	SHOWN(0, "waiting for the next request");
+	exchange(c, keep, keep, 2, "the next request on the one kept");
+	close(keep);
+	SHOWN(0, "after closing it");
+	close(c);
+}
+
+static void
+mode_copy_reuse(void)
+{
+	static const char h[] = HEAD("/reuse", TRACE);
+	struct sockaddr_in a;
+	socklen_t al = sizeof(a);
+	char buf[512];
+	int c, s, d, num, c2, s2;
+
+	pair(&c, &s);
+	d = dup(s);
+	if (d < 0)
+		die("dup");
+	exchange(c, s, d, 1, "through the copy");
+	/* the copy goes; a new connection, accepted, gets its number */
+	num = d;
+	c2 = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (c2 < 0 || getsockname(lfd, (void *)&a, &al) ||
+	    connect(c2, (void *)&a, sizeof(a)))
+		die("connect");
+	close(d);
+	s2 = accept(lfd, NULL, NULL);
+	if (s2 != num)
+		die("accept did not reuse the copy's number");
+	/* a request on the first connection; writing on the new one (no
+	 * request of its own) is I/O on another connection, not this
+	 * request's response */
+	send_str(c, h);
+	read_n(s, buf, sizeof(h) - 1);
+	SHOWN(1, "after the head");
+	send_str(s2, "x");
+	SHOWN(0, "after writing on the connection that got the copy's number");
+	read_n(c2, buf, 1);
+	send_str(s, RESP);
+	SHOWN(1, "after writing the response");
+	read_n(c, buf, sizeof(RESP) - 1);
+	read_none(s);
+	SHOWN(0, "waiting for the next request");
+	/* each connection's requests are its own */
+	exchange(c2, s2, s2, 2, "a request on the new connection");
+	exchange(c, s, s, 1, "a request on the first one");
+	close(s2);
+	close(c2);
+	close(s);
+	close(c);
+}
+
+/* ---- a connection inherited on fd 0 and fd 1 ---- */
+
+/* The number the children of run_on_stdin() find the other end on. */
+#define PEER_FD 9
+
+/* Run this program again (mode child) with sock as fd 0 and fd 1, peer
+ * (the other end) as PEER_FD, and env_extra in its environment; its exit
+ * status must be 0. */
+static void
+run_on_stdin(int sock, int peer, const char *child, const char *env_extra)
+{
+	char self[4096];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	int st;
+	pid_t pid;
+
+	if (n <= 0)
+		die("readlink");
+	self[n] = '\0';
+	fflush(stdout);
+	pid = fork();
+	if (pid == 0) {
+		if (dup2(sock, 0) != 0 || dup2(sock, 1) != 1 ||
+		    dup2(peer, PEER_FD) != PEER_FD)
+			_exit(120);
+		if (env_extra)
+			putenv((char *)env_extra);
+		execl(self, self, child, (char *)NULL);
+		_exit(121);
+	}
+	if (pid < 0 || waitpid(pid, &st, 0) != pid)
+		die("fork");
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s: child status %#x", child, st);
+}
+
+/* An AF_UNIX connection to a listener with an abstract name: *c the
+ * client's end, *s the server's (accepted). */
+static void
+unix_pair(int *c, int *s)
+{
+	struct sockaddr_un a = {.sun_family = AF_UNIX};
+	socklen_t al;
+	int l = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	int n = snprintf(a.sun_path + 1, sizeof(a.sun_path) - 1,
+			 "ctxshim-sock-attack-%d", (int)getpid());
+
+	al = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n);
+	if (l < 0 || bind(l, (void *)&a, al) || listen(l, 1))
+		die("unix listen");
+	*c = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (*c < 0 || connect(*c, (void *)&a, al))
+		die("unix connect");
+	*s = accept4(l, NULL, NULL, SOCK_CLOEXEC);
+	if (*s < 0)
+		die("unix accept");
+	close(l);
+}
+
+/* how: "on" (TCP), "off" (TCP, CTXSHIM_INHERITED=0), "unix" (the server's
+ * end of an AF_UNIX connection to a named listener): followed unless off;
+ * "pair" (a socketpair(), as sshd or socat's EXEC give a child): not. */
+static void
+mode_stdin_server(const char *how)
+{
+	bool none = strcmp(how, "off") == 0 || strcmp(how, "pair") == 0;
+	int c, s, sp[2];
+
+	if (strcmp(how, "unix") == 0) {
+		unix_pair(&c, &s);
+	} else if (strcmp(how, "pair") == 0) {
+		if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp))
+			die("socketpair");
+		s = sp[0];
+		c = sp[1];
+	} else {
+		pair(&c, &s);
+	}
+	run_on_stdin(s, c, none ? "stdin-server-child-none" : "stdin-server-child",
+		     strcmp(how, "off") == 0 ? "CTXSHIM_INHERITED=0" : NULL);
+	close(s);
+	close(c);
+}
+
+/* The child: the server's end on fd 0 and fd 1 (the same socket), the
+ * client's on PEER_FD.  Keep-alive requests read on 0, answered on 1. */
+static void
+mode_stdin_server_child(bool off)
+{
+	force_none = off;
+	exchange(PEER_FD, 0, 1, 1, "request 1 on fd 0, answered on fd 1");
+	exchange(PEER_FD, 0, 1, 2, "request 2 (keep-alive)");
+	exchange(PEER_FD, 0, 0, 1, "request 3 answered on fd 0");
+	close(1);
+	exchange(PEER_FD, 0, 0, 2, "request 4, fd 1 closed");
+	close(0);
+	SHOWN(0, "after closing fd 0");
+}
+
+static void
+mode_stdin_client(void)
+{
+	int c, s;
+
+	pair(&c, &s);
+	run_on_stdin(c, s, "stdin-client-child", NULL);
+	close(s);
+	close(c);
+}
+
+/* The child: a client's socket on fd 0 and fd 1, its server on PEER_FD. */
+static void
+mode_stdin_client_child(void)
+{
+	static const char req[] = HEAD("/out", TRACE);
+	static const char resp[] = "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello";
+	static const char h[] = HEAD("/in", TRACE2);
+	char buf[512];
+	int c, s;
+	ssize_t r;
+
+	/* the client's request out, the response in */
+	errno = 777;
+	r = write(1, req, sizeof(req) - 1);
+	CHECK(r == (ssize_t)sizeof(req) - 1 && errno == 777,
+	      "write on fd 1: %zd errno %d", r, errno);
+	SHOWN(0, "after writing a request on the client socket");
+	read_n(PEER_FD, buf, sizeof(req) - 1);
+	send_str(PEER_FD, resp);
+	errno = 778;
+	r = read(0, buf, sizeof(buf));
+	CHECK(r == (ssize_t)sizeof(resp) - 1 && memcmp(buf, resp, (size_t)r) == 0 &&
+		      errno == 778,
+	      "read on fd 0: %zd errno %d", r, errno);
+	SHOWN(0, "after reading the response on the client socket");
+	/* the process serves a request on a connection of its own: the
+	 * client socket's I/O is not I/O on a connection */
+	pair(&c, &s);
+	send_str(c, h);
+	read_n(s, buf, sizeof(h) - 1);
+	SHOWN(2, "after the head on an accepted connection");
+	send_str(1, "more");
+	SHOWN(2, "after writing on the client socket");
+	read_n(PEER_FD, buf, 4);
+	send_str(PEER_FD, "GET / HTTP/1.1\r\n\r\n");
+	read_n(0, buf, 18);
+	SHOWN(2, "after reading request-looking bytes on the client socket");
+	send_str(s, RESP);
+	read_n(c, buf, sizeof(RESP) - 1);
+	read_none(s);
+	SHOWN(0, "waiting for the next request");
+	close(s);
+	close(c);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -729,6 +1142,24 @@ main(int argc, char **argv)
 		mode_dup_answer(argc > 2 ? argv[2] : "dup");
 	else if (strcmp(mode, "vfork-dup") == 0)
 		mode_vfork_dup();
+	else if (strcmp(mode, "copy-rw") == 0)
+		mode_copy_rw(argc > 2 ? argv[2] : "dup");
+	else if (strcmp(mode, "copy-close") == 0)
+		mode_copy_close(argc > 2 ? argv[2] : "original");
+	else if (strcmp(mode, "copy-reuse") == 0)
+		mode_copy_reuse();
+	else if (strcmp(mode, "copy-read") == 0)
+		mode_copy_read();
+	else if (strcmp(mode, "stdin-server") == 0)
+		mode_stdin_server(argc > 2 ? argv[2] : "on");
+	else if (strcmp(mode, "stdin-server-child") == 0)
+		mode_stdin_server_child(false);
+	else if (strcmp(mode, "stdin-server-child-none") == 0)
+		mode_stdin_server_child(true);
+	else if (strcmp(mode, "stdin-client") == 0)
+		mode_stdin_client();
+	else if (strcmp(mode, "stdin-client-child") == 0)
+		mode_stdin_client_child();
 	else {
 		fprintf(stderr, "usage: sock-attack MODE\n");
 		return 64;
