@@ -65,9 +65,13 @@
  * traffic is never attributed.  Copies of a connection (dup, dup2, dup3,
  * fcntl F_DUPFD*, inherited fds 1 and 2) are one connection only while
  * the hooks see them made and closed: a ring broken by a close they do
- * not see leaves the other copies doing nothing; and copies used by two
- * threads at once, one closing while another reads or writes, may lose a
- * request's context (conn.c, "Copies").  fcntl() is seen under its names
+ * not see leaves the other copies doing nothing; at most
+ * CTXSHIM_CONN_RING_MAX (16) descriptors of a connection are one (further
+ * copies are followed as connections of their own, as before); and copies
+ * used by two threads at once, one closing while another reads or writes,
+ * may lose a request's context, or with pipelined requests queued give
+ * it another connection's, like a close() racing I/O on one descriptor
+ * (conn.c, "Copies").  fcntl() is seen under its names
  * fcntl and fcntl64 (what <fcntl.h> calls under _FILE_OFFSET_BITS=64), not as
  * __fcntl.  A close the hooks do not see (syscall(), freopen() of a
  * stream on a connection, a close inside another library's own code

@@ -565,7 +565,9 @@ conn_hot_of(uint8_t f)
  * read through, so its own scanner sees them in order and the read path
  * needs no look-up; a server reads through one descriptor, so this
  * happens once, at its first read.  Links are resolved by walking the
- * ring, at most CTXSHIM_CONN_RING_MAX hops; a link whose target's
+ * ring, at most CTXSHIM_CONN_RING_MAX hops, and a ring holds at most
+ * that many descriptors, so every walk reaches every member (further
+ * copies get slots of their own: conn_ring_size()); a link whose target's
  * generation moved on (closed, accepted again, dup2()ed over) is dead, so
  * a reused number never inherits a link.
  *
@@ -579,7 +581,21 @@ conn_hot_of(uint8_t f)
  * or reads through one for the first time, while another thread does I/O
  * through another may lose that request's context or see it answered
  * late; every index and fd read from a link is bounded, so nothing
- * becomes memory-unsafe. */
+ * becomes memory-unsafe.  What moves with the state are pool indexes
+ * (the capture, the pipelining FIFO), so such a race is the one of a
+ * close() of a connection while another thread reads or writes it (fd
+ * life-cycle events never overlap I/O: conn_release_all()), now across its
+ * descriptors: with requests queued behind the current one, a response
+ * written through a copy while another thread closes the leader can pop
+ * an entry that the move has just handed on, and that entry, freed and
+ * taken by another connection, can then come out as this connection's
+ * next context.  Two
+ * threads closing two descriptors of one connection at the same moment
+ * can leave the closed number tracked (as a close the hooks did not see).
+ * A thread that published a request from a descriptor whose state another
+ * thread's read then moved away keeps that request's context (the
+ * generation stays), and its own reads through that descriptor are then
+ * not followed until it publishes something else. */
 
 static inline uint64_t
 conn_link_make(int fd, uint32_t gen)
@@ -645,6 +661,30 @@ ctxshim_conn_leader(int fd, struct ctxshim_conn **out)
 		cur = next;
 	}
 	return -1;
+}
+
+/* How many descriptors fd's ring has, fd included (1: in none), counted
+ * up to CTXSHIM_CONN_RING_MAX + 1 (a broken ring: the members its links
+ * reach from fd).  A ring never grows past CTXSHIM_CONN_RING_MAX
+ * (ctxshim_conn_dup()): every walk below reaches each member of a ring
+ * from any other within its bound, so no copy is ever too far from its
+ * leader -- one that was would do nothing, and a response written
+ * through it would leave the request unanswered, the next one taken as
+ * pipelined behind it and the connection's contexts a request late from
+ * then on. */
+static unsigned
+conn_ring_size(int fd)
+{
+	int cur = fd, next;
+	unsigned n = 1;
+
+	while (n <= CTXSHIM_CONN_RING_MAX) {
+		if (!conn_link_target(conn_link_load(cur), &next) || next == fd)
+			return n;
+		n++;
+		cur = next;
+	}
+	return n;
 }
 
 /* The member of fd's ring whose link names fd, or -1. */
@@ -856,8 +896,11 @@ ctxshim_conn_dup(int oldfd, int newfd)
 	if (!n)
 		return;
 	conn_link_store(newfd, 0);
-	if (!(f & (CONN_F_TLS | CONN_F_CLAIMED))) {
-		/* Into oldfd's ring, right after it ("Copies"). */
+	/* Into oldfd's ring, right after it ("Copies"), unless the ring is
+	 * full (conn_ring_size()): then, like a TLS or claimed connection's,
+	 * a copy of the slot of its own. */
+	if (!(f & (CONN_F_TLS | CONN_F_CLAIMED)) &&
+	    conn_ring_size(oldfd) < CTXSHIM_CONN_RING_MAX) {
 		conn_make_copy(n);
 		v = conn_link_load(oldfd);
 		t = conn_link_target(v, &tfd);
@@ -869,6 +912,12 @@ ctxshim_conn_dup(int oldfd, int newfd)
 		conn_link_store(oldfd, conn_link_make(newfd, ngen));
 		conn_set_hot(newfd, CONN_HOT_SCAN);
 		return;
+	}
+	/* A copy of a copy of a full ring: a copy of the connection's state,
+	 * which its leader holds (with none, of the copy: it does nothing). */
+	if ((f & CONN_F_LINK) && ctxshim_conn_leader(oldfd, &t) >= 0) {
+		o = t;
+		f = atomic_load_explicit(&o->flags, memory_order_relaxed);
 	}
 	answered = ctxshim_conn_answered(o);
 	conn_release_all(n);

@@ -235,16 +235,19 @@ void ctxshim_conn_release_shim_fd(int fd);
 /* newfd became a duplicate of oldfd (dup, dup2, dup3, F_DUPFD): newfd
  * names the same connection.  A plain connection's copy joins oldfd's ring
  * of copies as a CONN_F_LINK slot (conn.c, "Copies"); a TLS or claimed
- * one's gets a copy of the slot with its own generation (a head in
- * progress is not captured on the copy). */
+ * one's, or one beyond CTXSHIM_CONN_RING_MAX descriptors, gets a copy of
+ * the slot with its own generation (a head in progress is not captured on
+ * the copy). */
 void ctxshim_conn_dup(int oldfd, int newfd);
 
 /* For a CONN_F_LINK slot (fd's): the descriptor of its ring that holds the
  * connection's state (a plain connection, neither TLS nor claimed), its
  * slot in *out; -1 if there is none (the ring was broken by a close the
- * hooks did not see, or its holder went TLS).  At most CONN_RING_MAX hops:
- * no lock, no allocation. */
-#define CTXSHIM_CONN_RING_MAX 8
+ * hooks did not see, or its holder went TLS).  At most CONN_RING_MAX hops,
+ * which reach every member: a ring has at most CONN_RING_MAX descriptors
+ * (more copies get slots of their own, as a TLS connection's do): no lock,
+ * no allocation. */
+#define CTXSHIM_CONN_RING_MAX 16
 int ctxshim_conn_leader(int fd, struct ctxshim_conn **out);
 
 /* Bytes are read through fd, a CONN_F_LINK copy: it becomes its ring's

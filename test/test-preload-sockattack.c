@@ -38,6 +38,12 @@
  *    the request, and the next keep-alive request kept the first one's
  *    context; closing either descriptor must leave the other carrying the
  *    connection, and a number reused after a copy's close no link;
+ *  - rings of copies (copy-ring): a copy fifteen links away from the
+ *    reader (sixteen descriptors) was beyond the eight-hop walk: its
+ *    response answered nothing and every later request of the connection
+ *    got the context of the one before it; copies of copies, dup2() over
+ *    the reader, close_range()/closefrom() around it, a pipelined request
+ *    read through a copy;
  *  - a connection inherited as fd 0 and fd 1 (inetd, socket activation)
  *    was never followed (TCP, or AF_UNIX accepted from a named listener);
  *    CTXSHIM_INHERITED=0 keeps it so, a socketpair() there (sshd's, socat
@@ -124,6 +130,8 @@ static const char *const variant_modes[][2] = {
 	{"copy-rw", "fcntl"},     {"copy-close", "original"}, {"copy-close", "copy"},
 	{"stdin-server", "on"},   {"stdin-server", "off"},    {"stdin-server", "unix"},
 	{"stdin-server", "pair"},
+	{"copy-ring", "long"},    {"copy-ring", "copy-of-copy"}, {"copy-ring", "dup2-leader"},
+	{"copy-ring", "close-range"}, {"copy-ring", "closefrom"}, {"copy-ring", "pipelined"},
 };
 
 START_TEST(variants)

@@ -72,6 +72,11 @@
  *                               the response, or the copy after it was
  *                               written through it): the other one
  *                               carries the connection on
+ *   sock-attack copy-ring [long|copy-of-copy|dup2-leader|close-range|
+ *                          closefrom|pipelined]
+ *                               rings of copies: their longest, copies of
+ *                               copies, and the ways of leaving one (see
+ *                               mode_copy_ring())
  *   sock-attack copy-reuse      a copy closed and its number given to a new
  *                               connection: no link to the old one
  *   sock-attack stdin-server [on|off|unix|pair]
@@ -959,6 +964,144 @@ mode_copy_reuse(void)
 	close(c);
 }
 
+/* ---- rings of copies: shapes and ways to leave them ---- */
+
+/* how: "long" (sixteen descriptors, the most one ring holds, and four
+ * more copies: a copy fifteen links away from the reader answers its
+ * request and reads the next; a copy of a copy beyond the ring is a
+ * connection of its own, left alone), "copy-of-copy" (copies of copies, the
+ * original closed in the middle of a request), "dup2-leader" (a copy
+ * dup2()ed over the descriptor the requests are read through),
+ * "close-range" and "closefrom" (the reader closed with others of the
+ * ring around it), "pipelined" (two requests in one packet, the second
+ * read through a copy before the first is answered). */
+static void
+mode_copy_ring(const char *how)
+{
+	static const char h[] = HEAD("/ring", TRACE);
+	static const char hh[] = HEAD("/p1", TRACE) HEAD("/p2", TRACE2);
+	char buf[1024];
+	int c, s, d[20], i, keep;
+
+	pair(&c, &s);
+	if (strcmp(how, "long") == 0) {
+		/* sixteen descriptors (the most a ring holds), then four
+		 * more copies */
+		for (i = 0; i < 19; i++)
+			if ((d[i] = dup(i < 18 ? s : d[3])) < 0)
+				die("dup");
+		/* each copy joins right after s: s -> d[14] -> ... -> d[0]
+		 * -> s, d[14] fifteen links away from s */
+		exchange(c, s, d[14], 1, "answered through the farthest copy");
+		exchange(c, s, d[0], 2, "answered through the nearest copy");
+		exchange(c, d[14], d[7], 1, "read through the farthest copy");
+		exchange(c, d[0], d[13], 2, "read through the nearest copy");
+		for (i = 15; i < 18; i++)
+			close(d[i]);
+		exchange(c, s, d[14], 1, "three copies beyond the ring closed");
+		for (i = 0; i < 15; i++)
+			close(d[i]);
+		exchange(c, s, s, 2, "the copies closed");
+		close(s);
+		/* the last copy beyond the ring, made from a copy, is a
+		 * connection of its own */
+		exchange(c, d[18], d[18], 1, "the copy of a copy beyond the ring");
+		close(d[18]);
+	} else if (strcmp(how, "copy-of-copy") == 0) {
+		d[0] = dup(s);
+		d[1] = dup(d[0]);
+		d[2] = fcntl(d[1], F_DUPFD, 60);
+		if (d[0] < 0 || d[1] < 0 || d[2] < 0)
+			die("dup");
+		send_str(c, h);
+		read_n(s, buf, sizeof(h) - 1);
+		SHOWN(1, "after the head");
+		close(s);
+		send_str(d[2], RESP);
+		SHOWN(1, "after the response through a copy of a copy");
+		read_n(c, buf, sizeof(RESP) - 1);
+		read_none(d[1]);
+		SHOWN(0, "waiting for the next request");
+		exchange(c, d[1], d[0], 2, "the copies carry on");
+		close(d[1]);
+		exchange(c, d[2], d[0], 1, "two copies left");
+		close(d[0]);
+		close(d[2]);
+	} else if (strcmp(how, "dup2-leader") == 0) {
+		d[0] = dup(s);
+		if (d[0] < 0)
+			die("dup");
+		exchange(c, s, d[0], 1, "before");
+		send_str(c, h);
+		read_n(s, buf, sizeof(h) - 1);
+		SHOWN(1, "after the head");
+		if (dup2(d[0], s) != s)
+			die("dup2");
+		send_str(s, RESP);
+		SHOWN(1, "after the response through the replaced number");
+		read_n(c, buf, sizeof(RESP) - 1);
+		read_none(s);
+		SHOWN(0, "waiting for the next request");
+		exchange(c, s, d[0], 2, "after dup2 over the reader");
+		exchange(c, d[0], s, 1, "read through the other one");
+		close(d[0]);
+		close(s);
+	} else if (strcmp(how, "close-range") == 0 || strcmp(how, "closefrom") == 0) {
+		/* s, then copies at 70 and 71, the one kept at 80 */
+		if (dup2(s, 70) != 70 || dup2(s, 71) != 71)
+			die("dup2");
+		keep = fcntl(s, F_DUPFD, 80);
+		if (keep != 80 || dup2(s, 72) != 72 || close(s))
+			die("dup");
+		send_str(c, h);
+		read_n(71, buf, sizeof(h) - 1);
+		SHOWN(1, "after the head");
+		if (strcmp(how, "closefrom") == 0) {
+			if (dup2(80, 90) != 90 || close(80))
+				die("move");
+			keep = 90;
+			/* keep is 90, above: close 70..89 */
+			if (close_range(70, 89, 0))
+				die("close_range");
+		} else if (close_range(70, 79, 0)) {
+			die("close_range");
+		}
+		send_str(keep, RESP);
+		SHOWN(1, "after the response through the one left");
+		read_n(c, buf, sizeof(RESP) - 1);
+		read_none(keep);
+		SHOWN(0, "waiting for the next request");
+		exchange(c, keep, keep, 2, "the one left carries on");
+		if (strcmp(how, "closefrom") == 0)
+			closefrom(keep);
+		else
+			close(keep);
+	} else if (strcmp(how, "pipelined") == 0) {
+		d[0] = dup(s);
+		if (d[0] < 0)
+			die("dup");
+		send_str(c, hh);
+		read_n(s, buf, sizeof(HEAD("/p1", TRACE)) - 1);
+		SHOWN(1, "after the first head");
+		read_n(d[0], buf, sizeof(HEAD("/p2", TRACE2)) - 1);
+		SHOWN(1, "after the second head, read through the copy");
+		send_str(s, RESP);
+		SHOWN(2, "after answering the first");
+		send_str(d[0], RESP);
+		SHOWN(2, "after answering the second");
+		read_n(c, buf, 2 * (sizeof(RESP) - 1));
+		read_none(s);
+		SHOWN(0, "waiting for the next request");
+		exchange(c, s, d[0], 1, "then one at a time");
+		close(d[0]);
+		close(s);
+	} else {
+		die("copy-ring: unknown variant");
+	}
+	SHOWN(0, "after closing");
+	close(c);
+}
+
 /* ---- a connection inherited on fd 0 and fd 1 ---- */
 
 /* The number the children of run_on_stdin() find the other end on. */
@@ -1150,6 +1293,8 @@ main(int argc, char **argv)
 		mode_copy_reuse();
 	else if (strcmp(mode, "copy-read") == 0)
 		mode_copy_read();
+	else if (strcmp(mode, "copy-ring") == 0)
+		mode_copy_ring(argc > 2 ? argv[2] : "long");
 	else if (strcmp(mode, "stdin-server") == 0)
 		mode_stdin_server(argc > 2 ? argv[2] : "on");
 	else if (strcmp(mode, "stdin-server-child") == 0)
