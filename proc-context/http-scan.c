@@ -84,6 +84,15 @@ load64(const void *p)
 	return v;
 }
 
+static inline uint16_t
+load16(const void *p)
+{
+	uint16_t v;
+
+	memcpy(&v, p, sizeof(v));
+	return v;
+}
+
 static inline uint32_t
 load32(const void *p)
 {
@@ -462,10 +471,13 @@ copy_short(char *d, const uint8_t *s, size_t n)
 {
 #if defined(__SSE2__)
 	if (__builtin_expect(n >= 16 && n <= 64, 1)) {
-		size_t i;
-
-		for (i = 0; i + 16 < n; i += 16)
-			_mm_storeu_si128((__m128i *)(void *)(d + i), load128(s + i));
+		_mm_storeu_si128((__m128i *)(void *)d, load128(s));
+		if (n > 32) {
+			_mm_storeu_si128((__m128i *)(void *)(d + 16), load128(s + 16));
+			if (n > 48)
+				_mm_storeu_si128((__m128i *)(void *)(d + 32),
+						 load128(s + 32));
+		}
 		_mm_storeu_si128((__m128i *)(void *)(d + n - 16), load128(s + n - 16));
 		return;
 	}
@@ -519,15 +531,16 @@ request_line_fast(struct http_scan *st,
 	size_t mlen;
 	uint64_t v;
 
-	if (lim - p >= 4 && load32(p) == 0x20544547u) /* "GET " */
+	if (lim - p >= 4 && load32(p) == 0x20544547u) { /* "GET " */
 		q = p + 3;
-	else
+	} else {
 		for (q = p; q < lim && is_method_char(*q); q++)
 			;
+		if (q == lim || *q != ' ' || q - p > HTTP_SCAN_METHOD_MAX ||
+		    (q - p == 3 && p[0] == 'P' && p[1] == 'R' && p[2] == 'I'))
+			return false;
+	}
 	mlen = (size_t)(q - p);
-	if (q == lim || *q != ' ' || mlen > HTTP_SCAN_METHOD_MAX ||
-	    (mlen == 3 && p[0] == 'P' && p[1] == 'R' && p[2] == 'I'))
-		return false;
 	t = q + 1;
 	q = target_end(p, t, lim);
 	/* SP, "HTTP/1.x" and at least the LF must follow */
@@ -537,11 +550,13 @@ request_line_fast(struct http_scan *st,
 	/* "HTTP/1.0" / "HTTP/1.1" as little-endian words */
 	if ((v & ~0x0100000000000000ull) != 0x302e312f50545448ull)
 		return false;
-	nl = q + 9;
-	if (*nl == '\r' && lim - nl > 1)
-		nl++;
-	if (*nl != '\n')
-		return false;
+	if (lim - q >= 11 && load16(q + 9) == 0x0a0d) {
+		nl = q + 10;
+	} else {
+		nl = q + 9;
+		if (*nl != '\n')
+			return false;
+	}
 
 	if (__builtin_expect(!(v >> 56 & 1), 0))
 		st->flags |= HTTP_SCAN_F_HTTP10;
@@ -552,12 +567,41 @@ request_line_fast(struct http_scan *st,
 		else
 			memcpy(cap->method, p, mlen);
 		cap->method_len = (uint8_t)mlen;
-		target_store(cap, t, (size_t)(q - t));
+		/* a new head: target_len is 0 */
+		if (__builtin_expect(q - t < 16 && lim - t >= 16, 1)) {
+#if defined(__SSE2__)
+			_mm_storeu_si128((__m128i *)(void *)cap->target, load128(t));
+#else
+			memcpy(cap->target, t, 16);
+#endif
+			cap->target_len = (uint16_t)(q - t);
+		} else if (q - t <= 64) {
+			copy_short(cap->target, t, (size_t)(q - t));
+			cap->target_len = (uint16_t)(q - t);
+		} else {
+			target_store(cap, t, (size_t)(q - t));
+		}
 	}
 	st->field = FLD_NONE;
 	*pp = nl + 1;
 	return true;
 }
+
+#if defined(__SSE2__)
+/* Whether the 55 bytes at p (a version-00 traceparent's length) hold an
+ * LF; p[0, 55) is readable. */
+static inline bool
+lf_in_tp(const uint8_t *p)
+{
+	const __m128i lf = _mm_set1_epi8('\n');
+	__m128i x = _mm_or_si128(_mm_cmpeq_epi8(load128(p), lf),
+				 _mm_cmpeq_epi8(load128(p + 16), lf));
+
+	x = _mm_or_si128(x, _mm_cmpeq_epi8(load128(p + 32), lf));
+	x = _mm_or_si128(x, _mm_cmpeq_epi8(load128(p + W3C_TRACEPARENT_LEN - 16), lf));
+	return _mm_movemask_epi8(x) != 0;
+}
+#endif
 
 /* The first LF in [p, lim), or NULL.  [lo, lim) is readable (lo <= p).
  * Inline SSE2 instead of a memchr() call per line: header lines are short
@@ -906,8 +950,12 @@ tp_value_whole(struct http_scan_capture *cap, const uint8_t *s, const uint8_t *t
 
 	k = n < sizeof(cap->traceparent) ? n : sizeof(cap->traceparent);
 	copy_short(cap->traceparent, s, k);
-	while (j > 0 && is_trail_ws(s[j - 1]))
+	/* the usual end: one CR (CRLF), after a value byte */
+	if (__builtin_expect(j >= 2 && s[j - 1] == '\r' && !is_trail_ws(s[j - 2]), 1))
 		j--;
+	else
+		while (j > 0 && is_trail_ws(s[j - 1]))
+			j--;
 	cap->traceparent_len =
 		(uint8_t)(j < sizeof(cap->traceparent) ? j : sizeof(cap->traceparent));
 }
@@ -1054,9 +1102,22 @@ lines_fast(struct http_scan *st,
 			continue;
 		}
 		q = p + cfg->name_len[f] + 1;
-		while (q < lim && is_ows(*q))
+		/* usually one SP, then the value */
+		if (lim - q >= 2 && q[0] == ' ' && q[1] > ' ')
 			q++;
-		nl = q < lim ? find_lf(p0, q, lim) : NULL;
+		else
+			while (q < lim && is_ows(*q))
+				q++;
+#if defined(__SSE2__)
+		/* A version-00 traceparent (55 bytes) and CRLF: check that
+		 * line end where it should be instead of searching for it. */
+		if (f == FLD_TP && lim - q > W3C_TRACEPARENT_LEN + 1 &&
+		    load16(q + W3C_TRACEPARENT_LEN) == 0x0a0d &&
+		    !lf_in_tp(q))
+			nl = q + W3C_TRACEPARENT_LEN + 1;
+		else
+#endif
+			nl = q < lim ? find_lf(p0, q, lim) : NULL;
 		if (!nl)
 			break;
 		/* What PH_VOWS, PH_VALUE (or PH_SKIP) do with the whole line;
@@ -1092,6 +1153,18 @@ head_complete(struct http_scan *st, const struct http_scan_config *cfg, size_t t
 {
 	unsigned flags = st->flags;
 
+	/* the usual head: captured, no body, nothing to change */
+	if (__builtin_expect((flags & (HTTP_SCAN_F_CAPTURED | HTTP_SCAN_F_TRANSFER_ENCODING |
+				       HTTP_SCAN_F_CONTENT_LENGTH |
+				       HTTP_SCAN_F_BAD_FRAMING | HTTP_SCAN_F_CHUNKED)) ==
+				     HTTP_SCAN_F_CAPTURED &&
+			     total <= cfg->max_head_bytes,
+			     1)) {
+		st->head_bytes = 0;
+		st->pos = 0;
+		st->phase = PH_REQ;
+		return HTTP_SCAN_HEAD;
+	}
 	if (__builtin_expect(total > cfg->max_head_bytes, 0)) {
 		if (flags & HTTP_SCAN_F_CAPTURED)
 			flags &= ~(unsigned)HTTP_SCAN_F_CAPTURED;

@@ -1043,6 +1043,104 @@ START_TEST(long_target)
 }
 END_TEST
 
+/* Targets of every length around the whole-head pass's copies (one
+ * 16-byte move below 16 bytes when 16 can be read before the end of the
+ * read, 16-byte moves up to 64, memcpy() beyond), in heads where the rest
+ * of the read is long, and in heads so short that the 16 bytes after the
+ * target's start run past the read (the copy must then not read them:
+ * feed_exact() gives the scanner a buffer of exactly the read's size). */
+START_TEST(target_lengths)
+{
+	char tg[128], buf[512];
+	struct trace *t;
+	size_t L, k;
+	int v;
+
+	for (L = 1; L <= 80; L++) {
+		tg[0] = '/';
+		for (k = 1; k < L; k++)
+			tg[k] = (char)('a' + k % 26);
+		tg[L] = '\0';
+		for (v = 0; v < 3; v++) {
+			/* 0: short LF-only head, 1: CRLF with Host, 2: a long head */
+			if (v == 0)
+				snprintf(buf, sizeof(buf), "GET %s HTTP/1.1\n\n", tg);
+			else if (v == 1)
+				snprintf(buf, sizeof(buf),
+					 "GET %s HTTP/1.1\r\nHost: h\r\n\r\n", tg);
+			else
+				snprintf(buf, sizeof(buf),
+					 "PUT %s HTTP/1.0\r\nHost: 127.0.0.1:8080\r\n"
+					 "traceparent: " TP1 "\r\n\r\n",
+					 tg);
+			t = check_splits(&cfg_std, buf, strlen(buf), "target-len",
+					 false);
+			ck_assert_uint_eq(t->n, 1);
+			expect_head(t, 0, strlen(buf),
+				    v == 2 ? F_CAP | F_TP | HTTP_SCAN_F_HTTP10 : F_CAP,
+				    v == 2 ? "PUT" : "GET", tg, v == 2 ? TP1 : "");
+			free(t);
+		}
+	}
+}
+END_TEST
+
+/* Trailing whitespace of a traceparent value taken whole: the usual end
+ * (one CR after a value byte) has a shortcut that must agree with the
+ * general trim of SP, HTAB and CR, for every value length around the
+ * 16-byte moves of its copy. */
+START_TEST(traceparent_value_ends)
+{
+	static const char *const ends[] = {"\r\n", "\n", " \r\n", "\t\r\n",
+					   "\r\r\n", " \t \r\n", "\r \r\n", "\t\n"};
+	char val[80], buf[256];
+	struct trace *t;
+	size_t L, k, e;
+
+	for (L = 0; L <= 70; L++) {
+		for (k = 0; k < L; k++)
+			val[k] = (char)('0' + k % 10);
+		/* a space inside, kept */
+		if (L > 2)
+			val[L / 2] = ' ';
+		val[L] = '\0';
+		for (e = 0; e < sizeof(ends) / sizeof(ends[0]); e++) {
+			snprintf(buf, sizeof(buf), "GET /small.html HTTP/1.1\r\n"
+						   "traceparent: %s%s\r\n", val, ends[e]);
+			t = check_splits(&cfg_std, buf, strlen(buf), "tp-ends", false);
+			ck_assert_uint_eq(t->n, 1);
+			ck_assert_uint_eq(t->ev[0].flags, F_CAP | F_TP);
+			ck_assert_uint_eq(t->ev[0].snap.tp_len,
+					  L < HTTP_SCAN_TRACEPARENT_MAX
+						  ? L
+						  : HTTP_SCAN_TRACEPARENT_MAX);
+			ck_assert_int_eq(memcmp(t->ev[0].snap.tp, val, t->ev[0].snap.tp_len),
+					 0);
+			free(t);
+		}
+	}
+	/* 55 bytes then CRLF (a version-00 value's line, checked where its
+	 * end should be), with an LF inside: the line ends at that LF */
+	for (k = 0; k < 55; k++) {
+		for (L = 0; L < 55; L++)
+			val[L] = (char)('0' + L % 10);
+		val[k] = '\n';
+		val[55] = '\0';
+		snprintf(buf, sizeof(buf), "GET / HTTP/1.1\r\ntraceparent: %s\r\n\r\n", val);
+		t = check_splits(&cfg_std, buf, strlen(buf), "tp-lf-inside", false);
+		ck_assert_uint_eq(t->n, 1);
+		ck_assert_uint_eq(t->ev[0].flags, F_CAP | F_TP);
+		ck_assert_uint_eq(t->ev[0].snap.tp_len, k);
+		free(t);
+	}
+	/* a value of one CR only: trimmed to empty */
+	t = check_str("GET / HTTP/1.1\r\ntraceparent: \r\r\n\r\n", "tp-cr");
+	ck_assert_uint_eq(t->ev[0].flags, F_CAP | F_TP);
+	ck_assert_uint_eq(t->ev[0].snap.tp_len, 0);
+	free(t);
+}
+END_TEST
+
 /* ---- framing errors ---- */
 
 START_TEST(bad_framing)
@@ -1682,6 +1780,8 @@ TEST_SUITE(http_scan_suite)
 	tcase_add_test(tc, http10);
 	tcase_add_test(tc, traceparent_values);
 	tcase_add_test(tc, long_target);
+	tcase_add_test(tc, target_lengths);
+	tcase_add_test(tc, traceparent_value_ends);
 	tcase_add_test(tc, bad_framing);
 	tcase_add_test(tc, bad_chunks);
 	suite_add_tcase(s, tc);
