@@ -997,13 +997,29 @@ sk_out_next(int fd, struct ctxshim_conn *c, const void *head, size_t head_len)
 	int saved_errno = errno;
 
 	if (atomic_load_explicit(&c->flags, memory_order_relaxed) & CONN_F_LINK) {
+		uint32_t gen;
+
 		fd = fd < CTXSHIM_CONN_VIRT_BASE ? ctxshim_conn_leader(fd, &c) : -1;
-		if (fd < 0 || !ctxshim_conn_responded(c, head, head_len)) {
+		if (fd < 0) {
+			errno = saved_errno;
+			return;
+		}
+		/* The leader's fd may be closed by another thread meanwhile
+		 * (conn.c, "Copies"), its number even accepted again: publish
+		 * nothing from a slot that is not this connection's any more. */
+		gen = atomic_load_explicit(&c->gen, memory_order_relaxed);
+		if (!ctxshim_conn_responded(c, head, head_len) ||
+		    atomic_load_explicit(&c->gen, memory_order_relaxed) != gen ||
+		    (atomic_load_explicit(&c->flags, memory_order_relaxed) &
+		     CONN_F_LINK)) {
 			errno = saved_errno;
 			return;
 		}
 	}
-	if (ctxshim_conn_live(c))
+	/* A read through a copy may have moved the state away from c
+	 * meanwhile (conn.c, "Copies"): a copy's context is never published. */
+	if (ctxshim_conn_live(c) &&
+	    !(atomic_load_explicit(&c->flags, memory_order_relaxed) & CONN_F_LINK))
 		sk_publish(fd, c,
 			   sk_owned_fd() >= 0 ? CTXSHIM_EV_SWITCH : CTXSHIM_EV_ATTACH,
 			   "pipelined");

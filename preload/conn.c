@@ -64,7 +64,8 @@
  *  - pending: the writer's while non-zero.  A pop that finds a successor
  *    stores it and releases the popped entry (safe: it is not the tail any
  *    more, as the reader linked past it).  A pop of the last entry stores
- *    0 first and then closes the entry: the queue is empty and pending
+ *    0 first and then closes the entry (each store is the compare-and-swap
+ *    that claims the entry: "Copies"): the queue is empty and pending
  *    belongs to the reader, which starts the next queue by storing it.
  *    The closed entry is not released by the writer, because the reader
  *    still names it as tail and would link into whatever reused it (the
@@ -243,36 +244,77 @@ conn_fifo_stub(unsigned t)
 static inline void
 conn_fifo_reclaim(struct ctxshim_conn *c)
 {
-	if (__builtin_expect(c->tail != 0, 0) && conn_fifo_stub(c->tail)) {
-		conn_pool_release(c->tail);
-		c->tail = 0;
+	unsigned t = atomic_load_explicit(&c->tail, memory_order_relaxed);
+
+	if (__builtin_expect(t != 0, 0) && conn_fifo_stub(t)) {
+		conn_pool_release(t);
+		atomic_store_explicit(&c->tail, 0, memory_order_relaxed);
 	}
 }
 
-/* Fd life cycle (no I/O on c at the same time): free everything. */
-static void
-conn_release_all(struct ctxshim_conn *c)
+/* Take c's pending (or tail) word: its value, the word left 0.  An
+ * exchange, so that of a pop claiming the head (a compare-and-swap) and
+ * a move or release taking the queue exactly one gets it ("Copies");
+ * only when there is something to take, so that a connection that never
+ * pipelined pays no lock-prefixed instruction on accept or close. */
+static inline unsigned
+conn_fifo_take(_Atomic uint16_t *w)
 {
-	unsigned idx = atomic_load_explicit(&c->pending, memory_order_acquire), n = 0;
+	if (!atomic_load_explicit(w, memory_order_seq_cst))
+		return 0;
+	return atomic_exchange_explicit(w, 0, memory_order_acq_rel);
+}
 
-	conn_pool_release(c->cap);
-	c->cap = 0;
-	/* A stub is not on the list from pending (pending is 0 then). */
-	if (conn_fifo_stub(c->tail))
-		conn_pool_release(c->tail);
-	c->tail = 0;
-	c->qpush = 0;
-	atomic_store_explicit(&c->qpop, 0, memory_order_relaxed);
-	atomic_store_explicit(&c->pending, 0, memory_order_relaxed);
+/* Free the queued entries from idx on, taken from a pending word (so this
+ * thread alone may): each entry with a successor is nobody's tail and is
+ * freed; the last one is closed, as a pop of it would, so that the reader
+ * whose tail it is links nothing more to it and frees it as a stub (or,
+ * if own_tail is that entry, the caller's own tail, it is freed here).
+ * A chain whose last entry a tail names elsewhere is thus never freed
+ * under that tail: the reader would link into whatever reused it.
+ * Returns true if it freed own_tail. */
+static bool
+conn_fifo_drain(unsigned idx, unsigned own_tail)
+{
+	unsigned n = 0;
+
 	/* Bounded walk: a corrupted list (an application racing two readers
-	 * or two writers on one fd) must not loop. */
+	 * on one fd) must not loop. */
 	while (idx && idx <= CONN_POOL_N && n++ < CONN_POOL_N) {
-		unsigned next =
-			atomic_load_explicit(&conn_pool[idx - 1].next, memory_order_relaxed);
+		uint16_t next = 0;
 
+		if (atomic_compare_exchange_strong_explicit(
+			    &conn_pool[idx - 1].next, &next, (uint16_t)CONN_NEXT_CLOSED,
+			    memory_order_acq_rel, memory_order_acquire) ||
+		    next == CONN_NEXT_CLOSED) {
+			if (idx != own_tail)
+				return false;
+			conn_pool_release(idx);
+			return true;
+		}
 		conn_pool_release(idx);
 		idx = next;
 	}
+	return false;
+}
+
+/* Fd life cycle: free everything.  I/O on the connection through another
+ * descriptor (a copy) may pop its queue meanwhile: pending and tail are
+ * taken with exchanges, and a pop that lost its entry to this leaves it
+ * alone (ctxshim_conn_responded_slow()). */
+static void
+conn_release_all(struct ctxshim_conn *c)
+{
+	unsigned t = conn_fifo_take(&c->tail);
+	unsigned idx = conn_fifo_take(&c->pending);
+
+	conn_pool_release(c->cap);
+	c->cap = 0;
+	c->qpush = 0;
+	atomic_store_explicit(&c->qpop, 0, memory_order_relaxed);
+	/* A stub is not on the list from pending (pending is 0 then). */
+	if (!conn_fifo_drain(idx, t) && conn_fifo_stub(t))
+		conn_pool_release(t);
 }
 
 /* ---- table ---- */
@@ -514,13 +556,18 @@ conn_set_answered(struct ctxshim_conn *c, bool yes)
 static void
 conn_reset(struct ctxshim_conn *c, uint8_t flags)
 {
-	conn_release_all(c);
+	/* The new generation before the queue is released: a pop that
+	 * hands a queue back to c after the release finds it
+	 * (conn_fifo_hand_back(); both sequentially consistent, a
+	 * lock-prefixed instruction either way).  Inside the section, so
+	 * that nothing expands the old context under the new generation. */
 	conn_seq_begin(c);
+	atomic_fetch_add_explicit(&c->gen, 1, memory_order_seq_cst);
+	conn_release_all(c);
 	memset(&c->scan, 0, sizeof(c->scan));
 	c->ctx.attrs_len = 0;
 	c->ctx.tracestate_len = 0;
 	atomic_store_explicit(&c->flags, flags, memory_order_relaxed);
-	atomic_fetch_add_explicit(&c->gen, 1, memory_order_relaxed);
 	conn_seq_end(c);
 	conn_set_answered(c, false);
 }
@@ -582,16 +629,47 @@ conn_hot_of(uint8_t f)
  * through another may lose that request's context or see it answered
  * late; every index and fd read from a link is bounded, so nothing
  * becomes memory-unsafe.  What moves with the state are pool indexes
- * (the capture, the pipelining FIFO), so such a race is the one of a
- * close() of a connection while another thread reads or writes it (fd
- * life-cycle events never overlap I/O: conn_release_all()), now across its
- * descriptors: with requests queued behind the current one, a response
- * written through a copy while another thread closes the leader can pop
- * an entry that the move has just handed on, and that entry, freed and
- * taken by another connection, can then come out as this connection's
- * next context.  Two
+ * (the capture, the pipelining FIFO).  Those of the FIFO are the ones
+ * another thread uses at the same time in a correct program: with
+ * requests queued behind the current one, a response written through a
+ * copy pops the leader's queue (ctxshim_conn_responded_slow()) while
+ * another thread closes the leader, or reads through another copy, and
+ * the move hands the queue on.  When both copied the head index, the
+ * writer freed an entry the new leader still named; another connection
+ * could take it, and its context then came out as this connection's next
+ * one (test: sock-attack copy-race).  So each entry has one owner at a
+ * time: a move or a release takes pending and tail with an exchange
+ * (conn_fifo_take(), the old slot left empty), and a pop claims its entry
+ * with a compare-and-swap of pending from it to its successor before it
+ * reads, promotes or frees it.  Of the two, one wins: a move that wins
+ * takes the entry along (the pop promotes nothing: that request is
+ * promoted by the next response, late by one, on the new leader), a pop
+ * that wins has it alone (the move takes the rest of the queue, and the
+ * promotion it makes on the old slot is lost with it).  Releasing a
+ * queue (conn_fifo_drain()) frees only entries that have a successor;
+ * the last one it closes, leaving it to whichever slot's tail names it
+ * (the tail moves with an exchange too), so no tail ever names a freed
+ * entry.  A pop that took the last entry while the reader linked another
+ * puts the rest back in pending only if the slot still holds the state
+ * (conn_fifo_hand_back()), else drains it.  What remains is losing
+ * contexts: a request promoted on a slot that was just moved away from,
+ * a pool entry left allocated when a release runs between a pop's claim
+ * of the last entry and its close (at most one per such race), a queue
+ * count (qpop) one short on the new leader (it reaches its bound one
+ * request early).  And a pop stopped between its claim and its promotion
+ * for as long as another thread closes the leader and a new connection is
+ * accepted on its number would promote this connection's request in the
+ * new connection's slot: the window of a close() racing I/O on the same
+ * connection, a few instructions, which nothing here closes.  The
+ * writer's thread publishes a promotion made through a copy only if the
+ * leader's generation did not move meanwhile (hook-socket.c,
+ * sk_out_next()), so a leader closed and its number accepted again does
+ * not hand it the new connection's context -- except in the few
+ * instructions between that check and the publication, the window a
+ * close() of a connection has against I/O on it anyway.  Two
  * threads closing two descriptors of one connection at the same moment
- * can leave the closed number tracked (as a close the hooks did not see).
+ * can leave the closed number tracked (as a close the hooks did not see);
+ * its queue, taken by exchanges, is drained at that number's next accept.
  * A thread that published a request from a descriptor whose state another
  * thread's read then moved away keeps that request's context (the
  * generation stays), and its own reads through that descriptor are then
@@ -710,26 +788,43 @@ conn_ring_pred(int fd)
 static void
 conn_move(struct ctxshim_conn *dst, struct ctxshim_conn *src)
 {
-	bool answered = ctxshim_conn_answered(src);
+	bool answered = ctxshim_conn_answered(src), ctx_ok = false;
+	unsigned p, t, tries;
+	uint8_t f;
 
 	conn_release_all(dst);
+	/* The queue is taken, not copied: a response written through another
+	 * descriptor may be popping it right now, and exactly one of the two
+	 * gets each entry ("Copies"). */
+	p = conn_fifo_take(&src->pending);
+	t = conn_fifo_take(&src->tail);
 	conn_seq_begin(dst);
 	dst->scan = src->scan;
 	dst->cap = src->cap;
-	atomic_store_explicit(&dst->pending,
-			      atomic_load_explicit(&src->pending, memory_order_relaxed),
-			      memory_order_relaxed);
-	dst->tail = src->tail;
+	if (p)
+		atomic_store_explicit(&dst->pending, (uint16_t)p, memory_order_release);
+	if (t)
+		atomic_store_explicit(&dst->tail, (uint16_t)t, memory_order_relaxed);
 	dst->qpush = src->qpush;
 	atomic_store_explicit(&dst->qpop,
 			      atomic_load_explicit(&src->qpop, memory_order_relaxed),
 			      memory_order_relaxed);
-	dst->ctx = src->ctx;
-	atomic_store_explicit(
-		&dst->flags,
-		(uint8_t)(atomic_load_explicit(&src->flags, memory_order_relaxed) &
-			  ~CONN_F_LINK),
-		memory_order_relaxed);
+	/* That pop rewrites src's context (a promotion): read it as a reader
+	 * of the seqlock does; a torn one is not kept. */
+	for (tries = 0; tries < 4 && !ctx_ok; tries++) {
+		uint32_t s1 = atomic_load_explicit(&src->seq, memory_order_acquire);
+
+		if (s1 & 1)
+			continue;
+		dst->ctx = src->ctx;
+		atomic_thread_fence(memory_order_acquire);
+		ctx_ok = atomic_load_explicit(&src->seq, memory_order_relaxed) == s1;
+	}
+	f = (uint8_t)(atomic_load_explicit(&src->flags, memory_order_relaxed) &
+		      ~CONN_F_LINK);
+	if (!ctx_ok)
+		f &= (uint8_t)~CONN_F_HAS_CTX;
+	atomic_store_explicit(&dst->flags, f, memory_order_relaxed);
 	conn_seq_end(dst);
 	conn_set_answered(dst, answered);
 	/* A head in progress keeps its capture: the scanner takes it only
@@ -741,8 +836,6 @@ conn_move(struct ctxshim_conn *dst, struct ctxshim_conn *src)
 		conn_pool[dst->cap - 1].u.cap.owner = &dst->scan;
 	/* The pool entries are dst's now: src's reset must not free them. */
 	src->cap = 0;
-	src->tail = 0;
-	atomic_store_explicit(&src->pending, 0, memory_order_relaxed);
 }
 
 /* c becomes a copy (CONN_F_LINK): no state of its own.  Its context is
@@ -843,7 +936,8 @@ ctxshim_conn_forget(int fd)
 	if (!c)
 		return;
 	if (!atomic_load_explicit(&c->flags, memory_order_relaxed) && !c->cap &&
-	    !atomic_load_explicit(&c->pending, memory_order_relaxed) && !c->tail)
+	    !atomic_load_explicit(&c->pending, memory_order_relaxed) &&
+	    !atomic_load_explicit(&c->tail, memory_order_relaxed))
 		return;
 	conn_set_hot(fd, CONN_HOT_NONE);
 	conn_ring_leave(fd, c);
@@ -1405,7 +1499,7 @@ conn_build_scratch(struct ctxshim_conn_ctx *d,
 static void
 conn_fifo_push(struct ctxshim_conn *c, unsigned idx)
 {
-	unsigned t = c->tail;
+	unsigned t = atomic_load_explicit(&c->tail, memory_order_relaxed);
 
 	if (t && t <= CONN_POOL_N) {
 		uint16_t expect = 0;
@@ -1413,13 +1507,14 @@ conn_fifo_push(struct ctxshim_conn *c, unsigned idx)
 		if (atomic_compare_exchange_strong_explicit(
 			    &conn_pool[t - 1].next, &expect, (uint16_t)idx,
 			    memory_order_release, memory_order_acquire)) {
-			c->tail = (uint16_t)idx;
+			atomic_store_explicit(&c->tail, (uint16_t)idx,
+					      memory_order_relaxed);
 			return;
 		}
 		conn_pool_release(t);
 	}
 	atomic_store_explicit(&c->pending, (uint16_t)idx, memory_order_release);
-	c->tail = (uint16_t)idx;
+	atomic_store_explicit(&c->tail, (uint16_t)idx, memory_order_relaxed);
 }
 
 /* A head completed.  Returns CONN_FEED_NONE if it was queued (or
@@ -1562,6 +1657,44 @@ ctxshim_conn_lost(struct ctxshim_conn *c)
 	c->cap = 0;
 }
 
+/* The writer popped the last queued entry (pending 0) and the reader had
+ * linked next to it meanwhile: the queue goes on from next, back into
+ * pending.  Unless c stopped holding the connection's state in between
+ * (its queue taken by a move or a release, gen: c's generation when the
+ * pop began): then the chain from next belongs to nobody's pending, and
+ * it is drained (its last entry closed, left to the tail that names it,
+ * wherever that went).  The compare-and-swap here and the generation
+ * bump of conn_reset() are both sequentially consistent, so either this
+ * sees the new generation or the reset's release sees next in pending
+ * and drains it itself: never does a connection accepted on c's fd
+ * start with this one's queue.  A state moved by a read through a copy
+ * (same connection, same generation) may find the chain in the old
+ * slot, now a copy, whose next release drains it. */
+static __attribute__((noinline, cold)) void
+conn_fifo_hand_back(struct ctxshim_conn *c, unsigned next, uint32_t gen)
+{
+	uint16_t zero = 0, back;
+	uint8_t f;
+
+	if (!next || next > CONN_POOL_N)
+		return;
+	if (!atomic_compare_exchange_strong_explicit(&c->pending, &zero, (uint16_t)next,
+						     memory_order_seq_cst,
+						     memory_order_relaxed)) {
+		conn_fifo_drain(next, 0);
+		return;
+	}
+	f = atomic_load_explicit(&c->flags, memory_order_relaxed);
+	if (atomic_load_explicit(&c->gen, memory_order_seq_cst) == gen &&
+	    (f & CONN_F_TRACKED) && !(f & CONN_F_LINK))
+		return;
+	back = (uint16_t)next;
+	if (atomic_compare_exchange_strong_explicit(&c->pending, &back, 0,
+						    memory_order_acq_rel,
+						    memory_order_relaxed))
+		conn_fifo_drain(next, 0);
+}
+
 bool
 ctxshim_conn_responded_slow(struct ctxshim_conn *c, const void *head, size_t head_len)
 {
@@ -1570,6 +1703,8 @@ ctxshim_conn_responded_slow(struct ctxshim_conn *c, const void *head, size_t hea
 	int kind;
 	struct conn_pool_entry *e;
 	unsigned idx, next;
+	uint16_t claim;
+	uint32_t gen;
 
 	/* A copy: the caller answers its leader (conn.h). */
 	if (f & CONN_F_LINK)
@@ -1616,14 +1751,34 @@ ctxshim_conn_responded_slow(struct ctxshim_conn *c, const void *head, size_t hea
 		return false;
 	}
 	/* Turn-taking for pipelining: once the server starts answering the
-	 * current request, it works on the next one. */
+	 * current request, it works on the next one.  Claim it first: one
+	 * compare-and-swap moves pending past it, and fails if the queue was
+	 * taken meanwhile (the state moved to another descriptor of the
+	 * connection, or the fd was closed: "Copies"); then the entry is not
+	 * this thread's to read, promote or free, and this response promotes
+	 * nothing (the next one does, on the descriptor the queue went to). */
 	e = &conn_pool[idx - 1];
+	gen = atomic_load_explicit(&c->gen, memory_order_relaxed);
+	next = atomic_load_explicit(&e->next, memory_order_acquire);
+	if (next == CONN_NEXT_CLOSED)
+		return false;
+	claim = (uint16_t)idx;
+	if (!atomic_compare_exchange_strong_explicit(
+		    &c->pending, &claim, (uint16_t)(next <= CONN_POOL_N ? next : 0),
+		    memory_order_acq_rel, memory_order_relaxed))
+		return false;
+	/* Flags before the context: if c is moved away from and back to
+	 * (a descriptor closed and its number copied again) between the two,
+	 * which a signal handler on this thread can do, the move finds this
+	 * section open and leaves HAS_CTX clear, and the context stored after
+	 * it is this connection's; the other order could set HAS_CTX over
+	 * the all-zero context of a fresh copy. */
 	conn_seq_begin(c);
-	if (e->has_ctx)
-		c->ctx = e->u.ctx;
 	conn_flags_update(c, CONN_F_HAS_CTX,
 			  (uint8_t)(CONN_F_REQ | CONN_F_PROMOTED |
 				    (e->has_ctx ? CONN_F_HAS_CTX : 0)));
+	if (e->has_ctx)
+		c->ctx = e->u.ctx;
 	conn_seq_end(c);
 	/* The promoted request is not answered yet (seq moved on, so
 	 * answered already differs; this keeps the distance at 1). */
@@ -1635,25 +1790,22 @@ ctxshim_conn_responded_slow(struct ctxshim_conn *c, const void *head, size_t hea
 					1),
 			      memory_order_relaxed);
 
-	/* Pop e ("Pipelining FIFO").  When it is the last entry, hand pending
-	 * to the reader: store 0, then close e so that the reader links no
-	 * successor to it; e stays allocated as the reader's stub.  If the
-	 * reader linked one first, the close fails and returns it. */
-	next = atomic_load_explicit(&e->next, memory_order_acquire);
-	if (next == 0) {
+	/* Pop e ("Pipelining FIFO"), claimed above.  When it was the last
+	 * entry, pending went to 0, handed to the reader: close e so that the
+	 * reader links no successor to it; e stays allocated as the stub of
+	 * whoever holds the tail.  If the reader linked one first, the close
+	 * fails and returns it, and this thread puts it back in pending. */
+	if (next == 0 || next > CONN_POOL_N) {
 		uint16_t expect = 0;
 
-		atomic_store_explicit(&c->pending, 0, memory_order_relaxed);
 		if (atomic_compare_exchange_strong_explicit(
 			    &e->next, &expect, (uint16_t)CONN_NEXT_CLOSED,
-			    memory_order_acq_rel, memory_order_acquire))
+			    memory_order_acq_rel, memory_order_acquire) ||
+		    expect == CONN_NEXT_CLOSED)
 			return true;
-		next = expect;
+		conn_fifo_hand_back(c, expect, gen);
 	}
-	/* e has a successor, so it is not the reader's tail: free it. */
-	atomic_store_explicit(&c->pending,
-			      (uint16_t)(next <= CONN_POOL_N ? next : 0),
-			      memory_order_relaxed);
+	/* e has a successor, so it is nobody's tail: free it. */
 	conn_pool_release(idx);
 	return true;
 }

@@ -122,7 +122,13 @@ struct ctxshim_conn_ctx {
  *    tail is the reading thread's alone (it appends); pending (the head)
  *    is the writing thread's while it is non-zero (it pops), and is
  *    handed to the reading thread, through one compare-and-swap on the
- *    last entry's next, when a pop empties the queue.
+ *    last entry's next, when a pop empties the queue.  A pop claims its
+ *    entry with a compare-and-swap on pending, and whatever takes the
+ *    queue away (the state moving to another descriptor of the
+ *    connection, a release) takes pending and tail with an exchange, so
+ *    each entry is freed or handed on by one side only (conn.c,
+ *    "Copies").  Both are atomic for that; the reader's own accesses are
+ *    relaxed loads and stores (plain moves).
  *  - qpush, qpop: how many requests the reading thread queued, and how
  *    many of them the writing thread popped (each counter has that one
  *    writer; qpush - qpop, mod 256, is the queue's length, which conn.c
@@ -161,7 +167,7 @@ struct ctxshim_conn {
 	_Atomic uint16_t pending; /* pool entry + 1: first pipelined context */
 	_Atomic uint8_t flags;    /* CONN_F_* */
 	_Atomic uint8_t answered; /* see above */
-	uint16_t tail;            /* pool entry + 1: last one queued, or a stub */
+	_Atomic uint16_t tail;    /* pool entry + 1: last one queued, or a stub */
 	uint8_t qpush;            /* requests queued (the reader's) */
 	_Atomic uint8_t qpop;     /* of those, popped (the writer's) */
 	struct ctxshim_conn_ctx ctx;

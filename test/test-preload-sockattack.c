@@ -140,6 +140,22 @@ START_TEST(variants)
 }
 END_TEST
 
+/* Races, under the shim only (without it nothing is published, so
+ * nothing is checked): a response written through a copy of a connection
+ * pops its queue of pipelined requests while the state moves to another
+ * descriptor -- in a signal handler on the writer's thread ("signal"),
+ * or as another thread closes the original and the other copies
+ * ("close") -- another connection churning the pool.  Timed: the old code
+ * published another connection's context in most "signal" runs and in a
+ * few "close" runs (preload/conn.c, "Copies"). */
+START_TEST(copy_race)
+{
+	static const char *const how[] = {"signal", "close"};
+
+	run_attack("copy-race", how[_i], true, _i == 1);
+}
+END_TEST
+
 TEST_SUITE(sockattack_suite)
 {
 	Suite *s = suite_create("preload-sockattack");
@@ -153,6 +169,7 @@ TEST_SUITE(sockattack_suite)
 	tcase_add_loop_test(
 		tc, variants, 0,
 		(int)(4 * sizeof(variant_modes) / sizeof(variant_modes[0])));
+	tcase_add_loop_test(tc, copy_race, 0, 2);
 	suite_add_tcase(s, tc);
 	return s;
 }

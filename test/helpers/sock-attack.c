@@ -79,6 +79,23 @@
  *                               mode_copy_ring())
  *   sock-attack copy-reuse      a copy closed and its number given to a new
  *                               connection: no link to the old one
+ *   sock-attack copy-race [close|read|signal] [MS]
+ *                               for MS milliseconds (default 1500, "read"
+ *                               1000, "signal" 2500), on a
+ *                               new connection each round: pipelined requests
+ *                               read on it, one thread writing their
+ *                               responses through a copy while another
+ *                               closes the original and then the other
+ *                               copies ("read": reads the heads one at a
+ *                               time through three descriptors, each read
+ *                               moving the state; "signal": a SIGALRM
+ *                               handler on the writer's thread, every 29 us,
+ *                               copies the descriptor holding the state
+ *                               and closes it), and a third thread
+ *                               churning pipelined requests of another
+ *                               connection through the shim's pool: the
+ *                               writer never publishes a context that is not
+ *                               one of its own connection's requests
  *   sock-attack stdin-server [on|off|unix|pair]
  *                               run again with a server-side connection as
  *                               fd 0 and fd 1 (inetd): requests read on 0,
@@ -106,8 +123,10 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <pthread.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -115,9 +134,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/uio.h>
 #include <sys/un.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #define TRACE  "4bf92f3577b34da6a3ce929d0e0e4736"
@@ -1102,6 +1123,316 @@ mode_copy_ring(const char *how)
 	close(c);
 }
 
+/* ---- copy-race ----
+ *
+ * The race of preload/conn.c, "Copies": requests pipelined behind the
+ * current one wait in the shim's queue, held by the descriptor that holds
+ * the connection's state.  A response written through a copy promotes the
+ * next one (it pops the queue); closing the original hands the queue to
+ * the copy.  Both at once used to hand on an entry the writer then freed,
+ * which another connection's requests took: its context then came out as
+ * this connection's next one.  Every round is a new connection whose
+ * traces start with 11111111 and the round number; the churning
+ * connection's start with 22222222.  The writer reads its own thread's
+ * record after each response: none, or one of its round's traces. */
+
+#define RACE_K 12 /* requests per round: 1 current, 11 queued */
+
+static _Atomic int race_go, race_stop;
+static unsigned race_foreign, race_mine, race_none, race_churned;
+
+static size_t
+race_head(char *out, size_t cap, uint32_t who, uint32_t round, uint32_t k)
+{
+	int n = snprintf(out, cap,
+			 "GET /r HTTP/1.1\r\nHost: x\r\ntraceparent: 00-"
+			 "%08x%08x%08x%08x-00f067aa0ba902b7-01\r\n\r\n",
+			 who, round, k, 0x5eedu);
+
+	if (n < 0 || (size_t)n >= cap)
+		die("race_head");
+	return (size_t)n;
+}
+
+static uint32_t
+race_be32(const uint8_t *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+/* What the calling thread publishes after a response of round r. */
+static void
+race_check(unsigned r, unsigned k)
+{
+	const struct otel_thread_ctx_record *rec = ctxobs_record();
+
+	if (!rec || rec->valid != 1) {
+		race_none++;
+		return;
+	}
+	if (race_be32(rec->trace_id) == 0x11111111u &&
+	    race_be32(rec->trace_id + 4) == r && race_be32(rec->trace_id + 8) < RACE_K) {
+		race_mine++;
+		return;
+	}
+	race_foreign++;
+	CHECK(false,
+	      "round %u, response %u: published trace %08x%08x%08x%08x, not one of "
+	      "this connection's",
+	      r, k, race_be32(rec->trace_id), race_be32(rec->trace_id + 4),
+	      race_be32(rec->trace_id + 8), race_be32(rec->trace_id + 12));
+}
+
+/* Copies per round: closing the original and then each copy in turn but
+ * the writer's moves the state 1 + RACE_COPIES - 1 times under the
+ * writer's responses. */
+#define RACE_COPIES 8
+
+struct race_arg {
+	int fd;
+	unsigned round;
+	unsigned spin;
+	int close[RACE_COPIES]; /* the closer's, in order */
+	int n_close;
+	/* variant "read": the reader reads one head at a time through
+	 * rfd[0], rfd[1], rfd[2] in turn (each read through a copy moves the
+	 * state there); the writer answers head k once it was read */
+	int rfd[3];
+	size_t head_len;
+	_Atomic unsigned n_read;
+	bool sig; /* the writer takes SIGALRM */
+};
+
+static void
+race_wait_go(void)
+{
+	while (!atomic_load(&race_go))
+		;
+}
+
+static void *
+race_writer(void *p)
+{
+	struct race_arg *a = p;
+	unsigned k;
+
+	if (a->sig) {
+		sigset_t alrm;
+
+		sigemptyset(&alrm);
+		sigaddset(&alrm, SIGALRM);
+		pthread_sigmask(SIG_UNBLOCK, &alrm, NULL);
+	}
+	race_wait_go();
+	for (k = 0; k < RACE_K; k++) {
+		while (a->head_len && atomic_load(&a->n_read) <= k)
+			;
+		if (send(a->fd, RESP, sizeof(RESP) - 1, MSG_NOSIGNAL) <= 0)
+			break;
+		race_check(a->round, k);
+	}
+	return NULL;
+}
+
+/* Variant "signal": the moves run in a SIGALRM handler on the writer's
+ * own thread, every RACE_TICK_US of real time, so that they land anywhere
+ * in the writer's code, the shim's hooks included (which are signal-safe
+ * and let a handler dup and close fds), and not only where two threads on
+ * two CPUs happen to meet.  The handler copies the descriptor holding the
+ * state (the copy joins the ring right after it) and closes it: the state
+ * and its queue move to the copy, as often as the timer fires. */
+#define RACE_TICK_US 29
+
+static _Atomic int race_sig_leader = -1;
+
+static void
+race_on_alarm(int sig)
+{
+	int saved = errno, l = atomic_load(&race_sig_leader), n;
+
+	(void)sig;
+	if (l >= 0 && (n = dup(l)) >= 0) {
+		close(l);
+		atomic_store(&race_sig_leader, n);
+	}
+	errno = saved;
+}
+
+static void *
+race_reader(void *p)
+{
+	struct race_arg *a = p;
+	char buf[256];
+	unsigned k;
+
+	race_wait_go();
+	for (k = 0; k < RACE_K; k++) {
+		read_n(a->rfd[k % 3], buf, a->head_len);
+		atomic_store(&a->n_read, k + 1);
+	}
+	return NULL;
+}
+
+static void *
+race_closer(void *p)
+{
+	struct race_arg *a = p;
+	volatile unsigned i;
+
+	int k;
+
+	race_wait_go();
+	for (k = 0; k < a->n_close; k++) {
+		for (i = 0; i < a->spin; i++)
+			;
+		close(a->close[k]);
+	}
+	return NULL;
+}
+
+/* Another connection taking and freeing pool entries all the time:
+ * RACE_CHURN pipelined requests per read (all but one queued: the lowest
+ * free entries, where a freed one goes first), answered, again. */
+#define RACE_CHURN 14
+static void *
+race_churn(void *p)
+{
+	char h[RACE_CHURN * 256], buf[RACE_CHURN * 256];
+	const int *fds = p;
+	int c = fds[0], s = fds[1], one = 1;
+	uint32_t n = 0;
+
+	(void)setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	while (!atomic_load(&race_stop)) {
+		size_t len = 0;
+		int k;
+
+		for (k = 0; k < RACE_CHURN; k++)
+			len += race_head(h + len, sizeof(h) - len, 0x22222222u, n, (uint32_t)k);
+		send_all(c, h, len, MSG_NOSIGNAL);
+		read_n(s, buf, len);
+		for (k = 0; k < RACE_CHURN; k++)
+			send_all(s, RESP, sizeof(RESP) - 1, MSG_NOSIGNAL);
+		read_n(c, buf, RACE_CHURN * (sizeof(RESP) - 1));
+		n++;
+	}
+	race_churned = n;
+	close(s);
+	close(c);
+	return NULL;
+}
+
+static uint64_t
+race_now_ms(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000 + (uint64_t)t.tv_nsec / 1000000;
+}
+
+static void
+mode_copy_race(const char *how, const char *ms)
+{
+	bool rd = strcmp(how, "read") == 0, sig = strcmp(how, "signal") == 0;
+	struct itimerval it = {.it_interval = {.tv_usec = RACE_TICK_US},
+			       .it_value = {.tv_usec = RACE_TICK_US}};
+	struct sigaction sa = {.sa_handler = race_on_alarm, .sa_flags = SA_RESTART};
+	sigset_t alrm;
+	uint64_t until = race_now_ms() +
+			 (ms ? strtoul(ms, NULL, 10) : sig ? 2500 : rd ? 1000 : 1500);
+	pthread_t churn;
+	unsigned round = 0;
+	int churn_fds[2];
+	char h[RACE_K * 256], buf[RACE_K * 256];
+
+	/* SIGALRM reaches the writer only (threads inherit the mask; the
+	 * writer unblocks it) */
+	sigemptyset(&alrm);
+	sigaddset(&alrm, SIGALRM);
+	pthread_sigmask(SIG_BLOCK, &alrm, NULL);
+	if (sig && (sigaction(SIGALRM, &sa, NULL) || setitimer(ITIMER_REAL, &it, NULL)))
+		die("setitimer");
+	/* its connection made here: two threads in pair() at once could
+	 * each accept the other's */
+	pair(&churn_fds[0], &churn_fds[1]);
+	if (pthread_create(&churn, NULL, race_churn, churn_fds))
+		die("pthread_create");
+	srand(12345);
+	while (race_now_ms() < until) {
+		struct race_arg wa, ca;
+		pthread_t w, cl;
+		size_t len = 0;
+		int c, s, d[RACE_COPIES], k;
+
+		round++;
+		pair(&c, &s);
+		/* the ring is s, d[n-1], ..., d[0] (a copy joins right after
+		 * its original): closing s and then d[n-1] .. d[1] moves the
+		 * state each time, and d[0], the writer's, is the last one */
+		for (k = 0; k < RACE_COPIES; k++)
+			if ((d[k] = dup(s)) < 0)
+				die("dup");
+		for (k = 0; k < RACE_K; k++)
+			len += race_head(h + len, sizeof(h) - len, 0x11111111u, round,
+					 (uint32_t)k);
+		send_all(c, h, len, MSG_NOSIGNAL);
+		wa = (struct race_arg){.fd = d[0], .round = round};
+		ca = (struct race_arg){.spin = (unsigned)rand() % 3000};
+		if (rd) {
+			/* heads read one at a time through s, d[1], d[2] */
+			ca.fd = d[0];
+			ca.round = round;
+			wa.head_len = ca.head_len = len / RACE_K;
+			ca.rfd[0] = s;
+			ca.rfd[1] = d[1];
+			ca.rfd[2] = d[2];
+		} else {
+			/* all heads read through the original: one current,
+			 * the rest queued */
+			wait_queued(s, len);
+			read_n(s, buf, len);
+			ca.close[ca.n_close++] = s;
+			for (k = RACE_COPIES - 1; k > 0; k--)
+				ca.close[ca.n_close++] = d[k];
+		}
+		if (sig) {
+			/* the handler moves the state from s on; the closer
+			 * closes the other copies */
+			atomic_store(&race_sig_leader, s);
+			ca.close[0] = ca.close[--ca.n_close];
+			wa.sig = true;
+		}
+		atomic_store(&race_go, 0);
+		if (pthread_create(&w, NULL, race_writer, rd ? &ca : &wa) ||
+		    pthread_create(&cl, NULL, rd ? race_reader : race_closer, &ca))
+			die("pthread_create");
+		atomic_store(&race_go, 1);
+		pthread_join(w, NULL);
+		pthread_join(cl, NULL);
+		if (sig)
+			close(atomic_exchange(&race_sig_leader, -1));
+		if (rd) {
+			close(s);
+			for (k = RACE_COPIES - 1; k > 0; k--)
+				close(d[k]);
+		}
+		close(d[0]);
+		close(c);
+	}
+	atomic_store(&race_stop, 1);
+	if (sig) {
+		it = (struct itimerval){0};
+		(void)setitimer(ITIMER_REAL, &it, NULL);
+	}
+	pthread_join(churn, NULL);
+	fprintf(stderr,
+		"copy-race: %u rounds, %u responses showed this connection's context, "
+		"%u none, %u another's; %u churn rounds\n",
+		round, race_mine, race_none, race_foreign, race_churned);
+	CHECK(!shim || race_mine > 0, "no response ever showed a context");
+}
+
 /* ---- a connection inherited on fd 0 and fd 1 ---- */
 
 /* The number the children of run_on_stdin() find the other end on. */
@@ -1293,6 +1624,8 @@ main(int argc, char **argv)
 		mode_copy_reuse();
 	else if (strcmp(mode, "copy-read") == 0)
 		mode_copy_read();
+	else if (strcmp(mode, "copy-race") == 0)
+		mode_copy_race(argc > 2 ? argv[2] : "close", argc > 3 ? argv[3] : NULL);
 	else if (strcmp(mode, "copy-ring") == 0)
 		mode_copy_ring(argc > 2 ? argv[2] : "long");
 	else if (strcmp(mode, "stdin-server") == 0)
