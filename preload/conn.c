@@ -851,9 +851,9 @@ conn_to_copy(struct ctxshim_conn *c, bool new_gen)
 	memset(&c->scan, 0, sizeof(c->scan));
 	http_scan_stop(&c->scan);
 	memset(&c->ctx, 0, offsetof(struct ctxshim_conn_ctx, data));
-	atomic_store_explicit(&c->flags,
-			      CONN_F_TRACKED | CONN_F_LINK | CONN_F_REQ | CONN_F_HAS_CTX,
-			      memory_order_relaxed);
+	atomic_store_explicit(
+		&c->flags, CONN_F_TRACKED | CONN_F_LINK | CONN_F_REQ | CONN_F_HAS_CTX,
+		memory_order_relaxed);
 	if (new_gen)
 		atomic_fetch_add_explicit(&c->gen, 1, memory_order_relaxed);
 	conn_seq_end(c);
@@ -872,7 +872,8 @@ ctxshim_conn_lead(int fd)
 	struct ctxshim_conn *c = ctxshim_conn_get(fd), *l;
 	int lfd;
 
-	if (!c || !(atomic_load_explicit(&c->flags, memory_order_relaxed) & CONN_F_LINK))
+	if (!c ||
+	    !(atomic_load_explicit(&c->flags, memory_order_relaxed) & CONN_F_LINK))
 		return false;
 	lfd = ctxshim_conn_leader(fd, &l);
 	if (lfd < 0)
@@ -880,8 +881,8 @@ ctxshim_conn_lead(int fd)
 	conn_move(c, l);
 	conn_to_copy(l, false);
 	conn_set_hot(lfd, CONN_HOT_SCAN);
-	conn_set_hot(fd,
-		     conn_hot_of(atomic_load_explicit(&c->flags, memory_order_relaxed)));
+	conn_set_hot(
+		fd, conn_hot_of(atomic_load_explicit(&c->flags, memory_order_relaxed)));
 	return true;
 }
 
@@ -1113,7 +1114,7 @@ ctxshim_conn_tls(int fd)
  * request was read.  Only system calls here, once, at start-up;
  * CTXSHIM_INHERITED=0 turns it off. */
 
-#define CONN_INHERIT_LISTEN_MAX 64
+#define CONN_INHERIT_LISTEN_MAX  64
 #define CONN_SD_LISTEN_FDS_START 3
 
 /* fd 0's generation if start-up followed it (0: it did not). */
@@ -1441,7 +1442,8 @@ ctxshim_conn_request_ctx(int fd, struct ctxshim_ctx *out)
 	struct ctxshim_ctx tmp;
 	unsigned tries;
 
-	if (c && (atomic_load_explicit(&c->flags, memory_order_relaxed) & CONN_F_LINK) &&
+	if (c &&
+	    (atomic_load_explicit(&c->flags, memory_order_relaxed) & CONN_F_LINK) &&
 	    ctxshim_conn_leader(fd, &c) < 0)
 		return false;
 	if (!c ||
@@ -1689,9 +1691,8 @@ conn_fifo_hand_back(struct ctxshim_conn *c, unsigned next, uint32_t gen)
 	    (f & CONN_F_TRACKED) && !(f & CONN_F_LINK))
 		return;
 	back = (uint16_t)next;
-	if (atomic_compare_exchange_strong_explicit(&c->pending, &back, 0,
-						    memory_order_acq_rel,
-						    memory_order_relaxed))
+	if (atomic_compare_exchange_strong_explicit(
+		    &c->pending, &back, 0, memory_order_acq_rel, memory_order_relaxed))
 		conn_fifo_drain(next, 0);
 }
 

@@ -65,18 +65,18 @@ void ctxshim_conn_claim(int fd);
 #define CTXSHIM_CONN_MAX_FDS     (1u << 20)
 
 enum {
-	CONN_F_TRACKED = 0x01,   /* a server-side (accepted) connection */
-	CONN_F_CLAIMED = 0x02,   /* a library hook handles it */
-	CONN_F_REQ = 0x04,       /* a request is current (head seen) */
-	CONN_F_HAS_CTX = 0x08,   /* ctx holds the current request's context */
-	CONN_F_OVERFLOW = 0x10,  /* a pipelined head did not fit the queue: the
+	CONN_F_TRACKED = 0x01,  /* a server-side (accepted) connection */
+	CONN_F_CLAIMED = 0x02,  /* a library hook handles it */
+	CONN_F_REQ = 0x04,      /* a request is current (head seen) */
+	CONN_F_HAS_CTX = 0x08,  /* ctx holds the current request's context */
+	CONN_F_OVERFLOW = 0x10, /* a pipelined head did not fit the queue: the
 				  * scanner stopped, and requests past the
 				  * queue run without a context (conn.c,
 				  * "Bound") */
-	CONN_F_PROMOTED = 0x20,  /* it was pipelined behind the previous one */
-	CONN_F_TLS = 0x40,       /* TLS: the scanner gets plaintext from the TLS
+	CONN_F_PROMOTED = 0x20, /* it was pipelined behind the previous one */
+	CONN_F_TLS = 0x40,      /* TLS: the scanner gets plaintext from the TLS
 				  * hooks, never the socket's bytes */
-	CONN_F_LINK = 0x80,      /* a copy of a connection (dup, dup2, dup3,
+	CONN_F_LINK = 0x80,     /* a copy of a connection (dup, dup2, dup3,
 				  * F_DUPFD, an inherited fd 1 or 2): its state
 				  * is held by another descriptor of its ring
 				  * (conn.c, "Copies"); its scanner is stopped

@@ -156,7 +156,7 @@ void ctxshim_ctx_add_parent_attr(struct ctxshim_ctx *c, struct trec_attr_writer 
  * and as ctxshim_current(), so a context is written once. */
 struct ctxshim_thread {
 	struct ctxshim_ctx ctx[2];
-	struct ctx_rng rng;    /* trace-ids, UUIDs */
+	struct ctx_rng rng;           /* trace-ids, UUIDs */
 	struct ctx_splitmix span_rng; /* span-ids (cheaper, rng.h) */
 	void **slot;           /* &otel_thread_ctx_v1, once known */
 	unsigned rng_gen;      /* ctxshim_fork_gen at seeding (of rng and span_rng);

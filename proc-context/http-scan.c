@@ -1112,8 +1112,7 @@ lines_fast(struct http_scan *st,
 		/* A version-00 traceparent (55 bytes) and CRLF: check that
 		 * line end where it should be instead of searching for it. */
 		if (f == FLD_TP && lim - q > W3C_TRACEPARENT_LEN + 1 &&
-		    load16(q + W3C_TRACEPARENT_LEN) == 0x0a0d &&
-		    !lf_in_tp(q))
+		    load16(q + W3C_TRACEPARENT_LEN) == 0x0a0d && !lf_in_tp(q))
 			nl = q + W3C_TRACEPARENT_LEN + 1;
 		else
 #endif
@@ -1154,12 +1153,12 @@ head_complete(struct http_scan *st, const struct http_scan_config *cfg, size_t t
 	unsigned flags = st->flags;
 
 	/* the usual head: captured, no body, nothing to change */
-	if (__builtin_expect((flags & (HTTP_SCAN_F_CAPTURED | HTTP_SCAN_F_TRANSFER_ENCODING |
-				       HTTP_SCAN_F_CONTENT_LENGTH |
-				       HTTP_SCAN_F_BAD_FRAMING | HTTP_SCAN_F_CHUNKED)) ==
-				     HTTP_SCAN_F_CAPTURED &&
-			     total <= cfg->max_head_bytes,
-			     1)) {
+	if (__builtin_expect(
+		    (flags & (HTTP_SCAN_F_CAPTURED | HTTP_SCAN_F_TRANSFER_ENCODING |
+			      HTTP_SCAN_F_CONTENT_LENGTH | HTTP_SCAN_F_BAD_FRAMING |
+			      HTTP_SCAN_F_CHUNKED)) == HTTP_SCAN_F_CAPTURED &&
+			    total <= cfg->max_head_bytes,
+		    1)) {
 		st->head_bytes = 0;
 		st->pos = 0;
 		st->phase = PH_REQ;

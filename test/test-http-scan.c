@@ -1091,7 +1091,7 @@ END_TEST
  * 16-byte moves of its copy. */
 START_TEST(traceparent_value_ends)
 {
-	static const char *const ends[] = {"\r\n", "\n", " \r\n", "\t\r\n",
+	static const char *const ends[] = {"\r\n",   "\n",       " \r\n",   "\t\r\n",
 					   "\r\r\n", " \t \r\n", "\r \r\n", "\t\n"};
 	char val[80], buf[256];
 	struct trace *t;
@@ -1105,8 +1105,10 @@ START_TEST(traceparent_value_ends)
 			val[L / 2] = ' ';
 		val[L] = '\0';
 		for (e = 0; e < sizeof(ends) / sizeof(ends[0]); e++) {
-			snprintf(buf, sizeof(buf), "GET /small.html HTTP/1.1\r\n"
-						   "traceparent: %s%s\r\n", val, ends[e]);
+			snprintf(buf, sizeof(buf),
+				 "GET /small.html HTTP/1.1\r\n"
+				 "traceparent: %s%s\r\n",
+				 val, ends[e]);
 			t = check_splits(&cfg_std, buf, strlen(buf), "tp-ends", false);
 			ck_assert_uint_eq(t->n, 1);
 			ck_assert_uint_eq(t->ev[0].flags, F_CAP | F_TP);
@@ -1114,8 +1116,8 @@ START_TEST(traceparent_value_ends)
 					  L < HTTP_SCAN_TRACEPARENT_MAX
 						  ? L
 						  : HTTP_SCAN_TRACEPARENT_MAX);
-			ck_assert_int_eq(memcmp(t->ev[0].snap.tp, val, t->ev[0].snap.tp_len),
-					 0);
+			ck_assert_int_eq(
+				memcmp(t->ev[0].snap.tp, val, t->ev[0].snap.tp_len), 0);
 			free(t);
 		}
 	}
@@ -1126,7 +1128,8 @@ START_TEST(traceparent_value_ends)
 			val[L] = (char)('0' + L % 10);
 		val[k] = '\n';
 		val[55] = '\0';
-		snprintf(buf, sizeof(buf), "GET / HTTP/1.1\r\ntraceparent: %s\r\n\r\n", val);
+		snprintf(buf, sizeof(buf), "GET / HTTP/1.1\r\ntraceparent: %s\r\n\r\n",
+			 val);
 		t = check_splits(&cfg_std, buf, strlen(buf), "tp-lf-inside", false);
 		ck_assert_uint_eq(t->n, 1);
 		ck_assert_uint_eq(t->ev[0].flags, F_CAP | F_TP);

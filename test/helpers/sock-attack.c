@@ -1171,7 +1171,8 @@ race_check(unsigned r, unsigned k)
 		return;
 	}
 	if (race_be32(rec->trace_id) == 0x11111111u &&
-	    race_be32(rec->trace_id + 4) == r && race_be32(rec->trace_id + 8) < RACE_K) {
+	    race_be32(rec->trace_id + 4) == r &&
+	    race_be32(rec->trace_id + 8) < RACE_K) {
 		race_mine++;
 		return;
 	}
@@ -1308,7 +1309,8 @@ race_churn(void *p)
 		int k;
 
 		for (k = 0; k < RACE_CHURN; k++)
-			len += race_head(h + len, sizeof(h) - len, 0x22222222u, n, (uint32_t)k);
+			len += race_head(h + len, sizeof(h) - len, 0x22222222u, n,
+					 (uint32_t)k);
 		send_all(c, h, len, MSG_NOSIGNAL);
 		read_n(s, buf, len);
 		for (k = 0; k < RACE_CHURN; k++)
@@ -1339,8 +1341,10 @@ mode_copy_race(const char *how, const char *ms)
 			       .it_value = {.tv_usec = RACE_TICK_US}};
 	struct sigaction sa = {.sa_handler = race_on_alarm, .sa_flags = SA_RESTART};
 	sigset_t alrm;
-	uint64_t until = race_now_ms() +
-			 (ms ? strtoul(ms, NULL, 10) : sig ? 2500 : rd ? 1000 : 1500);
+	uint64_t until = race_now_ms() + (ms    ? strtoul(ms, NULL, 10)
+					  : sig ? 2500
+					  : rd  ? 1000
+						: 1500);
 	pthread_t churn;
 	unsigned round = 0;
 	int churn_fds[2];
