@@ -330,13 +330,8 @@ conn_release_all(struct ctxshim_conn *c)
 static inline _Atomic uint64_t *
 conn_link_word(int fd)
 {
-	struct ctxshim_conn *chunk;
+	struct ctxshim_conn *chunk = ctxshim_conn_chunk(fd);
 
-	if ((unsigned)fd >= ctxshim_conn_tab.max_fds)
-		return NULL;
-	chunk = atomic_load_explicit(
-		&ctxshim_conn_tab.chunks[(unsigned)fd >> CTXSHIM_CONN_CHUNK_SHIFT],
-		memory_order_acquire);
 	if (!chunk)
 		return NULL;
 	return (_Atomic uint64_t *)(void *)(chunk + CTXSHIM_CONN_CHUNK) +

@@ -209,17 +209,23 @@ ctxshim_conn_hot(int fd)
 	return __atomic_load_n(&ctxshim_conn_tab.hot[fd], __ATOMIC_RELAXED);
 }
 
+/* The chunk holding fd's slot, or NULL if it was never mapped. */
+static inline struct ctxshim_conn *
+ctxshim_conn_chunk(int fd)
+{
+	if ((unsigned)fd >= ctxshim_conn_tab.max_fds)
+		return NULL;
+	return atomic_load_explicit(
+		&ctxshim_conn_tab.chunks[(unsigned)fd >> CTXSHIM_CONN_CHUNK_SHIFT],
+		memory_order_acquire);
+}
+
 /* The slot of fd if its chunk exists, else NULL. */
 static inline struct ctxshim_conn *
 ctxshim_conn_get(int fd)
 {
-	struct ctxshim_conn *chunk;
+	struct ctxshim_conn *chunk = ctxshim_conn_chunk(fd);
 
-	if ((unsigned)fd >= ctxshim_conn_tab.max_fds)
-		return NULL;
-	chunk = atomic_load_explicit(
-		&ctxshim_conn_tab.chunks[(unsigned)fd >> CTXSHIM_CONN_CHUNK_SHIFT],
-		memory_order_acquire);
 	return chunk ? &chunk[(unsigned)fd & (CTXSHIM_CONN_CHUNK - 1)] : NULL;
 }
 

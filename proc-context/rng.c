@@ -28,19 +28,6 @@ load_le64(const uint8_t *p)
 }
 
 static void
-store_le64(uint8_t *p, uint64_t v)
-{
-	p[0] = (uint8_t)v;
-	p[1] = (uint8_t)(v >> 8);
-	p[2] = (uint8_t)(v >> 16);
-	p[3] = (uint8_t)(v >> 24);
-	p[4] = (uint8_t)(v >> 32);
-	p[5] = (uint8_t)(v >> 40);
-	p[6] = (uint8_t)(v >> 48);
-	p[7] = (uint8_t)(v >> 56);
-}
-
-static void
 fix_zero_state(struct ctx_rng *r)
 {
 	/* the all-zero state only ever produces zeros */
@@ -107,8 +94,8 @@ ctx_rng_trace_id(struct ctx_rng *r, uint8_t id[16])
 		hi = ctx_rng_next(r);
 		lo = ctx_rng_next(r);
 	} while ((hi | lo) == 0);
-	store_le64(id, hi);
-	store_le64(id + 8, lo);
+	ctx_store_le64(id, hi);
+	ctx_store_le64(id + 8, lo);
 }
 
 void
@@ -119,7 +106,7 @@ ctx_rng_span_id(struct ctx_rng *r, uint8_t id[8])
 	do
 		v = ctx_rng_next(r);
 	while (v == 0);
-	store_le64(id, v);
+	ctx_store_le64(id, v);
 }
 
 void
@@ -129,8 +116,8 @@ ctx_rng_uuid4(struct ctx_rng *r, char out[CTX_UUID_STR_LEN + 1])
 	uint8_t b[16];
 	int o = 0;
 
-	store_le64(b, ctx_rng_next(r));
-	store_le64(b + 8, ctx_rng_next(r));
+	ctx_store_le64(b, ctx_rng_next(r));
+	ctx_store_le64(b + 8, ctx_rng_next(r));
 	b[6] = (uint8_t)((b[6] & 0x0f) | 0x40); /* version 4 */
 	b[8] = (uint8_t)((b[8] & 0x3f) | 0x80); /* variant 10xx */
 	for (int i = 0; i < 16; i++) {
