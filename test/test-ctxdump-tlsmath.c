@@ -64,6 +64,21 @@ START_TEST(le_x86_64)
 		tlsm_le_tpoff(TLSM_X86_64, TLSM_GLIBC, 0x10, 0x1008, 0x30, 16, &off),
 		0);
 	ck_assert_int_eq(off, 0x10 - 0x38);
+	/* A statically linked glibc executable places the block itself
+	 * (csu/libc-tls.c): roundup(memsz, align), no first-byte term, so
+	 * the misaligned image gives -0x30 where ld.so's gives -0x38. */
+	ck_assert_int_eq(tlsm_static_exe_tpoff(TLSM_X86_64, TLSM_GLIBC, 0, 0x1008, 0x30,
+					       16, &off),
+			 0);
+	ck_assert_int_eq(off, -0x30);
+	ck_assert_int_eq(
+		tlsm_le_tpoff(TLSM_X86_64, TLSM_GLIBC, 0, 0x1008, 0x30, 16, &off), 0);
+	ck_assert_int_eq(off, -0x38);
+	/* aligned: both agree */
+	ck_assert_int_eq(tlsm_static_exe_tpoff(TLSM_X86_64, TLSM_GLIBC, 0x28, 0x3de0,
+					       0x30, 16, &off),
+			 0);
+	ck_assert_int_eq(off, -8);
 	/* musl x86_64 uses the same value */
 	ck_assert_int_eq(tlsm_le_tpoff(TLSM_X86_64, TLSM_MUSL, 0x28, 0, 0x30, 16, &off),
 			 0);

@@ -1082,6 +1082,18 @@ main(int argc, char **argv)
 			"no loaded object of process %d defines " OTEL_THREAD_CTX_SYMBOL
 			" (is an OTEP-4947 writer such as libctxshim.so loaded?)",
 			(int)ctl.pid);
+		/* A statically linked executable is the only object that can
+		 * hold the writer; stripped, it may define the variable
+		 * without ctxdump seeing it.  (Not said of a dynamically
+		 * linked one: there a missing writer library is likelier.) */
+		if (d->sym.exe_stripped && d->sym.exe_static)
+			cli_warn("its executable is statically linked and stripped "
+				 "(no .symtab): a writer in it must "
+				 "export " OTEL_THREAD_CTX_SYMBOL
+				 " as OTEP-4947 asks (link "
+				 "-static-pie "
+				 "-Wl,--export-dynamic-symbol=" OTEL_THREAD_CTX_SYMBOL
+				 ") or keep its symbol table");
 		stop_free(&ss);
 		return finish(&run, CLI_EXIT_FATAL);
 	}

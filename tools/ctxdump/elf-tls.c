@@ -44,6 +44,11 @@ struct etls_elf {
 	Elf_Scn *dynsym;
 	size_t dynsym_ndx;
 	GElf_Shdr dynsym_sh;
+	/* The full symbol table, unless stripped: only looked at when no
+	 * object exports the symbol. */
+	Elf_Scn *symtab;
+	GElf_Shdr symtab_sh;
+	bool has_interp;
 };
 
 /* One mapped file, deduplicated by device and inode. */
@@ -231,8 +236,9 @@ elf_close(struct etls_elf *x)
 	x->fd = -1;
 }
 
-/* Headers, PT_TLS, load bias and .dynsym of the object opened in x->e,
- * whose lowest mapping starts at map_start with file offset map_offset. */
+/* Headers, PT_TLS, PT_INTERP, load bias, .dynsym and .symtab of the
+ * object opened in x->e, whose lowest mapping starts at map_start with
+ * file offset map_offset. */
 static int
 elf_parse(struct etls_elf *x, uint64_t map_start, uint64_t map_offset)
 {
@@ -251,6 +257,8 @@ elf_parse(struct etls_elf *x, uint64_t map_start, uint64_t map_offset)
 			x->has_tls = true;
 			x->tls = ph;
 		}
+		if (ph.p_type == PT_INTERP)
+			x->has_interp = true;
 		/* bias = map start - vaddr of the mapped file offset, taken
 		 * from the PT_LOAD that contains the mapping's offset. */
 		if (ph.p_type == PT_LOAD && !x->bias_ok) {
@@ -268,12 +276,18 @@ elf_parse(struct etls_elf *x, uint64_t map_start, uint64_t map_offset)
 	while ((scn = elf_nextscn(x->e, scn)) != NULL) {
 		GElf_Shdr sh;
 
-		if (gelf_getshdr(scn, &sh) && sh.sh_type == SHT_DYNSYM) {
+		if (!gelf_getshdr(scn, &sh))
+			continue;
+		if (sh.sh_type == SHT_DYNSYM && !x->dynsym) {
 			x->dynsym = scn;
 			x->dynsym_ndx = elf_ndxscn(scn);
 			x->dynsym_sh = sh;
-			break;
+		} else if (sh.sh_type == SHT_SYMTAB && !x->symtab) {
+			x->symtab = scn;
+			x->symtab_sh = sh;
 		}
+		if (x->dynsym && x->symtab)
+			break;
 	}
 	return 0;
 }
@@ -311,31 +325,40 @@ obj_elf(pid_t pid, struct etls_obj *ob)
 	return x;
 }
 
-/* Index of the .dynsym entry named name: defined, of type type (and size
- * size, unless 0), or an undefined reference for a type < 0; lookup_sym():
- * defined STT_TLS of size 8 when defined is true.  The symbols and their
- * names are read straight from the section data (class 64, native
- * layout: libelf converts or copies when it must): gelf_getsym() and
- * elf_strptr() per symbol cost most of a dump's ELF work, and a libc has
- * thousands of symbols. */
+/* Index of the entry named name in the symbol table scn (section header
+ * sh): defined, of type type (and size size, unless 0), or an undefined
+ * reference for a type < 0.  With full (.symtab), a global or weak
+ * symbol first; else a local one only if it is the only one of that name:
+ * the linker makes a hidden global local in a shared object or PIE, but
+ * each translation unit may have a file-scope static of the same name,
+ * and two of them leave no way to tell which one is the writer's.
+ * lookup_sym(): defined STT_TLS of size 8 in .dynsym when defined is
+ * true.  The symbols and their names are read straight from the section
+ * data (class 64, native layout: libelf converts or copies when it
+ * must): gelf_getsym() and elf_strptr() per symbol cost most of a dump's
+ * ELF work, and a libc has thousands of symbols. */
 static bool
-lookup_sym_type(struct etls_elf *x,
-		const char *want,
-		int type,
-		uint64_t size,
-		size_t *idx,
-		GElf_Sym *out)
+lookup_in(struct etls_elf *x,
+	  Elf_Scn *scn,
+	  const GElf_Shdr *sh,
+	  bool full,
+	  const char *want,
+	  int type,
+	  uint64_t size,
+	  size_t *idx,
+	  GElf_Sym *out)
 {
 	const Elf64_Sym *syms;
 	const char *strs;
 	Elf_Data *d, *sd;
 	Elf_Scn *strscn;
-	size_t n, i, wl = strlen(want) + 1, strsz;
+	size_t n, i, wl = strlen(want) + 1, strsz, local = 0;
+	unsigned n_local = 0;
 
-	if (!x->dynsym || x->dynsym_sh.sh_entsize != sizeof(Elf64_Sym))
+	if (!scn || sh->sh_entsize != sizeof(Elf64_Sym))
 		return false;
-	d = elf_getdata(x->dynsym, NULL);
-	strscn = elf_getscn(x->e, x->dynsym_sh.sh_link);
+	d = elf_getdata(scn, NULL);
+	strscn = elf_getscn(x->e, sh->sh_link);
 	sd = strscn ? elf_getdata(strscn, NULL) : NULL;
 	if (!d || !d->d_buf || d->d_type != ELF_T_SYM || !sd || !sd->d_buf)
 		return false;
@@ -351,16 +374,40 @@ lookup_sym_type(struct etls_elf *x,
 		if (type >= 0 && (ELF64_ST_TYPE(s->st_info) != (unsigned)type ||
 				  (size && s->st_size != size)))
 			continue;
+		if (full && ELF64_ST_BIND(s->st_info) != STB_LOCAL &&
+		    ELF64_ST_BIND(s->st_info) != STB_GLOBAL &&
+		    ELF64_ST_BIND(s->st_info) != STB_WEAK)
+			continue;
 		/* the name and its NUL inside the string table */
 		if (s->st_name >= strsz || strsz - s->st_name < wl ||
 		    memcmp(strs + s->st_name, want, wl) != 0)
 			continue;
+		if (full && ELF64_ST_BIND(s->st_info) == STB_LOCAL) {
+			if (!n_local++)
+				local = i;
+			continue;
+		}
 		if (!gelf_getsym(d, (int)i, out))
 			return false;
 		*idx = i;
 		return true;
 	}
-	return false;
+	if (n_local != 1 || !gelf_getsym(d, (int)local, out))
+		return false;
+	*idx = local;
+	return true;
+}
+
+static bool
+lookup_sym_type(struct etls_elf *x,
+		const char *want,
+		int type,
+		uint64_t size,
+		size_t *idx,
+		GElf_Sym *out)
+{
+	return lookup_in(x, x->dynsym, &x->dynsym_sh, false, want, type, size, idx,
+			 out);
 }
 
 static bool
@@ -521,17 +568,27 @@ path_is_musl(const char *path)
 	return strncmp(b, "ld-musl-", 8) == 0 || strncmp(b, "libc.musl-", 10) == 0;
 }
 
-/* The definition of name in x: "a file without a TLS segment defines no
- * thread-local".  Fills what the object itself tells (not the module path,
- * and is_exec only for ET_EXEC). */
+/* The definition of name in x's .dynsym, or with symtab in its .symtab:
+ * "a file without a TLS segment defines no thread-local".  Fills what the
+ * object itself tells (not the module path, and is_exec only for
+ * ET_EXEC). */
 static bool
-examine_definition(struct etls_elf *x, const char *name, struct etls_symbol *cur)
+examine_definition(struct etls_elf *x,
+		   const char *name,
+		   bool symtab,
+		   struct etls_symbol *cur)
 {
 	size_t idx;
 	GElf_Sym s;
 
-	if (!x->has_tls || !x->bias_ok || !lookup_sym(x, name, true, &idx, &s))
+	if (!x->has_tls || !x->bias_ok)
 		return false;
+	if (symtab ? !lookup_in(x, x->symtab, &x->symtab_sh, true, name, STT_TLS, 8,
+				&idx, &s)
+		   : !lookup_sym(x, name, true, &idx, &s))
+		return false;
+	cur->from_symtab = symtab;
+	cur->no_interp = !x->has_interp;
 	cur->is_exec = x->eh.e_type == ET_EXEC;
 	cur->bias = x->bias;
 	cur->st_value = s.st_value;
@@ -545,7 +602,9 @@ examine_definition(struct etls_elf *x, const char *name, struct etls_symbol *cur
 		cur->arch = TLSM_AARCH64;
 	else
 		cur->arch = (enum tlsm_arch) - 1;
-	if (!scan_relocs(x, idx, x->bias, cur))
+	/* idx is a .dynsym index only for a .dynsym definition; relocations
+	 * cannot name a symbol that only .symtab has */
+	if (symtab || !scan_relocs(x, idx, x->bias, cur))
 		(void)scan_anon_relocs(x, x->bias, cur);
 	return true;
 }
@@ -585,7 +644,9 @@ etls_examine_image(void *image,
 		elf_close(&x);
 		return r;
 	}
-	found = user ? examine_user(&x, name, sym) : examine_definition(&x, name, sym);
+	found = user ? examine_user(&x, name, sym)
+		     : examine_definition(&x, name, false, sym) ||
+				examine_definition(&x, name, true, sym);
 	elf_close(&x);
 	return found ? 0 : -ENOENT;
 }
@@ -893,22 +954,31 @@ etls_proc_find(struct etls_proc *p, const char *name, struct etls_symbol *sym)
 {
 	struct etls_objs *objs = &p->objs;
 	struct etls_symbol best, cur;
-	bool have = false, musl = false;
-	size_t i;
+	bool have = false, musl = false, exe_stripped = false, exe_static = false;
+	size_t i, k;
 	int r = 0;
 
 	memset(sym, 0, sizeof(*sym));
 	memset(&best, 0, sizeof(best));
-	for (i = 0; i < objs->n; i++) {
-		struct etls_obj *ob = &objs->v[i];
+	/* Two passes over the objects: first their .dynsym, where the OTEP
+	 * puts the symbol; then, only if no object exports it, their .symtab
+	 * (a statically linked writer has no .dynsym, or one without the
+	 * symbol). */
+	for (k = 0; k < 2 * objs->n; k++) {
+		bool symtab = k >= objs->n;
+		struct etls_obj *ob = &objs->v[k % objs->n];
 		struct etls_elf *x;
 
-		musl |= path_is_musl(ob->path);
-		best.n_objects++;
+		if (symtab && k == objs->n && have)
+			break;
+		if (!symtab) {
+			musl |= path_is_musl(ob->path);
+			best.n_objects++;
+		}
 		x = obj_elf(p->pid, ob);
 		if (!x) {
 			/* not an ELF object is no failure: a mapped data file */
-			if (ob->err == -ENOEXEC)
+			if (symtab || ob->err == -ENOEXEC)
 				continue;
 			if (!best.n_unopenable++) {
 				snprintf(best.unopenable, sizeof(best.unopenable), "%s",
@@ -918,8 +988,13 @@ etls_proc_find(struct etls_proc *p, const char *name, struct etls_symbol *sym)
 			}
 			continue;
 		}
+		if (symtab && x->has_tls && !x->symtab && p->exe_ok &&
+		    (uint64_t)p->exe_st.st_ino == ob->inode) {
+			exe_stripped = true;
+			exe_static = !x->has_interp;
+		}
 		memset(&cur, 0, sizeof(cur));
-		if (!examine_definition(x, name, &cur))
+		if (!examine_definition(x, name, symtab, &cur))
 			continue;
 		snprintf(cur.module, sizeof(cur.module), "%s", ob->path);
 		cur.deleted = ob->deleted;
@@ -952,6 +1027,8 @@ etls_proc_find(struct etls_proc *p, const char *name, struct etls_symbol *sym)
 		memcpy(sym->unopenable, best.unopenable, sizeof(sym->unopenable));
 		sym->unopenable_deleted = best.unopenable_deleted;
 		sym->unopenable_err = best.unopenable_err;
+		sym->exe_stripped = exe_stripped;
+		sym->exe_static = exe_static;
 		return -ENOENT;
 	}
 	best.libc = musl ? TLSM_MUSL : TLSM_GLIBC;
@@ -1074,10 +1151,15 @@ etls_resolve(pid_t pid, const struct etls_symbol *sym, struct tlsm_access *acc)
 	acc->libc = sym->libc;
 	acc->model = TLSM_UNRESOLVED;
 	if (sym->is_exec) {
+		/* a statically linked executable has no ld.so to place its
+		 * block: its libc did (reader.md §1.2) */
+		int (*le)(enum tlsm_arch, enum tlsm_libc, uint64_t, uint64_t, uint64_t,
+			  uint64_t, int64_t *) =
+			sym->no_interp ? tlsm_static_exe_tpoff : tlsm_le_tpoff;
 		int64_t tpoff;
 
-		if (tlsm_le_tpoff(sym->arch, sym->libc, sym->st_value, sym->tls_vaddr,
-				  sym->tls_memsz, sym->tls_align, &tpoff) == 0) {
+		if (le(sym->arch, sym->libc, sym->st_value, sym->tls_vaddr,
+		       sym->tls_memsz, sym->tls_align, &tpoff) == 0) {
 			acc->model = TLSM_LE;
 			acc->tpoff = tpoff;
 		}
@@ -1089,6 +1171,26 @@ fail:
 	acc->libc = sym->libc;
 	acc->model = TLSM_UNRESOLVED;
 	return r;
+}
+
+int
+etls_slot_words(pid_t pid, const struct etls_symbol *sym, uint64_t w[2])
+{
+	int r;
+
+	w[0] = w[1] = 0;
+	/* the order of etls_resolve() */
+	if (sym->tlsdesc_slot)
+		return remote_read(pid, sym->tlsdesc_slot, w, 2 * sizeof(*w));
+	if (sym->dtpmod_slot) {
+		r = remote_read(pid, sym->dtpmod_slot, &w[0], sizeof(*w));
+		if (r == 0 && sym->dtpoff_slot)
+			r = remote_read(pid, sym->dtpoff_slot, &w[1], sizeof(*w));
+		return r;
+	}
+	if (sym->tpoff_slot)
+		return remote_read(pid, sym->tpoff_slot, &w[0], sizeof(*w));
+	return 0;
 }
 
 int

@@ -19,6 +19,17 @@ struct etls_symbol {
 	char module[PATH_MAX];
 	bool deleted;
 	bool is_exec;
+	/* Found in the object's .symtab, not its .dynsym: no object exports
+	 * the symbol (a statically linked writer, or one that does not
+	 * export it).  Only defined thread-locals of size 8 count: global
+	 * or weak, else a local one if it is the only one of that name in
+	 * the object (a hidden global the linker made local; two or more
+	 * file-scope statics are ambiguous). */
+	bool from_symtab;
+	/* The defining object has no PT_INTERP: with is_exec, a statically
+	 * linked executable (-static or -static-pie), whose libc placed its
+	 * TLS block itself (tlsm_static_exe_tpoff()). */
+	bool no_interp;
 	uint64_t bias;     /* load bias: runtime address - ELF vaddr */
 	uint64_t st_value; /* offset in the module's TLS template */
 	uint64_t st_size;
@@ -56,9 +67,18 @@ struct etls_symbol {
 	char unopenable[PATH_MAX];
 	bool unopenable_deleted;
 	int unopenable_err;
+	/* When etls_proc_find() returns -ENOENT: the executable has a TLS
+	 * segment but no .symtab (stripped), so a definition that it does
+	 * not export cannot be found; exe_static: and it is statically
+	 * linked (no PT_INTERP), where .dynsym can hold the symbol only
+	 * when built -static-pie with the symbol exported. */
+	bool exe_stripped;
+	bool exe_static;
 };
 
-/* Look through the mapped objects of pid.  Runs while the target runs.
+/* Look through the mapped objects of pid: the .dynsym of each, and only
+ * if none defines the symbol there, their .symtab (as the eBPF profiler
+ * does: .dynsym first, then .symtab).  Runs while the target runs.
  * Returns 0, -ENOENT if no object defines the symbol, -ESRCH if the process
  * is gone, -EPROTONOSUPPORT for an architecture ctxdump cannot read, or
  * another negative errno. */
@@ -127,3 +147,11 @@ int etls_examine_image(void *image,
  * model is TLSM_UNRESOLVED when no slot is usable.  Returns 0 or the
  * negative errno of a failed read of a slot. */
 int etls_resolve(pid_t pid, const struct etls_symbol *sym, struct tlsm_access *acc);
+
+/* The raw words of the slot etls_resolve() reads first (the TLSDESC
+ * descriptor, the GD pair, or the IE word; zeros for local-exec, which
+ * has none), for a cheap check that the loader has not rewritten them
+ * since: a writer library unloaded and loaded again gets new values
+ * there, or its slot address is no longer mapped.  Call while the
+ * threads are stopped.  Returns 0 or the negative errno of the read. */
+int etls_slot_words(pid_t pid, const struct etls_symbol *sym, uint64_t w[2]);

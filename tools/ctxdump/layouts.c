@@ -122,6 +122,42 @@ lay_resolve(struct lay_proc *lp)
 	return ok;
 }
 
+void
+lay_slots_mark(struct lay_proc *lp)
+{
+	unsigned k;
+
+	for (k = 0; k < LAY_N; k++) {
+		struct lay_layout *l = &lp->l[k];
+
+		if (!l->present)
+			continue;
+		l->slot_err = etls_slot_words(lp->pid, &l->sym, l->slot_words);
+		l->slot_marked = true;
+	}
+}
+
+bool
+lay_slots_changed(const struct lay_proc *lp)
+{
+	unsigned k;
+
+	for (k = 0; k < LAY_N; k++) {
+		const struct lay_layout *l = &lp->l[k];
+		uint64_t w[2];
+		int err;
+
+		if (!l->present || !l->slot_marked)
+			continue;
+		err = etls_slot_words(lp->pid, &l->sym, w);
+		if ((err < 0) != (l->slot_err < 0))
+			return true;
+		if (err == 0 && memcmp(w, l->slot_words, sizeof(w)) != 0)
+			return true;
+	}
+	return false;
+}
+
 /* ---- reading (threads stopped) ---- */
 
 /* Scratch for the batches, kept between calls: the record loop reads

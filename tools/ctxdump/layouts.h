@@ -60,6 +60,11 @@ struct lay_layout {
 	uint64_t data_addr;
 	uint32_t abi_version;
 	bool abi_ok;
+	/* lay_slots_mark(): the slot's words (etls_slot_words()) and the
+	 * error of reading them, when the layout was last resolved */
+	bool slot_marked;
+	int slot_err;
+	uint64_t slot_words[2];
 };
 
 struct lay_proc {
@@ -80,6 +85,16 @@ int lay_find_in(struct etls_proc *ep, pid_t pid, unsigned want, struct lay_proc 
  * custom-labels ABI version).  Call while the threads are stopped.
  * Returns the mask of layouts whose slot is resolved. */
 unsigned lay_resolve(struct lay_proc *lp);
+
+/* Note the slot words of every present layout (with the threads stopped,
+ * right after lay_resolve()), for lay_slots_changed(). */
+void lay_slots_mark(struct lay_proc *lp);
+/* Whether the slot words of a marked layout differ from those noted (or
+ * became readable or unreadable): the loader rewrote them, i.e. the
+ * defining library was unloaded and perhaps loaded again elsewhere, and
+ * what lay_find() found and lay_resolve() worked out is stale.  One read
+ * per present layout; call with the threads stopped. */
+bool lay_slots_changed(const struct lay_proc *lp);
 
 /* The raw copy of one thread's context in one layout. */
 enum lay_state {

@@ -446,7 +446,8 @@ text_header(struct ob *f, const struct dump *d, const struct output_opts *o)
 	} else {
 		ob_puts(f, "Symbol: " OTEL_THREAD_CTX_SYMBOL " in ");
 		text_cstr(f, d->sym.module);
-		ob_printf(f, " (%s)\n", tlsm_model_name(d->acc.model));
+		ob_printf(f, " (%s%s)\n", tlsm_model_name(d->acc.model),
+			  d->sym.from_symtab ? ", .symtab" : "");
 	}
 	if (d->alt) {
 		unsigned k;
@@ -459,6 +460,8 @@ text_header(struct ob *f, const struct dump *d, const struct output_opts *o)
 			ob_printf(f, "Symbol: %s in ", alt_symbol[k]);
 			text_cstr(f, l->sym.module);
 			ob_printf(f, " (%s", tlsm_model_name(l->acc.model));
+			if (l->sym.from_symtab)
+				ob_puts(f, ", .symtab");
 			if (!l->abi_ok)
 				ob_printf(f, ", ABI version %u: not read", l->abi_version);
 			ob_puts(f, ")\n");
@@ -470,6 +473,12 @@ text_header(struct ob *f, const struct dump *d, const struct output_opts *o)
 				d->acc.modid, d->acc.offset);
 		else if (d->acc.model != TLSM_UNRESOLVED)
 			ob_printf(f, "TLS: thread pointer %+" PRId64 "\n", d->acc.tpoff);
+		if (d->sym.from_symtab)
+			ob_puts(f, "TLS: symbol from .symtab (no object exports it "
+				   "in .dynsym)\n");
+		if (d->acc.model == TLSM_LE && d->sym.no_interp)
+			ob_puts(f, "TLS: block placed by the libc of a statically "
+				   "linked executable\n");
 		if (d->sym.anon_slots)
 			ob_printf(f,
 				  "TLS: slot from a relocation without a symbol "
@@ -976,6 +985,8 @@ json_symbol(struct jw *w, const struct dump *d)
 	jw_cstr(w, d->sym.module);
 	jw_key(w, "model");
 	jw_cstr(w, tlsm_model_name(d->acc.model));
+	jw_key(w, "symbol_table");
+	jw_cstr(w, d->sym.from_symtab ? ".symtab" : ".dynsym");
 	jw_key(w, "tpoff");
 	if (stat)
 		jw_i64(w, d->acc.tpoff);
@@ -1135,6 +1146,8 @@ json_alt_layouts(struct jw *w, const struct dump *d)
 		jw_cstr(w, l->sym.module);
 		jw_key(w, "model");
 		jw_cstr(w, tlsm_model_name(l->acc.model));
+		jw_key(w, "symbol_table");
+		jw_cstr(w, l->sym.from_symtab ? ".symtab" : ".dynsym");
 		jw_key(w, "readable");
 		jw_raw(w, l->abi_ok && l->acc.model != TLSM_UNRESOLVED ? "true" : "false");
 		if (k == LAY_CUSTOM_LABELS) {

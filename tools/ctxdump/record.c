@@ -209,6 +209,12 @@ struct rec {
 	unsigned usable;
 	bool layouts_written;
 	uint64_t resolve_ns;
+	/* Look for the layouts again before the next stop: a writer
+	 * library's slots changed (rediscover; it was unloaded, perhaps
+	 * loaded again elsewhere), or none was found (every REFRESH_NS
+	 * since discover_ns: one may be dlopen()ed later). */
+	bool rediscover;
+	uint64_t discover_ns;
 
 	bool has_pctx;
 	struct pctxr_snapshot pctx;
@@ -737,6 +743,41 @@ pick_mem_pid(struct rec *rc, size_t k)
 	rc->lp.pid = pick;
 }
 
+/* The layouts afresh, while the target runs: the mappings and objects
+ * are read again (some 0.1 to 0.5 ms), only when the last round saw a
+ * writer's slots change or, with no layout, once per REFRESH_NS. */
+static void
+rediscover(struct rec *rc, uint64_t now)
+{
+	struct lay_proc *lp = malloc(sizeof(*lp));
+	struct etls_proc *ep = NULL;
+	int r;
+
+	if (!lp)
+		return; /* tried again next round */
+	rc->rediscover = false;
+	rc->discover_ns = now;
+	r = dump_proc_load(rc->pid, &rc->mem_pid, &ep);
+	if (r == 0) {
+		r = lay_find_in(ep, rc->mem_pid, LAY_MASK_ALL, lp);
+		etls_proc_free(ep);
+	}
+	if (r == 0) {
+		rc->lp = *lp;
+		rc->have_layouts = true;
+	} else if (r == -ENOENT) {
+		/* the writer is gone: no context until one comes back */
+		memset(&rc->lp, 0, sizeof(rc->lp));
+		rc->have_layouts = false;
+	}
+	/* other errors (the process is going): the next stop says */
+	rc->lp.pid = rc->mem_pid;
+	/* resolved (and the slots marked) in the next stop */
+	rc->usable = 0;
+	rc->resolve_ns = 0;
+	free(lp);
+}
+
 /* One sampling round.  Returns 0, or a negative errno: -ESRCH (the
  * process is gone), -EPERM (cannot attach), others. */
 static int
@@ -764,6 +805,9 @@ sample_round(struct rec *rc)
 
 		stop_late_release(&rc->late, ms < 10 ? ms : 10);
 	}
+	t = remote_now_ns();
+	if (rc->rediscover || (!rc->have_layouts && t - rc->discover_ns > REFRESH_NS))
+		rediscover(rc, t);
 
 	/* ---- threads stopped from here ---- */
 	stop_init(&ss, rc->pid);
@@ -811,10 +855,19 @@ sample_round(struct rec *rc)
 				   !rc->err[i] && rc->snaps[i].regs_valid
 					   ? remote_regs_blocked(&rc->snaps[i].regs)
 					   : -1);
-	if (rc->have_layouts && rc->usable != rc->lp.mask &&
-	    (!rc->resolve_ns || t - rc->resolve_ns > REFRESH_NS)) {
+	if (rc->have_layouts && lay_slots_changed(&rc->lp)) {
+		/* The loader rewrote a slot (or unmapped it) since it was
+		 * resolved: the writer library was dlclose()d, perhaps
+		 * dlopen()ed again at another TLS place.  Nothing read
+		 * through the old resolution can be trusted: no context this
+		 * round, the layouts found again before the next. */
+		rc->usable = 0;
+		rc->rediscover = true;
+	} else if (rc->have_layouts && rc->usable != rc->lp.mask &&
+		   (!rc->resolve_ns || t - rc->resolve_ns > REFRESH_NS)) {
 		/* the slots are process-global: read them while nothing runs */
 		rc->usable = lay_resolve(&rc->lp);
+		lay_slots_mark(&rc->lp);
 		rc->resolve_ns = t;
 	}
 	for (i = 0; i < k; i++)
@@ -1482,6 +1535,7 @@ record_main(int argc, char **argv)
 		return CLI_EXIT_FATAL;
 	}
 	rc->have_layouts = r == 0;
+	rc->discover_ns = remote_now_ns();
 	if (!rc->have_layouts && !ctl.quiet)
 		cli_warn("process %d defines none of " OTEL_THREAD_CTX_SYMBOL
 			 ", " LAY_ELASTIC_SYMBOL ", " LAY_CL_SYMBOL

@@ -42,14 +42,21 @@ is_pow2(uint64_t v)
 	return v && !(v & (v - 1));
 }
 
-int
-tlsm_le_tpoff(enum tlsm_arch arch,
-	      enum tlsm_libc libc,
-	      uint64_t st_value,
-	      uint64_t p_vaddr,
-	      uint64_t p_memsz,
-	      uint64_t p_align,
-	      int64_t *tpoff)
+/* The executable's static TLS offset.  With dyn_loader, ld.so placed the
+ * block (elf/dl-tls.c _dl_determine_tlsoffset, honouring the image's
+ * first-byte misalignment); without, a statically linked glibc executable
+ * placed it itself (csu/libc-tls.c __libc_setup_tls: x86_64
+ * l_tls_offset = roundup (memsz, align), aarch64 roundup (TCB, align),
+ * no first-byte term).  musl computes the same either way. */
+static int
+le_tpoff(enum tlsm_arch arch,
+	 enum tlsm_libc libc,
+	 bool dyn_loader,
+	 uint64_t st_value,
+	 uint64_t p_vaddr,
+	 uint64_t p_memsz,
+	 uint64_t p_align,
+	 int64_t *tpoff)
 {
 	uint64_t al = p_align ? p_align : 1, fb, off;
 
@@ -61,6 +68,8 @@ tlsm_le_tpoff(enum tlsm_arch arch,
 	/* glibc: l_tls_firstbyte_offset = p_vaddr & (align - 1), and
 	 * firstbyte = -that & (align - 1) (elf/dl-tls.c). */
 	fb = (0 - (p_vaddr & (al - 1))) & (al - 1);
+	if (!dyn_loader && libc == TLSM_GLIBC)
+		fb = 0;
 	if (arch == TLSM_X86_64) {
 		/* Variant II, the executable is the first module placed:
 		 * off = roundup(0 + memsz - firstbyte, align) + firstbyte and the
@@ -86,6 +95,30 @@ tlsm_le_tpoff(enum tlsm_arch arch,
 	}
 	*tpoff = (int64_t)(off + st_value);
 	return 0;
+}
+
+int
+tlsm_le_tpoff(enum tlsm_arch arch,
+	      enum tlsm_libc libc,
+	      uint64_t st_value,
+	      uint64_t p_vaddr,
+	      uint64_t p_memsz,
+	      uint64_t p_align,
+	      int64_t *tpoff)
+{
+	return le_tpoff(arch, libc, true, st_value, p_vaddr, p_memsz, p_align, tpoff);
+}
+
+int
+tlsm_static_exe_tpoff(enum tlsm_arch arch,
+		      enum tlsm_libc libc,
+		      uint64_t st_value,
+		      uint64_t p_vaddr,
+		      uint64_t p_memsz,
+		      uint64_t p_align,
+		      int64_t *tpoff)
+{
+	return le_tpoff(arch, libc, false, st_value, p_vaddr, p_memsz, p_align, tpoff);
 }
 
 /* x86_64: movq 8(%rax),%rax; ret — glibc _dl_tlsdesc_return and musl

@@ -69,6 +69,19 @@ int tlsm_le_tpoff(enum tlsm_arch arch,
 		  uint64_t p_align,
 		  int64_t *tpoff);
 
+/* The same for a statically linked executable (no PT_INTERP: static or
+ * static-pie), whose libc placed its TLS block without ld.so: glibc
+ * ignores the image's first-byte misalignment there (csu/libc-tls.c), so
+ * the result differs from tlsm_le_tpoff() only when p_vaddr is not
+ * aligned to p_align. */
+int tlsm_static_exe_tpoff(enum tlsm_arch arch,
+			  enum tlsm_libc libc,
+			  uint64_t st_value,
+			  uint64_t p_vaddr,
+			  uint64_t p_memsz,
+			  uint64_t p_align,
+			  int64_t *tpoff);
+
 enum tlsm_resolver {
 	TLSM_RES_UNKNOWN,
 	TLSM_RES_RETURN_ARG, /* [endbr64|bti c] load arg; ret */

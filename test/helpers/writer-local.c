@@ -1,0 +1,47 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* writer-local: like writer-le, but otel_thread_ctx_v1 is a file-scope
+ * static (STB_LOCAL in .symtab, not exported).  Built once alone, where
+ * ctxdump reads it (the only symbol of that name), and once with
+ * writer-local-twin.c, a second translation unit with a static of the
+ * same name, where ctxdump cannot tell which one is the writer's and must
+ * read neither (test-ctxdump-static.c). */
+#include "config.h"
+
+#include <stdatomic.h>
+
+#include "writer.h"
+
+static __thread void *otel_thread_ctx_v1 __attribute__((tls_model("local-exec")));
+
+void
+writer_tls_set(void *rec)
+{
+	atomic_signal_fence(memory_order_seq_cst);
+	*(void *volatile *)&otel_thread_ctx_v1 = rec;
+	atomic_signal_fence(memory_order_seq_cst);
+}
+
+void *
+writer_tls_get(void)
+{
+	return *(void *volatile *)&otel_thread_ctx_v1;
+}
+
+#ifdef WRITER_LOCAL_TWIN
+void writer_twin_set(void *p);
+#endif
+
+int
+main(int argc, char **argv)
+{
+	struct writer_tls_ops ops = {
+		.model = "local",
+		.set = writer_tls_set,
+		.get = writer_tls_get,
+	};
+
+#ifdef WRITER_LOCAL_TWIN
+	writer_twin_set(&ops); /* a pointer, never a record */
+#endif
+	return writer_main(argc, argv, &ops);
+}

@@ -1,0 +1,605 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* ctxdump against statically linked OTEP-4947 writers
+ * (test/helpers/writer-le.c linked -static and -static-pie, the variable
+ * not exported): no object has otel_thread_ctx_v1 in .dynsym (a static
+ * non-PIE executable has no .dynsym at all), only the executable's
+ * .symtab, and the TLS block was placed by libc.a's __libc_setup_tls, not
+ * by ld.so (and, as the same lookup, a dynamically linked PIE that does
+ * not export its variable either).  Every thread's record, in text and JSON and through
+ * `ctxdump record`, must be what the writer says it published.  A
+ * stripped static writer keeps ctxdump's "no loaded object" error (exit
+ * 2), with a hint on how to make the writer readable. */
+#include "test-common.h"
+
+#include <inttypes.h>
+#include <limits.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "thread-record.h"
+
+#define MAX_THREADS 16
+#define TIMEOUT_MS  30000
+
+/* What the writer says one thread published (writer-common.c THREAD). */
+struct expect_thread {
+	pid_t tid;
+	char kind[16];
+	uint64_t ptr;
+	bool has_record;
+	unsigned valid;
+	char trace_id[33];
+	char span_id[17];
+	unsigned flags;
+	uint8_t attrs[TREC_MAX_SIZE];
+	size_t attrs_len;
+};
+
+struct writer {
+	struct test_child child;
+	const char *exe;
+	pid_t pid;
+	struct expect_thread t[MAX_THREADS];
+	int n;
+};
+
+/* The last two are dynamically linked (ld.so placed their block), the
+ * last with the variable a file-scope static (STB_LOCAL). */
+static const char *const static_writers[] = {
+	"writer-le-static",
+	"writer-le-static-pie",
+	"writer-le-symtab",
+	"writer-local",
+};
+#define N_WRITERS ((int)(sizeof(static_writers) / sizeof(static_writers[0])))
+
+static const char *
+helper_path(const char *name, char *buf, size_t n)
+{
+	snprintf(buf, n, "%s/%s", test_env_path("HELPER_DIR"), name);
+	return buf;
+}
+
+static const char *
+ctxdump_path(void)
+{
+	static char path[PATH_MAX];
+
+	snprintf(path, sizeof(path), "%s/tools/ctxdump/ctxdump",
+		 test_env_path("CTXSHIM_BUILDDIR"));
+	return path;
+}
+
+static void
+hex_to_bytes(const char *hex, uint8_t *out, size_t cap, size_t *len)
+{
+	size_t n = strlen(hex), i;
+
+	*len = 0;
+	if (strcmp(hex, "-") == 0)
+		return;
+	ck_assert_uint_eq(n % 2, 0);
+	ck_assert_uint_le(n / 2, cap);
+	for (i = 0; i < n / 2; i++) {
+		unsigned b;
+
+		ck_assert_int_eq(sscanf(hex + 2 * i, "%2x", &b), 1);
+		out[i] = (uint8_t)b;
+	}
+	*len = n / 2;
+}
+
+static void
+parse_thread_line(const char *line, struct expect_thread *t)
+{
+	char ptr[32], valid[8], trace[40], span[24], flags[8];
+	static char attrs[2 * TREC_MAX_SIZE + 8];
+	int tid;
+
+	memset(t, 0, sizeof(*t));
+	ck_assert_int_eq(sscanf(line, "THREAD %d %15s %31s %7s %39s %23s %7s %1287s",
+				&tid, t->kind, ptr, valid, trace, span, flags, attrs),
+			 8);
+	t->tid = tid;
+	t->ptr = strtoull(ptr, NULL, 16);
+	if (strcmp(valid, "-") == 0)
+		return;
+	t->has_record = true;
+	t->valid = (unsigned)atoi(valid);
+	ck_assert_uint_eq(strlen(trace), 32);
+	ck_assert_uint_eq(strlen(span), 16);
+	memcpy(t->trace_id, trace, 33);
+	memcpy(t->span_id, span, 17);
+	t->flags = (unsigned)strtoul(flags, NULL, 16);
+	hex_to_bytes(attrs, t->attrs, sizeof(t->attrs), &t->attrs_len);
+}
+
+static void
+writer_start(struct writer *w, const char *exe)
+{
+	char path[PATH_MAX], line[4096];
+	char *argv[2] = {NULL, NULL};
+
+	memset(w, 0, sizeof(*w));
+	w->exe = exe;
+	argv[0] = (char *)helper_path(exe, path, sizeof(path));
+	test_child_start(&w->child, argv, NULL, false);
+	for (;;) {
+		test_child_readline(&w->child, line, sizeof(line), TIMEOUT_MS);
+		if (strncmp(line, "THREAD ", 7) == 0) {
+			ck_assert_int_lt(w->n, MAX_THREADS);
+			parse_thread_line(line, &w->t[w->n++]);
+		} else if (strncmp(line, "READY ", 6) == 0) {
+			int pid, n;
+			char model[32];
+
+			ck_assert_int_eq(
+				sscanf(line, "READY %d %31s %d", &pid, model, &n), 3);
+			ck_assert_int_eq(n, w->n);
+			w->pid = pid;
+			ck_assert_int_eq(w->pid, w->child.pid);
+			return;
+		}
+	}
+}
+
+static void
+writer_finish(struct writer *w)
+{
+	int status = test_child_finish(&w->child, TIMEOUT_MS);
+
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+		      "%s: writer did not exit normally (status 0x%x)", w->exe, status);
+}
+
+/* Runs ctxdump with up to three arguments before the pid; returns its exit
+ * status, stdout in *out and stderr in *err (malloc'd). */
+static int
+run_ctxdump(
+	const struct writer *w, const char *a1, const char *a2, char **out, char **err)
+{
+	char pid[16];
+	char *argv[5] = {(char *)ctxdump_path(), NULL, NULL, NULL, NULL};
+	int status, k = 1;
+
+	snprintf(pid, sizeof(pid), "%d", (int)w->pid);
+	if (a1)
+		argv[k++] = (char *)a1;
+	if (a2)
+		argv[k++] = (char *)a2;
+	argv[k] = pid;
+	status = test_run_capture(argv, NULL, false, out, err, TIMEOUT_MS);
+	ck_assert_msg(WIFEXITED(status), "%s: ctxdump died (status 0x%x)", w->exe,
+		      status);
+	return WEXITSTATUS(status);
+}
+
+/* ---- just enough JSON for ctxdump's output ------------------------------ */
+
+/* The value of "key" in text (whitespace-tolerant), or NULL. */
+static const char *
+jfind(const char *text, const char *key)
+{
+	char pat[64];
+	const char *p;
+
+	snprintf(pat, sizeof(pat), "\"%s\"", key);
+	p = strstr(text, pat);
+	if (!p)
+		return NULL;
+	p += strlen(pat);
+	while (*p == ' ' || *p == '\n' || *p == '\t')
+		p++;
+	ck_assert_msg(*p == ':', "JSON: no ':' after %s", pat);
+	p++;
+	while (*p == ' ' || *p == '\n' || *p == '\t')
+		p++;
+	return p;
+}
+
+static void
+jput_utf8(uint8_t *out, size_t *n, uint32_t cp)
+{
+	if (cp < 0x80) {
+		out[(*n)++] = (uint8_t)cp;
+	} else if (cp < 0x800) {
+		out[(*n)++] = (uint8_t)(0xc0 | (cp >> 6));
+		out[(*n)++] = (uint8_t)(0x80 | (cp & 0x3f));
+	} else if (cp < 0x10000) {
+		out[(*n)++] = (uint8_t)(0xe0 | (cp >> 12));
+		out[(*n)++] = (uint8_t)(0x80 | ((cp >> 6) & 0x3f));
+		out[(*n)++] = (uint8_t)(0x80 | (cp & 0x3f));
+	} else {
+		out[(*n)++] = (uint8_t)(0xf0 | (cp >> 18));
+		out[(*n)++] = (uint8_t)(0x80 | ((cp >> 12) & 0x3f));
+		out[(*n)++] = (uint8_t)(0x80 | ((cp >> 6) & 0x3f));
+		out[(*n)++] = (uint8_t)(0x80 | (cp & 0x3f));
+	}
+}
+
+/* The JSON string at p, unescaped into out (cap bytes); returns the end. */
+static const char *
+jstring(const char *p, uint8_t *out, size_t cap, size_t *len)
+{
+	size_t n = 0;
+
+	ck_assert_msg(*p == '"', "JSON: string expected at '%.20s'", p);
+	p++;
+	for (;;) {
+		unsigned char c = (unsigned char)*p++;
+		uint32_t cp;
+
+		ck_assert_msg(c != '\0', "JSON: unterminated string");
+		ck_assert_uint_le(n + 4, cap);
+		if (c == '"')
+			break;
+		if (c != '\\') {
+			out[n++] = c;
+			continue;
+		}
+		c = (unsigned char)*p++;
+		switch (c) {
+		case 'b':
+			out[n++] = '\b';
+			break;
+		case 'f':
+			out[n++] = '\f';
+			break;
+		case 'n':
+			out[n++] = '\n';
+			break;
+		case 'r':
+			out[n++] = '\r';
+			break;
+		case 't':
+			out[n++] = '\t';
+			break;
+		case 'u':
+			ck_assert_int_eq(sscanf(p, "%4x", &cp), 1);
+			p += 4;
+			if (cp >= 0xd800 && cp < 0xdc00 && p[0] == '\\' &&
+			    p[1] == 'u') {
+				uint32_t lo;
+
+				ck_assert_int_eq(sscanf(p + 2, "%4x", &lo), 1);
+				p += 6;
+				cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
+			}
+			jput_utf8(out, &n, cp);
+			break;
+		default: /* '"', '\\', '/' */
+			out[n++] = c;
+			break;
+		}
+	}
+	*len = n;
+	return p;
+}
+
+/* ---- checks ------------------------------------------------------------- */
+
+/* The attributes in ctxdump's JSON context ctx must be exactly what the
+ * writer encoded, decoded here with the formats library (no key map). */
+static void
+check_attrs(const char *who, const struct expect_thread *t, const char *ctx)
+{
+	struct trec_attrs_decoded *dec = calloc(1, sizeof(*dec));
+	const char *p = jfind(ctx, "attrs");
+	uint8_t val[4 * TREC_VALUE_MAX + 8];
+	unsigned i;
+
+	ck_assert_ptr_nonnull(dec);
+	ck_assert_msg(p && *p == '[', "%s: no attrs array", who);
+	ck_assert_int_eq(trec_attrs_decode(t->attrs, t->attrs_len, 0, dec), 0);
+	for (i = 0; i < dec->n; i++) {
+		const char *v;
+		size_t len;
+		long idx;
+
+		p = jfind(p, "index");
+		ck_assert_msg(p, "%s: attribute %u missing", who, i);
+		idx = strtol(p, NULL, 10);
+		ck_assert_int_eq(idx, dec->attr[i].key);
+		v = jfind(p, "value");
+		ck_assert_ptr_nonnull(v);
+		p = jstring(v, val, sizeof(val), &len);
+		ck_assert_msg(len == dec->attr[i].len &&
+				      memcmp(val, dec->attr[i].val, len) == 0,
+			      "%s: attribute #%u differs (%zu bytes, expected %u)", who,
+			      dec->attr[i].key, len, dec->attr[i].len);
+	}
+	/* no further attribute in this context */
+	ck_assert_msg(!jfind(p, "index"), "%s: more attributes than %u", who, dec->n);
+	free(dec);
+}
+
+static void
+check_json_thread(const struct writer *w,
+		  const struct expect_thread *t,
+		  const char *json)
+{
+	char *jt = test_json_thread(json, t->tid), who[96], want[96];
+	const char *ctx, *p;
+	uint8_t s[64];
+	size_t len;
+
+	snprintf(who, sizeof(who), "%s tid %d (%s)", w->exe, (int)t->tid, t->kind);
+	ck_assert_msg(jt, "%s: thread missing from the JSON", who);
+	ck_assert_msg(!jfind(jt, "error"), "%s: ctxdump error: %s", who, jt);
+	ctx = jfind(jt, "context");
+	ck_assert_msg(ctx, "%s: no context member", who);
+	if (t->ptr == 0) {
+		ck_assert_msg(strncmp(ctx, "null", 4) == 0, "%s: context not null",
+			      who);
+		free(jt);
+		return;
+	}
+	/* the pointer read from the thread's slot: the slot is right */
+	p = jfind(ctx, "record_addr");
+	ck_assert_ptr_nonnull(p);
+	jstring(p, s, sizeof(s), &len);
+	s[len] = '\0';
+	snprintf(want, sizeof(want), "0x%" PRIx64, t->ptr);
+	ck_assert_msg(strcmp((char *)s, want) == 0, "%s: record_addr %s, expected %s",
+		      who, s, want);
+	ck_assert_int_eq(strtol(jfind(ctx, "valid"), NULL, 10), t->valid);
+	if (t->valid != TREC_VALID) {
+		ck_assert_msg(strncmp(jfind(ctx, "trace_id"), "null", 4) == 0, "%s",
+			      who);
+		free(jt);
+		return;
+	}
+	jstring(jfind(ctx, "trace_id"), s, sizeof(s), &len);
+	ck_assert_msg(len == 32 && memcmp(s, t->trace_id, 32) == 0, "%s: trace_id",
+		      who);
+	jstring(jfind(ctx, "span_id"), s, sizeof(s), &len);
+	ck_assert_msg(len == 16 && memcmp(s, t->span_id, 16) == 0, "%s: span_id", who);
+	ck_assert_int_eq(strtol(jfind(ctx, "flags"), NULL, 10), t->flags);
+	ck_assert_int_eq(strtol(jfind(ctx, "attrs_data_size"), NULL, 10),
+			 (long)t->attrs_len);
+	ck_assert_msg(strncmp(jfind(ctx, "attrs_truncated"), "false", 5) == 0, "%s",
+		      who);
+	check_attrs(who, t, ctx);
+	free(jt);
+}
+
+START_TEST(test_json_matches_writer)
+{
+	struct writer w;
+	char *out, *err, *sym;
+	const char *p;
+	int i, valid = 0;
+
+	writer_start(&w, static_writers[_i]);
+	ck_assert_int_eq(run_ctxdump(&w, "--json", NULL, &out, &err), 0);
+	p = jfind(out, "symbol");
+	ck_assert_msg(p && *p == '{', "%s: no symbol: %s", w.exe, err);
+	sym = strndup(p, (size_t)(strchr(p, '}') - p));
+	ck_assert_ptr_nonnull(sym);
+	ck_assert_msg(strncmp(jfind(sym, "model"), "\"local-exec\"", 12) == 0, "%s: %s",
+		      w.exe, sym);
+	ck_assert_msg(strncmp(jfind(sym, "symbol_table"), "\".symtab\"", 9) == 0,
+		      "%s: %s", w.exe, sym);
+	free(sym);
+	for (i = 0; i < w.n; i++) {
+		check_json_thread(&w, &w.t[i], out);
+		valid += w.t[i].has_record && w.t[i].valid == TREC_VALID;
+	}
+	ck_assert_int_ge(valid, 3);
+	ck_assert_int_ge(w.n, 4);
+	free(out);
+	free(err);
+	writer_finish(&w);
+}
+END_TEST
+
+START_TEST(test_text_matches_writer)
+{
+	struct writer w;
+	char *out, *err, want[PATH_MAX + 96], exe[PATH_MAX];
+	int i;
+
+	writer_start(&w, static_writers[_i]);
+	ck_assert_int_eq(run_ctxdump(&w, "-v", NULL, &out, &err), 0);
+	snprintf(want, sizeof(want),
+		 "Symbol: " OTEL_THREAD_CTX_SYMBOL " in %s (local-exec, .symtab)\n",
+		 helper_path(w.exe, exe, sizeof(exe)));
+	ck_assert_msg(strstr(out, want), "%s: '%s' not in:\n%s", w.exe, want, out);
+	ck_assert_msg(!strstr(out, "statically linked executable") ==
+			      !strstr(w.exe, "-static"),
+		      "%s: %s", w.exe, out);
+	for (i = 0; i < w.n; i++) {
+		const struct expect_thread *t = &w.t[i];
+		char *th;
+
+		snprintf(want, sizeof(want), "Thread %d ", (int)t->tid);
+		th = strstr(out, want);
+		ck_assert_msg(th, "%s: thread %d missing:\n%s", w.exe, (int)t->tid,
+			      out);
+		if (!t->has_record || t->valid != TREC_VALID)
+			continue;
+		snprintf(want, sizeof(want), "trace_id=%s span_id=%s flags=%02x",
+			 t->trace_id, t->span_id, t->flags);
+		/* the thread's own lines, before the next thread's */
+		ck_assert_msg(strstr(th, want) &&
+				      (!strstr(th + 1, "\nThread ") ||
+				       strstr(th, want) < strstr(th + 1, "\nThread ")),
+			      "%s: '%s' not under thread %d", w.exe, want, (int)t->tid);
+	}
+	free(out);
+	free(err);
+	writer_finish(&w);
+}
+END_TEST
+
+/* ctxdump record resolves the symbol through the same lookup: every valid
+ * record's trace is a root of the folded stacks, no other trace is. */
+START_TEST(test_record_matches_writer)
+{
+	char file[] = "/tmp/ctxdump-static-XXXXXX";
+	char *argv[5] = {(char *)ctxdump_path(), "report", "--folded", file, NULL};
+	char *out, *err, want[64];
+	struct writer w;
+	int fd, i, st;
+
+	fd = mkstemp(file);
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	writer_start(&w, static_writers[_i]);
+	{
+		char pid[16];
+		char *rargv[] = {(char *)ctxdump_path(),
+				 "record",
+				 "-q",
+				 "-F",
+				 "50",
+				 "-d",
+				 "0.3",
+				 "-o",
+				 file,
+				 pid,
+				 NULL};
+
+		snprintf(pid, sizeof(pid), "%d", (int)w.pid);
+		st = test_run_capture(rargv, NULL, false, &out, &err, TIMEOUT_MS);
+		ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+			      "%s: record status 0x%x: %s", w.exe, st, err);
+		free(out);
+		free(err);
+	}
+	writer_finish(&w);
+	st = test_run_capture(argv, NULL, false, &out, &err, TIMEOUT_MS);
+	unlink(file);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "report status 0x%x: %s",
+		      st, err);
+	for (i = 0; i < w.n; i++) {
+		const struct expect_thread *t = &w.t[i];
+		bool shown;
+
+		if (!t->has_record)
+			continue;
+		snprintf(want, sizeof(want), "trace %s", t->trace_id);
+		shown = strstr(out, want) != NULL;
+		ck_assert_msg(shown == (t->valid == TREC_VALID),
+			      "%s: trace of thread %d (%s, valid %u) %s:\n%s", w.exe,
+			      (int)t->tid, t->kind, t->valid,
+			      shown ? "shown" : "missing", out);
+	}
+	free(out);
+	free(err);
+}
+END_TEST
+
+/* Stripped: no symbol anywhere.  The old error and exit status stay, with
+ * a hint on how to make the writer readable. */
+START_TEST(test_stripped_static_error)
+{
+	struct writer w;
+	char *out, *err;
+
+	writer_start(&w, "writer-le-static-stripped");
+	ck_assert_int_eq(run_ctxdump(&w, NULL, NULL, &out, &err), 2);
+	ck_assert_msg(strstr(err, "no loaded object of process") &&
+			      strstr(err, "defines " OTEL_THREAD_CTX_SYMBOL),
+		      "%s", err);
+	ck_assert_msg(
+		strstr(err, "statically linked and stripped") &&
+			strstr(err, "--export-dynamic-symbol=" OTEL_THREAD_CTX_SYMBOL),
+		"%s", err);
+	free(out);
+	free(err);
+	ck_assert_int_eq(run_ctxdump(&w, "--json", NULL, &out, &err), 2);
+	ck_assert_msg(strstr(out, "\"symbol\": null"), "%s", out);
+	free(out);
+	free(err);
+	writer_finish(&w);
+}
+END_TEST
+
+/* Two file-scope statics of the name: neither is taken for the writer's
+ * (and no hint about stripping: the executable has its .symtab). */
+START_TEST(test_ambiguous_locals_ignored)
+{
+	struct writer w;
+	char *out, *err;
+
+	writer_start(&w, "writer-local-twin");
+	ck_assert_int_eq(run_ctxdump(&w, NULL, NULL, &out, &err), 2);
+	ck_assert_msg(strstr(err, "no loaded object of process") &&
+			      !strstr(err, "stripped"),
+		      "%s", err);
+	free(out);
+	free(err);
+	writer_finish(&w);
+}
+END_TEST
+
+static bool
+ptrace_allowed(const char **why)
+{
+	FILE *f = fopen("/proc/sys/kernel/yama/ptrace_scope", "re");
+	int scope = 0;
+
+	if (f) {
+		if (fscanf(f, "%d", &scope) != 1)
+			scope = 0;
+		fclose(f);
+	}
+	/* ctxdump and the writer are siblings: Yama scope 1 lets only an
+	 * ancestor (or CAP_SYS_PTRACE) attach. */
+	if (scope >= 3 || (scope >= 1 && geteuid() != 0)) {
+		*why = "kernel.yama.ptrace_scope forbids attaching to a sibling "
+		       "process";
+		return false;
+	}
+	return true;
+}
+
+TEST_SUITE(ctxdump_static_suite)
+{
+	Suite *s = suite_create("ctxdump: statically linked writers");
+	const char *why = NULL;
+	char path[PATH_MAX];
+	struct stat st;
+	TCase *tc;
+	int i;
+
+	if (stat(ctxdump_path(), &st) < 0 || !(st.st_mode & S_IXUSR))
+		test_skip("%s is not built yet", ctxdump_path());
+	if (!ptrace_allowed(&why))
+		test_skip("%s", why);
+	/* test/helpers/meson.build builds them only where libc.a links */
+	for (i = 0; i < N_WRITERS; i++)
+		if (access(helper_path(static_writers[i], path, sizeof(path)), X_OK))
+			test_skip("%s is not built: this system cannot link "
+				  "statically (no libc.a: Debian package libc6-dev)",
+				  path);
+	if (access(helper_path("writer-le-static-stripped", path, sizeof(path)), X_OK))
+		test_skip("%s is not built", path);
+
+	tc = tcase_create("json");
+	tcase_add_loop_test(tc, test_json_matches_writer, 0, N_WRITERS);
+	tcase_set_timeout(tc, 60);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("text");
+	tcase_add_loop_test(tc, test_text_matches_writer, 0, N_WRITERS);
+	tcase_set_timeout(tc, 60);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("record");
+	tcase_add_loop_test(tc, test_record_matches_writer, 0, N_WRITERS);
+	tcase_set_timeout(tc, 60);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("stripped");
+	tcase_add_test(tc, test_stripped_static_error);
+	tcase_add_test(tc, test_ambiguous_locals_ignored);
+	tcase_set_timeout(tc, 60);
+	suite_add_tcase(s, tc);
+	return s;
+}
