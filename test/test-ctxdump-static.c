@@ -9,7 +9,7 @@
  * `ctxdump record`, must be what the writer says it published.  A
  * stripped static writer keeps ctxdump's "no loaded object" error (exit
  * 2), with a hint on how to make the writer readable. */
-#include "test-common.h"
+#include "test-ctxdump-writer.h"
 
 #include <inttypes.h>
 #include <limits.h>
@@ -21,23 +21,6 @@
 #include <unistd.h>
 
 #include "thread-record.h"
-
-#define MAX_THREADS 16
-#define TIMEOUT_MS  30000
-
-/* What the writer says one thread published (writer-common.c THREAD). */
-struct expect_thread {
-	pid_t tid;
-	char kind[16];
-	uint64_t ptr;
-	bool has_record;
-	unsigned valid;
-	char trace_id[33];
-	char span_id[17];
-	unsigned flags;
-	uint8_t attrs[TREC_MAX_SIZE];
-	size_t attrs_len;
-};
 
 struct writer {
 	struct test_child child;
@@ -57,94 +40,17 @@ static const char *const static_writers[] = {
 };
 #define N_WRITERS ((int)(sizeof(static_writers) / sizeof(static_writers[0])))
 
-static const char *
-helper_path(const char *name, char *buf, size_t n)
-{
-	snprintf(buf, n, "%s/%s", test_env_path("HELPER_DIR"), name);
-	return buf;
-}
-
-static const char *
-ctxdump_path(void)
-{
-	static char path[PATH_MAX];
-
-	snprintf(path, sizeof(path), "%s/tools/ctxdump/ctxdump",
-		 test_env_path("CTXSHIM_BUILDDIR"));
-	return path;
-}
-
-static void
-hex_to_bytes(const char *hex, uint8_t *out, size_t cap, size_t *len)
-{
-	size_t n = strlen(hex), i;
-
-	*len = 0;
-	if (strcmp(hex, "-") == 0)
-		return;
-	ck_assert_uint_eq(n % 2, 0);
-	ck_assert_uint_le(n / 2, cap);
-	for (i = 0; i < n / 2; i++) {
-		unsigned b;
-
-		ck_assert_int_eq(sscanf(hex + 2 * i, "%2x", &b), 1);
-		out[i] = (uint8_t)b;
-	}
-	*len = n / 2;
-}
-
-static void
-parse_thread_line(const char *line, struct expect_thread *t)
-{
-	char ptr[32], valid[8], trace[40], span[24], flags[8];
-	static char attrs[2 * TREC_MAX_SIZE + 8];
-	int tid;
-
-	memset(t, 0, sizeof(*t));
-	ck_assert_int_eq(sscanf(line, "THREAD %d %15s %31s %7s %39s %23s %7s %1287s",
-				&tid, t->kind, ptr, valid, trace, span, flags, attrs),
-			 8);
-	t->tid = tid;
-	t->ptr = strtoull(ptr, NULL, 16);
-	if (strcmp(valid, "-") == 0)
-		return;
-	t->has_record = true;
-	t->valid = (unsigned)atoi(valid);
-	ck_assert_uint_eq(strlen(trace), 32);
-	ck_assert_uint_eq(strlen(span), 16);
-	memcpy(t->trace_id, trace, 33);
-	memcpy(t->span_id, span, 17);
-	t->flags = (unsigned)strtoul(flags, NULL, 16);
-	hex_to_bytes(attrs, t->attrs, sizeof(t->attrs), &t->attrs_len);
-}
-
 static void
 writer_start(struct writer *w, const char *exe)
 {
-	char path[PATH_MAX], line[4096];
+	char path[PATH_MAX];
 	char *argv[2] = {NULL, NULL};
 
 	memset(w, 0, sizeof(*w));
 	w->exe = exe;
-	argv[0] = (char *)helper_path(exe, path, sizeof(path));
+	argv[0] = (char *)prof_helper(exe, path, sizeof(path));
 	test_child_start(&w->child, argv, NULL, false);
-	for (;;) {
-		test_child_readline(&w->child, line, sizeof(line), TIMEOUT_MS);
-		if (strncmp(line, "THREAD ", 7) == 0) {
-			ck_assert_int_lt(w->n, MAX_THREADS);
-			parse_thread_line(line, &w->t[w->n++]);
-		} else if (strncmp(line, "READY ", 6) == 0) {
-			int pid, n;
-			char model[32];
-
-			ck_assert_int_eq(
-				sscanf(line, "READY %d %31s %d", &pid, model, &n), 3);
-			ck_assert_int_eq(n, w->n);
-			w->pid = pid;
-			ck_assert_int_eq(w->pid, w->child.pid);
-			return;
-		}
-	}
+	cw_read_threads(&w->child, w->t, &w->n, &w->pid);
 }
 
 static void
@@ -163,7 +69,7 @@ run_ctxdump(
 	const struct writer *w, const char *a1, const char *a2, char **out, char **err)
 {
 	char pid[16];
-	char *argv[5] = {(char *)ctxdump_path(), NULL, NULL, NULL, NULL};
+	char *argv[5] = {(char *)prof_ctxdump(), NULL, NULL, NULL, NULL};
 	int status, k = 1;
 
 	snprintf(pid, sizeof(pid), "%d", (int)w->pid);
@@ -201,26 +107,6 @@ jfind(const char *text, const char *key)
 	return p;
 }
 
-static void
-jput_utf8(uint8_t *out, size_t *n, uint32_t cp)
-{
-	if (cp < 0x80) {
-		out[(*n)++] = (uint8_t)cp;
-	} else if (cp < 0x800) {
-		out[(*n)++] = (uint8_t)(0xc0 | (cp >> 6));
-		out[(*n)++] = (uint8_t)(0x80 | (cp & 0x3f));
-	} else if (cp < 0x10000) {
-		out[(*n)++] = (uint8_t)(0xe0 | (cp >> 12));
-		out[(*n)++] = (uint8_t)(0x80 | ((cp >> 6) & 0x3f));
-		out[(*n)++] = (uint8_t)(0x80 | (cp & 0x3f));
-	} else {
-		out[(*n)++] = (uint8_t)(0xf0 | (cp >> 18));
-		out[(*n)++] = (uint8_t)(0x80 | ((cp >> 12) & 0x3f));
-		out[(*n)++] = (uint8_t)(0x80 | ((cp >> 6) & 0x3f));
-		out[(*n)++] = (uint8_t)(0x80 | (cp & 0x3f));
-	}
-}
-
 /* The JSON string at p, unescaped into out (cap bytes); returns the end. */
 static const char *
 jstring(const char *p, uint8_t *out, size_t cap, size_t *len)
@@ -243,21 +129,6 @@ jstring(const char *p, uint8_t *out, size_t cap, size_t *len)
 		}
 		c = (unsigned char)*p++;
 		switch (c) {
-		case 'b':
-			out[n++] = '\b';
-			break;
-		case 'f':
-			out[n++] = '\f';
-			break;
-		case 'n':
-			out[n++] = '\n';
-			break;
-		case 'r':
-			out[n++] = '\r';
-			break;
-		case 't':
-			out[n++] = '\t';
-			break;
 		case 'u':
 			ck_assert_int_eq(sscanf(p, "%4x", &cp), 1);
 			p += 4;
@@ -269,11 +140,14 @@ jstring(const char *p, uint8_t *out, size_t cap, size_t *len)
 				p += 6;
 				cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
 			}
-			jput_utf8(out, &n, cp);
+			cw_put_utf8(out, &n, cp);
 			break;
-		default: /* '"', '\\', '/' */
-			out[n++] = c;
+		default: { /* other characters stand for themselves */
+			int e = cw_json_unescape(c);
+
+			out[n++] = e < 0 ? c : (uint8_t)e;
 			break;
+		}
 		}
 	}
 	*len = n;
@@ -407,7 +281,7 @@ START_TEST(test_text_matches_writer)
 	ck_assert_int_eq(run_ctxdump(&w, "-v", NULL, &out, &err), 0);
 	snprintf(want, sizeof(want),
 		 "Symbol: " OTEL_THREAD_CTX_SYMBOL " in %s (local-exec, .symtab)\n",
-		 helper_path(w.exe, exe, sizeof(exe)));
+		 prof_helper(w.exe, exe, sizeof(exe)));
 	ck_assert_msg(strstr(out, want), "%s: '%s' not in:\n%s", w.exe, want, out);
 	ck_assert_msg(!strstr(out, "statically linked executable") ==
 			      !strstr(w.exe, "-static"),
@@ -441,7 +315,7 @@ END_TEST
 START_TEST(test_record_matches_writer)
 {
 	char file[] = "/tmp/ctxdump-static-XXXXXX";
-	char *argv[5] = {(char *)ctxdump_path(), "report", "--folded", file, NULL};
+	char *argv[5] = {(char *)prof_ctxdump(), "report", "--folded", file, NULL};
 	char *out, *err, want[64];
 	struct writer w;
 	int fd, i, st;
@@ -452,7 +326,7 @@ START_TEST(test_record_matches_writer)
 	writer_start(&w, static_writers[_i]);
 	{
 		char pid[16];
-		char *rargv[] = {(char *)ctxdump_path(),
+		char *rargv[] = {(char *)prof_ctxdump(),
 				 "record",
 				 "-q",
 				 "-F",
@@ -538,47 +412,21 @@ START_TEST(test_ambiguous_locals_ignored)
 }
 END_TEST
 
-static bool
-ptrace_allowed(const char **why)
-{
-	FILE *f = fopen("/proc/sys/kernel/yama/ptrace_scope", "re");
-	int scope = 0;
-
-	if (f) {
-		if (fscanf(f, "%d", &scope) != 1)
-			scope = 0;
-		fclose(f);
-	}
-	/* ctxdump and the writer are siblings: Yama scope 1 lets only an
-	 * ancestor (or CAP_SYS_PTRACE) attach. */
-	if (scope >= 3 || (scope >= 1 && geteuid() != 0)) {
-		*why = "kernel.yama.ptrace_scope forbids attaching to a sibling "
-		       "process";
-		return false;
-	}
-	return true;
-}
-
 TEST_SUITE(ctxdump_static_suite)
 {
 	Suite *s = suite_create("ctxdump: statically linked writers");
-	const char *why = NULL;
 	char path[PATH_MAX];
-	struct stat st;
 	TCase *tc;
 	int i;
 
-	if (stat(ctxdump_path(), &st) < 0 || !(st.st_mode & S_IXUSR))
-		test_skip("%s is not built yet", ctxdump_path());
-	if (!ptrace_allowed(&why))
-		test_skip("%s", why);
+	cw_require_ctxdump();
 	/* test/helpers/meson.build builds them only where libc.a links */
 	for (i = 0; i < N_WRITERS; i++)
-		if (access(helper_path(static_writers[i], path, sizeof(path)), X_OK))
+		if (access(prof_helper(static_writers[i], path, sizeof(path)), X_OK))
 			test_skip("%s is not built: this system cannot link "
 				  "statically (no libc.a: Debian package libc6-dev)",
 				  path);
-	if (access(helper_path("writer-le-static-stripped", path, sizeof(path)), X_OK))
+	if (access(prof_helper("writer-le-static-stripped", path, sizeof(path)), X_OK))
 		test_skip("%s is not built", path);
 
 	tc = tcase_create("json");

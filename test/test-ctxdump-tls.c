@@ -8,7 +8,7 @@
  * the function the threads block in.  A thread whose DTV still holds the
  * block of a module whose id a later dlopen() reused shows no context.
  * Afterwards the writer must still run and exit normally. */
-#include "test-common.h"
+#include "test-ctxdump-writer.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -22,9 +22,6 @@
 #include <unistd.h>
 
 #include "thread-record.h"
-
-#define MAX_THREADS 16
-#define TIMEOUT_MS  30000
 
 /* ---- a minimal JSON reader (enough for ctxdump's output) -------------- */
 
@@ -52,26 +49,6 @@ jskip(struct jparser *j)
 {
 	while (j->p < j->end && isspace((unsigned char)*j->p))
 		j->p++;
-}
-
-static void
-jput_utf8(char *out, size_t *n, uint32_t cp)
-{
-	if (cp < 0x80) {
-		out[(*n)++] = (char)cp;
-	} else if (cp < 0x800) {
-		out[(*n)++] = (char)(0xc0 | (cp >> 6));
-		out[(*n)++] = (char)(0x80 | (cp & 0x3f));
-	} else if (cp < 0x10000) {
-		out[(*n)++] = (char)(0xe0 | (cp >> 12));
-		out[(*n)++] = (char)(0x80 | ((cp >> 6) & 0x3f));
-		out[(*n)++] = (char)(0x80 | (cp & 0x3f));
-	} else {
-		out[(*n)++] = (char)(0xf0 | (cp >> 18));
-		out[(*n)++] = (char)(0x80 | ((cp >> 12) & 0x3f));
-		out[(*n)++] = (char)(0x80 | ((cp >> 6) & 0x3f));
-		out[(*n)++] = (char)(0x80 | (cp & 0x3f));
-	}
 }
 
 static uint32_t
@@ -119,30 +96,6 @@ jstring(struct jparser *j, size_t *len)
 		ck_assert_msg(j->p < j->end, "JSON: bad escape");
 		c = (unsigned char)*j->p++;
 		switch (c) {
-		case '"':
-			out[n++] = '"';
-			break;
-		case '\\':
-			out[n++] = '\\';
-			break;
-		case '/':
-			out[n++] = '/';
-			break;
-		case 'b':
-			out[n++] = '\b';
-			break;
-		case 'f':
-			out[n++] = '\f';
-			break;
-		case 'n':
-			out[n++] = '\n';
-			break;
-		case 'r':
-			out[n++] = '\r';
-			break;
-		case 't':
-			out[n++] = '\t';
-			break;
 		case 'u': {
 			uint32_t cp = jhex4(j);
 
@@ -156,11 +109,16 @@ jstring(struct jparser *j, size_t *len)
 					      "JSON: bad surrogate");
 				cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
 			}
-			jput_utf8(out, &n, cp);
+			cw_put_utf8((uint8_t *)out, &n, cp);
 			break;
 		}
-		default:
-			ck_abort_msg("JSON: unknown escape \\%c", c);
+		default: {
+			int e = cw_json_unescape(c);
+
+			ck_assert_msg(e >= 0, "JSON: unknown escape \\%c", c);
+			out[n++] = (char)e;
+			break;
+		}
 		}
 	}
 	out[n] = '\0';
@@ -376,20 +334,6 @@ static const struct writer_case cases[] = {
 };
 #define N_CASES ((int)(sizeof(cases) / sizeof(cases[0])))
 
-/* What the writer says one thread published (a THREAD line). */
-struct expect_thread {
-	pid_t tid;
-	char kind[16];
-	uint64_t ptr;
-	bool has_record;
-	unsigned valid;
-	char trace_id[33];
-	char span_id[17];
-	unsigned flags;
-	uint8_t attrs[TREC_MAX_SIZE];
-	size_t attrs_len;
-};
-
 struct writer {
 	struct test_child child;
 	const struct writer_case *wc;
@@ -398,98 +342,20 @@ struct writer {
 	int n;
 };
 
-static const char *
-helper_path(const char *name, char *buf, size_t n)
-{
-	snprintf(buf, n, "%s/%s", test_env_path("HELPER_DIR"), name);
-	return buf;
-}
-
-static const char *
-ctxdump_path(void)
-{
-	static char path[PATH_MAX];
-
-	snprintf(path, sizeof(path), "%s/tools/ctxdump/ctxdump",
-		 test_env_path("CTXSHIM_BUILDDIR"));
-	return path;
-}
-
-static void
-hex_to_bytes(const char *hex, uint8_t *out, size_t cap, size_t *len)
-{
-	size_t n = strlen(hex), i;
-
-	if (strcmp(hex, "-") == 0) {
-		*len = 0;
-		return;
-	}
-	ck_assert_uint_eq(n % 2, 0);
-	ck_assert_uint_le(n / 2, cap);
-	for (i = 0; i < n / 2; i++) {
-		unsigned b;
-
-		ck_assert_int_eq(sscanf(hex + 2 * i, "%2x", &b), 1);
-		out[i] = (uint8_t)b;
-	}
-	*len = n / 2;
-}
-
-static void
-parse_thread_line(const char *line, struct expect_thread *t)
-{
-	char ptr[32], valid[8], trace[40], span[24], flags[8];
-	static char attrs[2 * TREC_MAX_SIZE + 8];
-	int tid;
-
-	memset(t, 0, sizeof(*t));
-	ck_assert_int_eq(sscanf(line, "THREAD %d %15s %31s %7s %39s %23s %7s %1287s",
-				&tid, t->kind, ptr, valid, trace, span, flags, attrs),
-			 8);
-	t->tid = tid;
-	t->ptr = strtoull(ptr, NULL, 16);
-	if (strcmp(valid, "-") == 0)
-		return;
-	t->has_record = true;
-	t->valid = (unsigned)atoi(valid);
-	ck_assert_uint_eq(strlen(trace), 32);
-	ck_assert_uint_eq(strlen(span), 16);
-	memcpy(t->trace_id, trace, 33);
-	memcpy(t->span_id, span, 17);
-	t->flags = (unsigned)strtoul(flags, NULL, 16);
-	hex_to_bytes(attrs, t->attrs, sizeof(t->attrs), &t->attrs_len);
-}
-
 static void
 writer_start(struct writer *w, const struct writer_case *wc)
 {
-	char exe[PATH_MAX], lib[PATH_MAX], line[4096];
+	char exe[PATH_MAX], lib[PATH_MAX];
 	char *argv[3] = {NULL, NULL, NULL};
 	char *env[2] = {(char *)wc->env, NULL};
 
 	memset(w, 0, sizeof(*w));
 	w->wc = wc;
-	argv[0] = (char *)helper_path(wc->exe, exe, sizeof(exe));
+	argv[0] = (char *)prof_helper(wc->exe, exe, sizeof(exe));
 	if (wc->lib_arg)
-		argv[1] = (char *)helper_path(wc->lib_arg, lib, sizeof(lib));
+		argv[1] = (char *)prof_helper(wc->lib_arg, lib, sizeof(lib));
 	test_child_start(&w->child, argv, wc->env ? env : NULL, false);
-	for (;;) {
-		test_child_readline(&w->child, line, sizeof(line), TIMEOUT_MS);
-		if (strncmp(line, "THREAD ", 7) == 0) {
-			ck_assert_int_lt(w->n, MAX_THREADS);
-			parse_thread_line(line, &w->t[w->n++]);
-		} else if (strncmp(line, "READY ", 6) == 0) {
-			int pid, n;
-			char model[32];
-
-			ck_assert_int_eq(
-				sscanf(line, "READY %d %31s %d", &pid, model, &n), 3);
-			ck_assert_int_eq(n, w->n);
-			w->pid = pid;
-			ck_assert_int_eq(w->pid, w->child.pid);
-			return;
-		}
-	}
+	cw_read_threads(&w->child, w->t, &w->n, &w->pid);
 }
 
 /* Every thread of the writer must be running (not stopped or traced)
@@ -539,7 +405,7 @@ static struct jval *
 run_ctxdump(const struct writer *w, const char *opt)
 {
 	char pid[16], *out = NULL, *err = NULL;
-	char *argv[5] = {(char *)ctxdump_path(), "--json", NULL, NULL, NULL};
+	char *argv[5] = {(char *)prof_ctxdump(), "--json", NULL, NULL, NULL};
 	struct jval *j;
 	int status;
 
@@ -718,8 +584,8 @@ START_TEST(test_reused_modid_stale_dtv)
 
 	memset(&w, 0, sizeof(w));
 	w.wc = wc;
-	argv[0] = (char *)helper_path(wc->exe, exe, sizeof(exe));
-	argv[1] = (char *)helper_path(wc->lib_arg, lib, sizeof(lib));
+	argv[0] = (char *)prof_helper(wc->exe, exe, sizeof(exe));
+	argv[1] = (char *)prof_helper(wc->lib_arg, lib, sizeof(lib));
 	test_child_start(&w.child, argv, wc->env ? env : NULL, false);
 	for (;;) {
 		struct expect_thread *t;
@@ -986,38 +852,12 @@ START_TEST(test_stacks_show_blocking_function)
 }
 END_TEST
 
-static bool
-ptrace_allowed(const char **why)
-{
-	FILE *f = fopen("/proc/sys/kernel/yama/ptrace_scope", "re");
-	int scope = 0;
-
-	if (f) {
-		if (fscanf(f, "%d", &scope) != 1)
-			scope = 0;
-		fclose(f);
-	}
-	/* ctxdump and the writer are siblings: Yama scope 1 lets only an
-	 * ancestor (or CAP_SYS_PTRACE) attach. */
-	if (scope >= 3 || (scope >= 1 && geteuid() != 0)) {
-		*why = "kernel.yama.ptrace_scope forbids attaching to a sibling "
-		       "process";
-		return false;
-	}
-	return true;
-}
-
 TEST_SUITE(ctxdump_tls_suite)
 {
 	Suite *s = suite_create("ctxdump: TLS access models");
-	const char *why = NULL;
-	struct stat st;
 	TCase *tc;
 
-	if (stat(ctxdump_path(), &st) < 0 || !(st.st_mode & S_IXUSR))
-		test_skip("%s is not built yet", ctxdump_path());
-	if (!ptrace_allowed(&why))
-		test_skip("%s", why);
+	cw_require_ctxdump();
 
 	tc = tcase_create("json");
 	tcase_add_loop_test(tc, test_json_matches_writer, 0, N_CASES);

@@ -4,7 +4,7 @@
  * ctxdump reads it (the only symbol of that name), and once with
  * writer-local-twin.c, a second translation unit with a static of the
  * same name, where ctxdump cannot tell which one is the writer's and must
- * read neither (test-ctxdump-static.c). */
+ * read neither (test-ctxdump-static.c).  main() is writer-main-lib.c's. */
 #include "config.h"
 
 #include <stdatomic.h>
@@ -25,23 +25,4 @@ void *
 writer_tls_get(void)
 {
 	return *(void *volatile *)&otel_thread_ctx_v1;
-}
-
-#ifdef WRITER_LOCAL_TWIN
-void writer_twin_set(void *p);
-#endif
-
-int
-main(int argc, char **argv)
-{
-	struct writer_tls_ops ops = {
-		.model = "local",
-		.set = writer_tls_set,
-		.get = writer_tls_get,
-	};
-
-#ifdef WRITER_LOCAL_TWIN
-	writer_twin_set(&ops); /* a pointer, never a record */
-#endif
-	return writer_main(argc, argv, &ops);
 }
