@@ -128,6 +128,11 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+/* Defined in the same library (preload/events.c): read PC-relative, not
+ * through the GOT, by every ctxshim_events_on() here (the idle wait of
+ * every request, B1i). */
+extern int ctxshim_events_fd __attribute__((visibility("hidden")));
+
 #ifndef CLOSE_RANGE_CLOEXEC
 #define CLOSE_RANGE_CLOEXEC (1U << 2)
 #endif
@@ -578,16 +583,16 @@ static struct sk_real_fns sk_real = {
 
 /* ---- per-thread state ---- */
 
-/* What this thread published from a connection.  Initial-exec: 24 bytes
- * of static TLS, read with one instruction by the wait hooks. */
-struct sk_thread {
-	int fdp1;      /* fd + 1 whose context we published, 0: none */
-	uint32_t gen;  /* that slot's generation then */
-	uint64_t span; /* span-id we published (its 8 bytes) */
-	volatile sig_atomic_t busy;
-};
+/* What this thread published from a connection (thread-ctx.h, struct
+ * ctxshim_sk_thread): in the thread's state, initial-exec, read with one
+ * instruction by the wait hooks, and with the thread's context from one
+ * TLS address. */
+#define sk_self (ctxshim_self.sk)
 
-static __thread struct sk_thread sk_self __attribute__((tls_model("initial-exec")));
+/* sk_self.c where fd's slot is not known (a handed-back context of a
+ * connection without an fd slot): never tracked, so no write takes the
+ * fast path through it (flags 0). */
+static struct ctxshim_conn sk_nil_conn;
 
 static inline void
 sk_busy(bool on)
@@ -643,7 +648,7 @@ sk_drop(int fd, const char *reason)
 static inline void
 sk_drop_quiet(void)
 {
-	(void)ctxshim_detach_span((const uint8_t *)&sk_self.span);
+	(void)ctxshim_detach_sock((const uint8_t *)&sk_self.span);
 	sk_self.fdp1 = 0;
 }
 
@@ -658,6 +663,7 @@ sk_attached(int fd,
 	sk_self.fdp1 = fd + 1;
 	sk_self.gen = atomic_load_explicit(&c->gen, memory_order_relaxed);
 	sk_self.span = sk_span(ctx);
+	sk_self.c = c;
 	CTXSHIM_EVENT(ev, fd, ctx, reason);
 }
 
@@ -668,7 +674,7 @@ sk_attach(int fd,
 	  enum ctxshim_ev ev,
 	  const char *reason)
 {
-	ctxshim_attach(ctx);
+	ctxshim_attach_sock(ctx);
 	sk_attached(fd, c, ctx, ev, reason);
 }
 
@@ -763,22 +769,35 @@ sk_follow_link(int fd, struct ctxshim_conn *c, bool is_write)
 	if (sk_self.fdp1 == lfd + 1 && sk_self.gen == lgen) {
 		sk_self.fdp1 = fd + 1;
 		sk_self.gen = atomic_load_explicit(&c->gen, memory_order_relaxed);
+		sk_self.c = c;
 	}
 	sk_follow(fd, c, false);
 }
+
+static inline bool sk_publishes_slot(const struct ctxshim_conn *c);
 
 /* Does this thread publish the context of c's current request (fd's),
  * which a write continues (sk_follow() would do nothing)? */
 static inline bool
 sk_publishes(int fd, const struct ctxshim_conn *c)
 {
+	return sk_self.fdp1 == fd + 1 && sk_publishes_slot(c);
+}
+
+/* sk_publishes() past its fd test. */
+static inline bool
+sk_publishes_slot(const struct ctxshim_conn *c)
+{
 	uint8_t f = atomic_load_explicit(&c->flags, memory_order_relaxed);
 	const struct ctxshim_ctx *cur;
 
 	if ((f & (CONN_F_REQ | CONN_F_HAS_CTX)) != (CONN_F_REQ | CONN_F_HAS_CTX) ||
-	    sk_self.fdp1 != fd + 1 ||
 	    sk_self.gen != atomic_load_explicit(&c->gen, memory_order_relaxed))
 		return false;
+	/* Still the context we published (thread-ctx.h, sk_owned): then its
+	 * span-id is the one we kept.  Read at its TLS offset, as sk_self. */
+	if (__builtin_expect(ctxshim_self.sk_owned, 1))
+		return true;
 	cur = ctxshim_current();
 	return cur && sk_span(cur) == sk_self.span;
 }
@@ -977,13 +996,33 @@ sk_in_flags_feed(struct ctxshim_conn *c, int flags)
 static inline __attribute__((always_inline)) void
 sk_in_buf(int fd, struct ctxshim_conn *c, const void *buf, ssize_t r, int flags)
 {
-	struct sk_in in;
+	struct ctxshim_ctx *full = NULL;
+	int became;
 
-	if (r <= 0 || !sk_in_flags_feed(c, flags) ||
-	    !sk_in_begin(&in, fd, c))
+	/* sk_in_begin(), sk_in_bytes() and sk_in_end() for one buffer, with
+	 * the state in registers (struct sk_in only on the rare paths): a
+	 * scanner that gave up before this read feeds nothing, so it is not
+	 * even marked busy; one that gives up in it has given up after. */
+	if (r <= 0 || !sk_in_flags_feed(c, flags) || !c || sk_self.busy ||
+	    http_scan_gave_up(&c->scan))
 		return;
-	sk_in_bytes(&in, buf, (size_t)r);
-	sk_in_end(&in);
+	sk_busy(true);
+	became = ctxshim_conn_feed(c, buf, (size_t)r, &full);
+	if (__builtin_expect(became == CONN_FEED_FULL, 1) && ctxshim_conn_live(c)) {
+		/* The usual new request, built where it is published (B4). */
+		ctxshim_build_publish(full);
+		sk_attached(fd, c, full, CTXSHIM_EV_ATTACH, "request");
+	} else if (became != CONN_FEED_NONE) {
+		struct sk_in in = {.fd = fd, .became = became, .c = c, .full = full};
+
+		sk_request(&in);
+	}
+	if (__builtin_expect(http_scan_gave_up(&c->scan), 0)) {
+		struct sk_in in = {.fd = fd, .c = c};
+
+		sk_gave_up(&in);
+	}
+	sk_busy(false);
 }
 
 /* A response write made c's next pipelined request current: the server
@@ -1028,6 +1067,26 @@ sk_out_next(int fd, struct ctxshim_conn *c, const void *head, size_t head_len)
 	errno = saved_errno;
 }
 
+/* sk_out() of a write that returned r > 0 on slot c, by a caller that saw
+ * this thread not busy before its real call (a signal handler that ran
+ * during the call left it as it was). */
+static inline __attribute__((always_inline)) void
+sk_out_unbusy(int fd, struct ctxshim_conn *c, const void *head, size_t head_len)
+{
+	sk_busy(true);
+	if (ctxshim_conn_responded(c, head, head_len))
+		sk_out_next(fd, c, head, head_len);
+	sk_busy(false);
+}
+
+static inline __attribute__((always_inline)) void
+sk_out_c(int fd, struct ctxshim_conn *c, const void *head, size_t head_len)
+{
+	if (sk_self.busy)
+		return;
+	sk_out_unbusy(fd, c, head, head_len);
+}
+
 /* After a write of r bytes on tracked fd; head/head_len: its first bytes.
  * Inline in each write hook, like sk_out_enter(): the response's write is
  * once per request (B1i).  ctxshim_conn_responded() leaves errno alone
@@ -1035,12 +1094,24 @@ sk_out_next(int fd, struct ctxshim_conn *c, const void *head, size_t head_len)
 static inline __attribute__((always_inline)) void
 sk_out(int fd, struct ctxshim_conn *c, const void *head, size_t head_len, ssize_t r)
 {
-	if (!c || r <= 0 || sk_self.busy)
+	if (!c || r <= 0)
 		return;
-	sk_busy(true);
-	if (ctxshim_conn_responded(c, head, head_len))
-		sk_out_next(fd, c, head, head_len);
-	sk_busy(false);
+	sk_out_c(fd, c, head, head_len);
+}
+
+/* The usual write of a response: on the connection whose context this
+ * thread publishes (sk_publishes()), checked through the slot the thread
+ * kept when it published (c = sk_self.c), without a table look-up, and
+ * not busy (fdp1 and busy in one compare).  Then nothing is to be
+ * followed, and after the real call the hook marks c's request answered
+ * (sk_out_unbusy()); false: the hook takes its general path
+ * (sk_out_enter(), sk_out()), which decides from the start.  Only reads,
+ * so it needs no errno saved; on a claimed connection the general path
+ * would only note the answer too. */
+static inline __attribute__((always_inline)) bool
+sk_out_fast(int fd, const struct ctxshim_conn *c)
+{
+	return sk_self.fdp1_busy == (uint32_t)(fd + 1) && sk_publishes_slot(c);
 }
 
 static inline __attribute__((always_inline)) struct ctxshim_conn *
@@ -1170,17 +1241,27 @@ sk_idle_logged(const char *reason)
  * request of an event-loop server (B1i); without the event log it is one
  * check-and-clear of what we published, touching no errno. */
 static inline __attribute__((always_inline)) void
-sk_idle(const char *reason)
+sk_idle_quiet(void)
 {
+	/* The usual case: the context is still the one we published. */
+	if (__builtin_expect(ctxshim_sk_idle_fast(), 1))
+		return;
 	if (sk_self.busy)
 		return;
-	if (ctxshim_events_on()) {
-		sk_idle_logged(reason);
-		return;
-	}
 	sk_busy(true);
 	sk_drop_quiet();
 	sk_busy(false);
+}
+
+static inline __attribute__((always_inline)) void
+sk_idle(const char *reason)
+{
+	if (ctxshim_events_on()) {
+		if (!sk_self.busy)
+			sk_idle_logged(reason);
+		return;
+	}
+	sk_idle_quiet();
 }
 
 /* poll() and select() are also what a request handler calls while it
@@ -1496,7 +1577,7 @@ sk_close(int fd)
 static inline int
 hook_socket_close(int fd)
 {
-	if (__builtin_expect(ctxshim_conn_hot(fd) != CONN_HOT_NONE, 0))
+	if (__builtin_expect(ctxshim_conn_hot_any(fd), 0))
 		return sk_close(fd);
 	return real_close(fd);
 }
@@ -1665,44 +1746,112 @@ hook_socket_closefrom(int lo)
 
 /* ---- bytes out ---- */
 
-static CTXSHIM_HOT __attribute__((noinline)) ssize_t
-sk_write(int fd, const void *buf, size_t n, uint8_t hot)
+static __attribute__((noinline)) ssize_t
+sk_write_any(int fd, const void *buf, size_t n)
 {
-	struct ctxshim_conn *c = sk_out_enter(fd, hot);
-	ssize_t r = real_write(fd, buf, n);
+	/* The hot byte read again (the exported hook only tested it): a
+	 * change in between is one that came before that test. */
+	uint8_t hot = ctxshim_conn_hot(fd);
+	struct ctxshim_conn *c;
+	ssize_t r;
+
+	if (!(hot & (CONN_HOT_SCAN | CONN_HOT_CLAIMED)))
+		return real_write(fd, buf, n);
+	c = sk_out_enter(fd, hot);
+	r = real_write(fd, buf, n);
 
 	sk_out(fd, c, buf, n, r);
 	return r;
+}
+
+/* The rest of sk_out_unbusy() past its usual case, busy held; returns r
+ * (a tail call of the write hooks' fast paths). */
+static __attribute__((noinline, cold)) ssize_t
+sk_out_slow(int fd, struct ctxshim_conn *c, const void *head, size_t len, ssize_t r)
+{
+	if (ctxshim_conn_responded_slow(c, head, len))
+		sk_out_next(fd, c, head, len);
+	sk_busy(false);
+	return r;
+}
+
+/* Return r after the response write's real call on slot c (sk_out_fast()
+ * held before it): sk_out_unbusy() with its rare cases a tail call, and
+ * fd read from the caller's stack only there (see sk_writev()). */
+#define SK_OUT_FAST_RETURN(keep_fd, c, head, len, r)                               \
+	do {                                                                       \
+		if ((r) <= 0)                                                      \
+			return (r);                                                \
+		sk_busy(true);                                                     \
+		if (__builtin_expect(                                              \
+			    !ctxshim_conn_responded_usual((c), (head), (len)), 0)) \
+			return sk_out_slow((keep_fd), (c), (head), (len), (r));    \
+		sk_busy(false);                                                    \
+		return (r);                                                        \
+	} while (0)
+
+/* The response's write (sk_out_fast()), else sk_write_any(). */
+static CTXSHIM_HOT __attribute__((noinline)) ssize_t
+sk_write(int fd, const void *buf, size_t n)
+{
+	struct ctxshim_conn *c = sk_self.c;
+	volatile int keep_fd = fd;
+	ssize_t r;
+
+	if (__builtin_expect(!sk_out_fast(fd, c), 0))
+		return sk_write_any(fd, buf, n);
+	r = real_write(fd, buf, n);
+	SK_OUT_FAST_RETURN(keep_fd, c, buf, n, r);
 }
 
 static inline ssize_t
 hook_socket_write(int fd, const void *buf, size_t n)
 {
-	uint8_t hot = ctxshim_conn_hot(fd);
-
-	if (__builtin_expect(!(hot & (CONN_HOT_SCAN | CONN_HOT_CLAIMED)), 1))
+	/* The byte tested where it is: sk_write() does not need it. */
+	if (__builtin_expect(!ctxshim_conn_hot_out(fd), 1))
 		return real_write(fd, buf, n);
-	return sk_write(fd, buf, n, hot);
+	return sk_write(fd, buf, n);
 }
 
-static CTXSHIM_HOT __attribute__((noinline)) ssize_t
-sk_send(int fd, const void *buf, size_t n, int flags, uint8_t hot)
+static __attribute__((noinline)) ssize_t
+sk_send_any(int fd, const void *buf, size_t n, int flags)
 {
-	struct ctxshim_conn *c = sk_out_enter(fd, hot);
-	ssize_t r = real_send(fd, buf, n, flags);
+	/* The hot byte read again (the exported hook only tested it): a
+	 * change in between is one that came before that test. */
+	uint8_t hot = ctxshim_conn_hot(fd);
+	struct ctxshim_conn *c;
+	ssize_t r;
+
+	if (!(hot & (CONN_HOT_SCAN | CONN_HOT_CLAIMED)))
+		return real_send(fd, buf, n, flags);
+	c = sk_out_enter(fd, hot);
+	r = real_send(fd, buf, n, flags);
 
 	sk_out(fd, c, buf, n, r);
 	return r;
 }
 
+/* The response's send (sk_out_fast()), else sk_send_any(). */
+static CTXSHIM_HOT __attribute__((noinline)) ssize_t
+sk_send(int fd, const void *buf, size_t n, int flags)
+{
+	struct ctxshim_conn *c = sk_self.c;
+	volatile int keep_fd = fd;
+	ssize_t r;
+
+	if (__builtin_expect(!sk_out_fast(fd, c), 0))
+		return sk_send_any(fd, buf, n, flags);
+	r = real_send(fd, buf, n, flags);
+	SK_OUT_FAST_RETURN(keep_fd, c, buf, n, r);
+}
+
 static inline ssize_t
 hook_socket_send(int fd, const void *buf, size_t n, int flags)
 {
-	uint8_t hot = ctxshim_conn_hot(fd);
-
-	if (__builtin_expect(!(hot & (CONN_HOT_SCAN | CONN_HOT_CLAIMED)), 1))
+	/* The byte tested where it is: sk_send() does not need it. */
+	if (__builtin_expect(!ctxshim_conn_hot_out(fd), 1))
 		return real_send(fd, buf, n, flags);
-	return sk_send(fd, buf, n, flags, hot);
+	return sk_send(fd, buf, n, flags);
 }
 
 static __attribute__((noinline)) ssize_t
@@ -1758,25 +1907,80 @@ hook_socket_sendmsg(int fd, const struct msghdr *msg, int flags)
 	return sk_sendmsg(fd, msg, flags, hot);
 }
 
-static CTXSHIM_HOT __attribute__((noinline)) ssize_t
-sk_writev(int fd, const struct iovec *iov, int iovcnt, uint8_t hot)
+static __attribute__((noinline)) ssize_t
+sk_writev_any(int fd, const struct iovec *iov, int iovcnt)
 {
-	struct ctxshim_conn *c = sk_out_enter(fd, hot);
-	ssize_t r = real_writev(fd, iov, iovcnt);
+	/* The hot byte read again (the exported hook only tested it): a
+	 * change in between is one that came before that test. */
+	uint8_t hot = ctxshim_conn_hot(fd);
+	struct ctxshim_conn *c;
+	ssize_t r;
+
+	if (!(hot & (CONN_HOT_SCAN | CONN_HOT_CLAIMED)))
+		return real_writev(fd, iov, iovcnt);
+	c = sk_out_enter(fd, hot);
+	r = real_writev(fd, iov, iovcnt);
 
 	if (iovcnt > 0)
 		sk_out_iov(fd, c, iov, (size_t)iovcnt, r);
 	return r;
 }
 
+/* sk_writev()'s rare ends, returning r: a first iovec shorter than a
+ * status line, and a response write that is not the usual one (busy held:
+ * the rest of sk_out_unbusy()). */
+static __attribute__((noinline, cold)) ssize_t
+sk_writev_gather(
+	int fd, struct ctxshim_conn *c, const struct iovec *iov, int n, ssize_t r)
+{
+	sk_out_iov_gather(fd, c, iov, (size_t)n, r);
+	return r;
+}
+
+static __attribute__((noinline, cold)) ssize_t
+sk_writev_out_slow(int fd, struct ctxshim_conn *c, const struct iovec *iov, ssize_t r)
+{
+	return sk_out_slow(fd, c, iov[0].iov_base, iov[0].iov_len, r);
+}
+
+/* The response's write (sk_out_fast()), else sk_writev_any(). */
+static CTXSHIM_HOT __attribute__((noinline)) ssize_t
+sk_writev(int fd, const struct iovec *iov, int iovcnt)
+{
+	struct ctxshim_conn *c = sk_self.c;
+	/* Needed after the call only on the rare paths: kept on the stack
+	 * rather than in registers saved for the whole function (B1i). */
+	volatile int keep_fd = fd, keep_n = iovcnt;
+	const void *head;
+	size_t len;
+	ssize_t r;
+
+	if (__builtin_expect(!sk_out_fast(fd, c), 0))
+		return sk_writev_any(fd, iov, iovcnt);
+	r = real_writev(fd, iov, iovcnt);
+	/* r > 0 also means iovcnt > 0 (no iovec, no byte written). */
+	if (r <= 0)
+		return r;
+	head = iov[0].iov_base;
+	len = iov[0].iov_len;
+	if (__builtin_expect(len < SK_HEAD_MIN, 0))
+		return sk_writev_gather(keep_fd, c, iov, keep_n, r);
+	/* sk_out_unbusy(), its usual case here; the others are tail calls,
+	 * so that nothing after the real call needs a saved register. */
+	sk_busy(true);
+	if (__builtin_expect(!ctxshim_conn_responded_usual(c, head, len), 0))
+		return sk_writev_out_slow(keep_fd, c, iov, r);
+	sk_busy(false);
+	return r;
+}
+
 static inline ssize_t
 hook_socket_writev(int fd, const struct iovec *iov, int iovcnt)
 {
-	uint8_t hot = ctxshim_conn_hot(fd);
-
-	if (__builtin_expect(!(hot & (CONN_HOT_SCAN | CONN_HOT_CLAIMED)), 1))
+	/* The byte tested where it is: sk_writev() does not need it. */
+	if (__builtin_expect(!ctxshim_conn_hot_out(fd), 1))
 		return real_writev(fd, iov, iovcnt);
-	return sk_writev(fd, iov, iovcnt, hot);
+	return sk_writev(fd, iov, iovcnt);
 }
 
 static CTXSHIM_HOT __attribute__((noinline)) ssize_t
@@ -1822,35 +2026,60 @@ hook_socket_sendfile64(int out, int in, off64_t *off, size_t n)
 /* ---- waits ---- */
 
 /* The waits: one TLS load when this thread published nothing from a
- * connection; otherwise clear it out of line, then wait. */
-static CTXSHIM_HOT __attribute__((noinline)) int
-sk_epoll_wait(int ep, struct epoll_event *ev, int n, int to)
+ * connection; otherwise clear it (epoll: inline, sk_idle_quiet()), then
+ * wait. */
+static __attribute__((noinline, cold)) int
+sk_epoll_wait_logged(int ep, struct epoll_event *ev, int n, int to)
 {
 	sk_idle("epoll_wait");
 	return real_epoll_wait(ep, ev, n, to);
 }
 
-static inline int
+/* Inline in the exported function: one TLS address for both tests, no
+ * jump to a function of its own (B1i).  The event log's case is a tail
+ * call of its own: a call here made the function keep ep in a saved
+ * register. */
+static inline __attribute__((always_inline)) int
 hook_socket_epoll_wait(int ep, struct epoll_event *ev, int n, int to)
 {
-	if (__builtin_expect(sk_self.fdp1 != 0, 0))
-		return sk_epoll_wait(ep, ev, n, to);
+	/* The thread publishes the socket level's own context (so sk.fdp1 is
+	 * set) and nothing is in progress: the usual wait of an event loop
+	 * after a request, one test (ctxshim_sk_idle_fast()). */
+	if (__builtin_expect(ctxshim_sk_gate_get() == CTXSHIM_SK_GATE_OWNED, 1) &&
+	    !ctxshim_events_on()) {
+		(void)ctxshim_sk_idle_fast();
+		return real_epoll_wait(ep, ev, n, to);
+	}
+	if (__builtin_expect(sk_self.fdp1 != 0, 0)) {
+		if (ctxshim_events_on())
+			return sk_epoll_wait_logged(ep, ev, n, to);
+		sk_idle_quiet();
+	}
 	return real_epoll_wait(ep, ev, n, to);
 }
 
-static CTXSHIM_HOT __attribute__((noinline)) int
-sk_epoll_pwait(int ep, struct epoll_event *ev, int n, int to, const sigset_t *ss)
+static __attribute__((noinline, cold)) int
+sk_epoll_pwait_logged(int ep, struct epoll_event *ev, int n, int to, const sigset_t *ss)
 {
 	sk_idle("epoll_pwait");
 	return real_epoll_pwait(ep, ev, n, to, ss);
 }
 
-static inline int
+static inline __attribute__((always_inline)) int
 hook_socket_epoll_pwait(
 	int ep, struct epoll_event *ev, int n, int to, const sigset_t *ss)
 {
-	if (__builtin_expect(sk_self.fdp1 != 0, 0))
-		return sk_epoll_pwait(ep, ev, n, to, ss);
+	/* As hook_socket_epoll_wait(). */
+	if (__builtin_expect(ctxshim_sk_gate_get() == CTXSHIM_SK_GATE_OWNED, 1) &&
+	    !ctxshim_events_on()) {
+		(void)ctxshim_sk_idle_fast();
+		return real_epoll_pwait(ep, ev, n, to, ss);
+	}
+	if (__builtin_expect(sk_self.fdp1 != 0, 0)) {
+		if (ctxshim_events_on())
+			return sk_epoll_pwait_logged(ep, ev, n, to, ss);
+		sk_idle_quiet();
+	}
 	return real_epoll_pwait(ep, ev, n, to, ss);
 }
 
@@ -2066,6 +2295,9 @@ hook_socket_ctx_restored(const struct ctxshim_ctx *c)
 	sk_self.fdp1 = c->sock_fdp1;
 	sk_self.gen = c->sock_gen;
 	sk_self.span = sk_span(c);
+	sk_self.c = ctxshim_conn_get(c->sock_fdp1 - 1);
+	if (!sk_self.c)
+		sk_self.c = &sk_nil_conn;
 	sk_busy(false);
 }
 
@@ -2246,7 +2478,9 @@ accept4(int fd, struct sockaddr *a, socklen_t *al, int flags)
 	return hook_socket_accept4(fd, a, al, flags);
 }
 
-HOOK_EXPORT __attribute__((hot)) int
+/* Aligned (CTXSHIM_HOT): the check of every close() of a file, eight
+ * instructions, in one code line (bench/hot-lines.sh). */
+HOOK_EXPORT CTXSHIM_HOT int
 close(int fd)
 {
 	return hook_socket_close(fd);

@@ -144,6 +144,10 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 #define CONN_POOL_N     256
 /* Pipelined requests one connection may queue ("Bound" above).  Below 128,
  * so that qpush - qpop (8 bits) never wraps. */
@@ -1378,12 +1382,16 @@ conn_compact(struct ctxshim_conn_ctx *d, const struct ctxshim_ctx *s)
 }
 
 /* conn_compact() inline for the usual context: attributes that fit and
- * no tracestate (B4). */
+ * no tracestate (B4).  Attributes of up to 64 bytes are copied as four
+ * 16-byte moves whatever their length (both buffers are longer, and the
+ * bytes past attrs_len are never read from d). */
+_Static_assert(CTXSHIM_CONN_DATA_MAX >= 64 && TREC_ATTRS_MAX >= 64, "64-byte copy");
 static inline void
 conn_compact_fast(struct ctxshim_conn_ctx *d, const struct ctxshim_ctx *s)
 {
-	if (__builtin_expect(s->attrs_len > CTXSHIM_CONN_DATA_MAX || s->tracestate_len,
-			     0)) {
+	size_t alen = s->attrs_len;
+
+	if (__builtin_expect(alen > 64 || s->tracestate_len, 0)) {
 		conn_compact(d, s);
 		return;
 	}
@@ -1392,9 +1400,21 @@ conn_compact_fast(struct ctxshim_conn_ctx *d, const struct ctxshim_ctx *s)
 	memcpy(d->parent_id, s->parent_id, sizeof(d->parent_id));
 	d->flags = s->flags;
 	d->has_parent = s->has_parent;
-	d->attrs_len = (uint8_t)s->attrs_len;
+	d->attrs_len = (uint8_t)alen;
 	d->tracestate_len = 0;
-	ctxshim_copy_short(d->data, s->attrs, s->attrs_len);
+#if defined(__SSE2__)
+	{
+		const __m128i *a = (const __m128i *)(const void *)s->attrs;
+		__m128i *o = (__m128i *)(void *)d->data;
+
+		_mm_storeu_si128(o, _mm_loadu_si128(a));
+		_mm_storeu_si128(o + 1, _mm_loadu_si128(a + 1));
+		_mm_storeu_si128(o + 2, _mm_loadu_si128(a + 2));
+		_mm_storeu_si128(o + 3, _mm_loadu_si128(a + 3));
+	}
+#else
+	memcpy(d->data, s->attrs, alen);
+#endif
 }
 
 static void
@@ -1514,10 +1534,106 @@ conn_fifo_push(struct ctxshim_conn *c, unsigned idx)
 	atomic_store_explicit(&c->tail, (uint16_t)idx, memory_order_relaxed);
 }
 
+/* The flags of c (f, seen before its section began) for a new current
+ * request: set (CONN_F_REQ, CONN_F_HAS_CTX if it has a context).  The
+ * next request of a keep-alive connection leaves the flags as they are
+ * (REQ and HAS_CTX set, PROMOTED clear): then no compare-and-swap.
+ * Skipping it is safe because the only other writers of flags now are a
+ * library hook setting CLAIMED (not a bit changed here, and not
+ * overwritten by not writing) and the writing thread promoting a
+ * pipelined request, which needs the current one unanswered while this
+ * path needs it answered or absent; fd life-cycle changes do not overlap
+ * a read. */
+static inline __attribute__((always_inline)) void
+conn_head_flags(struct ctxshim_conn *c, uint8_t f, uint8_t set)
+{
+	if ((uint8_t)((f & ~(CONN_F_HAS_CTX | CONN_F_PROMOTED)) | set) != f) {
+		conn_flags_update(c, CONN_F_HAS_CTX | CONN_F_PROMOTED, set);
+		/* A stub exists only after the writer promoted the last queued
+		 * request, which set PROMOTED: so the first new head after it
+		 * comes this way, and the usual keep-alive request (flags
+		 * unchanged) does not even load tail.  Missing one here costs
+		 * nothing but time: the next append or close frees the stub. */
+		conn_fifo_reclaim(c);
+	}
+}
+
+/* A head became the current request of c (flags f, seen before).
+ * Returns CONN_FEED_NEW, or CONN_FEED_FULL when the thread's publication
+ * buffer (ctxshim_build_begin(), returned in *full) holds its whole
+ * context, whatever the compact copy had to leave out. */
+static inline __attribute__((always_inline)) int
+conn_head_new(struct ctxshim_conn *c,
+	      uint8_t f,
+	      const struct http_scan_capture *cap,
+	      unsigned flags,
+	      bool captured,
+	      struct ctxshim_ctx **full)
+{
+	bool built = false;
+
+	/* The section makes seq/2 the new request's tag, which answered
+	 * (the writers' byte) does not hold: the request becomes
+	 * unanswered without this thread storing there. */
+	conn_seq_begin(c);
+	if (__builtin_expect(captured, 1)) {
+		/* Built where it will be published, so that publishing copies
+		 * nothing (B4).  A second new head in one read cannot happen
+		 * (the first is not answered yet, so later ones queue), but
+		 * would take the scratch path. */
+		struct ctxshim_ctx *b = *full ? NULL : ctxshim_build_begin();
+
+		if (__builtin_expect(b != NULL, 1)) {
+			/* Published from b even when the compact copy is not
+			 * whole: the slot's 178 bytes only serve later
+			 * switch-backs and library hooks (README, Limitations),
+			 * never the request's first publication. */
+			conn_build(b, cap, flags);
+			conn_compact_fast(&c->ctx, b);
+			*full = b;
+			built = true;
+		} else {
+			conn_build_scratch(&c->ctx, cap, flags);
+		}
+	}
+	conn_head_flags(c, f, (uint8_t)(CONN_F_REQ | (captured ? CONN_F_HAS_CTX : 0)));
+	conn_seq_end(c);
+	return built ? CONN_FEED_FULL : CONN_FEED_NEW;
+}
+
+/* The usual read (ctxshim_conn_feed()): one whole head, the connection's
+ * previous request answered (or none), no head in progress, nothing built
+ * in this read yet.  Scanned in place and built straight into the
+ * thread's publication buffer (ctxshim_request_ctx_whole()): no pool
+ * entry, no capture, no copies (B1).  Then what conn_head_new() does with
+ * it.  False, with nothing changed, for anything else. */
+static inline __attribute__((always_inline)) bool
+conn_head_whole(struct ctxshim_conn *c,
+		uint8_t f,
+		const void *buf,
+		size_t len,
+		struct ctxshim_ctx **full)
+{
+	struct ctxshim_ctx *b = ctxshim_build_begin();
+
+	if (__builtin_expect(b == NULL, 0))
+		return false;
+	if (__builtin_expect(ctxshim_request_ctx_whole(b, &c->scan, &conn_scan_cfg, buf,
+						       len, conn_extra_index) != 0,
+			     0)) {
+		ctxshim_build_cancel();
+		return false;
+	}
+	conn_seq_begin(c);
+	conn_compact_fast(&c->ctx, b);
+	*full = b;
+	conn_head_flags(c, f, CONN_F_REQ | CONN_F_HAS_CTX);
+	conn_seq_end(c);
+	return true;
+}
+
 /* A head completed.  Returns CONN_FEED_NONE if it was queued (or
- * dropped), else CONN_FEED_NEW, or CONN_FEED_FULL when the thread's
- * publication buffer (ctxshim_build_begin(), returned in *full) holds its
- * whole context, whatever the compact copy had to leave out. */
+ * dropped), else what conn_head_new() returns. */
 static int
 conn_head(struct ctxshim_conn *c,
 	  const struct http_scan_capture *cap,
@@ -1525,59 +1641,12 @@ conn_head(struct ctxshim_conn *c,
 	  struct ctxshim_ctx **full)
 {
 	uint8_t f = atomic_load_explicit(&c->flags, memory_order_relaxed);
-	bool captured = conn_captured(cap, flags), built = false;
+	bool captured = conn_captured(cap, flags);
 	struct conn_pool_entry *e;
 	unsigned idx;
 
-	if (__builtin_expect(!(f & CONN_F_REQ) || ctxshim_conn_answered(c), 1)) {
-		uint8_t set = (uint8_t)(CONN_F_REQ | (captured ? CONN_F_HAS_CTX : 0));
-
-		/* The section makes seq/2 the new request's tag, which
-		 * answered (the writers' byte) does not hold: the request
-		 * becomes unanswered without this thread storing there. */
-		conn_seq_begin(c);
-		if (__builtin_expect(captured, 1)) {
-			/* Built where it will be published, so that publishing
-			 * copies nothing (B4).  A second new head in one read
-			 * cannot happen (the first is not answered yet, so
-			 * later ones queue), but would take the scratch path. */
-			struct ctxshim_ctx *b = *full ? NULL : ctxshim_build_begin();
-
-			if (__builtin_expect(b != NULL, 1)) {
-				/* Published from b even when the compact copy is not
-				 * whole: the slot's 178 bytes only serve later
-				 * switch-backs and library hooks (README,
-				 * Limitations), never the request's first
-				 * publication. */
-				conn_build(b, cap, flags);
-				conn_compact_fast(&c->ctx, b);
-				*full = b;
-				built = true;
-			} else {
-				conn_build_scratch(&c->ctx, cap, flags);
-			}
-		}
-		/* The next request of a keep-alive connection leaves the flags
-		 * as they are (REQ and HAS_CTX set, PROMOTED clear): then no
-		 * compare-and-swap.  Skipping it is safe because the only other
-		 * writers of flags now are a library hook setting CLAIMED (not
-		 * a bit changed here, and not overwritten by not writing) and
-		 * the writing thread promoting a pipelined request, which needs
-		 * the current one unanswered while this path needs it answered
-		 * or absent; fd life-cycle changes do not overlap a read. */
-		if ((uint8_t)((f & ~(CONN_F_HAS_CTX | CONN_F_PROMOTED)) | set) != f) {
-			conn_flags_update(c, CONN_F_HAS_CTX | CONN_F_PROMOTED, set);
-			/* A stub exists only after the writer promoted the last
-			 * queued request, which set PROMOTED: so the first new head
-			 * after it comes this way, and the usual keep-alive request
-			 * (flags unchanged) does not even load tail.  Missing one
-			 * here costs nothing but time: the next append or close
-			 * frees the stub. */
-			conn_fifo_reclaim(c);
-		}
-		conn_seq_end(c);
-		return built ? CONN_FEED_FULL : CONN_FEED_NEW;
-	}
+	if (__builtin_expect(!(f & CONN_F_REQ) || ctxshim_conn_answered(c), 1))
+		return conn_head_new(c, f, cap, flags, captured, full);
 
 	/* Pipelined behind a request not answered yet: queue it.  Beyond the
 	 * connection's bound, or without a pool entry, stop following the
@@ -1600,11 +1669,13 @@ conn_head(struct ctxshim_conn *c,
 	return CONN_FEED_NONE;
 }
 
-CTXSHIM_HOT int
-ctxshim_conn_feed(struct ctxshim_conn *c,
-		  const void *buf,
-		  size_t len,
-		  struct ctxshim_ctx **full)
+/* ctxshim_conn_feed() past the usual read: the scanner's feed loop, with
+ * a pool entry as the capture of each head. */
+static __attribute__((noinline)) int
+conn_feed_loop(struct ctxshim_conn *c,
+	       const void *buf,
+	       size_t len,
+	       struct ctxshim_ctx **full)
 {
 	const uint8_t *p = buf;
 	size_t off = 0, n;
@@ -1644,6 +1715,28 @@ ctxshim_conn_feed(struct ctxshim_conn *c,
 			break;
 	}
 	return became;
+}
+
+CTXSHIM_HOT int
+ctxshim_conn_feed(struct ctxshim_conn *c,
+		  const void *buf,
+		  size_t len,
+		  struct ctxshim_ctx **full)
+{
+	const uint8_t *p = buf;
+	uint8_t f = atomic_load_explicit(&c->flags, memory_order_relaxed);
+
+	/* The usual read first (conn_head_whole()); anything else it leaves
+	 * untouched for the loop.  The cheap tests of http_scan_whole()
+	 * first: a head in progress or a body, the read not ending in LF,
+	 * are not worth a build_begin()/cancel(). */
+	if (__builtin_expect(!c->cap && !*full && http_scan_at_start(&c->scan) &&
+				     len >= 16 && p[len - 1] == '\n' &&
+				     (!(f & CONN_F_REQ) || ctxshim_conn_answered(c)),
+			     1) &&
+	    __builtin_expect(conn_head_whole(c, f, buf, len, full), 1))
+		return CONN_FEED_FULL;
+	return conn_feed_loop(c, buf, len, full);
 }
 
 void

@@ -209,6 +209,33 @@ ctxshim_conn_hot(int fd)
 	return __atomic_load_n(&ctxshim_conn_tab.hot[fd], __ATOMIC_RELAXED);
 }
 
+/* ctxshim_conn_hot(fd) != CONN_HOT_NONE, for close(): the byte is
+ * compared where it is (one instruction less than loading it first, which
+ * a relaxed atomic load forces).  fd is the caller's own open descriptor,
+ * so no accept() can be writing its byte meanwhile: only a close or dup2
+ * of that same descriptor by another thread at once, which races in the
+ * kernel too. */
+static inline bool
+ctxshim_conn_hot_any(int fd)
+{
+	if ((unsigned)fd >=
+	    __atomic_load_n(&ctxshim_conn_tab.max_fds, __ATOMIC_ACQUIRE))
+		return false;
+	return ctxshim_conn_tab.hot[(unsigned)fd] != CONN_HOT_NONE;
+}
+
+/* ctxshim_conn_hot(fd) & (CONN_HOT_SCAN | CONN_HOT_CLAIMED), for the write
+ * hooks: tested where it is, as in ctxshim_conn_hot_any(); their general
+ * path reads the byte again. */
+static inline bool
+ctxshim_conn_hot_out(int fd)
+{
+	if ((unsigned)fd >=
+	    __atomic_load_n(&ctxshim_conn_tab.max_fds, __ATOMIC_ACQUIRE))
+		return false;
+	return ctxshim_conn_tab.hot[(unsigned)fd] & (CONN_HOT_SCAN | CONN_HOT_CLAIMED);
+}
+
 /* The chunk holding fd's slot, or NULL if it was never mapped. */
 static inline struct ctxshim_conn *
 ctxshim_conn_chunk(int fd)
@@ -349,10 +376,65 @@ ctxshim_conn_status_kind(const void *head, size_t len)
 	return 2;
 }
 
+/* ctxshim_conn_status_kind(head, len) == 1, the usual answer first: a
+ * response's status code starts with a digit other than '1' at h[9], so
+ * one byte decides "not interim" (a full check on every response write
+ * was ~12 instructions, B1i). */
+static inline bool
+ctxshim_conn_interim(const void *head, size_t len)
+{
+	if (len < 12 || ((const uint8_t *)head)[9] != '1')
+		return false;
+	return ctxshim_conn_status_kind(head, len) == 1;
+}
+
 /* ctxshim_conn_responded() past its usual case (conn.c). */
 bool ctxshim_conn_responded_slow(struct ctxshim_conn *c,
 				 const void *head,
 				 size_t head_len);
+
+_Static_assert(offsetof(struct ctxshim_conn, flags) ==
+			       offsetof(struct ctxshim_conn, pending) + 2 &&
+		       offsetof(struct ctxshim_conn, answered) ==
+			       offsetof(struct ctxshim_conn, flags) + 1,
+	       "pending, flags and answered are one 32-bit word");
+_Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "little-endian word");
+/* In that word: pending, and the flags that take the slow path ... */
+#define CTXSHIM_CONN_W_MASK                                                   \
+	(0xffffu | (uint32_t)(CONN_F_REQ | CONN_F_CLAIMED | CONN_F_PROMOTED | \
+			      CONN_F_OVERFLOW | CONN_F_LINK)                  \
+			   << 16)
+/* ... the usual response: a request current, none of those, no queue. */
+#define CTXSHIM_CONN_W_USUAL ((uint32_t)CONN_F_REQ << 16)
+
+/* The usual cases of ctxshim_conn_responded(), inline: true if it decided
+ * (and did what it does then: at most mark the request answered; it never
+ * makes a pipelined request current), false if the caller must call
+ * ctxshim_conn_responded_slow(). */
+static inline __attribute__((always_inline)) bool
+ctxshim_conn_responded_usual(struct ctxshim_conn *c, const void *head, size_t head_len)
+{
+	uint8_t tag =
+		(uint8_t)(atomic_load_explicit(&c->seq, memory_order_relaxed) >> 1);
+	uint32_t w;
+	uint8_t f;
+
+	/* pending, flags and answered in one load (x86: a plain move, as the
+	 * relaxed loads of each are), little-endian: bits 0-15 pending, 16-23
+	 * flags, 24-31 answered.  The usual case -- a request current, not
+	 * claimed, promoted, overflowed or a copy, nothing queued -- is one
+	 * mask and compare instead of a test per field (B1i). */
+	memcpy(&w, (const unsigned char *)c + offsetof(struct ctxshim_conn, pending),
+	       sizeof(w));
+	if ((w & CTXSHIM_CONN_W_MASK) == CTXSHIM_CONN_W_USUAL) {
+		/* Single writer of answered: a plain store (see conn.c). */
+		if ((uint8_t)(w >> 24) != tag && !ctxshim_conn_interim(head, head_len))
+			atomic_store_explicit(&c->answered, tag, memory_order_relaxed);
+		return true;
+	}
+	f = (uint8_t)(w >> 16);
+	return !(f & CONN_F_REQ) || (uint8_t)(w >> 24) == tag;
+}
 
 /* A write of n > 0 bytes happened on c; head is its first bytes (NULL if
  * unknown, e.g. sendfile).  Marks the current request answered; when a
@@ -365,22 +447,11 @@ bool ctxshim_conn_responded_slow(struct ctxshim_conn *c,
  * keep-alive request with nothing queued behind it (once per request,
  * B1i); anything else is ctxshim_conn_responded_slow(), which decides
  * the same way from the start. */
-static inline bool
+static inline __attribute__((always_inline)) bool
 ctxshim_conn_responded(struct ctxshim_conn *c, const void *head, size_t head_len)
 {
-	uint8_t f = atomic_load_explicit(&c->flags, memory_order_relaxed);
-	uint8_t tag = (uint8_t)(atomic_load_explicit(&c->seq, memory_order_relaxed) >> 1);
-
-	if (!(f & CONN_F_REQ) ||
-	    atomic_load_explicit(&c->answered, memory_order_relaxed) == tag)
+	if (ctxshim_conn_responded_usual(c, head, head_len))
 		return false;
-	if (!(f & (CONN_F_CLAIMED | CONN_F_PROMOTED | CONN_F_OVERFLOW | CONN_F_LINK)) &&
-	    !atomic_load_explicit(&c->pending, memory_order_relaxed)) {
-		/* Single writer of answered: a plain store (see conn.c). */
-		if (ctxshim_conn_status_kind(head, head_len) != 1)
-			atomic_store_explicit(&c->answered, tag, memory_order_relaxed);
-		return false;
-	}
 	return ctxshim_conn_responded_slow(c, head, head_len);
 }
 

@@ -4,6 +4,7 @@
 #include "request-ctx.h"
 
 #include "http-scan.h"
+#include "http-scan-inline.h"
 #include "w3c.h"
 
 #include <errno.h>
@@ -487,35 +488,37 @@ attr_put_parent(uint8_t *buf, size_t len, const uint8_t id[8])
 	return attr_add_slow(buf, len, CTXSHIM_KEY_PARENT, hex, sizeof(hex));
 }
 
-/* Inline in both entry points, so that the capture path's request (a
- * local struct) is never stored and reloaded (B4). */
+/* The ids, flags and tracestate of a request with traceparent value
+ * tp[0, tp_len) (NULL: none; bad: repeated or folded, invalid) and
+ * tracestate lines ts[0, n_ts).  Inline in every entry point, so that
+ * nothing of the request is stored and reloaded (B4). */
 static inline __attribute__((always_inline)) void
-request_ctx(struct ctxshim_ctx *c, const struct ctxshim_request *r, bool padded)
+request_ids(struct ctxshim_ctx *c,
+	    const char *tp,
+	    size_t tp_len,
+	    bool bad,
+	    const char *const *ts,
+	    const size_t *ts_lens,
+	    size_t n_ts)
 {
-	struct w3c_traceparent tp;
+	struct w3c_traceparent p;
 	bool valid = false;
-	const char *path;
-	size_t path_len, len = 0;
-	unsigned i;
 
-	if (r->traceparent && !r->traceparent_repeated &&
-	    w3c_traceparent_parse(r->traceparent, r->traceparent_len, &tp) == 0)
+	if (tp && !bad && w3c_traceparent_parse(tp, tp_len, &p) == 0)
 		valid = true;
 
 	/* What ctxshim_ctx_begin() does, inline (one call fewer per
 	 * request). */
 	memset(c, 0, offsetof(struct ctxshim_ctx, attrs));
 	if (valid) {
-		memcpy(c->trace_id, tp.trace_id, sizeof(c->trace_id));
-		memcpy(c->parent_id, tp.parent_id, sizeof(c->parent_id));
+		memcpy(c->trace_id, p.trace_id, sizeof(c->trace_id));
+		memcpy(c->parent_id, p.parent_id, sizeof(c->parent_id));
 		c->has_parent = 1;
 		/* W3C: unknown flag bits are not propagated. */
-		c->flags = tp.flags & W3C_FLAGS_KNOWN;
+		c->flags = p.flags & W3C_FLAGS_KNOWN;
 		ctxshim_new_span_id(c->span_id);
-		if (__builtin_expect(r->n_tracestate != 0, 0))
-			(void)ctxshim_ctx_set_tracestate(c, r->tracestate,
-							 r->tracestate_lens,
-							 r->n_tracestate);
+		if (__builtin_expect(n_ts != 0, 0))
+			(void)ctxshim_ctx_set_tracestate(c, ts, ts_lens, n_ts);
 	} else if (ctxshim_cfg.new_traces) {
 		ctxshim_new_trace_id(c->trace_id);
 		c->flags = W3C_FLAG_RANDOM;
@@ -523,18 +526,81 @@ request_ctx(struct ctxshim_ctx *c, const struct ctxshim_request *r, bool padded)
 		if (ctxshim_cfg.sample_new)
 			c->flags |= W3C_FLAG_SAMPLED;
 	}
+}
+
+/* The attributes every request has (method, path, parent span-id, in this
+ * order); returns their length in c->attrs.  The configured headers
+ * follow (the callers' loops). */
+static inline __attribute__((always_inline)) size_t
+request_attrs(struct ctxshim_ctx *c,
+	      const char *method,
+	      size_t method_len,
+	      bool method_cut,
+	      bool padded,
+	      const char *target,
+	      size_t target_len)
+{
+	const char *path;
+	size_t path_len, len = 0;
 
 	_Static_assert(sizeof(c->attrs) == TREC_ATTRS_MAX, "attrs is a whole record's");
-	if (r->method && r->method_len)
-		len = attr_method(c->attrs, r->method, r->method_len, r->method_cut,
-				  padded);
-	if (r->target && r->target_len) {
-		path = url_path(r->target, r->target_len, ctxshim_cfg.url_query,
-				&path_len);
+	if (method && method_len)
+		len = attr_method(c->attrs, method, method_len, method_cut, padded);
+#if defined(__SSE2__)
+	/* The usual target: "/" and 7 to 15 more bytes, ASCII, no query or
+	 * fragment, the query not kept.  One pair of loads serves
+	 * url_path_end()'s search, copy_ascii()'s copy and its ASCII test
+	 * (B1); anything else, the general path below.  The method entry
+	 * leaves room (attr_method()). */
+	if (target && target_len >= 8 && target_len <= 16 && target[0] == '/' &&
+	    !ctxshim_cfg.url_query) {
+		__m128i x = _mm_unpacklo_epi64(
+			_mm_loadl_epi64((const __m128i *)(const void *)target),
+			_mm_loadl_epi64((const __m128i *)(const void *)(target + target_len -
+									  8)));
+		unsigned m = (unsigned)_mm_movemask_epi8(
+				     _mm_or_si128(_mm_cmpeq_epi8(x, _mm_set1_epi8('?')),
+						  _mm_cmpeq_epi8(x, _mm_set1_epi8('#')))) |
+			     (unsigned)_mm_movemask_epi8(x);
+
+		if (__builtin_expect(m == 0, 1)) {
+			uint8_t *d = c->attrs + len;
+
+			d[0] = CTXSHIM_KEY_PATH;
+			d[1] = (uint8_t)target_len;
+			_mm_storel_epi64((__m128i *)(void *)(d + TREC_ENTRY_OVERHEAD), x);
+			_mm_storel_epi64(
+				(__m128i *)(void *)(d + TREC_ENTRY_OVERHEAD + target_len - 8),
+				_mm_unpackhi_epi64(x, x));
+			len += TREC_ENTRY_OVERHEAD + target_len;
+			goto parent;
+		}
+	}
+#endif
+	if (target && target_len) {
+		path = url_path(target, target_len, ctxshim_cfg.url_query, &path_len);
 		len = attr_text(c->attrs, len, CTXSHIM_KEY_PATH, path, path_len);
 	}
+#if defined(__SSE2__)
+parent:
+#endif
 	if (c->has_parent)
 		len = attr_put_parent(c->attrs, len, c->parent_id);
+	return len;
+}
+
+/* Inline in both entry points, so that the capture path's request (a
+ * local struct) is never stored and reloaded (B4). */
+static inline __attribute__((always_inline)) void
+request_ctx(struct ctxshim_ctx *c, const struct ctxshim_request *r, bool padded)
+{
+	size_t len;
+	unsigned i;
+
+	request_ids(c, r->traceparent, r->traceparent_len, r->traceparent_repeated,
+		    r->tracestate, r->tracestate_lens, r->n_tracestate);
+	len = request_attrs(c, r->method, r->method_len, r->method_cut, padded, r->target,
+			    r->target_len);
 	for (i = 0; __builtin_expect(i < ctxshim_cfg.n_header_attrs, 0); i++)
 		if (r->extra[i])
 			len = attr_text(c->attrs, len,
@@ -604,4 +670,49 @@ ctxshim_request_ctx_capture(struct ctxshim_ctx *c,
 	/* cap->method is the scanner's 20-byte array (padded). */
 	_Static_assert(sizeof(cap->method) >= 8, "attr_method() loads 8 bytes");
 	request_ctx(c, &r, true);
+}
+
+/* The socket level's usual read, fused: http_scan_whole() inline, its
+ * values straight into the request model (what
+ * ctxshim_request_ctx_capture() does with a capture's; a whole head has no
+ * repeated or folded field), without a call or a copy in between (B1). */
+CTXSHIM_HOT int
+ctxshim_request_ctx_whole(struct ctxshim_ctx *c,
+			  struct http_scan *st,
+			  const struct http_scan_config *cfg,
+			  const void *buf,
+			  size_t len,
+			  const int extra_index[CTXSHIM_MAX_HEADER_ATTRS])
+{
+	struct http_scan_head h;
+	size_t alen;
+	unsigned i;
+
+	if (http_scan_whole_inline(st, cfg, buf, len, &h) != 0)
+		return -EAGAIN;
+	if (__builtin_expect(h.tracestate != NULL, 0)) {
+		const char *ts_line = h.tracestate;
+		size_t ts_len = h.tracestate_len;
+
+		request_ids(c, h.traceparent, h.traceparent_len, false, &ts_line, &ts_len,
+			    1);
+	} else {
+		request_ids(c, h.traceparent, h.traceparent_len, false, NULL, NULL, 0);
+	}
+	/* The method is the start of the request line, which has at least
+	 * " / HTTP/1.x\n" after it: 8 bytes can be loaded (padded). */
+	alen = request_attrs(c, h.method, h.method_len, false, true, h.target,
+			     h.target_len);
+	for (i = 0; __builtin_expect(i < ctxshim_cfg.n_header_attrs, 0) &&
+		    i < CTXSHIM_MAX_HEADER_ATTRS;
+	     i++) {
+		int k = extra_index[i];
+
+		if (k >= 0 && (h.extra_present & (1u << k)))
+			alen = attr_text(c->attrs, alen,
+					 (uint8_t)(CTXSHIM_KEY_FIRST_HEADER + i),
+					 h.extra[k], h.extra_len[k]);
+	}
+	c->attrs_len = (uint16_t)alen;
+	return 0;
 }

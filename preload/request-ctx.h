@@ -94,6 +94,21 @@ void ctxshim_request_ctx_capture(struct ctxshim_ctx *c,
 				 unsigned flags,
 				 const int extra_index[CTXSHIM_MAX_HEADER_ATTRS]);
 
+struct http_scan;
+struct http_scan_config;
+
+/* The socket level's usual read: if buf[0, len) is one whole request head
+ * http_scan_whole() takes (st between messages), fill c with
+ * ctxshim_request_ctx_capture()'s context for it, leave st as
+ * http_scan_feed() would, and return 0.  Else -EAGAIN, st unchanged and c
+ * untouched: feed the bytes as usual. */
+int ctxshim_request_ctx_whole(struct ctxshim_ctx *c,
+			      struct http_scan *st,
+			      const struct http_scan_config *cfg,
+			      const void *buf,
+			      size_t len,
+			      const int extra_index[CTXSHIM_MAX_HEADER_ATTRS]);
+
 /* The path part of an HTTP request-target (origin-form or absolute-form),
  * with the query unless keep_query.  Returns a pointer into target. */
 const char *ctxshim_url_path(const char *target, size_t len, bool keep_query,

@@ -56,6 +56,7 @@ thread_exit(void *arg)
 		CTXSHIM_EVENT(CTXSHIM_EV_DETACH, -1, NULL, "thread-exit");
 	publish_ptr(NULL);
 	ctxshim_self.has_cur = false;
+	ctxshim_self.sk_owned = 0;
 }
 
 /* Keeps errno: it runs inside read hooks that do not save it
@@ -75,8 +76,10 @@ ctxshim_thread_first_slot(struct ctxshim_thread *t)
 	return t->slot;
 }
 
-void
-ctxshim_attach(const struct ctxshim_ctx *c)
+/* ctxshim_attach() and ctxshim_attach_sock(): sk_owned says whose the
+ * context is (thread-ctx.h). */
+static inline __attribute__((always_inline)) void
+thread_attach(const struct ctxshim_ctx *c, uint8_t sk_owned)
 {
 	struct ctxshim_thread *t;
 	uint16_t attrs_len, ts_len;
@@ -107,9 +110,22 @@ ctxshim_attach(const struct ctxshim_ctx *c)
 	d->attrs_len = attrs_len;
 	d->tracestate_len = ts_len;
 	ctxshim_publish_ctx(t, d, next);
+	t->sk_owned = sk_owned;
 
 	atomic_signal_fence(memory_order_seq_cst);
 	t->busy = 0;
+}
+
+void
+ctxshim_attach(const struct ctxshim_ctx *c)
+{
+	thread_attach(c, 0);
+}
+
+void
+ctxshim_attach_sock(const struct ctxshim_ctx *c)
+{
+	thread_attach(c, 1);
 }
 
 CTXSHIM_HOT struct ctxshim_ctx *
@@ -133,6 +149,7 @@ static __attribute__((noinline, cold)) void
 build_publish_first(struct ctxshim_thread *t, struct ctxshim_ctx *c)
 {
 	ctxshim_publish_ptr_t(t, c->trace_id);
+	t->sk_owned = 1;
 	atomic_signal_fence(memory_order_seq_cst);
 	t->busy = 0;
 }
@@ -152,12 +169,21 @@ ctxshim_build_publish(struct ctxshim_ctx *c)
 		/* ctxshim_publish_ctx(), with the slot's first use apart */
 		c->valid = 1;
 		t->cur_off = next;
-		t->has_cur = true;
 		if (__builtin_expect(!t->slot, 0)) {
+			t->has_cur = true;
 			build_publish_first(t, c);
 			return;
 		}
-		ctxshim_publish_ptr_t(t, c->trace_id);
+		/* ctxshim_publish_ptr_t(), then has_cur, sk_owned (the socket
+		 * level's own context: it is this function's only user,
+		 * hooks/hook-socket.c) and busy = 0 in one store: the four
+		 * bytes are in a row (thread-ctx.h), and a signal handler
+		 * sees busy until all of it is done (B4c). */
+		atomic_signal_fence(memory_order_seq_cst);
+		*(void *volatile *)t->slot = c->trace_id;
+		atomic_signal_fence(memory_order_seq_cst);
+		ctxshim_thread_flags_set(t, CTXSHIM_FLAGS_OWNED);
+		return;
 	}
 	atomic_signal_fence(memory_order_seq_cst);
 	t->busy = 0;

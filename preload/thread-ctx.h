@@ -102,6 +102,12 @@ void ctxshim_build_publish(struct ctxshim_ctx *c);
 void ctxshim_build_cancel(void);
 /* Clear the calling thread's context. */
 void ctxshim_detach(void);
+/* ctxshim_attach() for the socket level (hooks/hook-socket.c): the
+ * published context is then marked as its own (sk_owned). */
+void ctxshim_attach_sock(const struct ctxshim_ctx *c);
+/* ctxshim_detach_span() for the socket level: when the context published
+ * is still its own (sk_owned), clear it without comparing span-ids. */
+static inline bool ctxshim_detach_sock(const uint8_t span_id[8]);
 /* ctxshim_detach() if the calling thread's current context has this
  * span-id (it is still the one the caller published); true if it did.
  * One call where ctxshim_current() and ctxshim_detach() would be two. */
@@ -154,6 +160,35 @@ void ctxshim_ctx_add_parent_attr(struct ctxshim_ctx *c, struct trec_attr_writer 
  * (above), the one at cur_off is the one published while has_cur, and an update
  * writes the other one, then swaps.  The same buffer serves as the record
  * and as ctxshim_current(), so a context is written once. */
+struct ctxshim_conn;
+
+/* What the socket level (hooks/hook-socket.c, its sk_self) published on
+ * this thread from a connection.  Only that file touches it; it lives in
+ * the thread's state below so that its hooks reach it and the thread's
+ * context from one TLS address (B1i). */
+struct ctxshim_sk_thread {
+	uint64_t span; /* span-id we published (its 8 bytes) */
+	/* fd's slot while fdp1 != 0 (hook-socket.c, sk_nil_conn if
+	 * unknown): the response write checks it without looking fd up.
+	 * Slots never move or go away (conn.h), so it stays readable. */
+	struct ctxshim_conn *c;
+	uint32_t gen; /* that slot's generation then */
+	uint32_t spare;
+	/* Last, right before struct ctxshim_thread's has_cur (see
+	 * ctxshim_sk_gate_get()). */
+	union {
+		struct {
+			int fdp1; /* fd + 1 whose context we published, 0: none */
+			volatile sig_atomic_t busy;
+		};
+		/* Both at once: fd + 1 and not busy is one compare (the
+		 * response write, hook-socket.c). */
+		uint64_t fdp1_busy;
+	};
+};
+_Static_assert(sizeof(sig_atomic_t) == 4 && sizeof(int) == 4,
+	       "fdp1_busy covers fdp1 and busy");
+
 struct ctxshim_thread {
 	struct ctxshim_ctx ctx[2];
 	struct ctx_rng rng;           /* trace-ids, UUIDs */
@@ -166,10 +201,41 @@ struct ctxshim_thread {
 	 * buffer is at cur_off ^ CTXSHIM_CTX_SIZE, an xor and an add where an
 	 * index took five instructions (B4c). */
 	size_t cur_off;
+	struct ctxshim_sk_thread sk;
+	/* has_cur, sk_owned, busy and spare: right after sk.busy, so that the
+	 * socket level's idle wait tests the four bytes and sk.busy at once
+	 * (ctxshim_sk_gate_get()). */
 	bool has_cur;
-	volatile sig_atomic_t busy;
+	/* The context published now is the socket level's own: published by
+	 * ctxshim_build_publish() or ctxshim_attach_sock(), and nothing was
+	 * published or cleared since (every other store into the slot clears
+	 * this, under busy).  Lets hooks/hook-socket.c know that the
+	 * thread still publishes what it published without comparing
+	 * span-ids (its response write and idle wait, B1i); when false it
+	 * compares them as before. */
+	uint8_t sk_owned;
+	volatile uint8_t busy;
+	uint8_t spare; /* never written: 0 */
 };
+_Static_assert(offsetof(struct ctxshim_thread, has_cur) ==
+			       offsetof(struct ctxshim_thread, sk) +
+				       offsetof(struct ctxshim_sk_thread, busy) + 4 &&
+		       offsetof(struct ctxshim_thread, sk_owned) ==
+			       offsetof(struct ctxshim_thread, has_cur) + 1 &&
+		       offsetof(struct ctxshim_thread, busy) ==
+			       offsetof(struct ctxshim_thread, has_cur) + 2 &&
+		       offsetof(struct ctxshim_thread, spare) ==
+			       offsetof(struct ctxshim_thread, has_cur) + 3,
+	       "sk.busy, has_cur, sk_owned, busy and spare are 8 bytes in a row");
 #define CTXSHIM_CTX_SIZE sizeof(struct ctxshim_ctx)
+
+/* has_cur, sk_owned, busy and spare of t in one store (little-endian). */
+#define CTXSHIM_FLAGS_OWNED 0x0101u /* has_cur, sk_owned, not busy */
+static inline void
+ctxshim_thread_flags_set(struct ctxshim_thread *t, uint32_t v)
+{
+	memcpy(&t->has_cur, &v, sizeof(v));
+}
 
 /* The buffer at byte offset off (a cur_off value) of t->ctx. */
 static inline struct ctxshim_ctx *
@@ -214,6 +280,7 @@ ctxshim_publish_ptr_t(struct ctxshim_thread *t, void *p)
 		slot = ctxshim_thread_first_slot(t);
 	atomic_signal_fence(memory_order_seq_cst);
 	*(void *volatile *)slot = p;
+	t->sk_owned = 0;
 	atomic_signal_fence(memory_order_seq_cst);
 }
 
@@ -232,20 +299,91 @@ ctxshim_publish_ctx(struct ctxshim_thread *t, struct ctxshim_ctx *d, size_t next
 static inline bool
 ctxshim_detach_span(const uint8_t span_id[8])
 {
-	struct ctxshim_thread *t;
+	struct ctxshim_thread *t = ctxshim_thread_self();
 
-	if (!ctxshim_active())
-		return false;
-	t = ctxshim_thread_self();
+	/* Nothing is published while the shim is not active (has_cur is
+	 * never set then), and a thread that has a current context and is
+	 * not busy has its slot's address (every publication makes sure of
+	 * it before has_cur can be seen true from outside an update): no
+	 * test of the mode or of the slot here (the idle check of every
+	 * nginx request, B1i). */
 	if (!t->has_cur ||
 	    memcmp(ctxshim_thread_ctx_at(t, t->cur_off)->span_id, span_id, 8) != 0 ||
 	    t->busy)
 		return false;
 	t->busy = 1;
-	ctxshim_publish_ptr_t(t, NULL);
+	atomic_signal_fence(memory_order_seq_cst);
+	*(void *volatile *)t->slot = NULL;
+	atomic_signal_fence(memory_order_seq_cst);
 	t->has_cur = false;
+	t->sk_owned = 0;
 	atomic_signal_fence(memory_order_seq_cst);
 	t->busy = 0;
+	return true;
+}
+
+static inline bool
+ctxshim_detach_sock(const uint8_t span_id[8])
+{
+	/* Fields at their TLS offsets (initial-exec: one instruction each,
+	 * and the same base as the socket level's state). */
+	if (__builtin_expect(!ctxshim_self.sk_owned || ctxshim_self.busy, 0))
+		return ctxshim_detach_span(span_id);
+	/* sk_owned: a context is published (so the slot is known), and it
+	 * is the one whose span-id the socket level kept. */
+	ctxshim_self.busy = 1;
+	atomic_signal_fence(memory_order_seq_cst);
+	*(void *volatile *)ctxshim_self.slot = NULL;
+	atomic_signal_fence(memory_order_seq_cst);
+	ctxshim_self.has_cur = false;
+	ctxshim_self.sk_owned = 0;
+	atomic_signal_fence(memory_order_seq_cst);
+	ctxshim_self.busy = 0;
+	return true;
+}
+
+/* The eight bytes from sk.busy to spare (struct ctxshim_thread): sk.busy
+ * (4 bytes), has_cur, sk_owned, busy, spare, little-endian. */
+#define CTXSHIM_SK_GATE_OWNED ((uint64_t)0x0101 << 32)
+#define CTXSHIM_SK_GATE_HELD  (((uint64_t)0x010101 << 32) | 1)
+#define CTXSHIM_SK_GATE \
+	((char *)&ctxshim_self.sk + offsetof(struct ctxshim_sk_thread, busy))
+
+static inline uint64_t
+ctxshim_sk_gate_get(void)
+{
+	uint64_t v;
+
+	memcpy(&v, CTXSHIM_SK_GATE, sizeof(v));
+	return v;
+}
+
+static inline void
+ctxshim_sk_gate_set(uint64_t v)
+{
+	memcpy(CTXSHIM_SK_GATE, &v, sizeof(v));
+}
+
+/* The socket level's idle wait (hooks/hook-socket.c, sk_idle_quiet()),
+ * its usual case in one test: the thread publishes the socket level's own
+ * context (sk_owned, so has_cur), and neither the socket level nor a
+ * context update is in progress on it (sk.busy, busy).  Then the context
+ * is cleared and sk.fdp1 forgotten with both busy flags held, as
+ * ctxshim_detach_sock() in sk_drop_quiet() does; the last store releases
+ * both flags and clears has_cur and sk_owned at once.  False, having done
+ * nothing, in any other case. */
+static inline bool
+ctxshim_sk_idle_fast(void)
+{
+	if (__builtin_expect(ctxshim_sk_gate_get() != CTXSHIM_SK_GATE_OWNED, 0))
+		return false;
+	ctxshim_sk_gate_set(CTXSHIM_SK_GATE_HELD);
+	atomic_signal_fence(memory_order_seq_cst);
+	*(void *volatile *)ctxshim_self.slot = NULL;
+	atomic_signal_fence(memory_order_seq_cst);
+	ctxshim_self.sk.fdp1 = 0;
+	atomic_signal_fence(memory_order_seq_cst);
+	ctxshim_sk_gate_set(0);
 	return true;
 }
 

@@ -2,121 +2,10 @@
 #include "config.h"
 
 #include "http-scan.h"
+#include "http-scan-inline.h"
 
 #include <errno.h>
 #include <string.h>
-
-#if defined(__SSE2__)
-#include <emmintrin.h>
-#endif
-
-/* Phases.  PH_REQ must be 0 so that zeroed memory is a fresh scanner; the
- * head phases are contiguous for http_scan_in_head(). */
-enum {
-	PH_REQ = 0, /* between messages: empty lines, then a method */
-	PH_METHOD,
-	PH_TARGET,
-	PH_SP2, /* spaces before the version */
-	PH_VERSION,
-	PH_RL_EOL, /* after the version digit */
-	PH_RL_LF,  /* after its CR */
-	PH_LINE,   /* start of a header line */
-	PH_NAME,   /* header name split across reads */
-	PH_SKIP,   /* rest of an uninteresting line */
-	PH_VOWS,   /* OWS before a wanted value */
-	PH_VALUE,
-	PH_END_LF, /* CR of the empty line ending the head */
-	PH_BODY,   /* Content-Length body */
-	PH_CH_SIZE,
-	PH_CH_EXT, /* rest of the chunk-size line */
-	PH_CH_DATA,
-	PH_CH_CR, /* CRLF after chunk data */
-	PH_CH_LF,
-	PH_TR_LINE, /* start of a trailer line */
-	PH_TR_SKIP,
-	PH_TR_LF,
-	PH_DEAD = HTTP_SCAN_PH_DEAD,
-};
-_Static_assert(PH_METHOD == HTTP_SCAN_PH_HEAD_FIRST, "head phases");
-_Static_assert(PH_END_LF == HTTP_SCAN_PH_HEAD_LAST, "head phases");
-
-/* Header ids: index into the config's name table. */
-enum {
-	FLD_TP = 0,
-	FLD_TS,
-	FLD_CL,
-	FLD_TE,
-	FLD_EXTRA,
-	FLD_NONE = 0xff,
-};
-#define FRAMING_MASK ((1u << FLD_CL) | (1u << FLD_TE))
-
-/* Transfer-Encoding element states (st->sub): 0 empty so far, 1..7 a prefix
- * of "chunked", 8 "chunked" then OWS, 9 anything else. */
-#define TE_CHUNKED    7
-#define TE_CHUNKED_WS 8
-#define TE_OTHER      9
-
-/* Content-Length states (st->sub). */
-#define CL_NONE     0
-#define CL_DIGITS   1
-#define CL_TRAILING 2
-
-static inline bool
-is_ows(uint8_t c)
-{
-	return c == ' ' || c == '\t';
-}
-
-/* Trimmed from the end of values: the CR of CRLF is part of the line. */
-static inline bool
-is_trail_ws(uint8_t c)
-{
-	return c == ' ' || c == '\t' || c == '\r';
-}
-
-static inline uint64_t
-load64(const void *p)
-{
-	uint64_t v;
-
-	memcpy(&v, p, sizeof(v));
-	return v;
-}
-
-static inline uint16_t
-load16(const void *p)
-{
-	uint16_t v;
-
-	memcpy(&v, p, sizeof(v));
-	return v;
-}
-
-static inline uint32_t
-load32(const void *p)
-{
-	uint32_t v;
-
-	memcpy(&v, p, sizeof(v));
-	return v;
-}
-
-#if defined(__SSE2__)
-static inline __m128i
-load128(const uint8_t *p)
-{
-	return _mm_loadu_si128((const __m128i *)(const void *)p);
-}
-#endif
-
-/* Non-zero iff some byte of w is < 0x21 (SP, controls).  Exact as a yes/no
- * answer for thresholds <= 0x80, which is all the target scan needs. */
-static inline uint64_t
-has_ctl_or_sp(uint64_t w)
-{
-	return (w - 0x2121212121212121ull) & ~w & 0x8080808080808080ull;
-}
 
 /* Cold and out of line: gcc then moves every give-up path out of the hot
  * code (.text.unlikely), so a head's usual path touches fewer
@@ -333,29 +222,6 @@ value_append(struct http_scan_capture *cap,
 	cap->cur_seen += (uint32_t)n;
 }
 
-static inline bool
-name_eq(const uint8_t *p, const uint8_t *name, const uint8_t *fold, unsigned len)
-{
-	unsigned k;
-
-	if (__builtin_expect(len >= 8, 1)) {
-		for (k = 0; k + 8 < len; k += 8)
-			if ((load64(p + k) | load64(fold + k)) != load64(name + k))
-				return false;
-		k = len - 8;
-		return (load64(p + k) | load64(fold + k)) == load64(name + k);
-	}
-	if (len >= 4) {
-		k = len - 4;
-		return (load32(p) | load32(fold)) == load32(name) &&
-		       (load32(p + k) | load32(fold + k)) == load32(name + k);
-	}
-	for (k = 0; k < len; k++)
-		if ((p[k] | fold[k]) != name[k])
-			return false;
-	return true;
-}
-
 /* ---- the head ---- */
 
 static void
@@ -376,12 +242,6 @@ static inline bool
 capturing(const struct http_scan *st)
 {
 	return st->flags & HTTP_SCAN_F_CAPTURED;
-}
-
-static inline bool
-is_method_char(uint8_t c)
-{
-	return (unsigned)(c - 'A') < 26u || c == '-' || c == '_';
 }
 
 /* Method bytes, consumed up to (not including) the SP.  Returns false to
@@ -418,49 +278,6 @@ scan_method(struct http_scan *st,
 	st->n = n;
 	*pp = p;
 	return ok;
-}
-
-#if defined(__SSE2__)
-
-/* Bit k set iff byte k of the 16 at p is <= 0x20 (SP, controls). */
-static inline unsigned
-ctl_or_sp_mask16(const uint8_t *p)
-{
-	__m128i x = load128(p);
-
-	/* unsigned x >= 0x21 iff max(x, 0x21) == x */
-	return (unsigned)_mm_movemask_epi8(
-		       _mm_cmpeq_epi8(_mm_max_epu8(x, _mm_set1_epi8(0x21)), x)) ^
-	       0xffffu;
-}
-#endif
-
-/* End of the target bytes (> 0x20) in [p, lim), 16 (SSE2) or 8 at a time.
- * [lo, lim) is readable (lo <= p): a short rest is then read as the last
- * 16 bytes before lim, never past it. */
-static inline const uint8_t *
-target_end(const uint8_t *lo, const uint8_t *p, const uint8_t *lim)
-{
-#if defined(__SSE2__)
-	unsigned m;
-
-	for (; lim - p >= 16; p += 16) {
-		m = ctl_or_sp_mask16(p);
-		if (m)
-			return p + __builtin_ctz(m);
-	}
-	if (p < lim && lim - lo >= 16) {
-		m = ctl_or_sp_mask16(lim - 16) >> (16 - (lim - p));
-		return m ? p + __builtin_ctz(m) : lim;
-	}
-#else
-	(void)lo;
-#endif
-	while (lim - p >= 8 && !has_ctl_or_sp(load64(p)))
-		p += 8;
-	while (p < lim && *p > ' ')
-		p++;
-	return p;
 }
 
 /* memcpy() of a short captured value: 16-byte moves for 16..64 bytes (the
@@ -528,35 +345,17 @@ request_line_fast(struct http_scan *st,
 		  const uint8_t *lim)
 {
 	const uint8_t *p = *pp, *q, *t, *nl;
+	struct rline rl;
 	size_t mlen;
 	uint64_t v;
 
-	if (lim - p >= 4 && load32(p) == 0x20544547u) { /* "GET " */
-		q = p + 3;
-	} else {
-		for (q = p; q < lim && is_method_char(*q); q++)
-			;
-		if (q == lim || *q != ' ' || q - p > HTTP_SCAN_METHOD_MAX ||
-		    (q - p == 3 && p[0] == 'P' && p[1] == 'R' && p[2] == 'I'))
-			return false;
-	}
-	mlen = (size_t)(q - p);
-	t = q + 1;
-	q = target_end(p, t, lim);
-	/* SP, "HTTP/1.x" and at least the LF must follow */
-	if (q == t || lim - q < 10 || *q != ' ')
+	if (!request_line_parse(p, lim, &rl))
 		return false;
-	v = load64(q + 1);
-	/* "HTTP/1.0" / "HTTP/1.1" as little-endian words */
-	if ((v & ~0x0100000000000000ull) != 0x302e312f50545448ull)
-		return false;
-	if (lim - q >= 11 && load16(q + 9) == 0x0a0d) {
-		nl = q + 10;
-	} else {
-		nl = q + 9;
-		if (*nl != '\n')
-			return false;
-	}
+	q = rl.q;
+	t = rl.t;
+	nl = rl.nl;
+	mlen = rl.mlen;
+	v = rl.v;
 
 	if (__builtin_expect(!(v >> 56 & 1), 0))
 		st->flags |= HTTP_SCAN_F_HTTP10;
@@ -586,22 +385,6 @@ request_line_fast(struct http_scan *st,
 	*pp = nl + 1;
 	return true;
 }
-
-#if defined(__SSE2__)
-/* Whether the 55 bytes at p (a version-00 traceparent's length) hold an
- * LF; p[0, 55) is readable. */
-static inline bool
-lf_in_tp(const uint8_t *p)
-{
-	const __m128i lf = _mm_set1_epi8('\n');
-	__m128i x = _mm_or_si128(_mm_cmpeq_epi8(load128(p), lf),
-				 _mm_cmpeq_epi8(load128(p + 16), lf));
-
-	x = _mm_or_si128(x, _mm_cmpeq_epi8(load128(p + 32), lf));
-	x = _mm_or_si128(x, _mm_cmpeq_epi8(load128(p + W3C_TRACEPARENT_LEN - 16), lf));
-	return _mm_movemask_epi8(x) != 0;
-}
-#endif
 
 /* The first LF in [p, lim), or NULL.  [lo, lim) is readable (lo <= p).
  * Inline SSE2 instead of a memchr() call per line: header lines are short
@@ -657,21 +440,6 @@ skip_line(const uint8_t *lo, const uint8_t **pp, const uint8_t *lim)
 	}
 	*pp = nl + 1;
 	return true;
-}
-
-/* Whole name available: the header id, or FLD_NONE. */
-static inline unsigned
-match_fast(const struct http_scan_config *cfg, const uint8_t *p, unsigned m)
-{
-	do {
-		unsigned i = (unsigned)__builtin_ctz(m);
-		unsigned len = cfg->name_len[i];
-
-		m &= m - 1;
-		if (p[len] == ':' && name_eq(p, cfg->name[i], cfg->fold[i], len))
-			return i;
-	} while (m);
-	return FLD_NONE;
 }
 
 /* One byte of a name split across reads: the candidates still matching. */
@@ -790,26 +558,8 @@ cl_bytes(struct http_scan *st, const uint8_t *s, const uint8_t *t)
 	uint64_t n = st->n;
 	unsigned sub = st->sub;
 
-	for (; s < t; s++) {
-		uint8_t c = *s;
-
-		if ((unsigned)(c - '0') < 10u && sub != CL_TRAILING) {
-			/* Far beyond any body we could skip. */
-			if (n >> 56) {
-				st->flags |= HTTP_SCAN_F_BAD_FRAMING;
-				break;
-			}
-			n = n * 10 + (c - '0');
-			sub = CL_DIGITS;
-		} else if (is_trail_ws(c)) {
-			if (sub == CL_DIGITS)
-				sub = CL_TRAILING;
-		} else {
-			/* Lists ("5, 5"), signs, junk: servers reject or differ. */
-			st->flags |= HTTP_SCAN_F_BAD_FRAMING;
-			break;
-		}
-	}
+	if (!cl_digits(s, t, &n, &sub))
+		st->flags |= HTTP_SCAN_F_BAD_FRAMING;
 	st->n = n;
 	st->sub = (uint8_t)sub;
 }
@@ -1732,4 +1482,14 @@ http_scan_feed(struct http_scan *st,
 		return r;
 	}
 	return feed_phases(st, cfg, cap, b, q, len, consumed);
+}
+
+int
+http_scan_whole(struct http_scan *st,
+		const struct http_scan_config *cfg,
+		const void *buf,
+		size_t len,
+		struct http_scan_head *h)
+{
+	return http_scan_whole_inline(st, cfg, buf, len, h);
 }

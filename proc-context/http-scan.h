@@ -58,7 +58,10 @@
  * heads with a traceparent, one read each): about 340 instructions for a
  * 97-byte head, 425 (2.5 per byte) for a 173-byte curl head and 1,550
  * (1.9 per byte) for an 818-byte browser head; each extra read costs
- * about 150-200 more.
+ * about 150-200 more.  http_scan_whole() takes the usual read (one whole
+ * head, nothing after it) in place, without a capture: the same results,
+ * less work (no copies), and it falls back to the feed for anything
+ * else before changing anything.
  *
  * Parsing decisions (RFC 9112 / 9110, W3C Trace Context):
  *  - Line endings: CRLF, or a bare LF (RFC 9112 §2.2 allows recipients to
@@ -283,6 +286,45 @@ enum http_scan_status http_scan_feed(struct http_scan *st,
 				     size_t len,
 				     size_t *consumed);
 
+/* One whole request head in one read, taken in place (the socket level's
+ * usual read, B1): the values point into the read's bytes instead of a
+ * capture.  Lengths are what a capture would hold (target cut at 256
+ * bytes, traceparent at 64, values at 256; whitespace trimmed). */
+struct http_scan_head {
+	const char *method;
+	const char *target;
+	const char *traceparent; /* NULL: no traceparent line */
+	const char *tracestate;  /* NULL: no tracestate line */
+	uint16_t target_len;
+	uint16_t tracestate_len;
+	uint8_t method_len;
+	uint8_t traceparent_len;
+	uint8_t extra_present; /* bit k: extra header k was seen */
+	uint8_t cl_state;      /* (private) */
+	uint16_t flags;        /* http_scan_flags() after the head */
+	uint64_t content_length; /* with HTTP_SCAN_F_CONTENT_LENGTH */
+	uint16_t extra_len[HTTP_SCAN_EXTRA_MAX];
+	const char *extra[HTTP_SCAN_EXTRA_MAX];
+};
+
+/* If st is between messages (a new head would start at buf[0], no bytes
+ * of it seen before) and buf[0, len) is exactly one request head whose
+ * usual form this takes -- "METHOD SP target SP HTTP/1.x", header lines
+ * each whole, every wanted field (traceparent, tracestate, configured
+ * names, a valid Content-Length) at most once, no Transfer-Encoding, no
+ * folded line, the empty line as the last bytes (a body comes in later
+ * reads), within max_head_bytes -- fills *h with what http_scan_feed()
+ * with a capture would capture, leaves st exactly as that feed would
+ * (status HTTP_SCAN_HEAD, *consumed == len; in the body when
+ * Content-Length is not 0) and returns 0.  Otherwise returns
+ * -EAGAIN with st unchanged (*h is scratch then: it may have been
+ * written): feed the bytes as usual.  Reads only buf[0, len). */
+int http_scan_whole(struct http_scan *st,
+		    const struct http_scan_config *cfg,
+		    const void *buf,
+		    size_t len,
+		    struct http_scan_head *h);
+
 /* Give up on this connection now (e.g. it was upgraded). */
 void http_scan_stop(struct http_scan *st);
 
@@ -303,6 +345,14 @@ http_scan_in_head(const struct http_scan *st)
 {
 	return (unsigned)st->phase - HTTP_SCAN_PH_HEAD_FIRST <=
 	       HTTP_SCAN_PH_HEAD_LAST - HTTP_SCAN_PH_HEAD_FIRST;
+}
+
+/* Between messages with no byte of the next one seen: where
+ * http_scan_whole() can take a head (a cheap test before calling it). */
+static inline bool
+http_scan_at_start(const struct http_scan *st)
+{
+	return st->phase == 0 && st->head_bytes == 0;
 }
 
 static inline unsigned

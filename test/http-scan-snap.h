@@ -101,3 +101,41 @@ feed_exact(struct http_scan *st,
 	free(copy);
 	return r;
 }
+
+/* The same values from a head http_scan_whole() took in place.  A capture
+ * also says whether the target or a value was cut (the request model does
+ * not read those bits): snap_norm() clears them before a comparison. */
+static inline void
+snap_take_head(struct snap *s, const struct http_scan_head *h, unsigned n_extra)
+{
+	unsigned k;
+
+	memset(s, 0, sizeof(*s));
+	s->method_len = snap_min(h->method_len, HTTP_SCAN_METHOD_MAX);
+	memcpy(s->method, h->method, s->method_len);
+	s->target_len = snap_min(h->target_len, HTTP_SCAN_TARGET_MAX);
+	memcpy(s->target, h->target, s->target_len);
+	if (h->traceparent) {
+		s->tp_len = snap_min(h->traceparent_len, HTTP_SCAN_TRACEPARENT_MAX);
+		memcpy(s->tp, h->traceparent, s->tp_len);
+	}
+	if (h->tracestate) {
+		s->ts_len = snap_min(h->tracestate_len, HTTP_SCAN_TRACESTATE_MAX);
+		memcpy(s->ts, h->tracestate, s->ts_len);
+	}
+	s->extra_present = h->extra_present;
+	for (k = 0; k < n_extra && k < HTTP_SCAN_EXTRA_MAX; k++) {
+		if (!(h->extra_present & (1u << k)))
+			continue;
+		s->extra_len[k] = snap_min(h->extra_len[k], HTTP_SCAN_VALUE_MAX);
+		memcpy(s->extra[k], h->extra[k], s->extra_len[k]);
+	}
+}
+
+static inline void
+snap_norm(struct snap *s)
+{
+	s->target_truncated = false;
+	s->ts_truncated = false;
+	s->extra_truncated = 0;
+}

@@ -73,6 +73,14 @@ START_TEST(continue_split_iovecs)
 }
 END_TEST
 
+/* The same in one iovec: the response write's usual path, which decides
+ * "interim" from the status code's first digit. */
+START_TEST(continue_one_iovec)
+{
+	run_edge("continue", "writev1", _i & 1);
+}
+END_TEST
+
 START_TEST(uv_after_work_restore)
 {
 	char path[4096];
@@ -93,6 +101,7 @@ TEST_SUITE(sockedge_suite)
 	tcase_add_loop_test(tc, oob_not_stream, 0, 4);
 	tcase_add_loop_test(tc, poll_efault, 0, 2);
 	tcase_add_loop_test(tc, continue_split_iovecs, 0, 4);
+	tcase_add_loop_test(tc, continue_one_iovec, 0, 2);
 	tcase_add_loop_test(tc, uv_after_work_restore, 0, 2);
 	suite_add_tcase(s, tc);
 	return s;

@@ -280,6 +280,102 @@ START_TEST(test_detach_span)
 }
 END_TEST
 
+/* The socket level's ownership mark (thread-ctx.h, sk_owned): set only by
+ * its own publications, cleared by every other store into the slot; its
+ * detach compares span-ids whenever the mark is not set. */
+START_TEST(test_sock_ownership)
+{
+	struct ctxshim_ctx a, b, *p;
+	uint8_t other[8];
+
+	memset(other, 0x55, sizeof(other));
+	make_ctx(&a, 0xe1, "GET");
+	make_ctx(&b, 0xe3, "PUT");
+	ctxshim_attach_sock(&a);
+	ck_assert_uint_eq(ctxshim_self.sk_owned, 1);
+	ck_assert_int_eq(memcmp(published()->span_id, a.span_id, 8), 0);
+	/* Another publication (a library hook's) is not the socket level's. */
+	ctxshim_attach(&b);
+	ck_assert_uint_eq(ctxshim_self.sk_owned, 0);
+	ck_assert(!ctxshim_detach_sock(a.span_id));
+	ck_assert_ptr_nonnull(published());
+	/* The same span-id attached by someone else (a library hook taking
+	 * the request context the socket level saw) is still cleared, by
+	 * span-id, as before the mark existed. */
+	ctxshim_attach(&a);
+	ck_assert_uint_eq(ctxshim_self.sk_owned, 0);
+	ck_assert(!ctxshim_detach_sock(other));
+	ck_assert(ctxshim_detach_sock(a.span_id));
+	ck_assert_ptr_null(published());
+	ck_assert_ptr_null(ctxshim_current());
+	/* A built request is the socket level's; owned, it is cleared
+	 * without comparing (the socket level passes the span-id it kept). */
+	p = ctxshim_build_begin();
+	ck_assert_ptr_nonnull(p);
+	memcpy(p, &b, sizeof(b));
+	ctxshim_build_publish(p);
+	ck_assert_uint_eq(ctxshim_self.sk_owned, 1);
+	ck_assert(ctxshim_detach_sock(b.span_id));
+	ck_assert_uint_eq(ctxshim_self.sk_owned, 0);
+	ck_assert_ptr_null(published());
+	ck_assert(!ctxshim_detach_sock(b.span_id));
+	/* A detach, and an update in progress. */
+	ctxshim_attach_sock(&a);
+	ctxshim_detach();
+	ck_assert_uint_eq(ctxshim_self.sk_owned, 0);
+	ck_assert_ptr_null(published());
+	ctxshim_attach_sock(&a);
+	ctxshim_self.busy = 1;
+	ck_assert(!ctxshim_detach_sock(a.span_id));
+	ck_assert_ptr_nonnull(published());
+	ctxshim_self.busy = 0;
+	ck_assert(ctxshim_detach_sock(a.span_id));
+	ck_assert_ptr_null(published());
+}
+END_TEST
+
+/* The socket level's idle wait in one test (ctxshim_sk_idle_fast()): only
+ * its own context, with neither busy flag held. */
+START_TEST(test_sock_idle_fast)
+{
+	struct ctxshim_ctx a, b;
+
+	make_ctx(&a, 0xf1, "GET");
+	make_ctx(&b, 0xf3, "PUT");
+	ck_assert(!ctxshim_sk_idle_fast()); /* nothing published */
+	ctxshim_attach_sock(&a);
+	ctxshim_self.sk.fdp1 = 8;
+	ck_assert(ctxshim_sk_idle_fast());
+	ck_assert_ptr_null(published());
+	ck_assert_ptr_null(ctxshim_current());
+	ck_assert_int_eq(ctxshim_self.sk.fdp1, 0);
+	ck_assert_int_eq(ctxshim_self.sk.busy, 0);
+	ck_assert_uint_eq(ctxshim_self.busy, 0);
+	ck_assert_uint_eq(ctxshim_self.sk_owned, 0);
+	ck_assert_uint_eq(ctxshim_self.spare, 0);
+	ck_assert(!ctxshim_sk_idle_fast());
+	/* Not ours: left alone. */
+	ctxshim_attach(&b);
+	ctxshim_self.sk.fdp1 = 8;
+	ck_assert(!ctxshim_sk_idle_fast());
+	ck_assert_ptr_nonnull(published());
+	ck_assert_int_eq(ctxshim_self.sk.fdp1, 8);
+	/* Ours, but the socket level or an update is in progress. */
+	ctxshim_attach_sock(&a);
+	ctxshim_self.sk.busy = 1;
+	ck_assert(!ctxshim_sk_idle_fast());
+	ck_assert_ptr_nonnull(published());
+	ctxshim_self.sk.busy = 0;
+	ctxshim_self.busy = 1;
+	ck_assert(!ctxshim_sk_idle_fast());
+	ck_assert_ptr_nonnull(published());
+	ctxshim_self.busy = 0;
+	ck_assert(ctxshim_sk_idle_fast());
+	ck_assert_ptr_null(published());
+	ctxshim_self.sk.fdp1 = 0;
+}
+END_TEST
+
 static void *
 thread_main(void *arg)
 {
@@ -571,6 +667,8 @@ TEST_SUITE(thread_ctx_suite)
 	tcase_add_test(tc, test_build_in_place);
 	tcase_add_test(tc, test_build_cancel_and_bad_lengths);
 	tcase_add_test(tc, test_detach_span);
+	tcase_add_test(tc, test_sock_ownership);
+	tcase_add_test(tc, test_sock_idle_fast);
 	tcase_add_test(tc, test_passive_mode_writes_nothing);
 	tcase_add_test(tc, test_exit_clears_whatever_published_first);
 	suite_add_tcase(s, tc);

@@ -7,9 +7,14 @@
  * chunks without a capture, and byte by byte.  The events (status, absolute
  * offset, flags, captured values) must be the same, as http-scan.h
  * promises; the framing-only run must agree on everything but capture
- * flags. */
+ * flags.  Twice more (planned chunks, then whole) each read is first
+ * offered to http_scan_whole(), as the socket level does: what it takes
+ * must be what a feed of the same read does (state, flags, values), what
+ * it leaves it must leave untouched, and the events must not change. */
 #include "fuzz.h"
 
+#include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "http-scan.h"
@@ -35,7 +40,9 @@ struct trace {
 	enum http_scan_give_up reason;
 };
 
-enum capmode { CAP_OWN, CAP_SCRATCH, CAP_NONE };
+/* CAP_WHOLE: CAP_SCRATCH, each read first offered to http_scan_whole() as
+ * ctxshim_conn_feed() does (checked against a feed of the same read). */
+enum capmode { CAP_OWN, CAP_SCRATCH, CAP_NONE, CAP_WHOLE };
 
 struct plan {
 	size_t n;
@@ -118,7 +125,55 @@ next_chunk(const struct plan *pl, size_t *k, size_t left)
 	return n < left ? n : left;
 }
 
-static struct http_scan_capture own, scratch, pool;
+static struct http_scan_capture own, scratch, pool, check;
+
+/* The read d[0, n) from state *st: if http_scan_whole() takes it, it must
+ * leave st as a feed of the same read with a capture does, report the
+ * same flags and values (recorded from the feed's capture), and consume
+ * it all; if not, st must be unchanged. */
+static bool
+try_whole(const struct http_scan_config *cfg,
+	  unsigned n_extra,
+	  struct http_scan *st,
+	  const uint8_t *d,
+	  size_t n,
+	  size_t off,
+	  struct trace *t)
+{
+	uint8_t *copy = malloc(n ? n : 1);
+	struct http_scan before = *st, chk = *st;
+	struct http_scan_head h;
+	struct snap a, b;
+	size_t used = 0;
+	int rc;
+
+	if (!copy)
+		abort();
+	memcpy(copy, d, n);
+	rc = http_scan_whole(st, cfg, copy, n, &h);
+	if (rc != 0) {
+		FUZZ_CHECK(rc == -EAGAIN);
+		FUZZ_CHECK(memcmp(&before, st, sizeof(before)) == 0);
+		free(copy);
+		return false;
+	}
+	memset(&check, 0, sizeof(check));
+	FUZZ_CHECK(http_scan_feed(&chk, cfg, &check, copy, n, &used) == HTTP_SCAN_HEAD);
+	FUZZ_CHECK(used == n);
+	FUZZ_CHECK(memcmp(&chk, st, sizeof(chk)) == 0);
+	FUZZ_CHECK(h.flags == http_scan_flags(&chk));
+	FUZZ_CHECK(h.method == (const char *)copy);
+	FUZZ_CHECK(h.target >= (const char *)copy &&
+		   h.target + h.target_len <= (const char *)copy + n);
+	snap_take(&a, &check, n_extra);
+	snap_take_head(&b, &h, n_extra);
+	snap_norm(&a);
+	snap_norm(&b);
+	FUZZ_CHECK(snap_eq(&a, &b));
+	record(t, HTTP_SCAN_HEAD, off + n, st, &check, CAP_WHOLE, n_extra);
+	free(copy);
+	return true;
+}
 
 static void
 run(const struct http_scan_config *cfg,
@@ -143,6 +198,10 @@ run(const struct http_scan_config *cfg,
 		size_t n = pl ? next_chunk(pl, &k, len - pos) : len - pos;
 		size_t end = pos + n, off = pos;
 
+		if (mode == CAP_WHOLE && try_whole(cfg, n_extra, &st, d + pos, n, pos, t)) {
+			pos = end;
+			continue;
+		}
 		while (off < end) {
 			struct http_scan_capture *cap;
 			enum http_scan_status r;
@@ -175,12 +234,13 @@ run(const struct http_scan_config *cfg,
 			if (http_scan_gave_up(&st))
 				dead = true;
 		}
-		if (mode == CAP_SCRATCH && http_scan_in_head(&st) && !in_pool) {
+		if ((mode == CAP_SCRATCH || mode == CAP_WHOLE) && http_scan_in_head(&st) &&
+		    !in_pool) {
 			pool = scratch;
 			in_pool = true;
 		}
 		/* another connection of the thread reuses the scratch capture */
-		if (mode == CAP_SCRATCH)
+		if (mode == CAP_SCRATCH || mode == CAP_WHOLE)
 			memset(&scratch, 0xa5, sizeof(scratch));
 		pos = end;
 	}
@@ -220,7 +280,7 @@ same(const struct trace *a, const struct trace *b, bool framing_only)
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	static struct trace whole, planned, bare, bytewise;
+	static struct trace whole, planned, bare, bytewise, fused;
 	struct fuzz_in in = {data, size};
 	struct http_scan_config cfg;
 	unsigned lim = fuzz_byte(&in), n_extra = 0, n, i;
@@ -257,6 +317,10 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	run(&cfg, n_extra, in.p, in.left, NULL, CAP_OWN, &whole);
 	run(&cfg, n_extra, in.p, in.left, &pl, CAP_SCRATCH, &planned);
 	same(&whole, &planned, false);
+	run(&cfg, n_extra, in.p, in.left, &pl, CAP_WHOLE, &fused);
+	same(&whole, &fused, false);
+	run(&cfg, n_extra, in.p, in.left, NULL, CAP_WHOLE, &fused);
+	same(&whole, &fused, false);
 	run(&cfg, n_extra, in.p, in.left, &pl, CAP_NONE, &bare);
 	same(&whole, &bare, true);
 	if (in.left <= BYTEWISE_MAX) {

@@ -18,11 +18,12 @@
  *                                on a client connection clears the
  *                                context, also a select that blocks, one
  *                                on a pipe keeps it
- *   sock-edge continue writev|sendmsg
+ *   sock-edge continue writev|sendmsg|writev1
  *                                "HTTP/1.1 " and "100 Continue" in two
- *                                iovecs is an interim response: the
- *                                context stays while the body is read,
- *                                the final response then ends it
+ *                                iovecs (writev1: in one) is an interim
+ *                                response: the context stays while the
+ *                                body is read, the final response then
+ *                                ends it
  *
  * Prints "RESULT <mode> fails=N" and exits 0 when every check held. */
 #include "ctxobs.h"
@@ -227,6 +228,16 @@ out2(int fd, const char *how, const char *a, const char *b)
 {
 	struct iovec v[3] = {{(void *)a, strlen(a)}, {NULL, 0}, {(void *)b, strlen(b)}};
 
+	if (strcmp(how, "writev1") == 0) {
+		/* The whole status line in one iovec: the response write's
+		 * usual path (hook-socket.c, sk_out_fast()). */
+		char one[128];
+
+		snprintf(one, sizeof(one), "%s%s", a, b);
+		v[0].iov_base = one;
+		v[0].iov_len = strlen(one);
+		return writev(fd, v, 1);
+	}
 	if (strcmp(how, "sendmsg") == 0) {
 		struct msghdr m = {.msg_iov = v, .msg_iovlen = 3};
 
