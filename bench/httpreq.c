@@ -4,6 +4,7 @@
  * with a traceparent to a published record (issue 8, B4).
  *
  *   bench-httpreq N       print the head length, serve N requests
+ *   bench-httpreq scan N  scan the same head N times with http_scan_whole()
  *
  * The server side is an accept()ed socket (a connection the shim tracks);
  * the client side writes one request head per round and reads the
@@ -12,10 +13,20 @@
  * (httpreq_respond).  Under callgrind, --toggle-collect=httpreq_read counts
  * what happens from the head to the published record (the shim's read
  * hook, the scanner, the context building and the publication),
- * --toggle-collect=http_scan_feed the scanning alone.  A few rounds
+ * --toggle-collect=http_scan_feed the scanning of heads split across
+ * reads (none here; see "scan" below for the usual read).  A few rounds
  * through *_warm copies first bind every symbol and map the shim's
  * connection table.  The difference per request with and without
  * LD_PRELOAD=libctxshim.so is what the shim adds.
+ *
+ * The shim's read hook scans a read that holds one whole head, as every
+ * read here does, without http_scan_feed(): http_scan_whole()'s body,
+ * inlined into ctxshim_request_ctx_whole() and not countable apart from
+ * the context building there.  "scan" runs the same code out of line
+ * (http_scan_whole() of the proc-context library the shim links) over
+ * this head, the way the hook calls it: a scanner at a message start,
+ * the shim's default configuration (16 KiB heads, no CTXSHIM_HEADER_ATTRS).
+ * --toggle-collect=http_scan_whole counts it (B4a, bench/run.sh).
  */
 #include "config.h"
 
@@ -28,6 +39,8 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
+
+#include "http-scan.h"
 
 /* A browser-like head: 7 header lines, traceparent among them. */
 static const char httpreq_head[] =
@@ -116,6 +129,36 @@ round_trip(int cfd, int sfd, bool warm)
 	return 0;
 }
 
+/* bench-httpreq scan N: the whole-head scan of the head above, N times,
+ * each from a fresh scanner at a message start (what the hook's scanner is
+ * before a head: http_scan_at_start()), from a buffer like the server's. */
+static int
+scan_heads(long n)
+{
+	static struct http_scan_config cfg;
+	static char buf[8192];
+	const size_t len = sizeof(httpreq_head) - 1;
+	struct http_scan st;
+	struct http_scan_head h;
+	long i;
+
+	/* conn_scan_config() with CTXSHIM_MAX_HEADER_BYTES unset: the defaults */
+	http_scan_config_init(&cfg);
+	memcpy(buf, httpreq_head, len);
+	for (i = 0; i < n; i++) {
+		memset(&st, 0, sizeof(st));
+		if (http_scan_whole(&st, &cfg, buf, len, &h) != 0 ||
+		    h.traceparent_len != W3C_TRACEPARENT_LEN ||
+		    !http_scan_at_start(&st)) {
+			fprintf(stderr, "bench-httpreq: http_scan_whole() did not take "
+					"the head\n");
+			return 1;
+		}
+	}
+	printf("head_bytes=%zu scans=%ld\n", len, n);
+	return 0;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -124,9 +167,13 @@ main(int argc, char **argv)
 	long n, i;
 	int lfd, cfd, sfd, one = 1;
 
+	if (argc > 2 && strcmp(argv[1], "scan") == 0) {
+		n = strtol(argv[2], NULL, 10);
+		return n < 1 ? 64 : scan_heads(n);
+	}
 	n = argc > 1 ? strtol(argv[1], NULL, 10) : 1000;
 	if (n < 1) {
-		fprintf(stderr, "usage: bench-httpreq N\n");
+		fprintf(stderr, "usage: bench-httpreq N | bench-httpreq scan N\n");
 		return 64;
 	}
 	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
