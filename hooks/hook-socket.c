@@ -1002,9 +1002,10 @@ sk_in_buf(int fd, struct ctxshim_conn *c, const void *buf, ssize_t r, int flags)
 	/* sk_in_begin(), sk_in_bytes() and sk_in_end() for one buffer, with
 	 * the state in registers (struct sk_in only on the rare paths): a
 	 * scanner that gave up before this read feeds nothing, so it is not
-	 * even marked busy; one that gives up in it has given up after. */
-	if (r <= 0 || !sk_in_flags_feed(c, flags) || !c || sk_self.busy ||
-	    http_scan_gave_up(&c->scan))
+	 * even marked busy; one that gives up in it has given up after.  c
+	 * is sk_enter()'s: not NULL means the thread was not busy then, and
+	 * the real call between cannot leave it busy. */
+	if (r <= 0 || !sk_in_flags_feed(c, flags) || !c || http_scan_gave_up(&c->scan))
 		return;
 	sk_busy(true);
 	became = ctxshim_conn_feed(c, buf, (size_t)r, &full);

@@ -22,6 +22,13 @@
  *    no context, later ones are unaffected (a pipelined head that finds no
  *    entry is another matter: see "Bound" below).
  *
+ * The usual read takes no pool entry at all: one that holds exactly one
+ * whole head (nothing before or after it) is scanned in place and built
+ * straight into the thread's publication buffer (conn_head_whole()), so
+ * it gets its context even with the pool exhausted.  The pool serves
+ * heads split across reads, several heads in one read, and the
+ * pipelined queue.
+ *
  * The same pool holds the contexts of pipelined requests whose heads were
  * read before the current one was answered (a FIFO per connection), at
  * most CONN_QUEUE_MAX of them per connection (see "Pipelining FIFO"), so
@@ -32,11 +39,11 @@
  * thread for scan, cap, the FIFO's tail and a new current request; the
  * writing thread for answered, the FIFO's head (see "Pipelining FIFO"),
  * and for the current request only when it moves on to a queued
- * pipelined one.  The keep-alive request/response cycle uses
- * only the pool entry's two lock-prefixed instructions (each is ~20
- * cycles, and the shim's whole budget per nginx request is ~1 % of 8 us):
- * seq and answered are plain stores by their single writer, and flags are
- * left alone when they do not change.  What else uses atomic
+ * pipelined one.  The keep-alive request/response cycle uses no
+ * lock-prefixed instruction when its head comes in one read (else the
+ * pool entry's two, each ~20 cycles, and the shim's whole budget per
+ * nginx request is ~1 % of 8 us): seq and answered are plain stores by
+ * their single writer, and flags are left alone when they do not change.  What else uses atomic
  * read-modify-writes, off that cycle: flags changes (a library hook may
  * claim from any thread), gen (fd life cycle).  The compact context is
  * guarded by seq, a seqlock, so a reader on another thread never uses a
@@ -1624,6 +1631,10 @@ conn_head_whole(struct ctxshim_conn *c,
 		ctxshim_build_cancel();
 		return false;
 	}
+	/* seq is read again at the end, not kept in a register: a writing
+	 * thread promoting a pipelined request runs a section too, and an
+	 * application racing two threads on one socket must not make seq go
+	 * back to a value a reader already saw (2 instructions). */
 	conn_seq_begin(c);
 	conn_compact_fast(&c->ctx, b);
 	*full = b;
@@ -1730,8 +1741,7 @@ ctxshim_conn_feed(struct ctxshim_conn *c,
 	 * untouched for the loop.  The cheap tests of http_scan_whole()
 	 * first: a head in progress or a body, the read not ending in LF,
 	 * are not worth a build_begin()/cancel(). */
-	if (__builtin_expect(!c->cap && !*full && http_scan_at_start(&c->scan) &&
-				     len >= 16 && p[len - 1] == '\n' &&
+	if (__builtin_expect(!c->cap && !*full && http_scan_whole_ready(&c->scan, p, len) &&
 				     (!(f & CONN_F_REQ) || ctxshim_conn_answered(c)),
 			     1) &&
 	    __builtin_expect(conn_head_whole(c, f, buf, len, full), 1))

@@ -448,43 +448,47 @@ other:
 	return len;
 }
 
-/* ctxshim_ctx_add_parent_attr(), inline: every traced request adds this
- * entry, and the call plus w3c_hex_encode() were ~55 instructions per
- * request (B4).  Same rules: the digits straight into place when the
- * entry fits, else trec_attrs_add(), which counts it as dropped. */
-static inline size_t
-attr_put_parent(uint8_t *buf, size_t len, const uint8_t id[8])
+/* The 16 lowercase hex digits of id at out. */
+static inline __attribute__((always_inline)) void
+hex_id8(char *out, const uint8_t id[8])
 {
-	char hex[16];
-	bool direct = len <= TREC_ATTRS_MAX &&
-		      TREC_ATTRS_MAX - len >= TREC_ENTRY_OVERHEAD + sizeof(hex);
-	char *out = hex;
-
-	if (direct) {
-		buf[len] = CTXSHIM_KEY_PARENT;
-		buf[len + 1] = sizeof(hex);
-		out = (char *)buf + len + TREC_ENTRY_OVERHEAD;
-	}
 #if defined(__SSE2__)
-	{
-		/* Nibbles high then low per byte; '0'..'9' then 'a'..'f'. */
-		__m128i x = _mm_loadl_epi64((const __m128i *)(const void *)id);
-		__m128i mask = _mm_set1_epi8(0x0f);
-		__m128i hi = _mm_and_si128(_mm_srli_epi16(x, 4), mask);
-		__m128i lo = _mm_and_si128(x, mask);
-		__m128i nib = _mm_unpacklo_epi8(hi, lo);
-		__m128i alpha = _mm_and_si128(_mm_cmpgt_epi8(nib, _mm_set1_epi8(9)),
-					      _mm_set1_epi8('a' - '0' - 10));
-		__m128i zero = _mm_set1_epi8('0');
+	/* Nibbles high then low per byte; '0'..'9' then 'a'..'f'. */
+	__m128i x = _mm_loadl_epi64((const __m128i *)(const void *)id);
+	__m128i mask = _mm_set1_epi8(0x0f);
+	__m128i hi = _mm_and_si128(_mm_srli_epi16(x, 4), mask);
+	__m128i lo = _mm_and_si128(x, mask);
+	__m128i nib = _mm_unpacklo_epi8(hi, lo);
+	__m128i alpha = _mm_and_si128(_mm_cmpgt_epi8(nib, _mm_set1_epi8(9)),
+				      _mm_set1_epi8('a' - '0' - 10));
+	__m128i zero = _mm_set1_epi8('0');
 
-		_mm_storeu_si128((__m128i *)(void *)out,
-				 _mm_add_epi8(nib, _mm_add_epi8(alpha, zero)));
-	}
+	_mm_storeu_si128((__m128i *)(void *)out,
+			 _mm_add_epi8(nib, _mm_add_epi8(alpha, zero)));
 #else
 	w3c_hex_encode(out, id, 8);
 #endif
-	if (direct)
+}
+
+/* ctxshim_ctx_add_parent_attr(), inline: every traced request adds this
+ * entry, and the call plus w3c_hex_encode() were ~55 instructions per
+ * request (B4).  Same rules: the digits straight into place when the
+ * entry fits, else trec_attrs_add(), which counts it as dropped.  The two
+ * cases apart, so that a caller that knows len needs no flag (B1). */
+static inline __attribute__((always_inline)) size_t
+attr_put_parent(uint8_t *buf, size_t len, const uint8_t id[8])
+{
+	char hex[16];
+
+	if (__builtin_expect(len <= TREC_ATTRS_MAX &&
+				     TREC_ATTRS_MAX - len >= TREC_ENTRY_OVERHEAD + sizeof(hex),
+			     1)) {
+		buf[len] = CTXSHIM_KEY_PARENT;
+		buf[len + 1] = sizeof(hex);
+		hex_id8((char *)buf + len + TREC_ENTRY_OVERHEAD, id);
 		return len + TREC_ENTRY_OVERHEAD + sizeof(hex);
+	}
+	hex_id8(hex, id);
 	return attr_add_slow(buf, len, CTXSHIM_KEY_PARENT, hex, sizeof(hex));
 }
 
@@ -688,7 +692,7 @@ ctxshim_request_ctx_whole(struct ctxshim_ctx *c,
 	size_t alen;
 	unsigned i;
 
-	if (http_scan_whole_inline(st, cfg, buf, len, &h) != 0)
+	if (http_scan_whole_inline(st, cfg, buf, len, &h, true) != 0)
 		return -EAGAIN;
 	if (__builtin_expect(h.tracestate != NULL, 0)) {
 		const char *ts_line = h.tracestate;

@@ -98,10 +98,13 @@ struct http_scan;
 struct http_scan_config;
 
 /* The socket level's usual read: if buf[0, len) is one whole request head
- * http_scan_whole() takes (st between messages), fill c with
+ * http_scan_whole() takes, fill c with
  * ctxshim_request_ctx_capture()'s context for it, leave st as
  * http_scan_feed() would, and return 0.  Else -EAGAIN, st unchanged and c
- * untouched: feed the bytes as usual. */
+ * untouched: feed the bytes as usual.  The caller has made the cheap tests
+ * first (http_scan_whole_ready(st, buf, len) is true: st between messages,
+ * the read at least 16 bytes ending in LF), which are not repeated here
+ * (B1). */
 int ctxshim_request_ctx_whole(struct ctxshim_ctx *c,
 			      struct http_scan *st,
 			      const struct http_scan_config *cfg,

@@ -361,7 +361,8 @@ http_scan_whole_inline(struct http_scan *st,
 		       const struct http_scan_config *cfg,
 		       const void *buf,
 		       size_t len,
-		       struct http_scan_head *h)
+		       struct http_scan_head *h,
+		       bool ready)
 {
 #if defined(__SSE2__)
 	const uint8_t *const b = buf, *const e = b + len, *p, *q, *v, *nl;
@@ -369,9 +370,16 @@ http_scan_whole_inline(struct http_scan *st,
 	struct rline rl;
 	size_t tl;
 
-	if (!http_scan_at_start(st) || len < 16 || len > cfg->max_head_bytes ||
-	    (unsigned)(b[0] - 'A') >= 26u || b[len - 1] != '\n' ||
-	    !request_line_parse(b, e, &rl))
+	/* ready: the caller made http_scan_whole_ready()'s tests; their
+	 * length bound serves the request line's "GET " test too */
+	if (ready && len < 16)
+		__builtin_unreachable();
+	if ((!ready && (!http_scan_at_start(st) || len < 16)) ||
+	    len > cfg->max_head_bytes ||
+	    /* A-Z first (request_line_parse()); "GET " is, and is the test
+	     * it makes first (one load for both) */
+	    (load32(b) != 0x20544547u && (unsigned)(b[0] - 'A') >= 26u) ||
+	    (!ready && b[len - 1] != '\n') || !request_line_parse(b, e, &rl))
 		return -EAGAIN;
 	h->method = (const char *)b;
 	h->method_len = (uint8_t)rl.mlen;
@@ -379,9 +387,10 @@ http_scan_whole_inline(struct http_scan *st,
 	tl = (size_t)(rl.q - rl.t);
 	h->target_len =
 		(uint16_t)(tl < HTTP_SCAN_TARGET_MAX ? tl : HTTP_SCAN_TARGET_MAX);
-	h->flags =
-		(uint16_t)(rl.v >> 56 & 1 ? HTTP_SCAN_F_CAPTURED
-					  : HTTP_SCAN_F_CAPTURED | HTTP_SCAN_F_HTTP10);
+	/* the fields' flags are added as they are found (none to test at
+	 * the end) */
+	flags = rl.v >> 56 & 1 ? HTTP_SCAN_F_CAPTURED
+			       : HTTP_SCAN_F_CAPTURED | HTTP_SCAN_F_HTTP10;
 	h->traceparent = NULL;
 	h->traceparent_len = 0;
 	h->tracestate = NULL;
@@ -409,8 +418,10 @@ http_scan_whole_inline(struct http_scan *st,
 		/* "traceparent:" in any case is what match_fast() finds first
 		 * (FLD_TP is bit 0): the usual traced request's line without
 		 * its loop over the candidates */
-		if ((load64(p) | 0x2020202020202020ull) == 0x7261706563617274ull &&
-		    (load32(p + 8) | 0x00202020u) == 0x3a746e65u) {
+		if (__builtin_expect((load64(p) | 0x2020202020202020ull) ==
+					     0x7261706563617274ull &&
+				     (load32(p + 8) | 0x00202020u) == 0x3a746e65u,
+				     1)) {
 			f = FLD_TP;
 			q = p + sizeof("traceparent:") - 1;
 		} else {
@@ -434,6 +445,7 @@ http_scan_whole_inline(struct http_scan *st,
 			if (h->traceparent)
 				return -EAGAIN;
 			h->traceparent = (const char *)q;
+			flags |= HTTP_SCAN_F_TRACEPARENT;
 			/* a version-00 value and CRLF: its line end where it
 			 * should be, a value byte before it */
 			if (e - q > W3C_TRACEPARENT_LEN + 1 &&
@@ -464,6 +476,7 @@ http_scan_whole_inline(struct http_scan *st,
 				return -EAGAIN;
 			h->content_length = n;
 			h->cl_state = (uint8_t)sub;
+			flags |= HTTP_SCAN_F_CONTENT_LENGTH;
 			p = nl + 1;
 			continue;
 		}
@@ -481,6 +494,7 @@ http_scan_whole_inline(struct http_scan *st,
 				return -EAGAIN;
 			h->tracestate = (const char *)q;
 			h->tracestate_len = (uint16_t)tl;
+			flags |= HTTP_SCAN_F_TRACESTATE;
 		} else {
 			h->extra[f - FLD_EXTRA] = (const char *)q;
 			h->extra_len[f - FLD_EXTRA] =
@@ -493,13 +507,6 @@ http_scan_whole_inline(struct http_scan *st,
 	/* the last line was not the empty one */
 	return -EAGAIN;
 done:
-	flags = h->flags;
-	if (h->traceparent)
-		flags |= HTTP_SCAN_F_TRACEPARENT;
-	if (h->tracestate)
-		flags |= HTTP_SCAN_F_TRACESTATE;
-	if (seen & (1u << FLD_CL))
-		flags |= HTTP_SCAN_F_CONTENT_LENGTH;
 	h->flags = (uint16_t)flags;
 	h->extra_present = (uint8_t)(seen >> FLD_EXTRA);
 	/* head_begin(), the lines' fields, head_complete(): a

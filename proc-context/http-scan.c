@@ -1491,5 +1491,5 @@ http_scan_whole(struct http_scan *st,
 		size_t len,
 		struct http_scan_head *h)
 {
-	return http_scan_whole_inline(st, cfg, buf, len, h);
+	return http_scan_whole_inline(st, cfg, buf, len, h, false);
 }

@@ -352,7 +352,18 @@ http_scan_in_head(const struct http_scan *st)
 static inline bool
 http_scan_at_start(const struct http_scan *st)
 {
-	return st->phase == 0 && st->head_bytes == 0;
+	/* one test, not two (B1) */
+	return (st->head_bytes | st->phase) == 0;
+}
+
+/* The cheap tests of http_scan_whole() (st between messages, at least 16
+ * bytes, the last an LF): false means it takes nothing.  A caller that
+ * makes them first passes ready to http_scan_whole_inline(). */
+static inline bool
+http_scan_whole_ready(const struct http_scan *st, const void *buf, size_t len)
+{
+	return http_scan_at_start(st) && len >= 16 &&
+	       ((const uint8_t *)buf)[len - 1] == '\n';
 }
 
 static inline unsigned
