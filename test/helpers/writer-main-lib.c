@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* writer-tlsdesc and writer-gd: the variable lives in the shared object
- * the program is linked with (libwtls-tlsdesc.so or libwtls-gd.so) and is
- * only accessed there. */
+/* The main() of the writers whose variable is accessed outside the
+ * program's own code: in the shared object it is linked with
+ * (writer-tlsdesc and writer-gd: libwtls-tlsdesc.so or libwtls-gd.so; the
+ * alias-* writers), or in writer-local.c, where it is a file-scope
+ * static.  WRITER_MODEL names the model in the READY line. */
 #include "config.h"
 
 #include "writer.h"
