@@ -68,7 +68,8 @@ static const char minimal_req[] = "GET / HTTP/1.1\r\n"
 
 /* Content-Length is the body's length (a body 2 bytes short once made the
  * next request's "PO" body bytes and its method "ST"). */
-#define POST_BODY "{\"resourceSpans\":[{\"resource\":{},\"scopeSpans\":[]}],\"x\":\"pad000\"}"
+#define POST_BODY \
+	"{\"resourceSpans\":[{\"resource\":{},\"scopeSpans\":[]}],\"x\":\"pad000\"}"
 _Static_assert(sizeof(POST_BODY) - 1 == 64, "post body is Content-Length bytes");
 
 static const char post_req[] = "POST /v1/traces HTTP/1.1\r\n"

@@ -1741,7 +1741,8 @@ ctxshim_conn_feed(struct ctxshim_conn *c,
 	 * untouched for the loop.  The cheap tests of http_scan_whole()
 	 * first: a head in progress or a body, the read not ending in LF,
 	 * are not worth a build_begin()/cancel(). */
-	if (__builtin_expect(!c->cap && !*full && http_scan_whole_ready(&c->scan, p, len) &&
+	if (__builtin_expect(!c->cap && !*full &&
+				     http_scan_whole_ready(&c->scan, p, len) &&
 				     (!(f & CONN_F_REQ) || ctxshim_conn_answered(c)),
 			     1) &&
 	    __builtin_expect(conn_head_whole(c, f, buf, len, full), 1))

@@ -481,7 +481,8 @@ attr_put_parent(uint8_t *buf, size_t len, const uint8_t id[8])
 	char hex[16];
 
 	if (__builtin_expect(len <= TREC_ATTRS_MAX &&
-				     TREC_ATTRS_MAX - len >= TREC_ENTRY_OVERHEAD + sizeof(hex),
+				     TREC_ATTRS_MAX - len >=
+					     TREC_ENTRY_OVERHEAD + sizeof(hex),
 			     1)) {
 		buf[len] = CTXSHIM_KEY_PARENT;
 		buf[len + 1] = sizeof(hex);
@@ -560,11 +561,12 @@ request_attrs(struct ctxshim_ctx *c,
 	    !ctxshim_cfg.url_query) {
 		__m128i x = _mm_unpacklo_epi64(
 			_mm_loadl_epi64((const __m128i *)(const void *)target),
-			_mm_loadl_epi64((const __m128i *)(const void *)(target + target_len -
-									  8)));
-		unsigned m = (unsigned)_mm_movemask_epi8(
-				     _mm_or_si128(_mm_cmpeq_epi8(x, _mm_set1_epi8('?')),
-						  _mm_cmpeq_epi8(x, _mm_set1_epi8('#')))) |
+			_mm_loadl_epi64((const __m128i *)(const void *)(target +
+									target_len -
+									8)));
+		unsigned m = (unsigned)_mm_movemask_epi8(_mm_or_si128(
+				     _mm_cmpeq_epi8(x, _mm_set1_epi8('?')),
+				     _mm_cmpeq_epi8(x, _mm_set1_epi8('#')))) |
 			     (unsigned)_mm_movemask_epi8(x);
 
 		if (__builtin_expect(m == 0, 1)) {
@@ -572,10 +574,11 @@ request_attrs(struct ctxshim_ctx *c,
 
 			d[0] = CTXSHIM_KEY_PATH;
 			d[1] = (uint8_t)target_len;
-			_mm_storel_epi64((__m128i *)(void *)(d + TREC_ENTRY_OVERHEAD), x);
-			_mm_storel_epi64(
-				(__m128i *)(void *)(d + TREC_ENTRY_OVERHEAD + target_len - 8),
-				_mm_unpackhi_epi64(x, x));
+			_mm_storel_epi64((__m128i *)(void *)(d + TREC_ENTRY_OVERHEAD),
+					 x);
+			_mm_storel_epi64((__m128i *)(void *)(d + TREC_ENTRY_OVERHEAD +
+							     target_len - 8),
+					 _mm_unpackhi_epi64(x, x));
 			len += TREC_ENTRY_OVERHEAD + target_len;
 			goto parent;
 		}
@@ -603,8 +606,8 @@ request_ctx(struct ctxshim_ctx *c, const struct ctxshim_request *r, bool padded)
 
 	request_ids(c, r->traceparent, r->traceparent_len, r->traceparent_repeated,
 		    r->tracestate, r->tracestate_lens, r->n_tracestate);
-	len = request_attrs(c, r->method, r->method_len, r->method_cut, padded, r->target,
-			    r->target_len);
+	len = request_attrs(c, r->method, r->method_len, r->method_cut, padded,
+			    r->target, r->target_len);
 	for (i = 0; __builtin_expect(i < ctxshim_cfg.n_header_attrs, 0); i++)
 		if (r->extra[i])
 			len = attr_text(c->attrs, len,
@@ -698,8 +701,8 @@ ctxshim_request_ctx_whole(struct ctxshim_ctx *c,
 		const char *ts_line = h.tracestate;
 		size_t ts_len = h.tracestate_len;
 
-		request_ids(c, h.traceparent, h.traceparent_len, false, &ts_line, &ts_len,
-			    1);
+		request_ids(c, h.traceparent, h.traceparent_len, false, &ts_line,
+			    &ts_len, 1);
 	} else {
 		request_ids(c, h.traceparent, h.traceparent_len, false, NULL, NULL, 0);
 	}

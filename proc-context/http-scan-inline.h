@@ -419,8 +419,9 @@ http_scan_whole_inline(struct http_scan *st,
 		 * (FLD_TP is bit 0): the usual traced request's line without
 		 * its loop over the candidates */
 		if (__builtin_expect((load64(p) | 0x2020202020202020ull) ==
-					     0x7261706563617274ull &&
-				     (load32(p + 8) | 0x00202020u) == 0x3a746e65u,
+						     0x7261706563617274ull &&
+					     (load32(p + 8) | 0x00202020u) ==
+						     0x3a746e65u,
 				     1)) {
 			f = FLD_TP;
 			q = p + sizeof("traceparent:") - 1;

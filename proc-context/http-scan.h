@@ -299,9 +299,9 @@ struct http_scan_head {
 	uint16_t tracestate_len;
 	uint8_t method_len;
 	uint8_t traceparent_len;
-	uint8_t extra_present; /* bit k: extra header k was seen */
-	uint8_t cl_state;      /* (private) */
-	uint16_t flags;        /* http_scan_flags() after the head */
+	uint8_t extra_present;   /* bit k: extra header k was seen */
+	uint8_t cl_state;        /* (private) */
+	uint16_t flags;          /* http_scan_flags() after the head */
 	uint64_t content_length; /* with HTTP_SCAN_F_CONTENT_LENGTH */
 	uint16_t extra_len[HTTP_SCAN_EXTRA_MAX];
 	const char *extra[HTTP_SCAN_EXTRA_MAX];

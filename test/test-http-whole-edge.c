@@ -188,7 +188,10 @@ diff_at(const struct http_scan_config *cfg,
 
 /* s against the end of the data page, then against its start. */
 static void
-diff_guarded(const struct http_scan_config *cfg, const void *s, size_t n, const char *what)
+diff_guarded(const struct http_scan_config *cfg,
+	     const void *s,
+	     size_t n,
+	     const char *what)
 {
 	struct http_scan st;
 	uint8_t *end = guard_map + 2 * page, *start = guard_map + page;
@@ -258,9 +261,18 @@ rnd(uint64_t *s)
 START_TEST(guard_pages)
 {
 	static const char *const lines[] = {
-		"Host: h", "traceparent: " TP_V00, "tracestate: a=1", "A: b",
-		"x-request-id: 1", "User-Agent: u", "Trace: t", "content-length: 0",
-		"x-a-very-long-header-name-31-by: v", "t: x", "tr", "x",
+		"Host: h",
+		"traceparent: " TP_V00,
+		"tracestate: a=1",
+		"A: b",
+		"x-request-id: 1",
+		"User-Agent: u",
+		"Trace: t",
+		"content-length: 0",
+		"x-a-very-long-header-name-31-by: v",
+		"t: x",
+		"tr",
+		"x",
 		"x-a-very-long-header-name-31-b: v",
 	};
 	uint64_t s = 7;
@@ -285,7 +297,8 @@ START_TEST(guard_pages)
 				buf + n, sizeof(buf) - n, "%s%s",
 				lines[rnd(&s) % (sizeof(lines) / sizeof(lines[0]))],
 				lf ? "\n" : "\r\n");
-		n += (size_t)snprintf(buf + n, sizeof(buf) - n, "%s", lf ? "\n" : "\r\n");
+		n += (size_t)snprintf(buf + n, sizeof(buf) - n, "%s",
+				      lf ? "\n" : "\r\n");
 		diff_guarded(cfg, buf, n, "guarded");
 		/* and each shorter prefix ending in LF */
 		for (k = n - 1; k > 0; k--)
@@ -323,9 +336,9 @@ START_TEST(model_settings)
 		ctxshim_cfg.url_query = mode & 1;
 		ctxshim_cfg.new_traces = !(mode & 2);
 		ctxshim_cfg.sample_new = mode & 4;
-		ck_assert_int_eq(
-			ctxshim_request_known_methods(mode & 8 ? "GET, FOO,PROPFIND" : NULL),
-			0);
+		ck_assert_int_eq(ctxshim_request_known_methods(
+					 mode & 8 ? "GET, FOO,PROPFIND" : NULL),
+				 0);
 		for (i = 0; i < sizeof(heads) / sizeof(heads[0]); i++)
 			expect_taken(&cfg_std, heads[i]);
 	}
@@ -363,7 +376,8 @@ START_TEST(attrs_mapping)
 			snprintf(buf, sizeof(buf),
 				 "GET /a HTTP/1.1\r\nUser-Agent: %.*s\r\n"
 				 "x-a-very-long-header-name-31-by:  %.*s \r\n"
-				 "X-Request-Id: id\r\nHost: a-long-enough-host-name.example\r\n\r\n",
+				 "X-Request-Id: id\r\nHost: "
+				 "a-long-enough-host-name.example\r\n\r\n",
 				 (int)l, val, (int)(l / 2), val);
 			expect_taken(&cfg_x, buf);
 		}
@@ -381,8 +395,10 @@ START_TEST(max_head_exact)
 	for (n = 40; n <= 70; n++) {
 		size_t pad = n - strlen("GET / HTTP/1.1\r\nA: \r\n\r\n");
 
-		snprintf(buf, sizeof(buf), "GET / HTTP/1.1\r\nA: %.*s\r\n\r\n", (int)pad,
-			 "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx");
+		snprintf(buf, sizeof(buf), "GET / HTTP/1.1\r\nA: %.*s\r\n\r\n",
+			 (int)pad,
+			 "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+			 "xx");
 		ck_assert_uint_eq(strlen(buf), n);
 		if (n <= 64)
 			expect_taken(&cfg_small, buf);
@@ -422,13 +438,13 @@ END_TEST
 START_TEST(start_states)
 {
 	static const char *const before[] = {
-		"\r\n",           /* an empty line before a request line */
-		"\n",             /* bare LF */
+		"\r\n", /* an empty line before a request line */
+		"\n",   /* bare LF */
 		"GET / HTTP/1.1\r\nContent-Length: 5\r\n\r\n",   /* in a body */
 		"GET / HTTP/1.1\r\nContent-Length: 5\r\n\r\nab", /* in a body */
 		"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n",
-		"GET / HTT",      /* in a head */
-		"\x16\x03\x01",   /* TLS: gave up */
+		"GET / HTT",                                     /* in a head */
+		"\x16\x03\x01",                                  /* TLS: gave up */
 		"GET / HTTP/1.1\r\nContent-Length: 2\r\n\r\nab", /* body done */
 		"GET / HTTP/1.1\r\nA: b\r\n\r\n",                /* plain */
 	};
@@ -445,9 +461,8 @@ START_TEST(start_states)
 		memset(&st, 0, sizeof(st));
 		memset(&cap, 0, sizeof(cap));
 		while (off < n) {
-			enum http_scan_status r =
-				http_scan_feed(&st, &cfg_std, &cap, before[i] + off,
-					       n - off, &used);
+			enum http_scan_status r = http_scan_feed(
+				&st, &cfg_std, &cap, before[i] + off, n - off, &used);
 
 			off += used;
 			if (r == HTTP_SCAN_GAVE_UP)
@@ -467,7 +482,8 @@ START_TEST(odd_heads)
 	expect_left(&cfg_std, "POST / HTTP/1.1\r\nContent-Length: 2\r\n\r\nab\n");
 	expect_left(&cfg_std, "GET / HTTP/1.1\r\nA: b\r\n\r\r\n");
 	expect_left(&cfg_std, "GET / HTTP/1.1\r\n\rA: b\r\n\r\n");
-	LEFT_LIT(&cfg_std, "GET / HTTP/1.1\r\n\x00" "A: b\r\n\r\n");
+	LEFT_LIT(&cfg_std, "GET / HTTP/1.1\r\n\x00"
+			   "A: b\r\n\r\n");
 	expect_left(&cfg_std, "GET / HTTP/1.1\r\nContent-Length: 1\r\n"
 			      "Transfer-Encoding: chunked\r\n\r\n");
 	expect_left(&cfg_std, "GET / HTTP/1.1\r\ntransfer-encoding: gzip\r\n\r\n");
@@ -481,7 +497,8 @@ START_TEST(odd_heads)
 	expect_taken(&cfg_std, "GET / HTTP/1.1\r\ntracestate : a=1\r\n\r\n");
 	expect_taken(&cfg_std, "GET / HTTP/1.1\r\ncontent-length : 5\r\n\r\n");
 	expect_taken(&cfg_std, "POST / HTTP/1.1\r\nContent-Length: 0005\r\n\r\n");
-	expect_taken(&cfg_std, "POST / HTTP/1.1\r\nContent-Length: 72057594037927935\r\n\r\n");
+	expect_taken(&cfg_std,
+		     "POST / HTTP/1.1\r\nContent-Length: 72057594037927935\r\n\r\n");
 	expect_taken(&cfg_std, "GET / HTTP/1.1\r\nA: b\r\r\n\r\n");
 	expect_taken(&cfg_std, "GET / HTTP/1.0\r\ntraceparent:\t" TP_V00 "\t\r\n\n");
 	expect_taken(&cfg_std, "A / HTTP/1.1\r\n\r\n");

@@ -133,9 +133,8 @@ diff_one(const struct http_scan_config *cfg,
 		ck_assert_msg(memcmp(&sf, st0, sizeof(sf)) == 0,
 			      "%s: state changed by a head left to the feed", what);
 		memset(&cf, 0x5a, sizeof(cf));
-		ck_assert_int_eq(
-			ctx_whole(&cf, &sf, cfg, buf, n, extra_index),
-			-EAGAIN);
+		ck_assert_int_eq(ctx_whole(&cf, &sf, cfg, buf, n, extra_index),
+				 -EAGAIN);
 		ck_assert_msg(memcmp(&sf, st0, sizeof(sf)) == 0,
 			      "%s: state changed by the fused path", what);
 		n_left++;
@@ -172,8 +171,7 @@ diff_one(const struct http_scan_config *cfg,
 	memset(&cf, 0, sizeof(cf));
 	ctxshim_request_ctx_capture(&cg, &cap, http_scan_flags(&sg), extra_index);
 	sf = *st0;
-	ck_assert_int_eq(ctx_whole(&cf, &sf, cfg, buf, n, extra_index),
-			 0);
+	ck_assert_int_eq(ctx_whole(&cf, &sf, cfg, buf, n, extra_index), 0);
 	ck_assert_msg(memcmp(&sg, &sf, sizeof(sg)) == 0, "%s: fused state differs",
 		      what);
 	ck_assert_msg(memcmp(&cg, &cf, sizeof(cg)) == 0,

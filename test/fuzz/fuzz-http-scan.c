@@ -198,7 +198,8 @@ run(const struct http_scan_config *cfg,
 		size_t n = pl ? next_chunk(pl, &k, len - pos) : len - pos;
 		size_t end = pos + n, off = pos;
 
-		if (mode == CAP_WHOLE && try_whole(cfg, n_extra, &st, d + pos, n, pos, t)) {
+		if (mode == CAP_WHOLE &&
+		    try_whole(cfg, n_extra, &st, d + pos, n, pos, t)) {
 			pos = end;
 			continue;
 		}
@@ -234,8 +235,8 @@ run(const struct http_scan_config *cfg,
 			if (http_scan_gave_up(&st))
 				dead = true;
 		}
-		if ((mode == CAP_SCRATCH || mode == CAP_WHOLE) && http_scan_in_head(&st) &&
-		    !in_pool) {
+		if ((mode == CAP_SCRATCH || mode == CAP_WHOLE) &&
+		    http_scan_in_head(&st) && !in_pool) {
 			pool = scratch;
 			in_pool = true;
 		}

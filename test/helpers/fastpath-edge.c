@@ -258,8 +258,8 @@ t_separate(void)
 			read_n(s, (size_t)(n1 + n2));
 			r = ctx_is(a + 3);
 			count(r);
-			CHECK(r == 1, "round %u: first of two heads in one read: %d", round,
-			      r);
+			CHECK(r == 1, "round %u: first of two heads in one read: %d",
+			      round, r);
 			answer(s, c);
 			r = ctx_is(a + 4);
 			count(r);
@@ -327,10 +327,11 @@ t_body(void)
 	pair(&c, &s);
 	for (round = 0; round < 30; round++) {
 		unsigned k = 100 + round;
-		int n = sprintf(h,
-				"POST /p%u HTTP/1.1\r\nHost: x\r\nContent-Length: 26\r\n"
-				"traceparent: 00-%032x-00000000000000%02x-01\r\n\r\n",
-				k, k + 1, (k % 250) + 1);
+		int n = sprintf(
+			h,
+			"POST /p%u HTTP/1.1\r\nHost: x\r\nContent-Length: 26\r\n"
+			"traceparent: 00-%032x-00000000000000%02x-01\r\n\r\n",
+			k, k + 1, (k % 250) + 1);
 
 		send_all(c, h, (size_t)n);
 		wait_bytes(s, (size_t)n);
@@ -451,7 +452,8 @@ t_signal(void)
 		whole(ac, as, a);
 		r = ctx_is(a);
 		count(r);
-		CHECK(r >= 0 || r == -1, "round %u: A's read: mixed context %d", round, r);
+		CHECK(r >= 0 || r == -1, "round %u: A's read: mixed context %d", round,
+		      r);
 		answer(as, ac);
 	}
 	it.it_value.tv_usec = 0;
@@ -487,10 +489,11 @@ main(int argc, char **argv)
 	else if (strcmp(mode, "signal") == 0)
 		t_signal();
 	else {
-		fprintf(stderr, "usage: fastpath-edge separate|exhausted|body|readv|signal\n");
+		fprintf(stderr,
+			"usage: fastpath-edge separate|exhausted|body|readv|signal\n");
 		return 2;
 	}
-	printf("RESULT %s ok=%u none=%u wrong=%u fails=%d\n", mode, n_ok, n_none, n_wrong,
-	       fails);
+	printf("RESULT %s ok=%u none=%u wrong=%u fails=%d\n", mode, n_ok, n_none,
+	       n_wrong, fails);
 	return fails ? 1 : 0;
 }
