@@ -20,63 +20,12 @@
 #include "http-scan-snap.h"
 #include "http-scan.h"
 #include "request-ctx.c"
-
-struct ctxshim_config ctxshim_cfg;
-
-void
-ctxshim_new_trace_id(uint8_t id[16])
-{
-	memset(id, 0x11, 16);
-}
-
-void
-ctxshim_new_span_id(uint8_t id[8])
-{
-	memset(id, 0x22, 8);
-}
-
-/* Keeps the lines it is given, joined with '|' (what the two entry points
- * pass must be the same, not just what survives validation). */
-int
-ctxshim_ctx_set_tracestate(struct ctxshim_ctx *c,
-			   const char *const *lines,
-			   const size_t *lens,
-			   size_t n_lines)
-{
-	size_t i, at = 0;
-
-	for (i = 0; i < n_lines; i++) {
-		if (at + lens[i] + 1 > sizeof(c->tracestate))
-			return -1;
-		memcpy(c->tracestate + at, lines[i], lens[i]);
-		at += lens[i];
-		c->tracestate[at++] = '|';
-	}
-	c->tracestate_len = (uint16_t)at;
-	return 0;
-}
-
-#define TP_V00 "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+#include "test-request-stubs.h"
 
 /* cfg_x: three configured names, one starting like traceparent. */
 static struct http_scan_config cfg_std, cfg_x;
 static const int extra_index[CTXSHIM_MAX_HEADER_ATTRS] = {0, 1, 2, -1, -1, -1, -1, -1};
 static unsigned n_taken, n_left;
-
-/* ctxshim_request_ctx_whole() as conn.c calls it: only after the cheap
- * tests it leaves to its caller. */
-static int
-ctx_whole(struct ctxshim_ctx *c,
-	  struct http_scan *st,
-	  const struct http_scan_config *cfg,
-	  const void *buf,
-	  size_t len,
-	  const int index[CTXSHIM_MAX_HEADER_ATTRS])
-{
-	if (!http_scan_whole_ready(st, buf, len))
-		return -EAGAIN;
-	return ctxshim_request_ctx_whole(c, st, cfg, buf, len, index);
-}
 
 static void
 setup(void)
