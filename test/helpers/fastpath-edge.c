@@ -28,6 +28,7 @@
  * Prints "RESULT <mode> ok=... none=... wrong=... fails=N" and exits 0
  * when every check held. */
 #include "self-check.h"
+#include "sock-pair.h"
 
 #include <arpa/inet.h>
 #include <dlfcn.h>
@@ -47,72 +48,18 @@
 
 #define POOL 256
 
-static int lfd, port;
 static unsigned n_ok, n_none, n_wrong;
 
+/* read_n() of sock-pair.h into a scratch buffer: the bytes only have to go
+ * through the shim's read hook. */
 static void
-listen_any(void)
-{
-	struct sockaddr_in a = {.sin_family = AF_INET,
-				.sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-	socklen_t l = sizeof(a);
-
-	lfd = socket(AF_INET, SOCK_STREAM, 0);
-	if (lfd < 0 || bind(lfd, (void *)&a, sizeof(a)) || listen(lfd, 1024) ||
-	    getsockname(lfd, (void *)&a, &l))
-		die("listen");
-	port = ntohs(a.sin_port);
-}
-
-static void
-pair(int *cli, int *srv)
-{
-	struct sockaddr_in a = {.sin_family = AF_INET,
-				.sin_addr.s_addr = htonl(INADDR_LOOPBACK),
-				.sin_port = htons((uint16_t)port)};
-	int one = 1;
-
-	*cli = socket(AF_INET, SOCK_STREAM, 0);
-	if (*cli < 0 || connect(*cli, (void *)&a, sizeof(a)))
-		die("connect");
-	(void)setsockopt(*cli, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	*srv = accept(lfd, NULL, NULL);
-	if (*srv < 0)
-		die("accept");
-	(void)setsockopt(*srv, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-}
-
-static void
-send_all(int fd, const char *s, size_t n)
-{
-	while (n) {
-		ssize_t r = write(fd, s, n);
-
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			die("write");
-		s += r;
-		n -= (size_t)r;
-	}
-}
-
-/* Exactly n bytes, in one read when the kernel has them all (the client
- * sent them in one write, TCP_NODELAY, loopback): retried on EINTR. */
-static void
-read_n(int fd, size_t n)
+read_drop(int fd, size_t n)
 {
 	char buf[8192];
 
-	while (n) {
-		ssize_t r = read(fd, buf, n < sizeof(buf) ? n : sizeof(buf));
-
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			die("read");
-		n -= (size_t)r;
-	}
+	if (n > sizeof(buf))
+		die("read_drop: too long");
+	read_n(fd, buf, n);
 }
 
 /* Wait until fd has n bytes to read (so that one read takes them all). */
@@ -196,8 +143,8 @@ count(int r)
 static void
 answer(int srv, int cli)
 {
-	send_all(srv, resp, RESP_LEN);
-	read_n(cli, RESP_LEN);
+	send_all(srv, resp, RESP_LEN, 0);
+	read_drop(cli, RESP_LEN);
 }
 
 /* A whole head sent in one write and read in one read. */
@@ -207,7 +154,7 @@ whole(int c, int s, unsigned k)
 	char h[256];
 	int n = make_head(h, k);
 
-	send_all(c, h, (size_t)n);
+	send_all(c, h, (size_t)n, 0);
 	wait_bytes(s, (size_t)n);
 	/* one read; a successful read leaves errno alone, and so must the
 	 * hook's fused path */
@@ -253,9 +200,9 @@ t_separate(void)
 			char h[512];
 			int n1 = make_head(h, a + 3), n2 = make_head(h + n1, a + 4);
 
-			send_all(c, h, (size_t)(n1 + n2));
+			send_all(c, h, (size_t)(n1 + n2), 0);
 			wait_bytes(s, (size_t)(n1 + n2));
-			read_n(s, (size_t)(n1 + n2));
+			read_drop(s, (size_t)(n1 + n2));
 			r = ctx_is(a + 3);
 			count(r);
 			CHECK(r == 1, "round %u: first of two heads in one read: %d",
@@ -286,9 +233,9 @@ t_exhausted(void)
 	for (k = 0; k < n; k++) {
 		pair(&c[k], &s[k]);
 		make_head(h, 1000 + k);
-		send_all(c[k], h, 30);
+		send_all(c[k], h, 30, 0);
 		wait_bytes(s[k], 30);
-		read_n(s[k], 30);
+		read_drop(s[k], 30);
 	}
 	/* every pool entry is held: whole heads still get their context */
 	for (k = 0; k < 20; k++) {
@@ -302,9 +249,9 @@ t_exhausted(void)
 	for (k = 0; k < n; k++) {
 		int len = make_head(h, 1000 + k);
 
-		send_all(c[k], h + 30, (size_t)len - 30);
+		send_all(c[k], h + 30, (size_t)len - 30, 0);
 		wait_bytes(s[k], (size_t)len - 30);
-		read_n(s[k], (size_t)len - 30);
+		read_drop(s[k], (size_t)len - 30);
 		r = ctx_is(1000 + k);
 		CHECK(r >= 0, "split head %u: another's context (%d)", k, r);
 		answer(s[k], c[k]);
@@ -333,16 +280,16 @@ t_body(void)
 			"traceparent: 00-%032x-00000000000000%02x-01\r\n\r\n",
 			k, k + 1, (k % 250) + 1);
 
-		send_all(c, h, (size_t)n);
+		send_all(c, h, (size_t)n, 0);
 		wait_bytes(s, (size_t)n);
-		read_n(s, (size_t)n);
+		read_drop(s, (size_t)n);
 		r = ctx_is(k);
 		count(r);
 		CHECK(r == 1, "round %u: head with a body to come: %d", round, r);
 		/* a body that looks like a whole head */
-		send_all(c, "GET /x HTTP/1.1\r\nA: b\r\n\r\n", 26);
+		send_all(c, "GET /x HTTP/1.1\r\nA: b\r\n\r\n", 26, 0);
 		wait_bytes(s, 26);
-		read_n(s, 26);
+		read_drop(s, 26);
 		r = ctx_is(k);
 		count(r);
 		CHECK(r == 1, "round %u: body taken for a head: %d", round, r);
@@ -367,7 +314,7 @@ t_readv(void)
 		struct iovec v[2] = {{ba, (size_t)na}, {bb, sizeof(bb)}};
 		ssize_t got;
 
-		send_all(c, h, (size_t)(na + nb));
+		send_all(c, h, (size_t)(na + nb), 0);
 		wait_bytes(s, (size_t)(na + nb));
 		got = readv(s, v, 2);
 		CHECK(got == na + nb, "readv got %zd", got);
@@ -439,13 +386,13 @@ t_signal(void)
 
 			if (sig_k) {
 				/* answer B's request (outside the handler) */
-				send_all(sig_bs, resp, RESP_LEN);
-				read_n(sig_bc, RESP_LEN);
+				send_all(sig_bs, resp, RESP_LEN, 0);
+				read_drop(sig_bc, RESP_LEN);
 			}
 			sig_k = a + 1;
 			nb = make_head(hb, a + 1);
 			memcpy(sig_buf, hb, (size_t)nb);
-			send_all(sig_bc, hb, (size_t)nb);
+			send_all(sig_bc, hb, (size_t)nb, 0);
 			wait_bytes(sig_bs, (size_t)nb);
 			sig_len = nb;
 		}
@@ -472,7 +419,6 @@ main(int argc, char **argv)
 {
 	const char *mode = argc > 1 ? argv[1] : "";
 
-	listen_any();
 	slot_addr = dlsym(RTLD_DEFAULT, "otel_thread_ctx_v1");
 	if (!slot_addr) {
 		printf("RESULT %s no shim\n", mode);
