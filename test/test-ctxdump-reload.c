@@ -7,7 +7,11 @@
  * ones read at the old place (old: it kept the place it resolved first
  * and showed no context from then on).  A writer library first
  * dlopen()ed while the recorder runs is found within a second (old: never,
- * the layouts were looked for only at the start). */
+ * the layouts were looked for only at the start).  A dynamic-TLS writer
+ * library reloaded at the same address under the same module id
+ * (test/helpers/writer-redlopen.c "wait"), whose slot words the reload
+ * leaves as they were: a thread that has not reached the library's TLS
+ * since must show no context, not the record in its stale DTV slot. */
 #include "test-ctxdump-writer.h"
 
 #include <inttypes.h>
@@ -123,6 +127,125 @@ START_TEST(test_record_follows_reload)
 }
 END_TEST
 
+/* Dynamic TLS only: a static TLS place is never reused by the same
+ * library (glibc keeps a closed module's static TLS), and nothing per
+ * thread can go stale there. */
+struct same_place_case {
+	const char *name;
+	const char *lib;
+	const char *env;
+};
+
+static const struct same_place_case same_place_cases[] = {
+	{"gd", "libwtls-gd.so", NULL},
+	{"tlsdesc-dynamic", "libwtls-tlsdesc.so",
+	 "GLIBC_TUNABLES=glibc.rtld.optional_static_tls=0"},
+};
+#define N_SAME_PLACE ((int)(sizeof(same_place_cases) / sizeof(same_place_cases[0])))
+
+/* The trace id on a "THREAD <tid> <kind> <ptr> <trace>" line of kind. */
+static void
+redlopen_thread(struct test_child *c, const char *kind, char trace[33])
+{
+	char line[512], k[16], ptr[32];
+	int tid;
+
+	test_child_readline(c, line, sizeof(line), TIMEOUT_MS);
+	ck_assert_msg(
+		sscanf(line, "THREAD %d %15s %31s %32s", &tid, k, ptr, trace) == 4 &&
+			strcmp(k, kind) == 0,
+		"writer-redlopen: '%s' where a %s THREAD line was due", line, kind);
+	ck_assert_uint_eq(strlen(trace), 32);
+}
+
+/* The recorder resolves the library, is suspended while the library is
+ * dlclose()d and dlopen()ed again at the same address with the same
+ * module id (the GD pair or the TLSDESC descriptor reads as before), and
+ * resumes.  The "stale" thread published through the first load and never
+ * touches TLS again: its DTV keeps the first load's generation and block,
+ * whose pointer now leads to a record the writer rewrote with another
+ * trace id while the library was gone.  That trace must not be in the
+ * recording (old: every round after the reload showed it), the fresh
+ * thread's and the main thread's must. */
+START_TEST(test_record_same_place_reload)
+{
+	const struct same_place_case *sc = &same_place_cases[_i];
+	char exe[PATH_MAX], lib[PATH_MAX], line[512], file[64], errf[64], pid[16];
+	char *argv[4], *env[2] = {(char *)sc->env, NULL}, *out = NULL, *err = NULL;
+	char stale1[33], stale2[33], fresh[33], main_tr[33], want[64];
+	const char *args[] = {"-q", "-F", "100", "-o", file, pid, NULL};
+	unsigned long long b1 = 0, b2 = 0;
+	unsigned m1 = 0, m2 = 0;
+	struct test_child c;
+	int st;
+	pid_t rec;
+
+	argv[0] = (char *)prof_helper("writer-redlopen", exe, sizeof(exe));
+	argv[1] = (char *)prof_helper(sc->lib, lib, sizeof(lib));
+	argv[2] = "wait";
+	argv[3] = NULL;
+	test_child_start(&c, argv, sc->env ? env : NULL, false);
+	redlopen_thread(&c, "stale", stale1);
+	test_child_expect(&c, "LOADED ", line, sizeof(line), TIMEOUT_MS);
+
+	prof_tmpfile(file, sizeof(file), "sameplace-prof");
+	prof_tmpfile(errf, sizeof(errf), "sameplace-err");
+	snprintf(pid, sizeof(pid), "%d", (int)c.pid);
+	rec = prof_record_start(errf, args);
+	prof_wait_file(file, 256, TIMEOUT_MS);
+	sleep_ms(200);
+
+	/* no round between the unload and the new load: nothing unmapped
+	 * for the recorder to notice */
+	prof_record_suspend(rec);
+	test_child_send(&c, "reload\n");
+	test_child_expect(&c, "MODID ", line, sizeof(line), TIMEOUT_MS);
+	ck_assert_int_eq(sscanf(line, "MODID %u %u %llx %llx", &m1, &m2, &b1, &b2), 4);
+	/* else the slot words change and nothing is tested here */
+	ck_assert_msg(m1 == m2 && b1 == b2,
+		      "%s: not reloaded in the same place (module ids, load "
+		      "addresses): %s",
+		      sc->name, line);
+	redlopen_thread(&c, "stale", stale2);
+	redlopen_thread(&c, "fresh", fresh);
+	redlopen_thread(&c, "main", main_tr);
+	test_child_expect(&c, "READY ", line, sizeof(line), TIMEOUT_MS);
+	ck_assert_str_ne(stale1, stale2);
+	ck_assert_int_eq(kill(rec, SIGCONT), 0);
+	/* some 30 rounds at 100 Hz */
+	sleep_ms(300);
+	kill(rec, SIGINT);
+	st = prof_record_wait(rec, TIMEOUT_MS);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "record status 0x%x: %s",
+		      st, (err = prof_slurp(errf)));
+	prof_assert_running(c.pid);
+	st = test_child_finish(&c, TIMEOUT_MS);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+		      "writer-redlopen status 0x%x", st);
+
+	st = prof_run(&out, &err, "report", "--folded", file, NULL);
+	ck_assert_msg(st == 0, "report exit %d: %s", st, err);
+	snprintf(want, sizeof(want), "trace %s", stale1);
+	ck_assert_msg(strstr(out, want), "%s: the first load's %s missing:\n%s",
+		      sc->name, want, out);
+	snprintf(want, sizeof(want), "trace %s", stale2);
+	ck_assert_msg(!strstr(out, want),
+		      "%s: %s, reached through the stale thread's DTV slot of the "
+		      "unloaded library, recorded:\n%s",
+		      sc->name, want, out);
+	snprintf(want, sizeof(want), "trace %s", fresh);
+	ck_assert_msg(strstr(out, want), "%s: fresh %s missing:\n%s", sc->name, want,
+		      out);
+	snprintf(want, sizeof(want), "trace %s", main_tr);
+	ck_assert_msg(strstr(out, want), "%s: main %s missing:\n%s", sc->name, want,
+		      out);
+	free(out);
+	free(err);
+	unlink(file);
+	unlink(errf);
+}
+END_TEST
+
 TEST_SUITE(ctxdump_reload_suite)
 {
 	Suite *s = suite_create("ctxdump record: writer library reloaded");
@@ -132,6 +255,11 @@ TEST_SUITE(ctxdump_reload_suite)
 
 	tc = tcase_create("record");
 	tcase_add_loop_test(tc, test_record_follows_reload, 0, N_CASES);
+	tcase_set_timeout(tc, 120);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("same-place");
+	tcase_add_loop_test(tc, test_record_same_place_reload, 0, N_SAME_PLACE);
 	tcase_set_timeout(tc, 120);
 	suite_add_tcase(s, tc);
 	return s;

@@ -368,6 +368,147 @@ START_TEST(test_record_matches_writer)
 }
 END_TEST
 
+/* ---- stacks ---------------------------------------------------------- */
+
+/* Functions each thread's stack must show, innermost first: the main
+ * thread reads stdin in writer_main(); workers park in
+ * writer_park_thread(), the "noattrs" one inside a SIGUSR1 handler (so
+ * worker_main() is reached only through the signal frame). */
+static const char *const *
+static_want_frames(const char *kind)
+{
+	static const char *const main_thread[] = {"writer_main", "main", NULL};
+	static const char *const in_signal[] = {
+		"writer_park_thread", "writer_signal_park", "worker_main", NULL};
+	static const char *const worker[] = {"writer_park_thread", "worker_main", NULL};
+
+	if (strcmp(kind, "untouched") == 0)
+		return main_thread;
+	if (strcmp(kind, "noattrs") == 0)
+		return in_signal;
+	return worker;
+}
+
+/* The text of thread tid's section of ctxdump's text output (malloc'd). */
+static char *
+thread_section(const char *who, const char *out, pid_t tid)
+{
+	char want[32];
+	const char *th, *end;
+
+	snprintf(want, sizeof(want), "Thread %d ", (int)tid);
+	th = strstr(out, want);
+	ck_assert_msg(th, "%s: thread %d missing:\n%s", who, (int)tid, out);
+	end = strstr(th + 1, "\nThread ");
+	return strndup(th, end ? (size_t)(end - th) : strlen(th));
+}
+
+/* A statically linked executable has no .eh_frame_hdr (gcc links -static
+ * without --eh-frame-hdr), only .eh_frame: every thread's stack must still
+ * reach the writer's functions, frame by frame, down to the outermost
+ * (old: frame #0 only, then a bogus frame and "stack ends: unwinding
+ * needed memory outside the snapshot"). */
+START_TEST(test_stacks_reach_callers)
+{
+	struct writer w;
+	char *out, *err, want[96];
+	int i, k;
+
+	writer_start(&w, static_writers[_i]);
+	ck_assert_int_eq(run_ctxdump(&w, "--stacks", NULL, &out, &err), 0);
+	for (i = 0; i < w.n; i++) {
+		const char *const *names = static_want_frames(w.t[i].kind);
+		char *th = thread_section(w.exe, out, w.t[i].tid);
+		const char *prev = th;
+
+		for (k = 0; names[k]; k++) {
+			const char *at;
+
+			/* "#N  0x... name+0x..." in caller order */
+			snprintf(want, sizeof(want), " %s+0x", names[k]);
+			at = strstr(prev, want);
+			ck_assert_msg(at, "%s thread %d (%s): no frame %s:\n%s", w.exe,
+				      (int)w.t[i].tid, w.t[i].kind, names[k], th);
+			prev = at + 1;
+		}
+		ck_assert_msg(!strstr(th, "(stack ends:"),
+			      "%s thread %d (%s): stack cut short:\n%s", w.exe,
+			      (int)w.t[i].tid, w.t[i].kind, th);
+		free(th);
+	}
+	free(out);
+	free(err);
+	writer_finish(&w);
+}
+END_TEST
+
+/* The same through `ctxdump record`: no stack of the recording is
+ * [truncated], and each valid record's trace sits on the stack of the
+ * thread that published it, with the writer's functions. */
+START_TEST(test_record_stacks_reach_callers)
+{
+	char file[] = "/tmp/ctxdump-static-XXXXXX";
+	char *argv[5] = {(char *)prof_ctxdump(), "report", "--folded", file, NULL};
+	char pid[16], want[96], *out, *err;
+	char *rargv[] = {(char *)prof_ctxdump(),
+			 "record",
+			 "-q",
+			 "-F",
+			 "50",
+			 "-d",
+			 "0.3",
+			 "-o",
+			 file,
+			 pid,
+			 NULL};
+	struct writer w;
+	int fd, i, k, st;
+
+	fd = mkstemp(file);
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	writer_start(&w, static_writers[_i]);
+	snprintf(pid, sizeof(pid), "%d", (int)w.pid);
+	st = test_run_capture(rargv, NULL, false, &out, &err, TIMEOUT_MS);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+		      "%s: record status 0x%x: %s", w.exe, st, err);
+	free(out);
+	free(err);
+	writer_finish(&w);
+	st = test_run_capture(argv, NULL, false, &out, &err, TIMEOUT_MS);
+	unlink(file);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "report status 0x%x: %s",
+		      st, err);
+	ck_assert_msg(!strstr(out, "[truncated]"), "%s: stacks cut short:\n%s", w.exe,
+		      out);
+	ck_assert_msg(strstr(out, ";main;writer_main;"),
+		      "%s: no main thread stack:\n%s", w.exe, out);
+	for (i = 0; i < w.n; i++) {
+		const struct expect_thread *t = &w.t[i];
+		const char *const *names = static_want_frames(t->kind);
+		const char *line, *eol;
+		char *l;
+
+		if (!t->has_record || t->valid != TREC_VALID)
+			continue;
+		snprintf(want, sizeof(want), "trace %s;", t->trace_id);
+		line = strstr(out, want);
+		ck_assert_msg(line, "%s: %s missing:\n%s", w.exe, want, out);
+		eol = strchr(line, '\n');
+		l = strndup(line, eol ? (size_t)(eol - line) : strlen(line));
+		/* folded stacks are outermost first */
+		for (k = 0; names[k]; k++) {
+			snprintf(want, sizeof(want), ";%s;", names[k]);
+			ck_assert_msg(strstr(l, want), "%s thread %d (%s): no %s in %s",
+				      w.exe, (int)t->tid, t->kind, names[k], l);
+		}
+		free(l);
+	}
+	free(out);
+	free(err);
+}
+END_TEST
+
 /* Stripped: no symbol anywhere.  The old error and exit status stay, with
  * a hint on how to make the writer readable. */
 START_TEST(test_stripped_static_error)
@@ -441,6 +582,12 @@ TEST_SUITE(ctxdump_static_suite)
 
 	tc = tcase_create("record");
 	tcase_add_loop_test(tc, test_record_matches_writer, 0, N_WRITERS);
+	tcase_set_timeout(tc, 60);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("stacks");
+	tcase_add_loop_test(tc, test_stacks_reach_callers, 0, N_WRITERS);
+	tcase_add_loop_test(tc, test_record_stacks_reach_callers, 0, N_WRITERS);
 	tcase_set_timeout(tc, 60);
 	suite_add_tcase(s, tc);
 

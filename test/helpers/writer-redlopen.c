@@ -14,8 +14,16 @@
  * after the reload, and the main thread publish records through the new
  * library.
  *
+ * With "wait" (writer-redlopen LIB wait), the reload waits for a line on
+ * stdin after the stale thread published: a reader can resolve the first
+ * library before it goes (test-ctxdump-reload.c).  While the library is
+ * unloaded, the stale record gets another trace id, so a reader that still
+ * follows the stale thread's DTV slot after the reload shows that one.
+ *
  * Output:
- *   MODID <first> <second>
+ *   THREAD <tid> stale <ptr> <trace_id>      first, with "wait" only
+ *   LOADED <pid>                             then, with "wait" only
+ *   MODID <first> <second> <base1> <base2>   module ids, load addresses
  *   THREAD <tid> <stale|fresh|main> <ptr> <trace_id>
  *   READY <pid>
  * then waits for EOF on stdin and exits 0.  No sleeps: the threads say
@@ -23,8 +31,10 @@
 #include "config.h"
 
 #include <dlfcn.h>
+#include <link.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,14 +63,17 @@ die(const char *what)
 	exit(1);
 }
 
+/* salt 0: the record as first published; 1: the stale record rewritten
+ * while its library was unloaded */
 static void
-build(unsigned k)
+build(unsigned k, unsigned salt)
 {
 	struct otel_thread_ctx_record *r = (struct otel_thread_ctx_record *)recs[k];
 	size_t i;
 
+	r->valid = 0;
 	for (i = 0; i < sizeof(r->trace_id); i++)
-		r->trace_id[i] = (uint8_t)(0x10 * (k + 1) + i);
+		r->trace_id[i] = (uint8_t)(0x10 * (k + 1) + 0x80 * salt + i);
 	for (i = 0; i < sizeof(r->span_id); i++)
 		r->span_id[i] = (uint8_t)(0xa0 + 0x10 * k + i);
 	r->trace_flags = 1;
@@ -72,7 +85,7 @@ static void
 publish(unsigned k)
 {
 	tids[k] = (pid_t)syscall(SYS_gettid);
-	build(k);
+	build(k, 0);
 	lib_set(recs[k]);
 	readback[k] = lib_get();
 }
@@ -92,8 +105,9 @@ thread_main(void *arg)
 }
 
 static void *
-load(const char *path, size_t *modid)
+load(const char *path, size_t *modid, uintptr_t *base)
 {
+	struct link_map *lm = NULL;
 	void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
 
 	if (!h)
@@ -102,8 +116,10 @@ load(const char *path, size_t *modid)
 	*(void **)&lib_get = dlsym(h, "writer_tls_get");
 	if (!lib_set || !lib_get)
 		die("the library lacks writer_tls_set/get");
-	if (dlinfo(h, RTLD_DI_TLS_MODID, modid) != 0)
+	if (dlinfo(h, RTLD_DI_TLS_MODID, modid) != 0 ||
+	    dlinfo(h, RTLD_DI_LINKMAP, &lm) != 0)
 		die(dlerror());
+	*base = (uintptr_t)lm->l_addr;
 	return h;
 }
 
@@ -125,20 +141,29 @@ main(int argc, char **argv)
 {
 	pthread_t stale, fresh;
 	size_t modid1 = 0, modid2 = 0;
+	uintptr_t base1 = 0, base2 = 0;
+	bool wait_reload = argc == 3 && strcmp(argv[2], "wait") == 0;
 	void *h;
 	char c;
 
-	if (argc != 2) {
-		fprintf(stderr, "usage: writer-redlopen LIBRARY\n");
+	if (argc != 2 && !wait_reload) {
+		fprintf(stderr, "usage: writer-redlopen LIBRARY [wait]\n");
 		return 2;
 	}
 	if (pipe(park_fd) != 0 || pthread_barrier_init(&published, NULL, 2) != 0)
 		die("setup failed");
 
-	h = load(argv[1], &modid1);
+	h = load(argv[1], &modid1, &base1);
 	if (pthread_create(&stale, NULL, thread_main, (void *)(uintptr_t)REC_STALE))
 		die("pthread_create failed");
 	pthread_barrier_wait(&published);
+	if (wait_reload) {
+		print_rec(REC_STALE);
+		printf("LOADED %d\n", (int)getpid());
+		fflush(stdout);
+		while (read(0, &c, 1) == 1 && c != '\n')
+			;
+	}
 
 	/* the old module goes; its id is free for the next one */
 	lib_set = NULL;
@@ -147,14 +172,17 @@ main(int argc, char **argv)
 		die(dlerror());
 	if (dlopen(argv[1], RTLD_NOW | RTLD_NOLOAD))
 		die("the library was not unloaded by dlclose()");
+	if (wait_reload)
+		build(REC_STALE, 1);
 
-	h = load(argv[1], &modid2);
+	h = load(argv[1], &modid2, &base2);
 	if (pthread_create(&fresh, NULL, thread_main, (void *)(uintptr_t)REC_FRESH))
 		die("pthread_create failed");
 	pthread_barrier_wait(&published);
 	publish(REC_MAIN);
 
-	printf("MODID %zu %zu\n", modid1, modid2);
+	printf("MODID %zu %zu 0x%" PRIxPTR " 0x%" PRIxPTR "\n", modid1, modid2, base1,
+	       base2);
 	print_rec(REC_STALE);
 	print_rec(REC_FRESH);
 	print_rec(REC_MAIN);

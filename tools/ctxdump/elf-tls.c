@@ -1194,6 +1194,31 @@ etls_slot_words(pid_t pid, const struct etls_symbol *sym, uint64_t w[2])
 }
 
 int
+etls_slot_gen(pid_t pid,
+	      const struct etls_symbol *sym,
+	      const struct tlsm_access *acc,
+	      const uint64_t w[2],
+	      uint64_t g[3])
+{
+	int r;
+
+	g[0] = g[1] = g[2] = 0;
+	if (acc->model == TLSM_TLSDESC_DYNAMIC && sym->tlsdesc_slot)
+		return remote_read(pid, w[1], g, 3 * sizeof(*g));
+	if (acc->model == TLSM_GD && sym->dtpmod_slot && !sym->tlsdesc_slot &&
+	    sym->has_glibc_db) {
+		r = tlsm_glibc_module_gen(&sym->glibc_db, w[0], remote_tlsm_read, &pid,
+					  &g[0]);
+		if (r == -ENOENT) {
+			g[0] = UINT64_MAX; /* as etls_resolve() takes it */
+			r = 0;
+		}
+		return r;
+	}
+	return 0;
+}
+
+int
 etls_find_data(pid_t pid,
 	       const struct etls_symbol *sym,
 	       const char *name,

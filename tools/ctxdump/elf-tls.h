@@ -155,3 +155,20 @@ int etls_resolve(pid_t pid, const struct etls_symbol *sym, struct tlsm_access *a
  * there, or its slot address is no longer mapped.  Call while the
  * threads are stopped.  Returns 0 or the negative errno of the read. */
 int etls_slot_words(pid_t pid, const struct etls_symbol *sym, uint64_t w[2]);
+
+/* What a dynamic access acc (etls_resolve() from slot words w) depends on
+ * besides those words, for the same check: a writer library unloaded and
+ * loaded again at the same address under the same module id leaves its
+ * slot words as they were, but not its generation, and a thread whose DTV
+ * predates the new generation still holds the old, freed block there.
+ * General dynamic on glibc (with the _thread_db descriptors): g[0] is the
+ * slotinfo generation of module w[0] (UINT64_MAX if no module holds it);
+ * TLSDESC dynamic: g is the {module, offset, generation} the descriptor's
+ * argument w[1] points at (glibc may give the new descriptor the old
+ * argument's memory).  Zeros for every other access.  Call while the
+ * threads are stopped.  Returns 0 or the negative errno of a read. */
+int etls_slot_gen(pid_t pid,
+		  const struct etls_symbol *sym,
+		  const struct tlsm_access *acc,
+		  const uint64_t w[2],
+		  uint64_t g[3]);

@@ -133,6 +133,10 @@ lay_slots_mark(struct lay_proc *lp)
 		if (!l->present)
 			continue;
 		l->slot_err = etls_slot_words(lp->pid, &l->sym, l->slot_words);
+		l->gen_err = l->slot_err < 0
+				     ? 0
+				     : etls_slot_gen(lp->pid, &l->sym, &l->acc,
+						     l->slot_words, l->gen_words);
 		l->slot_marked = true;
 	}
 }
@@ -144,7 +148,7 @@ lay_slots_changed(const struct lay_proc *lp)
 
 	for (k = 0; k < LAY_N; k++) {
 		const struct lay_layout *l = &lp->l[k];
-		uint64_t w[2];
+		uint64_t w[2], g[3];
 		int err;
 
 		if (!l->present || !l->slot_marked)
@@ -153,6 +157,15 @@ lay_slots_changed(const struct lay_proc *lp)
 		if ((err < 0) != (l->slot_err < 0))
 			return true;
 		if (err == 0 && memcmp(w, l->slot_words, sizeof(w)) != 0)
+			return true;
+		if (err < 0)
+			continue;
+		/* The same words, but the module may have been unloaded and
+		 * loaded again in the same place: its generation says. */
+		err = etls_slot_gen(lp->pid, &l->sym, &l->acc, w, g);
+		if ((err < 0) != (l->gen_err < 0))
+			return true;
+		if (err == 0 && memcmp(g, l->gen_words, sizeof(g)) != 0)
 			return true;
 	}
 	return false;

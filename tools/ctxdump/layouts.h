@@ -65,6 +65,9 @@ struct lay_layout {
 	bool slot_marked;
 	int slot_err;
 	uint64_t slot_words[2];
+	/* and what the access depends on besides (etls_slot_gen()) */
+	int gen_err;
+	uint64_t gen_words[3];
 };
 
 struct lay_proc {
@@ -92,8 +95,12 @@ void lay_slots_mark(struct lay_proc *lp);
 /* Whether the slot words of a marked layout differ from those noted (or
  * became readable or unreadable): the loader rewrote them, i.e. the
  * defining library was unloaded and perhaps loaded again elsewhere, and
- * what lay_find() found and lay_resolve() worked out is stale.  One read
- * per present layout; call with the threads stopped. */
+ * what lay_find() found and lay_resolve() worked out is stale.  For a
+ * dynamic access, also whether the module's generation (or the TLSDESC
+ * argument) changed under the same words: the library was loaded again in
+ * the same place with the same module id (etls_slot_gen()).  One read per
+ * present layout, one more for TLSDESC dynamic, a few (the slotinfo walk)
+ * for general dynamic; call with the threads stopped. */
 bool lay_slots_changed(const struct lay_proc *lp);
 
 /* The raw copy of one thread's context in one layout. */

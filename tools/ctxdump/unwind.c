@@ -125,8 +125,16 @@ stack_unwind_unavailable(void)
 #define DW_EH_PE_sdata2  0x0a
 #define DW_EH_PE_sdata4  0x0b
 #define DW_EH_PE_sdata8  0x0c
+#define DW_EH_PE_pcrel    0x10
 #define DW_EH_PE_datarel 0x30
+#define DW_EH_PE_indirect 0x80
 #define DW_EH_PE_omit    0xff
+
+/* Where libunwind finds the search table of module i when ctxdump built it
+ * (struct uw_module.synth): above the canonical user half of the x86_64
+ * address space, where no target mapping and no stack copy can be. */
+#define UW_SYNTH_BASE   0x8000000000000000ull
+#define UW_SYNTH_STRIDE (1ull << 32)
 
 struct uw_sym {
 	uint64_t addr;
@@ -156,6 +164,15 @@ struct uw_module {
 
 	bool have_table;
 	unw_dyn_info_t di;
+	/* A search table built from .eh_frame when the module has no
+	 * .eh_frame_hdr (gcc -static links without --eh-frame-hdr): pairs of
+	 * int32 {pc, fde} relative to .eh_frame, what .eh_frame_hdr would
+	 * hold.  libunwind reads it at di.u.rti.table_data, an address no
+	 * target maps (uw_synth_addr()), which uw_access_mem serves from
+	 * here. */
+	int32_t *synth;
+	size_t synth_len; /* bytes */
+	size_t index;     /* in uw_proc.mods */
 
 	bool syms_tried;
 	bool syms_dynsym;
@@ -462,6 +479,7 @@ uw_module_free(struct uw_module *m)
 	if (m->dbg_fd >= 0)
 		close(m->dbg_fd);
 	free(m->vdso_copy);
+	free(m->synth);
 	free(m->phdr);
 	free(m->syms);
 	free(m->path);
@@ -540,6 +558,7 @@ uw_find_or_add_module(
 	m->dev_minor = min;
 	m->is_vdso = strcmp(path, "[vdso]") == 0;
 	m->map_start = UINT64_MAX;
+	m->index = p->nmods;
 	p->mods[p->nmods++] = m;
 	return m;
 }
@@ -774,6 +793,272 @@ uw_read_eh_value(const uint8_t *p, size_t avail, uint8_t enc, uint64_t *val)
 	return n;
 }
 
+/* ---- a search table from .eh_frame ------------------------------------ */
+
+/* Bounded readers over one section image [0, len). */
+static bool
+uw_get_u32(const uint8_t *b, size_t len, size_t off, uint32_t *v)
+{
+	if (off > len || len - off < 4)
+		return false;
+	memcpy(v, b + off, 4);
+	return true;
+}
+
+static bool
+uw_get_uleb(const uint8_t *b, size_t len, size_t *off, uint64_t *v)
+{
+	unsigned shift = 0;
+
+	*v = 0;
+	while (*off < len && shift < 64) {
+		uint8_t c = b[(*off)++];
+
+		*v |= (uint64_t)(c & 0x7f) << shift;
+		if (!(c & 0x80))
+			return true;
+		shift += 7;
+	}
+	return false;
+}
+
+/* Size of a fixed-size encoded pointer, 0 for one we do not decode. */
+static size_t
+uw_enc_size(uint8_t enc)
+{
+	switch (enc & 0x0f) {
+	case DW_EH_PE_absptr:
+	case DW_EH_PE_udata8:
+	case DW_EH_PE_sdata8:
+		return 8;
+	case DW_EH_PE_udata4:
+	case DW_EH_PE_sdata4:
+		return 4;
+	case DW_EH_PE_udata2:
+	case DW_EH_PE_sdata2:
+		return 2;
+	default:
+		return 0;
+	}
+}
+
+/* The FDE pointer encoding of the CIE at off (its 'R' augmentation,
+ * absptr without one); false if it is no CIE we understand.  Only what
+ * .eh_frame CIEs carry is parsed (LSB "Exception Frames"). */
+static bool
+uw_cie_fde_enc(const uint8_t *b, size_t len, size_t off, uint8_t *enc)
+{
+	uint32_t rlen, id;
+	size_t end, aug, aug_end, p;
+	uint64_t v;
+	uint8_t version;
+
+	if (!uw_get_u32(b, len, off, &rlen) || rlen == 0xffffffffu || rlen < 8 ||
+	    rlen > len - off - 4 || !uw_get_u32(b, len, off + 4, &id) || id != 0)
+		return false;
+	end = off + 4 + rlen;
+	p = off + 8;
+	version = b[p++];
+	if (version != 1 && version != 3 && version != 4)
+		return false;
+	aug = p;
+	/* "zR", "zPLR" and the like: a long one is no CIE of ours, and the
+	 * bound keeps each call short whatever the file holds */
+	while (p < end && p - aug < 16 && b[p])
+		p++;
+	if (p >= end || b[p])
+		return false;
+	aug_end = p++;
+	*enc = DW_EH_PE_absptr;
+	if (aug == aug_end)
+		return true; /* no augmentation: absolute pointers */
+	if (b[aug] != 'z')
+		return false; /* "eh" and other old forms */
+	if (version == 4) {
+		if (end - p < 2)
+			return false;
+		p += 2; /* address_size, segment_selector_size */
+	}
+	if (!uw_get_uleb(b, end, &p, &v) || /* code alignment */
+	    !uw_get_uleb(b, end, &p, &v))   /* data alignment (sleb: skipped) */
+		return false;
+	if (version == 1) {
+		if (p >= end)
+			return false;
+		p++; /* return address register */
+	} else if (!uw_get_uleb(b, end, &p, &v)) {
+		return false;
+	}
+	if (!uw_get_uleb(b, end, &p, &v) || v > end - p) /* augmentation length */
+		return false;
+	for (aug++; aug < aug_end; aug++) {
+		size_t n;
+
+		switch (b[aug]) {
+		case 'R':
+			if (p >= end)
+				return false;
+			*enc = b[p];
+			return true;
+		case 'L':
+			p++;
+			break;
+		case 'P':
+			if (p >= end || (b[p] & 0x70) == 0x50) /* aligned */
+				return false;
+			n = uw_enc_size(b[p]);
+			if (!n || end - p < 1 + n)
+				return false;
+			p += 1 + n;
+			break;
+		case 'S':
+		case 'B':
+		case 'G':
+			break;
+		default:
+			return false;
+		}
+		if (p > end)
+			return false;
+	}
+	return true;
+}
+
+static int
+uw_synth_cmp(const void *a, const void *b)
+{
+	int32_t x = ((const int32_t *)a)[0], y = ((const int32_t *)b)[0];
+
+	return x < y ? -1 : x > y;
+}
+
+/* Target address of module m's built table. */
+static uint64_t
+uw_synth_addr(const struct uw_module *m)
+{
+	return UW_SYNTH_BASE + (uint64_t)m->index * UW_SYNTH_STRIDE;
+}
+
+/* A module without .eh_frame_hdr (statically linked executables: gcc
+ * passes --eh-frame-hdr to the linker only when linking dynamically or
+ * -static-pie) still has .eh_frame, which its own libgcc unwinder walks.
+ * Build the binary-search table .eh_frame_hdr would have held from it:
+ * every FDE's start, relative to .eh_frame, sorted.  .eh_frame must lie
+ * in a read-only PT_LOAD, where uw_module_read serves the FDEs from the
+ * file.  Every length and offset comes from the file and is checked. */
+static void
+uw_setup_table_from_eh_frame(struct uw_module *m, uint64_t lo, uint64_t hi, uint64_t gp)
+{
+	Elf_Scn *scn = NULL;
+	GElf_Shdr sh;
+	size_t shstrndx, i, n = 0, cap, off, cie_cached = SIZE_MAX;
+	uint8_t enc = 0;
+	const uint8_t *b = NULL;
+	size_t len = 0;
+	uint64_t sec = 0;
+	int32_t *t;
+
+	if (elf_getshdrstrndx(m->elf, &shstrndx) != 0)
+		return;
+	while ((scn = elf_nextscn(m->elf, scn))) {
+		const char *name;
+
+		if (!gelf_getshdr(scn, &sh) ||
+		    (sh.sh_type != SHT_PROGBITS && sh.sh_type != SHT_X86_64_UNWIND))
+			continue;
+		name = elf_strptr(m->elf, shstrndx, sh.sh_name);
+		if (!name || strcmp(name, ".eh_frame") != 0)
+			continue;
+		if (sh.sh_offset >= m->size || sh.sh_size > m->size - sh.sh_offset ||
+		    sh.sh_size < 8)
+			return;
+		/* in a read-only segment, at the same offset as in the file */
+		for (i = 0; i < m->phnum; i++) {
+			const GElf_Phdr *ph = &m->phdr[i];
+
+			if (ph->p_type == PT_LOAD && !(ph->p_flags & PF_W) &&
+			    sh.sh_offset >= ph->p_offset &&
+			    sh.sh_offset + sh.sh_size <= ph->p_offset + ph->p_filesz &&
+			    sh.sh_addr - ph->p_vaddr == sh.sh_offset - ph->p_offset)
+				break;
+		}
+		if (i == m->phnum)
+			return;
+		b = m->image + sh.sh_offset;
+		len = (size_t)sh.sh_size;
+		sec = sh.sh_addr;
+		break;
+	}
+	if (!b || len > (size_t)INT32_MAX)
+		return;
+	/* an FDE we take has at least 12 bytes: length, CIE pointer, two
+	 * 2-byte addresses */
+	cap = len / 12 + 1;
+	t = malloc(cap * 2 * sizeof(*t));
+	if (!t)
+		return;
+	for (off = 0; n < cap;) {
+		uint32_t rlen, id;
+		uint64_t pc, range;
+		size_t rec, sz;
+		int64_t rel;
+
+		if (!uw_get_u32(b, len, off, &rlen) || rlen == 0)
+			break; /* the end, or the terminator libgcc stops at */
+		if (rlen == 0xffffffffu || rlen < 4 || rlen > len - off - 4)
+			break; /* 64-bit DWARF or garbage: what came before stays */
+		rec = off + 4;
+		if (!uw_get_u32(b, len, rec, &id))
+			break;
+		if (id != 0 && id <= rec) {
+			/* an FDE: id is its distance back to its CIE */
+			if (rec - id != cie_cached) {
+				cie_cached = SIZE_MAX;
+				if (uw_cie_fde_enc(b, len, rec - id, &enc))
+					cie_cached = rec - id;
+			}
+			sz = uw_enc_size(enc);
+			if (cie_cached != SIZE_MAX && sz &&
+			    !(enc & DW_EH_PE_indirect) &&
+			    ((enc & 0x70) == DW_EH_PE_absptr ||
+			     (enc & 0x70) == DW_EH_PE_pcrel) &&
+			    2 * sz <= rlen - 4 &&
+			    uw_read_eh_value(b + rec + 4, 2 * sz, enc, &pc) == sz &&
+			    uw_read_eh_value(b + rec + 4 + sz, sz, enc & 0x0f,
+					     &range) == sz &&
+			    range != 0) {
+				if ((enc & 0x70) == DW_EH_PE_pcrel)
+					pc += sec + rec + 4;
+				rel = (int64_t)(pc - sec);
+				/* pc 0: an FDE of discarded code */
+				if (pc != 0 && pc >= lo && pc < hi &&
+				    rel >= INT32_MIN && rel <= INT32_MAX) {
+					t[2 * n] = (int32_t)rel;
+					t[2 * n + 1] = (int32_t)off;
+					n++;
+				}
+			}
+		}
+		off = rec + rlen;
+	}
+	if (n == 0) {
+		free(t);
+		return;
+	}
+	qsort(t, n, 2 * sizeof(*t), uw_synth_cmp);
+	m->synth = t;
+	m->synth_len = n * 2 * sizeof(*t);
+	memset(&m->di, 0, sizeof(m->di));
+	m->di.start_ip = m->bias + lo;
+	m->di.end_ip = m->bias + hi;
+	m->di.gp = gp;
+	m->di.format = UNW_INFO_FORMAT_REMOTE_TABLE;
+	m->di.u.rti.segbase = m->bias + sec;
+	m->di.u.rti.table_data = uw_synth_addr(m);
+	m->di.u.rti.table_len = m->synth_len / sizeof(unw_word_t);
+	m->have_table = true;
+}
+
 /* Describe the module's .eh_frame_hdr binary-search table to libunwind in
  * target addresses; libunwind reads it back through uw_access_mem, which
  * serves it from the file. */
@@ -812,26 +1097,28 @@ uw_setup_table(struct uw_module *m)
 			}
 		}
 	}
-	if (!eh || lo >= hi || eh->p_offset >= m->size || eh->p_filesz < 4 ||
-	    eh->p_filesz > m->size - eh->p_offset)
+	if (lo >= hi)
 		return;
+	if (!eh || eh->p_offset >= m->size || eh->p_filesz < 4 ||
+	    eh->p_filesz > m->size - eh->p_offset)
+		goto from_eh_frame;
 	h = m->image + eh->p_offset;
 	/* version, eh_frame_ptr_enc, fde_count_enc, table_enc; libunwind's
 	 * remote search needs the usual datarel|sdata4 table. */
 	if (h[0] != 1 || h[3] != (DW_EH_PE_datarel | DW_EH_PE_sdata4) ||
 	    h[1] == DW_EH_PE_omit || h[2] == DW_EH_PE_omit)
-		return;
+		goto from_eh_frame;
 	off = 4;
 	n = uw_read_eh_value(h + off, eh->p_filesz - off, h[1], &dummy);
 	if (!n)
-		return;
+		goto from_eh_frame;
 	off += n;
 	n = uw_read_eh_value(h + off, eh->p_filesz - off, h[2], &fde_count);
 	if (!n)
-		return;
+		goto from_eh_frame;
 	off += n;
 	if (fde_count == 0 || fde_count > (eh->p_filesz - off) / 8)
-		return;
+		goto from_eh_frame;
 	memset(&m->di, 0, sizeof(m->di));
 	m->di.start_ip = m->bias + lo;
 	m->di.end_ip = m->bias + hi;
@@ -843,6 +1130,9 @@ uw_setup_table(struct uw_module *m)
 	/* two int32 per entry, counted in words */
 	m->di.u.rti.table_len = fde_count * 8 / sizeof(unw_word_t);
 	m->have_table = true;
+	return;
+from_eh_frame:
+	uw_setup_table_from_eh_frame(m, lo, hi, gp);
 }
 
 static bool
@@ -1252,6 +1542,22 @@ uw_access_mem(
 	    addr - s->stack_addr <= s->stack_len - 8) {
 		memcpy(val, s->stack + (addr - s->stack_addr), 8);
 		return 0;
+	}
+	if (addr >= UW_SYNTH_BASE) {
+		/* a search table ctxdump built (uw_setup_table_from_eh_frame) */
+		uint64_t i = (addr - UW_SYNTH_BASE) / UW_SYNTH_STRIDE;
+		uint64_t off = (addr - UW_SYNTH_BASE) % UW_SYNTH_STRIDE;
+		const struct uw_module *m =
+			i < c->proc->nmods ? c->proc->mods[i] : NULL;
+
+		if (m && m->synth && off < m->synth_len) {
+			uint8_t buf[8] = {0};
+			size_t n = m->synth_len - (size_t)off;
+
+			memcpy(buf, (const uint8_t *)m->synth + off, n < 8 ? n : 8);
+			memcpy(val, buf, 8);
+			return 0;
+		}
 	}
 	mp = uw_find_map(c->proc, addr);
 	if (mp && mp->mod && uw_module_read(c->proc, mp, addr, val))

@@ -10,7 +10,8 @@
  * memory comes from the stack copy or from the read-only segments of the
  * ELF files mapped in the process (and [vdso] from our own identical
  * vdso), never from the live process (a module's writable data reads as
- * 0); unwind tables come from each module's .eh_frame_hdr; symbols from
+ * 0); unwind tables come from each module's .eh_frame_hdr (or, without
+ * one, a search table built from its .eh_frame); symbols from
  * .symtab, the build-id debug file (/usr/lib/debug/.build-id) or .dynsym.
  * Module data is parsed once per process and cached until
  * stack_unwind_reset() (or exit).  No libunwind-ptrace fallback is needed:
