@@ -278,26 +278,80 @@ utf8_text(const char *s)
 	return trec_utf8_valid((const uint8_t *)s, strlen(s));
 }
 
-/* The default service.name, copied (argv's memory is the process title's
- * in pre-forking servers) into a buffer of its own: it must not depend on
- * the room OTEL_RESOURCE_ATTRIBUTES left in res_text. */
+/* process.executable.name, and through it the default service.name (see
+ * default_service_name()).  The semantic conventions' registry
+ * (model/process/registry.yaml in open-telemetry/semantic-conventions):
+ * "The name of the process executable. On Linux based systems, this SHOULD
+ * be set to the base name of the target of /proc/[pid]/exe."  Earlier
+ * versions said it "can be set to the Name in proc/[pid]/status", i.e.
+ * /proc/self/comm; that changed (semantic-conventions issue #1736) because
+ * comm is cut to 15 bytes and a process can rename itself
+ * (prctl(PR_SET_NAME)).  comm also names the path given to execve(), not
+ * the file: a symlink's name, "3" for an exec of /proc/self/fd/3 (runc,
+ * fexecve()).  program_invocation_short_name is the base name of argv[0],
+ * which the caller chooses ("-bash" for a login shell, bash's exec -a):
+ * process.command's business, not the executable's, and its memory is the
+ * process title's in pre-forking servers (nginx's ngx_setproctitle()
+ * writes over it before forking the workers that encode the resource
+ * again).  So: the link's base name, comm only when the link cannot be
+ * read or its name cannot be used, else none.  Copied into a buffer of
+ * our own either way, and UTF-8 or not at all (a protobuf string must
+ * be, see percent_decode()).  Read in the constructor of every program
+ * image: a forked child runs the same executable and keeps it, a program
+ * started by exec loads the shim anew (LD_PRELOAD kept, or put back by
+ * CTXSHIM_FOLLOW_EXEC) and reads its own. */
 static const char *
-program_name(void)
+executable_name(void)
 {
-	static char comm[64], prog[256];
-	extern char *program_invocation_short_name;
-	const char *p = program_invocation_short_name;
+	static char path[4096], comm[64], name[256];
+	static const char deleted[] = " (deleted)";
+	long r = syscall(SYS_readlinkat, AT_FDCWD, "/proc/self/exe", path,
+			 sizeof(path) - 1);
 
-	if (p && *p && strlen(p) < sizeof(prog) && utf8_text(p)) {
-		memcpy(prog, p, strlen(p) + 1);
-		return prog;
+	if (r > 0 && (size_t)r < sizeof(path) - 1) {
+		size_t len = (size_t)r, dl = sizeof(deleted) - 1;
+		const char *base;
+
+		path[len] = '\0';
+		/* The file was removed or replaced since the exec (a package
+		 * upgrade), or it never had a name (an exec of a memfd). */
+		if (len > dl && memcmp(path + len - dl, deleted, dl) == 0)
+			path[len -= dl] = '\0';
+		base = strrchr(path, '/');
+		base = base ? base + 1 : path;
+		len = strlen(base);
+		if (len && len < sizeof(name) && utf8_text(base)) {
+			memcpy(name, base, len + 1);
+			return name;
+		}
 	}
 	if (sys_read_file("/proc/self/comm", comm, sizeof(comm)) > 0) {
 		comm[strcspn(comm, "\n")] = '\0';
 		if (comm[0] && utf8_text(comm))
 			return comm;
 	}
-	return "unknown_service";
+	return NULL;
+}
+
+/* The semantic conventions, service.name (model/service/registry.yaml):
+ * "If the value was not specified, SDKs MUST fallback to unknown_service:
+ * concatenated with process.executable.name, e.g. unknown_service:bash.
+ * If process.executable.name is not available, the value MUST be set to
+ * unknown_service."  Made from the resource's process.executable.name
+ * (ours; OTEL_RESOURCE_ATTRIBUTES's only where we found none), so the two
+ * always agree.  In a buffer of its own (the longest value we keep, 1023
+ * bytes, fits): it must not depend on the room OTEL_RESOURCE_ATTRIBUTES
+ * left in res_text. */
+static const char *
+default_service_name(void)
+{
+	static char svc[sizeof("unknown_service:") + 1024];
+	ssize_t i = find_resource("process.executable.name");
+
+	if (i < 0 || resource[i].type != PCTX_V_STRING || !resource[i].str[0])
+		return "unknown_service";
+	snprintf(svc, sizeof(svc), "unknown_service:%s", resource[i].str);
+	return svc;
 }
 
 static void
@@ -314,7 +368,7 @@ refresh_ids(void)
 void
 ctxshim_pctx_prepare(void)
 {
-	const char *svc = secure_getenv("OTEL_SERVICE_NAME");
+	const char *svc = secure_getenv("OTEL_SERVICE_NAME"), *exe;
 	unsigned i;
 
 	n_resource = 0;
@@ -323,13 +377,16 @@ ctxshim_pctx_prepare(void)
 	/* Precedence (first added wins): OTEL_SERVICE_NAME, then
 	 * OTEL_RESOURCE_ATTRIBUTES, then our defaults, as in the OTel SDK
 	 * environment variable specification.  Except for what describes the
-	 * shim and the process itself (telemetry.*, process.pid: facts, and
-	 * `ctxshim status` tells our context by telemetry.distro.name), which
-	 * go first.  A user's service.instance.id is kept, also in a forked
-	 * child, as an SDK initialised from the same environment would.
-	 * Strings from the environment and argv are copied: a forked child
-	 * encodes the resource again, and pre-forking servers (nginx's
-	 * ngx_setproctitle()) write their title over that memory first. */
+	 * shim and the process itself (telemetry.*, process.pid,
+	 * process.executable.name: facts -- the environment also reaches the
+	 * programs this one executes -- and `ctxshim status` tells our context
+	 * by telemetry.distro.name), which go first.  The default service.name
+	 * comes last, from the process.executable.name that won.  A user's
+	 * service.instance.id is kept, also in a forked child, as an SDK
+	 * initialised from the same environment would.  Strings from the
+	 * environment are copied: a forked child encodes the resource again,
+	 * and pre-forking servers (nginx's ngx_setproctitle()) write their
+	 * title over that memory first. */
 	if (svc && *svc) {
 		if (utf8_text(svc))
 			add_resource("service.name", store_text(svc, strlen(svc)));
@@ -337,13 +394,16 @@ ctxshim_pctx_prepare(void)
 			ctxshim_log("OTEL_SERVICE_NAME is not UTF-8, ignoring it");
 	}
 	add_resource_int("process.pid", (int64_t)getpid());
+	exe = executable_name();
+	if (exe)
+		add_resource("process.executable.name", exe);
 	add_resource("telemetry.sdk.name", "ctxshim");
 	add_resource("telemetry.sdk.language", "c");
 	add_resource("telemetry.sdk.version", CTXSHIM_VERSION);
 	add_resource("telemetry.distro.name", "ctxshim");
 	add_resource("telemetry.distro.version", CTXSHIM_VERSION);
 	load_resource_env();
-	add_resource("service.name", program_name());
+	add_resource("service.name", default_service_name());
 	add_resource("service.instance.id", instance_id);
 
 	n_keys = 0;

@@ -805,6 +805,108 @@ START_TEST(report_escapes_target_strings)
 }
 END_TEST
 
+/* ---- the service ---- */
+
+/* The service every output names: service.name as the process has it (the
+ * shim's default "unknown_service:<executable>" too: never prefixed
+ * again), else the semantic conventions' default made from
+ * process.executable.name, else from the command name, else
+ * "unknown_service" (old: the command name only, "unknown_service:ctxdump"
+ * without one). */
+START_TEST(report_service_name)
+{
+	static const struct pctx_kv shim[] = {
+		{"service.name", "unknown_service:srv-exe"},
+		{"process.executable.name", "srv-exe"},
+	};
+	static const struct pctx_kv exe_only[] = {
+		{"process.executable.name", "srv-exe"}};
+	static const struct pctx_kv named[] = {{"service.name", "checkout"}};
+	static const struct {
+		const char *comm;
+		const struct pctx_kv *res;
+		size_t n_res;
+		const char *want;
+	} cases[] = {
+		{"srv", shim, 2, "unknown_service:srv-exe"},
+		{"srv", exe_only, 1, "unknown_service:srv-exe"},
+		{"srv", named, 1, "checkout"},
+		{"srv", NULL, 0, "unknown_service:srv"},
+		{"", NULL, 0, "unknown_service"},
+	};
+	static const uint32_t st1[] = {1};
+	unsigned i;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const char *sum[] = {NULL, NULL}, *fold[] = {"--folded", NULL, NULL},
+			   *spans[] = {"--spans", NULL, NULL};
+		struct rec *r = malloc(sizeof(*r));
+		char file[64], out[64], want[256], *err, *o;
+		uint8_t pc[512];
+		size_t pl = 0;
+		int st;
+
+		ck_assert_ptr_nonnull(r);
+		rec_start(r, cases[i].comm);
+		if (cases[i].res) {
+			ck_assert_int_eq(pctx_encode(pc, sizeof(pc), &pl, cases[i].res,
+						     cases[i].n_res, NULL, NULL, 0),
+					 0);
+			pay_u(r, 1); /* published_at_ns */
+			pay_bytes(r, pc, pl);
+			rec_end(r, 2);
+		}
+		rec_string(r, 1, "work", 4);
+		rec_frame(r, 1, 1);
+		rec_stack(r, 1, st1, 1);
+		rec_ctx(r, 1, 0x4b, 0x00f067aa0ba902b7ull, NULL, 0);
+		for (int k = 0; k < 3; k++) {
+			rec_round(r, 10000000ull * k);
+			rec_sample(r, 7, 1, 1);
+		}
+		rec_finish(r, file, sizeof(file), "service");
+		free(r);
+		prof_tmpfile(out, sizeof(out), "service-out");
+		sum[0] = fold[1] = spans[1] = file;
+
+		st = run_report(sum, -1, out, 0, 0, &err);
+		ck_assert_msg(st == 0, "case %u: report exit %d: %s", i, st, err);
+		free(err);
+		o = prof_slurp(out);
+		snprintf(want, sizeof(want), "\nService: %s\n", cases[i].want);
+		ck_assert_msg(strstr(o, want), "case %u: want '%s' in %s", i, want + 1,
+			      o);
+		free(o);
+
+		st = run_report(fold, -1, out, 0, 0, &err);
+		ck_assert_msg(st == 0, "case %u: report --folded exit %d: %s", i, st,
+			      err);
+		free(err);
+		o = prof_slurp(out);
+		snprintf(want, sizeof(want),
+			 "%s;[unknown request];trace " TRACE_HEX ";work 3\n",
+			 cases[i].want);
+		ck_assert_msg(strcmp(o, want) == 0, "case %u: %s", i, o);
+		free(o);
+
+		st = run_report(spans, -1, out, 0, 0, &err);
+		ck_assert_msg(st == 0, "case %u: report --spans exit %d: %s", i, st,
+			      err);
+		free(err);
+		snprintf(
+			want, sizeof(want),
+			"{\"key\":\"service.name\",\"value\":{\"stringValue\":\"%s\"}}",
+			cases[i].want);
+		ck_assert_msg(count_in_file(out, want) == 1, "case %u: no %s", i, want);
+		ck_assert_uint_eq(count_in_file(out, "\"service.name\""), 1);
+		ck_assert_uint_eq(count_in_file(out, "unknown_service:unknown_service"),
+				  0);
+		unlink(out);
+		unlink(file);
+	}
+}
+END_TEST
+
 /* ---- command line and read errors ---- */
 
 START_TEST(report_version_and_read_errors)
@@ -885,6 +987,7 @@ TEST_SUITE(ctxdump_report_suite)
 	tcase_add_test(tc, report_folded_memory_bounded);
 	tcase_add_test(tc, report_reader_limits);
 	tcase_add_test(tc, report_escapes_target_strings);
+	tcase_add_test(tc, report_service_name);
 	tcase_add_test(tc, report_version_and_read_errors);
 	suite_add_tcase(s, tc);
 	return s;

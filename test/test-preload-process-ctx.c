@@ -161,6 +161,7 @@ START_TEST(test_published_and_decodes)
 	ck_assert_uint_le(s->h.payload + s->h.payload_size, s->end);
 
 	assert_resource(s, "service.name", "checkout");
+	assert_resource(s, "process.executable.name", "threads");
 	assert_resource(s, "deployment.environment.name", "test");
 	assert_resource(s, "team", "a,b");
 	assert_resource(s, "telemetry.sdk.name", "ctxshim");
@@ -224,12 +225,101 @@ START_TEST(test_program_name_default)
 	start_threads(&c, env, line, sizeof(line));
 	ck_assert(read_pctx(c.pid, s));
 	/* A malformed OTEL_RESOURCE_ATTRIBUTES is discarded whole: keys are
-	 * percent-decoded too, so the bad escape is in the key here. */
-	assert_resource(s, "service.name", "threads");
+	 * percent-decoded too, so the bad escape is in the key here.  The
+	 * semantic conventions' default: "unknown_service:" and
+	 * process.executable.name. */
+	assert_resource(s, "service.name", "unknown_service:threads");
+	assert_resource(s, "process.executable.name", "threads");
 	ck_assert_ptr_null(pctx_find_resource(&s->d, "bad"));
 	ck_assert_ptr_null(pctx_find_resource(&s->d, "bad%zz"));
 	ck_assert_int_eq(test_child_finish(&c, 20000), 0);
 	free(s);
+}
+END_TEST
+
+/* Copies the threads helper to dir/name (mode 0755). */
+static void
+copy_threads(const char *dir, const char *name, char *out, size_t n)
+{
+	char src[4096], buf[65536];
+	int in, fd;
+	ssize_t r;
+
+	snprintf(src, sizeof(src), "%s/threads", test_env_path("HELPER_DIR"));
+	snprintf(out, n, "%s/%s", dir, name);
+	in = open(src, O_RDONLY | O_CLOEXEC);
+	ck_assert_int_ge(in, 0);
+	fd = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0755);
+	ck_assert_int_ge(fd, 0);
+	while ((r = read(in, buf, sizeof(buf))) > 0)
+		ck_assert_int_eq(write(fd, buf, (size_t)r), r);
+	ck_assert_int_eq(r, 0);
+	close(in);
+	ck_assert_int_eq(close(fd), 0);
+}
+
+/* process.executable.name is the base name of /proc/PID/exe's target (the
+ * semantic conventions' registry), and the default service.name is
+ * "unknown_service:" and it, whatever the program was started as: a name
+ * longer than comm's 15 bytes, an argv[0] of the caller's choice (bash's
+ * exec -a), an exec of /proc/self/fd/N (comm and argv[0] say "3"), an
+ * executable deleted since (" (deleted)" is no part of its name), a
+ * program executed by another one under the shim (the shell here; with
+ * CTXSHIM_FOLLOW_EXEC through env -u LD_PRELOAD).  The
+ * environment sets service.name but not process.executable.name, a fact
+ * about the process like process.pid. */
+START_TEST(test_executable_name)
+{
+#define LONG_NAME "threads-with-a-long-name"
+	static const struct {
+		const char *script; /* bash -c SCRIPT COPY, NULL: COPY itself */
+		const char *env;
+		const char *svc; /* NULL: the default */
+	} cases[] = {
+		{NULL, NULL, NULL},
+		{"exec -a renamed \"$0\" --wait 4", NULL, NULL},
+		{"exec 3<\"$0\"; exec /proc/self/fd/3 --wait 4", NULL, NULL},
+		{"exec 3<\"$0\"; rm \"$0\"; exec /proc/self/fd/3 --wait 4", NULL, NULL},
+		{"exec env -u LD_PRELOAD \"$0\" --wait 4", "CTXSHIM_FOLLOW_EXEC=1", NULL},
+		{NULL, "OTEL_SERVICE_NAME=named", "named"},
+		{NULL,
+		 "OTEL_RESOURCE_ATTRIBUTES=service.name=from-attrs,"
+		 "process.executable.name=fake",
+		 "from-attrs"},
+		{NULL, "OTEL_RESOURCE_ATTRIBUTES=process.executable.name=fake", NULL},
+	};
+	char dir[] = "/tmp/ctxshim-exe-XXXXXX";
+	unsigned i;
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct pctx_seen *s = calloc(1, sizeof(*s));
+		char copy[4096], line[4096], script[256], exe[256], svc[256];
+		char *argv[] = {copy, "--wait", "4", NULL};
+		char *sh_argv[] = {"/bin/bash", "-c", script, copy, NULL};
+		char *env[] = {(char *)cases[i].env, NULL};
+		struct test_child c;
+
+		copy_threads(dir, LONG_NAME, copy, sizeof(copy));
+		if (cases[i].script)
+			snprintf(script, sizeof(script), "%s", cases[i].script);
+		test_child_start(&c, cases[i].script ? sh_argv : argv, env, true);
+		test_child_expect(&c, "READY ", line, sizeof(line), 20000);
+		ck_assert_msg(read_pctx(c.pid, s), "case %u: no process context", i);
+		resource_text(s, "process.executable.name", exe, sizeof(exe));
+		ck_assert_msg(strcmp(exe, LONG_NAME) == 0,
+			      "case %u: process.executable.name %s", i, exe);
+		resource_text(s, "service.name", svc, sizeof(svc));
+		ck_assert_msg(strcmp(svc, cases[i].svc
+						  ? cases[i].svc
+						  : "unknown_service:" LONG_NAME) == 0,
+			      "case %u: service.name %s", i, svc);
+		ck_assert_int_eq(test_child_finish(&c, 20000), 0);
+		unlink(copy);
+		free(s);
+	}
+	ck_assert_int_eq(rmdir(dir), 0);
+#undef LONG_NAME
 }
 END_TEST
 
@@ -284,12 +374,12 @@ START_TEST(test_resource_env_keys_and_precedence)
 	ck_assert_int_eq(test_child_finish(&c, 20000), 0);
 
 	/* An empty value is no value: the resource merge keeps the next
-	 * source's (here the program name), never an empty service.name. */
+	 * source's (here the default), never an empty service.name. */
 	env[0] = "OTEL_RESOURCE_ATTRIBUTES=service.name=,service.namespace=";
 	env[1] = NULL;
 	start_threads(&c, env, line, sizeof(line));
 	ck_assert(read_pctx(c.pid, s));
-	assert_resource(s, "service.name", "threads");
+	assert_resource(s, "service.name", "unknown_service:threads");
 	assert_resource(s, "service.namespace", "");
 	ck_assert_int_eq(test_child_finish(&c, 20000), 0);
 	free(s);
@@ -322,7 +412,7 @@ START_TEST(test_resource_env_not_utf8)
 		ck_assert_msg(!pctx_find_resource(&s->d, "a"), "%s kept", vars[i]);
 		ck_assert_ptr_null(pctx_find_resource(&s->d, "bin"));
 		ck_assert_ptr_null(pctx_find_resource(&s->d, "nul"));
-		assert_resource(s, "service.name", "threads");
+		assert_resource(s, "service.name", "unknown_service:threads");
 		ck_assert_int_eq(test_child_finish(&c, 20000), 0);
 		free(s);
 	}
@@ -370,7 +460,7 @@ START_TEST(test_resource_env_limits)
 
 		start_threads(&c, env, line, sizeof(line));
 		ck_assert(read_pctx(c.pid, s));
-		assert_resource(s, "service.name", "threads");
+		assert_resource(s, "service.name", "unknown_service:threads");
 		if (i == 1) {
 			assert_resource(s, "b", "prod");
 			a = pctx_find_resource(&s->d, "a");
@@ -478,7 +568,7 @@ START_TEST(test_fork_after_proctitle)
 	char *argv[] = {path, NULL};
 	char *env_named[] = {"OTEL_SERVICE_NAME=billing", NULL};
 	char *const *envs[] = {env_named, NULL};
-	const char *want[] = {"billing", "proctitle"};
+	const char *want[] = {"billing", "unknown_service:proctitle"};
 	unsigned i;
 
 	snprintf(path, sizeof(path), "%s/proctitle", test_env_path("HELPER_DIR"));
@@ -598,6 +688,7 @@ TEST_SUITE(preload_pctx_suite)
 
 	tcase_add_test(tc, test_published_and_decodes);
 	tcase_add_test(tc, test_program_name_default);
+	tcase_add_test(tc, test_executable_name);
 	tcase_add_test(tc, test_resource_env_keys_and_precedence);
 	tcase_add_test(tc, test_resource_env_not_utf8);
 	tcase_add_test(tc, test_resource_env_limits);

@@ -832,32 +832,54 @@ request_name(const struct prof *p, const struct r_sample *s, char *out, size_t n
 		out[0] = '\0';
 }
 
-static const char *
-service_name(const struct prof *p, char *buf, size_t n)
+/* A string resource attribute with a value: the process context's, else
+ * one the recording has from elsewhere (Elastic's process storage). */
+static bool
+resource_str(const struct prof *p, const char *key, const char **v, size_t *len)
 {
 	size_t i;
 
 	if (p->pd) {
-		const struct pctx_attr *a = pctx_find_resource(p->pd, "service.name");
+		const struct pctx_attr *a = pctx_find_resource(p->pd, key);
 
 		if (a && a->type == PCTX_V_STRING && a->str.len) {
-			size_t l = a->str.len < n - 1 ? a->str.len : n - 1;
-
-			memcpy(buf, a->str.ptr, l);
-			buf[l] = '\0';
-			return buf;
+			*v = (const char *)a->str.ptr;
+			*len = a->str.len;
+			return true;
 		}
 	}
 	for (i = 0; i < p->resource.n; i++) {
 		const struct r_kv *kv = (const struct r_kv *)p->resource.v + i;
 
-		if (strcmp(kv->key, "service.name") == 0 && kv->value[0]) {
-			snprintf(buf, n, "%s", kv->value);
-			return buf;
+		if (strcmp(kv->key, key) == 0 && kv->value[0]) {
+			*v = kv->value;
+			*len = strlen(kv->value);
+			return true;
 		}
 	}
-	snprintf(buf, n, "unknown_service:%s",
-		 p->comm && *p->comm ? p->comm : "ctxdump");
+	return false;
+}
+
+/* service.name as the process has it, taken as is: the shim's default is
+ * "unknown_service:<executable>" already, never to be prefixed again.  For
+ * a process without one, the semantic conventions' default made here:
+ * "unknown_service:" and process.executable.name, else the command name
+ * the recording has (/proc/PID/comm, what older conventions suggested for
+ * process.executable.name), else "unknown_service" (never ours). */
+static const char *
+service_name(const struct prof *p, char *buf, size_t n)
+{
+	const char *v;
+	size_t len;
+
+	if (resource_str(p, "service.name", &v, &len))
+		snprintf(buf, n, "%.*s", (int)len, v);
+	else if (resource_str(p, "process.executable.name", &v, &len))
+		snprintf(buf, n, "unknown_service:%.*s", (int)len, v);
+	else if (p->comm && *p->comm)
+		snprintf(buf, n, "unknown_service:%s", p->comm);
+	else
+		snprintf(buf, n, "unknown_service");
 	return buf;
 }
 
