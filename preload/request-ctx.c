@@ -707,7 +707,10 @@ ctxshim_request_ctx_whole(struct ctxshim_ctx *c,
 		request_ids(c, h.traceparent, h.traceparent_len, false, NULL, NULL, 0);
 	}
 	/* The method is the start of the request line, which has at least
-	 * " / HTTP/1.x\n" after it: 8 bytes can be loaded (padded). */
+	 * " / HTTP/1.x\n" after it: 8 bytes can be loaded (padded).  A whole
+	 * head has both (request_attrs() need not test for them). */
+	if (!h.method || !h.method_len || !h.target || !h.target_len)
+		__builtin_unreachable();
 	alen = request_attrs(c, h.method, h.method_len, false, true, h.target,
 			     h.target_len);
 	for (i = 0; __builtin_expect(i < ctxshim_cfg.n_header_attrs, 0) &&

@@ -114,6 +114,23 @@ load32(const void *p)
 	return v;
 }
 
+/* The index of m's lowest set bit (m != 0), as an offset: gcc 12 sign-
+ * extends __builtin_ctz()'s int on every use as one (a cltq per header
+ * line).  A 32-bit tzcnt clears the upper half of its 64-bit register,
+ * and is bsf on a CPU without BMI1: the same for m != 0. */
+static inline size_t
+lowest_bit(unsigned m)
+{
+#if defined(__x86_64__) && defined(__GNUC__)
+	uint64_t r;
+
+	__asm__("tzcnt %k1, %k0" : "=r"(r) : "r"(m) : "cc");
+	return (size_t)r;
+#else
+	return (unsigned)__builtin_ctz(m);
+#endif
+}
+
 #if defined(__SSE2__)
 static inline __m128i
 load128(const uint8_t *p)
@@ -167,10 +184,10 @@ ctl_or_sp_mask16(const uint8_t *p)
 {
 	__m128i x = load128(p);
 
-	/* unsigned x >= 0x21 iff max(x, 0x21) == x */
+	/* unsigned x <= 0x20 iff min(x, 0x20) == x: the mask without the
+	 * inversion a max() test needs */
 	return (unsigned)_mm_movemask_epi8(
-		       _mm_cmpeq_epi8(_mm_max_epu8(x, _mm_set1_epi8(0x21)), x)) ^
-	       0xffffu;
+		_mm_cmpeq_epi8(_mm_min_epu8(x, _mm_set1_epi8(0x20)), x));
 }
 #endif
 
@@ -186,11 +203,11 @@ target_end(const uint8_t *lo, const uint8_t *p, const uint8_t *lim)
 	for (; lim - p >= 16; p += 16) {
 		m = ctl_or_sp_mask16(p);
 		if (m)
-			return p + __builtin_ctz(m);
+			return p + lowest_bit(m);
 	}
 	if (p < lim && lim - lo >= 16) {
 		m = ctl_or_sp_mask16(lim - 16) >> (16 - (lim - p));
-		return m ? p + __builtin_ctz(m) : lim;
+		return m ? p + lowest_bit(m) : lim;
 	}
 #else
 	(void)lo;
@@ -267,20 +284,74 @@ lf_in_tp(const uint8_t *p)
 }
 #endif
 
-/* Whole name available: the header id, or FLD_NONE. */
+/* The header id of the line at p among the candidates m (not 0), or
+ * FLD_NONE; p[0, avail) is readable.  A candidate is compared only if its
+ * name and ':' fit in those bytes (a longer name cannot be the line's:
+ * the line ends before them), so a short line near the end of a read
+ * needs no bound of the longest name. */
 static inline unsigned
-match_fast(const struct http_scan_config *cfg, const uint8_t *p, unsigned m)
+match_bounded(const struct http_scan_config *cfg,
+	      const uint8_t *p,
+	      unsigned m,
+	      size_t avail)
 {
 	do {
 		unsigned i = (unsigned)__builtin_ctz(m);
 		unsigned len = cfg->name_len[i];
 
 		m &= m - 1;
-		if (p[len] == ':' && name_eq(p, cfg->name[i], cfg->fold[i], len))
+		if (len < avail && p[len] == ':' &&
+		    name_eq(p, cfg->name[i], cfg->fold[i], len))
 			return i;
 	} while (m);
 	return FLD_NONE;
 }
+
+/* Whole name available (every candidate's name and ':' readable at p):
+ * the header id, or FLD_NONE. */
+static inline unsigned
+match_fast(const struct http_scan_config *cfg, const uint8_t *p, unsigned m)
+{
+	return match_bounded(cfg, p, m, SIZE_MAX);
+}
+
+/* What the feed's byte-at-a-time name phase (PH_NAME) leaves in
+ * st->match for the whole header line at p, which starts with a byte of
+ * candidates m: the candidates its name bytes narrow to, up to its ':' or
+ * LF, 0 once none is left.  Out of the way: only for a line near the end
+ * of a read. */
+static __attribute__((noinline, cold, unused)) unsigned
+near_match(const struct http_scan_config *cfg, const uint8_t *p, unsigned m)
+{
+	unsigned pos, left, i;
+
+	for (pos = 0; m && p[pos] != ':' && p[pos] != '\n'; pos++)
+		for (left = m; left; left &= left - 1) {
+			i = (unsigned)__builtin_ctz(left);
+			if (pos >= cfg->name_len[i] ||
+			    (p[pos] | cfg->fold[i][pos]) != cfg->name[i][pos])
+				m &= ~(1u << i);
+		}
+	return m;
+}
+
+#if defined(__SSE2__)
+/* Whether every one of the 55 bytes at p (a version-00 traceparent's
+ * length) is above SP (so none is an LF, and nothing is trimmed); p[0, 55)
+ * is readable.  Conservative: a byte >= 0x80 anywhere may make it say no
+ * (the caller then takes the line the general way, same result).  The
+ * bytes' minimum, one signed compare: fewer instructions than an LF
+ * compare per block. */
+static inline bool
+tp_plain(const uint8_t *p)
+{
+	__m128i m = _mm_min_epu8(
+		_mm_min_epu8(load128(p), load128(p + 16)),
+		_mm_min_epu8(load128(p + 32), load128(p + W3C_TRACEPARENT_LEN - 16)));
+
+	return _mm_movemask_epi8(_mm_cmpgt_epi8(m, _mm_set1_epi8(' '))) == 0xffff;
+}
+#endif
 
 /* Content-Length value bytes [s, t), continuing *n and *sub (CL_*):
  * digits, then trailing whitespace.  False at the first byte that makes
@@ -336,16 +407,16 @@ lf_next(const uint8_t *p, const uint8_t *e)
 		    (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(load128(p + 16), lf))
 			    << 16;
 		if (m)
-			return p + __builtin_ctz(m);
+			return p + lowest_bit(m);
 	}
 	for (; e - p >= 16; p += 16) {
 		m = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(load128(p), lf));
 		if (m)
-			return p + __builtin_ctz(m);
+			return p + lowest_bit(m);
 	}
 	m = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(load128(e - 16), lf)) >>
 	    (16 - (e - p));
-	return p + __builtin_ctz(m);
+	return p + lowest_bit(m);
 }
 #endif
 
@@ -379,7 +450,13 @@ http_scan_whole_inline(struct http_scan *st,
 	    /* A-Z first (request_line_parse()); "GET " is, and is the test
 	     * it makes first (one load for both) */
 	    (load32(b) != 0x20544547u && (unsigned)(b[0] - 'A') >= 26u) ||
-	    (!ready && b[len - 1] != '\n') || !request_line_parse(b, e, &rl))
+	    (!ready && b[len - 1] != '\n') ||
+	    /* the read ends with the empty line (CRLF CRLF, else LF LF or
+	     * LF CRLF): a line loop that meets it first needs no test of
+	     * the read's end */
+	    (load32(e - 4) != 0x0a0d0a0du &&
+	     !(e[-2] == '\n' || (e[-2] == '\r' && e[-3] == '\n'))) ||
+	    !request_line_parse(b, e, &rl))
 		return -EAGAIN;
 	h->method = (const char *)b;
 	h->method_len = (uint8_t)rl.mlen;
@@ -389,23 +466,31 @@ http_scan_whole_inline(struct http_scan *st,
 		(uint16_t)(tl < HTTP_SCAN_TARGET_MAX ? tl : HTTP_SCAN_TARGET_MAX);
 	/* the fields' flags are added as they are found (none to test at
 	 * the end) */
-	flags = rl.v >> 56 & 1 ? HTTP_SCAN_F_CAPTURED
-			       : HTTP_SCAN_F_CAPTURED | HTTP_SCAN_F_HTTP10;
+	_Static_assert(HTTP_SCAN_F_HTTP10 == 1 << 3, "the version digit's bit 56");
+	flags = (HTTP_SCAN_F_CAPTURED | HTTP_SCAN_F_HTTP10) ^
+		(unsigned)(rl.v >> (56 - 3) & HTTP_SCAN_F_HTTP10);
 	h->traceparent = NULL;
 	h->traceparent_len = 0;
 	h->tracestate = NULL;
 	h->tracestate_len = 0;
 	h->content_length = 0;
 	h->cl_state = CL_NONE;
-	/* every line below ends with an LF before e: b[len - 1] is one */
-	for (p = rl.nl + 1; p < e;) {
+	/* *h in memory from here on: what the caller needs of it after the
+	 * lines is not kept in registers through them (an inlining caller's
+	 * allocator otherwise spills the loop's own values, e included) */
+	__asm__("" : "+m"(*h));
+	/* Every line below ends with an LF before e, and the loop meets the
+	 * read's final empty line before e (the request line ends before
+	 * it: its LF follows "HTTP/1.x"). */
+	for (p = rl.nl + 1;;) {
 		unsigned c = *p, f, want = cfg->first[c];
 
 		if (!want) {
 			/* The table is 0 for CR, LF, SP and HTAB. */
 			if (__builtin_expect(c <= ' ', 0)) {
-				if (c == '\r' ? e - p == 2 && p[1] == '\n'
-					      : c == '\n' && e - p == 1)
+				/* the empty line, the read's last bytes (its
+				 * LF is b[len - 1]) */
+				if (c == '\r' ? e - p == 2 : c == '\n' && e - p == 1)
 					goto done;
 				return -EAGAIN;
 			}
@@ -413,50 +498,80 @@ http_scan_whole_inline(struct http_scan *st,
 			p = lf_next(p, e) + 1;
 			continue;
 		}
-		if ((size_t)(e - p) <= cfg->max_name_len)
-			return -EAGAIN;
+		if (__builtin_expect((size_t)(e - p) <= cfg->max_name_len, 0)) {
+			/* Within the longest name of the read's end, the feed
+			 * takes the line a byte at a time and leaves its
+			 * candidates in st->match (kept in flags' high bits,
+			 * bit 31 for "set", until the end); the names that fit
+			 * are compared here all the same (match_bounded()). */
+			flags = (flags & 0xffffu) | near_match(cfg, p, want) << 16 |
+				1u << 31;
+			if (e - p <= 12)
+				goto other;
+		}
 		/* "traceparent:" in any case is what match_fast() finds first
-		 * (FLD_TP is bit 0): the usual traced request's line without
-		 * its loop over the candidates */
+		 * (FLD_TP is bit 0): the usual traced request's line, whole,
+		 * without the loop over the candidates or the tests of the
+		 * other fields */
 		if (__builtin_expect((load64(p) | 0x2020202020202020ull) ==
 						     0x7261706563617274ull &&
 					     (load32(p + 8) | 0x00202020u) ==
 						     0x3a746e65u,
 				     1)) {
-			f = FLD_TP;
 			q = p + sizeof("traceparent:") - 1;
-		} else {
-			f = match_fast(cfg, p, want);
-			if (f == FLD_NONE) {
-				field = FLD_NONE;
-				p = lf_next(p, e) + 1;
-				continue;
-			}
-			q = p + cfg->name_len[f] + 1;
-		}
-		field = f;
-		/* usually one SP, then the value */
-		if (q[0] == ' ' && q[1] > ' ')
-			q++;
-		else
-			while (is_ows(*q))
+			/* usually one SP, then the value */
+			if (q[0] == ' ' && q[1] > ' ')
 				q++;
-		if (f == FLD_TP) {
+			else
+				while (is_ows(*q))
+					q++;
 			/* a second one: invalid (the feed's flags say so) */
 			if (h->traceparent)
 				return -EAGAIN;
 			h->traceparent = (const char *)q;
 			flags |= HTTP_SCAN_F_TRACEPARENT;
+			field = FLD_TP;
 			/* a version-00 value and CRLF: its line end where it
-			 * should be, a value byte before it */
+			 * should be, no byte <= SP before it (no LF, nothing
+			 * to trim) */
 			if (e - q > W3C_TRACEPARENT_LEN + 1 &&
-			    load16(q + W3C_TRACEPARENT_LEN) == 0x0a0d &&
-			    q[W3C_TRACEPARENT_LEN - 1] > ' ' && !lf_in_tp(q)) {
+			    load16(q + W3C_TRACEPARENT_LEN) == 0x0a0d && tp_plain(q)) {
 				h->traceparent_len = W3C_TRACEPARENT_LEN;
 				p = q + W3C_TRACEPARENT_LEN + 2;
 				continue;
 			}
-		} else if (f == FLD_TS) {
+			nl = lf_next(q, e);
+			v = nl;
+			while (v > q && is_trail_ws(v[-1]))
+				v--;
+			tl = (size_t)(v - q);
+			h->traceparent_len =
+				(uint8_t)(tl < HTTP_SCAN_TRACEPARENT_MAX
+						  ? tl
+						  : HTTP_SCAN_TRACEPARENT_MAX);
+			p = nl + 1;
+			continue;
+		}
+other:
+		/* Not traceparent (e - p <= 12 leaves no room for its line);
+		 * each candidate's name and ':' must fit before e: a line
+		 * near the end of the read that cannot hold one is skipped
+		 * like any other.  Without FLD_TP the candidates are not 0:
+		 * tracestate and transfer-encoding start with its 't'. */
+		f = match_bounded(cfg, p, want & ~(1u << FLD_TP), (size_t)(e - p));
+		if (f == FLD_NONE) {
+			field = FLD_NONE;
+			p = lf_next(p, e) + 1;
+			continue;
+		}
+		q = p + cfg->name_len[f] + 1;
+		field = f;
+		if (q[0] == ' ' && q[1] > ' ')
+			q++;
+		else
+			while (is_ows(*q))
+				q++;
+		if (f == FLD_TS) {
 			if (h->tracestate)
 				return -EAGAIN;
 		} else if (f == FLD_TE || (seen & (1u << f))) {
@@ -485,12 +600,7 @@ http_scan_whole_inline(struct http_scan *st,
 		while (v > q && is_trail_ws(v[-1]))
 			v--;
 		tl = (size_t)(v - q);
-		if (f == FLD_TP) {
-			h->traceparent_len =
-				(uint8_t)(tl < HTTP_SCAN_TRACEPARENT_MAX
-						  ? tl
-						  : HTTP_SCAN_TRACEPARENT_MAX);
-		} else if (f == FLD_TS) {
+		if (f == FLD_TS) {
 			if (nl - q > HTTP_SCAN_TRACESTATE_MAX)
 				return -EAGAIN;
 			h->tracestate = (const char *)q;
@@ -505,8 +615,6 @@ http_scan_whole_inline(struct http_scan *st,
 		}
 		p = nl + 1;
 	}
-	/* the last line was not the empty one */
-	return -EAGAIN;
 done:
 	h->flags = (uint16_t)flags;
 	h->extra_present = (uint8_t)(seen >> FLD_EXTRA);
@@ -517,6 +625,8 @@ done:
 	st->pos = 0;
 	st->field = (uint8_t)field;
 	st->sub = h->cl_state;
+	if (__builtin_expect(flags >> 16 != 0, 0))
+		st->match = (uint16_t)(flags >> 16 & 0x7fffu);
 	if (__builtin_expect(h->content_length != 0, 0))
 		st->phase = PH_BODY;
 	return 0;

@@ -251,19 +251,23 @@ hex_pair(const char *in, uint8_t *out)
 
 #if defined(TP_FAST_V00)
 /* Sixteen characters: returns their digit values (garbage where a character
- * is not HEXDIGLC) and in *bad a byte above zero where it is not HEXDIGLC.
- * Unsigned range tests as in hex16_sse2(); with t = c - '0' and u = c - 'a'
- * (wrapping), the digit value is min(t, u + 10): for a digit u + 10 wraps
- * to >= 0xd9, for a letter t is >= 0x31. */
+ * is not HEXDIGLC) and in *key a byte <= 9 exactly where it is HEXDIGLC
+ * (the caller tests the maximum of all blocks once).  With t = c - '0'
+ * (wrapping) and a = u + 4 saturating, u = c - 'a' (wrapping): a digit has
+ * t <= 9, a letter a in 4..9, anything else both >= 10 (the saturation
+ * keeps u = 0xfc..0xff, "]^_`", from wrapping to 0..3), so key = min(t, a).
+ * The digit value is min(t, a + 6): for a digit a is >= 0xd3 (a + 6 does
+ * not wrap), for a letter t is >= 0x31.  Eight operations a block where
+ * two separate range tests took ten (B4). */
 static inline __m128i
-tp_nibbles(__m128i x, __m128i *bad)
+tp_nibbles(__m128i x, __m128i *key)
 {
 	__m128i t = _mm_sub_epi8(x, _mm_set1_epi8('0'));
-	__m128i u = _mm_sub_epi8(x, _mm_set1_epi8('a'));
+	__m128i a = _mm_adds_epu8(_mm_sub_epi8(t, _mm_set1_epi8('a' - '0')),
+				  _mm_set1_epi8(4));
 
-	*bad = _mm_min_epu8(_mm_subs_epu8(t, _mm_set1_epi8(9)),
-			    _mm_subs_epu8(u, _mm_set1_epi8(5)));
-	return _mm_min_epu8(t, _mm_add_epi8(u, _mm_set1_epi8(10)));
+	*key = _mm_min_epu8(t, a);
+	return _mm_min_epu8(t, _mm_add_epi8(a, _mm_set1_epi8(6)));
 }
 
 /* Digit pairs to bytes: a 16-bit lane holds f + 256 * s (f, the first
@@ -314,7 +318,7 @@ static const uint16_t tp_flag_tab[2][256] = {{TP_FLAG256(4)}, {TP_FLAG256(0)}};
 static inline __attribute__((always_inline)) int
 tp_parse_v00_sse2(const char *s, struct w3c_traceparent *out)
 {
-	__m128i bad1, bad2, bad3, n1, n2, n3, trace, parent;
+	__m128i key1, key2, key3, n1, n2, n3, trace, parent;
 	__m128i k1001 = _mm_set1_epi16(0x1001);
 	unsigned flags;
 	uint64_t pid;
@@ -324,14 +328,16 @@ tp_parse_v00_sse2(const char *s, struct w3c_traceparent *out)
 	__asm__("" : "+x"(k1001));
 	if (s[TP_PARENT_OFF - 1] != '-' || s[TP_FLAGS_OFF - 1] != '-')
 		return -EINVAL;
-	n1 = tp_nibbles(tp_load(s + TP_TRACE_OFF), &bad1);
-	n2 = tp_nibbles(tp_load(s + TP_TRACE_OFF + 16), &bad2);
-	n3 = tp_nibbles(tp_load(s + TP_PARENT_OFF), &bad3);
-	bad1 = _mm_max_epu8(bad1, _mm_max_epu8(bad2, bad3));
+	n1 = tp_nibbles(tp_load(s + TP_TRACE_OFF), &key1);
+	n2 = tp_nibbles(tp_load(s + TP_TRACE_OFF + 16), &key2);
+	n3 = tp_nibbles(tp_load(s + TP_PARENT_OFF), &key3);
+	/* every key <= 9: their maximum + 0x76 (saturating) has no byte with
+	 * its high bit set, which movemask reads without a compare */
+	key1 = _mm_adds_epu8(_mm_max_epu8(key1, _mm_max_epu8(key2, key3)),
+			     _mm_set1_epi8(0x80 - 10));
 	flags = tp_flag_tab[0][(unsigned char)s[TP_FLAGS_OFF]] |
 		tp_flag_tab[1][(unsigned char)s[TP_FLAGS_OFF + 1]];
-	if (_mm_movemask_epi8(_mm_cmpeq_epi8(bad1, _mm_setzero_si128())) != 0xffff ||
-	    flags > 0xff)
+	if (_mm_movemask_epi8(key1) != 0 || flags > 0xff)
 		return -EINVAL;
 	trace = _mm_packus_epi16(tp_pairs(n1, k1001), tp_pairs(n2, k1001));
 	parent = tp_pairs(n3, k1001);

@@ -364,6 +364,93 @@ START_TEST(other_heads_left)
 }
 END_TEST
 
+/* A last header line that starts near the end of the read (within the
+ * longest wanted name, 17 bytes by default) with a letter of a wanted
+ * name: each candidate is checked against its own length, so the fused
+ * path takes these too (it left them to the feed before), with the
+ * feed's result, its name-match state (st->match) included. */
+START_TEST(near_end_lines_taken)
+{
+	static const char *const last[] = {
+		"Cookie: a=1",
+		"TE: trailers",
+		"t: x",
+		"T:",
+		"tr: 1",
+		"Content-Type: x",
+		"content-length: 5",
+		"tracestate: a",
+		"traceparent: x",
+		"traceparent:",
+		"Trace: y",
+		"trace: ",
+		"User-Agent: u",
+		"x-request-id: 7",
+		"X: 1",
+	};
+	const struct http_scan_config *cfgs[] = {&cfg_std, &cfg_x};
+	char buf[256];
+	size_t i, c, e;
+
+	for (c = 0; c < 2; c++)
+		for (i = 0; i < sizeof(last) / sizeof(last[0]); i++)
+			for (e = 0; e < 2; e++) {
+				const char *eol = e ? "\n" : "\r\n";
+
+				snprintf(buf, sizeof(buf),
+					 "GET /small.html HTTP/1.1%sHost: x%s"
+					 "traceparent: " TP_V00 "%s%s%s%s",
+					 eol, eol, eol, last[i], eol, eol);
+				/* a repeated traceparent is the feed's */
+				if (strncmp(last[i], "traceparent", 11) == 0) {
+					snprintf(buf, sizeof(buf),
+						 "GET / HTTP/1.1%sHost: x%s%s%s%s", eol,
+						 eol, last[i], eol, eol);
+				}
+				expect_taken(cfgs[c], buf);
+				/* the same line right after the request line */
+				snprintf(buf, sizeof(buf), "GET / HTTP/1.1%s%s%s%s",
+					 eol, last[i], eol, eol);
+				expect_taken(cfgs[c], buf);
+			}
+	/* two such lines: the state the last one leaves */
+	expect_taken(&cfg_x, "GET /abcdefgh HTTP/1.1\r\nt: 1\r\nTrace: 2\r\n\r\n");
+	expect_taken(&cfg_std,
+		     "GET /abcdefgh HTTP/1.1\nTE: x\ntracestate: y\nC: 1\n\n");
+}
+END_TEST
+
+/* A 55-byte traceparent value followed by CRLF is taken without a search
+ * for its LF only if none of its bytes is <= SP (tp_plain()): a control,
+ * SP, HTAB, CR, LF or a high byte at any position must give the feed's
+ * result all the same. */
+START_TEST(tp_value_bytes)
+{
+	static const unsigned char odd[] = {' ',  '\t', '\r', '\n', 0x01, 0x1f,
+					    0x21, 0x7f, 0x80, 0xa0, 0xff};
+	char buf[256], what[64];
+	size_t pos, k;
+
+	for (pos = 0; pos < W3C_TRACEPARENT_LEN; pos++)
+		for (k = 0; k < sizeof(odd); k++) {
+			char v[W3C_TRACEPARENT_LEN + 1] = TP_V00;
+
+			v[pos] = (char)odd[k];
+			snprintf(buf, sizeof(buf),
+				 "GET / HTTP/1.1\r\ntraceparent: %s\r\nHost: x\r\n\r\n",
+				 v);
+			snprintf(what, sizeof(what), "tp byte 0x%02x at %zu", odd[k],
+				 pos);
+			diff_str(&cfg_std, buf, what);
+			/* the same as the last line, LF endings */
+			snprintf(buf, sizeof(buf),
+				 "GET / HTTP/1.1\nHost: x\ntraceparent:%s\n\n", v);
+			diff_str(&cfg_x, buf, what);
+		}
+	ck_assert_uint_gt(n_taken, 1000);
+}
+END_TEST
+
 /* Each request line with each header line, both line endings. */
 START_TEST(pairs)
 {
@@ -755,6 +842,8 @@ TEST_SUITE(http_whole_suite)
 	tcase_set_timeout(tc, 600);
 	tcase_add_test(tc, usual_heads_taken);
 	tcase_add_test(tc, other_heads_left);
+	tcase_add_test(tc, near_end_lines_taken);
+	tcase_add_test(tc, tp_value_bytes);
 	tcase_add_test(tc, pairs);
 	tcase_add_test(tc, lengths);
 	tcase_add_loop_test(tc, random_heads, 0, 3);
