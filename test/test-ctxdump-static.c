@@ -553,6 +553,43 @@ START_TEST(test_ambiguous_locals_ignored)
 }
 END_TEST
 
+/* ctxdump serves the search tables it builds from .eh_frame to libunwind
+ * at addresses above the user half.  A frame whose CFA the target puts
+ * there (rbp, a CFA expression) must not read those tables as the target's
+ * memory: the stack ends there, as at any other address the snapshot does
+ * not hold (the second address, outside the window, shows what that is). */
+START_TEST(test_stacks_table_window_not_target_memory)
+{
+	static const char *const cfa[] = {"0x8000000000000000", "0x9000000000000000"};
+	char path[PATH_MAX], line[256], pid[16], *out, *err;
+	char *argv[3] = {NULL, (char *)cfa[_i], NULL};
+	char *dargv[4] = {(char *)prof_ctxdump(), "--stacks", pid, NULL};
+	struct test_child c;
+	int st, p = 0;
+
+	argv[0] = (char *)prof_helper("stack-window", path, sizeof(path));
+	test_child_start(&c, argv, NULL, false);
+	test_child_expect(&c, "READY ", line, sizeof(line), TIMEOUT_MS);
+	ck_assert_int_eq(sscanf(line, "READY %d", &p), 1);
+	snprintf(pid, sizeof(pid), "%d", p);
+	st = test_run_capture(dargv, NULL, false, &out, &err, TIMEOUT_MS);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status 0x%x: %s", st,
+		      err);
+	ck_assert_msg(strstr(out, "#0  ") && strstr(out, " stack_window_read+"),
+		      "rbp %s: no frame #0 in the helper:\n%s", cfa[_i], out);
+	ck_assert_msg(!strstr(out, "#1  "),
+		      "rbp %s: a caller read from ctxdump's own memory:\n%s", cfa[_i],
+		      out);
+	ck_assert_msg(strstr(out, "(stack ends: unwinding needed memory outside the "
+				  "snapshot)"),
+		      "rbp %s:\n%s", cfa[_i], out);
+	free(out);
+	free(err);
+	st = test_child_finish(&c, TIMEOUT_MS);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "helper status 0x%x", st);
+}
+END_TEST
+
 TEST_SUITE(ctxdump_static_suite)
 {
 	Suite *s = suite_create("ctxdump: statically linked writers");
@@ -588,6 +625,9 @@ TEST_SUITE(ctxdump_static_suite)
 	tc = tcase_create("stacks");
 	tcase_add_loop_test(tc, test_stacks_reach_callers, 0, N_WRITERS);
 	tcase_add_loop_test(tc, test_record_stacks_reach_callers, 0, N_WRITERS);
+	if (!access(prof_helper("stack-window", path, sizeof(path)), X_OK))
+		tcase_add_loop_test(tc, test_stacks_table_window_not_target_memory, 0,
+				    2);
 	tcase_set_timeout(tc, 60);
 	suite_add_tcase(s, tc);
 

@@ -204,6 +204,10 @@ struct uw_ctx {
 	const struct stack_snap *snap;
 	bool mem_fail;
 	uint64_t fail_addr;
+	/* in libunwind's table search: the only time the tables ctxdump
+	 * built are readable (uw_access_mem), not as a frame's memory at an
+	 * address the target chose */
+	bool in_search;
 };
 
 /* One process at a time: ctxdump dumps one pid, and every thread of it
@@ -1506,6 +1510,7 @@ uw_find_proc_info(unw_addr_space_t as,
 	struct uw_ctx *c = arg;
 	struct uw_map *mp = uw_find_map(c->proc, ip);
 	struct uw_module *m;
+	int r;
 
 	if (!mp || !mp->mod)
 		return -UNW_ENOINFO;
@@ -1513,7 +1518,10 @@ uw_find_proc_info(unw_addr_space_t as,
 	if (!uw_module_load(c->proc, m) || !m->have_table || ip < m->di.start_ip ||
 	    ip >= m->di.end_ip)
 		return -UNW_ENOINFO;
-	return uwl.search_unwind_table(as, ip, &m->di, pi, need_unwind_info, arg);
+	c->in_search = true;
+	r = uwl.search_unwind_table(as, ip, &m->di, pi, need_unwind_info, arg);
+	c->in_search = false;
+	return r;
 }
 
 static void
@@ -1543,7 +1551,7 @@ uw_access_mem(
 		memcpy(val, s->stack + (addr - s->stack_addr), 8);
 		return 0;
 	}
-	if (addr >= UW_SYNTH_BASE) {
+	if (c->in_search && addr >= UW_SYNTH_BASE) {
 		/* a search table ctxdump built (uw_setup_table_from_eh_frame) */
 		uint64_t i = (addr - UW_SYNTH_BASE) / UW_SYNTH_STRIDE;
 		uint64_t off = (addr - UW_SYNTH_BASE) % UW_SYNTH_STRIDE;
