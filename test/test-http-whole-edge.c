@@ -121,6 +121,30 @@ diff_at(const struct http_scan_config *cfg,
 		      what, (int)r, used, n);
 	ck_assert_msg(memcmp(&sg, &sf, sizeof(sg)) == 0, "%s: state after differs",
 		      what);
+	/* http_scan_whole() takes it too, with the capture's values (the
+	 * context cannot tell a 55-byte traceparent from its 54-byte trim) */
+	{
+		struct http_scan sw = *st0;
+		unsigned k;
+
+		ck_assert_int_eq(http_scan_whole(&sw, cfg, buf, n, &h), 0);
+		ck_assert_msg(memcmp(&sw, &sf, sizeof(sw)) == 0, "%s: whole state", what);
+		ck_assert_msg(!h.traceparent == !(http_scan_flags(&sg) &
+						  HTTP_SCAN_F_TRACEPARENT) &&
+				      h.traceparent_len == cap.traceparent_len &&
+				      (!h.traceparent ||
+				       memcmp(h.traceparent, cap.traceparent,
+					      cap.traceparent_len) == 0),
+			      "%s: traceparent %u/%u bytes", what, h.traceparent_len,
+			      cap.traceparent_len);
+		ck_assert_uint_eq(h.extra_present, cap.extra_present);
+		for (k = 0; k < HTTP_SCAN_EXTRA_MAX; k++)
+			ck_assert_msg(!(h.extra_present >> k & 1) ||
+					      (h.extra_len[k] == cap.extra_len[k] &&
+					       memcmp(h.extra[k], cap.extra[k],
+						      cap.extra_len[k]) == 0),
+				      "%s: extra %u", what, k);
+	}
 	memset(&cg, 0x5a, sizeof(cg));
 	ctxshim_request_ctx_capture(&cg, &cap, http_scan_flags(&sg), extra_index);
 	ck_assert_msg(cg.attrs_len == cf.attrs_len &&
@@ -257,6 +281,115 @@ START_TEST(guard_pages)
 				diff_guarded(cfg, buf, k, "guarded prefix");
 				break;
 			}
+	}
+	ck_assert_uint_gt(n_taken, 10000);
+}
+END_TEST
+
+/* The shapes the line loop must stop on or step over without a test of the
+ * read's end, each near the end of the data page and its start: mixed LF
+ * and CRLF line ends (the empty line CRLF, LF, or CRLF after an LF-only
+ * line), traceparent lines whose 55 value bytes hold a CR, bytes >= 0x80 or
+ * are one short or long, short 't'/'T' lines within the longest name of
+ * the end (a 31-byte configured name starting with 't' and a 1-byte one),
+ * obs-fold lines, and random bytes (NUL, CR, LF, SP, HTAB, ':', >= 0x80)
+ * written over any of them. */
+START_TEST(guard_shapes)
+{
+	static const char *const lines[] = {
+		"traceparent: " TP_V00,
+		"traceparent:" TP_V00,
+		"TraceParent: \t" TP_V00 " ",
+		"traceparent: " TP_V00 "x",
+		"traceparent: 00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-0",
+		"traceparent: 00-4bf92f3577b34da6\ra3ce929d0e0e4736-00f067aa0ba902b7-0",
+		"traceparent: 00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-0\r",
+		"traceparent: 00-4bf92f3577b34da6\x80\xff\xce"
+		"929d0e0e4736-00f067aa0ba902b7-01",
+		"traceparent:",
+		"traceparent: ",
+		"traceparent",
+		"traceparen",
+		"TRACEPAR",
+		"traceparX",
+		"tracepar:",
+		"tracestate: a=1",
+		"Tracestate:b=2 ",
+		"tracestat",
+		"T:",
+		"t",
+		"T",
+		"t:",
+		"t: v",
+		"tr",
+		"content-length: 0",
+		"Content-Length: 7 ",
+		"trace-id-header-of-31-bytes-abc: v",
+		"TRACE-ID-HEADER-OF-31-BYTES-ABC:",
+		"trace-id-header-of-31-bytes-ab: v",
+		"trace-id-header-of-31-bytes-abcd: v",
+		"x-request-id: 1",
+		"A: \x80\xff",
+		"A: b\rc",
+		" folded",
+		"\tfolded",
+		"\x80x: y",
+		"h",
+	};
+	static const char junk[] = "\r\n \t:\x80\xffTt-";
+	static struct http_scan_config cfg_t;
+	const struct http_scan_config *cfgs[] = {&cfg_std, &cfg_x, &cfg_t};
+	const unsigned n_extra[] = {0, 4, 3};
+	uint64_t s = 11;
+	char buf[1024];
+	unsigned it;
+
+	http_scan_config_init(&cfg_t);
+	ck_assert_int_eq(http_scan_config_add_header(
+				 &cfg_t, "trace-id-header-of-31-bytes-abc", 31, NULL),
+			 0);
+	ck_assert_int_eq(http_scan_config_add_header(&cfg_t, "t", 1, NULL), 0);
+	ck_assert_int_eq(http_scan_config_add_header(&cfg_t, "x-request-id", 12, NULL),
+			 0);
+	/* the 16-byte heads */
+	expect_taken(&cfg_std, "GET / HTTP/1.1\n\n");
+	expect_taken(&cfg_t, "GET / HTTP/1.0\n\n");
+	expect_left(&cfg_std, "GET / HTTP/1.1\r\n");
+	for (it = 0; it < 30000; it++) {
+		size_t n = 0, k, nl = rnd(&s) % 6, tl = 1 + rnd(&s) % 40;
+		unsigned ci = (unsigned)(rnd(&s) % 3), mut = (unsigned)(rnd(&s) % 4);
+		const struct http_scan_config *cfg = cfgs[ci];
+		size_t rl_end;
+
+		ctxshim_cfg.n_header_attrs = n_extra[ci];
+		for (k = 0; k < CTXSHIM_MAX_HEADER_ATTRS; k++)
+			extra_index[k] = k < n_extra[ci] ? (int)k : -1;
+		n += (size_t)snprintf(buf + n, sizeof(buf) - n, "GET /");
+		for (k = 1; k < tl; k++)
+			buf[n++] = 'a';
+		n += (size_t)snprintf(buf + n, sizeof(buf) - n, " HTTP/1.%c%s",
+				      rnd(&s) & 1 ? '1' : '0',
+				      rnd(&s) & 1 ? "\n" : "\r\n");
+		rl_end = n;
+		for (k = 0; k < nl; k++)
+			n += (size_t)snprintf(
+				buf + n, sizeof(buf) - n, "%s%s",
+				lines[rnd(&s) % (sizeof(lines) / sizeof(lines[0]))],
+				rnd(&s) & 1 ? "\n" : "\r\n");
+		n += (size_t)snprintf(buf + n, sizeof(buf) - n, "%s",
+				      rnd(&s) & 1 ? "\n" : "\r\n");
+		/* a few bytes of a header line or the end written over */
+		while (mut-- > 1 && n > rl_end) {
+			k = rl_end + rnd(&s) % (n - rl_end);
+			buf[k] = rnd(&s) & 3 ? junk[rnd(&s) % (sizeof(junk) - 1)] : '\0';
+		}
+		diff_guarded(cfg, buf, n, "shapes");
+		/* each shorter prefix ending in LF, and one ending anywhere */
+		for (k = n - 1; k > 0; k--)
+			if (buf[k - 1] == '\n')
+				diff_guarded(cfg, buf, k, "shapes prefix");
+		k = 16 + rnd(&s) % (n - 15);
+		diff_guarded(cfg, buf, k, "shapes cut");
 	}
 	ck_assert_uint_gt(n_taken, 10000);
 }
@@ -471,6 +604,7 @@ TEST_SUITE(http_whole_edge_suite)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 300);
 	tcase_add_test(tc, guard_pages);
+	tcase_add_test(tc, guard_shapes);
 	tcase_add_test(tc, model_settings);
 	tcase_add_test(tc, attrs_mapping);
 	tcase_add_test(tc, max_head_exact);
