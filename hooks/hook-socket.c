@@ -107,6 +107,7 @@
 #include "log.h"
 
 #include "conn.h"
+#include "conn-whole.h"
 #include "events.h"
 #include "hook-scope.h"
 #include "hook-tls.h"
@@ -810,17 +811,29 @@ sk_enter_slot(int fd, struct ctxshim_conn *c, bool is_write)
 {
 	int saved_errno;
 
-	if (sk_self.busy || !c)
-		return NULL;
 	/* The usual calls change nothing: the response's writes on the
 	 * connection whose context this thread publishes, and the read of
 	 * an event loop's next request after it went idle.  Those checks
 	 * only read, so they need neither the busy flag nor errno saved
 	 * (B1i: ~60 instructions of every write). */
 	if (is_write) {
+		if (sk_self.busy || !c)
+			return NULL;
 		if (sk_publishes(fd, c))
 			return c;
-	} else if (!ctxshim_conn_live(c)) {
+	} else if (!c) {
+		return NULL;
+	} else if (ctxshim_conn_live(c)) {
+		if (sk_self.busy)
+			return NULL;
+	} else {
+		/* The read of an event loop's next request: its wait cleared
+		 * what the thread published, so fdp1 and busy are both 0, one
+		 * compare (B1). */
+		if (__builtin_expect(sk_self.fdp1_busy == 0, 1))
+			return c;
+		if (sk_self.busy)
+			return NULL;
 		if (!sk_self.fdp1)
 			return c;
 		if (!ctxshim_events_on()) {
@@ -846,7 +859,11 @@ sk_enter_slot(int fd, struct ctxshim_conn *c, bool is_write)
 static inline __attribute__((always_inline)) struct ctxshim_conn *
 sk_enter(int fd, bool is_write)
 {
-	return sk_enter_slot(fd, ctxshim_conn_get(fd), is_write);
+	/* The read hooks run only for an fd whose hot byte said
+	 * CONN_HOT_SCAN, which bounded it (B1: 2 instructions). */
+	return sk_enter_slot(fd,
+			     is_write ? ctxshim_conn_get(fd) : ctxshim_conn_get_hot(fd),
+			     is_write);
 }
 
 struct sk_in {
@@ -980,50 +997,108 @@ sk_in_end(struct sk_in *in)
  * feeding them would shift the head/body boundary.  MSG_TRUNC on a stream
  * socket: they were discarded unseen, so the scanner cannot follow any
  * more. */
-static bool
-sk_in_flags_feed(struct ctxshim_conn *c, int flags)
+static __attribute__((noinline, cold)) void
+sk_in_flags_other(struct ctxshim_conn *c, int flags)
 {
 	if (flags & (MSG_PEEK | MSG_OOB | MSG_ERRQUEUE))
-		return false;
-	if (flags & MSG_TRUNC) {
-		if (c && !sk_self.busy)
-			ctxshim_conn_lost(c);
-		return false;
-	}
-	return true;
+		return;
+	if (c && !sk_self.busy)
+		ctxshim_conn_lost(c);
 }
 
-static inline __attribute__((always_inline)) void
-sk_in_buf(int fd, struct ctxshim_conn *c, const void *buf, ssize_t r, int flags)
+/* The usual flags (none of those) in one test (B1). */
+#define SK_IN_FLAGS_OTHER (MSG_PEEK | MSG_OOB | MSG_ERRQUEUE | MSG_TRUNC)
+static inline bool
+sk_in_flags_feed(struct ctxshim_conn *c, int flags)
 {
-	struct ctxshim_ctx *full = NULL;
-	int became;
+	if (__builtin_expect(!(flags & SK_IN_FLAGS_OTHER), 1))
+		return true;
+	sk_in_flags_other(c, flags);
+	return false;
+}
 
-	/* sk_in_begin(), sk_in_bytes() and sk_in_end() for one buffer, with
-	 * the state in registers (struct sk_in only on the rare paths): a
-	 * scanner that gave up before this read feeds nothing, so it is not
-	 * even marked busy; one that gives up in it has given up after.  c
-	 * is sk_enter()'s: not NULL means the thread was not busy then, and
-	 * the real call between cannot leave it busy. */
-	if (r <= 0 || !sk_in_flags_feed(c, flags) || !c || http_scan_gave_up(&c->scan))
+/* sk_in_buf() past its usual read, busy held (released here): full is the
+ * thread's buffer with the head that ctxshim_conn_feed_whole() took
+ * (then no longer live: a write on another thread answered it already),
+ * or NULL, and then the bytes are fed: to the feed loop if that usual
+ * read was tried (tried), else to ctxshim_conn_feed(), which tries it. */
+static __attribute__((noinline)) void
+sk_in_rest(int fd,
+	   struct ctxshim_conn *c,
+	   const void *buf,
+	   size_t len,
+	   struct ctxshim_ctx *full,
+	   bool tried)
+{
+	struct sk_in in = {.fd = fd, .c = c, .full = full};
+
+	/* A scanner that gave up before this read feeds nothing. */
+	if (!full && http_scan_gave_up(&c->scan)) {
+		sk_busy(false);
 		return;
-	sk_busy(true);
-	became = ctxshim_conn_feed(c, buf, (size_t)r, &full);
-	if (__builtin_expect(became == CONN_FEED_FULL, 1) && ctxshim_conn_live(c)) {
-		/* The usual new request, built where it is published (B4). */
-		ctxshim_build_publish(full);
-		sk_attached(fd, c, full, CTXSHIM_EV_ATTACH, "request");
-	} else if (became != CONN_FEED_NONE) {
-		struct sk_in in = {.fd = fd, .became = became, .c = c, .full = full};
-
+	}
+	if (full)
+		in.became = CONN_FEED_FULL;
+	else if (tried)
+		in.became = ctxshim_conn_feed_loop(c, buf, len, &in.full);
+	else
+		in.became = ctxshim_conn_feed(c, buf, len, &in.full);
+	if (in.became == CONN_FEED_FULL && ctxshim_conn_live(c)) {
+		ctxshim_build_publish(in.full);
+		sk_attached(fd, c, in.full, CTXSHIM_EV_ATTACH, "request");
+	} else if (in.became != CONN_FEED_NONE) {
 		sk_request(&in);
 	}
-	if (__builtin_expect(http_scan_gave_up(&c->scan), 0)) {
-		struct sk_in in = {.fd = fd, .c = c};
-
+	if (__builtin_expect(http_scan_gave_up(&c->scan), 0))
 		sk_gave_up(&in);
-	}
 	sk_busy(false);
+}
+
+/* sk_in_begin(), sk_in_bytes() and sk_in_end() for one buffer, with the
+ * state in registers (struct sk_in only on the rare paths): a scanner that
+ * gave up before this read feeds nothing, so it is not even marked busy;
+ * one that gives up in it has given up after.  c is sk_enter()'s: not
+ * NULL means the thread was not busy then, and the real call between
+ * cannot leave it busy.  whole: the usual read (conn-whole.h) inline, in
+ * the hooks that nginx-like servers call for every request (B1); the
+ * others call ctxshim_conn_feed(), which has it out of line. */
+static inline __attribute__((always_inline)) void
+sk_in_buf(int fd,
+	  struct ctxshim_conn *c,
+	  const void *buf,
+	  ssize_t r,
+	  int flags,
+	  bool whole)
+{
+	struct ctxshim_ctx *full;
+
+	if (r <= 0 || !sk_in_flags_feed(c, flags) || !c)
+		return;
+	if (!whole) {
+		if (http_scan_gave_up(&c->scan))
+			return;
+		sk_busy(true);
+		sk_in_rest(fd, c, buf, (size_t)r, NULL, false);
+		return;
+	}
+	/* A scanner that gave up is not at a message start: the usual read
+	 * tests that, and sk_in_rest() the rest. */
+	sk_busy(true);
+	full = ctxshim_conn_feed_whole(c, buf, (size_t)r);
+	/* The usual new request, built where it is published (B4), if it is
+	 * still live: the flags it made current cannot have changed
+	 * meanwhile (no other writer of REQ and HAS_CTX while a head is read
+	 * on the connection: conn.h), but another thread may have written a
+	 * response already (a 408 on idle timeout) and so answered it.  The
+	 * scanner did not give up on a head taken whole. */
+	if (__builtin_expect(full != NULL, 1) &&
+	    __builtin_expect(!ctxshim_conn_answered(c), 1)) {
+		ctxshim_build_publish(full);
+		sk_attached(fd, c, full, CTXSHIM_EV_ATTACH, "request");
+		sk_busy(false);
+		return;
+	}
+	sk_in_rest(fd, c, buf, (size_t)r, full, true);
 }
 
 /* A response write made c's next pipelined request current: the server
@@ -1342,20 +1417,82 @@ sk_fdset_idle(int n,
 
 /* ---- bytes in ---- */
 
+/* The read of an event loop's next request (B1): a read that feeds (no
+ * flag of SK_IN_FLAGS_OTHER) on c (fd's slot, NULL if none), a keep-alive
+ * connection waiting for it (ctxshim_conn_kept_alive()), by a thread that
+ * publishes nothing from a connection (its wait cleared it) and is not
+ * busy: sk_enter() would change nothing, and a whole head read now
+ * becomes c's current request without another look at the connection
+ * (conn-whole.h, ctxshim_conn_feed_whole_kept()).  Then the hook runs the
+ * read and sk_in_idle(); anything else (a connection's first request
+ * too) takes the hook's general path. */
+static inline __attribute__((always_inline)) bool
+sk_in_idle_read(const struct ctxshim_conn *c, int flags)
+{
+	return __builtin_expect(c != NULL && !(flags & SK_IN_FLAGS_OTHER) &&
+					sk_self.fdp1_busy == 0 &&
+					ctxshim_conn_kept_alive(c),
+				1);
+}
+
+/* After sk_in_idle_read() and a read of r > 0 bytes into buf. */
+static inline __attribute__((always_inline)) void
+sk_in_idle(int fd, struct ctxshim_conn *c, const void *buf, size_t r)
+{
+	struct ctxshim_ctx *full;
+
+	/* c opaque from here: else gcc keeps the addresses of c's fields
+	 * that sk_in_idle_read() tested before the read (answered, seq) in
+	 * registers and stack slots through the calls below, rather than
+	 * address them from c (B1: ~8 instructions). */
+	__asm__("" : "+r"(c));
+	sk_busy(true);
+	full = ctxshim_conn_feed_whole_kept(c, buf, r);
+	/* As in sk_in_buf(). */
+	if (__builtin_expect(full != NULL, 1) &&
+	    __builtin_expect(!ctxshim_conn_answered(c), 1)) {
+		ctxshim_build_publish(full);
+		sk_attached(fd, c, full, CTXSHIM_EV_ATTACH, "request");
+		sk_busy(false);
+		return;
+	}
+	sk_in_rest(fd, c, buf, r, full, true);
+}
+
+/* sk_read() past sk_in_idle_read(); c: fd's slot or NULL. */
+static __attribute__((noinline)) ssize_t
+sk_read_any(int fd, void *buf, size_t n, struct ctxshim_conn *c)
+{
+	ssize_t r;
+
+	c = sk_enter_slot(fd, c, false);
+	if (__builtin_expect(!c, 0))
+		return real_read(fd, buf, n);
+	r = real_read(fd, buf, n);
+	sk_in_buf(fd, c, buf, r, 0, true);
+	return r;
+}
+
 static CTXSHIM_HOT __attribute__((noinline)) ssize_t
 sk_read(int fd, void *buf, size_t n)
 {
-	struct ctxshim_conn *c = sk_enter(fd, false);
-	ssize_t r = real_read(fd, buf, n);
+	/* The hook runs only for an fd whose hot byte said CONN_HOT_SCAN,
+	 * which bounded it (B1: 2 instructions). */
+	struct ctxshim_conn *c = ctxshim_conn_get_hot(fd);
+	ssize_t r;
 
-	sk_in_buf(fd, c, buf, r, 0);
+	if (!sk_in_idle_read(c, 0))
+		return sk_read_any(fd, buf, n, c);
+	r = real_read(fd, buf, n);
+	if (r > 0)
+		sk_in_idle(fd, c, buf, (size_t)r);
 	return r;
 }
 
 static inline ssize_t
 hook_socket_read(int fd, void *buf, size_t n)
 {
-	if (__builtin_expect(ctxshim_conn_hot(fd) != CONN_HOT_SCAN, 1))
+	if (__builtin_expect(!ctxshim_conn_hot_scan(fd), 1))
 		return real_read(fd, buf, n);
 	return sk_read(fd, buf, n);
 }
@@ -1366,7 +1503,7 @@ sk_read_chk(int fd, void *buf, size_t n, size_t buflen)
 	struct ctxshim_conn *c = sk_enter(fd, false);
 	ssize_t r = real_read_chk(fd, buf, n, buflen);
 
-	sk_in_buf(fd, c, buf, r, 0);
+	sk_in_buf(fd, c, buf, r, 0, false);
 	return r;
 }
 
@@ -1378,20 +1515,55 @@ hook_socket_read_chk(int fd, void *buf, size_t n, size_t buflen)
 	return sk_read_chk(fd, buf, n, buflen);
 }
 
-static CTXSHIM_HOT __attribute__((noinline)) ssize_t
-sk_recv(int fd, void *buf, size_t n, int flags)
+/* sk_recv() with flags of SK_IN_FLAGS_OTHER: the bytes are not fed
+ * (sk_in_flags_feed()). */
+static __attribute__((noinline, cold)) ssize_t
+sk_recv_other(int fd, void *buf, size_t n, int flags, struct ctxshim_conn *c)
 {
-	struct ctxshim_conn *c = sk_enter(fd, false);
 	ssize_t r = real_recv(fd, buf, n, flags);
 
-	sk_in_buf(fd, c, buf, r, flags);
+	if (r > 0)
+		sk_in_flags_other(c, flags);
+	return r;
+}
+
+/* sk_recv() past sk_in_idle_read(); c: fd's slot or NULL. */
+static __attribute__((noinline)) ssize_t
+sk_recv_any(int fd, void *buf, size_t n, int flags, struct ctxshim_conn *c)
+{
+	ssize_t r;
+
+	c = sk_enter_slot(fd, c, false);
+	/* Nested in a signal handler (or no slot): nothing to feed, not even
+	 * MSG_TRUNC's loss to note (sk_in_flags_other()). */
+	if (__builtin_expect(!c, 0))
+		return real_recv(fd, buf, n, flags);
+	if (__builtin_expect(flags & SK_IN_FLAGS_OTHER, 0))
+		return sk_recv_other(fd, buf, n, flags, c);
+	r = real_recv(fd, buf, n, flags);
+	sk_in_buf(fd, c, buf, r, 0, true);
+	return r;
+}
+
+static CTXSHIM_HOT_FIRST __attribute__((noinline)) ssize_t
+sk_recv(int fd, void *buf, size_t n, int flags)
+{
+	/* As sk_read(). */
+	struct ctxshim_conn *c = ctxshim_conn_get_hot(fd);
+	ssize_t r;
+
+	if (!sk_in_idle_read(c, flags))
+		return sk_recv_any(fd, buf, n, flags, c);
+	r = real_recv(fd, buf, n, flags);
+	if (r > 0)
+		sk_in_idle(fd, c, buf, (size_t)r);
 	return r;
 }
 
 static inline ssize_t
 hook_socket_recv(int fd, void *buf, size_t n, int flags)
 {
-	if (__builtin_expect(ctxshim_conn_hot(fd) != CONN_HOT_SCAN, 1))
+	if (__builtin_expect(!ctxshim_conn_hot_scan(fd), 1))
 		return real_recv(fd, buf, n, flags);
 	return sk_recv(fd, buf, n, flags);
 }
@@ -1402,7 +1574,7 @@ sk_recv_chk(int fd, void *buf, size_t n, size_t buflen, int flags)
 	struct ctxshim_conn *c = sk_enter(fd, false);
 	ssize_t r = real_recv_chk(fd, buf, n, buflen, flags);
 
-	sk_in_buf(fd, c, buf, r, flags);
+	sk_in_buf(fd, c, buf, r, flags, false);
 	return r;
 }
 
@@ -1420,7 +1592,7 @@ sk_recvfrom(int fd, void *buf, size_t n, int flags, struct sockaddr *a, socklen_
 	struct ctxshim_conn *c = sk_enter(fd, false);
 	ssize_t r = real_recvfrom(fd, buf, n, flags, a, al);
 
-	sk_in_buf(fd, c, buf, r, flags);
+	sk_in_buf(fd, c, buf, r, flags, false);
 	return r;
 }
 
@@ -1445,7 +1617,7 @@ sk_recvfrom_chk(int fd,
 	struct ctxshim_conn *c = sk_enter(fd, false);
 	ssize_t r = real_recvfrom_chk(fd, buf, n, buflen, flags, a, al);
 
-	sk_in_buf(fd, c, buf, r, flags);
+	sk_in_buf(fd, c, buf, r, flags, false);
 	return r;
 }
 
@@ -1945,7 +2117,7 @@ sk_writev_out_slow(int fd, struct ctxshim_conn *c, const struct iovec *iov, ssiz
 }
 
 /* The response's write (sk_out_fast()), else sk_writev_any(). */
-static CTXSHIM_HOT __attribute__((noinline)) ssize_t
+static CTXSHIM_HOT_FIRST __attribute__((noinline)) ssize_t
 sk_writev(int fd, const struct iovec *iov, int iovcnt)
 {
 	struct ctxshim_conn *c = sk_self.c;
@@ -2419,7 +2591,7 @@ __read_chk(int fd, void *buf, size_t n, size_t buflen)
 	return hook_socket_read_chk(fd, buf, n, buflen);
 }
 
-HOOK_EXPORT __attribute__((hot)) ssize_t
+HOOK_EXPORT __attribute__((hot, no_reorder)) ssize_t
 recv(int fd, void *buf, size_t n, int flags)
 {
 	return hook_socket_recv(fd, buf, n, flags);
@@ -2481,7 +2653,7 @@ accept4(int fd, struct sockaddr *a, socklen_t *al, int flags)
 
 /* Aligned (CTXSHIM_HOT): the check of every close() of a file, eight
  * instructions, in one code line (bench/hot-lines.sh). */
-HOOK_EXPORT CTXSHIM_HOT int
+HOOK_EXPORT CTXSHIM_HOT_FIRST int
 close(int fd)
 {
 	return hook_socket_close(fd);
@@ -2576,7 +2748,7 @@ sendmsg(int fd, const struct msghdr *msg, int flags)
 	return hook_socket_sendmsg(fd, msg, flags);
 }
 
-HOOK_EXPORT __attribute__((hot)) ssize_t
+HOOK_EXPORT __attribute__((hot, no_reorder)) ssize_t
 writev(int fd, const struct iovec *iov, int iovcnt)
 {
 	return hook_socket_writev(fd, iov, iovcnt);
@@ -2594,7 +2766,7 @@ sendfile64(int out, int in, off64_t *off, size_t n)
 	return hook_socket_sendfile64(out, in, off, n);
 }
 
-HOOK_EXPORT __attribute__((hot)) int
+HOOK_EXPORT __attribute__((hot, no_reorder)) int
 epoll_wait(int ep, struct epoll_event *ev, int n, int to)
 {
 	return hook_socket_epoll_wait(ep, ev, n, to);

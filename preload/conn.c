@@ -24,10 +24,10 @@
  *
  * The usual read takes no pool entry at all: one that holds exactly one
  * whole head (nothing before or after it) is scanned in place and built
- * straight into the thread's publication buffer (conn_head_whole()), so
- * it gets its context even with the pool exhausted.  The pool serves
- * heads split across reads, several heads in one read, and the
- * pipelined queue.
+ * straight into the thread's publication buffer
+ * (ctxshim_conn_feed_whole(), conn-whole.h), so it gets its context even
+ * with the pool exhausted.  The pool serves heads split across reads,
+ * several heads in one read, and the pipelined queue.
  *
  * The same pool holds the contexts of pipelined requests whose heads were
  * read before the current one was answered (a FIFO per connection), at
@@ -135,6 +135,7 @@
 #include "conn.h"
 
 #include "cfg.h"
+#include "conn-whole.h"
 #include "events.h"
 #include "log.h"
 #include "request-ctx.h"
@@ -181,10 +182,10 @@ struct ctxshim_conn_table ctxshim_conn_tab;
 static struct conn_pool_entry conn_pool[CONN_POOL_N];
 static _Atomic uint64_t conn_pool_used[CONN_POOL_WORDS];
 
-static struct http_scan_config conn_scan_cfg;
+struct http_scan_config ctxshim_conn_scan_cfg;
 /* Scanner extra-header index of each CTXSHIM_HEADER_ATTRS entry (-1: the
  * scanner could not take it). */
-static int conn_extra_index[CTXSHIM_MAX_HEADER_ATTRS];
+int ctxshim_conn_extra_index[CTXSHIM_MAX_HEADER_ATTRS];
 
 /* ---- pool ---- */
 
@@ -386,24 +387,24 @@ conn_scan_config(void)
 	unsigned i, k;
 	int r;
 
-	http_scan_config_init(&conn_scan_cfg);
-	r = http_scan_config_set_limits(&conn_scan_cfg, ctxshim_cfg.max_header_bytes,
-					ctxshim_cfg.max_header_bytes >
-							HTTP_SCAN_DEFAULT_GIVE_UP
-						? ctxshim_cfg.max_header_bytes
-						: 0);
+	http_scan_config_init(&ctxshim_conn_scan_cfg);
+	r = http_scan_config_set_limits(
+		&ctxshim_conn_scan_cfg, ctxshim_cfg.max_header_bytes,
+		ctxshim_cfg.max_header_bytes > HTTP_SCAN_DEFAULT_GIVE_UP
+			? ctxshim_cfg.max_header_bytes
+			: 0);
 	if (r < 0)
 		ctxshim_log("CTXSHIM_MAX_HEADER_BYTES=%u rejected by the scanner",
 			    ctxshim_cfg.max_header_bytes);
 	for (i = 0; i < CTXSHIM_MAX_HEADER_ATTRS; i++) {
-		conn_extra_index[i] = -1;
+		ctxshim_conn_extra_index[i] = -1;
 		if (i >= ctxshim_cfg.n_header_attrs)
 			continue;
 		r = http_scan_config_add_header(
-			&conn_scan_cfg, ctxshim_cfg.header_attrs[i],
+			&ctxshim_conn_scan_cfg, ctxshim_cfg.header_attrs[i],
 			strlen(ctxshim_cfg.header_attrs[i]), &k);
 		if (r == 0)
-			conn_extra_index[i] = (int)k;
+			ctxshim_conn_extra_index[i] = (int)k;
 		else
 			ctxshim_log(
 				"CTXSHIM_HEADER_ATTRS: the socket level cannot capture "
@@ -524,18 +525,13 @@ conn_flags_update(struct ctxshim_conn *c, uint8_t clear, uint8_t set)
 static inline void
 conn_seq_begin(struct ctxshim_conn *c)
 {
-	uint32_t s = atomic_load_explicit(&c->seq, memory_order_relaxed);
-
-	atomic_store_explicit(&c->seq, s | 1, memory_order_relaxed);
-	atomic_thread_fence(memory_order_release);
+	ctxshim_conn_seq_begin(c); /* conn-whole.h, inline there for the reads */
 }
 
 static inline void
 conn_seq_end(struct ctxshim_conn *c)
 {
-	uint32_t s = atomic_load_explicit(&c->seq, memory_order_relaxed);
-
-	atomic_store_explicit(&c->seq, (s | 1) + 1, memory_order_release);
+	ctxshim_conn_seq_end(c);
 }
 
 /* Mark c's current request answered or not, after a change of it by this
@@ -857,6 +853,7 @@ conn_to_copy(struct ctxshim_conn *c, bool new_gen)
 	memset(&c->scan, 0, sizeof(c->scan));
 	http_scan_stop(&c->scan);
 	memset(&c->ctx, 0, offsetof(struct ctxshim_conn_ctx, data));
+	memset(c->ctx.parent_id, 0, sizeof(c->ctx.parent_id));
 	atomic_store_explicit(
 		&c->flags, CONN_F_TRACKED | CONN_F_LINK | CONN_F_REQ | CONN_F_HAS_CTX,
 		memory_order_relaxed);
@@ -1338,9 +1335,11 @@ ctxshim_conn_virt_forget(const void *key)
  * CTXSHIM_PROPAGATE=transparent the parent-id goes out unchanged, and W3C
  * wants the list unchanged then too; dropping it all would change it just
  * as much and lose the leftmost members, those of the latest participants,
- * which the cut keeps: so both modes get the cut (README, Limitations). */
-static void
-conn_compact(struct ctxshim_conn_ctx *d, const struct ctxshim_ctx *s)
+ * which the cut keeps: so both modes get the cut (README, Limitations).
+ * Out of line (conn-whole.h): the usual context takes
+ * ctxshim_conn_compact_fast() there. */
+void
+ctxshim_conn_compact(struct ctxshim_conn_ctx *d, const struct ctxshim_ctx *s)
 {
 	size_t i = 0, alen = 0, tlen, room;
 
@@ -1386,42 +1385,6 @@ conn_compact(struct ctxshim_conn_ctx *d, const struct ctxshim_ctx *s)
 	if (tlen)
 		memcpy(d->data + alen, s->tracestate, tlen);
 	d->tracestate_len = (uint8_t)tlen;
-}
-
-/* conn_compact() inline for the usual context: attributes that fit and
- * no tracestate (B4).  Attributes of up to 64 bytes are copied as four
- * 16-byte moves whatever their length (both buffers are longer, and the
- * bytes past attrs_len are never read from d). */
-_Static_assert(CTXSHIM_CONN_DATA_MAX >= 64 && TREC_ATTRS_MAX >= 64, "64-byte copy");
-static inline void
-conn_compact_fast(struct ctxshim_conn_ctx *d, const struct ctxshim_ctx *s)
-{
-	size_t alen = s->attrs_len;
-
-	if (__builtin_expect(alen > 64 || s->tracestate_len, 0)) {
-		conn_compact(d, s);
-		return;
-	}
-	memcpy(d->trace_id, s->trace_id, sizeof(d->trace_id));
-	memcpy(d->span_id, s->span_id, sizeof(d->span_id));
-	memcpy(d->parent_id, s->parent_id, sizeof(d->parent_id));
-	d->flags = s->flags;
-	d->has_parent = s->has_parent;
-	d->attrs_len = (uint8_t)alen;
-	d->tracestate_len = 0;
-#if defined(__SSE2__)
-	{
-		const __m128i *a = (const __m128i *)(const void *)s->attrs;
-		__m128i *o = (__m128i *)(void *)d->data;
-
-		_mm_storeu_si128(o, _mm_loadu_si128(a));
-		_mm_storeu_si128(o + 1, _mm_loadu_si128(a + 1));
-		_mm_storeu_si128(o + 2, _mm_loadu_si128(a + 2));
-		_mm_storeu_si128(o + 3, _mm_loadu_si128(a + 3));
-	}
-#else
-	memcpy(d->data, s->attrs, alen);
-#endif
 }
 
 static void
@@ -1489,7 +1452,7 @@ conn_build(struct ctxshim_ctx *full,
 	   const struct http_scan_capture *cap,
 	   unsigned flags)
 {
-	ctxshim_request_ctx_capture(full, cap, flags, conn_extra_index);
+	ctxshim_request_ctx_capture(full, cap, flags, ctxshim_conn_extra_index);
 }
 
 static bool
@@ -1511,7 +1474,7 @@ conn_build_scratch(struct ctxshim_conn_ctx *d,
 	struct ctxshim_ctx tmp;
 
 	conn_build(&tmp, cap, flags);
-	conn_compact(d, &tmp);
+	ctxshim_conn_compact(d, &tmp);
 }
 
 /* The reader appends entry idx (filled, next = 0) to c's FIFO.  Linking
@@ -1550,19 +1513,28 @@ conn_fifo_push(struct ctxshim_conn *c, unsigned idx)
  * overwritten by not writing) and the writing thread promoting a
  * pipelined request, which needs the current one unanswered while this
  * path needs it answered or absent; fd life-cycle changes do not overlap
- * a read. */
+ * a read.  (ctxshim_conn_feed_whole(), conn-whole.h, makes the same test
+ * inline.) */
 static inline __attribute__((always_inline)) void
 conn_head_flags(struct ctxshim_conn *c, uint8_t f, uint8_t set)
 {
-	if ((uint8_t)((f & ~(CONN_F_HAS_CTX | CONN_F_PROMOTED)) | set) != f) {
-		conn_flags_update(c, CONN_F_HAS_CTX | CONN_F_PROMOTED, set);
-		/* A stub exists only after the writer promoted the last queued
-		 * request, which set PROMOTED: so the first new head after it
-		 * comes this way, and the usual keep-alive request (flags
-		 * unchanged) does not even load tail.  Missing one here costs
-		 * nothing but time: the next append or close frees the stub. */
-		conn_fifo_reclaim(c);
-	}
+	if ((uint8_t)((f & ~(CONN_F_HAS_CTX | CONN_F_PROMOTED)) | set) != f)
+		ctxshim_conn_head_flags_set(c, set);
+}
+
+/* conn_head_flags() when they change: out of line, so that the usual
+ * keep-alive request does not keep the flags' address for a
+ * compare-and-swap it does not make. */
+__attribute__((noinline, cold)) void
+ctxshim_conn_head_flags_set(struct ctxshim_conn *c, uint8_t set)
+{
+	conn_flags_update(c, CONN_F_HAS_CTX | CONN_F_PROMOTED, set);
+	/* A stub exists only after the writer promoted the last queued
+	 * request, which set PROMOTED: so the first new head after it comes
+	 * this way, and the usual keep-alive request (flags unchanged) does
+	 * not even load tail.  Missing one here costs nothing but time: the
+	 * next append or close frees the stub. */
+	conn_fifo_reclaim(c);
 }
 
 /* A head became the current request of c (flags f, seen before).
@@ -1596,7 +1568,7 @@ conn_head_new(struct ctxshim_conn *c,
 			 * switch-backs and library hooks (README, Limitations),
 			 * never the request's first publication. */
 			conn_build(b, cap, flags);
-			conn_compact_fast(&c->ctx, b);
+			ctxshim_conn_compact_fast(&c->ctx, b);
 			*full = b;
 			built = true;
 		} else {
@@ -1606,41 +1578,6 @@ conn_head_new(struct ctxshim_conn *c,
 	conn_head_flags(c, f, (uint8_t)(CONN_F_REQ | (captured ? CONN_F_HAS_CTX : 0)));
 	conn_seq_end(c);
 	return built ? CONN_FEED_FULL : CONN_FEED_NEW;
-}
-
-/* The usual read (ctxshim_conn_feed()): one whole head, the connection's
- * previous request answered (or none), no head in progress, nothing built
- * in this read yet.  Scanned in place and built straight into the
- * thread's publication buffer (ctxshim_request_ctx_whole()): no pool
- * entry, no capture, no copies (B1).  Then what conn_head_new() does with
- * it.  False, with nothing changed, for anything else. */
-static inline __attribute__((always_inline)) bool
-conn_head_whole(struct ctxshim_conn *c,
-		uint8_t f,
-		const void *buf,
-		size_t len,
-		struct ctxshim_ctx **full)
-{
-	struct ctxshim_ctx *b = ctxshim_build_begin();
-
-	if (__builtin_expect(b == NULL, 0))
-		return false;
-	if (__builtin_expect(ctxshim_request_ctx_whole(b, &c->scan, &conn_scan_cfg, buf,
-						       len, conn_extra_index) != 0,
-			     0)) {
-		ctxshim_build_cancel();
-		return false;
-	}
-	/* seq is read again at the end, not kept in a register: a writing
-	 * thread promoting a pipelined request runs a section too, and an
-	 * application racing two threads on one socket must not make seq go
-	 * back to a value a reader already saw (2 instructions). */
-	conn_seq_begin(c);
-	conn_compact_fast(&c->ctx, b);
-	*full = b;
-	conn_head_flags(c, f, CONN_F_REQ | CONN_F_HAS_CTX);
-	conn_seq_end(c);
-	return true;
 }
 
 /* A head completed.  Returns CONN_FEED_NONE if it was queued (or
@@ -1681,12 +1618,12 @@ conn_head(struct ctxshim_conn *c,
 }
 
 /* ctxshim_conn_feed() past the usual read: the scanner's feed loop, with
- * a pool entry as the capture of each head. */
-static __attribute__((noinline)) int
-conn_feed_loop(struct ctxshim_conn *c,
-	       const void *buf,
-	       size_t len,
-	       struct ctxshim_ctx **full)
+ * a pool entry as the capture of each head (conn-whole.h). */
+int
+ctxshim_conn_feed_loop(struct ctxshim_conn *c,
+		       const void *buf,
+		       size_t len,
+		       struct ctxshim_ctx **full)
 {
 	const uint8_t *p = buf;
 	size_t off = 0, n;
@@ -1703,8 +1640,8 @@ conn_feed_loop(struct ctxshim_conn *c,
 			idx = conn_pool_claim();
 		cap = idx ? &conn_pool[idx - 1].u.cap : NULL;
 		n = 0;
-		r = http_scan_feed(&c->scan, &conn_scan_cfg, cap, p + off, len - off,
-				   &n);
+		r = http_scan_feed(&c->scan, &ctxshim_conn_scan_cfg, cap, p + off,
+				   len - off, &n);
 		off += n;
 		if (r == HTTP_SCAN_MORE && http_scan_in_head(&c->scan)) {
 			/* Head split across reads (all bytes consumed): keep
@@ -1728,26 +1665,24 @@ conn_feed_loop(struct ctxshim_conn *c,
 	return became;
 }
 
-CTXSHIM_HOT int
+/* The socket level's read hooks on nginx's path take the usual read
+ * inline (conn-whole.h) and call ctxshim_conn_feed_loop() for the rest;
+ * this serves the other read calls. */
+int
 ctxshim_conn_feed(struct ctxshim_conn *c,
 		  const void *buf,
 		  size_t len,
 		  struct ctxshim_ctx **full)
 {
-	const uint8_t *p = buf;
-	uint8_t f = atomic_load_explicit(&c->flags, memory_order_relaxed);
+	struct ctxshim_ctx *b;
 
-	/* The usual read first (conn_head_whole()); anything else it leaves
-	 * untouched for the loop.  The cheap tests of http_scan_whole()
-	 * first: a head in progress or a body, the read not ending in LF,
-	 * are not worth a build_begin()/cancel(). */
-	if (__builtin_expect(!c->cap && !*full &&
-				     http_scan_whole_ready(&c->scan, p, len) &&
-				     (!(f & CONN_F_REQ) || ctxshim_conn_answered(c)),
-			     1) &&
-	    __builtin_expect(conn_head_whole(c, f, buf, len, full), 1))
+	/* The usual read first; anything else it leaves untouched for the
+	 * loop. */
+	if (!*full && (b = ctxshim_conn_feed_whole(c, buf, len)) != NULL) {
+		*full = b;
 		return CONN_FEED_FULL;
-	return conn_feed_loop(c, buf, len, full);
+	}
+	return ctxshim_conn_feed_loop(c, buf, len, full);
 }
 
 void

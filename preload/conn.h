@@ -98,15 +98,20 @@ enum {
 /* 178, not 182: four bytes of the 256 went to the FIFO (its tail index,
  * and its push and pop counts). */
 #define CTXSHIM_CONN_DATA_MAX 178
+/* The fields up to data are in the order of an OTEP-4947 record (as in
+ * struct ctxshim_ctx from trace_id on), with has_parent where the record's
+ * valid byte is and tracestate_len where the high byte of its 16-bit
+ * attrs_data_size is: the usual context is copied in from a record with a
+ * few 16-byte moves (conn-whole.h, ctxshim_conn_compact_fast()). */
 struct ctxshim_conn_ctx {
 	uint8_t trace_id[16];
 	uint8_t span_id[8];
-	uint8_t parent_id[8];
-	uint8_t flags;
 	uint8_t has_parent;
+	uint8_t flags;
 	uint8_t attrs_len;
 	uint8_t tracestate_len;
 	uint8_t data[CTXSHIM_CONN_DATA_MAX];
+	uint8_t parent_id[8];
 };
 
 /* Who writes what (conn.c, "Concurrency", has the whole argument).  The
@@ -236,6 +241,18 @@ ctxshim_conn_hot_out(int fd)
 	return ctxshim_conn_tab.hot[(unsigned)fd] & (CONN_HOT_SCAN | CONN_HOT_CLAIMED);
 }
 
+/* ctxshim_conn_hot(fd) == CONN_HOT_SCAN, for the read hooks: tested where
+ * it is, as in ctxshim_conn_hot_any() (B3: a read of a pipe or a file is
+ * one instruction shorter). */
+static inline bool
+ctxshim_conn_hot_scan(int fd)
+{
+	if ((unsigned)fd >=
+	    __atomic_load_n(&ctxshim_conn_tab.max_fds, __ATOMIC_ACQUIRE))
+		return false;
+	return ctxshim_conn_tab.hot[(unsigned)fd] == CONN_HOT_SCAN;
+}
+
 /* The chunk holding fd's slot, or NULL if it was never mapped. */
 static inline struct ctxshim_conn *
 ctxshim_conn_chunk(int fd)
@@ -252,6 +269,20 @@ static inline struct ctxshim_conn *
 ctxshim_conn_get(int fd)
 {
 	struct ctxshim_conn *chunk = ctxshim_conn_chunk(fd);
+
+	return chunk ? &chunk[(unsigned)fd & (CTXSHIM_CONN_CHUNK - 1)] : NULL;
+}
+
+/* ctxshim_conn_get() of an fd below ctxshim_conn_tab.max_fds: one whose
+ * hot byte the caller has read (ctxshim_conn_hot() bounds it, and
+ * max_fds never changes once set), as the socket level's read hooks do
+ * before anything else. */
+static inline struct ctxshim_conn *
+ctxshim_conn_get_hot(int fd)
+{
+	struct ctxshim_conn *chunk = atomic_load_explicit(
+		&ctxshim_conn_tab.chunks[(unsigned)fd >> CTXSHIM_CONN_CHUNK_SHIFT],
+		memory_order_acquire);
 
 	return chunk ? &chunk[(unsigned)fd & (CTXSHIM_CONN_CHUNK - 1)] : NULL;
 }
@@ -461,6 +492,28 @@ ctxshim_conn_answered(const struct ctxshim_conn *c)
 {
 	return atomic_load_explicit(&c->answered, memory_order_relaxed) ==
 	       (uint8_t)(atomic_load_explicit(&c->seq, memory_order_relaxed) >> 1);
+}
+
+/* Is c idle: its current request answered, or none (a fresh connection,
+ * or one whose request was never seen)?  Then a new head read on it
+ * becomes its current request at once, not queued behind it. */
+static inline bool
+ctxshim_conn_idle(const struct ctxshim_conn *c)
+{
+	return !(atomic_load_explicit(&c->flags, memory_order_relaxed) & CONN_F_REQ) ||
+	       ctxshim_conn_answered(c);
+}
+
+/* Is c a keep-alive connection waiting for its next request: tracked, its
+ * current request (with a context) answered, and nothing else set --
+ * neither claimed, TLS, a copy, promoted nor overflowed?  Then it is idle,
+ * and a new head leaves its flags as they are. */
+static inline bool
+ctxshim_conn_kept_alive(const struct ctxshim_conn *c)
+{
+	return atomic_load_explicit(&c->flags, memory_order_relaxed) ==
+		       (CONN_F_TRACKED | CONN_F_REQ | CONN_F_HAS_CTX) &&
+	       ctxshim_conn_answered(c);
 }
 
 /* Does c's current request have a context the thread should publish? */

@@ -16,8 +16,10 @@ enum ctxshim_mode {
 	CTXSHIM_PASSIVE = 2, /* someone else owns OTEL_CTX / otel_thread_ctx_v1 */
 };
 
-/* Written once by the constructor before any hook can act on it. */
-extern enum ctxshim_mode ctxshim_mode;
+/* Written once by the constructor before any hook can act on it.  Hidden:
+ * read PC-relative, not through the GOT (ctxshim_build_begin(), once per
+ * request). */
+extern enum ctxshim_mode ctxshim_mode __attribute__((visibility("hidden")));
 
 static inline bool
 ctxshim_active(void)
@@ -33,3 +35,10 @@ ctxshim_active(void)
  * cache lines does not move with the size of the code before it
  * (bench/hot-lines.sh counts the lines a request touches). */
 #define CTXSHIM_HOT __attribute__((hot, aligned(64)))
+
+/* CTXSHIM_HOT for the functions of the request path of an nginx-like
+ * event loop (recv, writev, epoll_wait, close): gcc emits them first in
+ * their file, in source order, so that their code lines are next to each
+ * other at the start of the file's .text.hot rather than wherever the call
+ * graph puts them among the file's other hot functions (B1: pages). */
+#define CTXSHIM_HOT_FIRST __attribute__((hot, aligned(64), no_reorder))
