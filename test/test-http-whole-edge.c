@@ -128,7 +128,8 @@ diff_at(const struct http_scan_config *cfg,
 		unsigned k;
 
 		ck_assert_int_eq(http_scan_whole(&sw, cfg, buf, n, &h), 0);
-		ck_assert_msg(memcmp(&sw, &sf, sizeof(sw)) == 0, "%s: whole state", what);
+		ck_assert_msg(memcmp(&sw, &sf, sizeof(sw)) == 0, "%s: whole state",
+			      what);
 		ck_assert_msg(!h.traceparent == !(http_scan_flags(&sg) &
 						  HTTP_SCAN_F_TRACEPARENT) &&
 				      h.traceparent_len == cap.traceparent_len &&
@@ -381,7 +382,8 @@ START_TEST(guard_shapes)
 		/* a few bytes of a header line or the end written over */
 		while (mut-- > 1 && n > rl_end) {
 			k = rl_end + rnd(&s) % (n - rl_end);
-			buf[k] = rnd(&s) & 3 ? junk[rnd(&s) % (sizeof(junk) - 1)] : '\0';
+			buf[k] =
+				rnd(&s) & 3 ? junk[rnd(&s) % (sizeof(junk) - 1)] : '\0';
 		}
 		diff_guarded(cfg, buf, n, "shapes");
 		/* each shorter prefix ending in LF, and one ending anywhere */
