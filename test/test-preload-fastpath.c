@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The socket level's fused path for one whole request head in one read
- * (preload/conn.c, conn_head_whole()) through test/helpers/fastpath-edge.c
+ * (preload/conn-whole.h, ctxshim_conn_feed_whole()) through test/helpers/fastpath-edge.c
  * run under the shim: a pipelined head in its own read before the first
  * is answered, the capture pool exhausted, a body that looks like a head,
  * readv, and a signal handler reading another connection meanwhile.  With

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The socket level's fused path for one whole request head in one read
- * (preload/conn.c, conn_head_whole()) where it must not apply or must
+ * (preload/conn-whole.h, ctxshim_conn_feed_whole()) where it must not apply or must
  * agree with the general path, run under the shim by
  * test-preload-fastpath.c.  A server and its clients in one process on
  * 127.0.0.1; the server side checks the context its own thread publishes
