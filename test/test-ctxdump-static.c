@@ -370,25 +370,6 @@ END_TEST
 
 /* ---- stacks ---------------------------------------------------------- */
 
-/* Functions each thread's stack must show, innermost first: the main
- * thread reads stdin in writer_main(); workers park in
- * writer_park_thread(), the "noattrs" one inside a SIGUSR1 handler (so
- * worker_main() is reached only through the signal frame). */
-static const char *const *
-static_want_frames(const char *kind)
-{
-	static const char *const main_thread[] = {"writer_main", "main", NULL};
-	static const char *const in_signal[] = {
-		"writer_park_thread", "writer_signal_park", "worker_main", NULL};
-	static const char *const worker[] = {"writer_park_thread", "worker_main", NULL};
-
-	if (strcmp(kind, "untouched") == 0)
-		return main_thread;
-	if (strcmp(kind, "noattrs") == 0)
-		return in_signal;
-	return worker;
-}
-
 /* The text of thread tid's section of ctxdump's text output (malloc'd). */
 static char *
 thread_section(const char *who, const char *out, pid_t tid)
@@ -417,7 +398,7 @@ START_TEST(test_stacks_reach_callers)
 	writer_start(&w, static_writers[_i]);
 	ck_assert_int_eq(run_ctxdump(&w, "--stacks", NULL, &out, &err), 0);
 	for (i = 0; i < w.n; i++) {
-		const char *const *names = static_want_frames(w.t[i].kind);
+		const char *const *names = cw_want_frames(w.t[i].kind);
 		char *th = thread_section(w.exe, out, w.t[i].tid);
 		const char *prev = th;
 
@@ -485,7 +466,7 @@ START_TEST(test_record_stacks_reach_callers)
 		      "%s: no main thread stack:\n%s", w.exe, out);
 	for (i = 0; i < w.n; i++) {
 		const struct expect_thread *t = &w.t[i];
-		const char *const *names = static_want_frames(t->kind);
+		const char *const *names = cw_want_frames(t->kind);
 		const char *line, *eol;
 		char *l;
 

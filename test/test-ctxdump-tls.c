@@ -802,25 +802,6 @@ frames_str(const struct jval *frames)
 	return buf;
 }
 
-/* Functions every thread's stack must show: the main thread reads stdin in
- * writer_main(); workers park in writer_park_thread(), the "noattrs" one
- * inside a signal handler, so worker_main() is only reached by unwinding
- * through the signal frame. */
-static const char *const *
-want_frames(const char *kind)
-{
-	static const char *const main_thread[] = {"writer_main", "main", NULL};
-	static const char *const in_signal[] = {
-		"writer_park_thread", "writer_signal_park", "worker_main", NULL};
-	static const char *const worker[] = {"writer_park_thread", "worker_main", NULL};
-
-	if (strcmp(kind, "untouched") == 0)
-		return main_thread;
-	if (strcmp(kind, "noattrs") == 0)
-		return in_signal;
-	return worker;
-}
-
 START_TEST(test_stacks_show_blocking_function)
 {
 	const struct writer_case *wc = &cases[_i];
@@ -839,12 +820,12 @@ START_TEST(test_stacks_show_blocking_function)
 		frames = jmust(jt, "frames", J_ARR);
 		ck_assert_msg(frames->n >= 2, "%s tid %d: %zu frames", wc->name,
 			      (int)w.t[i].tid, frames->n);
-		for (k = 0; want_frames(w.t[i].kind)[k]; k++)
-			ck_assert_msg(frames_have(frames, want_frames(w.t[i].kind)[k],
+		for (k = 0; cw_want_frames(w.t[i].kind)[k]; k++)
+			ck_assert_msg(frames_have(frames, cw_want_frames(w.t[i].kind)[k],
 						  wc->exe),
 				      "%s tid %d (%s): no frame %s in %s: %s", wc->name,
 				      (int)w.t[i].tid, w.t[i].kind,
-				      want_frames(w.t[i].kind)[k], wc->exe,
+				      cw_want_frames(w.t[i].kind)[k], wc->exe,
 				      frames_str(frames));
 	}
 	jfree(root);

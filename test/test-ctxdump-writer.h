@@ -11,6 +11,7 @@
 #include "test-prof.h"
 
 #include <stdint.h>
+#include <string.h>
 
 #include "thread-record.h"
 
@@ -151,6 +152,25 @@ cw_json_unescape(unsigned char c)
 
 /* For a suite's create function: skips the suite unless ctxdump is built
  * and may attach to the writers. */
+/* Functions each writer thread's stack must show, innermost first: the
+ * main thread reads stdin in writer_main(); workers park in
+ * writer_park_thread(), the "noattrs" one inside a SIGUSR1 handler, so
+ * worker_main() is reached only by unwinding through the signal frame. */
+static __attribute__((unused)) const char *const *
+cw_want_frames(const char *kind)
+{
+	static const char *const main_thread[] = {"writer_main", "main", NULL};
+	static const char *const in_signal[] = {
+		"writer_park_thread", "writer_signal_park", "worker_main", NULL};
+	static const char *const worker[] = {"writer_park_thread", "worker_main", NULL};
+
+	if (strcmp(kind, "untouched") == 0)
+		return main_thread;
+	if (strcmp(kind, "noattrs") == 0)
+		return in_signal;
+	return worker;
+}
+
 static __attribute__((unused)) void
 cw_require_ctxdump(void)
 {
