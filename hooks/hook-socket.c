@@ -1054,6 +1054,30 @@ sk_in_rest(int fd,
 	sk_busy(false);
 }
 
+/* After the usual read's build (conn-whole.h; the thread busy): the new
+ * request, built where it is published (B4), if it is still live: the
+ * flags it made current cannot have changed meanwhile (no other writer of
+ * REQ and HAS_CTX while a head is read on the connection: conn.h), but
+ * another thread may have written a response already (a 408 on idle
+ * timeout) and so answered it.  The scanner did not give up on a head
+ * taken whole.  Anything else: sk_in_rest(). */
+static inline __attribute__((always_inline)) void
+sk_in_whole_end(int fd,
+		struct ctxshim_conn *c,
+		const void *buf,
+		size_t r,
+		struct ctxshim_ctx *full)
+{
+	if (__builtin_expect(full != NULL, 1) &&
+	    __builtin_expect(!ctxshim_conn_answered(c), 1)) {
+		ctxshim_build_publish(full);
+		sk_attached(fd, c, full, CTXSHIM_EV_ATTACH, "request");
+		sk_busy(false);
+		return;
+	}
+	sk_in_rest(fd, c, buf, r, full, true);
+}
+
 /* sk_in_begin(), sk_in_bytes() and sk_in_end() for one buffer, with the
  * state in registers (struct sk_in only on the rare paths): a scanner that
  * gave up before this read feeds nothing, so it is not even marked busy;
@@ -1070,8 +1094,6 @@ sk_in_buf(int fd,
 	  int flags,
 	  bool whole)
 {
-	struct ctxshim_ctx *full;
-
 	if (r <= 0 || !sk_in_flags_feed(c, flags) || !c)
 		return;
 	if (!whole) {
@@ -1084,21 +1106,8 @@ sk_in_buf(int fd,
 	/* A scanner that gave up is not at a message start: the usual read
 	 * tests that, and sk_in_rest() the rest. */
 	sk_busy(true);
-	full = ctxshim_conn_feed_whole(c, buf, (size_t)r);
-	/* The usual new request, built where it is published (B4), if it is
-	 * still live: the flags it made current cannot have changed
-	 * meanwhile (no other writer of REQ and HAS_CTX while a head is read
-	 * on the connection: conn.h), but another thread may have written a
-	 * response already (a 408 on idle timeout) and so answered it.  The
-	 * scanner did not give up on a head taken whole. */
-	if (__builtin_expect(full != NULL, 1) &&
-	    __builtin_expect(!ctxshim_conn_answered(c), 1)) {
-		ctxshim_build_publish(full);
-		sk_attached(fd, c, full, CTXSHIM_EV_ATTACH, "request");
-		sk_busy(false);
-		return;
-	}
-	sk_in_rest(fd, c, buf, (size_t)r, full, true);
+	sk_in_whole_end(fd, c, buf, (size_t)r,
+			ctxshim_conn_feed_whole(c, buf, (size_t)r));
 }
 
 /* A response write made c's next pipelined request current: the server
@@ -1439,24 +1448,13 @@ sk_in_idle_read(const struct ctxshim_conn *c, int flags)
 static inline __attribute__((always_inline)) void
 sk_in_idle(int fd, struct ctxshim_conn *c, const void *buf, size_t r)
 {
-	struct ctxshim_ctx *full;
-
 	/* c opaque from here: else gcc keeps the addresses of c's fields
 	 * that sk_in_idle_read() tested before the read (answered, seq) in
 	 * registers and stack slots through the calls below, rather than
 	 * address them from c (B1: ~8 instructions). */
 	__asm__("" : "+r"(c));
 	sk_busy(true);
-	full = ctxshim_conn_feed_whole_kept(c, buf, r);
-	/* As in sk_in_buf(). */
-	if (__builtin_expect(full != NULL, 1) &&
-	    __builtin_expect(!ctxshim_conn_answered(c), 1)) {
-		ctxshim_build_publish(full);
-		sk_attached(fd, c, full, CTXSHIM_EV_ATTACH, "request");
-		sk_busy(false);
-		return;
-	}
-	sk_in_rest(fd, c, buf, r, full, true);
+	sk_in_whole_end(fd, c, buf, r, ctxshim_conn_feed_whole_kept(c, buf, r));
 }
 
 /* sk_read() past sk_in_idle_read(); c: fd's slot or NULL. */

@@ -125,29 +125,16 @@ ctxshim_conn_compact_fast(struct ctxshim_conn_ctx *d, const struct ctxshim_ctx *
 	memcpy(d->parent_id, s->parent_id, sizeof(d->parent_id));
 }
 
-/* The usual read: len bytes at buf, read from c by the calling thread,
- * which holds the socket level's busy flag (conn.h, ctxshim_conn_feed()).
- * If they are one whole head (nothing before or after it), the
- * connection idle (ctxshim_conn_idle()) and no head in progress: scanned
- * in place and built into the thread's publication buffer
- * (ctxshim_build_begin()), which is returned -- the head is then c's
- * current request, its context in the buffer whole and in c->ctx as far
- * as it fits, and the caller must ctxshim_build_publish() or
- * ctxshim_build_cancel() it.  NULL, with nothing changed, for anything
- * else: feed the bytes with ctxshim_conn_feed_loop().  The scanner has
- * not given up after a head taken here. */
+/* The build both entry points below make once their tests passed: the
+ * head scanned into the thread's publication buffer and copied into c as
+ * its current request.  set_flags: make the flags those of a current
+ * request with a context, unless they are already (a caller that knows
+ * they are passes false). */
 static inline __attribute__((always_inline)) struct ctxshim_ctx *
-ctxshim_conn_feed_whole(struct ctxshim_conn *c, const void *buf, size_t len)
+conn_whole_build(struct ctxshim_conn *c, const void *buf, size_t len, bool set_flags)
 {
-	struct ctxshim_ctx *b;
+	struct ctxshim_ctx *b = ctxshim_build_begin();
 
-	/* The cheap tests of http_scan_whole() first: a head in progress or a
-	 * body, the read not ending in LF, are not worth a begin()/cancel(). */
-	if (__builtin_expect(c->cap || !http_scan_whole_ready(&c->scan, buf, len) ||
-				     !ctxshim_conn_idle(c),
-			     0))
-		return NULL;
-	b = ctxshim_build_begin();
 	if (__builtin_expect(b == NULL, 0))
 		return NULL;
 	if (__builtin_expect(ctxshim_request_ctx_whole(b, &c->scan,
@@ -169,17 +156,41 @@ ctxshim_conn_feed_whole(struct ctxshim_conn *c, const void *buf, size_t len)
 	/* The flags of the new current request: the next request of a
 	 * keep-alive connection leaves them as they are (REQ and HAS_CTX set,
 	 * PROMOTED clear), so nothing is written (conn.c, conn_head_flags()).
-	 * Read here rather than kept from the tests above (a register less
+	 * Read here rather than kept from the caller's tests (a register less
 	 * through the calls): the bits tested have no other writer while the
 	 * previous request is answered and this thread reads (conn.h, flags),
 	 * and the update is a compare-and-swap on what they are then. */
-	if (__builtin_expect((atomic_load_explicit(&c->flags, memory_order_relaxed) &
+	if (set_flags &&
+	    __builtin_expect((atomic_load_explicit(&c->flags, memory_order_relaxed) &
 			      (CONN_F_REQ | CONN_F_HAS_CTX | CONN_F_PROMOTED)) !=
 				     (CONN_F_REQ | CONN_F_HAS_CTX),
 			     0))
 		ctxshim_conn_head_flags_set(c, CONN_F_REQ | CONN_F_HAS_CTX);
 	ctxshim_conn_seq_end(c);
 	return b;
+}
+
+/* The usual read: len bytes at buf, read from c by the calling thread,
+ * which holds the socket level's busy flag (conn.h, ctxshim_conn_feed()).
+ * If they are one whole head (nothing before or after it), the
+ * connection idle (ctxshim_conn_idle()) and no head in progress: scanned
+ * in place and built into the thread's publication buffer
+ * (ctxshim_build_begin()), which is returned -- the head is then c's
+ * current request, its context in the buffer whole and in c->ctx as far
+ * as it fits, and the caller must ctxshim_build_publish() or
+ * ctxshim_build_cancel() it.  NULL, with nothing changed, for anything
+ * else: feed the bytes with ctxshim_conn_feed_loop().  The scanner has
+ * not given up after a head taken here. */
+static inline __attribute__((always_inline)) struct ctxshim_ctx *
+ctxshim_conn_feed_whole(struct ctxshim_conn *c, const void *buf, size_t len)
+{
+	/* The cheap tests of http_scan_whole() first: a head in progress or a
+	 * body, the read not ending in LF, are not worth a begin()/cancel(). */
+	if (__builtin_expect(c->cap || !http_scan_whole_ready(&c->scan, buf, len) ||
+				     !ctxshim_conn_idle(c),
+			     0))
+		return NULL;
+	return conn_whole_build(c, buf, len, true);
 }
 
 /* ctxshim_conn_feed_whole() for a caller that found c waiting for the next
@@ -192,26 +203,11 @@ ctxshim_conn_feed_whole(struct ctxshim_conn *c, const void *buf, size_t len)
 static inline __attribute__((always_inline)) struct ctxshim_ctx *
 ctxshim_conn_feed_whole_kept(struct ctxshim_conn *c, const void *buf, size_t len)
 {
-	struct ctxshim_ctx *b;
-
 	/* No test of c->cap: a pool entry is held as the capture of a head in
 	 * progress only (conn.c, ctxshim_conn_feed_loop(), conn_move(),
 	 * conn_dup_head()), and a scanner in a head is not at a message
 	 * start, which http_scan_whole_ready() tests (B1: 2 instructions). */
 	if (__builtin_expect(!http_scan_whole_ready(&c->scan, buf, len), 0))
 		return NULL;
-	b = ctxshim_build_begin();
-	if (__builtin_expect(b == NULL, 0))
-		return NULL;
-	if (__builtin_expect(ctxshim_request_ctx_whole(b, &c->scan,
-						       &ctxshim_conn_scan_cfg, buf, len,
-						       ctxshim_conn_extra_index) != 0,
-			     0)) {
-		ctxshim_build_cancel();
-		return NULL;
-	}
-	ctxshim_conn_seq_begin(c);
-	ctxshim_conn_compact_fast(&c->ctx, b);
-	ctxshim_conn_seq_end(c);
-	return b;
+	return conn_whole_build(c, buf, len, false);
 }
