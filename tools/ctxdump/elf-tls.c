@@ -474,6 +474,10 @@ scan_relocs(struct etls_elf *x, size_t symidx, uint64_t bias, struct etls_symbol
 			continue;
 		type = GELF_R_TYPE(rel.r_info);
 		slot = bias + rel.r_offset;
+		/* a hostile bias and offset can wrap to 0, which the fields
+		 * use for "no slot" */
+		if (slot == 0)
+			continue;
 		if (type == (a64 ? A64_TLSDESC : X86_64_TLSDESC)) {
 			if (!sym->tlsdesc_slot)
 				sym->tlsdesc_slot = slot;
@@ -526,6 +530,8 @@ scan_anon_relocs(struct etls_elf *x, uint64_t bias, struct etls_symbol *sym)
 			continue;
 		type = GELF_R_TYPE(rel.r_info);
 		slot = bias + rel.r_offset;
+		if (slot == 0)
+			continue;
 		own = (uint64_t)rel.r_addend == sym->st_value;
 		if (type == (a64 ? A64_TLSDESC : X86_64_TLSDESC)) {
 			if (!sym->tlsdesc_slot ||
