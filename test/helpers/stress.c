@@ -74,17 +74,23 @@ now_ms(void)
 static long
 rss_kb(void)
 {
+	/* read(2) into the stack, not stdio: the forks mode samples this
+	 * while other threads fork, and a malloc() racing a fork() leaves
+	 * the child a held allocator lock under ASan (gcc 12's runtime takes
+	 * none of its locks around fork; google/sanitizers#1814) */
 	char buf[4096], *p;
-	long v = -1;
-	FILE *f = fopen("/proc/self/status", "re");
+	ssize_t n = 0, r;
+	int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
 
-	if (!f)
+	if (fd < 0)
 		return -1;
-	while (fgets(buf, sizeof(buf), f))
-		if ((p = strstr(buf, "VmRSS:")) == buf)
-			v = strtol(p + 6, NULL, 10);
-	fclose(f);
-	return v;
+	while (n < (ssize_t)sizeof(buf) - 1 &&
+	       (r = read(fd, buf + n, sizeof(buf) - 1 - (size_t)n)) > 0)
+		n += r;
+	close(fd);
+	buf[n] = '\0';
+	p = strstr(buf, "\nVmRSS:");
+	return p ? strtol(p + 7, NULL, 10) : -1;
 }
 
 /* A failure: counted, the first few described on stderr. */
@@ -313,11 +319,20 @@ static pid_t __attribute__((noinline)) vfork_true(void)
 	return pid;
 }
 
+/* No thread starts or exits while another forks: the forkers and the main
+ * thread meet before the first fork and after the last.  A thread being
+ * set up or torn down (its TLS, ASan's thread state and allocator cache)
+ * is in the allocator, whose lock a child must not inherit held (see
+ * rss_kb()); case 4 children allocate. */
+static pthread_barrier_t forks_gate;
+
 static void *
 forker(void *arg)
 {
 	unsigned long k = (unsigned long)arg, i;
 	char *const tru[] = {"/bin/true", NULL};
+
+	pthread_barrier_wait(&forks_gate);
 
 	for (i = k; i < n_total; i += 4) {
 		pid_t pid = -1;
@@ -378,6 +393,7 @@ forker(void *arg)
 				 (unsigned long)st);
 		atomic_fetch_add(&done, 1);
 	}
+	pthread_barrier_wait(&forks_gate);
 	return NULL;
 }
 
@@ -387,13 +403,17 @@ mode_forks(long *rss0)
 	pthread_t t[4];
 	int k;
 
+	pthread_barrier_init(&forks_gate, NULL, 5);
 	for (k = 0; k < 4; k++)
 		pthread_create(&t[k], NULL, forker, (void *)(long)k);
+	pthread_barrier_wait(&forks_gate);
 	while (atomic_load(&done) < n_total / 10 + 1 && atomic_load(&done) < n_total)
 		usleep(1000);
 	*rss0 = rss_kb();
+	pthread_barrier_wait(&forks_gate);
 	for (k = 0; k < 4; k++)
 		pthread_join(t[k], NULL);
+	pthread_barrier_destroy(&forks_gate);
 }
 
 /* ---- sigread ---- */
