@@ -100,6 +100,11 @@ load_header_attrs(void)
 			len--;
 		if (len == 0) {
 			/* empty element between commas: nothing to do */
+		} else if (len >= CTXSHIM_HEADER_NAME_MAX) {
+			ctxshim_log(
+				"CTXSHIM_HEADER_ATTRS: '%.*s' is longer than %d bytes, "
+				"ignoring it",
+				(int)len, v, CTXSHIM_HEADER_NAME_MAX - 1);
 		} else if (!header_name_ok(v, len)) {
 			ctxshim_log("CTXSHIM_HEADER_ATTRS: '%.*s' is not a header name, ignoring",
 				    (int)len, v);

@@ -14,7 +14,10 @@ enum ctxshim_key {
 };
 
 #define CTXSHIM_MAX_HEADER_ATTRS 8
-#define CTXSHIM_HEADER_NAME_MAX  64
+/* With its NUL: names of up to 31 bytes, the longest the socket level's
+ * scanner matches (HTTP_SCAN_NAME_MAX; conn.c checks), so that a name
+ * the key map lists is captured on every path. */
+#define CTXSHIM_HEADER_NAME_MAX 32
 
 /* What outgoing requests carry (CTXSHIM_PROPAGATE). */
 enum ctxshim_propagate {

@@ -381,6 +381,9 @@ conn_map(size_t len)
 	return p == MAP_FAILED ? NULL : p;
 }
 
+_Static_assert(CTXSHIM_HEADER_NAME_MAX - 1 == HTTP_SCAN_NAME_MAX,
+	       "every configured header name fits the socket level's scanner");
+
 static void
 conn_scan_config(void)
 {

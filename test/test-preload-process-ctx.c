@@ -681,6 +681,41 @@ START_TEST(test_passive_when_symbol_defined)
 }
 END_TEST
 
+/* One length limit for CTXSHIM_HEADER_ATTRS on every path: a 31-byte name
+ * is listed and the socket level takes it (it logs the names it cannot
+ * capture); a 32-byte one is refused up front, with a log line, and never
+ * listed (it would name a key nginx-style servers never fill). */
+START_TEST(test_header_name_limit)
+{
+	struct test_child c;
+	struct pctx_seen *s = calloc(1, sizeof(*s));
+	char line[4096], log[4096], logpath[] = "/tmp/ctxshim-log-XXXXXX", logenv[64];
+	char *env[] = {"CTXSHIM_HEADER_ATTRS=x-abcdefghijklmnopqrstuvwxyz-31,"
+		       "x-abcdefghijklmnopqrstuvwxyz-032",
+		       logenv, NULL};
+	int fd = mkstemp(logpath);
+
+	ck_assert_int_ge(fd, 0);
+	snprintf(logenv, sizeof(logenv), "CTXSHIM_LOG=%s", logpath);
+	start_threads(&c, env, line, sizeof(line));
+	ck_assert(read_pctx(c.pid, s));
+	ck_assert_uint_eq(s->d.n_keys, 5);
+	ck_assert(pctx_str_eq(s->d.key_map[3],
+			      "http.request.header.x-abcdefghijklmnopqrstuvwxyz-31"));
+	ck_assert(pctx_str_eq(s->d.key_map[4], "http.request.method_original"));
+	read_log(fd, log, sizeof(log));
+	ck_assert_msg(strstr(log,
+			     "CTXSHIM_HEADER_ATTRS: 'x-abcdefghijklmnopqrstuvwxyz-032' "
+			     "is longer than 31 bytes"),
+		      "log: %s", log);
+	ck_assert_msg(!strstr(log, "cannot capture"), "log: %s", log);
+	ck_assert_int_eq(test_child_finish(&c, 20000), 0);
+	close(fd);
+	unlink(logpath);
+	free(s);
+}
+END_TEST
+
 TEST_SUITE(preload_pctx_suite)
 {
 	Suite *s = suite_create("Process context (OTEP-4719) publication");
@@ -698,6 +733,7 @@ TEST_SUITE(preload_pctx_suite)
 	tcase_add_test(tc, test_fork_after_proctitle);
 	tcase_add_test(tc, test_passive_when_context_exists);
 	tcase_add_test(tc, test_passive_when_symbol_defined);
+	tcase_add_test(tc, test_header_name_limit);
 	suite_add_tcase(s, tc);
 	return s;
 }
