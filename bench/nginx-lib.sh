@@ -41,7 +41,9 @@ alive() {
 # ngx_conf DIR PORT ROOT [single]: the configuration of every benchmarked
 # nginx, in DIR/nginx.conf, serving the files of ROOT on 127.0.0.1:PORT
 # with keep-alive; "single" runs it as one process (master_process off,
-# for callgrind), otherwise a master and 1 worker.
+# for callgrind), otherwise a master and 1 worker.  BENCH_SENDFILE=on
+# serves the file with sendfile(2), as Debian's stock nginx.conf does
+# (nginx's own default, and the benchmarks', is off: read + writev).
 ngx_conf() {
 	mkdir -p "$1/tmp"
 	cat >"$1/nginx.conf" <<-EOF
@@ -55,6 +57,7 @@ ngx_conf() {
 		access_log off;
 		keepalive_requests 1000000;
 		keepalive_timeout 60s;
+		sendfile ${BENCH_SENDFILE:-off};
 		client_body_temp_path $1/tmp/body;
 		proxy_temp_path $1/tmp/proxy;
 		fastcgi_temp_path $1/tmp/fastcgi;

@@ -2026,6 +2026,23 @@ hook_socket_send(int fd, const void *buf, size_t n, int flags)
 }
 
 static __attribute__((noinline)) ssize_t
+sk_sendto_any(int fd,
+	      const void *buf,
+	      size_t n,
+	      int flags,
+	      const struct sockaddr *a,
+	      socklen_t al,
+	      uint8_t hot)
+{
+	struct ctxshim_conn *c = sk_out_enter(fd, hot);
+	ssize_t r = real_sendto(fd, buf, n, flags, a, al);
+
+	sk_out(fd, c, buf, n, r);
+	return r;
+}
+
+/* The response's sendto (sk_out_fast()), else sk_sendto_any(). */
+static CTXSHIM_HOT __attribute__((noinline)) ssize_t
 sk_sendto(int fd,
 	  const void *buf,
 	  size_t n,
@@ -2034,11 +2051,14 @@ sk_sendto(int fd,
 	  socklen_t al,
 	  uint8_t hot)
 {
-	struct ctxshim_conn *c = sk_out_enter(fd, hot);
-	ssize_t r = real_sendto(fd, buf, n, flags, a, al);
+	struct ctxshim_conn *c = sk_self.c;
+	volatile int keep_fd = fd;
+	ssize_t r;
 
-	sk_out(fd, c, buf, n, r);
-	return r;
+	if (__builtin_expect(!sk_out_fast(fd, c), 0))
+		return sk_sendto_any(fd, buf, n, flags, a, al, hot);
+	r = real_sendto(fd, buf, n, flags, a, al);
+	SK_OUT_FAST_RETURN(keep_fd, c, buf, n, r);
 }
 
 static inline ssize_t
@@ -2057,7 +2077,7 @@ hook_socket_sendto(int fd,
 }
 
 static __attribute__((noinline)) ssize_t
-sk_sendmsg(int fd, const struct msghdr *msg, int flags, uint8_t hot)
+sk_sendmsg_any(int fd, const struct msghdr *msg, int flags, uint8_t hot)
 {
 	struct ctxshim_conn *c = sk_out_enter(fd, hot);
 	ssize_t r = real_sendmsg(fd, msg, flags);
@@ -2066,6 +2086,36 @@ sk_sendmsg(int fd, const struct msghdr *msg, int flags, uint8_t hot)
 	if (r > 0 && msg)
 		sk_out_iov(fd, c, msg->msg_iov, msg->msg_iovlen, r);
 	return r;
+}
+
+/* sk_sendmsg()'s first iovec shorter than a status line (r > 0: the
+ * kernel read msg, so it is there). */
+static __attribute__((noinline, cold)) ssize_t
+sk_sendmsg_gather(int fd, struct ctxshim_conn *c, const struct msghdr *msg, ssize_t r)
+{
+	sk_out_iov_gather(fd, c, msg->msg_iov, msg->msg_iovlen, r);
+	return r;
+}
+
+/* The response's sendmsg (sk_out_fast()), else sk_sendmsg_any(). */
+static CTXSHIM_HOT __attribute__((noinline)) ssize_t
+sk_sendmsg(int fd, const struct msghdr *msg, int flags, uint8_t hot)
+{
+	struct ctxshim_conn *c = sk_self.c;
+	volatile int keep_fd = fd;
+	const struct iovec *iov;
+	ssize_t r;
+
+	if (__builtin_expect(!sk_out_fast(fd, c), 0))
+		return sk_sendmsg_any(fd, msg, flags, hot);
+	r = real_sendmsg(fd, msg, flags);
+	if (r <= 0)
+		return r;
+	/* r > 0: the kernel read msg and at least one iovec */
+	iov = msg->msg_iov;
+	if (__builtin_expect(iov[0].iov_len < SK_HEAD_MIN, 0))
+		return sk_sendmsg_gather(keep_fd, c, msg, r);
+	SK_OUT_FAST_RETURN(keep_fd, c, iov[0].iov_base, iov[0].iov_len, r);
 }
 
 static inline ssize_t
@@ -2154,14 +2204,31 @@ hook_socket_writev(int fd, const struct iovec *iov, int iovcnt)
 	return sk_writev(fd, iov, iovcnt);
 }
 
-static CTXSHIM_HOT __attribute__((noinline)) ssize_t
-sk_sendfile(int out, int in, off_t *off, size_t n, uint8_t hot)
+static __attribute__((noinline)) ssize_t
+sk_sendfile_any(int out, int in, off_t *off, size_t n, uint8_t hot)
 {
 	struct ctxshim_conn *c = sk_out_enter(out, hot);
 	ssize_t r = real_sendfile(out, in, off, n);
 
 	sk_out(out, c, NULL, 0, r);
 	return r;
+}
+
+/* A response body sent from a file (nginx with "sendfile on", after its
+ * header's writev) on the connection this thread publishes
+ * (sk_out_fast()), else sk_sendfile_any().  No head: nothing
+ * to tell an interim response by. */
+static CTXSHIM_HOT __attribute__((noinline)) ssize_t
+sk_sendfile(int out, int in, off_t *off, size_t n, uint8_t hot)
+{
+	struct ctxshim_conn *c = sk_self.c;
+	volatile int keep_fd = out;
+	ssize_t r;
+
+	if (__builtin_expect(!sk_out_fast(out, c), 0))
+		return sk_sendfile_any(out, in, off, n, hot);
+	r = real_sendfile(out, in, off, n);
+	SK_OUT_FAST_RETURN(keep_fd, c, NULL, 0, r);
 }
 
 static inline ssize_t
@@ -2174,14 +2241,31 @@ hook_socket_sendfile(int out, int in, off_t *off, size_t n)
 	return sk_sendfile(out, in, off, n, hot);
 }
 
-static CTXSHIM_HOT __attribute__((noinline)) ssize_t
-sk_sendfile64(int out, int in, off64_t *off, size_t n, uint8_t hot)
+static __attribute__((noinline)) ssize_t
+sk_sendfile64_any(int out, int in, off64_t *off, size_t n, uint8_t hot)
 {
 	struct ctxshim_conn *c = sk_out_enter(out, hot);
 	ssize_t r = real_sendfile64(out, in, off, n);
 
 	sk_out(out, c, NULL, 0, r);
 	return r;
+}
+
+/* A response body sent from a file (nginx with "sendfile on", after its
+ * header's writev) on the connection this thread publishes
+ * (sk_out_fast()), else sk_sendfile64_any().  No head: nothing
+ * to tell an interim response by. */
+static CTXSHIM_HOT __attribute__((noinline)) ssize_t
+sk_sendfile64(int out, int in, off64_t *off, size_t n, uint8_t hot)
+{
+	struct ctxshim_conn *c = sk_self.c;
+	volatile int keep_fd = out;
+	ssize_t r;
+
+	if (__builtin_expect(!sk_out_fast(out, c), 0))
+		return sk_sendfile64_any(out, in, off, n, hot);
+	r = real_sendfile64(out, in, off, n);
+	SK_OUT_FAST_RETURN(keep_fd, c, NULL, 0, r);
 }
 
 static inline ssize_t

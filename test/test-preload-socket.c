@@ -244,7 +244,7 @@ static const struct {
 	{"recv", "7", "sendto"},          {"recvfrom", "1", "writev"},
 	{"readv", "7", "sendmsg"},        {"recvmsg", "7", "write"},
 	{"read_chk", "7", "send"},        {"recv_chk", "1", "writev"},
-	{"recvfrom_chk", "7", "sendmsg"},
+	{"recvfrom_chk", "7", "sendmsg"}, {"recv", "1", "sendfile"},
 };
 
 START_TEST(test_tpc_split_reads)
