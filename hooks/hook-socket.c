@@ -2204,79 +2204,47 @@ hook_socket_writev(int fd, const struct iovec *iov, int iovcnt)
 	return sk_writev(fd, iov, iovcnt);
 }
 
-static __attribute__((noinline)) ssize_t
-sk_sendfile_any(int out, int in, off_t *off, size_t n, uint8_t hot)
-{
-	struct ctxshim_conn *c = sk_out_enter(out, hot);
-	ssize_t r = real_sendfile(out, in, off, n);
+/* sendfile and sendfile64 (two symbols to interpose, one call): the
+ * general path, then the response body sent from a file (nginx with
+ * "sendfile on", after its header's writev) on the connection this thread
+ * publishes (sk_out_fast()).  No head: nothing to tell an interim
+ * response by. */
+#define SK_SENDFILE(name, off_type)                                                    \
+	static __attribute__((noinline))                                               \
+	ssize_t sk_##name##_any(int out, int in, off_type *off, size_t n, uint8_t hot) \
+	{                                                                              \
+		struct ctxshim_conn *c = sk_out_enter(out, hot);                       \
+		ssize_t r = real_##name(out, in, off, n);                              \
+                                                                                       \
+		sk_out(out, c, NULL, 0, r);                                            \
+		return r;                                                              \
+	}                                                                              \
+                                                                                       \
+	static CTXSHIM_HOT __attribute__((noinline))                                   \
+	ssize_t sk_##name(int out, int in, off_type *off, size_t n, uint8_t hot)       \
+	{                                                                              \
+		struct ctxshim_conn *c = sk_self.c;                                    \
+		volatile int keep_fd = out;                                            \
+		ssize_t r;                                                             \
+                                                                                       \
+		if (__builtin_expect(!sk_out_fast(out, c), 0))                         \
+			return sk_##name##_any(out, in, off, n, hot);                  \
+		r = real_##name(out, in, off, n);                                      \
+		SK_OUT_FAST_RETURN(keep_fd, c, NULL, 0, r);                            \
+	}                                                                              \
+                                                                                       \
+	static inline ssize_t hook_socket_##name(int out, int in, off_type *off,       \
+						 size_t n)                             \
+	{                                                                              \
+		uint8_t hot = ctxshim_conn_hot(out);                                   \
+                                                                                       \
+		if (__builtin_expect(!(hot & (CONN_HOT_SCAN | CONN_HOT_CLAIMED)), 1))  \
+			return real_##name(out, in, off, n);                           \
+		return sk_##name(out, in, off, n, hot);                                \
+	}
 
-	sk_out(out, c, NULL, 0, r);
-	return r;
-}
-
-/* A response body sent from a file (nginx with "sendfile on", after its
- * header's writev) on the connection this thread publishes
- * (sk_out_fast()), else sk_sendfile_any().  No head: nothing
- * to tell an interim response by. */
-static CTXSHIM_HOT __attribute__((noinline)) ssize_t
-sk_sendfile(int out, int in, off_t *off, size_t n, uint8_t hot)
-{
-	struct ctxshim_conn *c = sk_self.c;
-	volatile int keep_fd = out;
-	ssize_t r;
-
-	if (__builtin_expect(!sk_out_fast(out, c), 0))
-		return sk_sendfile_any(out, in, off, n, hot);
-	r = real_sendfile(out, in, off, n);
-	SK_OUT_FAST_RETURN(keep_fd, c, NULL, 0, r);
-}
-
-static inline ssize_t
-hook_socket_sendfile(int out, int in, off_t *off, size_t n)
-{
-	uint8_t hot = ctxshim_conn_hot(out);
-
-	if (__builtin_expect(!(hot & (CONN_HOT_SCAN | CONN_HOT_CLAIMED)), 1))
-		return real_sendfile(out, in, off, n);
-	return sk_sendfile(out, in, off, n, hot);
-}
-
-static __attribute__((noinline)) ssize_t
-sk_sendfile64_any(int out, int in, off64_t *off, size_t n, uint8_t hot)
-{
-	struct ctxshim_conn *c = sk_out_enter(out, hot);
-	ssize_t r = real_sendfile64(out, in, off, n);
-
-	sk_out(out, c, NULL, 0, r);
-	return r;
-}
-
-/* A response body sent from a file (nginx with "sendfile on", after its
- * header's writev) on the connection this thread publishes
- * (sk_out_fast()), else sk_sendfile64_any().  No head: nothing
- * to tell an interim response by. */
-static CTXSHIM_HOT __attribute__((noinline)) ssize_t
-sk_sendfile64(int out, int in, off64_t *off, size_t n, uint8_t hot)
-{
-	struct ctxshim_conn *c = sk_self.c;
-	volatile int keep_fd = out;
-	ssize_t r;
-
-	if (__builtin_expect(!sk_out_fast(out, c), 0))
-		return sk_sendfile64_any(out, in, off, n, hot);
-	r = real_sendfile64(out, in, off, n);
-	SK_OUT_FAST_RETURN(keep_fd, c, NULL, 0, r);
-}
-
-static inline ssize_t
-hook_socket_sendfile64(int out, int in, off64_t *off, size_t n)
-{
-	uint8_t hot = ctxshim_conn_hot(out);
-
-	if (__builtin_expect(!(hot & (CONN_HOT_SCAN | CONN_HOT_CLAIMED)), 1))
-		return real_sendfile64(out, in, off, n);
-	return sk_sendfile64(out, in, off, n, hot);
-}
+SK_SENDFILE(sendfile, off_t)
+SK_SENDFILE(sendfile64, off64_t)
 
 /* ---- waits ---- */
 
