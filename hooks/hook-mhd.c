@@ -22,7 +22,21 @@
  * The socket level parses the same bytes; when it already built the
  * context of the request on the connection's fd we publish that one, so a
  * request never gets two span-ids, and we claim the fd so the socket level
- * leaves the attach/detach timing of its requests to us. */
+ * leaves the attach/detach timing of its requests to us.  HTTPS
+ * (MHD_USE_TLS) is the same: Debian's libmicrohttpd sets the accepted fd
+ * as the GnuTLS transport (gnutls_transport_set_int2), so hook-gnutls.c
+ * feeds the plaintext to the socket level (test-integration-tls.c,
+ * test_mhd_https).
+ *
+ * url.path is the url MHD hands the handler, percent-decoded ("/caf%C3%A9"
+ * becomes "/café"), even when the socket level's context is adopted: only
+ * its ids are taken.  The socket level publishes the target as sent, but
+ * it has it for the first request of a connection only, since it stops
+ * scanning a claimed fd, so taking its path would make url.path depend on
+ * a request's place on the connection.  MHD decodes the target in place
+ * before the handler runs; the raw one reaches only
+ * MHD_OPTION_URI_LOG_CALLBACK, a daemon option, which would need the
+ * option rewriting ruled out above. */
 #include "config.h"
 
 #include "hooks.h"

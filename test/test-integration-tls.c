@@ -17,6 +17,9 @@
  *    without the shim (the Date header aside), and the event log shows
  *    each traced request's trace-id attached once, with one span, on the
  *    worker, then released;
+ *  - libmicrohttpd with MHD_USE_TLS (helpers/mhd-server.c, GnuTLS) in
+ *    each threading mode: the blocked handler's thread shows its
+ *    request's context, one span per request;
  *  - libcurl over https (helpers/curl-get.c) under the shim with
  *    TRACEPARENT: each request carries exactly one traceparent, a child
  *    of TRACEPARENT (injection happens at libcurl level, above TLS). */
@@ -614,6 +617,113 @@ START_TEST(test_nginx_ssl)
 }
 END_TEST
 
+/* ---- libmicrohttpd over https ---- */
+
+static const char *const mhd_modes[] = {"thread", "select", "epoll"};
+
+/* Wait for mhd-server's "IN <tid> GET <url>"; checks the url, returns the
+ * tid. */
+static long
+mhd_expect_in(struct it_server *s, const char *url)
+{
+	char line[1200], want[600], *p;
+	long tid;
+
+	test_child_expect(&s->child, "IN ", line, sizeof(line), IT_TIMEOUT_MS);
+	tid = strtol(line + 3, &p, 10);
+	ck_assert_int_gt(tid, 0);
+	snprintf(want, sizeof(want), " GET %s", url);
+	ck_assert_str_eq(p, want);
+	return tid;
+}
+
+static void
+mhd_assert_body(char *resp, const char *body)
+{
+	const char *b = strstr(resp, "\r\n\r\n");
+
+	ck_assert_msg(strncmp(resp, "HTTP/1.1 200 OK\r\n", 17) == 0 && b &&
+			      strcmp(b + 4, body) == 0,
+		      "unexpected response: %s", resp);
+	free(resp);
+}
+
+/* A libmicrohttpd HTTPS server (MHD_USE_TLS; Debian's libmicrohttpd does
+ * TLS with GnuTLS over the accepted fd, so hook-gnutls.c hands the
+ * plaintext to the socket level, whose context hook-mhd.c adopts) in each
+ * threading mode: while a traced request blocks in the handler, ctxdump
+ * shows its trace, parent and header on the handler's thread only, with
+ * one span-id in the log; the next request on the session (untraced, in
+ * 1-byte records) gets its own trace; afterwards nothing is left.
+ *
+ * url.path is the url MHD hands the handler, which MHD has percent-decoded
+ * in place: "/block/caf%C3%A9" is published as "/block/café", whereas the
+ * socket level publishes targets as sent for any other server.  Plain
+ * HTTP behaves the same; see hooks/hook-mhd.c ("url.path"). */
+START_TEST(test_mhd_https)
+{
+	static const char first[] =
+		"GET /block/caf%C3%A9?q=1 HTTP/1.1\r\nHost: x\r\n" TP1
+		"X-Request-Id: rid-8\r\n\r\n";
+	static const char second[] = "GET /block/two HTTP/1.1\r\nHost: x\r\n"
+				     "Connection: close\r\n\r\n";
+	static char prog[4096];
+	char *argv[5], *env[] = {"CTXSHIM_HEADER_ATTRS=x-request-id", NULL};
+	char *log, line[512], span[17];
+	struct tls_dir d;
+	struct it_server s;
+	struct it_thread_ctx t, t2;
+	struct tc c;
+	long tid, tid2;
+
+	tls_dir_make(&d);
+	snprintf(prog, sizeof(prog), "%s/mhd-server", test_env_path("HELPER_DIR"));
+	argv[0] = prog;
+	argv[1] = (char *)mhd_modes[_i];
+	argv[2] = d.cert;
+	argv[3] = d.key;
+	argv[4] = NULL;
+	it_server_start(&s, argv, true, env);
+
+	tc_connect(&c, s.port);
+	tc_send(&c, first, strlen(first), 0);
+	tid = mhd_expect_in(&s, "/block/caf\xc3\xa9");
+	assert_ctx(&s, tid, T1, P1, "/block/caf\xc3\xa9", &t);
+	ck_assert_uint_eq(t.flags, 1);
+	ck_assert_str_eq(t.extra, "rid-8");
+	test_child_send(&s.child, "GO\n");
+	mhd_assert_body(tc_read_response(&c), "GET /block/caf\xc3\xa9 0\n");
+
+	tc_send(&c, second, strlen(second), 1);
+	tid2 = mhd_expect_in(&s, "/block/two");
+	assert_ctx(&s, tid2, NULL, NULL, "/block/two", &t2);
+	ck_assert_str_ne(t2.span, t.span);
+	test_child_send(&s.child, "GO\n");
+	mhd_assert_body(tc_read_response(&c), "GET /block/two 0\n");
+	tc_close(&c);
+	/* The first request's "DONE" went by while waiting for "IN". */
+	test_child_expect(&s.child, "DONE ", line, sizeof(line), IT_TIMEOUT_MS);
+
+	log = it_events(&s);
+	/* The socket level built the first request's context from the TLS
+	 * plaintext ("request"), and the handler published that same span. */
+	ck_assert_msg(it_events_spans(log, T1, span) == 1, "%s: log:\n%s",
+		      mhd_modes[_i], log);
+	ck_assert_str_eq(span, t.span);
+	ck_assert_msg(it_events_count(log, T1, "request") == 1, "%s: log:\n%s",
+		      mhd_modes[_i], log);
+	ck_assert_msg(it_events_count(log, T1, "mhd-handler") >= 1, "%s: log:\n%s",
+		      mhd_modes[_i], log);
+	ck_assert_msg(it_events_spans(log, t2.trace, span) == 1, "%s: log:\n%s",
+		      mhd_modes[_i], log);
+	free(log);
+	it_assert_gone(&s, tid, T1);
+	it_assert_gone(&s, tid2, t2.trace);
+	it_server_stop(&s);
+	tls_dir_remove(&d);
+}
+END_TEST
+
 /* ---- libcurl over https ---- */
 
 /* Each transfer carries exactly one traceparent: TRACEPARENT's trace, a
@@ -682,6 +792,9 @@ TEST_SUITE(tls_suite)
 	snprintf(p, sizeof(p), "%s/curl-get", test_env_path("HELPER_DIR"));
 	if (access(p, X_OK) == 0)
 		tcase_add_test(tc, test_curl_https);
+	snprintf(p, sizeof(p), "%s/mhd-server", test_env_path("HELPER_DIR"));
+	if (access(p, X_OK) == 0)
+		tcase_add_loop_test(tc, test_mhd_https, 0, 3);
 	suite_add_tcase(s, tc);
 	return s;
 }

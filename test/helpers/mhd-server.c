@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* A libmicrohttpd server with no tracing code, for the integration tests.
  *
- * usage: mhd-server thread|select|epoll
+ * usage: mhd-server thread|select|epoll [CERT KEY]
  *   thread  MHD_USE_THREAD_PER_CONNECTION (one thread per connection)
  *   select  MHD_USE_INTERNAL_POLLING_THREAD (one select() loop)
  *   epoll   MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL (one epoll loop)
+ *   CERT KEY  PEM files: serve HTTPS (MHD_USE_TLS; Debian's libmicrohttpd
+ *             does TLS with GnuTLS)
  *
  * Listens on 127.0.0.1 (ephemeral port) and prints "READY <port>".  Every
  * request is answered with "<method> <url> <body bytes>\n".  A request for
@@ -27,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -69,6 +72,27 @@ wait_go(void)
 	/* One byte per "GO"; 0 (EOF) when the test has finished. */
 	while (read(go_pipe[0], &c, 1) < 0 && errno == EINTR)
 		;
+}
+
+/* The whole file at path, NUL-terminated (MHD takes PEM as a string);
+ * NULL on error. */
+static char *
+slurp(const char *path)
+{
+	struct stat st;
+	char *buf = NULL;
+	FILE *f = fopen(path, "re");
+
+	if (f && fstat(fileno(f), &st) == 0 && st.st_size > 0) {
+		buf = calloc(1, (size_t)st.st_size + 1);
+		if (buf && fread(buf, 1, (size_t)st.st_size, f) != (size_t)st.st_size) {
+			free(buf);
+			buf = NULL;
+		}
+	}
+	if (f)
+		(void)fclose(f);
+	return buf;
 }
 
 static enum MHD_Result
@@ -140,13 +164,22 @@ main(int argc, char **argv)
 	const union MHD_DaemonInfo *info;
 	struct MHD_Daemon *d;
 	unsigned int flags;
-	char line[64];
+	char line[64], *cert = NULL, *key = NULL;
 
-	if (argc != 2 ||
+	if ((argc != 2 && argc != 4) ||
 	    (strcmp(argv[1], "thread") != 0 && strcmp(argv[1], "select") != 0 &&
 	     strcmp(argv[1], "epoll") != 0)) {
-		fprintf(stderr, "usage: mhd-server thread|select|epoll\n");
+		fprintf(stderr, "usage: mhd-server thread|select|epoll [CERT KEY]\n");
 		return 64;
+	}
+	if (argc == 4) {
+		cert = slurp(argv[2]);
+		key = slurp(argv[3]);
+		if (!cert || !key) {
+			fprintf(stderr, "mhd-server: cannot read %s or %s\n", argv[2],
+				argv[3]);
+			return 1;
+		}
 	}
 	if (pipe2(go_pipe, O_CLOEXEC) != 0) {
 		perror("mhd-server: pipe");
@@ -158,9 +191,17 @@ main(int argc, char **argv)
 		flags |= MHD_USE_THREAD_PER_CONNECTION;
 	else if (strcmp(argv[1], "epoll") == 0)
 		flags |= MHD_USE_EPOLL;
-	d = MHD_start_daemon(flags, 0, NULL, NULL, handler, NULL, MHD_OPTION_SOCK_ADDR,
-			     (struct sockaddr *)&sin, MHD_OPTION_NOTIFY_COMPLETED,
-			     completed, NULL, MHD_OPTION_END);
+	if (cert)
+		d = MHD_start_daemon(flags | MHD_USE_TLS, 0, NULL, NULL, handler, NULL,
+				     MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sin,
+				     MHD_OPTION_NOTIFY_COMPLETED, completed, NULL,
+				     MHD_OPTION_HTTPS_MEM_CERT, cert,
+				     MHD_OPTION_HTTPS_MEM_KEY, key, MHD_OPTION_END);
+	else
+		d = MHD_start_daemon(flags, 0, NULL, NULL, handler, NULL,
+				     MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sin,
+				     MHD_OPTION_NOTIFY_COMPLETED, completed, NULL,
+				     MHD_OPTION_END);
 	if (!d) {
 		fprintf(stderr, "mhd-server: MHD_start_daemon failed\n");
 		return 1;
@@ -180,5 +221,7 @@ main(int argc, char **argv)
 	close(go_pipe[1]);
 	MHD_stop_daemon(d);
 	close(go_pipe[0]);
+	free(cert);
+	free(key);
 	return 0;
 }
