@@ -11,7 +11,11 @@
  * library reloaded at the same address under the same module id
  * (test/helpers/writer-redlopen.c "wait"), whose slot words the reload
  * leaves as they were: a thread that has not reached the library's TLS
- * since must show no context, not the record in its stale DTV slot. */
+ * since must show no context, not the record in its stale DTV slot.  A
+ * writer library replaced by another one (another module, another TLS
+ * model) must show in the report's Layout lines, each layout once, in
+ * the order they were used (old: the first layout only, as the file
+ * kept describing it). */
 #include "test-ctxdump-writer.h"
 
 #include <inttypes.h>
@@ -23,12 +27,17 @@ struct reload_case {
 	const char *name;
 	const char *lib;
 	bool late; /* loaded only once recording runs, not reloaded */
+	/* loaded instead of lib after the dlclose() ("switch"), and the TLS
+	 * model its Layout line must name */
+	const char *lib2, *model2;
 };
 
 static const struct reload_case cases[] = {
-	{"tlsdesc", "libwtls-tlsdesc.so", false},
-	{"gd", "libwtls-gd.so", false},
-	{"late-tlsdesc", "libwtls-tlsdesc.so", true},
+	{"tlsdesc", "libwtls-tlsdesc.so", false, NULL, NULL},
+	{"gd", "libwtls-gd.so", false, NULL, NULL},
+	{"late-tlsdesc", "libwtls-tlsdesc.so", true, NULL, NULL},
+	{"switch-tlsdesc-gd", "libwtls-tlsdesc.so", false, "libwtls-gd.so",
+	 "general-dynamic"},
 };
 #define N_CASES ((int)(sizeof(cases) / sizeof(cases[0])))
 
@@ -58,6 +67,45 @@ sleep_ms(unsigned ms)
 	usleep(ms * 1000u * test_time_scale());
 }
 
+/* The summary's "Layout: otel_thread_ctx_v1 in <path> (<model>...)" line
+ * of the library named lib (and of model, unless NULL): where it starts
+ * in out, or NULL. */
+static const char *
+layout_line(const char *out, const char *lib, const char *model)
+{
+	static const char pre[] = "Layout: " OTEL_THREAD_CTX_SYMBOL " in ";
+	char want[128];
+	const char *l;
+
+	snprintf(want, sizeof(want), "/%s (%s", lib, model ? model : "");
+	for (l = out; l && *l; l = strchr(l, '\n'), l = l ? l + 1 : NULL) {
+		const char *e = strchr(l, '\n'), *m;
+
+		if (strncmp(l, pre, sizeof(pre) - 1) != 0)
+			continue;
+		m = strstr(l, want);
+		if (m && (!e || m < e))
+			return l;
+	}
+	return NULL;
+}
+
+/* Every Layout line of out differs from the others. */
+static void
+assert_layouts_once(const char *name, const char *out)
+{
+	const char *a, *b;
+
+	for (a = strstr(out, "\nLayout: "); a; a = strstr(a + 1, "\nLayout: ")) {
+		size_t n = strcspn(a + 1, "\n") + 1;
+
+		for (b = strstr(a + 1, "\nLayout: "); b;
+		     b = strstr(b + 1, "\nLayout: "))
+			ck_assert_msg(strncmp(a, b, n + 1) != 0,
+				      "%s: Layout line printed twice:\n%s", name, out);
+	}
+}
+
 START_TEST(test_record_follows_reload)
 {
 	const struct reload_case *rc = &cases[_i];
@@ -65,8 +113,9 @@ START_TEST(test_record_follows_reload)
 	char file[64], errf[64], pid[16], *out = NULL, *err = NULL, want[96];
 	/* "late" has no phase-1 THREAD lines: tr1 stays empty */
 	char tr1[N_WORKERS][33] = {{0}}, tr2[N_WORKERS][33];
-	char *argv[5];
+	char lib2[PATH_MAX], *argv[6] = {NULL};
 	const char *args[] = {"-q", "-F", "100", "-o", file, pid, NULL};
+	const char *l1, *l2;
 	struct test_child c;
 	int moved, st, w;
 	pid_t rec;
@@ -74,8 +123,12 @@ START_TEST(test_record_follows_reload)
 	argv[0] = (char *)prof_helper("writer-reload", exe, sizeof(exe));
 	argv[1] = (char *)prof_helper(rc->lib, lib, sizeof(lib));
 	argv[2] = (char *)prof_helper("libreload-pad.so", pad, sizeof(pad));
-	argv[3] = rc->late ? "late" : NULL;
-	argv[4] = NULL;
+	if (rc->late) {
+		argv[3] = "late";
+	} else if (rc->lib2) {
+		argv[3] = "switch";
+		argv[4] = (char *)prof_helper(rc->lib2, lib2, sizeof(lib2));
+	}
 	test_child_start(&c, argv, NULL, false);
 	if (!rc->late)
 		read_phase(&c, 1, tr1);
@@ -91,9 +144,11 @@ START_TEST(test_record_follows_reload)
 	test_child_send(&c, "reload\n");
 	test_child_expect(&c, "MOVED ", line, sizeof(line), TIMEOUT_MS);
 	ck_assert_int_eq(sscanf(line, "MOVED %d", &moved), 1);
-	/* else the old place would still be right and nothing tested */
-	ck_assert_msg(moved, "%s: the library came back at the same TLS place: %s",
-		      rc->name, line);
+	/* else the old place would still be right and nothing tested (another
+	 * library is another layout whatever its place) */
+	ck_assert_msg(moved || rc->lib2,
+		      "%s: the library came back at the same TLS place: %s", rc->name,
+		      line);
 	read_phase(&c, 2, tr2);
 	test_child_expect(&c, "RELOADED", line, sizeof(line), TIMEOUT_MS);
 	/* Rounds after the reload.  Any case can need a rediscovery: a round
@@ -121,6 +176,21 @@ START_TEST(test_record_follows_reload)
 			      "missing:\n%s",
 			      rc->name, want, out);
 	}
+	free(out);
+	free(err);
+
+	/* the layouts the samples were read through, each once, in order */
+	st = prof_run(&out, &err, "report", file, NULL);
+	ck_assert_msg(st == 0, "report exit %d: %s", st, err);
+	l1 = layout_line(out, rc->lib, NULL);
+	ck_assert_msg(l1, "%s: no Layout line of %s:\n%s", rc->name, rc->lib, out);
+	if (rc->lib2) {
+		l2 = layout_line(out, rc->lib2, rc->model2);
+		ck_assert_msg(l2 && l2 > l1,
+			      "%s: no Layout line of %s (%s) after the one of %s:\n%s",
+			      rc->name, rc->lib2, rc->model2, rc->lib, out);
+	}
+	assert_layouts_once(rc->name, out);
 	free(out);
 	free(err);
 	unlink(file);

@@ -703,6 +703,81 @@ START_TEST(report_reader_limits)
 }
 END_TEST
 
+/* A LAYOUT record of otel_thread_ctx_v1. */
+static void
+rec_layout(struct rec *r, const char *module, size_t n, const char *model)
+{
+	pay_u(r, 0); /* OTEP-4947 */
+	pay_u(r, 1); /* readable */
+	pay_str(r, "otel_thread_ctx_v1");
+	pay_bytes(r, module, n);
+	pay_str(r, model);
+	pay_u(r, 0); /* custom-labels ABI version */
+	rec_end(r, 3);
+}
+
+/* A recorder writes a LAYOUT record again when a rediscovery finds
+ * another layout (record.c write_layouts()): the summary lists each
+ * layout once, in the order they came (old: one line per record, an
+ * A B A B recording twice each), and only so many of them (a file of
+ * distinct layouts costs a comparison with each kept one per record),
+ * with their module paths cut at PATH_MAX. */
+START_TEST(report_layouts_once)
+{
+	const char *args[] = {NULL, NULL};
+	struct rec *r = malloc(sizeof(*r));
+	char file[64], out[64], mod[64], big[5000], *err, *o;
+	const char *a, *b;
+	size_t i;
+	int st;
+
+	ck_assert_ptr_nonnull(r);
+	rec_start(r, "srv");
+	rec_layout(r, "/x/liba.so", 10, "tlsdesc-static");
+	rec_round(r, 0);
+	rec_layout(r, "/x/libb.so", 10, "general-dynamic");
+	rec_round(r, 10000000);
+	rec_layout(r, "/x/liba.so", 10, "tlsdesc-static");
+	rec_layout(r, "/x/libb.so", 10, "general-dynamic");
+	memset(big, 'y', sizeof(big));
+	big[0] = '/';
+	rec_layout(r, big, sizeof(big), "general-dynamic");
+	/* 2 + 1 above, 61 more kept, 39 past PFILE_LAYOUT_MAX (64) */
+	for (i = 0; i < 100; i++) {
+		snprintf(mod, sizeof(mod), "/x/lib%zu.so", i);
+		rec_layout(r, mod, strlen(mod), "tlsdesc-static");
+	}
+	rec_layout(r, "/x/libb.so", 10, "general-dynamic");
+	rec_finish(r, file, sizeof(file), "layouts");
+	free(r);
+	prof_tmpfile(out, sizeof(out), "layouts-out");
+	args[0] = file;
+	st = run_report(args, -1, out, 0, 0, &err);
+	ck_assert_msg(st == 0, "report exit %d: %s", st, err);
+	free(err);
+	o = prof_slurp(out);
+	a = strstr(o, "\nLayout: otel_thread_ctx_v1 in /x/liba.so (tlsdesc-static)\n");
+	b = strstr(o, "\nLayout: otel_thread_ctx_v1 in /x/libb.so (general-dynamic)\n");
+	/* (the output has a path of 4 KiB: only its start in messages) */
+	ck_assert_msg(a && b && a < b, "%.1500s", o);
+	ck_assert_msg(!strstr(strchr(a + 1, '\n'), "in /x/liba.so ") &&
+			      !strstr(strchr(b + 1, '\n'), "in /x/libb.so "),
+		      "a layout listed twice:\n%.1500s", o);
+	/* PATH_MAX bytes of the path: 4093 of them and "..." */
+	memset(big, 'y', 4093);
+	big[0] = '/';
+	memcpy(big + 4093, "... (general-dynamic)\n", 23);
+	ck_assert_msg(strstr(o, big), "%.1500s", o);
+	ck_assert_msg(strstr(o, "in /x/lib60.so (") && !strstr(o, "in /x/lib61.so ("),
+		      "%.1500s", o);
+	ck_assert_msg(strstr(o, "\nLayout: 39 more layout records not listed\n"),
+		      "%.1500s", o);
+	free(o);
+	unlink(out);
+	unlink(file);
+}
+END_TEST
+
 /* ---- escaping ---- */
 
 #define EVIL                                                      \
@@ -986,6 +1061,7 @@ TEST_SUITE(ctxdump_report_suite)
 	tcase_add_test(tc, report_context_span_attr_keys);
 	tcase_add_test(tc, report_folded_memory_bounded);
 	tcase_add_test(tc, report_reader_limits);
+	tcase_add_test(tc, report_layouts_once);
 	tcase_add_test(tc, report_escapes_target_strings);
 	tcase_add_test(tc, report_service_name);
 	tcase_add_test(tc, report_version_and_read_errors);

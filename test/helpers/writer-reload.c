@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* writer-reload LIB PAD [late]: an OTEP-4947 writer library dlclose()d
- * and dlopen()ed again while a reader records (test-ctxdump-reload.c).
+/* writer-reload LIB PAD [late | switch LIB2]: an OTEP-4947 writer library
+ * dlclose()d and dlopen()ed again while a reader records
+ * (test-ctxdump-reload.c).
  *
  * LIB (libwtls-tlsdesc.so or libwtls-gd.so) is dlopen()ed and two worker
  * threads publish a record through it (phase 1).  On "reload" on stdin,
@@ -14,6 +15,12 @@
  * With "late", LIB is not loaded before "reload" (the workers publish
  * nothing in phase 1, no THREAD lines) and then only dlopen()ed: a
  * writer that appears while the reader records.
+ *
+ * With "switch LIB2", LIB2 (another writer library, e.g. libwtls-gd.so
+ * after libwtls-tlsdesc.so) is dlopen()ed in place of LIB after the
+ * dlclose(): the variable comes back in another module, perhaps through
+ * another TLS access model, and a reader that describes the layout it
+ * read through must describe LIB2's from then on.
  *
  * Output:
  *   THREAD <tid> <phase> <ptr> <trace_id>    per worker and phase
@@ -168,14 +175,17 @@ main(int argc, char **argv)
 	size_t modid1 = 0, modid2 = 0;
 	char line[64];
 	void *h = NULL, *pad = NULL;
+	const char *lib2;
 	bool late;
 	int w;
 
-	if (argc != 3 && !(argc == 4 && strcmp(argv[3], "late") == 0)) {
-		fprintf(stderr, "usage: writer-reload LIB PAD [late]\n");
+	if (argc != 3 && !(argc == 4 && strcmp(argv[3], "late") == 0) &&
+	    !(argc == 5 && strcmp(argv[3], "switch") == 0)) {
+		fprintf(stderr, "usage: writer-reload LIB PAD [late | switch LIB2]\n");
 		return 2;
 	}
 	late = argc == 4;
+	lib2 = argc == 5 ? argv[4] : argv[1];
 	if (pipe(park_fd) != 0)
 		die("pipe failed");
 	if (!late) {
@@ -204,7 +214,7 @@ main(int argc, char **argv)
 		if (!pad)
 			die(dlerror());
 	}
-	h = load(argv[1], &modid2);
+	h = load(lib2, &modid2);
 	place2 = tls_place(h);
 	printf("MOVED %d %" PRIdPTR " %" PRIdPTR " %zu %zu\n",
 	       place1 != place2 || modid1 != modid2, place1, place2, modid1, modid2);

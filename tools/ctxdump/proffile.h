@@ -14,7 +14,16 @@
  * (counting from 1) before the first sample that uses them, so samples are
  * a few bytes each and a reader can process the file in one pass.  A
  * reader skips record types it does not know; a file that ends inside a
- * record (recording killed) is read up to the last whole record. */
+ * record (recording killed) is read up to the last whole record.
+ *
+ * PFILE_LAYOUT records describe the layouts the samples after them were
+ * read through: one per layout found, before the first sample, and one
+ * more whenever a rediscovery (the writer library dlclose()d, another
+ * one dlopen()ed) finds a layout of that kind with another module, TLS
+ * model, ABI version or readable flag.  A later record of a kind
+ * supersedes the earlier one for the samples that follow it, never for
+ * those before; a kind with no later record keeps its last one.  Files
+ * of older recorders hold one per kind and read the same way. */
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -37,6 +46,12 @@
 #define PFILE_STACK_MAX  1024
 #define PFILE_STRING_MAX 256
 #define PFILE_STRING_CUT "..."
+/* A layout's module path is cut at PATH_MAX (what a recorder writes,
+ * etls_symbol.module); a reader keeps at most PFILE_LAYOUT_MAX distinct
+ * layouts (each LAYOUT record is compared with those kept) and counts the
+ * records of any further ones. */
+#define PFILE_PATH_MAX   4096
+#define PFILE_LAYOUT_MAX 64
 
 enum pfile_type {
 	PFILE_INFO = 1,     /* recording parameters and the target */

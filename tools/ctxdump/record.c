@@ -184,6 +184,14 @@ itab_get(struct itab *t, const void *key, size_t len, bool *fresh)
 
 /* ---- the recording ---- */
 
+struct rec_layout {
+	bool present;
+	bool usable;
+	enum tlsm_model model;
+	uint32_t abi_version;
+	char module[PATH_MAX]; /* etls_symbol.module */
+};
+
 struct rec {
 	const struct rec_ctl *ctl;
 	pid_t pid;
@@ -207,7 +215,13 @@ struct rec {
 	struct lay_proc lp;
 	bool have_layouts;
 	unsigned usable;
-	bool layouts_written;
+	/* lay_resolve() ran in this round's stop: lp and usable are what the
+	 * next samples are read through, to be compared with the file's */
+	bool resolved;
+	/* What the file last said of each layout kind (PFILE_LAYOUT), so
+	 * that after a rediscovery only a layout that changed is written
+	 * again, and one that comes back as it was is not. */
+	struct rec_layout written[LAY_N];
 	uint64_t resolve_ns;
 	/* Look for the layouts again before the next stop: a writer
 	 * library's slots changed (rediscover; it was unloaded, perhaps
@@ -500,6 +514,14 @@ load_pctx(struct rec *rc, bool write)
 	}
 }
 
+/* A PFILE_LAYOUT record for each present layout the file does not
+ * describe yet as it is now (module, TLS model, ABI version, readable):
+ * the first ones, and after a rediscovery those that changed, so the
+ * file says what the samples after it were read through (a later record
+ * of a kind supersedes the earlier one, proffile.h).  Called in a round
+ * whose stop resolved the layouts: only then are the model and the
+ * readable flag known, and lay_resolve() runs in the first stop after
+ * every discovery. */
 static void
 write_layouts(struct rec *rc)
 {
@@ -507,12 +529,23 @@ write_layouts(struct rec *rc)
 
 	for (k = 0; k < LAY_N; k++) {
 		const struct lay_layout *l = &rc->lp.l[k];
+		struct rec_layout *wl = &rc->written[k];
+		bool usable = (rc->usable & LAY_MASK(k)) != 0;
 
 		if (!l->present)
+			continue; /* gone: the file's last word on it stands */
+		if (wl->present && wl->usable == usable && wl->model == l->acc.model &&
+		    wl->abi_version == l->abi_version &&
+		    strcmp(wl->module, l->sym.module) == 0)
 			continue;
+		wl->present = true;
+		wl->usable = usable;
+		wl->model = l->acc.model;
+		wl->abi_version = l->abi_version;
+		snprintf(wl->module, sizeof(wl->module), "%s", l->sym.module);
 		pfile_w_begin(&rc->w, PFILE_LAYOUT);
 		pfile_w_u(&rc->w, k);
-		pfile_w_u(&rc->w, (rc->usable & LAY_MASK(k)) ? 1 : 0);
+		pfile_w_u(&rc->w, usable ? 1 : 0);
 		pfile_w_bytes(&rc->w, lay_symbol((enum lay_kind)k),
 			      strlen(lay_symbol((enum lay_kind)k)));
 		pfile_w_bytes(&rc->w, l->sym.module, strlen(l->sym.module));
@@ -521,7 +554,6 @@ write_layouts(struct rec *rc)
 		pfile_w_u(&rc->w, l->abi_version);
 		pfile_w_end(&rc->w);
 	}
-	rc->layouts_written = true;
 }
 
 static void
@@ -869,6 +901,7 @@ sample_round(struct rec *rc)
 		rc->usable = lay_resolve(&rc->lp);
 		lay_slots_mark(&rc->lp);
 		rc->resolve_ns = t;
+		rc->resolved = true;
 	}
 	for (i = 0; i < k; i++)
 		rc->tps[i] = !rc->err[i] && rc->snaps[i].regs_valid
@@ -900,8 +933,11 @@ sample_round(struct rec *rc)
 	if (win > rc->win_max)
 		rc->win_max = win;
 	rc->rounds++;
-	if (rc->have_layouts && !rc->layouts_written)
+	if (rc->resolved) {
+		/* before the samples read through them */
 		write_layouts(rc);
+		rc->resolved = false;
+	}
 	write_round(rc, &ss, k, t);
 	for (i = 0; i < k; i++)
 		if (!rc->err[i])

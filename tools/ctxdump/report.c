@@ -134,8 +134,9 @@ struct prof {
 	/* the last process context */
 	uint8_t *pctx_payload;
 	struct pctx_decoded *pd;
-	struct vec resource; /* struct r_kv, from RESOURCE records */
-	struct vec layouts;  /* struct r_layout */
+	struct vec resource;   /* struct r_kv, from RESOURCE records */
+	struct vec layouts;    /* struct r_layout, distinct, at most PFILE_LAYOUT_MAX */
+	unsigned layouts_more; /* LAYOUT records of other layouts past those */
 
 	struct vec strings; /* struct r_str by id */
 	struct vec frames;  /* struct r_frame by id */
@@ -180,21 +181,20 @@ dup_bytes(const uint8_t *b, size_t n)
 	return s;
 }
 
-/* A string of the file, cut to PFILE_STRING_MAX bytes with a visible
- * mark (PFILE_STRING_CUT): a recorder writes none that long, and every
- * frame and attribute of a report spells its strings out again. */
+/* A string of the file, cut to max bytes with a visible mark
+ * (PFILE_STRING_CUT). */
 static char *
-dup_cut(const uint8_t *b, size_t n)
+dup_cut_to(const uint8_t *b, size_t n, size_t max)
 {
 	const size_t mark = sizeof(PFILE_STRING_CUT) - 1;
 	size_t keep, i;
 	char *s;
 
-	if (n <= PFILE_STRING_MAX)
+	if (n <= max)
 		return dup_bytes(b, n);
 	/* not inside a UTF-8 sequence: back off its continuation bytes (at
 	 * most 3; what is not UTF-8 anyway is escaped when printed) */
-	keep = PFILE_STRING_MAX - mark;
+	keep = max - mark;
 	for (i = 0; i < 3 && (b[keep] & 0xc0) == 0x80; i++)
 		keep--;
 	s = malloc(keep + mark + 1);
@@ -203,6 +203,14 @@ dup_cut(const uint8_t *b, size_t n)
 		memcpy(s + keep, PFILE_STRING_CUT, mark + 1);
 	}
 	return s;
+}
+
+/* Cut to PFILE_STRING_MAX bytes: a recorder writes none that long, and
+ * every frame and attribute of a report spells its strings out again. */
+static char *
+dup_cut(const uint8_t *b, size_t n)
+{
+	return dup_cut_to(b, n, PFILE_STRING_MAX);
 }
 
 /* ---- function names ---- */
@@ -502,25 +510,50 @@ load_record(
 		break;
 	}
 	case PFILE_LAYOUT: {
-		struct r_layout *l = vec_slot(&p->layouts, p->layouts.n);
+		struct r_layout nl = {0}, *l;
 		const uint8_t *mp, *mo;
 		size_t ml, mol;
 
-		if (!l)
-			return false;
-		l->kind = (unsigned)pfile_r_u(&r);
-		l->usable = pfile_r_u(&r) != 0;
+		nl.kind = (unsigned)pfile_r_u(&r);
+		nl.usable = pfile_r_u(&r) != 0;
 		pfile_r_bytes(&r, &bp, &bl); /* the symbol name */
 		pfile_r_bytes(&r, &mp, &ml);
 		pfile_r_bytes(&r, &mo, &mol);
-		if (r.bad || l->kind >= LAY_N) {
-			p->layouts.n--;
+		if (r.bad || nl.kind >= LAY_N)
+			break;
+		/* A later record of a kind is the layout later samples were
+		 * read through (after a rediscovery): listed once each, in
+		 * the order they came, and only so many (each record is
+		 * compared with those kept). */
+		nl.module = dup_cut_to(mp, ml, PFILE_PATH_MAX);
+		nl.model = dup_cut(mo, mol);
+		if (!nl.module || !nl.model) {
+			free(nl.module);
+			free(nl.model);
+			return false;
+		}
+		for (i = 0; i < p->layouts.n; i++) {
+			l = (struct r_layout *)p->layouts.v + i;
+			if (l->kind == nl.kind && l->usable == nl.usable &&
+			    strcmp(l->module, nl.module) == 0 &&
+			    strcmp(l->model, nl.model) == 0)
+				break;
+		}
+		if (i == p->layouts.n && p->layouts.n >= PFILE_LAYOUT_MAX &&
+		    p->layouts_more < UINT_MAX)
+			p->layouts_more++;
+		if (i < p->layouts.n || p->layouts.n >= PFILE_LAYOUT_MAX) {
+			free(nl.module);
+			free(nl.model);
 			break;
 		}
-		l->module = dup_bytes(mp, ml);
-		l->model = dup_bytes(mo, mol);
-		if (!l->module || !l->model)
+		l = vec_slot(&p->layouts, p->layouts.n);
+		if (!l) {
+			free(nl.module);
+			free(nl.model);
 			return false;
+		}
+		*l = nl;
 		break;
 	}
 	case PFILE_THREAD: {
@@ -2592,6 +2625,8 @@ summary_header(const struct prof *p)
 		printf("%s)\n", l->usable ? "" : ", not readable");
 		rl++;
 	}
+	if (p->layouts_more)
+		printf("Layout: %u more layout records not listed\n", p->layouts_more);
 	if (!rl)
 		puts("Layout: none (no trace context)");
 	if (p->rounds.n) {
