@@ -29,6 +29,8 @@
  *                                            whether LIB's TLS place (TP
  *                                            offset of the calling thread's
  *                                            variable) or module id changed
+ *                                            (with "switch": LIB2's against
+ *                                            LIB's)
  *   RELOADED                                 after phase 2
  * then waits for EOF on stdin and exits 0.  No sleeps. */
 #include "config.h"
