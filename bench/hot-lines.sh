@@ -25,6 +25,7 @@
 #                  the B1 runs, "GET /small.html" with Host and traceparent,
 #                  121 bytes; bench/run.sh passes the one it captured)
 #   HOT_FUNCS=1    also list the shim's hot lines per function
+#   BENCH_SENDFILE=on  nginx with "sendfile on" (bench/nginx-lib.sh)
 #   HOT_KEEP=1     keep the work directory (the callgrind profiles)
 #   HOT_SHIM=LIB   the preloaded library to measure (default
 #                  BUILDDIR/libctxshim.so; run.sh passes bench/libminshim.so

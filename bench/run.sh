@@ -26,6 +26,7 @@
 #                        larger sends 2N (default 2000; 0: no B1i/B1h/B1m/B1f)
 #   BENCH_NGINX_MIN=0    no third side with bench/libminshim.so, the minimal
 #                        record writer (rows B1z, B1zc, B1zi, B1zh)
+#   BENCH_SENDFILE=on    nginx with "sendfile on" (Debian's stock nginx.conf)
 #   BENCH_KEEP=1         keep the work directory (raw numbers) and say where
 #   REC_RUNS, REC_SECS, REC_CPU_MB   passed to record-overhead.sh (group R;
 #                        defaults here 3, 2, 256: about 30 s)
