@@ -203,9 +203,12 @@ load_resource_env(void)
 	struct {
 		const char *k, *v;
 	} pend[MAX_RESOURCE];
-	size_t n = 0, i, save = res_text_len;
+	size_t n = 0, i, save = res_text_len, skipped = 0, room;
 	const char *p = env;
 
+	/* service.name and service.instance.id are added after these, and
+	 * are never left out for them. */
+	room = MAX_RESOURCE - 2 > n_resource ? MAX_RESOURCE - 2 - n_resource : 0;
 	if (!env || !*env)
 		return;
 	while (p && *p) {
@@ -248,20 +251,28 @@ load_resource_env(void)
 			if (strlen(pend[i].k) == (size_t)kl &&
 			    memcmp(pend[i].k, ktmp, (size_t)kl) == 0)
 				break;
-		if (i == MAX_RESOURCE)
-			break;
+		/* Past our room (entries, text) an entry is skipped, not the
+		 * rest: later ones are still validated (a malformed one
+		 * discards the variable, wherever it is) and may still fit.
+		 * Key and value are stored together or not at all; a repeat
+		 * that finds no room keeps the value it replaces. */
+		if (i == room ||
+		    res_text_len + (i == n ? (size_t)kl + 1 : 0) + (size_t)vl + 1 >
+			    sizeof(res_text)) {
+			skipped++;
+			continue;
+		}
 		if (i == n)
 			pend[i].k = store_text(ktmp, (size_t)kl);
-		/* A repeat that finds no room keeps the value it replaces. */
-		nv = pend[i].k ? store_text(vtmp, (size_t)vl) : NULL;
-		if (!nv) {
-			ctxshim_log("OTEL_RESOURCE_ATTRIBUTES too long, ignoring the rest");
-			break;
-		}
+		nv = store_text(vtmp, (size_t)vl);
 		pend[i].v = nv;
 		if (i == n)
 			n++;
 	}
+	if (skipped)
+		ctxshim_log("OTEL_RESOURCE_ATTRIBUTES: %zu entries past our room "
+			    "(%zu keys, %d bytes of text), skipped",
+			    skipped, room, RES_TEXT_MAX);
 	for (i = 0; i < n; i++)
 		add_resource(pend[i].k, pend[i].v);
 	return;

@@ -479,6 +479,66 @@ START_TEST(test_resource_env_limits)
 }
 END_TEST
 
+/* Past our room, each entry is skipped, not the rest of the variable:
+ * service.name and service.instance.id are there whatever the number of
+ * entries, a later entry that fits the text still gets in, and a
+ * malformed entry past the room still discards the whole variable. */
+START_TEST(test_resource_env_room)
+{
+	static char many[4096], bad[4200], text[16384];
+	char *vars[] = {many, bad, text};
+	unsigned i, j;
+	size_t o;
+
+	o = (size_t)snprintf(many, sizeof(many), "OTEL_RESOURCE_ATTRIBUTES=");
+	for (i = 0; i < 60; i++)
+		o += (size_t)snprintf(many + o, sizeof(many) - o, "%sk%u=v%u",
+				      i ? "," : "", i, i);
+	snprintf(bad, sizeof(bad), "%s,late=1,bad%%zz=1", many);
+	o = (size_t)snprintf(text, sizeof(text), "OTEL_RESOURCE_ATTRIBUTES=");
+	for (i = 0; i < 9; i++) {
+		o += (size_t)snprintf(text + o, sizeof(text) - o,
+				      "%sbig%u=", i ? "," : "", i);
+		memset(text + o, 'x', 1000);
+		o += 1000;
+	}
+	snprintf(text + o, sizeof(text) - o, ",small=s");
+
+	for (i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
+		struct test_child c;
+		struct pctx_seen *s = calloc(1, sizeof(*s));
+		char line[4096], key[16];
+		char *env[] = {vars[i], NULL};
+		unsigned found = 0;
+
+		start_threads(&c, env, line, sizeof(line));
+		ck_assert(read_pctx(c.pid, s));
+		assert_resource(s, "service.name", "unknown_service:threads");
+		ck_assert(pctx_find_resource(&s->d, "service.instance.id"));
+		if (i == 0) {
+			for (j = 0; j < 60; j++) {
+				snprintf(key, sizeof(key), "k%u", j);
+				found += pctx_find_resource(&s->d, key) != NULL;
+			}
+			/* the first ones, as many as fit beside ours */
+			ck_assert_uint_ge(found, 30);
+			ck_assert_uint_lt(found, 60);
+			ck_assert(pctx_find_resource(&s->d, "k0"));
+			ck_assert_uint_eq(s->d.n_resource, 48);
+		} else if (i == 1) {
+			ck_assert(!pctx_find_resource(&s->d, "k0"));
+			ck_assert(!pctx_find_resource(&s->d, "late"));
+		} else {
+			ck_assert(pctx_find_resource(&s->d, "big0"));
+			ck_assert(!pctx_find_resource(&s->d, "big8"));
+			assert_resource(s, "small", "s");
+		}
+		ck_assert_int_eq(test_child_finish(&c, 20000), 0);
+		free(s);
+	}
+}
+END_TEST
+
 START_TEST(test_disabled_publishes_nothing)
 {
 	struct test_child c;
@@ -727,6 +787,7 @@ TEST_SUITE(preload_pctx_suite)
 	tcase_add_test(tc, test_resource_env_keys_and_precedence);
 	tcase_add_test(tc, test_resource_env_not_utf8);
 	tcase_add_test(tc, test_resource_env_limits);
+	tcase_add_test(tc, test_resource_env_room);
 	tcase_add_test(tc, test_disabled_publishes_nothing);
 	tcase_add_test(tc, test_anonymous_fallback);
 	tcase_add_test(tc, test_fork_child_republishes);
