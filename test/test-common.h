@@ -31,6 +31,10 @@ void test_skip(const char *fmt, ...) __attribute__((format(printf, 1, 2), noretu
 
 /* Paths handed in by meson through the environment. */
 const char *test_env_path(const char *var);
+/* The built ctxdump, and a helper program of test/helpers (by name); the
+ * helper's path is good until 4 more calls. */
+const char *test_ctxdump_path(void);
+const char *test_helper_path(const char *name);
 /* libctxshim.so itself.  $CTXSHIM_LIB is what goes into LD_PRELOAD, which
  * in a sanitizer build starts with the sanitizer runtime. */
 const char *test_shim_path(void);

@@ -33,27 +33,6 @@ stop_timeout_arg(void)
 	return arg;
 }
 
-static const char *
-ctxdump_path(void)
-{
-	static char path[4096];
-
-	snprintf(path, sizeof(path), "%s/tools/ctxdump/ctxdump",
-		 test_env_path("CTXSHIM_BUILDDIR"));
-	return path;
-}
-
-static const char *
-helper_path(const char *name)
-{
-	static char path[4][4096];
-	static int k;
-
-	k = (k + 1) % 4;
-	snprintf(path[k], sizeof(path[k]), "%s/%s", test_env_path("HELPER_DIR"), name);
-	return path[k];
-}
-
 /* Run ctxdump with up to 8 arguments (NULL-terminated); returns the exit
  * status, fails the test if it did not exit normally. */
 static int
@@ -63,7 +42,7 @@ run_ctxdump(char **out, char **err, const char *a1, ...)
 	va_list ap;
 	int n = 0, st;
 
-	argv[n++] = (char *)ctxdump_path();
+	argv[n++] = (char *)test_ctxdump_path();
 	va_start(ap, a1);
 	for (const char *a = a1; a && n < 11; a = va_arg(ap, const char *))
 		argv[n++] = (char *)a;
@@ -137,7 +116,7 @@ churn_start(struct churn *h, const char *opt, unsigned n)
 	int k = 0;
 
 	snprintf(count, sizeof(count), "%u", n);
-	argv[k++] = (char *)helper_path("churn");
+	argv[k++] = (char *)test_helper_path("churn");
 	if (opt)
 		argv[k++] = (char *)opt;
 	argv[k++] = count;
@@ -462,7 +441,7 @@ END_TEST
  * context still printed, and its key map shown as what it is. */
 START_TEST(key_map_without_schema)
 {
-	char *argv[] = {(char *)helper_path("writer-pctx"), "distro", "1.0", "svc",
+	char *argv[] = {(char *)test_helper_path("writer-pctx"), "distro", "1.0", "svc",
 			NULL};
 	struct test_child c;
 	char line[128], arg[16], *out, *err;
@@ -488,7 +467,7 @@ END_TEST
 START_TEST(writer_library_replaced)
 {
 	char dir[] = "/tmp/ctxdump-replaced-XXXXXX", lib[128], tmp[160], arg[16];
-	char *argv[] = {(char *)helper_path("writer-dlopen"), lib, NULL};
+	char *argv[] = {(char *)test_helper_path("writer-dlopen"), lib, NULL};
 	static char line[8192]; /* THREAD lines with the attributes' hex */
 	char *src, *out, *err;
 	struct test_child c;
@@ -499,7 +478,7 @@ START_TEST(writer_library_replaced)
 	ck_assert_ptr_nonnull(mkdtemp(dir));
 	snprintf(lib, sizeof(lib), "%s/libwriter.so", dir);
 	snprintf(tmp, sizeof(tmp), "%s/new.so", dir);
-	f = fopen(helper_path("libwtls-tlsdesc.so"), "re");
+	f = fopen(test_helper_path("libwtls-tlsdesc.so"), "re");
 	ck_assert_ptr_nonnull(f);
 	src = malloc(1 << 22);
 	ck_assert_ptr_nonnull(src);
@@ -522,7 +501,7 @@ START_TEST(writer_library_replaced)
 		/* root: without the capabilities map_files needs */
 		char *sp[] = {"/usr/bin/setpriv",
 			      "--bounding-set=-sys_admin,-checkpoint_restore",
-			      (char *)ctxdump_path(), arg, NULL};
+			      (char *)test_ctxdump_path(), arg, NULL};
 
 		st = test_run_capture(sp, NULL, false, &out, &err, RUN_TIMEOUT_MS);
 		ck_assert_msg(WIFEXITED(st), "status 0x%x", st);
@@ -572,7 +551,7 @@ END_TEST
 
 START_TEST(no_symbol)
 {
-	char *argv[] = {(char *)helper_path("threads"), "--wait", "2", NULL};
+	char *argv[] = {(char *)test_helper_path("threads"), "--wait", "2", NULL};
 	struct test_child c;
 	char line[512], arg[16], *out, *err;
 	int st;
@@ -833,7 +812,7 @@ START_TEST(signals_to_ctxdump)
 	churn_start(&h, "--churn", 24);
 	snprintf(arg, sizeof(arg), "%d", (int)h.pid);
 	for (run = 0; run < 24; run++) {
-		char *argv[] = {(char *)ctxdump_path(), "-j", arg, NULL};
+		char *argv[] = {(char *)test_ctxdump_path(), "-j", arg, NULL};
 		int sig = sigs[run % 4], st;
 		sigset_t block, old;
 		pid_t pid;
@@ -977,7 +956,7 @@ START_TEST(signal_while_holding)
 	churn_start(&h, "--vfork", 3);
 	snprintf(arg, sizeof(arg), "%d", (int)h.pid);
 	for (k = 0; k < 3; k++) {
-		char *argv[] = {(char *)ctxdump_path(), "--stop-timeout=1400", arg,
+		char *argv[] = {(char *)test_ctxdump_path(), "--stop-timeout=1400", arg,
 				NULL};
 		sigset_t block, old;
 		long t0;
@@ -1032,7 +1011,7 @@ START_TEST(different_user)
 	pid = fork();
 	ck_assert_int_ge(pid, 0);
 	if (pid == 0) {
-		char *argv[] = {(char *)ctxdump_path(), arg, NULL};
+		char *argv[] = {(char *)test_ctxdump_path(), arg, NULL};
 		int null = open("/dev/null", O_WRONLY);
 
 		dup2(null, 1);

@@ -146,7 +146,8 @@ START_TEST(killed_while_held)
 	pid = fork();
 	ck_assert_int_ge(pid, 0);
 	if (pid == 0) {
-		char *argv[] = {(char *)prof_ctxdump(), timeout, "-s", "-j", arg, NULL};
+		char *argv[] = {
+			(char *)test_ctxdump_path(), timeout, "-s", "-j", arg, NULL};
 
 		fo = open(outf, O_WRONLY | O_TRUNC);
 		fe = open(errf, O_WRONLY | O_TRUNC);

@@ -20,27 +20,6 @@
 #define TRACE    "4bf92f3577b34da6a3ce929d0e0e4736"
 #define TP(span) "00-" TRACE "-" span "-01"
 
-static const char *
-ctxdump_path(void)
-{
-	static char path[4096];
-
-	snprintf(path, sizeof(path), "%s/tools/ctxdump/ctxdump",
-		 test_env_path("CTXSHIM_BUILDDIR"));
-	return path;
-}
-
-static const char *
-helper_path(const char *name)
-{
-	static char path[4][4096];
-	static int k;
-
-	k = (k + 1) % 4;
-	snprintf(path[k], sizeof(path[k]), "%s/%s", test_env_path("HELPER_DIR"), name);
-	return path[k];
-}
-
 static long
 now_us(void)
 {
@@ -99,7 +78,7 @@ static pid_t
 ctxdump_spawn(pid_t target, const char *opt)
 {
 	char arg[16];
-	char *argv[] = {(char *)ctxdump_path(), (char *)opt, arg, NULL};
+	char *argv[] = {(char *)test_ctxdump_path(), (char *)opt, arg, NULL};
 	pid_t pid;
 
 	snprintf(arg, sizeof(arg), "%d", (int)target);
@@ -153,7 +132,7 @@ START_TEST(sigkill_during_dump_200_threads)
 
 	fprintf(stderr, "sigkill_during_dump: seed %llu\n", (unsigned long long)seed);
 	{
-		char *argv[] = {(char *)helper_path("tpc-server"), NULL};
+		char *argv[] = {(char *)test_helper_path("tpc-server"), NULL};
 
 		it_server_start(&s, argv, true, NULL);
 	}
@@ -256,7 +235,7 @@ END_TEST
  * interrupted by a stop return, at most once per dump. */
 START_TEST(busy_and_blocked_threads)
 {
-	char *argv[] = {(char *)helper_path("blocked"), "--busy", "4", NULL};
+	char *argv[] = {(char *)test_helper_path("blocked"), "--busy", "4", NULL};
 	char *env[] = {"TRACEPARENT=" TP("00f067aa0ba902b7"), NULL};
 	static const char *const opts[] = {"-j", "-s", "-q"};
 	struct test_child c;
@@ -272,8 +251,8 @@ START_TEST(busy_and_blocked_threads)
 	test_child_expect(&c, "REPORT ", line, sizeof(line), 10000);
 	spins0 = strtoul(line + 7, NULL, 10);
 	for (run = 0; run < n_dumps; run++) {
-		char *dargv[] = {(char *)ctxdump_path(), (char *)opts[run % 3], arg,
-				 NULL};
+		char *dargv[] = {(char *)test_ctxdump_path(), (char *)opts[run % 3],
+				 arg, NULL};
 		int st = test_run_capture(dargv, NULL, false, &out, &err, 30000);
 
 		ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status 0x%x: %s",
@@ -321,7 +300,7 @@ START_TEST(target_exits_mid_dump)
 	unsigned run, by_status[3] = {0, 0, 0};
 
 	for (run = 0; run < 30; run++) {
-		char *targv[] = {(char *)helper_path("threads"), "64", NULL};
+		char *targv[] = {(char *)test_helper_path("threads"), "64", NULL};
 		char *env[] = {"TRACEPARENT=" TP("00f067aa0ba902b7"), NULL};
 		char *out, *err, arg[16];
 		struct test_child c;
@@ -332,8 +311,8 @@ START_TEST(target_exits_mid_dump)
 		usleep((useconds_t)(xorshift(&seed) % 20000));
 		snprintf(arg, sizeof(arg), "%d", (int)c.pid);
 		{
-			char *dargv[] = {(char *)ctxdump_path(), run & 1 ? "-s" : "-j",
-					 arg, NULL};
+			char *dargv[] = {(char *)test_ctxdump_path(),
+					 run & 1 ? "-s" : "-j", arg, NULL};
 
 			st = test_run_capture(dargv, NULL, false, &out, &err, 30000);
 		}
@@ -360,7 +339,7 @@ TEST_SUITE(ctxdump_fault_suite)
 	Suite *s = suite_create("ctxdump-fault");
 	TCase *tc = tcase_create("fault");
 
-	if (access(ctxdump_path(), X_OK) != 0)
+	if (access(test_ctxdump_path(), X_OK) != 0)
 		test_skip("ctxdump is not built");
 	tcase_set_timeout(tc, 240);
 	tcase_add_test(tc, sigkill_during_dump_200_threads);

@@ -14,23 +14,12 @@
 
 static char preload[4200], events[4200];
 
-static const char *
-helper(const char *name)
-{
-	static char path[2][4096];
-	static int k;
-
-	k ^= 1;
-	snprintf(path[k], sizeof(path[k]), "%s/%s", test_env_path("HELPER_DIR"), name);
-	return path[k];
-}
-
 /* ctxdump --json PID; fails the test unless ctxdump exits 0 (or 1, a
  * partial dump, if partial_ok: threads may end while it works). */
 static char *
 dump(pid_t pid, bool partial_ok, int *status)
 {
-	char arg[16], *argv[] = {(char *)flow_ctxdump(), "--json", arg, NULL};
+	char arg[16], *argv[] = {(char *)test_ctxdump_path(), "--json", arg, NULL};
 	char *out, *err;
 	int st;
 
@@ -120,7 +109,7 @@ slurp(const char *path)
 
 START_TEST(worker_thread_from_traceparent)
 {
-	char *argv[] = {(char *)helper("ctxflow"), "worker", NULL};
+	char *argv[] = {(char *)test_helper_path("ctxflow"), "worker", NULL};
 	char line[256], span[24], ev[] = "/tmp/ctxshim-flow-XXXXXX", want[128];
 	struct test_child c;
 	struct rec r;
@@ -160,7 +149,7 @@ END_TEST
 
 START_TEST(worker_thread_from_http_request)
 {
-	char *argv[] = {(char *)helper("flow-http"), "worker", NULL};
+	char *argv[] = {(char *)test_helper_path("flow-http"), "worker", NULL};
 	char *env[] = {preload, NULL};
 	char line[256], span[24], ctx[128], want[128], *json, *resp;
 	struct test_child c;
@@ -245,7 +234,7 @@ check_churn_dump(const char *json, pid_t pid, const char *span)
 
 START_TEST(ten_thousand_threads_under_ctxdump)
 {
-	char *argv[] = {(char *)helper("ctxflow"), "churn", "10000", NULL};
+	char *argv[] = {(char *)test_helper_path("ctxflow"), "churn", "10000", NULL};
 	char line[512], span[24];
 	struct test_child c;
 	unsigned long created, mismatches;
@@ -298,7 +287,8 @@ static const char *const fork_kinds[] = {"main", "_Fork", "early"};
 START_TEST(fork_child_keeps_forking_thread_context)
 {
 	const char *kind = fork_kinds[_i];
-	char *argv[] = {(char *)helper("ctxflow"), "fork", (char *)kind, NULL};
+	char *argv[] = {(char *)test_helper_path("ctxflow"), "fork", (char *)kind,
+			NULL};
 	char line[256], parent_ctx[128] = "", child_ctx[128] = "", want[128];
 	char inst_p[64], inst_c[64], *jp, *jc;
 	struct test_child c;
@@ -367,14 +357,14 @@ TEST_SUITE(ctxdump_flow_suite)
 	Suite *s = suite_create("ctxdump-flow");
 	TCase *tc;
 
-	if (access(helper("ctxflow"), X_OK) != 0)
+	if (access(test_helper_path("ctxflow"), X_OK) != 0)
 		test_skip("ctxflow is not built");
-	if (access(flow_ctxdump(), X_OK) != 0)
+	if (access(test_ctxdump_path(), X_OK) != 0)
 		test_skip("ctxdump is not built");
 	tc = tcase_create("threads");
 	tcase_set_timeout(tc, 240);
 	tcase_add_test(tc, worker_thread_from_traceparent);
-	if (access(helper("flow-http"), X_OK) == 0)
+	if (access(test_helper_path("flow-http"), X_OK) == 0)
 		tcase_add_test(tc, worker_thread_from_http_request);
 	else
 		fprintf(stderr, "flow-http is not built: no HTTP worker test\n");

@@ -25,27 +25,6 @@
 
 #define RUN_TIMEOUT_MS 20000
 
-static const char *
-ctxdump_path(void)
-{
-	static char path[4096];
-
-	snprintf(path, sizeof(path), "%s/tools/ctxdump/ctxdump",
-		 test_env_path("CTXSHIM_BUILDDIR"));
-	return path;
-}
-
-static const char *
-helper_path(const char *name)
-{
-	static char path[4][4096];
-	static int k;
-
-	k = (k + 1) % 4;
-	snprintf(path[k], sizeof(path[k]), "%s/%s", test_env_path("HELPER_DIR"), name);
-	return path[k];
-}
-
 /* ctxdump [args...] PID: exit status; it must exit by itself in time. */
 static int
 run_ctxdump(char **out, char **err, pid_t pid, const char *a1, ...)
@@ -54,7 +33,7 @@ run_ctxdump(char **out, char **err, pid_t pid, const char *a1, ...)
 	va_list ap;
 	int n = 0, st;
 
-	argv[n++] = (char *)ctxdump_path();
+	argv[n++] = (char *)test_ctxdump_path();
 	va_start(ap, a1);
 	for (const char *a = a1; a && n < 6; a = va_arg(ap, const char *))
 		argv[n++] = (char *)a;
@@ -230,7 +209,7 @@ expect_in(const char *hay, const char *needle)
 
 START_TEST(garbage_records)
 {
-	char *argv[] = {(char *)helper_path("hostile-records"),
+	char *argv[] = {(char *)test_helper_path("hostile-records"),
 			"--tag=\x1b]0;pwned\x07\n\x9b", NULL};
 	struct target t;
 	unsigned run;
@@ -371,7 +350,8 @@ static const struct pctx_case pctx_cases[] = {
 START_TEST(broken_process_context)
 {
 	const struct pctx_case *pc = &pctx_cases[_i];
-	char *argv[] = {(char *)helper_path("hostile-pctx"), (char *)pc->mode, NULL};
+	char *argv[] = {(char *)test_helper_path("hostile-pctx"), (char *)pc->mode,
+			NULL};
 	struct target t;
 	unsigned run, runs = strcmp(pc->mode, "churn") == 0 ? 10 : 2;
 
@@ -430,7 +410,7 @@ START_TEST(wrong_symbol)
 
 	snprintf(name, sizeof(name), "hostile-sym-%s", kinds[_i]);
 	{
-		char *argv[] = {(char *)helper_path(name), NULL};
+		char *argv[] = {(char *)test_helper_path(name), NULL};
 
 		target_start(&t, argv);
 	}
@@ -459,8 +439,8 @@ START_TEST(control_bytes_in_object_names)
 
 	ck_assert_ptr_nonnull(mkdtemp(dir));
 	{
-		char *argv[] = {(char *)helper_path("hostile-dlopen"), dir,
-				(char *)helper_path("libwtls-tlsdesc.so"), NULL};
+		char *argv[] = {(char *)test_helper_path("hostile-dlopen"), dir,
+				(char *)test_helper_path("libwtls-tlsdesc.so"), NULL};
 
 		target_start(&t, argv);
 	}
@@ -490,7 +470,7 @@ TEST_SUITE(ctxdump_hostile_suite)
 	Suite *s = suite_create("ctxdump-hostile");
 	TCase *tc = tcase_create("hostile");
 
-	if (access(ctxdump_path(), X_OK) != 0)
+	if (access(test_ctxdump_path(), X_OK) != 0)
 		test_skip("ctxdump is not built");
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, garbage_records);

@@ -544,7 +544,7 @@ START_TEST(record_bind_mounted_file)
 	pid = fork();
 	ck_assert_int_ge(pid, 0);
 	if (pid == 0) {
-		char *argv[] = {(char *)prof_ctxdump(),
+		char *argv[] = {(char *)test_ctxdump_path(),
 				"record",
 				"-q",
 				"-d",

@@ -252,7 +252,7 @@ run_report(const char *const *args,
 	   unsigned cpu_s,
 	   char **err)
 {
-	char *argv[24] = {(char *)prof_ctxdump(), "report"}, errf[64];
+	char *argv[24] = {(char *)test_ctxdump_path(), "report"}, errf[64];
 	int n = 2, st;
 	pid_t pid;
 

@@ -30,16 +30,6 @@ static char *shim_env[] = {
 };
 
 static const char *
-ctxdump_path(void)
-{
-	static char path[4096];
-
-	snprintf(path, sizeof(path), "%s/tools/ctxdump/ctxdump",
-		 test_env_path("CTXSHIM_BUILDDIR"));
-	return path;
-}
-
-static const char *
 threads_path(void)
 {
 	static char path[4096];
@@ -140,8 +130,8 @@ START_TEST(shim_context_and_records)
 {
 	char *argv[] = {(char *)threads_path(), "--wait", "3", NULL};
 	char line[1024], arg[16], *out = NULL, *err = NULL, *p, *end;
-	char *dump[] = {(char *)ctxdump_path(), "--json", arg, NULL};
-	char *text[] = {(char *)ctxdump_path(), arg, NULL};
+	char *dump[] = {(char *)test_ctxdump_path(), "--json", arg, NULL};
+	char *text[] = {(char *)test_ctxdump_path(), arg, NULL};
 	struct test_child c;
 	pid_t tids[8];
 	unsigned n = 0, i;

@@ -69,7 +69,7 @@ run_ctxdump(
 	const struct writer *w, const char *a1, const char *a2, char **out, char **err)
 {
 	char pid[16];
-	char *argv[5] = {(char *)prof_ctxdump(), NULL, NULL, NULL, NULL};
+	char *argv[5] = {(char *)test_ctxdump_path(), NULL, NULL, NULL, NULL};
 	int status, k = 1;
 
 	snprintf(pid, sizeof(pid), "%d", (int)w->pid);
@@ -315,7 +315,7 @@ END_TEST
 START_TEST(test_record_matches_writer)
 {
 	char file[] = "/tmp/ctxdump-static-XXXXXX";
-	char *argv[5] = {(char *)prof_ctxdump(), "report", "--folded", file, NULL};
+	char *argv[5] = {(char *)test_ctxdump_path(), "report", "--folded", file, NULL};
 	char *out, *err, want[64];
 	struct writer w;
 	int fd, i, st;
@@ -326,7 +326,7 @@ START_TEST(test_record_matches_writer)
 	writer_start(&w, static_writers[_i]);
 	{
 		char pid[16];
-		char *rargv[] = {(char *)prof_ctxdump(),
+		char *rargv[] = {(char *)test_ctxdump_path(),
 				 "record",
 				 "-q",
 				 "-F",
@@ -429,9 +429,9 @@ END_TEST
 START_TEST(test_record_stacks_reach_callers)
 {
 	char file[] = "/tmp/ctxdump-static-XXXXXX";
-	char *argv[5] = {(char *)prof_ctxdump(), "report", "--folded", file, NULL};
+	char *argv[5] = {(char *)test_ctxdump_path(), "report", "--folded", file, NULL};
 	char pid[16], want[96], *out, *err;
-	char *rargv[] = {(char *)prof_ctxdump(),
+	char *rargv[] = {(char *)test_ctxdump_path(),
 			 "record",
 			 "-q",
 			 "-F",
@@ -544,7 +544,7 @@ START_TEST(test_stacks_table_window_not_target_memory)
 	static const char *const cfa[] = {"0x8000000000000000", "0x9000000000000000"};
 	char path[PATH_MAX], line[256], pid[16], *out, *err;
 	char *argv[3] = {NULL, (char *)cfa[_i], NULL};
-	char *dargv[4] = {(char *)prof_ctxdump(), "--stacks", pid, NULL};
+	char *dargv[4] = {(char *)test_ctxdump_path(), "--stacks", pid, NULL};
 	struct test_child c;
 	int st, p = 0;
 

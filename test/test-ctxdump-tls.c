@@ -405,7 +405,7 @@ static struct jval *
 run_ctxdump(const struct writer *w, const char *opt)
 {
 	char pid[16], *out = NULL, *err = NULL;
-	char *argv[5] = {(char *)prof_ctxdump(), "--json", NULL, NULL, NULL};
+	char *argv[5] = {(char *)test_ctxdump_path(), "--json", NULL, NULL, NULL};
 	struct jval *j;
 	int status;
 

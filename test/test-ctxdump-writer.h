@@ -178,8 +178,8 @@ cw_require_ctxdump(void)
 	int scope = 0;
 	FILE *f;
 
-	if (stat(prof_ctxdump(), &st) < 0 || !(st.st_mode & S_IXUSR))
-		test_skip("%s is not built yet", prof_ctxdump());
+	if (stat(test_ctxdump_path(), &st) < 0 || !(st.st_mode & S_IXUSR))
+		test_skip("%s is not built yet", test_ctxdump_path());
 	f = fopen("/proc/sys/kernel/yama/ptrace_scope", "re");
 	if (f) {
 		if (fscanf(f, "%d", &scope) != 1)

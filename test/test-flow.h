@@ -112,13 +112,3 @@ flow_json_str(const char *frag, const char *key, char *out, size_t n)
 	p += strlen(k);
 	snprintf(out, n, "%.*s", (int)strcspn(p, "\""), p);
 }
-
-static inline const char *
-flow_ctxdump(void)
-{
-	static char path[4096];
-
-	snprintf(path, sizeof(path), "%s/tools/ctxdump/ctxdump",
-		 test_env_path("CTXSHIM_BUILDDIR"));
-	return path;
-}

@@ -40,6 +40,27 @@ test_env_path(const char *var)
 }
 
 const char *
+test_ctxdump_path(void)
+{
+	static char path[4096];
+
+	snprintf(path, sizeof(path), "%s/tools/ctxdump/ctxdump",
+		 test_env_path("CTXSHIM_BUILDDIR"));
+	return path;
+}
+
+const char *
+test_helper_path(const char *name)
+{
+	static char path[4][4096];
+	static int k;
+
+	k = (k + 1) % 4;
+	snprintf(path[k], sizeof(path[k]), "%s/%s", test_env_path("HELPER_DIR"), name);
+	return path[k];
+}
+
+const char *
 test_shim_path(void)
 {
 	const char *v = test_env_path("CTXSHIM_LIB"), *sp = strrchr(v, ' ');

@@ -20,17 +20,6 @@
 
 static char preload[4200], events[4200];
 
-static const char *
-helper(const char *name)
-{
-	static char path[2][4096];
-	static int k;
-
-	k ^= 1;
-	snprintf(path[k], sizeof(path[k]), "%s/%s", test_env_path("HELPER_DIR"), name);
-	return path[k];
-}
-
 static char *
 run(const char *prog,
     const char *a1,
@@ -38,7 +27,7 @@ run(const char *prog,
     bool shim,
     const char *events_path)
 {
-	char *argv[] = {(char *)helper(prog), (char *)a1, (char *)a2, NULL};
+	char *argv[] = {(char *)test_helper_path(prog), (char *)a1, (char *)a2, NULL};
 	char *env[5], *out, *err;
 	size_t k = 0;
 	int st;
@@ -316,8 +305,8 @@ TEST_SUITE(preload_pools_suite)
 	Suite *s = suite_create("preload-pools");
 	TCase *tc;
 
-	if (access(helper("pool-uv"), X_OK) != 0 ||
-	    access(helper("pool-glib"), X_OK) != 0)
+	if (access(test_helper_path("pool-uv"), X_OK) != 0 ||
+	    access(test_helper_path("pool-glib"), X_OK) != 0)
 		test_skip("pool-uv and pool-glib are not built (install libuv1-dev and "
 			  "libglib2.0-dev)");
 	tc = tcase_create("glib");

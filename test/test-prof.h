@@ -21,16 +21,6 @@
 #include <unistd.h>
 
 static __attribute__((unused)) const char *
-prof_ctxdump(void)
-{
-	static char path[PATH_MAX];
-
-	snprintf(path, sizeof(path), "%s/tools/ctxdump/ctxdump",
-		 test_env_path("CTXSHIM_BUILDDIR"));
-	return path;
-}
-
-static __attribute__((unused)) const char *
 prof_helper(const char *name, char *buf, size_t n)
 {
 	snprintf(buf, n, "%s/%s", test_env_path("HELPER_DIR"), name);
@@ -74,7 +64,7 @@ prof_tmpfile(char *buf, size_t n, const char *tag)
 static __attribute__((unused)) int
 prof_run(char **out, char **err, const char *a0, ...)
 {
-	char *argv[16] = {(char *)prof_ctxdump()};
+	char *argv[16] = {(char *)test_ctxdump_path()};
 	va_list ap;
 	int n = 1, st;
 
@@ -161,7 +151,7 @@ prof_spawn(const char *const *pre,
 	   int out_fd,
 	   const char *errfile)
 {
-	char *argv[20] = {(char *)prof_ctxdump()};
+	char *argv[20] = {(char *)test_ctxdump_path()};
 	sigset_t all, old;
 	pid_t pid;
 	int n = 1;

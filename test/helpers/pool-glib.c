@@ -19,6 +19,7 @@
 #include "config.h"
 
 #include "ctxobs.h"
+#include "early-thread.h"
 
 #include <gio/gio.h>
 #include <glib.h>
@@ -50,59 +51,6 @@ tid(void)
 {
 	return (int)syscall(SYS_gettid);
 }
-
-/* ---- the early thread (see ctxflow.c) ---- */
-
-static pthread_t early;
-static pthread_mutex_t early_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t early_cond = PTHREAD_COND_INITIALIZER;
-static void (*early_job)(void *);
-static void *early_arg;
-static bool early_done;
-
-static void *
-early_main(void *unused)
-{
-	(void)unused;
-	pthread_mutex_lock(&early_lock);
-	for (;;) {
-		while (!early_job)
-			pthread_cond_wait(&early_cond, &early_lock);
-		pthread_mutex_unlock(&early_lock);
-		early_job(early_arg);
-		pthread_mutex_lock(&early_lock);
-		early_job = NULL;
-		early_done = true;
-		pthread_cond_broadcast(&early_cond);
-	}
-	return NULL;
-}
-
-static void
-on_early(void (*fn)(void *), void *arg)
-{
-	pthread_mutex_lock(&early_lock);
-	early_arg = arg;
-	early_done = false;
-	early_job = fn;
-	pthread_cond_broadcast(&early_cond);
-	while (!early_done)
-		pthread_cond_wait(&early_cond, &early_lock);
-	pthread_mutex_unlock(&early_lock);
-}
-
-static void
-start_early(int argc, char **argv, char **envp)
-{
-	(void)argc;
-	(void)argv;
-	(void)envp;
-	if (pthread_create(&early, NULL, early_main, NULL) != 0)
-		abort();
-}
-
-__attribute__((section(".preinit_array"), used)) static void (*const early_init)(
-	int, char **, char **) = start_early;
 
 /* ---- ctx ---- */
 
