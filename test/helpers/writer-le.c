@@ -10,28 +10,6 @@
 
 __thread void *otel_thread_ctx_v1 __attribute__((tls_model("local-exec")));
 
-void
-writer_tls_set(void *rec)
-{
-	atomic_signal_fence(memory_order_seq_cst);
-	*(void *volatile *)&otel_thread_ctx_v1 = rec;
-	atomic_signal_fence(memory_order_seq_cst);
-}
+WRITER_TLS_ACCESSORS()
 
-void *
-writer_tls_get(void)
-{
-	return *(void *volatile *)&otel_thread_ctx_v1;
-}
-
-int
-main(int argc, char **argv)
-{
-	struct writer_tls_ops ops = {
-		.model = "le",
-		.set = writer_tls_set,
-		.get = writer_tls_get,
-	};
-
-	return writer_main(argc, argv, &ops);
-}
+WRITER_TLS_MAIN("le")

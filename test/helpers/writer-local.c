@@ -13,16 +13,4 @@
 
 static __thread void *otel_thread_ctx_v1 __attribute__((tls_model("local-exec")));
 
-void
-writer_tls_set(void *rec)
-{
-	atomic_signal_fence(memory_order_seq_cst);
-	*(void *volatile *)&otel_thread_ctx_v1 = rec;
-	atomic_signal_fence(memory_order_seq_cst);
-}
-
-void *
-writer_tls_get(void)
-{
-	return *(void *volatile *)&otel_thread_ctx_v1;
-}
+WRITER_TLS_ACCESSORS()

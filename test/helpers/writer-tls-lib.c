@@ -12,17 +12,4 @@
 
 __attribute__((visibility("default"))) __thread void *otel_thread_ctx_v1;
 
-__attribute__((visibility("default"))) void
-writer_tls_set(void *rec)
-{
-	/* OTEP-4947 publication: compiler fences and a volatile store. */
-	atomic_signal_fence(memory_order_seq_cst);
-	*(void *volatile *)&otel_thread_ctx_v1 = rec;
-	atomic_signal_fence(memory_order_seq_cst);
-}
-
-__attribute__((visibility("default"))) void *
-writer_tls_get(void)
-{
-	return *(void *volatile *)&otel_thread_ctx_v1;
-}
+WRITER_TLS_ACCESSORS(__attribute__((visibility("default"))))

@@ -23,3 +23,31 @@ int writer_main(int argc, char **argv, struct writer_tls_ops *ops);
  * or use the variable themselves. */
 void writer_tls_set(void *rec);
 void *writer_tls_get(void);
+
+/* The two accessors above for a file that declares otel_thread_ctx_v1
+ * itself (its TLS model is the point of each such file): OTEP-4947
+ * publication, compiler fences around a volatile store.  attr: e.g. the
+ * visibility of a library's accessors. */
+#define WRITER_TLS_ACCESSORS(attr)                             \
+	attr void writer_tls_set(void *rec)                    \
+	{                                                      \
+		atomic_signal_fence(memory_order_seq_cst);     \
+		*(void *volatile *)&otel_thread_ctx_v1 = rec;  \
+		atomic_signal_fence(memory_order_seq_cst);     \
+	}                                                      \
+	attr void *writer_tls_get(void)                        \
+	{                                                      \
+		return *(void *volatile *)&otel_thread_ctx_v1; \
+	}
+
+/* main() of an executable whose accessors are WRITER_TLS_ACCESSORS(). */
+#define WRITER_TLS_MAIN(model_)                       \
+	int main(int argc, char **argv)               \
+	{                                             \
+		struct writer_tls_ops ops = {         \
+			.model = model_,              \
+			.set = writer_tls_set,        \
+			.get = writer_tls_get,        \
+		};                                    \
+		return writer_main(argc, argv, &ops); \
+	}
