@@ -4,6 +4,7 @@
 #include "process-ctx-pub.h"
 
 #include "cfg.h"
+#include "hex.h"
 #include "log.h"
 #include "maps.h"
 #include "process-ctx.h"
@@ -131,18 +132,6 @@ add_resource_int(const char *key, int64_t value)
 	resource[n_resource - 1].i = value;
 }
 
-static int
-hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 /* Percent-decodes s[0..len) into out (cap bytes, len <= cap is enough).
  * Returns the decoded length, -2 when it does not fit in cap, or -1 for a
  * bad escape, a decoded NUL (we
@@ -163,8 +152,8 @@ percent_decode(char *out, size_t cap, const char *s, size_t len)
 
 			if (i + 2 >= len)
 				return -1;
-			hi = hexval(s[i + 1]);
-			lo = hexval(s[i + 2]);
+			hi = hex_digit_value((uint8_t)s[i + 1]);
+			lo = hex_digit_value((uint8_t)s[i + 2]);
 			if (hi < 0 || lo < 0)
 				return -1;
 			c = (char)(hi << 4 | lo);

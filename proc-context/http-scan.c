@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "config.h"
 
+#include "hex.h"
 #include "http-scan.h"
 #include "http-scan-inline.h"
 
@@ -1244,17 +1245,6 @@ scan_head(struct http_scan *st,
 	return scan_phases(st, cfg, cap, pp, *pp, lim, st->phase);
 }
 
-static inline int
-hex_value(uint8_t c)
-{
-	if ((unsigned)(c - '0') < 10u)
-		return c - '0';
-	c |= 0x20;
-	if ((unsigned)(c - 'a') < 6u)
-		return c - 'a' + 10;
-	return -1;
-}
-
 static void
 message_end(struct http_scan *st)
 {
@@ -1285,7 +1275,7 @@ scan_chunk_lines(struct http_scan *st, const uint8_t **pp, const uint8_t *lim)
 
 		switch (st->phase) {
 		case PH_CH_SIZE:
-			v = hex_value(c);
+			v = hex_digit_value(c);
 			if (v >= 0) {
 				if (st->n >> 59) {
 					r = give_up(st, HTTP_SCAN_GIVE_UP_MALFORMED);

@@ -5,24 +5,13 @@
 #include <stdbool.h>
 #include <string.h>
 
+#include "hex.h"
 #include "maps.h"
 
 struct maps_cursor {
 	const char *p;
 	const char *end;
 };
-
-static int
-maps_hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
 
 /* At least one digit in base 16 or 10, no sign, no overflow past max. */
 static int
@@ -32,7 +21,7 @@ maps_number(struct maps_cursor *c, unsigned base, uint64_t max, uint64_t *out)
 	bool any = false;
 
 	while (c->p < c->end) {
-		int d = base == 16 ? maps_hexval(*c->p)
+		int d = base == 16 ? hex_digit_value((uint8_t)*c->p)
 				   : (*c->p >= '0' && *c->p <= '9' ? *c->p - '0' : -1);
 
 		if (d < 0)
