@@ -30,7 +30,22 @@
  *
  * Not covered: threads created without pthread_create (raw clone(2)), and
  * glibc-internal ones (timer and AIO helpers use the internal
- * __pthread_create_2_1).  They start without a context. */
+ * __pthread_create_2_1).  They start without a context.
+ *
+ * pthread_cond_wait, pthread_cond_timedwait and pthread_cond_clockwait: a
+ * worker that waits on a condition variable after answering the request
+ * it read is back in its pool, and stops showing that request
+ * (hook-socket.c, hook_socket_thread_wait()).  A thread that publishes
+ * nothing from a connection passes straight through (one test of its
+ * state).  glibc has two implementations of the first two:
+ * @@GLIBC_2.3.2, which every program linked since glibc 2.3.2 references,
+ * and the old @GLIBC_2.2.5 ones, for another pthread_cond_t layout.  Ours
+ * are defined at version GLIBC_2.3.2 only (".symver ..., name@NODE,
+ * remove", and that node in preload/ctxshim.sym), so that an old binary's
+ * references still reach glibc's old functions, and forward to the
+ * GLIBC_2.3.2 ones; pthread_cond_clockwait has one implementation under
+ * both its versions (GLIBC_2.30 and GLIBC_2.34), so one unversioned
+ * definition serves them. */
 #include "config.h"
 
 #include "hooks.h"
@@ -50,10 +65,24 @@ typedef int (*pthread_create_fn)(pthread_t *,
 				 void *(*)(void *),
 				 void *);
 typedef int (*thrd_create_fn)(thrd_t *, thrd_start_t, void *);
+typedef int (*cond_wait_fn)(pthread_cond_t *, pthread_mutex_t *);
+typedef int (*cond_timedwait_fn)(pthread_cond_t *,
+				 pthread_mutex_t *,
+				 const struct timespec *);
+typedef int (*cond_clockwait_fn)(pthread_cond_t *,
+				 pthread_mutex_t *,
+				 clockid_t,
+				 const struct timespec *);
+
+#define PT_COND_NODE "GLIBC_2.3.2"
 
 static pthread_once_t bind_once = PTHREAD_ONCE_INIT;
 static pthread_create_fn real_pthread_create_fn;
 static thrd_create_fn real_thrd_create_fn;
+static pthread_once_t cond_bind_once = PTHREAD_ONCE_INIT;
+static cond_wait_fn real_cond_wait_fn;
+static cond_timedwait_fn real_cond_timedwait_fn;
+static cond_clockwait_fn real_cond_clockwait_fn;
 
 /* > 0 while a pool hook submits work on this thread (hook-pthread.h). */
 static __thread unsigned inherit_paused;
@@ -63,6 +92,14 @@ HOOK_EXPORT int pthread_create(pthread_t *thread,
 			       void *(*start)(void *),
 			       void *arg);
 HOOK_EXPORT int thrd_create(thrd_t *thr, thrd_start_t start, void *arg);
+HOOK_EXPORT int ctxshim_pthread_cond_wait_232(pthread_cond_t *cv, pthread_mutex_t *m);
+HOOK_EXPORT int ctxshim_pthread_cond_timedwait_232(pthread_cond_t *cv,
+						   pthread_mutex_t *m,
+						   const struct timespec *abstime);
+HOOK_EXPORT int pthread_cond_clockwait(pthread_cond_t *cv,
+				       pthread_mutex_t *m,
+				       clockid_t clock,
+				       const struct timespec *abstime);
 
 static void
 hook_pthread_bind_once(void)
@@ -81,6 +118,36 @@ real_pthread_create(pthread_t *thread,
 {
 	pthread_once(&bind_once, hook_pthread_bind_once);
 	return real_pthread_create_fn(thread, attr, start, arg);
+}
+
+static void
+hook_pthread_cond_bind_once(void)
+{
+	real_cond_wait_fn = (cond_wait_fn)ctxshim_bind(
+		"pthread_cond_wait", PT_COND_NODE,
+		(const void *)ctxshim_pthread_cond_wait_232, true);
+	real_cond_timedwait_fn = (cond_timedwait_fn)ctxshim_bind(
+		"pthread_cond_timedwait", PT_COND_NODE,
+		(const void *)ctxshim_pthread_cond_timedwait_232, true);
+	real_cond_clockwait_fn = (cond_clockwait_fn)ctxshim_bind(
+		"pthread_cond_clockwait", NULL, (const void *)pthread_cond_clockwait,
+		true);
+}
+
+static inline void
+hook_pthread_cond_bind(void)
+{
+	pthread_once(&cond_bind_once, hook_pthread_cond_bind_once);
+}
+
+/* Bound at load: binding takes the loader's lock, and a first wait is
+ * made with the application's mutex held, which a thread running a
+ * dlopen()ed library's constructor (under that lock) may be waiting for.
+ * A wait in another library's constructor, before ours, binds then. */
+__attribute__((constructor(103))) static void
+hook_pthread_ctor(void)
+{
+	hook_pthread_cond_bind();
 }
 
 static inline int
@@ -232,3 +299,71 @@ thrd_create(thrd_t *thr, thrd_start_t start, void *arg)
 {
 	return hook_pthread_thrd_create(thr, start, arg);
 }
+
+/* ---- condition variables: a worker back in its pool ---- */
+
+/* Before a wait: one load of the thread's state when it publishes nothing
+ * from a connection. */
+static inline void
+hook_pthread_cond_enter(void)
+{
+	if (__builtin_expect(ctxshim_self.sk.fdp1 != 0, 0) && ctxshim_active())
+		hook_socket_thread_wait();
+}
+
+static int
+hook_pthread_cond_wait(pthread_cond_t *cv, pthread_mutex_t *m)
+{
+	hook_pthread_cond_bind();
+	hook_pthread_cond_enter();
+	return real_cond_wait_fn(cv, m);
+}
+
+static int
+hook_pthread_cond_timedwait(pthread_cond_t *cv,
+			    pthread_mutex_t *m,
+			    const struct timespec *abstime)
+{
+	hook_pthread_cond_bind();
+	hook_pthread_cond_enter();
+	return real_cond_timedwait_fn(cv, m, abstime);
+}
+
+static int
+hook_pthread_cond_clockwait(pthread_cond_t *cv,
+			    pthread_mutex_t *m,
+			    clockid_t clock,
+			    const struct timespec *abstime)
+{
+	hook_pthread_cond_bind();
+	hook_pthread_cond_enter();
+	return real_cond_clockwait_fn(cv, m, clock, abstime);
+}
+
+HOOK_EXPORT int
+ctxshim_pthread_cond_wait_232(pthread_cond_t *cv, pthread_mutex_t *m)
+{
+	return hook_pthread_cond_wait(cv, m);
+}
+
+HOOK_EXPORT int
+ctxshim_pthread_cond_timedwait_232(pthread_cond_t *cv,
+				   pthread_mutex_t *m,
+				   const struct timespec *abstime)
+{
+	return hook_pthread_cond_timedwait(cv, m, abstime);
+}
+
+HOOK_EXPORT int
+pthread_cond_clockwait(pthread_cond_t *cv,
+		       pthread_mutex_t *m,
+		       clockid_t clock,
+		       const struct timespec *abstime)
+{
+	return hook_pthread_cond_clockwait(cv, m, clock, abstime);
+}
+
+__asm__(".symver ctxshim_pthread_cond_wait_232, pthread_cond_wait@" PT_COND_NODE
+	", remove");
+__asm__(".symver ctxshim_pthread_cond_timedwait_232, "
+	"pthread_cond_timedwait@" PT_COND_NODE ", remove");

@@ -1424,6 +1424,34 @@ sk_fdset_idle(int n,
 	errno = saved_errno;
 }
 
+/* ---- a worker back in its pool ---- */
+
+/* The thread blocks on a condition variable (hook-pthread.c) while it
+ * publishes a connection's context.  Worker pools that hand connections
+ * between threads -- Apache httpd's event MPM gives a connection back to
+ * its listener thread after each response and waits for the next job --
+ * do no read, poll or close of the connection on the worker's thread once
+ * it has answered, so nothing else would clear what it published: it
+ * would show the request it finished until it takes another.  Only a wait
+ * after the response counts (the request answered, or the connection
+ * closed or reused since): a handler that waits for another thread's
+ * result before it answers keeps its context, and one that waits between
+ * the writes of a response it streams loses it for the wait only (its
+ * next write attaches it again).  A context handed back by a library hook
+ * (sk_nil_conn: no connection known) is left alone. */
+void
+hook_socket_thread_wait(void)
+{
+	struct ctxshim_conn *c = sk_self.c;
+
+	if (sk_self.busy || !c || c == &sk_nil_conn)
+		return;
+	if (sk_self.gen == atomic_load_explicit(&c->gen, memory_order_relaxed) &&
+	    !ctxshim_conn_idle(c))
+		return;
+	sk_idle("pool-wait");
+}
+
 /* ---- bytes in ---- */
 
 /* The read of an event loop's next request (B1): a read that feeds (no

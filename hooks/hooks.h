@@ -36,6 +36,12 @@
  * a vfork() child that shares our memory from us (hook-socket.c). */
 void hook_socket_after_fork_child(void);
 
+/* Before the thread blocks on a condition variable (hook-pthread.c), when
+ * it publishes a connection's context (ctxshim_self.sk.fdp1 != 0): a
+ * worker that answered its request and went back to its pool no longer
+ * shows it (hook-socket.c).  Keeps errno. */
+void hook_socket_thread_wait(void);
+
 #define HOOK_SAVE_ERRNO(expr)                                                    \
 	do {                                                                     \
 		int saved_errno_ = errno;                                        \

@@ -1,0 +1,265 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* An HTTP/1.1 server shaped like Apache httpd's event MPM, with no tracing
+ * code, for the socket-level tests of worker pools.
+ *
+ *   pool-server [--workers N]
+ *
+ * Listens on 127.0.0.1 (port chosen by the kernel) and prints "READY
+ * <port>".  A listener thread accepts connections and polls the ones parked
+ * between requests; a readable connection goes to a queue that N worker
+ * threads (default 2) take from, waiting on a condition variable.  A worker
+ * serves the requests the connection has ready (one, or several
+ * pipelined), prints "DONE <tid> <path>" after each response, hands the
+ * connection back to the listener ("PARKED <tid>") and waits for the next
+ * one: after a response, no read, poll or close of that connection happens
+ * on the worker's thread.  A request whose path starts with "/block"
+ * prints "BLOCK <tid> <path>" and, before it is answered, waits on a
+ * condition variable until one line on stdin releases it (a handler
+ * waiting for another thread's result).  The response body is
+ * "path=<path>\n".  Exits when stdin is closed. */
+#include "config.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "http1-reader.h"
+#include "serve-common.h"
+
+#define MAX_CONNS 64
+#define BUF_MAX   (64 * 1024)
+
+struct conn {
+	int fd;
+	struct http1_conn h;
+};
+
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t work_cv = PTHREAD_COND_INITIALIZER;
+static struct conn *queue[MAX_CONNS]; /* readable, for the workers */
+static size_t n_queued;
+static struct conn *parked[MAX_CONNS]; /* between requests, for the listener */
+static size_t n_parked;
+static int wake[2]; /* a worker parked a connection: the listener polls again */
+
+static pthread_cond_t block_cv = PTHREAD_COND_INITIALIZER;
+static unsigned block_tokens;
+
+static ssize_t
+conn_read(void *fdp, char *buf, size_t n)
+{
+	ssize_t r;
+
+	do
+		r = read(*(int *)fdp, buf, n);
+	while (r < 0 && errno == EINTR);
+	return r;
+}
+
+static int
+write_all(int fd, const char *buf, size_t n)
+{
+	while (n) {
+		ssize_t r = write(fd, buf, n);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return -1;
+		buf += r;
+		n -= (size_t)r;
+	}
+	return 0;
+}
+
+static void
+park(struct conn *c)
+{
+	pthread_mutex_lock(&mu);
+	parked[n_parked++] = c;
+	pthread_mutex_unlock(&mu);
+	(void)!write(wake[1], "p", 1);
+}
+
+static void
+maybe_block(long tid, const char *path)
+{
+	if (strncmp(path, "/block", 6) != 0)
+		return;
+	serve_say("BLOCK %ld %s\n", tid, path);
+	pthread_mutex_lock(&mu);
+	while (!block_tokens)
+		pthread_cond_wait(&block_cv, &mu);
+	block_tokens--;
+	pthread_mutex_unlock(&mu);
+}
+
+/* One request of c, and the ones pipelined behind it; false when the
+ * connection is over. */
+static bool
+serve_ready(struct conn *c, long tid)
+{
+	char path[1024], resp[1400];
+
+	do {
+		size_t n;
+
+		if (!http1_next(&c->h, path, sizeof(path)))
+			return false;
+		http1_drop(&c->h);
+		maybe_block(tid, path);
+		n = http1_response(resp, sizeof(resp), path);
+		if (write_all(c->fd, resp, n) < 0)
+			return false;
+		serve_say("DONE %ld %s\n", tid, path);
+	} while (http1_head_end(c->h.buf, c->h.len));
+	return true;
+}
+
+static void *
+worker(void *arg)
+{
+	long tid = syscall(SYS_gettid);
+
+	(void)arg;
+	for (;;) {
+		struct conn *c;
+
+		pthread_mutex_lock(&mu);
+		while (!n_queued)
+			pthread_cond_wait(&work_cv, &mu);
+		c = queue[--n_queued];
+		pthread_mutex_unlock(&mu);
+		if (serve_ready(c, tid)) {
+			park(c);
+			serve_say("PARKED %ld\n", tid);
+		} else {
+			close(c->fd);
+			free(c->h.buf);
+			free(c);
+			serve_say("CLOSED %ld\n", tid);
+		}
+	}
+	return NULL;
+}
+
+/* Accepts, and polls the parked connections: a readable one is queued. */
+static void
+listener(int ls)
+{
+	for (;;) {
+		struct pollfd p[MAX_CONNS + 2];
+		struct conn *polled[MAX_CONNS];
+		size_t n, i;
+
+		pthread_mutex_lock(&mu);
+		n = n_parked;
+		memcpy(polled, parked, n * sizeof(*polled));
+		pthread_mutex_unlock(&mu);
+		p[0] = (struct pollfd){.fd = ls, .events = POLLIN};
+		p[1] = (struct pollfd){.fd = wake[0], .events = POLLIN};
+		for (i = 0; i < n; i++)
+			p[i + 2] =
+				(struct pollfd){.fd = polled[i]->fd, .events = POLLIN};
+		if (poll(p, n + 2, -1) < 0)
+			continue;
+		if (p[1].revents) {
+			char b[64];
+
+			(void)!read(wake[0], b, sizeof(b));
+		}
+		pthread_mutex_lock(&mu);
+		for (i = 0; i < n; i++) {
+			size_t k;
+
+			if (!p[i + 2].revents)
+				continue;
+			for (k = 0; k < n_parked && parked[k] != polled[i]; k++)
+				;
+			parked[k] = parked[--n_parked];
+			queue[n_queued++] = polled[i];
+			pthread_cond_signal(&work_cv);
+		}
+		pthread_mutex_unlock(&mu);
+		if (p[0].revents) {
+			struct conn *c = calloc(1, sizeof(*c));
+			int fd = accept4(ls, NULL, NULL, SOCK_CLOEXEC);
+
+			if (fd < 0 || !c || n_parked + n_queued + 2 > MAX_CONNS) {
+				if (fd >= 0)
+					close(fd);
+				free(c);
+				continue;
+			}
+			c->fd = fd;
+			c->h = (struct http1_conn){.read = conn_read,
+						   .io = &c->fd,
+						   .read_size = 4096,
+						   .buf = malloc(BUF_MAX),
+						   .cap = BUF_MAX};
+			pthread_mutex_lock(&mu);
+			parked[n_parked++] = c;
+			pthread_mutex_unlock(&mu);
+		}
+	}
+}
+
+static void *
+control(void *arg)
+{
+	char line[256];
+
+	(void)arg;
+	/* One line on stdin releases one blocked request; EOF ends it all. */
+	while (fgets(line, sizeof(line), stdin)) {
+		pthread_mutex_lock(&mu);
+		block_tokens++;
+		pthread_cond_broadcast(&block_cv);
+		pthread_mutex_unlock(&mu);
+	}
+	exit(0);
+}
+
+int
+main(int argc, char **argv)
+{
+	struct sockaddr_in a = {.sin_family = AF_INET};
+	socklen_t al = sizeof(a);
+	unsigned workers = 2, i;
+	pthread_t th;
+	int ls;
+
+	if (argc == 3 && strcmp(argv[1], "--workers") == 0)
+		workers = (unsigned)strtoul(argv[2], NULL, 10);
+	else if (argc != 1) {
+		fprintf(stderr, "usage: pool-server [--workers N]\n");
+		return 64;
+	}
+	if (workers == 0 || workers > 16)
+		workers = 2;
+	if (pipe2(wake, O_CLOEXEC) < 0)
+		return 1;
+	ls = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (ls < 0 || bind(ls, (struct sockaddr *)&a, sizeof(a)) < 0 ||
+	    listen(ls, 64) < 0 || getsockname(ls, (struct sockaddr *)&a, &al) < 0) {
+		fprintf(stderr, "pool-server: listen: %s\n", strerror(errno));
+		return 1;
+	}
+	for (i = 0; i < workers; i++)
+		if (pthread_create(&th, NULL, worker, NULL) != 0)
+			return 1;
+	pthread_create(&th, NULL, control, NULL);
+	serve_say("READY %d\n", ntohs(a.sin_port));
+	listener(ls);
+	return 0;
+}

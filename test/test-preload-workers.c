@@ -1,0 +1,239 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Worker pools that hand connections between threads (helpers/pool-server.c,
+ * shaped like Apache httpd's event MPM): after its response a worker gives
+ * the connection back to a listener thread and waits on a condition
+ * variable, with no read, poll or close of the connection on its own
+ * thread.  It must stop showing the request then (hooks/hook-pthread.c,
+ * hook_socket_thread_wait()), and keep it through a wait before the
+ * answer.  Observed with the event log and ctxdump -j. */
+#include "test-common.h"
+
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wunused-function"
+#include "test-integration.h"
+#pragma GCC diagnostic pop
+
+#include <fcntl.h>
+#include <sys/syscall.h>
+
+#define T1  "0af7651916cd43dd8448eb211c80319c"
+#define T2  "4bf92f3577b34da6a3ce929d0e0e4736"
+#define TP1 "traceparent: 00-" T1 "-b7ad6b7169203331-01\r\n"
+#define TP2 "traceparent: 00-" T2 "-00f067aa0ba902b7-01\r\n"
+
+static void
+pool_start(struct it_server *s)
+{
+	char *argv[] = {(char *)test_helper_path("pool-server"), NULL};
+
+	it_server_start(s, argv, true, NULL);
+}
+
+/* Reads lines until "<word> <tid> ..." and returns the tid. */
+static long
+expect_tid(struct it_server *s, const char *word, const char *rest)
+{
+	char line[1200], *p;
+	long tid;
+
+	test_child_expect(&s->child, word, line, sizeof(line), IT_TIMEOUT_MS);
+	tid = strtol(line + strlen(word), &p, 10);
+	ck_assert_int_gt(tid, 0);
+	if (rest)
+		ck_assert_msg(strcmp(p + 1, rest) == 0, "%s, expected %s", line, rest);
+	return tid;
+}
+
+/* Thread tid's last event is a detach of trace with this reason; polls the
+ * log until then. */
+static void
+wait_detached(struct it_server *s, long tid, const char *trace, const char *reason)
+{
+	long deadline = test_now_ms() + IT_TIMEOUT_MS;
+	char want[160];
+
+	snprintf(want, sizeof(want), " detach trace=%s ", trace);
+	for (;;) {
+		char *log = it_events(s);
+		const char *last = it_events_last(log, tid);
+		const char *eol = last ? strchr(last, '\n') : NULL;
+		char tail[64];
+
+		snprintf(tail, sizeof(tail), " reason=%s\n", reason);
+		if (last && eol && strstr(last, want) && strstr(last, want) < eol &&
+		    strncmp(eol + 1 - strlen(tail), tail, strlen(tail)) == 0) {
+			free(log);
+			return;
+		}
+		ck_assert_msg(test_now_ms() < deadline,
+			      "thread %ld never detached %s (%s):\n%s", tid, trace,
+			      reason, log);
+		free(log);
+		usleep(5000);
+	}
+}
+
+/* ctxdump: no thread of the server publishes trace. */
+static void
+assert_nobody(struct it_server *s, const char *trace)
+{
+	char *json = it_ctxdump(s->child.pid);
+
+	ck_assert_msg(it_dump_count_trace(json, trace) == 0,
+		      "trace %s still published:\n%s", trace, json);
+	free(json);
+}
+
+/* Waits until thread tid sleeps in futex(2) (a condition variable). */
+static void
+wait_in_futex(pid_t pid, long tid)
+{
+	long deadline = test_now_ms() + IT_TIMEOUT_MS;
+	char path[96], buf[64];
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%ld/syscall", (int)pid, tid);
+	for (;;) {
+		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+
+		if (fd >= 0)
+			close(fd);
+		if (n > 0) {
+			buf[n] = '\0';
+			if (strtol(buf, NULL, 10) == SYS_futex)
+				return;
+		}
+		ck_assert_msg(test_now_ms() < deadline, "thread %ld never waited (%s)",
+			      tid, n > 0 ? buf : "unreadable");
+		usleep(2000);
+	}
+}
+
+static void
+assert_body(char *resp, const char *path)
+{
+	char want[600];
+
+	snprintf(want, sizeof(want), "\r\n\r\npath=%s\n", path);
+	ck_assert_msg(strncmp(resp, "HTTP/1.1 200 OK\r\n", 17) == 0 &&
+			      strstr(resp, want),
+		      "unexpected response: %s", resp);
+	free(resp);
+}
+
+/* Each request of a keep-alive connection: published by the worker that
+ * reads it, gone once that worker waits for its next job. */
+START_TEST(test_worker_released_after_response)
+{
+	struct it_server s;
+	long tid;
+	int fd;
+
+	pool_start(&s);
+	fd = it_connect(s.port);
+	it_send_str(fd, "GET /a HTTP/1.1\r\nHost: x\r\n" TP1 "\r\n");
+	assert_body(it_read_response(fd), "/a");
+	tid = expect_tid(&s, "DONE ", "/a");
+	ck_assert_int_eq(expect_tid(&s, "PARKED ", NULL), tid);
+	wait_detached(&s, tid, T1, "pool-wait");
+	assert_nobody(&s, T1);
+
+	it_send_str(fd, "GET /b HTTP/1.1\r\nHost: x\r\n" TP2 "\r\n");
+	assert_body(it_read_response(fd), "/b");
+	tid = expect_tid(&s, "DONE ", "/b");
+	ck_assert_int_eq(expect_tid(&s, "PARKED ", NULL), tid);
+	wait_detached(&s, tid, T2, "pool-wait");
+	assert_nobody(&s, T2);
+	close(fd);
+	(void)expect_tid(&s, "CLOSED ", NULL);
+	it_server_stop(&s);
+}
+END_TEST
+
+/* A handler that waits on a condition variable before it answers keeps
+ * its request's context through the wait. */
+START_TEST(test_wait_before_answer_keeps_context)
+{
+	struct it_server s;
+	struct it_thread_ctx t;
+	char *json;
+	long tid;
+	int fd;
+
+	pool_start(&s);
+	fd = it_connect(s.port);
+	it_send_str(fd, "GET /block/x HTTP/1.1\r\nHost: x\r\n" TP1 "\r\n");
+	tid = expect_tid(&s, "BLOCK ", "/block/x");
+	wait_in_futex(s.child.pid, tid);
+	json = it_ctxdump(s.child.pid);
+	ck_assert_msg(it_dump_thread(json, tid, &t) && t.has_ctx,
+		      "thread %ld lost its context while waiting:\n%s", tid, json);
+	ck_assert_str_eq(t.trace, T1);
+	ck_assert_str_eq(t.path, "/block/x");
+	free(json);
+
+	test_child_send(&s.child, "go\n");
+	assert_body(it_read_response(fd), "/block/x");
+	ck_assert_int_eq(expect_tid(&s, "DONE ", "/block/x"), tid);
+	ck_assert_int_eq(expect_tid(&s, "PARKED ", NULL), tid);
+	wait_detached(&s, tid, T1, "pool-wait");
+	assert_nobody(&s, T1);
+	close(fd);
+	it_server_stop(&s);
+}
+END_TEST
+
+/* Two pipelined requests: one job, answered in order by one worker, each
+ * with its own context; nothing left once the worker waits. */
+START_TEST(test_pipelined_in_one_job)
+{
+	struct it_server s;
+	char *resp, *p1, *p2;
+	size_t len;
+	long tid;
+	int fd;
+
+	pool_start(&s);
+	fd = it_connect(s.port);
+	it_send_str(fd, "GET /p1 HTTP/1.1\r\nHost: x\r\n" TP1 "\r\n"
+			"GET /p2 HTTP/1.1\r\nHost: x\r\n" TP2 "\r\n");
+	tid = expect_tid(&s, "DONE ", "/p1");
+	ck_assert_int_eq(expect_tid(&s, "DONE ", "/p2"), tid);
+	ck_assert_int_eq(expect_tid(&s, "PARKED ", NULL), tid);
+	/* Both responses, then the client closes: read up to the server's
+	 * close. */
+	shutdown(fd, SHUT_WR);
+	resp = it_read_all(fd, &len);
+	p1 = memmem(resp, len, "path=/p1\n", 9);
+	p2 = memmem(resp, len, "path=/p2\n", 9);
+	ck_assert_msg(p1 && p2 && p1 < p2, "unexpected responses: %s", resp);
+	free(resp);
+	wait_detached(&s, tid, T2, "pool-wait");
+	{
+		char *log = it_events(&s);
+
+		ck_assert_msg(it_events_count(log, T1, "request") == 1 &&
+				      it_events_spans(log, T1, NULL) == 1 &&
+				      it_events_spans(log, T2, NULL) == 1,
+			      "pipelined requests not published once each:\n%s", log);
+		free(log);
+	}
+	assert_nobody(&s, T1);
+	assert_nobody(&s, T2);
+	close(fd);
+	it_server_stop(&s);
+}
+END_TEST
+
+TEST_SUITE(workers_suite)
+{
+	Suite *s = suite_create("preload-workers");
+	TCase *tc = tcase_create("pool-server");
+
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, test_worker_released_after_response);
+	tcase_add_test(tc, test_wait_before_answer_keeps_context);
+	tcase_add_test(tc, test_pipelined_in_one_job);
+	suite_add_tcase(s, tc);
+	return s;
+}
