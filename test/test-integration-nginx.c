@@ -14,8 +14,6 @@
 #include "test-nginx.h"
 #pragma GCC diagnostic pop
 
-#include <netinet/tcp.h>
-
 #define NGINX        NX_NGINX
 #define TRACE_PREFIX "4bf92f3577b34da6a3ce929d0e0e47"
 #define N_TRACED     8
@@ -33,39 +31,6 @@ ngx_setup(struct nx_server *n)
 	nx_setup(n, dir, "<html>ctxshim</html>\n", 200 * 1024);
 }
 
-/* Send req (in chunk-byte writes if chunk) and read until nginx closes. */
-static void
-exchange(unsigned port,
-	 const char *label,
-	 const char *req,
-	 size_t len,
-	 size_t chunk,
-	 char **acc,
-	 size_t *acc_len)
-{
-	int fd = it_connect(port), one = 1;
-	size_t got;
-	char *resp;
-
-	if (chunk) {
-		ck_assert_int_eq(
-			setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)), 0);
-		while (len) {
-			size_t k = len < chunk ? len : chunk;
-
-			it_send(fd, req, k);
-			req += k;
-			len -= k;
-		}
-	} else {
-		it_send(fd, req, len);
-	}
-	resp = it_read_all(fd, &got);
-	close(fd);
-	nx_append(acc, acc_len, label, resp, got);
-	free(resp);
-}
-
 /* The request set; traced requests use trace ids 1..N_TRACED. */
 static char *
 run_requests(unsigned port)
@@ -74,15 +39,15 @@ run_requests(unsigned port)
 	size_t acc_len = 0;
 	int n;
 
-	nx_traced_requests(port, TRACE_PREFIX, exchange, "== 1-byte\n", "== sendfile\n",
+	nx_traced_requests(port, TRACE_PREFIX, nx_exchange_tcp, "== 1-byte\n", "== sendfile\n",
 			   &acc, &acc_len);
 	n = snprintf(req, sizeof(req), "GET /index.html HTTP/1.0\r\n%s\r\n",
 		     nx_traceparent(TRACE_PREFIX, 8, tp));
-	exchange(port, "== http/1.0\n", req, (size_t)n, 0, &acc, &acc_len);
+	nx_exchange_tcp(port, "== http/1.0\n", req, (size_t)n, 0, &acc, &acc_len);
 	n = snprintf(req, sizeof(req),
 		     "GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
-	exchange(port, "== untraced\n", req, (size_t)n, 0, &acc, &acc_len);
-	exchange(port, "== junk\n", "\x16\x03\x01\x00\x10junkjunkjunk\r\n\r\n", 21, 0,
+	nx_exchange_tcp(port, "== untraced\n", req, (size_t)n, 0, &acc, &acc_len);
+	nx_exchange_tcp(port, "== junk\n", "\x16\x03\x01\x00\x10junkjunkjunk\r\n\r\n", 21, 0,
 		 &acc, &acc_len);
 	nx_strip_date(acc);
 	return acc;

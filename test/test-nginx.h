@@ -7,12 +7,15 @@
  * (127.0.0.1, a free port, one worker, master process, no daemon), start
  * and stop, the common request set, and the check that each traced
  * request was attached once, with one span, on the worker, then released.
+ * test-integration-apache.c runs Apache httpd with the same directory
+ * layout, launch and request set.
  * Static functions: include after test-integration.h, with
  * -Wunused-function silenced. */
 
 #include "test-integration.h"
 
 #include <fcntl.h>
+#include <netinet/tcp.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -137,17 +140,15 @@ nx_write_conf(const struct nx_server *n, unsigned port)
 	nx_write_file(n->conf, conf, (size_t)len);
 }
 
-/* Start nginx on a new free port (under the shim with an event log if
- * preload); returns once the port accepts connections. */
+/* Start argv (a server configured for port n->srv.port, whose error log
+ * is n->err), under the shim with an event log if preload; returns once the
+ * port accepts connections.  name is for the failure messages. */
 static void
-nx_start(struct nx_server *n, bool preload)
+nx_launch(struct nx_server *n, char *const argv[], bool preload, const char *name)
 {
-	char *argv[] = {NX_NGINX, "-p", n->dir, "-c", n->conf, "-e", n->err, NULL};
 	char evenv[96], *env[] = {evenv, NULL};
 	long deadline = nx_now_ms() + IT_TIMEOUT_MS;
 
-	n->srv.port = nx_free_port();
-	nx_write_conf(n, n->srv.port);
 	n->srv.events[0] = '\0';
 	/* it_events() reads the log by its path. */
 	n->srv.events_fd = -1;
@@ -164,7 +165,8 @@ nx_start(struct nx_server *n, bool preload)
 		snprintf(evenv, sizeof(evenv), "CTXSHIM_EVENTS=%s", n->srv.events);
 	}
 	test_child_start(&n->srv.child, argv, preload ? env : NULL, preload);
-	/* Readiness: nginx prints nothing; it is ready when the port accepts. */
+	/* Readiness: the server prints nothing; it is ready when the port
+	 * accepts. */
 	for (;;) {
 		struct sockaddr_in sin = {.sin_family = AF_INET};
 		int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -178,11 +180,22 @@ nx_start(struct nx_server *n, bool preload)
 			break;
 		ck_assert_msg(test_proc_state(n->srv.child.pid) != 'Z' &&
 				      test_proc_state(n->srv.child.pid) != '?',
-			      "nginx exited; see %s", n->err);
+			      "%s exited; see %s", name, n->err);
 		ck_assert_msg(nx_now_ms() < deadline,
-			      "nginx did not start listening; see %s", n->err);
+			      "%s did not start listening; see %s", name, n->err);
 		usleep(5000);
 	}
+}
+
+/* Start nginx on a new free port (nx_launch()). */
+static void
+nx_start(struct nx_server *n, bool preload)
+{
+	char *argv[] = {NX_NGINX, "-p", n->dir, "-c", n->conf, "-e", n->err, NULL};
+
+	n->srv.port = nx_free_port();
+	nx_write_conf(n, n->srv.port);
+	nx_launch(n, argv, preload, "nginx");
 }
 
 static void
@@ -301,6 +314,40 @@ nx_traced_requests(unsigned port,
 		     "GET /big.txt HTTP/1.1\r\nHost: x\r\n%sConnection: close\r\n\r\n",
 		     nx_traceparent(prefix, 7, tp));
 	exchange(port, label_big, req, (size_t)n, 0, acc, acc_len);
+}
+
+/* nx_exchange_fn over plain TCP: req in writes of chunk bytes if chunk,
+ * then read until the server closes. */
+static void
+nx_exchange_tcp(unsigned port,
+	 const char *label,
+	 const char *req,
+	 size_t len,
+	 size_t chunk,
+	 char **acc,
+	 size_t *acc_len)
+{
+	int fd = it_connect(port), one = 1;
+	size_t got;
+	char *resp;
+
+	if (chunk) {
+		ck_assert_int_eq(
+			setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)), 0);
+		while (len) {
+			size_t k = len < chunk ? len : chunk;
+
+			it_send(fd, req, k);
+			req += k;
+			len -= k;
+		}
+	} else {
+		it_send(fd, req, len);
+	}
+	resp = it_read_all(fd, &got);
+	close(fd);
+	nx_append(acc, acc_len, label, resp, got);
+	free(resp);
 }
 
 /* Start of the line containing log[off]. */
