@@ -201,7 +201,7 @@ START_TEST(record_suspended_late)
 	prof_tmpfile(file, sizeof(file), "exits-tstp");
 	prof_tmpfile(errf, sizeof(errf), "exits-tstp-err");
 	pid = prof_record_start(errf, args);
-	prof_wait_file(file, 1, TIMEOUT_MS);
+	prof_wait_file(file, 1, TIMEOUT_MS, pid, errf);
 	for (i = 0; i < 2; i++) {
 		/* the vfork()ing thread: seized, its stop pending */
 		prof_wait_task_state(t.pid, t.vfork, 'D', test_now_ms() + TIMEOUT_MS);
@@ -251,7 +251,7 @@ START_TEST(record_with_exits)
 	args[3] = "30";
 	ck_assert_int_eq(truncate(file, 0), 0); /* prof_wait_file() below */
 	pid = prof_record_start(errf, args);
-	prof_wait_file(file, 4096, TIMEOUT_MS);
+	prof_wait_file(file, 4096, TIMEOUT_MS, pid, errf);
 	ck_assert_int_eq(kill(t.pid, SIGKILL), 0);
 	ck_assert_int_eq(waitpid(t.c.pid, &st, 0), t.c.pid);
 	st = prof_record_wait(pid, TIMEOUT_MS);

@@ -607,7 +607,7 @@ START_TEST(late_library_frames)
 	prof_tmpfile(errf, sizeof(errf), "live-dl-err");
 	unlink(file);
 	pid = prof_record_start(errf, args);
-	prof_wait_file(file, 64, TIMEOUT_MS);
+	prof_wait_file(file, 64, TIMEOUT_MS, pid, errf);
 	test_child_send(&c, "load\n");
 	test_child_expect(&c, "LOADED", line, sizeof(line), TIMEOUT_MS);
 	st = prof_record_wait(pid, TIMEOUT_MS);

@@ -390,7 +390,7 @@ START_TEST(record_traced_requests)
 	snprintf(pid, sizeof(pid), "%d", (int)s.pid);
 	rec = prof_record_start(errf, args);
 	/* header, INFO and the first rounds on disk: sampling has begun */
-	prof_wait_file(file, 256, TIMEOUT_MS);
+	prof_wait_file(file, 256, TIMEOUT_MS, rec, errf);
 
 	/* two traces at once on two connections (threads), then a third */
 	fa = request_send(&s, "/cpu/300", TRACE_CPU);
@@ -567,7 +567,7 @@ START_TEST(record_interrupted_never_stops_target)
 		rec = prof_record_start(errf, args);
 
 		if (i >= 2)
-			prof_wait_file(file, 64, TIMEOUT_MS);
+			prof_wait_file(file, 64, TIMEOUT_MS, rec, errf);
 		usleep((useconds_t)delays_ms[i] * 1000);
 		kill(rec, sig);
 		st = prof_record_wait(rec, TIMEOUT_MS);
@@ -710,7 +710,7 @@ START_TEST(record_key_map_grows)
 	rec = prof_record_start(errf, args);
 	/* past the recorder's rate limit on re-reading the process context
 	 * (1 s from its first reading, before its first round is on disk) */
-	prof_wait_file(file, 64, TIMEOUT_MS);
+	prof_wait_file(file, 64, TIMEOUT_MS, rec, errf);
 	usleep(1200 * 1000);
 	test_child_send(&c, "grow\n");
 	test_child_expect(&c, "GROWN", line, sizeof(line), TIMEOUT_MS);
@@ -764,7 +764,7 @@ START_TEST(record_killed_and_target_exit)
 	/* SIGKILL: the kernel lets the seized threads go; the file holds
 	 * whole rounds */
 	rec = prof_record_start(errf, args);
-	prof_wait_file(file, 512, TIMEOUT_MS);
+	prof_wait_file(file, 512, TIMEOUT_MS, rec, errf);
 	kill(rec, SIGKILL);
 	st = prof_record_wait(rec, TIMEOUT_MS);
 	ck_assert(WIFSIGNALED(st));
@@ -795,7 +795,7 @@ START_TEST(record_killed_and_target_exit)
 	/* the target exits while recorded: the recording ends by itself */
 	unlink(file);
 	rec = prof_record_start(errf, args);
-	prof_wait_file(file, 512, TIMEOUT_MS);
+	prof_wait_file(file, 512, TIMEOUT_MS, rec, errf);
 	st = test_child_finish(&s.c, TIMEOUT_MS);
 	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "server status 0x%x", st);
 	st = prof_record_wait(rec, TIMEOUT_MS);

@@ -138,7 +138,7 @@ START_TEST(test_record_follows_reload)
 	prof_tmpfile(errf, sizeof(errf), "reload-err");
 	snprintf(pid, sizeof(pid), "%d", (int)c.pid);
 	rec = prof_record_start(errf, args);
-	prof_wait_file(file, 256, TIMEOUT_MS);
+	prof_wait_file(file, 256, TIMEOUT_MS, rec, errf);
 	sleep_ms(200);
 
 	test_child_send(&c, "reload\n");
@@ -263,7 +263,7 @@ START_TEST(test_record_same_place_reload)
 	prof_tmpfile(errf, sizeof(errf), "sameplace-err");
 	snprintf(pid, sizeof(pid), "%d", (int)c.pid);
 	rec = prof_record_start(errf, args);
-	prof_wait_file(file, 256, TIMEOUT_MS);
+	prof_wait_file(file, 256, TIMEOUT_MS, rec, errf);
 	sleep_ms(200);
 
 	/* no round between the unload and the new load: nothing unmapped

@@ -262,7 +262,7 @@ START_TEST(record_suspended)
 	prof_tmpfile(file, sizeof(file), "states-tstp");
 	prof_tmpfile(errf, sizeof(errf), "states-tstp-err");
 	pid = prof_record_start(errf, args);
-	prof_wait_file(file, 1, TIMEOUT_MS);
+	prof_wait_file(file, 1, TIMEOUT_MS, pid, errf);
 	for (i = 0; i < 20; i++) {
 		prof_record_suspend(pid);
 		prof_assert_running(t.pid);
@@ -421,7 +421,7 @@ START_TEST(zombie_leader_record_reader_exits)
 
 	rec = prof_record_start(errf, args);
 	/* the first round is on disk: then "first" returns */
-	prof_wait_file(file, 1, TIMEOUT_MS);
+	prof_wait_file(file, 1, TIMEOUT_MS, rec, errf);
 	ck_assert_int_eq(write(t.c.in_fd, "q", 1), 1);
 	deadline = test_now_ms() + TIMEOUT_MS;
 	while (count_tasks(t.pid) != 4) {

@@ -249,18 +249,41 @@ prof_record_wait(pid_t pid, int timeout_ms)
 	}
 }
 
-/* Wait until a recording has its first rounds on disk. */
+/* Wait until a recording (recorder rec, its stderr in errfile) has its
+ * first rounds on disk.  A recorder that ended first, or one that wrote
+ * too little in time, fails the test with what it said. */
 static __attribute__((unused)) void
-prof_wait_file(const char *path, off_t min, int timeout_ms)
+prof_wait_file(
+	const char *path, off_t min, int timeout_ms, pid_t rec, const char *errfile)
 {
 	struct stat st;
-	int waited = 0;
+	int waited = 0, wst;
 
 	while (stat(path, &st) != 0 || st.st_size < min) {
-		ck_assert_msg(waited < timeout_ms, "%s stayed below %lld bytes", path,
-			      (long long)min);
-		usleep(5000);
-		waited += 5;
+		pid_t r = waitpid(rec, &wst, WNOHANG);
+		char said[1024] = "";
+		int fd;
+
+		if (r != rec && waited < timeout_ms) {
+			usleep(5000);
+			waited += 5;
+			continue;
+		}
+		fd = open(errfile, O_RDONLY | O_CLOEXEC);
+		if (fd >= 0) {
+			ssize_t n = read(fd, said, sizeof(said) - 1);
+
+			said[n > 0 ? n : 0] = '\0';
+			close(fd);
+		}
+		if (r == rec)
+			ck_abort_msg("ctxdump record ended (status %#x) before %s held "
+				     "%lld bytes: %s",
+				     wst, path, (long long)min, said);
+		ck_abort_msg("%s stayed below %lld bytes (%lld) for %d ms: %s", path,
+			     (long long)min,
+			     (long long)(stat(path, &st) == 0 ? st.st_size : -1),
+			     timeout_ms, said);
 	}
 }
 
