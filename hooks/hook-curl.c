@@ -1018,9 +1018,12 @@ hook_curl_easy_duphandle(struct curl_real *r, CURL *easy, const void *ra)
 		return dup;
 	saved_errno = errno;
 	pthread_mutex_lock(&curl_lock);
+	/* An entry at the copy's address belongs to a handle freed behind
+	 * our back (as in hook_curl_easy_init()), whether or not we know the
+	 * original: its list may be freed memory. */
+	stale = curl_handle_take(dup);
 	e = curl_handle_find(easy);
 	if (e) {
-		stale = curl_handle_take(dup);
 		app = e->app;
 		reset = e->ours != NULL;
 		/* A copy made by libcurl itself (HTTP/2 server push) is not the

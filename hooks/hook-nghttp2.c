@@ -17,8 +17,12 @@
  * object, let nghttp2 copy it, and put the application's functions back:
  * the object holds the application's functions at every other time, so a
  * client session or an untracked one made from it never meets a
- * trampoline.  Only objects whose setters all went through us are
- * swapped (we know everything the application set on them).  One mutex
+ * trampoline.  Only objects that nghttp2_session_callbacks_new() made
+ * through us while the shim was active are swapped: their functions were
+ * all NULL then and every setter since went through us, so we know
+ * everything the application set on them.  An object a library's
+ * constructor began before ours ran is never swapped (swapping it would
+ * put NULL in place of the functions it was given before).  One mutex
  * serialises the swap with the setters and between server sessions made
  * from a shared object.  Documented limit: a client session made from the
  * very same object on another thread during that swap would copy our
@@ -144,6 +148,7 @@ enum nh_fn {
 	NH_SET_FRAME_SEND,
 	NH_SET_FRAME_NOT_SEND,
 	NH_SET_SEND_DATA,
+	NH_CALLBACKS_NEW,
 	NH_CALLBACKS_DEL,
 	NH_SERVER_NEW,
 	NH_SERVER_NEW2,
@@ -169,6 +174,7 @@ static const char *const nh_name[NH_N] = {
 	"nghttp2_session_callbacks_set_on_frame_send_callback",
 	"nghttp2_session_callbacks_set_on_frame_not_send_callback",
 	"nghttp2_session_callbacks_set_send_data_callback",
+	"nghttp2_session_callbacks_new",
 	"nghttp2_session_callbacks_del",
 	"nghttp2_session_server_new",
 	"nghttp2_session_server_new2",
@@ -181,6 +187,7 @@ static const char *const nh_name[NH_N] = {
 	"nghttp2_rcbuf_get_buf",
 };
 
+typedef int (*nh_callbacks_new_fn)(nghttp2_session_callbacks **);
 typedef void (*nh_callbacks_del_fn)(nghttp2_session_callbacks *);
 typedef int (*nh_server_new3_fn)(nghttp2_session **,
 				 const nghttp2_session_callbacks *,
@@ -263,11 +270,9 @@ struct nh_slot {
 #define NH_DELETED ((uintptr_t)1)
 
 static pthread_mutex_t nh_lock = PTHREAD_MUTEX_INITIALIZER;
+/* Objects made by nghttp2_session_callbacks_new() while active, and what
+ * the application set on them since. */
 static struct nh_cbs *nh_cbs_table; /* under nh_lock */
-/* A setter call could not be recorded (out of memory, or an object
- * forgotten to stay under HOOK_NH_CBS_MAX): an entry may lack a function
- * the application set, so no callbacks object is swapped any more. */
-static bool nh_cbs_lost; /* under nh_lock */
 static struct nh_slot nh_sessions[HOOK_NH_SESSIONS];
 
 /* ---- binding ---------------------------------------------------------------- */
@@ -440,46 +445,53 @@ nh_session_free(struct nh_session *st)
 
 /* ---- callbacks objects ------------------------------------------------------- */
 
-/* The application's functions on cbs (created on first use).  Caller
- * holds nh_lock.  NULL when out of memory. */
-static struct nh_cbs *
-nh_cbs_get_locked(const nghttp2_session_callbacks *cbs)
+/* cbs was just made by nghttp2_session_callbacks_new(), all its functions
+ * NULL: from now on its setters are recorded.  An entry left at that
+ * address (an object freed without nghttp2_session_callbacks_del()) starts
+ * over.  Without room or memory the object gets no entry: server sessions
+ * made from it are simply not followed.  Caller holds nh_lock. */
+static void
+nh_cbs_add_locked(const nghttp2_session_callbacks *cbs)
 {
+	static bool logged;
 	struct nh_cbs *e;
 
 	HASH_FIND_PTR(nh_cbs_table, &cbs, e);
-	if (e)
-		return e;
+	if (e) {
+		memset(&e->app, 0, sizeof(e->app));
+		return;
+	}
 	if (HASH_COUNT(nh_cbs_table) >= HOOK_NH_CBS_MAX) {
-		/* Objects the application never deleted: forget the oldest. */
+		/* Objects the application never deleted: forget the oldest,
+		 * whose sessions are not followed from now on. */
 		e = nh_cbs_table;
 		HASH_DEL(nh_cbs_table, e);
 		free(e);
-		nh_cbs_lost = true;
 	}
 	e = calloc(1, sizeof(*e));
 	if (e) {
 		e->cbs = cbs;
 		HASH_ADD_PTR(nh_cbs_table, cbs, e);
 		if (e->hh.tbl)
-			return e;
+			return;
 		free(e);
 	}
-	if (!nh_cbs_lost)
-		ctxshim_log("nghttp2: out of memory, HTTP/2 sessions not followed");
-	nh_cbs_lost = true;
-	return NULL;
+	if (!logged)
+		ctxshim_log("nghttp2: out of memory, an HTTP/2 session not followed");
+	logged = true;
 }
 
-/* A setter: remember the application's function, then set it. */
+/* A setter: remember the application's function (on an object we know
+ * from its creation), then set it. */
 #define NH_SETTER(field, idx, type)                                                   \
 	static void hook_nghttp2_set_##field(nghttp2_session_callbacks *cbs, type fn) \
 	{                                                                             \
 		int saved_errno = errno;                                              \
-		struct nh_cbs *e;                                                     \
+		struct nh_cbs *e = NULL;                                              \
                                                                                       \
 		pthread_mutex_lock(&nh_lock);                                         \
-		e = cbs && ctxshim_active() ? nh_cbs_get_locked(cbs) : NULL;          \
+		if (cbs && ctxshim_active())                                          \
+			HASH_FIND_PTR(nh_cbs_table, &cbs, e);                         \
 		if (e)                                                                \
 			e->app.field = fn;                                            \
 		errno = saved_errno;                                                  \
@@ -499,6 +511,25 @@ NH_SETTER(before_frame_send,
 NH_SETTER(frame_send, NH_SET_FRAME_SEND, nghttp2_on_frame_send_callback)
 NH_SETTER(frame_not_send, NH_SET_FRAME_NOT_SEND, nghttp2_on_frame_not_send_callback)
 NH_SETTER(send_data, NH_SET_SEND_DATA, nghttp2_send_data_callback)
+
+static int
+hook_nghttp2_callbacks_new(nghttp2_session_callbacks **cbs_ptr)
+{
+	nh_callbacks_new_fn f = NH_REAL(NH_CALLBACKS_NEW, nh_callbacks_new_fn);
+	int saved_errno, r;
+
+	if (!f)
+		return NGHTTP2_ERR_NOMEM;
+	r = f(cbs_ptr);
+	if (r != 0 || !ctxshim_active() || !cbs_ptr || !*cbs_ptr)
+		return r;
+	saved_errno = errno;
+	pthread_mutex_lock(&nh_lock);
+	nh_cbs_add_locked(*cbs_ptr);
+	pthread_mutex_unlock(&nh_lock);
+	errno = saved_errno;
+	return r;
+}
 
 static void
 hook_nghttp2_callbacks_del(nghttp2_session_callbacks *cbs)
@@ -927,11 +958,9 @@ hook_nghttp2_server_new3(nghttp2_session **session_ptr,
 	if (!st)
 		return real_server_new3(session_ptr, callbacks, user_data, option, mem);
 	pthread_mutex_lock(&nh_lock);
-	/* Only an object whose setters went through us: we know all that
-	 * the application set on it. */
-	e = NULL;
-	if (!nh_cbs_lost)
-		HASH_FIND_PTR(nh_cbs_table, &callbacks, e);
+	/* Only an object made and set up through us: we know all that the
+	 * application set on it. */
+	HASH_FIND_PTR(nh_cbs_table, &callbacks, e);
 	if (!e) {
 		pthread_mutex_unlock(&nh_lock);
 		free(st);
@@ -1350,6 +1379,12 @@ nghttp2_session_callbacks_set_send_data_callback(nghttp2_session_callbacks *cbs,
 	hook_nghttp2_set_send_data(cbs, fn);
 }
 
+HOOK_EXPORT int
+nghttp2_session_callbacks_new(nghttp2_session_callbacks **cbs_ptr)
+{
+	return hook_nghttp2_callbacks_new(cbs_ptr);
+}
+
 HOOK_EXPORT void
 nghttp2_session_callbacks_del(nghttp2_session_callbacks *cbs)
 {
@@ -1461,6 +1496,7 @@ static const void *nh_self[NH_HOOKED] = {
 		(const void *)nghttp2_session_callbacks_set_on_frame_not_send_callback,
 	[NH_SET_SEND_DATA] =
 		(const void *)nghttp2_session_callbacks_set_send_data_callback,
+	[NH_CALLBACKS_NEW] = (const void *)nghttp2_session_callbacks_new,
 	[NH_CALLBACKS_DEL] = (const void *)nghttp2_session_callbacks_del,
 	[NH_SERVER_NEW] = (const void *)nghttp2_session_server_new,
 	[NH_SERVER_NEW2] = (const void *)nghttp2_session_server_new2,

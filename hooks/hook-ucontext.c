@@ -303,20 +303,23 @@ static int
 hook_ucontext_setcontext(const ucontext_t *ucp)
 {
 	struct uc_table *t = atomic_load_explicit(&table, memory_order_acquire);
-	struct hook_scope prev;
 	int r, saved_errno;
 
 	hook_ucontext_bind();
 	if (!ctxshim_active() || !t || !ucp)
 		return real_setcontext_fn(ucp);
-	hook_scope_capture(&prev);
+	/* No copy of what the thread shows now, to put back should the
+	 * switch fail: it would take 1.2 KiB of a stack that may be a
+	 * coroutine's, sized for what setcontext() itself needs (next to
+	 * nothing).  The switch fails only when ucp cannot be read
+	 * (EFAULT), and a ucp we track was a ucontext when it was tagged:
+	 * then the application resumes a freed one. */
 	hook_ucontext_publish(t, ucp, "setcontext");
 	switched_to = ucp;
 	r = real_setcontext_fn(ucp);
 	/* Only on failure: we are still where we were. */
 	saved_errno = errno;
 	switched_to = NULL;
-	hook_scope_restore(&prev, "setcontext-failed");
 	errno = saved_errno;
 	return r;
 }

@@ -5,12 +5,21 @@
  *
  * - curl-oom: malloc fails during one curl_easy_setopt() (hook-curl.c's
  *   handle table; uthash used to exit(-1)).
+ * - curl-stale: a curl_easy_duphandle() copy made at the address of a
+ *   handle freed without the shim seeing it (hook-curl.c kept the freed
+ *   handle's entry and walked its freed header list).
  * - host-safe clone-exec: exec from a child on a 2 KiB clone() stack
  *   (hook-exec.c's pass-through used to need 4 KiB of stack itself).
  * - host-safe sigpipe: CTXSHIM_LOG/CTXSHIM_EVENTS on a stderr whose
  *   reader has gone (log.c, events.c used to raise SIGPIPE in the app).
  * - host-safe uc-migrate: a coroutine suspended on one thread resumed on
- *   another (hook-ucontext.c used to read the first thread's TLS). */
+ *   another (hook-ucontext.c used to read the first thread's TLS).
+ * - host-safe uc-small-stack: setcontext() from a coroutine's 1 KiB stack
+ *   (hook-ucontext.c used to copy the thread's context onto it first).
+ * - h2-early: an nghttp2 server session from a callbacks object that a
+ *   library's constructor began before the shim's constructor ran
+ *   (hook-nghttp2.c used to swap it knowing only the later setters, and
+ *   the application's on_frame_recv was never called). */
 #include "test-common.h"
 
 #include <fcntl.h>
@@ -64,6 +73,22 @@ START_TEST(curl_setopt_out_of_memory)
 	}
 	out = run_both(argv, NULL);
 	ck_assert_ptr_nonnull(strstr(out, "DONE"));
+	free(out);
+}
+END_TEST
+
+START_TEST(curl_duphandle_at_a_stale_address)
+{
+	char path[4096], *argv[] = {path, "http://127.0.0.1:1/", NULL}, *out;
+
+	snprintf(path, sizeof(path), "%s/curl-stale", test_env_path("HELPER_DIR"));
+	if (access(path, X_OK) != 0) {
+		fprintf(stderr, "no libcurl: %s not built, not tested\n", path);
+		return;
+	}
+	/* Port 1 on loopback: connection refused, both ways. */
+	out = run_both(argv, NULL);
+	ck_assert_str_eq(out, "perform 7\n");
 	free(out);
 }
 END_TEST
@@ -199,17 +224,57 @@ START_TEST(coroutine_resumed_on_another_thread)
 }
 END_TEST
 
+START_TEST(setcontext_on_a_small_coroutine_stack)
+{
+	char path[4096], *argv[] = {path, "uc-small-stack", "1024", NULL}, *out;
+	char *env[] = {
+		"TRACEPARENT=00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
+		NULL};
+
+	helper_path(path, sizeof(path), "host-safe");
+	if (strchr(test_env_path("CTXSHIM_LIB"), ' ')) {
+		/* A sanitizer runtime preloaded too: its memcpy() interceptor
+		 * alone needs more than the coroutine has. */
+		fprintf(stderr, "sanitizer build: small coroutine stack not tested\n");
+		return;
+	}
+	out = run_both(argv, env);
+	ck_assert_str_eq(out, "coroutine on a 1024-byte stack: back in main\n");
+	free(out);
+}
+END_TEST
+
+/* ---- nghttp2 ------------------------------------------------------------ */
+
+START_TEST(h2_callbacks_set_before_the_shim)
+{
+	char path[4096], *argv[] = {path, NULL}, *out;
+
+	snprintf(path, sizeof(path), "%s/h2-early", test_env_path("HELPER_DIR"));
+	if (access(path, X_OK) != 0) {
+		fprintf(stderr, "no libnghttp2: %s not built, not tested\n", path);
+		return;
+	}
+	out = run_both(argv, NULL);
+	ck_assert_str_eq(out, "frame_recv 2 stream_close 1\n");
+	free(out);
+}
+END_TEST
+
 TEST_SUITE(preload_host_suite)
 {
 	Suite *s = suite_create("preload-host");
 	TCase *tc = tcase_create("host");
 
 	tcase_add_test(tc, curl_setopt_out_of_memory);
+	tcase_add_test(tc, curl_duphandle_at_a_stale_address);
 	tcase_add_loop_test(tc, exec_on_small_clone_stack, 0,
 			    (int)(sizeof(exec_fns) / sizeof(exec_fns[0])));
 	tcase_add_loop_test(tc, no_sigpipe_from_log_lines, 0,
 			    (int)(sizeof(sigpipe_cases) / sizeof(sigpipe_cases[0])));
 	tcase_add_test(tc, coroutine_resumed_on_another_thread);
+	tcase_add_test(tc, setcontext_on_a_small_coroutine_stack);
+	tcase_add_test(tc, h2_callbacks_set_before_the_shim);
 	suite_add_tcase(s, tc);
 	return s;
 }
