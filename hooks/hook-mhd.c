@@ -12,12 +12,9 @@
  * MHD calls the handler several times for one request (headers, each
  * upload chunk, the final call), so the context is kept per connection in
  * a table keyed by the MHD_Connection pointer from the first call of a
- * request until the application queues the response.  We cannot learn the
- * end of a request from MHD_OPTION_NOTIFY_COMPLETED: that option travels
- * inside the application's va_list, which we cannot extend, and rewriting
- * every option into an MHD_OPTION_ARRAY would need a per-option type table
- * for each MHD version.  MHD_queue_response() is called through the PLT by
- * MHD's own auth-failure helpers too, so hooking it sees every response.
+ * request until the application queues the response.  MHD_queue_response()
+ * is called through the PLT by MHD's own auth-failure helpers too, so
+ * hooking it sees every response.
  *
  * The socket level parses the same bytes; when it already built the
  * context of the request on the connection's fd we publish that one, so a
@@ -28,20 +25,29 @@
  * feeds the plaintext to the socket level (test-integration-tls.c,
  * test_mhd_https).
  *
- * url.path is the url MHD hands the handler, percent-decoded ("/caf%C3%A9"
- * becomes "/café"), even when the socket level's context is adopted: only
- * its ids are taken.  The socket level publishes the target as sent, but
- * it has it for the first request of a connection only, since it stops
- * scanning a claimed fd, so taking its path would make url.path depend on
- * a request's place on the connection.  MHD decodes the target in place
- * before the handler runs; the raw one reaches only
- * MHD_OPTION_URI_LOG_CALLBACK, a daemon option, which would need the
- * option rewriting ruled out above. */
+ * url.path is the request-target as sent ("/caf%C3%A9", the query cut as
+ * the socket level cuts it, request-ctx.c), like every other server's.
+ * MHD decodes the target in place before the handler runs ("/café"); the
+ * raw one reaches only MHD_OPTION_URI_LOG_CALLBACK, a daemon option that
+ * travels in the application's va_list.  So MHD_start_daemon_va() walks
+ * that list with a table of the options of the libmicrohttpd versions we
+ * read (mhd_opt_args[], from 0.9.75's daemon.c:parse_options_va), and
+ * starts the daemon with the same options in an MHD_OPTION_ARRAY plus our
+ * URI log callback (chained to the application's own, if any), which
+ * stores the target for the handler's first call (mhd_req.target).  The
+ * socket level's target would not do: it stops scanning a claimed fd, so
+ * it has the first request of a connection only.
+ * An option we do not know, another library version, or no memory for
+ * the copy: the daemon starts exactly as the application asked, and
+ * url.path is MHD's decoded url.  mhd_opts_walk() says why the array is
+ * the same daemon, mhd_notify_completed() why the application's
+ * completion callback is called exactly as without us. */
 #include "config.h"
 
 #include "hooks.h"
 
 #include "hook-http.h"
+#include "http-scan.h"
 #include "log.h"
 
 #include <dlfcn.h>
@@ -49,6 +55,7 @@
 #include <netinet/in.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -86,6 +93,10 @@ typedef int (*mhd_get_connection_values_fn)(struct MHD_Connection *,
 					    enum MHD_ValueKind,
 					    MHD_KeyValueIterator,
 					    void *);
+typedef const char *(*mhd_get_version_fn)(void);
+typedef enum MHD_Result (*mhd_is_feature_supported_fn)(enum MHD_FEATURE);
+/* MHD_OPTION_URI_LOG_CALLBACK's function (microhttpd.h names no type). */
+typedef void *(*mhd_uri_log_fn)(void *cls, const char *uri, struct MHD_Connection *);
 
 /* Set once the real functions are found; until then every call retries. */
 static int mhd_bound;
@@ -96,11 +107,21 @@ static mhd_queue_response_fn real_queue_response_fn;
 static mhd_get_connection_info_fn real_get_connection_info_fn;
 static mhd_get_connection_values_n_fn real_get_connection_values_n_fn;
 static mhd_get_connection_values_fn real_get_connection_values_fn;
+static mhd_get_version_fn real_get_version_fn;
+static mhd_is_feature_supported_fn real_is_feature_supported_fn;
 
-/* The application's handler for one daemon. */
+/* The application's callbacks for one daemon. */
 struct mhd_wrap {
 	MHD_AccessHandlerCallback dh;
 	void *dh_cls;
+	/* The application's URI log callback when ours stands in for it
+	 * (the options were rewritten), or NULL. */
+	mhd_uri_log_fn ul;
+	void *ul_cls;
+	/* The application's completion callback when ours stands in for it
+	 * (mhd_notify_completed()); NULL otherwise. */
+	MHD_RequestCompletedCallback nc;
+	void *nc_cls;
 	struct MHD_Daemon *daemon; /* NULL until MHD_start_daemon_va returned */
 	struct mhd_wrap *next;
 };
@@ -118,6 +139,13 @@ struct mhd_req {
 	/* *req_cls after the last handler call: MHD resets it to NULL for
 	 * the next request, so NULL after non-NULL means a new request. */
 	void *app_cls;
+	/* false: only the URI log callback has seen the request so far
+	 * (target is set, the other fields are not). */
+	bool has_ctx;
+	/* The request-target as sent, cut where the socket level cuts it;
+	 * target_len 0: none. */
+	uint16_t target_len;
+	char target[HTTP_SCAN_TARGET_MAX];
 	struct ctxshim_ctx ctx;
 	UT_hash_handle hh;
 };
@@ -195,7 +223,7 @@ hook_mhd_bind_slow(void)
 {
 	static int logged;
 	int saved_errno = errno;
-	void *start, *stop, *queue, *info, *vals_n, *vals;
+	void *start, *stop, *queue, *info, *vals_n, *vals, *ver, *feat;
 
 	start = mhd_find("MHD_start_daemon_va", (const void *)MHD_start_daemon_va);
 	stop = start ? mhd_find("MHD_stop_daemon", (const void *)MHD_stop_daemon)
@@ -215,6 +243,8 @@ hook_mhd_bind_slow(void)
 	vals_n =
 		mhd_find("MHD_get_connection_values_n", (const void *)hook_mhd_handler);
 	vals = mhd_find("MHD_get_connection_values", (const void *)hook_mhd_handler);
+	ver = mhd_find("MHD_get_version", (const void *)hook_mhd_handler);
+	feat = mhd_find("MHD_is_feature_supported", (const void *)hook_mhd_handler);
 	/* Threads racing here store the same values. */
 	__atomic_store_n(&real_start_daemon_va_fn, (mhd_start_daemon_va_fn)start,
 			 __ATOMIC_RELAXED);
@@ -228,6 +258,10 @@ hook_mhd_bind_slow(void)
 			 (mhd_get_connection_values_n_fn)vals_n, __ATOMIC_RELAXED);
 	__atomic_store_n(&real_get_connection_values_fn,
 			 (mhd_get_connection_values_fn)vals, __ATOMIC_RELAXED);
+	__atomic_store_n(&real_get_version_fn, (mhd_get_version_fn)ver,
+			 __ATOMIC_RELAXED);
+	__atomic_store_n(&real_is_feature_supported_fn,
+			 (mhd_is_feature_supported_fn)feat, __ATOMIC_RELAXED);
 	pthread_once(&atfork_once, mhd_atfork_register);
 	__atomic_store_n(&mhd_bound, 1, __ATOMIC_RELEASE);
 	errno = saved_errno;
@@ -313,8 +347,8 @@ mhd_header_z(void *cls, enum MHD_ValueKind kind, const char *key, const char *va
 	return MHD_YES;
 }
 
-/* The context from MHD's view of the request: its parsed headers, and the
- * method and (decoded, query-less) path it hands the handler. */
+/* The context from MHD's view of the request: its parsed headers, the
+ * method, and the target (as sent, or MHD's decoded url). */
 static void
 mhd_build_ctx(struct MHD_Connection *conn,
 	      const char *url,
@@ -389,6 +423,82 @@ mhd_req_free_locked(struct mhd_req *q)
 	free(q);
 }
 
+/* Put q in the table in place of what it holds for q->conn.  false: out
+ * of memory, q was not added (the caller frees it). */
+static bool
+mhd_req_add_locked(struct mhd_req *q)
+{
+	struct mhd_req *old;
+
+	HASH_FIND_PTR(mhd_reqs, &q->conn, old);
+	if (old)
+		mhd_req_free_locked(old);
+	if (HASH_COUNT(mhd_reqs) >= MHD_REQS_MAX)
+		mhd_req_free_locked(mhd_reqs); /* the oldest (insertion order) */
+	HASH_ADD_PTR(mhd_reqs, conn, q);
+	return q->hh.tbl != NULL;
+}
+
+static void
+mhd_req_fill(struct mhd_req *q,
+	     const struct mhd_wrap *w,
+	     int fd,
+	     const struct sockaddr_in6 *addr,
+	     socklen_t addr_len,
+	     void *app_cls,
+	     const struct ctxshim_ctx *c)
+{
+	q->w = w;
+	q->fd = fd;
+	q->addr_len = addr_len;
+	memcpy(&q->addr, addr, sizeof(*addr));
+	q->app_cls = app_cls;
+	q->has_ctx = true;
+	ctxshim_ctx_copy(&q->ctx, c);
+}
+
+/* The URI log callback's part: keep the target as sent (uri may be NULL:
+ * a request line without one) for the handler's first call.  An entry
+ * left for the connection is reused; else one is allocated, as the
+ * handler did before (one per request, freed at the response).  Without
+ * memory the handler publishes MHD's decoded url. */
+static void
+mhd_request_target(const struct mhd_wrap *w,
+		   struct MHD_Connection *conn,
+		   const char *uri)
+{
+	size_t n = uri ? strnlen(uri, HTTP_SCAN_TARGET_MAX) : 0;
+	struct mhd_req *q;
+
+	pthread_mutex_lock(&mhd_lock);
+	HASH_FIND_PTR(mhd_reqs, &conn, q);
+	if (q) {
+		q->w = w;
+		q->has_ctx = false;
+		q->target_len = (uint16_t)n;
+		if (n)
+			memcpy(q->target, uri, n);
+		pthread_mutex_unlock(&mhd_lock);
+		return;
+	}
+	pthread_mutex_unlock(&mhd_lock);
+
+	q = malloc(sizeof(*q));
+	if (!q)
+		return;
+	q->conn = conn;
+	q->w = w;
+	q->has_ctx = false;
+	q->target_len = (uint16_t)n;
+	if (n)
+		memcpy(q->target, uri, n);
+	pthread_mutex_lock(&mhd_lock);
+	if (mhd_req_add_locked(q))
+		q = NULL;
+	pthread_mutex_unlock(&mhd_lock);
+	free(q);
+}
+
 /* The context for this handler call: the one its request started with,
  * or, on the request's first call, the socket level's or a new one. */
 static void
@@ -400,48 +510,57 @@ mhd_request_ctx(const struct mhd_wrap *w,
 		void *app_cls,
 		struct ctxshim_ctx *c)
 {
+	char target[HTTP_SCAN_TARGET_MAX + 1];
 	struct sockaddr_in6 addr;
 	socklen_t addr_len = mhd_client_addr(conn, &addr);
-	struct mhd_req *q, *old;
+	struct mhd_req *q;
+	bool raw = false;
 
 	pthread_mutex_lock(&mhd_lock);
 	HASH_FIND_PTR(mhd_reqs, &conn, q);
-	if (q && mhd_req_current(q, w, fd, &addr, addr_len, app_cls)) {
+	if (q && q->has_ctx && mhd_req_current(q, w, fd, &addr, addr_len, app_cls)) {
 		ctxshim_ctx_copy(c, &q->ctx);
 		pthread_mutex_unlock(&mhd_lock);
 		return;
 	}
-	if (q)
+	if (q && !q->has_ctx && q->w == w) {
+		/* MHD calls the URI log callback for every request, before
+		 * the request's first handler call
+		 * (connection.c:parse_initial_message_line()), so a target
+		 * stored for this daemon is this request's. */
+		memcpy(target, q->target, q->target_len);
+		target[q->target_len] = '\0';
+		raw = true;
+	} else if (q) {
 		mhd_req_free_locked(q);
+	}
 	pthread_mutex_unlock(&mhd_lock);
 
-	/* First call of a request. */
-	mhd_build_ctx(conn, url, method, c);
+	/* First call of a request.  The socket level's context, if adopted,
+	 * gives its ids only: the path is ours either way. */
+	mhd_build_ctx(conn, raw ? target : url, method, c);
 	hook_http_adopt_socket_ctx(fd, c);
+
+	pthread_mutex_lock(&mhd_lock);
+	HASH_FIND_PTR(mhd_reqs, &conn, q);
+	if (q && !q->has_ctx && q->w == w) {
+		mhd_req_fill(q, w, fd, &addr, addr_len, app_cls, c);
+		pthread_mutex_unlock(&mhd_lock);
+		return;
+	}
+	pthread_mutex_unlock(&mhd_lock);
 
 	q = malloc(sizeof(*q));
 	if (!q)
 		return; /* this call gets the context; the next builds again */
 	q->conn = conn;
-	q->w = w;
-	q->fd = fd;
-	q->addr_len = addr_len;
-	memcpy(&q->addr, &addr, sizeof(addr));
-	q->app_cls = app_cls;
-	ctxshim_ctx_copy(&q->ctx, c);
+	q->target_len = 0;
+	mhd_req_fill(q, w, fd, &addr, addr_len, app_cls, c);
 	pthread_mutex_lock(&mhd_lock);
-	HASH_FIND_PTR(mhd_reqs, &conn, old);
-	if (old)
-		mhd_req_free_locked(old);
-	if (HASH_COUNT(mhd_reqs) >= MHD_REQS_MAX)
-		mhd_req_free_locked(mhd_reqs); /* the oldest (insertion order) */
-	HASH_ADD_PTR(mhd_reqs, conn, q);
-	if (!q->hh.tbl)
-		old = q; /* not added: out of memory */
-	else
-		old = NULL;
+	if (mhd_req_add_locked(q))
+		q = NULL;
 	pthread_mutex_unlock(&mhd_lock);
-	free(old);
+	free(q);
 }
 
 /* After a handler call: remember what the application left in *req_cls,
@@ -462,6 +581,13 @@ mhd_request_after(struct MHD_Connection *conn, void *app_cls, bool end)
 	pthread_mutex_unlock(&mhd_lock);
 }
 
+/* What our URI log callback leaves in *req_cls, when the application's
+ * completion callback is ours to filter (mhd_notify_completed()): "the
+ * handler has not been called for this request yet".  No application
+ * stores the address of our static. */
+static char mhd_unseen;
+#define MHD_UNSEEN ((void *)&mhd_unseen)
+
 static enum MHD_Result
 hook_mhd_handler(void *cls,
 		 struct MHD_Connection *conn,
@@ -478,6 +604,11 @@ hook_mhd_handler(void *cls,
 	enum MHD_Result r;
 	int saved_errno, fd;
 
+	/* Without our URI log callback the application's handler would find
+	 * NULL here on a request's first call (connection.c:connection_reset()
+	 * and the calloc() of a new connection). */
+	if (req_cls && *req_cls == MHD_UNSEEN)
+		*req_cls = NULL;
 	if (!ctxshim_active())
 		return w->dh(w->dh_cls, conn, url, method, version, upload_data,
 			     upload_data_size, req_cls);
@@ -498,6 +629,381 @@ hook_mhd_handler(void *cls,
 	return r;
 }
 
+/* ---- the raw target: our URI log callback ----------------------------- */
+
+/* MHD calls it on the connection's thread when it has split the request
+ * line, before it cuts the query off and percent-decodes the target in
+ * place (connection.c:parse_initial_message_line()), and stores what it
+ * returns as the request's *req_cls.  The application's own callback, if it
+ * set one, is called with the same arguments and its value is returned:
+ * the daemon has a URI log callback either way, so MHD behaves as it did.
+ * Without one, we return what *req_cls held before (NULL: the connection
+ * is calloc()ed, connection_reset() clears it between requests), or the
+ * MHD_UNSEEN mark if we stand in for the completion callback. */
+static void *
+mhd_uri_log(void *cls, const char *uri, struct MHD_Connection *conn)
+{
+	const struct mhd_wrap *w = cls;
+	int saved_errno = errno;
+
+	/* Before the application's callback, which gets a const string but
+	 * may write to it. */
+	if (ctxshim_active())
+		mhd_request_target(w, conn, uri);
+	errno = saved_errno;
+	if (w->ul)
+		return w->ul(w->ul_cls, uri, conn);
+	return w->nc ? MHD_UNSEEN : NULL;
+}
+
+/* Stands in for the application's MHD_OPTION_NOTIFY_COMPLETED when the
+ * application has no URI log callback of its own.  MHD 0.9.75 calls the
+ * completion callback only for a request it made "client aware"
+ * (connection->client_aware), and sets that right before every handler
+ * call (connection.c:call_connection_handler(), process_request_body())
+ * and right before the URI log callback (parse_initial_message_line()).
+ * It reads the flag only next to that call (connection.c:
+ * MHD_connection_close_(), connection_reset(); daemon.c:
+ * thread_main_handle_connection(), resume_suspended_connections(), the
+ * last two after an upgrade) and clears it right after each of them.  So
+ * with our URI log callback MHD also calls the completion callback for a
+ * request whose handler never ran: one MHD rejects itself after the
+ * request line (a bad or too large header; no Host in strict mode), whose
+ * client goes away or times out mid-headers, or whose daemon stops then.
+ * Such a request still has our MHD_UNSEEN mark in *req_cls, since the
+ * handler's first call replaces it and the application cannot store it;
+ * that call was never made without us, and is dropped (the mark is
+ * cleared, as MHD clears *req_cls afterwards anyway).  A request whose
+ * handler ran has the application's value there and goes through.  Per
+ * request: on keep-alive connection_reset() calls this, clears the flag
+ * and *req_cls, and the next request's URI log callback marks it again. */
+static void
+mhd_notify_completed(void *cls,
+		     struct MHD_Connection *conn,
+		     void **req_cls,
+		     enum MHD_RequestTerminationCode toe)
+{
+	const struct mhd_wrap *w = cls;
+	struct mhd_req *q;
+	int saved_errno;
+
+	if (!req_cls || *req_cls != MHD_UNSEEN) {
+		w->nc(w->nc_cls, conn, req_cls, toe);
+		return;
+	}
+	*req_cls = NULL;
+	/* The request's stored target will not be used. */
+	saved_errno = errno;
+	pthread_mutex_lock(&mhd_lock);
+	HASH_FIND_PTR(mhd_reqs, &conn, q);
+	if (q && !q->has_ctx && q->w == w)
+		mhd_req_free_locked(q);
+	pthread_mutex_unlock(&mhd_lock);
+	errno = saved_errno;
+}
+
+/* ---- rewriting the daemon's options ----------------------------------- */
+
+/* How parse_options_va() (daemon.c, libmicrohttpd 0.9.75) reads each
+ * option's arguments from the va_list, and so how its MHD_OPTION_ARRAY
+ * branch maps them onto struct MHD_OptionItem: integers into value (cast
+ * back to the option's type there), one pointer into ptr_value, two
+ * pointers as value (the function) and ptr_value (its closure), size_t
+ * plus pointer as value and ptr_value.  That branch lists every option of
+ * the va_list switch, so each one here means the same in an array.  An
+ * option not listed (0) stops the rewrite. */
+enum mhd_arg {
+	MHD_ARG_NONE = 0,
+	MHD_ARG_SIZE,     /* size_t */
+	MHD_ARG_UINT,     /* unsigned int */
+	MHD_ARG_INT,      /* int, an enum or MHD_socket */
+	MHD_ARG_PTR,      /* one pointer (data or function) */
+	MHD_ARG_FN_PTR,   /* a function and its closure */
+	MHD_ARG_SIZE_PTR, /* size_t and a pointer */
+	MHD_ARG_ARRAY,    /* struct MHD_OptionItem * */
+};
+
+static const uint8_t mhd_opt_args[] = {
+	[MHD_OPTION_CONNECTION_MEMORY_LIMIT] = MHD_ARG_SIZE,
+	[MHD_OPTION_CONNECTION_LIMIT] = MHD_ARG_UINT,
+	[MHD_OPTION_CONNECTION_TIMEOUT] = MHD_ARG_UINT,
+	[MHD_OPTION_NOTIFY_COMPLETED] = MHD_ARG_FN_PTR,
+	[MHD_OPTION_PER_IP_CONNECTION_LIMIT] = MHD_ARG_UINT,
+	[MHD_OPTION_SOCK_ADDR] = MHD_ARG_PTR,
+	[MHD_OPTION_URI_LOG_CALLBACK] = MHD_ARG_FN_PTR,
+	[MHD_OPTION_HTTPS_MEM_KEY] = MHD_ARG_PTR,
+	[MHD_OPTION_HTTPS_MEM_CERT] = MHD_ARG_PTR,
+	[MHD_OPTION_HTTPS_CRED_TYPE] = MHD_ARG_INT,
+	[MHD_OPTION_HTTPS_PRIORITIES] = MHD_ARG_PTR,
+	[MHD_OPTION_LISTEN_SOCKET] = MHD_ARG_INT,
+	[MHD_OPTION_EXTERNAL_LOGGER] = MHD_ARG_FN_PTR,
+	[MHD_OPTION_THREAD_POOL_SIZE] = MHD_ARG_UINT,
+	[MHD_OPTION_ARRAY] = MHD_ARG_ARRAY,
+	[MHD_OPTION_UNESCAPE_CALLBACK] = MHD_ARG_FN_PTR,
+	[MHD_OPTION_DIGEST_AUTH_RANDOM] = MHD_ARG_SIZE_PTR,
+	[MHD_OPTION_NONCE_NC_SIZE] = MHD_ARG_UINT,
+	[MHD_OPTION_THREAD_STACK_SIZE] = MHD_ARG_SIZE,
+	[MHD_OPTION_HTTPS_MEM_TRUST] = MHD_ARG_PTR,
+	[MHD_OPTION_CONNECTION_MEMORY_INCREMENT] = MHD_ARG_SIZE,
+	[MHD_OPTION_HTTPS_CERT_CALLBACK] = MHD_ARG_PTR,
+	[MHD_OPTION_TCP_FASTOPEN_QUEUE_SIZE] = MHD_ARG_UINT,
+	[MHD_OPTION_HTTPS_MEM_DHPARAMS] = MHD_ARG_PTR,
+	[MHD_OPTION_LISTENING_ADDRESS_REUSE] = MHD_ARG_UINT,
+	[MHD_OPTION_HTTPS_KEY_PASSWORD] = MHD_ARG_PTR,
+	[MHD_OPTION_NOTIFY_CONNECTION] = MHD_ARG_FN_PTR,
+	[MHD_OPTION_LISTEN_BACKLOG_SIZE] = MHD_ARG_UINT,
+	[MHD_OPTION_STRICT_FOR_CLIENT] = MHD_ARG_INT,
+	[MHD_OPTION_GNUTLS_PSK_CRED_HANDLER] = MHD_ARG_FN_PTR,
+	[MHD_OPTION_HTTPS_CERT_CALLBACK2] = MHD_ARG_PTR,
+	[MHD_OPTION_SERVER_INSANITY] = MHD_ARG_UINT,
+	[MHD_OPTION_SIGPIPE_HANDLED_BY_APP] = MHD_ARG_INT,
+	[MHD_OPTION_TLS_NO_ALPN] = MHD_ARG_INT,
+};
+
+/* The versions whose daemon.c the table and mhd_notify_completed() were
+ * checked against; any other keeps its options as they are. */
+static const char *const mhd_rewrite_versions[] = {"0.9.75", NULL};
+
+/* More is no configuration anyone writes: a list that long is taken for
+ * one that was never terminated, and left to MHD. */
+#define MHD_OPTS_MAX   256
+#define MHD_OPTS_DEPTH 8
+
+struct mhd_opts {
+	struct MHD_OptionItem v[MHD_OPTS_MAX + 2]; /* + ours + END */
+	unsigned n;
+	/* The option that stopped the walk (-1: a bad array). */
+	int bad;
+};
+
+static enum mhd_arg
+mhd_opt_arg(int opt)
+{
+	if (opt <= 0 || (size_t)opt >= sizeof(mhd_opt_args))
+		return MHD_ARG_NONE;
+	return (enum mhd_arg)mhd_opt_args[opt];
+}
+
+static bool
+mhd_opts_add(struct mhd_opts *o, int opt, intptr_t value, void *ptr_value)
+{
+	if (o->n == MHD_OPTS_MAX) {
+		o->bad = -1;
+		return false;
+	}
+	o->v[o->n].option = (enum MHD_OPTION)opt;
+	o->v[o->n].value = value;
+	o->v[o->n].ptr_value = ptr_value;
+	o->n++;
+	return true;
+}
+
+/* An array the application passes: its items as they are (MHD's array
+ * branch casts them the same way from our array), nested arrays
+ * flattened.  parse_options_va() does not count MHD_OPTION_ARRAY in
+ * daemon->num_opts (its one use: whether MHD_OPTION_EXTERNAL_LOGGER came
+ * first), so flattening leaves the count of every option as it was. */
+static bool
+mhd_opts_flatten(struct mhd_opts *o, const struct MHD_OptionItem *a, unsigned depth)
+{
+	unsigned i;
+
+	if (!a || depth == MHD_OPTS_DEPTH) {
+		o->bad = -1;
+		return false;
+	}
+	for (i = 0; a[i].option != MHD_OPTION_END; i++) {
+		int opt = (int)a[i].option;
+
+		if (mhd_opt_arg(opt) == MHD_ARG_NONE) {
+			o->bad = opt;
+			return false;
+		}
+		if (mhd_opt_arg(opt) == MHD_ARG_ARRAY) {
+			if (!mhd_opts_flatten(o, a[i].ptr_value, depth + 1))
+				return false;
+		} else if (!mhd_opts_add(o, opt, a[i].value, a[i].ptr_value)) {
+			return false;
+		}
+	}
+	return true;
+}
+
+/* The application's va_list as an array: every argument read with the type
+ * parse_options_va() reads it with, in the same order, so MHD sees the
+ * same options in the same order (the same results, failures and log
+ * lines).  The caller walks a copy and keeps ap for MHD. */
+static bool
+mhd_opts_walk(struct mhd_opts *o, va_list ap)
+{
+	int opt;
+
+	while ((opt = va_arg(ap, int)) != MHD_OPTION_END) {
+		intptr_t value = 0;
+		void *ptr = NULL;
+
+		switch (mhd_opt_arg(opt)) {
+		case MHD_ARG_SIZE:
+			value = (intptr_t)va_arg(ap, size_t);
+			break;
+		case MHD_ARG_UINT:
+			value = (intptr_t)va_arg(ap, unsigned int);
+			break;
+		case MHD_ARG_INT:
+			value = (intptr_t)va_arg(ap, int);
+			break;
+		case MHD_ARG_PTR:
+			ptr = va_arg(ap, void *);
+			break;
+		case MHD_ARG_FN_PTR:
+			value = (intptr_t)va_arg(ap, void (*)(void));
+			ptr = va_arg(ap, void *);
+			break;
+		case MHD_ARG_SIZE_PTR:
+			value = (intptr_t)va_arg(ap, size_t);
+			ptr = va_arg(ap, void *);
+			break;
+		case MHD_ARG_ARRAY:
+			ptr = va_arg(ap, struct MHD_OptionItem *);
+			if (!mhd_opts_flatten(o, ptr, 1))
+				return false;
+			continue;
+		default:
+			o->bad = opt;
+			return false;
+		}
+		if (!mhd_opts_add(o, opt, value, ptr))
+			return false;
+	}
+	return true;
+}
+
+/* Put our URI log callback (and completion callback, see
+ * mhd_notify_completed()) into o and w.  MHD keeps the last value of an
+ * option, so the application's callbacks are its last ones; each of its
+ * URI log and non-NULL completion items is replaced in place, so that
+ * daemon->num_opts counts as before, and ours is appended only if it set
+ * no URI log callback.  A completion callback is never added where the
+ * application set none: MHD gives a thread-per-connection daemon with one
+ * an ITC (daemon.c:MHD_start_daemon_va()). */
+static void
+mhd_opts_hook(struct mhd_opts *o, struct mhd_wrap *w)
+{
+	bool has_ul = false;
+	unsigned i;
+
+	for (i = 0; i < o->n; i++) {
+		if (o->v[i].option == MHD_OPTION_URI_LOG_CALLBACK) {
+			has_ul = true;
+			w->ul = (mhd_uri_log_fn)o->v[i].value;
+			w->ul_cls = o->v[i].ptr_value;
+		} else if (o->v[i].option == MHD_OPTION_NOTIFY_COMPLETED) {
+			w->nc = (MHD_RequestCompletedCallback)o->v[i].value;
+			w->nc_cls = o->v[i].ptr_value;
+		}
+	}
+	/* With a URI log callback of the application's own, MHD already
+	 * makes every request client-aware at the request line. */
+	if (w->ul)
+		w->nc = NULL;
+	for (i = 0; i < o->n; i++) {
+		if (o->v[i].option == MHD_OPTION_URI_LOG_CALLBACK) {
+			o->v[i].value = (intptr_t)mhd_uri_log;
+			o->v[i].ptr_value = w;
+		} else if (o->v[i].option == MHD_OPTION_NOTIFY_COMPLETED && w->nc &&
+			   o->v[i].value) {
+			o->v[i].value = (intptr_t)mhd_notify_completed;
+			o->v[i].ptr_value = w;
+		}
+	}
+	if (!has_ul) {
+		o->v[o->n].option = MHD_OPTION_URI_LOG_CALLBACK;
+		o->v[o->n].value = (intptr_t)mhd_uri_log;
+		o->v[o->n].ptr_value = w;
+		o->n++;
+	}
+	o->v[o->n].option = MHD_OPTION_END;
+	o->v[o->n].value = 0;
+	o->v[o->n].ptr_value = NULL;
+}
+
+/* Whether this library is one whose option parsing we read; logs once
+ * why not. */
+static bool
+mhd_version_known(void)
+{
+	static int logged;
+	const char *v = real_get_version_fn ? real_get_version_fn() : NULL;
+	unsigned i;
+
+	for (i = 0; v && mhd_rewrite_versions[i]; i++)
+		if (strcmp(v, mhd_rewrite_versions[i]) == 0)
+			return true;
+	if (!__atomic_exchange_n(&logged, 1, __ATOMIC_RELAXED))
+		ctxshim_log("libmicrohttpd %s: options not rewritten, url.path is "
+			    "the decoded url",
+			    v ? v : "(unknown version)");
+	return false;
+}
+
+/* Fill o from the application's options, or false: start the daemon as
+ * the application asked (logged once per cause). */
+static bool
+mhd_opts_build(struct mhd_opts *o, va_list ap)
+{
+	static int logged_opt, logged_tls;
+	unsigned i;
+	va_list aq;
+	bool ok;
+
+	o->n = 0;
+	o->bad = 0;
+	va_copy(aq, ap);
+	ok = mhd_opts_walk(o, aq);
+	va_end(aq);
+	if (!ok) {
+		if (!__atomic_exchange_n(&logged_opt, 1, __ATOMIC_RELAXED))
+			ctxshim_log("libmicrohttpd: daemon option %d not rewritten, "
+				    "url.path is the decoded url",
+				    o->bad);
+		return false;
+	}
+	/* An array item the library was built without (no HTTPS) fails
+	 * silently where the va_list logs why; such a build is not
+	 * rewritten. */
+	for (i = 0; i < o->n; i++) {
+		if (o->v[i].option != MHD_OPTION_HTTPS_CRED_TYPE)
+			continue;
+		if (real_is_feature_supported_fn &&
+		    real_is_feature_supported_fn(MHD_FEATURE_TLS) == MHD_YES)
+			break;
+		if (!__atomic_exchange_n(&logged_tls, 1, __ATOMIC_RELAXED))
+			ctxshim_log("libmicrohttpd without TLS: options not "
+				    "rewritten, url.path is the decoded url");
+		return false;
+	}
+	return true;
+}
+
+/* A va_list holding just our array, for MHD_start_daemon_va(). */
+static struct MHD_Daemon *
+mhd_start_array(unsigned int flags,
+		uint16_t port,
+		MHD_AcceptPolicyCallback apc,
+		void *apc_cls,
+		MHD_AccessHandlerCallback dh,
+		void *dh_cls,
+		...)
+{
+	struct MHD_Daemon *d;
+	va_list ap;
+
+	va_start(ap, dh_cls);
+	d = real_MHD_start_daemon_va(flags, port, apc, apc_cls, dh, dh_cls, ap);
+	va_end(ap);
+	return d;
+}
+
 /* ---- daemons ------------------------------------------------------------ */
 
 static struct MHD_Daemon *
@@ -510,6 +1016,7 @@ hook_mhd_start_daemon_va(unsigned int flags,
 			 va_list ap)
 {
 	struct MHD_Daemon *d;
+	struct mhd_opts *o = NULL;
 	struct mhd_wrap *w;
 	int saved_errno = errno;
 
@@ -519,15 +1026,34 @@ hook_mhd_start_daemon_va(unsigned int flags,
 	/* Starting a daemon allocates plenty; without memory for the
 	 * wrapper the daemon simply runs unwrapped. */
 	w = calloc(1, sizeof(*w));
-	errno = saved_errno;
-	if (!w)
+	if (!w) {
+		errno = saved_errno;
 		return real_MHD_start_daemon_va(flags, port, apc, apc_cls, dh, dh_cls,
 						ap);
+	}
 	w->dh = dh;
 	w->dh_cls = dh_cls;
-	d = real_MHD_start_daemon_va(flags, port, apc, apc_cls, hook_mhd_handler, w,
-				     ap);
+	hook_mhd_bind();
+	if (mhd_version_known()) {
+		o = malloc(sizeof(*o));
+		if (o && !mhd_opts_build(o, ap)) {
+			free(o);
+			o = NULL;
+		}
+	}
+	if (o)
+		mhd_opts_hook(o, w);
+	errno = saved_errno;
+	if (o)
+		d = mhd_start_array(flags, port, apc, apc_cls, hook_mhd_handler, w,
+				    MHD_OPTION_ARRAY, o->v, MHD_OPTION_END);
+	else
+		d = real_MHD_start_daemon_va(flags, port, apc, apc_cls,
+					     hook_mhd_handler, w, ap);
 	saved_errno = errno;
+	/* MHD copied every option's value; the pointers in it are the
+	 * application's. */
+	free(o);
 	if (!d) {
 		free(w);
 	} else {

@@ -391,6 +391,22 @@ http_cases(struct text *t, unsigned port)
 	static const char h2[] =
 		"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\x00\x00\x00\x04\x00\x00"
 		"\x00\x00\x00";
+	/* Requests that end after the request line without reaching a
+	 * handler -- a header line without a colon, a client that goes away
+	 * mid-headers -- first on a new connection, then after a request on
+	 * the same one: libmicrohttpd reports their completion to
+	 * mhd-server's NOTIFY_COMPLETED only if they were made
+	 * "client-aware", which a URI log callback does (hook-mhd.c,
+	 * mhd_notify_completed()). */
+	static const char bad_header[] = "GET /index.html HTTP/1.1\r\nHost: localhost"
+					 "\r\nNoColon\r\n\r\n";
+	static const char cut[] = "GET /index.html HTTP/1.1\r\nHost: loc";
+	static const char then_bad[] =
+		"GET /index.html HTTP/1.1\r\nHost: localhost\r\n\r\n"
+		"GET /sub/a.txt HTTP/1.1\r\nHost: localhost\r\nNoColon\r\n\r\n";
+	static const char then_cut[] =
+		"GET /index.html HTTP/1.1\r\nHost: localhost\r\n\r\n"
+		"GET /sub/a.txt HTTP/1.1\r\nHost: loc";
 	char head[512], *post;
 	uint8_t bin[1024];
 	size_t n;
@@ -417,6 +433,10 @@ http_cases(struct text *t, unsigned port)
 	exchange(t, port, "binary", bin, sizeof(bin), 0);
 	exchange(t, port, "tls-hello", tls_hello, sizeof(tls_hello), 0);
 	exchange(t, port, "h2-preface", h2, sizeof(h2) - 1, 0);
+	exchange(t, port, "bad-header", bad_header, sizeof(bad_header) - 1, 0);
+	exchange(t, port, "cut-headers", cut, sizeof(cut) - 1, 0);
+	exchange(t, port, "then-bad-header", then_bad, sizeof(then_bad) - 1, 0);
+	exchange(t, port, "then-cut-headers", then_cut, sizeof(then_cut) - 1, 0);
 }
 
 static void

@@ -4,8 +4,13 @@
  * blocks, ctxdump shows that request's context on the handler's thread and
  * on no other; the several handler calls of one request share one span-id;
  * after the response the context is gone; responses are byte-identical
- * without the shim. */
+ * without the shim.  url.path is the target as sent, on every request of a
+ * keep-alive connection, whatever options the application passes, and
+ * what the application's own callbacks see (URI log, completion) is the
+ * same as without the shim. */
 #include "test-integration-block.h"
+
+#include <sys/socket.h>
 
 static const char *const modes[] = {"thread", "select", "epoll"};
 
@@ -144,6 +149,340 @@ START_TEST(test_same_bytes)
 }
 END_TEST
 
+/* ---- url.path as sent, and the application's callbacks ---- */
+
+/* What mhd-server says, one line at a time, without what differs between
+ * any two runs (thread ids, descriptor numbers, the port). */
+struct transcript {
+	char *buf;
+	size_t len, cap;
+};
+
+static void
+tr_add(struct transcript *tr, const char *s, size_t n)
+{
+	if (tr->cap - tr->len < n + 1) {
+		tr->cap = tr->cap * 2 + n + 4096;
+		tr->buf = realloc(tr->buf, tr->cap);
+		ck_assert_ptr_nonnull(tr->buf);
+	}
+	memcpy(tr->buf + tr->len, s, n);
+	tr->len += n;
+	tr->buf[tr->len] = '\0';
+}
+
+/* "IN <tid> GET /x" -> "IN GET /x", "DONE <tid> fd=<fd> <code>" ->
+ * "DONE <code>"; READY is left out. */
+static void
+tr_line(struct transcript *tr, const char *line)
+{
+	const char *p;
+
+	if (strncmp(line, "READY ", 6) == 0)
+		return;
+	if (strncmp(line, "IN ", 3) == 0 && (p = strchr(line + 3, ' '))) {
+		tr_add(tr, "IN", 2);
+		line = p;
+	} else if (strncmp(line, "DONE ", 5) == 0 && (p = strrchr(line, ' '))) {
+		tr_add(tr, "DONE", 4);
+		line = p;
+	}
+	tr_add(tr, line, strlen(line));
+	tr_add(tr, "\n", 1);
+}
+
+/* Read lines into tr until one starts with prefix (returned in line). */
+static void
+tr_expect(struct it_server *s,
+	  struct transcript *tr,
+	  const char *prefix,
+	  char *line,
+	  size_t n)
+{
+	do {
+		test_child_readline(&s->child, line, n, IT_TIMEOUT_MS);
+		tr_line(tr, line);
+	} while (strncmp(line, prefix, strlen(prefix)) != 0);
+}
+
+/* it_server_start() that keeps what the server says before READY (MHD's
+ * messages with -a, part of what is compared). */
+static void
+mhd_start_rec(struct it_server *s,
+	      char *const argv[],
+	      bool preload,
+	      char *const env[],
+	      struct transcript *tr)
+{
+	char *e[4], evenv[96], line[512];
+	size_t n = 0;
+
+	memset(s, 0, sizeof(*s));
+	if (preload) {
+		snprintf(s->events, sizeof(s->events), "/tmp/ctxshim-it-events-XXXXXX");
+		s->events_fd = mkostemp(s->events, O_CLOEXEC);
+		ck_assert_int_gt(s->events_fd, 2);
+		snprintf(evenv, sizeof(evenv), "CTXSHIM_EVENTS=%s", s->events);
+		e[n++] = evenv;
+	}
+	while (env && *env && n < 3)
+		e[n++] = *env++;
+	e[n] = NULL;
+	test_child_start(&s->child, argv, e, preload);
+	tr_expect(s, tr, "READY ", line, sizeof(line));
+	s->port = (unsigned)strtoul(line + 6, NULL, 10);
+	ck_assert_uint_gt(s->port, 0);
+	if (s->events[0])
+		unlink(s->events);
+}
+
+/* Wait until the server has read everything sent on fd (its socket's
+ * receive queue in /proc/net/tcp is empty).  A FIN arriving with the data
+ * can go unnoticed by an epoll daemon, which then never closes: MHD's
+ * edge-triggered loop reads once and waits for the next edge. */
+static void
+wait_read(unsigned port, int fd)
+{
+	struct sockaddr_in sin;
+	socklen_t len = sizeof(sin);
+	long deadline = test_now_ms() + IT_TIMEOUT_MS;
+	char want[64];
+
+	ck_assert_int_eq(getsockname(fd, (struct sockaddr *)&sin, &len), 0);
+	/* "local_address rem_address st tx_queue:rx_queue" of the server's
+	 * side of this connection, in /proc/net/tcp's hex. */
+	snprintf(want, sizeof(want), "0100007F:%04X 0100007F:%04X", port,
+		 (unsigned)ntohs(sin.sin_port));
+	for (;;) {
+		char line[512], *p;
+		bool empty = false;
+		FILE *f = fopen("/proc/net/tcp", "re");
+
+		ck_assert_ptr_nonnull(f);
+		while (fgets(line, sizeof(line), f)) {
+			p = strstr(line, want);
+			if (!p)
+				continue;
+			/* after the state: "tx_queue:rx_queue" */
+			p = strchr(p + strlen(want) + 1, ' ');
+			p = p ? strchr(p, ':') : NULL;
+			empty = p && strtoul(p + 1, NULL, 16) == 0;
+		}
+		(void)fclose(f);
+		if (empty)
+			return;
+		ck_assert_msg(test_now_ms() < deadline, "the server never read %s",
+			      want);
+		usleep(1000);
+	}
+}
+
+static const char *const variants[] = {"", "-u", "-a"};
+
+/* The events of one run: a traced request that blocks and a second one on
+ * the same connection (keep-alive), both for "/block/caf%C3%A9" with a
+ * query, whose url.path must be the target as sent without the query
+ * (when checked, under the shim); then requests whose completion MHD
+ * reports without calling the handler unless it made them client-aware:
+ * a bad header line (MHD answers 400 itself), the same after a request on
+ * the connection, a client that goes away mid-headers, the same after a
+ * request.  Returns the transcript of what the server said and answered. */
+static char *
+mhd_session(int mode, const char *variant, bool preload)
+{
+	static char prog[4096];
+	char *argv[4], *env[] = {"CTXSHIM_HEADER_ATTRS=x-request-id", NULL};
+	static const char *const closing[] = {
+		"GET /bad HTTP/1.1\r\nHost: t\r\nNoColon\r\n\r\n",
+		"GET /cut HTTP/1.1\r\nHost: lo",
+	};
+	struct transcript tr = {0};
+	struct it_thread_ctx t;
+	struct it_server s;
+	char line[1024], *resp, *json;
+	int fd, n = 0, st;
+	long tid;
+	size_t i, k;
+
+	snprintf(prog, sizeof(prog), "%s/mhd-server", test_env_path("HELPER_DIR"));
+	argv[n++] = prog;
+	if (variant[0])
+		argv[n++] = (char *)variant;
+	argv[n++] = (char *)modes[mode];
+	argv[n] = NULL;
+	mhd_start_rec(&s, argv, preload, env, &tr);
+
+	fd = it_connect(s.port);
+	it_send_str(fd, "GET /block/caf%C3%A9?q=1 HTTP/1.1\r\nHost: t\r\n"
+			"traceparent: " TP "\r\n\r\n");
+	tr_expect(&s, &tr, "IN ", line, sizeof(line));
+	tid = strtol(line + 3, NULL, 10);
+	if (preload) {
+		json = it_dump_blocked(&s, tid, &t);
+		ck_assert_str_eq(t.trace, TP_TRACE);
+		ck_assert_str_eq(t.path, "/block/caf%C3%A9");
+		free(json);
+	}
+	test_child_send(&s.child, "GO\n");
+	resp = it_read_response(fd);
+	tr_add(&tr, resp, strlen(resp));
+	free(resp);
+	it_send_str(fd, "GET /block/caf%C3%A9/2?q=2 HTTP/1.1\r\nHost: t\r\n"
+			"traceparent: " TP2 "\r\nConnection: close\r\n\r\n");
+	tr_expect(&s, &tr, "IN ", line, sizeof(line));
+	tid = strtol(line + 3, NULL, 10);
+	if (preload) {
+		json = it_dump_blocked(&s, tid, &t);
+		ck_assert_str_eq(t.trace, TP2_TRACE);
+		ck_assert_str_eq(t.path, "/block/caf%C3%A9/2");
+		free(json);
+	}
+	test_child_send(&s.child, "GO\n");
+	resp = it_read_all(fd, NULL);
+	tr_add(&tr, resp, strlen(resp));
+	free(resp);
+	close(fd);
+	tr_expect(&s, &tr, "DONE ", line, sizeof(line));
+
+	for (i = 0; i < 2; i++) {
+		for (k = 0; k < sizeof(closing) / sizeof(closing[0]); k++) {
+			fd = it_connect(s.port);
+			if (i) {
+				/* a request first: MHD resets the connection's
+				 * state before the next one */
+				it_send_str(fd, "GET /a HTTP/1.1\r\nHost: t\r\n\r\n");
+				resp = it_read_response(fd);
+				tr_add(&tr, resp, strlen(resp));
+				free(resp);
+				tr_expect(&s, &tr, "DONE ", line, sizeof(line));
+			}
+			it_send_str(fd, closing[k]);
+			wait_read(s.port, fd);
+			(void)shutdown(fd, SHUT_WR);
+			resp = it_read_all(fd, NULL);
+			tr_add(&tr, "== ", 3);
+			tr_add(&tr, resp, strlen(resp));
+			tr_add(&tr, "\n", 1);
+			free(resp);
+			close(fd);
+		}
+	}
+
+	/* The rest of what the server says, until it exits. */
+	close(s.child.in_fd);
+	s.child.in_fd = -1;
+	for (;;) {
+		char *nl;
+		ssize_t r;
+
+		while ((nl = memchr(s.child.buf, '\n', s.child.len))) {
+			*nl = '\0';
+			tr_line(&tr, s.child.buf);
+			s.child.len -= (size_t)(nl + 1 - s.child.buf);
+			memmove(s.child.buf, nl + 1, s.child.len);
+		}
+		r = read(s.child.out_fd, s.child.buf + s.child.len,
+			 sizeof(s.child.buf) - s.child.len);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		s.child.len += (size_t)r;
+	}
+	st = test_child_finish(&s.child, IT_TIMEOUT_MS);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "server exit status %#x",
+		      st);
+	if (s.events_fd > 2)
+		close(s.events_fd);
+	if (s.events[0])
+		unlink(s.events);
+	return tr.buf;
+}
+
+/* Loop index: mode * 3 + variant.  The application's own URI log callback
+ * (-u) is called with the same uri and its value arrives as *req_cls
+ * ("URI", "REQCLS" lines); its completion callback is called for the same
+ * requests with the same codes ("DONE"), with or without a URI log
+ * callback of its own; options in an MHD_OPTION_ARRAY (-a) are taken,
+ * with MHD's messages unchanged (-a logs them). */
+START_TEST(test_raw_path_same_callbacks)
+{
+	int mode = _i / 3;
+	const char *variant = variants[_i % 3];
+	char *plain = mhd_session(mode, variant, false);
+	char *shim = mhd_session(mode, variant, true);
+
+	ck_assert_msg(strcmp(plain, shim) == 0,
+		      "%s %s: transcripts differ:\n--- without\n%s\n--- with\n%s",
+		      modes[mode], variant, plain, shim);
+	/* They say what they are meant to. */
+	ck_assert_ptr_nonnull(strstr(plain, "400 Bad Request"));
+	if (strcmp(variant, "-u") == 0) {
+		ck_assert_ptr_nonnull(strstr(plain, "URI /block/caf%C3%A9?q=1\n"
+						    "REQCLS /block/caf\xc3\xa9\n"));
+		ck_assert_ptr_nonnull(strstr(plain, "URI /cut\n"));
+	}
+	if (strcmp(variant, "-a") == 0)
+		ck_assert_ptr_nonnull(strstr(
+			plain, "MHD MHD_OPTION_EXTERNAL_LOGGER is not the first"));
+	free(plain);
+	free(shim);
+}
+END_TEST
+
+/* CTXSHIM_URL_QUERY=1 keeps the query, as sent. */
+START_TEST(test_raw_path_query)
+{
+	static char prog[4096];
+	char *argv[] = {prog, (char *)modes[_i], NULL};
+	char *env[] = {"CTXSHIM_URL_QUERY=1", NULL};
+	struct it_thread_ctx t;
+	struct it_server s;
+	char *json;
+	long tid;
+	int fd;
+
+	snprintf(prog, sizeof(prog), "%s/mhd-server", test_env_path("HELPER_DIR"));
+	it_server_start(&s, argv, true, env);
+	fd = it_send_blocking(&s, -1,
+			      "GET /block/caf%C3%A9?q=%C3%A9&r HTTP/1.1\r\nHost: t\r\n"
+			      "Connection: close\r\n\r\n",
+			      &tid);
+	json = it_dump_blocked(&s, tid, &t);
+	ck_assert_str_eq(t.path, "/block/caf%C3%A9?q=%C3%A9&r");
+	free(json);
+	it_release_ok(&s, fd, "GET /block/caf\xc3\xa9 0\n", true);
+	it_server_stop(&s);
+}
+END_TEST
+
+/* An option the shim's table does not know: the daemon is started with
+ * the application's list as it is (here MHD refuses it, and says so as
+ * without the shim), and the shim says once why url.path stays decoded. */
+START_TEST(test_unknown_option)
+{
+	static char prog[4096];
+	char *argv[] = {prog, "-x", "select", NULL};
+	char *env[] = {"CTXSHIM_LOG=stderr", NULL};
+	char *out0, *err0, *out1, *err1;
+	int st0, st1;
+
+	snprintf(prog, sizeof(prog), "%s/mhd-server", test_env_path("HELPER_DIR"));
+	st0 = test_run_capture(argv, NULL, false, &out0, &err0, IT_TIMEOUT_MS);
+	st1 = test_run_capture(argv, env, true, &out1, &err1, IT_TIMEOUT_MS);
+	ck_assert_int_eq(st0, st1);
+	ck_assert_msg(WIFEXITED(st0) && WEXITSTATUS(st0) == 1, "status %#x", st0);
+	ck_assert_str_eq(out0, out1);
+	ck_assert_ptr_nonnull(strstr(out0, "MHD Invalid option 99!"));
+	ck_assert_msg(strstr(err1, "libmicrohttpd: daemon option 99 not rewritten"),
+		      "shim log: %s", err1);
+	free(out0);
+	free(err0);
+	free(out1);
+	free(err1);
+}
+END_TEST
+
 TEST_SUITE(integration_mhd_suite)
 {
 	Suite *s = suite_create("libmicrohttpd servers under the shim");
@@ -157,6 +496,9 @@ TEST_SUITE(integration_mhd_suite)
 	tcase_add_loop_test(tc, test_keepalive_second_request, 0, 3);
 	tcase_add_loop_test(tc, test_pipelined_requests, 0, 3);
 	tcase_add_loop_test(tc, test_same_bytes, 0, 3);
+	tcase_add_loop_test(tc, test_raw_path_same_callbacks, 0, 9);
+	tcase_add_loop_test(tc, test_raw_path_query, 0, 3);
+	tcase_add_test(tc, test_unknown_option);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -199,13 +199,12 @@ START_TEST(test_header_utf8)
 END_TEST
 
 /* A raw byte that is not UTF-8 in the request-target (RFC 9112 wants it
- * percent-encoded; it arrives anyway): no url.path.  The socket level
- * only: libmicrohttpd hands its handler a URL it has decoded itself. */
+ * percent-encoded; it arrives anyway): no url.path. */
 START_TEST(test_path_not_utf8)
 {
 	static const struct want w = {"GET", NULL, NULL, "id-3"};
 
-	run(TPC,
+	run((enum server)_i,
 	    "GET /block/caf\xe9 HTTP/1.1\r\nHost: t\r\n" HDR_TP
 	    "X-Request-Id: id-3\r\nConnection: close\r\n\r\n",
 	    &w);
@@ -237,9 +236,23 @@ START_TEST(test_path_utf8)
 {
 	static const struct want w = {"GET", NULL, "/block/caf\xc3\xa9", "id-4"};
 
-	run(TPC,
+	run((enum server)_i,
 	    "GET /block/caf\xc3\xa9?q=\xff HTTP/1.1\r\nHost: t\r\n" HDR_TP
 	    "X-Request-Id: id-4\r\nConnection: close\r\n\r\n",
+	    &w);
+}
+END_TEST
+
+/* Percent-encoding stays as sent, an encoded "/" too: libmicrohttpd
+ * decodes the url it hands its handler ("/block/café/x"), url.path is the
+ * target like the socket level's. */
+START_TEST(test_path_percent)
+{
+	static const struct want w = {"GET", NULL, "/block/caf%C3%A9%2Fx", "id-7"};
+
+	run((enum server)_i,
+	    "GET /block/caf%C3%A9%2Fx?q=%C3%A9 HTTP/1.1\r\nHost: t\r\n" HDR_TP
+	    "X-Request-Id: id-7\r\nConnection: close\r\n\r\n",
 	    &w);
 }
 END_TEST
@@ -255,8 +268,9 @@ TEST_SUITE(preload_attrs_suite)
 	tcase_add_loop_test(tc, test_unknown_method_20, TPC, MHD + 1);
 	tcase_add_loop_test(tc, test_header_obs_text, TPC, MHD + 1);
 	tcase_add_loop_test(tc, test_header_utf8, TPC, MHD + 1);
-	tcase_add_test(tc, test_path_not_utf8);
-	tcase_add_test(tc, test_path_utf8);
+	tcase_add_loop_test(tc, test_path_not_utf8, TPC, MHD + 1);
+	tcase_add_loop_test(tc, test_path_utf8, TPC, MHD + 1);
+	tcase_add_loop_test(tc, test_path_percent, TPC, MHD + 1);
 	tcase_add_loop_test(tc, test_known_methods_env, TPC, MHD + 1);
 	suite_add_tcase(s, tc);
 	return s;

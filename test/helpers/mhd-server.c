@@ -1,12 +1,20 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* A libmicrohttpd server with no tracing code, for the integration tests.
  *
- * usage: mhd-server thread|select|epoll [CERT KEY]
+ * usage: mhd-server [-u] [-a] [-x] thread|select|epoll [CERT KEY]
  *   thread  MHD_USE_THREAD_PER_CONNECTION (one thread per connection)
  *   select  MHD_USE_INTERNAL_POLLING_THREAD (one select() loop)
  *   epoll   MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL (one epoll loop)
  *   CERT KEY  PEM files: serve HTTPS (MHD_USE_TLS; Debian's libmicrohttpd
  *             does TLS with GnuTLS)
+ *   -u  set an MHD_OPTION_URI_LOG_CALLBACK, which prints "URI <uri>" and
+ *       returns the request's state: the handler's first call prints
+ *       "REQCLS <url>" when it finds that value in *req_cls
+ *   -a  pass the options in an MHD_OPTION_ARRAY, with MHD's messages on
+ *       (MHD_USE_ERROR_LOG, MHD_OPTION_EXTERNAL_LOGGER as the second
+ *       option, so MHD says it is not the first) printed as "MHD <text>"
+ *   -x  also pass option 99, which libmicrohttpd does not know (the
+ *       daemon does not start), with MHD's messages as for -a
  *
  * Listens on 127.0.0.1 (ephemeral port) and prints "READY <port>".  Every
  * request is answered with "<method> <url> <body bytes>\n".  A request for
@@ -25,6 +33,7 @@
 #include <netinet/in.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,6 +51,7 @@ static pthread_mutex_t out_lock = PTHREAD_MUTEX_INITIALIZER;
 
 struct request {
 	size_t body;
+	bool started; /* the handler has been called */
 };
 
 static void
@@ -114,11 +124,16 @@ handler(void *cls,
 	(void)cls;
 	(void)version;
 	(void)upload_data;
-	if (!rq) {
-		rq = calloc(1, sizeof(*rq));
-		if (!rq)
-			return MHD_NO;
-		*req_cls = rq;
+	if (!rq || !rq->started) {
+		if (rq) {
+			say("REQCLS %s", url); /* from the URI log callback */
+		} else {
+			rq = calloc(1, sizeof(*rq));
+			if (!rq)
+				return MHD_NO;
+			*req_cls = rq;
+		}
+		rq->started = true;
 		return MHD_YES;
 	}
 	if (*upload_data_size) {
@@ -157,6 +172,56 @@ completed(void *cls,
 	*req_cls = NULL;
 }
 
+static void *
+uri_log(void *cls, const char *uri, struct MHD_Connection *conn)
+{
+	(void)cls;
+	(void)conn;
+	say("URI %s", uri ? uri : "(null)");
+	return calloc(1, sizeof(struct request));
+}
+
+static void
+mhd_log(void *cls, const char *fmt, va_list ap)
+{
+	(void)cls;
+	pthread_mutex_lock(&out_lock);
+	fputs("MHD ", stdout);
+	vprintf(fmt, ap);
+	fflush(stdout);
+	pthread_mutex_unlock(&out_lock);
+}
+
+/* -a: the options as an array (-u, TLS: their options too). */
+static struct MHD_Daemon *
+start_array(unsigned int flags,
+	    struct sockaddr *sa,
+	    bool uri,
+	    const char *cert,
+	    const char *key)
+{
+	struct MHD_OptionItem o[8];
+	int n = 0;
+
+	o[n++] = (struct MHD_OptionItem){MHD_OPTION_SOCK_ADDR, 0, sa};
+	o[n++] = (struct MHD_OptionItem){MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)mhd_log,
+					 NULL};
+	o[n++] = (struct MHD_OptionItem){MHD_OPTION_NOTIFY_COMPLETED,
+					 (intptr_t)completed, NULL};
+	if (uri)
+		o[n++] = (struct MHD_OptionItem){MHD_OPTION_URI_LOG_CALLBACK,
+						 (intptr_t)uri_log, NULL};
+	if (cert) {
+		o[n++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_CERT, 0,
+						 (void *)cert};
+		o[n++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_KEY, 0,
+						 (void *)key};
+	}
+	o[n] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
+	return MHD_start_daemon(flags | MHD_USE_ERROR_LOG, 0, NULL, NULL, handler, NULL,
+				MHD_OPTION_ARRAY, o, MHD_OPTION_END);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -165,11 +230,23 @@ main(int argc, char **argv)
 	struct MHD_Daemon *d;
 	unsigned int flags;
 	char line[64], *cert = NULL, *key = NULL;
+	bool uri = false, array = false, unknown = false;
 
+	for (; argc > 1 && argv[1][0] == '-'; argc--, argv++) {
+		if (strcmp(argv[1], "-u") == 0)
+			uri = true;
+		else if (strcmp(argv[1], "-a") == 0)
+			array = true;
+		else if (strcmp(argv[1], "-x") == 0)
+			unknown = true;
+		else
+			break;
+	}
 	if ((argc != 2 && argc != 4) ||
 	    (strcmp(argv[1], "thread") != 0 && strcmp(argv[1], "select") != 0 &&
 	     strcmp(argv[1], "epoll") != 0)) {
-		fprintf(stderr, "usage: mhd-server thread|select|epoll [CERT KEY]\n");
+		fprintf(stderr, "usage: mhd-server [-u] [-a] [-x] "
+				"thread|select|epoll [CERT KEY]\n");
 		return 64;
 	}
 	if (argc == 4) {
@@ -192,7 +269,31 @@ main(int argc, char **argv)
 	else if (strcmp(argv[1], "epoll") == 0)
 		flags |= MHD_USE_EPOLL;
 	if (cert)
-		d = MHD_start_daemon(flags | MHD_USE_TLS, 0, NULL, NULL, handler, NULL,
+		flags |= MHD_USE_TLS;
+	if (array)
+		d = start_array(flags, (struct sockaddr *)&sin, uri, cert, key);
+	else if (unknown)
+		d = MHD_start_daemon(flags | MHD_USE_ERROR_LOG, 0, NULL, NULL, handler,
+				     NULL, MHD_OPTION_SOCK_ADDR,
+				     (struct sockaddr *)&sin,
+				     MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
+				     MHD_OPTION_NOTIFY_COMPLETED, completed, NULL,
+				     (enum MHD_OPTION)99, MHD_OPTION_END);
+	else if (uri && !cert)
+		d = MHD_start_daemon(flags, 0, NULL, NULL, handler, NULL,
+				     MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sin,
+				     MHD_OPTION_NOTIFY_COMPLETED, completed, NULL,
+				     MHD_OPTION_URI_LOG_CALLBACK, uri_log, NULL,
+				     MHD_OPTION_END);
+	else if (uri)
+		d = MHD_start_daemon(flags, 0, NULL, NULL, handler, NULL,
+				     MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sin,
+				     MHD_OPTION_NOTIFY_COMPLETED, completed, NULL,
+				     MHD_OPTION_URI_LOG_CALLBACK, uri_log, NULL,
+				     MHD_OPTION_HTTPS_MEM_CERT, cert,
+				     MHD_OPTION_HTTPS_MEM_KEY, key, MHD_OPTION_END);
+	else if (cert)
+		d = MHD_start_daemon(flags, 0, NULL, NULL, handler, NULL,
 				     MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sin,
 				     MHD_OPTION_NOTIFY_COMPLETED, completed, NULL,
 				     MHD_OPTION_HTTPS_MEM_CERT, cert,
