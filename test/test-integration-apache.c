@@ -123,12 +123,7 @@ ap_start(struct nx_server *n, bool preload)
 static void
 ap_stop(struct nx_server *n)
 {
-	int st;
-
-	kill(n->srv.child.pid, SIGTERM);
-	st = test_child_finish(&n->srv.child, IT_TIMEOUT_MS);
-	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "apache2 exit status %#x",
-		      st);
+	nx_halt(n, SIGTERM, "apache2");
 }
 
 /* A keep-alive connection: trace 9's request, then an untraced one, then

@@ -198,15 +198,23 @@ nx_start(struct nx_server *n, bool preload)
 	nx_launch(n, argv, preload, "nginx");
 }
 
+/* Stop the server with sig; it must exit 0. */
 static void
-nx_stop(struct nx_server *n)
+nx_halt(struct nx_server *n, int sig, const char *name)
 {
 	int st;
 
-	kill(n->srv.child.pid, SIGQUIT);
+	kill(n->srv.child.pid, sig);
 	st = test_child_finish(&n->srv.child, IT_TIMEOUT_MS);
-	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "nginx exit status %#x",
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s exit status %#x", name,
 		      st);
+}
+
+/* SIGQUIT: nginx's graceful shutdown. */
+static void
+nx_stop(struct nx_server *n)
+{
+	nx_halt(n, SIGQUIT, "nginx");
 }
 
 /* Removes the directory and the event log. */
