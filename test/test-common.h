@@ -70,6 +70,9 @@ int test_run_capture(char *const argv[], char *const env[], bool preload, char *
 char test_proc_state(pid_t pid);
 /* The same for thread tid of pid (0: the process, as test_proc_state()). */
 char test_task_state(pid_t pid, pid_t tid);
+/* Wait (at most timeout_ms) until thread tid of pid is blocked in system
+ * call nr (/proc/PID/task/TID/syscall); fails the test otherwise. */
+void test_wait_syscall(pid_t pid, pid_t tid, long nr, int timeout_ms);
 /* The part of ctxdump's JSON about thread tid (up to the next thread or
  * the end), malloc'd, or NULL if the thread is not listed. */
 char *test_json_thread(const char *json, pid_t tid);

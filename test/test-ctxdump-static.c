@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -553,6 +554,9 @@ START_TEST(test_stacks_table_window_not_target_memory)
 	test_child_expect(&c, "READY ", line, sizeof(line), TIMEOUT_MS);
 	ck_assert_int_eq(sscanf(line, "READY %d", &p), 1);
 	snprintf(pid, sizeof(pid), "%d", p);
+	/* READY can arrive while its write(2) still returns: dump once the
+	 * thread waits in stack_window_read()'s read(2). */
+	test_wait_syscall(p, p, SYS_read, TIMEOUT_MS);
 	st = test_run_capture(dargv, NULL, false, &out, &err, TIMEOUT_MS);
 	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status 0x%x: %s", st,
 		      err);

@@ -344,6 +344,31 @@ test_task_state(pid_t pid, pid_t tid)
 	return (p && p[1] == ' ') ? p[2] : '?';
 }
 
+void
+test_wait_syscall(pid_t pid, pid_t tid, long nr, int timeout_ms)
+{
+	long deadline = test_now_ms() + timeout_ms;
+	char path[96], buf[64] = "";
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/syscall", (int)pid, (int)tid);
+	for (;;) {
+		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+
+		if (fd >= 0)
+			close(fd);
+		buf[n > 0 ? n : 0] = '\0';
+		/* "running" while on a CPU; the number while blocked in it */
+		if (n > 0 && buf[0] >= '0' && buf[0] <= '9' &&
+		    strtol(buf, NULL, 10) == nr)
+			return;
+		ck_assert_msg(test_now_ms() < deadline,
+			      "thread %d of %d never blocked in system call %ld (%s)",
+			      (int)tid, (int)pid, nr, buf);
+		usleep(2000);
+	}
+}
+
 char
 test_proc_state(pid_t pid)
 {
