@@ -38,6 +38,36 @@
  * copy the pointer to our list into the new handle, so the copy gets the
  * application's list back.
  *
+ * Lines added after the start.  The application may also give its live
+ * list a traceparent or tracestate line after the transfer started
+ * (curl_slist_append after curl_multi_add_handle, from a callback, or
+ * between two requests of one transfer), and then owns propagation as
+ * below.  So the decision is taken again right before libcurl builds each
+ * request: while our nodes are installed, libcurl's CURLOPT_PREREQFUNCTION
+ * is ours (curl_prereq()), which calls the application's own callback, if
+ * any, with its own pointer, then scans the application's list (valid
+ * then: libcurl is about to send it) and, if it has trace context now,
+ * gives curl that list itself, so the request is the application's list
+ * byte for byte (and a blocking call shows the thread's own context
+ * again, as when the line was there from the start).  libcurl 7.88 calls that callback in multi.c,
+ * multi_runsingle(), state MSTATE_DO, just before multi_do() builds the
+ * request (http.c, Curl_http() and Curl_add_custom_headers() read the
+ * list), on the handle's own thread, for every request of a transfer
+ * (after a redirect, on a reused connection).  Hooking curl_slist_append
+ * instead would see only appends made with that call and the list's head
+ * (an application may keep a tail pointer, link its own nodes or change a
+ * node's data), would take our lock in every append of every thread, and
+ * could tell a list from another only by its head pointer: walking other
+ * handles' lists is unsafe (an application may free its list once its
+ * transfer is done, before curl_multi_remove_handle).  Setting our nodes'
+ * data to a line libcurl skips ("" has neither ':' nor ';', see
+ * Curl_add_custom_headers()) would leave a line CURLOPT_AWS_SIGV4 still
+ * signs (http_aws_sigv4.c, make_headers()); the application's list
+ * itself leaves nothing of ours.  The callback is the application's again
+ * (libcurl's CURLOPT_PREREQFUNCTION and CURLOPT_PREREQDATA as it set
+ * them) whenever our nodes are not installed, and in a
+ * curl_easy_duphandle copy.
+ *
  * Internal calls.  libcurl calls its own exported functions through the
  * PLT: curl_easy_perform calls curl_multi_add_handle/remove_handle,
  * curl_multi_init calls curl_easy_init for its connection-closure handle,
@@ -202,6 +232,11 @@ struct curl_handle {
 	CURLU *curlu;            /* CURLOPT_CURLU */
 	uint8_t url_kind;        /* enum curl_url_kind of CURLOPT_URL */
 	bool default_other;      /* CURLOPT_DEFAULT_PROTOCOL is not http(s) */
+	/* The application's CURLOPT_PREREQFUNCTION and CURLOPT_PREREQDATA. */
+	curl_prereq_callback app_prereq;
+	void *app_prereq_data;
+	bool prereq_ours; /* curl calls curl_prereq() for this handle */
+	bool ours_off;    /* ours is set aside: curl holds app, as it is */
 	UT_hash_handle hh;
 };
 
@@ -217,6 +252,21 @@ static pthread_mutex_t curl_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* The handle our curl_easy_perform hook is running on this thread. */
 static __thread CURL *curl_performing;
+/* The context to show again if curl_prereq() sets our lines aside while
+ * that call shows our client span, or NULL. */
+static __thread const struct ctxshim_ctx *curl_performing_server;
+/* An application's CURLOPT_PREREQFUNCTION or CURLOPT_PREREQDATA went
+ * unrecorded (curl_prereq_unseen()). */
+static bool curl_prereq_lost;
+
+/* An application's pre-request callback or pointer we could not record
+ * (set before our constructor ran, or no memory for its entry): ours,
+ * which gives back what it recorded, is never set again. */
+static void
+curl_prereq_unseen(void)
+{
+	__atomic_store_n(&curl_prereq_lost, true, __ATOMIC_RELAXED);
+}
 
 /* ---- binding ---------------------------------------------------------- */
 
@@ -695,6 +745,46 @@ curl_plan(struct curl_plan *p,
 	}
 }
 
+static int curl_prereq(void *clientp,
+		       char *primary_ip,
+		       char *local_ip,
+		       int primary_port,
+		       int local_port);
+
+/* Make curl_prereq() libcurl's pre-request callback for e (see "Lines
+ * added after the start" above).  Data first: libcurl must never call it
+ * with the application's pointer.  Left as the application set it when
+ * this libcurl has no such option (before 7.80). */
+static bool
+curl_prereq_set(struct curl_handle *e)
+{
+	if (__atomic_load_n(&curl_prereq_lost, __ATOMIC_RELAXED))
+		return false;
+	if (real_curl_easy_setopt_ptr(e->real, e->easy, CURLOPT_PREREQDATA, e) !=
+	    CURLE_OK)
+		return false;
+	if (((curl_easy_setopt_fn)e->real->fn[CURL_FN_EASY_SETOPT])(
+		    e->easy, CURLOPT_PREREQFUNCTION, curl_prereq) != CURLE_OK) {
+		(void)real_curl_easy_setopt_ptr(e->real, e->easy, CURLOPT_PREREQDATA,
+						e->app_prereq_data);
+		return false;
+	}
+	return true;
+}
+
+/* Give handle easy the application's pre-request callback (and pointer)
+ * back: e's, or the one a duplicated handle inherited. */
+static void
+curl_prereq_give_back(struct curl_real *r,
+		      CURL *easy,
+		      curl_prereq_callback fn,
+		      void *data)
+{
+	(void)((curl_easy_setopt_fn)r->fn[CURL_FN_EASY_SETOPT])(
+		easy, CURLOPT_PREREQFUNCTION, fn);
+	(void)real_curl_easy_setopt_ptr(r, easy, CURLOPT_PREREQDATA, data);
+}
+
 /* Give curl our lines followed by the application's list for e's
  * transfer.  False (nothing changed) when there is nothing to add or no
  * memory. */
@@ -702,6 +792,7 @@ static bool
 curl_install(struct curl_handle *e, const struct curl_plan *p, CURLM *multi)
 {
 	struct curl_slist *ours;
+	bool prereq;
 
 	if (p->n_extra == 0)
 		return false;
@@ -713,13 +804,31 @@ curl_install(struct curl_handle *e, const struct curl_plan *p, CURLM *multi)
 		free(ours);
 		return false;
 	}
+	prereq = e->prereq_ours || curl_prereq_set(e);
 	pthread_mutex_lock(&curl_lock);
 	free(e->ours);
 	e->ours = ours;
 	e->ours_extra = p->n_extra;
+	e->ours_off = false;
 	e->multi = multi;
+	e->prereq_ours = prereq;
 	pthread_mutex_unlock(&curl_lock);
 	return true;
+}
+
+/* Ours is no longer in use: the application's pre-request callback goes
+ * back.  Caller holds curl_lock. */
+static void
+curl_forget_locked(struct curl_handle *e)
+{
+	if (e->prereq_ours)
+		curl_prereq_give_back(e->real, e->easy, e->app_prereq,
+				      e->app_prereq_data);
+	e->prereq_ours = false;
+	e->ours = NULL;
+	e->ours_extra = 0;
+	e->ours_off = false;
+	e->multi = NULL;
 }
 
 /* Give the application's list back and free ours.  Caller holds
@@ -727,13 +836,13 @@ curl_install(struct curl_handle *e, const struct curl_plan *p, CURLM *multi)
 static void
 curl_restore_locked(struct curl_handle *e)
 {
-	if (!e->ours)
+	struct curl_slist *ours = e->ours;
+
+	if (!ours)
 		return;
 	(void)real_curl_easy_setopt_ptr(e->real, e->easy, CURLOPT_HTTPHEADER, e->app);
-	free(e->ours);
-	e->ours = NULL;
-	e->ours_extra = 0;
-	e->multi = NULL;
+	curl_forget_locked(e);
+	free(ours);
 }
 
 /* A new application list (e->app, already given to curl) while ours is in
@@ -752,14 +861,63 @@ curl_relink_locked(struct curl_handle *e)
 	if (curl_scan(e->app, &a) && !a.has_traceparent && !a.has_tracestate) {
 		e->ours[e->ours_extra - 1].next = e->app;
 		if (real_curl_easy_setopt_ptr(e->real, e->easy, CURLOPT_HTTPHEADER,
-					      e->ours) == CURLE_OK)
+					      e->ours) == CURLE_OK) {
+			e->ours_off = false;
 			return NULL;
+		}
 		/* curl kept the application's list. */
 	}
-	e->ours = NULL;
-	e->ours_extra = 0;
-	e->multi = NULL;
+	curl_forget_locked(e);
 	return old;
+}
+
+/* libcurl's pre-request callback while ours is installed (see "Lines
+ * added after the start" above): on the handle's thread, right before
+ * the request is built.  Returns what the application's callback
+ * returned; keeps the errno it left. */
+static int
+curl_prereq(void *clientp,
+	    char *primary_ip,
+	    char *local_ip,
+	    int primary_port,
+	    int local_port)
+{
+	struct curl_handle *e = clientp;
+	const struct ctxshim_ctx *server;
+	struct curl_app_headers a;
+	int rc = CURL_PREREQFUNC_OK;
+	int saved_errno;
+
+	/* First: the application's callback may extend its list too. */
+	if (e->app_prereq)
+		rc = e->app_prereq(e->app_prereq_data, primary_ip, local_ip,
+				   primary_port, local_port);
+	/* The entry's fields change only on the handle's thread, this one. */
+	if (!e->ours || e->ours_off)
+		return rc;
+	saved_errno = errno;
+	if (curl_scan(e->app, &a) && !a.has_traceparent && !a.has_tracestate) {
+		errno = saved_errno;
+		return rc;
+	}
+	if (real_curl_easy_setopt_ptr(e->real, e->easy, CURLOPT_HTTPHEADER, e->app) ==
+	    CURLE_OK) {
+		pthread_mutex_lock(&curl_lock);
+		e->ours_off = true;
+		pthread_mutex_unlock(&curl_lock);
+		/* Our client span is sent nowhere now: a blocking call shows the
+		 * thread's own context again, as when the application's line was
+		 * there from the start. */
+		server = curl_performing_server;
+		if (server && curl_performing == e->easy) {
+			curl_performing_server = NULL;
+			ctxshim_attach(server);
+			hook_socket_ctx_restored(server);
+			CTXSHIM_EVENT(CTXSHIM_EV_ATTACH, -1, server, "curl-app-late");
+		}
+	}
+	errno = saved_errno;
+	return rc;
 }
 
 /* ---- hooks ---------------------------------------------------------------- */
@@ -793,7 +951,7 @@ hook_curl_easy_setopt_ptr(struct curl_real *r, CURL *easy, CURLoption opt, void 
 	CURLcode rc;
 
 	if (opt != CURLOPT_HTTPHEADER && opt != CURLOPT_URL && opt != CURLOPT_CURLU &&
-	    opt != CURLOPT_DEFAULT_PROTOCOL)
+	    opt != CURLOPT_DEFAULT_PROTOCOL && opt != CURLOPT_PREREQDATA)
 		return real_curl_easy_setopt_ptr(r, easy, opt, v);
 	rc = real_curl_easy_setopt_ptr(r, easy, opt, v);
 	if (rc != CURLE_OK)
@@ -801,8 +959,16 @@ hook_curl_easy_setopt_ptr(struct curl_real *r, CURL *easy, CURLoption opt, void 
 	saved_errno = errno;
 	pthread_mutex_lock(&curl_lock);
 	e = curl_handle_get(r, easy);
+	if (!e && opt == CURLOPT_PREREQDATA)
+		curl_prereq_unseen();
 	if (e) {
 		switch (opt) {
+		case CURLOPT_PREREQDATA:
+			e->app_prereq_data = v;
+			/* Ours stays what libcurl passes to its callback. */
+			if (e->prereq_ours)
+				(void)real_curl_easy_setopt_ptr(r, easy, opt, e);
+			break;
 		case CURLOPT_HTTPHEADER:
 			e->app = v;
 			if (e->ours)
@@ -825,6 +991,34 @@ hook_curl_easy_setopt_ptr(struct curl_real *r, CURL *easy, CURLoption opt, void 
 	return rc;
 }
 
+/* The application's CURLOPT_PREREQFUNCTION: recorded, and passed on
+ * (what libcurl returns is returned), but while ours is libcurl's, ours
+ * stays and calls it (see "Lines added after the start" above). */
+static CURLcode
+hook_curl_easy_setopt_prereq(struct curl_real *r, CURL *easy, curl_prereq_callback fn)
+{
+	curl_easy_setopt_fn real = (curl_easy_setopt_fn)r->fn[CURL_FN_EASY_SETOPT];
+	struct curl_handle *e;
+	int saved_errno;
+	CURLcode rc = real(easy, CURLOPT_PREREQFUNCTION, fn);
+
+	if (rc != CURLE_OK)
+		return rc;
+	saved_errno = errno;
+	pthread_mutex_lock(&curl_lock);
+	e = curl_handle_get(r, easy);
+	if (!e) {
+		curl_prereq_unseen();
+	} else {
+		e->app_prereq = fn;
+		if (e->prereq_ours)
+			(void)real(easy, CURLOPT_PREREQFUNCTION, curl_prereq);
+	}
+	pthread_mutex_unlock(&curl_lock);
+	errno = saved_errno;
+	return rc;
+}
+
 /* The variadic setopt: read the argument by the option's type
  * (CURLOPTTYPE_* in curl/curl.h) and pass it on as that type. */
 static CURLcode
@@ -838,9 +1032,25 @@ hook_curl_easy_setopt(
 	if (opt < CURLOPTTYPE_FUNCTIONPOINT) {
 		void *v = va_arg(ap, void *);
 
-		if (!ctxshim_active() || curl_internal(r, ra))
+		if (curl_internal(r, ra))
 			return real(easy, opt, v);
+		if (!ctxshim_active()) {
+			if (opt == CURLOPT_PREREQDATA)
+				curl_prereq_unseen();
+			return real(easy, opt, v);
+		}
 		return hook_curl_easy_setopt_ptr(r, easy, opt, v);
+	}
+	if (opt == CURLOPT_PREREQFUNCTION) {
+		curl_prereq_callback fn = va_arg(ap, curl_prereq_callback);
+
+		if (curl_internal(r, ra))
+			return real(easy, opt, fn);
+		if (!ctxshim_active()) {
+			curl_prereq_unseen();
+			return real(easy, opt, fn);
+		}
+		return hook_curl_easy_setopt_prereq(r, easy, fn);
 	}
 	if (opt < CURLOPTTYPE_OFF_T)
 		return real(easy, opt, va_arg(ap, curl_any_fn));
@@ -936,6 +1146,7 @@ hook_curl_easy_perform(struct curl_real *r, CURL *easy, const void *ra)
 	struct curl_handle *e = NULL;
 	struct ctxshim_ctx saved;
 	bool installed = false, published = false, had = false;
+	const struct ctxshim_ctx *outer_server;
 	int saved_errno;
 	CURL *outer;
 	CURLcode rc;
@@ -948,11 +1159,14 @@ hook_curl_easy_perform(struct curl_real *r, CURL *easy, const void *ra)
 		published = curl_publish_call(&p, installed, &a, &saved, &had);
 	}
 	outer = curl_performing;
+	outer_server = curl_performing_server;
 	curl_performing = easy;
+	curl_performing_server = installed && p.client_span && had ? &saved : NULL;
 	errno = saved_errno;
 	rc = real_curl_easy_perform(r, easy);
 	saved_errno = errno;
 	curl_performing = outer;
+	curl_performing_server = outer_server;
 	if (installed) {
 		pthread_mutex_lock(&curl_lock);
 		/* The entry is still there: only curl_easy_cleanup and
@@ -1010,7 +1224,9 @@ hook_curl_easy_duphandle(struct curl_real *r, CURL *easy, const void *ra)
 {
 	struct curl_handle *e, *n = NULL, *stale = NULL;
 	struct curl_slist *app = NULL;
-	bool reset = false;
+	curl_prereq_callback app_prereq = NULL;
+	void *app_prereq_data = NULL;
+	bool reset = false, prereq = false;
 	int saved_errno;
 	CURL *dup = real_curl_easy_duphandle(r, easy);
 
@@ -1026,6 +1242,9 @@ hook_curl_easy_duphandle(struct curl_real *r, CURL *easy, const void *ra)
 	if (e) {
 		app = e->app;
 		reset = e->ours != NULL;
+		prereq = e->prereq_ours;
+		app_prereq = e->app_prereq;
+		app_prereq_data = e->app_prereq_data;
 		/* A copy made by libcurl itself (HTTP/2 server push) is not the
 		 * application's handle: no entry, or it would outlive it. */
 		if (!curl_internal(r, ra)) {
@@ -1036,7 +1255,9 @@ hook_curl_easy_duphandle(struct curl_real *r, CURL *easy, const void *ra)
 				n->easy = dup;
 				n->ours = NULL;
 				n->ours_extra = 0;
+				n->ours_off = false;
 				n->multi = NULL;
+				n->prereq_ours = false;
 				HASH_ADD_PTR(curl_handles, easy, n);
 				if (!n->hh.tbl) {
 					free(n); /* the copy goes untraced */
@@ -1047,9 +1268,12 @@ hook_curl_easy_duphandle(struct curl_real *r, CURL *easy, const void *ra)
 	}
 	pthread_mutex_unlock(&curl_lock);
 	/* The copy got the pointer to our list, which we free when the
-	 * original's transfer ends. */
+	 * original's transfer ends, and our pre-request callback, whose
+	 * pointer is the original's entry. */
 	if (reset)
 		(void)real_curl_easy_setopt_ptr(r, dup, CURLOPT_HTTPHEADER, app);
+	if (prereq)
+		curl_prereq_give_back(r, dup, app_prereq, app_prereq_data);
 	curl_handle_free(stale);
 	errno = saved_errno;
 	return dup;

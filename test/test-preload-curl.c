@@ -481,6 +481,309 @@ START_TEST(test_multi_replace)
 }
 END_TEST
 
+/* Header lines received exactly as line. */
+static int
+req_lines(const struct req *r, const char *line)
+{
+	int i, n = 0;
+
+	for (i = 0; i < r->n_hdr; i++)
+		n += strcmp(r->hdr[i], line) == 0;
+	return n;
+}
+
+/* Lines of the client's output that are exactly line. */
+static int
+out_count(const struct run *r, const char *line)
+{
+	char buf[256];
+	int n = 0;
+
+	while (out_line(r, line, n, buf, sizeof(buf)))
+		n++;
+	return n;
+}
+
+/* Trace context the application gives its live list after the transfer
+ * started, and lines that are not trace context (hook-curl.c, "Lines
+ * added after the start"). */
+struct late_case {
+	const char *flavour;
+	const char *args[14];
+	int reqs;
+	unsigned ours;       /* bit i: request i carries our lines */
+	const char *app_tp;  /* the others carry this line, once, and no other
+			       traceparent; NULL: no traceparent at all */
+	const char *app_ts;  /* the same for tracestate */
+	const char *last[3]; /* lines the last request carries once each */
+	int prereq;          /* "PREREQ ok": the application's callback ran */
+	bool during_own;     /* the second blocking call shows the thread's
+				own context, not a client span */
+};
+
+static void
+late_check(const struct late_case *c)
+{
+	char *env[] = {T_TP, T_TS, NULL};
+	char bt[33], bs[17], dt[33], ds[17];
+	char parents[MAX_HDR][17], buf[256];
+	const char *v;
+	struct req q;
+	struct run r;
+	int i, k, n_ours = 0;
+
+	sink_start();
+	client(&r, c->flavour, c->args, env);
+	for (i = 0; i < c->reqs; i++) {
+		sink_read(&q);
+		ck_assert_int_eq(req_lines(&q, "X-App: 1"), 1);
+		if (c->ours & (1u << i)) {
+			char t[33], f[3];
+
+			req_traceparent(&q, t, parents[n_ours], f);
+			ck_assert_str_eq(t, T_TRACE);
+			ck_assert_str_eq(f, "03");
+			ck_assert_str_ne(parents[n_ours], T_PARENT);
+			for (k = 0; k < n_ours; k++)
+				ck_assert_str_ne(parents[k], parents[n_ours]);
+			n_ours++;
+			ck_assert_int_eq(req_count(&q, "tracestate", &v), 1);
+			ck_assert_str_eq(v, "congo=t61rcWkgMzE,rojo=00f067aa0ba902b7");
+		} else {
+			/* Exactly the application's lines, nothing of ours. */
+			ck_assert_int_eq(req_count(&q, "traceparent", NULL),
+					 (c->app_tp ? 1 : 0));
+			if (c->app_tp)
+				ck_assert_int_eq(req_lines(&q, c->app_tp), 1);
+			ck_assert_int_eq(req_count(&q, "tracestate", NULL),
+					 (c->app_ts ? 1 : 0));
+			if (c->app_ts)
+				ck_assert_int_eq(req_lines(&q, c->app_ts), 1);
+		}
+		for (k = 0; i == c->reqs - 1 && k < 3 && c->last[k]; k++)
+			ck_assert_msg(req_lines(&q, c->last[k]) == 1,
+				      "no '%s' in request %d", c->last[k], i);
+	}
+	ck_assert_int_eq(out_count(&r, "PREREQ ok"), c->prereq);
+	if (c->during_own) {
+		out_record(&r, "BEFORE", 0, bt, bs);
+		out_record(&r, "DURING", 1, dt, ds);
+		ck_assert_str_eq(dt, bt);
+		ck_assert_str_eq(ds, bs);
+	}
+	/* The application's list is its own: its head is still its own. */
+	ck_assert_ptr_nonnull(out_line(&r, "LIST ", 0, buf, sizeof(buf)));
+	ck_assert_msg(strstr(buf, " X-App: 1"), "%s", buf);
+	run_free(&r);
+	sink_stop();
+}
+
+/* The application gives its live list a traceparent or tracestate (any
+ * case, or the empty line that disables it) after the shim installed its
+ * lines: curl_slist_append after curl_multi_add_handle, between two
+ * curl_easy_perform calls on one handle, or from its own
+ * CURLOPT_PREREQFUNCTION right before the request is built.  Those
+ * requests carry exactly the application's lines, once, and nothing of
+ * ours (the README: "its headers go out exactly as set"); a blocking call
+ * then shows the thread's own context, as when the line was there from
+ * the start. */
+START_TEST(test_late_app_context)
+{
+	static const struct late_case cases[] = {
+		{"openssl",
+		 {"-m", "1", "-H", "X-App: 1", "-L", "traceparent: " APP_TP},
+		 1,
+		 0,
+		 "traceparent: " APP_TP,
+		 NULL,
+		 {NULL},
+		 0,
+		 false},
+		{"gnutls",
+		 {"-m", "1", "-H", "X-App: 1", "-L", "traceparent: " APP_TP},
+		 1,
+		 0,
+		 "traceparent: " APP_TP,
+		 NULL,
+		 {NULL},
+		 0,
+		 false},
+		{"nss",
+		 {"-m", "1", "-H", "X-App: 1", "-L", "traceparent: " APP_TP},
+		 1,
+		 0,
+		 "traceparent: " APP_TP,
+		 NULL,
+		 {NULL},
+		 0,
+		 false},
+		{"openssl",
+		 {"-m", "2", "-H", "X-App: 1", "-L", "TraceParent: " APP_TP},
+		 2,
+		 0,
+		 "TraceParent: " APP_TP,
+		 NULL,
+		 {NULL},
+		 0,
+		 false},
+		{"openssl",
+		 {"-m", "1", "-H", "X-App: 1", "-L", "tracestate: app=1"},
+		 1,
+		 0,
+		 NULL,
+		 "tracestate: app=1",
+		 {NULL},
+		 0,
+		 false},
+		{"openssl",
+		 {"-m", "1", "-H", "X-App: 1", "-L", "traceparent:"},
+		 1,
+		 0,
+		 NULL,
+		 NULL,
+		 {NULL},
+		 0,
+		 false},
+		{"openssl",
+		 {"-m", "2", "-H", "X-App: 1", "-Q", "traceparent: " APP_TP},
+		 2,
+		 0,
+		 "traceparent: " APP_TP,
+		 NULL,
+		 {NULL},
+		 2,
+		 false},
+		/* A copy made then has the application's list and callback. */
+		{"openssl",
+		 {"-m", "1", "-D", "-q", "-H", "X-App: 1", "-L",
+		  "traceparent: " APP_TP},
+		 2,
+		 0,
+		 "traceparent: " APP_TP,
+		 NULL,
+		 {NULL},
+		 2,
+		 false},
+		/* A reused handle: ours the first time, the application's the
+		 * second. */
+		{"openssl",
+		 {"-n", "2", "-H", "X-App: 1", "-A", "traceparent: " APP_TP},
+		 2,
+		 1,
+		 "traceparent: " APP_TP,
+		 NULL,
+		 {NULL},
+		 0,
+		 true},
+		{"openssl",
+		 {"-n", "2", "-H", "X-App: 1", "-Q", "traceparent: " APP_TP},
+		 2,
+		 1,
+		 "traceparent: " APP_TP,
+		 NULL,
+		 {NULL},
+		 2,
+		 true},
+		{"gnutls",
+		 {"-n", "2", "-H", "X-App: 1", "-Q", "traceparent: " APP_TP},
+		 2,
+		 1,
+		 "traceparent: " APP_TP,
+		 NULL,
+		 {NULL},
+		 2,
+		 true},
+		{"nss",
+		 {"-n", "2", "-H", "X-App: 1", "-Q", "tracestate: app=1"},
+		 2,
+		 1,
+		 NULL,
+		 "tracestate: app=1",
+		 {NULL},
+		 2,
+		 true},
+	};
+
+	if (strcmp(cases[_i].flavour, "openssl") != 0 &&
+	    !flavour_built(strcmp(cases[_i].flavour, "gnutls") == 0 ? 1 : 2))
+		return;
+	late_check(&cases[_i]);
+}
+END_TEST
+#define LATE_APP_CASES 12
+
+/* The same moments with lines that are not trace context: ours still go
+ * out, with every line of the application's, whose own pre-request
+ * callback still runs with its own pointer, in a duplicated handle too. */
+START_TEST(test_late_own_context)
+{
+	static const struct late_case cases[] = {
+		{"openssl",
+		 {"-m", "2", "-q", "-H", "X-App: 1", "-L", "X-Late: 2", "-Q",
+		  "X-Pre: 3"},
+		 2,
+		 3,
+		 NULL,
+		 NULL,
+		 {"X-Late: 2", "X-Pre: 3"},
+		 2,
+		 false},
+		{"gnutls",
+		 {"-m", "1", "-H", "X-App: 1", "-Q", "X-Pre: 3"},
+		 1,
+		 1,
+		 NULL,
+		 NULL,
+		 {"X-Pre: 3"},
+		 1,
+		 false},
+		{"nss",
+		 {"-m", "1", "-H", "X-App: 1", "-Q", "X-Pre: 3"},
+		 1,
+		 1,
+		 NULL,
+		 NULL,
+		 {"X-Pre: 3"},
+		 1,
+		 false},
+		{"openssl",
+		 {"-n", "2", "-H", "X-App: 1", "-A", "X-Between: 1", "-Q", "X-Pre: 3"},
+		 2,
+		 3,
+		 NULL,
+		 NULL,
+		 {"X-Between: 1", "X-Pre: 3"},
+		 2,
+		 false},
+		/* Copies made after a transfer, and while one runs. */
+		{"openssl",
+		 {"-m", "2", "-D", "-q", "-H", "X-App: 1"},
+		 3,
+		 7,
+		 NULL,
+		 NULL,
+		 {NULL},
+		 3,
+		 false},
+		{"openssl",
+		 {"-D", "-q", "-H", "X-App: 1"},
+		 3,
+		 7,
+		 NULL,
+		 NULL,
+		 {NULL},
+		 3,
+		 false},
+	};
+
+	if (strcmp(cases[_i].flavour, "openssl") != 0 &&
+	    !flavour_built(strcmp(cases[_i].flavour, "gnutls") == 0 ? 1 : 2))
+		return;
+	late_check(&cases[_i]);
+}
+END_TEST
+#define LATE_OWN_CASES 6
+
 /* curl_easy_duphandle: the copy has the application's list, not our
  * merged one (which is freed when the original's transfer ends); it keeps
  * working after the original is gone. */
@@ -803,6 +1106,9 @@ START_TEST(test_valgrind)
 		{2, {"-m", "2", "-H", "X-App: 1", "-N", "traceparent:", NULL}, true},
 		{2, {"-m", "2", "-N", "tracestate: a=1", NULL}, true},
 		{1, {"-H", "tracestate: a=1", NULL}, true},
+		{2, {"-m", "2", "-H", "X-App: 1", "-L", "tracestate: a=1", NULL}, true},
+		{2, {"-m", "2", "-q", "-H", "X-App: 1", "-Q", "X-Pre: 1", NULL}, false},
+		{3, {"-m", "2", "-D", "-q", "-H", "X-App: 1", NULL}, false},
 	};
 	char path[4096], url[128], *argv[16], *out, *err;
 	char *env[] = {T_TP, T_TS, NULL};
@@ -873,6 +1179,8 @@ TEST_SUITE(preload_curl_suite)
 	tcase_add_test(tc, test_setopt_during_transfer);
 	tcase_add_test(tc, test_multi_late_append);
 	tcase_add_loop_test(tc, test_multi_replace, 0, 5);
+	tcase_add_loop_test(tc, test_late_app_context, 0, LATE_APP_CASES);
+	tcase_add_loop_test(tc, test_late_own_context, 0, LATE_OWN_CASES);
 	tcase_add_test(tc, test_duphandle);
 	tcase_add_test(tc, test_reset);
 	tcase_add_test(tc, test_curlu);
@@ -892,7 +1200,7 @@ TEST_SUITE(preload_curl_suite)
 
 	tc = tcase_create("valgrind");
 	tcase_set_timeout(tc, 180);
-	tcase_add_loop_test(tc, test_valgrind, 0, 15);
+	tcase_add_loop_test(tc, test_valgrind, 0, 18);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -12,7 +12,10 @@
  *     -C         multi: curl_multi_cleanup before removing the handles
  *     -X         multi: curl_easy_cleanup while the handles are still added
  *     -D         also transfer with a curl_easy_duphandle copy (after the
- *                original's transfer, and after freeing the original)
+ *                original's transfer, and after freeing the original);
+ *                multi: a copy of the first handle made once the handles
+ *                are added (and any -L, -N done), transferred with
+ *                curl_easy_perform after all the originals are freed
  *     -R         set the headers, curl_easy_reset, then only the URL
  *     -S         CURLOPT_HTTPHEADER set again from inside the transfer
  *     -L LINE    multi: once the handles are added, append LINE to the
@@ -20,6 +23,15 @@
  *     -N LINE    multi: once the handles are added, give them a new list
  *                with the -N lines instead (CURLOPT_HTTPHEADER again), and
  *                free the old one at once; the new one is "the list" below
+ *     -A LINE    after the handle's first transfer (-n), append LINE to the
+ *                -H list (curl_slist_append) before the next one
+ *     -q         give each handle a CURLOPT_PREREQFUNCTION of its own (it
+ *                prints PREREQ ok, or PREREQ bad when its pointer is not
+ *                its CURLOPT_PREREQDATA)
+ *     -Q LINE    -q, and that callback appends LINE to the -H list the
+ *                first time it runs in the handle's last transfer (-n),
+ *                or in any handle's (-m): right before libcurl builds the
+ *                request
  *     -T         run the transfers on a new thread
  *     -u         give the URL as a CURLU handle (CURLOPT_CURLU)
  *     -P PLUGIN  dlopen PLUGIN (RTLD_LOCAL; -G: RTLD_GLOBAL) and call its
@@ -44,12 +56,13 @@
 
 #define MAX_MULTI 16
 
-static struct curl_slist *app_headers, *late_lines, *new_headers;
+static struct curl_slist *app_headers, *late_lines, *new_headers, *between_lines,
+	*prereq_lines;
 static const char *url;
 static int n_transfers = 1, n_multi;
 static bool opt_dup, opt_reset, opt_curlu, opt_multi_cleanup_first,
 	opt_easy_cleanup_in_multi;
-static bool opt_setopt_inside;
+static bool opt_setopt_inside, opt_prereq;
 static int failures;
 
 static void
@@ -72,10 +85,45 @@ print_record(const char *what)
 	printf("\n");
 }
 
+#define XFER_MAGIC 0x78666572u
+
 struct xfer {
+	unsigned magic;
 	CURL *easy;
 	bool seen_header;
+	int round; /* transfers started on the handle */
 };
+
+static void
+append_lines(const struct curl_slist *lines)
+{
+	for (; lines; lines = lines->next)
+		app_headers = curl_slist_append(app_headers, lines->data);
+}
+
+/* The application's own pre-request callback (-q, -Q). */
+static int
+on_prereq(void *arg, char *primary_ip, char *local_ip, int primary_port, int local_port)
+{
+	static bool appended;
+	struct xfer *x = arg;
+
+	(void)primary_ip;
+	(void)local_ip;
+	(void)primary_port;
+	(void)local_port;
+	if (!x || x->magic != XFER_MAGIC) {
+		printf("PREREQ bad\n");
+		failures++;
+		return CURL_PREREQFUNC_OK;
+	}
+	printf("PREREQ ok\n");
+	if (!appended && prereq_lines && (n_multi > 0 || x->round == n_transfers)) {
+		appended = true;
+		append_lines(prereq_lines);
+	}
+	return CURL_PREREQFUNC_OK;
+}
 
 static size_t
 on_header(char *buf, size_t size, size_t n, void *arg)
@@ -103,8 +151,10 @@ on_body(char *buf, size_t size, size_t n, void *arg)
 static void
 setup(CURL *easy, struct xfer *x, bool with_headers)
 {
+	x->magic = XFER_MAGIC;
 	x->easy = easy;
 	x->seen_header = false;
+	x->round = n_multi > 0 ? 1 : 0;
 	if (opt_curlu) {
 		CURLU *u = curl_url();
 
@@ -121,6 +171,10 @@ setup(CURL *easy, struct xfer *x, bool with_headers)
 	curl_easy_setopt(easy, CURLOPT_HEADERDATA, x);
 	curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, on_body);
 	curl_easy_setopt(easy, CURLOPT_TIMEOUT, 30L);
+	if (opt_prereq) {
+		curl_easy_setopt(easy, CURLOPT_PREREQFUNCTION, on_prereq);
+		curl_easy_setopt(easy, CURLOPT_PREREQDATA, x);
+	}
 }
 
 static void
@@ -138,6 +192,7 @@ perform(CURL *easy, struct xfer *x)
 	CURLcode rc;
 
 	x->seen_header = false;
+	x->round++;
 	rc = curl_easy_perform(easy);
 	if (rc != CURLE_OK) {
 		printf("ERROR %s\n", curl_easy_strerror(rc));
@@ -159,11 +214,16 @@ run_easy(void)
 		curl_easy_reset(easy);
 		setup(easy, &x, false);
 	}
-	for (i = 0; i < n_transfers; i++)
+	for (i = 0; i < n_transfers; i++) {
 		perform(easy, &x);
+		if (i == 0)
+			append_lines(between_lines);
+	}
 	if (opt_dup) {
 		dup = curl_easy_duphandle(easy);
+		xd.magic = XFER_MAGIC;
 		xd.easy = dup;
+		xd.round = 0;
 		curl_easy_setopt(dup, CURLOPT_HEADERDATA, &xd);
 		perform(dup, &xd);
 	}
@@ -179,10 +239,9 @@ run_easy(void)
 static void
 run_multi(void)
 {
-	struct xfer x[MAX_MULTI];
-	CURL *easy[MAX_MULTI];
+	struct xfer x[MAX_MULTI], xd;
+	CURL *easy[MAX_MULTI], *dup = NULL;
 	CURLM *multi = curl_multi_init();
-	struct curl_slist *l;
 	int i, running = 1;
 
 	for (i = 0; i < n_multi; i++) {
@@ -192,14 +251,19 @@ run_multi(void)
 	}
 	/* The application changes its mind after adding the handles, before
 	 * the requests go out: libcurl reads the list when it sends them. */
-	for (l = late_lines; l; l = l->next)
-		app_headers = curl_slist_append(app_headers, l->data);
+	append_lines(late_lines);
 	if (new_headers) {
 		for (i = 0; i < n_multi; i++)
 			curl_easy_setopt(easy[i], CURLOPT_HTTPHEADER, new_headers);
 		curl_slist_free_all(app_headers);
 		app_headers = new_headers;
 		new_headers = NULL;
+	}
+	if (opt_dup) {
+		dup = curl_easy_duphandle(easy[0]);
+		xd = x[0];
+		xd.easy = dup;
+		curl_easy_setopt(dup, CURLOPT_HEADERDATA, &xd);
 	}
 	while (running) {
 		CURLMcode mc = curl_multi_perform(multi, &running);
@@ -241,6 +305,10 @@ run_multi(void)
 	}
 	if (multi)
 		curl_multi_cleanup(multi);
+	if (dup) {
+		perform(dup, &xd);
+		curl_easy_cleanup(dup);
+	}
 }
 
 static void *
@@ -263,7 +331,7 @@ main(int argc, char **argv)
 	struct curl_slist *l;
 	int c, n = 0;
 
-	while ((c = getopt(argc, argv, "H:L:N:n:m:CXDRSTuP:G")) != -1) {
+	while ((c = getopt(argc, argv, "H:L:N:A:qQ:n:m:CXDRSTuP:G")) != -1) {
 		switch (c) {
 		case 'H':
 			app_headers = curl_slist_append(app_headers, optarg);
@@ -273,6 +341,15 @@ main(int argc, char **argv)
 			break;
 		case 'N':
 			new_headers = curl_slist_append(new_headers, optarg);
+			break;
+		case 'A':
+			between_lines = curl_slist_append(between_lines, optarg);
+			break;
+		case 'Q':
+			prereq_lines = curl_slist_append(prereq_lines, optarg);
+			/* fall through */
+		case 'q':
+			opt_prereq = true;
 			break;
 		case 'n':
 			n_transfers = atoi(optarg);
@@ -348,6 +425,8 @@ main(int argc, char **argv)
 	curl_slist_free_all(app_headers);
 	curl_slist_free_all(late_lines);
 	curl_slist_free_all(new_headers);
+	curl_slist_free_all(between_lines);
+	curl_slist_free_all(prereq_lines);
 	curl_global_cleanup();
 	printf("DONE %d\n", failures);
 	return failures ? 1 : 0;
