@@ -221,6 +221,9 @@ hook_gnutls_deinit(gnutls_session_t s)
 
 		hook_gnutls_bind();
 		fd = gt_fd(s);
+		/* A connection accepted on s's fd number after s's fd was
+		 * closed is another session's: left alone (preload/conn.c,
+		 * "Sessions"). */
 		if (fd >= 0)
 			hook_socket_tls_end(fd, s, "gnutls-deinit");
 		errno = saved_errno;

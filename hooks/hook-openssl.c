@@ -35,14 +35,19 @@
  * the application took its extra reference.  Sessions that never will be
  * (a connect()ed fd) pass straight through.
  *
- * Connection of a session: SSL_get_fd(), on every call.  It is a few
- * loads in libssl (the read BIO's descriptor), and always right, whereas
- * a cache would go stale when the application swaps BIOs or reuses an fd
- * number.  A session with no fd (the application's own BIO, as h2o has)
- * is followed when SSL_is_server() says it is a server session, in a
- * small table of slots keyed by the SSL pointer (conn.h).  Client
- * sessions (libcurl, an nginx upstream) have connect()ed fds, which the
- * socket level does not track: they pass straight through.
+ * Connection of a session: its fd as SSL_get_fd() gives it, on every
+ * call, read the way SSL_get_fd() does it but without calling a BIO
+ * callback of the application's (ossl_fd()).  It is a few loads in libssl
+ * and libcrypto (the read BIO's descriptor), and always right, whereas a
+ * cache would go stale when the application swaps BIOs or reuses an fd
+ * number.  A session freed after its fd number was reused does not end
+ * the new connection: the socket level knows which session an fd is for
+ * (preload/conn.c, "Sessions").  A session with no fd (the application's
+ * own BIO, as h2o has) is followed when SSL_is_server() says it is a
+ * server session, in a small table of slots keyed by the SSL pointer
+ * (conn.h).  Client sessions (libcurl, an nginx upstream) have
+ * connect()ed fds, which the socket level does not track: they pass
+ * straight through.
  *
  * Versions.  libssl.so.3 exports these names at version OPENSSL_3.0.0 and
  * every program or library built against it references them so.  Our
@@ -95,6 +100,15 @@ typedef int (*ossl_get_fd_fn)(const SSL *);
 typedef int (*ossl_handshake_fn)(SSL *);
 typedef int (*ossl_up_ref_fn)(SSL *);
 typedef SSL *(*ossl_dup_fn)(SSL *);
+typedef BIO *(*ossl_get_rbio_fn)(const SSL *);
+/* libcrypto's (BIO_get_callback is deprecated in OpenSSL 3: only its
+ * pointer is compared here, never called) */
+typedef BIO *(*ossl_find_type_fn)(BIO *, int);
+typedef void *(*ossl_get_cb_fn)(const BIO *);
+typedef int (*ossl_method_type_fn)(const BIO *);
+typedef long (*ossl_ctrl_fn)(BIO *, int, long, void *);
+typedef const BIO_METHOD *(*ossl_method_fn)(void);
+typedef ossl_ctrl_fn (*ossl_meth_get_ctrl_fn)(const BIO_METHOD *);
 
 enum ossl_fn {
 	OSSL_READ,
@@ -111,6 +125,7 @@ enum ossl_fn {
 	OSSL_HOOKED, /* the ones above are ours; the ones below only called */
 	OSSL_GET_FD = OSSL_HOOKED,
 	OSSL_IS_SERVER,
+	OSSL_GET_RBIO,
 	OSSL_N,
 };
 
@@ -118,18 +133,45 @@ static const char *const ossl_name[OSSL_N] = {
 	"SSL_read",         "SSL_read_ex",  "SSL_peek", "SSL_peek_ex",
 	"SSL_write",        "SSL_write_ex", "SSL_free", "SSL_set_fd",
 	"SSL_do_handshake", "SSL_up_ref",   "SSL_dup",  "SSL_get_fd",
-	"SSL_is_server",
+	"SSL_is_server",    "SSL_get_rbio",
+};
+
+/* What ossl_fd() calls in libcrypto (see "Connection of a session"). */
+enum ossl_bio_fn {
+	OSSL_BIO_FIND_TYPE,
+	OSSL_BIO_GET_CALLBACK_EX,
+	OSSL_BIO_METHOD_TYPE,
+	OSSL_BIO_CTRL,
+	OSSL_BIO_METH_GET_CTRL,
+	OSSL_BIO_S_SOCKET,
+	OSSL_BIO_S_FD,
+	OSSL_BIO_NEEDED, /* the ones above; the one below may be missing */
+	OSSL_BIO_GET_CALLBACK = OSSL_BIO_NEEDED,
+	OSSL_BIO_N,
+};
+
+static const char *const ossl_bio_name[OSSL_BIO_N] = {
+	"BIO_find_type", "BIO_get_callback_ex", "BIO_method_type",
+	"BIO_ctrl",      "BIO_meth_get_ctrl",   "BIO_s_socket",
+	"BIO_s_fd",      "BIO_get_callback",
 };
 
 static void *ossl_fn[OSSL_N];
 static const void *ossl_self[OSSL_HOOKED];
 static pthread_once_t ossl_once = PTHREAD_ONCE_INIT;
+static void *ossl_bio_fn[OSSL_BIO_N];
+/* The whole of ossl_bio_fn[] up to OSSL_BIO_NEEDED and SSL_get_rbio bound:
+ * ossl_fd() reads the fd itself; else it calls SSL_get_fd(). */
+static bool ossl_bio_ok;
+/* The ctrl functions of the socket and fd BIOs (BIO_s_socket(), BIO_s_fd()). */
+static ossl_ctrl_fn ossl_sock_ctrl, ossl_fdbio_ctrl;
 
 static void
 hook_openssl_bind_once(void)
 {
 	int saved_errno = errno;
 	static const char *const sonames[] = {OSSL_SONAME, NULL};
+	static const char *const crypto[] = {"libcrypto.so.3", NULL};
 	int i;
 
 	for (i = 0; i < OSSL_N; i++) {
@@ -144,6 +186,25 @@ hook_openssl_bind_once(void)
 				    OSSL_NODE);
 			break;
 		}
+	ossl_bio_ok = ossl_fn[OSSL_GET_RBIO] != NULL;
+	for (i = 0; i < OSSL_BIO_N; i++) {
+		ossl_bio_fn[i] =
+			ctxshim_bind_loaded(crypto, ossl_bio_name[i], OSSL_NODE, NULL);
+		if (!ossl_bio_fn[i] && i < OSSL_BIO_NEEDED)
+			ossl_bio_ok = false;
+	}
+	if (ossl_bio_ok) {
+		/* Static method tables: no allocation, no initialisation. */
+		ossl_meth_get_ctrl_fn get =
+			(ossl_meth_get_ctrl_fn)ossl_bio_fn[OSSL_BIO_METH_GET_CTRL];
+
+		ossl_sock_ctrl =
+			get(((ossl_method_fn)ossl_bio_fn[OSSL_BIO_S_SOCKET])());
+		ossl_fdbio_ctrl = get(((ossl_method_fn)ossl_bio_fn[OSSL_BIO_S_FD])());
+	} else {
+		ctxshim_log("openssl: libcrypto's BIO calls not found: the fd of a "
+			    "session is read with SSL_get_fd()");
+	}
 	errno = saved_errno;
 }
 
@@ -292,6 +353,72 @@ real_SSL_get_fd(const SSL *s)
 	return ((ossl_get_fd_fn)ossl_fn[OSSL_GET_FD])(s);
 }
 
+/* SSL_get_fd()'s answer, -1 if s has no fd, or OSSL_FD_HIDDEN: its fd
+ * cannot be read without a BIO callback of the application's seeing it.
+ * Only called from inside a hook, after binding.
+ *
+ * SSL_get_fd() is SSL_get_rfd(): the first BIO of type
+ * BIO_TYPE_DESCRIPTOR in the read BIO's chain (BIO_find_type(), which
+ * only follows pointers), asked with BIO_get_fd(), i.e. BIO_ctrl(...,
+ * BIO_C_GET_FD), which calls that BIO's callbacks before and after (and
+ * lets them change the answer).  An application that set one
+ * (BIO_set_callback_ex(), to count or log its BIO calls) saw two calls
+ * it never made on every SSL_read and SSL_write -- client sessions too,
+ * which the shim does not even follow.  So the same steps here, and a
+ * descriptor BIO with a callback is asked through its method's own ctrl
+ * function, which is what BIO_ctrl() calls between the callbacks: for
+ * the socket and fd BIOs (what SSL_set_fd(), BIO_new_socket() and
+ * BIO_new_fd() make) that is their ctrl in libcrypto, which answers
+ * BIO_C_GET_FD from the BIO's generic fields (init, num), so it is safe
+ * on any BIO of their type; other descriptor BIOs with a callback
+ * (connect, accept, datagram) are not followed at all, and one that gets
+ * a callback after it was followed is not ended by its SSL_free (its
+ * context goes at the fd's close or the thread's next connection, as for
+ * any unfollowed end).  Without a callback,
+ * BIO_ctrl() as SSL_get_fd() calls it.  No read BIO: -1, without
+ * BIO_find_type(NULL), which would put an error on the application's
+ * error queue. */
+#define OSSL_FD_HIDDEN (-2)
+
+static int
+ossl_fd(const SSL *s)
+{
+	BIO *b, *d;
+	ossl_ctrl_fn ctrl;
+	int fd = -1;
+
+	if (!ossl_bio_ok)
+		return real_SSL_get_fd(s);
+	b = ((ossl_get_rbio_fn)ossl_fn[OSSL_GET_RBIO])(s);
+	if (!b)
+		return -1;
+	d = ((ossl_find_type_fn)ossl_bio_fn[OSSL_BIO_FIND_TYPE])(b,
+								 BIO_TYPE_DESCRIPTOR);
+	if (!d)
+		return -1;
+	if (!((ossl_get_cb_fn)ossl_bio_fn[OSSL_BIO_GET_CALLBACK_EX])(d) &&
+	    (!ossl_bio_fn[OSSL_BIO_GET_CALLBACK] ||
+	     !((ossl_get_cb_fn)ossl_bio_fn[OSSL_BIO_GET_CALLBACK])(d))) {
+		ctrl = (ossl_ctrl_fn)ossl_bio_fn[OSSL_BIO_CTRL];
+	} else {
+		switch (((ossl_method_type_fn)ossl_bio_fn[OSSL_BIO_METHOD_TYPE])(d)) {
+		case BIO_TYPE_SOCKET:
+			ctrl = ossl_sock_ctrl;
+			break;
+		case BIO_TYPE_FD:
+			ctrl = ossl_fdbio_ctrl;
+			break;
+		default:
+			ctrl = NULL;
+			break;
+		}
+		if (!ctrl)
+			return OSSL_FD_HIDDEN;
+	}
+	(void)ctrl(d, BIO_C_GET_FD, 0, &fd);
+	return fd;
+}
+
 static inline bool
 real_SSL_is_server(const SSL *s)
 {
@@ -417,8 +544,9 @@ ossl_conn(SSL *s, bool create, struct hook_tls_conn *t)
 		return false;
 	hook_openssl_bind();
 	saved_errno = errno;
-	fd = real_SSL_get_fd(s);
-	ok = hook_socket_tls_find(fd, s, fd < 0 && real_SSL_is_server(s), create, t);
+	fd = ossl_fd(s);
+	ok = fd != OSSL_FD_HIDDEN &&
+	     hook_socket_tls_find(fd, s, fd < 0 && real_SSL_is_server(s), create, t);
 	errno = saved_errno;
 	return ok;
 }
@@ -526,11 +654,12 @@ ossl_ref_taken(SSL *s)
 	    !__atomic_load_n(&ctxshim_conn_tab.max_fds, __ATOMIC_ACQUIRE))
 		return;
 	saved_errno = errno;
-	fd = real_SSL_get_fd(s);
+	fd = ossl_fd(s);
 	hot = fd >= 0 ? ctxshim_conn_hot(fd) : CONN_HOT_NONE;
 	/* A session without an fd may still be followed (by its pointer, at
 	 * its first read); one on an fd only if the socket level tracks the
-	 * fd (accept()ed). */
+	 * fd (accept()ed); one whose fd is hidden (ossl_fd()) is counted
+	 * too, as it may show it later. */
 	if ((fd < 0 || (hot != CONN_HOT_NONE && hot != CONN_HOT_SHIM)) &&
 	    !ossl_refs_add(s) && !__atomic_exchange_n(&logged, 1, __ATOMIC_RELAXED))
 		ctxshim_log("openssl: a reference of a session not counted (no "
@@ -578,8 +707,9 @@ hook_openssl_free(SSL *s)
 		int saved_errno = errno, fd;
 
 		hook_openssl_bind();
-		fd = real_SSL_get_fd(s);
-		hook_socket_tls_end(fd, s, "ssl-free");
+		fd = ossl_fd(s);
+		if (fd != OSSL_FD_HIDDEN)
+			hook_socket_tls_end(fd, s, "ssl-free");
 		errno = saved_errno;
 	}
 	real_SSL_free(s);
@@ -592,9 +722,12 @@ hook_openssl_set_fd(SSL *s, int fd)
 	int r = real_SSL_set_fd(s, fd);
 
 	/* From now on the fd's bytes are TLS records: the socket level
-	 * hands the connection over before the handshake reads it. */
-	if (r == 1 && fd >= 0 && ctxshim_active())
-		(void)hook_socket_tls_find(fd, s, false, false, &t);
+	 * hands the connection over before the handshake reads it, and s is
+	 * its session, also if it was TLS already (preload/conn.c,
+	 * "Sessions"). */
+	if (r == 1 && fd >= 0 && ctxshim_active() &&
+	    hook_socket_tls_find(fd, s, false, false, &t))
+		(void)ctxshim_conn_tls_session(fd, s);
 	return r;
 }
 

@@ -2554,6 +2554,20 @@ hook_socket_ctx_restored(const struct ctxshim_ctx *c)
 
 /* ---- TLS (hook-tls.h) ---- */
 
+/* fd becomes TLS for session key (conn.c, "Sessions"), once per
+ * connection: out of line, so that the usual call of
+ * hook_socket_tls_find() (fd TLS already) keeps its registers and its
+ * instructions.  Keeps errno. */
+static __attribute__((noinline, cold)) struct ctxshim_conn *
+sk_tls_take(int fd, const void *key)
+{
+	int saved_errno = errno;
+	struct ctxshim_conn *c = ctxshim_conn_tls_session(fd, key);
+
+	errno = saved_errno;
+	return c;
+}
+
 bool
 hook_socket_tls_find(
 	int fd, const void *key, bool server, bool create, struct hook_tls_conn *t)
@@ -2571,11 +2585,8 @@ hook_socket_tls_find(
 		} else {
 			/* Handed to the TLS library before the socket level
 			 * read its first byte (or over a plain start). */
-			int saved_errno = errno;
-
-			t->c = ctxshim_conn_tls(fd);
+			t->c = sk_tls_take(fd, key);
 			hot = ctxshim_conn_hot(fd);
-			errno = saved_errno;
 		}
 		if (!t->c)
 			return false;
@@ -2628,6 +2639,7 @@ hook_socket_tls_end(int fd, const void *key, const char *reason)
 {
 	struct ctxshim_conn *c;
 	int saved_errno, id = fd;
+	bool ends;
 	uint8_t hot;
 
 	if (sk_self.busy)
@@ -2644,9 +2656,12 @@ hook_socket_tls_end(int fd, const void *key, const char *reason)
 	}
 	/* The fd slot itself lives on until close(): the application may
 	 * still shut the socket down, or free the session after closing
-	 * the fd (then its number may already name a new connection, which
-	 * the generation tells apart). */
-	if (c && sk_owned_fd() == id &&
+	 * the fd.  Then its number may already name a new connection: the
+	 * generation tells it apart from a context published before the
+	 * close, and the slot's session from one published since, under the
+	 * new generation (conn.c, "Sessions"). */
+	ends = c && (fd < 0 || ctxshim_conn_tls_end(fd, key));
+	if (ends && sk_owned_fd() == id &&
 	    sk_self.gen == atomic_load_explicit(&c->gen, memory_order_relaxed))
 		sk_drop(id, reason);
 	if (fd < 0 && c)

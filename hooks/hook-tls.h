@@ -25,7 +25,8 @@ struct hook_tls_conn {
 };
 
 /* The connection of a TLS session.  fd >= 0 is its socket: tracked when it
- * was accept()ed (and taken from the socket level if it still scanned it).
+ * was accept()ed (and taken from the socket level if it still scanned it,
+ * with key as its session: preload/conn.c, "Sessions").
  * fd < 0 (a custom transport): the session pointer key names it; it is
  * tracked when server (a server-side session), in a slot found or, with
  * create, claimed for it.  False when the session is not ours to follow
@@ -47,5 +48,7 @@ hook_socket_tls_write_end(const struct hook_tls_conn *t, const void *buf, size_t
 
 /* The session is freed (its last SSL_free, gnutls_deinit): the thread stops
  * publishing its connection's context, and a virtual slot (fd < 0, key)
- * is released.  reason goes to the event log. */
+ * is released.  An fd that was given to another session since key's (key's
+ * fd closed, its number accepted again, key freed later) is left alone.
+ * reason goes to the event log. */
 void hook_socket_tls_end(int fd, const void *key, const char *reason);

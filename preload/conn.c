@@ -332,11 +332,13 @@ conn_release_all(struct ctxshim_conn *c)
 /* ---- table ---- */
 
 /* A chunk is CTXSHIM_CONN_CHUNK slots followed by as many link words
- * ("Copies" below).  The link words are touched only when copies are
- * made: a process that never copies a connection never writes them, so
- * their pages stay unallocated (B8). */
+ * ("Copies" below), then as many session words ("Sessions").  The link
+ * words are touched only when copies are made, the session words only by
+ * TLS connections: a process that never copies a connection never writes
+ * the first, one without TLS never the second, so their pages stay
+ * unallocated (B8). */
 #define CONN_CHUNK_BYTES \
-	(CTXSHIM_CONN_CHUNK * (sizeof(struct ctxshim_conn) + sizeof(uint64_t)))
+	(CTXSHIM_CONN_CHUNK * (sizeof(struct ctxshim_conn) + 2 * sizeof(uint64_t)))
 
 /* fd's link word, or NULL if its chunk was never mapped. */
 static inline _Atomic uint64_t *
@@ -348,6 +350,36 @@ conn_link_word(int fd)
 		return NULL;
 	return (_Atomic uint64_t *)(void *)(chunk + CTXSHIM_CONN_CHUNK) +
 	       ((unsigned)fd & (CTXSHIM_CONN_CHUNK - 1));
+}
+
+/* fd's session word ("Sessions"), or NULL if its chunk was never mapped. */
+static inline _Atomic uint64_t *
+conn_session_word(int fd)
+{
+	_Atomic uint64_t *links = conn_link_word(fd);
+
+	return links ? links + CTXSHIM_CONN_CHUNK : NULL;
+}
+
+/* fd's TLS session, as a word ("Sessions"). */
+static inline void
+conn_session_store(int fd, const void *key)
+{
+	_Atomic uint64_t *w = conn_session_word(fd);
+	uint64_t v = (uint64_t)(uintptr_t)key;
+
+	/* Only a store that changes it: a zero word is never written, so a
+	 * process without TLS leaves these pages unallocated. */
+	if (w && atomic_load_explicit(w, memory_order_relaxed) != v)
+		atomic_store_explicit(w, v, memory_order_relaxed);
+}
+
+static inline uint64_t
+conn_session_load(int fd)
+{
+	_Atomic uint64_t *w = conn_session_word(fd);
+
+	return w ? atomic_load_explicit(w, memory_order_relaxed) : 0;
 }
 
 static inline void
@@ -910,6 +942,12 @@ conn_ring_leave(int fd, struct ctxshim_conn *c)
 
 		pred = conn_ring_pred(fd);
 		if (!(f & CONN_F_LINK) && (nf & CONN_F_LINK)) {
+			/* A TLS leader's session goes with its state
+			 * ("Sessions"). */
+			if (f & CONN_F_TLS)
+				conn_session_store(
+					nfd,
+					(const void *)(uintptr_t)conn_session_load(fd));
 			conn_move(next, c);
 			conn_set_hot(nfd, conn_hot_of(atomic_load_explicit(
 						  &next->flags, memory_order_relaxed)));
@@ -1028,6 +1066,11 @@ ctxshim_conn_dup(int oldfd, int newfd)
 	if (ocap && ocap <= CONN_POOL_N && http_scan_in_head(&n->scan))
 		conn_dup_head(ocap, n);
 	n->ctx = o->ctx;
+	/* A TLS connection's session goes with it ("Sessions"): o is
+	 * oldfd's own slot then (a leader is never TLS). */
+	if (f & CONN_F_TLS)
+		conn_session_store(newfd,
+				   (const void *)(uintptr_t)conn_session_load(oldfd));
 	atomic_store_explicit(&n->flags, f, memory_order_relaxed);
 	atomic_fetch_add_explicit(&n->gen, 1, memory_order_relaxed);
 	conn_seq_end(n);
@@ -1057,8 +1100,70 @@ ctxshim_conn_claim(int fd)
 		fd, conn_hot_of(atomic_load_explicit(&c->flags, memory_order_relaxed)));
 }
 
-struct ctxshim_conn *
-ctxshim_conn_tls(int fd)
+/* ---- sessions ----
+ *
+ * Sessions.  A TLS library names a session's connection by its fd number
+ * (SSL_get_fd(), gnutls_transport_get_ptr()), and a session may outlive
+ * its fd: an application that close()s the fd and frees the session
+ * later.  Meanwhile accept() may have returned the same number for a new
+ * connection, whose request the thread now publishes, under the slot's
+ * new generation -- the one the thread remembers.  The generation cannot
+ * tell the old session's end from the new one's, so that end would drop
+ * the new connection's context (hook-socket.c, hook_socket_tls_end()).
+ * So the slot also knows its session: when a TLS hook makes an fd TLS for
+ * a session (ctxshim_conn_tls_session(): the handshake, the first read or
+ * write, SSL_set_fd), the session pointer goes into the fd's session
+ * word, and a session's end acts on the fd only if it is that session
+ * (ctxshim_conn_tls_end(), which then clears the word).  When the socket
+ * level made the fd TLS on a handshake record, before any TLS hook saw
+ * it, or a session ended and another one took the fd over without
+ * SSL_set_fd(), its session is not known (0) until an SSL_set_fd() names
+ * it; the end of any session then acts as before, by the generation
+ * alone.
+ *
+ * Room.  The slot has none left (conn.h: 256 bytes, B8b), and nothing in
+ * it is free on a TLS connection (the scanner, the FIFO and the context
+ * all serve its plaintext).  The word lives next to the link words, one
+ * per fd: 8 bytes per TLS connection, in pages that a process without TLS
+ * never touches.  It is written only when a connection becomes TLS (never
+ * on a read path: the hooks' read and write paths do not look at it), and
+ * only if it changes.
+ *
+ * Concurrency.  One 64-bit word, relaxed atomic loads and stores: a
+ * reader sees the old session or the new one, never a mix.  It is
+ * written when an fd becomes TLS, by the thread doing its I/O (or giving
+ * it to a session), and copied with the connection's state (a dup, a
+ * ring's state moving on), both fd life-cycle events that do not overlap
+ * I/O on the connection; the end of its session clears it with a
+ * compare-and-swap from that session, which leaves a session that was
+ * given the fd meanwhile in place.  It is read by a thread ending a
+ * session, and only to decide about the context that thread published
+ * itself: a read of that thread found the connection TLS, after (in its
+ * own order, or through the application's hand-over of the session) the
+ * word was written, so it sees that value or a later one, and a later one
+ * names another session given the same fd (SSL_set_fd()), whose context
+ * the ending session must not drop either, or is 0 once such a session
+ * ended.  The word is only meaningful while the slot is TLS (every way
+ * into CONN_F_TLS writes it), so a stale value after the fd went plain
+ * again is never read. */
+
+bool
+ctxshim_conn_tls_end(int fd, const void *key)
+{
+	_Atomic uint64_t *w = conn_session_word(fd);
+	uint64_t v = (uint64_t)(uintptr_t)key;
+
+	/* The word is key's no more: a session that takes the fd over
+	 * without naming itself is then not known, rather than taken for
+	 * another one (whose end would not end it).  A compare-and-swap, so
+	 * that a session given the fd meanwhile keeps it. */
+	return !w || atomic_load_explicit(w, memory_order_relaxed) == 0 ||
+	       (v && atomic_compare_exchange_strong_explicit(
+			     w, &v, 0, memory_order_relaxed, memory_order_relaxed));
+}
+
+static struct ctxshim_conn *
+conn_tls(int fd, const void *key)
 {
 	struct ctxshim_conn *c = ctxshim_conn_get(fd);
 	uint8_t f;
@@ -1068,6 +1173,10 @@ ctxshim_conn_tls(int fd)
 	f = atomic_load_explicit(&c->flags, memory_order_relaxed);
 	if (!(f & CONN_F_TRACKED))
 		return NULL;
+	/* Before the flag, which makes the word meaningful ("Sessions");
+	 * on a TLS fd only a session that names itself replaces it. */
+	if (!(f & CONN_F_TLS) || key)
+		conn_session_store(fd, key);
 	if (!(f & CONN_F_TLS)) {
 		/* Whatever the scanner made of the ciphertext (it gave up at
 		 * the first byte) is forgotten: the plaintext starts afresh.
@@ -1085,6 +1194,18 @@ ctxshim_conn_tls(int fd)
 	}
 	conn_set_hot(fd, conn_hot_of(f));
 	return c;
+}
+
+struct ctxshim_conn *
+ctxshim_conn_tls(int fd)
+{
+	return conn_tls(fd, NULL);
+}
+
+struct ctxshim_conn *
+ctxshim_conn_tls_session(int fd, const void *key)
+{
+	return conn_tls(fd, key);
 }
 
 /* ---- inherited connections ----

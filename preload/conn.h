@@ -29,7 +29,12 @@
  * slots; one of them holds the connection's state, the others are
  * CONN_F_LINK slots (conn.c, "Copies").  Connections inherited at start-up
  * (inetd, socket activation) are followed as if accepted (conn.c,
- * "inherited connections"). */
+ * "inherited connections").
+ *
+ * TLS sessions: a TLS connection's fd also has a session word (after the
+ * link words), the session (SSL *, gnutls_session_t) its TLS is for, so
+ * that the end of an older session that still names the fd number does
+ * not end the connection now on it (conn.c, "Sessions"). */
 
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -340,8 +345,24 @@ bool ctxshim_conn_inherited_give_up(int fd, const struct ctxshim_conn *c);
  * was given it): from now on the socket level passes its ciphertext
  * through, and the TLS hooks feed its plaintext to a fresh scanner
  * (hooks/hook-socket.c, "TLS").  Returns the slot, or NULL when fd is not
- * a tracked server connection.  Idempotent. */
+ * a tracked server connection.  Idempotent.  Its session is not known
+ * (the socket level saw a handshake record). */
 struct ctxshim_conn *ctxshim_conn_tls(int fd);
+
+/* ctxshim_conn_tls(fd) by a TLS hook for session key (SSL *,
+ * gnutls_session_t; not NULL): key is fd's session from now on, also when
+ * fd carried TLS already (SSL_set_fd of a second session).  Not a read
+ * path: called when the fd becomes TLS, once per connection. */
+struct ctxshim_conn *ctxshim_conn_tls_session(int fd, const void *key);
+
+/* Session key, which names fd (a TLS one), ends: does that end the
+ * connection on fd?  True when key is its session (fd then has no known
+ * session any more: one that takes it over without SSL_set_fd() is not
+ * known either) or its session is not known; false when fd has been given
+ * to another session since key was (key's fd was closed and its number
+ * reused, and key is freed after that: conn.c, "Sessions").  Not a read
+ * path. */
+bool ctxshim_conn_tls_end(int fd, const void *key);
 
 /* Connections without an fd: TLS sessions over a custom transport (an
  * OpenSSL BIO of the application's own).  A small fixed table in .bss,

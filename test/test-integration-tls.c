@@ -13,6 +13,10 @@
  *  - the same OpenSSL servers holding a second reference to each session
  *    (SSL_up_ref, SSL_dup) and freeing it while a request is in progress:
  *    only the free of the last reference ends the session's tracking;
+ *  - a session freed after its fd was closed and its number accepted
+ *    again (OpenSSL, GnuTLS): the new connection keeps its context;
+ *  - BIO callbacks of the application's see the same calls under the shim
+ *    as without it;
  *  - nginx from Debian with "listen ... ssl": the same bytes with and
  *    without the shim (the Date header aside), and the event log shows
  *    each traced request's trace-id attached once, with one span, on the
@@ -534,6 +538,137 @@ START_TEST(test_tpc_up_ref)
 }
 END_TEST
 
+/* ---- a session freed after its fd was reused ---- */
+
+static const char *const defer_lib[] = {"openssl", "gnutls"};
+static const char *const defer_reason[] = {"ssl-free", "gnutls-deinit"};
+
+/* helpers/tls-defer.c: session A's fd is closed, connection B gets its
+ * number, and A is freed while B's request is in progress (SSL_free,
+ * gnutls_deinit of a session that still names the fd): B's context stays
+ * published, and no event ends it.  The end of B itself, with its fd
+ * open, still ends B's request (preload/conn.c, "Sessions"). */
+START_TEST(test_deferred_free)
+{
+	static const char ra[] = "GET /a HTTP/1.1\r\nHost: x\r\n" TP1 "\r\n";
+	static const char rb[] = "GET /block/b HTTP/1.1\r\nHost: x\r\n"
+				 "traceparent: 00-" T2 "-" P1 "-01\r\n\r\n";
+	static const char rc[] = "GET /block/end HTTP/1.1\r\nHost: x\r\n"
+				 "traceparent: 00-" T3 "-" P1 "-01\r\n\r\n";
+	static char prog[4096];
+	char *argv[4], line[512], fda[512], *json, *log;
+	struct tls_dir d;
+	struct it_server s;
+	struct it_thread_ctx t;
+	struct tc ca, cb;
+	long tid;
+
+	tls_dir_make(&d);
+	snprintf(prog, sizeof(prog), "%s/tls-defer-%s", test_env_path("HELPER_DIR"),
+		 defer_lib[_i]);
+	argv[0] = prog;
+	argv[1] = d.cert;
+	argv[2] = d.key;
+	argv[3] = NULL;
+	it_server_start(&s, argv, true, NULL);
+
+	tc_connect(&ca, s.port);
+	test_child_expect(&s.child, "ACCEPT ", line, sizeof(line), IT_TIMEOUT_MS);
+	snprintf(fda, sizeof(fda), "%s", line);
+	tc_send(&ca, ra, strlen(ra), 0);
+	assert_body(tc_read_response(&ca), "/a");
+
+	tc_connect(&cb, s.port);
+	test_child_expect(&s.child, "ACCEPT ", line, sizeof(line), IT_TIMEOUT_MS);
+	ck_assert_msg(strcmp(line, fda) == 0, "B not on A's fd number: %s, %s", fda,
+		      line);
+	tc_send(&cb, rb, strlen(rb), 0);
+	tid = expect_block(&s, "/block/b");
+	/* A was freed just before: B's request keeps its context. */
+	assert_ctx(&s, tid, T2, P1, "/block/b", &t);
+	log = it_events(&s);
+	ck_assert_msg(it_events_count(log, T2, defer_reason[_i]) == 0,
+		      "%s: B's context ended by A's end:\n%s", defer_lib[_i], log);
+	free(log);
+	test_child_send(&s.child, "go\n");
+	assert_body(tc_read_response(&cb), "/block/b");
+
+	/* B freed with its fd open: that ends B's request. */
+	tc_send(&cb, rc, strlen(rc), 0);
+	ck_assert_int_eq(expect_block(&s, "/block/end"), tid);
+	json = it_ctxdump(s.child.pid);
+	ck_assert_msg(it_dump_thread(json, tid, &t), "thread %ld not listed:\n%s", tid,
+		      json);
+	ck_assert_msg(!t.has_ctx && it_dump_count_trace(json, T3) == 0,
+		      "%s: context left after the session's end:\n%s", defer_lib[_i],
+		      json);
+	free(json);
+	log = it_events(&s);
+	ck_assert_msg(it_events_count(log, T3, defer_reason[_i]) == 1, "%s: log:\n%s",
+		      defer_lib[_i], log);
+	free(log);
+	test_child_send(&s.child, "go\n");
+	test_child_expect(&s.child, "CLOSED ", line, sizeof(line), IT_TIMEOUT_MS);
+	tc_close(&ca);
+	tc_close(&cb);
+	it_server_stop(&s);
+	tls_dir_remove(&d);
+}
+END_TEST
+
+/* ---- BIO callbacks ---- */
+
+/* helpers/tls-biocb.c: a server and a client session in one process, on
+ * socket BIOs and on fd BIOs, each with a BIO callback of the
+ * application's: the callbacks see exactly the same calls under the shim
+ * as without it (hooks/hook-openssl.c, ossl_fd()), and the server
+ * sessions are still followed (a request context from each). */
+START_TEST(test_bio_callback)
+{
+	static char prog[4096];
+	char *argv[4], *out[2], *err, evenv[96], *env[] = {evenv, NULL}, *log;
+	struct tls_dir d;
+	struct it_server ev;
+	int st, i;
+
+	tls_dir_make(&d);
+	snprintf(prog, sizeof(prog), "%s/tls-biocb", test_env_path("HELPER_DIR"));
+	argv[0] = prog;
+	argv[1] = d.cert;
+	argv[2] = d.key;
+	argv[3] = NULL;
+	memset(&ev, 0, sizeof(ev));
+	snprintf(ev.events, sizeof(ev.events), "/tmp/ctxshim-it-events-XXXXXX");
+	ev.events_fd = mkostemp(ev.events, O_CLOEXEC);
+	ck_assert_int_gt(ev.events_fd, 2);
+	snprintf(evenv, sizeof(evenv), "CTXSHIM_EVENTS=%s", ev.events);
+	for (i = 0; i < 2; i++) {
+		st = test_run_capture(argv, i ? env : NULL, i == 1, &out[i], &err,
+				      IT_TIMEOUT_MS);
+		ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+			      "tls-biocb%s: %#x\n%s%s", i ? " (shim)" : "", st, out[i],
+			      err);
+		free(err);
+	}
+	unlink(ev.events);
+	ck_assert_msg(strstr(out[0], "socket server calls=") && strstr(out[0], "DONE"),
+		      "tls-biocb: %s", out[0]);
+	ck_assert_msg(strcmp(out[0], out[1]) == 0,
+		      "BIO callbacks saw other calls under the shim:\n--- without\n%s"
+		      "--- with\n%s",
+		      out[0], out[1]);
+	log = it_events(&ev);
+	ck_assert_msg(it_events_count(log, T1, "request") == 1 &&
+			      it_events_count(log, T2, "request") == 1,
+		      "server sessions not followed:\n%s", log);
+	free(log);
+	close(ev.events_fd);
+	free(out[0]);
+	free(out[1]);
+	tls_dir_remove(&d);
+}
+END_TEST
+
 /* ---- nginx with ssl ---- */
 
 struct ngx {
@@ -788,6 +923,9 @@ TEST_SUITE(tls_suite)
 	tcase_add_test(tc, test_tpc_two_connections);
 	tcase_add_loop_test(tc, test_tpc_up_ref, SRV_OPENSSL_UP_REF,
 			    SRV_OPENSSL_MEM_BIO_UP_REF + 1);
+	snprintf(p, sizeof(p), "%s/tls-defer-gnutls", test_env_path("HELPER_DIR"));
+	tcase_add_loop_test(tc, test_deferred_free, 0, access(p, X_OK) == 0 ? 2 : 1);
+	tcase_add_test(tc, test_bio_callback);
 	if (access(NGINX, X_OK) == 0)
 		tcase_add_test(tc, test_nginx_ssl);
 	snprintf(p, sizeof(p), "%s/curl-get", test_env_path("HELPER_DIR"));
