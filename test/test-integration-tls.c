@@ -362,18 +362,6 @@ wait_detached(struct it_server *s, long tid)
 	}
 }
 
-static void
-assert_body(char *resp, const char *path)
-{
-	char want[600];
-
-	snprintf(want, sizeof(want), "\r\n\r\npath=%s\n", path);
-	ck_assert_msg(strncmp(resp, "HTTP/1.1 200 OK\r\n", 17) == 0 &&
-			      strstr(resp, want),
-		      "unexpected response: %s", resp);
-	free(resp);
-}
-
 /* A traced request blocks: its context is on the serving thread; the
  * next request on the connection (keep-alive, untraced, sent in 1-byte
  * records) gets a new trace; after the connection closes, nothing is
@@ -402,7 +390,7 @@ START_TEST(test_tpc_server)
 	ck_assert_uint_eq(t.flags, 1);
 	ck_assert_str_eq(t.extra, "rid-7");
 	test_child_send(&s.child, "go\n");
-	assert_body(tc_read_response(&c), "/block/one?q=1");
+	it_assert_path_body(tc_read_response(&c), "/block/one?q=1");
 
 	tc_send(&c, second, strlen(second), 1);
 	tid2 = expect_block(&s, "/block/two");
@@ -410,7 +398,7 @@ START_TEST(test_tpc_server)
 	assert_ctx(&s, tid, NULL, NULL, "/block/two", &t2);
 	ck_assert_str_ne(t2.span, t.span);
 	test_child_send(&s.child, "go\n");
-	assert_body(tc_read_response(&c), "/block/two");
+	it_assert_path_body(tc_read_response(&c), "/block/two");
 	tc_close(&c);
 	wait_detached(&s, tid);
 
@@ -498,23 +486,23 @@ START_TEST(test_tpc_up_ref)
 	tid = expect_block(&s, "/block/one");
 	assert_ctx(&s, tid, T1, P1, "/block/one", &t);
 	test_child_send(&s.child, "go\n");
-	assert_body(tc_read_response(&c), "/block/one");
+	it_assert_path_body(tc_read_response(&c), "/block/one");
 
 	tc_send(&c, r2, strlen(r2), 0);
 	ck_assert_int_eq(expect_block(&s, "/block/two"), tid);
 	assert_ctx(&s, tid, T2, P1, "/block/two", &t);
 	test_child_send(&s.child, "go\n");
-	assert_body(tc_read_response(&c), "/block/two");
+	it_assert_path_body(tc_read_response(&c), "/block/two");
 
 	tc_send(&c, r4, strlen(r4), 0);
 	ck_assert_int_eq(expect_block(&s, "/block/three"), tid);
 	assert_ctx(&s, tid, T1, P1, "/block/three", &t);
 	test_child_send(&s.child, "go\n");
-	assert_body(tc_read_response(&c), "/block/three");
+	it_assert_path_body(tc_read_response(&c), "/block/three");
 	ck_assert_int_eq(expect_block(&s, "/block/four"), tid);
 	assert_ctx(&s, tid, T2, P1, "/block/four", &t);
 	test_child_send(&s.child, "go\n");
-	assert_body(tc_read_response(&c), "/block/four");
+	it_assert_path_body(tc_read_response(&c), "/block/four");
 
 	/* The server frees both references, then blocks. */
 	tc_send(&c, r3, strlen(r3), 0);
@@ -576,7 +564,7 @@ START_TEST(test_deferred_free)
 	test_child_expect(&s.child, "ACCEPT ", line, sizeof(line), IT_TIMEOUT_MS);
 	snprintf(fda, sizeof(fda), "%s", line);
 	tc_send(&ca, ra, strlen(ra), 0);
-	assert_body(tc_read_response(&ca), "/a");
+	it_assert_path_body(tc_read_response(&ca), "/a");
 
 	tc_connect(&cb, s.port);
 	test_child_expect(&s.child, "ACCEPT ", line, sizeof(line), IT_TIMEOUT_MS);
@@ -591,7 +579,7 @@ START_TEST(test_deferred_free)
 		      "%s: B's context ended by A's end:\n%s", defer_lib[_i], log);
 	free(log);
 	test_child_send(&s.child, "go\n");
-	assert_body(tc_read_response(&cb), "/block/b");
+	it_assert_path_body(tc_read_response(&cb), "/block/b");
 
 	/* B freed with its fd open: that ends B's request. */
 	tc_send(&cb, rc, strlen(rc), 0);

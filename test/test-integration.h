@@ -463,6 +463,18 @@ it_assert_ok_body(const char *resp, const char *body)
 	ck_assert_msg(b && strcmp(b + 4, body) == 0, "response: %s", resp);
 }
 
+/* resp (malloc'd, freed here) is the test servers' answer to path:
+ * "HTTP/1.1 200 OK" with the body "path=<path>\n" (http1-reader.h). */
+static __attribute__((unused)) void
+it_assert_path_body(char *resp, const char *path)
+{
+	char want[600];
+
+	snprintf(want, sizeof(want), "path=%s\n", path);
+	it_assert_ok_body(resp, want);
+	free(resp);
+}
+
 /* ---- http-sink: a helper that prints the requests it gets ---- */
 
 #define IT_SINK_HDR_MAX 32

@@ -160,18 +160,6 @@ wait_detached(struct it_server *s, long tid, const char *reason)
 	}
 }
 
-static void
-assert_body(char *resp, const char *path)
-{
-	char want[600];
-
-	snprintf(want, sizeof(want), "\r\n\r\npath=%s\n", path);
-	ck_assert_msg(strncmp(resp, "HTTP/1.1 200 OK\r\n", 17) == 0 &&
-			      strstr(resp, want),
-		      "unexpected response: %s", resp);
-	free(resp);
-}
-
 /* ---- thread-per-connection ---- */
 
 START_TEST(test_tpc_traced)
@@ -193,7 +181,7 @@ START_TEST(test_tpc_traced)
 	ck_assert_str_eq(t.extra, "rid-42");
 
 	release(&s);
-	assert_body(it_read_response(fd), "/block/traced?q=1&r=2");
+	it_assert_path_body(it_read_response(fd), "/block/traced?q=1&r=2");
 	/* Thread-per-connection: cleared when the server reads again. */
 	wait_detached(&s, tid, "response-sent");
 	it_assert_gone(&s, tid, T1);
@@ -226,7 +214,7 @@ START_TEST(test_tpc_handler_polls)
 	tid = expect_block(&s, "/block/poll");
 	assert_ctx(&s, tid, T1, P1, "GET", "/block/poll", &t);
 	release(&s);
-	assert_body(it_read_response(fd), "/block/poll");
+	it_assert_path_body(it_read_response(fd), "/block/poll");
 	wait_detached(&s, tid, "response-sent");
 	it_assert_gone(&s, tid, T1);
 	close(fd);
@@ -268,7 +256,7 @@ START_TEST(test_tpc_split_reads)
 	assert_ctx(&s, tid, T2, P2, "POST", "/block/split", &t);
 	ck_assert_uint_eq(t.flags, 0);
 	release(&s);
-	assert_body(it_read_response(fd), "/block/split");
+	it_assert_path_body(it_read_response(fd), "/block/split");
 	wait_detached(&s, tid, "response-sent");
 	it_assert_gone(&s, tid, T2);
 	close(fd);
@@ -333,7 +321,7 @@ START_TEST(test_tpc_keepalive)
 	tid = expect_block(&s, "/block/k1");
 	assert_ctx(&s, tid, T1, P1, "GET", "/block/k1", &a);
 	release(&s);
-	assert_body(it_read_response(fd), "/block/k1");
+	it_assert_path_body(it_read_response(fd), "/block/k1");
 	wait_detached(&s, tid, "response-sent");
 	it_assert_gone(&s, tid, T1);
 
@@ -343,7 +331,7 @@ START_TEST(test_tpc_keepalive)
 	assert_ctx(&s, tid, T2, P2, "DELETE", "/block/k2", &b);
 	ck_assert_str_ne(a.span, b.span);
 	release(&s);
-	assert_body(it_read_response(fd), "/block/k2");
+	it_assert_path_body(it_read_response(fd), "/block/k2");
 	close(fd);
 	/* The server closes its side: cleared at close at the latest. */
 	wait_detached(&s, tid, "response-sent");
@@ -375,7 +363,7 @@ check_new_trace(const char *headers, const char *not_trace)
 	/* Random trace-id flag (W3C Level 2); not sampled by default. */
 	ck_assert_uint_eq(t.flags, 2);
 	release(&s);
-	assert_body(it_read_response(fd), "/block/new");
+	it_assert_path_body(it_read_response(fd), "/block/new");
 	close(fd);
 	it_server_stop(&s);
 }
@@ -416,13 +404,13 @@ START_TEST(test_tpc_no_new_traces)
 	ck_assert_str_eq(t.method, "HEAD");
 	ck_assert_str_eq(t.path, "/block/zero");
 	release(&s);
-	assert_body(it_read_response(fd), "/block/zero");
+	it_assert_path_body(it_read_response(fd), "/block/zero");
 	/* A traced request still gets its context. */
 	it_send_str(fd, "GET /block/traced HTTP/1.1\r\n" TP1 "\r\n");
 	ck_assert_int_eq(expect_block(&s, "/block/traced"), tid);
 	assert_ctx(&s, tid, T1, P1, "GET", "/block/traced", NULL);
 	release(&s);
-	assert_body(it_read_response(fd), "/block/traced");
+	it_assert_path_body(it_read_response(fd), "/block/traced");
 	close(fd);
 	it_server_stop(&s);
 }
@@ -441,7 +429,7 @@ START_TEST(test_tpc_url_query)
 	tid = expect_block(&s, "/block/q?a=1&b=two");
 	assert_ctx(&s, tid, T1, P1, "GET", "/block/q?a=1&b=two", NULL);
 	release(&s);
-	assert_body(it_read_response(fd), "/block/q?a=1&b=two");
+	it_assert_path_body(it_read_response(fd), "/block/q?a=1&b=two");
 	close(fd);
 	it_server_stop(&s);
 }
@@ -474,7 +462,7 @@ START_TEST(test_tpc_non_http)
 	tid = expect_block(&s, "/block/after");
 	assert_ctx(&s, tid, T2, P2, "GET", "/block/after", NULL);
 	release(&s);
-	assert_body(it_read_response(fd), "/block/after");
+	it_assert_path_body(it_read_response(fd), "/block/after");
 	close(fd);
 
 	log = it_events(&s);
@@ -511,14 +499,14 @@ START_TEST(test_tpc_big_header)
 	dump_tid(&s, tid, &t);
 	ck_assert_msg(!t.has_ctx, "an oversized head got a context");
 	release(&s);
-	assert_body(it_read_response(fd), "/block/big");
+	it_assert_path_body(it_read_response(fd), "/block/big");
 
 	/* The scanner kept framing: the next request is seen. */
 	it_send_str(fd, "GET /block/next HTTP/1.1\r\n" TP2 "\r\n");
 	ck_assert_int_eq(expect_block(&s, "/block/next"), tid);
 	assert_ctx(&s, tid, T2, P2, "GET", "/block/next", NULL);
 	release(&s);
-	assert_body(it_read_response(fd), "/block/next");
+	it_assert_path_body(it_read_response(fd), "/block/next");
 	log = it_events(&s);
 	ck_assert_uint_eq(it_events_count(log, T1, "request"), 0);
 	free(log);
@@ -547,8 +535,8 @@ START_TEST(test_tpc_two_threads)
 	assert_ctx(&s, tid2, T2, P2, "PUT", "/block/two", NULL);
 	release(&s);
 	release(&s);
-	assert_body(it_read_response(fd1), "/block/one");
-	assert_body(it_read_response(fd2), "/block/two");
+	it_assert_path_body(it_read_response(fd1), "/block/one");
+	it_assert_path_body(it_read_response(fd2), "/block/two");
 	close(fd1);
 	close(fd2);
 	it_server_stop(&s);
@@ -619,7 +607,7 @@ START_TEST(test_tpc_long_request)
 	assert_ctx(&s, tid, T1, P1, "GET", path, &t);
 	ck_assert_str_eq(t.extra, "rid-42");
 	release(&s);
-	assert_body(it_read_response(fd), path);
+	it_assert_path_body(it_read_response(fd), path);
 	close(fd);
 	it_server_stop(&s);
 }
@@ -730,7 +718,7 @@ START_TEST(test_tpc_call_tracestate)
 	got = it_sink_field(&r, "tracestate");
 	ck_assert_ptr_nonnull(got);
 	ck_assert_str_eq(got, ts);
-	assert_body(it_read_response(fd), path);
+	it_assert_path_body(it_read_response(fd), path);
 
 	/* Pipelined behind an unanswered request, the call runs under the
 	 * compact copy (preload/conn.h, README "Limitations"): the list is
@@ -795,8 +783,8 @@ START_TEST(test_epoll_two_connections)
 		free(json);
 	}
 	release(&s);
-	assert_body(it_read_response(b), "/block/b");
-	assert_body(it_read_response(a), "/hold/a");
+	it_assert_path_body(it_read_response(b), "/block/b");
+	it_assert_path_body(it_read_response(a), "/hold/a");
 	/* Back in epoll_wait: nothing published. */
 	wait_detached(&s, tid, "epoll_wait");
 	it_assert_gone(&s, tid, T2);
@@ -865,7 +853,7 @@ START_TEST(test_epoll_inherited_kept)
 	ck_assert_int_eq(expect_block(&s, "/block/b"), s.child.pid);
 	assert_ctx(&s, s.child.pid, T2, P2, "GET", "/block/b", NULL);
 	release(&s);
-	assert_body(it_read_response(b), "/block/b");
+	it_assert_path_body(it_read_response(b), "/block/b");
 	wait_detached(&s, s.child.pid, "epoll_wait");
 	it_assert_gone(&s, s.child.pid, T2);
 	close(b);

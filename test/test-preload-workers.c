@@ -83,18 +83,6 @@ assert_nobody(struct it_server *s, const char *trace)
 	free(json);
 }
 
-static void
-assert_body(char *resp, const char *path)
-{
-	char want[600];
-
-	snprintf(want, sizeof(want), "\r\n\r\npath=%s\n", path);
-	ck_assert_msg(strncmp(resp, "HTTP/1.1 200 OK\r\n", 17) == 0 &&
-			      strstr(resp, want),
-		      "unexpected response: %s", resp);
-	free(resp);
-}
-
 /* Each request of a keep-alive connection: published by the worker that
  * reads it, gone once that worker waits for its next job. */
 START_TEST(test_worker_released_after_response)
@@ -106,14 +94,14 @@ START_TEST(test_worker_released_after_response)
 	pool_start(&s);
 	fd = it_connect(s.port);
 	it_send_str(fd, "GET /a HTTP/1.1\r\nHost: x\r\n" TP1 "\r\n");
-	assert_body(it_read_response(fd), "/a");
+	it_assert_path_body(it_read_response(fd), "/a");
 	tid = expect_tid(&s, "DONE ", "/a");
 	ck_assert_int_eq(expect_tid(&s, "PARKED ", NULL), tid);
 	wait_detached(&s, tid, T1, "pool-wait");
 	assert_nobody(&s, T1);
 
 	it_send_str(fd, "GET /b HTTP/1.1\r\nHost: x\r\n" TP2 "\r\n");
-	assert_body(it_read_response(fd), "/b");
+	it_assert_path_body(it_read_response(fd), "/b");
 	tid = expect_tid(&s, "DONE ", "/b");
 	ck_assert_int_eq(expect_tid(&s, "PARKED ", NULL), tid);
 	wait_detached(&s, tid, T2, "pool-wait");
@@ -148,7 +136,7 @@ START_TEST(test_wait_before_answer_keeps_context)
 	free(json);
 
 	test_child_send(&s.child, "go\n");
-	assert_body(it_read_response(fd), "/block/x");
+	it_assert_path_body(it_read_response(fd), "/block/x");
 	ck_assert_int_eq(expect_tid(&s, "DONE ", "/block/x"), tid);
 	ck_assert_int_eq(expect_tid(&s, "PARKED ", NULL), tid);
 	wait_detached(&s, tid, T1, "pool-wait");
