@@ -32,20 +32,23 @@
  * glibc-internal ones (timer and AIO helpers use the internal
  * __pthread_create_2_1).  They start without a context.
  *
- * pthread_cond_wait, pthread_cond_timedwait and pthread_cond_clockwait: a
- * worker that waits on a condition variable after answering the request
- * it read is back in its pool, and stops showing that request
- * (hook-socket.c, hook_socket_thread_wait()).  A thread that publishes
- * nothing from a connection passes straight through (one test of its
- * state).  glibc has two implementations of the first two:
+ * The waits of worker pools -- pthread_cond_wait, pthread_cond_timedwait,
+ * pthread_cond_clockwait, C11's cnd_wait and cnd_timedwait (glibc's call
+ * its internal pthread functions, not through the PLT), sem_wait,
+ * sem_timedwait, sem_clockwait: a worker that waits for its next job
+ * after answering the request it read is back in its pool, and stops
+ * showing that request (hook-socket.c, hook_socket_thread_wait()).  A
+ * thread that publishes nothing from a connection passes straight through
+ * (one test of its state).  glibc has two implementations of the first
+ * two:
  * @@GLIBC_2.3.2, which every program linked since glibc 2.3.2 references,
  * and the old @GLIBC_2.2.5 ones, for another pthread_cond_t layout.  Ours
  * are defined at version GLIBC_2.3.2 only (".symver ..., name@NODE,
  * remove", and that node in preload/ctxshim.sym), so that an old binary's
  * references still reach glibc's old functions, and forward to the
- * GLIBC_2.3.2 ones; pthread_cond_clockwait has one implementation under
- * both its versions (GLIBC_2.30 and GLIBC_2.34), so one unversioned
- * definition serves them. */
+ * GLIBC_2.3.2 ones.  Each of the others has one implementation under both
+ * its versions (GLIBC_2.30 or 2.28 or 2.2.5, and GLIBC_2.34), so one
+ * unversioned definition serves them. */
 #include "config.h"
 
 #include "hooks.h"
@@ -56,6 +59,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <stdlib.h>
 #include <string.h>
 #include <threads.h>
@@ -65,24 +69,41 @@ typedef int (*pthread_create_fn)(pthread_t *,
 				 void *(*)(void *),
 				 void *);
 typedef int (*thrd_create_fn)(thrd_t *, thrd_start_t, void *);
-typedef int (*cond_wait_fn)(pthread_cond_t *, pthread_mutex_t *);
-typedef int (*cond_timedwait_fn)(pthread_cond_t *,
-				 pthread_mutex_t *,
-				 const struct timespec *);
-typedef int (*cond_clockwait_fn)(pthread_cond_t *,
-				 pthread_mutex_t *,
-				 clockid_t,
-				 const struct timespec *);
 
 #define PT_COND_NODE "GLIBC_2.3.2"
+
+/* The waits (see the top): X(id, name, version, exported name, parameters,
+ * arguments).  Exported under another name, bound to name@version by
+ * .symver below, when a version is given. */
+#define PT_WAITS(X)                                                                    \
+	X(cond_wait, "pthread_cond_wait", PT_COND_NODE, ctxshim_pthread_cond_wait_232, \
+	  (pthread_cond_t * cv, pthread_mutex_t * m), (cv, m))                         \
+	X(cond_timedwait, "pthread_cond_timedwait", PT_COND_NODE,                      \
+	  ctxshim_pthread_cond_timedwait_232,                                          \
+	  (pthread_cond_t * cv, pthread_mutex_t * m, const struct timespec *t),        \
+	  (cv, m, t))                                                                  \
+	X(cond_clockwait, "pthread_cond_clockwait", NULL, pthread_cond_clockwait,      \
+	  (pthread_cond_t * cv, pthread_mutex_t * m, clockid_t c,                      \
+	   const struct timespec *t),                                                  \
+	  (cv, m, c, t))                                                               \
+	X(cnd_wait, "cnd_wait", NULL, cnd_wait, (cnd_t * cv, mtx_t * m), (cv, m))      \
+	X(cnd_timedwait, "cnd_timedwait", NULL, cnd_timedwait,                         \
+	  (cnd_t * cv, mtx_t * m, const struct timespec *t), (cv, m, t))               \
+	X(sem_wait, "sem_wait", NULL, sem_wait, (sem_t * sem), (sem))                  \
+	X(sem_timedwait, "sem_timedwait", NULL, sem_timedwait,                         \
+	  (sem_t * sem, const struct timespec *t), (sem, t))                           \
+	X(sem_clockwait, "sem_clockwait", NULL, sem_clockwait,                         \
+	  (sem_t * sem, clockid_t c, const struct timespec *t), (sem, c, t))
+
+#define PT_WAIT_DECL(id, name, ver, exp, params, args) \
+	static int(*real_##id) params;                 \
+	HOOK_EXPORT int exp params;
+PT_WAITS(PT_WAIT_DECL)
 
 static pthread_once_t bind_once = PTHREAD_ONCE_INIT;
 static pthread_create_fn real_pthread_create_fn;
 static thrd_create_fn real_thrd_create_fn;
-static pthread_once_t cond_bind_once = PTHREAD_ONCE_INIT;
-static cond_wait_fn real_cond_wait_fn;
-static cond_timedwait_fn real_cond_timedwait_fn;
-static cond_clockwait_fn real_cond_clockwait_fn;
+static pthread_once_t wait_bind_once = PTHREAD_ONCE_INIT;
 
 /* > 0 while a pool hook submits work on this thread (hook-pthread.h). */
 static __thread unsigned inherit_paused;
@@ -92,14 +113,6 @@ HOOK_EXPORT int pthread_create(pthread_t *thread,
 			       void *(*start)(void *),
 			       void *arg);
 HOOK_EXPORT int thrd_create(thrd_t *thr, thrd_start_t start, void *arg);
-HOOK_EXPORT int ctxshim_pthread_cond_wait_232(pthread_cond_t *cv, pthread_mutex_t *m);
-HOOK_EXPORT int ctxshim_pthread_cond_timedwait_232(pthread_cond_t *cv,
-						   pthread_mutex_t *m,
-						   const struct timespec *abstime);
-HOOK_EXPORT int pthread_cond_clockwait(pthread_cond_t *cv,
-				       pthread_mutex_t *m,
-				       clockid_t clock,
-				       const struct timespec *abstime);
 
 static void
 hook_pthread_bind_once(void)
@@ -121,23 +134,18 @@ real_pthread_create(pthread_t *thread,
 }
 
 static void
-hook_pthread_cond_bind_once(void)
+hook_pthread_wait_bind_once(void)
 {
-	real_cond_wait_fn = (cond_wait_fn)ctxshim_bind(
-		"pthread_cond_wait", PT_COND_NODE,
-		(const void *)ctxshim_pthread_cond_wait_232, true);
-	real_cond_timedwait_fn = (cond_timedwait_fn)ctxshim_bind(
-		"pthread_cond_timedwait", PT_COND_NODE,
-		(const void *)ctxshim_pthread_cond_timedwait_232, true);
-	real_cond_clockwait_fn = (cond_clockwait_fn)ctxshim_bind(
-		"pthread_cond_clockwait", NULL, (const void *)pthread_cond_clockwait,
-		true);
+#define PT_WAIT_BIND(id, name, ver, exp, params, args)                                \
+	real_##id = (__typeof__(real_##id))ctxshim_bind(name, ver, (const void *)exp, \
+							true);
+	PT_WAITS(PT_WAIT_BIND)
 }
 
 static inline void
-hook_pthread_cond_bind(void)
+hook_pthread_wait_bind(void)
 {
-	pthread_once(&cond_bind_once, hook_pthread_cond_bind_once);
+	pthread_once(&wait_bind_once, hook_pthread_wait_bind_once);
 }
 
 /* Bound at load: binding takes the loader's lock, and a first wait is
@@ -147,7 +155,7 @@ hook_pthread_cond_bind(void)
 __attribute__((constructor(103))) static void
 hook_pthread_ctor(void)
 {
-	hook_pthread_cond_bind();
+	hook_pthread_wait_bind();
 }
 
 static inline int
@@ -300,68 +308,31 @@ thrd_create(thrd_t *thr, thrd_start_t start, void *arg)
 	return hook_pthread_thrd_create(thr, start, arg);
 }
 
-/* ---- condition variables: a worker back in its pool ---- */
+/* ---- waits: a worker back in its pool ---- */
 
 /* Before a wait: one load of the thread's state when it publishes nothing
  * from a connection. */
 static inline void
-hook_pthread_cond_enter(void)
+hook_pthread_wait_enter(void)
 {
 	if (__builtin_expect(ctxshim_self.sk.fdp1 != 0, 0) && ctxshim_active())
 		hook_socket_thread_wait();
 }
 
-static int
-hook_pthread_cond_wait(pthread_cond_t *cv, pthread_mutex_t *m)
-{
-	hook_pthread_cond_bind();
-	hook_pthread_cond_enter();
-	return real_cond_wait_fn(cv, m);
-}
-
-static int
-hook_pthread_cond_timedwait(pthread_cond_t *cv,
-			    pthread_mutex_t *m,
-			    const struct timespec *abstime)
-{
-	hook_pthread_cond_bind();
-	hook_pthread_cond_enter();
-	return real_cond_timedwait_fn(cv, m, abstime);
-}
-
-static int
-hook_pthread_cond_clockwait(pthread_cond_t *cv,
-			    pthread_mutex_t *m,
-			    clockid_t clock,
-			    const struct timespec *abstime)
-{
-	hook_pthread_cond_bind();
-	hook_pthread_cond_enter();
-	return real_cond_clockwait_fn(cv, m, clock, abstime);
-}
-
-HOOK_EXPORT int
-ctxshim_pthread_cond_wait_232(pthread_cond_t *cv, pthread_mutex_t *m)
-{
-	return hook_pthread_cond_wait(cv, m);
-}
-
-HOOK_EXPORT int
-ctxshim_pthread_cond_timedwait_232(pthread_cond_t *cv,
-				   pthread_mutex_t *m,
-				   const struct timespec *abstime)
-{
-	return hook_pthread_cond_timedwait(cv, m, abstime);
-}
-
-HOOK_EXPORT int
-pthread_cond_clockwait(pthread_cond_t *cv,
-		       pthread_mutex_t *m,
-		       clockid_t clock,
-		       const struct timespec *abstime)
-{
-	return hook_pthread_cond_clockwait(cv, m, clock, abstime);
-}
+/* A wait: the check, then the real call, whose result and errno are the
+ * application's. */
+#define PT_WAIT_HOOK(id, name, ver, exp, params, args) \
+	static int hook_pthread_##id params            \
+	{                                              \
+		hook_pthread_wait_bind();              \
+		hook_pthread_wait_enter();             \
+		return real_##id args;                 \
+	}                                              \
+	HOOK_EXPORT int exp params                     \
+	{                                              \
+		return hook_pthread_##id args;         \
+	}
+PT_WAITS(PT_WAIT_HOOK)
 
 __asm__(".symver ctxshim_pthread_cond_wait_232, pthread_cond_wait@" PT_COND_NODE
 	", remove");

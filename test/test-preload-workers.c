@@ -20,12 +20,22 @@
 #define TP1 "traceparent: 00-" T1 "-b7ad6b7169203331-01\r\n"
 #define TP2 "traceparent: 00-" T2 "-00f067aa0ba902b7-01\r\n"
 
+/* How the workers wait for their next job (pool-server --wait). */
+static const char *const waits[] = {"cond", "cnd", "sem"};
+
+static void
+pool_start_waiting(struct it_server *s, const char *wait)
+{
+	char *argv[] = {(char *)test_helper_path("pool-server"), "--wait", (char *)wait,
+			NULL};
+
+	it_server_start(s, argv, true, NULL);
+}
+
 static void
 pool_start(struct it_server *s)
 {
-	char *argv[] = {(char *)test_helper_path("pool-server"), NULL};
-
-	it_server_start(s, argv, true, NULL);
+	pool_start_waiting(s, "cond");
 }
 
 /* Reads lines until "<word> <tid> ..." and returns the tid. */
@@ -84,14 +94,15 @@ assert_nobody(struct it_server *s, const char *trace)
 }
 
 /* Each request of a keep-alive connection: published by the worker that
- * reads it, gone once that worker waits for its next job. */
+ * reads it, gone once that worker waits for its next job, whichever wait
+ * it is (pthread_cond_wait, C11's cnd_wait, sem_wait). */
 START_TEST(test_worker_released_after_response)
 {
 	struct it_server s;
 	long tid;
 	int fd;
 
-	pool_start(&s);
+	pool_start_waiting(&s, waits[_i]);
 	fd = it_connect(s.port);
 	it_send_str(fd, "GET /a HTTP/1.1\r\nHost: x\r\n" TP1 "\r\n");
 	it_assert_path_body(it_read_response(fd), "/a");
@@ -195,7 +206,8 @@ TEST_SUITE(workers_suite)
 	TCase *tc = tcase_create("pool-server");
 
 	tcase_set_timeout(tc, 120);
-	tcase_add_test(tc, test_worker_released_after_response);
+	tcase_add_loop_test(tc, test_worker_released_after_response, 0,
+			    (int)(sizeof(waits) / sizeof(waits[0])));
 	tcase_add_test(tc, test_wait_before_answer_keeps_context);
 	tcase_add_test(tc, test_pipelined_in_one_job);
 	suite_add_tcase(s, tc);

@@ -2,12 +2,14 @@
 /* An HTTP/1.1 server shaped like Apache httpd's event MPM, with no tracing
  * code, for the socket-level tests of worker pools.
  *
- *   pool-server [--workers N]
+ *   pool-server [--workers N] [--wait cond|cnd|sem]
  *
  * Listens on 127.0.0.1 (port chosen by the kernel) and prints "READY
  * <port>".  A listener thread accepts connections and polls the ones parked
  * between requests; a readable connection goes to a queue that N worker
- * threads (default 2) take from, waiting on a condition variable.  A worker
+ * threads (default 2) take from, waiting on a condition variable
+ * (pthread_cond_wait; --wait cnd: C11's cnd_wait; --wait sem: sem_wait on a
+ * semaphore counting the queued connections).  A worker
  * serves the requests the connection has ready (one, or several
  * pipelined), prints "DONE <tid> <path>" after each response, hands the
  * connection back to the listener ("PARKED <tid>") and waits for the next
@@ -24,12 +26,14 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
+#include <threads.h>
 #include <unistd.h>
 
 #include "http1-reader.h"
@@ -50,6 +54,12 @@ static size_t n_queued;
 static struct conn *parked[MAX_CONNS]; /* between requests, for the listener */
 static size_t n_parked;
 static int wake[2]; /* a worker parked a connection: the listener polls again */
+
+/* --wait: how workers wait for the queue (C11 and semaphore variants) */
+static enum { WAIT_COND, WAIT_CND, WAIT_SEM } wait_kind;
+static cnd_t work_cnd;
+static mtx_t work_mtx; /* with work_cnd, guards the queue instead of mu */
+static sem_t work_sem;
 
 static pthread_cond_t block_cv = PTHREAD_COND_INITIALIZER;
 static unsigned block_tokens;
@@ -125,6 +135,49 @@ serve_ready(struct conn *c, long tid)
 	return true;
 }
 
+/* The next readable connection, waiting for one as --wait says. */
+static struct conn *
+take_job(void)
+{
+	struct conn *c;
+
+	if (wait_kind == WAIT_SEM)
+		while (sem_wait(&work_sem) < 0)
+			;
+	if (wait_kind == WAIT_CND) {
+		mtx_lock(&work_mtx);
+		while (!n_queued)
+			cnd_wait(&work_cnd, &work_mtx);
+		c = queue[--n_queued];
+		mtx_unlock(&work_mtx);
+		return c;
+	}
+	pthread_mutex_lock(&mu);
+	while (!n_queued)
+		pthread_cond_wait(&work_cv, &mu);
+	c = queue[--n_queued];
+	pthread_mutex_unlock(&mu);
+	return c;
+}
+
+/* Queue c for the workers (the listener holds mu). */
+static void
+put_job(struct conn *c)
+{
+	if (wait_kind == WAIT_CND) {
+		mtx_lock(&work_mtx);
+		queue[n_queued++] = c;
+		cnd_signal(&work_cnd);
+		mtx_unlock(&work_mtx);
+		return;
+	}
+	queue[n_queued++] = c;
+	if (wait_kind == WAIT_SEM)
+		sem_post(&work_sem);
+	else
+		pthread_cond_signal(&work_cv);
+}
+
 static void *
 worker(void *arg)
 {
@@ -134,11 +187,7 @@ worker(void *arg)
 	for (;;) {
 		struct conn *c;
 
-		pthread_mutex_lock(&mu);
-		while (!n_queued)
-			pthread_cond_wait(&work_cv, &mu);
-		c = queue[--n_queued];
-		pthread_mutex_unlock(&mu);
+		c = take_job();
 		if (serve_ready(c, tid)) {
 			park(c);
 			serve_say("PARKED %ld\n", tid);
@@ -186,8 +235,7 @@ listener(int ls)
 			for (k = 0; k < n_parked && parked[k] != polled[i]; k++)
 				;
 			parked[k] = parked[--n_parked];
-			queue[n_queued++] = polled[i];
-			pthread_cond_signal(&work_cv);
+			put_job(polled[i]);
 		}
 		pthread_mutex_unlock(&mu);
 		if (p[0].revents) {
@@ -238,12 +286,30 @@ main(int argc, char **argv)
 	pthread_t th;
 	int ls;
 
-	if (argc == 3 && strcmp(argv[1], "--workers") == 0)
-		workers = (unsigned)strtoul(argv[2], NULL, 10);
-	else if (argc != 1) {
-		fprintf(stderr, "usage: pool-server [--workers N]\n");
+	for (i = 1; i < (unsigned)argc; i++) {
+		if (strcmp(argv[i], "--workers") == 0 && i + 1 < (unsigned)argc) {
+			workers = (unsigned)strtoul(argv[++i], NULL, 10);
+		} else if (strcmp(argv[i], "--wait") == 0 && i + 1 < (unsigned)argc) {
+			i++;
+			if (strcmp(argv[i], "cnd") == 0)
+				wait_kind = WAIT_CND;
+			else if (strcmp(argv[i], "sem") == 0)
+				wait_kind = WAIT_SEM;
+			else if (strcmp(argv[i], "cond") != 0)
+				break;
+		} else {
+			break;
+		}
+	}
+	if (i != (unsigned)argc) {
+		fprintf(stderr,
+			"usage: pool-server [--workers N] [--wait cond|cnd|sem]\n");
 		return 64;
 	}
+	if (cnd_init(&work_cnd) != thrd_success ||
+	    mtx_init(&work_mtx, mtx_plain) != thrd_success ||
+	    sem_init(&work_sem, 0, 0) < 0)
+		return 1;
 	if (workers == 0 || workers > 16)
 		workers = 2;
 	if (pipe2(wake, O_CLOEXEC) < 0)
