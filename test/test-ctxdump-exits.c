@@ -206,7 +206,7 @@ START_TEST(record_suspended_late)
 		/* the vfork()ing thread: seized, its stop pending */
 		prof_wait_task_state(t.pid, t.vfork, 'D', test_now_ms() + TIMEOUT_MS);
 		usleep(100000);
-		prof_record_suspend(pid);
+		prof_record_suspend(pid, errf);
 		/* past the end of the vfork() it was in (its child sleeps
 		 * 2 s): a thread still seized would be stopped by now */
 		usleep(2500000);

@@ -17,15 +17,18 @@
  *  - recording ends on SIGINT, SIGTERM, --duration and the target's exit,
  *    survives SIGKILL (the file stays readable), and never leaves a
  *    thread of the target stopped, not even one that cannot stop in time
- *    (blocked in vfork()). */
+ *    (blocked in vfork()); rounds in which no thread stops in time are
+ *    skipped, not taken for the target's exit. */
 #include "test-prof.h"
 
 #include <arpa/inet.h>
 #include <inttypes.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <time.h>
 
 #define TIMEOUT_MS 30000
@@ -642,6 +645,220 @@ START_TEST(record_unstoppable_thread)
 }
 END_TEST
 
+/* A target (forked here) whose one running thread (tid) vfork()s on a
+ * byte from ctl, its child waiting for a byte from gate; it acks each
+ * vfork() that returned on ack.  Ends at EOF on ctl.  The thread is the
+ * process's only one, or with zombie_leader a second one after the first
+ * called pthread_exit(). */
+struct vforker {
+	pid_t pid, tid;
+	int ctl, gate, ack;
+};
+
+static int vf_ctl, vf_gate, vf_ack;
+
+static void *
+vforker_loop(void *arg)
+{
+	pid_t tid = (pid_t)syscall(SYS_gettid);
+	char c;
+
+	(void)arg;
+	if (write(vf_ack, &tid, sizeof(tid)) != sizeof(tid))
+		_exit(1);
+	while (read(vf_ctl, &c, 1) == 1) {
+		pid_t g = vfork();
+
+		if (g == 0) {
+			/* nothing but system calls in a vfork() child */
+			(void)syscall(SYS_read, vf_gate, &c, 1);
+			syscall(SYS_exit_group, 0);
+		}
+		if (g < 0 || waitpid(g, NULL, 0) != g || write(vf_ack, "v", 1) != 1)
+			_exit(1);
+	}
+	_exit(0);
+}
+
+static void
+vforker_start(struct vforker *v, bool zombie_leader)
+{
+	int ctl[2], gate[2], ack[2];
+
+	ck_assert_int_eq(pipe2(ctl, O_CLOEXEC), 0);
+	ck_assert_int_eq(pipe2(gate, O_CLOEXEC), 0);
+	ck_assert_int_eq(pipe2(ack, O_CLOEXEC), 0);
+	v->pid = fork();
+	ck_assert_int_ge(v->pid, 0);
+	if (v->pid == 0) {
+		pthread_t t;
+
+		close(ctl[1]);
+		close(gate[1]);
+		close(ack[0]);
+		vf_ctl = ctl[0];
+		vf_gate = gate[0];
+		vf_ack = ack[1];
+		if (!zombie_leader)
+			vforker_loop(NULL);
+		if (pthread_create(&t, NULL, vforker_loop, NULL) != 0)
+			_exit(1);
+		pthread_exit(NULL);
+	}
+	close(ctl[0]);
+	close(gate[0]);
+	close(ack[1]);
+	v->ctl = ctl[1];
+	v->gate = gate[1];
+	v->ack = ack[0];
+	ck_assert_int_eq(read(v->ack, &v->tid, sizeof(v->tid)), sizeof(v->tid));
+	if (zombie_leader)
+		prof_wait_task_state(v->pid, v->pid, 'Z', test_now_ms() + TIMEOUT_MS);
+}
+
+/* Into vfork(): returns once the target waits there (state D). */
+static void
+vforker_enter(const struct vforker *v)
+{
+	ck_assert_int_eq(write(v->ctl, "v", 1), 1);
+	prof_wait_task_state(v->pid, v->tid, 'D', test_now_ms() + TIMEOUT_MS);
+}
+
+/* Out of vfork(): returns once the target runs on (it acked). */
+static void
+vforker_leave(const struct vforker *v)
+{
+	struct pollfd pfd = {.fd = v->ack, .events = POLLIN};
+	char c;
+
+	ck_assert_int_eq(write(v->gate, "g", 1), 1);
+	ck_assert_msg(poll(&pfd, 1, TIMEOUT_MS) == 1, "the target never left vfork()");
+	ck_assert_int_eq(read(v->ack, &c, 1), 1);
+}
+
+static void
+vforker_finish(struct vforker *v)
+{
+	int st;
+
+	prof_assert_running(v->pid);
+	close(v->ctl);
+	close(v->gate);
+	close(v->ack);
+	ck_assert_int_eq(waitpid(v->pid, &st, 0), v->pid);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "target status 0x%x", st);
+}
+
+/* The TracerPid of thread tid of pid. */
+static pid_t
+tracer_of(pid_t pid, pid_t tid)
+{
+	char path[64], buf[4096], *p;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/status", (int)pid, (int)tid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	ck_assert_int_ge(fd, 0);
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	ck_assert_int_gt(n, 0);
+	buf[n] = '\0';
+	p = strstr(buf, "\nTracerPid:");
+	ck_assert_ptr_nonnull(p);
+	return (pid_t)atoi(p + 11);
+}
+
+/* The recorder (its standard error in errf) has not ended. */
+static void
+assert_recording(pid_t rec, const char *errf, const char *when)
+{
+	int st;
+	char *err;
+
+	if (waitpid(rec, &st, WNOHANG) == 0)
+		return;
+	err = prof_slurp(errf);
+	ck_abort_msg("ctxdump record ended (status %#x) %s, the target running: %s", st,
+		     when, err);
+}
+
+/* A round in which no thread stops in time (the only thread is inside
+ * vfork()) says nothing of the process's end: the recording goes on,
+ * the round skipped, and records again once the thread can stop (old:
+ * stop_all()'s "nothing stopped" was taken for the process's exit, and
+ * the recording ended with status 0 while the target ran on; before a
+ * first round, "process N exited before it could be stopped"), also
+ * when the process's leader is a zombie (old: taken for the process's
+ * end as well).  The same happens to a target whose threads a loaded
+ * machine does not run within the round's limit. */
+START_TEST(record_no_thread_stops_in_time)
+{
+	char file[64], errf[64], pid[16], *err, *out = NULL;
+	const char *args[] = {"-F", "100", "-o", file, pid, NULL};
+	const char *args_d[] = {"-F", "100", "-d", "0.3", "-o", file, pid, NULL};
+	struct vforker v;
+	struct stat sb;
+	long deadline;
+	off_t size;
+	pid_t rec;
+	int st;
+
+	vforker_start(&v, _i == 1);
+	prof_tmpfile(file, sizeof(file), "novfork-prof");
+	prof_tmpfile(errf, sizeof(errf), "novfork-err");
+	snprintf(pid, sizeof(pid), "%d", (int)v.pid);
+
+	/* rounds recorded, then a round meets the thread in vfork() and
+	 * keeps it seized */
+	rec = prof_record_start(errf, args);
+	prof_wait_file(file, 1, TIMEOUT_MS, rec, errf);
+	vforker_enter(&v);
+	deadline = test_now_ms() + TIMEOUT_MS;
+	while (tracer_of(v.pid, v.tid) != rec) {
+		assert_recording(rec, errf, "when the target entered vfork()");
+		ck_assert_msg(test_now_ms() < deadline,
+			      "no round met the target in vfork(): %s",
+			      (err = prof_slurp(errf)));
+		usleep(1000);
+	}
+	/* some 30 rounds that cannot stop it */
+	usleep(300000 * test_time_scale());
+	assert_recording(rec, errf, "in rounds that could not stop the target");
+	ck_assert_int_eq(stat(file, &sb), 0);
+	size = sb.st_size;
+	vforker_leave(&v);
+	/* it records again */
+	prof_wait_file(file, size + 1, TIMEOUT_MS, rec, errf);
+	kill(rec, SIGINT);
+	st = prof_record_wait(rec, TIMEOUT_MS);
+	err = prof_slurp(errf);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status 0x%x: %s", st,
+		      err);
+	ck_assert_msg(strstr(err, "thread stops timed out") &&
+			      strstr(err, "rounds skipped (no thread stopped in time"),
+		      "%s", err);
+	free(err);
+	st = prof_run(&out, &err, "report", "--folded", file, NULL);
+	ck_assert_msg(st == 0, "report exit %d: %s", st, err);
+	free(out);
+	free(err);
+	prof_assert_running(v.pid);
+
+	/* started while the thread cannot stop: no round stops it */
+	vforker_enter(&v);
+	st = prof_record_wait(prof_record_start(errf, args_d), TIMEOUT_MS);
+	err = prof_slurp(errf);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0 && !strstr(err, "exited"),
+		      "status 0x%x: %s", st, err);
+	free(err);
+	vforker_leave(&v);
+	vforker_finish(&v);
+	unlink(file);
+	unlink(errf);
+}
+END_TEST
+
 START_TEST(record_duration)
 {
 	char file[64], errf[64], pid[16], *out = NULL, *err = NULL;
@@ -875,6 +1092,7 @@ TEST_SUITE(ctxdump_record_suite)
 	tcase_add_test(tc, record_traced_requests);
 	tcase_add_test(tc, record_interrupted_never_stops_target);
 	tcase_add_test(tc, record_unstoppable_thread);
+	tcase_add_loop_test(tc, record_no_thread_stops_in_time, 0, 2);
 	tcase_add_test(tc, record_duration);
 	tcase_add_test(tc, record_key_map_grows);
 	tcase_add_test(tc, record_killed_and_target_exit);

@@ -268,7 +268,7 @@ START_TEST(test_record_same_place_reload)
 
 	/* no round between the unload and the new load: nothing unmapped
 	 * for the recorder to notice */
-	prof_record_suspend(rec);
+	prof_record_suspend(rec, errf);
 	test_child_send(&c, "reload\n");
 	test_child_expect(&c, "MODID ", line, sizeof(line), TIMEOUT_MS);
 	ck_assert_int_eq(sscanf(line, "MODID %u %u %llx %llx", &m1, &m2, &b1, &b2), 4);

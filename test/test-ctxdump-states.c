@@ -264,7 +264,7 @@ START_TEST(record_suspended)
 	pid = prof_record_start(errf, args);
 	prof_wait_file(file, 1, TIMEOUT_MS, pid, errf);
 	for (i = 0; i < 20; i++) {
-		prof_record_suspend(pid);
+		prof_record_suspend(pid, errf);
 		prof_assert_running(t.pid);
 		ck_assert_int_eq(kill(pid, SIGCONT), 0);
 		usleep(20000 + 7000 * i);

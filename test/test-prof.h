@@ -306,15 +306,30 @@ prof_slurp(const char *path)
 	return b;
 }
 
-/* Ctrl-Z to a recorder: returns once it is suspended (then SIGCONT it). */
+/* Ctrl-Z to a recorder (its standard error in errfile): returns once it
+ * is suspended (then SIGCONT it).  One that ended instead fails the test
+ * with what it said. */
 static __attribute__((unused)) void
-prof_record_suspend(pid_t pid)
+prof_record_suspend(pid_t pid, const char *errfile)
 {
 	int st;
 
 	ck_assert_int_eq(kill(pid, SIGTSTP), 0);
 	ck_assert_int_eq(waitpid(pid, &st, WUNTRACED), pid);
-	ck_assert_msg(WIFSTOPPED(st) && WSTOPSIG(st) == SIGTSTP, "status 0x%x", st);
+	if (!WIFSTOPPED(st) || WSTOPSIG(st) != SIGTSTP) {
+		char said[2048] = "";
+		int fd = open(errfile, O_RDONLY | O_CLOEXEC);
+
+		if (fd >= 0) {
+			ssize_t n = read(fd, said, sizeof(said) - 1);
+
+			said[n > 0 ? n : 0] = '\0';
+			close(fd);
+		}
+		ck_abort_msg("ctxdump record %s (status %#x) instead of stopping on "
+			     "SIGTSTP: %s",
+			     WIFEXITED(st) ? "exited" : "was killed", st, said);
+	}
 }
 
 /* End a recorder with SIGINT: it must exit 0; its files are removed. */

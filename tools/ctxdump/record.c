@@ -753,6 +753,22 @@ process_ending(pid_t pid)
 	return state == 'Z' || state == 'X';
 }
 
+/* With no thread of ss stopped in time: how many were seized and did
+ * not stop in time, yet have not ended -- still seized (STOP_TIMEOUT),
+ * or stopped since and let go (STOP_DETACHED).  Any means the process
+ * lives: its one thread in vfork() or another wait a stop cannot
+ * interrupt, or threads a loaded machine did not run within the limit. */
+static size_t
+missed_stops(const struct stop_set *ss)
+{
+	size_t i, n = 0;
+
+	for (i = 0; i < ss->n; i++)
+		n += ss->t[i].status == STOP_TIMEOUT ||
+		     ss->t[i].status == STOP_DETACHED;
+	return n;
+}
+
 /* The thread to read memory through in this round, among the k stopped
  * ones (none can exit before they run again): the one used so far if it
  * stopped, else the leader if it stopped, else the first.  Sticky, as the
@@ -846,6 +862,13 @@ sample_round(struct rec *rc)
 	r = stop_all(&ss, 0, STOP_TIMEOUT_MS);
 	if (r == -EPERM && stop_late_has(&rc->late, ss.fail_tid))
 		r = -EAGAIN; /* ours, still not stopped: skip the round */
+	if (r == -ESRCH && (i = missed_stops(&ss)) != 0) {
+		/* stop_all()'s "nothing stopped", but the process lives:
+		 * skip the round (taken for the process's end, it ended the
+		 * recording while the target ran on) */
+		rc->timeouts += i;
+		r = -EAGAIN;
+	}
 	if (r < 0) {
 		if (ss.signal) {
 			/* Our own end, not stop.c's default action; taken
@@ -922,11 +945,13 @@ sample_round(struct rec *rc)
 	stop_release(&ss);
 	(void)stop_late_add(&rc->late, &ss);
 
-	if (!k && process_ending(rc->pid)) {
-		/* only zombie threads left: the process is exiting */
+	if (!k && (missed_stops(&ss) || process_ending(rc->pid))) {
+		/* none stopped in time, the leader a zombie: the process is
+		 * exiting, unless a thread missed the limit (as above) */
+		r = missed_stops(&ss) ? -EAGAIN : -ESRCH;
 		stack_arena_recycle(&rc->arena);
 		stop_free(&ss);
-		return -ESRCH;
+		return r;
 	}
 	win = stop_window_ns(&ss);
 	rc->win_sum += win;
@@ -1503,8 +1528,8 @@ print_summary(const struct rec *rc, uint64_t elapsed, bool failed)
 	if (rc->skipped_rounds)
 		fprintf(stderr,
 			"; %" PRIu64
-			" rounds skipped (a thread that had not stopped in "
-			"time was still held)",
+			" rounds skipped (no thread stopped in time, or one "
+			"that had not was still held)",
 			rc->skipped_rounds);
 	if (rc->failed_rounds)
 		fprintf(stderr, "; %" PRIu64 " rounds failed (%s)", rc->failed_rounds,
