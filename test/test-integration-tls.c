@@ -339,29 +339,6 @@ assert_ctx(struct it_server *s,
 	*out = t;
 }
 
-/* Poll the event log until tid's last event is a detach. */
-static void
-wait_detached(struct it_server *s, long tid)
-{
-	long deadline = nx_now_ms() + IT_TIMEOUT_MS;
-
-	for (;;) {
-		char *log = it_events(s);
-		const char *last = it_events_last(log, tid);
-		const char *eol = last ? strchr(last, '\n') : NULL;
-		const char *det = last ? strstr(last, " detach ") : NULL;
-
-		if (det && (!eol || det < eol)) {
-			free(log);
-			return;
-		}
-		ck_assert_msg(nx_now_ms() < deadline, "thread %ld never detached:\n%s",
-			      tid, log);
-		free(log);
-		usleep(5000);
-	}
-}
-
 /* A traced request blocks: its context is on the serving thread; the
  * next request on the connection (keep-alive, untraced, sent in 1-byte
  * records) gets a new trace; after the connection closes, nothing is
@@ -400,7 +377,7 @@ START_TEST(test_tpc_server)
 	test_child_send(&s.child, "go\n");
 	it_assert_path_body(tc_read_response(&c), "/block/two");
 	tc_close(&c);
-	wait_detached(&s, tid);
+	it_wait_detached(&s, tid, NULL, NULL);
 
 	log = it_events(&s);
 	ck_assert_msg(it_events_spans(log, T1, span) == 1, "%s: log:\n%s", srv_name[_i],
@@ -448,8 +425,8 @@ START_TEST(test_tpc_two_connections)
 	free(tc_read_response(&c2));
 	tc_close(&c1);
 	tc_close(&c2);
-	wait_detached(&s, tid1);
-	wait_detached(&s, tid2);
+	it_wait_detached(&s, tid1, NULL, NULL);
+	it_wait_detached(&s, tid2, NULL, NULL);
 	it_server_stop(&s);
 	tls_dir_remove(&d);
 }

@@ -400,6 +400,39 @@ it_events_last(const char *log, long tid)
 	return last;
 }
 
+/* Poll the event log until thread tid's last event is a detach (of trace,
+ * and for reason, when not NULL). */
+static __attribute__((unused)) void
+it_wait_detached(const struct it_server *s,
+		 long tid,
+		 const char *trace,
+		 const char *reason)
+{
+	long deadline = test_now_ms() + IT_TIMEOUT_MS;
+	char what[96], why[64];
+
+	snprintf(what, sizeof(what), " detach trace=%s ", trace ? trace : "");
+	snprintf(why, sizeof(why), " reason=%s\n", reason ? reason : "");
+	for (;;) {
+		char *log = it_events(s);
+		const char *last = it_events_last(log, tid);
+		const char *eol = last ? strchr(last, '\n') : NULL;
+		const char *det = last ? strstr(last, trace ? what : " detach ") : NULL;
+
+		if (det && eol && det < eol &&
+		    (!reason ||
+		     strncmp(eol + 1 - strlen(why), why, strlen(why)) == 0)) {
+			free(log);
+			return;
+		}
+		ck_assert_msg(test_now_ms() < deadline,
+			      "thread %ld never detached %s (%s):\n%.3000s", tid,
+			      trace ? trace : "", reason ? reason : "any reason", log);
+		free(log);
+		usleep(5000);
+	}
+}
+
 /* The thread's context is gone: its last event is a detach, and no thread
  * of the process publishes trace any more. */
 static void

@@ -132,34 +132,6 @@ assert_ctx(struct it_server *s,
 		*out = t;
 }
 
-/* Poll the event log until thread tid's last event is a detach with this
- * reason (the server has gone back to reading or waiting). */
-static void
-wait_detached(struct it_server *s, long tid, const char *reason)
-{
-	long deadline = test_now_ms() + IT_TIMEOUT_MS;
-	char want[64];
-
-	snprintf(want, sizeof(want), " reason=%s\n", reason);
-	for (;;) {
-		char *log = it_events(s);
-		const char *last = it_events_last(log, tid);
-		const char *eol = last ? strchr(last, '\n') : NULL;
-		bool ok = last && eol && strstr(last, " detach ") &&
-			  strstr(last, " detach ") < eol && strstr(last, want) &&
-			  strstr(last, want) == eol - strlen(want) + 1;
-
-		if (ok) {
-			free(log);
-			return;
-		}
-		ck_assert_msg(test_now_ms() < deadline,
-			      "thread %ld never detached (%s):\n%s", tid, reason, log);
-		free(log);
-		usleep(5000);
-	}
-}
-
 /* ---- thread-per-connection ---- */
 
 START_TEST(test_tpc_traced)
@@ -183,7 +155,7 @@ START_TEST(test_tpc_traced)
 	release(&s);
 	it_assert_path_body(it_read_response(fd), "/block/traced?q=1&r=2");
 	/* Thread-per-connection: cleared when the server reads again. */
-	wait_detached(&s, tid, "response-sent");
+	it_wait_detached(&s, tid, NULL, "response-sent");
 	it_assert_gone(&s, tid, T1);
 
 	log = it_events(&s);
@@ -215,7 +187,7 @@ START_TEST(test_tpc_handler_polls)
 	assert_ctx(&s, tid, T1, P1, "GET", "/block/poll", &t);
 	release(&s);
 	it_assert_path_body(it_read_response(fd), "/block/poll");
-	wait_detached(&s, tid, "response-sent");
+	it_wait_detached(&s, tid, NULL, "response-sent");
 	it_assert_gone(&s, tid, T1);
 	close(fd);
 	it_server_stop(&s);
@@ -257,7 +229,7 @@ START_TEST(test_tpc_split_reads)
 	ck_assert_uint_eq(t.flags, 0);
 	release(&s);
 	it_assert_path_body(it_read_response(fd), "/block/split");
-	wait_detached(&s, tid, "response-sent");
+	it_wait_detached(&s, tid, NULL, "response-sent");
 	it_assert_gone(&s, tid, T2);
 	close(fd);
 	it_server_stop(&s);
@@ -298,7 +270,7 @@ START_TEST(test_tpc_pipelined)
 		ck_assert(p1 < p2);
 		free(buf);
 	}
-	wait_detached(&s, tid, "response-sent");
+	it_wait_detached(&s, tid, NULL, "response-sent");
 	it_assert_gone(&s, tid, T2);
 	log = it_events(&s);
 	ck_assert_uint_eq(it_events_count(log, T2, "pipelined"), 1);
@@ -322,7 +294,7 @@ START_TEST(test_tpc_keepalive)
 	assert_ctx(&s, tid, T1, P1, "GET", "/block/k1", &a);
 	release(&s);
 	it_assert_path_body(it_read_response(fd), "/block/k1");
-	wait_detached(&s, tid, "response-sent");
+	it_wait_detached(&s, tid, NULL, "response-sent");
 	it_assert_gone(&s, tid, T1);
 
 	/* Same connection, another trace. */
@@ -334,7 +306,7 @@ START_TEST(test_tpc_keepalive)
 	it_assert_path_body(it_read_response(fd), "/block/k2");
 	close(fd);
 	/* The server closes its side: cleared at close at the latest. */
-	wait_detached(&s, tid, "response-sent");
+	it_wait_detached(&s, tid, NULL, "response-sent");
 	it_assert_gone(&s, tid, T2);
 	it_server_stop(&s);
 }
@@ -786,7 +758,7 @@ START_TEST(test_epoll_two_connections)
 	it_assert_path_body(it_read_response(b), "/block/b");
 	it_assert_path_body(it_read_response(a), "/hold/a");
 	/* Back in epoll_wait: nothing published. */
-	wait_detached(&s, tid, "epoll_wait");
+	it_wait_detached(&s, tid, NULL, "epoll_wait");
 	it_assert_gone(&s, tid, T2);
 	it_assert_gone(&s, tid, T1);
 
@@ -854,7 +826,7 @@ START_TEST(test_epoll_inherited_kept)
 	assert_ctx(&s, s.child.pid, T2, P2, "GET", "/block/b", NULL);
 	release(&s);
 	it_assert_path_body(it_read_response(b), "/block/b");
-	wait_detached(&s, s.child.pid, "epoll_wait");
+	it_wait_detached(&s, s.child.pid, NULL, "epoll_wait");
 	it_assert_gone(&s, s.child.pid, T2);
 	close(b);
 	it_server_stop(&s);

@@ -53,46 +53,6 @@ expect_tid(struct it_server *s, const char *word, const char *rest)
 	return tid;
 }
 
-/* Thread tid's last event is a detach of trace with this reason; polls the
- * log until then. */
-static void
-wait_detached(struct it_server *s, long tid, const char *trace, const char *reason)
-{
-	long deadline = test_now_ms() + IT_TIMEOUT_MS;
-	char want[160];
-
-	snprintf(want, sizeof(want), " detach trace=%s ", trace);
-	for (;;) {
-		char *log = it_events(s);
-		const char *last = it_events_last(log, tid);
-		const char *eol = last ? strchr(last, '\n') : NULL;
-		char tail[64];
-
-		snprintf(tail, sizeof(tail), " reason=%s\n", reason);
-		if (last && eol && strstr(last, want) && strstr(last, want) < eol &&
-		    strncmp(eol + 1 - strlen(tail), tail, strlen(tail)) == 0) {
-			free(log);
-			return;
-		}
-		ck_assert_msg(test_now_ms() < deadline,
-			      "thread %ld never detached %s (%s):\n%s", tid, trace,
-			      reason, log);
-		free(log);
-		usleep(5000);
-	}
-}
-
-/* ctxdump: no thread of the server publishes trace. */
-static void
-assert_nobody(struct it_server *s, const char *trace)
-{
-	char *json = it_ctxdump(s->child.pid);
-
-	ck_assert_msg(it_dump_count_trace(json, trace) == 0,
-		      "trace %s still published:\n%s", trace, json);
-	free(json);
-}
-
 /* Each request of a keep-alive connection: published by the worker that
  * reads it, gone once that worker waits for its next job, whichever wait
  * it is (pthread_cond_wait, C11's cnd_wait, sem_wait). */
@@ -108,15 +68,15 @@ START_TEST(test_worker_released_after_response)
 	it_assert_path_body(it_read_response(fd), "/a");
 	tid = expect_tid(&s, "DONE ", "/a");
 	ck_assert_int_eq(expect_tid(&s, "PARKED ", NULL), tid);
-	wait_detached(&s, tid, T1, "pool-wait");
-	assert_nobody(&s, T1);
+	it_wait_detached(&s, tid, T1, "pool-wait");
+	it_assert_gone(&s, tid, T1);
 
 	it_send_str(fd, "GET /b HTTP/1.1\r\nHost: x\r\n" TP2 "\r\n");
 	it_assert_path_body(it_read_response(fd), "/b");
 	tid = expect_tid(&s, "DONE ", "/b");
 	ck_assert_int_eq(expect_tid(&s, "PARKED ", NULL), tid);
-	wait_detached(&s, tid, T2, "pool-wait");
-	assert_nobody(&s, T2);
+	it_wait_detached(&s, tid, T2, "pool-wait");
+	it_assert_gone(&s, tid, T2);
 	close(fd);
 	(void)expect_tid(&s, "CLOSED ", NULL);
 	it_server_stop(&s);
@@ -150,8 +110,8 @@ START_TEST(test_wait_before_answer_keeps_context)
 	it_assert_path_body(it_read_response(fd), "/block/x");
 	ck_assert_int_eq(expect_tid(&s, "DONE ", "/block/x"), tid);
 	ck_assert_int_eq(expect_tid(&s, "PARKED ", NULL), tid);
-	wait_detached(&s, tid, T1, "pool-wait");
-	assert_nobody(&s, T1);
+	it_wait_detached(&s, tid, T1, "pool-wait");
+	it_assert_gone(&s, tid, T1);
 	close(fd);
 	it_server_stop(&s);
 }
@@ -183,7 +143,7 @@ START_TEST(test_pipelined_in_one_job)
 	p1 = memmem(resp, len, "path=/p1\n", 9);
 	ck_assert_msg(p1 && p1 < p2, "unexpected responses: %s", resp);
 	free(resp);
-	wait_detached(&s, tid, T2, "pool-wait");
+	it_wait_detached(&s, tid, T2, "pool-wait");
 	{
 		char *log = it_events(&s);
 
@@ -193,8 +153,8 @@ START_TEST(test_pipelined_in_one_job)
 			      "pipelined requests not published once each:\n%s", log);
 		free(log);
 	}
-	assert_nobody(&s, T1);
-	assert_nobody(&s, T2);
+	it_assert_gone(&s, tid, T1);
+	it_assert_gone(&s, tid, T2);
 	close(fd);
 	it_server_stop(&s);
 }
