@@ -938,6 +938,33 @@ START_TEST(stuck_thread)
 }
 END_TEST
 
+/* The same thread dumped alone (--tid): nothing stopped, yet the
+ * process lives.  ctxdump says that (exit 2), not that the process or
+ * thread exited (old: stop_all()'s "nothing stopped" read as "gone"). */
+START_TEST(stuck_thread_alone)
+{
+	struct churn h;
+	char *out, *err, arg[16], tid[16], want[128];
+
+	churn_start(&h, "--vfork", 2);
+	ck_assert_int_gt(h.vfork, 0);
+	snprintf(arg, sizeof(arg), "%d", (int)h.pid);
+	snprintf(tid, sizeof(tid), "%d", (int)h.vfork);
+	ck_assert_int_eq(
+		run_ctxdump(&out, &err, "--stop-timeout=300", "-t", tid, arg, NULL), 2);
+	snprintf(want, sizeof(want), "ctxdump: thread %d did not stop within 300 ms\n",
+		 (int)h.vfork);
+	ck_assert_msg(strstr(err, want) && strstr(err, "--stop-timeout") &&
+			      !strstr(err, "exited"),
+		      "%s", err);
+	ck_assert_str_eq(out, "");
+	free(out);
+	free(err);
+	assert_running(h.pid);
+	churn_finish(&h);
+}
+END_TEST
+
 /* A signal while ctxdump waits for the stuck thread: it must not sit out
  * the deadline with the other threads stopped. */
 START_TEST(signal_while_holding)
@@ -1073,6 +1100,7 @@ TEST_SUITE(ctxdump_cli_suite)
 	tcase_add_test(tp, signals_to_ctxdump);
 	tcase_add_test(tp, job_stopped_target);
 	tcase_add_test(tp, stuck_thread);
+	tcase_add_test(tp, stuck_thread_alone);
 	tcase_add_test(tp, signal_while_holding);
 	suite_add_tcase(s, tp);
 	return s;

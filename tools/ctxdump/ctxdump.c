@@ -1172,6 +1172,23 @@ main(int argc, char **argv)
 		dump_free(d);
 		return CLI_EXIT_FATAL;
 	}
+	if (r == -ETIMEDOUT) {
+		/* Alive, but nothing to read: say so, not "exited". */
+		stop_release(&ss);
+		if (ctl.tid)
+			cli_warn("thread %d did not stop within %u ms", (int)ctl.tid,
+				 ctl.stop_timeout_ms);
+		else
+			cli_warn("no thread of process %d stopped within %u ms",
+				 (int)ctl.pid, ctl.stop_timeout_ms);
+		cli_warn("a thread in uninterruptible sleep (state D, e.g. in "
+			 "vfork()) cannot stop until it wakes; on a loaded machine "
+			 "try a longer --stop-timeout");
+		stop_free(&ss);
+		free_batches(&run);
+		dump_free(d);
+		return CLI_EXIT_FATAL;
+	}
 	if (r < 0) {
 		/* Gone with none stopped: "during the dump" if a thread had
 		 * been seized already (killed while we waited for the

@@ -862,11 +862,10 @@ sample_round(struct rec *rc)
 	r = stop_all(&ss, 0, STOP_TIMEOUT_MS);
 	if (r == -EPERM && stop_late_has(&rc->late, ss.fail_tid))
 		r = -EAGAIN; /* ours, still not stopped: skip the round */
-	if (r == -ESRCH && (i = missed_stops(&ss)) != 0) {
-		/* stop_all()'s "nothing stopped", but the process lives:
-		 * skip the round (taken for the process's end, it ended the
-		 * recording while the target ran on) */
-		rc->timeouts += i;
+	if (r == -ETIMEDOUT) {
+		/* nothing stopped in time, but the process lives: skip the
+		 * round */
+		rc->timeouts += missed_stops(&ss);
 		r = -EAGAIN;
 	}
 	if (r < 0) {

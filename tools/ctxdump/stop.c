@@ -1031,9 +1031,14 @@ named:
 	if (taskfd >= 0)
 		close(taskfd);
 	if (r == 0 && count(s, STOP_STOPPED) == 0) {
-		/* Nothing to read: a zombie-only process, or everything
-		 * vanished. */
-		r = count(s, STOP_ZOMBIE) ? 0 : -ESRCH;
+		/* Nothing to read: a zombie-only process, threads that are
+		 * all still seized but did not stop in time (the process
+		 * lives: its one thread in vfork(), or none of them got a
+		 * CPU), or everything vanished. */
+		if (count(s, STOP_ZOMBIE))
+			r = 0;
+		else
+			r = count(s, STOP_TIMEOUT) ? -ETIMEDOUT : -ESRCH;
 	}
 	if (r < 0)
 		stop_detach_all(s);

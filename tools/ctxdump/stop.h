@@ -110,6 +110,9 @@ int stop_prefetch(struct stop_set *s, size_t expect);
  *   -EPERM   the first thread could not be seized (fail_tid, fail_err),
  *   -ESRCH   the process (or thread only_tid) does not exist or every
  *            thread vanished,
+ *   -ETIMEDOUT  no thread stopped within timeout_ms, yet one or more of
+ *            them is still there (seized, STOP_TIMEOUT: its stop is
+ *            late, stop_release() and struct stop_late deal with it),
  *   -EINTR   a termination signal arrived; everything is detached again,
  *   other negative errno values for internal errors (everything detached).
  */
