@@ -57,15 +57,17 @@
  * hook (NSS, static BoringSSL) leave the connection unseen.
  *
  * Not seen (documented limits): bytes read through stdio (fgets on an
- * fdopen'ed socket: glibc reads internally), syscall(), io_uring,
- * preadv2() (which reads a socket at offset -1) and splice() out of a
- * socket -- bytes a read took past the scanner put it out of step with
- * the stream, so the connection's later requests may get no context;
- * responses sent only with splice()/vmsplice(); upstream (connect()ed)
- * traffic is never attributed.  Copies of a connection (dup, dup2, dup3,
- * fcntl F_DUPFD*, inherited fds 1 and 2) are one connection only while
- * the hooks see them made and closed: a ring broken by a close they do
- * not see leaves the other copies doing nothing; at most
+ * fdopen'ed socket: glibc reads internally), syscall(), io_uring and
+ * preadv2() (which reads a socket at offset -1) -- bytes a read took past
+ * the scanner put it out of step with the stream, so the connection's
+ * later requests may get no context; splice() out of a socket is
+ * followed only through the body the scanner is in (sk_splice()), a head
+ * spliced out gives the connection up; responses sent only with
+ * vmsplice(); upstream (connect()ed) traffic is never attributed.
+ * Copies of a connection (dup, dup2, dup3, fcntl F_DUPFD*, inherited
+ * fds 1 and 2) are one connection only while the hooks see them made
+ * and closed: a ring broken by a close they do not see leaves the other
+ * copies doing nothing; at most
  * CTXSHIM_CONN_RING_MAX (16) descriptors of a connection are one (further
  * copies are followed as connections of their own, as before); and copies
  * used by two threads at once, one closing while another reads or writes,
@@ -196,6 +198,7 @@ struct sk_real_fns {
 	__typeof__(writev) *writev;
 	__typeof__(sendfile) *sendfile;
 	__typeof__(sendfile64) *sendfile64;
+	__typeof__(splice) *splice;
 	__typeof__(epoll_wait) *epoll_wait;
 	__typeof__(epoll_pwait) *epoll_pwait;
 	__typeof__(epoll_pwait2) *epoll_pwait2;
@@ -256,6 +259,7 @@ hook_socket_bind_once(void)
 	SK_BIND(writev, writev, true);
 	SK_BIND(sendfile, sendfile, true);
 	SK_BIND(sendfile64, sendfile64, false);
+	SK_BIND(splice, splice, false);
 	SK_BIND(epoll_wait, epoll_wait, true);
 	SK_BIND(epoll_pwait, epoll_pwait, true);
 	SK_BIND(epoll_pwait2, epoll_pwait2, false);
@@ -390,6 +394,9 @@ SK_REAL(sendfile, sendfile, ssize_t, (int o, int i, off_t *off, size_t n), (o, i
 	syscall(SYS_sendfile, o, i, off, n))
 SK_REAL(sendfile64, sendfile64, ssize_t, (int o, int i, off64_t *off, size_t n),
 	(o, i, off, n), syscall(SYS_sendfile, o, i, off, n))
+SK_REAL(splice, splice, ssize_t,
+	(int i, __off64_t *oi, int o, __off64_t *oo, size_t n, unsigned fl),
+	(i, oi, o, oo, n, fl), syscall(SYS_splice, i, oi, o, oo, n, fl))
 SK_REAL(epoll_wait, epoll_wait, int, (int ep, struct epoll_event *ev, int n, int to),
 	(ep, ev, n, to), syscall(SYS_epoll_wait, ep, ev, n, to))
 SK_REAL(epoll_pwait, epoll_pwait, int,
@@ -571,6 +578,7 @@ static struct sk_real_fns sk_real = {
 	.writev = real_writev_boot,
 	.sendfile = real_sendfile_boot,
 	.sendfile64 = real_sendfile64_boot,
+	.splice = real_splice_boot,
 	.epoll_wait = real_epoll_wait_boot,
 	.epoll_pwait = real_epoll_pwait_boot,
 	.epoll_pwait2 = real_epoll_pwait2_boot,
@@ -2274,6 +2282,60 @@ hook_socket_writev(int fd, const struct iovec *iov, int iovcnt)
 SK_SENDFILE(sendfile, off_t)
 SK_SENDFILE(sendfile64, off64_t)
 
+/* splice(): one end is a pipe, the other may be a connection.  Out of a
+ * connection (HAProxy's splice-request and splice-response move bodies
+ * socket -> pipe -> socket whenever they can), the bytes never reach a
+ * buffer the scanner could see: they are the body the scanner is in, and
+ * it steps over them (http_scan_skip()) -- without that it would take the
+ * connection's next requests for body bytes, or worse, read a head from
+ * the middle of one.  Anything else spliced out (a head, a chunk-size
+ * line) loses the stream: the connection gets no more contexts, as with
+ * MSG_TRUNC.  Into a connection: a write of the response, as sendfile()
+ * (no head to tell an interim response by).  Not a hot path: the
+ * general hooks' entry and exit, nothing inline. */
+static __attribute__((noinline)) ssize_t
+sk_splice(int in,
+	  __off64_t *oi,
+	  int out,
+	  __off64_t *oo,
+	  size_t n,
+	  unsigned fl,
+	  uint8_t hot_in,
+	  uint8_t hot_out)
+{
+	struct ctxshim_conn *ci = NULL, *co = NULL;
+	ssize_t r;
+
+	if (hot_in == CONN_HOT_SCAN)
+		ci = sk_enter(in, false);
+	else if (hot_out & (CONN_HOT_SCAN | CONN_HOT_CLAIMED))
+		co = sk_out_enter(out, hot_out);
+	r = real_splice(in, oi, out, oo, n, fl);
+	/* sk_enter() gave ci only to a thread that was not busy, and the
+	 * real call cannot have left it busy.  Pure code and plain memory
+	 * from here (ctxshim_conn_lost() as for MSG_TRUNC): errno stays. */
+	if (ci && r > 0 && !http_scan_gave_up(&ci->scan)) {
+		sk_busy(true);
+		if (http_scan_skip(&ci->scan, (uint64_t)r) < 0)
+			ctxshim_conn_lost(ci);
+		sk_busy(false);
+	}
+	sk_out(out, co, NULL, 0, r);
+	return r;
+}
+
+static inline ssize_t
+hook_socket_splice(int in, __off64_t *oi, int out, __off64_t *oo, size_t n, unsigned fl)
+{
+	uint8_t hot_in = ctxshim_conn_hot(in), hot_out = ctxshim_conn_hot(out);
+
+	if (__builtin_expect(hot_in != CONN_HOT_SCAN &&
+				     !(hot_out & (CONN_HOT_SCAN | CONN_HOT_CLAIMED)),
+			     1))
+		return real_splice(in, oi, out, oo, n, fl);
+	return sk_splice(in, oi, out, oo, n, fl, hot_in, hot_out);
+}
+
 /* ---- waits ---- */
 
 /* The waits: one TLS load when this thread published nothing from a
@@ -2857,6 +2919,12 @@ HOOK_EXPORT __attribute__((hot)) ssize_t
 sendfile64(int out, int in, off64_t *off, size_t n)
 {
 	return hook_socket_sendfile64(out, in, off, n);
+}
+
+HOOK_EXPORT ssize_t
+splice(int in, __off64_t *oi, int out, __off64_t *oo, size_t n, unsigned int fl)
+{
+	return hook_socket_splice(in, oi, out, oo, n, fl);
 }
 
 HOOK_EXPORT __attribute__((hot, no_reorder)) int

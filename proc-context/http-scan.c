@@ -1261,6 +1261,28 @@ chunk_next(struct http_scan *st)
 	st->head_bytes = 0;
 }
 
+int
+http_scan_skip(struct http_scan *st, uint64_t len)
+{
+	if (!len)
+		return 0;
+	/* Body bytes are only counted: skipping them unseen is what a feed
+	 * of them would do (feed_phases()). */
+	if ((st->phase == PH_BODY || st->phase == PH_CH_DATA) && len <= st->n) {
+		st->n -= len;
+		if (!st->n) {
+			if (st->phase == PH_BODY)
+				message_end(st);
+			else
+				st->phase = PH_CH_CR;
+		}
+		return 0;
+	}
+	if (st->phase != PH_DEAD)
+		give_up(st, HTTP_SCAN_GIVE_UP_CALLER);
+	return -EPIPE;
+}
+
 /* Chunk-size lines and trailers, within [*pp, lim).  Returns to the caller
  * whenever the phase leaves the group or the byte count restarts. */
 static __attribute__((noinline)) enum http_scan_status

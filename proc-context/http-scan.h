@@ -328,6 +328,15 @@ int http_scan_whole(struct http_scan *st,
 /* Give up on this connection now (e.g. it was upgraded). */
 void http_scan_stop(struct http_scan *st);
 
+/* The next len bytes of the stream went by unseen (spliced out of the
+ * socket into a pipe: HAProxy moves bodies so).  If they are all bytes of
+ * the body, or of the chunk data, the scanner is in, it steps over them
+ * exactly as a feed of them would and returns 0; otherwise (a head, a
+ * chunk-size line, more than the body) it cannot follow any more: it
+ * gives up (HTTP_SCAN_GIVE_UP_CALLER) and returns -EPIPE, as it does if
+ * it had given up before. */
+int http_scan_skip(struct http_scan *st, uint64_t len);
+
 /* Why it gave up (HTTP_SCAN_GIVE_UP_NONE if it did not); its name. */
 enum http_scan_give_up http_scan_give_up_reason(const struct http_scan *st);
 const char *http_scan_give_up_name(enum http_scan_give_up reason);

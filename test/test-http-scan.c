@@ -505,6 +505,66 @@ START_TEST(post_content_length_then_pipelined_get)
 }
 END_TEST
 
+/* Bytes spliced out of the stream (http_scan_skip()): body and chunk-data
+ * bytes are stepped over as a feed of them would be; anything else gives
+ * up. */
+START_TEST(skip_spliced_bytes)
+{
+	static struct http_scan_capture cap;
+	static const char put[] =
+		"PUT /x HTTP/1.1\r\ntransfer-encoding: chunked\r\n\r\n";
+	static const char rest[] = "\r\n0\r\n\r\nGET /y HTTP/1.1\r\n\r\n";
+	char buf[1024];
+	size_t first, body, len = build_post_pipeline(buf, sizeof(buf), &first, &body);
+	size_t n, second = len - first - body;
+	struct http_scan st;
+
+	http_scan_reset(&st);
+	ck_assert_int_eq(http_scan_feed(&st, &cfg_std, &cap, buf, first, &n),
+			 HTTP_SCAN_HEAD);
+	ck_assert_uint_eq(n, first);
+	ck_assert_int_eq(http_scan_skip(&st, 3), 0);
+	ck_assert(!http_scan_at_start(&st));
+	ck_assert_int_eq(http_scan_skip(&st, body - 3), 0);
+	ck_assert(http_scan_at_start(&st));
+	ck_assert_int_eq(
+		http_scan_feed(&st, &cfg_std, &cap, buf + first + body, second, &n),
+		HTTP_SCAN_HEAD);
+	ck_assert_uint_eq(n, second);
+	ck_str_field(cap.target, cap.target_len, "/second");
+	ck_str_field(cap.traceparent, cap.traceparent_len, TP2);
+
+	/* More than the body: the next head went by unseen. */
+	http_scan_reset(&st);
+	ck_assert_int_eq(http_scan_feed(&st, &cfg_std, &cap, buf, first, &n),
+			 HTTP_SCAN_HEAD);
+	ck_assert_int_eq(http_scan_skip(&st, body + 1), -EPIPE);
+	ck_assert(http_scan_gave_up(&st));
+	ck_assert_int_eq(http_scan_give_up_reason(&st), HTTP_SCAN_GIVE_UP_CALLER);
+	ck_assert_int_eq(http_scan_skip(&st, 1), -EPIPE);
+
+	/* Between messages: nothing, or a head unseen. */
+	http_scan_reset(&st);
+	ck_assert_int_eq(http_scan_skip(&st, 0), 0);
+	ck_assert(http_scan_at_start(&st));
+	ck_assert_int_eq(http_scan_skip(&st, 1), -EPIPE);
+	ck_assert(http_scan_gave_up(&st));
+
+	/* Chunk data, but not its size line. */
+	http_scan_reset(&st);
+	ck_assert_int_eq(http_scan_feed(&st, &cfg_std, &cap, put, strlen(put), &n),
+			 HTTP_SCAN_HEAD);
+	ck_assert_int_eq(http_scan_feed(&st, &cfg_std, &cap, "5\r\n", 3, &n),
+			 HTTP_SCAN_MORE);
+	ck_assert_int_eq(http_scan_skip(&st, 5), 0);
+	ck_assert_int_eq(http_scan_feed(&st, &cfg_std, &cap, rest, strlen(rest), &n),
+			 HTTP_SCAN_HEAD);
+	ck_assert_uint_eq(n, strlen(rest));
+	ck_str_field(cap.target, cap.target_len, "/y");
+	ck_assert_int_eq(http_scan_skip(&st, 1), -EPIPE);
+}
+END_TEST
+
 static const char chunked_req[] = "POST /upload HTTP/1.1\r\n"
 				  "Host: a\r\n"
 				  "Transfer-Encoding: gzip, Chunked \r\n"
@@ -1769,6 +1829,7 @@ TEST_SUITE(http_scan_suite)
 	tcase_add_test(tc, block_edges_at_end_of_page);
 	tcase_add_test(tc, lf_only_line_endings);
 	tcase_add_test(tc, post_content_length_then_pipelined_get);
+	tcase_add_test(tc, skip_spliced_bytes);
 	tcase_add_test(tc, chunked_with_extensions_and_trailers);
 	tcase_add_test(tc, keep_alive_second_traceparent);
 	tcase_add_test(tc, big_header_ignored);

@@ -14,6 +14,9 @@
  *  - writev/sendmsg with "HTTP/1.1 " and "100 Continue" in separate iovecs
  *    counted as the final response: the body was read without the
  *    request's context;
+ *  - a request body moved out of the connection with splice() (HAProxy's
+ *    splice-request) was unseen: the scanner still counted it as to come
+ *    and took the connection's next requests for it (no context);
  *  - a libuv after-work callback that answered its request while the
  *    socket level published another request (read in the same loop
  *    iteration) restored that one when it returned, and it stayed
@@ -81,6 +84,12 @@ START_TEST(continue_one_iovec)
 }
 END_TEST
 
+START_TEST(splice_body)
+{
+	run_edge("splice", NULL, _i & 1);
+}
+END_TEST
+
 START_TEST(uv_after_work_restore)
 {
 	char path[4096];
@@ -102,6 +111,7 @@ TEST_SUITE(sockedge_suite)
 	tcase_add_loop_test(tc, poll_efault, 0, 2);
 	tcase_add_loop_test(tc, continue_split_iovecs, 0, 4);
 	tcase_add_loop_test(tc, continue_one_iovec, 0, 2);
+	tcase_add_loop_test(tc, splice_body, 0, 2);
 	tcase_add_loop_test(tc, uv_after_work_restore, 0, 2);
 	suite_add_tcase(s, tc);
 	return s;

@@ -24,6 +24,15 @@
  *                                response: the context stays while the
  *                                body is read, the final response then
  *                                ends it
+ *   sock-edge splice             a request body moved out of the
+ *                                connection with splice() (HAProxy's
+ *                                splice-request): the next request on the
+ *                                connection gets its context (the body
+ *                                used to swallow it); a head spliced out
+ *                                gives the connection up, with no context
+ *                                from its later bytes; a response
+ *                                spliced into the connection answers its
+ *                                request
  *
  * Prints "RESULT <mode> fails=N" and exits 0 when every check held. */
 #include "ctxobs.h"
@@ -276,6 +285,101 @@ mode_continue(const char *how)
 	close(srv);
 }
 
+#define TRACE2 "0af7651916cd43dd8448eb211c80319c"
+#define TP2    "traceparent: 00-" TRACE2 "-b7ad6b7169203331-01\r\n"
+
+/* Does the thread publish TRACE2 now? */
+static bool
+shows_trace2(void)
+{
+	char s[128];
+
+	ctxobs_format(s, sizeof(s));
+	return strncmp(s, "trace=" TRACE2 " ", 6 + 32 + 1) == 0;
+}
+
+/* Move n bytes out of srv through the pipe p, as a proxy that splices
+ * bodies does (pipe to the backend; here, read and dropped). */
+static void
+splice_out(int srv, const int p[2], size_t n)
+{
+	char buf[4096];
+
+	while (n) {
+		ssize_t r = splice(srv, NULL, p[1], NULL,
+				   n < sizeof(buf) ? n : sizeof(buf), SPLICE_F_MOVE);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			die("splice out");
+		read_n(p[0], buf, (size_t)r);
+		n -= (size_t)r;
+	}
+}
+
+static void
+mode_splice(void)
+{
+	static const char resp[] = "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n";
+	static const char next[] = "GET /next HTTP/1.1\r\nHost: x\r\n" TP2 "\r\n";
+	char head[256], buf[sizeof(head)], *body;
+	size_t body_len = 20000, i;
+	int cli, srv, p[2], n;
+
+	if (pipe2(p, O_CLOEXEC))
+		die("pipe");
+	body = malloc(body_len);
+	if (!body)
+		die("malloc");
+	for (i = 0; i < body_len; i++)
+		body[i] = (char)('a' + i % 26);
+	/* A body spliced out, then the next request. */
+	pair(&cli, &srv);
+	n = snprintf(head, sizeof(head),
+		     "POST /up HTTP/1.1\r\nHost: x\r\n" TP
+		     "Content-Length: %zu\r\n\r\n",
+		     body_len);
+	send_all(cli, head, (size_t)n, 0);
+	send_all(cli, body, body_len, 0);
+	send_all(cli, next, sizeof(next) - 1, 0);
+	read_n(srv, buf, (size_t)n);
+	CHECK(shows_trace(), "splice: head: %s", shown());
+	splice_out(srv, p, body_len);
+	CHECK(shows_trace(), "splice: while the body is spliced: %s", shown());
+	send_all(srv, resp, sizeof(resp) - 1, 0);
+	read_n(srv, buf, sizeof(next) - 1);
+	CHECK(shows_trace2(), "splice: the request after a spliced body: %s", shown());
+	/* That request's head spliced out: the scanner cannot follow; the
+	 * one after it, read, gets no context (not the lost one's either). */
+	send_all(srv, resp, sizeof(resp) - 1, 0);
+	send_all(cli, head, (size_t)n, 0);
+	splice_out(srv, p, (size_t)n);
+	send_all(cli, body, body_len, 0);
+	splice_out(srv, p, body_len);
+	send_all(cli, next, sizeof(next) - 1, 0);
+	read_n(srv, buf, sizeof(next) - 1);
+	CHECK(shows_none(), "splice: a request after a spliced head: %s", shown());
+	close(cli);
+	close(srv);
+	/* A response spliced into the connection answers the request: the
+	 * next read (of the next request's first byte) ends its context. */
+	request(&cli, &srv);
+	if (write(p[1], resp, sizeof(resp) - 1) != (ssize_t)sizeof(resp) - 1)
+		die("write pipe");
+	CHECK(splice(p[0], NULL, srv, NULL, sizeof(resp) - 1, SPLICE_F_MOVE) ==
+		      (ssize_t)sizeof(resp) - 1,
+	      "splice in: %s", strerror(errno));
+	send_all(cli, "G", 1, 0);
+	read_n(srv, buf, 1);
+	CHECK(shows_none(), "splice: after a spliced response: %s", shown());
+	close(cli);
+	close(srv);
+	close(p[0]);
+	close(p[1]);
+	free(body);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -293,8 +397,11 @@ main(int argc, char **argv)
 		mode_poll_efault();
 	else if (strcmp(mode, "continue") == 0)
 		mode_continue(arg);
+	else if (strcmp(mode, "splice") == 0)
+		mode_splice();
 	else {
-		fprintf(stderr, "usage: sock-edge oob|poll-efault|continue [how]\n");
+		fprintf(stderr,
+			"usage: sock-edge oob|poll-efault|continue|splice [how]\n");
 		return 64;
 	}
 	printf("RESULT %s fails=%d\n", mode, fails);

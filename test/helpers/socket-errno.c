@@ -183,6 +183,7 @@ plain_fds(void)
 	CALL("writev-badf", writev(bad, &iov, 1), -1, EBADF);
 	CALL("sendfile-badf", sendfile(bad, bad, &off, 1), -1, EBADF);
 	CALL("sendfile64-badf", sendfile64(bad, bad, NULL, 1), -1, EBADF);
+	CALL("splice-badf", splice(bad, NULL, bad, NULL, 1, 0), -1, EBADF);
 	CALL("accept-notsock", accept(p[0], NULL, NULL), -1, ENOTSOCK);
 	CALL("accept4-einval", accept4(p[0], NULL, NULL, -1), -1, EINVAL);
 	CALL("close-badf", close(bad), -1, EBADF);
@@ -224,7 +225,7 @@ static void
 tracked_fds(void)
 {
 	unsigned short port;
-	int ls = listen_local(&port), c, s, s2, p[1];
+	int ls = listen_local(&port), c, s, s2, p[1], sp[2];
 	char buf[4096];
 	struct iovec iov[3] = {{buf, 5}, {buf + 5, 7}, {buf + 12, sizeof(buf) - 12}};
 	struct msghdr mh = {.msg_iov = iov, .msg_iovlen = 3};
@@ -296,8 +297,24 @@ tracked_fds(void)
 			     .msg_iovlen = 1},
 		     0),
 	     19, SENTINEL);
+	/* splice(): a head out of the connection (which gives it up), a
+	 * response into it. */
+	if (pipe2(sp, O_CLOEXEC) < 0)
+		exit(2);
+	CALL("splice-eagain", splice(s, NULL, sp[1], NULL, 16, SPLICE_F_NONBLOCK), -1,
+	     EAGAIN);
+	send_all(c, REQ);
+	wait_bytes(s, req_len);
+	CALL("splice-head", splice(s, NULL, sp[1], NULL, req_len, 0), (long)req_len,
+	     SENTINEL);
+	CALL("read-pipe", read(sp[0], buf, req_len), (long)req_len, SENTINEL);
+	CALL("write-pipe", write(sp[1], "HTTP/1.1 200 OK\r\n\r\n", 19), 19, SENTINEL);
+	CALL("splice-response", splice(sp[0], NULL, s, NULL, 19, 0), 19, SENTINEL);
+	CALL("splice-espipe", splice(sp[0], &(loff_t){0}, s, NULL, 1, 0), -1, ESPIPE);
+	close(sp[0]);
+	close(sp[1]);
 	CALL("shutdown-client", shutdown(c, SHUT_WR), 0, SENTINEL);
-	wait_bytes(c, 38 + 38 + 27 + 4 + 19 + 19);
+	wait_bytes(c, 38 + 38 + 27 + 4 + 19 + 19 + 19);
 	CALL("read-eof", read(s, buf, sizeof(buf)), 0, SENTINEL);
 	CALL("close-client", close(c), 0, SENTINEL);
 	/* The peer is gone: the first send may still succeed (RST pending). */
