@@ -7,10 +7,13 @@
 #include "events.h"
 #include "log.h"
 #include "process-ctx-pub.h"
+#include "request-ctx.h"
 #include "thread-ctx.h"
 #include "w3c.h"
 
+#include <ctype.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -58,10 +61,85 @@ other_writer(void)
 	return NULL;
 }
 
+/* A CGI program (RFC 3875: the server sets GATEWAY_INTERFACE=CGI/1.x) is
+ * the handler of one request, which its server hands over in the
+ * environment: REQUEST_METHOD, the target as REQUEST_URI (Apache httpd,
+ * lighttpd; else SCRIPT_NAME, PATH_INFO and QUERY_STRING), and every
+ * request header as HTTP_<NAME> (upper case, '-' as '_'), the
+ * traceparent as HTTP_TRACEPARENT.  Its main thread publishes that request
+ * as a server thread would have (the same model, request-ctx.h: a child
+ * span of the incoming traceparent, or a new trace without one), and its
+ * threads inherit it.  Read once, here: the environment is the program's
+ * own once main() runs.  Returns false if this is no CGI program. */
+static bool
+adopt_cgi_request(void)
+{
+	const char *gw = secure_getenv("GATEWAY_INTERFACE");
+	const char *uri, *ts;
+	char target[2048];
+	struct ctxshim_request r;
+	struct ctxshim_ctx c;
+	size_t ts_len = 0;
+	unsigned i;
+
+	if (!gw || strncmp(gw, "CGI/", 4) != 0)
+		return false;
+	memset(&r, 0, sizeof(r));
+	r.method = secure_getenv("REQUEST_METHOD");
+	r.method_len = r.method ? strlen(r.method) : 0;
+	uri = secure_getenv("REQUEST_URI");
+	if (uri) {
+		r.target = uri;
+		r.target_len = strlen(uri);
+	} else {
+		const char *sn = secure_getenv("SCRIPT_NAME");
+		const char *pi = secure_getenv("PATH_INFO");
+		const char *qs = secure_getenv("QUERY_STRING");
+		int n = snprintf(target, sizeof(target), "%s%s%s%s", sn ? sn : "",
+				 pi ? pi : "", qs && *qs ? "?" : "",
+				 qs && *qs ? qs : "");
+
+		/* too long: no url.path rather than a cut one */
+		if (n > 0 && (size_t)n < sizeof(target)) {
+			r.target = target;
+			r.target_len = (size_t)n;
+		}
+	}
+	r.traceparent = secure_getenv("HTTP_TRACEPARENT");
+	r.traceparent_len = r.traceparent ? strlen(r.traceparent) : 0;
+	ts = secure_getenv("HTTP_TRACESTATE");
+	if (ts) {
+		ts_len = strlen(ts);
+		r.tracestate = &ts;
+		r.tracestate_lens = &ts_len;
+		r.n_tracestate = 1;
+	}
+	for (i = 0; i < ctxshim_cfg.n_header_attrs; i++) {
+		const char *h = ctxshim_cfg.header_attrs[i];
+		char name[sizeof("HTTP_") + CTXSHIM_HEADER_NAME_MAX];
+		size_t k;
+
+		memcpy(name, "HTTP_", 5);
+		for (k = 0; h[k]; k++)
+			name[5 + k] =
+				h[k] == '-' ? '_' : (char)toupper((unsigned char)h[k]);
+		name[5 + k] = '\0';
+		r.extra[i] = secure_getenv(name);
+		r.extra_len[i] = r.extra[i] ? strlen(r.extra[i]) : 0;
+	}
+	ctxshim_request_ctx(&c, &r);
+	ctxshim_attach(&c);
+	CTXSHIM_EVENT(CTXSHIM_EV_ATTACH, -1, &c, "cgi-request");
+	ctxshim_log("main thread publishes its CGI request (%s)",
+		    r.traceparent ? "from HTTP_TRACEPARENT" : "no traceparent");
+	return true;
+}
+
 /* OpenTelemetry's environment-variable carriers: a process started with
- * TRACEPARENT (and TRACESTATE) continues that trace, so a batch job, a CGI
- * program or a shell-out is attributed to the request that started it.
- * The main thread gets a child span of it; threads inherit it. */
+ * TRACEPARENT (and TRACESTATE) continues that trace, so a batch job or a
+ * shell-out is attributed to the request that started it.  The main
+ * thread gets a child span of it; threads inherit it.  Without
+ * TRACEPARENT, a CGI program publishes the request it serves. */
 static void
 adopt_env_context(void)
 {
@@ -71,8 +149,12 @@ adopt_env_context(void)
 	struct trec_attr_writer w;
 	struct ctxshim_ctx c;
 
-	if (!tp_text || !ctxshim_env_bool("CTXSHIM_ENV_CARRIER", true))
+	if (!ctxshim_env_bool("CTXSHIM_ENV_CARRIER", true))
 		return;
+	if (!tp_text) {
+		(void)adopt_cgi_request();
+		return;
+	}
 	if (w3c_traceparent_parse(tp_text, strlen(tp_text), &tp) < 0) {
 		ctxshim_log("TRACEPARENT is not a valid traceparent, ignoring it");
 		return;

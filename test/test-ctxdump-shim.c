@@ -81,7 +81,8 @@ probe_shim(void)
 		len += (size_t)r;
 		buf[len] = '\0';
 		if (strchr(buf, '\n')) {
-			why = "libctxshim.so does not publish a process context yet (no "
+			why = "libctxshim.so does not publish a process context yet "
+			      "(no "
 			      "OTEL_CTX mapping in the preloaded helper)";
 			break;
 		}
@@ -228,6 +229,146 @@ START_TEST(shim_context_and_records)
 }
 END_TEST
 
+/* The value of attribute key in one thread's JSON block t, or "" if it
+ * has none (into out). */
+static const char *
+attr_value(const char *t, const char *key, char *out, size_t cap)
+{
+	char pat[96];
+	const char *k, *v, *q;
+
+	out[0] = '\0';
+	snprintf(pat, sizeof(pat), "\"key\": \"%s\",", key);
+	k = strstr(t, pat);
+	if (!k || !(v = strstr(k, "\"value\": \"")))
+		return out;
+	v += strlen("\"value\": \"");
+	q = strchr(v, '"');
+	if (q && (size_t)(q - v) < cap) {
+		memcpy(out, v, (size_t)(q - v));
+		out[q - v] = '\0';
+	}
+	return out;
+}
+
+/* The environment carriers of a process's first context (preload/shim.c):
+ * TRACEPARENT, and in a CGI program (GATEWAY_INTERFACE=CGI/1.1) the
+ * request its server hands it: HTTP_TRACEPARENT, HTTP_TRACESTATE,
+ * REQUEST_METHOD, REQUEST_URI or SCRIPT_NAME + PATH_INFO, HTTP_<header>
+ * for CTXSHIM_HEADER_ATTRS.  Per case: the trace the main thread shows
+ * ("" none, "new" a fresh one), its parent, method, path, x-request-id. */
+static const struct carrier_case {
+	const char *name;
+	char *env[12];
+	const char *trace, *parent, *method, *path, *rid;
+} carrier_cases[] = {
+	{"cgi",
+	 {"GATEWAY_INTERFACE=CGI/1.1", "REQUEST_METHOD=POST",
+	  "REQUEST_URI=/cgi-bin/x.cgi/a?q=1", "SCRIPT_NAME=/cgi-bin/x.cgi",
+	  "HTTP_TRACEPARENT=00-" TRACE_ID "-" PARENT_ID "-01",
+	  "HTTP_TRACESTATE=a=1, b=2", "HTTP_X_REQUEST_ID=r-1",
+	  "CTXSHIM_HEADER_ATTRS=x-request-id"},
+	 TRACE_ID,
+	 PARENT_ID,
+	 "POST",
+	 "/cgi-bin/x.cgi/a",
+	 "r-1"},
+	{"cgi-no-uri-no-traceparent",
+	 {"GATEWAY_INTERFACE=CGI/1.1", "REQUEST_METHOD=GET", "SCRIPT_NAME=/cgi-bin/y",
+	  "PATH_INFO=/p", "QUERY_STRING=a=b"},
+	 "new",
+	 "",
+	 "GET",
+	 "/cgi-bin/y/p",
+	 ""},
+	{"cgi-bad-traceparent",
+	 {"GATEWAY_INTERFACE=CGI/1.1", "REQUEST_METHOD=GET", "REQUEST_URI=/z",
+	  "HTTP_TRACEPARENT=00-" TRACE_ID "-" PARENT_ID "-0G"},
+	 "new",
+	 "",
+	 "GET",
+	 "/z",
+	 ""},
+	{"traceparent-wins",
+	 {"GATEWAY_INTERFACE=CGI/1.1", "REQUEST_METHOD=GET", "REQUEST_URI=/z",
+	  "HTTP_TRACEPARENT=00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
+	  "TRACEPARENT=00-" TRACE_ID "-" PARENT_ID "-01"},
+	 TRACE_ID,
+	 PARENT_ID,
+	 "",
+	 "",
+	 ""},
+	{"carrier-off",
+	 {"GATEWAY_INTERFACE=CGI/1.1", "REQUEST_METHOD=GET", "REQUEST_URI=/z",
+	  "HTTP_TRACEPARENT=00-" TRACE_ID "-" PARENT_ID "-01", "CTXSHIM_ENV_CARRIER=0"},
+	 "",
+	 "",
+	 "",
+	 "",
+	 ""},
+	{"not-cgi",
+	 {"REQUEST_METHOD=GET", "REQUEST_URI=/z",
+	  "HTTP_TRACEPARENT=00-" TRACE_ID "-" PARENT_ID "-01"},
+	 "",
+	 "",
+	 "",
+	 "",
+	 ""},
+};
+
+START_TEST(shim_env_carriers)
+{
+	const struct carrier_case *k = &carrier_cases[_i];
+	char *argv[] = {(char *)threads_path(), "--wait", "1", NULL};
+	char *env[16], line[256], arg[16], v[256], *out = NULL, *err = NULL, *t;
+	char *dump[] = {(char *)test_ctxdump_path(), "--json", arg, NULL};
+	struct test_child c;
+	size_t n = 0;
+	int st;
+
+	snprintf(preload, sizeof(preload), "LD_PRELOAD=%s",
+		 test_env_path("CTXSHIM_LIB"));
+	env[n++] = preload;
+	for (size_t i = 0; k->env[i]; i++)
+		env[n++] = k->env[i];
+	env[n] = NULL;
+	test_child_start(&c, argv, env, false);
+	test_child_expect(&c, "READY ", line, sizeof(line), 10000);
+	snprintf(arg, sizeof(arg), "%d", (int)c.pid);
+	st = test_run_capture(dump, NULL, false, &out, &err, 30000);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s: status 0x%x: %s",
+		      k->name, st, err);
+	t = test_json_thread(out, c.pid);
+	ck_assert_msg(t, "%s: main thread missing: %s", k->name, out);
+	if (!*k->trace) {
+		ck_assert_msg(strstr(t, "\"context\": null"), "%s: %s", k->name, t);
+	} else {
+		if (strcmp(k->trace, "new") == 0)
+			ck_assert_msg(strstr(t, "\"trace_id\": \"") &&
+					      !strstr(t, TRACE_ID) &&
+					      !strstr(t, "\"trace_id\": \"000000"),
+				      "%s: %s", k->name, t);
+		else
+			ck_assert_msg(strstr(t, k->trace), "%s: %s", k->name, t);
+		ck_assert_msg(!strstr(t, "\"span_id\": \"" PARENT_ID "\""), "%s: %s",
+			      k->name, t);
+		ck_assert_str_eq(attr_value(t, "ctxshim.parent_span_id", v, sizeof(v)),
+				 k->parent);
+		ck_assert_str_eq(attr_value(t, "http.request.method", v, sizeof(v)),
+				 k->method);
+		ck_assert_str_eq(attr_value(t, "url.path", v, sizeof(v)), k->path);
+		ck_assert_str_eq(
+			attr_value(t, "http.request.header.x-request-id", v, sizeof(v)),
+			k->rid);
+	}
+	free(t);
+	free(out);
+	free(err);
+	st = test_child_finish(&c, 10000);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "helper status 0x%x", st);
+}
+END_TEST
+
 TEST_SUITE(ctxdump_shim_suite)
 {
 	Suite *s;
@@ -243,6 +384,8 @@ TEST_SUITE(ctxdump_shim_suite)
 	tc = tcase_create("shim");
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, shim_context_and_records);
+	tcase_add_loop_test(tc, shim_env_carriers, 0,
+			    (int)(sizeof(carrier_cases) / sizeof(carrier_cases[0])));
 	suite_add_tcase(s, tc);
 	return s;
 }

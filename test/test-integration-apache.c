@@ -9,7 +9,9 @@
  * one span, on a worker thread of the child process, and detached once
  * that thread is done with it.  Unlike nginx's single worker thread,
  * httpd's requests land on whichever worker thread is free, and the event
- * MPM hands a keep-alive connection's next request to any of them. */
+ * MPM hands a keep-alive connection's next request to any of them.  The
+ * CGI script, given the shim with PassEnv LD_PRELOAD, publishes its
+ * request (HTTP_TRACEPARENT) in a span of its own. */
 #include "test-common.h"
 
 #pragma GCC diagnostic push
@@ -47,6 +49,9 @@ ap_setup(struct nx_server *n)
 	snprintf(path, sizeof(path), "%s/cgi/hello", n->dir);
 	nx_write_file(path, script, strlen(script));
 	ck_assert_int_eq(chmod(path, 0755), 0);
+	snprintf(path, sizeof(path), "%s/cgi-events.log", n->dir);
+	nx_write_file(path, "", 0);
+	ck_assert_int_eq(chmod(path, 0666), 0);
 	/* httpd makes the ETag of a file modified within the second of the
 	 * request a weak one: an hour old, it is the same in both runs. */
 	for (i = 0; i < sizeof(www) / sizeof(www[0]); i++) {
@@ -63,7 +68,7 @@ ap_setup(struct nx_server *n)
 static void
 ap_write_conf(const struct nx_server *n, unsigned port)
 {
-	char conf[2048];
+	char conf[4096];
 	int len;
 
 	/* Nothing from Debian's /etc/apache2: the modules a static site
@@ -80,6 +85,7 @@ ap_write_conf(const struct nx_server *n, unsigned port)
 		       "LoadModule dir_module " AP_MODULES "/mod_dir.so\n"
 		       "LoadModule alias_module " AP_MODULES "/mod_alias.so\n"
 		       "LoadModule cgid_module " AP_MODULES "/mod_cgid.so\n"
+		       "LoadModule env_module " AP_MODULES "/mod_env.so\n"
 		       "User nobody\n"
 		       "Group nogroup\n"
 		       "ServerName localhost\n"
@@ -100,6 +106,11 @@ ap_write_conf(const struct nx_server *n, unsigned port)
 		       "KeepAliveTimeout 1\n"
 		       "ScriptAlias /cgi/ %1$s/cgi/\n"
 		       "ScriptSock %1$s/cgid.sock\n"
+		       /* CGI scripts get only what httpd passes: the shim,
+			* and an event log of their own (nobody may write
+			* ours; its checks count the server's lines) */
+		       "PassEnv LD_PRELOAD\n"
+		       "SetEnv CTXSHIM_EVENTS %1$s/cgi-events.log\n"
 		       "<Directory %1$s/www>\n"
 		       "  Require all granted\n"
 		       "</Directory>\n",
@@ -244,6 +255,39 @@ ap_assert_traced(struct nx_server *n)
 	free(log);
 }
 
+/* The CGI script's event log: with the shim passed on (PassEnv), the
+ * script published its request, trace 10, once, in a span of its own
+ * (not the server's, whose span is read from the server's log); without
+ * it, nothing. */
+static void
+ap_assert_cgi(const struct nx_server *n, bool preload)
+{
+	char path[256], trace[33], span[17], *log, *srv;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/cgi-events.log", n->dir);
+	f = fopen(path, "re");
+	ck_assert_msg(f != NULL, "%s: %s", path, strerror(errno));
+	log = calloc(1, 65536);
+	ck_assert_ptr_nonnull(log);
+	(void)fread(log, 1, 65535, f);
+	fclose(f);
+	if (!preload) {
+		ck_assert_msg(!*log, "CGI events without the shim:\n%s", log);
+		free(log);
+		return;
+	}
+	nx_trace(TRACE_PREFIX, 10, trace);
+	srv = it_events(&n->srv);
+	ck_assert_int_eq(it_events_spans(srv, trace, span), 1);
+	free(srv);
+	ck_assert_msg(it_events_count(log, trace, "cgi-request") == 1 &&
+			      it_events_spans(log, trace, NULL) == 1 &&
+			      !strstr(log, span),
+		      "CGI events (server span %s):\n%s", span, log);
+	free(log);
+}
+
 START_TEST(test_apache_identical_and_events)
 {
 	struct nx_server n;
@@ -253,6 +297,7 @@ START_TEST(test_apache_identical_and_events)
 	ap_start(&n, false);
 	plain = run_requests(n.srv.port);
 	ap_stop(&n);
+	ap_assert_cgi(&n, false);
 
 	ap_start(&n, true);
 	shim = run_requests(n.srv.port);
@@ -263,6 +308,7 @@ START_TEST(test_apache_identical_and_events)
 	ck_assert_ptr_nonnull(strstr(plain, "HTTP/1.1 404 Not Found"));
 	ck_assert_ptr_nonnull(strstr(plain, "HTTP/1.1 400 Bad Request"));
 	ap_assert_traced(&n);
+	ap_assert_cgi(&n, true);
 	ap_stop(&n);
 	free(plain);
 	free(shim);

@@ -20,8 +20,9 @@
  * 1. A traced request to a CGI script that blocks on a fifo: while it is
  *    held, lighttpd sits in epoll_wait and publishes nothing (the request
  *    was attached at its head, with one span, and detached by the wait);
- *    the script, forked while lighttpd published the request, does not
- *    keep it through exec.  Its response is written under the same span,
+ *    the script (a CGI program: GATEWAY_INTERFACE, HTTP_TRACEPARENT)
+ *    publishes the request on its main thread, in a span of its own.
+ *    Its response is written under lighttpd's span,
  *    and then nobody publishes it.  A traced .shtml page whose exec
  *    command blocks on the fifo: while it is held, ctxdump shows exactly
  *    one thread with the trace, lighttpd's, with a new span-id, the
@@ -170,8 +171,11 @@ lt_write_conf(const struct lt_server *l)
 		"server.bind = \"127.0.0.1\"\n"
 		"server.port = %2$u\n"
 		"server.errorlog = \"%1$s/error.log\"\n"
-		"server.modules = ( \"mod_alias\", \"mod_cgi\", \"mod_ssi\", "
-		"\"mod_proxy\"%3$s )\n"
+		"server.modules = ( \"mod_alias\", \"mod_setenv\", \"mod_cgi\", "
+		"\"mod_ssi\", \"mod_proxy\"%3$s )\n"
+		"setenv.set-environment = ( \"CTXSHIM_EVENTS\" => "
+		"\"%1$s/cgi-events.log\", \"CTXSHIM_HEADER_ATTRS\" => "
+		"\"x-request-id\" )\n"
 		"index-file.names = ( \"index.html\" )\n"
 		"mimetype.assign = ( \".html\" => \"text/html\", "
 		"\".txt\" => \"text/plain\", \".shtml\" => \"text/html\" )\n"
@@ -408,6 +412,45 @@ lt_assert_traced(struct lt_server *l, const char *prefix, unsigned k)
 	free(log);
 }
 
+/* The CGI script cgi, held in request k, publishes that request on its
+ * main thread: the trace, a span that is neither the client's nor
+ * lighttpd's (lspan), the client's as parent, the method, the path
+ * without its query and the x-request-id; its event log (its own file,
+ * setenv.set-environment) says so. */
+static void
+lt_assert_cgi(const struct lt_server *l, pid_t cgi, unsigned k, const char *lspan)
+{
+	struct it_thread_ctx t;
+	char trace[33], rid[32], path[160], *json, *log;
+	FILE *f;
+
+	nx_trace(TRACE_PREFIX, k, trace);
+	snprintf(rid, sizeof(rid), "lt-%u", k);
+	json = it_ctxdump(cgi);
+	ck_assert_msg(it_dump_thread(json, cgi, &t) && t.has_ctx,
+		      "the CGI script publishes no context:\n%s", json);
+	ck_assert_str_eq(t.trace, trace);
+	ck_assert_str_ne(t.span, lspan);
+	ck_assert_str_ne(t.span, PARENT_SPAN);
+	ck_assert_str_eq(t.parent, PARENT_SPAN);
+	ck_assert_uint_eq(t.flags, 1);
+	ck_assert_str_eq(t.method, "GET");
+	ck_assert_str_eq(t.path, "/cgi/hold");
+	ck_assert_str_eq(t.extra, rid);
+	free(json);
+	snprintf(path, sizeof(path), "%s/cgi-events.log", l->nx.dir);
+	f = fopen(path, "re");
+	ck_assert_msg(f != NULL, "%s: %s", path, strerror(errno));
+	log = calloc(1, 65536);
+	ck_assert_ptr_nonnull(log);
+	(void)fread(log, 1, 65535, f);
+	fclose(f);
+	ck_assert_msg(it_events_count(log, trace, "cgi-request") == 1 &&
+			      it_events_spans(log, trace, NULL) == 1,
+		      "CGI event log:\n%s", log);
+	free(log);
+}
+
 /* ---- 1. the held CGI script and the held exec command ---- */
 
 START_TEST(test_lighttpd_held)
@@ -427,15 +470,12 @@ START_TEST(test_lighttpd_held)
 	it_send_str(fd, req);
 	hold = lt_fifo_held(&l);
 	lt_assert_idle_wait(&l, 1, span);
-	/* Forked with the request published; the exec ends that. */
+	/* The script publishes the request lighttpd hands it (a CGI
+	 * program's environment: HTTP_TRACEPARENT, REQUEST_METHOD,
+	 * REQUEST_URI, HTTP_X_REQUEST_ID), in a span of its own. */
 	cgi = lt_child(l.nx.srv.child.pid);
-	if (cgi > 0) {
-		char *json = it_ctxdump(cgi);
-
-		ck_assert_msg(!strstr(json, "\"trace_id\""),
-			      "the CGI script publishes a context:\n%s", json);
-		free(json);
-	}
+	ck_assert_int_gt(cgi, 0);
+	lt_assert_cgi(&l, cgi, 1, span);
 	lt_fifo_release(hold);
 	resp = it_read_all(fd, NULL);
 	close(fd);
