@@ -10,7 +10,10 @@
  * flags.  Twice more (planned chunks, then whole) each read is first
  * offered to http_scan_whole(), as the socket level does: what it takes
  * must be what a feed of the same read does (state, flags, values), what
- * it leaves it must leave untouched, and the events must not change. */
+ * it leaves it must leave untouched, and the events must not change.  In
+ * the run without a capture each read is also offered to
+ * http_scan_skip() (bytes spliced out of the socket): stepping over them
+ * must leave the state a feed of them leaves. */
 #include "fuzz.h"
 
 #include <errno.h>
@@ -175,6 +178,30 @@ try_whole(const struct http_scan_config *cfg,
 	return true;
 }
 
+/* http_scan_skip() of the read d[0, n) from state st, on a copy: if it
+ * steps over the bytes, the state must be what a feed of them leaves
+ * (they were all body or chunk data: no head, nothing captured); if it
+ * refuses, the copy must have given up.  st itself is left alone: the
+ * run goes on feeding, so its events stay comparable. */
+static void
+check_skip(const struct http_scan_config *cfg,
+	   const struct http_scan *st,
+	   const uint8_t *d,
+	   size_t n)
+{
+	struct http_scan skipped = *st, fed = *st;
+	size_t used = 0;
+
+	if (http_scan_skip(&skipped, n) != 0) {
+		FUZZ_CHECK(http_scan_gave_up(&skipped));
+		return;
+	}
+	FUZZ_CHECK(!http_scan_gave_up(st));
+	FUZZ_CHECK(feed_exact(&fed, cfg, NULL, d, n, &used) == HTTP_SCAN_MORE);
+	FUZZ_CHECK(used == n);
+	FUZZ_CHECK(memcmp(&skipped, &fed, sizeof(fed)) == 0);
+}
+
 static void
 run(const struct http_scan_config *cfg,
     unsigned n_extra,
@@ -198,6 +225,8 @@ run(const struct http_scan_config *cfg,
 		size_t n = pl ? next_chunk(pl, &k, len - pos) : len - pos;
 		size_t end = pos + n, off = pos;
 
+		if (mode == CAP_NONE && n)
+			check_skip(cfg, &st, d + pos, n);
 		if (mode == CAP_WHOLE &&
 		    try_whole(cfg, n_extra, &st, d + pos, n, pos, t)) {
 			pos = end;
