@@ -262,16 +262,8 @@ ap_assert_traced(struct nx_server *n)
 static void
 ap_assert_cgi(const struct nx_server *n, bool preload)
 {
-	char path[256], trace[33], span[17], *log, *srv;
-	FILE *f;
+	char trace[33], span[17], *log = it_read_file(n->dir, "cgi-events.log"), *srv;
 
-	snprintf(path, sizeof(path), "%s/cgi-events.log", n->dir);
-	f = fopen(path, "re");
-	ck_assert_msg(f != NULL, "%s: %s", path, strerror(errno));
-	log = calloc(1, 65536);
-	ck_assert_ptr_nonnull(log);
-	(void)fread(log, 1, 65535, f);
-	fclose(f);
 	if (!preload) {
 		ck_assert_msg(!*log, "CGI events without the shim:\n%s", log);
 		free(log);

@@ -421,8 +421,7 @@ static void
 lt_assert_cgi(const struct lt_server *l, pid_t cgi, unsigned k, const char *lspan)
 {
 	struct it_thread_ctx t;
-	char trace[33], rid[32], path[160], *json, *log;
-	FILE *f;
+	char trace[33], rid[32], *json, *log;
 
 	nx_trace(TRACE_PREFIX, k, trace);
 	snprintf(rid, sizeof(rid), "lt-%u", k);
@@ -438,13 +437,7 @@ lt_assert_cgi(const struct lt_server *l, pid_t cgi, unsigned k, const char *lspa
 	ck_assert_str_eq(t.path, "/cgi/hold");
 	ck_assert_str_eq(t.extra, rid);
 	free(json);
-	snprintf(path, sizeof(path), "%s/cgi-events.log", l->nx.dir);
-	f = fopen(path, "re");
-	ck_assert_msg(f != NULL, "%s: %s", path, strerror(errno));
-	log = calloc(1, 65536);
-	ck_assert_ptr_nonnull(log);
-	(void)fread(log, 1, 65535, f);
-	fclose(f);
+	log = it_read_file(l->nx.dir, "cgi-events.log");
 	ck_assert_msg(it_events_count(log, trace, "cgi-request") == 1 &&
 			      it_events_spans(log, trace, NULL) == 1,
 		      "CGI event log:\n%s", log);

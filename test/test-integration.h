@@ -337,6 +337,33 @@ it_events(const struct it_server *s)
 	return out;
 }
 
+/* The whole file at dir/name, malloc'd and NUL-terminated (an event log
+ * of the server's child programs, say); fails the test if it is not
+ * there. */
+static __attribute__((unused)) char *
+it_read_file(const char *dir, const char *name)
+{
+	char path[512], *buf = NULL;
+	size_t len = 0, cap = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	f = fopen(path, "re");
+	ck_assert_msg(f != NULL, "%s: %s", path, strerror(errno));
+	do {
+		if (cap - len < 4096) {
+			cap = cap * 2 + 8192;
+			buf = realloc(buf, cap);
+			ck_assert_ptr_nonnull(buf);
+		}
+		len += fread(buf + len, 1, cap - len - 1, f);
+	} while (!feof(f) && !ferror(f));
+	ck_assert_msg(!ferror(f), "%s: read error", path);
+	fclose(f);
+	buf[len] = '\0';
+	return buf;
+}
+
 /* Distinct span-ids in the lines about trace (the same request must never
  * get two); copies the first into span (may be NULL). */
 static unsigned
