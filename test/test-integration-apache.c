@@ -202,19 +202,6 @@ run_requests(unsigned port)
 	return acc;
 }
 
-/* tid of the last line about trace: the thread that had it last. */
-static long
-ap_last_tid(const char *log, const char *trace)
-{
-	char pat[80];
-	const char *p = NULL, *q = log;
-
-	snprintf(pat, sizeof(pat), " trace=%s ", trace);
-	while ((q = strstr(q, pat)))
-		p = q++;
-	return p ? nx_line_tid(log, (size_t)(p - log)) : -1;
-}
-
 /* Each traced request 1..N_TRACED (9 twice, on one connection): started
  * exactly once per request, one span each, attached on a thread of the
  * child process, released by that thread.  Polls the event log. */
@@ -244,7 +231,7 @@ ap_assert_traced(struct nx_server *n)
 			"trace %u: not started %u time(s):\n%.3000s", k, want, log);
 		ck_assert_msg(it_events_spans(log, trace, NULL) == want,
 			      "trace %u: not %u span(s):\n%.3000s", k, want, log);
-		if (nx_released(log, trace, ap_last_tid(log, trace))) {
+		if (nx_released(log, trace, nx_last_tid(log, trace))) {
 			k++;
 			continue;
 		}

@@ -286,21 +286,6 @@ hx_attach_tid(struct hx_run *h, const char *trace)
 	}
 }
 
-/* The thread of the last event line about trace (the response was read:
- * its write is logged). */
-static long
-hx_last_tid(const char *log, const char *trace)
-{
-	char pat[80];
-	const char *p, *q = NULL;
-
-	snprintf(pat, sizeof(pat), " trace=%s ", trace);
-	for (p = log; (p = strstr(p, pat)); p++)
-		q = p;
-	ck_assert_msg(q != NULL, "no event about %s:\n%.3000s", trace, log);
-	return nx_line_tid(log, (size_t)(q - log));
-}
-
 /* Check 1, a request haproxy itself works on: "GET /hold/1" stops in the
  * Lua action until the test writes a line into the FIFO. */
 static void
@@ -396,7 +381,7 @@ hx_held_by_backend(struct hx_run *h, bool preload, char **acc, size_t *acc_len)
 	 * again on the thread that wrote it, and its wait ended that. */
 	if (preload) {
 		char *log = it_events(&h->n.srv);
-		long wtid = hx_last_tid(log, trace);
+		long wtid = nx_last_tid(log, trace);
 
 		ck_assert_msg(wtid == tid && it_events_count(log, trace, "write") == 1,
 			      "the response's write did not publish it on thread "
@@ -558,7 +543,7 @@ hx_assert_traced(struct hx_run *h)
 			"trace %u: not started exactly once:\n%.3000s", traced[i], log);
 		ck_assert_msg(it_events_spans(log, trace, NULL) == 1,
 			      "trace %u: more than one span:\n%.3000s", traced[i], log);
-		last = hx_last_tid(log, trace);
+		last = nx_last_tid(log, trace);
 		if (nx_released(log, trace, last)) {
 			i++;
 			continue;

@@ -388,6 +388,20 @@ nx_attach_tid(const char *log, const char *trace)
 	return p ? nx_line_tid(log, (size_t)(p - log)) : -1;
 }
 
+/* tid of the last line about trace: the thread that had it last (-1: no
+ * line about it). */
+static long
+nx_last_tid(const char *log, const char *trace)
+{
+	char pat[80];
+	const char *p = NULL, *q = log;
+
+	snprintf(pat, sizeof(pat), " trace=%s ", trace);
+	while ((q = strstr(q, pat)))
+		p = q++;
+	return p ? nx_line_tid(log, (size_t)(p - log)) : -1;
+}
+
 /* Thread tid no longer publishes trace: its last line about it is a
  * detach, or a later line of tid replaced it (a pipelined switch). */
 static bool
