@@ -75,6 +75,21 @@ struct ctxshim_request {
 /* Fill c for request r.  Pure apart from drawing random ids. */
 void ctxshim_request_ctx(struct ctxshim_ctx *c, const struct ctxshim_request *r);
 
+/* A request handed over as CGI meta-variables (RFC 3875), looked up by
+ * name (NULL: absent): REQUEST_METHOD, the target as REQUEST_URI (else
+ * SCRIPT_NAME + PATH_INFO + "?" QUERY_STRING), HTTP_TRACEPARENT and
+ * HTTP_TRACESTATE as the request's headers, HTTP_<NAME> for each
+ * CTXSHIM_HEADER_ATTRS header.  Fills c as ctxshim_request_ctx() does
+ * (preload/request-cgi.c).  A CGI program's environment (shim.c) and a
+ * FastCGI request's parameters (hooks/hook-fcgi.c) are the same list. */
+typedef const char *ctxshim_cgi_lookup_fn(const char *name, void *arg);
+void ctxshim_request_ctx_cgi(struct ctxshim_ctx *c,
+			     ctxshim_cgi_lookup_fn *lookup,
+			     void *arg);
+/* A ctxshim_cgi_lookup_fn over an environ-style array (char **envp,
+ * "NAME=value" strings, NULL-terminated): the first entry named name. */
+const char *ctxshim_cgi_envp_lookup(const char *name, void *envp);
+
 /* OTEL_INSTRUMENTATION_HTTP_KNOWN_METHODS: a comma-separated list of
  * case-sensitive methods that replaces the semantic conventions' nine as
  * the methods published as themselves (others: "_OTHER").  NULL or empty:

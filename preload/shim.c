@@ -11,7 +11,6 @@
 #include "thread-ctx.h"
 #include "w3c.h"
 
-#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -61,6 +60,14 @@ other_writer(void)
 	return NULL;
 }
 
+/* secure_getenv() as a ctxshim_cgi_lookup_fn. */
+static const char *
+cgi_env_lookup(const char *name, void *arg)
+{
+	(void)arg;
+	return secure_getenv(name);
+}
+
 /* A CGI program (RFC 3875: the server sets GATEWAY_INTERFACE=CGI/1.x) is
  * the handler of one request, which its server hands over in the
  * environment: REQUEST_METHOD, the target as REQUEST_URI (Apache httpd,
@@ -70,68 +77,22 @@ other_writer(void)
  * as a server thread would have (the same model, request-ctx.h: a child
  * span of the incoming traceparent, or a new trace without one), and its
  * threads inherit it.  Read once, here: the environment is the program's
- * own once main() runs.  Returns false if this is no CGI program. */
+ * own once main() runs.  A FastCGI request's parameters are the same list
+ * (hooks/hook-fcgi.c), hence ctxshim_request_ctx_cgi().  Returns false if
+ * this is no CGI program. */
 static bool
 adopt_cgi_request(void)
 {
 	const char *gw = secure_getenv("GATEWAY_INTERFACE");
-	const char *uri, *ts;
-	char target[2048];
-	struct ctxshim_request r;
 	struct ctxshim_ctx c;
-	size_t ts_len = 0;
-	unsigned i;
 
 	if (!gw || strncmp(gw, "CGI/", 4) != 0)
 		return false;
-	memset(&r, 0, sizeof(r));
-	r.method = secure_getenv("REQUEST_METHOD");
-	r.method_len = r.method ? strlen(r.method) : 0;
-	uri = secure_getenv("REQUEST_URI");
-	if (uri) {
-		r.target = uri;
-		r.target_len = strlen(uri);
-	} else {
-		const char *sn = secure_getenv("SCRIPT_NAME");
-		const char *pi = secure_getenv("PATH_INFO");
-		const char *qs = secure_getenv("QUERY_STRING");
-		int n = snprintf(target, sizeof(target), "%s%s%s%s", sn ? sn : "",
-				 pi ? pi : "", qs && *qs ? "?" : "",
-				 qs && *qs ? qs : "");
-
-		/* too long: no url.path rather than a cut one */
-		if (n > 0 && (size_t)n < sizeof(target)) {
-			r.target = target;
-			r.target_len = (size_t)n;
-		}
-	}
-	r.traceparent = secure_getenv("HTTP_TRACEPARENT");
-	r.traceparent_len = r.traceparent ? strlen(r.traceparent) : 0;
-	ts = secure_getenv("HTTP_TRACESTATE");
-	if (ts) {
-		ts_len = strlen(ts);
-		r.tracestate = &ts;
-		r.tracestate_lens = &ts_len;
-		r.n_tracestate = 1;
-	}
-	for (i = 0; i < ctxshim_cfg.n_header_attrs; i++) {
-		const char *h = ctxshim_cfg.header_attrs[i];
-		char name[sizeof("HTTP_") + CTXSHIM_HEADER_NAME_MAX];
-		size_t k;
-
-		memcpy(name, "HTTP_", 5);
-		for (k = 0; h[k]; k++)
-			name[5 + k] =
-				h[k] == '-' ? '_' : (char)toupper((unsigned char)h[k]);
-		name[5 + k] = '\0';
-		r.extra[i] = secure_getenv(name);
-		r.extra_len[i] = r.extra[i] ? strlen(r.extra[i]) : 0;
-	}
-	ctxshim_request_ctx(&c, &r);
+	ctxshim_request_ctx_cgi(&c, cgi_env_lookup, NULL);
 	ctxshim_attach(&c);
 	CTXSHIM_EVENT(CTXSHIM_EV_ATTACH, -1, &c, "cgi-request");
 	ctxshim_log("main thread publishes its CGI request (%s)",
-		    r.traceparent ? "from HTTP_TRACEPARENT" : "no traceparent");
+		    c.has_parent ? "from HTTP_TRACEPARENT" : "no valid traceparent");
 	return true;
 }
 

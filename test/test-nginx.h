@@ -100,10 +100,12 @@ nx_setup(struct nx_server *n, const char *dir, const char *index, size_t big)
 	snprintf(n->err, sizeof(n->err), "%s/error.log", n->dir);
 }
 
+/* nginx's configuration for port, with the server block's extra lines
+ * (locations; NULL: none) after its root. */
 static void
-nx_write_conf(const struct nx_server *n, unsigned port)
+nx_write_conf(const struct nx_server *n, unsigned port, const char *extra)
 {
-	char conf[2048], listen[512];
+	char conf[4096], listen[512];
 	int len;
 
 	if (n->cert)
@@ -133,9 +135,10 @@ nx_write_conf(const struct nx_server *n, unsigned port)
 		       "  server {\n"
 		       "%2$s"
 		       "    root %1$s/www;\n"
+		       "%3$s"
 		       "  }\n"
 		       "}\n",
-		       n->dir, listen);
+		       n->dir, listen, extra ? extra : "");
 	ck_assert_int_lt(len, (int)sizeof(conf));
 	nx_write_file(n->conf, conf, (size_t)len);
 }
@@ -194,7 +197,7 @@ nx_start(struct nx_server *n, bool preload)
 	char *argv[] = {NX_NGINX, "-p", n->dir, "-c", n->conf, "-e", n->err, NULL};
 
 	n->srv.port = nx_free_port();
-	nx_write_conf(n, n->srv.port);
+	nx_write_conf(n, n->srv.port, NULL);
 	nx_launch(n, argv, preload, "nginx");
 }
 
@@ -246,8 +249,7 @@ nx_strip_date(char *s)
 }
 
 static void
-nx_append(char **acc, size_t *acc_len, const char *label, const char *data,
-	  size_t len)
+nx_append(char **acc, size_t *acc_len, const char *label, const char *data, size_t len)
 {
 	size_t l = strlen(label);
 
@@ -328,12 +330,12 @@ nx_traced_requests(unsigned port,
  * then read until the server closes. */
 static void
 nx_exchange_tcp(unsigned port,
-	 const char *label,
-	 const char *req,
-	 size_t len,
-	 size_t chunk,
-	 char **acc,
-	 size_t *acc_len)
+		const char *label,
+		const char *req,
+		size_t len,
+		size_t chunk,
+		char **acc,
+		size_t *acc_len)
 {
 	int fd = it_connect(port), one = 1;
 	size_t got;
