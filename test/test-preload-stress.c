@@ -90,8 +90,15 @@ START_TEST(signal_handlers_read_sockets)
 	run_stress("sigread", "20000", false, &plain);
 	run_stress("sigread", "20000", true, &r);
 	assert_bounded(&r, "sigread");
-	ck_assert_msg(r.ctx_bad < r.n / 20, "%lu of %lu requests with a wrong context",
-		      r.ctx_bad, r.n);
+	/* A handler that runs between the main thread's read of a head and
+	 * its check of the context switches the thread to the handler's
+	 * connection (documented): how often depends on how long that check
+	 * takes against the 100 us timer.  Under a sanitizer or valgrind
+	 * it takes several times longer (CI: 4.7 % and 6.9 % with ASan,
+	 * 1.7 % in the plain build), so those runs get three times the
+	 * share. */
+	ck_assert_msg(r.ctx_bad < r.n / 20 * (test_time_scale() > 1 ? 3 : 1),
+		      "%lu of %lu requests with a wrong context", r.ctx_bad, r.n);
 }
 END_TEST
 
