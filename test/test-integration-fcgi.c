@@ -379,10 +379,7 @@ START_TEST(test_fcgi_same_bytes)
 		char *plain = fc_responses(modes[m], false);
 		char *shim = fc_responses(modes[m], true);
 
-		ck_assert_msg(strcmp(plain, shim) == 0,
-			      "%s: responses differ:\n--- without\n%.4000s\n--- "
-			      "with\n%.4000s",
-			      modes[m], plain, shim);
+		nx_assert_same(plain, shim, modes[m]);
 		/* Answered by the application, not nginx. */
 		ck_assert_ptr_nonnull(strstr(plain, "GET /hello?x=1 id=- body=0\n"));
 		ck_assert_ptr_nonnull(strstr(plain, "POST /p id=- body=10\n"));

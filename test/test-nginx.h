@@ -231,6 +231,23 @@ nx_cleanup(struct nx_server *n)
 		unlink(n->srv.events);
 }
 
+/* The transcripts without and with the shim are the same; if not, fail
+ * showing where they part (what (a case name) may be NULL). */
+static void
+nx_assert_same(const char *plain, const char *shim, const char *what)
+{
+	size_t at = 0, from;
+
+	if (strcmp(plain, shim) == 0)
+		return;
+	while (plain[at] && plain[at] == shim[at])
+		at++;
+	from = at > 200 ? at - 200 : 0;
+	ck_abort_msg("%s%sresponses differ at byte %zu:\n--- without\n%.1000s\n"
+		     "--- with\n%.1000s",
+		     what ? what : "", what ? ": " : "", at, plain + from, shim + from);
+}
+
 /* Remove the value of the Date header (the only part that changes between
  * runs); everything else is compared byte for byte. */
 static void
