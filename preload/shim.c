@@ -12,7 +12,6 @@
 #include "w3c.h"
 
 #include <errno.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
