@@ -13,14 +13,29 @@
  * there; nothing happens if a library of that name is already listed) and
  * CTXSHIM_FOLLOW_EXEC=1 itself, so the setting follows the process tree
  * through the next exec too.  Nothing else is put back: the new program
- * runs with the default configuration and without TRACEPARENT unless its
- * environment has them.
+ * runs with the default configuration unless its environment has one.
+ *
+ * With CTXSHIM_EXEC_TRACEPARENT=1, and only then, an exec from a thread
+ * that publishes a context hands it to the new program the way
+ * OpenTelemetry's environment-variable carriers do: TRACEPARENT with the
+ * thread's trace-id, its span-id as the parent (the incoming parent-id
+ * with CTXSHIM_PROPAGATE=transparent, as for outgoing requests) and its
+ * flags, and TRACESTATE with its tracestate.  Both replace whatever the
+ * environment had under those names (a TRACESTATE of another trace is
+ * dropped with nothing in its place).  The new program continues the
+ * trace in a child span if it runs the shim (preload/shim.c), or in its
+ * own OpenTelemetry SDK.  A CGI server started with it hands its CGI
+ * programs the request's context with its own span as their parent.
+ * Without a context (a thread between requests, CTXSHIM_NEW_TRACES=0's
+ * zero ids) the environment is passed as it is.  Off by default: the new
+ * program sees an environment its parent did not write.
  *
  * Covered: execve, execv, execvp, execvpe, execl, execle, execlp, fexecve,
- * execveat.  Not covered: posix_spawn(p), system() and popen(), which
- * exec through glibc-internal calls (and posix_spawn has two symbol
- * versions with different behaviour, which an unversioned hook would
- * merge); they pass the environment they are given.
+ * execveat, and an exec in a fork() or vfork() child (which runs with the
+ * forking thread's context).  Not covered: posix_spawn(p), system() and
+ * popen(), which exec through glibc-internal calls (and posix_spawn has
+ * two symbol versions with different behaviour, which an unversioned hook
+ * would merge); they pass the environment they are given.
  *
  * An exec may run in a vfork() child, which shares the parent's memory:
  * nothing here writes shared state, allocates with malloc or locks.  The
@@ -33,8 +48,9 @@
  *
  * Such a child may also run on a small stack of its own (posix_spawn-like
  * helpers built on clone(CLONE_VM | CLONE_VFORK) give it a few KiB), which
- * exec without the shim fits in.  So when following is off (the default)
- * every hook is a test and a tail call to the real function, with no frame
+ * exec without the shim fits in.  So when the environment stays as it is
+ * (the default: neither setting on, or no context to hand on) every hook
+ * is a few tests and a tail call to the real function, with no frame
  * to speak of: the 4 KiB buffer lives only in the noinline
  * hook_exec_*_follow() functions, and the execl family sizes its argument
  * vector from the argument count, as glibc's execl does (posix/execl.c), on
@@ -45,6 +61,7 @@
 
 #include "cfg.h"
 #include "log.h"
+#include "w3c.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -91,6 +108,8 @@ static const char *shim_base;
 static const char preload_var[] = "LD_PRELOAD=";
 static const char follow_var[] = "CTXSHIM_FOLLOW_EXEC=";
 static const char follow_entry[] = "CTXSHIM_FOLLOW_EXEC=1";
+static const char tp_var[] = "TRACEPARENT=";
+static const char ts_var[] = "TRACESTATE=";
 
 static void
 hook_exec_bind_once(void)
@@ -160,6 +179,37 @@ hook_exec_following(void)
 	return ctxshim_active() && ctxshim_cfg.follow_exec && shim_base;
 }
 
+/* The context an exec hands on with CTXSHIM_EXEC_TRACEPARENT=1: the
+ * calling thread's (in a vfork child, the parent thread's: only read),
+ * unless it has none worth passing (CTXSHIM_NEW_TRACES=0 publishes zero
+ * ids). */
+static const struct ctxshim_ctx *
+hook_exec_ctx(void)
+{
+	const struct ctxshim_ctx *c;
+
+	if (!ctxshim_cfg.exec_traceparent || !ctxshim_active())
+		return NULL;
+	c = ctxshim_current();
+	if (!c || w3c_id_is_zero(c->trace_id, sizeof(c->trace_id)) ||
+	    w3c_id_is_zero(c->span_id, sizeof(c->span_id)))
+		return NULL;
+	return c;
+}
+
+/* Does this exec get another environment than the one it is given? */
+static inline bool
+hook_exec_changes_env(void)
+{
+	return hook_exec_following() || hook_exec_ctx();
+}
+
+static bool
+hook_exec_is_var(const char *entry, const char *var, size_t var_len)
+{
+	return strncmp(entry, var, var_len) == 0;
+}
+
 /* Does the LD_PRELOAD value (entries separated by ':' or ' ', as ld.so
  * reads them) name a library like ours? */
 static bool
@@ -216,46 +266,62 @@ hook_exec_buf_release(struct exec_buf *b)
 	errno = saved_errno;
 }
 
-/* envp with the shim in LD_PRELOAD and CTXSHIM_FOLLOW_EXEC=1, in b; envp
- * itself when it has both already or when there is no room.  ld.so uses
- * the last LD_PRELOAD entry of the environment, so that is the one we
- * extend; the copy has just one.  Everything else keeps its order. */
+/* envp with what this exec adds, in b: the shim in LD_PRELOAD and
+ * CTXSHIM_FOLLOW_EXEC=1 when following, TRACEPARENT and TRACESTATE from
+ * the thread's context (hook_exec_ctx()); envp itself when it has all of
+ * that already or when there is no room.  ld.so uses the last LD_PRELOAD
+ * entry of the environment, so that is the one we extend; the copy has
+ * just one, and at most one TRACEPARENT and TRACESTATE, ours.  Everything
+ * else keeps its order. */
 static char *const *
 hook_exec_env(char *const *envp, struct exec_buf *b)
 {
+	const struct ctxshim_ctx *c = hook_exec_ctx();
 	const char *preload = NULL;
-	bool has_follow = false, listed;
-	size_t n, need, k = 0, i, old_len, path_len;
-	char **out;
+	bool following = hook_exec_following(), has_follow = false, listed = true;
+	size_t n, need, k = 0, i, old_len = 0, path_len = 0, ts_len = 0;
+	char **out, *p;
 
-	if (!hook_exec_following())
-		return envp;
 	for (n = 0; envp && envp[n]; n++) {
-		if (strncmp(envp[n], preload_var, sizeof(preload_var) - 1) == 0)
+		if (hook_exec_is_var(envp[n], preload_var, sizeof(preload_var) - 1))
 			preload = envp[n] + sizeof(preload_var) - 1;
-		else if (strncmp(envp[n], follow_var, sizeof(follow_var) - 1) == 0)
+		else if (hook_exec_is_var(envp[n], follow_var, sizeof(follow_var) - 1))
 			has_follow = true;
 	}
-	listed = preload && hook_exec_lists_shim(preload);
-	if (listed && has_follow)
+	if (following)
+		listed = preload && hook_exec_lists_shim(preload);
+	else
+		has_follow = true; /* nothing of the sort to add */
+	if (listed && has_follow && !c)
 		return envp;
-	old_len = preload ? strlen(preload) : 0;
-	path_len = strlen(shim_path);
-	need = (n + 3) * sizeof(char *);
-	if (!listed)
+	/* n entries, LD_PRELOAD, CTXSHIM_FOLLOW_EXEC, TRACEPARENT, TRACESTATE,
+	 * NULL; then the strings */
+	need = (n + 5) * sizeof(char *);
+	if (!listed) {
+		old_len = preload ? strlen(preload) : 0;
+		path_len = strlen(shim_path);
 		need += sizeof(preload_var) + old_len + 1 + path_len + 1;
+	}
+	if (c) {
+		if (c->tracestate_len <= sizeof(c->tracestate))
+			ts_len = c->tracestate_len;
+		need += sizeof(tp_var) + W3C_TRACEPARENT_LEN + sizeof(ts_var) + ts_len;
+	}
 	out = hook_exec_buf_get(b, need);
 	if (!out)
 		return envp;
 	for (i = 0; i < n; i++) {
 		if (!listed &&
-		    strncmp(envp[i], preload_var, sizeof(preload_var) - 1) == 0)
+		    hook_exec_is_var(envp[i], preload_var, sizeof(preload_var) - 1))
+			continue;
+		if (c && (hook_exec_is_var(envp[i], tp_var, sizeof(tp_var) - 1) ||
+			  hook_exec_is_var(envp[i], ts_var, sizeof(ts_var) - 1)))
 			continue;
 		out[k++] = envp[i];
 	}
+	p = (char *)(out + n + 5);
 	if (!listed) {
-		char *s = (char *)(out + n + 3), *p = s;
-
+		out[k++] = p;
 		memcpy(p, preload_var, sizeof(preload_var) - 1);
 		p += sizeof(preload_var) - 1;
 		if (old_len) {
@@ -264,10 +330,29 @@ hook_exec_env(char *const *envp, struct exec_buf *b)
 			*p++ = ':';
 		}
 		memcpy(p, shim_path, path_len + 1);
-		out[k++] = s;
+		p += path_len + 1;
 	}
 	if (!has_follow)
 		out[k++] = (char *)follow_entry;
+	if (c) {
+		const uint8_t *parent =
+			ctxshim_cfg.propagate == CTXSHIM_PROPAGATE_TRANSPARENT &&
+					c->has_parent
+				? c->parent_id
+				: c->span_id;
+
+		out[k++] = p;
+		memcpy(p, tp_var, sizeof(tp_var) - 1);
+		p += sizeof(tp_var) - 1;
+		p += w3c_traceparent_format(p, c->trace_id, parent, c->flags) + 1;
+		if (ts_len) {
+			out[k++] = p;
+			memcpy(p, ts_var, sizeof(ts_var) - 1);
+			p += sizeof(ts_var) - 1;
+			memcpy(p, c->tracestate, ts_len);
+			p[ts_len] = '\0';
+		}
+	}
 	out[k] = NULL;
 	return out;
 }
@@ -326,7 +411,7 @@ static inline int
 hook_exec_execve(const char *path, char *const argv[], char *const envp[])
 {
 	hook_exec_bind();
-	if (!hook_exec_following())
+	if (!hook_exec_changes_env())
 		return real_execve_fn(path, argv, envp);
 	return hook_exec_execve_follow(path, argv, envp);
 }
@@ -335,7 +420,7 @@ static inline int
 hook_exec_execvpe(const char *file, char *const argv[], char *const envp[])
 {
 	hook_exec_bind();
-	if (!hook_exec_following())
+	if (!hook_exec_changes_env())
 		return real_execvpe_fn(file, argv, envp);
 	return hook_exec_execvpe_follow(file, argv, envp);
 }
@@ -344,7 +429,7 @@ static inline int
 hook_exec_execv(const char *path, char *const argv[])
 {
 	hook_exec_bind();
-	if (!hook_exec_following())
+	if (!hook_exec_changes_env())
 		return real_execv_fn(path, argv);
 	return hook_exec_execve_follow(path, argv, environ);
 }
@@ -353,7 +438,7 @@ static inline int
 hook_exec_execvp(const char *file, char *const argv[])
 {
 	hook_exec_bind();
-	if (!hook_exec_following())
+	if (!hook_exec_changes_env())
 		return real_execvp_fn(file, argv);
 	return hook_exec_execvpe_follow(file, argv, environ);
 }
@@ -362,7 +447,7 @@ static inline int
 hook_exec_fexecve(int fd, char *const argv[], char *const envp[])
 {
 	hook_exec_bind();
-	if (!hook_exec_following())
+	if (!hook_exec_changes_env())
 		return real_fexecve_fn(fd, argv, envp);
 	return hook_exec_fexecve_follow(fd, argv, envp);
 }
@@ -376,7 +461,7 @@ hook_exec_execveat(
 		errno = ENOSYS;
 		return -1;
 	}
-	if (!hook_exec_following())
+	if (!hook_exec_changes_env())
 		return real_execveat_fn(dirfd, path, argv, envp, flags);
 	return hook_exec_execveat_follow(dirfd, path, argv, envp, flags);
 }

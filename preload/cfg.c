@@ -151,6 +151,8 @@ ctxshim_config_load(void)
 	ctxshim_cfg.sample_new = ctxshim_env_bool("CTXSHIM_SAMPLED", false);
 	ctxshim_cfg.url_query = ctxshim_env_bool("CTXSHIM_URL_QUERY", false);
 	ctxshim_cfg.follow_exec = ctxshim_env_bool("CTXSHIM_FOLLOW_EXEC", false);
+	ctxshim_cfg.exec_traceparent =
+		ctxshim_env_bool("CTXSHIM_EXEC_TRACEPARENT", false);
 	ctxshim_cfg.inherited = ctxshim_env_bool("CTXSHIM_INHERITED", true);
 	ctxshim_cfg.max_header_bytes = env_uint("CTXSHIM_MAX_HEADER_BYTES", 16384, 256,
 						 1u << 20);

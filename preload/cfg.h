@@ -36,6 +36,8 @@ struct ctxshim_config {
 	bool sample_new;        /* CTXSHIM_SAMPLED: sampled bit on new traces */
 	bool url_query;         /* CTXSHIM_URL_QUERY: keep the query in url.path */
 	bool follow_exec;       /* CTXSHIM_FOLLOW_EXEC: re-add the shim at exec */
+	bool exec_traceparent;  /* CTXSHIM_EXEC_TRACEPARENT: the thread's
+				 * context to TRACEPARENT at exec */
 	bool inherited;         /* CTXSHIM_INHERITED (default 1): follow the
 				 * connections a daemon inherits (conn.c) */
 	unsigned max_header_bytes; /* CTXSHIM_MAX_HEADER_BYTES (default 16384) */

@@ -59,11 +59,16 @@ other_writer(void)
 	return NULL;
 }
 
-/* secure_getenv() as a ctxshim_cgi_lookup_fn. */
+/* secure_getenv() as a ctxshim_cgi_lookup_fn; with arg non-NULL the
+ * request's traceparent and tracestate are taken from TRACEPARENT and
+ * TRACESTATE instead. */
 static const char *
 cgi_env_lookup(const char *name, void *arg)
 {
-	(void)arg;
+	if (arg && strcmp(name, "HTTP_TRACEPARENT") == 0)
+		name = "TRACEPARENT";
+	else if (arg && strcmp(name, "HTTP_TRACESTATE") == 0)
+		name = "TRACESTATE";
 	return secure_getenv(name);
 }
 
@@ -75,31 +80,38 @@ cgi_env_lookup(const char *name, void *arg)
  * traceparent as HTTP_TRACEPARENT.  Its main thread publishes that request
  * as a server thread would have (the same model, request-ctx.h: a child
  * span of the incoming traceparent, or a new trace without one), and its
- * threads inherit it.  Read once, here: the environment is the program's
- * own once main() runs.  A FastCGI request's parameters are the same list
- * (hooks/hook-fcgi.c), hence ctxshim_request_ctx_cgi().  Returns false if
- * this is no CGI program. */
+ * threads inherit it.  A valid TRACEPARENT (a server running the shim
+ * with CTXSHIM_EXEC_TRACEPARENT=1 sets it to the request's context with
+ * its own span as the parent) is taken instead of HTTP_TRACEPARENT, with
+ * TRACESTATE, so the program's span is a child of the server's.  Read
+ * once, here: the environment is the program's own once main() runs.  A
+ * FastCGI request's parameters are the same list (hooks/hook-fcgi.c),
+ * hence ctxshim_request_ctx_cgi().  Returns false if this is no CGI
+ * program. */
 static bool
-adopt_cgi_request(void)
+adopt_cgi_request(bool env)
 {
 	const char *gw = secure_getenv("GATEWAY_INTERFACE");
 	struct ctxshim_ctx c;
 
 	if (!gw || strncmp(gw, "CGI/", 4) != 0)
 		return false;
-	ctxshim_request_ctx_cgi(&c, cgi_env_lookup, NULL);
+	ctxshim_request_ctx_cgi(&c, cgi_env_lookup, env ? &env : NULL);
 	ctxshim_attach(&c);
 	CTXSHIM_EVENT(CTXSHIM_EV_ATTACH, -1, &c, "cgi-request");
 	ctxshim_log("main thread publishes its CGI request (%s)",
-		    c.has_parent ? "from HTTP_TRACEPARENT" : "no valid traceparent");
+		    env            ? "from TRACEPARENT"
+		    : c.has_parent ? "from HTTP_TRACEPARENT"
+				   : "no valid traceparent");
 	return true;
 }
 
 /* OpenTelemetry's environment-variable carriers: a process started with
  * TRACEPARENT (and TRACESTATE) continues that trace, so a batch job or a
  * shell-out is attributed to the request that started it.  The main
- * thread gets a child span of it; threads inherit it.  Without
- * TRACEPARENT, a CGI program publishes the request it serves. */
+ * thread gets a child span of it; threads inherit it.  A CGI program
+ * publishes the request it serves, with the trace of TRACEPARENT if that
+ * is valid. */
 static void
 adopt_env_context(void)
 {
@@ -108,17 +120,15 @@ adopt_env_context(void)
 	struct w3c_traceparent tp;
 	struct trec_attr_writer w;
 	struct ctxshim_ctx c;
+	bool tp_ok;
 
 	if (!ctxshim_env_bool("CTXSHIM_ENV_CARRIER", true))
 		return;
-	if (!tp_text) {
-		(void)adopt_cgi_request();
-		return;
-	}
-	if (w3c_traceparent_parse(tp_text, strlen(tp_text), &tp) < 0) {
+	tp_ok = tp_text && w3c_traceparent_parse(tp_text, strlen(tp_text), &tp) == 0;
+	if (tp_text && !tp_ok)
 		ctxshim_log("TRACEPARENT is not a valid traceparent, ignoring it");
+	if (adopt_cgi_request(tp_ok) || !tp_ok)
 		return;
-	}
 	ctxshim_ctx_begin(&c, &tp);
 	trec_attrs_init(&w, c.attrs, sizeof(c.attrs));
 	ctxshim_ctx_add_parent_attr(&c, &w);

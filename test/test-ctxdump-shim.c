@@ -253,9 +253,9 @@ attr_value(const char *t, const char *key, char *out, size_t cap)
 
 /* The environment carriers of a process's first context (preload/shim.c):
  * TRACEPARENT, and in a CGI program (GATEWAY_INTERFACE=CGI/1.1) the
- * request its server hands it: HTTP_TRACEPARENT, HTTP_TRACESTATE,
- * REQUEST_METHOD, REQUEST_URI or SCRIPT_NAME + PATH_INFO, HTTP_<header>
- * for CTXSHIM_HEADER_ATTRS.  Per case: the trace the main thread shows
+ * request its server hands it: HTTP_TRACEPARENT (or a valid TRACEPARENT),
+ * HTTP_TRACESTATE, REQUEST_METHOD, REQUEST_URI or SCRIPT_NAME + PATH_INFO,
+ * HTTP_<header> for CTXSHIM_HEADER_ATTRS.  Per case: the trace the main thread shows
  * ("" none, "new" a fresh one), its parent, method, path, x-request-id. */
 static const struct carrier_case {
 	const char *name;
@@ -289,9 +289,27 @@ static const struct carrier_case {
 	 "GET",
 	 "/z",
 	 ""},
+	/* what a server under the shim with CTXSHIM_EXEC_TRACEPARENT=1 hands
+	 * its CGI programs: the request's trace with its own span */
 	{"traceparent-wins",
 	 {"GATEWAY_INTERFACE=CGI/1.1", "REQUEST_METHOD=GET", "REQUEST_URI=/z",
 	  "HTTP_TRACEPARENT=00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
+	  "TRACEPARENT=00-" TRACE_ID "-" PARENT_ID "-01"},
+	 TRACE_ID,
+	 PARENT_ID,
+	 "GET",
+	 "/z",
+	 ""},
+	{"cgi-bad-env-traceparent",
+	 {"GATEWAY_INTERFACE=CGI/1.1", "REQUEST_METHOD=PUT", "REQUEST_URI=/z",
+	  "HTTP_TRACEPARENT=00-" TRACE_ID "-" PARENT_ID "-01", "TRACEPARENT=00-x"},
+	 TRACE_ID,
+	 PARENT_ID,
+	 "PUT",
+	 "/z",
+	 ""},
+	{"traceparent-not-cgi",
+	 {"REQUEST_METHOD=GET", "REQUEST_URI=/z",
 	  "TRACEPARENT=00-" TRACE_ID "-" PARENT_ID "-01"},
 	 TRACE_ID,
 	 PARENT_ID,

@@ -17,7 +17,8 @@
  * 3. fcgiwrap (Debian) running a CGI shell script: the script publishes
  *    the request it is handed (the CGI carrier, preload/shim.c), and
  *    fcgiwrap's own thread the same request with another span while it
- *    waits for the script. */
+ *    waits for the script; with CTXSHIM_EXEC_TRACEPARENT=1 in fcgiwrap's
+ *    environment, the script's span is a child of fcgiwrap's. */
 #include "test-common.h"
 
 #pragma GCC diagnostic push
@@ -30,6 +31,7 @@
 #include <sys/stat.h>
 
 #define FCGIWRAP "/usr/sbin/fcgiwrap"
+#define ENV      "/usr/bin/env"
 
 /* The nginx front of one test: the directory, and where / goes. */
 static void
@@ -426,12 +428,20 @@ fc_script_pid(const struct nx_server *n)
 	}
 }
 
+/* _i = 1: fcgiwrap runs with CTXSHIM_EXEC_TRACEPARENT=1 and hands the
+ * script the request's context with its own span as the parent. */
 START_TEST(test_fcgiwrap_cgi)
 {
 	const char *req = "GET /cgi/hold.sh?x=1 HTTP/1.1\r\nHost: t\r\n"
 			  "traceparent: " TP "\r\nx-request-id: req-9\r\n"
 			  "Connection: close\r\n\r\n";
-	char *wargv[] = {FCGIWRAP, "-s", NULL, NULL};
+	char *wargv[] = {
+		ENV,
+		_i ? "CTXSHIM_EXEC_TRACEPARENT=1" : "CTXSHIM_EXEC_TRACEPARENT=0",
+		FCGIWRAP,
+		"-s",
+		NULL,
+		NULL};
 	char sock[64], script[1024], extra[1024], path[256], *json, *log, *resp;
 	struct it_thread_ctx ts, tw;
 	struct nx_server n, w;
@@ -462,7 +472,7 @@ START_TEST(test_fcgiwrap_cgi)
 	snprintf(w.err, sizeof(w.err), "fcgiwrap's stderr");
 	w.srv.port = nx_free_port();
 	snprintf(sock, sizeof(sock), "tcp:127.0.0.1:%u", w.srv.port);
-	wargv[2] = sock;
+	wargv[4] = sock;
 	nx_launch(&w, wargv, true, "fcgiwrap");
 	snprintf(extra, sizeof(extra),
 		 "      fastcgi_param LD_PRELOAD \"%s\";\n"
@@ -475,21 +485,22 @@ START_TEST(test_fcgiwrap_cgi)
 	it_send_str(fd, req);
 	spid = fc_script_pid(&n);
 
-	/* The script publishes the request it was handed. */
-	json = it_ctxdump(spid);
-	ck_assert_msg(it_dump_thread(json, spid, &ts) && ts.has_ctx,
-		      "the CGI script publishes no context:\n%s", json);
-	it_assert_continued(&ts, json, TP_TRACE, TP_PARENT, "GET", "/cgi/hold.sh",
-			    "req-9");
-	free(json);
-	/* fcgiwrap's thread publishes the same request, its own span, while
-	 * it waits for the script. */
+	/* fcgiwrap's thread publishes the request, while it waits for the
+	 * script. */
 	json = it_ctxdump(w.srv.child.pid);
 	ck_assert_msg(it_dump_thread(json, w.srv.child.pid, &tw) && tw.has_ctx,
 		      "fcgiwrap publishes no context:\n%s", json);
 	ck_assert_str_eq(tw.trace, TP_TRACE);
 	ck_assert_str_eq(tw.parent, TP_PARENT);
 	ck_assert_str_eq(tw.path, "/cgi/hold.sh");
+	free(json);
+	/* The script publishes the request it was handed, in a span of its
+	 * own: a sibling of fcgiwrap's, or its child. */
+	json = it_ctxdump(spid);
+	ck_assert_msg(it_dump_thread(json, spid, &ts) && ts.has_ctx,
+		      "the CGI script publishes no context:\n%s", json);
+	it_assert_continued(&ts, json, TP_TRACE, _i ? tw.span : TP_PARENT, "GET",
+			    "/cgi/hold.sh", "req-9");
 	ck_assert_str_ne(tw.span, ts.span);
 	free(json);
 
@@ -542,7 +553,7 @@ TEST_SUITE(fcgi_suite)
 	tcase_add_test(tc, test_fcgi_stdio);
 	tcase_add_test(tc, test_fcgi_same_bytes);
 	if (access(FCGIWRAP, X_OK) == 0)
-		tcase_add_test(tc, test_fcgiwrap_cgi);
+		tcase_add_loop_test(tc, test_fcgiwrap_cgi, 0, 2);
 	suite_add_tcase(s, tc);
 	return s;
 }

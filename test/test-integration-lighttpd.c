@@ -81,6 +81,7 @@ struct lt_server {
 	unsigned backend_port; /* /block/ and /be/ go there when not 0 */
 	unsigned rogue_port;   /* /rogue/ goes there when not 0 */
 	char fifo[128];        /* the held CGI script and exec command read it */
+	bool exec_tp;          /* CTXSHIM_EXEC_TRACEPARENT=1 */
 };
 
 static void
@@ -213,10 +214,16 @@ lt_write_conf(const struct lt_server *l)
 static void
 lt_start(struct lt_server *l, bool preload)
 {
-	char *argv[] = {ENV,      "CTXSHIM_HEADER_ATTRS=x-request-id",
-			SETPRIV,  "--pdeathsig=KILL",
-			LIGHTTPD, "-D",
-			"-f",     l->nx.conf,
+	char *argv[] = {ENV,
+			"CTXSHIM_HEADER_ATTRS=x-request-id",
+			l->exec_tp ? "CTXSHIM_EXEC_TRACEPARENT=1"
+				   : "CTXSHIM_EXEC_TRACEPARENT=0",
+			SETPRIV,
+			"--pdeathsig=KILL",
+			LIGHTTPD,
+			"-D",
+			"-f",
+			l->nx.conf,
 			NULL};
 
 	l->nx.srv.port = nx_free_port();
@@ -300,12 +307,14 @@ lt_assert_no_context(const struct lt_server *l, const char *when)
 	free(json);
 }
 
-/* lighttpd's only child process (the CGI script), 0 if none or unknown
- * (/proc/PID/task/PID/children lists a thread's children). */
+/* lighttpd's only live child process (the CGI script or exec command)
+ * other than skip, 0 if none or unknown (/proc/PID/task/PID/children lists
+ * a thread's children, the ones lighttpd has not reaped yet too: an
+ * earlier child may still be exiting). */
 static pid_t
-lt_child(pid_t pid)
+lt_child(pid_t pid, pid_t skip)
 {
-	char path[96], buf[64];
+	char path[96], buf[256], *p = buf, *end;
 	ssize_t n;
 	int fd;
 
@@ -316,7 +325,15 @@ lt_child(pid_t pid)
 	n = read(fd, buf, sizeof(buf) - 1);
 	close(fd);
 	buf[n > 0 ? n : 0] = '\0';
-	return (pid_t)strtol(buf, NULL, 10);
+	for (;;) {
+		long c = strtol(p, &end, 10);
+
+		if (end == p)
+			return 0;
+		if (c > 0 && c != skip && test_proc_state((pid_t)c) != 'Z')
+			return (pid_t)c;
+		p = end;
+	}
 }
 
 /* While lighttpd waits in its loop for a held request (trace k): it was
@@ -414,12 +431,14 @@ lt_assert_traced(struct lt_server *l, const char *prefix, unsigned k)
 
 /* The CGI script cgi, held in request k, publishes that request on its
  * main thread: the trace, a span that is neither the client's nor
- * lighttpd's (lspan), the client's as parent, the method, the path
- * without its query and the x-request-id; its event log (its own file,
- * setenv.set-environment) says so. */
+ * lighttpd's (lspan), as parent the client's (or lighttpd's span, which
+ * lighttpd hands it as TRACEPARENT with CTXSHIM_EXEC_TRACEPARENT=1), the
+ * method, the path without its query and the x-request-id; its event log
+ * (its own file, setenv.set-environment) says so. */
 static void
 lt_assert_cgi(const struct lt_server *l, pid_t cgi, unsigned k, const char *lspan)
 {
+	const char *parent = l->exec_tp ? lspan : PARENT_SPAN;
 	struct it_thread_ctx t;
 	char trace[33], rid[32], *json, *log;
 
@@ -431,7 +450,7 @@ lt_assert_cgi(const struct lt_server *l, pid_t cgi, unsigned k, const char *lspa
 	ck_assert_str_eq(t.trace, trace);
 	ck_assert_str_ne(t.span, lspan);
 	ck_assert_str_ne(t.span, PARENT_SPAN);
-	ck_assert_str_eq(t.parent, PARENT_SPAN);
+	ck_assert_str_eq(t.parent, parent);
 	ck_assert_uint_eq(t.flags, 1);
 	ck_assert_str_eq(t.method, "GET");
 	ck_assert_str_eq(t.path, "/cgi/hold");
@@ -466,7 +485,7 @@ START_TEST(test_lighttpd_held)
 	/* The script publishes the request lighttpd hands it (a CGI
 	 * program's environment: HTTP_TRACEPARENT, REQUEST_METHOD,
 	 * REQUEST_URI, HTTP_X_REQUEST_ID), in a span of its own. */
-	cgi = lt_child(l.nx.srv.child.pid);
+	cgi = lt_child(l.nx.srv.child.pid, 0);
 	ck_assert_int_gt(cgi, 0);
 	lt_assert_cgi(&l, cgi, 1, span);
 	lt_fifo_release(hold);
@@ -530,6 +549,70 @@ START_TEST(test_lighttpd_held)
 		lt_assert_traced(&l, TRACE_PREFIX, 5);
 	}
 	lt_assert_no_context(&l, "after the held requests");
+	lt_stop(&l);
+	nx_cleanup(&l.nx);
+}
+END_TEST
+
+/* ---- 1b. CTXSHIM_EXEC_TRACEPARENT=1: the request's span to its programs ---- */
+
+START_TEST(test_lighttpd_exec_traceparent)
+{
+	struct lt_server l;
+	struct it_thread_ctx t, c;
+	char req[512], span[17], trace[33], *resp, *json;
+	pid_t cgi, child;
+	int fd, hold;
+
+	lt_setup(&l, false);
+	l.exec_tp = true;
+	lt_start(&l, true);
+
+	/* mod_cgi forks and execs the script while lighttpd's thread
+	 * publishes the request: the script's parent is lighttpd's span. */
+	lt_request(req, sizeof(req), "/cgi/hold?x=1", 1, "Connection: close\r\n");
+	fd = it_connect(l.nx.srv.port);
+	it_send_str(fd, req);
+	hold = lt_fifo_held(&l);
+	lt_assert_idle_wait(&l, 1, span);
+	cgi = lt_child(l.nx.srv.child.pid, 0);
+	ck_assert_int_gt(cgi, 0);
+	lt_assert_cgi(&l, cgi, 1, span);
+	lt_fifo_release(hold);
+	resp = it_read_all(fd, NULL);
+	close(fd);
+	ck_assert_msg(strstr(resp, "\r\n\r\ncgi GET go\n"), "CGI response: %s", resp);
+	free(resp);
+
+	/* mod_ssi's exec command (sh -c, under the shim: it inherits
+	 * LD_PRELOAD) continues the request in a child span of lighttpd's,
+	 * while lighttpd waits for it inside the request. */
+	lt_request(req, sizeof(req), "/hold.shtml", 2, "Connection: close\r\n");
+	fd = it_connect(l.nx.srv.port);
+	it_send_str(fd, req);
+	hold = lt_fifo_held(&l);
+	nx_trace(TRACE_PREFIX, 2, trace);
+	test_wait_syscall(l.nx.srv.child.pid, l.nx.srv.child.pid, SYS_wait4,
+			  IT_TIMEOUT_MS);
+	json = it_dump_blocked(&l.nx.srv, l.nx.srv.child.pid, &t);
+	it_assert_continued(&t, json, trace, PARENT_SPAN, "GET", "/hold.shtml", "lt-2");
+	free(json);
+	child = lt_child(l.nx.srv.child.pid, cgi);
+	ck_assert_int_gt(child, 0);
+	json = it_ctxdump(child);
+	ck_assert_msg(it_dump_thread(json, child, &c) && c.has_ctx,
+		      "the exec command publishes no context:\n%s", json);
+	ck_assert_str_eq(c.trace, trace);
+	ck_assert_str_eq(c.parent, t.span);
+	ck_assert_str_ne(c.span, t.span);
+	ck_assert_uint_eq(c.flags, 1);
+	free(json);
+	lt_fifo_release(hold);
+	resp = it_read_all(fd, NULL);
+	close(fd);
+	ck_assert_msg(strstr(resp, "\r\n\r\nbefore got go\n after\n"), "responses: %s",
+		      resp);
+	free(resp);
 	lt_stop(&l);
 	nx_cleanup(&l.nx);
 }
@@ -877,6 +960,7 @@ TEST_SUITE(lighttpd_suite)
 		test_skip("%s is not installed (Debian: util-linux)", SETPRIV);
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_lighttpd_held);
+	tcase_add_test(tc, test_lighttpd_exec_traceparent);
 	tcase_add_test(tc, test_lighttpd_same_bytes);
 	tcase_add_test(tc, test_lighttpd_proxy);
 	if (access(CURL, X_OK) == 0)

@@ -276,6 +276,124 @@ START_TEST(exec_follow)
 }
 END_TEST
 
+/* The TRACEPARENT an exec from the EXEC line's context hands on
+ * (CTXSHIM_EXEC_TRACEPARENT=1): its trace, its span as the parent. */
+static void
+exec_tp(const char *out, char *tp, size_t n)
+{
+	char *l = line_of(out, "EXEC trace=" TRACE_ID " span=");
+
+	ck_assert_msg(l && strlen(l) == 11 + 32 + 6 + 16, "no EXEC context: %s", out);
+	snprintf(tp, n, "00-" TRACE_ID "-%s-01", l + 11 + 32 + 6);
+	free(l);
+}
+
+static void
+assert_probe_env(const char *out, const char *tp, const char *ts, const char *counts)
+{
+	char want[512];
+
+	snprintf(want, sizeof(want), "PROBEENV tp=%s ts=%s n=%s", tp, ts, counts);
+	assert_line(out, want);
+}
+
+#define EXEC_TS "TRACESTATE=congo=t61rcWkgMzE,rojo=00f067aa0ba902b7"
+
+START_TEST(exec_traceparent)
+{
+	const char *fn = exec_fns[_i];
+	char *args[] = {"exec", (char *)fn, NULL, NULL}, tp[128];
+	char *out;
+	int st;
+
+	/* Default: the environment is passed as it is (with the TRACEPARENT
+	 * the process was started with) or as the program built it. */
+	args[2] = "keep";
+	out = run_flow(args, EXEC_TS, NULL, true, false, &st);
+	ck_assert_msg(st == 0, "%s: status %#x", fn, st);
+	assert_probe_env(out, "00-" TRACE_ID "-" PARENT_ID "-01",
+			 EXEC_TS + sizeof("TRACESTATE=") - 1, "1,1");
+	free(out);
+	args[2] = "clear";
+	out = run_flow(args, NULL, NULL, true, false, &st);
+	assert_probe_env(out, "-", "-", "0,0");
+	free(out);
+
+	/* On: the thread's context replaces the one the environment had ... */
+	args[2] = "keep";
+	out = run_flow(args, "CTXSHIM_EXEC_TRACEPARENT=1", EXEC_TS, true, false, &st);
+	ck_assert_msg(st == 0, "%s: status %#x", fn, st);
+	exec_tp(out, tp, sizeof(tp));
+	assert_probe_env(out, tp, EXEC_TS + sizeof("TRACESTATE=") - 1, "1,1");
+	/* ... and the new program under the shim continues it in a span of
+	 * its own */
+	ck_assert_msg(
+		strstr(out, "ctxflow=- trace=" TRACE_ID " span=") &&
+			!strstr(out, "ctxflow=- trace=" TRACE_ID " span=" PARENT_ID),
+		"%s", out);
+	free(out);
+	/* ... is added to an environment built without it, and a tracestate
+	 * that the context does not have (invalid, so ignored) is dropped */
+	args[2] = "clear";
+	out = run_flow(args, "CTXSHIM_EXEC_TRACEPARENT=1", NULL, true, false, &st);
+	ck_assert_msg(st == 0, "%s: status %#x", fn, st);
+	exec_tp(out, tp, sizeof(tp));
+	assert_probe_env(out, tp, "-", "1,0");
+	free(out);
+	args[2] = "keep";
+	out = run_flow(args, "CTXSHIM_EXEC_TRACEPARENT=1", "TRACESTATE=Bad Key=1", true,
+		       false, &st);
+	exec_tp(out, tp, sizeof(tp));
+	assert_probe_env(out, tp, "-", "1,0");
+	free(out);
+	/* ... names the incoming parent with CTXSHIM_PROPAGATE=transparent */
+	args[2] = "clear";
+	out = run_flow(args, "CTXSHIM_EXEC_TRACEPARENT=1",
+		       "CTXSHIM_PROPAGATE=transparent", true, false, &st);
+	assert_probe_env(out, "00-" TRACE_ID "-" PARENT_ID "-01", "-", "1,0");
+	free(out);
+	/* ... goes with CTXSHIM_FOLLOW_EXEC=1 */
+	out = run_flow(args, "CTXSHIM_EXEC_TRACEPARENT=1", "CTXSHIM_FOLLOW_EXEC=1",
+		       true, false, &st);
+	ck_assert_msg(st == 0, "%s: status %#x", fn, st);
+	exec_tp(out, tp, sizeof(tp));
+	assert_probe_env(out, tp, "-", "1,0");
+	ck_assert_msg(strstr(out, "follow=1 ctxflow=1 trace=" TRACE_ID " span="), "%s",
+		      out);
+	free(out);
+	/* A thread without a context changes nothing (TRACEPARENT is not
+	 * valid here, so main has none). */
+	args[2] = "keep";
+	out = run_flow(args, "CTXSHIM_EXEC_TRACEPARENT=1", "TRACEPARENT=00-bad", true,
+		       true, &st);
+	ck_assert_msg(st == 0, "%s: status %#x", fn, st);
+	assert_line(out, "EXEC " NONE);
+	assert_probe_env(out, "00-bad", "-", "1,0");
+	free(out);
+}
+END_TEST
+
+/* An exec in a fork() child, and in a vfork() child (which shares the
+ * parent's memory: the hook only reads the thread's context there). */
+START_TEST(exec_traceparent_in_child)
+{
+	static const char *const kinds[][2] = {{"execve", "fork"},
+					       {"execv", "fork"},
+					       {"execve", "vfork"},
+					       {"execv", "vfork"}};
+	char *args[] = {"exec", (char *)kinds[_i][0], (char *)kinds[_i][1], NULL};
+	char tp[128], *out;
+	int st;
+
+	out = run_flow(args, "CTXSHIM_EXEC_TRACEPARENT=1", EXEC_TS, true, false, &st);
+	ck_assert_msg(st == 0, "%s %s: status %#x: %s", kinds[_i][0], kinds[_i][1], st,
+		      out);
+	exec_tp(out, tp, sizeof(tp));
+	assert_probe_env(out, tp, EXEC_TS + sizeof("TRACESTATE=") - 1, "1,1");
+	free(out);
+}
+END_TEST
+
 START_TEST(exec_failure_leaves_environ)
 {
 	char *args[] = {"execfail", NULL};
@@ -385,6 +503,9 @@ TEST_SUITE(preload_flow_suite)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, vfork_posix_spawn_keep_parent_state);
 	tcase_add_loop_test(tc, exec_follow, 0, sizeof(exec_fns) / sizeof(exec_fns[0]));
+	tcase_add_loop_test(tc, exec_traceparent, 0,
+			    sizeof(exec_fns) / sizeof(exec_fns[0]));
+	tcase_add_loop_test(tc, exec_traceparent_in_child, 0, 4);
 	tcase_add_test(tc, exec_failure_leaves_environ);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("coroutines");

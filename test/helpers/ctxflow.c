@@ -24,11 +24,15 @@
  *                      wait for stdin EOF
  *   ctxflow spawn      vfork+exec, posix_spawn, system, popen on main; each
  *                      must leave main's context as it was
- *   ctxflow exec HOW ENV   exec "ctxflow probe" with execve, execv, …; ENV =
- *                      keep (environment as is), clear (only CTXFLOW=1) or
- *                      other (CTXFLOW=1 and LD_PRELOAD=libm)
+ *   ctxflow exec HOW ENV   EXEC <main's context>, then exec "ctxflow probe"
+ *                      with execve, execv, …; ENV = keep (environment as
+ *                      is), clear (only CTXFLOW=1), other (CTXFLOW=1 and
+ *                      LD_PRELOAD=libm), fork or vfork (environment as is,
+ *                      the exec in a fork() or vfork() child, waited for)
  *   ctxflow execfail   an exec that fails must leave environ and errno alone
- *   ctxflow probe      PROBE shim=<0|1> preload=<LD_PRELOAD>
+ *   ctxflow probe      PROBE shim=<0|1> preload=<LD_PRELOAD> …, then
+ *                      PROBEENV tp=<TRACEPARENT> ts=<TRACESTATE> n=<how
+ *                      many of each the environment has>
  *   ctxflow ucontext   coroutines made on main and on the early thread,
  *                      interleaved by schedulers on both threads
  *   ctxflow ucontext-many N   N coroutines, more than the shim's table holds
@@ -551,11 +555,46 @@ cmd_probe(void)
 	const char *fol = getenv("CTXSHIM_FOLLOW_EXEC");
 	char c[CTX_TEXT];
 
+	const char *tp = getenv("TRACEPARENT"), *ts = getenv("TRACESTATE");
+	int ntp = 0, nts = 0;
+
 	ctx_text(c);
 	out("PROBE shim=%d preload=%s follow=%s ctxflow=%s %s\n",
 	    dlsym(RTLD_DEFAULT, OTEL_THREAD_CTX_SYMBOL) != NULL, pre ? pre : "-",
 	    fol ? fol : "-", getenv("CTXFLOW") ? getenv("CTXFLOW") : "-", c);
+	for (char **e = environ; *e; e++) {
+		ntp += strncmp(*e, "TRACEPARENT=", 12) == 0;
+		nts += strncmp(*e, "TRACESTATE=", 11) == 0;
+	}
+	out("PROBEENV tp=%s ts=%s n=%d,%d\n", tp ? tp : "-", ts ? ts : "-", ntp, nts);
 	return 0;
+}
+
+/* ENV fork or vfork: how's exec (execve or execv) of "ctxflow probe" in a
+ * child, with environ; the child's exit status is ours. */
+static int
+exec_in_child(const char *self, const char *how, bool use_vfork)
+{
+	char *argv[] = {(char *)self, "probe", NULL};
+	bool v = strcmp(how, "execv") == 0;
+	pid_t pid;
+	int st;
+
+	if (!v && strcmp(how, "execve") != 0) {
+		fprintf(stderr, "ctxflow: %s in a child: execve or execv\n", how);
+		return 2;
+	}
+	pid = use_vfork ? vfork() : fork();
+	if (pid == 0) {
+		if (v)
+			execv(self, argv);
+		else
+			execve(self, argv, environ);
+		_exit(127);
+	}
+	if (pid < 0 || waitpid(pid, &st, 0) != pid)
+		die("fork");
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 1;
 }
 
 /* ENV: keep (environ as it is), clear (only CTXFLOW=1), other (CTXFLOW=1
@@ -569,7 +608,14 @@ cmd_exec(const char *self, const char *how, const char *env)
 	const char *asan_opts = getenv("ASAN_OPTIONS");
 	bool keep = strcmp(env, "keep") == 0;
 	char *const *envp = keep ? environ : clean;
+	char c[CTX_TEXT];
 	size_t k = 1;
+
+	ctx_text(c);
+	out("EXEC %s\n", c);
+	fflush(stdout);
+	if (strcmp(env, "fork") == 0 || strcmp(env, "vfork") == 0)
+		return exec_in_child(self, how, env[0] == 'v');
 
 	if (strcmp(env, "other") == 0)
 		clean[k++] = "LD_PRELOAD=/lib/x86_64-linux-gnu/libm.so.6";
