@@ -1378,11 +1378,16 @@ sk_idle(const char *reason)
  * a server waiting for the next keep-alive request, showing its last
  * request for as long as it blocks), so they read the sets before the
  * call, and only the words the kernel reads too (bits below n, at most
- * FD_SETSIZE): a call the kernel accepts cannot fault here; one with a
- * set that is not readable at all -- an application bug the kernel
- * reports as EFAULT -- would.  The one safe reader, process_vm_readv() on
- * ourselves, is a system call that seccomp filters commonly kill the
- * process for (systemd's @system-service leaves it out).  At most
+ * FD_SETSIZE), after a probe of each page those words are on: a set that
+ * cannot be read (an application bug the kernel reports as EFAULT) is
+ * left to the real call.  The probe is rt_sigprocmask() with an invalid
+ * `how': the kernel copies the 8 bytes at its set pointer before it looks
+ * at `how', so it fails with EFAULT if they cannot be read and with
+ * EINVAL otherwise, and changes nothing (kernel/signal.c).  Every program
+ * makes that call (glibc does, around fork, in pthread_create...), so
+ * seccomp filters allow it, unlike process_vm_readv(), which
+ * systemd's @system-service leaves out.  One or two more system calls per
+ * set, only while the thread publishes a connection's context.  At most
  * SK_POLL_SCAN_MAX pollfds are looked at. */
 #define SK_POLL_SCAN_MAX 1024
 
@@ -1400,6 +1405,26 @@ sk_pollfds_tracked(const struct pollfd *f, nfds_t n)
 	return false;
 }
 
+/* Can the 8 bytes at p be read (see above)?  Changes errno. */
+static bool
+sk_readable8(uintptr_t p)
+{
+	return syscall(SYS_rt_sigprocmask, -1, p, NULL, (size_t)8) == 0 ||
+	       errno != EFAULT;
+}
+
+/* Can the words of set s that hold fds 0..n-1 (n <= FD_SETSIZE) be read?
+ * They are at most 128 bytes: on one page, or on two.  Changes errno. */
+static bool
+sk_fdset_readable(const fd_set *s, int n)
+{
+	uintptr_t first = (uintptr_t)s, last = first + ((size_t)n + 63) / 64 * 8 - 8;
+
+	if (!s)
+		return true;
+	return sk_readable8(first) && ((first ^ last) < 4096 || sk_readable8(last));
+}
+
 static bool
 sk_fdset_tracked(int n, const fd_set *r, const fd_set *w, const fd_set *x)
 {
@@ -1407,6 +1432,9 @@ sk_fdset_tracked(int n, const fd_set *r, const fd_set *w, const fd_set *x)
 
 	if (n > FD_SETSIZE)
 		n = FD_SETSIZE;
+	if (!sk_fdset_readable(r, n) || !sk_fdset_readable(w, n) ||
+	    !sk_fdset_readable(x, n))
+		return false;
 	for (fd = 0; fd < n; fd++)
 		if ((ctxshim_conn_hot(fd) & (CONN_HOT_SCAN | CONN_HOT_TLS)) &&
 		    ((r && FD_ISSET(fd, r)) || (w && FD_ISSET(fd, w)) ||
@@ -1425,10 +1453,11 @@ sk_fdset_idle(int n,
 {
 	int saved_errno;
 
-	if (n <= 0 || !sk_fdset_tracked(n, rd, w, x))
+	if (n <= 0)
 		return;
 	saved_errno = errno;
-	sk_idle(reason);
+	if (sk_fdset_tracked(n, rd, w, x))
+		sk_idle(reason);
 	errno = saved_errno;
 }
 

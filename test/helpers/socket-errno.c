@@ -289,6 +289,37 @@ tracked_fds(void)
 	send_all(c, REQ);
 	wait_bytes(s2, req_len);
 	CALL("read-dup", read(s2, buf, sizeof(buf)), (long)req_len, SENTINEL);
+	/* While the request's context is published, select/pselect look at
+	 * their sets first (hook-socket.c): sets they cannot read must give
+	 * EFAULT, as without the shim, not a fault in the hook. */
+	{
+		long pg = sysconf(_SC_PAGESIZE);
+		char *m = mmap(NULL, (size_t)pg * 2, PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		fd_set *none = (fd_set *)(void *)(m + pg), /* PROT_NONE */
+			*straddle = (fd_set *)(void *)(m + pg - 8), ok;
+		struct timeval tv0 = {0, 0};
+		struct timespec ts0 = {0, 0};
+
+		if (m == MAP_FAILED || mprotect(m + pg, (size_t)pg, PROT_NONE) < 0)
+			exit(2);
+		FD_ZERO(&ok);
+		FD_SET(s2, &ok);
+		CALL("select-efault-tracked",
+		     select(s2 + 1, (fd_set *)8, NULL, NULL, &tv0), -1, EFAULT);
+		CALL("select-efault-none", select(s2 + 1, &ok, none, NULL, &tv0), -1,
+		     EFAULT);
+		/* 8 readable bytes, the rest on the PROT_NONE page: fds 64
+		 * and up are there */
+		memset(straddle, 0, 8);
+		CALL("select-efault-straddle", select(65, straddle, NULL, NULL, &tv0),
+		     -1, EFAULT);
+		CALL("select-straddle-ok", select(64, straddle, NULL, NULL, &tv0), 0,
+		     SENTINEL);
+		CALL("pselect-efault-tracked",
+		     pselect(s2 + 1, NULL, NULL, none, &ts0, NULL), -1, EFAULT);
+		munmap(m, (size_t)pg * 2);
+	}
 	CALL("close-dup", close(s2), 0, SENTINEL);
 	CALL("sendmsg-response",
 	     sendmsg(s,
