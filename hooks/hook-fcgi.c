@@ -31,6 +31,17 @@
  * of a program run as plain CGI (not a FastCGI socket on fd 0) calls no
  * FCGX_ function: that request is the CGI carrier's (shim.c).
  *
+ * FCGX_Accept_r() first finishes the request it is given, which flushes
+ * its response: the canonical FCGI_Accept() loop sends each response
+ * there.  So when the thread calls accept with the request it publishes,
+ * that nested FCGX_Finish_r() ends it, after the flush, and clears the
+ * thread before the accept blocks.
+ *
+ * A copy of libfcgi's code inside another object (CPAN's FCGI.so builds
+ * fcgiapp.c in) calls these names through its PLT too, and reaches us:
+ * such a caller is passed to its own copy untouched (bind.h,
+ * ctxshim_callers_own()).
+ *
  * Limitation: a request handed to another thread (accepted on one,
  * answered on another) is published on the accepting thread only, until
  * it calls accept again. */
@@ -67,8 +78,9 @@ typedef int (*fcgx_accept_r_fn)(struct fcgx_request *);
 typedef void (*fcgx_finish_r_fn)(struct fcgx_request *);
 typedef void (*fcgx_free_fn)(struct fcgx_request *, int);
 
-/* Set once the real functions are found; until then every call retries. */
-static int fcgi_bound;
+/* Set once the real functions are found; until then every call retries.
+ * fcgi_global: found in the global scope, where every caller finds them. */
+static int fcgi_bound, fcgi_global;
 static fcgx_accept_r_fn real_accept_r_fn;
 static fcgx_finish_r_fn real_finish_r_fn;
 static fcgx_free_fn real_free_fn;
@@ -82,6 +94,9 @@ static __thread uint8_t fcgi_span[8];
 /* Inside FCGX_Finish_r(), whose FCGX_Free() is not the request's end yet:
  * the flush before it is part of the request. */
 static __thread bool fcgi_finishing;
+/* Inside FCGX_Accept_r() of the published request, until its nested
+ * FCGX_Finish_r() ended it. */
+static __thread bool fcgi_accepting;
 
 HOOK_EXPORT int FCGX_Accept_r(struct fcgx_request *req);
 HOOK_EXPORT void FCGX_Finish_r(struct fcgx_request *req);
@@ -93,6 +108,13 @@ HOOK_EXPORT void FCGX_Free(struct fcgx_request *req, int close);
  * find it by soname.  If it is not loaded at all, nothing is stored and
  * the next call tries again (and passes through meanwhile). */
 static const char *const fcgi_sonames[] = {"libfcgi.so.0", NULL};
+
+static const char *const fcgi_names[] = {"FCGX_Accept_r", "FCGX_Finish_r", "FCGX_Free"};
+static const void *const fcgi_selves[] = {(const void *)FCGX_Accept_r,
+					  (const void *)FCGX_Finish_r,
+					  (const void *)FCGX_Free};
+static struct ctxshim_callers fcgi_callers = {
+	.names = fcgi_names, .n = 3, .selves = fcgi_selves};
 
 static void
 hook_fcgi_bind_slow(void)
@@ -119,6 +141,9 @@ hook_fcgi_bind_slow(void)
 	__atomic_store_n(&real_accept_r_fn, (fcgx_accept_r_fn)acc, __ATOMIC_RELAXED);
 	__atomic_store_n(&real_finish_r_fn, (fcgx_finish_r_fn)fin, __ATOMIC_RELAXED);
 	__atomic_store_n(&real_free_fn, (fcgx_free_fn)fr, __ATOMIC_RELAXED);
+	__atomic_store_n(&fcgi_global,
+			 ctxshim_bound_globally("FCGX_Accept_r", NULL, acc),
+			 __ATOMIC_RELAXED);
 	__atomic_store_n(&fcgi_bound, 1, __ATOMIC_RELEASE);
 	errno = saved_errno;
 }
@@ -141,6 +166,19 @@ hook_fcgi_ctor(void)
 	if (ctxshim_lib_loaded(fcgi_sonames))
 		hook_fcgi_bind();
 	errno = saved_errno;
+}
+
+/* The caller's own copy of libfcgi (fn[] by fcgi_names), or NULL: the
+ * call is ours.  ret: the exported hook's return address. */
+static inline void *const *
+fcgi_own(const void *ret)
+{
+	hook_fcgi_bind();
+	if (__atomic_load_n(&fcgi_global, __ATOMIC_RELAXED))
+		return NULL;
+	return ctxshim_callers_own(
+		&fcgi_callers, ret,
+		(const void *)__atomic_load_n(&real_accept_r_fn, __ATOMIC_RELAXED));
 }
 
 /* libfcgi not loaded (no caller of ours then but a stray one): a failed
@@ -228,8 +266,20 @@ hook_fcgi_accept_r(struct fcgx_request *req)
 
 	if (!ctxshim_active() || !req)
 		return real_FCGX_Accept_r(req);
-	fcgi_wait();
+	if (req == fcgi_req)
+		fcgi_accepting = true; /* its nested finish clears it */
+	else
+		fcgi_wait();
 	r = real_FCGX_Accept_r(req);
+	if (fcgi_accepting) {
+		/* No nested finish came (a libfcgi that calls its own
+		 * functions directly): late, but the thread waits no more
+		 * with its last request. */
+		fcgi_accepting = false;
+		if (fcgi_req == req)
+			fcgi_end(req->ipcFd, "fcgi-finish");
+		fcgi_wait();
+	}
 	/* fcgiapp.h: 0 for a request, -1 (or a negative errno) else. */
 	if (r != 0 || !req->envp)
 		return r;
@@ -252,6 +302,11 @@ hook_fcgi_finish_r(struct fcgx_request *req)
 	fcgi_finishing = false;
 	if (ctxshim_active() && req && req == fcgi_req)
 		fcgi_end(fd, "fcgi-finish");
+	if (fcgi_accepting) {
+		/* The finish of accept's own request: the accept blocks next. */
+		fcgi_accepting = false;
+		fcgi_wait();
+	}
 }
 
 /* An application may free a request without finishing it (to drop it,
@@ -269,17 +324,31 @@ hook_fcgi_free(struct fcgx_request *req, int close)
 HOOK_EXPORT int
 FCGX_Accept_r(struct fcgx_request *req)
 {
+	void *const *own = fcgi_own(__builtin_return_address(0));
+
+	if (own)
+		return ((fcgx_accept_r_fn)own[0])(req);
 	return hook_fcgi_accept_r(req);
 }
 
 HOOK_EXPORT void
 FCGX_Finish_r(struct fcgx_request *req)
 {
-	hook_fcgi_finish_r(req);
+	void *const *own = fcgi_own(__builtin_return_address(0));
+
+	if (own)
+		((fcgx_finish_r_fn)own[1])(req);
+	else
+		hook_fcgi_finish_r(req);
 }
 
 HOOK_EXPORT void
 FCGX_Free(struct fcgx_request *req, int close)
 {
-	hook_fcgi_free(req, close);
+	void *const *own = fcgi_own(__builtin_return_address(0));
+
+	if (own)
+		((fcgx_free_fn)own[2])(req, close);
+	else
+		hook_fcgi_free(req, close);
 }

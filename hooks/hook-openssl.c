@@ -65,7 +65,12 @@
  * (a library that needs libssl was dlopen()ed since).  RTLD_NEXT does not
  * see a libssl loaded RTLD_LOCAL as a plugin's dependency; then we open it
  * by soname with RTLD_NOLOAD, which also pins it, so that our pointers
- * cannot outlive it.  Not found at all (cannot happen while something
+ * cannot outlive it.  A caller whose own scope has another libssl than
+ * that one (a Python wheel's libssl under another soname, beside the
+ * system's that Python's ssl module loaded) would have called its own
+ * copy without the shim: its calls go there, untouched (bind.h,
+ * ctxshim_callers_own()), never an SSL pointer into another library.
+ * Not found at all (cannot happen while something
  * calls these names): the hooks fail the call as libssl would on a
  * broken session and log once.  A program that dlsym()s SSL_read out of
  * its own dlopen() handle is not seen: its lookups never reach the
@@ -158,6 +163,12 @@ static const char *const ossl_bio_name[OSSL_BIO_N] = {
 
 static void *ossl_fn[OSSL_N];
 static const void *ossl_self[OSSL_HOOKED];
+/* ossl_fn[] came from the global scope, where every caller finds it. */
+static bool ossl_global;
+static struct ctxshim_callers ossl_callers = {.names = ossl_name,
+					      .n = OSSL_HOOKED,
+					      .version = OSSL_NODE,
+					      .selves = ossl_self};
 static pthread_once_t ossl_once = PTHREAD_ONCE_INIT;
 static void *ossl_bio_fn[OSSL_BIO_N];
 /* The whole of ossl_bio_fn[] up to OSSL_BIO_NEEDED and SSL_get_rbio bound:
@@ -180,6 +191,8 @@ hook_openssl_bind_once(void)
 		ossl_fn[i] =
 			ctxshim_bind_loaded(sonames, ossl_name[i], OSSL_NODE, self);
 	}
+	ossl_global = ctxshim_bound_globally(ossl_name[OSSL_READ], OSSL_NODE,
+					     ossl_fn[OSSL_READ]);
 	for (i = 0; i < OSSL_N; i++)
 		if (!ossl_fn[i]) {
 			ctxshim_log("openssl: %s@%s not found", ossl_name[i],
@@ -733,6 +746,25 @@ hook_openssl_set_fd(SSL *s, int fd)
 
 /* ---- exported names (version OPENSSL_3.0.0) -------------------------------- */
 
+/* The caller's own libssl (its definitions by ossl_name), or NULL: the
+ * call is ours.  ret: the exported hook's return address. */
+static inline void *const *
+ossl_own(const void *ret)
+{
+	hook_openssl_bind();
+	if (ossl_global)
+		return NULL;
+	return ctxshim_callers_own(&ossl_callers, ret, ossl_fn[OSSL_READ]);
+}
+
+/* Pass a call of such a caller to its own copy. */
+#define OSSL_OWN(i, type, ...)                                             \
+	do {                                                               \
+		void *const *own_ = ossl_own(__builtin_return_address(0)); \
+		if (own_)                                                  \
+			return ((type)own_[i])(__VA_ARGS__);               \
+	} while (0)
+
 #define OSSL_SYMVER(fn) \
 	__asm__(".symver ctxshim_" #fn "_ossl3, " #fn "@" OSSL_NODE ", remove")
 
@@ -752,66 +784,81 @@ HOOK_EXPORT SSL *ctxshim_SSL_dup_ossl3(SSL *s);
 HOOK_EXPORT int
 ctxshim_SSL_read_ossl3(SSL *s, void *buf, int num)
 {
+	OSSL_OWN(OSSL_READ, ossl_io_fn, s, buf, num);
 	return hook_openssl_read(s, buf, num);
 }
 
 HOOK_EXPORT int
 ctxshim_SSL_read_ex_ossl3(SSL *s, void *buf, size_t num, size_t *n)
 {
+	OSSL_OWN(OSSL_READ_EX, ossl_io_ex_fn, s, buf, num, n);
 	return hook_openssl_read_ex(s, buf, num, n);
 }
 
 HOOK_EXPORT int
 ctxshim_SSL_peek_ossl3(SSL *s, void *buf, int num)
 {
+	OSSL_OWN(OSSL_PEEK, ossl_io_fn, s, buf, num);
 	return hook_openssl_peek(s, buf, num);
 }
 
 HOOK_EXPORT int
 ctxshim_SSL_peek_ex_ossl3(SSL *s, void *buf, size_t num, size_t *n)
 {
+	OSSL_OWN(OSSL_PEEK_EX, ossl_io_ex_fn, s, buf, num, n);
 	return hook_openssl_peek_ex(s, buf, num, n);
 }
 
 HOOK_EXPORT int
 ctxshim_SSL_write_ossl3(SSL *s, const void *buf, int num)
 {
+	OSSL_OWN(OSSL_WRITE, ossl_wr_fn, s, buf, num);
 	return hook_openssl_write(s, buf, num);
 }
 
 HOOK_EXPORT int
 ctxshim_SSL_write_ex_ossl3(SSL *s, const void *buf, size_t num, size_t *n)
 {
+	OSSL_OWN(OSSL_WRITE_EX, ossl_wr_ex_fn, s, buf, num, n);
 	return hook_openssl_write_ex(s, buf, num, n);
 }
 
 HOOK_EXPORT void
 ctxshim_SSL_free_ossl3(SSL *s)
 {
-	hook_openssl_free(s);
+	void *const *own = ossl_own(__builtin_return_address(0));
+
+	if (own)
+		((ossl_free_fn)own[OSSL_FREE])(s);
+	else
+		hook_openssl_free(s);
 }
 
 HOOK_EXPORT int
 ctxshim_SSL_set_fd_ossl3(SSL *s, int fd)
 {
+	OSSL_OWN(OSSL_SET_FD, ossl_set_fd_fn, s, fd);
 	return hook_openssl_set_fd(s, fd);
 }
 
 HOOK_EXPORT int
 ctxshim_SSL_do_handshake_ossl3(SSL *s)
 {
+	OSSL_OWN(OSSL_DO_HANDSHAKE, ossl_handshake_fn, s);
 	return hook_openssl_do_handshake(s);
 }
 
 HOOK_EXPORT int
 ctxshim_SSL_up_ref_ossl3(SSL *s)
 {
+	OSSL_OWN(OSSL_UP_REF, ossl_up_ref_fn, s);
 	return hook_openssl_up_ref(s);
 }
 
 HOOK_EXPORT SSL *
 ctxshim_SSL_dup_ossl3(SSL *s)
 {
+	OSSL_OWN(OSSL_DUP, ossl_dup_fn, s);
 	return hook_openssl_dup(s);
 }
 

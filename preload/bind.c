@@ -8,6 +8,8 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <link.h>
+#include <pthread.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -147,4 +149,99 @@ ctxshim_text_range(const void *addr, uintptr_t *lo, uintptr_t *hi)
 	*lo = f.lo;
 	*hi = f.hi;
 	return true;
+}
+
+bool
+ctxshim_bound_globally(const char *name, const char *version, const void *p)
+{
+	void *g = version ? dlvsym(RTLD_NEXT, name, version) : dlsym(RTLD_NEXT, name);
+
+	if (!g)
+		(void)dlerror();
+	return p && g == p;
+}
+
+static pthread_mutex_t callers_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void *
+callers_sym(void *lib, const char *name, const char *version)
+{
+	void *p = version ? dlvsym(lib, name, version) : dlsym(lib, name);
+
+	if (!p)
+		(void)dlerror();
+	return p;
+}
+
+/* Fill e for the object containing ret (see bind.h). */
+static void
+callers_resolve(const struct ctxshim_callers *cs,
+		struct ctxshim_caller *e,
+		const void *ret,
+		const void *primary0)
+{
+	struct link_map *lm = NULL;
+	Dl_info info;
+	void *lib, *p;
+	unsigned i;
+
+	e->own = false;
+	/* The main program's scope is the global one, where the shim comes
+	 * before any library: it would find our hook or the primary. */
+	if (!dladdr1(ret, &info, (void **)&lm, RTLD_DL_LINKMAP) || !lm || !lm->l_name ||
+	    !lm->l_name[0])
+		return;
+	lib = dlopen(lm->l_name, RTLD_LAZY | RTLD_NOLOAD);
+	if (!lib) {
+		(void)dlerror();
+		return;
+	}
+	/* Pinned for good (see bind.h): the handle is not closed. */
+	p = callers_sym(lib, cs->names[0], cs->version);
+	if (!p || p == primary0 || p == cs->selves[0])
+		return;
+	for (i = 0; i < cs->n; i++) {
+		p = callers_sym(lib, cs->names[i], cs->version);
+		if (!p || (cs->selves[i] && p == cs->selves[i]))
+			return;
+		e->fn[i] = p;
+	}
+	e->own = true;
+}
+
+void *const *
+ctxshim_callers_own(struct ctxshim_callers *cs, const void *ret, const void *primary0)
+{
+	uintptr_t a = (uintptr_t)ret, lo, hi;
+	unsigned n = __atomic_load_n(&cs->count, __ATOMIC_ACQUIRE), i;
+	struct ctxshim_caller *e;
+	int saved_errno;
+
+	for (i = 0; i < n; i++)
+		if (a >= cs->entry[i].lo && a < cs->entry[i].hi)
+			return cs->entry[i].own ? cs->entry[i].fn : NULL;
+	if (n >= CTXSHIM_CALLERS_MAX)
+		return NULL;
+	saved_errno = errno;
+	if (!ctxshim_text_range(ret, &lo, &hi)) {
+		errno = saved_errno;
+		return NULL;
+	}
+	pthread_mutex_lock(&callers_lock);
+	/* Another thread may have added it meanwhile. */
+	n = __atomic_load_n(&cs->count, __ATOMIC_ACQUIRE);
+	for (i = 0; i < n; i++)
+		if (a >= cs->entry[i].lo && a < cs->entry[i].hi)
+			break;
+	if (i == n && n < CTXSHIM_CALLERS_MAX) {
+		e = &cs->entry[n];
+		e->lo = lo;
+		e->hi = hi;
+		callers_resolve(cs, e, ret, primary0);
+		__atomic_store_n(&cs->count, n + 1, __ATOMIC_RELEASE);
+	}
+	e = i < CTXSHIM_CALLERS_MAX ? &cs->entry[i] : NULL;
+	pthread_mutex_unlock(&callers_lock);
+	errno = saved_errno;
+	return e && e->own ? e->fn : NULL;
 }

@@ -36,3 +36,56 @@ bool ctxshim_lib_loaded(const char *const *sonames);
  * the library's calls to its own exported functions (through the PLT) from
  * the application's.  Returns false if no object contains addr. */
 bool ctxshim_text_range(const void *addr, uintptr_t *lo, uintptr_t *hi);
+
+/* Is p what RTLD_NEXT finds for name (the definition in the global scope
+ * after the shim)?  Then every caller would have bound to it without the
+ * shim (the dynamic linker searches the global scope first), and no
+ * caller needs ctxshim_callers_own().  Leaves no dlerror() message. */
+bool ctxshim_bound_globally(const char *name, const char *version, const void *p);
+
+/* Callers with a copy of a hooked library of their own.
+ *
+ * Our exported names also catch the calls of an object that a plugin
+ * loader opened RTLD_LOCAL with a copy of the library inside it or among
+ * its own dependencies (CPAN's FCGI.so builds libfcgi's sources in; a
+ * Python wheel carries libssl under another soname).  Without the shim
+ * that object would have called its own copy: nothing in the global scope
+ * defines the name, so its own scope does.  A hook whose real function
+ * was not found in the global scope (RTLD_NEXT; ctxshim_bound_globally()
+ * says) therefore asks, per call, for the object its caller's return
+ * address is in: if that object's own scope (its dependency tree, the way
+ * dlsym() on its handle searches it) defines names[0] as something other
+ * than the hook's primary binding and other than our hook, the call must
+ * go there, untouched, with the object's own definitions of all names.
+ *
+ * The answer is kept per object, in a fixed table of
+ * CTXSHIM_CALLERS_MAX objects (beyond that, a new object gets the primary
+ * binding, as before): a lookup is a few compares without a lock; the
+ * first call from an object takes a mutex and makes dl*() calls (not from
+ * a signal handler, as any first binding).  The object is pinned (dlopen
+ * RTLD_NOLOAD, never closed), so its address range keeps meaning it. */
+#define CTXSHIM_CALLERS_MAX 16
+#define CTXSHIM_CALLERS_FNS 16
+
+struct ctxshim_caller {
+	uintptr_t lo, hi; /* the object's executable segments */
+	void *fn[CTXSHIM_CALLERS_FNS];
+	bool own; /* fn[] holds its own copy's definitions */
+};
+
+struct ctxshim_callers {
+	const char *const *names; /* at most CTXSHIM_CALLERS_FNS */
+	unsigned n;
+	const char *version;       /* of every name, or NULL */
+	const void *const *selves; /* our hooks, by name (NULL: not hooked) */
+	unsigned count;            /* entries in use (atomic) */
+	struct ctxshim_caller entry[CTXSHIM_CALLERS_MAX];
+};
+
+/* The definitions (by cs->names) the caller whose return address is ret
+ * would have called without the shim, if they are another copy than
+ * primary0 (the hook's binding of names[0], NULL if none); NULL when
+ * the primary binding is right for it or nothing better is known.
+ * Keeps errno; leaves no dlerror() message. */
+void *const *
+ctxshim_callers_own(struct ctxshim_callers *cs, const void *ret, const void *primary0);

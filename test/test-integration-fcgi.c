@@ -160,8 +160,10 @@ fc_check_traced(struct it_server *app, const struct nx_server *n, const char *tr
 	free(resp);
 	test_child_expect(&app->child, "DONE ", line, sizeof(line), IT_TIMEOUT_MS);
 	/* The thread answered and waits for the next request (in the stdio
-	 * API, inside the next FCGI_Accept()). */
-	it_wait_detached(app, tid, NULL, NULL);
+	 * API, inside the next FCGI_Accept()).  The request ended at its
+	 * finish, after the flush of its response: in the stdio API, the one
+	 * nested in that FCGI_Accept() (which sends the whole response). */
+	it_wait_detached(app, tid, NULL, "fcgi-finish");
 	log = it_events(app);
 	ck_assert_msg(it_events_count(log, trace, "fcgi-request") == 1, "log:\n%s",
 		      log);

@@ -9,7 +9,8 @@
  * evhttp_set_cb), and the shim's tracing must work through the fallback.
  * plugin-host also checks that the shim's bindings leave no dlerror()
  * message behind on the application's thread (a blind call before the
- * library is loaded, whose binding fails and is retried later). */
+ * library is loaded, whose binding fails and is retried later).  A plugin
+ * with its own copy of such a library keeps calling its copy. */
 #include "test-common.h"
 
 #include <stdlib.h>
@@ -89,12 +90,59 @@ START_TEST(plugin_libraries_loaded_local)
 }
 END_TEST
 
+/* A plugin with its own copy of a hooked library (helpers/own-copy.c:
+ * libfcgi's accept/finish/free; helpers/own-ssl.c: libssl's functions at
+ * OPENSSL_3.0.0), opened RTLD_LOCAL alone or after the real library (also
+ * RTLD_LOCAL, which the shim's fallback by soname finds): its calls reach
+ * the shim's names and must go to its own copy, with the copy's results
+ * (they once failed with ENOSYS, or went to the real library with the
+ * copy's objects and crashed). */
+static const struct {
+	const char *plugin, *lib, *want;
+} own_cases[] = {
+	{"libown-copy.so", NULL,
+	 "fcgi: accept 0, the copy's accept/finish/free ran: 111\n"},
+	{"libown-copy.so", "libfcgi.so.0",
+	 "fcgi: accept 0, the copy's accept/finish/free ran: 111\n"},
+	{"libown-ssl.so", NULL,
+	 "ssl: 10 of 10 calls returned the copy's results, the copy's functions "
+	 "ran: 0x7ff\n"},
+	{"libown-ssl.so", "libssl.so.3",
+	 "ssl: 10 of 10 calls returned the copy's results, the copy's functions "
+	 "ran: 0x7ff\n"},
+};
+
+START_TEST(plugin_own_library_copy)
+{
+	char host[4096], plugin[4096], *argv[] = {host, plugin, NULL, NULL};
+	char *out, *err;
+	int st, shim;
+
+	snprintf(host, sizeof(host), "%s/own-copy-host", test_env_path("HELPER_DIR"));
+	snprintf(plugin, sizeof(plugin), "%s/%s", test_env_path("HELPER_DIR"),
+		 own_cases[_i].plugin);
+	argv[2] = (char *)own_cases[_i].lib;
+	for (shim = 0; shim < 2; shim++) {
+		st = test_run_capture(argv, NULL, shim, &out, &err, 60000);
+		ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0 &&
+				      strcmp(out, own_cases[_i].want) == 0,
+			      "%s %s, %s shim: status %#x:\n%s%s", own_cases[_i].plugin,
+			      own_cases[_i].lib ? own_cases[_i].lib : "alone",
+			      shim ? "with" : "without", st, out, err);
+		free(out);
+		free(err);
+	}
+}
+END_TEST
+
 TEST_SUITE(preload_plugins_suite)
 {
 	Suite *s = suite_create("preload-plugins");
 	TCase *tc = tcase_create("plugins");
 
 	tcase_add_test(tc, plugin_libraries_loaded_local);
+	tcase_add_loop_test(tc, plugin_own_library_copy, 0,
+			    sizeof(own_cases) / sizeof(own_cases[0]));
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -1,0 +1,40 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* own-copy-host PLUGIN [LIB...]: dlopen()s each LIB, then PLUGIN, all
+ * RTLD_LOCAL (as Perl's DynaLoader or Python load extensions), and runs
+ * PLUGIN's own_copy_main() (helpers/own-copy.c, test-preload-plugins.c).
+ * A LIB is the real library loaded beside the plugin's copy: the shim's
+ * fallback by soname finds it, and must not send the copy's calls
+ * there. */
+#include "config.h"
+
+#include <dlfcn.h>
+#include <stdio.h>
+
+int
+main(int argc, char **argv)
+{
+	int (*fn)(void);
+	void *lib;
+	int i;
+
+	if (argc < 2) {
+		fprintf(stderr, "usage: own-copy-host PLUGIN [LIB...]\n");
+		return 64;
+	}
+	for (i = 2; i < argc; i++)
+		if (!dlopen(argv[i], RTLD_NOW | RTLD_LOCAL)) {
+			fprintf(stderr, "own-copy-host: %s\n", dlerror());
+			return 1;
+		}
+	lib = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
+	if (!lib) {
+		fprintf(stderr, "own-copy-host: %s\n", dlerror());
+		return 1;
+	}
+	*(void **)&fn = dlsym(lib, "own_copy_main");
+	if (!fn) {
+		fprintf(stderr, "own-copy-host: %s\n", dlerror());
+		return 1;
+	}
+	return fn();
+}

@@ -1,0 +1,150 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* libown-ssl.so: stand-ins for the libssl functions the shim hooks, at
+ * libssl's symbol version (own-ssl.map), as a library that carries its
+ * own libssl would have them (a Python wheel's libssl under another
+ * soname), called through its PLT (test-preload-plugins.c, run by
+ * own-copy-host).  own_copy_main() prints what each call returned and
+ * which stand-ins ran: the same with the shim as without it. */
+#include "config.h"
+
+#include <stddef.h>
+#include <stdio.h>
+
+typedef struct own_ssl SSL;
+
+int SSL_read(SSL *s, void *buf, int num);
+int SSL_read_ex(SSL *s, void *buf, size_t num, size_t *n);
+int SSL_peek(SSL *s, void *buf, int num);
+int SSL_peek_ex(SSL *s, void *buf, size_t num, size_t *n);
+int SSL_write(SSL *s, const void *buf, int num);
+int SSL_write_ex(SSL *s, const void *buf, size_t num, size_t *n);
+void SSL_free(SSL *s);
+int SSL_set_fd(SSL *s, int fd);
+int SSL_do_handshake(SSL *s);
+int SSL_up_ref(SSL *s);
+SSL *SSL_dup(SSL *s);
+int own_copy_main(void);
+
+struct own_ssl {
+	int fd;
+};
+
+static unsigned ran;
+
+#define RAN(bit) (ran |= 1u << (bit))
+
+int
+SSL_read(SSL *s, void *buf, int num)
+{
+	(void)s, (void)buf;
+	RAN(0);
+	return num;
+}
+
+int
+SSL_read_ex(SSL *s, void *buf, size_t num, size_t *n)
+{
+	(void)s, (void)buf;
+	RAN(1);
+	*n = num;
+	return 1;
+}
+
+int
+SSL_peek(SSL *s, void *buf, int num)
+{
+	(void)s, (void)buf;
+	RAN(2);
+	return num;
+}
+
+int
+SSL_peek_ex(SSL *s, void *buf, size_t num, size_t *n)
+{
+	(void)s, (void)buf;
+	RAN(3);
+	*n = num;
+	return 1;
+}
+
+int
+SSL_write(SSL *s, const void *buf, int num)
+{
+	(void)s, (void)buf;
+	RAN(4);
+	return num;
+}
+
+int
+SSL_write_ex(SSL *s, const void *buf, size_t num, size_t *n)
+{
+	(void)s, (void)buf;
+	RAN(5);
+	*n = num;
+	return 1;
+}
+
+void
+SSL_free(SSL *s)
+{
+	(void)s;
+	RAN(6);
+}
+
+int
+SSL_set_fd(SSL *s, int fd)
+{
+	s->fd = fd;
+	RAN(7);
+	return 1;
+}
+
+int
+SSL_do_handshake(SSL *s)
+{
+	(void)s;
+	RAN(8);
+	return 1;
+}
+
+int
+SSL_up_ref(SSL *s)
+{
+	(void)s;
+	RAN(9);
+	return 1;
+}
+
+SSL *
+SSL_dup(SSL *s)
+{
+	RAN(10);
+	return s;
+}
+
+int
+own_copy_main(void)
+{
+	struct own_ssl s = {-1};
+	char buf[8];
+	size_t n = 0;
+	int r = 0;
+
+	/* A server session on fd 0 (which the shim may look at), as a
+	 * real one would be. */
+	r += SSL_set_fd(&s, 0) == 1;
+	r += SSL_do_handshake(&s) == 1;
+	r += SSL_read(&s, buf, 5) == 5;
+	r += SSL_read_ex(&s, buf, 6, &n) == 1 && n == 6;
+	r += SSL_peek(&s, buf, 3) == 3;
+	r += SSL_peek_ex(&s, buf, 4, &n) == 1 && n == 4;
+	r += SSL_write(&s, "x", 1) == 1;
+	r += SSL_write_ex(&s, "xy", 2, &n) == 1 && n == 2;
+	r += SSL_up_ref(&s) == 1;
+	r += SSL_dup(&s) == &s;
+	SSL_free(&s);
+	printf("ssl: %d of 10 calls returned the copy's results, the copy's "
+	       "functions ran: %#x\n",
+	       r, ran);
+	return r == 10 && ran == 0x7ff ? 0 : 1;
+}
