@@ -324,31 +324,20 @@ hook_fcgi_free(struct fcgx_request *req, int close)
 HOOK_EXPORT int
 FCGX_Accept_r(struct fcgx_request *req)
 {
-	void *const *own = fcgi_own(__builtin_return_address(0));
-
-	if (own)
-		return ((fcgx_accept_r_fn)own[0])(req);
+	CTXSHIM_OWN_RETURN(fcgi_own, 0, fcgx_accept_r_fn, req);
 	return hook_fcgi_accept_r(req);
 }
 
 HOOK_EXPORT void
 FCGX_Finish_r(struct fcgx_request *req)
 {
-	void *const *own = fcgi_own(__builtin_return_address(0));
-
-	if (own)
-		((fcgx_finish_r_fn)own[1])(req);
-	else
-		hook_fcgi_finish_r(req);
+	CTXSHIM_OWN_RETURN_VOID(fcgi_own, 1, fcgx_finish_r_fn, req);
+	hook_fcgi_finish_r(req);
 }
 
 HOOK_EXPORT void
 FCGX_Free(struct fcgx_request *req, int close)
 {
-	void *const *own = fcgi_own(__builtin_return_address(0));
-
-	if (own)
-		((fcgx_free_fn)own[2])(req, close);
-	else
-		hook_fcgi_free(req, close);
+	CTXSHIM_OWN_RETURN_VOID(fcgi_own, 2, fcgx_free_fn, req, close);
+	hook_fcgi_free(req, close);
 }

@@ -221,6 +221,10 @@ typedef nghttp2_vec (*nh_rcbuf_get_buf_fn)(nghttp2_rcbuf *);
 
 static void *nh_fn[NH_N];
 static const void *nh_self[NH_HOOKED];
+/* nh_fn[] came from the global scope, where every caller finds it. */
+static bool nh_global;
+static struct ctxshim_callers nh_callers = {
+	.names = nh_name, .n = NH_HOOKED, .selves = nh_self};
 static pthread_once_t nh_once = PTHREAD_ONCE_INIT;
 
 /* What the application set on one callbacks object (or for one session). */
@@ -307,6 +311,7 @@ hook_nghttp2_bind_once(void)
 		if (!p)
 			ctxshim_log("nghttp2: %s not found", nh_name[i]);
 	}
+	nh_global = ctxshim_bound_globally(nh_name[0], NULL, nh_fn[0]);
 	errno = saved_errno;
 }
 
@@ -1309,10 +1314,26 @@ hook_nghttp2_submit_headers(nghttp2_session *session,
 
 /* ---- exported names -------------------------------------------------------------- */
 
+/* The caller's own libnghttp2 (its definitions by nh_name; a library
+ * that carries a copy, bind.h), or NULL: the call is ours.  ret: the
+ * exported hook's return address. */
+static inline void *const *
+nh_own(const void *ret)
+{
+	hook_nghttp2_bind();
+	if (nh_global)
+		return NULL;
+	return ctxshim_callers_own(&nh_callers, ret, nh_fn[0]);
+}
+
 HOOK_EXPORT void
 nghttp2_session_callbacks_set_on_begin_headers_callback(
 	nghttp2_session_callbacks *cbs, nghttp2_on_begin_headers_callback fn)
 {
+	CTXSHIM_OWN_RETURN_VOID(nh_own, NH_SET_BEGIN_HEADERS,
+				void (*)(nghttp2_session_callbacks *,
+					 nghttp2_on_begin_headers_callback),
+				cbs, fn);
 	hook_nghttp2_set_begin_headers(cbs, fn);
 }
 
@@ -1320,6 +1341,10 @@ HOOK_EXPORT void
 nghttp2_session_callbacks_set_on_header_callback(nghttp2_session_callbacks *cbs,
 						 nghttp2_on_header_callback fn)
 {
+	CTXSHIM_OWN_RETURN_VOID(
+		nh_own, NH_SET_HEADER,
+		void (*)(nghttp2_session_callbacks *, nghttp2_on_header_callback), cbs,
+		fn);
 	hook_nghttp2_set_header(cbs, fn);
 }
 
@@ -1327,6 +1352,10 @@ HOOK_EXPORT void
 nghttp2_session_callbacks_set_on_header_callback2(nghttp2_session_callbacks *cbs,
 						  nghttp2_on_header_callback2 fn)
 {
+	CTXSHIM_OWN_RETURN_VOID(
+		nh_own, NH_SET_HEADER2,
+		void (*)(nghttp2_session_callbacks *, nghttp2_on_header_callback2), cbs,
+		fn);
 	hook_nghttp2_set_header2(cbs, fn);
 }
 
@@ -1334,6 +1363,10 @@ HOOK_EXPORT void
 nghttp2_session_callbacks_set_on_frame_recv_callback(nghttp2_session_callbacks *cbs,
 						     nghttp2_on_frame_recv_callback fn)
 {
+	CTXSHIM_OWN_RETURN_VOID(
+		nh_own, NH_SET_FRAME_RECV,
+		void (*)(nghttp2_session_callbacks *, nghttp2_on_frame_recv_callback),
+		cbs, fn);
 	hook_nghttp2_set_frame_recv(cbs, fn);
 }
 
@@ -1341,6 +1374,10 @@ HOOK_EXPORT void
 nghttp2_session_callbacks_set_on_data_chunk_recv_callback(
 	nghttp2_session_callbacks *cbs, nghttp2_on_data_chunk_recv_callback fn)
 {
+	CTXSHIM_OWN_RETURN_VOID(nh_own, NH_SET_DATA_CHUNK_RECV,
+				void (*)(nghttp2_session_callbacks *,
+					 nghttp2_on_data_chunk_recv_callback),
+				cbs, fn);
 	hook_nghttp2_set_data_chunk_recv(cbs, fn);
 }
 
@@ -1348,6 +1385,10 @@ HOOK_EXPORT void
 nghttp2_session_callbacks_set_on_stream_close_callback(
 	nghttp2_session_callbacks *cbs, nghttp2_on_stream_close_callback fn)
 {
+	CTXSHIM_OWN_RETURN_VOID(
+		nh_own, NH_SET_STREAM_CLOSE,
+		void (*)(nghttp2_session_callbacks *, nghttp2_on_stream_close_callback),
+		cbs, fn);
 	hook_nghttp2_set_stream_close(cbs, fn);
 }
 
@@ -1355,6 +1396,10 @@ HOOK_EXPORT void
 nghttp2_session_callbacks_set_before_frame_send_callback(
 	nghttp2_session_callbacks *cbs, nghttp2_before_frame_send_callback fn)
 {
+	CTXSHIM_OWN_RETURN_VOID(nh_own, NH_SET_BEFORE_FRAME_SEND,
+				void (*)(nghttp2_session_callbacks *,
+					 nghttp2_before_frame_send_callback),
+				cbs, fn);
 	hook_nghttp2_set_before_frame_send(cbs, fn);
 }
 
@@ -1362,6 +1407,10 @@ HOOK_EXPORT void
 nghttp2_session_callbacks_set_on_frame_send_callback(nghttp2_session_callbacks *cbs,
 						     nghttp2_on_frame_send_callback fn)
 {
+	CTXSHIM_OWN_RETURN_VOID(
+		nh_own, NH_SET_FRAME_SEND,
+		void (*)(nghttp2_session_callbacks *, nghttp2_on_frame_send_callback),
+		cbs, fn);
 	hook_nghttp2_set_frame_send(cbs, fn);
 }
 
@@ -1369,6 +1418,10 @@ HOOK_EXPORT void
 nghttp2_session_callbacks_set_on_frame_not_send_callback(
 	nghttp2_session_callbacks *cbs, nghttp2_on_frame_not_send_callback fn)
 {
+	CTXSHIM_OWN_RETURN_VOID(nh_own, NH_SET_FRAME_NOT_SEND,
+				void (*)(nghttp2_session_callbacks *,
+					 nghttp2_on_frame_not_send_callback),
+				cbs, fn);
 	hook_nghttp2_set_frame_not_send(cbs, fn);
 }
 
@@ -1376,18 +1429,24 @@ HOOK_EXPORT void
 nghttp2_session_callbacks_set_send_data_callback(nghttp2_session_callbacks *cbs,
 						 nghttp2_send_data_callback fn)
 {
+	CTXSHIM_OWN_RETURN_VOID(
+		nh_own, NH_SET_SEND_DATA,
+		void (*)(nghttp2_session_callbacks *, nghttp2_send_data_callback), cbs,
+		fn);
 	hook_nghttp2_set_send_data(cbs, fn);
 }
 
 HOOK_EXPORT int
 nghttp2_session_callbacks_new(nghttp2_session_callbacks **cbs_ptr)
 {
+	CTXSHIM_OWN_RETURN(nh_own, NH_CALLBACKS_NEW, nh_callbacks_new_fn, cbs_ptr);
 	return hook_nghttp2_callbacks_new(cbs_ptr);
 }
 
 HOOK_EXPORT void
 nghttp2_session_callbacks_del(nghttp2_session_callbacks *cbs)
 {
+	CTXSHIM_OWN_RETURN_VOID(nh_own, NH_CALLBACKS_DEL, nh_callbacks_del_fn, cbs);
 	hook_nghttp2_callbacks_del(cbs);
 }
 
@@ -1399,6 +1458,10 @@ nghttp2_session_server_new(nghttp2_session **session_ptr,
 			   const nghttp2_session_callbacks *callbacks,
 			   void *user_data)
 {
+	CTXSHIM_OWN_RETURN(
+		nh_own, NH_SERVER_NEW,
+		int (*)(nghttp2_session **, const nghttp2_session_callbacks *, void *),
+		session_ptr, callbacks, user_data);
 	return hook_nghttp2_server_new3(session_ptr, callbacks, user_data, NULL, NULL);
 }
 
@@ -1408,6 +1471,11 @@ nghttp2_session_server_new2(nghttp2_session **session_ptr,
 			    void *user_data,
 			    const nghttp2_option *option)
 {
+	CTXSHIM_OWN_RETURN(nh_own, NH_SERVER_NEW2,
+			   int (*)(nghttp2_session **,
+				   const nghttp2_session_callbacks *, void *,
+				   const nghttp2_option *),
+			   session_ptr, callbacks, user_data, option);
 	return hook_nghttp2_server_new3(session_ptr, callbacks, user_data, option,
 					NULL);
 }
@@ -1419,12 +1487,15 @@ nghttp2_session_server_new3(nghttp2_session **session_ptr,
 			    const nghttp2_option *option,
 			    nghttp2_mem *mem)
 {
+	CTXSHIM_OWN_RETURN(nh_own, NH_SERVER_NEW3, nh_server_new3_fn, session_ptr,
+			   callbacks, user_data, option, mem);
 	return hook_nghttp2_server_new3(session_ptr, callbacks, user_data, option, mem);
 }
 
 HOOK_EXPORT void
 nghttp2_session_del(nghttp2_session *session)
 {
+	CTXSHIM_OWN_RETURN_VOID(nh_own, NH_SESSION_DEL, nh_session_del_fn, session);
 	hook_nghttp2_session_del(session);
 }
 
@@ -1436,6 +1507,8 @@ nghttp2_submit_request(nghttp2_session *session,
 		       const nghttp2_data_provider *data_prd,
 		       void *stream_user_data)
 {
+	CTXSHIM_OWN_RETURN(nh_own, NH_SUBMIT_REQUEST, nh_submit_request_fn, session,
+			   pri_spec, nva, nvlen, data_prd, stream_user_data);
 	return hook_nghttp2_submit_request(session, pri_spec, nva, nvlen, data_prd,
 					   stream_user_data,
 					   __builtin_return_address(0));
@@ -1450,6 +1523,8 @@ nghttp2_submit_headers(nghttp2_session *session,
 		       size_t nvlen,
 		       void *stream_user_data)
 {
+	CTXSHIM_OWN_RETURN(nh_own, NH_SUBMIT_HEADERS, nh_submit_headers_fn, session,
+			   flags, stream_id, pri_spec, nva, nvlen, stream_user_data);
 	return hook_nghttp2_submit_headers(session, flags, stream_id, pri_spec, nva,
 					   nvlen, stream_user_data,
 					   __builtin_return_address(0));
@@ -1462,6 +1537,8 @@ nghttp2_submit_response(nghttp2_session *session,
 			size_t nvlen,
 			const nghttp2_data_provider *data_prd)
 {
+	CTXSHIM_OWN_RETURN(nh_own, NH_SUBMIT_RESPONSE, nh_submit_response_fn, session,
+			   stream_id, nva, nvlen, data_prd);
 	return hook_nghttp2_submit_response(session, stream_id, nva, nvlen, data_prd);
 }
 
@@ -1471,6 +1548,8 @@ nghttp2_submit_data(nghttp2_session *session,
 		    int32_t stream_id,
 		    const nghttp2_data_provider *data_prd)
 {
+	CTXSHIM_OWN_RETURN(nh_own, NH_SUBMIT_DATA, nh_submit_data_fn, session, flags,
+			   stream_id, data_prd);
 	return hook_nghttp2_submit_data(session, flags, stream_id, data_prd);
 }
 

@@ -757,13 +757,7 @@ ossl_own(const void *ret)
 	return ctxshim_callers_own(&ossl_callers, ret, ossl_fn[OSSL_READ]);
 }
 
-/* Pass a call of such a caller to its own copy. */
-#define OSSL_OWN(i, type, ...)                                             \
-	do {                                                               \
-		void *const *own_ = ossl_own(__builtin_return_address(0)); \
-		if (own_)                                                  \
-			return ((type)own_[i])(__VA_ARGS__);               \
-	} while (0)
+#define OSSL_OWN(i, type, ...) CTXSHIM_OWN_RETURN(ossl_own, i, type, __VA_ARGS__)
 
 #define OSSL_SYMVER(fn) \
 	__asm__(".symver ctxshim_" #fn "_ossl3, " #fn "@" OSSL_NODE ", remove")
@@ -826,12 +820,8 @@ ctxshim_SSL_write_ex_ossl3(SSL *s, const void *buf, size_t num, size_t *n)
 HOOK_EXPORT void
 ctxshim_SSL_free_ossl3(SSL *s)
 {
-	void *const *own = ossl_own(__builtin_return_address(0));
-
-	if (own)
-		((ossl_free_fn)own[OSSL_FREE])(s);
-	else
-		hook_openssl_free(s);
+	CTXSHIM_OWN_RETURN_VOID(ossl_own, OSSL_FREE, ossl_free_fn, s);
+	hook_openssl_free(s);
 }
 
 HOOK_EXPORT int

@@ -65,7 +65,7 @@ bool ctxshim_bound_globally(const char *name, const char *version, const void *p
  * a signal handler, as any first binding).  The object is pinned (dlopen
  * RTLD_NOLOAD, never closed), so its address range keeps meaning it. */
 #define CTXSHIM_CALLERS_MAX 16
-#define CTXSHIM_CALLERS_FNS 16
+#define CTXSHIM_CALLERS_FNS 24
 
 struct ctxshim_caller {
 	uintptr_t lo, hi; /* the object's executable segments */
@@ -89,3 +89,24 @@ struct ctxshim_callers {
  * Keeps errno; leaves no dlerror() message. */
 void *const *
 ctxshim_callers_own(struct ctxshim_callers *cs, const void *ret, const void *primary0);
+
+/* In an exported hook: pass the call of a caller with its own copy of the
+ * library to that copy (own_fn(ret): the hook file's wrapper of
+ * ctxshim_callers_own(), NULL when the call is ours), as function i of
+ * type type, and return its result. */
+#define CTXSHIM_OWN_RETURN(own_fn, i, type, ...)                         \
+	do {                                                             \
+		void *const *own_ = own_fn(__builtin_return_address(0)); \
+		if (own_)                                                \
+			return ((type)own_[i])(__VA_ARGS__);             \
+	} while (0)
+
+/* The same for a function without a result. */
+#define CTXSHIM_OWN_RETURN_VOID(own_fn, i, type, ...)                    \
+	do {                                                             \
+		void *const *own_ = own_fn(__builtin_return_address(0)); \
+		if (own_) {                                              \
+			((type)own_[i])(__VA_ARGS__);                    \
+			return;                                          \
+		}                                                        \
+	} while (0)

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* libown-copy.so: a plugin with its own copy of a hooked library's
- * functions (as CPAN's FCGI.so carries libfcgi's code), which it calls
- * through its PLT, so that the preloaded shim's exported names catch
- * them (test-preload-plugins.c).  Each stand-in records that it ran.
+/* libown-copy.so: a plugin with its own copy of hooked libraries'
+ * functions (as CPAN's FCGI.so carries libfcgi's code, or a Python
+ * wheel's libcurl a libnghttp2 of its own), which it calls through its
+ * PLT, so that the preloaded shim's exported names catch them
+ * (test-preload-plugins.c).  Each stand-in records that it ran.
  * own_copy_main() prints what each call returned and which of the copy's
  * functions ran: the same with the shim as without it. */
 #include "config.h"
@@ -23,6 +24,207 @@ int FCGX_Accept_r(struct fcgx_request *req);
 void FCGX_Finish_r(struct fcgx_request *req);
 void FCGX_Free(struct fcgx_request *req, int close);
 int own_copy_main(void);
+
+/* libnghttp2's, with opaque types (the shim never looks into them when
+ * the call is the copy's). */
+typedef struct own_nh nghttp2_session;
+typedef struct own_nh nghttp2_session_callbacks;
+typedef void (*own_cb)(void);
+
+#define NH_SETTERS(X)                     \
+	X(0, on_begin_headers_callback)   \
+	X(1, on_header_callback)          \
+	X(2, on_header_callback2)         \
+	X(3, on_frame_recv_callback)      \
+	X(4, on_data_chunk_recv_callback) \
+	X(5, on_stream_close_callback)    \
+	X(6, before_frame_send_callback)  \
+	X(7, on_frame_send_callback)      \
+	X(8, on_frame_not_send_callback)  \
+	X(9, send_data_callback)
+
+struct own_nh {
+	int n;
+};
+
+static unsigned long nh_ran;
+
+#define NH_SETTER(bit, what)                                                    \
+	void nghttp2_session_callbacks_set_##what(nghttp2_session_callbacks *c, \
+						  own_cb fn);                   \
+	void nghttp2_session_callbacks_set_##what(nghttp2_session_callbacks *c, \
+						  own_cb fn)                    \
+	{                                                                       \
+		(void)c, (void)fn;                                              \
+		nh_ran |= 1ul << (bit);                                         \
+	}
+NH_SETTERS(NH_SETTER)
+
+int nghttp2_session_callbacks_new(nghttp2_session_callbacks **c);
+void nghttp2_session_callbacks_del(nghttp2_session_callbacks *c);
+int nghttp2_session_server_new(nghttp2_session **s,
+			       const nghttp2_session_callbacks *c,
+			       void *u);
+int nghttp2_session_server_new2(nghttp2_session **s,
+				const nghttp2_session_callbacks *c,
+				void *u,
+				const void *opt);
+int nghttp2_session_server_new3(nghttp2_session **s,
+				const nghttp2_session_callbacks *c,
+				void *u,
+				const void *opt,
+				void *mem);
+void nghttp2_session_del(nghttp2_session *s);
+int nghttp2_submit_request(nghttp2_session *s,
+			   const void *pri,
+			   const void *nva,
+			   unsigned long nvlen,
+			   const void *prd,
+			   void *u);
+int nghttp2_submit_headers(nghttp2_session *s,
+			   unsigned char flags,
+			   int id,
+			   const void *pri,
+			   const void *nva,
+			   unsigned long nvlen,
+			   void *u);
+int nghttp2_submit_response(nghttp2_session *s,
+			    int id,
+			    const void *nva,
+			    unsigned long nvlen,
+			    const void *prd);
+int
+nghttp2_submit_data(nghttp2_session *s, unsigned char flags, int id, const void *prd);
+
+static struct own_nh nh_obj;
+
+int
+nghttp2_session_callbacks_new(nghttp2_session_callbacks **c)
+{
+	nh_ran |= 1ul << 10;
+	*c = &nh_obj;
+	return 0;
+}
+
+void
+nghttp2_session_callbacks_del(nghttp2_session_callbacks *c)
+{
+	(void)c;
+	nh_ran |= 1ul << 11;
+}
+
+int
+nghttp2_session_server_new(nghttp2_session **s,
+			   const nghttp2_session_callbacks *c,
+			   void *u)
+{
+	(void)c, (void)u;
+	nh_ran |= 1ul << 12;
+	*s = &nh_obj;
+	return 0;
+}
+
+int
+nghttp2_session_server_new2(nghttp2_session **s,
+			    const nghttp2_session_callbacks *c,
+			    void *u,
+			    const void *opt)
+{
+	(void)c, (void)u, (void)opt;
+	nh_ran |= 1ul << 13;
+	*s = &nh_obj;
+	return 0;
+}
+
+int
+nghttp2_session_server_new3(nghttp2_session **s,
+			    const nghttp2_session_callbacks *c,
+			    void *u,
+			    const void *opt,
+			    void *mem)
+{
+	(void)c, (void)u, (void)opt, (void)mem;
+	nh_ran |= 1ul << 14;
+	*s = &nh_obj;
+	return 0;
+}
+
+void
+nghttp2_session_del(nghttp2_session *s)
+{
+	(void)s;
+	nh_ran |= 1ul << 15;
+}
+
+int
+nghttp2_submit_request(nghttp2_session *s,
+		       const void *pri,
+		       const void *nva,
+		       unsigned long nvlen,
+		       const void *prd,
+		       void *u)
+{
+	(void)s, (void)pri, (void)nva, (void)nvlen, (void)prd, (void)u;
+	nh_ran |= 1ul << 16;
+	return 1;
+}
+
+int
+nghttp2_submit_headers(nghttp2_session *s,
+		       unsigned char flags,
+		       int id,
+		       const void *pri,
+		       const void *nva,
+		       unsigned long nvlen,
+		       void *u)
+{
+	(void)s, (void)flags, (void)pri, (void)nva, (void)nvlen, (void)u;
+	nh_ran |= 1ul << 17;
+	return id;
+}
+
+int
+nghttp2_submit_response(nghttp2_session *s,
+			int id,
+			const void *nva,
+			unsigned long nvlen,
+			const void *prd)
+{
+	(void)s, (void)id, (void)nva, (void)nvlen, (void)prd;
+	nh_ran |= 1ul << 18;
+	return 0;
+}
+
+int
+nghttp2_submit_data(nghttp2_session *s, unsigned char flags, int id, const void *prd)
+{
+	(void)s, (void)flags, (void)id, (void)prd;
+	nh_ran |= 1ul << 19;
+	return 0;
+}
+
+/* Every stand-in once; the number of results that were the copy's. */
+static int
+own_nghttp2(void)
+{
+	nghttp2_session_callbacks *c = NULL;
+	nghttp2_session *s = NULL;
+	int r = 0;
+
+#define NH_CALL(bit, what) nghttp2_session_callbacks_set_##what(&nh_obj, NULL);
+	NH_SETTERS(NH_CALL)
+	r += nghttp2_session_callbacks_new(&c) == 0 && c == &nh_obj;
+	r += nghttp2_session_server_new(&s, c, NULL) == 0 && s == &nh_obj;
+	r += nghttp2_session_server_new2(&s, c, NULL, NULL) == 0;
+	r += nghttp2_session_server_new3(&s, c, NULL, NULL, NULL) == 0;
+	r += nghttp2_submit_request(s, NULL, NULL, 0, NULL, NULL) == 1;
+	r += nghttp2_submit_headers(s, 0, 7, NULL, NULL, 0, NULL) == 7;
+	r += nghttp2_submit_response(s, 1, NULL, 0, NULL) == 0;
+	r += nghttp2_submit_data(s, 0, 1, NULL) == 0;
+	nghttp2_session_del(s);
+	nghttp2_session_callbacks_del(c);
+	return r;
+}
 
 static unsigned ran;
 static char *envp[] = {
@@ -58,12 +260,15 @@ int
 own_copy_main(void)
 {
 	struct fcgx_request req = {0, 1, NULL, NULL, NULL, NULL, NULL, -1};
-	int r;
+	int r, n;
 
 	r = FCGX_Accept_r(&req);
 	FCGX_Finish_r(&req);
 	FCGX_Free(&req, 0);
 	printf("fcgi: accept %d, the copy's accept/finish/free ran: %u%u%u\n", r,
 	       ran & 1, (ran >> 1) & 1, (ran >> 2) & 1);
-	return ran == 7 && r == 0 ? 0 : 1;
+	n = own_nghttp2();
+	printf("nghttp2: %d of 8 results the copy's, its functions ran: %#lx\n", n,
+	       nh_ran);
+	return ran == 7 && r == 0 && n == 8 && nh_ran == 0xffffful ? 0 : 1;
 }
