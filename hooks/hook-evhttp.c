@@ -100,6 +100,20 @@ static void hook_evhttp_callback(struct evhttp_request *req, void *p);
 static const char *const evh_sonames[] = {"libevent-2.1.so.7",
 					  "libevent_extra-2.1.so.7", NULL};
 
+/* A caller with its own libevent (bind.h) is passed to it. */
+static int evh_global;
+static const char *const evh_names[] = {
+	"evhttp_set_cb", "evhttp_del_cb",           "evhttp_set_gencb",
+	"evhttp_free",   "evhttp_add_virtual_host", "evhttp_remove_virtual_host"};
+static const void *const evh_selves[] = {(const void *)evhttp_set_cb,
+					 (const void *)evhttp_del_cb,
+					 (const void *)evhttp_set_gencb,
+					 (const void *)evhttp_free,
+					 (const void *)evhttp_add_virtual_host,
+					 (const void *)evhttp_remove_virtual_host};
+static struct ctxshim_callers evh_callers = {
+	.names = evh_names, .n = 6, .selves = evh_selves};
+
 static void *
 evh_find(const char *name, const void *self)
 {
@@ -196,6 +210,9 @@ hook_evhttp_bind_slow(void)
 	__atomic_store_n(&real_remove_vhost_fn, (evh_remove_vhost_fn)rm_vh,
 			 __ATOMIC_RELAXED);
 	pthread_once(&atfork_once, evh_atfork_register);
+	__atomic_store_n(&evh_global,
+			 ctxshim_bound_globally("evhttp_set_cb", NULL, set_cb),
+			 __ATOMIC_RELAXED);
 	__atomic_store_n(&evh_bound, 1, __ATOMIC_RELEASE);
 	errno = saved_errno;
 }
@@ -620,38 +637,57 @@ hook_evhttp_remove_virtual_host(struct evhttp *http, struct evhttp *vhost)
 	return r;
 }
 
+/* The caller's own libevent (by evh_names), or NULL: the call is ours.
+ * ret: the exported hook's return address. */
+static void *const *
+evh_own(const void *ret)
+{
+	hook_evhttp_bind();
+	if (__atomic_load_n(&evh_global, __ATOMIC_RELAXED))
+		return NULL;
+	return ctxshim_callers_own(
+		&evh_callers, ret,
+		(const void *)__atomic_load_n(&real_set_cb_fn, __ATOMIC_RELAXED));
+}
+
 HOOK_EXPORT int
 evhttp_set_cb(struct evhttp *http, const char *path, evh_cb_fn cb, void *cb_arg)
 {
+	CTXSHIM_OWN_RETURN(evh_own, 0, evh_set_cb_fn, http, path, cb, cb_arg);
 	return hook_evhttp_set_cb(http, path, cb, cb_arg);
 }
 
 HOOK_EXPORT int
 evhttp_del_cb(struct evhttp *http, const char *path)
 {
+	CTXSHIM_OWN_RETURN(evh_own, 1, evh_del_cb_fn, http, path);
 	return hook_evhttp_del_cb(http, path);
 }
 
 HOOK_EXPORT void
 evhttp_set_gencb(struct evhttp *http, evh_cb_fn cb, void *arg)
 {
+	CTXSHIM_OWN_RETURN_VOID(evh_own, 2, evh_set_gencb_fn, http, cb, arg);
 	hook_evhttp_set_gencb(http, cb, arg);
 }
 
 HOOK_EXPORT void
 evhttp_free(struct evhttp *http)
 {
+	CTXSHIM_OWN_RETURN_VOID(evh_own, 3, evh_free_fn, http);
 	hook_evhttp_free(http);
 }
 
 HOOK_EXPORT int
 evhttp_add_virtual_host(struct evhttp *http, const char *pattern, struct evhttp *vhost)
 {
+	CTXSHIM_OWN_RETURN(evh_own, 4, evh_add_vhost_fn, http, pattern, vhost);
 	return hook_evhttp_add_virtual_host(http, pattern, vhost);
 }
 
 HOOK_EXPORT int
 evhttp_remove_virtual_host(struct evhttp *http, struct evhttp *vhost)
 {
+	CTXSHIM_OWN_RETURN(evh_own, 5, evh_remove_vhost_fn, http, vhost);
 	return hook_evhttp_remove_virtual_host(http, vhost);
 }

@@ -212,6 +212,16 @@ mhd_atfork_register(void)
  * and the next call tries again. */
 static const char *const mhd_sonames[] = {"libmicrohttpd.so.12", NULL};
 
+/* A caller with its own libmicrohttpd (bind.h) is passed to it. */
+static int mhd_global;
+static const char *const mhd_names[] = {"MHD_start_daemon_va", "MHD_stop_daemon",
+					"MHD_queue_response"};
+static const void *const mhd_selves[] = {(const void *)MHD_start_daemon_va,
+					 (const void *)MHD_stop_daemon,
+					 (const void *)MHD_queue_response};
+static struct ctxshim_callers mhd_callers = {
+	.names = mhd_names, .n = 3, .selves = mhd_selves};
+
 static void *
 mhd_find(const char *name, const void *self)
 {
@@ -263,6 +273,9 @@ hook_mhd_bind_slow(void)
 	__atomic_store_n(&real_is_feature_supported_fn,
 			 (mhd_is_feature_supported_fn)feat, __ATOMIC_RELAXED);
 	pthread_once(&atfork_once, mhd_atfork_register);
+	__atomic_store_n(&mhd_global,
+			 ctxshim_bound_globally("MHD_start_daemon_va", NULL, start),
+			 __ATOMIC_RELAXED);
 	__atomic_store_n(&mhd_bound, 1, __ATOMIC_RELEASE);
 	errno = saved_errno;
 }
@@ -272,6 +285,19 @@ hook_mhd_bind(void)
 {
 	if (!__atomic_load_n(&mhd_bound, __ATOMIC_ACQUIRE))
 		hook_mhd_bind_slow();
+}
+
+/* The caller's own libmicrohttpd (by mhd_names), or NULL: the call is
+ * ours.  ret: the exported hook's return address. */
+static void *const *
+mhd_own(const void *ret)
+{
+	hook_mhd_bind();
+	if (__atomic_load_n(&mhd_global, __ATOMIC_RELAXED))
+		return NULL;
+	return ctxshim_callers_own(&mhd_callers, ret,
+				   (const void *)__atomic_load_n(
+					   &real_start_daemon_va_fn, __ATOMIC_RELAXED));
 }
 
 /* Bind now when the library is loaded at start-up, so that a program
@@ -1133,6 +1159,8 @@ MHD_start_daemon_va(unsigned int flags,
 		    void *dh_cls,
 		    va_list ap)
 {
+	CTXSHIM_OWN_RETURN(mhd_own, 0, mhd_start_daemon_va_fn, flags, port, apc,
+			   apc_cls, dh, dh_cls, ap);
 	return hook_mhd_start_daemon_va(flags, port, apc, apc_cls, dh, dh_cls, ap);
 }
 
@@ -1145,11 +1173,16 @@ MHD_start_daemon(unsigned int flags,
 		 void *dh_cls,
 		 ...)
 {
+	void *const *own = mhd_own(__builtin_return_address(0));
 	struct MHD_Daemon *d;
 	va_list ap;
 
 	va_start(ap, dh_cls);
-	d = hook_mhd_start_daemon_va(flags, port, apc, apc_cls, dh, dh_cls, ap);
+	if (own)
+		d = ((mhd_start_daemon_va_fn)own[0])(flags, port, apc, apc_cls, dh,
+						     dh_cls, ap);
+	else
+		d = hook_mhd_start_daemon_va(flags, port, apc, apc_cls, dh, dh_cls, ap);
 	va_end(ap);
 	return d;
 }
@@ -1157,6 +1190,7 @@ MHD_start_daemon(unsigned int flags,
 HOOK_EXPORT void
 MHD_stop_daemon(struct MHD_Daemon *daemon)
 {
+	CTXSHIM_OWN_RETURN_VOID(mhd_own, 1, mhd_stop_daemon_fn, daemon);
 	hook_mhd_stop_daemon(daemon);
 }
 
@@ -1165,5 +1199,7 @@ MHD_queue_response(struct MHD_Connection *connection,
 		   unsigned int status_code,
 		   struct MHD_Response *response)
 {
+	CTXSHIM_OWN_RETURN(mhd_own, 2, mhd_queue_response_fn, connection, status_code,
+			   response);
 	return hook_mhd_queue_response(connection, status_code, response);
 }

@@ -181,6 +181,25 @@ hook_pool_glib_atfork(void)
  * nothing is stored and the next call tries again. */
 static const char *const glib_sonames[] = {"libglib-2.0.so.0", NULL};
 
+/* A caller with its own GLib (bind.h) is passed to it. */
+static int glib_global;
+static const char *const glib_names[] = {"g_thread_pool_push",
+					 "g_thread_pool_new",
+					 "g_thread_pool_new_full",
+					 "g_thread_pool_free",
+					 "g_thread_pool_set_sort_function",
+					 "g_thread_pool_move_to_front",
+					 "g_thread_pool_set_max_threads"};
+static const void *const glib_selves[] = {(const void *)g_thread_pool_push,
+					  (const void *)g_thread_pool_new,
+					  (const void *)g_thread_pool_new_full,
+					  (const void *)g_thread_pool_free,
+					  (const void *)g_thread_pool_set_sort_function,
+					  (const void *)g_thread_pool_move_to_front,
+					  (const void *)g_thread_pool_set_max_threads};
+static struct ctxshim_callers glib_callers = {
+	.names = glib_names, .n = 7, .selves = glib_selves};
+
 static void *
 hook_pool_glib_find(const char *name, const void *self)
 {
@@ -231,6 +250,9 @@ hook_pool_glib_bind_slow(void)
 	__atomic_store_n(&real_set_max_threads_fn,
 			 (g_thread_pool_set_max_threads_fn)max, __ATOMIC_RELAXED);
 	pthread_once(&atfork_once, hook_pool_glib_atfork);
+	__atomic_store_n(&glib_global,
+			 ctxshim_bound_globally("g_thread_pool_push", NULL, push),
+			 __ATOMIC_RELAXED);
 	__atomic_store_n(&glib_bound, 1, __ATOMIC_RELEASE);
 	errno = saved_errno;
 }
@@ -661,6 +683,19 @@ hook_pool_glib_set_max_threads(struct _GThreadPool *pool,
 	return r;
 }
 
+/* The caller's own GLib (by glib_names), or NULL: the call is ours.
+ * ret: the exported hook's return address. */
+static void *const *
+glib_own(const void *ret)
+{
+	hook_pool_glib_bind();
+	if (__atomic_load_n(&glib_global, __ATOMIC_RELAXED))
+		return NULL;
+	return ctxshim_callers_own(
+		&glib_callers, ret,
+		(const void *)__atomic_load_n(&real_push_fn, __ATOMIC_RELAXED));
+}
+
 HOOK_EXPORT struct _GThreadPool *
 g_thread_pool_new(gfunc_fn func,
 		  void *user_data,
@@ -668,6 +703,8 @@ g_thread_pool_new(gfunc_fn func,
 		  gboolean_t exclusive,
 		  struct _GError **error)
 {
+	CTXSHIM_OWN_RETURN(glib_own, 1, g_thread_pool_new_fn, func, user_data,
+			   max_threads, exclusive, error);
 	return hook_pool_glib_new(func, user_data, NULL, max_threads, exclusive, error,
 				  false);
 }
@@ -680,6 +717,8 @@ g_thread_pool_new_full(gfunc_fn func,
 		       gboolean_t exclusive,
 		       struct _GError **error)
 {
+	CTXSHIM_OWN_RETURN(glib_own, 2, g_thread_pool_new_full_fn, func, user_data,
+			   item_free_func, max_threads, exclusive, error);
 	return hook_pool_glib_new(func, user_data, item_free_func, max_threads,
 				  exclusive, error, true);
 }
@@ -687,12 +726,15 @@ g_thread_pool_new_full(gfunc_fn func,
 HOOK_EXPORT gboolean_t
 g_thread_pool_push(struct _GThreadPool *pool, void *data, struct _GError **error)
 {
+	CTXSHIM_OWN_RETURN(glib_own, 0, g_thread_pool_push_fn, pool, data, error);
 	return hook_pool_glib_push(pool, data, error);
 }
 
 HOOK_EXPORT void
 g_thread_pool_free(struct _GThreadPool *pool, gboolean_t immediate, gboolean_t wait_)
 {
+	CTXSHIM_OWN_RETURN_VOID(glib_own, 3, g_thread_pool_free_fn, pool, immediate,
+				wait_);
 	hook_pool_glib_free(pool, immediate, wait_);
 }
 
@@ -701,12 +743,15 @@ g_thread_pool_set_sort_function(struct _GThreadPool *pool,
 				gcompare_data_fn func,
 				void *user_data)
 {
+	CTXSHIM_OWN_RETURN_VOID(glib_own, 4, g_thread_pool_set_sort_function_fn, pool,
+				func, user_data);
 	hook_pool_glib_set_sort_function(pool, func, user_data);
 }
 
 HOOK_EXPORT gboolean_t
 g_thread_pool_move_to_front(struct _GThreadPool *pool, void *data)
 {
+	CTXSHIM_OWN_RETURN(glib_own, 5, g_thread_pool_move_to_front_fn, pool, data);
 	return hook_pool_glib_move_to_front(pool, data);
 }
 
@@ -715,5 +760,7 @@ g_thread_pool_set_max_threads(struct _GThreadPool *pool,
 			      int max_threads,
 			      struct _GError **error)
 {
+	CTXSHIM_OWN_RETURN(glib_own, 6, g_thread_pool_set_max_threads_fn, pool,
+			   max_threads, error);
 	return hook_pool_glib_set_max_threads(pool, max_threads, error);
 }

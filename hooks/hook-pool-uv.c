@@ -118,6 +118,13 @@ hook_pool_uv_atfork(void)
  * nothing is stored and the next call tries again. */
 static const char *const uv_sonames[] = {"libuv.so.1", NULL};
 
+/* A caller with its own libuv (bind.h) is passed to it. */
+static int uv_global;
+static const char *const uv_names[] = {"uv_queue_work"};
+static const void *const uv_selves[] = {(const void *)uv_queue_work};
+static struct ctxshim_callers uv_callers = {
+	.names = uv_names, .n = 1, .selves = uv_selves};
+
 static uv_queue_work_fn
 hook_pool_uv_bind(void)
 {
@@ -131,6 +138,10 @@ hook_pool_uv_bind(void)
 						   (const void *)uv_queue_work);
 	if (fn) {
 		pthread_once(&atfork_once, hook_pool_uv_atfork);
+		__atomic_store_n(
+			&uv_global,
+			ctxshim_bound_globally("uv_queue_work", NULL, (const void *)fn),
+			__ATOMIC_RELAXED);
 		__atomic_store_n(&real_uv_queue_work_fn, fn, __ATOMIC_RELEASE);
 	}
 	errno = saved_errno;
@@ -288,11 +299,25 @@ hook_pool_uv_queue_work(struct uv_loop_s *loop,
 	return r;
 }
 
+/* The caller's own libuv, or NULL: the call is ours.  ret: the exported
+ * hook's return address. */
+static void *const *
+uv_own(const void *ret)
+{
+	uv_queue_work_fn fn = hook_pool_uv_bind();
+
+	if (fn && __atomic_load_n(&uv_global, __ATOMIC_RELAXED))
+		return NULL;
+	return ctxshim_callers_own(&uv_callers, ret, (const void *)fn);
+}
+
 HOOK_EXPORT int
 uv_queue_work(struct uv_loop_s *loop,
 	      struct uv_work_s *req,
 	      uv_work_cb_fn work_cb,
 	      uv_after_work_cb_fn after_work_cb)
 {
+	CTXSHIM_OWN_RETURN(uv_own, 0, uv_queue_work_fn, loop, req, work_cb,
+			   after_work_cb);
 	return hook_pool_uv_queue_work(loop, req, work_cb, after_work_cb);
 }

@@ -200,13 +200,13 @@ callers_resolve(const struct ctxshim_callers *cs,
 	p = callers_sym(lib, cs->names[0], cs->version);
 	if (!p || p == primary0 || p == cs->selves[0])
 		return;
+	/* A copy of an older version may lack the later names: those stay
+	 * NULL, and their hooks handle such a call as their own. */
 	for (i = 0; i < cs->n; i++) {
 		p = callers_sym(lib, cs->names[i], cs->version);
-		if (!p || (cs->selves[i] && p == cs->selves[i]))
-			return;
-		e->fn[i] = p;
+		e->fn[i] = cs->selves[i] && p == cs->selves[i] ? NULL : p;
 	}
-	e->own = true;
+	e->own = e->fn[0] != NULL;
 }
 
 void *const *

@@ -56,7 +56,8 @@ bool ctxshim_bound_globally(const char *name, const char *version, const void *p
  * address is in: if that object's own scope (its dependency tree, the way
  * dlsym() on its handle searches it) defines names[0] as something other
  * than the hook's primary binding and other than our hook, the call must
- * go there, untouched, with the object's own definitions of all names.
+ * go there, untouched, with the object's own definitions of the names
+ * (NULL for a name its copy lacks: such a call is the hook's).
  *
  * The answer is kept per object, in a fixed table of
  * CTXSHIM_CALLERS_MAX objects (beyond that, a new object gets the primary
@@ -97,7 +98,7 @@ ctxshim_callers_own(struct ctxshim_callers *cs, const void *ret, const void *pri
 #define CTXSHIM_OWN_RETURN(own_fn, i, type, ...)                         \
 	do {                                                             \
 		void *const *own_ = own_fn(__builtin_return_address(0)); \
-		if (own_)                                                \
+		if (own_ && own_[i])                                     \
 			return ((type)own_[i])(__VA_ARGS__);             \
 	} while (0)
 
@@ -105,7 +106,7 @@ ctxshim_callers_own(struct ctxshim_callers *cs, const void *ret, const void *pri
 #define CTXSHIM_OWN_RETURN_VOID(own_fn, i, type, ...)                    \
 	do {                                                             \
 		void *const *own_ = own_fn(__builtin_return_address(0)); \
-		if (own_) {                                              \
+		if (own_ && own_[i]) {                                   \
 			((type)own_[i])(__VA_ARGS__);                    \
 			return;                                          \
 		}                                                        \

@@ -98,9 +98,11 @@ END_TEST
  * the shim's names and must go to its own copy, with the copy's results
  * (they once failed with ENOSYS, or went to the real library with the
  * copy's objects and crashed). */
-#define OWN_COPY_WANT                                              \
-	"fcgi: accept 0, the copy's accept/finish/free ran: 111\n" \
-	"nghttp2: 8 of 8 results the copy's, its functions ran: 0xfffff\n"
+#define OWN_COPY_WANT                                                             \
+	"fcgi: accept 0, the copy's accept/finish/free ran: 111\n"                \
+	"nghttp2: 8 of 8 results the copy's, its functions ran: 0xfffff\n"        \
+	"mhd, evhttp, glib, uv: 12 of 12 results the copy's, its functions ran: " \
+	"0x3fffd\n"
 
 static const struct {
 	const char *plugin, *lib, *want;
@@ -108,6 +110,9 @@ static const struct {
 	{"libown-copy.so", NULL, OWN_COPY_WANT},
 	{"libown-copy.so", "libfcgi.so.0", OWN_COPY_WANT},
 	{"libown-copy.so", "libnghttp2.so.14", OWN_COPY_WANT},
+	{"libown-copy.so",
+	 "libmicrohttpd.so.12 libevent-2.1.so.7 libglib-2.0.so.0 libuv.so.1",
+	 OWN_COPY_WANT},
 	{"libown-ssl.so", NULL,
 	 "ssl: 10 of 10 calls returned the copy's results, the copy's functions "
 	 "ran: 0x7ff\n"},
@@ -118,14 +123,19 @@ static const struct {
 
 START_TEST(plugin_own_library_copy)
 {
-	char host[4096], plugin[4096], *argv[] = {host, plugin, NULL, NULL};
-	char *out, *err;
+	char host[4096], plugin[4096], libs[256], *argv[8] = {host, plugin};
+	char *out, *err, *save = NULL;
+	size_t n = 2;
 	int st, shim;
 
 	snprintf(host, sizeof(host), "%s/own-copy-host", test_env_path("HELPER_DIR"));
 	snprintf(plugin, sizeof(plugin), "%s/%s", test_env_path("HELPER_DIR"),
 		 own_cases[_i].plugin);
-	argv[2] = (char *)own_cases[_i].lib;
+	snprintf(libs, sizeof(libs), "%s", own_cases[_i].lib ? own_cases[_i].lib : "");
+	for (char *l = strtok_r(libs, " ", &save); l && n < 7;
+	     l = strtok_r(NULL, " ", &save))
+		argv[n++] = l;
+	argv[n] = NULL;
 	for (shim = 0; shim < 2; shim++) {
 		st = test_run_capture(argv, NULL, shim, &out, &err, 60000);
 		ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0 &&

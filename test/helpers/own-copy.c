@@ -1,13 +1,15 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* libown-copy.so: a plugin with its own copy of hooked libraries'
  * functions (as CPAN's FCGI.so carries libfcgi's code, or a Python
- * wheel's libcurl a libnghttp2 of its own), which it calls through its
+ * wheel's libcurl a libnghttp2 of its own: libfcgi's, libnghttp2's,
+ * libmicrohttpd's, libevent's, GLib's and libuv's), which it calls through its
  * PLT, so that the preloaded shim's exported names catch them
  * (test-preload-plugins.c).  Each stand-in records that it ran.
  * own_copy_main() prints what each call returned and which of the copy's
  * functions ran: the same with the shim as without it. */
 #include "config.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 
 /* The head of libfcgi's FCGX_Request, which the shim reads. */
@@ -256,11 +258,248 @@ FCGX_Free(struct fcgx_request *req, int close)
 	ran |= 4;
 }
 
+/* libmicrohttpd's, libevent's evhttp, GLib's thread pools and libuv's
+ * uv_queue_work, with opaque types: each returns &other_obj (or 1, or
+ * 0) and sets its bit in other_ran. */
+struct own_other {
+	int n;
+};
+
+static struct own_other other_obj;
+static unsigned long other_ran;
+
+#define OTHER_RAN(bit) (other_ran |= 1ul << (bit))
+
+struct own_other *MHD_start_daemon_va(unsigned flags,
+				      unsigned short port,
+				      void *apc,
+				      void *apc_cls,
+				      void *dh,
+				      void *dh_cls,
+				      va_list ap);
+struct own_other *MHD_start_daemon(unsigned flags,
+				   unsigned short port,
+				   void *apc,
+				   void *apc_cls,
+				   void *dh,
+				   void *dh_cls,
+				   ...);
+void MHD_stop_daemon(struct own_other *d);
+int MHD_queue_response(struct own_other *c, unsigned status, struct own_other *r);
+int evhttp_set_cb(struct own_other *h, const char *path, void *cb, void *arg);
+int evhttp_del_cb(struct own_other *h, const char *path);
+void evhttp_set_gencb(struct own_other *h, void *cb, void *arg);
+void evhttp_free(struct own_other *h);
+int
+evhttp_add_virtual_host(struct own_other *h, const char *pattern, struct own_other *v);
+int evhttp_remove_virtual_host(struct own_other *h, struct own_other *v);
+struct own_other *
+g_thread_pool_new(void *func, void *data, int max, int exclusive, void **error);
+struct own_other *g_thread_pool_new_full(
+	void *func, void *data, void *item_free, int max, int exclusive, void **error);
+int g_thread_pool_push(struct own_other *pool, void *data, void **error);
+void g_thread_pool_free(struct own_other *pool, int immediate, int wait_);
+void g_thread_pool_set_sort_function(struct own_other *pool, void *func, void *data);
+int g_thread_pool_move_to_front(struct own_other *pool, void *data);
+int g_thread_pool_set_max_threads(struct own_other *pool, int max, void **error);
+int
+uv_queue_work(struct own_other *loop, struct own_other *req, void *work, void *after);
+
+struct own_other *
+MHD_start_daemon_va(unsigned flags,
+		    unsigned short port,
+		    void *apc,
+		    void *apc_cls,
+		    void *dh,
+		    void *dh_cls,
+		    va_list ap)
+{
+	(void)flags, (void)port, (void)apc, (void)apc_cls, (void)dh, (void)dh_cls,
+		(void)ap;
+	OTHER_RAN(0);
+	return &other_obj;
+}
+
+/* As libmicrohttpd's: through MHD_start_daemon_va() (its PLT).  The shim
+ * cannot forward variadic arguments, so it hands a caller of this one to
+ * the copy's MHD_start_daemon_va() directly: bit 1 stays clear there (not
+ * printed). */
+struct own_other *
+MHD_start_daemon(unsigned flags,
+		 unsigned short port,
+		 void *apc,
+		 void *apc_cls,
+		 void *dh,
+		 void *dh_cls,
+		 ...)
+{
+	struct own_other *d;
+	va_list ap;
+
+	OTHER_RAN(1);
+	va_start(ap, dh_cls);
+	d = MHD_start_daemon_va(flags, port, apc, apc_cls, dh, dh_cls, ap);
+	va_end(ap);
+	return d;
+}
+
+void
+MHD_stop_daemon(struct own_other *d)
+{
+	(void)d;
+	OTHER_RAN(2);
+}
+
+int
+MHD_queue_response(struct own_other *c, unsigned status, struct own_other *r)
+{
+	(void)c, (void)status, (void)r;
+	OTHER_RAN(3);
+	return 1;
+}
+
+int
+evhttp_set_cb(struct own_other *h, const char *path, void *cb, void *arg)
+{
+	(void)h, (void)path, (void)cb, (void)arg;
+	OTHER_RAN(4);
+	return 1;
+}
+
+int
+evhttp_del_cb(struct own_other *h, const char *path)
+{
+	(void)h, (void)path;
+	OTHER_RAN(5);
+	return 1;
+}
+
+void
+evhttp_set_gencb(struct own_other *h, void *cb, void *arg)
+{
+	(void)h, (void)cb, (void)arg;
+	OTHER_RAN(6);
+}
+
+void
+evhttp_free(struct own_other *h)
+{
+	(void)h;
+	OTHER_RAN(7);
+}
+
+int
+evhttp_add_virtual_host(struct own_other *h, const char *pattern, struct own_other *v)
+{
+	(void)h, (void)pattern, (void)v;
+	OTHER_RAN(8);
+	return 1;
+}
+
+int
+evhttp_remove_virtual_host(struct own_other *h, struct own_other *v)
+{
+	(void)h, (void)v;
+	OTHER_RAN(9);
+	return 1;
+}
+
+struct own_other *
+g_thread_pool_new(void *func, void *data, int max, int exclusive, void **error)
+{
+	(void)func, (void)data, (void)max, (void)exclusive, (void)error;
+	OTHER_RAN(10);
+	return &other_obj;
+}
+
+struct own_other *
+g_thread_pool_new_full(
+	void *func, void *data, void *item_free, int max, int exclusive, void **error)
+{
+	(void)func, (void)data, (void)item_free, (void)max, (void)exclusive,
+		(void)error;
+	OTHER_RAN(11);
+	return &other_obj;
+}
+
+int
+g_thread_pool_push(struct own_other *pool, void *data, void **error)
+{
+	(void)pool, (void)data, (void)error;
+	OTHER_RAN(12);
+	return 1;
+}
+
+void
+g_thread_pool_free(struct own_other *pool, int immediate, int wait_)
+{
+	(void)pool, (void)immediate, (void)wait_;
+	OTHER_RAN(13);
+}
+
+void
+g_thread_pool_set_sort_function(struct own_other *pool, void *func, void *data)
+{
+	(void)pool, (void)func, (void)data;
+	OTHER_RAN(14);
+}
+
+int
+g_thread_pool_move_to_front(struct own_other *pool, void *data)
+{
+	(void)pool, (void)data;
+	OTHER_RAN(15);
+	return 1;
+}
+
+int
+g_thread_pool_set_max_threads(struct own_other *pool, int max, void **error)
+{
+	(void)pool, (void)max, (void)error;
+	OTHER_RAN(16);
+	return 1;
+}
+
+int
+uv_queue_work(struct own_other *loop, struct own_other *req, void *work, void *after)
+{
+	(void)loop, (void)req, (void)work, (void)after;
+	OTHER_RAN(17);
+	return 0;
+}
+
+/* Every stand-in once; the number of results that were the copy's. */
+static int
+own_others(void)
+{
+	struct own_other *o = &other_obj;
+	int r = 0;
+
+	r += MHD_start_daemon(0, 0, NULL, NULL, NULL, NULL, 0) == o;
+	r += MHD_queue_response(o, 200, o) == 1;
+	MHD_stop_daemon(o);
+	r += evhttp_set_cb(o, "/", NULL, NULL) == 1;
+	r += evhttp_del_cb(o, "/") == 1;
+	evhttp_set_gencb(o, NULL, NULL);
+	r += evhttp_add_virtual_host(o, "x", o) == 1;
+	r += evhttp_remove_virtual_host(o, o) == 1;
+	evhttp_free(o);
+	r += g_thread_pool_new(NULL, NULL, 1, 0, NULL) == o;
+	r += g_thread_pool_new_full(NULL, NULL, NULL, 1, 0, NULL) == o;
+	r += g_thread_pool_push(o, NULL, NULL) == 1;
+	g_thread_pool_set_sort_function(o, NULL, NULL);
+	r += g_thread_pool_move_to_front(o, NULL) == 1;
+	r += g_thread_pool_set_max_threads(o, 2, NULL) == 1;
+	g_thread_pool_free(o, 0, 0);
+	r += uv_queue_work(o, o, NULL, NULL) == 0;
+	return r;
+}
+
 int
 own_copy_main(void)
 {
 	struct fcgx_request req = {0, 1, NULL, NULL, NULL, NULL, NULL, -1};
-	int r, n;
+	int r, n, o;
 
 	r = FCGX_Accept_r(&req);
 	FCGX_Finish_r(&req);
@@ -270,5 +509,12 @@ own_copy_main(void)
 	n = own_nghttp2();
 	printf("nghttp2: %d of 8 results the copy's, its functions ran: %#lx\n", n,
 	       nh_ran);
-	return ran == 7 && r == 0 && n == 8 && nh_ran == 0xffffful ? 0 : 1;
+	o = own_others();
+	printf("mhd, evhttp, glib, uv: %d of 12 results the copy's, its functions "
+	       "ran: %#lx\n",
+	       o, other_ran & ~2ul);
+	return ran == 7 && r == 0 && n == 8 && nh_ran == 0xffffful && o == 12 &&
+			       (other_ran | 2) == 0x3fffful
+		       ? 0
+		       : 1;
 }
