@@ -22,7 +22,8 @@
  * Versions and binding as in hook-openssl.c: the names are exported at
  * GnuTLS's version node GNUTLS_3_4 and forwarded with dlvsym() there;
  * bound by the constructor if libgnutls is loaded, else at the first
- * call, with an RTLD_NOLOAD fallback for a library loaded RTLD_LOCAL. */
+ * call, with an RTLD_NOLOAD fallback for a library loaded RTLD_LOCAL, and
+ * a caller with its own copy of libgnutls passed to that copy. */
 #include "config.h"
 
 #include "hooks.h"
@@ -65,6 +66,10 @@ static const char *const gt_name[GT_N] = {
 
 static void *gt_fn[GT_N];
 static const void *gt_self[GT_HOOKED];
+/* gt_fn[] came from the global scope, where every caller finds it. */
+static bool gt_global;
+static struct ctxshim_callers gt_callers = {
+	.names = gt_name, .n = GT_HOOKED, .version = GT_NODE, .selves = gt_self};
 static pthread_once_t gt_once = PTHREAD_ONCE_INIT;
 /* libgnutls's executable segment: calls from there are its own. */
 static uintptr_t gt_text_lo, gt_text_hi;
@@ -86,6 +91,7 @@ hook_gnutls_bind_once(void)
 			ctxshim_log("gnutls: %s@%s not found", gt_name[i], GT_NODE);
 	}
 	(void)ctxshim_text_range(gt_fn[GT_RECV], &gt_text_lo, &gt_text_hi);
+	gt_global = ctxshim_bound_globally(gt_name[GT_RECV], GT_NODE, gt_fn[GT_RECV]);
 	errno = saved_errno;
 }
 
@@ -245,27 +251,42 @@ HOOK_EXPORT ssize_t ctxshim_gnutls_record_send_gt34(gnutls_session_t s,
 HOOK_EXPORT void ctxshim_gnutls_deinit_gt34(gnutls_session_t s);
 HOOK_EXPORT int ctxshim_gnutls_handshake_gt34(gnutls_session_t s);
 
+/* The caller's own libgnutls (its definitions by gt_name), or NULL: the
+ * call is ours.  ret: the exported hook's return address. */
+static inline void *const *
+gt_own(const void *ret)
+{
+	hook_gnutls_bind();
+	if (gt_global)
+		return NULL;
+	return ctxshim_callers_own(&gt_callers, ret, gt_fn[GT_RECV]);
+}
+
 HOOK_EXPORT ssize_t
 ctxshim_gnutls_record_recv_gt34(gnutls_session_t s, void *buf, size_t n)
 {
+	CTXSHIM_OWN_RETURN(gt_own, GT_RECV, gt_recv_fn, s, buf, n);
 	return hook_gnutls_record_recv(s, buf, n);
 }
 
 HOOK_EXPORT ssize_t
 ctxshim_gnutls_record_send_gt34(gnutls_session_t s, const void *buf, size_t n)
 {
+	CTXSHIM_OWN_RETURN(gt_own, GT_SEND, gt_send_fn, s, buf, n);
 	return hook_gnutls_record_send(s, buf, n, __builtin_return_address(0));
 }
 
 HOOK_EXPORT void
 ctxshim_gnutls_deinit_gt34(gnutls_session_t s)
 {
+	CTXSHIM_OWN_RETURN_VOID(gt_own, GT_DEINIT, gt_deinit_fn, s);
 	hook_gnutls_deinit(s);
 }
 
 HOOK_EXPORT int
 ctxshim_gnutls_handshake_gt34(gnutls_session_t s)
 {
+	CTXSHIM_OWN_RETURN(gt_own, GT_HANDSHAKE, gt_handshake_fn, s);
 	return hook_gnutls_handshake(s);
 }
 

@@ -91,9 +91,10 @@ START_TEST(plugin_libraries_loaded_local)
 END_TEST
 
 /* A plugin with its own copy of a hooked library (helpers/own-copy.c:
- * libfcgi's accept/finish/free and libnghttp2's hooked functions;
- * helpers/own-ssl.c: libssl's functions at
- * OPENSSL_3.0.0), opened RTLD_LOCAL alone or after the real library (also
+ * libfcgi's, libnghttp2's, libmicrohttpd's, libevent's, GLib's and
+ * libuv's hooked functions; helpers/own-tls.c: libssl's and libgnutls's at
+ * their symbol versions), opened RTLD_LOCAL alone or after the real
+ * libraries (also
  * RTLD_LOCAL, which the shim's fallback by soname finds): its calls reach
  * the shim's names and must go to its own copy, with the copy's results
  * (they once failed with ENOSYS, or went to the real library with the
@@ -104,6 +105,12 @@ END_TEST
 	"mhd, evhttp, glib, uv: 12 of 12 results the copy's, its functions ran: " \
 	"0x3fffd\n"
 
+#define OWN_TLS_WANT                                                              \
+	"ssl: 10 of 10 calls returned the copy's results, the copy's functions "  \
+	"ran: 0x7ff\n"                                                            \
+	"gnutls: 3 of 3 calls returned the copy's results, the copy's functions " \
+	"ran: 0xf\n"
+
 static const struct {
 	const char *plugin, *lib, *want;
 } own_cases[] = {
@@ -113,12 +120,8 @@ static const struct {
 	{"libown-copy.so",
 	 "libmicrohttpd.so.12 libevent-2.1.so.7 libglib-2.0.so.0 libuv.so.1",
 	 OWN_COPY_WANT},
-	{"libown-ssl.so", NULL,
-	 "ssl: 10 of 10 calls returned the copy's results, the copy's functions "
-	 "ran: 0x7ff\n"},
-	{"libown-ssl.so", "libssl.so.3",
-	 "ssl: 10 of 10 calls returned the copy's results, the copy's functions "
-	 "ran: 0x7ff\n"},
+	{"libown-tls.so", NULL, OWN_TLS_WANT},
+	{"libown-tls.so", "libssl.so.3 libgnutls.so.30", OWN_TLS_WANT},
 };
 
 START_TEST(plugin_own_library_copy)

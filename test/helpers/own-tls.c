@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* libown-ssl.so: stand-ins for the libssl functions the shim hooks, at
- * libssl's symbol version (own-ssl.map), as a library that carries its
- * own libssl would have them (a Python wheel's libssl under another
- * soname), called through its PLT (test-preload-plugins.c, run by
- * own-copy-host).  own_copy_main() prints what each call returned and
- * which stand-ins ran: the same with the shim as without it. */
+/* libown-tls.so: stand-ins for the libssl and libgnutls functions the
+ * shim hooks, at their libraries' symbol versions (own-tls.map), as a
+ * library that carries its own libssl would have them (a Python wheel's
+ * libssl under another soname), called through its PLT
+ * (test-preload-plugins.c, run by own-copy-host).  own_copy_main() prints
+ * what each call returned and which stand-ins ran: the same with the shim
+ * as without it. */
 #include "config.h"
 
 #include <stddef.h>
@@ -24,6 +25,13 @@ int SSL_do_handshake(SSL *s);
 int SSL_up_ref(SSL *s);
 SSL *SSL_dup(SSL *s);
 int own_copy_main(void);
+
+typedef struct own_ssl *gnutls_session_t;
+
+long gnutls_record_recv(gnutls_session_t s, void *buf, size_t n);
+long gnutls_record_send(gnutls_session_t s, const void *buf, size_t n);
+void gnutls_deinit(gnutls_session_t s);
+int gnutls_handshake(gnutls_session_t s);
 
 struct own_ssl {
 	int fd;
@@ -122,13 +130,44 @@ SSL_dup(SSL *s)
 	return s;
 }
 
+long
+gnutls_record_recv(gnutls_session_t s, void *buf, size_t n)
+{
+	(void)s, (void)buf;
+	RAN(11);
+	return (long)n;
+}
+
+long
+gnutls_record_send(gnutls_session_t s, const void *buf, size_t n)
+{
+	(void)s, (void)buf;
+	RAN(12);
+	return (long)n;
+}
+
+void
+gnutls_deinit(gnutls_session_t s)
+{
+	(void)s;
+	RAN(13);
+}
+
+int
+gnutls_handshake(gnutls_session_t s)
+{
+	(void)s;
+	RAN(14);
+	return 0;
+}
+
 int
 own_copy_main(void)
 {
 	struct own_ssl s = {-1};
 	char buf[8];
 	size_t n = 0;
-	int r = 0;
+	int r = 0, g = 0;
 
 	/* A server session on fd 0 (which the shim may look at), as a
 	 * real one would be. */
@@ -145,6 +184,13 @@ own_copy_main(void)
 	SSL_free(&s);
 	printf("ssl: %d of 10 calls returned the copy's results, the copy's "
 	       "functions ran: %#x\n",
-	       r, ran);
-	return r == 10 && ran == 0x7ff ? 0 : 1;
+	       r, ran & 0x7ff);
+	g += gnutls_handshake(&s) == 0;
+	g += gnutls_record_recv(&s, buf, 7) == 7;
+	g += gnutls_record_send(&s, "abc", 3) == 3;
+	gnutls_deinit(&s);
+	printf("gnutls: %d of 3 calls returned the copy's results, the copy's "
+	       "functions ran: %#x\n",
+	       g, ran >> 11);
+	return r == 10 && g == 3 && ran == 0x7fff ? 0 : 1;
 }
