@@ -14,7 +14,9 @@
  * libcurl) do not match these non-default definitions and go straight to
  * libcurl: no injection there.  A flavour loaded RTLD_LOCAL (a plugin's
  * dependency) is invisible to RTLD_NEXT; we then look it up by soname with
- * RTLD_NOLOAD, which also pins it so our pointers cannot outlive it.
+ * RTLD_NOLOAD, which also pins it so our pointers cannot outlive it.  A
+ * caller with its own copy of a flavour (under another soname) is passed
+ * to that copy, untouched (preload/bind.h, ctxshim_callers_own()).
  *
  * Headers.  libcurl neither copies CURLOPT_HTTPHEADER lists nor offers a
  * way to add one header, and the application's list is its own memory,
@@ -204,6 +206,9 @@ struct curl_real {
 	void *fn[CURL_FN_N];
 	/* The flavour's executable segments: calls from there are internal. */
 	uintptr_t text_lo, text_hi;
+	bool global;   /* fn[] came from the global scope */
+	bool complete; /* every hooked function found */
+	struct ctxshim_callers callers;
 };
 
 typedef CURL *(*curl_easy_init_fn)(void);
@@ -283,14 +288,20 @@ curl_bind(struct curl_real *r)
 	for (i = 0; i < CURL_FN_N; i++) {
 		/* The functions we only call (not hook) have no self. */
 		const void *self = i < CURL_FN_HOOKED ? r->self[i] : NULL;
-		bool required = i < CURL_FN_HOOKED;
-		void *p = ctxshim_bind_loaded(sonames, curl_fn_name[i], r->version, self);
 
-		if (!p && required)
-			p = ctxshim_bind(curl_fn_name[i], r->version, self, true);
-		r->fn[i] = p;
+		r->fn[i] =
+			ctxshim_bind_loaded(sonames, curl_fn_name[i], r->version, self);
 	}
-	if (!ctxshim_text_range(r->fn[CURL_FN_EASY_SETOPT], &r->text_lo, &r->text_hi)) {
+	r->complete = true;
+	for (i = 0; i < CURL_FN_HOOKED; i++)
+		r->complete = r->complete && r->fn[i];
+	r->global = ctxshim_bound_globally(curl_fn_name[0], r->version, r->fn[0]);
+	r->callers.names = curl_fn_name;
+	r->callers.n = CURL_FN_HOOKED;
+	r->callers.version = r->version;
+	r->callers.selves = r->self;
+	if (r->fn[CURL_FN_EASY_SETOPT] &&
+	    !ctxshim_text_range(r->fn[CURL_FN_EASY_SETOPT], &r->text_lo, &r->text_hi)) {
 		ctxshim_log("curl: no text segment found for %s", r->soname);
 	}
 	/* A fork while another thread holds the table lock must not leave
@@ -336,11 +347,35 @@ curl_bind_nss(void)
 static void (*const curl_bind_fn[CURL_FL_N])(void) = {curl_bind_openssl,
 						      curl_bind_gnutls, curl_bind_nss};
 
+/* The flavour, bound; a hooked function of it not found (nobody but a
+ * caller with its own copy can call it then, and those are passed on
+ * before this) ends the process, as a required binding does. */
 static inline struct curl_real *
 curl_flavour(enum curl_flavour fl)
 {
+	struct curl_real *r = &curl_real[fl];
+	int i;
+
 	pthread_once(&curl_once[fl], curl_bind_fn[fl]);
-	return &curl_real[fl];
+	if (__builtin_expect(!r->complete, 0))
+		for (i = 0; i < CURL_FN_HOOKED; i++)
+			if (!r->fn[i])
+				(void)ctxshim_bind(curl_fn_name[i], r->version,
+						   r->self[i], true);
+	return r;
+}
+
+/* The caller's own copy of flavour fl (by curl_fn_name), or NULL: the
+ * call is ours. */
+static inline void *const *
+curl_own(enum curl_flavour fl, const void *ret)
+{
+	struct curl_real *r = &curl_real[fl];
+
+	pthread_once(&curl_once[fl], curl_bind_fn[fl]);
+	if (r->global)
+		return NULL;
+	return ctxshim_callers_own(&r->callers, ret, r->fn[0]);
 }
 
 static void
@@ -1021,6 +1056,22 @@ hook_curl_easy_setopt_prereq(struct curl_real *r, CURL *easy, curl_prereq_callba
 
 /* The variadic setopt: read the argument by the option's type
  * (CURLOPTTYPE_* in curl/curl.h) and pass it on as that type. */
+/* setopt's one argument after opt, of the type opt takes (curl.h,
+ * CURLOPTTYPE_*), passed on to fn. */
+static CURLcode
+curl_setopt_va(curl_easy_setopt_fn fn, CURL *easy, CURLoption opt, va_list ap)
+{
+	if (opt < CURLOPTTYPE_OBJECTPOINT)
+		return fn(easy, opt, va_arg(ap, long));
+	if (opt < CURLOPTTYPE_FUNCTIONPOINT)
+		return fn(easy, opt, va_arg(ap, void *));
+	if (opt < CURLOPTTYPE_OFF_T)
+		return fn(easy, opt, va_arg(ap, curl_any_fn));
+	if (opt < CURLOPTTYPE_BLOB)
+		return fn(easy, opt, va_arg(ap, curl_off_t));
+	return fn(easy, opt, va_arg(ap, void *));
+}
+
 static CURLcode
 hook_curl_easy_setopt(
 	struct curl_real *r, CURL *easy, CURLoption opt, va_list ap, const void *ra)
@@ -1028,7 +1079,7 @@ hook_curl_easy_setopt(
 	curl_easy_setopt_fn real = (curl_easy_setopt_fn)r->fn[CURL_FN_EASY_SETOPT];
 
 	if (opt < CURLOPTTYPE_OBJECTPOINT)
-		return real(easy, opt, va_arg(ap, long));
+		return curl_setopt_va(real, easy, opt, ap);
 	if (opt < CURLOPTTYPE_FUNCTIONPOINT) {
 		void *v = va_arg(ap, void *);
 
@@ -1052,11 +1103,7 @@ hook_curl_easy_setopt(
 		}
 		return hook_curl_easy_setopt_prereq(r, easy, fn);
 	}
-	if (opt < CURLOPTTYPE_OFF_T)
-		return real(easy, opt, va_arg(ap, curl_any_fn));
-	if (opt < CURLOPTTYPE_BLOB)
-		return real(easy, opt, va_arg(ap, curl_off_t));
-	return real(easy, opt, va_arg(ap, void *));
+	return curl_setopt_va(real, easy, opt, ap);
 }
 
 /* Publish what the thread shows during a blocking transfer: our client
@@ -1364,6 +1411,10 @@ hook_curl_multi_cleanup(struct curl_real *r, CURLM *multi, const void *ra)
 	__asm__(".symver ctxshim_" #fn "_" #tag ", " #fn "@" node ", remove")
 
 #define CURL_FLAVOUR_HOOKS(tag, fl, node)                                              \
+	static void *const *curl_own_##tag(const void *ret)                            \
+	{                                                                              \
+		return curl_own(fl, ret);                                              \
+	}                                                                              \
 	HOOK_EXPORT CURL *ctxshim_curl_easy_init_##tag(void);                          \
 	HOOK_EXPORT CURLcode ctxshim_curl_easy_setopt_##tag(CURL *, CURLoption, ...);  \
 	HOOK_EXPORT CURLcode ctxshim_curl_easy_perform_##tag(CURL *);                  \
@@ -1376,55 +1427,77 @@ hook_curl_multi_cleanup(struct curl_real *r, CURLM *multi, const void *ra)
                                                                                        \
 	HOOK_EXPORT CURL *ctxshim_curl_easy_init_##tag(void)                           \
 	{                                                                              \
+		CTXSHIM_OWN_RETURN(curl_own_##tag, CURL_FN_EASY_INIT,                  \
+				   curl_easy_init_fn);                                 \
 		return hook_curl_easy_init(curl_flavour(fl),                           \
 					   __builtin_return_address(0));               \
 	}                                                                              \
 	HOOK_EXPORT CURLcode ctxshim_curl_easy_setopt_##tag(CURL *easy,                \
 							    CURLoption opt, ...)       \
 	{                                                                              \
+		void *const *own = curl_own_##tag(__builtin_return_address(0));        \
 		CURLcode rc;                                                           \
 		va_list ap;                                                            \
                                                                                        \
 		va_start(ap, opt);                                                     \
-		rc = hook_curl_easy_setopt(curl_flavour(fl), easy, opt, ap,            \
-					   __builtin_return_address(0));               \
+		if (own)                                                               \
+			rc = curl_setopt_va(                                           \
+				(curl_easy_setopt_fn)own[CURL_FN_EASY_SETOPT], easy,   \
+				opt, ap);                                              \
+		else                                                                   \
+			rc = hook_curl_easy_setopt(curl_flavour(fl), easy, opt, ap,    \
+						   __builtin_return_address(0));       \
 		va_end(ap);                                                            \
 		return rc;                                                             \
 	}                                                                              \
 	HOOK_EXPORT CURLcode ctxshim_curl_easy_perform_##tag(CURL *easy)               \
 	{                                                                              \
+		CTXSHIM_OWN_RETURN(curl_own_##tag, CURL_FN_EASY_PERFORM,               \
+				   curl_easy_perform_fn, easy);                        \
 		return hook_curl_easy_perform(curl_flavour(fl), easy,                  \
 					      __builtin_return_address(0));            \
 	}                                                                              \
 	HOOK_EXPORT void ctxshim_curl_easy_cleanup_##tag(CURL *easy)                   \
 	{                                                                              \
+		CTXSHIM_OWN_RETURN_VOID(curl_own_##tag, CURL_FN_EASY_CLEANUP,          \
+					curl_easy_cleanup_fn, easy);                   \
 		hook_curl_easy_cleanup(curl_flavour(fl), easy,                         \
 				       __builtin_return_address(0));                   \
 	}                                                                              \
 	HOOK_EXPORT void ctxshim_curl_easy_reset_##tag(CURL *easy)                     \
 	{                                                                              \
+		CTXSHIM_OWN_RETURN_VOID(curl_own_##tag, CURL_FN_EASY_RESET,            \
+					curl_easy_reset_fn, easy);                     \
 		hook_curl_easy_reset(curl_flavour(fl), easy,                           \
 				     __builtin_return_address(0));                     \
 	}                                                                              \
 	HOOK_EXPORT CURL *ctxshim_curl_easy_duphandle_##tag(CURL *easy)                \
 	{                                                                              \
+		CTXSHIM_OWN_RETURN(curl_own_##tag, CURL_FN_EASY_DUPHANDLE,             \
+				   curl_easy_duphandle_fn, easy);                      \
 		return hook_curl_easy_duphandle(curl_flavour(fl), easy,                \
 						__builtin_return_address(0));          \
 	}                                                                              \
 	HOOK_EXPORT CURLMcode ctxshim_curl_multi_add_handle_##tag(CURLM *multi,        \
 								  CURL *easy)          \
 	{                                                                              \
+		CTXSHIM_OWN_RETURN(curl_own_##tag, CURL_FN_MULTI_ADD_HANDLE,           \
+				   curl_multi_handle_fn, multi, easy);                 \
 		return hook_curl_multi_add_handle(curl_flavour(fl), multi, easy,       \
 						  __builtin_return_address(0));        \
 	}                                                                              \
 	HOOK_EXPORT CURLMcode ctxshim_curl_multi_remove_handle_##tag(CURLM *multi,     \
 								     CURL *easy)       \
 	{                                                                              \
+		CTXSHIM_OWN_RETURN(curl_own_##tag, CURL_FN_MULTI_REMOVE_HANDLE,        \
+				   curl_multi_handle_fn, multi, easy);                 \
 		return hook_curl_multi_remove_handle(curl_flavour(fl), multi, easy,    \
 						     __builtin_return_address(0));     \
 	}                                                                              \
 	HOOK_EXPORT CURLMcode ctxshim_curl_multi_cleanup_##tag(CURLM *multi)           \
 	{                                                                              \
+		CTXSHIM_OWN_RETURN(curl_own_##tag, CURL_FN_MULTI_CLEANUP,              \
+				   curl_multi_cleanup_fn, multi);                      \
 		return hook_curl_multi_cleanup(curl_flavour(fl), multi,                \
 					       __builtin_return_address(0));           \
 	}                                                                              \

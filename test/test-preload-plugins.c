@@ -92,8 +92,8 @@ END_TEST
 
 /* A plugin with its own copy of a hooked library (helpers/own-copy.c:
  * libfcgi's, libnghttp2's, libmicrohttpd's, libevent's, GLib's and
- * libuv's hooked functions; helpers/own-tls.c: libssl's and libgnutls's at
- * their symbol versions), opened RTLD_LOCAL alone or after the real
+ * libuv's hooked functions; helpers/own-tls.c and own-curl.c: libssl's,
+ * libgnutls's and libcurl's at their symbol versions), opened RTLD_LOCAL alone or after the real
  * libraries (also
  * RTLD_LOCAL, which the shim's fallback by soname finds): its calls reach
  * the shim's names and must go to its own copy, with the copy's results
@@ -111,6 +111,10 @@ END_TEST
 	"gnutls: 3 of 3 calls returned the copy's results, the copy's functions " \
 	"ran: 0xf\n"
 
+#define OWN_CURL_WANT                                                           \
+	"curl: 8 of 8 calls returned the copy's results, the copy's functions " \
+	"ran: 0x1ff\n"
+
 static const struct {
 	const char *plugin, *lib, *want;
 } own_cases[] = {
@@ -122,6 +126,8 @@ static const struct {
 	 OWN_COPY_WANT},
 	{"libown-tls.so", NULL, OWN_TLS_WANT},
 	{"libown-tls.so", "libssl.so.3 libgnutls.so.30", OWN_TLS_WANT},
+	{"libown-curl.so", NULL, OWN_CURL_WANT},
+	{"libown-curl.so", "libcurl.so.4", OWN_CURL_WANT},
 };
 
 START_TEST(plugin_own_library_copy)
