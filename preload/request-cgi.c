@@ -8,24 +8,41 @@
 
 #include "request-ctx.h"
 
+#include <stdbool.h>
 #include <string.h>
 
 /* The target when there is no REQUEST_URI: SCRIPT_NAME, PATH_INFO and
  * "?" QUERY_STRING, as RFC 3875 §3.3 rebuilds it.  Longer: none. */
 #define CGI_TARGET_MAX 2048
 
+/* Append s at out + at; with encode, as a request-target's path has it:
+ * SCRIPT_NAME and PATH_INFO come decoded (RFC 3875 §4.1.5, §4.1.13), and a
+ * decoded '?' or '#' must not end the path, so those, '%', spaces and
+ * other bytes a target cannot hold are percent-encoded again.  Returns the
+ * new length, (size_t)-1 once too long. */
 static size_t
-cgi_append(char *out, size_t at, const char *s)
+cgi_append(char *out, size_t at, const char *s, bool encode)
 {
-	size_t n;
+	static const char hex[] = "0123456789ABCDEF";
 
 	if (!s || at == (size_t)-1)
 		return at;
-	n = strlen(s);
-	if (n >= CGI_TARGET_MAX - at)
-		return (size_t)-1;
-	memcpy(out + at, s, n);
-	return at + n;
+	for (; *s; s++) {
+		unsigned char ch = (unsigned char)*s;
+		bool esc = encode && (ch <= ' ' || ch >= 0x7f || ch == '%' ||
+				      ch == '?' || ch == '#');
+
+		if (CGI_TARGET_MAX - at <= (esc ? 3u : 1u))
+			return (size_t)-1;
+		if (esc) {
+			out[at++] = '%';
+			out[at++] = hex[ch >> 4];
+			out[at++] = hex[ch & 15];
+		} else {
+			out[at++] = (char)ch;
+		}
+	}
+	return at;
 }
 
 void
@@ -46,15 +63,18 @@ ctxshim_request_ctx_cgi(struct ctxshim_ctx *c, ctxshim_cgi_lookup_fn *lookup, vo
 		r.target_len = strlen(uri);
 	} else {
 		const char *qs = lookup("QUERY_STRING", arg);
-		size_t n = cgi_append(target, 0, lookup("SCRIPT_NAME", arg));
+		size_t n, path;
 
-		n = cgi_append(target, n, lookup("PATH_INFO", arg));
+		n = cgi_append(target, 0, lookup("SCRIPT_NAME", arg), true);
+		n = cgi_append(target, n, lookup("PATH_INFO", arg), true);
+		path = n;
 		if (qs && *qs) {
-			n = cgi_append(target, n, "?");
-			n = cgi_append(target, n, qs);
+			n = cgi_append(target, n, "?", false);
+			n = cgi_append(target, n, qs, false);
 		}
-		/* too long: no url.path rather than a cut one */
-		if (n != (size_t)-1 && n > 0) {
+		/* too long: no url.path rather than a cut one; no path (only a
+		 * query): none rather than an empty one */
+		if (n != (size_t)-1 && path > 0) {
 			r.target = target;
 			r.target_len = n;
 		}

@@ -113,6 +113,26 @@ START_TEST(test_target_rebuilt)
 }
 END_TEST
 
+/* SCRIPT_NAME and PATH_INFO come decoded: a '?' or '#' in them is part
+ * of the path, encoded again as a request-target carries it; a query
+ * alone is no path. */
+START_TEST(test_target_decoded)
+{
+	char *envp[] = {"REQUEST_METHOD=GET", "SCRIPT_NAME=/cgi-bin/s",
+			"PATH_INFO=/a?b c#d%e\x01\xc3\xa9", "QUERY_STRING=q=1", NULL};
+	char *query_only[] = {"REQUEST_METHOD=GET", "QUERY_STRING=q=1", NULL};
+	struct trec_attrs_decoded d;
+	struct ctxshim_ctx c;
+
+	build(envp, &c, &d);
+	ck_assert(
+		attr_is(&d, CTXSHIM_KEY_PATH, "/cgi-bin/s/a%3Fb%20c%23d%25e%01%C3%A9"));
+	build(query_only, &c, &d);
+	ck_assert_ptr_null(trec_attrs_find(&d, CTXSHIM_KEY_PATH));
+	ck_assert(attr_is(&d, CTXSHIM_KEY_METHOD, "GET"));
+}
+END_TEST
+
 START_TEST(test_target_bound)
 {
 	/* The rebuilt target has room for 2047 bytes: SCRIPT_NAME of 2046
@@ -144,6 +164,7 @@ TEST_SUITE(request_cgi_suite)
 	tcase_add_test(tc, test_envp_lookup);
 	tcase_add_test(tc, test_traced_request);
 	tcase_add_test(tc, test_target_rebuilt);
+	tcase_add_test(tc, test_target_decoded);
 	tcase_add_test(tc, test_target_bound);
 	suite_add_tcase(s, tc);
 	return s;
