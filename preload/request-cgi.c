@@ -94,7 +94,9 @@ ctxshim_request_ctx_cgi(struct ctxshim_ctx *c, ctxshim_cgi_lookup_fn *lookup, vo
 		size_t k;
 
 		/* RFC 3875 §4.1.18: upper case, '-' as '_'.  ASCII only: the
-		 * locale's toupper() has no say in a header name. */
+		 * locale's toupper() has no say in a header name.  The body's
+		 * two headers have variables of their own (§4.1.2, §4.1.3),
+		 * without the HTTP_ prefix. */
 		memcpy(name, "HTTP_", 5);
 		for (k = 0; h[k] && k < CTXSHIM_HEADER_NAME_MAX; k++) {
 			char ch = h[k];
@@ -106,7 +108,11 @@ ctxshim_request_ctx_cgi(struct ctxshim_ctx *c, ctxshim_cgi_lookup_fn *lookup, vo
 			name[5 + k] = ch;
 		}
 		name[5 + k] = '\0';
-		r.extra[i] = lookup(name, arg);
+		if (strcmp(name, "HTTP_CONTENT_TYPE") == 0 ||
+		    strcmp(name, "HTTP_CONTENT_LENGTH") == 0)
+			r.extra[i] = lookup(name + 5, arg);
+		else
+			r.extra[i] = lookup(name, arg);
 		r.extra_len[i] = r.extra[i] ? strlen(r.extra[i]) : 0;
 	}
 	ctxshim_request_ctx(c, &r);

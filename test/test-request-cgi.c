@@ -133,6 +133,30 @@ START_TEST(test_target_decoded)
 }
 END_TEST
 
+/* Content-Type and Content-Length are CONTENT_TYPE and CONTENT_LENGTH in
+ * a CGI request, not HTTP_*. */
+START_TEST(test_content_headers)
+{
+	char *envp[] = {"REQUEST_METHOD=POST",     "REQUEST_URI=/f",
+			"CONTENT_TYPE=text/plain", "CONTENT_LENGTH=5",
+			"HTTP_CONTENT_TYPE=wrong", NULL};
+	struct trec_attrs_decoded d;
+	struct ctxshim_ctx c;
+
+	ctxshim_cfg.new_traces = true;
+	snprintf(ctxshim_cfg.header_attrs[0], CTXSHIM_HEADER_NAME_MAX, "content-type");
+	snprintf(ctxshim_cfg.header_attrs[1], CTXSHIM_HEADER_NAME_MAX,
+		 "Content-Length");
+	ctxshim_cfg.n_header_attrs = 2;
+	memset(&c, 0, sizeof(c));
+	ctxshim_request_ctx_cgi(&c, ctxshim_cgi_envp_lookup, envp);
+	ck_assert_int_eq(trec_attrs_decode(c.attrs, c.attrs_len, 8, &d), 0);
+	ck_assert(attr_is(&d, CTXSHIM_KEY_FIRST_HEADER, "text/plain"));
+	ck_assert(attr_is(&d, CTXSHIM_KEY_FIRST_HEADER + 1, "5"));
+	ctxshim_cfg.n_header_attrs = 0;
+}
+END_TEST
+
 START_TEST(test_target_bound)
 {
 	/* The rebuilt target has room for 2047 bytes: SCRIPT_NAME of 2046
@@ -165,6 +189,7 @@ TEST_SUITE(request_cgi_suite)
 	tcase_add_test(tc, test_traced_request);
 	tcase_add_test(tc, test_target_rebuilt);
 	tcase_add_test(tc, test_target_decoded);
+	tcase_add_test(tc, test_content_headers);
 	tcase_add_test(tc, test_target_bound);
 	suite_add_tcase(s, tc);
 	return s;
