@@ -209,12 +209,32 @@ callers_resolve(const struct ctxshim_callers *cs,
 	e->own = e->fn[0] != NULL;
 }
 
+/* A fork while another thread adds an entry must not leave the child's
+ * lock taken. */
+static void
+callers_prefork(void)
+{
+	pthread_mutex_lock(&callers_lock);
+}
+
+static void
+callers_postfork(void)
+{
+	pthread_mutex_unlock(&callers_lock);
+}
+
+__attribute__((constructor)) static void
+callers_atfork(void)
+{
+	(void)pthread_atfork(callers_prefork, callers_postfork, callers_postfork);
+}
+
 void *const *
 ctxshim_callers_own(struct ctxshim_callers *cs, const void *ret, const void *primary0)
 {
-	uintptr_t a = (uintptr_t)ret, lo, hi;
+	uintptr_t a = (uintptr_t)ret;
 	unsigned n = __atomic_load_n(&cs->count, __ATOMIC_ACQUIRE), i;
-	struct ctxshim_caller *e;
+	struct ctxshim_caller fresh = {0}, *e;
 	int saved_errno;
 
 	for (i = 0; i < n; i++)
@@ -222,11 +242,16 @@ ctxshim_callers_own(struct ctxshim_callers *cs, const void *ret, const void *pri
 			return cs->entry[i].own ? cs->entry[i].fn : NULL;
 	if (n >= CTXSHIM_CALLERS_MAX)
 		return NULL;
+	/* Looked up without the lock, so that it is never held across the
+	 * loader's own lock (a library constructor may call a hook while
+	 * dlopen() holds that). */
 	saved_errno = errno;
-	if (!ctxshim_text_range(ret, &lo, &hi)) {
+	if (!ctxshim_text_range(ret, &fresh.lo, &fresh.hi)) {
 		errno = saved_errno;
 		return NULL;
 	}
+	callers_resolve(cs, &fresh, ret, primary0);
+	errno = saved_errno;
 	pthread_mutex_lock(&callers_lock);
 	/* Another thread may have added it meanwhile. */
 	n = __atomic_load_n(&cs->count, __ATOMIC_ACQUIRE);
@@ -234,14 +259,10 @@ ctxshim_callers_own(struct ctxshim_callers *cs, const void *ret, const void *pri
 		if (a >= cs->entry[i].lo && a < cs->entry[i].hi)
 			break;
 	if (i == n && n < CTXSHIM_CALLERS_MAX) {
-		e = &cs->entry[n];
-		e->lo = lo;
-		e->hi = hi;
-		callers_resolve(cs, e, ret, primary0);
+		cs->entry[n] = fresh;
 		__atomic_store_n(&cs->count, n + 1, __ATOMIC_RELEASE);
 	}
 	e = i < CTXSHIM_CALLERS_MAX ? &cs->entry[i] : NULL;
 	pthread_mutex_unlock(&callers_lock);
-	errno = saved_errno;
 	return e && e->own ? e->fn : NULL;
 }

@@ -62,9 +62,10 @@ bool ctxshim_bound_globally(const char *name, const char *version, const void *p
  * The answer is kept per object, in a fixed table of
  * CTXSHIM_CALLERS_MAX objects (beyond that, a new object gets the primary
  * binding, as before): a lookup is a few compares without a lock; the
- * first call from an object takes a mutex and makes dl*() calls (not from
- * a signal handler, as any first binding).  The object is pinned (dlopen
- * RTLD_NOLOAD, never closed), so its address range keeps meaning it. */
+ * first call from an object makes dl*() calls (not from a signal handler,
+ * as any first binding), then takes a mutex to add the entry.  The object
+ * is pinned (dlopen RTLD_NOLOAD, never closed), so its address range
+ * keeps meaning it. */
 #define CTXSHIM_CALLERS_MAX 16
 #define CTXSHIM_CALLERS_FNS 24
 
