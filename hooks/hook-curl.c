@@ -206,7 +206,6 @@ struct curl_real {
 	void *fn[CURL_FN_N];
 	/* The flavour's executable segments: calls from there are internal. */
 	uintptr_t text_lo, text_hi;
-	bool global;   /* fn[] came from the global scope */
 	bool complete; /* every hooked function found */
 	struct ctxshim_callers callers;
 };
@@ -295,11 +294,11 @@ curl_bind(struct curl_real *r)
 	r->complete = true;
 	for (i = 0; i < CURL_FN_HOOKED; i++)
 		r->complete = r->complete && r->fn[i];
-	r->global = ctxshim_bound_globally(curl_fn_name[0], r->version, r->fn[0]);
 	r->callers.names = curl_fn_name;
 	r->callers.n = CURL_FN_HOOKED;
 	r->callers.version = r->version;
 	r->callers.selves = r->self;
+	ctxshim_callers_bound(&r->callers, r->fn[0]);
 	if (r->fn[CURL_FN_EASY_SETOPT] &&
 	    !ctxshim_text_range(r->fn[CURL_FN_EASY_SETOPT], &r->text_lo, &r->text_hi)) {
 		ctxshim_log("curl: no text segment found for %s", r->soname);
@@ -373,8 +372,6 @@ curl_own(enum curl_flavour fl, const void *ret)
 	struct curl_real *r = &curl_real[fl];
 
 	pthread_once(&curl_once[fl], curl_bind_fn[fl]);
-	if (r->global)
-		return NULL;
 	return ctxshim_callers_own(&r->callers, ret, r->fn[0]);
 }
 

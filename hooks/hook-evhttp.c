@@ -101,7 +101,6 @@ static const char *const evh_sonames[] = {"libevent-2.1.so.7",
 					  "libevent_extra-2.1.so.7", NULL};
 
 /* A caller with its own libevent (bind.h) is passed to it. */
-static int evh_global;
 static const char *const evh_names[] = {
 	"evhttp_set_cb", "evhttp_del_cb",           "evhttp_set_gencb",
 	"evhttp_free",   "evhttp_add_virtual_host", "evhttp_remove_virtual_host"};
@@ -210,9 +209,7 @@ hook_evhttp_bind_slow(void)
 	__atomic_store_n(&real_remove_vhost_fn, (evh_remove_vhost_fn)rm_vh,
 			 __ATOMIC_RELAXED);
 	pthread_once(&atfork_once, evh_atfork_register);
-	__atomic_store_n(&evh_global,
-			 ctxshim_bound_globally("evhttp_set_cb", NULL, set_cb),
-			 __ATOMIC_RELAXED);
+	ctxshim_callers_bound(&evh_callers, set_cb);
 	__atomic_store_n(&evh_bound, 1, __ATOMIC_RELEASE);
 	errno = saved_errno;
 }
@@ -643,8 +640,6 @@ static void *const *
 evh_own(const void *ret)
 {
 	hook_evhttp_bind();
-	if (__atomic_load_n(&evh_global, __ATOMIC_RELAXED))
-		return NULL;
 	return ctxshim_callers_own(
 		&evh_callers, ret,
 		(const void *)__atomic_load_n(&real_set_cb_fn, __ATOMIC_RELAXED));

@@ -78,9 +78,8 @@ typedef int (*fcgx_accept_r_fn)(struct fcgx_request *);
 typedef void (*fcgx_finish_r_fn)(struct fcgx_request *);
 typedef void (*fcgx_free_fn)(struct fcgx_request *, int);
 
-/* Set once the real functions are found; until then every call retries.
- * fcgi_global: found in the global scope, where every caller finds them. */
-static int fcgi_bound, fcgi_global;
+/* Set once the real functions are found; until then every call retries. */
+static int fcgi_bound;
 static fcgx_accept_r_fn real_accept_r_fn;
 static fcgx_finish_r_fn real_finish_r_fn;
 static fcgx_free_fn real_free_fn;
@@ -141,9 +140,7 @@ hook_fcgi_bind_slow(void)
 	__atomic_store_n(&real_accept_r_fn, (fcgx_accept_r_fn)acc, __ATOMIC_RELAXED);
 	__atomic_store_n(&real_finish_r_fn, (fcgx_finish_r_fn)fin, __ATOMIC_RELAXED);
 	__atomic_store_n(&real_free_fn, (fcgx_free_fn)fr, __ATOMIC_RELAXED);
-	__atomic_store_n(&fcgi_global,
-			 ctxshim_bound_globally("FCGX_Accept_r", NULL, acc),
-			 __ATOMIC_RELAXED);
+	ctxshim_callers_bound(&fcgi_callers, acc);
 	__atomic_store_n(&fcgi_bound, 1, __ATOMIC_RELEASE);
 	errno = saved_errno;
 }
@@ -174,8 +171,6 @@ static inline void *const *
 fcgi_own(const void *ret)
 {
 	hook_fcgi_bind();
-	if (__atomic_load_n(&fcgi_global, __ATOMIC_RELAXED))
-		return NULL;
 	return ctxshim_callers_own(
 		&fcgi_callers, ret,
 		(const void *)__atomic_load_n(&real_accept_r_fn, __ATOMIC_RELAXED));

@@ -66,8 +66,6 @@ static const char *const gt_name[GT_N] = {
 
 static void *gt_fn[GT_N];
 static const void *gt_self[GT_HOOKED];
-/* gt_fn[] came from the global scope, where every caller finds it. */
-static bool gt_global;
 static struct ctxshim_callers gt_callers = {
 	.names = gt_name, .n = GT_HOOKED, .version = GT_NODE, .selves = gt_self};
 static pthread_once_t gt_once = PTHREAD_ONCE_INIT;
@@ -91,7 +89,7 @@ hook_gnutls_bind_once(void)
 			ctxshim_log("gnutls: %s@%s not found", gt_name[i], GT_NODE);
 	}
 	(void)ctxshim_text_range(gt_fn[GT_RECV], &gt_text_lo, &gt_text_hi);
-	gt_global = ctxshim_bound_globally(gt_name[GT_RECV], GT_NODE, gt_fn[GT_RECV]);
+	ctxshim_callers_bound(&gt_callers, gt_fn[GT_RECV]);
 	errno = saved_errno;
 }
 
@@ -257,8 +255,6 @@ static inline void *const *
 gt_own(const void *ret)
 {
 	hook_gnutls_bind();
-	if (gt_global)
-		return NULL;
 	return ctxshim_callers_own(&gt_callers, ret, gt_fn[GT_RECV]);
 }
 

@@ -213,7 +213,6 @@ mhd_atfork_register(void)
 static const char *const mhd_sonames[] = {"libmicrohttpd.so.12", NULL};
 
 /* A caller with its own libmicrohttpd (bind.h) is passed to it. */
-static int mhd_global;
 static const char *const mhd_names[] = {"MHD_start_daemon_va", "MHD_stop_daemon",
 					"MHD_queue_response"};
 static const void *const mhd_selves[] = {(const void *)MHD_start_daemon_va,
@@ -273,9 +272,7 @@ hook_mhd_bind_slow(void)
 	__atomic_store_n(&real_is_feature_supported_fn,
 			 (mhd_is_feature_supported_fn)feat, __ATOMIC_RELAXED);
 	pthread_once(&atfork_once, mhd_atfork_register);
-	__atomic_store_n(&mhd_global,
-			 ctxshim_bound_globally("MHD_start_daemon_va", NULL, start),
-			 __ATOMIC_RELAXED);
+	ctxshim_callers_bound(&mhd_callers, start);
 	__atomic_store_n(&mhd_bound, 1, __ATOMIC_RELEASE);
 	errno = saved_errno;
 }
@@ -293,8 +290,6 @@ static void *const *
 mhd_own(const void *ret)
 {
 	hook_mhd_bind();
-	if (__atomic_load_n(&mhd_global, __ATOMIC_RELAXED))
-		return NULL;
 	return ctxshim_callers_own(&mhd_callers, ret,
 				   (const void *)__atomic_load_n(
 					   &real_start_daemon_va_fn, __ATOMIC_RELAXED));

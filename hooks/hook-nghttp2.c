@@ -221,8 +221,6 @@ typedef nghttp2_vec (*nh_rcbuf_get_buf_fn)(nghttp2_rcbuf *);
 
 static void *nh_fn[NH_N];
 static const void *nh_self[NH_HOOKED];
-/* nh_fn[] came from the global scope, where every caller finds it. */
-static bool nh_global;
 static struct ctxshim_callers nh_callers = {
 	.names = nh_name, .n = NH_HOOKED, .selves = nh_self};
 static pthread_once_t nh_once = PTHREAD_ONCE_INIT;
@@ -311,7 +309,7 @@ hook_nghttp2_bind_once(void)
 		if (!p)
 			ctxshim_log("nghttp2: %s not found", nh_name[i]);
 	}
-	nh_global = ctxshim_bound_globally(nh_name[0], NULL, nh_fn[0]);
+	ctxshim_callers_bound(&nh_callers, nh_fn[0]);
 	errno = saved_errno;
 }
 
@@ -1321,8 +1319,6 @@ static inline void *const *
 nh_own(const void *ret)
 {
 	hook_nghttp2_bind();
-	if (nh_global)
-		return NULL;
 	return ctxshim_callers_own(&nh_callers, ret, nh_fn[0]);
 }
 

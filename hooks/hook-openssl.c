@@ -163,8 +163,6 @@ static const char *const ossl_bio_name[OSSL_BIO_N] = {
 
 static void *ossl_fn[OSSL_N];
 static const void *ossl_self[OSSL_HOOKED];
-/* ossl_fn[] came from the global scope, where every caller finds it. */
-static bool ossl_global;
 static struct ctxshim_callers ossl_callers = {.names = ossl_name,
 					      .n = OSSL_HOOKED,
 					      .version = OSSL_NODE,
@@ -191,8 +189,7 @@ hook_openssl_bind_once(void)
 		ossl_fn[i] =
 			ctxshim_bind_loaded(sonames, ossl_name[i], OSSL_NODE, self);
 	}
-	ossl_global = ctxshim_bound_globally(ossl_name[OSSL_READ], OSSL_NODE,
-					     ossl_fn[OSSL_READ]);
+	ctxshim_callers_bound(&ossl_callers, ossl_fn[OSSL_READ]);
 	for (i = 0; i < OSSL_N; i++)
 		if (!ossl_fn[i]) {
 			ctxshim_log("openssl: %s@%s not found", ossl_name[i],
@@ -752,8 +749,6 @@ static inline void *const *
 ossl_own(const void *ret)
 {
 	hook_openssl_bind();
-	if (ossl_global)
-		return NULL;
 	return ctxshim_callers_own(&ossl_callers, ret, ossl_fn[OSSL_READ]);
 }
 

@@ -182,7 +182,6 @@ hook_pool_glib_atfork(void)
 static const char *const glib_sonames[] = {"libglib-2.0.so.0", NULL};
 
 /* A caller with its own GLib (bind.h) is passed to it. */
-static int glib_global;
 static const char *const glib_names[] = {"g_thread_pool_push",
 					 "g_thread_pool_new",
 					 "g_thread_pool_new_full",
@@ -250,9 +249,7 @@ hook_pool_glib_bind_slow(void)
 	__atomic_store_n(&real_set_max_threads_fn,
 			 (g_thread_pool_set_max_threads_fn)max, __ATOMIC_RELAXED);
 	pthread_once(&atfork_once, hook_pool_glib_atfork);
-	__atomic_store_n(&glib_global,
-			 ctxshim_bound_globally("g_thread_pool_push", NULL, push),
-			 __ATOMIC_RELAXED);
+	ctxshim_callers_bound(&glib_callers, push);
 	__atomic_store_n(&glib_bound, 1, __ATOMIC_RELEASE);
 	errno = saved_errno;
 }
@@ -689,8 +686,6 @@ static void *const *
 glib_own(const void *ret)
 {
 	hook_pool_glib_bind();
-	if (__atomic_load_n(&glib_global, __ATOMIC_RELAXED))
-		return NULL;
 	return ctxshim_callers_own(
 		&glib_callers, ret,
 		(const void *)__atomic_load_n(&real_push_fn, __ATOMIC_RELAXED));

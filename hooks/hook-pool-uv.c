@@ -119,7 +119,6 @@ hook_pool_uv_atfork(void)
 static const char *const uv_sonames[] = {"libuv.so.1", NULL};
 
 /* A caller with its own libuv (bind.h) is passed to it. */
-static int uv_global;
 static const char *const uv_names[] = {"uv_queue_work"};
 static const void *const uv_selves[] = {(const void *)uv_queue_work};
 static struct ctxshim_callers uv_callers = {
@@ -138,10 +137,7 @@ hook_pool_uv_bind(void)
 						   (const void *)uv_queue_work);
 	if (fn) {
 		pthread_once(&atfork_once, hook_pool_uv_atfork);
-		__atomic_store_n(
-			&uv_global,
-			ctxshim_bound_globally("uv_queue_work", NULL, (const void *)fn),
-			__ATOMIC_RELAXED);
+		ctxshim_callers_bound(&uv_callers, (const void *)fn);
 		__atomic_store_n(&real_uv_queue_work_fn, fn, __ATOMIC_RELEASE);
 	}
 	errno = saved_errno;
@@ -304,11 +300,7 @@ hook_pool_uv_queue_work(struct uv_loop_s *loop,
 static void *const *
 uv_own(const void *ret)
 {
-	uv_queue_work_fn fn = hook_pool_uv_bind();
-
-	if (fn && __atomic_load_n(&uv_global, __ATOMIC_RELAXED))
-		return NULL;
-	return ctxshim_callers_own(&uv_callers, ret, (const void *)fn);
+	return ctxshim_callers_own(&uv_callers, ret, (const void *)hook_pool_uv_bind());
 }
 
 HOOK_EXPORT int

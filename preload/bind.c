@@ -151,14 +151,16 @@ ctxshim_text_range(const void *addr, uintptr_t *lo, uintptr_t *hi)
 	return true;
 }
 
-bool
-ctxshim_bound_globally(const char *name, const char *version, const void *p)
+void
+ctxshim_callers_bound(struct ctxshim_callers *cs, const void *primary0)
 {
-	void *g = version ? dlvsym(RTLD_NEXT, name, version) : dlsym(RTLD_NEXT, name);
+	const char *name = cs->names[0];
+	void *g = cs->version ? dlvsym(RTLD_NEXT, name, cs->version)
+			      : dlsym(RTLD_NEXT, name);
 
 	if (!g)
 		(void)dlerror();
-	return p && g == p;
+	__atomic_store_n(&cs->global, primary0 && g == primary0, __ATOMIC_RELAXED);
 }
 
 static pthread_mutex_t callers_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -237,6 +239,8 @@ ctxshim_callers_own(struct ctxshim_callers *cs, const void *ret, const void *pri
 	struct ctxshim_caller fresh = {0}, *e;
 	int saved_errno;
 
+	if (__atomic_load_n(&cs->global, __ATOMIC_RELAXED))
+		return NULL;
 	for (i = 0; i < n; i++)
 		if (a >= cs->entry[i].lo && a < cs->entry[i].hi)
 			return cs->entry[i].own ? cs->entry[i].fn : NULL;

@@ -37,12 +37,6 @@ bool ctxshim_lib_loaded(const char *const *sonames);
  * the application's.  Returns false if no object contains addr. */
 bool ctxshim_text_range(const void *addr, uintptr_t *lo, uintptr_t *hi);
 
-/* Is p what RTLD_NEXT finds for name (the definition in the global scope
- * after the shim)?  Then every caller would have bound to it without the
- * shim (the dynamic linker searches the global scope first), and no
- * caller needs ctxshim_callers_own().  Leaves no dlerror() message. */
-bool ctxshim_bound_globally(const char *name, const char *version, const void *p);
-
 /* Callers with a copy of a hooked library of their own.
  *
  * Our exported names also catch the calls of an object that a plugin
@@ -51,8 +45,7 @@ bool ctxshim_bound_globally(const char *name, const char *version, const void *p
  * Python wheel carries libssl under another soname).  Without the shim
  * that object would have called its own copy: nothing in the global scope
  * defines the name, so its own scope does.  A hook whose real function
- * was not found in the global scope (RTLD_NEXT; ctxshim_bound_globally()
- * says) therefore asks, per call, for the object its caller's return
+ * was not found in the global scope therefore asks, per call, for the object its caller's return
  * address is in: if that object's own scope (its dependency tree, the way
  * dlsym() on its handle searches it) defines names[0] as something other
  * than the hook's primary binding and other than our hook, the call must
@@ -80,9 +73,17 @@ struct ctxshim_callers {
 	unsigned n;
 	const char *version;       /* of every name, or NULL */
 	const void *const *selves; /* our hooks, by name (NULL: not hooked) */
+	int global;                /* see ctxshim_callers_bound() (atomic) */
 	unsigned count;            /* entries in use (atomic) */
 	struct ctxshim_caller entry[CTXSHIM_CALLERS_MAX];
 };
+
+/* After the hook file bound primary0, its definition of cs->names[0]:
+ * whether that is what RTLD_NEXT finds (the global scope after the shim).
+ * Then every caller would have bound to it without the shim (the dynamic
+ * linker searches the global scope first), and ctxshim_callers_own()
+ * answers NULL at once.  Leaves no dlerror() message. */
+void ctxshim_callers_bound(struct ctxshim_callers *cs, const void *primary0);
 
 /* The definitions (by cs->names) the caller whose return address is ret
  * would have called without the shim, if they are another copy than
