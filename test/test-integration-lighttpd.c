@@ -465,29 +465,27 @@ lt_assert_cgi(const struct lt_server *l, pid_t cgi, unsigned k, const char *lspa
 
 /* ---- 1. the held CGI script and the held exec command ---- */
 
-START_TEST(test_lighttpd_held)
+/* Trace 1 to the CGI script, held: lighttpd waits for it in epoll_wait
+ * (span: its span for the request) and the script publishes the request
+ * lighttpd hands it (a CGI program's environment: HTTP_TRACEPARENT,
+ * REQUEST_METHOD, REQUEST_URI, HTTP_X_REQUEST_ID), in a span of its own
+ * (lt_assert_cgi()); then released and answered.  Returns the script's
+ * pid. */
+static pid_t
+lt_held_cgi(struct lt_server *l, char span[17])
 {
-	struct lt_server l;
-	char req[512], span[17], trace[33], *resp;
+	char req[512], *resp;
 	pid_t cgi;
 	int fd, hold;
 
-	lt_setup(&l, false);
-	lt_start(&l, true);
-
-	/* mod_cgi: the script is another process, lighttpd waits for it in
-	 * epoll_wait. */
 	lt_request(req, sizeof(req), "/cgi/hold?x=1", 1, "Connection: close\r\n");
-	fd = it_connect(l.nx.srv.port);
+	fd = it_connect(l->nx.srv.port);
 	it_send_str(fd, req);
-	hold = lt_fifo_held(&l);
-	lt_assert_idle_wait(&l, 1, span);
-	/* The script publishes the request lighttpd hands it (a CGI
-	 * program's environment: HTTP_TRACEPARENT, REQUEST_METHOD,
-	 * REQUEST_URI, HTTP_X_REQUEST_ID), in a span of its own. */
-	cgi = lt_child(l.nx.srv.child.pid, 0);
+	hold = lt_fifo_held(l);
+	lt_assert_idle_wait(l, 1, span);
+	cgi = lt_child(l->nx.srv.child.pid, 0);
 	ck_assert_int_gt(cgi, 0);
-	lt_assert_cgi(&l, cgi, 1, span);
+	lt_assert_cgi(l, cgi, 1, span);
 	lt_fifo_release(hold);
 	resp = it_read_all(fd, NULL);
 	close(fd);
@@ -495,6 +493,19 @@ START_TEST(test_lighttpd_held)
 			      strstr(resp, "\r\n\r\ncgi GET go\n"),
 		      "CGI response: %s", resp);
 	free(resp);
+	return cgi;
+}
+
+START_TEST(test_lighttpd_held)
+{
+	struct lt_server l;
+	char req[512], span[17], trace[33], *resp;
+	int fd, hold;
+
+	lt_setup(&l, false);
+	lt_start(&l, true);
+
+	(void)lt_held_cgi(&l, span);
 	lt_assert_answered(&l, 1, span);
 
 	/* mod_ssi's exec: lighttpd waits for the command inside the request,
@@ -570,19 +581,7 @@ START_TEST(test_lighttpd_exec_traceparent)
 
 	/* mod_cgi forks and execs the script while lighttpd's thread
 	 * publishes the request: the script's parent is lighttpd's span. */
-	lt_request(req, sizeof(req), "/cgi/hold?x=1", 1, "Connection: close\r\n");
-	fd = it_connect(l.nx.srv.port);
-	it_send_str(fd, req);
-	hold = lt_fifo_held(&l);
-	lt_assert_idle_wait(&l, 1, span);
-	cgi = lt_child(l.nx.srv.child.pid, 0);
-	ck_assert_int_gt(cgi, 0);
-	lt_assert_cgi(&l, cgi, 1, span);
-	lt_fifo_release(hold);
-	resp = it_read_all(fd, NULL);
-	close(fd);
-	ck_assert_msg(strstr(resp, "\r\n\r\ncgi GET go\n"), "CGI response: %s", resp);
-	free(resp);
+	cgi = lt_held_cgi(&l, span);
 
 	/* mod_ssi's exec command (sh -c, under the shim: it inherits
 	 * LD_PRELOAD) continues the request in a child span of lighttpd's,
