@@ -66,6 +66,12 @@ int test_child_finish(struct test_child *c, int timeout_ms);
  * into malloc'd NUL-terminated buffers; returns the wait status. */
 int test_run_capture(char *const argv[], char *const env[], bool preload, char **out,
 		     char **err, int timeout_ms);
+/* test_mkdtemp() and test_mkstemp() for what a test keeps in /tmp/ctxshim-*: the
+ * test program removes what they made when it ends, also after a failed
+ * test, whose process (Check forks one per test) ends at the failed
+ * assertion without running its own cleanup. */
+char *test_mkdtemp(char *tmpl);
+int test_mkstemp(char *tmpl);
 /* Process state letter from /proc/PID/stat ('R', 'S', 't', 'T', …). */
 char test_proc_state(pid_t pid);
 /* The same for thread tid of pid (0: the process, as test_proc_state()). */

@@ -223,7 +223,7 @@ assert_clean_output(const char *out, bool as_json)
 
 	if (access(argv[0], X_OK) != 0)
 		return;
-	fd = mkstemp(tmpl);
+	fd = test_mkstemp(tmpl);
 	ck_assert_int_ge(fd, 0);
 	ck_assert_int_eq(write(fd, out, strlen(out)), (ssize_t)strlen(out));
 	close(fd);
@@ -475,7 +475,7 @@ START_TEST(writer_library_replaced)
 	FILE *f;
 	int st;
 
-	ck_assert_ptr_nonnull(mkdtemp(dir));
+	ck_assert_ptr_nonnull(test_mkdtemp(dir));
 	snprintf(lib, sizeof(lib), "%s/libwriter.so", dir);
 	snprintf(tmp, sizeof(tmp), "%s/new.so", dir);
 	f = fopen(test_helper_path("libwtls-tlsdesc.so"), "re");

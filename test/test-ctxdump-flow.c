@@ -116,7 +116,7 @@ START_TEST(worker_thread_from_traceparent)
 	char *json, *log;
 	int main_tid, worker_tid, st;
 
-	close(mkstemp(ev));
+	close(test_mkstemp(ev));
 	test_child_start(&c, argv, shim_env(ev), false);
 	test_child_expect(&c, "READY ", line, sizeof(line), 10000);
 	ck_assert_int_eq(sscanf(line, "READY %*d %d %d", &main_tid, &worker_tid), 2);

@@ -93,7 +93,7 @@ assert_json(const char *out)
 
 	if (access(argv[0], X_OK) != 0)
 		return;
-	fd = mkstemp(tmpl);
+	fd = test_mkstemp(tmpl);
 	ck_assert_int_ge(fd, 0);
 	ck_assert_int_eq(write(fd, out, strlen(out)), (ssize_t)strlen(out));
 	close(fd);
@@ -437,7 +437,7 @@ START_TEST(control_bytes_in_object_names)
 	char dir[] = "/tmp/ctxdump-hostile-XXXXXX", *out, *err;
 	struct target t;
 
-	ck_assert_ptr_nonnull(mkdtemp(dir));
+	ck_assert_ptr_nonnull(test_mkdtemp(dir));
 	{
 		char *argv[] = {(char *)test_helper_path("hostile-dlopen"), dir,
 				(char *)test_helper_path("libwtls-tlsdesc.so"), NULL};

@@ -321,7 +321,7 @@ START_TEST(test_record_matches_writer)
 	struct writer w;
 	int fd, i, st;
 
-	fd = mkstemp(file);
+	fd = test_mkstemp(file);
 	ck_assert_int_ge(fd, 0);
 	close(fd);
 	writer_start(&w, static_writers[_i]);
@@ -446,7 +446,7 @@ START_TEST(test_record_stacks_reach_callers)
 	struct writer w;
 	int fd, i, k, st;
 
-	fd = mkstemp(file);
+	fd = test_mkstemp(file);
 	ck_assert_int_ge(fd, 0);
 	close(fd);
 	writer_start(&w, static_writers[_i]);

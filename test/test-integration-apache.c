@@ -39,7 +39,7 @@ ap_setup(struct nx_server *n)
 
 	memset(n, 0, sizeof(*n));
 	snprintf(dir, sizeof(dir), "/tmp/ctxshim-apache-XXXXXX");
-	ck_assert_ptr_nonnull(mkdtemp(dir));
+	ck_assert_ptr_nonnull(test_mkdtemp(dir));
 	/* The workers run as nobody: they read www and write the event log. */
 	ck_assert_int_eq(chmod(dir, 0755), 0);
 	nx_setup(n, dir, "<html>ctxshim</html>\n", 200 * 1024);

@@ -41,7 +41,7 @@ fc_setup(struct nx_server *n)
 
 	memset(n, 0, sizeof(*n));
 	snprintf(dir, sizeof(dir), "/tmp/ctxshim-fcgi-XXXXXX");
-	ck_assert_ptr_nonnull(mkdtemp(dir));
+	ck_assert_ptr_nonnull(test_mkdtemp(dir));
 	/* Workers run as nobody when the test runs as root. */
 	ck_assert_int_eq(chmod(dir, 0755), 0);
 	nx_setup(n, dir, "<html>ctxshim</html>\n", 16);

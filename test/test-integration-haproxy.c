@@ -211,7 +211,7 @@ hx_start(struct hx_run *h, bool preload)
 
 	memset(h, 0, sizeof(*h));
 	snprintf(dir, sizeof(dir), "/tmp/ctxshim-haproxy-XXXXXX");
-	ck_assert_ptr_nonnull(mkdtemp(dir));
+	ck_assert_ptr_nonnull(test_mkdtemp(dir));
 	snprintf(h->n.dir, sizeof(h->n.dir), "%s", dir);
 	snprintf(h->n.conf, sizeof(h->n.conf), "%s/haproxy.cfg", dir);
 	snprintf(h->n.err, sizeof(h->n.err), "haproxy's stderr above");

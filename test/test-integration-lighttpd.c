@@ -103,7 +103,7 @@ lt_setup(struct lt_server *l, bool tls)
 
 	memset(l, 0, sizeof(*l));
 	snprintf(dir, sizeof(dir), "/tmp/ctxshim-lighttpd-XXXXXX");
-	ck_assert_ptr_nonnull(mkdtemp(dir));
+	ck_assert_ptr_nonnull(test_mkdtemp(dir));
 	ck_assert_int_eq(chmod(dir, 0755), 0);
 	nx_setup(&l->nx, dir, "<html>ctxshim</html>\n", 200 * 1024);
 	snprintf(l->nx.conf, sizeof(l->nx.conf), "%s/lighttpd.conf", l->nx.dir);

@@ -214,7 +214,7 @@ world_setup(struct world *w)
 
 	ck_assert_ptr_nonnull(big);
 	snprintf(w->dir, sizeof(w->dir), "/tmp/ctxshim-matrix-XXXXXX");
-	ck_assert_ptr_nonnull(mkdtemp(w->dir));
+	ck_assert_ptr_nonnull(test_mkdtemp(w->dir));
 	ck_assert_int_eq(chmod(w->dir, 0755), 0);
 	snprintf(w->www, sizeof(w->www), "%s/www", w->dir);
 	ck_assert_int_eq(mkdir(w->www, 0755), 0);

@@ -88,7 +88,7 @@ tls_dir_make(struct tls_dir *d)
 	X509 *x;
 
 	snprintf(d->dir, sizeof(d->dir), "/tmp/ctxshim-tls-XXXXXX");
-	ck_assert_ptr_nonnull(mkdtemp(d->dir));
+	ck_assert_ptr_nonnull(test_mkdtemp(d->dir));
 	/* nginx workers run as nobody when the test runs as root. */
 	ck_assert_int_eq(chmod(d->dir, 0755), 0);
 	snprintf(d->cert, sizeof(d->cert), "%s/cert.pem", d->dir);

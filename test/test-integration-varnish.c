@@ -187,7 +187,7 @@ vn_start(struct vn_run *v, bool preload)
 
 	memset(v, 0, sizeof(*v));
 	snprintf(v->dir, sizeof(v->dir), "/tmp/ctxshim-varnish-XXXXXX");
-	ck_assert_ptr_nonnull(mkdtemp(v->dir));
+	ck_assert_ptr_nonnull(test_mkdtemp(v->dir));
 	snprintf(backend_path, sizeof(backend_path), "%s",
 		 test_helper_path("tpc-server"));
 	test_child_start(&v->backend, backend_argv, NULL, false);

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -375,13 +376,90 @@ test_proc_state(pid_t pid)
 	return test_task_state(pid, 0);
 }
 
+/* What test_mkdtemp() and test_mkstemp() made, one path a line, appended
+ * by the forked tests; main() removes those paths once every suite ran. */
+static char tmp_registry[] = "/tmp/ctxshim-registry-XXXXXX";
+static bool tmp_registry_ok;
+
+static void
+tmp_track(const char *path)
+{
+	char line[4200];
+	int fd, n;
+
+	if (!tmp_registry_ok)
+		return;
+	n = snprintf(line, sizeof(line), "%s\n", path);
+	fd = open(tmp_registry, O_WRONLY | O_APPEND | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	/* one write: lines of concurrent tests do not mix */
+	if (n > 0 && (size_t)n < sizeof(line))
+		(void)!write(fd, line, (size_t)n);
+	close(fd);
+}
+
+char *
+test_mkdtemp(char *tmpl)
+{
+	char *r = mkdtemp(tmpl);
+
+	if (r)
+		tmp_track(r);
+	return r;
+}
+
+int
+test_mkstemp(char *tmpl)
+{
+	int fd = mkstemp(tmpl);
+
+	if (fd >= 0)
+		tmp_track(tmpl);
+	return fd;
+}
+
+static int
+tmp_remove_one(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+	(void)st, (void)ftw;
+	if (type == FTW_DP)
+		(void)rmdir(path);
+	else
+		(void)unlink(path);
+	return 0;
+}
+
+/* Remove what the registry lists (only under /tmp/ctxshim-, whatever it
+ * says), then the registry. */
+static void
+tmp_cleanup(void)
+{
+	char line[4200];
+	FILE *f;
+
+	/* stdio, not slurp_fd(): a Check assertion (even one that holds)
+	 * reports to a test that no longer runs here. */
+	if (!tmp_registry_ok)
+		return;
+	f = fopen(tmp_registry, "re");
+	while (f && fgets(line, sizeof(line), f)) {
+		line[strcspn(line, "\n")] = '\0';
+		if (strncmp(line, "/tmp/ctxshim-", 13) == 0 && !strstr(line, "/.."))
+			(void)nftw(line, tmp_remove_one, 16, FTW_DEPTH | FTW_PHYS);
+	}
+	if (f)
+		fclose(f);
+	unlink(tmp_registry);
+}
+
 int
 main(void)
 {
 	const struct test_suite_desc **d;
 	struct rlimit core = {0, 0};
 	SRunner *sr = NULL;
-	int failed;
+	int failed, fd;
 
 	/* A crashing forked test must not litter the build tree with cores. */
 	setrlimit(RLIMIT_CORE, &core);
@@ -400,8 +478,13 @@ main(void)
 		fprintf(stderr, "no test suites registered\n");
 		return 1;
 	}
+	fd = mkstemp(tmp_registry);
+	tmp_registry_ok = fd >= 0;
+	if (fd >= 0)
+		close(fd);
 	srunner_run_all(sr, CK_ENV);
 	failed = srunner_ntests_failed(sr);
 	srunner_free(sr);
+	tmp_cleanup();
 	return failed == 0 ? 0 : 1;
 }

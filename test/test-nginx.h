@@ -160,7 +160,7 @@ nx_launch(struct nx_server *n, char *const argv[], bool preload, const char *nam
 
 		snprintf(n->srv.events, sizeof(n->srv.events),
 			 "/tmp/ctxshim-it-events-XXXXXX");
-		fd = mkstemp(n->srv.events);
+		fd = test_mkstemp(n->srv.events);
 		ck_assert_int_ge(fd, 0);
 		close(fd);
 		/* Written by a worker that may run as nobody. */

@@ -104,7 +104,7 @@ START_TEST(test_log_goes_to_file_not_stdout)
 	long n;
 
 	snprintf(path, sizeof(path), "%s/threads", test_env_path("HELPER_DIR"));
-	fd = mkstemp(logpath);
+	fd = test_mkstemp(logpath);
 	ck_assert_int_ge(fd, 0);
 	close(fd);
 	snprintf(logenv, sizeof(logenv), "CTXSHIM_LOG=%s", logpath);

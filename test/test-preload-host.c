@@ -124,7 +124,7 @@ run_dead_stderr(
 	char *const argv[], const char *env, bool preload, bool sock, char **out)
 {
 	char tmpl[] = "/tmp/ctxshim-test-XXXXXX";
-	int fo = mkstemp(tmpl), dead[2], st;
+	int fo = test_mkstemp(tmpl), dead[2], st;
 	pid_t pid;
 
 	ck_assert_int_ge(fo, 0);

@@ -147,7 +147,7 @@ tmp_path(char *path, size_t n)
 	int fd;
 
 	snprintf(path, n, "/tmp/ctxshim-pools-XXXXXX");
-	fd = mkstemp(path);
+	fd = test_mkstemp(path);
 	ck_assert_int_ge(fd, 0);
 	close(fd);
 }

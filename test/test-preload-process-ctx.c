@@ -291,7 +291,7 @@ START_TEST(test_executable_name)
 	char dir[] = "/tmp/ctxshim-exe-XXXXXX";
 	unsigned i;
 
-	ck_assert_ptr_nonnull(mkdtemp(dir));
+	ck_assert_ptr_nonnull(test_mkdtemp(dir));
 	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		struct pctx_seen *s = calloc(1, sizeof(*s));
 		char copy[4096], line[4096], script[256], exe[256], svc[256];
@@ -561,7 +561,7 @@ START_TEST(test_anonymous_fallback)
 	struct pctx_seen *s = calloc(1, sizeof(*s));
 	char line[4096], logpath[] = "/tmp/ctxshim-log-XXXXXX", logenv[128], log[8192];
 	char *env[] = {"CTXSHIM_TEST_FORCE_ANON=1", logenv, NULL};
-	int fd = mkstemp(logpath);
+	int fd = test_mkstemp(logpath);
 	ssize_t n;
 
 	ck_assert_int_ge(fd, 0);
@@ -693,7 +693,7 @@ START_TEST(test_passive_when_context_exists)
 	char *argv[] = {threads, "--wait", "1", NULL};
 	char *env[] = {preload, logenv, NULL};
 	struct test_child c;
-	int fd = mkstemp(logpath);
+	int fd = test_mkstemp(logpath);
 
 	ck_assert_int_ge(fd, 0);
 	snprintf(threads, sizeof(threads), "%s/threads", test_env_path("HELPER_DIR"));
@@ -722,7 +722,7 @@ START_TEST(test_passive_when_symbol_defined)
 	char *argv[] = {writer, NULL};
 	char *env[] = {logenv, NULL};
 	struct test_child c;
-	int fd = mkstemp(logpath);
+	int fd = test_mkstemp(logpath);
 
 	ck_assert_int_ge(fd, 0);
 	snprintf(writer, sizeof(writer), "%s/writer-le", test_env_path("HELPER_DIR"));
@@ -753,7 +753,7 @@ START_TEST(test_header_name_limit)
 	char *env[] = {"CTXSHIM_HEADER_ATTRS=x-abcdefghijklmnopqrstuvwxyz-31,"
 		       "x-abcdefghijklmnopqrstuvwxyz-032",
 		       logenv, NULL};
-	int fd = mkstemp(logpath);
+	int fd = test_mkstemp(logpath);
 
 	ck_assert_int_ge(fd, 0);
 	snprintf(logenv, sizeof(logenv), "CTXSHIM_LOG=%s", logpath);

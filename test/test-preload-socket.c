@@ -901,7 +901,7 @@ START_TEST(test_events_fd_given_up)
 		char *env[] = {evenv, NULL}, *out, *err;
 		int st;
 
-		ck_assert_ptr_nonnull(mkdtemp(dir));
+		ck_assert_ptr_nonnull(test_mkdtemp(dir));
 		snprintf(ev, sizeof(ev), "%s/events", dir);
 		snprintf(victim, sizeof(victim), "%s/victim", dir);
 		snprintf(evenv, sizeof(evenv), "%s=%s", var[i], ev);

@@ -28,7 +28,7 @@ vg_argv(char **argv, char *path, size_t n, const char *name, ...)
 	int k = 0;
 
 	snprintf(vg_log, sizeof(vg_log), "/tmp/ctxshim-vg-XXXXXX");
-	close(mkstemp(vg_log));
+	close(test_mkstemp(vg_log));
 	snprintf(logopt, sizeof(logopt), "--log-file=%s", vg_log);
 	snprintf(path, n, "%s/%s", test_env_path("HELPER_DIR"), name);
 	argv[k++] = "/usr/bin/valgrind";

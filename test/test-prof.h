@@ -53,7 +53,7 @@ prof_tmpfile(char *buf, size_t n, const char *tag)
 	int fd;
 
 	snprintf(buf, n, "/tmp/ctxdump-%s-XXXXXX", tag);
-	fd = mkstemp(buf);
+	fd = test_mkstemp(buf);
 	ck_assert_int_ge(fd, 0);
 	close(fd);
 }
