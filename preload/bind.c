@@ -232,15 +232,15 @@ callers_atfork(void)
 }
 
 void *const *
-ctxshim_callers_own(struct ctxshim_callers *cs, const void *ret, const void *primary0)
+ctxshim_callers_lookup(struct ctxshim_callers *cs,
+		       const void *ret,
+		       const void *primary0)
 {
 	uintptr_t a = (uintptr_t)ret;
 	unsigned n = __atomic_load_n(&cs->count, __ATOMIC_ACQUIRE), i;
 	struct ctxshim_caller fresh = {0}, *e;
 	int saved_errno;
 
-	if (__atomic_load_n(&cs->global, __ATOMIC_RELAXED))
-		return NULL;
 	for (i = 0; i < n; i++)
 		if (a >= cs->entry[i].lo && a < cs->entry[i].hi)
 			return cs->entry[i].own ? cs->entry[i].fn : NULL;

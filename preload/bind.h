@@ -2,6 +2,7 @@
 #pragma once
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 /* Finds the definition of name that our hook hides (RTLD_NEXT, or the given
@@ -90,8 +91,18 @@ void ctxshim_callers_bound(struct ctxshim_callers *cs, const void *primary0);
  * primary0 (the hook's binding of names[0], NULL if none); NULL when
  * the primary binding is right for it or nothing better is known.
  * Keeps errno; leaves no dlerror() message. */
-void *const *
-ctxshim_callers_own(struct ctxshim_callers *cs, const void *ret, const void *primary0);
+void *const *ctxshim_callers_lookup(struct ctxshim_callers *cs,
+				    const void *ret,
+				    const void *primary0);
+
+static inline void *const *
+ctxshim_callers_own(struct ctxshim_callers *cs, const void *ret, const void *primary0)
+{
+	/* The common case (a library the program links), without a call. */
+	if (__atomic_load_n(&cs->global, __ATOMIC_RELAXED))
+		return NULL;
+	return ctxshim_callers_lookup(cs, ret, primary0);
+}
 
 /* In an exported hook: pass the call of a caller with its own copy of the
  * library to that copy (own_fn(ret): the hook file's wrapper of
