@@ -639,6 +639,12 @@ hook_evhttp_remove_virtual_host(struct evhttp *http, struct evhttp *vhost)
 static void *const *
 evh_own(const void *ret)
 {
+	void *const *own;
+
+	/* As fcgi_own() (hook-fcgi.c). */
+	if (!__atomic_load_n(&evh_bound, __ATOMIC_ACQUIRE) &&
+	    ctxshim_callers_cached(&evh_callers, ret, &own))
+		return own;
 	hook_evhttp_bind();
 	return ctxshim_callers_own(
 		&evh_callers, ret,

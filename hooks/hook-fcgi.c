@@ -170,6 +170,13 @@ hook_fcgi_ctor(void)
 static inline void *const *
 fcgi_own(const void *ret)
 {
+	void *const *own;
+
+	/* Unbound (perhaps only copies of libfcgi are loaded): a known
+	 * caller does not search for the library again. */
+	if (!__atomic_load_n(&fcgi_bound, __ATOMIC_ACQUIRE) &&
+	    ctxshim_callers_cached(&fcgi_callers, ret, &own))
+		return own;
 	hook_fcgi_bind();
 	return ctxshim_callers_own(
 		&fcgi_callers, ret,

@@ -289,6 +289,12 @@ hook_mhd_bind(void)
 static void *const *
 mhd_own(const void *ret)
 {
+	void *const *own;
+
+	/* As fcgi_own() (hook-fcgi.c). */
+	if (!__atomic_load_n(&mhd_bound, __ATOMIC_ACQUIRE) &&
+	    ctxshim_callers_cached(&mhd_callers, ret, &own))
+		return own;
 	hook_mhd_bind();
 	return ctxshim_callers_own(&mhd_callers, ret,
 				   (const void *)__atomic_load_n(

@@ -685,6 +685,12 @@ hook_pool_glib_set_max_threads(struct _GThreadPool *pool,
 static void *const *
 glib_own(const void *ret)
 {
+	void *const *own;
+
+	/* As fcgi_own() (hook-fcgi.c). */
+	if (!__atomic_load_n(&glib_bound, __ATOMIC_ACQUIRE) &&
+	    ctxshim_callers_cached(&glib_callers, ret, &own))
+		return own;
 	hook_pool_glib_bind();
 	return ctxshim_callers_own(
 		&glib_callers, ret,

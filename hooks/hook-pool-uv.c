@@ -300,6 +300,12 @@ hook_pool_uv_queue_work(struct uv_loop_s *loop,
 static void *const *
 uv_own(const void *ret)
 {
+	void *const *own;
+
+	/* As fcgi_own() (hook-fcgi.c). */
+	if (!__atomic_load_n(&real_uv_queue_work_fn, __ATOMIC_ACQUIRE) &&
+	    ctxshim_callers_cached(&uv_callers, ret, &own))
+		return own;
 	return ctxshim_callers_own(&uv_callers, ret, (const void *)hook_pool_uv_bind());
 }
 

@@ -164,6 +164,9 @@ ctxshim_callers_bound(struct ctxshim_callers *cs, const void *primary0)
 }
 
 static pthread_mutex_t callers_lock = PTHREAD_MUTEX_INITIALIZER;
+unsigned ctxshim_dl_gen;
+/* An answer the full table could not keep (see ctxshim_callers_lookup()). */
+static __thread void *callers_uncached[CTXSHIM_CALLERS_FNS];
 
 static void *
 callers_sym(void *lib, const char *name, const char *version)
@@ -198,17 +201,20 @@ callers_resolve(const struct ctxshim_callers *cs,
 		(void)dlerror();
 		return;
 	}
-	/* Pinned for good (see bind.h): the handle is not closed. */
 	p = callers_sym(lib, cs->names[0], cs->version);
-	if (!p || p == primary0 || p == cs->selves[0])
-		return;
-	/* A copy of an older version may lack the later names: those stay
-	 * NULL, and their hooks handle such a call as their own. */
-	for (i = 0; i < cs->n; i++) {
-		p = callers_sym(lib, cs->names[i], cs->version);
-		e->fn[i] = cs->selves[i] && p == cs->selves[i] ? NULL : p;
+	if (p && p != primary0 && p != cs->selves[0]) {
+		/* A copy of an older version may lack the later names:
+		 * those stay NULL, and their hooks handle such a call as
+		 * their own. */
+		for (i = 0; i < cs->n; i++) {
+			p = callers_sym(lib, cs->names[i], cs->version);
+			e->fn[i] = cs->selves[i] && p == cs->selves[i] ? NULL : p;
+		}
+		e->own = e->fn[0] != NULL;
 	}
-	e->own = e->fn[0] != NULL;
+	/* Not pinned (bind.h): the caller's calls come from its own text,
+	 * which cannot go away under them. */
+	(void)dlclose(lib);
 }
 
 /* A fork while another thread adds an entry must not leave the child's
@@ -231,42 +237,73 @@ callers_atfork(void)
 	(void)pthread_atfork(callers_prefork, callers_postfork, callers_postfork);
 }
 
+/* The newest entry of generation gen for address a, or NULL. */
+static const struct ctxshim_caller *
+callers_find(const struct ctxshim_callers *cs, uintptr_t a, unsigned gen)
+{
+	unsigned i = __atomic_load_n(&cs->count, __ATOMIC_ACQUIRE);
+
+	while (i-- > 0) {
+		const struct ctxshim_caller *e = &cs->entry[i];
+
+		if (e->gen == gen && a >= e->lo && a < e->hi)
+			return e;
+	}
+	return NULL;
+}
+
+bool
+ctxshim_callers_cached(struct ctxshim_callers *cs, const void *ret, void *const **own)
+{
+	const struct ctxshim_caller *e = callers_find(
+		cs, (uintptr_t)ret, __atomic_load_n(&ctxshim_dl_gen, __ATOMIC_ACQUIRE));
+
+	if (!e)
+		return false;
+	*own = e->own ? e->fn : NULL;
+	return true;
+}
+
 void *const *
 ctxshim_callers_lookup(struct ctxshim_callers *cs,
 		       const void *ret,
 		       const void *primary0)
 {
-	uintptr_t a = (uintptr_t)ret;
-	unsigned n = __atomic_load_n(&cs->count, __ATOMIC_ACQUIRE), i;
-	struct ctxshim_caller fresh = {0}, *e;
+	unsigned gen = __atomic_load_n(&ctxshim_dl_gen, __ATOMIC_ACQUIRE), n;
+	const struct ctxshim_caller *e = callers_find(cs, (uintptr_t)ret, gen);
+	struct ctxshim_caller fresh = {.gen = gen};
 	int saved_errno;
 
-	for (i = 0; i < n; i++)
-		if (a >= cs->entry[i].lo && a < cs->entry[i].hi)
-			return cs->entry[i].own ? cs->entry[i].fn : NULL;
-	if (n >= CTXSHIM_CALLERS_MAX)
-		return NULL;
+	if (e)
+		return e->own ? e->fn : NULL;
 	/* Looked up without the lock, so that it is never held across the
 	 * loader's own lock (a library constructor may call a hook while
 	 * dlopen() holds that). */
 	saved_errno = errno;
-	if (!ctxshim_text_range(ret, &fresh.lo, &fresh.hi)) {
-		errno = saved_errno;
-		return NULL;
+	if (ctxshim_text_range(ret, &fresh.lo, &fresh.hi)) {
+		callers_resolve(cs, &fresh, ret, primary0);
+	} else {
+		/* In no object (JIT code): its page, never its own copy. */
+		fresh.lo = (uintptr_t)ret & ~(uintptr_t)4095;
+		fresh.hi = fresh.lo + 4096;
 	}
-	callers_resolve(cs, &fresh, ret, primary0);
 	errno = saved_errno;
 	pthread_mutex_lock(&callers_lock);
-	/* Another thread may have added it meanwhile. */
-	n = __atomic_load_n(&cs->count, __ATOMIC_ACQUIRE);
-	for (i = 0; i < n; i++)
-		if (a >= cs->entry[i].lo && a < cs->entry[i].hi)
-			break;
-	if (i == n && n < CTXSHIM_CALLERS_MAX) {
+	/* Another thread may have added it meanwhile; a full table keeps
+	 * nothing more (the answer is still right, made anew each call). */
+	e = callers_find(cs, (uintptr_t)ret, gen);
+	n = __atomic_load_n(&cs->count, __ATOMIC_RELAXED);
+	if (!e && n < CTXSHIM_CALLERS_MAX) {
 		cs->entry[n] = fresh;
 		__atomic_store_n(&cs->count, n + 1, __ATOMIC_RELEASE);
+		e = &cs->entry[n];
 	}
-	e = i < CTXSHIM_CALLERS_MAX ? &cs->entry[i] : NULL;
 	pthread_mutex_unlock(&callers_lock);
-	return e && e->own ? e->fn : NULL;
+	if (e)
+		return e->own ? e->fn : NULL;
+	if (!fresh.own)
+		return NULL;
+	/* Full: this thread's copy, used by the hook right away. */
+	memcpy(callers_uncached, fresh.fn, sizeof(callers_uncached));
+	return callers_uncached;
 }

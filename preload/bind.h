@@ -46,27 +46,37 @@ bool ctxshim_text_range(const void *addr, uintptr_t *lo, uintptr_t *hi);
  * Python wheel carries libssl under another soname).  Without the shim
  * that object would have called its own copy: nothing in the global scope
  * defines the name, so its own scope does.  A hook whose real function
- * was not found in the global scope therefore asks, per call, for the object its caller's return
- * address is in: if that object's own scope (its dependency tree, the way
- * dlsym() on its handle searches it) defines names[0] as something other
- * than the hook's primary binding and other than our hook, the call must
- * go there, untouched, with the object's own definitions of the names
- * (NULL for a name its copy lacks: such a call is the hook's).
+ * was not found in the global scope therefore asks, per call, for the
+ * object its caller's return address is in: if that object's own scope
+ * (its dependency tree, the way dlsym() on its handle searches it)
+ * defines names[0] as something other than the hook's primary binding and
+ * other than our hook, the call must go there, untouched, with the
+ * object's own definitions of the names (NULL for a name its copy lacks:
+ * such a call is the hook's).
  *
- * The answer is kept per object, in a fixed table of
- * CTXSHIM_CALLERS_MAX objects (beyond that, a new object gets the primary
- * binding, as before): a lookup is a few compares without a lock; the
- * first call from an object makes dl*() calls (not from a signal handler,
- * as any first binding), then takes a mutex to add the entry.  The object
- * is pinned (dlopen RTLD_NOLOAD, never closed), so its address range
- * keeps meaning it. */
-#define CTXSHIM_CALLERS_MAX 16
+ * The return address names the caller: a wrapper in the object with the
+ * copy that tail-calls the name (a jmp through its PLT) is taken for its
+ * own caller's object, and a helper library of the plugin that does not
+ * itself depend on the copy is looked at in its own dependency tree only.
+ * Both then get the primary binding, as before.
+ *
+ * The answer is kept per object, in a table of CTXSHIM_CALLERS_MAX
+ * entries, each immutable once published: a lookup is a few compares
+ * without a lock; the first call from an object makes dl*() calls (not
+ * from a signal handler, as any first binding), then takes a mutex to add
+ * the entry.  A return address in no object (JIT code) gets an entry for
+ * its page.  Objects are not pinned: every dlclose() (hooks/hook-dl.c)
+ * starts a new generation, and entries of an older one are skipped, since
+ * their address ranges may name another object now.  With the table full
+ * an object is resolved on each call, without caching. */
+#define CTXSHIM_CALLERS_MAX 64
 #define CTXSHIM_CALLERS_FNS 24
 
 struct ctxshim_caller {
 	uintptr_t lo, hi; /* the object's executable segments */
+	unsigned gen;     /* ctxshim_dl_gen when it was resolved */
+	bool own;         /* fn[] holds its own copy's definitions */
 	void *fn[CTXSHIM_CALLERS_FNS];
-	bool own; /* fn[] holds its own copy's definitions */
 };
 
 struct ctxshim_callers {
@@ -78,6 +88,9 @@ struct ctxshim_callers {
 	unsigned count;            /* entries in use (atomic) */
 	struct ctxshim_caller entry[CTXSHIM_CALLERS_MAX];
 };
+
+/* Bumped after every dlclose() (hooks/hook-dl.c). */
+extern unsigned ctxshim_dl_gen;
 
 /* After the hook file bound primary0, its definition of cs->names[0]:
  * whether that is what RTLD_NEXT finds (the global scope after the shim).
@@ -94,6 +107,14 @@ void ctxshim_callers_bound(struct ctxshim_callers *cs, const void *primary0);
 void *const *ctxshim_callers_lookup(struct ctxshim_callers *cs,
 				    const void *ret,
 				    const void *primary0);
+
+/* The table's answer for ret if it has one of this generation (true, and
+ * *own as ctxshim_callers_lookup() would set it), without binding or dl*()
+ * calls: a hook that retries its binding on every call while its library
+ * is not found asks this first, so that the calls of a caller with its
+ * own copy do not search for the library each time. */
+bool
+ctxshim_callers_cached(struct ctxshim_callers *cs, const void *ret, void *const **own);
 
 static inline void *const *
 ctxshim_callers_own(struct ctxshim_callers *cs, const void *ret, const void *primary0)

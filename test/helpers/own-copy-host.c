@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* own-copy-host PLUGIN [LIB...]: dlopen()s each LIB, then PLUGIN, all
  * RTLD_LOCAL (as Perl's DynaLoader or Python load extensions), and runs
- * PLUGIN's own_copy_main() (helpers/own-copy.c, test-preload-plugins.c).
+ * PLUGIN's own_copy_main() (helpers/own-copy.c, test-preload-plugins.c);
+ * then unloads PLUGIN and does it all again.
  * A LIB is the real library loaded beside the plugin's copy: the shim's
  * fallback by soname finds it, and must not send the copy's calls
  * there. */
@@ -15,7 +16,7 @@ main(int argc, char **argv)
 {
 	int (*fn)(void);
 	void *lib;
-	int i;
+	int i, round, r = 0;
 
 	if (argc < 2) {
 		fprintf(stderr, "usage: own-copy-host PLUGIN [LIB...]\n");
@@ -26,15 +27,30 @@ main(int argc, char **argv)
 			fprintf(stderr, "own-copy-host: %s\n", dlerror());
 			return 1;
 		}
-	lib = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
-	if (!lib) {
-		fprintf(stderr, "own-copy-host: %s\n", dlerror());
-		return 1;
+	/* Twice: the plugin must unload at dlclose() (the shim keeps no
+	 * reference to a caller), and loaded again, likely at the same
+	 * addresses, its calls must still reach its own copy. */
+	for (round = 0; round < 2; round++) {
+		lib = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
+		if (!lib) {
+			fprintf(stderr, "own-copy-host: %s\n", dlerror());
+			return 1;
+		}
+		*(void **)&fn = dlsym(lib, "own_copy_main");
+		if (!fn) {
+			fprintf(stderr, "own-copy-host: %s\n", dlerror());
+			return 1;
+		}
+		r |= fn();
+		fflush(stdout);
+		dlclose(lib);
+		lib = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
+		printf("round %d: the plugin %s after dlclose\n", round,
+		       lib ? "is still loaded" : "is unloaded");
+		if (lib) {
+			dlclose(lib);
+			r = 1;
+		}
 	}
-	*(void **)&fn = dlsym(lib, "own_copy_main");
-	if (!fn) {
-		fprintf(stderr, "own-copy-host: %s\n", dlerror());
-		return 1;
-	}
-	return fn();
+	return r;
 }
