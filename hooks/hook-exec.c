@@ -22,7 +22,10 @@
  * with CTXSHIM_PROPAGATE=transparent, as for outgoing requests) and its
  * flags, and TRACESTATE with its tracestate.  Both replace whatever the
  * environment had under those names (a TRACESTATE of another trace is
- * dropped with nothing in its place).  The new program continues the
+ * dropped with nothing in its place).  CTXSHIM_TRACEPARENT_PID names the
+ * process that execs (which the new program keeps): a CGI program takes
+ * TRACEPARENT over its request's HTTP_TRACEPARENT only when it is its own
+ * (shim.c), not one its server inherited and passed on.  The new program continues the
  * trace in a child span if it runs the shim (preload/shim.c), or in its
  * own OpenTelemetry SDK.  A CGI server started with it hands its CGI
  * programs the request's context with its own span as their parent.
@@ -110,6 +113,7 @@ static const char follow_var[] = "CTXSHIM_FOLLOW_EXEC=";
 static const char follow_entry[] = "CTXSHIM_FOLLOW_EXEC=1";
 static const char tp_var[] = "TRACEPARENT=";
 static const char ts_var[] = "TRACESTATE=";
+static const char tp_pid_var[] = "CTXSHIM_TRACEPARENT_PID=";
 
 static void
 hook_exec_bind_once(void)
@@ -266,6 +270,21 @@ hook_exec_buf_release(struct exec_buf *b)
 	errno = saved_errno;
 }
 
+/* v in decimal at out, NUL-terminated (at most 10 digits and the NUL). */
+static void
+hook_exec_uint(char *out, unsigned v)
+{
+	char d[10];
+	int n = 0;
+
+	do
+		d[n++] = (char)('0' + v % 10);
+	while ((v /= 10) != 0);
+	while (n > 0)
+		*out++ = d[--n];
+	*out = '\0';
+}
+
 /* envp with what this exec adds, in b: the shim in LD_PRELOAD and
  * CTXSHIM_FOLLOW_EXEC=1 when following, TRACEPARENT and TRACESTATE from
  * the thread's context (hook_exec_ctx()); envp itself when it has all of
@@ -295,8 +314,8 @@ hook_exec_env(char *const *envp, struct exec_buf *b)
 	if (listed && has_follow && !c)
 		return envp;
 	/* n entries, LD_PRELOAD, CTXSHIM_FOLLOW_EXEC, TRACEPARENT, TRACESTATE,
-	 * NULL; then the strings */
-	need = (n + 5) * sizeof(char *);
+	 * CTXSHIM_TRACEPARENT_PID, NULL; then the strings */
+	need = (n + 6) * sizeof(char *);
 	if (!listed) {
 		old_len = preload ? strlen(preload) : 0;
 		path_len = strlen(shim_path);
@@ -305,7 +324,8 @@ hook_exec_env(char *const *envp, struct exec_buf *b)
 	if (c) {
 		if (c->tracestate_len <= sizeof(c->tracestate))
 			ts_len = c->tracestate_len;
-		need += sizeof(tp_var) + W3C_TRACEPARENT_LEN + sizeof(ts_var) + ts_len;
+		need += sizeof(tp_var) + W3C_TRACEPARENT_LEN + sizeof(ts_var) + ts_len +
+			sizeof(tp_pid_var) + 10;
 	}
 	out = hook_exec_buf_get(b, need);
 	if (!out)
@@ -314,12 +334,14 @@ hook_exec_env(char *const *envp, struct exec_buf *b)
 		if (!listed &&
 		    hook_exec_is_var(envp[i], preload_var, sizeof(preload_var) - 1))
 			continue;
-		if (c && (hook_exec_is_var(envp[i], tp_var, sizeof(tp_var) - 1) ||
-			  hook_exec_is_var(envp[i], ts_var, sizeof(ts_var) - 1)))
+		if (c &&
+		    (hook_exec_is_var(envp[i], tp_var, sizeof(tp_var) - 1) ||
+		     hook_exec_is_var(envp[i], ts_var, sizeof(ts_var) - 1) ||
+		     hook_exec_is_var(envp[i], tp_pid_var, sizeof(tp_pid_var) - 1)))
 			continue;
 		out[k++] = envp[i];
 	}
-	p = (char *)(out + n + 5);
+	p = (char *)(out + n + 6);
 	if (!listed) {
 		out[k++] = p;
 		memcpy(p, preload_var, sizeof(preload_var) - 1);
@@ -351,7 +373,11 @@ hook_exec_env(char *const *envp, struct exec_buf *b)
 			p += sizeof(ts_var) - 1;
 			memcpy(p, c->tracestate, ts_len);
 			p[ts_len] = '\0';
+			p += ts_len + 1;
 		}
+		out[k++] = p;
+		memcpy(p, tp_pid_var, sizeof(tp_pid_var) - 1);
+		hook_exec_uint(p + sizeof(tp_pid_var) - 1, (unsigned)getpid());
 	}
 	out[k] = NULL;
 	return out;

@@ -72,6 +72,28 @@ cgi_env_lookup(const char *name, void *arg)
 	return secure_getenv(name);
 }
 
+/* Is TRACEPARENT this program's own, set by the shim's exec hook in the
+ * process that became this program (CTXSHIM_TRACEPARENT_PID, see
+ * hooks/hook-exec.c), rather than one that a server was started with and
+ * passes on in every CGI program's environment? */
+static bool
+traceparent_is_own(void)
+{
+	const char *v = secure_getenv("CTXSHIM_TRACEPARENT_PID");
+	int saved_errno = errno;
+	bool ok;
+	char *end;
+	long pid;
+
+	if (!v || !*v)
+		return false;
+	errno = 0;
+	pid = strtol(v, &end, 10);
+	ok = !*end && errno == 0 && pid == (long)getpid();
+	errno = saved_errno;
+	return ok;
+}
+
 /* A CGI program (RFC 3875: the server sets GATEWAY_INTERFACE=CGI/1.x) is
  * the handler of one request, which its server hands over in the
  * environment: REQUEST_METHOD, the target as REQUEST_URI (Apache httpd,
@@ -80,10 +102,12 @@ cgi_env_lookup(const char *name, void *arg)
  * traceparent as HTTP_TRACEPARENT.  Its main thread publishes that request
  * as a server thread would have (the same model, request-ctx.h: a child
  * span of the incoming traceparent, or a new trace without one), and its
- * threads inherit it.  A valid TRACEPARENT (a server running the shim
- * with CTXSHIM_EXEC_TRACEPARENT=1 sets it to the request's context with
- * its own span as the parent) is taken instead of HTTP_TRACEPARENT, with
- * TRACESTATE, so the program's span is a child of the server's.  Read
+ * threads inherit it.  A valid TRACEPARENT that the server's shim set for
+ * this program (CTXSHIM_EXEC_TRACEPARENT=1: the request's context with
+ * the server's span as the parent, and CTXSHIM_TRACEPARENT_PID) is taken
+ * instead of HTTP_TRACEPARENT, with TRACESTATE, so the program's span is
+ * a child of the server's; any other TRACEPARENT (the server's own, passed
+ * on to every request) is not this request's.  Read
  * once, here: the environment is the program's own once main() runs.  A
  * FastCGI request's parameters are the same list (hooks/hook-fcgi.c),
  * hence ctxshim_request_ctx_cgi().  Returns false if this is no CGI
@@ -127,7 +151,7 @@ adopt_env_context(void)
 	tp_ok = tp_text && w3c_traceparent_parse(tp_text, strlen(tp_text), &tp) == 0;
 	if (tp_text && !tp_ok)
 		ctxshim_log("TRACEPARENT is not a valid traceparent, ignoring it");
-	if (adopt_cgi_request(tp_ok) || !tp_ok)
+	if (adopt_cgi_request(tp_ok && traceparent_is_own()) || !tp_ok)
 		return;
 	ctxshim_ctx_begin(&c, &tp);
 	trec_attrs_init(&w, c.attrs, sizeof(c.attrs));

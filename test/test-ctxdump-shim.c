@@ -257,6 +257,10 @@ attr_value(const char *t, const char *key, char *out, size_t cap)
  * HTTP_TRACESTATE, REQUEST_METHOD, REQUEST_URI or SCRIPT_NAME + PATH_INFO,
  * HTTP_<header> for CTXSHIM_HEADER_ATTRS.  Per case: the trace the main thread shows
  * ("" none, "new" a fresh one), its parent, method, path, x-request-id. */
+/* In a case's environment: CTXSHIM_TRACEPARENT_PID set to the program's
+ * own pid (by a shell that then execs it). */
+#define OWN_PID "CTXSHIM_TRACEPARENT_PID=$$"
+
 static const struct carrier_case {
 	const char *name;
 	char *env[12];
@@ -290,13 +294,25 @@ static const struct carrier_case {
 	 "/z",
 	 ""},
 	/* what a server under the shim with CTXSHIM_EXEC_TRACEPARENT=1 hands
-	 * its CGI programs: the request's trace with its own span */
-	{"traceparent-wins",
+	 * its CGI programs: the request's trace with its own span, marked with
+	 * the program's pid (OWN_PID) */
+	{"traceparent-own",
 	 {"GATEWAY_INTERFACE=CGI/1.1", "REQUEST_METHOD=GET", "REQUEST_URI=/z",
 	  "HTTP_TRACEPARENT=00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
-	  "TRACEPARENT=00-" TRACE_ID "-" PARENT_ID "-01"},
+	  "TRACEPARENT=00-" TRACE_ID "-" PARENT_ID "-01", OWN_PID},
 	 TRACE_ID,
 	 PARENT_ID,
+	 "GET",
+	 "/z",
+	 ""},
+	/* a TRACEPARENT the server was started with and passes on to every
+	 * CGI program (no marker, or another pid's): not this request's */
+	{"traceparent-inherited",
+	 {"GATEWAY_INTERFACE=CGI/1.1", "REQUEST_METHOD=GET", "REQUEST_URI=/z",
+	  "HTTP_TRACEPARENT=00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
+	  "TRACEPARENT=00-" TRACE_ID "-" PARENT_ID "-01", "CTXSHIM_TRACEPARENT_PID=1"},
+	 "0af7651916cd43dd8448eb211c80319c",
+	 "b7ad6b7169203331",
 	 "GET",
 	 "/z",
 	 ""},
@@ -338,7 +354,10 @@ START_TEST(shim_env_carriers)
 {
 	const struct carrier_case *k = &carrier_cases[_i];
 	char *argv[] = {(char *)threads_path(), "--wait", "1", NULL};
+	char *own_argv[] = {"/bin/sh", "-c", OWN_PID " exec \"$0\" --wait 1",
+			    (char *)threads_path(), NULL};
 	char *env[16], line[256], arg[16], v[256], *out = NULL, *err = NULL, *t;
+	bool own = false;
 	char *dump[] = {(char *)test_ctxdump_path(), "--json", arg, NULL};
 	struct test_child c;
 	size_t n = 0;
@@ -347,10 +366,15 @@ START_TEST(shim_env_carriers)
 	snprintf(preload, sizeof(preload), "LD_PRELOAD=%s",
 		 test_env_path("CTXSHIM_LIB"));
 	env[n++] = preload;
-	for (size_t i = 0; k->env[i]; i++)
-		env[n++] = k->env[i];
+	for (size_t i = 0; k->env[i]; i++) {
+		if (strcmp(k->env[i], OWN_PID) == 0)
+			own = true;
+		else
+			env[n++] = k->env[i];
+	}
 	env[n] = NULL;
-	test_child_start(&c, argv, env, false);
+	/* the shell's pid is the program's after its exec */
+	test_child_start(&c, own ? own_argv : argv, env, false);
 	test_child_expect(&c, "READY ", line, sizeof(line), 10000);
 	snprintf(arg, sizeof(arg), "%d", (int)c.pid);
 	st = test_run_capture(dump, NULL, false, &out, &err, 30000);

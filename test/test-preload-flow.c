@@ -288,12 +288,16 @@ exec_tp(const char *out, char *tp, size_t n)
 	free(l);
 }
 
+/* The exec'd program's TRACEPARENT, TRACESTATE, how many of each, and
+ * whether CTXSHIM_TRACEPARENT_PID names it (own: the shim set them). */
 static void
-assert_probe_env(const char *out, const char *tp, const char *ts, const char *counts)
+assert_probe_env(
+	const char *out, const char *tp, const char *ts, const char *counts, bool own)
 {
 	char want[512];
 
-	snprintf(want, sizeof(want), "PROBEENV tp=%s ts=%s n=%s", tp, ts, counts);
+	snprintf(want, sizeof(want), "PROBEENV tp=%s ts=%s n=%s pid=%s", tp, ts, counts,
+		 own ? "own" : "-");
 	assert_line(out, want);
 }
 
@@ -312,11 +316,11 @@ START_TEST(exec_traceparent)
 	out = run_flow(args, EXEC_TS, NULL, true, false, &st);
 	ck_assert_msg(st == 0, "%s: status %#x", fn, st);
 	assert_probe_env(out, "00-" TRACE_ID "-" PARENT_ID "-01",
-			 EXEC_TS + sizeof("TRACESTATE=") - 1, "1,1");
+			 EXEC_TS + sizeof("TRACESTATE=") - 1, "1,1", false);
 	free(out);
 	args[2] = "clear";
 	out = run_flow(args, NULL, NULL, true, false, &st);
-	assert_probe_env(out, "-", "-", "0,0");
+	assert_probe_env(out, "-", "-", "0,0", false);
 	free(out);
 
 	/* On: the thread's context replaces the one the environment had ... */
@@ -324,7 +328,7 @@ START_TEST(exec_traceparent)
 	out = run_flow(args, "CTXSHIM_EXEC_TRACEPARENT=1", EXEC_TS, true, false, &st);
 	ck_assert_msg(st == 0, "%s: status %#x", fn, st);
 	exec_tp(out, tp, sizeof(tp));
-	assert_probe_env(out, tp, EXEC_TS + sizeof("TRACESTATE=") - 1, "1,1");
+	assert_probe_env(out, tp, EXEC_TS + sizeof("TRACESTATE=") - 1, "1,1", true);
 	/* ... and the new program under the shim continues it in a span of
 	 * its own */
 	ck_assert_msg(
@@ -338,26 +342,26 @@ START_TEST(exec_traceparent)
 	out = run_flow(args, "CTXSHIM_EXEC_TRACEPARENT=1", NULL, true, false, &st);
 	ck_assert_msg(st == 0, "%s: status %#x", fn, st);
 	exec_tp(out, tp, sizeof(tp));
-	assert_probe_env(out, tp, "-", "1,0");
+	assert_probe_env(out, tp, "-", "1,0", true);
 	free(out);
 	args[2] = "keep";
 	out = run_flow(args, "CTXSHIM_EXEC_TRACEPARENT=1", "TRACESTATE=Bad Key=1", true,
 		       false, &st);
 	exec_tp(out, tp, sizeof(tp));
-	assert_probe_env(out, tp, "-", "1,0");
+	assert_probe_env(out, tp, "-", "1,0", true);
 	free(out);
 	/* ... names the incoming parent with CTXSHIM_PROPAGATE=transparent */
 	args[2] = "clear";
 	out = run_flow(args, "CTXSHIM_EXEC_TRACEPARENT=1",
 		       "CTXSHIM_PROPAGATE=transparent", true, false, &st);
-	assert_probe_env(out, "00-" TRACE_ID "-" PARENT_ID "-01", "-", "1,0");
+	assert_probe_env(out, "00-" TRACE_ID "-" PARENT_ID "-01", "-", "1,0", true);
 	free(out);
 	/* ... goes with CTXSHIM_FOLLOW_EXEC=1 */
 	out = run_flow(args, "CTXSHIM_EXEC_TRACEPARENT=1", "CTXSHIM_FOLLOW_EXEC=1",
 		       true, false, &st);
 	ck_assert_msg(st == 0, "%s: status %#x", fn, st);
 	exec_tp(out, tp, sizeof(tp));
-	assert_probe_env(out, tp, "-", "1,0");
+	assert_probe_env(out, tp, "-", "1,0", true);
 	ck_assert_msg(strstr(out, "follow=1 ctxflow=1 trace=" TRACE_ID " span="), "%s",
 		      out);
 	free(out);
@@ -368,7 +372,7 @@ START_TEST(exec_traceparent)
 		       true, &st);
 	ck_assert_msg(st == 0, "%s: status %#x", fn, st);
 	assert_line(out, "EXEC " NONE);
-	assert_probe_env(out, "00-bad", "-", "1,0");
+	assert_probe_env(out, "00-bad", "-", "1,0", false);
 	free(out);
 }
 END_TEST
@@ -389,7 +393,7 @@ START_TEST(exec_traceparent_in_child)
 	ck_assert_msg(st == 0, "%s %s: status %#x: %s", kinds[_i][0], kinds[_i][1], st,
 		      out);
 	exec_tp(out, tp, sizeof(tp));
-	assert_probe_env(out, tp, EXEC_TS + sizeof("TRACESTATE=") - 1, "1,1");
+	assert_probe_env(out, tp, EXEC_TS + sizeof("TRACESTATE=") - 1, "1,1", true);
 	free(out);
 }
 END_TEST

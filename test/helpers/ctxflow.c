@@ -32,7 +32,8 @@
  *   ctxflow execfail   an exec that fails must leave environ and errno alone
  *   ctxflow probe      PROBE shim=<0|1> preload=<LD_PRELOAD> …, then
  *                      PROBEENV tp=<TRACEPARENT> ts=<TRACESTATE> n=<how
- *                      many of each the environment has>
+ *                      many of each the environment has> pid=<own|other|->
+ *                      (CTXSHIM_TRACEPARENT_PID: this process's or not)
  *   ctxflow ucontext   coroutines made on main and on the early thread,
  *                      interleaved by schedulers on both threads
  *   ctxflow ucontext-many N   N coroutines, more than the shim's table holds
@@ -555,7 +556,7 @@ cmd_probe(void)
 	const char *fol = getenv("CTXSHIM_FOLLOW_EXEC");
 	char c[CTX_TEXT];
 
-	const char *tp = getenv("TRACEPARENT"), *ts = getenv("TRACESTATE");
+	const char *tp = getenv("TRACEPARENT"), *ts = getenv("TRACESTATE"), *mark;
 	int ntp = 0, nts = 0;
 
 	ctx_text(c);
@@ -566,7 +567,13 @@ cmd_probe(void)
 		ntp += strncmp(*e, "TRACEPARENT=", 12) == 0;
 		nts += strncmp(*e, "TRACESTATE=", 11) == 0;
 	}
-	out("PROBEENV tp=%s ts=%s n=%d,%d\n", tp ? tp : "-", ts ? ts : "-", ntp, nts);
+	/* whose TRACEPARENT: this process's (own) or another's */
+	mark = getenv("CTXSHIM_TRACEPARENT_PID");
+	out("PROBEENV tp=%s ts=%s n=%d,%d pid=%s\n", tp ? tp : "-", ts ? ts : "-", ntp,
+	    nts,
+	    !mark                          ? "-"
+	    : atol(mark) == (long)getpid() ? "own"
+					   : "other");
 	return 0;
 }
 
