@@ -1437,7 +1437,7 @@ hook_curl_multi_cleanup(struct curl_real *r, CURLM *multi, const void *ra)
 		va_list ap;                                                            \
                                                                                        \
 		va_start(ap, opt);                                                     \
-		if (own)                                                               \
+		if (own && own[CURL_FN_EASY_SETOPT])                                   \
 			rc = curl_setopt_va(                                           \
 				(curl_easy_setopt_fn)own[CURL_FN_EASY_SETOPT], easy,   \
 				opt, ap);                                              \
