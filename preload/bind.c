@@ -165,8 +165,10 @@ ctxshim_callers_bound(struct ctxshim_callers *cs, const void *primary0)
 
 static pthread_mutex_t callers_lock = PTHREAD_MUTEX_INITIALIZER;
 unsigned ctxshim_dl_gen;
-/* An answer the full table could not keep (see ctxshim_callers_lookup()). */
-static __thread void *callers_uncached[CTXSHIM_CALLERS_FNS];
+/* An answer for this thread's hook to use right away: a copy of an
+ * entry's functions, taken while the table could not change under it, or
+ * one a full table could not keep. */
+static __thread void *callers_answer_fn[CTXSHIM_CALLERS_FNS];
 
 static void *
 callers_sym(void *lib, const char *name, const char *version)
@@ -237,30 +239,69 @@ callers_atfork(void)
 	(void)pthread_atfork(callers_prefork, callers_postfork, callers_postfork);
 }
 
-/* The newest entry of generation gen for address a, or NULL. */
-static const struct ctxshim_caller *
-callers_find(const struct ctxshim_callers *cs, uintptr_t a, unsigned gen)
+/* The table's answer for address a in generation gen: true if it has one
+ * (*own: NULL, or this thread's copy of the functions).  Entries are
+ * immutable until the table is emptied, which bumps the epoch first: a
+ * look the epoch did not change around is consistent (a seqlock). */
+static bool
+callers_answer(const struct ctxshim_callers *cs,
+	       uintptr_t a,
+	       unsigned gen,
+	       void *const **own)
 {
+	unsigned ep = __atomic_load_n(&cs->epoch, __ATOMIC_ACQUIRE);
 	unsigned i = __atomic_load_n(&cs->count, __ATOMIC_ACQUIRE);
+	const struct ctxshim_caller *e = NULL;
+	bool found = false, is_own = false;
 
 	while (i-- > 0) {
-		const struct ctxshim_caller *e = &cs->entry[i];
-
-		if (e->gen == gen && a >= e->lo && a < e->hi)
-			return e;
+		e = &cs->entry[i];
+		if (e->gen == gen && a >= e->lo && a < e->hi) {
+			found = true;
+			break;
+		}
 	}
-	return NULL;
+	if (found) {
+		is_own = e->own;
+		if (is_own)
+			memcpy(callers_answer_fn, e->fn, sizeof(callers_answer_fn));
+	}
+	__atomic_thread_fence(__ATOMIC_ACQUIRE);
+	if (__atomic_load_n(&cs->epoch, __ATOMIC_RELAXED) != ep)
+		return false;
+	*own = is_own ? callers_answer_fn : NULL;
+	return found;
 }
 
 bool
 ctxshim_callers_cached(struct ctxshim_callers *cs, const void *ret, void *const **own)
 {
-	const struct ctxshim_caller *e = callers_find(
-		cs, (uintptr_t)ret, __atomic_load_n(&ctxshim_dl_gen, __ATOMIC_ACQUIRE));
+	return callers_answer(cs, (uintptr_t)ret,
+			      __atomic_load_n(&ctxshim_dl_gen, __ATOMIC_ACQUIRE), own);
+}
 
-	if (!e)
-		return false;
-	*own = e->own ? e->fn : NULL;
+/* Under callers_lock: add e, emptying a full table that holds entries of
+ * an older generation first.  False if the table is full of current ones. */
+static bool
+callers_add(struct ctxshim_callers *cs, const struct ctxshim_caller *e)
+{
+	unsigned n = __atomic_load_n(&cs->count, __ATOMIC_RELAXED), i;
+
+	if (n == CTXSHIM_CALLERS_MAX) {
+		for (i = 0; i < n && cs->entry[i].gen == e->gen; i++)
+			;
+		if (i == n)
+			return false;
+		/* A reader that sees the new epoch sees the empty table; one
+		 * that saw the old epoch and reads an entry written below sees
+		 * the new epoch after its look (the fence), and looks again. */
+		__atomic_store_n(&cs->count, 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&cs->epoch, cs->epoch + 1, __ATOMIC_RELEASE);
+		__atomic_thread_fence(__ATOMIC_RELEASE);
+		n = 0;
+	}
+	cs->entry[n] = *e;
+	__atomic_store_n(&cs->count, n + 1, __ATOMIC_RELEASE);
 	return true;
 }
 
@@ -269,13 +310,13 @@ ctxshim_callers_lookup(struct ctxshim_callers *cs,
 		       const void *ret,
 		       const void *primary0)
 {
-	unsigned gen = __atomic_load_n(&ctxshim_dl_gen, __ATOMIC_ACQUIRE), n;
-	const struct ctxshim_caller *e = callers_find(cs, (uintptr_t)ret, gen);
+	unsigned gen = __atomic_load_n(&ctxshim_dl_gen, __ATOMIC_ACQUIRE);
 	struct ctxshim_caller fresh = {.gen = gen};
+	void *const *own;
 	int saved_errno;
 
-	if (e)
-		return e->own ? e->fn : NULL;
+	if (callers_answer(cs, (uintptr_t)ret, gen, &own))
+		return own;
 	/* Looked up without the lock, so that it is never held across the
 	 * loader's own lock (a library constructor may call a hook while
 	 * dlopen() holds that). */
@@ -289,21 +330,12 @@ ctxshim_callers_lookup(struct ctxshim_callers *cs,
 	}
 	errno = saved_errno;
 	pthread_mutex_lock(&callers_lock);
-	/* Another thread may have added it meanwhile; a full table keeps
-	 * nothing more (the answer is still right, made anew each call). */
-	e = callers_find(cs, (uintptr_t)ret, gen);
-	n = __atomic_load_n(&cs->count, __ATOMIC_RELAXED);
-	if (!e && n < CTXSHIM_CALLERS_MAX) {
-		cs->entry[n] = fresh;
-		__atomic_store_n(&cs->count, n + 1, __ATOMIC_RELEASE);
-		e = &cs->entry[n];
-	}
+	/* Another thread may have added it meanwhile (the same answer). */
+	if (!callers_answer(cs, (uintptr_t)ret, gen, &own))
+		(void)callers_add(cs, &fresh);
 	pthread_mutex_unlock(&callers_lock);
-	if (e)
-		return e->own ? e->fn : NULL;
 	if (!fresh.own)
 		return NULL;
-	/* Full: this thread's copy, used by the hook right away. */
-	memcpy(callers_uncached, fresh.fn, sizeof(callers_uncached));
-	return callers_uncached;
+	memcpy(callers_answer_fn, fresh.fn, sizeof(callers_answer_fn));
+	return callers_answer_fn;
 }

@@ -66,9 +66,11 @@ bool ctxshim_text_range(const void *addr, uintptr_t *lo, uintptr_t *hi);
  * from a signal handler, as any first binding), then takes a mutex to add
  * the entry.  A return address in no object (JIT code) gets an entry for
  * its page.  Objects are not pinned: every dlclose() (hooks/hook-dl.c)
- * starts a new generation, and entries of an older one are skipped, since
- * their address ranges may name another object now.  With the table full
- * an object is resolved on each call, without caching. */
+ * that unloads something starts a new generation, and entries of an older
+ * one are skipped, since their address ranges may name another object
+ * now.  A full table with such entries is emptied (readers check an
+ * epoch around their look, as a seqlock); a full table of current entries
+ * answers a new object anew on each call, without caching. */
 #define CTXSHIM_CALLERS_MAX 64
 #define CTXSHIM_CALLERS_FNS 24
 
@@ -86,6 +88,7 @@ struct ctxshim_callers {
 	const void *const *selves; /* our hooks, by name (NULL: not hooked) */
 	int global;                /* see ctxshim_callers_bound() (atomic) */
 	unsigned count;            /* entries in use (atomic) */
+	unsigned epoch;            /* bumped when the table is emptied (atomic) */
 	struct ctxshim_caller entry[CTXSHIM_CALLERS_MAX];
 };
 
