@@ -92,6 +92,17 @@ it_release_ok(struct it_server *s, int fd, const char *body, bool exact)
 	free(resp);
 }
 
+/* t is a new random trace of the shim's (not the zero trace, neither TP's
+ * nor TP2's, the random flag set, no parent). */
+static void __attribute__((unused)) it_assert_new_trace(const struct it_thread_ctx *t)
+{
+	ck_assert_str_ne(t->trace, "00000000000000000000000000000000");
+	ck_assert_str_ne(t->trace, TP_TRACE);
+	ck_assert_str_ne(t->trace, TP2_TRACE);
+	ck_assert_uint_eq(t->flags & 0x02, 0x02); /* random trace-id */
+	ck_assert_str_eq(t->parent, "");
+}
+
 /* A request without a (valid) traceparent, extra_headers added to
  * "GET <path>", gets a new random trace on its handler's thread, with one
  * span, gone after the response.  method is checked unless NULL.  Stops
@@ -110,11 +121,7 @@ it_check_new_trace(struct it_server *s, const char *path, const char *extra_head
 		 extra_headers);
 	fd = it_send_blocking(s, -1, req, &tid);
 	json = it_dump_blocked(s, tid, &t);
-	ck_assert_str_ne(t.trace, "00000000000000000000000000000000");
-	ck_assert_str_ne(t.trace, TP_TRACE);
-	ck_assert_str_ne(t.trace, TP2_TRACE);
-	ck_assert_uint_eq(t.flags & 0x02, 0x02); /* random trace-id */
-	ck_assert_str_eq(t.parent, "");
+	it_assert_new_trace(&t);
 	if (method)
 		ck_assert_str_eq(t.method, method);
 	ck_assert_str_eq(t.path, path);

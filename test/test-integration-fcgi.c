@@ -187,11 +187,7 @@ fc_check_new_trace(struct it_server *app, const struct nx_server *n)
 
 	fd = fc_send_blocking(app, n, req, &tid);
 	json = it_dump_blocked(app, tid, &t);
-	ck_assert_str_ne(t.trace, "00000000000000000000000000000000");
-	ck_assert_str_ne(t.trace, TP_TRACE);
-	ck_assert_str_ne(t.trace, TP2_TRACE);
-	ck_assert_uint_eq(t.flags & 0x02, 0x02); /* random trace-id */
-	ck_assert_str_eq(t.parent, "");
+	it_assert_new_trace(&t);
 	ck_assert_str_eq(t.method, "POST");
 	ck_assert_str_eq(t.path, "/block/new");
 	ck_assert_msg(fc_contexts(json) == 1, "other threads publish too:\n%s", json);
