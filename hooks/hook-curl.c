@@ -346,21 +346,37 @@ curl_bind_nss(void)
 static void (*const curl_bind_fn[CURL_FL_N])(void) = {curl_bind_openssl,
 						      curl_bind_gnutls, curl_bind_nss};
 
-/* The flavour, bound; a hooked function of it not found (nobody but a
- * caller with its own copy can call it then, and those are passed on
- * before this) ends the process, as a required binding does. */
+/* Said once per flavour: the application's call fails (curl_flavour()). */
+static void
+curl_unbound(struct curl_real *r)
+{
+	static bool said[CURL_FL_N];
+	int saved_errno = errno;
+
+	if (!__atomic_exchange_n(&said[r - curl_real], true, __ATOMIC_RELAXED))
+		ctxshim_log(
+			"curl: %s is not loaded, and a call at %s was not a copy's: "
+			"failing it",
+			r->soname, r->version);
+	errno = saved_errno;
+}
+
+/* The flavour, bound, or NULL if a hooked function of it was not found.
+ * Then the library is not loaded under the flavour's soname, and a call
+ * that a copy of it did not take (ctxshim_callers_own(), which also finds
+ * the only copy loaded for a tail-calling wrapper) has no function to go
+ * to: the exported hook fails it as libcurl reports a failure, which a
+ * caller can handle, rather than end the process. */
 static inline struct curl_real *
 curl_flavour(enum curl_flavour fl)
 {
 	struct curl_real *r = &curl_real[fl];
-	int i;
 
 	pthread_once(&curl_once[fl], curl_bind_fn[fl]);
-	if (__builtin_expect(!r->complete, 0))
-		for (i = 0; i < CURL_FN_HOOKED; i++)
-			if (!r->fn[i])
-				(void)ctxshim_bind(curl_fn_name[i], r->version,
-						   r->self[i], true);
+	if (__builtin_expect(!r->complete, 0)) {
+		curl_unbound(r);
+		return NULL;
+	}
 	return r;
 }
 
@@ -1426,13 +1442,15 @@ hook_curl_multi_cleanup(struct curl_real *r, CURLM *multi, const void *ra)
 	{                                                                              \
 		CTXSHIM_OWN_RETURN(curl_own_##tag, CURL_FN_EASY_INIT,                  \
 				   curl_easy_init_fn);                                 \
-		return hook_curl_easy_init(curl_flavour(fl),                           \
-					   __builtin_return_address(0));               \
+		struct curl_real *r = curl_flavour(fl);                                \
+                                                                                       \
+		return r ? hook_curl_easy_init(r, __builtin_return_address(0)) : NULL; \
 	}                                                                              \
 	HOOK_EXPORT CURLcode ctxshim_curl_easy_setopt_##tag(CURL *easy,                \
 							    CURLoption opt, ...)       \
 	{                                                                              \
 		void *const *own = curl_own_##tag(__builtin_return_address(0));        \
+		struct curl_real *r;                                                   \
 		CURLcode rc;                                                           \
 		va_list ap;                                                            \
                                                                                        \
@@ -1441,9 +1459,11 @@ hook_curl_multi_cleanup(struct curl_real *r, CURLM *multi, const void *ra)
 			rc = curl_setopt_va(                                           \
 				(curl_easy_setopt_fn)own[CURL_FN_EASY_SETOPT], easy,   \
 				opt, ap);                                              \
-		else                                                                   \
-			rc = hook_curl_easy_setopt(curl_flavour(fl), easy, opt, ap,    \
+		else if ((r = curl_flavour(fl)) != NULL)                               \
+			rc = hook_curl_easy_setopt(r, easy, opt, ap,                   \
 						   __builtin_return_address(0));       \
+		else                                                                   \
+			rc = CURLE_FAILED_INIT;                                        \
 		va_end(ap);                                                            \
 		return rc;                                                             \
 	}                                                                              \
@@ -1451,52 +1471,71 @@ hook_curl_multi_cleanup(struct curl_real *r, CURLM *multi, const void *ra)
 	{                                                                              \
 		CTXSHIM_OWN_RETURN(curl_own_##tag, CURL_FN_EASY_PERFORM,               \
 				   curl_easy_perform_fn, easy);                        \
-		return hook_curl_easy_perform(curl_flavour(fl), easy,                  \
-					      __builtin_return_address(0));            \
+		struct curl_real *r = curl_flavour(fl);                                \
+                                                                                       \
+		return r ? hook_curl_easy_perform(r, easy,                             \
+						  __builtin_return_address(0))         \
+			 : CURLE_FAILED_INIT;                                          \
 	}                                                                              \
 	HOOK_EXPORT void ctxshim_curl_easy_cleanup_##tag(CURL *easy)                   \
 	{                                                                              \
 		CTXSHIM_OWN_RETURN_VOID(curl_own_##tag, CURL_FN_EASY_CLEANUP,          \
 					curl_easy_cleanup_fn, easy);                   \
-		hook_curl_easy_cleanup(curl_flavour(fl), easy,                         \
-				       __builtin_return_address(0));                   \
+		struct curl_real *r = curl_flavour(fl);                                \
+                                                                                       \
+		if (r)                                                                 \
+			hook_curl_easy_cleanup(r, easy, __builtin_return_address(0));  \
 	}                                                                              \
 	HOOK_EXPORT void ctxshim_curl_easy_reset_##tag(CURL *easy)                     \
 	{                                                                              \
 		CTXSHIM_OWN_RETURN_VOID(curl_own_##tag, CURL_FN_EASY_RESET,            \
 					curl_easy_reset_fn, easy);                     \
-		hook_curl_easy_reset(curl_flavour(fl), easy,                           \
-				     __builtin_return_address(0));                     \
+		struct curl_real *r = curl_flavour(fl);                                \
+                                                                                       \
+		if (r)                                                                 \
+			hook_curl_easy_reset(r, easy, __builtin_return_address(0));    \
 	}                                                                              \
 	HOOK_EXPORT CURL *ctxshim_curl_easy_duphandle_##tag(CURL *easy)                \
 	{                                                                              \
 		CTXSHIM_OWN_RETURN(curl_own_##tag, CURL_FN_EASY_DUPHANDLE,             \
 				   curl_easy_duphandle_fn, easy);                      \
-		return hook_curl_easy_duphandle(curl_flavour(fl), easy,                \
-						__builtin_return_address(0));          \
+		struct curl_real *r = curl_flavour(fl);                                \
+                                                                                       \
+		return r ? hook_curl_easy_duphandle(r, easy,                           \
+						    __builtin_return_address(0))       \
+			 : NULL;                                                       \
 	}                                                                              \
 	HOOK_EXPORT CURLMcode ctxshim_curl_multi_add_handle_##tag(CURLM *multi,        \
 								  CURL *easy)          \
 	{                                                                              \
 		CTXSHIM_OWN_RETURN(curl_own_##tag, CURL_FN_MULTI_ADD_HANDLE,           \
 				   curl_multi_handle_fn, multi, easy);                 \
-		return hook_curl_multi_add_handle(curl_flavour(fl), multi, easy,       \
-						  __builtin_return_address(0));        \
+		struct curl_real *r = curl_flavour(fl);                                \
+                                                                                       \
+		return r ? hook_curl_multi_add_handle(r, multi, easy,                  \
+						      __builtin_return_address(0))     \
+			 : CURLM_INTERNAL_ERROR;                                       \
 	}                                                                              \
 	HOOK_EXPORT CURLMcode ctxshim_curl_multi_remove_handle_##tag(CURLM *multi,     \
 								     CURL *easy)       \
 	{                                                                              \
 		CTXSHIM_OWN_RETURN(curl_own_##tag, CURL_FN_MULTI_REMOVE_HANDLE,        \
 				   curl_multi_handle_fn, multi, easy);                 \
-		return hook_curl_multi_remove_handle(curl_flavour(fl), multi, easy,    \
-						     __builtin_return_address(0));     \
+		struct curl_real *r = curl_flavour(fl);                                \
+                                                                                       \
+		return r ? hook_curl_multi_remove_handle(r, multi, easy,               \
+							 __builtin_return_address(0))  \
+			 : CURLM_INTERNAL_ERROR;                                       \
 	}                                                                              \
 	HOOK_EXPORT CURLMcode ctxshim_curl_multi_cleanup_##tag(CURLM *multi)           \
 	{                                                                              \
 		CTXSHIM_OWN_RETURN(curl_own_##tag, CURL_FN_MULTI_CLEANUP,              \
 				   curl_multi_cleanup_fn, multi);                      \
-		return hook_curl_multi_cleanup(curl_flavour(fl), multi,                \
-					       __builtin_return_address(0));           \
+		struct curl_real *r = curl_flavour(fl);                                \
+                                                                                       \
+		return r ? hook_curl_multi_cleanup(r, multi,                           \
+						   __builtin_return_address(0))        \
+			 : CURLM_INTERNAL_ERROR;                                       \
 	}                                                                              \
 	static const void *const curl_self_##tag[CURL_FN_HOOKED] = {                   \
 		[CURL_FN_EASY_INIT] = (const void *)ctxshim_curl_easy_init_##tag,      \

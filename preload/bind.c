@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 static void
 die(const char *what, const char *name, const char *why)
@@ -180,43 +181,137 @@ callers_sym(void *lib, const char *name, const char *version)
 	return p;
 }
 
-/* Fill e for the object containing ret (see bind.h). */
+/* Fill e from lib's scope if it defines names[0] as another copy than
+ * primary0 and our hook. */
+static void
+callers_fill(const struct ctxshim_callers *cs,
+	     struct ctxshim_caller *e,
+	     void *lib,
+	     const void *primary0)
+{
+	void *p = callers_sym(lib, cs->names[0], cs->version);
+	unsigned i;
+
+	if (!p || p == primary0 || p == cs->selves[0])
+		return;
+	/* A copy of an older version may lack the later names: those stay
+	 * NULL, and their hooks handle such a call as their own. */
+	for (i = 0; i < cs->n; i++) {
+		p = callers_sym(lib, cs->names[i], cs->version);
+		e->fn[i] = cs->selves[i] && p == cs->selves[i] ? NULL : p;
+	}
+	e->own = e->fn[0] != NULL;
+}
+
+/* A handle on the object that contains addr, or NULL for the main program
+ * (its scope is the global one, where the shim comes before any library:
+ * it would find our hook or the primary) and for what dlopen() cannot
+ * name.  Not pinned (bind.h): the caller must dlclose() it at once. */
+static void *
+callers_open(const void *addr)
+{
+	struct link_map *lm = NULL;
+	Dl_info info;
+	void *lib;
+
+	if (!dladdr1(addr, &info, (void **)&lm, RTLD_DL_LINKMAP) || !lm ||
+	    !lm->l_name || !lm->l_name[0])
+		return NULL;
+	lib = dlopen(lm->l_name, RTLD_LAZY | RTLD_NOLOAD);
+	if (!lib)
+		(void)dlerror();
+	return lib;
+}
+
+#define CALLERS_SCAN_MAX 512
+
+struct callers_scan {
+	uintptr_t at[CALLERS_SCAN_MAX];
+	unsigned n;
+};
+
+static int
+callers_scan_cb(struct dl_phdr_info *info, size_t size, void *data)
+{
+	struct callers_scan *s = data;
+	ElfW(Half) i;
+
+	(void)size;
+	for (i = 0; i < info->dlpi_phnum && s->n < CALLERS_SCAN_MAX; i++)
+		if (info->dlpi_phdr[i].p_type == PT_LOAD) {
+			s->at[s->n++] = info->dlpi_addr + info->dlpi_phdr[i].p_vaddr;
+			break;
+		}
+	return s->n == CALLERS_SCAN_MAX;
+}
+
+/* No primary binding: the library is not loaded under its own name, so
+ * nothing but a copy can have been meant.  A caller that does not own one
+ * got here by a tail call or a function pointer from an object that does
+ * (bind.h); when the loaded objects hold exactly one copy, that is where
+ * the call was going.  With two or more, which one is unknown: e stays
+ * not own, and the hook fails the call as before. */
+static void
+callers_lone_copy(const struct ctxshim_callers *cs, struct ctxshim_caller *e)
+{
+	struct callers_scan *s;
+	struct ctxshim_caller c;
+	void *lib, *p, *first = NULL;
+	unsigned i;
+
+	/* 4 KiB: off the stack, which may be a small one (this runs once
+	 * per caller object, in a case that used to fail). */
+	s = mmap(NULL, sizeof(*s), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+		 -1, 0);
+	if (s == MAP_FAILED)
+		return;
+	s->n = 0;
+	/* Collected first: no dl*() call inside the loader's lock. */
+	(void)dl_iterate_phdr(callers_scan_cb, s);
+	for (i = 0; i < s->n; i++) {
+		lib = callers_open((const void *)s->at[i]);
+		if (!lib)
+			continue;
+		p = callers_sym(lib, cs->names[0], cs->version);
+		if (p && p != cs->selves[0] && p != first) {
+			if (first) {
+				(void)dlclose(lib);
+				memset(e->fn, 0, sizeof(e->fn));
+				e->own = e->lone = false;
+				break;
+			}
+			first = p;
+			memset(&c, 0, sizeof(c));
+			callers_fill(cs, &c, lib, NULL);
+			memcpy(e->fn, c.fn, sizeof(e->fn));
+			e->own = c.own;
+			e->lone = c.own;
+		}
+		(void)dlclose(lib);
+	}
+	(void)munmap(s, sizeof(*s));
+}
+
+/* Fill e for the object containing ret (see bind.h); in_object: ret is
+ * in a loaded object. */
 static void
 callers_resolve(const struct ctxshim_callers *cs,
 		struct ctxshim_caller *e,
 		const void *ret,
+		bool in_object,
 		const void *primary0)
 {
-	struct link_map *lm = NULL;
-	Dl_info info;
-	void *lib, *p;
-	unsigned i;
+	void *lib = in_object ? callers_open(ret) : NULL;
 
 	e->own = false;
-	/* The main program's scope is the global one, where the shim comes
-	 * before any library: it would find our hook or the primary. */
-	if (!dladdr1(ret, &info, (void **)&lm, RTLD_DL_LINKMAP) || !lm || !lm->l_name ||
-	    !lm->l_name[0])
-		return;
-	lib = dlopen(lm->l_name, RTLD_LAZY | RTLD_NOLOAD);
-	if (!lib) {
-		(void)dlerror();
-		return;
+	if (lib) {
+		callers_fill(cs, e, lib, primary0);
+		/* Not pinned (bind.h): the caller's calls come from its own
+		 * text, which cannot go away under them. */
+		(void)dlclose(lib);
 	}
-	p = callers_sym(lib, cs->names[0], cs->version);
-	if (p && p != primary0 && p != cs->selves[0]) {
-		/* A copy of an older version may lack the later names:
-		 * those stay NULL, and their hooks handle such a call as
-		 * their own. */
-		for (i = 0; i < cs->n; i++) {
-			p = callers_sym(lib, cs->names[i], cs->version);
-			e->fn[i] = cs->selves[i] && p == cs->selves[i] ? NULL : p;
-		}
-		e->own = e->fn[0] != NULL;
-	}
-	/* Not pinned (bind.h): the caller's calls come from its own text,
-	 * which cannot go away under them. */
-	(void)dlclose(lib);
+	if (!e->own && !primary0)
+		callers_lone_copy(cs, e);
 }
 
 /* A fork while another thread adds an entry must not leave the child's
@@ -240,13 +335,16 @@ callers_atfork(void)
 }
 
 /* The table's answer for address a in generation gen: true if it has one
- * (*own: NULL, or this thread's copy of the functions).  Entries are
+ * (*own: NULL, or this thread's copy of the functions).  bound: the hook
+ * has a primary binding now, and a lone copy found without one
+ * (callers_lone_copy()) is no answer any more.  Entries are
  * immutable until the table is emptied, which bumps the epoch first: a
  * look the epoch did not change around is consistent (a seqlock). */
 static bool
 callers_answer(const struct ctxshim_callers *cs,
 	       uintptr_t a,
 	       unsigned gen,
+	       bool bound,
 	       void *const **own)
 {
 	unsigned ep = __atomic_load_n(&cs->epoch, __ATOMIC_ACQUIRE);
@@ -256,7 +354,7 @@ callers_answer(const struct ctxshim_callers *cs,
 
 	while (i-- > 0) {
 		e = &cs->entry[i];
-		if (e->gen == gen && a >= e->lo && a < e->hi) {
+		if (e->gen == gen && a >= e->lo && a < e->hi && !(bound && e->lone)) {
 			found = true;
 			break;
 		}
@@ -277,7 +375,8 @@ bool
 ctxshim_callers_cached(struct ctxshim_callers *cs, const void *ret, void *const **own)
 {
 	return callers_answer(cs, (uintptr_t)ret,
-			      __atomic_load_n(&ctxshim_dl_gen, __ATOMIC_ACQUIRE), own);
+			      __atomic_load_n(&ctxshim_dl_gen, __ATOMIC_ACQUIRE), false,
+			      own);
 }
 
 /* Under callers_lock: add e, emptying a full table that holds entries of
@@ -313,25 +412,26 @@ ctxshim_callers_lookup(struct ctxshim_callers *cs,
 	unsigned gen = __atomic_load_n(&ctxshim_dl_gen, __ATOMIC_ACQUIRE);
 	struct ctxshim_caller fresh = {.gen = gen};
 	void *const *own;
+	bool in_object;
 	int saved_errno;
 
-	if (callers_answer(cs, (uintptr_t)ret, gen, &own))
+	if (callers_answer(cs, (uintptr_t)ret, gen, primary0 != NULL, &own))
 		return own;
 	/* Looked up without the lock, so that it is never held across the
 	 * loader's own lock (a library constructor may call a hook while
 	 * dlopen() holds that). */
 	saved_errno = errno;
-	if (ctxshim_text_range(ret, &fresh.lo, &fresh.hi)) {
-		callers_resolve(cs, &fresh, ret, primary0);
-	} else {
+	in_object = ctxshim_text_range(ret, &fresh.lo, &fresh.hi);
+	if (!in_object) {
 		/* In no object (JIT code): its page, never its own copy. */
 		fresh.lo = (uintptr_t)ret & ~(uintptr_t)4095;
 		fresh.hi = fresh.lo + 4096;
 	}
+	callers_resolve(cs, &fresh, ret, in_object, primary0);
 	errno = saved_errno;
 	pthread_mutex_lock(&callers_lock);
 	/* Another thread may have added it meanwhile (the same answer). */
-	if (!callers_answer(cs, (uintptr_t)ret, gen, &own))
+	if (!callers_answer(cs, (uintptr_t)ret, gen, primary0 != NULL, &own))
 		(void)callers_add(cs, &fresh);
 	pthread_mutex_unlock(&callers_lock);
 	if (!fresh.own)

@@ -58,7 +58,11 @@ bool ctxshim_text_range(const void *addr, uintptr_t *lo, uintptr_t *hi);
  * copy that tail-calls the name (a jmp through its PLT) is taken for its
  * own caller's object, and a helper library of the plugin that does not
  * itself depend on the copy is looked at in its own dependency tree only.
- * Both then get the primary binding, as before.
+ * Both then get the primary binding, as before.  Without a primary
+ * binding (the library is not loaded under its own name, so only a copy
+ * can have been meant), such a caller gets the one copy the loaded
+ * objects hold; when they hold two or more, it gets nothing, and the hook
+ * fails the call as it does when the library is not loaded.
  *
  * The answer is kept per object, in a table of CTXSHIM_CALLERS_MAX
  * entries, each immutable once published: a lookup is a few compares
@@ -78,6 +82,7 @@ struct ctxshim_caller {
 	uintptr_t lo, hi; /* the object's executable segments */
 	unsigned gen;     /* ctxshim_dl_gen when it was resolved */
 	bool own;         /* fn[] holds its own copy's definitions */
+	bool lone;        /* ... of the only copy loaded, found without a primary */
 	void *fn[CTXSHIM_CALLERS_FNS];
 };
 

@@ -163,6 +163,57 @@ START_TEST(plugin_own_library_copy)
 }
 END_TEST
 
+/* A call that reaches the shim's name from outside the object with the
+ * copy (through a pointer the plugin took, or through a wrapper of it
+ * that tail-calls the name) cannot be told apart by its return address.
+ * With no libcurl loaded under its soname only a copy can have been meant:
+ * the only one loaded gets the call (it once ended the process with
+ * "cannot resolve real curl_easy_init()").  With two copies loaded, which
+ * one is unknown, and the call fails as libcurl reports a failure (NULL
+ * here) instead. */
+START_TEST(plugin_own_copy_pointer)
+{
+	char host[4096], plugin[4096], dir[] = "/tmp/ctxshim-own-XXXXXX", second[4200];
+	char want[1024], cmd[8600], *argv[4] = {host, plugin, NULL, NULL};
+	char *env[] = {"OWN_COPY_POINTER=1", NULL};
+	char *out, *err;
+	int st, shim;
+
+	snprintf(host, sizeof(host), "%s/own-copy-host", test_env_path("HELPER_DIR"));
+	snprintf(plugin, sizeof(plugin), "%s/libown-curl.so",
+		 test_env_path("HELPER_DIR"));
+	if (_i == 1) {
+		/* Another file: loaded as a second object. */
+		ck_assert_ptr_nonnull(test_mkdtemp(dir));
+		snprintf(second, sizeof(second), "%s/libown-curl-2.so", dir);
+		snprintf(cmd, sizeof(cmd), "cp '%s' '%s'", plugin, second);
+		ck_assert_int_eq(system(cmd), 0);
+		argv[2] = second;
+	}
+	for (shim = 0; shim < 2; shim++) {
+		const char *ptr = shim && _i == 1 ? "failed" : "returned its handle";
+
+		snprintf(want, sizeof(want),
+			 OWN_CURL_WANT
+			 "curl: a call through a pointer from outside the "
+			 "copy %s\n"
+			 "round 0: the plugin is unloaded after dlclose\n" OWN_CURL_WANT
+			 "curl: a call through a pointer from outside the "
+			 "copy %s\n"
+			 "round 1: the plugin is unloaded after dlclose\n",
+			 ptr, ptr);
+		st = test_run_capture(argv, env, shim, &out, &err, 60000);
+		ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0 &&
+				      strcmp(out, want) == 0,
+			      "%s, %s shim: status %#x:\n%s%s",
+			      _i ? "two copies" : "one copy", shim ? "with" : "without",
+			      st, out, err);
+		free(out);
+		free(err);
+	}
+}
+END_TEST
+
 TEST_SUITE(preload_plugins_suite)
 {
 	Suite *s = suite_create("preload-plugins");
@@ -171,6 +222,7 @@ TEST_SUITE(preload_plugins_suite)
 	tcase_add_test(tc, plugin_libraries_loaded_local);
 	tcase_add_loop_test(tc, plugin_own_library_copy, 0,
 			    sizeof(own_cases) / sizeof(own_cases[0]));
+	tcase_add_loop_test(tc, plugin_own_copy_pointer, 0, 2);
 	suite_add_tcase(s, tc);
 	return s;
 }

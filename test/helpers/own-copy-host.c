@@ -5,11 +5,14 @@
  * then unloads PLUGIN and does it all again.
  * A LIB is the real library loaded beside the plugin's copy: the shim's
  * fallback by soname finds it, and must not send the copy's calls
- * there. */
+ * there.  With OWN_COPY_POINTER=1 in the environment, the host also calls
+ * the plugin's function through the pointer own_copy_pointer() gives, and
+ * has own_copy_pointer_check() say what it returned. */
 #include "config.h"
 
 #include <dlfcn.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 int
 main(int argc, char **argv)
@@ -42,6 +45,18 @@ main(int argc, char **argv)
 			return 1;
 		}
 		r |= fn();
+		if (getenv("OWN_COPY_POINTER")) {
+			void *(*(*ptr)(void))(void);
+			void (*check)(void *);
+
+			*(void **)&ptr = dlsym(lib, "own_copy_pointer");
+			*(void **)&check = dlsym(lib, "own_copy_pointer_check");
+			if (!ptr || !check) {
+				fprintf(stderr, "own-copy-host: %s\n", dlerror());
+				return 1;
+			}
+			check(ptr()());
+		}
 		fflush(stdout);
 		dlclose(lib);
 		lib = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);

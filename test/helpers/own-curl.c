@@ -24,6 +24,9 @@ int curl_multi_add_handle(CURLM *multi, CURL *easy);
 int curl_multi_remove_handle(CURLM *multi, CURL *easy);
 int curl_multi_cleanup(CURLM *multi);
 int own_copy_main(void);
+typedef CURL *(*own_init_fn)(void);
+own_init_fn own_copy_pointer(void);
+void own_copy_pointer_check(CURL *got);
 
 struct own_curl {
 	long timeout;
@@ -132,4 +135,23 @@ own_copy_main(void)
 	       "functions ran: %#x\n",
 	       r, ran);
 	return r == 8 && ran == 0x1ff ? 0 : 1;
+}
+
+/* For own-copy-host's OWN_COPY_POINTER: curl_easy_init's address as this
+ * library's code takes it (through its GOT: the shim's hook, under the
+ * shim), for the host to call from outside the library, as a caller that
+ * was handed a pointer, or entered through a tail-calling wrapper, does. */
+own_init_fn
+own_copy_pointer(void)
+{
+	return curl_easy_init;
+}
+
+void
+own_copy_pointer_check(CURL *got)
+{
+	printf("curl: a call through a pointer from outside the copy %s\n",
+	       got == &handle ? "returned its handle"
+	       : got          ? "returned another handle"
+			      : "failed");
 }
