@@ -23,9 +23,11 @@
  * flags, and TRACESTATE with its tracestate.  Both replace whatever the
  * environment had under those names (a TRACESTATE of another trace is
  * dropped with nothing in its place).  CTXSHIM_TRACEPARENT_PID names the
- * process that execs (which the new program keeps): a CGI program takes
- * TRACEPARENT over its request's HTTP_TRACEPARENT only when it is its own
- * (shim.c), not one its server inherited and passed on.  The new program continues the
+ * process that execs (which the new program keeps), and
+ * CTXSHIM_TRACEPARENT_PPID the parent of a posix_spawn()ed one (whose pid
+ * is not known before): a CGI program takes TRACEPARENT over its
+ * request's HTTP_TRACEPARENT only when it is its own (shim.c), not one
+ * its server inherited and passed on.  The new program continues the
  * trace in a child span if it runs the shim (preload/shim.c), or in its
  * own OpenTelemetry SDK.  A CGI server started with it hands its CGI
  * programs the request's context with its own span as their parent.
@@ -34,11 +36,17 @@
  * program sees an environment its parent did not write.
  *
  * Covered: execve, execv, execvp, execvpe, execl, execle, execlp, fexecve,
- * execveat, and an exec in a fork() or vfork() child (which runs with the
- * forking thread's context).  Not covered: posix_spawn(p), system() and
- * popen(), which exec through glibc-internal calls (and posix_spawn has
- * two symbol versions with different behaviour, which an unversioned hook
- * would merge); they pass the environment they are given.
+ * execveat, an exec in a fork() or vfork() child (which runs with the
+ * forking thread's context), and posix_spawn() and posix_spawnp(), which
+ * exec through glibc-internal calls and so get the same environment here,
+ * before the call.  glibc has two of each: the GLIBC_2.15 ones every
+ * program linked since 2011 references, and older compatibility ones
+ * that also try the shell on ENOEXEC.  Ours are defined at GLIBC_2.15
+ * only (".symver ..., name@NODE, remove", and that node in
+ * preload/ctxshim.sym), as hook-pthread.c's condition variable waits, so
+ * that an old binary's references reach the old functions untouched.  Not
+ * covered: system() and popen(), which spawn through glibc-internal calls
+ * with environ; they pass it as it is.
  *
  * An exec may run in a vfork() child, which shares the parent's memory:
  * nothing here writes shared state, allocates with malloc or locks.  The
@@ -70,6 +78,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
+#include <spawn.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -83,6 +92,15 @@ typedef int (*execve_fn)(const char *, char *const[], char *const[]);
 typedef int (*execv_fn)(const char *, char *const[]);
 typedef int (*fexecve_fn)(int, char *const[], char *const[]);
 typedef int (*execveat_fn)(int, const char *, char *const[], char *const[], int);
+typedef int (*posix_spawn_fn)(pid_t *,
+			      const char *,
+			      const posix_spawn_file_actions_t *,
+			      const posix_spawnattr_t *,
+			      char *const[],
+			      char *const[]);
+
+/* glibc's current posix_spawn and posix_spawnp (see the top). */
+#define EXEC_SPAWN_NODE "GLIBC_2.15"
 
 HOOK_EXPORT int execve(const char *path, char *const argv[], char *const envp[]);
 HOOK_EXPORT int execv(const char *path, char *const argv[]);
@@ -94,6 +112,18 @@ HOOK_EXPORT int execlp(const char *file, const char *arg, ...);
 HOOK_EXPORT int fexecve(int fd, char *const argv[], char *const envp[]);
 HOOK_EXPORT int execveat(
 	int dirfd, const char *path, char *const argv[], char *const envp[], int flags);
+HOOK_EXPORT int ctxshim_posix_spawn_215(pid_t *pid,
+					const char *path,
+					const posix_spawn_file_actions_t *actions,
+					const posix_spawnattr_t *attr,
+					char *const argv[],
+					char *const envp[]);
+HOOK_EXPORT int ctxshim_posix_spawnp_215(pid_t *pid,
+					 const char *file,
+					 const posix_spawn_file_actions_t *actions,
+					 const posix_spawnattr_t *attr,
+					 char *const argv[],
+					 char *const envp[]);
 
 static pthread_once_t bind_once = PTHREAD_ONCE_INIT;
 static execve_fn real_execve_fn;
@@ -102,6 +132,8 @@ static execv_fn real_execvp_fn;
 static execve_fn real_execvpe_fn;
 static fexecve_fn real_fexecve_fn;
 static execveat_fn real_execveat_fn;
+static posix_spawn_fn real_posix_spawn_fn;
+static posix_spawn_fn real_posix_spawnp_fn;
 
 /* The shim as the new program's loader should find it; empty when
  * CTXSHIM_FOLLOW_EXEC is off or the path is unknown. */
@@ -114,6 +146,7 @@ static const char follow_entry[] = "CTXSHIM_FOLLOW_EXEC=1";
 static const char tp_var[] = "TRACEPARENT=";
 static const char ts_var[] = "TRACESTATE=";
 static const char tp_pid_var[] = "CTXSHIM_TRACEPARENT_PID=";
+static const char tp_ppid_var[] = "CTXSHIM_TRACEPARENT_PPID=";
 
 static void
 hook_exec_bind_once(void)
@@ -131,6 +164,12 @@ hook_exec_bind_once(void)
 	/* glibc >= 2.34 */
 	real_execveat_fn = (execveat_fn)ctxshim_bind("execveat", NULL,
 						     (const void *)execveat, false);
+	real_posix_spawn_fn = (posix_spawn_fn)ctxshim_bind(
+		"posix_spawn", EXEC_SPAWN_NODE, (const void *)ctxshim_posix_spawn_215,
+		true);
+	real_posix_spawnp_fn = (posix_spawn_fn)ctxshim_bind(
+		"posix_spawnp", EXEC_SPAWN_NODE, (const void *)ctxshim_posix_spawnp_215,
+		true);
 }
 
 static void
@@ -287,13 +326,15 @@ hook_exec_uint(char *out, unsigned v)
 
 /* envp with what this exec adds, in b: the shim in LD_PRELOAD and
  * CTXSHIM_FOLLOW_EXEC=1 when following, TRACEPARENT and TRACESTATE from
- * the thread's context (hook_exec_ctx()); envp itself when it has all of
+ * the thread's context (hook_exec_ctx()) with CTXSHIM_TRACEPARENT_PID
+ * (this process) or, for a spawned child (spawn), CTXSHIM_TRACEPARENT_PPID
+ * (its parent: this process); envp itself when it has all of
  * that already or when there is no room.  ld.so uses the last LD_PRELOAD
  * entry of the environment, so that is the one we extend; the copy has
  * just one, and at most one TRACEPARENT and TRACESTATE, ours.  Everything
  * else keeps its order. */
 static char *const *
-hook_exec_env(char *const *envp, struct exec_buf *b)
+hook_exec_env(char *const *envp, struct exec_buf *b, bool spawn)
 {
 	const struct ctxshim_ctx *c = hook_exec_ctx();
 	const char *preload = NULL;
@@ -314,7 +355,7 @@ hook_exec_env(char *const *envp, struct exec_buf *b)
 	if (listed && has_follow && !c)
 		return envp;
 	/* n entries, LD_PRELOAD, CTXSHIM_FOLLOW_EXEC, TRACEPARENT, TRACESTATE,
-	 * CTXSHIM_TRACEPARENT_PID, NULL; then the strings */
+	 * CTXSHIM_TRACEPARENT_PID or _PPID, NULL; then the strings */
 	need = (n + 6) * sizeof(char *);
 	if (!listed) {
 		old_len = preload ? strlen(preload) : 0;
@@ -325,7 +366,7 @@ hook_exec_env(char *const *envp, struct exec_buf *b)
 		if (c->tracestate_len <= sizeof(c->tracestate))
 			ts_len = c->tracestate_len;
 		need += sizeof(tp_var) + W3C_TRACEPARENT_LEN + sizeof(ts_var) + ts_len +
-			sizeof(tp_pid_var) + 10;
+			sizeof(tp_ppid_var) + 10;
 	}
 	out = hook_exec_buf_get(b, need);
 	if (!out)
@@ -337,7 +378,8 @@ hook_exec_env(char *const *envp, struct exec_buf *b)
 		if (c &&
 		    (hook_exec_is_var(envp[i], tp_var, sizeof(tp_var) - 1) ||
 		     hook_exec_is_var(envp[i], ts_var, sizeof(ts_var) - 1) ||
-		     hook_exec_is_var(envp[i], tp_pid_var, sizeof(tp_pid_var) - 1)))
+		     hook_exec_is_var(envp[i], tp_pid_var, sizeof(tp_pid_var) - 1) ||
+		     hook_exec_is_var(envp[i], tp_ppid_var, sizeof(tp_ppid_var) - 1)))
 			continue;
 		out[k++] = envp[i];
 	}
@@ -376,8 +418,14 @@ hook_exec_env(char *const *envp, struct exec_buf *b)
 			p += ts_len + 1;
 		}
 		out[k++] = p;
-		memcpy(p, tp_pid_var, sizeof(tp_pid_var) - 1);
-		hook_exec_uint(p + sizeof(tp_pid_var) - 1, (unsigned)getpid());
+		if (spawn) {
+			memcpy(p, tp_ppid_var, sizeof(tp_ppid_var) - 1);
+			p += sizeof(tp_ppid_var) - 1;
+		} else {
+			memcpy(p, tp_pid_var, sizeof(tp_pid_var) - 1);
+			p += sizeof(tp_pid_var) - 1;
+		}
+		hook_exec_uint(p, (unsigned)getpid());
 	}
 	out[k] = NULL;
 	return out;
@@ -394,7 +442,7 @@ hook_exec_execve_follow(const char *path, char *const argv[], char *const envp[]
 	struct exec_buf b = {.map = NULL};
 	int r;
 
-	r = real_execve_fn(path, argv, hook_exec_env(envp, &b));
+	r = real_execve_fn(path, argv, hook_exec_env(envp, &b, false));
 	hook_exec_buf_release(&b);
 	return r;
 }
@@ -405,7 +453,7 @@ hook_exec_execvpe_follow(const char *file, char *const argv[], char *const envp[
 	struct exec_buf b = {.map = NULL};
 	int r;
 
-	r = real_execvpe_fn(file, argv, hook_exec_env(envp, &b));
+	r = real_execvpe_fn(file, argv, hook_exec_env(envp, &b, false));
 	hook_exec_buf_release(&b);
 	return r;
 }
@@ -416,7 +464,7 @@ hook_exec_fexecve_follow(int fd, char *const argv[], char *const envp[])
 	struct exec_buf b = {.map = NULL};
 	int r;
 
-	r = real_fexecve_fn(fd, argv, hook_exec_env(envp, &b));
+	r = real_fexecve_fn(fd, argv, hook_exec_env(envp, &b, false));
 	hook_exec_buf_release(&b);
 	return r;
 }
@@ -428,9 +476,47 @@ hook_exec_execveat_follow(
 	struct exec_buf b = {.map = NULL};
 	int r;
 
-	r = real_execveat_fn(dirfd, path, argv, hook_exec_env(envp, &b), flags);
+	r = real_execveat_fn(dirfd, path, argv, hook_exec_env(envp, &b, false), flags);
 	hook_exec_buf_release(&b);
 	return r;
+}
+
+/* posix_spawn or posix_spawnp (real): the call returns after the child
+ * has exec'd or failed to, so the environment in our frame outlives its
+ * use.  It reports errors by its result: errno stays as the real call
+ * leaves it, whatever building the environment did. */
+static EXEC_FOLLOW int
+hook_exec_spawn_follow(posix_spawn_fn real,
+		       pid_t *pid,
+		       const char *path,
+		       const posix_spawn_file_actions_t *actions,
+		       const posix_spawnattr_t *attr,
+		       char *const argv[],
+		       char *const envp[])
+{
+	struct exec_buf b = {.map = NULL};
+	int saved_errno = errno, r;
+	char *const *env = hook_exec_env(envp, &b, true);
+
+	errno = saved_errno;
+	r = real(pid, path, actions, attr, argv, env);
+	hook_exec_buf_release(&b);
+	return r;
+}
+
+static inline int
+hook_exec_spawn(posix_spawn_fn *real,
+		pid_t *pid,
+		const char *path,
+		const posix_spawn_file_actions_t *actions,
+		const posix_spawnattr_t *attr,
+		char *const argv[],
+		char *const envp[])
+{
+	hook_exec_bind();
+	if (!hook_exec_changes_env())
+		return (*real)(pid, path, actions, attr, argv, envp);
+	return hook_exec_spawn_follow(*real, pid, path, actions, attr, argv, envp);
 }
 
 static inline int
@@ -624,3 +710,30 @@ execlp(const char *file, const char *arg, ...)
 	va_end(ap);
 	return r;
 }
+
+HOOK_EXPORT int
+ctxshim_posix_spawn_215(pid_t *pid,
+			const char *path,
+			const posix_spawn_file_actions_t *actions,
+			const posix_spawnattr_t *attr,
+			char *const argv[],
+			char *const envp[])
+{
+	return hook_exec_spawn(&real_posix_spawn_fn, pid, path, actions, attr, argv,
+			       envp);
+}
+
+HOOK_EXPORT int
+ctxshim_posix_spawnp_215(pid_t *pid,
+			 const char *file,
+			 const posix_spawn_file_actions_t *actions,
+			 const posix_spawnattr_t *attr,
+			 char *const argv[],
+			 char *const envp[])
+{
+	return hook_exec_spawn(&real_posix_spawnp_fn, pid, file, actions, attr, argv,
+			       envp);
+}
+
+__asm__(".symver ctxshim_posix_spawn_215, posix_spawn@" EXEC_SPAWN_NODE ", remove");
+__asm__(".symver ctxshim_posix_spawnp_215, posix_spawnp@" EXEC_SPAWN_NODE ", remove");

@@ -72,24 +72,33 @@ cgi_env_lookup(const char *name, void *arg)
 	return secure_getenv(name);
 }
 
+/* Does the environment variable name a pid equal to pid? */
+static bool
+env_names_pid(const char *name, pid_t pid)
+{
+	const char *v = secure_getenv(name);
+	char *end;
+	long n;
+
+	if (!v || !*v)
+		return false;
+	errno = 0;
+	n = strtol(v, &end, 10);
+	return !*end && errno == 0 && n == (long)pid;
+}
+
 /* Is TRACEPARENT this program's own, set by the shim's exec hook in the
- * process that became this program (CTXSHIM_TRACEPARENT_PID, see
+ * process that became this program (CTXSHIM_TRACEPARENT_PID) or by its
+ * posix_spawn hook in this program's parent (CTXSHIM_TRACEPARENT_PPID; see
  * hooks/hook-exec.c), rather than one that a server was started with and
  * passes on in every CGI program's environment? */
 static bool
 traceparent_is_own(void)
 {
-	const char *v = secure_getenv("CTXSHIM_TRACEPARENT_PID");
 	int saved_errno = errno;
-	bool ok;
-	char *end;
-	long pid;
+	bool ok = env_names_pid("CTXSHIM_TRACEPARENT_PID", getpid()) ||
+		  env_names_pid("CTXSHIM_TRACEPARENT_PPID", getppid());
 
-	if (!v || !*v)
-		return false;
-	errno = 0;
-	pid = strtol(v, &end, 10);
-	ok = !*end && errno == 0 && pid == (long)getpid();
 	errno = saved_errno;
 	return ok;
 }
@@ -104,7 +113,7 @@ traceparent_is_own(void)
  * span of the incoming traceparent, or a new trace without one), and its
  * threads inherit it.  A valid TRACEPARENT that the server's shim set for
  * this program (CTXSHIM_EXEC_TRACEPARENT=1: the request's context with
- * the server's span as the parent, and CTXSHIM_TRACEPARENT_PID) is taken
+ * the server's span as the parent, and its mark) is taken
  * instead of HTTP_TRACEPARENT, with TRACESTATE, so the program's span is
  * a child of the server's; any other TRACEPARENT (the server's own, passed
  * on to every request) is not this request's.  Read

@@ -260,6 +260,9 @@ attr_value(const char *t, const char *key, char *out, size_t cap)
 /* In a case's environment: CTXSHIM_TRACEPARENT_PID set to the program's
  * own pid (by a shell that then execs it). */
 #define OWN_PID "CTXSHIM_TRACEPARENT_PID=$$"
+/* ... CTXSHIM_TRACEPARENT_PPID set to its parent's (what a posix_spawn()
+ * under the shim sets): replaced by the test's pid, which starts it. */
+#define OWN_PPID "CTXSHIM_TRACEPARENT_PPID="
 
 static const struct carrier_case {
 	const char *name;
@@ -302,6 +305,26 @@ static const struct carrier_case {
 	  "TRACEPARENT=00-" TRACE_ID "-" PARENT_ID "-01", OWN_PID},
 	 TRACE_ID,
 	 PARENT_ID,
+	 "GET",
+	 "/z",
+	 ""},
+	/* the same from a server that posix_spawn()s its CGI programs: marked
+	 * with the program's parent */
+	{"traceparent-own-spawned",
+	 {"GATEWAY_INTERFACE=CGI/1.1", "REQUEST_METHOD=GET", "REQUEST_URI=/z",
+	  "HTTP_TRACEPARENT=00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
+	  "TRACEPARENT=00-" TRACE_ID "-" PARENT_ID "-01", OWN_PPID},
+	 TRACE_ID,
+	 PARENT_ID,
+	 "GET",
+	 "/z",
+	 ""},
+	{"traceparent-inherited-spawned",
+	 {"GATEWAY_INTERFACE=CGI/1.1", "REQUEST_METHOD=GET", "REQUEST_URI=/z",
+	  "HTTP_TRACEPARENT=00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
+	  "TRACEPARENT=00-" TRACE_ID "-" PARENT_ID "-01", "CTXSHIM_TRACEPARENT_PPID=1"},
+	 "0af7651916cd43dd8448eb211c80319c",
+	 "b7ad6b7169203331",
 	 "GET",
 	 "/z",
 	 ""},
@@ -356,7 +379,8 @@ START_TEST(shim_env_carriers)
 	char *argv[] = {(char *)threads_path(), "--wait", "1", NULL};
 	char *own_argv[] = {"/bin/sh", "-c", OWN_PID " exec \"$0\" --wait 1",
 			    (char *)threads_path(), NULL};
-	char *env[16], line[256], arg[16], v[256], *out = NULL, *err = NULL, *t;
+	char *env[16], line[256], arg[16], v[256], ppid[64], *out = NULL, *err = NULL,
+							     *t;
 	bool own = false;
 	char *dump[] = {(char *)test_ctxdump_path(), "--json", arg, NULL};
 	struct test_child c;
@@ -367,10 +391,14 @@ START_TEST(shim_env_carriers)
 		 test_env_path("CTXSHIM_LIB"));
 	env[n++] = preload;
 	for (size_t i = 0; k->env[i]; i++) {
-		if (strcmp(k->env[i], OWN_PID) == 0)
+		if (strcmp(k->env[i], OWN_PID) == 0) {
 			own = true;
-		else
+		} else if (strcmp(k->env[i], OWN_PPID) == 0) {
+			snprintf(ppid, sizeof(ppid), OWN_PPID "%d", (int)getpid());
+			env[n++] = ppid;
+		} else {
 			env[n++] = k->env[i];
+		}
 	}
 	env[n] = NULL;
 	/* the shell's pid is the program's after its exec */

@@ -216,9 +216,9 @@ START_TEST(vfork_posix_spawn_keep_parent_state)
 }
 END_TEST
 
-static const char *const exec_fns[] = {"execve",  "execv",   "execvp",
-				       "execvpe", "execl",   "execle",
-				       "execlp",  "fexecve", "execveat"};
+static const char *const exec_fns[] = {
+	"execve", "execv",   "execvp",   "execvpe",     "execl",       "execle",
+	"execlp", "fexecve", "execveat", "posix_spawn", "posix_spawnp"};
 
 START_TEST(exec_follow)
 {

@@ -25,7 +25,8 @@
  *   ctxflow spawn      vfork+exec, posix_spawn, system, popen on main; each
  *                      must leave main's context as it was
  *   ctxflow exec HOW ENV   EXEC <main's context>, then exec "ctxflow probe"
- *                      with execve, execv, …; ENV = keep (environment as
+ *                      with execve, execv, …, or run it with posix_spawn
+ *                      or posix_spawnp and wait; ENV = keep (environment as
  *                      is), clear (only CTXFLOW=1), other (CTXFLOW=1 and
  *                      LD_PRELOAD=libm), fork or vfork (environment as is,
  *                      the exec in a fork() or vfork() child, waited for)
@@ -33,7 +34,8 @@
  *   ctxflow probe      PROBE shim=<0|1> preload=<LD_PRELOAD> …, then
  *                      PROBEENV tp=<TRACEPARENT> ts=<TRACESTATE> n=<how
  *                      many of each the environment has> pid=<own|other|->
- *                      (CTXSHIM_TRACEPARENT_PID: this process's or not)
+ *                      (CTXSHIM_TRACEPARENT_PID or _PPID: this
+ *                      process's or not)
  *   ctxflow ucontext   coroutines made on main and on the early thread,
  *                      interleaved by schedulers on both threads
  *   ctxflow ucontext-many N   N coroutines, more than the shim's table holds
@@ -556,7 +558,8 @@ cmd_probe(void)
 	const char *fol = getenv("CTXSHIM_FOLLOW_EXEC");
 	char c[CTX_TEXT];
 
-	const char *tp = getenv("TRACEPARENT"), *ts = getenv("TRACESTATE"), *mark;
+	const char *tp = getenv("TRACEPARENT"), *ts = getenv("TRACESTATE"), *mark,
+		   *pmark;
 	int ntp = 0, nts = 0;
 
 	ctx_text(c);
@@ -567,13 +570,17 @@ cmd_probe(void)
 		ntp += strncmp(*e, "TRACEPARENT=", 12) == 0;
 		nts += strncmp(*e, "TRACESTATE=", 11) == 0;
 	}
-	/* whose TRACEPARENT: this process's (own) or another's */
+	/* whose TRACEPARENT: this process's (own: as exec'd, or as a
+	 * spawned child of its parent) or another's */
 	mark = getenv("CTXSHIM_TRACEPARENT_PID");
+	pmark = getenv("CTXSHIM_TRACEPARENT_PPID");
 	out("PROBEENV tp=%s ts=%s n=%d,%d pid=%s\n", tp ? tp : "-", ts ? ts : "-", ntp,
 	    nts,
-	    !mark                          ? "-"
-	    : atol(mark) == (long)getpid() ? "own"
-					   : "other");
+	    !mark && !pmark ? "-"
+	    : (mark && atol(mark) == (long)getpid()) ||
+			    (pmark && atol(pmark) == (long)getppid())
+		    ? "own"
+		    : "other");
 	return 0;
 }
 
@@ -663,6 +670,20 @@ cmd_exec(const char *self, const char *how, const char *env)
 			fexecve(fd, argv, envp);
 	} else if (strcmp(how, "execveat") == 0) {
 		execveat(AT_FDCWD, self, argv, envp, 0);
+	} else if (strcmp(how, "posix_spawn") == 0 ||
+		   strcmp(how, "posix_spawnp") == 0) {
+		int r, st;
+		pid_t pid;
+
+		r = how[11] ? posix_spawnp(&pid, self, NULL, NULL, argv, envp)
+			    : posix_spawn(&pid, self, NULL, NULL, argv, envp);
+		if (r != 0) {
+			errno = r;
+			die(how);
+		}
+		if (waitpid(pid, &st, 0) != pid)
+			die("waitpid");
+		return WIFEXITED(st) ? WEXITSTATUS(st) : 1;
 	} else {
 		fprintf(stderr, "ctxflow: unknown exec function %s\n", how);
 		return 2;
