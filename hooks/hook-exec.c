@@ -42,9 +42,11 @@
  * before the call.  glibc has two of each: the GLIBC_2.15 ones every
  * program linked since 2011 references, and older compatibility ones
  * that also try the shell on ENOEXEC.  Ours are defined at GLIBC_2.15
- * only (".symver ..., name@NODE, remove", and that node in
- * preload/ctxshim.sym), as hook-pthread.c's condition variable waits, so
- * that an old binary's references reach the old functions untouched.  Not
+ * only, so that an old binary's references reach the old functions
+ * untouched, and as its default version (".symver ..., name@@NODE,
+ * remove", and that node in preload/ctxshim.sym), so that a lookup
+ * without a version finds them too: an interposer preloaded before the
+ * shim (ASan's posix_spawn) passes its calls on to ours.  Not
  * covered: system() and popen(), which spawn through glibc-internal calls
  * with environ; they pass it as it is.
  *
@@ -735,5 +737,5 @@ ctxshim_posix_spawnp_215(pid_t *pid,
 			       envp);
 }
 
-__asm__(".symver ctxshim_posix_spawn_215, posix_spawn@" EXEC_SPAWN_NODE ", remove");
-__asm__(".symver ctxshim_posix_spawnp_215, posix_spawnp@" EXEC_SPAWN_NODE ", remove");
+__asm__(".symver ctxshim_posix_spawn_215, posix_spawn@@" EXEC_SPAWN_NODE ", remove");
+__asm__(".symver ctxshim_posix_spawnp_215, posix_spawnp@@" EXEC_SPAWN_NODE ", remove");
