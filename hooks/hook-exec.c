@@ -51,29 +51,34 @@
  * with environ; they pass it as it is.
  *
  * An exec may run in a vfork() child, which shares the parent's memory:
- * nothing here writes shared state, allocates with malloc or locks.  The
- * new environment is built on the stack; only an unusually large one (more
- * than 4 KiB of pointers and strings) goes to an anonymous mapping, which
- * is unmapped if the exec fails, and which a vfork parent keeps after its
- * child's exec succeeds.  The caller's environ is never modified.  The real
- * functions and the shim's own path are looked up at load time, since a
- * vfork child must not call dlsym.
+ * nothing here allocates with malloc or locks, and the only shared state
+ * written is the thread's note of a mapping (see struct exec_map).  The
+ * new environment is built on the stack, sized to what it needs; only an
+ * unusually large one (more than 4 KiB of pointers and strings) goes to
+ * an anonymous mapping, which is unmapped when the exec fails, and by the
+ * thread's next such exec when a vfork child's exec succeeded.  The
+ * caller's environ is never modified, and an environment the hook cannot
+ * read (a bad pointer, which the real call reports with EFAULT) is passed
+ * on as it is.  The real functions and the shim's own path are looked up
+ * at load time, since a vfork child must not call dlsym.
  *
  * Such a child may also run on a small stack of its own (posix_spawn-like
- * helpers built on clone(CLONE_VM | CLONE_VFORK) give it a few KiB), which
- * exec without the shim fits in.  So when the environment stays as it is
- * (the default: neither setting on, or no context to hand on) every hook
- * is a few tests and a tail call to the real function, with no frame
- * to speak of: the 4 KiB buffer lives only in the noinline
- * hook_exec_*_follow() functions, and the execl family sizes its argument
- * vector from the argument count, as glibc's execl does (posix/execl.c), on
- * the stack up to EXEC_ARGV_STACK entries and in a mapping beyond. */
+ * helpers built on clone(CLONE_VM | CLONE_VFORK) give it a few KiB, a
+ * crash handler on its signal stack execs a reporter), which exec without
+ * the shim fits in.  So when the environment stays as it is (the default:
+ * neither setting on, or no context to hand on) every hook is a few tests
+ * and a tail call to the real function, with no frame to speak of; the
+ * noinline hook_exec_follow() takes what the new environment needs, and
+ * the execl family sizes its argument vector from the argument count, as
+ * glibc's execl does (posix/execl.c), on the stack up to EXEC_ARGV_STACK
+ * entries and in a mapping beyond. */
 #include "config.h"
 
 #include "hooks.h"
 
 #include "cfg.h"
 #include "log.h"
+#include "sys.h"
 #include "w3c.h"
 
 #include <dlfcn.h>
@@ -178,7 +183,7 @@ static void
 hook_exec_find_self(void)
 {
 	Dl_info info;
-	char *r;
+	const char *name;
 
 	/* A static function: the exported names may resolve to another
 	 * preloaded library that interposes them too. */
@@ -187,12 +192,26 @@ hook_exec_find_self(void)
 		ctxshim_log("CTXSHIM_FOLLOW_EXEC: cannot find the shim's own path");
 		return;
 	}
-	/* A relative LD_PRELOAD entry means nothing after a chdir(). */
-	r = realpath(info.dli_fname, shim_path);
-	if (!r) {
-		if (strlen(info.dli_fname) >= sizeof(shim_path))
-			return;
-		strcpy(shim_path, info.dli_fname);
+	/* The name ld.so loaded us by when it is absolute: what LD_PRELOAD
+	 * or /etc/ld.so.preload lists, so that hook_exec_lists_shim() finds
+	 * it there (realpath() would resolve a symlink to another name).
+	 * Only a relative one, which means nothing after a chdir(), is
+	 * resolved. */
+	name = info.dli_fname;
+	if (name[0] != '/') {
+		if (!realpath(name, shim_path))
+			shim_path[0] = '\0';
+	} else if (strlen(name) < sizeof(shim_path)) {
+		strcpy(shim_path, name);
+	}
+	/* ld.so splits LD_PRELOAD at ':' and ' ': such a path would make the
+	 * new program print an error and run without us. */
+	if (!shim_path[0] || strpbrk(shim_path, ": ")) {
+		ctxshim_log("CTXSHIM_FOLLOW_EXEC: %s cannot be put in LD_PRELOAD; "
+			    "exec will not keep the shim",
+			    name);
+		shim_path[0] = '\0';
+		return;
 	}
 	shim_base = strrchr(shim_path, '/');
 	shim_base = shim_base ? shim_base + 1 : shim_path;
@@ -278,36 +297,51 @@ hook_exec_lists_shim(const char *v)
 	return false;
 }
 
-/* Stack space, or a mapping when that is too small. */
-struct exec_buf {
-	char stack[EXEC_STACK_BYTES] __attribute__((aligned(16)));
+/* A mapping made in a vfork() child (or a clone(CLONE_VM) one) whose exec
+ * succeeds stays in the parent's address space, and nobody could unmap
+ * it.  The child runs on its parent's thread pointer, so it notes the
+ * mapping in this thread-local slot before the exec, and the exec's
+ * failure takes it back; the parent thread's next exec that needs a
+ * mapping unmaps what is noted first.  At most one such mapping per
+ * thread and kind (environment, execl argument vector) remains, not one
+ * per exec.  A fork() child writes its own copy of the slot. */
+struct exec_map {
 	void *map;
-	size_t map_len;
+	size_t len;
 };
 
+static __thread struct exec_map exec_map_env, exec_map_argv;
+
+/* Keeps errno. */
 static void *
-hook_exec_buf_get(struct exec_buf *b, size_t need)
+hook_exec_map(struct exec_map *m, size_t len)
 {
-	if (need <= sizeof(b->stack))
-		return b->stack;
-	b->map = mmap(NULL, need, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-		      -1, 0);
-	if (b->map == MAP_FAILED) {
-		b->map = NULL;
+	int saved_errno = errno;
+	void *p;
+
+	if (m->map)
+		(void)munmap(m->map, m->len);
+	m->map = NULL;
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	errno = saved_errno;
+	if (p == MAP_FAILED)
 		return NULL;
-	}
-	b->map_len = need;
-	return b->map;
+	m->map = p;
+	m->len = len;
+	return p;
 }
 
+/* After the exec failed (or a spawn returned): p (NULL, or what
+ * hook_exec_map() gave) is ours to unmap.  Keeps errno. */
 static void
-hook_exec_buf_release(struct exec_buf *b)
+hook_exec_unmap(struct exec_map *m, void *p)
 {
 	int saved_errno = errno;
 
-	if (b->map)
-		(void)munmap(b->map, b->map_len);
-	b->map = NULL;
+	if (p && m->map == p) {
+		(void)munmap(p, m->len);
+		m->map = NULL;
+	}
 	errno = saved_errno;
 }
 
@@ -326,55 +360,133 @@ hook_exec_uint(char *out, unsigned v)
 	*out = '\0';
 }
 
-/* envp with what this exec adds, in b: the shim in LD_PRELOAD and
- * CTXSHIM_FOLLOW_EXEC=1 when following, TRACEPARENT and TRACESTATE from
- * the thread's context (hook_exec_ctx()) with CTXSHIM_TRACEPARENT_PID
- * (this process) or, for a spawned child (spawn), CTXSHIM_TRACEPARENT_PPID
- * (its parent: this process); envp itself when it has all of
- * that already or when there is no room.  ld.so uses the last LD_PRELOAD
- * entry of the environment, so that is the one we extend; the copy has
- * just one, and at most one TRACEPARENT and TRACESTATE, ours.  Everything
- * else keeps its order. */
-static char *const *
-hook_exec_env(char *const *envp, struct exec_buf *b, bool spawn)
-{
-	const struct ctxshim_ctx *c = hook_exec_ctx();
-	const char *preload = NULL;
-	bool following = hook_exec_following(), has_follow = false, listed = true;
-	size_t n, need, k = 0, i, old_len = 0, path_len = 0, ts_len = 0;
-	char **out, *p;
+/* An environment with a bad pointer is the application's bug, which the
+ * real call reports with EFAULT: we must not fault on it first.  Each page
+ * the scan reads is probed once with sys_readable8() (the select hook's
+ * probe, hook-socket.c); the environment's strings and its array are
+ * usually on one or two pages. */
+struct exec_probe {
+	uintptr_t page; /* the last page found readable; 1: none yet */
+};
 
-	for (n = 0; envp && envp[n]; n++) {
-		if (hook_exec_is_var(envp[n], preload_var, sizeof(preload_var) - 1))
-			preload = envp[n] + sizeof(preload_var) - 1;
-		else if (hook_exec_is_var(envp[n], follow_var, sizeof(follow_var) - 1))
-			has_follow = true;
+static bool
+hook_exec_readable(struct exec_probe *pr, uintptr_t a)
+{
+	uintptr_t page = a & ~(uintptr_t)4095;
+
+	if (page == pr->page)
+		return true;
+	/* page + 8: never NULL, which the call takes for "no set" */
+	if (!sys_readable8(page + 8))
+		return false;
+	pr->page = page;
+	return true;
+}
+
+/* Can the string s be read up to its NUL or its first max bytes? */
+static bool
+hook_exec_str_readable(struct exec_probe *pr, const char *s, size_t max)
+{
+	uintptr_t a = (uintptr_t)s;
+	size_t i;
+
+	for (i = 0; i < max; i++) {
+		if ((i == 0 || ((a + i) & 4095) == 0) && !hook_exec_readable(pr, a + i))
+			return false;
+		if (!s[i])
+			break;
 	}
+	return true;
+}
+
+/* What an exec adds to its environment (hook_exec_env_scan()). */
+struct exec_env {
+	const struct ctxshim_ctx *c; /* the context to hand on, or NULL */
+	const char *preload;         /* the value of the last LD_PRELOAD */
+	size_t n;                    /* entries */
+	size_t old_len, path_len, ts_len;
+	bool listed;     /* LD_PRELOAD needs no change */
+	bool has_follow; /* CTXSHIM_FOLLOW_EXEC needs no adding */
+};
+
+/* The bytes the new environment needs (hook_exec_env_fill()), or 0 when
+ * envp itself will do: it has all that this exec adds already, or it
+ * cannot be read (the real call reports that).  Keeps errno.  ld.so uses
+ * the last LD_PRELOAD entry of the environment, so that is the one we
+ * extend. */
+static size_t
+hook_exec_env_scan(char *const *envp, struct exec_env *e)
+{
+	struct exec_probe pr = {1};
+	bool following = hook_exec_following();
+	int saved_errno = errno;
+	size_t n, need = 0;
+
+	*e = (struct exec_env){.c = hook_exec_ctx(), .listed = true};
+	for (n = 0; envp; n++) {
+		/* the array: its first word, and each word that starts a page
+		 * or straddles into one */
+		if ((n == 0 || ((uintptr_t)&envp[n] & 4095) < sizeof(char *)) &&
+		    (!hook_exec_readable(&pr, (uintptr_t)&envp[n]) ||
+		     !hook_exec_readable(&pr,
+					 (uintptr_t)&envp[n] + sizeof(char *) - 1)))
+			goto bad;
+		if (!envp[n])
+			break;
+		/* as far as the longest name compared below */
+		if (!hook_exec_str_readable(&pr, envp[n], sizeof(tp_ppid_var)))
+			goto bad;
+		if (hook_exec_is_var(envp[n], preload_var, sizeof(preload_var) - 1))
+			e->preload = envp[n] + sizeof(preload_var) - 1;
+		else if (hook_exec_is_var(envp[n], follow_var, sizeof(follow_var) - 1))
+			e->has_follow = true;
+	}
+	e->n = n;
+	if (e->preload && !hook_exec_str_readable(&pr, e->preload, SIZE_MAX))
+		goto bad;
+	errno = saved_errno;
 	if (following)
-		listed = preload && hook_exec_lists_shim(preload);
+		e->listed = e->preload && hook_exec_lists_shim(e->preload);
 	else
-		has_follow = true; /* nothing of the sort to add */
-	if (listed && has_follow && !c)
-		return envp;
+		e->has_follow = true; /* nothing of the sort to add */
+	if (e->listed && e->has_follow && !e->c)
+		return 0;
 	/* n entries, LD_PRELOAD, CTXSHIM_FOLLOW_EXEC, TRACEPARENT, TRACESTATE,
 	 * CTXSHIM_TRACEPARENT_PID or _PPID, NULL; then the strings */
 	need = (n + 6) * sizeof(char *);
-	if (!listed) {
-		old_len = preload ? strlen(preload) : 0;
-		path_len = strlen(shim_path);
-		need += sizeof(preload_var) + old_len + 1 + path_len + 1;
+	if (!e->listed) {
+		e->old_len = e->preload ? strlen(e->preload) : 0;
+		e->path_len = strlen(shim_path);
+		need += sizeof(preload_var) + e->old_len + 1 + e->path_len + 1;
 	}
-	if (c) {
-		if (c->tracestate_len <= sizeof(c->tracestate))
-			ts_len = c->tracestate_len;
-		need += sizeof(tp_var) + W3C_TRACEPARENT_LEN + sizeof(ts_var) + ts_len +
-			sizeof(tp_ppid_var) + 10;
+	if (e->c) {
+		if (e->c->tracestate_len <= sizeof(e->c->tracestate))
+			e->ts_len = e->c->tracestate_len;
+		need += sizeof(tp_var) + W3C_TRACEPARENT_LEN + sizeof(ts_var) +
+			e->ts_len + sizeof(tp_ppid_var) + 10;
 	}
-	out = hook_exec_buf_get(b, need);
-	if (!out)
-		return envp;
-	for (i = 0; i < n; i++) {
-		if (!listed &&
+	return need;
+bad:
+	errno = saved_errno;
+	return 0;
+}
+
+/* envp with what this exec adds (e, from hook_exec_env_scan()), at out:
+ * the shim in LD_PRELOAD and CTXSHIM_FOLLOW_EXEC=1 when following,
+ * TRACEPARENT and TRACESTATE from the thread's context (hook_exec_ctx())
+ * with CTXSHIM_TRACEPARENT_PID (this process) or, for a spawned child
+ * (spawn), CTXSHIM_TRACEPARENT_PPID (its parent: this process).  The copy
+ * has just one LD_PRELOAD, and at most one TRACEPARENT and TRACESTATE,
+ * ours.  Everything else keeps its order. */
+static char *const *
+hook_exec_env_fill(char *const *envp, const struct exec_env *e, void *buf, bool spawn)
+{
+	const struct ctxshim_ctx *c = e->c;
+	char **out = buf, *p;
+	size_t k = 0, i;
+
+	for (i = 0; i < e->n; i++) {
+		if (!e->listed &&
 		    hook_exec_is_var(envp[i], preload_var, sizeof(preload_var) - 1))
 			continue;
 		if (c &&
@@ -385,20 +497,20 @@ hook_exec_env(char *const *envp, struct exec_buf *b, bool spawn)
 			continue;
 		out[k++] = envp[i];
 	}
-	p = (char *)(out + n + 6);
-	if (!listed) {
+	p = (char *)(out + e->n + 6);
+	if (!e->listed) {
 		out[k++] = p;
 		memcpy(p, preload_var, sizeof(preload_var) - 1);
 		p += sizeof(preload_var) - 1;
-		if (old_len) {
-			memcpy(p, preload, old_len);
-			p += old_len;
+		if (e->old_len) {
+			memcpy(p, e->preload, e->old_len);
+			p += e->old_len;
 			*p++ = ':';
 		}
-		memcpy(p, shim_path, path_len + 1);
-		p += path_len + 1;
+		memcpy(p, shim_path, e->path_len + 1);
+		p += e->path_len + 1;
 	}
-	if (!has_follow)
+	if (!e->has_follow)
 		out[k++] = (char *)follow_entry;
 	if (c) {
 		const uint8_t *parent =
@@ -411,13 +523,13 @@ hook_exec_env(char *const *envp, struct exec_buf *b, bool spawn)
 		memcpy(p, tp_var, sizeof(tp_var) - 1);
 		p += sizeof(tp_var) - 1;
 		p += w3c_traceparent_format(p, c->trace_id, parent, c->flags) + 1;
-		if (ts_len) {
+		if (e->ts_len) {
 			out[k++] = p;
 			memcpy(p, ts_var, sizeof(ts_var) - 1);
 			p += sizeof(ts_var) - 1;
-			memcpy(p, c->tracestate, ts_len);
-			p[ts_len] = '\0';
-			p += ts_len + 1;
+			memcpy(p, c->tracestate, e->ts_len);
+			p[e->ts_len] = '\0';
+			p += e->ts_len + 1;
 		}
 		out[k++] = p;
 		if (spawn) {
@@ -433,81 +545,80 @@ hook_exec_env(char *const *envp, struct exec_buf *b, bool spawn)
 	return out;
 }
 
-/* The following variants: the 4 KiB struct exec_buf is their frame, never
- * the pass-through's (noinline keeps gcc from merging the frames, cold
- * moves them out of the way). */
-#define EXEC_FOLLOW __attribute__((noinline, cold))
+/* The calls whose environment we change, with their arguments. */
+enum exec_kind {
+	EXEC_EXECVE,
+	EXEC_EXECVPE,
+	EXEC_FEXECVE,
+	EXEC_EXECVEAT,
+	EXEC_SPAWN,
+	EXEC_SPAWNP,
+};
 
-static EXEC_FOLLOW int
-hook_exec_execve_follow(const char *path, char *const argv[], char *const envp[])
+struct exec_call {
+	enum exec_kind kind;
+	int fd, flags;
+	const char *path;
+	char *const *argv;
+	char *const *envp;
+	pid_t *pid;
+	const posix_spawn_file_actions_t *actions;
+	const posix_spawnattr_t *attr;
+};
+
+/* x with the environment this exec gets.  The new environment is on the
+ * stack, sized to what it needs (often a few hundred bytes: the exec may
+ * run on a small stack, a signal handler's or a clone() child's), in a
+ * mapping beyond EXEC_STACK_BYTES.  The pass-through never comes here
+ * (noinline keeps gcc from merging the frames, cold moves it out of the
+ * way).  A spawn returns after its child has exec'd or failed to, so its
+ * environment outlives its use; it reports errors by its result, and
+ * errno stays as the real call leaves it. */
+static __attribute__((noinline, cold)) int
+hook_exec_follow(const struct exec_call *x)
 {
-	struct exec_buf b = {.map = NULL};
+	struct exec_env e;
+	size_t need = hook_exec_env_scan(x->envp, &e);
+	char *const *env = x->envp;
+	void *buf = NULL, *map = NULL;
 	int r;
 
-	r = real_execve_fn(path, argv, hook_exec_env(envp, &b, false));
-	hook_exec_buf_release(&b);
-	return r;
-}
-
-static EXEC_FOLLOW int
-hook_exec_execvpe_follow(const char *file, char *const argv[], char *const envp[])
-{
-	struct exec_buf b = {.map = NULL};
-	int r;
-
-	r = real_execvpe_fn(file, argv, hook_exec_env(envp, &b, false));
-	hook_exec_buf_release(&b);
-	return r;
-}
-
-static EXEC_FOLLOW int
-hook_exec_fexecve_follow(int fd, char *const argv[], char *const envp[])
-{
-	struct exec_buf b = {.map = NULL};
-	int r;
-
-	r = real_fexecve_fn(fd, argv, hook_exec_env(envp, &b, false));
-	hook_exec_buf_release(&b);
-	return r;
-}
-
-static EXEC_FOLLOW int
-hook_exec_execveat_follow(
-	int dirfd, const char *path, char *const argv[], char *const envp[], int flags)
-{
-	struct exec_buf b = {.map = NULL};
-	int r;
-
-	r = real_execveat_fn(dirfd, path, argv, hook_exec_env(envp, &b, false), flags);
-	hook_exec_buf_release(&b);
-	return r;
-}
-
-/* posix_spawn or posix_spawnp (real): the call returns after the child
- * has exec'd or failed to, so the environment in our frame outlives its
- * use.  It reports errors by its result: errno stays as the real call
- * leaves it, whatever building the environment did. */
-static EXEC_FOLLOW int
-hook_exec_spawn_follow(posix_spawn_fn real,
-		       pid_t *pid,
-		       const char *path,
-		       const posix_spawn_file_actions_t *actions,
-		       const posix_spawnattr_t *attr,
-		       char *const argv[],
-		       char *const envp[])
-{
-	struct exec_buf b = {.map = NULL};
-	int saved_errno = errno, r;
-	char *const *env = hook_exec_env(envp, &b, true);
-
-	errno = saved_errno;
-	r = real(pid, path, actions, attr, argv, env);
-	hook_exec_buf_release(&b);
+	if (need > EXEC_STACK_BYTES)
+		buf = map = hook_exec_map(&exec_map_env, need);
+	else if (need)
+		buf = __builtin_alloca(need);
+	if (buf)
+		env = hook_exec_env_fill(x->envp, &e, buf,
+					 x->kind == EXEC_SPAWN ||
+						 x->kind == EXEC_SPAWNP);
+	switch (x->kind) {
+	case EXEC_EXECVE:
+		r = real_execve_fn(x->path, x->argv, env);
+		break;
+	case EXEC_EXECVPE:
+		r = real_execvpe_fn(x->path, x->argv, env);
+		break;
+	case EXEC_FEXECVE:
+		r = real_fexecve_fn(x->fd, x->argv, env);
+		break;
+	case EXEC_EXECVEAT:
+		r = real_execveat_fn(x->fd, x->path, x->argv, env, x->flags);
+		break;
+	case EXEC_SPAWN:
+		r = real_posix_spawn_fn(x->pid, x->path, x->actions, x->attr, x->argv,
+					env);
+		break;
+	default:
+		r = real_posix_spawnp_fn(x->pid, x->path, x->actions, x->attr, x->argv,
+					 env);
+		break;
+	}
+	hook_exec_unmap(&exec_map_env, map);
 	return r;
 }
 
 static inline int
-hook_exec_spawn(posix_spawn_fn *real,
+hook_exec_spawn(enum exec_kind kind,
 		pid_t *pid,
 		const char *path,
 		const posix_spawn_file_actions_t *actions,
@@ -515,61 +626,93 @@ hook_exec_spawn(posix_spawn_fn *real,
 		char *const argv[],
 		char *const envp[])
 {
+	struct exec_call x = {.kind = kind,
+			      .path = path,
+			      .argv = argv,
+			      .envp = envp,
+			      .pid = pid,
+			      .actions = actions,
+			      .attr = attr};
+
 	hook_exec_bind();
 	if (!hook_exec_changes_env())
-		return (*real)(pid, path, actions, attr, argv, envp);
-	return hook_exec_spawn_follow(*real, pid, path, actions, attr, argv, envp);
+		return (kind == EXEC_SPAWN ? real_posix_spawn_fn
+					   : real_posix_spawnp_fn)(pid, path, actions,
+								   attr, argv, envp);
+	return hook_exec_follow(&x);
 }
 
 static inline int
 hook_exec_execve(const char *path, char *const argv[], char *const envp[])
 {
+	struct exec_call x = {
+		.kind = EXEC_EXECVE, .path = path, .argv = argv, .envp = envp};
+
 	hook_exec_bind();
 	if (!hook_exec_changes_env())
 		return real_execve_fn(path, argv, envp);
-	return hook_exec_execve_follow(path, argv, envp);
+	return hook_exec_follow(&x);
 }
 
 static inline int
 hook_exec_execvpe(const char *file, char *const argv[], char *const envp[])
 {
+	struct exec_call x = {
+		.kind = EXEC_EXECVPE, .path = file, .argv = argv, .envp = envp};
+
 	hook_exec_bind();
 	if (!hook_exec_changes_env())
 		return real_execvpe_fn(file, argv, envp);
-	return hook_exec_execvpe_follow(file, argv, envp);
+	return hook_exec_follow(&x);
 }
 
 static inline int
 hook_exec_execv(const char *path, char *const argv[])
 {
+	struct exec_call x = {
+		.kind = EXEC_EXECVE, .path = path, .argv = argv, .envp = environ};
+
 	hook_exec_bind();
 	if (!hook_exec_changes_env())
 		return real_execv_fn(path, argv);
-	return hook_exec_execve_follow(path, argv, environ);
+	return hook_exec_follow(&x);
 }
 
 static inline int
 hook_exec_execvp(const char *file, char *const argv[])
 {
+	struct exec_call x = {
+		.kind = EXEC_EXECVPE, .path = file, .argv = argv, .envp = environ};
+
 	hook_exec_bind();
 	if (!hook_exec_changes_env())
 		return real_execvp_fn(file, argv);
-	return hook_exec_execvpe_follow(file, argv, environ);
+	return hook_exec_follow(&x);
 }
 
 static inline int
 hook_exec_fexecve(int fd, char *const argv[], char *const envp[])
 {
+	struct exec_call x = {
+		.kind = EXEC_FEXECVE, .fd = fd, .argv = argv, .envp = envp};
+
 	hook_exec_bind();
 	if (!hook_exec_changes_env())
 		return real_fexecve_fn(fd, argv, envp);
-	return hook_exec_fexecve_follow(fd, argv, envp);
+	return hook_exec_follow(&x);
 }
 
 static inline int
 hook_exec_execveat(
 	int dirfd, const char *path, char *const argv[], char *const envp[], int flags)
 {
+	struct exec_call x = {.kind = EXEC_EXECVEAT,
+			      .fd = dirfd,
+			      .flags = flags,
+			      .path = path,
+			      .argv = argv,
+			      .envp = envp};
+
 	hook_exec_bind();
 	if (!real_execveat_fn) {
 		errno = ENOSYS;
@@ -577,7 +720,7 @@ hook_exec_execveat(
 	}
 	if (!hook_exec_changes_env())
 		return real_execveat_fn(dirfd, path, argv, envp, flags);
-	return hook_exec_execveat_follow(dirfd, path, argv, envp, flags);
+	return hook_exec_follow(&x);
 }
 
 /* The execl family: the arguments as a vector, then the v variant, as
@@ -591,9 +734,9 @@ hook_exec_l(enum exec_l_kind kind, const char *path, const char *arg, va_list ap
 	char **argv;
 	char *const *envp = environ;
 	void *map = NULL;
-	size_t argc = 1, map_len = 0, i;
+	size_t argc = 1, i;
 	va_list count;
-	int r, saved_errno;
+	int r;
 
 	va_copy(count, ap);
 	if (arg)
@@ -607,10 +750,8 @@ hook_exec_l(enum exec_l_kind kind, const char *path, const char *arg, va_list ap
 		return -1;
 	}
 	if (argc + 1 > EXEC_ARGV_STACK) {
-		map_len = (argc + 1) * sizeof(char *);
-		map = mmap(NULL, map_len, PROT_READ | PROT_WRITE,
-			   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-		if (map == MAP_FAILED) {
+		map = hook_exec_map(&exec_map_argv, (argc + 1) * sizeof(char *));
+		if (!map) {
 			errno = ENOMEM;
 			return -1;
 		}
@@ -634,10 +775,7 @@ hook_exec_l(enum exec_l_kind kind, const char *path, const char *arg, va_list ap
 		r = hook_exec_execve(path, argv, envp);
 	else
 		r = hook_exec_execv(path, argv);
-	saved_errno = errno;
-	if (map)
-		(void)munmap(map, map_len);
-	errno = saved_errno;
+	hook_exec_unmap(&exec_map_argv, map);
 	return r;
 }
 
@@ -721,8 +859,7 @@ ctxshim_posix_spawn_215(pid_t *pid,
 			char *const argv[],
 			char *const envp[])
 {
-	return hook_exec_spawn(&real_posix_spawn_fn, pid, path, actions, attr, argv,
-			       envp);
+	return hook_exec_spawn(EXEC_SPAWN, pid, path, actions, attr, argv, envp);
 }
 
 HOOK_EXPORT int
@@ -733,8 +870,7 @@ ctxshim_posix_spawnp_215(pid_t *pid,
 			 char *const argv[],
 			 char *const envp[])
 {
-	return hook_exec_spawn(&real_posix_spawnp_fn, pid, file, actions, attr, argv,
-			       envp);
+	return hook_exec_spawn(EXEC_SPAWNP, pid, file, actions, attr, argv, envp);
 }
 
 __asm__(".symver ctxshim_posix_spawn_215, posix_spawn@@" EXEC_SPAWN_NODE ", remove");

@@ -1380,10 +1380,9 @@ sk_idle(const char *reason)
  * call, and only the words the kernel reads too (bits below n, at most
  * FD_SETSIZE), after a probe of each page those words are on: a set that
  * cannot be read (an application bug the kernel reports as EFAULT) is
- * left to the real call.  The probe is rt_sigprocmask() with an invalid
- * `how': the kernel copies the 8 bytes at its set pointer before it looks
- * at `how', so it fails with EFAULT if they cannot be read and with
- * EINVAL otherwise, and changes nothing (kernel/signal.c).  Every program
+ * left to the real call.  The probe is sys_readable8() (preload/sys.h):
+ * rt_sigprocmask() with an invalid `how', which copies the 8 bytes at its
+ * set pointer before it looks at `how' (kernel/signal.c).  Every program
  * makes that call (glibc does, around fork, in pthread_create...), so
  * seccomp filters allow it, unlike process_vm_readv(), which
  * systemd's @system-service leaves out.  One or two more system calls per
@@ -1405,14 +1404,6 @@ sk_pollfds_tracked(const struct pollfd *f, nfds_t n)
 	return false;
 }
 
-/* Can the 8 bytes at p be read (see above)?  Changes errno. */
-static bool
-sk_readable8(uintptr_t p)
-{
-	return syscall(SYS_rt_sigprocmask, -1, p, NULL, (size_t)8) == 0 ||
-	       errno != EFAULT;
-}
-
 /* Can the words of set s that hold fds 0..n-1 (n <= FD_SETSIZE) be read?
  * They are at most 128 bytes: on one page, or on two.  Changes errno. */
 static bool
@@ -1422,7 +1413,7 @@ sk_fdset_readable(const fd_set *s, int n)
 
 	if (!s)
 		return true;
-	return sk_readable8(first) && ((first ^ last) < 4096 || sk_readable8(last));
+	return sys_readable8(first) && ((first ^ last) < 4096 || sys_readable8(last));
 }
 
 static bool

@@ -8,7 +8,9 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
 #include <unistd.h>
@@ -41,6 +43,19 @@ static inline pid_t
 sys_gettid(void)
 {
 	return (pid_t)syscall(SYS_gettid);
+}
+
+/* Can the 8 bytes at p be read?  rt_sigprocmask() copies its set before
+ * it checks how: with an invalid one (-1) it fails with EFAULT for an
+ * unreadable set and with EINVAL otherwise, and changes nothing.  Every
+ * program makes that call, so seccomp filters allow it (unlike
+ * process_vm_readv()).  p must not be 0, which the call takes for "no
+ * set".  Changes errno. */
+static inline bool
+sys_readable8(uintptr_t p)
+{
+	return syscall(SYS_rt_sigprocmask, -1, p, NULL, (size_t)8) == 0 ||
+	       errno != EFAULT;
 }
 
 /* Read a whole small file (e.g. /proc/self/comm) into buf, NUL-terminated.

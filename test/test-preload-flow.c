@@ -276,6 +276,40 @@ START_TEST(exec_follow)
 }
 END_TEST
 
+/* The shim loaded under another name (a symlink, as a distribution's
+ * versioned soname link would be): CTXSHIM_FOLLOW_EXEC puts back that name,
+ * and finds it listed, rather than the file it resolves to (which once
+ * went into LD_PRELOAD as a second copy of the shim). */
+START_TEST(exec_follow_alias)
+{
+	char dir[] = "/tmp/ctxshim-alias-XXXXXX", lib[4096], alias[4200], want[8400];
+	char env_preload[4300], *args[] = {"exec", "execve", "keep", NULL}, *out;
+	int st;
+
+#ifdef __SANITIZE_ADDRESS__
+	/* LD_PRELOAD must start with ASan's runtime there */
+	return;
+#endif
+	ck_assert_ptr_nonnull(realpath(test_shim_path(), lib));
+	ck_assert_ptr_nonnull(test_mkdtemp(dir));
+	snprintf(alias, sizeof(alias), "%s/libctxshim-alias.so", dir);
+	ck_assert_int_eq(symlink(lib, alias), 0);
+	snprintf(env_preload, sizeof(env_preload), "LD_PRELOAD=%s", alias);
+	snprintf(want, sizeof(want),
+		 "PROBE shim=1 preload=%s follow=1 ctxflow=- trace=" TRACE_ID, alias);
+	out = run_flow(args, env_preload, "CTXSHIM_FOLLOW_EXEC=1", false, false, &st);
+	ck_assert_msg(st == 0 && strstr(out, want), "want '%s' in %s", want, out);
+	free(out);
+	args[2] = "clear";
+	snprintf(want, sizeof(want), "PROBE shim=1 preload=%s follow=1 ctxflow=1 " NONE,
+		 alias);
+	out = run_flow(args, env_preload, "CTXSHIM_FOLLOW_EXEC=1", false, false, &st);
+	ck_assert_msg(st == 0, "status %#x", st);
+	assert_line(out, want);
+	free(out);
+}
+END_TEST
+
 /* The TRACEPARENT an exec from the EXEC line's context hands on
  * (CTXSHIM_EXEC_TRACEPARENT=1): its trace, its span as the parent. */
 static void
@@ -507,6 +541,7 @@ TEST_SUITE(preload_flow_suite)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, vfork_posix_spawn_keep_parent_state);
 	tcase_add_loop_test(tc, exec_follow, 0, sizeof(exec_fns) / sizeof(exec_fns[0]));
+	tcase_add_test(tc, exec_follow_alias);
 	tcase_add_loop_test(tc, exec_traceparent, 0,
 			    sizeof(exec_fns) / sizeof(exec_fns[0]));
 	tcase_add_loop_test(tc, exec_traceparent_in_child, 0, 4);

@@ -14,10 +14,12 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <threads.h>
 #include <ucontext.h>
@@ -169,6 +171,137 @@ execs(void)
 	     3, SENTINEL);
 }
 
+/* An environment the kernel cannot read is the caller's bug, reported as
+ * EFAULT: the hooks that build a new one (case 2 of the test) must not
+ * fault on it first. */
+static void
+bad_envs(void)
+{
+	char *const sh[] = {"/bin/sh", "-c", "exit 3", NULL};
+	char *const bad_entry[] = {"A=1", (char *)16, NULL};
+	/* volatile: gcc would see through it and warn */
+	char *const *volatile bad_array = (char *const *)16;
+	pid_t pid;
+
+#ifdef __SANITIZE_ADDRESS__
+	/* ASan's own exec interceptors read the environment first */
+	(void)bad_entry, (void)bad_array, (void)pid;
+	return;
+#endif
+	CALL("execve-bad-entry", execve(sh[0], sh, bad_entry), -1, EFAULT);
+	CALL("execve-bad-array", execve(sh[0], sh, bad_array), -1, EFAULT);
+	CALL("posix_spawn-bad-entry",
+	     posix_spawn(&pid, sh[0], NULL, NULL, sh, bad_entry), EFAULT, -1);
+}
+
+static long
+vm_kb(void)
+{
+	FILE *f = fopen("/proc/self/status", "r");
+	char l[256];
+	long v = 0;
+
+	while (f && fgets(l, sizeof(l), f))
+		if (strncmp(l, "VmSize:", 7) == 0)
+			v = atol(l + 7);
+	if (f)
+		fclose(f);
+	return v;
+}
+
+#define ARGS10(p) p "0", p "1", p "2", p "3", p "4", p "5", p "6", p "7", p "8", p "9"
+#define ARGS100(p)                                                                 \
+	ARGS10(p "0"), ARGS10(p "1"), ARGS10(p "2"), ARGS10(p "3"), ARGS10(p "4"), \
+		ARGS10(p "5"), ARGS10(p "6"), ARGS10(p "7"), ARGS10(p "8"),        \
+		ARGS10(p "9")
+
+/* A vfork() child shares its parent's memory: what its exec maps for a
+ * long execl() argument list or a large environment (case 2) must not
+ * stay behind in the parent once per exec. */
+static __attribute__((noinline)) void
+vfork_exec(char *const *env)
+{
+	pid_t pid = vfork();
+	int st;
+
+	if (pid == 0) {
+		char *const argv[] = {"true", NULL};
+
+		if (env)
+			execve("/bin/true", argv, env);
+		else
+			execl("/bin/true", "true", ARGS100("a"), ARGS100("b"),
+			      ARGS100("c"), (char *)NULL);
+		_exit(127);
+	}
+	if (pid > 0)
+		(void)waitpid(pid, &st, 0);
+}
+
+static void
+vfork_execs(void)
+{
+	static char *env[700];
+	static char vars[700][8];
+	long before, grew;
+	int i;
+
+	for (i = 0; environ[i] && i < 100; i++)
+		env[i] = environ[i];
+	for (; i < 699; i++) {
+		snprintf(vars[i], sizeof(vars[i]), "V%d=x", i);
+		env[i] = vars[i];
+	}
+	env[i] = NULL;
+	before = vm_kb();
+	for (i = 0; i < 40; i++) {
+		vfork_exec(NULL);
+		vfork_exec(env);
+	}
+	/* 80 mappings left would be 160 kB or more */
+	grew = vm_kb() - before;
+	CALL("vfork-exec-mappings-kept", grew > 100 ? grew : 0, 0, -1);
+}
+
+/* A crash handler on a small alternate signal stack that executes a
+ * reporter (in a child here): the hooks must need no more stack than
+ * exec itself when they hand on a context (case 2). */
+static void
+handler_exec(int sig)
+{
+	char *const sh[] = {"/bin/sh", "-c", "exit 3", NULL};
+
+	(void)sig;
+	execv(sh[0], sh);
+	_exit(99);
+}
+
+static void
+small_stack_exec(void)
+{
+	size_t size = 6656, page = 4096;
+	int st = 0;
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		char *m = mmap(NULL, size + page, PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		stack_t ss = {.ss_sp = m + page, .ss_size = size};
+		struct sigaction sa = {.sa_handler = handler_exec,
+				       .sa_flags = SA_ONSTACK};
+
+		/* a guard page below the stack */
+		if (m == MAP_FAILED || mprotect(m, page, PROT_NONE) != 0 ||
+		    sigaltstack(&ss, NULL) != 0 || sigaction(SIGUSR1, &sa, NULL) != 0)
+			_exit(98);
+		raise(SIGUSR1);
+		_exit(97);
+	}
+	CALL("exec-on-small-signal-stack",
+	     waitpid(pid, &st, 0) == pid && WIFEXITED(st) ? WEXITSTATUS(st) : -1, 3,
+	     -1);
+}
+
 static ucontext_t uc_main, uc_co;
 static int co_runs;
 
@@ -292,6 +425,9 @@ main(void)
 	threads();
 	forks();
 	execs();
+	bad_envs();
+	vfork_execs();
+	small_stack_exec();
 	contexts();
 	uv_pools();
 	glib_pools();
