@@ -58,7 +58,9 @@ ctxshim_request_ctx_cgi(struct ctxshim_ctx *c, ctxshim_cgi_lookup_fn *lookup, vo
 	r.method = lookup("REQUEST_METHOD", arg);
 	r.method_len = r.method ? strlen(r.method) : 0;
 	uri = lookup("REQUEST_URI", arg);
-	if (uri) {
+	/* One without a path (empty, or a query alone: no server sends
+	 * that) tells less than SCRIPT_NAME and PATH_INFO. */
+	if (uri && *uri && *uri != '?' && *uri != '#') {
 		r.target = uri;
 		r.target_len = strlen(uri);
 	} else {

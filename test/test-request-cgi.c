@@ -130,6 +130,18 @@ START_TEST(test_target_decoded)
 	build(query_only, &c, &d);
 	ck_assert_ptr_null(trec_attrs_find(&d, CTXSHIM_KEY_PATH));
 	ck_assert(attr_is(&d, CTXSHIM_KEY_METHOD, "GET"));
+	/* a REQUEST_URI without a path gives way to SCRIPT_NAME, or to none */
+	for (int i = 0; i < 3; i++) {
+		char *uris[] = {"REQUEST_URI=", "REQUEST_URI=?q=1", "REQUEST_URI=#f"};
+		char *with_script[] = {"REQUEST_METHOD=GET", uris[i], "SCRIPT_NAME=/s",
+				       NULL};
+		char *alone[] = {"REQUEST_METHOD=GET", uris[i], NULL};
+
+		build(with_script, &c, &d);
+		ck_assert_msg(attr_is(&d, CTXSHIM_KEY_PATH, "/s"), "%s", uris[i]);
+		build(alone, &c, &d);
+		ck_assert_msg(!trec_attrs_find(&d, CTXSHIM_KEY_PATH), "%s", uris[i]);
+	}
 }
 END_TEST
 
