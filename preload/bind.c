@@ -228,6 +228,8 @@ callers_open(const void *addr)
 struct callers_scan {
 	uintptr_t at[CALLERS_SCAN_MAX];
 	unsigned n;
+	bool truncated;
+	unsigned long long adds;
 };
 
 static int
@@ -237,12 +239,37 @@ callers_scan_cb(struct dl_phdr_info *info, size_t size, void *data)
 	ElfW(Half) i;
 
 	(void)size;
-	for (i = 0; i < info->dlpi_phnum && s->n < CALLERS_SCAN_MAX; i++)
+	s->adds = info->dlpi_adds;
+	if (s->n == CALLERS_SCAN_MAX) {
+		/* a copy among the rest would go unseen: no lone answer */
+		s->truncated = true;
+		return 1;
+	}
+	for (i = 0; i < info->dlpi_phnum; i++)
 		if (info->dlpi_phdr[i].p_type == PT_LOAD) {
 			s->at[s->n++] = info->dlpi_addr + info->dlpi_phdr[i].p_vaddr;
 			break;
 		}
-	return s->n == CALLERS_SCAN_MAX;
+	return 0;
+}
+
+static int
+callers_adds_cb(struct dl_phdr_info *info, size_t size, void *data)
+{
+	(void)size;
+	*(unsigned long long *)data = info->dlpi_adds;
+	return 1;
+}
+
+/* Objects loaded so far (dlpi_adds): a lone answer holds only while no
+ * object was added, since dlopen() does not start a generation. */
+static unsigned long long
+callers_adds(void)
+{
+	unsigned long long adds = 0;
+
+	(void)dl_iterate_phdr(callers_adds_cb, &adds);
+	return adds;
 }
 
 /* No primary binding: the library is not loaded under its own name, so
@@ -266,9 +293,12 @@ callers_lone_copy(const struct ctxshim_callers *cs, struct ctxshim_caller *e)
 	if (s == MAP_FAILED)
 		return;
 	s->n = 0;
+	s->truncated = false;
+	s->adds = 0;
 	/* Collected first: no dl*() call inside the loader's lock. */
 	(void)dl_iterate_phdr(callers_scan_cb, s);
-	for (i = 0; i < s->n; i++) {
+	e->adds = s->adds;
+	for (i = 0; i < s->n && !s->truncated; i++) {
 		lib = callers_open((const void *)s->at[i]);
 		if (!lib)
 			continue;
@@ -354,7 +384,8 @@ callers_answer(const struct ctxshim_callers *cs,
 
 	while (i-- > 0) {
 		e = &cs->entry[i];
-		if (e->gen == gen && a >= e->lo && a < e->hi && !(bound && e->lone)) {
+		if (e->gen == gen && a >= e->lo && a < e->hi && !(bound && e->lone) &&
+		    !(e->lone && e->adds != callers_adds())) {
 			found = true;
 			break;
 		}

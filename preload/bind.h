@@ -83,6 +83,7 @@ struct ctxshim_caller {
 	unsigned gen;     /* ctxshim_dl_gen when it was resolved */
 	bool own;         /* fn[] holds its own copy's definitions */
 	bool lone;        /* ... of the only copy loaded, found without a primary */
+	unsigned long long adds; /* lone: dlpi_adds when the copies were counted */
 	void *fn[CTXSHIM_CALLERS_FNS];
 };
 

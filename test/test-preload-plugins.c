@@ -170,19 +170,20 @@ END_TEST
  * the only one loaded gets the call (it once ended the process with
  * "cannot resolve real curl_easy_init()").  With two copies loaded, which
  * one is unknown, and the call fails as libcurl reports a failure (NULL
- * here) instead. */
+ * here) instead, also when the second copy comes after the first call
+ * (2: the answer the shim kept for the caller is no answer then). */
 START_TEST(plugin_own_copy_pointer)
 {
 	char host[4096], plugin[4096], dir[] = "/tmp/ctxshim-own-XXXXXX", second[4200];
 	char want[1024], cmd[8600], *argv[4] = {host, plugin, NULL, NULL};
-	char *env[] = {"OWN_COPY_POINTER=1", NULL};
+	char *env[] = {"OWN_COPY_POINTER=1", _i == 2 ? "OWN_COPY_LATE=1" : NULL, NULL};
 	char *out, *err;
 	int st, shim;
 
 	snprintf(host, sizeof(host), "%s/own-copy-host", test_env_path("HELPER_DIR"));
 	snprintf(plugin, sizeof(plugin), "%s/libown-curl.so",
 		 test_env_path("HELPER_DIR"));
-	if (_i == 1) {
+	if (_i > 0) {
 		/* Another file: loaded as a second object. */
 		ck_assert_ptr_nonnull(test_mkdtemp(dir));
 		snprintf(second, sizeof(second), "%s/libown-curl-2.so", dir);
@@ -191,17 +192,22 @@ START_TEST(plugin_own_copy_pointer)
 		argv[2] = second;
 	}
 	for (shim = 0; shim < 2; shim++) {
-		const char *ptr = shim && _i == 1 ? "failed" : "returned its handle";
+		const char *ptr = shim && _i > 0 ? "failed" : "returned its handle";
+		/* 2: a first call, before the second copy is loaded */
+		const char *first =
+			_i == 2 ? "curl: a call through a pointer from outside "
+				  "the copy returned its handle\n"
+				: "";
 
 		snprintf(want, sizeof(want),
 			 OWN_CURL_WANT
-			 "curl: a call through a pointer from outside the "
+			 "%scurl: a call through a pointer from outside the "
 			 "copy %s\n"
 			 "round 0: the plugin is unloaded after dlclose\n" OWN_CURL_WANT
 			 "curl: a call through a pointer from outside the "
 			 "copy %s\n"
 			 "round 1: the plugin is unloaded after dlclose\n",
-			 ptr, ptr);
+			 first, ptr, ptr);
 		st = test_run_capture(argv, env, shim, &out, &err, 60000);
 		ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0 &&
 				      strcmp(out, want) == 0,
@@ -222,7 +228,7 @@ TEST_SUITE(preload_plugins_suite)
 	tcase_add_test(tc, plugin_libraries_loaded_local);
 	tcase_add_loop_test(tc, plugin_own_library_copy, 0,
 			    sizeof(own_cases) / sizeof(own_cases[0]));
-	tcase_add_loop_test(tc, plugin_own_copy_pointer, 0, 2);
+	tcase_add_loop_test(tc, plugin_own_copy_pointer, 0, 3);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -7,29 +7,42 @@
  * fallback by soname finds it, and must not send the copy's calls
  * there.  With OWN_COPY_POINTER=1 in the environment, the host also calls
  * the plugin's function through the pointer own_copy_pointer() gives, and
- * has own_copy_pointer_check() say what it returned. */
+ * has own_copy_pointer_check() say what it returned; with
+ * OWN_COPY_LATE=1 too, the LIBs are loaded only after the first such call,
+ * which is then made again. */
 #include "config.h"
 
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 
-int
-main(int argc, char **argv)
+static int
+load_libs(int argc, char **argv)
 {
-	int (*fn)(void);
-	void *lib;
-	int i, round, r = 0;
+	int i;
 
-	if (argc < 2) {
-		fprintf(stderr, "usage: own-copy-host PLUGIN [LIB...]\n");
-		return 64;
-	}
 	for (i = 2; i < argc; i++)
 		if (!dlopen(argv[i], RTLD_NOW | RTLD_LOCAL)) {
 			fprintf(stderr, "own-copy-host: %s\n", dlerror());
 			return 1;
 		}
+	return 0;
+}
+
+int
+main(int argc, char **argv)
+{
+	int late = getenv("OWN_COPY_POINTER") && getenv("OWN_COPY_LATE");
+	int (*fn)(void);
+	void *lib;
+	int round, r = 0;
+
+	if (argc < 2) {
+		fprintf(stderr, "usage: own-copy-host PLUGIN [LIB...]\n");
+		return 64;
+	}
+	if (!late && load_libs(argc, argv) != 0)
+		return 1;
 	/* Twice: the plugin must unload at dlclose() (the shim keeps no
 	 * reference to a caller), and loaded again, likely at the same
 	 * addresses, its calls must still reach its own copy. */
@@ -56,6 +69,12 @@ main(int argc, char **argv)
 				return 1;
 			}
 			check(ptr()());
+			if (late) {
+				late = 0;
+				if (load_libs(argc, argv) != 0)
+					return 1;
+				check(ptr()());
+			}
 		}
 		fflush(stdout);
 		dlclose(lib);
