@@ -308,39 +308,52 @@ hook_exec_lists_shim(const char *v)
 struct exec_map {
 	void *map;
 	size_t len;
+	pid_t pid; /* the process whose hook made it */
 };
 
 static __thread struct exec_map exec_map_env, exec_map_argv;
 
 /* Keeps errno. */
 static void *
-hook_exec_map(struct exec_map *m, size_t len)
+hook_exec_map(struct exec_map *m, struct exec_map *outer, size_t len)
 {
 	int saved_errno = errno;
 	void *p;
 
-	if (m->map)
+	pid_t self = (pid_t)syscall(SYS_getpid);
+
+	/* A note of this process, or (in a vfork child) of the parent
+	 * process, belongs to a hook frame this one interrupted (a signal
+	 * handler's exec): that frame still uses it, and gets it back from
+	 * hook_exec_unmap().  Only another process's note is a leftover of a
+	 * vfork child whose exec succeeded. */
+	*outer = *m;
+	if (m->map && m->pid != self && m->pid != (pid_t)syscall(SYS_getppid)) {
 		(void)munmap(m->map, m->len);
-	m->map = NULL;
+		outer->map = NULL;
+	}
 	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	errno = saved_errno;
-	if (p == MAP_FAILED)
+	if (p == MAP_FAILED) {
+		*m = *outer;
 		return NULL;
+	}
 	m->map = p;
 	m->len = len;
+	m->pid = self;
 	return p;
 }
 
 /* After the exec failed (or a spawn returned): p (NULL, or what
  * hook_exec_map() gave) is ours to unmap.  Keeps errno. */
 static void
-hook_exec_unmap(struct exec_map *m, void *p)
+hook_exec_unmap(struct exec_map *m, const struct exec_map *outer, void *p)
 {
 	int saved_errno = errno;
 
 	if (p && m->map == p) {
 		(void)munmap(p, m->len);
-		m->map = NULL;
+		*m = *outer;
 	}
 	errno = saved_errno;
 }
@@ -426,7 +439,8 @@ hook_exec_env_scan(char *const *envp, struct exec_env *e)
 	for (n = 0; envp; n++) {
 		/* the array: its first word, and each word that starts a page
 		 * or straddles into one */
-		if ((n == 0 || ((uintptr_t)&envp[n] & 4095) < sizeof(char *)) &&
+		if ((n == 0 || ((uintptr_t)&envp[n] & 4095) < sizeof(char *) ||
+		     ((uintptr_t)&envp[n] & 4095) > 4096 - sizeof(char *)) &&
 		    (!hook_exec_readable(&pr, (uintptr_t)&envp[n]) ||
 		     !hook_exec_readable(&pr,
 					 (uintptr_t)&envp[n] + sizeof(char *) - 1)))
@@ -581,10 +595,11 @@ hook_exec_follow(const struct exec_call *x)
 	size_t need = hook_exec_env_scan(x->envp, &e);
 	char *const *env = x->envp;
 	void *buf = NULL, *map = NULL;
+	struct exec_map outer = {0};
 	int r;
 
 	if (need > EXEC_STACK_BYTES)
-		buf = map = hook_exec_map(&exec_map_env, need);
+		buf = map = hook_exec_map(&exec_map_env, &outer, need);
 	else if (need)
 		buf = __builtin_alloca(need);
 	if (buf)
@@ -613,7 +628,7 @@ hook_exec_follow(const struct exec_call *x)
 					 env);
 		break;
 	}
-	hook_exec_unmap(&exec_map_env, map);
+	hook_exec_unmap(&exec_map_env, &outer, map);
 	return r;
 }
 
@@ -734,6 +749,7 @@ hook_exec_l(enum exec_l_kind kind, const char *path, const char *arg, va_list ap
 	char **argv;
 	char *const *envp = environ;
 	void *map = NULL;
+	struct exec_map outer = {0};
 	size_t argc = 1, i;
 	va_list count;
 	int r;
@@ -750,7 +766,8 @@ hook_exec_l(enum exec_l_kind kind, const char *path, const char *arg, va_list ap
 		return -1;
 	}
 	if (argc + 1 > EXEC_ARGV_STACK) {
-		map = hook_exec_map(&exec_map_argv, (argc + 1) * sizeof(char *));
+		map = hook_exec_map(&exec_map_argv, &outer,
+				    (argc + 1) * sizeof(char *));
 		if (!map) {
 			errno = ENOMEM;
 			return -1;
@@ -775,7 +792,7 @@ hook_exec_l(enum exec_l_kind kind, const char *path, const char *arg, va_list ap
 		r = hook_exec_execve(path, argv, envp);
 	else
 		r = hook_exec_execv(path, argv);
-	hook_exec_unmap(&exec_map_argv, map);
+	hook_exec_unmap(&exec_map_argv, &outer, map);
 	return r;
 }
 

@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <threads.h>
 #include <ucontext.h>
@@ -192,6 +193,19 @@ bad_envs(void)
 	CALL("execve-bad-array", execve(sh[0], sh, bad_array), -1, EFAULT);
 	CALL("posix_spawn-bad-entry",
 	     posix_spawn(&pid, sh[0], NULL, NULL, sh, bad_entry), EFAULT, -1);
+	/* an unaligned array whose second word straddles into an unmapped
+	 * page */
+	char *m = mmap(NULL, 8192, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+		       -1, 0);
+	char *const a = "A=1";
+	char **straddle = (char **)(void *)(m + 4096 - 12);
+
+	if (m == MAP_FAILED || munmap(m + 4096, 4096) != 0)
+		abort();
+	memcpy(straddle, &a, sizeof(a));
+	memset(m + 4092, 0, 4);
+	CALL("execve-straddling-array", execve(sh[0], sh, straddle), -1, EFAULT);
+	(void)munmap(m, 4096);
 }
 
 static long
@@ -263,6 +277,56 @@ vfork_execs(void)
 	CALL("vfork-exec-mappings-kept", grew > 100 ? grew : 0, 0, -1);
 }
 
+/* An exec in a signal handler (a crash handler's reporter) that
+ * interrupts the thread's own exec hook while that builds a large
+ * environment (case 2) must leave the interrupted one's buffer alone (it
+ * once unmapped it).  A timer fires while the outer execs run; both fail
+ * with ENOENT. */
+#define SIG_EXEC_VARS 60000
+static char *sig_exec_env[SIG_EXEC_VARS + 1];
+static char *const sig_exec_argv[] = {"x", NULL};
+static volatile sig_atomic_t sig_exec_wrong;
+
+static void
+sig_exec_handler(int sig)
+{
+	int e = errno;
+
+	(void)sig;
+	if (execve("/nonexistent/handler", sig_exec_argv, sig_exec_env) != -1 ||
+	    errno != ENOENT)
+		sig_exec_wrong = 1;
+	errno = e;
+}
+
+static void
+exec_in_handler(void)
+{
+	static char vars[SIG_EXEC_VARS][12];
+	struct itimerval off = {{0, 0}, {0, 0}};
+	struct sigaction sa = {.sa_handler = sig_exec_handler}, old;
+	int i, wrong = 0;
+
+	for (i = 0; i < SIG_EXEC_VARS; i++) {
+		snprintf(vars[i], sizeof(vars[i]), "V%05d=1", i);
+		sig_exec_env[i] = vars[i];
+	}
+	sigaction(SIGALRM, &sa, &old);
+	/* one signal per exec, at a different point of it each time (a
+	 * periodic one could keep the handler's own exec from ever ending) */
+	for (i = 0; i < 100; i++) {
+		struct itimerval once = {{0, 0}, {0, 1 + (i * 37) % 2000}};
+
+		setitimer(ITIMER_REAL, &once, NULL);
+		wrong += execve("/nonexistent/outer", sig_exec_argv, sig_exec_env) !=
+				 -1 ||
+			 errno != ENOENT;
+	}
+	setitimer(ITIMER_REAL, &off, NULL);
+	sigaction(SIGALRM, &old, NULL);
+	CALL("exec-in-signal-handler-wrong", wrong + sig_exec_wrong, 0, -1);
+}
+
 /* A crash handler on a small alternate signal stack that executes a
  * reporter (in a child here): the hooks must need no more stack than
  * exec itself when they hand on a context (case 2). */
@@ -281,7 +345,13 @@ small_stack_exec(void)
 {
 	size_t size = 6656, page = 4096;
 	int st = 0;
-	pid_t pid = fork();
+	pid_t pid;
+
+#ifdef __SANITIZE_ADDRESS__
+	/* the sanitized shim's frames are larger by design */
+	return;
+#endif
+	pid = fork();
 
 	if (pid == 0) {
 		char *m = mmap(NULL, size + page, PROT_READ | PROT_WRITE,
@@ -428,6 +498,7 @@ main(void)
 	bad_envs();
 	vfork_execs();
 	small_stack_exec();
+	exec_in_handler();
 	contexts();
 	uv_pools();
 	glib_pools();
