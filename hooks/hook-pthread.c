@@ -73,30 +73,32 @@ typedef int (*thrd_create_fn)(thrd_t *, thrd_start_t, void *);
 #define PT_COND_NODE "GLIBC_2.3.2"
 
 /* The waits (see the top): X(id, name, version, exported name, parameters,
- * arguments).  Exported under another name, bound to name@version by
+ * arguments, deadline or NULL, its clock or -1).  Exported under another name, bound to name@version by
  * .symver below, when a version is given. */
 #define PT_WAITS(X)                                                                    \
 	X(cond_wait, "pthread_cond_wait", PT_COND_NODE, ctxshim_pthread_cond_wait_232, \
-	  (pthread_cond_t * cv, pthread_mutex_t * m), (cv, m))                         \
+	  (pthread_cond_t * cv, pthread_mutex_t * m), (cv, m), NULL, -1)               \
 	X(cond_timedwait, "pthread_cond_timedwait", PT_COND_NODE,                      \
 	  ctxshim_pthread_cond_timedwait_232,                                          \
 	  (pthread_cond_t * cv, pthread_mutex_t * m, const struct timespec *t),        \
-	  (cv, m, t))                                                                  \
+	  (cv, m, t), t, -1)                                                           \
 	X(cond_clockwait, "pthread_cond_clockwait", NULL, pthread_cond_clockwait,      \
 	  (pthread_cond_t * cv, pthread_mutex_t * m, clockid_t c,                      \
 	   const struct timespec *t),                                                  \
-	  (cv, m, c, t))                                                               \
-	X(cnd_wait, "cnd_wait", NULL, cnd_wait, (cnd_t * cv, mtx_t * m), (cv, m))      \
+	  (cv, m, c, t), t, c)                                                         \
+	X(cnd_wait, "cnd_wait", NULL, cnd_wait, (cnd_t * cv, mtx_t * m), (cv, m),      \
+	  NULL, -1)                                                                    \
 	X(cnd_timedwait, "cnd_timedwait", NULL, cnd_timedwait,                         \
-	  (cnd_t * cv, mtx_t * m, const struct timespec *t), (cv, m, t))               \
-	X(sem_wait, "sem_wait", NULL, sem_wait, (sem_t * sem), (sem))                  \
+	  (cnd_t * cv, mtx_t * m, const struct timespec *t), (cv, m, t), t,            \
+	  CLOCK_REALTIME)                                                              \
+	X(sem_wait, "sem_wait", NULL, sem_wait, (sem_t * sem), (sem), NULL, -1)        \
 	X(sem_timedwait, "sem_timedwait", NULL, sem_timedwait,                         \
-	  (sem_t * sem, const struct timespec *t), (sem, t))                           \
+	  (sem_t * sem, const struct timespec *t), (sem, t), t, CLOCK_REALTIME)        \
 	X(sem_clockwait, "sem_clockwait", NULL, sem_clockwait,                         \
-	  (sem_t * sem, clockid_t c, const struct timespec *t), (sem, c, t))
+	  (sem_t * sem, clockid_t c, const struct timespec *t), (sem, c, t), t, c)
 
-#define PT_WAIT_DECL(id, name, ver, exp, params, args) \
-	static int(*real_##id) params;                 \
+#define PT_WAIT_DECL(id, name, ver, exp, params, args, t, clk) \
+	static int(*real_##id) params;                         \
 	HOOK_EXPORT int exp params;
 PT_WAITS(PT_WAIT_DECL)
 
@@ -136,7 +138,7 @@ real_pthread_create(pthread_t *thread,
 static void
 hook_pthread_wait_bind_once(void)
 {
-#define PT_WAIT_BIND(id, name, ver, exp, params, args)                                \
+#define PT_WAIT_BIND(id, name, ver, exp, params, args, t, clk)                        \
 	real_##id = (__typeof__(real_##id))ctxshim_bind(name, ver, (const void *)exp, \
 							true);
 	PT_WAITS(PT_WAIT_BIND)
@@ -310,27 +312,67 @@ thrd_create(thrd_t *thr, thrd_start_t start, void *arg)
 
 /* ---- waits: a worker back in its pool ---- */
 
-/* Before a wait: one load of the thread's state when it publishes nothing
- * from a connection. */
-static inline void
-hook_pthread_wait_enter(void)
+/* A timed wait whose deadline is this close (or past) is a lock handed
+ * between threads, not a worker idle until its next job: CPython's GIL is
+ * a condition variable waited on 5 ms at a time (sys.getswitchinterval()),
+ * by every thread of a threading server that wants to run again after a
+ * write -- its request is far from over.  Pools wait for a job untimed, or
+ * for much longer. */
+#define PT_SHORT_WAIT_NS 100000000LL
+
+/* Does deadline t (on clock clk; -1: unknown, as for a condition variable
+ * whose clock is its attribute's) end within PT_SHORT_WAIT_NS?  An
+ * unknown clock is taken as either one: a CLOCK_REALTIME deadline is
+ * decades away on CLOCK_MONOTONIC, and a CLOCK_MONOTONIC one decades past
+ * on CLOCK_REALTIME, so only the right one can be close.  Keeps errno. */
+static __attribute__((noinline, cold)) bool
+hook_pthread_wait_short(const struct timespec *t, clockid_t clk)
 {
-	if (__builtin_expect(ctxshim_self.sk.fdp1 != 0, 0) && ctxshim_active())
+	static const clockid_t either[] = {CLOCK_REALTIME, CLOCK_MONOTONIC};
+	int saved_errno = errno;
+	bool is_short = false;
+	struct timespec now;
+	unsigned i;
+
+	for (i = 0; i < 2 && !is_short; i++) {
+		clockid_t c = clk >= 0 ? clk : either[i];
+		long long left;
+
+		if (clock_gettime(c, &now) != 0)
+			break;
+		left = ((long long)t->tv_sec - now.tv_sec) * 1000000000LL +
+		       ((long long)t->tv_nsec - now.tv_nsec);
+		is_short = left >= -1000000000LL && left <= PT_SHORT_WAIT_NS;
+		if (clk >= 0)
+			break;
+	}
+	errno = saved_errno;
+	return is_short;
+}
+
+/* Before a wait (t: its deadline, NULL if none; clk: its clock, or -1):
+ * one load of the thread's state when it publishes nothing from a
+ * connection. */
+static inline void
+hook_pthread_wait_enter(const struct timespec *t, clockid_t clk)
+{
+	if (__builtin_expect(ctxshim_self.sk.fdp1 != 0, 0) && ctxshim_active() &&
+	    !(t && hook_pthread_wait_short(t, clk)))
 		hook_socket_thread_wait();
 }
 
 /* A wait: the check, then the real call, whose result and errno are the
  * application's. */
-#define PT_WAIT_HOOK(id, name, ver, exp, params, args) \
-	static int hook_pthread_##id params            \
-	{                                              \
-		hook_pthread_wait_bind();              \
-		hook_pthread_wait_enter();             \
-		return real_##id args;                 \
-	}                                              \
-	HOOK_EXPORT int exp params                     \
-	{                                              \
-		return hook_pthread_##id args;         \
+#define PT_WAIT_HOOK(id, name, ver, exp, params, args, t, clk) \
+	static int hook_pthread_##id params                    \
+	{                                                      \
+		hook_pthread_wait_bind();                      \
+		hook_pthread_wait_enter(t, clk);               \
+		return real_##id args;                         \
+	}                                                      \
+	HOOK_EXPORT int exp params                             \
+	{                                                      \
+		return hook_pthread_##id args;                 \
 	}
 PT_WAITS(PT_WAIT_HOOK)
 

@@ -1465,7 +1465,9 @@ sk_fdset_idle(int n,
  * closed or reused since): a handler that waits for another thread's
  * result before it answers keeps its context, and one that waits between
  * the writes of a response it streams loses it for the wait only (its
- * next write attaches it again).  A context handed back by a library hook
+ * next write attaches it again).  Short timed waits, a lock handed between
+ * threads such as CPython's GIL, do not come here (hook-pthread.c,
+ * hook_pthread_wait_short()).  A context handed back by a library hook
  * (sk_nil_conn: no connection known) is left alone. */
 void
 hook_socket_thread_wait(void)

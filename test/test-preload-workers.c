@@ -117,6 +117,42 @@ START_TEST(test_wait_before_answer_keeps_context)
 }
 END_TEST
 
+/* A handler that has written its response's head and then waits for a
+ * lock handed between threads, 5 ms at a time (a short timed wait: how
+ * CPython's threads wait for the GIL, as a threading server's handlers do
+ * after each write), is not back in its pool: it keeps its request's
+ * context while it works on the rest (it once lost it until its next
+ * write). */
+START_TEST(test_short_wait_after_head_keeps_context)
+{
+	struct it_server s;
+	struct it_thread_ctx t;
+	char *json;
+	long tid;
+	int fd;
+
+	pool_start(&s);
+	fd = it_connect(s.port);
+	it_send_str(fd, "GET /gil/x HTTP/1.1\r\nHost: x\r\n" TP1 "\r\n");
+	tid = expect_tid(&s, "GIL ", "/gil/x");
+	json = it_ctxdump(s.child.pid);
+	ck_assert_msg(it_dump_thread(json, tid, &t) && t.has_ctx,
+		      "thread %ld lost its context after short waits:\n%s", tid, json);
+	ck_assert_str_eq(t.trace, T1);
+	ck_assert_str_eq(t.path, "/gil/x");
+	free(json);
+
+	test_child_send(&s.child, "go\n");
+	it_assert_path_body(it_read_response(fd), "/gil/x");
+	ck_assert_int_eq(expect_tid(&s, "DONE ", "/gil/x"), tid);
+	ck_assert_int_eq(expect_tid(&s, "PARKED ", NULL), tid);
+	it_wait_detached(&s, tid, T1, "pool-wait");
+	it_assert_gone(&s, tid, T1);
+	close(fd);
+	it_server_stop(&s);
+}
+END_TEST
+
 /* Two pipelined requests: one job, answered in order by one worker, each
  * with its own context; nothing left once the worker waits. */
 START_TEST(test_pipelined_in_one_job)
@@ -169,6 +205,7 @@ TEST_SUITE(workers_suite)
 	tcase_add_loop_test(tc, test_worker_released_after_response, 0,
 			    (int)(sizeof(waits) / sizeof(waits[0])));
 	tcase_add_test(tc, test_wait_before_answer_keeps_context);
+	tcase_add_test(tc, test_short_wait_after_head_keeps_context);
 	tcase_add_test(tc, test_pipelined_in_one_job);
 	suite_add_tcase(s, tc);
 	return s;

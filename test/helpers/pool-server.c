@@ -17,8 +17,12 @@
  * on the worker's thread.  A request whose path starts with "/block"
  * prints "BLOCK <tid> <path>" and, before it is answered, waits on a
  * condition variable until one line on stdin releases it (a handler
- * waiting for another thread's result).  The response body is
- * "path=<path>\n".  Exits when stdin is closed. */
+ * waiting for another thread's result).  A request whose path starts with
+ * "/gil" is answered in two writes: the head, then (as an interpreter's
+ * thread would, handing its lock to and fro) a few condition variable
+ * waits of 5 ms each, "GIL <tid> <path>", a sleep until one line on stdin
+ * releases it, and the body.  The response body is "path=<path>\n".
+ * Exits when stdin is closed. */
 #include "config.h"
 
 #include <arpa/inet.h>
@@ -34,6 +38,7 @@
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <threads.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "http1-reader.h"
@@ -113,6 +118,47 @@ maybe_block(long tid, const char *path)
 	pthread_mutex_unlock(&mu);
 }
 
+/* "/gil": the head written, the thread waits for a lock held by another
+ * thread 5 ms at a time (as CPython's threads wait for the GIL) and keeps
+ * working on the response; false if the connection failed. */
+static bool
+gil_head(int fd, long tid, const char *path, const char *resp, size_t n)
+{
+	static pthread_cond_t gil_cv = PTHREAD_COND_INITIALIZER;
+	const char *body = strstr(resp, "\r\n\r\n") + 4;
+	struct timespec t;
+	unsigned i;
+
+	if (write_all(fd, resp, (size_t)(body - resp)) < 0)
+		return false;
+	pthread_mutex_lock(&mu);
+	for (i = 0; i < 3; i++) {
+		clock_gettime(CLOCK_REALTIME, &t);
+		t.tv_nsec += 5000000;
+		if (t.tv_nsec >= 1000000000) {
+			t.tv_sec++;
+			t.tv_nsec -= 1000000000;
+		}
+		(void)pthread_cond_timedwait(&gil_cv, &mu, &t);
+	}
+	pthread_mutex_unlock(&mu);
+	serve_say("GIL %ld %s\n", tid, path);
+	/* a sleep, no wait: until a line on stdin */
+	for (;;) {
+		bool go;
+
+		pthread_mutex_lock(&mu);
+		go = block_tokens > 0;
+		if (go)
+			block_tokens--;
+		pthread_mutex_unlock(&mu);
+		if (go)
+			break;
+		usleep(1000);
+	}
+	return write_all(fd, body, n - (size_t)(body - resp)) == 0;
+}
+
 /* One request of c, and the ones pipelined behind it; false when the
  * connection is over. */
 static bool
@@ -128,8 +174,12 @@ serve_ready(struct conn *c, long tid)
 		http1_drop(&c->h);
 		maybe_block(tid, path);
 		n = http1_response(resp, sizeof(resp), path);
-		if (write_all(c->fd, resp, n) < 0)
+		if (strncmp(path, "/gil", 4) == 0) {
+			if (!gil_head(c->fd, tid, path, resp, n))
+				return false;
+		} else if (write_all(c->fd, resp, n) < 0) {
 			return false;
+		}
 		serve_say("DONE %ld %s\n", tid, path);
 	} while (http1_head_end(c->h.buf, c->h.len));
 	return true;
