@@ -46,8 +46,9 @@
  * own BIO, as h2o has) is followed when SSL_is_server() says it is a
  * server session, in a small table of slots keyed by the SSL pointer
  * (conn.h).  Client sessions (libcurl, an nginx upstream) have
- * connect()ed fds, which the socket level does not track: they pass
- * straight through.
+ * connect()ed fds, which the socket level does not track as connections:
+ * they pass straight through (an upstream's ciphertext reads still switch
+ * the thread to its request there: hook-socket.c, "Upstreams").
  *
  * Versions.  libssl.so.3 exports these names at version OPENSSL_3.0.0 and
  * every program or library built against it references them so.  Our
@@ -668,9 +669,10 @@ ossl_ref_taken(SSL *s)
 	hot = fd >= 0 ? ctxshim_conn_hot(fd) : CONN_HOT_NONE;
 	/* A session without an fd may still be followed (by its pointer, at
 	 * its first read); one on an fd only if the socket level tracks the
-	 * fd (accept()ed); one whose fd is hidden (ossl_fd()) is counted
-	 * too, as it may show it later. */
-	if ((fd < 0 || (hot != CONN_HOT_NONE && hot != CONN_HOT_SHIM)) &&
+	 * fd (accept()ed: not an upstream, a client's); one whose fd is
+	 * hidden (ossl_fd()) is counted too, as it may show it later. */
+	if ((fd < 0 ||
+	     (hot != CONN_HOT_NONE && hot != CONN_HOT_SHIM && hot != CONN_HOT_UP)) &&
 	    !ossl_refs_add(s) && !__atomic_exchange_n(&logged, 1, __ATOMIC_RELAXED))
 		ctxshim_log("openssl: a reference of a session not counted (no "
 			    "room): it may stop being followed before its last "

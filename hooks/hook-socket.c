@@ -26,7 +26,12 @@
  *    so does a select/pselect that returns a client connection: an event
  *    loop is idle there ("detach", reason = the call; see "poll() and
  *    select()" below for which sets count);
- *  - closing the connection clears it ("detach", "close").
+ *  - closing the connection clears it ("detach", "close");
+ *  - reading from an upstream -- a socket the process connect()ed while
+ *    the thread published a connection's request -- switches to that
+ *    request's context while it is not answered ("switch"/"attach",
+ *    reason "upstream"): a proxy's reading and parsing of its backend's
+ *    response (see "Upstreams" below).
  *
  * Only contexts this file published are ever cleared: a context inherited
  * through pthread_create() or TRACEPARENT, or attached by a library hook,
@@ -63,7 +68,8 @@
  * later requests may get no context; splice() out of a socket is
  * followed only through the body the scanner is in (sk_splice()), a head
  * spliced out gives the connection up; responses sent only with
- * vmsplice(); upstream (connect()ed) traffic is never attributed.
+ * vmsplice(); upstream (connect()ed) sockets only when connected while
+ * the thread published a request ("Upstreams"), and not their copies.
  * Copies of a connection (dup, dup2, dup3, fcntl F_DUPFD*, inherited
  * fds 1 and 2) are one connection only while the hooks see them made
  * and closed: a ring broken by a close they do not see leaves the other
@@ -94,7 +100,8 @@
  *
  * Cost: for an fd that is not a tracked server connection, read/write and
  * friends add a bound check and one byte load before a tail call to libc;
- * the waits add one TLS load.  The tracked path runs out of line.  Nothing
+ * the waits, and connect() by a thread that publishes nothing, add one
+ * TLS load.  The tracked path runs out of line.  Nothing
  * here allocates, locks or logs; per-thread state is guarded by a busy flag
  * so a hook running in a signal handler that interrupted another one passes
  * straight through. */
@@ -182,6 +189,7 @@ struct sk_real_fns {
 	__typeof__(__recvfrom_chk) *recvfrom_chk;
 	__typeof__(accept) *accept;
 	__typeof__(accept4) *accept4;
+	__typeof__(connect) *connect;
 	__typeof__(close) *close;
 	__typeof__(dup) *dup;
 	__typeof__(dup2) *dup2;
@@ -246,6 +254,7 @@ hook_socket_bind_once(void)
 	SK_BIND(recvfrom_chk, __recvfrom_chk, false);
 	SK_BIND(accept, accept, true);
 	SK_BIND(accept4, accept4, true);
+	SK_BIND(connect, connect, true);
 	SK_BIND(close, close, true);
 	SK_BIND(dup, dup, true);
 	SK_BIND(dup2, dup2, true);
@@ -373,6 +382,8 @@ SK_REAL(accept, accept, int, (int fd, struct sockaddr *a, socklen_t *al), (fd, a
 	syscall(SYS_accept, fd, a, al))
 SK_REAL(accept4, accept4, int, (int fd, struct sockaddr *a, socklen_t *al, int fl),
 	(fd, a, al, fl), syscall(SYS_accept4, fd, a, al, fl))
+SK_REAL(connect, connect, int, (int fd, const struct sockaddr *a, socklen_t al),
+	(fd, a, al), syscall(SYS_connect, fd, a, al))
 SK_REAL(close, close, int, (int fd), (fd), syscall(SYS_close, fd))
 SK_REAL(dup, dup, int, (int o), (o), syscall(SYS_dup, o))
 SK_REAL(dup2, dup2, int, (int o, int n), (o, n), syscall(SYS_dup2, o, n))
@@ -562,6 +573,7 @@ static struct sk_real_fns sk_real = {
 	.recvfrom_chk = real_recvfrom_chk_boot,
 	.accept = real_accept_boot,
 	.accept4 = real_accept4_boot,
+	.connect = real_connect_boot,
 	.close = real_close_boot,
 	.dup = real_dup_boot,
 	.dup2 = real_dup2_boot,
@@ -702,6 +714,152 @@ sk_publish(int fd, struct ctxshim_conn *c, enum ctxshim_ev ev, const char *reaso
 
 static void sk_follow_link(int fd, struct ctxshim_conn *c, bool is_write);
 
+/* ---- upstreams ----
+ *
+ * Upstreams.  A reverse proxy on an event loop (nginx's proxy_pass,
+ * HAProxy) reads a request's head on the client connection, sends the
+ * request on to a backend over a socket it connect()ed, goes back to its
+ * wait, and later reads and parses the backend's response from that
+ * socket before it writes anything to the client: without more, that
+ * work runs with no context.  So a socket the process connect()s while
+ * the thread publishes a server connection's request (sk_up_assoc())
+ * becomes an upstream (conn.h, "Upstreams"; CONN_HOT_UP), and its word
+ * names that request; a write on it under another request's context
+ * names that one instead (a kept-alive upstream reused for the next
+ * request), while a write with none changes nothing (the write of a
+ * non-blocking connect's request after the wait that cleared the
+ * context).  A read (or splice) from the upstream then switches the
+ * thread to the request it names ("switch"/"attach", reason "upstream")
+ * if that request is still the connection's current one, with a context
+ * and not answered (sk_up_live()); otherwise nothing changes: a response
+ * the proxy streams keeps the context its writes to the client gave the
+ * thread, and a request answered, replaced or closed is not brought
+ * back.  From there the usual rules apply: the next wait clears it, the
+ * response's writes on the client connection keep it.  An upstream's
+ * bytes are never scanned (its scanner is stopped: a backend's response
+ * is no request), nor is it a connection for poll/select (a wait on it
+ * is part of the request).  Its close, dup2/dup3 over it, close_range or
+ * closefrom forget it with its word (ctxshim_conn_forget()), and a
+ * connection accept()ed on its number later starts afresh; (fd, seq)
+ * also names a single request for good (conn.h).  Sockets connected
+ * while the thread publishes nothing -- every client program's, and the
+ * connection pools a server opens at start-up -- stay plain fds: one TLS
+ * load after the real connect(). */
+
+/* The word an upstream gets from this thread's publication: the fd and
+ * seq of the server connection whose current request the thread
+ * publishes (its span-id is the one the thread published), or 0. */
+static uint64_t
+sk_up_assoc(void)
+{
+	struct ctxshim_conn *c = sk_self.c;
+	int fd = sk_owned_fd();
+	uint32_t s1, s2;
+	uint64_t span;
+	uint8_t f;
+
+	if (fd < 0 || (unsigned)fd >= ctxshim_conn_tab.max_fds || !c ||
+	    c == &sk_nil_conn || ctxshim_conn_get(fd) != c ||
+	    sk_self.gen != atomic_load_explicit(&c->gen, memory_order_relaxed))
+		return 0;
+	f = atomic_load_explicit(&c->flags, memory_order_relaxed);
+	if ((f & (CONN_F_TRACKED | CONN_F_REQ | CONN_F_HAS_CTX | CONN_F_LINK |
+		  CONN_F_CLAIMED)) != (CONN_F_TRACKED | CONN_F_REQ | CONN_F_HAS_CTX))
+		return 0;
+	/* The request whose span-id we published, read as a reader of the
+	 * seqlock does (conn.h, seq). */
+	s1 = atomic_load_explicit(&c->seq, memory_order_acquire);
+	if (s1 & 1)
+		return 0;
+	memcpy(&span, c->ctx.span_id, sizeof(span));
+	atomic_thread_fence(memory_order_acquire);
+	s2 = atomic_load_explicit(&c->seq, memory_order_relaxed);
+	if (s1 != s2 || span != sk_self.span)
+		return 0;
+	return ctxshim_conn_up_make(fd, s1);
+}
+
+/* Is seq c's seq, c a tracked connection (not a copy, not claimed) whose
+ * current request has a context and is not answered? */
+static bool
+sk_up_live(const struct ctxshim_conn *c, uint32_t seq)
+{
+	uint8_t f = atomic_load_explicit(&c->flags, memory_order_relaxed);
+
+	return (f & (CONN_F_TRACKED | CONN_F_REQ | CONN_F_HAS_CTX | CONN_F_LINK |
+		     CONN_F_CLAIMED)) ==
+		       (CONN_F_TRACKED | CONN_F_REQ | CONN_F_HAS_CTX) &&
+	       atomic_load_explicit(&c->seq, memory_order_acquire) == seq &&
+	       !ctxshim_conn_answered(c);
+}
+
+/* I/O on upstream fd (busy held, errno kept by the caller): a write names
+ * the request the thread publishes, if any; a read switches to the one
+ * named, if it is still live. */
+static __attribute__((noinline, cold)) void
+sk_up_follow(int fd, bool is_write)
+{
+	uint64_t v;
+	unsigned cfdp1;
+	uint32_t seq;
+	struct ctxshim_conn *c;
+	struct ctxshim_ctx ctx;
+	int own;
+
+	if (is_write) {
+		v = sk_up_assoc();
+		if (v)
+			ctxshim_conn_up_store(fd, v);
+		return;
+	}
+	v = ctxshim_conn_up_load(fd);
+	cfdp1 = (unsigned)(v & ((1u << CTXSHIM_CONN_UP_FD_BITS) - 1));
+	seq = (uint32_t)(v >> CTXSHIM_CONN_UP_FD_BITS);
+	if (!cfdp1 || cfdp1 > ctxshim_conn_tab.max_fds)
+		return;
+	c = ctxshim_conn_get((int)cfdp1 - 1);
+	if (!c || !sk_up_live(c, seq))
+		return;
+	own = sk_owned_fd();
+	if (own == (int)cfdp1 - 1 &&
+	    sk_self.gen == atomic_load_explicit(&c->gen, memory_order_relaxed))
+		return; /* that request is what the thread publishes */
+	/* Expanded, then checked again: a context of the request named, or
+	 * none (a new request may have become current meanwhile). */
+	if (!ctxshim_conn_expand(c, &ctx) || !sk_up_live(c, seq))
+		return;
+	sk_attach((int)cfdp1 - 1, c, &ctx,
+		  own >= 0 ? CTXSHIM_EV_SWITCH : CTXSHIM_EV_ATTACH, "upstream");
+}
+
+/* After a connect() of fd that returned 0, or failed with EINPROGRESS or
+ * EINTR (the connection goes on), by a thread that publishes something
+ * (sk_self.fdp1 != 0). */
+static __attribute__((noinline, cold)) void
+sk_connected(int fd)
+{
+	int saved_errno = errno;
+	uint8_t hot;
+	uint64_t v;
+
+	if (!ctxshim_conn_tab.max_fds || sk_self.busy) {
+		errno = saved_errno;
+		return;
+	}
+	sk_busy(true);
+	hot = ctxshim_conn_hot(fd);
+	/* Only a plain fd (or an upstream connected again): a tracked number
+	 * is a connection whose close we did not see (see the top), left as
+	 * it is. */
+	if (hot == CONN_HOT_NONE || hot == CONN_HOT_UP) {
+		v = sk_up_assoc();
+		if (v)
+			(void)ctxshim_conn_upstream(fd, v);
+	}
+	sk_busy(false);
+	errno = saved_errno;
+}
+
 /* Before I/O on tracked fd: the thread is now working on this connection. */
 static void
 sk_follow(int fd, struct ctxshim_conn *c, bool is_write)
@@ -761,9 +919,16 @@ static __attribute__((noinline, cold)) void
 sk_follow_link(int fd, struct ctxshim_conn *c, bool is_write)
 {
 	struct ctxshim_conn *l;
-	int lfd = ctxshim_conn_leader(fd, &l);
+	int lfd;
 	uint32_t lgen;
 
+	/* Not a copy: an upstream, which looks like one to every path
+	 * before this. */
+	if (!(atomic_load_explicit(&c->flags, memory_order_relaxed) & CONN_F_TRACKED)) {
+		sk_up_follow(fd, is_write);
+		return;
+	}
+	lfd = ctxshim_conn_leader(fd, &l);
 	if (lfd < 0)
 		return;
 	if (is_write) {
@@ -868,7 +1033,8 @@ static inline __attribute__((always_inline)) struct ctxshim_conn *
 sk_enter(int fd, bool is_write)
 {
 	/* The read hooks run only for an fd whose hot byte said
-	 * CONN_HOT_SCAN, which bounded it (B1: 2 instructions). */
+	 * CONN_HOT_SCAN or CONN_HOT_UP, which bounded it (B1: 2
+	 * instructions). */
 	return sk_enter_slot(fd,
 			     is_write ? ctxshim_conn_get(fd) : ctxshim_conn_get_hot(fd),
 			     is_write);
@@ -1532,8 +1698,8 @@ sk_read_any(int fd, void *buf, size_t n, struct ctxshim_conn *c)
 static CTXSHIM_HOT __attribute__((noinline)) ssize_t
 sk_read(int fd, void *buf, size_t n)
 {
-	/* The hook runs only for an fd whose hot byte said CONN_HOT_SCAN,
-	 * which bounded it (B1: 2 instructions). */
+	/* The hook runs only for an fd whose hot byte said CONN_HOT_SCAN or
+	 * CONN_HOT_UP, which bounded it (B1: 2 instructions). */
 	struct ctxshim_conn *c = ctxshim_conn_get_hot(fd);
 	ssize_t r;
 
@@ -1566,7 +1732,7 @@ sk_read_chk(int fd, void *buf, size_t n, size_t buflen)
 static inline ssize_t
 hook_socket_read_chk(int fd, void *buf, size_t n, size_t buflen)
 {
-	if (__builtin_expect(ctxshim_conn_hot(fd) != CONN_HOT_SCAN, 1))
+	if (__builtin_expect(!(ctxshim_conn_hot(fd) & CONN_HOT_IN), 1))
 		return real_read_chk(fd, buf, n, buflen);
 	return sk_read_chk(fd, buf, n, buflen);
 }
@@ -1637,7 +1803,7 @@ sk_recv_chk(int fd, void *buf, size_t n, size_t buflen, int flags)
 static inline ssize_t
 hook_socket_recv_chk(int fd, void *buf, size_t n, size_t buflen, int flags)
 {
-	if (__builtin_expect(ctxshim_conn_hot(fd) != CONN_HOT_SCAN, 1))
+	if (__builtin_expect(!(ctxshim_conn_hot(fd) & CONN_HOT_IN), 1))
 		return real_recv_chk(fd, buf, n, buflen, flags);
 	return sk_recv_chk(fd, buf, n, buflen, flags);
 }
@@ -1656,7 +1822,7 @@ static inline ssize_t
 hook_socket_recvfrom(
 	int fd, void *buf, size_t n, int flags, struct sockaddr *a, socklen_t *al)
 {
-	if (__builtin_expect(ctxshim_conn_hot(fd) != CONN_HOT_SCAN, 1))
+	if (__builtin_expect(!(ctxshim_conn_hot(fd) & CONN_HOT_IN), 1))
 		return real_recvfrom(fd, buf, n, flags, a, al);
 	return sk_recvfrom(fd, buf, n, flags, a, al);
 }
@@ -1686,7 +1852,7 @@ hook_socket_recvfrom_chk(int fd,
 			 struct sockaddr *a,
 			 socklen_t *al)
 {
-	if (__builtin_expect(ctxshim_conn_hot(fd) != CONN_HOT_SCAN, 1))
+	if (__builtin_expect(!(ctxshim_conn_hot(fd) & CONN_HOT_IN), 1))
 		return real_recvfrom_chk(fd, buf, n, buflen, flags, a, al);
 	return sk_recvfrom_chk(fd, buf, n, buflen, flags, a, al);
 }
@@ -1708,7 +1874,7 @@ sk_readv(int fd, const struct iovec *iov, int iovcnt)
 static inline ssize_t
 hook_socket_readv(int fd, const struct iovec *iov, int iovcnt)
 {
-	if (__builtin_expect(ctxshim_conn_hot(fd) != CONN_HOT_SCAN, 1))
+	if (__builtin_expect(!(ctxshim_conn_hot(fd) & CONN_HOT_IN), 1))
 		return real_readv(fd, iov, iovcnt);
 	return sk_readv(fd, iov, iovcnt);
 }
@@ -1731,7 +1897,7 @@ sk_recvmsg(int fd, struct msghdr *msg, int flags)
 static inline ssize_t
 hook_socket_recvmsg(int fd, struct msghdr *msg, int flags)
 {
-	if (__builtin_expect(ctxshim_conn_hot(fd) != CONN_HOT_SCAN, 1))
+	if (__builtin_expect(!(ctxshim_conn_hot(fd) & CONN_HOT_IN), 1))
 		return real_recvmsg(fd, msg, flags);
 	return sk_recvmsg(fd, msg, flags);
 }
@@ -1758,7 +1924,7 @@ static inline int
 hook_socket_recvmmsg(
 	int fd, struct mmsghdr *vec, unsigned n, int flags, struct timespec *t)
 {
-	if (__builtin_expect(ctxshim_conn_hot(fd) != CONN_HOT_SCAN, 1))
+	if (__builtin_expect(!(ctxshim_conn_hot(fd) & CONN_HOT_IN), 1))
 		return real_recvmmsg(fd, vec, n, flags, t);
 	return sk_recvmmsg(fd, vec, n, flags, t);
 }
@@ -1791,6 +1957,20 @@ hook_socket_accept4(int fd, struct sockaddr *a, socklen_t *al, int flags)
 
 	if (r >= 0 && ctxshim_conn_tab.max_fds)
 		sk_accepted(r);
+	return r;
+}
+
+/* ---- upstreams: connect() ---- */
+
+static inline int
+hook_socket_connect(int fd, const struct sockaddr *a, socklen_t al)
+{
+	int r = real_connect(fd, a, al);
+
+	/* A thread that publishes nothing: one TLS load (client programs). */
+	if (__builtin_expect(sk_self.fdp1 != 0, 0) &&
+	    (r == 0 || errno == EINPROGRESS || errno == EINTR))
+		sk_connected(fd);
 	return r;
 }
 
@@ -1984,7 +2164,7 @@ sk_write_any(int fd, const void *buf, size_t n)
 	struct ctxshim_conn *c;
 	ssize_t r;
 
-	if (!(hot & (CONN_HOT_SCAN | CONN_HOT_CLAIMED)))
+	if (!(hot & CONN_HOT_OUT))
 		return real_write(fd, buf, n);
 	c = sk_out_enter(fd, hot);
 	r = real_write(fd, buf, n);
@@ -2051,7 +2231,7 @@ sk_send_any(int fd, const void *buf, size_t n, int flags)
 	struct ctxshim_conn *c;
 	ssize_t r;
 
-	if (!(hot & (CONN_HOT_SCAN | CONN_HOT_CLAIMED)))
+	if (!(hot & CONN_HOT_OUT))
 		return real_send(fd, buf, n, flags);
 	c = sk_out_enter(fd, hot);
 	r = real_send(fd, buf, n, flags);
@@ -2129,7 +2309,7 @@ hook_socket_sendto(int fd,
 {
 	uint8_t hot = ctxshim_conn_hot(fd);
 
-	if (__builtin_expect(!(hot & (CONN_HOT_SCAN | CONN_HOT_CLAIMED)), 1))
+	if (__builtin_expect(!(hot & CONN_HOT_OUT), 1))
 		return real_sendto(fd, buf, n, flags, a, al);
 	return sk_sendto(fd, buf, n, flags, a, al, hot);
 }
@@ -2181,7 +2361,7 @@ hook_socket_sendmsg(int fd, const struct msghdr *msg, int flags)
 {
 	uint8_t hot = ctxshim_conn_hot(fd);
 
-	if (__builtin_expect(!(hot & (CONN_HOT_SCAN | CONN_HOT_CLAIMED)), 1))
+	if (__builtin_expect(!(hot & CONN_HOT_OUT), 1))
 		return real_sendmsg(fd, msg, flags);
 	return sk_sendmsg(fd, msg, flags, hot);
 }
@@ -2195,7 +2375,7 @@ sk_writev_any(int fd, const struct iovec *iov, int iovcnt)
 	struct ctxshim_conn *c;
 	ssize_t r;
 
-	if (!(hot & (CONN_HOT_SCAN | CONN_HOT_CLAIMED)))
+	if (!(hot & CONN_HOT_OUT))
 		return real_writev(fd, iov, iovcnt);
 	c = sk_out_enter(fd, hot);
 	r = real_writev(fd, iov, iovcnt);
@@ -2296,7 +2476,7 @@ hook_socket_writev(int fd, const struct iovec *iov, int iovcnt)
 	{                                                                              \
 		uint8_t hot = ctxshim_conn_hot(out);                                   \
                                                                                        \
-		if (__builtin_expect(!(hot & (CONN_HOT_SCAN | CONN_HOT_CLAIMED)), 1))  \
+		if (__builtin_expect(!(hot & CONN_HOT_OUT), 1))                        \
 			return real_##name(out, in, off, n);                           \
 		return sk_##name(out, in, off, n, hot);                                \
 	}
@@ -2328,9 +2508,9 @@ sk_splice(int in,
 	struct ctxshim_conn *ci = NULL, *co = NULL;
 	ssize_t r;
 
-	if (hot_in == CONN_HOT_SCAN)
+	if (hot_in & CONN_HOT_IN)
 		ci = sk_enter(in, false);
-	else if (hot_out & (CONN_HOT_SCAN | CONN_HOT_CLAIMED))
+	else if (hot_out & CONN_HOT_OUT)
 		co = sk_out_enter(out, hot_out);
 	r = real_splice(in, oi, out, oo, n, fl);
 	/* sk_enter() gave ci only to a thread that was not busy, and the
@@ -2351,9 +2531,7 @@ hook_socket_splice(int in, __off64_t *oi, int out, __off64_t *oo, size_t n, unsi
 {
 	uint8_t hot_in = ctxshim_conn_hot(in), hot_out = ctxshim_conn_hot(out);
 
-	if (__builtin_expect(hot_in != CONN_HOT_SCAN &&
-				     !(hot_out & (CONN_HOT_SCAN | CONN_HOT_CLAIMED)),
-			     1))
+	if (__builtin_expect(!(hot_in & CONN_HOT_IN) && !(hot_out & CONN_HOT_OUT), 1))
 		return real_splice(in, oi, out, oo, n, fl);
 	return sk_splice(in, oi, out, oo, n, fl, hot_in, hot_out);
 }
@@ -2662,7 +2840,8 @@ hook_socket_tls_find(
 		return false;
 	if (fd >= 0) {
 		hot = ctxshim_conn_hot(fd);
-		if (__builtin_expect(hot == CONN_HOT_NONE || hot == CONN_HOT_SHIM, 1))
+		if (__builtin_expect(hot == CONN_HOT_NONE || hot == CONN_HOT_SHIM, 1) ||
+		    hot == CONN_HOT_UP)
 			return false;
 		if (hot == CONN_HOT_TLS || hot == CONN_HOT_TLS_CLAIMED) {
 			t->c = ctxshim_conn_get(fd);
@@ -2826,6 +3005,12 @@ HOOK_EXPORT int
 accept4(int fd, struct sockaddr *a, socklen_t *al, int flags)
 {
 	return hook_socket_accept4(fd, a, al, flags);
+}
+
+HOOK_EXPORT int
+connect(int fd, const struct sockaddr *a, socklen_t al)
+{
+	return hook_socket_connect(fd, a, al);
 }
 
 /* Aligned (CTXSHIM_HOT): the check of every close() of a file, eight

@@ -332,13 +332,15 @@ conn_release_all(struct ctxshim_conn *c)
 /* ---- table ---- */
 
 /* A chunk is CTXSHIM_CONN_CHUNK slots followed by as many link words
- * ("Copies" below), then as many session words ("Sessions").  The link
- * words are touched only when copies are made, the session words only by
- * TLS connections: a process that never copies a connection never writes
- * the first, one without TLS never the second, so their pages stay
- * unallocated (B8). */
+ * ("Copies" below), then as many session words ("Sessions"), then as many
+ * upstream words (conn.h, "Upstreams").  The link words are touched only
+ * when copies are made, the session words only by TLS connections, the
+ * upstream words only by proxies: a process that never copies a
+ * connection never writes the first, one without TLS never the second,
+ * one that connects nowhere while it serves a request never the third,
+ * so their pages stay unallocated (B8). */
 #define CONN_CHUNK_BYTES \
-	(CTXSHIM_CONN_CHUNK * (sizeof(struct ctxshim_conn) + 2 * sizeof(uint64_t)))
+	(CTXSHIM_CONN_CHUNK * (sizeof(struct ctxshim_conn) + 3 * sizeof(uint64_t)))
 
 /* fd's link word, or NULL if its chunk was never mapped. */
 static inline _Atomic uint64_t *
@@ -359,6 +361,34 @@ conn_session_word(int fd)
 	_Atomic uint64_t *links = conn_link_word(fd);
 
 	return links ? links + CTXSHIM_CONN_CHUNK : NULL;
+}
+
+/* fd's upstream word (conn.h, "Upstreams"), or NULL if its chunk was
+ * never mapped. */
+static inline _Atomic uint64_t *
+conn_up_word(int fd)
+{
+	_Atomic uint64_t *links = conn_link_word(fd);
+
+	return links ? links + 2 * CTXSHIM_CONN_CHUNK : NULL;
+}
+
+void
+ctxshim_conn_up_store(int fd, uint64_t v)
+{
+	_Atomic uint64_t *w = conn_up_word(fd);
+
+	/* Only a store that changes it (as conn_link_store()). */
+	if (w && atomic_load_explicit(w, memory_order_relaxed) != v)
+		atomic_store_explicit(w, v, memory_order_relaxed);
+}
+
+uint64_t
+ctxshim_conn_up_load(int fd)
+{
+	_Atomic uint64_t *w = conn_up_word(fd);
+
+	return w ? atomic_load_explicit(w, memory_order_relaxed) : 0;
 }
 
 /* fd's TLS session, as a word ("Sessions"). */
@@ -987,6 +1017,39 @@ ctxshim_conn_forget(int fd)
 	conn_set_hot(fd, CONN_HOT_NONE);
 	conn_ring_leave(fd, c);
 	conn_reset(c, 0);
+	/* An upstream's request goes with it: whatever gets the number next
+	 * carries none. */
+	ctxshim_conn_up_store(fd, 0);
+}
+
+/* ---- upstreams (conn.h) ---- */
+
+bool
+ctxshim_conn_upstream(int fd, uint64_t v)
+{
+	struct ctxshim_conn *c = conn_get_or_map(fd);
+
+	if (!c)
+		return false;
+	/* A copy without a leader (conn_to_copy()), but not tracked: its
+	 * link word empty, its scanner stopped, its request never
+	 * answered (a write on it goes to sk_out_next(), which finds no
+	 * leader and stops). */
+	conn_link_store(fd, 0);
+	conn_release_all(c);
+	conn_seq_begin(c);
+	memset(&c->scan, 0, sizeof(c->scan));
+	http_scan_stop(&c->scan);
+	memset(&c->ctx, 0, offsetof(struct ctxshim_conn_ctx, data));
+	memset(c->ctx.parent_id, 0, sizeof(c->ctx.parent_id));
+	atomic_store_explicit(&c->flags, CONN_F_LINK | CONN_F_REQ | CONN_F_HAS_CTX,
+			      memory_order_relaxed);
+	atomic_fetch_add_explicit(&c->gen, 1, memory_order_relaxed);
+	conn_seq_end(c);
+	conn_set_answered(c, false);
+	ctxshim_conn_up_store(fd, v);
+	conn_set_hot(fd, CONN_HOT_UP);
+	return true;
 }
 
 /* The copy n of o is made in the middle of a head that o captures.  The

@@ -198,6 +198,11 @@ enum {
 	CONN_HOT_TLS = 8,          /* tracked, TLS: the TLS hooks scan and switch */
 	CONN_HOT_TLS_CLAIMED = 16, /* TLS and claimed: the TLS hooks only note
 				    * answers */
+	CONN_HOT_UP = 32,          /* an upstream: a socket the process
+				    * connect()ed while it worked on a request
+				    * (ctxshim_conn_upstream()); never
+				    * scanned, its reads switch to the request
+				    * it carries */
 };
 
 struct ctxshim_conn_table {
@@ -234,28 +239,34 @@ ctxshim_conn_hot_any(int fd)
 	return ctxshim_conn_tab.hot[(unsigned)fd] != CONN_HOT_NONE;
 }
 
-/* ctxshim_conn_hot(fd) & (CONN_HOT_SCAN | CONN_HOT_CLAIMED), for the write
- * hooks: tested where it is, as in ctxshim_conn_hot_any(); their general
- * path reads the byte again. */
+/* The hot-map values whose writes the write hooks look at (a claimed
+ * connection's only to note its answer), and whose reads the read hooks
+ * look at. */
+#define CONN_HOT_OUT (CONN_HOT_SCAN | CONN_HOT_CLAIMED | CONN_HOT_UP)
+#define CONN_HOT_IN  (CONN_HOT_SCAN | CONN_HOT_UP)
+
+/* ctxshim_conn_hot(fd) & CONN_HOT_OUT, for the write hooks: tested where
+ * it is, as in ctxshim_conn_hot_any(); their general path reads the byte
+ * again. */
 static inline bool
 ctxshim_conn_hot_out(int fd)
 {
 	if ((unsigned)fd >=
 	    __atomic_load_n(&ctxshim_conn_tab.max_fds, __ATOMIC_ACQUIRE))
 		return false;
-	return ctxshim_conn_tab.hot[(unsigned)fd] & (CONN_HOT_SCAN | CONN_HOT_CLAIMED);
+	return ctxshim_conn_tab.hot[(unsigned)fd] & CONN_HOT_OUT;
 }
 
-/* ctxshim_conn_hot(fd) == CONN_HOT_SCAN, for the read hooks: tested where
- * it is, as in ctxshim_conn_hot_any() (B3: a read of a pipe or a file is
- * one instruction shorter). */
+/* ctxshim_conn_hot(fd) & CONN_HOT_IN, for the read hooks: tested where it
+ * is, as in ctxshim_conn_hot_any() (B3: a read of a pipe or a file is one
+ * instruction shorter; a test of two bits costs what a compare did). */
 static inline bool
 ctxshim_conn_hot_scan(int fd)
 {
 	if ((unsigned)fd >=
 	    __atomic_load_n(&ctxshim_conn_tab.max_fds, __ATOMIC_ACQUIRE))
 		return false;
-	return ctxshim_conn_tab.hot[(unsigned)fd] == CONN_HOT_SCAN;
+	return ctxshim_conn_tab.hot[(unsigned)fd] & CONN_HOT_IN;
 }
 
 /* The chunk holding fd's slot, or NULL if it was never mapped. */
@@ -329,6 +340,43 @@ int ctxshim_conn_leader(int fd, struct ctxshim_conn **out);
  * leader, the connection's state moved to it from the old leader, which
  * becomes a copy (generations unchanged).  False if fd has no leader. */
 bool ctxshim_conn_lead(int fd);
+
+/* Upstreams (hooks/hook-socket.c, "Upstreams").  A socket the process
+ * connect()s while a thread publishes a request's context gets
+ * CONN_HOT_UP and a slot that looks like a copy without a leader
+ * (CONN_F_LINK | CONN_F_REQ | CONN_F_HAS_CTX, not CONN_F_TRACKED, its
+ * scanner stopped): its I/O misses every fast path and reaches
+ * sk_follow_link(), and nothing else takes it for a connection (no
+ * scan, no answer, no copy, no claim, no TLS).  An upstream word per fd
+ * (after the session words) names the request it carries: the server
+ * connection's fd + 1 in the low CTXSHIM_CONN_UP_FD_BITS bits, and
+ * above them that connection's seq when the request was current.  seq
+ * only grows on a slot (every new request, promotion, reset and copy
+ * moves it on: conn.c), so (fd, seq) names one request of one
+ * connection until seq wraps (2^31 changes of that slot), and a word
+ * that names an older one simply no longer matches.  One 64-bit word: no torn read pairs one request's fd
+ * with another's seq.  0: none. */
+#define CTXSHIM_CONN_UP_FD_BITS 21
+_Static_assert(CTXSHIM_CONN_MAX_FDS < (1u << CTXSHIM_CONN_UP_FD_BITS),
+	       "an upstream word holds fd + 1 of every table fd");
+
+static inline uint64_t
+ctxshim_conn_up_make(int fd, uint32_t seq)
+{
+	return ((uint64_t)seq << CTXSHIM_CONN_UP_FD_BITS) |
+	       (uint64_t)(unsigned)(fd + 1);
+}
+
+/* fd (a socket that connect() just gave a connection or a connection in
+ * progress, and whose hot byte is CONN_HOT_NONE or CONN_HOT_UP) becomes
+ * an upstream carrying v (ctxshim_conn_up_make()).  Maps its chunk if
+ * needed (connect() is no read or write path); false, and fd left as it
+ * was, when that fails. */
+bool ctxshim_conn_upstream(int fd, uint64_t v);
+
+/* fd (CONN_HOT_UP) now carries v; and the word it carries. */
+void ctxshim_conn_up_store(int fd, uint64_t v);
+uint64_t ctxshim_conn_up_load(int fd);
 
 /* Start-up (conn.c's constructor, CTXSHIM_INHERITED): follow the connected
  * server-side stream sockets the process inherited (inetd, tcpserver,

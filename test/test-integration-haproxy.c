@@ -20,14 +20,16 @@
  *    by no thread meanwhile: the event log shows it attached on one
  *    thread at its head and detached by that thread's epoll_wait() once
  *    the request went out to the backend.  That is what users see of a
- *    proxy waiting for its backend; the backend's response is read with
- *    no context either (an upstream connection is not followed), until
- *    its first write to the client.
+ *    proxy waiting for its backend.  When the backend answers, the read
+ *    of its response from the upstream connection publishes the request
+ *    again (event reason "upstream": hooks/hook-socket.c, "Upstreams"),
+ *    on the thread that then writes the response to the client.
  * 2. After each response no thread publishes its trace: the thread's
  *    last event is a detach, and ctxdump finds the trace nowhere.
  * 3. What haproxy reads from its backends is never taken for a request:
  *    a backend answering with a request head (traceparent included)
- *    gets a 502 from haproxy and its trace appears nowhere.  A
+ *    gets a 502 from haproxy and its trace appears nowhere; the read of
+ *    that answer publishes the client's request, not the backend's.  A
  *    traceparent and tracestate sent by the client reach the backend
  *    exactly as sent.
  * 4. The same requests (keep-alive with two traces, pipelining,
@@ -344,6 +346,7 @@ hx_held_by_backend(struct hx_run *h, bool preload, char **acc, size_t *acc_len)
 {
 	char req[512], tp[128], trace[33], line[256], *resp;
 	int fd = it_connect(h->n.srv.port), n;
+	unsigned up0 = 0;
 	long tid = -1;
 
 	hx_trace(T_BLOCK, trace);
@@ -370,22 +373,32 @@ hx_held_by_backend(struct hx_run *h, bool preload, char **acc, size_t *acc_len)
 			      "published while haproxy waits for the backend:\n%.3000s",
 			      json);
 		free(json);
+		/* A read of the upstream before the answer (haproxy tries
+		 * one after sending) may have published it for a moment
+		 * already: only those after "go" count below. */
+		log = it_events(&h->n.srv);
+		up0 = it_events_count(log, trace, "upstream");
+		free(log);
 	}
 	test_child_send(&h->backend, "go\n");
 	resp = it_read_response(fd);
 	ck_assert_msg(strstr(resp, "\r\n\r\npath=/block/2\n"), "response: %s", resp);
 	nx_append(acc, acc_len, "== held by the backend\n", resp, strlen(resp));
 	free(resp);
-	/* Check 2, with the connection still open (its close would clear
-	 * the context anyway): the response's write published the request
-	 * again on the thread that wrote it, and its wait ended that. */
+	/* Checks 1 and 2, with the connection still open (its close would
+	 * clear the context anyway): the read of the backend's answer
+	 * published the request again on the thread that then wrote the
+	 * response (which kept it, or published it again after a wait in
+	 * between), and its wait ended that. */
 	if (preload) {
 		char *log = it_events(&h->n.srv);
 		long wtid = nx_last_tid(log, trace);
 
-		ck_assert_msg(wtid == tid && it_events_count(log, trace, "write") == 1,
-			      "the response's write did not publish it on thread "
-			      "%ld:\n%.3000s",
+		ck_assert_msg(it_events_count(log, trace, "upstream") > up0,
+			      "the backend's answer was read with no context:\n%.3000s",
+			      log);
+		ck_assert_msg(wtid == tid && it_events_count(log, trace, "write") <= 1,
+			      "the response was not written on thread %ld:\n%.3000s",
 			      tid, log);
 		free(log);
 		it_wait_detached(&h->n.srv, wtid, trace, NULL);
@@ -543,6 +556,14 @@ hx_assert_traced(struct hx_run *h)
 			"trace %u: not started exactly once:\n%.3000s", traced[i], log);
 		ck_assert_msg(it_events_spans(log, trace, NULL) == 1,
 			      "trace %u: more than one span:\n%.3000s", traced[i], log);
+		/* Check 3: the request-shaped answer was read under the
+		 * client's request (before haproxy's 502 answered it). */
+		ck_assert_msg(traced[i] != T_RAW ||
+				      it_events_count(log, trace, "upstream") >= 1 ||
+				      !nx_released(log, trace, nx_last_tid(log, trace)),
+			      "the request-shaped answer was read with no context:\n"
+			      "%.3000s",
+			      log);
 		last = nx_last_tid(log, trace);
 		if (nx_released(log, trace, last)) {
 			i++;

@@ -40,8 +40,10 @@
  *    context is published at all.
  * 3. mod_proxy in front of tpc-server (without the shim): while the
  *    backend holds a traced request, lighttpd publishes nothing (it waits
- *    in epoll_wait) and the request was attached once; the response goes
- *    out under the same span and is gone afterwards.  A second backend,
+ *    in epoll_wait) and the request was attached once; the backend's
+ *    answer is read under it again (reason "upstream": hooks/hook-socket.c,
+ *    "Upstreams"), the response goes out under the same span and is gone
+ *    afterwards.  A second backend,
  *    this test itself, answers with bytes that are a complete traced
  *    request head instead of a response: lighttpd reads them on its
  *    outgoing (connect()ed) connection, which the shim must never scan,
@@ -359,9 +361,12 @@ lt_assert_idle_wait(struct lt_server *l, unsigned k, char span[17])
 }
 
 /* After the response: its last write was under span (one span in all),
- * the thread ended with a detach, and nobody publishes it. */
+ * which an event of reason `how' published again after the wait ("write":
+ * the response's write; "upstream": the read of a backend's answer, which
+ * the response's write then continued), the thread ended with a detach,
+ * and nobody publishes it. */
 static void
-lt_assert_answered(struct lt_server *l, unsigned k, const char *span)
+lt_assert_answered(struct lt_server *l, unsigned k, const char *span, const char *how)
 {
 	pid_t pid = l->nx.srv.child.pid;
 	char trace[33], *log;
@@ -370,8 +375,9 @@ lt_assert_answered(struct lt_server *l, unsigned k, const char *span)
 	it_wait_detached(&l->nx.srv, pid, trace, NULL);
 	log = it_events(&l->nx.srv);
 	it_assert_one_span(log, trace, span);
-	ck_assert_msg(it_events_count(log, trace, "write") >= 1,
-		      "trace %u: the response was not written under it:\n%s", k, log);
+	ck_assert_msg(it_events_count(log, trace, how) >= 1,
+		      "trace %u: the response was not written under it (no %s):\n%s", k,
+		      how, log);
 	free(log);
 	it_assert_gone(&l->nx.srv, pid, trace);
 }
@@ -506,7 +512,7 @@ START_TEST(test_lighttpd_held)
 	lt_start(&l, true);
 
 	(void)lt_held_cgi(&l, span);
-	lt_assert_answered(&l, 1, span);
+	lt_assert_answered(&l, 1, span, "write");
 
 	/* mod_ssi's exec: lighttpd waits for the command inside the request,
 	 * on a keep-alive connection. */
@@ -774,7 +780,7 @@ START_TEST(test_lighttpd_proxy)
 	resp = it_read_response(fd);
 	it_assert_ok_body(resp, "path=/block/p1\n");
 	free(resp);
-	lt_assert_answered(&l, 1, span);
+	lt_assert_answered(&l, 1, span, "upstream");
 
 	/* The next one on the same client connection, not held. */
 	lt_request(req, sizeof(req), "/be/2", 2, "");

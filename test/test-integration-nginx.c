@@ -5,7 +5,15 @@
  * daemon), the same requests must get the same bytes with and without the
  * shim (the Date header aside), and the event log must show each traced
  * request's trace-id attached on the worker, with one span, and detached
- * afterwards. */
+ * afterwards.
+ *
+ * As a reverse proxy (proxy_pass to tpc-server, started without the
+ * shim): a request the backend holds is published by the worker from its
+ * head until it goes back to epoll_wait() with the request sent on; when
+ * the backend answers, the worker's read of the answer from the upstream
+ * connection publishes it again (reason "upstream": hooks/hook-socket.c,
+ * "Upstreams"), its response to the client keeps it, and its next wait
+ * ends it. */
 #include "test-common.h"
 
 #pragma GCC diagnostic push
@@ -81,6 +89,101 @@ START_TEST(test_nginx_identical_and_events)
 }
 END_TEST
 
+/* The worker's attach of trace (its head's read), polling the event log. */
+static long
+ngx_attach_tid(struct nx_server *n, const char *trace)
+{
+	long deadline = nx_now_ms() + IT_TIMEOUT_MS;
+
+	for (;;) {
+		char *log = it_events(&n->srv);
+		long tid = nx_attach_tid(log, trace);
+
+		if (tid > 0) {
+			free(log);
+			return tid;
+		}
+		ck_assert_msg(nx_now_ms() < deadline, "%s never attached:\n%.3000s",
+			      trace, log);
+		free(log);
+		usleep(5000);
+	}
+}
+
+START_TEST(test_nginx_proxy_pass)
+{
+	struct nx_server n;
+	struct test_child backend;
+	char backend_path[4096], line[256], extra[256], req[512], tp[128], trace[33];
+	char *backend_argv[] = {backend_path, NULL};
+	char *argv[] = {NGINX, "-p", n.dir, "-c", n.conf, "-e", n.err, NULL};
+	char *log, *resp;
+	unsigned backend_port, k, up0;
+	long tid;
+	int fd, len;
+
+	ngx_setup(&n);
+	snprintf(backend_path, sizeof(backend_path), "%s",
+		 test_helper_path("tpc-server"));
+	test_child_start(&backend, backend_argv, NULL, false);
+	test_child_expect(&backend, "READY ", line, sizeof(line), IT_TIMEOUT_MS);
+	backend_port = (unsigned)strtoul(line + 6, NULL, 10);
+	ck_assert_uint_gt(backend_port, 0);
+	len = snprintf(extra, sizeof(extra),
+		       "    location / {\n"
+		       "      proxy_pass http://127.0.0.1:%u;\n"
+		       "    }\n",
+		       backend_port);
+	ck_assert_int_lt(len, (int)sizeof(extra));
+	n.srv.port = nx_free_port();
+	nx_write_conf(&n, n.srv.port, extra);
+	nx_launch(&n, argv, true, "nginx");
+
+	/* Two requests the backend holds, one after the other. */
+	for (k = 1; k <= 2; k++) {
+		nx_trace(TRACE_PREFIX, 20 + k, trace);
+		fd = it_connect(n.srv.port);
+		len = snprintf(req, sizeof(req),
+			       "GET /block/%u HTTP/1.1\r\nHost: x\r\n%s\r\n", k,
+			       nx_traceparent(TRACE_PREFIX, 20 + k, tp));
+		it_send(fd, req, (size_t)len);
+		test_child_expect(&backend, "BLOCK ", line, sizeof(line),
+				  IT_TIMEOUT_MS);
+		ck_assert_ptr_nonnull(strstr(line, " /block/"));
+		/* Attached at its head, let go by the worker's wait once the
+		 * request went out. */
+		tid = ngx_attach_tid(&n, trace);
+		it_wait_detached(&n.srv, tid, trace, "epoll_wait");
+		log = it_events(&n.srv);
+		up0 = it_events_count(log, trace, "upstream");
+		free(log);
+		test_child_send(&backend, "go\n");
+		resp = it_read_response(fd);
+		snprintf(req, sizeof(req), "\r\n\r\npath=/block/%u\n", k);
+		ck_assert_msg(strstr(resp, req), "response: %s", resp);
+		free(resp);
+		/* The answer's read published it again, on the worker, which
+		 * wrote the response under it and let it go in its wait. */
+		log = it_events(&n.srv);
+		ck_assert_msg(it_events_count(log, trace, "upstream") > up0,
+			      "the backend's answer was read with no context:\n%.3000s",
+			      log);
+		ck_assert_msg(it_events_count(log, trace, "request") == 1 &&
+				      it_events_spans(log, trace, NULL) == 1,
+			      "not started once with one span:\n%.3000s", log);
+		ck_assert_msg(nx_last_tid(log, trace) == tid,
+			      "not on the worker %ld:\n%.3000s", tid, log);
+		free(log);
+		it_wait_detached(&n.srv, tid, trace, NULL);
+		it_assert_gone(&n.srv, tid, trace);
+		close(fd);
+	}
+	nx_stop(&n);
+	ck_assert_int_eq(test_child_finish(&backend, IT_TIMEOUT_MS), 0);
+	nx_cleanup(&n);
+}
+END_TEST
+
 TEST_SUITE(nginx_suite)
 {
 	Suite *s = suite_create("integration-nginx");
@@ -91,6 +194,7 @@ TEST_SUITE(nginx_suite)
 			  NGINX);
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_nginx_identical_and_events);
+	tcase_add_test(tc, test_nginx_proxy_pass);
 	suite_add_tcase(s, tc);
 	return s;
 }

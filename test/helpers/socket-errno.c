@@ -186,6 +186,12 @@ plain_fds(void)
 	CALL("splice-badf", splice(bad, NULL, bad, NULL, 1, 0), -1, EBADF);
 	CALL("accept-notsock", accept(p[0], NULL, NULL), -1, ENOTSOCK);
 	CALL("accept4-einval", accept4(p[0], NULL, NULL, -1), -1, EINVAL);
+	{
+		struct sockaddr_in a = {.sin_family = AF_INET};
+
+		CALL("connect-notsock", connect(p[0], (struct sockaddr *)&a, sizeof(a)),
+		     -1, ENOTSOCK);
+	}
 	CALL("close-badf", close(bad), -1, EBADF);
 	CALL("dup2-badf", dup2(bad, bad + 1), -1, EBADF);
 	CALL("dup3-einval", dup3(p[0], p[0], 0), -1, EINVAL);
@@ -221,6 +227,43 @@ plain_fds(void)
 	"GET /errno?q=1 HTTP/1.1\r\nHost: x\r\n" \
 	"traceparent: 00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01\r\n\r\n"
 
+/* A proxy's upstream, connect()ed while the thread publishes a request
+ * (hook-socket.c, "Upstreams"): connect(), its I/O and close. */
+static void
+upstream_fds(char *buf, size_t cap)
+{
+	struct sockaddr_in a = {.sin_family = AF_INET};
+	unsigned short port;
+	int uls = listen_local(&port), u, us;
+
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	a.sin_port = htons(port);
+	close(uls);
+	u = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	CALL("connect-refused", connect(u, (struct sockaddr *)&a, sizeof(a)), -1,
+	     ECONNREFUSED);
+	close(u);
+	uls = listen_local(&port);
+	a.sin_port = htons(port);
+	u = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	CALL("connect-upstream", connect(u, (struct sockaddr *)&a, sizeof(a)), 0,
+	     SENTINEL);
+	CALL("connect-upstream-again", connect(u, (struct sockaddr *)&a, sizeof(a)), -1,
+	     EISCONN);
+	(void)fcntl(u, F_SETFL, O_NONBLOCK);
+	CALL("recv-upstream-eagain", recv(u, buf, cap, 0), -1, EAGAIN);
+	CALL("write-upstream", write(u, "GET / HTTP/1.1\r\n\r\n", 18), 18, SENTINEL);
+	us = accept(uls, NULL, NULL);
+	send_all(us, "HTTP/1.1 200 OK\r\n\r\n");
+	wait_bytes(u, 19);
+	CALL("read-upstream", read(u, buf, cap), 19, SENTINEL);
+	CALL("read-upstream-eagain", read(u, buf, cap), -1, EAGAIN);
+	CALL("close-upstream", close(u), 0, SENTINEL);
+	CALL("close-upstream-again", close(u), -1, EBADF);
+	close(us);
+	close(uls);
+}
+
 static void
 tracked_fds(void)
 {
@@ -248,6 +291,7 @@ tracked_fds(void)
 	CALL("recv-efault", recv(s, (void *)8, 16, 0), -1, EFAULT);
 	CALL("recv-head", recv(s, buf, 20, 0), 20, SENTINEL);
 	CALL("readv-head", readv(s, iov, 3), (long)req_len - 20, SENTINEL);
+	upstream_fds(buf, sizeof(buf));
 	CALL("send-response",
 	     send(s, "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n", 38, 0), 38,
 	     SENTINEL);
