@@ -793,6 +793,39 @@ sk_up_live(const struct ctxshim_conn *c, uint32_t seq)
 	       !ctxshim_conn_answered(c);
 }
 
+/* The thread wrote on, or closed, an upstream of another live request
+ * than the one it publishes: in an event loop's batch its context is the
+ * last request it read, not necessarily the one it works for now (a body
+ * written on, or a failed backend closed, for a request read earlier).
+ * Until it publishes again, a connect() of its names no request (the
+ * next backend tried for that other request).  Kept as the low bits of
+ * the span-id published at the time, so that a new publication ends it
+ * without a store on the hot path. */
+static inline void
+sk_up_mark_stale(void)
+{
+	sk_self.up_stale = (uint32_t)sk_self.span | 1;
+}
+
+static inline bool
+sk_up_is_stale(void)
+{
+	return sk_self.up_stale == ((uint32_t)sk_self.span | 1);
+}
+
+/* Does upstream word v name a request that is still live? */
+static bool
+sk_up_word_live(uint64_t v)
+{
+	unsigned cfdp1 = (unsigned)(v & ((1u << CTXSHIM_CONN_UP_FD_BITS) - 1));
+	const struct ctxshim_conn *c;
+
+	if (!cfdp1 || cfdp1 > ctxshim_conn_tab.max_fds)
+		return false;
+	c = ctxshim_conn_get((int)cfdp1 - 1);
+	return c && sk_up_live(c, (uint32_t)(v >> CTXSHIM_CONN_UP_FD_BITS));
+}
+
 /* I/O on upstream fd (busy held, errno kept by the caller): a write names
  * the request the thread publishes, if any; a read switches to the one
  * named, if it is still live. */
@@ -807,12 +840,39 @@ sk_up_follow(int fd, bool is_write)
 	int own;
 
 	if (is_write) {
+		uint64_t old = ctxshim_conn_up_load(fd);
+
 		v = sk_up_assoc();
-		if (v)
-			ctxshim_conn_up_store(fd, v);
+		if (v) {
+			/* Another request still live on it: two requests share
+			 * the upstream (pipelined, multiplexed), or the thread's
+			 * context is not the request it writes for: its answers
+			 * can no longer be told apart, so it names none. */
+			if ((old & ~CTXSHIM_CONN_UP_FRESH) &&
+			    (old & ~CTXSHIM_CONN_UP_FRESH) != v &&
+			    sk_up_word_live(old)) {
+				sk_up_mark_stale();
+				v = 0;
+			}
+		} else if (old & CTXSHIM_CONN_UP_FRESH) {
+			/* The first write after a non-blocking connect, after
+			 * the wait that cleared the context: still the request
+			 * it was connected for, once. */
+			v = old & ~CTXSHIM_CONN_UP_FRESH;
+		}
+		/* Otherwise a write by a thread that publishes no request of
+		 * ours (a pool's other user, a background thread, a library
+		 * hook's or an inherited context): the upstream is not the
+		 * named request's any more. */
+		ctxshim_conn_up_store(fd, v);
 		return;
 	}
-	v = ctxshim_conn_up_load(fd);
+	/* A context we did not publish (a library hook's, one inherited
+	 * through pthread_create()) is never replaced (see the top). */
+	own = sk_owned_fd();
+	if (own < 0 && ctxshim_current())
+		return;
+	v = ctxshim_conn_up_load(fd) & ~CTXSHIM_CONN_UP_FRESH;
 	cfdp1 = (unsigned)(v & ((1u << CTXSHIM_CONN_UP_FD_BITS) - 1));
 	seq = (uint32_t)(v >> CTXSHIM_CONN_UP_FD_BITS);
 	if (!cfdp1 || cfdp1 > ctxshim_conn_tab.max_fds)
@@ -820,29 +880,48 @@ sk_up_follow(int fd, bool is_write)
 	c = ctxshim_conn_get((int)cfdp1 - 1);
 	if (!c || !sk_up_live(c, seq))
 		return;
-	own = sk_owned_fd();
 	if (own == (int)cfdp1 - 1 &&
 	    sk_self.gen == atomic_load_explicit(&c->gen, memory_order_relaxed))
 		return; /* that request is what the thread publishes */
 	/* Expanded, then checked again: a context of the request named, or
-	 * none (a new request may have become current meanwhile). */
+	 * none (a new request may have become current meanwhile).  Last, the
+	 * socket itself: a close the hooks did not see may have given its
+	 * number to another file (one fstat(), per switch only). */
 	if (!ctxshim_conn_expand(c, &ctx) || !sk_up_live(c, seq))
 		return;
+	if (!ctxshim_conn_up_same(fd)) {
+		ctxshim_conn_forget(fd);
+		return;
+	}
 	sk_attach((int)cfdp1 - 1, c, &ctx,
 		  own >= 0 ? CTXSHIM_EV_SWITCH : CTXSHIM_EV_ATTACH, "upstream");
+}
+
+/* Upstream fd is closed by this thread (busy held): if it served another
+ * live request than the one the thread publishes, the thread's context is
+ * stale for the connect() that may follow (sk_up_mark_stale()). */
+static void
+sk_up_closed(int fd)
+{
+	uint64_t v = ctxshim_conn_up_load(fd) & ~CTXSHIM_CONN_UP_FRESH;
+
+	if (v && sk_self.fdp1 && v != sk_up_assoc() && sk_up_word_live(v))
+		sk_up_mark_stale();
 }
 
 /* After a connect() of fd that returned 0, or failed with EINPROGRESS or
  * EINTR (the connection goes on), by a thread that publishes something
  * (sk_self.fdp1 != 0). */
 static __attribute__((noinline, cold)) void
-sk_connected(int fd)
+sk_connected(int fd, bool unspec)
 {
 	int saved_errno = errno;
 	uint8_t hot;
 	uint64_t v;
 
-	if (!ctxshim_conn_tab.max_fds || sk_self.busy) {
+	/* A vfork() child's socket is no upstream of its parent's (its fd
+	 * table is its own, the connection table is the parent's). */
+	if (!ctxshim_conn_tab.max_fds || sk_self.busy || sk_vfork_child()) {
 		errno = saved_errno;
 		return;
 	}
@@ -852,9 +931,11 @@ sk_connected(int fd)
 	 * is a connection whose close we did not see (see the top), left as
 	 * it is. */
 	if (hot == CONN_HOT_NONE || hot == CONN_HOT_UP) {
-		v = sk_up_assoc();
+		v = unspec || sk_up_is_stale() ? 0 : sk_up_assoc();
 		if (v)
-			(void)ctxshim_conn_upstream(fd, v);
+			(void)ctxshim_conn_upstream(fd, v | CTXSHIM_CONN_UP_FRESH);
+		else if (hot == CONN_HOT_UP)
+			ctxshim_conn_forget(fd); /* connected again, for no request */
 	}
 	sk_busy(false);
 	errno = saved_errno;
@@ -1438,6 +1519,8 @@ sk_gone(int fd, const char *reason)
 		if (c && sk_owned_fd() == fd &&
 		    sk_self.gen == atomic_load_explicit(&c->gen, memory_order_relaxed))
 			sk_drop(fd, reason);
+		else if (ctxshim_conn_hot(fd) == CONN_HOT_UP)
+			sk_up_closed(fd);
 		sk_busy(false);
 	}
 	/* Forget it before the real close, so that an accept() in another
@@ -1968,9 +2051,11 @@ hook_socket_connect(int fd, const struct sockaddr *a, socklen_t al)
 	int r = real_connect(fd, a, al);
 
 	/* A thread that publishes nothing: one TLS load (client programs). */
-	if (__builtin_expect(sk_self.fdp1 != 0, 0) &&
+	if (__builtin_expect(sk_self.fdp1 != 0 || ctxshim_conn_hot(fd) == CONN_HOT_UP,
+			     0) &&
 	    (r == 0 || errno == EINPROGRESS || errno == EINTR))
-		sk_connected(fd);
+		sk_connected(fd, a && al >= sizeof(sa_family_t) &&
+					 a->sa_family == AF_UNSPEC);
 	return r;
 }
 

@@ -1024,6 +1024,21 @@ ctxshim_conn_forget(int fd)
 
 /* ---- upstreams (conn.h) ---- */
 
+/* The socket's inode, kept in the upstream's slot (whose context area
+ * holds nothing else): a close the hooks did not see, and another file
+ * on the number, must not read as the upstream (ctxshim_conn_up_same()).
+ * Changes errno. */
+static void
+conn_up_ino_store(struct ctxshim_conn *c, int fd)
+{
+	uint64_t ino = 0;
+	struct stat st;
+
+	if (fstat(fd, &st) == 0)
+		ino = (uint64_t)st.st_ino;
+	memcpy(c->ctx.data, &ino, sizeof(ino));
+}
+
 bool
 ctxshim_conn_upstream(int fd, uint64_t v)
 {
@@ -1047,9 +1062,25 @@ ctxshim_conn_upstream(int fd, uint64_t v)
 	atomic_fetch_add_explicit(&c->gen, 1, memory_order_relaxed);
 	conn_seq_end(c);
 	conn_set_answered(c, false);
+	conn_up_ino_store(c, fd);
 	ctxshim_conn_up_store(fd, v);
 	conn_set_hot(fd, CONN_HOT_UP);
 	return true;
+}
+
+bool
+ctxshim_conn_up_same(int fd)
+{
+	struct ctxshim_conn *c = ctxshim_conn_get(fd);
+	uint64_t ino, now = 0;
+	struct stat st;
+
+	if (!c)
+		return false;
+	memcpy(&ino, c->ctx.data, sizeof(ino));
+	if (fstat(fd, &st) == 0)
+		now = (uint64_t)st.st_ino;
+	return ino && now == ino;
 }
 
 /* The copy n of o is made in the middle of a head that o captures.  The

@@ -357,6 +357,9 @@ bool ctxshim_conn_lead(int fd);
  * that names an older one simply no longer matches.  One 64-bit word: no torn read pairs one request's fd
  * with another's seq.  0: none. */
 #define CTXSHIM_CONN_UP_FD_BITS 21
+/* Set at connect(), cleared by the first write: that write may come with
+ * no context (a non-blocking connect's, after the wait). */
+#define CTXSHIM_CONN_UP_FRESH (1ull << 63)
 _Static_assert(CTXSHIM_CONN_MAX_FDS < (1u << CTXSHIM_CONN_UP_FD_BITS),
 	       "an upstream word holds fd + 1 of every table fd");
 
@@ -373,6 +376,11 @@ ctxshim_conn_up_make(int fd, uint32_t seq)
  * needed (connect() is no read or write path); false, and fd left as it
  * was, when that fails. */
 bool ctxshim_conn_upstream(int fd, uint64_t v);
+
+/* Is upstream fd still the socket it became an upstream as (the same
+ * inode: no close the hooks missed gave its number to another file)?
+ * One fstat(); changes errno. */
+bool ctxshim_conn_up_same(int fd);
 
 /* fd (CONN_HOT_UP) now carries v; and the word it carries. */
 void ctxshim_conn_up_store(int fd, uint64_t v);

@@ -173,7 +173,8 @@ struct ctxshim_sk_thread {
 	 * Slots never move or go away (conn.h), so it stays readable. */
 	struct ctxshim_conn *c;
 	uint32_t gen; /* that slot's generation then */
-	uint32_t spare;
+	/* see hook-socket.c, sk_up_mark_stale() */
+	uint32_t up_stale;
 	/* Last, right before struct ctxshim_thread's has_cur (see
 	 * ctxshim_sk_gate_get()). */
 	union {

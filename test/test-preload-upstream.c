@@ -15,7 +15,11 @@
  *  - a number reused (socket(), dup2(), accept()) never carries the old
  *    request;
  *  - a client program's connect() and I/O publish nothing and return
- *    what the real calls return.
+ *    what the real calls return;
+ *  - where an upstream could be taken for another request's (a pool's
+ *    other thread, an inherited context, a shared upstream, a stale
+ *    context in an event loop's batch, a vfork child's connect, a close
+ *    the hooks did not see), the thread shows the right request or none.
  *
  * Each runs with the event log off and on (the hooks take other paths);
  * with it on, the log must show the switch with reason "upstream" exactly
@@ -147,6 +151,38 @@ START_TEST(client_program)
 }
 END_TEST
 
+/* Where following an upstream could show a thread a request it does not
+ * work on (helpers/upstream-attr.c describes each), the thread shows the
+ * right one or none.  Each once showed the wrong request. */
+static const struct {
+	const char *mode, *want;
+} attr_cases[] = {
+	{"bg", "LAST bg-thread-after-its-own-read trace=- span=-"},
+	{"inh", "LAST inheriting-thread-after-pooled-read trace=" TRACE2 " span="},
+	{"mux", "LAST after-A's-answer trace=- span=-"},
+	{"batch", "LAST after-A's-answer trace=- span=-"},
+	{"retry", "LAST after-A's-answer trace=- span=-"},
+	{"vfork", "LAST after-reading-a-pipe trace=- span=-"},
+	{"unseen", "LAST after-reading-a-pipe trace=- span=-"},
+};
+
+START_TEST(no_wrong_request)
+{
+	char path[4096], *argv[] = {path, (char *)attr_cases[_i].mode, NULL};
+	char *out = NULL, *err = NULL;
+	int st;
+
+	snprintf(path, sizeof(path), "%s/upstream-attr", test_env_path("HELPER_DIR"));
+	st = test_run_capture(argv, NULL, true, &out, &err, 30000);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0 &&
+			      strstr(out, attr_cases[_i].want),
+		      "upstream-attr %s: status %#x, want '%s':\n%s%s",
+		      attr_cases[_i].mode, st, attr_cases[_i].want, out, err);
+	free(out);
+	free(err);
+}
+END_TEST
+
 TEST_SUITE(upstream_suite)
 {
 	Suite *s = suite_create("preload-upstream");
@@ -160,6 +196,8 @@ TEST_SUITE(upstream_suite)
 	tcase_add_loop_test(tc, kept_alive_upstream, 0, 2);
 	tcase_add_loop_test(tc, fd_reuse, 0, 2);
 	tcase_add_loop_test(tc, client_program, 0, 2);
+	tcase_add_loop_test(tc, no_wrong_request, 0,
+			    sizeof(attr_cases) / sizeof(attr_cases[0]));
 	suite_add_tcase(s, tc);
 	return s;
 }
