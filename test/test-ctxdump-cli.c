@@ -285,6 +285,8 @@ START_TEST(usage_errors)
 		{"-t", "x", "1", NULL},
 		{"--stack-size", "9M", "1", NULL},
 		{"--stack-size", "12Q", "1", NULL},
+		{"--stack-size", "0", "1", NULL},
+		{"--stack-size", "4095", "1", NULL},
 		{"-t", NULL},
 	};
 	size_t i;
@@ -317,6 +319,62 @@ START_TEST(usage_errors)
 		free(out);
 		free(err);
 	}
+}
+END_TEST
+
+/* The state letter of /proc/PID/stat, '?' if it cannot be read. */
+static char
+proc_state(pid_t pid)
+{
+	char path[64], buf[512], *p;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return '?';
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return '?';
+	buf[n] = '\0';
+	p = strrchr(buf, ')');
+	return p && p[1] == ' ' ? p[2] : '?';
+}
+
+/* A child that exited and is not reaped yet is still listed in /proc:
+ * the message says why it cannot be read (old: "process N exited" of a
+ * pid that ps still shows). */
+START_TEST(zombie_target)
+{
+	char arg[16], *out, *err;
+	long deadline;
+	pid_t pid;
+	int r, st;
+
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0)
+		_exit(0);
+	deadline = test_now_ms() + RUN_TIMEOUT_MS;
+	while (proc_state(pid) != 'Z') {
+		ck_assert_msg(test_now_ms() < deadline,
+			      "child %d never became a zombie", (int)pid);
+		usleep(1000);
+	}
+	snprintf(arg, sizeof(arg), "%d", (int)pid);
+	r = run_ctxdump(&out, &err, arg, NULL);
+	ck_assert_msg(r == 2, "exit %d: %s", r, err);
+	ck_assert_msg(strstr(err, "exited (zombie, not reaped yet)"), "%s", err);
+	free(out);
+	free(err);
+	r = run_ctxdump(&out, &err, "record", "-o", "/dev/null", arg, NULL);
+	ck_assert_msg(r == 2, "exit %d: %s", r, err);
+	ck_assert_msg(strstr(err, "exited (zombie, not reaped yet)"), "%s", err);
+	free(out);
+	free(err);
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
 }
 END_TEST
 
@@ -1081,6 +1139,7 @@ TEST_SUITE(ctxdump_cli_suite)
 	TCase *tp = tcase_create("process");
 
 	tcase_add_test(tc, usage_errors);
+	tcase_add_test(tc, zombie_target);
 	tcase_add_test(tc, help_version);
 	tcase_add_test(tc, no_such_process);
 	tcase_add_test(tc, kernel_thread);

@@ -441,6 +441,31 @@ START_TEST(failed_record_keeps_file)
 	ck_assert_int_eq(stat(file, &st), 0);
 	ck_assert_uint_eq(st.st_mode & 0777, 0640);
 	ck_assert_uint_eq(count_prefixed("/tmp", prefix), 0);
+	/* the summary says so (old: "not all of it written to FILE") */
+	r = prof_run(&out, &err, "record", "-o", file, arg, NULL);
+	ck_assert_msg(r == 2, "exit %d: %s", r, err);
+	ck_assert_msg(strstr(err, "nothing recorded: ") &&
+			      strstr(err, " left unchanged") &&
+			      !strstr(err, "written to"),
+		      "%s", err);
+	free(out);
+	free(err);
+	body = prof_slurp(file);
+	ck_assert_str_eq(body, old);
+	free(body);
+	unlink(file);
+	r = prof_run(&out, &err, "record", "-o", file, arg, NULL);
+	ck_assert_msg(r == 2, "exit %d: %s", r, err);
+	ck_assert_msg(strstr(err, "nothing recorded: ") && strstr(err, " not created"),
+		      "%s", err);
+	free(out);
+	free(err);
+	ck_assert_int_eq(access(file, F_OK), -1);
+	ck_assert_uint_eq(count_prefixed("/tmp", prefix), 0);
+	fd = open(file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0640);
+	ck_assert_int_eq(write(fd, old, sizeof(old) - 1), (ssize_t)sizeof(old) - 1);
+	close(fd);
+	ck_assert_int_eq(chmod(file, 0640), 0);
 	untrace_target(&t);
 
 	/* through a symbolic link: the link stays, the file is replaced */

@@ -463,6 +463,16 @@ START_TEST(record_traced_requests)
 			  0);
 	free(out);
 	free(err);
+	/* upper case as pasted from elsewhere: the same samples */
+	st = prof_run(&out, &err, "report", "--folded", "--trace", "4BF92F35", file,
+		      NULL);
+	ck_assert_msg(st == 0, "report exit %d: %s", st, err);
+	ck_assert_uint_gt(folded_count(out, "trace " TRACE_CPU ";", NULL), 0);
+	ck_assert_uint_eq(folded_count(out, "trace " TRACE_SLP, NULL) +
+				  folded_count(out, "[no trace]", NULL),
+			  0);
+	free(out);
+	free(err);
 	st = prof_run(&out, &err, "report", "--folded", "--path", "/sleep/300", file,
 		      NULL);
 	ck_assert_int_eq(st, 0);
@@ -791,7 +801,8 @@ assert_recording(pid_t rec, const char *errf, const char *when)
  * first round, "process N exited before it could be stopped"), also
  * when the process's leader is a zombie (old: taken for the process's
  * end as well).  The same happens to a target whose threads a loaded
- * machine does not run within the round's limit. */
+ * machine does not run within the round's limit.  The rounds skipped
+ * make the exit status 1 (old: 0, the recording's gap unnoticed). */
 START_TEST(record_no_thread_stops_in_time)
 {
 	char file[64], errf[64], pid[16], *err, *out = NULL;
@@ -833,7 +844,8 @@ START_TEST(record_no_thread_stops_in_time)
 	kill(rec, SIGINT);
 	st = prof_record_wait(rec, TIMEOUT_MS);
 	err = prof_slurp(errf);
-	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status 0x%x: %s", st,
+	/* the skipped rounds are a gap: exit 1, as for failed rounds */
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 1, "status 0x%x: %s", st,
 		      err);
 	ck_assert_msg(strstr(err, "thread stops timed out") &&
 			      strstr(err, "rounds skipped (no thread stopped in time"),
@@ -849,7 +861,7 @@ START_TEST(record_no_thread_stops_in_time)
 	vforker_enter(&v);
 	st = prof_record_wait(prof_record_start(errf, args_d), TIMEOUT_MS);
 	err = prof_slurp(errf);
-	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0 && !strstr(err, "exited"),
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 1 && !strstr(err, "exited"),
 		      "status 0x%x: %s", st, err);
 	free(err);
 	vforker_leave(&v);
@@ -1061,6 +1073,39 @@ START_TEST(record_report_usage)
 	free(err);
 	ck_assert_int_eq(prof_run(&out, &err, "report", "--trace", "XYZ", "f", NULL),
 			 64);
+	free(out);
+	free(err);
+	/* an option of another output is not silently ignored */
+	{
+		static const char *const bad[][5] = {
+			{"--context-spans", "f", NULL, NULL,
+			 "'--context-spans' requires --spans"},
+			{"--collapse", "--folded", "f", NULL,
+			 "'--collapse' requires --spans"},
+			{"--min-samples", "3", "f", NULL,
+			 "'--min-samples' requires --spans"},
+			{"--max-spans", "3", "f", NULL,
+			 "'--max-spans' requires --spans"},
+			{"--spans", "--top", "3", "f",
+			 "'--top' cannot be used with --spans"},
+			{"--folded", "--traces", "3", "f",
+			 "'--traces' cannot be used with --folded"},
+		};
+		size_t i;
+
+		for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+			ck_assert_int_eq(prof_run(&out, &err, "report", bad[i][0],
+						  bad[i][1], bad[i][2], bad[i][3],
+						  NULL),
+					 64);
+			ck_assert_msg(strstr(err, bad[i][4]), "case %zu: %s", i, err);
+			free(out);
+			free(err);
+		}
+	}
+	ck_assert_int_eq(prof_run(&out, &err, "record", "--stack-size", "0", "1", NULL),
+			 64);
+	ck_assert_ptr_nonnull(strstr(err, "smaller than 4K"));
 	free(out);
 	free(err);
 	ck_assert_int_eq(prof_run(&out, &err, "report", "/nonexistent/file", NULL), 2);

@@ -52,6 +52,10 @@ if command -v groff >/dev/null; then
 	for page in "$src"/doc/ctxshim.1 "$src"/doc/ctxshim.7 "$src"/doc/ctxdump.1; do
 		groff -man -ww -z -t "$page" >"$dp_tmp/groff" 2>&1
 		check "groff -ww ${page##*/}" same "$(cat "$dp_tmp/groff")" ""
+		# An escape the tools print as \xNN must render so, not as
+		# \\xNN (roff "\e\ex" where "\ex" was meant).
+		out=$(groff -man -Tascii -P-cbou -t "$page" 2>/dev/null | grep -n '\\\\x')
+		check "${page##*/} renders no \\\\x" same "$out" ""
 	done
 fi
 # mandoc's lint (Debian: mandoc) knows the man(7) conventions groff does

@@ -92,6 +92,8 @@ cli_parse_stack_size(const char *s)
 		cli_usage_err("invalid stack size: '%s'", s);
 	if (v > CLI_MAX_STACK_SIZE / mul)
 		cli_usage_err("stack size '%s' is larger than 8M", s);
+	if (v * mul < CLI_MIN_STACK_SIZE)
+		cli_usage_err("stack size '%s' is smaller than 4K", s);
 	return (size_t)(v * mul);
 }
 

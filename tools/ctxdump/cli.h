@@ -18,6 +18,9 @@
 
 /* Largest --stack-size. */
 #define CLI_MAX_STACK_SIZE (8u << 20)
+/* Smallest --stack-size: less than a page holds no useful frame (the
+ * return addresses of a few calls at most). */
+#define CLI_MIN_STACK_SIZE (4u << 10)
 
 /* The command name of the messages ("ctxdump" until set). */
 void cli_set_name(const char *name);
@@ -40,7 +43,8 @@ void cli_version(void) __attribute__((noreturn));
 long long cli_parse_num(const char *s, const char *what, long long min, long long max);
 
 /* A --stack-size: bytes, with an optional K or M suffix (and B or iB
- * after it), at most CLI_MAX_STACK_SIZE; else a usage error. */
+ * after it), from CLI_MIN_STACK_SIZE to CLI_MAX_STACK_SIZE; else a usage
+ * error. */
 size_t cli_parse_stack_size(const char *s);
 
 /* The usage error for what getopt_long() returned as c (':' or '?'; with

@@ -1106,7 +1106,8 @@ main(int argc, char **argv)
 		return CLI_EXIT_FATAL;
 	}
 	if (r == -ESRCH) {
-		cli_warn("process %d exited", (int)ctl.pid);
+		cli_warn("process %d exited%s", (int)ctl.pid,
+			 dump_exited_note(ctl.pid));
 		stop_free(&ss);
 		dump_free(d);
 		return CLI_EXIT_FATAL;
@@ -1203,7 +1204,8 @@ main(int argc, char **argv)
 		if (r == -ESRCH && ctl.tid)
 			cli_warn("thread %d exited %s", (int)ctl.tid, when);
 		else if (r == -ESRCH)
-			cli_warn("process %d exited %s", (int)ctl.pid, when);
+			cli_warn("process %d exited %s%s", (int)ctl.pid, when,
+				 dump_exited_note(ctl.pid));
 		else
 			cli_warn("cannot stop process %d: %s", (int)ctl.pid,
 				 strerror(-r));

@@ -159,3 +159,8 @@ int dump_proc_load(pid_t pid, pid_t *mem_pid, struct etls_proc **ep);
 /* Whether pid is a kernel thread: it maps nothing, like a process that
  * has exited, and the messages must not say it exited. */
 bool dump_is_kthread(pid_t pid);
+
+/* What to add to "process N exited": " (zombie, not reaped yet)" while
+ * /proc/N/stat says Z (it did exit, but its parent has not reaped it, so
+ * ps and /proc still show it), else "". */
+const char *dump_exited_note(pid_t pid);

@@ -210,6 +210,7 @@ struct rec {
 	uint64_t grace_end;
 	/* -o FILE written to tmp_path, renamed to final_path (open_output()) */
 	char *tmp_path, *final_path;
+	bool final_existed; /* FILE existed before (tmp_path replaces it) */
 	uint64_t t0_mono, t0_real;
 
 	struct lay_proc lp;
@@ -1212,6 +1213,7 @@ open_output(struct rec *rc)
 			}
 			if (fd >= 0 && exists)
 				(void)fchmod(fd, st.st_mode & 0777);
+			rc->final_existed = exists;
 			if (fd < 0) {
 				free(rc->final_path);
 				rc->final_path = NULL;
@@ -1499,17 +1501,28 @@ wait_until(struct rec *rc, uint64_t t)
 }
 
 /* failed: the run ends with CLI_EXIT_FATAL (its warning said why), so
- * the output may not hold what was recorded. */
+ * the output may not hold what was recorded.  While the temporary file
+ * still exists (rec_free() removes it), FILE holds nothing of it. */
 static void
 print_summary(const struct rec *rc, uint64_t elapsed, bool failed)
 {
-	fprintf(stderr,
-		"ctxdump record: %" PRIu64 " samples in %" PRIu64
-		" rounds over %.3f s %s %s (%" PRIu64 " bytes)\n",
-		rc->samples, rc->rounds, (double)elapsed / 1e9,
-		failed ? "recorded, not all of it written to" : "written to",
-		strcmp(rc->ctl->output, "-") == 0 ? "standard output" : rc->ctl->output,
-		rc->out_bytes);
+	const char *name =
+		strcmp(rc->ctl->output, "-") == 0 ? "standard output" : rc->ctl->output;
+
+	if (failed && rc->tmp_path) {
+		fprintf(stderr,
+			"ctxdump record: %" PRIu64 " samples in %" PRIu64
+			" rounds over %.3f s, nothing recorded: %s %s\n",
+			rc->samples, rc->rounds, (double)elapsed / 1e9, name,
+			rc->final_existed ? "left unchanged" : "not created");
+	} else {
+		fprintf(stderr,
+			"ctxdump record: %" PRIu64 " samples in %" PRIu64
+			" rounds over %.3f s %s %s (%" PRIu64 " bytes)\n",
+			rc->samples, rc->rounds, (double)elapsed / 1e9,
+			failed ? "recorded, not all of it written to" : "written to",
+			name, rc->out_bytes);
+	}
 	if (!rc->rounds && !rc->skipped_rounds && !rc->failed_rounds)
 		return;
 	fputs("ctxdump record: ", stderr);
@@ -1585,7 +1598,8 @@ record_main(int argc, char **argv)
 		return CLI_EXIT_FATAL;
 	}
 	if (r == -ESRCH) {
-		cli_warn("process %d exited", (int)ctl.pid);
+		cli_warn("process %d exited%s", (int)ctl.pid,
+			 dump_exited_note(ctl.pid));
 		rec_free(rc);
 		return CLI_EXIT_FATAL;
 	}
@@ -1733,7 +1747,9 @@ record_main(int argc, char **argv)
 	if (!ctl.quiet)
 		print_summary(rc, remote_now_ns() - rc->t0_mono,
 			      status == CLI_EXIT_FATAL);
-	if (status == CLI_EXIT_OK && rc->failed_rounds)
+	/* a skipped round is a gap in the recording as a failed one is, and
+	 * as a thread that did not stop in time makes a dump partial */
+	if (status == CLI_EXIT_OK && (rc->failed_rounds || rc->skipped_rounds))
 		status = CLI_EXIT_PARTIAL;
 	rec_free(rc);
 	return status;

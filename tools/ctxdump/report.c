@@ -17,6 +17,7 @@
 
 #include "profile.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -2856,6 +2857,8 @@ parse_args(struct rpt_ctl *ctl, int argc, char **argv)
 		{"version", no_argument, NULL, 'V'},
 		{NULL, 0, NULL, 0},
 	};
+	/* the options of one output only, as written (the last one) */
+	const char *spans_only = NULL, *summary_only = NULL;
 	struct filter *f;
 	char *eq;
 	size_t i;
@@ -2877,32 +2880,39 @@ parse_args(struct rpt_ctl *ctl, int argc, char **argv)
 			ctl->mode = c == OPT_FOLDED ? MODE_FOLDED : MODE_SPANS;
 			break;
 		case OPT_CONTEXT_SPANS:
+			spans_only = "context-spans";
 			ctl->context_spans = true;
 			break;
 		case OPT_COLLAPSE:
+			spans_only = "collapse";
 			ctl->collapse = true;
 			break;
 		case OPT_MIN_SAMPLES:
+			spans_only = "min-samples";
 			ctl->min_samples = (unsigned)cli_parse_num(
 				optarg, "sample count", 1, INT_MAX);
 			break;
 		case OPT_TOP:
+			summary_only = "top";
 			ctl->top = (unsigned)cli_parse_num(optarg, "count", 1, INT_MAX);
 			break;
 		case OPT_TRACES:
+			summary_only = "traces";
 			ctl->max_traces =
 				(unsigned)cli_parse_num(optarg, "count", 0, INT_MAX);
 			break;
 		case OPT_TRACE:
+			/* ids are printed in lowercase; upper case as
+			 * pasted from elsewhere matches as well */
 			for (i = 0; optarg[i]; i++)
-				if (!((optarg[i] >= '0' && optarg[i] <= '9') ||
-				      (optarg[i] >= 'a' && optarg[i] <= 'f')))
-					cli_usage_err(
-						"invalid trace id: '%s' (lowercase "
-						"hex)",
-						optarg);
+				if (!isxdigit((unsigned char)optarg[i]))
+					cli_usage_err("invalid trace id: '%s' (hex "
+						      "digits expected)",
+						      optarg);
 			if (i == 0 || i > 32)
 				cli_usage_err("invalid trace id: '%s'", optarg);
+			for (i = 0; optarg[i]; i++)
+				optarg[i] = (char)tolower((unsigned char)optarg[i]);
 			f = new_filter(ctl);
 			f->kind = F_TRACE;
 			f->a = optarg;
@@ -2933,6 +2943,7 @@ parse_args(struct rpt_ctl *ctl, int argc, char **argv)
 			ctl->traced_only = true;
 			break;
 		case OPT_MAX_SPANS:
+			spans_only = "max-spans";
 			ctl->max_spans =
 				(size_t)cli_parse_num(optarg, "span count", 1, INT_MAX);
 			break;
@@ -2944,6 +2955,12 @@ parse_args(struct rpt_ctl *ctl, int argc, char **argv)
 			cli_option_error(c, argv, false);
 		}
 	}
+	/* an option for another output would be ignored: say so */
+	if (spans_only && ctl->mode != MODE_SPANS)
+		cli_usage_err("option '--%s' requires --spans", spans_only);
+	if (summary_only && ctl->mode != MODE_SUMMARY)
+		cli_usage_err("option '--%s' cannot be used with %s", summary_only,
+			      ctl->mode == MODE_FOLDED ? "--folded" : "--spans");
 	ctl->file = cli_operand(argc, argv, "recording file");
 }
 

@@ -94,3 +94,14 @@ dump_is_kthread(pid_t pid)
 	free(buf);
 	return (flags & 0x00200000ull) != 0; /* PF_KTHREAD */
 }
+
+const char *
+dump_exited_note(pid_t pid)
+{
+	char comm[64], state;
+
+	if (stop_read_task_stat(pid, pid, comm, sizeof(comm), &state) == 0 &&
+	    state == 'Z')
+		return " (zombie, not reaped yet)";
+	return "";
+}
