@@ -92,6 +92,17 @@ contains() {
 	return 1
 }
 
+# not_contains TEXT PART
+not_contains() {
+	case $1 in
+	*"$2"*)
+		printf '  %s\n  contains: %s\n' "$1" "$2"
+		return 1
+		;;
+	esac
+	return 0
+}
+
 # same TEXT1 TEXT2
 same() {
 	[ "$1" = "$2" ] && return 0

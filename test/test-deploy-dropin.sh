@@ -66,6 +66,31 @@ check "file removed" test ! -e "$file"
 check "empty .d directory removed" test ! -e "${file%/*}"
 expect_status 0 "remove again" "$S" systemd-dropin --remove --root "$root" nginx
 
+# No unit file of that name: written all the same (an image build may
+# install the unit later), with a warning (old: silence).
+expect_status 0 "write without a unit file" "$S" systemd-dropin --root "$root" nginx
+check "warns of a unit that does not exist" contains "$dp_err" \
+	"warning: no unit file nginx.service in $root's /etc/systemd/system"
+case $dp_err in
+*"systemd is not running"*) fail "no warning about this host's systemd with --root" ;;
+*) ok "no warning about this host's systemd with --root" ;;
+esac
+mkdir -p "$root/usr/lib/systemd/system"
+: >"$root/usr/lib/systemd/system/nginx.service"
+expect_status 0 "write for a unit that exists" "$S" systemd-dropin --root "$root" nginx
+check "no warning then" not_contains "$dp_err" "no unit file"
+: >"$root/usr/lib/systemd/system/getty@.service"
+expect_status 0 "write for an instance of a template" "$S" systemd-dropin --root "$root" getty@tty1
+check "its template is found" not_contains "$dp_err" "no unit file"
+expect_status 0 "write for a template" "$S" systemd-dropin --root "$root" getty@.service
+check "the template is found" not_contains "$dp_err" "no unit file"
+expect_status 0 "write for an instance of a missing template" "$S" systemd-dropin --root "$root" foo@x
+check "warns naming the template" contains "$dp_err" \
+	"no unit file foo@.service (for foo@x.service)"
+rm -rf "$root/usr/lib/systemd" "$root/etc/systemd/system/getty@tty1.service.d" \
+	"$root/etc/systemd/system/getty@.service.d" "$root/etc/systemd/system/foo@x.service.d" \
+	"$root/etc/systemd/system/nginx.service.d"
+
 # Below --root the library is for that system, not for this host: it is
 # not loaded here (it could be built for another machine or C library, and
 # loading it would run the root's code on the host), only checked: a

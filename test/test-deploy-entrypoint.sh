@@ -25,6 +25,16 @@ expect_status 0 "--version" "$E" --version
 check "--version format" contains "$dp_out" "ctxshim-entrypoint from ctxshim "
 expect_status 64 "no command" "$E"
 check "Try --help" contains "$dp_err" "Try 'ctxshim-entrypoint --help' for more information."
+# A command that cannot run: exec's status with our message (old: the
+# shell's "./ctxshim-entrypoint: 594: exec: /no/such: not found").
+expect_status 127 "command not found" "$E" /no/such
+check "says so in our name" same "$dp_err" "ctxshim-entrypoint: /no/such: not found"
+expect_status 127 "command not found in PATH" "$E" no-such-command-dp
+check "names it" same "$dp_err" "ctxshim-entrypoint: no-such-command-dp: not found"
+printf '#!/bin/sh\n' >ep-noexec
+chmod 644 ep-noexec
+expect_status 126 "not executable" "$E" ./ep-noexec
+check "says why" same "$dp_err" "ctxshim-entrypoint: ./ep-noexec: Permission denied"
 
 # The program it starts carries the shim: 'ctxshim status' on its pid.
 OTEL_SERVICE_NAME=ep-service

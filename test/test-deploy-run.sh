@@ -29,6 +29,19 @@ expect_status 64 "run with an unknown option" "$S" run --bogus -- true
 check "names the option" contains "$dp_err" "unrecognized option '--bogus'"
 expect_status 64 "option without its argument" "$S" run --log
 expect_status 64 "malformed --resource" "$S" run --resource novalue -- true
+# Entries the shim's parser would reject, and with them the whole
+# variable (old: accepted, the valid k dropped too, silently).
+expect_status 64 "bad percent-escape in --resource" \
+	"$S" run -r 'k=caf%C3%A9,x=%zz' -- true
+check "names the entry and the escape" contains "$dp_err" \
+	"invalid resource attribute 'x=%zz': bad percent-escape \"%zz\""
+expect_status 64 "truncated percent-escape" "$S" run -r 'k=%4' -- true
+expect_status 64 "%00" "$S" run -r 'k=a%00b' -- true
+expect_status 64 "not UTF-8 once decoded" "$S" run -r 'k=%C3' -- true
+check "says why" contains "$dp_err" "'k=%C3': the value is not UTF-8 once decoded"
+expect_status 64 "blank key" "$S" run -r ' =v' -- true
+expect_status 64 "env checks it too" "$S" env -r 'x=%zz'
+expect_status 0 "valid escapes pass" "$S" run -r 'k=caf%C3%A9,e=a%3Db%2Cc' -- true
 expect_status 64 "empty --service-name" "$S" run --service-name= -- true
 expect_status 0 "--help" "$S" --help
 check "--help shows the synopsis" contains "$dp_out" " ctxshim run [options] [--] <command>"
@@ -159,6 +172,25 @@ mkdir adir
 expect_status 126 "a directory is not a command" "$S" run -- ./adir
 check "says so like env(1)" same "$dp_err" "ctxshim: ./adir: Permission denied"
 expect_status 126 "check: a directory" "$S" check ./adir
+# check: a command the shim could load into, but no library to load
+# (old: "ok", while run exits 125).
+expect_status 1 "check: library missing" env CTXSHIM_LIB=/nonexistent/libctxshim.so \
+	"$S" check sh
+check "says so" contains "$dp_out" "sh: missing: /nonexistent/libctxshim.so does not exist"
+# The build tree's script uses the build tree's library without
+# CTXSHIM_LIB (the README's path from quick start); a copy elsewhere
+# (as installed) never does.
+expect_status 0 "build tree: version" env -u CTXSHIM_LIB "$S" version
+check "names the build tree's library" contains "$dp_out" "library: $lib"
+# shellcheck disable=SC2016 # for the command's shell
+expect_status 0 "build tree: run" env -u CTXSHIM_LIB "$S" run -- sh -c 'echo "$LD_PRELOAD"'
+check "preloads the build tree's library" same "$dp_out" "$want_preload"
+cp "$S" ./ctxshim-copy
+expect_status 0 "a copy: version" env -u CTXSHIM_LIB ./ctxshim-copy version
+case $dp_out in
+*"library: $lib"*) fail "a copy does not use the build tree's library" ;;
+*) ok "a copy does not use the build tree's library" ;;
+esac
 expect_status 125 "library missing" env CTXSHIM_LIB=/nonexistent/libctxshim.so \
 	"$S" run -- /bin/true
 check "names the library" contains "$dp_err" "/nonexistent/libctxshim.so"

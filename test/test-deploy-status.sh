@@ -21,6 +21,33 @@ expect_status 64 "not a number" "$S" status 12x
 expect_status 2 "no such process" "$S" status 999999999
 check "says so" contains "$dp_err" "process 999999999 does not exist"
 
+# A zombie (exited, not reaped: sh's child sleep while sh itself waits in
+# an exec'd program that never reaps it): "cannot tell", not "not
+# loaded" (old: exit 1, "library: not loaded").
+sh -c 'sleep 0 & exec sleep 30' &
+zparent=$!
+dp_pids="$dp_pids $zparent"
+zpid=
+i=0
+while [ $i -lt 500 ]; do
+	# shellcheck disable=SC2013 # pids separated by blanks
+	for c in $(cat "/proc/$zparent/task/$zparent/children" 2>/dev/null); do
+		st=$(cat "/proc/$c/stat" 2>/dev/null) || continue
+		st=${st##*) }
+		[ "${st%% *}" = Z ] && zpid=$c
+	done
+	[ -z "$zpid" ] || break
+	sleep 0.01
+	i=$((i + 1))
+done
+if [ -n "$zpid" ]; then
+	expect_status 2 "zombie" "$S" status "$zpid"
+	check "says it exited" same "$dp_err" "ctxshim: status: process $zpid has exited (zombie, not reaped yet)"
+else
+	echo "# no zombie to test with (/proc/PID/task/TID/children missing?)"
+fi
+kill "$zparent" 2>/dev/null
+
 # A plain process: nothing loaded, no context.
 start_blocked sh -c "$DP_BLOCKER"
 expect_status 1 "plain process" "$S" status "$bg_pid"
