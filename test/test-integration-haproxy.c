@@ -266,28 +266,6 @@ hx_trace(unsigned k, char out[33])
 	return nx_trace(TRACE_PREFIX, k, out);
 }
 
-/* The thread of haproxy that attached trace (its head's read), polling
- * the event log until it did. */
-static long
-hx_attach_tid(struct hx_run *h, const char *trace)
-{
-	long deadline = nx_now_ms() + IT_TIMEOUT_MS;
-
-	for (;;) {
-		char *log = it_events(&h->n.srv);
-		long tid = nx_attach_tid(log, trace);
-
-		if (tid > 0) {
-			free(log);
-			return tid;
-		}
-		ck_assert_msg(nx_now_ms() < deadline, "%s never attached:\n%.3000s",
-			      trace, log);
-		free(log);
-		usleep(5000);
-	}
-}
-
 /* Check 1, a request haproxy itself works on: "GET /hold/1" stops in the
  * Lua action until the test writes a line into the FIFO. */
 static void
@@ -313,7 +291,7 @@ hx_held_by_haproxy(struct hx_run *h, bool preload, char **acc, size_t *acc_len)
 	}
 	if (preload) {
 		struct it_thread_ctx t;
-		long tid = hx_attach_tid(h, trace);
+		long tid = nx_wait_attach_tid(&h->n.srv, trace);
 		char *json = it_ctxdump(h->n.srv.child.pid);
 
 		ck_assert_msg(it_dump_count_trace(json, trace) == 1,
@@ -361,7 +339,7 @@ hx_held_by_backend(struct hx_run *h, bool preload, char **acc, size_t *acc_len)
 		/* Attached at its head, by one thread, which let it go when
 		 * it went back to its loop (the request was sent to the
 		 * backend by then: the backend holds it). */
-		tid = hx_attach_tid(h, trace);
+		tid = nx_wait_attach_tid(&h->n.srv, trace);
 		it_wait_detached(&h->n.srv, tid, trace, "epoll_wait");
 		log = it_events(&h->n.srv);
 		ck_assert_msg(it_events_count(log, trace, "request") == 1 &&

@@ -89,27 +89,6 @@ START_TEST(test_nginx_identical_and_events)
 }
 END_TEST
 
-/* The worker's attach of trace (its head's read), polling the event log. */
-static long
-ngx_attach_tid(struct nx_server *n, const char *trace)
-{
-	long deadline = nx_now_ms() + IT_TIMEOUT_MS;
-
-	for (;;) {
-		char *log = it_events(&n->srv);
-		long tid = nx_attach_tid(log, trace);
-
-		if (tid > 0) {
-			free(log);
-			return tid;
-		}
-		ck_assert_msg(nx_now_ms() < deadline, "%s never attached:\n%.3000s",
-			      trace, log);
-		free(log);
-		usleep(5000);
-	}
-}
-
 START_TEST(test_nginx_proxy_pass)
 {
 	struct nx_server n;
@@ -152,7 +131,7 @@ START_TEST(test_nginx_proxy_pass)
 		ck_assert_ptr_nonnull(strstr(line, " /block/"));
 		/* Attached at its head, let go by the worker's wait once the
 		 * request went out. */
-		tid = ngx_attach_tid(&n, trace);
+		tid = nx_wait_attach_tid(&n.srv, trace);
 		it_wait_detached(&n.srv, tid, trace, "epoll_wait");
 		log = it_events(&n.srv);
 		up0 = it_events_count(log, trace, "upstream");

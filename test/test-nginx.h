@@ -407,6 +407,28 @@ nx_attach_tid(const char *log, const char *trace)
 	return p ? nx_line_tid(log, (size_t)(p - log)) : -1;
 }
 
+/* The thread of srv that attached trace (its head's read), polling the
+ * event log until it did. */
+static long
+nx_wait_attach_tid(struct it_server *srv, const char *trace)
+{
+	long deadline = nx_now_ms() + IT_TIMEOUT_MS;
+
+	for (;;) {
+		char *log = it_events(srv);
+		long tid = nx_attach_tid(log, trace);
+
+		if (tid > 0) {
+			free(log);
+			return tid;
+		}
+		ck_assert_msg(nx_now_ms() < deadline, "%s never attached:\n%.3000s",
+			      trace, log);
+		free(log);
+		usleep(5000);
+	}
+}
+
 /* tid of the last line about trace: the thread that had it last (-1: no
  * line about it). */
 static long

@@ -26,6 +26,11 @@
  * where the helper expects one. */
 #include "test-common.h"
 
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wunused-function"
+#include "test-integration.h"
+#pragma GCC diagnostic pop
+
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -34,27 +39,6 @@
 #define TRACE1 "4bf92f3577b34da6a3ce929d0e0e4736"
 #define TRACE2 "5c0a3f4688c45eb7b4df03ae1f1f5847"
 #define EVIL   "e0e1e2e3e4e5e6e7e8e9eaebecedee01"
-
-/* How many event lines of trace have reason `reason'. */
-static unsigned
-count_events(const char *log, const char *trace, const char *reason)
-{
-	char pat[96];
-	const char *p = log;
-	unsigned n = 0;
-
-	snprintf(pat, sizeof(pat), " trace=%s span=", trace);
-	while ((p = strstr(p, pat))) {
-		const char *eol = strchr(p, '\n'), *r = strstr(p, " reason=");
-
-		if (r && (!eol || r < eol) &&
-		    strncmp(r + 8, reason, strlen(reason)) == 0 &&
-		    (r[8 + strlen(reason)] == '\n' || r[8 + strlen(reason)] == '\0'))
-			n++;
-		p++;
-	}
-	return n;
-}
 
 /* Run the helper in mode (how: its read call); events: with an event log,
  * whose "upstream" switches of TRACE1 and TRACE2 must number up1 and
@@ -95,8 +79,8 @@ run_upstream(const char *mode, const char *how, bool events, unsigned up1, unsig
 		log[len] = '\0';
 		fclose(f);
 		unlink(evpath);
-		ck_assert_msg(count_events(log, TRACE1, "upstream") == up1 &&
-				      count_events(log, TRACE2, "upstream") == up2,
+		ck_assert_msg(it_events_count(log, TRACE1, "upstream") == up1 &&
+				      it_events_count(log, TRACE2, "upstream") == up2,
 			      "upstream %s %s: not %u and %u \"upstream\" events:\n%s",
 			      mode, how ? how : "", up1, up2, log);
 		ck_assert_msg(!strstr(log, EVIL), "the backend's trace in the log:\n%s",
