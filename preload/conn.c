@@ -911,7 +911,7 @@ conn_move(struct ctxshim_conn *dst, struct ctxshim_conn *src)
  * number may have been a connection before); one the state was just
  * moved away from keeps its own, which the ring's links name. */
 static void
-conn_to_copy(struct ctxshim_conn *c, bool new_gen)
+conn_to_link(struct ctxshim_conn *c, uint8_t tracked, bool new_gen)
 {
 	conn_release_all(c);
 	conn_seq_begin(c);
@@ -919,13 +919,19 @@ conn_to_copy(struct ctxshim_conn *c, bool new_gen)
 	http_scan_stop(&c->scan);
 	memset(&c->ctx, 0, offsetof(struct ctxshim_conn_ctx, data));
 	memset(c->ctx.parent_id, 0, sizeof(c->ctx.parent_id));
-	atomic_store_explicit(
-		&c->flags, CONN_F_TRACKED | CONN_F_LINK | CONN_F_REQ | CONN_F_HAS_CTX,
-		memory_order_relaxed);
+	atomic_store_explicit(&c->flags,
+			      tracked | CONN_F_LINK | CONN_F_REQ | CONN_F_HAS_CTX,
+			      memory_order_relaxed);
 	if (new_gen)
 		atomic_fetch_add_explicit(&c->gen, 1, memory_order_relaxed);
 	conn_seq_end(c);
 	conn_set_answered(c, false);
+}
+
+static void
+conn_to_copy(struct ctxshim_conn *c, bool new_gen)
+{
+	conn_to_link(c, CONN_F_TRACKED, new_gen);
 }
 
 static void
@@ -1051,17 +1057,7 @@ ctxshim_conn_upstream(int fd, uint64_t v)
 	 * answered (a write on it goes to sk_out_next(), which finds no
 	 * leader and stops). */
 	conn_link_store(fd, 0);
-	conn_release_all(c);
-	conn_seq_begin(c);
-	memset(&c->scan, 0, sizeof(c->scan));
-	http_scan_stop(&c->scan);
-	memset(&c->ctx, 0, offsetof(struct ctxshim_conn_ctx, data));
-	memset(c->ctx.parent_id, 0, sizeof(c->ctx.parent_id));
-	atomic_store_explicit(&c->flags, CONN_F_LINK | CONN_F_REQ | CONN_F_HAS_CTX,
-			      memory_order_relaxed);
-	atomic_fetch_add_explicit(&c->gen, 1, memory_order_relaxed);
-	conn_seq_end(c);
-	conn_set_answered(c, false);
+	conn_to_link(c, 0, true);
 	conn_up_ino_store(c, fd);
 	ctxshim_conn_up_store(fd, v);
 	conn_set_hot(fd, CONN_HOT_UP);
