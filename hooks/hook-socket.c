@@ -813,17 +813,31 @@ sk_up_is_stale(void)
 	return sk_self.up_stale == ((uint32_t)sk_self.span | 1);
 }
 
+/* The server connection upstream word v (without CTXSHIM_CONN_UP_FRESH)
+ * names, if its request is still live: its slot, *cfd and *seq; else
+ * NULL. */
+static struct ctxshim_conn *
+sk_up_named(uint64_t v, int *cfd, uint32_t *seq)
+{
+	unsigned cfdp1 = (unsigned)(v & ((1u << CTXSHIM_CONN_UP_FD_BITS) - 1));
+	struct ctxshim_conn *c;
+
+	if (!cfdp1 || cfdp1 > ctxshim_conn_tab.max_fds)
+		return NULL;
+	*cfd = (int)cfdp1 - 1;
+	*seq = (uint32_t)(v >> CTXSHIM_CONN_UP_FD_BITS);
+	c = ctxshim_conn_get(*cfd);
+	return c && sk_up_live(c, *seq) ? c : NULL;
+}
+
 /* Does upstream word v name a request that is still live? */
 static bool
 sk_up_word_live(uint64_t v)
 {
-	unsigned cfdp1 = (unsigned)(v & ((1u << CTXSHIM_CONN_UP_FD_BITS) - 1));
-	const struct ctxshim_conn *c;
+	uint32_t seq;
+	int cfd;
 
-	if (!cfdp1 || cfdp1 > ctxshim_conn_tab.max_fds)
-		return false;
-	c = ctxshim_conn_get((int)cfdp1 - 1);
-	return c && sk_up_live(c, (uint32_t)(v >> CTXSHIM_CONN_UP_FD_BITS));
+	return sk_up_named(v & ~CTXSHIM_CONN_UP_FRESH, &cfd, &seq) != NULL;
 }
 
 /* I/O on upstream fd (busy held, errno kept by the caller): a write names
@@ -833,11 +847,10 @@ static __attribute__((noinline, cold)) void
 sk_up_follow(int fd, bool is_write)
 {
 	uint64_t v;
-	unsigned cfdp1;
 	uint32_t seq;
 	struct ctxshim_conn *c;
 	struct ctxshim_ctx ctx;
-	int own;
+	int own, cfd;
 
 	if (is_write) {
 		uint64_t old = ctxshim_conn_up_load(fd);
@@ -873,14 +886,10 @@ sk_up_follow(int fd, bool is_write)
 	if (own < 0 && ctxshim_current())
 		return;
 	v = ctxshim_conn_up_load(fd) & ~CTXSHIM_CONN_UP_FRESH;
-	cfdp1 = (unsigned)(v & ((1u << CTXSHIM_CONN_UP_FD_BITS) - 1));
-	seq = (uint32_t)(v >> CTXSHIM_CONN_UP_FD_BITS);
-	if (!cfdp1 || cfdp1 > ctxshim_conn_tab.max_fds)
+	c = sk_up_named(v, &cfd, &seq);
+	if (!c)
 		return;
-	c = ctxshim_conn_get((int)cfdp1 - 1);
-	if (!c || !sk_up_live(c, seq))
-		return;
-	if (own == (int)cfdp1 - 1 &&
+	if (own == cfd &&
 	    sk_self.gen == atomic_load_explicit(&c->gen, memory_order_relaxed))
 		return; /* that request is what the thread publishes */
 	/* Expanded, then checked again: a context of the request named, or
@@ -893,8 +902,8 @@ sk_up_follow(int fd, bool is_write)
 		ctxshim_conn_forget(fd);
 		return;
 	}
-	sk_attach((int)cfdp1 - 1, c, &ctx,
-		  own >= 0 ? CTXSHIM_EV_SWITCH : CTXSHIM_EV_ATTACH, "upstream");
+	sk_attach(cfd, c, &ctx, own >= 0 ? CTXSHIM_EV_SWITCH : CTXSHIM_EV_ATTACH,
+		  "upstream");
 }
 
 /* Upstream fd is closed by this thread (busy held): if it served another
