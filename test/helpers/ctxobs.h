@@ -46,3 +46,14 @@ ctxobs_format(char *out, size_t n)
 	t[32] = s[16] = '\0';
 	snprintf(out, n, "trace=%s span=%s", t, s);
 }
+
+/* ctxobs_format() into the calling thread's own buffer, for printing and
+ * comparing. */
+static inline __attribute__((unused)) const char *
+ctxobs_shown(void)
+{
+	static __thread char s[128];
+
+	ctxobs_format(s, sizeof(s));
+	return s;
+}

@@ -81,15 +81,6 @@ shows_none(void)
 	return strcmp(s, "trace=- span=-") == 0;
 }
 
-static const char *
-shown(void)
-{
-	static char s[128];
-
-	ctxobs_format(s, sizeof(s));
-	return s;
-}
-
 /* A complete request read on a new connection: its context is current. */
 static void
 request(int *cli, int *srv)
@@ -100,7 +91,7 @@ request(int *cli, int *srv)
 	pair(cli, srv);
 	send_all(*cli, head, sizeof(head) - 1, 0);
 	read_n(*srv, buf, sizeof(head) - 1);
-	CHECK(shows_trace(), "request: %s", shown());
+	CHECK(shows_trace(), "request: %s", ctxobs_shown());
 }
 
 static void
@@ -133,7 +124,7 @@ mode_oob(const char *how)
 	CHECK(r == 1 && urg == 'Z', "urgent byte: %zd %c", r, urg);
 	read_n(srv, buf, sizeof(p2) - 1);
 	CHECK(shows_trace(), "oob %s: the head's traceparent was not seen: %s", how,
-	      shown());
+	      ctxobs_shown());
 	close(cli);
 	close(srv);
 }
@@ -164,7 +155,7 @@ mode_poll_efault(void)
 #define EFAULT_CALL(name, call)                                                  \
 	do {                                                                     \
 		CHECK(shows_trace(), "%s: no context before the call: %s", name, \
-		      shown());                                                  \
+		      ctxobs_shown());                                           \
 		errno = 0;                                                       \
 		r = (call);                                                      \
 		e = errno;                                                       \
@@ -184,19 +175,21 @@ mode_poll_efault(void)
 		die("pipe");
 	pf = (struct pollfd){.fd = p[0], .events = POLLIN};
 	r = poll(&pf, 1, 0);
-	CHECK(r == 0 && shows_trace(), "poll on a pipe: %d %s", r, shown());
+	CHECK(r == 0 && shows_trace(), "poll on a pipe: %d %s", r, ctxobs_shown());
 	r = poll(&pf, 1, 20);
-	CHECK(r == 0 && shows_trace(), "blocking poll on a pipe: %d %s", r, shown());
+	CHECK(r == 0 && shows_trace(), "blocking poll on a pipe: %d %s", r,
+	      ctxobs_shown());
 	FD_ZERO(&rs);
 	FD_SET(p[0], &rs);
 	(void)write(p[1], "x", 1);
 	r = select(p[0] + 1, &rs, NULL, NULL, NULL);
-	CHECK(r == 1 && shows_trace(), "select on a pipe: %d %s", r, shown());
+	CHECK(r == 1 && shows_trace(), "select on a pipe: %d %s", r, ctxobs_shown());
 	/* ...one on a client connection is an idle loop or a server waiting
 	 * for the next request: blocking (nothing to read yet)... */
 	pf = (struct pollfd){.fd = srv, .events = POLLIN};
 	r = poll(&pf, 1, 20);
-	CHECK(r == 0 && shows_none(), "blocking poll on the client: %d %s", r, shown());
+	CHECK(r == 0 && shows_none(), "blocking poll on the client: %d %s", r,
+	      ctxobs_shown());
 	close(cli);
 	close(srv);
 	/* ...also in select, which clears it as it starts to wait... */
@@ -206,7 +199,7 @@ mode_poll_efault(void)
 	tv0 = (struct timeval){0, 20000};
 	r = select(srv + 1, &rs, NULL, NULL, &tv0);
 	CHECK(r == 0 && shows_none(), "blocking select on the client: %d %s", r,
-	      shown());
+	      ctxobs_shown());
 	close(cli);
 	close(srv);
 	/* ...or not (data ready)... */
@@ -214,7 +207,8 @@ mode_poll_efault(void)
 	send_all(cli, "G", 1, 0);
 	pf.fd = srv;
 	r = ppoll(&pf, 1, NULL, NULL);
-	CHECK(r == 1 && shows_none(), "ppoll on a ready client: %d %s", r, shown());
+	CHECK(r == 1 && shows_none(), "ppoll on a ready client: %d %s", r,
+	      ctxobs_shown());
 	close(cli);
 	close(srv);
 	/* ...and select on a ready client. */
@@ -224,7 +218,8 @@ mode_poll_efault(void)
 	FD_SET(srv, &rs);
 	FD_SET(p[0], &rs);
 	r = select((srv > p[0] ? srv : p[0]) + 1, &rs, NULL, NULL, NULL);
-	CHECK(r >= 1 && shows_none(), "select on a ready client: %d %s", r, shown());
+	CHECK(r >= 1 && shows_none(), "select on a ready client: %d %s", r,
+	      ctxobs_shown());
 	close(cli);
 	close(srv);
 	close(p[0]);
@@ -267,20 +262,20 @@ mode_continue(const char *how)
 	pair(&cli, &srv);
 	send_all(cli, head, sizeof(head) - 1, 0);
 	read_n(srv, buf, sizeof(head) - 1);
-	CHECK(shows_trace(), "head: %s", shown());
+	CHECK(shows_trace(), "head: %s", ctxobs_shown());
 	r = out2(srv, how, "HTTP/1.1 ", "100 Continue\r\n\r\n");
 	CHECK(r == 25, "%s 100: %zd", how, r);
-	CHECK(shows_trace(), "after 100 Continue: %s", shown());
+	CHECK(shows_trace(), "after 100 Continue: %s", ctxobs_shown());
 	send_all(cli, "hello", 5, 0);
 	read_n(srv, buf, 5);
 	CHECK(shows_trace(), "%s: the body was read without the request's context: %s",
-	      how, shown());
+	      how, ctxobs_shown());
 	r = out2(srv, how, "HTTP/1.1 ", "200 OK\r\nContent-Length: 0\r\n\r\n");
 	CHECK(r > 0, "%s 200: %zd", how, r);
 	/* The next request's first byte: the answered one is gone. */
 	send_all(cli, "G", 1, 0);
 	read_n(srv, buf, 1);
-	CHECK(shows_none(), "%s: after the final response: %s", how, shown());
+	CHECK(shows_none(), "%s: after the final response: %s", how, ctxobs_shown());
 	close(cli);
 	close(srv);
 }
@@ -344,12 +339,13 @@ mode_splice(void)
 	send_all(cli, body, body_len, 0);
 	send_all(cli, next, sizeof(next) - 1, 0);
 	read_n(srv, buf, (size_t)n);
-	CHECK(shows_trace(), "splice: head: %s", shown());
+	CHECK(shows_trace(), "splice: head: %s", ctxobs_shown());
 	splice_out(srv, p, body_len);
-	CHECK(shows_trace(), "splice: while the body is spliced: %s", shown());
+	CHECK(shows_trace(), "splice: while the body is spliced: %s", ctxobs_shown());
 	send_all(srv, resp, sizeof(resp) - 1, 0);
 	read_n(srv, buf, sizeof(next) - 1);
-	CHECK(shows_trace2(), "splice: the request after a spliced body: %s", shown());
+	CHECK(shows_trace2(), "splice: the request after a spliced body: %s",
+	      ctxobs_shown());
 	/* That request's head spliced out: the scanner cannot follow; the
 	 * one after it, read, gets no context (not the lost one's either). */
 	send_all(srv, resp, sizeof(resp) - 1, 0);
@@ -359,7 +355,8 @@ mode_splice(void)
 	splice_out(srv, p, body_len);
 	send_all(cli, next, sizeof(next) - 1, 0);
 	read_n(srv, buf, sizeof(next) - 1);
-	CHECK(shows_none(), "splice: a request after a spliced head: %s", shown());
+	CHECK(shows_none(), "splice: a request after a spliced head: %s",
+	      ctxobs_shown());
 	close(cli);
 	close(srv);
 	/* A response spliced into the connection answers the request: the
@@ -372,7 +369,7 @@ mode_splice(void)
 	      "splice in: %s", strerror(errno));
 	send_all(cli, "G", 1, 0);
 	read_n(srv, buf, 1);
-	CHECK(shows_none(), "splice: after a spliced response: %s", shown());
+	CHECK(shows_none(), "splice: after a spliced response: %s", ctxobs_shown());
 	close(cli);
 	close(srv);
 	close(p[0]);

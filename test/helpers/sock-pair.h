@@ -10,6 +10,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -70,4 +71,20 @@ read_n(int fd, char *buf, size_t n)
 		buf += r;
 		n -= (size_t)r;
 	}
+}
+
+/* A new connection (pair()) on which a GET head with trace's traceparent
+ * was sent and read by the server's end. */
+static __attribute__((unused)) void
+pair_traced(int *cli, int *srv, const char *trace)
+{
+	char head[256], buf[256];
+	int n = snprintf(head, sizeof(head),
+			 "GET /c HTTP/1.1\r\nHost: x\r\n"
+			 "traceparent: 00-%s-00f067aa0ba902b7-01\r\n\r\n",
+			 trace);
+
+	pair(cli, srv);
+	send_all(*cli, head, (size_t)n, 0);
+	read_n(*srv, buf, (size_t)n);
 }

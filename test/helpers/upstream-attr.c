@@ -50,26 +50,8 @@ static int g_up, g_pipe[2];
 static void
 say(const char *what)
 {
-	char s[128];
-
-	ctxobs_format(s, sizeof(s));
-	printf("%s %s\n", what, s);
+	printf("%s %s\n", what, ctxobs_shown());
 	fflush(stdout);
-}
-
-/* A client connection with a traced request head, read by us. */
-static void
-request(int *cli, int *srv, const char *trace)
-{
-	char head[256], buf[256];
-	int n = snprintf(head, sizeof(head),
-			 "GET /c HTTP/1.1\r\nHost: x\r\n"
-			 "traceparent: 00-%s-00f067aa0ba902b7-01\r\n\r\n",
-			 trace);
-
-	pair(cli, srv);
-	send_all(*cli, head, (size_t)n, 0);
-	read_n(*srv, buf, (size_t)n);
 }
 
 /* The echo backend, in a child process. */
@@ -169,7 +151,7 @@ main(int argc, char **argv)
 	if (strcmp(mode, "bg") == 0) {
 		if (pipe(g_pipe) != 0 || pthread_create(&t, NULL, bg_thread, NULL) != 0)
 			die("bg");
-		request(&c1, &s1, TRACE1);
+		pair_traced(&c1, &s1, TRACE1);
 		u = up_connect(); /* opened lazily under A */
 		send_all(u, "Q1..", 4, 0);
 		read_n(u, b, 4);
@@ -178,30 +160,30 @@ main(int argc, char **argv)
 			die("write");
 		pthread_join(t, NULL);
 	} else if (strcmp(mode, "inh") == 0) {
-		request(&c1, &s1, TRACE1);
+		pair_traced(&c1, &s1, TRACE1);
 		u = up_connect();
 		send_all(u, "Q1..", 4, 0);
 		read_n(u, b, 4);
 		g_up = u;
-		request(&c2, &s2, TRACE2);
+		pair_traced(&c2, &s2, TRACE2);
 		if (pthread_create(&t, NULL, inh_thread, NULL) != 0)
 			die("inh");
 		pthread_join(t, NULL);
 	} else if (strcmp(mode, "mux") == 0) {
-		request(&c1, &s1, TRACE1);
+		pair_traced(&c1, &s1, TRACE1);
 		u = up_connect();
 		send_all(u, "reqA", 4, 0);
-		request(&c2, &s2, TRACE2);
+		pair_traced(&c2, &s2, TRACE2);
 		send_all(u, "reqB", 4, 0);
 		wait_in(u);
 		read_n(u, b, 4);
 		say("LAST after-A's-answer");
 	} else if (strcmp(mode, "batch") == 0) {
-		request(&c1, &s1, TRACE1);
+		pair_traced(&c1, &s1, TRACE1);
 		u = up_connect();
 		send_all(u, "A-he", 4, 0); /* A's head, not all its body */
 		wait_in(s1);
-		request(&c2, &s2, TRACE2); /* event 1: B's head */
+		pair_traced(&c2, &s2, TRACE2); /* event 1: B's head */
 		u2 = up_connect();
 		send_all(u2, "B-he", 4, 0);
 		send_all(u, "A-bd", 4, 0); /* event 2: the rest of A's body */
@@ -220,12 +202,12 @@ main(int argc, char **argv)
 		    getsockname(t0, (struct sockaddr *)&dead, &dl) != 0)
 			die("port");
 		close(t0);
-		request(&c1, &s1, TRACE1);
+		pair_traced(&c1, &s1, TRACE1);
 		u1 = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
 		(void)connect(u1, (struct sockaddr *)&dead, sizeof(dead));
 		pf = (struct pollfd){.fd = u1, .events = POLLOUT};
 		(void)poll(&pf, 1, 1000);
-		request(&c2, &s2, TRACE2); /* event 1: B's head */
+		pair_traced(&c2, &s2, TRACE2); /* event 1: B's head */
 		(void)getsockopt(u1, SOL_SOCKET, SO_ERROR, &e, &el); /* event 2 */
 		close(u1);
 		u = up_connect(); /* A's next backend */
@@ -238,7 +220,7 @@ main(int argc, char **argv)
 		pid_t pid;
 		int p[2], st;
 
-		request(&c1, &s1, TRACE1);
+		pair_traced(&c1, &s1, TRACE1);
 		pid = vfork();
 		if (pid == 0) {
 			int k = socket(AF_INET, SOCK_STREAM, 0);
@@ -258,7 +240,7 @@ main(int argc, char **argv)
 		struct pollfd pf;
 		int p[2];
 
-		request(&c1, &s1, TRACE1);
+		pair_traced(&c1, &s1, TRACE1);
 		u = up_connect();
 		syscall(SYS_close, u); /* a close the hooks do not see */
 		pf = (struct pollfd){.fd = s1, .events = POLLIN};

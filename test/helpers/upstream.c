@@ -151,19 +151,10 @@ backend_start(void)
 
 /* ---- what the proxy thread publishes ---- */
 
-static const char *
-shown(void)
-{
-	static char s[128];
-
-	ctxobs_format(s, sizeof(s));
-	return s;
-}
-
 static bool
 shows_none(void)
 {
-	return strcmp(shown(), "trace=- span=-") == 0;
+	return strcmp(ctxobs_shown(), "trace=- span=-") == 0;
 }
 
 /* Does the thread publish trace (with span-id span, unless NULL)? */
@@ -176,7 +167,7 @@ shows(const char *trace, const char *span)
 		snprintf(want, sizeof(want), "trace=%s span=%s", trace, span);
 	else
 		snprintf(want, sizeof(want), "trace=%s ", trace);
-	return strncmp(shown(), want, strlen(want)) == 0;
+	return strncmp(ctxobs_shown(), want, strlen(want)) == 0;
 }
 
 /* A request head with trace read on a new client connection: *span gets
@@ -184,17 +175,9 @@ shows(const char *trace, const char *span)
 static void
 request(int *cli, int *srv, const char *trace, char span[17])
 {
-	char head[256], buf[256];
-	int n = snprintf(head, sizeof(head),
-			 "GET /c HTTP/1.1\r\nHost: x\r\ntraceparent: 00-%s-"
-			 "00f067aa0ba902b7-01\r\n\r\n",
-			 trace);
-
-	pair(cli, srv);
-	send_all(*cli, head, (size_t)n, 0);
-	read_n(*srv, buf, (size_t)n);
-	CHECK(shows(trace, NULL), "request %s: %s", trace, shown());
-	snprintf(span, 17, "%s", strstr(shown(), "span=") + 5);
+	pair_traced(cli, srv, trace);
+	CHECK(shows(trace, NULL), "request %s: %s", trace, ctxobs_shown());
+	snprintf(span, 17, "%s", strstr(ctxobs_shown(), "span=") + 5);
 }
 
 /* A socket connected to the backend; nonblock: with O_NONBLOCK, the
@@ -275,7 +258,8 @@ up_answer(int u, size_t len)
 		if (wait_for(u, EPOLLIN, 10000) != 1)
 			die("no answer");
 		if (got == 0)
-			CHECK(shows_none(), "the wait did not clear: %s", shown());
+			CHECK(shows_none(), "the wait did not clear: %s",
+			      ctxobs_shown());
 		r = up_read(u, buf + got, sizeof(buf) - got);
 		if (r <= 0)
 			die("upstream read");
@@ -302,20 +286,20 @@ mode_proxy(void)
 
 	request(&cli, &srv, TRACE1, span);
 	u = up_connect(false, &r, &e);
-	CHECK(shows(TRACE1, span), "after connect: %s", shown());
+	CHECK(shows(TRACE1, span), "after connect: %s", ctxobs_shown());
 	up_send(u, "/a");
-	CHECK(shows(TRACE1, span), "after the upstream write: %s", shown());
+	CHECK(shows(TRACE1, span), "after the upstream write: %s", ctxobs_shown());
 	up_answer(u, sizeof(answer) - 1);
-	CHECK(shows(TRACE1, span), "%s of the answer: %s", how, shown());
+	CHECK(shows(TRACE1, span), "%s of the answer: %s", how, ctxobs_shown());
 	send_all(srv, response, sizeof(response) - 1, 0);
-	CHECK(shows(TRACE1, span), "response write: %s", shown());
+	CHECK(shows(TRACE1, span), "response write: %s", ctxobs_shown());
 	wait_for(u, EPOLLIN, 0);
-	CHECK(shows_none(), "wait after the response: %s", shown());
+	CHECK(shows_none(), "wait after the response: %s", ctxobs_shown());
 	/* The client's request is answered: more from the upstream (a
 	 * request sent with no context) brings it back no more. */
 	up_send(u, "/b");
 	up_answer(u, sizeof(answer) - 1);
-	CHECK(shows_none(), "answer after the response: %s", shown());
+	CHECK(shows_none(), "answer after the response: %s", ctxobs_shown());
 	close(u);
 	close(cli);
 	close(srv);
@@ -330,17 +314,17 @@ mode_nonblock(void)
 	request(&cli, &srv, TRACE1, span);
 	u = up_connect(true, &r, &e);
 	CHECK(r == 0 || (r == -1 && e == EINPROGRESS), "connect: %d errno %d", r, e);
-	CHECK(shows(TRACE1, span), "after connect: %s", shown());
+	CHECK(shows(TRACE1, span), "after connect: %s", ctxobs_shown());
 	if (wait_for(u, EPOLLOUT, 10000) != 1)
 		die("connect never completed");
-	CHECK(shows_none(), "the wait did not clear: %s", shown());
+	CHECK(shows_none(), "the wait did not clear: %s", ctxobs_shown());
 	up_send(u, "/a");
-	CHECK(shows_none(), "after the upstream write: %s", shown());
+	CHECK(shows_none(), "after the upstream write: %s", ctxobs_shown());
 	up_answer(u, sizeof(answer) - 1);
-	CHECK(shows(TRACE1, span), "%s of the answer: %s", how, shown());
+	CHECK(shows(TRACE1, span), "%s of the answer: %s", how, ctxobs_shown());
 	send_all(srv, response, sizeof(response) - 1, 0);
 	wait_for(u, EPOLLIN, 0);
-	CHECK(shows_none(), "wait after the response: %s", shown());
+	CHECK(shows_none(), "wait after the response: %s", ctxobs_shown());
 	close(u);
 	close(cli);
 	close(srv);
@@ -356,15 +340,15 @@ mode_shaped(void)
 	u = up_connect(false, &r, &e);
 	up_send(u, "/evil/1");
 	up_answer(u, sizeof(evil) - 1);
-	CHECK(shows(TRACE1, span), "the request-shaped answer: %s", shown());
+	CHECK(shows(TRACE1, span), "the request-shaped answer: %s", ctxobs_shown());
 	send_all(srv, response, sizeof(response) - 1, 0);
 	wait_for(u, EPOLLIN, 0);
-	CHECK(shows_none(), "wait after the response: %s", shown());
+	CHECK(shows_none(), "wait after the response: %s", ctxobs_shown());
 	/* Nothing published: a request head read from the upstream is no
 	 * request of its own either. */
 	up_send(u, "/evil/2");
 	up_answer(u, sizeof(evil) - 1);
-	CHECK(shows_none(), "a second request-shaped answer: %s", shown());
+	CHECK(shows_none(), "a second request-shaped answer: %s", ctxobs_shown());
 	CHECK(!shows(EVIL, NULL), "the backend's trace published");
 	close(u);
 	close(cli);
@@ -381,9 +365,9 @@ mode_gone(void)
 	u = up_connect(false, &r, &e);
 	up_send(u, "/a");
 	close(srv);
-	CHECK(shows_none(), "close of the client connection: %s", shown());
+	CHECK(shows_none(), "close of the client connection: %s", ctxobs_shown());
 	up_answer(u, sizeof(answer) - 1);
-	CHECK(shows_none(), "answer for a closed connection: %s", shown());
+	CHECK(shows_none(), "answer for a closed connection: %s", ctxobs_shown());
 	close(u);
 	close(cli);
 }
@@ -398,16 +382,16 @@ mode_keepalive(void)
 	u = up_connect(false, &r, &e);
 	up_send(u, "/a");
 	up_answer(u, sizeof(answer) - 1);
-	CHECK(shows(TRACE1, span1), "first answer: %s", shown());
+	CHECK(shows(TRACE1, span1), "first answer: %s", ctxobs_shown());
 	send_all(srv1, response, sizeof(response) - 1, 0);
 	wait_for(u, EPOLLIN, 0);
 	request(&cli2, &srv2, TRACE2, span2);
 	up_send(u, "/b");
 	up_answer(u, sizeof(answer) - 1);
-	CHECK(shows(TRACE2, span2), "second answer: %s", shown());
+	CHECK(shows(TRACE2, span2), "second answer: %s", ctxobs_shown());
 	send_all(srv2, response, sizeof(response) - 1, 0);
 	wait_for(u, EPOLLIN, 0);
-	CHECK(shows_none(), "wait after the response: %s", shown());
+	CHECK(shows_none(), "wait after the response: %s", ctxobs_shown());
 	close(u);
 	close(cli1);
 	close(srv1);
@@ -424,7 +408,7 @@ republish(int srv, const char *span)
 
 	CHECK(recv(srv, &c, 1, MSG_DONTWAIT) == -1 && errno == EAGAIN,
 	      "recv of an idle connection");
-	CHECK(shows(TRACE1, span), "back on the request: %s", shown());
+	CHECK(shows(TRACE1, span), "back on the request: %s", ctxobs_shown());
 }
 
 /* Make u (closed) the lowest free number: free numbers below it (the
@@ -483,7 +467,7 @@ mode_reuse(void)
 		up_send(u, "/a");
 		close(u);
 		wait_for(srv, EPOLLOUT, 0);
-		CHECK(shows_none(), "wait: %s", shown());
+		CHECK(shows_none(), "wait: %s", ctxobs_shown());
 		backend_quiet();
 		lowest_free(u);
 		n = up_connect(false, &r, &e);
@@ -492,7 +476,8 @@ mode_reuse(void)
 	CHECK(n == u, "socket() did not reuse %d: %d", u, n);
 	up_send(n, "/b");
 	up_answer(n, sizeof(answer) - 1);
-	CHECK(shows_none(), "read of a new socket on a reused number: %s", shown());
+	CHECK(shows_none(), "read of a new socket on a reused number: %s",
+	      ctxobs_shown());
 	close(n);
 
 	/* 2. dup2() of a pipe over it. */
@@ -504,7 +489,7 @@ mode_reuse(void)
 	wait_for(srv, EPOLLOUT, 0);
 	CHECK(write(p[1], "xyz", 3) == 3, "pipe write");
 	CHECK(read(u, buf, sizeof(buf)) == 3, "read of the pipe's copy");
-	CHECK(shows_none(), "read of a pipe dup2()ed over it: %s", shown());
+	CHECK(shows_none(), "read of a pipe dup2()ed over it: %s", ctxobs_shown());
 	close(u);
 	close(p[0]);
 	close(p[1]);
@@ -535,7 +520,7 @@ mode_reuse(void)
 	/* Its own request, with a trace of its own: scanned as a connection
 	 * again. */
 	CHECK(!shows_none() && !shows(TRACE1, NULL),
-	      "a request on an accept()ed reused number: %s", shown());
+	      "a request on an accept()ed reused number: %s", ctxobs_shown());
 	close(s2);
 	close(c2);
 	close(cli);
@@ -573,7 +558,7 @@ mode_client(void)
 		die("connect never completed");
 	up_send(u, "/evil/x");
 	up_answer(u, sizeof(evil) - 1);
-	CHECK(shows_none(), "a client's read: %s", shown());
+	CHECK(shows_none(), "a client's read: %s", ctxobs_shown());
 	errno = 4321;
 	CHECK(read(u, buf, sizeof(buf)) == -1 && errno == EAGAIN, "EAGAIN: errno %d",
 	      errno);

@@ -53,22 +53,13 @@ pair(int *srv)
 	return c;
 }
 
-static const char *
-shown(void)
-{
-	static char s[128];
-
-	ctxobs_format(s, sizeof(s));
-	return s;
-}
-
 static bool
 shows(const char *trace)
 {
 	char want[64];
 
 	snprintf(want, sizeof(want), "trace=%s ", trace);
-	return strncmp(shown(), want, strlen(want)) == 0;
+	return strncmp(ctxobs_shown(), want, strlen(want)) == 0;
 }
 
 static void
@@ -110,7 +101,7 @@ after(uv_work_t *w, int st)
 	(void)w;
 	(void)st;
 	after_seq = ++seq;
-	CHECK(shows(TRACE_A), "after_work(A) runs with %s", shown());
+	CHECK(shows(TRACE_A), "after_work(A) runs with %s", ctxobs_shown());
 	if (write(sA, resp, sizeof(resp) - 1) != (ssize_t)sizeof(resp) - 1)
 		die("write response");
 }
@@ -125,7 +116,7 @@ on_b(uv_poll_t *p, int status, int ev)
 	if (read(sB, buf, sizeof(buf)) <= 0)
 		die("read B");
 	b_seq = ++seq;
-	CHECK(shows(TRACE_B), "read(B) -> %s", shown());
+	CHECK(shows(TRACE_B), "read(B) -> %s", ctxobs_shown());
 	uv_poll_stop(p);
 }
 
@@ -150,10 +141,10 @@ round_once(uv_loop_t *loop, int ep)
 	wait_readable(sA);
 	if (read(sA, buf, sizeof(buf)) <= 0)
 		die("read A");
-	CHECK(shows(TRACE_A), "read(A) -> %s", shown());
+	CHECK(shows(TRACE_A), "read(A) -> %s", ctxobs_shown());
 	uv_queue_work(loop, &w, work, after);
 	(void)epoll_wait(ep, &ev, 1, 0);
-	CHECK(!shows(TRACE_A), "idle -> %s", shown());
+	CHECK(!shows(TRACE_A), "idle -> %s", ctxobs_shown());
 
 	/* B readable first, then A's work completes. */
 	send_req(cB, "/b", TRACE_B);
@@ -166,7 +157,7 @@ round_once(uv_loop_t *loop, int ep)
 		checked = true;
 		(void)epoll_wait(ep, &ev, 1, 0);
 		CHECK(!shows(TRACE_B) && !shows(TRACE_A),
-		      "idle after B's read and A's after_work: %s", shown());
+		      "idle after B's read and A's after_work: %s", ctxobs_shown());
 	}
 	for (i = 0; i < 100 && (!b_seq || !after_seq); i++)
 		uv_run(loop, UV_RUN_ONCE);
