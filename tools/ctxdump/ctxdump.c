@@ -38,9 +38,9 @@
 #define STOP_TIMEOUT_MS 500
 #define MAX_STOP_TIMEOUT_MS 60000
 #define CMDLINE_MAX     (64u << 10)
-/* Threads from which their names are read on a second thread before the
- * stop (stop_prefetch()): a name costs about 2.3 us, starting a thread
- * some 30-50 us. */
+/* Threads from which their names are read on a second thread, from
+ * before the stop on and during it (stop_prefetch()): a name costs about
+ * 2.3 us, starting a thread some 30-50 us. */
 #define PREFETCH_MIN 64
 
 struct ctxdump_control {
@@ -830,10 +830,31 @@ collect_threads(struct run *run, struct stop_set *ss)
 		 * (read_tp()); one that did not stop gets its state read
 		 * after the threads run again (unstopped_states()) */
 		t->state = st->state;
-		memcpy(t->comm, st->comm, sizeof(t->comm));
+		if (!ss->names) /* else still being read: copy_names() */
+			memcpy(t->comm, st->comm, sizeof(t->comm));
 		d->n_threads++;
 	}
 	return 0;
+}
+
+/* The names, once they are all read: a prefetched listing's names thread
+ * goes on during the stop (stop_names_wait()), so collect_threads() may
+ * have copied some before they were there. */
+static void
+copy_names(struct dump *d, struct stop_set *ss)
+{
+	size_t i;
+
+	if (!ss->names)
+		return;
+	stop_names_wait(ss);
+	for (i = 0; i < d->n_threads; i++) {
+		struct dump_thread *t = &d->threads[i];
+		const struct stop_thread *st = stop_find(ss, t->tid);
+
+		if (st)
+			memcpy(t->comm, st->comm, sizeof(t->comm));
+	}
 }
 
 /* The state of each listed thread that did not stop (it timed out, could
@@ -1225,6 +1246,7 @@ main(int argc, char **argv)
 	}
 	stop_detach_all(&ss);
 	/* ---- threads running again ---- */
+	copy_names(d, &ss);
 	free_batches(&run);
 	d->stopped_ns = stop_window_ns(&ss);
 	d->stop_rounds = ss.rounds;

@@ -350,7 +350,7 @@ read_task_comm_at(int taskfd, pid_t pid, pid_t tid, char *comm, size_t n)
  * each take about 1.3 times as long per name as one alone, with file
  * tables of their own; 1.6 times sharing one.) */
 static void
-read_names(struct stop_set *s, int taskfd, size_t from, size_t to)
+read_names(struct stop_set *s, int taskfd, size_t from, size_t to, bool mark_gone)
 {
 	size_t i;
 
@@ -360,13 +360,18 @@ read_names(struct stop_set *s, int taskfd, size_t from, size_t to)
 		int r = read_task_comm_at(taskfd, s->pid, t->tid, t->comm,
 					  sizeof(t->comm));
 
-		t->state = r < 0 ? '?' : '\0';
+		/* Not from the names thread: it may run during the stop,
+		 * when the state is the stop's own (and seize() finds a
+		 * thread that is gone). */
+		if (mark_gone)
+			t->state = r < 0 ? '?' : '\0';
 #else
 		int r = taskfd >= 0 ? read_task_stat_at(taskfd, t->tid, t->comm,
 							sizeof(t->comm), &t->state)
 				    : stop_read_task_stat(s->pid, t->tid, t->comm,
 							  sizeof(t->comm), &t->state);
 
+		(void)mark_gone; /* the names thread is done before the stop */
 		if (r < 0)
 			t->state = '?';
 #endif
@@ -375,7 +380,9 @@ read_names(struct stop_set *s, int taskfd, size_t from, size_t to)
 
 /* stop_prefetch(): the names of the threads, read by a second thread
  * while the caller lists them and does its other work before the stop
- * (maps, ELF lookups, paging in), and by stop_all() too once it starts.
+ * (maps, ELF lookups, paging in), and during the stop where that tells
+ * the states; helped at the end by stop_names_wait() (or by stop_all(),
+ * before it stops anything, where it does not).
  * The listing hands the threads over as it goes (nm->avail), and both
  * claim up to NAMES_CHUNK threads at a time (nm->next). */
 #define NAMES_CHUNK 16
@@ -417,7 +424,7 @@ names_work(struct stop_names *nm, int taskfd)
 		}
 		end = avail - i < NAMES_CHUNK ? avail : i + NAMES_CHUNK;
 		if (atomic_compare_exchange_weak(&nm->next, &i, end))
-			read_names(nm->s, taskfd, i, end);
+			read_names(nm->s, taskfd, i, end, !STOP_STATE_AT_STOP);
 	}
 }
 
@@ -494,6 +501,18 @@ names_finish(struct stop_set *s, int taskfd)
 		close(nm->taskfd);
 	free(nm);
 	s->names = NULL;
+}
+
+void
+stop_names_wait(struct stop_set *s)
+{
+	names_finish(s, -1);
+}
+
+const struct stop_thread *
+stop_find(struct stop_set *s, pid_t tid)
+{
+	return find(s, tid);
 }
 
 char
@@ -831,6 +850,7 @@ names_start(struct stop_names *nm)
 {
 	pthread_attr_t attr;
 	cpu_set_t other;
+	sigset_t all, old;
 	int cpu = sched_getcpu();
 
 	if (sched_getaffinity(0, sizeof(nm->cpus), &nm->cpus) == 0) {
@@ -847,17 +867,23 @@ names_start(struct stop_names *nm)
 		CPU_CLR(cpu, &other);
 		nm->pinned = pthread_attr_setaffinity_np(&attr, sizeof(other), &other) == 0;
 	}
+	/* Every signal blocked in it: it may still run during the stop,
+	 * where stop_all() waits for the termination signals itself. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
 	nm->running = pthread_create(&nm->th, &attr, names_main, nm) == 0;
 	pthread_attr_destroy(&attr);
 	if (!nm->running && nm->pinned) {
 		/* not allowed after all (the cpuset changed): anywhere */
 		nm->pinned = false;
-		if (pthread_attr_init(&attr) != 0)
-			return;
-		(void)pthread_attr_setstacksize(&attr, 256u << 10);
-		nm->running = pthread_create(&nm->th, &attr, names_main, nm) == 0;
-		pthread_attr_destroy(&attr);
+		if (pthread_attr_init(&attr) == 0) {
+			(void)pthread_attr_setstacksize(&attr, 256u << 10);
+			nm->running =
+				pthread_create(&nm->th, &attr, names_main, nm) == 0;
+			pthread_attr_destroy(&attr);
+		}
 	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
 /* Bytes of directory entries per getdents64() of the listing: about 64
@@ -965,9 +991,13 @@ stop_all(struct stop_set *s, pid_t only_tid, unsigned timeout_ms)
 		size_t n = 0, i, first_new = s->n;
 
 		if (round == 0 && s->names) {
-			/* listed by stop_prefetch(): only the names to finish
-			 * (a single thread is not taken from that list) */
-			names_finish(s, taskfd);
+			/* Listed by stop_prefetch().  Where the stop tells the
+			 * states, the names thread goes on during the stop,
+			 * on the other core, until stop_names_wait(); else
+			 * the names are finished first.  (A single thread is
+			 * not taken from that list.) */
+			if (!STOP_STATE_AT_STOP || only_tid)
+				names_finish(s, taskfd);
 			if (!only_tid) {
 				first_new = 0;
 				goto named;
@@ -987,6 +1017,8 @@ stop_all(struct stop_set *s, pid_t only_tid, unsigned timeout_ms)
 			if (r < 0)
 				break;
 		}
+		if (s->names && s->n + n > s->cap)
+			names_finish(s, taskfd); /* add() is to move s->t */
 		for (i = 0; i < n; i++) {
 			if (find(s, tids[i]))
 				continue;
@@ -1001,7 +1033,7 @@ stop_all(struct stop_set *s, pid_t only_tid, unsigned timeout_ms)
 			break;
 		/* Names (states) first, while the new threads still run: a
 		 * stopped thread would always look stopped. */
-		read_names(s, taskfd, first_new, s->n);
+		read_names(s, taskfd, first_new, s->n, true);
 named:
 		if (s->n == first_new)
 			break; /* stable: every known thread stopped or gone */

@@ -97,10 +97,12 @@ void stop_init(struct stop_set *s, pid_t pid);
  * threads of s->pid now (expect: about how many there are, from
  * stop_count_threads()), reading their names on a second thread as they
  * are listed and while the caller does other work before the stop (on an
- * idle core that work is then free); stop_all() reads the rest, and
- * stop_free() ends it if stop_all() is not called.  Leave s alone
- * meanwhile.  Returns 0 or a negative errno (stop_all() then lists the
- * threads itself). */
+ * idle core that work is then free).  With STOP_STATE_AT_STOP that
+ * thread goes on during the stop, and the names are complete after
+ * stop_names_wait(); else stop_all() reads the rest before it stops
+ * anything.  stop_free() ends it if stop_all() is not called.  Leave s
+ * alone meanwhile (but for stop_all()).  Returns 0 or a negative errno
+ * (stop_all() then lists the threads itself). */
 int stop_prefetch(struct stop_set *s, size_t expect);
 
 /* Stop every thread of s->pid (only thread only_tid if it is not 0),
@@ -121,6 +123,16 @@ int stop_all(struct stop_set *s, pid_t only_tid, unsigned timeout_ms);
 /* Detach every stopped thread, re-injecting signals that arrived during
  * the stop.  Idempotent. */
 void stop_detach_all(struct stop_set *s);
+
+/* After stop_prefetch(): wait until every listed thread's name is read.
+ * Where the stop tells the states (STOP_STATE_AT_STOP) the names thread
+ * goes on during the stop, so the names of a prefetched listing are only
+ * complete after this (call it once the threads run again: it is work
+ * the stop need not wait for).  Idempotent; stop_free() does it too. */
+void stop_names_wait(struct stop_set *s);
+
+/* The thread tid of s, or NULL. */
+const struct stop_thread *stop_find(struct stop_set *s, pid_t tid);
 
 /* Late cleanup: detach threads that were seized but only stopped after the
  * deadline, collect the exits of threads that ended while held, restore
