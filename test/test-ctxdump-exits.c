@@ -12,7 +12,10 @@
  *    with its stop pending: it suspends only once that one is let go;
  *  - the same for `ctxdump record`, which outlives its stops: rounds
  *    among exiting threads never fail, and a target killed mid-round
- *    ends the recording cleanly ("process exited").
+ *    ends the recording cleanly ("process exited"), exit 0;
+ *  - but a process with a zombie leader (pthread_exit()) lives on: the
+ *    rounds that could stop none of its threads count as gaps (exit 1),
+ *    also when it is killed afterwards.
  * No dump may hang, and no thread may be left stopped. */
 #include "test-prof.h"
 
@@ -271,6 +274,54 @@ START_TEST(record_with_exits)
 }
 END_TEST
 
+/* A process whose leader called pthread_exit() and whose one other thread
+ * spends 2 s in vfork() and 2 s out of it, in turn: a zombie leader, as
+ * in a process that is exiting, yet it lives on, and the rounds in which
+ * nothing could be stopped are gaps in the recording (exit 1), also when
+ * the process is killed afterwards.  (Rounds that only meet the kill or
+ * an exit are not gaps: record_with_exits.) */
+START_TEST(record_zombie_leader_gaps)
+{
+	static const char *const opts[] = {"--vfork", "--vfork-gap", "2000",
+					   "--leader-exit", NULL};
+	char arg[16], file[PATH_MAX], errf[PATH_MAX], *out, *err;
+	const char *args[] = {"-F", "100", "-d", "60", "-o", file, arg, NULL};
+	struct target t;
+	pid_t pid;
+	int st, r;
+
+	target_start(&t, opts, 0);
+	ck_assert_int_gt(t.vfork, 0);
+	snprintf(arg, sizeof(arg), "%d", (int)t.pid);
+	prof_tmpfile(file, sizeof(file), "exits-zprof");
+	prof_tmpfile(errf, sizeof(errf), "exits-zerr");
+	prof_wait_task_state(t.pid, t.pid, 'Z', test_now_ms() + TIMEOUT_MS);
+	/* rounds that stop it between two vfork()s, then some that cannot
+	 * (and the kill) */
+	prof_wait_task_state(t.pid, t.vfork, 'S', test_now_ms() + TIMEOUT_MS);
+	pid = prof_record_start(errf, args);
+	prof_wait_task_state(t.pid, t.vfork, 'D', test_now_ms() + TIMEOUT_MS);
+	usleep(500000);
+	ck_assert_int_eq(kill(t.pid, SIGKILL), 0);
+	ck_assert_int_eq(waitpid(t.c.pid, &st, 0), t.c.pid);
+	st = prof_record_wait(pid, TIMEOUT_MS);
+	err = prof_slurp(errf);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 1, "status 0x%x: %s", st,
+		      err);
+	ck_assert_msg(strstr(err, "rounds skipped"), "%s", err);
+	free(err);
+	r = prof_run(&out, &err, "report", file, NULL);
+	ck_assert_msg(r == 0, "report: exit %d: %s", r, err);
+	ck_assert_msg(strstr(out, "Ended: process exited"), "%s", out);
+	free(out);
+	free(err);
+	unlink(file);
+	unlink(errf);
+	close(t.c.in_fd);
+	close(t.c.out_fd);
+}
+END_TEST
+
 TEST_SUITE(ctxdump_exits_suite)
 {
 	Suite *s = suite_create("ctxdump-exits");
@@ -283,6 +334,7 @@ TEST_SUITE(ctxdump_exits_suite)
 	tcase_add_test(tc, killed_while_held);
 	tcase_add_test(tc, record_suspended_late);
 	tcase_add_test(tc, record_with_exits);
+	tcase_add_test(tc, record_zombie_leader_gaps);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -14,7 +14,12 @@
  *   --vfork      one more thread nearly always blocked in vfork() (its child
  *                sleeps 2 s): a thread that cannot stop, so ctxdump holds
  *                the others until its deadline.  Announced as "VFORK <tid>".
- */
+ *   --vfork-gap MS  with --vfork: sleep MS between the children, a time in
+ *                which that thread can stop.
+ *   --leader-exit  the main thread ends (pthread_exit()) after READY instead
+ *                of waiting for stdin: a zombie leader, and a process that
+ *                ends only when killed.
+ * N may be 0 (no workers). */
 #include "config.h"
 
 #include <pthread.h>
@@ -95,7 +100,7 @@ stdin_waiter(void)
 int
 main(int argc, char **argv)
 {
-	bool with_vfork = false;
+	bool with_vfork = false, leader_exit = false;
 	unsigned n, i, burst = 0;
 	struct target_vforker vfork_thread = {
 		.child_sleep = {2, 0}, .started = &started, .stopping = &stopping};
@@ -107,13 +112,22 @@ main(int argc, char **argv)
 			burst = (unsigned)atoi(argv[++a]);
 		else if (strcmp(argv[a], "--vfork") == 0)
 			with_vfork = true;
+		else if (strcmp(argv[a], "--leader-exit") == 0)
+			leader_exit = true;
+		else if (strcmp(argv[a], "--vfork-gap") == 0 && a + 1 < argc) {
+			long ms = atol(argv[++a]);
+
+			vfork_thread.gap.tv_sec = ms / 1000;
+			vfork_thread.gap.tv_nsec = ms % 1000 * 1000000;
+		}
 	}
 	if (a >= argc) {
-		fprintf(stderr, "usage: exits [--burst K] [--vfork] N\n");
+		fprintf(stderr, "usage: exits [--burst K] [--vfork [--vfork-gap MS]] "
+				"[--leader-exit] N\n");
 		return 2;
 	}
 	n = (unsigned)atoi(argv[a]);
-	if (n < 1 || n > MAX_WORKERS)
+	if (n > MAX_WORKERS)
 		n = 4;
 	if (burst > 8)
 		burst = 8;
@@ -138,6 +152,8 @@ main(int argc, char **argv)
 		printf(" %d", (int)workers[i].tid);
 	printf("\n");
 	fflush(stdout);
+	if (leader_exit)
+		pthread_exit(NULL);
 	stdin_waiter();
 	return 0;
 }

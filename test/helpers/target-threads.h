@@ -40,6 +40,7 @@ target_worker_run(void *arg)
 
 struct target_vforker {
 	struct timespec child_sleep; /* how long each child lives */
+	struct timespec gap;         /* a sleep between children (or none) */
 	pthread_barrier_t *started;  /* waited on once tid is set */
 	atomic_bool *stopping;       /* once true, no new child */
 	pid_t tid;                   /* the thread's id */
@@ -67,6 +68,8 @@ target_vforker_run(void *arg)
 		if (pid < 0)
 			break;
 		waitpid(pid, NULL, 0);
+		if (v->gap.tv_sec || v->gap.tv_nsec)
+			nanosleep(&v->gap, NULL);
 	}
 	return NULL;
 }

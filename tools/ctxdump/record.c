@@ -261,6 +261,11 @@ struct rec {
 	uint64_t rounds, samples, lost_ticks, failed_rounds, timeouts;
 	uint64_t skipped_rounds;
 	int last_err;   /* of a failed round */
+	/* Rounds skipped or failed while the process looked like it was
+	 * going away (stop_process_dying()): not counted above if it then
+	 * ends (they met its exit), else added to them (fold_dying()). */
+	uint64_t dying_skipped, dying_failed;
+	int dying_err;
 	pid_t fail_tid; /* whose PTRACE_SEIZE failed (-EPERM) */
 	uint64_t win_sum, win_max;
 	uint64_t reset_ns;
@@ -1503,6 +1508,19 @@ wait_until(struct rec *rc, uint64_t t)
 /* failed: the run ends with CLI_EXIT_FATAL (its warning said why), so
  * the output may not hold what was recorded.  While the temporary file
  * still exists (rec_free() removes it), FILE holds nothing of it. */
+/* The rounds counted apart as meeting the exit were gaps after all: the
+ * process lived on (a leader that only called pthread_exit() looks like
+ * one going away), or the recording ended otherwise. */
+static void
+fold_dying(struct rec *rc)
+{
+	rc->skipped_rounds += rc->dying_skipped;
+	rc->failed_rounds += rc->dying_failed;
+	if (rc->dying_failed)
+		rc->last_err = rc->dying_err;
+	rc->dying_skipped = rc->dying_failed = 0;
+}
+
 static void
 print_summary(const struct rec *rc, uint64_t elapsed, bool failed)
 {
@@ -1672,6 +1690,21 @@ record_main(int argc, char **argv)
 			}
 			break;
 		}
+		if ((r == -EAGAIN || (r < 0 && rc->rounds)) &&
+		    stop_process_dying(ctl.pid)) {
+			/* a kill, or exit_group() taking the threads down:
+			 * threads that cannot stop any more, or seize
+			 * failing -- the end of the recording, not a gap in
+			 * it, if the process now ends */
+			if (r == -EAGAIN) {
+				rc->dying_skipped++;
+			} else {
+				rc->dying_failed++;
+				rc->dying_err = r;
+			}
+			goto next;
+		}
+		fold_dying(rc);
 		if (r == -EAGAIN) {
 			rc->skipped_rounds++;
 		} else if (r < 0) {
@@ -1706,6 +1739,7 @@ record_main(int argc, char **argv)
 				break;
 			}
 		}
+next:
 		if (rec_signal)
 			continue;
 		now = remote_now_ns();
@@ -1726,6 +1760,8 @@ record_main(int argc, char **argv)
 		}
 		wait_until(rc, next);
 	}
+	if (rc->end_reason != PFILE_END_EXITED)
+		fold_dying(rc);
 	/* nothing may stay seized: wait a little for late stops (exiting
 	 * releases the rest) */
 	stop_late_release(&rc->late, 200);

@@ -647,6 +647,82 @@ stop_thread_ended(pid_t pid, pid_t tid)
 	       (r == 0 && (state == 'Z' || state == 'X'));
 }
 
+/* PF_EXITING of the kernel's task flags (/proc/PID/stat field 9): set
+ * when the task starts do_exit(). */
+#define STOP_PF_EXITING 0x4u
+
+/* The signal mask in "Key:\t<hex>" of a /proc status text, or 0. */
+static unsigned long long
+status_mask(const char *buf, const char *key)
+{
+	const char *p = strstr(buf, key);
+
+	return p ? strtoull(p + strlen(key), NULL, 16) : 0;
+}
+
+/* Thread tid of pid: 1 ending (in do_exit(), or SIGKILL pending for it
+ * or its process), 0 not, 2 a zombie, -1 gone. */
+static int
+task_ending(pid_t pid, pid_t tid)
+{
+	const unsigned long long kill_bit = 1ull << (SIGKILL - 1);
+	char path[64], buf[4096], *p;
+	int r, i;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", (int)pid, (int)tid);
+	r = read_small_file(AT_FDCWD, path, buf, sizeof(buf));
+	if (r < 0)
+		return r == -ENOENT || r == -ESRCH ? -1 : 0;
+	p = strrchr(buf, ')');
+	if (!p || p[1] != ' ' || !p[2])
+		return 0;
+	if (p[2] == 'Z' || p[2] == 'X')
+		return 2;
+	/* flags: the 6th field after the state */
+	for (p += 2, i = 0; i < 6 && p; i++)
+		if ((p = strchr(p, ' ')) != NULL)
+			p++;
+	if (p && (strtoull(p, NULL, 10) & STOP_PF_EXITING))
+		return 1;
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/status", (int)pid, (int)tid);
+	r = read_small_file(AT_FDCWD, path, buf, sizeof(buf));
+	if (r < 0)
+		return r == -ENOENT || r == -ESRCH ? -1 : 0;
+	return ((status_mask(buf, "\nSigPnd:") | status_mask(buf, "\nShdPnd:")) &
+		kill_bit) != 0;
+}
+
+/* At most this many other threads looked at behind a zombie leader. */
+#define DYING_LOOK 64
+
+bool
+stop_process_dying(pid_t pid)
+{
+	pid_t *tids = NULL;
+	size_t n = 0, i, looked = 0;
+	int r = task_ending(pid, pid);
+
+	if (r != 2)
+		return r != 0;
+	/* A zombie leader: the process lives on if it only called
+	 * pthread_exit().  An exit_group() or a kill puts SIGKILL in every
+	 * other thread's pending set until it ends: one still there says
+	 * which. */
+	if (list_tasks(pid, &tids, &n) < 0)
+		return true;
+	r = -1;
+	for (i = 0; i < n && looked < DYING_LOOK && r < 0; i++) {
+		if (tids[i] == pid)
+			continue;
+		looked++;
+		r = task_ending(pid, tids[i]);
+		if (r == 2)
+			r = -1;
+	}
+	free(tids);
+	return r != 0;
+}
+
 /* A thread not stopped after this long is looked at in /proc: has it
  * exited?  Sleeping threads stop in microseconds, so this costs nothing
  * in the usual case. */

@@ -192,6 +192,13 @@ long stop_count_threads(pid_t pid);
 /* Whether thread tid of pid has ended: gone from /proc, or a zombie. */
 bool stop_thread_ended(pid_t pid, pid_t tid);
 
+/* Whether process pid is going away: gone, or its threads ending -- in
+ * do_exit(), or with a SIGKILL pending (a kill, or an exit_group()
+ * taking them down).  Looks at the leader and, behind a zombie leader, at
+ * one other thread.  A leader in the middle of pthread_exit() looks the
+ * same for a moment: callers see whether the process then ends. */
+bool stop_process_dying(pid_t pid);
+
 /* The state of a stopped thread at the moment it stopped: 'T' it was in
  * a group-stop (job control; stop_thread.group_stop); else from blocked
  * (remote_regs_blocked() of its registers at the stop): 'S' the stop
