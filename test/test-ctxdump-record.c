@@ -18,7 +18,11 @@
  *    survives SIGKILL (the file stays readable), and never leaves a
  *    thread of the target stopped, not even one that cannot stop in time
  *    (blocked in vfork()); rounds in which no thread stops in time are
- *    skipped, not taken for the target's exit. */
+ *    skipped, not taken for the target's exit;
+ *  - a target that runs execve() while recorded (helpers/exec-self, from
+ *    service exec-a to exec-b) has each sample labelled with its own
+ *    image's service and trace, and symbolized with its own image's
+ *    files. */
 #include "test-prof.h"
 
 #include <arpa/inet.h>
@@ -31,12 +35,14 @@
 #include <sys/syscall.h>
 #include <time.h>
 
-#define TIMEOUT_MS 30000
-#define SERVICE    "prof-test"
-#define PARENT_ID  "00f067aa0ba902b7"
-#define TRACE_CPU  "4bf92f3577b34da6a3ce929d0e0e4736"
-#define TRACE_SLP  "5bf92f3577b34da6a3ce929d0e0e4736"
-#define TRACE_MIX  "6bf92f3577b34da6a3ce929d0e0e4736"
+#define TIMEOUT_MS   30000
+#define SERVICE      "prof-test"
+#define PARENT_ID    "00f067aa0ba902b7"
+#define TRACE_CPU    "4bf92f3577b34da6a3ce929d0e0e4736"
+#define TRACE_SLP    "5bf92f3577b34da6a3ce929d0e0e4736"
+#define TRACE_MIX    "6bf92f3577b34da6a3ce929d0e0e4736"
+#define TRACE_EXEC_A "7bf92f3577b34da6a3ce929d0e0e4736"
+#define TRACE_EXEC_B "8bf92f3577b34da6a3ce929d0e0e4736"
 
 static char preload[4200];
 static char *server_env[] = {
@@ -1040,6 +1046,153 @@ START_TEST(record_killed_and_target_exit)
 }
 END_TEST
 
+/* Whether every line of report --folded keeps the two images apart:
+ * the service, the trace and the spinning function all of one image.
+ * Counts the spinner's samples of each image. */
+static void
+exec_check_folded(const char *out, unsigned *n_before, unsigned *n_after)
+{
+	const char *l = out;
+
+	*n_before = *n_after = 0;
+	while (l && *l) {
+		const char *e = strchr(l, '\n');
+		size_t len = e ? (size_t)(e - l) : strlen(l);
+		char line[4096];
+		bool a, b;
+		unsigned cnt = 0;
+		const char *sp;
+
+		snprintf(line, sizeof(line), "%.*s", (int)len, l);
+		l = e ? e + 1 : NULL;
+		a = strncmp(line, "exec-a;", 7) == 0;
+		b = strncmp(line, "exec-b;", 7) == 0;
+		ck_assert_msg(a || b, "a sample of neither service: %s", line);
+		/* the trace of the image it is labelled with, or none (the
+		 * new image before its shim published) */
+		ck_assert_msg(!strstr(line, a ? TRACE_EXEC_B : TRACE_EXEC_A),
+			      "a sample under the other image's service: %s", line);
+		ck_assert_msg(!strstr(line, a ? "exec_after_spin" : "exec_before_spin"),
+			      "a frame of the other image: %s", line);
+		sp = strrchr(line, ' ');
+		ck_assert_ptr_nonnull(sp);
+		ck_assert_int_eq(sscanf(sp, " %u", &cnt), 1);
+		/* the spinner's stack is all of one image: no garbage frame
+		 * between its thread start and its spin function */
+		if (strstr(line, ";spinner;")) {
+			const char *want = a ? ";spinner;exec_before_spin "
+					     : ";spinner;exec_after_spin ";
+
+			ck_assert_msg(strstr(line, want), "a garbled stack: %s", line);
+			if (a)
+				*n_before += cnt;
+			else
+				*n_after += cnt;
+		}
+	}
+}
+
+/* The target ran execve() while recorded: helpers/exec-self spins in
+ * exec_before_spin() as service exec-a with one trace, then execs itself
+ * as service exec-b with another, spinning in exec_after_spin().  No
+ * sample of one image may carry the other's service or trace, and the
+ * stacks after the exec must be the new image's (the recorder may not
+ * read the new image through the old one's maps, symbols or TLS
+ * offsets). */
+START_TEST(record_across_exec)
+{
+	char file[64], errf[64], pid[16], line[64], helper[PATH_MAX], env_pre[4200];
+	char *argv[] = {helper, "before", "exec-b",
+			"00-" TRACE_EXEC_B "-" PARENT_ID "-01", NULL};
+	char *env[] = {"OTEL_SERVICE_NAME=exec-a",
+		       "TRACEPARENT=00-" TRACE_EXEC_A "-" PARENT_ID "-01", env_pre,
+		       NULL};
+	const char *args[] = {"-F", "100", "-o", file, pid, NULL};
+	char *out = NULL, *err = NULL;
+	unsigned before = 0, after = 0;
+	struct test_child c;
+	pid_t rec;
+	int st, ms;
+
+	snprintf(env_pre, sizeof(env_pre), "LD_PRELOAD=%s",
+		 test_env_path("CTXSHIM_LIB"));
+	prof_helper("exec-self", helper, sizeof(helper));
+	test_child_start(&c, argv, env, false);
+	test_child_expect(&c, "READY ", line, sizeof(line), TIMEOUT_MS);
+	snprintf(pid, sizeof(pid), "%d", (int)c.pid);
+	prof_tmpfile(file, sizeof(file), "exec-prof");
+	prof_tmpfile(errf, sizeof(errf), "exec-err");
+	rec = prof_record_start(errf, args);
+
+	/* samples of the first image, then of the second: each waited for
+	 * in the recording itself */
+	for (ms = 0; ms < TIMEOUT_MS && !before; ms += 50) {
+		usleep(50 * 1000);
+		free(out);
+		free(err);
+		if (prof_run(&out, &err, "report", "--folded", file, NULL) == 0)
+			exec_check_folded(out, &before, &after);
+	}
+	ck_assert_msg(before, "no sample of the first image: %s", out);
+	test_child_send(&c, "exec\n");
+	test_child_expect(&c, "READY ", line, sizeof(line), TIMEOUT_MS);
+	/* whatever it is labelled with (checked below, once recorded) */
+	for (ms = 0; ms < TIMEOUT_MS; ms += 50) {
+		usleep(50 * 1000);
+		free(out);
+		free(err);
+		out = err = NULL;
+		if (prof_run(&out, &err, "report", "--folded", file, NULL) == 0 &&
+		    strstr(out, ";spinner;exec_after_spin "))
+			break;
+	}
+	ck_assert_msg(ms < TIMEOUT_MS, "no sample of the second image: %s", out);
+	free(out);
+	free(err);
+	ck_assert_int_eq(kill(rec, SIGINT), 0);
+	st = prof_record_wait(rec, TIMEOUT_MS);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status 0x%x: %s", st,
+		      (err = prof_slurp(errf)));
+
+	st = prof_run(&out, &err, "report", "--folded", file, NULL);
+	ck_assert_msg(st == 0, "report exit %d: %s", st, err);
+	exec_check_folded(out, &before, &after);
+	ck_assert_msg(before && after, "%s", out);
+	/* the trace of each image is there, under its service */
+	ck_assert_msg(strstr(out, "exec-a;[unknown request];trace " TRACE_EXEC_A), "%s",
+		      out);
+	ck_assert_msg(strstr(out, "exec-b;[unknown request];trace " TRACE_EXEC_B), "%s",
+		      out);
+	free(out);
+	free(err);
+	st = prof_run(&out, &err, "report", file, NULL);
+	ck_assert_msg(st == 0, "report exit %d: %s", st, err);
+	ck_assert_msg(strstr(out, "Service: exec-a\n") &&
+			      strstr(out, ", service exec-b\n"),
+		      "%s", out);
+	free(out);
+	free(err);
+	/* one OTLP resource per image, each with its own service */
+	st = prof_run(&out, &err, "report", "--spans", "--context-spans", file, NULL);
+	ck_assert_msg(st == 0, "report exit %d: %s", st, err);
+	{
+		const char *a = strstr(out, "{\"stringValue\":\"exec-a\"}");
+		const char *b = strstr(out, "{\"stringValue\":\"exec-b\"}");
+		const char *ta = strstr(out, TRACE_EXEC_A);
+		const char *tb = strstr(out, TRACE_EXEC_B);
+
+		ck_assert_msg(a && b && ta && tb, "%s", out);
+		/* resources in image order, each followed by its own spans */
+		ck_assert_msg(a < ta && ta < b && b < tb, "%s", out);
+	}
+	free(out);
+	free(err);
+	test_child_finish(&c, TIMEOUT_MS);
+	unlink(file);
+	unlink(errf);
+}
+END_TEST
+
 START_TEST(record_report_usage)
 {
 	char *out = NULL, *err = NULL;
@@ -1142,6 +1295,7 @@ TEST_SUITE(ctxdump_record_suite)
 	tcase_add_test(tc, record_key_map_grows);
 	tcase_add_test(tc, record_killed_and_target_exit);
 	tcase_add_test(tc, record_report_usage);
+	tcase_add_test(tc, record_across_exec);
 	suite_add_tcase(s, tc);
 	return s;
 }

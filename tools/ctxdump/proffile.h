@@ -23,7 +23,16 @@
  * model, ABI version or readable flag.  A later record of a kind
  * supersedes the earlier one for the samples that follow it, never for
  * those before; a kind with no later record keeps its last one.  Files
- * of older recorders hold one per kind and read the same way. */
+ * of older recorders hold one per kind and read the same way.
+ *
+ * PFILE_EXEC (a record type added without a version change: older
+ * readers skip it) says the target ran execve() between the samples
+ * before it and those after it: time since the start, the new comm and
+ * command line.  What a file says of the process (PCTX, RESOURCE,
+ * LAYOUT, THREAD) holds from one EXEC to the next, and the records that
+ * follow it describe the new image again; no frame, stack or context
+ * defined before it is used after it.  No sample of a round that an exec
+ * straddled is written. */
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -66,6 +75,7 @@ enum pfile_type {
 	PFILE_ROUND = 10,   /* one stop of all threads: time, stop window */
 	PFILE_SAMPLE = 11,  /* tid, state, stack id, context ids */
 	PFILE_END = 12,     /* totals, why recording ended */
+	PFILE_EXEC = 13,    /* the target ran execve(): a new program image */
 };
 
 /* PFILE_FRAME flags */

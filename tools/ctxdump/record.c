@@ -231,6 +231,25 @@ struct rec {
 	bool rediscover;
 	uint64_t discover_ns;
 
+	/* The program image everything above was read from: the address of
+	 * its AT_RANDOM bytes and the bytes (image_id_load()).  execve()
+	 * keeps the pid and gives the process a new image, with 16 new
+	 * random bytes that the kernel puts where auxv's AT_RANDOM says, so
+	 * those bytes still being there is what says "no exec since": one
+	 * 16-byte read per round (image_same()).  /proc/PID/exe (the same
+	 * file when a program execs itself) and the mm layout in
+	 * /proc/PID/stat (the same without ASLR) cannot tell. */
+	bool img_known;
+	uint64_t img_addr;
+	uint8_t img_bytes[16];
+	/* an exec was seen after the round's stop: reload before the next */
+	bool exec_pending;
+	uint64_t execs;
+	/* when the last exec was seen: for REFRESH_NS after it, a missing
+	 * layout or process context is looked for every round, as the new
+	 * image may still be in its loader or constructors */
+	uint64_t exec_ns;
+
 	bool has_pctx;
 	struct pctxr_snapshot pctx;
 	struct pctx_decoded *pd;
@@ -260,7 +279,8 @@ struct rec {
 
 	uint64_t rounds, samples, lost_ticks, failed_rounds, timeouts;
 	uint64_t skipped_rounds;
-	int last_err;   /* of a failed round */
+	uint64_t exec_rounds; /* dropped: an exec happened before their end */
+	int last_err;         /* of a failed round */
 	/* Rounds skipped or failed while the process looked like it was
 	 * going away (stop_process_dying()): not counted above if it then
 	 * ends (they met its exit), else added to them (fold_dying()). */
@@ -486,6 +506,53 @@ note_thread(struct rec *rc, pid_t tid, const char *comm)
 	pfile_w_end(&rc->w);
 }
 
+#define AUXV_AT_RANDOM 25 /* <elf.h> AT_RANDOM */
+
+/* Read the image id of pid (AT_RANDOM's address from /proc/PID/auxv,
+ * then the bytes there) into rc; without one (auxv unreadable), every
+ * image_same() says yes, as before exec detection existed. */
+static void
+image_id_load(struct rec *rc, pid_t pid)
+{
+	char path[64], *buf = NULL;
+	size_t len = 0, i;
+
+	rc->img_known = false;
+	snprintf(path, sizeof(path), "/proc/%d/auxv", (int)pid);
+	if (remote_read_file(path, 1u << 14, &buf, &len) < 0)
+		return;
+	for (i = 0; i + 16 <= len; i += 16) {
+		uint64_t type, val;
+
+		memcpy(&type, buf + i, 8);
+		memcpy(&val, buf + i + 8, 8);
+		if (type == 0)
+			break;
+		if (type == AUXV_AT_RANDOM && val) {
+			rc->img_addr = val;
+			rc->img_known = remote_read(pid, val, rc->img_bytes,
+						    sizeof(rc->img_bytes)) == 0;
+			break;
+		}
+	}
+	free(buf);
+}
+
+/* Whether pid still runs the image rc was loaded from: one
+ * process_vm_readv() of 16 bytes.  A new image has other random bytes,
+ * or none mapped there, or (a thread read through that the exec ended)
+ * no such thread. */
+static bool
+image_same(const struct rec *rc, pid_t pid)
+{
+	uint8_t now[sizeof(rc->img_bytes)];
+
+	if (!rc->img_known)
+		return true;
+	return remote_read(pid, rc->img_addr, now, sizeof(now)) == 0 &&
+	       memcmp(now, rc->img_bytes, sizeof(now)) == 0;
+}
+
 static void
 load_pctx(struct rec *rc, bool write)
 {
@@ -501,6 +568,14 @@ load_pctx(struct rec *rc, bool write)
 	}
 	pd = malloc(sizeof(*pd));
 	if (!pd || pctx_decode(snap.payload, snap.payload_len, pd) < 0) {
+		free(pd);
+		pctxr_free(&snap);
+		return;
+	}
+	if (!image_same(rc, rc->mem_pid)) {
+		/* read while the target ran: perhaps from the next image,
+		 * which must not label this one's samples */
+		rc->exec_pending = true;
 		free(pd);
 		pctxr_free(&snap);
 		return;
@@ -571,23 +646,37 @@ write_resource(struct rec *rc, const char *key, const char *value)
 	pfile_w_end(&rc->w);
 }
 
+/* The target's command name and command line (*cmd malloc'd, or NULL
+ * with *len 0). */
 static void
-write_info(struct rec *rc)
+read_command(struct rec *rc, char comm[64], char **cmd, size_t *len)
 {
-	char path[64], comm[64] = "", *cmd = NULL;
-	size_t len = 0;
+	char path[64];
 	FILE *f;
 
+	comm[0] = '\0';
 	snprintf(path, sizeof(path), "/proc/%d/comm", (int)rc->pid);
 	f = fopen(path, "re");
 	if (f) {
-		if (fgets(comm, sizeof(comm), f))
+		if (fgets(comm, 64, f))
 			comm[strcspn(comm, "\n")] = '\0';
 		fclose(f);
 	}
+	*cmd = NULL;
 	snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)rc->mem_pid);
-	if (remote_read_file(path, 1u << 16, &cmd, &len) < 0)
-		len = 0;
+	if (remote_read_file(path, 1u << 16, cmd, len) < 0) {
+		*cmd = NULL;
+		*len = 0;
+	}
+}
+
+static void
+write_info(struct rec *rc)
+{
+	char comm[64], *cmd;
+	size_t len;
+
+	read_command(rc, comm, &cmd, &len);
 	pfile_w_begin(&rc->w, PFILE_INFO);
 	pfile_w_u(&rc->w, (uint64_t)rc->pid);
 	pfile_w_u(&rc->w, rc->t0_real);
@@ -600,6 +689,94 @@ write_info(struct rec *rc)
 	pfile_w_bytes(&rc->w, CTXSHIM_VERSION, strlen(CTXSHIM_VERSION));
 	pfile_w_end(&rc->w);
 	free(cmd);
+}
+
+/* Elastic's process storage: the service it names, for a process
+ * without a process context. */
+static void
+write_storage(struct rec *rc)
+{
+	char svc[129], env[129];
+
+	if (!rc->have_layouts ||
+	    lay_elastic_storage(&rc->lp, svc, sizeof(svc), env, sizeof(env)) != 0)
+		return;
+	if (svc[0])
+		write_resource(rc, "service.name", svc);
+	if (env[0])
+		write_resource(rc, "deployment.environment.name", env);
+}
+
+static void rediscover(struct rec *rc, uint64_t now);
+static bool process_ending(pid_t pid);
+
+/* The target ran execve(): nothing read from the old image (layouts and
+ * TLS offsets, maps and ELF files, the unwinder's module list, the
+ * process context, frames and stacks by address) describes the new one.
+ * Dropped, read again while the target runs, and an EXEC record in the
+ * file, after which come the new image's process context, resources,
+ * layouts, threads, frames and stacks (proffile.h), so that a report
+ * labels the samples of each image with its own service and command.
+ * The image id is read first: anything read after it is of that image
+ * or of a later one, which the next round's image_same() catches.
+ * image_same() also says no when the thread it reads through is gone;
+ * the id read again tells: the same bytes at the same place are the same
+ * image, and nothing is dropped.  Returns whether it was an exec. */
+static bool
+image_reload(struct rec *rc)
+{
+	uint8_t old_bytes[sizeof(rc->img_bytes)];
+	uint64_t old_addr = rc->img_addr;
+	bool old_known = rc->img_known;
+	char comm[64], *cmd;
+	size_t len;
+
+	rc->exec_pending = false;
+	memcpy(old_bytes, rc->img_bytes, sizeof(old_bytes));
+	rc->mem_pid = dump_memory_pid(rc->pid, 0);
+	image_id_load(rc, rc->mem_pid);
+	if (old_known && (rc->img_known ? rc->img_addr == old_addr &&
+						  memcmp(rc->img_bytes, old_bytes,
+							 sizeof(old_bytes)) == 0
+					: process_ending(rc->pid))) {
+		/* no exec; or the process is going, as its next stop says */
+		rc->img_known = true;
+		rc->img_addr = old_addr;
+		memcpy(rc->img_bytes, old_bytes, sizeof(old_bytes));
+		return false;
+	}
+	rc->execs++;
+	rc->exec_ns = remote_now_ns();
+	stack_unwind_reset();
+	rc->reset_ns = remote_now_ns();
+	/* ids go on: only the tables of what depends on the image */
+	itab_clear(&rc->frame_tab);
+	itab_clear(&rc->stacks);
+	itab_clear(&rc->ctxs);
+	itab_clear(&rc->threads);
+	memset(rc->written, 0, sizeof(rc->written));
+	memset(&rc->lp, 0, sizeof(rc->lp));
+	rc->have_layouts = false;
+	rc->resolved = false;
+	if (rc->has_pctx) {
+		pctxr_free(&rc->pctx);
+		free(rc->pd);
+		rc->pd = NULL;
+		rc->has_pctx = false;
+	}
+
+	read_command(rc, comm, &cmd, &len);
+	pfile_w_begin(&rc->w, PFILE_EXEC);
+	pfile_w_u(&rc->w, remote_now_ns() - rc->t0_mono);
+	pfile_w_bytes(&rc->w, comm, strlen(comm));
+	pfile_w_bytes(&rc->w, cmd ? cmd : "", len);
+	pfile_w_end(&rc->w);
+	free(cmd);
+
+	rediscover(rc, remote_now_ns());
+	load_pctx(rc, true);
+	write_storage(rc);
+	return true;
 }
 
 static int
@@ -657,7 +834,7 @@ unwind_one(struct rec *rc, size_t j, bool *truncated)
 	uint64_t now;
 
 	*truncated = false;
-	if (rc->err[j] || !rc->snaps[j].regs_valid)
+	if (rc->err[j] || !rc->snaps[j].regs_valid || rc->exec_pending)
 		return 0;
 	if (stack_unwind(rc->mem_pid, &rc->snaps[j], rc->frames,
 			 rc->ctl->max_frames + 1, &n) < 0)
@@ -674,6 +851,13 @@ unwind_one(struct rec *rc, size_t j, bool *truncated)
 		if (stack_unwind(rc->mem_pid, &rc->snaps[j], rc->frames,
 				 rc->ctl->max_frames + 1, &n) < 0)
 			return 0;
+		/* The module list was read while the target ran: if it ran
+		 * execve() meanwhile, the list is the next image's, and
+		 * would name this round's addresses after its files. */
+		if (!image_same(rc, rc->mem_pid)) {
+			rc->exec_pending = true;
+			return 0;
+		}
 	}
 	if (n > rc->ctl->max_frames) {
 		n = rc->ctl->max_frames;
@@ -841,6 +1025,7 @@ sample_round(struct rec *rc)
 	size_t i, k = 0;
 	uint64_t t, win;
 	long hint = stop_count_threads(rc->pid);
+	bool exec;
 	int r;
 
 	/* room for the threads before they are stopped */
@@ -859,9 +1044,15 @@ sample_round(struct rec *rc)
 
 		stop_late_release(&rc->late, ms < 10 ? ms : 10);
 	}
+	if (rc->exec_pending)
+		image_reload(rc);
 	t = remote_now_ns();
-	if (rc->rediscover || (!rc->have_layouts && t - rc->discover_ns > REFRESH_NS))
+	if (rc->rediscover ||
+	    (!rc->have_layouts && (t - rc->discover_ns > REFRESH_NS ||
+				   (rc->execs && t - rc->exec_ns < REFRESH_NS))))
 		rediscover(rc, t);
+	if (!rc->has_pctx && rc->execs && t - rc->exec_ns < REFRESH_NS)
+		load_pctx(rc, true);
 
 	/* ---- threads stopped from here ---- */
 	stop_init(&ss, rc->pid);
@@ -940,6 +1131,12 @@ sample_round(struct rec *rc)
 #endif
 				     : 0;
 	lay_read(&rc->lp, rc->usable, rc->tps, k, rc->raws);
+	/* Last, after everything was read: an exec before this point (since
+	 * the last round, or by a thread that did not stop, during this
+	 * one) shows, and all of this round may be of either image, read
+	 * through the old one's offsets: none of it is kept.  An exec after
+	 * this point is the next round's. */
+	exec = k && !image_same(rc, rc->mem_pid);
 	stop_detach_all(&ss);
 	/* ---- threads running again ---- */
 	if (ss.signal) {
@@ -957,6 +1154,17 @@ sample_round(struct rec *rc)
 		stack_arena_recycle(&rc->arena);
 		stop_free(&ss);
 		return r;
+	}
+	if (exec) {
+		for (i = 0; i < k; i++)
+			if (!rc->err[i])
+				stack_snap_free(&rc->snaps[i]);
+		stack_arena_recycle(&rc->arena);
+		stop_free(&ss);
+		if (!image_reload(rc))
+			return -EAGAIN; /* no exec after all: a skipped round */
+		rc->exec_rounds++;
+		return 0;
 	}
 	win = stop_window_ns(&ss);
 	rc->win_sum += win;
@@ -1541,7 +1749,7 @@ print_summary(const struct rec *rc, uint64_t elapsed, bool failed)
 			failed ? "recorded, not all of it written to" : "written to",
 			name, rc->out_bytes);
 	}
-	if (!rc->rounds && !rc->skipped_rounds && !rc->failed_rounds)
+	if (!rc->rounds && !rc->skipped_rounds && !rc->failed_rounds && !rc->execs)
 		return;
 	fputs("ctxdump record: ", stderr);
 	if (rc->rounds)
@@ -1564,6 +1772,11 @@ print_summary(const struct rec *rc, uint64_t elapsed, bool failed)
 	if (rc->failed_rounds)
 		fprintf(stderr, "; %" PRIu64 " rounds failed (%s)", rc->failed_rounds,
 			strerror(-rc->last_err));
+	if (rc->execs)
+		fprintf(stderr,
+			"; the process ran execve() %" PRIu64 " times (%" PRIu64
+			" rounds dropped at an exec)",
+			rc->execs, rc->exec_rounds);
 	fputc('\n', stderr);
 }
 
@@ -1603,6 +1816,8 @@ record_main(int argc, char **argv)
 	/* layouts and the process context: while the target runs, through
 	 * a live thread if the leader has exited (as the dump does) */
 	rc->mem_pid = dump_memory_pid(ctl.pid, 0);
+	/* before anything else is read from the image (image_reload()) */
+	image_id_load(rc, rc->mem_pid);
 	r = dump_proc_load(ctl.pid, &rc->mem_pid, &ep);
 	if (r == 0) {
 		r = lay_find_in(ep, rc->mem_pid, LAY_MASK_ALL, &rc->lp);
@@ -1656,17 +1871,7 @@ record_main(int argc, char **argv)
 	pfile_w_open(&rc->w, rc->out);
 	write_info(rc);
 	load_pctx(rc, true);
-	if (rc->have_layouts) {
-		char svc[129], env[129];
-
-		if (lay_elastic_storage(&rc->lp, svc, sizeof(svc), env, sizeof(env)) ==
-		    0) {
-			if (svc[0])
-				write_resource(rc, "service.name", svc);
-			if (env[0])
-				write_resource(rc, "deployment.environment.name", env);
-		}
-	}
+	write_storage(rc);
 
 	install_signals();
 	interval = 1000000000ull / ctl.rate;

@@ -12,7 +12,10 @@
  *             trace.
  *
  * The file is read in one pass into compact tables (proffile.h): strings,
- * frames, stacks and contexts by id, and 24 bytes per sample. */
+ * frames, stacks and contexts by id, and 28 bytes per sample.  A target
+ * that ran execve() while recorded has one program image per EXEC record
+ * (struct r_image): each sample and context belongs to one, and is
+ * labelled with its service and command, never another's. */
 #include "config.h"
 
 #include "profile.h"
@@ -61,6 +64,7 @@ struct r_stack {
 };
 
 struct r_ctx {
+	uint32_t image; /* index in prof.images: whose key map */
 	uint8_t kind, flags, trace_flags;
 	uint8_t trace[16], span[8], txn[8];
 	uint32_t n;
@@ -73,7 +77,7 @@ struct r_round {
 };
 
 struct r_sample {
-	uint32_t round, tid, stack;
+	uint32_t round, tid, stack, image;
 	uint32_t ctx[SAMPLE_CTX]; /* 0 = none */
 };
 
@@ -126,16 +130,24 @@ vec_slot(struct vec *a, size_t i)
 	return vec_at(a, i);
 }
 
+/* One program image of the target: the first from the start, one more
+ * per EXEC record.  What the file says of the process (PCTX, RESOURCE)
+ * goes to the last one. */
+struct r_image {
+	uint64_t t; /* since the start (EXEC); 0 for the first */
+	char *comm; /* EXEC's; NULL for the first (INFO's) */
+	uint8_t *pctx_payload;
+	struct pctx_decoded *pd;
+	struct vec resource; /* struct r_kv, from RESOURCE records */
+};
+
 struct prof {
 	/* INFO */
 	bool has_info;
 	uint64_t pid, t0_real, t0_mono, rate;
 	char *comm, *cmdline;
 	size_t cmdline_len;
-	/* the last process context */
-	uint8_t *pctx_payload;
-	struct pctx_decoded *pd;
-	struct vec resource;   /* struct r_kv, from RESOURCE records */
+	struct vec images;     /* struct r_image, at least one */
 	struct vec layouts;    /* struct r_layout, distinct, at most PFILE_LAYOUT_MAX */
 	unsigned layouts_more; /* LAYOUT records of other layouts past those */
 
@@ -333,9 +345,18 @@ free_prof(struct prof *p)
 		free(((struct r_ctx *)p->ctxs.v)[i].kv);
 	for (i = 0; i < p->fns.n; i++)
 		free(((char **)p->fns.v)[i]);
-	for (i = 0; i < p->resource.n; i++) {
-		free(((struct r_kv *)p->resource.v)[i].key);
-		free(((struct r_kv *)p->resource.v)[i].value);
+	for (i = 0; i < p->images.n; i++) {
+		struct r_image *im = (struct r_image *)p->images.v + i;
+		size_t j;
+
+		for (j = 0; j < im->resource.n; j++) {
+			free(((struct r_kv *)im->resource.v)[j].key);
+			free(((struct r_kv *)im->resource.v)[j].value);
+		}
+		free(im->resource.v);
+		free(im->comm);
+		free(im->pctx_payload);
+		free(im->pd);
 	}
 	for (i = 0; i < p->layouts.n; i++) {
 		free(((struct r_layout *)p->layouts.v)[i].module);
@@ -352,12 +373,10 @@ free_prof(struct prof *p)
 	free(p->threads.v);
 	free(p->thr_slot);
 	free(p->fns.v);
-	free(p->resource.v);
+	free(p->images.v);
 	free(p->layouts.v);
 	free(p->comm);
 	free(p->cmdline);
-	free(p->pctx_payload);
-	free(p->pd);
 }
 
 static void
@@ -372,7 +391,7 @@ init_prof(struct prof *p)
 	p->samples.size = sizeof(struct r_sample);
 	p->threads.size = sizeof(struct r_thread);
 	p->fns.size = sizeof(char *);
-	p->resource.size = sizeof(struct r_kv);
+	p->images.size = sizeof(struct r_image);
 	p->layouts.size = sizeof(struct r_layout);
 }
 
@@ -444,6 +463,29 @@ id_ok(uint32_t id, const struct vec *a)
 	return id > 0 && id <= a->n && id < (1u << 30);
 }
 
+/* A new program image (the first, or after an EXEC record). */
+static struct r_image *
+image_add(struct prof *p)
+{
+	struct r_image *im = vec_slot(&p->images, p->images.n);
+
+	if (im)
+		im->resource.size = sizeof(struct r_kv);
+	return im;
+}
+
+static struct r_image *
+image_cur(const struct prof *p)
+{
+	return (struct r_image *)p->images.v + p->images.n - 1;
+}
+
+static const struct r_image *
+image_at(const struct prof *p, uint32_t i)
+{
+	return (const struct r_image *)p->images.v + (i < p->images.n ? i : 0);
+}
+
 static bool
 load_record(
 	struct prof *p, struct fn_map *fm, unsigned type, const uint8_t *b, size_t n)
@@ -490,10 +532,10 @@ load_record(
 			free(pd);
 			break;
 		}
-		free(p->pctx_payload);
-		free(p->pd);
-		p->pctx_payload = copy;
-		p->pd = pd;
+		free(image_cur(p)->pctx_payload);
+		free(image_cur(p)->pd);
+		image_cur(p)->pctx_payload = copy;
+		image_cur(p)->pd = pd;
 		break;
 	}
 	case PFILE_RESOURCE: {
@@ -503,7 +545,7 @@ load_record(
 
 		if (!pfile_r_bytes(&r, &kp, &kl) || !pfile_r_bytes(&r, &vp, &vl))
 			break;
-		kv = vec_slot(&p->resource, p->resource.n);
+		kv = vec_slot(&image_cur(p)->resource, image_cur(p)->resource.n);
 		if (!kv)
 			return false;
 		kv->key = dup_bytes(kp, kl);
@@ -676,6 +718,7 @@ load_record(
 			return false;
 		}
 		free(cp->kv);
+		c.image = (uint32_t)p->images.n - 1;
 		*cp = c;
 		break;
 	}
@@ -695,6 +738,7 @@ load_record(
 		if (!p->rounds.n)
 			break;
 		s.round = (uint32_t)p->rounds.n - 1;
+		s.image = (uint32_t)p->images.n - 1;
 		s.tid = pfile_r_u32(&r);
 		(void)pfile_r_u(&r); /* state */
 		s.stack = pfile_r_u32(&r);
@@ -713,6 +757,24 @@ load_record(
 		if (!sp)
 			return false;
 		*sp = s;
+		break;
+	}
+	case PFILE_EXEC: {
+		struct r_image *im;
+		uint64_t t = pfile_r_u(&r);
+
+		if (!pfile_r_bytes(&r, &bp, &bl))
+			break;
+		/* an image is at most two allocations plus what its own
+		 * records hold: a file of nothing but EXEC records costs
+		 * what it is long */
+		im = image_add(p);
+		if (!im)
+			return false;
+		im->t = t;
+		im->comm = dup_cut(bp, bl);
+		if (!im->comm)
+			return false;
 		break;
 	}
 	case PFILE_END:
@@ -756,7 +818,7 @@ load(struct prof *p, FILE *f, const char *path)
 		goto out;
 	}
 	/* the strings vector starts with the reserved id 0 */
-	if (!vec_slot(&p->strings, 0) || !vec_slot(&p->frames, 0) ||
+	if (!image_add(p) || !vec_slot(&p->strings, 0) || !vec_slot(&p->frames, 0) ||
 	    !vec_slot(&p->stacks, 0) || !vec_slot(&p->ctxs, 0)) {
 		r = -ENOMEM;
 		goto out;
@@ -869,12 +931,12 @@ request_name(const struct prof *p, const struct r_sample *s, char *out, size_t n
 /* A string resource attribute with a value: the process context's, else
  * one the recording has from elsewhere (Elastic's process storage). */
 static bool
-resource_str(const struct prof *p, const char *key, const char **v, size_t *len)
+resource_str(const struct r_image *im, const char *key, const char **v, size_t *len)
 {
 	size_t i;
 
-	if (p->pd) {
-		const struct pctx_attr *a = pctx_find_resource(p->pd, key);
+	if (im->pd) {
+		const struct pctx_attr *a = pctx_find_resource(im->pd, key);
 
 		if (a && a->type == PCTX_V_STRING && a->str.len) {
 			*v = (const char *)a->str.ptr;
@@ -882,8 +944,8 @@ resource_str(const struct prof *p, const char *key, const char **v, size_t *len)
 			return true;
 		}
 	}
-	for (i = 0; i < p->resource.n; i++) {
-		const struct r_kv *kv = (const struct r_kv *)p->resource.v + i;
+	for (i = 0; i < im->resource.n; i++) {
+		const struct r_kv *kv = (const struct r_kv *)im->resource.v + i;
 
 		if (strcmp(kv->key, key) == 0 && kv->value[0]) {
 			*v = kv->value;
@@ -899,19 +961,27 @@ resource_str(const struct prof *p, const char *key, const char **v, size_t *len)
  * a process without one, the semantic conventions' default made here:
  * "unknown_service:" and process.executable.name, else the command name
  * the recording has (/proc/PID/comm, what older conventions suggested for
- * process.executable.name), else "unknown_service" (never ours). */
+ * process.executable.name), else "unknown_service" (never ours).  Each
+ * program image (one per exec) has its own. */
 static const char *
-service_name(const struct prof *p, char *buf, size_t n)
+image_comm(const struct prof *p, const struct r_image *im)
 {
-	const char *v;
+	return im->comm ? im->comm : p->comm;
+}
+
+static const char *
+service_name(const struct prof *p, uint32_t image, char *buf, size_t n)
+{
+	const struct r_image *im = image_at(p, image);
+	const char *v, *comm = image_comm(p, im);
 	size_t len;
 
-	if (resource_str(p, "service.name", &v, &len))
+	if (resource_str(im, "service.name", &v, &len))
 		snprintf(buf, n, "%.*s", (int)len, v);
-	else if (resource_str(p, "process.executable.name", &v, &len))
+	else if (resource_str(im, "process.executable.name", &v, &len))
 		snprintf(buf, n, "unknown_service:%.*s", (int)len, v);
-	else if (p->comm && *p->comm)
-		snprintf(buf, n, "unknown_service:%s", p->comm);
+	else if (comm && *comm)
+		snprintf(buf, n, "unknown_service:%s", comm);
 	else
 		snprintf(buf, n, "unknown_service");
 	return buf;
@@ -1339,7 +1409,6 @@ report_folded(const struct prof *p, const struct rpt_ctl *ctl)
 	size_t i, j, n = 0, n_lines = 0;
 	int ret = CLI_EXIT_OK;
 
-	service_name(p, svc, sizeof(svc));
 	pairs = malloc((p->samples.n ? p->samples.n : 1) * sizeof(*pairs));
 	F.fn_name = malloc((p->fns.n ? p->fns.n : 1) * sizeof(*F.fn_name));
 	/* every function, "?", the two markers */
@@ -1356,7 +1425,7 @@ report_folded(const struct prof *p, const struct rpt_ctl *ctl)
 			continue;
 		c = primary_ctx(p, s);
 		b.len = 0;
-		sb_frame(&b, svc);
+		sb_frame(&b, service_name(p, s->image, svc, sizeof(svc)));
 		if (c) {
 			request_name(p, s, req, sizeof(req));
 			sb_frame(&b, req[0] ? req : "[unknown request]");
@@ -1511,6 +1580,7 @@ struct ispan {
 	uint8_t kind;  /* layout of the context */
 	bool context_span;
 	uint32_t sample; /* context spans: the first sample (name, attributes) */
+	uint32_t image;  /* the program image whose resource it goes under */
 };
 
 /* The spans for the output: at most max (all of them are sorted before
@@ -1689,6 +1759,7 @@ close_nodes(struct spans *S,
 			sp->count = nd->count;
 			sp->tid = R->tid;
 			sp->kind = R->c->kind;
+			sp->image = R->c->image;
 			nd->span = (int)(sp - S->v);
 			if (pa_open) {
 				sp->next = pa->pending;
@@ -1723,7 +1794,7 @@ cmp_tsample(const void *a, const void *b)
 static bool
 same_ctx(const struct r_ctx *a, const struct r_ctx *b)
 {
-	return a && b && memcmp(a->trace, b->trace, 16) == 0 &&
+	return a && b && a->image == b->image && memcmp(a->trace, b->trace, 16) == 0 &&
 	       memcmp(a->span, b->span, 8) == 0;
 }
 
@@ -1977,16 +2048,17 @@ json_kv_bool(FILE *f, bool *first, const char *key, bool v)
 }
 
 static void
-json_resource(FILE *f, const struct prof *p)
+json_resource(FILE *f, const struct prof *p, uint32_t image)
 {
+	const struct r_image *im = image_at(p, image);
 	bool first = true, have_svc = false;
 	char svc[256];
 	unsigned i;
 
 	fputs("\"resource\":{\"attributes\":[", f);
-	if (p->pd) {
-		for (i = 0; i < p->pd->n_resource; i++) {
-			const struct pctx_attr *a = &p->pd->resource[i];
+	if (im->pd) {
+		for (i = 0; i < im->pd->n_resource; i++) {
+			const struct pctx_attr *a = &im->pd->resource[i];
 			char key[256];
 			size_t kl = a->key.len < sizeof(key) - 1 ? a->key.len
 								 : sizeof(key) - 1;
@@ -2022,18 +2094,18 @@ json_resource(FILE *f, const struct prof *p)
 			}
 		}
 	} else {
-		for (i = 0; i < p->resource.n; i++) {
-			const struct r_kv *kv = (const struct r_kv *)p->resource.v + i;
+		for (i = 0; i < im->resource.n; i++) {
+			const struct r_kv *kv = (const struct r_kv *)im->resource.v + i;
 
 			have_svc |= strcmp(kv->key, "service.name") == 0;
 			json_kv_str(f, &first, kv->key, kv->value, strlen(kv->value));
 		}
 	}
 	if (!have_svc) {
-		service_name(p, svc, sizeof(svc));
+		service_name(p, image, svc, sizeof(svc));
 		json_kv_str(f, &first, "service.name", svc, strlen(svc));
 	}
-	if (p->has_info && !(p->pd && pctx_find_resource(p->pd, "process.pid")))
+	if (p->has_info && !(im->pd && pctx_find_resource(im->pd, "process.pid")))
 		json_kv_int(f, &first, "process.pid", (int64_t)p->pid);
 	fputs("]}", f);
 }
@@ -2046,6 +2118,7 @@ json_resource(FILE *f, const struct prof *p)
 static bool
 unknown_index_key(const struct prof *p, const struct r_ctx *c, const char *key)
 {
+	const struct pctx_decoded *pd = image_at(p, c->image)->pd;
 	size_t i, kl;
 
 	if (c->kind != LAY_OTEL || key[0] != '#' || !key[1])
@@ -2053,9 +2126,9 @@ unknown_index_key(const struct prof *p, const struct r_ctx *c, const char *key)
 	for (kl = 1; key[kl]; kl++)
 		if (key[kl] < '0' || key[kl] > '9')
 			return false;
-	for (i = 0; p->pd && i < p->pd->n_keys; i++)
-		if (p->pd->key_map[i].len == kl &&
-		    memcmp(p->pd->key_map[i].ptr, key, kl) == 0)
+	for (i = 0; pd && i < pd->n_keys; i++)
+		if (pd->key_map[i].len == kl &&
+		    memcmp(pd->key_map[i].ptr, key, kl) == 0)
 			return false;
 	return true;
 }
@@ -2226,8 +2299,10 @@ cmp_ctx_span(const void *a, const void *b, void *arg)
 {
 	const struct r_ctx *v = arg;
 	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-	int c = memcmp(v[x].trace, v[y].trace, 16);
+	int c = (v[x].image > v[y].image) - (v[x].image < v[y].image);
 
+	if (!c)
+		c = memcmp(v[x].trace, v[y].trace, 16);
 	if (!c)
 		c = memcmp(v[x].span, v[y].span, 8);
 	return c ? c : (x > y) - (x < y);
@@ -2265,7 +2340,8 @@ add_context_spans(const struct prof *p, const struct rpt_ctl *ctl, struct spans 
 	}
 	qsort_r(ids, n, sizeof(*ids), cmp_ctx_span, (void *)cv);
 	for (i = 0; i < n; i++) {
-		if (i && (memcmp(cv[ids[i]].trace, cv[ids[i - 1]].trace, 16) != 0 ||
+		if (i && (cv[ids[i]].image != cv[ids[i - 1]].image ||
+			  memcmp(cv[ids[i]].trace, cv[ids[i - 1]].trace, 16) != 0 ||
 			  memcmp(cv[ids[i]].span, cv[ids[i - 1]].span, 8) != 0))
 			g++;
 		group[ids[i]] = g;
@@ -2304,6 +2380,7 @@ add_context_spans(const struct prof *p, const struct rpt_ctl *ctl, struct spans 
 		sp->count = 1;
 		sp->tid = s->tid;
 		sp->kind = c->kind;
+		sp->image = c->image;
 		sp->context_span = true;
 		sp->sample = (uint32_t)i;
 		par = sample_attr(p, s, "ctxshim.parent_span_id");
@@ -2323,7 +2400,8 @@ report_spans(const struct prof *p, const struct rpt_ctl *ctl)
 {
 	struct spans S = {.max = ctl->max_spans};
 	size_t i;
-	bool first = true;
+	uint32_t im;
+	bool first;
 	int ret = CLI_EXIT_OK;
 
 	infer(p, ctl, &S);
@@ -2341,20 +2419,35 @@ report_spans(const struct prof *p, const struct rpt_ctl *ctl)
 	}
 	if (S.n)
 		qsort(S.v, S.n, sizeof(*S.v), cmp_span);
-	fputs("{\"resourceSpans\":[{", stdout);
-	json_resource(stdout, p);
-	fputs(",\"scopeSpans\":[{\"scope\":{\"name\":\"ctxdump\",\"version\":"
-	      "\"" CTXSHIM_VERSION "\"},\"spans\":[",
-	      stdout);
-	for (i = 0; i < S.n; i++) {
-		if (!first)
-			fputs(",\n", stdout);
-		else
-			fputc('\n', stdout);
-		first = false;
-		json_span(stdout, p, &S.v[i]);
+	/* one ResourceSpans per program image (the first always): each
+	 * image's spans under its own service */
+	fputs("{\"resourceSpans\":[", stdout);
+	for (im = 0; im < p->images.n; im++) {
+		bool any = im == 0;
+
+		for (i = 0; i < S.n && !any; i++)
+			any = S.v[i].image == im;
+		if (!any)
+			continue;
+		fputs(im ? ",{" : "{", stdout);
+		json_resource(stdout, p, im);
+		fputs(",\"scopeSpans\":[{\"scope\":{\"name\":\"ctxdump\",\"version\":"
+		      "\"" CTXSHIM_VERSION "\"},\"spans\":[",
+		      stdout);
+		first = true;
+		for (i = 0; i < S.n; i++) {
+			if (S.v[i].image != im)
+				continue;
+			if (!first)
+				fputs(",\n", stdout);
+			else
+				fputc('\n', stdout);
+			first = false;
+			json_span(stdout, p, &S.v[i]);
+		}
+		fputs("\n]}]}", stdout);
 	}
-	fputs("\n]}]}]}\n", stdout);
+	fputs("]}\n", stdout);
 out:
 	for (i = 0; i < S.n; i++)
 		free(S.v[i].chain);
@@ -2614,8 +2707,17 @@ summary_header(const struct prof *p)
 	printf("): %" PRIu64 " Hz, %.3f s, %zu rounds, %zu samples of %zu threads\n",
 	       p->rate, secs, p->rounds.n, p->samples.n, ntid);
 	fputs("Service: ", stdout);
-	put_text(service_name(p, svc, sizeof(svc)));
+	put_text(service_name(p, 0, svc, sizeof(svc)));
 	putchar('\n');
+	for (i = 1; i < p->images.n; i++) {
+		const struct r_image *im = image_at(p, (uint32_t)i);
+
+		printf("Exec at %.3f s: ", (double)im->t / 1e9);
+		put_text(im->comm);
+		fputs(", service ", stdout);
+		put_text(service_name(p, (uint32_t)i, svc, sizeof(svc)));
+		putchar('\n');
+	}
 	for (i = 0; i < p->layouts.n; i++) {
 		const struct r_layout *l = (const struct r_layout *)p->layouts.v + i;
 
