@@ -102,7 +102,8 @@ main(int argc, char **argv)
 {
 	bool with_vfork = false, leader_exit = false;
 	unsigned n, i, burst = 0;
-	struct target_vforker vfork_thread = {
+	/* static: its thread outlives main() with --leader-exit */
+	static struct target_vforker vfork_thread = {
 		.child_sleep = {2, 0}, .started = &started, .stopping = &stopping};
 	pthread_t t;
 	int a = 1;
