@@ -1104,13 +1104,19 @@ main(int argc, char **argv)
 			" (is an OTEP-4947 writer such as libctxshim.so loaded?)",
 			(int)ctl.pid);
 		/* A statically linked executable is the only object that can
-		 * hold the writer; stripped, it may define the variable
-		 * without ctxdump seeing it.  (Not said of a dynamically
-		 * linked one: there a missing writer library is likelier.) */
+		 * hold the writer: no loader runs to preload one, which is
+		 * what most users of such a program want to know (busybox,
+		 * a Go or musl build); stripped, it may also define the
+		 * variable without ctxdump seeing it.  (Not said of a
+		 * dynamically linked one: there a missing writer library is
+		 * likelier.) */
+		if (d->sym.exe_static)
+			cli_warn("its executable is statically linked: no dynamic "
+				 "loader runs in it, so LD_PRELOAD cannot load "
+				 "libctxshim.so there");
 		if (d->sym.exe_stripped && d->sym.exe_static)
-			cli_warn("its executable is statically linked and stripped "
-				 "(no .symtab): a writer in it must "
-				 "export " OTEL_THREAD_CTX_SYMBOL
+			cli_warn("it is also stripped (no .symtab): a writer built "
+				 "into it must export " OTEL_THREAD_CTX_SYMBOL
 				 " as OTEP-4947 asks (link "
 				 "-static-pie "
 				 "-Wl,--export-dynamic-symbol=" OTEL_THREAD_CTX_SYMBOL

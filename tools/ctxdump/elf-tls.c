@@ -994,10 +994,9 @@ etls_proc_find(struct etls_proc *p, const char *name, struct etls_symbol *sym)
 			}
 			continue;
 		}
-		if (symtab && x->has_tls && !x->symtab && p->exe_ok &&
-		    (uint64_t)p->exe_st.st_ino == ob->inode) {
-			exe_stripped = true;
+		if (p->exe_ok && (uint64_t)p->exe_st.st_ino == ob->inode) {
 			exe_static = !x->has_interp;
+			exe_stripped = symtab && x->has_tls && !x->symtab;
 		}
 		memset(&cur, 0, sizeof(cur));
 		if (!examine_definition(x, name, symtab, &cur))

@@ -69,9 +69,10 @@ struct etls_symbol {
 	int unopenable_err;
 	/* When etls_proc_find() returns -ENOENT: the executable has a TLS
 	 * segment but no .symtab (stripped), so a definition that it does
-	 * not export cannot be found; exe_static: and it is statically
-	 * linked (no PT_INTERP), where .dynsym can hold the symbol only
-	 * when built -static-pie with the symbol exported. */
+	 * not export cannot be found; exe_static: it is statically linked
+	 * (no PT_INTERP): nothing can be preloaded into it, and stripped,
+	 * its .dynsym can hold the symbol only when built -static-pie with
+	 * the symbol exported. */
 	bool exe_stripped;
 	bool exe_static;
 };
