@@ -827,6 +827,12 @@ START_TEST(test_stacks_show_blocking_function)
 				      (int)w.t[i].tid, w.t[i].kind,
 				      cw_want_frames(w.t[i].kind)[k], wc->exe,
 				      frames_str(frames));
+		/* down to the thread's start: the copy of a stack stops
+		 * below the static TLS blocks, never inside the stack */
+		if (w.t[i].tid != w.pid)
+			ck_assert_msg(frames_have(frames, "start_thread", "libc.so.6"),
+				      "%s tid %d: not down to start_thread: %s",
+				      wc->name, (int)w.t[i].tid, frames_str(frames));
 	}
 	jfree(root);
 	writer_finish(&w);

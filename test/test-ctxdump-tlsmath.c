@@ -257,6 +257,38 @@ START_TEST(slot_static)
 }
 END_TEST
 
+/* Where a thread's stack ends at the latest, below the thread pointer:
+ * only from a static model on x86_64, and only a believable offset. */
+START_TEST(static_block_tpoff)
+{
+	struct tlsm_access a;
+
+	tlsm_from_ie(TLSM_X86_64, TLSM_GLIBC, (uint64_t)-2880, &a);
+	ck_assert_int_eq(tlsm_static_block_tpoff(&a, 0x10), -2896);
+	ck_assert_int_eq(tlsm_static_block_tpoff(&a, 0), -2880);
+	a.model = TLSM_TLSDESC_STATIC;
+	ck_assert_int_eq(tlsm_static_block_tpoff(&a, 0x40), -2944);
+	a.model = TLSM_LE;
+	ck_assert_int_eq(tlsm_static_block_tpoff(&a, 0x40), -2944);
+	/* a variable past its block's start from the thread pointer */
+	ck_assert_int_eq(tlsm_static_block_tpoff(&a, (uint64_t)1 << 40), 0);
+	a.tpoff = 16;
+	ck_assert_int_eq(tlsm_static_block_tpoff(&a, 0), 0);
+	a.tpoff = -((int64_t)1 << 40);
+	ck_assert_int_eq(tlsm_static_block_tpoff(&a, 0), 0);
+	a.tpoff = -2880;
+	a.model = TLSM_TLSDESC_DYNAMIC;
+	ck_assert_int_eq(tlsm_static_block_tpoff(&a, 0), 0);
+	a.model = TLSM_GD;
+	ck_assert_int_eq(tlsm_static_block_tpoff(&a, 0), 0);
+	a.model = TLSM_UNRESOLVED;
+	ck_assert_int_eq(tlsm_static_block_tpoff(&a, 0), 0);
+	/* TLS variant I: the blocks are above the thread pointer */
+	tlsm_from_ie(TLSM_AARCH64, TLSM_GLIBC, 0x20, &a);
+	ck_assert_int_eq(tlsm_static_block_tpoff(&a, 0), 0);
+}
+END_TEST
+
 START_TEST(slot_dtv_glibc_x86_64)
 {
 	const uint64_t tp = 0x7f0000001000, dtv = 0x5000010;
@@ -444,6 +476,7 @@ TEST_SUITE(tlsmath_suite)
 	tcase_add_test(tc, tlsdesc_classify);
 	tcase_add_test(tc, gd_ie_classify);
 	tcase_add_test(tc, slot_static);
+	tcase_add_test(tc, static_block_tpoff);
 	tcase_add_test(tc, slot_dtv_glibc_x86_64);
 	tcase_add_test(tc, slot_dtv_aarch64);
 	tcase_add_test(tc, gd_generation_glibc);

@@ -323,6 +323,10 @@ capture_stacks(struct run *run)
 	struct stack_snap **snaps = calloc(d->n_threads ? d->n_threads : 1, sizeof(*snaps));
 	pid_t *tids = calloc(d->n_threads ? d->n_threads : 1, sizeof(*tids));
 	int *err = calloc(d->n_threads ? d->n_threads : 1, sizeof(*err));
+	/* the writer's static TLS block, resolved in this stop: where the
+	 * threads' stacks end at the latest */
+	int64_t tls_floor =
+		d->has_symbol ? tlsm_static_block_tpoff(&d->acc, d->sym.st_value) : 0;
 	size_t i, k = 0;
 
 	if (snaps && tids && err) {
@@ -333,8 +337,8 @@ capture_stacks(struct run *run)
 			snaps[k] = d->threads[i].snap;
 			tids[k++] = d->threads[i].tid;
 		}
-		stack_snap_capture_many(d->mem_pid, tids, k, run->ctl->stack_size, snaps,
-					err, &d->stack_arena);
+		stack_snap_capture_many(d->mem_pid, tids, k, run->ctl->stack_size,
+					tls_floor, snaps, err, &d->stack_arena);
 		for (i = k = 0; i < d->n_threads; i++)
 			if (d->threads[i].stopped)
 				d->threads[i].snap_err = err[k++];

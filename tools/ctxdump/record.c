@@ -959,6 +959,29 @@ missed_stops(const struct stop_set *ss)
 	return n;
 }
 
+/* Where the threads' stacks end at the latest, as a thread-pointer
+ * offset (stack_snap_capture_many()): the lowest static TLS block of the
+ * layouts resolved so far (a module's static block does not move while
+ * its image runs; an exec resets the layouts), or 0. */
+static int64_t
+tls_floor(const struct rec *rc)
+{
+	int64_t floor = 0;
+	unsigned k;
+
+	for (k = 0; rc->have_layouts && k < LAY_N; k++) {
+		const struct lay_layout *l = &rc->lp.l[k];
+		int64_t off;
+
+		if (!l->present || !(rc->usable & LAY_MASK(k)))
+			continue;
+		off = tlsm_static_block_tpoff(&l->acc, l->sym.st_value);
+		if (off < floor)
+			floor = off;
+	}
+	return floor;
+}
+
 /* The thread to read memory through in this round, among the k stopped
  * ones (none can exit before they run again): the one used so far if it
  * stopped, else the leader if it stopped, else the first.  Sticky, as the
@@ -1098,7 +1121,7 @@ sample_round(struct rec *rc)
 	}
 	pick_mem_pid(rc, k);
 	stack_snap_capture_many(rc->mem_pid, rc->tids, k, rc->ctl->stack_size,
-				rc->snapp, rc->err, &rc->arena);
+				tls_floor(rc), rc->snapp, rc->err, &rc->arena);
 	/* each thread's state where the stop found it (stop_state()) */
 	for (i = 0; i < k; i++)
 		rc->states[i] =

@@ -36,6 +36,24 @@ tlsm_model_name(enum tlsm_model m)
 	return "none";
 }
 
+/* A static TLS area larger than this is not believed. */
+#define TLSM_STATIC_AREA_MAX (64 << 20)
+
+int64_t
+tlsm_static_block_tpoff(const struct tlsm_access *acc, uint64_t st_value)
+{
+	int64_t off;
+
+	if (acc->arch != TLSM_X86_64 ||
+	    (acc->model != TLSM_TLSDESC_STATIC && acc->model != TLSM_IE &&
+	     acc->model != TLSM_LE) ||
+	    st_value > TLSM_STATIC_AREA_MAX || acc->tpoff >= 0 ||
+	    acc->tpoff < -(int64_t)TLSM_STATIC_AREA_MAX)
+		return 0;
+	off = acc->tpoff - (int64_t)st_value;
+	return off < 0 && off >= -(int64_t)TLSM_STATIC_AREA_MAX ? off : 0;
+}
+
 static bool
 is_pow2(uint64_t v)
 {

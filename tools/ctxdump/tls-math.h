@@ -57,6 +57,15 @@ struct tlsm_access {
 
 const char *tlsm_model_name(enum tlsm_model m);
 
+/* For a static model on x86_64 (TLS variant II: the blocks lie below the
+ * thread pointer), the thread-pointer offset of the start of the block
+ * that holds the variable (st_value: its offset in the module's TLS
+ * template); 0 when there is none or it makes no sense.  glibc and musl
+ * put a thread's static TLS area between its stack and its thread
+ * pointer, so the stack of a thread whose thread pointer is above its
+ * stack pointer ends at or below tp + that offset. */
+int64_t tlsm_static_block_tpoff(const struct tlsm_access *acc, uint64_t st_value);
+
 /* Thread-pointer offset of a variable defined in the executable and
  * accessed local-exec (no relocation): st_value is the offset in the TLS
  * template, p_* are the executable's PT_TLS fields.  Returns -EINVAL for an

@@ -254,11 +254,18 @@ uw_copy_remote(pid_t tid,
 }
 
 /* The range stack_snap_capture() copies for registers r: from the red
- * zone below sp up to max bytes above sp, but not past the thread's TCB
- * (fs_base) when it lies above sp. */
+ * zone below sp up to max bytes above sp (process_vm_readv() takes at
+ * most IOV_MAX remote pieces), but not past the thread's TCB (fs_base)
+ * when it lies above sp -- glibc and musl put it at the top of a thread's
+ * stack block, above every frame --, nor past fs_base + tls_floor (< 0)
+ * when that lies above sp: the static TLS between a thread's stack and
+ * its TCB (tlsm_static_block_tpoff()), which the unwinder never reads and
+ * which was half of what a sleeping thread's copy took (the shim's block
+ * alone is 2.8 KiB). */
 static bool
 uw_stack_range(const struct user_regs_struct *r,
 	       size_t max_stack_bytes,
+	       int64_t tls_floor,
 	       uint64_t *start,
 	       size_t *want)
 {
@@ -272,6 +279,13 @@ uw_stack_range(const struct user_regs_struct *r,
 	*want = (size_t)(sp - *start) + max_stack_bytes;
 	if (r->fs_base > sp && r->fs_base - *start < *want)
 		*want = (size_t)(r->fs_base - *start);
+	if (tls_floor < 0 && r->fs_base > sp &&
+	    r->fs_base - sp > (uint64_t)-tls_floor) {
+		uint64_t end = r->fs_base - (uint64_t)-tls_floor;
+
+		if (end - *start < *want)
+			*want = (size_t)(end - *start);
+	}
 	return true;
 }
 
@@ -280,6 +294,7 @@ stack_snap_capture_many(pid_t pid,
 			const pid_t *tids,
 			size_t n,
 			size_t max_stack_bytes,
+			int64_t tls_floor,
 			struct stack_snap *const *out,
 			int *err,
 			struct stack_arena *arena)
@@ -306,8 +321,8 @@ stack_snap_capture_many(pid_t pid,
 		}
 		s->tid = tids[i];
 		s->regs_valid = true;
-		if (start &&
-		    uw_stack_range(&s->regs, max_stack_bytes, &start[i], &want))
+		if (start && uw_stack_range(&s->regs, max_stack_bytes, tls_floor,
+					    &start[i], &want))
 			s->stack_len = want; /* for now: the size wanted */
 		total += (want + 15) & ~(size_t)15;
 	}
@@ -419,19 +434,9 @@ stack_snap_capture(pid_t tid, size_t max_stack_bytes, struct stack_snap *s)
 	s->tid = tid;
 	s->regs_valid = true;
 
-	/* process_vm_readv takes at most IOV_MAX remote pieces. */
-	if (max_stack_bytes > (size_t)(IOV_MAX - 2) * UW_PAGE)
-		max_stack_bytes = (size_t)(IOV_MAX - 2) * UW_PAGE;
 	sp = s->regs.rsp;
-	if (max_stack_bytes == 0 || sp < STACK_RED_ZONE)
+	if (!uw_stack_range(&s->regs, max_stack_bytes, 0, &start, &want))
 		goto out;
-	start = (sp - STACK_RED_ZONE) & ~(uint64_t)7;
-	want = (size_t)(sp - start) + max_stack_bytes;
-	/* glibc and musl put a thread's TCB (where fs_base points) at the top
-	 * of its stack block, above every frame: stop there rather than copy
-	 * the TLS blocks and whatever readable mapping follows. */
-	if (s->regs.fs_base > sp && s->regs.fs_base - start < want)
-		want = (size_t)(s->regs.fs_base - start);
 	max_iov = want / UW_PAGE + 2;
 	/* One allocation for the copy and, behind it (16-byte aligned), the
 	 * remote iovec array: the fewer calls inside the stop, the better. */

@@ -96,7 +96,8 @@ struct stack_arena {
 };
 
 /* Bytes of stack copy per thread worth reserving: a thread blocked in a
- * system call needs about 5 KiB with its TLS block. */
+ * system call needs 2-3 KiB (about 5 KiB with its static TLS blocks,
+ * where no static model of the writer tells where those start). */
 #define STACK_ARENA_GUESS (16u << 10)
 
 /* Map and page in len bytes for a later stack_snap_capture_many() with
@@ -134,12 +135,15 @@ int stack_unwind(pid_t pid,
  * *arena owns.  With 1000 threads that is a few system calls instead of a
  * thousand, and no page faults one by one, inside the stop window.  Same
  * result per thread as stack_snap_capture(): err[i] = 0 (*out[i] filled)
- * or the negative errno of PTRACE_GETREGS.  Free the copies with
- * stack_arena_free() once the snapshots are no longer used. */
+ * or the negative errno of PTRACE_GETREGS, except that with tls_floor
+ * (< 0, from tlsm_static_block_tpoff(); 0: none) a copy also ends at
+ * fs_base + tls_floor when that lies above the stack pointer.  Free the
+ * copies with stack_arena_free() once the snapshots are no longer used. */
 void stack_snap_capture_many(pid_t pid,
 			     const pid_t *tids,
 			     size_t n,
 			     size_t max_stack_bytes,
+			     int64_t tls_floor,
 			     struct stack_snap *const *out,
 			     int *err,
 			     struct stack_arena *arena);
