@@ -221,6 +221,40 @@ START_TEST(record_suspended_late)
 }
 END_TEST
 
+/* SIGKILL to the target while recorder rec records it into file: the
+ * recording ends by itself ("process exited") with exit status want,
+ * saying want_err if not NULL; the files are removed. */
+static void
+kill_while_recorded(struct target *t,
+		    pid_t rec,
+		    const char *file,
+		    const char *errf,
+		    int want,
+		    const char *want_err)
+{
+	char *out, *err;
+	int st, r;
+
+	ck_assert_int_eq(kill(t->pid, SIGKILL), 0);
+	ck_assert_int_eq(waitpid(t->c.pid, &st, 0), t->c.pid);
+	st = prof_record_wait(rec, TIMEOUT_MS);
+	err = prof_slurp(errf);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == want, "status 0x%x: %s", st,
+		      err);
+	ck_assert_msg(!want_err || strstr(err, want_err), "%s", err);
+	free(err);
+	r = prof_run(&out, &err, "report", file, NULL);
+	ck_assert_msg(r == 0, "report: exit %d: %s", r, err);
+	ck_assert_msg(strstr(out, "Ended: process exited"), "%s", out);
+	free(out);
+	free(err);
+	unlink(file);
+	unlink(errf);
+	/* test_child_finish() would wait again */
+	close(t->c.in_fd);
+	close(t->c.out_fd);
+}
+
 /* ctxdump record among exiting threads: no round fails, the target runs
  * on; then the target killed mid-recording ends it cleanly. */
 START_TEST(record_with_exits)
@@ -255,22 +289,7 @@ START_TEST(record_with_exits)
 	ck_assert_int_eq(truncate(file, 0), 0); /* prof_wait_file() below */
 	pid = prof_record_start(errf, args);
 	prof_wait_file(file, 4096, TIMEOUT_MS, pid, errf);
-	ck_assert_int_eq(kill(t.pid, SIGKILL), 0);
-	ck_assert_int_eq(waitpid(t.c.pid, &st, 0), t.c.pid);
-	st = prof_record_wait(pid, TIMEOUT_MS);
-	err = prof_slurp(errf);
-	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status 0x%x: %s", st,
-		      err);
-	free(err);
-	r = prof_run(&out, &err, "report", file, NULL);
-	ck_assert_msg(r == 0, "report: exit %d: %s", r, err);
-	ck_assert_msg(strstr(out, "Ended: process exited"), "%s", out);
-	free(out);
-	free(err);
-	unlink(file);
-	unlink(errf);
-	close(t.c.in_fd);
-	close(t.c.out_fd);
+	kill_while_recorded(&t, pid, file, errf, 0, NULL);
 }
 END_TEST
 
@@ -284,11 +303,10 @@ START_TEST(record_zombie_leader_gaps)
 {
 	static const char *const opts[] = {"--vfork", "--vfork-gap", "2000",
 					   "--leader-exit", NULL};
-	char arg[16], file[PATH_MAX], errf[PATH_MAX], *out, *err;
+	char arg[16], file[PATH_MAX], errf[PATH_MAX];
 	const char *args[] = {"-F", "100", "-d", "60", "-o", file, arg, NULL};
 	struct target t;
 	pid_t pid;
-	int st, r;
 
 	target_start(&t, opts, 0);
 	ck_assert_int_gt(t.vfork, 0);
@@ -302,23 +320,7 @@ START_TEST(record_zombie_leader_gaps)
 	pid = prof_record_start(errf, args);
 	prof_wait_task_state(t.pid, t.vfork, 'D', test_now_ms() + TIMEOUT_MS);
 	usleep(500000);
-	ck_assert_int_eq(kill(t.pid, SIGKILL), 0);
-	ck_assert_int_eq(waitpid(t.c.pid, &st, 0), t.c.pid);
-	st = prof_record_wait(pid, TIMEOUT_MS);
-	err = prof_slurp(errf);
-	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 1, "status 0x%x: %s", st,
-		      err);
-	ck_assert_msg(strstr(err, "rounds skipped"), "%s", err);
-	free(err);
-	r = prof_run(&out, &err, "report", file, NULL);
-	ck_assert_msg(r == 0, "report: exit %d: %s", r, err);
-	ck_assert_msg(strstr(out, "Ended: process exited"), "%s", out);
-	free(out);
-	free(err);
-	unlink(file);
-	unlink(errf);
-	close(t.c.in_fd);
-	close(t.c.out_fd);
+	kill_while_recorded(&t, pid, file, errf, 1, "rounds skipped");
 }
 END_TEST
 
