@@ -1405,7 +1405,7 @@ report_folded(const struct prof *p, const struct rpt_ctl *ctl)
 	struct fold_line *lines = NULL;
 	uint64_t *pairs = NULL;
 	char svc[256], req[512], h[33], th[96];
-	uint32_t no_stack, cut;
+	uint32_t no_stack, cut, svc_image = UINT32_MAX;
 	size_t i, j, n = 0, n_lines = 0;
 	int ret = CLI_EXIT_OK;
 
@@ -1425,7 +1425,14 @@ report_folded(const struct prof *p, const struct rpt_ctl *ctl)
 			continue;
 		c = primary_ctx(p, s);
 		b.len = 0;
-		sb_frame(&b, service_name(p, s->image, svc, sizeof(svc)));
+		/* once per image, not per sample: service_name() walks the
+		 * image's resources (samples come in file order, their
+		 * images in ascending order) */
+		if (s->image != svc_image) {
+			service_name(p, s->image, svc, sizeof(svc));
+			svc_image = s->image;
+		}
+		sb_frame(&b, svc);
 		if (c) {
 			request_name(p, s, req, sizeof(req));
 			sb_frame(&b, req[0] ? req : "[unknown request]");
@@ -2275,8 +2282,12 @@ static int
 cmp_span(const void *a, const void *b)
 {
 	const struct ispan *x = a, *y = b;
-	int c = memcmp(x->trace, y->trace, 16);
+	int c;
 
+	/* the spans of each program image together (report_spans()) */
+	if (x->image != y->image)
+		return x->image < y->image ? -1 : 1;
+	c = memcmp(x->trace, y->trace, 16);
 	if (c)
 		return c;
 	if (x->start != y->start)
@@ -2420,32 +2431,26 @@ report_spans(const struct prof *p, const struct rpt_ctl *ctl)
 	if (S.n)
 		qsort(S.v, S.n, sizeof(*S.v), cmp_span);
 	/* one ResourceSpans per program image (the first always): each
-	 * image's spans under its own service */
+	 * image's spans under its own service.  S.v is sorted by image
+	 * first (cmp_span()): one pass, whatever the number of EXEC
+	 * records (a scan of the spans per image was quadratic). */
 	fputs("{\"resourceSpans\":[", stdout);
-	for (im = 0; im < p->images.n; im++) {
-		bool any = im == 0;
-
-		for (i = 0; i < S.n && !any; i++)
-			any = S.v[i].image == im;
-		if (!any)
-			continue;
-		fputs(im ? ",{" : "{", stdout);
+	for (i = 0, im = 0;;) {
+		fputc('{', stdout);
 		json_resource(stdout, p, im);
 		fputs(",\"scopeSpans\":[{\"scope\":{\"name\":\"ctxdump\",\"version\":"
 		      "\"" CTXSHIM_VERSION "\"},\"spans\":[",
 		      stdout);
-		first = true;
-		for (i = 0; i < S.n; i++) {
-			if (S.v[i].image != im)
-				continue;
-			if (!first)
-				fputs(",\n", stdout);
-			else
-				fputc('\n', stdout);
+		for (first = true; i < S.n && S.v[i].image == im; i++) {
+			fputs(first ? "\n" : ",\n", stdout);
 			first = false;
 			json_span(stdout, p, &S.v[i]);
 		}
 		fputs("\n]}]}", stdout);
+		if (i >= S.n)
+			break;
+		im = S.v[i].image;
+		fputc(',', stdout);
 	}
 	fputs("]}\n", stdout);
 out:
