@@ -843,7 +843,7 @@ collect_threads(struct run *run, struct stop_set *ss)
 
 /* The names, once they are all read: a prefetched listing's names thread
  * goes on during the stop (stop_names_wait()), so collect_threads() may
- * have copied some before they were there. */
+ * have copied some before they were there.  Still in the stop. */
 static void
 copy_names(struct dump *d, struct stop_set *ss)
 {
@@ -1254,9 +1254,12 @@ main(int argc, char **argv)
 		read_threads(&run);
 		dlay_read(d);
 	}
+	/* the names the names thread has not read yet: still in the stop,
+	 * or a thread that ends (or is renamed) once let go would have
+	 * none (or another) */
+	copy_names(d, &ss);
 	stop_detach_all(&ss);
 	/* ---- threads running again ---- */
-	copy_names(d, &ss);
 	free_batches(&run);
 	d->stopped_ns = stop_window_ns(&ss);
 	d->stop_rounds = ss.rounds;

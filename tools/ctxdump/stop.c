@@ -1071,8 +1071,11 @@ stop_all(struct stop_set *s, pid_t only_tid, unsigned timeout_ms)
 			 * states, the names thread goes on during the stop,
 			 * on the other core, until stop_names_wait(); else
 			 * the names are finished first.  (A single thread is
-			 * not taken from that list.) */
-			if (!STOP_STATE_AT_STOP || only_tid)
+			 * not taken from that list.)  With no names thread
+			 * (one CPU) they are read now, before the stop: read
+			 * after it, a thread that ended or was renamed
+			 * meanwhile would be shown nameless or misnamed. */
+			if (!STOP_STATE_AT_STOP || only_tid || !s->names->running)
 				names_finish(s, taskfd);
 			if (!only_tid) {
 				first_new = 0;

@@ -127,8 +127,11 @@ void stop_detach_all(struct stop_set *s);
 /* After stop_prefetch(): wait until every listed thread's name is read.
  * Where the stop tells the states (STOP_STATE_AT_STOP) the names thread
  * goes on during the stop, so the names of a prefetched listing are only
- * complete after this (call it once the threads run again: it is work
- * the stop need not wait for).  Idempotent; stop_free() does it too. */
+ * complete after this (call it before stop_detach_all(): a name read
+ * once the threads run again is gone for a thread that ended meanwhile,
+ * and another for one renamed).  Without a names thread (one CPU)
+ * stop_all() reads them before the stop.  Idempotent; stop_free() does
+ * it too. */
 void stop_names_wait(struct stop_set *s);
 
 /* The thread tid of s, or NULL. */
