@@ -12,6 +12,7 @@
 #include "test-ctxdump-writer.h"
 
 #include <inttypes.h>
+#include <signal.h>
 #include <limits.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -521,6 +522,45 @@ END_TEST
 
 /* Two file-scope statics of the name: neither is taken for the writer's
  * (and no hint about stripping: the executable has its .symtab). */
+/* A dynamically linked program started through the explicit loader
+ * ("ld.so PROG": /proc/PID/exe is ld.so, which has no PT_INTERP) has a
+ * loader running, and LD_PRELOAD works there: no "statically linked"
+ * hint. */
+START_TEST(test_explicit_loader_not_static)
+{
+	static const char *const loaders[] = {"/lib64/ld-linux-x86-64.so.2",
+					      "/lib/ld-linux-aarch64.so.1"};
+	const char *ldso = NULL;
+	char pid_s[16], *out, *err;
+	char *argv[3] = {(char *)test_ctxdump_path(), pid_s, NULL};
+	size_t i;
+	pid_t pid;
+	int status;
+
+	for (i = 0; i < sizeof(loaders) / sizeof(loaders[0]); i++)
+		if (access(loaders[i], X_OK) == 0)
+			ldso = loaders[i];
+	if (!ldso)
+		return; /* no known loader path here */
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		execl(ldso, ldso, "/bin/sleep", "30", (char *)NULL);
+		_exit(127);
+	}
+	usleep(300000); /* sleep's libraries mapped */
+	snprintf(pid_s, sizeof(pid_s), "%d", (int)pid);
+	status = test_run_capture(argv, NULL, false, &out, &err, TIMEOUT_MS);
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 2, "%s", err);
+	ck_assert_msg(strstr(err, "defines " OTEL_THREAD_CTX_SYMBOL), "%s", err);
+	ck_assert_msg(!strstr(err, "statically linked"), "%s", err);
+	free(out);
+	free(err);
+}
+END_TEST
+
 START_TEST(test_ambiguous_locals_ignored)
 {
 	struct writer w;
@@ -621,6 +661,7 @@ TEST_SUITE(ctxdump_static_suite)
 	tc = tcase_create("stripped");
 	tcase_add_test(tc, test_stripped_static_error);
 	tcase_add_test(tc, test_ambiguous_locals_ignored);
+	tcase_add_test(tc, test_explicit_loader_not_static);
 	tcase_set_timeout(tc, 60);
 	suite_add_tcase(s, tc);
 	return s;

@@ -961,6 +961,7 @@ etls_proc_find(struct etls_proc *p, const char *name, struct etls_symbol *sym)
 	struct etls_objs *objs = &p->objs;
 	struct etls_symbol best, cur;
 	bool have = false, musl = false, exe_stripped = false, exe_static = false;
+	bool any_interp = false;
 	size_t i, k;
 	int r = 0;
 
@@ -994,6 +995,10 @@ etls_proc_find(struct etls_proc *p, const char *name, struct etls_symbol *sym)
 			}
 			continue;
 		}
+		/* a program with PT_INTERP mapped: a dynamic loader runs,
+		 * even where the executable itself has none (the program
+		 * started as "ld.so PROG": /proc/PID/exe is the loader) */
+		any_interp |= x->has_interp;
 		if (p->exe_ok && (uint64_t)p->exe_st.st_ino == ob->inode) {
 			exe_static = !x->has_interp;
 			exe_stripped = symtab && x->has_tls && !x->symtab;
@@ -1033,7 +1038,7 @@ etls_proc_find(struct etls_proc *p, const char *name, struct etls_symbol *sym)
 		sym->unopenable_deleted = best.unopenable_deleted;
 		sym->unopenable_err = best.unopenable_err;
 		sym->exe_stripped = exe_stripped;
-		sym->exe_static = exe_static;
+		sym->exe_static = exe_static && !any_interp;
 		return -ENOENT;
 	}
 	best.libc = musl ? TLSM_MUSL : TLSM_GLIBC;
