@@ -660,8 +660,9 @@ status_mask(const char *buf, const char *key)
 	return p ? strtoull(p + strlen(key), NULL, 16) : 0;
 }
 
-/* Thread tid of pid: 1 ending (in do_exit(), or SIGKILL pending for it
- * or its process), 0 not, 2 a zombie, -1 gone. */
+/* Thread tid of pid: 1 ending (in do_exit(), SIGKILL pending for it or
+ * its process, or the process dumping core), 0 not, 2 a zombie, -1
+ * gone. */
 static int
 task_ending(pid_t pid, pid_t tid)
 {
@@ -688,8 +689,12 @@ task_ending(pid_t pid, pid_t tid)
 	r = read_small_file(AT_FDCWD, path, buf, sizeof(buf));
 	if (r < 0)
 		return r == -ENOENT || r == -ESRCH ? -1 : 0;
+	/* CoreDumping: its process dumps core, in this thread when it has
+	 * neither SIGKILL pending nor PF_EXITING (the other threads get
+	 * both); it ends when the dump is written */
 	return ((status_mask(buf, "\nSigPnd:") | status_mask(buf, "\nShdPnd:")) &
-		kill_bit) != 0;
+		kill_bit) != 0 ||
+	       status_mask(buf, "\nCoreDumping:") != 0;
 }
 
 /* At most this many other threads looked at behind a zombie leader. */
