@@ -666,6 +666,39 @@ START_TEST(report_folded_memory_bounded)
 }
 END_TEST
 
+/* An EXEC record and a PCTX record after it are a few bytes, a program
+ * image with a decoded process context 20 KiB: past 1024 images the
+ * execs are only counted, and said so (100000 pairs: 2 GB before). */
+START_TEST(report_exec_images_bounded)
+{
+	const char *args[] = {NULL, NULL};
+	struct rec *r = malloc(sizeof(*r));
+	char file[64], *err;
+	uint32_t i;
+	int st;
+
+	ck_assert_ptr_nonnull(r);
+	rec_start(r, "srv");
+	rec_round(r, 0);
+	for (i = 0; i < 100000; i++) {
+		rec_exec(r, 1000 + i, "x");
+		pay_u(r, 1); /* published_at_ns */
+		pay_bytes(r, "", 0);
+		rec_end(r, 2);
+	}
+	rec_sample(r, 7, 0, 0);
+	rec_finish(r, file, sizeof(file), "exec-images");
+	free(r);
+	args[0] = file;
+	st = run_report(args, -1, NULL, 256, 0, &err);
+	ck_assert_msg(st == 0, "report exit %d: %s", st, err);
+	ck_assert_msg(strstr(err, "98977 execs past the first 1023 are not told apart"),
+		      "%s", err);
+	free(err);
+	unlink(file);
+}
+END_TEST
+
 /* EXEC records are a few bytes each: a report must not do work per image
  * and per span (old: one scan of every span per image, 100000 spans and
  * 100000 EXEC records took 11 s), nor walk an image's resources per
@@ -1130,6 +1163,7 @@ TEST_SUITE(ctxdump_report_suite)
 	tcase_add_test(tc, report_folded_memory_bounded);
 	tcase_add_test(tc, report_reader_limits);
 	tcase_add_test(tc, report_exec_records_linear);
+	tcase_add_test(tc, report_exec_images_bounded);
 	tcase_add_test(tc, report_layouts_once);
 	tcase_add_test(tc, report_escapes_target_strings);
 	tcase_add_test(tc, report_service_name);

@@ -130,6 +130,10 @@ vec_slot(struct vec *a, size_t i)
 	return vec_at(a, i);
 }
 
+/* Program images told apart, at most (a process that execs more often
+ * than this during one recording is not one this tool is for). */
+#define REPORT_IMAGES_MAX 1024
+
 /* One program image of the target: the first from the start, one more
  * per EXEC record.  What the file says of the process (PCTX, RESOURCE)
  * goes to the last one. */
@@ -148,6 +152,7 @@ struct prof {
 	char *comm, *cmdline;
 	size_t cmdline_len;
 	struct vec images;     /* struct r_image, at least one */
+	unsigned images_more;  /* EXEC records past REPORT_IMAGES_MAX */
 	struct vec layouts;    /* struct r_layout, distinct, at most PFILE_LAYOUT_MAX */
 	unsigned layouts_more; /* LAYOUT records of other layouts past those */
 
@@ -765,9 +770,16 @@ load_record(
 
 		if (!pfile_r_bytes(&r, &bp, &bl))
 			break;
-		/* an image is at most two allocations plus what its own
-		 * records hold: a file of nothing but EXEC records costs
-		 * what it is long */
+		/* An image costs some 100 bytes, and 20 KiB more with a
+		 * process context of its own, for an EXEC record of 6
+		 * bytes: past REPORT_IMAGES_MAX the execs are only counted
+		 * (the last image then stands for the programs after it,
+		 * and takes the last one's process context and resources). */
+		if (p->images.n >= REPORT_IMAGES_MAX) {
+			if (p->images_more < UINT_MAX)
+				p->images_more++;
+			break;
+		}
 		im = image_add(p);
 		if (!im)
 			return false;
@@ -837,6 +849,10 @@ load(struct prof *p, FILE *f, const char *path)
 		cli_warn("%s: %s", path, strerror(-r));
 	else if (r < 0)
 		cli_warn("cannot read %s: %s", path, strerror(-r));
+	if (p->images_more)
+		cli_warn("%s: %u execs past the first %u are not told apart: the "
+			 "samples from there on are all labelled as the last program",
+			 path, p->images_more, (unsigned)REPORT_IMAGES_MAX - 1);
 out:
 	free(buf);
 	free(fm.h);
