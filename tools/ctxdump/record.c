@@ -708,7 +708,6 @@ write_storage(struct rec *rc)
 }
 
 static void rediscover(struct rec *rc, uint64_t now);
-static bool process_ending(pid_t pid);
 
 /* The target ran execve(): nothing read from the old image (layouts and
  * TLS offsets, maps and ELF files, the unwinder's module list, the
@@ -738,7 +737,7 @@ image_reload(struct rec *rc)
 	if (old_known && (rc->img_known ? rc->img_addr == old_addr &&
 						  memcmp(rc->img_bytes, old_bytes,
 							 sizeof(old_bytes)) == 0
-					: process_ending(rc->pid))) {
+					: stop_process_dying(rc->pid))) {
 		/* no exec; or the process is going, as its next stop says */
 		rc->img_known = true;
 		rc->img_addr = old_addr;
@@ -1930,12 +1929,11 @@ record_main(int argc, char **argv)
 				rc->dying_failed++;
 				rc->dying_err = r;
 			}
-			goto next;
-		}
-		fold_dying(rc);
-		if (r == -EAGAIN) {
+		} else if (r == -EAGAIN) {
+			fold_dying(rc);
 			rc->skipped_rounds++;
 		} else if (r < 0) {
+			fold_dying(rc);
 			rc->failed_rounds++;
 			rc->last_err = r;
 			if (!rc->rounds) {
@@ -1950,6 +1948,8 @@ record_main(int argc, char **argv)
 				status = CLI_EXIT_FATAL;
 				break;
 			}
+		} else {
+			fold_dying(rc);
 		}
 		if (rc->w.err) {
 			warn_write_error(rc, outname);
@@ -1967,7 +1967,6 @@ record_main(int argc, char **argv)
 				break;
 			}
 		}
-next:
 		if (rec_signal)
 			continue;
 		now = remote_now_ns();
