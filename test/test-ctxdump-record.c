@@ -1134,8 +1134,15 @@ START_TEST(record_across_exec)
 			exec_check_folded(out, &before, &after);
 	}
 	ck_assert_msg(before, "no sample of the first image: %s", out);
+	/* The exec while the recorder is suspended, between two rounds: an
+	 * exec that kills a thread the recorder holds makes the recorder's
+	 * next PTRACE_SEIZE wait for the exec, which waits for the recorder
+	 * to reap that thread (the kernel's exec/ptrace_attach deadlock; an
+	 * open problem, not what this test is about). */
+	prof_record_suspend(rec, errf);
 	test_child_send(&c, "exec\n");
 	test_child_expect(&c, "READY ", line, sizeof(line), TIMEOUT_MS);
+	ck_assert_int_eq(kill(rec, SIGCONT), 0);
 	/* whatever it is labelled with (checked below, once recorded) */
 	for (ms = 0; ms < TIMEOUT_MS; ms += 50) {
 		usleep(50 * 1000);
