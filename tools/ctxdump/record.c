@@ -22,6 +22,7 @@
 
 #include "profile.h"
 
+#include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -506,8 +507,6 @@ note_thread(struct rec *rc, pid_t tid, const char *comm)
 	pfile_w_end(&rc->w);
 }
 
-#define AUXV_AT_RANDOM 25 /* <elf.h> AT_RANDOM */
-
 /* Read the image id of pid (AT_RANDOM's address from /proc/PID/auxv,
  * then the bytes there) into rc; without one (auxv unreadable), every
  * image_same() says yes, as before exec detection existed. */
@@ -528,7 +527,7 @@ image_id_load(struct rec *rc, pid_t pid)
 		memcpy(&val, buf + i + 8, 8);
 		if (type == 0)
 			break;
-		if (type == AUXV_AT_RANDOM && val) {
+		if (type == AT_RANDOM && val) {
 			rc->img_addr = val;
 			rc->img_known = remote_read(pid, val, rc->img_bytes,
 						    sizeof(rc->img_bytes)) == 0;
