@@ -15,7 +15,10 @@
  *    ends the recording cleanly ("process exited"), exit 0;
  *  - but a process with a zombie leader (pthread_exit()) lives on: the
  *    rounds that could stop none of its threads count as gaps (exit 1),
- *    also when it is killed afterwards.
+ *    also when it is killed afterwards;
+ *  - a thread runs execve() while ctxdump holds others (helpers/exec-race.c):
+ *    the dump ends at once saying so, and record goes on with the new
+ *    program.
  * No dump may hang, and no thread may be left stopped. */
 #include "test-prof.h"
 
@@ -324,6 +327,112 @@ START_TEST(record_zombie_leader_gaps)
 }
 END_TEST
 
+/* helpers/exec-race with N sleeping threads, its pid in *pid. */
+static void
+exec_race_start(struct test_child *c, pid_t *pid, unsigned n)
+{
+	char path[PATH_MAX], count[16], line[128];
+	char *argv[] = {(char *)prof_helper("exec-race", path, sizeof(path)), count,
+			NULL};
+
+	snprintf(count, sizeof(count), "%u", n);
+	test_child_start(c, argv, NULL, false);
+	test_child_expect(c, "READY ", line, sizeof(line), TIMEOUT_MS);
+	*pid = (pid_t)atoi(line + 6);
+	ck_assert_int_eq(*pid, c->pid);
+}
+
+/* The target has run its exec (if execed: a dump stopped its watcher
+ * before it saw the worker seized, and once let go it sees it no more)
+ * and runs the new program, with no thread left stopped; then it ends by
+ * itself. */
+static void
+exec_race_finish(struct test_child *c, pid_t pid, bool execed)
+{
+	char line[128];
+
+	if (execed) {
+		test_child_expect(c, "EXECED ", line, sizeof(line), TIMEOUT_MS);
+		ck_assert_int_eq(atoi(line + 7), pid);
+	}
+	prof_assert_running(pid);
+	prof_child_finish(c, TIMEOUT_MS);
+}
+
+/* A process that runs execve() from one thread while ctxdump holds
+ * others: the exec waits for ctxdump to collect the held threads' exits,
+ * and holds the lock that ctxdump's next PTRACE_SEIZE waits for -- a
+ * hang until SIGKILL, before ctxdump collected those exits itself.  The
+ * dump now ends at once and says what happened (exit 2); what it read is
+ * not shown, as it is not of one program.  A dump that stopped the
+ * exec'ing thread before it saw the others seized is a normal one (exit
+ * 0), and it execs no more; at least one of the tries must meet the
+ * exec inside the dump. */
+START_TEST(dump_at_exec)
+{
+	unsigned tries, met = 0;
+
+	for (tries = 0; tries < 6 && met < 2; tries++) {
+		struct test_child c;
+		char arg[16], *out, *err;
+		char *argv[] = {(char *)test_ctxdump_path(), arg, NULL};
+		pid_t pid;
+		int st;
+
+		exec_race_start(&c, &pid, 300);
+		snprintf(arg, sizeof(arg), "%d", (int)pid);
+		st = test_run_capture(argv, NULL, false, &out, &err, 20000);
+		ck_assert_msg(WIFEXITED(st), "ctxdump hung or died: status 0x%x: %s",
+			      st, err);
+		if (WEXITSTATUS(st) == 2) {
+			ck_assert_msg(strstr(err, "ran execve() during the dump"), "%s",
+				      err);
+			ck_assert_str_eq(out, "");
+			met++;
+		} else {
+			ck_assert_msg(WEXITSTATUS(st) == 0, "exit %d: %s",
+				      WEXITSTATUS(st), err);
+		}
+		free(out);
+		free(err);
+		exec_race_finish(&c, pid, WEXITSTATUS(st) == 2);
+	}
+	ck_assert_msg(met > 0, "no dump of %u met the exec", tries);
+}
+END_TEST
+
+/* The same for `ctxdump record`: it records both programs, the exec
+ * between them, and exits 0. */
+START_TEST(record_at_exec)
+{
+	char arg[16], file[PATH_MAX], errf[PATH_MAX], *out, *err;
+	const char *args[] = {"-F", "500", "-d", "1", "-o", file, arg, NULL};
+	struct test_child c;
+	pid_t pid, rec;
+	int st, r;
+
+	exec_race_start(&c, &pid, 300);
+	snprintf(arg, sizeof(arg), "%d", (int)pid);
+	prof_tmpfile(file, sizeof(file), "exec-prof");
+	prof_tmpfile(errf, sizeof(errf), "exec-rerr");
+	rec = prof_record_start(errf, args);
+	st = prof_record_wait(rec, 20000);
+	err = prof_slurp(errf);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status 0x%x: %s", st,
+		      err);
+	ck_assert_msg(strstr(err, "ran execve() 1 times"), "%s", err);
+	free(err);
+	exec_race_finish(&c, pid, true);
+	r = prof_run(&out, &err, "report", file, NULL);
+	ck_assert_msg(r == 0, "report: exit %d: %s", r, err);
+	ck_assert_msg(strstr(out, "Exec at "), "%s", out);
+	free(out);
+	free(err);
+	unlink(file);
+	unlink(errf);
+}
+END_TEST
+
 TEST_SUITE(ctxdump_exits_suite)
 {
 	Suite *s = suite_create("ctxdump-exits");
@@ -337,6 +446,8 @@ TEST_SUITE(ctxdump_exits_suite)
 	tcase_add_test(tc, record_suspended_late);
 	tcase_add_test(tc, record_with_exits);
 	tcase_add_test(tc, record_zombie_leader_gaps);
+	tcase_add_test(tc, dump_at_exec);
+	tcase_add_test(tc, record_at_exec);
 	suite_add_tcase(s, tc);
 	return s;
 }

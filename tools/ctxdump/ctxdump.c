@@ -996,6 +996,14 @@ proc_status(pid_t pid, long long *tgid, char *state)
 	return true;
 }
 
+static void
+warn_exec(pid_t pid)
+{
+	cli_warn("process %d ran execve() during the dump: what was read is not "
+		 "of one program, so nothing is shown; run ctxdump again",
+		 (int)pid);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -1005,8 +1013,10 @@ main(int argc, char **argv)
 	struct dump *d = &run.d;
 	struct stop_set ss;
 	struct etls_proc *ep;
+	struct remote_image img;
 	long long tgid;
 	long hint;
+	bool exec = false, exec_seen;
 	char leader_state;
 	size_t i;
 	int r;
@@ -1063,6 +1073,9 @@ main(int argc, char **argv)
 	 * it: the text of maps at 1000 threads is 2000 lines, 0.7 ms to
 	 * produce), and each ELF object opened once. */
 	r = dump_proc_load(ctl.pid, &d->mem_pid, &ep);
+	/* What it all is read from: an exec from here on is seen in the
+	 * stop (remote_image_same()). */
+	remote_image_load(d->mem_pid, &img);
 	if (ep) {
 		/* The process context needs no stop: it has its own seqlock. */
 		char why[256];
@@ -1204,6 +1217,17 @@ main(int argc, char **argv)
 		dump_free(d);
 		return CLI_EXIT_FATAL;
 	}
+	if ((r == -ETIMEDOUT || r == -ESRCH) &&
+	    stop_ran_exec(ctl.pid, &img, ss.exec_seen, ctl.stop_timeout_ms)) {
+		/* what stopped or ended was of the old program, and nothing
+		 * of the new one stopped */
+		stop_release(&ss);
+		warn_exec(ctl.pid);
+		stop_free(&ss);
+		free_batches(&run);
+		dump_free(d);
+		return CLI_EXIT_FATAL;
+	}
 	if (r == -ETIMEDOUT) {
 		/* Alive, but nothing to read: say so, not "exited". */
 		stop_release(&ss);
@@ -1253,6 +1277,10 @@ main(int argc, char **argv)
 			d->acc.model = TLSM_UNRESOLVED;
 		read_threads(&run);
 		dlay_read(d);
+		/* last: an exec before this point (the kernel's exec waits
+		 * for the threads held, stop.c) made some of it the next
+		 * program's */
+		exec = !remote_image_same(d->mem_pid, &img);
 	}
 	/* the names the names thread has not read yet: still in the stop,
 	 * or a thread that ends (or is renamed) once let go would have
@@ -1263,6 +1291,7 @@ main(int argc, char **argv)
 	free_batches(&run);
 	d->stopped_ns = stop_window_ns(&ss);
 	d->stop_rounds = ss.rounds;
+	exec_seen = ss.exec_seen;
 	stop_release(&ss);
 	/* A thread that did not stop in time is still seized with its stop
 	 * pending: let it go as soon as it stops, not when we exit (the
@@ -1274,12 +1303,20 @@ main(int argc, char **argv)
 		dump_free(d);
 		return CLI_EXIT_FATAL;
 	}
+	if (exec && remote_image_changed(ctl.pid, &img)) {
+		warn_exec(ctl.pid);
+		dump_free(d);
+		return CLI_EXIT_FATAL;
+	}
 	drop_exited(&run);
 	unstopped_states(d);
 	if (!d->n_threads && d->n_exited) {
 		/* every thread ended before or while it was held: the
-		 * process was killed (or exited) during the dump */
-		if (ctl.tid)
+		 * process was killed (or exited) during the dump, or ran
+		 * execve() */
+		if (stop_ran_exec(ctl.pid, &img, exec_seen, ctl.stop_timeout_ms))
+			warn_exec(ctl.pid);
+		else if (ctl.tid)
 			cli_warn("thread %d exited during the dump", (int)ctl.tid);
 		else
 			cli_warn("process %d exited during the dump", (int)ctl.pid);

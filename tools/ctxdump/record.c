@@ -22,7 +22,6 @@
 
 #include "profile.h"
 
-#include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -232,17 +231,9 @@ struct rec {
 	bool rediscover;
 	uint64_t discover_ns;
 
-	/* The program image everything above was read from: the address of
-	 * its AT_RANDOM bytes and the bytes (image_id_load()).  execve()
-	 * keeps the pid and gives the process a new image, with 16 new
-	 * random bytes that the kernel puts where auxv's AT_RANDOM says, so
-	 * those bytes still being there is what says "no exec since": one
-	 * 16-byte read per round (image_same()).  /proc/PID/exe (the same
-	 * file when a program execs itself) and the mm layout in
-	 * /proc/PID/stat (the same without ASLR) cannot tell. */
-	bool img_known;
-	uint64_t img_addr;
-	uint8_t img_bytes[16];
+	/* The program image everything above was read from (an exec gives
+	 * the process another): one 16-byte read per round tells. */
+	struct remote_image img;
 	/* an exec was seen after the round's stop: reload before the next */
 	bool exec_pending;
 	uint64_t execs;
@@ -507,51 +498,6 @@ note_thread(struct rec *rc, pid_t tid, const char *comm)
 	pfile_w_end(&rc->w);
 }
 
-/* Read the image id of pid (AT_RANDOM's address from /proc/PID/auxv,
- * then the bytes there) into rc; without one (auxv unreadable), every
- * image_same() says yes, as before exec detection existed. */
-static void
-image_id_load(struct rec *rc, pid_t pid)
-{
-	char path[64], *buf = NULL;
-	size_t len = 0, i;
-
-	rc->img_known = false;
-	snprintf(path, sizeof(path), "/proc/%d/auxv", (int)pid);
-	if (remote_read_file(path, 1u << 14, &buf, &len) < 0)
-		return;
-	for (i = 0; i + 16 <= len; i += 16) {
-		uint64_t type, val;
-
-		memcpy(&type, buf + i, 8);
-		memcpy(&val, buf + i + 8, 8);
-		if (type == 0)
-			break;
-		if (type == AT_RANDOM && val) {
-			rc->img_addr = val;
-			rc->img_known = remote_read(pid, val, rc->img_bytes,
-						    sizeof(rc->img_bytes)) == 0;
-			break;
-		}
-	}
-	free(buf);
-}
-
-/* Whether pid still runs the image rc was loaded from: one
- * process_vm_readv() of 16 bytes.  A new image has other random bytes,
- * or none mapped there, or (a thread read through that the exec ended)
- * no such thread. */
-static bool
-image_same(const struct rec *rc, pid_t pid)
-{
-	uint8_t now[sizeof(rc->img_bytes)];
-
-	if (!rc->img_known)
-		return true;
-	return remote_read(pid, rc->img_addr, now, sizeof(now)) == 0 &&
-	       memcmp(now, rc->img_bytes, sizeof(now)) == 0;
-}
-
 static void
 load_pctx(struct rec *rc, bool write)
 {
@@ -571,7 +517,7 @@ load_pctx(struct rec *rc, bool write)
 		pctxr_free(&snap);
 		return;
 	}
-	if (!image_same(rc, rc->mem_pid)) {
+	if (!remote_image_same(rc->mem_pid, &rc->img)) {
 		/* read while the target ran: perhaps from the next image,
 		 * which must not label this one's samples */
 		rc->exec_pending = true;
@@ -716,31 +662,26 @@ static void rediscover(struct rec *rc, uint64_t now);
  * layouts, threads, frames and stacks (proffile.h), so that a report
  * labels the samples of each image with its own service and command.
  * The image id is read first: anything read after it is of that image
- * or of a later one, which the next round's image_same() catches.
- * image_same() also says no when the thread it reads through is gone;
+ * or of a later one, which the next round's remote_image_same() catches.
+ * remote_image_same() also says no when the thread it reads through is gone;
  * the id read again tells: the same bytes at the same place are the same
  * image, and nothing is dropped.  Returns whether it was an exec. */
 static bool
 image_reload(struct rec *rc)
 {
-	uint8_t old_bytes[sizeof(rc->img_bytes)];
-	uint64_t old_addr = rc->img_addr;
-	bool old_known = rc->img_known;
+	struct remote_image old = rc->img;
 	char comm[64], *cmd;
 	size_t len;
 
 	rc->exec_pending = false;
-	memcpy(old_bytes, rc->img_bytes, sizeof(old_bytes));
 	rc->mem_pid = dump_memory_pid(rc->pid, 0);
-	image_id_load(rc, rc->mem_pid);
-	if (old_known && (rc->img_known ? rc->img_addr == old_addr &&
-						  memcmp(rc->img_bytes, old_bytes,
-							 sizeof(old_bytes)) == 0
+	remote_image_load(rc->mem_pid, &rc->img);
+	if (old.known && (rc->img.known ? rc->img.addr == old.addr &&
+						  memcmp(rc->img.bytes, old.bytes,
+							 sizeof(old.bytes)) == 0
 					: stop_process_dying(rc->pid))) {
 		/* no exec; or the process is going, as its next stop says */
-		rc->img_known = true;
-		rc->img_addr = old_addr;
-		memcpy(rc->img_bytes, old_bytes, sizeof(old_bytes));
+		rc->img = old;
 		return false;
 	}
 	rc->execs++;
@@ -852,7 +793,7 @@ unwind_one(struct rec *rc, size_t j, bool *truncated)
 		/* The module list was read while the target ran: if it ran
 		 * execve() meanwhile, the list is the next image's, and
 		 * would name this round's addresses after its files. */
-		if (!image_same(rc, rc->mem_pid)) {
+		if (!remote_image_same(rc->mem_pid, &rc->img)) {
 			rc->exec_pending = true;
 			return 0;
 		}
@@ -1039,6 +980,20 @@ rediscover(struct rec *rc, uint64_t now)
 
 /* One sampling round.  Returns 0, or a negative errno: -ESRCH (the
  * process is gone), -EPERM (cannot attach), others. */
+/* A round in which every thread went away, or none stopped: whether it
+ * met an exec (a process that lives on with another image), which the
+ * next round then reloads (image_reload()); the round is one dropped at
+ * an exec. */
+static bool
+round_met_exec(struct rec *rc, const struct stop_set *ss)
+{
+	if (!stop_ran_exec(rc->pid, &rc->img, ss->exec_seen, STOP_TIMEOUT_MS))
+		return false;
+	rc->exec_pending = true;
+	rc->exec_rounds++;
+	return true;
+}
+
 static int
 sample_round(struct rec *rc)
 {
@@ -1098,6 +1053,8 @@ sample_round(struct rec *rc)
 		(void)stop_late_add(&rc->late, &ss); /* else released at exit */
 		if (r == -EPERM)
 			rc->fail_tid = ss.fail_tid;
+		if ((r == -ESRCH || r == -EAGAIN) && round_met_exec(rc, &ss))
+			r = 0;
 		stop_free(&ss);
 		return r == -EINTR ? 0 : r;
 	}
@@ -1157,7 +1114,7 @@ sample_round(struct rec *rc)
 	 * one) shows, and all of this round may be of either image, read
 	 * through the old one's offsets: none of it is kept.  An exec after
 	 * this point is the next round's. */
-	exec = k && !image_same(rc, rc->mem_pid);
+	exec = k && !remote_image_same(rc->mem_pid, &rc->img);
 	stop_detach_all(&ss);
 	/* ---- threads running again ---- */
 	if (ss.signal) {
@@ -1170,8 +1127,11 @@ sample_round(struct rec *rc)
 
 	if (!k && (missed_stops(&ss) || process_ending(rc->pid))) {
 		/* none stopped in time, the leader a zombie: the process is
-		 * exiting, unless a thread missed the limit (as above) */
+		 * exiting, unless a thread missed the limit (as above) or
+		 * the process ran execve() */
 		r = missed_stops(&ss) ? -EAGAIN : -ESRCH;
+		if (round_met_exec(rc, &ss))
+			r = 0;
 		stack_arena_recycle(&rc->arena);
 		stop_free(&ss);
 		return r;
@@ -1838,7 +1798,7 @@ record_main(int argc, char **argv)
 	 * a live thread if the leader has exited (as the dump does) */
 	rc->mem_pid = dump_memory_pid(ctl.pid, 0);
 	/* before anything else is read from the image (image_reload()) */
-	image_id_load(rc, rc->mem_pid);
+	remote_image_load(rc->mem_pid, &rc->img);
 	r = dump_proc_load(ctl.pid, &rc->mem_pid, &ep);
 	if (r == 0) {
 		r = lay_find_in(ep, rc->mem_pid, LAY_MASK_ALL, &rc->lp);

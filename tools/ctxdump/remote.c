@@ -3,10 +3,12 @@
 
 #include "remote.h"
 
+#include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ptrace.h>
@@ -14,9 +16,6 @@
 #include <sys/user.h>
 #include <time.h>
 #include <unistd.h>
-#if defined(__aarch64__)
-#include <elf.h>
-#endif
 
 #define REMOTE_PAGE 4096u
 /* Remote iovecs per process_vm_readv() call (IOV_MAX is 1024). */
@@ -31,6 +30,56 @@ remote_now_ns(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+void
+remote_image_load(pid_t pid, struct remote_image *img)
+{
+	char path[64], *buf = NULL;
+	size_t len = 0, i;
+
+	img->known = false;
+	snprintf(path, sizeof(path), "/proc/%d/auxv", (int)pid);
+	if (remote_read_file(path, 1u << 14, &buf, &len) < 0)
+		return;
+	for (i = 0; i + 16 <= len; i += 16) {
+		uint64_t type, val;
+
+		memcpy(&type, buf + i, 8);
+		memcpy(&val, buf + i + 8, 8);
+		if (type == AT_NULL)
+			break;
+		if (type == AT_RANDOM && val) {
+			img->addr = val;
+			img->known = remote_read(pid, val, img->bytes,
+						 sizeof(img->bytes)) == 0;
+			break;
+		}
+	}
+	free(buf);
+}
+
+bool
+remote_image_same(pid_t pid, const struct remote_image *img)
+{
+	uint8_t now[sizeof(img->bytes)];
+
+	if (!img->known)
+		return true;
+	return remote_read(pid, img->addr, now, sizeof(now)) == 0 &&
+	       memcmp(now, img->bytes, sizeof(now)) == 0;
+}
+
+bool
+remote_image_changed(pid_t pid, const struct remote_image *img)
+{
+	struct remote_image now;
+
+	if (!img->known)
+		return false;
+	remote_image_load(pid, &now);
+	return now.known && (now.addr != img->addr ||
+			     memcmp(now.bytes, img->bytes, sizeof(now.bytes)) != 0);
 }
 
 ssize_t

@@ -64,5 +64,33 @@ int remote_thread_stop_regs(pid_t tid, uint64_t *tp, int *blocked);
  * a NUL after the data.  Returns 0 or a negative errno. */
 int remote_read_file(const char *path, size_t max, char **buf, size_t *len);
 
+/* Which program image a process runs: the address of its AT_RANDOM
+ * bytes (auxv) and the bytes.  execve() keeps the pid and gives the
+ * process a new image, with 16 new random bytes that the kernel puts
+ * where auxv's AT_RANDOM says, so those bytes still being there is what
+ * says "no exec since": one 16-byte read (remote_image_same()).
+ * /proc/PID/exe (the same file when a program execs itself) and the mm
+ * layout in /proc/PID/stat (the same without ASLR) cannot tell. */
+struct remote_image {
+	bool known;
+	uint64_t addr;
+	uint8_t bytes[16];
+};
+
+/* The image of pid (a thread of the process whose memory can be read)
+ * into img; without one (auxv unreadable) img->known is false, and every
+ * remote_image_same() says yes. */
+void remote_image_load(pid_t pid, struct remote_image *img);
+
+/* Whether pid still runs image img.  A new image has other random bytes,
+ * or none mapped there, or (a thread read through that the exec ended)
+ * no such thread. */
+bool remote_image_same(pid_t pid, const struct remote_image *img);
+
+/* Whether process pid now runs another image than img (it ran
+ * execve()): read afresh from pid itself, so that a thread gone with the
+ * exec, or a process gone altogether, is not taken for one. */
+bool remote_image_changed(pid_t pid, const struct remote_image *img);
+
 /* Monotonic clock in nanoseconds. */
 uint64_t remote_now_ns(void);

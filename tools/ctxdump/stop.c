@@ -697,6 +697,20 @@ task_ending(pid_t pid, pid_t tid)
 	       status_mask(buf, "\nCoreDumping:") != 0;
 }
 
+bool
+stop_ran_exec(pid_t pid, const struct remote_image *img, bool seen, unsigned timeout_ms)
+{
+	uint64_t end = remote_now_ns() + (uint64_t)timeout_ms * 1000000u;
+
+	for (;;) {
+		if (remote_image_changed(pid, img))
+			return true;
+		if (!seen || remote_now_ns() >= end || task_ending(pid, pid) < 0)
+			return false;
+		usleep(1000);
+	}
+}
+
 /* At most this many other threads looked at behind a zombie leader. */
 #define DYING_LOOK 64
 
@@ -728,6 +742,45 @@ stop_process_dying(pid_t pid)
 	return r != 0;
 }
 
+static bool
+exit_status_code(int code)
+{
+	return code == CLD_EXITED || code == CLD_KILLED || code == CLD_DUMPED;
+}
+
+/* Collect the exits of the seized threads of s that ended, whatever
+ * state they were left in (only system calls: also run from a signal
+ * handler, while this thread is in seize()).  Returns how many. */
+static size_t
+collect_exits(struct stop_set *s)
+{
+	size_t i, k = 0;
+
+	for (i = 0; i < s->n; i++) {
+		struct stop_thread *t = &s->t[i];
+		siginfo_t si;
+		int st;
+
+		if (t->status != STOP_PENDING && t->status != STOP_STOPPED &&
+		    t->status != STOP_TIMEOUT &&
+		    !(t->status == STOP_EXITED && t->unreaped))
+			continue;
+		/* A look first: a ptrace-stop is reported whatever the
+		 * options say, and it is wait_stops()' to take. */
+		memset(&si, 0, sizeof(si));
+		if (waitid(P_PID, (id_t)t->tid, &si,
+			   WEXITED | WNOHANG | WNOWAIT | __WALL) < 0 ||
+		    si.si_pid != t->tid || !exit_status_code(si.si_code))
+			continue;
+		if (waitpid(t->tid, &st, __WALL | WNOHANG) == t->tid) {
+			(void)handle_status(s, t->tid, st);
+			t->unreaped = false;
+			k++;
+		}
+	}
+	return k;
+}
+
 /* A thread not stopped after this long is looked at in /proc: has it
  * exited?  Sleeping threads stop in microseconds, so this costs nothing
  * in the usual case. */
@@ -747,6 +800,7 @@ static int
 wait_stops(struct stop_set *s, const sigset_t *waitset, unsigned timeout_ms)
 {
 	uint64_t deadline = remote_now_ns() + (uint64_t)timeout_ms * 1000000u;
+	unsigned checks = 0;
 	bool late = false;
 	size_t i;
 
@@ -774,9 +828,12 @@ wait_stops(struct stop_set *s, const sigset_t *waitset, unsigned timeout_ms)
 			if (r < 0 && errno == EINTR)
 				continue;
 			if (r < 0) {
-				/* ECHILD: no longer our tracee (it exited and
-				 * was reaped): nothing to hold. */
+				/* ECHILD: no longer our tracee: it ran
+				 * execve() and goes on with the process id
+				 * (exec_leader() looks there).  Nothing to
+				 * hold here. */
 				t->status = STOP_EXITED;
+				s->exec_seen = s->exec_seen || t->tid != s->pid;
 				break;
 			}
 			now = remote_now_ns();
@@ -784,6 +841,13 @@ wait_stops(struct stop_set *s, const sigset_t *waitset, unsigned timeout_ms)
 				check = now + STOP_EXIT_CHECK_NS;
 			} else if (now >= check) {
 				check = now + STOP_EXIT_CHECK_NS;
+				/* Threads that ended while held: an exit of
+				 * the process, or the exec of a thread not
+				 * stopped yet (this one, perhaps), which waits
+				 * for those exits to be collected.  Every
+				 * fourth look: one system call per thread. */
+				if (++checks % 4 == 0)
+					(void)collect_exits(s);
 				/* a group leader that ended while other
 				 * threads live is a zombie its tracer is not
 				 * told about (the kernel delays it until the
@@ -819,11 +883,111 @@ wait_stops(struct stop_set *s, const sigset_t *waitset, unsigned timeout_ms)
 	return 0;
 }
 
+/* ---- an execve() of the target while threads are seized ----
+ * execve() in a multi-threaded process kills the other threads
+ * (de_thread()) and waits until each is released; a traced one only is
+ * once its tracer collects its exit.  All that time the exec holds the
+ * process's cred_guard_mutex, which PTRACE_SEIZE takes as well -- and
+ * when a signal interrupts that wait the kernel restarts it
+ * (-ERESTARTNOINTR).  So a seize of any of its threads, made after
+ * ctxdump seized another and while the exec runs, waits for an exit only
+ * the waiting thread could collect: until a SIGKILL (the kernel's known
+ * exec/ptrace_attach deadlock).
+ * While stop_all() seizes, a timer therefore sends this thread a signal
+ * every SEIZE_WATCH_MS.  When two of them find the same seize still
+ * waiting, the handler collects the exits of the threads seized so far
+ * (and of the late ones): the exec goes on, the seize returns, and what
+ * was collected is STOP_EXITED.  The threads that then stop belong to the
+ * new program image, which the callers tell by its AT_RANDOM bytes
+ * (remote_image_same()).  Without the deadlock the handler only reads
+ * two variables. */
+#define SEIZE_WATCH_MS 20
+
+#ifndef sigev_notify_thread_id
+#define sigev_notify_thread_id _sigev_un._tid
+#endif
+
+static struct stop_late *late_auto;
+static pid_t late_tracer;
+static size_t late_pass(struct stop_late *l);
+
+/* Set by seize() around PTRACE_SEIZE: the stop set, and a count of the
+ * seizes begun, which the handler compares with the one it saw last. */
+static struct stop_set *volatile watch_set;
+static volatile unsigned long watch_seq;
+static unsigned long watch_seen;
+static timer_t watch_timer;
+static pthread_t watch_thread;
+static bool watch_ready;
+
+static void
+watch_on_signal(int sig)
+{
+	int saved = errno;
+	struct stop_set *s = watch_set;
+	unsigned long seq = watch_seq;
+
+	(void)sig;
+	if (s && seq == watch_seen) {
+		if (collect_exits(s))
+			s->exec_seen = true;
+		if (late_auto && (pid_t)syscall(SYS_gettid) == late_tracer)
+			(void)late_pass(late_auto);
+	}
+	watch_seen = seq;
+	errno = saved;
+}
+
+/* Arm the timer for this thread (made on first use, again if another
+ * thread stops a process).  Without one (no timer left), seizes are not
+ * watched. */
+static void
+watch_arm(bool on)
+{
+	struct itimerspec its;
+
+	memset(&its, 0, sizeof(its));
+	if (on && (!watch_ready || !pthread_equal(watch_thread, pthread_self()))) {
+		struct sigaction sa;
+		struct sigevent sev;
+		sigset_t rt;
+
+		if (watch_ready)
+			(void)timer_delete(watch_timer);
+		watch_ready = false;
+		memset(&sa, 0, sizeof(sa));
+		sa.sa_handler = watch_on_signal;
+		sa.sa_flags = SA_RESTART;
+		sigemptyset(&sa.sa_mask);
+		memset(&sev, 0, sizeof(sev));
+		sev.sigev_notify = SIGEV_THREAD_ID;
+		sev.sigev_signo = SIGRTMIN;
+		sev.sigev_notify_thread_id = (pid_t)syscall(SYS_gettid);
+		if (sigaction(SIGRTMIN, &sa, NULL) < 0 ||
+		    timer_create(CLOCK_MONOTONIC, &sev, &watch_timer) < 0)
+			return;
+		sigemptyset(&rt);
+		sigaddset(&rt, SIGRTMIN);
+		pthread_sigmask(SIG_UNBLOCK, &rt, NULL);
+		watch_thread = pthread_self();
+		watch_ready = true;
+	}
+	if (!watch_ready)
+		return;
+	if (on) {
+		its.it_value.tv_nsec = SEIZE_WATCH_MS * 1000000L;
+		its.it_interval = its.it_value;
+		watch_seen = watch_seq - 1;
+	}
+	(void)timer_settime(watch_timer, 0, &its, NULL);
+}
+
 /* Seize and interrupt one listed thread.  Returns -EPERM only for a
  * permission failure (not for an exiting thread). */
 static int
 seize(struct stop_set *s, struct stop_thread *t)
 {
+	long r;
 	int e;
 
 	if (t->state == 'Z' || t->state == 'X') {
@@ -834,23 +998,38 @@ seize(struct stop_set *s, struct stop_thread *t)
 		t->status = STOP_ZOMBIE;
 		return 0;
 	}
-	if (ptrace(PTRACE_SEIZE, t->tid, NULL, NULL) == 0) {
+	watch_seq++;
+	watch_set = s;
+	atomic_signal_fence(memory_order_seq_cst);
+	r = ptrace(PTRACE_SEIZE, t->tid, NULL, NULL);
+	e = errno;
+	atomic_signal_fence(memory_order_seq_cst);
+	watch_set = NULL;
+	if (r == 0) {
 		if (!s->t_first_ns)
 			s->t_first_ns = remote_now_ns();
 		t->status = STOP_PENDING;
-		/* ESRCH here means it is exiting: waitpid reports that. */
-		(void)ptrace(PTRACE_INTERRUPT, t->tid, NULL, NULL);
+		/* A thread that is exiting can still be interrupted (and its
+		 * exit is then collected); ESRCH says that its id is gone:
+		 * this was the thread that ran execve(), seized while the
+		 * exec ended, and it goes on as the group leader, with the
+		 * process id.  Interrupted there, its stop is the leader's
+		 * (a second interrupt of the leader is harmless). */
+		if (ptrace(PTRACE_INTERRUPT, t->tid, NULL, NULL) < 0 &&
+		    errno == ESRCH && t->tid != s->pid) {
+			(void)ptrace(PTRACE_INTERRUPT, s->pid, NULL, NULL);
+			s->exec_seen = true;
+		}
 		return 0;
 	}
-	e = errno;
 	if (e == ESRCH) {
 		t->status = STOP_VANISHED;
 		return 0;
 	}
 	if (e == EPERM) {
 		char comm[64], state = '?';
-		int r = stop_read_task_stat(s->pid, t->tid, comm, sizeof(comm), &state);
 
+		r = stop_read_task_stat(s->pid, t->tid, comm, sizeof(comm), &state);
 		/* An exiting thread also answers EPERM (py-spy #771). */
 		if (r == -ENOENT || r == -ESRCH) {
 			t->status = STOP_VANISHED;
@@ -1052,6 +1231,35 @@ stop_prefetch(struct stop_set *s, size_t expect)
 	return 0;
 }
 
+/* After an exec seen while threads were seized: the thread that ran it,
+ * if it is ours, now has the process id, where it stops or is still to
+ * stop.  Its stop is the leader entry's (read, then detached); not
+ * stopped yet, it is late (STOP_TIMEOUT, struct stop_late).  An entry
+ * that stopped already is detached as such (and if that finds it
+ * running, its stop is collected as a late one's). */
+static void
+exec_leader(struct stop_set *s)
+{
+	struct stop_thread *l = find(s, s->pid);
+	pid_t r;
+	int st;
+
+	/* (a zombie leader: no exec, or one still waiting for the other
+	 * threads' exits, which a late thread's id going away tells) */
+	if (!l || l->status == STOP_STOPPED || l->status == STOP_PENDING ||
+	    stop_thread_ended(s->pid, s->pid))
+		return;
+	do
+		r = waitpid(s->pid, &st, __WALL | WNOHANG);
+	while (r < 0 && errno == EINTR);
+	if (r < 0)
+		return; /* not ours */
+	l->unreaped = false;
+	l->status = STOP_PENDING;
+	if (r == 0 || !handle_status(s, s->pid, st))
+		l->status = STOP_TIMEOUT;
+}
+
 int
 stop_all(struct stop_set *s, pid_t only_tid, unsigned timeout_ms)
 {
@@ -1067,6 +1275,7 @@ stop_all(struct stop_set *s, pid_t only_tid, unsigned timeout_ms)
 		snprintf(path, sizeof(path), "/proc/%d/task", (int)s->pid);
 		taskfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	}
+	watch_arm(true);
 	for (round = 0; round < STOP_MAX_ROUNDS; round++) {
 		pid_t *tids = NULL, one = only_tid;
 		size_t n = 0, i, first_new = s->n;
@@ -1144,6 +1353,9 @@ named:
 		if (r < 0)
 			break;
 	}
+	watch_arm(false);
+	if (s->exec_seen)
+		exec_leader(s);
 	if (taskfd >= 0)
 		close(taskfd);
 	if (r == 0 && count(s, STOP_STOPPED) == 0) {
@@ -1159,6 +1371,16 @@ named:
 	if (r < 0)
 		stop_detach_all(s);
 	return r;
+}
+
+/* The signal a stop reported by status st holds back, to hand on when
+ * the thread is let go: that of a signal-delivery-stop; none for an
+ * interrupt or group stop (PTRACE_EVENT_STOP; the kernel re-arms a group
+ * stop on detach). */
+static int
+stop_signal(int st)
+{
+	return WIFSTOPPED(st) && ((st >> 16) & 0xff) == 0 ? WSTOPSIG(st) : 0;
 }
 
 /* Collect the exit of thread t if it is there (a zombie only its tracer
@@ -1177,7 +1399,8 @@ reap(struct stop_thread *t)
 	if (r == t->tid && WIFSTOPPED(st)) {
 		/* cannot happen to a thread that exited; a stop must not be
 		 * lost all the same */
-		if (ptrace(PTRACE_DETACH, t->tid, NULL, NULL) < 0)
+		if (ptrace(PTRACE_DETACH, t->tid, NULL, (void *)(long)stop_signal(st)) <
+		    0)
 			return false;
 	}
 	/* reaped now, or ECHILD: not our tracee any more */
@@ -1214,7 +1437,7 @@ detach_late(struct stop_set *s)
 			continue;
 		if (waitpid(t->tid, &st, __WALL | WNOHANG) == t->tid) {
 			if (WIFSTOPPED(st))
-				detach_one(t, 0);
+				detach_one(t, stop_signal(st));
 			else
 				t->status = STOP_EXITED;
 		}
@@ -1283,8 +1506,6 @@ stop_release(struct stop_set *s)
  * blocked, and inside a stop window SIGCHLD is blocked and waited for
  * (block_signals()), so the handler never meets a stop set's threads.
  * SA_RESTART: the caller's read(), write() and waitpid() go on unseen. */
-static struct stop_late *late_auto;
-static pid_t late_tracer;
 static struct sigaction late_oldact;
 
 /* One pass over l without waiting: detach the late threads that stopped,
@@ -1303,15 +1524,25 @@ late_pass(struct stop_late *l)
 		int st;
 
 		r = waitpid(t.tid, &st, __WALL | WNOHANG);
+		if (r < 0 && errno == ECHILD && !ended && t.tid != l->pid && l->pid) {
+			/* Seized, not seen to end, and its id gone: it ran
+			 * execve(), and is at the process id now. */
+			t.tid = l->pid;
+			r = waitpid(t.tid, &st, __WALL | WNOHANG);
+		}
 		if (r == 0 || (r < 0 && errno == EINTR)) {
-			/* still running, or a zombie leader */
+			/* still running, or a zombie leader.  Interrupted
+			 * again: the thread that ran execve() may have lost
+			 * the interrupt sent before its exec ended. */
+			if (r == 0 && !ended)
+				(void)ptrace(PTRACE_INTERRUPT, t.tid, NULL, NULL);
 			l->tid[k] = t.tid;
 			l->ended[k++] = ended;
 			busy += !ended;
 			continue;
 		}
 		if (r == t.tid && WIFSTOPPED(st)) {
-			detach_one(&t, 0);
+			detach_one(&t, stop_signal(st));
 			if (t.unreaped) {
 				/* killed meanwhile */
 				l->tid[k] = t.tid;
@@ -1354,6 +1585,7 @@ stop_late_add(struct stop_late *l, const struct stop_set *s)
 	int r = 0;
 
 	late_block(&old);
+	l->pid = s->pid;
 	for (i = 0; i < s->n; i++) {
 		const struct stop_thread *t = &s->t[i];
 		size_t j;

@@ -84,6 +84,11 @@ struct stop_set {
 	int fail_err;
 	struct stop_names *names; /* stop_prefetch() in progress */
 	int signal; /* termination signal received while holding threads */
+	/* The process ran execve() while threads were seized: their exits
+	 * were collected for it (stop.c), or a seized thread's id went
+	 * away -- that of the thread that ran it, which goes on with the
+	 * process id (perhaps still seized by us). */
+	bool exec_seen;
 	bool masked;
 	sigset_t oldmask;
 };
@@ -149,6 +154,7 @@ void stop_release(struct stop_set *s);
  * again meanwhile, and each must be detached (or collected) as soon as it
  * stops (or ends). */
 struct stop_late {
+	pid_t pid; /* their process */
 	pid_t *tid;
 	/* per tid: it has ended, only its exit is still to be collected (a
 	 * group leader that exited before its other threads: the kernel
@@ -201,6 +207,18 @@ bool stop_thread_ended(pid_t pid, pid_t tid);
  * one other thread.  A leader in the middle of pthread_exit() looks the
  * same for a moment: callers see whether the process then ends. */
 bool stop_process_dying(pid_t pid);
+
+struct remote_image;
+
+/* After a stop in which every thread of pid went away (or none stopped):
+ * whether pid ran execve() and runs another image than img now
+ * (remote_image_changed()).  When the stop saw an exec on its way
+ * (stop_set.exec_seen), the new program may still be loading: wait for
+ * it, at most timeout_ms, unless the process is gone. */
+bool stop_ran_exec(pid_t pid,
+		   const struct remote_image *img,
+		   bool seen,
+		   unsigned timeout_ms);
 
 /* The state of a stopped thread at the moment it stopped: 'T' it was in
  * a group-stop (job control; stop_thread.group_stop); else from blocked
