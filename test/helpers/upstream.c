@@ -439,16 +439,36 @@ release_held(void)
 		close(held[--nheld]);
 }
 
+/* What fd is open on now (readlink of /proc/self/fd/FD), for a failure
+ * message: "free" if nothing. */
+static const char *
+fd_holder(int fd, char *buf, size_t n)
+{
+	char path[64];
+	ssize_t l;
+
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	l = readlink(path, buf, n - 1);
+	if (l < 0)
+		return "free";
+	buf[l] = '\0';
+	return buf;
+}
+
 /* Make mode_reuse()'s fd numbers come out as it wants: a number freed is
  * the next one a socket() or accept() returns, unless something else in
  * the process (the shim's own threads too) takes it in between; then the
- * step is tried again. */
-#define REUSE_TRIES 8
+ * step is tried again, after a wait that doubles each time (once, under
+ * ASan with the event log on and a loaded machine, all of 8 tries in a
+ * row lost the number; the failure names what held it). */
+#define REUSE_TRIES      8
+#define REUSE_BACKOFF_US 1000u
 
 static void
 mode_reuse(void)
 {
 	char span[17], buf[256], head[] = "GET /plain HTTP/1.1\r\nHost: y\r\n\r\n";
+	char holder[256] = "free";
 	int cli, srv, u = -1, n = -2, r, e, p[2], c2 = -1, s2 = -2, tries;
 	struct sockaddr_in a;
 	socklen_t al = sizeof(a);
@@ -461,6 +481,7 @@ mode_reuse(void)
 	for (tries = 0; tries < REUSE_TRIES && n != u; tries++) {
 		if (tries) {
 			close(n);
+			usleep(REUSE_BACKOFF_US << tries);
 			republish(srv, span);
 		}
 		u = up_connect(false, &r, &e);
@@ -471,9 +492,11 @@ mode_reuse(void)
 		backend_quiet();
 		lowest_free(u);
 		n = up_connect(false, &r, &e);
+		if (n != u)
+			fd_holder(u, holder, sizeof(holder));
 		release_held();
 	}
-	CHECK(n == u, "socket() did not reuse %d: %d", u, n);
+	CHECK(n == u, "socket() did not reuse %d (%s): %d", u, holder, n);
 	up_send(n, "/b");
 	up_answer(n, sizeof(answer) - 1);
 	CHECK(shows_none(), "read of a new socket on a reused number: %s",
@@ -499,6 +522,7 @@ mode_reuse(void)
 		if (tries) {
 			close(s2);
 			close(c2);
+			usleep(REUSE_BACKOFF_US << tries);
 		}
 		republish(srv, span);
 		u = up_connect(false, &r, &e);
@@ -512,9 +536,11 @@ mode_reuse(void)
 		backend_quiet();
 		lowest_free(u);
 		s2 = accept(lfd, NULL, NULL);
+		if (s2 != u)
+			fd_holder(u, holder, sizeof(holder));
 		release_held();
 	}
-	CHECK(s2 == u, "accept() did not reuse %d: %d", u, s2);
+	CHECK(s2 == u, "accept() did not reuse %d (%s): %d", u, holder, s2);
 	send_all(c2, head, sizeof(head) - 1, 0);
 	read_n(s2, buf, sizeof(head) - 1);
 	/* Its own request, with a trace of its own: scanned as a connection
