@@ -1420,7 +1420,17 @@ detach_one(struct stop_thread *t, int sig)
 	}
 	t->status = STOP_EXITED;
 	t->unreaped = true;
-	(void)reap(t);
+	if (reap(t) || stop_thread_ended(t->tid, t->tid))
+		return;
+	/* Neither stopped nor ended: the id is now another task's.  After
+	 * an execve() by another thread, the process id (the old leader's,
+	 * stopped, then killed by the exec) is the thread that ran it, and
+	 * if it is seized by us it is still to stop -- and its interrupt may
+	 * have been lost on the way: a late thread, interrupted again (here
+	 * and by every late_pass()) until it stops and is let go. */
+	t->status = STOP_TIMEOUT;
+	t->unreaped = false;
+	(void)ptrace(PTRACE_INTERRUPT, t->tid, NULL, NULL);
 }
 
 /* A thread that stopped after its deadline can be detached now. */
@@ -1543,10 +1553,12 @@ late_pass(struct stop_late *l)
 		}
 		if (r == t.tid && WIFSTOPPED(st)) {
 			detach_one(&t, stop_signal(st));
-			if (t.unreaped) {
-				/* killed meanwhile */
+			if (t.unreaped || t.status == STOP_TIMEOUT) {
+				/* killed meanwhile, or (TIMEOUT) not ours
+				 * to detach yet after all */
 				l->tid[k] = t.tid;
-				l->ended[k++] = true;
+				l->ended[k] = t.unreaped;
+				busy += !l->ended[k++];
 			}
 		}
 		/* else exited and collected, or not ours any more */
