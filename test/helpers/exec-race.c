@@ -7,9 +7,9 @@
  *
  *   exec-race N
  *
- * starts a worker with a valid record (fill(0, "worker")), then N threads
- * that only sleep, then a watcher, in that order: ctxdump lists and seizes
- * them in that order too.  The watcher reads the worker's TracerPid in a
+ * starts a worker with a valid record (fill(0, "worker"),
+ * target-threads.h), then N threads that only sleep, then a watcher, in
+ * that order: ctxdump lists and seizes them in that order too.  The watcher reads the worker's TracerPid in a
  * loop, and the moment it is not 0 (ctxdump has seized the worker and is
  * seizing the others) it execs this program as
  *
@@ -25,29 +25,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
-#include "record-writer.h"
+#include "target-threads.h"
 
 static pthread_barrier_t started;
-static pid_t worker_tid;
+static struct target_worker worker = {.index = 0, .started = &started};
 static const char *self;
-
-static void *
-worker(void *arg)
-{
-	static struct record r;
-
-	(void)arg;
-	__atomic_store_n(&worker_tid, (pid_t)syscall(SYS_gettid), __ATOMIC_RELEASE);
-	fill(&r, 0, "worker");
-	publish(&r);
-	pthread_barrier_wait(&started);
-	for (;;)
-		pause();
-	return NULL;
-}
 
 static void *
 sleeper(void *arg)
@@ -68,7 +52,8 @@ watcher(void *arg)
 
 	(void)arg;
 	pthread_barrier_wait(&started);
-	snprintf(path, sizeof(path), "/proc/self/task/%d/status", (int)worker_tid);
+	/* the worker's tid is set before it reaches the barrier */
+	snprintf(path, sizeof(path), "/proc/self/task/%d/status", (int)worker.tid);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		exit(3);
@@ -119,11 +104,8 @@ main(int argc, char **argv)
 	pthread_attr_init(&attr);
 	pthread_attr_setstacksize(&attr, 64 * 1024);
 	pthread_barrier_init(&started, NULL, n + 3);
-	if (pthread_create(&th, &attr, worker, NULL) != 0)
+	if (pthread_create(&th, &attr, target_worker_run, &worker) != 0)
 		return 3;
-	/* the worker's tid is known before the watcher starts */
-	while (!__atomic_load_n(&worker_tid, __ATOMIC_ACQUIRE))
-		usleep(100);
 	for (i = 0; i < n; i++)
 		if (pthread_create(&th, &attr, sleeper, NULL) != 0)
 			return 3;
