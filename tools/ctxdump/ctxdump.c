@@ -996,19 +996,18 @@ proc_status(pid_t pid, long long *tgid, char *state)
 	return true;
 }
 
-static void
-warn_exec(pid_t pid)
-{
-	cli_warn("process %d ran execve() during the dump: what was read is not "
-		 "of one program, so nothing is shown; run ctxdump again",
-		 (int)pid);
-}
+/* dump_process(): the process ran execve() during the dump; tried this
+ * many times in all. */
+#define DUMP_EXEC       (-1)
+#define DUMP_EXEC_TRIES 3
+/* and waited this long before the next */
+#define DUMP_EXEC_PAUSE_MS 20u
 
-int
-main(int argc, char **argv)
+/* Everything of one dump of ctl->pid.  Returns the exit status, or
+ * DUMP_EXEC when the process ran execve() during it (nothing shown). */
+static int
+dump_process(const struct ctxdump_control *ctl)
 {
-	static char outbuf[1u << 16];
-	struct ctxdump_control ctl = {0};
 	struct run run = {0};
 	struct dump *d = &run.d;
 	struct stop_set ss;
@@ -1021,49 +1020,35 @@ main(int argc, char **argv)
 	size_t i;
 	int r;
 
-	/* Subcommands (issue 10); a process id is never a word. */
-	if (argc > 1 && strcmp(argv[1], "record") == 0)
-		return record_main(argc - 1, argv + 1);
-	if (argc > 1 && strcmp(argv[1], "report") == 0)
-		return report_main(argc - 1, argv + 1);
-	parse_options(&ctl, argc, argv);
-	/* A 1000-thread dump is hundreds of KiB: fewer, larger writes when
-	 * it goes to a file or a pipe. */
-	if (!isatty(STDOUT_FILENO))
-		setvbuf(stdout, outbuf, _IOFBF, sizeof(outbuf));
-	run.ctl = &ctl;
-	d->pid = ctl.pid;
-	d->stacks = ctl.stacks;
-	/* The wait for the stops sleeps on SIGCHLD; an inherited SIG_IGN
-	 * would make the kernel skip that notification. */
-	signal(SIGCHLD, SIG_DFL);
-
-	if (!proc_exists(ctl.pid, 0)) {
-		cli_warn("process %d does not exist", (int)ctl.pid);
+	run.ctl = ctl;
+	d->pid = ctl->pid;
+	d->stacks = ctl->stacks;
+	if (!proc_exists(ctl->pid, 0)) {
+		cli_warn("process %d does not exist", (int)ctl->pid);
 		return CLI_EXIT_FATAL;
 	}
-	if (ctl.pid == getpid()) {
+	if (ctl->pid == getpid()) {
 		cli_warn("ctxdump cannot dump itself");
 		return CLI_EXIT_FATAL;
 	}
-	if (!proc_status(ctl.pid, &tgid, &leader_state) || tgid != ctl.pid) {
+	if (!proc_status(ctl->pid, &tgid, &leader_state) || tgid != ctl->pid) {
 		cli_warn("%d is a thread, not a process; use -t %d with its process id",
-			 (int)ctl.pid, (int)ctl.pid);
+			 (int)ctl->pid, (int)ctl->pid);
 		return CLI_EXIT_FATAL;
 	}
-	if (ctl.tid && !proc_exists(ctl.pid, ctl.tid)) {
+	if (ctl->tid && !proc_exists(ctl->pid, ctl->tid)) {
 		cli_warn("thread %d of process %d does not exist (it may have exited)",
-			 (int)ctl.tid, (int)ctl.pid);
+			 (int)ctl->tid, (int)ctl->pid);
 		return CLI_EXIT_FATAL;
 	}
-	d->mem_pid = dump_memory_pid(ctl.pid, leader_state);
+	d->mem_pid = dump_memory_pid(ctl->pid, leader_state);
 	/* The kernel's thread count: sizes the thread list below, and for
 	 * a process with many threads their names are read on a second
 	 * thread, on another core, while this one lists them and does the
 	 * work below until the stop (stop_prefetch(); below PREFETCH_MIN
 	 * threads, starting that thread costs more than the names). */
-	hint = ctl.tid ? 1 : stop_count_threads(ctl.pid);
-	stop_init(&ss, ctl.pid);
+	hint = ctl->tid ? 1 : stop_count_threads(ctl->pid);
+	stop_init(&ss, ctl->pid);
 	if (hint >= PREFETCH_MIN)
 		(void)stop_prefetch(&ss, (size_t)hint);
 	load_cmdline(d);
@@ -1072,7 +1057,7 @@ main(int argc, char **argv)
 	 * (the file-backed ones through PROCMAP_QUERY where the kernel has
 	 * it: the text of maps at 1000 threads is 2000 lines, 0.7 ms to
 	 * produce), and each ELF object opened once. */
-	r = dump_proc_load(ctl.pid, &d->mem_pid, &ep);
+	r = dump_proc_load(ctl->pid, &d->mem_pid, &ep);
 	/* What it all is read from: an exec from here on is seen in the
 	 * stop (remote_image_same()). */
 	remote_image_load(d->mem_pid, &img);
@@ -1100,7 +1085,7 @@ main(int argc, char **argv)
 		cli_warn("none of the objects of process %d that ctxdump could open "
 			 "defines " OTEL_THREAD_CTX_SYMBOL "; %u of %u could not be "
 			 "opened, the first %s%s: %s",
-			 (int)ctl.pid, s->n_unopenable, s->n_objects,
+			 (int)ctl->pid, s->n_unopenable, s->n_objects,
 			 escaped(s->unopenable),
 			 s->unopenable_deleted ? " (deleted)" : "",
 			 s->unopenable_err == -ESTALE ? "the file at its path is not "
@@ -1111,7 +1096,7 @@ main(int argc, char **argv)
 			cli_warn("the mapped files themselves are only reachable "
 				 "through /proc/%d/map_files/, which needs "
 				 "CAP_SYS_ADMIN or CAP_CHECKPOINT_RESTORE",
-				 (int)ctl.pid);
+				 (int)ctl->pid);
 		stop_free(&ss);
 		return finish(&run, CLI_EXIT_FATAL);
 	}
@@ -1119,7 +1104,7 @@ main(int argc, char **argv)
 		cli_warn(
 			"no loaded object of process %d defines " OTEL_THREAD_CTX_SYMBOL
 			" (is an OTEP-4947 writer such as libctxshim.so loaded?)",
-			(int)ctl.pid);
+			(int)ctl->pid);
 		/* A statically linked executable is the only object that can
 		 * hold the writer: no loader runs to preload one, which is
 		 * what most users of such a program want to know (busybox,
@@ -1141,24 +1126,24 @@ main(int argc, char **argv)
 		stop_free(&ss);
 		return finish(&run, CLI_EXIT_FATAL);
 	}
-	if (r == -ESRCH && dump_is_kthread(ctl.pid)) {
+	if (r == -ESRCH && dump_is_kthread(ctl->pid)) {
 		cli_warn("process %d is a kernel thread: it has no user-space memory "
 			 "and no thread context to read",
-			 (int)ctl.pid);
+			 (int)ctl->pid);
 		stop_free(&ss);
 		dump_free(d);
 		return CLI_EXIT_FATAL;
 	}
 	if (r == -ESRCH) {
-		cli_warn("process %d exited%s", (int)ctl.pid,
-			 dump_exited_note(ctl.pid));
+		cli_warn("process %d exited%s", (int)ctl->pid,
+			 dump_exited_note(ctl->pid));
 		stop_free(&ss);
 		dump_free(d);
 		return CLI_EXIT_FATAL;
 	}
 	if (r == -EACCES || r == -EPERM) {
-		cli_warn("cannot read /proc/%d/maps: %s", (int)ctl.pid, strerror(-r));
-		stop_diagnose_eperm(ctl.pid, ctl.pid);
+		cli_warn("cannot read /proc/%d/maps: %s", (int)ctl->pid, strerror(-r));
+		stop_diagnose_eperm(ctl->pid, ctl->pid);
 		stop_free(&ss);
 		dump_free(d);
 		return CLI_EXIT_FATAL;
@@ -1166,13 +1151,13 @@ main(int argc, char **argv)
 	if (r == -EPROTONOSUPPORT) {
 		cli_warn("process %d defines " OTEL_THREAD_CTX_SYMBOL
 			 " for an architecture ctxdump cannot read",
-			 (int)ctl.pid);
+			 (int)ctl->pid);
 		stop_free(&ss);
 		dump_free(d);
 		return CLI_EXIT_FATAL;
 	}
 	if (r < 0) {
-		cli_warn("cannot examine the objects of process %d: %s", (int)ctl.pid,
+		cli_warn("cannot examine the objects of process %d: %s", (int)ctl->pid,
 			 strerror(-r));
 		stop_free(&ss);
 		dump_free(d);
@@ -1200,43 +1185,43 @@ main(int argc, char **argv)
 		/* The stacks' copies, paged in now instead of in the stop
 		 * window (about 5 KiB a thread blocked in a system call;
 		 * deeper stacks that do not fit get their own mapping). */
-		if (ctl.stacks)
+		if (ctl->stacks)
 			(void)stack_arena_reserve(&d->stack_arena,
 						  ((size_t)hint + 16) * STACK_ARENA_GUESS);
 	}
 
 	/* ---- threads stopped from here ---- */
-	r = stop_all(&ss, ctl.tid, ctl.stop_timeout_ms);
+	r = stop_all(&ss, ctl->tid, ctl->stop_timeout_ms);
 	if (r == -EPERM) {
 		stop_release(&ss);
 		cli_warn("attach: ptrace(PTRACE_SEIZE, %d): %s", (int)ss.fail_tid,
 			 strerror(ss.fail_err));
-		stop_diagnose_eperm(ctl.pid, ss.fail_tid);
+		stop_diagnose_eperm(ctl->pid, ss.fail_tid);
 		stop_free(&ss);
 		free_batches(&run);
 		dump_free(d);
 		return CLI_EXIT_FATAL;
 	}
 	if ((r == -ETIMEDOUT || r == -ESRCH) &&
-	    stop_ran_exec(ctl.pid, &img, ss.exec_seen, ctl.stop_timeout_ms)) {
+	    stop_ran_exec(ctl->pid, &img, ss.exec_seen, ctl->stop_timeout_ms)) {
 		/* what stopped or ended was of the old program, and nothing
 		 * of the new one stopped */
 		stop_release(&ss);
-		warn_exec(ctl.pid);
+		(void)stop_late_add(&late, &ss);
 		stop_free(&ss);
 		free_batches(&run);
 		dump_free(d);
-		return CLI_EXIT_FATAL;
+		return DUMP_EXEC;
 	}
 	if (r == -ETIMEDOUT) {
 		/* Alive, but nothing to read: say so, not "exited". */
 		stop_release(&ss);
-		if (ctl.tid)
-			cli_warn("thread %d did not stop within %u ms", (int)ctl.tid,
-				 ctl.stop_timeout_ms);
+		if (ctl->tid)
+			cli_warn("thread %d did not stop within %u ms", (int)ctl->tid,
+				 ctl->stop_timeout_ms);
 		else
 			cli_warn("no thread of process %d stopped within %u ms",
-				 (int)ctl.pid, ctl.stop_timeout_ms);
+				 (int)ctl->pid, ctl->stop_timeout_ms);
 		cli_warn("a thread in uninterruptible sleep (state D, e.g. in "
 			 "vfork()) cannot stop until it wakes; on a loaded machine "
 			 "try a longer --stop-timeout");
@@ -1256,13 +1241,13 @@ main(int argc, char **argv)
 			if (ss.t[i].status == STOP_EXITED)
 				when = "during the dump";
 		stop_release(&ss);
-		if (r == -ESRCH && ctl.tid)
-			cli_warn("thread %d exited %s", (int)ctl.tid, when);
+		if (r == -ESRCH && ctl->tid)
+			cli_warn("thread %d exited %s", (int)ctl->tid, when);
 		else if (r == -ESRCH)
-			cli_warn("process %d exited %s%s", (int)ctl.pid, when,
-				 dump_exited_note(ctl.pid));
+			cli_warn("process %d exited %s%s", (int)ctl->pid, when,
+				 dump_exited_note(ctl->pid));
 		else
-			cli_warn("cannot stop process %d: %s", (int)ctl.pid,
+			cli_warn("cannot stop process %d: %s", (int)ctl->pid,
 				 strerror(-r));
 		stop_free(&ss);
 		free_batches(&run);
@@ -1303,10 +1288,9 @@ main(int argc, char **argv)
 		dump_free(d);
 		return CLI_EXIT_FATAL;
 	}
-	if (exec && remote_image_changed(ctl.pid, &img)) {
-		warn_exec(ctl.pid);
+	if (exec && remote_image_changed(ctl->pid, &img)) {
 		dump_free(d);
-		return CLI_EXIT_FATAL;
+		return DUMP_EXEC;
 	}
 	drop_exited(&run);
 	unstopped_states(d);
@@ -1314,12 +1298,14 @@ main(int argc, char **argv)
 		/* every thread ended before or while it was held: the
 		 * process was killed (or exited) during the dump, or ran
 		 * execve() */
-		if (stop_ran_exec(ctl.pid, &img, exec_seen, ctl.stop_timeout_ms))
-			warn_exec(ctl.pid);
-		else if (ctl.tid)
-			cli_warn("thread %d exited during the dump", (int)ctl.tid);
+		if (stop_ran_exec(ctl->pid, &img, exec_seen, ctl->stop_timeout_ms)) {
+			dump_free(d);
+			return DUMP_EXEC;
+		}
+		if (ctl->tid)
+			cli_warn("thread %d exited during the dump", (int)ctl->tid);
 		else
-			cli_warn("process %d exited during the dump", (int)ctl.pid);
+			cli_warn("process %d exited during the dump", (int)ctl->pid);
 		dump_free(d);
 		return CLI_EXIT_FATAL;
 	}
@@ -1362,11 +1348,11 @@ main(int argc, char **argv)
 		cli_warn("process %d names the thread-context schema \"%s\" "
 			 "(threadlocal.schema_version), which ctxdump does not know; "
 			 "its records are shown as OTEP-4947 tlsdesc_v1_dev records",
-			 (int)ctl.pid,
+			 (int)ctl->pid,
 			 escaped_n(d->pd->schema_version.ptr,
 				   d->pd->schema_version.len));
 	dlay_finish(d);
-	if (ctl.stacks) {
+	if (ctl->stacks) {
 		const char *why = stack_unwind_unavailable();
 
 		/* once here; each thread then says it has no stack */
@@ -1375,4 +1361,50 @@ main(int argc, char **argv)
 		unwind_stacks(&run);
 	}
 	return finish(&run, run.partial ? CLI_EXIT_PARTIAL : CLI_EXIT_OK);
+}
+
+int
+main(int argc, char **argv)
+{
+	static char outbuf[1u << 16];
+	struct ctxdump_control ctl = {0};
+	unsigned attempt;
+	int r;
+
+	/* Subcommands (issue 10); a process id is never a word. */
+	if (argc > 1 && strcmp(argv[1], "record") == 0)
+		return record_main(argc - 1, argv + 1);
+	if (argc > 1 && strcmp(argv[1], "report") == 0)
+		return report_main(argc - 1, argv + 1);
+	parse_options(&ctl, argc, argv);
+	/* A 1000-thread dump is hundreds of KiB: fewer, larger writes when
+	 * it goes to a file or a pipe. */
+	if (!isatty(STDOUT_FILENO))
+		setvbuf(stdout, outbuf, _IOFBF, sizeof(outbuf));
+	/* The wait for the stops sleeps on SIGCHLD; an inherited SIG_IGN
+	 * would make the kernel skip that notification. */
+	signal(SIGCHLD, SIG_DFL);
+
+	/* A process that ran execve() during the dump is another program
+	 * now: dump that one, once the threads still held of the first try
+	 * are let go (the thread that ran the exec may be one of them). */
+	for (attempt = 1;; attempt++) {
+		r = dump_process(&ctl);
+		if (r != DUMP_EXEC)
+			return r;
+		stop_late_release(&late, ctl.stop_timeout_ms);
+		if (attempt == DUMP_EXEC_TRIES || stop_late_busy(&late)) {
+			cli_warn("process %d ran execve() during the dump, %u times; "
+				 "nothing is shown",
+				 (int)ctl.pid, attempt);
+			stop_late_free(&late);
+			return CLI_EXIT_FATAL;
+		}
+		cli_warn("process %d ran execve() during the dump; dumping the new "
+			 "program",
+			 (int)ctl.pid);
+		/* its loader and constructors run first (a thread whose TLS
+		 * is not set up yet cannot be read): give them a moment */
+		usleep(DUMP_EXEC_PAUSE_MS * 1000u);
+	}
 }
