@@ -1520,8 +1520,10 @@ static struct sigaction late_oldact;
 
 /* One pass over l without waiting: detach the late threads that stopped,
  * collect the ones that exited.  Returns how many remain that may still
- * stop (stop_late_busy()), not counting ended ones.  Only system
- * calls: also run from the SIGCHLD handler. */
+ * stop (stop_late_busy()), not counting ended ones.  Only system calls
+ * (and, when a detach fails, a /proc path formatted with snprintf(),
+ * which for integers into a buffer neither locks nor allocates): also
+ * run from the SIGCHLD handler. */
 static size_t
 late_pass(struct stop_late *l)
 {
