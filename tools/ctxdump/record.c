@@ -676,9 +676,7 @@ image_reload(struct rec *rc)
 	rc->exec_pending = false;
 	rc->mem_pid = dump_memory_pid(rc->pid, 0);
 	remote_image_load(rc->mem_pid, &rc->img);
-	if (old.known && (rc->img.known ? rc->img.addr == old.addr &&
-						  memcmp(rc->img.bytes, old.bytes,
-							 sizeof(old.bytes)) == 0
+	if (old.known && (rc->img.known ? remote_image_equal(&rc->img, &old)
 					: stop_process_dying(rc->pid))) {
 		/* no exec; or the process is going, as its next stop says */
 		rc->img = old;
@@ -978,8 +976,6 @@ rediscover(struct rec *rc, uint64_t now)
 	free(lp);
 }
 
-/* One sampling round.  Returns 0, or a negative errno: -ESRCH (the
- * process is gone), -EPERM (cannot attach), others. */
 /* A round in which every thread went away, or none stopped: whether it
  * met an exec (a process that lives on with another image), which the
  * next round then reloads (image_reload()); the round is one dropped at
@@ -994,6 +990,8 @@ round_met_exec(struct rec *rc, const struct stop_set *ss)
 	return true;
 }
 
+/* One sampling round.  Returns 0, or a negative errno: -ESRCH (the
+ * process is gone), -EPERM (cannot attach), others. */
 static int
 sample_round(struct rec *rc)
 {

@@ -71,6 +71,13 @@ remote_image_same(pid_t pid, const struct remote_image *img)
 }
 
 bool
+remote_image_equal(const struct remote_image *a, const struct remote_image *b)
+{
+	return a->known && b->known && a->addr == b->addr &&
+	       memcmp(a->bytes, b->bytes, sizeof(a->bytes)) == 0;
+}
+
+bool
 remote_image_changed(pid_t pid, const struct remote_image *img)
 {
 	struct remote_image now;
@@ -78,8 +85,7 @@ remote_image_changed(pid_t pid, const struct remote_image *img)
 	if (!img->known)
 		return false;
 	remote_image_load(pid, &now);
-	return now.known && (now.addr != img->addr ||
-			     memcmp(now.bytes, img->bytes, sizeof(now.bytes)) != 0);
+	return now.known && !remote_image_equal(&now, img);
 }
 
 ssize_t

@@ -87,6 +87,9 @@ void remote_image_load(pid_t pid, struct remote_image *img);
  * no such thread. */
 bool remote_image_same(pid_t pid, const struct remote_image *img);
 
+/* Whether a and b are both known and the same image. */
+bool remote_image_equal(const struct remote_image *a, const struct remote_image *b);
+
 /* Whether process pid now runs another image than img (it ran
  * execve()): read afresh from pid itself, so that a thread gone with the
  * exec, or a process gone altogether, is not taken for one. */
