@@ -1203,7 +1203,8 @@ dump_process(const struct ctxdump_control *ctl)
 		return CLI_EXIT_FATAL;
 	}
 	if ((r == -ETIMEDOUT || r == -ESRCH) &&
-	    stop_ran_exec(ctl->pid, &img, ss.exec_seen, ctl->stop_timeout_ms)) {
+	    stop_ran_exec(ctl->pid, &img, ss.exec_seen, r == -ESRCH,
+			  ctl->stop_timeout_ms)) {
 		/* what stopped or ended was of the old program, and nothing
 		 * of the new one stopped */
 		stop_release(&ss);
@@ -1298,7 +1299,8 @@ dump_process(const struct ctxdump_control *ctl)
 		/* every thread ended before or while it was held: the
 		 * process was killed (or exited) during the dump, or ran
 		 * execve() */
-		if (stop_ran_exec(ctl->pid, &img, exec_seen, ctl->stop_timeout_ms)) {
+		if (stop_ran_exec(ctl->pid, &img, exec_seen, true,
+				  ctl->stop_timeout_ms)) {
 			dump_free(d);
 			return DUMP_EXEC;
 		}

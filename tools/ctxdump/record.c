@@ -981,9 +981,9 @@ rediscover(struct rec *rc, uint64_t now)
  * next round then reloads (image_reload()); the round is one dropped at
  * an exec. */
 static bool
-round_met_exec(struct rec *rc, const struct stop_set *ss)
+round_met_exec(struct rec *rc, const struct stop_set *ss, bool all_gone)
 {
-	if (!stop_ran_exec(rc->pid, &rc->img, ss->exec_seen, STOP_TIMEOUT_MS))
+	if (!stop_ran_exec(rc->pid, &rc->img, ss->exec_seen, all_gone, STOP_TIMEOUT_MS))
 		return false;
 	rc->exec_pending = true;
 	rc->exec_rounds++;
@@ -1051,7 +1051,8 @@ sample_round(struct rec *rc)
 		(void)stop_late_add(&rc->late, &ss); /* else released at exit */
 		if (r == -EPERM)
 			rc->fail_tid = ss.fail_tid;
-		if ((r == -ESRCH || r == -EAGAIN) && round_met_exec(rc, &ss))
+		if ((r == -ESRCH || r == -EAGAIN) &&
+		    round_met_exec(rc, &ss, r == -ESRCH))
 			r = 0;
 		stop_free(&ss);
 		return r == -EINTR ? 0 : r;
@@ -1128,7 +1129,7 @@ sample_round(struct rec *rc)
 		 * exiting, unless a thread missed the limit (as above) or
 		 * the process ran execve() */
 		r = missed_stops(&ss) ? -EAGAIN : -ESRCH;
-		if (round_met_exec(rc, &ss))
+		if (round_met_exec(rc, &ss, r == -ESRCH))
 			r = 0;
 		stack_arena_recycle(&rc->arena);
 		stop_free(&ss);

@@ -698,9 +698,19 @@ task_ending(pid_t pid, pid_t tid)
 }
 
 bool
-stop_ran_exec(pid_t pid, const struct remote_image *img, bool seen, unsigned timeout_ms)
+stop_ran_exec(pid_t pid,
+	      const struct remote_image *img,
+	      bool seen,
+	      bool all_gone,
+	      unsigned timeout_ms)
 {
 	uint64_t end = remote_now_ns() + (uint64_t)timeout_ms * 1000000u;
+
+	/* Every thread listed went away, yet the process is not going: the
+	 * old program's threads ended for an exec that is still loading the
+	 * new one (its id may not show anything of it yet). */
+	if (!seen && all_gone && !stop_process_dying(pid))
+		seen = true;
 
 	for (;;) {
 		if (remote_image_changed(pid, img))

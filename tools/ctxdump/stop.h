@@ -210,14 +210,16 @@ bool stop_process_dying(pid_t pid);
 
 struct remote_image;
 
-/* After a stop in which every thread of pid went away (or none stopped):
- * whether pid ran execve() and runs another image than img now
+/* After a stop in which every thread of pid went away (all_gone) or none
+ * stopped: whether pid ran execve() and runs another image than img now
  * (remote_image_changed()).  When the stop saw an exec on its way
- * (stop_set.exec_seen), the new program may still be loading: wait for
- * it, at most timeout_ms, unless the process is gone. */
+ * (stop_set.exec_seen), or every thread went away from a process that is
+ * not going away, the new program may still be loading: wait for it, at
+ * most timeout_ms, unless the process is gone. */
 bool stop_ran_exec(pid_t pid,
 		   const struct remote_image *img,
 		   bool seen,
+		   bool all_gone,
 		   unsigned timeout_ms);
 
 /* The state of a stopped thread at the moment it stopped: 'T' it was in
