@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -811,15 +812,13 @@ collect_threads(struct run *run, struct stop_set *ss)
 			 * is simply no longer there (counted, not an error). */
 			d->n_exited++;
 			continue;
+		/* (said on standard error once it is known that what was
+		 * read is of one program: dump_process()) */
 		case STOP_FAILED:
-			cli_warn("tid %d: attach: ptrace(PTRACE_SEIZE): %s, skipping",
-				 (int)st->tid, strerror(st->err));
 			set_error(t, "cannot attach: %s", strerror(st->err));
 			run->partial = true;
 			break;
 		case STOP_TIMEOUT:
-			cli_warn("tid %d: did not stop within %u ms, skipping",
-				 (int)st->tid, run->ctl->stop_timeout_ms);
 			set_error(t, "did not stop within %u ms",
 				  run->ctl->stop_timeout_ms);
 			run->partial = true;
@@ -1002,6 +1001,20 @@ proc_status(pid_t pid, long long *tgid, char *state)
 #define DUMP_EXEC_TRIES 3
 /* and waited this long before the next */
 #define DUMP_EXEC_PAUSE_MS 20u
+
+/* Sleep ms, also through the signals the late threads' SIGCHLD handler
+ * takes.  (Its loader and constructors run first in a new program: a
+ * thread whose TLS is not set up yet cannot be read.) */
+static void
+pause_ms(unsigned ms)
+{
+	uint64_t t = remote_now_ns() + (uint64_t)ms * 1000000u;
+	struct timespec ts = {.tv_sec = (time_t)(t / 1000000000u),
+			      .tv_nsec = (long)(t % 1000000000u)};
+
+	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+		;
+}
 
 /* Everything of one dump of ctl->pid.  Returns the exit status, or
  * DUMP_EXEC when the process ran execve() during it (nothing shown). */
@@ -1203,7 +1216,7 @@ dump_process(const struct ctxdump_control *ctl)
 		return CLI_EXIT_FATAL;
 	}
 	if ((r == -ETIMEDOUT || r == -ESRCH) &&
-	    stop_ran_exec(ctl->pid, &img, ss.exec_seen, r == -ESRCH,
+	    stop_ran_exec(ctl->pid, &img, ss.exec_seen, r == -ESRCH && !ctl->tid,
 			  ctl->stop_timeout_ms)) {
 		/* what stopped or ended was of the old program, and nothing
 		 * of the new one stopped */
@@ -1299,7 +1312,7 @@ dump_process(const struct ctxdump_control *ctl)
 		/* every thread ended before or while it was held: the
 		 * process was killed (or exited) during the dump, or ran
 		 * execve() */
-		if (stop_ran_exec(ctl->pid, &img, exec_seen, true,
+		if (stop_ran_exec(ctl->pid, &img, exec_seen, !ctl->tid,
 				  ctl->stop_timeout_ms)) {
 			dump_free(d);
 			return DUMP_EXEC;
@@ -1328,10 +1341,13 @@ dump_process(const struct ctxdump_control *ctl)
 	}
 	for (i = 0; i < d->n_threads; i++) {
 		struct dump_thread *t = &d->threads[i];
+		bool unstopped =
+			t->error && (strncmp(t->error, "cannot attach", 13) == 0 ||
+				     strncmp(t->error, "did not stop", 12) == 0);
 
-		if (t->error && d->acc.model != TLSM_UNRESOLVED &&
-		    strncmp(t->error, "cannot attach", 13) != 0 &&
-		    strncmp(t->error, "did not stop", 12) != 0) {
+		/* the others are read errors, said once for all above when
+		 * no thread can be read */
+		if (t->error && (unstopped || d->acc.model != TLSM_UNRESOLVED)) {
 			cli_warn("tid %d: %s, skipping", (int)t->tid, t->error);
 			run.partial = true;
 		}
@@ -1395,18 +1411,28 @@ main(int argc, char **argv)
 		if (r != DUMP_EXEC)
 			return r;
 		stop_late_release(&late, ctl.stop_timeout_ms);
-		if (attempt == DUMP_EXEC_TRIES || stop_late_busy(&late)) {
+		if (ctl.tid && ctl.tid != ctl.pid) {
+			cli_warn("process %d ran execve() during the dump: thread %d "
+				 "is gone with it",
+				 (int)ctl.pid, (int)ctl.tid);
+		} else if (stop_late_busy(&late)) {
+			cli_warn(
+				"process %d ran execve() during the dump, and a thread "
+				"of it still held did not stop within %u ms; nothing "
+				"is shown",
+				(int)ctl.pid, ctl.stop_timeout_ms);
+		} else if (attempt == DUMP_EXEC_TRIES) {
 			cli_warn("process %d ran execve() during the dump, %u times; "
 				 "nothing is shown",
 				 (int)ctl.pid, attempt);
-			stop_late_free(&late);
-			return CLI_EXIT_FATAL;
+		} else {
+			cli_warn("process %d ran execve() during the dump; dumping the "
+				 "new program",
+				 (int)ctl.pid);
+			pause_ms(DUMP_EXEC_PAUSE_MS);
+			continue;
 		}
-		cli_warn("process %d ran execve() during the dump; dumping the new "
-			 "program",
-			 (int)ctl.pid);
-		/* its loader and constructors run first (a thread whose TLS
-		 * is not set up yet cannot be read): give them a moment */
-		usleep(DUMP_EXEC_PAUSE_MS * 1000u);
+		stop_late_free(&late);
+		return CLI_EXIT_FATAL;
 	}
 }

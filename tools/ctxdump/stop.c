@@ -1653,7 +1653,15 @@ stop_late_add(struct stop_late *l, const struct stop_set *s)
 		size_t busy = 0;
 
 		for (i = 0; i < l->n; i++) {
-			if (!l->ended[i] && stop_thread_ended(s->pid, l->tid[i]))
+			char comm[64], st = '?';
+
+			/* a zombie: ended (an id that is gone may be the
+			 * thread that ran execve(), which late_pass() looks
+			 * for at the pid) */
+			if (!l->ended[i] &&
+			    stop_read_task_stat(s->pid, l->tid[i], comm, sizeof(comm),
+						&st) == 0 &&
+			    (st == 'Z' || st == 'X'))
 				l->ended[i] = true;
 			busy += !l->ended[i];
 		}
