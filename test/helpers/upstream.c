@@ -46,6 +46,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -109,17 +110,26 @@ backend_conn(void *arg)
 	return NULL;
 }
 
+/* The backend's listener waits in poll(), not in accept(): the kernel
+ * takes the descriptor number of an accept() when the call starts, so a
+ * thread blocked in accept() holds the lowest free number (unseen in
+ * /proc/self/fd) -- the one mode_reuse() has just freed, whenever the
+ * listener went back to its accept() after the close. */
 static void *
 backend_main(void *arg)
 {
 	int blfd = (int)(intptr_t)arg;
 
 	for (;;) {
+		struct pollfd p = {.fd = blfd, .events = POLLIN};
 		pthread_t t;
-		int fd = accept4(blfd, NULL, NULL, SOCK_CLOEXEC);
+		int fd;
 
+		if (poll(&p, 1, -1) < 0 && errno != EINTR)
+			die("backend poll");
+		fd = accept4(blfd, NULL, NULL, SOCK_CLOEXEC);
 		if (fd < 0) {
-			if (errno == EINTR)
+			if (errno == EINTR || errno == EAGAIN)
 				continue;
 			die("backend accept");
 		}
@@ -140,7 +150,7 @@ backend_start(void)
 
 	backend_addr.sin_family = AF_INET;
 	backend_addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	blfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	blfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (blfd < 0 || bind(blfd, (void *)&backend_addr, sizeof(backend_addr)) ||
 	    listen(blfd, 16) || getsockname(blfd, (void *)&backend_addr, &l))
 		die("backend listen");
@@ -458,11 +468,9 @@ fd_holder(int fd, char *buf, size_t n)
 /* Make mode_reuse()'s fd numbers come out as it wants: a number freed is
  * the next one a socket() or accept() returns, unless something else in
  * the process (the shim's own threads too) takes it in between; then the
- * step is tried again, after a wait that doubles each time (once, under
- * ASan with the event log on and a loaded machine, all of 8 tries in a
- * row lost the number; the failure names what held it). */
-#define REUSE_TRIES      8
-#define REUSE_BACKOFF_US 1000u
+ * step is tried again.  (The backend's listener once did, in every try:
+ * backend_main().)  A failure names what holds the number. */
+#define REUSE_TRIES 8
 
 static void
 mode_reuse(void)
@@ -481,7 +489,6 @@ mode_reuse(void)
 	for (tries = 0; tries < REUSE_TRIES && n != u; tries++) {
 		if (tries) {
 			close(n);
-			usleep(REUSE_BACKOFF_US << tries);
 			republish(srv, span);
 		}
 		u = up_connect(false, &r, &e);
@@ -522,7 +529,6 @@ mode_reuse(void)
 		if (tries) {
 			close(s2);
 			close(c2);
-			usleep(REUSE_BACKOFF_US << tries);
 		}
 		republish(srv, span);
 		u = up_connect(false, &r, &e);
