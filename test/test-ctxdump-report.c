@@ -629,6 +629,61 @@ START_TEST(report_context_span_attr_keys)
 }
 END_TEST
 
+/* A tid's name is its program's: after an exec the thread at the pid
+ * (and any reused tid) has another name, which the spans of the program
+ * before must not take. */
+static const char thread_names_py[] =
+	"import json, sys\n"
+	"d = json.load(open(sys.argv[1]))\n"
+	"out = []\n"
+	"for rs in d['resourceSpans']:\n"
+	"    for s in rs['scopeSpans'][0]['spans']:\n"
+	"        v = {a['key']: list(a['value'].values())[0] for a in "
+	"s['attributes']}\n"
+	"        out.append('%s:%s:%s' % (s['traceId'][:2], s['kind'],\n"
+	"                                 v.get('thread.name')))\n"
+	"print(' '.join(sorted(out)))\n";
+
+START_TEST(report_thread_name_per_image)
+{
+	const char *args[] = {"--spans", "--context-spans", NULL, NULL};
+	struct rec *r = malloc(sizeof(*r));
+	char file[64], out[64], *err, *res;
+	int st;
+
+	ck_assert_ptr_nonnull(r);
+	rec_start(r, "srv");
+	rec_thread(r, 7, "before");
+	rec_ctx(r, 1, 0x4b, 1, NULL, 0);
+	rec_round(r, 0);
+	rec_sample(r, 7, 0, 1);
+	rec_round(r, 10000000);
+	rec_sample(r, 7, 0, 1);
+	rec_exec(r, 15000000, "srv2");
+	rec_thread(r, 7, "after");
+	rec_ctx(r, 2, 0x4c, 2, NULL, 0);
+	rec_round(r, 20000000);
+	rec_sample(r, 7, 0, 2);
+	rec_round(r, 30000000);
+	rec_sample(r, 7, 0, 2);
+	rec_finish(r, file, sizeof(file), "tnames");
+	free(r);
+	prof_tmpfile(out, sizeof(out), "tnames-out");
+	args[2] = file;
+	st = run_report(args, -1, out, 0, 0, &err);
+	ck_assert_msg(st == 0, "report exit %d: %s", st, err);
+	free(err);
+	st = prof_py(thread_names_py, out, &res, &err);
+	ck_assert_msg(st == 0, "python: %s", err);
+	free(err);
+	res[strcspn(res, "\n")] = '\0';
+	ck_assert_str_eq(res, "4b:2:before 4c:2:after");
+	free(res);
+	unlink(out);
+	unlink(file);
+}
+END_TEST
+
 /* ---- --folded and the reader's limits ---- */
 
 START_TEST(report_folded_memory_bounded)
@@ -1164,6 +1219,7 @@ TEST_SUITE(ctxdump_report_suite)
 	tcase_add_test(tc, report_reader_limits);
 	tcase_add_test(tc, report_exec_records_linear);
 	tcase_add_test(tc, report_exec_images_bounded);
+	tcase_add_test(tc, report_thread_name_per_image);
 	tcase_add_test(tc, report_layouts_once);
 	tcase_add_test(tc, report_escapes_target_strings);
 	tcase_add_test(tc, report_service_name);

@@ -81,8 +81,10 @@ struct r_sample {
 	uint32_t ctx[SAMPLE_CTX]; /* 0 = none */
 };
 
+/* A thread of one program image: after an exec the thread at the pid (and
+ * a tid reused later) is another program's, with its own name. */
 struct r_thread {
-	uint32_t tid;
+	uint32_t tid, image;
 	char *comm; /* the last name seen */
 };
 
@@ -401,32 +403,33 @@ init_prof(struct prof *p)
 }
 
 static size_t
-thr_hash(uint32_t tid, size_t cap)
+thr_hash(uint32_t image, uint32_t tid, size_t cap)
 {
-	return (size_t)((tid * 2654435761u) & (cap - 1));
+	return (size_t)(((tid ^ image * 40503u) * 2654435761u) & (cap - 1));
 }
 
 static struct r_thread *
-thread_find(const struct prof *p, uint32_t tid)
+thread_find(const struct prof *p, uint32_t image, uint32_t tid)
 {
 	size_t i;
 
 	if (!p->thr_cap)
 		return NULL;
-	for (i = thr_hash(tid, p->thr_cap); p->thr_slot[i];
+	for (i = thr_hash(image, tid, p->thr_cap); p->thr_slot[i];
 	     i = (i + 1) & (p->thr_cap - 1)) {
 		struct r_thread *t =
 			(struct r_thread *)p->threads.v + p->thr_slot[i] - 1;
 
-		if (t->tid == tid)
+		if (t->tid == tid && t->image == image)
 			return t;
 	}
 	return NULL;
 }
 
-/* A new thread entry for tid (not there yet); NULL when out of memory. */
+/* A new thread entry for tid in image (not there yet); NULL when out of
+ * memory. */
 static struct r_thread *
-thread_add(struct prof *p, uint32_t tid)
+thread_add(struct prof *p, uint32_t image, uint32_t tid)
 {
 	struct r_thread *t;
 	size_t i;
@@ -438,8 +441,8 @@ thread_add(struct prof *p, uint32_t tid)
 		if (!ns)
 			return NULL;
 		for (i = 0; i < p->threads.n; i++) {
-			size_t k =
-				thr_hash(((struct r_thread *)p->threads.v)[i].tid, cap);
+			const struct r_thread *o = (struct r_thread *)p->threads.v + i;
+			size_t k = thr_hash(o->image, o->tid, cap);
 
 			while (ns[k])
 				k = (k + 1) & (cap - 1);
@@ -453,7 +456,8 @@ thread_add(struct prof *p, uint32_t tid)
 	if (!t)
 		return NULL;
 	t->tid = tid;
-	for (i = thr_hash(tid, p->thr_cap); p->thr_slot[i];
+	t->image = image;
+	for (i = thr_hash(image, tid, p->thr_cap); p->thr_slot[i];
 	     i = (i + 1) & (p->thr_cap - 1))
 		;
 	p->thr_slot[i] = (uint32_t)p->threads.n;
@@ -614,9 +618,9 @@ load_record(
 		name = dup_bytes(bp, bl);
 		if (!name)
 			return false;
-		t = thread_find(p, tid);
+		t = thread_find(p, (uint32_t)p->images.n - 1, tid);
 		if (!t)
-			t = thread_add(p, tid);
+			t = thread_add(p, (uint32_t)p->images.n - 1, tid);
 		if (!t) {
 			free(name);
 			return false;
@@ -1004,9 +1008,9 @@ service_name(const struct prof *p, uint32_t image, char *buf, size_t n)
 }
 
 static const char *
-thread_name(const struct prof *p, uint32_t tid)
+thread_name(const struct prof *p, uint32_t image, uint32_t tid)
 {
-	const struct r_thread *t = thread_find(p, tid);
+	const struct r_thread *t = thread_find(p, image, tid);
 
 	return t && t->comm ? t->comm : "";
 }
@@ -2273,7 +2277,7 @@ json_span(FILE *f, const struct prof *p, const struct ispan *sp)
 	json_kv_int(f, &first, "ctxdump.samples", sp->count);
 	json_kv_int(f, &first, "thread.id", sp->tid);
 	{
-		const char *tn = thread_name(p, sp->tid);
+		const char *tn = thread_name(p, sp->image, sp->tid);
 
 		if (*tn)
 			json_kv_str(f, &first, "thread.name", tn, strlen(tn));
@@ -2281,7 +2285,8 @@ json_span(FILE *f, const struct prof *p, const struct ispan *sp)
 	json_kv_str(f, &first, "ctxdump.layout", lay_symbol((enum lay_kind)sp->kind),
 		    strlen(lay_symbol((enum lay_kind)sp->kind)));
 	if (c)
-		dropped = ctx_span_attrs(p, c, *thread_name(p, sp->tid), keep);
+		dropped =
+			ctx_span_attrs(p, c, *thread_name(p, sp->image, sp->tid), keep);
 	for (k = 0; c && k < c->n && k < LAY_ATTRS_MAX; k++) {
 		const char *v = str(p, c->kv[2 * k + 1]);
 
@@ -2721,7 +2726,8 @@ summary_header(const struct prof *p)
 				  1e9
 			: 0;
 
-	/* every thread sampled has a THREAD record */
+	/* every thread sampled has a THREAD record, one per program image
+	 * it ran in */
 	ntid = p->threads.n;
 	printf("Recording of process %" PRIu64 " (", p->pid);
 	put_text(p->comm ? p->comm : "?");
