@@ -16,6 +16,9 @@
  *  - but a process with a zombie leader (pthread_exit()) lives on: the
  *    rounds that could stop none of its threads count as gaps (exit 1),
  *    also when it is killed afterwards;
+ *  - `ctxdump record` unwinds after it lets the threads go, through one of
+ *    them: when that one ends first, the samples keep their stacks and
+ *    their functions' names;
  *  - a thread runs execve() while ctxdump holds others (helpers/exec-race.c):
  *    the dump says so and shows the new program, and record goes on with
  *    it.
@@ -327,6 +330,54 @@ START_TEST(record_zombie_leader_gaps)
 }
 END_TEST
 
+/* A zombie leader and threads that each live 30 ms (relays): the thread
+ * ctxdump record reads the module list and the modules through (no
+ * longer the leader) often ends between a round's detach and the
+ * unwinding.  Before ctxdump took another thread then, a few percent of
+ * the samples had no stack, or the whole recording named relay_wait
+ * "exits+0x0" (a module that could not be opened, the frame kept so). */
+START_TEST(record_stacks_through_ending_threads)
+{
+	static const char *const opts[] = {"--relay", "4", "--leader-exit", NULL};
+	char arg[16], file[PATH_MAX], errf[PATH_MAX], *out, *err, *line;
+	const char *args[] = {"-F", "50", "-d", "2", "-o", file, arg, NULL};
+	struct target t;
+	unsigned waits = 0;
+	pid_t pid;
+	int st, r;
+
+	target_start(&t, opts, 0);
+	snprintf(arg, sizeof(arg), "%d", (int)t.pid);
+	prof_tmpfile(file, sizeof(file), "exits-relay");
+	prof_tmpfile(errf, sizeof(errf), "exits-relay-err");
+	prof_wait_task_state(t.pid, t.pid, 'Z', test_now_ms() + TIMEOUT_MS);
+	pid = prof_record_start(errf, args);
+	st = prof_record_wait(pid, TIMEOUT_MS);
+	err = prof_slurp(errf);
+	/* 1: a round that met no thread it could stop (all between two
+	 * relays), a gap of the zombie leader's process */
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) <= 1, "status 0x%x: %s", st,
+		      err);
+	free(err);
+	r = prof_run(&out, &err, "report", "--folded", file, NULL);
+	ck_assert_msg(r == 0, "report: exit %d: %s", r, err);
+	for (line = strtok(out, "\n"); line; line = strtok(NULL, "\n")) {
+		ck_assert_msg(!strstr(line, "[no stack]") && !strstr(line, "+0x0"),
+			      "%s", line);
+		waits += strstr(line, ";relay_wait;") != NULL;
+	}
+	ck_assert_uint_gt(waits, 0);
+	free(out);
+	free(err);
+	unlink(file);
+	unlink(errf);
+	ck_assert_int_eq(kill(t.pid, SIGKILL), 0);
+	ck_assert_int_eq(waitpid(t.c.pid, &st, 0), t.c.pid);
+	close(t.c.in_fd);
+	close(t.c.out_fd);
+}
+END_TEST
+
 /* helpers/exec-race with N sleeping threads, its pid in *pid. */
 static void
 exec_race_start(struct test_child *c, pid_t *pid, unsigned n)
@@ -484,6 +535,7 @@ TEST_SUITE(ctxdump_exits_suite)
 	tcase_add_test(tc, record_suspended_late);
 	tcase_add_test(tc, record_with_exits);
 	tcase_add_test(tc, record_zombie_leader_gaps);
+	tcase_add_test(tc, record_stacks_through_ending_threads);
 	tcase_add_test(tc, dump_at_exec);
 	tcase_add_test(tc, record_at_exec);
 	suite_add_tcase(s, tc);

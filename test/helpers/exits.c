@@ -19,6 +19,9 @@
  *   --leader-exit  the main thread ends (pthread_exit()) after READY instead
  *                of waiting for stdin: a zombie leader, and a process that
  *                ends only when killed.
+ *   --relay K    K relays of threads: each sleeps 30 ms in relay_wait(),
+ *                starts the next and ends.  With --leader-exit and N 0,
+ *                every thread ctxdump can read memory through lives 30 ms.
  * N may be 0 (no workers). */
 #include "config.h"
 
@@ -85,6 +88,31 @@ spawner(void *arg)
 	return NULL;
 }
 
+static __attribute__((noinline)) void
+relay_wait(void)
+{
+	struct timespec ts = {0, 30 * 1000 * 1000};
+
+	nanosleep(&ts, NULL);
+	__asm__ volatile(""); /* no tail call: relay_wait stays on the stack */
+}
+
+static void *
+relay(void *arg)
+{
+	pthread_attr_t attr;
+	pthread_t t;
+
+	relay_wait();
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	pthread_attr_setstacksize(&attr, 64 * 1024);
+	while (!atomic_load(&stopping) && pthread_create(&t, &attr, relay, arg) != 0)
+		relay_wait();
+	pthread_attr_destroy(&attr);
+	return NULL;
+}
+
 static void
 stdin_waiter(void)
 {
@@ -101,7 +129,7 @@ int
 main(int argc, char **argv)
 {
 	bool with_vfork = false, leader_exit = false;
-	unsigned n, i, burst = 0;
+	unsigned n, i, burst = 0, relays = 0;
 	/* static: its thread outlives main() with --leader-exit */
 	static struct target_vforker vfork_thread = {
 		.child_sleep = {2, 0}, .started = &started, .stopping = &stopping};
@@ -115,6 +143,8 @@ main(int argc, char **argv)
 			with_vfork = true;
 		else if (strcmp(argv[a], "--leader-exit") == 0)
 			leader_exit = true;
+		else if (strcmp(argv[a], "--relay") == 0 && a + 1 < argc)
+			relays = (unsigned)atoi(argv[++a]);
 		else if (strcmp(argv[a], "--vfork-gap") == 0 && a + 1 < argc) {
 			long ms = atol(argv[++a]);
 
@@ -124,7 +154,7 @@ main(int argc, char **argv)
 	}
 	if (a >= argc) {
 		fprintf(stderr, "usage: exits [--burst K] [--vfork [--vfork-gap MS]] "
-				"[--leader-exit] N\n");
+				"[--leader-exit] [--relay K] N\n");
 		return 2;
 	}
 	n = (unsigned)atoi(argv[a]);
@@ -132,6 +162,8 @@ main(int argc, char **argv)
 		n = 4;
 	if (burst > 8)
 		burst = 8;
+	if (relays > 8)
+		relays = 8;
 
 	pthread_barrier_init(&started, NULL, n + 1 + with_vfork);
 	for (i = 0; i < n; i++) {
@@ -146,6 +178,16 @@ main(int argc, char **argv)
 	for (i = 0; i < burst; i++)
 		if (pthread_create(&t, NULL, spawner, (void *)(long)i) != 0)
 			return 1;
+	for (i = 0; i < relays; i++) {
+		pthread_attr_t attr;
+
+		pthread_attr_init(&attr);
+		pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+		if (pthread_create(&t, &attr, relay, NULL) != 0)
+			return 1;
+		pthread_attr_destroy(&attr);
+		usleep(7000); /* the relays' ends spread over the 30 ms */
+	}
 	if (with_vfork)
 		printf("VFORK %d\n", (int)vfork_thread.tid);
 	printf("READY %d", (int)getpid());

@@ -654,7 +654,7 @@ unwind_stacks(struct run *run)
 			continue;
 		}
 		/* one frame more than shown tells whether the stack goes on */
-		r = stack_unwind(d->mem_pid, t->snap, scratch, cap, &n);
+		r = dump_unwind(run->ctl->pid, &d->mem_pid, t->snap, scratch, cap, &n);
 		if (r == 0 && n > run->ctl->max_frames) {
 			n = run->ctl->max_frames;
 			t->frames_capped = true;
@@ -1001,6 +1001,10 @@ proc_status(pid_t pid, long long *tgid, char *state)
 #define DUMP_EXEC_TRIES 3
 /* and waited this long before the next */
 #define DUMP_EXEC_PAUSE_MS 20u
+/* dump_process(): the thread the objects were opened through exited
+ * before they all were (nothing shown); tried this many times in all */
+#define DUMP_AGAIN       (-2)
+#define DUMP_AGAIN_TRIES 3
 
 /* Sleep ms, also through the signals the late threads' SIGCHLD handler
  * takes.  (Its loader and constructors run first in a new program: a
@@ -1017,7 +1021,8 @@ pause_ms(unsigned ms)
 }
 
 /* Everything of one dump of ctl->pid.  Returns the exit status, or
- * DUMP_EXEC when the process ran execve() during it (nothing shown). */
+ * DUMP_EXEC when the process ran execve() during it, or DUMP_AGAIN (both
+ * with nothing shown). */
 static int
 dump_process(const struct ctxdump_control *ctl)
 {
@@ -1090,6 +1095,15 @@ dump_process(const struct ctxdump_control *ctl)
 		if ((r == 0 || r == -ENOENT) && dlay_find(d, ep) && r == -ENOENT)
 			r = 1;
 		etls_proc_free(ep);
+	}
+	if (r == -ENOENT && d->sym.n_unopenable &&
+	    stop_thread_gone(ctl->pid, d->mem_pid)) {
+		/* opened through a thread that exited meanwhile (the leader
+		 * has exited, and the other threads come and go): another
+		 * one is read through on the next try */
+		stop_free(&ss);
+		dump_free(d);
+		return DUMP_AGAIN;
 	}
 	if (r == -ENOENT && d->sym.n_unopenable) {
 		/* the definition may be in what could not be opened */
@@ -1270,6 +1284,10 @@ dump_process(const struct ctxdump_control *ctl)
 	}
 	r = collect_threads(&run, &ss);
 	if (r == 0) {
+		/* Read through a thread that cannot exit while we read: the
+		 * one chosen before the stop may have (a zombie leader's
+		 * process). */
+		d->mem_pid = dump_stopped_reader(ctl->pid, d->mem_pid, &ss);
 		/* The slots are process-global; read them while nothing runs. */
 		if (d->has_symbol && (etls_resolve(d->mem_pid, &d->sym, &d->acc) < 0 ||
 				      d->acc.model == TLSM_UNRESOLVED))
@@ -1386,7 +1404,7 @@ main(int argc, char **argv)
 {
 	static char outbuf[1u << 16];
 	struct ctxdump_control ctl = {0};
-	unsigned attempt;
+	unsigned attempt, again = 0;
 	int r;
 
 	/* Subcommands (issue 10); a process id is never a word. */
@@ -1408,6 +1426,17 @@ main(int argc, char **argv)
 	 * are let go (the thread that ran the exec may be one of them). */
 	for (attempt = 1;; attempt++) {
 		r = dump_process(&ctl);
+		if (r == DUMP_AGAIN && ++again < DUMP_AGAIN_TRIES) {
+			attempt--;
+			continue;
+		}
+		if (r == DUMP_AGAIN) {
+			cli_warn("the threads of process %d that ctxdump read it "
+				 "through exited before its objects could be "
+				 "opened, %u times; nothing is shown",
+				 (int)ctl.pid, DUMP_AGAIN_TRIES);
+			return CLI_EXIT_FATAL;
+		}
 		if (r != DUMP_EXEC)
 			return r;
 		stop_late_release(&late, ctl.stop_timeout_ms);

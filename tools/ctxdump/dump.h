@@ -151,10 +151,27 @@ struct dump {
 pid_t dump_memory_pid(pid_t pid, char leader_state);
 
 /* etls_proc_load() through *mem_pid (from dump_memory_pid()); while that
- * thread of an exited leader turns out to be gone too (-ESRCH), through
- * another live one, stored in *mem_pid.  Returns etls_proc_load()'s
- * result. */
+ * thread turns out to be gone (-ESRCH: the leader has exited, or so has
+ * the thread read for it), through another live one, stored in *mem_pid.
+ * Returns etls_proc_load()'s result. */
 int dump_proc_load(pid_t pid, pid_t *mem_pid, struct etls_proc **ep);
+
+/* stack_unwind() through *mem_pid, as dump_proc_load() does
+ * etls_proc_load(): stacks are unwound after the threads are let go, and
+ * the unwinder reads the module list and opens the modules through that
+ * thread when it needs them.  Returns stack_unwind()'s result. */
+int dump_unwind(pid_t pid,
+		pid_t *mem_pid,
+		const struct stack_snap *s,
+		struct stack_frame *frames,
+		size_t max_frames,
+		size_t *n);
+
+/* The thread to read through while the threads of pid are stopped: prev
+ * if it is one of the stopped ones in ss (none can exit before they run
+ * again), else the leader if it is, else the first; prev if none is. */
+struct stop_set;
+pid_t dump_stopped_reader(pid_t pid, pid_t prev, const struct stop_set *ss);
 
 /* Whether pid is a kernel thread: it maps nothing, like a process that
  * has exited, and the messages must not say it exited. */

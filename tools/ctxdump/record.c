@@ -197,8 +197,9 @@ struct rec {
 	pid_t pid;
 	/* Whose maps and memory are read (dump_memory_pid()): pid, or a live
 	 * thread of it once its leader has exited; chosen again each round
-	 * among the stopped threads (pick_mem_pid()), so a thread read
-	 * through that exits is replaced at the next round. */
+	 * among the stopped threads (dump_stopped_reader()), so a thread read
+	 * through that exits is replaced at the next round, or when it exits
+	 * before the round's stacks are unwound (dump_unwind()). */
 	pid_t mem_pid;
 	struct pfile_w w;
 	FILE *out; /* fopencookie(): out_write() on out_fd */
@@ -761,6 +762,18 @@ proc_alive(pid_t pid)
 	return stat(path, &st) == 0;
 }
 
+/* Thread j's snapshot unwound through rc->mem_pid, or another thread
+ * if that one exited since the round's detach (dump_unwind()). */
+static int
+unwind_mem(struct rec *rc, size_t j, size_t *n)
+{
+	int r = dump_unwind(rc->pid, &rc->mem_pid, &rc->snaps[j], rc->frames,
+			    rc->ctl->max_frames + 1, n);
+
+	rc->lp.pid = rc->mem_pid;
+	return r;
+}
+
 /* Unwind thread j's snapshot into rc->frames; returns the frame count
  * (0: no stack) and whether it was cut. */
 static size_t
@@ -773,8 +786,7 @@ unwind_one(struct rec *rc, size_t j, bool *truncated)
 	*truncated = false;
 	if (rc->err[j] || !rc->snaps[j].regs_valid || rc->exec_pending)
 		return 0;
-	if (stack_unwind(rc->mem_pid, &rc->snaps[j], rc->frames,
-			 rc->ctl->max_frames + 1, &n) < 0)
+	if (unwind_mem(rc, j, &n) < 0)
 		return 0;
 	for (i = 0; i < n; i++)
 		unknown |= rc->frames[i].module[0] == '\0' && rc->frames[i].ip;
@@ -785,8 +797,7 @@ unwind_one(struct rec *rc, size_t j, bool *truncated)
 	if (unknown && now - rc->reset_ns > REFRESH_NS && proc_alive(rc->pid)) {
 		rc->reset_ns = now;
 		stack_unwind_reset();
-		if (stack_unwind(rc->mem_pid, &rc->snaps[j], rc->frames,
-				 rc->ctl->max_frames + 1, &n) < 0)
+		if (unwind_mem(rc, j, &n) < 0)
 			return 0;
 		/* The module list was read while the target ran: if it ran
 		 * execve() meanwhile, the list is the next image's, and
@@ -917,28 +928,6 @@ tls_floor(const struct rec *rc)
 			floor = off;
 	}
 	return floor;
-}
-
-/* The thread to read memory through in this round, among the k stopped
- * ones (none can exit before they run again): the one used so far if it
- * stopped, else the leader if it stopped, else the first.  Sticky, as the
- * unwinder caches its module list per pid. */
-static void
-pick_mem_pid(struct rec *rc, size_t k)
-{
-	size_t i;
-	pid_t pick = k ? rc->tids[0] : rc->mem_pid;
-
-	for (i = 0; i < k; i++) {
-		if (rc->tids[i] == rc->mem_pid) {
-			pick = rc->mem_pid;
-			break;
-		}
-		if (rc->tids[i] == rc->pid)
-			pick = rc->pid;
-	}
-	rc->mem_pid = pick;
-	rc->lp.pid = pick;
 }
 
 /* The layouts afresh, while the target runs: the mappings and objects
@@ -1073,7 +1062,9 @@ sample_round(struct rec *rc)
 		rc->states[k] = ss.t[i].group_stop ? 'T' : ss.t[i].state;
 		k++;
 	}
-	pick_mem_pid(rc, k);
+	/* sticky: the unwinder caches its module list per pid */
+	rc->mem_pid = dump_stopped_reader(rc->pid, rc->mem_pid, &ss);
+	rc->lp.pid = rc->mem_pid;
 	stack_snap_capture_many(rc->mem_pid, rc->tids, k, rc->ctl->stack_size,
 				tls_floor(rc), rc->snapp, rc->err, &rc->arena);
 	/* each thread's state where the stop found it (stop_state()) */

@@ -174,6 +174,15 @@ stop_read_task_stat(pid_t pid, pid_t tid, char *comm, size_t n, char *state)
 	return r < 0 ? r : parse_task_stat(buf, comm, n, state);
 }
 
+bool
+stop_thread_gone(pid_t pid, pid_t tid)
+{
+	char comm[64], state = 0;
+	int r = stop_read_task_stat(pid, tid, comm, sizeof(comm), &state);
+
+	return r == -ENOENT || r == -ESRCH || state == 'Z' || state == 'X';
+}
+
 #if !STOP_STATE_AT_STOP
 /* The same through an open /proc/PID/task directory: a 1000-thread dump
  * opens 1000 of these, and the shorter path walk is measurable. */

@@ -236,6 +236,10 @@ char stop_state(char before, bool group_stop, int blocked);
  * or a negative errno (-ENOENT: no such thread). */
 int stop_read_task_stat(pid_t pid, pid_t tid, char *comm, size_t n, char *state);
 
+/* Whether thread tid of pid has exited (gone, or a zombie): its mappings
+ * and files can no longer be read through /proc/TID. */
+bool stop_thread_gone(pid_t pid, pid_t tid);
+
 /* After PTRACE_SEIZE of thread tid of pid failed with EPERM: one hint on
  * standard error why (ctxdump.1 DIAGNOSTICS): traced already by another
  * process (named), owned by another user, the Yama setting, no

@@ -17,27 +17,35 @@
 #include "remote.h"
 #include "stop.h"
 
-pid_t
-dump_memory_pid(pid_t pid, char leader_state)
+static bool
+tid_in(pid_t tid, const pid_t *set, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (set[i] == tid)
+			return true;
+	return false;
+}
+
+/* The first listed thread of pid that is not a zombie and not in
+ * avoid[n]; 0 if there is none (or the list cannot be read). */
+static pid_t
+first_live_thread(pid_t pid, const pid_t *avoid, size_t n)
 {
 	char path[64], comm[64], state;
 	struct dirent *de;
-	pid_t found = pid;
+	pid_t found = 0;
 	DIR *dir;
 
-	if (!leader_state &&
-	    stop_read_task_stat(pid, pid, comm, sizeof(comm), &leader_state) < 0)
-		return pid;
-	if (leader_state != 'Z' && leader_state != 'X')
-		return pid;
 	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
 	dir = opendir(path);
 	if (!dir)
-		return pid;
+		return 0;
 	while ((de = readdir(dir)) != NULL) {
 		pid_t tid = stop_task_tid(de->d_name);
 
-		if (!tid || tid == pid)
+		if (!tid || tid == pid || tid_in(tid, avoid, n))
 			continue;
 		if (stop_read_task_stat(pid, tid, comm, sizeof(comm), &state) == 0 &&
 		    state != 'Z' && state != 'X') {
@@ -49,23 +57,122 @@ dump_memory_pid(pid_t pid, char leader_state)
 	return found;
 }
 
+pid_t
+dump_memory_pid(pid_t pid, char leader_state)
+{
+	char comm[64];
+	pid_t found;
+
+	if (!leader_state &&
+	    stop_read_task_stat(pid, pid, comm, sizeof(comm), &leader_state) < 0)
+		return pid;
+	if (leader_state != 'Z' && leader_state != 'X')
+		return pid;
+	found = first_live_thread(pid, NULL, 0);
+	return found ? found : pid;
+}
+
+/* Another thread to read through after those in gone[n] failed with
+ * -ESRCH: a thread that is exiting has released its memory map before
+ * /proc shows it as a zombie, so it can be listed as live still.  The
+ * leader if it is not in gone[] and not a zombie, else the first such
+ * other thread; 0 if there is none. */
+static pid_t
+next_memory_pid(pid_t pid, const pid_t *gone, size_t n)
+{
+	char comm[64], state;
+
+	if (!tid_in(pid, gone, n) &&
+	    stop_read_task_stat(pid, pid, comm, sizeof(comm), &state) == 0 &&
+	    state != 'Z' && state != 'X')
+		return pid;
+	return first_live_thread(pid, gone, n);
+}
+
+/* fn(tid, 0, arg) through *mem_pid, and while it fails with -ESRCH (that
+ * thread is gone: an exited leader's, or one read through after a
+ * detach), fn(next, gone, arg) through another live thread of pid, stored
+ * in *mem_pid. */
+static int
+via_live_thread(pid_t pid, pid_t *mem_pid, int (*fn)(pid_t, pid_t, void *), void *arg)
+{
+	pid_t gone[4];
+	size_t k = 0;
+	int r = fn(*mem_pid, 0, arg);
+
+	while (r == -ESRCH && k < sizeof(gone) / sizeof(gone[0])) {
+		pid_t next;
+
+		gone[k++] = *mem_pid;
+		next = next_memory_pid(pid, gone, k);
+		if (!next)
+			break;
+		*mem_pid = next;
+		r = fn(next, gone[k - 1], arg);
+	}
+	return r;
+}
+
+static int
+proc_load_at(pid_t tid, pid_t gone, void *arg)
+{
+	(void)gone;
+	return etls_proc_load(tid, (struct etls_proc **)arg);
+}
+
 int
 dump_proc_load(pid_t pid, pid_t *mem_pid, struct etls_proc **ep)
 {
-	int r = etls_proc_load(*mem_pid, ep);
-	unsigned i;
+	return via_live_thread(pid, mem_pid, proc_load_at, ep);
+}
 
-	for (i = 0; i < 3 && r == -ESRCH && *mem_pid != pid; i++) {
-		/* the thread read for a leader that has exited is gone too:
-		 * another one */
-		pid_t next = dump_memory_pid(pid, 'Z');
+struct unwind_args {
+	const struct stack_snap *s;
+	struct stack_frame *frames;
+	size_t max_frames, *n;
+};
 
-		if (next == *mem_pid)
-			break;
-		*mem_pid = next;
-		r = etls_proc_load(*mem_pid, ep);
+static int
+unwind_at(pid_t tid, pid_t gone, void *arg)
+{
+	const struct unwind_args *a = arg;
+
+	/* what was read through the thread that is gone stays good */
+	if (gone)
+		stack_unwind_rebind(gone, tid);
+	return stack_unwind(tid, a->s, a->frames, a->max_frames, a->n);
+}
+
+int
+dump_unwind(pid_t pid,
+	    pid_t *mem_pid,
+	    const struct stack_snap *s,
+	    struct stack_frame *frames,
+	    size_t max_frames,
+	    size_t *n)
+{
+	struct unwind_args a = {s, frames, max_frames, n};
+
+	return via_live_thread(pid, mem_pid, unwind_at, &a);
+}
+
+pid_t
+dump_stopped_reader(pid_t pid, pid_t prev, const struct stop_set *ss)
+{
+	pid_t pick = 0;
+	size_t i;
+
+	for (i = 0; i < ss->n; i++) {
+		pid_t tid = ss->t[i].tid;
+
+		if (ss->t[i].status != STOP_STOPPED)
+			continue;
+		if (tid == prev)
+			return prev;
+		if (tid == pid || !pick)
+			pick = tid;
 	}
-	return r;
+	return pick ? pick : prev;
 }
 
 /* Whether pid is a kernel thread (PF_KTHREAD in the flags, field 9 of

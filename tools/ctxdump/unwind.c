@@ -5,6 +5,7 @@
 
 #include "maps.h"
 #include "remote.h"
+#include "stop.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -191,6 +192,11 @@ struct uw_map {
 
 struct uw_proc {
 	pid_t pid;
+	/* pid's thread exited while the list was in use, and a module could
+	 * not be opened through it: stack_unwind() says -ESRCH until
+	 * stack_unwind_rebind(), so that the caller reads through another
+	 * thread instead of naming frames without their module's symbols */
+	bool gone;
 	struct uw_map *maps; /* sorted by start */
 	size_t nmaps;
 	struct uw_module **mods;
@@ -518,6 +524,20 @@ stack_unwind_reset(void)
 	uw_cache = NULL;
 }
 
+void
+stack_unwind_rebind(pid_t from, pid_t to)
+{
+	size_t i;
+
+	if (!uw_cache || uw_cache->pid != from)
+		return;
+	uw_cache->pid = to;
+	uw_cache->gone = false;
+	for (i = 0; i < uw_cache->nmods; i++)
+		if (uw_cache->mods[i]->fd == -ESRCH)
+			uw_cache->mods[i]->tried = false;
+}
+
 static void
 uw_atexit(void)
 {
@@ -715,15 +735,20 @@ uw_open_module_file(struct uw_proc *p, struct uw_module *m)
 	snprintf(fn, sizeof(fn), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, (int)p->pid,
 		 m->map_start, m->map_end);
 	fd = open(fn, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		/* Through the target's root, so paths inside a container
-		 * resolve; the inode check below rejects a replaced file. */
-		if (strstr(m->path, " (deleted)"))
-			return -ENOENT;
+	/* Through the target's root, so paths inside a container resolve;
+	 * the inode check below rejects a replaced file. */
+	if (fd < 0 && !strstr(m->path, " (deleted)")) {
 		snprintf(fn, sizeof(fn), "/proc/%d/root%s", (int)p->pid, m->path);
 		fd = open(fn, O_RDONLY | O_CLOEXEC);
-		if (fd < 0)
-			return -errno;
+	}
+	if (fd < 0) {
+		int e = strstr(m->path, " (deleted)") ? ENOENT : errno;
+
+		if (stop_thread_gone(p->pid, p->pid)) {
+			p->gone = true;
+			return -ESRCH;
+		}
+		return -e;
 	}
 	if (fstat(fd, &st) < 0 || (uint64_t)st.st_ino != m->inode ||
 	    !S_ISREG(st.st_mode)) {
@@ -1785,6 +1810,8 @@ stack_unwind(pid_t pid,
 	ctx.proc = uw_get_proc(pid, &err);
 	if (!ctx.proc)
 		return err;
+	if (ctx.proc->gone)
+		return -ESRCH;
 	ctx.snap = s;
 	ret = uwl.init_remote(&cursor, ctx.proc->as, &ctx);
 	if (ret < 0)
@@ -1836,6 +1863,8 @@ stack_unwind(pid_t pid,
 		}
 		break;
 	}
+	if (ctx.proc->gone)
+		return -ESRCH;
 	if (n == 0)
 		return -EINVAL;
 	*n_out = n;

@@ -118,10 +118,12 @@ int stack_snap_capture(pid_t tid, size_t max_stack_bytes, struct stack_snap *s);
 
 /* Call after detaching.  Unwinds the snapshot of a thread of process pid
  * into frames[0..*n_out).  Reads /proc/PID/maps and the mapped ELF files
- * (cached per pid).  Returns 0 when at least frame #0 was produced (a
- * shortened stack is flagged in the last frame), or a negative errno:
- * -EINVAL (no registers in s, bad arguments), -ENOMEM, -ESRCH (the
- * process's maps cannot be read). */
+ * (cached per pid; pid may be any thread of the process).  Returns 0 when
+ * at least frame #0 was produced (a shortened stack is flagged in the
+ * last frame), or a negative errno: -EINVAL (no registers in s, bad
+ * arguments), -ENOMEM, -ESRCH (the maps cannot be read, or thread pid
+ * exited before a module it needed could be opened through it:
+ * stack_unwind_rebind()). */
 int stack_unwind(pid_t pid,
 		 const struct stack_snap *s,
 		 struct stack_frame *frames,
@@ -155,6 +157,13 @@ void stack_snap_free(struct stack_snap *s);
 /* Drop the cached module data (also done at exit).  Needed only if the
  * same pid is unwound again after its mappings changed. */
 void stack_unwind_reset(void);
+
+/* Thread from, which the cached module data is read through, has exited
+ * (stack_unwind() said -ESRCH): go on through thread to of the same
+ * process, keeping what was read (its threads share their mappings), and
+ * try again the modules that could not be opened through from.  Nothing
+ * if the cache is not from's. */
+void stack_unwind_rebind(pid_t from, pid_t to);
 
 /* NULL when stack_unwind() can work; else why libunwind (opened on the
  * first call of either) could not be loaded. */
