@@ -2714,6 +2714,29 @@ end_reason_text(uint64_t r)
 	}
 }
 
+/* The threads of the THREAD records, each tid once (a thread that ran
+ * in several program images has a record in each). */
+static size_t
+distinct_tids(const struct prof *p)
+{
+	const struct r_thread *t = p->threads.v;
+	uint64_t *v;
+	size_t i, n = 0;
+
+	if (p->images.n < 2)
+		return p->threads.n;
+	v = malloc((p->threads.n ? p->threads.n : 1) * sizeof(*v));
+	if (!v)
+		return p->threads.n;
+	for (i = 0; i < p->threads.n; i++)
+		v[i] = t[i].tid;
+	qsort(v, p->threads.n, sizeof(*v), cmp_u64);
+	for (i = 0; i < p->threads.n; i++)
+		n += !i || v[i] != v[i - 1];
+	free(v);
+	return n;
+}
+
 static void
 summary_header(const struct prof *p)
 {
@@ -2727,8 +2750,8 @@ summary_header(const struct prof *p)
 			: 0;
 
 	/* every thread sampled has a THREAD record, one per program image
-	 * it ran in */
-	ntid = p->threads.n;
+	 * it ran in: counted once */
+	ntid = distinct_tids(p);
 	printf("Recording of process %" PRIu64 " (", p->pid);
 	put_text(p->comm ? p->comm : "?");
 	printf("): %" PRIu64 " Hz, %.3f s, %zu rounds, %zu samples of %zu threads\n",
