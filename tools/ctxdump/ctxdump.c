@@ -12,7 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <linux/capability.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -220,6 +222,8 @@ struct run {
 	size_t recs_used; /* bytes of d.recs handed out */
 	struct remote_range *ranges;
 	size_t *range_thread; /* index in d.threads of each range */
+	/* the program read (remote_image_load() before the stop) */
+	const struct remote_image *img;
 };
 
 static void
@@ -654,15 +658,20 @@ unwind_stacks(struct run *run)
 			continue;
 		}
 		/* one frame more than shown tells whether the stack goes on */
-		r = dump_unwind(run->ctl->pid, &d->mem_pid, t->snap, scratch, cap, &n);
+		r = dump_unwind(run->ctl->pid, &d->mem_pid, run->img, t->snap, scratch,
+				cap, &n);
 		if (r == 0 && n > run->ctl->max_frames) {
 			n = run->ctl->max_frames;
 			t->frames_capped = true;
 		}
 		if (r < 0) {
-			set_stack_error(t, "cannot unwind: %s", strerror(-r));
+			const char *why = r == -ENOEXEC ? "the process ran execve() "
+							  "since it was stopped"
+							: strerror(-r);
+
+			set_stack_error(t, "cannot unwind: %s", why);
 			cli_warn("tid %d: cannot unwind the stack: %s", (int)t->tid,
-				 strerror(-r));
+				 why);
 			run->partial = true;
 			n = 0;
 		}
@@ -1020,6 +1029,33 @@ pause_ms(unsigned ms)
 		;
 }
 
+/* Whether ctxdump can open a process's /proc/PID/map_files/ entries
+ * (CAP_SYS_ADMIN or CAP_CHECKPOINT_RESTORE); true when it cannot tell. */
+static bool
+can_open_map_files(void)
+{
+	struct __user_cap_header_struct h = {_LINUX_CAPABILITY_VERSION_3, 0};
+	struct __user_cap_data_struct c[2];
+
+	if (syscall(SYS_capget, &h, c) != 0)
+		return true;
+	return (c[0].effective & (1u << CAP_SYS_ADMIN)) != 0 ||
+	       (c[1].effective & (1u << (CAP_CHECKPOINT_RESTORE - 32))) != 0;
+}
+
+/* Whether the first object that could not be opened may have failed
+ * only because the thread it was opened through exited: its /proc/TID
+ * entries went away (-ENOENT), not a replaced file (-ESTALE, opened by
+ * its path), no permission, nor a deleted file that only map_files can
+ * reach and ctxdump may not open. */
+static bool
+unopenable_by_exit(const struct etls_symbol *s)
+{
+	if (s->unopenable_err != -ENOENT && s->unopenable_err != -ESRCH)
+		return false;
+	return !s->unopenable_deleted || can_open_map_files();
+}
+
 /* Everything of one dump of ctl->pid.  Returns the exit status, or
  * DUMP_EXEC when the process ran execve() during it, or DUMP_AGAIN (both
  * with nothing shown). */
@@ -1079,6 +1115,7 @@ dump_process(const struct ctxdump_control *ctl)
 	/* What it all is read from: an exec from here on is seen in the
 	 * stop (remote_image_same()). */
 	remote_image_load(d->mem_pid, &img);
+	run.img = &img;
 	if (ep) {
 		/* The process context needs no stop: it has its own seqlock. */
 		char why[256];
@@ -1096,7 +1133,7 @@ dump_process(const struct ctxdump_control *ctl)
 			r = 1;
 		etls_proc_free(ep);
 	}
-	if (r == -ENOENT && d->sym.n_unopenable &&
+	if (r == -ENOENT && d->sym.n_unopenable && unopenable_by_exit(&d->sym) &&
 	    stop_thread_gone(ctl->pid, d->mem_pid)) {
 		/* opened through a thread that exited meanwhile (the leader
 		 * has exited, and the other threads come and go): another
@@ -1119,7 +1156,8 @@ dump_process(const struct ctxdump_control *ctl)
 							"the one mapped (replaced "
 							"since it was loaded)"
 						      : strerror(-s->unopenable_err));
-		if (s->unopenable_err == -ESTALE || s->unopenable_err == -ENOENT)
+		if ((s->unopenable_err == -ESTALE || s->unopenable_err == -ENOENT) &&
+		    !can_open_map_files())
 			cli_warn("the mapped files themselves are only reachable "
 				 "through /proc/%d/map_files/, which needs "
 				 "CAP_SYS_ADMIN or CAP_CHECKPOINT_RESTORE",

@@ -159,9 +159,13 @@ int dump_proc_load(pid_t pid, pid_t *mem_pid, struct etls_proc **ep);
 /* stack_unwind() through *mem_pid, as dump_proc_load() does
  * etls_proc_load(): stacks are unwound after the threads are let go, and
  * the unwinder reads the module list and opens the modules through that
- * thread when it needs them.  Returns stack_unwind()'s result. */
+ * thread when it needs them.  Returns stack_unwind()'s result, or
+ * -ENOEXEC when the thread to go on through is of another program than
+ * img (the process ran execve() since the stop; img may be NULL). */
+struct remote_image;
 int dump_unwind(pid_t pid,
 		pid_t *mem_pid,
+		const struct remote_image *img,
 		const struct stack_snap *s,
 		struct stack_frame *frames,
 		size_t max_frames,

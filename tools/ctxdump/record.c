@@ -767,10 +767,13 @@ proc_alive(pid_t pid)
 static int
 unwind_mem(struct rec *rc, size_t j, size_t *n)
 {
-	int r = dump_unwind(rc->pid, &rc->mem_pid, &rc->snaps[j], rc->frames,
+	int r = dump_unwind(rc->pid, &rc->mem_pid, &rc->img, &rc->snaps[j], rc->frames,
 			    rc->ctl->max_frames + 1, n);
 
 	rc->lp.pid = rc->mem_pid;
+	/* ended by an exec since the round's stop: the next round reloads */
+	if (r == -ENOEXEC)
+		rc->exec_pending = true;
 	return r;
 }
 

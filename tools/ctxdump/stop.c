@@ -174,13 +174,40 @@ stop_read_task_stat(pid_t pid, pid_t tid, char *comm, size_t n, char *state)
 	return r < 0 ? r : parse_task_stat(buf, comm, n, state);
 }
 
+int
+stop_read_task_flags(pid_t pid, pid_t tid, char *state, unsigned long long *flags)
+{
+	char path[64], buf[1024], comm[64], *p;
+	int r, field;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", (int)pid, (int)tid);
+	r = read_small_file(AT_FDCWD, path, buf, sizeof(buf));
+	if (r < 0 || (r = parse_task_stat(buf, comm, sizeof(comm), state)) < 0)
+		return r;
+	/* the fields after the name, which may hold spaces and ')' */
+	p = strrchr(buf, ')');
+	for (field = 2; p && field < 9; field++) {
+		p = strchr(p + 1, ' ');
+		if (p)
+			p++;
+	}
+	*flags = p ? strtoull(p, NULL, 10) : 0;
+	return 0;
+}
+
 bool
 stop_thread_gone(pid_t pid, pid_t tid)
 {
-	char comm[64], state = 0;
-	int r = stop_read_task_stat(pid, tid, comm, sizeof(comm), &state);
+	unsigned long long flags = 0;
+	char state = 0;
+	int r = stop_read_task_flags(pid, tid, &state, &flags);
 
-	return r == -ENOENT || r == -ESRCH || state == 'Z' || state == 'X';
+	/* A thread in do_exit() releases its memory map and its root
+	 * (exit_mm(), exit_fs()) well before /proc shows it as a zombie
+	 * (exit_notify()): opens through /proc/TID then fail while its
+	 * state still reads R.  PF_EXITING is set first thing. */
+	return r == -ENOENT || r == -ESRCH ||
+	       (r == 0 && (state == 'Z' || state == 'X' || (flags & 0x4ull)));
 }
 
 #if !STOP_STATE_AT_STOP

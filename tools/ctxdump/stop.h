@@ -236,8 +236,13 @@ char stop_state(char before, bool group_stop, int blocked);
  * or a negative errno (-ENOENT: no such thread). */
 int stop_read_task_stat(pid_t pid, pid_t tid, char *comm, size_t n, char *state);
 
-/* Whether thread tid of pid has exited (gone, or a zombie): its mappings
- * and files can no longer be read through /proc/TID. */
+/* The state letter and the flags (PF_*, field 9) of
+ * /proc/PID/task/TID/stat.  Returns 0 or a negative errno. */
+int stop_read_task_flags(pid_t pid, pid_t tid, char *state, unsigned long long *flags);
+
+/* Whether thread tid of pid has exited or is exiting (gone, a zombie, or
+ * in do_exit(): PF_EXITING): its mappings and files can no longer be read
+ * through /proc/TID, or soon cannot. */
 bool stop_thread_gone(pid_t pid, pid_t tid);
 
 /* After PTRACE_SEIZE of thread tid of pid failed with EPERM: one hint on

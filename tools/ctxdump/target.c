@@ -28,12 +28,12 @@ tid_in(pid_t tid, const pid_t *set, size_t n)
 	return false;
 }
 
-/* The first listed thread of pid that is not a zombie and not in
- * avoid[n]; 0 if there is none (or the list cannot be read). */
+/* The first listed thread of pid that is not exiting (stop_thread_gone())
+ * and not in avoid[n]; 0 if there is none (or the list cannot be read). */
 static pid_t
 first_live_thread(pid_t pid, const pid_t *avoid, size_t n)
 {
-	char path[64], comm[64], state;
+	char path[64];
 	struct dirent *de;
 	pid_t found = 0;
 	DIR *dir;
@@ -47,8 +47,7 @@ first_live_thread(pid_t pid, const pid_t *avoid, size_t n)
 
 		if (!tid || tid == pid || tid_in(tid, avoid, n))
 			continue;
-		if (stop_read_task_stat(pid, tid, comm, sizeof(comm), &state) == 0 &&
-		    state != 'Z' && state != 'X') {
+		if (!stop_thread_gone(pid, tid)) {
 			found = tid;
 			break;
 		}
@@ -73,18 +72,12 @@ dump_memory_pid(pid_t pid, char leader_state)
 }
 
 /* Another thread to read through after those in gone[n] failed with
- * -ESRCH: a thread that is exiting has released its memory map before
- * /proc shows it as a zombie, so it can be listed as live still.  The
- * leader if it is not in gone[] and not a zombie, else the first such
- * other thread; 0 if there is none. */
+ * -ESRCH: the leader if it is not one of them and not exiting, else the
+ * first such other thread; 0 if there is none. */
 static pid_t
 next_memory_pid(pid_t pid, const pid_t *gone, size_t n)
 {
-	char comm[64], state;
-
-	if (!tid_in(pid, gone, n) &&
-	    stop_read_task_stat(pid, pid, comm, sizeof(comm), &state) == 0 &&
-	    state != 'Z' && state != 'X')
+	if (!tid_in(pid, gone, n) && !stop_thread_gone(pid, pid))
 		return pid;
 	return first_live_thread(pid, gone, n);
 }
@@ -127,6 +120,7 @@ dump_proc_load(pid_t pid, pid_t *mem_pid, struct etls_proc **ep)
 }
 
 struct unwind_args {
+	const struct remote_image *img;
 	const struct stack_snap *s;
 	struct stack_frame *frames;
 	size_t max_frames, *n;
@@ -137,21 +131,28 @@ unwind_at(pid_t tid, pid_t gone, void *arg)
 {
 	const struct unwind_args *a = arg;
 
-	/* what was read through the thread that is gone stays good */
-	if (gone)
+	if (gone) {
+		/* an exec (which ends every other thread) makes the
+		 * process another program: its files are not the ones the
+		 * stacks ran in */
+		if (a->img && !remote_image_same(tid, a->img))
+			return -ENOEXEC;
+		/* what was read through the thread that is gone stays good */
 		stack_unwind_rebind(gone, tid);
+	}
 	return stack_unwind(tid, a->s, a->frames, a->max_frames, a->n);
 }
 
 int
 dump_unwind(pid_t pid,
 	    pid_t *mem_pid,
+	    const struct remote_image *img,
 	    const struct stack_snap *s,
 	    struct stack_frame *frames,
 	    size_t max_frames,
 	    size_t *n)
 {
-	struct unwind_args a = {s, frames, max_frames, n};
+	struct unwind_args a = {img, s, frames, max_frames, n};
 
 	return via_live_thread(pid, mem_pid, unwind_at, &a);
 }
@@ -181,25 +182,11 @@ dump_stopped_reader(pid_t pid, pid_t prev, const struct stop_set *ss)
 bool
 dump_is_kthread(pid_t pid)
 {
-	char path[64], *buf, *p;
 	unsigned long long flags = 0;
-	size_t len;
-	int field;
+	char state;
 
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	if (remote_read_file(path, 4096, &buf, &len) < 0)
-		return false;
-	/* the fields after the name, which may hold spaces and ')' */
-	p = strrchr(buf, ')');
-	for (field = 2; p && field < 9; field++) {
-		p = strchr(p + 1, ' ');
-		if (p)
-			p++;
-	}
-	if (p)
-		flags = strtoull(p, NULL, 10);
-	free(buf);
-	return (flags & 0x00200000ull) != 0; /* PF_KTHREAD */
+	return stop_read_task_flags(pid, pid, &state, &flags) == 0 &&
+	       (flags & 0x00200000ull) != 0; /* PF_KTHREAD */
 }
 
 const char *
