@@ -329,6 +329,23 @@ START_TEST(record_zombie_leader_gaps)
 }
 END_TEST
 
+/* Whether every line of a dump's standard error is about a thread that
+ * did not stop in time. */
+static bool
+only_not_stopped(const char *err)
+{
+	const char *l = err, *nl;
+
+	for (; *l; l = nl + 1) {
+		nl = strchr(l, '\n');
+		if (!nl)
+			nl = l + strlen(l) - 1;
+		if (nl > l && !memmem(l, (size_t)(nl - l), "did not stop within", 19))
+			return false;
+	}
+	return true;
+}
+
 /* A zombie leader and threads that each live 30 ms (relays): the thread
  * ctxdump reads the module list and the modules through (no longer the
  * leader) often ends between the detach and the unwinding.  Before
@@ -380,10 +397,12 @@ START_TEST(stacks_through_ending_threads)
 		st = test_run_capture(dump_argv, NULL, false, &out, &err, TIMEOUT_MS);
 		ck_assert_msg(WIFEXITED(st), "status 0x%x: %s", st, err);
 		/* 2: three tries in a row met the thread read through
-		 * ending before the stop (rare) */
+		 * ending before the stop (rare); 1: a thread that got no
+		 * CPU to stop within the stop timeout (a loaded machine) */
 		ck_assert_msg(WEXITSTATUS(st) == 0 ||
 				      (WEXITSTATUS(st) == 2 &&
-				       strstr(err, "exited before its objects")),
+				       strstr(err, "exited before its objects")) ||
+				      (WEXITSTATUS(st) == 1 && only_not_stopped(err)),
 			      "exit %d: %s%s", WEXITSTATUS(st), out, err);
 		ck_assert_msg(!strstr(out, "+0x0"), "%s", out);
 		waits += strstr(out, "relay_wait") != NULL;

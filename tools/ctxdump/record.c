@@ -804,8 +804,10 @@ unwind_one(struct rec *rc, size_t j, bool *truncated)
 			return 0;
 		/* The module list was read while the target ran: if it ran
 		 * execve() meanwhile, the list is the next image's, and
-		 * would name this round's addresses after its files. */
-		if (!remote_image_same(rc->mem_pid, &rc->img)) {
+		 * would name this round's addresses after its files.  (A
+		 * thread read through that ends is no exec: changed, not
+		 * same.) */
+		if (remote_image_changed(rc->mem_pid, &rc->img)) {
 			rc->exec_pending = true;
 			return 0;
 		}

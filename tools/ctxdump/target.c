@@ -134,8 +134,9 @@ unwind_at(pid_t tid, pid_t gone, void *arg)
 	if (gone) {
 		/* an exec (which ends every other thread) makes the
 		 * process another program: its files are not the ones the
-		 * stacks ran in */
-		if (a->img && !remote_image_same(tid, a->img))
+		 * stacks ran in.  (Not a read that fails: tid may be gone
+		 * already, which the unwinding then says.) */
+		if (a->img && remote_image_changed(tid, a->img))
 			return -ENOEXEC;
 		/* what was read through the thread that is gone stays good */
 		stack_unwind_rebind(gone, tid);
