@@ -1134,7 +1134,7 @@ dump_process(const struct ctxdump_control *ctl)
 		etls_proc_free(ep);
 	}
 	if (r == -ENOENT && d->sym.n_unopenable && unopenable_by_exit(&d->sym) &&
-	    stop_thread_gone(ctl->pid, d->mem_pid)) {
+	    stop_thread_exiting(ctl->pid, d->mem_pid)) {
 		/* opened through a thread that exited meanwhile (the leader
 		 * has exited, and the other threads come and go): another
 		 * one is read through on the next try */

@@ -174,6 +174,10 @@ stop_read_task_stat(pid_t pid, pid_t tid, char *comm, size_t n, char *state)
 	return r < 0 ? r : parse_task_stat(buf, comm, n, state);
 }
 
+/* PF_EXITING of the kernel's task flags (/proc/PID/stat field 9): set
+ * when the task starts do_exit(). */
+#define STOP_PF_EXITING 0x4u
+
 int
 stop_read_task_flags(pid_t pid, pid_t tid, char *state, unsigned long long *flags)
 {
@@ -196,7 +200,7 @@ stop_read_task_flags(pid_t pid, pid_t tid, char *state, unsigned long long *flag
 }
 
 bool
-stop_thread_gone(pid_t pid, pid_t tid)
+stop_thread_exiting(pid_t pid, pid_t tid)
 {
 	unsigned long long flags = 0;
 	char state = 0;
@@ -207,7 +211,7 @@ stop_thread_gone(pid_t pid, pid_t tid)
 	 * (exit_notify()): opens through /proc/TID then fail while its
 	 * state still reads R.  PF_EXITING is set first thing. */
 	return r == -ENOENT || r == -ESRCH ||
-	       (r == 0 && (state == 'Z' || state == 'X' || (flags & 0x4ull)));
+	       (r == 0 && (state == 'Z' || state == 'X' || (flags & STOP_PF_EXITING)));
 }
 
 #if !STOP_STATE_AT_STOP
@@ -683,10 +687,6 @@ stop_thread_ended(pid_t pid, pid_t tid)
 	       (r == 0 && (state == 'Z' || state == 'X'));
 }
 
-/* PF_EXITING of the kernel's task flags (/proc/PID/stat field 9): set
- * when the task starts do_exit(). */
-#define STOP_PF_EXITING 0x4u
-
 /* The signal mask in "Key:\t<hex>" of a /proc status text, or 0. */
 static unsigned long long
 status_mask(const char *buf, const char *key)
@@ -703,23 +703,15 @@ static int
 task_ending(pid_t pid, pid_t tid)
 {
 	const unsigned long long kill_bit = 1ull << (SIGKILL - 1);
-	char path[64], buf[4096], *p;
-	int r, i;
+	unsigned long long flags = 0;
+	char path[64], buf[4096], state = 0;
+	int r = stop_read_task_flags(pid, tid, &state, &flags);
 
-	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", (int)pid, (int)tid);
-	r = read_small_file(AT_FDCWD, path, buf, sizeof(buf));
 	if (r < 0)
 		return r == -ENOENT || r == -ESRCH ? -1 : 0;
-	p = strrchr(buf, ')');
-	if (!p || p[1] != ' ' || !p[2])
-		return 0;
-	if (p[2] == 'Z' || p[2] == 'X')
+	if (state == 'Z' || state == 'X')
 		return 2;
-	/* flags: the 6th field after the state */
-	for (p += 2, i = 0; i < 6 && p; i++)
-		if ((p = strchr(p, ' ')) != NULL)
-			p++;
-	if (p && (strtoull(p, NULL, 10) & STOP_PF_EXITING))
+	if (flags & STOP_PF_EXITING)
 		return 1;
 	snprintf(path, sizeof(path), "/proc/%d/task/%d/status", (int)pid, (int)tid);
 	r = read_small_file(AT_FDCWD, path, buf, sizeof(buf));

@@ -242,8 +242,9 @@ int stop_read_task_flags(pid_t pid, pid_t tid, char *state, unsigned long long *
 
 /* Whether thread tid of pid has exited or is exiting (gone, a zombie, or
  * in do_exit(): PF_EXITING): its mappings and files can no longer be read
- * through /proc/TID, or soon cannot. */
-bool stop_thread_gone(pid_t pid, pid_t tid);
+ * through /proc/TID, or soon cannot.  (stop_thread_ended() without the
+ * last.) */
+bool stop_thread_exiting(pid_t pid, pid_t tid);
 
 /* After PTRACE_SEIZE of thread tid of pid failed with EPERM: one hint on
  * standard error why (ctxdump.1 DIAGNOSTICS): traced already by another

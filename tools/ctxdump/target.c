@@ -28,7 +28,7 @@ tid_in(pid_t tid, const pid_t *set, size_t n)
 	return false;
 }
 
-/* The first listed thread of pid that is not exiting (stop_thread_gone())
+/* The first listed thread of pid that is not exiting (stop_thread_exiting())
  * and not in avoid[n]; 0 if there is none (or the list cannot be read). */
 static pid_t
 first_live_thread(pid_t pid, const pid_t *avoid, size_t n)
@@ -47,7 +47,7 @@ first_live_thread(pid_t pid, const pid_t *avoid, size_t n)
 
 		if (!tid || tid == pid || tid_in(tid, avoid, n))
 			continue;
-		if (!stop_thread_gone(pid, tid)) {
+		if (!stop_thread_exiting(pid, tid)) {
 			found = tid;
 			break;
 		}
@@ -77,7 +77,7 @@ dump_memory_pid(pid_t pid, char leader_state)
 static pid_t
 next_memory_pid(pid_t pid, const pid_t *gone, size_t n)
 {
-	if (!tid_in(pid, gone, n) && !stop_thread_gone(pid, pid))
+	if (!tid_in(pid, gone, n) && !stop_thread_exiting(pid, pid))
 		return pid;
 	return first_live_thread(pid, gone, n);
 }

@@ -726,6 +726,7 @@ uw_own_vdso(const uint8_t **img, size_t *len)
 static int
 uw_open_module_file(struct uw_proc *p, struct uw_module *m)
 {
+	bool deleted = strstr(m->path, " (deleted)") != NULL;
 	char fn[PATH_MAX + 64];
 	struct stat st;
 	int fd;
@@ -737,14 +738,14 @@ uw_open_module_file(struct uw_proc *p, struct uw_module *m)
 	fd = open(fn, O_RDONLY | O_CLOEXEC);
 	/* Through the target's root, so paths inside a container resolve;
 	 * the inode check below rejects a replaced file. */
-	if (fd < 0 && !strstr(m->path, " (deleted)")) {
+	if (fd < 0 && !deleted) {
 		snprintf(fn, sizeof(fn), "/proc/%d/root%s", (int)p->pid, m->path);
 		fd = open(fn, O_RDONLY | O_CLOEXEC);
 	}
 	if (fd < 0) {
-		int e = strstr(m->path, " (deleted)") ? ENOENT : errno;
+		int e = deleted ? ENOENT : errno;
 
-		if (stop_thread_gone(p->pid, p->pid)) {
+		if (stop_thread_exiting(p->pid, p->pid)) {
 			p->gone = true;
 			return -ESRCH;
 		}
