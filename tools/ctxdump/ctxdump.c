@@ -6,13 +6,13 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <linux/capability.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <linux/capability.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -1442,7 +1442,7 @@ main(int argc, char **argv)
 {
 	static char outbuf[1u << 16];
 	struct ctxdump_control ctl = {0};
-	unsigned attempt, again = 0;
+	unsigned execs = 0, again = 0;
 	int r;
 
 	/* Subcommands (issue 10); a process id is never a word. */
@@ -1462,17 +1462,16 @@ main(int argc, char **argv)
 	/* A process that ran execve() during the dump is another program
 	 * now: dump that one, once the threads still held of the first try
 	 * are let go (the thread that ran the exec may be one of them). */
-	for (attempt = 1;; attempt++) {
+	for (;;) {
 		r = dump_process(&ctl);
-		if (r == DUMP_AGAIN && ++again < DUMP_AGAIN_TRIES) {
-			attempt--;
-			continue;
-		}
 		if (r == DUMP_AGAIN) {
+			if (++again < DUMP_AGAIN_TRIES)
+				continue;
 			cli_warn("the threads of process %d that ctxdump read it "
 				 "through exited before its objects could be "
 				 "opened, %u times; nothing is shown",
-				 (int)ctl.pid, DUMP_AGAIN_TRIES);
+				 (int)ctl.pid, again);
+			stop_late_free(&late);
 			return CLI_EXIT_FATAL;
 		}
 		if (r != DUMP_EXEC)
@@ -1488,10 +1487,10 @@ main(int argc, char **argv)
 				"of it still held did not stop within %u ms; nothing "
 				"is shown",
 				(int)ctl.pid, ctl.stop_timeout_ms);
-		} else if (attempt == DUMP_EXEC_TRIES) {
+		} else if (++execs == DUMP_EXEC_TRIES) {
 			cli_warn("process %d ran execve() during the dump, %u times; "
 				 "nothing is shown",
-				 (int)ctl.pid, attempt);
+				 (int)ctl.pid, execs);
 		} else {
 			cli_warn("process %d ran execve() during the dump; dumping the "
 				 "new program",
