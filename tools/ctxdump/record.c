@@ -518,9 +518,10 @@ load_pctx(struct rec *rc, bool write)
 		pctxr_free(&snap);
 		return;
 	}
-	if (!remote_image_same(rc->mem_pid, &rc->img)) {
+	if (remote_image_changed(rc->mem_pid, &rc->img)) {
 		/* read while the target ran: perhaps from the next image,
-		 * which must not label this one's samples */
+		 * which must not label this one's samples (a thread read
+		 * through that ended since is no exec) */
 		rc->exec_pending = true;
 		free(pd);
 		pctxr_free(&snap);
