@@ -69,6 +69,20 @@ target_start(struct target *t, const char *const *opts, unsigned n)
 	ck_assert_uint_eq(t->n, n);
 }
 
+/* SIGKILL to the target, collected (test_child_finish() would wait
+ * again); returns its wait status. */
+static int
+target_kill(struct target *t)
+{
+	int st;
+
+	ck_assert_int_eq(kill(t->pid, SIGKILL), 0);
+	ck_assert_int_eq(waitpid(t->c.pid, &st, 0), t->c.pid);
+	close(t->c.in_fd);
+	close(t->c.out_fd);
+	return st;
+}
+
 /* Worker i's record in a JSON dump: its thread, with its trace id. */
 static void
 assert_worker(const char *json, const struct target *t, unsigned i)
@@ -168,9 +182,8 @@ START_TEST(killed_while_held)
 	/* held: the workers are stopped, the vfork()ing thread cannot be */
 	prof_wait_task_state(t.pid, t.tid[0], 't', t0 + deadline / 2);
 	prof_wait_task_state(t.pid, t.tid[2], 't', t0 + deadline / 2);
-	ck_assert_int_eq(kill(t.pid, SIGKILL), 0);
 	t0 = test_now_ms();
-	ck_assert_int_eq(waitpid(t.c.pid, &st, 0), t.c.pid);
+	st = target_kill(&t);
 	ck_assert(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
 	st = prof_record_wait(pid, TIMEOUT_MS);
 	took = test_now_ms() - t0;
@@ -186,9 +199,6 @@ START_TEST(killed_while_held)
 	free(err);
 	unlink(outf);
 	unlink(errf);
-	/* test_child_finish() would wait again */
-	close(t.c.in_fd);
-	close(t.c.out_fd);
 }
 END_TEST
 
@@ -240,8 +250,7 @@ kill_while_recorded(struct target *t,
 	char *out, *err;
 	int st, r;
 
-	ck_assert_int_eq(kill(t->pid, SIGKILL), 0);
-	ck_assert_int_eq(waitpid(t->c.pid, &st, 0), t->c.pid);
+	(void)target_kill(t);
 	st = prof_record_wait(rec, TIMEOUT_MS);
 	err = prof_slurp(errf);
 	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == want, "status 0x%x: %s", st,
@@ -255,9 +264,6 @@ kill_while_recorded(struct target *t,
 	free(err);
 	unlink(file);
 	unlink(errf);
-	/* test_child_finish() would wait again */
-	close(t->c.in_fd);
-	close(t->c.out_fd);
 }
 
 /* ctxdump record among exiting threads: no round fails, the target runs
@@ -410,10 +416,7 @@ START_TEST(stacks_through_ending_threads)
 		free(err);
 	}
 	ck_assert_uint_gt(waits, 0);
-	ck_assert_int_eq(kill(t.pid, SIGKILL), 0);
-	ck_assert_int_eq(waitpid(t.c.pid, &st, 0), t.c.pid);
-	close(t.c.in_fd);
-	close(t.c.out_fd);
+	(void)target_kill(&t);
 }
 END_TEST
 
