@@ -69,18 +69,24 @@ target_start(struct target *t, const char *const *opts, unsigned n)
 	ck_assert_uint_eq(t->n, n);
 }
 
-/* SIGKILL to the target, collected (test_child_finish() would wait
+/* SIGKILL to the child, collected (test_child_finish() would wait
  * again); returns its wait status. */
 static int
-target_kill(struct target *t)
+child_kill(struct test_child *c)
 {
 	int st;
 
-	ck_assert_int_eq(kill(t->pid, SIGKILL), 0);
-	ck_assert_int_eq(waitpid(t->c.pid, &st, 0), t->c.pid);
-	close(t->c.in_fd);
-	close(t->c.out_fd);
+	ck_assert_int_eq(kill(c->pid, SIGKILL), 0);
+	ck_assert_int_eq(waitpid(c->pid, &st, 0), c->pid);
+	close(c->in_fd);
+	close(c->out_fd);
 	return st;
+}
+
+static int
+target_kill(struct target *t)
+{
+	return child_kill(&t->c);
 }
 
 /* Worker i's record in a JSON dump: its thread, with its trace id. */
@@ -420,6 +426,51 @@ START_TEST(stacks_through_ending_threads)
 }
 END_TEST
 
+/* The same with threads that live 2 ms (helpers/relay under the shim),
+ * dumped without and with stacks: the objects are opened one by one, the
+ * process context read and the stacks unwound through a thread that often
+ * ends before the next.  Before ctxdump went on through another thread in
+ * each of those steps, a third of the dumps said "cannot read the process
+ * context: ... No such process", or gave up after three starts ("exited
+ * before its objects could be opened"), or could not unwind a stack. */
+START_TEST(dump_through_short_lived_threads)
+{
+	char path[PATH_MAX], arg[16], line[128], *out, *err;
+	char *argv[] = {(char *)prof_helper("relay", path, sizeof(path)), "8", "2",
+			NULL};
+	char *dump_argv[] = {(char *)test_ctxdump_path(), arg, NULL, NULL};
+	struct test_child c;
+	pid_t pid;
+	unsigned i;
+	int st;
+
+	test_child_start(&c, argv, NULL, true);
+	test_child_expect(&c, "READY ", line, sizeof(line), TIMEOUT_MS);
+	pid = (pid_t)atoi(line + 6);
+	ck_assert_int_eq(pid, c.pid);
+	prof_wait_task_state(pid, pid, 'Z', test_now_ms() + TIMEOUT_MS);
+	snprintf(arg, sizeof(arg), "%d", (int)pid);
+	for (i = 0; i < 40; i++) {
+		/* every fourth with --stacks */
+		dump_argv[1] = i % 4 == 3 ? "--stacks" : arg;
+		dump_argv[2] = i % 4 == 3 ? arg : NULL;
+		st = test_run_capture(dump_argv, NULL, false, &out, &err, TIMEOUT_MS);
+		ck_assert_msg(WIFEXITED(st), "status 0x%x: %s", st, err);
+		/* 1: a thread that got no CPU to stop within the stop
+		 * timeout (a loaded machine) */
+		ck_assert_msg(WEXITSTATUS(st) == 0 ||
+				      (WEXITSTATUS(st) == 1 && only_not_stopped(err)),
+			      "dump %u: exit %d: %s%s", i, WEXITSTATUS(st), out, err);
+		ck_assert_msg(strstr(out, "\nService: "), "dump %u: %s%s", i, out, err);
+		ck_assert_msg(strstr(out, "libctxshim.so"), "dump %u: %s%s", i, out,
+			      err);
+		free(out);
+		free(err);
+	}
+	(void)child_kill(&c);
+}
+END_TEST
+
 /* helpers/exec-race with N sleeping threads, its pid in *pid. */
 static void
 exec_race_start(struct test_child *c, pid_t *pid, unsigned n)
@@ -585,6 +636,7 @@ TEST_SUITE(ctxdump_exits_suite)
 	tcase_add_test(tc, record_with_exits);
 	tcase_add_test(tc, record_zombie_leader_gaps);
 	tcase_add_test(tc, stacks_through_ending_threads);
+	tcase_add_test(tc, dump_through_short_lived_threads);
 	tcase_add_test(tc, dump_at_exec);
 	tcase_add_test(tc, record_at_exec);
 	suite_add_tcase(s, tc);

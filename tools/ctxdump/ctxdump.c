@@ -251,16 +251,17 @@ load_pctx(struct dump *d, struct etls_proc *ep, char *why, size_t why_len)
 {
 	struct pctxr_snapshot snap = {0};
 	struct pctx_decoded *pd;
-	const char *maps;
-	size_t maps_len;
+	const char *maps = NULL;
+	size_t maps_len = 0;
+	/* not d->mem_pid itself: whether the objects failed to open because
+	 * that thread ended is asked of it after this (DUMP_AGAIN), and the
+	 * stop picks a stopped one to read through */
+	pid_t via = d->mem_pid;
 	int r;
 
-	if (ep) {
+	if (ep)
 		maps = etls_proc_maps(ep, &maps_len);
-		r = pctxr_read_maps(d->mem_pid, maps, maps_len, &snap);
-	} else {
-		r = pctxr_read(d->mem_pid, &snap);
-	}
+	r = dump_pctx_read(d->pid, &via, maps, maps_len, &snap);
 	if (r < 0) {
 		if (why)
 			pctxr_describe(r, false, &snap, why, why_len);

@@ -156,6 +156,16 @@ pid_t dump_memory_pid(pid_t pid, char leader_state);
  * Returns etls_proc_load()'s result. */
 int dump_proc_load(pid_t pid, pid_t *mem_pid, struct etls_proc **ep);
 
+/* The process context (pctxr_read_maps() with the maps text given, else
+ * pctxr_read()) through *mem_pid, as dump_proc_load() does
+ * etls_proc_load(): the thread the maps were read through may have ended
+ * since.  Returns their result. */
+int dump_pctx_read(pid_t pid,
+		   pid_t *mem_pid,
+		   const char *maps,
+		   size_t maps_len,
+		   struct pctxr_snapshot *snap);
+
 /* stack_unwind() through *mem_pid, as dump_proc_load() does
  * etls_proc_load(): stacks are unwound after the threads are let go, and
  * the unwinder reads the module list and opens the modules through that

@@ -21,6 +21,8 @@
 
 #define ETLS_PAGE     4096u
 #define ETLS_MAPS_MAX (64u << 20)
+/* threads one etls_proc goes on through after the first (reader_switch()) */
+#define ETLS_READER_SWITCHES 8u
 
 /* Relocation types, numbered per psABI (elf.h spells the aarch64 names
  * differently across versions). */
@@ -74,7 +76,12 @@ struct etls_objs {
 
 /* One snapshot of a process's maps and its mapped ELF objects. */
 struct etls_proc {
-	pid_t pid;
+	pid_t pid; /* the thread read through */
+	/* etls_proc_set_reader(): when pid has ended, another live thread
+	 * of process tgid to go on through, or 0 */
+	pid_t (*next_reader)(pid_t tgid, pid_t ended);
+	pid_t tgid;
+	unsigned reader_switches;
 	char *maps; /* the text of /proc/PID/maps; NULL until needed */
 	size_t maps_len;
 	/* With PROCMAP_QUERY: the file-backed mappings named like the
@@ -292,10 +299,43 @@ elf_parse(struct etls_elf *x, uint64_t map_start, uint64_t map_offset)
 	return 0;
 }
 
+/* The executable's inode, which tells it among the objects (PIE ones
+ * too); a thread that is ending has no executable any more. */
+static void
+exe_stat(struct etls_proc *p)
+{
+	char path[64];
+
+	snprintf(path, sizeof(path), "/proc/%d/exe", (int)p->pid);
+	p->exe_ok = stat(path, &p->exe_st) == 0;
+}
+
+/* After a failure through p->pid: whether p now reads through another
+ * thread, because that one has ended (etls_proc_set_reader()).  The
+ * objects are opened one by one as they are needed, and in a process
+ * whose leader has exited each thread may live only a few ms. */
+static bool
+reader_switch(struct etls_proc *p, int err)
+{
+	pid_t next;
+
+	if ((err != -ENOENT && err != -ESRCH) || !p->next_reader ||
+	    p->reader_switches >= ETLS_READER_SWITCHES)
+		return false;
+	next = p->next_reader(p->tgid, p->pid);
+	if (!next)
+		return false;
+	p->pid = next;
+	p->reader_switches++;
+	if (!p->exe_ok)
+		exe_stat(p);
+	return true;
+}
+
 /* The parsed ELF object of ob, opened on first use; NULL if it cannot be
  * opened or is no 64-bit ELF object. */
 static struct etls_elf *
-obj_elf(pid_t pid, struct etls_obj *ob)
+obj_elf(struct etls_proc *p, struct etls_obj *ob)
 {
 	struct etls_elf *x = &ob->x;
 
@@ -303,7 +343,9 @@ obj_elf(pid_t pid, struct etls_obj *ob)
 		return ob->ok ? x : NULL;
 	ob->tried = true;
 	memset(x, 0, sizeof(*x));
-	x->fd = obj_open(pid, ob);
+	do
+		x->fd = obj_open(p->pid, ob);
+	while (x->fd < 0 && reader_switch(p, x->fd));
 	if (x->fd < 0) {
 		ob->err = x->fd;
 		return NULL;
@@ -794,6 +836,15 @@ maps_read_text(struct etls_proc *p)
 	return 0;
 }
 
+void
+etls_proc_set_reader(struct etls_proc *p,
+		     pid_t tgid,
+		     pid_t (*next_reader)(pid_t tgid, pid_t ended))
+{
+	p->tgid = tgid;
+	p->next_reader = next_reader;
+}
+
 int
 etls_proc_load(pid_t pid, struct etls_proc **out)
 {
@@ -834,8 +885,7 @@ etls_proc_load(pid_t pid, struct etls_proc **out)
 		etls_proc_free(p);
 		return r;
 	}
-	snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
-	p->exe_ok = stat(path, &p->exe_st) == 0;
+	exe_stat(p);
 	*out = p;
 	return 0;
 }
@@ -895,7 +945,7 @@ find_glibc_value(
 	GElf_Sym s;
 
 	for (i = 0; i < p->objs.n; i++) {
-		struct etls_elf *x = obj_elf(p->pid, &p->objs.v[i]);
+		struct etls_elf *x = obj_elf(p, &p->objs.v[i]);
 
 		if (!x || !x->bias_ok ||
 		    !lookup_sym_type(x, name, STT_OBJECT, 0, &idx, &s))
@@ -903,7 +953,16 @@ find_glibc_value(
 		if (s.st_size < n)
 			return false;
 		*addr = x->bias + s.st_value;
-		return !val || remote_read(p->pid, *addr, val, n) == 0;
+		if (!val)
+			return true;
+		for (;;) {
+			int r = remote_read(p->pid, *addr, val, n);
+
+			if (r == 0)
+				return true;
+			if (!reader_switch(p, r))
+				return false;
+		}
 	}
 	return false;
 }
@@ -967,6 +1026,9 @@ etls_proc_find(struct etls_proc *p, const char *name, struct etls_symbol *sym)
 
 	memset(sym, 0, sizeof(*sym));
 	memset(&best, 0, sizeof(best));
+	/* the thread read through was ending already at the load */
+	if (!p->exe_ok)
+		(void)reader_switch(p, -ESRCH);
 	/* Two passes over the objects: first their .dynsym, where the OTEP
 	 * puts the symbol; then, only if no object exports it, their .symtab
 	 * (a statically linked writer has no .dynsym, or one without the
@@ -982,7 +1044,7 @@ etls_proc_find(struct etls_proc *p, const char *name, struct etls_symbol *sym)
 			musl |= path_is_musl(ob->path);
 			best.n_objects++;
 		}
-		x = obj_elf(p->pid, ob);
+		x = obj_elf(p, ob);
 		if (!x) {
 			/* not an ELF object is no failure: a mapped data file */
 			if (symtab || ob->err == -ENOEXEC)
@@ -1057,7 +1119,7 @@ etls_proc_find(struct etls_proc *p, const char *name, struct etls_symbol *sym)
 	 * where the loader put it. */
 	if (r == 0 && !has_slots(&best) && !best.is_exec) {
 		for (i = 0; i < objs->n; i++) {
-			struct etls_elf *x = obj_elf(p->pid, &objs->v[i]);
+			struct etls_elf *x = obj_elf(p, &objs->v[i]);
 
 			if (x && examine_user(x, name, &best)) {
 				snprintf(best.reloc_module, sizeof(best.reloc_module),

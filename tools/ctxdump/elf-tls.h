@@ -103,6 +103,14 @@ struct etls_proc;
  * another negative errno (-EACCES, -EPERM, -ENOMEM). */
 int etls_proc_load(pid_t pid, struct etls_proc **out);
 
+/* When the thread p reads the process through (the pid given to
+ * etls_proc_load()) has ended, go on through next_reader(tgid, ended):
+ * another live thread of process tgid, or 0 if ended has not ended or
+ * there is none.  Without it, p reads through that one thread only. */
+void etls_proc_set_reader(struct etls_proc *p,
+			  pid_t tgid,
+			  pid_t (*next_reader)(pid_t tgid, pid_t ended));
+
 /* etls_find_named() on the snapshot p. */
 int etls_proc_find(struct etls_proc *p, const char *name, struct etls_symbol *sym);
 

@@ -504,9 +504,12 @@ load_pctx(struct rec *rc, bool write)
 {
 	struct pctxr_snapshot snap = {0};
 	struct pctx_decoded *pd;
+	/* not rc->mem_pid itself: the unwinder rebinds on its own when the
+	 * thread it reads through has ended (dump_unwind()) */
+	pid_t via = rc->mem_pid;
 
 	rc->pctx_ns = remote_now_ns();
-	if (pctxr_read(rc->mem_pid, &snap) < 0)
+	if (dump_pctx_read(rc->pid, &via, NULL, 0, &snap) < 0)
 		return;
 	if (rc->has_pctx && snap.published_at_ns == rc->pctx.published_at_ns) {
 		pctxr_free(&snap);
@@ -518,7 +521,7 @@ load_pctx(struct rec *rc, bool write)
 		pctxr_free(&snap);
 		return;
 	}
-	if (remote_image_changed(rc->mem_pid, &rc->img)) {
+	if (remote_image_changed(via, &rc->img)) {
 		/* read while the target ran: perhaps from the next image,
 		 * which must not label this one's samples (a thread read
 		 * through that ended since is no exec) */

@@ -89,7 +89,7 @@ next_memory_pid(pid_t pid, const pid_t *gone, size_t n)
 static int
 via_live_thread(pid_t pid, pid_t *mem_pid, int (*fn)(pid_t, pid_t, void *), void *arg)
 {
-	pid_t gone[4];
+	pid_t gone[8];
 	size_t k = 0;
 	int r = fn(*mem_pid, 0, arg);
 
@@ -106,17 +106,67 @@ via_live_thread(pid_t pid, pid_t *mem_pid, int (*fn)(pid_t, pid_t, void *), void
 	return r;
 }
 
+/* etls_proc_set_reader()'s fallback: the objects are opened after the
+ * load, one by one, through a thread that may end meanwhile */
+static pid_t
+reader_after(pid_t pid, pid_t ended)
+{
+	if (!stop_thread_exiting(pid, ended))
+		return 0;
+	return next_memory_pid(pid, &ended, 1);
+}
+
+struct proc_load_args {
+	pid_t pid;
+	struct etls_proc **ep;
+};
+
 static int
 proc_load_at(pid_t tid, pid_t gone, void *arg)
 {
+	const struct proc_load_args *a = arg;
+	int r = etls_proc_load(tid, a->ep);
+
 	(void)gone;
-	return etls_proc_load(tid, (struct etls_proc **)arg);
+	if (r == 0)
+		etls_proc_set_reader(*a->ep, a->pid, reader_after);
+	return r;
 }
 
 int
 dump_proc_load(pid_t pid, pid_t *mem_pid, struct etls_proc **ep)
 {
-	return via_live_thread(pid, mem_pid, proc_load_at, ep);
+	struct proc_load_args a = {pid, ep};
+
+	return via_live_thread(pid, mem_pid, proc_load_at, &a);
+}
+
+struct pctx_args {
+	const char *maps;
+	size_t maps_len;
+	struct pctxr_snapshot *snap;
+};
+
+static int
+pctx_read_at(pid_t tid, pid_t gone, void *arg)
+{
+	const struct pctx_args *a = arg;
+
+	(void)gone;
+	return a->maps ? pctxr_read_maps(tid, a->maps, a->maps_len, a->snap)
+		       : pctxr_read(tid, a->snap);
+}
+
+int
+dump_pctx_read(pid_t pid,
+	       pid_t *mem_pid,
+	       const char *maps,
+	       size_t maps_len,
+	       struct pctxr_snapshot *snap)
+{
+	struct pctx_args a = {maps, maps_len, snap};
+
+	return via_live_thread(pid, mem_pid, pctx_read_at, &a);
 }
 
 struct unwind_args {
