@@ -2761,14 +2761,27 @@ hook_socket_poll_chk(struct pollfd *f, nfds_t n, int to, size_t fl)
 
 static const struct timespec sk_zero_ts;
 
-/* *to is the application's, unchecked too: the probe uses our own zero
- * timeout and the real wait always follows a probe that returned 0. */
+/* Would the kernel reject timeout to (fs/select.c, ppoll:
+ * poll_select_set_timeout(), timespec64_valid())?  Then ppoll() fails
+ * with EINVAL whatever the fds, and the probe, which waits with our own
+ * zero timeout, must not answer for it: with fds ready it returned their
+ * count where the application gets -1/EINVAL.  glibc's ppoll() copies
+ * *to before its system call (sysdeps/unix/sysv/linux/ppoll.c), so
+ * reading it here faults only where the real call would. */
+static inline bool
+sk_ppoll_to_invalid(const struct timespec *to)
+{
+	return to && (to->tv_sec < 0 || (unsigned long)to->tv_nsec >= 1000000000ul);
+}
+
+/* Otherwise *to is the application's, unchecked: the probe uses our own
+ * zero timeout and the real wait always follows a probe that returned 0. */
 static __attribute__((noinline)) int
 sk_ppoll(struct pollfd *f, nfds_t n, const struct timespec *to, const sigset_t *ss)
 {
 	int r;
 
-	if (!f || !n)
+	if (!f || !n || sk_ppoll_to_invalid(to))
 		return real_ppoll(f, n, to, ss);
 	r = real_ppoll(f, n, &sk_zero_ts, ss);
 	if (r < 0)
@@ -2798,7 +2811,7 @@ sk_ppoll_chk(struct pollfd *f,
 {
 	int r;
 
-	if (!f || !n)
+	if (!f || !n || sk_ppoll_to_invalid(to))
 		return real_ppoll_chk(f, n, to, ss, fl);
 	r = real_ppoll_chk(f, n, &sk_zero_ts, ss, fl);
 	if (r < 0)

@@ -10,7 +10,8 @@
  *    while a request's context was published: a bad pointer, or an nfds
  *    larger than the array, was a SIGSEGV in the hook where the kernel
  *    returns -1/EFAULT (the idle clear they exist for is checked too, with
- *    select/pselect);
+ *    select/pselect), and ppoll/__ppoll_chk with an invalid timeout on a
+ *    ready fd returned its count where the kernel says EINVAL;
  *  - writev/sendmsg with "HTTP/1.1 " and "100 Continue" in separate iovecs
  *    counted as the final response: the body was read without the
  *    request's context;

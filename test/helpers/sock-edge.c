@@ -14,10 +14,14 @@
  *                                as without the shim (it used to be
  *                                SIGSEGV in the hook; select/pselect read
  *                                their sets first, hook-socket.c says
- *                                why); and what the check is for: a wait
- *                                on a client connection clears the
- *                                context, also a select that blocks, one
- *                                on a pipe keeps it
+ *                                why); ppoll/__ppoll_chk with an invalid
+ *                                timeout on a ready fd: -1/EINVAL (the
+ *                                hook's probe with its own timeout used
+ *                                to return the ready count); and what the
+ *                                check is for: a wait on a client
+ *                                connection clears the context, also a
+ *                                select that blocks, one on a pipe keeps
+ *                                it
  *   sock-edge continue writev|sendmsg|writev1
  *                                "HTTP/1.1 " and "100 Continue" in two
  *                                iovecs (writev1: in one) is an interim
@@ -58,6 +62,11 @@
 #include <unistd.h>
 
 int __poll_chk(struct pollfd *fds, nfds_t nfds, int timeout, size_t fdslen);
+int __ppoll_chk(struct pollfd *fds,
+		nfds_t nfds,
+		const struct timespec *timeout,
+		const sigset_t *ss,
+		size_t fdslen);
 
 #define TRACE "4bf92f3577b34da6a3ce929d0e0e4736"
 #define TP    "traceparent: 00-" TRACE "-00f067aa0ba902b7-01\r\n"
@@ -168,6 +177,30 @@ mode_poll_efault(void)
 	EFAULT_CALL("__poll_chk bad", __poll_chk(bad, 4, 0, 4 * sizeof(pf)));
 	EFAULT_CALL("ppoll bad", ppoll(bad, 4, &ts0, NULL));
 	EFAULT_CALL("ppoll nfds", ppoll(edge, 8, NULL, NULL));
+	close(cli);
+	close(srv);
+
+	/* An invalid timeout is EINVAL whatever the fds, also ready ones. */
+	request(&cli, &srv);
+	send_all(cli, "G", 1, 0);
+	pf = (struct pollfd){.fd = srv, .events = POLLIN};
+	for (r = 0; r < 2; r++) {
+		struct timespec bad_ts = {0, 1000000000L};
+		const char *name =
+			r ? "__ppoll_chk invalid timeout" : "ppoll invalid timeout";
+		int rr;
+
+		CHECK(shows_trace(), "%s: no context before the call: %s", name,
+		      ctxobs_shown());
+		errno = 0;
+		rr = r ? __ppoll_chk(&pf, 1, &bad_ts, NULL, sizeof(pf))
+		       : ppoll(&pf, 1, &bad_ts, NULL);
+		e = errno;
+		CHECK(rr == -1 && e == EINVAL, "%s -> %d errno %d", name, rr, e);
+	}
+	close(cli);
+	close(srv);
+	request(&cli, &srv);
 
 	/* What the check is for.  A wait on something else (a pipe: an
 	 * upstream, a database) is part of the request... */
