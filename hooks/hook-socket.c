@@ -204,6 +204,9 @@ struct sk_real_fns {
 	__typeof__(sendto) *sendto;
 	__typeof__(sendmsg) *sendmsg;
 	__typeof__(writev) *writev;
+	__typeof__(sendmmsg) *sendmmsg;
+	__typeof__(pwritev2) *pwritev2;
+	__typeof__(pwritev64v2) *pwritev64v2;
 	__typeof__(sendfile) *sendfile;
 	__typeof__(sendfile64) *sendfile64;
 	__typeof__(splice) *splice;
@@ -266,6 +269,9 @@ hook_socket_bind_once(void)
 	SK_BIND(sendto, sendto, true);
 	SK_BIND(sendmsg, sendmsg, true);
 	SK_BIND(writev, writev, true);
+	SK_BIND(sendmmsg, sendmmsg, false);
+	SK_BIND(pwritev2, pwritev2, false);
+	SK_BIND(pwritev64v2, pwritev64v2, false);
 	SK_BIND(sendfile, sendfile, true);
 	SK_BIND(sendfile64, sendfile64, false);
 	SK_BIND(splice, splice, false);
@@ -401,6 +407,14 @@ SK_REAL(sendmsg, sendmsg, ssize_t, (int fd, const struct msghdr *m, int fl), (fd
 	syscall(SYS_sendmsg, fd, m, fl))
 SK_REAL(writev, writev, ssize_t, (int fd, const struct iovec *v, int n), (fd, v, n),
 	syscall(SYS_writev, fd, v, n))
+SK_REAL(sendmmsg, sendmmsg, int, (int fd, struct mmsghdr *v, unsigned n, int fl),
+	(fd, v, n, fl), syscall(SYS_sendmmsg, fd, v, n, fl))
+SK_REAL(pwritev2, pwritev2, ssize_t,
+	(int fd, const struct iovec *v, int n, off_t off, int fl), (fd, v, n, off, fl),
+	syscall(SYS_pwritev2, fd, v, n, (long)off, (long)((uint64_t)off >> 32), fl))
+SK_REAL(pwritev64v2, pwritev64v2, ssize_t,
+	(int fd, const struct iovec *v, int n, off64_t off, int fl), (fd, v, n, off, fl),
+	syscall(SYS_pwritev2, fd, v, n, (long)off, (long)((uint64_t)off >> 32), fl))
 SK_REAL(sendfile, sendfile, ssize_t, (int o, int i, off_t *off, size_t n), (o, i, off, n),
 	syscall(SYS_sendfile, o, i, off, n))
 SK_REAL(sendfile64, sendfile64, ssize_t, (int o, int i, off64_t *off, size_t n),
@@ -588,6 +602,9 @@ static struct sk_real_fns sk_real = {
 	.sendto = real_sendto_boot,
 	.sendmsg = real_sendmsg_boot,
 	.writev = real_writev_boot,
+	.sendmmsg = real_sendmmsg_boot,
+	.pwritev2 = real_pwritev2_boot,
+	.pwritev64v2 = real_pwritev64v2_boot,
 	.sendfile = real_sendfile_boot,
 	.sendfile64 = real_sendfile64_boot,
 	.splice = real_splice_boot,
@@ -2536,6 +2553,65 @@ hook_socket_writev(int fd, const struct iovec *iov, int iovcnt)
 	return sk_writev(fd, iov, iovcnt);
 }
 
+/* sendmmsg(), and pwritev2() at offset -1 (the file position: on a socket
+ * a writev() with flags), write a response as sendmsg() and writev() do;
+ * unseen, they left its request unanswered, so that the connection's next
+ * request was taken as pipelined behind it and the thread went on showing
+ * the first request's context for it (and for every later one).  Not a
+ * hot path: the general hooks' entry and exit.  For sendmmsg() the head
+ * is the first message that carried bytes, read only once the kernel has
+ * (r > 0). */
+static __attribute__((noinline)) int
+sk_sendmmsg(int fd, struct mmsghdr *vec, unsigned n, int flags, uint8_t hot)
+{
+	struct ctxshim_conn *c = sk_out_enter(fd, hot);
+	int r = real_sendmmsg(fd, vec, n, flags), i;
+
+	for (i = 0; c && i < r; i++)
+		if (vec[i].msg_len > 0) {
+			sk_out_iov(fd, c, vec[i].msg_hdr.msg_iov,
+				   vec[i].msg_hdr.msg_iovlen, (ssize_t)vec[i].msg_len);
+			break;
+		}
+	return r;
+}
+
+static inline int
+hook_socket_sendmmsg(int fd, struct mmsghdr *vec, unsigned n, int flags)
+{
+	uint8_t hot = ctxshim_conn_hot(fd);
+
+	if (__builtin_expect(!(hot & CONN_HOT_OUT), 1))
+		return real_sendmmsg(fd, vec, n, flags);
+	return sk_sendmmsg(fd, vec, n, flags, hot);
+}
+
+#define SK_PWRITEV2(name, off_type)                                               \
+	static __attribute__((noinline))                                          \
+	ssize_t sk_##name(int fd, const struct iovec *iov, int n, off_type off,   \
+			  int fl, uint8_t hot)                                    \
+	{                                                                         \
+		struct ctxshim_conn *c = sk_out_enter(fd, hot);                   \
+		ssize_t r = real_##name(fd, iov, n, off, fl);                     \
+                                                                                  \
+		if (n > 0)                                                        \
+			sk_out_iov(fd, c, iov, (size_t)n, r);                     \
+		return r;                                                         \
+	}                                                                         \
+                                                                                  \
+	static inline ssize_t hook_socket_##name(int fd, const struct iovec *iov, \
+						 int n, off_type off, int fl)     \
+	{                                                                         \
+		uint8_t hot = ctxshim_conn_hot(fd);                               \
+                                                                                  \
+		if (__builtin_expect(!(hot & CONN_HOT_OUT), 1))                   \
+			return real_##name(fd, iov, n, off, fl);                  \
+		return sk_##name(fd, iov, n, off, fl, hot);                       \
+	}
+
+SK_PWRITEV2(pwritev2, off_t)
+SK_PWRITEV2(pwritev64v2, off64_t)
+
 /* sendfile and sendfile64 (two symbols to interpose, one call): the
  * general path, then the response body sent from a file (nginx with
  * "sendfile on", after its header's writev) on the connection this thread
@@ -3221,6 +3297,24 @@ HOOK_EXPORT __attribute__((hot, no_reorder)) ssize_t
 writev(int fd, const struct iovec *iov, int iovcnt)
 {
 	return hook_socket_writev(fd, iov, iovcnt);
+}
+
+HOOK_EXPORT int
+sendmmsg(int fd, struct mmsghdr *vec, unsigned int n, int flags)
+{
+	return hook_socket_sendmmsg(fd, vec, n, flags);
+}
+
+HOOK_EXPORT ssize_t
+pwritev2(int fd, const struct iovec *iov, int n, off_t off, int flags)
+{
+	return hook_socket_pwritev2(fd, iov, n, off, flags);
+}
+
+HOOK_EXPORT ssize_t
+pwritev64v2(int fd, const struct iovec *iov, int n, off64_t off, int flags)
+{
+	return hook_socket_pwritev64v2(fd, iov, n, off, flags);
 }
 
 HOOK_EXPORT __attribute__((hot)) ssize_t

@@ -15,6 +15,9 @@
  *  - writev/sendmsg with "HTTP/1.1 " and "100 Continue" in separate iovecs
  *    counted as the final response: the body was read without the
  *    request's context;
+ *  - a response written with sendmmsg() or pwritev2() was unseen: the
+ *    connection's next request was queued behind the unanswered one and
+ *    read under its context;
  *  - a request body moved out of the connection with splice() (HAProxy's
  *    splice-request) was unseen: the scanner still counted it as to come
  *    and took the connection's next requests for it (no context);
@@ -85,6 +88,12 @@ START_TEST(continue_one_iovec)
 }
 END_TEST
 
+START_TEST(response_writers)
+{
+	run_edge("writers", _i & 1 ? "pwritev2" : "sendmmsg", _i & 2);
+}
+END_TEST
+
 START_TEST(splice_body)
 {
 	run_edge("splice", NULL, _i & 1);
@@ -112,6 +121,7 @@ TEST_SUITE(sockedge_suite)
 	tcase_add_loop_test(tc, poll_efault, 0, 2);
 	tcase_add_loop_test(tc, continue_split_iovecs, 0, 4);
 	tcase_add_loop_test(tc, continue_one_iovec, 0, 2);
+	tcase_add_loop_test(tc, response_writers, 0, 4);
 	tcase_add_loop_test(tc, splice_body, 0, 2);
 	tcase_add_loop_test(tc, uv_after_work_restore, 0, 2);
 	suite_add_tcase(s, tc);

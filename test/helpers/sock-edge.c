@@ -28,6 +28,13 @@
  *                                response: the context stays while the
  *                                body is read, the final response then
  *                                ends it
+ *   sock-edge writers sendmmsg|pwritev2
+ *                                a response written with sendmmsg() or
+ *                                pwritev2() at offset -1 answers its
+ *                                request: the next request on the
+ *                                connection gets its own context (it
+ *                                used to be queued behind the unanswered
+ *                                one and read under its context)
  *   sock-edge splice             a request body moved out of the
  *                                connection with splice() (HAProxy's
  *                                splice-request): the next request on the
@@ -346,6 +353,38 @@ splice_out(int srv, const int p[2], size_t n)
 	}
 }
 
+/* A response written with sendmmsg() (how "sendmmsg") or pwritev2() at
+ * offset -1 (else), then the connection's next request. */
+static void
+mode_writers(const char *how)
+{
+	static const char resp[] = "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n";
+	static const char next[] = "GET /next HTTP/1.1\r\nHost: x\r\n" TP2 "\r\n";
+	struct iovec v = {(void *)resp, sizeof(resp) - 1};
+	char buf[sizeof(next)];
+	int cli, srv;
+	ssize_t r;
+
+	request(&cli, &srv);
+	if (strcmp(how, "sendmmsg") == 0) {
+		struct mmsghdr mm = {.msg_hdr = {.msg_iov = &v, .msg_iovlen = 1}};
+
+		r = sendmmsg(srv, &mm, 1, 0);
+		CHECK(r == 1 && mm.msg_len == sizeof(resp) - 1,
+		      "sendmmsg: %zd, %u bytes", r, mm.msg_len);
+	} else {
+		r = pwritev2(srv, &v, 1, -1, 0);
+		CHECK(r == (ssize_t)sizeof(resp) - 1, "pwritev2: %zd", r);
+	}
+	read_n(cli, buf, sizeof(resp) - 1);
+	send_all(cli, next, sizeof(next) - 1, 0);
+	read_n(srv, buf, sizeof(next) - 1);
+	CHECK(shows_trace2(), "%s: the request after the response: %s", how,
+	      ctxobs_shown());
+	close(cli);
+	close(srv);
+}
+
 static void
 mode_splice(void)
 {
@@ -427,11 +466,13 @@ main(int argc, char **argv)
 		mode_poll_efault();
 	else if (strcmp(mode, "continue") == 0)
 		mode_continue(arg);
+	else if (strcmp(mode, "writers") == 0)
+		mode_writers(arg);
 	else if (strcmp(mode, "splice") == 0)
 		mode_splice();
 	else {
-		fprintf(stderr,
-			"usage: sock-edge oob|poll-efault|continue|splice [how]\n");
+		fprintf(stderr, "usage: sock-edge "
+				"oob|poll-efault|continue|writers|splice [how]\n");
 		return 64;
 	}
 	printf("RESULT %s fails=%d\n", mode, fails);

@@ -372,6 +372,27 @@ tracked_fds(void)
 			     .msg_iovlen = 1},
 		     0),
 	     19, SENTINEL);
+	send_all(c, REQ);
+	wait_bytes(s, req_len);
+	CALL("read-head", read(s, buf, sizeof(buf)), (long)req_len, SENTINEL);
+	CALL("sendmmsg-response",
+	     sendmmsg(
+		     s,
+		     &(struct mmsghdr){
+			     .msg_hdr = {.msg_iov =
+						 &(struct iovec){
+							 "HTTP/1.1 200 OK\r\n\r\n", 19},
+					 .msg_iovlen = 1}},
+		     1, 0),
+	     1, SENTINEL);
+	send_all(c, REQ);
+	wait_bytes(s, req_len);
+	CALL("read-head", read(s, buf, sizeof(buf)), (long)req_len, SENTINEL);
+	CALL("pwritev2-response",
+	     pwritev2(s, &(struct iovec){"HTTP/1.1 200 OK\r\n\r\n", 19}, 1, -1, 0), 19,
+	     SENTINEL);
+	CALL("pwritev2-offset", pwritev2(s, &(struct iovec){"x", 1}, 1, 0, 0), -1,
+	     ESPIPE);
 	/* splice(): a head out of the connection (which gives it up), a
 	 * response into it. */
 	if (pipe2(sp, O_CLOEXEC) < 0)
