@@ -241,6 +241,7 @@ struct curl_handle {
 	void *app_prereq_data;
 	bool prereq_ours; /* curl calls curl_prereq() for this handle */
 	bool ours_off;    /* ours is set aside: curl holds app, as it is */
+	bool app_set;     /* app is what the application set (or copied) */
 	UT_hash_handle hh;
 };
 
@@ -262,6 +263,10 @@ static __thread const struct ctxshim_ctx *curl_performing_server;
 /* An application's CURLOPT_PREREQFUNCTION or CURLOPT_PREREQDATA went
  * unrecorded (curl_prereq_unseen()). */
 static bool curl_prereq_lost;
+/* An application's CURLOPT_HTTPHEADER went unrecorded (set before our
+ * constructor ran, or no memory for its entry): a handle whose list we
+ * did not see ourselves may hold one, which ours would replace. */
+static bool curl_headers_lost;
 
 /* An application's pre-request callback or pointer we could not record
  * (set before our constructor ran, or no memory for its entry): ours,
@@ -772,7 +777,7 @@ curl_plan(struct curl_plan *p,
 	 * application's own trace context" above). */
 	if (a->has_tracestate)
 		return;
-	if (!cur || ctxshim_cfg.propagate == CTXSHIM_PROPAGATE_OFF || !curl_is_http(e))
+	if (!cur || ctxshim_cfg.propagate == CTXSHIM_PROPAGATE_OFF)
 		return;
 	if (ctxshim_cfg.propagate == CTXSHIM_PROPAGATE_TRANSPARENT) {
 		parent = cur->has_parent ? cur->parent_id : cur->span_id;
@@ -1009,6 +1014,8 @@ hook_curl_easy_setopt_ptr(struct curl_real *r, CURL *easy, CURLoption opt, void 
 	e = curl_handle_get(r, easy);
 	if (!e && opt == CURLOPT_PREREQDATA)
 		curl_prereq_unseen();
+	if (!e && opt == CURLOPT_HTTPHEADER)
+		__atomic_store_n(&curl_headers_lost, true, __ATOMIC_RELAXED);
 	if (e) {
 		switch (opt) {
 		case CURLOPT_PREREQDATA:
@@ -1019,6 +1026,7 @@ hook_curl_easy_setopt_ptr(struct curl_real *r, CURL *easy, CURLoption opt, void 
 			break;
 		case CURLOPT_HTTPHEADER:
 			e->app = v;
+			e->app_set = true;
 			if (e->ours)
 				old = curl_relink_locked(e);
 			break;
@@ -1101,6 +1109,9 @@ hook_curl_easy_setopt(
 		if (!ctxshim_active()) {
 			if (opt == CURLOPT_PREREQDATA)
 				curl_prereq_unseen();
+			if (opt == CURLOPT_HTTPHEADER)
+				__atomic_store_n(&curl_headers_lost, true,
+						 __ATOMIC_RELAXED);
 			return real(easy, opt, v);
 		}
 		return hook_curl_easy_setopt_ptr(r, easy, opt, v);
@@ -1188,8 +1199,14 @@ curl_prepare(struct curl_real *r,
 	e = curl_handle_find(easy);
 	pthread_mutex_unlock(&curl_lock);
 	/* No entry: the application set no URL through us.  e->multi: our
-	 * list is already in a running transfer (curl will refuse this one). */
-	if (!e || e->multi || e->real != r)
+	 * list is already in a running transfer (curl will refuse this one).
+	 * Not HTTP: libcurl never reads the header list, which the
+	 * application may have freed after its last HTTP transfer on this
+	 * handle, so neither do we. */
+	if (!e || e->multi || e->real != r || !curl_is_http(e))
+		return false;
+	/* A list libcurl holds that we never saw: ours would drop it. */
+	if (!e->app_set && __atomic_load_n(&curl_headers_lost, __ATOMIC_RELAXED))
 		return false;
 	if (!curl_scan(e->app, a))
 		return false;
@@ -1324,6 +1341,10 @@ hook_curl_easy_duphandle(struct curl_real *r, CURL *easy, const void *ra)
 					n = NULL;
 				}
 			}
+			/* The copy holds the original's list, unrecorded. */
+			if (!n && e->app_set)
+				__atomic_store_n(&curl_headers_lost, true,
+						 __ATOMIC_RELAXED);
 		}
 	}
 	pthread_mutex_unlock(&curl_lock);

@@ -828,6 +828,50 @@ START_TEST(test_reset)
 }
 END_TEST
 
+/* A handle and its header list set up by a library's constructor, before
+ * the shim's constructor ran (helpers/curl-early-lib.c): the shim never
+ * saw that list, and its own would have replaced it (hook-curl.c,
+ * curl_headers_lost).  That request carries the application's lines and no
+ * traceparent; a handle whose list main() sets still gets one. */
+START_TEST(test_list_set_before_the_shim)
+{
+	char path[4096], url[128], *argv[] = {path, url, NULL};
+	char *env[] = {T_TP, NULL};
+	char t[33], p[17], f[3];
+	const char *v;
+	struct req q;
+	struct run r;
+
+	snprintf(path, sizeof(path), "%s/curl-early", test_env_path("HELPER_DIR"));
+	if (access(path, X_OK) != 0) {
+		fprintf(stderr, "%s not built, not tested\n", path);
+		return;
+	}
+	sink_start();
+	snprintf(url, sizeof(url), "http://127.0.0.1:%u/t", sink_port);
+	r.status = test_run_capture(argv, env, true, &r.out, &r.err, TIMEOUT);
+	ck_assert_msg(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0,
+		      "curl-early status %#x\nstdout:\n%s\nstderr:\n%s", r.status,
+		      r.out, r.err);
+	ck_assert_str_eq(r.out, "early 0\nmain 0\n");
+	sink_read(&q);
+	ck_assert_int_eq(req_count(&q, "Authorization", &v), 1);
+	ck_assert_str_eq(v, "Bearer early");
+	ck_assert_int_eq(req_count(&q, "X-Early", &v), 1);
+	ck_assert_str_eq(v, "1");
+	ck_assert_int_eq(req_count(&q, "traceparent", NULL), 0);
+	sink_read(&q);
+	ck_assert_int_eq(req_count(&q, "X-App", &v), 1);
+	ck_assert_str_eq(v, "main");
+	ck_assert_int_eq(req_count(&q, "Authorization", NULL), 0);
+	req_traceparent(&q, t, p, f);
+	ck_assert_str_eq(t, T_TRACE);
+	ck_assert_str_ne(p, T_PARENT);
+	run_free(&r);
+	sink_stop();
+}
+END_TEST
+
 /* The URL given as a CURLU handle: the scheme is asked from it. */
 START_TEST(test_curlu)
 {
@@ -1183,6 +1227,7 @@ TEST_SUITE(preload_curl_suite)
 	tcase_add_loop_test(tc, test_late_own_context, 0, LATE_OWN_CASES);
 	tcase_add_test(tc, test_duphandle);
 	tcase_add_test(tc, test_reset);
+	tcase_add_test(tc, test_list_set_before_the_shim);
 	tcase_add_test(tc, test_curlu);
 	tcase_add_test(tc, test_thread);
 	suite_add_tcase(s, tc);

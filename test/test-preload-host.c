@@ -8,6 +8,12 @@
  * - curl-stale: a curl_easy_duphandle() copy made at the address of a
  *   handle freed without the shim seeing it (hook-curl.c kept the freed
  *   handle's entry and walked its freed header list).
+ * - curl-lists freed: a handle's header list freed after its HTTP
+ *   transfer, the handle then used for a file:// one (hook-curl.c walked
+ *   the freed list, which libcurl no longer reads).
+ * - curl-lists oom: a header list set while malloc and calloc fail, then
+ *   sent with a context (hook-curl.c sent its own list instead, without
+ *   the application's Authorization).
  * - host-safe clone-exec: exec from a child on a 2 KiB clone() stack
  *   (hook-exec.c's pass-through used to need 4 KiB of stack itself).
  * - host-safe sigpipe: CTXSHIM_LOG/CTXSHIM_EVENTS on a stderr whose
@@ -89,6 +95,52 @@ START_TEST(curl_duphandle_at_a_stale_address)
 	/* Port 1 on loopback: connection refused, both ways. */
 	out = run_both(argv, NULL);
 	ck_assert_str_eq(out, "perform 7\n");
+	free(out);
+}
+END_TEST
+
+/* The curl-lists runs have a context (TRACEPARENT), so that the shim has a
+ * traceparent to add to their requests. */
+static char *curl_lists_env[] = {
+	"TRACEPARENT=00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01", NULL};
+
+START_TEST(curl_list_freed_before_a_file_transfer)
+{
+	char path[4096], file[] = "/tmp/ctxshim-test-XXXXXX";
+	char *argv[] = {path, "freed", file, NULL}, *out;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/curl-lists", test_env_path("HELPER_DIR"));
+	if (access(path, X_OK) != 0) {
+		fprintf(stderr, "no libcurl: %s not built, not tested\n", path);
+		return;
+	}
+	/* What the file:// transfer reads. */
+	fd = test_mkstemp(file);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(write(fd, "hello\n", 6), 6);
+	close(fd);
+	out = run_both(argv, curl_lists_env);
+	ck_assert_str_eq(out, "http 0\nfile 0 hello\n");
+	free(out);
+}
+END_TEST
+
+START_TEST(curl_list_set_out_of_memory_is_sent)
+{
+	char path[4096], *argv[] = {path, "oom", NULL}, *out;
+
+	snprintf(path, sizeof(path), "%s/curl-lists", test_env_path("HELPER_DIR"));
+	if (access(path, X_OK) != 0) {
+		fprintf(stderr, "no libcurl: %s not built, not tested\n", path);
+		return;
+	}
+	/* The same request both ways: the application's lines, and no
+	 * traceparent, which would have replaced them. */
+	out = run_both(argv, curl_lists_env);
+	ck_assert_msg(strstr(out, "perform 0\n") &&
+			      strstr(out, "\n  Authorization: Bearer secret\n"),
+		      "%s", out);
 	free(out);
 }
 END_TEST
@@ -268,6 +320,8 @@ TEST_SUITE(preload_host_suite)
 
 	tcase_add_test(tc, curl_setopt_out_of_memory);
 	tcase_add_test(tc, curl_duphandle_at_a_stale_address);
+	tcase_add_test(tc, curl_list_freed_before_a_file_transfer);
+	tcase_add_test(tc, curl_list_set_out_of_memory_is_sent);
 	tcase_add_loop_test(tc, exec_on_small_clone_stack, 0,
 			    (int)(sizeof(exec_fns) / sizeof(exec_fns[0])));
 	tcase_add_loop_test(tc, no_sigpipe_from_log_lines, 0,
