@@ -407,25 +407,36 @@ ossl_fd(const SSL *s)
 								 BIO_TYPE_DESCRIPTOR);
 	if (!d)
 		return -1;
-	if (!((ossl_get_cb_fn)ossl_bio_fn[OSSL_BIO_GET_CALLBACK_EX])(d) &&
-	    (!ossl_bio_fn[OSSL_BIO_GET_CALLBACK] ||
-	     !((ossl_get_cb_fn)ossl_bio_fn[OSSL_BIO_GET_CALLBACK])(d))) {
-		ctrl = (ossl_ctrl_fn)ossl_bio_fn[OSSL_BIO_CTRL];
-	} else {
-		switch (((ossl_method_type_fn)ossl_bio_fn[OSSL_BIO_METHOD_TYPE])(d)) {
-		case BIO_TYPE_SOCKET:
-			ctrl = ossl_sock_ctrl;
-			break;
-		case BIO_TYPE_FD:
-			ctrl = ossl_fdbio_ctrl;
-			break;
-		default:
+	/* The socket and fd BIOs: their ctrl in libcrypto, directly (see
+	 * above), also for a BIO of an application's method that took their
+	 * type.  libcrypto's other descriptor BIOs: BIO_ctrl() when no callback
+	 * would see it.  A descriptor BIO of the application's own type
+	 * (BIO_meth_new(BIO_get_new_index() | BIO_TYPE_DESCRIPTOR ...)): its
+	 * ctrl is the application's code, which must not get calls it never
+	 * made either. */
+	switch (((ossl_method_type_fn)ossl_bio_fn[OSSL_BIO_METHOD_TYPE])(d)) {
+	case BIO_TYPE_SOCKET:
+		ctrl = ossl_sock_ctrl;
+		break;
+	case BIO_TYPE_FD:
+		ctrl = ossl_fdbio_ctrl;
+		break;
+	case BIO_TYPE_CONNECT:
+	case BIO_TYPE_ACCEPT:
+	case BIO_TYPE_DGRAM:
+		if (!((ossl_get_cb_fn)ossl_bio_fn[OSSL_BIO_GET_CALLBACK_EX])(d) &&
+		    (!ossl_bio_fn[OSSL_BIO_GET_CALLBACK] ||
+		     !((ossl_get_cb_fn)ossl_bio_fn[OSSL_BIO_GET_CALLBACK])(d)))
+			ctrl = (ossl_ctrl_fn)ossl_bio_fn[OSSL_BIO_CTRL];
+		else
 			ctrl = NULL;
-			break;
-		}
-		if (!ctrl)
-			return OSSL_FD_HIDDEN;
+		break;
+	default:
+		ctrl = NULL;
+		break;
 	}
+	if (!ctrl)
+		return OSSL_FD_HIDDEN;
 	(void)ctrl(d, BIO_C_GET_FD, 0, &fd);
 	return fd;
 }

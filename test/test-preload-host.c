@@ -25,7 +25,9 @@
  * - h2-early: an nghttp2 server session from a callbacks object that a
  *   library's constructor began before the shim's constructor ran
  *   (hook-nghttp2.c used to swap it knowing only the later setters, and
- *   the application's on_frame_recv was never called). */
+ *   the application's on_frame_recv was never called).
+ * - tls-ownbio: TLS sessions on a descriptor BIO of the application's own
+ *   method (hook-openssl.c's ossl_fd() called its ctrl for BIO_C_GET_FD). */
 #include "test-common.h"
 
 #include <fcntl.h>
@@ -313,6 +315,26 @@ START_TEST(h2_callbacks_set_before_the_shim)
 }
 END_TEST
 
+/* ---- OpenSSL ------------------------------------------------------------ */
+
+START_TEST(tls_own_descriptor_bio)
+{
+	char path[4096], *argv[] = {path, NULL}, *out;
+
+	snprintf(path, sizeof(path), "%s/tls-ownbio", test_env_path("HELPER_DIR"));
+	if (access(path, X_OK) != 0) {
+		fprintf(stderr, "no libssl: %s not built, not tested\n", path);
+		return;
+	}
+	out = run_both(argv, NULL);
+	/* libssl itself never asks this BIO for its fd. */
+	ck_assert_msg(strstr(out, " get_fd=0\nclient ctrl=") &&
+			      strstr(out, " get_fd=0\nDONE\n"),
+		      "%s", out);
+	free(out);
+}
+END_TEST
+
 TEST_SUITE(preload_host_suite)
 {
 	Suite *s = suite_create("preload-host");
@@ -329,6 +351,7 @@ TEST_SUITE(preload_host_suite)
 	tcase_add_test(tc, coroutine_resumed_on_another_thread);
 	tcase_add_test(tc, setcontext_on_a_small_coroutine_stack);
 	tcase_add_test(tc, h2_callbacks_set_before_the_shim);
+	tcase_add_test(tc, tls_own_descriptor_bio);
 	suite_add_tcase(s, tc);
 	return s;
 }
