@@ -1433,36 +1433,187 @@ sk_out_next(int fd, struct ctxshim_conn *c, const void *head, size_t head_len)
 	errno = saved_errno;
 }
 
+/* The length of the HTTP/1.x response that starts at p, if its head is
+ * complete in p[0..n) and its end can be told from it: 1xx, 204 and 304
+ * have no body, others a Content-Length body.  0 when it cannot be told
+ * (no status line, a head cut by the end of the bytes, chunked, a body
+ * that runs until the close, a Content-Length that is not plain digits).
+ * Pure code; no byte outside p[0..n) is read. */
+static size_t
+sk_resp_len(const uint8_t *p, size_t n)
+{
+	static const char cl_name[] = "content-length:",
+			  te_name[] = "transfer-encoding:";
+	size_t i = 0, line, l, k, cl = SIZE_MAX;
+	bool te = false;
+	int status;
+
+	if (n < 12 || ctxshim_conn_status_kind(p, n) == 0 || p[8] != ' ' ||
+	    p[9] < '1' || p[9] > '5' || p[10] < '0' || p[10] > '9' || p[11] < '0' ||
+	    p[11] > '9')
+		return 0;
+	status = (p[9] - '0') * 100 + (p[10] - '0') * 10 + (p[11] - '0');
+	for (;;) {
+		line = i;
+		while (i < n && p[i] != '\n')
+			i++;
+		if (i >= n)
+			return 0;
+		l = i++ - line;
+		if (l > 0 && p[line + l - 1] == '\r')
+			l--;
+		if (l == 0)
+			break; /* the blank line: end of the head */
+		for (k = 0; k < sizeof(cl_name) - 1 && k < l; k++)
+			if ((p[line + k] | 0x20) != (uint8_t)cl_name[k])
+				break;
+		if (k == sizeof(cl_name) - 1) {
+			size_t v = 0, d = 0;
+
+			for (k = line + k;
+			     k < line + l && (p[k] == ' ' || p[k] == '\t'); k++)
+				;
+			for (; k < line + l && p[k] >= '0' && p[k] <= '9'; k++, d++) {
+				if (v > (SIZE_MAX - 9) / 10)
+					return 0;
+				v = v * 10 + (size_t)(p[k] - '0');
+			}
+			for (; k < line + l && (p[k] == ' ' || p[k] == '\t'); k++)
+				;
+			if (!d || k != line + l || (cl != SIZE_MAX && cl != v))
+				return 0;
+			cl = v;
+		}
+		for (k = 0; k < sizeof(te_name) - 1 && k < l; k++)
+			if ((p[line + k] | 0x20) != (uint8_t)te_name[k])
+				break;
+		if (k == sizeof(te_name) - 1)
+			te = true;
+	}
+	if (status < 200 || status == 204 || status == 304)
+		return i;
+	if (te || cl == SIZE_MAX || cl > SIZE_MAX - i)
+		return 0;
+	return i + cl;
+}
+
+/* A write whose first response made c's next pipelined request current
+ * (sk_out_next()) may carry the responses of the requests queued after
+ * it as well: a server that batches its output answers pipelined
+ * requests with one call.  Taken for one response, it left the request
+ * promoted by it unanswered, and every later request of the connection
+ * was queued behind it and handled under the previous one's context.  So
+ * the responses that follow in the bytes written (the first r of head,
+ * len of them known) answer and promote in turn, as long as each one's
+ * end can be told (sk_resp_len()) and the next starts with a status line;
+ * at most as many as can be queued, and one of the rare writes that
+ * promote (nothing on the usual path). */
+static __attribute__((noinline, cold)) void
+sk_out_more(int fd, struct ctxshim_conn *c, const void *head, size_t len, ssize_t r)
+{
+	const uint8_t *h = head;
+	size_t lim = (size_t)r < len ? (size_t)r : len, off = 0, k;
+	int n, kind;
+
+	if (!h)
+		return;
+	for (n = 0; n < 32; n++) {
+		k = sk_resp_len(h + off, lim - off);
+		if (!k || k >= lim - off)
+			return;
+		off += k;
+		kind = ctxshim_conn_status_kind(h + off, lim - off);
+		if (kind == 0)
+			return;
+		if (kind == 1)
+			continue; /* an interim response of the request now current */
+		if (!ctxshim_conn_responded(c, h + off, lim - off))
+			return;
+		sk_out_next(fd, c, h + off, lim - off);
+	}
+}
+
 /* sk_out() of a write that returned r > 0 on slot c, by a caller that saw
  * this thread not busy before its real call (a signal handler that ran
  * during the call left it as it was). */
 static inline __attribute__((always_inline)) void
-sk_out_unbusy(int fd, struct ctxshim_conn *c, const void *head, size_t head_len)
+sk_out_unbusy(
+	int fd, struct ctxshim_conn *c, const void *head, size_t head_len, ssize_t r)
 {
 	sk_busy(true);
-	if (ctxshim_conn_responded(c, head, head_len))
+	if (ctxshim_conn_responded(c, head, head_len)) {
 		sk_out_next(fd, c, head, head_len);
+		sk_out_more(fd, c, head, head_len, r);
+	}
 	sk_busy(false);
 }
 
 static inline __attribute__((always_inline)) void
-sk_out_c(int fd, struct ctxshim_conn *c, const void *head, size_t head_len)
+sk_out_c(int fd, struct ctxshim_conn *c, const void *head, size_t head_len, ssize_t r)
 {
 	if (sk_self.busy)
 		return;
-	sk_out_unbusy(fd, c, head, head_len);
+	sk_out_unbusy(fd, c, head, head_len, r);
+}
+
+/* The bytes ctxshim_conn_status_kind() looks at: "HTTP/1.x NNN". */
+#define SK_HEAD_MIN 12
+
+/* A write of r bytes that starts with an interim response (100 Continue,
+ * 103 Early Hints: ctxshim_conn_interim()), len bytes of it at h: where
+ * the bytes after its interim responses start, if the write goes on past
+ * them -- a server that buffers its output writes "HTTP/1.1 100
+ * Continue\r\n\r\n" and the final response in one call, and that call
+ * answers the request: taken for the interim response alone, it left the
+ * request unanswered, the connection's next request was queued behind it
+ * as if pipelined, and the thread showed the previous request's context
+ * while it handled each later one.  0 when the write ends within them (a
+ * plain interim response); len when they end exactly at len and the write
+ * goes on (the next iovec).  Only bytes the kernel has read (the first r)
+ * are looked at. */
+static __attribute__((noinline, cold)) size_t
+sk_interim_end(const uint8_t *h, size_t len, size_t r)
+{
+	size_t lim = len < r ? len : r, off = 0, i;
+
+	while (lim - off >= SK_HEAD_MIN && ctxshim_conn_interim(h + off, lim - off)) {
+		/* The blank line that ends this interim head (LF LF or LF CR
+		 * LF, as the scanner takes line ends). */
+		for (i = off; i + 1 < lim; i++)
+			if (h[i] == '\n' &&
+			    (h[i + 1] == '\n' ||
+			     (h[i + 1] == '\r' && i + 2 < lim && h[i + 2] == '\n')))
+				break;
+		if (i + 1 >= lim)
+			break; /* not within the bytes written: interim */
+		i += h[i + 1] == '\n' ? 2 : 3;
+		if (i >= r)
+			break; /* the write ends with it: interim */
+		off = i;
+		if (off == lim)
+			break; /* more in the next iovec */
+	}
+	return off;
 }
 
 /* After a write of r bytes on tracked fd; head/head_len: its first bytes.
  * Inline in each write hook, like sk_out_enter(): the response's write is
  * once per request (B1i).  ctxshim_conn_responded() leaves errno alone
- * (no system call); sk_out_next() keeps it. */
+ * (no system call); sk_out_next() keeps it.  A write that starts with an
+ * interim response is judged by what follows it (sk_interim_end()). */
 static inline __attribute__((always_inline)) void
 sk_out(int fd, struct ctxshim_conn *c, const void *head, size_t head_len, ssize_t r)
 {
 	if (!c || r <= 0)
 		return;
-	sk_out_c(fd, c, head, head_len);
+	if (__builtin_expect(ctxshim_conn_interim(head, head_len), 0)) {
+		size_t k = sk_interim_end(head, head_len, (size_t)r);
+
+		head = (const uint8_t *)head + k;
+		head_len -= k;
+		r -= (ssize_t)k;
+	}
+	sk_out_c(fd, c, head, head_len, r);
 }
 
 /* The usual write of a response: on the connection whose context this
@@ -1490,9 +1641,6 @@ sk_out_enter(int fd, uint8_t hot)
 	return sk_enter(fd, true);
 }
 
-/* The bytes ctxshim_conn_status_kind() looks at: "HTTP/1.x NNN". */
-#define SK_HEAD_MIN 12
-
 /* sk_out() after a writev/sendmsg that wrote r > 0 bytes whose first iovec
  * is shorter than SK_HEAD_MIN: the first bytes are gathered across iovecs,
  * so that "HTTP/1.1 " + "100 Continue" is seen as the interim status it
@@ -1514,6 +1662,33 @@ sk_out_iov_gather(
 	sk_out(fd, c, got ? tmp : NULL, got, r);
 }
 
+/* sk_out_iov() of a write whose first iovec (of at least SK_HEAD_MIN
+ * bytes) starts with an interim response: an iovec that holds exactly
+ * interim responses, with more written after it, is stepped over (the
+ * final response is in the next ones: "HTTP/1.1 100 Continue\r\n\r\n" |
+ * "HTTP/1.1 200 OK..."). */
+static __attribute__((noinline, cold)) void
+sk_out_iov_interim(
+	int fd, struct ctxshim_conn *c, const struct iovec *iov, size_t n, ssize_t r)
+{
+	while (n > 1 && iov[0].iov_len >= SK_HEAD_MIN && (size_t)r > iov[0].iov_len &&
+	       ctxshim_conn_interim(iov[0].iov_base, iov[0].iov_len) &&
+	       sk_interim_end(iov[0].iov_base, iov[0].iov_len, (size_t)r) ==
+		       iov[0].iov_len) {
+		r -= (ssize_t)iov[0].iov_len;
+		iov++;
+		n--;
+		while (n > 1 && iov[0].iov_len == 0) {
+			iov++;
+			n--;
+		}
+	}
+	if (n > 0 && iov[0].iov_len >= SK_HEAD_MIN)
+		sk_out(fd, c, iov[0].iov_base, iov[0].iov_len, r);
+	else
+		sk_out_iov_gather(fd, c, iov, n, r);
+}
+
 /* sk_out() after a writev/sendmsg of n iovecs that returned r.  The usual
  * response head is one iovec of at least SK_HEAD_MIN bytes: inline. */
 static inline __attribute__((always_inline)) void
@@ -1521,10 +1696,15 @@ sk_out_iov(int fd, struct ctxshim_conn *c, const struct iovec *iov, size_t n, ss
 {
 	if (!c || r <= 0)
 		return;
-	if (__builtin_expect(n > 0 && iov[0].iov_len >= SK_HEAD_MIN, 1))
-		sk_out(fd, c, iov[0].iov_base, iov[0].iov_len, r);
-	else
+	if (__builtin_expect(n > 0 && iov[0].iov_len >= SK_HEAD_MIN, 1)) {
+		if (__builtin_expect(
+			    ctxshim_conn_interim(iov[0].iov_base, iov[0].iov_len), 0))
+			sk_out_iov_interim(fd, c, iov, n, r);
+		else
+			sk_out(fd, c, iov[0].iov_base, iov[0].iov_len, r);
+	} else {
 		sk_out_iov_gather(fd, c, iov, n, r);
+	}
 }
 
 /* fd stops naming its connection. */
@@ -2289,9 +2469,21 @@ sk_write_any(int fd, const void *buf, size_t n)
 static __attribute__((noinline, cold)) ssize_t
 sk_out_slow(int fd, struct ctxshim_conn *c, const void *head, size_t len, ssize_t r)
 {
-	if (ctxshim_conn_responded_slow(c, head, len))
+	if (ctxshim_conn_responded_slow(c, head, len)) {
 		sk_out_next(fd, c, head, len);
+		sk_out_more(fd, c, head, len, r);
+	}
 	sk_busy(false);
+	return r;
+}
+
+/* A response write that starts with an interim response: sk_out(), which
+ * looks past it (sk_interim_end()); returns r. */
+static __attribute__((noinline, cold)) ssize_t
+sk_out_interim_slow(
+	int fd, struct ctxshim_conn *c, const void *head, size_t len, ssize_t r)
+{
+	sk_out(fd, c, head, len, r);
 	return r;
 }
 
@@ -2302,6 +2494,9 @@ sk_out_slow(int fd, struct ctxshim_conn *c, const void *head, size_t len, ssize_
 	do {                                                                       \
 		if ((r) <= 0)                                                      \
 			return (r);                                                \
+		if (__builtin_expect(ctxshim_conn_interim((head), (len)), 0))      \
+			return sk_out_interim_slow((keep_fd), (c), (head), (len),  \
+						   (r));                           \
 		sk_busy(true);                                                     \
 		if (__builtin_expect(                                              \
 			    !ctxshim_conn_responded_usual((c), (head), (len)), 0)) \
@@ -2437,12 +2632,12 @@ sk_sendmsg_any(int fd, const struct msghdr *msg, int flags, uint8_t hot)
 	return r;
 }
 
-/* sk_sendmsg()'s first iovec shorter than a status line (r > 0: the
- * kernel read msg, so it is there). */
+/* sk_sendmsg()'s first iovec shorter than a status line, or an interim
+ * one (r > 0: the kernel read msg, so it is there). */
 static __attribute__((noinline, cold)) ssize_t
 sk_sendmsg_gather(int fd, struct ctxshim_conn *c, const struct msghdr *msg, ssize_t r)
 {
-	sk_out_iov_gather(fd, c, msg->msg_iov, msg->msg_iovlen, r);
+	sk_out_iov(fd, c, msg->msg_iov, msg->msg_iovlen, r);
 	return r;
 }
 
@@ -2462,7 +2657,8 @@ sk_sendmsg(int fd, const struct msghdr *msg, int flags, uint8_t hot)
 		return r;
 	/* r > 0: the kernel read msg and at least one iovec */
 	iov = msg->msg_iov;
-	if (__builtin_expect(iov[0].iov_len < SK_HEAD_MIN, 0))
+	if (__builtin_expect(iov[0].iov_len < SK_HEAD_MIN, 0) ||
+	    __builtin_expect(ctxshim_conn_interim(iov[0].iov_base, iov[0].iov_len), 0))
 		return sk_sendmsg_gather(keep_fd, c, msg, r);
 	SK_OUT_FAST_RETURN(keep_fd, c, iov[0].iov_base, iov[0].iov_len, r);
 }
@@ -2497,13 +2693,13 @@ sk_writev_any(int fd, const struct iovec *iov, int iovcnt)
 }
 
 /* sk_writev()'s rare ends, returning r: a first iovec shorter than a
- * status line, and a response write that is not the usual one (busy held:
- * the rest of sk_out_unbusy()). */
+ * status line or an interim one, and a response write that is not the
+ * usual one (busy held: the rest of sk_out_unbusy()). */
 static __attribute__((noinline, cold)) ssize_t
 sk_writev_gather(
 	int fd, struct ctxshim_conn *c, const struct iovec *iov, int n, ssize_t r)
 {
-	sk_out_iov_gather(fd, c, iov, (size_t)n, r);
+	sk_out_iov(fd, c, iov, (size_t)n, r);
 	return r;
 }
 
@@ -2533,7 +2729,8 @@ sk_writev(int fd, const struct iovec *iov, int iovcnt)
 		return r;
 	head = iov[0].iov_base;
 	len = iov[0].iov_len;
-	if (__builtin_expect(len < SK_HEAD_MIN, 0))
+	if (__builtin_expect(len < SK_HEAD_MIN, 0) ||
+	    __builtin_expect(ctxshim_conn_interim(head, len), 0))
 		return sk_writev_gather(keep_fd, c, iov, keep_n, r);
 	/* sk_out_unbusy(), its usual case here; the others are tail calls,
 	 * so that nothing after the real call needs a saved register. */

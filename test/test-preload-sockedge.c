@@ -15,6 +15,10 @@
  *  - writev/sendmsg with "HTTP/1.1 " and "100 Continue" in separate iovecs
  *    counted as the final response: the body was read without the
  *    request's context;
+ *  - "100 Continue" and the final response in one write counted as
+ *    interim only, and a write with the responses of two pipelined
+ *    requests answered only the first: the connection's next request was
+ *    read under the previous one's context;
  *  - a response written with sendmmsg() or pwritev2() was unseen: the
  *    connection's next request was queued behind the unanswered one and
  *    read under its context;
@@ -88,6 +92,18 @@ START_TEST(continue_one_iovec)
 }
 END_TEST
 
+START_TEST(continue_and_final)
+{
+	run_edge("continue-final", _i & 1 ? "writev" : "write", _i & 2);
+}
+END_TEST
+
+START_TEST(batched_responses)
+{
+	run_edge("batch", NULL, _i & 1);
+}
+END_TEST
+
 START_TEST(response_writers)
 {
 	run_edge("writers", _i & 1 ? "pwritev2" : "sendmmsg", _i & 2);
@@ -121,6 +137,8 @@ TEST_SUITE(sockedge_suite)
 	tcase_add_loop_test(tc, poll_efault, 0, 2);
 	tcase_add_loop_test(tc, continue_split_iovecs, 0, 4);
 	tcase_add_loop_test(tc, continue_one_iovec, 0, 2);
+	tcase_add_loop_test(tc, continue_and_final, 0, 4);
+	tcase_add_loop_test(tc, batched_responses, 0, 2);
 	tcase_add_loop_test(tc, response_writers, 0, 4);
 	tcase_add_loop_test(tc, splice_body, 0, 2);
 	tcase_add_loop_test(tc, uv_after_work_restore, 0, 2);

@@ -28,6 +28,16 @@
  *                                response: the context stays while the
  *                                body is read, the final response then
  *                                ends it
+ *   sock-edge continue-final write|writev
+ *                                "100 Continue" and the final response in
+ *                                one write (writev: in two iovecs) answer
+ *                                the request: the next request on the
+ *                                connection gets its own context (the
+ *                                write used to count as interim only)
+ *   sock-edge batch              two pipelined requests read together and
+ *                                both answered in one write: the third
+ *                                request gets its own context (it used to
+ *                                be read under the second's)
  *   sock-edge writers sendmmsg|pwritev2
  *                                a response written with sendmmsg() or
  *                                pwritev2() at offset -1 answers its
@@ -333,6 +343,73 @@ shows_trace2(void)
 	return strncmp(s, "trace=" TRACE2 " ", 6 + 32 + 1) == 0;
 }
 
+/* A request head whose traceparent has TRACE2 read on the keep-alive
+ * connection cli/srv after its last response: it must show TRACE2. */
+static void
+next_shows_trace2(int cli, int srv, const char *what)
+{
+	static const char next[] = "GET /next HTTP/1.1\r\nHost: x\r\n" TP2 "\r\n";
+	char buf[sizeof(next)];
+
+	send_all(cli, next, sizeof(next) - 1, 0);
+	read_n(srv, buf, sizeof(next) - 1);
+	CHECK(shows_trace2(), "%s: the next request: %s", what, ctxobs_shown());
+}
+
+static void
+mode_continue_final(const char *how)
+{
+	static const char head[] =
+		"POST /up HTTP/1.1\r\nHost: x\r\n" TP
+		"Expect: 100-continue\r\nContent-Length: 5\r\n\r\nhello";
+	static const char resp[] = "HTTP/1.1 100 Continue\r\n\r\n"
+				   "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n";
+	char buf[sizeof(head) + sizeof(resp)];
+	ssize_t r;
+	int cli, srv;
+
+	pair(&cli, &srv);
+	send_all(cli, head, sizeof(head) - 1, 0);
+	read_n(srv, buf, sizeof(head) - 1);
+	CHECK(shows_trace(), "continue-final: head: %s", ctxobs_shown());
+	if (strcmp(how, "writev") == 0) {
+		struct iovec v[2] = {{(void *)resp, 25},
+				     {(void *)(resp + 25), sizeof(resp) - 1 - 25}};
+
+		r = writev(srv, v, 2);
+	} else {
+		r = write(srv, resp, sizeof(resp) - 1);
+	}
+	CHECK(r == (ssize_t)sizeof(resp) - 1, "continue-final %s: %zd", how, r);
+	read_n(cli, buf, sizeof(resp) - 1);
+	next_shows_trace2(cli, srv, how);
+	close(cli);
+	close(srv);
+}
+
+static void
+mode_batch(void)
+{
+	static const char two[] = "GET /a HTTP/1.1\r\nHost: x\r\n" TP "\r\n"
+				  "GET /b HTTP/1.1\r\nHost: x\r\n"
+				  "traceparent: 00-5e0c63257de34c926f9efcd03aa62e11-"
+				  "b7ad6b7169203331-01\r\n\r\n";
+	static const char resp[] = "HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\na"
+				   "HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nb";
+	char buf[sizeof(two)];
+	int cli, srv;
+
+	pair(&cli, &srv);
+	send_all(cli, two, sizeof(two) - 1, 0);
+	read_n(srv, buf, sizeof(two) - 1);
+	CHECK(write(srv, resp, sizeof(resp) - 1) == (ssize_t)sizeof(resp) - 1,
+	      "batch: write: %s", strerror(errno));
+	read_n(cli, buf, sizeof(resp) - 1);
+	next_shows_trace2(cli, srv, "batch");
+	close(cli);
+	close(srv);
+}
+
 /* Move n bytes out of srv through the pipe p, as a proxy that splices
  * bodies does (pipe to the backend; here, read and dropped). */
 static void
@@ -359,9 +436,8 @@ static void
 mode_writers(const char *how)
 {
 	static const char resp[] = "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n";
-	static const char next[] = "GET /next HTTP/1.1\r\nHost: x\r\n" TP2 "\r\n";
 	struct iovec v = {(void *)resp, sizeof(resp) - 1};
-	char buf[sizeof(next)];
+	char buf[sizeof(resp)];
 	int cli, srv;
 	ssize_t r;
 
@@ -377,10 +453,7 @@ mode_writers(const char *how)
 		CHECK(r == (ssize_t)sizeof(resp) - 1, "pwritev2: %zd", r);
 	}
 	read_n(cli, buf, sizeof(resp) - 1);
-	send_all(cli, next, sizeof(next) - 1, 0);
-	read_n(srv, buf, sizeof(next) - 1);
-	CHECK(shows_trace2(), "%s: the request after the response: %s", how,
-	      ctxobs_shown());
+	next_shows_trace2(cli, srv, how);
 	close(cli);
 	close(srv);
 }
@@ -466,13 +539,18 @@ main(int argc, char **argv)
 		mode_poll_efault();
 	else if (strcmp(mode, "continue") == 0)
 		mode_continue(arg);
+	else if (strcmp(mode, "continue-final") == 0)
+		mode_continue_final(arg);
+	else if (strcmp(mode, "batch") == 0)
+		mode_batch();
 	else if (strcmp(mode, "writers") == 0)
 		mode_writers(arg);
 	else if (strcmp(mode, "splice") == 0)
 		mode_splice();
 	else {
 		fprintf(stderr, "usage: sock-edge "
-				"oob|poll-efault|continue|writers|splice [how]\n");
+				"oob|poll-efault|continue|continue-final|batch|"
+				"writers|splice [how]\n");
 		return 64;
 	}
 	printf("RESULT %s fails=%d\n", mode, fails);
