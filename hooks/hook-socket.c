@@ -2490,19 +2490,19 @@ sk_out_interim_slow(
 /* Return r after the response write's real call on slot c (sk_out_fast()
  * held before it): sk_out_unbusy() with its rare cases a tail call, and
  * fd read from the caller's stack only there (see sk_writev()). */
-#define SK_OUT_FAST_RETURN(keep_fd, c, head, len, r)                               \
-	do {                                                                       \
-		if ((r) <= 0)                                                      \
-			return (r);                                                \
-		if (__builtin_expect(ctxshim_conn_interim((head), (len)), 0))      \
-			return sk_out_interim_slow((keep_fd), (c), (head), (len),  \
-						   (r));                           \
-		sk_busy(true);                                                     \
-		if (__builtin_expect(                                              \
-			    !ctxshim_conn_responded_usual((c), (head), (len)), 0)) \
-			return sk_out_slow((keep_fd), (c), (head), (len), (r));    \
-		sk_busy(false);                                                    \
-		return (r);                                                        \
+#define SK_OUT_FAST_RETURN(keep_fd, c, head, len, r)                                  \
+	do {                                                                          \
+		if ((r) <= 0)                                                         \
+			return (r);                                                   \
+		if (__builtin_expect(ctxshim_conn_interim((head), (len)), 0))         \
+			return sk_out_interim_slow((keep_fd), (c), (head), (len),     \
+						   (r));                              \
+		sk_busy(true);                                                        \
+		/* head known not interim: none given (B1i) */                        \
+		if (__builtin_expect(!ctxshim_conn_responded_usual((c), NULL, 0), 0)) \
+			return sk_out_slow((keep_fd), (c), (head), (len), (r));       \
+		sk_busy(false);                                                       \
+		return (r);                                                           \
 	} while (0)
 
 /* The response's write (sk_out_fast()), else sk_write_any(). */
@@ -2735,7 +2735,8 @@ sk_writev(int fd, const struct iovec *iov, int iovcnt)
 	/* sk_out_unbusy(), its usual case here; the others are tail calls,
 	 * so that nothing after the real call needs a saved register. */
 	sk_busy(true);
-	if (__builtin_expect(!ctxshim_conn_responded_usual(c, head, len), 0))
+	/* head known not interim: none given (B1i) */
+	if (__builtin_expect(!ctxshim_conn_responded_usual(c, NULL, 0), 0))
 		return sk_writev_out_slow(keep_fd, c, iov, r);
 	sk_busy(false);
 	return r;
