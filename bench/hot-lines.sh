@@ -30,14 +30,17 @@
 #   HOT_SHIM=LIB   the preloaded library to measure (default
 #                  BUILDDIR/libctxshim.so; run.sh passes bench/libminshim.so
 #                  for B1zh)
-#   HOT_I1=S,A,L   the simulated I1 (default 65536,16,64: the CPU of the
-#                  VM bench/README.md measured on; fixed, so that counts
-#                  compare across machines; 32768,8,64 is the common one)
+#   HOT_I1=S,A,L   the simulated I1: bytes, ways, line bytes (default:
+#                  this CPU's, as valgrind reads it with cpuid, since the
+#                  misses are meant to predict B1 here; 65536,16,64 gives
+#                  the counts of the tables before 2026-12-02, 32768,8,64
+#                  is the usual x86-64 one)
 #
 # Counts repeat to within a few instructions and lines per request; about
 # 4 s in all.
 # Output: one line "shim_ir=... shim_lines=... shim_pages=... i1_plain=...
-# i1_shim=... ir_plain=... ir_shim=..." on stdout; exit 1 if a run failed.
+# i1_shim=... ir_plain=... ir_shim=... i1=S,A,L" on stdout; exit 1 if a run
+# failed.
 
 set -u
 
@@ -50,7 +53,7 @@ BUILD=$(cd "$BUILD" 2>/dev/null && pwd) || {
 SHIM=${HOT_SHIM:-$BUILD/libctxshim.so}
 NGXCLIENT=$BUILD/bench/bench-ngxclient
 N=${HOT_REQS:-500}
-I1=${HOT_I1:-65536,16,64}
+I1=${HOT_I1:-}
 for t in valgrind nginx; do
 	command -v $t >/dev/null || {
 		echo "hot-lines: $t is missing" >&2
@@ -60,6 +63,21 @@ done
 if [ ! -f "$SHIM" ] || [ ! -x "$NGXCLIENT" ]; then
 	echo "hot-lines: build first (ninja -C $BUILD)" >&2
 	exit 2
+fi
+if [ -z "$I1" ]; then
+	# "I1: 32,768 B, 8-way, 64 B lines" (what the simulation uses: the
+	# CPU's own, or the nearest geometry valgrind can simulate)
+	I1=$(valgrind --tool=cachegrind --cache-sim=yes --cachegrind-out-file=/dev/null \
+		-v /bin/true 2>&1 | awk '$2 == "I1:" && $5 ~ /-way,$/ {
+			gsub(/,/, "", $3); sub(/-way,/, "", $5)
+			print $3 "," $5 "," $6; exit }')
+	case $I1 in
+	[0-9]*,[0-9]*,[0-9]*) ;;
+	*)
+		echo "hot-lines: cannot read this CPU's I1 from valgrind; simulating 32768,8,64" >&2
+		I1=32768,8,64
+		;;
+	esac
 fi
 
 . "$SRCDIR/bench/nginx-lib.sh"
@@ -210,7 +228,7 @@ done
 
 # instructions whose count grew by N/2 or more between the runs: the
 # steady-state code of a request
-awk -v n="$N" -v funcs="${HOT_FUNCS:-0}" '
+awk -v n="$N" -v funcs="${HOT_FUNCS:-0}" -v i1geo="$I1" '
 	FNR == 1 { f++ }
 	$1 == "total" { tot[f] = $2; i1[f] = $3; next }
 	f == 3 { c1[$1] = $2; next }
@@ -228,9 +246,9 @@ awk -v n="$N" -v funcs="${HOT_FUNCS:-0}" '
 		}
 	}
 	END {
-		printf "shim_ir=%.0f shim_lines=%d shim_pages=%d i1_plain=%.1f i1_shim=%.1f ir_plain=%.0f ir_shim=%.0f\n",
+		printf "shim_ir=%.0f shim_lines=%d shim_pages=%d i1_plain=%.1f i1_shim=%.1f ir_plain=%.0f ir_shim=%.0f i1=%s\n",
 			sir / n, nl, np, (i1[2] - i1[1]) / n, (i1[4] - i1[3]) / n,
-			(tot[2] - tot[1]) / n, (tot[4] - tot[3]) / n
+			(tot[2] - tot[1]) / n, (tot[4] - tot[3]) / n, i1geo
 		if (funcs == 1)
 			for (fn in fl)
 				printf "  %3d %s\n", fl[fn], fn | "sort -rn"

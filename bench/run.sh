@@ -557,7 +557,7 @@ bench_nginx_cg() {
 	if [ -n "$(hget shim_lines)" ]; then
 		row B1h "shim code lines (64 B) run per nginx request" \
 			"$(hget shim_lines)" info - \
-			"$(hget shim_ir) insns in $(hget shim_pages) pages; sim. I1 misses/request $(hget i1_plain) without, $(hget i1_shim) with"
+			"$(hget shim_ir) insns in $(hget shim_pages) pages; sim. I1 ($(hget i1)) misses/request $(hget i1_plain) without, $(hget i1_shim) with"
 	else
 		log "B1h: bench/hot-lines.sh failed:"
 		cat "$W/hot.err" >&2
@@ -623,7 +623,7 @@ bench_nginx_cg_min() {
 	if [ -n "$(hget shim_lines)" ]; then
 		row B1zh "minimal writer's code lines (64 B) run per request" \
 			"$(hget shim_lines)" info - \
-			"$(hget shim_ir) insns in $(hget shim_pages) pages; sim. I1 misses/request $(hget i1_plain) without, $(hget i1_shim) with"
+			"$(hget shim_ir) insns in $(hget shim_pages) pages; sim. I1 ($(hget i1)) misses/request $(hget i1_plain) without, $(hget i1_shim) with"
 	else
 		log "B1zh: bench/hot-lines.sh failed:"
 		cat "$W/hot-min.err" >&2
