@@ -36,6 +36,8 @@
 #include <openssl/bio.h>
 #include <openssl/ssl.h>
 
+#include "tls-exchange.h"
+
 struct counts {
 	int calls, ctrl, get_fd;
 };
@@ -48,13 +50,6 @@ struct exchange {
 };
 
 static SSL_CTX *server_ctx, *client_ctx;
-
-static void __attribute__((noreturn)) fail(const char *what)
-{
-	printf("FAILED %s\n", what);
-	fflush(stdout);
-	exit(1);
-}
 
 static long
 count(BIO *b,
@@ -102,33 +97,6 @@ session(SSL_CTX *ctx, int fd, bool fd_bio, struct counts *c)
 	BIO_set_callback_arg(b, (char *)c);
 	BIO_set_callback_ex(b, count);
 	return s;
-}
-
-/* Read until the end of a head. */
-static void
-read_head(SSL *s)
-{
-	char buf[4096];
-	size_t len = 0;
-
-	while (!memmem(buf, len, "\r\n\r\n", 4)) {
-		int r = SSL_read(s, buf + len, (int)(sizeof(buf) - len));
-
-		if (r <= 0)
-			fail("SSL_read");
-		len += (size_t)r;
-	}
-}
-
-/* The last two steps of both sides: a second reference taken and freed,
- * then the session freed. */
-static void
-finish(SSL *s)
-{
-	if (SSL_up_ref(s) != 1)
-		fail("SSL_up_ref");
-	SSL_free(s);
-	SSL_free(s);
 }
 
 static void *

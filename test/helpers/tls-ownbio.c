@@ -34,6 +34,8 @@
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
 
+#include "tls-exchange.h"
+
 struct side {
 	int fd;
 	int ctrl, get_fd;
@@ -43,13 +45,6 @@ static BIO_METHOD *own_method;
 static SSL_CTX *server_ctx, *client_ctx;
 static struct side server_side, client_side;
 static unsigned port;
-
-static void __attribute__((noreturn)) fail(const char *what)
-{
-	printf("FAILED %s\n", what);
-	fflush(stdout);
-	exit(1);
-}
 
 static int
 own_write(BIO *b, const char *data, int n)
@@ -109,32 +104,6 @@ session(SSL_CTX *ctx, int fd, struct side *side)
 	BIO_set_data(b, side);
 	SSL_set_bio(s, b, b);
 	return s;
-}
-
-/* Read until the end of a head. */
-static void
-read_head(SSL *s)
-{
-	char buf[4096];
-	size_t len = 0;
-
-	while (!memmem(buf, len, "\r\n\r\n", 4)) {
-		int r = SSL_read(s, buf + len, (int)(sizeof(buf) - len));
-
-		if (r <= 0)
-			fail("SSL_read");
-		len += (size_t)r;
-	}
-}
-
-/* A second reference taken and freed, then the session freed. */
-static void
-finish(SSL *s)
-{
-	if (SSL_up_ref(s) != 1)
-		fail("SSL_up_ref");
-	SSL_free(s);
-	SSL_free(s);
 }
 
 static void *
