@@ -114,7 +114,7 @@ START_TEST(test_record_follows_reload)
 	/* "late" has no phase-1 THREAD lines: tr1 stays empty */
 	char tr1[N_WORKERS][33] = {{0}}, tr2[N_WORKERS][33];
 	char lib2[PATH_MAX], *argv[6] = {NULL};
-	const char *args[] = {"-q", "-F", "100", "-o", file, pid, NULL};
+	const char *args[] = {"-F", "100", "-o", file, pid, NULL};
 	const char *l1, *l2;
 	struct test_child c;
 	int moved, st, w;
@@ -157,8 +157,10 @@ START_TEST(test_record_follows_reload)
 	sleep_ms(1600);
 	kill(rec, SIGINT);
 	st = prof_record_wait(rec, TIMEOUT_MS);
-	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "record status 0x%x: %s",
-		      st, (err = prof_slurp(errf)));
+	err = prof_slurp(errf);
+	ck_assert_msg(prof_record_status_ok(st, err), "record status 0x%x: %s", st,
+		      err);
+	free(err);
 	prof_assert_running(c.pid);
 	st = test_child_finish(&c, TIMEOUT_MS);
 	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0,
@@ -244,7 +246,7 @@ START_TEST(test_record_same_place_reload)
 	char exe[PATH_MAX], lib[PATH_MAX], line[512], file[64], errf[64], pid[16];
 	char *argv[4], *env[2] = {(char *)sc->env, NULL}, *out = NULL, *err = NULL;
 	char stale1[33], stale2[33], fresh[33], main_tr[33], want[64];
-	const char *args[] = {"-q", "-F", "100", "-o", file, pid, NULL};
+	const char *args[] = {"-F", "100", "-o", file, pid, NULL};
 	unsigned long long b1 = 0, b2 = 0;
 	unsigned m1 = 0, m2 = 0;
 	struct test_child c;
@@ -287,8 +289,10 @@ START_TEST(test_record_same_place_reload)
 	sleep_ms(300);
 	kill(rec, SIGINT);
 	st = prof_record_wait(rec, TIMEOUT_MS);
-	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "record status 0x%x: %s",
-		      st, (err = prof_slurp(errf)));
+	err = prof_slurp(errf);
+	ck_assert_msg(prof_record_status_ok(st, err), "record status 0x%x: %s", st,
+		      err);
+	free(err);
 	prof_assert_running(c.pid);
 	st = test_child_finish(&c, TIMEOUT_MS);
 	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0,
