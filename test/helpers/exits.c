@@ -35,6 +35,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "relay-threads.h"
 #include "target-threads.h"
 
 #define MAX_WORKERS 32
@@ -88,31 +89,6 @@ spawner(void *arg)
 	return NULL;
 }
 
-static __attribute__((noinline)) void
-relay_wait(void)
-{
-	struct timespec ts = {0, 30 * 1000 * 1000};
-
-	nanosleep(&ts, NULL);
-	__asm__ volatile(""); /* no tail call: relay_wait stays on the stack */
-}
-
-static void *
-relay(void *arg)
-{
-	pthread_attr_t attr;
-	pthread_t t;
-
-	relay_wait();
-	pthread_attr_init(&attr);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	pthread_attr_setstacksize(&attr, 64 * 1024);
-	while (!atomic_load(&stopping) && pthread_create(&t, &attr, relay, arg) != 0)
-		relay_wait();
-	pthread_attr_destroy(&attr);
-	return NULL;
-}
-
 static void
 stdin_waiter(void)
 {
@@ -121,6 +97,7 @@ stdin_waiter(void)
 	while (read(0, buf, sizeof(buf)) > 0)
 		;
 	atomic_store(&stopping, true);
+	atomic_store(&relay_stop, true);
 	/* the spawners and the vforker may be mid-call: end the process */
 	exit(0);
 }
@@ -178,16 +155,8 @@ main(int argc, char **argv)
 	for (i = 0; i < burst; i++)
 		if (pthread_create(&t, NULL, spawner, (void *)(long)i) != 0)
 			return 1;
-	for (i = 0; i < relays; i++) {
-		pthread_attr_t attr;
-
-		pthread_attr_init(&attr);
-		pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-		if (pthread_create(&t, &attr, relay, NULL) != 0)
-			return 1;
-		pthread_attr_destroy(&attr);
-		usleep(7000); /* the relays' ends spread over the 30 ms */
-	}
+	if (!relay_start(relays))
+		return 1;
 	if (with_vfork)
 		printf("VFORK %d\n", (int)vfork_thread.tid);
 	printf("READY %d", (int)getpid());
