@@ -1,8 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* curl-oom: a libcurl program whose allocator fails for the length of one
  * curl_easy_setopt(CURLOPT_HTTPHEADER) on a new handle, as under memory
- * pressure or a cgroup limit.  The executable's malloc() interposes the one
- * every library uses (the shim's hash table included).  No tracing code.
+ * pressure or a cgroup limit (fail-alloc.h).  No tracing code.
  *
  * Prints the results; the test runs it with and without the shim and
  * compares (hooks/hook-curl.c must then leave that handle untraced, never
@@ -15,23 +14,7 @@
 
 #include <curl/curl.h>
 
-static volatile int fail_now;
-static void *(*next_malloc)(size_t);
-
-void *malloc(size_t n);
-
-void *
-malloc(size_t n)
-{
-	if (fail_now)
-		return NULL;
-	/* glibc's dlsym() does not allocate when it finds the symbol; the
-	 * next malloc is libc's, or the sanitizer runtime's in an ASan
-	 * build. */
-	if (!next_malloc)
-		next_malloc = (void *(*)(size_t))dlsym(RTLD_NEXT, "malloc");
-	return next_malloc(n);
-}
+#include "fail-alloc.h"
 
 int
 main(void)
