@@ -1433,70 +1433,6 @@ sk_out_next(int fd, struct ctxshim_conn *c, const void *head, size_t head_len)
 	errno = saved_errno;
 }
 
-/* The length of the HTTP/1.x response that starts at p, if its head is
- * complete in p[0..n) and its end can be told from it: 1xx, 204 and 304
- * have no body, others a Content-Length body.  0 when it cannot be told
- * (no status line, a head cut by the end of the bytes, chunked, a body
- * that runs until the close, a Content-Length that is not plain digits).
- * Pure code; no byte outside p[0..n) is read. */
-static size_t
-sk_resp_len(const uint8_t *p, size_t n)
-{
-	static const char cl_name[] = "content-length:",
-			  te_name[] = "transfer-encoding:";
-	size_t i = 0, line, l, k, cl = SIZE_MAX;
-	bool te = false;
-	int status;
-
-	if (n < 12 || ctxshim_conn_status_kind(p, n) == 0 || p[8] != ' ' ||
-	    p[9] < '1' || p[9] > '5' || p[10] < '0' || p[10] > '9' || p[11] < '0' ||
-	    p[11] > '9')
-		return 0;
-	status = (p[9] - '0') * 100 + (p[10] - '0') * 10 + (p[11] - '0');
-	for (;;) {
-		line = i;
-		while (i < n && p[i] != '\n')
-			i++;
-		if (i >= n)
-			return 0;
-		l = i++ - line;
-		if (l > 0 && p[line + l - 1] == '\r')
-			l--;
-		if (l == 0)
-			break; /* the blank line: end of the head */
-		for (k = 0; k < sizeof(cl_name) - 1 && k < l; k++)
-			if ((p[line + k] | 0x20) != (uint8_t)cl_name[k])
-				break;
-		if (k == sizeof(cl_name) - 1) {
-			size_t v = 0, d = 0;
-
-			for (k = line + k;
-			     k < line + l && (p[k] == ' ' || p[k] == '\t'); k++)
-				;
-			for (; k < line + l && p[k] >= '0' && p[k] <= '9'; k++, d++) {
-				if (v > (SIZE_MAX - 9) / 10)
-					return 0;
-				v = v * 10 + (size_t)(p[k] - '0');
-			}
-			for (; k < line + l && (p[k] == ' ' || p[k] == '\t'); k++)
-				;
-			if (!d || k != line + l || (cl != SIZE_MAX && cl != v))
-				return 0;
-			cl = v;
-		}
-		for (k = 0; k < sizeof(te_name) - 1 && k < l; k++)
-			if ((p[line + k] | 0x20) != (uint8_t)te_name[k])
-				break;
-		if (k == sizeof(te_name) - 1)
-			te = true;
-	}
-	if (status < 200 || status == 204 || status == 304)
-		return i;
-	if (te || cl == SIZE_MAX || cl > SIZE_MAX - i)
-		return 0;
-	return i + cl;
-}
-
 /* A write whose first response made c's next pipelined request current
  * (sk_out_next()) may carry the responses of the requests queued after
  * it as well: a server that batches its output answers pipelined
@@ -1505,7 +1441,7 @@ sk_resp_len(const uint8_t *p, size_t n)
  * was queued behind it and handled under the previous one's context.  So
  * the responses that follow in the bytes written (the first r of head,
  * len of them known) answer and promote in turn, as long as each one's
- * end can be told (sk_resp_len()) and the next starts with a status line;
+ * end can be told (http_response_len()) and the next starts with a status line;
  * at most as many as can be queued, and one of the rare writes that
  * promote (nothing on the usual path). */
 static __attribute__((noinline, cold)) void
@@ -1518,7 +1454,7 @@ sk_out_more(int fd, struct ctxshim_conn *c, const void *head, size_t len, ssize_
 	if (!h)
 		return;
 	for (n = 0; n < 32; n++) {
-		k = sk_resp_len(h + off, lim - off);
+		k = http_response_len(h + off, lim - off);
 		if (!k || k >= lim - off)
 			return;
 		off += k;

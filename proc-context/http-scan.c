@@ -1505,3 +1505,65 @@ http_scan_whole(struct http_scan *st,
 {
 	return http_scan_whole_inline(st, cfg, buf, len, h, false);
 }
+
+/* ---- responses ---- */
+
+/* Line by line, not a state machine like the request scanner's: it runs
+ * only on the rare writes that promote a pipelined request, over bytes
+ * the caller has whole. */
+size_t
+http_response_len(const uint8_t *p, size_t n)
+{
+	static const char cl_name[] = "content-length:",
+			  te_name[] = "transfer-encoding:";
+	size_t i = 0, line, l, k, cl = SIZE_MAX;
+	bool te = false;
+	int status;
+
+	if (n < 12 || memcmp(p, "HTTP/1.", 7) != 0 || p[8] != ' ' || p[9] < '1' ||
+	    p[9] > '5' || p[10] < '0' || p[10] > '9' || p[11] < '0' || p[11] > '9')
+		return 0;
+	status = (p[9] - '0') * 100 + (p[10] - '0') * 10 + (p[11] - '0');
+	for (;;) {
+		line = i;
+		while (i < n && p[i] != '\n')
+			i++;
+		if (i >= n)
+			return 0;
+		l = i++ - line;
+		if (l > 0 && p[line + l - 1] == '\r')
+			l--;
+		if (l == 0)
+			break; /* the blank line: end of the head */
+		for (k = 0; k < sizeof(cl_name) - 1 && k < l; k++)
+			if ((p[line + k] | 0x20) != (uint8_t)cl_name[k])
+				break;
+		if (k == sizeof(cl_name) - 1) {
+			size_t v = 0, d = 0;
+
+			for (k = line + k;
+			     k < line + l && (p[k] == ' ' || p[k] == '\t'); k++)
+				;
+			for (; k < line + l && p[k] >= '0' && p[k] <= '9'; k++, d++) {
+				if (v > (SIZE_MAX - 9) / 10)
+					return 0;
+				v = v * 10 + (size_t)(p[k] - '0');
+			}
+			for (; k < line + l && (p[k] == ' ' || p[k] == '\t'); k++)
+				;
+			if (!d || k != line + l || (cl != SIZE_MAX && cl != v))
+				return 0;
+			cl = v;
+		}
+		for (k = 0; k < sizeof(te_name) - 1 && k < l; k++)
+			if ((p[line + k] | 0x20) != (uint8_t)te_name[k])
+				break;
+		if (k == sizeof(te_name) - 1)
+			te = true;
+	}
+	if (status < 200 || status == 204 || status == 304)
+		return i;
+	if (te || cl == SIZE_MAX || cl > SIZE_MAX - i)
+		return 0;
+	return i + cl;
+}

@@ -380,3 +380,12 @@ http_scan_flags(const struct http_scan *st)
 {
 	return st->flags;
 }
+
+/* The length of the HTTP/1.x response whose head starts at p[0..n): its
+ * head, plus its Content-Length body (none for 1xx, 204 and 304).  0 when
+ * that cannot be told from the head in p[0..n) (no status line, a head
+ * cut by the end, chunked, a body that runs until the close, a
+ * Content-Length that is not plain digits).  The result may exceed n (a
+ * body that goes on); no byte outside p[0..n) is read.  The socket level
+ * uses it to find the responses after the first in one write. */
+size_t http_response_len(const uint8_t *p, size_t n);

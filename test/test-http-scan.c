@@ -1526,6 +1526,53 @@ START_TEST(mutated_requests)
 }
 END_TEST
 
+/* ---- responses ---- */
+
+static size_t
+resp_len(const char *s)
+{
+	return http_response_len((const uint8_t *)s, strlen(s));
+}
+
+START_TEST(response_lengths)
+{
+	static const char h200[] = "HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\n";
+
+	/* a body by Content-Length; what follows is not counted */
+	ck_assert_uint_eq(
+		resp_len("HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nabcHTTP/1.1"),
+		sizeof(h200) - 1 + 3);
+	/* the body need not be there: the length goes past n */
+	ck_assert_uint_eq(resp_len(h200), sizeof(h200) - 1 + 3);
+	ck_assert_uint_eq(resp_len("HTTP/1.0 200 OK\ncontent-length:\t3 \n\nabc"), 39);
+	/* no body */
+	ck_assert_uint_eq(resp_len("HTTP/1.1 204 No Content\r\n\r\nX"), 27);
+	ck_assert_uint_eq(
+		resp_len("HTTP/1.1 304 Not Modified\r\nContent-Length: 9\r\n\r\n"), 48);
+	ck_assert_uint_eq(resp_len("HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK"), 25);
+	/* cannot be told */
+	ck_assert_uint_eq(resp_len("HTTP/1.1 200 OK\r\n\r\nbody until the close"), 0);
+	ck_assert_uint_eq(resp_len("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n"
+				   "Content-Length: 3\r\n\r\nabc"),
+			  0);
+	ck_assert_uint_eq(resp_len("HTTP/1.1 200 OK\r\nContent-Length: 3\r\n"
+				   "Content-Length: 4\r\n\r\nabcd"),
+			  0);
+	ck_assert_uint_eq(resp_len("HTTP/1.1 200 OK\r\nContent-Length: 3x\r\n\r\nabc"),
+			  0);
+	ck_assert_uint_eq(resp_len("HTTP/1.1 200 OK\r\nContent-Length: "
+				   "99999999999999999999999\r\n\r\n"),
+			  0);
+	ck_assert_uint_eq(resp_len("HTTP/1.1 200 OK\r\nContent-Length: 3\r\n"), 0);
+	ck_assert_uint_eq(resp_len("HTTP/1.1 2x0 OK\r\nContent-Length: 3\r\n\r\n"), 0);
+	ck_assert_uint_eq(resp_len("HTTP/2 200\r\ncontent-length: 3\r\n\r\nabc"), 0);
+	ck_assert_uint_eq(resp_len("GET / HTTP/1.1\r\nContent-Length: 3\r\n\r\nabc"),
+			  0);
+	ck_assert_uint_eq(resp_len("HTTP/1.1 20"), 0);
+	ck_assert_uint_eq(http_response_len(NULL, 0), 0);
+}
+END_TEST
+
 /* ---- limits, captures, config ---- */
 
 START_TEST(limits_exact)
@@ -1864,6 +1911,7 @@ TEST_SUITE(http_scan_suite)
 
 	tc = tcase_create("api");
 	tcase_add_checked_fixture(tc, setup_cfg, NULL);
+	tcase_add_test(tc, response_lengths);
 	tcase_add_test(tc, limits_exact);
 	tcase_add_test(tc, capture_lost_and_none);
 	tcase_add_test(tc, give_up_is_final);

@@ -316,6 +316,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	unsigned lim = fuzz_byte(&in), n_extra = 0, n, i;
 	struct plan pl;
 
+	/* the response framing of the socket level's batched writes: within
+	 * the bytes (ASan), and a length past them only for a body */
+	(void)http_response_len(data, size);
 	http_scan_config_init(&cfg);
 	if (lim) {
 		/* small limits reach the oversized and give-up paths */
