@@ -8,7 +8,9 @@
  * Every call through which request bytes arrive feeds
  * exactly the bytes it returned to that connection's head scanner; every
  * call that writes marks the request answered; close/fclose/dup2/dup3/
- * close_range/closefrom forget the fd, and dup/dup2/dup3/fcntl(F_DUPFD,
+ * close_range/closefrom forget the fd (not a close_range() that unshares
+ * the table of one thread among several: sk_threads_share_table()), and
+ * dup/dup2/dup3/fcntl(F_DUPFD,
  * F_DUPFD_CLOEXEC) make the copy another descriptor of the same connection
  * (conn.c, "Copies": I/O through any of them is the connection's; see
  * sk_follow_link()).  The thread's published record follows the work:
@@ -2347,15 +2349,40 @@ hook_socket_fclose(FILE *fp)
 	return real_fclose(fp);
 }
 
-/* sk_gone_range() unless we are a vfork() child (see sk_vfork_child()). */
+/* Does this process have more than one thread (field 20 of
+ * /proc/self/stat, after the parenthesised name, which may hold spaces and
+ * parentheses)?  Threads share one descriptor table, so a
+ * close_range(CLOSE_RANGE_UNSHARE) in one of them closes its own copy and
+ * leaves the connections open for the others.  False when /proc cannot be
+ * read: then the range is forgotten, as without the flag. */
+static bool
+sk_threads_share_table(void)
+{
+	char st[512], *p;
+	unsigned long n = 0;
+	int field = 2;
+
+	if (sys_read_file("/proc/self/stat", st, sizeof(st)) <= 0 ||
+	    !(p = strrchr(st, ')')))
+		return false;
+	while (*p && field < 20)
+		if (*p++ == ' ')
+			field++;
+	while (*p >= '0' && *p <= '9' && n < 2)
+		n = n * 10 + (unsigned long)(*p++ - '0');
+	return field == 20 && n > 1;
+}
+
+/* sk_gone_range() unless we are a vfork() child (see sk_vfork_child()) or
+ * the call unshares a table other threads go on using. */
 static __attribute__((noinline)) void
-sk_gone_range_own(unsigned lo, unsigned hi, const char *reason)
+sk_gone_range_own(unsigned lo, unsigned hi, bool unshare, const char *reason)
 {
 	int saved_errno = errno;
-	bool child = sk_vfork_child();
+	bool keep = sk_vfork_child() || (unshare && sk_threads_share_table());
 
 	errno = saved_errno;
-	if (!child)
+	if (!keep)
 		sk_gone_range(lo, hi, reason);
 }
 
@@ -2366,7 +2393,7 @@ hook_socket_close_range(unsigned lo, unsigned hi, int flags)
 {
 	if (!(flags & ~(int)(CLOSE_RANGE_UNSHARE | CLOSE_RANGE_CLOEXEC)) &&
 	    !(flags & CLOSE_RANGE_CLOEXEC) && lo <= hi && ctxshim_conn_tab.max_fds)
-		sk_gone_range_own(lo, hi, "close_range");
+		sk_gone_range_own(lo, hi, flags & CLOSE_RANGE_UNSHARE, "close_range");
 	return real_close_range(lo, hi, flags);
 }
 
@@ -2376,7 +2403,7 @@ static inline void
 hook_socket_closefrom(int lo)
 {
 	if (ctxshim_conn_tab.max_fds)
-		sk_gone_range_own(lo < 0 ? 0u : (unsigned)lo, ~0u, "closefrom");
+		sk_gone_range_own(lo < 0 ? 0u : (unsigned)lo, ~0u, false, "closefrom");
 	real_closefrom(lo);
 }
 

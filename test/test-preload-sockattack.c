@@ -9,6 +9,9 @@
  *    a head: covered, to keep them so;
  *  - close_range() with flags the kernel rejects closed nothing but made
  *    the shim forget the connections in the range;
+ *  - close_range(CLOSE_RANGE_UNSHARE) in one thread of several closes that
+ *    thread's own copy of the table, but made the shim forget the
+ *    connections the other threads go on serving;
  *  - closefrom() with a negative number closes everything (glibc takes it
  *    as 0) but the shim forgot nothing: a pipe that got a connection's
  *    number then published that connection's old request;
@@ -94,6 +97,7 @@ static const char *const simple_modes[] = {
 	"iov",
 	"eintr",
 	"close-range-einval",
+	"close-range-unshare",
 	"closefrom-negative",
 	"dup2-mid-head",
 	"fdopen-fclose",

@@ -15,6 +15,13 @@
  *                               close_range() over a connection with flags
  *                               the kernel rejects (EINVAL): nothing was
  *                               closed, so the connection is still followed
+ *   sock-attack close-range-unshare
+ *                               close_range(CLOSE_RANGE_UNSHARE) over a
+ *                               connection: in a process's only thread it
+ *                               closes it (a pipe that gets the number
+ *                               publishes nothing); in another thread it
+ *                               closes that thread's copy of the table only,
+ *                               and the connection is still followed
  *   sock-attack closefrom-negative
  *                               closefrom(-1) closes everything (glibc takes
  *                               it as 0): the connection's number, reused
@@ -136,6 +143,7 @@
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <sys/uio.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -313,6 +321,78 @@ mode_close_range_einval(void)
 	send_str(c, h);
 	read_n(s, buf, sizeof(h) - 1);
 	SHOWN(1, "after the head on the connection close_range() did not close");
+	send_str(s, RESP);
+	close(c);
+	close(s);
+}
+
+/* ---- close_range(CLOSE_RANGE_UNSHARE) ---- */
+
+/* A pipe whose reading end gets the free number fd, the n bytes of head
+ * written into it and read from fd.  The free numbers below fd are filled
+ * first, with open() and a close() system call, which no hook sees. */
+static void
+pipe_on(int fd, const char *head, size_t n)
+{
+	char buf[512];
+	int p[2], low[64], nlow = 0, i;
+
+	while (nlow < 64 && (low[nlow] = open("/dev/null", O_RDONLY)) >= 0 &&
+	       low[nlow] < fd)
+		nlow++;
+	if (nlow < 64 && low[nlow] >= 0)
+		syscall(SYS_close, low[nlow]);
+	if (pipe(p) || p[0] != fd)
+		die("pipe");
+	for (i = 0; i < nlow; i++)
+		close(low[i]);
+	if (write(p[1], head, n) != (ssize_t)n ||
+	    read(fd, buf, sizeof(buf)) != (ssize_t)n)
+		die("pipe I/O");
+	close(p[1]);
+}
+
+static void *
+unshare_closer(void *arg)
+{
+	(void)arg;
+	/* The thread's own copy of the table is closed; the process's stays. */
+	CHECK(close_range(3, ~0u, CLOSE_RANGE_UNSHARE) == 0, "close_range: %s",
+	      strerror(errno));
+	return NULL;
+}
+
+static void
+mode_close_range_unshare(void)
+{
+	static const char h[] = HEAD("/unshare", TRACE);
+	static const char h2[] = HEAD("/alone", TRACE2);
+	static const char ph[] = HEAD("/pipe", TRACE);
+	char buf[512];
+	pthread_t t;
+	int c, s;
+
+	/* The process's only thread: its table is not shared, the flag
+	 * changes nothing, the connection is closed. */
+	pair(&c, &s);
+	send_str(c, h2);
+	read_n(s, buf, sizeof(h2) - 1);
+	SHOWN(2, "after the head on the connection");
+	send_str(s, RESP);
+	CHECK(close_range((unsigned)s, (unsigned)s, CLOSE_RANGE_UNSHARE) == 0,
+	      "close_range: %s", strerror(errno));
+	pipe_on(s, ph, sizeof(ph) - 1);
+	SHOWN(0, "after a pipe's head on the number the only thread closed");
+	close(c);
+	close(s);
+
+	pair(&c, &s);
+	if (pthread_create(&t, NULL, unshare_closer, NULL) || pthread_join(t, NULL))
+		die("pthread_create");
+	send_str(c, h);
+	read_n(s, buf, sizeof(h) - 1);
+	SHOWN(1, "after the head on a connection another thread closed in its "
+		 "unshared table");
 	send_str(s, RESP);
 	close(c);
 	close(s);
@@ -1608,6 +1688,8 @@ main(int argc, char **argv)
 		mode_vfork_dup2(argc > 2 && strcmp(argv[2], "close_range") == 0);
 	else if (strcmp(mode, "dup2-mid-head") == 0)
 		mode_dup2_mid_head();
+	else if (strcmp(mode, "close-range-unshare") == 0)
+		mode_close_range_unshare();
 	else if (strcmp(mode, "closefrom-negative") == 0)
 		mode_closefrom_negative();
 	else if (strcmp(mode, "eintr") == 0)
