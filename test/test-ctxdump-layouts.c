@@ -323,7 +323,7 @@ static void
 check_record(const char *exe, const char *const *layouts)
 {
 	char file[64], errf[64], pid[16], *out = NULL, *err = NULL;
-	const char *args[] = {"-q", "-F", "50", "-d", "0.3", "-o", file, pid, NULL};
+	const char *args[] = {"-F", "50", "-d", "0.3", "-o", file, pid, NULL};
 	struct lwriter w;
 	int st, i, traced = 0;
 
@@ -332,8 +332,11 @@ check_record(const char *exe, const char *const *layouts)
 	prof_tmpfile(errf, sizeof(errf), "layouts-err");
 	snprintf(pid, sizeof(pid), "%d", (int)w.pid);
 	st = prof_record_wait(prof_record_start(errf, args), 60000);
-	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "record status 0x%x: %s",
-		      st, (err = prof_slurp(errf)));
+	err = prof_slurp(errf);
+	ck_assert_msg(prof_record_status_ok(st, err), "record status 0x%x: %s", st,
+		      err);
+	free(err);
+	err = NULL;
 	prof_assert_running(w.pid);
 
 	st = prof_run(&out, &err, "report", file, NULL);
@@ -387,7 +390,7 @@ END_TEST
 START_TEST(report_survives_damage)
 {
 	char file[64], bad[64], errf[64], pid[16], *out = NULL, *err = NULL;
-	const char *args[] = {"-q", "-F", "100", "-d", "0.2", "-o", file, pid, NULL};
+	const char *args[] = {"-F", "100", "-d", "0.2", "-o", file, pid, NULL};
 	static const char *const modes[] = {"--folded", "--spans", "--traced"};
 	uint64_t x = 0x9e3779b97f4a7c15ull;
 	struct lwriter w;
@@ -403,7 +406,10 @@ START_TEST(report_survives_damage)
 	prof_tmpfile(errf, sizeof(errf), "damage-err");
 	snprintf(pid, sizeof(pid), "%d", (int)w.pid);
 	st = prof_record_wait(prof_record_start(errf, args), 60000);
-	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "record status 0x%x", st);
+	err = prof_slurp(errf);
+	ck_assert_msg(prof_record_status_ok(st, err), "record status 0x%x: %s", st,
+		      err);
+	free(err);
 	writer_finish(&w);
 	orig = (uint8_t *)prof_slurp(file);
 	f = fopen(file, "re");

@@ -410,8 +410,11 @@ START_TEST(record_traced_requests)
 	usleep(50000);
 	kill(rec, SIGINT);
 	st = prof_record_wait(rec, TIMEOUT_MS);
-	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "record status 0x%x: %s",
-		      st, (err = prof_slurp(errf)));
+	err = prof_slurp(errf);
+	ck_assert_msg(prof_record_status_ok(st, err), "record status 0x%x: %s", st,
+		      err);
+	free(err);
+	err = NULL;
 	prof_assert_running(s.pid);
 	ck_assert_uint_gt(a.cpu_ns, 250000000u);
 	ck_assert_uint_gt(b.sleep_ns, 250000000u);
@@ -1034,8 +1037,11 @@ START_TEST(record_killed_and_target_exit)
 	st = test_child_finish(&s.c, TIMEOUT_MS);
 	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "server status 0x%x", st);
 	st = prof_record_wait(rec, TIMEOUT_MS);
-	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "record status 0x%x: %s",
-		      st, (err = prof_slurp(errf)));
+	err = prof_slurp(errf);
+	ck_assert_msg(prof_record_status_ok(st, err), "record status 0x%x: %s", st,
+		      err);
+	free(err);
+	err = NULL;
 	st = prof_run(&out, &err, "report", file, NULL);
 	ck_assert_msg(st == 0, "report exit %d: %s", st, err);
 	ck_assert_msg(strstr(out, "Ended: process exited"), "%s", out);
