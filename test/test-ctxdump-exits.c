@@ -8,6 +8,8 @@
  *    and waits for one that cannot stop: ctxdump goes at once ("exited
  *    during the dump", exit 2) instead of waiting out its deadline, and
  *    the target's parent can collect it;
+ *  - the process killed while ctxdump unwinds the stacks, after the stop:
+ *    one line says so, not one per thread;
  *  - Ctrl-Z to `ctxdump record` while the vfork()ing thread is seized
  *    with its stop pending: it suspends only once that one is let go;
  *  - the same for `ctxdump record`, which outlives its stops: rounds
@@ -151,6 +153,25 @@ START_TEST(exits_during_dump)
 }
 END_TEST
 
+/* ctxdump started with argv, its output to the files outf and errf. */
+static pid_t
+dump_start(char *const argv[], const char *outf, const char *errf)
+{
+	pid_t pid = fork();
+
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		int fo = open(outf, O_WRONLY | O_TRUNC);
+		int fe = open(errf, O_WRONLY | O_TRUNC);
+
+		dup2(fo, 1);
+		dup2(fe, 2);
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	return pid;
+}
+
 /* SIGKILL to the target while ctxdump holds its workers stopped and waits
  * for the vfork()ing thread: every thread ends, stopped or not. */
 START_TEST(killed_while_held)
@@ -161,7 +182,7 @@ START_TEST(killed_while_held)
 	struct target t;
 	long t0, took;
 	pid_t pid;
-	int st, fo, fe;
+	int st;
 
 	target_start(&t, opts, 3);
 	ck_assert_int_gt(t.vfork, 0);
@@ -171,19 +192,9 @@ START_TEST(killed_while_held)
 	prof_tmpfile(errf, sizeof(errf), "exits-err");
 	/* inside vfork() (its child sleeps 2 s): it cannot stop */
 	prof_wait_task_state(t.pid, t.vfork, 'D', test_now_ms() + TIMEOUT_MS);
-	pid = fork();
-	ck_assert_int_ge(pid, 0);
-	if (pid == 0) {
-		char *argv[] = {
-			(char *)test_ctxdump_path(), timeout, "-s", "-j", arg, NULL};
-
-		fo = open(outf, O_WRONLY | O_TRUNC);
-		fe = open(errf, O_WRONLY | O_TRUNC);
-		dup2(fo, 1);
-		dup2(fe, 2);
-		execv(argv[0], argv);
-		_exit(127);
-	}
+	pid = dump_start(
+		(char *[]){(char *)test_ctxdump_path(), timeout, "-s", "-j", arg, NULL},
+		outf, errf);
 	t0 = test_now_ms();
 	/* held: the workers are stopped, the vfork()ing thread cannot be */
 	prof_wait_task_state(t.pid, t.tid[0], 't', t0 + deadline / 2);
@@ -203,6 +214,89 @@ START_TEST(killed_while_held)
 	ck_assert_msg(took < (long)deadline / 2, "ctxdump took %ld ms", took);
 	free(out);
 	free(err);
+	unlink(outf);
+	unlink(errf);
+}
+END_TEST
+
+/* The TracerPid of pid's /proc status, or -1 once it cannot be read. */
+static int
+tracer_of(pid_t pid)
+{
+	char path[64], buf[2048];
+	const char *p;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	p = strstr(buf, "\nTracerPid:");
+	return p ? atoi(p + 12) : -1;
+}
+
+/* SIGKILL to the target as soon as ctxdump --stacks has let its threads go
+ * (its leader's TracerPid back to 0), while it unwinds their stacks
+ * through the target's files: one line says that the process exited
+ * before the stacks could be unwound, and the records read in the stop
+ * are shown (exit 1).  It used to be one "cannot unwind the stack: No
+ * such process" per thread.  Until a dump met that (at most 20; one that
+ * finished its stacks first exits 0). */
+START_TEST(killed_before_stacks)
+{
+	char arg[16], outf[PATH_MAX], errf[PATH_MAX], *out, *err;
+	unsigned run, i, met = 0;
+
+	prof_tmpfile(outf, sizeof(outf), "exits-out");
+	prof_tmpfile(errf, sizeof(errf), "exits-err");
+	for (run = 0; run < 20 && !met; run++) {
+		long deadline = test_now_ms() + TIMEOUT_MS;
+		bool seized = false;
+		struct target t;
+		pid_t pid, w;
+		int st;
+
+		target_start(&t, NULL, 8);
+		snprintf(arg, sizeof(arg), "%d", (int)t.pid);
+		pid = dump_start(
+			(char *[]){(char *)test_ctxdump_path(), "-s", "-j", arg, NULL},
+			outf, errf);
+		while ((w = waitpid(pid, &st, WNOHANG)) == 0) {
+			int tp = tracer_of(t.pid);
+
+			ck_assert_msg(test_now_ms() < deadline, "ctxdump hangs");
+			if (tp > 0)
+				seized = true;
+			else if (seized)
+				break;
+		}
+		(void)target_kill(&t);
+		if (w != pid)
+			st = prof_record_wait(pid, TIMEOUT_MS);
+		out = prof_slurp(outf);
+		err = prof_slurp(errf);
+		ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) <= 2, "status 0x%x: %s",
+			      st, err);
+		ck_assert_msg(!strstr(err, "tid "), "%s", err);
+		if (WEXITSTATUS(st) == 1) {
+			ck_assert_msg(strstr(err, "exited before ") &&
+					      strstr(err, "of its stacks could be "
+							  "unwound"),
+				      "%s", err);
+			for (i = 0; i < t.n; i++)
+				assert_worker(out, &t, i);
+			met++;
+		}
+		free(out);
+		free(err);
+	}
+	ck_assert_msg(met, "no dump of %u met the exit", run);
 	unlink(outf);
 	unlink(errf);
 }
@@ -632,6 +726,7 @@ TEST_SUITE(ctxdump_exits_suite)
 	tcase_set_timeout(tc, 240);
 	tcase_add_test(tc, exits_during_dump);
 	tcase_add_test(tc, killed_while_held);
+	tcase_add_test(tc, killed_before_stacks);
 	tcase_add_test(tc, record_suspended_late);
 	tcase_add_test(tc, record_with_exits);
 	tcase_add_test(tc, record_zombie_leader_gaps);

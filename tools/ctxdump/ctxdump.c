@@ -640,8 +640,9 @@ static void
 unwind_stacks(struct run *run)
 {
 	struct dump *d = &run->d;
-	size_t i, cap = run->ctl->max_frames + 1;
+	size_t i, cap = run->ctl->max_frames + 1, lost = 0;
 	struct stack_frame *scratch;
+	bool exited = false;
 
 	/* One scratch array for the unwinder and a right-sized copy per
 	 * thread: a frame is over 500 bytes, and max_frames + 1 of them per
@@ -658,6 +659,14 @@ unwind_stacks(struct run *run)
 			set_stack_error(t, "out of memory");
 			continue;
 		}
+		/* The stacks are unwound after the threads run again, through
+		 * the files their process maps: once it has exited, every
+		 * thread would fail alike. */
+		if (exited) {
+			set_stack_error(t, "cannot unwind: the process exited");
+			lost++;
+			continue;
+		}
 		/* one frame more than shown tells whether the stack goes on */
 		r = dump_unwind(run->ctl->pid, &d->mem_pid, run->img, t->snap, scratch,
 				cap, &n);
@@ -665,7 +674,12 @@ unwind_stacks(struct run *run)
 			n = run->ctl->max_frames;
 			t->frames_capped = true;
 		}
-		if (r < 0) {
+		if (r == -ESRCH && dump_process_exiting(run->ctl->pid)) {
+			set_stack_error(t, "cannot unwind: the process exited");
+			exited = true;
+			lost++;
+			n = 0;
+		} else if (r < 0) {
 			const char *why = r == -ENOEXEC ? "the process ran execve() "
 							  "since it was stopped"
 							: strerror(-r);
@@ -689,6 +703,12 @@ unwind_stacks(struct run *run)
 		t->n_frames = n;
 	}
 	free(scratch);
+	if (exited) {
+		cli_warn("process %d exited before %zu of its stacks could be "
+			 "unwound%s",
+			 (int)run->ctl->pid, lost, dump_exited_note(run->ctl->pid));
+		run->partial = true;
+	}
 }
 
 /* Page in [p, p + len) now, writable: the first write to a fresh page is
@@ -1073,7 +1093,7 @@ dump_process(const struct ctxdump_control *ctl)
 	bool exec = false, exec_seen;
 	char leader_state;
 	size_t i;
-	int r;
+	int r, slot_err = 0;
 
 	run.ctl = ctl;
 	d->pid = ctl->pid;
@@ -1328,9 +1348,8 @@ dump_process(const struct ctxdump_control *ctl)
 		 * process). */
 		d->mem_pid = dump_stopped_reader(ctl->pid, d->mem_pid, &ss);
 		/* The slots are process-global; read them while nothing runs. */
-		if (d->has_symbol && (etls_resolve(d->mem_pid, &d->sym, &d->acc) < 0 ||
-				      d->acc.model == TLSM_UNRESOLVED))
-			d->acc.model = TLSM_UNRESOLVED;
+		if (d->has_symbol)
+			slot_err = etls_resolve(d->mem_pid, &d->sym, &d->acc);
 		read_threads(&run);
 		dlay_read(d);
 		/* last: an exec before this point (the kernel's exec waits
@@ -1365,7 +1384,10 @@ dump_process(const struct ctxdump_control *ctl)
 	}
 	drop_exited(&run);
 	unstopped_states(d);
-	if (!d->n_threads && d->n_exited) {
+	/* A slot that could not be read through a stopped thread: it can
+	 * only have been killed, with its whole process. */
+	if ((!d->n_threads && d->n_exited) ||
+	    (slot_err < 0 && dump_process_exiting(ctl->pid))) {
 		/* every thread ended before or while it was held: the
 		 * process was killed (or exited) during the dump, or ran
 		 * execve() */
@@ -1383,7 +1405,11 @@ dump_process(const struct ctxdump_control *ctl)
 	}
 
 	if (d->has_symbol && d->acc.model == TLSM_UNRESOLVED) {
-		if (d->sym.tlsdesc_slot || d->sym.dtpmod_slot || d->sym.tpoff_slot)
+		if (slot_err < 0)
+			cli_warn("cannot read the TLS slot of " OTEL_THREAD_CTX_SYMBOL
+				 " in %s: %s; no thread can be read",
+				 escaped(d->sym.module), strerror(-slot_err));
+		else if (d->sym.tlsdesc_slot || d->sym.dtpmod_slot || d->sym.tpoff_slot)
 			cli_warn("the loader has not filled in the TLS slot "
 				 "of " OTEL_THREAD_CTX_SYMBOL
 				 " in %s; no thread can be read",

@@ -187,6 +187,10 @@ int dump_unwind(pid_t pid,
 struct stop_set;
 pid_t dump_stopped_reader(pid_t pid, pid_t prev, const struct stop_set *ss);
 
+/* Whether every thread of pid has exited or is exiting (the process was
+ * killed, exited, or is gone): nothing of it can be read any more. */
+bool dump_process_exiting(pid_t pid);
+
 /* Whether pid is a kernel thread: it maps nothing, like a process that
  * has exited, and the messages must not say it exited. */
 bool dump_is_kthread(pid_t pid);

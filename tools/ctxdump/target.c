@@ -106,6 +106,12 @@ via_live_thread(pid_t pid, pid_t *mem_pid, int (*fn)(pid_t, pid_t, void *), void
 	return r;
 }
 
+bool
+dump_process_exiting(pid_t pid)
+{
+	return next_memory_pid(pid, NULL, 0) == 0;
+}
+
 /* etls_proc_set_reader()'s fallback: the objects are opened after the
  * load, one by one, through a thread that may end meanwhile */
 static pid_t
