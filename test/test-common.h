@@ -72,6 +72,9 @@ int test_run_capture(char *const argv[], char *const env[], bool preload, char *
  * assertion without running its own cleanup. */
 char *test_mkdtemp(char *tmpl);
 int test_mkstemp(char *tmpl);
+/* Read the small file path (a /proc file) into buf, NUL-terminated; its
+ * length, or -1 if it cannot be opened or read. */
+ssize_t test_read_small(const char *path, char *buf, size_t cap);
 /* Process state letter from /proc/PID/stat ('R', 'S', 't', 'T', …). */
 char test_proc_state(pid_t pid);
 /* The same for thread tid of pid (0: the process, as test_proc_state()). */

@@ -219,28 +219,6 @@ START_TEST(killed_while_held)
 }
 END_TEST
 
-/* The TracerPid of pid's /proc status, or -1 once it cannot be read. */
-static int
-tracer_of(pid_t pid)
-{
-	char path[64], buf[2048];
-	const char *p;
-	ssize_t n;
-	int fd;
-
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return -1;
-	buf[n] = '\0';
-	p = strstr(buf, "\nTracerPid:");
-	return p ? atoi(p + 12) : -1;
-}
-
 /* SIGKILL to the target as soon as ctxdump --stacks has let its threads go
  * (its leader's TracerPid back to 0), while it unwinds their stacks
  * through the target's files: one line says that the process exited
@@ -268,7 +246,7 @@ START_TEST(killed_before_stacks)
 			(char *[]){(char *)test_ctxdump_path(), "-s", "-j", arg, NULL},
 			outf, errf);
 		while ((w = waitpid(pid, &st, WNOHANG)) == 0) {
-			int tp = tracer_of(t.pid);
+			int tp = prof_tracer_of(t.pid, t.pid);
 
 			ck_assert_msg(test_now_ms() < deadline, "ctxdump hangs");
 			if (tp > 0)

@@ -768,26 +768,6 @@ vforker_finish(struct vforker *v)
 	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "target status 0x%x", st);
 }
 
-/* The TracerPid of thread tid of pid. */
-static pid_t
-tracer_of(pid_t pid, pid_t tid)
-{
-	char path[64], buf[4096], *p;
-	ssize_t n;
-	int fd;
-
-	snprintf(path, sizeof(path), "/proc/%d/task/%d/status", (int)pid, (int)tid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	ck_assert_int_ge(fd, 0);
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	ck_assert_int_gt(n, 0);
-	buf[n] = '\0';
-	p = strstr(buf, "\nTracerPid:");
-	ck_assert_ptr_nonnull(p);
-	return (pid_t)atoi(p + 11);
-}
-
 /* The recorder (its standard error in errf) has not ended. */
 static void
 assert_recording(pid_t rec, const char *errf, const char *when)
@@ -835,7 +815,7 @@ START_TEST(record_no_thread_stops_in_time)
 	prof_wait_file(file, 1, TIMEOUT_MS, rec, errf);
 	vforker_enter(&v);
 	deadline = test_now_ms() + TIMEOUT_MS;
-	while (tracer_of(v.pid, v.tid) != rec) {
+	while (prof_tracer_of(v.pid, v.tid) != rec) {
 		assert_recording(rec, errf, "when the target entered vfork()");
 		ck_assert_msg(test_now_ms() < deadline,
 			      "no round met the target in vfork(): %s",

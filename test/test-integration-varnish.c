@@ -69,18 +69,10 @@ static pid_t
 vn_ppid(pid_t pid)
 {
 	char path[64], buf[1024], *p;
-	ssize_t n;
-	int fd;
 
 	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	if (test_read_small(path, buf, sizeof(buf)) < 0)
 		return -1;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return -1;
-	buf[n] = '\0';
 	/* "pid (comm) S ppid ...": comm may itself contain ')'. */
 	p = strrchr(buf, ')');
 	if (!p || strlen(p) < 5)

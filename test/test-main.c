@@ -321,26 +321,34 @@ test_json_thread(const char *json, pid_t tid)
 	return strndup(s, (size_t)(e - s));
 }
 
+ssize_t
+test_read_small(const char *path, char *buf, size_t cap)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, cap - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	return n;
+}
+
 char
 test_task_state(pid_t pid, pid_t tid)
 {
 	char path[64], buf[512], *p;
-	ssize_t r;
-	int fd;
 
 	if (tid)
 		snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", (int)pid,
 			 (int)tid);
 	else
 		snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	if (test_read_small(path, buf, sizeof(buf)) < 0)
 		return '?';
-	r = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (r <= 0)
-		return '?';
-	buf[r] = '\0';
 	p = strrchr(buf, ')');
 	return (p && p[1] == ' ') ? p[2] : '?';
 }
@@ -353,12 +361,10 @@ test_wait_syscall(pid_t pid, pid_t tid, long nr, int timeout_ms)
 
 	snprintf(path, sizeof(path), "/proc/%d/task/%d/syscall", (int)pid, (int)tid);
 	for (;;) {
-		int fd = open(path, O_RDONLY | O_CLOEXEC);
-		ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+		ssize_t n = test_read_small(path, buf, sizeof(buf));
 
-		if (fd >= 0)
-			close(fd);
-		buf[n > 0 ? n : 0] = '\0';
+		if (n < 0)
+			buf[0] = '\0';
 		/* "running" while on a CPU; the number while blocked in it */
 		if (n > 0 && buf[0] >= '0' && buf[0] <= '9' &&
 		    strtol(buf, NULL, 10) == nr)

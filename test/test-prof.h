@@ -214,6 +214,19 @@ prof_record_start(const char *errfile, const char *const *args)
 	return prof_spawn((const char *const[]){"record", NULL}, args, -1, errfile);
 }
 
+/* The TracerPid of thread tid of pid, -1 once it cannot be read. */
+static __attribute__((unused)) pid_t
+prof_tracer_of(pid_t pid, pid_t tid)
+{
+	char path[64], buf[4096], *p;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/status", (int)pid, (int)tid);
+	if (test_read_small(path, buf, sizeof(buf)) < 0)
+		return -1;
+	p = strstr(buf, "\nTracerPid:");
+	return p ? (pid_t)atoi(p + 11) : -1;
+}
+
 /* Wait until thread tid of pid is in state c (t: ptrace-stop, D: in
  * vfork()), until the deadline (test_now_ms()). */
 static __attribute__((unused)) void
