@@ -8,8 +8,9 @@
  * SSL_do_handshake (the thread works on the connection, but no request
  * bytes arrive: it only follows, as a socket read of a peek would),
  * SSL_write, SSL_write_ex (the request is answered), SSL_free (the session
- * ends with its last reference, see "References"), SSL_up_ref and SSL_dup
- * (a reference more), SSL_set_fd (the fd carries TLS from now on: the
+ * ends with its last reference, see "References"), SSL_clear (the session
+ * object is reset for another connection, see "Reuse"), SSL_up_ref and
+ * SSL_dup (a reference more), SSL_set_fd (the fd carries TLS from now on: the
  * socket level stops scanning it before the handshake).  The handshake
  * matters for event loops: the socket level no longer follows a TLS fd's
  * ciphertext reads, so without it a loop handshaking a new connection
@@ -34,6 +35,24 @@
  * session over memory BIOs is taken up at its first read, often after
  * the application took its extra reference.  Sessions that never will be
  * (a connect()ed fd) pass straight through.
+ *
+ * Reuse.  SSL_clear(3) resets a session object for another connection:
+ * a server over memory BIOs (keyed by the SSL pointer, below) reuses the
+ * same SSL * for its next client.  The connection the shim followed for it
+ * ends there, as at its last SSL_free, before the real call: otherwise the
+ * new connection would inherit the old one's scanner state (the rest of a
+ * head cut short, a request never answered) and its context.  libssl
+ * calls SSL_clear itself, through its PLT: from SSL_new (a fresh object)
+ * and at the start of every first handshake (statem.c, state_machine()),
+ * also one that SSL_read() runs, after its hook claimed the slot of a
+ * session without an fd.  Both times the session is SSL_in_before(): it
+ * has read no plaintext since it was made or cleared, so there is nothing
+ * to end, and ending it would release a slot that the read in progress
+ * still feeds, or forget the fd's session word ("Sessions" in
+ * preload/conn.c).  So a session in that state passes straight through.
+ * Not seen: a session reused without SSL_clear (SSL_set_accept_state()
+ * again, not a documented way), or one put back into that state before
+ * its SSL_clear; its next connection starts on the old slot.
  *
  * Connection of a session: its fd as SSL_get_fd() gives it, on every
  * call, read the way SSL_get_fd() does it but without calling a BIO
@@ -101,6 +120,7 @@ typedef int (*ossl_io_ex_fn)(SSL *, void *, size_t, size_t *);
 typedef int (*ossl_wr_fn)(SSL *, const void *, int);
 typedef int (*ossl_wr_ex_fn)(SSL *, const void *, size_t, size_t *);
 typedef void (*ossl_free_fn)(SSL *);
+typedef int (*ossl_clear_fn)(SSL *);
 typedef int (*ossl_set_fd_fn)(SSL *, int);
 typedef int (*ossl_get_fd_fn)(const SSL *);
 typedef int (*ossl_handshake_fn)(SSL *);
@@ -128,18 +148,20 @@ enum ossl_fn {
 	OSSL_DO_HANDSHAKE,
 	OSSL_UP_REF,
 	OSSL_DUP,
+	OSSL_CLEAR,
 	OSSL_HOOKED, /* the ones above are ours; the ones below only called */
 	OSSL_GET_FD = OSSL_HOOKED,
 	OSSL_IS_SERVER,
 	OSSL_GET_RBIO,
+	OSSL_IN_BEFORE,
 	OSSL_N,
 };
 
 static const char *const ossl_name[OSSL_N] = {
-	"SSL_read",         "SSL_read_ex",  "SSL_peek", "SSL_peek_ex",
-	"SSL_write",        "SSL_write_ex", "SSL_free", "SSL_set_fd",
-	"SSL_do_handshake", "SSL_up_ref",   "SSL_dup",  "SSL_get_fd",
-	"SSL_is_server",    "SSL_get_rbio",
+	"SSL_read",         "SSL_read_ex",   "SSL_peek",     "SSL_peek_ex",
+	"SSL_write",        "SSL_write_ex",  "SSL_free",     "SSL_set_fd",
+	"SSL_do_handshake", "SSL_up_ref",    "SSL_dup",      "SSL_clear",
+	"SSL_get_fd",       "SSL_is_server", "SSL_get_rbio", "SSL_in_before",
 };
 
 /* What ossl_fd() calls in libcrypto (see "Connection of a session"). */
@@ -239,8 +261,8 @@ hook_openssl_ctor(void)
 }
 
 /* The failure a broken session gives, with errno telling why: -1 for the
- * int-returning calls, 0 for the _ex ones, SSL_set_fd and SSL_up_ref (NULL
- * for SSL_dup). */
+ * int-returning calls, 0 for the _ex ones, SSL_set_fd, SSL_up_ref and
+ * SSL_clear (NULL for SSL_dup). */
 static int
 ossl_missing(void)
 {
@@ -353,6 +375,25 @@ real_SSL_dup(SSL *s)
 		return NULL;
 	}
 	return ((ossl_dup_fn)ossl_fn[OSSL_DUP])(s);
+}
+
+static inline int
+real_SSL_clear(SSL *s)
+{
+	hook_openssl_bind();
+	if (!ossl_fn[OSSL_CLEAR])
+		return ossl_missing_ex();
+	return ((ossl_clear_fn)ossl_fn[OSSL_CLEAR])(s);
+}
+
+/* Only called from inside a hook, after binding: whether s is as SSL_new
+ * or SSL_clear left it (unknown: no). */
+static inline bool
+real_SSL_in_before(const SSL *s)
+{
+	if (!ossl_fn[OSSL_IN_BEFORE])
+		return false;
+	return ((ossl_get_fd_fn)ossl_fn[OSSL_IN_BEFORE])(s) != 0;
 }
 
 /* Only called from inside a hook, after binding. */
@@ -738,6 +779,24 @@ hook_openssl_free(SSL *s)
 	real_SSL_free(s);
 }
 
+/* s is reset for another connection ("Reuse"): the one followed for it
+ * ends, before the real call, unless s is fresh (libssl's own calls). */
+static int
+hook_openssl_clear(SSL *s)
+{
+	if (s && ctxshim_active() &&
+	    __atomic_load_n(&ctxshim_conn_tab.max_fds, __ATOMIC_ACQUIRE)) {
+		int saved_errno = errno, fd;
+
+		hook_openssl_bind();
+		fd = ossl_fd(s);
+		if (fd != OSSL_FD_HIDDEN && !real_SSL_in_before(s))
+			hook_socket_tls_end(fd, s, "ssl-clear");
+		errno = saved_errno;
+	}
+	return real_SSL_clear(s);
+}
+
 static int
 hook_openssl_set_fd(SSL *s, int fd)
 {
@@ -782,6 +841,7 @@ HOOK_EXPORT int ctxshim_SSL_set_fd_ossl3(SSL *s, int fd);
 HOOK_EXPORT int ctxshim_SSL_do_handshake_ossl3(SSL *s);
 HOOK_EXPORT int ctxshim_SSL_up_ref_ossl3(SSL *s);
 HOOK_EXPORT SSL *ctxshim_SSL_dup_ossl3(SSL *s);
+HOOK_EXPORT int ctxshim_SSL_clear_ossl3(SSL *s);
 
 HOOK_EXPORT int
 ctxshim_SSL_read_ossl3(SSL *s, void *buf, int num)
@@ -860,6 +920,13 @@ ctxshim_SSL_dup_ossl3(SSL *s)
 	return hook_openssl_dup(s);
 }
 
+HOOK_EXPORT int
+ctxshim_SSL_clear_ossl3(SSL *s)
+{
+	OSSL_OWN(OSSL_CLEAR, ossl_clear_fn, s);
+	return hook_openssl_clear(s);
+}
+
 OSSL_SYMVER(SSL_read);
 OSSL_SYMVER(SSL_read_ex);
 OSSL_SYMVER(SSL_peek);
@@ -871,6 +938,7 @@ OSSL_SYMVER(SSL_set_fd);
 OSSL_SYMVER(SSL_do_handshake);
 OSSL_SYMVER(SSL_up_ref);
 OSSL_SYMVER(SSL_dup);
+OSSL_SYMVER(SSL_clear);
 
 /* Our own copies, so that a binding can never come back to them. */
 static const void *ossl_self[OSSL_HOOKED] = {
@@ -885,4 +953,5 @@ static const void *ossl_self[OSSL_HOOKED] = {
 	[OSSL_DO_HANDSHAKE] = (const void *)ctxshim_SSL_do_handshake_ossl3,
 	[OSSL_UP_REF] = (const void *)ctxshim_SSL_up_ref_ossl3,
 	[OSSL_DUP] = (const void *)ctxshim_SSL_dup_ossl3,
+	[OSSL_CLEAR] = (const void *)ctxshim_SSL_clear_ossl3,
 };

@@ -868,6 +868,53 @@ START_TEST(test_curl_https)
 }
 END_TEST
 
+/* ---- a session object reused with SSL_clear() ---- */
+
+static const char *const clear_mode[] = {"clean", "unanswered", "cut", "implicit"};
+
+/* helpers/tls-clear.c: a server session over memory BIOs (followed by its
+ * SSL pointer) that SSL_clear() resets for a second client.  Connection
+ * 1's request (trace 1111..., /one), answered or not, its head whole or
+ * cut short, must not reach connection 2: nothing of it published on
+ * connection 2 (its handshake, its request), whose request's context is
+ * its own (trace 2222..., /two).  clean and implicit passed before
+ * SSL_clear() was hooked: they keep the hook from ending what libssl's own
+ * SSL_clear() calls (SSL_new, a first handshake) must not end. */
+START_TEST(test_ssl_clear)
+{
+	static const char t1[] = "trace=11111111111111111111111111111111 ";
+	static const char t2[] = "trace=22222222222222222222222222222222 ";
+	static char prog[4096];
+	char *argv[3], *out, *err, *line;
+	int st;
+
+	snprintf(prog, sizeof(prog), "%s/tls-clear", test_env_path("HELPER_DIR"));
+	argv[0] = prog;
+	argv[1] = (char *)clear_mode[_i];
+	argv[2] = NULL;
+	st = test_run_capture(argv, NULL, true, &out, &err, IT_TIMEOUT_MS);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0 && strstr(out, "DONE\n"),
+		      "tls-clear %s: %#x\n%s%s", clear_mode[_i], st, out, err);
+	/* Connection 1 was followed at all (its head whole). */
+	if (strcmp(clear_mode[_i], "cut") != 0)
+		ck_assert_msg(strstr(out, t1), "%s: connection 1 not followed:\n%s",
+			      clear_mode[_i], out);
+	line = strstr(out, "conn2 ");
+	ck_assert_ptr_nonnull(line);
+	ck_assert_msg(!strstr(line, t1) && !strstr(line, "a1=/one"),
+		      "%s: connection 1's request on connection 2:\n%s", clear_mode[_i],
+		      out);
+	line = strstr(out, "conn2 read");
+	ck_assert_ptr_nonnull(line);
+	ck_assert_msg(strncmp(strstr(line, "trace="), t2, strlen(t2)) == 0 &&
+			      strstr(line, " a1=/two"),
+		      "%s: connection 2's request not its own:\n%s", clear_mode[_i],
+		      out);
+	free(out);
+	free(err);
+}
+END_TEST
+
 TEST_SUITE(tls_suite)
 {
 	Suite *s = suite_create("integration-tls");
@@ -889,6 +936,10 @@ TEST_SUITE(tls_suite)
 	snprintf(p, sizeof(p), "%s/tls-defer-gnutls", test_env_path("HELPER_DIR"));
 	tcase_add_loop_test(tc, test_deferred_free, 0, access(p, X_OK) == 0 ? 2 : 1);
 	tcase_add_test(tc, test_bio_callback);
+	snprintf(p, sizeof(p), "%s/tls-clear", test_env_path("HELPER_DIR"));
+	if (access(p, X_OK) == 0)
+		tcase_add_loop_test(tc, test_ssl_clear, 0,
+				    (int)(sizeof(clear_mode) / sizeof(clear_mode[0])));
 	if (access(NGINX, X_OK) == 0)
 		tcase_add_test(tc, test_nginx_ssl);
 	snprintf(p, sizeof(p), "%s/curl-get", test_env_path("HELPER_DIR"));
