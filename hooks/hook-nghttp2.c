@@ -23,8 +23,19 @@
  * everything the application set on them.  An object a library's
  * constructor began before ours ran is never swapped (swapping it would
  * put NULL in place of the functions it was given before).  One mutex
- * serialises the swap with the setters and between server sessions made
- * from a shared object.  Documented limit: a client session made from the
+ * guards the table of objects, the swap and the setters, but is never
+ * held while nghttp2 runs the constructor: that calls the application's
+ * allocator (nghttp2_session_server_new3() with an nghttp2_mem), which may
+ * take a lock of its own that another thread holds while it calls a hook
+ * here (nghttp2_session_del() of another connection), or call such a hook
+ * itself (free an idle session to make room); under our mutex both
+ * deadlocked.  Server sessions made from a shared object at the same time
+ * share the swap: the first puts the trampolines in, the last one out
+ * takes them out, and a setter meanwhile is recorded and takes effect
+ * then.  Putting the application's functions back early is harmless (a
+ * session that copies them is simply not followed), never the other way
+ * round: a session that copied trampolines without finding its state
+ * would call nothing.  Documented limit: a client session made from the
  * very same object on another thread during that swap would copy our
  * trampolines, which find no state for it and call nothing (that of
  * send_data_callback fails the send): nghttp2 clients and servers do
@@ -242,6 +253,16 @@ struct nh_app {
 struct nh_cbs {
 	const nghttp2_session_callbacks *cbs; /* key */
 	struct nh_app app;
+	/* Server constructors on the object (hook_nghttp2_server_new3()):
+	 * those between the swap and their end, and those making an
+	 * untracked session again (the object must keep the application's
+	 * functions meanwhile).  While either is not 0, the entry is neither
+	 * evicted nor freed (deleted: nghttp2_session_callbacks_del() came
+	 * meanwhile, the last one frees it). */
+	unsigned users, retrying;
+	bool installed; /* the object holds our trampolines, for inst */
+	bool deleted;
+	struct nh_app inst; /* the application's functions when installed */
 	UT_hash_handle hh;
 };
 
@@ -291,6 +312,29 @@ nh_atfork_release(void)
 	pthread_mutex_unlock(&nh_lock);
 }
 
+static void nh_set_all(nghttp2_session_callbacks *cbs, const struct nh_app *a);
+
+/* In the child: the constructors other threads were running do not go on
+ * there, so their objects get the application's functions back (a
+ * deleted entry, out of the table, is left to leak). */
+static void
+nh_atfork_child(void)
+{
+	struct nh_cbs *e, *tmp;
+
+	HASH_ITER (hh, nh_cbs_table, e, tmp) {
+		if (!e->users && !e->retrying)
+			continue;
+		e->users = 0;
+		e->retrying = 0;
+		if (e->installed) {
+			nh_set_all((nghttp2_session_callbacks *)e->cbs, &e->app);
+			e->installed = false;
+		}
+	}
+	pthread_mutex_unlock(&nh_lock);
+}
+
 static void
 hook_nghttp2_bind_once(void)
 {
@@ -300,7 +344,7 @@ hook_nghttp2_bind_once(void)
 
 	/* A child forked while another thread held the lock would never get
 	 * it; hold it across fork() instead. */
-	(void)pthread_atfork(nh_atfork_prepare, nh_atfork_release, nh_atfork_release);
+	(void)pthread_atfork(nh_atfork_prepare, nh_atfork_release, nh_atfork_child);
 	for (i = 0; i < NH_N; i++) {
 		const void *self = i < NH_HOOKED ? nh_self[i] : (const void *)nh_self;
 		void *p = ctxshim_bind_loaded(sonames, nh_name[i], NULL, self);
@@ -465,9 +509,13 @@ nh_cbs_add_locked(const nghttp2_session_callbacks *cbs)
 		return;
 	}
 	if (HASH_COUNT(nh_cbs_table) >= HOOK_NH_CBS_MAX) {
-		/* Objects the application never deleted: forget the oldest,
-		 * whose sessions are not followed from now on. */
-		e = nh_cbs_table;
+		/* Objects the application never deleted: forget the oldest
+		 * one no constructor is using, whose sessions are not followed
+		 * from now on.  All in use: this one gets no entry. */
+		for (e = nh_cbs_table; e && (e->users || e->retrying); e = e->hh.next)
+			;
+		if (!e)
+			goto none;
 		HASH_DEL(nh_cbs_table, e);
 		free(e);
 	}
@@ -479,13 +527,16 @@ nh_cbs_add_locked(const nghttp2_session_callbacks *cbs)
 			return;
 		free(e);
 	}
+none:
 	if (!logged)
 		ctxshim_log("nghttp2: out of memory, an HTTP/2 session not followed");
 	logged = true;
 }
 
 /* A setter: remember the application's function (on an object we know
- * from its creation), then set it. */
+ * from its creation), then set it -- when the object holds our
+ * trampolines, once they are taken out (the header callback, which they
+ * never replace, at once). */
 #define NH_SETTER(field, idx, type)                                                   \
 	static void hook_nghttp2_set_##field(nghttp2_session_callbacks *cbs, type fn) \
 	{                                                                             \
@@ -498,7 +549,8 @@ nh_cbs_add_locked(const nghttp2_session_callbacks *cbs)
 		if (e)                                                                \
 			e->app.field = fn;                                            \
 		errno = saved_errno;                                                  \
-		real_set(idx, cbs, (void (*)(void))fn);                               \
+		if (!e || !e->installed || idx == NH_SET_HEADER)                      \
+			real_set(idx, cbs, (void (*)(void))fn);                       \
 		pthread_mutex_unlock(&nh_lock);                                       \
 	}
 
@@ -543,8 +595,15 @@ hook_nghttp2_callbacks_del(nghttp2_session_callbacks *cbs)
 
 	pthread_mutex_lock(&nh_lock);
 	HASH_FIND_PTR(nh_cbs_table, &cbs, e);
-	if (e)
+	if (e) {
 		HASH_DEL(nh_cbs_table, e);
+		/* A constructor still uses it (the application frees an
+		 * object nghttp2 is copying): the last one frees it. */
+		if (e->users || e->retrying) {
+			e->deleted = true;
+			e = NULL;
+		}
+	}
 	pthread_mutex_unlock(&nh_lock);
 	free(e);
 	errno = saved_errno;
@@ -932,6 +991,25 @@ nh_set_all(nghttp2_session_callbacks *cbs, const struct nh_app *a)
 	real_set(NH_SET_SEND_DATA, cbs, (void (*)(void))a->send_data);
 }
 
+/* e's last constructor is done: the object gets the application's
+ * functions back; an entry deleted meanwhile is returned, to be freed
+ * after the lock.  Caller holds nh_lock. */
+static struct nh_cbs *
+nh_cbs_idle_locked(struct nh_cbs *e, nghttp2_session_callbacks *cbs)
+{
+	if (e->users || e->retrying)
+		return NULL;
+	if (e->deleted)
+		return e;
+	if (e->installed) {
+		nh_set_all(cbs, &e->app);
+		e->installed = false;
+	}
+	return NULL;
+}
+
+/* Our mutex is never held while the real constructor runs (it calls the
+ * application's allocator): see the top of this file. */
 static int
 hook_nghttp2_server_new3(nghttp2_session **session_ptr,
 			 const nghttp2_session_callbacks *callbacks,
@@ -950,7 +1028,7 @@ hook_nghttp2_server_new3(nghttp2_session **session_ptr,
 	 * made it writable, and the application's functions go back. */
 	nghttp2_session_callbacks *cbs = (nghttp2_session_callbacks *)callbacks;
 	struct nh_session *st;
-	struct nh_cbs *e;
+	struct nh_cbs *e, *gone;
 	int saved_errno = errno, r;
 
 	if (!ctxshim_active() || !callbacks || !session_ptr)
@@ -962,40 +1040,62 @@ hook_nghttp2_server_new3(nghttp2_session **session_ptr,
 		return real_server_new3(session_ptr, callbacks, user_data, option, mem);
 	pthread_mutex_lock(&nh_lock);
 	/* Only an object made and set up through us: we know all that the
-	 * application set on it. */
+	 * application set on it.  Not while a session from it is made again
+	 * untracked, which must not copy trampolines. */
 	HASH_FIND_PTR(nh_cbs_table, &callbacks, e);
-	if (!e) {
+	if (!e || e->retrying) {
 		pthread_mutex_unlock(&nh_lock);
 		free(st);
 		errno = saved_errno;
 		return real_server_new3(session_ptr, callbacks, user_data, option, mem);
 	}
-	st->app = e->app;
-	/* The send side only where the application set a function: nghttp2
-	 * skips a missing one (or fails the send, for send_data) itself. */
-	if (st->app.before_frame_send)
-		ours.before_frame_send = nh_before_frame_send;
-	if (st->app.frame_send)
-		ours.frame_send = nh_on_frame_send;
-	if (st->app.frame_not_send)
-		ours.frame_not_send = nh_on_frame_not_send;
-	if (st->app.send_data)
-		ours.send_data = nh_send_data;
-	nh_set_all(cbs, &ours);
+	if (!e->installed) {
+		e->inst = e->app;
+		/* The send side only where the application set a function:
+		 * nghttp2 skips a missing one (or fails the send, for
+		 * send_data) itself. */
+		if (e->inst.before_frame_send)
+			ours.before_frame_send = nh_before_frame_send;
+		if (e->inst.frame_send)
+			ours.frame_send = nh_on_frame_send;
+		if (e->inst.frame_not_send)
+			ours.frame_not_send = nh_on_frame_not_send;
+		if (e->inst.send_data)
+			ours.send_data = nh_send_data;
+		nh_set_all(cbs, &ours);
+		e->installed = true;
+	}
+	/* What the installed trampolines were set up for, also when another
+	 * constructor installed them. */
+	st->app = e->inst;
+	e->users++;
+	pthread_mutex_unlock(&nh_lock);
 	errno = saved_errno;
 	r = real_server_new3(session_ptr, callbacks, user_data, option, mem);
 	saved_errno = errno;
-	nh_set_all(cbs, &e->app);
+	pthread_mutex_lock(&nh_lock);
+	/* (0 only in a child forked by the allocator: nh_atfork_child()) */
+	if (e->users)
+		e->users--;
 	if (r == 0) {
 		st->session = *session_ptr;
 		if (nh_insert_locked(st)) {
 			st = NULL;
 		} else {
 			/* No room: the session must not keep our trampolines,
-			 * which would find no state.  Start again, untracked. */
+			 * which would find no state.  Start again, untracked,
+			 * from the application's functions (out early for
+			 * any other constructor: harmless), which the object
+			 * keeps until then. */
 			nh_session_del_fn del =
 				NH_REAL(NH_SESSION_DEL, nh_session_del_fn);
 
+			e->retrying++;
+			if (e->installed && !e->deleted) {
+				nh_set_all(cbs, &e->app);
+				e->installed = false;
+			}
+			pthread_mutex_unlock(&nh_lock);
 			ctxshim_log("nghttp2: session table full, not following a "
 				    "session");
 			if (del)
@@ -1004,9 +1104,14 @@ hook_nghttp2_server_new3(nghttp2_session **session_ptr,
 			r = real_server_new3(session_ptr, callbacks, user_data, option,
 					     mem);
 			saved_errno = errno;
+			pthread_mutex_lock(&nh_lock);
+			if (e->retrying)
+				e->retrying--;
 		}
 	}
+	gone = nh_cbs_idle_locked(e, cbs);
 	pthread_mutex_unlock(&nh_lock);
+	free(gone);
 	free(st);
 	errno = saved_errno;
 	return r;

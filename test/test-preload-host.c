@@ -315,6 +315,27 @@ START_TEST(h2_callbacks_set_before_the_shim)
 }
 END_TEST
 
+static const char *const h2_alloc_mode[] = {"abba", "self"};
+
+/* helpers/h2-alloc.c: the application's nghttp2_mem allocator, called by
+ * nghttp2_session_server_new3(), takes a lock another thread holds while
+ * it deletes a session, or deletes one itself: no deadlock under the
+ * shim (its lock is not held while nghttp2 calls the allocator). */
+START_TEST(h2_allocator_takes_locks)
+{
+	char path[4096], *argv[] = {path, (char *)h2_alloc_mode[_i], NULL}, *out;
+
+	snprintf(path, sizeof(path), "%s/h2-alloc", test_env_path("HELPER_DIR"));
+	if (access(path, X_OK) != 0) {
+		fprintf(stderr, "no libnghttp2: %s not built, not tested\n", path);
+		return;
+	}
+	out = run_both(argv, NULL);
+	ck_assert_msg(strstr(out, "returned 0") && strstr(out, "DONE\n"), "%s", out);
+	free(out);
+}
+END_TEST
+
 /* ---- OpenSSL ------------------------------------------------------------ */
 
 START_TEST(tls_own_descriptor_bio)
@@ -351,6 +372,8 @@ TEST_SUITE(preload_host_suite)
 	tcase_add_test(tc, coroutine_resumed_on_another_thread);
 	tcase_add_test(tc, setcontext_on_a_small_coroutine_stack);
 	tcase_add_test(tc, h2_callbacks_set_before_the_shim);
+	tcase_add_loop_test(tc, h2_allocator_takes_locks, 0,
+			    (int)(sizeof(h2_alloc_mode) / sizeof(h2_alloc_mode[0])));
 	tcase_add_test(tc, tls_own_descriptor_bio);
 	suite_add_tcase(s, tc);
 	return s;
