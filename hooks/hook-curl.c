@@ -1322,9 +1322,21 @@ hook_curl_easy_duphandle(struct curl_real *r, CURL *easy, const void *ra)
 		prereq = e->prereq_ours;
 		app_prereq = e->app_prereq;
 		app_prereq_data = e->app_prereq_data;
-		/* A copy made by libcurl itself (HTTP/2 server push) is not the
-		 * application's handle: no entry, or it would outlive it. */
-		if (!curl_internal(r, ra)) {
+		/* A copy made by libcurl itself (HTTP/2 server push) becomes
+		 * the application's handle once its push callback accepts it
+		 * (the application may even run a transfer of its own on it
+		 * later).  It holds the original's list: without an entry,
+		 * our nodes would replace that list at its next transfer, and
+		 * the application's headers would go missing.  So it gets one
+		 * when the original has a list of the application's (else the
+		 * entry a later curl_easy_setopt makes knows as much).  A push
+		 * libcurl denies is freed inside libcurl, leaving the entry
+		 * stale: as for any handle freed behind our back, the next
+		 * handle at that address (curl_easy_init,
+		 * curl_easy_duphandle) drops it, and until then only libcurl
+		 * itself, which never reaches these hooks, can use the
+		 * address. */
+		if (!curl_internal(r, ra) || e->app_set) {
 			n = malloc(sizeof(*n));
 			if (n) {
 				memcpy(n, e, sizeof(*n));

@@ -336,6 +336,56 @@ START_TEST(h2_allocator_takes_locks)
 }
 END_TEST
 
+static const char *const curl_push_mode[] = {"keep", "reuse", "deny"};
+
+/* helpers/curl-push.c: an HTTP/2 push makes libcurl copy the parent handle
+ * itself, with the application's header list.  Later handles without a
+ * list of their own still get a traceparent, and the pushed handle, used
+ * for a transfer of its own, still sends the list it was copied with
+ * (X-App: parent), as it does without the shim. */
+START_TEST(curl_server_push)
+{
+	char path[4096], *argv[] = {path, (char *)curl_push_mode[_i], NULL};
+	char *out[2], *err;
+	int st, i;
+
+	snprintf(path, sizeof(path), "%s/curl-push", test_env_path("HELPER_DIR"));
+	if (access(path, X_OK) != 0) {
+		fprintf(stderr, "no libcurl or libnghttp2: %s not built, not tested\n",
+			path);
+		return;
+	}
+	for (i = 0; i < 2; i++) {
+		st = test_run_capture(argv, i ? curl_lists_env : NULL, i == 1, &out[i],
+				      &err, 60000);
+		ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0 &&
+				      strstr(out[i], "DONE\n"),
+			      "curl-push %s%s: %#x\n%s%s", curl_push_mode[_i],
+			      i ? " (shim)" : "", st, out[i], err);
+		free(err);
+	}
+	ck_assert_msg(strstr(out[0], strcmp(curl_push_mode[_i], "deny") ? "PUSHED 1\n"
+									: "PUSHED 0\n"),
+		      "%s", out[0]);
+	ck_assert_msg(
+		strstr(out[1], "REQ /before-push x-app=- tp=1\n") &&
+			strstr(out[1], "REQ /page x-app=parent tp=1\n") &&
+			strstr(out[1], "REQ /after-push-no-list x-app=- tp=1\n") &&
+			strstr(out[1], "REQ /after-push-own-list x-app=own tp=1\n"),
+		"--- without\n%s--- with\n%s", out[0], out[1]);
+	if (strcmp(curl_push_mode[_i], "reuse") == 0)
+		ck_assert_msg(
+			strstr(out[0],
+			       "REQ /reuse-pushed-handle x-app=parent tp=0\n") &&
+				strstr(out[1],
+				       "REQ /reuse-pushed-handle x-app=parent tp=1\n"),
+			"the pushed handle's own list:\n--- without\n%s--- with\n%s",
+			out[0], out[1]);
+	free(out[0]);
+	free(out[1]);
+}
+END_TEST
+
 /* ---- OpenSSL ------------------------------------------------------------ */
 
 START_TEST(tls_own_descriptor_bio)
@@ -374,6 +424,8 @@ TEST_SUITE(preload_host_suite)
 	tcase_add_test(tc, h2_callbacks_set_before_the_shim);
 	tcase_add_loop_test(tc, h2_allocator_takes_locks, 0,
 			    (int)(sizeof(h2_alloc_mode) / sizeof(h2_alloc_mode[0])));
+	tcase_add_loop_test(tc, curl_server_push, 0,
+			    (int)(sizeof(curl_push_mode) / sizeof(curl_push_mode[0])));
 	tcase_add_test(tc, tls_own_descriptor_bio);
 	suite_add_tcase(s, tc);
 	return s;
