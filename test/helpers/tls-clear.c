@@ -28,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "ctxobs.h"
+#include "tls-selfsigned.h"
 
 #define TP1 "00-11111111111111111111111111111111-1111111111111111-01"
 #define TP2 "00-22222222222222222222222222222222-2222222222222222-01"
@@ -62,28 +63,6 @@ fail(const char *w)
 static SSL_CTX *sctx, *cctx;
 static SSL *srv, *cli;
 static BIO *s_in, *s_out, *c_in, *c_out; /* each side: rbio, wbio */
-
-static void
-credentials(SSL_CTX *ctx)
-{
-	EVP_PKEY *pk = EVP_EC_gen("P-256");
-	X509 *x = X509_new();
-	X509_NAME *name = X509_get_subject_name(x);
-	X509_set_version(x, 2);
-	ASN1_INTEGER_set(X509_get_serialNumber(x), 1);
-	X509_gmtime_adj(X509_getm_notBefore(x), 0);
-	X509_gmtime_adj(X509_getm_notAfter(x), 3600);
-	X509_set_pubkey(x, pk);
-	X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC,
-				   (const unsigned char *)"localhost", -1, -1, 0);
-	X509_set_issuer_name(x, name);
-	if (X509_sign(x, pk, EVP_sha256()) <= 0 ||
-	    SSL_CTX_use_certificate(ctx, x) != 1 ||
-	    SSL_CTX_use_PrivateKey(ctx, pk) != 1)
-		fail("cert");
-	X509_free(x);
-	EVP_PKEY_free(pk);
-}
 
 /* move pending bytes between the two sides; returns bytes moved */
 static int
@@ -185,13 +164,40 @@ drop_client(void)
 	cli = NULL;
 }
 
+/* The server SSL reset for a new client, as SSL_clear(3) documents. */
+static void
+reuse_server(void)
+{
+	if (SSL_clear(srv) != 1)
+		fail("SSL_clear");
+	(void)BIO_reset(s_in);
+	(void)BIO_reset(s_out);
+	SSL_set_accept_state(srv);
+	printf("%-34s %s\n", "after SSL_clear:", shown());
+}
+
+/* Connection 2 answered and ended, the server SSL freed. */
+static int
+finish(void)
+{
+	server_answer("conn2 answered:");
+	drop_client();
+	SSL_free(srv);
+	printf("%-34s %s\n", "server SSL freed:", shown());
+	SSL_CTX_free(sctx);
+	SSL_CTX_free(cctx);
+	printf("DONE\n");
+	return 0;
+}
+
 int
 main(int argc, char **argv)
 {
 	const char *mode = argc > 1 ? argv[1] : "unanswered";
 	sctx = SSL_CTX_new(TLS_server_method());
 	cctx = SSL_CTX_new(TLS_client_method());
-	credentials(sctx);
+	if (!tls_self_signed(sctx))
+		fail("cert");
 	SSL_CTX_set_verify(cctx, SSL_VERIFY_NONE, NULL);
 
 	srv = SSL_new(sctx);
@@ -209,22 +215,12 @@ main(int argc, char **argv)
 				  "conn1 read (implicit handshake):");
 		server_answer("conn1 answered:");
 		drop_client();
-		if (SSL_clear(srv) != 1)
-			fail("SSL_clear");
-		(void)BIO_reset(s_in);
-		(void)BIO_reset(s_out);
-		SSL_set_accept_state(srv);
-		printf("%-34s %s\n", "after SSL_clear:", shown());
+		reuse_server();
 		new_client();
 		implicit_exchange("GET /two HTTP/1.1\r\nHost: x\r\ntraceparent: " TP2
 				  "\r\n\r\n",
 				  "conn2 read (implicit handshake):");
-		server_answer("conn2 answered:");
-		drop_client();
-		SSL_free(srv);
-		printf("%-34s %s\n", "server SSL freed:", shown());
-		printf("DONE\n");
-		return 0;
+		return finish();
 	}
 	handshake();
 	printf("%-34s %s\n", "conn1 handshake done:", shown());
@@ -240,13 +236,7 @@ main(int argc, char **argv)
 	}
 	drop_client();
 
-	/* ---- reuse the server SSL for a new client (SSL_clear(3)) ---- */
-	if (SSL_clear(srv) != 1)
-		fail("SSL_clear");
-	(void)BIO_reset(s_in);
-	(void)BIO_reset(s_out);
-	SSL_set_accept_state(srv);
-	printf("%-34s %s\n", "after SSL_clear:", shown());
+	reuse_server();
 
 	/* ---- connection 2 on the same SSL* ---- */
 	new_client();
@@ -254,12 +244,5 @@ main(int argc, char **argv)
 	printf("%-34s %s\n", "conn2 handshake done:", shown());
 	client_send("GET /two HTTP/1.1\r\nHost: x\r\ntraceparent: " TP2 "\r\n\r\n");
 	server_read("conn2 read (expect trace 2222):");
-	server_answer("conn2 answered:");
-	drop_client();
-	SSL_free(srv);
-	printf("%-34s %s\n", "server SSL freed:", shown());
-	SSL_CTX_free(sctx);
-	SSL_CTX_free(cctx);
-	printf("DONE\n");
-	return 0;
+	return finish();
 }

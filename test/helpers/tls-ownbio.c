@@ -35,6 +35,7 @@
 #include <openssl/x509.h>
 
 #include "tls-exchange.h"
+#include "tls-selfsigned.h"
 
 struct side {
 	int fd;
@@ -134,34 +135,6 @@ client(void *arg)
 	return NULL;
 }
 
-/* A P-256 key and a self-signed certificate for it, for the server: no
- * files to make and remove. */
-static void
-credentials(SSL_CTX *ctx)
-{
-	EVP_PKEY *pk = EVP_EC_gen("P-256");
-	X509 *x = X509_new();
-	X509_NAME *name;
-
-	if (!pk || !x)
-		fail("key");
-	name = X509_get_subject_name(x);
-	if (X509_set_version(x, 2) != 1 ||
-	    ASN1_INTEGER_set(X509_get_serialNumber(x), 1) != 1 ||
-	    !X509_gmtime_adj(X509_getm_notBefore(x), 0) ||
-	    !X509_gmtime_adj(X509_getm_notAfter(x), 3600) ||
-	    X509_set_pubkey(x, pk) != 1 ||
-	    X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC,
-				       (const unsigned char *)"localhost", -1, -1,
-				       0) != 1 ||
-	    X509_set_issuer_name(x, name) != 1 || X509_sign(x, pk, EVP_sha256()) <= 0 ||
-	    SSL_CTX_use_certificate(ctx, x) != 1 ||
-	    SSL_CTX_use_PrivateKey(ctx, pk) != 1)
-		fail("certificate");
-	X509_free(x);
-	EVP_PKEY_free(pk);
-}
-
 int
 main(void)
 {
@@ -184,7 +157,8 @@ main(void)
 	client_ctx = SSL_CTX_new(TLS_client_method());
 	if (!server_ctx || !client_ctx)
 		fail("SSL_CTX_new");
-	credentials(server_ctx);
+	if (!tls_self_signed(server_ctx))
+		fail("certificate");
 	SSL_CTX_set_verify(client_ctx, SSL_VERIFY_NONE, NULL);
 	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	ls = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
