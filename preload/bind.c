@@ -7,6 +7,7 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <gnu/lib-names.h>
 #include <link.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -54,11 +55,39 @@ ctxshim_bind(const char *name, const char *version, const void *self, bool requi
 	p = version ? dlvsym(RTLD_NEXT, name, version) : dlsym(RTLD_NEXT, name);
 	if (p && p == self)
 		die("binding resolved to our own hook for", name, "refusing to recurse");
-	if (!p) {
-		const char *why = dlerror(); /* consumes the message */
+	if (!p && required) {
+		/* RTLD_NEXT searches the objects after us only: with libc
+		 * itself in LD_PRELOAD before us ("LD_PRELOAD=libc.so.6
+		 * libctxshim.so"), libc is not among them.  Ask libc's own
+		 * handle before giving up. */
+		const char *e = dlerror(); /* consumes the message */
+		char why[256] = "not found";
+		void *libc;
 
-		if (required)
+		/* The next dl*() call frees the message: keep a copy. */
+		if (e) {
+			strncpy(why, e, sizeof(why) - 1);
+			why[sizeof(why) - 1] = '\0';
+		}
+		libc = dlopen(LIBC_SO, RTLD_LAZY | RTLD_NOLOAD);
+
+		if (libc) {
+			uintptr_t lo, hi;
+
+			p = version ? dlvsym(libc, name, version) : dlsym(libc, name);
+			/* self, taken through the GOT, is libc's function
+			 * too then (libc comes first in the global scope):
+			 * only a p inside this library would be our hook. */
+			if (p &&
+			    ctxshim_text_range((const void *)ctxshim_bind, &lo, &hi) &&
+			    (uintptr_t)p >= lo && (uintptr_t)p < hi)
+				p = NULL;
+		}
+		if (!p)
 			die("cannot resolve real", name, why);
+		(void)dlerror();
+	} else if (!p) {
+		(void)dlerror(); /* consumes the message */
 	}
 	return p;
 }
