@@ -32,6 +32,9 @@ plain=$dp_out
 
 expect_status 0 "unit name without .service" "$S" systemd-dropin --print nginx
 check "same text" same "$dp_out" "$plain"
+# A dot is no unit type: systemctl takes php8.2-fpm for php8.2-fpm.service.
+expect_status 0 "unit name with a dot and no type" "$S" systemd-dropin --print php8.2-fpm
+check "its service name" contains "$dp_out" 'Environment="OTEL_SERVICE_NAME=php8.2-fpm"'
 
 expect_status 0 "all options" "$S" systemd-dropin --print \
 	--service-name 'a b%c"d\e' -r k=v,k2=v2 --log /var/log/ctxshim.log \

@@ -36,6 +36,21 @@ chmod 644 ep-noexec
 expect_status 126 "not executable" "$E" ./ep-noexec
 check "says why" same "$dp_err" "ctxshim-entrypoint: ./ep-noexec: Permission denied"
 
+# The caller's variables: one named like the script's own keeps its value,
+# one whose name no shell variable can have is kept (dash drops those),
+# with the shim and without it.
+expect_status 0 "the caller's variables" \
+	env lib=mylib add=yes spring.profiles.active=prod "$E" env
+check "keeps lib" contains "$dp_out" "lib=mylib"
+check "keeps add" contains "$dp_out" "add=yes"
+check "keeps spring.profiles.active" contains "$dp_out" "spring.profiles.active=prod"
+check "with the shim" contains "$dp_out" "LD_PRELOAD=$want_preload"
+expect_status 0 "the caller's variables, without the shim" \
+	env lib=mylib spring.profiles.active=prod CTXSHIM_LIB=/nonexistent/libctxshim.so \
+	"$E" env
+check "keeps lib" contains "$dp_out" "lib=mylib"
+check "keeps spring.profiles.active" contains "$dp_out" "spring.profiles.active=prod"
+
 # The program it starts carries the shim: 'ctxshim status' on its pid.
 OTEL_SERVICE_NAME=ep-service
 export OTEL_SERVICE_NAME

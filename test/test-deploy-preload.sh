@@ -214,6 +214,44 @@ check "new backup is the current file" cmp "$root/var/lib/ctxshim/ld.so.preload.
 "$S" preload uninstall --root "$root" >/dev/null 2>&1
 check "uninstall restores the file from before this install" cmp "$pf" "$dp_tmp/p4.orig"
 
+# The file removed by hand after the install: uninstall has no entry to
+# take out, and keeps the backup, all that is left of the file before.
+new_root p5
+printf '/usr/lib/libimportant.so\n' >"$pf"
+"$S" preload install --root "$root" >/dev/null 2>&1
+rm "$pf"
+expect_status 0 "uninstall after the file was removed by hand" \
+	"$S" preload uninstall --root "$root"
+check "says the file from before is kept" contains "$dp_err" \
+	"kept in $root/var/lib/ctxshim/ld.so.preload.orig"
+check "the backup is kept" same \
+	"$(cat "$root/var/lib/ctxshim/ld.so.preload.orig")" /usr/lib/libimportant.so
+
+# A symbolic link is refused: the rename would replace it by a file, and
+# uninstall could not make it a link again.
+new_root p6
+mkdir -p "$root/srv"
+printf '/usr/lib/libfoo.so\n' >"$root/srv/preload"
+ln -s ../srv/preload "$pf"
+expect_status 1 "install refuses a symbolic link" "$S" preload install --root "$root"
+check "names the link's target" contains "$dp_err" "is a symbolic link (to ../srv/preload)"
+check "the link stays" test -L "$pf"
+check "the file it points to is unchanged" same "$(cat "$root/srv/preload")" \
+	/usr/lib/libfoo.so
+
+# A relative --root with CDPATH exported: cd would find the name through
+# CDPATH and print it into the path.
+new_root p7
+(
+	cd "$dp_tmp" || exit 1
+	CDPATH=.:/usr
+	export CDPATH
+	expect_status 0 "relative --root with CDPATH" \
+		"$S" preload install --root p7 --dry-run
+	check "the root's file" contains "$dp_out" "would append $lib to $pf"
+	exit "$dp_failed"
+) || fail "relative --root with CDPATH"
+
 # ------------------------------------------------------------ trust
 
 # Every process loads the library, setuid programs included: it must not

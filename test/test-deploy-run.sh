@@ -288,6 +288,66 @@ else
 	echo "# not root: setuid-to-another-user cases not run"
 fi
 
+# ------------------------------------------------------------ the caller's environment
+
+# The wrapper's own variables (lib, command, add, ctx_...) never reach the
+# command: a variable of the caller's with the same name keeps its value.
+expect_status 0 "the caller's variables named like the wrapper's" \
+	env lib=mylib command=build add=yes ctx_found=x "$S" run -- env
+for v in lib=mylib command=build add=yes ctx_found=x; do
+	check "keeps $v" contains "$dp_out" "$v"
+done
+# Names that no shell variable can have (docker and Kubernetes allow them;
+# dash does not import them).
+expect_status 0 "names that are not shell identifiers" \
+	env spring.profiles.active=prod log-level=debug "$S" run -- env
+check "keeps spring.profiles.active" contains "$dp_out" "spring.profiles.active=prod"
+check "keeps log-level" contains "$dp_out" "log-level=debug"
+# The loader splits LD_PRELOAD at spaces and colons only: a name with a tab
+# in it is one (missing) name, and the shim is not listed yet.
+tab=$(printf '\t')
+expect_status 0 "a tab in LD_PRELOAD" \
+	env "LD_PRELOAD=${dp_base_preload:+$dp_base_preload:}no-such-dp.so$tab$lib" \
+	"$S" run -- cat /proc/self/maps
+check "the shim is mapped" contains "$dp_out" " $lib"
+# A name without a slash is looked up in the loader's path, never in the
+# current directory, even where a libctxshim.so is.
+(
+	cd "${lib%/*}" || exit 1
+	expect_status 0 "a bare libctxshim.so in LD_PRELOAD, where the library is" \
+		env "LD_PRELOAD=${dp_base_preload:+$dp_base_preload:}libctxshim.so" \
+		"$S" run -- cat /proc/self/maps
+	check "the shim is mapped" contains "$dp_out" " $lib"
+	exit "$dp_failed"
+) || fail "a bare libctxshim.so in LD_PRELOAD"
+# libc before the shim: RTLD_NEXT does not find libc's functions from the
+# shim, which must not abort the program (old: SIGABRT before main()).
+if [ -z "$dp_base_preload" ]; then
+	expect_status 0 "libc before the shim in LD_PRELOAD" \
+		env LD_PRELOAD=libc.so.6 "$S" run -- /bin/echo runs
+	check "the command ran" same "$dp_out" runs
+fi
+# A library the loader would ignore (with a message into the command's
+# output) is refused like a missing one.
+expect_status 125 "not a library" env CTXSHIM_LIB=/etc/passwd "$S" run -- /bin/true
+check "says so" contains "$dp_err" "/etc/passwd is not a 64-bit little-endian ELF file"
+expect_status 1 "check: not a library" env CTXSHIM_LIB=/etc/passwd "$S" check /bin/true
+check "says missing" contains "$dp_out" "missing: /etc/passwd cannot be read or is not a 64-bit ELF file"
+if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
+	cp "$lib" private.so
+	chmod 600 private.so
+	expect_status 125 "a library the user cannot read" \
+		setpriv --reuid=nobody --regid="$(id -g nobody)" --clear-groups \
+		env CTXSHIM_LIB="$dp_tmp/private.so" "$S" run -- /bin/true
+	check "says so" contains "$dp_err" "Permission denied (the library cannot be read by uid"
+fi
+# An inherited entry the shim rejects would make it ignore the whole
+# variable, --resource with it: that entry is left out, with a warning.
+expect_status 0 "an inherited resource entry the shim rejects" \
+	env 'OTEL_RESOURCE_ATTRIBUTES=team=payments%zz,a=1' "$S" run -r b=2 -- env
+check "the rest merged" contains "$dp_out" "OTEL_RESOURCE_ATTRIBUTES=a=1,b=2"
+check "says what it left out" contains "$dp_err" "left out 'team=payments%zz'"
+
 # ------------------------------------------------------------ env
 
 expect_status 0 "env" "$S" env -n "it's \"x\"" -r a=b --log x.log

@@ -19,6 +19,55 @@
 ctx_preload=${LD_PRELOAD-}
 unset LD_PRELOAD
 
+# ctx_env_restore: give every variable that the caller exported the value
+# it had (ctxshim_env0, taken first thing by each script), LD_PRELOAD
+# aside: the scripts' own variables (lib, command, ctx_…) must not change
+# the environment of the command they start.  Skipped when nothing
+# changed, and when the shell cannot assign one of them (bash's read-only
+# SHELLOPTS, which nothing here changes then).
+ctx_env_restore() {
+	# shellcheck disable=SC2154 # set by the script that includes this
+	if [ "$(export -p)" != "$ctxshim_env0" ] &&
+		(eval "$ctxshim_env0") >/dev/null 2>&1; then
+		eval "$ctxshim_env0"
+	fi
+}
+
+# ctx_lost_env: the caller's variables whose names a shell variable cannot
+# have (a.b, x-y: docker and Kubernetes allow them), as NAME=VALUE words
+# quoted for eval.  The shell dropped them when it started (dash, busybox
+# sh), but /proc/$$/environ still has them.  Nothing when there are none,
+# or when awk cannot split at NUL bytes (busybox awk).
+ctx_lost_env() {
+	[ -r "/proc/$$/environ" ] || return 0
+	[ "$(printf 'a\000b\000' | awk 'BEGIN { RS = "\000" } END { print NR }')" = 2 ] ||
+		return 0
+	LC_ALL=C awk 'BEGIN { RS = "\000"; q = "\047" }
+	/=/ && !/^[A-Za-z_][A-Za-z0-9_]*=/ {
+		n = split($0, p, q); s = p[1]
+		for (i = 2; i <= n; i++) s = s q "\\" q q p[i]
+		printf " %s%s%s", q, s, q
+	}' "/proc/$$/environ"
+}
+
+# ctx_exec COMMAND [ARG...]: exec COMMAND.  The variables of ctx_lost_env
+# go back through env(1), which then execs COMMAND (same pid, same
+# arguments); LD_PRELOAD goes that way too, so env itself runs without it.
+ctx_exec() {
+	set -- "$(ctx_lost_env)" "$@"
+	if [ -n "$1" ] && command -v env >/dev/null 2>&1; then
+		if [ -n "${LD_PRELOAD+set}" ]; then
+			eval "shift; set -- \"LD_PRELOAD=\$LD_PRELOAD\" $1 \"\$@\""
+			unset LD_PRELOAD
+		else
+			eval "shift; set -- $1 \"\$@\""
+		fi
+		exec env -- "$@"
+	fi
+	shift
+	exec "$@"
+}
+
 # ctx_path_search NAME: set ctx_found to the file execvp() would run for NAME
 # (PATH lookup, no shell builtins or functions).  Returns 0 when found and
 # executable, 2 when only a non-executable file (or a directory) of that
@@ -63,9 +112,27 @@ ctx_same_file() {
 	[ "$1" -ef "$2" ]
 }
 
+# ctx_same_entry ENTRY LIB: the LD_PRELOAD entry ENTRY names the file LIB.
+# The loader looks an entry without a "/" up in its search path, never in
+# the current directory: such an entry is not compared with a file here.
+ctx_same_entry() {
+	case $1 in
+	*/*) ctx_same_file "$1" "$2" ;;
+	*) return 1 ;;
+	esac
+}
+
+# ctx_preload_words LIST: set ctx_words to LIST with its colons made
+# spaces, for a loop over $ctx_words with IFS=' ': the loader splits
+# LD_PRELOAD at spaces and colons only (elf/rtld.c, strcspn " :"); a tab
+# or a newline is part of a name.
+ctx_preload_words() {
+	ctx_words=$(printf '%s' "$1" | tr ':' ' ')
+}
+
 # ctx_preload_add LIST LIB: print LIST (an LD_PRELOAD value) with LIB
 # appended, unless LIB already is one of its entries.  The loader splits
-# LD_PRELOAD at blanks and colons; what is there stays first (a sanitizer
+# LD_PRELOAD at spaces and colons; what is there stays first (a sanitizer
 # runtime, for instance, must stay first).  An entry naming another
 # libctxshim.so (another path) is replaced by LIB in its place: with two
 # copies in one process each sees the other's otel_thread_ctx_v1 and both
@@ -75,21 +142,26 @@ ctx_preload_add() {
 	ctx_list=
 	ctx_have=0
 	ctx_other=0
-	for ctx_w in $(printf '%s' "$1" | tr ':\t\n' '   '); do
+	ctx_preload_words "$1"
+	ctx_ifs=$IFS
+	IFS=' '
+	for ctx_w in $ctx_words; do
+		IFS=$ctx_ifs
 		case $ctx_w in
 		"$2")
 			[ $ctx_have = 0 ] || continue
 			ctx_have=1
 			;;
 		libctxshim.so | */libctxshim.so)
-			ctx_same_file "$ctx_w" "$2" || ctx_other=1
+			ctx_same_entry "$ctx_w" "$2" || ctx_other=1
 			[ $ctx_have = 0 ] || continue
-			ctx_same_file "$ctx_w" "$2" || ctx_w=$2
+			ctx_same_entry "$ctx_w" "$2" || ctx_w=$2
 			ctx_have=1
 			;;
 		esac
 		ctx_list=${ctx_list:+$ctx_list:}$ctx_w
 	done
+	IFS=$ctx_ifs
 	if [ $ctx_other = 1 ]; then
 		printf '%s\n' "$ctx_list"
 	elif [ $ctx_have = 1 ]; then
@@ -104,14 +176,19 @@ ctx_preload_add() {
 # ctx_preload_others LIST LIB: the entries of LIST that ctx_preload_add
 # replaces by LIB (another libctxshim.so), one a line.
 ctx_preload_others() {
-	for ctx_w in $(printf '%s' "$1" | tr ':\t\n' '   '); do
+	ctx_preload_words "$1"
+	ctx_ifs=$IFS
+	IFS=' '
+	for ctx_w in $ctx_words; do
+		IFS=$ctx_ifs
 		case $ctx_w in
 		"$2") ;;
 		libctxshim.so | */libctxshim.so)
-			ctx_same_file "$ctx_w" "$2" || printf '%s\n' "$ctx_w"
+			ctx_same_entry "$ctx_w" "$2" || printf '%s\n' "$ctx_w"
 			;;
 		esac
 	done
+	IFS=$ctx_ifs
 }
 
 # ctx_bytes FILE OFFSET COUNT: print up to COUNT bytes of FILE from OFFSET
