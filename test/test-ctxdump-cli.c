@@ -728,10 +728,11 @@ START_TEST(one_thread)
 }
 END_TEST
 
-/* Seize every thread of pid and hold them (running) until *release is
- * closed: another tracer such as gdb or strace. */
+/* Seize every thread of pid (tid 0) or only thread tid and hold them
+ * (running) until *release is closed: another tracer such as gdb or
+ * strace, or one that traces a single thread. */
 static pid_t
-start_tracer(pid_t pid, int *release_fd)
+start_tracer(pid_t pid, pid_t tid, int *release_fd)
 {
 	int ready[2], release[2];
 	pid_t tracer;
@@ -753,9 +754,10 @@ start_tracer(pid_t pid, int *release_fd)
 		if (!d)
 			_exit(1);
 		while ((de = readdir(d)) != NULL) {
-			if (de->d_name[0] != '.' &&
-			    ptrace(PTRACE_SEIZE, (pid_t)atoi(de->d_name), NULL, NULL) <
-				    0)
+			pid_t t = (pid_t)atoi(de->d_name);
+
+			if (de->d_name[0] != '.' && (!tid || t == tid) &&
+			    ptrace(PTRACE_SEIZE, t, NULL, NULL) < 0)
 				_exit(1);
 		}
 		closedir(d);
@@ -781,7 +783,7 @@ START_TEST(already_traced)
 
 	churn_start(&h, NULL, 2);
 	snprintf(arg, sizeof(arg), "%d", (int)h.pid);
-	tracer = start_tracer(h.pid, &release);
+	tracer = start_tracer(h.pid, 0, &release);
 
 	ck_assert_int_eq(run_ctxdump(&out, &err, arg, NULL), 2);
 	ck_assert_msg(strstr(err, "ptrace(PTRACE_SEIZE, ") &&
@@ -804,6 +806,52 @@ START_TEST(already_traced)
 	assert_worker_json(out, &h, 0);
 	free(out);
 	free(err);
+	churn_finish(&h);
+}
+END_TEST
+
+/* Only one thread is traced by another process: that thread is not read
+ * (partial), the others are, and the hint names the thread and its
+ * tracer as when the whole process is traced. */
+START_TEST(one_thread_traced)
+{
+	struct churn h;
+	char *out, *err, arg[16], path[64], comm[64], want[256];
+	int release, st, r;
+	pid_t tracer;
+	ssize_t n;
+
+	churn_start(&h, NULL, 2);
+	snprintf(arg, sizeof(arg), "%d", (int)h.pid);
+	tracer = start_tracer(h.pid, h.tid[1], &release);
+	snprintf(path, sizeof(path), "/proc/%d/comm", (int)tracer);
+	n = test_read_small(path, comm, sizeof(comm));
+	ck_assert_int_gt(n, 1);
+	comm[n - 1] = '\0'; /* the newline */
+
+	r = run_ctxdump(&out, &err, "-j", arg, NULL);
+	ck_assert_msg(r == 1, "exit %d: %s", r, err);
+	snprintf(want, sizeof(want), "ctxdump: tid %d: cannot attach: %s",
+		 (int)h.tid[1], strerror(EPERM));
+	ck_assert_msg(strstr(err, want), "no '%s' in '%s'", want, err);
+	snprintf(want, sizeof(want),
+		 "ctxdump: thread %d of process %d is already being traced by pid %d "
+		 "(%s); only one tracer at a time is possible\n",
+		 (int)h.tid[1], (int)h.pid, (int)tracer, comm);
+	ck_assert_msg(strstr(err, want), "no TracerPid hint '%s' in '%s'", want, err);
+	/* exactly one hint */
+	ck_assert_ptr_null(strstr(err, "ptrace_scope"));
+	ck_assert_ptr_null(strstr(err, "different user"));
+	ck_assert_ptr_null(strstr(err, "ctxdump: process "));
+	/* the other threads are read */
+	assert_worker_json(out, &h, 0);
+	free(out);
+	free(err);
+	assert_running(h.pid);
+
+	close(release);
+	ck_assert_int_eq(waitpid(tracer, &st, 0), tracer);
+	ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 	churn_finish(&h);
 }
 END_TEST
@@ -1154,6 +1202,7 @@ TEST_SUITE(ctxdump_cli_suite)
 	tcase_add_test(tp, escaping);
 	tcase_add_test(tp, one_thread);
 	tcase_add_test(tp, already_traced);
+	tcase_add_test(tp, one_thread_traced);
 	tcase_add_test(tp, different_user);
 	tcase_add_test(tp, churn_during_dump);
 	tcase_add_test(tp, signals_to_ctxdump);

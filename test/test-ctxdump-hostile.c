@@ -6,7 +6,9 @@
  * and newlines in values, key indexes beyond the key map, a writer that
  * rewrites its records while they are read; broken, torn, oversized and
  * hostile process contexts; a symbol of the wrong type or size; object
- * file names made of control bytes.  ctxdump must never crash or hang,
+ * file names made of control bytes; a record in a userfaultfd range the
+ * target never serves, whose read blocks while the threads are stopped
+ * (ctxdump gives up after 30 s).  ctxdump must never crash or hang,
  * must print no raw control byte (stdout and stderr), must exit with the
  * status doc/ctxdump.1 documents and give a reason, and must leave the
  * target running. */
@@ -465,6 +467,60 @@ START_TEST(control_bytes_in_object_names)
 }
 END_TEST
 
+/* ---- a read that does not return ---- */
+
+/* process_vm_readv() of a record in a userfaultfd range waits for the
+ * target to serve the fault, which it cannot do while its threads are
+ * stopped, and no signal but SIGKILL ends the wait.  ctxdump gives up 30
+ * s after it stopped them: exit 2 with the reason, and the target runs
+ * again.  Takes those 30 s; not run where userfaultfd is unavailable. */
+START_TEST(read_blocked_by_userfaultfd)
+{
+	char *argv[] = {(char *)test_helper_path("hostile-uffd"), NULL};
+	char line[256], arg[16], *out, *err;
+	char *cmd[] = {(char *)test_ctxdump_path(), arg, NULL};
+	struct target t;
+	int st;
+
+	if (access(argv[0], X_OK) != 0) {
+		fprintf(stderr,
+			"read_blocked_by_userfaultfd: %s is not built, not run\n",
+			argv[0]);
+		return;
+	}
+	memset(&t, 0, sizeof(t));
+	test_child_start(&t.c, argv, NULL, false);
+	test_child_readline(&t.c, line, sizeof(line), 10000);
+	if (strncmp(line, "UNAVAILABLE ", 12) == 0) {
+		fprintf(stderr, "read_blocked_by_userfaultfd: %s, not run\n",
+			line + 12);
+		st = test_child_finish(&t.c, 10000);
+		ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status 0x%x", st);
+		return;
+	}
+	ck_assert_msg(strncmp(line, "READY ", 6) == 0, "%s", line);
+	t.pid = (pid_t)atoi(line + 6);
+	ck_assert_int_eq(t.pid, t.c.pid);
+	snprintf(arg, sizeof(arg), "%d", (int)t.pid);
+
+	/* generous: the 30 s and the time to start and stop */
+	st = test_run_capture(cmd, NULL, false, &out, &err, 75000);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 2, "status 0x%x: %s", st,
+		      err);
+	assert_no_controls("stderr", err);
+	assert_messages(err);
+	snprintf(line, sizeof(line),
+		 "ctxdump: reading the memory of process %d has been blocked for 30 s "
+		 "while its threads are stopped",
+		 (int)t.pid);
+	expect_in(err, line);
+	expect_in(err, "; giving up so that they run again\n");
+	free(out);
+	free(err);
+	target_finish(&t);
+}
+END_TEST
+
 TEST_SUITE(ctxdump_hostile_suite)
 {
 	Suite *s = suite_create("ctxdump-hostile");
@@ -478,6 +534,7 @@ TEST_SUITE(ctxdump_hostile_suite)
 			    sizeof(pctx_cases) / sizeof(pctx_cases[0]));
 	tcase_add_loop_test(tc, wrong_symbol, 0, 4);
 	tcase_add_test(tc, control_bytes_in_object_names);
+	tcase_add_test(tc, read_blocked_by_userfaultfd);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -8,8 +8,10 @@
  * 0, custom-labels NULL keys, repeated keys, an empty set, more labels
  * and longer values than ctxdump copies).  writer-layouts-le has no OTEP
  * variable and defines the custom-labels one in the executable
- * (local-exec).  `ctxdump record` labels its samples with the same
- * contexts, and `report` names the layouts. */
+ * (local-exec).  Contexts behind unreadable pointers are reported on
+ * stderr with exit status 1, and labels with unreadable keys are left
+ * out.  `ctxdump record` labels its samples with the same contexts, and
+ * `report` names the layouts. */
 #include "test-prof.h"
 
 #include <stdint.h>
@@ -19,7 +21,8 @@
 
 /* ctxdump --json, one line per thread:
  *   T <tid> <otel> <elastic> <labels>
- * and the symbol and layouts. */
+ * (a context not read: "error:<reason>", '_' for spaces) and the symbol
+ * and layouts. */
 static const char json_summary_py[] =
 	"import json,sys\n"
 	"d=json.load(open(sys.argv[1]))\n"
@@ -35,7 +38,12 @@ static const char json_summary_py[] =
 	"  otel=c['trace_id']+'-'+c['span_id'] if c and c['valid']==1 else '-'\n"
 	"  el='-'; cl='-'\n"
 	"  for o in t.get('other_contexts',[]):\n"
-	"    if o['layout']=='elastic_apm_profiling_correlation_tls_v1':\n"
+	"    e=o.get('error','').replace(' ','_')\n"
+	"    if e and o['layout']=='elastic_apm_profiling_correlation_tls_v1':\n"
+	"      el='error:'+e\n"
+	"    elif e and o['layout']=='custom_labels_current_set':\n"
+	"      cl='error:'+e\n"
+	"    elif o['layout']=='elastic_apm_profiling_correlation_tls_v1':\n"
 	"      f='null' if o['flags'] is None else '%02x'%o['flags']\n"
 	"      el='%d-%s-%s-%s-%s'%(o['valid'],n(o['trace_id']),n(o['span_id']),\n"
 	"                           n(o['transaction_id']),f)\n"
@@ -62,11 +70,12 @@ struct lwriter {
 	int n;
 };
 
+/* opt: NULL, "--unreadable" or "--bad-keys" (helpers/writer-layouts.c) */
 static void
-writer_start(struct lwriter *w, const char *exe)
+writer_start(struct lwriter *w, const char *exe, const char *opt)
 {
 	char path[PATH_MAX], line[1024];
-	char *argv[] = {path, NULL};
+	char *argv[] = {path, (char *)opt, NULL};
 
 	memset(w, 0, sizeof(*w));
 	prof_helper(exe, path, sizeof(path));
@@ -118,6 +127,10 @@ expect_elastic(const char *w, char *out, size_t n)
 		snprintf(out, n, "-");
 		return;
 	}
+	if (strncmp(w, "unreadable-", 11) == 0) {
+		snprintf(out, n, "error:Bad_address");
+		return;
+	}
 	ck_assert_int_eq(sscanf(w, "%u-%u-%32[0-9a-f]-%16[0-9a-f]-%16[0-9a-f]-%2s",
 				&valid, &present, trace, span, txn, flags),
 			 6);
@@ -137,6 +150,16 @@ expect_labels(const char *w, char *out, size_t n)
 
 	if (strcmp(w, "-") == 0) {
 		snprintf(out, n, "-");
+		return;
+	}
+	if (strncmp(w, "unreadable-", 11) == 0) {
+		snprintf(out, n, "error:Bad_address");
+		return;
+	}
+	if (sscanf(w, "bad-keys-%u", &count) == 1) {
+		/* the two labels whose keys cannot be read are left out, as
+		 * NULL keys are; the set is flagged truncated */
+		snprintf(out, n, "%u-T-null-null-user=alice", count);
 		return;
 	}
 	k = sscanf(w, "%u-%32[0-9a-f]-%16[0-9a-f]", &count, trace, span);
@@ -175,7 +198,25 @@ find_thread(const struct lwriter *w, pid_t tid)
 	return NULL;
 }
 
-/* ctxdump --json against the writer's THREAD lines. */
+/* The stderr line of a context the writer describes as
+ * "unreadable-<hex address>", appended to err; false if it is another. */
+static bool
+expect_unreadable(const char *w, pid_t tid, const char *symbol, char *err, size_t n)
+{
+	size_t l = strlen(err);
+
+	if (strncmp(w, "unreadable-", 11) != 0)
+		return false;
+	snprintf(err + l, n - l,
+		 "ctxdump: tid %d: cannot read the %s context at 0x%s: "
+		 "Bad address\n",
+		 (int)tid, symbol, w + 11);
+	return true;
+}
+
+/* ctxdump --json against the writer's THREAD lines: a thread whose
+ * context cannot be read is said once on stderr and makes the exit
+ * status 1 (partial), the others are read as ever. */
 static void
 check_dump(const struct lwriter *w,
 	   const char *symbol,
@@ -183,13 +224,33 @@ check_dump(const struct lwriter *w,
 	   const char *cl_model)
 {
 	char pid[16], tmp[64], *out = NULL, *err = NULL, *line, *save = NULL;
-	int r, seen = 0, layouts = 0;
+	static char want_err[4096];
+	int r, i, seen = 0, layouts = 0, unreadable = 0;
+	const char *p;
 	FILE *f;
 
+	want_err[0] = '\0';
+	for (i = 0; i < w->n; i++) {
+		unreadable +=
+			expect_unreadable(w->t[i].elastic, w->t[i].tid,
+					  "elastic_apm_profiling_correlation_tls_v1",
+					  want_err, sizeof(want_err));
+		unreadable += expect_unreadable(w->t[i].labels, w->t[i].tid,
+						"custom_labels_current_set", want_err,
+						sizeof(want_err));
+	}
 	snprintf(pid, sizeof(pid), "%d", (int)w->pid);
 	r = prof_run(&out, &err, "--json", pid, NULL);
-	ck_assert_msg(r == 0, "ctxdump exit %d: %s", r, err);
-	ck_assert_str_eq(err, "");
+	ck_assert_msg(r == (unreadable ? 1 : 0), "ctxdump exit %d: %s", r, err);
+	/* one line each, in any order (the threads are sorted by tid) */
+	for (p = want_err; *p; p = strchr(p, '\n') + 1) {
+		char one[512];
+
+		snprintf(one, sizeof(one), "%.*s", (int)(strchr(p, '\n') + 1 - p), p);
+		ck_assert_msg(strstr(err, one), "stderr has no '%s': '%s'", one, err);
+	}
+	ck_assert_msg(strlen(err) == strlen(want_err), "stderr '%s', expected '%s'",
+		      err, want_err);
 	prof_tmpfile(tmp, sizeof(tmp), "layouts-json");
 	f = fopen(tmp, "we");
 	ck_assert_ptr_nonnull(f);
@@ -259,9 +320,74 @@ START_TEST(dump_three_layouts)
 {
 	struct lwriter w;
 
-	writer_start(&w, "writer-layouts");
+	writer_start(&w, "writer-layouts", NULL);
 	check_dump(&w, "libwtls-tlsdesc.so:tlsdesc-static", "libcustomlabels-test.so",
 		   "tlsdesc-static");
+	writer_finish(&w);
+}
+END_TEST
+
+/* An Elastic and a custom-labels pointer into a PROT_NONE page: each
+ * thread's context is said not read on stderr, with the address, and
+ * the exit status is 1 (partial), as for an unreadable OTEP record. */
+START_TEST(dump_unreadable_contexts)
+{
+	char pid[16], *out = NULL, *err = NULL;
+	struct lwriter w;
+	int r;
+
+	writer_start(&w, "writer-layouts", "--unreadable");
+	ck_assert_int_eq(w.n, 3);
+	check_dump(&w, "libwtls-tlsdesc.so:tlsdesc-static", "libcustomlabels-test.so",
+		   "tlsdesc-static");
+	/* text: the same status and reasons */
+	snprintf(pid, sizeof(pid), "%d", (int)w.pid);
+	r = prof_run(&out, &err, pid, NULL);
+	ck_assert_msg(r == 1, "exit %d: %s", r, err);
+	ck_assert_ptr_nonnull(strstr(out, "    [elastic] (not read: Bad address)\n"));
+	ck_assert_ptr_nonnull(
+		strstr(out, "    [custom-labels] (not read: Bad address)\n"));
+	ck_assert_ptr_nonnull(strstr(err, ": cannot read the "
+					  "elastic_apm_profiling_correlation_tls_v1 "
+					  "context at 0x"));
+	ck_assert_ptr_nonnull(strstr(err, ": cannot read the custom_labels_current_set "
+					  "context at 0x"));
+	free(out);
+	free(err);
+	writer_finish(&w);
+}
+END_TEST
+
+/* Labels whose key pointers cannot be read are no labels: not shown with
+ * an empty key (which the writer never wrote), and the second one not
+ * hidden behind the first as a repeated key. */
+START_TEST(dump_unreadable_label_keys)
+{
+	char pid[16], want[128], *out = NULL, *err = NULL, *blk, *end;
+	struct lwriter w;
+	int r;
+
+	writer_start(&w, "writer-layouts", "--bad-keys");
+	ck_assert_int_eq(w.n, 2);
+	check_dump(&w, "libwtls-tlsdesc.so:tlsdesc-static", "libcustomlabels-test.so",
+		   "tlsdesc-static");
+	snprintf(pid, sizeof(pid), "%d", (int)w.pid);
+	r = prof_run(&out, &err, pid, NULL);
+	ck_assert_msg(r == 0, "exit %d: %s", r, err);
+	ck_assert_str_eq(err, "");
+	ck_assert_str_eq(w.t[1].name, "cl-bad-keys");
+	snprintf(want, sizeof(want), "Thread %d \"", (int)w.t[1].tid);
+	blk = strstr(out, want);
+	ck_assert_msg(blk, "no '%s' in %s", want, out);
+	end = strstr(blk + 1, "\nThread ");
+	if (end)
+		end[1] = '\0';
+	ck_assert_msg(strstr(blk, "    [custom-labels] user=alice\n"
+				  "    [custom-labels] (labels truncated: count=3)\n"),
+		      "%s", blk);
+	ck_assert_msg(!strstr(blk, "=v1") && !strstr(blk, "=v2"), "%s", blk);
+	free(out);
+	free(err);
 	writer_finish(&w);
 }
 END_TEST
@@ -272,7 +398,7 @@ START_TEST(dump_without_otep)
 	struct lwriter w;
 	int r;
 
-	writer_start(&w, "writer-layouts-le");
+	writer_start(&w, "writer-layouts-le", NULL);
 	check_dump(&w, "-", "writer-layouts-le", "local-exec");
 	/* text: which layout each context came from */
 	snprintf(pid, sizeof(pid), "%d", (int)w.pid);
@@ -327,7 +453,7 @@ check_record(const char *exe, const char *const *layouts)
 	struct lwriter w;
 	int st, i, traced = 0;
 
-	writer_start(&w, exe);
+	writer_start(&w, exe, NULL);
 	prof_tmpfile(file, sizeof(file), "layouts-prof");
 	prof_tmpfile(errf, sizeof(errf), "layouts-err");
 	snprintf(pid, sizeof(pid), "%d", (int)w.pid);
@@ -400,7 +526,7 @@ START_TEST(report_survives_damage)
 	FILE *f;
 	int st;
 
-	writer_start(&w, "writer-layouts");
+	writer_start(&w, "writer-layouts", NULL);
 	prof_tmpfile(file, sizeof(file), "damage-prof");
 	prof_tmpfile(bad, sizeof(bad), "damage-bad");
 	prof_tmpfile(errf, sizeof(errf), "damage-err");
@@ -470,6 +596,8 @@ TEST_SUITE(ctxdump_layouts_suite)
 	tcase_set_timeout(tc, 180);
 	tcase_add_test(tc, dump_three_layouts);
 	tcase_add_test(tc, dump_without_otep);
+	tcase_add_test(tc, dump_unreadable_contexts);
+	tcase_add_test(tc, dump_unreadable_label_keys);
 	tcase_add_test(tc, record_three_layouts);
 	tcase_add_test(tc, report_survives_damage);
 	suite_add_tcase(s, tc);

@@ -12,10 +12,21 @@
  *          elastic=<valid>-<present>-<trace>-<span>-<txn>-<flags>|- \
  *          labels=<count>[-<trace>-<span>]|-
  *   READY <pid> <nthreads>
- * Threads then block in read(2) on a pipe until stdin is closed. */
+ * Threads then block in read(2) on a pipe until stdin is closed.
+ *
+ * With an option, other threads instead of the usual ones:
+ *   --unreadable  "all" as above; "el-unreadable" and "cl-unreadable",
+ *                 whose Elastic and custom-labels pointers lead into a
+ *                 PROT_NONE page: elastic=unreadable-<hex address> and
+ *                 labels=unreadable-<hex address>
+ *   --bad-keys    "labels" as above; "cl-bad-keys", whose set has
+ *                 "user"="alice" and then two labels with values "v1"
+ *                 and "v2" whose key pointers lead into that page:
+ *                 labels=bad-keys-<count> */
 #include "config.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdbool.h>
@@ -23,6 +34,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -36,27 +48,49 @@ void welastic_set_storage(void *st);
 void wcl_set(void *set);
 
 enum { L_OTEL = 1, L_ELASTIC = 2, L_CL = 4 };
-enum { CL_NORMAL, CL_EMPTY, CL_BIG };
+enum { CL_NORMAL, CL_EMPTY, CL_BIG, CL_BAD_KEYS };
 
 struct spec {
 	const char *name;
 	unsigned layouts;
 	uint8_t el_valid, el_present;
 	int cl_kind;
+	/* the thread's Elastic and custom-labels pointers lead into
+	 * unreadable memory: a context freed or unmapped under them */
+	bool unreadable;
 };
 
 static const struct spec specs[] = {
-	{"otel", L_OTEL, 0, 0, 0},
-	{"elastic", L_ELASTIC, 1, 1, 0},
-	{"labels", L_CL, 0, 0, CL_NORMAL},
-	{"all", L_OTEL | L_ELASTIC | L_CL, 1, 1, CL_NORMAL},
-	{"el-updating", L_ELASTIC, 0, 1, 0},
-	{"el-notrace", L_ELASTIC, 1, 0, 0},
-	{"cl-empty", L_CL, 0, 0, CL_EMPTY},
-	{"cl-big", L_CL, 0, 0, CL_BIG},
-	{"none", 0, 0, 0, 0},
+	{"otel", L_OTEL, 0, 0, 0, false},
+	{"elastic", L_ELASTIC, 1, 1, 0, false},
+	{"labels", L_CL, 0, 0, CL_NORMAL, false},
+	{"all", L_OTEL | L_ELASTIC | L_CL, 1, 1, CL_NORMAL, false},
+	{"el-updating", L_ELASTIC, 0, 1, 0, false},
+	{"el-notrace", L_ELASTIC, 1, 0, 0, false},
+	{"cl-empty", L_CL, 0, 0, CL_EMPTY, false},
+	{"cl-big", L_CL, 0, 0, CL_BIG, false},
+	{"none", 0, 0, 0, 0, false},
 };
 #define N_THREADS (sizeof(specs) / sizeof(specs[0]))
+
+/* --unreadable: a readable thread next to the unreadable ones */
+static const struct spec specs_unreadable[] = {
+	{"all", L_OTEL | L_ELASTIC | L_CL, 1, 1, CL_NORMAL, false},
+	{"el-unreadable", L_ELASTIC, 1, 1, 0, true},
+	{"cl-unreadable", L_CL, 0, 0, CL_NORMAL, true},
+};
+
+/* --bad-keys */
+static const struct spec specs_bad_keys[] = {
+	{"labels", L_CL, 0, 0, CL_NORMAL, false},
+	{"cl-bad-keys", L_CL, 0, 0, CL_BAD_KEYS, false},
+};
+
+/* PROT_NONE: what the unreadable pointers point into */
+static uint8_t *guard;
+#define GUARD_ELASTIC 0
+#define GUARD_CL_SET  64
+#define GUARD_CL_KEY  512
 
 struct cl_string {
 	size_t len;
@@ -151,6 +185,20 @@ build_labels(struct worker *w)
 	case CL_EMPTY:
 		w->set.count = 0;
 		break;
+	case CL_BAD_KEYS:
+		cl_str(&lb[0].key, "user");
+		cl_str(&lb[0].value, "alice");
+		/* keys ctxdump cannot read: both labels are to be skipped as
+		 * NULL keys are, not shown with an empty key (the second one
+		 * then hidden as a repeat of the first) */
+		lb[1].key.len = 6;
+		lb[1].key.buf = guard + GUARD_CL_KEY;
+		cl_str(&lb[1].value, "v1");
+		lb[2].key.len = 6;
+		lb[2].key.buf = guard + GUARD_CL_KEY;
+		cl_str(&lb[2].value, "v2");
+		w->set.count = 3;
+		break;
 	case CL_BIG:
 		for (i = 0; i < BIG_LABELS; i++) {
 			snprintf(w->strs[i], sizeof(w->strs[i]), "k%02u", i);
@@ -212,9 +260,9 @@ worker_main(void *arg)
 		writer_tls_set(w->otel);
 #endif
 	if (w->sp->layouts & L_ELASTIC)
-		welastic_set(w->elastic);
+		welastic_set(w->sp->unreadable ? guard + GUARD_ELASTIC : w->elastic);
 	if (w->sp->layouts & L_CL)
-		wcl_set(&w->set);
+		wcl_set(w->sp->unreadable ? guard + GUARD_CL_SET : (void *)&w->set);
 	pthread_barrier_wait(&published);
 	do
 		r = read(park_fd[0], &c, 1);
@@ -258,7 +306,9 @@ print_worker(const struct worker *w)
 		putchar('-');
 	}
 	fputs(" elastic=", stdout);
-	if (w->sp->layouts & L_ELASTIC) {
+	if ((w->sp->layouts & L_ELASTIC) && w->sp->unreadable) {
+		printf("unreadable-%" PRIxPTR, (uintptr_t)(guard + GUARD_ELASTIC));
+	} else if (w->sp->layouts & L_ELASTIC) {
 		hex(t, w->trace[1], 16);
 		hex(s, w->span[1], 8);
 		hex(x, w->txn, 8);
@@ -268,12 +318,17 @@ print_worker(const struct worker *w)
 		putchar('-');
 	}
 	fputs(" labels=", stdout);
-	if (w->sp->layouts & L_CL)
+	if ((w->sp->layouts & L_CL) && w->sp->unreadable)
+		printf("unreadable-%" PRIxPTR, (uintptr_t)(guard + GUARD_CL_SET));
+	else if ((w->sp->layouts & L_CL) && w->sp->cl_kind == CL_BAD_KEYS)
+		printf("bad-keys-%zu", w->set.count);
+	else if (w->sp->layouts & L_CL)
 		printf("%zu", w->set.count);
 	else
 		putchar('-');
 	/* the trace context in the "trace_id"/"span_id" labels */
-	if ((w->sp->layouts & L_CL) && w->sp->cl_kind == CL_NORMAL)
+	if ((w->sp->layouts & L_CL) && w->sp->cl_kind == CL_NORMAL &&
+	    !w->sp->unreadable)
 		printf("-%s-%s", w->trace_hex, w->span_hex);
 	putchar('\n');
 }
@@ -293,13 +348,27 @@ put_str(size_t *off, const char *s)
 }
 
 int
-main(void)
+main(int argc, char **argv)
 {
+	const struct spec *sp = specs;
+	unsigned n = N_THREADS, i;
 	pthread_t th[N_THREADS];
 	size_t off = 2;
 	char buf[64];
-	unsigned i;
 
+	if (argc > 1 && strcmp(argv[1], "--unreadable") == 0) {
+		sp = specs_unreadable;
+		n = sizeof(specs_unreadable) / sizeof(specs_unreadable[0]);
+	} else if (argc > 1 && strcmp(argv[1], "--bad-keys") == 0) {
+		sp = specs_bad_keys;
+		n = sizeof(specs_bad_keys) / sizeof(specs_bad_keys[0]);
+	} else if (argc > 1) {
+		fprintf(stderr, "writer-layouts: unknown option %s\n", argv[1]);
+		return 2;
+	}
+	guard = mmap(NULL, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (guard == MAP_FAILED)
+		return 1;
 	storage[0] = 1;
 	put_str(&off, "elastic-svc");
 	put_str(&off, "testing");
@@ -307,25 +376,25 @@ main(void)
 	welastic_set_storage(storage);
 	if (pipe(park_fd) < 0)
 		return 1;
-	pthread_barrier_init(&published, NULL, N_THREADS + 1);
-	for (i = 0; i < N_THREADS; i++) {
-		workers[i].sp = &specs[i];
+	pthread_barrier_init(&published, NULL, n + 1);
+	for (i = 0; i < n; i++) {
+		workers[i].sp = &sp[i];
 		workers[i].idx = i;
 		if (pthread_create(&th[i], NULL, worker_main, &workers[i]) != 0)
 			return 1;
 	}
 	pthread_barrier_wait(&published);
-	for (i = 0; i < N_THREADS; i++)
+	for (i = 0; i < n; i++)
 		while (!parked(workers[i].tid))
 			sched_yield();
-	for (i = 0; i < N_THREADS; i++)
+	for (i = 0; i < n; i++)
 		print_worker(&workers[i]);
-	printf("READY %d %u\n", (int)getpid(), (unsigned)N_THREADS + 1);
+	printf("READY %d %u\n", (int)getpid(), n + 1);
 	fflush(stdout);
 	while (read(0, buf, sizeof(buf)) > 0)
 		;
 	close(park_fd[1]);
-	for (i = 0; i < N_THREADS; i++)
+	for (i = 0; i < n; i++)
 		pthread_join(th[i], NULL);
 	return 0;
 }

@@ -215,6 +215,8 @@ struct run {
 	const struct ctxdump_control *ctl;
 	struct dump d;
 	bool partial;
+	/* the first thread whose attach failed with EPERM (0: none) */
+	pid_t eperm_tid;
 	/* Allocated (and paged in) before the threads are stopped: room for
 	 * cap threads. */
 	size_t cap;
@@ -846,6 +848,8 @@ collect_threads(struct run *run, struct stop_set *ss)
 		 * read is of one program: dump_process()) */
 		case STOP_FAILED:
 			set_error(t, "cannot attach: %s", strerror(st->err));
+			if (st->err == EPERM && !run->eperm_tid)
+				run->eperm_tid = st->tid;
 			run->partial = true;
 			break;
 		case STOP_TIMEOUT:
@@ -1435,6 +1439,10 @@ dump_process(const struct ctxdump_control *ctl)
 			run.partial = true;
 		}
 	}
+	/* DIAGNOSTICS: an attach that failed with EPERM gets its hint, also
+	 * when only some threads failed */
+	if (run.eperm_tid)
+		stop_diagnose_eperm(ctl->pid, run.eperm_tid);
 	/* /proc/PID/task lists threads in creation order, which is tid
 	 * order until tids wrap: sort (272-byte elements) only if needed. */
 	for (i = 1; i < d->n_threads && d->threads[i - 1].tid < d->threads[i].tid; i++)
@@ -1453,6 +1461,31 @@ dump_process(const struct ctxdump_control *ctl)
 			 escaped_n(d->pd->schema_version.ptr,
 				   d->pd->schema_version.len));
 	dlay_finish(d);
+	/* A context of another layout that could not be read is a thread
+	 * not read, as an unreadable OTEP record is: said on stderr, with
+	 * where it was, and partial output. */
+	for (i = 0; i < d->n_threads; i++) {
+		const struct dump_thread *t = &d->threads[i];
+		unsigned j;
+
+		if (t->error)
+			continue; /* said once for the thread above */
+		for (j = 0; j < t->n_alt; j++) {
+			const struct dump_alt *a = &t->alt[j];
+
+			if (a->state != LAY_ERROR)
+				continue;
+			if (a->ptr)
+				cli_warn("tid %d: cannot read the %s context at "
+					 "0x%" PRIx64 ": %s",
+					 (int)t->tid, lay_symbol(a->kind), a->ptr,
+					 strerror(-a->err));
+			else
+				cli_warn("tid %d: cannot read %s: %s", (int)t->tid,
+					 lay_symbol(a->kind), strerror(-a->err));
+			run.partial = true;
+		}
+	}
 	if (ctl->stacks) {
 		const char *why = stack_unwind_unavailable();
 

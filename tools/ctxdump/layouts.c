@@ -457,10 +457,14 @@ lay_read(const struct lay_proc *lp,
 
 		if (l == lay_rg[i].len)
 			continue;
-		/* unreadable string: keep the prefix, flag the label */
-		if (s == 0)
+		/* unreadable string: keep the prefix, flag the label; a key
+		 * of which nothing could be read is no key at all: skipped
+		 * like a NULL one, not shown (nor deduplicated) as "" */
+		if (s == 0) {
 			r->cl[j].klen = (uint16_t)l;
-		else
+			if (l == 0)
+				r->cl[j].key_null = true;
+		} else
 			r->cl[j].vlen = (uint16_t)l;
 		r->cl[j].cut = true;
 		r->truncated = true;

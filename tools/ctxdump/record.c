@@ -1208,6 +1208,7 @@ rec_free(struct rec *rc)
 		close(rc->out_fd);
 	if (rc->tmp_path) {
 		/* nothing recorded: FILE stays as it was */
+		stop_stuck_unlink(NULL);
 		(void)unlink(rc->tmp_path);
 		free(rc->tmp_path);
 		free(rc->final_path);
@@ -1406,6 +1407,8 @@ open_output(struct rec *rc)
 			}
 			if (fd >= 0 && exists)
 				(void)fchmod(fd, st.st_mode & 0777);
+			if (fd >= 0)
+				stop_stuck_unlink(rc->tmp_path);
 			rc->final_existed = exists;
 			if (fd < 0) {
 				free(rc->final_path);
@@ -1501,6 +1504,7 @@ commit_output(struct rec *rc, int *in_place_err)
 		e = 0;
 	*in_place_err = r;
 done:
+	stop_stuck_unlink(NULL);
 	(void)unlink(rc->tmp_path);
 	free(rc->tmp_path);
 	free(rc->final_path);

@@ -949,6 +949,70 @@ static struct stop_late *late_auto;
 static pid_t late_tracer;
 static size_t late_pass(struct stop_late *l);
 
+/* A read of the target's memory while its threads are stopped can block
+ * for good: process_vm_readv() of a page in a userfaultfd range waits
+ * (killable only) for the target to serve the fault, which it cannot do
+ * while it is stopped, and the window's signals are blocked.  If a stop
+ * window lasts this long after the threads stopped, ctxdump exits: the
+ * exit wakes the blocked read and the kernel lets the threads go. */
+#define STOP_STUCK_MS 30000
+
+static timer_t stuck_timer;
+static bool stuck_ready;
+static volatile pid_t stuck_pid;
+static const char *volatile stuck_path;
+
+void
+stop_stuck_unlink(const char *path)
+{
+	stuck_path = path;
+}
+
+static void
+stuck_expired(union sigval v)
+{
+	char msg[256];
+	int n;
+
+	(void)v;
+	n = snprintf(msg, sizeof(msg),
+		     "%s: reading the memory of process %d has been blocked for "
+		     "%u s while its threads are stopped (a userfaultfd range "
+		     "it does not serve?); giving up so that they run again\n",
+		     cli_name(), (int)stuck_pid, STOP_STUCK_MS / 1000);
+	if (n > 0)
+		(void)!write(STDERR_FILENO, msg,
+			     (size_t)n < sizeof(msg) ? (size_t)n : sizeof(msg) - 1);
+	if (stuck_path)
+		(void)unlink(stuck_path);
+	_exit(CLI_EXIT_FATAL);
+}
+
+static void
+stuck_arm(pid_t pid, bool on)
+{
+	struct itimerspec its;
+
+	memset(&its, 0, sizeof(its));
+	if (on && !stuck_ready) {
+		struct sigevent sev;
+
+		memset(&sev, 0, sizeof(sev));
+		sev.sigev_notify = SIGEV_THREAD;
+		sev.sigev_notify_function = stuck_expired;
+		if (timer_create(CLOCK_MONOTONIC, &sev, &stuck_timer) < 0)
+			return;
+		stuck_ready = true;
+	}
+	if (!stuck_ready)
+		return;
+	if (on) {
+		stuck_pid = pid;
+		its.it_value.tv_sec = STOP_STUCK_MS / 1000;
+	}
+	(void)timer_settime(stuck_timer, 0, &its, NULL);
+}
+
 /* Set by seize() around PTRACE_SEIZE: the stop set, and a count of the
  * seizes begun, which the handler compares with the one it saw last. */
 static struct stop_set *volatile watch_set;
@@ -1408,6 +1472,8 @@ named:
 	}
 	if (r < 0)
 		stop_detach_all(s);
+	else
+		stuck_arm(s->pid, true);
 	return r;
 }
 
@@ -1507,6 +1573,7 @@ stop_detach_all(struct stop_set *s)
 		any = true;
 	}
 	detach_late(s);
+	stuck_arm(s->pid, false);
 	if (any || (s->t_first_ns && !s->t_last_ns))
 		s->t_last_ns = remote_now_ns();
 }
@@ -1829,8 +1896,15 @@ stop_diagnose_eperm(pid_t pid, pid_t tid)
 		if (stop_read_task_stat((pid_t)tracer, (pid_t)tracer, comm,
 					sizeof(comm), &state) < 0)
 			snprintf(comm, sizeof(comm), "?");
-		fprintf(stderr, "%s: process %d is already being traced by pid %lld (",
-			cli_name(), (int)pid, tracer);
+		if (tid != pid)
+			fprintf(stderr,
+				"%s: thread %d of process %d is already being traced "
+				"by pid %lld (",
+				cli_name(), (int)tid, (int)pid, tracer);
+		else
+			fprintf(stderr,
+				"%s: process %d is already being traced by pid %lld (",
+				cli_name(), (int)pid, tracer);
 		output_text_escape(stderr, (const uint8_t *)comm, strlen(comm), false);
 		fputs("); only one tracer at a time is possible\n", stderr);
 		return;

@@ -129,6 +129,11 @@ int stop_all(struct stop_set *s, pid_t only_tid, unsigned timeout_ms);
  * the stop.  Idempotent. */
 void stop_detach_all(struct stop_set *s);
 
+/* The file that ctxdump removes when a stop window blocks too long and it
+ * exits (record's temporary output: nothing recorded is kept, FILE stays
+ * as it was); NULL for none.  path must stay valid until it is replaced. */
+void stop_stuck_unlink(const char *path);
+
 /* After stop_prefetch(): wait until every listed thread's name is read.
  * Where the stop tells the states (STOP_STATE_AT_STOP) the names thread
  * goes on during the stop, so the names of a prefetched listing are only
