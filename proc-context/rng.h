@@ -12,6 +12,7 @@
  * ctx_rng_mix() its pid (cheap, no syscall), so that it never repeats the
  * parent's sequence. */
 
+#include <stddef.h>
 #include <stdint.h>
 
 #define CTX_RNG_SEED_SIZE 32
@@ -80,6 +81,24 @@ ctx_mix64(uint64_t z)
 	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
 	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
 	return z ^ (z >> 31);
+}
+
+/* A hash of the n bytes at p for tables keyed by what a file or another
+ * process supplies: FNV-1a, then ctx_mix64() of it with seed, a secret the
+ * caller draws once (getrandom()), so that its low bits, which index the
+ * table, cannot be aimed at by choosing the bytes. */
+static inline uint64_t
+ctx_hash_bytes(const void *p, size_t n, uint64_t seed)
+{
+	const uint8_t *b = p;
+	uint64_t h = 0xcbf29ce484222325ULL;
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		h ^= b[i];
+		h *= 0x100000001b3ULL;
+	}
+	return ctx_mix64(h ^ seed);
 }
 
 /* Never 0 (see above): the state 0 is stepped over to its successor,

@@ -9,6 +9,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
 
 static const char *cli_cmd = "ctxdump";
 
@@ -120,4 +123,26 @@ cli_operand(int argc, char *const *argv, const char *what)
 	if (argc - optind > 1)
 		cli_usage_err("unexpected argument: '%s'", argv[optind + 1]);
 	return argv[optind];
+}
+
+uint64_t
+cli_hash_seed(void)
+{
+	static uint64_t seed;
+	static bool drawn;
+
+	if (!drawn) {
+		/* Without getrandom(): what an input cannot know in advance
+		 * either (ASLR, time, pid). */
+		if (getrandom(&seed, sizeof(seed), GRND_NONBLOCK) !=
+		    (ssize_t)sizeof(seed)) {
+			struct timespec ts;
+
+			clock_gettime(CLOCK_MONOTONIC, &ts);
+			seed = (uint64_t)(uintptr_t)&seed ^ (uint64_t)ts.tv_nsec << 20 ^
+			       (uint64_t)getpid();
+		}
+		drawn = true;
+	}
+	return seed;
 }

@@ -9,6 +9,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 /* Exit codes say whether the output can be trusted (elfutils eu-stack). */
 #define CLI_EXIT_OK      0
@@ -53,6 +54,10 @@ size_t cli_parse_stack_size(const char *s);
  * ("option requires an argument -- 'x'"). */
 void cli_option_error(int c, char *const *argv, bool short_form)
 	__attribute__((noreturn));
+
+/* A secret seed for ctx_hash_bytes() (rng.h), drawn at the first call
+ * and the same afterwards. */
+uint64_t cli_hash_seed(void);
 
 /* The one operand after the options (what names it in "no WHAT
  * specified"); anything after it is a usage error. */

@@ -43,6 +43,7 @@
 #include "pctx-read.h"
 #include "proffile.h"
 #include "remote.h"
+#include "rng.h"
 #include "stop.h"
 #include "unwind.h"
 #include "w3c.h"
@@ -91,22 +92,12 @@ struct itab {
 	unsigned resets;
 };
 
+/* The strings come from the target, which could choose them to collide:
+ * seeded. */
 static uint64_t
 hash_bytes(const void *p, size_t n)
 {
-	const uint8_t *b = p;
-	uint64_t h = 0xcbf29ce484222325ull;
-	size_t i;
-
-	for (i = 0; i < n; i++) {
-		h ^= b[i];
-		h *= 0x100000001b3ull;
-	}
-	/* finalizer: the low bits index the table */
-	h ^= h >> 33;
-	h *= 0xff51afd7ed558ccdull;
-	h ^= h >> 33;
-	return h;
+	return ctx_hash_bytes(p, n, cli_hash_seed());
 }
 
 static void

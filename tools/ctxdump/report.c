@@ -36,6 +36,7 @@
 #include "output.h"
 #include "process-ctx.h"
 #include "proffile.h"
+#include "rng.h"
 #include "w3c.h"
 
 #define MAX_FILTERS 16
@@ -241,16 +242,13 @@ struct fn_map {
 	size_t cap, n;
 };
 
+/* The tables below are keyed by what the file holds: their hashes are
+ * seeded (ctx_hash_bytes()), or a file of colliding keys would make
+ * loading it quadratic. */
 static uint64_t
 hash_str(const char *s)
 {
-	uint64_t h = 0xcbf29ce484222325ull;
-
-	for (; *s; s++) {
-		h ^= (uint8_t)*s;
-		h *= 0x100000001b3ull;
-	}
-	return h ^ (h >> 29);
+	return ctx_hash_bytes(s, strlen(s), cli_hash_seed());
 }
 
 /* The id of function name s (taking ownership of s). */
@@ -405,7 +403,9 @@ init_prof(struct prof *p)
 static size_t
 thr_hash(uint32_t image, uint32_t tid, size_t cap)
 {
-	return (size_t)(((tid ^ image * 40503u) * 2654435761u) & (cap - 1));
+	uint32_t key[2] = {image, tid};
+
+	return (size_t)(ctx_hash_bytes(key, sizeof(key), cli_hash_seed()) & (cap - 1));
 }
 
 static struct r_thread *
@@ -1127,14 +1127,9 @@ struct cmap {
 static bool
 cmap_add(struct cmap *m, const char *key, size_t len, uint64_t add)
 {
-	uint64_t h = 0xcbf29ce484222325ull;
+	uint64_t h = ctx_hash_bytes(key, len, cli_hash_seed());
 	size_t i;
 
-	for (i = 0; i < len; i++) {
-		h ^= (uint8_t)key[i];
-		h *= 0x100000001b3ull;
-	}
-	h ^= h >> 31;
 	if ((m->n + 1) * 2 > m->cap) {
 		size_t cap = m->cap ? m->cap * 2 : 1024, j;
 		struct cmap_ent *nv = calloc(cap, sizeof(*nv));
@@ -1174,16 +1169,12 @@ cmap_add(struct cmap *m, const char *key, size_t len, uint64_t add)
 static uint64_t *
 cmap_find(struct cmap *m, const char *key, size_t len)
 {
-	uint64_t h = 0xcbf29ce484222325ull;
+	uint64_t h;
 	size_t i;
 
 	if (!m->cap)
 		return NULL;
-	for (i = 0; i < len; i++) {
-		h ^= (uint8_t)key[i];
-		h *= 0x100000001b3ull;
-	}
-	h ^= h >> 31;
+	h = ctx_hash_bytes(key, len, cli_hash_seed());
 	for (i = h & (m->cap - 1); m->v[i].key; i = (i + 1) & (m->cap - 1))
 		if (m->v[i].h == h && strlen(m->v[i].key) == len &&
 		    memcmp(m->v[i].key, key, len) == 0)
