@@ -576,6 +576,40 @@ START_TEST(test_splitmix_bit_frequencies)
 }
 END_TEST
 
+/* ctx_hash_bytes(): a function of the bytes and the seed only, FNV-1a
+ * put through ctx_mix64(), and keys that share their low bits (the tids
+ * of a crafted recording: multiples of 4096) spread over a table's slots
+ * (the old multiplicative tid hash put all of them in one). */
+START_TEST(test_hash_bytes)
+{
+	enum { SLOTS = 4096, KEYS = 4096 };
+	static unsigned load[SLOTS];
+	static const uint64_t seeds[] = {0, 0x0123456789abcdefULL};
+	const uint8_t a[] = {'a'};
+
+	ck_assert_uint_eq(ctx_hash_bytes("", 0, 0), ctx_mix64(0xcbf29ce484222325ULL));
+	ck_assert_uint_eq(
+		ctx_hash_bytes(a, 1, 7),
+		ctx_mix64(((0xcbf29ce484222325ULL ^ 'a') * 0x100000001b3ULL) ^ 7));
+	ck_assert_uint_eq(ctx_hash_bytes("abc", 3, 9), ctx_hash_bytes("abcd", 3, 9));
+	ck_assert_uint_ne(ctx_hash_bytes("abc", 3, 9), ctx_hash_bytes("abc", 3, 10));
+	for (unsigned s = 0; s < sizeof(seeds) / sizeof(seeds[0]); s++) {
+		unsigned max = 0;
+
+		memset(load, 0, sizeof(load));
+		for (uint32_t i = 0; i < KEYS; i++) {
+			uint32_t key[2] = {i % 25, i * 4096};
+			uint64_t h = ctx_hash_bytes(key, sizeof(key), seeds[s]);
+
+			if (++load[h & (SLOTS - 1)] > max)
+				max = load[h & (SLOTS - 1)];
+		}
+		/* about 7 for a random function (balls into bins) */
+		ck_assert_msg(max < 16, "seed %u: %u keys in one slot", s, max);
+	}
+}
+END_TEST
+
 TEST_SUITE(rng_suite)
 {
 	Suite *s = suite_create("rng");
@@ -587,6 +621,7 @@ TEST_SUITE(rng_suite)
 	tcase_add_test(tc, test_seed_avalanche);
 	tcase_add_test(tc, test_zero_seed);
 	tcase_add_test(tc, test_mix_diverges);
+	tcase_add_test(tc, test_hash_bytes);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("ids");
