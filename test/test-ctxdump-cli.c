@@ -774,11 +774,30 @@ start_tracer(pid_t pid, pid_t tid, int *release_fd)
 	return tracer;
 }
 
+/* The permission hint is the TracerPid one, and the only one. */
+static void
+assert_only_tracer_hint(const char *err)
+{
+	ck_assert_ptr_null(strstr(err, "ptrace_scope"));
+	ck_assert_ptr_null(strstr(err, "different user"));
+}
+
+/* Let start_tracer()'s tracer go; it must end well. */
+static void
+tracer_finish(pid_t tracer, int release)
+{
+	int st;
+
+	close(release);
+	ck_assert_int_eq(waitpid(tracer, &st, 0), tracer);
+	ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+}
+
 START_TEST(already_traced)
 {
 	struct churn h;
 	char *out, *err, arg[16], want[128];
-	int release, st;
+	int release;
 	pid_t tracer;
 
 	churn_start(&h, NULL, 2);
@@ -791,16 +810,12 @@ START_TEST(already_traced)
 		      "%s", err);
 	snprintf(want, sizeof(want), "is already being traced by pid %d", (int)tracer);
 	ck_assert_msg(strstr(err, want), "no TracerPid hint: %s", err);
-	/* exactly one hint */
-	ck_assert_ptr_null(strstr(err, "ptrace_scope"));
-	ck_assert_ptr_null(strstr(err, "different user"));
+	assert_only_tracer_hint(err);
 	free(out);
 	free(err);
 	assert_running(h.pid);
 
-	close(release);
-	ck_assert_int_eq(waitpid(tracer, &st, 0), tracer);
-	ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	tracer_finish(tracer, release);
 	/* and now it works */
 	ck_assert_int_eq(run_ctxdump(&out, &err, "-j", arg, NULL), 0);
 	assert_worker_json(out, &h, 0);
@@ -817,7 +832,7 @@ START_TEST(one_thread_traced)
 {
 	struct churn h;
 	char *out, *err, arg[16], path[64], comm[64], want[256];
-	int release, st, r;
+	int release, r;
 	pid_t tracer;
 	ssize_t n;
 
@@ -839,9 +854,7 @@ START_TEST(one_thread_traced)
 		 "(%s); only one tracer at a time is possible\n",
 		 (int)h.tid[1], (int)h.pid, (int)tracer, comm);
 	ck_assert_msg(strstr(err, want), "no TracerPid hint '%s' in '%s'", want, err);
-	/* exactly one hint */
-	ck_assert_ptr_null(strstr(err, "ptrace_scope"));
-	ck_assert_ptr_null(strstr(err, "different user"));
+	assert_only_tracer_hint(err);
 	ck_assert_ptr_null(strstr(err, "ctxdump: process "));
 	/* the other threads are read */
 	assert_worker_json(out, &h, 0);
@@ -849,9 +862,7 @@ START_TEST(one_thread_traced)
 	free(err);
 	assert_running(h.pid);
 
-	close(release);
-	ck_assert_int_eq(waitpid(tracer, &st, 0), tracer);
-	ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	tracer_finish(tracer, release);
 	churn_finish(&h);
 }
 END_TEST
