@@ -112,6 +112,23 @@ hook_pool_uv_atfork(void)
 			     hook_pool_uv_postfork);
 }
 
+/* libuv's code, [lo, hi), once bound (0, 0 before): a thread whose start
+ * routine is in it is one of libuv's own, a worker of its pool, which the
+ * first request to use the pool starts -- uv_queue_work(), but just as
+ * well uv_fs_*(), uv_getaddrinfo() or uv_random(), which no hook sees.
+ * (uv_thread_create() hands pthread_create() the application's own
+ * function, so the application's threads still inherit.) */
+static uintptr_t uv_text_lo, uv_text_hi;
+
+bool
+hook_pool_uv_thread(const void *start)
+{
+	uintptr_t lo = __atomic_load_n(&uv_text_lo, __ATOMIC_ACQUIRE);
+
+	return lo && (uintptr_t)start >= lo &&
+	       (uintptr_t)start < __atomic_load_n(&uv_text_hi, __ATOMIC_RELAXED);
+}
+
 /* A libuv loaded RTLD_LOCAL as a plugin's dependency is invisible to
  * RTLD_NEXT, yet the plugin's calls reach our exported name: then we find
  * it by soname (ctxshim_bind_loaded()).  If it is not loaded at all,
@@ -136,6 +153,12 @@ hook_pool_uv_bind(void)
 	fn = (uv_queue_work_fn)ctxshim_bind_loaded(uv_sonames, "uv_queue_work", NULL,
 						   (const void *)uv_queue_work);
 	if (fn) {
+		uintptr_t lo, hi;
+
+		if (ctxshim_text_range((const void *)fn, &lo, &hi)) {
+			__atomic_store_n(&uv_text_hi, hi, __ATOMIC_RELAXED);
+			__atomic_store_n(&uv_text_lo, lo, __ATOMIC_RELEASE);
+		}
 		pthread_once(&atfork_once, hook_pool_uv_atfork);
 		ctxshim_callers_bound(&uv_callers, (const void *)fn);
 		__atomic_store_n(&real_uv_queue_work_fn, fn, __ATOMIC_RELEASE);

@@ -195,13 +195,19 @@ struct start_wrap {
  * NULL when there is nothing to hand over (or no memory: the thread then
  * simply starts without a context). */
 static struct start_wrap *
-hook_pthread_wrap(void)
+hook_pthread_wrap(const void *start)
 {
 	const struct ctxshim_ctx *cur;
 	struct start_wrap *w;
 	int saved_errno;
 
 	if (!ctxshim_active() || inherit_paused)
+		return NULL;
+	/* libuv's pool workers are pool infrastructure (hook-pthread.h),
+	 * whichever call started them.  (Told by their start routine: an
+	 * interposer before us that wraps it, as ASan's pthread_create
+	 * does, hides it.) */
+	if (start && hook_pool_uv_thread(start))
 		return NULL;
 	cur = ctxshim_current();
 	if (!cur)
@@ -266,7 +272,7 @@ hook_pthread_create(pthread_t *thread,
 		    void *(*start)(void *),
 		    void *arg)
 {
-	struct start_wrap *w = hook_pthread_wrap();
+	struct start_wrap *w = hook_pthread_wrap((const void *)start);
 	int r;
 
 	if (!w)
@@ -282,7 +288,7 @@ hook_pthread_create(pthread_t *thread,
 static int
 hook_pthread_thrd_create(thrd_t *thr, thrd_start_t start, void *arg)
 {
-	struct start_wrap *w = hook_pthread_wrap();
+	struct start_wrap *w = hook_pthread_wrap(NULL);
 	int r;
 
 	if (!w)

@@ -294,6 +294,37 @@ START_TEST(uv_work_and_after_carry_submitter_context)
 }
 END_TEST
 
+/* libuv's pool workers are started by the first request that uses the
+ * pool, here a file-system request from the main thread: they must not
+ * inherit its context (they would show it, stale, while idle).  A thread
+ * the application starts with uv_thread_create() still does. */
+START_TEST(uv_pool_started_by_fs_does_not_inherit)
+{
+	char ctx[128], mtid[32], ev[64];
+	char *out, *l, *log;
+
+	tmp_path(ev, sizeof(ev));
+	out = run("pool-uv", "fsfirst", NULL, true, ev);
+	main_ctx(out, ctx, sizeof(ctx), mtid, sizeof(mtid));
+	l = line_of(out, "THREAD ");
+	ck_assert_msg(l, "%s", out);
+	ck_assert_str_eq(ctx_part(l), ctx);
+	free(l);
+	free(out);
+
+	log = slurp(ev);
+	unlink(ev);
+#ifndef __SANITIZE_ADDRESS__
+	/* the application's thread only, not the pool's four (ASan's
+	 * pthread_create hands the shim a start routine of its own, which
+	 * hides libuv's) */
+	ck_assert_msg(count_events(log, "thread-start", "trace=" TRACE_ID) == 1, "%s",
+		      log);
+#endif
+	free(log);
+}
+END_TEST
+
 START_TEST(uv_api_unchanged)
 {
 	assert_api_unchanged("pool-uv");
@@ -316,6 +347,7 @@ TEST_SUITE(preload_pools_suite)
 	suite_add_tcase(s, tc);
 	tc = tcase_create("libuv");
 	tcase_add_test(tc, uv_work_and_after_carry_submitter_context);
+	tcase_add_test(tc, uv_pool_started_by_fs_does_not_inherit);
 	tcase_add_test(tc, uv_api_unchanged);
 	suite_add_tcase(s, tc);
 	return s;

@@ -9,6 +9,10 @@
  *                   are in flight at once on the four pool threads; WORK
  *                   lines from the pool threads, AFTER lines from the loop
  *                   threads, LOOP lines once each loop is done
+ *   pool-uv fsfirst the pool started by a file-system request
+ *                   (uv_fs_stat) from the main thread, then a thread
+ *                   of the application's own started with
+ *                   uv_thread_create(): a THREAD line with what it sees
  *   pool-uv api     what the application gets back (uv_cancel of a queued
  *                   request, a NULL after_work_cb, resubmitting a request
  *                   from its after_work_cb, EINVAL): no contexts, the same
@@ -185,6 +189,43 @@ cmd_ctx(int n)
 	return 0;
 }
 
+/* ---- fsfirst ---- */
+
+static void
+fs_done(uv_fs_t *req)
+{
+	uv_fs_req_cleanup(req);
+}
+
+static void
+app_thread(void *arg)
+{
+	char c[CTX_TEXT];
+
+	(void)arg;
+	ctxobs_format(c, sizeof(c));
+	out("THREAD tid=%d %s\n", tid(), c);
+}
+
+static int
+cmd_fsfirst(void)
+{
+	uv_loop_t loop;
+	uv_fs_t req;
+	uv_thread_t t;
+	char c[CTX_TEXT];
+
+	ctxobs_format(c, sizeof(c));
+	out("MAIN tid=%d %s\n", tid(), c);
+	if (uv_loop_init(&loop) != 0 || uv_fs_stat(&loop, &req, "/", fs_done) != 0)
+		abort();
+	uv_run(&loop, UV_RUN_DEFAULT);
+	uv_loop_close(&loop);
+	if (uv_thread_create(&t, app_thread, NULL) != 0 || uv_thread_join(&t) != 0)
+		abort();
+	return 0;
+}
+
 /* ---- api ---- */
 
 static sem_t block;
@@ -263,6 +304,8 @@ main(int argc, char **argv)
 		return cmd_ctx(atoi(argv[2]));
 	if (strcmp(cmd, "api") == 0)
 		return cmd_api();
-	fprintf(stderr, "usage: pool-uv ctx N|api\n");
+	if (strcmp(cmd, "fsfirst") == 0)
+		return cmd_fsfirst();
+	fprintf(stderr, "usage: pool-uv ctx N|fsfirst|api\n");
 	return 2;
 }
