@@ -539,7 +539,9 @@ hook_pool_glib_push(struct _GThreadPool *pool, void *data, struct _GError **erro
 	int saved_errno;
 	gboolean_t r;
 
-	if (!ctxshim_active() || !pool)
+	/* NULL is no task: GLib refuses it (a critical warning, and the
+	 * pool's function never sees it); wrapped, it would run. */
+	if (!ctxshim_active() || !pool || !data)
 		return real_g_thread_pool_push(pool, data, error);
 	saved_errno = errno;
 	it = malloc(sizeof(*it));
@@ -647,7 +649,7 @@ hook_pool_glib_move_to_front(struct _GThreadPool *pool, void *data)
 	struct glib_item *it = NULL;
 	gboolean_t r = 0;
 
-	if (!ctxshim_active() || !pool)
+	if (!ctxshim_active() || !pool || !data)
 		return real_g_thread_pool_move_to_front(pool, data);
 	pthread_mutex_lock(&glib_lock);
 	p = hook_pool_glib_lookup(pool, false);

@@ -206,6 +206,18 @@ free_item(gpointer data)
 	g_string_append_printf(freed, " %d", GPOINTER_TO_INT(data));
 }
 
+/* GLib's critical warnings, on stdout with the rest of the output. */
+static void
+log_to_stdout(const gchar *domain,
+	      GLogLevelFlags level,
+	      const gchar *msg,
+	      gpointer user_data)
+{
+	(void)level;
+	(void)user_data;
+	printf("log %s: %s\n", domain ? domain : "-", msg);
+}
+
 static int
 cmd_api(void)
 {
@@ -268,6 +280,15 @@ cmd_api(void)
 		g_usleep(10000);
 	}
 	printf("nowait ran%s\n", order->str);
+
+	/* NULL is no task: GLib refuses it, and the function never runs. */
+	g_log_set_default_handler(log_to_stdout, NULL);
+	g_string_truncate(order, 0);
+	p = g_thread_pool_new(record, NULL, 1, FALSE, NULL);
+	printf("push NULL %d\n", g_thread_pool_push(p, NULL, NULL));
+	printf("move_to_front(NULL) %d\n", g_thread_pool_move_to_front(p, NULL));
+	g_thread_pool_free(p, FALSE, TRUE);
+	printf("null ran%s\n", order->str);
 	g_string_free(order, TRUE);
 	g_string_free(freed, TRUE);
 	return 0;
