@@ -36,8 +36,6 @@
  *   by getcontext) is not seen: the context switched to is what setcontext
  *   published, which is the ucontext's snapshot, so this only matters for
  *   libc's internal uc_link switch to such a ucontext;
- * - makecontext() forwards at most 64 arguments (as ASan's interceptor
- *   does): a variadic call cannot be forwarded generically;
  * - switchers that do not use these functions (Boost.Context's
  *   jump_fcontext, hand-written assembly in libco, libaco, State Threads)
  *   and setjmp/longjmp tricks are invisible. */
@@ -49,7 +47,6 @@
 
 #include <errno.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <sys/mman.h>
@@ -57,7 +54,6 @@
 
 #define UC_SLOTS    4096u /* power of two */
 #define UC_WINDOW   16u
-#define UC_MAX_ARGS 64
 
 typedef int (*getcontext_fn)(ucontext_t *);
 typedef int (*setcontext_fn)(const ucontext_t *);
@@ -361,29 +357,20 @@ hook_ucontext_swapcontext(ucontext_t *oucp, const ucontext_t *ucp)
 	return r;
 }
 
-static void
-hook_ucontext_makecontext(ucontext_t *ucp, void (*func)(void), int argc, va_list ap)
+/* Called by the makecontext stub before it jumps to the real makecontext;
+ * returns the real function.  Tagging ucp first is the same as after: the
+ * tag lives in our table, not in the ucontext_t. */
+__attribute__((used)) static void *
+hook_ucontext_makecontext_prep(ucontext_t *ucp)
 {
-	uint64_t a[UC_MAX_ARGS] = {0};
+	int saved_errno = errno;
 	struct uc_table *t;
-	int i, n;
 
 	hook_ucontext_bind();
-	n = argc < 0 ? 0 : argc > UC_MAX_ARGS ? UC_MAX_ARGS : argc;
-	/* glibc's x86_64 makecontext reads each argument as a 64-bit slot;
-	 * so do we, and we pass them on the same way. */
-	for (i = 0; i < n; i++)
-		a[i] = va_arg(ap, uint64_t);
-	real_makecontext_fn(ucp, func, n, a[0], a[1], a[2], a[3], a[4], a[5], a[6],
-			    a[7], a[8], a[9], a[10], a[11], a[12], a[13], a[14], a[15],
-			    a[16], a[17], a[18], a[19], a[20], a[21], a[22], a[23],
-			    a[24], a[25], a[26], a[27], a[28], a[29], a[30], a[31],
-			    a[32], a[33], a[34], a[35], a[36], a[37], a[38], a[39],
-			    a[40], a[41], a[42], a[43], a[44], a[45], a[46], a[47],
-			    a[48], a[49], a[50], a[51], a[52], a[53], a[54], a[55],
-			    a[56], a[57], a[58], a[59], a[60], a[61], a[62], a[63]);
 	if (ctxshim_active() && ucp && (t = hook_ucontext_table_create()))
 		hook_ucontext_save(t, ucp, true);
+	errno = saved_errno;
+	return (void *)real_makecontext_fn;
 }
 
 HOOK_EXPORT int
@@ -398,12 +385,33 @@ swapcontext(ucontext_t *oucp, const ucontext_t *ucp)
 	return hook_ucontext_swapcontext(oucp, ucp);
 }
 
-HOOK_EXPORT void
+/* makecontext() takes any number of arguments (argc of them, as 64-bit
+ * slots in registers and on the stack), which a C function cannot pass
+ * on: like getcontext() above, the stub does our part first and then
+ * jumps to the real function with the caller's argument registers (%al,
+ * the vector-register count of a variadic call, too) and stack untouched.
+ * (Seven pushes keep the stack 16-byte aligned for the call.) */
+__attribute__((naked)) HOOK_EXPORT void
 makecontext(ucontext_t *ucp, void (*func)(void), int argc, ...)
 {
-	va_list ap;
-
-	va_start(ap, argc);
-	hook_ucontext_makecontext(ucp, func, argc, ap);
-	va_end(ap);
+	__asm__ volatile("endbr64\n\t"
+			 "push %%rdi\n\t"
+			 "push %%rsi\n\t"
+			 "push %%rdx\n\t"
+			 "push %%rcx\n\t"
+			 "push %%r8\n\t"
+			 "push %%r9\n\t"
+			 "push %%rax\n\t"
+			 "call %P0\n\t"
+			 "mov %%rax, %%r11\n\t"
+			 "pop %%rax\n\t"
+			 "pop %%r9\n\t"
+			 "pop %%r8\n\t"
+			 "pop %%rcx\n\t"
+			 "pop %%rdx\n\t"
+			 "pop %%rsi\n\t"
+			 "pop %%rdi\n\t"
+			 "jmp *%%r11\n\t"
+			 :
+			 : "i"(hook_ucontext_makecontext_prep));
 }

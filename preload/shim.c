@@ -177,8 +177,8 @@ adopt_env_context(void)
 	ctxshim_log("main thread continues trace from TRACEPARENT");
 }
 
-__attribute__((constructor(101))) static void
-ctxshim_init(void)
+static void
+ctxshim_init_body(void)
 {
 	const char *why;
 
@@ -208,4 +208,15 @@ ctxshim_init(void)
 	ctxshim_mode = CTXSHIM_ACTIVE;
 	ctxshim_log("active (ctxshim %s)", CTXSHIM_VERSION);
 	adopt_env_context();
+}
+
+/* main() starts with errno 0 (C11 7.5p3), whatever failed in here (the
+ * mapping's prctl() naming fails with EINVAL on many kernels). */
+__attribute__((constructor(101))) static void
+ctxshim_init(void)
+{
+	int saved_errno = errno;
+
+	ctxshim_init_body();
+	errno = saved_errno;
 }
