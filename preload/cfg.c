@@ -42,7 +42,9 @@ env_uint(const char *name, unsigned dflt, unsigned min, unsigned max)
 		return dflt;
 	errno = 0;
 	n = strtoul(v, &end, 10);
-	if (errno || *end || n < min || n > max) {
+	/* strtoul() takes "-N" as 2^64 - N: a negative number is out of
+	 * range too, however large. */
+	if (errno || *end || strchr(v, '-') || n < min || n > max) {
 		ctxshim_log("%s=%s is not a number in %u..%u, using %u", name, v, min, max,
 			    dflt);
 		return dflt;

@@ -446,6 +446,36 @@ START_TEST(test_tpc_non_http)
 }
 END_TEST
 
+/* A negative CTXSHIM_MAX_HEADER_BYTES is out of range, not 2^64 minus
+ * it (strtoul()): the default (16 KiB) is used, and a 600-byte head gets
+ * its context. */
+START_TEST(test_tpc_negative_max_header_bytes)
+{
+	char *env[] = {"CTXSHIM_MAX_HEADER_BYTES=-18446744073709551360", NULL};
+	char req[1024];
+	struct it_server s;
+	long tid;
+	size_t n;
+	int fd;
+
+	n = (size_t)sprintf(req, "GET /block/neg HTTP/1.1\r\n" TP1 "X-Pad: ");
+	memset(req + n, 'a', 600);
+	n += 600;
+	memcpy(req + n, "\r\n\r\n", 4);
+	n += 4;
+
+	tpc_start(&s, NULL, env);
+	fd = it_connect(s.port);
+	it_send(fd, req, n);
+	tid = expect_block(&s, "/block/neg");
+	assert_ctx(&s, tid, T1, P1, "GET", "/block/neg", NULL);
+	release(&s);
+	it_assert_path_body(it_read_response(fd), "/block/neg");
+	close(fd);
+	it_server_stop(&s);
+}
+END_TEST
+
 START_TEST(test_tpc_big_header)
 {
 	size_t big = 64 * 1024, n;
@@ -943,6 +973,7 @@ TEST_SUITE(socket_suite)
 	tcase_add_test(tc, test_tpc_url_query);
 	tcase_add_test(tc, test_tpc_non_http);
 	tcase_add_test(tc, test_tpc_big_header);
+	tcase_add_test(tc, test_tpc_negative_max_header_bytes);
 	tcase_add_test(tc, test_tpc_two_threads);
 	tcase_add_loop_test(tc, test_tpc_long_request, 0,
 			    (int)(sizeof(long_path_n) / sizeof(long_path_n[0])));
