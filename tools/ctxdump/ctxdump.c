@@ -1084,6 +1084,17 @@ unopenable_by_exit(const struct etls_symbol *s)
 /* Everything of one dump of ctl->pid.  Returns the exit status, or
  * DUMP_EXEC when the process ran execve() during it, or DUMP_AGAIN (both
  * with nothing shown). */
+/* What load_pctx() returned, said: none (-ENOENT) and no permission
+ * (said with the rest) are not a warning. */
+static void
+pctx_warn(struct run *run, int err, const char *why)
+{
+	if (err < 0 && err != -ENOENT && err != -EPERM && err != -EACCES) {
+		cli_warn("cannot read the process context: %s; ignoring it", why);
+		run->partial = true;
+	}
+}
+
 static int
 dump_process(const struct ctxdump_control *ctl)
 {
@@ -1095,9 +1106,9 @@ dump_process(const struct ctxdump_control *ctl)
 	long long tgid;
 	long hint;
 	bool exec = false, exec_seen;
-	char leader_state;
+	char leader_state, pctx_why[256];
 	size_t i;
-	int r, slot_err = 0;
+	int r, slot_err = 0, pctx_err = 0;
 
 	run.ctl = ctl;
 	d->pid = ctl->pid;
@@ -1142,21 +1153,21 @@ dump_process(const struct ctxdump_control *ctl)
 	remote_image_load(d->mem_pid, &img);
 	run.img = &img;
 	if (ep) {
-		/* The process context needs no stop: it has its own seqlock. */
-		char why[256];
-		int rp = load_pctx(d, ep, why, sizeof(why));
-
-		if (rp < 0 && rp != -ENOENT && rp != -EPERM && rp != -EACCES) {
-			cli_warn("cannot read the process context: %s; ignoring it",
-				 why);
-			run.partial = true;
-		}
+		/* The process context needs no stop: it has its own seqlock.
+		 * Said after the stop, in which one that failed because every
+		 * thread read through ended (threads that live a few ms) is
+		 * read again, through a stopped one. */
+		pctx_err = load_pctx(d, ep, pctx_why, sizeof(pctx_why));
 		r = etls_proc_find(ep, OTEL_THREAD_CTX_SYMBOL, &d->sym);
 		/* Elastic's and custom-labels' variables too (issue 10): a
 		 * process with only those is read as well. */
 		if ((r == 0 || r == -ENOENT) && dlay_find(d, ep) && r == -ENOENT)
 			r = 1;
 		etls_proc_free(ep);
+	}
+	if (pctx_err != -ESRCH || (r != 0 && r != 1)) {
+		pctx_warn(&run, pctx_err, pctx_why);
+		pctx_err = 0;
 	}
 	if (r == -ENOENT && d->sym.n_unopenable && unopenable_by_exit(&d->sym) &&
 	    stop_thread_exiting(ctl->pid, d->mem_pid)) {
@@ -1356,6 +1367,8 @@ dump_process(const struct ctxdump_control *ctl)
 			slot_err = etls_resolve(d->mem_pid, &d->sym, &d->acc);
 		read_threads(&run);
 		dlay_read(d);
+		if (pctx_err == -ESRCH)
+			pctx_err = load_pctx(d, NULL, pctx_why, sizeof(pctx_why));
 		/* last: an exec before this point (the kernel's exec waits
 		 * for the threads held, stop.c) made some of it the next
 		 * program's */
@@ -1408,6 +1421,7 @@ dump_process(const struct ctxdump_control *ctl)
 		return CLI_EXIT_FATAL;
 	}
 
+	pctx_warn(&run, pctx_err, pctx_why);
 	if (d->has_symbol && d->acc.model == TLSM_UNRESOLVED) {
 		if (slot_err < 0)
 			cli_warn("cannot read the TLS slot of " OTEL_THREAD_CTX_SYMBOL
