@@ -92,6 +92,21 @@ ctxshim_bind(const char *name, const char *version, const void *self, bool requi
 	return p;
 }
 
+/* Keep a reference on the loaded object that defines p (none for the main
+ * program, which is never unloaded). */
+static void
+bind_pin(const void *p)
+{
+	struct link_map *lm = NULL;
+	Dl_info info;
+
+	if (!dladdr1(p, &info, (void **)&lm, RTLD_DL_LINKMAP) || !lm || !lm->l_name ||
+	    !lm->l_name[0])
+		return;
+	if (!dlopen(lm->l_name, RTLD_LAZY | RTLD_NOLOAD))
+		(void)dlerror();
+}
+
 void *
 ctxshim_bind_loaded(const char *const *sonames,
 		    const char *name,
@@ -101,6 +116,12 @@ ctxshim_bind_loaded(const char *const *sonames,
 	void *p = ctxshim_bind(name, version, self, false);
 	size_t i;
 
+	/* Found through RTLD_NEXT: a library loaded at start-up, or one a
+	 * dlopen() made global later, which a dlclose() may unload and a
+	 * dlopen() bring back elsewhere while p still points into the old
+	 * mapping.  Pinned as well, as below. */
+	if (p)
+		bind_pin(p);
 	for (i = 0; !p && sonames && sonames[i]; i++) {
 		/* RTLD_NOLOAD: never loads anything.  The reference kept on
 		 * success pins the library, so p cannot outlive it. */

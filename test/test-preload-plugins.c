@@ -220,6 +220,37 @@ START_TEST(plugin_own_copy_pointer)
 }
 END_TEST
 
+/* A hooked library loaded after start-up RTLD_GLOBAL (a plugin's
+ * dependency, helpers/global-reload-plugin.c) is found through RTLD_NEXT;
+ * unloaded with the plugin and loaded again at other addresses, its
+ * calls must reach the copy now loaded (the shim once kept calling the
+ * unmapped old one: SIGSEGV). */
+START_TEST(plugin_global_library_reloaded)
+{
+	static const char want[] = "round 0: FCGX_Accept_r() = -9998\n"
+				   "round 1: FCGX_Accept_r() = -9998\n";
+	char host[4096], plugin[4096], *argv[] = {host, plugin, NULL};
+	char *out, *err;
+	int st, shim;
+
+	snprintf(host, sizeof(host), "%s/global-reload-host",
+		 test_env_path("HELPER_DIR"));
+	snprintf(plugin, sizeof(plugin), "%s/libglobal-reload-plugin.so",
+		 test_env_path("HELPER_DIR"));
+	if (access(host, X_OK) != 0 || access(plugin, R_OK) != 0)
+		test_skip("%s not built (libfcgi-dev)", plugin);
+	for (shim = 0; shim < 2; shim++) {
+		st = test_run_capture(argv, NULL, shim, &out, &err, 60000);
+		ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0 &&
+				      strcmp(out, want) == 0,
+			      "%s shim: status %#x:\n%s%s", shim ? "with" : "without",
+			      st, out, err);
+		free(out);
+		free(err);
+	}
+}
+END_TEST
+
 TEST_SUITE(preload_plugins_suite)
 {
 	Suite *s = suite_create("preload-plugins");
@@ -229,6 +260,7 @@ TEST_SUITE(preload_plugins_suite)
 	tcase_add_loop_test(tc, plugin_own_library_copy, 0,
 			    sizeof(own_cases) / sizeof(own_cases[0]));
 	tcase_add_loop_test(tc, plugin_own_copy_pointer, 0, 3);
+	tcase_add_test(tc, plugin_global_library_reloaded);
 	suite_add_tcase(s, tc);
 	return s;
 }
