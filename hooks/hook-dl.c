@@ -52,9 +52,17 @@ hook_dl_dlclose(void *handle)
 {
 	unsigned long long subs = 0;
 	int r = real_dlclose(handle), saved_errno = errno;
+	unsigned gen;
 
 	(void)dl_iterate_phdr(hook_dl_subs_cb, &subs);
-	__atomic_store_n(&ctxshim_dl_gen, (unsigned)subs, __ATOMIC_RELEASE);
+	/* Only forward: a concurrent dlclose() that read the count before
+	 * another one unloaded something may store after it, and an older
+	 * generation would make that object's entries current again. */
+	gen = __atomic_load_n(&ctxshim_dl_gen, __ATOMIC_RELAXED);
+	while ((int)((unsigned)subs - gen) > 0 &&
+	       !__atomic_compare_exchange_n(&ctxshim_dl_gen, &gen, (unsigned)subs, true,
+					    __ATOMIC_RELEASE, __ATOMIC_RELAXED))
+		;
 	errno = saved_errno;
 	return r;
 }
