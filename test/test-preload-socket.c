@@ -132,6 +132,35 @@ assert_ctx(struct it_server *s,
 		*out = t;
 }
 
+/* The request for path just sent on fd: blocked in the server, shown
+ * with trace (a child of parent), released and answered.  Its thread. */
+static long
+serve_traced(struct it_server *s,
+	     int fd,
+	     const char *path,
+	     const char *trace,
+	     const char *parent)
+{
+	long tid = expect_block(s, path);
+
+	assert_ctx(s, tid, trace, parent, "GET", path, NULL);
+	release(s);
+	it_assert_path_body(it_read_response(fd), path);
+	return tid;
+}
+
+/* "GET path" with TP1 and a header of pad bytes, into req; its length. */
+static size_t
+padded_head(char *req, const char *path, size_t pad)
+{
+	size_t n = (size_t)sprintf(req, "GET %s HTTP/1.1\r\n" TP1 "X-Pad: ", path);
+
+	memset(req + n, 'a', pad);
+	n += pad;
+	memcpy(req + n, "\r\n\r\n", 4);
+	return n + 4;
+}
+
 /* ---- thread-per-connection ---- */
 
 START_TEST(test_tpc_traced)
@@ -392,16 +421,12 @@ START_TEST(test_tpc_url_query)
 {
 	char *env[] = {"CTXSHIM_URL_QUERY=1", NULL};
 	struct it_server s;
-	long tid;
 	int fd;
 
 	tpc_start(&s, NULL, env);
 	fd = it_connect(s.port);
 	it_send_str(fd, "GET /block/q?a=1&b=two HTTP/1.1\r\n" TP1 "\r\n");
-	tid = expect_block(&s, "/block/q?a=1&b=two");
-	assert_ctx(&s, tid, T1, P1, "GET", "/block/q?a=1&b=two", NULL);
-	release(&s);
-	it_assert_path_body(it_read_response(fd), "/block/q?a=1&b=two");
+	(void)serve_traced(&s, fd, "/block/q?a=1&b=two", T1, P1);
 	close(fd);
 	it_server_stop(&s);
 }
@@ -431,10 +456,7 @@ START_TEST(test_tpc_non_http)
 	/* The server is fine for the next client. */
 	fd = it_connect(s.port);
 	it_send_str(fd, "GET /block/after HTTP/1.1\r\n" TP2 "\r\n");
-	tid = expect_block(&s, "/block/after");
-	assert_ctx(&s, tid, T2, P2, "GET", "/block/after", NULL);
-	release(&s);
-	it_assert_path_body(it_read_response(fd), "/block/after");
+	(void)serve_traced(&s, fd, "/block/after", T2, P2);
 	close(fd);
 
 	log = it_events(&s);
@@ -454,23 +476,13 @@ START_TEST(test_tpc_negative_max_header_bytes)
 	char *env[] = {"CTXSHIM_MAX_HEADER_BYTES=-18446744073709551360", NULL};
 	char req[1024];
 	struct it_server s;
-	long tid;
-	size_t n;
+	size_t n = padded_head(req, "/block/neg", 600);
 	int fd;
-
-	n = (size_t)sprintf(req, "GET /block/neg HTTP/1.1\r\n" TP1 "X-Pad: ");
-	memset(req + n, 'a', 600);
-	n += 600;
-	memcpy(req + n, "\r\n\r\n", 4);
-	n += 4;
 
 	tpc_start(&s, NULL, env);
 	fd = it_connect(s.port);
 	it_send(fd, req, n);
-	tid = expect_block(&s, "/block/neg");
-	assert_ctx(&s, tid, T1, P1, "GET", "/block/neg", NULL);
-	release(&s);
-	it_assert_path_body(it_read_response(fd), "/block/neg");
+	(void)serve_traced(&s, fd, "/block/neg", T1, P1);
 	close(fd);
 	it_server_stop(&s);
 }
@@ -487,11 +499,7 @@ START_TEST(test_tpc_big_header)
 	int fd;
 
 	ck_assert_ptr_nonnull(req);
-	n = (size_t)sprintf(req, "GET /block/big HTTP/1.1\r\n" TP1 "X-Big: ");
-	memset(req + n, 'a', big);
-	n += big;
-	memcpy(req + n, "\r\n\r\n", 4);
-	n += 4;
+	n = padded_head(req, "/block/big", big);
 
 	tpc_start(&s, NULL, NULL);
 	fd = it_connect(s.port);
@@ -505,10 +513,7 @@ START_TEST(test_tpc_big_header)
 
 	/* The scanner kept framing: the next request is seen. */
 	it_send_str(fd, "GET /block/next HTTP/1.1\r\n" TP2 "\r\n");
-	ck_assert_int_eq(expect_block(&s, "/block/next"), tid);
-	assert_ctx(&s, tid, T2, P2, "GET", "/block/next", NULL);
-	release(&s);
-	it_assert_path_body(it_read_response(fd), "/block/next");
+	ck_assert_int_eq(serve_traced(&s, fd, "/block/next", T2, P2), tid);
 	log = it_events(&s);
 	ck_assert_uint_eq(it_events_count(log, T1, "request"), 0);
 	free(log);
