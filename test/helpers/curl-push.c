@@ -36,6 +36,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "h2-common.h"
+
 /* ---- server ---- */
 
 struct req {
@@ -73,13 +75,6 @@ req_of(int32_t id, bool create)
 			return &reqs[i];
 		}
 	return NULL;
-}
-
-static ssize_t
-srv_send(nghttp2_session *s, const uint8_t *d, size_t n, int flags, void *ud)
-{
-	(void)s, (void)flags, (void)ud;
-	return send(srv_fd, d, n, MSG_NOSIGNAL);
 }
 
 static int
@@ -185,7 +180,6 @@ server(void *arg)
 	(void)arg;
 	if (nghttp2_session_callbacks_new(&cb) != 0)
 		fail("nghttp2_session_callbacks_new");
-	nghttp2_session_callbacks_set_send_callback(cb, srv_send);
 	nghttp2_session_callbacks_set_on_begin_headers_callback(cb, srv_begin);
 	nghttp2_session_callbacks_set_on_header_callback(cb, srv_header);
 	nghttp2_session_callbacks_set_on_frame_recv_callback(cb, srv_frame_recv);
@@ -203,10 +197,10 @@ server(void *arg)
 		if (nghttp2_session_server_new(&s, cb, NULL) != 0)
 			fail("nghttp2_session_server_new");
 		(void)nghttp2_submit_settings(s, NGHTTP2_FLAG_NONE, se, 1);
-		(void)nghttp2_session_send(s);
+		(void)h2_flush(s, srv_fd);
 		while ((n = recv(srv_fd, buf, sizeof(buf), 0)) > 0)
 			if (nghttp2_session_mem_recv(s, buf, (size_t)n) < 0 ||
-			    nghttp2_session_send(s) < 0)
+			    h2_flush(s, srv_fd) < 0)
 				break;
 		nghttp2_session_del(s);
 		close(srv_fd);
