@@ -220,8 +220,10 @@ load_resource_env(void)
 		vlen = len - klen - 1;
 		trim(&k, &klen);
 		trim(&v, &vlen);
-		kl = percent_decode(ktmp, sizeof(ktmp), k, klen);
-		vl = percent_decode(vtmp, sizeof(vtmp), v, vlen);
+		/* One byte short of the buffers: the limits are 255 and 1023,
+		 * as ctxshim(7) says and the message below reports. */
+		kl = percent_decode(ktmp, sizeof(ktmp) - 1, k, klen);
+		vl = percent_decode(vtmp, sizeof(vtmp) - 1, v, vlen);
 		if (kl == 0 || kl == -1 || vl == -1)
 			goto bad;
 		/* Well-formed but longer than we keep: that entry only (a

@@ -425,8 +425,9 @@ END_TEST
  * it had, and a key longer than we keep skips that entry only. */
 START_TEST(test_resource_env_limits)
 {
-	static char full[16384], repeat[16384], longkey[1024];
-	char *vars[] = {full, repeat, longkey};
+	static char full[16384], repeat[16384], longkey[1024], edge[4096];
+	char *vars[] = {full, repeat, longkey, edge};
+	char key255[256], key256[257];
 	unsigned i, j;
 	size_t o;
 
@@ -450,6 +451,18 @@ START_TEST(test_resource_env_limits)
 	memset(longkey + o, 'k', 300);
 	o += 300;
 	snprintf(longkey + o, sizeof(longkey) - o, "=v,c=3");
+	/* At the limits ctxshim(7) gives: a key of 255 bytes and a value of
+	 * 1023 are kept, one byte more is skipped. */
+	memset(key255, 'k', 255);
+	key255[255] = '\0';
+	o = (size_t)snprintf(edge, sizeof(edge),
+			     "OTEL_RESOURCE_ATTRIBUTES=%s=v,b=", key255);
+	memset(edge + o, 'b', 1023);
+	o += 1023;
+	o += (size_t)snprintf(edge + o, sizeof(edge) - o, ",j%s=x,c=", key255);
+	memset(edge + o, 'c', 1024);
+	o += 1024;
+	snprintf(edge + o, sizeof(edge) - o, ",d=4");
 
 	for (i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
 		struct test_child c;
@@ -472,6 +485,18 @@ START_TEST(test_resource_env_limits)
 		} else if (i == 2) {
 			assert_resource(s, "a", "1");
 			assert_resource(s, "c", "3");
+		} else if (i == 3) {
+			assert_resource(s, key255, "v");
+			a = pctx_find_resource(&s->d, "b");
+			ck_assert_msg(a && a->type == PCTX_V_STRING &&
+					      a->str.len == 1023,
+				      "a value of 1023 bytes was not kept");
+			ck_assert_msg(!pctx_find_resource(&s->d, "c"),
+				      "a value of 1024 bytes was kept");
+			snprintf(key256, sizeof(key256), "j%s", key255);
+			ck_assert_msg(!pctx_find_resource(&s->d, key256),
+				      "a key of 256 bytes was kept");
+			assert_resource(s, "d", "4");
 		}
 		ck_assert_int_eq(test_child_finish(&c, 20000), 0);
 		free(s);
