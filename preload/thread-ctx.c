@@ -63,7 +63,11 @@ thread_exit(void *arg)
  * (hook-socket.c, sk_in_begin()).  Out of line: once per thread, and
  * inlined it made every publication save four registers (B4c).  Once the
  * slot is known the exit handler is registered: every publication checks
- * the slot anyway, and no longer a flag of its own as well (B4c). */
+ * the slot anyway, and no longer a flag of its own as well (B4c).  This
+ * can be a thread's first publication from a signal handler:
+ * pthread_setspecific() allocates only for keys from 32 on (glibc's second
+ * level), and the constructor creates ours before the application's own
+ * (key 0 in nginx, curl and python3). */
 __attribute__((noinline, cold)) void **
 ctxshim_thread_first_slot(struct ctxshim_thread *t)
 {
