@@ -697,7 +697,7 @@ END_TEST
 START_TEST(one_thread)
 {
 	struct churn h;
-	char *out, *err, arg[16], tid[16], *t;
+	char *out, *err, arg[16], tid[16], *t, line[128];
 
 	churn_start(&h, NULL, 3);
 	snprintf(arg, sizeof(arg), "%d", (int)h.pid);
@@ -721,7 +721,9 @@ START_TEST(one_thread)
 	/* a thread of another process (this test) */
 	snprintf(tid, sizeof(tid), "%d", (int)getpid());
 	ck_assert_int_eq(run_ctxdump(&out, &err, "-t", tid, arg, NULL), 2);
-	ck_assert_msg(strstr(err, "does not exist"), "%s", err);
+	snprintf(line, sizeof(line), "thread %d belongs to process %d, not %d",
+		 (int)getpid(), (int)getpid(), (int)h.pid);
+	ck_assert_msg(strstr(err, line), "%s", err);
 	free(out);
 	free(err);
 	churn_finish(&h);

@@ -1127,8 +1127,17 @@ dump_process(const struct ctxdump_control *ctl)
 		return CLI_EXIT_FATAL;
 	}
 	if (ctl->tid && !proc_exists(ctl->pid, ctl->tid)) {
-		cli_warn("thread %d of process %d does not exist (it may have exited)",
-			 (int)ctl->tid, (int)ctl->pid);
+		long long owner;
+		char st;
+
+		/* A tid of another process is a mistake, not an exit. */
+		if (proc_status(ctl->tid, &owner, &st) && owner != ctl->pid)
+			cli_warn("thread %d belongs to process %lld, not %d",
+				 (int)ctl->tid, owner, (int)ctl->pid);
+		else
+			cli_warn("thread %d of process %d does not exist (it may have "
+				 "exited)",
+				 (int)ctl->tid, (int)ctl->pid);
 		return CLI_EXIT_FATAL;
 	}
 	d->mem_pid = dump_memory_pid(ctl->pid, leader_state);
