@@ -830,13 +830,18 @@ START_TEST(report_reader_limits)
 	rec_round(r, 0);
 	rec_sample(r, 7, 1, 0);
 	rec_sample(r, 7, 2, 0);
+	/* a round whose time has bits past 64: malformed, not cut to 64 */
+	pay_raw(r, "\xff\xff\xff\xff\xff\xff\xff\xff\xff\x7f", 10);
+	pay_u(r, 1000);
+	pay_u(r, 1);
+	rec_end(r, 10);
 	rec_finish(r, file, sizeof(file), "limits");
 	free(r);
 	prof_tmpfile(out, sizeof(out), "limits-out");
 	args[1] = file;
 	st = run_report(args, -1, out, 0, 0, &err);
 	ck_assert_msg(st == 1, "report exit %d: %s", st, err);
-	ck_assert_msg(strstr(err, "1 malformed records skipped"), "%s", err);
+	ck_assert_msg(strstr(err, "2 malformed records skipped"), "%s", err);
 	free(err);
 	o = prof_slurp(out);
 	/* stack 1: 1024 names cut before the é, marked: 252 x and "..."

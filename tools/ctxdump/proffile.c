@@ -152,6 +152,11 @@ pfile_r_u(struct pfile_r *r)
 			break;
 		}
 		b = *r->p++;
+		/* The 10th byte holds bit 63 only: more is not a u64. */
+		if (shift == 63 && b > 1) {
+			r->bad = true;
+			break;
+		}
 		v |= (uint64_t)(b & 0x7f) << shift;
 		if (!(b & 0x80))
 			return v;
