@@ -3124,6 +3124,12 @@ report_run(const struct rpt_ctl *ctl, FILE *f)
 		cli_warn("%s ends inside a record (recording cut short); using what is "
 			 "complete",
 			 ctl->file);
+	else if (!p.has_end)
+		/* a recorder killed between records, or one still at work:
+		 * whole, but not all */
+		cli_warn("%s has no end record (recording cut short or still "
+			 "going on); using what it holds",
+			 ctl->file);
 	if (p.bad_records)
 		cli_warn("%s: %u malformed records skipped", ctl->file, p.bad_records);
 	switch (ctl->mode) {
@@ -3141,7 +3147,7 @@ report_run(const struct rpt_ctl *ctl, FILE *f)
 		cli_warn("write error: %s", strerror(errno));
 		status = CLI_EXIT_FATAL;
 	}
-	if (status == CLI_EXIT_OK && (p.truncated || p.bad_records))
+	if (status == CLI_EXIT_OK && (p.truncated || !p.has_end || p.bad_records))
 		status = CLI_EXIT_PARTIAL;
 	free_prof(&p);
 	return status;
