@@ -211,6 +211,9 @@ load_resource_env(void)
 		ssize_t kl, vl;
 
 		p = end ? end + 1 : NULL;
+		/* An empty or blank entry ("a=1,", "a=1, ") holds nothing to
+		 * decode: skipped like an empty one. */
+		trim(&k, &len);
 		if (len == 0)
 			continue;
 		if (!eq)

@@ -346,7 +346,7 @@ assert_all_utf8(const struct pctx_seen *s)
 /* OTel SDK specification: ',' and '=' are percent-encoded in keys as in
  * values, so keys are decoded; OTEL_RESOURCE_ATTRIBUTES overrides the
  * shim's default service.instance.id (and OTEL_SERVICE_NAME still wins for
- * service.name). */
+ * service.name); blank entries are skipped, not a decoding failure. */
 START_TEST(test_resource_env_keys_and_precedence)
 {
 	struct test_child c;
@@ -355,8 +355,8 @@ START_TEST(test_resource_env_keys_and_precedence)
 	char *env[] = {
 		"OTEL_SERVICE_NAME=svc",
 		"OTEL_RESOURCE_ATTRIBUTES=my%2Ckey%3D=v%3D1, k8s%2Epod = p ,dup=1,"
-		"service.instance.id=pod-7.ctr,service.name=other,dup=2,"
-		"process.pid=1",
+		"service.instance.id=pod-7.ctr,service.name=other,dup=2, \t,"
+		"process.pid=1, ",
 		NULL};
 
 	start_threads(&c, env, line, sizeof(line));
