@@ -60,8 +60,11 @@ expect_status 0 "run without -- (first non-option ends the options)" \
 	"$S" run cat /proc/self/maps
 check "the shim is mapped" contains "$dp_out" " $lib"
 
+expect_status 64 "a blank --resource" "$S" run -r ' ,	' -- true
+check "says it is empty" contains "$dp_err" "empty --resource"
+# blank members are skipped, as the shim skips them
 expect_status 0 "run sets the variables" "$S" run --service-name 'my svc' \
-	-r a=1,b=2 --resource=c=3 --log rel.log --events /tmp/ev.log -- env
+	-r 'a=1, ,b=2' --resource=c=3 --log rel.log --events /tmp/ev.log -- env
 env_out=$dp_out
 check "LD_PRELOAD" contains "$env_out" "
 LD_PRELOAD=$want_preload
