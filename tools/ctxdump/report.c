@@ -1897,6 +1897,38 @@ trie_prefix(const struct idle_trie *t, const uint32_t *trunk, uint32_t n)
  * looked at. */
 #define MAX_IDLE_STACKS 512
 
+/* Whether st holds a sample's stack from its innermost frame to its
+ * outermost one: only then are its frames at known depths. */
+static bool
+whole_stack(const struct r_stack *st)
+{
+	return st && st->n && !(st->flags & PFILE_STACK_TRUNCATED);
+}
+
+/* The end of a run's call tree (open[0..depth_open), trunk_n frames of
+ * it seen in every sample): every node is complete; the trunk's frames
+ * that idle threads run too are plumbing. */
+static void
+end_tree(struct spans *S,
+	 struct onode *open,
+	 size_t depth_open,
+	 uint32_t *trunk,
+	 size_t trunk_n,
+	 const struct idle_trie *trie,
+	 size_t n_idle,
+	 const struct run *R)
+{
+	uint32_t plumb;
+	size_t d;
+
+	for (d = 0; d < trunk_n; d++)
+		trunk[d] = open[d].fn;
+	plumb = trie_prefix(trie, trunk, (uint32_t)trunk_n);
+	if (!n_idle)
+		plumb = trunk_n ? (uint32_t)trunk_n - 1 : 0;
+	close_nodes(S, open, 0, depth_open, plumb, R);
+}
+
 /* The runs of every thread: the longest sequences of its samples in one
  * context span.  Each becomes a call tree (a node per function and depth,
  * extended while following samples keep the same frames above it) and
@@ -1933,7 +1965,8 @@ infer(const struct prof *p, const struct rpt_ctl *ctl, struct spans *S)
 	for (i = 0; i < n && n_idle < MAX_IDLE_STACKS; i++) {
 		const struct r_sample *s = (const struct r_sample *)p->samples.v + i;
 
-		if (s->stack && !seen[s->stack] && !primary_ctx(p, s)) {
+		if (whole_stack(stack_of(p, s->stack)) && !seen[s->stack] &&
+		    !primary_ctx(p, s)) {
 			seen[s->stack] = 1;
 			idle[n_idle++] = s->stack;
 		}
@@ -1952,7 +1985,7 @@ infer(const struct prof *p, const struct rpt_ctl *ctl, struct spans *S)
 		struct run R = {primary_ctx(p, s0), ts[i].tid, ctl->min_samples,
 				ctl->collapse};
 		size_t j, depth_open = 0, k, d, trunk_n = 0;
-		uint32_t plumb = 0;
+		bool have_trunk = false;
 
 		for (j = i + 1;
 		     j < n && ts[j].tid == ts[i].tid &&
@@ -1973,6 +2006,20 @@ infer(const struct prof *p, const struct rpt_ctl *ctl, struct spans *S)
 			uint64_t t = round_time(p, s->round);
 			size_t L = st ? st->n : 0, common = 0;
 
+			/* A sample without its whole stack (unwinding failed,
+			 * or stopped short of the outermost frame) cannot be
+			 * placed in the tree: taken for outermost frames, its
+			 * frames would end every open node as if they had
+			 * returned and cut the trunk (plumbing) to nothing.
+			 * What it hides is unknown: the tree ends there, and
+			 * the samples after it make another. */
+			if (!whole_stack(st)) {
+				end_tree(S, open, depth_open, trunk, trunk_n, &trie,
+					 n_idle, &R);
+				depth_open = trunk_n = 0;
+				have_trunk = false;
+				continue;
+			}
 			if (L > open_cap) {
 				struct onode *no = realloc(open, L * sizeof(*no));
 				uint32_t *nt = realloc(trunk, L * sizeof(*nt));
@@ -1993,7 +2040,7 @@ infer(const struct prof *p, const struct rpt_ctl *ctl, struct spans *S)
 				common++;
 			/* the path below common ends: complete nodes */
 			close_nodes(S, open, common, depth_open, 0, &R);
-			if (k == i)
+			if (!have_trunk)
 				trunk_n = L;
 			else if (common < trunk_n)
 				trunk_n = common;
@@ -2012,16 +2059,12 @@ infer(const struct prof *p, const struct rpt_ctl *ctl, struct spans *S)
 					open[d - 1].n_children++;
 			}
 			depth_open = L;
+			have_trunk = true;
 		}
 		if (S->oom)
 			break;
 		/* plumbing: what idle threads run too */
-		for (d = 0; d < trunk_n; d++)
-			trunk[d] = open[d].fn;
-		plumb = trie_prefix(&trie, trunk, (uint32_t)trunk_n);
-		if (!n_idle)
-			plumb = trunk_n ? (uint32_t)trunk_n - 1 : 0;
-		close_nodes(S, open, 0, depth_open, plumb, &R);
+		end_tree(S, open, depth_open, trunk, trunk_n, &trie, n_idle, &R);
 		i = j;
 	}
 	free(trunk);
