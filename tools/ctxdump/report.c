@@ -2647,6 +2647,7 @@ struct group {
 	uint64_t first_t, last_t;
 	uint32_t tid; /* trace: first thread */
 	unsigned n_threads;
+	size_t n_traces; /* request: the distinct traces of its samples */
 };
 
 /* The group of key, found through idx (key -> index + 1). */
@@ -2854,11 +2855,11 @@ static int
 report_summary(const struct prof *p, const struct rpt_ctl *ctl)
 {
 	struct group *paths = NULL, *traces = NULL;
-	struct cmap pidx = {0}, tidx = {0}, per_label = {0};
+	struct cmap pidx = {0}, tidx = {0}, pairs = {0};
 	size_t np = 0, nt = 0, i, nsel = 0, ntraced = 0;
 	struct fcount *fc = malloc((p->fns.n ? p->fns.n : 1) * sizeof(*fc));
 	uint32_t *touched = malloc((p->fns.n ? p->fns.n : 1) * sizeof(*touched));
-	char req[512], h[33];
+	char req[512], h[33], pair[32 + sizeof(req)];
 	int ret = CLI_EXIT_OK;
 
 	if (!fc || !touched)
@@ -2882,6 +2883,15 @@ report_summary(const struct prof *p, const struct rpt_ctl *ctl)
 		if (!g || !group_add(g, (uint32_t)i, t))
 			goto oom;
 		hex(h, c->trace, 16);
+		/* the request's traces: each trace it has samples of, once
+		 * (a trace may call the service for several requests) */
+		memcpy(pair, h, 32);
+		snprintf(pair + 32, sizeof(pair) - 32, "%s", g->key);
+		if (!cmap_find(&pairs, pair, strlen(pair))) {
+			if (!cmap_add(&pairs, pair, strlen(pair), 1))
+				goto oom;
+			g->n_traces++;
+		}
 		g = group_get(&traces, &nt, &tidx, h);
 		if (!g || !group_add(g, (uint32_t)i, t))
 			goto oom;
@@ -2895,12 +2905,8 @@ report_summary(const struct prof *p, const struct rpt_ctl *ctl)
 			g->n_threads = 2; /* "several" */
 		}
 	}
-	for (i = 0; i < nt; i++) {
+	for (i = 0; i < nt; i++)
 		ntraced += traces[i].n;
-		/* traces per request, counted once (not paths x traces) */
-		if (!cmap_add(&per_label, traces[i].label, strlen(traces[i].label), 1))
-			goto oom;
-	}
 	printf("\n%zu of %zu samples selected, %zu with a trace context\n", nsel,
 	       p->samples.n, ntraced);
 	if (np)
@@ -2908,9 +2914,7 @@ report_summary(const struct prof *p, const struct rpt_ctl *ctl)
 	if (np)
 		puts("\nTop functions per request (total%  self%  function):");
 	for (i = 0; i < np; i++) {
-		uint64_t *cnt =
-			cmap_find(&per_label, paths[i].key, strlen(paths[i].key));
-		size_t ntr = cnt ? (size_t)*cnt : 0;
+		size_t ntr = paths[i].n_traces;
 
 		put_text(paths[i].key);
 		printf(": %zu samples in %zu trace%s\n", paths[i].n, ntr,
@@ -2944,7 +2948,7 @@ out:
 	groups_free(traces, nt);
 	cmap_free(&pidx);
 	cmap_free(&tidx);
-	cmap_free(&per_label);
+	cmap_free(&pairs);
 	free(fc);
 	free(touched);
 	return ret;
