@@ -1704,6 +1704,28 @@ fold_dying(struct rec *rc)
 	rc->dying_skipped = rc->dying_failed = 0;
 }
 
+/* When tick k of a recording at rate hz is due, in ns from its start:
+ * k / rate s exactly (rounded down to the ns), never an interval rounded
+ * once and added up, which drifts (1e9 / 3 = 333333333: a third tick at
+ * 999999999 ns, inside a 1 s recording). */
+static uint64_t
+tick_ns(uint64_t k, unsigned rate)
+{
+	return k / rate * 1000000000ull + k % rate * 1000000000ull / rate;
+}
+
+/* The first tick due after e ns from the start. */
+static uint64_t
+tick_after(uint64_t e, unsigned rate)
+{
+	uint64_t k =
+		e / 1000000000ull * rate + e % 1000000000ull * rate / 1000000000ull;
+
+	while (tick_ns(k, rate) <= e)
+		k++;
+	return k;
+}
+
 static void
 print_summary(const struct rec *rc, uint64_t elapsed, bool failed)
 {
@@ -1762,7 +1784,7 @@ record_main(int argc, char **argv)
 	struct rec_ctl ctl = {0};
 	struct rec *rc = &rcs;
 	struct etls_proc *ep;
-	uint64_t interval, next, end_t = 0, now;
+	uint64_t start, tick = 0, next, end_t = 0, now;
 	bool to_stdout;
 	int r, ce, status = CLI_EXIT_OK;
 	const char *outname;
@@ -1849,11 +1871,10 @@ record_main(int argc, char **argv)
 	write_storage(rc);
 
 	install_signals();
-	interval = 1000000000ull / ctl.rate;
 	now = remote_now_ns();
 	if (ctl.duration > 0)
 		end_t = now + (uint64_t)(ctl.duration * 1e9 + 0.5);
-	next = now;
+	start = next = now;
 	rc->end_reason = PFILE_END_DURATION;
 	for (;;) {
 		if (rec_signal) {
@@ -1923,13 +1944,14 @@ record_main(int argc, char **argv)
 		if (rec_signal)
 			continue;
 		now = remote_now_ns();
-		next += interval;
+		next = start + tick_ns(++tick, ctl.rate);
 		if (next <= now) {
 			/* a round took longer than the interval: skip ticks */
-			uint64_t lost = (now - next) / interval + 1;
+			uint64_t k = tick_after(now - start, ctl.rate);
 
-			rc->lost_ticks += lost;
-			next += lost * interval;
+			rc->lost_ticks += k - tick;
+			tick = k;
+			next = start + tick_ns(tick, ctl.rate);
 		}
 		if (end_t && next >= end_t) {
 			if (end_t > now)
