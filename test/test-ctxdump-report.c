@@ -1112,6 +1112,9 @@ START_TEST(report_service_name)
 		snprintf(want, sizeof(want), "\nService: %s\n", cases[i].want);
 		ck_assert_msg(strstr(o, want), "case %u: want '%s' in %s", i, want + 1,
 			      o);
+		/* the length is to the end record, not the last round (20 ms) */
+		ck_assert_msg(strstr(o, " Hz, 1.000 s, 3 rounds, 3 samples of "),
+			      "case %u: %s", i, o);
 		free(o);
 
 		st = run_report(fold, -1, out, 0, 0, &err);

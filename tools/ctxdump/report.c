@@ -2777,20 +2777,21 @@ summary_header(const struct prof *p)
 {
 	char svc[256];
 	size_t i, ntid, rl = 0;
-	double secs =
-		p->rounds.n
-			? (double)((const struct r_round *)p->rounds.v)[p->rounds.n - 1]
-					  .t /
-				  1e9
-			: 0;
+	uint64_t last =
+		p->rounds.n ? ((const struct r_round *)p->rounds.v)[p->rounds.n - 1].t
+			    : 0;
+	/* the recording's length: to its end (-d 2.5 at 100 Hz: 2.5 s, not
+	 * the 2.49 s of its last round), or its last round if cut short */
+	double secs = (double)(p->has_end && p->end_t > last ? p->end_t : last) / 1e9;
 
 	/* every thread sampled has a THREAD record, one per program image
 	 * it ran in: counted once */
 	ntid = distinct_tids(p);
 	printf("Recording of process %" PRIu64 " (", p->pid);
 	put_text(p->comm ? p->comm : "?");
-	printf("): %" PRIu64 " Hz, %.3f s, %zu rounds, %zu samples of %zu threads\n",
-	       p->rate, secs, p->rounds.n, p->samples.n, ntid);
+	printf("): %" PRIu64 " Hz, %.3f s, %zu round%s, %zu sample%s of %zu thread%s\n",
+	       p->rate, secs, p->rounds.n, p->rounds.n == 1 ? "" : "s", p->samples.n,
+	       p->samples.n == 1 ? "" : "s", ntid, ntid == 1 ? "" : "s");
 	fputs("Service: ", stdout);
 	put_text(service_name(p, 0, svc, sizeof(svc)));
 	putchar('\n');
