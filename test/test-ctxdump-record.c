@@ -14,6 +14,8 @@
  *    stop windows, taken from the recording itself), nested as called,
  *    as OTLP/JSON that follows the OTLP JSON encoding (checked with
  *    python3's json module: hex ids, decimal-string times, AnyValue);
+ *  - -F RATE -d SECS takes RATE x SECS rounds (old: one more when
+ *    1e9 / RATE is not whole);
  *  - recording ends on SIGINT, SIGTERM, --duration and the target's exit,
  *    survives SIGKILL (the file stays readable), and never leaves a
  *    thread of the target stopped, not even one that cannot stop in time
@@ -905,6 +907,77 @@ START_TEST(record_duration)
 }
 END_TEST
 
+/* The rounds of `ctxdump record -F rate -d secs` of a sleeping target,
+ * as `ctxdump report` counts them; *exact: no tick was missed and no round
+ * skipped or failed (none took longer than the interval), so the count is
+ * the ticks due within the duration. */
+static unsigned
+record_rounds(pid_t target, const char *rate, const char *secs, bool *exact)
+{
+	char file[64], errf[64], pid[16], *out = NULL, *err = NULL;
+	const char *args[] = {"-F", rate, "-d", secs, "-o", file, pid, NULL};
+	unsigned rounds = 0;
+	const char *p;
+	int st;
+
+	prof_tmpfile(file, sizeof(file), "ticks-prof");
+	prof_tmpfile(errf, sizeof(errf), "ticks-err");
+	snprintf(pid, sizeof(pid), "%d", (int)target);
+	st = prof_record_wait(prof_record_start(errf, args), TIMEOUT_MS);
+	err = prof_slurp(errf);
+	ck_assert_msg(prof_record_status_ok(st, err), "status 0x%x: %s", st, err);
+	*exact = WIFEXITED(st) && WEXITSTATUS(st) == 0 &&
+		 !strstr(err, "ticks missed") && !strstr(err, "rounds skipped");
+	free(err);
+	st = prof_run(&out, &err, "report", file, NULL);
+	ck_assert_msg(st == 0, "report exit %d: %s", st, err);
+	ck_assert_msg(strstr(out, "Ended: duration reached"), "%s", out);
+	p = strstr(out, " s, ");
+	ck_assert_msg(p && sscanf(p, " s, %u rounds", &rounds) == 1, "%s", out);
+	free(out);
+	free(err);
+	unlink(file);
+	unlink(errf);
+	return rounds;
+}
+
+/* Tick k of a recording is due k / rate s after its start, not k times
+ * 1 / rate rounded down to the ns: -F 3 -d 1 takes 3 rounds (old: the
+ * third interval of 333333333 ns ended 1 ns before the duration, a
+ * fourth round), -F 7 -d 1 takes 7 (old: 8).  Only a round that took
+ * longer than the interval (a loaded machine) makes fewer: such a run
+ * is tried again, and if none is clean only "no more than due" holds. */
+START_TEST(record_rounds_per_duration)
+{
+	static const struct {
+		const char *rate, *secs;
+		unsigned want;
+	} cases[] = {{"3", "1", 3}, {"7", "1", 7}};
+	struct server s;
+	unsigned c;
+
+	server_start(&s);
+	for (c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+		unsigned rounds = 0;
+		bool exact = false;
+
+		for (int tries = 0; tries < 3 && !exact; tries++)
+			rounds = record_rounds(s.pid, cases[c].rate, cases[c].secs,
+					       &exact);
+		if (exact)
+			ck_assert_msg(rounds == cases[c].want,
+				      "-F %s -d %s: %u rounds, want %u", cases[c].rate,
+				      cases[c].secs, rounds, cases[c].want);
+		else
+			ck_assert_msg(rounds <= cases[c].want,
+				      "-F %s -d %s: %u rounds, want at most %u",
+				      cases[c].rate, cases[c].secs, rounds,
+				      cases[c].want);
+	}
+	server_finish(&s);
+}
+END_TEST
+
 /* OTEP-4947: a key index the cached key map does not have means the map
  * grew; the reader must refresh it before going on.  keymap-grow appends
  * "k1" to its map and only then publishes a record that uses index 1:
@@ -1288,6 +1361,7 @@ TEST_SUITE(ctxdump_record_suite)
 	tcase_add_test(tc, record_unstoppable_thread);
 	tcase_add_loop_test(tc, record_no_thread_stops_in_time, 0, 2);
 	tcase_add_test(tc, record_duration);
+	tcase_add_test(tc, record_rounds_per_duration);
 	tcase_add_test(tc, record_key_map_grows);
 	tcase_add_test(tc, record_killed_and_target_exit);
 	tcase_add_test(tc, record_report_usage);

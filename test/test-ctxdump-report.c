@@ -8,7 +8,10 @@
  *  - --spans: a run whose every sample opens a new 1024-frame path keeps
  *    only that path (old: every node of the run, 1.4 GB here); spans past
  *    --max-spans are left out with a warning and exit status 1; parents
- *    and --collapse still come out right with the streaming call tree
+ *    and --collapse still come out right with the streaming call tree;
+ *    a sample without its whole stack ([no stack], or truncated) ends a
+ *    run's call tree (old: thread-start frames became spans, wrong
+ *    parents)
  *  - --context-spans: 150000 context spans are found by sorting, not by
  *    a scan of the spans made so far per context (old: quadratic, minutes);
  *    their attributes leave out an index the key map lacks ("#7") and
@@ -17,7 +20,9 @@
  *    printed without holding all lines (old: 790 MB); the reader takes
  *    what the recorder writes (1024 frames, 256-byte strings, cut
  *    visibly) and no more
- *  - the summary and --folded escape what came from the target
+ *  - the summary and --folded escape what came from the target; the
+ *    summary counts a trace for each request it has samples of (old: for
+ *    the request of its first sample only)
  *  - report -V; `report DIR` names the error; a failed read in the middle
  *    of the file is fatal, not the end of the file
  *
@@ -144,18 +149,26 @@ rec_frame(struct rec *r, uint32_t id, uint32_t sym)
 	rec_end(r, 7);
 }
 
-/* Frame ids innermost first. */
+/* Frame ids innermost first; flags: PFILE_STACK_TRUNCATED (1) for a
+ * stack whose unwinding stopped before the outermost frame. */
 static void
-rec_stack(struct rec *r, uint32_t id, const uint32_t *f, size_t n)
+rec_stack_flags(struct rec *r, uint32_t id, unsigned flags, const uint32_t *f, size_t n)
 {
 	size_t i;
 
 	pay_u(r, id);
-	pay_u(r, 0);
+	pay_u(r, flags);
 	pay_u(r, n);
 	for (i = 0; i < n; i++)
 		pay_u(r, f[i]);
 	rec_end(r, 8);
+}
+
+/* Frame ids innermost first. */
+static void
+rec_stack(struct rec *r, uint32_t id, const uint32_t *f, size_t n)
+{
+	rec_stack_flags(r, id, 0, f, n);
 }
 
 /* A context with trace and span id; kv: key and value string ids. */
@@ -498,6 +511,78 @@ START_TEST(report_spans_tree)
 			    "work handle 3 work");
 	free(t);
 	unlink(file);
+}
+END_TEST
+
+/* A sample without its whole stack (unwinding failed: [no stack]; or it
+ * stopped short of the outermost frame: PFILE_STACK_TRUNCATED) cannot be
+ * placed in a run's call tree: the tree ends there and the samples after
+ * it make another.  Thread 7 runs clone3;start_thread;worker;handle;
+ * small;spin in a context, thread 8 idles in clone3;start_thread;worker;
+ * idle (those three frames are plumbing).  Old: a sample without a
+ * stack, or a truncated one (big;spin, taken for outermost frames), ended
+ * every open node and cut the plumbing to nothing: clone3, start_thread
+ * and worker became spans (clone3 a child of the context span, handle
+ * one of worker), and big a child of the context span. */
+START_TEST(report_spans_stackless_sample)
+{
+	static const char *const names[] = {"clone3", "start_thread", "worker", "idle",
+					    "handle", "small",        "big",    "spin"};
+	/* innermost first: idle; handle/small; big/spin cut below handle */
+	static const uint32_t s_idle[] = {4, 3, 2, 1}, s_small[] = {8, 6, 5, 3, 2, 1},
+			      s_big[] = {8, 7};
+	/* per case, the stack of thread 7 in each round: 0 none, 3 cut */
+	static const struct {
+		const char *what;
+		uint32_t seq[9];
+		size_t n;
+		const char *want;
+	} cases[] = {
+		{"no stack in the middle",
+		 {2, 2, 2, 0, 2, 2, 2},
+		 7,
+		 "handle ctx 3 handle|handle ctx 3 handle|small handle 3 small|"
+		 "small handle 3 small|spin small 3 spin|spin small 3 spin"},
+		{"truncated stacks in the middle",
+		 {2, 2, 2, 3, 3, 3, 2, 2, 2},
+		 9,
+		 "handle ctx 3 handle|handle ctx 3 handle|small handle 3 small|"
+		 "small handle 3 small|spin small 3 spin|spin small 3 spin"},
+		{"no stack first",
+		 {0, 2, 2, 2},
+		 4,
+		 "handle ctx 3 handle|small handle 3 small|spin small 3 spin"},
+	};
+	unsigned c;
+
+	for (c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+		struct rec *r = malloc(sizeof(*r));
+		char file[64], *t;
+		uint32_t i;
+
+		ck_assert_ptr_nonnull(r);
+		rec_start(r, "srv");
+		for (i = 0; i < 8; i++) {
+			rec_string(r, i + 1, names[i], strlen(names[i]));
+			rec_frame(r, i + 1, i + 1);
+		}
+		rec_stack(r, 1, s_idle, 4);
+		rec_stack(r, 2, s_small, 6);
+		rec_stack_flags(r, 3, 1, s_big, 2);
+		rec_ctx(r, 1, 0x4b, 0x00f067aa0ba902b7ull, NULL, 0);
+		for (i = 0; i < cases[c].n; i++) {
+			rec_round(r, 10000000ull * i);
+			rec_sample(r, 7, cases[c].seq[i], 1);
+			rec_sample(r, 8, 1, 0);
+		}
+		rec_finish(r, file, sizeof(file), "stackless");
+		free(r);
+		t = spans_tree(file, NULL);
+		ck_assert_msg(strcmp(t, cases[c].want) == 0, "%s: spans %s, want %s",
+			      cases[c].what, t, cases[c].want);
+		free(t);
+		unlink(file);
+	}
 }
 END_TEST
 
@@ -1041,6 +1126,81 @@ START_TEST(report_escapes_target_strings)
 }
 END_TEST
 
+/* ---- the summary ---- */
+
+/* The line of o that starts with prefix, without its newline ("" if
+ * none), in buf of n bytes. */
+static const char *
+line_of(const char *o, const char *prefix, char *buf, size_t n)
+{
+	size_t l = strlen(prefix);
+	const char *p = o;
+
+	buf[0] = '\0';
+	while (p && strncmp(p, prefix, l) != 0)
+		p = (p = strchr(p, '\n')) ? p + 1 : NULL;
+	if (p)
+		snprintf(buf, n, "%.*s", (int)strcspn(p, "\n"), p);
+	return buf;
+}
+
+/* "N samples in M traces" per request counts each trace with samples of
+ * the request, once: trace 4b called the service twice (/cpu, then
+ * /sleep) and counts for both requests, trace 4c for /sleep and /db (old:
+ * a trace counted only for the request of its first sample: "/db: 2
+ * samples in 0 traces", "/sleep: 4 samples in 1 trace"). */
+START_TEST(report_summary_traces_per_request)
+{
+	const char *args[] = {NULL, NULL};
+	static const uint32_t kv_cpu[] = {1, 2}, kv_sleep[] = {1, 3}, kv_db[] = {1, 4},
+			      st1[] = {1};
+	/* thread, context: trace 4b /cpu, 4b /sleep, 4c /sleep, 4c /db */
+	static const uint32_t seq[][2] = {{7, 1}, {7, 1}, {7, 1}, {7, 2}, {7, 2},
+					  {8, 3}, {8, 3}, {8, 4}, {8, 4}, {7, 1}};
+	struct rec *r = malloc(sizeof(*r));
+	char file[64], out[64], line[256], *err, *o;
+	size_t i;
+	int st;
+
+	ck_assert_ptr_nonnull(r);
+	rec_start(r, "srv");
+	rec_string(r, 1, "http.route", 10);
+	rec_string(r, 2, "/cpu", 4);
+	rec_string(r, 3, "/sleep", 6);
+	rec_string(r, 4, "/db", 3);
+	rec_string(r, 5, "work", 4);
+	rec_frame(r, 1, 5);
+	rec_stack(r, 1, st1, 1);
+	rec_ctx(r, 1, 0x4b, 1, kv_cpu, 1);
+	rec_ctx(r, 2, 0x4b, 2, kv_sleep, 1);
+	rec_ctx(r, 3, 0x4c, 3, kv_sleep, 1);
+	rec_ctx(r, 4, 0x4c, 4, kv_db, 1);
+	for (i = 0; i < sizeof(seq) / sizeof(seq[0]); i++) {
+		rec_round(r, 10000000ull * i);
+		rec_sample(r, seq[i][0], 1, seq[i][1]);
+	}
+	rec_finish(r, file, sizeof(file), "per-request");
+	free(r);
+	prof_tmpfile(out, sizeof(out), "per-request-out");
+	args[0] = file;
+	st = run_report(args, -1, out, 0, 0, &err);
+	ck_assert_msg(st == 0, "report exit %d: %s", st, err);
+	free(err);
+	o = prof_slurp(out);
+	ck_assert_str_eq(line_of(o, "10 of ", line, sizeof(line)),
+			 "10 of 10 samples selected, 10 with a trace context");
+	ck_assert_str_eq(line_of(o, "/cpu: ", line, sizeof(line)),
+			 "/cpu: 4 samples in 1 trace");
+	ck_assert_str_eq(line_of(o, "/db: ", line, sizeof(line)),
+			 "/db: 2 samples in 1 trace");
+	ck_assert_str_eq(line_of(o, "/sleep: ", line, sizeof(line)),
+			 "/sleep: 4 samples in 2 traces");
+	free(o);
+	unlink(out);
+	unlink(file);
+}
+END_TEST
+
 /* ---- the service ---- */
 
 /* The service every output names: service.name as the process has it (the
@@ -1221,6 +1381,7 @@ TEST_SUITE(ctxdump_report_suite)
 	tcase_add_test(tc, report_spans_memory_bounded);
 	tcase_add_test(tc, report_spans_budget);
 	tcase_add_test(tc, report_spans_tree);
+	tcase_add_test(tc, report_spans_stackless_sample);
 	tcase_add_test(tc, report_context_spans_linear);
 	tcase_add_test(tc, report_context_span_attr_keys);
 	tcase_add_test(tc, report_folded_memory_bounded);
@@ -1230,6 +1391,7 @@ TEST_SUITE(ctxdump_report_suite)
 	tcase_add_test(tc, report_thread_name_per_image);
 	tcase_add_test(tc, report_layouts_once);
 	tcase_add_test(tc, report_escapes_target_strings);
+	tcase_add_test(tc, report_summary_traces_per_request);
 	tcase_add_test(tc, report_service_name);
 	tcase_add_test(tc, report_version_and_read_errors);
 	suite_add_tcase(s, tc);
