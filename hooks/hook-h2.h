@@ -185,10 +185,12 @@ hook_h2_req_header(struct hook_h2_req *q,
 		if (q->n_tp < UINT8_MAX)
 			q->n_tp++;
 		if (q->n_tp == 1) {
-			q->tp_len =
-				(uint8_t)(value_len < HOOK_H2_TP_MAX ? value_len
-								     : HOOK_H2_TP_MAX);
-			memcpy(q->tp, value, q->tp_len);
+			size_t k =
+				value_len < HOOK_H2_TP_MAX ? value_len : HOOK_H2_TP_MAX;
+
+			memcpy(q->tp, value, k);
+			q->tp_len = (uint8_t)w3c_traceparent_kept_len(
+				(const char *)value, value_len, HOOK_H2_TP_MAX);
 		}
 		return;
 	}

@@ -545,10 +545,8 @@ http_scan_whole_inline(struct http_scan *st,
 			while (v > q && is_trail_ws(v[-1]))
 				v--;
 			tl = (size_t)(v - q);
-			h->traceparent_len =
-				(uint8_t)(tl < HTTP_SCAN_TRACEPARENT_MAX
-						  ? tl
-						  : HTTP_SCAN_TRACEPARENT_MAX);
+			h->traceparent_len = (uint8_t)w3c_traceparent_kept_len(
+				(const char *)q, tl, HTTP_SCAN_TRACEPARENT_MAX);
 			p = nl + 1;
 			continue;
 		}

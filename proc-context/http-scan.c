@@ -707,8 +707,8 @@ tp_value_whole(struct http_scan_capture *cap, const uint8_t *s, const uint8_t *t
 	else
 		while (j > 0 && is_trail_ws(s[j - 1]))
 			j--;
-	cap->traceparent_len =
-		(uint8_t)(j < sizeof(cap->traceparent) ? j : sizeof(cap->traceparent));
+	cap->traceparent_len = (uint8_t)w3c_traceparent_kept_len(
+		cap->traceparent, j, sizeof(cap->traceparent));
 }
 
 /* The end of a tracestate line that did not fit, or of any line once the
@@ -761,10 +761,10 @@ value_end(struct http_scan *st, struct http_scan_capture *cap)
 		return;
 	total = (size_t)cap->cur_start + cap->cur_last;
 	if (f == FLD_TP) {
-		/* 64 bytes decide validity exactly (see the header). */
-		cap->traceparent_len = (uint8_t)(total < sizeof(cap->traceparent)
-							 ? total
-							 : sizeof(cap->traceparent));
+		/* 64 bytes decide validity exactly (see the header), unless
+		 * the cut leaves OWS for the parser to trim. */
+		cap->traceparent_len = (uint8_t)w3c_traceparent_kept_len(
+			cap->traceparent, total, sizeof(cap->traceparent));
 	} else if (f == FLD_TS) {
 		if (__builtin_expect(
 			    total <= sizeof(cap->tracestate) && !cap->ts_checking, 1)) {

@@ -45,6 +45,24 @@ struct w3c_traceparent {
  * all-zero trace-id or parent-id give -EINVAL. */
 int w3c_traceparent_parse(const char *s, size_t len, struct w3c_traceparent *out);
 
+/* How many bytes of a traceparent value to hand w3c_traceparent_parse()
+ * when only its first cap bytes (cap > W3C_TRACEPARENT_LEN) are kept: s
+ * holds those bytes, n is the whole value's length, leading and trailing
+ * OWS already removed.  A value cut to cap bytes is invalid if its 56th
+ * character is OWS (version 00: longer than 55; a later version: that
+ * character must be '-'), but the parser would trim that OWS off the kept
+ * bytes and could find a valid value: 0 (an invalid value) then, else
+ * min(n, cap). */
+static inline size_t
+w3c_traceparent_kept_len(const char *s, size_t n, size_t cap)
+{
+	if (n <= cap)
+		return n;
+	if (s[W3C_TRACEPARENT_LEN] == ' ' || s[W3C_TRACEPARENT_LEN] == '\t')
+		return 0;
+	return cap;
+}
+
 /* Writes "00-<trace-id>-<span-id>-<flags>" and a NUL; returns 55.  Flags
  * are masked to W3C_FLAGS_KNOWN: unknown bits must go out as zero.  The
  * caller is responsible for non-zero ids. */

@@ -107,8 +107,8 @@ END_TEST
 
 START_TEST(test_bounds)
 {
-	struct hook_h2_req q;
-	struct hook_h2_view v;
+	struct hook_h2_req q, q2;
+	struct hook_h2_view v, v2;
 	char *big = malloc(100000);
 	unsigned i;
 
@@ -125,6 +125,16 @@ START_TEST(test_bounds)
 	ck_assert_uint_eq(v.r.target_len, HOOK_H2_PATH_MAX);
 	ck_assert_uint_eq(v.r.traceparent_len, HOOK_H2_TP_MAX);
 	ck_assert_uint_eq(v.r.extra_len[0], HOOK_H2_EXTRA_MAX);
+	/* A valid value, a space as its 56th character, more after it:
+	 * invalid, and kept as such (length 0) rather than cut to bytes the
+	 * parser would trim into a valid value. */
+	hook_h2_req_init(&q2);
+	memcpy(big, "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", 55);
+	memset(big + 55, ' ', 20);
+	big[75] = 'x';
+	hdr_n(&q2, "traceparent", big, 76);
+	hook_h2_req_view(&q2, &v2);
+	ck_assert_uint_eq(v2.r.traceparent_len, 0);
 	/* 300 traceparent-free fields; then 300 traceparent fields. */
 	for (i = 0; i < 300; i++)
 		hdr(&q, "traceparent", "x");

@@ -1196,6 +1196,26 @@ START_TEST(traceparent_value_ends)
 		ck_assert_uint_eq(t->ev[0].snap.tp_len, k);
 		free(t);
 	}
+	/* A valid value, OWS from its 56th character, then more: invalid
+	 * (version 00 is 55 characters; a later one needs '-' there).  Cut
+	 * to 64 bytes, the parser would trim that OWS and take the value:
+	 * such a cut is kept as length 0, an invalid value. */
+	for (L = 57; L <= 76; L++) {
+		for (e = 0; e < 2; e++) {
+			memcpy(val, TP1, 55);
+			memset(val + 55, e ? '\t' : ' ', L - 56);
+			val[L - 1] = 'x';
+			val[L] = '\0';
+			snprintf(buf, sizeof(buf),
+				 "GET / HTTP/1.1\r\ntraceparent: %s\r\n\r\n", val);
+			t = check_splits(&cfg_std, buf, strlen(buf), "tp-ows-cut",
+					 false);
+			ck_assert_uint_eq(t->n, 1);
+			ck_assert_uint_eq(t->ev[0].snap.tp_len,
+					  L <= HTTP_SCAN_TRACEPARENT_MAX ? L : 0);
+			free(t);
+		}
+	}
 	/* a value of one CR only: trimmed to empty */
 	t = check_str("GET / HTTP/1.1\r\ntraceparent: \r\r\n\r\n", "tp-cr");
 	ck_assert_uint_eq(t->ev[0].flags, F_CAP | F_TP);

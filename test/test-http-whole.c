@@ -447,6 +447,18 @@ START_TEST(tp_value_bytes)
 				 "GET / HTTP/1.1\nHost: x\ntraceparent:%s\n\n", v);
 			diff_str(&cfg_x, buf, what);
 		}
+	/* OWS from the 56th character, then more: the cut at 64 bytes must
+	 * not leave the parser a value to trim into a valid one */
+	for (pos = 57; pos <= 76; pos++) {
+		char v[80] = TP_V00;
+
+		memset(v + W3C_TRACEPARENT_LEN, ' ', pos - 56);
+		v[pos - 1] = 'x';
+		v[pos] = '\0';
+		snprintf(buf, sizeof(buf),
+			 "GET / HTTP/1.1\r\ntraceparent: %s\r\nHost: x\r\n\r\n", v);
+		expect_taken(&cfg_std, buf);
+	}
 	ck_assert_uint_gt(n_taken, 1000);
 }
 END_TEST
