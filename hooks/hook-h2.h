@@ -22,9 +22,10 @@
  *    makes it invalid (W3C);
  *  - tracestate: all fields joined in order with ',' (RFC 9110 §5.3, HTTP/2
  *    may also split one list into several fields); beyond 512 bytes the
- *    list is cut back after the last whole member that fits and later
- *    fields are not stored (W3C allows dropping members from the end),
- *    but the whole list is still checked (w3c_tracestate_check_*()): an
+ *    list is kept normalised and cut to 512 characters by W3C's truncation
+ *    policy (w3c_tracestate_trunc: entries over 128 characters first,
+ *    right-most first, then from the right),
+ *    and the whole list is still checked (w3c_tracestate_check_*()): an
  *    invalid member or more than 32 members anywhere drops it all (W3C),
  *    as the stored prefix alone could look valid;
  *  - configured extra headers (CTXSHIM_HEADER_ATTRS): fields joined with
@@ -55,7 +56,6 @@ struct hook_h2_req {
 	uint8_t extra_seen; /* bit i: extra header i was seen */
 	bool has_method, has_path, has_ts;
 	bool method_cut;  /* :method longer than HOOK_H2_METHOD_MAX */
-	bool ts_full;     /* the list was cut: later fields are not stored */
 	bool ts_checking; /* the list overflowed: ts_check follows it */
 	bool ts_bad;      /* invalid past what is stored: drop it all */
 	struct w3c_tracestate_check ts_check;
@@ -64,6 +64,9 @@ struct hook_h2_req {
 	char tp[HOOK_H2_TP_MAX];
 	char ts[HOOK_H2_TS_MAX];
 	char extra[CTXSHIM_MAX_HEADER_ATTRS][HOOK_H2_EXTRA_MAX];
+	/* ts once the list overflowed (set up then: not cleared by
+	 * hook_h2_req_init()) */
+	struct w3c_tracestate_trunc ts_trunc;
 };
 
 /* The request as struct ctxshim_request; points into the hook_h2_req. */
@@ -103,11 +106,12 @@ hook_h2_name_is(const uint8_t *name, size_t len, const char *want)
 /* Append one tracestate field to the joined list.  A list that fits is
  * validated later, as a whole (ctxshim_request_ctx()); one that does not
  * is checked field by field from the first overflow on, the stored fields
- * first (nothing is cut before that). */
+ * first, and from then on ts holds it as W3C's truncation policy cuts it
+ * (rewritten in place from the fields stored so far). */
 static inline void
 hook_h2_req_ts(struct hook_h2_req *q, const uint8_t *v, size_t len)
 {
-	size_t have = q->ts_len, sep = have ? 1 : 0, k;
+	size_t have = q->ts_len, sep = have ? 1 : 0;
 
 	q->has_ts = true;
 	if (q->ts_bad)
@@ -123,6 +127,10 @@ hook_h2_req_ts(struct hook_h2_req *q, const uint8_t *v, size_t len)
 		q->ts_checking = true;
 		(void)w3c_tracestate_check_feed(&q->ts_check, q->ts, have);
 		(void)w3c_tracestate_check_end(&q->ts_check, false);
+		memset(&q->ts_trunc, 0, offsetof(struct w3c_tracestate_trunc, member));
+		w3c_tracestate_trunc_feed(&q->ts_trunc, q->ts, HOOK_H2_TS_MAX, q->ts,
+					  have);
+		w3c_tracestate_trunc_end(&q->ts_trunc, q->ts, HOOK_H2_TS_MAX);
 	}
 	/* HTTP/2 field values have no line ending: a CR is just invalid. */
 	if (w3c_tracestate_check_feed(&q->ts_check, (const char *)v, len) < 0 ||
@@ -130,21 +138,10 @@ hook_h2_req_ts(struct hook_h2_req *q, const uint8_t *v, size_t len)
 		q->ts_bad = true;
 		return;
 	}
-	if (q->ts_full)
-		return;
-	/* Keep the members of this field that fit whole, then stop. */
-	q->ts_full = true;
-	if (have + sep >= HOOK_H2_TS_MAX)
-		return;
-	for (k = HOOK_H2_TS_MAX - have - sep + 1; k-- > 0;)
-		if (k < len && v[k] == ',')
-			break;
-	if (k == (size_t)-1 || k == 0)
-		return;
-	if (sep)
-		q->ts[have] = ',';
-	memcpy(q->ts + have + sep, v, k);
-	q->ts_len = (uint16_t)(have + sep + k);
+	w3c_tracestate_trunc_feed(&q->ts_trunc, q->ts, HOOK_H2_TS_MAX, (const char *)v,
+				  len);
+	w3c_tracestate_trunc_end(&q->ts_trunc, q->ts, HOOK_H2_TS_MAX);
+	q->ts_len = q->ts_trunc.len;
 }
 
 /* One decoded header field of the request's header block, in order.

@@ -536,9 +536,9 @@ value_begin(struct http_scan *st, struct http_scan_capture *cap)
 		bool more = st->flags & HTTP_SCAN_F_TRACESTATE;
 
 		st->flags |= HTTP_SCAN_F_TRACESTATE;
-		/* Past the cut, lines are only checked (ts_long()), and not
-		 * even that once the list is known to be dropped. */
-		if (cap->tracestate_truncated)
+		/* Once the list overflowed, lines go to ts_long() (not even
+		 * that once the list is known to be dropped). */
+		if (cap->ts_checking)
 			return !(st->flags & HTTP_SCAN_F_TRACESTATE_BAD);
 		value_start(cap, cap->tracestate, sizeof(cap->tracestate),
 			    cap->tracestate_len, ",", more ? 1 : 0);
@@ -610,12 +610,15 @@ te_bytes(struct http_scan *st, const uint8_t *s, const uint8_t *t)
  * including past the bytes we keep.  Set up here, the first time the
  * list overflows: what is stored so far (the earlier lines' values,
  * joined, then this line's bytes) is all of it, nothing having been cut
- * yet, so the check catches up from the buffer.  Out of line and cold:
- * lists that fit never come here. */
+ * yet, so the check catches up from the buffer.  The buffer then holds
+ * the list as W3C's truncation policy cuts it (ts_trunc), rewritten in
+ * place from what it held: the cut list is never ahead of the bytes it
+ * is made from.  Out of line and cold: lists that fit never come here. */
 static __attribute__((noinline, cold)) void
 ts_long(struct http_scan *st, struct http_scan_capture *cap, const uint8_t *s, size_t n)
 {
 	struct w3c_tracestate_check *c = &cap->ts_check;
+	struct w3c_tracestate_trunc *t = &cap->ts_trunc;
 
 	if (!cap->ts_checking) {
 		size_t at = (size_t)cap->cur_start + cap->cur_seen;
@@ -624,16 +627,24 @@ ts_long(struct http_scan *st, struct http_scan_capture *cap, const uint8_t *s, s
 			at = sizeof(cap->tracestate);
 		cap->ts_checking = true;
 		memset(c, 0, sizeof(*c));
+		memset(t, 0, offsetof(struct w3c_tracestate_trunc, member));
 		/* the earlier lines, a line boundary, then this line so far
 		 * (its ',' separator, when stored, is an empty member) */
 		(void)w3c_tracestate_check_feed(c, cap->tracestate, cap->cur_start);
 		(void)w3c_tracestate_check_end(c, true);
 		(void)w3c_tracestate_check_feed(c, cap->tracestate + cap->cur_start,
 						at - cap->cur_start);
+		w3c_tracestate_trunc_feed(t, cap->tracestate, sizeof(cap->tracestate),
+					  cap->tracestate, cap->cur_start);
+		w3c_tracestate_trunc_end(t, cap->tracestate, sizeof(cap->tracestate));
+		w3c_tracestate_trunc_feed(t, cap->tracestate, sizeof(cap->tracestate),
+					  cap->tracestate + cap->cur_start,
+					  at - cap->cur_start);
 	}
-	/* Still storing this line (value_end() cuts it at a member). */
-	if (!cap->tracestate_truncated)
-		value_append(cap, cap->tracestate, sizeof(cap->tracestate), s, n);
+	if (st->flags & HTTP_SCAN_F_TRACESTATE_BAD)
+		return;
+	w3c_tracestate_trunc_feed(t, cap->tracestate, sizeof(cap->tracestate),
+				  (const char *)s, n);
 	if (w3c_tracestate_check_feed(c, (const char *)s, n) < 0)
 		st->flags |= HTTP_SCAN_F_TRACESTATE_BAD;
 }
@@ -717,29 +728,18 @@ tp_value_whole(struct http_scan_capture *cap, const uint8_t *s, const uint8_t *t
 static __attribute__((noinline, cold)) void
 ts_long_end(struct http_scan *st, struct http_scan_capture *cap, size_t total)
 {
-	size_t end, k;
-
-	if (cap->ts_checking) {
-		if (w3c_tracestate_check_end(&cap->ts_check, true) < 0)
-			st->flags |= HTTP_SCAN_F_TRACESTATE_BAD;
-		/* a line past the cut: checked, not stored */
-		if (cap->tracestate_truncated)
-			return;
-	}
-	if (total <= sizeof(cap->tracestate)) {
-		cap->tracestate_len = (uint16_t)total;
+	if (!cap->ts_checking) {
+		cap->tracestate_len = (uint16_t)(total < sizeof(cap->tracestate)
+							 ? total
+							 : sizeof(cap->tracestate));
 		return;
 	}
-	/* Keep whole members: cut at the last ',' of this line that fits,
-	 * else drop the line. */
-	end = (size_t)cap->cur_start + cap->cur_seen;
-	if (end > sizeof(cap->tracestate))
-		end = sizeof(cap->tracestate);
-	for (k = end; k > cap->cur_start; k--)
-		if (cap->tracestate[k - 1] == ',')
-			break;
-	cap->tracestate_len = (uint16_t)(k > cap->cur_start ? k - 1 : cap->cur_start);
-	cap->tracestate_truncated = true;
+	if (w3c_tracestate_check_end(&cap->ts_check, true) < 0)
+		st->flags |= HTTP_SCAN_F_TRACESTATE_BAD;
+	w3c_tracestate_trunc_end(&cap->ts_trunc, cap->tracestate,
+				 sizeof(cap->tracestate));
+	cap->tracestate_len = cap->ts_trunc.len;
+	cap->tracestate_truncated = cap->ts_trunc.dropped != 0;
 }
 
 static void

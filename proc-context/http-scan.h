@@ -83,9 +83,12 @@
  *    (W3C: treat as invalid and restart).  Validation is the caller's
  *    (w3c_traceparent_parse()).
  *  - tracestate: all lines joined in order with ',' (RFC 9110 §5.3).  If
- *    the joined list exceeds 512 bytes, it is cut back to the last ','
- *    that fits (whole members only) and tracestate_truncated is set;
- *    later lines are not stored.  Folded -> HTTP_SCAN_F_TRACESTATE_BAD.
+ *    the joined list exceeds 512 bytes, what is kept is the normalised
+ *    list (no OWS, no empty members) cut to 512 characters by W3C's
+ *    truncation policy (w3c_tracestate_trunc: entries over 128 characters
+ *    first, right-most first, then from the right), and
+ *    tracestate_truncated is set if entries were dropped.  Folded ->
+ *    HTTP_SCAN_F_TRACESTATE_BAD.
  *    A list that exceeds 512 bytes is still checked to its end, across
  *    lines and reads (w3c_tracestate_check_*(), from its first byte): an
  *    invalid member or more than 32 members anywhere sets
@@ -224,6 +227,7 @@ struct http_scan_capture {
 	 * it first overflows, so a head without a long list never touches
 	 * it). */
 	struct w3c_tracestate_check ts_check;
+	struct w3c_tracestate_trunc ts_trunc; /* ... and is cut (private) */
 };
 
 #define HTTP_SCAN_NAMES (4 + HTTP_SCAN_EXTRA_MAX)

@@ -751,6 +751,136 @@ w3c_tracestate_check_end(struct w3c_tracestate_check *c, bool trim_cr)
 	return -EINVAL;
 }
 
+/* w3c_tracestate_trunc states */
+enum {
+	TT_BETWEEN = 0,
+	TT_MEMBER,
+	TT_FULL, /* an entry was dropped from the right: nothing more is kept */
+};
+
+static inline bool
+tt_ows(char c)
+{
+	return c == ' ' || c == '\t' || c == '\r';
+}
+
+/* The member in progress has ended: keep it if it fits, else apply the
+ * truncation policy to the entries kept and it (the right-most of all so
+ * far).  Dropping an entry over 128 characters now is what the policy
+ * does on the whole list too: entries further right only add to the
+ * length, and the long ones among them go first -- so once a long entry
+ * is dropped, so is every later long one.  Once an entry of at most 128
+ * characters finds no room with no long one left to drop, every later
+ * entry would be dropped before it: stop keeping. */
+static void
+tt_commit(struct w3c_tracestate_trunc *t, char *out, size_t cap)
+{
+	size_t m = t->mlast;
+
+	if (m == 0)
+		return; /* an empty member */
+	if (m > W3C_TRACESTATE_LONG_ENTRY && t->long_cut) {
+		if (t->dropped < UINT8_MAX)
+			t->dropped++;
+		return;
+	}
+	for (;;) {
+		size_t need = t->len + (t->n ? 1u : 0u) + m, s, e, gone;
+		unsigned i, victim;
+
+		if (m <= W3C_TRACESTATE_MEMBER_MAX && need <= cap &&
+		    t->n < W3C_TRACESTATE_MAX_MEMBERS) {
+			if (t->n)
+				out[t->len++] = ',';
+			memcpy(out + t->len, t->member, m);
+			t->start[t->n] = t->len;
+			t->size[t->n] = (uint16_t)m;
+			t->n++;
+			t->len = (uint16_t)(t->len + m);
+			return;
+		}
+		/* (a member too long or a 33rd one: the list is invalid
+		 * anyway, the check says so) */
+		if (m > W3C_TRACESTATE_LONG_ENTRY ||
+		    t->n >= W3C_TRACESTATE_MAX_MEMBERS) {
+			t->long_cut = 1;
+			break;
+		}
+		victim = t->n;
+		for (i = t->n; i-- > 0;) {
+			if (t->size[i] > W3C_TRACESTATE_LONG_ENTRY) {
+				victim = i;
+				break;
+			}
+		}
+		if (victim == t->n) {
+			t->state = TT_FULL;
+			break;
+		}
+		/* the entry and one comma next to it */
+		s = t->start[victim];
+		e = s + t->size[victim];
+		if (victim + 1u < t->n)
+			e++;
+		else if (victim > 0)
+			s--;
+		gone = e - s;
+		memmove(out + s, out + e, t->len - e);
+		t->len = (uint16_t)(t->len - gone);
+		for (i = victim + 1; i < t->n; i++) {
+			t->start[i - 1] = (uint16_t)(t->start[i] - gone);
+			t->size[i - 1] = t->size[i];
+		}
+		t->n--;
+		t->long_cut = 1;
+		if (t->dropped < UINT8_MAX)
+			t->dropped++;
+	}
+	if (t->dropped < UINT8_MAX)
+		t->dropped++;
+}
+
+void
+w3c_tracestate_trunc_feed(
+	struct w3c_tracestate_trunc *t, char *out, size_t cap, const char *s, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n && t->state != TT_FULL; i++) {
+		char c = s[i];
+
+		if (c == ',') {
+			if (t->state == TT_MEMBER)
+				tt_commit(t, out, cap);
+			if (t->state != TT_FULL)
+				t->state = TT_BETWEEN;
+			continue;
+		}
+		if (t->state == TT_BETWEEN) {
+			if (tt_ows(c))
+				continue;
+			t->state = TT_MEMBER;
+			t->mlen = 0;
+			t->mlast = 0;
+		}
+		if (t->mlen < sizeof(t->member))
+			t->member[t->mlen] = c;
+		if (t->mlen <= sizeof(t->member))
+			t->mlen++;
+		if (!tt_ows(c))
+			t->mlast = t->mlen;
+	}
+}
+
+void
+w3c_tracestate_trunc_end(struct w3c_tracestate_trunc *t, char *out, size_t cap)
+{
+	if (t->state == TT_MEMBER)
+		tt_commit(t, out, cap);
+	if (t->state != TT_FULL)
+		t->state = TT_BETWEEN;
+}
+
 /* The truncation policy on entry lengths; returns the mask of entries kept
  * and the resulting list length. */
 static uint32_t

@@ -131,6 +131,33 @@ w3c_tracestate_check_feed(struct w3c_tracestate_check *c, const char *s, size_t 
  * the lines so far form a valid list, else -EINVAL. */
 int w3c_tracestate_check_end(struct w3c_tracestate_check *c, bool trim_cr);
 
+/* Streaming truncation of a tracestate list that may be longer than what a
+ * caller keeps: the list is fed in pieces, each header line ended with
+ * w3c_tracestate_trunc_end(), and out[0, len) always holds the normalised
+ * list ("k1=v1,k2=v2": no OWS, no empty members) that
+ * w3c_tracestate_format() would produce with max_len = cap from the whole
+ * list: entries over 128 characters dropped right-most first, then entries
+ * from the right, only as many as needed, the others in order.  It does
+ * not validate (pair it with a w3c_tracestate_check, whose verdict wins);
+ * a CR is taken as OWS.  out may be the buffer the fed bytes come from:
+ * the list is never written ahead of the bytes read.  All-zero scalars
+ * (up to member) are a fresh one.  Pure, no state outside *t and out. */
+struct w3c_tracestate_trunc {
+	uint16_t len;     /* bytes of the list in out */
+	uint16_t mlen;    /* member in progress: bytes (saturates) */
+	uint16_t mlast;   /* ... up to its last non-OWS byte */
+	uint8_t n;        /* entries in out */
+	uint8_t state;    /* private */
+	uint8_t dropped;  /* entries dropped (saturates) */
+	uint8_t long_cut; /* private: an entry over 128 characters was dropped */
+	uint16_t start[W3C_TRACESTATE_MAX_MEMBERS], size[W3C_TRACESTATE_MAX_MEMBERS];
+	char member[W3C_TRACESTATE_MEMBER_MAX];
+};
+
+void w3c_tracestate_trunc_feed(
+	struct w3c_tracestate_trunc *t, char *out, size_t cap, const char *s, size_t n);
+void w3c_tracestate_trunc_end(struct w3c_tracestate_trunc *t, char *out, size_t cap);
+
 /* Writes the normalised list ("k1=v1,k2=v2", no OWS) of ts, dropping whole
  * entries until it is at most max_len characters (truncation policy, from
  * the spec's Limits section): while the list is too long, drop the

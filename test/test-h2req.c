@@ -234,6 +234,52 @@ START_TEST(test_tracestate_joined_and_cut)
 }
 END_TEST
 
+/* Past 512 bytes, W3C's truncation policy: OWS does not count (a list of
+ * 499 characters sent with ", " is kept whole, normalised), and an entry
+ * over 128 characters goes first (old: cut after the last member that
+ * fit, in both cases). */
+START_TEST(test_tracestate_w3c_truncation)
+{
+	struct hook_h2_req q;
+	struct hook_h2_view v;
+	char list[2048], want[1024], m[256];
+	size_t n = 0, w = 0;
+	unsigned i;
+
+	for (i = 0; i < 20; i++) {
+		snprintf(m, sizeof(m), "k%02u=%020u", i, i);
+		n += (size_t)snprintf(list + n, sizeof(list) - n, "%s%s", i ? ", " : "",
+				      m);
+		w += (size_t)snprintf(want + w, sizeof(want) - w, "%s%s", i ? "," : "",
+				      m);
+	}
+	ck_assert_uint_gt(n, HOOK_H2_TS_MAX);
+	hook_h2_req_init(&q);
+	hdr(&q, "tracestate", list);
+	hook_h2_req_view(&q, &v);
+	ck_assert_uint_eq(v.r.n_tracestate, 1);
+	ck_assert(eq(v.ts_line, v.ts_len, want));
+
+	/* in two fields, the long entry in the first */
+	memset(m, 'v', 201);
+	m[201] = '\0';
+	snprintf(list, sizeof(list), "big=%s,k=1", m);
+	hook_h2_req_init(&q);
+	hdr(&q, "tracestate", list);
+	n = w = 0;
+	for (i = 0; i < 16; i++) {
+		snprintf(m, sizeof(m), "k%02u=%020u", i, i);
+		n += (size_t)snprintf(list + n, sizeof(list) - n, "%s%s", i ? "," : "",
+				      m);
+	}
+	hdr(&q, "tracestate", list);
+	hook_h2_req_view(&q, &v);
+	snprintf(want, sizeof(want), "k=1,%s", list);
+	ck_assert_uint_eq(v.r.n_tracestate, 1);
+	ck_assert(eq(v.ts_line, v.ts_len, want));
+}
+END_TEST
+
 /* Lists longer than the 512 bytes kept: an invalid member or a 33rd
  * member anywhere, past the stored bytes too, drops the whole list (W3C),
  * whatever the fields look like; a valid one keeps its cut at whole
@@ -314,6 +360,7 @@ TEST_SUITE(h2req_suite)
 	tcase_add_test(tc, test_bounds);
 	tcase_add_test(tc, test_extra_joined);
 	tcase_add_test(tc, test_tracestate_joined_and_cut);
+	tcase_add_test(tc, test_tracestate_w3c_truncation);
 	tcase_add_loop_test(tc, test_tracestate_long_checked, 0,
 			    (int)(sizeof(long_cases) / sizeof(long_cases[0])));
 	suite_add_tcase(s, tc);

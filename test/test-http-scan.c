@@ -924,6 +924,55 @@ START_TEST(tracestate_cut_at_512)
 }
 END_TEST
 
+/* Past 512 bytes the list is cut as W3C's truncation policy says: OWS
+ * does not count towards the 512 characters (a list of 499 sent with ", "
+ * is kept whole, normalised: old, cut to its first 474), and an entry over
+ * 128 characters goes first (old: kept, and the small entries after it
+ * dropped). */
+START_TEST(tracestate_w3c_truncation)
+{
+	char list[2048], want[1024], head[4096], m[256];
+	size_t n = 0, w = 0;
+	unsigned i;
+	struct trace *t;
+
+	for (i = 0; i < 20; i++) {
+		/* "kNN=" and 20 digits: 24 characters, 20 of them and 19 ", " */
+		snprintf(m, sizeof(m), "k%02u=%020u", i, i);
+		n += (size_t)snprintf(list + n, sizeof(list) - n, "%s%s", i ? ", " : "",
+				      m);
+		w += (size_t)snprintf(want + w, sizeof(want) - w, "%s%s", i ? "," : "",
+				      m);
+	}
+	ck_assert_uint_gt(n, HTTP_SCAN_TRACESTATE_MAX);
+	ck_assert_uint_eq(w, 499);
+	snprintf(head, sizeof(head), "GET / HTTP/1.1\r\ntracestate: %s\r\n\r\n", list);
+	t = check_str(head, "ts-ows");
+	ck_assert_uint_eq(t->ev[0].flags, F_CAP | HTTP_SCAN_F_TRACESTATE);
+	ck_str_field(t->ev[0].snap.ts, t->ev[0].snap.ts_len, want);
+	ck_assert(!t->ev[0].snap.ts_truncated);
+	free(t);
+
+	/* a 205-character entry, then 16 of 24: the long one is dropped */
+	memset(m, 'v', 201);
+	m[201] = '\0';
+	n = (size_t)snprintf(list, sizeof(list), "big=%s", m);
+	w = 0;
+	for (i = 0; i < 16; i++) {
+		snprintf(m, sizeof(m), "k%02u=%020u", i, i);
+		n += (size_t)snprintf(list + n, sizeof(list) - n, ",%s", m);
+		w += (size_t)snprintf(want + w, sizeof(want) - w, "%s%s", i ? "," : "",
+				      m);
+	}
+	snprintf(head, sizeof(head), "GET / HTTP/1.1\r\ntracestate: %s\r\n\r\n", list);
+	t = check_str(head, "ts-long-entry");
+	ck_assert_uint_eq(t->ev[0].flags, F_CAP | HTTP_SCAN_F_TRACESTATE);
+	ck_str_field(t->ev[0].snap.ts, t->ev[0].snap.ts_len, want);
+	ck_assert(t->ev[0].snap.ts_truncated);
+	free(t);
+}
+END_TEST
+
 START_TEST(odd_case_names_and_extras)
 {
 	struct trace *t = check_str("DELETE /r/1 HTTP/1.1\r\n"
@@ -1906,6 +1955,7 @@ TEST_SUITE(http_scan_suite)
 	tcase_add_loop_test(tc, tracestate_long_lists_checked, 0,
 			    (int)(sizeof(long_ts_cases) / sizeof(long_ts_cases[0])));
 	tcase_add_test(tc, tracestate_cut_at_512);
+	tcase_add_test(tc, tracestate_w3c_truncation);
 	tcase_add_test(tc, odd_case_names_and_extras);
 	tcase_add_test(tc, obs_fold);
 	tcase_add_test(tc, http10);

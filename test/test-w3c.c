@@ -766,6 +766,57 @@ check_lines(const char *const *lines,
 	return rc;
 }
 
+/* w3c_tracestate_trunc on the lines, each cut into pieces of `step` bytes
+ * (0: whole); in_place: the first line's first bytes are fed from out, as
+ * the scanner feeds what it has stored.  Its list must be what
+ * w3c_tracestate_format() makes of the parsed list ts, cut to 512;
+ * returns the entries it dropped. */
+static unsigned
+trunc_lines(const char *const *lines,
+	    const size_t *lens,
+	    size_t n,
+	    size_t step,
+	    bool in_place,
+	    const struct w3c_tracestate *ts,
+	    unsigned it)
+{
+	struct w3c_tracestate_trunc t;
+	char out[W3C_TRACESTATE_MAX_LEN], want[W3C_TRACESTATE_MAX_LEN + 1];
+	size_t want_len, stored = 0;
+	unsigned dropped;
+
+	memset(&t, 0, sizeof(t));
+	if (in_place) {
+		stored = lens[0] < sizeof(out) ? lens[0] : sizeof(out);
+		memcpy(out, lines[0], stored);
+	}
+	for (size_t l = 0; l < n; l++) {
+		for (size_t o = 0; o < lens[l];) {
+			size_t k = step && lens[l] - o > step ? step : lens[l] - o;
+			const char *from = lines[l] + o;
+
+			if (l == 0 && o < stored) {
+				if (k > stored - o)
+					k = stored - o;
+				from = out + o;
+			}
+			w3c_tracestate_trunc_feed(&t, out, sizeof(out), from, k);
+			o += k;
+		}
+		w3c_tracestate_trunc_end(&t, out, sizeof(out));
+	}
+	if (w3c_tracestate_format(want, sizeof(want), &want_len, ts,
+				  W3C_TRACESTATE_MAX_LEN, &dropped) != 0)
+		ck_abort_msg("iteration %u: format failed", it);
+	if (t.len != want_len || memcmp(out, want, want_len) != 0 ||
+	    t.dropped != dropped)
+		ck_abort_msg("iteration %u, pieces of %zu%s: '%.*s' (%u dropped), "
+			     "want '%s' (%u dropped)",
+			     it, step, in_place ? ", in place" : "", (int)t.len, out,
+			     t.dropped, want, dropped);
+	return t.dropped;
+}
+
 START_TEST(test_tracestate_check_table)
 {
 	static const size_t steps[] = {0, 1, 2, 3, 7, 64};
@@ -865,7 +916,8 @@ END_TEST
  * length limits, OWS, CR, bad characters, 30-34 members, empty members),
  * as 1-3 lines cut into random pieces: the same verdict as
  * w3c_tracestate_parse(), and with trim_cr as parsing the lines with
- * their trailing SP / HTAB / CR removed. */
+ * their trailing SP / HTAB / CR removed; a valid one is truncated as
+ * w3c_tracestate_format() truncates it. */
 START_TEST(test_tracestate_check_random)
 {
 	/* mostly pieces of valid lists, a few of each way to break one */
@@ -883,7 +935,7 @@ START_TEST(test_tracestate_check_random)
 	const unsigned iters = RUNNING_ON_VALGRIND ? 2000 : 20000;
 	uint64_t x = 0x9e3779b97f4a7c15ull;
 	size_t fl[N_FRAG];
-	unsigned n_valid = 0, n_valid_trim = 0;
+	unsigned n_valid = 0, n_valid_trim = 0, n_cut = 0;
 
 	/* expanded once: expand() asserts on every byte */
 	for (size_t f = 0; f < N_FRAG; f++)
@@ -918,8 +970,8 @@ START_TEST(test_tracestate_check_random)
 				buf[l][tl[l] - 1] == '\r'))
 				tl[l]--;
 		}
-		want = w3c_tracestate_parse(lines, lens, nl, &ts);
 		want_trim = w3c_tracestate_parse(lines, tl, nl, &ts);
+		want = w3c_tracestate_parse(lines, lens, nl, &ts);
 		n_valid += want == 0;
 		n_valid_trim += want_trim == 0;
 		for (size_t step = 0; step < 4; step++) {
@@ -930,12 +982,20 @@ START_TEST(test_tracestate_check_random)
 			if (check_lines(lines, lens, nl, st, true) != want_trim)
 				ck_abort_msg("iteration %u, pieces of %zu, trim_cr", it,
 					     st);
+			/* a valid list is cut as the W3C truncation policy
+			 * cuts it, however it arrives */
+			if (want == 0) {
+				n_cut += trunc_lines(lines, lens, nl, st, false, &ts,
+						     it) != 0;
+				(void)trunc_lines(lines, lens, nl, st, true, &ts, it);
+			}
 		}
 	}
 	/* both verdicts are common, so both sides were compared */
 	ck_assert_uint_gt(n_valid, iters / 20);
 	ck_assert_uint_lt(n_valid, iters - iters / 20);
 	ck_assert_uint_gt(n_valid_trim, n_valid);
+	ck_assert_uint_gt(n_cut, iters / 50);
 #undef N_FRAG
 }
 END_TEST
