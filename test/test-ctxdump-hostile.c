@@ -321,6 +321,9 @@ static const struct pctx_case pctx_cases[] = {
 	 "Process context: none\n",
 	 "still said \"being updated\" "
 	 "(monotonic_published_at_ns 0) after 8 reads; ignoring it"},
+	{"unwritten", 1, "cannot read the process context: the header at 0x",
+	 "Process context: none\n",
+	 " was still empty (not written yet) after 8 reads; ignoring it"},
 	{"oversized", 1, "cannot read the process context: the header at 0x",
 	 "Process context: none\n",
 	 " has payload_size 2097152, more than the 1048576 bytes ctxdump reads"},

@@ -242,6 +242,8 @@ main(int argc, char **argv)
 	if (strcmp(mode, "torn") == 0) {
 		len = hostile_strings(payload, sizeof(payload));
 		publish(payload, len, PCTX_VERSION, false);
+	} else if (strcmp(mode, "unwritten") == 0) {
+		/* mapped, the header not filled in yet */
 	} else if (strcmp(mode, "oversized") == 0) {
 		publish(NULL, 2u << 20, PCTX_VERSION, true);
 	} else if (strcmp(mode, "size-max") == 0) {

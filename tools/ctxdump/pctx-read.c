@@ -18,6 +18,7 @@
 enum {
 	PCTXR_HEADER = 1, /* reading the header */
 	PCTXR_UPDATING,   /* the header said "being updated" */
+	PCTXR_UNWRITTEN,  /* the header was all zero: not written yet */
 	PCTXR_PAYLOAD,    /* reading the payload */
 	PCTXR_CHANGED,    /* the header changed while the payload was read */
 };
@@ -102,6 +103,17 @@ pctxr_read_maps(pid_t pid, const char *maps, size_t maps_len,
 		out->version = h.version;
 		out->payload_size = h.payload_size;
 		out->payload_addr = h.payload;
+		/* A writer maps the memfd before it fills in the header (and
+		 * early ones wrote the signature last): a header still all
+		 * zero is one about to be published, read again as one being
+		 * updated. */
+		if (out->no_signature && h.version == 0 &&
+		    memcmp(h.signature, "\0\0\0\0\0\0\0\0", 8) == 0) {
+			out->last_err = PCTXR_UNWRITTEN;
+			r = -EAGAIN;
+			pause_briefly();
+			continue;
+		}
 		if (out->no_signature || h.version != PCTX_VERSION) {
 			r = -EBADMSG;
 			break;
@@ -203,6 +215,11 @@ pctxr_describe(
 			snprintf(buf, n,
 				 "the header at 0x%llx still said \"being updated\" "
 				 "(monotonic_published_at_ns 0) after %u reads",
+				 at, s->attempts);
+		else if (s->last_err == PCTXR_UNWRITTEN)
+			snprintf(buf, n,
+				 "the header at 0x%llx was still empty (not "
+				 "written yet) after %u reads",
 				 at, s->attempts);
 		else if (s->last_err == PCTXR_PAYLOAD)
 			snprintf(buf, n,
