@@ -182,9 +182,20 @@ hook_h2_req_header(struct hook_h2_req *q,
 		if (q->n_tp < UINT8_MAX)
 			q->n_tp++;
 		if (q->n_tp == 1) {
-			size_t k =
-				value_len < HOOK_H2_TP_MAX ? value_len : HOOK_H2_TP_MAX;
+			size_t k;
 
+			/* w3c_traceparent_kept_len() wants the value without
+			 * its OWS, as the HTTP/1 scanner gives it: nghttp2
+			 * passes it on when its RFC 9113 whitespace check is
+			 * off (or predates it). */
+			while (value_len && (value[0] == ' ' || value[0] == '\t')) {
+				value++;
+				value_len--;
+			}
+			while (value_len && (value[value_len - 1] == ' ' ||
+					     value[value_len - 1] == '\t'))
+				value_len--;
+			k = value_len < HOOK_H2_TP_MAX ? value_len : HOOK_H2_TP_MAX;
 			memcpy(q->tp, value, k);
 			q->tp_len = (uint8_t)w3c_traceparent_kept_len(
 				(const char *)value, value_len, HOOK_H2_TP_MAX);

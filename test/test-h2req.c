@@ -135,6 +135,20 @@ START_TEST(test_bounds)
 	hdr_n(&q2, "traceparent", big, 76);
 	hook_h2_req_view(&q2, &v2);
 	ck_assert_uint_eq(v2.r.traceparent_len, 0);
+	/* The same value with OWS around it (nghttp2 passes it on when its
+	 * RFC 9113 whitespace check is off): valid with trailing OWS only,
+	 * as over HTTP/1, and invalid with the 'x' after it. */
+	hook_h2_req_init(&q2);
+	hdr_n(&q2, "traceparent", big, 75);
+	hook_h2_req_view(&q2, &v2);
+	ck_assert(eq(v2.r.traceparent, v2.r.traceparent_len,
+		     "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"));
+	memmove(big + 1, big, 76);
+	big[0] = ' ';
+	hook_h2_req_init(&q2);
+	hdr_n(&q2, "traceparent", big, 77);
+	hook_h2_req_view(&q2, &v2);
+	ck_assert_uint_eq(v2.r.traceparent_len, 0);
 	/* 300 traceparent-free fields; then 300 traceparent fields. */
 	for (i = 0; i < 300; i++)
 		hdr(&q, "traceparent", "x");
