@@ -755,7 +755,9 @@ w3c_tracestate_check_end(struct w3c_tracestate_check *c, bool trim_cr)
 enum {
 	TT_BETWEEN = 0,
 	TT_MEMBER,
-	TT_FULL, /* an entry was dropped from the right: nothing more is kept */
+	TT_FULL,    /* an entry was dropped from the right: nothing more is
+		     * kept, later entries are only counted (between them) */
+	TT_FULL_IN, /* ... inside one */
 };
 
 static inline bool
@@ -846,9 +848,20 @@ w3c_tracestate_trunc_feed(
 {
 	size_t i;
 
-	for (i = 0; i < n && t->state != TT_FULL; i++) {
+	for (i = 0; i < n; i++) {
 		char c = s[i];
 
+		if (t->state >= TT_FULL) {
+			/* every later entry is dropped: count them */
+			if (c == ',') {
+				t->state = TT_FULL;
+			} else if (t->state == TT_FULL && !tt_ows(c)) {
+				t->state = TT_FULL_IN;
+				if (t->dropped < UINT8_MAX)
+					t->dropped++;
+			}
+			continue;
+		}
 		if (c == ',') {
 			if (t->state == TT_MEMBER)
 				tt_commit(t, out, cap);
@@ -877,8 +890,10 @@ w3c_tracestate_trunc_end(struct w3c_tracestate_trunc *t, char *out, size_t cap)
 {
 	if (t->state == TT_MEMBER)
 		tt_commit(t, out, cap);
-	if (t->state != TT_FULL)
+	if (t->state < TT_FULL)
 		t->state = TT_BETWEEN;
+	else
+		t->state = TT_FULL;
 }
 
 /* The truncation policy on entry lengths; returns the mask of entries kept

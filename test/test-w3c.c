@@ -817,6 +817,37 @@ trunc_lines(const char *const *lines,
 	return t.dropped;
 }
 
+/* Lists that fill the 512 characters long before they end (30 entries of
+ * 24, in one line or three): every entry past the cut is counted as
+ * dropped, as w3c_tracestate_format() counts it (old: only the first). */
+START_TEST(test_tracestate_trunc_full)
+{
+	static char buf[3][1024];
+	const char *lines[3] = {buf[0], buf[1], buf[2]};
+	size_t lens[3] = {0, 0, 0};
+	struct w3c_tracestate ts;
+	unsigned i, nl;
+
+	for (nl = 1; nl <= 3; nl += 2) {
+		memset(lens, 0, sizeof(lens));
+		for (i = 0; i < 30; i++) {
+			size_t l = nl == 1 ? 0 : i / 10;
+
+			lens[l] += (size_t)snprintf(
+				buf[l] + lens[l], sizeof(buf[l]) - lens[l],
+				"%sk%02u=%020u", lens[l] ? ", " : "", i, i);
+		}
+		ck_assert_int_eq(w3c_tracestate_parse(lines, lens, nl, &ts), 0);
+		for (size_t step = 0; step < 8; step += 7) {
+			ck_assert_uint_eq(
+				trunc_lines(lines, lens, nl, step, false, &ts, nl), 10);
+			ck_assert_uint_eq(
+				trunc_lines(lines, lens, nl, step, true, &ts, nl), 10);
+		}
+	}
+}
+END_TEST
+
 START_TEST(test_tracestate_check_table)
 {
 	static const size_t steps[] = {0, 1, 2, 3, 7, 64};
@@ -1265,6 +1296,7 @@ TEST_SUITE(w3c_suite)
 	tcase_add_test(tc, test_tracestate_check_long_lists);
 	tcase_add_test(tc, test_tracestate_check_cr);
 	tcase_add_test(tc, test_tracestate_check_random);
+	tcase_add_test(tc, test_tracestate_trunc_full);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("hex");
