@@ -133,7 +133,8 @@ add_resource_int(const char *key, int64_t value)
 }
 
 /* Percent-decodes s[0..len) into out (cap bytes, len <= cap is enough).
- * Returns the decoded length, -2 when it does not fit in cap, or -1 for a
+ * Returns the decoded length, -2 when it does not fit in cap (the rest still
+ * checked for the errors below), or -1 for a
  * bad escape, a decoded NUL (we
  * keep C strings) or a result that is not UTF-8: every one of these is a
  * decoding failure, and a protobuf string must be UTF-8 -- a reader that
@@ -143,6 +144,7 @@ static ssize_t
 percent_decode(char *out, size_t cap, const char *s, size_t len)
 {
 	size_t i, o = 0;
+	bool too_long = false;
 
 	for (i = 0; i < len; i++) {
 		char c = s[i];
@@ -161,10 +163,16 @@ percent_decode(char *out, size_t cap, const char *s, size_t len)
 		}
 		if (c == '\0')
 			return -1;
-		if (o == cap)
-			return -2;
+		/* Too long to keep, but a bad escape or a NUL further on is
+		 * still a decoding error (the whole variable goes): read on. */
+		if (o == cap) {
+			too_long = true;
+			continue;
+		}
 		out[o++] = c;
 	}
+	if (too_long)
+		return -2;
 	if (!trec_utf8_valid((const uint8_t *)out, o))
 		return -1;
 	return (ssize_t)o;
