@@ -96,3 +96,6 @@ long test_now_ms(void);
 /* A tracestate of the members "keyNN=value-value-NN" (20 bytes each) for
  * NN = from..to, joined with ','; returns its length. */
 size_t test_ts_members(char *out, size_t cap, unsigned from, unsigned to);
+/* list with a space after each ',' (OWS, which W3C's 512-character limit
+ * does not count); returns its length. */
+size_t test_ts_spaced(char *out, size_t cap, const char *list);

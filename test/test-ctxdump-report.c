@@ -149,6 +149,16 @@ rec_frame(struct rec *r, uint32_t id, uint32_t sym)
 	rec_end(r, 7);
 }
 
+/* Function i + 1 named names[i], and frame i + 1 in it, for each name. */
+static void
+rec_functions(struct rec *r, const char *const *names, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++) {
+		rec_string(r, i + 1, names[i], strlen(names[i]));
+		rec_frame(r, i + 1, i + 1);
+	}
+}
+
 /* Frame ids innermost first; flags: PFILE_STACK_TRUNCATED (1) for a
  * stack whose unwinding stopped before the outermost frame. */
 static void
@@ -486,10 +496,7 @@ START_TEST(report_spans_tree)
 
 	ck_assert_ptr_nonnull(r);
 	rec_start(r, "srv");
-	for (i = 0; i < 8; i++) {
-		rec_string(r, i + 1, names[i], strlen(names[i]));
-		rec_frame(r, i + 1, i + 1);
-	}
+	rec_functions(r, names, 8);
 	rec_stack(r, 1, s_idle, 2);
 	rec_stack(r, 2, s_work, 3);
 	rec_stack(r, 3, s_db, 3);
@@ -562,10 +569,7 @@ START_TEST(report_spans_stackless_sample)
 
 		ck_assert_ptr_nonnull(r);
 		rec_start(r, "srv");
-		for (i = 0; i < 8; i++) {
-			rec_string(r, i + 1, names[i], strlen(names[i]));
-			rec_frame(r, i + 1, i + 1);
-		}
+		rec_functions(r, names, 8);
 		rec_stack(r, 1, s_idle, 4);
 		rec_stack(r, 2, s_small, 6);
 		rec_stack_flags(r, 3, 1, s_big, 2);

@@ -256,18 +256,10 @@ START_TEST(test_tracestate_w3c_truncation)
 {
 	struct hook_h2_req q;
 	struct hook_h2_view v;
-	char list[2048], want[1024], m[256];
-	size_t n = 0, w = 0;
-	unsigned i;
+	char list[2048], want[1024];
 
-	for (i = 0; i < 20; i++) {
-		snprintf(m, sizeof(m), "k%02u=%020u", i, i);
-		n += (size_t)snprintf(list + n, sizeof(list) - n, "%s%s", i ? ", " : "",
-				      m);
-		w += (size_t)snprintf(want + w, sizeof(want) - w, "%s%s", i ? "," : "",
-				      m);
-	}
-	ck_assert_uint_gt(n, HOOK_H2_TS_MAX);
+	test_ts_members(want, sizeof(want), 1, 24);
+	ck_assert_uint_gt(test_ts_spaced(list, sizeof(list), want), HOOK_H2_TS_MAX);
 	hook_h2_req_init(&q);
 	hdr(&q, "tracestate", list);
 	hook_h2_req_view(&q, &v);
@@ -275,17 +267,10 @@ START_TEST(test_tracestate_w3c_truncation)
 	ck_assert(eq(v.ts_line, v.ts_len, want));
 
 	/* in two fields, the long entry in the first */
-	memset(m, 'v', 201);
-	m[201] = '\0';
-	snprintf(list, sizeof(list), "big=%s,k=1", m);
+	snprintf(list, sizeof(list), "big=%0201d,k=1", 0);
 	hook_h2_req_init(&q);
 	hdr(&q, "tracestate", list);
-	n = w = 0;
-	for (i = 0; i < 16; i++) {
-		snprintf(m, sizeof(m), "k%02u=%020u", i, i);
-		n += (size_t)snprintf(list + n, sizeof(list) - n, "%s%s", i ? "," : "",
-				      m);
-	}
+	test_ts_members(list, sizeof(list), 1, 16);
 	hdr(&q, "tracestate", list);
 	hook_h2_req_view(&q, &v);
 	snprintf(want, sizeof(want), "k=1,%s", list);

@@ -931,21 +931,14 @@ END_TEST
  * dropped). */
 START_TEST(tracestate_w3c_truncation)
 {
-	char list[2048], want[1024], head[4096], m[256];
-	size_t n = 0, w = 0;
-	unsigned i;
+	char list[2048], want[1024], head[4096];
 	struct trace *t;
+	size_t w = test_ts_members(want, sizeof(want), 1, 24);
 
-	for (i = 0; i < 20; i++) {
-		/* "kNN=" and 20 digits: 24 characters, 20 of them and 19 ", " */
-		snprintf(m, sizeof(m), "k%02u=%020u", i, i);
-		n += (size_t)snprintf(list + n, sizeof(list) - n, "%s%s", i ? ", " : "",
-				      m);
-		w += (size_t)snprintf(want + w, sizeof(want) - w, "%s%s", i ? "," : "",
-				      m);
-	}
-	ck_assert_uint_gt(n, HTTP_SCAN_TRACESTATE_MAX);
-	ck_assert_uint_eq(w, 499);
+	/* 24 members of 20 characters: 503, and 526 bytes with ", " */
+	ck_assert_uint_eq(w, 503);
+	ck_assert_uint_gt(test_ts_spaced(list, sizeof(list), want),
+			  HTTP_SCAN_TRACESTATE_MAX);
 	snprintf(head, sizeof(head), "GET / HTTP/1.1\r\ntracestate: %s\r\n\r\n", list);
 	t = check_str(head, "ts-ows");
 	ck_assert_uint_eq(t->ev[0].flags, F_CAP | HTTP_SCAN_F_TRACESTATE);
@@ -953,18 +946,10 @@ START_TEST(tracestate_w3c_truncation)
 	ck_assert(!t->ev[0].snap.ts_truncated);
 	free(t);
 
-	/* a 205-character entry, then 16 of 24: the long one is dropped */
-	memset(m, 'v', 201);
-	m[201] = '\0';
-	n = (size_t)snprintf(list, sizeof(list), "big=%s", m);
-	w = 0;
-	for (i = 0; i < 16; i++) {
-		snprintf(m, sizeof(m), "k%02u=%020u", i, i);
-		n += (size_t)snprintf(list + n, sizeof(list) - n, ",%s", m);
-		w += (size_t)snprintf(want + w, sizeof(want) - w, "%s%s", i ? "," : "",
-				      m);
-	}
-	snprintf(head, sizeof(head), "GET / HTTP/1.1\r\ntracestate: %s\r\n\r\n", list);
+	/* a 205-character entry, then 16 of 20: the long one is dropped */
+	test_ts_members(want, sizeof(want), 1, 16);
+	snprintf(head, sizeof(head),
+		 "GET / HTTP/1.1\r\ntracestate: big=%0201d,%s\r\n\r\n", 0, want);
 	t = check_str(head, "ts-long-entry");
 	ck_assert_uint_eq(t->ev[0].flags, F_CAP | HTTP_SCAN_F_TRACESTATE);
 	ck_str_field(t->ev[0].snap.ts, t->ev[0].snap.ts_len, want);

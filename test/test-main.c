@@ -147,6 +147,20 @@ test_ts_members(char *out, size_t cap, unsigned from, unsigned to)
 	return len;
 }
 
+size_t
+test_ts_spaced(char *out, size_t cap, const char *list)
+{
+	size_t len = 0;
+
+	for (; *list && len + 2 < cap; list++) {
+		out[len++] = *list;
+		if (*list == ',')
+			out[len++] = ' ';
+	}
+	out[len] = '\0';
+	return len;
+}
+
 void
 test_child_readline(struct test_child *c, char *line, size_t n, int timeout_ms)
 {
