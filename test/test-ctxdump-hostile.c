@@ -410,6 +410,12 @@ END_TEST
 START_TEST(wrong_symbol)
 {
 	static const char *const kinds[] = {"object", "size", "array", "func"};
+	/* what it is, not "no loaded object defines" (old) */
+	static const char *const as[] = {
+		" as a global (not thread-local) object of 8 bytes, not as the "
+		"8-byte thread-local pointer",
+		" as a thread-local of 4 bytes,", " as a thread-local of 64 bytes,",
+		" as a function,"};
 	char name[32], *out, *err;
 	struct target t;
 
@@ -421,6 +427,7 @@ START_TEST(wrong_symbol)
 	}
 	ck_assert_int_eq(run_ctxdump(&out, &err, t.pid, NULL), 2);
 	expect_in(err, "defines otel_thread_ctx_v1");
+	expect_in(err, as[_i]);
 	expect_in(out, "Symbol: otel_thread_ctx_v1 not found in any loaded object\n");
 	assert_messages(err);
 	free(out);
@@ -428,6 +435,29 @@ START_TEST(wrong_symbol)
 	ck_assert_int_eq(run_ctxdump(&out, &err, t.pid, "-j", NULL), 2);
 	assert_json(out);
 	expect_in(out, "\"symbol\": null");
+	free(out);
+	free(err);
+	target_finish(&t);
+}
+END_TEST
+
+/* A thread of a raw clone() with a thread pointer of 0 has no TLS: said
+ * for that thread (old: "cannot read the thread's DTV: Invalid argument",
+ * for a local-exec variable that needs no DTV), the others read. */
+START_TEST(thread_without_tls)
+{
+	char *argv[] = {(char *)test_helper_path("hostile-clone"), NULL};
+	char *out, *err, want[160];
+	struct target t;
+
+	target_start(&t, argv);
+	ck_assert_int_eq(run_ctxdump(&out, &err, t.pid, NULL), 1);
+	snprintf(want, sizeof(want), "tid %d: the thread has no thread pointer",
+		 (int)case_tid(&t, "bare"));
+	expect_in(err, want);
+	ck_assert_msg(!strstr(err, "DTV"), "%s", err);
+	expect_in(out, "trace_id=33333333333333333333333333333333");
+	assert_messages(err);
 	free(out);
 	free(err);
 	target_finish(&t);
@@ -463,6 +493,34 @@ START_TEST(control_bytes_in_object_names)
 	assert_no_controls("stderr", err);
 	assert_json(out);
 	expect_in(out, "/libevil\\u001b");
+	free(out);
+	free(err);
+	target_finish(&t);
+	ck_assert_int_eq(rmdir(dir), 0);
+}
+END_TEST
+
+/* Of two definitions, the one first in the loader's load order is shown
+ * (the one it binds the symbol to), not the first in /proc/PID/maps: a
+ * library loaded later is mapped lower.  Only the first copy publishes
+ * (old: the second copy was shown, with no context on any thread). */
+START_TEST(two_definitions_load_order)
+{
+	char dir[] = "/tmp/ctxdump-hostile-XXXXXX", *out, *err;
+	struct target t;
+
+	ck_assert_ptr_nonnull(test_mkdtemp(dir));
+	{
+		char *argv[] = {(char *)test_helper_path("hostile-dlopen"), dir,
+				(char *)test_helper_path("libwtls-tlsdesc.so"), "first",
+				NULL};
+
+		target_start(&t, argv);
+	}
+	ck_assert_int_eq(run_ctxdump(&out, &err, t.pid, NULL), 0);
+	expect_in(err, "2 objects define otel_thread_ctx_v1; showing the one in ");
+	expect_in(err, "/libevil\\x1b[7mone");
+	expect_in(out, "trace_id=66666666666666666666666666666666");
 	free(out);
 	free(err);
 	target_finish(&t);
@@ -533,6 +591,8 @@ TEST_SUITE(ctxdump_hostile_suite)
 		test_skip("ctxdump is not built");
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, garbage_records);
+	tcase_add_test(tc, thread_without_tls);
+	tcase_add_test(tc, two_definitions_load_order);
 	tcase_add_loop_test(tc, broken_process_context, 0,
 			    sizeof(pctx_cases) / sizeof(pctx_cases[0]));
 	tcase_add_loop_test(tc, wrong_symbol, 0, 4);

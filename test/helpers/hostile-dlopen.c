@@ -5,12 +5,14 @@
  * so ctxdump names the one it shows in a warning, and the name came from
  * the target.
  *
- *   hostile-dlopen DIR LIB
+ *   hostile-dlopen DIR LIB [first]
  *
  * Copies LIB (a library that defines otel_thread_ctx_v1 and exports
  * writer_tls_set(), test/helpers/writer-tls-lib.c) into DIR twice,
- * dlopen()s both, publishes a valid record through each, prints
- * "READY <pid>" and blocks until stdin is closed; removes the copies. */
+ * dlopen()s both, publishes a valid record through each (with "first":
+ * through the first one loaded only, which the loader binds the symbol to
+ * and which is mapped above the second), prints "READY <pid>" and blocks
+ * until stdin is closed; removes the copies. */
 #include "config.h"
 
 #include <dlfcn.h>
@@ -56,8 +58,8 @@ main(int argc, char **argv)
 	char path[2][4096], line[64];
 	int i;
 
-	if (argc != 3) {
-		fprintf(stderr, "usage: hostile-dlopen DIR LIB\n");
+	if (argc != 3 && !(argc == 4 && strcmp(argv[3], "first") == 0)) {
+		fprintf(stderr, "usage: hostile-dlopen DIR LIB [first]\n");
 		return 64;
 	}
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -81,7 +83,8 @@ main(int argc, char **argv)
 		rec[i][24] = 1;
 		rec[i][25] = 1;
 		rec[i][26] = rec[i][27] = 0;
-		set(rec[i]);
+		if (argc == 3 || i == 0)
+			set(rec[i]);
 	}
 	printf("READY %d\n", (int)getpid());
 	while (fgets(line, sizeof(line), stdin))

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <dirent.h>
 #include <getopt.h>
+#include <elf.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <linux/capability.h>
@@ -462,6 +463,14 @@ read_threads(struct run *run)
 		if (d->acc.model == TLSM_UNRESOLVED || d->acc.model == TLSM_NONE) {
 			set_error(t, "the TLS slot of " OTEL_THREAD_CTX_SYMBOL
 				     " is not resolved");
+			continue;
+		}
+		if (tp == 0) {
+			/* tlsm_slot_addr() would say -EINVAL, shown as a DTV
+			 * read error even for a static model */
+			set_error(t, "the thread has no thread pointer (it is 0), "
+				     "so no TLS (a thread started by a raw clone() "
+				     "that set none up?)");
 			continue;
 		}
 		r = tlsm_slot_addr(&d->acc, tp, remote_tlsm_read, &t->tid, &slot);
@@ -1207,6 +1216,32 @@ dump_process(const struct ctxdump_control *ctl)
 				 "through /proc/%d/map_files/, which needs "
 				 "CAP_SYS_ADMIN or CAP_CHECKPOINT_RESTORE",
 				 (int)ctl->pid);
+		stop_free(&ss);
+		return finish(&run, CLI_EXIT_FATAL);
+	}
+	if (r == -ENOENT && d->sym.has_misdef) {
+		/* defined, but not as OTEP-4947 says: not "no writer" */
+		const struct etls_symbol *s = &d->sym;
+		unsigned ty = s->misdef_type;
+		char what[80];
+
+		if (ty == STT_TLS)
+			snprintf(what, sizeof(what),
+				 "a thread-local of %" PRIu64 " bytes", s->misdef_size);
+		else if (ty == STT_OBJECT || ty == STT_COMMON)
+			snprintf(what, sizeof(what),
+				 "a global (not thread-local) object of %" PRIu64
+				 " bytes",
+				 s->misdef_size);
+		else
+			snprintf(what, sizeof(what), "%s",
+				 ty == STT_FUNC || ty == STT_GNU_IFUNC
+					 ? "a function"
+					 : "a symbol without a type");
+		cli_warn("%s in process %d defines " OTEL_THREAD_CTX_SYMBOL
+			 " as %s, not as the 8-byte thread-local pointer (STT_TLS) "
+			 "of OTEP-4947: ctxdump cannot read it",
+			 escaped(s->misdef_module), (int)ctl->pid, what);
 		stop_free(&ss);
 		return finish(&run, CLI_EXIT_FATAL);
 	}

@@ -1014,9 +1014,51 @@ find_glibc_db(struct etls_proc *p, struct tlsm_glibc_db *db)
 	       (db->slotinfo_size = size) >= 16 && size <= 256;
 }
 
+/* How many load biases of the objects in the dynamic loader's link_map
+ * chain (_r_debug.r_map, through the public fields of <link.h>: l_addr at
+ * 0, l_next at 24) fit in v, in the chain's order: the order the objects
+ * were loaded in, which is the order of the global lookup scope the
+ * loader binds a symbol in.  0 if the chain cannot be read (a statically
+ * linked program, musl without _r_debug, memory that makes no sense). */
+#define ETLS_LINK_MAPS_MAX 4096
+static size_t
+link_map_biases(struct etls_proc *p, uint64_t *v, size_t max)
+{
+	uint64_t rd, lm, w[4];
+	size_t n = 0;
+
+	if (!find_glibc_value(p, "_r_debug", &rd, NULL, 0) ||
+	    remote_read(p->pid, rd + 8, &lm, sizeof(lm)) < 0)
+		return 0;
+	while (lm && n < max) {
+		if (remote_read(p->pid, lm, w, sizeof(w)) < 0)
+			return 0;
+		v[n++] = w[0];
+		lm = w[3];
+	}
+	return lm ? 0 : n; /* longer than any real chain: a cycle */
+}
+
+/* Position of the object loaded at bias in the chain, or SIZE_MAX. */
+static size_t
+load_rank(const uint64_t *v, size_t n, uint64_t bias)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (v[i] == bias)
+			return i;
+	return SIZE_MAX;
+}
+
 int
 etls_proc_find(struct etls_proc *p, const char *name, struct etls_symbol *sym)
 {
+	/* Load order of the objects, read once a second definition shows
+	 * up: the loader binds the symbol to the first one in it. */
+	uint64_t *lm_bias = NULL;
+	size_t n_lm = 0, best_rank = SIZE_MAX;
+	bool lm_tried = false;
 	struct etls_objs *objs = &p->objs;
 	struct etls_symbol best, cur;
 	bool have = false, musl = false, exe_stripped = false, exe_static = false;
@@ -1037,6 +1079,7 @@ etls_proc_find(struct etls_proc *p, const char *name, struct etls_symbol *sym)
 		bool symtab = k >= objs->n;
 		struct etls_obj *ob = &objs->v[k % objs->n];
 		struct etls_elf *x;
+		size_t cur_rank;
 
 		if (symtab && k == objs->n && have)
 			break;
@@ -1073,10 +1116,25 @@ etls_proc_find(struct etls_proc *p, const char *name, struct etls_symbol *sym)
 		cur.is_exec |= p->exe_ok && (uint64_t)p->exe_st.st_ino == ob->inode;
 
 		best.n_definitions++;
-		/* The executable comes first in the lookup scope; otherwise the
-		 * first definition whose slots are filled in. */
+		if (have && !lm_tried) {
+			lm_tried = true;
+			lm_bias = malloc(ETLS_LINK_MAPS_MAX * sizeof(*lm_bias));
+			if (lm_bias)
+				n_lm = link_map_biases(p, lm_bias, ETLS_LINK_MAPS_MAX);
+			best_rank = load_rank(lm_bias, n_lm, best.bias);
+		}
+		cur_rank = have ? load_rank(lm_bias, n_lm, cur.bias) : SIZE_MAX;
+		/* The executable comes first in the lookup scope; then the
+		 * libraries in load order, which /proc/PID/maps does not
+		 * follow (a library loaded later is mapped lower): the first
+		 * of them is the one the loader binds the symbol to, unless
+		 * the load order is unknown.  Otherwise the first definition
+		 * whose slots are filled in. */
 		if (!have || (cur.is_exec && !best.is_exec) ||
-		    (!best.is_exec && !has_slots(&best) && has_slots(&cur))) {
+		    (!best.is_exec && !cur.is_exec && cur_rank != SIZE_MAX &&
+		     best_rank != SIZE_MAX && cur_rank < best_rank) ||
+		    (!best.is_exec && (cur_rank == SIZE_MAX || best_rank == SIZE_MAX) &&
+		     !has_slots(&best) && has_slots(&cur))) {
 			unsigned nd = best.n_definitions, no = best.n_objects,
 				 nu = best.n_unopenable;
 			int ue = best.unopenable_err;
@@ -1089,9 +1147,11 @@ etls_proc_find(struct etls_proc *p, const char *name, struct etls_symbol *sym)
 			best.n_unopenable = nu;
 			best.unopenable_err = ue;
 			best.unopenable_deleted = ud;
+			best_rank = cur_rank;
 			have = true;
 		}
 	}
+	free(lm_bias);
 	if (!have) {
 		/* why none may have been found */
 		sym->n_objects = best.n_objects;
@@ -1101,6 +1161,27 @@ etls_proc_find(struct etls_proc *p, const char *name, struct etls_symbol *sym)
 		sym->unopenable_err = best.unopenable_err;
 		sym->exe_stripped = exe_stripped;
 		sym->exe_static = exe_static && !any_interp;
+		/* defined, but not as OTEP-4947 says: worth telling apart
+		 * from no definition at all */
+		for (i = 0; i < objs->n && !sym->has_misdef; i++) {
+			static const int types[] = {STT_TLS,    STT_OBJECT,
+						    STT_NOTYPE, STT_COMMON,
+						    STT_FUNC,   STT_GNU_IFUNC};
+			struct etls_elf *x = obj_elf(p, &objs->v[i]);
+			size_t t, idx;
+			GElf_Sym s;
+
+			for (t = 0; x && t < sizeof(types) / sizeof(types[0]); t++) {
+				if (!lookup_sym_type(x, name, types[t], 0, &idx, &s))
+					continue;
+				sym->has_misdef = true;
+				snprintf(sym->misdef_module, sizeof(sym->misdef_module),
+					 "%s", objs->v[i].path);
+				sym->misdef_type = (unsigned)types[t];
+				sym->misdef_size = s.st_size;
+				break;
+			}
+		}
 		return -ENOENT;
 	}
 	best.libc = musl ? TLSM_MUSL : TLSM_GLIBC;

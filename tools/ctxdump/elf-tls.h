@@ -75,6 +75,13 @@ struct etls_symbol {
 	 * the symbol exported. */
 	bool exe_stripped;
 	bool exe_static;
+	/* When etls_proc_find() returns -ENOENT: an object whose .dynsym
+	 * defines the name, but not as an 8-byte thread-local (another
+	 * type, or another size): what it is and where. */
+	bool has_misdef;
+	char misdef_module[PATH_MAX];
+	unsigned misdef_type; /* STT_* */
+	uint64_t misdef_size;
 };
 
 /* Look through the mapped objects of pid: the .dynsym of each, and only
