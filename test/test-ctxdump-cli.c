@@ -730,6 +730,60 @@ START_TEST(one_thread)
 }
 END_TEST
 
+/* Stacks at the limits ctxdump(1) gives: --stack-size up to 8M copies a
+ * 6 MiB stack whole (old: cut at 4088 KiB, the limit of one
+ * process_vm_readv() that this path does not have), and -n 0 stops at
+ * 4096 frames saying that this is its most (old: "use -n 0 for all"). */
+START_TEST(stacks_at_the_limits)
+{
+	static const struct {
+		const char *depth, *pad, *stack_size, *want;
+	} cases[] = {
+		{"3000", "2000", "8M", NULL},
+		{"5000", "0", "1M",
+		 "(more frames: shown the first 4096, the most "
+		 "ctxdump shows)\n"},
+	};
+	unsigned c;
+
+	for (c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+		char *argv[] = {(char *)test_helper_path("deep-stack"),
+				(char *)cases[c].depth, (char *)cases[c].pad, NULL};
+		char line[64], pid[16], tid[16], *out, *err, *p;
+		struct test_child ch;
+		unsigned n = 0;
+		int a, b;
+
+		test_child_start(&ch, argv, NULL, false);
+		test_child_expect(&ch, "READY ", line, sizeof(line), RUN_TIMEOUT_MS);
+		ck_assert_int_eq(sscanf(line, "READY %d %d", &a, &b), 2);
+		snprintf(pid, sizeof(pid), "%d", a);
+		snprintf(tid, sizeof(tid), "%d", b);
+		ck_assert_int_eq(run_ctxdump(&out, &err, "--stacks", "-n", "0",
+					     "--stack-size", cases[c].stack_size, "-t",
+					     tid, pid, NULL),
+				 0);
+		for (p = out; (p = strstr(p, " deep+")); p++)
+			n++;
+		if (cases[c].want) {
+			ck_assert_uint_gt(n, 4000); /* and the frames above them */
+			ck_assert_msg(strstr(out, cases[c].want), "%.200s",
+				      strstr(out, "(more") ? strstr(out, "(more") : "");
+		} else {
+			/* every frame, down to the thread's start */
+			ck_assert_uint_eq(n, 3001);
+			ck_assert_msg(strstr(out, " start_thread+") &&
+					      !strstr(out, "(stack ends:"),
+				      "%.300s",
+				      strstr(out, " run+") ? strstr(out, " run+") : "");
+		}
+		free(out);
+		free(err);
+		ck_assert_int_eq(test_child_finish(&ch, RUN_TIMEOUT_MS), 0);
+	}
+}
+END_TEST
+
 /* Seize every thread of pid (tid 0) or only thread tid and hold them
  * (running) until *release is closed: another tracer such as gdb or
  * strace, or one that traces a single thread. */
@@ -1214,6 +1268,7 @@ TEST_SUITE(ctxdump_cli_suite)
 	tcase_add_test(tp, records_text_and_json);
 	tcase_add_test(tp, escaping);
 	tcase_add_test(tp, one_thread);
+	tcase_add_test(tp, stacks_at_the_limits);
 	tcase_add_test(tp, already_traced);
 	tcase_add_test(tp, one_thread_traced);
 	tcase_add_test(tp, different_user);

@@ -612,6 +612,19 @@ START_TEST(test_stacks_table_window_not_target_memory)
 		      "rbp %s:\n%s", cfa[_i], out);
 	free(out);
 	free(err);
+	/* --json says so too (old: only the text did) */
+	{
+		char *jargv[] = {dargv[0], "--json", "--stacks", pid, NULL};
+
+		st = test_run_capture(jargv, NULL, false, &out, &err, TIMEOUT_MS);
+	}
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status 0x%x: %s", st,
+		      err);
+	ck_assert_msg(strstr(out, "\"stack_end\": \"unwinding needed memory outside "
+				  "the snapshot\""),
+		      "rbp %s:\n%s", cfa[_i], out);
+	free(out);
+	free(err);
 	st = test_child_finish(&c, TIMEOUT_MS);
 	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "helper status 0x%x", st);
 }

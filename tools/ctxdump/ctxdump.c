@@ -34,7 +34,7 @@
 #include "unwind.h"
 
 #define DEFAULT_MAX_FRAMES 64
-#define UNLIMITED_FRAMES   4096
+#define UNLIMITED_FRAMES   DUMP_UNLIMITED_FRAMES
 #define DEFAULT_STACK_SIZE (64u << 10)
 /* How long one round of stops may take before a thread is given up: a
  * thread in D state (or blocked in vfork) cannot stop, and meanwhile every

@@ -17,6 +17,9 @@
 #include "tls-math.h"
 #include "unwind.h"
 
+/* What --max-frames 0 ("no limit") means. */
+#define DUMP_UNLIMITED_FRAMES 4096
+
 /* attrs-data bytes copied per thread; larger records are cut here and
  * flagged (the OTEP recommends at most 612). */
 #define DUMP_ATTRS_CAP 4096

@@ -536,7 +536,12 @@ text_frames(struct ob *f, const struct dump_thread *t)
 		if ((fr->flags & STACK_FRAME_TRUNCATED) && fr->end_reason)
 			ob_printf(f, "    (stack ends: %s)\n", fr->end_reason);
 	}
-	if (t->frames_capped)
+	if (t->frames_capped && t->n_frames >= DUMP_UNLIMITED_FRAMES)
+		ob_printf(f,
+			  "    (more frames: shown the first %zu, the most ctxdump "
+			  "shows)\n",
+			  t->n_frames);
+	else if (t->frames_capped)
 		ob_printf(f, "    (more frames: shown the first %zu, use -n 0 for all)\n",
 			t->n_frames);
 }
@@ -1106,6 +1111,13 @@ json_frames(struct jw *w, const struct dump_thread *t)
 	jw_close(w, ']');
 	jw_key(w, "frames_truncated");
 	jw_raw(w, t->frames_capped ? "true" : "false");
+	/* what the text output says as "(stack ends: ...)": the walk
+	 * stopped before the outermost frame */
+	if (t->n_frames && (t->frames[t->n_frames - 1].flags & STACK_FRAME_TRUNCATED) &&
+	    t->frames[t->n_frames - 1].end_reason) {
+		jw_key(w, "stack_end");
+		jw_cstr(w, t->frames[t->n_frames - 1].end_reason);
+	}
 	if (t->stack_error) {
 		jw_key(w, "stack_error");
 		jw_cstr(w, t->stack_error);

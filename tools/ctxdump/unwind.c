@@ -260,9 +260,8 @@ uw_copy_remote(pid_t tid,
 }
 
 /* The range stack_snap_capture() copies for registers r: from the red
- * zone below sp up to max bytes above sp (process_vm_readv() takes at
- * most IOV_MAX remote pieces), but not past the thread's TCB (fs_base)
- * when it lies above sp -- glibc and musl put it at the top of a thread's
+ * zone below sp up to max bytes above sp, but not past the thread's TCB
+ * (fs_base) when it lies above sp -- glibc and musl put it at the top of a thread's
  * stack block, above every frame --, nor past fs_base + tls_floor (< 0)
  * when that lies above sp: the static TLS between a thread's stack and
  * its TCB (tlsm_static_block_tpoff()), which the unwinder never reads and
@@ -277,8 +276,6 @@ uw_stack_range(const struct user_regs_struct *r,
 {
 	uint64_t sp = r->rsp;
 
-	if (max_stack_bytes > (size_t)(IOV_MAX - 2) * UW_PAGE)
-		max_stack_bytes = (size_t)(IOV_MAX - 2) * UW_PAGE;
 	if (max_stack_bytes == 0 || sp < STACK_RED_ZONE)
 		return false;
 	*start = (sp - STACK_RED_ZONE) & ~(uint64_t)7;
@@ -441,6 +438,11 @@ stack_snap_capture(pid_t tid, size_t max_stack_bytes, struct stack_snap *s)
 	s->regs_valid = true;
 
 	sp = s->regs.rsp;
+	/* one process_vm_readv() of at most IOV_MAX page pieces
+	 * (stack_snap_capture_many() has no such limit: remote_read_many()
+	 * reads a longer range in several calls) */
+	if (max_stack_bytes > (size_t)(IOV_MAX - 2) * UW_PAGE)
+		max_stack_bytes = (size_t)(IOV_MAX - 2) * UW_PAGE;
 	if (!uw_stack_range(&s->regs, max_stack_bytes, 0, &start, &want))
 		goto out;
 	max_iov = want / UW_PAGE + 2;
