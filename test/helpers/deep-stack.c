@@ -1,17 +1,31 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* deep-stack DEPTH PAD: a thread with a 16 MiB stack calls deep() DEPTH + 1
- * times, each frame holding PAD bytes more, and waits in pause(2) at the
- * bottom: stacks larger than 4 MiB and deeper than 4096 frames for
- * ctxdump's --stack-size and -n 0 (test-ctxdump-cli.c).  Prints
- * "READY <pid> <tid>" once there; exits when stdin is closed. */
+/* deep-stack DEPTH PAD [data|maplibc]: a thread with a 16 MiB stack calls
+ * deep() DEPTH + 1 times, each frame holding PAD bytes more, and waits in
+ * pause(2) at the bottom: stacks larger than 4 MiB and deeper than 4096
+ * frames for ctxdump's --stack-size and -n 0 (test-ctxdump-cli.c).
+ *
+ *   data     deep() runs on a ucontext whose stack is in .data (a
+ *            file-backed writable mapping), as a coroutine on a static
+ *            stack does
+ *   maplibc  the program first maps its libc file once more, read-only
+ *            (as a libelf user does)
+ *
+ * Prints "READY <pid> <tid>" once at the bottom; exits when stdin is
+ * closed. */
 #include "config.h"
 
 #include <alloca.h>
+#include <dlfcn.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 /* found in .dynsym, so that ctxdump accepts the process */
@@ -48,10 +62,51 @@ deep(unsigned n)
 	return deep(n - 1) + frame[0];
 }
 
+/* initialised: in .data, not .bss */
+static char data_stack[1 << 20] = {1};
+static ucontext_t back, on_data;
+static unsigned depth;
+
+static void
+on_data_stack(void)
+{
+	(void)deep(depth);
+}
+
 static void *
 run(void *arg)
 {
-	return (void *)(long)deep((unsigned)(long)arg);
+	if (arg) {
+		/* the thread's own stack is the way back, never taken */
+		if (getcontext(&on_data) != 0)
+			return NULL;
+		on_data.uc_stack.ss_sp = data_stack;
+		on_data.uc_stack.ss_size = sizeof(data_stack);
+		on_data.uc_link = &back;
+		makecontext(&on_data, on_data_stack, 0);
+		(void)swapcontext(&back, &on_data);
+		return NULL;
+	}
+	return (void *)(long)deep(depth);
+}
+
+/* libc's file mapped once more, at offset 0 like a loaded object's first
+ * mapping */
+static int
+map_libc(void)
+{
+	Dl_info info;
+	struct stat st;
+	int fd;
+
+	if (!dladdr((void *)pause, &info) || !info.dli_fname)
+		return -1;
+	fd = open(info.dli_fname, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || fstat(fd, &st) != 0 ||
+	    mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0) == MAP_FAILED)
+		return -1;
+	close(fd);
+	return 0;
 }
 
 int
@@ -61,14 +116,20 @@ main(int argc, char **argv)
 	pthread_t th;
 	char line[64];
 
-	if (argc != 3) {
-		fprintf(stderr, "usage: deep-stack DEPTH PAD\n");
+	const char *mode = argc == 4 ? argv[3] : "";
+
+	if (argc < 3 || argc > 4 ||
+	    (*mode && strcmp(mode, "data") != 0 && strcmp(mode, "maplibc") != 0)) {
+		fprintf(stderr, "usage: deep-stack DEPTH PAD [data|maplibc]\n");
 		return 64;
 	}
+	depth = (unsigned)atol(argv[1]);
 	pad = (size_t)atol(argv[2]);
+	if (strcmp(mode, "maplibc") == 0 && map_libc() != 0)
+		return 1;
 	if (pthread_attr_init(&a) != 0 ||
 	    pthread_attr_setstacksize(&a, 16u << 20) != 0 ||
-	    pthread_create(&th, &a, run, (void *)atol(argv[1])) != 0)
+	    pthread_create(&th, &a, run, strcmp(mode, "data") == 0 ? &a : NULL) != 0)
 		return 1;
 	while (!atomic_load(&bottom))
 		usleep(1000);

@@ -557,14 +557,25 @@ uw_parse_maps_line(char *line, size_t len, struct maps_entry *e)
 	return 0;
 }
 
+/* The module a mapping of path at file offset offset belongs to.  One file
+ * can be mapped more than once at different load biases: loaded twice
+ * (dlmopen), or mapped as data by the program itself (a library or
+ * executable read with mmap, as libelf does).  Every load starts with a
+ * mapping at offset 0 and its other mappings follow it in address order,
+ * so an offset-0 mapping starts a module of its own and any other joins
+ * the nearest one below it with the same file. */
 static struct uw_module *
-uw_find_or_add_module(
-	struct uw_proc *p, const char *path, unsigned maj, unsigned min, uint64_t inode)
+uw_find_or_add_module(struct uw_proc *p,
+		      const char *path,
+		      unsigned maj,
+		      unsigned min,
+		      uint64_t inode,
+		      uint64_t offset)
 {
 	struct uw_module *m, **mods;
 	size_t i;
 
-	for (i = 0; i < p->nmods; i++) {
+	for (i = p->nmods; offset != 0 && i-- > 0;) {
 		m = p->mods[i];
 		if (m->inode == inode && m->dev_major == maj && m->dev_minor == min &&
 		    strcmp(m->path, path) == 0)
@@ -644,7 +655,7 @@ uw_proc_load(pid_t pid, int *err)
 		mp->writable = e.perms[1] == 'w';
 		if (e.path[0] == '/' || strcmp(e.path, "[vdso]") == 0) {
 			struct uw_module *m = uw_find_or_add_module(
-				p, e.path, e.dev_major, e.dev_minor, e.inode);
+				p, e.path, e.dev_major, e.dev_minor, e.inode, e.offset);
 
 			if (!m)
 				goto nomem;
@@ -1603,12 +1614,15 @@ uw_access_mem(
 	mp = uw_find_map(c->proc, addr);
 	if (mp && mp->mod && uw_module_read(c->proc, mp, addr, val))
 		return 0;
-	if (mp && mp->mod && uw_module_in_data(mp->mod, addr)) {
+	if (c->in_search && mp && mp->mod && uw_module_in_data(mp->mod, addr)) {
 		/* An FDE's personality routine is reached through an
 		 * indirect pointer in the module's data (DW.ref.*), which
 		 * libunwind reads while parsing the FDE (fwrite and every
 		 * other function with cleanups).  Its value does not matter
-		 * for unwinding and live data is off limits: read as 0. */
+		 * for unwinding and live data is off limits: read as 0.
+		 * Only then: a frame's saved registers in module data (a
+		 * coroutine stack in .data, deeper than the copy) must fail
+		 * the read, not end the stack at a return address of 0. */
 		*val = 0;
 		return 0;
 	}
@@ -1781,7 +1795,8 @@ uw_end_reason(const struct uw_ctx *c, int step_ret)
 	if (c->mem_fail) {
 		struct uw_map *mp = uw_find_map(c->proc, c->fail_addr);
 
-		if (mp && !mp->mod && c->fail_addr >= s->stack_addr + s->stack_len &&
+		if (mp && (!mp->mod || mp->writable) &&
+		    c->fail_addr >= s->stack_addr + s->stack_len &&
 		    (s->stack_len == 0 || c->fail_addr - s->stack_addr < (64u << 20)))
 			return "caller frame lies beyond the copied stack";
 		return "unwinding needed memory outside the snapshot";
