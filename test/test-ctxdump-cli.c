@@ -740,7 +740,10 @@ END_TEST
  *    (old: its saved return addresses read as 0, so it looked complete);
  *  - the program mapping its libc file once more leaves libc's frames
  *    named and unwound (old: one module for both, with the bias of the
- *    lower mapping: "?? (libc.so.6+...)", and the stack ended there). */
+ *    lower mapping: "?? (libc.so.6+...)", and the stack ended there);
+ *  - a SIGSEGV handler that interrupted a call through a null pointer
+ *    shows the calls that led there (old: the stack ended at the signal
+ *    frame, as if complete). */
 START_TEST(stacks_unusual)
 {
 	static const struct {
@@ -754,6 +757,7 @@ START_TEST(stacks_unusual)
 		 "use -n 0"},
 		{"400", "256", "data", "64K", 0, "(stack ends: ", NULL},
 		{"50", "0", "maplibc", "64K", 51, " start_thread+", "?? (libc"},
+		{"20", "0", "nullcall", "64K", 21, " start_thread+", "(stack ends:"},
 	};
 	unsigned c;
 

@@ -1,14 +1,17 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* deep-stack DEPTH PAD [data|maplibc]: a thread with a 16 MiB stack calls
- * deep() DEPTH + 1 times, each frame holding PAD bytes more, and waits in
- * pause(2) at the bottom: stacks larger than 4 MiB and deeper than 4096
- * frames for ctxdump's --stack-size and -n 0 (test-ctxdump-cli.c).
+/* deep-stack DEPTH PAD [data|maplibc|nullcall]: a thread with a 16 MiB
+ * stack calls deep() DEPTH + 1 times, each frame holding PAD bytes more,
+ * and waits in pause(2) at the bottom: stacks larger than 4 MiB and
+ * deeper than 4096 frames for ctxdump's --stack-size and -n 0, and odd
+ * ones (test-ctxdump-cli.c).
  *
  *   data     deep() runs on a ucontext whose stack is in .data (a
  *            file-backed writable mapping), as a coroutine on a static
  *            stack does
  *   maplibc  the program first maps its libc file once more, read-only
  *            (as a libelf user does)
+ *   nullcall at the bottom, deep() calls through a null function pointer:
+ *            the SIGSEGV handler waits instead
  *
  * Prints "READY <pid> <tid>" once at the bottom; exits when stdin is
  * closed. */
@@ -18,6 +21,7 @@
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,6 +54,17 @@ bottom_wait(void)
 	return 0;
 }
 
+/* nullcall: what deep(0) calls; read as it is called, so that the call
+ * stays a call through a null pointer */
+static int (*volatile bottom_call)(void) = bottom_wait;
+
+static void
+on_segv(int sig)
+{
+	(void)sig;
+	(void)bottom_wait();
+}
+
 /* Not a loop, not a tail call: the frame is used after the call. */
 __attribute__((noinline)) int
 deep(unsigned n)
@@ -58,7 +73,7 @@ deep(unsigned n)
 
 	frame[0] = (char)n;
 	if (n == 0)
-		return bottom_wait();
+		return bottom_call();
 	return deep(n - 1) + frame[0];
 }
 
@@ -119,9 +134,15 @@ main(int argc, char **argv)
 	const char *mode = argc == 4 ? argv[3] : "";
 
 	if (argc < 3 || argc > 4 ||
-	    (*mode && strcmp(mode, "data") != 0 && strcmp(mode, "maplibc") != 0)) {
-		fprintf(stderr, "usage: deep-stack DEPTH PAD [data|maplibc]\n");
+	    (*mode && strcmp(mode, "data") != 0 && strcmp(mode, "maplibc") != 0 &&
+	     strcmp(mode, "nullcall") != 0)) {
+		fprintf(stderr,
+			"usage: deep-stack DEPTH PAD [data|maplibc|nullcall]\n");
 		return 64;
+	}
+	if (strcmp(mode, "nullcall") == 0) {
+		signal(SIGSEGV, on_segv);
+		bottom_call = NULL;
 	}
 	depth = (unsigned)atol(argv[1]);
 	pad = (size_t)atol(argv[2]);

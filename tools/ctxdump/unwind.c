@@ -214,6 +214,10 @@ struct uw_ctx {
 	 * built are readable (uw_access_mem), not as a frame's memory at an
 	 * address the target chose */
 	bool in_search;
+	/* the registers libunwind starts from: snap->regs, or those of a
+	 * frame past a call through a null pointer (uw_skip_null_call) */
+	const struct user_regs_struct *regs;
+	struct user_regs_struct restart;
 };
 
 /* One process at a time: ctxdump dumps one pid, and every thread of it
@@ -1637,7 +1641,7 @@ static int
 uw_access_reg(
 	unw_addr_space_t as, unw_regnum_t reg, unw_word_t *val, int write, void *arg)
 {
-	const struct user_regs_struct *r = &((struct uw_ctx *)arg)->snap->regs;
+	const struct user_regs_struct *r = ((struct uw_ctx *)arg)->regs;
 
 	if (write)
 		return -UNW_EREADONLYREG;
@@ -1754,6 +1758,44 @@ uw_is_sigreturn(struct uw_proc *p, uint64_t ip)
 	return memcmp(w, code, sizeof(code)) == 0;
 }
 
+/* The frame a signal interrupted has ip 0: a call through a null
+ * function pointer (the usual SIGSEGV), whose return address is the word
+ * at sp.  libunwind has no unwind information for address 0 and would end
+ * or guess; go on from the caller instead, with the registers the signal
+ * frame restored.  Returns 0 with cur re-initialized there, or -1. */
+static int
+uw_skip_null_call(struct uw_ctx *c, unw_cursor_t *cur)
+{
+	static const struct {
+		unw_regnum_t reg;
+		size_t off;
+	} regs[] = {
+#define UW_R(n, f) {UNW_X86_64_##n, offsetof(struct user_regs_struct, f)}
+		UW_R(RAX, rax), UW_R(RDX, rdx), UW_R(RCX, rcx), UW_R(RBX, rbx),
+		UW_R(RSI, rsi), UW_R(RDI, rdi), UW_R(RBP, rbp), UW_R(R8, r8),
+		UW_R(R9, r9),   UW_R(R10, r10), UW_R(R11, r11), UW_R(R12, r12),
+		UW_R(R13, r13), UW_R(R14, r14), UW_R(R15, r15),
+#undef UW_R
+	};
+	struct user_regs_struct r = *c->regs;
+	unw_word_t sp = 0, ra = 0, v;
+	size_t i;
+
+	if (uwl.get_reg(cur, UNW_REG_SP, &sp) < 0 || sp == 0 ||
+	    uw_access_mem(c->proc->as, sp, &ra, 0, c) < 0 || ra == 0)
+		return -1;
+	for (i = 0; i < sizeof(regs) / sizeof(regs[0]); i++) {
+		v = 0;
+		(void)uwl.get_reg(cur, regs[i].reg, &v);
+		memcpy((char *)&r + regs[i].off, &v, sizeof(v));
+	}
+	r.rip = ra;
+	r.rsp = sp + 8;
+	c->restart = r;
+	c->regs = &c->restart;
+	return uwl.init_remote(cur, c->proc->as, c) < 0 ? -1 : 0;
+}
+
 static struct uw_proc *
 uw_get_proc(pid_t pid, int *err)
 {
@@ -1831,13 +1873,14 @@ stack_unwind(pid_t pid,
 	if (ctx.proc->gone)
 		return -ESRCH;
 	ctx.snap = s;
+	ctx.regs = &s->regs;
 	ret = uwl.init_remote(&cursor, ctx.proc->as, &ctx);
 	if (ret < 0)
 		return -EINVAL;
 	for (;;) {
 		struct stack_frame *f = &frames[n];
 		unw_word_t ip = 0, sp = 0;
-		bool exact;
+		bool exact, interrupted = prev_signal;
 
 		memset(f, 0, sizeof(*f));
 		if (uwl.get_reg(&cursor, UNW_REG_IP, &ip) < 0)
@@ -1865,13 +1908,23 @@ stack_unwind(pid_t pid,
 		prev_sp = sp;
 		prev_signal = f->flags & STACK_FRAME_SIGNAL;
 		ctx.mem_fail = false;
+		if (ip == 0 && interrupted) {
+			/* a call through a null pointer */
+			if (uw_skip_null_call(&ctx, &cursor) == 0)
+				continue;
+			f->flags |= STACK_FRAME_TRUNCATED;
+			f->end_reason = uw_end_reason(&ctx, -UNW_ENOINFO);
+			break;
+		}
 		ret = uwl.step(&cursor);
 		if (ret > 0) {
 			unw_word_t nip = 0;
 
 			/* ip 0 is how a thread's outermost frame often ends
-			 * when rbp-based fallback walked off the chain. */
-			if (uwl.get_reg(&cursor, UNW_REG_IP, &nip) == 0 && nip != 0)
+			 * when rbp-based fallback walked off the chain; after
+			 * a signal frame it is the interrupted pc instead. */
+			if (uwl.get_reg(&cursor, UNW_REG_IP, &nip) == 0 &&
+			    (nip != 0 || (f->flags & STACK_FRAME_SIGNAL)))
 				continue;
 			ret = 0;
 		}
