@@ -743,7 +743,10 @@ END_TEST
  *    lower mapping: "?? (libc.so.6+...)", and the stack ended there);
  *  - a SIGSEGV handler that interrupted a call through a null pointer
  *    shows the calls that led there (old: the stack ended at the signal
- *    frame, as if complete). */
+ *    frame, as if complete);
+ *  - code that no symbol covers, in the section after a function without
+ *    a size, is not named after that function (old: "sizeless+0x17", as
+ *    a frame in the PLT was named "_init+0x80"). */
 START_TEST(stacks_unusual)
 {
 	static const struct {
@@ -758,6 +761,7 @@ START_TEST(stacks_unusual)
 		{"400", "256", "data", "64K", 0, "(stack ends: ", NULL},
 		{"50", "0", "maplibc", "64K", 51, " start_thread+", "?? (libc"},
 		{"20", "0", "nullcall", "64K", 21, " start_thread+", "(stack ends:"},
+		{"3", "0", "nosym", "64K", 0, " ?? (", " sizeless+"},
 	};
 	unsigned c;
 

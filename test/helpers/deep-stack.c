@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* deep-stack DEPTH PAD [data|maplibc|nullcall]: a thread with a 16 MiB
- * stack calls deep() DEPTH + 1 times, each frame holding PAD bytes more,
- * and waits in pause(2) at the bottom: stacks larger than 4 MiB and
- * deeper than 4096 frames for ctxdump's --stack-size and -n 0, and odd
- * ones (test-ctxdump-cli.c).
+/* deep-stack DEPTH PAD [MODE]: a thread with a 16 MiB stack calls deep()
+ * DEPTH + 1 times, each frame holding PAD bytes more, and waits in
+ * pause(2) at the bottom: stacks larger than 4 MiB and deeper than 4096
+ * frames for ctxdump's --stack-size and -n 0, and odd ones
+ * (test-ctxdump-cli.c).  MODE:
  *
  *   data     deep() runs on a ucontext whose stack is in .data (a
  *            file-backed writable mapping), as a coroutine on a static
@@ -12,6 +12,9 @@
  *            (as a libelf user does)
  *   nullcall at the bottom, deep() calls through a null function pointer:
  *            the SIGSEGV handler waits instead
+ *   nosym    at the bottom, the thread waits in code no symbol covers,
+ *            in the section after that of a function without a size (as
+ *            the PLT follows .init and its _init)
  *
  * Prints "READY <pid> <tid>" once at the bottom; exits when stdin is
  * closed. */
@@ -51,6 +54,29 @@ bottom_wait(void)
 	atomic_store(&bottom, (int)syscall(SYS_gettid));
 	while (!leave)
 		pause();
+	return 0;
+}
+
+/* nosym: a function without .size that jumps to a pause(2) loop in the
+ * next section, which no symbol covers */
+void sizeless(void);
+__asm__(".section .ds_sizeless,\"ax\",@progbits\n"
+	".globl sizeless\n"
+	".type sizeless, @function\n"
+	"sizeless:\n"
+	"	jmp 1f\n"
+	".section .ds_after,\"ax\",@progbits\n"
+	"	.p2align 4\n"
+	"1:	mov $34, %eax\n" /* SYS_pause, x86_64 */
+	"	syscall\n"
+	"	jmp 1b\n"
+	".text\n");
+
+static int
+nosym_wait(void)
+{
+	atomic_store(&bottom, (int)syscall(SYS_gettid));
+	sizeless();
 	return 0;
 }
 
@@ -135,14 +161,16 @@ main(int argc, char **argv)
 
 	if (argc < 3 || argc > 4 ||
 	    (*mode && strcmp(mode, "data") != 0 && strcmp(mode, "maplibc") != 0 &&
-	     strcmp(mode, "nullcall") != 0)) {
+	     strcmp(mode, "nullcall") != 0 && strcmp(mode, "nosym") != 0)) {
 		fprintf(stderr,
-			"usage: deep-stack DEPTH PAD [data|maplibc|nullcall]\n");
+			"usage: deep-stack DEPTH PAD [data|maplibc|nullcall|nosym]\n");
 		return 64;
 	}
 	if (strcmp(mode, "nullcall") == 0) {
 		signal(SIGSEGV, on_segv);
 		bottom_call = NULL;
+	} else if (strcmp(mode, "nosym") == 0) {
+		bottom_call = nosym_wait;
 	}
 	depth = (unsigned)atol(argv[1]);
 	pad = (size_t)atol(argv[2]);

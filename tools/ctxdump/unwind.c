@@ -1352,6 +1352,19 @@ uw_load_syms_from(struct uw_module *m, Elf *elf, Elf_Scn *scn, const GElf_Shdr *
 			continue;
 		m->syms[k].addr = sym.st_value;
 		m->syms[k].size = sym.st_size;
+		if (sym.st_size == 0 && sym.st_shndx < SHN_LORESERVE) {
+			/* No size (_init, assembly without .size): it
+			 * still ends with its section, so that the PLT
+			 * after .init is not named _init+0x80. */
+			Elf_Scn *ss = elf_getscn(elf, sym.st_shndx);
+			GElf_Shdr ssh;
+
+			if (ss && gelf_getshdr(ss, &ssh) &&
+			    sym.st_value >= ssh.sh_addr &&
+			    sym.st_value < ssh.sh_addr + ssh.sh_size)
+				m->syms[k].size =
+					ssh.sh_addr + ssh.sh_size - sym.st_value;
+		}
 		m->syms[k].name = name;
 		m->syms[k].rank = uw_sym_rank(name, GELF_ST_BIND(sym.st_info));
 		k++;
