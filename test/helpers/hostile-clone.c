@@ -7,16 +7,11 @@
 #include "config.h"
 
 #include <sched.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "thread-record.h"
-
-__attribute__((visibility("default"), used)) __thread void *otel_thread_ctx_v1;
+#include "record-writer.h"
 
 /* No libc in here: with no thread pointer, whatever touches TLS (errno,
  * the stack protector) would fault.  pause(2) forever, by hand. */
@@ -35,8 +30,7 @@ bare_thread(void *arg)
 int
 main(void)
 {
-	static _Alignas(8) uint8_t rec[TREC_MAX_SIZE];
-	struct otel_thread_ctx_record h;
+	static struct record rec;
 	char line[64];
 	size_t stack_size = 1 << 16;
 	char *stack = mmap(NULL, stack_size, PROT_READ | PROT_WRITE,
@@ -45,12 +39,8 @@ main(void)
 
 	if (stack == MAP_FAILED)
 		return 1;
-	memset(&h, 0, sizeof(h));
-	memset(h.trace_id, 0x33, sizeof(h.trace_id));
-	memset(h.span_id, 0x44, sizeof(h.span_id));
-	h.valid = 1;
-	memcpy(rec, &h, sizeof(h));
-	*(void *volatile *)&otel_thread_ctx_v1 = rec;
+	fill(&rec, 0x32, "main"); /* trace id 0x33... */
+	publish(&rec);
 
 	tid = clone(bare_thread, stack + stack_size,
 		    CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND | CLONE_THREAD |
@@ -65,6 +55,6 @@ main(void)
 	printf("READY %d\n", (int)getpid());
 	while (fgets(line, sizeof(line), stdin))
 		;
-	*(void *volatile *)&otel_thread_ctx_v1 = NULL;
+	publish(NULL);
 	return 0;
 }
