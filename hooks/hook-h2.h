@@ -127,7 +127,7 @@ hook_h2_req_ts(struct hook_h2_req *q, const uint8_t *v, size_t len)
 		q->ts_checking = true;
 		(void)w3c_tracestate_check_feed(&q->ts_check, q->ts, have);
 		(void)w3c_tracestate_check_end(&q->ts_check, false);
-		memset(&q->ts_trunc, 0, offsetof(struct w3c_tracestate_trunc, member));
+		w3c_tracestate_trunc_init(&q->ts_trunc);
 		w3c_tracestate_trunc_feed(&q->ts_trunc, q->ts, HOOK_H2_TS_MAX, q->ts,
 					  have);
 		w3c_tracestate_trunc_end(&q->ts_trunc, q->ts, HOOK_H2_TS_MAX);

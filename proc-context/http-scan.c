@@ -627,7 +627,7 @@ ts_long(struct http_scan *st, struct http_scan_capture *cap, const uint8_t *s, s
 			at = sizeof(cap->tracestate);
 		cap->ts_checking = true;
 		memset(c, 0, sizeof(*c));
-		memset(t, 0, offsetof(struct w3c_tracestate_trunc, member));
+		w3c_tracestate_trunc_init(t);
 		/* the earlier lines, a line boundary, then this line so far
 		 * (its ',' separator, when stored, is an empty member) */
 		(void)w3c_tracestate_check_feed(c, cap->tracestate, cap->cur_start);

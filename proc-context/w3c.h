@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #define W3C_TRACEPARENT_LEN 55
 #define W3C_TRACE_ID_SIZE   16
@@ -140,8 +141,8 @@ int w3c_tracestate_check_end(struct w3c_tracestate_check *c, bool trim_cr);
  * from the right, only as many as needed, the others in order.  It does
  * not validate (pair it with a w3c_tracestate_check, whose verdict wins);
  * a CR is taken as OWS.  out may be the buffer the fed bytes come from:
- * the list is never written ahead of the bytes read.  All-zero scalars
- * (up to member) are a fresh one.  Pure, no state outside *t and out. */
+ * the list is never written ahead of the bytes read.  Start with
+ * w3c_tracestate_trunc_init().  Pure, no state outside *t and out. */
 struct w3c_tracestate_trunc {
 	uint16_t len;     /* bytes of the list in out */
 	uint16_t mlen;    /* member in progress: bytes (saturates) */
@@ -153,6 +154,13 @@ struct w3c_tracestate_trunc {
 	uint16_t start[W3C_TRACESTATE_MAX_MEMBERS], size[W3C_TRACESTATE_MAX_MEMBERS];
 	char member[W3C_TRACESTATE_MEMBER_MAX];
 };
+
+/* A fresh truncation: the scalars zeroed, not the member buffer. */
+static inline void
+w3c_tracestate_trunc_init(struct w3c_tracestate_trunc *t)
+{
+	memset(t, 0, offsetof(struct w3c_tracestate_trunc, member));
+}
 
 void w3c_tracestate_trunc_feed(
 	struct w3c_tracestate_trunc *t, char *out, size_t cap, const char *s, size_t n);

@@ -785,7 +785,7 @@ trunc_lines(const char *const *lines,
 	size_t want_len, stored = 0;
 	unsigned dropped;
 
-	memset(&t, 0, sizeof(t));
+	w3c_tracestate_trunc_init(&t);
 	if (in_place) {
 		stored = lens[0] < sizeof(out) ? lens[0] : sizeof(out);
 		memcpy(out, lines[0], stored);
