@@ -265,12 +265,12 @@ uw_copy_remote(pid_t tid,
 
 /* The range stack_snap_capture() copies for registers r: from the red
  * zone below sp up to max bytes above sp, but not past the thread's TCB
- * (fs_base) when it lies above sp -- glibc and musl put it at the top of a thread's
- * stack block, above every frame --, nor past fs_base + tls_floor (< 0)
- * when that lies above sp: the static TLS between a thread's stack and
- * its TCB (tlsm_static_block_tpoff()), which the unwinder never reads and
- * which was half of what a sleeping thread's copy took (the shim's block
- * alone is 2.8 KiB). */
+ * (fs_base) when it lies above sp -- glibc and musl put it at the top of
+ * a thread's stack block, above every frame --, nor past fs_base +
+ * tls_floor (< 0) when that lies above sp: the static TLS between a
+ * thread's stack and its TCB (tlsm_static_block_tpoff()), which the
+ * unwinder never reads and which was half of what a sleeping thread's
+ * copy took (the shim's block alone is 2.8 KiB). */
 static bool
 uw_stack_range(const struct user_regs_struct *r,
 	       size_t max_stack_bytes,
