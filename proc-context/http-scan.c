@@ -736,6 +736,13 @@ ts_long_end(struct http_scan *st, struct http_scan_capture *cap, size_t total)
 	}
 	if (w3c_tracestate_check_end(&cap->ts_check, true) < 0)
 		st->flags |= HTTP_SCAN_F_TRACESTATE_BAD;
+	/* Dropped whole: keep nothing.  The cut stops at the piece where the
+	 * check failed (ts_long()), so what it holds depends on the reads. */
+	if (st->flags & HTTP_SCAN_F_TRACESTATE_BAD) {
+		cap->tracestate_len = 0;
+		cap->tracestate_truncated = false;
+		return;
+	}
 	w3c_tracestate_trunc_end(&cap->ts_trunc, cap->tracestate,
 				 sizeof(cap->tracestate));
 	cap->tracestate_len = cap->ts_trunc.len;

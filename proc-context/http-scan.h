@@ -93,7 +93,9 @@
  *    lines and reads (w3c_tracestate_check_*(), from its first byte): an
  *    invalid member or more than 32 members anywhere sets
  *    HTTP_SCAN_F_TRACESTATE_BAD too, since W3C discards such a list whole
- *    and the stored prefix alone could look valid.  A list that fits is
+ *    and the stored prefix alone could look valid; then nothing is kept
+ *    (tracestate_len 0: where the check saw it, which depends on the
+ *    reads, does not show).  A list that fits is
  *    left to the caller to validate (w3c_tracestate_parse()), so that
  *    requests with a usual tracestate pay nothing per byte for it.
  *  - Extra headers (configured, <= 8): lines joined with ", "; values cut
