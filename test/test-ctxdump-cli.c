@@ -496,7 +496,8 @@ END_TEST
 
 /* A process context with a key map but no threadlocal.schema_version
  * (helpers/writer-pctx.c) and no otel_thread_ctx_v1: exit 2, the process
- * context still printed, and its key map shown as what it is. */
+ * context still printed, and its key map shown as what it is; a resource
+ * key given twice is one JSON member. */
 START_TEST(key_map_without_schema)
 {
 	char *argv[] = {(char *)test_helper_path("writer-pctx"), "distro", "1.0", "svc",
@@ -512,6 +513,13 @@ START_TEST(key_map_without_schema)
 				  "key map: http.request.method, url.path\n"),
 		      "%s", out);
 	ck_assert_msg(!strstr(out, "no threadlocal.* keys"), "%s", out);
+	free(out);
+	free(err);
+	/* test.dup, given twice: one JSON member, the last value */
+	ck_assert_int_eq(run_ctxdump(&out, &err, "--json", arg, NULL), 2);
+	ck_assert_msg(strstr(out, "\"test.dup\": \"new\"") &&
+			      !strstr(out, "\"test.dup\": \"old\""),
+		      "%s", out);
 	free(out);
 	free(err);
 	ck_assert_int_eq(test_child_finish(&c, RUN_TIMEOUT_MS), 0);

@@ -7,8 +7,10 @@
  *   writer-pctx DISTRO VERSION SERVICE [--unfinished]
  *
  * Resource: telemetry.distro.name=DISTRO, telemetry.distro.version=VERSION,
- * service.name=SERVICE, service.instance.id, an int, a bool, a
- * dropped_attributes_count; extra attributes: threadlocal.attribute_key_map
+ * service.name=SERVICE, service.instance.id, an int, a bool, test.dup
+ * twice (first "old", then "new": keys MUST be unique, but a reader
+ * meets writers that repeat one), a dropped_attributes_count; extra
+ * attributes: threadlocal.attribute_key_map
  * (an array); plus a top-level field number the reader does not know.
  * --unfinished leaves the timestamp 0 (a writer that never completes).
  * Prints "READY <pid>" when published and waits until stdin is closed.
@@ -129,8 +131,10 @@ main(int argc, char **argv)
 	put_kv_string(&res, 1, "service.instance.id", "0f0e0d0c-0b0a-4908-8706-050403020100");
 	put_kv_varint(&res, 1, "process.pid", 3, (uint64_t)getpid());
 	put_kv_varint(&res, 1, "test.flag", 2, 1);
+	put_kv_string(&res, 1, "test.dup", "old");
 	put_kv_string(&res, 1, "telemetry.distro.name", argv[1]);
 	put_kv_string(&res, 1, "telemetry.distro.version", argv[2]);
+	put_kv_string(&res, 1, "test.dup", "new");
 	put_varint(&res, 2 << 3 | 0); /* dropped_attributes_count */
 	put_varint(&res, 0);
 	put_bytes(&pc, 1, res.data, res.len);

@@ -924,9 +924,21 @@ json_attr_object(struct jw *w, const struct pctx_attr *v, unsigned n, bool skip_
 	jw_obj_begin(w);
 	for (i = 0; i < n; i++) {
 		const struct pctx_attr *a = &v[i];
+		unsigned j;
 
 		if (skip_tl && a->key.len >= 12 &&
 		    memcmp(a->key.ptr, "threadlocal.", 12) == 0)
+			continue;
+		/* A key the writer repeated (OTLP says keys MUST be unique):
+		 * one member, the last, as pctx_find() and the usual JSON
+		 * readers take it, not two members of one name.  n is at
+		 * most PCTX_MAX_ATTRS. */
+		for (j = i + 1; j < n; j++)
+			if (v[j].key.len == a->key.len &&
+			    (!a->key.len ||
+			     memcmp(v[j].key.ptr, a->key.ptr, a->key.len) == 0))
+				break;
+		if (j < n)
 			continue;
 		jw_sep(w);
 		ob_json_string(w->f, a->key.ptr, a->key.len);
