@@ -366,6 +366,32 @@ check "env prints exports" contains "$env_out" "export LD_PRELOAD='$want_preload
 expect_status 0 "env --env-file" "$S" env --env-file -n svc
 check "env-file lines" same "$dp_out" "LD_PRELOAD=$want_preload
 OTEL_SERVICE_NAME=svc"
+# Values docker run --env-file (as it is) and systemd's EnvironmentFile=
+# (blanks stripped, quotes, escapes) read differently are refused, with
+# nothing written; the others are written as they are.
+for v in 'a\b' ' svc' 'svc	' '"svc"' "'svc"; do
+	expect_status 1 "env --env-file refuses '$v'" "$S" env --env-file -n "$v"
+	check "  says why" contains "$dp_err" "the value of OTEL_SERVICE_NAME has a"
+	check "  writes nothing" test -z "$dp_out"
+done
+v='a "b" c;d#e%41'
+expect_status 0 "env --env-file keeps '$v'" "$S" env --env-file -n "$v"
+check "  as it is" contains "$dp_out" "
+OTEL_SERVICE_NAME=$v"
+# systemd's own parser of such files, where there is one: the generator of
+# environment.d(5) reads them as EnvironmentFile= does (it also expands
+# "$", which the value has none of) and prints what it read, quoted.
+G=/usr/lib/systemd/user-environment-generators/30-systemd-environment-d-generator
+if [ -x "$G" ]; then
+	mkdir -p "$dp_tmp/xdg/environment.d"
+	printf '%s\n' "$dp_out" >"$dp_tmp/xdg/environment.d/ctxshim.conf"
+	g_out=$(env -i HOME=/nonexistent XDG_CONFIG_HOME="$dp_tmp/xdg" "$G" |
+		grep '^OTEL_SERVICE_NAME=')
+	check "  systemd reads it as it is" same \
+		"$(eval "$g_out" && printf '%s' "$OTEL_SERVICE_NAME")" "$v"
+else
+	echo "# skipped: no systemd environment.d generator to read it with"
+fi
 expect_status 64 "env rejects operands" "$S" env extra
 
 dp_finish
