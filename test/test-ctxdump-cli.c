@@ -754,7 +754,9 @@ END_TEST
  *    frame, as if complete);
  *  - code that no symbol covers, in the section after a function without
  *    a size, is not named after that function (old: "sizeless+0x17", as
- *    a frame in the PLT was named "_init+0x80"). */
+ *    a frame in the PLT was named "_init+0x80");
+ *  - a C++ function is shown demangled (old: "_ZN4demo9Scheduler4waitEi"),
+ *    and as it is with --no-demangle. */
 START_TEST(stacks_unusual)
 {
 	static const struct {
@@ -770,6 +772,8 @@ START_TEST(stacks_unusual)
 		{"50", "0", "maplibc", "64K", 51, " start_thread+", "?? (libc"},
 		{"20", "0", "nullcall", "64K", 21, " start_thread+", "(stack ends:"},
 		{"3", "0", "nosym", "64K", 0, " ?? (", " sizeless+"},
+		{"3", "0", "mangled", "64K", 4, " demo::Scheduler::wait(int)+0x",
+		 "_ZN4demo"},
 	};
 	unsigned c;
 
@@ -808,6 +812,17 @@ START_TEST(stacks_unusual)
 			      strstr(out, cases[c].unwanted));
 		free(out);
 		free(err);
+		if (strcmp(cases[c].mode, "mangled") == 0) {
+			ck_assert_int_eq(run_ctxdump(&out, &err, "--stacks",
+						     "--no-demangle", "-t", tid, pid,
+						     NULL),
+					 0);
+			ck_assert_msg(strstr(out, " _ZN4demo9Scheduler4waitEi+0x") &&
+					      !strstr(out, "demo::"),
+				      "%s", out);
+			free(out);
+			free(err);
+		}
 		ck_assert_int_eq(test_child_finish(&ch, RUN_TIMEOUT_MS), 0);
 	}
 }

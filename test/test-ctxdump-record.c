@@ -978,6 +978,55 @@ START_TEST(record_rounds_per_duration)
 }
 END_TEST
 
+/* A C++ function's samples are named demangled, as --stacks names it
+ * (old: "_ZN4demo9Scheduler4waitEi"), and as it is with --no-demangle. */
+START_TEST(record_demangled)
+{
+	char *argv[] = {(char *)test_helper_path("deep-stack"), "3", "0", "mangled",
+			NULL};
+	static const struct {
+		const char *opt, *want, *unwanted;
+	} cases[] = {
+		{"--stack-size=64K", ";demo::Scheduler::wait(int);bottom_wait;",
+		 "_ZN4demo"},
+		{"--no-demangle", ";_ZN4demo9Scheduler4waitEi;bottom_wait;", "demo::"},
+	};
+	char line[64], file[64], errf[64], pid[16], *out = NULL, *err = NULL;
+	struct test_child ch;
+	unsigned c;
+	int st;
+
+	test_child_start(&ch, argv, NULL, false);
+	test_child_expect(&ch, "READY ", line, sizeof(line), TIMEOUT_MS);
+	snprintf(pid, sizeof(pid), "%d", (int)ch.pid);
+	prof_tmpfile(file, sizeof(file), "demangle-prof");
+	prof_tmpfile(errf, sizeof(errf), "demangle-err");
+	for (c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+		const char *args[] = {"-F", "50", "-d", "0.2", "-o",
+				      file, NULL, NULL, NULL};
+
+		args[6] = cases[c].opt;
+		args[7] = pid;
+
+		st = prof_record_wait(prof_record_start(errf, args), TIMEOUT_MS);
+		err = prof_slurp(errf);
+		ck_assert_msg(prof_record_status_ok(st, err), "status 0x%x: %s", st,
+			      err);
+		free(err);
+		st = prof_run(&out, &err, "report", "--folded", file, NULL);
+		ck_assert_msg(st == 0, "report exit %d: %s", st, err);
+		ck_assert_msg(strstr(out, cases[c].want) &&
+				      !strstr(out, cases[c].unwanted),
+			      "case %u: %s", c, out);
+		free(out);
+		free(err);
+	}
+	unlink(file);
+	unlink(errf);
+	ck_assert_int_eq(test_child_finish(&ch, TIMEOUT_MS), 0);
+}
+END_TEST
+
 /* OTEP-4947: a key index the cached key map does not have means the map
  * grew; the reader must refresh it before going on.  keymap-grow appends
  * "k1" to its map and only then publishes a record that uses index 1:
@@ -1362,6 +1411,7 @@ TEST_SUITE(ctxdump_record_suite)
 	tcase_add_loop_test(tc, record_no_thread_stops_in_time, 0, 2);
 	tcase_add_test(tc, record_duration);
 	tcase_add_test(tc, record_rounds_per_duration);
+	tcase_add_test(tc, record_demangled);
 	tcase_add_test(tc, record_key_map_grows);
 	tcase_add_test(tc, record_killed_and_target_exit);
 	tcase_add_test(tc, record_report_usage);

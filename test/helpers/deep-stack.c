@@ -15,6 +15,8 @@
  *   nosym    at the bottom, the thread waits in code no symbol covers,
  *            in the section after that of a function without a size (as
  *            the PLT follows .init and its _init)
+ *   mangled  at the bottom, the thread waits in a function named as C++
+ *            names demo::Scheduler::wait(int)
  *
  * Prints "READY <pid> <tid>" once at the bottom; exits when stdin is
  * closed. */
@@ -78,6 +80,15 @@ nosym_wait(void)
 	atomic_store(&bottom, (int)syscall(SYS_gettid));
 	sizeless();
 	return 0;
+}
+
+/* mangled: a C++ name, without a C++ compiler */
+static int mangled_wait(void) __asm__("_ZN4demo9Scheduler4waitEi");
+
+__attribute__((noinline)) static int
+mangled_wait(void)
+{
+	return bottom_wait() + 1;
 }
 
 /* nullcall: what deep(0) calls; read as it is called, so that the call
@@ -161,9 +172,10 @@ main(int argc, char **argv)
 
 	if (argc < 3 || argc > 4 ||
 	    (*mode && strcmp(mode, "data") != 0 && strcmp(mode, "maplibc") != 0 &&
-	     strcmp(mode, "nullcall") != 0 && strcmp(mode, "nosym") != 0)) {
-		fprintf(stderr,
-			"usage: deep-stack DEPTH PAD [data|maplibc|nullcall|nosym]\n");
+	     strcmp(mode, "nullcall") != 0 && strcmp(mode, "nosym") != 0 &&
+	     strcmp(mode, "mangled") != 0)) {
+		fprintf(stderr, "usage: deep-stack DEPTH PAD "
+				"[data|maplibc|nullcall|nosym|mangled]\n");
 		return 64;
 	}
 	if (strcmp(mode, "nullcall") == 0) {
@@ -171,6 +183,8 @@ main(int argc, char **argv)
 		bottom_call = NULL;
 	} else if (strcmp(mode, "nosym") == 0) {
 		bottom_call = nosym_wait;
+	} else if (strcmp(mode, "mangled") == 0) {
+		bottom_call = mangled_wait;
 	}
 	depth = (unsigned)atol(argv[1]);
 	pad = (size_t)atol(argv[2]);

@@ -119,6 +119,7 @@ usage(void)
 	      " -n, --max-frames <n>      at most <n> frames per thread (default 64,\n"
 	      "                             0 for no limit)\n"
 	      "     --stack-size <bytes>  stack bytes copied per thread (default 64K)\n"
+	      "     --no-demangle         show C++ function names mangled\n"
 	      "     --stop-timeout <ms>   how long to wait for a thread to stop\n"
 	      "                             (default 500)\n"
 	      " -j, --json                print JSON\n"
@@ -144,13 +145,14 @@ usage(void)
 static void
 parse_options(struct ctxdump_control *ctl, int argc, char **argv)
 {
-	enum { OPT_STACK_SIZE = CHAR_MAX + 1, OPT_STOP_TIMEOUT };
+	enum { OPT_STACK_SIZE = CHAR_MAX + 1, OPT_STOP_TIMEOUT, OPT_NO_DEMANGLE };
 	static const struct option longopts[] = {
 		{"tid", required_argument, NULL, 't'},
 		{"stacks", no_argument, NULL, 's'},
 		{"max-frames", required_argument, NULL, 'n'},
 		{"stack-size", required_argument, NULL, OPT_STACK_SIZE},
 		{"stop-timeout", required_argument, NULL, OPT_STOP_TIMEOUT},
+		{"no-demangle", no_argument, NULL, OPT_NO_DEMANGLE},
 		{"json", no_argument, NULL, 'j'},
 		{"quiet", no_argument, NULL, 'q'},
 		{"verbose", no_argument, NULL, 'v'},
@@ -184,6 +186,9 @@ parse_options(struct ctxdump_control *ctl, int argc, char **argv)
 		}
 		case OPT_STACK_SIZE:
 			ctl->stack_size = cli_parse_stack_size(optarg);
+			break;
+		case OPT_NO_DEMANGLE:
+			stack_unwind_set_demangle(false);
 			break;
 		case OPT_STOP_TIMEOUT:
 			ctl->stop_timeout_ms = (unsigned)cli_parse_num(

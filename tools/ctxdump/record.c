@@ -1559,6 +1559,7 @@ usage(void)
 	      "                             standard output)\n"
 	      " -n, --max-frames <n>      at most <n> frames per stack (default 128)\n"
 	      "     --stack-size <bytes>  stack bytes copied per thread (default 64K)\n"
+	      "     --no-demangle         keep C++ function names mangled\n"
 	      " -q, --quiet               no summary at the end\n"
 	      " -h, --help                display this help\n"
 	      " -V, --version             display version\n"
@@ -1571,13 +1572,14 @@ usage(void)
 static void
 parse_args(struct rec_ctl *ctl, int argc, char **argv)
 {
-	enum { OPT_STACK_SIZE = CHAR_MAX + 1 };
+	enum { OPT_STACK_SIZE = CHAR_MAX + 1, OPT_NO_DEMANGLE };
 	static const struct option longopts[] = {
 		{"rate", required_argument, NULL, 'F'},
 		{"duration", required_argument, NULL, 'd'},
 		{"output", required_argument, NULL, 'o'},
 		{"max-frames", required_argument, NULL, 'n'},
 		{"stack-size", required_argument, NULL, OPT_STACK_SIZE},
+		{"no-demangle", no_argument, NULL, OPT_NO_DEMANGLE},
 		{"quiet", no_argument, NULL, 'q'},
 		{"help", no_argument, NULL, 'h'},
 		{"version", no_argument, NULL, 'V'},
@@ -1616,6 +1618,9 @@ parse_args(struct rec_ctl *ctl, int argc, char **argv)
 			break;
 		case OPT_STACK_SIZE:
 			ctl->stack_size = cli_parse_stack_size(optarg);
+			break;
+		case OPT_NO_DEMANGLE:
+			stack_unwind_set_demangle(false);
 			break;
 		case 'q':
 			ctl->quiet = true;

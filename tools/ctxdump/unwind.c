@@ -142,6 +142,9 @@ struct uw_sym {
 	uint64_t size;
 	const char *name;
 	int rank;
+	/* name was demangled (uw_sym_name()) or found not to need it; and
+	 * whether name is then our allocation */
+	bool name_done, name_owned;
 };
 
 struct uw_module {
@@ -487,6 +490,17 @@ stack_snap_free(struct stack_snap *s)
 /* ---- modules ---------------------------------------------------------- */
 
 static void
+uw_syms_free(struct uw_module *m)
+{
+	size_t i;
+
+	for (i = 0; i < m->nsyms; i++)
+		if (m->syms[i].name_owned)
+			free((char *)m->syms[i].name);
+	free(m->syms);
+}
+
+static void
 uw_module_free(struct uw_module *m)
 {
 	if (!m)
@@ -502,7 +516,7 @@ uw_module_free(struct uw_module *m)
 	free(m->vdso_copy);
 	free(m->synth);
 	free(m->phdr);
-	free(m->syms);
+	uw_syms_free(m);
 	free(m->path);
 	free(m);
 }
@@ -1491,11 +1505,11 @@ uw_load_syms(struct uw_proc *p, struct uw_module *m)
 	}
 }
 
-static const struct uw_sym *
+static struct uw_sym *
 uw_lookup_sym(struct uw_proc *p, struct uw_module *m, uint64_t vaddr)
 {
 	size_t lo = 0, hi;
-	const struct uw_sym *s;
+	struct uw_sym *s;
 
 	uw_load_syms(p, m);
 	hi = m->nsyms;
@@ -1518,6 +1532,75 @@ uw_lookup_sym(struct uw_proc *p, struct uw_module *m, uint64_t vaddr)
 	return s;
 }
 
+/* C++ names are shown demangled, as gdb and eu-stack show them, by the
+ * C++ runtime's own demangler: looked up on the first mangled name, so
+ * that ctxdump (C) needs libstdc++ only for C++ targets, whose hosts have
+ * it.  Names longer than this stay as they are: they come from the
+ * target's files, and the demangler recurses on what it reads. */
+#define UW_DEMANGLE_MAX 4096
+static bool uw_demangle_off;
+static struct {
+	char *(*demangle)(const char *name, char *buf, size_t *len, int *status);
+	bool tried;
+} uwd;
+
+void
+stack_unwind_set_demangle(bool on)
+{
+	uw_demangle_off = !on;
+}
+
+/* The demangled name of "_Z..." (its "@VERSION" cut off), allocated, or
+ * NULL: not mangled, too long, not demangled, or no demangler. */
+static char *
+uw_demangle(const char *name)
+{
+	char buf[UW_DEMANGLE_MAX + 1], *d;
+	size_t n;
+	int st = -1;
+
+	if (uw_demangle_off || name[0] != '_' || name[1] != 'Z')
+		return NULL;
+	n = strcspn(name, "@");
+	if (n > UW_DEMANGLE_MAX)
+		return NULL;
+	if (!uwd.tried) {
+		void *h = dlopen("libstdc++.so.6", RTLD_NOW | RTLD_LOCAL);
+
+		uwd.tried = true;
+		if (h)
+			uwd.demangle =
+				(__typeof__(uwd.demangle))dlsym(h, "__cxa_demangle");
+	}
+	if (!uwd.demangle)
+		return NULL;
+	memcpy(buf, name, n);
+	buf[n] = '\0';
+	d = uwd.demangle(buf, NULL, NULL, &st);
+	if (st != 0) {
+		free(d);
+		return NULL;
+	}
+	return d;
+}
+
+/* s's name as shown: demangled once, when first shown. */
+static const char *
+uw_sym_name(struct uw_sym *s)
+{
+	char *d;
+
+	if (!s->name_done) {
+		s->name_done = true;
+		d = uw_demangle(s->name);
+		if (d) {
+			s->name = d;
+			s->name_owned = true;
+		}
+	}
+	return s->name;
+}
+
 static void
 uw_copy_str(char *dst, size_t cap, const char *src)
 {
@@ -1536,7 +1619,7 @@ static void
 uw_symbolize(struct uw_proc *p, struct stack_frame *f, uint64_t lookup)
 {
 	struct uw_map *mp = uw_find_map(p, lookup);
-	const struct uw_sym *s;
+	struct uw_sym *s;
 	struct uw_module *m;
 
 	f->symbol[0] = '\0';
@@ -1552,7 +1635,7 @@ uw_symbolize(struct uw_proc *p, struct stack_frame *f, uint64_t lookup)
 	s = uw_lookup_sym(p, m, lookup - m->bias);
 	if (!s)
 		return;
-	uw_copy_str(f->symbol, sizeof(f->symbol), s->name);
+	uw_copy_str(f->symbol, sizeof(f->symbol), uw_sym_name(s));
 	f->symbol[strcspn(f->symbol, "@")] = '\0';
 	f->offset = f->ip - (m->bias + s->addr);
 	if (m->syms_dynsym)

@@ -165,6 +165,10 @@ void stack_unwind_reset(void);
  * if the cache is not from's. */
 void stack_unwind_rebind(pid_t from, pid_t to);
 
+/* Whether stack_unwind() shows C++ symbols demangled (the default), as
+ * "ns::f(int)" rather than "_ZN2ns1fEi". */
+void stack_unwind_set_demangle(bool on);
+
 /* NULL when stack_unwind() can work; else why libunwind (opened on the
  * first call of either) could not be loaded. */
 const char *stack_unwind_unavailable(void);
