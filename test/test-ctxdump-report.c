@@ -590,6 +590,45 @@ START_TEST(report_spans_stackless_sample)
 }
 END_TEST
 
+/* A recording whose only idle thread shares no frame with the busy one
+ * (the main thread waits in main(); the worker threads are all in
+ * requests): the worker's thread start is plumbing as when no thread is
+ * idle (old: clone3, start_thread and worker each a span of the context,
+ * one inside the other). */
+START_TEST(report_spans_idle_elsewhere)
+{
+	static const char *const names[] = {"clone3", "start_thread", "worker",
+					    "handle", "small",        "big",
+					    "_start", "main",         "wait"};
+	/* innermost first */
+	static const uint32_t s_small[] = {5, 4, 3, 2, 1}, s_big[] = {6, 4, 3, 2, 1},
+			      s_main[] = {9, 8, 7};
+	struct rec *r = malloc(sizeof(*r));
+	char file[64], *t;
+	uint32_t i;
+
+	ck_assert_ptr_nonnull(r);
+	rec_start(r, "srv");
+	rec_functions(r, names, 9);
+	rec_stack(r, 1, s_small, 5);
+	rec_stack(r, 2, s_big, 5);
+	rec_stack(r, 3, s_main, 3);
+	rec_ctx(r, 1, 0x4b, 0x00f067aa0ba902b7ull, NULL, 0);
+	for (i = 0; i < 6; i++) {
+		rec_round(r, 10000000ull * i);
+		rec_sample(r, 7, i < 3 ? 1 : 2, 1);
+		rec_sample(r, 8, 3, 0);
+	}
+	rec_finish(r, file, sizeof(file), "elsewhere");
+	free(r);
+	t = spans_tree(file, NULL);
+	ck_assert_str_eq(t,
+			 "big handle 3 big|handle ctx 6 handle|small handle 3 small");
+	free(t);
+	unlink(file);
+}
+END_TEST
+
 /* ---- --context-spans ---- */
 
 START_TEST(report_context_spans_linear)
@@ -1386,6 +1425,7 @@ TEST_SUITE(ctxdump_report_suite)
 	tcase_add_test(tc, report_spans_budget);
 	tcase_add_test(tc, report_spans_tree);
 	tcase_add_test(tc, report_spans_stackless_sample);
+	tcase_add_test(tc, report_spans_idle_elsewhere);
 	tcase_add_test(tc, report_context_spans_linear);
 	tcase_add_test(tc, report_context_span_attr_keys);
 	tcase_add_test(tc, report_folded_memory_bounded);

@@ -1923,8 +1923,12 @@ end_tree(struct spans *S,
 
 	for (d = 0; d < trunk_n; d++)
 		trunk[d] = open[d].fn;
-	plumb = trie_prefix(trie, trunk, (uint32_t)trunk_n);
-	if (!n_idle)
+	plumb = n_idle ? trie_prefix(trie, trunk, (uint32_t)trunk_n) : 0;
+	/* No idle stack shares even the run's outermost frame: no thread was
+	 * idle, or only threads of another kind (the main thread, while
+	 * every worker was busy).  Where the run's plumbing ends is then
+	 * unknown, and its thread start is never a span. */
+	if (plumb == 0)
 		plumb = trunk_n ? (uint32_t)trunk_n - 1 : 0;
 	close_nodes(S, open, 0, depth_open, plumb, R);
 }
@@ -1935,8 +1939,9 @@ end_tree(struct spans *S,
  * its spans.  The frames at the top of the run's stacks that threads of
  * the process also run outside any context (thread start, connection or
  * event loop: where a context gets attached) are plumbing, not spans; if
- * no sample is without a context, only the deepest frame every sample of
- * the run shares and the frames below it are.
+ * no sample without a context shares the run's outermost frame (none is
+ * without a context, or only another kind of thread is), only the deepest
+ * frame every sample of the run shares and the frames below it are.
  *
  * Only the path of the last sample is kept (close_nodes()).  The trunk
  * (the first sample's nodes seen in every sample) is what is left open of
