@@ -756,7 +756,10 @@ END_TEST
  *    a size, is not named after that function (old: "sizeless+0x17", as
  *    a frame in the PLT was named "_init+0x80");
  *  - a C++ function is shown demangled (old: "_ZN4demo9Scheduler4waitEi"),
- *    and as it is with --no-demangle. */
+ *    and as it is with --no-demangle;
+ *  - the frames found past a function without unwind information are
+ *    marked as guessed (old: shown as any other), and those before it
+ *    are not. */
 START_TEST(stacks_unusual)
 {
 	static const struct {
@@ -774,6 +777,7 @@ START_TEST(stacks_unusual)
 		{"3", "0", "nosym", "64K", 0, " ?? (", " sizeless+"},
 		{"3", "0", "mangled", "64K", 4, " demo::Scheduler::wait(int)+0x",
 		 "_ZN4demo"},
+		{"3", "0", "nocfi", "64K", 4, " nocfi_call+0x", NULL},
 	};
 	unsigned c;
 
@@ -810,6 +814,31 @@ START_TEST(stacks_unusual)
 		ck_assert_msg(!cases[c].unwanted || !strstr(out, cases[c].unwanted),
 			      "case %u: '%s' in %.200s", c, cases[c].unwanted,
 			      strstr(out, cases[c].unwanted));
+		if (strcmp(cases[c].mode, "nocfi") == 0) {
+			static const struct {
+				const char *fn;
+				bool guessed;
+			} marks[] = {{" bottom_wait+", false},
+				     {" nocfi_call+", false},
+				     {" deep+", true},
+				     {" run+", true},
+				     {" start_thread+", true}};
+
+			unsigned k;
+
+			for (k = 0; k < sizeof(marks) / sizeof(marks[0]); k++) {
+				const char *l = strstr(out, marks[k].fn);
+				size_t len;
+				bool g;
+
+				ck_assert_msg(l, "no%s in %s", marks[k].fn, out);
+				len = strcspn(l, "\n");
+				g = len >= 9 &&
+				    memcmp(l + len - 9, "[guessed]", 9) == 0;
+				ck_assert_msg(g == marks[k].guessed, "%.*s", (int)len,
+					      l);
+			}
+		}
 		free(out);
 		free(err);
 		if (strcmp(cases[c].mode, "mangled") == 0) {

@@ -820,6 +820,11 @@ START_TEST(test_stacks_show_blocking_function)
 		frames = jmust(jt, "frames", J_ARR);
 		ck_assert_msg(frames->n >= 2, "%s tid %d: %zu frames", wc->name,
 			      (int)w.t[i].tid, frames->n);
+		/* compiled code has unwind information throughout */
+		for (k = 0; k < (int)frames->n; k++)
+			ck_assert_msg(!jmust(&frames->items[k], "guessed", J_BOOL)->b,
+				      "%s tid %d: frame %d guessed: %s", wc->name,
+				      (int)w.t[i].tid, k, frames_str(frames));
 		for (k = 0; cw_want_frames(w.t[i].kind)[k]; k++)
 			ck_assert_msg(frames_have(frames, cw_want_frames(w.t[i].kind)[k],
 						  wc->exe),

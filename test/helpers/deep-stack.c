@@ -17,6 +17,9 @@
  *            the PLT follows .init and its _init)
  *   mangled  at the bottom, the thread waits in a function named as C++
  *            names demo::Scheduler::wait(int)
+ *   nocfi    at the bottom, deep() calls the wait through a function
+ *            without unwind information (assembly without CFI) that keeps
+ *            the frame-pointer chain
  *
  * Prints "READY <pid> <tid>" once at the bottom; exits when stdin is
  * closed. */
@@ -90,6 +93,19 @@ mangled_wait(void)
 {
 	return bottom_wait() + 1;
 }
+
+/* nocfi: no .cfi_* directives, so no FDE in .eh_frame */
+int nocfi_call(void);
+__asm__(".text\n"
+	".globl nocfi_call\n"
+	".type nocfi_call, @function\n"
+	"nocfi_call:\n"
+	"	push %rbp\n"
+	"	mov %rsp, %rbp\n"
+	"	call bottom_wait\n"
+	"	pop %rbp\n"
+	"	ret\n"
+	".size nocfi_call, .-nocfi_call\n");
 
 /* nullcall: what deep(0) calls; read as it is called, so that the call
  * stays a call through a null pointer */
@@ -173,9 +189,9 @@ main(int argc, char **argv)
 	if (argc < 3 || argc > 4 ||
 	    (*mode && strcmp(mode, "data") != 0 && strcmp(mode, "maplibc") != 0 &&
 	     strcmp(mode, "nullcall") != 0 && strcmp(mode, "nosym") != 0 &&
-	     strcmp(mode, "mangled") != 0)) {
+	     strcmp(mode, "mangled") != 0 && strcmp(mode, "nocfi") != 0)) {
 		fprintf(stderr, "usage: deep-stack DEPTH PAD "
-				"[data|maplibc|nullcall|nosym|mangled]\n");
+				"[data|maplibc|nullcall|nosym|mangled|nocfi]\n");
 		return 64;
 	}
 	if (strcmp(mode, "nullcall") == 0) {
@@ -185,6 +201,8 @@ main(int argc, char **argv)
 		bottom_call = nosym_wait;
 	} else if (strcmp(mode, "mangled") == 0) {
 		bottom_call = mangled_wait;
+	} else if (strcmp(mode, "nocfi") == 0) {
+		bottom_call = nocfi_call;
 	}
 	depth = (unsigned)atol(argv[1]);
 	pad = (size_t)atol(argv[2]);

@@ -532,6 +532,8 @@ text_frames(struct ob *f, const struct dump_thread *t)
 		} else {
 			ob_puts(f, "??");
 		}
+		if (fr->flags & STACK_FRAME_GUESSED)
+			ob_puts(f, " [guessed]");
 		ob_putc(f, '\n');
 		if ((fr->flags & STACK_FRAME_TRUNCATED) && fr->end_reason)
 			ob_printf(f, "    (stack ends: %s)\n", fr->end_reason);
@@ -1118,6 +1120,8 @@ json_frames(struct jw *w, const struct dump_thread *t)
 			jw_cstr(w, fr->module);
 		else
 			jw_raw(w, "null");
+		jw_key(w, "guessed");
+		jw_raw(w, (fr->flags & STACK_FRAME_GUESSED) ? "true" : "false");
 		jw_close(w, '}');
 	}
 	jw_close(w, ']');

@@ -221,6 +221,8 @@ struct uw_ctx {
 	 * frame past a call through a null pointer (uw_skip_null_call) */
 	const struct user_regs_struct *regs;
 	struct user_regs_struct restart;
+	/* a look-up of unwind information failed during this step */
+	bool no_info;
 };
 
 /* One process at a time: ctxdump dumps one pid, and every thread of it
@@ -1654,17 +1656,21 @@ uw_find_proc_info(unw_addr_space_t as,
 	struct uw_ctx *c = arg;
 	struct uw_map *mp = uw_find_map(c->proc, ip);
 	struct uw_module *m;
-	int r;
+	int r = -UNW_ENOINFO;
 
-	if (!mp || !mp->mod)
-		return -UNW_ENOINFO;
-	m = mp->mod;
-	if (!uw_module_load(c->proc, m) || !m->have_table || ip < m->di.start_ip ||
-	    ip >= m->di.end_ip)
-		return -UNW_ENOINFO;
-	c->in_search = true;
-	r = uwl.search_unwind_table(as, ip, &m->di, pi, need_unwind_info, arg);
-	c->in_search = false;
+	if (mp && mp->mod) {
+		m = mp->mod;
+		if (uw_module_load(c->proc, m) && m->have_table &&
+		    ip >= m->di.start_ip && ip < m->di.end_ip) {
+			c->in_search = true;
+			r = uwl.search_unwind_table(as, ip, &m->di, pi,
+						    need_unwind_info, arg);
+			c->in_search = false;
+		}
+	}
+	/* libunwind then falls back to the frame-pointer chain */
+	if (r == -UNW_ENOINFO)
+		c->no_info = true;
 	return r;
 }
 
@@ -1956,7 +1962,7 @@ stack_unwind(pid_t pid,
 	struct uw_ctx ctx = {0};
 	unw_cursor_t cursor;
 	uint64_t prev_ip = 0, prev_sp = 0;
-	bool prev_signal = false;
+	bool prev_signal = false, guessed = false;
 	unsigned repeats = 0;
 	size_t n = 0;
 	int err = 0, ret;
@@ -1983,6 +1989,8 @@ stack_unwind(pid_t pid,
 			break;
 		(void)uwl.get_reg(&cursor, UNW_REG_SP, &sp);
 		f->ip = ip;
+		if (guessed)
+			f->flags |= STACK_FRAME_GUESSED;
 		if (uw_is_sigreturn(ctx.proc, ip))
 			f->flags |= STACK_FRAME_SIGNAL;
 		/* A return address may be one past the call's function; frame
@@ -2012,7 +2020,10 @@ stack_unwind(pid_t pid,
 			f->end_reason = uw_end_reason(&ctx, -UNW_ENOINFO);
 			break;
 		}
+		ctx.no_info = false;
 		ret = uwl.step(&cursor);
+		/* and every frame after a guessed one rests on it */
+		guessed = guessed || ctx.no_info;
 		if (ret > 0) {
 			unw_word_t nip = 0;
 

@@ -46,6 +46,11 @@ enum {
 	/* symbol/offset came from .dynsym only (no .symtab, no debug file),
 	 * so a static function may show as the nearest exported one. */
 	STACK_FRAME_DYNSYM = 1u << 2,
+	/* A frame below had no unwind information (assembly without CFI,
+	 * JIT code): libunwind went on from it by following the frame-pointer
+	 * chain, which such code need not keep, so this frame may be wrong,
+	 * and frames may be missing above it. */
+	STACK_FRAME_GUESSED = 1u << 3,
 };
 
 struct stack_frame {
