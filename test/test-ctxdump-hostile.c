@@ -443,7 +443,8 @@ END_TEST
 
 /* A thread of a raw clone() with a thread pointer of 0 has no TLS: said
  * for that thread (old: "cannot read the thread's DTV: Invalid argument",
- * for a local-exec variable that needs no DTV), the others read. */
+ * for a local-exec variable that needs no DTV; and "[elastic] (not read:
+ * Invalid argument)" for its other layout), the others read. */
 START_TEST(thread_without_tls)
 {
 	char *argv[] = {(char *)test_helper_path("hostile-clone"), NULL};
@@ -456,8 +457,127 @@ START_TEST(thread_without_tls)
 		 (int)case_tid(&t, "bare"));
 	expect_in(err, want);
 	ck_assert_msg(!strstr(err, "DTV"), "%s", err);
+	/* nor an error for its other layout (the helper's Elastic buffer) */
+	ck_assert_msg(!strstr(out, "Invalid argument"), "%s", out);
 	expect_in(out, "trace_id=33333333333333333333333333333333");
 	assert_messages(err);
+	free(out);
+	free(err);
+	target_finish(&t);
+}
+END_TEST
+
+/* How often needle occurs in hay. */
+static unsigned
+count_in(const char *hay, const char *needle)
+{
+	unsigned n = 0;
+
+	for (const char *p = hay; (p = strstr(p, needle)) != NULL; p++)
+		n++;
+	return n;
+}
+
+/* Two raw clone() threads without CLONE_SETTLS run on the main thread's
+ * thread pointer: the main thread's contexts (the OTEP record and the
+ * Elastic buffer) are its own, the other threads have none (old: all
+ * three showed the main thread's, exit status 0).  Glibc's thread
+ * descriptor at the thread pointer names the owner, also for --tid,
+ * where there is no other thread to compare with. */
+START_TEST(thread_on_shared_thread_pointer)
+{
+	char *argv[] = {(char *)test_helper_path("hostile-clone"), "shared", NULL};
+	char *out, *err, *blk, want[200], tid_arg[16];
+	struct target t;
+	pid_t sh[2];
+
+	target_start(&t, argv);
+	sh[0] = case_tid(&t, "shared1");
+	sh[1] = case_tid(&t, "shared2");
+	ck_assert_int_eq(run_ctxdump(&out, &err, t.pid, NULL), 1);
+	assert_messages(err);
+	for (int i = 0; i < 2; i++) {
+		snprintf(want, sizeof(want),
+			 "ctxdump: tid %d: shares the thread pointer of thread %d, "
+			 "whose TLS it is: no TLS of its own",
+			 (int)sh[i], (int)t.pid);
+		expect_in(err, want);
+		blk = text_thread(out, sh[i]);
+		ck_assert_msg(!strstr(blk, "trace_id="), "%s", out);
+		expect_in(blk, "(not read: shares the thread pointer of thread ");
+		free(blk);
+	}
+	blk = text_thread(out, t.pid);
+	expect_in(blk, "trace_id=33333333333333333333333333333333");
+	expect_in(blk, "[elastic] trace_id=44444444444444444444444444444444");
+	free(blk);
+	ck_assert_uint_eq(count_in(out, "trace_id="), 2);
+	free(out);
+	free(err);
+
+	ck_assert_int_eq(run_ctxdump(&out, &err, t.pid, "-j", NULL), 1);
+	assert_json(out);
+	snprintf(want, sizeof(want), "\"thread_pointer_owner\": %d", (int)t.pid);
+	ck_assert_uint_eq(count_in(out, want), 2);
+	ck_assert_uint_eq(count_in(out, "\"thread_pointer_owner\""), 2);
+	ck_assert_uint_eq(count_in(out, "\"trace_id\""), 2);
+	free(out);
+	free(err);
+
+	snprintf(tid_arg, sizeof(tid_arg), "%d", (int)sh[0]);
+	ck_assert_int_eq(run_ctxdump(&out, &err, t.pid, "-t", tid_arg, NULL), 1);
+	snprintf(want, sizeof(want),
+		 "tid %d: glibc's thread descriptor at its thread pointer is "
+		 "thread %d's",
+		 (int)sh[0], (int)t.pid);
+	expect_in(err, want);
+	ck_assert_msg(!strstr(out, "trace_id="), "%s", out);
+	free(out);
+	free(err);
+	/* the owner alone: its contexts, nothing said */
+	snprintf(tid_arg, sizeof(tid_arg), "%d", (int)t.pid);
+	ck_assert_int_eq(run_ctxdump(&out, &err, t.pid, "-t", tid_arg, NULL), 0);
+	expect_in(out, "trace_id=33333333333333333333333333333333");
+	ck_assert_str_eq(err, "");
+	free(out);
+	free(err);
+	target_finish(&t);
+}
+END_TEST
+
+/* Three raw clone() threads on one thread pointer into a copy of the
+ * main thread's TLS: glibc's descriptor there names the main thread,
+ * which is not one of them, so whose TLS it is cannot be told and none
+ * shows the copied contexts (old: all showed the main thread's). */
+START_TEST(threads_on_copied_thread_pointer)
+{
+	char *argv[] = {(char *)test_helper_path("hostile-clone"), "copied", NULL};
+	char *out, *err, want[200];
+	struct target t;
+	pid_t c[3];
+
+	target_start(&t, argv);
+	c[0] = case_tid(&t, "copy1");
+	c[1] = case_tid(&t, "copy2");
+	c[2] = case_tid(&t, "copy3");
+	ck_assert_int_eq(run_ctxdump(&out, &err, t.pid, NULL), 1);
+	assert_messages(err);
+	for (int i = 0; i < 3; i++) {
+		snprintf(want, sizeof(want),
+			 "tid %d: shares its thread pointer with thread %d and 1 "
+			 "more, and whose TLS it is cannot be told",
+			 (int)c[i], (int)c[i ? 0 : 1]);
+		expect_in(err, want);
+	}
+	expect_in(out, "trace_id=33333333333333333333333333333333");
+	expect_in(out, "[elastic] trace_id=44444444444444444444444444444444");
+	ck_assert_uint_eq(count_in(out, "trace_id="), 2);
+	free(out);
+	free(err);
+	ck_assert_int_eq(run_ctxdump(&out, &err, t.pid, "-j", NULL), 1);
+	assert_json(out);
+	ck_assert_uint_eq(count_in(out, "\"thread_pointer_owner\": null"), 3);
+	ck_assert_uint_eq(count_in(out, "\"trace_id\""), 2);
 	free(out);
 	free(err);
 	target_finish(&t);
@@ -592,6 +712,8 @@ TEST_SUITE(ctxdump_hostile_suite)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, garbage_records);
 	tcase_add_test(tc, thread_without_tls);
+	tcase_add_test(tc, thread_on_shared_thread_pointer);
+	tcase_add_test(tc, threads_on_copied_thread_pointer);
 	tcase_add_test(tc, two_definitions_load_order);
 	tcase_add_loop_test(tc, broken_process_context, 0,
 			    sizeof(pctx_cases) / sizeof(pctx_cases[0]));

@@ -463,6 +463,8 @@ read_threads(struct run *run)
 		d->n_stopped++;
 		if (!read_tp(run, t, &tp))
 			continue;
+		/* kept for shared_tps(), after the threads run again */
+		t->tp = tp;
 		if (!d->has_symbol)
 			continue; /* only the other layouts (dlay_read) */
 		if (d->acc.model == TLSM_UNRESOLVED || d->acc.model == TLSM_NONE) {
@@ -978,6 +980,8 @@ dump_free(struct dump *d)
 	free(d->threads);
 	free(d->cold);
 	free(d->recs);
+	etls_proc_free(d->ep);
+	d->ep = NULL;
 	stack_arena_free(&d->stack_arena);
 	free(d->cmdline);
 	if (d->has_pctx)
@@ -1109,6 +1113,168 @@ pctx_warn(struct run *run, int err, const char *why)
 	}
 }
 
+/* ---- threads on one thread pointer ---- */
+
+struct tp_ref {
+	uint64_t tp;
+	size_t i; /* in dump.threads */
+};
+
+static int
+cmp_tp_ref(const void *a, const void *b)
+{
+	const struct tp_ref *x = a, *y = b;
+
+	if (x->tp != y->tp)
+		return x->tp > y->tp ? 1 : -1;
+	return (x->i > y->i) - (x->i < y->i);
+}
+
+/* Where glibc keeps the tid in each thread's descriptor, looked up once
+ * and only when needed: most dumps have no thread pointer twice. */
+struct tid_field {
+	bool looked, ok;
+	int64_t off; /* from the thread pointer */
+};
+
+/* The tid in glibc's thread descriptor at thread pointer tp, or 0 when
+ * it cannot be told (not glibc, memory gone, not a tid).  Read while the
+ * threads run: glibc sets a thread's tid there before the thread runs
+ * (the kernel's CLONE_PARENT_SETTID; set_tid_address() for the main
+ * thread) and it stays until the thread ends.  Target memory: the
+ * caller takes it only if it names one of the threads it asks about. */
+static pid_t
+tp_tid(struct dump *d, struct tid_field *f, uint64_t tp)
+{
+	int32_t tid;
+
+	if (!f->looked) {
+		f->looked = true;
+		f->ok = d->ep && etls_glibc_tid_off(d->ep, &f->off) == 0;
+	}
+	if (!f->ok ||
+	    remote_read(d->mem_pid, tp + (uint64_t)f->off, &tid, sizeof(tid)) < 0)
+		return 0;
+	return tid > 0 ? (pid_t)tid : 0;
+}
+
+/* Thread t runs on a thread pointer that is not its own (owner: the
+ * thread whose it is, or -1 if unknown): what was read through it is
+ * another thread's, and t has no TLS of its own, so no context.  The
+ * caller says why (t->error). */
+static void
+not_own_tp(struct dump *d, struct dump_thread *t, pid_t owner)
+{
+	unsigned k;
+
+	t->tp_owner = owner;
+	t->has_slot = false;
+	t->slot_addr = 0;
+	t->record_addr = 0;
+	t->has_record = false;
+	free(t->attrs);
+	t->attrs = NULL;
+	t->attrs_len = 0;
+	t->attrs_capped = false;
+	/* the other layouts were read through it too (dlay_read()) */
+	if (d->alt_raw && t->alt_idx)
+		for (k = 0; k < LAY_N; k++)
+			d->alt_raw[(t->alt_idx - 1) * LAY_N + k].state = LAY_ABSENT;
+}
+
+/* Threads that run on one thread pointer: a thread started by a raw
+ * clone() without CLONE_SETTLS runs on its parent's, and everything read
+ * through it (the TLS slot, the record) is the parent's, shown twice as
+ * if each had it.  Glibc's descriptor at the thread pointer names the
+ * thread that owns it; the others get no context.  When it names none of
+ * them (not glibc, a statically linked program, a copy of another
+ * thread's TLS), no context is shown for any: any one would be a guess,
+ * and the same record on several threads reads as several threads
+ * working on one request.
+ * After the threads run again (the stop window stays as it was): sorting
+ * a thousand thread pointers costs some tens of us, and the descriptor is
+ * looked up only for a thread pointer found twice.  With --tid there is
+ * no other thread to compare with: the descriptor at the thread's own
+ * thread pointer is believed when it names another live thread of the
+ * process (only a copy of that thread's descriptor would fool it). */
+static void
+shared_tps(struct run *run)
+{
+	struct dump *d = &run->d;
+	struct tid_field f = {0};
+	struct tp_ref *v;
+	size_t i, a, b, n = 0;
+
+	for (i = 0; i < d->n_threads; i++)
+		n += d->threads[i].tp != 0;
+	if (n == 1 && run->ctl->tid) {
+		struct dump_thread *t = d->threads;
+		pid_t tid;
+
+		while (!t->tp)
+			t++;
+		tid = tp_tid(d, &f, t->tp);
+		if (tid && tid != t->tid && proc_exists(d->pid, tid)) {
+			not_own_tp(d, t, tid);
+			set_error(t,
+				  "glibc's thread descriptor at its thread pointer "
+				  "is thread %d's: no TLS of its own (a raw "
+				  "clone() without CLONE_SETTLS?)",
+				  (int)tid);
+		}
+		return;
+	}
+	if (n < 2)
+		return;
+	v = malloc(n * sizeof(*v));
+	if (!v)
+		return; /* each thread as read */
+	for (i = n = 0; i < d->n_threads; i++)
+		if (d->threads[i].tp)
+			v[n++] = (struct tp_ref){d->threads[i].tp, i};
+	qsort(v, n, sizeof(*v), cmp_tp_ref);
+	for (a = 0; a < n; a = b) {
+		pid_t tid, owner = 0;
+
+		for (b = a + 1; b < n && v[b].tp == v[a].tp; b++)
+			;
+		if (b - a < 2)
+			continue;
+		tid = tp_tid(d, &f, v[a].tp);
+		for (i = a; i < b && tid; i++)
+			if (d->threads[v[i].i].tid == tid)
+				owner = tid;
+		for (i = a; i < b; i++) {
+			struct dump_thread *t = &d->threads[v[i].i];
+			/* another one of them, to name */
+			pid_t other = d->threads[v[i == a ? a + 1 : a].i].tid;
+
+			if (owner && t->tid == owner)
+				continue;
+			not_own_tp(d, t, owner ? owner : -1);
+			if (owner)
+				set_error(t,
+					  "shares the thread pointer of thread %d, "
+					  "whose TLS it is: no TLS of its own (a raw "
+					  "clone() without CLONE_SETTLS?)",
+					  (int)owner);
+			else if (b - a > 2)
+				set_error(t,
+					  "shares its thread pointer with thread %d "
+					  "and %zu more, and whose TLS it is cannot "
+					  "be told: no context is shown for any",
+					  (int)other, b - a - 2);
+			else
+				set_error(t,
+					  "shares its thread pointer with thread %d, "
+					  "and whose TLS it is cannot be told: no "
+					  "context is shown for either",
+					  (int)other);
+		}
+	}
+	free(v);
+}
+
 static int
 dump_process(const struct ctxdump_control *ctl)
 {
@@ -1186,7 +1352,8 @@ dump_process(const struct ctxdump_control *ctl)
 		 * process with only those is read as well. */
 		if ((r == 0 || r == -ENOENT) && dlay_find(d, ep) && r == -ENOENT)
 			r = 1;
-		etls_proc_free(ep);
+		/* for shared_tps() after the stop (freed by dump_free()) */
+		d->ep = ep;
 	}
 	if (pctx_err != -ESRCH || (r != 0 && r != 1)) {
 		pctx_warn(&run, pctx_err, pctx_why);
@@ -1470,6 +1637,11 @@ dump_process(const struct ctxdump_control *ctl)
 		return CLI_EXIT_FATAL;
 	}
 
+	shared_tps(&run);
+	/* no more lookups in the objects */
+	etls_proc_free(d->ep);
+	d->ep = NULL;
+
 	pctx_warn(&run, pctx_err, pctx_why);
 	if (d->has_symbol && d->acc.model == TLSM_UNRESOLVED) {
 		if (slot_err < 0)
@@ -1496,8 +1668,10 @@ dump_process(const struct ctxdump_control *ctl)
 				     strncmp(t->error, "did not stop", 12) == 0);
 
 		/* the others are read errors, said once for all above when
-		 * no thread can be read */
-		if (t->error && (unstopped || d->acc.model != TLSM_UNRESOLVED)) {
+		 * no thread can be read; a shared thread pointer is none
+		 * (shared_tps()) */
+		if (t->error &&
+		    (unstopped || t->tp_owner || d->acc.model != TLSM_UNRESOLVED)) {
 			cli_warn("tid %d: %s, skipping", (int)t->tid, t->error);
 			run.partial = true;
 		}

@@ -62,9 +62,11 @@ dlay_read(struct dump *d)
 			tps[i] = 0;
 	}
 	lay_read(d->alt, ok, tps, d->n_threads, d->alt_raw);
-	/* threads that were not stopped have no copy at all */
+	/* threads that were not stopped have no copy at all, nor have
+	 * those without a thread pointer (a raw clone() with CLONE_SETTLS
+	 * and 0; not "Invalid argument", said once for the OTEP record) */
 	for (i = 0; i < d->n_threads; i++)
-		if (!d->threads[i].stopped) {
+		if (!d->threads[i].stopped || !tps[i]) {
 			unsigned k;
 
 			for (k = 0; k < LAY_N; k++)

@@ -62,10 +62,14 @@ struct dump_thread {
 	char *error;
 	struct dump_cold *cold; /* this thread's, in dump.cold */
 
-	bool has_slot;        /* the thread has a TLS block for the module */
+	/* Its thread pointer, as read in the stop (0: none, or not read) */
+	uint64_t tp;
 	uint64_t slot_addr;   /* &otel_thread_ctx_v1 in this thread */
 	uint64_t record_addr; /* its value; 0 = no record */
-	bool has_record;      /* the 28-byte header was copied */
+	/* (the two bools here, not before slot_addr: no larger struct for
+	 * tp, and no more pages to fault in before the stop) */
+	bool has_slot;   /* the thread has a TLS block for the module */
+	bool has_record; /* the 28-byte header was copied */
 	struct otel_thread_ctx_record hdr;
 	/* Raw copy of the record, made while stopped: the header and up to
 	 * the recommended maximum of attrs_data (TREC_MAX_SIZE).  Points
@@ -101,6 +105,12 @@ struct dump_thread {
 	 * read) */
 	struct dump_alt *alt;
 	unsigned n_alt;
+	/* This thread runs on a thread pointer that is not its own, or
+	 * shares it with others (a raw clone() without CLONE_SETTLS): the
+	 * tid of the thread whose TLS is there, or -1 if that cannot be
+	 * told; 0: its own, as far as ctxdump can tell.  Decided after the
+	 * threads run again (shared_tps() in ctxdump.c). */
+	pid_t tp_owner;
 };
 
 /* attrs_len bytes of the thread's attrs_data.  Not a pointer kept in the
@@ -128,6 +138,11 @@ struct dump {
 	bool has_pctx;
 	struct pctxr_snapshot pctx;
 	struct pctx_decoded *pd;
+
+	/* The objects found before the stop, kept for the few lookups made
+	 * after it (which thread owns a shared thread pointer); NULL once
+	 * freed */
+	struct etls_proc *ep;
 
 	struct dump_thread *threads;
 	size_t n_threads;

@@ -968,22 +968,62 @@ find_glibc_value(
 }
 
 /* One libthread_db field descriptor, {bits, count, offset}
- * (nptl_db/db_info.c DB_DEFINE_DESC): a 64-bit scalar field, or, with
- * count 0, a flexible array. */
+ * (nptl_db/db_info.c DB_DEFINE_DESC): a scalar field of that many bits,
+ * or, with count 0, a flexible array. */
 static bool
-glibc_field(struct etls_proc *p, const char *name, bool array, uint32_t *off)
+glibc_field_bits(
+	struct etls_proc *p, const char *name, uint32_t bits, bool array, uint32_t *off)
 {
 	uint32_t d[3];
 	uint64_t a;
 
 	if (!find_glibc_value(p, name, &a, d, sizeof(d)))
 		return false;
-	if (array ? d[1] != 0 : d[0] != 64 || d[1] != 1)
+	if (array ? d[1] != 0 : d[0] != bits || d[1] != 1)
 		return false;
 	if (d[2] > 0xffff) /* no glibc structure is this large */
 		return false;
 	*off = d[2];
 	return true;
+}
+
+/* A 64-bit field (or an array). */
+static bool
+glibc_field(struct etls_proc *p, const char *name, bool array, uint32_t *off)
+{
+	return glibc_field_bits(p, name, 64, array, off);
+}
+
+int
+etls_glibc_tid_off(struct etls_proc *p, int64_t *tp_off)
+{
+	uint32_t off;
+
+	/* pid_t tid of struct pthread, 32 bits */
+	if (!glibc_field_bits(p, "_thread_db_pthread_tid", 32, false, &off))
+		return -ENOENT;
+#if defined(__x86_64__)
+	/* TLS_TCB_AT_TP: the thread pointer is the struct pthread */
+	*tp_off = off;
+	return 0;
+#elif defined(__aarch64__)
+	{
+		/* TLS_DTV_AT_TP: the struct pthread ends at the thread
+		 * pointer (THREAD_SELF is tp - 1 struct pthread) */
+		uint32_t size;
+		uint64_t a;
+
+		if (!find_glibc_value(p, "_thread_db_sizeof_pthread", &a, &size,
+				      sizeof(size)) ||
+		    size > 0xffff || size < off + 4)
+			return -ENOENT;
+		*tp_off = (int64_t)off - (int64_t)size;
+		return 0;
+	}
+#else
+	(void)off;
+	return -ENOENT;
+#endif
 }
 
 /* What the generation check of a general-dynamic access needs (struct

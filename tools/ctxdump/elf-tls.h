@@ -130,6 +130,14 @@ const char *etls_proc_maps(struct etls_proc *p, size_t *len);
 
 void etls_proc_free(struct etls_proc *p); /* NULL is fine */
 
+/* Where glibc keeps each thread's tid: the offset from a thread's thread
+ * pointer of the tid field of its struct pthread, from libthread_db's
+ * descriptor _thread_db_pthread_tid (GLIBC_PRIVATE, in the .dynsym of
+ * libc.so.6).  Tells which of several threads on one thread pointer owns
+ * it.  Returns 0, or -ENOENT if the process does not say (not glibc, a
+ * statically linked program, a descriptor that makes no sense). */
+int etls_glibc_tid_off(struct etls_proc *p, int64_t *tp_off);
+
 /* Runtime address and size of the exported data object (STT_OBJECT, not
  * thread-local) name defined by the object that defines sym, e.g.
  * custom_labels_abi_version.  Returns 0, -ENOENT, or another negative

@@ -1285,6 +1285,15 @@ json_thread(struct jw *w, const struct dump *d, const struct dump_thread *t)
 		jw_key(w, "error");
 		jw_cstr(w, t->error);
 	}
+	/* its thread pointer is another thread's (a raw clone() without
+	 * CLONE_SETTLS): whose, or null if that cannot be told */
+	if (t->tp_owner) {
+		jw_key(w, "thread_pointer_owner");
+		if (t->tp_owner > 0)
+			jw_u64(w, (uint64_t)t->tp_owner);
+		else
+			jw_raw(w, "null");
+	}
 	if (d->stacks)
 		json_frames(w, t);
 	jw_close(w, '}');
