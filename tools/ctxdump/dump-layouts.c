@@ -50,16 +50,9 @@ dlay_read(struct dump *d)
 		struct dump_thread *t = &d->threads[i];
 
 		t->alt_idx = i + 1;
-		if (!t->stopped)
-			continue;
-#if defined(__x86_64__)
-		if (t->has_snap && t->snap->regs_valid && t->snap->regs.fs_base) {
-			tps[i] = t->snap->regs.fs_base;
-			continue;
-		}
-#endif
-		if (remote_thread_pointer(t->tid, &tps[i]) < 0)
-			tps[i] = 0;
+		/* as read_threads() read it in this stop (0: none, or it
+		 * could not be read) */
+		tps[i] = t->stopped ? t->tp : 0;
 	}
 	lay_read(d->alt, ok, tps, d->n_threads, d->alt_raw);
 	/* threads that were not stopped have no copy at all, nor have
