@@ -1057,6 +1057,18 @@ proc_status(pid_t pid, long long *tgid, char *state)
  * before they all were (nothing shown); tried this many times in all */
 #define DUMP_AGAIN       (-2)
 #define DUMP_AGAIN_TRIES 3
+/* dump_process(): in the stop, the slot of otel_thread_ctx_v1 was not
+ * mapped (-EFAULT) or not filled in: a process that dlopen()s and
+ * dlclose()s its writer library in a loop, stopped with the library
+ * unloaded since the look-up, or in the loader between its mmap() and its
+ * relocation (nothing shown).  Looked up and stopped again, this many
+ * times in all; the last try shows what it read.  In a tight loop a first
+ * stop lands in such a window in up to one dump of five, a try after one
+ * that failed in about one of fifteen: eight tries all fail about once in
+ * 1e9 dumps.  A slot that stays unusable costs eight short stops and 28
+ * ms of pauses. */
+#define DUMP_SLOT       (-3)
+#define DUMP_SLOT_TRIES 8
 
 /* Sleep ms, also through the signals the late threads' SIGCHLD handler
  * takes.  (Its loader and constructors run first in a new program: a
@@ -1099,9 +1111,9 @@ unopenable_by_exit(const struct etls_symbol *s)
 	return !s->unopenable_deleted || can_open_map_files();
 }
 
-/* Everything of one dump of ctl->pid.  Returns the exit status, or
- * DUMP_EXEC when the process ran execve() during it, or DUMP_AGAIN (both
- * with nothing shown). */
+/* Everything of one dump of ctl->pid, tried slot_tries times before for
+ * DUMP_SLOT.  Returns the exit status, or DUMP_EXEC when the process ran
+ * execve() during it, DUMP_AGAIN or DUMP_SLOT (all with nothing shown). */
 /* What load_pctx() returned, said: none (-ENOENT) and no permission
  * (said with the rest) are not a warning. */
 static void
@@ -1276,7 +1288,7 @@ shared_tps(struct run *run)
 }
 
 static int
-dump_process(const struct ctxdump_control *ctl)
+dump_process(const struct ctxdump_control *ctl, unsigned slot_tries)
 {
 	struct run run = {0};
 	struct dump *d = &run.d;
@@ -1481,10 +1493,6 @@ dump_process(const struct ctxdump_control *ctl)
 		return CLI_EXIT_FATAL;
 	}
 	d->has_symbol = r == 0;
-	if (d->has_symbol && d->sym.n_definitions > 1)
-		cli_warn("%u objects define " OTEL_THREAD_CTX_SYMBOL
-			 "; showing the one in %s",
-			 d->sym.n_definitions, escaped(d->sym.module));
 
 	/* Sized from the kernel's thread count, with room for threads
 	 * created meanwhile. */
@@ -1636,6 +1644,23 @@ dump_process(const struct ctxdump_control *ctl)
 		dump_free(d);
 		return CLI_EXIT_FATAL;
 	}
+	/* Its object unloaded since the look-up (-EFAULT), or mapped by a
+	 * dlopen() that has not relocated it yet: look again with the
+	 * threads running (not in the stop: every stop would take longer),
+	 * unless a thread is still held (its stop is late). */
+	if (d->has_symbol && d->acc.model == TLSM_UNRESOLVED &&
+	    (slot_err == -EFAULT ||
+	     (slot_err == 0 &&
+	      (d->sym.tlsdesc_slot || d->sym.dtpmod_slot || d->sym.tpoff_slot))) &&
+	    slot_tries + 1 < DUMP_SLOT_TRIES && !stop_late_busy(&late)) {
+		dump_free(d);
+		return DUMP_SLOT;
+	}
+	/* here, not before the stop: once however many times it is tried */
+	if (d->has_symbol && d->sym.n_definitions > 1)
+		cli_warn("%u objects define " OTEL_THREAD_CTX_SYMBOL
+			 "; showing the one in %s",
+			 d->sym.n_definitions, escaped(d->sym.module));
 
 	shared_tps(&run);
 	/* no more lookups in the objects */
@@ -1644,15 +1669,20 @@ dump_process(const struct ctxdump_control *ctl)
 
 	pctx_warn(&run, pctx_err, pctx_why);
 	if (d->has_symbol && d->acc.model == TLSM_UNRESOLVED) {
+		char tries[32] = "";
+
+		/* how often it failed, when it was tried again */
+		if (slot_tries)
+			snprintf(tries, sizeof(tries), " (%u tries)", slot_tries + 1);
 		if (slot_err < 0)
 			cli_warn("cannot read the TLS slot of " OTEL_THREAD_CTX_SYMBOL
-				 " in %s: %s; no thread can be read",
-				 escaped(d->sym.module), strerror(-slot_err));
+				 " in %s: %s%s; no thread can be read",
+				 escaped(d->sym.module), strerror(-slot_err), tries);
 		else if (d->sym.tlsdesc_slot || d->sym.dtpmod_slot || d->sym.tpoff_slot)
 			cli_warn("the loader has not filled in the TLS slot "
 				 "of " OTEL_THREAD_CTX_SYMBOL
-				 " in %s; no thread can be read",
-				 escaped(d->sym.module));
+				 " in %s%s; no thread can be read",
+				 escaped(d->sym.module), tries);
 		else
 			cli_warn("no TLS relocation of a loaded object "
 				 "reaches " OTEL_THREAD_CTX_SYMBOL
@@ -1739,7 +1769,7 @@ main(int argc, char **argv)
 {
 	static char outbuf[1u << 16];
 	struct ctxdump_control ctl = {0};
-	unsigned execs = 0, again = 0;
+	unsigned execs = 0, again = 0, slot_tries = 0;
 	int r;
 
 	/* Subcommands (issue 10); a process id is never a word. */
@@ -1760,7 +1790,12 @@ main(int argc, char **argv)
 	 * now: dump that one, once the threads still held of the first try
 	 * are let go (the thread that ran the exec may be one of them). */
 	for (;;) {
-		r = dump_process(&ctl);
+		r = dump_process(&ctl, slot_tries);
+		if (r == DUMP_SLOT) {
+			/* 1, 2, ... ms: time for a loader to finish */
+			pause_ms(++slot_tries);
+			continue;
+		}
 		if (r == DUMP_AGAIN) {
 			if (++again < DUMP_AGAIN_TRIES)
 				continue;
