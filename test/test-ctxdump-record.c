@@ -24,7 +24,10 @@
  *  - a target that runs execve() while recorded (helpers/exec-self, from
  *    service exec-a to exec-b) has each sample labelled with its own
  *    image's service and trace, and symbolized with its own image's
- *    files. */
+ *    files;
+ *  - a library dlclose()d and another dlopen()ed at its address while
+ *    recorded (helpers/dl-swap): the second one's samples are named after
+ *    its own functions, never after the first one's. */
 #include "test-prof.h"
 
 #include <arpa/inet.h>
@@ -1155,6 +1158,94 @@ START_TEST(record_killed_and_target_exit)
 }
 END_TEST
 
+/* One try of record_library_swapped: returns false when it could not
+ * test what it is for (the loader put the second library elsewhere, or
+ * a loaded machine gave a thread no sample), true when it did. */
+static bool
+library_swap_once(void)
+{
+	char path[PATH_MAX], file[64], errf[64], arg[16], line[256], tid[2][16];
+	char *argv[] = {(char *)prof_helper("dl-swap", path, sizeof(path)),
+			(char *)test_env_path("HELPER_DIR"), NULL};
+	const char *args[] = {"-F", "100", "-d", "20", "-o", file, arg, NULL};
+	unsigned long base[2], n_a, n_b;
+	struct test_child c;
+	char *out, *err;
+	pid_t rec;
+	int st, i;
+
+	test_child_start(&c, argv, NULL, false);
+	test_child_expect(&c, "READY ", line, sizeof(line), TIMEOUT_MS);
+	snprintf(arg, sizeof(arg), "%d", atoi(line + 6));
+	prof_tmpfile(file, sizeof(file), "swap-prof");
+	prof_tmpfile(errf, sizeof(errf), "swap-err");
+	unlink(file);
+	rec = prof_record_start(errf, args);
+	prof_wait_file(file, 64, TIMEOUT_MS, rec, errf);
+	/* A spins long enough for rounds to unwind it (the recorder has its
+	 * module data then), then B where A was */
+	for (i = 0; i < 2; i++) {
+		int t;
+
+		test_child_send(&c, i ? "b\n" : "a\n");
+		test_child_expect(&c, i ? "B " : "A ", line, sizeof(line), TIMEOUT_MS);
+		ck_assert_int_eq(sscanf(line + 2, "%lx %d", &base[i], &t), 2);
+		snprintf(tid[i], sizeof(tid[i]), "%d", t);
+		usleep(i ? 700000 : 400000);
+	}
+	kill(rec, SIGINT);
+	st = prof_record_wait(rec, TIMEOUT_MS);
+	err = prof_slurp(errf);
+	ck_assert_msg(prof_record_status_ok(st, err), "record status 0x%x: %s", st,
+		      err);
+	free(err);
+	prof_child_finish(&c, TIMEOUT_MS);
+	if (base[0] != base[1]) {
+		fprintf(stderr, "record_library_swapped: B at %lx, not at A's %lx\n",
+			base[1], base[0]);
+		unlink(file);
+		unlink(errf);
+		return false;
+	}
+	st = prof_run(&out, &err, "report", "--folded", "--tid", tid[0], file, NULL);
+	ck_assert_msg(st == 0, "report exit %d: %s", st, err);
+	n_a = folded_count(out, ";swap_spin_a", NULL);
+	free(out);
+	free(err);
+	st = prof_run(&out, &err, "report", "--folded", "--tid", tid[1], file, NULL);
+	ck_assert_msg(st == 0, "report exit %d: %s", st, err);
+	n_b = folded_count(out, NULL);
+	/* never named after A, whatever else */
+	ck_assert_msg(!strstr(out, "swap_spin_a"), "B's samples named after A:\n%s",
+		      out);
+	if (n_a && n_b)
+		ck_assert_msg(folded_count(out, ";swap_spin_b", NULL) > 0, "%s", out);
+	free(out);
+	free(err);
+	unlink(file);
+	unlink(errf);
+	if (!n_a || !n_b)
+		fprintf(stderr, "record_library_swapped: %lu samples in A, %lu in B\n",
+			n_a, n_b);
+	return n_a && n_b;
+}
+
+/* A library dlclose()d and another of the same size dlopen()ed at its
+ * address while recorded: the recorder had the first one's module data
+ * (and kept it: the second one's addresses were all in a known module),
+ * so named the second one's samples after the first one's functions.  A
+ * try in which the second one lands elsewhere proves nothing and is
+ * made again. */
+START_TEST(record_library_swapped)
+{
+	int i;
+
+	for (i = 0; i < 3 && !library_swap_once(); i++)
+		;
+	ck_assert_msg(i < 3, "no try had B where A was, with samples of both");
+}
+END_TEST
+
 /* Whether every line of report --folded keeps the two images apart:
  * the service, the trace and the spinning function all of one image.
  * Counts the spinner's samples of each image. */
@@ -1416,6 +1507,7 @@ TEST_SUITE(ctxdump_record_suite)
 	tcase_add_test(tc, record_killed_and_target_exit);
 	tcase_add_test(tc, record_report_usage);
 	tcase_add_test(tc, record_across_exec);
+	tcase_add_test(tc, record_library_swapped);
 	suite_add_tcase(s, tc);
 	return s;
 }

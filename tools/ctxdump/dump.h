@@ -199,6 +199,13 @@ int dump_unwind(pid_t pid,
 		size_t max_frames,
 		size_t *n);
 
+/* stack_unwind_sync() through *mem_pid, as dump_unwind() does
+ * stack_unwind() (and -ENOEXEC as it says). */
+int dump_unwind_sync(pid_t pid,
+		     pid_t *mem_pid,
+		     const struct remote_image *img,
+		     bool after_stop);
+
 /* The thread to read through while the threads of pid are stopped: prev
  * if it is one of the stopped ones in ss (none can exit before they run
  * again), else the leader if it is, else the first; prev if none is. */

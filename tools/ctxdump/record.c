@@ -272,7 +272,6 @@ struct rec {
 	int dying_err;
 	pid_t fail_tid; /* whose PTRACE_SEIZE failed (-EPERM) */
 	uint64_t win_sum, win_max;
-	uint64_t reset_ns;
 	int end_reason;
 	int error;
 };
@@ -681,7 +680,6 @@ image_reload(struct rec *rc)
 	rc->execs++;
 	rc->exec_ns = remote_now_ns();
 	stack_unwind_reset();
-	rc->reset_ns = remote_now_ns();
 	/* ids go on: only the tables of what depends on the image */
 	itab_clear(&rc->frame_tab);
 	itab_clear(&rc->stacks);
@@ -757,6 +755,30 @@ proc_alive(pid_t pid)
 	return stat(path, &st) == 0;
 }
 
+/* The unwinder's module list brought up to date with the target's file
+ * mappings (stack_unwind_sync()): before the stop, so that the round is
+ * unwound with the libraries the threads ran in, not those of when the
+ * list was read (a library dlclose()d and another dlopen()ed at its
+ * address would be named as the first), and after it, for a change
+ * between the two, which the frames it concerns are not named after
+ * either way.  Both while the target runs; one read of its maps each
+ * when nothing changed. */
+static void
+sync_modules(struct rec *rc, bool after_stop)
+{
+	int r = dump_unwind_sync(rc->pid, &rc->mem_pid, &rc->img, after_stop);
+
+	rc->lp.pid = rc->mem_pid;
+	/* ended by an exec since the round's stop: the next round reloads */
+	if (r == -ENOEXEC)
+		rc->exec_pending = true;
+	/* Frames are interned by address and module path: a library gone
+	 * and another loaded from the same path (a plugin rebuilt and
+	 * reloaded) must not find the first one's frames. */
+	if (r == STACK_SYNC_DROPPED)
+		itab_clear(&rc->frame_tab);
+}
+
 /* Thread j's snapshot unwound through rc->mem_pid, or another thread
  * if that one exited since the round's detach (dump_unwind()). */
 static int
@@ -777,36 +799,15 @@ unwind_mem(struct rec *rc, size_t j, size_t *n)
 static size_t
 unwind_one(struct rec *rc, size_t j, bool *truncated)
 {
-	size_t n = 0, i;
-	bool unknown = false;
-	uint64_t now;
+	size_t n = 0;
 
 	*truncated = false;
 	if (rc->err[j] || !rc->snaps[j].regs_valid || rc->exec_pending)
 		return 0;
+	/* The module list is that of the round (sync_modules()): an address
+	 * in no module of it was in none while the threads were stopped. */
 	if (unwind_mem(rc, j, &n) < 0)
 		return 0;
-	for (i = 0; i < n; i++)
-		unknown |= rc->frames[i].module[0] == '\0' && rc->frames[i].ip;
-	/* An address in no known module: the process may have mapped a new
-	 * one (dlopen) since the module list was read; read it again, at
-	 * most once a second. */
-	now = remote_now_ns();
-	if (unknown && now - rc->reset_ns > REFRESH_NS && proc_alive(rc->pid)) {
-		rc->reset_ns = now;
-		stack_unwind_reset();
-		if (unwind_mem(rc, j, &n) < 0)
-			return 0;
-		/* The module list was read while the target ran: if it ran
-		 * execve() meanwhile, the list is the next image's, and
-		 * would name this round's addresses after its files.  (A
-		 * thread read through that ends is no exec: changed, not
-		 * same.) */
-		if (remote_image_changed(rc->mem_pid, &rc->img)) {
-			rc->exec_pending = true;
-			return 0;
-		}
-	}
 	if (n > rc->ctl->max_frames) {
 		n = rc->ctl->max_frames;
 		*truncated = true;
@@ -1016,6 +1017,9 @@ sample_round(struct rec *rc)
 		rediscover(rc, t);
 	if (!rc->has_pctx && rc->execs && t - rc->exec_ns < REFRESH_NS)
 		load_pctx(rc, true);
+	/* last before the stop: the less time between, the fewer frames a
+	 * change in between leaves unnamed */
+	sync_modules(rc, false);
 
 	/* ---- threads stopped from here ---- */
 	stop_init(&ss, rc->pid);
@@ -1137,6 +1141,7 @@ sample_round(struct rec *rc)
 		rc->exec_rounds++;
 		return 0;
 	}
+	sync_modules(rc, true);
 	win = stop_window_ns(&ss);
 	rc->win_sum += win;
 	if (win > rc->win_max)

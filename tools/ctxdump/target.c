@@ -216,6 +216,33 @@ dump_unwind(pid_t pid,
 	return via_live_thread(pid, mem_pid, unwind_at, &a);
 }
 
+struct sync_args {
+	const struct remote_image *img;
+	bool after_stop;
+};
+
+static int
+unwind_sync_at(pid_t tid, pid_t gone, void *arg)
+{
+	const struct sync_args *a = arg;
+
+	/* as unwind_at(): another program's maps are not the stacks' */
+	if (gone && a->img && remote_image_changed(tid, a->img))
+		return -ENOEXEC;
+	return stack_unwind_sync(tid, a->after_stop);
+}
+
+int
+dump_unwind_sync(pid_t pid,
+		 pid_t *mem_pid,
+		 const struct remote_image *img,
+		 bool after_stop)
+{
+	struct sync_args a = {img, after_stop};
+
+	return via_live_thread(pid, mem_pid, unwind_sync_at, &a);
+}
+
 pid_t
 dump_stopped_reader(pid_t pid, pid_t prev, const struct stop_set *ss)
 {

@@ -115,6 +115,9 @@ stack_unwind_unavailable(void)
 }
 
 #define UW_PAGE 4096u
+/* Read size for /proc/PID/maps, which the kernel hands out up to a page
+ * per read(): fewer system calls than with stdio's default of 1 KiB */
+#define UW_MAPS_BUF (64u << 10)
 /* Frames whose ip and sp both repeat mean a broken unwind table. */
 #define UW_MAX_LOOP 2
 
@@ -190,7 +193,21 @@ struct uw_module {
 struct uw_map {
 	uint64_t start, end, offset;
 	bool writable;
+	/* The mapping differs from what the module list was read from
+	 * before the stop (stack_unwind_sync() after it): what it held while
+	 * the threads were stopped is unknown, so nothing is read or named
+	 * from it until the next stack_unwind_sync(). */
+	bool unsure;
 	struct uw_module *mod; /* NULL: anonymous, heap, stack */
+};
+
+/* A mapping of a file as stack_unwind_sync() compares them: the list of
+ * these tells whether the modules changed, while anonymous mappings
+ * (thread stacks, malloc arenas), which come and go all the time, are
+ * left out. */
+struct uw_fmap {
+	uint64_t start, end, offset, inode;
+	unsigned dev_major, dev_minor;
 };
 
 struct uw_proc {
@@ -204,6 +221,12 @@ struct uw_proc {
 	size_t nmaps;
 	struct uw_module **mods;
 	size_t nmods;
+	/* the file mappings (those of mods) in the order of the maps file,
+	 * and their lines of it as read (uw_fmaps_same()) */
+	struct uw_fmap *fmaps;
+	size_t nfmaps;
+	char *ftext;
+	size_t ftext_len;
 	unw_addr_space_t as;
 };
 
@@ -536,6 +559,8 @@ uw_proc_free(struct uw_proc *p)
 		uw_module_free(p->mods[i]);
 	free(p->mods);
 	free(p->maps);
+	free(p->fmaps);
+	free(p->ftext);
 	free(p);
 }
 
@@ -575,6 +600,13 @@ uw_parse_maps_line(char *line, size_t len, struct maps_entry *e)
 		return -EINVAL;
 	line[e->path - line + e->path_len] = '\0';
 	return 0;
+}
+
+/* Whether a mapping of path is one of a module: a file, or [vdso]. */
+static bool
+uw_is_module_path(const char *path)
+{
+	return path[0] == '/' || strcmp(path, "[vdso]") == 0;
 }
 
 /* The module a mapping of path at file offset offset belongs to.  One file
@@ -637,7 +669,7 @@ static struct uw_proc *
 uw_proc_load(pid_t pid, int *err)
 {
 	char fn[64], *line = NULL;
-	size_t cap = 0, nalloc = 0;
+	size_t cap = 0, nalloc = 0, falloc = 0, talloc = 0;
 	struct uw_proc *p;
 	ssize_t r;
 	FILE *f;
@@ -648,11 +680,13 @@ uw_proc_load(pid_t pid, int *err)
 		*err = -ESRCH;
 		return NULL;
 	}
+	(void)setvbuf(f, NULL, _IOFBF, UW_MAPS_BUF);
 	p = calloc(1, sizeof(*p));
 	if (!p)
 		goto nomem;
 	p->pid = pid;
 	while ((r = getline(&line, &cap, f)) > 0) {
+		bool nl = line[r - 1] == '\n';
 		struct maps_entry e;
 		struct uw_map *mp;
 
@@ -673,12 +707,46 @@ uw_proc_load(pid_t pid, int *err)
 		mp->end = e.end;
 		mp->offset = e.offset;
 		mp->writable = e.perms[1] == 'w';
-		if (e.path[0] == '/' || strcmp(e.path, "[vdso]") == 0) {
+		if (uw_is_module_path(e.path)) {
 			struct uw_module *m = uw_find_or_add_module(
 				p, e.path, e.dev_major, e.dev_minor, e.inode, e.offset);
+			struct uw_fmap *fm;
 
 			if (!m)
 				goto nomem;
+			if (p->nfmaps == falloc) {
+				size_t n = falloc ? 2 * falloc : 64;
+
+				fm = realloc(p->fmaps, n * sizeof(*fm));
+				if (!fm)
+					goto nomem;
+				p->fmaps = fm;
+				falloc = n;
+			}
+			if ((size_t)r > talloc - p->ftext_len) {
+				size_t n = talloc ? 2 * talloc : 4096;
+				char *t;
+
+				while (n - p->ftext_len < (size_t)r)
+					n *= 2;
+				t = realloc(p->ftext, n);
+				if (!t)
+					goto nomem;
+				p->ftext = t;
+				talloc = n;
+			}
+			/* the line as read (parsing cut it at the path's end) */
+			memcpy(p->ftext + p->ftext_len, line, (size_t)r);
+			p->ftext_len += (size_t)r;
+			if (nl)
+				p->ftext[p->ftext_len - 1] = '\n';
+			fm = &p->fmaps[p->nfmaps++];
+			fm->start = e.start;
+			fm->end = e.end;
+			fm->offset = e.offset;
+			fm->inode = e.inode;
+			fm->dev_major = e.dev_major;
+			fm->dev_minor = e.dev_minor;
 			mp->mod = m;
 			if (e.start < m->map_start) {
 				m->map_start = e.start;
@@ -759,7 +827,7 @@ uw_own_vdso(const uint8_t **img, size_t *len)
 static int
 uw_open_module_file(struct uw_proc *p, struct uw_module *m)
 {
-	bool deleted = strstr(m->path, " (deleted)") != NULL;
+	bool deleted = strstr(m->path, " (deleted)") != NULL, stale = false;
 	char fn[PATH_MAX + 64];
 	struct stat st;
 	int fd;
@@ -769,6 +837,13 @@ uw_open_module_file(struct uw_proc *p, struct uw_module *m)
 	snprintf(fn, sizeof(fn), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, (int)p->pid,
 		 m->map_start, m->map_end);
 	fd = open(fn, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0 && (fstat(fd, &st) < 0 || (uint64_t)st.st_ino != m->inode)) {
+		/* another file mapped there since the module list was read
+		 * (stack_unwind_sync()): the path may still lead to this one */
+		close(fd);
+		fd = -1;
+		stale = true;
+	}
 	/* Through the target's root, so paths inside a container resolve;
 	 * the inode check below rejects a replaced file. */
 	if (fd < 0 && !deleted) {
@@ -776,7 +851,7 @@ uw_open_module_file(struct uw_proc *p, struct uw_module *m)
 		fd = open(fn, O_RDONLY | O_CLOEXEC);
 	}
 	if (fd < 0) {
-		int e = deleted ? ENOENT : errno;
+		int e = stale ? ESTALE : deleted ? ENOENT : errno;
 
 		if (stop_thread_exiting(p->pid, p->pid)) {
 			p->gone = true;
@@ -1281,7 +1356,7 @@ uw_module_read(struct uw_proc *p, const struct uw_map *mp, uint64_t addr, uint64
 	uint64_t foff;
 	size_t i;
 
-	if (mp->writable || !uw_module_load(p, m))
+	if (mp->writable || mp->unsure || !uw_module_load(p, m))
 		return false;
 	foff = addr - mp->start + mp->offset;
 	for (i = 0; i < m->phnum; i++) {
@@ -1614,6 +1689,15 @@ uw_copy_str(char *dst, size_t cap, const char *src)
 	dst[n] = '\0';
 }
 
+/* Whether addr lies in a mapping marked unsure (struct uw_map). */
+static bool
+uw_unsure(struct uw_proc *p, uint64_t addr)
+{
+	const struct uw_map *mp = uw_find_map(p, addr);
+
+	return mp && mp->unsure;
+}
+
 /* Fill symbol, offset, module; lookup is the address used to find the
  * function (ip - 1 for a return address, so a call at the very end of a
  * function does not resolve to the next one). */
@@ -1627,7 +1711,7 @@ uw_symbolize(struct uw_proc *p, struct stack_frame *f, uint64_t lookup)
 	f->symbol[0] = '\0';
 	f->module[0] = '\0';
 	f->offset = 0;
-	if (!mp || !mp->mod)
+	if (!mp || !mp->mod || mp->unsure)
 		return;
 	m = mp->mod;
 	uw_copy_str(f->module, sizeof(f->module), m->path);
@@ -1658,7 +1742,7 @@ uw_find_proc_info(unw_addr_space_t as,
 	struct uw_module *m;
 	int r = -UNW_ENOINFO;
 
-	if (mp && mp->mod) {
+	if (mp && mp->mod && !mp->unsure) {
 		m = mp->mod;
 		if (uw_module_load(c->proc, m) && m->have_table &&
 		    ip >= m->di.start_ip && ip < m->di.end_ip) {
@@ -1720,7 +1804,8 @@ uw_access_mem(
 	mp = uw_find_map(c->proc, addr);
 	if (mp && mp->mod && uw_module_read(c->proc, mp, addr, val))
 		return 0;
-	if (c->in_search && mp && mp->mod && uw_module_in_data(mp->mod, addr)) {
+	if (c->in_search && mp && mp->mod && !mp->unsure &&
+	    uw_module_in_data(mp->mod, addr)) {
 		/* An FDE's personality routine is reached through an
 		 * indirect pointer in the module's data (DW.ref.*), which
 		 * libunwind reads while parsing the FDE (fwrite and every
@@ -1930,6 +2015,224 @@ uw_get_proc(pid_t pid, int *err)
 	return p;
 }
 
+/* One line of the maps file (len bytes with its newline) against p's
+ * file mappings from *cur on (an offset in p->ftext): 1 the next of them,
+ * moving *cur past it; 0 no mapping of a module; -1 another one.  The
+ * text is compared as it is: no parsing for a line as it was, nor for the
+ * anonymous ones, which are most (two per thread stack). */
+static int
+uw_fmap_line(const struct uw_proc *p, char *line, size_t len, size_t *cur)
+{
+	const char *slash = memchr(line, '/', len), *br = memchr(line, '[', len);
+	const char *path = !slash || (br && br < slash) ? br : slash;
+	struct maps_entry e;
+	size_t plen;
+
+	/* the fields before the pathname have neither character */
+	if (!path)
+		return 0;
+	plen = (size_t)(line + len - path);
+	if (path[plen - 1] == '\n')
+		plen--;
+	if (path == br && (plen != 6 || memcmp(path, "[vdso]", 6) != 0))
+		return 0;
+	if (p->ftext_len - *cur >= len && memcmp(p->ftext + *cur, line, len) == 0) {
+		*cur += len;
+		return 1;
+	}
+	/* not as it was: unless uw_proc_load() would not take it either */
+	if (uw_parse_maps_line(line, len, &e) < 0 || e.end <= e.start ||
+	    !uw_is_module_path(e.path))
+		return 0;
+	return -1;
+}
+
+/* Whether the file mappings of pid are still those p was read from: 1
+ * yes, 0 no, or -ESRCH (pid's maps cannot be read, or are empty: it has
+ * exited).  One read of the maps, compared as it goes, nothing kept:
+ * called twice every round of a recording. */
+static int
+uw_fmaps_same(const struct uw_proc *p, pid_t pid)
+{
+	/* one process at a time (uw_cache); not malloc()ed every round,
+	 * where freeing it could give the heap's top back to the kernel */
+	static char buf[UW_MAPS_BUF];
+	size_t have = 0, cur = 0, lines = 0;
+	int fd, same = 1;
+	char fn[64];
+
+	snprintf(fn, sizeof(fn), "/proc/%d/maps", (int)pid);
+	fd = open(fn, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -ESRCH;
+	while (same) {
+		ssize_t r = read(fd, buf + have, UW_MAPS_BUF - have);
+		char *l = buf, *nl;
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		have += (size_t)r;
+		while (same && (nl = memchr(l, '\n', have - (size_t)(l - buf)))) {
+			lines++;
+			same = uw_fmap_line(p, l, (size_t)(nl + 1 - l), &cur) >= 0;
+			l = nl + 1;
+		}
+		have -= (size_t)(l - buf);
+		memmove(buf, l, have);
+		/* a line longer than the buffer (the kernel writes none):
+		 * uw_proc_load() reads it */
+		if (have == UW_MAPS_BUF)
+			same = 0;
+	}
+	/* a last line without a newline */
+	if (same && have) {
+		lines++;
+		same = uw_fmap_line(p, buf, have, &cur) >= 0;
+	}
+	close(fd);
+	if (!lines)
+		return -ESRCH;
+	return same && cur == p->ftext_len;
+}
+
+static bool
+uw_module_same(const struct uw_module *a, const struct uw_module *b)
+{
+	return a->inode == b->inode && a->dev_major == b->dev_major &&
+	       a->dev_minor == b->dev_minor && a->is_vdso == b->is_vdso &&
+	       a->map_start == b->map_start && a->map_end == b->map_end &&
+	       a->map_offset == b->map_offset;
+}
+
+/* Mark every file mapping of q that p did not have (both lists are in
+ * address order). */
+static void
+uw_mark_new(struct uw_proc *q, const struct uw_proc *p)
+{
+	size_t i, j = 0;
+
+	for (i = 0; i < q->nmaps; i++) {
+		struct uw_map *mp = &q->maps[i];
+		const struct uw_fmap *f;
+
+		if (!mp->mod)
+			continue;
+		while (j < p->nfmaps && p->fmaps[j].start < mp->start)
+			j++;
+		f = j < p->nfmaps ? &p->fmaps[j] : NULL;
+		mp->unsure = !f || f->start != mp->start || f->end != mp->end ||
+			     f->offset != mp->offset || f->inode != mp->mod->inode ||
+			     f->dev_major != mp->mod->dev_major ||
+			     f->dev_minor != mp->mod->dev_minor;
+	}
+}
+
+/* Read the module list of pid again into a new cache, which takes over
+ * the modules of p whose file and lowest mapping are the same (their ELF
+ * data, unwind tables and symbols stay good); p is freed.  A new libunwind
+ * address space: the old one's cache may hold unwind information for
+ * addresses whose module changed.  *dropped tells whether a module of p
+ * that was loaded (so may have named frames) is gone.  With mark, the
+ * mappings p did not have are marked unsure. */
+static int
+uw_proc_update(struct uw_proc *p, pid_t pid, bool mark, bool *dropped)
+{
+	struct uw_module **adopt = NULL;
+	struct uw_proc *q;
+	size_t i, j = 0;
+	int err = 0;
+
+	q = uw_proc_load(pid, &err);
+	if (!q)
+		return err;
+	adopt = q->nmods ? calloc(q->nmods, sizeof(*adopt)) : NULL;
+	q->as = uwl.create_addr_space(&uw_accessors, 0);
+	if ((q->nmods && !adopt) || !q->as) {
+		free(adopt);
+		uw_proc_free(q);
+		return -ENOMEM;
+	}
+	uwl.set_caching_policy(q->as, UNW_CACHE_GLOBAL);
+	/* Both module lists are in the order of their lowest mapping. */
+	for (i = 0; i < q->nmods; i++) {
+		while (j < p->nmods && p->mods[j]->map_start < q->mods[i]->map_start)
+			j++;
+		if (j < p->nmods && uw_module_same(p->mods[j], q->mods[i])) {
+			adopt[i] = p->mods[j];
+			p->mods[j++] = NULL;
+		}
+	}
+	for (i = 0; i < q->nmaps; i++)
+		if (q->maps[i].mod && adopt[q->maps[i].mod->index])
+			q->maps[i].mod = adopt[q->maps[i].mod->index];
+	for (i = 0; i < q->nmods; i++) {
+		struct uw_module *m = adopt[i];
+
+		if (!m)
+			continue;
+		uw_module_free(q->mods[i]);
+		q->mods[i] = m;
+		m->index = i;
+		if (m->synth)
+			m->di.u.rti.table_data = uw_synth_addr(m);
+	}
+	free(adopt);
+	*dropped = false;
+	for (j = 0; j < p->nmods; j++)
+		*dropped |= p->mods[j] && p->mods[j]->tried;
+	if (mark)
+		uw_mark_new(q, p);
+	uw_proc_free(p);
+	uw_cache = q;
+	return 0;
+}
+
+static void
+uw_mark_all(struct uw_proc *p)
+{
+	size_t i;
+
+	for (i = 0; i < p->nmaps; i++)
+		p->maps[i].unsure = p->maps[i].mod != NULL;
+}
+
+int
+stack_unwind_sync(pid_t pid, bool after_stop)
+{
+	struct uw_proc *p = uw_cache;
+	bool dropped = false;
+	size_t i;
+	int r = 0;
+
+	if (!p) {
+		p = uw_get_proc(pid, &r);
+		if (!p)
+			return r;
+		/* nothing read before the stop to compare with */
+		if (after_stop)
+			uw_mark_all(p);
+		return STACK_SYNC_CHANGED;
+	}
+	if (p->pid != pid)
+		stack_unwind_rebind(p->pid, pid);
+	for (i = 0; i < p->nmaps; i++)
+		p->maps[i].unsure = false;
+	r = uw_fmaps_same(p, pid);
+	if (r == 1)
+		return STACK_SYNC_SAME;
+	if (r == 0)
+		r = uw_proc_update(p, pid, after_stop, &dropped);
+	if (r < 0) {
+		/* what was mapped around the stop cannot be told */
+		if (after_stop)
+			uw_mark_all(p);
+		return r;
+	}
+	return dropped ? STACK_SYNC_DROPPED : STACK_SYNC_CHANGED;
+}
+
 /* Why the walk ended early, judged from the last failed memory read. */
 static const char *
 uw_end_reason(const struct uw_ctx *c, int step_ret)
@@ -1981,7 +2284,7 @@ stack_unwind(pid_t pid,
 		return -EINVAL;
 	for (;;) {
 		struct stack_frame *f = &frames[n];
-		unw_word_t ip = 0, sp = 0;
+		unw_word_t ip = 0, sp = 0, lookup;
 		bool exact, interrupted = prev_signal;
 
 		memset(f, 0, sizeof(*f));
@@ -1998,8 +2301,17 @@ stack_unwind(pid_t pid,
 		 * exact instruction addresses. */
 		exact = n == 0 || prev_signal || (f->flags & STACK_FRAME_SIGNAL) ||
 			ip == 0;
-		uw_symbolize(ctx.proc, f, exact ? ip : ip - 1);
+		lookup = exact ? ip : ip - 1;
+		uw_symbolize(ctx.proc, f, lookup);
 		n++;
+		if (uw_unsure(ctx.proc, ip) || uw_unsure(ctx.proc, lookup)) {
+			/* Which file this frame ran in is not known (its
+			 * mapping changed around the stop): a bare address,
+			 * and no unwind information to go on with. */
+			f->flags |= STACK_FRAME_TRUNCATED;
+			f->end_reason = "module mappings changed while sampled";
+			break;
+		}
 		if (n == max_frames)
 			break;
 		if (n > 1 && ip == prev_ip && sp == prev_sp &&

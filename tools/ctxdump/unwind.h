@@ -14,7 +14,8 @@
  * one, a search table built from its .eh_frame); symbols from
  * .symtab, the build-id debug file (/usr/lib/debug/.build-id) or .dynsym.
  * Module data is parsed once per process and cached until
- * stack_unwind_reset() (or exit).  No libunwind-ptrace fallback is needed:
+ * stack_unwind_reset() (or exit), or, for a module whose mappings
+ * changed, stack_unwind_sync().  No libunwind-ptrace fallback is needed:
  * it could not do better for code without an ELF file (JIT), and for a
  * stack deeper than the copy it would need the thread stopped again; such
  * stacks end with STACK_FRAME_TRUNCATED and a reason instead.
@@ -162,6 +163,42 @@ void stack_snap_free(struct stack_snap *s);
 /* Drop the cached module data (also done at exit).  Needed only if the
  * same pid is unwound again after its mappings changed. */
 void stack_unwind_reset(void);
+
+/* stack_unwind_sync() results */
+enum {
+	/* the file mappings are those the module list was read from */
+	STACK_SYNC_SAME = 0,
+	/* they changed: the list was read again */
+	STACK_SYNC_CHANGED = 1,
+	/* as CHANGED, and a module that named frames is gone: a frame named
+	 * before, at the same address and module path, may be another
+	 * library's now (one loaded again from the same path) */
+	STACK_SYNC_DROPPED = 2,
+};
+
+/* For a process sampled over and over (ctxdump record): compare the
+ * mappings of files of process pid (any thread of it; the cache moves to
+ * it, as stack_unwind_rebind() does) with those the cached module list
+ * was read from, their lines of /proc/PID/maps as they were, and only
+ * when one differs read the list again, keeping the data of every module
+ * whose file (device and inode, not the path: a file deleted since still
+ * is the one read) and lowest mapping stayed: nothing is parsed again for
+ * a library that did not move.  Anonymous mappings, which change all the
+ * time, are not compared.  When nothing changed it costs one read of
+ * /proc/PID/maps.  A library dlclose()d and another dlopen()ed at its
+ * address would otherwise be named and unwound as the first.
+ *
+ * Call it before stopping the threads (after_stop false), then again
+ * once they run (after_stop true), before unwinding what was copied in
+ * the stop: a mapping whose range, offset, device or inode is not as
+ * before the stop changed at some point around it, which cannot be told,
+ * so until the next call
+ * stack_unwind() names no frame in it and ends the stack there
+ * (STACK_FRAME_TRUNCATED).  If the maps cannot be read after the stop,
+ * every file mapping is treated so.  Returns STACK_SYNC_* or a negative
+ * errno (-ESRCH: pid's maps cannot be read; -ENOMEM; -ELIBACC: see
+ * stack_unwind()). */
+int stack_unwind_sync(pid_t pid, bool after_stop);
 
 /* Thread from, which the cached module data is read through, has exited
  * (stack_unwind() said -ESRCH): go on through thread to of the same
