@@ -756,7 +756,9 @@ END_TEST
  *    a size, is not named after that function (old: "sizeless+0x17", as
  *    a frame in the PLT was named "_init+0x80");
  *  - a C++ function is shown demangled (old: "_ZN4demo9Scheduler4waitEi"),
- *    and as it is with --no-demangle;
+ *    also one with many back-references, and as it is with --no-demangle;
+ *    a name whose demangled form would be a gigabyte is shown as it is
+ *    (old: seconds and gigabytes spent on it);
  *  - the frames found past a function without unwind information are
  *    marked as guessed (old: shown as any other), and those before it
  *    are not. */
@@ -839,6 +841,13 @@ START_TEST(stacks_unusual)
 					      l);
 			}
 		}
+		/* many references demangled; one that would take a gigabyte
+		 * shown as it is */
+		if (strcmp(cases[c].mode, "mangled") == 0)
+			ck_assert_msg(
+				strstr(out, " demo::Many::set(demo::A&, demo::A&, ") &&
+					strstr(out, " _Z1f1A1BIS_S_ES0_IS1_S1_E"),
+				"%s", out);
 		free(out);
 		free(err);
 		if (strcmp(cases[c].mode, "mangled") == 0) {

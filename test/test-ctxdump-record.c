@@ -990,9 +990,12 @@ START_TEST(record_demangled)
 	static const struct {
 		const char *opt, *want, *unwanted;
 	} cases[] = {
-		{"--stack-size=64K", ";demo::Scheduler::wait(int);bottom_wait;",
+		{"--stack-size=64K",
+		 ";demo::Scheduler::wait(int);demo::Many::set(demo::A&, demo::A&, ",
 		 "_ZN4demo"},
-		{"--no-demangle", ";_ZN4demo9Scheduler4waitEi;bottom_wait;", "demo::"},
+		{"--no-demangle",
+		 ";_ZN4demo9Scheduler4waitEi;_ZN4demo4Many3setERNS_1AES2_S2_",
+		 "demo::"},
 	};
 	char line[64], file[64], errf[64], pid[16], *out = NULL, *err = NULL;
 	struct test_child ch;

@@ -16,7 +16,9 @@
  *            in the section after that of a function without a size (as
  *            the PLT follows .init and its _init)
  *   mangled  at the bottom, the thread waits in a function named as C++
- *            names demo::Scheduler::wait(int)
+ *            names demo::Scheduler::wait(int), through one with many
+ *            back-references, demo::Many::set(demo::A&, ...), and one
+ *            whose demangled name would be a gigabyte (a hostile file)
  *   nocfi    at the bottom, deep() calls the wait through a function
  *            without unwind information (assembly without CFI) that keeps
  *            the frame-pointer chain
@@ -85,13 +87,37 @@ nosym_wait(void)
 	return 0;
 }
 
-/* mangled: a C++ name, without a C++ compiler */
+/* mangled: C++ names, without a C++ compiler.  The last one's 26
+ * back-references each double what they refer to. */
 static int mangled_wait(void) __asm__("_ZN4demo9Scheduler4waitEi");
+static int many_refs(void) __asm__("_ZN4demo4Many3setERNS_1AE"
+				   "S2_S2_S2_S2_S2_S2_S2_S2_S2_S2_"
+				   "S2_S2_S2_S2_S2_S2_S2_S2_S2_S2_");
+#define BOMB_NAME                                                            \
+	"_Z1f1A1BIS_S_E"                                                     \
+	"S0_IS1_S1_ES0_IS2_S2_ES0_IS3_S3_ES0_IS4_S4_ES0_IS5_S5_ES0_IS6_S6_E" \
+	"S0_IS7_S7_ES0_IS8_S8_ES0_IS9_S9_ES0_ISA_SA_ES0_ISB_SB_ES0_ISC_SC_E" \
+	"S0_ISD_SD_ES0_ISE_SE_ES0_ISF_SF_ES0_ISG_SG_ES0_ISH_SH_ES0_ISI_SI_E" \
+	"S0_ISJ_SJ_ES0_ISK_SK_ES0_ISL_SL_ES0_ISM_SM_ES0_ISN_SN_ES0_ISO_SO_E" \
+	"S0_ISP_SP_E"
+static int bomb(void) __asm__(BOMB_NAME);
+
+__attribute__((noinline)) static int
+bomb(void)
+{
+	return bottom_wait() + 1;
+}
+
+__attribute__((noinline)) static int
+many_refs(void)
+{
+	return bomb() + 1;
+}
 
 __attribute__((noinline)) static int
 mangled_wait(void)
 {
-	return bottom_wait() + 1;
+	return many_refs() + 1;
 }
 
 /* nocfi: no .cfi_* directives, so no FDE in .eh_frame */

@@ -16,6 +16,7 @@
 #include <libunwind.h>
 #include <limits.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,7 +24,9 @@
 #include <sys/mman.h>
 #include <sys/ptrace.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <sys/uio.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -1613,8 +1616,10 @@ uw_lookup_sym(struct uw_proc *p, struct uw_module *m, uint64_t vaddr)
  * C++ runtime's own demangler: looked up on the first mangled name, so
  * that ctxdump (C) needs libstdc++ only for C++ targets, whose hosts have
  * it.  Names longer than this stay as they are: they come from the
- * target's files, and the demangler recurses on what it reads. */
-#define UW_DEMANGLE_MAX 4096
+ * target's files, and the demangler recurses on what it reads.  (It
+ * refuses longer ones itself: libiberty's DEMANGLE_RECURSION_LIMIT, 2048
+ * components, two a byte.) */
+#define UW_DEMANGLE_MAX 1024
 static bool uw_demangle_off;
 static struct {
 	char *(*demangle)(const char *name, char *buf, size_t *len, int *status);
@@ -1625,6 +1630,97 @@ void
 stack_unwind_set_demangle(bool on)
 {
 	uw_demangle_off = !on;
+}
+
+/* Whether the demangled form of name (n bytes) surely stays small.  Each
+ * back-reference (S<seq>_, T<n>_, a pack expansion Dp) prints again what
+ * it refers to, which may hold references itself: the output can double
+ * with each (a 300-byte name demangles to 1 GB in seconds).  Taken as at
+ * most n << refs bytes.  Most real names have a handful of references
+ * (libstdc++'s exports at most 7), but some have dozens that do not nest
+ * (0.5% of libLLVM's, up to 45): those are demangled in a child
+ * (uw_demangle_child()). */
+#define UW_DEMANGLE_BUDGET (1u << 22)
+static bool
+uw_demangle_bounded(const char *name, size_t n)
+{
+	uint64_t out = n;
+	size_t i;
+
+	for (i = 2; i + 1 < n; i++) {
+		bool ref = false;
+
+		if (name[i] == 'D' && name[i + 1] == 'p') {
+			ref = true;
+		} else if (name[i] == 'S' || name[i] == 'T') {
+			size_t k = i + 1;
+
+			while (k < n && ((name[k] >= '0' && name[k] <= '9') ||
+					 (name[k] >= 'A' && name[k] <= 'Z')))
+				k++;
+			ref = k < n && name[k] == '_';
+		}
+		if (ref && (out *= 2) > UW_DEMANGLE_BUDGET)
+			return false;
+	}
+	return true;
+}
+
+/* How long a child may demangle one name (uw_demangle_child()): a real
+ * name takes microseconds. */
+#define UW_DEMANGLE_CHILD_MS 200
+
+/* name demangled in a child process, of which only the first
+ * STACK_SYMBOL_MAX - 1 bytes come back (all that is shown): for a name
+ * whose output may be huge (uw_demangle_bounded()).  The child is killed
+ * after UW_DEMANGLE_CHILD_MS, which bounds its memory too (it grows some
+ * hundred MB a second at most), and nothing of it reaches this process's
+ * heap.  NULL if it failed, timed out, or a child could not be made. */
+static char *
+uw_demangle_child(const char *name)
+{
+	char out[STACK_SYMBOL_MAX];
+	size_t len = 0;
+	int fd[2], st;
+	pid_t c;
+
+	if (pipe2(fd, O_CLOEXEC) < 0)
+		return NULL;
+	c = fork();
+	if (c == 0) {
+		struct itimerval it = {{0, 0}, {0, UW_DEMANGLE_CHILD_MS * 1000}};
+		char *d;
+		int r = -1;
+
+		signal(SIGALRM, SIG_DFL);
+		(void)setitimer(ITIMER_REAL, &it, NULL);
+		d = uwd.demangle(name, NULL, NULL, &r);
+		if (r == 0 && d && write(fd[1], d, strnlen(d, sizeof(out) - 1)) < 0)
+			_exit(1);
+		_exit(r == 0 ? 0 : 1);
+	}
+	close(fd[1]);
+	if (c < 0) {
+		close(fd[0]);
+		return NULL;
+	}
+	for (;;) {
+		ssize_t r = read(fd[0], out + len, sizeof(out) - 1 - len);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		len += (size_t)r;
+		if (len == sizeof(out) - 1)
+			break;
+	}
+	close(fd[0]);
+	while (waitpid(c, &st, 0) < 0 && errno == EINTR)
+		;
+	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0 || len == 0)
+		return NULL;
+	return strndup(out, len);
 }
 
 /* The demangled name of "_Z..." (its "@VERSION" cut off), allocated, or
@@ -1653,6 +1749,8 @@ uw_demangle(const char *name)
 		return NULL;
 	memcpy(buf, name, n);
 	buf[n] = '\0';
+	if (!uw_demangle_bounded(buf, n))
+		return uw_demangle_child(buf);
 	d = uwd.demangle(buf, NULL, NULL, &st);
 	if (st != 0) {
 		free(d);
