@@ -374,6 +374,12 @@ for v in 'a\b' ' svc' 'svc	' '"svc"' "'svc"; do
 	check "  says why" contains "$dp_err" "the value of OTEL_SERVICE_NAME has a"
 	check "  writes nothing" test -z "$dp_out"
 done
+for v in "svc$(printf '\r')X_INJECTED=1" "sv$(printf '\377')c"; do
+	expect_status 1 "env --env-file refuses a carriage return or non-UTF-8" \
+		"$S" env --env-file -n "$v"
+	check "  says why" contains "$dp_err" "the value of OTEL_SERVICE_NAME has "
+	check "  writes nothing" test -z "$dp_out"
+done
 v='a "b" c;d#e%41'
 expect_status 0 "env --env-file keeps '$v'" "$S" env --env-file -n "$v"
 check "  as it is" contains "$dp_out" "
