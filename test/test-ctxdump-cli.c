@@ -500,8 +500,9 @@ END_TEST
  * key given twice is one JSON member. */
 START_TEST(key_map_without_schema)
 {
-	char *argv[] = {(char *)test_helper_path("writer-pctx"), "distro", "1.0", "svc",
-			NULL};
+	/* room for an option */
+	char *argv[6] = {(char *)test_helper_path("writer-pctx"), "distro", "1.0",
+			 "svc"};
 	struct test_child c;
 	char line[128], arg[16], *out, *err;
 
@@ -519,6 +520,20 @@ START_TEST(key_map_without_schema)
 	ck_assert_int_eq(run_ctxdump(&out, &err, "--json", arg, NULL), 2);
 	ck_assert_msg(strstr(out, "\"test.dup\": \"new\"") &&
 			      !strstr(out, "\"test.dup\": \"old\""),
+		      "%s", out);
+	free(out);
+	free(err);
+	ck_assert_int_eq(test_child_finish(&c, RUN_TIMEOUT_MS), 0);
+
+	/* two keys that are one name once their bytes that are not UTF-8
+	 * are written as U+FFFD: one member too */
+	argv[4] = "--bad-keys";
+	test_child_start(&c, argv, NULL, false);
+	test_child_expect(&c, "READY ", line, sizeof(line), RUN_TIMEOUT_MS);
+	snprintf(arg, sizeof(arg), "%d", (int)c.pid);
+	ck_assert_int_eq(run_ctxdump(&out, &err, "--json", arg, NULL), 2);
+	ck_assert_msg(strstr(out, "\"test.bad\\ufffd\": \"new\"") &&
+			      !strstr(out, "\"test.bad\\ufffd\": \"old\""),
 		      "%s", out);
 	free(out);
 	free(err);

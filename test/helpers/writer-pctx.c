@@ -4,7 +4,7 @@
  * status).  The payload is encoded here by hand, independently of
  * proc-context/, so a reader bug and an encoder bug cannot cancel out.
  *
- *   writer-pctx DISTRO VERSION SERVICE [--unfinished]
+ *   writer-pctx DISTRO VERSION SERVICE [--unfinished | --bad-keys]
  *
  * Resource: telemetry.distro.name=DISTRO, telemetry.distro.version=VERSION,
  * service.name=SERVICE, service.instance.id, an int, a bool, test.dup
@@ -13,6 +13,8 @@
  * attributes: threadlocal.attribute_key_map
  * (an array); plus a top-level field number the reader does not know.
  * --unfinished leaves the timestamp 0 (a writer that never completes).
+ * --bad-keys adds test.bad\xff="old" and test.bad\xfe="new": keys that are
+ * not UTF-8, and differ only there.
  * Prints "READY <pid>" when published and waits until stdin is closed.
  */
 #include "config.h"
@@ -116,6 +118,7 @@ main(int argc, char **argv)
 	static const char *const keys[] = {"http.request.method", "url.path"};
 	struct wbuf res = {.len = 0}, pc = {.len = 0};
 	bool unfinished = argc > 4 && strcmp(argv[4], "--unfinished") == 0;
+	bool bad_keys = argc > 4 && strcmp(argv[4], "--bad-keys") == 0;
 	struct timespec ts;
 	uint64_t now, ptr;
 	uint32_t u32;
@@ -124,7 +127,8 @@ main(int argc, char **argv)
 	int fd;
 
 	if (argc < 4) {
-		fprintf(stderr, "usage: writer-pctx DISTRO VERSION SERVICE [--unfinished]\n");
+		fprintf(stderr, "usage: writer-pctx DISTRO VERSION SERVICE "
+				"[--unfinished | --bad-keys]\n");
 		return 2;
 	}
 	put_kv_string(&res, 1, "service.name", argv[3]);
@@ -135,6 +139,10 @@ main(int argc, char **argv)
 	put_kv_string(&res, 1, "telemetry.distro.name", argv[1]);
 	put_kv_string(&res, 1, "telemetry.distro.version", argv[2]);
 	put_kv_string(&res, 1, "test.dup", "new");
+	if (bad_keys) {
+		put_kv_string(&res, 1, "test.bad\xff", "old");
+		put_kv_string(&res, 1, "test.bad\xfe", "new");
+	}
 	put_varint(&res, 2 << 3 | 0); /* dropped_attributes_count */
 	put_varint(&res, 0);
 	put_bytes(&pc, 1, res.data, res.len);

@@ -918,6 +918,35 @@ json_value(struct jw *w, const struct pctx_attr *a)
 	}
 }
 
+/* Whether a and b are one JSON member name as ob_json_string() writes
+ * them: each byte that is not UTF-8 becomes U+FFFD there, so "k\xff" and
+ * "k\xfe" are one name. */
+static bool
+json_same_name(const uint8_t *a, size_t an, const uint8_t *b, size_t bn)
+{
+	size_t i = 0, j = 0;
+
+	while (i < an && j < bn) {
+		uint32_t ca = 0xfffd, cb = 0xfffd;
+		size_t la = output_utf8_next(a + i, an - i, &ca);
+		size_t lb = output_utf8_next(b + j, bn - j, &cb);
+
+		if (!la) {
+			ca = 0xfffd;
+			la = 1;
+		}
+		if (!lb) {
+			cb = 0xfffd;
+			lb = 1;
+		}
+		if (ca != cb)
+			return false;
+		i += la;
+		j += lb;
+	}
+	return i == an && j == bn;
+}
+
 static void
 json_attr_object(struct jw *w, const struct pctx_attr *v, unsigned n, bool skip_tl)
 {
@@ -936,9 +965,8 @@ json_attr_object(struct jw *w, const struct pctx_attr *v, unsigned n, bool skip_
 		 * readers take it, not two members of one name.  n is at
 		 * most PCTX_MAX_ATTRS. */
 		for (j = i + 1; j < n; j++)
-			if (v[j].key.len == a->key.len &&
-			    (!a->key.len ||
-			     memcmp(v[j].key.ptr, a->key.ptr, a->key.len) == 0))
+			if (json_same_name((const uint8_t *)v[j].key.ptr, v[j].key.len,
+					   (const uint8_t *)a->key.ptr, a->key.len))
 				break;
 		if (j < n)
 			continue;
