@@ -545,6 +545,70 @@ START_TEST(thread_on_shared_thread_pointer)
 }
 END_TEST
 
+/* The same in a PID namespace of its own, as in a container dumped from
+ * the host: glibc's descriptor holds the tid of that namespace (1 for the
+ * main thread), not the one ctxdump sees, so the namespace's is compared
+ * (old: whose TLS it is "cannot be told", the main thread's context lost
+ * too; and with -t on a sharer, the main thread's record shown as the
+ * sharer's own, exit 0).  Skipped where unshare(1) may not make one. */
+START_TEST(shared_thread_pointer_in_pid_namespace)
+{
+	char *argv[] = {"/usr/bin/unshare", "--pid", "--fork", NULL, "shared", NULL};
+	char path[64], line[256], tid_arg[16], *out, *err, *blk;
+	pid_t pid = 0, tids[3];
+	struct test_child c;
+	unsigned n = 0;
+	DIR *dir;
+	struct dirent *e;
+	FILE *f;
+
+	if (system("unshare --pid --fork true 2>/dev/null") != 0) {
+		fprintf(stderr, "shared_thread_pointer_in_pid_namespace: skipped "
+				"(unshare --pid is not allowed here)\n");
+		return;
+	}
+	argv[3] = (char *)test_helper_path("hostile-clone");
+	test_child_start(&c, argv, NULL, false);
+	test_child_expect(&c, "READY ", line, sizeof(line), 10000);
+	/* the helper is unshare's child, pid 1 of its namespace */
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)c.pid,
+		 (int)c.pid);
+	f = fopen(path, "re");
+	ck_assert_ptr_nonnull(f);
+	ck_assert_int_eq(fscanf(f, "%d", &pid), 1);
+	fclose(f);
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	dir = opendir(path);
+	ck_assert_ptr_nonnull(dir);
+	while ((e = readdir(dir)))
+		if (atoi(e->d_name) > 0 && n < 3)
+			tids[n++] = (pid_t)atoi(e->d_name);
+	closedir(dir);
+	ck_assert_uint_eq(n, 3);
+
+	ck_assert_int_eq(run_ctxdump(&out, &err, pid, NULL), 1);
+	blk = text_thread(out, pid);
+	expect_in(blk, "trace_id=33333333333333333333333333333333");
+	free(blk);
+	ck_assert_uint_eq(count_in(out, "trace_id="), 2);
+	ck_assert_uint_eq(count_in(err, "shares the thread pointer of thread "), 2);
+	free(out);
+	free(err);
+	for (unsigned i = 0; i < n; i++) {
+		if (tids[i] == pid)
+			continue;
+		snprintf(tid_arg, sizeof(tid_arg), "%d", (int)tids[i]);
+		ck_assert_int_eq(run_ctxdump(&out, &err, pid, "-t", tid_arg, NULL), 1);
+		expect_in(err, "glibc's thread descriptor at its thread pointer is "
+			       "thread ");
+		ck_assert_msg(!strstr(out, "trace_id="), "%s", out);
+		free(out);
+		free(err);
+	}
+	ck_assert_int_eq(test_child_finish(&c, 10000), 0);
+}
+END_TEST
+
 /* Three raw clone() threads on one thread pointer into a copy of the
  * main thread's TLS: glibc's descriptor there names the main thread,
  * which is not one of them, so whose TLS it is cannot be told and none
@@ -713,6 +777,7 @@ TEST_SUITE(ctxdump_hostile_suite)
 	tcase_add_test(tc, garbage_records);
 	tcase_add_test(tc, thread_without_tls);
 	tcase_add_test(tc, thread_on_shared_thread_pointer);
+	tcase_add_test(tc, shared_thread_pointer_in_pid_namespace);
 	tcase_add_test(tc, threads_on_copied_thread_pointer);
 	tcase_add_test(tc, two_definitions_load_order);
 	tcase_add_loop_test(tc, broken_process_context, 0,

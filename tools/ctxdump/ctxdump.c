@@ -1170,6 +1170,65 @@ tp_tid(struct dump *d, struct tid_field *f, uint64_t tp)
 	return tid > 0 ? (pid_t)tid : 0;
 }
 
+/* The tid of thread tid of process pid in the process's own PID
+ * namespace (the last field of NSpid in its status: what glibc stores in
+ * its descriptor), or 0 if it cannot be read.  Equal to tid when ctxdump
+ * runs in that namespace; not so for a process in a container dumped from
+ * the host. */
+static pid_t
+ns_tid(pid_t pid, pid_t tid)
+{
+	char path[64], line[256];
+	pid_t v = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/status", (int)pid, (int)tid);
+	f = fopen(path, "re");
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f)) {
+		char *p = line + 6, *end;
+
+		if (strncmp(line, "NSpid:", 6) != 0)
+			continue;
+		for (;;) {
+			long n = strtol(p, &end, 10);
+
+			if (end == p)
+				break;
+			v = (pid_t)n;
+			p = end;
+		}
+		break;
+	}
+	fclose(f);
+	return v;
+}
+
+/* The thread of process pid whose tid in the process's own namespace is
+ * nstid, or 0. */
+static pid_t
+host_tid(pid_t pid, pid_t nstid)
+{
+	char path[64];
+	struct dirent *e;
+	pid_t found = 0;
+	DIR *dir;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	dir = opendir(path);
+	if (!dir)
+		return 0;
+	while (!found && (e = readdir(dir))) {
+		long t = strtol(e->d_name, NULL, 10);
+
+		if (t > 0 && ns_tid(pid, (pid_t)t) == nstid)
+			found = (pid_t)t;
+	}
+	closedir(dir);
+	return found;
+}
+
 /* Thread t runs on a thread pointer that is not its own (owner: the
  * thread whose it is, or -1 if unknown): what was read through it is
  * another thread's, and t has no TLS of its own, so no context.  The
@@ -1226,7 +1285,10 @@ shared_tps(struct run *run)
 		while (!t->tp)
 			t++;
 		tid = tp_tid(d, &f, t->tp);
-		if (tid && tid != t->tid && proc_exists(d->pid, tid)) {
+		/* glibc's tid is the one of the process's namespace: the
+		 * thread's own (one read), else which thread's */
+		tid = tid && tid != ns_tid(d->pid, t->tid) ? host_tid(d->pid, tid) : 0;
+		if (tid && tid != t->tid) {
 			not_own_tp(d, t, tid);
 			set_error(t,
 				  "glibc's thread descriptor at its thread pointer "
@@ -1253,9 +1315,10 @@ shared_tps(struct run *run)
 		if (b - a < 2)
 			continue;
 		tid = tp_tid(d, &f, v[a].tp);
+		/* glibc's tid is the one of the process's namespace */
 		for (i = a; i < b && tid; i++)
-			if (d->threads[v[i].i].tid == tid)
-				owner = tid;
+			if (ns_tid(d->pid, d->threads[v[i].i].tid) == tid)
+				owner = d->threads[v[i].i].tid;
 		for (i = a; i < b; i++) {
 			struct dump_thread *t = &d->threads[v[i].i];
 			/* another one of them, to name */
