@@ -19,7 +19,8 @@
  *
  * dlopen-loop LIB zero|none: LIB (libwtls-slot.so) dlopen()ed once and
  * the slot of its variable broken for good: zeros (not filled in) or an
- * inaccessible page (unreadable); prints "READY <pid>" and waits until
+ * inaccessible page (unreadable), and a process context of an unknown
+ * version published; prints "READY <pid>" and waits until
  * stdin is closed. */
 #include "config.h"
 
@@ -104,6 +105,27 @@ hold(unsigned us)
 		nanosleep(&ts, NULL);
 }
 
+/* An OTEP-4719 process context of a version no reader knows, which
+ * ctxdump warns about: once however many times it tries the dump. */
+static void
+pctx_unknown_version(void)
+{
+	uint64_t now = 1;
+	uint32_t v = 99;
+	uint8_t *map;
+	int fd = memfd_create("OTEL_CTX", MFD_CLOEXEC);
+
+	if (fd < 0 || ftruncate(fd, 4096) < 0)
+		die("memfd_create failed");
+	map = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
+	close(fd);
+	if (map == MAP_FAILED)
+		die("mmap failed");
+	memcpy(map, "OTEL_CTX", 8);
+	memcpy(map + 8, &v, sizeof(v));
+	memcpy(map + 16, &now, sizeof(now));
+}
+
 /* "zero" and "none": LIB (libwtls-slot.so) dlopen()ed once, and the
  * TLSDESC descriptor of its variable overwritten with zeros (as the
  * loader has not filled it in yet), or its page made inaccessible (as
@@ -129,6 +151,7 @@ broken(const char *lib, bool zero)
 		die("mprotect failed");
 	if (zero)
 		memset((void *)at, 0, 16);
+	pctx_unknown_version();
 	printf("READY %d\n", (int)getpid());
 	fflush(stdout);
 	while (fgets(line, sizeof(line), stdin))

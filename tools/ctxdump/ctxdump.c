@@ -1430,7 +1430,9 @@ dump_process(const struct ctxdump_control *ctl, unsigned slot_tries)
 		/* for shared_tps() after the stop (freed by dump_free()) */
 		d->ep = ep;
 	}
-	if (pctx_err != -ESRCH || (r != 0 && r != 1)) {
+	/* Said now only when no stop follows; else after the stop, once the
+	 * dump is not tried again (DUMP_SLOT), so once however many tries. */
+	if (r != 0 && r != 1) {
 		pctx_warn(&run, pctx_err, pctx_why);
 		pctx_err = 0;
 	}
