@@ -1350,6 +1350,31 @@ shared_tps(struct run *run)
 	free(v);
 }
 
+/* Whether the slot read in the stop sends the dump round again
+ * (DUMP_SLOT): its object unloaded since the look-up (-EFAULT), or mapped
+ * by a dlopen() that has not relocated it yet. */
+static bool
+slot_unusable(const struct dump *d, int slot_err)
+{
+	return d->has_symbol && d->acc.model == TLSM_UNRESOLVED &&
+	       (slot_err == -EFAULT ||
+		(slot_err == 0 &&
+		 (d->sym.tlsdesc_slot || d->sym.dtpmod_slot || d->sym.tpoff_slot)));
+}
+
+/* Whether every thread seized in this stop stopped (none is left for
+ * stop_late_add()). */
+static bool
+stop_none_late(const struct stop_set *ss)
+{
+	size_t i;
+
+	for (i = 0; i < ss->n; i++)
+		if (ss->t[i].status == STOP_TIMEOUT)
+			return false;
+	return true;
+}
+
 static int
 dump_process(const struct ctxdump_control *ctl, unsigned slot_tries)
 {
@@ -1360,7 +1385,7 @@ dump_process(const struct ctxdump_control *ctl, unsigned slot_tries)
 	struct remote_image img;
 	long long tgid;
 	long hint;
-	bool exec = false, exec_seen;
+	bool exec = false, exec_seen, doomed = false;
 	char leader_state, pctx_why[256];
 	size_t i;
 	int r, slot_err = 0, pctx_err = 0;
@@ -1654,10 +1679,18 @@ dump_process(const struct ctxdump_control *ctl, unsigned slot_tries)
 		/* The slots are process-global; read them while nothing runs. */
 		if (d->has_symbol)
 			slot_err = etls_resolve(d->mem_pid, &d->sym, &d->acc);
-		read_threads(&run);
-		dlay_read(d);
-		if (pctx_err == -ESRCH)
-			pctx_err = load_pctx(d, NULL, pctx_why, sizeof(pctx_why));
+		/* A try that will be thrown away (DUMP_SLOT, below): let the
+		 * threads go at once, without copying registers and stacks */
+		doomed = slot_unusable(d, slot_err) &&
+			 slot_tries + 1 < DUMP_SLOT_TRIES && stop_none_late(&ss) &&
+			 !stop_late_busy(&late);
+		if (!doomed) {
+			read_threads(&run);
+			dlay_read(d);
+			if (pctx_err == -ESRCH)
+				pctx_err =
+					load_pctx(d, NULL, pctx_why, sizeof(pctx_why));
+		}
 		/* last: an exec before this point (the kernel's exec waits
 		 * for the threads held, stop.c) made some of it the next
 		 * program's */
@@ -1713,11 +1746,8 @@ dump_process(const struct ctxdump_control *ctl, unsigned slot_tries)
 	 * dlopen() that has not relocated it yet: look again with the
 	 * threads running (not in the stop: every stop would take longer),
 	 * unless a thread is still held (its stop is late). */
-	if (d->has_symbol && d->acc.model == TLSM_UNRESOLVED &&
-	    (slot_err == -EFAULT ||
-	     (slot_err == 0 &&
-	      (d->sym.tlsdesc_slot || d->sym.dtpmod_slot || d->sym.tpoff_slot))) &&
-	    slot_tries + 1 < DUMP_SLOT_TRIES && !stop_late_busy(&late)) {
+	if (doomed || (slot_unusable(d, slot_err) && slot_tries + 1 < DUMP_SLOT_TRIES &&
+		       !stop_late_busy(&late))) {
 		dump_free(d);
 		return DUMP_SLOT;
 	}
