@@ -1923,6 +1923,8 @@ main(int argc, char **argv)
 				 "new program",
 				 (int)ctl.pid);
 			pause_ms(DUMP_EXEC_PAUSE_MS);
+			/* the new program's slot gets its own tries */
+			slot_tries = 0;
 			continue;
 		}
 		stop_late_free(&late);
