@@ -2,7 +2,6 @@
 #include "config.h"
 
 #include <errno.h>
-#include <dirent.h>
 #include <getopt.h>
 #include <elf.h>
 #include <inttypes.h>
@@ -1205,28 +1204,18 @@ ns_tid(pid_t pid, pid_t tid)
 	return v;
 }
 
+static bool
+has_ns_tid(pid_t pid, pid_t tid, void *nstid)
+{
+	return ns_tid(pid, tid) == *(const pid_t *)nstid;
+}
+
 /* The thread of process pid whose tid in the process's own namespace is
  * nstid, or 0. */
 static pid_t
 host_tid(pid_t pid, pid_t nstid)
 {
-	char path[64];
-	struct dirent *e;
-	pid_t found = 0;
-	DIR *dir;
-
-	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
-	dir = opendir(path);
-	if (!dir)
-		return 0;
-	while (!found && (e = readdir(dir))) {
-		long t = strtol(e->d_name, NULL, 10);
-
-		if (t > 0 && ns_tid(pid, (pid_t)t) == nstid)
-			found = (pid_t)t;
-	}
-	closedir(dir);
-	return found;
+	return dump_find_thread(pid, has_ns_tid, &nstid);
 }
 
 /* Thread t runs on a thread pointer that is not its own (owner: the

@@ -168,6 +168,11 @@ struct dump {
  * Shared by the dump and `ctxdump record` (target.c). */
 pid_t dump_memory_pid(pid_t pid, char leader_state);
 
+/* The first listed thread of process pid for which match(pid, tid, arg)
+ * holds; 0 if none, or the list cannot be read. */
+pid_t
+dump_find_thread(pid_t pid, bool (*match)(pid_t pid, pid_t tid, void *arg), void *arg);
+
 /* etls_proc_load() through *mem_pid (from dump_memory_pid()); while that
  * thread turns out to be gone (-ESRCH: the leader has exited, or so has
  * the thread read for it), through another live one, stored in *mem_pid.

@@ -28,10 +28,8 @@ tid_in(pid_t tid, const pid_t *set, size_t n)
 	return false;
 }
 
-/* The first listed thread of pid that is not exiting (stop_thread_exiting())
- * and not in avoid[n]; 0 if there is none (or the list cannot be read). */
-static pid_t
-first_live_thread(pid_t pid, const pid_t *avoid, size_t n)
+pid_t
+dump_find_thread(pid_t pid, bool (*match)(pid_t pid, pid_t tid, void *arg), void *arg)
 {
 	char path[64];
 	struct dirent *de;
@@ -42,18 +40,38 @@ first_live_thread(pid_t pid, const pid_t *avoid, size_t n)
 	dir = opendir(path);
 	if (!dir)
 		return 0;
-	while ((de = readdir(dir)) != NULL) {
+	while (!found && (de = readdir(dir)) != NULL) {
 		pid_t tid = stop_task_tid(de->d_name);
 
-		if (!tid || tid == pid || tid_in(tid, avoid, n))
-			continue;
-		if (!stop_thread_exiting(pid, tid)) {
+		if (tid && match(pid, tid, arg))
 			found = tid;
-			break;
-		}
 	}
 	closedir(dir);
 	return found;
+}
+
+struct avoid {
+	const pid_t *set;
+	size_t n;
+};
+
+static bool
+live_not_avoided(pid_t pid, pid_t tid, void *arg)
+{
+	const struct avoid *a = arg;
+
+	return tid != pid && !tid_in(tid, a->set, a->n) &&
+	       !stop_thread_exiting(pid, tid);
+}
+
+/* The first listed thread of pid that is not exiting (stop_thread_exiting())
+ * and not in avoid[n]; 0 if there is none (or the list cannot be read). */
+static pid_t
+first_live_thread(pid_t pid, const pid_t *avoid, size_t n)
+{
+	struct avoid a = {avoid, n};
+
+	return dump_find_thread(pid, live_not_avoided, &a);
 }
 
 pid_t
