@@ -235,39 +235,6 @@ remote_tlsm_read(void *opaque, uint64_t addr, void *buf, size_t len)
 }
 
 int
-remote_thread_pointer(pid_t tid, uint64_t *tp)
-{
-#if defined(__x86_64__)
-	/* Only fs_base: PTRACE_GETREGS would copy all 27 registers through
-	 * the regset code, for each of a thousand threads inside the stop
-	 * window. */
-	long v;
-
-	errno = 0;
-	v = ptrace(PTRACE_PEEKUSER, tid,
-		   (void *)offsetof(struct user, regs.fs_base), NULL);
-	if (v == -1 && errno)
-		return -errno;
-	*tp = (uint64_t)v;
-	return 0;
-#elif defined(__aarch64__)
-	/* NT_ARM_TLS grew a second register (TPIDR2_EL0) with SME; an 8-byte
-	 * iovec still returns TPIDR_EL0 (the kernel clamps the length). */
-	uint64_t v = 0;
-	struct iovec iov = {&v, sizeof(v)};
-
-	if (ptrace(PTRACE_GETREGSET, tid, (void *)(uintptr_t)NT_ARM_TLS, &iov) < 0)
-		return -errno;
-	*tp = v;
-	return 0;
-#else
-	(void)tid;
-	(void)tp;
-	return -EOPNOTSUPP;
-#endif
-}
-
-int
 remote_regs_blocked(const struct user_regs_struct *regs)
 {
 #if defined(__x86_64__)
@@ -299,9 +266,22 @@ remote_thread_stop_regs(pid_t tid, uint64_t *tp, int *blocked)
 	*tp = regs.fs_base;
 	*blocked = remote_regs_blocked(&regs);
 	return 0;
-#else
+#elif defined(__aarch64__)
+	/* NT_ARM_TLS grew a second register (TPIDR2_EL0) with SME; an 8-byte
+	 * iovec still returns TPIDR_EL0 (the kernel clamps the length). */
+	uint64_t v = 0;
+	struct iovec iov = {&v, sizeof(v)};
+
 	*blocked = -1;
-	return remote_thread_pointer(tid, tp);
+	if (ptrace(PTRACE_GETREGSET, tid, (void *)(uintptr_t)NT_ARM_TLS, &iov) < 0)
+		return -errno;
+	*tp = v;
+	return 0;
+#else
+	(void)tid;
+	(void)tp;
+	*blocked = -1;
+	return -EOPNOTSUPP;
 #endif
 }
 

@@ -43,10 +43,6 @@ void remote_read_many(pid_t pid, struct remote_range *r, size_t n);
 /* tlsm_read_fn adapter: opaque points at a pid_t. */
 int remote_tlsm_read(void *opaque, uint64_t addr, void *buf, size_t len);
 
-/* The thread pointer (fs_base on x86_64, TPIDR_EL0 on aarch64) of a
- * ptrace-stopped thread.  Returns 0 or a negative errno. */
-int remote_thread_pointer(pid_t tid, uint64_t *tp);
-
 struct user_regs_struct;
 
 /* Whether the registers of a thread at its ptrace-stop show that the stop
