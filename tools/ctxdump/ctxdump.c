@@ -1126,98 +1126,6 @@ pctx_warn(struct run *run, int err, const char *why)
 
 /* ---- threads on one thread pointer ---- */
 
-struct tp_ref {
-	uint64_t tp;
-	size_t i; /* in dump.threads */
-};
-
-static int
-cmp_tp_ref(const void *a, const void *b)
-{
-	const struct tp_ref *x = a, *y = b;
-
-	if (x->tp != y->tp)
-		return x->tp > y->tp ? 1 : -1;
-	return (x->i > y->i) - (x->i < y->i);
-}
-
-/* Where glibc keeps the tid in each thread's descriptor, looked up once
- * and only when needed: most dumps have no thread pointer twice. */
-struct tid_field {
-	bool looked, ok;
-	int64_t off; /* from the thread pointer */
-};
-
-/* The tid in glibc's thread descriptor at thread pointer tp, or 0 when
- * it cannot be told (not glibc, memory gone, not a tid).  Read while the
- * threads run: glibc sets a thread's tid there before the thread runs
- * (the kernel's CLONE_PARENT_SETTID; set_tid_address() for the main
- * thread) and it stays until the thread ends.  Target memory: the
- * caller takes it only if it names one of the threads it asks about. */
-static pid_t
-tp_tid(struct dump *d, struct tid_field *f, uint64_t tp)
-{
-	int32_t tid;
-
-	if (!f->looked) {
-		f->looked = true;
-		f->ok = d->ep && etls_glibc_tid_off(d->ep, &f->off) == 0;
-	}
-	if (!f->ok ||
-	    remote_read(d->mem_pid, tp + (uint64_t)f->off, &tid, sizeof(tid)) < 0)
-		return 0;
-	return tid > 0 ? (pid_t)tid : 0;
-}
-
-/* The tid of thread tid of process pid in the process's own PID
- * namespace (the last field of NSpid in its status: what glibc stores in
- * its descriptor), or 0 if it cannot be read.  Equal to tid when ctxdump
- * runs in that namespace; not so for a process in a container dumped from
- * the host. */
-static pid_t
-ns_tid(pid_t pid, pid_t tid)
-{
-	char path[64], line[256];
-	pid_t v = 0;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/task/%d/status", (int)pid, (int)tid);
-	f = fopen(path, "re");
-	if (!f)
-		return 0;
-	while (fgets(line, sizeof(line), f)) {
-		char *p = line + 6, *end;
-
-		if (strncmp(line, "NSpid:", 6) != 0)
-			continue;
-		for (;;) {
-			long n = strtol(p, &end, 10);
-
-			if (end == p)
-				break;
-			v = (pid_t)n;
-			p = end;
-		}
-		break;
-	}
-	fclose(f);
-	return v;
-}
-
-static bool
-has_ns_tid(pid_t pid, pid_t tid, void *nstid)
-{
-	return ns_tid(pid, tid) == *(const pid_t *)nstid;
-}
-
-/* The thread of process pid whose tid in the process's own namespace is
- * nstid, or 0. */
-static pid_t
-host_tid(pid_t pid, pid_t nstid)
-{
-	return dump_find_thread(pid, has_ns_tid, &nstid);
-}
-
 /* Thread t runs on a thread pointer that is not its own (owner: the
  * thread whose it is, or -1 if unknown): what was read through it is
  * another thread's, and t has no TLS of its own, so no context.  The
@@ -1242,28 +1150,25 @@ not_own_tp(struct dump *d, struct dump_thread *t, pid_t owner)
 			d->alt_raw[(t->alt_idx - 1) * LAY_N + k].state = LAY_ABSENT;
 }
 
-/* Threads that run on one thread pointer: a thread started by a raw
- * clone() without CLONE_SETTLS runs on its parent's, and everything read
- * through it (the TLS slot, the record) is the parent's, shown twice as
- * if each had it.  Glibc's descriptor at the thread pointer names the
- * thread that owns it; the others get no context.  When it names none of
- * them (not glibc, a statically linked program, a copy of another
- * thread's TLS), no context is shown for any: any one would be a guess,
- * and the same record on several threads reads as several threads
- * working on one request.
- * After the threads run again (the stop window stays as it was): sorting
- * a thousand thread pointers costs some tens of us, and the descriptor is
- * looked up only for a thread pointer found twice.  With --tid there is
- * no other thread to compare with: the descriptor at the thread's own
+/* Threads that run on one thread pointer (dump_tp_owners()): the owner,
+ * named by glibc's descriptor there, keeps what was read; the others get
+ * no context.  When it names none of them (not glibc, a statically
+ * linked program, a copy of another thread's TLS), no context is shown
+ * for any: any one would be a guess, and the same record on several
+ * threads reads as several threads working on one request.  After the
+ * threads run again: the stop window stays as it was.  With --tid there
+ * is no other thread to compare with: the descriptor at the thread's own
  * thread pointer is believed when it names another live thread of the
  * process (only a copy of that thread's descriptor would fool it). */
 static void
 shared_tps(struct run *run)
 {
 	struct dump *d = &run->d;
-	struct tid_field f = {0};
-	struct tp_ref *v;
-	size_t i, a, b, n = 0;
+	struct dump_tid_field f = {.ep = d->ep};
+	struct dump_tp_share *share;
+	uint64_t *tps;
+	pid_t *tids;
+	size_t i, n = 0;
 
 	for (i = 0; i < d->n_threads; i++)
 		n += d->threads[i].tp != 0;
@@ -1273,10 +1178,12 @@ shared_tps(struct run *run)
 
 		while (!t->tp)
 			t++;
-		tid = tp_tid(d, &f, t->tp);
+		tid = dump_tp_tid(d->mem_pid, &f, t->tp);
 		/* glibc's tid is the one of the process's namespace: the
 		 * thread's own (one read), else which thread's */
-		tid = tid && tid != ns_tid(d->pid, t->tid) ? host_tid(d->pid, tid) : 0;
+		tid = tid && tid != dump_ns_tid(d->pid, t->tid)
+			      ? dump_host_tid(d->pid, tid)
+			      : 0;
 		if (tid && tid != t->tid) {
 			not_own_tp(d, t, tid);
 			set_error(t,
@@ -1289,54 +1196,46 @@ shared_tps(struct run *run)
 	}
 	if (n < 2)
 		return;
-	v = malloc(n * sizeof(*v));
-	if (!v)
-		return; /* each thread as read */
-	for (i = n = 0; i < d->n_threads; i++)
-		if (d->threads[i].tp)
-			v[n++] = (struct tp_ref){d->threads[i].tp, i};
-	qsort(v, n, sizeof(*v), cmp_tp_ref);
-	for (a = 0; a < n; a = b) {
-		pid_t tid, owner = 0;
+	n = d->n_threads;
+	share = malloc(n * sizeof(*share));
+	tps = malloc(n * sizeof(*tps));
+	tids = malloc(n * sizeof(*tids));
+	for (i = 0; share && tps && tids && i < n; i++) {
+		tps[i] = d->threads[i].tp;
+		tids[i] = d->threads[i].tid;
+	}
+	/* else each thread as read */
+	if (share && tps && tids &&
+	    dump_tp_owners(d->pid, d->mem_pid, &f, tids, tps, n, share) > 0)
+		for (i = 0; i < n; i++) {
+			const struct dump_tp_share *s = &share[i];
+			struct dump_thread *t = &d->threads[i];
 
-		for (b = a + 1; b < n && v[b].tp == v[a].tp; b++)
-			;
-		if (b - a < 2)
-			continue;
-		tid = tp_tid(d, &f, v[a].tp);
-		/* glibc's tid is the one of the process's namespace */
-		for (i = a; i < b && tid; i++)
-			if (ns_tid(d->pid, d->threads[v[i].i].tid) == tid)
-				owner = d->threads[v[i].i].tid;
-		for (i = a; i < b; i++) {
-			struct dump_thread *t = &d->threads[v[i].i];
-			/* another one of them, to name */
-			pid_t other = d->threads[v[i == a ? a + 1 : a].i].tid;
-
-			if (owner && t->tid == owner)
+			if (!s->owner)
 				continue;
-			not_own_tp(d, t, owner ? owner : -1);
-			if (owner)
+			not_own_tp(d, t, s->owner);
+			if (s->owner > 0)
 				set_error(t,
 					  "shares the thread pointer of thread %d, "
 					  "whose TLS it is: no TLS of its own (a raw "
 					  "clone() without CLONE_SETTLS?)",
-					  (int)owner);
-			else if (b - a > 2)
+					  (int)s->owner);
+			else if (s->n > 2)
 				set_error(t,
 					  "shares its thread pointer with thread %d "
 					  "and %zu more, and whose TLS it is cannot "
 					  "be told: no context is shown for any",
-					  (int)other, b - a - 2);
+					  (int)s->other, s->n - 2);
 			else
 				set_error(t,
 					  "shares its thread pointer with thread %d, "
 					  "and whose TLS it is cannot be told: no "
 					  "context is shown for either",
-					  (int)other);
+					  (int)s->other);
 		}
-	}
-	free(v);
+	free(share);
+	free(tps);
+	free(tids);
 }
 
 /* Whether the slot read in the stop sends the dump round again

@@ -173,6 +173,55 @@ pid_t dump_memory_pid(pid_t pid, char leader_state);
 pid_t
 dump_find_thread(pid_t pid, bool (*match)(pid_t pid, pid_t tid, void *arg), void *arg);
 
+/* Where glibc keeps the tid in its thread descriptor, from the thread
+ * pointer (etls_glibc_tid_off()): looked up in ep on first use when ep is
+ * set (most processes have no thread pointer twice), else as the caller
+ * set looked, ok and off. */
+struct dump_tid_field {
+	struct etls_proc *ep;
+	bool looked, ok;
+	int64_t off;
+};
+
+/* The tid in glibc's thread descriptor at thread pointer tp, read
+ * through mem_pid; 0 when it cannot be told (not glibc, memory gone).
+ * Target memory: believe it only if it names a thread asked about. */
+pid_t dump_tp_tid(pid_t mem_pid, struct dump_tid_field *f, uint64_t tp);
+
+/* The tid of thread tid of process pid in the process's own PID
+ * namespace (what glibc's descriptor holds), or 0 if it cannot be read. */
+pid_t dump_ns_tid(pid_t pid, pid_t tid);
+
+/* The thread of process pid whose tid in the process's own namespace is
+ * nstid, or 0. */
+pid_t dump_host_tid(pid_t pid, pid_t nstid);
+
+/* A thread that shares its thread pointer with others (dump_tp_owners()). */
+struct dump_tp_share {
+	/* whose TLS is at it: that thread's tid, or -1 if it cannot be
+	 * told; 0: this thread's own, or not shared */
+	pid_t owner;
+	pid_t other; /* another thread on it */
+	size_t n;    /* threads on it, this one included */
+};
+
+/* Threads that run on one thread pointer (a raw clone() without
+ * CLONE_SETTLS runs on its parent's): whatever is read through it is the
+ * TLS of one of them, shown for each as if its own.  The n threads
+ * tids[i] of process pid, on thread pointers tps[i] (0: none, never
+ * grouped), are grouped by it; for a group, glibc's descriptor at the
+ * thread pointer names the owner.  share[i] is set for every thread.
+ * Read while the threads run (glibc sets the tid before a thread runs
+ * and keeps it until it ends).  Returns how many threads are not owners
+ * of the thread pointer they share, or -ENOMEM. */
+int dump_tp_owners(pid_t pid,
+		   pid_t mem_pid,
+		   struct dump_tid_field *f,
+		   const pid_t *tids,
+		   const uint64_t *tps,
+		   size_t n,
+		   struct dump_tp_share *share);
+
 /* etls_proc_load() through *mem_pid (from dump_memory_pid()); while that
  * thread turns out to be gone (-ESRCH: the leader has exited, or so has
  * the thread read for it), through another live one, stored in *mem_pid.

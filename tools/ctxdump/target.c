@@ -303,3 +303,134 @@ dump_exited_note(pid_t pid)
 		return " (zombie, not reaped yet)";
 	return "";
 }
+
+/* ---- threads on one thread pointer ---- */
+
+pid_t
+dump_tp_tid(pid_t mem_pid, struct dump_tid_field *f, uint64_t tp)
+{
+	int32_t tid;
+
+	if (!f->looked) {
+		f->looked = true;
+		f->ok = f->ep && etls_glibc_tid_off(f->ep, &f->off) == 0;
+	}
+	if (!f->ok ||
+	    remote_read(mem_pid, tp + (uint64_t)f->off, &tid, sizeof(tid)) < 0)
+		return 0;
+	return tid > 0 ? (pid_t)tid : 0;
+}
+
+/* The last field of NSpid: equal to tid when ctxdump runs in the
+ * process's namespace; not so for a process in a container dumped from
+ * the host. */
+pid_t
+dump_ns_tid(pid_t pid, pid_t tid)
+{
+	char path[64], line[256];
+	pid_t v = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/status", (int)pid, (int)tid);
+	f = fopen(path, "re");
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f)) {
+		char *p = line + 6, *end;
+
+		if (strncmp(line, "NSpid:", 6) != 0)
+			continue;
+		for (;;) {
+			long n = strtol(p, &end, 10);
+
+			if (end == p)
+				break;
+			v = (pid_t)n;
+			p = end;
+		}
+		break;
+	}
+	fclose(f);
+	return v;
+}
+
+static bool
+has_ns_tid(pid_t pid, pid_t tid, void *nstid)
+{
+	return dump_ns_tid(pid, tid) == *(const pid_t *)nstid;
+}
+
+pid_t
+dump_host_tid(pid_t pid, pid_t nstid)
+{
+	return dump_find_thread(pid, has_ns_tid, &nstid);
+}
+
+struct tp_ref {
+	uint64_t tp;
+	size_t i;
+};
+
+static int
+cmp_tp_ref(const void *a, const void *b)
+{
+	const struct tp_ref *x = a, *y = b;
+
+	if (x->tp != y->tp)
+		return x->tp > y->tp ? 1 : -1;
+	return (x->i > y->i) - (x->i < y->i);
+}
+
+/* Sorting a thousand thread pointers costs some tens of us, and the
+ * descriptor is read only for a thread pointer found twice. */
+int
+dump_tp_owners(pid_t pid,
+	       pid_t mem_pid,
+	       struct dump_tid_field *f,
+	       const pid_t *tids,
+	       const uint64_t *tps,
+	       size_t n,
+	       struct dump_tp_share *share)
+{
+	struct tp_ref *v;
+	size_t i, a, b, m = 0;
+	int not_own = 0;
+
+	memset(share, 0, n * sizeof(*share));
+	for (i = 0; i < n; i++)
+		m += tps[i] != 0;
+	if (m < 2)
+		return 0;
+	v = malloc(m * sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	for (i = m = 0; i < n; i++)
+		if (tps[i])
+			v[m++] = (struct tp_ref){tps[i], i};
+	qsort(v, m, sizeof(*v), cmp_tp_ref);
+	for (a = 0; a < m; a = b) {
+		pid_t tid, owner = 0;
+
+		for (b = a + 1; b < m && v[b].tp == v[a].tp; b++)
+			;
+		if (b - a < 2)
+			continue;
+		tid = dump_tp_tid(mem_pid, f, v[a].tp);
+		/* glibc's tid is the one of the process's namespace */
+		for (i = a; i < b && tid && !owner; i++)
+			if (dump_ns_tid(pid, tids[v[i].i]) == tid)
+				owner = tids[v[i].i];
+		for (i = a; i < b; i++) {
+			struct dump_tp_share *s = &share[v[i].i];
+
+			if (owner && tids[v[i].i] == owner)
+				continue;
+			s->owner = owner ? owner : -1;
+			s->other = tids[v[i == a ? a + 1 : a].i];
+			s->n = b - a;
+			not_own++;
+		}
+	}
+	free(v);
+	return not_own;
+}
