@@ -1033,6 +1033,55 @@ START_TEST(record_demangled)
 }
 END_TEST
 
+/* Two raw clone() threads without CLONE_SETTLS run on the main thread's
+ * thread pointer (helpers/hostile-clone shared): the main thread's
+ * context is its own, and the other two have none, as the one-shot dump
+ * shows them (old: every sample of the three carried the main thread's
+ * trace). */
+START_TEST(record_shared_thread_pointer)
+{
+	char *argv[] = {(char *)test_helper_path("hostile-clone"), "shared", NULL};
+	char line[64], file[64], errf[64], pid[16], tid[3][16], *out, *err;
+	const char *args[] = {"-F", "50", "-d", "0.3", "-o", file, pid, NULL};
+	struct test_child ch;
+	int st, i;
+
+	test_child_start(&ch, argv, NULL, false);
+	for (i = 1; i < 3; i++) {
+		test_child_expect(&ch, i == 1 ? "CASE shared1 " : "CASE shared2 ", line,
+				  sizeof(line), TIMEOUT_MS);
+		snprintf(tid[i], sizeof(tid[i]), "%d", atoi(line + 13));
+	}
+	test_child_expect(&ch, "READY ", line, sizeof(line), TIMEOUT_MS);
+	snprintf(pid, sizeof(pid), "%d", (int)ch.pid);
+	snprintf(tid[0], sizeof(tid[0]), "%d", (int)ch.pid);
+	prof_tmpfile(file, sizeof(file), "sharedtp-prof");
+	prof_tmpfile(errf, sizeof(errf), "sharedtp-err");
+	st = prof_record_wait(prof_record_start(errf, args), TIMEOUT_MS);
+	err = prof_slurp(errf);
+	ck_assert_msg(prof_record_status_ok(st, err), "status 0x%x: %s", st, err);
+	free(err);
+	for (i = 0; i < 3; i++) {
+		st = prof_run(&out, &err, "report", "--folded", "--tid", tid[i], file,
+			      NULL);
+		ck_assert_msg(st == 0, "report exit %d: %s", st, err);
+		ck_assert_msg(folded_count(out, NULL) > 0, "tid %s: no sample", tid[i]);
+		if (i == 0)
+			ck_assert_msg(strstr(out, "33333333333333333333333333333333"),
+				      "main thread: %s", out);
+		else
+			ck_assert_msg(!strstr(out, "3333333333"),
+				      "tid %s has the main thread's trace: %s", tid[i],
+				      out);
+		free(out);
+		free(err);
+	}
+	unlink(file);
+	unlink(errf);
+	ck_assert_int_eq(test_child_finish(&ch, TIMEOUT_MS), 0);
+}
+END_TEST
+
 /* OTEP-4947: a key index the cached key map does not have means the map
  * grew; the reader must refresh it before going on.  keymap-grow appends
  * "k1" to its map and only then publishes a record that uses index 1:
@@ -1506,6 +1555,7 @@ TEST_SUITE(ctxdump_record_suite)
 	tcase_add_test(tc, record_duration);
 	tcase_add_test(tc, record_rounds_per_duration);
 	tcase_add_test(tc, record_demangled);
+	tcase_add_test(tc, record_shared_thread_pointer);
 	tcase_add_test(tc, record_key_map_grows);
 	tcase_add_test(tc, record_killed_and_target_exit);
 	tcase_add_test(tc, record_report_usage);

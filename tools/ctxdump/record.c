@@ -234,6 +234,10 @@ struct rec {
 	 * image may still be in its loader or constructors */
 	uint64_t exec_ns;
 
+	/* glibc's tid in its thread descriptor, for threads on one thread
+	 * pointer (dump_tp_owners()): looked up with the layouts */
+	struct dump_tid_field tidf;
+
 	bool has_pctx;
 	struct pctxr_snapshot pctx;
 	struct pctx_decoded *pd;
@@ -251,6 +255,7 @@ struct rec {
 	struct stack_snap **snapp;
 	int *err;
 	uint64_t *tps;
+	struct dump_tp_share *share;
 	struct lay_raw *raws;
 	struct stack_frame *frames; /* max_frames + 1 */
 	struct lay_ctx *ctx;
@@ -687,6 +692,8 @@ image_reload(struct rec *rc)
 	itab_clear(&rc->threads);
 	memset(rc->written, 0, sizeof(rc->written));
 	memset(&rc->lp, 0, sizeof(rc->lp));
+	memset(&rc->tidf, 0, sizeof(rc->tidf));
+	rc->tidf.looked = true; /* not glibc until rediscover() says */
 	rc->have_layouts = false;
 	rc->resolved = false;
 	if (rc->has_pctx) {
@@ -731,6 +738,7 @@ reserve(struct rec *rc, size_t n)
 	GROW(rc->snapp);
 	GROW(rc->err);
 	GROW(rc->tps);
+	GROW(rc->share);
 #undef GROW
 	{
 		struct lay_raw *nr = realloc(rc->raws, n * LAY_N * sizeof(*nr));
@@ -931,6 +939,15 @@ tls_floor(const struct rec *rc)
 	return floor;
 }
 
+/* What dump_tp_owners() needs of the objects, taken while they are
+ * loaded: a raw clone() may start a thread at any time. */
+static void
+learn_tid_field(struct rec *rc, struct etls_proc *ep)
+{
+	rc->tidf.looked = true;
+	rc->tidf.ok = etls_glibc_tid_off(ep, &rc->tidf.off) == 0;
+}
+
 /* The layouts afresh, while the target runs: the mappings and objects
  * are read again (some 0.1 to 0.5 ms), only when the last round saw a
  * writer's slots change or, with no layout, once per REFRESH_NS. */
@@ -947,6 +964,7 @@ rediscover(struct rec *rc, uint64_t now)
 	rc->discover_ns = now;
 	r = dump_proc_load(rc->pid, &rc->mem_pid, &ep);
 	if (r == 0) {
+		learn_tid_field(rc, ep);
 		r = lay_find_in(ep, rc->mem_pid, LAY_MASK_ALL, lp);
 		etls_proc_free(ep);
 	}
@@ -1142,6 +1160,18 @@ sample_round(struct rec *rc)
 		return 0;
 	}
 	sync_modules(rc, true);
+	/* Threads on one thread pointer (a raw clone() without
+	 * CLONE_SETTLS): what was read through it is its owner's TLS, not
+	 * the others' (as the dump shows them, shared_tps()). */
+	if (rc->usable && dump_tp_owners(rc->pid, rc->mem_pid, &rc->tidf, rc->tids,
+					 rc->tps, k, rc->share) > 0)
+		for (i = 0; i < k; i++) {
+			size_t kk;
+
+			if (rc->share[i].owner)
+				for (kk = 0; kk < LAY_N; kk++)
+					rc->raws[i * LAY_N + kk].state = LAY_ABSENT;
+		}
 	win = stop_window_ns(&ss);
 	rc->win_sum += win;
 	if (win > rc->win_max)
@@ -1193,6 +1223,7 @@ rec_free(struct rec *rc)
 	free(rc->snapp);
 	free(rc->err);
 	free(rc->tps);
+	free(rc->share);
 	free(rc->raws);
 	free(rc->frames);
 	free(rc->ctx);
@@ -1827,6 +1858,7 @@ record_main(int argc, char **argv)
 	remote_image_load(rc->mem_pid, &rc->img);
 	r = dump_proc_load(ctl.pid, &rc->mem_pid, &ep);
 	if (r == 0) {
+		learn_tid_field(rc, ep);
 		r = lay_find_in(ep, rc->mem_pid, LAY_MASK_ALL, &rc->lp);
 		etls_proc_free(ep);
 	}
