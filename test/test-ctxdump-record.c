@@ -1033,6 +1033,51 @@ START_TEST(record_demangled)
 }
 END_TEST
 
+/* Frames found past a function without unwind information are marked
+ * in the recording as --stacks marks them (deep-stack nocfi: deep(),
+ * run() and the thread start are guessed, nocfi_call() and what it
+ * calls are not), and --folded names them "f [guessed]" (old: the mark
+ * was lost, and guessed frames read as known ones). */
+START_TEST(record_guessed_frames)
+{
+	char *argv[] = {(char *)test_helper_path("deep-stack"), "3", "0", "nocfi",
+			NULL};
+	char line[64], file[64], errf[64], pid[16], tid[16], *out, *err;
+	const char *args[] = {"-F", "50", "-d", "0.2", "-o", file, pid, NULL};
+	struct test_child ch;
+	int st;
+
+	test_child_start(&ch, argv, NULL, false);
+	test_child_expect(&ch, "READY ", line, sizeof(line), TIMEOUT_MS);
+	snprintf(pid, sizeof(pid), "%d", (int)ch.pid);
+	ck_assert_int_eq(sscanf(line + 6, "%*d %15s", tid), 1);
+	prof_tmpfile(file, sizeof(file), "guessed-prof");
+	prof_tmpfile(errf, sizeof(errf), "guessed-err");
+	st = prof_record_wait(prof_record_start(errf, args), TIMEOUT_MS);
+	err = prof_slurp(errf);
+	ck_assert_msg(prof_record_status_ok(st, err), "status 0x%x: %s", st, err);
+	free(err);
+	st = prof_run(&out, &err, "report", "--folded", "--tid", tid, file, NULL);
+	ck_assert_msg(st == 0, "report exit %d: %s", st, err);
+	ck_assert_msg(strstr(out,
+			     ";start_thread [guessed];run [guessed];deep [guessed];"
+			     "deep [guessed];deep [guessed];deep [guessed];"
+			     "nocfi_call;bottom_wait;"),
+		      "%s", out);
+	free(out);
+	free(err);
+	/* the main thread's stack is unwound, all of it */
+	st = prof_run(&out, &err, "report", "--folded", "--tid", pid, file, NULL);
+	ck_assert_msg(st == 0, "report exit %d: %s", st, err);
+	ck_assert_msg(strstr(out, ";main;") && !strstr(out, "[guessed]"), "%s", out);
+	free(out);
+	free(err);
+	unlink(file);
+	unlink(errf);
+	ck_assert_int_eq(test_child_finish(&ch, TIMEOUT_MS), 0);
+}
+END_TEST
+
 /* Two raw clone() threads without CLONE_SETTLS run on the main thread's
  * thread pointer (helpers/hostile-clone shared): the main thread's
  * context is its own, and the other two have none, as the one-shot dump
@@ -1555,6 +1600,7 @@ TEST_SUITE(ctxdump_record_suite)
 	tcase_add_test(tc, record_duration);
 	tcase_add_test(tc, record_rounds_per_duration);
 	tcase_add_test(tc, record_demangled);
+	tcase_add_test(tc, record_guessed_frames);
 	tcase_add_test(tc, record_shared_thread_pointer);
 	tcase_add_test(tc, record_key_map_grows);
 	tcase_add_test(tc, record_killed_and_target_exit);

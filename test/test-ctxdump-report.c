@@ -160,9 +160,15 @@ rec_functions(struct rec *r, const char *const *names, uint32_t n)
 }
 
 /* Frame ids innermost first; flags: PFILE_STACK_TRUNCATED (1) for a
- * stack whose unwinding stopped before the outermost frame. */
+ * stack whose unwinding stopped before the outermost frame,
+ * PFILE_STACK_GUESSED (2) for one guessed from frame f[guessed] on. */
 static void
-rec_stack_flags(struct rec *r, uint32_t id, unsigned flags, const uint32_t *f, size_t n)
+rec_stack_guessed(struct rec *r,
+		  uint32_t id,
+		  unsigned flags,
+		  const uint32_t *f,
+		  size_t n,
+		  uint32_t guessed)
 {
 	size_t i;
 
@@ -171,7 +177,15 @@ rec_stack_flags(struct rec *r, uint32_t id, unsigned flags, const uint32_t *f, s
 	pay_u(r, n);
 	for (i = 0; i < n; i++)
 		pay_u(r, f[i]);
+	if (flags & 2)
+		pay_u(r, guessed);
 	rec_end(r, 8);
+}
+
+static void
+rec_stack_flags(struct rec *r, uint32_t id, unsigned flags, const uint32_t *f, size_t n)
+{
+	rec_stack_guessed(r, id, flags, f, n, 0);
 }
 
 /* Frame ids innermost first. */
@@ -522,23 +536,28 @@ START_TEST(report_spans_tree)
 END_TEST
 
 /* A sample without its whole stack (unwinding failed: [no stack]; or it
- * stopped short of the outermost frame: PFILE_STACK_TRUNCATED) cannot be
- * placed in a run's call tree: the tree ends there and the samples after
- * it make another.  Thread 7 runs clone3;start_thread;worker;handle;
+ * stopped short of the outermost frame: PFILE_STACK_TRUNCATED; or its
+ * outer frames were guessed past code without unwind information:
+ * PFILE_STACK_GUESSED) cannot be placed in a run's call tree: the tree
+ * ends there and the samples after it make another.  Thread 7 runs clone3;start_thread;worker;handle;
  * small;spin in a context, thread 8 idles in clone3;start_thread;worker;
  * idle (those three frames are plumbing).  Old: a sample without a
  * stack, or a truncated one (big;spin, taken for outermost frames), ended
  * every open node and cut the plumbing to nothing: clone3, start_thread
  * and worker became spans (clone3 a child of the context span, handle
- * one of worker), and big a child of the context span. */
+ * one of worker), and big a child of the context span; and guessed frames
+ * (big;clone3 outside small;spin) were taken as known: big became a
+ * span, and small and spin spans of it. */
 START_TEST(report_spans_stackless_sample)
 {
 	static const char *const names[] = {"clone3", "start_thread", "worker", "idle",
 					    "handle", "small",        "big",    "spin"};
-	/* innermost first: idle; handle/small; big/spin cut below handle */
+	/* innermost first: idle; handle/small; big/spin cut below handle;
+	 * small/spin with big and clone3 guessed outside it */
 	static const uint32_t s_idle[] = {4, 3, 2, 1}, s_small[] = {8, 6, 5, 3, 2, 1},
-			      s_big[] = {8, 7};
-	/* per case, the stack of thread 7 in each round: 0 none, 3 cut */
+			      s_big[] = {8, 7}, s_guess[] = {8, 6, 7, 1};
+	/* per case, the stack of thread 7 in each round: 0 none, 3 cut,
+	 * 4 guessed */
 	static const struct {
 		const char *what;
 		uint32_t seq[9];
@@ -552,6 +571,11 @@ START_TEST(report_spans_stackless_sample)
 		 "small handle 3 small|spin small 3 spin|spin small 3 spin"},
 		{"truncated stacks in the middle",
 		 {2, 2, 2, 3, 3, 3, 2, 2, 2},
+		 9,
+		 "handle ctx 3 handle|handle ctx 3 handle|small handle 3 small|"
+		 "small handle 3 small|spin small 3 spin|spin small 3 spin"},
+		{"guessed stacks in the middle",
+		 {2, 2, 2, 4, 4, 4, 2, 2, 2},
 		 9,
 		 "handle ctx 3 handle|handle ctx 3 handle|small handle 3 small|"
 		 "small handle 3 small|spin small 3 spin|spin small 3 spin"},
@@ -573,6 +597,7 @@ START_TEST(report_spans_stackless_sample)
 		rec_stack(r, 1, s_idle, 4);
 		rec_stack(r, 2, s_small, 6);
 		rec_stack_flags(r, 3, 1, s_big, 2);
+		rec_stack_guessed(r, 4, 2, s_guess, 4, 2);
 		rec_ctx(r, 1, 0x4b, 0x00f067aa0ba902b7ull, NULL, 0);
 		for (i = 0; i < cases[c].n; i++) {
 			rec_round(r, 10000000ull * i);

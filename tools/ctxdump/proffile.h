@@ -83,6 +83,10 @@ enum pfile_type {
 #define PFILE_FRAME_DYNSYM 0x2u /* symbol from .dynsym only */
 /* PFILE_STACK flags */
 #define PFILE_STACK_TRUNCATED 0x1u /* unwinding stopped before the outermost frame */
+/* Frames from index g (innermost first) on were guessed (found past a
+ * function without unwind information, STACK_FRAME_GUESSED); g follows
+ * the frame ids.  A reader that does not know it ignores the field. */
+#define PFILE_STACK_GUESSED 0x2u
 /* PFILE_CTX flags */
 #define PFILE_CTX_VALID     0x1u
 #define PFILE_CTX_TRACE     0x2u /* trace_id / span_id / trace flags set */

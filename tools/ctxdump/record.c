@@ -370,20 +370,31 @@ key_reserve(struct rec *rc, size_t n)
 	return true;
 }
 
+/* A stack is its frames, whether it was cut, and from which frame on it
+ * was guessed: a frame is known by its address alone (intern_frame()),
+ * and the same address may be reached by unwinding in one stack and by
+ * guessing in another. */
 static uint32_t
 intern_stack(struct rec *rc, size_t n, bool truncated)
 {
 	uint32_t *ids, flags = truncated ? PFILE_STACK_TRUNCATED : 0, id;
-	size_t i;
+	size_t i, guessed = n;
 	bool fresh;
 
-	if (!key_reserve(rc, (n + 1) * sizeof(uint32_t)))
+	if (!key_reserve(rc, (n + 2) * sizeof(uint32_t)))
 		return 0;
 	ids = (uint32_t *)(void *)rc->key;
-	ids[0] = flags;
-	for (i = 0; i < n; i++)
+	for (i = 0; i < n; i++) {
 		ids[i + 1] = intern_frame(rc, &rc->frames[i]);
-	id = itab_get(&rc->stacks, ids, (n + 1) * sizeof(uint32_t), &fresh);
+		/* sticky (unwind.c): the first guessed frame says it */
+		if (guessed == n && (rc->frames[i].flags & STACK_FRAME_GUESSED))
+			guessed = i;
+	}
+	if (guessed < n)
+		flags |= PFILE_STACK_GUESSED;
+	ids[0] = flags;
+	ids[n + 1] = (uint32_t)guessed;
+	id = itab_get(&rc->stacks, ids, (n + 2) * sizeof(uint32_t), &fresh);
 	if (fresh) {
 		pfile_w_begin(&rc->w, PFILE_STACK);
 		pfile_w_u(&rc->w, id);
@@ -391,6 +402,8 @@ intern_stack(struct rec *rc, size_t n, bool truncated)
 		pfile_w_u(&rc->w, n);
 		for (i = 0; i < n; i++)
 			pfile_w_u(&rc->w, ids[i + 1]);
+		if (flags & PFILE_STACK_GUESSED)
+			pfile_w_u(&rc->w, guessed);
 		pfile_w_end(&rc->w);
 	}
 	return id;

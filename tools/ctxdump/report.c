@@ -62,6 +62,7 @@ struct r_frame {
 struct r_stack {
 	uint32_t *f; /* frame ids, innermost first */
 	uint32_t n, flags;
+	uint32_t guessed; /* f[guessed..n) were guessed (n: none) */
 };
 
 struct r_ctx {
@@ -693,6 +694,17 @@ load_record(
 		}
 		s->n = r.bad ? 0 : cnt;
 		s->flags = flags;
+		s->guessed = s->n;
+		if (flags & PFILE_STACK_GUESSED) {
+			uint32_t g = pfile_r_u32(&r);
+
+			if (r.bad || g >= s->n) {
+				r.bad = true;
+				s->n = s->guessed = 0;
+			} else {
+				s->guessed = g;
+			}
+		}
 		break;
 	}
 	case PFILE_CTX: {
@@ -1292,20 +1304,29 @@ struct fold {
 	struct fold_pre *pre;
 	size_t n_pre;
 	uint32_t *fn_name; /* function id -> name id */
+	/* the same, for a guessed frame ("f [guessed]"); NULL: no stack
+	 * has one */
+	uint32_t *fn_gname;
 	const char **name; /* name id -> folded name (a key of the map) */
 	uint32_t *name_len;
 	size_t n_names;
-	uint32_t unknown; /* name id of fn_name()'s "?" */
+	uint32_t unknown, unknown_g; /* name ids of fn_name()'s "?" */
 };
 
-/* The name id of the folded form of s (names: name -> id + 1). */
+/* The name id of the folded form of s, suffix added (names: name ->
+ * id + 1). */
 static uint32_t
-fold_intern(struct fold *F, struct cmap *names, struct sbuf *b, const char *s)
+fold_intern(struct fold *F,
+	    struct cmap *names,
+	    struct sbuf *b,
+	    const char *s,
+	    const char *suffix)
 {
 	uint64_t *slot;
 
 	b->len = 0;
 	sb_frame(b, s);
+	sb_put(b, suffix, strlen(suffix));
 	if (b->oom)
 		return FOLD_NONE;
 	slot = cmap_find(names, b->p, b->len);
@@ -1358,7 +1379,10 @@ fold_seg(const struct fold *F,
 	/* frames outermost first */
 	st = stack_of(F->p, l->stack);
 	fn = frame_fn(F->p, st->f[st->n - 1 - i]);
-	*id = fn < F->p->fns.n ? F->fn_name[fn] : F->unknown;
+	if (st->n - 1 - i >= st->guessed)
+		*id = fn < F->p->fns.n ? F->fn_gname[fn] : F->unknown_g;
+	else
+		*id = fn < F->p->fns.n ? F->fn_name[fn] : F->unknown;
 name:
 	*s = F->name[*id];
 	*n = F->name_len[*id];
@@ -1418,14 +1442,24 @@ report_folded(const struct prof *p, const struct rpt_ctl *ctl)
 	char svc[256], req[512], h[33], th[96];
 	uint32_t no_stack, cut, svc_image = UINT32_MAX;
 	size_t i, j, n = 0, n_lines = 0;
+	bool guessed = false;
 	int ret = CLI_EXIT_OK;
 
 	pairs = malloc((p->samples.n ? p->samples.n : 1) * sizeof(*pairs));
 	F.fn_name = malloc((p->fns.n ? p->fns.n : 1) * sizeof(*F.fn_name));
-	/* every function, "?", the two markers */
-	F.name = malloc((p->fns.n + 3) * sizeof(*F.name));
-	F.name_len = malloc((p->fns.n + 3) * sizeof(*F.name_len));
-	if (!pairs || !F.fn_name || !F.name || !F.name_len)
+	for (i = 0; i < p->stacks.n && !guessed; i++) {
+		const struct r_stack *st = (const struct r_stack *)p->stacks.v + i;
+
+		guessed = st->guessed < st->n;
+	}
+	if (guessed)
+		F.fn_gname = malloc((p->fns.n ? p->fns.n : 1) * sizeof(*F.fn_gname));
+	/* every function and "?" (twice with guessed frames), the two
+	 * markers */
+	j = (p->fns.n + 1) * (guessed ? 2 : 1) + 2;
+	F.name = malloc(j * sizeof(*F.name));
+	F.name_len = malloc(j * sizeof(*F.name_len));
+	if (!pairs || !F.fn_name || !F.name || !F.name_len || (guessed && !F.fn_gname))
 		goto oom;
 	for (i = 0; i < p->samples.n; i++) {
 		const struct r_sample *s = (const struct r_sample *)p->samples.v + i;
@@ -1497,14 +1531,22 @@ report_folded(const struct prof *p, const struct rpt_ctl *ctl)
 		}
 	}
 	for (i = 0; i < p->fns.n; i++) {
-		F.fn_name[i] = fold_intern(&F, &names, &b, fn_name(p, (uint32_t)i));
+		F.fn_name[i] = fold_intern(&F, &names, &b, fn_name(p, (uint32_t)i), "");
 		if (F.fn_name[i] == FOLD_NONE)
 			goto oom;
+		if (!guessed)
+			continue;
+		F.fn_gname[i] = fold_intern(&F, &names, &b, fn_name(p, (uint32_t)i),
+					    " [guessed]");
+		if (F.fn_gname[i] == FOLD_NONE)
+			goto oom;
 	}
-	F.unknown = fold_intern(&F, &names, &b, "?");
-	no_stack = fold_intern(&F, &names, &b, "[no stack]");
-	cut = fold_intern(&F, &names, &b, "[truncated]");
-	if (F.unknown == FOLD_NONE || no_stack == FOLD_NONE || cut == FOLD_NONE)
+	F.unknown = fold_intern(&F, &names, &b, "?", "");
+	F.unknown_g = guessed ? fold_intern(&F, &names, &b, "?", " [guessed]") : 0;
+	no_stack = fold_intern(&F, &names, &b, "[no stack]", "");
+	cut = fold_intern(&F, &names, &b, "[truncated]", "");
+	if (F.unknown == FOLD_NONE || F.unknown_g == FOLD_NONE ||
+	    no_stack == FOLD_NONE || cut == FOLD_NONE)
 		goto oom;
 	/* the distinct (prefix, stack) pairs and their counts */
 	qsort(pairs, n, sizeof(*pairs), cmp_u64);
@@ -1557,6 +1599,7 @@ out:
 	free(b.p);
 	free(F.pre);
 	free(F.fn_name);
+	free(F.fn_gname);
 	free(F.name);
 	free(F.name_len);
 	cmap_free(&pres);
@@ -1898,11 +1941,13 @@ trie_prefix(const struct idle_trie *t, const uint32_t *trunk, uint32_t n)
 #define MAX_IDLE_STACKS 512
 
 /* Whether st holds a sample's stack from its innermost frame to its
- * outermost one: only then are its frames at known depths. */
+ * outermost one, none of it guessed: only then are its frames at known
+ * depths. */
 static bool
 whole_stack(const struct r_stack *st)
 {
-	return st && st->n && !(st->flags & PFILE_STACK_TRUNCATED);
+	return st && st->n && !(st->flags & PFILE_STACK_TRUNCATED) &&
+	       st->guessed == st->n;
 }
 
 /* The end of a run's call tree (open[0..depth_open), trunk_n frames of
