@@ -17,7 +17,8 @@
  * the order they were used (old: the first layout only, as the file
  * kept describing it).  And plain dumps of a process that loads and
  * unloads a writer library in a loop, or whose slot stays unusable
- * (test/helpers/dlopen-loop.c). */
+ * (test/helpers/dlopen-loop.c), and --stacks of one that swaps two
+ * libraries at one address (test/helpers/dl-swap.c). */
 #include "test-ctxdump-writer.h"
 
 #include <inttypes.h>
@@ -389,6 +390,81 @@ START_TEST(test_dump_dlopen_loop)
 }
 END_TEST
 
+/* --stacks while the target swaps two libraries of one size at one
+ * address, every SWAP_MS: the thread that runs each was started by
+ * spin_main_a() or spin_main_b(), so its library frame must be
+ * swap_spin_a or swap_spin_b to match (or no name: changed around the
+ * stop).  Old: the module list was read after the threads were let go,
+ * and in some 40 % of the dumps a library swapped meanwhile named the
+ * other's frame. */
+#define SWAP_DUMPS 60
+#define SWAP_MS    "10"
+
+/* For each thread of a --stacks dump: 1 when its library frame matches
+ * the library it was started in, -1 when it names the other, 0 when it
+ * shows neither; the sum of the -1s in *bad. */
+static unsigned
+swap_matches(const char *out, unsigned *bad)
+{
+	const char *t = out;
+	unsigned ok = 0;
+
+	while ((t = strstr(t, "\nThread ")) != NULL) {
+		const char *e = strstr(t + 1, "\nThread ");
+		size_t n = e ? (size_t)(e - t) : strlen(t);
+		char *blk = strndup(t, n);
+
+		ck_assert_ptr_nonnull(blk);
+		for (int k = 0; k < 2; k++) {
+			const char *own = k ? "swap_spin_b+" : "swap_spin_a+";
+			const char *other = k ? "swap_spin_a+" : "swap_spin_b+";
+
+			if (!strstr(blk, k ? " spin_main_b+" : " spin_main_a+"))
+				continue;
+			ok += strstr(blk, own) != NULL;
+			*bad += strstr(blk, other) != NULL;
+		}
+		free(blk);
+		t += n;
+	}
+	return ok;
+}
+
+START_TEST(test_dump_stacks_library_swapped)
+{
+	char exe[PATH_MAX], line[512], pid[16];
+	char *argv[] = {(char *)prof_helper("dl-swap", exe, sizeof(exe)),
+			(char *)test_env_path("HELPER_DIR"), NULL};
+	unsigned i, ok = 0;
+	struct test_child c;
+
+	test_child_start(&c, argv, NULL, true);
+	test_child_expect(&c, "READY ", line, sizeof(line), TIMEOUT_MS);
+	snprintf(pid, sizeof(pid), "%d", (int)c.pid);
+	test_child_send(&c, "loop " SWAP_MS "\n");
+	test_child_expect(&c, "LOOPING", line, sizeof(line), TIMEOUT_MS);
+	for (i = 0; i < SWAP_DUMPS; i++) {
+		char *out = NULL, *err = NULL;
+		unsigned b = 0;
+		int st = prof_run(&out, &err, "--stacks", pid, NULL);
+
+		ck_assert_msg(st == 0 || st == 1, "dump %u: exit %d: %s", i, st, err);
+		ok += swap_matches(out, &b);
+		ck_assert_msg(!b, "dump %u: a frame named after the other library:\n%s",
+			      i, out);
+		free(out);
+		free(err);
+	}
+	fprintf(stderr, "dl-swap: %u of %u dumps named the spinning library\n", ok,
+		SWAP_DUMPS);
+	/* else the dumps hardly met a library to name */
+	ck_assert_uint_ge(ok, SWAP_DUMPS / 4);
+	prof_assert_running(c.pid);
+	test_child_send(&c, "stop\n");
+	ck_assert_int_eq(test_child_finish(&c, TIMEOUT_MS), 0);
+}
+END_TEST
+
 /* A slot that stays unusable is not a loop's window: after the tries,
  * the message of old, with how many there were, and quickly (each try is
  * a look-up and a short stop, with 1 to 7 ms between them). */
@@ -477,6 +553,7 @@ TEST_SUITE(ctxdump_reload_suite)
 	tcase_add_loop_test(
 		tc, test_dump_dlopen_loop, 0,
 		(int)(sizeof(dlopen_loop_libs) / sizeof(dlopen_loop_libs[0])));
+	tcase_add_test(tc, test_dump_stacks_library_swapped);
 	tcase_add_loop_test(
 		tc, test_dump_broken_slot, 0,
 		(int)(sizeof(broken_slot_cases) / sizeof(broken_slot_cases[0])));

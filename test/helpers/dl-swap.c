@@ -10,14 +10,20 @@
  * DIR/libswap-b.so and swap_spin_b() ("B ...").  Either first ends the
  * thread of the library loaded before, if any, and dlclose()s it: the
  * two libraries have the same size, so the loader usually maps the next
- * where the last one was.  Exits 0 when stdin is closed. */
+ * where the last one was.  On a line "loop MS" it prints "LOOPING" and
+ * swaps the two over and over, each spinning for about MS milliseconds,
+ * until the next line or the end of stdin (for ctxdump's one-shot
+ * --stacks).
+ * Exits 0 when stdin is closed. */
 #include "config.h"
 
 #include <dlfcn.h>
 #include <link.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -54,6 +60,8 @@ spin_main_b(void *arg)
 	return NULL;
 }
 
+static bool quiet;
+
 static int
 start(const char *dir, const char *name, const char *sym, struct spin *s)
 {
@@ -74,9 +82,11 @@ start(const char *dir, const char *name, const char *sym, struct spin *s)
 		return -1;
 	while (!s->tid)
 		usleep(1000);
-	printf("%c %lx %d\n", sym[10] == 'a' ? 'A' : 'B', (unsigned long)lm->l_addr,
-	       s->tid);
-	fflush(stdout);
+	if (!quiet) {
+		printf("%c %lx %d\n", sym[10] == 'a' ? 'A' : 'B',
+		       (unsigned long)lm->l_addr, s->tid);
+		fflush(stdout);
+	}
 	return 0;
 }
 
@@ -99,11 +109,31 @@ main(int argc, char **argv)
 		fprintf(stderr, "usage: dl-swap DIR\n");
 		return 64;
 	}
+	/* unbuffered: "loop" polls the descriptor for the next line, which
+	 * must not sit in stdio's buffer */
+	setvbuf(stdin, NULL, _IONBF, 0);
 	printf("READY %d\n", (int)getpid());
 	fflush(stdout);
 	while (fgets(line, sizeof(line), stdin)) {
 		bool a = strcmp(line, "a\n") == 0;
 
+		if (strncmp(line, "loop ", 5) == 0) {
+			struct pollfd pfd = {.fd = 0, .events = POLLIN};
+			int ms = atoi(line + 5);
+
+			printf("LOOPING\n");
+			fflush(stdout);
+			quiet = true;
+			for (a = true; poll(&pfd, 1, ms) == 0; a = !a) {
+				if (s.h)
+					finish(&s);
+				if (start(argv[1], a ? "libswap-a.so" : "libswap-b.so",
+					  a ? "swap_spin_a" : "swap_spin_b", &s) != 0)
+					return 1;
+			}
+			quiet = false;
+			continue;
+		}
 		if (!a && strcmp(line, "b\n") != 0)
 			continue;
 		if (s.h)

@@ -1492,6 +1492,13 @@ dump_process(const struct ctxdump_control *ctl, unsigned slot_tries)
 			(void)stack_arena_reserve(&d->stack_arena,
 						  ((size_t)hint + 16) * STACK_ARENA_GUESS);
 	}
+	/* The unwinder's module list, read last before the stop and
+	 * compared once the threads run again: a library dlclose()d and
+	 * another dlopen()ed at its address in between would otherwise be
+	 * read after the stop and name the first one's frames after the
+	 * second (stack_unwind_sync()).  Its errors: unwind_stacks() says. */
+	if (ctl->stacks)
+		(void)dump_unwind_sync(ctl->pid, &d->mem_pid, &img, false);
 
 	/* ---- threads stopped from here ---- */
 	r = stop_all(&ss, ctl->tid, ctl->stop_timeout_ms);
@@ -1600,6 +1607,8 @@ dump_process(const struct ctxdump_control *ctl, unsigned slot_tries)
 	 * output may block on a pipe for as long as its reader likes). */
 	(void)stop_late_add(&late, &ss);
 	stop_free(&ss);
+	if (ctl->stacks && r >= 0 && !doomed)
+		(void)dump_unwind_sync(ctl->pid, &d->mem_pid, &img, true);
 	if (r < 0) {
 		cli_warn("cannot collect the threads: %s", strerror(-r));
 		dump_free(d);
@@ -1811,8 +1820,10 @@ main(int argc, char **argv)
 				 "new program",
 				 (int)ctl.pid);
 			pause_ms(DUMP_EXEC_PAUSE_MS);
-			/* the new program's slot gets its own tries */
+			/* the new program's slot gets its own tries, and its
+			 * own module list (--stacks read the old one) */
 			slot_tries = 0;
+			stack_unwind_reset();
 			continue;
 		}
 		stop_late_free(&late);
