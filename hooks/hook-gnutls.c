@@ -71,7 +71,10 @@ static struct ctxshim_callers gt_callers = {
 static pthread_once_t gt_once = PTHREAD_ONCE_INIT;
 /* libgnutls's executable segment: calls from there are its own. */
 static uintptr_t gt_text_lo, gt_text_hi;
-
+/* ... except those of gnutls_record_send_file() (GnuTLS 3.7.4), whose
+ * fallback without kTLS sends the application's file through
+ * gnutls_record_send(): the application's response, seen nowhere else. */
+static uintptr_t gt_file_lo, gt_file_hi;
 
 static void
 hook_gnutls_bind_once(void)
@@ -89,6 +92,17 @@ hook_gnutls_bind_once(void)
 			ctxshim_log("gnutls: %s@%s not found", gt_name[i], GT_NODE);
 	}
 	(void)ctxshim_text_range(gt_fn[GT_RECV], &gt_text_lo, &gt_text_hi);
+	{
+		void *f = ctxshim_bind_loaded(sonames, "gnutls_record_send_file",
+					      "GNUTLS_3_7_4", NULL);
+		const ElfW(Sym) *sym = NULL;
+		Dl_info info;
+
+		if (f && dladdr1(f, &info, (void **)&sym, RTLD_DL_SYMENT) && sym) {
+			gt_file_lo = (uintptr_t)f;
+			gt_file_hi = (uintptr_t)f + sym->st_size;
+		}
+	}
 	ctxshim_callers_bound(&gt_callers, gt_fn[GT_RECV]);
 	errno = saved_errno;
 }
@@ -197,13 +211,19 @@ hook_gnutls_record_send(gnutls_session_t s, const void *buf, size_t n, const voi
 	/* Bound first: the text range of libgnutls is known from then on. */
 	hook_gnutls_bind();
 	if (!ctxshim_active() ||
-	    ((uintptr_t)ra >= gt_text_lo && (uintptr_t)ra < gt_text_hi) ||
+	    ((uintptr_t)ra >= gt_text_lo && (uintptr_t)ra < gt_text_hi &&
+	     !((uintptr_t)ra >= gt_file_lo && (uintptr_t)ra < gt_file_hi)) ||
 	    !gt_conn(s, &t))
 		return real_gnutls_record_send(s, buf, n);
 	hook_socket_tls_write_begin(&t);
 	r = real_gnutls_record_send(s, buf, n);
+	/* (NULL, 0) retries a send that returned GNUTLS_E_AGAIN or
+	 * GNUTLS_E_INTERRUPTED (gnutls_record_send(3)): r is the size of
+	 * that earlier data, whose bytes are not at hand. */
 	if (r > 0 && (size_t)r <= n)
 		hook_socket_tls_write_end(&t, buf, (size_t)r);
+	else if (r > 0 && !buf && !n)
+		hook_socket_tls_write_end(&t, NULL, (size_t)r);
 	return r;
 }
 

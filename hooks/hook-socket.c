@@ -3238,7 +3238,7 @@ void
 hook_socket_tls_write_end(const struct hook_tls_conn *t, const void *buf, size_t n)
 {
 	if (n > 0)
-		sk_out(t->id, t->c, buf, n, (ssize_t)n);
+		sk_out(t->id, t->c, buf, buf ? n : 0, (ssize_t)n);
 }
 
 void

@@ -41,7 +41,7 @@ void hook_socket_tls_read_begin(const struct hook_tls_conn *t);
 void hook_socket_tls_read_end(const struct hook_tls_conn *t, const void *buf, size_t n);
 
 /* Around a call that writes plaintext; _end with the n > 0 bytes it wrote
- * (from buf). */
+ * (from buf; NULL: bytes written that are not at hand). */
 void hook_socket_tls_write_begin(const struct hook_tls_conn *t);
 void
 hook_socket_tls_write_end(const struct hook_tls_conn *t, const void *buf, size_t n);

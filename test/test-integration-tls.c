@@ -249,14 +249,20 @@ enum srv_kind {
 	SRV_OPENSSL_DLOPEN,
 	SRV_OPENSSL_UP_REF,
 	SRV_OPENSSL_MEM_BIO_UP_REF,
-	SRV_GNUTLS, /* last: left out when not built */
+	SRV_GNUTLS, /* from here on: left out when not built */
+	/* a send retried as gnutls_record_send(s, NULL, 0), and responses
+	 * sent with gnutls_record_send_file(): old, neither was seen as the
+	 * response, and the next request on the connection showed the one
+	 * before it */
+	SRV_GNUTLS_AGAIN,
+	SRV_GNUTLS_FILE,
 	SRV_N,
 };
 
 static const char *const srv_name[SRV_N] = {
-	"openssl",        "openssl --ex",     "openssl --bio mem",
-	"openssl dlopen", "openssl --up-ref", "openssl --bio mem --up-ref",
-	"gnutls"};
+	"openssl",        "openssl --ex",        "openssl --bio mem",
+	"openssl dlopen", "openssl --up-ref",    "openssl --bio mem --up-ref",
+	"gnutls",         "gnutls --send again", "gnutls --send file"};
 
 static void
 srv_start(struct it_server *s, enum srv_kind k, const struct tls_dir *d)
@@ -273,7 +279,7 @@ srv_start(struct it_server *s, enum srv_kind k, const struct tls_dir *d)
 		argv[n++] = plugin;
 	} else {
 		snprintf(prog, sizeof(prog), "%s/tls-server-%s", dir,
-			 k == SRV_GNUTLS ? "gnutls" : "openssl");
+			 k >= SRV_GNUTLS ? "gnutls" : "openssl");
 		argv[n++] = prog;
 	}
 	argv[n++] = (char *)d->cert;
@@ -286,6 +292,10 @@ srv_start(struct it_server *s, enum srv_kind k, const struct tls_dir *d)
 	}
 	if (k == SRV_OPENSSL_UP_REF || k == SRV_OPENSSL_MEM_BIO_UP_REF)
 		argv[n++] = "--up-ref";
+	if (k == SRV_GNUTLS_AGAIN || k == SRV_GNUTLS_FILE) {
+		argv[n++] = "--send";
+		argv[n++] = k == SRV_GNUTLS_AGAIN ? "again" : "file";
+	}
 	argv[n] = NULL;
 	it_server_start(s, argv, true, env);
 }

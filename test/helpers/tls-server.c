@@ -6,6 +6,7 @@
  * (tls-server-gnutls).
  *
  *   tls-server CERT KEY [--ex] [--bio mem] [--up-ref] [--read-size N]
+ *                       [--send again|file]
  *
  * --ex:       OpenSSL: SSL_read_ex/SSL_write_ex instead of SSL_read/SSL_write
  * --bio mem:  OpenSSL: the session talks to memory BIOs that this program
@@ -21,6 +22,13 @@
  *             and so does a request whose path contains "/end", at once
  *             (before it blocks; it gets no response, the connection is
  *             closed)
+ * --send again: GnuTLS: the first push of each response fails with
+ *             EAGAIN (a push function of this program's), and the send
+ *             is retried as gnutls_record_send(s, NULL, 0), as
+ *             gnutls_record_send(3) allows
+ * --send file: GnuTLS: each response is written to a temporary file and
+ *             sent with gnutls_record_send_file() (without kTLS libgnutls
+ *             reads it and sends it through gnutls_record_send())
  *
  * Listens on 127.0.0.1 (kernel-chosen port), prints "READY <port>", serves
  * each connection on its own thread: TLS handshake, then request heads
@@ -56,6 +64,9 @@
 
 static size_t read_size = 4096;
 static bool opt_ex, opt_mem_bio, opt_up_ref;
+#ifdef TLS_GNUTLS
+static const char *opt_send = "";
+#endif
 
 /* ---- TLS backends ---- */
 
@@ -63,6 +74,7 @@ struct tconn {
 	int fd;
 #ifdef TLS_GNUTLS
 	gnutls_session_t s;
+	bool refuse_push; /* --send again: the next push fails */
 #else
 	SSL *ssl;
 	BIO *rb, *wb; /* --bio mem */
@@ -81,6 +93,21 @@ t_init(const char *cert, const char *key)
 						 GNUTLS_X509_FMT_PEM) < 0)
 		return -1;
 	return 0;
+}
+
+/* --send again: the socket's send(), but the first push of a response
+ * fails as a full socket buffer would. */
+static ssize_t
+push_refusing(gnutls_transport_ptr_t ptr, const void *buf, size_t n)
+{
+	struct tconn *c = ptr;
+
+	if (c->refuse_push) {
+		c->refuse_push = false;
+		gnutls_transport_set_errno(c->s, EAGAIN);
+		return -1;
+	}
+	return send(c->fd, buf, n, MSG_NOSIGNAL);
 }
 
 static int
@@ -111,14 +138,53 @@ t_read(struct tconn *c, char *buf, size_t n)
 	return r < 0 ? -1 : r;
 }
 
+/* --send file */
+static int
+write_file(struct tconn *c, const char *buf, size_t n)
+{
+	char path[] = "/tmp/tls-server-XXXXXX";
+	int fd = mkstemp(path);
+	off_t off = 0;
+	ssize_t r;
+
+	if (fd < 0)
+		return -1;
+	unlink(path);
+	/* from the start: without kTLS, libgnutls read()s from the file
+	 * position whatever the offset says */
+	if (write(fd, buf, n) != (ssize_t)n || lseek(fd, 0, SEEK_SET) != 0) {
+		close(fd);
+		return -1;
+	}
+	do
+		r = gnutls_record_send_file(c->s, fd, &off, n);
+	while (r == GNUTLS_E_AGAIN || r == GNUTLS_E_INTERRUPTED);
+	close(fd);
+	return r == (ssize_t)n ? 0 : -1;
+}
+
 static int
 t_write(struct tconn *c, const char *buf, size_t n)
 {
+	bool again = strcmp(opt_send, "again") == 0;
+
+	if (strcmp(opt_send, "file") == 0)
+		return write_file(c, buf, n);
+	if (again) {
+		/* the push function takes the session's fd from c from now on
+		 * (the transport pointer stays the fd: as a server that sets
+		 * its own push function over a plain socket) */
+		gnutls_transport_set_push_function(c->s, push_refusing);
+		gnutls_transport_set_ptr2(c->s, (gnutls_transport_ptr_t)(intptr_t)c->fd,
+					  c);
+		c->refuse_push = true;
+	}
 	while (n) {
 		ssize_t r = gnutls_record_send(c->s, buf, n);
 
-		if (r == GNUTLS_E_AGAIN || r == GNUTLS_E_INTERRUPTED)
-			continue;
+		while (r == GNUTLS_E_AGAIN || r == GNUTLS_E_INTERRUPTED)
+			r = again ? gnutls_record_send(c->s, NULL, 0)
+				  : gnutls_record_send(c->s, buf, n);
 		if (r <= 0)
 			return -1;
 		buf += r;
@@ -448,6 +514,12 @@ main(int argc, char **argv)
 			opt_up_ref = true;
 		else if (strcmp(argv[i], "--read-size") == 0 && i + 1 < argc)
 			read_size = (size_t)strtoul(argv[++i], NULL, 10);
+#ifdef TLS_GNUTLS
+		else if (strcmp(argv[i], "--send") == 0 && i + 1 < argc &&
+			 (strcmp(argv[i + 1], "again") == 0 ||
+			  strcmp(argv[i + 1], "file") == 0))
+			opt_send = argv[++i];
+#endif
 		else {
 			fprintf(stderr, "tls-server: unknown option %s\n", argv[i]);
 			return 64;
