@@ -712,7 +712,9 @@ hook_exec_fexecve(int fd, char *const argv[], char *const envp[])
 		.kind = EXEC_FEXECVE, .fd = fd, .argv = argv, .envp = envp};
 
 	hook_exec_bind();
-	if (!hook_exec_changes_env())
+	/* glibc's fexecve() fails with EINVAL on a NULL envp (where execve()
+	 * takes it for an empty one): a new environment would make it run. */
+	if (!envp || !hook_exec_changes_env())
 		return real_fexecve_fn(fd, argv, envp);
 	return hook_exec_follow(&x);
 }

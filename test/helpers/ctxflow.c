@@ -699,7 +699,7 @@ cmd_execfail(void)
 	char *clean[] = {"A=1", NULL};
 	char **env_before = environ;
 	size_t n_before = 0, n_after = 0;
-	int e1, e2, e3;
+	int e1, e2, e3, e4, fd;
 
 	while (environ[n_before])
 		n_before++;
@@ -712,11 +712,24 @@ cmd_execfail(void)
 	errno = 0;
 	execvp("ctxflow-nonexistent-program", argv);
 	e3 = errno;
+	/* glibc's fexecve() refuses a NULL environment (EINVAL) where
+	 * execve() takes it for an empty one; were it run, this program
+	 * would start again with an unknown command */
+	fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		die("open /proc/self/exe");
+	argv[0] = "ctxflow-fexecve-ran";
+	errno = 0;
+	fexecve(fd, argv, NULL);
+	e4 = errno;
+	close(fd);
 	while (environ[n_after])
 		n_after++;
-	out("EXECFAIL errno=%s,%s,%s environ_same=%d count_same=%d clean_same=%d\n",
-	    strerror(e1), strerror(e2), strerror(e3), environ == env_before,
-	    n_before == n_after, strcmp(clean[0], "A=1") == 0 && !clean[1]);
+	out("EXECFAIL errno=%s,%s,%s,%s environ_same=%d count_same=%d "
+	    "clean_same=%d\n",
+	    strerror(e1), strerror(e2), strerror(e3), strerror(e4),
+	    environ == env_before, n_before == n_after,
+	    strcmp(clean[0], "A=1") == 0 && !clean[1]);
 	return 0;
 }
 
