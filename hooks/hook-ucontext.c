@@ -4,7 +4,11 @@
  *
  * - makecontext(ucp) tags ucp with the calling thread's context (or with
  *   "none"): a coroutine created while a request is handled belongs to
- *   that request, whoever schedules it later.
+ *   that request, whoever schedules it later.  The coroutine starts in
+ *   hook_ucontext_start(), which publishes that context and goes on to
+ *   the application's function: libc starts a coroutine through uc_link
+ *   where no hook sees it (gregs REG_RIP, REG_R12 and REG_R13 of ucp hold
+ *   the shim's values, which no program has reason to read).
  * - getcontext(ucp) snapshots the thread's context into ucp.
  * - swapcontext(oucp, ucp) saves the thread's context into oucp, then
  *   publishes ucp's (an untracked ucp leaves the thread's context as it
@@ -299,23 +303,30 @@ static int
 hook_ucontext_setcontext(const ucontext_t *ucp)
 {
 	struct uc_table *t = atomic_load_explicit(&table, memory_order_acquire);
+	const struct ctxshim_ctx *prev;
 	int r, saved_errno;
 
 	hook_ucontext_bind();
 	if (!ctxshim_active() || !t || !ucp)
 		return real_setcontext_fn(ucp);
-	/* No copy of what the thread shows now, to put back should the
-	 * switch fail: it would take 1.2 KiB of a stack that may be a
-	 * coroutine's, sized for what setcontext() itself needs (next to
-	 * nothing).  The switch fails only when ucp cannot be read
-	 * (EFAULT), and a ucp we track was a ucontext when it was tagged:
-	 * then the application resumes a freed one. */
+	/* What the thread shows now, to put back should the switch fail
+	 * (EFAULT: ucp cannot be read, the application resumes a freed
+	 * ucontext).  No copy: the publication below writes the thread's
+	 * other buffer or only clears the pointer, so this one stays
+	 * intact until the next. */
+	prev = ctxshim_current();
 	hook_ucontext_publish(t, ucp, "setcontext");
 	switched_to = ucp;
 	r = real_setcontext_fn(ucp);
 	/* Only on failure: we are still where we were. */
 	saved_errno = errno;
 	switched_to = NULL;
+	if (ctxshim_current() != prev) {
+		if (prev)
+			ctxshim_attach(prev);
+		else
+			ctxshim_detach();
+	}
 	errno = saved_errno;
 	return r;
 }
@@ -357,20 +368,78 @@ hook_ucontext_swapcontext(ucontext_t *oucp, const ucontext_t *ucp)
 	return r;
 }
 
-/* Called by the makecontext stub before it jumps to the real makecontext;
- * returns the real function.  Tagging ucp first is the same as after: the
- * tag lives in our table, not in the ucontext_t. */
-__attribute__((used)) static void *
-hook_ucontext_makecontext_prep(ucontext_t *ucp)
+/* First thing in a coroutine made by makecontext(), whoever starts it:
+ * a hooked switch has published its context already, but libc's internal
+ * uc_link switch (__start_context of a coroutine that returned) starting
+ * this one has not, and it would run with the context of the coroutine
+ * that returned.  %r12 is its ucontext_t (set by the prep below). */
+__attribute__((used)) static void
+hook_ucontext_start_prep(const ucontext_t *ucp)
 {
 	int saved_errno = errno;
+	struct uc_table *t = atomic_load_explicit(&table, memory_order_acquire);
+
+	if (t && ctxshim_active())
+		hook_ucontext_publish(t, ucp, "makecontext-start");
+	errno = saved_errno;
+}
+
+/* The function the coroutine starts in instead of the application's
+ * (in %r13), with the application's argument registers untouched. */
+__attribute__((naked, used)) static void
+hook_ucontext_start(void)
+{
+	__asm__ volatile("endbr64\n\t"
+			 "push %%rdi\n\t"
+			 "push %%rsi\n\t"
+			 "push %%rdx\n\t"
+			 "push %%rcx\n\t"
+			 "push %%r8\n\t"
+			 "push %%r9\n\t"
+			 "push %%rax\n\t"
+			 "mov %%r12, %%rdi\n\t"
+			 "call %P0\n\t"
+			 "pop %%rax\n\t"
+			 "pop %%r9\n\t"
+			 "pop %%r8\n\t"
+			 "pop %%rcx\n\t"
+			 "pop %%rdx\n\t"
+			 "pop %%rsi\n\t"
+			 "pop %%rdi\n\t"
+			 "jmp *%%r13\n\t"
+			 :
+			 : "i"(hook_ucontext_start_prep));
+}
+
+struct uc_make {
+	void *real; /* %rax: the real makecontext */
+	void *func; /* %rdx: the function to pass it */
+};
+
+/* Called by the makecontext stub before it jumps to the real makecontext;
+ * returns the real function and the start function to give it.  Tagging
+ * ucp first is the same as after: the tag lives in our table, not in the
+ * ucontext_t.  A tracked coroutine starts in hook_ucontext_start(), with
+ * ucp in %r12 and func in %r13 (registers makecontext leaves as they are
+ * and setcontext/swapcontext load). */
+__attribute__((used)) static struct uc_make
+hook_ucontext_makecontext_prep(ucontext_t *ucp, void (*func)(void))
+{
+	int saved_errno = errno;
+	struct uc_make r;
 	struct uc_table *t;
 
 	hook_ucontext_bind();
-	if (ctxshim_active() && ucp && (t = hook_ucontext_table_create()))
+	r.real = (void *)real_makecontext_fn;
+	r.func = (void *)func;
+	if (ctxshim_active() && ucp && func && (t = hook_ucontext_table_create())) {
 		hook_ucontext_save(t, ucp, true);
+		ucp->uc_mcontext.gregs[REG_R12] = (greg_t)(uintptr_t)ucp;
+		ucp->uc_mcontext.gregs[REG_R13] = (greg_t)(uintptr_t)func;
+		r.func = (void *)hook_ucontext_start;
+	}
 	errno = saved_errno;
-	return (void *)real_makecontext_fn;
+	return r;
 }
 
 HOOK_EXPORT int
@@ -404,6 +473,7 @@ makecontext(ucontext_t *ucp, void (*func)(void), int argc, ...)
 			 "push %%rax\n\t"
 			 "call %P0\n\t"
 			 "mov %%rax, %%r11\n\t"
+			 "mov %%rdx, %%r10\n\t"
 			 "pop %%rax\n\t"
 			 "pop %%r9\n\t"
 			 "pop %%r8\n\t"
@@ -411,6 +481,7 @@ makecontext(ucontext_t *ucp, void (*func)(void), int argc, ...)
 			 "pop %%rdx\n\t"
 			 "pop %%rsi\n\t"
 			 "pop %%rdi\n\t"
+			 "mov %%r10, %%rsi\n\t"
 			 "jmp *%%r11\n\t"
 			 :
 			 : "i"(hook_ucontext_makecontext_prep));

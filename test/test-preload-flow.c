@@ -510,6 +510,54 @@ START_TEST(ucontext_coroutines)
 }
 END_TEST
 
+/* Coroutine A, made on main, returns to B through uc_link (libc's
+ * internal switch, which no hook sees); B was made on a thread without a
+ * context and has not run yet: it runs without one, as it would started
+ * by swapcontext() (old: it ran with A's, main's, context). */
+START_TEST(ucontext_started_through_uc_link)
+{
+	char *args[] = {"ucontext-link", NULL}, *out, *a, *b, *m;
+	int st;
+
+	out = run_flow(args, NULL, NULL, true, false, &st);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %#x: %s", st, out);
+	a = line_of(out, "LINK A ");
+	b = line_of(out, "LINK B ");
+	m = line_of(out, "LINK main ");
+	ck_assert_msg(a && b && m, "%s", out);
+	ck_assert_msg(strncmp(ctx_part(a), "trace=" TRACE_ID " ", 39) == 0, "%s", out);
+	ck_assert_msg(strcmp(ctx_part(b), NONE) == 0, "%s", out);
+	ck_assert_str_eq(ctx_part(m), ctx_part(a));
+	free(a);
+	free(b);
+	free(m);
+	free(out);
+}
+END_TEST
+
+/* setcontext() to a ucontext that is gone (unmapped: EFAULT) returns,
+ * and the thread goes on where it was: with its own context, not the one
+ * the gone ucontext was made with (old: main showed none after it, and
+ * the early thread main's). */
+START_TEST(setcontext_failure_keeps_context)
+{
+	char *args[] = {"setcontext-fail", NULL}, *out, *m, *e;
+	int st;
+
+	out = run_flow(args, NULL, NULL, true, false, &st);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %#x: %s", st, out);
+	m = line_of(out, "SETFAIL main ");
+	e = line_of(out, "SETFAIL early ");
+	ck_assert_msg(m && e, "%s", out);
+	ck_assert_msg(strstr(m, " r=-1 errno=Bad address trace=" TRACE_ID " "), "%s",
+		      out);
+	ck_assert_msg(strstr(e, " r=-1 errno=Bad address " NONE), "%s", out);
+	free(m);
+	free(e);
+	free(out);
+}
+END_TEST
+
 START_TEST(ucontext_table_overflow)
 {
 	char *args[] = {"ucontext-many", "10000", NULL};
@@ -549,6 +597,8 @@ TEST_SUITE(preload_flow_suite)
 	tc = tcase_create("coroutines");
 	tcase_add_test(tc, ucontext_coroutines);
 	tcase_add_test(tc, ucontext_table_overflow);
+	tcase_add_test(tc, ucontext_started_through_uc_link);
+	tcase_add_test(tc, setcontext_failure_keeps_context);
 	suite_add_tcase(s, tc);
 	return s;
 }

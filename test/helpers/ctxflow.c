@@ -39,6 +39,14 @@
  *   ctxflow ucontext   coroutines made on main and on the early thread,
  *                      interleaved by schedulers on both threads
  *   ctxflow ucontext-many N   N coroutines, more than the shim's table holds
+ *   ctxflow ucontext-link   LINK <who> <ctx> from coroutine A (made on
+ *                      main), from B (made on the early thread), which A's
+ *                      return starts through uc_link (libc's internal
+ *                      switch), and from main once B returned
+ *   ctxflow setcontext-fail   SETFAIL <thread> r=<r> errno=<e> <ctx>: a
+ *                      setcontext() to an unmapped ucontext that the shim
+ *                      tracked (made on the other thread) fails, on main
+ *                      and on the early thread; then each one's context
  */
 #include "config.h"
 
@@ -57,6 +65,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <threads.h>
@@ -893,6 +902,97 @@ cmd_ucontext_many(unsigned long n)
 	return 0;
 }
 
+/* A coroutine that the one before it starts through uc_link: no hook sees
+ * that switch, so the shim's start of a coroutine must publish its
+ * context (old: B ran with A's). */
+static ucontext_t link_home;
+static struct coro link_co[2];
+
+static void
+link_body(int idx)
+{
+	char c[CTX_TEXT];
+
+	ctx_text(c);
+	out("LINK %s tid=%d %s\n", idx ? "B" : "A", (int)gettid_(), c);
+}
+
+static void
+link_make(void *arg)
+{
+	long idx = (long)arg;
+	struct coro *co = &link_co[idx];
+
+	if (getcontext(&co->uc) < 0)
+		die("getcontext");
+	co->uc.uc_stack.ss_sp = co->stack;
+	co->uc.uc_stack.ss_size = sizeof(co->stack);
+	co->uc.uc_link = idx ? &link_home : &link_co[1].uc;
+	makecontext(&co->uc, (void (*)(void))link_body, 1, (int)idx);
+}
+
+static int
+cmd_ucontext_link(void)
+{
+	char c[CTX_TEXT];
+
+	link_make((void *)0);
+	on_early(link_make, (void *)1);
+	if (swapcontext(&link_home, &link_co[0].uc) < 0)
+		die("swapcontext");
+	ctx_text(c);
+	out("LINK main tid=%d %s\n", (int)gettid_(), c);
+	return 0;
+}
+
+/* A tracked ucontext (made with the thread's context, then unmapped) for
+ * setcontext() to fail on: the caller stays where it was, and so must
+ * its context (old: the unmapped one's was published). */
+static ucontext_t *fail_uc[2];
+
+static void
+fail_make(void *arg)
+{
+	long i = (long)arg;
+	ucontext_t *uc = mmap(NULL, sizeof(*uc), PROT_READ | PROT_WRITE,
+			      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (uc == MAP_FAILED || getcontext(uc) < 0)
+		die("mmap/getcontext");
+	uc->uc_stack.ss_sp = link_co[i].stack;
+	uc->uc_stack.ss_size = sizeof(link_co[i].stack);
+	uc->uc_link = NULL;
+	makecontext(uc, (void (*)(void))link_body, 1, 0);
+	if (munmap(uc, sizeof(*uc)) < 0)
+		die("munmap");
+	fail_uc[i] = uc;
+}
+
+static void
+fail_try(void *arg)
+{
+	long i = (long)arg;
+	char c[CTX_TEXT];
+	int r, e;
+
+	errno = 0;
+	r = setcontext(fail_uc[i]);
+	e = errno;
+	ctx_text(c);
+	out("SETFAIL %s r=%d errno=%s %s\n", i ? "early" : "main", r, strerror(e), c);
+}
+
+static int
+cmd_setcontext_fail(void)
+{
+	/* each thread's ucontext made on the other: another context */
+	on_early(fail_make, (void *)0);
+	fail_make((void *)1);
+	fail_try((void *)0);
+	on_early(fail_try, (void *)1);
+	return 0;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -916,10 +1016,15 @@ main(int argc, char **argv)
 		return cmd_probe();
 	if (strcmp(cmd, "ucontext") == 0)
 		return cmd_ucontext();
+	if (strcmp(cmd, "ucontext-link") == 0)
+		return cmd_ucontext_link();
+	if (strcmp(cmd, "setcontext-fail") == 0)
+		return cmd_setcontext_fail();
 	if (strcmp(cmd, "ucontext-many") == 0 && argc > 2)
 		return cmd_ucontext_many(strtoul(argv[2], NULL, 10));
 	fprintf(stderr,
 		"usage: ctxflow worker|exits|churn N|fork KIND|spawn|exec HOW ENV|"
-		"execfail|probe|ucontext|ucontext-many N\n");
+		"execfail|probe|ucontext|ucontext-many N|ucontext-link|"
+		"setcontext-fail\n");
 	return 2;
 }
