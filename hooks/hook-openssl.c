@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* OpenSSL 3 (libssl.so.3): the plaintext of TLS server connections goes
+/* OpenSSL 3 (libssl.so.3, libcrypto.so.3 for the SSL BIO): the plaintext
+ * of TLS server connections goes
  * to the socket level's request-head scanner (hook-tls.h), so a TLS
  * request gets its context exactly as a plain one does, and the thread's
  * record follows TLS connections by the same rules.
@@ -11,14 +12,63 @@
  * ends with its last reference, see "References"), SSL_clear (the session
  * object is reset for another connection, see "Reuse"), SSL_up_ref and
  * SSL_dup (a reference more), SSL_set_fd (the fd carries TLS from now on: the
- * socket level stops scanning it before the handshake).  The handshake
+ * socket level stops scanning it before the handshake); and libcrypto's
+ * BIO_read, BIO_read_ex, BIO_write, BIO_write_ex, for the SSL BIO (see
+ * "The SSL BIO").  The handshake
  * matters for event loops: the socket level no longer follows a TLS fd's
  * ciphertext reads, so without it a loop handshaking a new connection
- * would still show the request it worked on before.  libssl calls SSL_read_ex,
- * SSL_write_ex, SSL_do_handshake (from SSL_accept) and SSL_free through
- * its PLT (also from the SSL BIO, BIO_f_ssl): those are the
- * application's calls too, and SSL_read does not call SSL_read_ex, so
- * nothing is seen twice.
+ * would still show the request it worked on before.  libssl calls
+ * SSL_do_handshake (from SSL_accept, and from the SSL BIO's
+ * BIO_do_handshake()), SSL_free and SSL_clear through its PLT (also from
+ * the SSL BIO: BIO_free() of one that owns its session), SSL_read_ex and
+ * SSL_write_ex only from SSL_read_early_data and SSL_write_early_data:
+ * those are the application's calls too, and SSL_read does not call
+ * SSL_read_ex, so nothing is seen twice.
+ *
+ * The SSL BIO.  An application may use a session only through an SSL BIO
+ * (BIO_f_ssl(), BIO_new_ssl()), often under a buffer BIO: `openssl
+ * s_server -WWW` reads requests with BIO_gets() and writes responses with
+ * BIO_puts() and BIO_flush().  OpenSSL 3.0's SSL BIO reads and writes
+ * with libssl's internal functions, not through the exported SSL_read_ex
+ * and SSL_write_ex, so the hooks above never saw its bytes: a server that
+ * read through one got no context, and one that answered through one
+ * left its request unanswered, and the next request on the connection
+ * showed its context.  Every BIO call reaches an SSL BIO's data through
+ * libcrypto's BIO_read, BIO_read_ex, BIO_write or BIO_write_ex, called
+ * through a PLT: the application's own calls, a buffer BIO's reads and
+ * its flush (BIO_gets(), BIO_puts() and BIO_flush() of the buffer BIO),
+ * the SSL BIO's BIO_puts() (BIO_write(), from libssl); the SSL BIO has no
+ * BIO_gets().  So those four are hooked, at libcrypto's version node, and
+ * on an SSL BIO do around the real call what the SSL_read and SSL_write
+ * hooks do, for the session BIO_get_ssl() names (ossl_bio_conn(), then
+ * ossl_conn()).  Any other BIO (libssl's own reads and writes of the
+ * ciphertext, memory and file BIOs) costs one call of BIO_method_type()
+ * and passes straight through.  Not followed: an SSL BIO with a callback
+ * of the application's (BIO_get_ssl() is a BIO_ctrl() the callback would
+ * see, and only libssl's own ctrl could be asked behind it, which a BIO
+ * of the application's method with the SSL BIO's type must not get);
+ * one met before libssl.so.3 is bound (its first SSL_new() binds it,
+ * through SSL_clear(): a BIO of the SSL BIO's type before that is not
+ * libssl.so.3's).
+ *
+ * Nothing is seen twice: while a followed call (SSL_read, SSL_write and
+ * their _ex, or one of the four on an SSL BIO) is in the real call,
+ * ossl_in_io holds its session (only compared, never dereferenced).  The
+ * SSL_* hooks pass through a call for that session, which can only carry
+ * that call's bytes: an SSL BIO that does call SSL_read_ex or SSL_write_ex
+ * through the PLT (another OpenSSL's, or an application's BIO of that
+ * type).  The BIO hooks pass through every call made then: the same
+ * session's, or a BIO under a followed session (libssl's reads and writes
+ * of its records, which need not even have their type asked; an SSL BIO
+ * that carries them, TLS in TLS).  The session, not a flag, for the
+ * SSL_* hooks: a coroutine switched away inside a followed call (a
+ * library that switches inside read()) does not keep the other
+ * coroutines' SSL_read calls from being followed; their calls through an
+ * SSL BIO are not followed meanwhile.  A signal handler that interrupted
+ * a followed call is followed as the coroutines are.  One that leaves the
+ * call with siglongjmp() leaves that session and the thread's SSL BIOs
+ * unfollowed until the thread's next followed SSL_* call of another
+ * session.
  *
  * References.  An SSL object is reference counted: after SSL_up_ref(s)
  * (or an SSL_dup(s) that returns s itself, as it does once the handshake
@@ -112,8 +162,9 @@
 
 #include <openssl/ssl.h>
 
-#define OSSL_NODE   "OPENSSL_3.0.0"
-#define OSSL_SONAME "libssl.so.3"
+#define OSSL_NODE          "OPENSSL_3.0.0"
+#define OSSL_SONAME        "libssl.so.3"
+#define OSSL_CRYPTO_SONAME "libcrypto.so.3"
 
 typedef int (*ossl_io_fn)(SSL *, void *, int);
 typedef int (*ossl_io_ex_fn)(SSL *, void *, size_t, size_t *);
@@ -135,6 +186,11 @@ typedef int (*ossl_method_type_fn)(const BIO *);
 typedef long (*ossl_ctrl_fn)(BIO *, int, long, void *);
 typedef const BIO_METHOD *(*ossl_method_fn)(void);
 typedef ossl_ctrl_fn (*ossl_meth_get_ctrl_fn)(const BIO_METHOD *);
+/* libcrypto's, hooked ("The SSL BIO") */
+typedef int (*ossl_bio_io_fn)(BIO *, void *, int);
+typedef int (*ossl_bio_io_ex_fn)(BIO *, void *, size_t, size_t *);
+typedef int (*ossl_bio_wr_fn)(BIO *, const void *, int);
+typedef int (*ossl_bio_wr_ex_fn)(BIO *, const void *, size_t, size_t *);
 
 enum ossl_fn {
 	OSSL_READ,
@@ -197,13 +253,48 @@ static void *ossl_bio_fn[OSSL_BIO_N];
 static bool ossl_bio_ok;
 /* The ctrl functions of the socket and fd BIOs (BIO_s_socket(), BIO_s_fd()). */
 static ossl_ctrl_fn ossl_sock_ctrl, ossl_fdbio_ctrl;
+/* Set (release) once hook_openssl_bind_once() found libssl: the BIO hooks
+ * read ossl_fn[] and ossl_bio_fn[] only then ("The SSL BIO"). */
+static int ossl_bound;
+
+/* libcrypto's hooked names ("The SSL BIO"), bound on their own, retried at
+ * each call until they are: libcrypto is often loaded without libssl. */
+enum ossl_cr_fn {
+	OSSL_CR_READ,
+	OSSL_CR_READ_EX,
+	OSSL_CR_WRITE,
+	OSSL_CR_WRITE_EX,
+	OSSL_CR_HOOKED, /* the ones above are ours; the one below only called */
+	OSSL_CR_METHOD_TYPE = OSSL_CR_HOOKED,
+	OSSL_CR_N,
+};
+
+static const char *const ossl_cr_name[OSSL_CR_N] = {
+	"BIO_read", "BIO_read_ex", "BIO_write", "BIO_write_ex", "BIO_method_type",
+};
+
+static void *ossl_cr_fn[OSSL_CR_N];
+static const void *ossl_cr_self[OSSL_CR_HOOKED];
+static struct ctxshim_callers ossl_cr_callers = {.names = ossl_cr_name,
+						 .n = OSSL_CR_HOOKED,
+						 .version = OSSL_NODE,
+						 .selves = ossl_cr_self};
+/* Set (release) once ossl_cr_fn[] is complete. */
+static int ossl_cr_bound;
+
+/* The session of the followed plaintext call this thread is in (SSL_read,
+ * SSL_write and their _ex, BIO_read, BIO_write and their _ex on an SSL
+ * BIO), NULL: none; only compared, never dereferenced.  The hooks it
+ * reaches pass through, so that no byte is seen twice ("The SSL BIO").
+ * volatile: a signal handler on the thread reads it. */
+static __thread SSL *volatile ossl_in_io __attribute__((tls_model("initial-exec")));
 
 static void
 hook_openssl_bind_once(void)
 {
 	int saved_errno = errno;
 	static const char *const sonames[] = {OSSL_SONAME, NULL};
-	static const char *const crypto[] = {"libcrypto.so.3", NULL};
+	static const char *const crypto[] = {OSSL_CRYPTO_SONAME, NULL};
 	int i;
 
 	for (i = 0; i < OSSL_N; i++) {
@@ -238,6 +329,8 @@ hook_openssl_bind_once(void)
 		ctxshim_log("openssl: libcrypto's BIO calls not found: the fd of a "
 			    "session is read with SSL_get_fd()");
 	}
+	if (ossl_fn[OSSL_READ])
+		__atomic_store_n(&ossl_bound, 1, __ATOMIC_RELEASE);
 	errno = saved_errno;
 }
 
@@ -247,16 +340,57 @@ hook_openssl_bind(void)
 	pthread_once(&ossl_once, hook_openssl_bind_once);
 }
 
-/* After the socket level's constructor (103): bind now when libssl is
- * already there, so that a linked program never binds on a read path. */
+/* libcrypto's hooked names, all or nothing; not found (not loaded yet, or
+ * only a caller's own copy is): the next call tries again. */
+static void
+hook_openssl_crypto_bind_slow(void)
+{
+	static const char *const crypto[] = {OSSL_CRYPTO_SONAME, NULL};
+	static int logged;
+	int saved_errno = errno, i;
+	void *fn[OSSL_CR_N];
+
+	for (i = 0; i < OSSL_CR_N; i++) {
+		const void *self = i < OSSL_CR_HOOKED ? ossl_cr_self[i] : NULL;
+
+		fn[i] = ctxshim_bind_loaded(crypto, ossl_cr_name[i], OSSL_NODE, self);
+		if (!fn[i]) {
+			if (!__atomic_exchange_n(&logged, 1, __ATOMIC_RELAXED))
+				ctxshim_log("openssl: %s@%s not found (yet)",
+					    ossl_cr_name[i], OSSL_NODE);
+			errno = saved_errno;
+			return;
+		}
+	}
+	/* Threads racing here store the same values. */
+	for (i = 0; i < OSSL_CR_N; i++)
+		__atomic_store_n(&ossl_cr_fn[i], fn[i], __ATOMIC_RELAXED);
+	ctxshim_callers_bound(&ossl_cr_callers, fn[OSSL_CR_READ]);
+	__atomic_store_n(&ossl_cr_bound, 1, __ATOMIC_RELEASE);
+	errno = saved_errno;
+}
+
+static inline void
+hook_openssl_crypto_bind(void)
+{
+	if (!__atomic_load_n(&ossl_cr_bound, __ATOMIC_ACQUIRE))
+		hook_openssl_crypto_bind_slow();
+}
+
+/* After the socket level's constructor (103): bind now when libssl (or
+ * libcrypto) is already there, so that a linked program never binds on a
+ * read path. */
 __attribute__((constructor(104))) static void
 hook_openssl_ctor(void)
 {
 	static const char *const sonames[] = {OSSL_SONAME, NULL};
+	static const char *const crypto[] = {OSSL_CRYPTO_SONAME, NULL};
 	int saved_errno = errno;
 
 	if (ctxshim_lib_loaded(sonames))
 		hook_openssl_bind();
+	if (ctxshim_lib_loaded(crypto))
+		hook_openssl_crypto_bind();
 	errno = saved_errno;
 }
 
@@ -384,6 +518,60 @@ real_SSL_clear(SSL *s)
 	if (!ossl_fn[OSSL_CLEAR])
 		return ossl_missing_ex();
 	return ((ossl_clear_fn)ossl_fn[OSSL_CLEAR])(s);
+}
+
+/* libcrypto not found (cannot happen while something calls these names):
+ * the calls fail as ossl_missing() and ossl_missing_ex() say. */
+static inline int
+real_BIO_read(BIO *b, void *buf, int len)
+{
+	ossl_bio_io_fn f;
+
+	hook_openssl_crypto_bind();
+	f = (ossl_bio_io_fn)__atomic_load_n(&ossl_cr_fn[OSSL_CR_READ],
+					    __ATOMIC_RELAXED);
+	if (!f)
+		return ossl_missing();
+	return f(b, buf, len);
+}
+
+static inline int
+real_BIO_read_ex(BIO *b, void *buf, size_t len, size_t *n)
+{
+	ossl_bio_io_ex_fn f;
+
+	hook_openssl_crypto_bind();
+	f = (ossl_bio_io_ex_fn)__atomic_load_n(&ossl_cr_fn[OSSL_CR_READ_EX],
+					       __ATOMIC_RELAXED);
+	if (!f)
+		return ossl_missing_ex();
+	return f(b, buf, len, n);
+}
+
+static inline int
+real_BIO_write(BIO *b, const void *buf, int len)
+{
+	ossl_bio_wr_fn f;
+
+	hook_openssl_crypto_bind();
+	f = (ossl_bio_wr_fn)__atomic_load_n(&ossl_cr_fn[OSSL_CR_WRITE],
+					    __ATOMIC_RELAXED);
+	if (!f)
+		return ossl_missing();
+	return f(b, buf, len);
+}
+
+static inline int
+real_BIO_write_ex(BIO *b, const void *buf, size_t len, size_t *n)
+{
+	ossl_bio_wr_ex_fn f;
+
+	hook_openssl_crypto_bind();
+	f = (ossl_bio_wr_ex_fn)__atomic_load_n(&ossl_cr_fn[OSSL_CR_WRITE_EX],
+					       __ATOMIC_RELAXED);
+	if (!f)
+		return ossl_missing_ex();
+	return f(b, buf, len, n);
 }
 
 /* Only called from inside a hook, after binding: whether s is as SSL_new
@@ -620,10 +808,12 @@ hook_openssl_read(SSL *s, void *buf, int num)
 	struct hook_tls_conn t;
 	int r;
 
-	if (!ctxshim_active() || !ossl_conn(s, true, &t))
+	if (!ctxshim_active() || ossl_in_io == s || !ossl_conn(s, true, &t))
 		return real_SSL_read(s, buf, num);
 	hook_socket_tls_read_begin(&t);
+	ossl_in_io = s;
 	r = real_SSL_read(s, buf, num);
+	ossl_in_io = NULL;
 	if (r > 0)
 		hook_socket_tls_read_end(&t, buf, (size_t)r);
 	return r;
@@ -635,10 +825,12 @@ hook_openssl_read_ex(SSL *s, void *buf, size_t num, size_t *n)
 	struct hook_tls_conn t;
 	int r;
 
-	if (!ctxshim_active() || !ossl_conn(s, true, &t))
+	if (!ctxshim_active() || ossl_in_io == s || !ossl_conn(s, true, &t))
 		return real_SSL_read_ex(s, buf, num, n);
 	hook_socket_tls_read_begin(&t);
+	ossl_in_io = s;
 	r = real_SSL_read_ex(s, buf, num, n);
+	ossl_in_io = NULL;
 	if (r == 1 && n && *n > 0 && *n <= num)
 		hook_socket_tls_read_end(&t, buf, *n);
 	return r;
@@ -649,7 +841,7 @@ hook_openssl_peek(SSL *s, void *buf, int num)
 {
 	struct hook_tls_conn t;
 
-	if (ctxshim_active() && ossl_conn(s, false, &t))
+	if (ctxshim_active() && ossl_in_io != s && ossl_conn(s, false, &t))
 		hook_socket_tls_read_begin(&t);
 	return real_SSL_peek(s, buf, num);
 }
@@ -659,7 +851,7 @@ hook_openssl_peek_ex(SSL *s, void *buf, size_t num, size_t *n)
 {
 	struct hook_tls_conn t;
 
-	if (ctxshim_active() && ossl_conn(s, false, &t))
+	if (ctxshim_active() && ossl_in_io != s && ossl_conn(s, false, &t))
 		hook_socket_tls_read_begin(&t);
 	return real_SSL_peek_ex(s, buf, num, n);
 }
@@ -669,7 +861,7 @@ hook_openssl_do_handshake(SSL *s)
 {
 	struct hook_tls_conn t;
 
-	if (ctxshim_active() && ossl_conn(s, false, &t))
+	if (ctxshim_active() && ossl_in_io != s && ossl_conn(s, false, &t))
 		hook_socket_tls_read_begin(&t);
 	return real_SSL_do_handshake(s);
 }
@@ -680,10 +872,12 @@ hook_openssl_write(SSL *s, const void *buf, int num)
 	struct hook_tls_conn t;
 	int r;
 
-	if (!ctxshim_active() || !ossl_conn(s, false, &t))
+	if (!ctxshim_active() || ossl_in_io == s || !ossl_conn(s, false, &t))
 		return real_SSL_write(s, buf, num);
 	hook_socket_tls_write_begin(&t);
+	ossl_in_io = s;
 	r = real_SSL_write(s, buf, num);
+	ossl_in_io = NULL;
 	if (r > 0)
 		hook_socket_tls_write_end(&t, buf, (size_t)r);
 	return r;
@@ -695,11 +889,132 @@ hook_openssl_write_ex(SSL *s, const void *buf, size_t num, size_t *n)
 	struct hook_tls_conn t;
 	int r;
 
-	if (!ctxshim_active() || !ossl_conn(s, false, &t))
+	if (!ctxshim_active() || ossl_in_io == s || !ossl_conn(s, false, &t))
 		return real_SSL_write_ex(s, buf, num, n);
 	hook_socket_tls_write_begin(&t);
+	ossl_in_io = s;
 	r = real_SSL_write_ex(s, buf, num, n);
+	ossl_in_io = NULL;
 	if (r == 1 && n && *n > 0 && *n <= num)
+		hook_socket_tls_write_end(&t, buf, *n);
+	return r;
+}
+
+/* ossl_bio_conn() for an SSL BIO b. */
+static bool
+ossl_bio_conn_ssl(BIO *b, bool create, struct hook_tls_conn *t, SSL **sp)
+{
+	ossl_get_cb_fn cb_ex, cb;
+	ossl_ctrl_fn ctrl;
+	int saved_errno;
+	SSL *s = NULL;
+
+	if (!__atomic_load_n(&ossl_bound, __ATOMIC_ACQUIRE))
+		return false;
+	/* BIO_get_ssl(), unless a callback of the application's would see
+	 * it (as in ossl_fd()). */
+	ctrl = (ossl_ctrl_fn)ossl_bio_fn[OSSL_BIO_CTRL];
+	cb_ex = (ossl_get_cb_fn)ossl_bio_fn[OSSL_BIO_GET_CALLBACK_EX];
+	cb = (ossl_get_cb_fn)ossl_bio_fn[OSSL_BIO_GET_CALLBACK];
+	if (!ctrl || !cb_ex || cb_ex(b) || (cb && cb(b)))
+		return false;
+	saved_errno = errno;
+	(void)ctrl(b, BIO_C_GET_SSL, 0, &s);
+	errno = saved_errno;
+	if (!s)
+		return false;
+	*sp = s;
+	return ossl_conn(s, create, t);
+}
+
+/* The connection of b's session (*sp) if b is an SSL BIO whose session we
+ * follow ("The SSL BIO").  Any other BIO: its type, one call. */
+static inline bool
+ossl_bio_conn(BIO *b, bool create, struct hook_tls_conn *t, SSL **sp)
+{
+	ossl_method_type_fn type;
+
+	/* Inside a followed call: of b's session itself (its bytes are that
+	 * call's), or b carries the records of the session of one (TLS in
+	 * TLS).  Not even the type asked: libssl's reads and writes of a
+	 * followed session's ciphertext. */
+	if (!b || ossl_in_io || !ctxshim_active())
+		return false;
+	type = (ossl_method_type_fn)__atomic_load_n(&ossl_cr_fn[OSSL_CR_METHOD_TYPE],
+						    __ATOMIC_RELAXED);
+	if (!type || type(b) != BIO_TYPE_SSL)
+		return false;
+	return ossl_bio_conn_ssl(b, create, t, sp);
+}
+
+static int
+hook_openssl_bio_read(BIO *b, void *buf, int len)
+{
+	struct hook_tls_conn t;
+	SSL *s;
+	int r;
+
+	if (!ossl_bio_conn(b, true, &t, &s))
+		return real_BIO_read(b, buf, len);
+	hook_socket_tls_read_begin(&t);
+	ossl_in_io = s;
+	r = real_BIO_read(b, buf, len);
+	ossl_in_io = NULL;
+	if (r > 0 && r <= len)
+		hook_socket_tls_read_end(&t, buf, (size_t)r);
+	return r;
+}
+
+static int
+hook_openssl_bio_read_ex(BIO *b, void *buf, size_t len, size_t *n)
+{
+	struct hook_tls_conn t;
+	SSL *s;
+	int r;
+
+	if (!ossl_bio_conn(b, true, &t, &s))
+		return real_BIO_read_ex(b, buf, len, n);
+	hook_socket_tls_read_begin(&t);
+	ossl_in_io = s;
+	r = real_BIO_read_ex(b, buf, len, n);
+	ossl_in_io = NULL;
+	if (r == 1 && n && *n > 0 && *n <= len)
+		hook_socket_tls_read_end(&t, buf, *n);
+	return r;
+}
+
+static int
+hook_openssl_bio_write(BIO *b, const void *buf, int len)
+{
+	struct hook_tls_conn t;
+	SSL *s;
+	int r;
+
+	if (!ossl_bio_conn(b, false, &t, &s))
+		return real_BIO_write(b, buf, len);
+	hook_socket_tls_write_begin(&t);
+	ossl_in_io = s;
+	r = real_BIO_write(b, buf, len);
+	ossl_in_io = NULL;
+	if (r > 0 && r <= len)
+		hook_socket_tls_write_end(&t, buf, (size_t)r);
+	return r;
+}
+
+static int
+hook_openssl_bio_write_ex(BIO *b, const void *buf, size_t len, size_t *n)
+{
+	struct hook_tls_conn t;
+	SSL *s;
+	int r;
+
+	if (!ossl_bio_conn(b, false, &t, &s))
+		return real_BIO_write_ex(b, buf, len, n);
+	hook_socket_tls_write_begin(&t);
+	ossl_in_io = s;
+	r = real_BIO_write_ex(b, buf, len, n);
+	ossl_in_io = NULL;
+	if (r == 1 && n && *n > 0 && *n <= len)
 		hook_socket_tls_write_end(&t, buf, *n);
 	return r;
 }
@@ -826,6 +1141,25 @@ ossl_own(const void *ret)
 
 #define OSSL_OWN(i, type, ...) CTXSHIM_OWN_RETURN(ossl_own, i, type, __VA_ARGS__)
 
+/* The same for libcrypto's names (ossl_cr_name): unbound (perhaps only
+ * copies of libcrypto are loaded), a known caller does not search for
+ * the library again (as fcgi_own(), hook-fcgi.c). */
+static inline void *const *
+ossl_cr_own(const void *ret)
+{
+	void *const *own;
+
+	if (!__atomic_load_n(&ossl_cr_bound, __ATOMIC_ACQUIRE) &&
+	    ctxshim_callers_cached(&ossl_cr_callers, ret, &own))
+		return own;
+	hook_openssl_crypto_bind();
+	return ctxshim_callers_own(
+		&ossl_cr_callers, ret,
+		__atomic_load_n(&ossl_cr_fn[OSSL_CR_READ], __ATOMIC_RELAXED));
+}
+
+#define OSSL_CR_OWN(i, type, ...) CTXSHIM_OWN_RETURN(ossl_cr_own, i, type, __VA_ARGS__)
+
 #define OSSL_SYMVER(fn) \
 	__asm__(".symver ctxshim_" #fn "_ossl3, " #fn "@" OSSL_NODE ", remove")
 
@@ -842,6 +1176,11 @@ HOOK_EXPORT int ctxshim_SSL_do_handshake_ossl3(SSL *s);
 HOOK_EXPORT int ctxshim_SSL_up_ref_ossl3(SSL *s);
 HOOK_EXPORT SSL *ctxshim_SSL_dup_ossl3(SSL *s);
 HOOK_EXPORT int ctxshim_SSL_clear_ossl3(SSL *s);
+HOOK_EXPORT int ctxshim_BIO_read_ossl3(BIO *b, void *buf, int len);
+HOOK_EXPORT int ctxshim_BIO_read_ex_ossl3(BIO *b, void *buf, size_t len, size_t *n);
+HOOK_EXPORT int ctxshim_BIO_write_ossl3(BIO *b, const void *buf, int len);
+HOOK_EXPORT int
+ctxshim_BIO_write_ex_ossl3(BIO *b, const void *buf, size_t len, size_t *n);
 
 HOOK_EXPORT int
 ctxshim_SSL_read_ossl3(SSL *s, void *buf, int num)
@@ -927,6 +1266,34 @@ ctxshim_SSL_clear_ossl3(SSL *s)
 	return hook_openssl_clear(s);
 }
 
+HOOK_EXPORT int
+ctxshim_BIO_read_ossl3(BIO *b, void *buf, int len)
+{
+	OSSL_CR_OWN(OSSL_CR_READ, ossl_bio_io_fn, b, buf, len);
+	return hook_openssl_bio_read(b, buf, len);
+}
+
+HOOK_EXPORT int
+ctxshim_BIO_read_ex_ossl3(BIO *b, void *buf, size_t len, size_t *n)
+{
+	OSSL_CR_OWN(OSSL_CR_READ_EX, ossl_bio_io_ex_fn, b, buf, len, n);
+	return hook_openssl_bio_read_ex(b, buf, len, n);
+}
+
+HOOK_EXPORT int
+ctxshim_BIO_write_ossl3(BIO *b, const void *buf, int len)
+{
+	OSSL_CR_OWN(OSSL_CR_WRITE, ossl_bio_wr_fn, b, buf, len);
+	return hook_openssl_bio_write(b, buf, len);
+}
+
+HOOK_EXPORT int
+ctxshim_BIO_write_ex_ossl3(BIO *b, const void *buf, size_t len, size_t *n)
+{
+	OSSL_CR_OWN(OSSL_CR_WRITE_EX, ossl_bio_wr_ex_fn, b, buf, len, n);
+	return hook_openssl_bio_write_ex(b, buf, len, n);
+}
+
 OSSL_SYMVER(SSL_read);
 OSSL_SYMVER(SSL_read_ex);
 OSSL_SYMVER(SSL_peek);
@@ -939,6 +1306,10 @@ OSSL_SYMVER(SSL_do_handshake);
 OSSL_SYMVER(SSL_up_ref);
 OSSL_SYMVER(SSL_dup);
 OSSL_SYMVER(SSL_clear);
+OSSL_SYMVER(BIO_read);
+OSSL_SYMVER(BIO_read_ex);
+OSSL_SYMVER(BIO_write);
+OSSL_SYMVER(BIO_write_ex);
 
 /* Our own copies, so that a binding can never come back to them. */
 static const void *ossl_self[OSSL_HOOKED] = {
@@ -954,4 +1325,10 @@ static const void *ossl_self[OSSL_HOOKED] = {
 	[OSSL_UP_REF] = (const void *)ctxshim_SSL_up_ref_ossl3,
 	[OSSL_DUP] = (const void *)ctxshim_SSL_dup_ossl3,
 	[OSSL_CLEAR] = (const void *)ctxshim_SSL_clear_ossl3,
+};
+static const void *ossl_cr_self[OSSL_CR_HOOKED] = {
+	[OSSL_CR_READ] = (const void *)ctxshim_BIO_read_ossl3,
+	[OSSL_CR_READ_EX] = (const void *)ctxshim_BIO_read_ex_ossl3,
+	[OSSL_CR_WRITE] = (const void *)ctxshim_BIO_write_ossl3,
+	[OSSL_CR_WRITE_EX] = (const void *)ctxshim_BIO_write_ex_ossl3,
 };

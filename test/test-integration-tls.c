@@ -5,8 +5,9 @@
  *
  *  - thread-per-connection servers with no tracing code
  *    (helpers/tls-server.c) built on OpenSSL (SSL_read/SSL_write, the _ex
- *    calls, memory BIOs without an fd, libssl dlopen()ed RTLD_LOCAL after
- *    start-up) and on GnuTLS: while a request blocks inside the server,
+ *    calls, memory BIOs without an fd, the session used only through an
+ *    SSL BIO (BIO_f_ssl), libssl dlopen()ed RTLD_LOCAL after start-up)
+ *    and on GnuTLS: while a request blocks inside the server,
  *    ctxdump shows its context on the serving thread and nowhere else; a
  *    keep-alive request after it gets its own; the context goes away
  *    afterwards;
@@ -249,6 +250,23 @@ enum srv_kind {
 	SRV_OPENSSL_DLOPEN,
 	SRV_OPENSSL_UP_REF,
 	SRV_OPENSSL_MEM_BIO_UP_REF,
+	/* the session used through an SSL BIO only (BIO_f_ssl, as s_server
+	 * -WWW): under a buffer BIO with BIO_gets/BIO_write, and alone with
+	 * BIO_read_ex/BIO_write_ex; and requests read with SSL_read, but
+	 * responses written through the buffer and SSL BIOs.  Before
+	 * libcrypto's BIO calls were hooked, the first two got no context,
+	 * and the third's second request showed the first one's (OpenSSL
+	 * 3.0's SSL BIO does not go through the exported SSL_read_ex and
+	 * SSL_write_ex) */
+	SRV_OPENSSL_SSL_BIO,
+	SRV_OPENSSL_SSL_BIO_EX,
+	SRV_OPENSSL_SSL_BIO_OUT,
+	/* an SSL BIO (of the server's own method) that does call
+	 * SSL_read_ex and SSL_write_ex: each byte seen once, one request
+	 * per head */
+	SRV_OPENSSL_SSL_BIO_PLT,
+	/* --bio ssl with libssl and libcrypto dlopen()ed RTLD_LOCAL */
+	SRV_OPENSSL_DLOPEN_SSL_BIO,
 	SRV_GNUTLS, /* from here on: left out when not built */
 	/* a send retried as gnutls_record_send(s, NULL, 0), and responses
 	 * sent with gnutls_record_send_file(): old, neither was seen as the
@@ -259,10 +277,20 @@ enum srv_kind {
 	SRV_N,
 };
 
-static const char *const srv_name[SRV_N] = {
-	"openssl",        "openssl --ex",        "openssl --bio mem",
-	"openssl dlopen", "openssl --up-ref",    "openssl --bio mem --up-ref",
-	"gnutls",         "gnutls --send again", "gnutls --send file"};
+static const char *const srv_name[SRV_N] = {"openssl",
+					    "openssl --ex",
+					    "openssl --bio mem",
+					    "openssl dlopen",
+					    "openssl --up-ref",
+					    "openssl --bio mem --up-ref",
+					    "openssl --bio ssl",
+					    "openssl --bio ssl --ex",
+					    "openssl --bio ssl-out",
+					    "openssl --bio ssl-plt",
+					    "openssl dlopen --bio ssl",
+					    "gnutls",
+					    "gnutls --send again",
+					    "gnutls --send file"};
 
 static void
 srv_start(struct it_server *s, enum srv_kind k, const struct tls_dir *d)
@@ -272,7 +300,7 @@ srv_start(struct it_server *s, enum srv_kind k, const struct tls_dir *d)
 	const char *dir = test_env_path("HELPER_DIR");
 	size_t n = 0;
 
-	if (k == SRV_OPENSSL_DLOPEN) {
+	if (k == SRV_OPENSSL_DLOPEN || k == SRV_OPENSSL_DLOPEN_SSL_BIO) {
 		snprintf(prog, sizeof(prog), "%s/dlopen-main", dir);
 		snprintf(plugin, sizeof(plugin), "%s/libtls-server-plugin.so", dir);
 		argv[n++] = prog;
@@ -284,8 +312,17 @@ srv_start(struct it_server *s, enum srv_kind k, const struct tls_dir *d)
 	}
 	argv[n++] = (char *)d->cert;
 	argv[n++] = (char *)d->key;
-	if (k == SRV_OPENSSL_EX)
+	if (k == SRV_OPENSSL_EX || k == SRV_OPENSSL_SSL_BIO_EX)
 		argv[n++] = "--ex";
+	if (k == SRV_OPENSSL_SSL_BIO || k == SRV_OPENSSL_SSL_BIO_EX ||
+	    k == SRV_OPENSSL_DLOPEN_SSL_BIO) {
+		argv[n++] = "--bio";
+		argv[n++] = "ssl";
+	}
+	if (k == SRV_OPENSSL_SSL_BIO_OUT || k == SRV_OPENSSL_SSL_BIO_PLT) {
+		argv[n++] = "--bio";
+		argv[n++] = k == SRV_OPENSSL_SSL_BIO_OUT ? "ssl-out" : "ssl-plt";
+	}
 	if (k == SRV_OPENSSL_MEM_BIO || k == SRV_OPENSSL_MEM_BIO_UP_REF) {
 		argv[n++] = "--bio";
 		argv[n++] = "mem";
@@ -595,9 +632,10 @@ END_TEST
 
 /* helpers/tls-biocb.c: a server and a client session in one process, on
  * socket BIOs and on fd BIOs, each with a BIO callback of the
- * application's: the callbacks see exactly the same calls under the shim
- * as without it (hooks/hook-openssl.c, ossl_fd()), and the server
- * sessions are still followed (a request context from each). */
+ * application's, and the server's response written through an SSL BIO
+ * with one: the callbacks see exactly the same calls under the shim as
+ * without it (hooks/hook-openssl.c, ossl_fd() and "The SSL BIO"), and
+ * the server sessions are still followed (a request context from each). */
 START_TEST(test_bio_callback)
 {
 	static char prog[4096];

@@ -14,10 +14,13 @@
  * session's read BIO before the handshake and then calls, in order:
  * SSL_accept or SSL_connect, SSL_peek (server), SSL_read, SSL_write,
  * SSL_up_ref and SSL_free (not the last reference), SSL_free.  The server
- * reads a request head carrying the traceparent given for the exchange.
+ * reads a request head carrying the traceparent given for the exchange,
+ * and writes its response through an SSL BIO (BIO_f_ssl) with a callback
+ * of its own (not followed: hooks/hook-openssl.c, "The SSL BIO").
  * Prints, per exchange and side, the callback's calls:
  *
  *   <socket|fd> <server|client> calls=N ctrl=N get_fd=N
+ *   <socket|fd> server ssl-bio calls=N ctrl=N
  *
  * (all of them, the BIO_CB_CTRL ones, the BIO_C_GET_FD ones among those),
  * then "DONE".  Exits 1 on any failure ("FAILED <what>"). */
@@ -46,7 +49,7 @@ struct exchange {
 	bool fd_bio;
 	const char *traceparent;
 	unsigned port;
-	struct counts server, client;
+	struct counts server, client, ssl_bio;
 };
 
 static SSL_CTX *server_ctx, *client_ctx;
@@ -130,10 +133,11 @@ static void
 serve(int ls, struct exchange *x)
 {
 	static const char resp[] = "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n";
+	int len = (int)strlen(resp), fd;
 	pthread_t t;
 	char c;
-	int fd;
 	SSL *s;
+	BIO *sb;
 
 	if (pthread_create(&t, NULL, client, x) != 0)
 		fail("pthread_create");
@@ -146,8 +150,14 @@ serve(int ls, struct exchange *x)
 	if (SSL_peek(s, &c, 1) != 1)
 		fail("SSL_peek");
 	read_head(s);
-	if (SSL_write(s, resp, (int)strlen(resp)) != (int)strlen(resp))
-		fail("server SSL_write");
+	sb = BIO_new(BIO_f_ssl());
+	if (!sb || BIO_set_ssl(sb, s, BIO_NOCLOSE) != 1)
+		fail("BIO_f_ssl");
+	BIO_set_callback_arg(sb, (char *)&x->ssl_bio);
+	BIO_set_callback_ex(sb, count);
+	if (BIO_write(sb, resp, len) != len)
+		fail("server BIO_write");
+	BIO_free(sb);
 	finish(s);
 	close(fd);
 	pthread_join(t, NULL);
@@ -162,6 +172,8 @@ report(const struct exchange *x)
 	       x->server.ctrl, x->server.get_fd);
 	printf("%s client calls=%d ctrl=%d get_fd=%d\n", kind, x->client.calls,
 	       x->client.ctrl, x->client.get_fd);
+	printf("%s server ssl-bio calls=%d ctrl=%d\n", kind, x->ssl_bio.calls,
+	       x->ssl_bio.ctrl);
 }
 
 int

@@ -5,13 +5,32 @@
  * that dlopen-main loads at run time) and once with GnuTLS
  * (tls-server-gnutls).
  *
- *   tls-server CERT KEY [--ex] [--bio mem] [--up-ref] [--read-size N]
- *                       [--send again|file]
+ *   tls-server CERT KEY [--ex] [--bio mem|ssl|ssl-out|ssl-plt] [--up-ref]
+ *                       [--read-size N] [--send again|file]
  *
  * --ex:       OpenSSL: SSL_read_ex/SSL_write_ex instead of SSL_read/SSL_write
+ *             (with --bio ssl: BIO_read_ex/BIO_write_ex on the SSL BIO)
  * --bio mem:  OpenSSL: the session talks to memory BIOs that this program
  *             pumps to and from the socket itself (a transport without an
  *             fd, as event-loop frameworks have)
+ * --bio ssl:  OpenSSL: the session (on the accepted fd, SSL_set_fd) is
+ *             used only through an SSL BIO (BIO_f_ssl, BIO_CLOSE), as
+ *             `openssl s_server -WWW` does: under a buffer BIO
+ *             (BIO_f_buffer), requests read with BIO_gets, responses
+ *             written with BIO_write and BIO_flush; with --ex, the SSL BIO
+ *             alone, BIO_read_ex and BIO_write_ex.  No SSL_accept: the
+ *             handshake runs inside the first read.  (OpenSSL 3.0's SSL
+ *             BIO reads and writes without the exported SSL_read_ex and
+ *             SSL_write_ex: only the BIO calls show the plaintext.)
+ * --bio ssl-out: OpenSSL: SSL_accept and requests read with SSL_read
+ *             (SSL_read_ex with --ex), responses written as with --bio ssl
+ *             (one unseen response left the next request on the
+ *             connection under the context of the one before)
+ * --bio ssl-plt: OpenSSL: as --bio ssl, but the SSL BIO is one of this
+ *             program's own method (type BIO_TYPE_SSL, answering
+ *             BIO_get_ssl) whose reads and writes call SSL_read_ex and
+ *             SSL_write_ex: as an SSL BIO that goes through libssl's
+ *             exported calls would (the shim must see its bytes once)
  * --up-ref:   OpenSSL: a second reference to the session is held from the
  *             end of the handshake on (SSL_up_ref, before the first read);
  *             each request head, once read, and each response, once
@@ -66,6 +85,8 @@ static size_t read_size = 4096;
 static bool opt_ex, opt_mem_bio, opt_up_ref;
 #ifdef TLS_GNUTLS
 static const char *opt_send = "";
+#else
+static enum { SSL_BIO_NONE, SSL_BIO_ALL, SSL_BIO_OUT, SSL_BIO_PLT } opt_ssl_bio;
 #endif
 
 /* ---- TLS backends ---- */
@@ -78,6 +99,7 @@ struct tconn {
 #else
 	SSL *ssl;
 	BIO *rb, *wb; /* --bio mem */
+	BIO *io;      /* --bio ssl: the BIO chain, which owns ssl */
 	bool extra;   /* --up-ref: the second reference is held */
 #endif
 };
@@ -212,6 +234,51 @@ t_close(struct tconn *c)
 #else
 static SSL_CTX *ctx;
 
+static BIO_METHOD *plt_method; /* --bio ssl-plt */
+
+/* --bio ssl-plt: the SSL BIO of this program's, over the session in its
+ * data, which it owns (as BIO_CLOSE). */
+static int
+plt_read(BIO *b, char *buf, size_t n, size_t *got)
+{
+	int r = SSL_read_ex(BIO_get_data(b), buf, n, got);
+
+	BIO_clear_retry_flags(b);
+	return r;
+}
+
+static int
+plt_write(BIO *b, const char *buf, size_t n, size_t *done)
+{
+	int r = SSL_write_ex(BIO_get_data(b), buf, n, done);
+
+	BIO_clear_retry_flags(b);
+	return r;
+}
+
+static long
+plt_ctrl(BIO *b, int cmd, long num, void *ptr)
+{
+	(void)num;
+	switch (cmd) {
+	case BIO_C_GET_SSL:
+		*(SSL **)ptr = BIO_get_data(b);
+		return 1;
+	case BIO_CTRL_FLUSH:
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+static int
+plt_destroy(BIO *b)
+{
+	SSL_free(BIO_get_data(b));
+	BIO_set_data(b, NULL);
+	return 1;
+}
+
 static int
 t_init(const char *cert, const char *key)
 {
@@ -219,6 +286,14 @@ t_init(const char *cert, const char *key)
 	if (!ctx || SSL_CTX_use_certificate_file(ctx, cert, SSL_FILETYPE_PEM) != 1 ||
 	    SSL_CTX_use_PrivateKey_file(ctx, key, SSL_FILETYPE_PEM) != 1)
 		return -1;
+	if (opt_ssl_bio == SSL_BIO_PLT) {
+		plt_method = BIO_meth_new(BIO_TYPE_SSL, "ssl-plt");
+		if (!plt_method || !BIO_meth_set_read_ex(plt_method, plt_read) ||
+		    !BIO_meth_set_write_ex(plt_method, plt_write) ||
+		    !BIO_meth_set_ctrl(plt_method, plt_ctrl) ||
+		    !BIO_meth_set_destroy(plt_method, plt_destroy))
+			return -1;
+	}
 	return 0;
 }
 
@@ -292,7 +367,68 @@ t_accept_session(struct tconn *c)
 	}
 	if (SSL_set_fd(c->ssl, c->fd) != 1)
 		return -1;
+	if (opt_ssl_bio) {
+		BIO *sb = BIO_new(plt_method ? plt_method : BIO_f_ssl());
+
+		if (!sb)
+			return -1;
+		SSL_set_accept_state(c->ssl);
+		if (plt_method) {
+			BIO_set_data(sb, c->ssl);
+			BIO_set_init(sb, 1);
+		} else {
+			(void)BIO_set_ssl(sb, c->ssl, BIO_CLOSE);
+		}
+		if (opt_ex) {
+			c->io = sb;
+		} else {
+			c->io = BIO_new(BIO_f_buffer());
+			if (!c->io) {
+				BIO_free(sb);
+				return -1;
+			}
+			(void)BIO_push(c->io, sb);
+		}
+		if (opt_ssl_bio != SSL_BIO_OUT)
+			return 0;
+	}
 	return SSL_accept(c->ssl) == 1 ? 0 : -1;
+}
+
+/* --bio ssl: a read through the BIO chain. */
+static ssize_t
+ssl_bio_read(struct tconn *c, char *buf, size_t n)
+{
+	size_t got = 0;
+	int r;
+
+	if (opt_ex)
+		r = BIO_read_ex(c->io, buf, n, &got) == 1 ? (int)got : -1;
+	else if (n > 1) /* a line at most, as s_server -WWW reads */
+		r = BIO_gets(c->io, buf, (int)n);
+	else
+		r = BIO_read(c->io, buf, 1);
+	return r > 0 ? r : -1;
+}
+
+/* --bio ssl: a write through the BIO chain, flushed. */
+static int
+ssl_bio_write(struct tconn *c, const char *buf, size_t n)
+{
+	while (n) {
+		size_t done = 0;
+		int r;
+
+		if (opt_ex)
+			r = BIO_write_ex(c->io, buf, n, &done) == 1 ? (int)done : -1;
+		else
+			r = BIO_write(c->io, buf, (int)n);
+		if (r <= 0)
+			return -1;
+		buf += r;
+		n -= (size_t)r;
+	}
+	return BIO_flush(c->io) == 1 ? 0 : -1;
 }
 
 static int
@@ -331,6 +467,8 @@ t_hand_over(struct tconn *c)
 static ssize_t
 t_read(struct tconn *c, char *buf, size_t n)
 {
+	if (opt_ssl_bio && opt_ssl_bio != SSL_BIO_OUT)
+		return ssl_bio_read(c, buf, n);
 	for (;;) {
 		size_t got = 0;
 		int r;
@@ -353,6 +491,8 @@ t_read(struct tconn *c, char *buf, size_t n)
 static int
 t_write(struct tconn *c, const char *buf, size_t n)
 {
+	if (opt_ssl_bio)
+		return ssl_bio_write(c, buf, n);
 	while (n) {
 		size_t done = 0;
 		int r;
@@ -382,6 +522,16 @@ t_write(struct tconn *c, const char *buf, size_t n)
 static void
 t_close(struct tconn *c)
 {
+	if (c->io) {
+		/* frees the session too (BIO_CLOSE), from inside libssl */
+		(void)SSL_shutdown(c->ssl);
+		if (c->extra)
+			SSL_free(c->ssl);
+		BIO_free_all(c->io);
+		c->io = NULL;
+		c->ssl = NULL;
+		c->extra = false;
+	}
 	if (c->ssl) {
 		(void)SSL_shutdown(c->ssl);
 		if (opt_mem_bio)
@@ -510,6 +660,17 @@ main(int argc, char **argv)
 		else if (strcmp(argv[i], "--bio") == 0 && i + 1 < argc &&
 			 strcmp(argv[i + 1], "mem") == 0 && ++i)
 			opt_mem_bio = true;
+#ifndef TLS_GNUTLS
+		else if (strcmp(argv[i], "--bio") == 0 && i + 1 < argc &&
+			 strcmp(argv[i + 1], "ssl") == 0 && ++i)
+			opt_ssl_bio = SSL_BIO_ALL;
+		else if (strcmp(argv[i], "--bio") == 0 && i + 1 < argc &&
+			 strcmp(argv[i + 1], "ssl-out") == 0 && ++i)
+			opt_ssl_bio = SSL_BIO_OUT;
+		else if (strcmp(argv[i], "--bio") == 0 && i + 1 < argc &&
+			 strcmp(argv[i + 1], "ssl-plt") == 0 && ++i)
+			opt_ssl_bio = SSL_BIO_PLT;
+#endif
 		else if (strcmp(argv[i], "--up-ref") == 0)
 			opt_up_ref = true;
 		else if (strcmp(argv[i], "--read-size") == 0 && i + 1 < argc)
