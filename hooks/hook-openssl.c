@@ -43,24 +43,28 @@
  * hooks do, for the session BIO_get_ssl() names (ossl_bio_conn(), then
  * ossl_conn()).  Any other BIO (libssl's own reads and writes of the
  * ciphertext, memory and file BIOs) costs one call of BIO_method_type()
- * and passes straight through.  Not followed: an SSL BIO with a callback
- * of the application's (BIO_get_ssl() is a BIO_ctrl() the callback would
- * see, and only libssl's own ctrl could be asked behind it, which a BIO
- * of the application's method with the SSL BIO's type must not get);
- * one met before libssl.so.3 is bound (its first SSL_new() binds it,
- * through SSL_clear(): a BIO of the SSL BIO's type before that is not
- * libssl.so.3's).
+ * and passes straight through.  Only libssl's own SSL BIO is followed:
+ * its method's name (BIO_method_name(), compared as a pointer) must be
+ * that of BIO_f_ssl(), so that a BIO of an application's method that
+ * took the SSL BIO's type never gets a BIO_get_ssl() it did not make.
+ * Not followed: an SSL BIO with a callback of the application's
+ * (BIO_get_ssl() is a BIO_ctrl() the callback would see); one met before
+ * libssl.so.3 is bound (its first SSL_new() binds it, through
+ * SSL_clear()).
  *
  * Nothing is seen twice: while a followed call (SSL_read, SSL_write and
  * their _ex, or one of the four on an SSL BIO) is in the real call,
- * ossl_in_io holds its session (only compared, never dereferenced).  The
- * SSL_* hooks pass through a call for that session, which can only carry
- * that call's bytes: an SSL BIO that does call SSL_read_ex or SSL_write_ex
- * through the PLT (another OpenSSL's, or an application's BIO of that
- * type).  The BIO hooks pass through every call made then: the same
- * session's, or a BIO under a followed session (libssl's reads and writes
- * of its records, which need not even have their type asked; an SSL BIO
- * that carries them, TLS in TLS).  The session, not a flag, for the
+ * ossl_in_io (reads) or ossl_in_wr (writes) holds its session (only
+ * compared, never dereferenced).  The SSL_* hooks pass through a call of
+ * that direction for that session, which can only carry that call's
+ * bytes: an SSL BIO that does call SSL_read_ex or SSL_write_ex through
+ * the PLT (another OpenSSL's, or an application's BIO of that type).  A
+ * direction each: a session written from inside its own read (a writer
+ * coroutine answering while the reader is parked in SSL_read()) is
+ * followed.  The BIO hooks pass through every call made while either is
+ * set: the same session's, or a BIO under a followed session (libssl's
+ * reads and writes of its records, which need not even have their type
+ * asked; an SSL BIO that carries them, TLS in TLS).  The session, not a flag, for the
  * SSL_* hooks: a coroutine switched away inside a followed call (a
  * library that switches inside read()) does not keep the other
  * coroutines' SSL_read calls from being followed; their calls through an
@@ -253,6 +257,19 @@ static void *ossl_bio_fn[OSSL_BIO_N];
 static bool ossl_bio_ok;
 /* The ctrl functions of the socket and fd BIOs (BIO_s_socket(), BIO_s_fd()). */
 static ossl_ctrl_fn ossl_sock_ctrl, ossl_fdbio_ctrl;
+/* libssl's own SSL BIO: the name of its method (BIO_f_ssl()), as
+ * libcrypto's BIO_method_name() answers it (pointer, not string): a BIO of
+ * an application's method that took BIO_TYPE_SSL must not get a
+ * BIO_get_ssl() it never made. */
+typedef const char *(*ossl_method_name_fn)(const BIO *);
+/* How struct bio_method_st starts (OpenSSL 1.0's public layout; the
+ * struct is opaque since 1.1.0, its first two fields unchanged). */
+struct ossl_bio_method_head {
+	int type;
+	const char *name;
+};
+static ossl_method_name_fn ossl_method_name;
+static const char *ossl_ssl_bio_name;
 /* Set (release) once hook_openssl_bind_once() found libssl: the BIO hooks
  * read ossl_fn[] and ossl_bio_fn[] only then ("The SSL BIO"). */
 static int ossl_bound;
@@ -288,6 +305,13 @@ static int ossl_cr_bound;
  * reaches pass through, so that no byte is seen twice ("The SSL BIO").
  * volatile: a signal handler on the thread reads it. */
 static __thread SSL *volatile ossl_in_io __attribute__((tls_model("initial-exec")));
+/* ... and of the followed write call (SSL_write and its _ex, BIO_write and
+ * its _ex on an SSL BIO): a direction each, so that the application's
+ * write of a session is followed while a read of the same session is in
+ * progress on the thread (a coroutine parked in it, switched away inside
+ * read()), and the other way round.  The BIO hooks pass through while
+ * either is set. */
+static __thread SSL *volatile ossl_in_wr __attribute__((tls_model("initial-exec")));
 
 static void
 hook_openssl_bind_once(void)
@@ -328,6 +352,16 @@ hook_openssl_bind_once(void)
 	} else {
 		ctxshim_log("openssl: libcrypto's BIO calls not found: the fd of a "
 			    "session is read with SSL_get_fd()");
+	}
+	{
+		ossl_method_fn f_ssl = (ossl_method_fn)ctxshim_bind_loaded(
+			sonames, "BIO_f_ssl", OSSL_NODE, NULL);
+
+		ossl_method_name = (ossl_method_name_fn)ctxshim_bind_loaded(
+			crypto, "BIO_method_name", OSSL_NODE, NULL);
+		if (f_ssl && ossl_method_name)
+			ossl_ssl_bio_name =
+				((const struct ossl_bio_method_head *)f_ssl())->name;
 	}
 	if (ossl_fn[OSSL_READ])
 		__atomic_store_n(&ossl_bound, 1, __ATOMIC_RELEASE);
@@ -872,12 +906,12 @@ hook_openssl_write(SSL *s, const void *buf, int num)
 	struct hook_tls_conn t;
 	int r;
 
-	if (!ctxshim_active() || ossl_in_io == s || !ossl_conn(s, false, &t))
+	if (!ctxshim_active() || ossl_in_wr == s || !ossl_conn(s, false, &t))
 		return real_SSL_write(s, buf, num);
 	hook_socket_tls_write_begin(&t);
-	ossl_in_io = s;
+	ossl_in_wr = s;
 	r = real_SSL_write(s, buf, num);
-	ossl_in_io = NULL;
+	ossl_in_wr = NULL;
 	if (r > 0)
 		hook_socket_tls_write_end(&t, buf, (size_t)r);
 	return r;
@@ -889,12 +923,12 @@ hook_openssl_write_ex(SSL *s, const void *buf, size_t num, size_t *n)
 	struct hook_tls_conn t;
 	int r;
 
-	if (!ctxshim_active() || ossl_in_io == s || !ossl_conn(s, false, &t))
+	if (!ctxshim_active() || ossl_in_wr == s || !ossl_conn(s, false, &t))
 		return real_SSL_write_ex(s, buf, num, n);
 	hook_socket_tls_write_begin(&t);
-	ossl_in_io = s;
+	ossl_in_wr = s;
 	r = real_SSL_write_ex(s, buf, num, n);
-	ossl_in_io = NULL;
+	ossl_in_wr = NULL;
 	if (r == 1 && n && *n > 0 && *n <= num)
 		hook_socket_tls_write_end(&t, buf, *n);
 	return r;
@@ -909,7 +943,8 @@ ossl_bio_conn_ssl(BIO *b, bool create, struct hook_tls_conn *t, SSL **sp)
 	int saved_errno;
 	SSL *s = NULL;
 
-	if (!__atomic_load_n(&ossl_bound, __ATOMIC_ACQUIRE))
+	if (!__atomic_load_n(&ossl_bound, __ATOMIC_ACQUIRE) || !ossl_ssl_bio_name ||
+	    ossl_method_name(b) != ossl_ssl_bio_name)
 		return false;
 	/* BIO_get_ssl(), unless a callback of the application's would see
 	 * it (as in ossl_fd()). */
@@ -938,7 +973,7 @@ ossl_bio_conn(BIO *b, bool create, struct hook_tls_conn *t, SSL **sp)
 	 * call's), or b carries the records of the session of one (TLS in
 	 * TLS).  Not even the type asked: libssl's reads and writes of a
 	 * followed session's ciphertext. */
-	if (!b || ossl_in_io || !ctxshim_active())
+	if (!b || ossl_in_io || ossl_in_wr || !ctxshim_active())
 		return false;
 	type = (ossl_method_type_fn)__atomic_load_n(&ossl_cr_fn[OSSL_CR_METHOD_TYPE],
 						    __ATOMIC_RELAXED);
@@ -993,9 +1028,9 @@ hook_openssl_bio_write(BIO *b, const void *buf, int len)
 	if (!ossl_bio_conn(b, false, &t, &s))
 		return real_BIO_write(b, buf, len);
 	hook_socket_tls_write_begin(&t);
-	ossl_in_io = s;
+	ossl_in_wr = s;
 	r = real_BIO_write(b, buf, len);
-	ossl_in_io = NULL;
+	ossl_in_wr = NULL;
 	if (r > 0 && r <= len)
 		hook_socket_tls_write_end(&t, buf, (size_t)r);
 	return r;
@@ -1011,9 +1046,9 @@ hook_openssl_bio_write_ex(BIO *b, const void *buf, size_t len, size_t *n)
 	if (!ossl_bio_conn(b, false, &t, &s))
 		return real_BIO_write_ex(b, buf, len, n);
 	hook_socket_tls_write_begin(&t);
-	ossl_in_io = s;
+	ossl_in_wr = s;
 	r = real_BIO_write_ex(b, buf, len, n);
-	ossl_in_io = NULL;
+	ossl_in_wr = NULL;
 	if (r == 1 && n && *n > 0 && *n <= len)
 		hook_socket_tls_write_end(&t, buf, *n);
 	return r;

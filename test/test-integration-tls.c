@@ -636,6 +636,37 @@ END_TEST
  * with one: the callbacks see exactly the same calls under the shim as
  * without it (hooks/hook-openssl.c, ossl_fd() and "The SSL BIO"), and
  * the server sessions are still followed (a request context from each). */
+/* A session written from inside its own read (helpers/tls-duplex.c: a
+ * writer coroutine answers /a while the reader is parked in SSL_read()
+ * waiting for /b): the answer is seen, and /b gets its own context (old:
+ * the guard against counting bytes twice took any call of the session for
+ * a nested one, the answer was lost, and /b showed /a's trace). */
+START_TEST(test_write_inside_read)
+{
+	static char prog[4096];
+	char *argv[4], *out, *err;
+	struct tls_dir d;
+	int st;
+
+	tls_dir_make(&d);
+	snprintf(prog, sizeof(prog), "%s/tls-duplex", test_env_path("HELPER_DIR"));
+	argv[0] = prog;
+	argv[1] = d.cert;
+	argv[2] = d.key;
+	argv[3] = NULL;
+	st = test_run_capture(argv, NULL, true, &out, &err, IT_TIMEOUT_MS);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "tls-duplex: %#x\n%s%s",
+		      st, out, err);
+	ck_assert_msg(
+		strstr(out, "READ /a trace=aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa ") &&
+			strstr(out, "READ /b trace=bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb "),
+		"%s", out);
+	free(out);
+	free(err);
+	tls_dir_remove(&d);
+}
+END_TEST
+
 START_TEST(test_bio_callback)
 {
 	static char prog[4096];
@@ -984,6 +1015,7 @@ TEST_SUITE(tls_suite)
 	snprintf(p, sizeof(p), "%s/tls-defer-gnutls", test_env_path("HELPER_DIR"));
 	tcase_add_loop_test(tc, test_deferred_free, 0, access(p, X_OK) == 0 ? 2 : 1);
 	tcase_add_test(tc, test_bio_callback);
+	tcase_add_test(tc, test_write_inside_read);
 	snprintf(p, sizeof(p), "%s/tls-clear", test_env_path("HELPER_DIR"));
 	if (access(p, X_OK) == 0)
 		tcase_add_loop_test(tc, test_ssl_clear, 0,

@@ -27,10 +27,11 @@
  *             (one unseen response left the next request on the
  *             connection under the context of the one before)
  * --bio ssl-plt: OpenSSL: as --bio ssl, but the SSL BIO is one of this
- *             program's own method (type BIO_TYPE_SSL, answering
- *             BIO_get_ssl) whose reads and writes call SSL_read_ex and
- *             SSL_write_ex: as an SSL BIO that goes through libssl's
- *             exported calls would (the shim must see its bytes once)
+ *             program's own method (type BIO_TYPE_SSL) whose reads and
+ *             writes call SSL_read_ex and SSL_write_ex: as an SSL BIO
+ *             that goes through libssl's exported calls would (the shim
+ *             must see its bytes once, and never call its ctrl: it
+ *             aborts on a BIO_get_ssl(), which this program never makes)
  * --up-ref:   OpenSSL: a second reference to the session is held from the
  *             end of the handshake on (SSL_up_ref, before the first read);
  *             each request head, once read, and each response, once
@@ -262,8 +263,11 @@ plt_ctrl(BIO *b, int cmd, long num, void *ptr)
 	(void)num;
 	switch (cmd) {
 	case BIO_C_GET_SSL:
-		*(SSL **)ptr = BIO_get_data(b);
-		return 1;
+		/* this program never asks: the shim must not either (it
+		 * follows libssl's own SSL BIO only) */
+		fprintf(stderr, "tls-server: ssl-plt: BIO_get_ssl() this program "
+				"never made\n");
+		abort();
 	case BIO_CTRL_FLUSH:
 		return 1;
 	default:
