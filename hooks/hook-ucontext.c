@@ -368,6 +368,16 @@ hook_ucontext_swapcontext(ucontext_t *oucp, const ucontext_t *ucp)
 	return r;
 }
 
+/* The integer argument registers and %rax (%al: the vector-register
+ * count of a variadic call), around a call from the assembly stubs
+ * below; seven pushes keep the stack 16-byte aligned for it. */
+#define UC_SAVE_ARGS                                                            \
+	"push %%rdi\n\tpush %%rsi\n\tpush %%rdx\n\tpush %%rcx\n\tpush %%r8\n\t" \
+	"push %%r9\n\tpush %%rax\n\t"
+#define UC_RESTORE_ARGS                                                   \
+	"pop %%rax\n\tpop %%r9\n\tpop %%r8\n\tpop %%rcx\n\tpop %%rdx\n\t" \
+	"pop %%rsi\n\tpop %%rdi\n\t"
+
 /* First thing in a coroutine made by makecontext(), whoever starts it:
  * a hooked switch has published its context already, but libc's internal
  * uc_link switch (__start_context of a coroutine that returned) starting
@@ -389,24 +399,8 @@ hook_ucontext_start_prep(const ucontext_t *ucp)
 __attribute__((naked, used)) static void
 hook_ucontext_start(void)
 {
-	__asm__ volatile("endbr64\n\t"
-			 "push %%rdi\n\t"
-			 "push %%rsi\n\t"
-			 "push %%rdx\n\t"
-			 "push %%rcx\n\t"
-			 "push %%r8\n\t"
-			 "push %%r9\n\t"
-			 "push %%rax\n\t"
-			 "mov %%r12, %%rdi\n\t"
-			 "call %P0\n\t"
-			 "pop %%rax\n\t"
-			 "pop %%r9\n\t"
-			 "pop %%r8\n\t"
-			 "pop %%rcx\n\t"
-			 "pop %%rdx\n\t"
-			 "pop %%rsi\n\t"
-			 "pop %%rdi\n\t"
-			 "jmp *%%r13\n\t"
+	__asm__ volatile("endbr64\n\t" UC_SAVE_ARGS "mov %%r12, %%rdi\n\t"
+			 "call %P0\n\t" UC_RESTORE_ARGS "jmp *%%r13\n\t"
 			 :
 			 : "i"(hook_ucontext_start_prep));
 }
@@ -458,30 +452,13 @@ swapcontext(ucontext_t *oucp, const ucontext_t *ucp)
  * slots in registers and on the stack), which a C function cannot pass
  * on: like getcontext() above, the stub does our part first and then
  * jumps to the real function with the caller's argument registers (%al,
- * the vector-register count of a variadic call, too) and stack untouched.
- * (Seven pushes keep the stack 16-byte aligned for the call.) */
+ * the vector-register count of a variadic call, too) and stack untouched. */
 __attribute__((naked)) HOOK_EXPORT void
 makecontext(ucontext_t *ucp, void (*func)(void), int argc, ...)
 {
-	__asm__ volatile("endbr64\n\t"
-			 "push %%rdi\n\t"
-			 "push %%rsi\n\t"
-			 "push %%rdx\n\t"
-			 "push %%rcx\n\t"
-			 "push %%r8\n\t"
-			 "push %%r9\n\t"
-			 "push %%rax\n\t"
-			 "call %P0\n\t"
+	__asm__ volatile("endbr64\n\t" UC_SAVE_ARGS "call %P0\n\t"
 			 "mov %%rax, %%r11\n\t"
-			 "mov %%rdx, %%r10\n\t"
-			 "pop %%rax\n\t"
-			 "pop %%r9\n\t"
-			 "pop %%r8\n\t"
-			 "pop %%rcx\n\t"
-			 "pop %%rdx\n\t"
-			 "pop %%rsi\n\t"
-			 "pop %%rdi\n\t"
-			 "mov %%r10, %%rsi\n\t"
+			 "mov %%rdx, %%r10\n\t" UC_RESTORE_ARGS "mov %%r10, %%rsi\n\t"
 			 "jmp *%%r11\n\t"
 			 :
 			 : "i"(hook_ucontext_makecontext_prep));

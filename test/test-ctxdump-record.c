@@ -1014,11 +1014,7 @@ START_TEST(record_demangled)
 		args[6] = cases[c].opt;
 		args[7] = pid;
 
-		st = prof_record_wait(prof_record_start(errf, args), TIMEOUT_MS);
-		err = prof_slurp(errf);
-		ck_assert_msg(prof_record_status_ok(st, err), "status 0x%x: %s", st,
-			      err);
-		free(err);
+		prof_record_run(errf, args);
 		st = prof_run(&out, &err, "report", "--folded", file, NULL);
 		ck_assert_msg(st == 0, "report exit %d: %s", st, err);
 		ck_assert_msg(strstr(out, cases[c].want) &&
@@ -1053,10 +1049,7 @@ START_TEST(record_guessed_frames)
 	ck_assert_int_eq(sscanf(line + 6, "%*d %15s", tid), 1);
 	prof_tmpfile(file, sizeof(file), "guessed-prof");
 	prof_tmpfile(errf, sizeof(errf), "guessed-err");
-	st = prof_record_wait(prof_record_start(errf, args), TIMEOUT_MS);
-	err = prof_slurp(errf);
-	ck_assert_msg(prof_record_status_ok(st, err), "status 0x%x: %s", st, err);
-	free(err);
+	prof_record_run(errf, args);
 	st = prof_run(&out, &err, "report", "--folded", "--tid", tid, file, NULL);
 	ck_assert_msg(st == 0, "report exit %d: %s", st, err);
 	ck_assert_msg(strstr(out,
@@ -1102,10 +1095,7 @@ START_TEST(record_shared_thread_pointer)
 	snprintf(tid[0], sizeof(tid[0]), "%d", (int)ch.pid);
 	prof_tmpfile(file, sizeof(file), "sharedtp-prof");
 	prof_tmpfile(errf, sizeof(errf), "sharedtp-err");
-	st = prof_record_wait(prof_record_start(errf, args), TIMEOUT_MS);
-	err = prof_slurp(errf);
-	ck_assert_msg(prof_record_status_ok(st, err), "status 0x%x: %s", st, err);
-	free(err);
+	prof_record_run(errf, args);
 	for (i = 0; i < 3; i++) {
 		st = prof_run(&out, &err, "report", "--folded", "--tid", tid[i], file,
 			      NULL);

@@ -332,6 +332,18 @@ prof_slurp(const char *path)
 	return b;
 }
 
+/* Record with args (-d for its end) to completion, its stderr in errf;
+ * fails the test unless prof_record_status_ok(). */
+static __attribute__((unused)) void
+prof_record_run(const char *errf, const char *const *args)
+{
+	int st = prof_record_wait(prof_record_start(errf, args), 30000);
+	char *err = prof_slurp(errf);
+
+	ck_assert_msg(prof_record_status_ok(st, err), "status 0x%x: %s", st, err);
+	free(err);
+}
+
 /* Ctrl-Z to a recorder (its standard error in errfile): returns once it
  * is suspended (then SIGCONT it).  One that ended instead fails the test
  * with what it said. */
