@@ -125,6 +125,18 @@ tls_dir_remove(struct tls_dir *d)
 	(void)test_run_capture(argv, NULL, false, NULL, NULL, IT_TIMEOUT_MS);
 }
 
+/* argv of a test helper run as "NAME CERT KEY" (prog: room for its path). */
+static void
+helper_argv(
+	char *argv[4], char *prog, size_t n, const char *name, const struct tls_dir *d)
+{
+	snprintf(prog, n, "%s/%s", test_env_path("HELPER_DIR"), name);
+	argv[0] = prog;
+	argv[1] = (char *)d->cert;
+	argv[2] = (char *)d->key;
+	argv[3] = NULL;
+}
+
 /* ---- a TLS client (this process, not under the shim) ---- */
 
 struct tc {
@@ -568,7 +580,7 @@ START_TEST(test_deferred_free)
 	static const char rc[] = "GET /block/end HTTP/1.1\r\nHost: x\r\n"
 				 "traceparent: 00-" T3 "-" P1 "-01\r\n\r\n";
 	static char prog[4096];
-	char *argv[4], line[512], fda[512], *json, *log;
+	char *argv[4], line[512], fda[512], name[32], *json, *log;
 	struct tls_dir d;
 	struct it_server s;
 	struct it_thread_ctx t;
@@ -576,12 +588,8 @@ START_TEST(test_deferred_free)
 	long tid;
 
 	tls_dir_make(&d);
-	snprintf(prog, sizeof(prog), "%s/tls-defer-%s", test_env_path("HELPER_DIR"),
-		 defer_lib[_i]);
-	argv[0] = prog;
-	argv[1] = d.cert;
-	argv[2] = d.key;
-	argv[3] = NULL;
+	snprintf(name, sizeof(name), "tls-defer-%s", defer_lib[_i]);
+	helper_argv(argv, prog, sizeof(prog), name, &d);
 	it_server_start(&s, argv, true, NULL);
 
 	tc_connect(&ca, s.port);
@@ -649,11 +657,7 @@ START_TEST(test_write_inside_read)
 	int st;
 
 	tls_dir_make(&d);
-	snprintf(prog, sizeof(prog), "%s/tls-duplex", test_env_path("HELPER_DIR"));
-	argv[0] = prog;
-	argv[1] = d.cert;
-	argv[2] = d.key;
-	argv[3] = NULL;
+	helper_argv(argv, prog, sizeof(prog), "tls-duplex", &d);
 	st = test_run_capture(argv, NULL, true, &out, &err, IT_TIMEOUT_MS);
 	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "tls-duplex: %#x\n%s%s",
 		      st, out, err);
@@ -676,11 +680,7 @@ START_TEST(test_bio_callback)
 	int st, i;
 
 	tls_dir_make(&d);
-	snprintf(prog, sizeof(prog), "%s/tls-biocb", test_env_path("HELPER_DIR"));
-	argv[0] = prog;
-	argv[1] = d.cert;
-	argv[2] = d.key;
-	argv[3] = NULL;
+	helper_argv(argv, prog, sizeof(prog), "tls-biocb", &d);
 	memset(&ev, 0, sizeof(ev));
 	snprintf(ev.events, sizeof(ev.events), "/tmp/ctxshim-it-events-XXXXXX");
 	ev.events_fd = mkostemp(ev.events, O_CLOEXEC);
