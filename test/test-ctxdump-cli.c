@@ -626,6 +626,15 @@ START_TEST(not_a_process)
 	ck_assert_msg(strstr(err, "is a thread, not a process"), "%s", err);
 	free(out);
 	free(err);
+	/* nor for a recording (old: recorded, labelled with the tid) */
+	ck_assert_int_eq(run_ctxdump(&out, &err, "record", "-d", "0.1", "-o",
+				     "/dev/null", arg, NULL),
+			 2);
+	ck_assert_msg(strstr(err, "is a thread of process ") &&
+			      strstr(err, ", not a process; record process "),
+		      "%s", err);
+	free(out);
+	free(err);
 	churn_finish(&h);
 }
 END_TEST

@@ -1023,29 +1023,6 @@ proc_exists(pid_t pid, pid_t tid)
 	return stat(path, &st) == 0;
 }
 
-/* The "Tgid:" of pid and the letter of its "State:" line in one read of
- * /proc/PID/status; false if it cannot be read. */
-static bool
-proc_status(pid_t pid, long long *tgid, char *state)
-{
-	char path[64], *buf, *p;
-	size_t len;
-
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-	if (remote_read_file(path, 1 << 16, &buf, &len) < 0)
-		return false;
-	*tgid = -1;
-	*state = '?';
-	for (p = buf; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
-		if (strncmp(p, "Tgid:", 5) == 0)
-			*tgid = strtoll(p + 5, NULL, 10);
-		else if (strncmp(p, "State:", 6) == 0)
-			*state = p[6 + strspn(p + 6, " \t")];
-	}
-	free(buf);
-	return true;
-}
-
 /* dump_process(): the process ran execve() during the dump; tried this
  * many times in all. */
 #define DUMP_EXEC       (-1)
@@ -1289,7 +1266,7 @@ dump_process(const struct ctxdump_control *ctl, unsigned slot_tries)
 		cli_warn("ctxdump cannot dump itself");
 		return CLI_EXIT_FATAL;
 	}
-	if (!proc_status(ctl->pid, &tgid, &leader_state) || tgid != ctl->pid) {
+	if (!dump_proc_status(ctl->pid, &tgid, &leader_state) || tgid != ctl->pid) {
 		cli_warn("%d is a thread, not a process; use -t %d with its process id",
 			 (int)ctl->pid, (int)ctl->pid);
 		return CLI_EXIT_FATAL;
@@ -1299,7 +1276,7 @@ dump_process(const struct ctxdump_control *ctl, unsigned slot_tries)
 		char st;
 
 		/* A tid of another process is a mistake, not an exit. */
-		if (proc_status(ctl->tid, &owner, &st) && owner != ctl->pid)
+		if (dump_proc_status(ctl->tid, &owner, &st) && owner != ctl->pid)
 			cli_warn("thread %d belongs to process %lld, not %d",
 				 (int)ctl->tid, owner, (int)ctl->pid);
 		else

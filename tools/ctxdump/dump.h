@@ -270,6 +270,10 @@ pid_t dump_stopped_reader(pid_t pid, pid_t prev, const struct stop_set *ss);
  * killed, exited, or is gone): nothing of it can be read any more. */
 bool dump_process_exiting(pid_t pid);
 
+/* The "Tgid:" of pid and the letter of its "State:" line; false if
+ * /proc/PID/status cannot be read. */
+bool dump_proc_status(pid_t pid, long long *tgid, char *state);
+
 /* Whether pid is a kernel thread: it maps nothing, like a process that
  * has exited, and the messages must not say it exited. */
 bool dump_is_kthread(pid_t pid);

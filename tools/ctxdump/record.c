@@ -1839,6 +1839,8 @@ record_main(int argc, char **argv)
 	struct rec *rc = &rcs;
 	struct etls_proc *ep;
 	uint64_t start, tick = 0, next, end_t = 0, now;
+	long long tgid;
+	char state;
 	bool to_stdout;
 	int r, ce, status = CLI_EXIT_OK;
 	const char *outname;
@@ -1854,6 +1856,14 @@ record_main(int argc, char **argv)
 	}
 	if (ctl.pid == getpid()) {
 		cli_warn("ctxdump cannot record itself");
+		return CLI_EXIT_FATAL;
+	}
+	/* /proc/TID exists for every thread too: a recording of it would
+	 * be labelled with a process id that is none */
+	if (dump_proc_status(ctl.pid, &tgid, &state) && tgid != ctl.pid) {
+		cli_warn("%d is a thread of process %lld, not a process; record "
+			 "process %lld (every thread of it is sampled)",
+			 (int)ctl.pid, tgid, tgid);
 		return CLI_EXIT_FATAL;
 	}
 	rc->frames = malloc((ctl.max_frames + 1) * sizeof(*rc->frames));

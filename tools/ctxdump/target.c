@@ -280,6 +280,29 @@ dump_stopped_reader(pid_t pid, pid_t prev, const struct stop_set *ss)
 	return pick ? pick : prev;
 }
 
+/* The "Tgid:" of pid and the letter of its "State:" line in one read of
+ * /proc/PID/status; false if it cannot be read. */
+bool
+dump_proc_status(pid_t pid, long long *tgid, char *state)
+{
+	char path[64], *buf, *p;
+	size_t len;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	if (remote_read_file(path, 1 << 16, &buf, &len) < 0)
+		return false;
+	*tgid = -1;
+	*state = '?';
+	for (p = buf; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
+		if (strncmp(p, "Tgid:", 5) == 0)
+			*tgid = strtoll(p + 5, NULL, 10);
+		else if (strncmp(p, "State:", 6) == 0)
+			*state = p[6 + strspn(p + 6, " \t")];
+	}
+	free(buf);
+	return true;
+}
+
 /* Whether pid is a kernel thread (PF_KTHREAD in the flags, field 9 of
  * /proc/PID/stat): its maps are empty like those of a process that has
  * exited, but it has not. */
