@@ -1900,6 +1900,7 @@ record_main(int argc, char **argv)
 	}
 	if (r == -EACCES || r == -EPERM) {
 		cli_warn("cannot read /proc/%d/maps: %s", (int)ctl.pid, strerror(-r));
+		stop_diagnose_eperm(ctl.pid, ctl.pid);
 		rec_free(rc);
 		return CLI_EXIT_FATAL;
 	}
