@@ -56,6 +56,30 @@ check "no context" contains "$dp_out" "context:  none"
 check "process line" contains "$dp_out" "process:  $bg_pid (sh)"
 release "$bg_pid" "$bg_go"
 
+# A thread id is no process id (old: reported as process TID).
+start_helper "${HELPER_DIR}/threads" --wait 2
+tid=${bg_pid#* }
+tid=${tid%% *}
+bg_pid=${bg_pid%% *}
+expect_status 2 "a thread id" "$S" status "$tid"
+check "names its process" same "$dp_err" \
+	"ctxshim: status: $tid is a thread of process $bg_pid, not a process; ask about process $bg_pid"
+release "$bg_pid" "$bg_go"
+
+# A program names itself: its comm and its library's path are escaped
+# like the context's strings (old: printed raw, terminal escapes and all).
+cp /bin/sh "$(printf 'x\033[2Jy')" || exit 1
+mkdir "$(printf 'lib\033]0;t\007')" || exit 1
+printf 'int dp_fake;\n' >fake.c
+${CC:-cc} -shared -fPIC -o "$(printf 'lib\033]0;t\007')/libctxshim.so" fake.c || exit 1
+start_blocked env LD_PRELOAD="${dp_base_preload:+$dp_base_preload:}$dp_tmp/$(printf 'lib\033]0;t\007')/libctxshim.so" \
+	"./$(printf 'x\033[2Jy')" -c "$DP_BLOCKER"
+expect_status 0 "escape bytes in comm and library path" "$S" status "$bg_pid"
+check "comm escaped" contains "$dp_out" "process:  $bg_pid (x\\x1b[2Jy)"
+check "library path escaped" contains "$dp_out" "library:  $dp_tmp/lib\\x1b]0;t\\x07/libctxshim.so"
+check "no raw escape byte" not_contains "$dp_out" "$(printf '\033')"
+release "$bg_pid" "$bg_go"
+
 # Another writer's context (an SDK), no shim: decoded, strings escaped.
 esc=$(printf 'svc\033[31m\134')
 start_helper "$W" othersdk 1.2.3 "$esc"
@@ -70,7 +94,6 @@ release "$bg_pid" "$bg_go"
 
 # A stand-in libctxshim.so (no code) plus a context that names ctxshim.
 mkdir fake
-printf 'int dp_fake;\n' >fake.c
 ${CC:-cc} -shared -fPIC -o fake/libctxshim.so fake.c || exit 1
 fake_preload=${dp_base_preload:+$dp_base_preload:}$dp_tmp/fake/libctxshim.so
 start_helper env LD_PRELOAD="$fake_preload" "$W" ctxshim 7.7.7 my-service
