@@ -35,6 +35,8 @@ printf '#!/bin/sh\n' >ep-noexec
 chmod 644 ep-noexec
 expect_status 126 "not executable" "$E" ./ep-noexec
 check "says why" same "$dp_err" "ctxshim-entrypoint: ./ep-noexec: Permission denied"
+mkdir -p ep-pdir/ep-dircmd
+expect_status 126 "a directory in PATH" env PATH="$dp_tmp/ep-pdir:$PATH" "$E" ep-dircmd
 
 # The caller's variables: one named like the script's own keeps its value,
 # one whose name no shell variable can have is kept (dash drops those),

@@ -175,6 +175,14 @@ mkdir adir
 expect_status 126 "a directory is not a command" "$S" run -- ./adir
 check "says so like env(1)" same "$dp_err" "ctxshim: ./adir: Permission denied"
 expect_status 126 "check: a directory" "$S" check ./adir
+# Found in PATH, like execvp(): EACCES, not "not found" (old: 127).
+mkdir -p pdir/adircmd
+expect_status 126 "a directory in PATH" env PATH="$dp_tmp/pdir:$PATH" "$S" run -- adircmd
+check "names what was found" same "$dp_err" "ctxshim: $dp_tmp/pdir/adircmd: Permission denied"
+mkdir -p pdir2 && printf '#!/bin/sh\necho ran\n' >pdir2/adircmd && chmod 755 pdir2/adircmd
+expect_status 0 "a command after a directory of its name in PATH" \
+	env PATH="$dp_tmp/pdir:$dp_tmp/pdir2:$PATH" "$S" run -- adircmd
+check "runs it" same "$dp_out" "ran"
 # check: a command the shim could load into, but no library to load
 # (old: "ok", while run exits 125).
 expect_status 1 "check: library missing" env CTXSHIM_LIB=/nonexistent/libctxshim.so \

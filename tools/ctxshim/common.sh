@@ -90,8 +90,10 @@ ctx_path_search() {
 		ctx_dir=${ctx_rest%%:*}
 		ctx_rest=${ctx_rest#*:}
 		[ -n "$ctx_dir" ] || ctx_dir=.
-		if [ -f "$ctx_dir/$1" ]; then
-			if [ -x "$ctx_dir/$1" ]; then
+		# A directory (or a FIFO) of that name fails execve() with
+		# EACCES, which execvp() remembers and goes on after.
+		if [ -e "$ctx_dir/$1" ]; then
+			if [ -f "$ctx_dir/$1" ] && [ -x "$ctx_dir/$1" ]; then
 				ctx_found=$ctx_dir/$1
 				return 0
 			fi
