@@ -287,6 +287,7 @@ START_TEST(usage_errors)
 		{"--stack-size", "12Q", "1", NULL},
 		{"--stack-size", "0", "1", NULL},
 		{"--stack-size", "4095", "1", NULL},
+		{"--stack-size", "4096iB", "1", NULL},
 		{"-t", NULL},
 	};
 	size_t i;
@@ -309,6 +310,13 @@ START_TEST(usage_errors)
 
 		ck_assert_int_eq(r, 64);
 		ck_assert_msg(strstr(err, "option '--max-frames' requires an argument"),
+			      "%s", err);
+		free(out);
+		free(err);
+		/* a range is named (old: only "invalid frame count") */
+		r = run_ctxdump(&out, &err, "record", "-n", "2000", "1", NULL);
+		ck_assert_int_eq(r, 64);
+		ck_assert_msg(strstr(err, "invalid frame count: '2000' (1 to 1024)"),
 			      "%s", err);
 		free(out);
 		free(err);

@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -72,7 +73,12 @@ cli_parse_num(const char *s, const char *what, long long min, long long max)
 
 	errno = 0;
 	v = strtoll(s, &end, 10);
-	if (errno || end == s || *end || v < min || v > max)
+	if (errno || end == s || *end)
+		cli_usage_err("invalid %s: '%s'", what, s);
+	/* a number out of a range that is worth naming (not 1 to INT_MAX) */
+	if ((v < min || v > max) && max < INT_MAX)
+		cli_usage_err("invalid %s: '%s' (%lld to %lld)", what, s, min, max);
+	if (v < min || v > max)
 		cli_usage_err("invalid %s: '%s'", what, s);
 	return v;
 }
@@ -91,7 +97,8 @@ cli_parse_stack_size(const char *s)
 		mul = 1024, end++;
 	else if (*end == 'M' || *end == 'm')
 		mul = 1024 * 1024, end++;
-	if (*end && strcmp(end, "iB") != 0 && strcmp(end, "B") != 0)
+	/* 64K, 64KiB, 64KB, 65536, 65536B; not 65536iB */
+	if (*end && strcmp(end, "B") != 0 && (mul == 1 || strcmp(end, "iB") != 0))
 		cli_usage_err("invalid stack size: '%s'", s);
 	if (v > CLI_MAX_STACK_SIZE / mul)
 		cli_usage_err("stack size '%s' is larger than 8M", s);

@@ -40,7 +40,7 @@ void cli_usage_err(const char *fmt, ...)
 void cli_version(void) __attribute__((noreturn));
 
 /* A decimal integer in [min, max]; anything else is a usage error naming
- * what ("invalid WHAT: 'S'"). */
+ * what ("invalid WHAT: 'S'", with the range unless max is INT_MAX). */
 long long cli_parse_num(const char *s, const char *what, long long min, long long max);
 
 /* A --stack-size: bytes, with an optional K or M suffix (and B or iB
