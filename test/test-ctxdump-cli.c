@@ -419,6 +419,27 @@ START_TEST(help_version)
 	ck_assert_str_eq(err, "");
 	free(out);
 	free(err);
+
+	/* help that cannot be written is an error (old: exit 0) */
+	for (size_t i = 0; i < 4; i++) {
+		static const char *const opts[] = {"--help", "--version",
+						   "record --help", "report -V"};
+		char *sh[] = {"/bin/sh",
+			      "-c",
+			      "exec \"$0\" $1 >/dev/full",
+			      (char *)test_ctxdump_path(),
+			      (char *)opts[i],
+			      NULL};
+		int st = test_run_capture(sh, NULL, false, &out, &err, RUN_TIMEOUT_MS);
+
+		ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 2, "%s: status 0x%x",
+			      opts[i], st);
+		ck_assert_msg(strstr(err, "write error on standard output: No space "
+					  "left on device"),
+			      "%s: %s", opts[i], err);
+		free(out);
+		free(err);
+	}
 }
 END_TEST
 

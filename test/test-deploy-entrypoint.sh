@@ -23,6 +23,10 @@ expect_status 0 "--help" "$E" --help
 check "--help synopsis" contains "$dp_out" " ctxshim-entrypoint [--] <command> [<argument>...]"
 expect_status 0 "--version" "$E" --version
 check "--version format" contains "$dp_out" "ctxshim-entrypoint from ctxshim "
+# shellcheck disable=SC2016 # expanded by that sh
+for a in --help --version; do
+	expect_status 1 "$a to a full device" sh -c 'exec "$0" "$1" >/dev/full' "$E" "$a"
+done
 expect_status 64 "no command" "$E"
 check "Try --help" contains "$dp_err" "Try 'ctxshim-entrypoint --help' for more information."
 # A command that cannot run: exec's status with our message (old: the

@@ -28,6 +28,15 @@ expect_status 64 "run without a command" "$S" run
 expect_status 64 "run with an unknown option" "$S" run --bogus -- true
 check "names the option" contains "$dp_err" "unrecognized option '--bogus'"
 expect_status 64 "option without its argument" "$S" run --log
+expect_status 0 "version --help is help" "$S" version --help
+check "prints the usage" contains "$dp_out" " ctxshim version"
+# Help and version that cannot be written fail (old: exit 0, and
+# run -V went on to run the command).
+# shellcheck disable=SC2016 # expanded by that sh
+for a in --help -V version 'run -V touch ran-V' 'env -V'; do
+	expect_status 1 "$a to a full device" sh -c 'exec "$0" $1 >/dev/full' "$S" "$a"
+done
+check "run -V ran nothing" test ! -e ran-V
 expect_status 64 "malformed --resource" "$S" run --resource novalue -- true
 # Entries the shim's parser would reject, and with them the whole
 # variable (old: accepted, the valid k dropped too, silently).

@@ -62,6 +62,16 @@ void
 cli_version(void)
 {
 	printf("ctxdump from ctxshim %s\n", CTXSHIM_VERSION);
+	cli_exit_printed();
+}
+
+void
+cli_exit_printed(void)
+{
+	if (fflush(stdout) != 0 || ferror(stdout)) {
+		cli_warn("write error on standard output: %s", strerror(errno));
+		exit(CLI_EXIT_FATAL);
+	}
 	exit(CLI_EXIT_OK);
 }
 

@@ -39,6 +39,10 @@ void cli_usage_err(const char *fmt, ...)
  * all), then exit with CLI_EXIT_OK. */
 void cli_version(void) __attribute__((noreturn));
 
+/* After --help or --version: exit 0 once standard output took it all,
+ * else say so and exit CLI_EXIT_FATAL (--help >/dev/full is an error). */
+void cli_exit_printed(void) __attribute__((noreturn));
+
 /* A decimal integer in [min, max]; anything else is a usage error naming
  * what ("invalid WHAT: 'S'", with the range unless max is INT_MAX). */
 long long cli_parse_num(const char *s, const char *what, long long min, long long max);

@@ -3051,7 +3051,7 @@ usage(void)
 	      "\n"
 	      "For more details see ctxdump(1).\n",
 	      stdout);
-	exit(CLI_EXIT_OK);
+	cli_exit_printed();
 }
 
 static struct filter *
