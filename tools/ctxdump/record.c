@@ -1781,6 +1781,9 @@ tick_after(uint64_t e, unsigned rate)
 	return k;
 }
 
+/* "s" unless n is 1: "1 round", "2 rounds" */
+#define PL(n) ((n) == 1 ? "" : "s")
+
 static void
 print_summary(const struct rec *rc, uint64_t elapsed, bool failed)
 {
@@ -1789,15 +1792,17 @@ print_summary(const struct rec *rc, uint64_t elapsed, bool failed)
 
 	if (failed && rc->tmp_path) {
 		fprintf(stderr,
-			"ctxdump record: %" PRIu64 " samples in %" PRIu64
-			" rounds over %.3f s, nothing recorded: %s %s\n",
-			rc->samples, rc->rounds, (double)elapsed / 1e9, name,
+			"ctxdump record: %" PRIu64 " sample%s in %" PRIu64
+			" round%s over %.3f s, nothing recorded: %s %s\n",
+			rc->samples, PL(rc->samples), rc->rounds, PL(rc->rounds),
+			(double)elapsed / 1e9, name,
 			rc->final_existed ? "left unchanged" : "not created");
 	} else {
 		fprintf(stderr,
-			"ctxdump record: %" PRIu64 " samples in %" PRIu64
-			" rounds over %.3f s %s %s (%" PRIu64 " bytes)\n",
-			rc->samples, rc->rounds, (double)elapsed / 1e9,
+			"ctxdump record: %" PRIu64 " sample%s in %" PRIu64
+			" round%s over %.3f s %s %s (%" PRIu64 " bytes)\n",
+			rc->samples, PL(rc->samples), rc->rounds, PL(rc->rounds),
+			(double)elapsed / 1e9,
 			failed ? "recorded, not all of it written to" : "written to",
 			name, rc->out_bytes);
 	}
@@ -1812,23 +1817,25 @@ print_summary(const struct rec *rc, uint64_t elapsed, bool failed)
 	else
 		fputs("no round completed", stderr);
 	if (rc->lost_ticks)
-		fprintf(stderr, "; %" PRIu64 " ticks missed", rc->lost_ticks);
+		fprintf(stderr, "; %" PRIu64 " tick%s missed", rc->lost_ticks,
+			PL(rc->lost_ticks));
 	if (rc->timeouts)
-		fprintf(stderr, "; %" PRIu64 " thread stops timed out", rc->timeouts);
+		fprintf(stderr, "; %" PRIu64 " thread stop%s timed out", rc->timeouts,
+			PL(rc->timeouts));
 	if (rc->skipped_rounds)
 		fprintf(stderr,
 			"; %" PRIu64
-			" rounds skipped (no thread stopped in time, or one "
+			" round%s skipped (no thread stopped in time, or one "
 			"that had not was still held)",
-			rc->skipped_rounds);
+			rc->skipped_rounds, PL(rc->skipped_rounds));
 	if (rc->failed_rounds)
-		fprintf(stderr, "; %" PRIu64 " rounds failed (%s)", rc->failed_rounds,
-			strerror(-rc->last_err));
+		fprintf(stderr, "; %" PRIu64 " round%s failed (%s)", rc->failed_rounds,
+			PL(rc->failed_rounds), strerror(-rc->last_err));
 	if (rc->execs)
 		fprintf(stderr,
-			"; the process ran execve() %" PRIu64 " times (%" PRIu64
-			" rounds dropped at an exec)",
-			rc->execs, rc->exec_rounds);
+			"; the process ran execve() %" PRIu64 " time%s (%" PRIu64
+			" round%s dropped at an exec)",
+			rc->execs, PL(rc->execs), rc->exec_rounds, PL(rc->exec_rounds));
 	fputc('\n', stderr);
 }
 
