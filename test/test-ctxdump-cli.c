@@ -731,7 +731,10 @@ START_TEST(records_text_and_json)
 	assert_running(h.pid);
 
 	ck_assert_int_eq(run_ctxdump(&out, &err, "-v", arg, NULL), 0);
+	/* the local-exec offset is one from the thread pointer (old:
+	 * "TLS: thread pointer -N", as if it were the pointer) */
 	ck_assert_msg(strstr(out, "(local-exec)") &&
+			      strstr(out, "\nTLS: at thread pointer -") &&
 			      strstr(out, "Stopped: 4 threads for"),
 		      "%s", out);
 	snprintf(want, sizeof(want), "Thread %d \"churn\" (", (int)h.tid[1]);

@@ -472,7 +472,8 @@ text_header(struct ob *f, const struct dump *d, const struct output_opts *o)
 			ob_printf(f, "TLS: module %" PRIu64 ", offset 0x%" PRIx64 "\n",
 				d->acc.modid, d->acc.offset);
 		else if (d->acc.model != TLSM_UNRESOLVED)
-			ob_printf(f, "TLS: thread pointer %+" PRId64 "\n", d->acc.tpoff);
+			ob_printf(f, "TLS: at thread pointer %+" PRId64 "\n",
+				  d->acc.tpoff);
 		if (d->sym.from_symtab)
 			ob_puts(f, "TLS: symbol from .symtab (no object exports it "
 				   "in .dynsym)\n");
