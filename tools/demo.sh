@@ -14,7 +14,12 @@ cleanup() {
 }
 trap cleanup EXIT INT TERM
 
-say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+# bold headings on a terminal only: a log or a pipe gets plain text
+if [ -t 1 ]; then
+	say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+else
+	say() { printf '\n== %s\n' "$*"; }
+fi
 
 # Waits for a line starting with $2 in file $1 (a helper's readiness line).
 wait_line() {
