@@ -6,7 +6,8 @@
 # finds the library next to itself (the Kubernetes volume layout), and
 # never stops a program from starting: a missing, unloadable or unsuitable
 # library (or no dynamically linked program to test-load it with) only
-# produces a note on stderr.
+# produces a note on stderr, and an unrelated entry of LD_PRELOAD that
+# does not load is not blamed on the shim (old: the shim was left out).
 
 . "$(dirname "$0")/deploy-lib.sh"
 
@@ -110,6 +111,17 @@ if [ -f /lib/x86_64-linux-gnu/libm.so.6 ]; then
 fi
 LD_PRELOAD=$dp_base_preload
 [ -n "$LD_PRELOAD" ] || unset LD_PRELOAD
+
+# An unrelated entry of LD_PRELOAD that does not load is not the shim's
+# fault: the shim is still added, and the entry stays for the loader to
+# report (it ignores it, with or without the shim).
+dp_broken_preload=${dp_base_preload:+$dp_base_preload:}/nonexistent/libdpother.so
+expect_status 0 "a broken unrelated entry in LD_PRELOAD" env \
+	LD_PRELOAD="$dp_broken_preload" "$E" env
+check "the shim is added, the entry kept" contains "$dp_out" "
+LD_PRELOAD=$dp_broken_preload:$lib
+"
+check "the shim is not blamed" test -z "$(printf '%s\n' "$dp_err" | grep 'ctxshim-entrypoint:')"
 
 # Another copy of the shim in LD_PRELOAD (a pod spec that sets it too, with
 # another path): two copies would both stay passive; ours takes its place.

@@ -454,9 +454,11 @@ ctx_inspect_secure() {
 	return 0
 }
 
-# ctx_probe_lib LIB [BASE]: test-load LIB (after BASE, an LD_PRELOAD value)
-# into a harmless dynamically linked program found in PATH: true, env, cat
-# or sh, run with no arguments and stdin from /dev/null.  A statically
+# ctx_probe_lib LIB: test-load LIB, on its own, into a harmless dynamically
+# linked program found in PATH: true, env, cat or sh, run with no arguments
+# and stdin from /dev/null.  Not after the caller's LD_PRELOAD: the loader
+# complains about an entry there that does not load (and ignores it) with
+# or without LIB, and that must not count against LIB.  A statically
 # linked one is skipped: it ignores LD_PRELOAD and would prove nothing.
 # Only the program's standard error counts (env prints the environment on
 # standard output: that is neither an error nor something to log).  Sets
@@ -483,7 +485,7 @@ ctx_probe_lib() {
 	fi
 	ctx_probe_err=$(
 		unset CTXSHIM_LOG CTXSHIM_EVENTS
-		LD_PRELOAD=$(ctx_preload_add "${2-}" "$1")
+		LD_PRELOAD=$1
 		export LD_PRELOAD
 		"$ctx_probe" 2>&1 >/dev/null </dev/null
 	)
