@@ -22,7 +22,9 @@
  *    visibly) and no more
  *  - the summary and --folded escape what came from the target; the
  *    summary counts a trace for each request it has samples of (old: for
- *    the request of its first sample only)
+ *    the request of its first sample only), and groups by request the
+ *    samples of a context without a trace id too (CTXSHIM_NEW_TRACES=0;
+ *    old: left out)
  *  - report -V; `report DIR` names the error; a failed read in the middle
  *    of the file is fatal, not the end of the file
  *
@@ -195,14 +197,16 @@ rec_stack(struct rec *r, uint32_t id, const uint32_t *f, size_t n)
 	rec_stack_flags(r, id, 0, f, n);
 }
 
-/* A context with trace and span id; kv: key and value string ids. */
+/* A context with these flags (1: valid, 2: with a trace), trace id bytes
+ * tr and span id; kv: key and value string ids. */
 static void
-rec_ctx(struct rec *r,
-	uint32_t id,
-	uint8_t tr,
-	uint64_t span,
-	const uint32_t *kv,
-	size_t n_attrs)
+rec_ctx_flags(struct rec *r,
+	      uint32_t id,
+	      unsigned flags,
+	      uint8_t tr,
+	      uint64_t span,
+	      const uint32_t *kv,
+	      size_t n_attrs)
 {
 	uint8_t trace[16], sp[8];
 	size_t i;
@@ -212,7 +216,7 @@ rec_ctx(struct rec *r,
 		sp[i] = (uint8_t)(span >> (56 - 8 * i));
 	pay_u(r, id);
 	pay_u(r, 0); /* OTEP-4947 */
-	pay_u(r, 3); /* valid, trace */
+	pay_u(r, flags);
 	pay_raw(r, trace, 16);
 	pay_raw(r, sp, 8);
 	pay_u(r, 1);
@@ -220,6 +224,18 @@ rec_ctx(struct rec *r,
 	for (i = 0; i < 2 * n_attrs; i++)
 		pay_u(r, kv[i]);
 	rec_end(r, 9);
+}
+
+/* A context with trace and span id; kv: key and value string ids. */
+static void
+rec_ctx(struct rec *r,
+	uint32_t id,
+	uint8_t tr,
+	uint64_t span,
+	const uint32_t *kv,
+	size_t n_attrs)
+{
+	rec_ctx_flags(r, id, 3, tr, span, kv, n_attrs);
 }
 
 static void
@@ -1269,6 +1285,64 @@ START_TEST(report_summary_traces_per_request)
 }
 END_TEST
 
+/* With CTXSHIM_NEW_TRACES=0 a request without a traceparent has its
+ * attributes published with zero ids (a context that is valid, with no
+ * trace): its samples still make up its request in the summary, next to
+ * those of a request that brought a trace along; samples with no request
+ * attributes and no trace (an idle thread) make up none (old: only the
+ * samples with a trace were grouped, "/cpu" was missing and "/sleep" had
+ * 2 samples). */
+START_TEST(report_summary_requests_without_trace)
+{
+	const char *args[] = {NULL, NULL};
+	static const uint32_t kv_cpu[] = {1, 2}, kv_sleep[] = {1, 3}, st1[] = {1};
+	/* thread, context: /cpu and /sleep untraced, /sleep in trace 4b,
+	 * none */
+	static const uint32_t seq[][2] = {{7, 1}, {7, 1}, {7, 1}, {8, 2}, {8, 2},
+					  {8, 3}, {8, 3}, {9, 0}, {9, 0}, {9, 0}};
+	struct rec *r = malloc(sizeof(*r));
+	char file[64], out[64], line[256], *err, *o;
+	size_t i;
+	int st;
+
+	ck_assert_ptr_nonnull(r);
+	rec_start(r, "srv");
+	rec_string(r, 1, "http.route", 10);
+	rec_string(r, 2, "/cpu", 4);
+	rec_string(r, 3, "/sleep", 6);
+	rec_string(r, 4, "work", 4);
+	rec_frame(r, 1, 4);
+	rec_stack(r, 1, st1, 1);
+	rec_ctx_flags(r, 1, 1, 0, 0, kv_cpu, 1);
+	rec_ctx_flags(r, 2, 1, 0, 0, kv_sleep, 1);
+	rec_ctx(r, 3, 0x4b, 3, kv_sleep, 1);
+	for (i = 0; i < sizeof(seq) / sizeof(seq[0]); i++) {
+		rec_round(r, 10000000ull * i);
+		rec_sample(r, seq[i][0], 1, seq[i][1]);
+	}
+	rec_finish(r, file, sizeof(file), "untraced");
+	free(r);
+	prof_tmpfile(out, sizeof(out), "untraced-out");
+	args[0] = file;
+	st = run_report(args, -1, out, 0, 0, &err);
+	ck_assert_msg(st == 0, "report exit %d: %s", st, err);
+	free(err);
+	o = prof_slurp(out);
+	ck_assert_str_eq(line_of(o, "10 of ", line, sizeof(line)),
+			 "10 of 10 samples selected, 2 with a trace context");
+	ck_assert_msg(strstr(o, "\nTop functions per request "), "%s", o);
+	ck_assert_str_eq(line_of(o, "/cpu: ", line, sizeof(line)),
+			 "/cpu: 3 samples in 0 traces");
+	ck_assert_str_eq(line_of(o, "/sleep: ", line, sizeof(line)),
+			 "/sleep: 4 samples in 1 trace");
+	ck_assert_msg(!strstr(o, "[unknown request]"), "%s", o);
+	ck_assert_msg(strstr(o, "\ntrace " TRACE_HEX "  /sleep  "), "%s", o);
+	free(o);
+	unlink(out);
+	unlink(file);
+}
+END_TEST
+
 /* ---- the service ---- */
 
 /* The service every output names: service.name as the process has it (the
@@ -1461,6 +1535,7 @@ TEST_SUITE(ctxdump_report_suite)
 	tcase_add_test(tc, report_layouts_once);
 	tcase_add_test(tc, report_escapes_target_strings);
 	tcase_add_test(tc, report_summary_traces_per_request);
+	tcase_add_test(tc, report_summary_requests_without_trace);
 	tcase_add_test(tc, report_service_name);
 	tcase_add_test(tc, report_version_and_read_errors);
 	suite_add_tcase(s, tc);

@@ -2927,12 +2927,18 @@ report_summary(const struct prof *p, const struct rpt_ctl *ctl)
 		if (!sample_matches(p, ctl, s))
 			continue;
 		nsel++;
-		if (!c)
-			continue;
 		request_name(p, s, req, sizeof(req));
+		/* a request is known by its attributes, with or without a
+		 * trace: CTXSHIM_NEW_TRACES=0 publishes those of a request
+		 * that brought no traceparent with zero ids; a sample with
+		 * neither (an idle thread) is of no request */
+		if (!c && !req[0])
+			continue;
 		g = group_get(&paths, &np, &pidx, req[0] ? req : "[unknown request]");
 		if (!g || !group_add(g, (uint32_t)i, t))
 			goto oom;
+		if (!c)
+			continue;
 		hex(h, c->trace, 16);
 		/* the request's traces: each trace it has samples of, once
 		 * (a trace may call the service for several requests) */
