@@ -1491,6 +1491,55 @@ START_TEST(record_across_exec)
 }
 END_TEST
 
+/* `record -o -` with standard output closed or open read-only is refused
+ * at once, before anything is opened: exit 2 and why.  Old: with it
+ * closed, the read end of a pipe opened on the way took fd 1 and the
+ * recording waited forever to write into it (a recorder still at work
+ * after 10 s fails the test); with it
+ * read-only, the target was stopped for a round before the first write
+ * failed ("write error on standard output"). */
+START_TEST(record_stdout_unwritable)
+{
+	static const struct {
+		const char *how, *why;
+	} cases[] = {
+		{"closed", "ctxdump record: cannot write to standard output: it is "
+			   "closed\n"},
+		{"read-only", "ctxdump record: cannot write to standard output: it "
+			      "is not open for writing\n"},
+	};
+	const char *args[] = {"-o", "-", NULL, NULL};
+	char errf[64], pid[16], *err;
+	struct server s;
+	unsigned i;
+	int st;
+
+	server_start(&s);
+	snprintf(pid, sizeof(pid), "%d", (int)s.pid);
+	args[2] = pid;
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		int out = i == 0 ? PROF_STDOUT_CLOSED
+				 : open("/dev/null", O_RDONLY | O_CLOEXEC);
+
+		ck_assert_int_ne(out, -1);
+		prof_tmpfile(errf, sizeof(errf), "stdout-err");
+		st = prof_record_wait(prof_spawn((const char *const[]){"record", NULL},
+						 args, out, errf),
+				      10000);
+		if (out >= 0)
+			close(out);
+		err = prof_slurp(errf);
+		ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 2,
+			      "%s: status 0x%x: %s", cases[i].how, st, err);
+		ck_assert_str_eq(err, cases[i].why);
+		free(err);
+		prof_assert_running(s.pid);
+		unlink(errf);
+	}
+	server_finish(&s);
+}
+END_TEST
+
 START_TEST(record_report_usage)
 {
 	char *out = NULL, *err = NULL;
@@ -1599,6 +1648,10 @@ TEST_SUITE(ctxdump_record_suite)
 	tcase_add_test(tc, record_report_usage);
 	tcase_add_test(tc, record_across_exec);
 	tcase_add_test(tc, record_library_swapped);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("output");
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, record_stdout_unwritable);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -141,10 +141,13 @@ prof_child_finish(struct test_child *c, int timeout_ms)
 		      "target did not exit normally (status 0x%x)", st);
 }
 
+/* prof_spawn()'s out_fd for a ctxdump with standard output closed. */
+#define PROF_STDOUT_CLOSED (-2)
+
 /* Start ctxdump with args (NULL-terminated) after the words of pre
  * (NULL-terminated, may be empty), standard output to out_fd (-1: to
- * errfile too), standard error to errfile; returns once the child runs
- * ctxdump. */
+ * errfile too; PROF_STDOUT_CLOSED: closed), standard error to errfile;
+ * returns once the child runs ctxdump. */
 static __attribute__((unused)) pid_t
 prof_spawn(const char *const *pre,
 	   const char *const *args,
@@ -180,7 +183,10 @@ prof_spawn(const char *const *pre,
 		sigprocmask(SIG_SETMASK, &old, NULL);
 
 		dup2(nul, 0);
-		dup2(out_fd >= 0 ? out_fd : fd, 1);
+		if (out_fd == PROF_STDOUT_CLOSED)
+			close(1);
+		else
+			dup2(out_fd >= 0 ? out_fd : fd, 1);
 		dup2(fd, 2);
 		execv(argv[0], argv);
 		_exit(127);

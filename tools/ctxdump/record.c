@@ -1855,6 +1855,21 @@ record_main(int argc, char **argv)
 
 	cli_set_name("ctxdump record");
 	parse_args(&ctl, argc, argv);
+	/* Before anything is opened: with standard output closed (`>&-`)
+	 * the first file opened on the way (the read end of a pipe, as
+	 * seen) would become fd 1, and the recording would wait forever to
+	 * write into it; open read-only, the target would be stopped for a
+	 * recording no write could take. */
+	if (strcmp(ctl.output, "-") == 0) {
+		int fl = fcntl(STDOUT_FILENO, F_GETFL);
+
+		if (fl < 0 || (fl & O_ACCMODE) == O_RDONLY) {
+			cli_warn("cannot write to standard output: %s",
+				 fl < 0 ? "it is closed"
+					: "it is not open for writing");
+			return CLI_EXIT_FATAL;
+		}
+	}
 	memset(rc, 0, sizeof(*rc));
 	rc->ctl = &ctl;
 	rc->pid = ctl.pid;
