@@ -265,6 +265,12 @@ expect_status 0 "started by a relative path" env -u CTXSHIM_LIB ./ctxshim-entryp
 check "library path made absolute" contains "$dp_out" " $dp_tmp/vol/libctxshim.so"
 cd "$dp_tmp" || exit 1
 
+# The build tree's script uses the library built there, as ctxshim does
+# (old: "not found" before meson install); its copies (alone/, below) do not.
+expect_status 0 "the build tree's script" env -u CTXSHIM_LIB "$E" cat /proc/self/maps
+check "uses the build tree's library" contains "$dp_out" " $lib"
+check "without a note" same "$dp_err" ""
+
 # Alone, with no library anywhere it looks: a warning, and the program runs.
 mkdir alone
 cp "$E" alone/

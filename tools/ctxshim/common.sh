@@ -107,6 +107,20 @@ ctx_path_search() {
 	return 1
 }
 
+# ctx_in_build_tree: this script is the one meson generated in its build
+# tree (not an installed or copied one): its directory is that of the
+# build tree ($ctxshim_build_dir), which holds the library just built
+# ($ctxshim_build_lib).  An installed copy names the same directory but
+# lives elsewhere, so it never uses a build tree's library.
+ctx_in_build_tree() {
+	case $0 in
+	*/*) ctx_self_dir=${0%/*} ;;
+	*) return 1 ;; # found in PATH: an installed copy
+	esac
+	# shellcheck disable=SC2154 # set by the script that includes this
+	[ -f "$ctxshim_build_lib" ] && ctx_same_file "$ctx_self_dir" "$ctxshim_build_dir"
+}
+
 # ctx_same_file A B: A and B name the same file.  POSIX leaves test -ef
 # undefined, but dash, bash and busybox sh all have it.
 ctx_same_file() {
