@@ -5,7 +5,8 @@
  * attrs_data_size 65535, truncated entries, invalid UTF-8, ANSI escapes
  * and newlines in values, key indexes beyond the key map, a writer that
  * rewrites its records while they are read; broken, torn, oversized and
- * hostile process contexts; a symbol of the wrong type or size; object
+ * hostile process contexts; a symbol of the wrong type or size; records
+ * of up to 65000 bytes whose repeated key is last set at their end; object
  * file names made of control bytes; a record in a userfaultfd range the
  * target never serves, whose read blocks while the threads are stopped
  * (ctxdump gives up after 30 s).  ctxdump must never crash or hang,
@@ -766,6 +767,54 @@ START_TEST(read_blocked_by_userfaultfd)
 }
 END_TEST
 
+/* ---- records larger than the recommended maximum ---- */
+
+/* OTEP-4947: of a key index that repeats, the last occurrence wins,
+ * however far into attrs-data it is (attrs-data-size is a u16, so all of
+ * it can be copied).  helpers/keymap-grow publishes records of about
+ * 5000 and 65000 bytes in which index 0 ("k0") comes first as "first",
+ * then as filler values, and last as "last". */
+START_TEST(large_record_last_wins)
+{
+	static const char *const cmds[] = {"big 5000\n", "big 65000\n"};
+	char *argv[] = {(char *)test_helper_path("keymap-grow"), NULL};
+	struct test_child c;
+	char line[64];
+	unsigned i;
+	int st;
+
+	test_child_start(&c, argv, NULL, false);
+	test_child_expect(&c, "READY ", line, sizeof(line), 10000);
+	for (i = 0; i < 2; i++) {
+		char *out, *err, *blk;
+		unsigned size;
+		int r;
+
+		test_child_send(&c, cmds[i]);
+		test_child_expect(&c, "BIG ", line, sizeof(line), 10000);
+		size = (unsigned)atoi(line + 4);
+		ck_assert_uint_gt(size, 4096);
+		r = run_ctxdump(&out, &err, c.pid, NULL);
+		ck_assert_msg(r == 0, "exit %d: %s", r, err);
+		blk = text_thread(out, c.pid);
+		expect_in(blk, "    k0=last\n");
+		ck_assert_msg(!strstr(blk, "truncated"), "%s", blk);
+		free(blk);
+		free(out);
+		free(err);
+		r = run_ctxdump(&out, &err, c.pid, "-j", NULL);
+		ck_assert_msg(r == 0, "exit %d: %s", r, err);
+		expect_in(out, "\"attrs_truncated\": false");
+		expect_in(out, "\"value\": \"last\"");
+		free(out);
+		free(err);
+	}
+	assert_running(c.pid);
+	st = test_child_finish(&c, 10000);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "target status 0x%x", st);
+}
+END_TEST
+
 TEST_SUITE(ctxdump_hostile_suite)
 {
 	Suite *s = suite_create("ctxdump-hostile");
@@ -785,6 +834,11 @@ TEST_SUITE(ctxdump_hostile_suite)
 	tcase_add_loop_test(tc, wrong_symbol, 0, 4);
 	tcase_add_test(tc, control_bytes_in_object_names);
 	tcase_add_test(tc, read_blocked_by_userfaultfd);
+	suite_add_tcase(s, tc);
+	/* its own case, to be run alone (CK_RUN_CASE=large) */
+	tc = tcase_create("large");
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, large_record_last_wins);
 	suite_add_tcase(s, tc);
 	return s;
 }

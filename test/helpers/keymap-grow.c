@@ -7,8 +7,11 @@
  * index 0 ("zero"); prints "READY <pid>".  On each line "grow" on stdin:
  * republishes the process context with the update protocol of OTEP-4719
  * and the map ["k0", "k1"], then (only then) publishes a new record that
- * also uses index 1 ("one"), and prints "GROWN".  Exits when stdin is
- * closed. */
+ * also uses index 1 ("one"), and prints "GROWN".  On "big N": publishes
+ * a record of about N bytes of attrs-data (N up to 65000) in which index
+ * 0 comes first as "first", then as filler values, and last as "last"
+ * (the one a reader must show: the last occurrence wins), and prints
+ * "BIG <size>" with its attrs-data-size.  Exits when stdin is closed. */
 #include "config.h"
 
 #include <stdatomic.h>
@@ -26,6 +29,7 @@
 __attribute__((visibility("default"))) __thread void *otel_thread_ctx_v1;
 
 #define MAP_SIZE 65536u
+#define BIG_MAX  65000u
 
 static struct otel_process_ctx_header *hdr;
 static uint64_t last_ns;
@@ -86,12 +90,50 @@ record(void *buf, unsigned n_attrs)
 	return buf;
 }
 
+/* One entry of index 0 at a + *pos. */
+static void
+entry0(uint8_t *a, size_t *pos, const char *val, size_t len)
+{
+	a[*pos] = 0;
+	a[*pos + 1] = (uint8_t)len;
+	memcpy(a + *pos + 2, val, len);
+	*pos += 2 + len;
+}
+
+/* A record larger than the recommended 640 bytes (written by hand: the
+ * shared encoder keeps to that maximum), index 0 repeated to the end. */
+static void *
+big_record(void *buf, size_t want)
+{
+	struct otel_thread_ctx_record *r = buf;
+	uint8_t *a = (uint8_t *)buf + TREC_HEADER_SIZE;
+	char filler[TREC_VALUE_MAX];
+	size_t pos = 0;
+
+	memset(buf, 0, TREC_HEADER_SIZE);
+	memset(r->trace_id, 0x5a, sizeof(r->trace_id));
+	memset(r->span_id, 0xa5, sizeof(r->span_id));
+	r->trace_flags = 1;
+	r->valid = TREC_VALID;
+	memset(filler, 'f', sizeof(filler));
+	entry0(a, &pos, "first", 5);
+	/* leave room for "last" (6 bytes) and never a filler under 2 */
+	while (pos + 6 + 2 + TREC_VALUE_MAX <= want)
+		entry0(a, &pos, filler, TREC_VALUE_MAX);
+	if (pos + 6 + 2 < want)
+		entry0(a, &pos, filler, want - pos - 6 - 2);
+	entry0(a, &pos, "last", 4);
+	r->attrs_data_size = (uint16_t)pos;
+	return buf;
+}
+
 int
 main(void)
 {
-	static _Alignas(8) uint8_t rec[2][TREC_MAX_SIZE];
+	static _Alignas(8) uint8_t rec[2][TREC_HEADER_SIZE + BIG_MAX + 16];
 	char line[64];
-	unsigned n = 0;
+	unsigned n = 0, cur = 0;
+	unsigned long big;
 	int fd;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -108,11 +150,22 @@ main(void)
 	atomic_signal_fence(memory_order_seq_cst);
 	printf("READY %d\n", (int)getpid());
 	while (fgets(line, sizeof(line), stdin)) {
+		struct otel_thread_ctx_record *r;
+
+		if (sscanf(line, "big %lu", &big) == 1 && big <= BIG_MAX) {
+			/* never rewrite the published record */
+			r = big_record(rec[cur ^= 1], big);
+			atomic_signal_fence(memory_order_seq_cst);
+			*(void *volatile *)&otel_thread_ctx_v1 = r;
+			atomic_signal_fence(memory_order_seq_cst);
+			printf("BIG %u\n", (unsigned)r->attrs_data_size);
+			continue;
+		}
 		if (strcmp(line, "grow\n") != 0)
 			continue;
 		publish(2, n++);
 		atomic_signal_fence(memory_order_seq_cst);
-		*(void *volatile *)&otel_thread_ctx_v1 = record(rec[n % 2], 2);
+		*(void *volatile *)&otel_thread_ctx_v1 = record(rec[cur ^= 1], 2);
 		atomic_signal_fence(memory_order_seq_cst);
 		printf("GROWN\n");
 	}

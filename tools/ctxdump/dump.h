@@ -20,9 +20,10 @@
 /* What --max-frames 0 ("no limit") means. */
 #define DUMP_UNLIMITED_FRAMES 4096
 
-/* attrs-data bytes copied per thread; larger records are cut here and
- * flagged (the OTEP recommends at most 612). */
-#define DUMP_ATTRS_CAP 4096
+/* attrs-data bytes copied per thread: all of it, as attrs-data-size is a
+ * u16.  The OTEP recommends at most 612, but a key index that repeats is
+ * read from its last occurrence (OTEP-4947), which may be anywhere. */
+#define DUMP_ATTRS_CAP UINT16_MAX
 
 /* The large per-thread fields a dump seldom writes: kept out of struct
  * dump_thread so the array written while the threads are stopped stays
