@@ -27,7 +27,9 @@
  *    files;
  *  - a library dlclose()d and another dlopen()ed at its address while
  *    recorded (helpers/dl-swap): the second one's samples are named after
- *    its own functions, never after the first one's. */
+ *    its own functions, never after the first one's;
+ *  - a record larger than the recommended 640 bytes (helpers/keymap-grow)
+ *    is read from the last occurrence of a repeated key. */
 #include "test-prof.h"
 
 #include <arpa/inet.h>
@@ -1179,6 +1181,58 @@ START_TEST(record_key_map_grows)
 }
 END_TEST
 
+/* How many samples of the recording in file `report --attr attr` selects,
+ * of how many. */
+static void
+attr_selected(const char *file, const char *attr, unsigned *sel, unsigned *all)
+{
+	char *out = NULL, *err = NULL;
+	const char *p;
+	int st;
+
+	st = prof_run(&out, &err, "report", "--attr", attr, file, NULL);
+	ck_assert_msg(st == 0, "report exit %d: %s", st, err);
+	p = strstr(out, " samples selected");
+	ck_assert_msg(p, "%s", out);
+	while (p > out && p[-1] != '\n')
+		p--;
+	ck_assert_int_eq(sscanf(p, "%u of %u", sel, all), 2);
+	free(out);
+	free(err);
+}
+
+/* OTEP-4947: of a key index that repeats, the last occurrence wins, also
+ * in a record larger than the recommended 640 bytes: keymap-grow's record
+ * of 1500 bytes sets index 0 ("k0") last to "last", and every sample must
+ * say so.  (Records are copied up to LAY_RAW_MAX, 2048 bytes.) */
+START_TEST(record_large_record)
+{
+	char file[64], errf[64], pid[16], line[64], helper[PATH_MAX];
+	char *argv[] = {helper, NULL};
+	const char *args[] = {"-F", "50", "-d", "0.3", "-o", file, pid, NULL};
+	unsigned sel = 0, all = 0;
+	struct test_child c;
+
+	prof_helper("keymap-grow", helper, sizeof(helper));
+	test_child_start(&c, argv, NULL, false);
+	test_child_expect(&c, "READY ", line, sizeof(line), TIMEOUT_MS);
+	test_child_send(&c, "big 1500\n");
+	test_child_expect(&c, "BIG ", line, sizeof(line), TIMEOUT_MS);
+	ck_assert_int_gt(atoi(line + 4), 640);
+	snprintf(pid, sizeof(pid), "%d", (int)c.pid);
+	prof_tmpfile(file, sizeof(file), "large-prof");
+	prof_tmpfile(errf, sizeof(errf), "large-err");
+	prof_record_run(errf, args);
+	attr_selected(file, "k0=last", &sel, &all);
+	ck_assert_msg(all > 0, "no sample");
+	ck_assert_msg(sel == all, "%u of %u samples have k0=last", sel, all);
+	prof_assert_running(c.pid);
+	ck_assert_int_eq(test_child_finish(&c, TIMEOUT_MS), 0);
+	unlink(file);
+	unlink(errf);
+}
+END_TEST
+
 START_TEST(record_killed_and_target_exit)
 {
 	char file[64], errf[64], pid[16], *out = NULL, *err = NULL;
@@ -1652,6 +1706,11 @@ TEST_SUITE(ctxdump_record_suite)
 	tc = tcase_create("output");
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, record_stdout_unwritable);
+	suite_add_tcase(s, tc);
+	/* its own case, to be run alone (CK_RUN_CASE=attrs) */
+	tc = tcase_create("attrs");
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, record_large_record);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -216,6 +216,8 @@ set_error(struct lay_raw *r, ssize_t got)
 	r->err = got < 0 ? (int)got : -EFAULT;
 }
 
+_Static_assert(LAY_RAW_MAX >= TREC_MAX_SIZE, "a first piece fits in lay_raw.buf");
+
 /* Bytes of an OTEP record at addr to copy first: up to the recommended
  * maximum, but not into the next page unless the header crosses it. */
 static size_t
@@ -344,9 +346,14 @@ lay_read(const struct lay_proc *lp,
 			memcpy(&h, r->buf, sizeof(h));
 			if (h.valid != TREC_VALID)
 				continue;
+			/* Past the recommended 640 bytes as well: a key index
+			 * that repeats is read from its last occurrence
+			 * (OTEP-4947).  A record larger than the buffer is
+			 * cut here, and its samples say so (truncated): up
+			 * to 64 KiB per thread and round is not worth it. */
 			need = TREC_HEADER_SIZE + (size_t)h.attrs_data_size;
-			if (need > TREC_MAX_SIZE) {
-				need = TREC_MAX_SIZE;
+			if (need > LAY_RAW_MAX) {
+				need = LAY_RAW_MAX;
 				r->truncated = true;
 			}
 			/* a first piece cut short met an unmapped page */

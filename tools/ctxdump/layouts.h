@@ -112,9 +112,10 @@ enum lay_state {
 	LAY_ERROR,      /* a read failed (err) */
 };
 
-/* Bytes copied per thread and layout: an OTEP record up to the
- * recommended maximum, or a custom-labels labelset, its label array and
- * as much of the keys and values as fits. */
+/* Bytes copied per thread and layout: an OTEP record up to here (more
+ * than the recommended maximum of 640; larger ones are cut and marked
+ * truncated), or a custom-labels labelset, its label array and as much
+ * of the keys and values as fits. */
 #define LAY_RAW_MAX 2048
 
 struct lay_cl_label {
@@ -129,7 +130,7 @@ struct lay_raw {
 	int err;            /* negative errno for LAY_ERROR */
 	uint64_t slot_addr; /* address of the TLS variable in this thread */
 	uint64_t ptr;       /* its value */
-	/* OTEP record (header + attrs-data up to TREC_MAX_SIZE bytes), the
+	/* OTEP record (header + attrs-data up to LAY_RAW_MAX bytes), the
 	 * 37-byte Elastic buffer, or the custom-labels labelset (24 bytes),
 	 * its label array (at 24) and the label strings (after the array). */
 	uint8_t buf[LAY_RAW_MAX];
