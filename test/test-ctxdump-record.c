@@ -29,7 +29,9 @@
  *    recorded (helpers/dl-swap): the second one's samples are named after
  *    its own functions, never after the first one's;
  *  - a record larger than the recommended 640 bytes (helpers/keymap-grow)
- *    is read from the last occurrence of a repeated key. */
+ *    is read from the last occurrence of a repeated key;
+ *  - a key map that grows again soon after it was read is read again
+ *    before a sample uses the new index. */
 #include "test-prof.h"
 
 #include <arpa/inet.h>
@@ -1233,6 +1235,67 @@ START_TEST(record_large_record)
 }
 END_TEST
 
+/* Returns once the recording in file (by rec) has grown three times past
+ * its size now: a round whose threads stopped after this call is on disk
+ * (each round is flushed whole; one large round may take two writes). */
+static void
+wait_rounds(const char *file, pid_t rec, const char *errf)
+{
+	struct stat st;
+	int i;
+
+	for (i = 0; i < 3; i++) {
+		ck_assert_int_eq(stat(file, &st), 0);
+		prof_wait_file(file, st.st_size + 1, TIMEOUT_MS, rec, errf);
+	}
+}
+
+/* OTEP-4947: an unknown key index means the key map grew, and the reader
+ * must refresh it before going on, however soon after it last read it:
+ * keymap-grow's map grows three times in quick succession, each time
+ * before a record uses the new index, and no sample may show an index
+ * for a name ("#1", "#2", "#3"). */
+START_TEST(record_key_map_grows_again)
+{
+	char file[64], errf[64], pid[16], line[64], helper[PATH_MAX], idx[8];
+	char *argv[] = {helper, NULL}, *err = NULL;
+	const char *args[] = {"-F", "50", "-o", file, pid, NULL};
+	unsigned sel = 0, all = 0, g;
+	struct test_child c;
+	pid_t rec;
+	int st;
+
+	prof_helper("keymap-grow", helper, sizeof(helper));
+	test_child_start(&c, argv, NULL, false);
+	test_child_expect(&c, "READY ", line, sizeof(line), TIMEOUT_MS);
+	snprintf(pid, sizeof(pid), "%d", (int)c.pid);
+	prof_tmpfile(file, sizeof(file), "regrow-prof");
+	prof_tmpfile(errf, sizeof(errf), "regrow-err");
+	rec = prof_record_start(errf, args);
+	prof_wait_file(file, 64, TIMEOUT_MS, rec, errf);
+	for (g = 0; g < 3; g++) {
+		test_child_send(&c, "grow\n");
+		test_child_expect(&c, "GROWN", line, sizeof(line), TIMEOUT_MS);
+		wait_rounds(file, rec, errf);
+	}
+	ck_assert_int_eq(kill(rec, SIGINT), 0);
+	st = prof_record_wait(rec, TIMEOUT_MS);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status 0x%x: %s", st,
+		      (err = prof_slurp(errf)));
+	attr_selected(file, "k3=three", &sel, &all);
+	ck_assert_msg(sel > 0, "no sample has k3=three (of %u)", all);
+	for (g = 1; g <= 3; g++) {
+		snprintf(idx, sizeof(idx), "#%u", g);
+		attr_selected(file, idx, &sel, &all);
+		ck_assert_msg(sel == 0, "%u of %u samples have key %s", sel, all, idx);
+	}
+	prof_assert_running(c.pid);
+	ck_assert_int_eq(test_child_finish(&c, TIMEOUT_MS), 0);
+	unlink(file);
+	unlink(errf);
+}
+END_TEST
+
 START_TEST(record_killed_and_target_exit)
 {
 	char file[64], errf[64], pid[16], *out = NULL, *err = NULL;
@@ -1711,6 +1774,7 @@ TEST_SUITE(ctxdump_record_suite)
 	tc = tcase_create("attrs");
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, record_large_record);
+	tcase_add_test(tc, record_key_map_grows_again);
 	suite_add_tcase(s, tc);
 	return s;
 }

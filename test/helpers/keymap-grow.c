@@ -6,12 +6,13 @@
  * Publishes the key map ["k0"] and, on the main thread, a record with
  * index 0 ("zero"); prints "READY <pid>".  On each line "grow" on stdin:
  * republishes the process context with the update protocol of OTEP-4719
- * and the map ["k0", "k1"], then (only then) publishes a new record that
- * also uses index 1 ("one"), and prints "GROWN".  On "big N": publishes
- * a record of about N bytes of attrs-data (N up to 65000) in which index
- * 0 comes first as "first", then as filler values, and last as "last"
- * (the one a reader must show: the last occurrence wins), and prints
- * "BIG <size>" with its attrs-data-size.  Exits when stdin is closed. */
+ * and the map with one key more (["k0", "k1"], then up to k7), then (only
+ * then) publishes a new record that uses every index of it ("zero",
+ * "one", "two", ...), and prints "GROWN".  On "big N": publishes a record
+ * of about N bytes of attrs-data (N up to 65000) in which index 0 comes
+ * first as "first", then as filler values, and last as "last" (the one a
+ * reader must show: the last occurrence wins), and prints "BIG <size>"
+ * with its attrs-data-size.  Exits when stdin is closed. */
 #include "config.h"
 
 #include <stdatomic.h>
@@ -29,6 +30,7 @@
 __attribute__((visibility("default"))) __thread void *otel_thread_ctx_v1;
 
 #define MAP_SIZE 65536u
+#define KEYS_MAX 8
 #define BIG_MAX  65000u
 
 static struct otel_process_ctx_header *hdr;
@@ -48,7 +50,8 @@ now_ns(void)
 static void
 publish(unsigned n_keys, unsigned n)
 {
-	static const char *const km[] = {"k0", "k1"};
+	static const char *const km[KEYS_MAX] = {"k0", "k1", "k2", "k3",
+						 "k4", "k5", "k6", "k7"};
 	static const struct pctx_kv res[] = {{"service.name", "keymap-grow"}};
 	uint8_t *at = (uint8_t *)hdr + 4096 + (n % 8) * 4096;
 	uint64_t ts;
@@ -74,8 +77,11 @@ publish(unsigned n_keys, unsigned n)
 static void *
 record(void *buf, unsigned n_attrs)
 {
+	static const char *const vals[KEYS_MAX] = {"zero", "one",  "two", "three",
+						   "four", "five", "six", "seven"};
 	struct otel_thread_ctx_record *r = buf;
 	struct trec_attr_writer w;
+	unsigned i;
 
 	memset(buf, 0, TREC_MAX_SIZE);
 	memset(r->trace_id, 0x5a, sizeof(r->trace_id));
@@ -83,9 +89,8 @@ record(void *buf, unsigned n_attrs)
 	r->trace_flags = 1;
 	r->valid = TREC_VALID;
 	trec_attrs_init(&w, r->attrs_data, TREC_ATTRS_MAX);
-	(void)trec_attrs_add(&w, 0, "zero", 4);
-	if (n_attrs > 1)
-		(void)trec_attrs_add(&w, 1, "one", 3);
+	for (i = 0; i < n_attrs && i < KEYS_MAX; i++)
+		(void)trec_attrs_add(&w, (uint8_t)i, vals[i], strlen(vals[i]));
 	r->attrs_data_size = (uint16_t)w.len;
 	return buf;
 }
@@ -132,7 +137,7 @@ main(void)
 {
 	static _Alignas(8) uint8_t rec[2][TREC_HEADER_SIZE + BIG_MAX + 16];
 	char line[64];
-	unsigned n = 0, cur = 0;
+	unsigned n = 0, keys = 1, cur = 0;
 	unsigned long big;
 	int fd;
 
@@ -163,9 +168,11 @@ main(void)
 		}
 		if (strcmp(line, "grow\n") != 0)
 			continue;
-		publish(2, n++);
+		if (keys < KEYS_MAX)
+			keys++;
+		publish(keys, n++);
 		atomic_signal_fence(memory_order_seq_cst);
-		*(void *volatile *)&otel_thread_ctx_v1 = record(rec[cur ^= 1], 2);
+		*(void *volatile *)&otel_thread_ctx_v1 = record(rec[cur ^= 1], keys);
 		atomic_signal_fence(memory_order_seq_cst);
 		printf("GROWN\n");
 	}

@@ -242,6 +242,9 @@ struct rec {
 	struct pctxr_snapshot pctx;
 	struct pctx_decoded *pd;
 	uint64_t pctx_ns;
+	/* the last header timestamp the context was read again for
+	 * (pctx_republished()), whether or not that read worked */
+	uint64_t pctx_tried_ns;
 
 	struct itab strings, frame_tab, stacks, ctxs, threads;
 	/* the stack copies' buffer, paged in once and reused every round */
@@ -715,6 +718,7 @@ image_reload(struct rec *rc)
 		rc->pd = NULL;
 		rc->has_pctx = false;
 	}
+	rc->pctx_tried_ns = 0;
 
 	read_command(rc, comm, &cmd, &len);
 	pfile_w_begin(&rc->w, PFILE_EXEC);
@@ -838,6 +842,33 @@ unwind_one(struct rec *rc, size_t j, bool *truncated)
 	return n;
 }
 
+/* Whether to read the process context again for a record that uses a
+ * key index its map lacks.  The map is append-only, so it grew: if the
+ * context was published since it was read (OTEP-4719: a new timestamp in
+ * its 32-byte header, read alone: cheap enough for every such round), at
+ * once; once per timestamp, so that a record that uses an index the map
+ * never gets does not cost a read of the whole context every round.
+ * Without a header to read there (no context yet, the mapping replaced
+ * or gone, the header being updated), at most once per REFRESH_NS, as
+ * load_pctx() then reads the maps too. */
+static bool
+pctx_republished(struct rec *rc)
+{
+	struct otel_process_ctx_header h;
+	uint64_t ts;
+
+	if (!rc->has_pctx ||
+	    remote_read(rc->mem_pid, rc->pctx.map_addr, &h, sizeof(h)) < 0 ||
+	    memcmp(h.signature, PCTX_SIGNATURE, PCTX_SIGNATURE_LEN) != 0 ||
+	    h.version != PCTX_VERSION || h.monotonic_published_at_ns == 0)
+		return remote_now_ns() - rc->pctx_ns > REFRESH_NS;
+	ts = h.monotonic_published_at_ns;
+	if (ts == rc->pctx.published_at_ns || ts == rc->pctx_tried_ns)
+		return false;
+	rc->pctx_tried_ns = ts;
+	return true;
+}
+
 /* After detaching: stacks, contexts and the records of one round. */
 static void
 write_round(struct rec *rc, const struct stop_set *ss, size_t k, uint64_t t)
@@ -847,16 +878,13 @@ write_round(struct rec *rc, const struct stop_set *ss, size_t k, uint64_t t)
 
 	/* The key map is append-only: an index it does not have means it
 	 * grew (OTEP-4947: refresh it before going on), so read it again
-	 * before this round's contexts are written with it.  At most once
-	 * per REFRESH_NS: a writer may use an unknown index for good. */
-	if (remote_now_ns() - rc->pctx_ns > REFRESH_NS) {
-		for (j = 0; j < k; j++)
-			if (lay_otel_unknown_keys(&rc->raws[j * LAY_N + LAY_OTEL],
-						  rc->pd)) {
+	 * before this round's contexts are written with it. */
+	for (j = 0; j < k; j++)
+		if (lay_otel_unknown_keys(&rc->raws[j * LAY_N + LAY_OTEL], rc->pd)) {
+			if (pctx_republished(rc))
 				load_pctx(rc, true);
-				break;
-			}
-	}
+			break;
+		}
 	pfile_w_begin(&rc->w, PFILE_ROUND);
 	pfile_w_u(&rc->w, t - rc->t0_mono);
 	pfile_w_u(&rc->w, stop_window_ns(ss));
