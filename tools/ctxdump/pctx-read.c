@@ -13,6 +13,9 @@
 #include "remote.h"
 
 #define PCTXR_ATTEMPTS 8
+/* How many times one read looks for the mapping again in the maps when
+ * the header is no longer where it was (read_header()). */
+#define PCTXR_REMAPS 8
 
 /* How an attempt ended (pctxr_snapshot.last_err), for pctxr_describe() */
 enum {
@@ -60,6 +63,38 @@ pause_briefly(void)
 	nanosleep(&ts, NULL);
 }
 
+/* The header at *addr.  When nothing is mapped there any more, the
+ * mapping was replaced (a writer that publishes again by mapping a new
+ * OTEL_CTX region and unmapping the old one) or dropped since the maps
+ * were read: look for it again in the maps as they are now, at most
+ * *remaps_left more times.  Returns 0, -ENOENT (no mapping any more), or
+ * the errno of the reads. */
+static int
+read_header(pid_t pid,
+	    uint64_t *addr,
+	    enum pctx_map_kind *kind,
+	    unsigned *remaps_left,
+	    struct otel_process_ctx_header *h)
+{
+	char path[64], *buf;
+	size_t len;
+	int r;
+
+	while ((r = remote_read(pid, *addr, h, sizeof(*h))) == -EFAULT &&
+	       *remaps_left > 0) {
+		(*remaps_left)--;
+		snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+		r = remote_read_file(path, PCTXR_MAPS_MAX, &buf, &len);
+		if (r < 0)
+			return r == -ENOENT ? -ESRCH : r;
+		r = find_mapping(buf, len, addr, kind);
+		free(buf);
+		if (r < 0)
+			return r;
+	}
+	return r;
+}
+
 int
 pctxr_read(pid_t pid, struct pctxr_snapshot *out)
 {
@@ -84,7 +119,7 @@ pctxr_read_maps(pid_t pid, const char *maps, size_t maps_len,
 	uint64_t addr;
 	enum pctx_map_kind kind;
 	uint8_t *payload = NULL;
-	unsigned attempt;
+	unsigned attempt, remaps_left = PCTXR_REMAPS;
 	int r;
 
 	r = find_mapping(maps, maps_len, &addr, &kind);
@@ -95,7 +130,9 @@ pctxr_read_maps(pid_t pid, const char *maps, size_t maps_len,
 	for (attempt = 1; attempt <= PCTXR_ATTEMPTS; attempt++) {
 		out->attempts = attempt;
 		out->last_err = PCTXR_HEADER;
-		r = remote_read(pid, addr, &h, sizeof(h));
+		r = read_header(pid, &addr, &kind, &remaps_left, &h);
+		out->map_addr = addr;
+		out->kind = kind;
 		if (r < 0)
 			break;
 		out->no_signature =
@@ -145,7 +182,9 @@ pctxr_read_maps(pid_t pid, const char *maps, size_t maps_len,
 		if (r < 0)
 			break;
 		out->last_err = PCTXR_HEADER;
-		r = remote_read(pid, addr, &h2, sizeof(h2));
+		r = read_header(pid, &addr, &kind, &remaps_left, &h2);
+		out->map_addr = addr;
+		out->kind = kind;
 		if (r < 0)
 			break;
 		if (h2.monotonic_published_at_ns != h.monotonic_published_at_ns ||

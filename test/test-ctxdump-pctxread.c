@@ -1,0 +1,112 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* pctxr_read_maps(): ctxdump's process-context reader, on our own process
+ * (the kernel allows a process to read itself), given maps read before
+ * the process context's mapping was replaced by another (a writer that
+ * publishes again by mapping a new OTEL_CTX region and unmapping the old
+ * one) or dropped: the stale maps name an address where nothing is mapped
+ * any more, and the reader must find the mapping again, or none. */
+#include "test-common.h"
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "pctx-read.h"
+#include "process-ctx.h"
+#include "remote.h"
+
+#define PAGE 4096u
+
+/* A process context for service name `service` in a memfd mapping of
+ * its own (as the OTEP's writers make it), payload after the header. */
+static uint8_t *
+publish(const char *service, uint64_t ts, size_t *payload_len)
+{
+	static const char *const km[] = {"k0"};
+	struct pctx_kv res[] = {{"service.name", service}};
+	struct otel_process_ctx_header *h;
+	uint8_t *p;
+	int fd;
+
+	fd = memfd_create("OTEL_CTX", MFD_CLOEXEC);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(ftruncate(fd, PAGE), 0);
+	p = mmap(NULL, PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
+	ck_assert_ptr_ne(p, MAP_FAILED);
+	close(fd);
+	ck_assert_int_eq(pctx_encode(p + sizeof(*h), PAGE - sizeof(*h), payload_len,
+				     res, 1, PCTX_SCHEMA_VERSION, km, 1),
+			 0);
+	h = (struct otel_process_ctx_header *)p;
+	memcpy(h->signature, PCTX_SIGNATURE, PCTX_SIGNATURE_LEN);
+	h->version = PCTX_VERSION;
+	h->payload_size = (uint32_t)*payload_len;
+	h->payload = (uint64_t)(uintptr_t)(p + sizeof(*h));
+	h->monotonic_published_at_ns = ts;
+	return p;
+}
+
+static char *
+read_maps(size_t *len)
+{
+	char *buf;
+
+	ck_assert_int_eq(remote_read_file("/proc/self/maps", 64u << 20, &buf, len), 0);
+	return buf;
+}
+
+/* The context published again in a new mapping (the old one unmapped)
+ * after the maps were read: read from the new one. */
+START_TEST(mapping_replaced)
+{
+	struct pctxr_snapshot snap = {0};
+	size_t len_a, len_b, maps_len;
+	uint8_t *a = publish("first", 100, &len_a), *b;
+	char *maps = read_maps(&maps_len);
+	int r;
+
+	/* mapped before the old one goes, so never at its address */
+	b = publish("second", 200, &len_b);
+	ck_assert_int_eq(munmap(a, PAGE), 0);
+	r = pctxr_read_maps(getpid(), maps, maps_len, &snap);
+	ck_assert_msg(r == 0, "pctxr_read_maps: %s", strerror(-r));
+	ck_assert_uint_eq(snap.map_addr, (uint64_t)(uintptr_t)b);
+	ck_assert_uint_eq(snap.published_at_ns, 200);
+	ck_assert_uint_eq(snap.payload_len, len_b);
+	ck_assert_mem_eq(snap.payload, b + sizeof(struct otel_process_ctx_header),
+			 len_b);
+	pctxr_free(&snap);
+	free(maps);
+	ck_assert_int_eq(munmap(b, PAGE), 0);
+}
+END_TEST
+
+/* The context dropped after the maps were read: there is none. */
+START_TEST(mapping_dropped)
+{
+	struct pctxr_snapshot snap = {0};
+	size_t len, maps_len;
+	uint8_t *a = publish("first", 100, &len);
+	char *maps = read_maps(&maps_len);
+	int r;
+
+	ck_assert_int_eq(munmap(a, PAGE), 0);
+	r = pctxr_read_maps(getpid(), maps, maps_len, &snap);
+	ck_assert_msg(r == -ENOENT, "pctxr_read_maps: %d (%s)", r, strerror(-r));
+	free(maps);
+}
+END_TEST
+
+TEST_SUITE(pctxread_suite)
+{
+	Suite *s = suite_create("ctxdump-pctxread");
+	TCase *tc = tcase_create("replaced");
+
+	tcase_add_test(tc, mapping_replaced);
+	tcase_add_test(tc, mapping_dropped);
+	suite_add_tcase(s, tc);
+	return s;
+}
