@@ -48,6 +48,8 @@ check "dry run changes nothing" same "$(snapshot "$root")" "$before"
 expect_status 0 "install" "$S" preload install --root "$root"
 check "loud warning on stderr" contains "$dp_err" \
 	"ctxshim: WARNING: $pf makes EVERY dynamically linked program"
+check "about the root, not this host (old)" contains "$dp_err" \
+	"ctxshim: WARNING: the system in $root load libctxshim.so"
 check "file holds the library" same "$(cat "$pf")" "$lib"
 check "file is 0644" same "$(stat -c %a "$pf")" 644
 expect_status 0 "status: installed" "$S" preload status --root "$root"
