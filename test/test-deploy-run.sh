@@ -352,7 +352,7 @@ fi
 expect_status 125 "not a library" env CTXSHIM_LIB=/etc/passwd "$S" run -- /bin/true
 check "says so" contains "$dp_err" "/etc/passwd is not a 64-bit little-endian ELF file"
 expect_status 1 "check: not a library" env CTXSHIM_LIB=/etc/passwd "$S" check /bin/true
-check "says missing" contains "$dp_out" "missing: /etc/passwd cannot be read or is not a 64-bit ELF file"
+check "says missing, and why" contains "$dp_out" "missing: /etc/passwd is not a 64-bit little-endian ELF file"
 if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
 	cp "$lib" private.so
 	chmod 600 private.so
@@ -360,6 +360,11 @@ if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
 		setpriv --reuid=nobody --regid="$(id -g nobody)" --clear-groups \
 		env CTXSHIM_LIB="$dp_tmp/private.so" "$S" run -- /bin/true
 	check "says so" contains "$dp_err" "Permission denied (the library cannot be read by uid"
+	expect_status 1 "check: a library the user cannot read" \
+		setpriv --reuid=nobody --regid="$(id -g nobody)" --clear-groups \
+		env CTXSHIM_LIB="$dp_tmp/private.so" "$S" check /bin/true
+	check "says which reason" contains "$dp_out" \
+		"missing: $dp_tmp/private.so cannot be read by uid $(id -u nobody)"
 fi
 # An inherited entry the shim rejects would make it ignore the whole
 # variable, --resource with it: that entry is left out, with a warning.
