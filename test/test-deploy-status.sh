@@ -18,6 +18,7 @@ version=$("$S" --version | sed 's/.* //')
 
 expect_status 64 "no pid" "$S" status
 expect_status 64 "not a number" "$S" status 12x
+expect_status 64 "zero" "$S" status 000
 expect_status 2 "no such process" "$S" status 999999999
 check "says so" contains "$dp_err" "process 999999999 does not exist"
 
@@ -54,6 +55,8 @@ expect_status 1 "plain process" "$S" status "$bg_pid"
 check "not loaded" contains "$dp_out" "library:  not loaded"
 check "no context" contains "$dp_out" "context:  none"
 check "process line" contains "$dp_out" "process:  $bg_pid (sh)"
+expect_status 1 "leading zeros (old: does not exist)" "$S" status "00$bg_pid"
+check "the same process" contains "$dp_out" "process:  $bg_pid (sh)"
 release "$bg_pid" "$bg_go"
 
 # A thread id is no process id (old: reported as process TID).
