@@ -132,8 +132,9 @@ usage(void)
 	      " 0   every thread was read\n"
 	      " 1   partial: some threads could not be stopped or read (threads\n"
 	      "       that ended during the dump are not a reason)\n"
-	      " 2   fatal: no such process, it exited, cannot attach, or no\n"
-	      "       otel_thread_ctx_v1 nor another known layout\n"
+	      " 2   fatal: no such process (or --tid thread in it), it exited,\n"
+	      "       cannot attach, or no otel_thread_ctx_v1 nor another known\n"
+	      "       layout\n"
 	      " 64  usage error\n"
 	      "\n"
 	      "For more details see ctxdump(1).\n",
