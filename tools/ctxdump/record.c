@@ -1628,7 +1628,7 @@ usage(void)
 	      "the process keeps running.\n"
 	      "\n"
 	      "Options:\n"
-	      " -F, --rate <hz>           samples per second (default 100, at most "
+	      " -F, --rate <hz>           rounds per second (default 100, at most "
 	      "1000)\n"
 	      " -d, --duration <seconds>  stop after this time (default: until "
 	      "interrupted)\n"
