@@ -2035,16 +2035,20 @@ infer(const struct prof *p, const struct rpt_ctl *ctl, struct spans *S)
 		struct run R = {primary_ctx(p, s0), ts[i].tid, ctl->min_samples,
 				ctl->collapse};
 		size_t j, depth_open = 0, k, d, trunk_n = 0;
-		bool have_trunk = false;
+		bool have_trunk = false, match = R.c && sample_matches(p, ctl, s0);
 
-		for (j = i + 1;
-		     j < n && ts[j].tid == ts[i].tid &&
-		     same_ctx(primary_ctx(p, (const struct r_sample *)p->samples.v +
-						     ts[j].idx),
-			      R.c);
-		     j++)
-			;
-		if (!R.c || !sample_matches(p, ctl, s0)) {
+		/* the filters select samples, not runs: the contexts of one
+		 * span may differ in their attributes (a route set once it
+		 * is known), so a run is the samples the filters agree on */
+		for (j = i + 1; j < n && ts[j].tid == ts[i].tid; j++) {
+			const struct r_sample *sj =
+				(const struct r_sample *)p->samples.v + ts[j].idx;
+
+			if (!same_ctx(primary_ctx(p, sj), R.c) ||
+			    sample_matches(p, ctl, sj) != match)
+				break;
+		}
+		if (!match) {
 			i = j;
 			continue;
 		}
