@@ -627,6 +627,52 @@ START_TEST(report_spans_tree)
 }
 END_TEST
 
+/* A request without a trace id (CTXSHIM_NEW_TRACES=0: zero ids, but its
+ * method and route) runs the same handler as a traced one; its stacks are
+ * no idle thread's: thread 7 serves a traced GET /x in handle;compute,
+ * thread 8 an untraced one in the same frames, thread 9 waits in
+ * start;loop;epoll_wait (the plumbing is start;loop).  Old: thread 8's
+ * stacks were taken for idle ones, handle and compute for plumbing, and
+ * the traced request had no span at all. */
+START_TEST(report_spans_untraced_request_not_idle)
+{
+	static const char *const names[] = {"start", "loop",  "handle",    "compute",
+					    "leafA", "leafB", "epoll_wait"};
+	static const uint32_t s_a[] = {5, 4, 3, 2, 1}, s_b[] = {6, 4, 3, 2, 1},
+			      s_idle[] = {7, 2, 1};
+	/* strings 8..11 */
+	static const uint32_t kv[] = {8, 9, 10, 11};
+	struct rec *r = malloc(sizeof(*r));
+	char file[64], *t;
+	uint32_t i;
+
+	ck_assert_ptr_nonnull(r);
+	rec_start(r, "srv");
+	rec_functions(r, names, 7);
+	rec_string(r, 8, "http.request.method", 19);
+	rec_string(r, 9, "GET", 3);
+	rec_string(r, 10, "http.route", 10);
+	rec_string(r, 11, "/x", 2);
+	rec_stack(r, 1, s_a, 5);
+	rec_stack(r, 2, s_b, 5);
+	rec_stack(r, 3, s_idle, 3);
+	rec_ctx(r, 1, 0x4b, 0x00f067aa0ba902b7ull, kv, 2);
+	rec_ctx_flags(r, 2, 1, 0, 0, kv, 2);
+	for (i = 0; i < 4; i++) {
+		rec_round(r, 10000000ull * i);
+		rec_sample(r, 7, i % 2 ? 1 : 2, 1);
+		rec_sample(r, 8, 2, 2);
+		rec_sample(r, 9, 3, 0);
+	}
+	rec_finish(r, file, sizeof(file), "untraced-busy");
+	free(r);
+	t = spans_tree(file, NULL);
+	ck_assert_str_eq(t, "compute handle 4 compute|handle ctx 4 handle");
+	free(t);
+	unlink(file);
+}
+END_TEST
+
 /* A sample without its whole stack (unwinding failed: [no stack]; or it
  * stopped short of the outermost frame: PFILE_STACK_TRUNCATED; or its
  * outer frames were guessed past code without unwind information:
@@ -1599,6 +1645,7 @@ TEST_SUITE(ctxdump_report_suite)
 	tcase_add_test(tc, report_spans_memory_bounded);
 	tcase_add_test(tc, report_spans_budget);
 	tcase_add_test(tc, report_spans_tree);
+	tcase_add_test(tc, report_spans_untraced_request_not_idle);
 	tcase_add_test(tc, report_spans_filter_per_sample);
 	tcase_add_test(tc, report_spans_stackless_sample);
 	tcase_add_test(tc, report_spans_idle_elsewhere);

@@ -2011,12 +2011,17 @@ infer(const struct prof *p, const struct rpt_ctl *ctl, struct spans *S)
 		free(idle);
 		return;
 	}
-	/* the distinct stacks of samples without a trace context */
+	/* the distinct stacks of samples of no request: without a trace
+	 * context and without request attributes (as in the summary), not
+	 * those of a request that came without a traceparent under
+	 * CTXSHIM_NEW_TRACES=0 (zero ids): that one runs the handler, and
+	 * its frames would be taken for plumbing in the traced runs */
 	for (i = 0; i < n && n_idle < MAX_IDLE_STACKS; i++) {
 		const struct r_sample *s = (const struct r_sample *)p->samples.v + i;
 
 		if (whole_stack(stack_of(p, s->stack)) && !seen[s->stack] &&
-		    !primary_ctx(p, s)) {
+		    !primary_ctx(p, s) && !sample_attr_any(p, s, method_keys) &&
+		    !sample_attr_any(p, s, path_keys)) {
 			seen[s->stack] = 1;
 			idle[n_idle++] = s->stack;
 		}
