@@ -1465,6 +1465,79 @@ START_TEST(report_summary_requests_without_trace)
 }
 END_TEST
 
+/* --attr key=value: "one of the sample's contexts has attribute key with
+ * this value" (ctxdump(1)).  Each sample has an OTEP-4947 context with
+ * tenant=a and a custom-labels one with tenant=b.  Old: only the first
+ * attribute of that name was compared, so --attr tenant=b matched
+ * nothing. */
+START_TEST(report_attr_filter_every_context)
+{
+	static const uint32_t st1[] = {1}, kv_a[] = {2, 3};
+	const char *args[] = {"--folded", "--attr", NULL, NULL, NULL};
+	static const char *const want[][2] = {{"tenant=a", " 3\n"},
+					      {"tenant=b", " 3\n"},
+					      {"tenant", " 3\n"},
+					      {"tenant=c", NULL}};
+	struct rec *r = malloc(sizeof(*r));
+	char file[64], out[64], *err, *o;
+	size_t i;
+	int st;
+
+	ck_assert_ptr_nonnull(r);
+	rec_start(r, "srv");
+	rec_string(r, 1, "work", 4);
+	rec_string(r, 2, "tenant", 6);
+	rec_string(r, 3, "a", 1);
+	rec_string(r, 4, "b", 1);
+	rec_frame(r, 1, 1);
+	rec_stack(r, 1, st1, 1);
+	rec_ctx(r, 1, 0x4b, 3, kv_a, 1);
+	/* context 2: custom-labels (layout 2), valid, no trace, tenant=b */
+	pay_u(r, 2);
+	pay_u(r, 2);
+	pay_u(r, 1);
+	for (i = 0; i < 24; i++)
+		pay_u(r, 0);
+	pay_u(r, 0);
+	pay_u(r, 1);
+	pay_u(r, 2);
+	pay_u(r, 4);
+	rec_end(r, 9);
+	for (i = 0; i < 3; i++) {
+		rec_round(r, 10000000ull * i);
+		pay_u(r, 7);
+		pay_u(r, 'R');
+		pay_u(r, 1);
+		pay_u(r, 2);
+		pay_u(r, 1);
+		pay_u(r, 2);
+		rec_end(r, 11);
+	}
+	rec_finish(r, file, sizeof(file), "attr2");
+	free(r);
+	prof_tmpfile(out, sizeof(out), "attr2-out");
+	for (i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		char filter[16];
+
+		snprintf(filter, sizeof(filter), "%s", want[i][0]);
+		args[2] = filter;
+		args[3] = file;
+		st = run_report(args, -1, out, 0, 0, &err);
+		ck_assert_msg(st == 0, "report exit %d: %s", st, err);
+		free(err);
+		o = prof_slurp(out);
+		if (want[i][1])
+			ck_assert_msg(strstr(o, want[i][1]), "--attr %s: '%s'",
+				      want[i][0], o);
+		else
+			ck_assert_msg(!o[0], "--attr %s: '%s'", want[i][0], o);
+		free(o);
+	}
+	unlink(out);
+	unlink(file);
+}
+END_TEST
+
 /* ---- the service ---- */
 
 /* The service every output names: service.name as the process has it (the
@@ -1660,6 +1733,7 @@ TEST_SUITE(ctxdump_report_suite)
 	tcase_add_test(tc, report_escapes_target_strings);
 	tcase_add_test(tc, report_summary_traces_per_request);
 	tcase_add_test(tc, report_summary_requests_without_trace);
+	tcase_add_test(tc, report_attr_filter_every_context);
 	tcase_add_test(tc, report_service_name);
 	tcase_add_test(tc, report_version_and_read_errors);
 	suite_add_tcase(s, tc);

@@ -927,6 +927,28 @@ sample_attr(const struct prof *p, const struct r_sample *s, const char *key)
 	return NULL;
 }
 
+/* Whether one of the sample's contexts has attribute key (with value
+ * val; NULL: any): each attribute is looked at, not only the first of
+ * that name (two layouts may both have the key, with other values). */
+static bool
+sample_has_attr(const struct prof *p,
+		const struct r_sample *s,
+		const char *key,
+		const char *val)
+{
+	unsigned k, i;
+
+	for (k = 0; k < SAMPLE_CTX; k++) {
+		const struct r_ctx *c = ctx_of(p, s->ctx[k]);
+
+		for (i = 0; c && i < c->n; i++)
+			if (strcmp(str(p, c->kv[2 * i]), key) == 0 &&
+			    (!val || strcmp(str(p, c->kv[2 * i + 1]), val) == 0))
+				return true;
+	}
+	return false;
+}
+
 static const char *
 sample_attr_any(const struct prof *p, const struct r_sample *s, const char *const *keys)
 {
@@ -1111,8 +1133,7 @@ sample_matches(const struct prof *p,
 				return false;
 			break;
 		case F_ATTR:
-			v = sample_attr(p, s, f->a);
-			if (!v || (f->b && strcmp(v, f->b) != 0))
+			if (!sample_has_attr(p, s, f->a, f->b))
 				return false;
 			break;
 		case F_TID:
