@@ -1465,6 +1465,55 @@ START_TEST(report_summary_requests_without_trace)
 }
 END_TEST
 
+/* A context whose flags say it has a trace (Elastic's trace-present byte)
+ * but whose trace id is all zero has no trace: OTLP takes an all-zero
+ * traceId for invalid.  Old: --spans printed spans of trace
+ * 00000000000000000000000000000000 and --folded "trace 000...". */
+START_TEST(report_zero_trace_id_is_no_trace)
+{
+	static const char *const names[] = {"start", "handle", "wait"};
+	static const uint32_t s_req[] = {2, 1}, s_idle[] = {3, 1};
+	const char *spans[] = {"--spans", NULL, NULL},
+		   *folded[] = {"--folded", NULL, NULL};
+	struct rec *r = malloc(sizeof(*r));
+	char file[64], out[64], *err, *o;
+	uint32_t i;
+	int st;
+
+	ck_assert_ptr_nonnull(r);
+	rec_start(r, "srv");
+	rec_functions(r, names, 3);
+	rec_stack(r, 1, s_req, 2);
+	rec_stack(r, 2, s_idle, 2);
+	rec_ctx(r, 1, 0, 0x00f067aa0ba902b7ull, NULL, 0);
+	for (i = 0; i < 4; i++) {
+		rec_round(r, 10000000ull * i);
+		rec_sample(r, 7, 1, 1);
+		rec_sample(r, 8, 2, 0);
+	}
+	rec_finish(r, file, sizeof(file), "zero-trace");
+	free(r);
+	prof_tmpfile(out, sizeof(out), "zero-trace-out");
+	spans[1] = folded[1] = file;
+	st = run_report(spans, -1, out, 0, 0, &err);
+	ck_assert_msg(st == 0, "report exit %d: %s", st, err);
+	free(err);
+	o = prof_slurp(out);
+	ck_assert_msg(!strstr(o, "\"traceId\":\"00000000000000000000000000000000\""),
+		      "%s", o);
+	free(o);
+	st = run_report(folded, -1, out, 0, 0, &err);
+	ck_assert_msg(st == 0, "report exit %d: %s", st, err);
+	free(err);
+	o = prof_slurp(out);
+	ck_assert_str_eq(o, "unknown_service:srv;[no trace];start;handle 4\n"
+			    "unknown_service:srv;[no trace];start;wait 4\n");
+	free(o);
+	unlink(out);
+	unlink(file);
+}
+END_TEST
+
 /* --attr key=value: "one of the sample's contexts has attribute key with
  * this value" (ctxdump(1)).  Each sample has an OTEP-4947 context with
  * tenant=a and a custom-labels one with tenant=b.  Old: only the first
@@ -1733,6 +1782,7 @@ TEST_SUITE(ctxdump_report_suite)
 	tcase_add_test(tc, report_escapes_target_strings);
 	tcase_add_test(tc, report_summary_traces_per_request);
 	tcase_add_test(tc, report_summary_requests_without_trace);
+	tcase_add_test(tc, report_zero_trace_id_is_no_trace);
 	tcase_add_test(tc, report_attr_filter_every_context);
 	tcase_add_test(tc, report_service_name);
 	tcase_add_test(tc, report_version_and_read_errors);

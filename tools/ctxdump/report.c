@@ -895,7 +895,10 @@ ctx_of(const struct prof *p, uint32_t id)
 }
 
 /* The sample's trace context: the first of its contexts with a trace id,
- * in layout order (OTEP, Elastic, custom-labels). */
+ * in layout order (OTEP, Elastic, custom-labels).  An all-zero trace id is
+ * none (W3C, OTLP: invalid), whatever the context's flags say (Elastic's
+ * trace-present byte is taken as is): it would be "trace 000..." and
+ * spans of an invalid traceId. */
 static const struct r_ctx *
 primary_ctx(const struct prof *p, const struct r_sample *s)
 {
@@ -904,7 +907,7 @@ primary_ctx(const struct prof *p, const struct r_sample *s)
 	for (k = 0; k < SAMPLE_CTX; k++) {
 		const struct r_ctx *c = ctx_of(p, s->ctx[k]);
 
-		if (c && (c->flags & PFILE_CTX_TRACE))
+		if (c && (c->flags & PFILE_CTX_TRACE) && !w3c_id_is_zero(c->trace, 16))
 			return c;
 	}
 	return NULL;
