@@ -1465,6 +1465,64 @@ START_TEST(report_summary_requests_without_trace)
 }
 END_TEST
 
+/* Round times are CLOCK_MONOTONIC: one that goes back is malformed (a
+ * damaged file).  Old: a span ended before it started (endTimeUnixNano <
+ * startTimeUnixNano) and the summary's largest gap between rounds wrapped
+ * to 18446744073 s. */
+START_TEST(report_round_time_going_back)
+{
+	static const char *const names[] = {"start", "handle", "wait"};
+	static const uint32_t s_req[] = {2, 1}, s_idle[] = {3, 1};
+	static const uint64_t ts[] = {30000000, 40000000, 10000000, 20000000};
+	const char *spans[] = {"--spans", NULL, NULL}, *summary[] = {NULL, NULL};
+	static const char py[] = "import json, sys\n"
+				 "d = json.load(open(sys.argv[1]))\n"
+				 "for rs in d['resourceSpans']:\n"
+				 "  for s in rs['scopeSpans'][0]['spans']:\n"
+				 "    assert int(s['endTimeUnixNano']) >= "
+				 "int(s['startTimeUnixNano']), s\n"
+				 "print('ok')\n";
+	struct rec *r = malloc(sizeof(*r));
+	char file[64], out[64], line[256], *err, *o;
+	uint32_t i;
+	int st;
+
+	ck_assert_ptr_nonnull(r);
+	rec_start(r, "srv");
+	rec_functions(r, names, 3);
+	rec_stack(r, 1, s_req, 2);
+	rec_stack(r, 2, s_idle, 2);
+	rec_ctx(r, 1, 0x4b, 0x00f067aa0ba902b7ull, NULL, 0);
+	for (i = 0; i < 4; i++) {
+		rec_round(r, ts[i]);
+		rec_sample(r, 7, 1, 1);
+		rec_sample(r, 8, 2, 0);
+	}
+	rec_finish(r, file, sizeof(file), "round-back");
+	free(r);
+	prof_tmpfile(out, sizeof(out), "round-back-out");
+	spans[1] = summary[0] = file;
+	st = run_report(spans, -1, out, 0, 0, &err);
+	ck_assert_msg(st == 1, "report exit %d: %s", st, err);
+	ck_assert_msg(strstr(err, "malformed"), "%s", err);
+	free(err);
+	st = prof_py(py, out, &o, &err);
+	ck_assert_msg(st == 0, "python: %s", err);
+	free(err);
+	free(o);
+	st = run_report(summary, -1, out, 0, 0, &err);
+	ck_assert_msg(st == 1, "report exit %d: %s", st, err);
+	free(err);
+	o = prof_slurp(out);
+	ck_assert_str_eq(
+		line_of(o, "Sampling: ", line, sizeof(line)),
+		"Sampling: interval 10.0 ms, largest gap between rounds 10.0 ms");
+	free(o);
+	unlink(out);
+	unlink(file);
+}
+END_TEST
+
 /* A context whose flags say it has a trace (Elastic's trace-present byte)
  * but whose trace id is all zero has no trace: OTLP takes an all-zero
  * traceId for invalid.  Old: --spans printed spans of trace
@@ -1782,6 +1840,7 @@ TEST_SUITE(ctxdump_report_suite)
 	tcase_add_test(tc, report_escapes_target_strings);
 	tcase_add_test(tc, report_summary_traces_per_request);
 	tcase_add_test(tc, report_summary_requests_without_trace);
+	tcase_add_test(tc, report_round_time_going_back);
 	tcase_add_test(tc, report_zero_trace_id_is_no_trace);
 	tcase_add_test(tc, report_attr_filter_every_context);
 	tcase_add_test(tc, report_service_name);

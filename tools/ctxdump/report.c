@@ -750,6 +750,13 @@ load_record(
 			return false;
 		rd->t = pfile_r_u(&r);
 		rd->window = pfile_r_u(&r);
+		/* CLOCK_MONOTONIC: a round before the one before it is
+		 * malformed, and taken as at that one's time (durations and
+		 * span ends never go back, gaps never wrap) */
+		if (p->rounds.n > 1 && rd->t < rd[-1].t) {
+			rd->t = rd[-1].t;
+			r.bad = true;
+		}
 		break;
 	}
 	case PFILE_SAMPLE: {
