@@ -1465,6 +1465,54 @@ START_TEST(report_summary_requests_without_trace)
 }
 END_TEST
 
+/* The summary shows the deepest frame every sample of a group shares also
+ * when its function recurs above it: main;run;run, then one of four
+ * leaves.  Old: run was left out as a frame above the deepest one, and
+ * the list had the leaves only (run, at 100%, missing). */
+START_TEST(report_summary_recursive_trunk)
+{
+	static const char *const names[] = {"main", "run", "a", "b", "c", "d"};
+	static const uint32_t kv[] = {7, 8};
+	const char *args[] = {NULL, NULL};
+	struct rec *r = malloc(sizeof(*r));
+	char file[64], out[64], line[256], *err, *o;
+	uint32_t i;
+	int st;
+
+	ck_assert_ptr_nonnull(r);
+	rec_start(r, "srv");
+	rec_functions(r, names, 6);
+	rec_string(r, 7, "http.route", 10);
+	rec_string(r, 8, "/r", 2);
+	for (i = 0; i < 4; i++) {
+		const uint32_t f[] = {3 + i, 2, 2, 1};
+
+		rec_stack(r, 1 + i, f, 4);
+	}
+	rec_ctx(r, 1, 0x4b, 3, kv, 1);
+	for (i = 0; i < 8; i++) {
+		rec_round(r, 10000000ull * i);
+		rec_sample(r, 7, 1 + i % 4, 1);
+	}
+	rec_finish(r, file, sizeof(file), "recursive");
+	free(r);
+	prof_tmpfile(out, sizeof(out), "recursive-out");
+	args[0] = file;
+	st = run_report(args, -1, out, 0, 0, &err);
+	ck_assert_msg(st == 0, "report exit %d: %s", st, err);
+	free(err);
+	o = prof_slurp(out);
+	ck_assert_str_eq(line_of(o, "/r: ", line, sizeof(line)),
+			 "/r: 8 samples in 1 trace");
+	ck_assert_msg(strstr(o, "/r: 8 samples in 1 trace\n   100.0%    0.0%  run\n"),
+		      "%s", o);
+	ck_assert_msg(!strstr(o, "  main\n"), "%s", o);
+	free(o);
+	unlink(out);
+	unlink(file);
+}
+END_TEST
+
 /* Round times are CLOCK_MONOTONIC: one that goes back is malformed (a
  * damaged file).  Old: a span ended before it started (endTimeUnixNano <
  * startTimeUnixNano) and the summary's largest gap between rounds wrapped
@@ -1840,6 +1888,7 @@ TEST_SUITE(ctxdump_report_suite)
 	tcase_add_test(tc, report_escapes_target_strings);
 	tcase_add_test(tc, report_summary_traces_per_request);
 	tcase_add_test(tc, report_summary_requests_without_trace);
+	tcase_add_test(tc, report_summary_recursive_trunk);
 	tcase_add_test(tc, report_round_time_going_back);
 	tcase_add_test(tc, report_zero_trace_id_is_no_trace);
 	tcase_add_test(tc, report_attr_filter_every_context);

@@ -2697,8 +2697,9 @@ print_top(const struct prof *p,
 	/* everything but the trunk above its deepest frame */
 	for (i = 0; i < n_touched; i++)
 		fc[touched[i]].pick = true;
+	/* (not the deepest one's function where it recurs higher up) */
 	for (k = 0; k + 1 < trunk_n; k++)
-		if (trunk[k] < p->fns.n)
+		if (trunk[k] < p->fns.n && trunk[k] != trunk[trunk_n - 1])
 			fc[trunk[k]].pick = false;
 	for (i = 0; i < n_touched; i++)
 		picked += fc[touched[i]].pick;
