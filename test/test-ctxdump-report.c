@@ -1100,6 +1100,7 @@ START_TEST(report_reader_limits)
 {
 	const char *args[] = {"--folded", NULL, NULL};
 	static uint32_t f[1025];
+	static const uint8_t zero[16];
 	struct rec *r = malloc(sizeof(*r));
 	char file[64], out[64], big[1000], *err, *o, *line;
 	uint32_t i;
@@ -1118,6 +1119,15 @@ START_TEST(report_reader_limits)
 	f[0] = 2;
 	rec_stack(r, 1, f + 1, 1024); /* 1024 frames: taken */
 	rec_stack(r, 2, f, 1025);     /* 1025: malformed */
+	/* a context of layout 256: malformed, not taken as 0 (OTEP-4947) */
+	pay_u(r, 1);
+	pay_u(r, 256);
+	pay_u(r, 1);
+	pay_raw(r, zero, 16);
+	pay_raw(r, zero, 8);
+	pay_u(r, 1);
+	pay_u(r, 0);
+	rec_end(r, 9);
 	rec_round(r, 0);
 	rec_sample(r, 7, 1, 0);
 	rec_sample(r, 7, 2, 0);
@@ -1132,7 +1142,7 @@ START_TEST(report_reader_limits)
 	args[1] = file;
 	st = run_report(args, -1, out, 0, 0, &err);
 	ck_assert_msg(st == 1, "report exit %d: %s", st, err);
-	ck_assert_msg(strstr(err, "2 malformed records skipped"), "%s", err);
+	ck_assert_msg(strstr(err, "3 malformed records skipped"), "%s", err);
 	free(err);
 	o = prof_slurp(out);
 	/* stack 1: 1024 names cut before the é, marked: 252 x and "..."

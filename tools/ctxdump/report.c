@@ -709,9 +709,12 @@ load_record(
 	}
 	case PFILE_CTX: {
 		struct r_ctx c = {0}, *cp;
+		uint64_t kind;
 
 		id = pfile_r_u32(&r);
-		c.kind = (uint8_t)pfile_r_u(&r);
+		/* checked before it is narrowed: 256 must not pass as 0 */
+		kind = pfile_r_u(&r);
+		c.kind = kind < LAY_N ? (uint8_t)kind : LAY_N;
 		c.flags = (uint8_t)pfile_r_u(&r);
 		pfile_r_raw(&r, c.trace, 16);
 		pfile_r_raw(&r, c.span, 8);
