@@ -920,6 +920,56 @@ START_TEST(report_context_span_attr_keys)
 }
 END_TEST
 
+/* A context span's attributes grow while it runs (a route is set once it
+ * is known): the span is named after its last sample and has its
+ * attributes (old: after its first, "GET" without the route). */
+START_TEST(report_context_span_last_attrs)
+{
+	const char *args[] = {"--spans", "--context-spans", NULL, NULL};
+	static const uint32_t kv_m[] = {1, 2}, kv_mr[] = {1, 2, 3, 4}, st1[] = {1};
+	struct rec *r = malloc(sizeof(*r));
+	char file[64], out[64], *err, *o;
+	int st;
+
+	ck_assert_ptr_nonnull(r);
+	rec_start(r, "srv");
+	rec_string(r, 1, "http.request.method", 19);
+	rec_string(r, 2, "GET", 3);
+	rec_string(r, 3, "http.route", 10);
+	rec_string(r, 4, "/x", 2);
+	rec_string(r, 5, "work", 4);
+	rec_frame(r, 1, 5);
+	rec_stack(r, 1, st1, 1);
+	/* one span (same ids), its route known from the second context on */
+	rec_ctx(r, 1, 0x4b, 0x00f067aa0ba902b7ull, kv_m, 1);
+	rec_ctx(r, 2, 0x4b, 0x00f067aa0ba902b7ull, kv_mr, 2);
+	rec_round(r, 0);
+	rec_sample(r, 7, 1, 1);
+	rec_round(r, 10000000);
+	rec_sample(r, 7, 1, 2);
+	rec_round(r, 20000000);
+	rec_sample(r, 7, 1, 2);
+	rec_finish(r, file, sizeof(file), "ctxlast");
+	free(r);
+	prof_tmpfile(out, sizeof(out), "ctxlast-out");
+	args[2] = file;
+	st = run_report(args, -1, out, 0, 0, &err);
+	ck_assert_msg(st == 0, "report exit %d: %s", st, err);
+	free(err);
+	o = prof_slurp(out);
+	ck_assert_msg(strstr(o, "\"name\":\"GET /x\",\"kind\":2,"), "%s", o);
+	ck_assert_msg(strstr(o, "{\"key\":\"http.route\",\"value\":{\"stringValue\":"
+				"\"/x\"}}"),
+		      "%s", o);
+	ck_assert_msg(strstr(o, "{\"key\":\"ctxdump.samples\",\"value\":{\"intValue\":"
+				"\"3\"}}"),
+		      "%s", o);
+	free(o);
+	unlink(out);
+	unlink(file);
+}
+END_TEST
+
 /* A tid's name is its program's: after an exec the thread at the pid
  * (and any reused tid) has another name, which the spans of the program
  * before must not take. */
@@ -1889,6 +1939,7 @@ TEST_SUITE(ctxdump_report_suite)
 	tcase_add_test(tc, report_spans_idle_elsewhere);
 	tcase_add_test(tc, report_context_spans_linear);
 	tcase_add_test(tc, report_context_span_attr_keys);
+	tcase_add_test(tc, report_context_span_last_attrs);
 	tcase_add_test(tc, report_folded_memory_bounded);
 	tcase_add_test(tc, report_reader_limits);
 	tcase_add_test(tc, report_exec_records_linear);

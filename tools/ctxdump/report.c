@@ -2472,9 +2472,20 @@ cmp_ctx_span(const void *a, const void *b, void *arg)
  * SDK's own export.  Contexts with the same trace and span id (their
  * attributes changed) are one span: the contexts are sorted by those ids
  * once, not compared with every span made so far.  A span refers to its
- * first sample (name, attributes) instead of copying from it. */
+ * last sample (name, attributes) instead of copying from it. */
 #define CS_NONE    UINT32_MAX
 #define CS_DROPPED (UINT32_MAX - 1)
+
+/* A context span's parent: the incoming span libctxshim.so publishes. */
+static void
+set_ctx_span_parent(const struct prof *p, const struct r_sample *s, struct ispan *sp)
+{
+	const char *par = sample_attr(p, s, "ctxshim.parent_span_id");
+
+	if (par && strlen(par) == 16 && w3c_hex_decode(sp->parent, par, 8) == 0 &&
+	    !w3c_id_is_zero(sp->parent, 8))
+		sp->has_parent = true;
+}
 
 static void
 add_context_spans(const struct prof *p, const struct rpt_ctl *ctl, struct spans *S)
@@ -2511,7 +2522,6 @@ add_context_spans(const struct prof *p, const struct rpt_ctl *ctl, struct spans 
 		uint64_t t = round_time(p, s->round);
 		struct ispan *sp;
 		uint32_t *gs;
-		const char *par;
 
 		if (!c || w3c_id_is_zero(c->span, 8) || !sample_matches(p, ctl, s))
 			continue;
@@ -2522,9 +2532,15 @@ add_context_spans(const struct prof *p, const struct rpt_ctl *ctl, struct spans 
 			sp = &S->v[*gs];
 			if (t < sp->start)
 				sp->start = t;
-			if (t > sp->end)
+			/* the last sample names it: a span's attributes grow
+			 * while it runs (a route is set once it is known) */
+			if (t >= sp->end) {
 				sp->end = t;
+				sp->sample = (uint32_t)i;
+			}
 			sp->count++;
+			if (!sp->has_parent)
+				set_ctx_span_parent(p, s, sp);
 			continue;
 		}
 		sp = add_span(S);
@@ -2542,11 +2558,7 @@ add_context_spans(const struct prof *p, const struct rpt_ctl *ctl, struct spans 
 		sp->image = c->image;
 		sp->context_span = true;
 		sp->sample = (uint32_t)i;
-		par = sample_attr(p, s, "ctxshim.parent_span_id");
-		if (par && strlen(par) == 16 &&
-		    w3c_hex_decode(sp->parent, par, 8) == 0 &&
-		    !w3c_id_is_zero(sp->parent, 8))
-			sp->has_parent = true;
+		set_ctx_span_parent(p, s, sp);
 	}
 out:
 	free(ids);
