@@ -969,6 +969,32 @@ sk_connected(int fd, bool unspec)
 	errno = saved_errno;
 }
 
+/* Does a write on c continue the response of its current request?  Yes
+ * while that request is not answered, and after its first write as long
+ * as no byte of another message came in since.  Not once a new head has
+ * begun (a server that rejects it before it completes: nginx's 400 for a
+ * header line over its buffers) or the scanner gave up on bytes read
+ * after it (a request line or head it does not take, which the server
+ * may still serve): the write answers that message, and the answered
+ * request's context must not come back with it.  The HTTP/2 preface after
+ * an "Upgrade: h2c" head, and a scanner stopped by the shim itself, leave
+ * it as it was (the h2c streams are that request's). */
+static bool
+sk_write_continues(const struct ctxshim_conn *c)
+{
+	enum http_scan_give_up why;
+
+	if (http_scan_at_start(&c->scan) || !ctxshim_conn_answered(c))
+		return true;
+	if (http_scan_in_head(&c->scan))
+		return false;
+	if (!http_scan_gave_up(&c->scan))
+		return true;
+	why = http_scan_give_up_reason(&c->scan);
+	return why != HTTP_SCAN_GIVE_UP_NOT_HTTP &&
+	       why != HTTP_SCAN_GIVE_UP_MALFORMED && why != HTTP_SCAN_GIVE_UP_TOO_LONG;
+}
+
 /* Before I/O on tracked fd: the thread is now working on this connection. */
 static void
 sk_follow(int fd, struct ctxshim_conn *c, bool is_write)
@@ -977,11 +1003,13 @@ sk_follow(int fd, struct ctxshim_conn *c, bool is_write)
 	int own;
 	bool same, live;
 
-	/* Writing continues a response even after its first write; reading
+	/* Writing continues a response even after its first write (unless
+	 * another message came in since: sk_write_continues()); reading
 	 * after the response means waiting for the next request. */
 	if (is_write)
 		live = (f & (CONN_F_REQ | CONN_F_HAS_CTX)) ==
-		       (CONN_F_REQ | CONN_F_HAS_CTX);
+			       (CONN_F_REQ | CONN_F_HAS_CTX) &&
+		       sk_write_continues(c);
 	else
 		live = ctxshim_conn_live(c);
 	if (!live) {

@@ -106,6 +106,21 @@ START_TEST(flood_bounded_events)
 }
 END_TEST
 
+/* A keep-alive request answered, then a message the scanner gives up on:
+ * the server's response to it used to publish the answered request's
+ * context again. */
+START_TEST(gave_up_after_answer)
+{
+	run_pipeline("gaveup", NULL);
+}
+END_TEST
+
+START_TEST(gave_up_after_answer_events)
+{
+	run_pipeline_ev("gaveup", NULL, true);
+}
+END_TEST
+
 /* The whole record, request by request, without and with the event log. */
 START_TEST(keepalive_records)
 {
@@ -132,6 +147,8 @@ TEST_SUITE(pipeline_suite)
 	tcase_add_test(tc, flood_bounded);
 	tcase_add_test(tc, flood_bounded_events);
 	tcase_add_test(tc, keepalive_records);
+	tcase_add_test(tc, gave_up_after_answer);
+	tcase_add_test(tc, gave_up_after_answer_events);
 	tcase_add_test(tc, keepalive_records_events);
 	tcase_add_loop_test(tc, reader_writer_threads_no_leak, 0, 3);
 	suite_add_tcase(s, tc);

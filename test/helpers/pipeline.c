@@ -22,6 +22,12 @@
  *                              heads read in between, the flooding one
  *                              publishes each request's context or none,
  *                              never another's
+ *   pipeline gaveup            a keep-alive request answered, then bytes the
+ *                              scanner gives up on (a request line it does
+ *                              not take, binary), or a head answered before
+ *                              it completes: neither their read nor the
+ *                              server's response to them publishes the
+ *                              answered request again
  *   pipeline keepalive         plain keep-alive, two connections on one
  *                              thread, and two heads in one read: the
  *                              whole published record is checked (trace
@@ -795,6 +801,56 @@ t_keepalive(void)
 	close(bs);
 }
 
+/* A keep-alive request answered, then a message the scanner gives up on
+ * (which a server may serve all the same): the answered request's context
+ * must not come back with the response to it. */
+static void
+t_gaveup(void)
+{
+	static const char *const next[] = {
+		"GET /p0 HTTP/1.2\r\nHost: x\r\n\r\n", /* a version it does not take */
+		"get /p0 HTTP/1.1\r\nHost: x\r\n\r\n", /* a method it does not take */
+		"\x01\x02\x03\x04binary\r\n\r\n",
+	};
+	int ac, as, a;
+	char h[768];
+	unsigned i, k = 1;
+
+	for (i = 0; i < sizeof(next) / sizeof(next[0]); i++, k += 10) {
+		pair(&ac, &as);
+		a = make_head(h, k);
+		send_all(ac, h, (size_t)a);
+		read_n(as, (size_t)a);
+		check_record(k, "keep-alive request");
+		answer(as, ac);
+		check_record(k, "after its response");
+		a = (int)strlen(next[i]);
+		send_all(ac, next[i], (size_t)a);
+		read_n(as, (size_t)a);
+		check_none("read of a message the scanner gave up on");
+		answer(as, ac);
+		check_none("response to a message the scanner gave up on");
+		close(ac);
+		close(as);
+	}
+	/* A head begun and answered before it completes: a server that
+	 * rejects a header line longer than its buffers (nginx's 400). */
+	pair(&ac, &as);
+	a = make_head(h, k);
+	send_all(ac, h, (size_t)a);
+	read_n(as, (size_t)a);
+	check_record(k, "keep-alive request before a head answered early");
+	answer(as, ac);
+	a = snprintf(h, sizeof(h), "GET /p0 HTTP/1.1\r\nHost: x\r\nX-Big: %0200d", 0);
+	send_all(ac, h, (size_t)a);
+	read_n(as, (size_t)a);
+	check_none("read of a head begun");
+	answer(as, ac);
+	check_none("response to a head that never completed");
+	close(ac);
+	close(as);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -816,11 +872,14 @@ main(int argc, char **argv)
 		t_flood();
 	else if (strcmp(mode, "keepalive") == 0)
 		t_keepalive();
+	else if (strcmp(mode, "gaveup") == 0)
+		t_gaveup();
 	else if (strcmp(mode, "two-threads") == 0)
 		t_two_threads(argc > 2 ? (unsigned)strtoul(argv[2], NULL, 10) : 20000);
 	else {
-		fprintf(stderr, "usage: pipeline interleaved|exhausted|flood|keepalive|"
-				"two-threads [N]\n");
+		fprintf(stderr,
+			"usage: pipeline interleaved|exhausted|flood|keepalive|gaveup|"
+			"two-threads [N]\n");
 		return 2;
 	}
 	{
