@@ -47,10 +47,13 @@
  * on the connection after a head, except an interim "HTTP/1.x 1xx" status
  * line (100 Continue: the body is still to come).  Pipelined requests read
  * before the current one is answered wait in a queue; the server is taken
- * to work on the next one once it has written the first bytes of the
- * previous response (event "switch", reason "pipelined"), and that one
- * counts as answered only by a write starting with a status line, so a
- * response written as head and body does not skip a request.
+ * to work on the next one once it has written the last byte of the
+ * previous response when its first write tells its length (a
+ * Content-Length, or no body: conn.c, "Response length"), else once it
+ * has written the first bytes of it (event "switch", reason
+ * "pipelined"), and that one counts as answered only by a write starting
+ * with a status line, so a response written as head and body does not
+ * skip a request.
  *
  * TLS.  A connection whose first byte is a TLS handshake record (the
  * scanner gives up there), or whose fd is handed to a TLS library
@@ -1427,7 +1430,11 @@ sk_in_buf(int fd,
  * answers the request of the ring's leader (sk_follow_link()), whose
  * next pipelined request may become current then. */
 static __attribute__((noinline, cold)) void
-sk_out_next(int fd, struct ctxshim_conn *c, const void *head, size_t head_len)
+sk_out_next(int fd,
+	    struct ctxshim_conn *c,
+	    const void *head,
+	    size_t head_len,
+	    size_t written)
 {
 	int saved_errno = errno;
 
@@ -1443,7 +1450,7 @@ sk_out_next(int fd, struct ctxshim_conn *c, const void *head, size_t head_len)
 		 * (conn.c, "Copies"), its number even accepted again: publish
 		 * nothing from a slot that is not this connection's any more. */
 		gen = atomic_load_explicit(&c->gen, memory_order_relaxed);
-		if (!ctxshim_conn_responded(c, head, head_len) ||
+		if (!ctxshim_conn_responded(c, head, head_len, written) ||
 		    atomic_load_explicit(&c->gen, memory_order_relaxed) != gen ||
 		    (atomic_load_explicit(&c->flags, memory_order_relaxed) &
 		     CONN_F_LINK)) {
@@ -1493,9 +1500,9 @@ sk_out_more(int fd, struct ctxshim_conn *c, const void *head, size_t len, ssize_
 			return;
 		if (kind == 1)
 			continue; /* an interim response of the request now current */
-		if (!ctxshim_conn_responded(c, h + off, lim - off))
+		if (!ctxshim_conn_responded(c, h + off, lim - off, (size_t)r - off))
 			return;
-		sk_out_next(fd, c, h + off, lim - off);
+		sk_out_next(fd, c, h + off, lim - off, (size_t)r - off);
 	}
 }
 
@@ -1507,8 +1514,8 @@ sk_out_unbusy(
 	int fd, struct ctxshim_conn *c, const void *head, size_t head_len, ssize_t r)
 {
 	sk_busy(true);
-	if (ctxshim_conn_responded(c, head, head_len)) {
-		sk_out_next(fd, c, head, head_len);
+	if (ctxshim_conn_responded(c, head, head_len, (size_t)r)) {
+		sk_out_next(fd, c, head, head_len, (size_t)r);
 		sk_out_more(fd, c, head, head_len, r);
 	}
 	sk_busy(false);
@@ -2460,8 +2467,8 @@ sk_write_any(int fd, const void *buf, size_t n)
 static __attribute__((noinline, cold)) ssize_t
 sk_out_slow(int fd, struct ctxshim_conn *c, const void *head, size_t len, ssize_t r)
 {
-	if (ctxshim_conn_responded_slow(c, head, len)) {
-		sk_out_next(fd, c, head, len);
+	if (ctxshim_conn_responded_slow(c, head, len, (size_t)r)) {
+		sk_out_next(fd, c, head, len, (size_t)r);
 		sk_out_more(fd, c, head, len, r);
 	}
 	sk_busy(false);

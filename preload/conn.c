@@ -170,6 +170,11 @@ struct conn_pool_entry {
 	} u;
 	_Atomic uint16_t next; /* next pipelined entry + 1, or CONN_NEXT_CLOSED */
 	bool has_ctx;
+	/* Bytes of the current request's response still to be written before
+	 * this request (the first queued) becomes current; 0: none known.
+	 * Zeroed by the reader before it queues the entry, then the writing
+	 * thread's ("Response length" at ctxshim_conn_responded_slow()). */
+	size_t hold;
 };
 
 /* e->next of an entry the writer popped as the last one: no successor will
@@ -1824,6 +1829,7 @@ conn_head(struct ctxshim_conn *c,
 	e = &conn_pool[idx - 1];
 	atomic_store_explicit(&e->next, 0, memory_order_relaxed);
 	e->has_ctx = captured;
+	e->hold = 0;
 	if (captured)
 		conn_build_scratch(&e->u.ctx, cap, flags);
 	conn_fifo_push(c, idx);
@@ -1944,42 +1950,52 @@ conn_fifo_hand_back(struct ctxshim_conn *c, unsigned next, uint32_t gen)
 		conn_fifo_drain(next, 0);
 }
 
-bool
-ctxshim_conn_responded_slow(struct ctxshim_conn *c, const void *head, size_t head_len)
+/* Is x the context of a HEAD request (its http.request.method attribute,
+ * or, for "_OTHER" when OTEL_INSTRUMENTATION_HTTP_KNOWN_METHODS leaves
+ * HEAD out, the http.request.method_original right after it;
+ * thread-record.h: entries are key, length, value)?  Its response has a
+ * Content-Length but no body. */
+static bool
+conn_ctx_is_head(const struct ctxshim_conn_ctx *x)
 {
-	uint8_t f = atomic_load_explicit(&c->flags, memory_order_relaxed);
-	uint8_t tag = (uint8_t)(atomic_load_explicit(&c->seq, memory_order_relaxed) >> 1);
-	int kind;
+	size_t i = 0, n = x->attrs_len < CTXSHIM_CONN_DATA_MAX ? x->attrs_len
+							       : CTXSHIM_CONN_DATA_MAX;
+	bool other = false;
+
+	while (i + 2 <= n && i + 2 + (size_t)x->data[i + 1] <= n) {
+		const uint8_t *v = x->data + i + 2;
+		size_t l = x->data[i + 1];
+
+		if (other)
+			return x->data[i] == ctxshim_key_method_original() && l == 4 &&
+			       memcmp(v, "HEAD", 4) == 0;
+		if (x->data[i] == CTXSHIM_KEY_METHOD) {
+			if (l == 4 && memcmp(v, "HEAD", 4) == 0)
+				return true;
+			if (l != 6 || memcmp(v, "_OTHER", 6) != 0)
+				return false;
+			other = true;
+		}
+		i += 2 + l;
+	}
+	return false;
+}
+
+/* The rest of conn_responded(): the current request is answered by this
+ * write, and a pipelined one, if queued, becomes current (true).  ended:
+ * the write ended the current request's response (its held bytes). */
+static bool
+conn_promote(struct ctxshim_conn *c, uint8_t f, uint8_t tag, int kind, bool ended)
+{
 	struct conn_pool_entry *e;
 	unsigned idx, next;
 	uint16_t claim;
 	uint32_t gen;
 
-	/* A copy: the caller answers its leader (conn.h). */
-	if (f & CONN_F_LINK)
-		return true;
-	kind = ctxshim_conn_status_kind(head, head_len);
-
-	/* Marking the request answered is a plain store of the tag seen:
-	 * answered has no other writer than the writing thread(s).  If the
-	 * reading thread makes a new request current meanwhile (a client
-	 * that sent it on seeing the response before this hook ran), the
-	 * stored tag is the old one and the new request stays unanswered,
-	 * as it should; a writer that saw an odd seq (that section in
-	 * progress) stores the old tag too.  Two threads writing responses
-	 * to one socket at once may store in either order: both tags are
-	 * ones the connection had, so the distance rule (conn.h) holds. */
-	if (kind == 1 || !(f & CONN_F_REQ) ||
-	    atomic_load_explicit(&c->answered, memory_order_relaxed) == tag)
-		return false;
-	if (f & CONN_F_CLAIMED) {
-		atomic_store_explicit(&c->answered, tag, memory_order_relaxed);
-		return false;
-	}
 	/* A request made current by the previous response's first write
 	 * is answered only by a write that starts a response: the rest of
 	 * the previous response (its body) must not count for it. */
-	if ((f & CONN_F_PROMOTED) && kind != 2)
+	if ((f & CONN_F_PROMOTED) && kind != 2 && !ended)
 		return false;
 	/* Acquire: the entry's contents, written by the reader before it
 	 * stored pending (conn_fifo_push()). */
@@ -2057,4 +2073,97 @@ ctxshim_conn_responded_slow(struct ctxshim_conn *c, const void *head, size_t hea
 	/* e has a successor, so it is nobody's tail: free it. */
 	conn_pool_release(idx);
 	return true;
+}
+
+/* Response length.  A server that writes a response in several calls (its
+ * head, then the body, made or streamed meanwhile) is still working on
+ * that response's request after the first: the pipelined request queued
+ * behind it becomes current once the last byte of the response is
+ * written, when the response's length can be told from its first write
+ * (http_response_len(): a Content-Length, or no body), not at that first
+ * write, which made the thread publish the next request while it still
+ * served the previous one.  The bytes still to come are kept in the
+ * queue's first entry (hold), counted down by the writes (sendfile's
+ * too), and a write that goes past them goes on as a write of its own
+ * from there (the next response, in the bytes known).  A response whose
+ * length cannot be told (chunked, until the close, a head cut in two
+ * writes), one to a HEAD request, or of a request without a context,
+ * promotes at its first write, as before. */
+static bool
+conn_responded(struct ctxshim_conn *c,
+	       const uint8_t *head,
+	       size_t head_len,
+	       size_t written,
+	       unsigned depth)
+{
+	uint8_t f = atomic_load_explicit(&c->flags, memory_order_relaxed);
+	uint8_t tag =
+		(uint8_t)(atomic_load_explicit(&c->seq, memory_order_relaxed) >> 1);
+	int kind;
+	struct conn_pool_entry *e;
+	unsigned idx;
+
+	/* A copy: the caller answers its leader (conn.h). */
+	if (f & CONN_F_LINK)
+		return true;
+	kind = ctxshim_conn_status_kind(head, head_len);
+
+	/* Marking the request answered is a plain store of the tag seen:
+	 * answered has no other writer than the writing thread(s).  If the
+	 * reading thread makes a new request current meanwhile (a client
+	 * that sent it on seeing the response before this hook ran), the
+	 * stored tag is the old one and the new request stays unanswered,
+	 * as it should; a writer that saw an odd seq (that section in
+	 * progress) stores the old tag too.  Two threads writing responses
+	 * to one socket at once may store in either order: both tags are
+	 * ones the connection had, so the distance rule (conn.h) holds. */
+	if (kind == 1 || !(f & CONN_F_REQ) ||
+	    atomic_load_explicit(&c->answered, memory_order_relaxed) == tag)
+		return false;
+	if (f & CONN_F_CLAIMED) {
+		atomic_store_explicit(&c->answered, tag, memory_order_relaxed);
+		return false;
+	}
+	/* Response length (above): the rest of the current response, or
+	 * its first write. */
+	idx = atomic_load_explicit(&c->pending, memory_order_acquire);
+	if (written && idx && idx <= CONN_POOL_N) {
+		e = &conn_pool[idx - 1];
+		if (e->hold) {
+			size_t off = e->hold;
+
+			if (written < off) {
+				e->hold = off - written;
+				return false;
+			}
+			e->hold = 0;
+			if (!conn_promote(c, f, tag, kind, true))
+				return false;
+			if (written > off && off < head_len && depth < CONN_QUEUE_MAX)
+				(void)conn_responded(c, head + off, head_len - off,
+						     written - off, depth + 1);
+			return true;
+		}
+		if (kind == 2 && (f & CONN_F_HAS_CTX) &&
+		    atomic_load_explicit(&e->next, memory_order_acquire) !=
+			    CONN_NEXT_CLOSED &&
+		    !conn_ctx_is_head(&c->ctx)) {
+			size_t len = http_response_len(head, head_len);
+
+			if (len > written) {
+				e->hold = len - written;
+				return false;
+			}
+		}
+	}
+	return conn_promote(c, f, tag, kind, false);
+}
+
+bool
+ctxshim_conn_responded_slow(struct ctxshim_conn *c,
+			    const void *head,
+			    size_t head_len,
+			    size_t written)
+{
+	return conn_responded(c, head, head_len, written, 0);
 }

@@ -499,7 +499,8 @@ ctxshim_conn_interim(const void *head, size_t len)
 /* ctxshim_conn_responded() past its usual case (conn.c). */
 bool ctxshim_conn_responded_slow(struct ctxshim_conn *c,
 				 const void *head,
-				 size_t head_len);
+				 size_t head_len,
+				 size_t written);
 
 _Static_assert(offsetof(struct ctxshim_conn, flags) ==
 			       offsetof(struct ctxshim_conn, pending) + 2 &&
@@ -544,9 +545,11 @@ ctxshim_conn_responded_usual(struct ctxshim_conn *c, const void *head, size_t he
 	return !(f & CONN_F_REQ) || (uint8_t)(w >> 24) == tag;
 }
 
-/* A write of n > 0 bytes happened on c; head is its first bytes (NULL if
- * unknown, e.g. sendfile).  Marks the current request answered; when a
- * pipelined request was waiting, makes it current and returns true.  On a
+/* A write of written > 0 bytes happened on c; head is its first bytes
+ * (head_len of them, NULL if unknown, e.g. sendfile).  Marks the current
+ * request answered; when a pipelined request was waiting, makes it
+ * current -- once the current request's response is written whole, when
+ * its length is known (conn.c, "Response length") -- and returns true.  On a
  * claimed connection it only marks the request answered (so that
  * ctxshim_conn_request_ctx() stops returning it).  On a CONN_F_LINK copy
  * it does nothing but return true: the caller answers the leader's
@@ -556,11 +559,14 @@ ctxshim_conn_responded_usual(struct ctxshim_conn *c, const void *head, size_t he
  * B1i); anything else is ctxshim_conn_responded_slow(), which decides
  * the same way from the start. */
 static inline __attribute__((always_inline)) bool
-ctxshim_conn_responded(struct ctxshim_conn *c, const void *head, size_t head_len)
+ctxshim_conn_responded(struct ctxshim_conn *c,
+		       const void *head,
+		       size_t head_len,
+		       size_t written)
 {
 	if (ctxshim_conn_responded_usual(c, head, head_len))
 		return false;
-	return ctxshim_conn_responded_slow(c, head, head_len);
+	return ctxshim_conn_responded_slow(c, head, head_len, written);
 }
 
 /* Has a response been written for c's current request (see answered)? */

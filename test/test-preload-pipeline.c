@@ -106,6 +106,22 @@ START_TEST(flood_bounded_events)
 }
 END_TEST
 
+/* Pipelined requests whose responses are written as a head and then the
+ * body: the thread used to publish the next request from the head's
+ * write on, while it still wrote (or made) the body of the previous
+ * one. */
+START_TEST(head_then_body)
+{
+	run_pipeline("headbody", NULL);
+}
+END_TEST
+
+START_TEST(head_then_body_events)
+{
+	run_pipeline_ev("headbody", NULL, true);
+}
+END_TEST
+
 /* A keep-alive request answered, then a message the scanner gives up on:
  * the server's response to it used to publish the answered request's
  * context again. */
@@ -147,6 +163,8 @@ TEST_SUITE(pipeline_suite)
 	tcase_add_test(tc, flood_bounded);
 	tcase_add_test(tc, flood_bounded_events);
 	tcase_add_test(tc, keepalive_records);
+	tcase_add_test(tc, head_then_body);
+	tcase_add_test(tc, head_then_body_events);
 	tcase_add_test(tc, gave_up_after_answer);
 	tcase_add_test(tc, gave_up_after_answer_events);
 	tcase_add_test(tc, keepalive_records_events);

@@ -22,6 +22,15 @@
  *                              heads read in between, the flooding one
  *                              publishes each request's context or none,
  *                              never another's
+ *   pipeline headbody          pipelined requests whose responses are
+ *                              written as a head and then a body in
+ *                              pieces (Content-Length): until the last
+ *                              byte of a response is written, the thread
+ *                              publishes that response's request, not the
+ *                              one pipelined behind it; a write that ends
+ *                              one response and carries the next whole
+ *                              moves on past both; a HEAD request's
+ *                              response is its head
  *   pipeline gaveup            a keep-alive request answered, then bytes the
  *                              scanner gives up on (a request line it does
  *                              not take, binary), or a head answered before
@@ -801,6 +810,82 @@ t_keepalive(void)
 	close(bs);
 }
 
+/* Pipelined requests answered as head, then body in pieces: the thread
+ * works on a request until its response's last byte is written (a server
+ * that writes the head and then makes or streams the body), and only
+ * then on the next one. */
+static void
+t_headbody(void)
+{
+	static const char head1[] = "HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n";
+	int ac, as, a, b, c;
+	char h[1024], out[256];
+	unsigned round, k = 1;
+	size_t n;
+
+	pair(&ac, &as);
+	for (round = 0; round < 20; round++, k += 10) {
+		/* Two heads in one read: head, body in two writes. */
+		a = make_head(h, k);
+		b = make_head(h + a, k + 1);
+		send_all(ac, h, (size_t)(a + b));
+		read_n(as, (size_t)(a + b));
+		check_record(k, "first of two heads");
+		send_all(as, head1, sizeof(head1) - 1);
+		check_record(k, "after its response's head");
+		send_all(as, "0123", 4);
+		check_record(k, "after a part of its response's body");
+		send_all(as, "456789", 6);
+		check_record(k + 1, "after its response's last byte");
+		answer(as, ac);
+		read_n(ac, sizeof(head1) - 1 + 10);
+		check_record(k + 1, "after the second response");
+		poll_read(as);
+		check_none("read after both responses");
+
+		/* Three heads in one read: the first response's head, part of
+		 * its body, then its last bytes and the second response whole
+		 * in one write: the thread is on the third request then. */
+		a = make_head(h, k + 2);
+		b = make_head(h + a, k + 3);
+		c = make_head(h + a + b, k + 4);
+		send_all(ac, h, (size_t)(a + b + c));
+		read_n(as, (size_t)(a + b + c));
+		check_record(k + 2, "first of three heads");
+		send_all(as, head1, sizeof(head1) - 1);
+		send_all(as, "01234", 5);
+		check_record(k + 2, "first of three, during its body");
+		n = (size_t)snprintf(out, sizeof(out), "56789%s", resp);
+		send_all(as, out, n);
+		check_record(k + 4, "third of three, after the second response");
+		answer(as, ac);
+		read_n(ac, sizeof(head1) - 1 + 10 + RESP_LEN);
+		poll_read(as);
+		check_none("read after three responses");
+
+		/* A HEAD request: its response's Content-Length has no body
+		 * behind it, so its head is the whole response. */
+		a = make_head(h, k + 5);
+		memmove(h + 1, h, (size_t)a + 1);
+		memcpy(h, "HEAD", 4);
+		a++;
+		b = make_head(h + a, k + 6);
+		send_all(ac, h, (size_t)(a + b));
+		read_n(as, (size_t)(a + b));
+		c = ctx_is(k + 5);
+		count(c);
+		CHECK(c == 1, "HEAD request: %d", c);
+		send_all(as, head1, sizeof(head1) - 1);
+		check_record(k + 6, "after the HEAD request's response");
+		answer(as, ac);
+		read_n(ac, sizeof(head1) - 1);
+		poll_read(as);
+		check_none("read after the HEAD request's and the next response");
+	}
+	close(ac);
+	close(as);
+}
+
 /* A keep-alive request answered, then a message the scanner gives up on
  * (which a server may serve all the same): the answered request's context
  * must not come back with the response to it. */
@@ -872,14 +957,16 @@ main(int argc, char **argv)
 		t_flood();
 	else if (strcmp(mode, "keepalive") == 0)
 		t_keepalive();
+	else if (strcmp(mode, "headbody") == 0)
+		t_headbody();
 	else if (strcmp(mode, "gaveup") == 0)
 		t_gaveup();
 	else if (strcmp(mode, "two-threads") == 0)
 		t_two_threads(argc > 2 ? (unsigned)strtoul(argv[2], NULL, 10) : 20000);
 	else {
-		fprintf(stderr,
-			"usage: pipeline interleaved|exhausted|flood|keepalive|gaveup|"
-			"two-threads [N]\n");
+		fprintf(stderr, "usage: pipeline "
+				"interleaved|exhausted|flood|keepalive|headbody|gaveup|"
+				"two-threads [N]\n");
 		return 2;
 	}
 	{
