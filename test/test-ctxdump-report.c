@@ -151,6 +151,17 @@ rec_frame(struct rec *r, uint32_t id, uint32_t sym)
 	rec_end(r, 7);
 }
 
+/* Strings id to id + 3: "http.request.method", "GET", "http.route", "/x"
+ * (a context with kv {id, id + 1, id + 2, id + 3} is request "GET /x"). */
+static void
+rec_get_x(struct rec *r, uint32_t id)
+{
+	rec_string(r, id, "http.request.method", 19);
+	rec_string(r, id + 1, "GET", 3);
+	rec_string(r, id + 2, "http.route", 10);
+	rec_string(r, id + 3, "/x", 2);
+}
+
 /* Function i + 1 named names[i], and frame i + 1 in it, for each name. */
 static void
 rec_functions(struct rec *r, const char *const *names, uint32_t n)
@@ -556,10 +567,7 @@ START_TEST(report_spans_filter_per_sample)
 	ck_assert_ptr_nonnull(r);
 	rec_start(r, "srv");
 	rec_functions(r, names, 5);
-	rec_string(r, 6, "http.request.method", 19);
-	rec_string(r, 7, "GET", 3);
-	rec_string(r, 8, "http.route", 10);
-	rec_string(r, 9, "/x", 2);
+	rec_get_x(r, 6);
 	rec_stack(r, 1, s_req, 4);
 	rec_stack(r, 2, s_idle, 3);
 	rec_ctx(r, 1, 0x4b, 0x00f067aa0ba902b7ull, kv1, 1);
@@ -649,10 +657,7 @@ START_TEST(report_spans_untraced_request_not_idle)
 	ck_assert_ptr_nonnull(r);
 	rec_start(r, "srv");
 	rec_functions(r, names, 7);
-	rec_string(r, 8, "http.request.method", 19);
-	rec_string(r, 9, "GET", 3);
-	rec_string(r, 10, "http.route", 10);
-	rec_string(r, 11, "/x", 2);
+	rec_get_x(r, 8);
 	rec_stack(r, 1, s_a, 5);
 	rec_stack(r, 2, s_b, 5);
 	rec_stack(r, 3, s_idle, 3);
@@ -933,10 +938,7 @@ START_TEST(report_context_span_last_attrs)
 
 	ck_assert_ptr_nonnull(r);
 	rec_start(r, "srv");
-	rec_string(r, 1, "http.request.method", 19);
-	rec_string(r, 2, "GET", 3);
-	rec_string(r, 3, "http.route", 10);
-	rec_string(r, 4, "/x", 2);
+	rec_get_x(r, 1);
 	rec_string(r, 5, "work", 4);
 	rec_frame(r, 1, 5);
 	rec_stack(r, 1, st1, 1);
