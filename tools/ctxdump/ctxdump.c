@@ -571,16 +571,14 @@ read_threads(struct run *run)
 			continue;
 		want = t->hdr.attrs_data_size;
 		have = t->rec_len - TREC_HEADER_SIZE;
-		if (want > DUMP_ATTRS_CAP) {
-			want = DUMP_ATTRS_CAP;
-			t->attrs_capped = true;
-		}
 		if (have >= want) {
 			t->attrs_len = want; /* in t->rec */
 			continue;
 		}
 		/* Larger than the recommended maximum (or cut by an unmapped
-		 * page): the rest thread by thread, while still stopped. */
+		 * page): the rest thread by thread, while still stopped, all
+		 * of it (at most 64 KiB, a u16 size): a key index that repeats
+		 * is read from its last occurrence (OTEP-4947). */
 		t->attrs = malloc(want);
 		if (!t->attrs) {
 			t->attrs_capped = true;

@@ -20,11 +20,6 @@
 /* What --max-frames 0 ("no limit") means. */
 #define DUMP_UNLIMITED_FRAMES 4096
 
-/* attrs-data bytes copied per thread: all of it, as attrs-data-size is a
- * u16.  The OTEP recommends at most 612, but a key index that repeats is
- * read from its last occurrence (OTEP-4947), which may be anywhere. */
-#define DUMP_ATTRS_CAP UINT16_MAX
-
 /* The large per-thread fields a dump seldom writes: kept out of struct
  * dump_thread so the array written while the threads are stopped stays
  * small (its pages are faulted in before the stop, and every page costs
@@ -82,7 +77,7 @@ struct dump_thread {
 	 * NULL: it is in rec.  Use dump_attrs(). */
 	uint8_t *attrs;
 	size_t attrs_len;  /* bytes copied */
-	bool attrs_capped; /* attrs_data_size above DUMP_ATTRS_CAP or unreadable */
+	bool attrs_capped; /* attrs-data not all read (unmapped, or no memory) */
 	/* Decoded after the threads run again (entries point into attrs);
 	 * a compact copy, not a struct trec_attrs_decoded per thread: that
 	 * is 4 KiB, and 4 MiB of fresh pages for 1000 threads. */
