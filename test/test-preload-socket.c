@@ -959,12 +959,8 @@ TEST_SUITE(socket_suite)
 {
 	Suite *s = suite_create("preload-socket");
 	TCase *tc = tcase_create("tpc");
-	char path[4096];
-
-	snprintf(path, sizeof(path), "%s/tools/ctxdump/ctxdump",
-		 test_env_path("CTXSHIM_BUILDDIR"));
-	if (access(path, X_OK) != 0)
-		test_skip("ctxdump is not built (%s)", path);
+	if (access(test_ctxdump_path(), X_OK) != 0)
+		test_skip("ctxdump is not built (%s)", test_ctxdump_path());
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_tpc_traced);
 	tcase_add_loop_test(tc, test_tpc_split_reads, 0,
@@ -984,8 +980,7 @@ TEST_SUITE(socket_suite)
 			    (int)(sizeof(long_path_n) / sizeof(long_path_n[0])));
 	tcase_add_test(tc, test_tpc_pipelined_long);
 	/* tpc-curl-server is built only with libcurl's -dev package. */
-	helper_path(path, sizeof(path), "tpc-curl-server");
-	if (access(path, X_OK) == 0)
+	if (access(test_helper_path("tpc-curl-server"), X_OK) == 0)
 		tcase_add_loop_test(
 			tc, test_tpc_call_tracestate, 0,
 			(int)(sizeof(propagate_modes) / sizeof(propagate_modes[0])));
