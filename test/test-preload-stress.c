@@ -4,8 +4,9 @@
  * signal handlers that read sockets, close() racing reads on other
  * threads.  No crash, no deadlock (every run has a deadline), no lost or
  * corrupted data, the right context for every request, memory that does
- * not grow with the load.  10 000 threads created and exiting under
- * ctxdump are in test-ctxdump-flow.c. */
+ * not grow with the load, records a sampling profiler reads whole.
+ * 10 000 threads created and exiting under ctxdump are in
+ * test-ctxdump-flow.c. */
 #include "test-common.h"
 
 #include <stdlib.h>
@@ -111,6 +112,18 @@ START_TEST(close_races_reads)
 }
 END_TEST
 
+/* A sampling profiler's view: a timer signal on the serving thread reads
+ * its record at random points, the shim's publications included; a record
+ * marked valid is always one request's whole context (stress.c). */
+START_TEST(sampled_records_are_whole)
+{
+	struct result r;
+
+	run_stress("sample", "20000", true, &r);
+	assert_bounded(&r, "sample");
+}
+END_TEST
+
 TEST_SUITE(preload_stress_suite)
 {
 	Suite *s = suite_create("preload-stress");
@@ -121,6 +134,7 @@ TEST_SUITE(preload_stress_suite)
 	tcase_add_test(tc, fork_exec_storm);
 	tcase_add_test(tc, signal_handlers_read_sockets);
 	tcase_add_test(tc, close_races_reads);
+	tcase_add_test(tc, sampled_records_are_whole);
 	suite_add_tcase(s, tc);
 	return s;
 }

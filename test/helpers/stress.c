@@ -28,6 +28,11 @@
  *                       accepted connections while another thread closes
  *                       those fds, new connections take the same numbers,
  *                       and a request on each must give its own trace.
+ *   stress sample N     N keep-alive requests, two at a time in flight
+ *                       (every fourth without a traceparent), while a 17 us timer signal on the
+ *                       serving thread reads its record as a sampling
+ *                       profiler would: every record marked valid must
+ *                       be one request's whole context.
  */
 #include "config.h"
 
@@ -667,6 +672,227 @@ mode_sigread(long *rss0)
 	close(lsock);
 }
 
+/* ---- sample ---- */
+
+/* What a sampling profiler sees (the eBPF profiler reads the interrupted
+ * thread's record from its perf event): a timer signal at a random point
+ * of this thread's work, the shim's publications included, reads the
+ * record through the thread's otel_thread_ctx_v1 as such a reader would,
+ * without any call.  A record marked valid must be one request's whole
+ * context (its trace, its url.path and its method, never a mix of two,
+ * never a partly written attribute list), and a request near the one
+ * being served. */
+static const struct otel_thread_ctx_record *const *smp_slot;
+static volatile unsigned long smp_n, smp_valid, smp_bad;
+static volatile unsigned long smp_cur; /* the request being served */
+static volatile int smp_why;
+static uint8_t smp_copy[TREC_HEADER_SIZE + 64];
+
+static uint64_t
+be64(const uint8_t *p)
+{
+	uint64_t v = 0;
+	int k;
+
+	for (k = 0; k < 8; k++)
+		v = v << 8 | p[k];
+	return v;
+}
+
+/* 0 if r is one request's context, else why not. */
+static int
+sample_check(const struct otel_thread_ctx_record *r)
+{
+	unsigned size = r->attrs_data_size, off = 0;
+	long path = -1;
+	bool get = false;
+
+	if (size > TREC_ATTRS_MAX)
+		return 1;
+	while (off + 2 <= size) {
+		const uint8_t *v = r->attrs_data + off + 2;
+		unsigned len = r->attrs_data[off + 1], k;
+
+		if (off + 2 + len > size)
+			return 2;
+		if (len == 3 && memcmp(v, "GET", 3) == 0)
+			get = true;
+		for (k = 2; len > 2 && v[0] == '/' && v[1] == 'r' && k < len; k++)
+			path = (k == 2 ? 0 : path * 10) + (v[k] - '0');
+		off += 2 + len;
+	}
+	if (off != size)
+		return 2;
+	if (!get || path < 0)
+		return 3;
+	/* the request being served, the one before it (answered, until the
+	 * shim lets it go) or the one after it (pipelined, handed over at
+	 * the response's last byte): never an older one */
+	if ((unsigned long)path + 1 < smp_cur || (unsigned long)path > smp_cur + 1)
+		return 7;
+	if (be64(r->span_id) == 0)
+		return 4;
+	/* request i carries trace 4bf92f3577b34da6<i + 1>, but every fourth
+	 * carries none and gets a new random trace */
+	if (be64(r->trace_id) != 0x4bf92f3577b34da6ULL)
+		return path % 4 == 3 ? 0 : 6;
+	if (path % 4 == 3 || be64(r->trace_id + 8) != (uint64_t)path + 1)
+		return 5;
+	return 0;
+}
+
+static void
+on_sample(int sig)
+{
+	const struct otel_thread_ctx_record *r =
+		*(const struct otel_thread_ctx_record *const volatile *)smp_slot;
+	int why;
+
+	(void)sig;
+	smp_n++;
+	if (!r || r->valid != 1)
+		return;
+	smp_valid++;
+	why = sample_check(r);
+	if (why && smp_bad++ == 0) {
+		smp_why = why;
+		memcpy(smp_copy, r, sizeof(smp_copy));
+	}
+}
+
+/* Keeps two requests in flight (pipelined), so that the shim also
+ * publishes a request's context while the one before it is published. */
+static void *
+sample_client(void *arg)
+{
+	int fd = *(int *)arg;
+	char req[256], resp[256];
+	unsigned long sent = 0, answered = 0;
+	size_t got = 0;
+
+	while (answered < n_total) {
+		char *end;
+
+		while (sent < n_total && sent < answered + 2) {
+			size_t n = sent % 4 == 3
+					   ? (size_t)snprintf(req, sizeof(req),
+							      "GET /r%lu HTTP/1.1\r\n"
+							      "Host: x\r\n\r\n",
+							      sent)
+					   : request(req, sizeof(req), sent);
+
+			write_all(fd, req, n);
+			sent++;
+		}
+		/* responses end in "ok" (Content-Length: 2) */
+		while ((end = memmem(resp, got, "\r\n\r\nok", 6)) != NULL) {
+			size_t used = (size_t)(end + 6 - resp);
+
+			memmove(resp, resp + used, got - used);
+			got -= used;
+			answered++;
+		}
+		if (answered == n_total || (sent < n_total && sent < answered + 2))
+			continue;
+		{
+			ssize_t r = read(fd, resp + got, sizeof(resp) - got);
+
+			if (r < 0 && errno == EINTR)
+				continue;
+			if (r <= 0) {
+				mismatch("sample: response %lu cut\n", answered);
+				return NULL;
+			}
+			got += (size_t)r;
+		}
+	}
+	return NULL;
+}
+
+static void
+mode_sample(long *rss0)
+{
+	static const char resp[] = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+	struct sigevent sev = {.sigev_notify = SIGEV_THREAD_ID, .sigev_signo = SIGPROF};
+	/* a period no phase of a request divides evenly */
+	struct itimerspec its = {{0, 17011}, {0, 17011}};
+	struct sigaction sa = {.sa_handler = on_sample, .sa_flags = SA_RESTART};
+	pthread_t tc;
+	timer_t timer;
+	int srv, cli;
+	unsigned long i;
+	char buf[1024];
+	size_t len = 0;
+
+	if (!shim) {
+		fprintf(stderr, "sample: no otel_thread_ctx_v1: run under the shim\n");
+		exit(2);
+	}
+	smp_slot = dlsym(RTLD_DEFAULT, OTEL_THREAD_CTX_SYMBOL);
+	lsock = listen_any();
+	accepted_pair(&srv, &cli);
+	sev._sigev_un._tid = gettid(); /* sigev_notify_thread_id: glibc 2.41 */
+	if (sigaction(SIGPROF, &sa, NULL) ||
+	    timer_create(CLOCK_MONOTONIC, &sev, &timer) ||
+	    timer_settime(timer, 0, &its, NULL)) {
+		perror("sample: timer");
+		exit(2);
+	}
+	pthread_create(&tc, NULL, sample_client, &cli);
+	/* reads of any size, which may end inside the next head or hold
+	 * both: the shim's whole-head, split and pipelined paths */
+	for (i = 0; i < n_total;) {
+		char *end = memmem(buf, len, "\r\n\r\n", 4);
+		ssize_t r;
+
+		if (end) {
+			size_t used = (size_t)(end + 4 - buf);
+
+			if (strncmp(buf, "GET /r", 6) != 0 ||
+			    strtoul(buf + 6, NULL, 10) != i) {
+				mismatch("sample: request %lu not read whole\n", i);
+				break;
+			}
+			write_all(srv, resp, sizeof(resp) - 1);
+			memmove(buf, buf + used, len - used);
+			len -= used;
+			atomic_fetch_add(&done, 1);
+			if (i++ == n_total / 10)
+				*rss0 = rss_kb();
+			smp_cur = i;
+			continue;
+		}
+		r = read(srv, buf + len, 1 + (i * 37) % (sizeof(buf) - 1 - len));
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0) {
+			mismatch("sample: connection ended at request %lu\n", i);
+			break;
+		}
+		len += (size_t)r;
+	}
+	timer_delete(timer);
+	pthread_join(tc, NULL);
+	fprintf(stderr, "sample: %lu samples, %lu of a valid record\n", smp_n,
+		smp_valid);
+	if (smp_bad) {
+		char hex[2 * sizeof(smp_copy) + 1];
+		size_t k;
+
+		for (k = 0; k < sizeof(smp_copy); k++)
+			snprintf(hex + 2 * k, 3, "%02x", smp_copy[k]);
+		mismatch("sample: %lu valid records were not one request's (first: "
+			 "reason %d, %s)\n",
+			 smp_bad, smp_why, hex);
+	}
+	/* a test that samples nothing proves nothing */
+	if (smp_valid < n_total / 10)
+		mismatch("sample: only %lu samples of a valid record\n", smp_valid);
+	close(cli);
+	close(srv);
+	close(lsock);
+}
+
 /* ---- closerace ---- */
 
 #define RACERS 4
@@ -751,7 +977,8 @@ main(int argc, char **argv)
 	const char *mode;
 
 	if (argc != 3) {
-		fprintf(stderr, "usage: stress conns|forks|sigread|closerace N\n");
+		fprintf(stderr,
+			"usage: stress conns|forks|sigread|closerace|sample N\n");
 		return 64;
 	}
 	mode = argv[1];
@@ -767,6 +994,8 @@ main(int argc, char **argv)
 		mode_sigread(&rss0);
 	else if (strcmp(mode, "closerace") == 0)
 		mode_closerace(&rss0);
+	else if (strcmp(mode, "sample") == 0)
+		mode_sample(&rss0);
 	else
 		return 64;
 	printf("RESULT %s n=%lu bad=%lu ctx_bad=%lu ms=%ld rss0_kb=%ld rss1_kb=%ld\n",
