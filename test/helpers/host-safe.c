@@ -9,6 +9,13 @@
  *       only calls FN (execve, execv, execvp, execvpe, execl, execle,
  *       execlp, fexecve or execveat) on /bin/true.  Prints how the child
  *       ended (hooks/hook-exec.c).
+ *   host-safe vfork-execl FN
+ *       A vfork() child calls FN (execl, execle or execlp) on /bin/true
+ *       with 1001 arguments, as glibc's own execl() takes on the stack.
+ *       Prints how the child ended and whether the parent's
+ *       /proc/self/maps is the same after as before (hooks/hook-exec.c
+ *       used to map the argument vector, which the child's exec left in
+ *       the parent).
  *   host-safe sigpipe MODE
  *       Serves two HTTP requests with a traceparent over a loopback
  *       connection (each read makes the shim publish a context, and write a
@@ -144,6 +151,71 @@ clone_exec(const char *fn, size_t size)
 		       WTERMSIG(st));
 	else
 		printf("%s stack %zu: child exit %d\n", fn, size, WEXITSTATUS(st));
+	return 0;
+}
+
+/* ---- vfork-execl -------------------------------------------------------- */
+
+#define ARG1    "x",
+#define ARG10   ARG1 ARG1 ARG1 ARG1 ARG1 ARG1 ARG1 ARG1 ARG1 ARG1
+#define ARG100  ARG10 ARG10 ARG10 ARG10 ARG10 ARG10 ARG10 ARG10 ARG10 ARG10
+#define ARG1000 ARG100 ARG100 ARG100 ARG100 ARG100 ARG100 ARG100 ARG100 ARG100 ARG100
+
+/* Reads /proc/self/maps into buf (static: nothing is allocated between
+ * the two reads); its length, or -1. */
+static ssize_t
+read_maps(char *buf, size_t cap)
+{
+	int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+	size_t n = 0;
+	ssize_t r;
+
+	if (fd < 0)
+		return -1;
+	while (n < cap && (r = read(fd, buf + n, cap - n)) > 0)
+		n += (size_t)r;
+	close(fd);
+	return n < cap ? (ssize_t)n : -1;
+}
+
+static int
+vfork_execl(const char *fn)
+{
+	static char before[1 << 20], after[1 << 20];
+	ssize_t nb, na;
+	int st;
+	pid_t p;
+
+	for (exec_which = X_EXECL; exec_which <= X_EXECLP; exec_which++)
+		if (strcmp(fn, exec_names[exec_which]) == 0)
+			break;
+	if (exec_which > X_EXECLP)
+		return 64;
+	nb = read_maps(before, sizeof(before));
+	p = vfork();
+	if (p == 0) {
+		if (exec_which == X_EXECL)
+			p_execl("/bin/true", "/bin/true", ARG1000(char *) NULL);
+		else if (exec_which == X_EXECLE)
+			p_execle("/bin/true", "/bin/true", ARG1000(char *) NULL,
+				 environ);
+		else
+			p_execlp("/bin/true", "/bin/true", ARG1000(char *) NULL);
+		p_exit(127);
+	}
+	if (p < 0 || waitpid(p, &st, 0) != p)
+		return 2;
+	na = read_maps(after, sizeof(after));
+	if (nb < 0 || na < 0)
+		return 2;
+	printf("%s 1001 arguments under vfork: child %s %d, maps %s\n", fn,
+	       WIFSIGNALED(st) ? "killed by signal" : "exit",
+	       WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st),
+	       na == nb && memcmp(before, after, (size_t)nb) == 0 ? "unchanged"
+								  : "changed");
+	if (na != nb || memcmp(before, after, (size_t)nb) != 0)
+		fprintf(stderr, "--- before\n%.*s--- after\n%.*s", (int)nb, before,
+			(int)na, after);
 	return 0;
 }
 
@@ -385,13 +457,16 @@ main(int argc, char **argv)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (argc == 4 && strcmp(argv[1], "clone-exec") == 0)
 		return clone_exec(argv[2], strtoul(argv[3], NULL, 0));
+	if (argc == 3 && strcmp(argv[1], "vfork-execl") == 0)
+		return vfork_execl(argv[2]);
 	if (argc == 3 && strcmp(argv[1], "sigpipe") == 0)
 		return sigpipe_mode(argv[2]);
 	if (argc == 2 && strcmp(argv[1], "uc-migrate") == 0)
 		return uc_migrate();
 	if (argc == 3 && strcmp(argv[1], "uc-small-stack") == 0)
 		return uc_small_stack(strtoul(argv[2], NULL, 0));
-	fprintf(stderr, "usage: host-safe clone-exec FN SIZE | sigpipe MODE | "
+	fprintf(stderr, "usage: host-safe clone-exec FN SIZE | vfork-execl FN | "
+			"sigpipe MODE | "
 			"uc-migrate | uc-small-stack SIZE\n");
 	return 64;
 }
