@@ -69,9 +69,13 @@
  * neither setting on, or no context to hand on) every hook is a few tests
  * and a tail call to the real function, with no frame to speak of; the
  * noinline hook_exec_follow() takes what the new environment needs, and
- * the execl family sizes its argument vector from the argument count, as
- * glibc's execl does (posix/execl.c), on the stack up to EXEC_ARGV_STACK
- * entries and in a mapping beyond. */
+ * the execl family sizes its argument vector from the argument count on
+ * the stack, whatever the count, exactly as glibc's execl does
+ * (posix/execl.c, a VLA, "to avoid dynamic memory allocation" in a signal
+ * handler or a vfork child): a call glibc's execl makes, ours makes too,
+ * with a few words more of stack.  A mapping for a long vector failed
+ * with ENOMEM where glibc's would not, and the one a vfork child's exec
+ * left behind stayed in the parent. */
 #include "config.h"
 
 #include "hooks.h"
@@ -93,7 +97,6 @@
 #include <unistd.h>
 
 #define EXEC_STACK_BYTES 4096
-#define EXEC_ARGV_STACK  256
 
 typedef int (*execve_fn)(const char *, char *const[], char *const[]);
 typedef int (*execv_fn)(const char *, char *const[]);
@@ -303,15 +306,15 @@ hook_exec_lists_shim(const char *v)
  * mapping in this thread-local slot before the exec, and the exec's
  * failure takes it back; the parent thread's next exec that needs a
  * mapping unmaps what is noted first.  At most one such mapping per
- * thread and kind (environment, execl argument vector) remains, not one
- * per exec.  A fork() child writes its own copy of the slot. */
+ * thread remains, not one per exec.  A fork() child writes its own copy
+ * of the slot. */
 struct exec_map {
 	void *map;
 	size_t len;
 	pid_t pid; /* the process whose hook made it */
 };
 
-static __thread struct exec_map exec_map_env, exec_map_argv;
+static __thread struct exec_map exec_map_env;
 
 /* Keeps errno. */
 static void *
@@ -741,8 +744,9 @@ hook_exec_execveat(
 }
 
 /* The execl family: the arguments as a vector, then the v variant, as
- * glibc's own execl does.  The vector is sized from the count (alloca, as
- * glibc's VLA), so a short call costs a few words of stack. */
+ * glibc's own execl does.  The vector is sized from the count, on the
+ * stack whatever the count (alloca, as glibc's VLA: see the top), so a
+ * short call costs a few words of stack. */
 enum exec_l_kind { EXEC_L, EXEC_LE, EXEC_LP };
 
 static int
@@ -750,8 +754,6 @@ hook_exec_l(enum exec_l_kind kind, const char *path, const char *arg, va_list ap
 {
 	char **argv;
 	char *const *envp = environ;
-	void *map = NULL;
-	struct exec_map outer = {0};
 	size_t argc = 1, i;
 	va_list count;
 	int r;
@@ -767,17 +769,7 @@ hook_exec_l(enum exec_l_kind kind, const char *path, const char *arg, va_list ap
 		errno = E2BIG;
 		return -1;
 	}
-	if (argc + 1 > EXEC_ARGV_STACK) {
-		map = hook_exec_map(&exec_map_argv, &outer,
-				    (argc + 1) * sizeof(char *));
-		if (!map) {
-			errno = ENOMEM;
-			return -1;
-		}
-		argv = map;
-	} else {
-		argv = __builtin_alloca((argc + 1) * sizeof(char *));
-	}
+	argv = __builtin_alloca((argc + 1) * sizeof(char *));
 	if (argc)
 		argv[0] = (char *)arg;
 	for (i = 1; i < argc; i++)
@@ -794,7 +786,6 @@ hook_exec_l(enum exec_l_kind kind, const char *path, const char *arg, va_list ap
 		r = hook_exec_execve(path, argv, envp);
 	else
 		r = hook_exec_execv(path, argv);
-	hook_exec_unmap(&exec_map_argv, &outer, map);
 	return r;
 }
 

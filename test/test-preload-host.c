@@ -169,6 +169,27 @@ START_TEST(exec_on_small_clone_stack)
 }
 END_TEST
 
+static const char *const execl_fns[] = {"execl", "execle", "execlp"};
+
+/* glibc's execl family takes any number of arguments on the stack (a VLA):
+ * under the shim, 1001 of them in a vfork child leave the parent's
+ * mappings as they were (the hook used to map the vector, and the child's
+ * exec left the mapping in the parent). */
+START_TEST(execl_many_arguments_under_vfork)
+{
+	char path[4096], *argv[] = {path, "vfork-execl", (char *)execl_fns[_i], NULL};
+	char want[128], *out;
+
+	helper_path(path, sizeof(path), "host-safe");
+	out = run_both(argv, NULL);
+	snprintf(want, sizeof(want),
+		 "%s 1001 arguments under vfork: child exit 0, maps unchanged\n",
+		 execl_fns[_i]);
+	ck_assert_str_eq(out, want);
+	free(out);
+}
+END_TEST
+
 /* ---- SIGPIPE from the shim's own lines ------------------------------------ */
 
 /* Runs argv with stdin /dev/null, stdout captured and stderr a pipe (or a
@@ -417,6 +438,8 @@ TEST_SUITE(preload_host_suite)
 	tcase_add_test(tc, curl_list_set_out_of_memory_is_sent);
 	tcase_add_loop_test(tc, exec_on_small_clone_stack, 0,
 			    (int)(sizeof(exec_fns) / sizeof(exec_fns[0])));
+	tcase_add_loop_test(tc, execl_many_arguments_under_vfork, 0,
+			    (int)(sizeof(execl_fns) / sizeof(execl_fns[0])));
 	tcase_add_loop_test(tc, no_sigpipe_from_log_lines, 0,
 			    (int)(sizeof(sigpipe_cases) / sizeof(sigpipe_cases[0])));
 	tcase_add_test(tc, coroutine_resumed_on_another_thread);
