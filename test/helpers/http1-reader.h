@@ -5,7 +5,8 @@
  * tpc-server (plain sockets, several read calls) and tls-server (OpenSSL
  * or GnuTLS): request heads read with reads of at most read_size bytes,
  * Content-Length bodies read and dropped, pipelined requests kept in the
- * buffer for the next round, and one fixed response.  Shared so that the
+ * buffer for the next round, and one fixed response; a "100 Continue"
+ * before the body of a head that expects one, if the server asks.  Shared so that the
  * shim's socket and TLS hooks see the same read pattern from both. */
 
 #include <stdbool.h>
@@ -24,6 +25,10 @@ struct http1_conn {
 	char *buf;
 	size_t cap, len;
 	size_t req_len; /* head and body of the request http1_next() returned */
+	/* If set: called before the body of a head with "Expect:
+	 * 100-continue" is read, to write the interim "100 Continue"
+	 * (RFC 9110, 10.1.1); < 0: the connection is over. */
+	int (*cont)(void *io);
 };
 
 /* The end of the head at the start of buf (after its blank line), or
@@ -38,6 +43,30 @@ http1_head_end(const char *buf, size_t len)
 		    buf[i - 3] == '\r')
 			return buf + i + 1;
 	return NULL;
+}
+
+/* Does the head have "Expect: 100-continue"? */
+static inline bool
+http1_expects_continue(const char *head, size_t len)
+{
+	const char *p = head, *end = head + len;
+
+	while (p < end) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+
+		if (!nl)
+			break;
+		if ((size_t)(nl - p) > 7 && strncasecmp(p, "expect:", 7) == 0) {
+			const char *v = p + 7;
+
+			while (v < nl && *v == ' ')
+				v++;
+			return (size_t)(nl - v) >= 12 &&
+			       strncasecmp(v, "100-continue", 12) == 0;
+		}
+		p = nl + 1;
+	}
+	return false;
 }
 
 /* The head's Content-Length, 0 if none. */
@@ -84,6 +113,9 @@ http1_next(struct http1_conn *c, char *path, size_t path_cap)
 			return 0;
 	head_len = (size_t)(end - c->buf);
 	body = http1_content_length(c->buf, head_len);
+	if (c->cont && body && c->len < head_len + body &&
+	    http1_expects_continue(c->buf, head_len) && c->cont(c->io) < 0)
+		return 0;
 	while (c->len < head_len + body && c->len < c->cap)
 		if (http1_read_more(c) <= 0)
 			return 0;

@@ -42,17 +42,19 @@
  *             and so does a request whose path contains "/end", at once
  *             (before it blocks; it gets no response, the connection is
  *             closed)
- * --send again: GnuTLS: the first push of each response fails with
- *             EAGAIN (a push function of this program's), and the send
- *             is retried as gnutls_record_send(s, NULL, 0), as
- *             gnutls_record_send(3) allows
+ * --send again: GnuTLS: the first push of each response (an interim
+ *             "100 Continue" too) fails with EAGAIN (a push function of
+ *             this program's), and the send is retried as
+ *             gnutls_record_send(s, NULL, 0), as gnutls_record_send(3)
+ *             allows
  * --send file: GnuTLS: each response is written to a temporary file and
  *             sent with gnutls_record_send_file() (without kTLS libgnutls
  *             reads it and sends it through gnutls_record_send())
  *
  * Listens on 127.0.0.1 (kernel-chosen port), prints "READY <port>", serves
  * each connection on its own thread: TLS handshake, then request heads
- * read with N-byte reads (keep-alive, Content-Length bodies skipped).  For
+ * read with N-byte reads (keep-alive, Content-Length bodies skipped; a
+ * head with "Expect: 100-continue" gets "100 Continue" first).  For
  * each request it prints "REQ <tid> <path> <n> <value>" (n traceparent
  * header lines received, the first one's value or "-"); a path starting
  * with "/block" prints "BLOCK <tid> <path>" and waits for one line on
@@ -591,6 +593,15 @@ conn_read(void *c, char *buf, size_t n)
 	return t_read(c, buf, n);
 }
 
+/* The interim response of http1-reader.h, written as a response is. */
+static int
+conn_continue(void *c)
+{
+	static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
+
+	return t_write(c, cont, sizeof(cont) - 1);
+}
+
 static void *
 serve(void *arg)
 {
@@ -599,6 +610,7 @@ serve(void *arg)
 	struct http1_conn h = {.read = conn_read,
 			       .io = &c,
 			       .read_size = read_size,
+			       .cont = conn_continue,
 			       .buf = malloc(BUF_MAX),
 			       .cap = BUF_MAX};
 	char path[1024], resp[1400], tp[128];
