@@ -202,6 +202,49 @@ hook_gnutls_record_recv(gnutls_session_t s, void *buf, size_t n)
 	return r;
 }
 
+/* A send resumed without its data.  gnutls_record_send(3): a send that
+ * returned GNUTLS_E_AGAIN or GNUTLS_E_INTERRUPTED is resumed by calling
+ * it again with the same data or with (NULL, 0); libgnutls keeps the
+ * record it made.  The resumed call's result is the size of that data,
+ * whose bytes the hook no longer has: taken for a response of unknown
+ * bytes, an interim "HTTP/1.1 100 Continue" answered its request, and
+ * the body's read dropped the request's context.  So the first bytes of
+ * the thread's last followed send that was interrupted so are kept here,
+ * with its session, and a (NULL, 0) call of that session is judged by
+ * them (an interim response, perhaps followed by the final one); one of
+ * another session (an event loop that interrupted two sends before it
+ * resumed the first) by none, as before.  Only the interrupted sends and
+ * their resumption do anything here; a send that goes through does not. */
+#define GT_HELD_MAX 64
+
+struct gt_held {
+	gnutls_session_t s; /* only compared, never dereferenced */
+	size_t len;
+	unsigned char head[GT_HELD_MAX];
+};
+
+static __thread struct gt_held gt_held __attribute__((tls_model("initial-exec")));
+
+static __attribute__((noinline, cold)) void
+gt_hold(gnutls_session_t s, const void *buf, size_t n)
+{
+	gt_held.s = NULL; /* a signal handler's send meanwhile finds none */
+	gt_held.len = n < GT_HELD_MAX ? n : GT_HELD_MAX;
+	__builtin_memcpy(gt_held.head, buf, gt_held.len);
+	gt_held.s = s;
+}
+
+static __attribute__((noinline, cold)) void
+gt_resumed(gnutls_session_t s, const struct hook_tls_conn *t, size_t r)
+{
+	if (gt_held.s == s) {
+		gt_held.s = NULL;
+		hook_socket_tls_write_end_head(t, gt_held.head, gt_held.len, r);
+	} else {
+		hook_socket_tls_write_end(t, NULL, r);
+	}
+}
+
 static ssize_t
 hook_gnutls_record_send(gnutls_session_t s, const void *buf, size_t n, const void *ra)
 {
@@ -217,13 +260,15 @@ hook_gnutls_record_send(gnutls_session_t s, const void *buf, size_t n, const voi
 		return real_gnutls_record_send(s, buf, n);
 	hook_socket_tls_write_begin(&t);
 	r = real_gnutls_record_send(s, buf, n);
-	/* (NULL, 0) retries a send that returned GNUTLS_E_AGAIN or
-	 * GNUTLS_E_INTERRUPTED (gnutls_record_send(3)): r is the size of
-	 * that earlier data, whose bytes are not at hand. */
+	/* (NULL, 0) resumes a send that returned GNUTLS_E_AGAIN or
+	 * GNUTLS_E_INTERRUPTED: r is the size of that earlier data, whose
+	 * first bytes gt_hold() kept (gt_held). */
 	if (r > 0 && (size_t)r <= n)
 		hook_socket_tls_write_end(&t, buf, (size_t)r);
 	else if (r > 0 && !buf && !n)
-		hook_socket_tls_write_end(&t, NULL, (size_t)r);
+		gt_resumed(s, &t, (size_t)r);
+	else if ((r == GNUTLS_E_AGAIN || r == GNUTLS_E_INTERRUPTED) && buf && n)
+		gt_hold(s, buf, n);
 	return r;
 }
 

@@ -3277,6 +3277,17 @@ hook_socket_tls_write_end(const struct hook_tls_conn *t, const void *buf, size_t
 }
 
 void
+hook_socket_tls_write_end_head(const struct hook_tls_conn *t,
+			       const void *head,
+			       size_t head_len,
+			       size_t n)
+{
+	if (n > 0)
+		sk_out(t->id, t->c, head, head ? (head_len < n ? head_len : n) : 0,
+		       (ssize_t)n);
+}
+
+void
 hook_socket_tls_end(int fd, const void *key, const char *reason)
 {
 	struct ctxshim_conn *c;

@@ -45,6 +45,12 @@ void hook_socket_tls_read_end(const struct hook_tls_conn *t, const void *buf, si
 void hook_socket_tls_write_begin(const struct hook_tls_conn *t);
 void
 hook_socket_tls_write_end(const struct hook_tls_conn *t, const void *buf, size_t n);
+/* The same when only the first head_len bytes of the n written are at
+ * hand (head; a send resumed without its data, hook-gnutls.c). */
+void hook_socket_tls_write_end_head(const struct hook_tls_conn *t,
+				    const void *head,
+				    size_t head_len,
+				    size_t n);
 
 /* The session is freed (its last SSL_free, gnutls_deinit): the thread stops
  * publishing its connection's context, and a virtual slot (fd < 0, key)
