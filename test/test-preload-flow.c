@@ -535,6 +535,55 @@ START_TEST(ucontext_started_through_uc_link)
 }
 END_TEST
 
+/* Two coroutines made through one temporary ucontext, copied into each
+ * coroutine's own (a spawn helper's local): each starts with the context
+ * of the thread that made it, main's and none, whoever runs it and
+ * whatever the temporary was made with since (old: both started with
+ * the early thread's none, the temporary's last). */
+START_TEST(ucontext_made_through_a_copy)
+{
+	char *args[] = {"ucontext-copy", NULL}, *out, *a, *b, *m;
+	int st;
+
+	out = run_flow(args, NULL, NULL, true, false, &st);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %#x: %s", st, out);
+	a = line_of(out, "COPY main-made ");
+	b = line_of(out, "COPY early-made ");
+	m = line_of(out, "COPY main ");
+	ck_assert_msg(a && b && m, "%s", out);
+	ck_assert_msg(strncmp(ctx_part(a), "trace=" TRACE_ID " ", 39) == 0, "%s", out);
+	ck_assert_msg(strcmp(ctx_part(b), NONE) == 0, "%s", out);
+	ck_assert_msg(strncmp(ctx_part(m), "trace=" TRACE_ID " ", 39) == 0, "%s", out);
+	free(a);
+	free(b);
+	free(m);
+	free(out);
+}
+END_TEST
+
+/* A swapcontext() to main's ucontext from a coroutine without a context,
+ * when the shim's table has no free slot left where main's is: saving
+ * the new ucontext it leaves evicts another one than main's, the one
+ * switched to, and main goes on with its own context (old: with the
+ * coroutine's none). */
+START_TEST(ucontext_switch_keeps_its_target)
+{
+	char *args[] = {"ucontext-evict", NULL}, *out, *m, *was;
+	int st;
+
+	out = run_flow(args, NULL, NULL, true, false, &st);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %#x: %s", st, out);
+	m = line_of(out, "EVICT main ");
+	was = line_of(out, "EVICT was ");
+	ck_assert_msg(m && was, "%s", out);
+	ck_assert_msg(strncmp(ctx_part(m), "trace=" TRACE_ID " ", 39) == 0, "%s", out);
+	ck_assert_str_eq(ctx_part(m), was + strlen("EVICT was "));
+	free(m);
+	free(was);
+	free(out);
+}
+END_TEST
+
 /* setcontext() to a ucontext that is gone (unmapped: EFAULT) returns,
  * and the thread goes on where it was: with its own context, not the one
  * the gone ucontext was made with (old: main showed none after it, and
@@ -599,6 +648,8 @@ TEST_SUITE(preload_flow_suite)
 	tcase_add_test(tc, ucontext_table_overflow);
 	tcase_add_test(tc, ucontext_started_through_uc_link);
 	tcase_add_test(tc, setcontext_failure_keeps_context);
+	tcase_add_test(tc, ucontext_made_through_a_copy);
+	tcase_add_test(tc, ucontext_switch_keeps_its_target);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -43,6 +43,14 @@
  *                      main), from B (made on the early thread), which A's
  *                      return starts through uc_link (libc's internal
  *                      switch), and from main once B returned
+ *   ctxflow ucontext-copy   COPY <who> <ctx> from two coroutines made
+ *                      through one temporary ucontext (makecontext, then
+ *                      copied to the coroutine's own), first on main,
+ *                      then on the early thread; both run on main
+ *   ctxflow ucontext-evict   EVICT main <ctx>: main resumed by a
+ *                      coroutine (made on the early thread) after the
+ *                      shim's table window of main's ucontext filled up,
+ *                      through a swapcontext() whose saved ucontext is new
  *   ctxflow setcontext-fail   SETFAIL <thread> r=<r> errno=<e> <ctx>: a
  *                      setcontext() to an unmapped ucontext that the shim
  *                      tracked (made on the other thread) fails, on main
@@ -945,6 +953,139 @@ cmd_ucontext_link(void)
 	return 0;
 }
 
+/* Coroutines made through a temporary, as a spawn helper that builds the
+ * ucontext in a local and copies it into the coroutine's object: each
+ * must start with the context it was made with (old: with whatever the
+ * temporary was made with last, the early thread's none for both). */
+static ucontext_t copy_tmp, copy_home;
+static struct coro copy_co[2];
+
+static void
+copy_body(int idx)
+{
+	char c[CTX_TEXT];
+
+	ctx_text(c);
+	out("COPY %s tid=%d %s\n", idx ? "early-made" : "main-made", (int)gettid_(), c);
+}
+
+static void
+copy_make(void *arg)
+{
+	long idx = (long)arg;
+
+	if (getcontext(&copy_tmp) < 0)
+		die("getcontext");
+	copy_tmp.uc_stack.ss_sp = copy_co[idx].stack;
+	copy_tmp.uc_stack.ss_size = sizeof(copy_co[idx].stack);
+	copy_tmp.uc_link = &copy_home;
+	makecontext(&copy_tmp, (void (*)(void))copy_body, 1, (int)idx);
+	memcpy(&copy_co[idx].uc, &copy_tmp, sizeof(copy_tmp));
+}
+
+static int
+cmd_ucontext_copy(void)
+{
+	char c[CTX_TEXT];
+	int i;
+
+	copy_make((void *)0);
+	on_early(copy_make, (void *)1);
+	for (i = 0; i < 2; i++)
+		if (swapcontext(&copy_home, &copy_co[i].uc) < 0)
+			die("swapcontext");
+	ctx_text(c);
+	out("COPY main tid=%d %s\n", (int)gettid_(), c);
+	return 0;
+}
+
+/* The shim's table of ucontexts (hooks/hook-ucontext.c): 4096 slots, a
+ * ucontext probes 16 from the hash of its address.  Here: main's
+ * ucontext (home) and 16 more whose probes start at the same slot, all
+ * distinct 1 KiB cells of one mapping (pages only touched when used). */
+#define EV_SLOTS 4096u
+#define EV_CELL  1024u
+#define EV_CELLS (96u * 1024u)
+
+static unsigned
+ev_hash(const void *p)
+{
+	return (unsigned)(((uint64_t)(uintptr_t)p * 0x9e3779b97f4a7c15ull) >> 52) &
+	       (EV_SLOTS - 1);
+}
+
+static ucontext_t *ev_home, *ev_fill[15], *ev_new;
+static struct coro ev_co;
+
+/* On main, with the early thread's context (none): the window of home's
+ * slot fills with 15 newer ucontexts; then a switch to home saves into
+ * a new one.  Evicting the least recently used of the window for it
+ * evicted home itself, the ucontext switched to: main went on with the
+ * coroutine's context. */
+static void
+ev_body(void)
+{
+	int i;
+
+	for (i = 0; i < 15; i++)
+		if (getcontext(ev_fill[i]) < 0)
+			die("getcontext");
+	if (swapcontext(ev_new, ev_home) < 0)
+		die("swapcontext");
+	die("resumed");
+}
+
+static void
+ev_make(void *arg)
+{
+	(void)arg;
+	if (getcontext(&ev_co.uc) < 0)
+		die("getcontext");
+	ev_co.uc.uc_stack.ss_sp = ev_co.stack;
+	ev_co.uc.uc_stack.ss_size = sizeof(ev_co.stack);
+	ev_co.uc.uc_link = NULL;
+	makecontext(&ev_co.uc, ev_body, 0);
+}
+
+static int
+cmd_ucontext_evict(void)
+{
+	static uint8_t count[EV_SLOTS];
+	char *m = mmap(NULL, (size_t)EV_CELLS * EV_CELL, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	char c[CTX_TEXT];
+	unsigned i, h = EV_SLOTS, n = 0;
+
+	if (m == MAP_FAILED)
+		die("mmap");
+	for (i = 0; i < EV_CELLS && h == EV_SLOTS; i++)
+		if (++count[ev_hash(m + (size_t)i * EV_CELL)] == 17)
+			h = ev_hash(m + (size_t)i * EV_CELL);
+	if (h == EV_SLOTS)
+		die("no 17 cells of one hash");
+	for (i = 0; n < 17; i++) {
+		ucontext_t *u = (ucontext_t *)(m + (size_t)i * EV_CELL);
+
+		if (ev_hash(u) != h)
+			continue;
+		if (n == 0)
+			ev_home = u;
+		else if (n < 16)
+			ev_fill[n - 1] = u;
+		else
+			ev_new = u;
+		n++;
+	}
+	on_early(ev_make, NULL);
+	ctx_text(main_ctx);
+	if (swapcontext(ev_home, &ev_co.uc) < 0)
+		die("swapcontext");
+	ctx_text(c);
+	out("EVICT main tid=%d %s\n", (int)gettid_(), c);
+	out("EVICT was %s\n", main_ctx);
+	return 0;
+}
+
 /* A tracked ucontext (made with the thread's context, then unmapped) for
  * setcontext() to fail on: the caller stays where it was, and so must
  * its context (old: the unmapped one's was published). */
@@ -1018,6 +1159,10 @@ main(int argc, char **argv)
 		return cmd_ucontext();
 	if (strcmp(cmd, "ucontext-link") == 0)
 		return cmd_ucontext_link();
+	if (strcmp(cmd, "ucontext-copy") == 0)
+		return cmd_ucontext_copy();
+	if (strcmp(cmd, "ucontext-evict") == 0)
+		return cmd_ucontext_evict();
 	if (strcmp(cmd, "setcontext-fail") == 0)
 		return cmd_setcontext_fail();
 	if (strcmp(cmd, "ucontext-many") == 0 && argc > 2)
@@ -1025,6 +1170,6 @@ main(int argc, char **argv)
 	fprintf(stderr,
 		"usage: ctxflow worker|exits|churn N|fork KIND|spawn|exec HOW ENV|"
 		"execfail|probe|ucontext|ucontext-many N|ucontext-link|"
-		"setcontext-fail\n");
+		"ucontext-copy|ucontext-evict|setcontext-fail\n");
 	return 2;
 }
