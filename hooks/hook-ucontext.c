@@ -24,7 +24,9 @@
  * switch): 4096 slots, found by hashing with a bounded probe window.  There
  * is no "ucontext freed" event, so a slot is reclaimed when its address is
  * tagged again, or evicted (least recently switched first) when a new
- * ucontext needs room in a full window.
+ * ucontext needs room in a full window; never the one a switch goes to,
+ * for the ucontext it leaves (the one resumed next is often the least
+ * recently switched: a round-robin scheduler's).
  *
  * Switches must stay cheap and async-signal-safe (setcontext() out of a
  * signal handler is legal): no allocation, no locks that wait.  Each slot
@@ -175,10 +177,13 @@ hook_ucontext_unlock(struct uc_head *h)
 	atomic_store_explicit(&h->busy, 0, memory_order_release);
 }
 
-/* The locked slot of key, claiming one if create; NULL if untracked or
- * busy.  The caller unlocks. */
+/* The locked slot of key, claiming one if create, which never evicts
+ * keep's; NULL if untracked or busy.  The caller unlocks. */
 static struct uc_head *
-hook_ucontext_lock_slot(struct uc_table *t, const void *ucp, bool create)
+hook_ucontext_lock_slot(struct uc_table *t,
+			const void *ucp,
+			bool create,
+			const void *keep)
 {
 	uintptr_t key = (uintptr_t)ucp;
 	unsigned base = hook_ucontext_hash(key), i, oldest = UC_SLOTS;
@@ -214,6 +219,8 @@ hook_ucontext_lock_slot(struct uc_table *t, const void *ucp, bool create)
 			hook_ucontext_unlock(h);
 			continue;
 		}
+		if (k == (uintptr_t)keep)
+			continue;
 		if (now - atomic_load_explicit(&h->stamp, memory_order_relaxed) >=
 		    oldest_age) {
 			oldest_age = now - atomic_load_explicit(&h->stamp,
@@ -237,11 +244,11 @@ found:
 	return h;
 }
 
-/* ucp's context := the calling thread's. */
+/* ucp's context := the calling thread's (not evicting keep's for it). */
 static void
-hook_ucontext_save(struct uc_table *t, const void *ucp, bool create)
+hook_ucontext_save(struct uc_table *t, const void *ucp, bool create, const void *keep)
 {
-	struct uc_head *h = hook_ucontext_lock_slot(t, ucp, create);
+	struct uc_head *h = hook_ucontext_lock_slot(t, ucp, create, keep);
 	const struct ctxshim_ctx *cur;
 	struct hook_scope *b;
 
@@ -259,7 +266,7 @@ hook_ucontext_save(struct uc_table *t, const void *ucp, bool create)
 static void
 hook_ucontext_publish(struct uc_table *t, const void *ucp, const char *reason)
 {
-	struct uc_head *h = hook_ucontext_lock_slot(t, ucp, false);
+	struct uc_head *h = hook_ucontext_lock_slot(t, ucp, false, NULL);
 
 	if (!h)
 		return;
@@ -277,7 +284,7 @@ hook_ucontext_getcontext_prep(ucontext_t *ucp)
 
 	hook_ucontext_bind();
 	if (ctxshim_active() && ucp && (t = hook_ucontext_table_create()))
-		hook_ucontext_save(t, ucp, true);
+		hook_ucontext_save(t, ucp, true, NULL);
 	errno = saved_errno;
 	return (void *)real_getcontext_fn;
 }
@@ -359,7 +366,8 @@ hook_ucontext_swapcontext(ucontext_t *oucp, const ucontext_t *ucp)
 	hook_ucontext_bind();
 	if (!ctxshim_active() || !t || !oucp || !ucp)
 		return real_swapcontext_fn(oucp, ucp);
-	hook_ucontext_save(t, oucp, true);
+	/* ucp's slot stays: the publication below needs it. */
+	hook_ucontext_save(t, oucp, true, ucp);
 	hook_ucontext_publish(t, ucp, "swapcontext");
 	switched_to = ucp;
 	r = real_swapcontext_fn(oucp, ucp);
@@ -427,7 +435,7 @@ hook_ucontext_makecontext_prep(ucontext_t *ucp, void (*func)(void))
 	r.real = (void *)real_makecontext_fn;
 	r.func = (void *)func;
 	if (ctxshim_active() && ucp && func && (t = hook_ucontext_table_create())) {
-		hook_ucontext_save(t, ucp, true);
+		hook_ucontext_save(t, ucp, true, NULL);
 		ucp->uc_mcontext.gregs[REG_R12] = (greg_t)(uintptr_t)ucp;
 		ucp->uc_mcontext.gregs[REG_R13] = (greg_t)(uintptr_t)func;
 		r.func = (void *)hook_ucontext_start;
