@@ -8,7 +8,15 @@
  *   hook_ucontext_start(), which publishes that context and goes on to
  *   the application's function: libc starts a coroutine through uc_link
  *   where no hook sees it (gregs REG_RIP, REG_R12 and REG_R13 of ucp hold
- *   the shim's values, which no program has reason to read).
+ *   the shim's values, which no program has reason to read).  The start
+ *   finds its context under its stack (the top of uc_stack, made odd so
+ *   that no ucontext_t address can be the same), tagged by makecontext
+ *   as well, not under ucp: a ucontext copied after makecontext (a spawn
+ *   helper that makes it in a local and copies it into the coroutine's
+ *   object) starts with what its own makecontext gave it, whereas ucp's
+ *   tag is the local's, which the next coroutine made through the same
+ *   local replaces.  One stack holds one coroutine yet to start: another
+ *   makecontext on it writes over the first's start frame.
  * - getcontext(ucp) snapshots the thread's context into ucp.
  * - swapcontext(oucp, ucp) saves the thread's context into oucp, then
  *   publishes ucp's (an untracked ucp leaves the thread's context as it
@@ -390,15 +398,15 @@ hook_ucontext_swapcontext(ucontext_t *oucp, const ucontext_t *ucp)
  * a hooked switch has published its context already, but libc's internal
  * uc_link switch (__start_context of a coroutine that returned) starting
  * this one has not, and it would run with the context of the coroutine
- * that returned.  %r12 is its ucontext_t (set by the prep below). */
+ * that returned.  %r12 is its start key (set by the prep below). */
 __attribute__((used)) static void
-hook_ucontext_start_prep(const ucontext_t *ucp)
+hook_ucontext_start_prep(const void *key)
 {
 	int saved_errno = errno;
 	struct uc_table *t = atomic_load_explicit(&table, memory_order_acquire);
 
 	if (t && ctxshim_active())
-		hook_ucontext_publish(t, ucp, "makecontext-start");
+		hook_ucontext_publish(t, key, "makecontext-start");
 	errno = saved_errno;
 }
 
@@ -418,12 +426,23 @@ struct uc_make {
 	void *func; /* %rdx: the function to pass it */
 };
 
+/* The key a coroutine made on ucp starts with (see the top): its stack's
+ * top, odd; ucp itself if it has no stack (makecontext would fail). */
+static const void *
+hook_ucontext_start_key(const ucontext_t *ucp)
+{
+	if (!ucp->uc_stack.ss_sp)
+		return ucp;
+	return (const void *)(((uintptr_t)ucp->uc_stack.ss_sp + ucp->uc_stack.ss_size) |
+			      1);
+}
+
 /* Called by the makecontext stub before it jumps to the real makecontext;
  * returns the real function and the start function to give it.  Tagging
  * ucp first is the same as after: the tag lives in our table, not in the
  * ucontext_t.  A tracked coroutine starts in hook_ucontext_start(), with
- * ucp in %r12 and func in %r13 (registers makecontext leaves as they are
- * and setcontext/swapcontext load). */
+ * its start key in %r12 and func in %r13 (registers makecontext leaves as
+ * they are, and setcontext/swapcontext load, from a copy too). */
 __attribute__((used)) static struct uc_make
 hook_ucontext_makecontext_prep(ucontext_t *ucp, void (*func)(void))
 {
@@ -435,8 +454,12 @@ hook_ucontext_makecontext_prep(ucontext_t *ucp, void (*func)(void))
 	r.real = (void *)real_makecontext_fn;
 	r.func = (void *)func;
 	if (ctxshim_active() && ucp && func && (t = hook_ucontext_table_create())) {
+		const void *key = hook_ucontext_start_key(ucp);
+
 		hook_ucontext_save(t, ucp, true, NULL);
-		ucp->uc_mcontext.gregs[REG_R12] = (greg_t)(uintptr_t)ucp;
+		if (key != ucp)
+			hook_ucontext_save(t, key, true, ucp);
+		ucp->uc_mcontext.gregs[REG_R12] = (greg_t)(uintptr_t)key;
 		ucp->uc_mcontext.gregs[REG_R13] = (greg_t)(uintptr_t)func;
 		r.func = (void *)hook_ucontext_start;
 	}
