@@ -1527,6 +1527,76 @@ START_TEST(report_summary_requests_without_trace)
 }
 END_TEST
 
+/* A request name is its method, a space and its path, each of up to the
+ * 256 bytes a string of a recording has: 514 bytes with the NUL.  Two
+ * requests whose 256-byte paths differ only in their last character (a
+ * two-byte one) are two requests, and --path takes the whole name.  Old:
+ * names were cut to 511 bytes, the two were one request of 6 samples
+ * ("... /aaa...a: 6 samples"), and --path matched nothing. */
+START_TEST(report_summary_long_request_name)
+{
+	const char *args[] = {NULL, NULL, NULL, NULL};
+	static const uint32_t kv1[] = {1, 2, 3, 4}, kv2[] = {1, 2, 3, 5}, st1[] = {1};
+	struct rec *r = malloc(sizeof(*r));
+	char file[64], out[64], method[257], p1[257], p2[257], name[600], *err, *o;
+	char line[700], want[700];
+	int st;
+
+	/* 256 bytes each: the paths end in U+00E9 and U+00E8 */
+	memset(method, 'M', 256);
+	method[256] = '\0';
+	p1[0] = '/';
+	memset(p1 + 1, 'a', 253);
+	memcpy(p1 + 254, "\xc3\xa9", 3);
+	memcpy(p2, p1, 254);
+	memcpy(p2 + 254, "\xc3\xa8", 3);
+	ck_assert_ptr_nonnull(r);
+	rec_start(r, "srv");
+	rec_string(r, 1, "http.request.method", 19);
+	rec_string(r, 2, method, 256);
+	rec_string(r, 3, "http.route", 10);
+	rec_string(r, 4, p1, 256);
+	rec_string(r, 5, p2, 256);
+	rec_string(r, 6, "work", 4);
+	rec_frame(r, 1, 6);
+	rec_stack(r, 1, st1, 1);
+	rec_ctx(r, 1, 0x4b, 1, kv1, 2);
+	rec_ctx(r, 2, 0x4c, 2, kv2, 2);
+	for (int i = 0; i < 6; i++) {
+		rec_round(r, 10000000ull * i);
+		rec_sample(r, 7, 1, 1 + (i & 1));
+	}
+	rec_finish(r, file, sizeof(file), "long-name");
+	free(r);
+	prof_tmpfile(out, sizeof(out), "long-name-out");
+	args[0] = file;
+	st = run_report(args, -1, out, 0, 0, &err);
+	ck_assert_msg(st == 0, "report exit %d: %s", st, err);
+	free(err);
+	o = prof_slurp(out);
+	for (int k = 0; k < 2; k++) {
+		snprintf(name, sizeof(name), "%s %s: ", method, k ? p2 : p1);
+		snprintf(want, sizeof(want), "%s3 samples in 1 trace", name);
+		ck_assert_str_eq(line_of(o, name, line, sizeof(line)), want);
+	}
+	free(o);
+	/* --path "METHOD path": the whole name */
+	snprintf(name, sizeof(name), "%s %s", method, p2);
+	args[0] = "--path";
+	args[1] = name;
+	args[2] = file;
+	st = run_report(args, -1, out, 0, 0, &err);
+	ck_assert_msg(st == 0, "report exit %d: %s", st, err);
+	free(err);
+	o = prof_slurp(out);
+	ck_assert_str_eq(line_of(o, "3 of ", line, sizeof(line)),
+			 "3 of 6 samples selected, 3 with a trace context");
+	free(o);
+	unlink(out);
+	unlink(file);
+}
+END_TEST
+
 /* The summary shows the deepest frame every sample of a group shares also
  * when its function recurs above it: main;run;run, then one of four
  * leaves.  Old: run was left out as a frame above the deepest one, and
@@ -1951,6 +2021,7 @@ TEST_SUITE(ctxdump_report_suite)
 	tcase_add_test(tc, report_escapes_target_strings);
 	tcase_add_test(tc, report_summary_traces_per_request);
 	tcase_add_test(tc, report_summary_requests_without_trace);
+	tcase_add_test(tc, report_summary_long_request_name);
 	tcase_add_test(tc, report_summary_recursive_trunk);
 	tcase_add_test(tc, report_round_time_going_back);
 	tcase_add_test(tc, report_zero_trace_id_is_no_trace);

@@ -978,7 +978,13 @@ static const char *const method_keys[] = {"http.request.method", "http.method",
 static const char *const path_keys[] = {"http.route", "url.path", "http.target", "path",
 					NULL};
 
-/* "GET /api/x", "/api/x", or "" */
+/* "GET /api/x", "/api/x", or "": method and path of at most
+ * PFILE_STRING_MAX bytes each (longer ones were cut when loaded), a
+ * space and the NUL: never cut again, or two requests whose paths differ
+ * only at their ends would be one (and a name could end inside a UTF-8
+ * sequence). */
+#define REQ_NAME_MAX (2 * PFILE_STRING_MAX + 2)
+
 static void
 request_name(const struct prof *p, const struct r_sample *s, char *out, size_t n)
 {
@@ -1122,7 +1128,7 @@ sample_matches(const struct prof *p,
 	       const struct r_sample *s)
 {
 	const struct r_ctx *c = primary_ctx(p, s);
-	char h[33], req[512];
+	char h[33], req[REQ_NAME_MAX];
 	unsigned i;
 
 	if (ctl->traced_only && !c)
@@ -1473,7 +1479,7 @@ report_folded(const struct prof *p, const struct rpt_ctl *ctl)
 	struct sbuf b = {0};
 	struct fold_line *lines = NULL;
 	uint64_t *pairs = NULL;
-	char svc[256], req[512], h[33], th[96];
+	char svc[256], req[REQ_NAME_MAX], h[33], th[96];
 	uint32_t no_stack, cut, svc_image = UINT32_MAX;
 	size_t i, j, n = 0, n_lines = 0;
 	bool guessed = false;
@@ -2350,7 +2356,7 @@ json_span(FILE *f, const struct prof *p, const struct ispan *sp)
 		sp->context_span ? (const struct r_sample *)p->samples.v + sp->sample
 				 : NULL;
 	const struct r_ctx *c = s ? primary_ctx(p, s) : NULL;
-	char tid_hex[33], id_hex[17], par_hex[17], frames[2048], req[512];
+	char tid_hex[33], id_hex[17], par_hex[17], frames[2048], req[REQ_NAME_MAX];
 	bool first = true, keep[LAY_ATTRS_MAX];
 	size_t fl = 0;
 	uint32_t k, dropped = 0;
@@ -2966,7 +2972,7 @@ report_summary(const struct prof *p, const struct rpt_ctl *ctl)
 	size_t np = 0, nt = 0, i, nsel = 0, ntraced = 0;
 	struct fcount *fc = malloc((p->fns.n ? p->fns.n : 1) * sizeof(*fc));
 	uint32_t *touched = malloc((p->fns.n ? p->fns.n : 1) * sizeof(*touched));
-	char req[512], h[33], pair[32 + sizeof(req)];
+	char req[REQ_NAME_MAX], h[33], pair[32 + sizeof(req)];
 	int ret = CLI_EXIT_OK;
 
 	if (!fc || !touched)
