@@ -1703,6 +1703,60 @@ START_TEST(report_round_time_going_back)
 }
 END_TEST
 
+/* A round time that the start's wall-clock time plus it would wrap (a
+ * hostile file) is malformed, and taken as the last time that does not
+ * wrap.  Old: a span's end wrapped to 1970, before its start
+ * (startTimeUnixNano 18446744073704551615, endTimeUnixNano 24999999
+ * here), and no record was counted as malformed (exit 0). */
+START_TEST(report_round_time_wraps)
+{
+	static const char *const names[] = {"start", "handle"};
+	static const uint32_t s_req[] = {2, 1};
+	const char *spans[] = {"--spans", NULL, NULL};
+	static const char py[] = "import json, sys\n"
+				 "d = json.load(open(sys.argv[1]))\n"
+				 "n = 0\n"
+				 "for rs in d['resourceSpans']:\n"
+				 "  for s in rs['scopeSpans'][0]['spans']:\n"
+				 "    a, b = int(s['startTimeUnixNano']), "
+				 "int(s['endTimeUnixNano'])\n"
+				 "    assert 1700000000000000000 <= a <= b < 2**64, s\n"
+				 "    n += 1\n"
+				 "print(n)\n";
+	/* the last ns that does not wrap is 5 ms after the first round */
+	const uint64_t t0 = UINT64_MAX - 1700000000000000000ull - 5000000;
+	struct rec *r = malloc(sizeof(*r));
+	char file[64], out[64], *err, *o;
+	uint32_t i;
+	int st;
+
+	ck_assert_ptr_nonnull(r);
+	rec_start(r, "srv");
+	rec_functions(r, names, 2);
+	rec_stack(r, 1, s_req, 2);
+	rec_ctx(r, 1, 0x4b, 0x00f067aa0ba902b7ull, NULL, 0);
+	for (i = 0; i < 4; i++) {
+		rec_round(r, t0 + 10000000ull * i);
+		rec_sample(r, 7, 1, 1);
+	}
+	rec_finish(r, file, sizeof(file), "round-wrap");
+	free(r);
+	prof_tmpfile(out, sizeof(out), "round-wrap-out");
+	spans[1] = file;
+	st = run_report(spans, -1, out, 0, 0, &err);
+	ck_assert_msg(st == 1, "report exit %d: %s", st, err);
+	ck_assert_msg(strstr(err, "3 malformed records"), "%s", err);
+	free(err);
+	st = prof_py(py, out, &o, &err);
+	ck_assert_msg(st == 0, "python: %s", err);
+	ck_assert_str_eq(o, "1\n");
+	free(err);
+	free(o);
+	unlink(out);
+	unlink(file);
+}
+END_TEST
+
 /* A context whose flags say it has a trace (Elastic's trace-present byte)
  * but whose trace id is all zero has no trace: OTLP takes an all-zero
  * traceId for invalid.  Old: --spans printed spans of trace
@@ -2024,6 +2078,7 @@ TEST_SUITE(ctxdump_report_suite)
 	tcase_add_test(tc, report_summary_long_request_name);
 	tcase_add_test(tc, report_summary_recursive_trunk);
 	tcase_add_test(tc, report_round_time_going_back);
+	tcase_add_test(tc, report_round_time_wraps);
 	tcase_add_test(tc, report_zero_trace_id_is_no_trace);
 	tcase_add_test(tc, report_attr_filter_every_context);
 	tcase_add_test(tc, report_service_name);

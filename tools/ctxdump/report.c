@@ -753,6 +753,13 @@ load_record(
 			return false;
 		rd->t = pfile_r_u(&r);
 		rd->window = pfile_r_u(&r);
+		/* a time the start's wall-clock time plus it would wrap is
+		 * malformed, and taken as the last one that does not (spans
+		 * are printed in wall-clock time, wall_ns()) */
+		if (rd->t > UINT64_MAX - p->t0_real) {
+			rd->t = UINT64_MAX - p->t0_real;
+			r.bad = true;
+		}
 		/* CLOCK_MONOTONIC: a round before the one before it is
 		 * malformed, and taken as at that one's time (durations and
 		 * span ends never go back, gaps never wrap) */
@@ -1066,6 +1073,14 @@ thread_name(const struct prof *p, uint32_t image, uint32_t tid)
 	const struct r_thread *t = thread_find(p, image, tid);
 
 	return t && t->comm ? t->comm : "";
+}
+
+/* Wall-clock time of t since the start, saturated: a file may give any
+ * start time, also after its rounds. */
+static uint64_t
+wall_ns(const struct prof *p, uint64_t t)
+{
+	return t > UINT64_MAX - p->t0_real ? UINT64_MAX : p->t0_real + t;
 }
 
 static uint64_t
@@ -2387,7 +2402,7 @@ json_span(FILE *f, const struct prof *p, const struct ispan *sp)
 	fprintf(f,
 		",\"startTimeUnixNano\":\"%" PRIu64 "\",\"endTimeUnixNano\":\"%" PRIu64
 		"\"",
-		p->t0_real + sp->start, p->t0_real + sp->end);
+		wall_ns(p, sp->start), wall_ns(p, sp->end));
 	fputs(",\"attributes\":[", f);
 	if (!sp->context_span) {
 		json_kv_str(f, &first, "code.function.name", fn_name(p, sp->fn),
