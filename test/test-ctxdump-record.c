@@ -1236,6 +1236,60 @@ START_TEST(record_key_map_grows)
 }
 END_TEST
 
+/* keymap-grow with these arguments (NULL-terminated, at most 4), READY. */
+static void
+keymap_start(struct test_child *c, const char *const *args)
+{
+	char helper[PATH_MAX], line[64];
+	char *argv[6] = {helper};
+	int n = 1;
+
+	prof_helper("keymap-grow", helper, sizeof(helper));
+	while (*args && n < 5)
+		argv[n++] = (char *)*args++;
+	argv[n] = NULL;
+	test_child_start(c, argv, NULL, false);
+	test_child_expect(c, "READY ", line, sizeof(line), TIMEOUT_MS);
+}
+
+/* The summary of the recording in file (malloc'd). */
+static char *
+summary_of(const char *file)
+{
+	char *out = NULL, *err = NULL;
+	int st;
+
+	st = prof_run(&out, &err, "report", file, NULL);
+	ck_assert_msg(st == 0, "report exit %d: %s", st, err);
+	free(err);
+	return out;
+}
+
+/* A process name may hold a newline (PR_SET_NAME takes any bytes but
+ * NUL): the recording has all of it, and the summary shows it escaped.
+ * Old: the name was cut at its first newline ("(kg)"). */
+START_TEST(record_comm_newline)
+{
+	static const char *const kargs[] = {"--name", "kg\n\x1b[2Jx", NULL};
+	char file[64], errf[64], pid[16], *o;
+	const char *args[] = {"-F", "50", "-d", "0.1", "-o", file, pid, NULL};
+	struct test_child c;
+
+	keymap_start(&c, kargs);
+	snprintf(pid, sizeof(pid), "%d", (int)c.pid);
+	prof_tmpfile(file, sizeof(file), "comm-prof");
+	prof_tmpfile(errf, sizeof(errf), "comm-err");
+	prof_record_run(errf, args);
+	o = summary_of(file);
+	ck_assert_msg(strstr(o, " (kg\\x0a\\x1b[2Jx): "), "%s", o);
+	ck_assert_msg(strstr(o, "Service: keymap-grow\n"), "%s", o);
+	free(o);
+	ck_assert_int_eq(test_child_finish(&c, TIMEOUT_MS), 0);
+	unlink(file);
+	unlink(errf);
+}
+END_TEST
+
 START_TEST(record_killed_and_target_exit)
 {
 	char file[64], errf[64], pid[16], *out = NULL, *err = NULL;
@@ -1714,6 +1768,11 @@ TEST_SUITE(ctxdump_record_suite)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, record_large_record);
 	tcase_add_test(tc, record_key_map_grows);
+	suite_add_tcase(s, tc);
+	/* what is read of the process (CK_RUN_CASE=process) */
+	tc = tcase_create("process");
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, record_comm_newline);
 	suite_add_tcase(s, tc);
 	return s;
 }

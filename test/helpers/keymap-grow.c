@@ -12,7 +12,12 @@
  * of about N bytes of attrs-data (N up to 65000) in which index 0 comes
  * first as "first", then as filler values, and last as "last" (the one a
  * reader must show: the last occurrence wins), and prints "BIG <size>"
- * with its attrs-data-size.  Exits when stdin is closed. */
+ * with its attrs-data-size.  Exits when stdin is closed.
+ *
+ *   keymap-grow --name N first sets its name to N (PR_SET_NAME: any bytes
+ *                        but NUL, up to 15)
+ *
+ * Any other argument is ignored (a long command line). */
 #include "config.h"
 
 #include <stdatomic.h>
@@ -21,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -132,23 +138,35 @@ big_record(void *buf, size_t want)
 	return buf;
 }
 
+/* The process context's mapping. */
+static int
+map_ctx(void)
+{
+	int fd = memfd_create("OTEL_CTX", MFD_CLOEXEC);
+
+	if (fd < 0 || ftruncate(fd, MAP_SIZE) < 0)
+		return -1;
+	hdr = mmap(NULL, MAP_SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
+	close(fd);
+	return hdr == MAP_FAILED ? -1 : 0;
+}
+
 int
-main(void)
+main(int argc, char **argv)
 {
 	static _Alignas(8) uint8_t rec[2][TREC_HEADER_SIZE + BIG_MAX + 16];
 	char line[64];
 	unsigned n = 0, keys = 1, cur = 0;
 	unsigned long big;
-	int fd;
+	int a;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	fd = memfd_create("OTEL_CTX", MFD_CLOEXEC);
-	if (fd < 0 || ftruncate(fd, MAP_SIZE) < 0)
+	for (a = 1; a < argc; a++) {
+		if (strcmp(argv[a], "--name") == 0 && a + 1 < argc)
+			(void)prctl(PR_SET_NAME, argv[++a], 0, 0, 0);
+	}
+	if (map_ctx() < 0)
 		return 1;
-	hdr = mmap(NULL, MAP_SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
-	if (hdr == MAP_FAILED)
-		return 1;
-	close(fd);
 	publish(1, n++);
 	atomic_signal_fence(memory_order_seq_cst);
 	*(void *volatile *)&otel_thread_ctx_v1 = record(rec[0], 1);

@@ -613,14 +613,20 @@ static void
 read_command(struct rec *rc, char comm[64], char **cmd, size_t *len)
 {
 	char path[64];
+	size_t l;
 	FILE *f;
 
 	comm[0] = '\0';
 	snprintf(path, sizeof(path), "/proc/%d/comm", (int)rc->pid);
 	f = fopen(path, "re");
 	if (f) {
-		if (fgets(comm, 64, f))
-			comm[strcspn(comm, "\n")] = '\0';
+		/* the name (a C string: no NUL) and the kernel's newline; a
+		 * name may hold newlines of its own (PR_SET_NAME), as
+		 * stop.c read_task_comm_at() reads it */
+		l = fread(comm, 1, 63, f);
+		if (l && comm[l - 1] == '\n')
+			l--;
+		comm[l] = '\0';
 		fclose(f);
 	}
 	*cmd = NULL;
