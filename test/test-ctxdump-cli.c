@@ -702,6 +702,40 @@ START_TEST(no_symbol)
 }
 END_TEST
 
+/* A command line longer than the 64 KiB ctxdump keeps is shown cut, and
+ * says so: "(command line truncated: ...)" in text, cmdline_truncated in
+ * JSON (old: cut without a word, as if it were the whole). */
+START_TEST(long_command_line)
+{
+	static char big[70001];
+	char *argv[] = {(char *)test_helper_path("churn"), "1", big, NULL};
+	char *out, *err, arg[16], line[1024];
+	struct churn h;
+
+	memset(big, 'x', sizeof(big) - 1);
+	memset(&h, 0, sizeof(h));
+	test_child_start(&h.c, argv, NULL, false);
+	do
+		test_child_readline(&h.c, line, sizeof(line), 10000);
+	while (strncmp(line, "READY ", 6) != 0);
+	h.pid = (pid_t)atoi(line + 6);
+	snprintf(arg, sizeof(arg), "%d", (int)h.pid);
+
+	ck_assert_int_eq(run_ctxdump(&out, &err, arg, NULL), 0);
+	ck_assert_msg(strstr(out, "xxx (command line truncated: shown the first 65536 "
+				  "bytes)\n"),
+		      "%.200s", out);
+	free(out);
+	free(err);
+	ck_assert_int_eq(run_ctxdump(&out, &err, "--json", arg, NULL), 0);
+	ck_assert_msg(strstr(out, "xxx\"\n  ],\n  \"cmdline_truncated\": true,"),
+		      "%.200s", out);
+	free(out);
+	free(err);
+	churn_finish(&h);
+}
+END_TEST
+
 START_TEST(records_text_and_json)
 {
 	struct churn h;
@@ -1415,6 +1449,7 @@ TEST_SUITE(ctxdump_cli_suite)
 	tcase_add_test(tp, key_map_without_schema);
 	tcase_add_test(tp, writer_library_replaced);
 	tcase_add_test(tp, records_text_and_json);
+	tcase_add_test(tp, long_command_line);
 	tcase_add_test(tp, escaping);
 	tcase_add_test(tp, one_thread);
 	tcase_add_test(tp, stacks_unusual);

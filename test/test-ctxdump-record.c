@@ -1290,6 +1290,54 @@ START_TEST(record_comm_newline)
 }
 END_TEST
 
+/* The command line in the recording's INFO record: its length, and
+ * whether it ends in "...". */
+static const char info_cmdline_py[] =
+	"import sys\n"
+	"b = open(sys.argv[1], 'rb').read()\n"
+	"assert b[:8] == b'CTXDPROF' and b[16] == 1, b[:20]\n"
+	"p = 20\n"
+	"def u():\n"
+	"    global p\n"
+	"    v = s = 0\n"
+	"    while True:\n"
+	"        c = b[p]; p += 1; v |= (c & 0x7f) << s; s += 7\n"
+	"        if c < 0x80: return v\n"
+	"for i in range(6): u()\n"
+	"l = u()\n"
+	"p += l\n"
+	"n = u()\n"
+	"print(n, b[p + n - 3:p + n] == b'...')\n";
+
+/* A command line longer than the 64 KiB the recorder keeps is cut
+ * visibly, ending in "..." as a reader's cut strings do (old: cut without
+ * a mark). */
+START_TEST(record_long_command_line)
+{
+	static char big[70001];
+	static const char *const kargs[] = {big, NULL};
+	char file[64], errf[64], pid[16], *o, *err;
+	const char *args[] = {"-F", "50", "-d", "0.1", "-o", file, pid, NULL};
+	struct test_child c;
+	int st;
+
+	memset(big, 'x', sizeof(big) - 1);
+	keymap_start(&c, kargs);
+	snprintf(pid, sizeof(pid), "%d", (int)c.pid);
+	prof_tmpfile(file, sizeof(file), "cmdline-prof");
+	prof_tmpfile(errf, sizeof(errf), "cmdline-err");
+	prof_record_run(errf, args);
+	st = prof_py(info_cmdline_py, file, &o, &err);
+	ck_assert_msg(st == 0, "python: %s", err);
+	ck_assert_str_eq(o, "65536 True\n");
+	free(o);
+	free(err);
+	ck_assert_int_eq(test_child_finish(&c, TIMEOUT_MS), 0);
+	unlink(file);
+	unlink(errf);
+}
+END_TEST
+
 START_TEST(record_killed_and_target_exit)
 {
 	char file[64], errf[64], pid[16], *out = NULL, *err = NULL;
@@ -1773,6 +1821,7 @@ TEST_SUITE(ctxdump_record_suite)
 	tc = tcase_create("process");
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, record_comm_newline);
+	tcase_add_test(tc, record_long_command_line);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -240,9 +240,15 @@ load_cmdline(struct dump *d)
 	char path[64];
 
 	snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)d->mem_pid);
-	if (remote_read_file(path, CMDLINE_MAX, &d->cmdline, &d->cmdline_len) < 0) {
+	/* a byte more than is kept tells a longer command line */
+	if (remote_read_file(path, CMDLINE_MAX + 1, &d->cmdline, &d->cmdline_len) < 0) {
 		d->cmdline = NULL;
 		d->cmdline_len = 0;
+		return;
+	}
+	if (d->cmdline_len > CMDLINE_MAX) {
+		d->cmdline_len = CMDLINE_MAX;
+		d->cmdline_truncated = true;
 		return;
 	}
 	/* the last argument's NUL terminator */

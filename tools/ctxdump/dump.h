@@ -126,6 +126,7 @@ struct dump {
 	pid_t mem_pid;
 	char *cmdline; /* NUL-separated arguments */
 	size_t cmdline_len;
+	bool cmdline_truncated; /* more than CMDLINE_MAX bytes: the first ones */
 
 	bool has_symbol;
 	struct etls_symbol sym;

@@ -389,6 +389,9 @@ text_header(struct ob *f, const struct dump *d, const struct output_opts *o)
 		ob_text_escape(f, (const uint8_t *)d->cmdline + i, l, false);
 		i += l + 1;
 	}
+	if (d->cmdline_truncated)
+		ob_printf(f, " (command line truncated: shown the first %zu bytes)",
+			  d->cmdline_len);
 	ob_putc(f, '\n');
 
 	if (!d->has_pctx) {
@@ -1351,6 +1354,8 @@ output_json(FILE *file, const struct dump *d, const struct output_opts *o)
 		i += l + 1;
 	}
 	jw_close(&w, ']');
+	jw_key(&w, "cmdline_truncated");
+	jw_raw(&w, d->cmdline_truncated ? "true" : "false");
 	json_symbol(&w, d);
 	json_alt_layouts(&w, d);
 	json_pctx(&w, d);

@@ -62,6 +62,8 @@
 /* How often unresolved layouts, the process context and new modules may
  * be looked at again. */
 #define REFRESH_NS 1000000000ull
+/* The most of the target's command line kept (as the one-shot dump). */
+#define CMDLINE_MAX (64u << 10)
 /* Once a termination signal arrived, how long the rest of the recording
  * may take to go out to a pipe or socket nobody reads from fast enough
  * (a second signal gives up at once). */
@@ -608,10 +610,12 @@ write_resource(struct rec *rc, const char *key, const char *value)
 }
 
 /* The target's command name and command line (*cmd malloc'd, or NULL
- * with *len 0). */
+ * with *len 0).  A command line longer than CMDLINE_MAX is cut and ends
+ * in PFILE_STRING_CUT, as a reader cuts a long string. */
 static void
 read_command(struct rec *rc, char comm[64], char **cmd, size_t *len)
 {
+	const size_t mark = sizeof(PFILE_STRING_CUT) - 1;
 	char path[64];
 	size_t l;
 	FILE *f;
@@ -631,9 +635,12 @@ read_command(struct rec *rc, char comm[64], char **cmd, size_t *len)
 	}
 	*cmd = NULL;
 	snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)rc->mem_pid);
-	if (remote_read_file(path, 1u << 16, cmd, len) < 0) {
+	if (remote_read_file(path, CMDLINE_MAX + 1, cmd, len) < 0) {
 		*cmd = NULL;
 		*len = 0;
+	} else if (*len > CMDLINE_MAX) {
+		memcpy(*cmd + CMDLINE_MAX - mark, PFILE_STRING_CUT, mark);
+		*len = CMDLINE_MAX;
 	}
 }
 
