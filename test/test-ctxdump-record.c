@@ -1338,6 +1338,72 @@ START_TEST(record_long_command_line)
 }
 END_TEST
 
+/* Whether the file at path holds needle (a recording being written). */
+static bool
+file_has(const char *path, const char *needle)
+{
+	FILE *f = fopen(path, "re");
+	char *b = NULL;
+	size_t cap = 0, n = 0, got;
+	bool has;
+
+	ck_assert_ptr_nonnull(f);
+	do {
+		if (n + 4096 > cap) {
+			cap = (n + 4096) * 2;
+			b = realloc(b, cap);
+			ck_assert_ptr_nonnull(b);
+		}
+		got = fread(b + n, 1, cap - n, f);
+		n += got;
+	} while (got);
+	fclose(f);
+	has = memmem(b, n, needle, strlen(needle)) != NULL;
+	free(b);
+	return has;
+}
+
+/* A process context published only after the recording started (the
+ * OTEL_CTX mapping does not exist before), by a process whose threads
+ * publish no record with attributes: the recording gets it, and the
+ * report names its service.  Old: it was looked for again only when a
+ * record used a key index the map lacked, so never here ("Service:
+ * unknown_service:keymap-grow"). */
+START_TEST(record_late_process_context)
+{
+	static const char *const kargs[] = {"--late", NULL};
+	char file[64], errf[64], pid[16], line[64], *o, *err = NULL;
+	const char *args[] = {"-F", "50", "-o", file, pid, NULL};
+	struct test_child c;
+	int st, waited;
+	pid_t rec;
+
+	keymap_start(&c, kargs);
+	snprintf(pid, sizeof(pid), "%d", (int)c.pid);
+	prof_tmpfile(file, sizeof(file), "late-prof");
+	prof_tmpfile(errf, sizeof(errf), "late-err");
+	rec = prof_record_start(errf, args);
+	prof_wait_file(file, 64, TIMEOUT_MS, rec, errf);
+	test_child_send(&c, "publish\n");
+	test_child_expect(&c, "PUBLISHED", line, sizeof(line), TIMEOUT_MS);
+	/* the PCTX record's payload has the resource's key */
+	for (waited = 0; !file_has(file, "service.name"); waited += 10) {
+		ck_assert_msg(waited < TIMEOUT_MS, "no process context recorded");
+		usleep(10000);
+	}
+	ck_assert_int_eq(kill(rec, SIGINT), 0);
+	st = prof_record_wait(rec, TIMEOUT_MS);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status 0x%x: %s", st,
+		      (err = prof_slurp(errf)));
+	o = summary_of(file);
+	ck_assert_msg(strstr(o, "Service: keymap-grow\n"), "%s", o);
+	free(o);
+	ck_assert_int_eq(test_child_finish(&c, TIMEOUT_MS), 0);
+	unlink(file);
+	unlink(errf);
+}
+END_TEST
+
 START_TEST(record_killed_and_target_exit)
 {
 	char file[64], errf[64], pid[16], *out = NULL, *err = NULL;
@@ -1822,6 +1888,7 @@ TEST_SUITE(ctxdump_record_suite)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, record_comm_newline);
 	tcase_add_test(tc, record_long_command_line);
+	tcase_add_test(tc, record_late_process_context);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -14,6 +14,11 @@
  * reader must show: the last occurrence wins), and prints "BIG <size>"
  * with its attrs-data-size.  Exits when stdin is closed.
  *
+ *   keymap-grow --late   publishes neither the process context nor a
+ *                        record at first (the OTEL_CTX mapping does not
+ *                        exist yet); on the line "publish", the process
+ *                        context (its mapping first), still no record, and
+ *                        prints "PUBLISHED"
  *   keymap-grow --name N first sets its name to N (PR_SET_NAME: any bytes
  *                        but NUL, up to 15)
  *
@@ -21,6 +26,7 @@
 #include "config.h"
 
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -158,22 +164,36 @@ main(int argc, char **argv)
 	char line[64];
 	unsigned n = 0, keys = 1, cur = 0;
 	unsigned long big;
+	bool late = false;
 	int a;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	for (a = 1; a < argc; a++) {
-		if (strcmp(argv[a], "--name") == 0 && a + 1 < argc)
+		if (strcmp(argv[a], "--late") == 0)
+			late = true;
+		else if (strcmp(argv[a], "--name") == 0 && a + 1 < argc)
 			(void)prctl(PR_SET_NAME, argv[++a], 0, 0, 0);
 	}
-	if (map_ctx() < 0)
-		return 1;
-	publish(1, n++);
-	atomic_signal_fence(memory_order_seq_cst);
-	*(void *volatile *)&otel_thread_ctx_v1 = record(rec[0], 1);
-	atomic_signal_fence(memory_order_seq_cst);
+	if (!late) {
+		if (map_ctx() < 0)
+			return 1;
+		publish(1, n++);
+		atomic_signal_fence(memory_order_seq_cst);
+		*(void *volatile *)&otel_thread_ctx_v1 = record(rec[0], 1);
+		atomic_signal_fence(memory_order_seq_cst);
+	}
 	printf("READY %d\n", (int)getpid());
 	while (fgets(line, sizeof(line), stdin)) {
 		struct otel_thread_ctx_record *r;
+
+		if (late && strcmp(line, "publish\n") == 0) {
+			if (map_ctx() < 0)
+				return 1;
+			publish(1, n++);
+			late = false;
+			printf("PUBLISHED\n");
+			continue;
+		}
 
 		if (sscanf(line, "big %lu", &big) == 1 && big <= BIG_MAX) {
 			/* never rewrite the published record */
@@ -184,7 +204,7 @@ main(int argc, char **argv)
 			printf("BIG %u\n", (unsigned)r->attrs_data_size);
 			continue;
 		}
-		if (strcmp(line, "grow\n") != 0)
+		if (strcmp(line, "grow\n") != 0 || !hdr)
 			continue;
 		if (keys < KEYS_MAX)
 			keys++;

@@ -1087,7 +1087,14 @@ sample_round(struct rec *rc)
 	    (!rc->have_layouts && (t - rc->discover_ns > REFRESH_NS ||
 				   (rc->execs && t - rc->exec_ns < REFRESH_NS))))
 		rediscover(rc, t);
-	if (!rc->has_pctx && rc->execs && t - rc->exec_ns < REFRESH_NS)
+	/* A process context published after the recording started (or
+	 * after an exec): looked for while the target runs, every round
+	 * for REFRESH_NS after an exec, else once per REFRESH_NS as the
+	 * maps are read (as the layouts are).  Not only when a record uses
+	 * a key index (write_round()): a writer may publish records without
+	 * attributes, or none, and the resource names the service. */
+	if (!rc->has_pctx && ((rc->execs && t - rc->exec_ns < REFRESH_NS) ||
+			      t - rc->pctx_ns > REFRESH_NS))
 		load_pctx(rc, true);
 	/* last before the stop: the less time between, the fewer frames a
 	 * change in between leaves unnamed */
