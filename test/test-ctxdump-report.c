@@ -635,6 +635,78 @@ START_TEST(report_spans_tree)
 }
 END_TEST
 
+/* --max-spans leaves out the deepest spans, so that every span printed
+ * has its parent printed too (or the context's span): the recording of
+ * report_spans_tree, whose spans are handle (depth 1), work, db, c
+ * (depth 2), d and e; children close, and are made, before their
+ * parents.  Old: the first spans made were kept, work and db, children
+ * of handle, which was left out (parentSpanId of a span not in the
+ * output); with --context-spans the context span was left out too. */
+START_TEST(report_spans_budget_keeps_parents)
+{
+	static const char *const names[] = {"main", "loop", "handle", "work",
+					    "db",   "c",    "d",      "e"};
+	static const uint32_t s_idle[] = {2, 1}, s_work[] = {4, 3, 1},
+			      s_db[] = {5, 3, 1}, s_cde[] = {8, 7, 6, 3, 1};
+	static const struct {
+		uint32_t stack, ctx;
+	} seq[] = {{1, 0}, {2, 1}, {2, 1}, {2, 1}, {3, 1},
+		   {3, 1}, {4, 1}, {4, 1}, {2, 1}};
+	static const struct {
+		const char *opt, *max, *tree, *warning;
+	} cases[] = {
+		{"--collapse", "2", "handle ctx 8 handle|work handle 3 work",
+		 "more than 2 spans: 2 left out"},
+		{"--collapse", "3",
+		 "db handle 2 db|handle ctx 8 handle|work handle 3 work",
+		 "more than 3 spans: 1 left out"},
+		{"--min-samples=2", "2", "handle ctx 8 handle|work handle 3 work",
+		 "more than 2 spans: 4 left out"},
+		{"--context-spans", "2",
+		 "[context span] - 8 |handle [context span] 8 handle",
+		 "more than 2 spans: 5 left out"},
+	};
+	const char *args[] = {"--spans", NULL, "--max-spans", NULL, NULL, NULL};
+	struct rec *r = malloc(sizeof(*r));
+	char file[64], out[64], *err, *t;
+	size_t i;
+	int st;
+
+	ck_assert_ptr_nonnull(r);
+	rec_start(r, "srv");
+	rec_functions(r, names, 8);
+	rec_stack(r, 1, s_idle, 2);
+	rec_stack(r, 2, s_work, 3);
+	rec_stack(r, 3, s_db, 3);
+	rec_stack(r, 4, s_cde, 5);
+	rec_ctx(r, 1, 0x4b, 0x00f067aa0ba902b7ull, NULL, 0);
+	for (i = 0; i < sizeof(seq) / sizeof(seq[0]); i++) {
+		rec_round(r, 10000000ull * i);
+		rec_sample(r, 7, seq[i].stack, seq[i].ctx);
+	}
+	rec_finish(r, file, sizeof(file), "budget-parents");
+	free(r);
+	prof_tmpfile(out, sizeof(out), "budget-parents-out");
+	args[4] = file;
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		args[1] = cases[i].opt;
+		args[3] = cases[i].max;
+		st = run_report(args, -1, out, 0, 0, &err);
+		ck_assert_msg(st == 1, "case %zu: report exit %d: %s", i, st, err);
+		ck_assert_msg(strstr(err, cases[i].warning), "case %zu: %s", i, err);
+		free(err);
+		st = prof_py(spans_tree_py, out, &t, &err);
+		ck_assert_msg(st == 0, "python: %s", err);
+		free(err);
+		t[strcspn(t, "\n")] = '\0';
+		ck_assert_msg(strcmp(t, cases[i].tree) == 0, "case %zu: %s", i, t);
+		free(t);
+	}
+	unlink(out);
+	unlink(file);
+}
+END_TEST
+
 /* A request without a trace id (CTXSHIM_NEW_TRACES=0: zero ids, but its
  * method and route) runs the same handler as a traced one; its stacks are
  * no idle thread's: thread 7 serves a traced GET /x in handle;compute,
@@ -2059,6 +2131,7 @@ TEST_SUITE(ctxdump_report_suite)
 	tcase_add_test(tc, report_spans_memory_bounded);
 	tcase_add_test(tc, report_spans_budget);
 	tcase_add_test(tc, report_spans_tree);
+	tcase_add_test(tc, report_spans_budget_keeps_parents);
 	tcase_add_test(tc, report_spans_untraced_request_not_idle);
 	tcase_add_test(tc, report_spans_filter_per_sample);
 	tcase_add_test(tc, report_spans_stackless_sample);

@@ -1700,20 +1700,34 @@ struct ispan {
 };
 
 /* The spans for the output: at most max (all of them are sorted before
- * the first is printed); dropped counts the ones left out. */
+ * the first is printed); dropped counts the ones left out.  Inferred
+ * spans deeper than depth_cut are left out, and those at depth_cut past
+ * the first cut_room (make_spans()); by_depth counts the inferred spans
+ * made at each depth, kept or not. */
 struct spans {
 	struct ispan *v;
 	size_t n, cap, max, dropped;
+	uint32_t depth_cut;
+	size_t cut_room;
+	size_t by_depth[PFILE_STACK_MAX];
 	bool oom;
 };
 
+/* A new span, of a call depth (CTX_SPAN_DEPTH: a context span). */
+#define CTX_SPAN_DEPTH UINT32_MAX
+
 static struct ispan *
-add_span(struct spans *S)
+add_span(struct spans *S, uint32_t depth)
 {
-	if (S->n >= S->max) {
+	if (depth < PFILE_STACK_MAX)
+		S->by_depth[depth]++;
+	if (S->n >= S->max || (depth != CTX_SPAN_DEPTH && depth >= S->depth_cut &&
+			       (depth > S->depth_cut || !S->cut_room))) {
 		S->dropped++;
 		return NULL;
 	}
+	if (depth == S->depth_cut)
+		S->cut_room--;
 	if (S->n == S->cap) {
 		size_t cap = S->cap ? S->cap * 2 : 64;
 		struct ispan *nv;
@@ -1863,7 +1877,7 @@ close_nodes(struct spans *S,
 		nd->is_span = true;
 		make_span_id(nd->id, R->c->trace, R->tid, nd->start, (uint32_t)d,
 			     nd->fn);
-		sp = add_span(S);
+		sp = add_span(S, (uint32_t)d);
 		if (sp) {
 			memcpy(sp->trace, R->c->trace, 16);
 			memcpy(sp->span_id, nd->id, 8);
@@ -2564,7 +2578,7 @@ add_context_spans(const struct prof *p, const struct rpt_ctl *ctl, struct spans 
 				set_ctx_span_parent(p, s, sp);
 			continue;
 		}
-		sp = add_span(S);
+		sp = add_span(S, CTX_SPAN_DEPTH);
 		if (!sp) {
 			*gs = CS_DROPPED;
 			continue;
@@ -2587,6 +2601,42 @@ out:
 	free(gspan);
 }
 
+/* Spans past --max-spans are the deepest ones: every span printed has
+ * its parent printed too (or, outermost, the context's span, which is
+ * the application's), never one that was left out, which a trace viewer
+ * could not place.  Context spans come first; then, if the inferred ones
+ * did not all fit, they are made again, keeping every one at a depth all
+ * of whose spans fit, and the first ones made at the next depth in the
+ * room the shallower ones leave (a span's parent is at a smaller depth:
+ * its enclosing frame, or what that was folded into).  A node's children
+ * close before it does, so a cut by the order spans are made in would
+ * keep children of a parent it left out.  A span left out changes
+ * nothing of the others: the second pass makes the same spans. */
+static void
+make_spans(const struct prof *p, const struct rpt_ctl *ctl, struct spans *S)
+{
+	size_t n_ctx, dropped_ctx, sum = 0, i;
+	uint32_t d;
+
+	S->depth_cut = UINT32_MAX;
+	if (ctl->context_spans)
+		add_context_spans(p, ctl, S);
+	n_ctx = S->n;
+	dropped_ctx = S->dropped;
+	infer(p, ctl, S);
+	if (S->oom || S->dropped == dropped_ctx || S->max <= n_ctx)
+		return;
+	for (d = 0; d < PFILE_STACK_MAX && sum + S->by_depth[d] <= S->max - n_ctx; d++)
+		sum += S->by_depth[d];
+	for (i = n_ctx; i < S->n; i++)
+		free(S->v[i].chain);
+	S->n = n_ctx;
+	S->dropped = dropped_ctx;
+	S->depth_cut = d;
+	S->cut_room = S->max - n_ctx - sum;
+	infer(p, ctl, S);
+}
+
 static int
 report_spans(const struct prof *p, const struct rpt_ctl *ctl)
 {
@@ -2596,9 +2646,7 @@ report_spans(const struct prof *p, const struct rpt_ctl *ctl)
 	bool first;
 	int ret = CLI_EXIT_OK;
 
-	infer(p, ctl, &S);
-	if (ctl->context_spans)
-		add_context_spans(p, ctl, &S);
+	make_spans(p, ctl, &S);
 	if (S.oom) {
 		cli_warn("out of memory");
 		ret = CLI_EXIT_FATAL;
