@@ -1968,6 +1968,10 @@ START_TEST(report_service_name)
 	static const struct pctx_kv exe_only[] = {
 		{"process.executable.name", "srv-exe"}};
 	static const struct pctx_kv named[] = {{"service.name", "checkout"}};
+	/* longer than a string of the file, an "\xc3\xa9" across the cut:
+	 * cut before it, with the mark (it was cut silently, inside it) */
+	static char long_name[280], long_want[280];
+	static const struct pctx_kv named_long[] = {{"service.name", long_name}};
 	static const struct {
 		const char *comm;
 		const struct pctx_kv *res;
@@ -1979,15 +1983,21 @@ START_TEST(report_service_name)
 		{"srv", named, 1, "checkout"},
 		{"srv", NULL, 0, "unknown_service:srv"},
 		{"", NULL, 0, "unknown_service"},
+		{"srv", named_long, 1, long_want},
 	};
 	static const uint32_t st1[] = {1};
 	unsigned i;
+
+	memset(long_name, 'a', 254);
+	memcpy(long_name + 254, "\303\251bbbbbbbbbb", 13);
+	memset(long_want, 'a', 253);
+	memcpy(long_want + 253, "...", 4);
 
 	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		const char *sum[] = {NULL, NULL}, *fold[] = {"--folded", NULL, NULL},
 			   *spans[] = {"--spans", NULL, NULL};
 		struct rec *r = malloc(sizeof(*r));
-		char file[64], out[64], want[256], *err, *o;
+		char file[64], out[64], want[640], *err, *o;
 		uint8_t pc[512];
 		size_t pl = 0;
 		int st;
@@ -2042,10 +2052,11 @@ START_TEST(report_service_name)
 		ck_assert_msg(st == 0, "case %u: report --spans exit %d: %s", i, st,
 			      err);
 		free(err);
+		/* OTLP's resource carries the whole name */
 		snprintf(
 			want, sizeof(want),
 			"{\"key\":\"service.name\",\"value\":{\"stringValue\":\"%s\"}}",
-			cases[i].want);
+			cases[i].res == named_long ? long_name : cases[i].want);
 		ck_assert_msg(count_in_file(out, want) == 1, "case %u: no %s", i, want);
 		ck_assert_uint_eq(count_in_file(out, "\"service.name\""), 1);
 		ck_assert_uint_eq(count_in_file(out, "unknown_service:unknown_service"),

@@ -203,22 +203,34 @@ dup_bytes(const uint8_t *b, size_t n)
 	return s;
 }
 
+/* How many of a string's n bytes to keep so that they and the cut mark
+ * (PFILE_STRING_CUT) fit max bytes; n if the string fits whole. */
+static size_t
+cut_keep(const uint8_t *b, size_t n, size_t max)
+{
+	size_t keep, i;
+
+	if (n <= max)
+		return n;
+	/* not inside a UTF-8 sequence: back off its continuation bytes (at
+	 * most 3; what is not UTF-8 anyway is escaped when printed) */
+	keep = max - (sizeof(PFILE_STRING_CUT) - 1);
+	for (i = 0; i < 3 && (b[keep] & 0xc0) == 0x80; i++)
+		keep--;
+	return keep;
+}
+
 /* A string of the file, cut to max bytes with a visible mark
  * (PFILE_STRING_CUT). */
 static char *
 dup_cut_to(const uint8_t *b, size_t n, size_t max)
 {
 	const size_t mark = sizeof(PFILE_STRING_CUT) - 1;
-	size_t keep, i;
+	size_t keep = cut_keep(b, n, max);
 	char *s;
 
-	if (n <= max)
+	if (keep == n)
 		return dup_bytes(b, n);
-	/* not inside a UTF-8 sequence: back off its continuation bytes (at
-	 * most 3; what is not UTF-8 anyway is escaped when printed) */
-	keep = max - mark;
-	for (i = 0; i < 3 && (b[keep] & 0xc0) == 0x80; i++)
-		keep--;
 	s = malloc(keep + mark + 1);
 	if (s) {
 		memcpy(s, b, keep);
@@ -1049,21 +1061,29 @@ image_comm(const struct prof *p, const struct r_image *im)
 	return im->comm ? im->comm : p->comm;
 }
 
+/* The service's name: "unknown_service:" and a string of the file. */
+#define SVC_NAME_MAX (sizeof("unknown_service:") + PFILE_STRING_MAX)
+
 static const char *
 service_name(const struct prof *p, uint32_t image, char *buf, size_t n)
 {
 	const struct r_image *im = image_at(p, image);
-	const char *v, *comm = image_comm(p, im);
-	size_t len;
+	const char *v, *comm = image_comm(p, im), *prefix = "unknown_service:";
+	size_t len, keep;
 
-	if (resource_str(im, "service.name", &v, &len))
-		snprintf(buf, n, "%.*s", (int)len, v);
-	else if (resource_str(im, "process.executable.name", &v, &len))
-		snprintf(buf, n, "unknown_service:%.*s", (int)len, v);
-	else if (comm && *comm)
-		snprintf(buf, n, "unknown_service:%s", comm);
-	else
-		snprintf(buf, n, "unknown_service");
+	if (resource_str(im, "service.name", &v, &len)) {
+		prefix = "";
+	} else if (!resource_str(im, "process.executable.name", &v, &len)) {
+		v = comm ? comm : "";
+		len = strlen(v);
+		if (!len)
+			prefix = "unknown_service";
+	}
+	/* as long as a string of the file at most (n is SVC_NAME_MAX), and
+	 * not cut inside a UTF-8 sequence */
+	keep = cut_keep((const uint8_t *)v, len, PFILE_STRING_MAX);
+	snprintf(buf, n, "%s%.*s%s", prefix, (int)keep, v,
+		 keep < len ? PFILE_STRING_CUT : "");
 	return buf;
 }
 
@@ -1494,7 +1514,7 @@ report_folded(const struct prof *p, const struct rpt_ctl *ctl)
 	struct sbuf b = {0};
 	struct fold_line *lines = NULL;
 	uint64_t *pairs = NULL;
-	char svc[256], req[REQ_NAME_MAX], h[33], th[96];
+	char svc[SVC_NAME_MAX], req[REQ_NAME_MAX], h[33], th[96];
 	uint32_t no_stack, cut, svc_image = UINT32_MAX;
 	size_t i, j, n = 0, n_lines = 0;
 	bool guessed = false;
@@ -2241,7 +2261,7 @@ json_resource(FILE *f, const struct prof *p, uint32_t image)
 {
 	const struct r_image *im = image_at(p, image);
 	bool first = true, have_svc = false;
-	char svc[256];
+	char svc[SVC_NAME_MAX];
 	unsigned i;
 
 	fputs("\"resource\":{\"attributes\":[", f);
@@ -2950,7 +2970,7 @@ distinct_tids(const struct prof *p)
 static void
 summary_header(const struct prof *p)
 {
-	char svc[256];
+	char svc[SVC_NAME_MAX];
 	size_t i, ntid, rl = 0;
 	uint64_t last =
 		p->rounds.n ? ((const struct r_round *)p->rounds.v)[p->rounds.n - 1].t
