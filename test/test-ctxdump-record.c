@@ -1290,6 +1290,51 @@ START_TEST(record_comm_newline)
 }
 END_TEST
 
+/* A thread renamed and renamed back has its name of now in the report's
+ * spans (a thread pool's worker named after its task, say).  Old: the
+ * recorder wrote a name only the first time it saw it for the thread, so
+ * the report kept the one before ("kg-two"). */
+START_TEST(record_thread_renamed_back)
+{
+	static const char *const kargs[] = {"--name", "kg-one", NULL};
+	char file[64], errf[64], pid[16], line[64], *out, *err = NULL;
+	const char *args[] = {"-F", "50", "-o", file, pid, NULL};
+	const char *names[] = {"name kg-two\n", "name kg-one\n"};
+	struct test_child c;
+	pid_t rec;
+	int st, i;
+
+	keymap_start(&c, kargs);
+	snprintf(pid, sizeof(pid), "%d", (int)c.pid);
+	prof_tmpfile(file, sizeof(file), "rename-prof");
+	prof_tmpfile(errf, sizeof(errf), "rename-err");
+	rec = prof_record_start(errf, args);
+	prof_wait_file(file, 64, TIMEOUT_MS, rec, errf);
+	for (i = 0; i < 2; i++) {
+		wait_rounds(file, rec, errf);
+		test_child_send(&c, names[i]);
+		test_child_expect(&c, "NAMED", line, sizeof(line), TIMEOUT_MS);
+	}
+	wait_rounds(file, rec, errf);
+	ck_assert_int_eq(kill(rec, SIGINT), 0);
+	st = prof_record_wait(rec, TIMEOUT_MS);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status 0x%x: %s", st,
+		      (err = prof_slurp(errf)));
+	free(err);
+	st = prof_run(&out, &err, "report", "--spans", "--context-spans", file, NULL);
+	ck_assert_msg(st == 0, "report exit %d: %s", st, err);
+	ck_assert_msg(strstr(out, "{\"key\":\"thread.name\",\"value\":"
+				  "{\"stringValue\":\"kg-one\"}}") &&
+			      !strstr(out, "kg-two"),
+		      "%s", out);
+	free(out);
+	free(err);
+	ck_assert_int_eq(test_child_finish(&c, TIMEOUT_MS), 0);
+	unlink(file);
+	unlink(errf);
+}
+END_TEST
+
 /* The command line in the recording's INFO record: its length, and
  * whether it ends in "...". */
 static const char info_cmdline_py[] =
@@ -1887,6 +1932,7 @@ TEST_SUITE(ctxdump_record_suite)
 	tc = tcase_create("process");
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, record_comm_newline);
+	tcase_add_test(tc, record_thread_renamed_back);
 	tcase_add_test(tc, record_long_command_line);
 	tcase_add_test(tc, record_late_process_context);
 	suite_add_tcase(s, tc);

@@ -12,7 +12,8 @@
  * of about N bytes of attrs-data (N up to 65000) in which index 0 comes
  * first as "first", then as filler values, and last as "last" (the one a
  * reader must show: the last occurrence wins), and prints "BIG <size>"
- * with its attrs-data-size.  Exits when stdin is closed.
+ * with its attrs-data-size.  On "name N": sets its name to N (as
+ * --name) and prints "NAMED".  Exits when stdin is closed.
  *
  *   keymap-grow --late   publishes neither the process context nor a
  *                        record at first (the OTEL_CTX mapping does not
@@ -195,6 +196,12 @@ main(int argc, char **argv)
 			continue;
 		}
 
+		if (strncmp(line, "name ", 5) == 0) {
+			line[strcspn(line, "\n")] = '\0';
+			(void)prctl(PR_SET_NAME, line + 5, 0, 0, 0);
+			printf("NAMED\n");
+			continue;
+		}
 		if (sscanf(line, "big %lu", &big) == 1 && big <= BIG_MAX) {
 			/* never rewrite the published record */
 			r = big_record(rec[cur ^= 1], big);

@@ -85,6 +85,7 @@ struct itab_ent {
 	uint64_t h;
 	uint8_t *key; /* NULL: empty slot */
 	uint32_t len, id;
+	uint64_t val; /* the caller's, 0 in a new entry */
 };
 
 struct itab {
@@ -138,10 +139,11 @@ itab_grow(struct itab *t)
 	return true;
 }
 
-/* Id of key, *fresh when it was not in the table (the caller then writes
- * its definition).  0 on allocation failure. */
-static uint32_t
-itab_get(struct itab *t, const void *key, size_t len, bool *fresh)
+/* The entry of key, *fresh when it was not in the table (the caller then
+ * writes its definition); valid until the next call.  NULL on allocation
+ * failure. */
+static struct itab_ent *
+itab_ent(struct itab *t, const void *key, size_t len, bool *fresh)
 {
 	uint64_t h = hash_bytes(key, len);
 	size_t i;
@@ -155,24 +157,34 @@ itab_get(struct itab *t, const void *key, size_t len, bool *fresh)
 		t->resets++;
 	}
 	if ((t->n + 1) * 2 > t->cap && !itab_grow(t))
-		return 0;
+		return NULL;
 	for (i = h & (t->cap - 1); t->v[i].key; i = (i + 1) & (t->cap - 1)) {
 		struct itab_ent *e = &t->v[i];
 
 		if (e->h == h && e->len == len && memcmp(e->key, key, len) == 0)
-			return e->id;
+			return e;
 	}
 	t->v[i].key = malloc(len ? len : 1);
 	if (!t->v[i].key)
-		return 0;
+		return NULL;
 	memcpy(t->v[i].key, key, len);
 	t->v[i].h = h;
 	t->v[i].len = (uint32_t)len;
 	t->v[i].id = t->next++;
+	t->v[i].val = 0;
 	t->n++;
 	t->bytes += len + sizeof(struct itab_ent) * 2 + 16;
 	*fresh = true;
-	return t->v[i].id;
+	return &t->v[i];
+}
+
+/* Id of key, *fresh as itab_ent()'s.  0 on allocation failure. */
+static uint32_t
+itab_get(struct itab *t, const void *key, size_t len, bool *fresh)
+{
+	const struct itab_ent *e = itab_ent(t, key, len, fresh);
+
+	return e ? e->id : 0;
 }
 
 /* ---- the recording ---- */
@@ -493,19 +505,20 @@ intern_ctx(struct rec *rc, const struct lay_ctx *c)
 	return id;
 }
 
-/* THREAD record when a thread is first seen or renamed. */
+/* THREAD record when a thread is first seen or renamed: its entry keeps
+ * the hash of the name last written (renamed back to an earlier name,
+ * that is written again, and the report shows the name it has now). */
 static void
 note_thread(struct rec *rc, pid_t tid, const char *comm)
 {
-	uint8_t key[4 + 64];
 	size_t l = strnlen(comm, 63);
+	uint64_t h = hash_bytes(comm, l) | 1; /* never an entry's first 0 */
 	bool fresh;
+	struct itab_ent *e = itab_ent(&rc->threads, &tid, sizeof(tid), &fresh);
 
-	memcpy(key, &tid, 4);
-	memcpy(key + 4, comm, l);
-	(void)itab_get(&rc->threads, key, 4 + l, &fresh);
-	if (!fresh)
+	if (!e || e->val == h)
 		return;
+	e->val = h;
 	pfile_w_begin(&rc->w, PFILE_THREAD);
 	pfile_w_u(&rc->w, (uint64_t)tid);
 	pfile_w_bytes(&rc->w, comm, l);
