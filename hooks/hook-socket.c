@@ -3282,9 +3282,24 @@ hook_socket_tls_write_end_head(const struct hook_tls_conn *t,
 			       size_t head_len,
 			       size_t n)
 {
-	if (n > 0)
-		sk_out(t->id, t->c, head, head ? (head_len < n ? head_len : n) : 0,
-		       (ssize_t)n);
+	if (n == 0)
+		return;
+	if (!head || head_len > n)
+		head_len = head ? n : 0;
+	/* Only the first head_len of the n bytes are at hand: an interim
+	 * response that does not end within them, in a write that goes on
+	 * past them, may be followed by the final response ("103 Early
+	 * Hints" with its Link lines and the response, in one write), which
+	 * those bytes cannot tell.  sk_out() would take the write for the
+	 * interim response alone and leave the request unanswered: it is
+	 * judged as a write of unknown bytes instead, as without them. */
+	if (head_len < n && ctxshim_conn_interim(head, head_len)) {
+		size_t k = sk_interim_end(head, head_len, n);
+
+		if (ctxshim_conn_interim((const uint8_t *)head + k, head_len - k))
+			head_len = 0;
+	}
+	sk_out(t->id, t->c, head_len ? head : NULL, head_len, (ssize_t)n);
 }
 
 void
