@@ -219,6 +219,7 @@ hook_gnutls_record_recv(gnutls_session_t s, void *buf, size_t n)
 
 struct gt_held {
 	gnutls_session_t s; /* only compared, never dereferenced */
+	size_t n;           /* the interrupted call's: a resumption returns no more */
 	size_t len;
 	unsigned char head[GT_HELD_MAX];
 };
@@ -229,17 +230,30 @@ static __attribute__((noinline, cold)) void
 gt_hold(gnutls_session_t s, const void *buf, size_t n)
 {
 	gt_held.s = NULL; /* a signal handler's send meanwhile finds none */
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	gt_held.n = n;
 	gt_held.len = n < GT_HELD_MAX ? n : GT_HELD_MAX;
 	__builtin_memcpy(gt_held.head, buf, gt_held.len);
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	gt_held.s = s;
 }
 
 static __attribute__((noinline, cold)) void
 gt_resumed(gnutls_session_t s, const struct hook_tls_conn *t, size_t r)
 {
-	if (gt_held.s == s) {
+	/* A slot left by a send resumed with its data, or by a session
+	 * since freed whose address a new one has, can name s too: a
+	 * resumption returns at most what the interrupted call was given.
+	 * The head is copied before the slot is let go: a signal handler's
+	 * interrupted send may fill it again while it is being judged. */
+	if (gt_held.s == s && r <= gt_held.n) {
+		unsigned char head[GT_HELD_MAX];
+		size_t len = gt_held.len;
+
+		__builtin_memcpy(head, gt_held.head, len);
+		__atomic_signal_fence(__ATOMIC_SEQ_CST);
 		gt_held.s = NULL;
-		hook_socket_tls_write_end_head(t, gt_held.head, gt_held.len, r);
+		hook_socket_tls_write_end_head(t, head, len, r);
 	} else {
 		hook_socket_tls_write_end(t, NULL, r);
 	}
@@ -297,6 +311,9 @@ hook_gnutls_deinit(gnutls_session_t s)
 			hook_socket_tls_end(fd, s, "gnutls-deinit");
 		errno = saved_errno;
 	}
+	/* the next session malloc gives s's address holds nothing of it */
+	if (s && gt_held.s == s)
+		gt_held.s = NULL;
 	real_gnutls_deinit(s);
 }
 
