@@ -503,6 +503,26 @@ START_TEST(test_tpc_continue)
 }
 END_TEST
 
+/* helpers/tls-resume-gnutls.c: a GnuTLS send of "103 Early Hints" (longer
+ * than the head the hook keeps of an interrupted send) and the final
+ * response, interrupted and resumed with (NULL, 0), answers its request:
+ * the next request shows its own context. */
+START_TEST(test_gnutls_resume_hints)
+{
+	static char prog[4096];
+	char *argv[] = {prog, NULL}, *out;
+	int st;
+
+	snprintf(prog, sizeof(prog), "%s/tls-resume-gnutls",
+		 test_env_path("HELPER_DIR"));
+	st = test_run_capture(argv, NULL, true, &out, NULL, IT_TIMEOUT_MS);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %#x: %s", st, out);
+	ck_assert_msg(strstr(out, "REQ2 trace=0af7651916cd43dd8448eb211c803192 "), "%s",
+		      out);
+	free(out);
+}
+END_TEST
+
 /* Two connections in parallel, each blocked in its request: each thread
  * shows its own connection's context. */
 START_TEST(test_tpc_two_connections)
@@ -1066,6 +1086,9 @@ TEST_SUITE(tls_suite)
 			    SRV_OPENSSL_MEM_BIO_UP_REF + 1);
 	snprintf(p, sizeof(p), "%s/tls-defer-gnutls", test_env_path("HELPER_DIR"));
 	tcase_add_loop_test(tc, test_deferred_free, 0, access(p, X_OK) == 0 ? 2 : 1);
+	snprintf(p, sizeof(p), "%s/tls-resume-gnutls", test_env_path("HELPER_DIR"));
+	if (access(p, X_OK) == 0)
+		tcase_add_test(tc, test_gnutls_resume_hints);
 	tcase_add_test(tc, test_bio_callback);
 	tcase_add_test(tc, test_write_inside_read);
 	snprintf(p, sizeof(p), "%s/tls-clear", test_env_path("HELPER_DIR"));
