@@ -10,8 +10,10 @@
  *   where no hook sees it (gregs REG_RIP, REG_R12 and REG_R13 of ucp hold
  *   the shim's values, which no program has reason to read).  The start
  *   finds its context under its stack (the top of uc_stack, made odd so
- *   that no ucontext_t address can be the same), tagged by makecontext
- *   as well, not under ucp: a ucontext copied after makecontext (a spawn
+ *   that no ucontext_t address can be the same), which makecontext
+ *   tags instead of ucp (one slot a coroutine; ucp's own is let go, and
+ *   a switch to it keeps the thread's context until the start, a few
+ *   instructions on), not under ucp: a ucontext copied after makecontext (a spawn
  *   helper that makes it in a local and copies it into the coroutine's
  *   object) starts with what its own makecontext gave it, whereas ucp's
  *   tag is the local's, which the next coroutine made through the same
@@ -270,6 +272,18 @@ hook_ucontext_save(struct uc_table *t, const void *ucp, bool create, const void 
 	hook_ucontext_unlock(h);
 }
 
+/* ucp untracked: its slot, if any, is free again. */
+static void
+hook_ucontext_forget(struct uc_table *t, const void *ucp)
+{
+	struct uc_head *h = hook_ucontext_lock_slot(t, ucp, false, NULL);
+
+	if (!h)
+		return;
+	atomic_store_explicit(&h->key, 0, memory_order_release);
+	hook_ucontext_unlock(h);
+}
+
 /* The calling thread's context := ucp's, if ucp is tracked. */
 static void
 hook_ucontext_publish(struct uc_table *t, const void *ucp, const char *reason)
@@ -456,9 +470,16 @@ hook_ucontext_makecontext_prep(ucontext_t *ucp, void (*func)(void))
 	if (ctxshim_active() && ucp && func && (t = hook_ucontext_table_create())) {
 		const void *key = hook_ucontext_start_key(ucp);
 
-		hook_ucontext_save(t, ucp, true, NULL);
+		/* One slot per coroutine, as many as the table holds: its
+		 * start publishes the key's; ucp's own (getcontext's, an
+		 * earlier coroutine's) is let go, so a switch to ucp keeps
+		 * the thread's context until that start, a few
+		 * instructions on.  Tagging both took two slots a
+		 * coroutine: a pool of more than about 2000 made before
+		 * they ran had coroutines start with the scheduler's. */
 		if (key != ucp)
-			hook_ucontext_save(t, key, true, ucp);
+			hook_ucontext_forget(t, ucp);
+		hook_ucontext_save(t, key, true, NULL);
 		ucp->uc_mcontext.gregs[REG_R12] = (greg_t)(uintptr_t)key;
 		ucp->uc_mcontext.gregs[REG_R13] = (greg_t)(uintptr_t)func;
 		r.func = (void *)hook_ucontext_start;

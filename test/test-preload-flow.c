@@ -622,6 +622,24 @@ START_TEST(ucontext_table_overflow)
 }
 END_TEST
 
+/* A pool of coroutines made before any runs, as many as fit the shim's
+ * table (4096 slots) with room to spare: each starts with the context it
+ * was made with (old: makecontext took a slot for the ucontext and one
+ * for its stack, and past about 2000 coroutines some started with the
+ * scheduler's). */
+START_TEST(ucontext_pool)
+{
+	char *args[] = {"ucontext-pool", "2500", NULL};
+	char *out;
+	int st;
+
+	out = run_flow(args, _i ? "POOL_COPY=1" : NULL, NULL, true, false, &st);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %#x: %s", st, out);
+	assert_line(out, "POOL n=2500 mismatches=0 main_same=1");
+	free(out);
+}
+END_TEST
+
 TEST_SUITE(preload_flow_suite)
 {
 	Suite *s = suite_create("preload-flow");
@@ -646,6 +664,7 @@ TEST_SUITE(preload_flow_suite)
 	tc = tcase_create("coroutines");
 	tcase_add_test(tc, ucontext_coroutines);
 	tcase_add_test(tc, ucontext_table_overflow);
+	tcase_add_loop_test(tc, ucontext_pool, 0, 2);
 	tcase_add_test(tc, ucontext_started_through_uc_link);
 	tcase_add_test(tc, setcontext_failure_keeps_context);
 	tcase_add_test(tc, ucontext_made_through_a_copy);

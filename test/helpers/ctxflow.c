@@ -43,6 +43,10 @@
  *                      main), from B (made on the early thread), which A's
  *                      return starts through uc_link (libc's internal
  *                      switch), and from main once B returned
+ *   ctxflow ucontext-pool N   POOL n= mismatches= main_same=: N
+ *                      coroutines, each on its own stack, all made before
+ *                      the first runs (getcontext, or with POOL_COPY set
+ *                      a copy of one), every other one on the early thread
  *   ctxflow ucontext-copy   COPY <who> <ctx> from two coroutines made
  *                      through one temporary ucontext (makecontext, then
  *                      copied to the coroutine's own), first on main,
@@ -910,6 +914,69 @@ cmd_ucontext_many(unsigned long n)
 	return 0;
 }
 
+/* N coroutines, each on a stack of its own, all made before the first
+ * runs (every other one where there is no context), as a pool a server
+ * fills at start: each must start with the context it was made with. */
+static ucontext_t pool_sched;
+static unsigned long pool_bad;
+static const char *pool_want;
+
+static void
+pool_body(void)
+{
+	char c[CTX_TEXT];
+
+	ctx_text(c);
+	if (strcmp(c, pool_want) != 0)
+		pool_bad++;
+}
+
+static void
+pool_make(void *uc)
+{
+	makecontext(uc, pool_body, 0);
+}
+
+static int
+cmd_ucontext_pool(unsigned long n)
+{
+	enum { POOL_STACK = 16 * 1024 };
+	ucontext_t *ucs = calloc(n, sizeof(*ucs));
+	char *stacks = mmap(NULL, n * POOL_STACK, PROT_READ | PROT_WRITE,
+			    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	char c[CTX_TEXT];
+	volatile unsigned long i; /* getcontext() in the loop */
+
+	if (!ucs || stacks == MAP_FAILED)
+		die("alloc");
+	ctx_text(main_ctx);
+	if (getcontext(&ucs[0]) < 0)
+		die("getcontext");
+	for (i = 0; i < n; i++) {
+		if (i && getenv("POOL_COPY"))
+			memcpy(&ucs[i], &ucs[0], sizeof(ucs[0]));
+		else if (i && getcontext(&ucs[i]) < 0)
+			die("getcontext");
+		ucs[i].uc_stack.ss_sp = stacks + i * POOL_STACK;
+		ucs[i].uc_stack.ss_size = POOL_STACK;
+		ucs[i].uc_link = &pool_sched;
+		if (i % 2)
+			on_early(pool_make, &ucs[i]);
+		else
+			pool_make(&ucs[i]);
+	}
+	for (i = 0; i < n; i++) {
+		pool_want = i % 2 ? none_ctx : main_ctx;
+		if (swapcontext(&pool_sched, &ucs[i]) < 0)
+			die("swapcontext");
+	}
+	ctx_text(c);
+	out("POOL n=%lu mismatches=%lu main_same=%d\n", n, pool_bad,
+	    strcmp(c, main_ctx) == 0);
+	free(ucs);
+	return 0;
+}
+
 /* A coroutine that the one before it starts through uc_link: no hook sees
  * that switch, so the shim's start of a coroutine must publish its
  * context (old: B ran with A's). */
@@ -1098,12 +1165,9 @@ fail_make(void *arg)
 	ucontext_t *uc = mmap(NULL, sizeof(*uc), PROT_READ | PROT_WRITE,
 			      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 
+	/* getcontext()'s: a made one is tracked under its stack only */
 	if (uc == MAP_FAILED || getcontext(uc) < 0)
 		die("mmap/getcontext");
-	uc->uc_stack.ss_sp = link_co[i].stack;
-	uc->uc_stack.ss_size = sizeof(link_co[i].stack);
-	uc->uc_link = NULL;
-	makecontext(uc, (void (*)(void))link_body, 1, 0);
 	if (munmap(uc, sizeof(*uc)) < 0)
 		die("munmap");
 	fail_uc[i] = uc;
@@ -1157,6 +1221,8 @@ main(int argc, char **argv)
 		return cmd_probe();
 	if (strcmp(cmd, "ucontext") == 0)
 		return cmd_ucontext();
+	if (strcmp(cmd, "ucontext-pool") == 0 && argc > 2)
+		return cmd_ucontext_pool(strtoul(argv[2], NULL, 10));
 	if (strcmp(cmd, "ucontext-link") == 0)
 		return cmd_ucontext_link();
 	if (strcmp(cmd, "ucontext-copy") == 0)
@@ -1169,7 +1235,7 @@ main(int argc, char **argv)
 		return cmd_ucontext_many(strtoul(argv[2], NULL, 10));
 	fprintf(stderr,
 		"usage: ctxflow worker|exits|churn N|fork KIND|spawn|exec HOW ENV|"
-		"execfail|probe|ucontext|ucontext-many N|ucontext-link|"
+		"execfail|probe|ucontext|ucontext-many N|ucontext-pool N|ucontext-link|"
 		"ucontext-copy|ucontext-evict|setcontext-fail\n");
 	return 2;
 }
