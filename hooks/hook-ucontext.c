@@ -11,14 +11,15 @@
  *   the shim's values, which no program has reason to read).  The start
  *   finds its context under its stack (the top of uc_stack, made odd so
  *   that no ucontext_t address can be the same), which makecontext
- *   tags instead of ucp (one slot a coroutine; ucp's own is let go, and
- *   a switch to it keeps the thread's context until the start, a few
- *   instructions on), not under ucp: a ucontext copied after makecontext (a spawn
- *   helper that makes it in a local and copies it into the coroutine's
- *   object) starts with what its own makecontext gave it, whereas ucp's
- *   tag is the local's, which the next coroutine made through the same
- *   local replaces.  One stack holds one coroutine yet to start: another
- *   makecontext on it writes over the first's start frame.
+ *   tags, not ucp: a ucontext copied after makecontext (a spawn helper
+ *   that makes it in a local and copies it into the coroutine's object)
+ *   starts with what its own makecontext gave it, whereas ucp's tag is
+ *   the local's, which the next coroutine made through the same local
+ *   replaces.  One slot a coroutine, as many as the table holds: ucp's
+ *   own (getcontext's) is let go, and a switch to ucp keeps the thread's
+ *   context until the start, a few instructions on.  One stack holds one
+ *   coroutine yet to start: another makecontext on it writes over the
+ *   first's start frame.
  * - getcontext(ucp) snapshots the thread's context into ucp.
  * - swapcontext(oucp, ucp) saves the thread's context into oucp, then
  *   publishes ucp's (an untracked ucp leaves the thread's context as it
