@@ -736,6 +736,35 @@ START_TEST(long_command_line)
 }
 END_TEST
 
+/* A command line of exactly the 64 KiB kept (its NUL terminator the
+ * 65537th byte of /proc/PID/cmdline) is whole: not said to be cut (old:
+ * the terminator counted, cmdline_truncated was true). */
+START_TEST(command_line_of_64k)
+{
+	static char big[65536];
+	char *argv[] = {(char *)test_helper_path("churn"), "1", big, NULL};
+	char *out, *err, arg[16], line[1024];
+	size_t fixed = strlen(argv[0]) + 1 + 2; /* "1" and two NULs */
+	struct churn h;
+
+	memset(big, 'x', 65536 - fixed);
+	memset(&h, 0, sizeof(h));
+	test_child_start(&h.c, argv, NULL, false);
+	do
+		test_child_readline(&h.c, line, sizeof(line), 10000);
+	while (strncmp(line, "READY ", 6) != 0);
+	h.pid = (pid_t)atoi(line + 6);
+	snprintf(arg, sizeof(arg), "%d", (int)h.pid);
+
+	ck_assert_int_eq(run_ctxdump(&out, &err, "--json", arg, NULL), 0);
+	ck_assert_msg(strstr(out, "xxx\"\n  ],\n  \"cmdline_truncated\": false,"),
+		      "%.200s", out);
+	free(out);
+	free(err);
+	churn_finish(&h);
+}
+END_TEST
+
 START_TEST(records_text_and_json)
 {
 	struct churn h;
@@ -1450,6 +1479,7 @@ TEST_SUITE(ctxdump_cli_suite)
 	tcase_add_test(tp, writer_library_replaced);
 	tcase_add_test(tp, records_text_and_json);
 	tcase_add_test(tp, long_command_line);
+	tcase_add_test(tp, command_line_of_64k);
 	tcase_add_test(tp, escaping);
 	tcase_add_test(tp, one_thread);
 	tcase_add_test(tp, stacks_unusual);

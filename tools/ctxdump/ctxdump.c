@@ -240,20 +240,25 @@ load_cmdline(struct dump *d)
 	char path[64];
 
 	snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)d->mem_pid);
-	/* a byte more than is kept tells a longer command line */
-	if (remote_read_file(path, CMDLINE_MAX + 1, &d->cmdline, &d->cmdline_len) < 0) {
+	/* a byte more than is kept, and the last argument's NUL terminator
+	 * (no byte of the command line: one of CMDLINE_MAX bytes is whole),
+	 * tell a longer command line */
+	if (remote_read_file(path, CMDLINE_MAX + 2, &d->cmdline, &d->cmdline_len) < 0) {
 		d->cmdline = NULL;
 		d->cmdline_len = 0;
 		return;
 	}
-	if (d->cmdline_len > CMDLINE_MAX) {
+	if (d->cmdline_len > CMDLINE_MAX + 1) {
 		d->cmdline_len = CMDLINE_MAX;
 		d->cmdline_truncated = true;
 		return;
 	}
-	/* the last argument's NUL terminator */
 	if (d->cmdline_len && d->cmdline[d->cmdline_len - 1] == '\0')
 		d->cmdline_len--;
+	if (d->cmdline_len > CMDLINE_MAX) {
+		d->cmdline_len = CMDLINE_MAX;
+		d->cmdline_truncated = true;
+	}
 }
 
 /* Read and decode the process context, finding its mapping in the maps
