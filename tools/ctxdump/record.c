@@ -648,9 +648,12 @@ read_command(struct rec *rc, char comm[64], char **cmd, size_t *len)
 	}
 	*cmd = NULL;
 	snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)rc->mem_pid);
-	if (remote_read_file(path, CMDLINE_MAX + 1, cmd, len) < 0) {
+	/* CMDLINE_MAX bytes and the last one's NUL terminator are whole */
+	if (remote_read_file(path, CMDLINE_MAX + 2, cmd, len) < 0) {
 		*cmd = NULL;
 		*len = 0;
+	} else if (*len == CMDLINE_MAX + 1 && (*cmd)[CMDLINE_MAX] == '\0') {
+		*len = CMDLINE_MAX;
 	} else if (*len > CMDLINE_MAX) {
 		memcpy(*cmd + CMDLINE_MAX - mark, PFILE_STRING_CUT, mark);
 		*len = CMDLINE_MAX;
