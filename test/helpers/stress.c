@@ -33,6 +33,16 @@
  *                       serving thread reads its record as a sampling
  *                       profiler would: every record marked valid must
  *                       be one request's whole context.
+ *   stress sigjmp N     a legacy iterative server: the main thread
+ *                       accepts, reads one request head under a request
+ *                       timeout and answers; a 13 us timer signal's
+ *                       handler siglongjmp()s back to the accept loop
+ *                       whenever it lands inside that read (the
+ *                       alarm() + sigsetjmp() pattern), and the server
+ *                       closes the connection; the client sends the
+ *                       request again on a new one.  Every head read
+ *                       whole must show its trace as the context, also
+ *                       after a jump out of the shim's own processing.
  */
 #include "config.h"
 
@@ -44,6 +54,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <sched.h>
+#include <setjmp.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdatomic.h>
@@ -970,6 +981,134 @@ mode_closerace(long *rss0)
 	close(lsock);
 }
 
+/* ---- sigjmp ---- */
+
+static sigjmp_buf sj_env;
+static volatile sig_atomic_t sj_armed;
+static volatile unsigned long sj_ticks, sj_jumps;
+
+static void
+on_sigjmp(int sig)
+{
+	(void)sig;
+	sj_ticks++;
+	if (!sj_armed)
+		return;
+	/* the request timed out: abandon it, whatever it was doing */
+	sj_armed = 0;
+	sj_jumps++;
+	siglongjmp(sj_env, 1);
+}
+
+static void *
+sigjmp_client(void *arg)
+{
+	char req[256], resp[256];
+	unsigned long i;
+
+	(void)arg;
+	for (i = 0; i < n_total; i++) {
+		size_t n = request(req, sizeof(req), i);
+
+		for (;;) {
+			int fd = connect_srv();
+			size_t got = 0;
+			ssize_t r;
+
+			write_all(fd, req, n);
+			while ((r = read(fd, resp + got, sizeof(resp) - got)) > 0)
+				got += (size_t)r;
+			close(fd);
+			if (got >= 40 && memcmp(resp + got - 2, "ok", 2) == 0)
+				break;
+			/* timed out and closed by the server: again */
+		}
+	}
+	return NULL;
+}
+
+static void
+mode_sigjmp(long *rss0)
+{
+	static const char resp[] = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+	struct sigevent sev = {.sigev_notify = SIGEV_THREAD_ID, .sigev_signo = SIGALRM};
+	struct itimerspec its = {{0, 13007}, {0, 13007}};
+	struct sigaction sa = {.sa_handler = on_sigjmp};
+	/* static: kept across siglongjmp() */
+	static int fd;
+	static unsigned long i, first_bad = ~0ul, ok_after, none, other, jumps0;
+	pthread_t tc;
+	timer_t timer;
+
+	if (getenv("STRESS_SIGJMP_NS")) /* experiments */
+		its.it_interval.tv_nsec = its.it_value.tv_nsec =
+			strtol(getenv("STRESS_SIGJMP_NS"), NULL, 10);
+	lsock = listen_any();
+	sev._sigev_un._tid = gettid();
+	if (sigaction(SIGALRM, &sa, NULL) ||
+	    timer_create(CLOCK_MONOTONIC, &sev, &timer) ||
+	    timer_settime(timer, 0, &its, NULL)) {
+		perror("sigjmp: timer");
+		exit(2);
+	}
+	pthread_create(&tc, NULL, sigjmp_client, NULL);
+	for (i = 0; i < n_total;) {
+		long k;
+
+		do
+			fd = accept4(lsock, NULL, NULL, SOCK_CLOEXEC);
+		while (fd < 0 && (errno == EINTR || errno == ECONNABORTED));
+		if (fd < 0) {
+			perror("accept");
+			exit(2);
+		}
+		if (sigsetjmp(sj_env, 1)) {
+			/* timed out: drop the connection */
+			close(fd);
+			continue;
+		}
+		sj_armed = 1;
+		k = read_head(fd, false);
+		sj_armed = 0;
+		if (k != (long)i) {
+			mismatch("sigjmp: request %lu: read %ld\n", i, k);
+			break;
+		}
+		if (!ctx_is(i)) {
+			const struct otel_thread_ctx_record *r = ctxobs_record();
+
+			if (first_bad == ~0ul) {
+				first_bad = i;
+				jumps0 = sj_jumps;
+			}
+			atomic_fetch_add(&ctx_bad, 1);
+			if (!r || r->valid != 1)
+				none++;
+			else
+				other++;
+		} else if (first_bad != ~0ul) {
+			ok_after++;
+		}
+		write_all(fd, resp, sizeof(resp) - 1);
+		close(fd);
+		atomic_fetch_add(&done, 1);
+		if (i++ == n_total / 10)
+			*rss0 = rss_kb();
+	}
+	timer_delete(timer);
+	pthread_join(tc, NULL);
+	fprintf(stderr,
+		"sigjmp: %lu ticks, %lu jumps; %lu requests without their context "
+		"(%lu none, %lu another), the first at request %ld after %lu jumps, "
+		"%lu right after it\n",
+		sj_ticks, sj_jumps, atomic_load(&ctx_bad), none, other,
+		first_bad == ~0ul ? -1L : (long)first_bad, jumps0, ok_after);
+	if (atomic_load(&ctx_bad))
+		mismatch("sigjmp: %lu requests without their context\n",
+			 atomic_load(&ctx_bad));
+	close(lsock);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -977,8 +1116,8 @@ main(int argc, char **argv)
 	const char *mode;
 
 	if (argc != 3) {
-		fprintf(stderr,
-			"usage: stress conns|forks|sigread|closerace|sample N\n");
+		fprintf(stderr, "usage: stress "
+				"conns|forks|sigread|closerace|sample|sigjmp N\n");
 		return 64;
 	}
 	mode = argv[1];
@@ -996,6 +1135,8 @@ main(int argc, char **argv)
 		mode_closerace(&rss0);
 	else if (strcmp(mode, "sample") == 0)
 		mode_sample(&rss0);
+	else if (strcmp(mode, "sigjmp") == 0)
+		mode_sigjmp(&rss0);
 	else
 		return 64;
 	printf("RESULT %s n=%lu bad=%lu ctx_bad=%lu ms=%ld rss0_kb=%ld rss1_kb=%ld\n",
