@@ -637,12 +637,43 @@ static struct sk_real_fns sk_real = {
  * fast path through it (flags 0). */
 static struct ctxshim_conn sk_nil_conn;
 
-static inline void
+/* Held: the holder's token (thread-ctx.h, ctxshim_busy_token()), taken
+ * in the hook's own frame, which encloses the hold (every call of
+ * sk_busy(true) is inlined into a hook or into a function that releases
+ * the flag before it returns). */
+static inline __attribute__((always_inline)) void
 sk_busy(bool on)
 {
 	atomic_signal_fence(memory_order_seq_cst);
-	sk_self.busy = on;
+	sk_self.busy = on ? (sig_atomic_t)ctxshim_busy_token() : 0;
 	atomic_signal_fence(memory_order_seq_cst);
+}
+
+/* A jump to a frame whose stack pointer is to (hook-longjmp.c): if it ends
+ * the frame that holds sk.busy, release it and forget what we published
+ * (the hold may have ended half-way through remembering it), then let the
+ * thread's state do the same.  The token is the holder's stack pointer's
+ * low 32 bits minus 1; to is above it by less than 2 GiB when the jump
+ * ends it (one stack). */
+void
+hook_socket_unwound(uintptr_t to)
+{
+	uint32_t tok = (uint32_t)sk_self.busy;
+	bool dead = false;
+
+	if (tok) {
+		uint32_t d = (uint32_t)to - (tok + 1);
+
+		dead = d != 0 && d < (1u << 31) && ctxshim_stack_between(to - d, to);
+	}
+	if (dead) {
+		sk_self.fdp1 = 0;
+		atomic_signal_fence(memory_order_seq_cst);
+		sk_self.busy = 0;
+	}
+	/* Also when the jump keeps our holder: a hold of the thread's state
+	 * by a signal handler that interrupted it may end. */
+	ctxshim_thread_unwound(to, dead);
 }
 
 static inline uint64_t

@@ -8,6 +8,7 @@
 #include "log.h"
 #include "rng.h"
 #include "shim.h"
+#include "sys.h"
 #include "w3c.h"
 
 #include <errno.h>
@@ -17,6 +18,7 @@
 #include <stddef.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 /* struct ctxshim_thread and the reasons for its layout: thread-ctx.h.
@@ -89,14 +91,14 @@ thread_attach(const struct ctxshim_ctx *c, uint8_t sk_owned)
 	uint16_t attrs_len, ts_len;
 	size_t next;
 	struct ctxshim_ctx *d;
+	uintptr_t prev;
 
 	if (!ctxshim_active())
 		return;
 	t = ctxshim_thread_self();
 	if (t->busy)
 		return;
-	t->busy = 1;
-	atomic_signal_fence(memory_order_seq_cst);
+	ctxshim_thread_hold(t, &prev);
 
 	attrs_len = c->attrs_len <= TREC_ATTRS_MAX ? c->attrs_len : 0;
 	ts_len = c->tracestate_len <= CTXSHIM_TRACESTATE_MAX ? c->tracestate_len : 0;
@@ -115,9 +117,7 @@ thread_attach(const struct ctxshim_ctx *c, uint8_t sk_owned)
 	d->tracestate_len = ts_len;
 	ctxshim_publish_ctx(t, d, next);
 	t->sk_owned = sk_owned;
-
-	atomic_signal_fence(memory_order_seq_cst);
-	t->busy = 0;
+	ctxshim_thread_unhold(t, prev);
 }
 
 void
@@ -206,17 +206,147 @@ void
 ctxshim_detach(void)
 {
 	struct ctxshim_thread *t;
+	uintptr_t prev;
 
 	if (!ctxshim_active())
 		return;
 	t = ctxshim_thread_self();
 	if (t->busy)
 		return;
-	t->busy = 1;
+	ctxshim_thread_hold(t, &prev);
 	ctxshim_publish_ptr_t(t, NULL);
 	t->has_cur = false;
+	ctxshim_thread_unhold(t, prev);
+}
+
+/* See thread-ctx.h.  The busy flags' holders: sk.busy's is told by the
+ * caller (sk_dead); busy 1 is a hold inside that one; busy
+ * CTXSHIM_BUSY_KNOWN is owner_sp's frame. */
+void
+ctxshim_thread_unwound(uintptr_t to, bool sk_dead)
+{
+	struct ctxshim_thread *t = ctxshim_thread_self();
+	uint8_t busy = t->busy;
+
+	if (busy == CTXSHIM_BUSY_KNOWN) {
+		uintptr_t sp = t->owner_sp;
+
+		if (!(sp && sp < to && ctxshim_stack_between(sp, to)))
+			return; /* held by a frame the jump keeps */
+	} else if (busy && !sk_dead) {
+		return;
+	} else if (!busy && !sk_dead) {
+		return; /* nothing of ours ends */
+	}
+	/* Whatever the hold was doing (a publication half-way, the pointer
+	 * swapped and the buffers not, or the other way round): publish
+	 * nothing.  The request it was for was given up by the jump. */
+	if (t->slot)
+		*(void *volatile *)t->slot = NULL;
+	atomic_signal_fence(memory_order_seq_cst);
+	t->has_cur = false;
+	t->sk_owned = 0;
+	t->owner_sp = 0;
 	atomic_signal_fence(memory_order_seq_cst);
 	t->busy = 0;
+}
+
+/* /proc/self/maps read through a small buffer (this may run on a small
+ * signal stack): each line's range, and whether it is the main thread's
+ * stack.  Returns 1 with [*lo, *hi) and *main_stack for the mapping that
+ * holds sp, 0 if none does, -1 if the file cannot be read. */
+static int
+stack_mapping(uintptr_t sp, uintptr_t *lo, uintptr_t *hi, bool *main_stack)
+{
+	static const char tag[] = "[stack]";
+	char buf[256], tail[sizeof(tag) - 1];
+	uintptr_t v[2] = {0, 0};
+	int fd = sys_open("/proc/self/maps", O_RDONLY | O_CLOEXEC, 0);
+	int field = 0, found = 0;
+	size_t tn = 0;
+	ssize_t n;
+
+	if (fd < 0)
+		return -1;
+	memset(tail, 0, sizeof(tail));
+	while (found == 0 && (n = sys_read(fd, buf, sizeof(buf))) > 0) {
+		ssize_t i;
+
+		for (i = 0; i < n; i++) {
+			char ch = buf[i];
+
+			if (ch == '\n') {
+				if (v[0] <= sp && sp < v[1]) {
+					*lo = v[0];
+					*hi = v[1];
+					*main_stack =
+						tn >= sizeof(tail) &&
+						memcmp(tail, tag, sizeof(tail)) == 0;
+					found = 1;
+					break;
+				}
+				if (v[0] > sp) /* sorted: none holds it */
+					break;
+				v[0] = v[1] = 0;
+				field = 0;
+				tn = 0;
+				continue;
+			}
+			/* the last bytes of the line, for its name */
+			if (tn < sizeof(tail)) {
+				tail[tn++] = ch;
+			} else {
+				memmove(tail, tail + 1, sizeof(tail) - 1);
+				tail[sizeof(tail) - 1] = ch;
+			}
+			if (field < 2) {
+				int d = ch >= '0' && ch <= '9'   ? ch - '0'
+					: ch >= 'a' && ch <= 'f' ? ch - 'a' + 10
+								 : -1;
+
+				if (d >= 0)
+					v[field] = v[field] << 4 | (uintptr_t)d;
+				else
+					field++;
+			}
+		}
+		if (i < n && !found)
+			break;
+	}
+	(void)sys_close(fd);
+	return found;
+}
+
+bool
+ctxshim_stack_between(uintptr_t sp, uintptr_t to)
+{
+#if defined(__x86_64__)
+	uintptr_t lo, hi, tp;
+	bool main_stack;
+	stack_t ss;
+	int saved_errno = errno;
+	bool ok = false;
+
+	/* A jump to a frame on the signal stack it runs on: the holder may
+	 * be further up that stack, or on the thread's, below or above; we
+	 * cannot tell, so nothing is released. */
+	if (syscall(SYS_sigaltstack, NULL, &ss) == 0 && (ss.ss_flags & SS_ONSTACK) &&
+	    to - (uintptr_t)ss.ss_sp < ss.ss_size)
+		goto out;
+	/* The thread pointer: glibc's thread descriptor, at the top of the
+	 * mapping of a thread's stack (below it: the stack). */
+	__asm__("mov %%fs:0, %0" : "=r"(tp));
+	if (stack_mapping(sp, &lo, &hi, &main_stack) != 1 || to >= hi)
+		goto out;
+	ok = main_stack || (lo <= tp && tp < hi && to < tp);
+out:
+	errno = saved_errno;
+	return ok;
+#else
+	(void)sp;
+	(void)to;
+	return false;
+#endif
 }
 
 /* Out of line: it runs once per thread (and after fork), and keeping it

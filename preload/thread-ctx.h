@@ -190,8 +190,38 @@ struct ctxshim_sk_thread {
 _Static_assert(sizeof(sig_atomic_t) == 4 && sizeof(int) == 4,
 	       "fdp1_busy covers fdp1 and busy");
 
+/* Who holds a busy flag, for a jump out of a signal handler that
+ * interrupted the holder (hooks/hook-longjmp.c): a handler that never
+ * returns leaves the flag set, and the thread would never publish again.
+ * sk.busy (hooks/hook-socket.c) holds this token rather than 1: the low 32
+ * bits of the holder's stack pointer minus 1, never 0 since the stack
+ * pointer is 8-aligned, and written in the flag's one store, so that no
+ * moment has the flag set without its holder known (B4b: one instruction
+ * more than a constant).  The hooks take it where their frame encloses
+ * the whole hold: every frame of the holder is at or below it.  Any
+ * nonzero value means busy to the tests of the flag. */
+static inline __attribute__((always_inline)) uint32_t
+ctxshim_busy_token(void)
+{
+#if defined(__x86_64__)
+	uint32_t v;
+
+	__asm__("lea -1(%%rsp), %k0" : "=r"(v));
+	return v;
+#else
+	return 1; /* no holder known: never released by a jump */
+#endif
+}
+
 struct ctxshim_thread {
 	struct ctxshim_ctx ctx[2];
+	/* While busy is CTXSHIM_BUSY_KNOWN: the stack pointer of the frame
+	 * that holds it (ctxshim_thread_hold(): ctxshim_attach(),
+	 * ctxshim_detach(), ctxshim_detach_span(), which may hold it
+	 * outside the socket level's hold).  busy 1 is a hold inside the
+	 * socket level's (sk.busy): ctxshim_build_begin() and the idle
+	 * wait's, on the usual path, where this costs nothing. */
+	uintptr_t owner_sp;
 	struct ctx_rng rng;           /* trace-ids, UUIDs */
 	struct ctx_splitmix span_rng; /* span-ids (cheaper, rng.h) */
 	void **slot;           /* &otel_thread_ctx_v1, once known */
@@ -267,6 +297,38 @@ ctxshim_thread_self(void)
 	return t;
 }
 
+/* Take t's busy flag (not held: the caller tested it) with its holder
+ * known: owner_sp (above) is the stack pointer of the caller's frame,
+ * which encloses the hold, and busy is 2 rather than 1, which says so
+ * (a hold inside the socket level's sets 1: hook-longjmp.c).  owner_sp is
+ * stored before busy, and a signal handler's hold in between puts it
+ * back, so it is right whenever busy is 2.  *prev: owner_sp before, for
+ * ctxshim_thread_unhold(). */
+#define CTXSHIM_BUSY_KNOWN 2
+static inline __attribute__((always_inline)) void
+ctxshim_thread_hold(struct ctxshim_thread *t, uintptr_t *prev)
+{
+	uintptr_t sp = 0;
+
+#if defined(__x86_64__)
+	__asm__("mov %%rsp, %0" : "=r"(sp));
+#endif
+	*prev = t->owner_sp;
+	t->owner_sp = sp;
+	atomic_signal_fence(memory_order_seq_cst);
+	t->busy = sp ? CTXSHIM_BUSY_KNOWN : 1;
+	atomic_signal_fence(memory_order_seq_cst);
+}
+
+static inline __attribute__((always_inline)) void
+ctxshim_thread_unhold(struct ctxshim_thread *t, uintptr_t prev)
+{
+	atomic_signal_fence(memory_order_seq_cst);
+	t->busy = 0;
+	atomic_signal_fence(memory_order_seq_cst);
+	t->owner_sp = prev;
+}
+
 /* Store p into otel_thread_ctx_v1 through the slot's address kept in t:
  * otel_thread_ctx_v1 must stay a TLSDESC access (the OTEP's model,
  * test/symbol-tls.sh), which is a call each time; its address is fixed
@@ -301,6 +363,7 @@ static inline bool
 ctxshim_detach_span(const uint8_t span_id[8])
 {
 	struct ctxshim_thread *t = ctxshim_thread_self();
+	uintptr_t prev;
 
 	/* Nothing is published while the shim is not active (has_cur is
 	 * never set then), and a thread that has a current context and is
@@ -312,14 +375,14 @@ ctxshim_detach_span(const uint8_t span_id[8])
 	    memcmp(ctxshim_thread_ctx_at(t, t->cur_off)->span_id, span_id, 8) != 0 ||
 	    t->busy)
 		return false;
-	t->busy = 1;
-	atomic_signal_fence(memory_order_seq_cst);
+	/* Not the usual path (ctxshim_detach_sock() is): it may run
+	 * outside a socket-level hold (hook-fcgi.c), so its hold is known. */
+	ctxshim_thread_hold(t, &prev);
 	*(void *volatile *)t->slot = NULL;
 	atomic_signal_fence(memory_order_seq_cst);
 	t->has_cur = false;
 	t->sk_owned = 0;
-	atomic_signal_fence(memory_order_seq_cst);
-	t->busy = 0;
+	ctxshim_thread_unhold(t, prev);
 	return true;
 }
 
@@ -346,7 +409,8 @@ ctxshim_detach_sock(const uint8_t span_id[8])
 /* The eight bytes from sk.busy to spare (struct ctxshim_thread): sk.busy
  * (4 bytes), has_cur, sk_owned, busy, spare, little-endian. */
 #define CTXSHIM_SK_GATE_OWNED ((uint64_t)0x0101 << 32)
-#define CTXSHIM_SK_GATE_HELD  (((uint64_t)0x010101 << 32) | 1)
+/* ... with both busy flags held: or sk.busy's token (ctxshim_busy_token()) */
+#define CTXSHIM_SK_GATE_HELD ((uint64_t)0x010101 << 32)
 #define CTXSHIM_SK_GATE \
 	((char *)&ctxshim_self.sk + offsetof(struct ctxshim_sk_thread, busy))
 
@@ -378,7 +442,7 @@ ctxshim_sk_idle_fast(void)
 {
 	if (__builtin_expect(ctxshim_sk_gate_get() != CTXSHIM_SK_GATE_OWNED, 0))
 		return false;
-	ctxshim_sk_gate_set(CTXSHIM_SK_GATE_HELD);
+	ctxshim_sk_gate_set(CTXSHIM_SK_GATE_HELD | ctxshim_busy_token());
 	atomic_signal_fence(memory_order_seq_cst);
 	*(void *volatile *)ctxshim_self.slot = NULL;
 	atomic_signal_fence(memory_order_seq_cst);
@@ -395,3 +459,19 @@ ctxshim_current(void)
 
 	return t->has_cur ? ctxshim_thread_ctx_at(t, t->cur_off) : NULL;
 }
+
+/* A jump (longjmp() and its kin, hooks/hook-longjmp.c) to a frame whose
+ * stack pointer is to: release what busy holds the jump ends, whose
+ * holders' frames are below to on the calling thread's own stack, and
+ * leave the thread publishing nothing (a hold may have ended half-way
+ * through a publication).  sk_dead: the socket level's hold (sk.busy) was
+ * one of them, and so is then a hold of busy inside it (busy 1).  Only
+ * plain memory; async-signal-safe. */
+void ctxshim_thread_unwound(uintptr_t to, bool sk_dead);
+/* Is the stack from sp up to to (sp < to) all on the calling thread's own
+ * stack (the main thread's, or one a thread started on: the mapping that
+ * holds its thread pointer), and to not on the signal stack it is running
+ * on, if any?  What tells a frame from a jump's view: below to and on the
+ * same stack, it ends with the jump.  False when it cannot tell (no /proc).
+ * Raw system calls only; async-signal-safe. */
+bool ctxshim_stack_between(uintptr_t sp, uintptr_t to);
