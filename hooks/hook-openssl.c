@@ -70,9 +70,13 @@
  * coroutines' SSL_read calls from being followed; their calls through an
  * SSL BIO are not followed meanwhile.  A signal handler that interrupted
  * a followed call is followed as the coroutines are.  One that leaves the
- * call with siglongjmp() leaves that session and the thread's SSL BIOs
- * unfollowed until the thread's next followed SSL_* call of another
- * session.
+ * call with longjmp() or siglongjmp() (an alarm() timeout around a
+ * blocking SSL_read) ends the hold with the hook's frame: the longjmp()
+ * hooks release it (hook_openssl_unwound()), and the session's next calls
+ * are followed.  Left any other way (an exception, a setcontext() of no
+ * return), or from a frame not on the thread's own stack, the session and
+ * the thread's SSL BIOs stay unfollowed until the thread's next followed
+ * SSL_* call of another session.
  *
  * References.  An SSL object is reference counted: after SSL_up_ref(s)
  * (or an SSL_dup(s) that returns s itself, as it does once the handshake
@@ -312,6 +316,58 @@ static __thread SSL *volatile ossl_in_io __attribute__((tls_model("initial-exec"
  * read()), and the other way round.  The BIO hooks pass through while
  * either is set. */
 static __thread SSL *volatile ossl_in_wr __attribute__((tls_model("initial-exec")));
+/* The stack pointer of the hook's frame that set each, for a longjmp()
+ * out of a signal handler that interrupted the real call (an alarm()
+ * timeout around a blocking SSL_read: hook_openssl_unwound()).  Stored
+ * before the session and put back after it: right whenever it is set,
+ * also after a signal handler's followed call ran in between. */
+static __thread uintptr_t ossl_in_io_sp __attribute__((tls_model("initial-exec")));
+static __thread uintptr_t ossl_in_wr_sp __attribute__((tls_model("initial-exec")));
+
+static inline __attribute__((always_inline)) uintptr_t
+ossl_sp(void)
+{
+	uintptr_t sp = 0;
+
+#if defined(__x86_64__)
+	__asm__("mov %%rsp, %0" : "=r"(sp));
+#endif
+	return sp;
+}
+
+/* In each hook (its frame encloses the real call), around the real call. */
+#define OSSL_HOLD(var, s)                          \
+	uintptr_t var##_prev = var##_sp;           \
+	var##_sp = ossl_sp();                      \
+	atomic_signal_fence(memory_order_seq_cst); \
+	var = (s)
+#define OSSL_UNHOLD(var)                                   \
+	do {                                               \
+		var = NULL;                                \
+		atomic_signal_fence(memory_order_seq_cst); \
+		var##_sp = var##_prev;                     \
+	} while (0)
+
+/* hooks.h: a jump to a frame at to ends a followed call's real call
+ * when the hook's frame that holds it is below to on the thread's
+ * stack.  Its bytes are given up with it, and so would every later
+ * call of that session be (the guards pass them through), or of every
+ * SSL BIO of the thread. */
+void
+hook_openssl_unwound(uintptr_t to)
+{
+	uintptr_t sp = ossl_in_io_sp;
+
+	if (ossl_in_io && sp && sp < to && ctxshim_stack_between(sp, to)) {
+		ossl_in_io = NULL;
+		ossl_in_io_sp = 0;
+	}
+	sp = ossl_in_wr_sp;
+	if (ossl_in_wr && sp && sp < to && ctxshim_stack_between(sp, to)) {
+		ossl_in_wr = NULL;
+		ossl_in_wr_sp = 0;
+	}
+}
 
 static void
 hook_openssl_bind_once(void)
@@ -845,9 +901,9 @@ hook_openssl_read(SSL *s, void *buf, int num)
 	if (!ctxshim_active() || ossl_in_io == s || !ossl_conn(s, true, &t))
 		return real_SSL_read(s, buf, num);
 	hook_socket_tls_read_begin(&t);
-	ossl_in_io = s;
+	OSSL_HOLD(ossl_in_io, s);
 	r = real_SSL_read(s, buf, num);
-	ossl_in_io = NULL;
+	OSSL_UNHOLD(ossl_in_io);
 	if (r > 0)
 		hook_socket_tls_read_end(&t, buf, (size_t)r);
 	return r;
@@ -862,9 +918,9 @@ hook_openssl_read_ex(SSL *s, void *buf, size_t num, size_t *n)
 	if (!ctxshim_active() || ossl_in_io == s || !ossl_conn(s, true, &t))
 		return real_SSL_read_ex(s, buf, num, n);
 	hook_socket_tls_read_begin(&t);
-	ossl_in_io = s;
+	OSSL_HOLD(ossl_in_io, s);
 	r = real_SSL_read_ex(s, buf, num, n);
-	ossl_in_io = NULL;
+	OSSL_UNHOLD(ossl_in_io);
 	if (r == 1 && n && *n > 0 && *n <= num)
 		hook_socket_tls_read_end(&t, buf, *n);
 	return r;
@@ -909,9 +965,9 @@ hook_openssl_write(SSL *s, const void *buf, int num)
 	if (!ctxshim_active() || ossl_in_wr == s || !ossl_conn(s, false, &t))
 		return real_SSL_write(s, buf, num);
 	hook_socket_tls_write_begin(&t);
-	ossl_in_wr = s;
+	OSSL_HOLD(ossl_in_wr, s);
 	r = real_SSL_write(s, buf, num);
-	ossl_in_wr = NULL;
+	OSSL_UNHOLD(ossl_in_wr);
 	if (r > 0)
 		hook_socket_tls_write_end(&t, buf, (size_t)r);
 	return r;
@@ -926,9 +982,9 @@ hook_openssl_write_ex(SSL *s, const void *buf, size_t num, size_t *n)
 	if (!ctxshim_active() || ossl_in_wr == s || !ossl_conn(s, false, &t))
 		return real_SSL_write_ex(s, buf, num, n);
 	hook_socket_tls_write_begin(&t);
-	ossl_in_wr = s;
+	OSSL_HOLD(ossl_in_wr, s);
 	r = real_SSL_write_ex(s, buf, num, n);
-	ossl_in_wr = NULL;
+	OSSL_UNHOLD(ossl_in_wr);
 	if (r == 1 && n && *n > 0 && *n <= num)
 		hook_socket_tls_write_end(&t, buf, *n);
 	return r;
@@ -992,9 +1048,9 @@ hook_openssl_bio_read(BIO *b, void *buf, int len)
 	if (!ossl_bio_conn(b, true, &t, &s))
 		return real_BIO_read(b, buf, len);
 	hook_socket_tls_read_begin(&t);
-	ossl_in_io = s;
+	OSSL_HOLD(ossl_in_io, s);
 	r = real_BIO_read(b, buf, len);
-	ossl_in_io = NULL;
+	OSSL_UNHOLD(ossl_in_io);
 	if (r > 0 && r <= len)
 		hook_socket_tls_read_end(&t, buf, (size_t)r);
 	return r;
@@ -1010,9 +1066,9 @@ hook_openssl_bio_read_ex(BIO *b, void *buf, size_t len, size_t *n)
 	if (!ossl_bio_conn(b, true, &t, &s))
 		return real_BIO_read_ex(b, buf, len, n);
 	hook_socket_tls_read_begin(&t);
-	ossl_in_io = s;
+	OSSL_HOLD(ossl_in_io, s);
 	r = real_BIO_read_ex(b, buf, len, n);
-	ossl_in_io = NULL;
+	OSSL_UNHOLD(ossl_in_io);
 	if (r == 1 && n && *n > 0 && *n <= len)
 		hook_socket_tls_read_end(&t, buf, *n);
 	return r;
@@ -1028,9 +1084,9 @@ hook_openssl_bio_write(BIO *b, const void *buf, int len)
 	if (!ossl_bio_conn(b, false, &t, &s))
 		return real_BIO_write(b, buf, len);
 	hook_socket_tls_write_begin(&t);
-	ossl_in_wr = s;
+	OSSL_HOLD(ossl_in_wr, s);
 	r = real_BIO_write(b, buf, len);
-	ossl_in_wr = NULL;
+	OSSL_UNHOLD(ossl_in_wr);
 	if (r > 0 && r <= len)
 		hook_socket_tls_write_end(&t, buf, (size_t)r);
 	return r;
@@ -1046,9 +1102,9 @@ hook_openssl_bio_write_ex(BIO *b, const void *buf, size_t len, size_t *n)
 	if (!ossl_bio_conn(b, false, &t, &s))
 		return real_BIO_write_ex(b, buf, len, n);
 	hook_socket_tls_write_begin(&t);
-	ossl_in_wr = s;
+	OSSL_HOLD(ossl_in_wr, s);
 	r = real_BIO_write_ex(b, buf, len, n);
-	ossl_in_wr = NULL;
+	OSSL_UNHOLD(ossl_in_wr);
 	if (r == 1 && n && *n > 0 && *n <= len)
 		hook_socket_tls_write_end(&t, buf, *n);
 	return r;

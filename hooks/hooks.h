@@ -43,10 +43,11 @@ void hook_socket_after_fork_child(void);
 void hook_socket_thread_wait(void);
 
 /* A longjmp() out of a signal handler to a frame whose stack pointer is
- * to (hook-longjmp.c): release what the socket level and the thread's
- * state hold in frames the jump ends (hook-socket.c, thread-ctx.h:
- * ctxshim_thread_unwound()). */
+ * to (hook-longjmp.c): release what the socket level, the thread's
+ * state and OpenSSL's hooks hold in frames the jump ends (hook-socket.c,
+ * thread-ctx.h: ctxshim_thread_unwound()). */
 void hook_socket_unwound(uintptr_t to);
+void hook_openssl_unwound(uintptr_t to);
 
 #define HOOK_SAVE_ERRNO(expr)                                                    \
 	do {                                                                     \
