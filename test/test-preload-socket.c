@@ -868,6 +868,33 @@ START_TEST(test_epoll_inherited_kept)
 }
 END_TEST
 
+/* ---- a signal handler in the middle of a build ---- */
+
+/* A handler that interrupts the shim while it holds its busy flags
+ * (test/helpers/hold-jump.c lands it there exactly) and never returns
+ * (a request timeout that siglongjmp()s back to the request loop, also
+ * from a signal stack): the thread publishes the next request's context.
+ * One that jumps inside itself and returns (also on a signal stack above
+ * the shim's frame) still finds the flags held: its own read publishes
+ * nothing, and the interrupted request's context is published whole. */
+static const char *const hold_modes[] = {"out", "outalt", "inside", "insidealt"};
+
+START_TEST(test_hold_jump)
+{
+	char path[4096], *argv[] = {path, (char *)hold_modes[_i], NULL}, *out, *err;
+	char want[64];
+	int st;
+
+	helper_path(path, sizeof(path), "hold-jump");
+	st = test_run_capture(argv, NULL, true, &out, &err, IT_TIMEOUT_MS);
+	snprintf(want, sizeof(want), "RESULT %s ok", hold_modes[_i]);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0 && strstr(out, want),
+		      "hold-jump %s: status %#x:\n%s%s", hold_modes[_i], st, out, err);
+	free(out);
+	free(err);
+}
+END_TEST
+
 /* ---- return values and errno ---- */
 
 START_TEST(test_errno_unchanged)
@@ -990,6 +1017,12 @@ TEST_SUITE(socket_suite)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_epoll_two_connections);
 	tcase_add_test(tc, test_epoll_inherited_kept);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("hold");
+	tcase_set_timeout(tc, 60);
+	tcase_add_loop_test(tc, test_hold_jump, 0,
+			    (int)(sizeof(hold_modes) / sizeof(hold_modes[0])));
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("errno");

@@ -124,6 +124,21 @@ START_TEST(sampled_records_are_whole)
 }
 END_TEST
 
+/* A legacy server's request timeout: a 13 us timer whose handler
+ * siglongjmp()s out of the read of a request, wherever it lands,
+ * including the shim's own processing of the bytes read (stress.c, mode
+ * sigjmp).  Every request read whole afterwards shows its trace; before
+ * the longjmp() hooks (hooks/hook-longjmp.c), the thread stopped
+ * publishing for good after 1 to 30 such jumps. */
+START_TEST(request_timeouts_jump_out)
+{
+	struct result r;
+
+	run_stress("sigjmp", "2000", true, &r);
+	ck_assert_uint_eq(r.ctx_bad, 0);
+}
+END_TEST
+
 TEST_SUITE(preload_stress_suite)
 {
 	Suite *s = suite_create("preload-stress");
@@ -135,6 +150,7 @@ TEST_SUITE(preload_stress_suite)
 	tcase_add_test(tc, signal_handlers_read_sockets);
 	tcase_add_test(tc, close_races_reads);
 	tcase_add_test(tc, sampled_records_are_whole);
+	tcase_add_test(tc, request_timeouts_jump_out);
 	suite_add_tcase(s, tc);
 	return s;
 }
