@@ -376,6 +376,74 @@ START_TEST(test_sock_idle_fast)
 }
 END_TEST
 
+/* A jump out of a signal handler (hooks/hook-longjmp.c): a hold whose
+ * frame the jump ends is released, and the thread publishes nothing; one
+ * whose frame it keeps, or not on the thread's own stack, stays. */
+static void *
+stack_between_thread(void *arg)
+{
+	uintptr_t here = (uintptr_t)__builtin_frame_address(0);
+
+	(void)arg;
+	/* a thread's stack: the mapping that holds its thread descriptor */
+	return (void *)(uintptr_t)(ctxshim_stack_between(here - 256, here + 64) ? 0 : 1);
+}
+
+START_TEST(test_unwound)
+{
+	uintptr_t here = (uintptr_t)__builtin_frame_address(0);
+	uintptr_t heap = (uintptr_t)malloc(64);
+	struct ctxshim_ctx a;
+	pthread_t t;
+	void *ret;
+
+	make_ctx(&a, 0x91, "GET");
+	ck_assert(ctxshim_stack_between(here - 256, here + 64));
+	ck_assert(!ctxshim_stack_between(heap, here));
+	ck_assert_int_eq(pthread_create(&t, NULL, stack_between_thread, NULL), 0);
+	ck_assert_int_eq(pthread_join(t, &ret), 0);
+	ck_assert_ptr_null(ret);
+	/* A hold with its frame known: kept by a jump below it, released by
+	 * one above it. */
+	ctxshim_attach(&a);
+	ctxshim_self.busy = CTXSHIM_BUSY_KNOWN;
+	ctxshim_self.owner_sp = here - 256;
+	ctxshim_thread_unwound(here - 512, false);
+	ck_assert_uint_eq(ctxshim_self.busy, CTXSHIM_BUSY_KNOWN);
+	ck_assert_ptr_nonnull(published());
+	ctxshim_thread_unwound(here + 64, false);
+	ck_assert_uint_eq(ctxshim_self.busy, 0);
+	ck_assert(ctxshim_self.owner_sp == 0);
+	ck_assert_ptr_null(published());
+	ck_assert_ptr_null(ctxshim_current());
+	ck_assert_uint_eq(ctxshim_self.sk_owned, 0);
+	/* A hold inside the socket level's: released with that one only. */
+	ctxshim_attach_sock(&a);
+	ctxshim_self.busy = 1;
+	ctxshim_thread_unwound(here + 64, false);
+	ck_assert_uint_eq(ctxshim_self.busy, 1);
+	ck_assert_ptr_nonnull(published());
+	ctxshim_thread_unwound(here + 64, true);
+	ck_assert_uint_eq(ctxshim_self.busy, 0);
+	ck_assert_ptr_null(published());
+	ck_assert_uint_eq(ctxshim_self.sk_owned, 0);
+	/* A holder off the thread's stack (a coroutine's): kept. */
+	ctxshim_attach(&a);
+	ctxshim_self.busy = CTXSHIM_BUSY_KNOWN;
+	ctxshim_self.owner_sp = heap;
+	ctxshim_thread_unwound(here, false);
+	ck_assert_uint_eq(ctxshim_self.busy, CTXSHIM_BUSY_KNOWN);
+	ck_assert_ptr_nonnull(published());
+	ctxshim_self.busy = 0;
+	ctxshim_self.owner_sp = 0;
+	/* Nothing held: nothing changes. */
+	ctxshim_thread_unwound(here + 64, false);
+	ck_assert_ptr_nonnull(published());
+	ctxshim_detach();
+	free((void *)heap);
+}
+END_TEST
+
 static void *
 thread_main(void *arg)
 {
@@ -669,6 +737,7 @@ TEST_SUITE(thread_ctx_suite)
 	tcase_add_test(tc, test_detach_span);
 	tcase_add_test(tc, test_sock_ownership);
 	tcase_add_test(tc, test_sock_idle_fast);
+	tcase_add_test(tc, test_unwound);
 	tcase_add_test(tc, test_passive_mode_writes_nothing);
 	tcase_add_test(tc, test_exit_clears_whatever_published_first);
 	suite_add_tcase(s, tc);
