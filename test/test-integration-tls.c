@@ -1063,6 +1063,38 @@ START_TEST(test_ssl_clear)
 }
 END_TEST
 
+static const char *const jump_mode[] = {"read", "bio"};
+
+/* helpers/tls-jump.c: a request timeout that siglongjmp()s out of a
+ * blocking SSL_read (a session reused with SSL_clear()) or BIO_read on an
+ * SSL BIO.  The next connection's request has its context: the guards
+ * the hooks held across the abandoned call were released
+ * (hooks/hook-longjmp.c); before, that session and every SSL BIO of the
+ * thread stayed unfollowed. */
+START_TEST(test_read_timeout_jump)
+{
+	static char prog[4096];
+	char *argv[3], *out, *err, *line;
+	int st;
+
+	snprintf(prog, sizeof(prog), "%s/tls-jump", test_env_path("HELPER_DIR"));
+	argv[0] = prog;
+	argv[1] = (char *)jump_mode[_i];
+	argv[2] = NULL;
+	st = test_run_capture(argv, NULL, true, &out, &err, IT_TIMEOUT_MS);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0 && strstr(out, "DONE\n"),
+		      "tls-jump %s: %#x\n%s%s", jump_mode[_i], st, out, err);
+	line = strstr(out, "conn2 ");
+	ck_assert_msg(line && strncmp(line + 6,
+				      "trace=22222222222222222222222222222222 ",
+				      39) == 0,
+		      "tls-jump %s: connection 2's request without its context:\n%s",
+		      jump_mode[_i], out);
+	free(out);
+	free(err);
+}
+END_TEST
+
 TEST_SUITE(tls_suite)
 {
 	Suite *s = suite_create("integration-tls");
@@ -1095,6 +1127,10 @@ TEST_SUITE(tls_suite)
 	if (access(p, X_OK) == 0)
 		tcase_add_loop_test(tc, test_ssl_clear, 0,
 				    (int)(sizeof(clear_mode) / sizeof(clear_mode[0])));
+	snprintf(p, sizeof(p), "%s/tls-jump", test_env_path("HELPER_DIR"));
+	if (access(p, X_OK) == 0)
+		tcase_add_loop_test(tc, test_read_timeout_jump, 0,
+				    (int)(sizeof(jump_mode) / sizeof(jump_mode[0])));
 	if (access(NGINX, X_OK) == 0)
 		tcase_add_test(tc, test_nginx_ssl);
 	snprintf(p, sizeof(p), "%s/curl-get", test_env_path("HELPER_DIR"));
