@@ -109,7 +109,8 @@
  * TLS load.  The tracked path runs out of line.  Nothing
  * here allocates, locks or logs; per-thread state is guarded by a busy flag
  * so a hook running in a signal handler that interrupted another one passes
- * straight through. */
+ * straight through.  A handler that never returns but longjmp()s out of
+ * the frame that holds the flag releases it (hook-longjmp.c). */
 #include "config.h"
 
 /* We define the libc names themselves: no fortify inlines, and no LFS

@@ -22,6 +22,9 @@
  *    nothing to do with us (the first lines of every hook).
  * 6. Async-signal-safe: a hook may run inside the application's signal
  *    handler; per-thread state is guarded by the busy flag in thread-ctx.c.
+ *    A flag or guard held across anything a handler can interrupt records
+ *    its holder's frame, so that a longjmp() out of the handler that ends
+ *    the frame releases it (hook-longjmp.c).
  * 7. Every new exported name goes into preload/ctxshim.sym too (the
  *    symbols-leak test checks it). */
 
