@@ -1284,8 +1284,10 @@ sk_in_iov(struct sk_in *in, const struct iovec *iov, size_t iovcnt, size_t total
  * it -- the scanner and the request model are pure code, the connection
  * table and the thread's records are plain memory, and the few calls
  * that could (the first id draw's getrandom(), the thread's first
- * publication, the event log) keep errno themselves. */
-static inline bool
+ * publication, the event log) keep errno themselves.  Inline: it returns
+ * with the flag held, which its token says the hook's frame holds
+ * (sk_busy()). */
+static inline __attribute__((always_inline)) bool
 sk_in_begin(struct sk_in *in, int fd, struct ctxshim_conn *c)
 {
 	if (!c || sk_self.busy)
