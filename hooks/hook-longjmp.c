@@ -129,12 +129,15 @@ hook_longjmp_init(void)
 static inline __attribute__((noreturn)) void
 real_jump(int which, struct __jmp_buf_tag *env, int val)
 {
-	jump_fn fn;
+	jump_fn fn = real_fn[which];
 
-	pthread_once(&bind_once, hook_longjmp_bind_once);
-	fn = real_fn[which];
-	if (!fn)
-		abort(); /* no libc jump to make */
+	if (__builtin_expect(!fn, 0)) {
+		/* a jump before our constructor ran */
+		pthread_once(&bind_once, hook_longjmp_bind_once);
+		fn = real_fn[which];
+		if (!fn)
+			abort(); /* no libc jump to make */
+	}
 	fn(env, val);
 	__builtin_unreachable();
 }
