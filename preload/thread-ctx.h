@@ -200,12 +200,14 @@ _Static_assert(sizeof(sig_atomic_t) == 4 && sizeof(int) == 4,
  * more than a constant).  The hooks take it where their frame encloses
  * the whole hold: every frame of the holder is at or below it.  Any
  * nonzero value means busy to the tests of the flag. */
-static inline __attribute__((always_inline)) uint32_t
+static inline __attribute__((always_inline)) uint64_t
 ctxshim_busy_token(void)
 {
 #if defined(__x86_64__)
-	uint32_t v;
+	uint64_t v;
 
+	/* a 32-bit destination: the upper half is zeroed (no zero
+	 * extension to add for ctxshim_sk_idle_fast()) */
 	__asm__("lea -1(%%rsp), %k0" : "=r"(v));
 	return v;
 #else
