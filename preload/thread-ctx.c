@@ -321,22 +321,32 @@ bool
 ctxshim_stack_between(uintptr_t sp, uintptr_t to)
 {
 #if defined(__x86_64__)
-	uintptr_t lo, hi, tp;
-	bool main_stack;
+	uintptr_t lo, hi, tp, cur;
+	bool main_stack, on_alt;
 	stack_t ss;
 	int saved_errno = errno;
 	bool ok = false;
 
+	__asm__("mov %%rsp, %0" : "=r"(cur));
+	on_alt = syscall(SYS_sigaltstack, NULL, &ss) == 0 && (ss.ss_flags & SS_ONSTACK);
 	/* A jump to a frame on the signal stack it runs on: the holder may
 	 * be further up that stack, or on the thread's, below or above; we
 	 * cannot tell, so nothing is released. */
-	if (syscall(SYS_sigaltstack, NULL, &ss) == 0 && (ss.ss_flags & SS_ONSTACK) &&
-	    to - (uintptr_t)ss.ss_sp < ss.ss_size)
+	if (on_alt && to - (uintptr_t)ss.ss_sp < ss.ss_size)
+		goto out;
+	/* Off a signal stack, the code that jumps runs on the holder's stack,
+	 * below the holder (a handler that interrupted it, or what that
+	 * handler called); code on another stack (a coroutine's) is not
+	 * inside the hold, whatever the numbers say.  On one, sp may be a
+	 * guess (hook_socket_unwound(): 32 bits of it): only within 1 MiB
+	 * below to, where a request loop's frames put it. */
+	if (on_alt ? to - sp >= (1u << 20) : cur >= sp)
 		goto out;
 	/* The thread pointer: glibc's thread descriptor, at the top of the
 	 * mapping of a thread's stack (below it: the stack). */
 	__asm__("mov %%fs:0, %0" : "=r"(tp));
-	if (stack_mapping(sp, &lo, &hi, &main_stack) != 1 || to >= hi)
+	if (stack_mapping(sp, &lo, &hi, &main_stack) != 1 || to >= hi ||
+	    (!on_alt && cur < lo))
 		goto out;
 	ok = main_stack || (lo <= tp && tp < hi && to < tp);
 out:

@@ -470,10 +470,11 @@ ctxshim_current(void)
  * one of them, and so is then a hold of busy inside it (busy 1).  Only
  * plain memory; async-signal-safe. */
 void ctxshim_thread_unwound(uintptr_t to, bool sk_dead);
-/* Is the stack from sp up to to (sp < to) all on the calling thread's own
- * stack (the main thread's, or one a thread started on: the mapping that
- * holds its thread pointer), and to not on the signal stack it is running
- * on, if any?  What tells a frame from a jump's view: below to and on the
- * same stack, it ends with the jump.  False when it cannot tell (no /proc).
+/* Does a jump from here to a frame whose stack pointer is to end the
+ * frame at sp (sp < to)?  Yes when sp and to are on the calling thread's
+ * own stack (the main thread's, or the mapping that holds a thread's
+ * thread pointer), to is not on the signal stack the caller runs on, and
+ * the caller runs below sp on that same stack (or on a signal stack, with
+ * sp less than 1 MiB below to).  False when it cannot tell (no /proc).
  * Raw system calls only; async-signal-safe. */
 bool ctxshim_stack_between(uintptr_t sp, uintptr_t to);

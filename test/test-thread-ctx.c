@@ -386,7 +386,7 @@ stack_between_thread(void *arg)
 
 	(void)arg;
 	/* a thread's stack: the mapping that holds its thread descriptor */
-	return (void *)(uintptr_t)(ctxshim_stack_between(here - 256, here + 64) ? 0 : 1);
+	return (void *)(uintptr_t)(ctxshim_stack_between(here, here + 64) ? 0 : 1);
 }
 
 START_TEST(test_unwound)
@@ -398,8 +398,11 @@ START_TEST(test_unwound)
 	void *ret;
 
 	make_ctx(&a, 0x91, "GET");
-	ck_assert(ctxshim_stack_between(here - 256, here + 64));
+	/* this frame, which the code that asks runs below */
+	ck_assert(ctxshim_stack_between(here, here + 64));
 	ck_assert(!ctxshim_stack_between(heap, here));
+	/* a frame below the code that asks: not one it runs inside */
+	ck_assert(!ctxshim_stack_between(here - 65536, here + 64));
 	ck_assert_int_eq(pthread_create(&t, NULL, stack_between_thread, NULL), 0);
 	ck_assert_int_eq(pthread_join(t, &ret), 0);
 	ck_assert_ptr_null(ret);
@@ -407,7 +410,7 @@ START_TEST(test_unwound)
 	 * one above it. */
 	ctxshim_attach(&a);
 	ctxshim_self.busy = CTXSHIM_BUSY_KNOWN;
-	ctxshim_self.owner_sp = here - 256;
+	ctxshim_self.owner_sp = here;
 	ctxshim_thread_unwound(here - 512, false);
 	ck_assert_uint_eq(ctxshim_self.busy, CTXSHIM_BUSY_KNOWN);
 	ck_assert_ptr_nonnull(published());
