@@ -233,10 +233,13 @@ ctxshim_thread_unwound(uintptr_t to, bool sk_dead)
 
 		if (!(sp && sp < to && ctxshim_stack_between(sp, to)))
 			return; /* held by a frame the jump keeps */
-	} else if (busy && !sk_dead) {
+	} else if (!sk_dead) {
+		return; /* nothing, or a hold inside the socket level's that stays */
+	} else if (!busy && !t->sk_owned) {
+		/* Only the socket level's hold ended, outside any update: what
+		 * is published is whole, and not the socket level's (whose
+		 * bookkeeping of it the caller dropped), so it stays. */
 		return;
-	} else if (!busy && !sk_dead) {
-		return; /* nothing of ours ends */
 	}
 	/* Whatever the hold was doing (a publication half-way, the pointer
 	 * swapped and the buffers not, or the other way round): publish

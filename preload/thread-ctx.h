@@ -466,9 +466,10 @@ ctxshim_current(void)
  * stack pointer is to: release what busy holds the jump ends, whose
  * holders' frames are below to on the calling thread's own stack, and
  * leave the thread publishing nothing (a hold may have ended half-way
- * through a publication).  sk_dead: the socket level's hold (sk.busy) was
- * one of them, and so is then a hold of busy inside it (busy 1).  Only
- * plain memory; async-signal-safe. */
+ * through a publication) -- unless only the socket level's hold ended,
+ * outside an update, and what is published is not its own.  sk_dead: the
+ * socket level's hold (sk.busy) was one of them, and so is then a hold of
+ * busy inside it (busy 1).  Only plain memory; async-signal-safe. */
 void ctxshim_thread_unwound(uintptr_t to, bool sk_dead);
 /* Does a jump from here to a frame whose stack pointer is to end the
  * frame at sp (sp < to)?  Yes when sp and to are on the calling thread's

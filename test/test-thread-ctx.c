@@ -442,6 +442,14 @@ START_TEST(test_unwound)
 	/* Nothing held: nothing changes. */
 	ctxshim_thread_unwound(here + 64, false);
 	ck_assert_ptr_nonnull(published());
+	/* Only the socket level's hold ended, outside an update: its own
+	 * context goes, another (a library hook's) stays. */
+	ctxshim_thread_unwound(here + 64, true);
+	ck_assert_ptr_nonnull(published());
+	ctxshim_attach_sock(&a);
+	ctxshim_thread_unwound(here + 64, true);
+	ck_assert_ptr_null(published());
+	ck_assert_uint_eq(ctxshim_self.sk_owned, 0);
 	ctxshim_detach();
 	free((void *)heap);
 }
