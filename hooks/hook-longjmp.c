@@ -11,8 +11,8 @@
  * timeout of legacy servers, alarm() and a handler that siglongjmp()s
  * back to the request loop -- used to leave them set for good: the
  * thread never published a context again (test/helpers/stress.c, mode
- * sigjmp: stuck after 1 to 30 timeouts with a 13-100 us timer), or its
- * session's later reads went unseen.
+ * sigjmp: after 2 to 39 jumps with a 13-100 us timer), or its session's
+ * later reads went unseen.
  *
  * Each hold knows the stack pointer of the frame that took it
  * (ctxshim_busy_token(), ctxshim_thread_hold(), OSSL_HOLD()).  A jump ends

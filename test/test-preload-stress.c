@@ -129,7 +129,7 @@ END_TEST
  * including the shim's own processing of the bytes read (stress.c, mode
  * sigjmp).  Every request read whole afterwards shows its trace; before
  * the longjmp() hooks (hooks/hook-longjmp.c), the thread stopped
- * publishing for good after 1 to 30 such jumps. */
+ * publishing for good after 2 to 39 such jumps. */
 START_TEST(request_timeouts_jump_out)
 {
 	struct result r;
