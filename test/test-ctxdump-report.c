@@ -592,10 +592,12 @@ START_TEST(report_spans_filter_per_sample)
 }
 END_TEST
 
-START_TEST(report_spans_tree)
+/* A thread's recording (into file): the outermost first, main (also
+ * idle: plumbing), handle, then work/db below it; c -> d -> e always
+ * whole; one sample idle. */
+static void
+tree_recording(char *file, size_t n, const char *tag)
 {
-	/* outermost first: main (also idle: plumbing), handle, then
-	 * work/db below it; c -> d -> e always whole; one sample idle */
 	static const char *const names[] = {"main", "loop", "handle", "work",
 					    "db",   "c",    "d",      "e"};
 	static const uint32_t s_idle[] = {2, 1}, s_work[] = {4, 3, 1},
@@ -605,7 +607,6 @@ START_TEST(report_spans_tree)
 	} seq[] = {{1, 0}, {2, 1}, {2, 1}, {2, 1}, {3, 1},
 		   {3, 1}, {4, 1}, {4, 1}, {2, 1}};
 	struct rec *r = malloc(sizeof(*r));
-	char file[64], *t;
 	uint32_t i;
 
 	ck_assert_ptr_nonnull(r);
@@ -620,8 +621,15 @@ START_TEST(report_spans_tree)
 		rec_round(r, 10000000ull * i);
 		rec_sample(r, 7, seq[i].stack, seq[i].ctx);
 	}
-	rec_finish(r, file, sizeof(file), "tree");
+	rec_finish(r, file, n, tag);
 	free(r);
+}
+
+START_TEST(report_spans_tree)
+{
+	char file[64], *t;
+
+	tree_recording(file, sizeof(file), "tree");
 	t = spans_tree(file, NULL);
 	/* main is plumbing (idle too); the last work has one sample */
 	ck_assert_str_eq(t, "c handle 2 c|d c 2 d|db handle 2 db|e d 2 e|"
@@ -644,14 +652,6 @@ END_TEST
  * output); with --context-spans the context span was left out too. */
 START_TEST(report_spans_budget_keeps_parents)
 {
-	static const char *const names[] = {"main", "loop", "handle", "work",
-					    "db",   "c",    "d",      "e"};
-	static const uint32_t s_idle[] = {2, 1}, s_work[] = {4, 3, 1},
-			      s_db[] = {5, 3, 1}, s_cde[] = {8, 7, 6, 3, 1};
-	static const struct {
-		uint32_t stack, ctx;
-	} seq[] = {{1, 0}, {2, 1}, {2, 1}, {2, 1}, {3, 1},
-		   {3, 1}, {4, 1}, {4, 1}, {2, 1}};
 	static const struct {
 		const char *opt, *max, *tree, *warning;
 	} cases[] = {
@@ -667,25 +667,11 @@ START_TEST(report_spans_budget_keeps_parents)
 		 "more than 2 spans: 5 left out"},
 	};
 	const char *args[] = {"--spans", NULL, "--max-spans", NULL, NULL, NULL};
-	struct rec *r = malloc(sizeof(*r));
 	char file[64], out[64], *err, *t;
 	size_t i;
 	int st;
 
-	ck_assert_ptr_nonnull(r);
-	rec_start(r, "srv");
-	rec_functions(r, names, 8);
-	rec_stack(r, 1, s_idle, 2);
-	rec_stack(r, 2, s_work, 3);
-	rec_stack(r, 3, s_db, 3);
-	rec_stack(r, 4, s_cde, 5);
-	rec_ctx(r, 1, 0x4b, 0x00f067aa0ba902b7ull, NULL, 0);
-	for (i = 0; i < sizeof(seq) / sizeof(seq[0]); i++) {
-		rec_round(r, 10000000ull * i);
-		rec_sample(r, 7, seq[i].stack, seq[i].ctx);
-	}
-	rec_finish(r, file, sizeof(file), "budget-parents");
-	free(r);
+	tree_recording(file, sizeof(file), "budget-parents");
 	prof_tmpfile(out, sizeof(out), "budget-parents-out");
 	args[4] = file;
 	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
