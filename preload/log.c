@@ -2,6 +2,7 @@
 #include "config.h"
 
 #include "log.h"
+#include "maps.h"
 #include "sys.h"
 
 #include <signal.h>
@@ -44,6 +45,68 @@ sys_read_file(const char *path, char *buf, size_t cap)
 	sys_close(fd);
 	buf[len] = '\0';
 	return (ssize_t)len;
+}
+
+/* One parsed line of buf to fn (sys_maps_scan()); cut: the line did not
+ * fit, its pathname is not all there. */
+static bool
+maps_scan_line(const char *line,
+	       size_t len,
+	       bool cut,
+	       bool (*fn)(const struct maps_entry *e, void *arg),
+	       void *arg)
+{
+	struct maps_entry e;
+
+	if (maps_parse_line(line, len, &e) < 0)
+		return false;
+	if (cut) {
+		e.path = NULL;
+		e.path_len = 0;
+	}
+	return fn(&e, arg);
+}
+
+bool
+sys_maps_scan(char *buf,
+	      size_t cap,
+	      bool (*fn)(const struct maps_entry *e, void *arg),
+	      void *arg)
+{
+	int fd = sys_open("/proc/self/maps", O_RDONLY | O_CLOEXEC, 0);
+	size_t len = 0;
+	bool stop = false, rest = false; /* rest: of a line given cut */
+
+	if (fd < 0)
+		return false;
+	while (!stop) {
+		ssize_t r = sys_read(fd, buf + len, cap - len);
+		char *line = buf, *nl;
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		len += (size_t)r;
+		while (!stop && (nl = memchr(line, '\n', len - (size_t)(line - buf)))) {
+			if (!rest)
+				stop = maps_scan_line(line, (size_t)(nl - line), false,
+						      fn, arg);
+			rest = false;
+			line = nl + 1;
+		}
+		len -= (size_t)(line - buf);
+		memmove(buf, line, len);
+		if (!stop && len == cap) {
+			/* a line longer than buf: its start, then skip to its end */
+			if (!rest)
+				stop = maps_scan_line(buf, len, true, fn, arg);
+			rest = true;
+			len = 0;
+		}
+	}
+	sys_close(fd);
+	return stop;
 }
 
 /* Writing a line of ours must never kill the application: the log and the

@@ -525,41 +525,17 @@ ctxshim_pctx_after_fork_child(void)
 	(void)ctxshim_pctx_publish();
 }
 
+static bool
+pctx_map_line(const struct maps_entry *e, void *arg)
+{
+	(void)arg;
+	return pctx_map_name_kind(e->path, e->path_len) != PCTX_MAP_NONE;
+}
+
 bool
 ctxshim_pctx_exists(void)
 {
-	static char buf[1 << 16];
-	int fd = sys_open("/proc/self/maps", O_RDONLY | O_CLOEXEC, 0);
-	size_t len = 0;
-	bool found = false;
+	static char buf[4096];
 
-	if (fd < 0)
-		return false;
-	/* Scan line by line with a bounded buffer: the maps file can be far
-	 * larger than the buffer. */
-	for (;;) {
-		ssize_t r = sys_read(fd, buf + len, sizeof(buf) - 1 - len);
-		char *line, *nl;
-
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			break;
-		len += (size_t)r;
-		line = buf;
-		while ((nl = memchr(line, '\n', len - (size_t)(line - buf)))) {
-			struct maps_entry e;
-
-			if (maps_parse_line(line, (size_t)(nl - line), &e) == 0 &&
-			    pctx_map_name_kind(e.path, e.path_len) != PCTX_MAP_NONE)
-				found = true;
-			line = nl + 1;
-		}
-		len -= (size_t)(line - buf);
-		memmove(buf, line, len);
-		if (len == sizeof(buf) - 1)
-			len = 0; /* an absurdly long line: skip it */
-	}
-	sys_close(fd);
-	return found;
+	return sys_maps_scan(buf, sizeof(buf), pctx_map_line, NULL);
 }

@@ -61,3 +61,14 @@ sys_readable8(uintptr_t p)
 /* Read a whole small file (e.g. /proc/self/comm) into buf, NUL-terminated.
  * Returns the length or a negative errno. */
 ssize_t sys_read_file(const char *path, char *buf, size_t cap);
+
+struct maps_entry;
+/* Each line of /proc/self/maps, read through buf (cap bytes: a signal
+ * stack's few hundred do) and parsed (proc-context/maps.h), to fn until it
+ * returns true; a line longer than buf comes without its pathname
+ * (path_len 0).  Raw system calls only: async-signal-safe if fn is.
+ * Returns true if fn stopped the scan.  Changes errno. */
+bool sys_maps_scan(char *buf,
+		   size_t cap,
+		   bool (*fn)(const struct maps_entry *e, void *arg),
+		   void *arg);

@@ -6,6 +6,7 @@
 #include "events.h"
 #include "cfg.h"
 #include "log.h"
+#include "maps.h"
 #include "rng.h"
 #include "shim.h"
 #include "sys.h"
@@ -254,70 +255,42 @@ ctxshim_thread_unwound(uintptr_t to, bool sk_dead)
 	t->busy = 0;
 }
 
-/* /proc/self/maps read through a small buffer (this may run on a small
- * signal stack): each line's range, and whether it is the main thread's
- * stack.  Returns 1 with [*lo, *hi) and *main_stack for the mapping that
- * holds sp, 0 if none does, -1 if the file cannot be read. */
-static int
+/* The mapping that holds sp (stack_mapping()). */
+struct stack_find {
+	uintptr_t sp, lo, hi;
+	bool found, main_stack;
+};
+
+static bool
+stack_find_line(const struct maps_entry *e, void *arg)
+{
+	struct stack_find *f = arg;
+
+	if (e->start > f->sp)
+		return true; /* sorted: none holds it */
+	if (f->sp >= e->end)
+		return false;
+	f->lo = e->start;
+	f->hi = e->end;
+	f->main_stack = e->path_len == 7 && memcmp(e->path, "[stack]", 7) == 0;
+	f->found = true;
+	return true;
+}
+
+/* [*lo, *hi), the mapping that holds sp, and whether it is the main
+ * thread's stack; false if none does or the maps cannot be read.  A small
+ * buffer: this may run on a small signal stack. */
+static bool
 stack_mapping(uintptr_t sp, uintptr_t *lo, uintptr_t *hi, bool *main_stack)
 {
-	static const char tag[] = "[stack]";
-	char buf[256], tail[sizeof(tag) - 1];
-	uintptr_t v[2] = {0, 0};
-	int fd = sys_open("/proc/self/maps", O_RDONLY | O_CLOEXEC, 0);
-	int field = 0, found = 0;
-	size_t tn = 0;
-	ssize_t n;
+	struct stack_find f = {.sp = sp};
+	char buf[256];
 
-	if (fd < 0)
-		return -1;
-	memset(tail, 0, sizeof(tail));
-	while (found == 0 && (n = sys_read(fd, buf, sizeof(buf))) > 0) {
-		ssize_t i;
-
-		for (i = 0; i < n; i++) {
-			char ch = buf[i];
-
-			if (ch == '\n') {
-				if (v[0] <= sp && sp < v[1]) {
-					*lo = v[0];
-					*hi = v[1];
-					*main_stack =
-						tn >= sizeof(tail) &&
-						memcmp(tail, tag, sizeof(tail)) == 0;
-					found = 1;
-					break;
-				}
-				if (v[0] > sp) /* sorted: none holds it */
-					break;
-				v[0] = v[1] = 0;
-				field = 0;
-				tn = 0;
-				continue;
-			}
-			/* the last bytes of the line, for its name */
-			if (tn < sizeof(tail)) {
-				tail[tn++] = ch;
-			} else {
-				memmove(tail, tail + 1, sizeof(tail) - 1);
-				tail[sizeof(tail) - 1] = ch;
-			}
-			if (field < 2) {
-				int d = ch >= '0' && ch <= '9'   ? ch - '0'
-					: ch >= 'a' && ch <= 'f' ? ch - 'a' + 10
-								 : -1;
-
-				if (d >= 0)
-					v[field] = v[field] << 4 | (uintptr_t)d;
-				else
-					field++;
-			}
-		}
-		if (i < n && !found)
-			break;
-	}
-	(void)sys_close(fd);
-	return found;
+	(void)sys_maps_scan(buf, sizeof(buf), stack_find_line, &f);
+	*lo = f.lo;
+	*hi = f.hi;
+	*main_stack = f.main_stack;
+	return f.found;
 }
 
 bool
@@ -348,7 +321,7 @@ ctxshim_stack_between(uintptr_t sp, uintptr_t to)
 	/* The thread pointer: glibc's thread descriptor, at the top of the
 	 * mapping of a thread's stack (below it: the stack). */
 	__asm__("mov %%fs:0, %0" : "=r"(tp));
-	if (stack_mapping(sp, &lo, &hi, &main_stack) != 1 || to >= hi ||
+	if (!stack_mapping(sp, &lo, &hi, &main_stack) || to >= hi ||
 	    (!on_alt && cur < lo))
 		goto out;
 	ok = main_stack || (lo <= tp && tp < hi && to < tp);

@@ -4,6 +4,8 @@
 #include "test-common.h"
 
 #include "shim.h"
+#include "maps.h"
+#include "sys.h"
 #include "thread-ctx.h"
 #include "w3c.h"
 
@@ -379,6 +381,28 @@ START_TEST(test_sock_idle_fast)
 	ck_assert(ctxshim_sk_idle_fast());
 	ck_assert_ptr_null(published());
 	ctxshim_self.sk.fdp1 = 0;
+}
+END_TEST
+
+static bool
+count_line(const struct maps_entry *e, void *arg)
+{
+	(void)e;
+	++*(unsigned *)arg;
+	return false;
+}
+
+/* sys_maps_scan() through a buffer shorter than some lines (a long
+ * pathname) gives every line, those without their pathname. */
+START_TEST(test_maps_scan_small_buffer)
+{
+	char big[8192], small[80];
+	unsigned a = 0, b = 0;
+
+	ck_assert(!sys_maps_scan(big, sizeof(big), count_line, &a));
+	ck_assert(!sys_maps_scan(small, sizeof(small), count_line, &b));
+	ck_assert_uint_gt(a, 5);
+	ck_assert_uint_eq(a, b);
 }
 END_TEST
 
@@ -764,6 +788,7 @@ TEST_SUITE(thread_ctx_suite)
 	tcase_add_test(tc, test_sock_ownership);
 	tcase_add_test(tc, test_sock_idle_fast);
 	tcase_add_test(tc, test_unwound);
+	tcase_add_test(tc, test_maps_scan_small_buffer);
 	tcase_add_test(tc, test_passive_mode_writes_nothing);
 	tcase_add_test(tc, test_exit_clears_whatever_published_first);
 	suite_add_tcase(s, tc);
