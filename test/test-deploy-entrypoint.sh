@@ -251,6 +251,12 @@ if ${CC:-cc} -static -o static prog.c 2>/dev/null; then
 	expect_status 4 "static program still runs" "$E" ./static
 	check "with a note" contains "$dp_err" "statically linked"
 fi
+# A script whose #! runs env -i: it starts, with a note that says why its
+# program shows no records.
+printf '#!/usr/bin/env -S -i sh\nexit 6\n' >envi
+chmod 755 envi
+expect_status 6 "env -i script still runs" "$E" ./envi
+check "with a note" contains "$dp_err" "note: ./envi is a script for /usr/bin/env -i"
 
 # ------------------------------------------------------------ lookup
 

@@ -248,6 +248,36 @@ check "the script's shell has the shim mapped" test "${dp_out:-0}" -ge 1
 printf '#!/usr/bin/env sh\ngrep -c libctxshim /proc/$$/maps\n' >s-envsh
 chmod 755 s-envsh
 expect_status 0 "#!/usr/bin/env sh script runs with the shim" "$S" run -- ./s-envsh
+# env options that take LD_PRELOAD away from the program, and ones that
+# do not (the word after -u or -C is not the program).
+printf '#!/usr/bin/env -S -i sh\ngrep -c libctxshim /proc/$$/maps || :\n' >s-envi
+chmod 755 s-envi
+expect_status 126 "#!/usr/bin/env -S -i sh refused" "$S" run -- ./s-envi
+check "reason: env -i" contains "$dp_err" \
+	"./s-envi is a script for /usr/bin/env -i, which starts sh without the LD_PRELOAD"
+expect_status 1 "check: cleared" "$S" check ./s-envi
+check "check names the verdict" contains "$dp_out" "./s-envi: cleared:"
+expect_status 0 "--force runs it, without the shim" "$S" run --force -- ./s-envi
+check "the script's shell has no shim" test "$dp_out" = 0
+for w in '-iS sh' '-S - sh' '-S --ignore-environment sh' '-S -v -i sh' \
+	'-S -u LD_PRELOAD sh' '-S -uLD_PRELOAD sh' '-S --unset=LD_PRELOAD sh' \
+	'-S --unset LD_PRELOAD sh' '-S LD_PRELOAD= sh' '-S -0iv sh' \
+	'-S --split-string=-i sh'; do
+	printf '#!/usr/bin/env %s\ntrue\n' "$w" >s-envw
+	chmod 755 s-envw
+	expect_status 1 "check: #!/usr/bin/env $w is cleared" "$S" check ./s-envw
+done
+printf '#!/usr/bin/env -S -u DEBUG -C / LD_PRELOAD_X=1 %s/static\n' "$dp_tmp" >s-envu
+chmod 755 s-envu
+if [ -x static ]; then
+	expect_status 1 "check: #!/usr/bin/env -S -u NAME -C DIR PROG judges PROG" \
+		"$S" check ./s-envu
+	check "PROG is static, not NAME" contains "$dp_out" "./s-envu: static:"
+fi
+printf '#!/usr/bin/env -S -u PATH sh -i\ntrue\n' >s-envu2
+chmod 755 s-envu2
+expect_status 0 "check: #!/usr/bin/env -S -u PATH sh -i is ok (-i is sh's)" \
+	"$S" check ./s-envu2
 
 # Crafted ELF headers (elf64 in deploy-lib.sh).
 elf64 musl 3 62 /lib/ld-musl-x86_64.so.1

@@ -236,6 +236,7 @@ ctx_elf_machine() {
 #   secure   setuid/setgid to another user or group, or file capabilities:
 #            the loader runs in secure-execution mode and drops LD_PRELOAD
 #   notexec  an ELF file that is not a program (object file, core dump)
+#   cleared  a #! line runs env with options that drop LD_PRELOAD (-i)
 #   unknown  unreadable, or neither ELF nor #! (the shell runs it as a script)
 # and ctx_why to one sentence that explains it.  ctx_interp is the ELF
 # interpreter when there is one.  Scripts (#!) are followed to their
@@ -288,19 +289,21 @@ ctx_inspect_script() {
 	fi
 	ctx_script=$ctx_file
 	# "#!/usr/bin/env [-S] PROG": what matters is PROG.  env's own
-	# options and NAME=VALUE words come before it.
+	# options and NAME=VALUE words come before it; some of them take
+	# LD_PRELOAD away from PROG.
 	case ${ctx_prog##*/} in
 	env)
 		ctx_envprog=
+		ctx_envclear=
+		ctx_envnext=
 		for ctx_w in $ctx_arg; do
-			case $ctx_w in
-			-S) continue ;;
-			-S*) ctx_w=${ctx_w#-S} ;;
-			-* | *=*) continue ;;
-			esac
-			ctx_envprog=$ctx_w
-			break
+			ctx_env_word "$ctx_w" || break
 		done
+		if [ -n "$ctx_envclear" ]; then
+			ctx_verdict=cleared
+			ctx_why="$ctx_script is a script for $ctx_prog $ctx_envclear, which starts ${ctx_envprog:-its program} without the LD_PRELOAD that loads the shim"
+			return 0
+		fi
 		if [ -n "$ctx_envprog" ] && ctx_path_search "$ctx_envprog"; then
 			# env itself runs first with LD_PRELOAD, then PROG.
 			ctx_target=$ctx_found
@@ -319,6 +322,62 @@ ctx_inspect_script() {
 	esac
 	ctx_via="$ctx_via$ctx_script is a script for $ctx_prog; "
 	ctx_inspect_file "$ctx_prog"
+}
+
+# One word of env's arguments on a #! line (coreutils env(1)): options,
+# NAME=VALUE, then the program (ctx_envprog; returns 1).  Sets
+# ctx_envclear to the words that start the program without our
+# LD_PRELOAD: -i (or -, --ignore-environment), -u LD_PRELOAD, or an
+# LD_PRELOAD=VALUE without the shim.  ctx_envnext is the option whose
+# argument is the next word (u or C).
+ctx_env_word() {
+	if [ -n "$ctx_envnext" ]; then
+		[ "$ctx_envnext$1" != uLD_PRELOAD ] || ctx_envclear="-u LD_PRELOAD"
+		ctx_envnext=
+		return 0
+	fi
+	case $1 in
+	- | --ignore-environment) ctx_envclear=$1 ;;
+	--unset=LD_PRELOAD) ctx_envclear=$1 ;;
+	--unset) ctx_envnext=u ;;
+	--chdir) ctx_envnext=C ;;
+	--split-string=*) ctx_env_word "${1#--split-string=}" ;;
+	--*) ;;
+	LD_PRELOAD=*libctxshim.so*) ;;
+	LD_PRELOAD=*) ctx_envclear=$1 ;;
+	*=*) ;;
+	-?*) ctx_env_shorts "${1#-}" ;;
+	*)
+		ctx_envprog=$1
+		return 1
+		;;
+	esac
+}
+
+# Bundled short options of env, without the '-': -i, -0, -v take no
+# argument; -u NAME and -C DIR take the rest of the word or the next one;
+# -S takes the rest of the word as the start of the split string.
+ctx_env_shorts() {
+	ctx_s=$1
+	while [ -n "$ctx_s" ]; do
+		ctx_c=${ctx_s%"${ctx_s#?}"}
+		ctx_s=${ctx_s#?}
+		case $ctx_c in
+		i) ctx_envclear=-i ;;
+		u | C)
+			if [ -z "$ctx_s" ]; then
+				ctx_envnext=$ctx_c
+			elif [ "$ctx_c$ctx_s" = uLD_PRELOAD ]; then
+				ctx_envclear="-u LD_PRELOAD"
+			fi
+			return 0
+			;;
+		S)
+			[ -z "$ctx_s" ] || ctx_env_word "$ctx_s"
+			return
+			;;
+		esac
+	done
 }
 
 # Called with the first 64 bytes of an ELF file as arguments ($1 = 0x7f).
