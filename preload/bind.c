@@ -202,12 +202,18 @@ ctxshim_text_range(const void *addr, uintptr_t *lo, uintptr_t *hi)
 	return true;
 }
 
+/* The version of cs's name i, or NULL. */
+static const char *
+callers_version(const struct ctxshim_callers *cs, unsigned i)
+{
+	return cs->versions && cs->versions[i] ? cs->versions[i] : cs->version;
+}
+
 void
 ctxshim_callers_bound(struct ctxshim_callers *cs, const void *primary0)
 {
-	const char *name = cs->names[0];
-	void *g = cs->version ? dlvsym(RTLD_NEXT, name, cs->version)
-			      : dlsym(RTLD_NEXT, name);
+	const char *name = cs->names[0], *version = callers_version(cs, 0);
+	void *g = version ? dlvsym(RTLD_NEXT, name, version) : dlsym(RTLD_NEXT, name);
 
 	if (!g)
 		(void)dlerror();
@@ -222,8 +228,9 @@ unsigned ctxshim_dl_gen;
 static __thread void *callers_answer_fn[CTXSHIM_CALLERS_FNS];
 
 static void *
-callers_sym(void *lib, const char *name, const char *version)
+callers_sym(void *lib, const struct ctxshim_callers *cs, unsigned i)
 {
+	const char *name = cs->names[i], *version = callers_version(cs, i);
 	void *p = version ? dlvsym(lib, name, version) : dlsym(lib, name);
 
 	if (!p)
@@ -239,7 +246,7 @@ callers_fill(const struct ctxshim_callers *cs,
 	     void *lib,
 	     const void *primary0)
 {
-	void *p = callers_sym(lib, cs->names[0], cs->version);
+	void *p = callers_sym(lib, cs, 0);
 	unsigned i;
 
 	if (!p || p == primary0 || p == cs->selves[0])
@@ -247,7 +254,7 @@ callers_fill(const struct ctxshim_callers *cs,
 	/* A copy of an older version may lack the later names: those stay
 	 * NULL, and their hooks handle such a call as their own. */
 	for (i = 0; i < cs->n; i++) {
-		p = callers_sym(lib, cs->names[i], cs->version);
+		p = callers_sym(lib, cs, i);
 		e->fn[i] = cs->selves[i] && p == cs->selves[i] ? NULL : p;
 	}
 	e->own = e->fn[0] != NULL;
@@ -352,7 +359,7 @@ callers_lone_copy(const struct ctxshim_callers *cs, struct ctxshim_caller *e)
 		lib = callers_open((const void *)s->at[i]);
 		if (!lib)
 			continue;
-		p = callers_sym(lib, cs->names[0], cs->version);
+		p = callers_sym(lib, cs, 0);
 		if (p && p != cs->selves[0] && p != first) {
 			if (first) {
 				(void)dlclose(lib);

@@ -91,6 +91,9 @@ struct ctxshim_callers {
 	const char *const *names; /* at most CTXSHIM_CALLERS_FNS */
 	unsigned n;
 	const char *version;       /* of every name, or NULL */
+	/* NULL, or each name's own (NULL: version's), for a library that
+	 * added a name at a later node (hook-gnutls.c) */
+	const char *const *versions;
 	const void *const *selves; /* our hooks, by name (NULL: not hooked) */
 	int global;                /* see ctxshim_callers_bound() (atomic) */
 	unsigned count;            /* entries in use (atomic) */
