@@ -3,13 +3,26 @@
  * to the socket level's request-head scanner (hook-tls.h), as for OpenSSL
  * in hook-openssl.c, which explains the model.
  *
- * Hooks: gnutls_record_recv (bytes in), gnutls_handshake (the thread works
- * on the connection: it only follows, see hook-openssl.c),
- * gnutls_record_send (the request is answered), gnutls_deinit (the
- * session ends).  libgnutls calls
- * gnutls_record_send itself through its PLT (gnutls_record_uncork sends
- * the corked data with it): a call from libgnutls's own text passes
- * straight through, since the application's corked send was already seen.
+ * Hooks: gnutls_record_recv, gnutls_record_recv_seq and
+ * gnutls_record_recv_packet (bytes in; a packet's are read with
+ * gnutls_packet_get, which leaves it as it is), gnutls_handshake (the
+ * thread works on the connection: it only follows, see hook-openssl.c),
+ * gnutls_record_send, gnutls_record_send2 and gnutls_record_send_range
+ * (the request is answered), gnutls_deinit (the session ends).  All go
+ * through the same logic as gnutls_record_recv and gnutls_record_send.
+ * libgnutls calls gnutls_record_send itself through its PLT
+ * (gnutls_record_uncork sends the corked data with it): a call from
+ * libgnutls's own text passes straight through, since the application's
+ * corked send was already seen.  And gnutls_record_send is
+ * gnutls_record_send2(s, data, n, 0, 0), also through the PLT (GnuTLS
+ * 3.7.9: a tail jump, so the return address is no help): a send2 inside
+ * a send we passed on is that send's (gt_sending).  The other calls are
+ * not made from inside libgnutls through its PLT (GnuTLS 3.7.9: no
+ * relocation names them), so nothing is seen twice.
+ * gnutls_record_send_file (GnuTLS 3.7.4) is not hooked: without kTLS it
+ * sends the file through gnutls_record_send, whose calls from it are
+ * followed (gt_file_lo); with kTLS the record layer is the kernel's,
+ * which the shim does not see (README, Limitations).
  *
  * Connection of a session: its transport.  gnutls_transport_set_int()
  * stores the fd as the transport pointer; a custom transport stores a
@@ -45,6 +58,15 @@
 
 typedef ssize_t (*gt_recv_fn)(gnutls_session_t, void *, size_t);
 typedef ssize_t (*gt_send_fn)(gnutls_session_t, const void *, size_t);
+typedef ssize_t (*gt_recv_seq_fn)(gnutls_session_t, void *, size_t, unsigned char *);
+typedef ssize_t (*gt_recv_packet_fn)(gnutls_session_t, gnutls_packet_t *);
+typedef ssize_t (*gt_send_range_fn)(gnutls_session_t,
+				    const void *,
+				    size_t,
+				    const gnutls_range_st *);
+typedef ssize_t (*gt_send2_fn)(
+	gnutls_session_t, const void *, size_t, size_t, unsigned);
+typedef void (*gt_packet_get_fn)(gnutls_packet_t, gnutls_datum_t *, unsigned char *);
 typedef void (*gt_deinit_fn)(gnutls_session_t);
 typedef int (*gt_handshake_fn)(gnutls_session_t);
 typedef gnutls_transport_ptr_t (*gt_get_ptr_fn)(gnutls_session_t);
@@ -54,20 +76,41 @@ enum gt_fn {
 	GT_SEND,
 	GT_DEINIT,
 	GT_HANDSHAKE,
+	GT_RECV_SEQ,
+	GT_RECV_PACKET,
+	GT_SEND_RANGE,
+	GT_SEND2,
 	GT_HOOKED, /* the ones above are ours; the ones below only called */
 	GT_GET_PTR = GT_HOOKED,
+	GT_PACKET_GET,
 	GT_N,
 };
 
 static const char *const gt_name[GT_N] = {
-	"gnutls_record_recv", "gnutls_record_send",       "gnutls_deinit",
-	"gnutls_handshake",   "gnutls_transport_get_ptr",
+	"gnutls_record_recv",
+	"gnutls_record_send",
+	"gnutls_deinit",
+	"gnutls_handshake",
+	"gnutls_record_recv_seq",
+	"gnutls_record_recv_packet",
+	"gnutls_record_send_range",
+	"gnutls_record_send2",
+	"gnutls_transport_get_ptr",
+	"gnutls_packet_get",
 };
+
+/* Each name's version node: GT_NODE but for the later gnutls_record_send2
+ * (a library without it still serves the other hooks). */
+#define GT_NODE_SEND2 "GNUTLS_3_6_3"
+static const char *const gt_node[GT_N] = {[GT_SEND2] = GT_NODE_SEND2};
 
 static void *gt_fn[GT_N];
 static const void *gt_self[GT_HOOKED];
-static struct ctxshim_callers gt_callers = {
-	.names = gt_name, .n = GT_HOOKED, .version = GT_NODE, .selves = gt_self};
+static struct ctxshim_callers gt_callers = {.names = gt_name,
+					    .n = GT_HOOKED,
+					    .version = GT_NODE,
+					    .versions = gt_node,
+					    .selves = gt_self};
 static pthread_once_t gt_once = PTHREAD_ONCE_INIT;
 /* libgnutls's executable segment: calls from there are its own. */
 static uintptr_t gt_text_lo, gt_text_hi;
@@ -85,11 +128,12 @@ hook_gnutls_bind_once(void)
 
 	for (i = 0; i < GT_N; i++) {
 		const void *self = i < GT_HOOKED ? gt_self[i] : NULL;
-		void *p = ctxshim_bind_loaded(sonames, gt_name[i], GT_NODE, self);
+		const char *node = gt_node[i] ? gt_node[i] : GT_NODE;
+		void *p = ctxshim_bind_loaded(sonames, gt_name[i], node, self);
 
 		gt_fn[i] = p;
 		if (!p)
-			ctxshim_log("gnutls: %s@%s not found", gt_name[i], GT_NODE);
+			ctxshim_log("gnutls: %s@%s not found", gt_name[i], node);
 	}
 	(void)ctxshim_text_range(gt_fn[GT_RECV], &gt_text_lo, &gt_text_hi);
 	{
@@ -133,13 +177,88 @@ real_gnutls_record_recv(gnutls_session_t s, void *buf, size_t n)
 	return ((gt_recv_fn)gt_fn[GT_RECV])(s, buf, n);
 }
 
+/* The session whose gnutls_record_send() this thread passed on, and the
+ * gnutls_record_send2 of the same copy of libgnutls: that send calls it
+ * through libgnutls's PLT, which reaches our gnutls_record_send2 with a
+ * return address of libgnutls's or ours, not the caller's.  That call is
+ * the send itself, already followed or passed through: it goes on to
+ * send2, untouched.  Saved and restored around each send, so a signal
+ * handler's send in between leaves it as it was. */
+struct gt_sending {
+	gnutls_session_t s; /* only compared, never dereferenced */
+	void *send2;
+};
+
+static __thread struct gt_sending gt_sending __attribute__((tls_model("initial-exec")));
+
+/* send(s, buf, n) of a copy of libgnutls whose send2 is send2. */
+static ssize_t
+gt_send_through(void *send, void *send2, gnutls_session_t s, const void *buf, size_t n)
+{
+	struct gt_sending saved = gt_sending;
+	ssize_t r;
+
+	gt_sending.s = NULL; /* a signal handler's send2 meanwhile is its own */
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	gt_sending.send2 = send2;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	gt_sending.s = s;
+	r = ((gt_send_fn)send)(s, buf, n);
+	gt_sending.s = NULL;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	gt_sending.send2 = saved.send2;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	gt_sending.s = saved.s;
+	return r;
+}
+
 static inline ssize_t
 real_gnutls_record_send(gnutls_session_t s, const void *buf, size_t n)
 {
 	hook_gnutls_bind();
 	if (!gt_fn[GT_SEND])
 		return GNUTLS_E_INTERNAL_ERROR;
-	return ((gt_send_fn)gt_fn[GT_SEND])(s, buf, n);
+	return gt_send_through(gt_fn[GT_SEND], gt_fn[GT_SEND2], s, buf, n);
+}
+
+static inline ssize_t
+real_gnutls_record_recv_seq(gnutls_session_t s, void *buf, size_t n, unsigned char *seq)
+{
+	hook_gnutls_bind();
+	if (!gt_fn[GT_RECV_SEQ])
+		return GNUTLS_E_INTERNAL_ERROR;
+	return ((gt_recv_seq_fn)gt_fn[GT_RECV_SEQ])(s, buf, n, seq);
+}
+
+static inline ssize_t
+real_gnutls_record_recv_packet(gnutls_session_t s, gnutls_packet_t *packet)
+{
+	hook_gnutls_bind();
+	if (!gt_fn[GT_RECV_PACKET])
+		return GNUTLS_E_INTERNAL_ERROR;
+	return ((gt_recv_packet_fn)gt_fn[GT_RECV_PACKET])(s, packet);
+}
+
+static inline ssize_t
+real_gnutls_record_send_range(gnutls_session_t s,
+			      const void *buf,
+			      size_t n,
+			      const gnutls_range_st *range)
+{
+	hook_gnutls_bind();
+	if (!gt_fn[GT_SEND_RANGE])
+		return GNUTLS_E_INTERNAL_ERROR;
+	return ((gt_send_range_fn)gt_fn[GT_SEND_RANGE])(s, buf, n, range);
+}
+
+static inline ssize_t
+real_gnutls_record_send2(
+	gnutls_session_t s, const void *buf, size_t n, size_t pad, unsigned flags)
+{
+	hook_gnutls_bind();
+	if (!gt_fn[GT_SEND2])
+		return GNUTLS_E_INTERNAL_ERROR;
+	return ((gt_send2_fn)gt_fn[GT_SEND2])(s, buf, n, pad, flags);
 }
 
 static inline void
@@ -202,6 +321,57 @@ hook_gnutls_record_recv(gnutls_session_t s, void *buf, size_t n)
 	return r;
 }
 
+/* gnutls_record_recv with the record's sequence number: the same. */
+static ssize_t
+hook_gnutls_record_recv_seq(gnutls_session_t s, void *buf, size_t n, unsigned char *seq)
+{
+	struct hook_tls_conn t;
+	ssize_t r;
+
+	if (!ctxshim_active() || !gt_conn(s, &t))
+		return real_gnutls_record_recv_seq(s, buf, n, seq);
+	hook_socket_tls_read_begin(&t);
+	r = real_gnutls_record_recv_seq(s, buf, n, seq);
+	if (r > 0 && (size_t)r <= n)
+		hook_socket_tls_read_end(&t, buf, (size_t)r);
+	return r;
+}
+
+/* The r bytes of a packet gnutls_record_recv_packet() returned, seen
+ * through gnutls_packet_get(): a pointer into the packet and its size,
+ * nothing allocated or changed.  The packet stays the application's
+ * (gnutls_packet_deinit is its call). */
+static void
+gt_packet_read(const struct hook_tls_conn *t, gnutls_packet_t p, size_t r)
+{
+	gnutls_datum_t d = {NULL, 0};
+	int saved_errno = errno;
+
+	if (!gt_fn[GT_PACKET_GET])
+		return;
+	((gt_packet_get_fn)gt_fn[GT_PACKET_GET])(p, &d, NULL);
+	errno = saved_errno;
+	if (d.data && r <= d.size)
+		hook_socket_tls_read_end(t, d.data, r);
+}
+
+static ssize_t
+hook_gnutls_record_recv_packet(gnutls_session_t s, gnutls_packet_t *packet)
+{
+	struct hook_tls_conn t;
+	ssize_t r;
+
+	if (!ctxshim_active() || !gt_conn(s, &t))
+		return real_gnutls_record_recv_packet(s, packet);
+	hook_socket_tls_read_begin(&t);
+	r = real_gnutls_record_recv_packet(s, packet);
+	/* > 0: the size of the data of *packet (NULL at the end of the
+	 * stream, 0) */
+	if (r > 0 && packet && *packet)
+		gt_packet_read(&t, *packet, (size_t)r);
+	return r;
+}
+
 /* A send resumed without its data.  gnutls_record_send(3): a send that
  * returned GNUTLS_E_AGAIN or GNUTLS_E_INTERRUPTED is resumed by calling
  * it again with the same data or with (NULL, 0); libgnutls keeps the
@@ -259,30 +429,88 @@ gt_resumed(gnutls_session_t s, const struct hook_tls_conn *t, size_t r)
 	}
 }
 
+/* Before a send of s by a caller whose return address is ra: false if it
+ * is not followed, else t is its connection, told of the write. */
+static bool
+gt_send_begin(gnutls_session_t s, const void *ra, struct hook_tls_conn *t)
+{
+	/* Bound first: the text range of libgnutls is known from then on. */
+	hook_gnutls_bind();
+	if (!ctxshim_active() ||
+	    ((uintptr_t)ra >= gt_text_lo && (uintptr_t)ra < gt_text_hi &&
+	     !((uintptr_t)ra >= gt_file_lo && (uintptr_t)ra < gt_file_hi)) ||
+	    !gt_conn(s, t))
+		return false;
+	hook_socket_tls_write_begin(t);
+	return true;
+}
+
+/* After a followed send of (buf, n) that returned r.  The same for
+ * gnutls_record_send2 and gnutls_record_send_range, which are
+ * gnutls_record_send with padding and return what it does. */
+static void
+gt_send_end(gnutls_session_t s,
+	    const struct hook_tls_conn *t,
+	    const void *buf,
+	    size_t n,
+	    ssize_t r)
+{
+	/* (NULL, 0) resumes a send that returned GNUTLS_E_AGAIN or
+	 * GNUTLS_E_INTERRUPTED: r is the size of that earlier data, whose
+	 * first bytes gt_hold() kept (gt_held). */
+	if (r > 0 && (size_t)r <= n)
+		hook_socket_tls_write_end(t, buf, (size_t)r);
+	else if (r > 0 && !buf && !n)
+		gt_resumed(s, t, (size_t)r);
+	else if ((r == GNUTLS_E_AGAIN || r == GNUTLS_E_INTERRUPTED) && buf && n)
+		gt_hold(s, buf, n);
+}
+
 static ssize_t
 hook_gnutls_record_send(gnutls_session_t s, const void *buf, size_t n, const void *ra)
 {
 	struct hook_tls_conn t;
 	ssize_t r;
 
-	/* Bound first: the text range of libgnutls is known from then on. */
-	hook_gnutls_bind();
-	if (!ctxshim_active() ||
-	    ((uintptr_t)ra >= gt_text_lo && (uintptr_t)ra < gt_text_hi &&
-	     !((uintptr_t)ra >= gt_file_lo && (uintptr_t)ra < gt_file_hi)) ||
-	    !gt_conn(s, &t))
+	if (!gt_send_begin(s, ra, &t))
 		return real_gnutls_record_send(s, buf, n);
-	hook_socket_tls_write_begin(&t);
 	r = real_gnutls_record_send(s, buf, n);
-	/* (NULL, 0) resumes a send that returned GNUTLS_E_AGAIN or
-	 * GNUTLS_E_INTERRUPTED: r is the size of that earlier data, whose
-	 * first bytes gt_hold() kept (gt_held). */
-	if (r > 0 && (size_t)r <= n)
-		hook_socket_tls_write_end(&t, buf, (size_t)r);
-	else if (r > 0 && !buf && !n)
-		gt_resumed(s, &t, (size_t)r);
-	else if ((r == GNUTLS_E_AGAIN || r == GNUTLS_E_INTERRUPTED) && buf && n)
-		gt_hold(s, buf, n);
+	gt_send_end(s, &t, buf, n, r);
+	return r;
+}
+
+static ssize_t
+hook_gnutls_record_send2(gnutls_session_t s,
+			 const void *buf,
+			 size_t n,
+			 size_t pad,
+			 unsigned flags,
+			 const void *ra)
+{
+	struct hook_tls_conn t;
+	ssize_t r;
+
+	if (!gt_send_begin(s, ra, &t))
+		return real_gnutls_record_send2(s, buf, n, pad, flags);
+	r = real_gnutls_record_send2(s, buf, n, pad, flags);
+	gt_send_end(s, &t, buf, n, r);
+	return r;
+}
+
+static ssize_t
+hook_gnutls_record_send_range(gnutls_session_t s,
+			      const void *buf,
+			      size_t n,
+			      const gnutls_range_st *range,
+			      const void *ra)
+{
+	struct hook_tls_conn t;
+	ssize_t r;
+
+	if (!gt_send_begin(s, ra, &t))
+		return real_gnutls_record_send_range(s, buf, n, range);
+	r = real_gnutls_record_send_range(s, buf, n, range);
+	gt_send_end(s, &t, buf, n, r);
 	return r;
 }
 
@@ -321,6 +549,9 @@ hook_gnutls_deinit(gnutls_session_t s)
 
 #define GT_SYMVER(fn) \
 	__asm__(".symver ctxshim_" #fn "_gt34, " #fn "@" GT_NODE ", remove")
+#define GT_SYMVER_SEND2                                       \
+	__asm__(".symver ctxshim_gnutls_record_send2_gt363, " \
+		"gnutls_record_send2@" GT_NODE_SEND2 ", remove")
 
 HOOK_EXPORT ssize_t ctxshim_gnutls_record_recv_gt34(gnutls_session_t s,
 						    void *buf,
@@ -330,6 +561,18 @@ HOOK_EXPORT ssize_t ctxshim_gnutls_record_send_gt34(gnutls_session_t s,
 						    size_t n);
 HOOK_EXPORT void ctxshim_gnutls_deinit_gt34(gnutls_session_t s);
 HOOK_EXPORT int ctxshim_gnutls_handshake_gt34(gnutls_session_t s);
+HOOK_EXPORT ssize_t ctxshim_gnutls_record_recv_seq_gt34(gnutls_session_t s,
+							void *buf,
+							size_t n,
+							unsigned char *seq);
+HOOK_EXPORT ssize_t ctxshim_gnutls_record_recv_packet_gt34(gnutls_session_t s,
+							   gnutls_packet_t *packet);
+HOOK_EXPORT ssize_t ctxshim_gnutls_record_send_range_gt34(gnutls_session_t s,
+							  const void *buf,
+							  size_t n,
+							  const gnutls_range_st *range);
+HOOK_EXPORT ssize_t ctxshim_gnutls_record_send2_gt363(
+	gnutls_session_t s, const void *buf, size_t n, size_t pad, unsigned flags);
 
 /* The caller's own libgnutls (its definitions by gt_name), or NULL: the
  * call is ours.  ret: the exported hook's return address. */
@@ -350,8 +593,58 @@ ctxshim_gnutls_record_recv_gt34(gnutls_session_t s, void *buf, size_t n)
 HOOK_EXPORT ssize_t
 ctxshim_gnutls_record_send_gt34(gnutls_session_t s, const void *buf, size_t n)
 {
-	CTXSHIM_OWN_RETURN(gt_own, GT_SEND, gt_send_fn, s, buf, n);
+	void *const *own = gt_own(__builtin_return_address(0));
+
+	/* CTXSHIM_OWN_RETURN, with the copy's send2 for its send's call
+	 * (gt_sending) */
+	if (own && own[GT_SEND])
+		return gt_send_through(own[GT_SEND], own[GT_SEND2], s, buf, n);
 	return hook_gnutls_record_send(s, buf, n, __builtin_return_address(0));
+}
+
+HOOK_EXPORT ssize_t
+ctxshim_gnutls_record_send2_gt363(
+	gnutls_session_t s, const void *buf, size_t n, size_t pad, unsigned flags)
+{
+	/* Before the caller is looked up: inside a send we passed on, the
+	 * return address is libgnutls's or ours (gt_sending). */
+	if (s && gt_sending.s == s) {
+		void *send2 = gt_sending.send2;
+
+		return send2 ? ((gt_send2_fn)send2)(s, buf, n, pad, flags)
+			     : GNUTLS_E_INTERNAL_ERROR;
+	}
+	CTXSHIM_OWN_RETURN(gt_own, GT_SEND2, gt_send2_fn, s, buf, n, pad, flags);
+	return hook_gnutls_record_send2(s, buf, n, pad, flags,
+					__builtin_return_address(0));
+}
+
+HOOK_EXPORT ssize_t
+ctxshim_gnutls_record_send_range_gt34(gnutls_session_t s,
+				      const void *buf,
+				      size_t n,
+				      const gnutls_range_st *range)
+{
+	CTXSHIM_OWN_RETURN(gt_own, GT_SEND_RANGE, gt_send_range_fn, s, buf, n, range);
+	return hook_gnutls_record_send_range(s, buf, n, range,
+					     __builtin_return_address(0));
+}
+
+HOOK_EXPORT ssize_t
+ctxshim_gnutls_record_recv_seq_gt34(gnutls_session_t s,
+				    void *buf,
+				    size_t n,
+				    unsigned char *seq)
+{
+	CTXSHIM_OWN_RETURN(gt_own, GT_RECV_SEQ, gt_recv_seq_fn, s, buf, n, seq);
+	return hook_gnutls_record_recv_seq(s, buf, n, seq);
+}
+
+HOOK_EXPORT ssize_t
+ctxshim_gnutls_record_recv_packet_gt34(gnutls_session_t s, gnutls_packet_t *packet)
+{
+	CTXSHIM_OWN_RETURN(gt_own, GT_RECV_PACKET, gt_recv_packet_fn, s, packet);
+	return hook_gnutls_record_recv_packet(s, packet);
 }
 
 HOOK_EXPORT void
@@ -372,6 +665,10 @@ GT_SYMVER(gnutls_record_recv);
 GT_SYMVER(gnutls_record_send);
 GT_SYMVER(gnutls_deinit);
 GT_SYMVER(gnutls_handshake);
+GT_SYMVER(gnutls_record_recv_seq);
+GT_SYMVER(gnutls_record_recv_packet);
+GT_SYMVER(gnutls_record_send_range);
+GT_SYMVER_SEND2;
 
 /* Our own copies, so that a binding can never come back to them. */
 static const void *gt_self[GT_HOOKED] = {
@@ -379,4 +676,8 @@ static const void *gt_self[GT_HOOKED] = {
 	[GT_SEND] = (const void *)ctxshim_gnutls_record_send_gt34,
 	[GT_DEINIT] = (const void *)ctxshim_gnutls_deinit_gt34,
 	[GT_HANDSHAKE] = (const void *)ctxshim_gnutls_handshake_gt34,
+	[GT_RECV_SEQ] = (const void *)ctxshim_gnutls_record_recv_seq_gt34,
+	[GT_RECV_PACKET] = (const void *)ctxshim_gnutls_record_recv_packet_gt34,
+	[GT_SEND_RANGE] = (const void *)ctxshim_gnutls_record_send_range_gt34,
+	[GT_SEND2] = (const void *)ctxshim_gnutls_record_send2_gt363,
 };

@@ -109,8 +109,8 @@ END_TEST
 #define OWN_TLS_WANT                                                              \
 	"ssl: 10 of 10 calls returned the copy's results, the copy's functions "  \
 	"ran: 0x7ff\n"                                                            \
-	"gnutls: 3 of 3 calls returned the copy's results, the copy's functions " \
-	"ran: 0xf\n"
+	"gnutls: 7 of 7 calls returned the copy's results, the copy's functions " \
+	"ran: 0x1ff\n"
 
 #define OWN_CURL_WANT                                                           \
 	"curl: 8 of 8 calls returned the copy's results, the copy's functions " \

@@ -5,7 +5,9 @@
  * libssl under another soname), called through its PLT
  * (test-preload-plugins.c, run by own-copy-host).  own_copy_main() prints
  * what each call returned and which stand-ins ran: the same with the shim
- * as without it. */
+ * as without it.  gnutls_record_send is gnutls_record_send2(s, buf, n, 0,
+ * 0) through the PLT, as in GnuTLS 3.7.9: the shim's send2 is what that
+ * call reaches, and it must go to this copy's. */
 #include "config.h"
 
 #include <stddef.h>
@@ -30,6 +32,15 @@ typedef struct own_ssl *gnutls_session_t;
 
 long gnutls_record_recv(gnutls_session_t s, void *buf, size_t n);
 long gnutls_record_send(gnutls_session_t s, const void *buf, size_t n);
+long gnutls_record_send2(
+	gnutls_session_t s, const void *buf, size_t n, size_t pad, unsigned flags);
+long gnutls_record_send_range(gnutls_session_t s,
+			      const void *buf,
+			      size_t n,
+			      const void *range);
+long
+gnutls_record_recv_seq(gnutls_session_t s, void *buf, size_t n, unsigned char *seq);
+long gnutls_record_recv_packet(gnutls_session_t s, void **packet);
 void gnutls_deinit(gnutls_session_t s);
 int gnutls_handshake(gnutls_session_t s);
 
@@ -141,9 +152,47 @@ gnutls_record_recv(gnutls_session_t s, void *buf, size_t n)
 long
 gnutls_record_send(gnutls_session_t s, const void *buf, size_t n)
 {
-	(void)s, (void)buf;
 	RAN(12);
+	return gnutls_record_send2(s, buf, n, 0, 0);
+}
+
+long
+gnutls_record_send2(
+	gnutls_session_t s, const void *buf, size_t n, size_t pad, unsigned flags)
+{
+	(void)s, (void)buf, (void)pad, (void)flags;
+	if (ran & 1u << 15)
+		RAN(16); /* a second call, the application's */
+	RAN(15);
 	return (long)n;
+}
+
+long
+gnutls_record_send_range(gnutls_session_t s,
+			 const void *buf,
+			 size_t n,
+			 const void *range)
+{
+	(void)s, (void)buf, (void)range;
+	RAN(17);
+	return (long)n;
+}
+
+long
+gnutls_record_recv_seq(gnutls_session_t s, void *buf, size_t n, unsigned char *seq)
+{
+	(void)s, (void)buf, (void)seq;
+	RAN(18);
+	return (long)n;
+}
+
+long
+gnutls_record_recv_packet(gnutls_session_t s, void **packet)
+{
+	(void)s;
+	RAN(19);
+	*packet = NULL;
+	return 0;
 }
 
 void
@@ -168,6 +217,7 @@ own_copy_main(void)
 	char buf[8];
 	size_t n = 0;
 	int r = 0, g = 0;
+	void *p = &s;
 
 	/* A server session on fd 0 (which the shim may look at), as a
 	 * real one would be. */
@@ -188,9 +238,13 @@ own_copy_main(void)
 	g += gnutls_handshake(&s) == 0;
 	g += gnutls_record_recv(&s, buf, 7) == 7;
 	g += gnutls_record_send(&s, "abc", 3) == 3;
+	g += gnutls_record_send2(&s, "abcd", 4, 1, 0) == 4;
+	g += gnutls_record_send_range(&s, "ab", 2, NULL) == 2;
+	g += gnutls_record_recv_seq(&s, buf, 5, (unsigned char *)buf) == 5;
+	g += gnutls_record_recv_packet(&s, (void **)&p) == 0 && !p;
 	gnutls_deinit(&s);
-	printf("gnutls: %d of 3 calls returned the copy's results, the copy's "
+	printf("gnutls: %d of 7 calls returned the copy's results, the copy's "
 	       "functions ran: %#x\n",
 	       g, ran >> 11);
-	return r == 10 && g == 3 && ran == 0x7fff ? 0 : 1;
+	return r == 10 && g == 7 && ran == 0xfffff ? 0 : 1;
 }
