@@ -7,7 +7,9 @@
  *    (helpers/tls-server.c) built on OpenSSL (SSL_read/SSL_write, the _ex
  *    calls, memory BIOs without an fd, the session used only through an
  *    SSL BIO (BIO_f_ssl), libssl dlopen()ed RTLD_LOCAL after start-up)
- *    and on GnuTLS: while a request blocks inside the server,
+ *    and on GnuTLS (gnutls_record_recv/_recv_seq/_recv_packet,
+ *    gnutls_record_send/_send2/_send_range/_send_file): while a request
+ *    blocks inside the server,
  *    ctxdump shows its context on the serving thread and nowhere else; a
  *    keep-alive request after it gets its own; the context goes away
  *    afterwards;
@@ -286,6 +288,15 @@ enum srv_kind {
 	 * before it */
 	SRV_GNUTLS_AGAIN,
 	SRV_GNUTLS_FILE,
+	/* responses sent with gnutls_record_send2 and
+	 * gnutls_record_send_range, requests read with
+	 * gnutls_record_recv_packet and gnutls_record_recv_seq: old, the
+	 * first two were not seen, so the next request on the connection
+	 * showed the one before it, and the last two got no context */
+	SRV_GNUTLS_SEND2,
+	SRV_GNUTLS_RANGE,
+	SRV_GNUTLS_PACKET,
+	SRV_GNUTLS_SEQ,
 	SRV_N,
 };
 
@@ -302,7 +313,11 @@ static const char *const srv_name[SRV_N] = {"openssl",
 					    "openssl dlopen --bio ssl",
 					    "gnutls",
 					    "gnutls --send again",
-					    "gnutls --send file"};
+					    "gnutls --send file",
+					    "gnutls --send send2",
+					    "gnutls --send range",
+					    "gnutls --recv packet",
+					    "gnutls --recv seq"};
 
 static void
 srv_start(struct it_server *s, enum srv_kind k, const struct tls_dir *d)
@@ -341,9 +356,16 @@ srv_start(struct it_server *s, enum srv_kind k, const struct tls_dir *d)
 	}
 	if (k == SRV_OPENSSL_UP_REF || k == SRV_OPENSSL_MEM_BIO_UP_REF)
 		argv[n++] = "--up-ref";
-	if (k == SRV_GNUTLS_AGAIN || k == SRV_GNUTLS_FILE) {
+	if (k == SRV_GNUTLS_AGAIN || k == SRV_GNUTLS_FILE || k == SRV_GNUTLS_SEND2 ||
+	    k == SRV_GNUTLS_RANGE) {
+		static const char *const how[] = {"again", "file", "send2", "range"};
+
 		argv[n++] = "--send";
-		argv[n++] = k == SRV_GNUTLS_AGAIN ? "again" : "file";
+		argv[n++] = (char *)how[k - SRV_GNUTLS_AGAIN];
+	}
+	if (k == SRV_GNUTLS_PACKET || k == SRV_GNUTLS_SEQ) {
+		argv[n++] = "--recv";
+		argv[n++] = k == SRV_GNUTLS_PACKET ? "packet" : "seq";
 	}
 	argv[n] = NULL;
 	it_server_start(s, argv, true, env);

@@ -6,7 +6,8 @@
  * (tls-server-gnutls).
  *
  *   tls-server CERT KEY [--ex] [--bio mem|ssl|ssl-out|ssl-plt] [--up-ref]
- *                       [--read-size N] [--send again|file]
+ *                       [--read-size N] [--send again|file|send2|range]
+ *                       [--recv packet|seq]
  *
  * --ex:       OpenSSL: SSL_read_ex/SSL_write_ex instead of SSL_read/SSL_write
  *             (with --bio ssl: BIO_read_ex/BIO_write_ex on the SSL BIO)
@@ -50,6 +51,14 @@
  * --send file: GnuTLS: each response is written to a temporary file and
  *             sent with gnutls_record_send_file() (without kTLS libgnutls
  *             reads it and sends it through gnutls_record_send())
+ * --send send2: GnuTLS: responses sent with gnutls_record_send2(s, buf, n,
+ *             0, 0) (GnuTLS 3.6.3)
+ * --send range: GnuTLS: responses sent with gnutls_record_send_range(),
+ *             the length hidden in a range up to 64 bytes longer
+ * --recv packet: GnuTLS: requests read with gnutls_record_recv_packet()
+ *             (a record at a time, handed out N bytes at a time, then
+ *             gnutls_packet_deinit())
+ * --recv seq: GnuTLS: requests read with gnutls_record_recv_seq()
  *
  * Listens on 127.0.0.1 (kernel-chosen port), prints "READY <port>", serves
  * each connection on its own thread: TLS handshake, then request heads
@@ -87,7 +96,7 @@
 static size_t read_size = 4096;
 static bool opt_ex, opt_mem_bio, opt_up_ref;
 #ifdef TLS_GNUTLS
-static const char *opt_send = "";
+static const char *opt_send = "", *opt_recv = "";
 #else
 static enum { SSL_BIO_NONE, SSL_BIO_ALL, SSL_BIO_OUT, SSL_BIO_PLT } opt_ssl_bio;
 #endif
@@ -99,6 +108,8 @@ struct tconn {
 #ifdef TLS_GNUTLS
 	gnutls_session_t s;
 	bool refuse_push; /* --send again: the next push fails */
+	gnutls_packet_t pkt; /* --recv packet: the record being handed out */
+	size_t pkt_off;      /* ... from here */
 #else
 	SSL *ssl;
 	BIO *rb, *wb; /* --bio mem */
@@ -152,13 +163,49 @@ t_accept(struct tconn *c)
 	return r < 0 ? -1 : 0;
 }
 
+/* --recv packet: at most n bytes of the current record, the next one
+ * received first when none is left. */
+static ssize_t
+read_packet(struct tconn *c, char *buf, size_t n)
+{
+	gnutls_datum_t d;
+	size_t k;
+
+	if (!c->pkt) {
+		ssize_t r;
+
+		do
+			r = gnutls_record_recv_packet(c->s, &c->pkt);
+		while (r == GNUTLS_E_AGAIN || r == GNUTLS_E_INTERRUPTED);
+		if (r <= 0) {
+			c->pkt = NULL; /* NULL at the end of the stream */
+			return -1;
+		}
+		c->pkt_off = 0;
+	}
+	gnutls_packet_get(c->pkt, &d, NULL);
+	k = d.size - c->pkt_off < n ? d.size - c->pkt_off : n;
+	memcpy(buf, d.data + c->pkt_off, k);
+	c->pkt_off += k;
+	if (c->pkt_off == d.size) {
+		gnutls_packet_deinit(c->pkt);
+		c->pkt = NULL;
+	}
+	return k ? (ssize_t)k : -1;
+}
+
 static ssize_t
 t_read(struct tconn *c, char *buf, size_t n)
 {
+	unsigned char seq[8];
 	ssize_t r;
 
+	if (strcmp(opt_recv, "packet") == 0)
+		return read_packet(c, buf, n);
 	do
-		r = gnutls_record_recv(c->s, buf, n);
+		r = strcmp(opt_recv, "seq") == 0
+			    ? gnutls_record_recv_seq(c->s, buf, n, seq)
+			    : gnutls_record_recv(c->s, buf, n);
 	while (r == GNUTLS_E_AGAIN || r == GNUTLS_E_INTERRUPTED);
 	return r < 0 ? -1 : r;
 }
@@ -188,6 +235,19 @@ write_file(struct tconn *c, const char *buf, size_t n)
 	return r == (ssize_t)n ? 0 : -1;
 }
 
+/* One send of --send send2/range, or of gnutls_record_send(). */
+static ssize_t
+t_send(struct tconn *c, const char *buf, size_t n)
+{
+	gnutls_range_st range = {n, n + 64};
+
+	if (strcmp(opt_send, "send2") == 0)
+		return gnutls_record_send2(c->s, buf, n, 0, 0);
+	if (strcmp(opt_send, "range") == 0)
+		return gnutls_record_send_range(c->s, buf, n, &range);
+	return gnutls_record_send(c->s, buf, n);
+}
+
 static int
 t_write(struct tconn *c, const char *buf, size_t n)
 {
@@ -205,11 +265,11 @@ t_write(struct tconn *c, const char *buf, size_t n)
 		c->refuse_push = true;
 	}
 	while (n) {
-		ssize_t r = gnutls_record_send(c->s, buf, n);
+		ssize_t r = t_send(c, buf, n);
 
 		while (r == GNUTLS_E_AGAIN || r == GNUTLS_E_INTERRUPTED)
 			r = again ? gnutls_record_send(c->s, NULL, 0)
-				  : gnutls_record_send(c->s, buf, n);
+				  : t_send(c, buf, n);
 		if (r <= 0)
 			return -1;
 		buf += r;
@@ -228,6 +288,10 @@ t_hand_over(struct tconn *c)
 static void
 t_close(struct tconn *c)
 {
+	if (c->pkt) {
+		gnutls_packet_deinit(c->pkt);
+		c->pkt = NULL;
+	}
 	if (c->s) {
 		(void)gnutls_bye(c->s, GNUTLS_SHUT_WR);
 		gnutls_deinit(c->s);
@@ -694,8 +758,14 @@ main(int argc, char **argv)
 #ifdef TLS_GNUTLS
 		else if (strcmp(argv[i], "--send") == 0 && i + 1 < argc &&
 			 (strcmp(argv[i + 1], "again") == 0 ||
-			  strcmp(argv[i + 1], "file") == 0))
+			  strcmp(argv[i + 1], "file") == 0 ||
+			  strcmp(argv[i + 1], "send2") == 0 ||
+			  strcmp(argv[i + 1], "range") == 0))
 			opt_send = argv[++i];
+		else if (strcmp(argv[i], "--recv") == 0 && i + 1 < argc &&
+			 (strcmp(argv[i + 1], "packet") == 0 ||
+			  strcmp(argv[i + 1], "seq") == 0))
+			opt_recv = argv[++i];
 #endif
 		else {
 			fprintf(stderr, "tls-server: unknown option %s\n", argv[i]);
