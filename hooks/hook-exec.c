@@ -72,8 +72,9 @@
  * the execl family sizes its argument vector from the argument count on
  * the stack, whatever the count, exactly as glibc's execl does
  * (posix/execl.c, a VLA, "to avoid dynamic memory allocation" in a signal
- * handler or a vfork child): a call glibc's execl makes, ours makes too,
- * with a few words more of stack.  A mapping for a long vector failed
+ * handler or a vfork child), and like it stops counting at INT_MAX with
+ * E2BIG: a call glibc's execl makes, ours makes too, with a few words
+ * more of stack.  A mapping for a long vector failed
  * with ENOMEM where glibc's would not, and the one a vfork child's exec
  * left behind stayed in the parent. */
 #include "config.h"
@@ -91,6 +92,7 @@
 #include <pthread.h>
 #include <spawn.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -749,6 +751,11 @@ hook_exec_execveat(
  * short call costs a few words of stack. */
 enum exec_l_kind { EXEC_L, EXEC_LE, EXEC_LP };
 
+/* The vector's size, (argc + 1) pointers with argc < INT_MAX, cannot wrap;
+ * it is what glibc's VLA of argc + 1 pointers takes of the stack. */
+_Static_assert(INT_MAX < SIZE_MAX / sizeof(char *) - 1,
+	       "the execl vector's size can overflow");
+
 static int
 hook_exec_l(enum exec_l_kind kind, const char *path, const char *arg, va_list ap)
 {
@@ -758,17 +765,22 @@ hook_exec_l(enum exec_l_kind kind, const char *path, const char *arg, va_list ap
 	va_list count;
 	int r;
 
+	/* Counting stops at INT_MAX arguments, as glibc's execl does
+	 * (posix/execl.c): a list that is not terminated (or garbage) is read
+	 * no further than glibc would read it, and fails with E2BIG where it
+	 * fails. */
 	va_copy(count, ap);
-	if (arg)
+	if (arg) {
 		while (va_arg(count, const char *))
-			argc++;
-	else
+			if (++argc == INT_MAX) {
+				va_end(count);
+				errno = E2BIG;
+				return -1;
+			}
+	} else {
 		argc = 0;
-	va_end(count);
-	if (argc >= INT_MAX) {
-		errno = E2BIG;
-		return -1;
 	}
+	va_end(count);
 	argv = __builtin_alloca((argc + 1) * sizeof(char *));
 	if (argc)
 		argv[0] = (char *)arg;

@@ -30,6 +30,7 @@
  *   method (hook-openssl.c's ossl_fd() called its ctrl for BIO_C_GET_FD). */
 #include "test-common.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -186,6 +187,25 @@ START_TEST(execl_many_arguments_under_vfork)
 		 "%s 1001 arguments under vfork: child exit 0, maps unchanged\n",
 		 execl_fns[_i]);
 	ck_assert_str_eq(out, want);
+	free(out);
+}
+END_TEST
+
+/* A list with INT_MAX arguments and no end: glibc's execl family stops
+ * counting there and fails with E2BIG; under the shim too (the hook used to
+ * count on, into unreadable memory: SIGSEGV). */
+START_TEST(execl_int_max_arguments)
+{
+	char path[4096], *argv[] = {path, "execl-int-max", (char *)execl_fns[_i], NULL};
+	char want[128], *out;
+
+	helper_path(path, sizeof(path), "host-safe");
+	out = run_both(argv, NULL);
+#ifdef __x86_64__
+	snprintf(want, sizeof(want), "%s with INT_MAX arguments: -1 %s\n",
+		 execl_fns[_i], strerror(E2BIG));
+	ck_assert_str_eq(out, want);
+#endif
 	free(out);
 }
 END_TEST
@@ -439,6 +459,8 @@ TEST_SUITE(preload_host_suite)
 	tcase_add_loop_test(tc, exec_on_small_clone_stack, 0,
 			    (int)(sizeof(exec_fns) / sizeof(exec_fns[0])));
 	tcase_add_loop_test(tc, execl_many_arguments_under_vfork, 0,
+			    (int)(sizeof(execl_fns) / sizeof(execl_fns[0])));
+	tcase_add_loop_test(tc, execl_int_max_arguments, 0,
 			    (int)(sizeof(execl_fns) / sizeof(execl_fns[0])));
 	tcase_add_loop_test(tc, no_sigpipe_from_log_lines, 0,
 			    (int)(sizeof(sigpipe_cases) / sizeof(sigpipe_cases[0])));

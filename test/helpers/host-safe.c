@@ -16,6 +16,13 @@
  *       /proc/self/maps is the same after as before (hooks/hook-exec.c
  *       used to map the argument vector, which the child's exec left in
  *       the parent).
+ *   host-safe execl-int-max FN
+ *       Calls FN (execl, execle or execlp) with INT_MAX non-NULL arguments
+ *       and no terminating NULL: a stack whose words above the call are
+ *       one 2 MiB page of 0x01 bytes mapped 8192 times (16 GiB), then an
+ *       unreadable page.  glibc stops counting at INT_MAX and fails with
+ *       E2BIG; prints the result and errno (hooks/hook-exec.c used to
+ *       count on into the unreadable page).  x86_64 only.
  *   host-safe sigpipe MODE
  *       Serves two HTTP requests with a traceparent over a loopback
  *       connection (each read makes the shim publish a context, and write a
@@ -37,6 +44,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <sched.h>
@@ -218,6 +226,85 @@ vfork_execl(const char *fn)
 			(int)na, after);
 	return 0;
 }
+
+/* ---- execl-int-max ------------------------------------------------------- */
+
+#ifdef __x86_64__
+/* Calls fn(path, arg, arg, arg, arg, arg, ...) with the stack pointer at
+ * sp: the variadic arguments after the four in registers are the words
+ * from sp up. */
+int execl_on_stack(void *sp, void *fn, const char *path, const char *arg);
+__asm__(".text\n"
+	".type execl_on_stack, @function\n"
+	"execl_on_stack:\n"
+	"	push %rbx\n"
+	"	mov %rsp, %rbx\n"
+	"	mov %rdi, %rsp\n"
+	"	mov %rsi, %r11\n"
+	"	mov %rdx, %rdi\n"
+	"	mov %rcx, %rsi\n"
+	"	mov %rcx, %rdx\n"
+	"	mov %rcx, %r8\n"
+	"	mov %rcx, %r9\n"
+	"	xor %eax, %eax\n"
+	"	call *%r11\n"
+	"	mov %rbx, %rsp\n"
+	"	pop %rbx\n"
+	"	ret\n"
+	".size execl_on_stack, . - execl_on_stack\n");
+
+static int
+execl_int_max(const char *fn)
+{
+	const size_t below = 1 << 20, piece = 2 << 20;
+	const size_t words = (size_t)INT_MAX + 1, pattern = words * sizeof(void *);
+	char *r, *p;
+	size_t off;
+	int fd, ret;
+
+	for (exec_which = X_EXECL; exec_which <= X_EXECLP; exec_which++)
+		if (strcmp(fn, exec_names[exec_which]) == 0)
+			break;
+	if (exec_which > X_EXECLP)
+		return 64;
+	/* Shared mappings of one page of a memfd: 16 GiB of address space,
+	 * 2 MiB of memory. */
+	fd = memfd_create("ones", MFD_CLOEXEC);
+	if (fd < 0 || ftruncate(fd, (off_t)piece) != 0)
+		return 2;
+	p = mmap(NULL, piece, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (p == MAP_FAILED)
+		return 2;
+	memset(p, 1, piece);
+	munmap(p, piece);
+	/* [stack for the calls][the pattern][PROT_NONE] */
+	r = mmap(NULL, below + pattern + 4096, PROT_NONE,
+		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (r == MAP_FAILED ||
+	    mmap(r, below, PROT_READ | PROT_WRITE,
+		 MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS, -1, 0) == MAP_FAILED)
+		return 2;
+	for (off = 0; off < pattern; off += piece)
+		if (mmap(r + below + off, piece, PROT_READ, MAP_FIXED | MAP_SHARED, fd,
+			 0) == MAP_FAILED)
+			return 2;
+	errno = 0;
+	ret = execl_on_stack(r + below,
+			     exec_which == X_EXECL    ? (void *)p_execl
+			     : exec_which == X_EXECLE ? (void *)p_execle
+						      : (void *)p_execlp,
+			     "/nonexistent/x", "x");
+	printf("%s with INT_MAX arguments: %d %s\n", fn, ret, strerror(errno));
+	return 0;
+}
+#else
+static int
+execl_int_max(const char *fn)
+{
+	printf("%s with INT_MAX arguments: not on this architecture\n", fn);
+	return 0;
+}
+#endif
 
 /* ---- sigpipe ------------------------------------------------------------- */
 
@@ -459,6 +546,8 @@ main(int argc, char **argv)
 		return clone_exec(argv[2], strtoul(argv[3], NULL, 0));
 	if (argc == 3 && strcmp(argv[1], "vfork-execl") == 0)
 		return vfork_execl(argv[2]);
+	if (argc == 3 && strcmp(argv[1], "execl-int-max") == 0)
+		return execl_int_max(argv[2]);
 	if (argc == 3 && strcmp(argv[1], "sigpipe") == 0)
 		return sigpipe_mode(argv[2]);
 	if (argc == 2 && strcmp(argv[1], "uc-migrate") == 0)
@@ -466,6 +555,7 @@ main(int argc, char **argv)
 	if (argc == 3 && strcmp(argv[1], "uc-small-stack") == 0)
 		return uc_small_stack(strtoul(argv[2], NULL, 0));
 	fprintf(stderr, "usage: host-safe clone-exec FN SIZE | vfork-execl FN | "
+			"execl-int-max FN | "
 			"sigpipe MODE | "
 			"uc-migrate | uc-small-stack SIZE\n");
 	return 64;
