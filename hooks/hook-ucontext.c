@@ -442,7 +442,12 @@ struct uc_make {
 };
 
 /* The key a coroutine made on ucp starts with (see the top): its stack's
- * top, odd; ucp itself if it has no stack (makecontext would fail). */
+ * top, odd; ucp itself if it has no stack (makecontext would fail).  The
+ * sum is unsigned (no undefined behaviour) and may wrap: glibc's
+ * makecontext (sysdeps/unix/sysv/linux/x86_64/makecontext.c) computes the
+ * top the same way and runs the coroutine there when the wrapped address
+ * is writable, so the key is that coroutine's like any other's.  Odd, it
+ * is never 0 (a free slot) nor a ucontext_t's address. */
 static const void *
 hook_ucontext_start_key(const ucontext_t *ucp)
 {
