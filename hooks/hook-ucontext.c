@@ -17,7 +17,10 @@
  *   the local's, which the next coroutine made through the same local
  *   replaces.  One slot a coroutine, as many as the table holds: ucp's
  *   own (getcontext's) is let go, and a switch to ucp keeps the thread's
- *   context until the start, a few instructions on.  One stack holds one
+ *   context until the start, a few instructions on; the start lets the
+ *   stack's go (the coroutine has its ucontext's once it yields), so a
+ *   coroutine started again from the same made ucontext, without another
+ *   makecontext, keeps the thread's context.  One stack holds one
  *   coroutine yet to start: another makecontext on it writes over the
  *   first's start frame.
  * - getcontext(ucp) snapshots the thread's context into ucp.
@@ -420,8 +423,18 @@ hook_ucontext_start_prep(const void *key)
 	int saved_errno = errno;
 	struct uc_table *t = atomic_load_explicit(&table, memory_order_acquire);
 
-	if (t && ctxshim_active())
-		hook_ucontext_publish(t, key, "makecontext-start");
+	struct uc_head *h;
+
+	if (t && ctxshim_active() &&
+	    (h = hook_ucontext_lock_slot(t, key, false, NULL))) {
+		hook_scope_publish(&t->body[h - t->head], "makecontext-start");
+		/* Started: the key's slot has done its work (a coroutine that
+		 * yields is found under its own ucontext then), and kept it
+		 * would be a second slot a coroutine, which a pool of more
+		 * than about 2000 waiting at once filled the table with. */
+		atomic_store_explicit(&h->key, 0, memory_order_release);
+		hook_ucontext_unlock(h);
+	}
 	errno = saved_errno;
 }
 

@@ -626,14 +626,19 @@ END_TEST
  * table (4096 slots) with room to spare: each starts with the context it
  * was made with (old: makecontext took a slot for the ucontext and one
  * for its stack, and past about 2000 coroutines some started with the
- * scheduler's). */
+ * scheduler's).  Then (_i 2) the same pool's coroutines all start and wait
+ * (yield) at once before each is resumed: each starts and resumes with its
+ * own context (old: the stack's slot was kept after the start, two slots
+ * a waiting coroutine, and past about 2000 some started or resumed with
+ * the scheduler's). */
 START_TEST(ucontext_pool)
 {
+	static const char *const env[] = {NULL, "POOL_COPY=1", "POOL_YIELD=1"};
 	char *args[] = {"ucontext-pool", "2500", NULL};
 	char *out;
 	int st;
 
-	out = run_flow(args, _i ? "POOL_COPY=1" : NULL, NULL, true, false, &st);
+	out = run_flow(args, env[_i], NULL, true, false, &st);
 	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %#x: %s", st, out);
 	assert_line(out, "POOL n=2500 mismatches=0 main_same=1");
 	free(out);
@@ -664,7 +669,7 @@ TEST_SUITE(preload_flow_suite)
 	tc = tcase_create("coroutines");
 	tcase_add_test(tc, ucontext_coroutines);
 	tcase_add_test(tc, ucontext_table_overflow);
-	tcase_add_loop_test(tc, ucontext_pool, 0, 2);
+	tcase_add_loop_test(tc, ucontext_pool, 0, 3);
 	tcase_add_test(tc, ucontext_started_through_uc_link);
 	tcase_add_test(tc, setcontext_failure_keeps_context);
 	tcase_add_test(tc, ucontext_made_through_a_copy);

@@ -46,7 +46,9 @@
  *   ctxflow ucontext-pool N   POOL n= mismatches= main_same=: N
  *                      coroutines, each on its own stack, all made before
  *                      the first runs (getcontext, or with POOL_COPY set
- *                      a copy of one), every other one on the early thread
+ *                      a copy of one), every other one on the early thread;
+ *                      with POOL_YIELD set, each started one yields back
+ *                      (all N wait at once) and is resumed to its end
  *   ctxflow ucontext-copy   COPY <who> <ctx> from two coroutines made
  *                      through one temporary ucontext (makecontext, then
  *                      copied to the coroutine's own), first on main,
@@ -917,15 +919,26 @@ cmd_ucontext_many(unsigned long n)
 /* N coroutines, each on a stack of its own, all made before the first
  * runs (every other one where there is no context), as a pool a server
  * fills at start: each must start with the context it was made with. */
-static ucontext_t pool_sched;
+static ucontext_t pool_sched, *pool_self;
 static unsigned long pool_bad;
 static const char *pool_want;
+static bool pool_yield;
 
 static void
 pool_body(void)
 {
+	ucontext_t *self = pool_self;
 	char c[CTX_TEXT];
 
+	ctx_text(c);
+	if (strcmp(c, pool_want) != 0)
+		pool_bad++;
+	if (!pool_yield)
+		return;
+	/* Wait for work, as a worker of a pool does, and check again when
+	 * resumed. */
+	if (swapcontext(self, &pool_sched) < 0)
+		die("swapcontext");
 	ctx_text(c);
 	if (strcmp(c, pool_want) != 0)
 		pool_bad++;
@@ -965,7 +978,16 @@ cmd_ucontext_pool(unsigned long n)
 		else
 			pool_make(&ucs[i]);
 	}
+	pool_yield = getenv("POOL_YIELD") != NULL;
 	for (i = 0; i < n; i++) {
+		pool_want = i % 2 ? none_ctx : main_ctx;
+		pool_self = &ucs[i];
+		if (swapcontext(&pool_sched, &ucs[i]) < 0)
+			die("swapcontext");
+	}
+	/* With POOL_YIELD, every coroutine started and is waiting: resume
+	 * each to its end. */
+	for (i = 0; pool_yield && i < n; i++) {
 		pool_want = i % 2 ? none_ctx : main_ctx;
 		if (swapcontext(&pool_sched, &ucs[i]) < 0)
 			die("swapcontext");
