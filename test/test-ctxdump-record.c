@@ -1352,21 +1352,35 @@ static const char info_cmdline_py[] =
 	"l = u()\n"
 	"p += l\n"
 	"n = u()\n"
-	"print(n, b[p + n - 3:p + n] == b'...')\n";
+	"try:\n"
+	"    b[p:p + n].decode('utf-8'); utf8 = True\n"
+	"except UnicodeDecodeError:\n"
+	"    utf8 = False\n"
+	"print(n, b[p + n - 3:p + n] == b'...', utf8)\n";
 
 /* A command line longer than the 64 KiB the recorder keeps is cut
  * visibly, ending in "..." as a reader's cut strings do (old: cut without
- * a mark). */
+ * a mark).  The bytes before the mark end at a character: "é" at bytes
+ * 65532-65533 (_i 1), where the mark begins, is left out whole (old: its
+ * first byte was kept, and the command line was no longer UTF-8). */
 START_TEST(record_long_command_line)
 {
 	static char big[70001];
 	static const char *const kargs[] = {big, NULL};
-	char file[64], errf[64], pid[16], *o, *err;
+	char file[64], errf[64], pid[16], helper[PATH_MAX], *o, *err;
 	const char *args[] = {"-F", "50", "-d", "0.1", "-o", file, pid, NULL};
 	struct test_child c;
+	size_t at;
 	int st;
 
 	memset(big, 'x', sizeof(big) - 1);
+	if (_i == 1) {
+		/* big starts after the helper's path and its NUL */
+		prof_helper("keymap-grow", helper, sizeof(helper));
+		at = strlen(helper) + 1;
+		big[65532 - at] = (char)0xc3;
+		big[65533 - at] = (char)0xa9;
+	}
 	keymap_start(&c, kargs);
 	snprintf(pid, sizeof(pid), "%d", (int)c.pid);
 	prof_tmpfile(file, sizeof(file), "cmdline-prof");
@@ -1374,7 +1388,7 @@ START_TEST(record_long_command_line)
 	prof_record_run(errf, args);
 	st = prof_py(info_cmdline_py, file, &o, &err);
 	ck_assert_msg(st == 0, "python: %s", err);
-	ck_assert_str_eq(o, "65536 True\n");
+	ck_assert_str_eq(o, _i ? "65535 True True\n" : "65536 True True\n");
 	free(o);
 	free(err);
 	ck_assert_int_eq(test_child_finish(&c, TIMEOUT_MS), 0);
@@ -1933,7 +1947,7 @@ TEST_SUITE(ctxdump_record_suite)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, record_comm_newline);
 	tcase_add_test(tc, record_thread_renamed_back);
-	tcase_add_test(tc, record_long_command_line);
+	tcase_add_loop_test(tc, record_long_command_line, 0, 2);
 	tcase_add_test(tc, record_late_process_context);
 	suite_add_tcase(s, tc);
 	return s;

@@ -248,15 +248,13 @@ load_cmdline(struct dump *d)
 		d->cmdline_len = 0;
 		return;
 	}
-	if (d->cmdline_len > CMDLINE_MAX + 1) {
-		d->cmdline_len = CMDLINE_MAX;
-		d->cmdline_truncated = true;
-		return;
-	}
-	if (d->cmdline_len && d->cmdline[d->cmdline_len - 1] == '\0')
+	if (d->cmdline_len && d->cmdline_len <= CMDLINE_MAX + 1 &&
+	    d->cmdline[d->cmdline_len - 1] == '\0')
 		d->cmdline_len--;
 	if (d->cmdline_len > CMDLINE_MAX) {
-		d->cmdline_len = CMDLINE_MAX;
+		/* at a character: the note after it says the rest is cut */
+		d->cmdline_len = output_utf8_cut((const uint8_t *)d->cmdline,
+						 d->cmdline_len, CMDLINE_MAX);
 		d->cmdline_truncated = true;
 	}
 }

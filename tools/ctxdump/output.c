@@ -126,6 +126,18 @@ put_u64(struct ob *f, uint64_t v, unsigned base)
 }
 
 size_t
+output_utf8_cut(const uint8_t *s, size_t n, size_t keep)
+{
+	size_t i;
+
+	/* the first byte left out a continuation byte: back off to the
+	 * character's first (what is not UTF-8 anyway is escaped as is) */
+	for (i = 0; i < 3 && keep > 0 && keep < n && (s[keep] & 0xc0) == 0x80; i++)
+		keep--;
+	return keep;
+}
+
+size_t
 output_utf8_next(const uint8_t *s, size_t n, uint32_t *cp)
 {
 	uint32_t c;

@@ -31,3 +31,8 @@ void output_json_string(FILE *f, const uint8_t *s, size_t n);
 /* Length of the well-formed UTF-8 sequence at s (1-4), 0 if invalid;
  * *cp receives the code point. */
 size_t output_utf8_next(const uint8_t *s, size_t n, uint32_t *cp);
+
+/* How many of the n bytes at s to keep when cutting them to at most keep
+ * (<= n) bytes: keep, or up to 3 fewer so that a UTF-8 character is not
+ * cut in two (its first bytes alone would show as an escape or U+FFFD). */
+size_t output_utf8_cut(const uint8_t *s, size_t n, size_t keep);

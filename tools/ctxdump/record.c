@@ -40,6 +40,7 @@
 #include "cli.h"
 #include "dump.h"
 #include "layouts.h"
+#include "output.h"
 #include "pctx-read.h"
 #include "proffile.h"
 #include "remote.h"
@@ -655,8 +656,13 @@ read_command(struct rec *rc, char comm[64], char **cmd, size_t *len)
 	} else if (*len == CMDLINE_MAX + 1 && (*cmd)[CMDLINE_MAX] == '\0') {
 		*len = CMDLINE_MAX;
 	} else if (*len > CMDLINE_MAX) {
-		memcpy(*cmd + CMDLINE_MAX - mark, PFILE_STRING_CUT, mark);
-		*len = CMDLINE_MAX;
+		/* the bytes before the mark end at a character (the mark
+		 * stands for the rest, separators included) */
+		size_t keep = output_utf8_cut((const uint8_t *)*cmd, *len,
+					      CMDLINE_MAX - mark);
+
+		memcpy(*cmd + keep, PFILE_STRING_CUT, mark);
+		*len = keep + mark;
 	}
 }
 
