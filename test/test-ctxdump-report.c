@@ -34,6 +34,7 @@
 #include "test-prof.h"
 
 #include <fcntl.h>
+#include <limits.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/resource.h>
@@ -111,7 +112,7 @@ rec_end(struct rec *r, unsigned type)
 }
 
 static void
-rec_start(struct rec *r, const char *comm)
+rec_start_pid(struct rec *r, const char *comm, uint64_t pid)
 {
 	static const uint8_t hdr[16] = {'C', 'T', 'X', 'D', 'P', 'R', 'O', 'F',
 					1,   0,   16,  0,   0,   0,   0,   0};
@@ -119,7 +120,7 @@ rec_start(struct rec *r, const char *comm)
 	memset(r, 0, offsetof(struct rec, pay));
 	r->plen = 0;
 	put(r, hdr, sizeof(hdr));
-	pay_u(r, 4242);                   /* pid */
+	pay_u(r, pid);
 	pay_u(r, 1700000000000000000ull); /* start, realtime */
 	pay_u(r, 1);                      /* start, monotonic */
 	pay_u(r, 100);                    /* rate */
@@ -129,6 +130,12 @@ rec_start(struct rec *r, const char *comm)
 	pay_bytes(r, "./srv", 6);
 	pay_str(r, "test");
 	rec_end(r, 1);
+}
+
+static void
+rec_start(struct rec *r, const char *comm)
+{
+	rec_start_pid(r, comm, 4242);
 }
 
 static void
@@ -2053,6 +2060,99 @@ START_TEST(report_service_name)
 }
 END_TEST
 
+/* The process id the outputs give: the INFO record's, or the process
+ * context's process.pid, each only when it is a pid (1 ... INT_MAX).  A
+ * crafted file's other values are left out of --spans (the other's
+ * stands in) and shown as "?" in the summary (old: 2^63 and more showed
+ * as a negative process.pid, others as made-up numbers). */
+START_TEST(report_process_pid_bounded)
+{
+	static const struct {
+		uint64_t info;   /* INFO's pid */
+		bool has_pctx;   /* a process context with process.pid ... */
+		int64_t pctx;    /* ... of this value */
+		const char *sum; /* in the summary */
+		const char *pid; /* process.pid in --spans, NULL: none */
+	} cases[] = {
+		{4242, false, 0, "process 4242 (", "4242"},
+		{0, false, 0, "process ? (", NULL},
+		{(uint64_t)INT_MAX + 1, false, 0, "process ? (", NULL},
+		{UINT64_C(1) << 63, false, 0, "process ? (", NULL},
+		{UINT64_MAX, false, 0, "process ? (", NULL},
+		{4242, true, 77, "process 4242 (", "77"},
+		{4242, true, -5, "process 4242 (", "4242"},
+		{4242, true, INT64_MIN, "process 4242 (", "4242"},
+		{4242, true, (int64_t)INT_MAX + 1, "process 4242 (", "4242"},
+		{UINT64_MAX, true, -1, "process ? (", NULL},
+	};
+	static const uint32_t st1[] = {1};
+	unsigned i;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const char *sum[] = {NULL, NULL}, *spans[] = {"--spans", NULL, NULL};
+		struct pctx_kv_typed res[] = {
+			{"service.name", PCTX_V_STRING, "srv", 0},
+			{"process.pid", PCTX_V_INT, NULL, cases[i].pctx},
+		};
+		struct rec *r = malloc(sizeof(*r));
+		char file[64], out[64], want[128], *err, *o;
+		uint8_t pc[512];
+		size_t pl = 0;
+		int st;
+
+		ck_assert_ptr_nonnull(r);
+		rec_start_pid(r, "srv", cases[i].info);
+		if (cases[i].has_pctx) {
+			ck_assert_int_eq(pctx_encode_typed(pc, sizeof(pc), &pl, res, 2,
+							   NULL, NULL, 0),
+					 0);
+			pay_u(r, 1); /* published_at_ns */
+			pay_bytes(r, pc, pl);
+			rec_end(r, 2);
+		}
+		rec_string(r, 1, "work", 4);
+		rec_frame(r, 1, 1);
+		rec_stack(r, 1, st1, 1);
+		rec_ctx(r, 1, 0x4b, 0x00f067aa0ba902b7ull, NULL, 0);
+		for (int k = 0; k < 3; k++) {
+			rec_round(r, 10000000ull * k);
+			rec_sample(r, 7, 1, 1);
+		}
+		rec_finish(r, file, sizeof(file), "pid");
+		free(r);
+		prof_tmpfile(out, sizeof(out), "pid-out");
+		sum[0] = spans[1] = file;
+
+		st = run_report(sum, -1, out, 0, 0, &err);
+		ck_assert_msg(st == 0, "case %u: report exit %d: %s", i, st, err);
+		free(err);
+		o = prof_slurp(out);
+		snprintf(want, sizeof(want), "Recording of %s", cases[i].sum);
+		ck_assert_msg(strncmp(o, want, strlen(want)) == 0, "case %u: %s", i, o);
+		free(o);
+
+		st = run_report(spans, -1, out, 0, 0, &err);
+		ck_assert_msg(st == 0, "case %u: report --spans exit %d: %s", i, st,
+			      err);
+		free(err);
+		ck_assert_msg(count_in_file(out, "\"process.pid\"") ==
+				      (cases[i].pid ? 1 : 0),
+			      "case %u: %zu process.pid", i,
+			      count_in_file(out, "\"process.pid\""));
+		if (cases[i].pid) {
+			snprintf(want, sizeof(want),
+				 "{\"key\":\"process.pid\",\"value\":{\"intValue\":"
+				 "\"%s\"}}",
+				 cases[i].pid);
+			ck_assert_msg(count_in_file(out, want) == 1, "case %u: no %s",
+				      i, want);
+		}
+		unlink(out);
+		unlink(file);
+	}
+}
+END_TEST
+
 /* ---- command line and read errors ---- */
 
 START_TEST(report_version_and_read_errors)
@@ -2152,6 +2252,7 @@ TEST_SUITE(ctxdump_report_suite)
 	tcase_add_test(tc, report_zero_trace_id_is_no_trace);
 	tcase_add_test(tc, report_attr_filter_every_context);
 	tcase_add_test(tc, report_service_name);
+	tcase_add_test(tc, report_process_pid_bounded);
 	tcase_add_test(tc, report_version_and_read_errors);
 	suite_add_tcase(s, tc);
 	return s;

@@ -508,6 +508,13 @@ image_at(const struct prof *p, uint32_t i)
 	return (const struct r_image *)p->images.v + (i < p->images.n ? i : 0);
 }
 
+/* A process id as the output gives it: a pid_t above 0. */
+static bool
+pid_valid(int64_t v)
+{
+	return v > 0 && v <= INT_MAX;
+}
+
 static bool
 load_record(
 	struct prof *p, struct fn_map *fm, unsigned type, const uint8_t *b, size_t n)
@@ -519,7 +526,12 @@ load_record(
 
 	switch (type) {
 	case PFILE_INFO:
+		/* a pid_t above 0, as the recorder writes it; another value
+		 * (a crafted file's) is unknown, 0, and left out of the
+		 * output rather than shown negative or made up */
 		p->pid = pfile_r_u(&r);
+		if (p->pid > INT_MAX)
+			p->pid = 0;
 		p->t0_real = pfile_r_u(&r);
 		p->t0_mono = pfile_r_u(&r);
 		p->rate = pfile_r_u(&r);
@@ -2260,7 +2272,7 @@ static void
 json_resource(FILE *f, const struct prof *p, uint32_t image)
 {
 	const struct r_image *im = image_at(p, image);
-	bool first = true, have_svc = false;
+	bool first = true, have_svc = false, have_pid = false;
 	char svc[SVC_NAME_MAX];
 	unsigned i;
 
@@ -2276,6 +2288,14 @@ json_resource(FILE *f, const struct prof *p, uint32_t image)
 				memcpy(key, a->key.ptr, kl);
 			key[kl] = '\0';
 			have_svc |= strcmp(key, "service.name") == 0;
+			/* a process context's process.pid that is no pid (a
+			 * crafted file's) is left out: the INFO record's
+			 * stands in for it */
+			if (strcmp(key, "process.pid") == 0) {
+				if (a->type != PCTX_V_INT || !pid_valid(a->i))
+					continue;
+				have_pid = true;
+			}
 			switch (a->type) {
 			case PCTX_V_STRING:
 				json_kv_str(f, &first, key, (const char *)a->str.ptr,
@@ -2314,7 +2334,7 @@ json_resource(FILE *f, const struct prof *p, uint32_t image)
 		service_name(p, image, svc, sizeof(svc));
 		json_kv_str(f, &first, "service.name", svc, strlen(svc));
 	}
-	if (p->has_info && !(im->pd && pctx_find_resource(im->pd, "process.pid")))
+	if (p->has_info && p->pid && !have_pid)
 		json_kv_int(f, &first, "process.pid", (int64_t)p->pid);
 	fputs("]}", f);
 }
@@ -2982,7 +3002,10 @@ summary_header(const struct prof *p)
 	/* every thread sampled has a THREAD record, one per program image
 	 * it ran in: counted once */
 	ntid = distinct_tids(p);
-	printf("Recording of process %" PRIu64 " (", p->pid);
+	if (p->pid)
+		printf("Recording of process %" PRIu64 " (", p->pid);
+	else
+		fputs("Recording of process ? (", stdout);
 	put_text(p->comm ? p->comm : "?");
 	printf("): %" PRIu64 " Hz, %.3f s, %zu round%s, %zu sample%s of %zu thread%s\n",
 	       p->rate, secs, p->rounds.n, p->rounds.n == 1 ? "" : "s", p->samples.n,
