@@ -47,6 +47,17 @@ check "log" contains "$dp_out" 'Environment="CTXSHIM_LOG=/var/log/ctxshim.log"'
 check "events" contains "$dp_out" 'Environment="CTXSHIM_EVENTS=/run/ev.log"'
 check "LD_PRELOAD without the caller's" contains "$dp_out" "Environment=\"LD_PRELOAD=$lib\""
 
+# Short options bundled as util-linux takes them (old: "unrecognized
+# option '-nsvc'").
+expect_status 0 "bundled short options" "$S" systemd-dropin --print -nsvc -rk=v \
+	-l/var/log/ctxshim.log checkout
+check "-nsvc" contains "$dp_out" 'Environment="OTEL_SERVICE_NAME=svc"'
+check "-rk=v" contains "$dp_out" 'Environment="OTEL_RESOURCE_ATTRIBUTES=k=v"'
+check "-l/var/log/ctxshim.log" contains "$dp_out" \
+	'Environment="CTXSHIM_LOG=/var/log/ctxshim.log"'
+expect_status 64 "an unknown letter" "$S" systemd-dropin --print -nsvc -q checkout
+check "names it" contains "$dp_err" "ctxshim: systemd-dropin: invalid option -- 'q'"
+
 expect_status 0 "template unit" "$S" systemd-dropin --print getty@.service
 check "service name of a template" contains "$dp_out" 'OTEL_SERVICE_NAME=getty"'
 expect_status 0 "instance unit" "$S" systemd-dropin --print 'getty@tty1'

@@ -28,6 +28,43 @@ expect_status 64 "run without a command" "$S" run
 expect_status 64 "run with an unknown option" "$S" run --bogus -- true
 check "names the option" contains "$dp_err" "unrecognized option '--bogus'"
 expect_status 64 "option without its argument" "$S" run --log
+# Short options bundled as util-linux takes them, with getopt(3)'s
+# messages for the letters that are no option (old: "unrecognized option
+# '-fn'" for every bundle, '-nsvc' too).
+expect_status 0 "bundled flag and option: -fn NAME" "$S" run -fn 'b svc' -- env
+check "-fn sets the service name" contains "$dp_out" "
+OTEL_SERVICE_NAME=b svc
+"
+expect_status 0 "arguments attached: -fnsvc -rk=v -lrel.log" \
+	"$S" run -fnsvc -rk=v -lrel.log env
+check "-fnsvc" contains "$dp_out" "
+OTEL_SERVICE_NAME=svc
+"
+check "-rk=v" contains "$dp_out" "
+OTEL_RESOURCE_ATTRIBUTES=k=v
+"
+check "-lrel.log" contains "$dp_out" "
+CTXSHIM_LOG=$dp_tmp/rel.log
+"
+expect_status 0 "an attached argument may start with a dash" "$S" env --env-file -n-x
+check "-n-x" contains "$dp_out" "OTEL_SERVICE_NAME=-x"
+expect_status 64 "an unknown letter in a bundle" "$S" run -fx -- true
+check "names the letter" contains "$dp_err" "ctxshim: run: invalid option -- 'x'"
+expect_status 64 "an unknown short option" "$S" run -x -- true
+check "names the letter" contains "$dp_err" "ctxshim: run: invalid option -- 'x'"
+expect_status 64 "a dash in a bundle is no --" "$S" run -f- true
+check "names the dash" contains "$dp_err" "ctxshim: run: invalid option -- '-'"
+expect_status 64 "a bundle without its last option's argument" "$S" run -fn
+check "names the option" contains "$dp_err" "ctxshim: option requires an argument -- 'n'"
+expect_status 0 "env takes bundles too" "$S" env --env-file -nsvc
+check "env -nsvc" contains "$dp_out" "OTEL_SERVICE_NAME=svc"
+expect_status 64 "env has no -f" "$S" env -fn svc
+check "names the letter" contains "$dp_err" "ctxshim: env: invalid option -- 'f'"
+expect_status 64 "status: an unknown option" "$S" status -x 1
+check "names the letter" contains "$dp_err" "ctxshim: status: invalid option -- 'x'"
+expect_status 0 "run -fV is -f -V" "$S" run -fV touch ran-fV
+check "prints the version" contains "$dp_out" "ctxshim from ctxshim "
+check "and runs nothing" test ! -e ran-fV
 expect_status 0 "version --help is help" "$S" version --help
 check "prints the usage" contains "$dp_out" " ctxshim version"
 # Help and version that cannot be written fail (old: exit 0, and
