@@ -260,6 +260,30 @@ static __thread CURL *curl_performing;
 /* The context to show again if curl_prereq() sets our lines aside while
  * that call shows our client span, or NULL. */
 static __thread const struct ctxshim_ctx *curl_performing_server;
+
+/* The curl_easy_perform hooks running on this thread, outermost first (a
+ * transfer started from another's callback nests), for a jump out of a
+ * signal handler that ends their frames (hook-longjmp.c): the hook never
+ * comes back to put back what it changed, and hook_curl_unwound() does
+ * it from these.  Values only, so that a record a jump we do not see left
+ * behind is never followed into freed memory; saved (the context to
+ * publish again) is in the hook's frame, read only while the jump's
+ * handler runs below that frame.  Deeper transfers are not recorded. */
+#define CURL_FRAMES 4
+struct curl_frame {
+	uintptr_t sp; /* in the hook's frame: &saved */
+	CURL *easy;
+	CURL *outer;                            /* curl_performing and */
+	const struct ctxshim_ctx *outer_server; /* curl_performing_server before */
+	const struct ctxshim_ctx *saved;
+	bool installed;      /* our nodes are on easy (a blocking transfer's) */
+	bool published, had; /* curl_unpublish_call() is to run */
+};
+static __thread struct curl_frame curl_frames[CURL_FRAMES];
+static __thread unsigned curl_depth; /* the hooks running, recorded or not */
+/* Handles whose blocking transfer a jump ended with our nodes installed,
+ * in all threads, or more (curl_settle()). */
+static unsigned curl_abandoned_n;
 /* An application's CURLOPT_PREREQFUNCTION or CURLOPT_PREREQDATA went
  * unrecorded (curl_prereq_unseen()). */
 static bool curl_prereq_lost;
@@ -898,6 +922,71 @@ curl_restore_locked(struct curl_handle *e)
 	free(ours);
 }
 
+/* One abandoned handle less (never below 0: a record a jump we did not
+ * see left behind may have counted one that is not). */
+static void
+curl_abandoned_done(void)
+{
+	unsigned n = __atomic_load_n(&curl_abandoned_n, __ATOMIC_RELAXED);
+
+	while (n && !__atomic_compare_exchange_n(&curl_abandoned_n, &n, n - 1, false,
+						 __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+		;
+}
+
+/* e holds our nodes for a blocking transfer (installed without a multi
+ * handle, curl_install()) that no hook of this thread runs: a jump ended
+ * it (hook_curl_unwound()), as no other thread may use the handle during
+ * its transfer (libcurl's rule).  Caller holds curl_lock. */
+static bool
+curl_abandoned_locked(const struct curl_handle *e)
+{
+	unsigned i, n = curl_depth < CURL_FRAMES ? curl_depth : CURL_FRAMES;
+
+	if (!e->ours || e->multi)
+		return false;
+	for (i = 0; i < n; i++)
+		if (curl_frames[i].easy == e->easy)
+			return false;
+	return curl_depth <= CURL_FRAMES; /* unrecorded ones may run it */
+}
+
+/* Before any other hooked call on easy: if a jump ended its blocking
+ * transfer, curl still holds our nodes, which lead to the application's
+ * list as it was then.  The jump's handler could not give the list back
+ * (it may have interrupted a holder of curl_lock, or curl itself), so
+ * the handle's next call does, before curl sees anything else: the
+ * handle holds exactly the application's list again, and our nodes are
+ * freed, once.  libcurl 7.88 sends nothing more on that handle (it stays
+ * in curl_easy_perform's own multi handle: a perform fails with
+ * CURLE_FAILED_INIT), but a curl_easy_duphandle copy got our nodes, and a
+ * later libcurl might.  Keeps errno. */
+static void
+curl_settle(CURL *easy)
+{
+	static bool said;
+	struct curl_handle *e;
+	bool gave_back = false;
+	int saved_errno;
+
+	if (__builtin_expect(!__atomic_load_n(&curl_abandoned_n, __ATOMIC_RELAXED), 1))
+		return;
+	saved_errno = errno;
+	pthread_mutex_lock(&curl_lock);
+	e = curl_handle_find(easy);
+	if (e && curl_abandoned_locked(e)) {
+		curl_restore_locked(e);
+		curl_abandoned_done();
+		gave_back = true;
+	}
+	pthread_mutex_unlock(&curl_lock);
+	if (gave_back && !__atomic_exchange_n(&said, true, __ATOMIC_RELAXED))
+		ctxshim_log("curl: a jump ended a transfer of handle %p: its header "
+			    "list is the application's again",
+			    easy);
+	errno = saved_errno;
+}
+
 /* A new application list (e->app, already given to curl) while ours is in
  * use (a multi transfer, or a callback of a running one): judged as on the
  * first start.  Without trace context of its own, our last node now leads
@@ -1006,6 +1095,7 @@ hook_curl_easy_setopt_ptr(struct curl_real *r, CURL *easy, CURLoption opt, void 
 	if (opt != CURLOPT_HTTPHEADER && opt != CURLOPT_URL && opt != CURLOPT_CURLU &&
 	    opt != CURLOPT_DEFAULT_PROTOCOL && opt != CURLOPT_PREREQDATA)
 		return real_curl_easy_setopt_ptr(r, easy, opt, v);
+	curl_settle(easy);
 	rc = real_curl_easy_setopt_ptr(r, easy, opt, v);
 	if (rc != CURLE_OK)
 		return rc;
@@ -1056,8 +1146,10 @@ hook_curl_easy_setopt_prereq(struct curl_real *r, CURL *easy, curl_prereq_callba
 	curl_easy_setopt_fn real = (curl_easy_setopt_fn)r->fn[CURL_FN_EASY_SETOPT];
 	struct curl_handle *e;
 	int saved_errno;
-	CURLcode rc = real(easy, CURLOPT_PREREQFUNCTION, fn);
+	CURLcode rc;
 
+	curl_settle(easy);
+	rc = real(easy, CURLOPT_PREREQFUNCTION, fn);
 	if (rc != CURLE_OK)
 		return rc;
 	saved_errno = errno;
@@ -1183,6 +1275,39 @@ curl_unpublish_call(const struct ctxshim_ctx *saved, bool had)
 	}
 }
 
+/* hooks.h: a jump to a frame at to ends the curl_easy_perform hooks whose
+ * frames are below it on the thread's stack.  For each, what its return
+ * would have done and a signal handler may do: the thread shows the
+ * context it showed before the call again (it used to keep the abandoned
+ * transfer's client span, which every later transfer took for the
+ * thread's own context and restored), and the hook is no longer the
+ * thread's running transfer (a new handle at the same address went
+ * untraced through curl_multi_add_handle, and curl_prereq() read the dead
+ * frame's context).  The handle's header list is left to curl_settle(). */
+void
+hook_curl_unwound(uintptr_t to)
+{
+	unsigned d = curl_depth;
+	struct curl_frame *f;
+
+	if (d > CURL_FRAMES)
+		return; /* the innermost are not recorded */
+	while (d > 0) {
+		f = &curl_frames[d - 1];
+		if (!(f->sp < to && ctxshim_stack_between(f->sp, to)))
+			break;
+		if (f->installed)
+			__atomic_add_fetch(&curl_abandoned_n, 1, __ATOMIC_RELAXED);
+		if (f->published)
+			curl_unpublish_call(f->saved, f->had);
+		curl_performing = f->outer;
+		curl_performing_server = f->outer_server;
+		d--;
+		atomic_signal_fence(memory_order_seq_cst);
+		curl_depth = d;
+	}
+}
+
 /* Look the handle up and decide; false when the transfer is not ours to
  * touch. */
 static bool
@@ -1228,15 +1353,34 @@ hook_curl_easy_perform(struct curl_real *r, CURL *easy, const void *ra)
 	CURL *outer;
 	CURLcode rc;
 
+	unsigned depth;
+
 	if (!ctxshim_active() || curl_internal(r, ra))
 		return real_curl_easy_perform(r, easy);
 	saved_errno = errno;
+	curl_settle(easy);
 	if (curl_prepare(r, easy, true, &p, &a, &e)) {
 		installed = curl_install(e, &p, NULL);
 		published = curl_publish_call(&p, installed, &a, &saved, &had);
 	}
 	outer = curl_performing;
 	outer_server = curl_performing_server;
+	depth = curl_depth;
+	if (depth < CURL_FRAMES) {
+		struct curl_frame *f = &curl_frames[depth];
+
+		f->sp = (uintptr_t)&saved;
+		f->easy = easy;
+		f->outer = outer;
+		f->outer_server = outer_server;
+		f->saved = &saved;
+		f->installed = installed;
+		f->published = published;
+		f->had = had;
+	}
+	/* the record whole before a jump's hook_curl_unwound() can see it */
+	atomic_signal_fence(memory_order_seq_cst);
+	curl_depth = depth + 1;
 	curl_performing = easy;
 	curl_performing_server = installed && p.client_span && had ? &saved : NULL;
 	errno = saved_errno;
@@ -1244,6 +1388,8 @@ hook_curl_easy_perform(struct curl_real *r, CURL *easy, const void *ra)
 	saved_errno = errno;
 	curl_performing = outer;
 	curl_performing_server = outer_server;
+	atomic_signal_fence(memory_order_seq_cst);
+	curl_depth = depth;
 	if (installed) {
 		pthread_mutex_lock(&curl_lock);
 		/* The entry is still there: only curl_easy_cleanup and
@@ -1269,6 +1415,8 @@ hook_curl_easy_cleanup(struct curl_real *r, CURL *easy, const void *ra)
 	if (ctxshim_active() && !curl_internal(r, ra)) {
 		pthread_mutex_lock(&curl_lock);
 		e = curl_handle_take(easy);
+		if (e && curl_abandoned_locked(e))
+			curl_abandoned_done(); /* freed below */
 		pthread_mutex_unlock(&curl_lock);
 	}
 	real_curl_easy_cleanup(r, easy);
@@ -1288,6 +1436,8 @@ hook_curl_easy_reset(struct curl_real *r, CURL *easy, const void *ra)
 	if (ctxshim_active() && !curl_internal(r, ra)) {
 		pthread_mutex_lock(&curl_lock);
 		e = curl_handle_take(easy);
+		if (e && curl_abandoned_locked(e))
+			curl_abandoned_done(); /* freed below */
 		pthread_mutex_unlock(&curl_lock);
 	}
 	real_curl_easy_reset(r, easy);
@@ -1305,8 +1455,12 @@ hook_curl_easy_duphandle(struct curl_real *r, CURL *easy, const void *ra)
 	void *app_prereq_data = NULL;
 	bool reset = false, prereq = false;
 	int saved_errno;
-	CURL *dup = real_curl_easy_duphandle(r, easy);
+	CURL *dup;
 
+	/* the copy must not get our nodes of an abandoned transfer */
+	if (ctxshim_active() && !curl_internal(r, ra))
+		curl_settle(easy);
+	dup = real_curl_easy_duphandle(r, easy);
 	if (!dup || !ctxshim_active())
 		return dup;
 	saved_errno = errno;
@@ -1388,6 +1542,7 @@ hook_curl_multi_add_handle(struct curl_real *r,
 	if (!ctxshim_active() || easy == curl_performing || curl_internal(r, ra))
 		return real_curl_multi_add_handle(r, multi, easy);
 	saved_errno = errno;
+	curl_settle(easy);
 	if (curl_prepare(r, easy, false, &p, &a, &e))
 		installed = curl_install(e, &p, multi);
 	errno = saved_errno;

@@ -148,6 +148,7 @@ hook_longjmp_jump(int which, struct __jmp_buf_tag *env, int val)
 	if (jump_sp_ok && ctxshim_active()) {
 		uintptr_t to = jump_sp(env);
 
+		hook_curl_unwound(to);
 		hook_socket_unwound(to);
 		hook_openssl_unwound(to);
 	}

@@ -51,6 +51,10 @@ void hook_socket_thread_wait(void);
  * thread-ctx.h: ctxshim_thread_unwound()). */
 void hook_socket_unwound(uintptr_t to);
 void hook_openssl_unwound(uintptr_t to);
+/* The same for curl_easy_perform's hook (hook-curl.c), which holds no
+ * busy flag but has state to put back: first, so that a hold the others
+ * find ended wins (the thread then publishes nothing). */
+void hook_curl_unwound(uintptr_t to);
 
 #define HOOK_SAVE_ERRNO(expr)                                                    \
 	do {                                                                     \

@@ -8,6 +8,8 @@
  * - curl-stale: a curl_easy_duphandle() copy made at the address of a
  *   handle freed without the shim seeing it (hook-curl.c kept the freed
  *   handle's entry and walked its freed header list).
+ * - curl-jump: a SIGALRM handler siglongjmp()s out of curl_easy_perform()
+ *   (hook-curl.c kept the abandoned transfer's client span published).
  * - curl-lists freed: a handle's header list freed after its HTTP
  *   transfer, the handle then used for a file:// one (hook-curl.c walked
  *   the freed list, which libcurl no longer reads).
@@ -98,6 +100,30 @@ START_TEST(curl_duphandle_at_a_stale_address)
 	/* Port 1 on loopback: connection refused, both ways. */
 	out = run_both(argv, NULL);
 	ck_assert_str_eq(out, "perform 7\n");
+	free(out);
+}
+END_TEST
+
+/* A SIGALRM handler that siglongjmp()s out of a curl_easy_perform() that
+ * waits for an answer (hook-curl.c used to keep the abandoned transfer's
+ * client span published and take a new handle at its address for that
+ * transfer's, hook_curl_unwound()).  With a context (TRACEPARENT), so that
+ * the shim has something to show and send. */
+START_TEST(curl_jump_out_of_perform)
+{
+	char path[4096], *argv[] = {path, NULL}, *out;
+	char *env[] = {
+		"TRACEPARENT=00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
+		NULL};
+
+	snprintf(path, sizeof(path), "%s/curl-jump", test_env_path("HELPER_DIR"));
+	if (access(path, X_OK) != 0) {
+		fprintf(stderr, "no libcurl: %s not built, not tested\n", path);
+		return;
+	}
+	out = run_both(argv, env);
+	ck_assert_str_eq(out, "shown-kept 1\nreperform 2\ndup-sent X-App: 1\n"
+			      "multi-like-easy 1\n");
 	free(out);
 }
 END_TEST
@@ -454,6 +480,7 @@ TEST_SUITE(preload_host_suite)
 
 	tcase_add_test(tc, curl_setopt_out_of_memory);
 	tcase_add_test(tc, curl_duphandle_at_a_stale_address);
+	tcase_add_test(tc, curl_jump_out_of_perform);
 	tcase_add_test(tc, curl_list_freed_before_a_file_transfer);
 	tcase_add_test(tc, curl_list_set_out_of_memory_is_sent);
 	tcase_add_loop_test(tc, exec_on_small_clone_stack, 0,

@@ -1,0 +1,227 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* curl-jump: a request timeout the legacy way, around libcurl: a
+ * blocking curl_easy_perform() to a server that never answers, and a
+ * SIGALRM handler that siglongjmp()s back out of it.  No tracing code but
+ * ctxobs.h: what it prints is the same with and without the shim when
+ * hooks/hook-curl.c cleans up after the jump (test-preload-host.c).
+ *
+ *   curl-jump
+ *
+ * Prints, one per line:
+ *   shown-kept <0|1>   the thread shows after the jump what it showed
+ *                      before the transfer (hook-curl.c used to leave the
+ *                      abandoned transfer's client span published)
+ *   reperform <rc>     curl_easy_perform() on the abandoned handle again
+ *                      (libcurl 7.88 refuses it: the handle is still in
+ *                      its internal multi handle)
+ *   dup-sent <list>    the header lines a curl_easy_duphandle() copy of
+ *                      the abandoned handle sends that are the
+ *                      application's (X-*), or "-"
+ *   multi-like-easy <0|1>  a handle made after the abandoned one's
+ *                      curl_easy_cleanup(), added to a multi handle, sends
+ *                      a traceparent exactly when a fresh handle's
+ *                      curl_easy_perform() does (hook-curl.c used to take
+ *                      the handle for its own abandoned perform's when
+ *                      they had one address, and sent none)
+ * and "same-address <0|1>" on stderr (whether the new handle got the
+ * abandoned one's address, which the last check needs to mean much). */
+#include "config.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include <curl/curl.h>
+
+#include "ctxobs.h"
+
+static sigjmp_buf loop_env;
+
+/* What the answering server saw in its latest request. */
+static atomic_int seen_tp;
+static char seen_app[256];
+static atomic_int seen_n;
+
+static void
+on_alarm(int sig)
+{
+	(void)sig;
+	siglongjmp(loop_env, 1);
+}
+
+static int
+listen_any(unsigned *port)
+{
+	struct sockaddr_in a = {.sin_family = AF_INET};
+	socklen_t len = sizeof(a);
+	int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (s < 0 || bind(s, (struct sockaddr *)&a, sizeof(a)) != 0 ||
+	    listen(s, 16) != 0 || getsockname(s, (struct sockaddr *)&a, &len) != 0)
+		exit(2);
+	*port = ntohs(a.sin_port);
+	return s;
+}
+
+/* Answers every request with an empty 200, noting its traceparent and the
+ * application's X- lines. */
+static void *
+answer(void *arg)
+{
+	int ls = *(int *)arg;
+
+	for (;;) {
+		char buf[8192], app[256] = "";
+		size_t len = 0;
+		ssize_t r;
+		int c = accept(ls, NULL, NULL);
+		char *line;
+		bool tp = false;
+		static const char resp[] = "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n"
+					   "Connection: close\r\n\r\n";
+
+		if (c < 0)
+			continue;
+		while (len < sizeof(buf) - 1 &&
+		       (r = read(c, buf + len, sizeof(buf) - 1 - len)) > 0) {
+			len += (size_t)r;
+			buf[len] = '\0';
+			if (strstr(buf, "\r\n\r\n"))
+				break;
+		}
+		buf[len] = '\0';
+		for (line = strtok(buf, "\r\n"); line; line = strtok(NULL, "\r\n")) {
+			if (strncasecmp(line, "traceparent:", 12) == 0)
+				tp = true;
+			if (strncasecmp(line, "x-", 2) == 0 &&
+			    strlen(app) + strlen(line) + 2 < sizeof(app)) {
+				strcat(app, app[0] ? "," : "");
+				strcat(app, line);
+			}
+		}
+		memcpy(seen_app, app, sizeof(app));
+		atomic_store(&seen_tp, tp);
+		atomic_fetch_add(&seen_n, 1); /* before the client can see the answer */
+		(void)!write(c, resp, sizeof(resp) - 1);
+		close(c);
+	}
+	return NULL;
+}
+
+static size_t
+discard(char *p, size_t size, size_t n, void *ud)
+{
+	(void)p;
+	(void)ud;
+	return size * n;
+}
+
+static CURL *
+handle(const char *url, struct curl_slist *list)
+{
+	CURL *h = curl_easy_init();
+
+	if (!h)
+		exit(2);
+	(void)curl_easy_setopt(h, CURLOPT_URL, url);
+	(void)curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+	(void)curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, discard);
+	if (list)
+		(void)curl_easy_setopt(h, CURLOPT_HTTPHEADER, list);
+	return h;
+}
+
+static void
+perform_answered(CURL *h)
+{
+	int n = atomic_load(&seen_n);
+
+	if (curl_easy_perform(h) != CURLE_OK || atomic_load(&seen_n) != n + 1)
+		exit(3);
+}
+
+int
+main(void)
+{
+	struct itimerval t = {.it_value = {.tv_usec = 200000}};
+	struct sigaction sa = {.sa_handler = on_alarm};
+	struct curl_slist *list = curl_slist_append(NULL, "X-App: 1");
+	char stall_url[64], ok_url[64], before[128];
+	unsigned stall_port, ok_port;
+	int stall = listen_any(&stall_port), ok = listen_any(&ok_port);
+	volatile CURL *abandoned;
+	CURL *h, *dup;
+	CURLM *multi;
+	pthread_t th;
+	int running, n, tp_easy;
+
+	if (!list || curl_global_init(CURL_GLOBAL_DEFAULT) != 0 ||
+	    pthread_create(&th, NULL, answer, &ok) != 0)
+		return 2;
+	snprintf(stall_url, sizeof(stall_url), "http://127.0.0.1:%u/", stall_port);
+	snprintf(ok_url, sizeof(ok_url), "http://127.0.0.1:%u/", ok_port);
+	(void)sigaction(SIGALRM, &sa, NULL);
+
+	/* What a fresh handle's blocking transfer sends. */
+	h = handle(ok_url, NULL);
+	perform_answered(h);
+	tp_easy = atomic_load(&seen_tp);
+	curl_easy_cleanup(h);
+
+	/* The server never accepts: the kernel completes the connection, curl
+	 * sends its request and waits in poll() for the answer. */
+	snprintf(before, sizeof(before), "%s", ctxobs_shown());
+	abandoned = handle(stall_url, list);
+	if (sigsetjmp(loop_env, 1) == 0) {
+		(void)setitimer(ITIMER_REAL, &t, NULL);
+		(void)curl_easy_perform((CURL *)abandoned);
+		printf("perform returned\n");
+		return 1;
+	}
+	printf("shown-kept %d\n", strcmp(before, ctxobs_shown()) == 0);
+
+	printf("reperform %d\n", (int)curl_easy_perform((CURL *)abandoned));
+
+	dup = curl_easy_duphandle((CURL *)abandoned);
+	if (!dup)
+		return 2;
+	(void)curl_easy_setopt(dup, CURLOPT_URL, ok_url);
+	perform_answered(dup);
+	printf("dup-sent %s\n", seen_app[0] ? seen_app : "-");
+	curl_easy_cleanup(dup);
+
+	curl_easy_cleanup((CURL *)abandoned);
+	h = handle(ok_url, NULL);
+	fprintf(stderr, "same-address %d\n", h == (CURL *)abandoned);
+	multi = curl_multi_init();
+	n = atomic_load(&seen_n);
+	if (!multi || curl_multi_add_handle(multi, h) != CURLM_OK)
+		return 2;
+	do {
+		if (curl_multi_perform(multi, &running) != CURLM_OK ||
+		    curl_multi_poll(multi, NULL, 0, 1000, NULL) != CURLM_OK)
+			return 2;
+	} while (running);
+	if (atomic_load(&seen_n) != n + 1)
+		return 3;
+	printf("multi-like-easy %d\n", atomic_load(&seen_tp) == tp_easy);
+	(void)curl_multi_remove_handle(multi, h);
+	curl_easy_cleanup(h);
+	(void)curl_multi_cleanup(multi);
+	curl_slist_free_all(list);
+	close(stall);
+	curl_global_cleanup();
+	return 0;
+}
