@@ -149,6 +149,7 @@ hook_longjmp_jump(int which, struct __jmp_buf_tag *env, int val)
 		uintptr_t to = jump_sp(env);
 
 		hook_curl_unwound(to);
+		hook_ucontext_unwound(to);
 		hook_socket_unwound(to);
 		hook_openssl_unwound(to);
 	}

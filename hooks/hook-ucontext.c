@@ -92,12 +92,15 @@ static swapcontext_fn real_swapcontext_fn;
 static makecontext_fn real_makecontext_fn;
 
 /* Searched on every switch: kept apart from the bulky contexts so that a
- * probe window is a few cache lines. */
+ * probe window is a few cache lines.  32 bytes: a slot's index is a
+ * shift away from its head's address (24 took a multiplication on every
+ * switch). */
 struct uc_head {
 	_Atomic uintptr_t key; /* ucontext_t address, 0 = free */
-	atomic_uint busy;      /* try-lock for body */
-	atomic_uint stamp;     /* uc_epoch when last used */
-};
+	/* Try-lock for body: 0, or the holder's token (uc_token()). */
+	_Atomic uintptr_t busy;
+	atomic_uint stamp; /* uc_epoch when last used */
+} __attribute__((aligned(32)));
 
 struct uc_table {
 	struct uc_head head[UC_SLOTS];
@@ -112,6 +115,14 @@ static atomic_uint uc_epoch;
  * swapcontext frame that resumes tell a hooked switch back (which already
  * published) from libc's internal uc_link switch (which did not). */
 static __thread const ucontext_t *switched_to;
+
+/* The slot this thread locked last, or tried to: the one a jump out of a
+ * signal handler that interrupted a switch may leave locked
+ * (hook_ucontext_unwound()).  A switch holds one slot at a time; a
+ * handler's own switch while it interrupts one replaces it, and the
+ * interrupted hold is then not found.  Initial-exec, like ctxshim_self:
+ * one store a lock. */
+static __thread struct uc_head *uc_last __attribute__((tls_model("initial-exec")));
 
 static void
 hook_ucontext_afterfork_child(void)
@@ -176,19 +187,74 @@ hook_ucontext_hash(uintptr_t key)
 	       (UC_SLOTS - 1);
 }
 
-static bool
-hook_ucontext_trylock(struct uc_head *h)
+/* A slot's holder, for a jump out of a signal handler that interrupted it
+ * (hook-longjmp.c, hook_ucontext_unwound()): the stack pointer of the
+ * frame that takes the slot, below a caller that releases it before it
+ * returns (never 0: 8-aligned; plus 1 when the holder writes the slot's
+ * body).  All 64 bits, where the socket level keeps 32: uc_last may be a
+ * slot another thread holds, and no other thread's frame can be on this
+ * one's stack.  Elsewhere than x86-64: 1, a holder never released. */
+static inline __attribute__((always_inline)) uintptr_t
+uc_token(bool writes)
 {
-	unsigned expect = 0;
+	uintptr_t sp = 0;
 
+#if defined(__x86_64__)
+	__asm__("mov %%rsp, %0" : "=r"(sp));
+#else
+	sp = 1;
+#endif
+	return sp | writes;
+}
+
+/* Called from hook_ucontext_lock_slot(): its frame is below the caller's,
+ * which holds the slot until it returns (a jump that ends one ends both);
+ * only a creating caller (hook_ucontext_save()) writes the body. */
+static inline __attribute__((always_inline)) bool
+hook_ucontext_trylock(struct uc_head *h, bool writes)
+{
+	uintptr_t expect = 0, token = uc_token(writes);
+
+	/* Before the lock: a jump right after it must find it (the token
+	 * tells whether it is ours). */
+	uc_last = h;
+	atomic_signal_fence(memory_order_seq_cst);
 	return atomic_compare_exchange_strong_explicit(
-		&h->busy, &expect, 1, memory_order_acquire, memory_order_relaxed);
+		&h->busy, &expect, token, memory_order_acquire, memory_order_relaxed);
 }
 
 static void
 hook_ucontext_unlock(struct uc_head *h)
 {
 	atomic_store_explicit(&h->busy, 0, memory_order_release);
+}
+
+/* hooks.h: a jump to a frame at to ends the hold of this thread's frame
+ * below it on the thread's stack, which would otherwise keep the slot
+ * locked for good (every later switch to its ucontext kept the context
+ * it found).  The slot is uc_last's, if its token says the hold is this
+ * thread's and in the part of the stack the jump ends.  A holder that
+ * wrote the body may have stopped half-way: the ucontext's context is then
+ * none (as the thread's, ctxshim_thread_unwound()), until it is saved
+ * again. */
+void
+hook_ucontext_unwound(uintptr_t to)
+{
+	struct uc_head *h = uc_last;
+	struct uc_table *t = atomic_load_explicit(&table, memory_order_acquire);
+	uintptr_t cur = 0, b;
+
+	if (!h || !t)
+		return;
+#if defined(__x86_64__)
+	__asm__("mov %%rsp, %0" : "=r"(cur));
+#endif
+	b = atomic_load_explicit(&h->busy, memory_order_relaxed);
+	if (!(b > cur && b < to && ctxshim_stack_between(b & ~(uintptr_t)1, to)))
+		return;
+	if (b & 1)
+		t->body[h - t->head].has = false;
+	hook_ucontext_unlock(h);
 }
 
 /* The locked slot of key, claiming one if create, which never evicts
@@ -209,7 +275,7 @@ hook_ucontext_lock_slot(struct uc_table *t,
 		h = &t->head[(base + i) & (UC_SLOTS - 1)];
 		if (atomic_load_explicit(&h->key, memory_order_acquire) != key)
 			continue;
-		if (!hook_ucontext_trylock(h))
+		if (!hook_ucontext_trylock(h, create))
 			return NULL;
 		/* Evicted between the check and the lock? */
 		if (atomic_load_explicit(&h->key, memory_order_relaxed) == key)
@@ -226,7 +292,7 @@ hook_ucontext_lock_slot(struct uc_table *t,
 		h = &t->head[idx];
 		k = atomic_load_explicit(&h->key, memory_order_relaxed);
 		if (k == 0) {
-			if (!hook_ucontext_trylock(h))
+			if (!hook_ucontext_trylock(h, create))
 				continue;
 			if (atomic_compare_exchange_strong(&h->key, &k, key))
 				goto claimed;
@@ -245,7 +311,7 @@ hook_ucontext_lock_slot(struct uc_table *t,
 	if (oldest == UC_SLOTS)
 		return NULL;
 	h = &t->head[oldest];
-	if (!hook_ucontext_trylock(h))
+	if (!hook_ucontext_trylock(h, create))
 		return NULL;
 	atomic_store_explicit(&h->key, key, memory_order_release);
 claimed:

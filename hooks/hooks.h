@@ -55,6 +55,8 @@ void hook_openssl_unwound(uintptr_t to);
  * busy flag but has state to put back: first, so that a hold the others
  * find ended wins (the thread then publishes nothing). */
 void hook_curl_unwound(uintptr_t to);
+/* ... and for the ucontext table's slot locks (hook-ucontext.c). */
+void hook_ucontext_unwound(uintptr_t to);
 
 #define HOOK_SAVE_ERRNO(expr)                                                    \
 	do {                                                                     \
