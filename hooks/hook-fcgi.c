@@ -91,11 +91,45 @@ static fcgx_free_fn real_free_fn;
 static __thread const struct fcgx_request *fcgi_req;
 static __thread uint8_t fcgi_span[8];
 /* Inside FCGX_Finish_r(), whose FCGX_Free() is not the request's end yet:
- * the flush before it is part of the request. */
-static __thread bool fcgi_finishing;
+ * the flush before it is part of the request.  Nonzero: the hook's stack
+ * pointer (fcgi_sp()), so that a jump out of a signal handler that ends
+ * the hook (a request timeout while the flush blocks) clears it
+ * (hook_fcgi_unwound()); it used to stay set until the thread's next
+ * accept, and the application's FCGX_Free() of the request it gave up
+ * left that request published meanwhile. */
+static __thread uintptr_t fcgi_finishing;
 /* Inside FCGX_Accept_r() of the published request, until its nested
- * FCGX_Finish_r() ended it. */
-static __thread bool fcgi_accepting;
+ * FCGX_Finish_r() ended it; nonzero as fcgi_finishing. */
+static __thread uintptr_t fcgi_accepting;
+
+/* The stack pointer; 1 elsewhere than x86-64 (never cleared by a jump). */
+static inline __attribute__((always_inline)) uintptr_t
+fcgi_sp(void)
+{
+	uintptr_t sp = 1;
+
+#if defined(__x86_64__)
+	__asm__("mov %%rsp, %0" : "=r"(sp));
+#endif
+	return sp;
+}
+
+/* hooks.h: a jump to a frame at to ends the hooks below it on the
+ * thread's stack; what they set is cleared as their return would have.
+ * The request stays published, as any whose finish never came: the
+ * application may still be busy with it (the timeout's own handling),
+ * and its FCGX_Free() or the thread's next accept ends it. */
+void
+hook_fcgi_unwound(uintptr_t to)
+{
+	uintptr_t sp = fcgi_finishing;
+
+	if (sp > 1 && sp < to && ctxshim_stack_between(sp, to))
+		fcgi_finishing = 0;
+	sp = fcgi_accepting;
+	if (sp > 1 && sp < to && ctxshim_stack_between(sp, to))
+		fcgi_accepting = 0;
+}
 
 HOOK_EXPORT int FCGX_Accept_r(struct fcgx_request *req);
 HOOK_EXPORT void FCGX_Finish_r(struct fcgx_request *req);
@@ -269,7 +303,7 @@ hook_fcgi_accept_r(struct fcgx_request *req)
 	if (!ctxshim_active() || !req)
 		return real_FCGX_Accept_r(req);
 	if (req == fcgi_req)
-		fcgi_accepting = true; /* its nested finish clears it */
+		fcgi_accepting = fcgi_sp(); /* its nested finish clears it */
 	else
 		fcgi_wait();
 	r = real_FCGX_Accept_r(req);
@@ -277,7 +311,7 @@ hook_fcgi_accept_r(struct fcgx_request *req)
 		/* No nested finish came (a libfcgi that calls its own
 		 * functions directly): late, but the thread waits no more
 		 * with its last request. */
-		fcgi_accepting = false;
+		fcgi_accepting = 0;
 		if (fcgi_req == req)
 			fcgi_end(req->ipcFd, "fcgi-finish");
 		fcgi_wait();
@@ -299,14 +333,14 @@ hook_fcgi_finish_r(struct fcgx_request *req)
 {
 	int fd = req ? req->ipcFd : -1;
 
-	fcgi_finishing = true;
+	fcgi_finishing = fcgi_sp();
 	real_FCGX_Finish_r(req);
-	fcgi_finishing = false;
+	fcgi_finishing = 0;
 	if (ctxshim_active() && req && req == fcgi_req)
 		fcgi_end(fd, "fcgi-finish");
 	if (fcgi_accepting) {
 		/* The finish of accept's own request: the accept blocks next. */
-		fcgi_accepting = false;
+		fcgi_accepting = 0;
 		fcgi_wait();
 	}
 }

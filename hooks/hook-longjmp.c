@@ -150,6 +150,7 @@ hook_longjmp_jump(int which, struct __jmp_buf_tag *env, int val)
 
 		hook_curl_unwound(to);
 		hook_ucontext_unwound(to);
+		hook_fcgi_unwound(to);
 		hook_socket_unwound(to);
 		hook_openssl_unwound(to);
 	}

@@ -57,6 +57,8 @@ void hook_openssl_unwound(uintptr_t to);
 void hook_curl_unwound(uintptr_t to);
 /* ... and for the ucontext table's slot locks (hook-ucontext.c). */
 void hook_ucontext_unwound(uintptr_t to);
+/* ... and for libfcgi's finish and accept flags (hook-fcgi.c). */
+void hook_fcgi_unwound(uintptr_t to);
 
 #define HOOK_SAVE_ERRNO(expr)                                                    \
 	do {                                                                     \

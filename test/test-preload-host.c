@@ -10,6 +10,8 @@
  *   handle's entry and walked its freed header list).
  * - curl-jump: a SIGALRM handler siglongjmp()s out of curl_easy_perform()
  *   (hook-curl.c kept the abandoned transfer's client span published).
+ * - fcgi-jump: the same out of libfcgi's FCGX_Finish_r(), then FCGX_Free()
+ *   (hook-fcgi.c left the dropped request published until the next accept).
  * - curl-lists freed: a handle's header list freed after its HTTP
  *   transfer, the handle then used for a file:// one (hook-curl.c walked
  *   the freed list, which libcurl no longer reads).
@@ -124,6 +126,21 @@ START_TEST(curl_jump_out_of_perform)
 	out = run_both(argv, env);
 	ck_assert_str_eq(out, "shown-kept 1\nreperform 2\ndup-sent X-App: 1\n"
 			      "multi-like-easy 1\n");
+	free(out);
+}
+END_TEST
+
+/* A SIGALRM handler that siglongjmp()s out of libfcgi's FCGX_Finish_r()
+ * (a request timeout), then FCGX_Free() of the dropped request
+ * (hook-fcgi.c kept "finishing" set, took the free for part of the
+ * finish, and left the dropped request published). */
+START_TEST(fcgi_jump_out_of_finish)
+{
+	char path[4096], *argv[] = {path, NULL}, *out;
+
+	helper_path(path, sizeof(path), "fcgi-jump");
+	out = run_both(argv, NULL);
+	ck_assert_str_eq(out, "free-ends 1\nnext-ends 1\n");
 	free(out);
 }
 END_TEST
@@ -481,6 +498,7 @@ TEST_SUITE(preload_host_suite)
 	tcase_add_test(tc, curl_setopt_out_of_memory);
 	tcase_add_test(tc, curl_duphandle_at_a_stale_address);
 	tcase_add_test(tc, curl_jump_out_of_perform);
+	tcase_add_test(tc, fcgi_jump_out_of_finish);
 	tcase_add_test(tc, curl_list_freed_before_a_file_transfer);
 	tcase_add_test(tc, curl_list_set_out_of_memory_is_sent);
 	tcase_add_loop_test(tc, exec_on_small_clone_stack, 0,
