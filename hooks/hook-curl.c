@@ -121,6 +121,16 @@
  * thread publishes it during curl_easy_perform (span-id = its parent-id),
  * so programs that propagate by hand become visible to profilers too.
  *
+ * A jump out of a signal handler that ends curl_easy_perform (a client's
+ * request timeout: alarm() and siglongjmp(); hook-longjmp.c) skips what
+ * the hook does after the real call: hook_curl_unwound() publishes again
+ * what the thread showed before the call, and the handle's next hooked
+ * call gives it the application's list back and frees our nodes
+ * (curl_settle(); the handler may not: it may have interrupted curl, or a
+ * holder of curl_lock).  libcurl 7.88 refuses another perform on such a
+ * handle (CURLE_FAILED_INIT: it stays in curl_easy_perform's own multi
+ * handle), so nothing more is sent with our nodes in between.
+ *
  * Only http and https: CURLOPT_HTTPHEADER also holds the MIME headers of
  * SMTP and IMAP uploads.  The scheme is taken the way libcurl takes it:
  * CURLOPT_CURLU before CURLOPT_URL, a scheme only when followed by ":/",

@@ -27,6 +27,21 @@
  * target elsewhere (a coroutine's stack, a jump within a signal stack)
  * is never released, as before.
  *
+ * The same frame test serves three hooks whose state is not a busy flag.
+ * curl_easy_perform's (hook-curl.c) records its stack pointer per thread:
+ * a jump that ends it publishes again what the thread showed before the
+ * call (the abandoned transfer's client span used to stay, and every
+ * later transfer took it for the thread's own context), and the handle's
+ * header list is given back at its next hooked call (the handler may
+ * have interrupted curl or a holder of the hook's lock).  A ucontext
+ * switch's slot lock (hook-ucontext.c) holds its holder's stack pointer,
+ * and the thread remembers the slot it locked last: a jump that ends the
+ * holder releases it (the slot used to stay locked, and every later
+ * switch to that ucontext kept whatever context it found).  libfcgi's
+ * finish and accept flags (hook-fcgi.c) are the hook's stack pointer
+ * (the application's FCGX_Free() of the request it gave up used to be
+ * taken for part of the finish, and left the request published).
+ *
  * The target's stack pointer is in the jmp_buf, mangled with glibc's
  * pointer guard (x86-64: xor with the thread's guard, then a left
  * rotation by 17 bits; sysdeps/unix/sysv/linux/x86_64/sysdep.h,
@@ -36,7 +51,18 @@
  *
  * Not seen: jumps that do not go through these names (__builtin_longjmp,
  * an unwinder's throw out of a handler, setcontext() to a context that
- * never comes back): their holds stay set, as before. */
+ * never comes back): their holds stay set, as before.  Nor what the
+ * library hooks that publish a request around the application's callback
+ * (hook-http.h: hook-mhd.c, hook-evhttp.c, hook-nghttp2.c; hook-scope.h:
+ * hook-pool-uv.c) would restore after it: a jump out of the callback
+ * leaves the request it abandoned published until the thread publishes
+ * something else or the socket level sees its connection close (libevent
+ * refuses to run an event loop a jump left, and libmicrohttpd calls the
+ * handler of an unanswered request again, which publishes it again).  A
+ * jump out of the few instructions in which hook-curl.c holds its table's
+ * mutex leaves it locked (every later curl call of the process then
+ * waits); a ucontext slot locked by a switch that a signal handler's own
+ * switch interrupted stays locked. */
 #include "config.h"
 
 /* The names themselves: no fortify redirection of longjmp. */

@@ -56,6 +56,12 @@
  *   by getcontext) is not seen: the context switched to is what setcontext
  *   published, which is the ucontext's snapshot, so this only matters for
  *   libc's internal uc_link switch to such a ucontext;
+ * - a signal handler that jumps out of a switch (a request timeout,
+ *   hook-longjmp.c) releases the slot the switch held, when both are on
+ *   the thread's own stack; a ucontext whose context the switch was
+ *   writing then has none until it is saved again; a slot held on a
+ *   coroutine's stack, or by a switch that the handler's own switch
+ *   interrupted, stays locked;
  * - switchers that do not use these functions (Boost.Context's
  *   jump_fcontext, hand-written assembly in libco, libaco, State Threads)
  *   and setjmp/longjmp tricks are invisible. */
