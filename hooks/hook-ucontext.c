@@ -248,15 +248,15 @@ hook_ucontext_unwound(uintptr_t to)
 {
 	struct uc_head *h = uc_last;
 	struct uc_table *t = atomic_load_explicit(&table, memory_order_acquire);
-	uintptr_t cur = 0, b;
+	uintptr_t b;
 
 	if (!h || !t)
 		return;
-#if defined(__x86_64__)
-	__asm__("mov %%rsp, %0" : "=r"(cur));
-#endif
+	/* Not locked, or by no frame known: nothing to look up.  Whether
+	 * the frame is this thread's, ended by the jump, is
+	 * ctxshim_stack_between()'s (which also knows signal stacks). */
 	b = atomic_load_explicit(&h->busy, memory_order_relaxed);
-	if (!(b > cur && b < to && ctxshim_stack_between(b & ~(uintptr_t)1, to)))
+	if (!(b > 1 && b < to && ctxshim_stack_between(b & ~(uintptr_t)1, to)))
 		return;
 	if (b & 1)
 		t->body[h - t->head].has = false;
