@@ -304,6 +304,17 @@ for w in '-iS sh' '-S - sh' '-S --ignore-environment sh' '-S -v -i sh' \
 	chmod 755 s-envw
 	expect_status 1 "check: #!/usr/bin/env $w is cleared" "$S" check ./s-envw
 done
+# env applies -i and -u before NAME=VALUE: an LD_PRELOAD given back
+# (-S expands ${LD_PRELOAD} from env's own environment) keeps the shim.
+for w in "-S LD_PRELOAD=\${LD_PRELOAD} sh" \
+	"-S -i PATH=/usr/bin:/bin LD_PRELOAD=\${LD_PRELOAD} sh" \
+	"-S -u LD_PRELOAD LD_PRELOAD=\${LD_PRELOAD}:/nonexistent.so sh"; do
+	printf '#!/usr/bin/env %s\ngrep -c libctxshim /proc/$$/maps || :\n' "$w" >s-envw
+	chmod 755 s-envw
+	expect_status 0 "#!/usr/bin/env $w runs with the shim" "$S" run -- ./s-envw
+	check "#!/usr/bin/env $w: the shell has the shim mapped" \
+		test "${dp_out:-0}" -ge 1
+done
 printf '#!/usr/bin/env -S -u DEBUG -C / LD_PRELOAD_X=1 %s/static\n' "$dp_tmp" >s-envu
 chmod 755 s-envu
 if [ -x static ]; then

@@ -343,7 +343,10 @@ ctx_env_word() {
 	--chdir) ctx_envnext=C ;;
 	--split-string=*) ctx_env_word "${1#--split-string=}" ;;
 	--*) ;;
-	LD_PRELOAD=*libctxshim.so*) ;;
+	# env applies -i and -u before NAME=VALUE: a later LD_PRELOAD that
+	# names the shim, or keeps env's own with -S's ${LD_PRELOAD}, gives
+	# it back to the program.
+	LD_PRELOAD=*libctxshim.so* | LD_PRELOAD=*"\${LD_PRELOAD}"*) ctx_envclear= ;;
 	LD_PRELOAD=*) ctx_envclear=$1 ;;
 	*=*) ;;
 	-?*) ctx_env_shorts "${1#-}" ;;
