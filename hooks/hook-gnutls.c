@@ -182,8 +182,9 @@ real_gnutls_record_recv(gnutls_session_t s, void *buf, size_t n)
  * through libgnutls's PLT, which reaches our gnutls_record_send2 with a
  * return address of libgnutls's or ours, not the caller's.  That call is
  * the send itself, already followed or passed through: it goes on to
- * send2, untouched.  Saved and restored around each send, so a signal
- * handler's send in between leaves it as it was. */
+ * send2, untouched, and takes the marker (a jump out of the send leaves
+ * none).  Saved and restored around each send, so a signal handler's
+ * send in between leaves it as it was. */
 struct gt_sending {
 	gnutls_session_t s; /* only compared, never dereferenced */
 	void *send2;
@@ -611,6 +612,10 @@ ctxshim_gnutls_record_send2_gt363(
 	if (s && gt_sending.s == s) {
 		void *send2 = gt_sending.send2;
 
+		/* Taken: the send makes this one call.  Left set, a longjmp
+		 * out of the send (out of its push function) left it behind,
+		 * and the application's next send2 of s went unseen. */
+		gt_sending.s = NULL;
 		return send2 ? ((gt_send2_fn)send2)(s, buf, n, pad, flags)
 			     : GNUTLS_E_INTERNAL_ERROR;
 	}

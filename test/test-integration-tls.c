@@ -16,6 +16,8 @@
  *  - the same OpenSSL servers holding a second reference to each session
  *    (SSL_up_ref, SSL_dup) and freeing it while a request is in progress:
  *    only the free of the last reference ends the session's tracking;
+ *  - a GnuTLS send left by a longjmp out of its push function and sent
+ *    again with gnutls_record_send2 answers its request;
  *  - a session freed after its fd was closed and its number accepted
  *    again (OpenSSL, GnuTLS): the new connection keeps its context;
  *  - BIO callbacks of the application's see the same calls under the shim
@@ -525,22 +527,30 @@ START_TEST(test_tpc_continue)
 }
 END_TEST
 
-/* helpers/tls-resume-gnutls.c: a GnuTLS send of "103 Early Hints" (longer
- * than the head the hook keeps of an interrupted send) and the final
- * response, interrupted and resumed with (NULL, 0), answers its request:
- * the next request shows its own context. */
-START_TEST(test_gnutls_resume_hints)
+/* helpers/tls-resume-gnutls.c: the response to a request, interrupted
+ * and finished another way, answers it: the next request shows its own
+ * context.  hints: a GnuTLS send of "103 Early Hints" (longer than the
+ * head the hook keeps of an interrupted send) and the final response,
+ * interrupted and resumed with (NULL, 0); jump: a gnutls_record_send()
+ * left by a longjmp out of its push function, then sent with
+ * gnutls_record_send2(). */
+static const char *const resume_mode[] = {"hints", "jump"};
+
+START_TEST(test_gnutls_resumed)
 {
 	static char prog[4096];
-	char *argv[] = {prog, NULL}, *out;
+	char *argv[] = {prog, (char *)resume_mode[_i], NULL}, *out;
 	int st;
 
 	snprintf(prog, sizeof(prog), "%s/tls-resume-gnutls",
 		 test_env_path("HELPER_DIR"));
 	st = test_run_capture(argv, NULL, true, &out, NULL, IT_TIMEOUT_MS);
-	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %#x: %s", st, out);
-	ck_assert_msg(strstr(out, "REQ2 trace=0af7651916cd43dd8448eb211c803192 "), "%s",
-		      out);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s: status %#x: %s",
+		      resume_mode[_i], st, out);
+	ck_assert_msg(strstr(out, "REQ1 trace=0af7651916cd43dd8448eb211c803191 "),
+		      "%s: %s", resume_mode[_i], out);
+	ck_assert_msg(strstr(out, "REQ2 trace=0af7651916cd43dd8448eb211c803192 "),
+		      "%s: %s", resume_mode[_i], out);
 	free(out);
 }
 END_TEST
@@ -1142,7 +1152,9 @@ TEST_SUITE(tls_suite)
 	tcase_add_loop_test(tc, test_deferred_free, 0, access(p, X_OK) == 0 ? 2 : 1);
 	snprintf(p, sizeof(p), "%s/tls-resume-gnutls", test_env_path("HELPER_DIR"));
 	if (access(p, X_OK) == 0)
-		tcase_add_test(tc, test_gnutls_resume_hints);
+		tcase_add_loop_test(
+			tc, test_gnutls_resumed, 0,
+			(int)(sizeof(resume_mode) / sizeof(resume_mode[0])));
 	tcase_add_test(tc, test_bio_callback);
 	tcase_add_test(tc, test_write_inside_read);
 	snprintf(p, sizeof(p), "%s/tls-clear", test_env_path("HELPER_DIR"));

@@ -1,17 +1,31 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* tls-resume-gnutls: a GnuTLS server whose response ("103 Early Hints",
- * its head longer than the 64 bytes hook-gnutls.c keeps of an interrupted
- * send, and the final response, in one buffer) is interrupted by its
- * push function (EAGAIN) and resumed with gnutls_record_send(s, NULL, 0).
- * The request after it prints "REQ2 <ctx>": its own context (old: the
- * response was taken for the interim one alone, the request it answered
- * stayed current, and request 2 was queued behind it, with its context).
- * A client process of its own (anonymous credentials, TLS 1.2). */
+/* tls-resume-gnutls MODE: a GnuTLS server whose response to a first
+ * request is interrupted and finished another way; the request after it
+ * prints "REQ2 <ctx>", which must be its own context.  A client process
+ * of its own (anonymous credentials, TLS 1.2).
+ *
+ *   hints  the response ("103 Early Hints", its head longer than the 64
+ *          bytes hook-gnutls.c keeps of an interrupted send, and the final
+ *          response, in one buffer) is interrupted by its push function
+ *          (EAGAIN) and resumed with gnutls_record_send(s, NULL, 0) (old:
+ *          the response was taken for the interim one alone, the request
+ *          it answered stayed current, and request 2 was queued behind it,
+ *          with its context).
+ *   jump   the response, sent with gnutls_record_send(), is left by a
+ *          longjmp out of its push function (a timeout's siglongjmp out of
+ *          a blocking write) and sent again with
+ *          gnutls_record_send2(s, buf, n, 0, 0), which flushes the record
+ *          left pending (old: the send's marker that its send2 call is its
+ *          own, gt_sending in hook-gnutls.c, outlived the jump, and the
+ *          send2 of the same session was taken for that call and not
+ *          followed: the same outcome). */
 #include "ctxobs.h"
 #include <arpa/inet.h>
 #include <errno.h>
 #include <gnutls/gnutls.h>
 #include <netinet/in.h>
+#include <setjmp.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,7 +37,8 @@
 #define TP(n) "traceparent: 00-" T(n) "-b7ad6b716920333" #n "-01\r\n"
 
 static gnutls_session_t S;
-static int fd, fail_next;
+static int fd, fail_next, jump_next;
+static sigjmp_buf jb;
 
 static ssize_t
 push(gnutls_transport_ptr_t p, const void *d, size_t n)
@@ -32,6 +47,11 @@ push(gnutls_transport_ptr_t p, const void *d, size_t n)
 		fail_next = 0;
 		gnutls_transport_set_errno(S, EAGAIN);
 		return -1;
+	}
+	if (jump_next) {
+		/* nothing written: the record stays pending in libgnutls */
+		jump_next = 0;
+		siglongjmp(jb, 1);
 	}
 	return send((int)(intptr_t)p, d, n, 0);
 }
@@ -85,14 +105,42 @@ client(int port)
 	if (gnutls_handshake(c) < 0)
 		die("client hs");
 	gnutls_record_send(c, r1, sizeof(r1) - 1);
-	gnutls_record_recv(c, b, sizeof(b)); /* 103 + 200 */
+	gnutls_record_recv(c, b, sizeof(b)); /* (103 +) 200 */
 	gnutls_record_send(c, r2, sizeof(r2) - 1);
 	gnutls_record_recv(c, b, sizeof(b));
 	_exit(0);
 }
 
+/* hints: the response to request 1, interrupted and resumed. */
+static void
+answer_hints(void)
+{
+	ssize_t r;
+
+	fail_next = 1;
+	r = gnutls_record_send(S, hints, sizeof(hints) - 1);
+	if (r != GNUTLS_E_AGAIN)
+		die("no EAGAIN");
+	r = gnutls_record_send(S, NULL, 0);
+	if (r != sizeof(hints) - 1)
+		die("resume");
+}
+
+/* jump: the response to request 1, left by a jump and sent with send2. */
+static void
+answer_jump(void)
+{
+	if (!sigsetjmp(jb, 0)) {
+		jump_next = 1;
+		(void)gnutls_record_send(S, ok, sizeof(ok) - 1);
+		die("no jump");
+	}
+	if (gnutls_record_send2(S, ok, sizeof(ok) - 1, 0, 0) != sizeof(ok) - 1)
+		die("send2");
+}
+
 int
-main(void)
+main(int argc, char **argv)
 {
 	struct sockaddr_in a = {.sin_family = AF_INET};
 	socklen_t al = sizeof(a);
@@ -100,8 +148,10 @@ main(void)
 	gnutls_anon_server_credentials_t as;
 	gnutls_dh_params_t dh;
 	pid_t kid;
-	ssize_t r;
+	bool jump = argc == 2 && strcmp(argv[1], "jump") == 0;
 
+	if (argc != 2 || (!jump && strcmp(argv[1], "hints") != 0))
+		die("usage: tls-resume-gnutls hints|jump");
 	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	if (bind(l, (void *)&a, sizeof(a)) < 0 || listen(l, 1) < 0 ||
 	    getsockname(l, (void *)&a, &al) < 0)
@@ -123,13 +173,10 @@ main(void)
 		die("server hs");
 	recv_head();
 	printf("REQ1 %s\n", ctxobs_shown());
-	fail_next = 1;
-	r = gnutls_record_send(S, hints, sizeof(hints) - 1);
-	if (r != GNUTLS_E_AGAIN)
-		die("no EAGAIN");
-	r = gnutls_record_send(S, NULL, 0);
-	if (r != sizeof(hints) - 1)
-		die("resume");
+	if (jump)
+		answer_jump();
+	else
+		answer_hints();
 	recv_head();
 	printf("REQ2 %s\n", ctxobs_shown());
 	if (gnutls_record_send(S, ok, sizeof(ok) - 1) != sizeof(ok) - 1)
