@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* An HTTP/2 server on libnghttp2 with no tracing code, for the tests of
- * hooks/hook-nghttp2.c: cleartext HTTP/2 with prior knowledge (h2c) on
- * 127.0.0.1, one thread per connection, many streams per connection.
+ * hooks/hook-nghttp2.c: cleartext HTTP/2 (h2c) on 127.0.0.1, with prior
+ * knowledge or upgraded from HTTP/1.1 (--upgrade), one thread per
+ * connection, many streams per connection.
  *
  *   h2-server [--header2] [--chunks N] [--batch N] [--submit-data|--no-copy]
  *             [--frame-send] [--two-parts] [--data-first]
@@ -30,7 +31,20 @@
  *                    already; it would print "WRONG <stream>")
  *     --frame-send   register before_frame_send and on_frame_send callbacks
  *                    that print "BEFORESEND|FRAMESEND <tid> <stream> <type>
- *                    <seen>" for each frame (stream 0: the connection's)
+ *                    <seen>" for each frame (stream 0: the connection's), and
+ *                    have on_stream_close print "CLOSE <tid> <stream> <seen>"
+ *     --upgrade      each connection starts in HTTP/1.1 and is upgraded to
+ *                    HTTP/2 (RFC 7540 section 3.2, "Upgrade: h2c", as
+ *                    `curl --http2 http://...` does): the head is read with
+ *                    recv(), answered with "101 Switching Protocols", then
+ *                    nghttp2_session_upgrade2() makes it stream 1 from its
+ *                    HTTP2-Settings, which is handled (REQ line) and answered
+ *                    like any other stream; a head without "Upgrade: h2c"
+ *                    gets a 400 and the connection is closed
+ *     --upgrade-first  the same, nghttp2_session_upgrade2() called before the
+ *                    101 is written (both orders are in use: Apache httpd
+ *                    writes the 101 first, nghttpx queues it after)
+ *     --upgrade-old  --upgrade with the deprecated nghttp2_session_upgrade()
  *
  *   h2-server --reuse-in-del
  *     no network: session A is deleted, and while nghttp2_session_del(A)
@@ -63,6 +77,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -77,7 +92,7 @@
 #define TPA_REUSE "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
 
 static bool opt_header2, opt_submit_data, opt_no_copy, opt_frame_send, opt_two_parts,
-	opt_data_first;
+	opt_data_first, opt_upgrade, opt_upgrade_first, opt_upgrade_old;
 static unsigned opt_chunks, opt_batch;
 
 struct stream {
@@ -448,14 +463,159 @@ static int
 on_stream_close(nghttp2_session *s, int32_t id, uint32_t err, void *ud)
 {
 	struct stream *st = nghttp2_session_get_stream_user_data(s, id);
+	struct conn *c = ud;
 
 	(void)err;
-	(void)ud;
+	if (opt_frame_send) {
+		char seen[33];
+
+		seen_trace(seen);
+		serve_say("CLOSE %ld %d %s\n", c->tid, id, seen);
+	}
 	if (st) {
 		nghttp2_session_set_stream_user_data(s, id, NULL);
 		free(st);
 	}
 	return 0;
+}
+
+/* ---- --upgrade ---- */
+
+/* base64url (RFC 4648 section 5, no padding) of HTTP2-Settings into out;
+ * its length, or -1. */
+static ssize_t
+b64url_decode(const char *in, size_t len, uint8_t *out, size_t cap)
+{
+	static const char abc[] =
+		"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+	uint32_t acc = 0;
+	size_t n = 0, i;
+	int bits = 0;
+
+	for (i = 0; i < len && in[i] != '='; i++) {
+		const char *p = in[i] ? strchr(abc, in[i]) : NULL;
+
+		if (!p)
+			return -1;
+		acc = acc << 6 | (uint32_t)(p - abc);
+		bits += 6;
+		if (bits >= 8) {
+			bits -= 8;
+			if (n == cap)
+				return -1;
+			out[n++] = (uint8_t)(acc >> bits);
+		}
+	}
+	return (ssize_t)n;
+}
+
+/* The value of header name (lower case) in head, or NULL; *len its
+ * length without surrounding blanks. */
+static const char *
+head_field(const char *head, const char *name, size_t *len)
+{
+	size_t nl = strlen(name);
+	const char *p = strstr(head, "\r\n");
+
+	while (p && p[2] != '\r') {
+		const char *line = p + 2, *end = strstr(line, "\r\n");
+
+		if (!end)
+			break;
+		if ((size_t)(end - line) > nl && line[nl] == ':' &&
+		    strncasecmp(line, name, nl) == 0) {
+			const char *v = line + nl + 1;
+
+			while (v < end && (*v == ' ' || *v == '\t'))
+				v++;
+			*len = (size_t)(end - v);
+			while (*len && (v[*len - 1] == ' ' || v[*len - 1] == '\t'))
+				(*len)--;
+			return v;
+		}
+		p = end;
+	}
+	return NULL;
+}
+
+/* Reads the HTTP/1.1 head that asks for the upgrade into buf (cap bytes,
+ * NUL-terminated), answers it with 101 and upgrades session s, its
+ * request becoming stream 1 (around the 101 as --upgrade-first says).
+ * Returns the stream's state, *rest and *n_rest the bytes read after the
+ * head, or NULL (the head is not an h2c upgrade: 400 sent). */
+static struct stream *
+upgrade(nghttp2_session *s,
+	struct conn *c,
+	char *buf,
+	size_t cap,
+	size_t *n_rest,
+	const char **rest)
+{
+	static const char ok[] = "HTTP/1.1 101 Switching Protocols\r\n"
+				 "Connection: Upgrade\r\nUpgrade: h2c\r\n\r\n";
+	static const char bad[] = "HTTP/1.1 400 Bad Request\r\n"
+				  "Content-Length: 0\r\nConnection: close\r\n\r\n";
+	uint8_t settings[256];
+	size_t have = 0, len;
+	struct stream *st;
+	const char *v, *end = NULL;
+	ssize_t n;
+	int i;
+
+	while (!end) {
+		if (have + 1 >= cap)
+			return NULL;
+		n = recv(c->fd, buf + have, cap - 1 - have, 0);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return NULL;
+		have += (size_t)n;
+		buf[have] = '\0';
+		end = strstr(buf, "\r\n\r\n");
+	}
+	*rest = end + 4;
+	*n_rest = have - (size_t)(*rest - buf);
+	st = calloc(1, sizeof(*st));
+	if (!st)
+		return NULL;
+	strcpy(st->tp, "-");
+	if (sscanf(buf, "%15s %511s HTTP/1.1", st->method, st->path) != 2 ||
+	    !(v = head_field(buf, "upgrade", &len)) || len != 3 ||
+	    strncasecmp(v, "h2c", 3) != 0 ||
+	    !(v = head_field(buf, "http2-settings", &len)) ||
+	    (n = b64url_decode(v, len, settings, sizeof(settings))) < 0) {
+		(void)h2_send_all(c->fd, (const uint8_t *)bad, sizeof(bad) - 1);
+		free(st);
+		return NULL;
+	}
+	if ((v = head_field(buf, "traceparent", &len))) {
+		st->n_tp = 1;
+		copy(st->tp, sizeof(st->tp), (const uint8_t *)v, len);
+	}
+	for (i = 0; i < 2; i++) {
+		int r;
+
+		if (i == (opt_upgrade_first ? 1 : 0)) {
+			if (h2_send_all(c->fd, (const uint8_t *)ok, sizeof(ok) - 1) < 0)
+				break;
+			continue;
+		}
+		if (opt_upgrade_old)
+			r = nghttp2_session_upgrade(s, settings, (size_t)n, NULL);
+		else
+			r = nghttp2_session_upgrade2(s, settings, (size_t)n,
+						     strcmp(st->method, "HEAD") == 0,
+						     NULL);
+		/* A server session ignores the upgrade's user data. */
+		if (r != 0 || nghttp2_session_set_stream_user_data(s, 1, st) != 0)
+			break;
+	}
+	if (i < 2) {
+		free(st);
+		return NULL;
+	}
+	return st;
 }
 
 static void *
@@ -487,8 +647,24 @@ serve(void *arg)
 	}
 	nghttp2_session_server_new(&s, cbs, &c);
 	nghttp2_session_callbacks_del(cbs);
-	nghttp2_submit_settings(s, NGHTTP2_FLAG_NONE, &set, 1);
 	serve_say("CONN %ld\n", c.tid);
+	if (opt_upgrade) {
+		const char *rest;
+		size_t n_rest;
+		struct stream *st =
+			upgrade(s, &c, (char *)buf, sizeof(buf), &n_rest, &rest);
+
+		/* Stream 1 is the head's request, handled as soon as the
+		 * session has it; what came after the head is HTTP/2. */
+		if (!st ||
+		    nghttp2_submit_settings(s, NGHTTP2_FLAG_NONE, &set, 1) != 0 ||
+		    handle(s, 1, st, &c) != 0 ||
+		    (n_rest && nghttp2_session_mem_recv(s, (const uint8_t *)rest,
+							n_rest) != (ssize_t)n_rest))
+			goto out;
+	} else {
+		nghttp2_submit_settings(s, NGHTTP2_FLAG_NONE, &set, 1);
+	}
 	while (nghttp2_session_want_read(s) || nghttp2_session_want_write(s)) {
 		unsigned chunks = c.n_chunks;
 		char before[33], after[33];
@@ -776,6 +952,12 @@ main(int argc, char **argv)
 			opt_two_parts = true;
 		} else if (strcmp(argv[i], "--frame-send") == 0) {
 			opt_frame_send = true;
+		} else if (strcmp(argv[i], "--upgrade") == 0) {
+			opt_upgrade = true;
+		} else if (strcmp(argv[i], "--upgrade-first") == 0) {
+			opt_upgrade = opt_upgrade_first = true;
+		} else if (strcmp(argv[i], "--upgrade-old") == 0) {
+			opt_upgrade = opt_upgrade_old = true;
 		} else {
 			fprintf(stderr, "h2-server: unknown option %s\n", argv[i]);
 			return 64;
