@@ -67,7 +67,10 @@
  * application set them: nghttp2 skips a missing one itself (and fails a
  * NGHTTP2_DATA_FLAG_NO_COPY send without send_data_callback), and
  * frames sent go through them one by one.  Frames of stream 0 (SETTINGS,
- * PING, GOAWAY, ...) run under whatever the thread shows.
+ * PING, GOAWAY, ...) run under whatever the thread shows.  A connection
+ * upgraded from HTTP/1.1 has no HEADERS frame for stream 1: it gets the
+ * context the socket level published for the upgrade request
+ * (nghttp2_session_upgrade/upgrade2, "upgrade from HTTP/1.1" below).
  *
  * Response bodies.  A server makes the body in the read callback of the
  * data provider it passes to nghttp2_submit_response() or
@@ -169,6 +172,8 @@ enum nh_fn {
 	NH_SUBMIT_HEADERS,
 	NH_SUBMIT_RESPONSE,
 	NH_SUBMIT_DATA,
+	NH_UPGRADE,
+	NH_UPGRADE2,
 	NH_HOOKED, /* the ones above are ours; the ones below only called */
 	NH_RCBUF_GET_BUF = NH_HOOKED,
 	NH_N,
@@ -195,6 +200,8 @@ static const char *const nh_name[NH_N] = {
 	"nghttp2_submit_headers",
 	"nghttp2_submit_response",
 	"nghttp2_submit_data",
+	"nghttp2_session_upgrade",
+	"nghttp2_session_upgrade2",
 	"nghttp2_rcbuf_get_buf",
 };
 
@@ -228,6 +235,8 @@ typedef int (*nh_submit_data_fn)(nghttp2_session *,
 				 uint8_t,
 				 int32_t,
 				 const nghttp2_data_provider *);
+typedef int (*nh_upgrade_fn)(nghttp2_session *, const uint8_t *, size_t, void *);
+typedef int (*nh_upgrade2_fn)(nghttp2_session *, const uint8_t *, size_t, int, void *);
 typedef nghttp2_vec (*nh_rcbuf_get_buf_fn)(nghttp2_rcbuf *);
 
 static void *nh_fn[NH_N];
@@ -661,29 +670,39 @@ nh_stream_begin(struct nh_session *st, int32_t id)
 	st->n_streams++;
 }
 
+/* A stream's copy of c: everything up to the tracestate's used bytes
+ * (malloc'd, NULL without memory). */
+static struct ctxshim_ctx *
+nh_ctx_dup(const struct ctxshim_ctx *c)
+{
+	struct ctxshim_ctx *d;
+	size_t attrs, size;
+
+	attrs = c->attrs_len <= sizeof(c->attrs) ? c->attrs_len : 0;
+	size = offsetof(struct ctxshim_ctx, attrs) + sizeof(c->attrs) +
+	       (c->tracestate_len <= sizeof(c->tracestate) ? c->tracestate_len : 0);
+	d = malloc(size);
+	if (!d)
+		return NULL;
+	memcpy(d, c, offsetof(struct ctxshim_ctx, attrs) + attrs);
+	d->attrs_len = (uint16_t)attrs;
+	memcpy(d->tracestate, c->tracestate,
+	       size - offsetof(struct ctxshim_ctx, tracestate));
+	return d;
+}
+
 /* The header block of s is complete: its context. */
 static void
 nh_stream_ctx(struct nh_stream *s)
 {
 	struct hook_h2_view v;
 	struct ctxshim_ctx c;
-	size_t attrs, size;
 
 	hook_h2_req_view(s->req, &v);
 	ctxshim_request_ctx(&c, &v.r);
 	free(s->req);
 	s->req = NULL;
-	attrs = c.attrs_len <= sizeof(c.attrs) ? c.attrs_len : 0;
-	size = offsetof(struct ctxshim_ctx, attrs) + sizeof(c.attrs) +
-	       (c.tracestate_len <= sizeof(c.tracestate) ? c.tracestate_len : 0);
-	/* Everything up to the tracestate's used bytes. */
-	s->ctx = malloc(size);
-	if (!s->ctx)
-		return;
-	memcpy(s->ctx, &c, offsetof(struct ctxshim_ctx, attrs) + attrs);
-	s->ctx->attrs_len = (uint16_t)attrs;
-	memcpy(s->ctx->tracestate, c.tracestate,
-	       size - offsetof(struct ctxshim_ctx, tracestate));
+	s->ctx = nh_ctx_dup(&c);
 }
 
 /* ---- trampolines ------------------------------------------------------------ */
@@ -822,6 +841,22 @@ nh_on_data_chunk_recv(nghttp2_session *session,
 	return r;
 }
 
+/* Stream s is closed.  Only an upgraded request (stream 1, below) can
+ * still be on the thread outside its callbacks: the socket level published
+ * it, and the server handled it after nghttp2_session_upgrade2() returned.
+ * Its work is over now (without a callback of the application's for the
+ * stream, no nh_leave() has taken it off yet). */
+static void
+nh_stream_done(const struct nh_stream *s)
+{
+	const struct ctxshim_ctx *cur = ctxshim_current();
+
+	if (!s->ctx || !cur || !hook_http_same_span(cur, s->ctx))
+		return;
+	ctxshim_detach();
+	CTXSHIM_EVENT(CTXSHIM_EV_DETACH, -1, NULL, "h2-close");
+}
+
 static int
 nh_on_stream_close(nghttp2_session *session,
 		   int32_t stream_id,
@@ -846,6 +881,7 @@ nh_on_stream_close(nghttp2_session *session,
 	if (s) {
 		int saved_errno = errno;
 
+		nh_stream_done(s);
 		nh_stream_free(st, s);
 		errno = saved_errno;
 	}
@@ -1236,6 +1272,113 @@ hook_nghttp2_submit_data(nghttp2_session *session,
 	r = f(session, flags, stream_id, &ours);
 	if (r != 0)
 		s->app_read = NULL;
+	return r;
+}
+
+/* ---- upgrade from HTTP/1.1 ------------------------------------------------------- */
+
+/* A server upgraded from HTTP/1.1 ("Upgrade: h2c", RFC 7540 section 3.2;
+ * what `curl --http2 http://...` asks for) reads the request's head
+ * itself and hands nghttp2 only its HTTP2-Settings: stream 1, that
+ * request, has no HEADERS frame to build a context from.  The socket level
+ * parsed the head and published its context on the thread that read it,
+ * and the server upgrades right after (with its 101 written before or
+ * after the call): when the thread still shows the socket level's
+ * context then, that is stream 1's.  The stream gets it (the span the
+ * socket level gave the request: one request, one span-id), and the
+ * connection is claimed (hook-http.h): from now on its bytes are frames
+ * of many streams, which only this file can tell apart; unclaimed, the
+ * socket level would bring the upgrade request back on each of the
+ * connection's writes (hook-socket.c, sk_write_continues()), whichever
+ * stream they carry, and leave it on the thread after them.  The thread
+ * keeps showing the request after the call, where the server handles
+ * it, until a callback of stream 1 returns (nh_leave() then restores
+ * what it showed before, which was the request itself: nothing) or the
+ * stream closes (nh_stream_done()).  When the thread shows no context of
+ * the socket level's at the upgrade (an event loop that read another
+ * connection in between, a connection the socket level does not follow),
+ * stream 1 is not followed. */
+static void
+nh_upgraded(nghttp2_session *session)
+{
+	struct nh_session *st = nh_find(session);
+	const struct ctxshim_ctx *cur;
+	struct nh_stream *s;
+	struct ctxshim_ctx c;
+	int fd;
+
+	if (!st || !ctxshim_active() || !(cur = ctxshim_current()))
+		return;
+	ctxshim_ctx_copy(&c, cur);
+	hook_socket_ctx_stamp(&c);
+	if (!c.sock_fdp1)
+		return;
+	fd = c.sock_fdp1 - 1;
+	c.sock_fdp1 = 0;
+	c.sock_gen = 0;
+	s = nh_stream_find(st, 1);
+	if (s) /* stream 1 is new: stale state */
+		nh_stream_free(st, s);
+	if (st->n_streams >= HOOK_NH_STREAMS_MAX)
+		return;
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return;
+	s->id = 1;
+	s->ctx = nh_ctx_dup(&c);
+	if (!s->ctx) {
+		free(s);
+		return;
+	}
+	HASH_ADD_INT(st->streams, id, s);
+	if (!s->hh.tbl) {
+		free(s->ctx);
+		free(s);
+		return;
+	}
+	st->n_streams++;
+	ctxshim_conn_claim(fd);
+}
+
+static int
+hook_nghttp2_upgrade(nghttp2_session *session,
+		     const uint8_t *settings_payload,
+		     size_t settings_payloadlen,
+		     void *stream_user_data)
+{
+	nh_upgrade_fn f = NH_REAL(NH_UPGRADE, nh_upgrade_fn);
+	int saved_errno, r;
+
+	if (!f)
+		return NGHTTP2_ERR_NOMEM;
+	r = f(session, settings_payload, settings_payloadlen, stream_user_data);
+	if (r != 0)
+		return r;
+	saved_errno = errno;
+	nh_upgraded(session);
+	errno = saved_errno;
+	return r;
+}
+
+static int
+hook_nghttp2_upgrade2(nghttp2_session *session,
+		      const uint8_t *settings_payload,
+		      size_t settings_payloadlen,
+		      int head_request,
+		      void *stream_user_data)
+{
+	nh_upgrade2_fn f = NH_REAL(NH_UPGRADE2, nh_upgrade2_fn);
+	int saved_errno, r;
+
+	if (!f)
+		return NGHTTP2_ERR_NOMEM;
+	r = f(session, settings_payload, settings_payloadlen, head_request,
+	      stream_user_data);
+	if (r != 0)
+		return r;
+	saved_errno = errno;
+	nh_upgraded(session);
+	errno = saved_errno;
 	return r;
 }
 
@@ -1654,6 +1797,34 @@ nghttp2_submit_data(nghttp2_session *session,
 	return hook_nghttp2_submit_data(session, flags, stream_id, data_prd);
 }
 
+/* Both: nghttp2 1.52 implements each on an internal function, neither
+ * calls the other. */
+HOOK_EXPORT int
+nghttp2_session_upgrade(nghttp2_session *session,
+			const uint8_t *settings_payload,
+			size_t settings_payloadlen,
+			void *stream_user_data)
+{
+	CTXSHIM_OWN_RETURN(nh_own, NH_UPGRADE, nh_upgrade_fn, session, settings_payload,
+			   settings_payloadlen, stream_user_data);
+	return hook_nghttp2_upgrade(session, settings_payload, settings_payloadlen,
+				    stream_user_data);
+}
+
+HOOK_EXPORT int
+nghttp2_session_upgrade2(nghttp2_session *session,
+			 const uint8_t *settings_payload,
+			 size_t settings_payloadlen,
+			 int head_request,
+			 void *stream_user_data)
+{
+	CTXSHIM_OWN_RETURN(nh_own, NH_UPGRADE2, nh_upgrade2_fn, session,
+			   settings_payload, settings_payloadlen, head_request,
+			   stream_user_data);
+	return hook_nghttp2_upgrade2(session, settings_payload, settings_payloadlen,
+				     head_request, stream_user_data);
+}
+
 /* Our own definitions, so that a binding can never come back to them. */
 static const void *nh_self[NH_HOOKED] = {
 	[NH_SET_BEGIN_HEADERS] =
@@ -1686,4 +1857,6 @@ static const void *nh_self[NH_HOOKED] = {
 	[NH_SUBMIT_HEADERS] = (const void *)nghttp2_submit_headers,
 	[NH_SUBMIT_RESPONSE] = (const void *)nghttp2_submit_response,
 	[NH_SUBMIT_DATA] = (const void *)nghttp2_submit_data,
+	[NH_UPGRADE] = (const void *)nghttp2_session_upgrade,
+	[NH_UPGRADE2] = (const void *)nghttp2_session_upgrade2,
 };

@@ -23,6 +23,16 @@
  *    frames under the thread's own context), and when
  *    nghttp2_session_mem_send returns the thread shows its own context
  *    again;
+ *  - the same server upgrading each connection from HTTP/1.1
+ *    ("Upgrade: h2c", driven by the real curl with three URLs: the
+ *    upgrade request is stream 1, the others come as streams 3 and 5),
+ *    the 101 written before or after nghttp2_session_upgrade2() (or
+ *    nghttp2_session_upgrade()), the
+ *    responses sent one by one or all at once after the other streams'
+ *    callbacks ran: stream 1's handling and every callback of its
+ *    response run under its trace with the span the socket level gave
+ *    the request, the other streams' under theirs, and after each send
+ *    the thread shows nothing (not the upgrade request);
  *  - a server session made at the address of one being deleted (while
  *    nghttp2_session_del frees it) answers as without the shim, its body
  *    made under its request's trace;
@@ -361,6 +371,163 @@ START_TEST(test_server_reused_address)
 }
 END_TEST
 
+/* test_server_upgrade: how the connection is upgraded and how curl sends
+ * its three requests. */
+static const struct {
+	const char *opt[3];
+	bool parallel;
+} upgrade_variant[] = {
+	/* one after the other: each answered before the next comes */
+	{{"--upgrade", NULL, NULL}, false},
+	/* nghttp2_session_upgrade2() before the 101 is written */
+	{{"--upgrade-first", NULL, NULL}, false},
+	/* the deprecated nghttp2_session_upgrade() */
+	{{"--upgrade-old", NULL, NULL}, false},
+	/* multiplexed (curl -Z): all three answered together, once the
+	 * other two were handled (their callbacks ran in between) */
+	{{"--upgrade", "--batch", "3"}, true},
+};
+
+#define CURL "/usr/bin/curl"
+
+/* A connection upgraded from HTTP/1.1 (Upgrade: h2c, real curl): stream 1,
+ * the upgrade request, has no HEADERS frame, only the head the socket
+ * level parsed; its handling and every callback of its response run
+ * under its own trace, as the other streams' do, with the span-id the
+ * socket level gave the request, and none of its context is left on the
+ * thread when it is done (the connection's writes for the other streams
+ * do not bring it back). */
+START_TEST(test_server_upgrade)
+{
+	static const char *const path[3] = {"one", "two", "three"};
+	char spath[4096], url[3][128], tp1[] = "traceparent: " TPA;
+	char tp2[] = "traceparent: " TPB;
+	char *sargv[] = {spath,
+			 "--chunks",
+			 "2",
+			 "--frame-send",
+			 (char *)upgrade_variant[_i].opt[0],
+			 (char *)upgrade_variant[_i].opt[1],
+			 (char *)upgrade_variant[_i].opt[2],
+			 NULL};
+	char *cargv[32], line[512], *out, *log, span[17];
+	struct req_line r[3];
+	struct it_server s;
+	unsigned n = 0, n_req = 0, n_stream1 = 0, i;
+	long tid = 0;
+
+	helper(spath, sizeof(spath), "h2-server");
+	it_server_start(&s, sargv, true, NULL);
+	for (i = 0; i < 3; i++)
+		snprintf(url[i], sizeof(url[i]), "http://127.0.0.1:%u/%s", s.port,
+			 path[i]);
+	cargv[n++] = CURL;
+	cargv[n++] = "-sS";
+	if (upgrade_variant[_i].parallel)
+		cargv[n++] = "-Z";
+	for (i = 0; i < 3; i++) {
+		if (i > 0)
+			cargv[n++] = "--next";
+		cargv[n++] = "--http2";
+		cargv[n++] = url[i];
+		/* With -Z the bodies' pieces interleave on stdout. */
+		cargv[n++] = "-o";
+		cargv[n++] = "/dev/null";
+		cargv[n++] = "-w";
+		cargv[n++] = "%{url_effective} %{response_code} %{size_download}\n";
+		if (i < 2) {
+			cargv[n++] = "-H";
+			cargv[n++] = i == 0 ? tp1 : tp2;
+		}
+	}
+	cargv[n] = NULL;
+	out = run(cargv, NULL, false);
+	for (i = 0; i < 3; i++) {
+		char want[512];
+
+		/* "path=/one\n" and so on */
+		snprintf(want, sizeof(want), "%s 200 %zu\n", url[i],
+			 strlen(path[i]) + 7);
+		ck_assert_msg(strstr(out, want), "curl, not %s:\n%s", want, out);
+	}
+	free(out);
+
+	/* Everything the connection's thread reported, until it closed. */
+	for (;;) {
+		char seen[40], before[40], after[40];
+		const struct req_line *q;
+		unsigned type;
+		long t;
+		size_t len;
+		int id;
+
+		test_child_readline(&s.child, line, sizeof(line), IT_TIMEOUT_MS);
+		if (sscanf(line, "CONN %ld", &t) == 1) {
+			ck_assert_msg(tid == 0, "curl opened a second connection");
+			tid = t;
+		} else if (strncmp(line, "CLOSED ", 7) == 0) {
+			break;
+		} else if (strncmp(line, "REQ ", 4) == 0) {
+			ck_assert_uint_lt(n_req, 3);
+			ck_assert_msg(
+				sscanf(line, "REQ %ld %d %15s %255s %u %127s %39s",
+				       &r[n_req].tid, &r[n_req].stream, r[n_req].method,
+				       r[n_req].path, &r[n_req].n_tp, r[n_req].tp,
+				       r[n_req].seen) == 7,
+				"bad line: %s", line);
+			n_req++;
+		} else if ((sscanf(line, "CHUNK %ld %d %zu %39s", &t, &id, &len,
+				   seen) == 4 ||
+			    sscanf(line, "BEFORESEND %ld %d %u %39s", &t, &id, &type,
+				   seen) == 4 ||
+			    sscanf(line, "FRAMESEND %ld %d %u %39s", &t, &id, &type,
+				   seen) == 4 ||
+			    sscanf(line, "CLOSE %ld %d %39s", &t, &id, seen) == 3) &&
+			   id > 0) {
+			q = req_of(r, n_req, id);
+			ck_assert_msg(q != NULL, "%s: before its request", line);
+			ck_assert_msg(strcmp(seen, q->seen) == 0,
+				      "%s: a callback of %s (trace %s) ran under %s",
+				      line, q->path, q->seen, seen);
+			if (id == 1)
+				n_stream1++;
+		} else if (sscanf(line, "SENT %ld %39s %39s", &t, before, after) == 3) {
+			/* The thread has no context of its own. */
+			ck_assert_msg(strcmp(after, "none") == 0,
+				      "%s: after sending, the thread shows %s", line,
+				      after);
+		}
+	}
+	ck_assert_uint_eq(n_req, 3);
+	for (i = 0; i < 3; i++)
+		ck_assert_int_eq(r[i].tid, tid);
+	ck_assert_int_eq(r[0].stream, 1);
+	ck_assert_str_eq(r[0].path, "/one");
+	ck_assert_str_eq(r[0].seen, TA);
+	for (i = 1; i < 3; i++) {
+		if (strcmp(r[i].path, "/two") == 0) {
+			ck_assert_str_eq(r[i].seen, TB);
+		} else {
+			ck_assert_str_eq(r[i].path, "/three");
+			ck_assert_str_ne(r[i].seen, "none");
+			ck_assert_str_ne(r[i].seen, TA);
+			ck_assert_str_ne(r[i].seen, TB);
+		}
+	}
+	/* HEADERS, two DATA frames and the close at least. */
+	ck_assert_uint_ge(n_stream1, 2 + 2 + 2 + 1);
+
+	/* One span for the upgrade request: the socket level's. */
+	log = it_events(&s);
+	ck_assert_msg(it_events_spans(log, TA, span) == 1, "log:\n%s", log);
+	ck_assert_msg(it_events_count(log, TA, "request") == 1, "log:\n%s", log);
+	ck_assert_msg(it_events_spans(log, TB, NULL) == 1, "log:\n%s", log);
+	free(log);
+	it_assert_gone(&s, tid, TA);
+	it_server_stop(&s);
+}
+END_TEST
+
 /* ---- client side ---- */
 
 /* r carries exactly one traceparent: a new child of TA (span returned). */
@@ -494,6 +661,12 @@ TEST_SUITE(h2_suite)
 	tcase_add_loop_test(tc, test_server_bodies, 0,
 			    (int)(sizeof(body_variant) / sizeof(body_variant[0])));
 	tcase_add_test(tc, test_server_reused_address);
+	if (access(CURL, X_OK) == 0)
+		tcase_add_loop_test(
+			tc, test_server_upgrade, 0,
+			(int)(sizeof(upgrade_variant) / sizeof(upgrade_variant[0])));
+	else
+		fprintf(stderr, "note: no %s: h2c upgrade not tested\n", CURL);
 	tcase_add_test(tc, test_client_nghttp2);
 	helper(p, sizeof(p), "curl-get");
 	if (access(p, X_OK) == 0)
