@@ -302,6 +302,31 @@ rec_resource(struct rec *r, const char *key, const char *value)
 	rec_end(r, 4);
 }
 
+/* A PCTX record: the process context's payload of pl bytes. */
+static void
+rec_pctx(struct rec *r, const void *pc, size_t pl)
+{
+	pay_u(r, 1); /* published_at_ns */
+	pay_bytes(r, pc, pl);
+	rec_end(r, 2);
+}
+
+/* Thread 7 in function "work", in one traced context, for three rounds. */
+static void
+rec_work_samples(struct rec *r)
+{
+	static const uint32_t st1[] = {1};
+
+	rec_string(r, 1, "work", 4);
+	rec_frame(r, 1, 1);
+	rec_stack(r, 1, st1, 1);
+	rec_ctx(r, 1, 0x4b, 0x00f067aa0ba902b7ull, NULL, 0);
+	for (int k = 0; k < 3; k++) {
+		rec_round(r, 10000000ull * k);
+		rec_sample(r, 7, 1, 1);
+	}
+}
+
 static void
 rec_finish(struct rec *r, char *path, size_t n, const char *tag)
 {
@@ -951,9 +976,7 @@ START_TEST(report_context_span_attr_keys)
 	long_a[sizeof(long_a) - 1] = 'A';
 	long_b[sizeof(long_b) - 1] = 'B';
 	rec_start(r, "srv");
-	pay_u(r, 1); /* published_at_ns */
-	pay_bytes(r, pc, pl);
-	rec_end(r, 2);
+	rec_pctx(r, pc, pl);
 	rec_string(r, 1, "http.route", 10);
 	rec_string(r, 2, "/x", 2);
 	rec_string(r, 3, "#7", 2);
@@ -1145,9 +1168,7 @@ START_TEST(report_exec_images_bounded)
 	rec_round(r, 0);
 	for (i = 0; i < 100000; i++) {
 		rec_exec(r, 1000 + i, "x");
-		pay_u(r, 1); /* published_at_ns */
-		pay_bytes(r, "", 0);
-		rec_end(r, 2);
+		rec_pctx(r, "", 0);
 	}
 	rec_sample(r, 7, 0, 0);
 	rec_finish(r, file, sizeof(file), "exec-images");
@@ -1978,7 +1999,6 @@ START_TEST(report_service_name)
 		{"", NULL, 0, "unknown_service"},
 		{"srv", named_long, 1, long_want},
 	};
-	static const uint32_t st1[] = {1};
 	unsigned i;
 
 	memset(long_name, 'a', 254);
@@ -2001,18 +2021,9 @@ START_TEST(report_service_name)
 			ck_assert_int_eq(pctx_encode(pc, sizeof(pc), &pl, cases[i].res,
 						     cases[i].n_res, NULL, NULL, 0),
 					 0);
-			pay_u(r, 1); /* published_at_ns */
-			pay_bytes(r, pc, pl);
-			rec_end(r, 2);
+			rec_pctx(r, pc, pl);
 		}
-		rec_string(r, 1, "work", 4);
-		rec_frame(r, 1, 1);
-		rec_stack(r, 1, st1, 1);
-		rec_ctx(r, 1, 0x4b, 0x00f067aa0ba902b7ull, NULL, 0);
-		for (int k = 0; k < 3; k++) {
-			rec_round(r, 10000000ull * k);
-			rec_sample(r, 7, 1, 1);
-		}
+		rec_work_samples(r);
 		rec_finish(r, file, sizeof(file), "service");
 		free(r);
 		prof_tmpfile(out, sizeof(out), "service-out");
@@ -2085,7 +2096,6 @@ START_TEST(report_process_pid_bounded)
 		{4242, true, (int64_t)INT_MAX + 1, "process 4242 (", "4242"},
 		{UINT64_MAX, true, -1, "process ? (", NULL},
 	};
-	static const uint32_t st1[] = {1};
 	unsigned i;
 
 	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -2106,18 +2116,9 @@ START_TEST(report_process_pid_bounded)
 			ck_assert_int_eq(pctx_encode_typed(pc, sizeof(pc), &pl, res, 2,
 							   NULL, NULL, 0),
 					 0);
-			pay_u(r, 1); /* published_at_ns */
-			pay_bytes(r, pc, pl);
-			rec_end(r, 2);
+			rec_pctx(r, pc, pl);
 		}
-		rec_string(r, 1, "work", 4);
-		rec_frame(r, 1, 1);
-		rec_stack(r, 1, st1, 1);
-		rec_ctx(r, 1, 0x4b, 0x00f067aa0ba902b7ull, NULL, 0);
-		for (int k = 0; k < 3; k++) {
-			rec_round(r, 10000000ull * k);
-			rec_sample(r, 7, 1, 1);
-		}
+		rec_work_samples(r);
 		rec_finish(r, file, sizeof(file), "pid");
 		free(r);
 		prof_tmpfile(out, sizeof(out), "pid-out");
