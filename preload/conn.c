@@ -1195,6 +1195,23 @@ ctxshim_conn_claim(int fd)
 		fd, conn_hot_of(atomic_load_explicit(&c->flags, memory_order_relaxed)));
 }
 
+bool
+ctxshim_conn_h2_preface(int fd, uint32_t gen)
+{
+	struct ctxshim_conn *c = ctxshim_conn_get(fd);
+
+	if (!c || atomic_load_explicit(&c->gen, memory_order_relaxed) != gen)
+		return false;
+	/* A copy's bytes are scanned in its leader's slot. */
+	if ((atomic_load_explicit(&c->flags, memory_order_relaxed) & CONN_F_LINK) &&
+	    ctxshim_conn_leader(fd, &c) < 0)
+		return false;
+	if (!(atomic_load_explicit(&c->flags, memory_order_relaxed) & CONN_F_TRACKED))
+		return false;
+	return http_scan_gave_up(&c->scan) &&
+	       http_scan_give_up_reason(&c->scan) == HTTP_SCAN_GIVE_UP_HTTP2;
+}
+
 /* ---- sessions ----
  *
  * Sessions.  A TLS library names a session's connection by its fd number

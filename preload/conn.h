@@ -62,6 +62,13 @@ bool ctxshim_conn_request_ctx(int fd, struct ctxshim_ctx *out);
  * requests on the fd are not scanned).  Idempotent; any fd. */
 void ctxshim_conn_claim(int fd);
 
+/* True when fd is still the connection of generation gen (a context's
+ * sock_gen) and its scanner gave up on an HTTP/2 preface ("PRI *
+ * HTTP/2.0"): the connection has turned to HTTP/2, e.g. after an
+ * "Upgrade: h2c" head.  Lock-free, no allocation; false for any other
+ * fd. */
+bool ctxshim_conn_h2_preface(int fd, uint32_t gen);
+
 /* ---- for hooks/hook-socket.c ---- */
 
 #define CTXSHIM_CONN_SLOT_SIZE   256
