@@ -282,6 +282,10 @@ struct nh_stream {
 	/* The application's read callback of the stream's data source
 	 * while nghttp2 may still call nh_read in its place. */
 	nghttp2_data_source_read_callback app_read;
+	/* Stream 1 of an upgraded session whose connection was confirmed
+	 * (nh_upgrade_confirm()): ctx is the request the socket level
+	 * published for it, which nh_stream_done() may take off the thread. */
+	bool upgraded;
 	UT_hash_handle hh;
 };
 
@@ -292,6 +296,11 @@ struct nh_session {
 	 * sessions are not thread-safe): no lock. */
 	struct nh_stream *streams;
 	unsigned n_streams;
+	/* After nghttp2_session_upgrade2(): the connection the socket level
+	 * showed then (fd + 1, its generation), until the first received
+	 * frame confirms or rejects it (nh_upgrade_confirm()); 0 otherwise. */
+	int upgrade_fdp1;
+	uint32_t upgrade_gen;
 };
 
 struct nh_slot {
@@ -740,6 +749,21 @@ nh_leave(struct nh_scope *sc)
 	errno = saved_errno;
 }
 
+static void nh_upgrade_confirm_slow(struct nh_session *st);
+
+/* On the receive side: settles an upgrade left pending (one compare
+ * otherwise). */
+static inline void
+nh_upgrade_confirm(struct nh_session *st)
+{
+	if (__builtin_expect(st->upgrade_fdp1 != 0, 0)) {
+		int saved_errno = errno;
+
+		nh_upgrade_confirm_slow(st);
+		errno = saved_errno;
+	}
+}
+
 static int
 nh_on_begin_headers(nghttp2_session *session, const nghttp2_frame *frame, void *ud)
 {
@@ -747,6 +771,7 @@ nh_on_begin_headers(nghttp2_session *session, const nghttp2_frame *frame, void *
 
 	if (!st)
 		return 0;
+	nh_upgrade_confirm(st);
 	if (frame->hd.type == NGHTTP2_HEADERS &&
 	    frame->headers.cat == NGHTTP2_HCAT_REQUEST && ctxshim_active()) {
 		int saved_errno = errno;
@@ -805,6 +830,7 @@ nh_on_frame_recv(nghttp2_session *session, const nghttp2_frame *frame, void *ud)
 
 	if (!st)
 		return 0;
+	nh_upgrade_confirm(st);
 	if (frame->hd.stream_id > 0)
 		s = nh_stream_find(st, frame->hd.stream_id);
 	if (s && s->req && frame->hd.type == NGHTTP2_HEADERS) {
@@ -833,7 +859,10 @@ nh_on_data_chunk_recv(nghttp2_session *session,
 	struct nh_scope sc;
 	int r;
 
-	if (!st || !st->app.data_chunk_recv)
+	if (!st)
+		return 0;
+	nh_upgrade_confirm(st);
+	if (!st->app.data_chunk_recv)
 		return 0;
 	nh_enter(&sc, nh_stream_find(st, stream_id));
 	r = st->app.data_chunk_recv(session, flags, stream_id, data, len, ud);
@@ -845,13 +874,16 @@ nh_on_data_chunk_recv(nghttp2_session *session,
  * still be on the thread outside its callbacks: the socket level published
  * it, and the server handled it after nghttp2_session_upgrade2() returned.
  * Its work is over now (without a callback of the application's for the
- * stream, no nh_leave() has taken it off yet). */
+ * stream, no nh_leave() has taken it off yet).  Only once its connection
+ * is confirmed: before, the context may be another connection's, which
+ * the socket level still follows. */
 static void
 nh_stream_done(const struct nh_stream *s)
 {
-	const struct ctxshim_ctx *cur = ctxshim_current();
+	const struct ctxshim_ctx *cur;
 
-	if (!s->ctx || !cur || !hook_http_same_span(cur, s->ctx))
+	if (!s->upgraded || !s->ctx || !(cur = ctxshim_current()) ||
+	    !hook_http_same_span(cur, s->ctx))
 		return;
 	ctxshim_detach();
 	CTXSHIM_EVENT(CTXSHIM_EV_DETACH, -1, NULL, "h2-close");
@@ -1282,21 +1314,32 @@ hook_nghttp2_submit_data(nghttp2_session *session,
  * itself and hands nghttp2 only its HTTP2-Settings: stream 1, that
  * request, has no HEADERS frame to build a context from.  The socket level
  * parsed the head and published its context on the thread that read it,
- * and the server upgrades right after (with its 101 written before or
- * after the call): when the thread still shows the socket level's
- * context then, that is stream 1's.  The stream gets it (the span the
- * socket level gave the request: one request, one span-id), and the
- * connection is claimed (hook-http.h): from now on its bytes are frames
- * of many streams, which only this file can tell apart; unclaimed, the
- * socket level would bring the upgrade request back on each of the
- * connection's writes (hook-socket.c, sk_write_continues()), whichever
- * stream they carry, and leave it on the thread after them.  The thread
- * keeps showing the request after the call, where the server handles
- * it, until a callback of stream 1 returns (nh_leave() then restores
- * what it showed before, which was the request itself: nothing) or the
- * stream closes (nh_stream_done()).  When the thread shows no context of
- * the socket level's at the upgrade (an event loop that read another
- * connection in between, a connection the socket level does not follow),
+ * and the server usually upgrades right after (with its 101 written before
+ * or after the call): when the thread still shows the socket level's
+ * context then, that is stream 1's candidate.  Only a candidate: an event
+ * loop may have read another connection's HTTP/1.1 request in between,
+ * and the thread then shows that one.  So the candidate stays pending
+ * (the connection and its generation in the session) until the session
+ * receives its first frame: the client sends the HTTP/2 preface right
+ * before it, on the upgraded connection, and the socket level's scanner
+ * gives up on that preface (HTTP_SCAN_GIVE_UP_HTTP2).  If the candidate's
+ * scanner did, it is the upgraded connection: stream 1 keeps the
+ * context (the span the socket level gave the request: one request, one
+ * span-id), and the connection is claimed (hook-http.h): from now on its
+ * bytes are frames of many streams, which only this file can tell apart;
+ * unclaimed, the socket level would bring the upgrade request back on
+ * each of the connection's writes (hook-socket.c, sk_write_continues()),
+ * whichever stream they carry, and leave it on the thread after them.  If
+ * not, stream 1 is not followed and nothing is claimed: the other
+ * connection stays the socket level's.  Until the confirmation, writes
+ * on the connection are the socket level's as for any HTTP/1.1 one
+ * (the 101, frames sent before the first read), and stream 1's callbacks
+ * show the candidate.  The thread keeps showing the request after the
+ * call, where the server handles it, until a callback of stream 1 returns
+ * (nh_leave() then restores what it showed before, which was the request
+ * itself: nothing) or the stream closes once confirmed
+ * (nh_stream_done()).  When the thread shows no context of the socket
+ * level's at the upgrade (a connection the socket level does not follow),
  * stream 1 is not followed. */
 static void
 nh_upgraded(nghttp2_session *session)
@@ -1305,20 +1348,23 @@ nh_upgraded(nghttp2_session *session)
 	const struct ctxshim_ctx *cur;
 	struct nh_stream *s;
 	struct ctxshim_ctx c;
-	int fd;
 
-	if (!st || !ctxshim_active() || !(cur = ctxshim_current()))
+	if (!st)
+		return;
+	st->upgrade_fdp1 = 0;
+	s = nh_stream_find(st, 1);
+	if (s) /* stream 1 is new: stale state */
+		nh_stream_free(st, s);
+	if (!ctxshim_active() || !(cur = ctxshim_current()))
 		return;
 	ctxshim_ctx_copy(&c, cur);
 	hook_socket_ctx_stamp(&c);
 	if (!c.sock_fdp1)
 		return;
-	fd = c.sock_fdp1 - 1;
+	st->upgrade_fdp1 = c.sock_fdp1;
+	st->upgrade_gen = c.sock_gen;
 	c.sock_fdp1 = 0;
 	c.sock_gen = 0;
-	s = nh_stream_find(st, 1);
-	if (s) /* stream 1 is new: stale state */
-		nh_stream_free(st, s);
 	if (st->n_streams >= HOOK_NH_STREAMS_MAX)
 		return;
 	s = calloc(1, sizeof(*s));
@@ -1337,7 +1383,26 @@ nh_upgraded(nghttp2_session *session)
 		return;
 	}
 	st->n_streams++;
-	ctxshim_conn_claim(fd);
+}
+
+/* The session's first received frame: the pending candidate of
+ * nh_upgraded() is the upgraded connection only if its scanner gave up on
+ * the preface read before the frame. */
+static void
+nh_upgrade_confirm_slow(struct nh_session *st)
+{
+	int fd = st->upgrade_fdp1 - 1;
+	struct nh_stream *s = nh_stream_find(st, 1);
+
+	st->upgrade_fdp1 = 0;
+	if (ctxshim_conn_h2_preface(fd, st->upgrade_gen)) {
+		if (s)
+			s->upgraded = true;
+		ctxshim_conn_claim(fd);
+		return;
+	}
+	if (s && !s->req) /* not a stream 1 of HEADERS: the candidate's */
+		nh_stream_free(st, s);
 }
 
 static int
