@@ -208,16 +208,10 @@ dup_bytes(const uint8_t *b, size_t n)
 static size_t
 cut_keep(const uint8_t *b, size_t n, size_t max)
 {
-	size_t keep, i;
-
 	if (n <= max)
 		return n;
-	/* not inside a UTF-8 sequence: back off its continuation bytes (at
-	 * most 3; what is not UTF-8 anyway is escaped when printed) */
-	keep = max - (sizeof(PFILE_STRING_CUT) - 1);
-	for (i = 0; i < 3 && (b[keep] & 0xc0) == 0x80; i++)
-		keep--;
-	return keep;
+	/* not inside a UTF-8 sequence */
+	return output_utf8_cut(b, n, max - (sizeof(PFILE_STRING_CUT) - 1));
 }
 
 /* A string of the file, cut to max bytes with a visible mark
