@@ -281,7 +281,7 @@ static __thread const struct ctxshim_ctx *curl_performing_server;
  * handler runs below that frame.  Deeper transfers are not recorded. */
 #define CURL_FRAMES 4
 struct curl_frame {
-	uintptr_t sp; /* the hook's stack pointer (curl_sp()) */
+	uintptr_t sp; /* the hook's stack pointer (0: none known) */
 	CURL *easy;
 	CURL *outer;                            /* curl_performing and */
 	const struct ctxshim_ctx *outer_server; /* curl_performing_server before */
@@ -291,19 +291,6 @@ struct curl_frame {
 };
 static __thread struct curl_frame curl_frames[CURL_FRAMES];
 
-/* The stack pointer, not a local's address: a local may be elsewhere (ASan's
- * fake stack for detect_stack_use_after_return).  Elsewhere than x86-64: 0,
- * a frame never ended (hook-longjmp.c only passes through there). */
-static inline __attribute__((always_inline)) uintptr_t
-curl_sp(void)
-{
-	uintptr_t sp = 0;
-
-#if defined(__x86_64__)
-	__asm__("mov %%rsp, %0" : "=r"(sp));
-#endif
-	return sp;
-}
 static __thread unsigned curl_depth; /* the hooks running, recorded or not */
 /* Handles whose blocking transfer a jump ended with our nodes installed,
  * in all threads, or more (curl_settle()). */
@@ -1393,7 +1380,7 @@ hook_curl_easy_perform(struct curl_real *r, CURL *easy, const void *ra)
 	if (depth < CURL_FRAMES) {
 		struct curl_frame *f = &curl_frames[depth];
 
-		f->sp = curl_sp();
+		f->sp = ctxshim_stack_pointer();
 		f->easy = easy;
 		f->outer = outer;
 		f->outer_server = outer_server;

@@ -102,16 +102,14 @@ static __thread uintptr_t fcgi_finishing;
  * FCGX_Finish_r() ended it; nonzero as fcgi_finishing. */
 static __thread uintptr_t fcgi_accepting;
 
-/* The stack pointer; 1 elsewhere than x86-64 (never cleared by a jump). */
+/* The hook's stack pointer; 1 elsewhere than x86-64 (set, never cleared
+ * by a jump). */
 static inline __attribute__((always_inline)) uintptr_t
 fcgi_sp(void)
 {
-	uintptr_t sp = 1;
+	uintptr_t sp = ctxshim_stack_pointer();
 
-#if defined(__x86_64__)
-	__asm__("mov %%rsp, %0" : "=r"(sp));
-#endif
-	return sp;
+	return sp ? sp : 1;
 }
 
 /* hooks.h: a jump to a frame at to ends the hooks below it on the

@@ -324,21 +324,10 @@ static __thread SSL *volatile ossl_in_wr __attribute__((tls_model("initial-exec"
 static __thread uintptr_t ossl_in_io_sp __attribute__((tls_model("initial-exec")));
 static __thread uintptr_t ossl_in_wr_sp __attribute__((tls_model("initial-exec")));
 
-static inline __attribute__((always_inline)) uintptr_t
-ossl_sp(void)
-{
-	uintptr_t sp = 0;
-
-#if defined(__x86_64__)
-	__asm__("mov %%rsp, %0" : "=r"(sp));
-#endif
-	return sp;
-}
-
 /* In each hook (its frame encloses the real call), around the real call. */
 #define OSSL_HOLD(var, s)                          \
 	uintptr_t var##_prev = var##_sp;           \
-	var##_sp = ossl_sp();                      \
+	var##_sp = ctxshim_stack_pointer();        \
 	atomic_signal_fence(memory_order_seq_cst); \
 	var = (s)
 #define OSSL_UNHOLD(var)                                   \

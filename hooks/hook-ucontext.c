@@ -203,14 +203,9 @@ hook_ucontext_hash(uintptr_t key)
 static inline __attribute__((always_inline)) uintptr_t
 uc_token(bool writes)
 {
-	uintptr_t sp = 0;
+	uintptr_t sp = ctxshim_stack_pointer();
 
-#if defined(__x86_64__)
-	__asm__("mov %%rsp, %0" : "=r"(sp));
-#else
-	sp = 1;
-#endif
-	return sp | writes;
+	return (sp ? sp : 1) | writes;
 }
 
 /* Called from hook_ucontext_lock_slot(): its frame is below the caller's,

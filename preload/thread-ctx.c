@@ -303,7 +303,7 @@ ctxshim_stack_between(uintptr_t sp, uintptr_t to)
 	int saved_errno = errno;
 	bool ok = false;
 
-	__asm__("mov %%rsp, %0" : "=r"(cur));
+	cur = ctxshim_stack_pointer();
 	on_alt = syscall(SYS_sigaltstack, NULL, &ss) == 0 && (ss.ss_flags & SS_ONSTACK);
 	/* A jump to a frame on the signal stack it runs on: the holder may
 	 * be further up that stack, or on the thread's, below or above; we

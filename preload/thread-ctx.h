@@ -190,6 +190,22 @@ struct ctxshim_sk_thread {
 _Static_assert(sizeof(sig_atomic_t) == 4 && sizeof(int) == 4,
 	       "fdp1_busy covers fdp1 and busy");
 
+/* The stack pointer where it is inlined: the caller's frame, for the
+ * holds that a jump out of a signal handler may end (hook-longjmp.c).
+ * Not a local's address, which may be elsewhere (ASan's fake stack for
+ * detect_stack_use_after_return).  0 elsewhere than x86-64, where no
+ * hold is ever released. */
+static inline __attribute__((always_inline)) uintptr_t
+ctxshim_stack_pointer(void)
+{
+	uintptr_t sp = 0;
+
+#if defined(__x86_64__)
+	__asm__("mov %%rsp, %0" : "=r"(sp));
+#endif
+	return sp;
+}
+
 /* Who holds a busy flag, for a jump out of a signal handler that
  * interrupted the holder (hooks/hook-longjmp.c): a handler that never
  * returns leaves the flag set, and the thread would never publish again.
@@ -310,11 +326,8 @@ ctxshim_thread_self(void)
 static inline __attribute__((always_inline)) void
 ctxshim_thread_hold(struct ctxshim_thread *t, uintptr_t *prev)
 {
-	uintptr_t sp = 0;
+	uintptr_t sp = ctxshim_stack_pointer();
 
-#if defined(__x86_64__)
-	__asm__("mov %%rsp, %0" : "=r"(sp));
-#endif
 	*prev = t->owner_sp;
 	t->owner_sp = sp;
 	atomic_signal_fence(memory_order_seq_cst);
