@@ -299,7 +299,8 @@ check "the script's shell has no shim" test "$dp_out" = 0
 for w in '-iS sh' '-S - sh' '-S --ignore-environment sh' '-S -v -i sh' \
 	'-S -u LD_PRELOAD sh' '-S -uLD_PRELOAD sh' '-S --unset=LD_PRELOAD sh' \
 	'-S --unset LD_PRELOAD sh' '-S LD_PRELOAD= sh' '-S -0iv sh' \
-	'-S --split-string=-i sh'; do
+	'-S --split-string=-i sh' '-S --ignore-e sh' '-S --u=LD_PRELOAD sh' \
+	'-S --un LD_PRELOAD sh' '-S --s=-i sh' '-S -- LD_PRELOAD= sh'; do
 	printf '#!/usr/bin/env %s\ntrue\n' "$w" >s-envw
 	chmod 755 s-envw
 	expect_status 1 "check: #!/usr/bin/env $w is cleared" "$S" check ./s-envw
@@ -326,6 +327,12 @@ printf '#!/usr/bin/env -S -u PATH sh -i\ntrue\n' >s-envu2
 chmod 755 s-envu2
 expect_status 0 "check: #!/usr/bin/env -S -u PATH sh -i is ok (-i is sh's)" \
 	"$S" check ./s-envu2
+# Abbreviated long options as getopt_long(3) takes them, and "--".
+for w in '-S --u PATH sh' '-S --c / sh' '-S --ignore-s sh' '-S -- sh -i'; do
+	printf '#!/usr/bin/env %s\ntrue\n' "$w" >s-envw
+	chmod 755 s-envw
+	expect_status 0 "check: #!/usr/bin/env $w is ok" "$S" check ./s-envw
+done
 
 # Crafted ELF headers (elf64 in deploy-lib.sh).
 elf64 musl 3 62 /lib/ld-musl-x86_64.so.1

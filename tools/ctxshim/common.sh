@@ -329,20 +329,27 @@ ctx_inspect_script() {
 # ctx_envclear to the words that start the program without our
 # LD_PRELOAD: -i (or -, --ignore-environment), -u LD_PRELOAD, or an
 # LD_PRELOAD=VALUE without the shim.  ctx_envnext is the option whose
-# argument is the next word (u or C).
+# argument is the next word (u or C), or "-" after "--", which ends the
+# options (the next word that is not NAME=VALUE is the program, even if
+# it starts with "-").
 ctx_env_word() {
-	if [ -n "$ctx_envnext" ]; then
+	if [ "$ctx_envnext" = - ]; then
+		case $1 in
+		*=*) ;;
+		*)
+			ctx_envprog=$1
+			return 1
+			;;
+		esac
+	elif [ -n "$ctx_envnext" ]; then
 		[ "$ctx_envnext$1" != uLD_PRELOAD ] || ctx_envclear="-u LD_PRELOAD"
 		ctx_envnext=
 		return 0
 	fi
 	case $1 in
-	- | --ignore-environment) ctx_envclear=$1 ;;
-	--unset=LD_PRELOAD) ctx_envclear=$1 ;;
-	--unset) ctx_envnext=u ;;
-	--chdir) ctx_envnext=C ;;
-	--split-string=*) ctx_env_word "${1#--split-string=}" ;;
-	--*) ;;
+	-) ctx_envclear=$1 ;;
+	--) ctx_envnext=- ;;
+	--*) ctx_env_long "$1" ;;
 	# env applies -i and -u before NAME=VALUE: a later LD_PRELOAD that
 	# names the shim, or keeps env's own with -S's ${LD_PRELOAD}, gives
 	# it back to the program.
@@ -354,6 +361,41 @@ ctx_env_word() {
 		ctx_envprog=$1
 		return 1
 		;;
+	esac
+}
+
+# One long option of env.  Like getopt_long(3), env takes any prefix of
+# an option's name that no other option shares ("--ignore-e", "--u",
+# "--s=-i"); an ambiguous or unknown one makes env fail before it starts
+# the program, so it clears nothing.
+ctx_env_long() {
+	ctx_n=${1#--}
+	ctx_n=${ctx_n%%=*}
+	ctx_lopt=
+	for ctx_o in block-signal chdir debug default-signal ignore-environment \
+		ignore-signal list-signal-handling null split-string unset help version; do
+		case $ctx_o in
+		"$ctx_n")
+			ctx_lopt=$ctx_o
+			break
+			;;
+		"$ctx_n"*)
+			if [ -n "$ctx_lopt" ]; then
+				ctx_lopt=ambiguous
+			else
+				ctx_lopt=$ctx_o
+			fi
+			;;
+		esac
+	done
+	case $ctx_lopt:$1 in
+	ignore-environment:*=*) ;; # takes no argument: env fails
+	ignore-environment:*) ctx_envclear=$1 ;;
+	unset:*=*) [ "${1#*=}" != LD_PRELOAD ] || ctx_envclear=$1 ;;
+	unset:*) ctx_envnext=u ;;
+	chdir:*=*) ;;
+	chdir:*) ctx_envnext=C ;;
+	split-string:*=*) ctx_env_word "${1#*=}" ;;
 	esac
 }
 
