@@ -28,6 +28,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "listen-loopback.h"
+
 #define MAX_CONN 64
 #define BUF      16384
 
@@ -138,16 +140,12 @@ process(struct conn *c)
 int
 main(void)
 {
-	struct sockaddr_in a = {.sin_family = AF_INET};
-	socklen_t al = sizeof(a);
+	struct sockaddr_in a;
 	struct epoll_event ev, evs[16];
-	int ls, ep, one = 1;
+	int ls, ep;
 
-	ls = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	setsockopt(ls, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (ls < 0 || bind(ls, (struct sockaddr *)&a, sizeof(a)) < 0 ||
-	    listen(ls, 64) < 0 || getsockname(ls, (struct sockaddr *)&a, &al) < 0) {
+	ls = listen_loopback(64, SOCK_CLOEXEC | SOCK_NONBLOCK, &a);
+	if (ls < 0) {
 		perror("epoll-server: listen");
 		return 1;
 	}

@@ -45,6 +45,8 @@
 #include <fcgi_stdio.h>
 #include <fcgiapp.h>
 
+#include "listen-loopback.h"
+
 static int go_pipe[2];
 static int ctl_fd = STDIN_FILENO;
 static pthread_mutex_t out_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -204,8 +206,7 @@ run_stdio(void)
 int
 main(int argc, char **argv)
 {
-	struct sockaddr_in sin = {.sin_family = AF_INET};
-	socklen_t sl = sizeof(sin);
+	struct sockaddr_in sin;
 	pthread_t ctl, w[2];
 	bool threaded;
 	int sock;
@@ -218,11 +219,8 @@ main(int argc, char **argv)
 	threaded = strcmp(argv[1], "threaded") == 0;
 	if (pipe2(go_pipe, O_CLOEXEC) != 0)
 		return 1;
-	sock = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	if (sock < 0 || bind(sock, (struct sockaddr *)&sin, sizeof(sin)) != 0 ||
-	    listen(sock, 16) != 0 ||
-	    getsockname(sock, (struct sockaddr *)&sin, &sl) != 0)
+	sock = listen_loopback(16, SOCK_CLOEXEC, &sin);
+	if (sock < 0)
 		return 1;
 	if (!threaded) {
 		/* FCGI_Accept() listens on fd 0: stdin (the test's lines)

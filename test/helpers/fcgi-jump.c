@@ -33,6 +33,7 @@
 #include <unistd.h>
 
 #include "ctxobs.h"
+#include "listen-loopback.h"
 
 static sigjmp_buf loop_env;
 static unsigned port;
@@ -138,17 +139,13 @@ client(void *arg)
 int
 main(void)
 {
-	struct sockaddr_in a = {.sin_family = AF_INET};
-	socklen_t len = sizeof(a);
-	int ls = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	struct sockaddr_in a;
+	int ls = listen_loopback(8, SOCK_CLOEXEC, &a);
 	char before[128];
 	FCGX_Request req;
 	pthread_t th;
 
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	if (ls < 0 || bind(ls, (struct sockaddr *)&a, sizeof(a)) != 0 ||
-	    listen(ls, 8) != 0 || getsockname(ls, (struct sockaddr *)&a, &len) != 0 ||
-	    FCGX_Init() != 0 || FCGX_InitRequest(&req, ls, 0) != 0)
+	if (ls < 0 || FCGX_Init() != 0 || FCGX_InitRequest(&req, ls, 0) != 0)
 		return 2;
 	port = ntohs(a.sin_port);
 	(void)signal(SIGALRM, on_alarm);

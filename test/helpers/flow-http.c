@@ -21,6 +21,7 @@
 #include "config.h"
 
 #include "ctxobs.h"
+#include "listen-loopback.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -136,13 +137,10 @@ respond(struct conn *c)
 static int
 listen_local(int *port)
 {
-	struct sockaddr_in a = {.sin_family = AF_INET};
-	socklen_t len = sizeof(a);
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	struct sockaddr_in a;
+	int fd = listen_loopback(64, SOCK_CLOEXEC, &a);
 
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0 ||
-	    listen(fd, 64) < 0 || getsockname(fd, (struct sockaddr *)&a, &len) < 0)
+	if (fd < 0)
 		die("listen");
 	*port = ntohs(a.sin_port);
 	return fd;

@@ -26,6 +26,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "listen-loopback.h"
+
 #define HEAD_MAX      (256 * 1024)
 #define BODY_MAX      (16 * 1024 * 1024)
 #define IO_TIMEOUT_MS 20000
@@ -128,16 +130,11 @@ serve(int fd)
 int
 main(void)
 {
-	struct sockaddr_in a = {.sin_family = AF_INET};
-	socklen_t alen = sizeof(a);
-	int lfd, one = 1;
+	struct sockaddr_in a;
+	int lfd;
 
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (lfd < 0 ||
-	    setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
-	    bind(lfd, (struct sockaddr *)&a, sizeof(a)) < 0 || listen(lfd, 64) < 0 ||
-	    getsockname(lfd, (struct sockaddr *)&a, &alen) < 0) {
+	lfd = listen_loopback(64, SOCK_CLOEXEC, &a);
+	if (lfd < 0) {
 		perror("http-sink: listen");
 		return 1;
 	}

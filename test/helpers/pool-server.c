@@ -42,6 +42,7 @@
 #include <unistd.h>
 
 #include "http1-reader.h"
+#include "listen-loopback.h"
 #include "serve-common.h"
 
 #define MAX_CONNS 64
@@ -330,8 +331,7 @@ control(void *arg)
 int
 main(int argc, char **argv)
 {
-	struct sockaddr_in a = {.sin_family = AF_INET};
-	socklen_t al = sizeof(a);
+	struct sockaddr_in a;
 	unsigned workers = 2, i;
 	pthread_t th;
 	int ls;
@@ -364,10 +364,8 @@ main(int argc, char **argv)
 		workers = 2;
 	if (pipe2(wake, O_CLOEXEC) < 0)
 		return 1;
-	ls = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	if (ls < 0 || bind(ls, (struct sockaddr *)&a, sizeof(a)) < 0 ||
-	    listen(ls, 64) < 0 || getsockname(ls, (struct sockaddr *)&a, &al) < 0) {
+	ls = listen_loopback(64, SOCK_CLOEXEC, &a);
+	if (ls < 0) {
 		fprintf(stderr, "pool-server: listen: %s\n", strerror(errno));
 		return 1;
 	}

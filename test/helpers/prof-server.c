@@ -34,6 +34,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "listen-loopback.h"
+
 static pthread_mutex_t out_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static uint64_t
@@ -215,18 +217,13 @@ accept_thread(void *arg)
 int
 main(void)
 {
-	struct sockaddr_in sa = {.sin_family = AF_INET};
-	socklen_t sl = sizeof(sa);
+	struct sockaddr_in sa;
 	pthread_t th;
 	char buf[64];
-	int lfd, one = 1;
+	int lfd;
 
-	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (lfd < 0 ||
-	    setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
-	    bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(lfd, 64) < 0 ||
-	    getsockname(lfd, (struct sockaddr *)&sa, &sl) < 0) {
+	lfd = listen_loopback(64, SOCK_CLOEXEC, &sa);
+	if (lfd < 0) {
 		perror("prof-server: listen");
 		return 1;
 	}

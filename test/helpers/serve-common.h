@@ -25,6 +25,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "listen-loopback.h"
+
 /* tpc-server --block-poll: a blocked request waits in poll() on a pipe, as
  * a handler waiting on a database or an upstream would, instead of in
  * sem_wait().  Set before serve_forever(). */
@@ -97,19 +99,15 @@ serve_control(void *arg)
 static inline int
 serve_forever(const char *name, void *(*serve)(void *), bool nodelay)
 {
-	struct sockaddr_in a = {.sin_family = AF_INET};
-	socklen_t al = sizeof(a);
+	struct sockaddr_in a;
 	pthread_t th;
 	int ls, one = 1;
 
 	sem_init(&serve_go, 0, 0);
 	if (serve_block_poll && pipe2(serve_go_pipe, O_CLOEXEC) < 0)
 		return 1;
-	ls = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	setsockopt(ls, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (ls < 0 || bind(ls, (struct sockaddr *)&a, sizeof(a)) < 0 ||
-	    listen(ls, 64) < 0 || getsockname(ls, (struct sockaddr *)&a, &al) < 0) {
+	ls = listen_loopback(64, SOCK_CLOEXEC, &a);
+	if (ls < 0) {
 		fprintf(stderr, "%s: listen: %s\n", name, strerror(errno));
 		return 1;
 	}

@@ -14,6 +14,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "listen-loopback.h"
+
 static int lfd;
 
 /* A new connection to the one listening socket: *cli the client's end
@@ -21,18 +23,14 @@ static int lfd;
 static void
 pair(int *cli, int *srv)
 {
-	struct sockaddr_in a = {.sin_family = AF_INET,
-				.sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-	socklen_t l = sizeof(a);
+	static struct sockaddr_in a;
 	int one = 1;
 
 	if (lfd == 0) {
-		lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-		if (lfd < 0 || bind(lfd, (void *)&a, sizeof(a)) || listen(lfd, 16))
+		lfd = listen_loopback(16, SOCK_CLOEXEC, &a);
+		if (lfd < 0)
 			die("listen");
 	}
-	if (getsockname(lfd, (void *)&a, &l))
-		die("getsockname");
 	*cli = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (*cli < 0 || connect(*cli, (void *)&a, sizeof(a)))
 		die("connect");

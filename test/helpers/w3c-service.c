@@ -30,6 +30,8 @@
 #include <curl/curl.h>
 #include <microhttpd.h>
 
+#include "listen-loopback.h"
+
 #define BODY_MAX  (1024 * 1024)
 #define CALLS_MAX 64
 #define URL_MAX   2048
@@ -374,12 +376,11 @@ completed(void *cls,
 int
 main(int argc, char **argv)
 {
-	struct sockaddr_in a = {.sin_family = AF_INET};
-	socklen_t alen = sizeof(a);
+	struct sockaddr_in a;
 	unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD;
 	struct MHD_Daemon *d;
 	char buf[64];
-	int i, lfd, one = 1;
+	int i, lfd;
 
 	for (i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--threads") == 0) {
@@ -393,12 +394,8 @@ main(int argc, char **argv)
 			return 2;
 		}
 	}
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (lfd < 0 ||
-	    setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
-	    bind(lfd, (struct sockaddr *)&a, sizeof(a)) < 0 || listen(lfd, 64) < 0 ||
-	    getsockname(lfd, (struct sockaddr *)&a, &alen) < 0) {
+	lfd = listen_loopback(64, SOCK_CLOEXEC, &a);
+	if (lfd < 0) {
 		perror("w3c-service: listen");
 		return 1;
 	}
