@@ -46,6 +46,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "listen-loopback.h"
+
 enum call {
 	C_READ,
 	C_ACCEPT,
@@ -165,7 +167,6 @@ spinner(void *arg)
 static void
 setup(void)
 {
-	struct sockaddr_in a = {.sin_family = AF_INET};
 	struct epoll_event ev = {.events = EPOLLIN};
 	sigset_t s;
 
@@ -175,10 +176,8 @@ setup(void)
 	pthread_sigmask(SIG_BLOCK, &s, NULL);
 	if (pipe(pipe_fd) < 0 || socketpair(AF_UNIX, SOCK_STREAM, 0, csock) < 0)
 		exit(1);
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	lsock = socket(AF_INET, SOCK_STREAM, 0);
-	if (lsock < 0 || bind(lsock, (struct sockaddr *)&a, sizeof(a)) < 0 ||
-	    listen(lsock, 4) < 0)
+	lsock = listen_loopback(4, 0, NULL);
+	if (lsock < 0)
 		exit(1);
 	epfd = epoll_create1(0);
 	ev.data.fd = pipe_fd[0];

@@ -34,6 +34,7 @@
 #include <curl/curl.h>
 
 #include "fail-alloc.h"
+#include "listen-loopback.h"
 
 /* ---- the server ---------------------------------------------------------- */
 
@@ -67,16 +68,12 @@ serve_one(void *arg)
 
 /* Listens on 127.0.0.1 (a port of the kernel's choice); the URL to it. */
 static void
-listen_loopback(char *url, size_t n)
+listen_url(char *url, size_t n)
 {
-	struct sockaddr_in a = {.sin_family = AF_INET};
-	socklen_t al = sizeof(a);
+	struct sockaddr_in a;
 
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	listen_fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (listen_fd < 0 || bind(listen_fd, (struct sockaddr *)&a, sizeof(a)) < 0 ||
-	    listen(listen_fd, 4) < 0 ||
-	    getsockname(listen_fd, (struct sockaddr *)&a, &al) < 0) {
+	listen_fd = listen_loopback(4, SOCK_CLOEXEC, &a);
+	if (listen_fd < 0) {
 		perror("curl-lists: listen");
 		exit(2);
 	}
@@ -138,7 +135,7 @@ freed(const char *file)
 	l = curl_slist_append(l, "X-Two: 2");
 	if (!h || !l)
 		return 2;
-	listen_loopback(url, sizeof(url));
+	listen_url(url, sizeof(url));
 	/* The file's URL is made on the stack beforehand: nothing of this
 	 * program allocates between the free and the file:// transfer and
 	 * takes the freed nodes' memory again. */
@@ -173,7 +170,7 @@ oom(void)
 	rc = curl_easy_setopt(h, CURLOPT_HTTPHEADER, l);
 	fail_now = 0;
 	printf("setopt under ENOMEM %d\n", (int)rc);
-	listen_loopback(url, sizeof(url));
+	listen_url(url, sizeof(url));
 	(void)curl_easy_setopt(h, CURLOPT_URL, url);
 	(void)curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, discard);
 	printf("perform %d\n", (int)perform_served(h));

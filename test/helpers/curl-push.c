@@ -37,6 +37,7 @@
 #include <unistd.h>
 
 #include "h2-common.h"
+#include "listen-loopback.h"
 
 /* ---- server ---- */
 
@@ -263,8 +264,7 @@ get(const char *path, struct curl_slist *list)
 int
 main(int argc, char **argv)
 {
-	struct sockaddr_in a = {.sin_family = AF_INET};
-	socklen_t al = sizeof(a);
+	struct sockaddr_in a;
 	struct curl_slist *parent = curl_slist_append(NULL, "X-App: parent");
 	struct curl_slist *own = curl_slist_append(NULL, "X-App: own");
 	bool reuse = argc > 1 && !strcmp(argv[1], "reuse");
@@ -276,11 +276,8 @@ main(int argc, char **argv)
 	CURLM *m;
 
 	deny = argc > 1 && !strcmp(argv[1], "deny");
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	listen_fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (listen_fd < 0 || bind(listen_fd, (struct sockaddr *)&a, sizeof(a)) < 0 ||
-	    listen(listen_fd, 4) < 0 ||
-	    getsockname(listen_fd, (struct sockaddr *)&a, &al) < 0)
+	listen_fd = listen_loopback(4, SOCK_CLOEXEC, &a);
+	if (listen_fd < 0)
 		fail("listen");
 	snprintf(to, sizeof(to), "push.test:80:127.0.0.1:%u", ntohs(a.sin_port));
 	connect_to = curl_slist_append(NULL, to);

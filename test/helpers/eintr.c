@@ -32,6 +32,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "listen-loopback.h"
+
 #define LONG_S 100
 
 /* only so that ctxdump reads (and so stops) the process: never set */
@@ -252,7 +254,6 @@ runner(void *arg)
 int
 main(void)
 {
-	struct sockaddr_in a = {.sin_family = AF_INET};
 	struct epoll_event ev = {.events = EPOLLIN};
 	char line[64];
 	pthread_t t;
@@ -263,12 +264,10 @@ main(void)
 	sigemptyset(&s);
 	sigaddset(&s, SIGUSR1);
 	pthread_sigmask(SIG_BLOCK, &s, NULL);
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	listen_fd = socket(AF_INET, SOCK_STREAM, 0);
+	listen_fd = listen_loopback(4, 0, NULL);
 	epoll_fd = epoll_create1(0);
 	if (pipe(pipe_fd) < 0 || socketpair(AF_UNIX, SOCK_STREAM, 0, conn_fd) < 0 ||
-	    listen_fd < 0 || bind(listen_fd, (struct sockaddr *)&a, sizeof(a)) < 0 ||
-	    listen(listen_fd, 4) < 0 || epoll_fd < 0 ||
+	    listen_fd < 0 || epoll_fd < 0 ||
 	    epoll_ctl(epoll_fd, EPOLL_CTL_ADD, pipe_fd[0], &ev) < 0) {
 		perror("eintr: setup");
 		return 1;

@@ -12,6 +12,7 @@
  * and "STREAM1-READ <trace>" from stream 1's data source. */
 #include "config.h"
 
+#include "listen-loopback.h"
 #include "thread-record.h"
 
 #include <arpa/inet.h>
@@ -125,9 +126,7 @@ main(void)
 	/* The client's preface and an empty SETTINGS frame. */
 	static const uint8_t preface[] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 					 "\0\0\0\4\0\0\0\0\0";
-	struct sockaddr_in a = {.sin_family = AF_INET,
-				.sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-	socklen_t alen = sizeof(a);
+	struct sockaddr_in a;
 	nghttp2_session_callbacks *cbs;
 	nghttp2_session *s;
 	nghttp2_nv nv = {(uint8_t *)":status", (uint8_t *)"200", 7, 3,
@@ -137,9 +136,8 @@ main(void)
 	size_t n;
 	int l, client_a, client_b, server_b, r;
 
-	l = socket(AF_INET, SOCK_STREAM, 0);
-	if (l < 0 || bind(l, (struct sockaddr *)&a, sizeof(a)) != 0 ||
-	    listen(l, 4) != 0 || getsockname(l, (struct sockaddr *)&a, &alen) != 0)
+	l = listen_loopback(4, 0, &a);
+	if (l < 0)
 		die("listen");
 	client_a = socket(AF_INET, SOCK_STREAM, 0);
 	if (client_a < 0 || connect(client_a, (struct sockaddr *)&a, sizeof(a)) != 0 ||

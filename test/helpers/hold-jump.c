@@ -44,6 +44,7 @@
 #include <unistd.h>
 
 #include "ctxobs.h"
+#include "listen-loopback.h"
 
 static int lsock;
 static struct sockaddr_in srv_addr;
@@ -206,7 +207,6 @@ run(void *arg)
 int
 main(int argc, char **argv)
 {
-	socklen_t len = sizeof(srv_addr);
 	pthread_t t;
 
 	if (argc != 2 ||
@@ -219,12 +219,8 @@ main(int argc, char **argv)
 	shim = dlsym(RTLD_DEFAULT, OTEL_THREAD_CTX_SYMBOL) != NULL;
 	if (!shim)
 		fail("no otel_thread_ctx_v1: run under the shim");
-	srv_addr.sin_family = AF_INET;
-	srv_addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	lsock = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (lsock < 0 || bind(lsock, (struct sockaddr *)&srv_addr, len) < 0 ||
-	    listen(lsock, 8) < 0 ||
-	    getsockname(lsock, (struct sockaddr *)&srv_addr, &len) < 0)
+	lsock = listen_loopback(8, SOCK_CLOEXEC, &srv_addr);
+	if (lsock < 0)
 		fail("listen");
 	/* a thread of its own: its first span-id is drawn in the read */
 	pthread_create(&t, NULL, run, NULL);

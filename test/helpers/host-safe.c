@@ -59,6 +59,8 @@
 #include <ucontext.h>
 #include <unistd.h>
 
+#include "listen-loopback.h"
+
 /* ---- clone-exec ---------------------------------------------------------- */
 
 enum {
@@ -321,13 +323,10 @@ on_sigpipe(int sig)
 static int
 tcp_pair(int *srv, int *cli)
 {
-	struct sockaddr_in a = {.sin_family = AF_INET,
-				.sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-	socklen_t al = sizeof(a);
-	int l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	struct sockaddr_in a;
+	int l = listen_loopback(1, SOCK_CLOEXEC, &a);
 
-	if (l < 0 || bind(l, (struct sockaddr *)&a, sizeof(a)) != 0 ||
-	    listen(l, 1) != 0 || getsockname(l, (struct sockaddr *)&a, &al) != 0)
+	if (l < 0)
 		return -1;
 	*cli = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (*cli < 0 || connect(*cli, (struct sockaddr *)&a, sizeof(a)) != 0)

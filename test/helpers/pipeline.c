@@ -50,6 +50,7 @@
  * Prints "RESULT <mode> ok=... none=... wrong=..." and exits 0 when every
  * check held, 1 otherwise.  POOL is conn.c's CONN_POOL_N, QUEUE_MAX its
  * CONN_QUEUE_MAX. */
+#include "listen-loopback.h"
 #include "self-check.h"
 
 #include <arpa/inet.h>
@@ -79,13 +80,10 @@ static unsigned n_ok, n_none, n_wrong;
 static void
 listen_any(void)
 {
-	struct sockaddr_in a = {.sin_family = AF_INET,
-				.sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-	socklen_t l = sizeof(a);
+	struct sockaddr_in a;
 
-	lfd = socket(AF_INET, SOCK_STREAM, 0);
-	if (lfd < 0 || bind(lfd, (void *)&a, sizeof(a)) || listen(lfd, 1024) ||
-	    getsockname(lfd, (void *)&a, &l))
+	lfd = listen_loopback(1024, 0, &a);
+	if (lfd < 0)
 		die("listen");
 	port = ntohs(a.sin_port);
 }

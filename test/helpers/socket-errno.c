@@ -27,6 +27,8 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "listen-loopback.h"
+
 ssize_t __read_chk(int fd, void *buf, size_t nbytes, size_t buflen);
 ssize_t __recv_chk(int fd, void *buf, size_t len, size_t buflen, int flags);
 ssize_t __recvfrom_chk(int fd,
@@ -77,13 +79,10 @@ check(const char *what, long r, long exp_ret, int exp_errno)
 static int
 listen_local(unsigned short *port)
 {
-	struct sockaddr_in a = {.sin_family = AF_INET};
-	socklen_t al = sizeof(a);
-	int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	struct sockaddr_in a;
+	int s = listen_loopback(8, SOCK_CLOEXEC, &a);
 
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	if (s < 0 || bind(s, (struct sockaddr *)&a, sizeof(a)) < 0 ||
-	    listen(s, 8) < 0 || getsockname(s, (struct sockaddr *)&a, &al) < 0) {
+	if (s < 0) {
 		perror("socket-errno: listen");
 		exit(2);
 	}

@@ -70,6 +70,7 @@
 #include <unistd.h>
 
 #include "ctxobs.h"
+#include "listen-loopback.h"
 
 extern char **environ;
 
@@ -145,15 +146,9 @@ ctx_is(unsigned long i)
 static int
 listen_any(void)
 {
-	socklen_t len = sizeof(srv_addr);
-	int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1;
+	int s = listen_loopback(256, SOCK_CLOEXEC, &srv_addr);
 
-	srv_addr.sin_family = AF_INET;
-	srv_addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (s < 0 || bind(s, (struct sockaddr *)&srv_addr, sizeof(srv_addr)) < 0 ||
-	    listen(s, 256) < 0 ||
-	    getsockname(s, (struct sockaddr *)&srv_addr, &len) < 0) {
+	if (s < 0) {
 		perror("listen");
 		exit(2);
 	}

@@ -39,6 +39,7 @@
 #include <openssl/bio.h>
 #include <openssl/ssl.h>
 
+#include "listen-loopback.h"
 #include "tls-exchange.h"
 
 struct counts {
@@ -187,8 +188,7 @@ main(int argc, char **argv)
 		 .traceparent =
 			 "00-4bf92f3577b34da6a3ce929d0e0e4736-b7ad6b7169203331-01"},
 	};
-	struct sockaddr_in a = {.sin_family = AF_INET};
-	socklen_t al = sizeof(a);
+	struct sockaddr_in a;
 	int ls, i;
 
 	if (argc != 3) {
@@ -202,10 +202,8 @@ main(int argc, char **argv)
 	    SSL_CTX_use_PrivateKey_file(server_ctx, argv[2], SSL_FILETYPE_PEM) != 1)
 		fail("credentials");
 	SSL_CTX_set_verify(client_ctx, SSL_VERIFY_NONE, NULL);
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	ls = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (ls < 0 || bind(ls, (struct sockaddr *)&a, sizeof(a)) < 0 ||
-	    listen(ls, 4) < 0 || getsockname(ls, (struct sockaddr *)&a, &al) < 0)
+	ls = listen_loopback(4, SOCK_CLOEXEC, &a);
+	if (ls < 0)
 		fail("listen");
 	for (i = 0; i < 2; i++) {
 		x[i].port = ntohs(a.sin_port);

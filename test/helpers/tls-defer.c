@@ -41,6 +41,8 @@
 #include <openssl/ssl.h>
 #endif
 
+#include "listen-loopback.h"
+
 #define HEAD_MAX 8192
 
 static long tid;
@@ -229,8 +231,7 @@ accept_one(int ls)
 int
 main(int argc, char **argv)
 {
-	struct sockaddr_in a = {.sin_family = AF_INET};
-	socklen_t al = sizeof(a);
+	struct sockaddr_in a;
 	char path[512];
 	session sa, sb;
 	int ls, fa, fb;
@@ -241,10 +242,8 @@ main(int argc, char **argv)
 	}
 	tid = syscall(SYS_gettid);
 	t_init(argv[1], argv[2]);
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	ls = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (ls < 0 || bind(ls, (struct sockaddr *)&a, sizeof(a)) < 0 ||
-	    listen(ls, 4) < 0 || getsockname(ls, (struct sockaddr *)&a, &al) < 0)
+	ls = listen_loopback(4, SOCK_CLOEXEC, &a);
+	if (ls < 0)
 		fail("listen");
 	say("READY %d\n", ntohs(a.sin_port));
 

@@ -33,6 +33,7 @@
 #include <unistd.h>
 
 #include "ctxobs.h"
+#include "listen-loopback.h"
 #include "tls-selfsigned.h"
 
 static const char req2[] =
@@ -92,8 +93,7 @@ client(struct sockaddr_in *a)
 int
 main(int argc, char **argv)
 {
-	struct sockaddr_in a = {.sin_family = AF_INET};
-	socklen_t len = sizeof(a);
+	struct sockaddr_in a;
 	struct sigaction sa = {.sa_handler = on_alarm};
 	static SSL_CTX *ctx;
 	static SSL *s;
@@ -113,10 +113,8 @@ main(int argc, char **argv)
 	ctx = SSL_CTX_new(TLS_server_method());
 	if (!ctx || !tls_self_signed(ctx))
 		die("server context");
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	ls = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (ls < 0 || bind(ls, (struct sockaddr *)&a, len) < 0 || listen(ls, 4) < 0 ||
-	    getsockname(ls, (struct sockaddr *)&a, &len) < 0)
+	ls = listen_loopback(4, SOCK_CLOEXEC, &a);
+	if (ls < 0)
 		die("listen");
 	pid = fork();
 	if (pid == 0)

@@ -34,6 +34,7 @@
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
 
+#include "listen-loopback.h"
 #include "tls-exchange.h"
 #include "tls-selfsigned.h"
 
@@ -139,8 +140,7 @@ int
 main(void)
 {
 	static const char resp[] = "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n";
-	struct sockaddr_in a = {.sin_family = AF_INET};
-	socklen_t al = sizeof(a);
+	struct sockaddr_in a;
 	pthread_t t;
 	int ls, fd;
 	SSL *s;
@@ -160,10 +160,8 @@ main(void)
 	if (!tls_self_signed(server_ctx))
 		fail("certificate");
 	SSL_CTX_set_verify(client_ctx, SSL_VERIFY_NONE, NULL);
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	ls = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (ls < 0 || bind(ls, (struct sockaddr *)&a, sizeof(a)) < 0 ||
-	    listen(ls, 4) < 0 || getsockname(ls, (struct sockaddr *)&a, &al) < 0)
+	ls = listen_loopback(4, SOCK_CLOEXEC, &a);
+	if (ls < 0)
 		fail("listen");
 	port = ntohs(a.sin_port);
 	if (pthread_create(&t, NULL, client, NULL) != 0)

@@ -24,6 +24,7 @@
 #include "config.h"
 
 #include "ctxobs.h"
+#include "listen-loopback.h"
 #include "self-check.h"
 #include "sock-pair.h"
 
@@ -58,13 +59,9 @@ say(const char *what)
 static void
 backend(void)
 {
-	int l = socket(AF_INET, SOCK_STREAM, 0);
-	socklen_t al = sizeof(be);
+	int l = listen_loopback(8, 0, &be);
 
-	be.sin_family = AF_INET;
-	be.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	if (l < 0 || bind(l, (struct sockaddr *)&be, sizeof(be)) != 0 ||
-	    listen(l, 8) != 0 || getsockname(l, (struct sockaddr *)&be, &al) != 0)
+	if (l < 0)
 		die("backend");
 	be_pid = fork();
 	if (be_pid < 0)

@@ -39,6 +39,7 @@
  * Prints "RESULT <mode> fails=N" and exits 0 when every check held. */
 #include "ctxobs.h"
 
+#include "listen-loopback.h"
 #include "self-check.h"
 #include "sock-pair.h"
 
@@ -144,15 +145,11 @@ backend_main(void *arg)
 static void
 backend_start(void)
 {
-	socklen_t l = sizeof(backend_addr);
 	pthread_t t;
 	int blfd;
 
-	backend_addr.sin_family = AF_INET;
-	backend_addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	blfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	if (blfd < 0 || bind(blfd, (void *)&backend_addr, sizeof(backend_addr)) ||
-	    listen(blfd, 16) || getsockname(blfd, (void *)&backend_addr, &l))
+	blfd = listen_loopback(16, SOCK_CLOEXEC | SOCK_NONBLOCK, &backend_addr);
+	if (blfd < 0)
 		die("backend listen");
 	if (pthread_create(&t, NULL, backend_main, (void *)(intptr_t)blfd))
 		die("pthread_create");

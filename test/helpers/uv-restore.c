@@ -15,6 +15,7 @@
  * and the order was seen at least once. */
 #include "ctxobs.h"
 
+#include "listen-loopback.h"
 #include "self-check.h"
 
 #include <arpa/inet.h>
@@ -176,8 +177,6 @@ round_once(uv_loop_t *loop, int ep)
 int
 main(void)
 {
-	struct sockaddr_in a = {.sin_family = AF_INET,
-				.sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
 	uv_loop_t *loop = uv_default_loop();
 	int ep = epoll_create1(EPOLL_CLOEXEC), i, rounds = 0;
 
@@ -187,8 +186,8 @@ main(void)
 	}
 	if (ep < 0 || sem_init(&go, 0, 0))
 		die("setup");
-	lsn = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (lsn < 0 || bind(lsn, (void *)&a, sizeof(a)) || listen(lsn, 8))
+	lsn = listen_loopback(8, SOCK_CLOEXEC, NULL);
+	if (lsn < 0)
 		die("listen");
 	for (i = 0; i < 20 && rounds < 3; i++)
 		if (round_once(loop, ep))
