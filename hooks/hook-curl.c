@@ -998,6 +998,24 @@ curl_settle(CURL *easy)
 	errno = saved_errno;
 }
 
+/* Our nodes leave easy while its blocking transfer runs (on this thread:
+ * a callback of it set a list of the application's own): a jump that ends
+ * that transfer now has nothing left to give back, and must not count the
+ * handle as abandoned, since no later call of it would count it out
+ * again (curl_abandoned_locked() needs e->ours), and every hooked call of
+ * the process would take curl_lock from then on (curl_settle()).  Caller
+ * holds curl_lock. */
+static void
+curl_relinked_off(CURL *easy)
+{
+	unsigned i, n = curl_depth < CURL_FRAMES ? curl_depth : CURL_FRAMES;
+
+	for (i = 0; i < n; i++)
+		if (curl_frames[i].easy == easy)
+			curl_frames[i].installed = false;
+	atomic_signal_fence(memory_order_seq_cst);
+}
+
 /* A new application list (e->app, already given to curl) while ours is in
  * use (a multi transfer, or a callback of a running one): judged as on the
  * first start.  Without trace context of its own, our last node now leads
@@ -1020,6 +1038,7 @@ curl_relink_locked(struct curl_handle *e)
 		}
 		/* curl kept the application's list. */
 	}
+	curl_relinked_off(e->easy);
 	curl_forget_locked(e);
 	return old;
 }

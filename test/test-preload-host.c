@@ -9,7 +9,10 @@
  *   handle freed without the shim seeing it (hook-curl.c kept the freed
  *   handle's entry and walked its freed header list).
  * - curl-jump: a SIGALRM handler siglongjmp()s out of curl_easy_perform()
- *   (hook-curl.c kept the abandoned transfer's client span published).
+ *   (hook-curl.c kept the abandoned transfer's client span published; and
+ *   counted a handle whose callback had set its own traceparent list
+ *   before the jump as abandoned for good, so that every later hooked
+ *   call took curl_lock).
  * - fcgi-jump: the same out of libfcgi's FCGX_Finish_r(), then FCGX_Free()
  *   (hook-fcgi.c left the dropped request published until the next accept).
  * - curl-lists freed: a handle's header list freed after its HTTP
@@ -125,7 +128,7 @@ START_TEST(curl_jump_out_of_perform)
 	}
 	out = run_both(argv, env);
 	ck_assert_str_eq(out, "shown-kept 1\nreperform 2\ndup-sent X-App: 1\n"
-			      "multi-like-easy 1\n");
+			      "multi-like-easy 1\nabandoned-left 0\n");
 	free(out);
 }
 END_TEST
