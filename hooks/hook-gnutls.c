@@ -3,10 +3,13 @@
  * to the socket level's request-head scanner (hook-tls.h), as for OpenSSL
  * in hook-openssl.c, which explains the model.
  *
- * Hooks: gnutls_record_recv, gnutls_record_recv_seq and
+ * Hooks: gnutls_record_recv, gnutls_record_recv_seq,
  * gnutls_record_recv_packet (bytes in; a packet's are read with
- * gnutls_packet_get, which leaves it as it is), gnutls_handshake (the
- * thread works on the connection: it only follows, see hook-openssl.c),
+ * gnutls_packet_get, which leaves it as it is) and
+ * gnutls_record_recv_early_data (a TLS 1.3 server's 0-RTT data: a
+ * resumed client's first request may come that way, before any
+ * gnutls_record_recv), gnutls_handshake (the thread works on the
+ * connection: it only follows, see hook-openssl.c),
  * gnutls_record_send, gnutls_record_send2 and gnutls_record_send_range
  * (the request is answered), gnutls_deinit (the session ends).  All go
  * through the same logic as gnutls_record_recv and gnutls_record_send.
@@ -80,6 +83,7 @@ enum gt_fn {
 	GT_RECV_PACKET,
 	GT_SEND_RANGE,
 	GT_SEND2,
+	GT_RECV_EARLY,
 	GT_HOOKED, /* the ones above are ours; the ones below only called */
 	GT_GET_PTR = GT_HOOKED,
 	GT_PACKET_GET,
@@ -95,14 +99,18 @@ static const char *const gt_name[GT_N] = {
 	"gnutls_record_recv_packet",
 	"gnutls_record_send_range",
 	"gnutls_record_send2",
+	"gnutls_record_recv_early_data",
 	"gnutls_transport_get_ptr",
 	"gnutls_packet_get",
 };
 
 /* Each name's version node: GT_NODE but for the later gnutls_record_send2
- * (a library without it still serves the other hooks). */
-#define GT_NODE_SEND2 "GNUTLS_3_6_3"
-static const char *const gt_node[GT_N] = {[GT_SEND2] = GT_NODE_SEND2};
+ * and gnutls_record_recv_early_data (a library without them still serves
+ * the other hooks). */
+#define GT_NODE_SEND2      "GNUTLS_3_6_3"
+#define GT_NODE_RECV_EARLY "GNUTLS_3_6_5"
+static const char *const gt_node[GT_N] = {
+	[GT_SEND2] = GT_NODE_SEND2, [GT_RECV_EARLY] = GT_NODE_RECV_EARLY};
 
 static void *gt_fn[GT_N];
 static const void *gt_self[GT_HOOKED];
@@ -223,6 +231,15 @@ real_gnutls_record_send(gnutls_session_t s, const void *buf, size_t n)
 }
 
 static inline ssize_t
+real_gnutls_record_recv_early_data(gnutls_session_t s, void *buf, size_t n)
+{
+	hook_gnutls_bind();
+	if (!gt_fn[GT_RECV_EARLY])
+		return GNUTLS_E_INTERNAL_ERROR;
+	return ((gt_recv_fn)gt_fn[GT_RECV_EARLY])(s, buf, n);
+}
+
+static inline ssize_t
 real_gnutls_record_recv_seq(gnutls_session_t s, void *buf, size_t n, unsigned char *seq)
 {
 	hook_gnutls_bind();
@@ -317,6 +334,23 @@ hook_gnutls_record_recv(gnutls_session_t s, void *buf, size_t n)
 		return real_gnutls_record_recv(s, buf, n);
 	hook_socket_tls_read_begin(&t);
 	r = real_gnutls_record_recv(s, buf, n);
+	if (r > 0 && (size_t)r <= n)
+		hook_socket_tls_read_end(&t, buf, (size_t)r);
+	return r;
+}
+
+/* A server's 0-RTT data (TLS 1.3 early data): the first bytes of the
+ * connection's plaintext, as gnutls_record_recv's. */
+static ssize_t
+hook_gnutls_record_recv_early_data(gnutls_session_t s, void *buf, size_t n)
+{
+	struct hook_tls_conn t;
+	ssize_t r;
+
+	if (!ctxshim_active() || !gt_conn(s, &t))
+		return real_gnutls_record_recv_early_data(s, buf, n);
+	hook_socket_tls_read_begin(&t);
+	r = real_gnutls_record_recv_early_data(s, buf, n);
 	if (r > 0 && (size_t)r <= n)
 		hook_socket_tls_read_end(&t, buf, (size_t)r);
 	return r;
@@ -553,6 +587,9 @@ hook_gnutls_deinit(gnutls_session_t s)
 #define GT_SYMVER_SEND2                                       \
 	__asm__(".symver ctxshim_gnutls_record_send2_gt363, " \
 		"gnutls_record_send2@" GT_NODE_SEND2 ", remove")
+#define GT_SYMVER_RECV_EARLY                                            \
+	__asm__(".symver ctxshim_gnutls_record_recv_early_data_gt365, " \
+		"gnutls_record_recv_early_data@" GT_NODE_RECV_EARLY ", remove")
 
 HOOK_EXPORT ssize_t ctxshim_gnutls_record_recv_gt34(gnutls_session_t s,
 						    void *buf,
@@ -574,6 +611,9 @@ HOOK_EXPORT ssize_t ctxshim_gnutls_record_send_range_gt34(gnutls_session_t s,
 							  const gnutls_range_st *range);
 HOOK_EXPORT ssize_t ctxshim_gnutls_record_send2_gt363(
 	gnutls_session_t s, const void *buf, size_t n, size_t pad, unsigned flags);
+HOOK_EXPORT ssize_t ctxshim_gnutls_record_recv_early_data_gt365(gnutls_session_t s,
+								void *buf,
+								size_t n);
 
 /* The caller's own libgnutls (its definitions by gt_name), or NULL: the
  * call is ours.  ret: the exported hook's return address. */
@@ -652,6 +692,13 @@ ctxshim_gnutls_record_recv_packet_gt34(gnutls_session_t s, gnutls_packet_t *pack
 	return hook_gnutls_record_recv_packet(s, packet);
 }
 
+HOOK_EXPORT ssize_t
+ctxshim_gnutls_record_recv_early_data_gt365(gnutls_session_t s, void *buf, size_t n)
+{
+	CTXSHIM_OWN_RETURN(gt_own, GT_RECV_EARLY, gt_recv_fn, s, buf, n);
+	return hook_gnutls_record_recv_early_data(s, buf, n);
+}
+
 HOOK_EXPORT void
 ctxshim_gnutls_deinit_gt34(gnutls_session_t s)
 {
@@ -674,6 +721,7 @@ GT_SYMVER(gnutls_record_recv_seq);
 GT_SYMVER(gnutls_record_recv_packet);
 GT_SYMVER(gnutls_record_send_range);
 GT_SYMVER_SEND2;
+GT_SYMVER_RECV_EARLY;
 
 /* Our own copies, so that a binding can never come back to them. */
 static const void *gt_self[GT_HOOKED] = {
@@ -685,4 +733,5 @@ static const void *gt_self[GT_HOOKED] = {
 	[GT_RECV_PACKET] = (const void *)ctxshim_gnutls_record_recv_packet_gt34,
 	[GT_SEND_RANGE] = (const void *)ctxshim_gnutls_record_send_range_gt34,
 	[GT_SEND2] = (const void *)ctxshim_gnutls_record_send2_gt363,
+	[GT_RECV_EARLY] = (const void *)ctxshim_gnutls_record_recv_early_data_gt365,
 };

@@ -18,6 +18,8 @@
  *    only the free of the last reference ends the session's tracking;
  *  - a GnuTLS send left by a longjmp out of its push function and sent
  *    again with gnutls_record_send2 answers its request;
+ *  - a request a GnuTLS server reads as TLS 1.3 0-RTT data of a resumed
+ *    session (gnutls_record_recv_early_data) gets its context;
  *  - a session freed after its fd was closed and its number accepted
  *    again (OpenSSL, GnuTLS): the new connection keeps its context;
  *  - BIO callbacks of the application's see the same calls under the shim
@@ -533,8 +535,10 @@ END_TEST
  * head the hook keeps of an interrupted send) and the final response,
  * interrupted and resumed with (NULL, 0); jump: a gnutls_record_send()
  * left by a longjmp out of its push function, then sent with
- * gnutls_record_send2(). */
-static const char *const resume_mode[] = {"hints", "jump"};
+ * gnutls_record_send2(); early: request 2 as TLS 1.3 0-RTT data of a
+ * resumed session, read with gnutls_record_recv_early_data() (old: not
+ * hooked, no context). */
+static const char *const resume_mode[] = {"hints", "jump", "early"};
 
 START_TEST(test_gnutls_resumed)
 {
