@@ -126,8 +126,8 @@
  * the hook does after the real call: hook_curl_unwound() publishes again
  * what the thread showed before the call, and the handle's next hooked
  * call gives it the application's list back and frees our nodes
- * (curl_settle(); the handler may not: it may have interrupted curl, or a
- * holder of curl_lock).  libcurl 7.88 refuses another perform on such a
+ * (curl_settle(); the handler may not: it may have interrupted curl, or
+ * malloc).  libcurl 7.88 refuses another perform on such a
  * handle (CURLE_FAILED_INIT: it stays in curl_easy_perform's own multi
  * handle), so nothing more is sent with our nodes in between.
  *
@@ -150,11 +150,14 @@
 #include <errno.h>
 #include <link.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <curl/curl.h>
 /* uthash's default on a failed allocation is exit(): never in a host
@@ -264,6 +267,73 @@ enum curl_url_kind {
 
 static struct curl_handle *curl_handles;
 static pthread_mutex_t curl_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* The thread's signals are blocked while it holds curl_lock: a signal
+ * handler that jumps out (a client's request timeout, siglongjmp(),
+ * hook-longjmp.c) used to be able to leave the lock held, and every later
+ * hooked call of the process waited for it for good; nor could anything
+ * release it for the jump, since the table (uthash's lists, e->ours just
+ * freed) is not consistent at every instruction.  Blocked, the signal
+ * arrives when the mask is restored, after the unlock.  The synchronous
+ * signals (a fault of the thread's own) stay unblocked: the kernel would
+ * kill the process instead of running the application's handler; and so
+ * do glibc's two internal ones (cancellation, setxid), as
+ * pthread_sigmask() leaves them.  The kernel's 64-bit set, by system call:
+ * two per critical section (curl_sig_block()), six per transfer with
+ * its curl_easy_setopt(CURLOPT_URL) (test-preload-host.c, curl-jump
+ * lock).  A lock word that names its holder, released by the jump, costs
+ * nothing, but the table may be half-changed then: a new one would have
+ * to replace it, every handle set up before going untraced. */
+#define CURL_SIGBIT(sig) (UINT64_C(1) << ((sig)-1))
+static const uint64_t curl_lock_sigs =
+	~(CURL_SIGBIT(SIGSEGV) | CURL_SIGBIT(SIGBUS) | CURL_SIGBIT(SIGFPE) |
+	  CURL_SIGBIT(SIGILL) | CURL_SIGBIT(SIGTRAP) | CURL_SIGBIT(SIGSYS) |
+	  CURL_SIGBIT(SIGKILL) | CURL_SIGBIT(SIGSTOP) | CURL_SIGBIT(32) |
+	  CURL_SIGBIT(33));
+/* The mask to restore, and how many curl_sig_block() calls of this
+ * thread are running: the outermost blocks and restores, so that a hook
+ * whose critical sections follow one another (curl_easy_perform's before
+ * the real call) pays one pair of system calls for all. */
+static __thread uint64_t curl_sig_mask __attribute__((tls_model("initial-exec")));
+static __thread unsigned curl_sig_depth __attribute__((tls_model("initial-exec")));
+
+/* Keeps errno (the system calls cannot fail). */
+static void
+curl_sig_block(void)
+{
+	uint64_t old;
+
+	/* A handler that runs before the block restores what it blocked
+	 * itself before it returns. */
+	if (curl_sig_depth == 0) {
+		(void)syscall(SYS_rt_sigprocmask, SIG_BLOCK, &curl_lock_sigs, &old,
+			      sizeof(old));
+		curl_sig_mask = old;
+	}
+	curl_sig_depth++;
+}
+
+static void
+curl_sig_restore(void)
+{
+	if (--curl_sig_depth == 0)
+		(void)syscall(SYS_rt_sigprocmask, SIG_SETMASK, &curl_sig_mask, NULL,
+			      sizeof(curl_sig_mask));
+}
+
+static void
+curl_lock_take(void)
+{
+	curl_sig_block();
+	pthread_mutex_lock(&curl_lock);
+}
+
+static void
+curl_lock_give(void)
+{
+	pthread_mutex_unlock(&curl_lock);
+	curl_sig_restore();
+}
 
 /* The handle our curl_easy_perform hook is running on this thread. */
 static __thread CURL *curl_performing;
@@ -893,14 +963,14 @@ curl_install(struct curl_handle *e, const struct curl_plan *p, CURLM *multi)
 		return false;
 	}
 	prereq = e->prereq_ours || curl_prereq_set(e);
-	pthread_mutex_lock(&curl_lock);
+	curl_lock_take();
 	free(e->ours);
 	e->ours = ours;
 	e->ours_extra = p->n_extra;
 	e->ours_off = false;
 	e->multi = multi;
 	e->prereq_ours = prereq;
-	pthread_mutex_unlock(&curl_lock);
+	curl_lock_give();
 	return true;
 }
 
@@ -965,7 +1035,7 @@ curl_abandoned_locked(const struct curl_handle *e)
 /* Before any other hooked call on easy: if a jump ended its blocking
  * transfer, curl still holds our nodes, which lead to the application's
  * list as it was then.  The jump's handler could not give the list back
- * (it may have interrupted a holder of curl_lock, or curl itself), so
+ * (it may have interrupted curl itself, or malloc), so
  * the handle's next call does, before curl sees anything else: the
  * handle holds exactly the application's list again, and our nodes are
  * freed, once.  libcurl 7.88 sends nothing more on that handle (it stays
@@ -983,14 +1053,14 @@ curl_settle(CURL *easy)
 	if (__builtin_expect(!__atomic_load_n(&curl_abandoned_n, __ATOMIC_RELAXED), 1))
 		return;
 	saved_errno = errno;
-	pthread_mutex_lock(&curl_lock);
+	curl_lock_take();
 	e = curl_handle_find(easy);
 	if (e && curl_abandoned_locked(e)) {
 		curl_restore_locked(e);
 		curl_abandoned_done();
 		gave_back = true;
 	}
-	pthread_mutex_unlock(&curl_lock);
+	curl_lock_give();
 	if (gave_back && !__atomic_exchange_n(&said, true, __ATOMIC_RELAXED))
 		ctxshim_log("curl: a jump ended a transfer of handle %p: its header "
 			    "list is the application's again",
@@ -1074,9 +1144,9 @@ curl_prereq(void *clientp,
 	}
 	if (real_curl_easy_setopt_ptr(e->real, e->easy, CURLOPT_HTTPHEADER, e->app) ==
 	    CURLE_OK) {
-		pthread_mutex_lock(&curl_lock);
+		curl_lock_take();
 		e->ours_off = true;
-		pthread_mutex_unlock(&curl_lock);
+		curl_lock_give();
 		/* Our client span is sent nowhere now: a blocking call shows the
 		 * thread's own context again, as when the application's line was
 		 * there from the start. */
@@ -1106,9 +1176,9 @@ hook_curl_easy_init(struct curl_real *r, const void *ra)
 	/* An entry at this address belongs to a handle freed behind our back
 	 * (never by the application, which calls curl_easy_cleanup). */
 	saved_errno = errno;
-	pthread_mutex_lock(&curl_lock);
+	curl_lock_take();
 	stale = curl_handle_take(easy);
-	pthread_mutex_unlock(&curl_lock);
+	curl_lock_give();
 	curl_handle_free(stale);
 	errno = saved_errno;
 	return easy;
@@ -1130,7 +1200,7 @@ hook_curl_easy_setopt_ptr(struct curl_real *r, CURL *easy, CURLoption opt, void 
 	if (rc != CURLE_OK)
 		return rc;
 	saved_errno = errno;
-	pthread_mutex_lock(&curl_lock);
+	curl_lock_take();
 	e = curl_handle_get(r, easy);
 	if (!e && opt == CURLOPT_PREREQDATA)
 		curl_prereq_unseen();
@@ -1161,7 +1231,7 @@ hook_curl_easy_setopt_ptr(struct curl_real *r, CURL *easy, CURLoption opt, void 
 			break;
 		}
 	}
-	pthread_mutex_unlock(&curl_lock);
+	curl_lock_give();
 	free(old);
 	errno = saved_errno;
 	return rc;
@@ -1183,7 +1253,7 @@ hook_curl_easy_setopt_prereq(struct curl_real *r, CURL *easy, curl_prereq_callba
 	if (rc != CURLE_OK)
 		return rc;
 	saved_errno = errno;
-	pthread_mutex_lock(&curl_lock);
+	curl_lock_take();
 	e = curl_handle_get(r, easy);
 	if (!e) {
 		curl_prereq_unseen();
@@ -1192,7 +1262,7 @@ hook_curl_easy_setopt_prereq(struct curl_real *r, CURL *easy, curl_prereq_callba
 		if (e->prereq_ours)
 			(void)real(easy, CURLOPT_PREREQFUNCTION, curl_prereq);
 	}
-	pthread_mutex_unlock(&curl_lock);
+	curl_lock_give();
 	errno = saved_errno;
 	return rc;
 }
@@ -1350,9 +1420,9 @@ curl_prepare(struct curl_real *r,
 {
 	struct curl_handle *e;
 
-	pthread_mutex_lock(&curl_lock);
+	curl_lock_take();
 	e = curl_handle_find(easy);
-	pthread_mutex_unlock(&curl_lock);
+	curl_lock_give();
 	/* No entry: the application set no URL through us.  e->multi: our
 	 * list is already in a running transfer (curl will refuse this one).
 	 * Not HTTP: libcurl never reads the header list, which the
@@ -1388,6 +1458,10 @@ hook_curl_easy_perform(struct curl_real *r, CURL *easy, const void *ra)
 	if (!ctxshim_active() || curl_internal(r, ra))
 		return real_curl_easy_perform(r, easy);
 	saved_errno = errno;
+	/* One block for the critical sections up to the real call; and no
+	 * jump between our nodes given to curl and the frame that records
+	 * them (hook_curl_unwound()). */
+	curl_sig_block();
 	curl_settle(easy);
 	if (curl_prepare(r, easy, true, &p, &a, &e)) {
 		installed = curl_install(e, &p, NULL);
@@ -1413,6 +1487,7 @@ hook_curl_easy_perform(struct curl_real *r, CURL *easy, const void *ra)
 	curl_depth = depth + 1;
 	curl_performing = easy;
 	curl_performing_server = installed && p.client_span && had ? &saved : NULL;
+	curl_sig_restore();
 	errno = saved_errno;
 	rc = real_curl_easy_perform(r, easy);
 	saved_errno = errno;
@@ -1421,14 +1496,14 @@ hook_curl_easy_perform(struct curl_real *r, CURL *easy, const void *ra)
 	atomic_signal_fence(memory_order_seq_cst);
 	curl_depth = depth;
 	if (installed) {
-		pthread_mutex_lock(&curl_lock);
+		curl_lock_take();
 		/* The entry is still there: only curl_easy_cleanup and
 		 * curl_easy_reset remove it, and libcurl forbids both from
 		 * inside the transfer's callbacks. */
 		e = curl_handle_find(easy);
 		if (e)
 			curl_restore_locked(e);
-		pthread_mutex_unlock(&curl_lock);
+		curl_lock_give();
 	}
 	if (published)
 		curl_unpublish_call(&saved, had);
@@ -1443,11 +1518,11 @@ hook_curl_easy_cleanup(struct curl_real *r, CURL *easy, const void *ra)
 	int saved_errno;
 
 	if (ctxshim_active() && !curl_internal(r, ra)) {
-		pthread_mutex_lock(&curl_lock);
+		curl_lock_take();
 		e = curl_handle_take(easy);
 		if (e && curl_abandoned_locked(e))
 			curl_abandoned_done(); /* freed below */
-		pthread_mutex_unlock(&curl_lock);
+		curl_lock_give();
 	}
 	real_curl_easy_cleanup(r, easy);
 	/* Only now: a handle still in a multi is taken out of it inside
@@ -1464,11 +1539,11 @@ hook_curl_easy_reset(struct curl_real *r, CURL *easy, const void *ra)
 	int saved_errno;
 
 	if (ctxshim_active() && !curl_internal(r, ra)) {
-		pthread_mutex_lock(&curl_lock);
+		curl_lock_take();
 		e = curl_handle_take(easy);
 		if (e && curl_abandoned_locked(e))
 			curl_abandoned_done(); /* freed below */
-		pthread_mutex_unlock(&curl_lock);
+		curl_lock_give();
 	}
 	real_curl_easy_reset(r, easy);
 	saved_errno = errno;
@@ -1494,7 +1569,7 @@ hook_curl_easy_duphandle(struct curl_real *r, CURL *easy, const void *ra)
 	if (!dup || !ctxshim_active())
 		return dup;
 	saved_errno = errno;
-	pthread_mutex_lock(&curl_lock);
+	curl_lock_take();
 	/* An entry at the copy's address belongs to a handle freed behind
 	 * our back (as in hook_curl_easy_init()), whether or not we know the
 	 * original: its list may be freed memory. */
@@ -1543,7 +1618,7 @@ hook_curl_easy_duphandle(struct curl_real *r, CURL *easy, const void *ra)
 						 __ATOMIC_RELAXED);
 		}
 	}
-	pthread_mutex_unlock(&curl_lock);
+	curl_lock_give();
 	/* The copy got the pointer to our list, which we free when the
 	 * original's transfer ends, and our pre-request callback, whose
 	 * pointer is the original's entry. */
@@ -1572,18 +1647,20 @@ hook_curl_multi_add_handle(struct curl_real *r,
 	if (!ctxshim_active() || easy == curl_performing || curl_internal(r, ra))
 		return real_curl_multi_add_handle(r, multi, easy);
 	saved_errno = errno;
+	curl_sig_block(); /* one block for both critical sections */
 	curl_settle(easy);
 	if (curl_prepare(r, easy, false, &p, &a, &e))
 		installed = curl_install(e, &p, multi);
+	curl_sig_restore();
 	errno = saved_errno;
 	rc = real_curl_multi_add_handle(r, multi, easy);
 	if (rc != CURLM_OK && installed) {
 		saved_errno = errno;
-		pthread_mutex_lock(&curl_lock);
+		curl_lock_take();
 		e = curl_handle_find(easy);
 		if (e)
 			curl_restore_locked(e);
-		pthread_mutex_unlock(&curl_lock);
+		curl_lock_give();
 		errno = saved_errno;
 	}
 	return rc;
@@ -1603,11 +1680,11 @@ hook_curl_multi_remove_handle(struct curl_real *r,
 	    curl_internal(r, ra))
 		return rc;
 	saved_errno = errno;
-	pthread_mutex_lock(&curl_lock);
+	curl_lock_take();
 	e = curl_handle_find(easy);
 	if (e && e->ours && e->multi == multi)
 		curl_restore_locked(e);
-	pthread_mutex_unlock(&curl_lock);
+	curl_lock_give();
 	errno = saved_errno;
 	return rc;
 }
@@ -1624,12 +1701,12 @@ hook_curl_multi_cleanup(struct curl_real *r, CURLM *multi, const void *ra)
 	/* The easy handles outlive their multi handle; whatever was still in
 	 * it gets the application's list back. */
 	saved_errno = errno;
-	pthread_mutex_lock(&curl_lock);
+	curl_lock_take();
 	HASH_ITER (hh, curl_handles, e, tmp) {
 		if (e->ours && e->multi == multi)
 			curl_restore_locked(e);
 	}
-	pthread_mutex_unlock(&curl_lock);
+	curl_lock_give();
 	errno = saved_errno;
 	return rc;
 }

@@ -59,10 +59,9 @@
  * something else or the socket level sees its connection close (libevent
  * refuses to run an event loop a jump left, and libmicrohttpd calls the
  * handler of an unanswered request again, which publishes it again).  A
- * jump out of the few instructions in which hook-curl.c holds its table's
- * mutex leaves it locked (every later curl call of the process then
- * waits); a ucontext slot locked by a switch that a signal handler's own
- * switch interrupted stays locked. */
+ * ucontext slot locked by a switch that a signal handler's own switch
+ * interrupted stays locked.  (hook-curl.c's table mutex is held with the
+ * thread's signals blocked, so no handler's jump leaves it locked.) */
 #include "config.h"
 
 /* The names themselves: no fortify redirection of longjmp. */

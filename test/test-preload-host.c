@@ -13,6 +13,9 @@
  *   counted a handle whose callback had set its own traceparent list
  *   before the jump as abandoned for good, so that every later hooked
  *   call took curl_lock).
+ * - curl-jump lock: the same out of curl_easy_setopt(), at random points
+ *   (hook-curl.c's table lock stayed locked after a jump out of it, and
+ *   every later hooked call of the process waited).
  * - fcgi-jump: the same out of libfcgi's FCGX_Finish_r(), then FCGX_Free()
  *   (hook-fcgi.c left the dropped request published until the next accept).
  * - curl-lists freed: a handle's header list freed after its HTTP
@@ -129,6 +132,27 @@ START_TEST(curl_jump_out_of_perform)
 	out = run_both(argv, env);
 	ck_assert_str_eq(out, "shown-kept 1\nreperform 2\ndup-sent X-App: 1\n"
 			      "multi-like-easy 1\nabandoned-left 0\n");
+	free(out);
+}
+END_TEST
+
+/* A SIGUSR1 handler that siglongjmp()s out of curl_easy_setopt(), about
+ * 10,000 times in a second at random points, then another thread's
+ * curl_easy_setopt() (hook-curl.c's table lock used to stay locked after a
+ * jump out of the few instructions that hold it, and every later hooked
+ * call of the process waited for good: its signals are blocked there
+ * now). */
+START_TEST(curl_jump_out_of_the_lock)
+{
+	char path[4096], *argv[] = {path, "lock", NULL}, *out;
+
+	snprintf(path, sizeof(path), "%s/curl-jump", test_env_path("HELPER_DIR"));
+	if (access(path, X_OK) != 0) {
+		fprintf(stderr, "no libcurl: %s not built, not tested\n", path);
+		return;
+	}
+	out = run_both(argv, NULL);
+	ck_assert_str_eq(out, "lock-jumps 1\nlock-free 1\n");
 	free(out);
 }
 END_TEST
@@ -501,6 +525,7 @@ TEST_SUITE(preload_host_suite)
 	tcase_add_test(tc, curl_setopt_out_of_memory);
 	tcase_add_test(tc, curl_duphandle_at_a_stale_address);
 	tcase_add_test(tc, curl_jump_out_of_perform);
+	tcase_add_test(tc, curl_jump_out_of_the_lock);
 	tcase_add_test(tc, fcgi_jump_out_of_finish);
 	tcase_add_test(tc, curl_list_freed_before_a_file_transfer);
 	tcase_add_test(tc, curl_list_set_out_of_memory_is_sent);

@@ -33,7 +33,17 @@
  *                      every later hooked call of the process took
  *                      curl_lock.
  * and "same-address <0|1>" on stderr (whether the new handle got the
- * abandoned one's address, which the last check needs to mean much). */
+ * abandoned one's address, which the last check needs to mean much).
+ *
+ *   curl-jump lock
+ *
+ * A signal handler that siglongjmp()s out of curl_easy_setopt(), sent by
+ * another thread every few microseconds for a second, so that jumps land
+ * everywhere in hook-curl.c's setopt hook, also where it holds its table's
+ * lock; then another thread's curl_easy_setopt().  Prints "lock-jumps
+ * <0|1>" (at least 100 jumps) and "lock-free <0|1>": that setopt returned
+ * within 5 s (a jump out of the lock used to leave it locked, and every
+ * later hooked call of the process waited for good). */
 #include "config.h"
 
 #include <arpa/inet.h>
@@ -49,6 +59,7 @@
 #include <strings.h>
 #include <sys/socket.h>
 #include <sys/time.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <elf.h>
@@ -221,6 +232,92 @@ set_own_then_jump(void *ud, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_of
 	return 0;
 }
 
+/* ---- lock: jumps out of curl_easy_setopt() at random points ---------- */
+
+static sigjmp_buf lock_env;
+static pthread_t lock_main;
+static atomic_int lock_armed, lock_stop, lock_jumps;
+
+static void
+on_usr1(int sig)
+{
+	(void)sig;
+	if (atomic_load(&lock_armed)) {
+		atomic_store(&lock_armed, 0);
+		siglongjmp(lock_env, 1);
+	}
+}
+
+static void *
+lock_setopt(void *arg)
+{
+	CURL *h = arg;
+
+	/* a hooked option that allocates nothing in libcurl */
+	(void)curl_easy_setopt(h, CURLOPT_PREREQDATA, NULL);
+	return arg;
+}
+
+/* Sends the signals, then tries the lock from another thread, prints,
+ * and ends the process (the main thread may be stuck in the lock). */
+static void *
+lock_kick(void *arg)
+{
+	struct timespec end, now, pause = {.tv_nsec = 3000}, limit;
+	pthread_t th;
+	void *ret;
+	bool free_ok;
+
+	clock_gettime(CLOCK_MONOTONIC, &end);
+	end.tv_sec += 1;
+	do {
+		(void)pthread_kill(lock_main, SIGUSR1);
+		nanosleep(&pause, NULL);
+		clock_gettime(CLOCK_MONOTONIC, &now);
+	} while (now.tv_sec < end.tv_sec ||
+		 (now.tv_sec == end.tv_sec && now.tv_nsec < end.tv_nsec));
+	atomic_store(&lock_stop, 1);
+	clock_gettime(CLOCK_REALTIME, &limit);
+	limit.tv_sec += 5;
+	free_ok = pthread_create(&th, NULL, lock_setopt, arg) == 0 &&
+		  pthread_timedjoin_np(th, &ret, &limit) == 0;
+	fprintf(stderr, "jumps %d\n", atomic_load(&lock_jumps));
+	printf("lock-jumps %d\nlock-free %d\n", atomic_load(&lock_jumps) >= 100,
+	       free_ok);
+	fflush(stdout);
+	_exit(0);
+}
+
+static int
+lock_main_loop(void)
+{
+	struct sigaction sa = {.sa_handler = on_usr1};
+	CURL *h = curl_easy_init(), *other = curl_easy_init();
+	pthread_t kick;
+
+	if (!h || !other)
+		return 2;
+	(void)sigaction(SIGUSR1, &sa, NULL);
+	lock_main = pthread_self();
+	/* both handles get their entries before the jumps start */
+	(void)curl_easy_setopt(h, CURLOPT_PREREQDATA, NULL);
+	(void)curl_easy_setopt(other, CURLOPT_PREREQDATA, NULL);
+	if (pthread_create(&kick, NULL, lock_kick, other) != 0)
+		return 2;
+	while (!atomic_load(&lock_stop)) {
+		if (sigsetjmp(lock_env, 1) == 0) {
+			atomic_store(&lock_armed, 1);
+			while (!atomic_load(&lock_stop))
+				(void)curl_easy_setopt(h, CURLOPT_PREREQDATA, NULL);
+			atomic_store(&lock_armed, 0);
+		} else {
+			atomic_fetch_add(&lock_jumps, 1);
+		}
+	}
+	pause(); /* lock_kick() ends the process */
+	return 0;
+}
+
 static CURL *
 handle(const char *url, struct curl_slist *list)
 {
@@ -246,7 +343,7 @@ perform_answered(CURL *h)
 }
 
 int
-main(void)
+main(int argc, char **argv)
 {
 	struct itimerval t = {.it_value = {.tv_usec = 200000}};
 	struct sigaction sa = {.sa_handler = on_alarm};
@@ -260,6 +357,11 @@ main(void)
 	pthread_t th;
 	int running, n, tp_easy;
 
+	if (argc > 1 && strcmp(argv[1], "lock") == 0) {
+		if (curl_global_init(CURL_GLOBAL_DEFAULT) != 0)
+			return 2;
+		return lock_main_loop();
+	}
 	if (!list || curl_global_init(CURL_GLOBAL_DEFAULT) != 0 ||
 	    pthread_create(&th, NULL, answer, &ok) != 0)
 		return 2;
