@@ -268,32 +268,45 @@ enum curl_url_kind {
 static struct curl_handle *curl_handles;
 static pthread_mutex_t curl_lock = PTHREAD_MUTEX_INITIALIZER;
 
-/* The thread's signals are blocked while it holds curl_lock: a signal
- * handler that jumps out (a client's request timeout, siglongjmp(),
- * hook-longjmp.c) used to be able to leave the lock held, and every later
- * hooked call of the process waited for it for good; nor could anything
- * release it for the jump, since the table (uthash's lists, e->ours just
- * freed) is not consistent at every instruction.  Blocked, the signal
- * arrives when the mask is restored, after the unlock.  The synchronous
- * signals (a fault of the thread's own) stay unblocked: the kernel would
- * kill the process instead of running the application's handler; and so
- * do glibc's two internal ones (cancellation, setxid), as
- * pthread_sigmask() leaves them.  The kernel's 64-bit set, by system call:
- * two per critical section (curl_sig_block()), six per transfer with
- * its curl_easy_setopt(CURLOPT_URL) (test-preload-host.c, curl-jump
- * lock).  A lock word that names its holder, released by the jump, costs
- * nothing, but the table may be half-changed then: a new one would have
- * to replace it, every handle set up before going untraced. */
+/* Once the process has seen a signal handler's jump end a curl hook
+ * (curl_jumped), the thread's signals are blocked while it holds
+ * curl_lock: such a jump (a client's request timeout, siglongjmp(),
+ * hook-longjmp.c) could otherwise leave the lock held, and every later
+ * hooked call of the process would wait for it for good; nor can
+ * anything release it for the jump, since the table (uthash's lists,
+ * e->ours just freed) is not consistent at every instruction.  Blocked,
+ * the signal arrives when the mask is restored, after the unlock.  The
+ * synchronous signals (a fault of the thread's own) stay unblocked: the
+ * kernel would kill the process instead of running the application's
+ * handler; and so do glibc's two internal ones (cancellation, setxid), as
+ * pthread_sigmask() leaves them.
+ *
+ * Only then: the kernel's 64-bit set, by system call, is two calls per
+ * critical section (curl_sig_block()), six per transfer with its
+ * curl_easy_setopt(CURLOPT_URL), about 2.7 us on a 30 us keep-alive
+ * loopback request -- a price for every libcurl client to guard against
+ * what only one that jumps out of libcurl can meet.  Before its first such
+ * jump a process pays one load per critical section, and that first jump
+ * can still land in one: the hooks hold the lock for a few hundred
+ * instructions of a transfer, so the window is small (and jumping out of
+ * libcurl, which is not async-signal-safe, is already undefined in
+ * POSIX).  A lock word that names its holder, released by the jump, would
+ * cost nothing, but the table may be half-changed then: a new one would
+ * have to replace it, every handle set up before going untraced. */
 #define CURL_SIGBIT(sig) (UINT64_C(1) << ((sig)-1))
 static const uint64_t curl_lock_sigs =
 	~(CURL_SIGBIT(SIGSEGV) | CURL_SIGBIT(SIGBUS) | CURL_SIGBIT(SIGFPE) |
 	  CURL_SIGBIT(SIGILL) | CURL_SIGBIT(SIGTRAP) | CURL_SIGBIT(SIGSYS) |
 	  CURL_SIGBIT(SIGKILL) | CURL_SIGBIT(SIGSTOP) | CURL_SIGBIT(32) |
 	  CURL_SIGBIT(33));
+/* A jump ended a curl hook's frame, in any thread (hook_curl_unwound()). */
+static bool curl_jumped;
 /* The mask to restore, and how many curl_sig_block() calls of this
- * thread are running: the outermost blocks and restores, so that a hook
- * whose critical sections follow one another (curl_easy_perform's before
- * the real call) pays one pair of system calls for all. */
+ * thread that blocked or nest in one that did are running: the outermost
+ * blocks and restores, so that a hook whose critical sections follow one
+ * another (curl_easy_perform's before the real call) pays one pair of
+ * system calls for all.  Counted only while blocked, so that no jump out
+ * of an unblocked section leaves a count behind. */
 static __thread uint64_t curl_sig_mask __attribute__((tls_model("initial-exec")));
 static __thread unsigned curl_sig_depth __attribute__((tls_model("initial-exec")));
 
@@ -306,6 +319,8 @@ curl_sig_block(void)
 	/* A handler that runs before the block restores what it blocked
 	 * itself before it returns. */
 	if (curl_sig_depth == 0) {
+		if (!__atomic_load_n(&curl_jumped, __ATOMIC_RELAXED))
+			return;
 		(void)syscall(SYS_rt_sigprocmask, SIG_BLOCK, &curl_lock_sigs, &old,
 			      sizeof(old));
 		curl_sig_mask = old;
@@ -313,10 +328,12 @@ curl_sig_block(void)
 	curl_sig_depth++;
 }
 
+/* Ends a curl_sig_block(): if it blocked, or nested in one that did
+ * (another thread's jump may have set curl_jumped in between). */
 static void
 curl_sig_restore(void)
 {
-	if (--curl_sig_depth == 0)
+	if (curl_sig_depth && --curl_sig_depth == 0)
 		(void)syscall(SYS_rt_sigprocmask, SIG_SETMASK, &curl_sig_mask, NULL,
 			      sizeof(curl_sig_mask));
 }
@@ -1396,6 +1413,8 @@ hook_curl_unwound(uintptr_t to)
 		f = &curl_frames[d - 1];
 		if (!(f->sp && f->sp < to && ctxshim_stack_between(f->sp, to)))
 			break;
+		if (!curl_jumped)
+			__atomic_store_n(&curl_jumped, true, __ATOMIC_RELAXED);
 		if (f->installed)
 			__atomic_add_fetch(&curl_abandoned_n, 1, __ATOMIC_RELAXED);
 		if (f->published)

@@ -60,8 +60,9 @@
  * refuses to run an event loop a jump left, and libmicrohttpd calls the
  * handler of an unanswered request again, which publishes it again).  A
  * ucontext slot locked by a switch that a signal handler's own switch
- * interrupted stays locked.  (hook-curl.c's table mutex is held with the
- * thread's signals blocked, so no handler's jump leaves it locked.) */
+ * interrupted stays locked.  hook-curl.c's table mutex is held with the
+ * thread's signals blocked once a jump has ended a curl hook in the
+ * process; the first such jump could still leave it locked. */
 #include "config.h"
 
 /* The names themselves: no fortify redirection of longjmp. */

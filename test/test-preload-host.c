@@ -136,12 +136,13 @@ START_TEST(curl_jump_out_of_perform)
 }
 END_TEST
 
-/* A SIGUSR1 handler that siglongjmp()s out of curl_easy_setopt(), about
- * 10,000 times in a second at random points, then another thread's
- * curl_easy_setopt() (hook-curl.c's table lock used to stay locked after a
- * jump out of the few instructions that hold it, and every later hooked
- * call of the process waited for good: its signals are blocked there
- * now). */
+/* After a timeout's jump out of a curl_easy_perform(), a SIGUSR1 handler
+ * that siglongjmp()s out of curl_easy_setopt(), about 10,000 times in a
+ * second at random points, then another thread's curl_easy_setopt()
+ * (hook-curl.c's table lock used to stay locked after a jump out of the
+ * few instructions that hold it, and every later hooked call of the
+ * process waited for good: once a jump has ended a perform, its signals
+ * are blocked there). */
 START_TEST(curl_jump_out_of_the_lock)
 {
 	char path[4096], *argv[] = {path, "lock", NULL}, *out;

@@ -37,7 +37,9 @@
  *
  *   curl-jump lock
  *
- * A signal handler that siglongjmp()s out of curl_easy_setopt(), sent by
+ * First a timeout's jump out of a curl_easy_perform() (from then on
+ * hook-curl.c blocks signals while it holds its table's lock); then a
+ * signal handler that siglongjmp()s out of curl_easy_setopt(), sent by
  * another thread every few microseconds for a second, so that jumps land
  * everywhere in hook-curl.c's setopt hook, also where it holds its table's
  * lock; then another thread's curl_easy_setopt().  Prints "lock-jumps
@@ -71,6 +73,7 @@
 #include <curl/curl.h>
 
 #include "ctxobs.h"
+#include "listen-loopback.h"
 
 static sigjmp_buf loop_env;
 
@@ -89,13 +92,10 @@ on_alarm(int sig)
 static int
 listen_any(unsigned *port)
 {
-	struct sockaddr_in a = {.sin_family = AF_INET};
-	socklen_t len = sizeof(a);
-	int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	struct sockaddr_in a;
+	int s = listen_loopback(16, SOCK_CLOEXEC, &a);
 
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	if (s < 0 || bind(s, (struct sockaddr *)&a, sizeof(a)) != 0 ||
-	    listen(s, 16) != 0 || getsockname(s, (struct sockaddr *)&a, &len) != 0)
+	if (s < 0)
 		exit(2);
 	*port = ntohs(a.sin_port);
 	return s;
@@ -357,17 +357,23 @@ main(int argc, char **argv)
 	pthread_t th;
 	int running, n, tp_easy;
 
+	snprintf(stall_url, sizeof(stall_url), "http://127.0.0.1:%u/", stall_port);
+	snprintf(ok_url, sizeof(ok_url), "http://127.0.0.1:%u/", ok_port);
+	(void)sigaction(SIGALRM, &sa, NULL);
 	if (argc > 1 && strcmp(argv[1], "lock") == 0) {
 		if (curl_global_init(CURL_GLOBAL_DEFAULT) != 0)
 			return 2;
+		h = handle(stall_url, NULL);
+		if (sigsetjmp(loop_env, 1) == 0) {
+			(void)setitimer(ITIMER_REAL, &t, NULL);
+			(void)curl_easy_perform(h);
+			return 1;
+		}
 		return lock_main_loop();
 	}
 	if (!list || curl_global_init(CURL_GLOBAL_DEFAULT) != 0 ||
 	    pthread_create(&th, NULL, answer, &ok) != 0)
 		return 2;
-	snprintf(stall_url, sizeof(stall_url), "http://127.0.0.1:%u/", stall_port);
-	snprintf(ok_url, sizeof(ok_url), "http://127.0.0.1:%u/", ok_port);
-	(void)sigaction(SIGALRM, &sa, NULL);
 
 	/* What a fresh handle's blocking transfer sends. */
 	h = handle(ok_url, NULL);
