@@ -26,6 +26,7 @@
  *          the server reads with gnutls_record_recv_early_data after the
  *          handshake (old: not hooked, request 2 had no context). */
 #include "ctxobs.h"
+#include "listen-loopback.h"
 #include <arpa/inet.h>
 #include <errno.h>
 #include <gnutls/gnutls.h>
@@ -91,20 +92,28 @@ static const char hints[] = "HTTP/1.1 103 Early Hints\r\n"
 			    "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n";
 static const char ok[] = "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n";
 
+static int
+loopback_connect(int port)
+{
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port)};
+	int s = socket(AF_INET, SOCK_STREAM, 0);
+
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (connect(s, (void *)&a, sizeof(a)) < 0)
+		die("connect");
+	return s;
+}
+
 static void
 client(int port)
 {
 	gnutls_session_t c;
 	gnutls_anon_client_credentials_t ac;
-	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port)};
-	int s = socket(AF_INET, SOCK_STREAM, 0);
+	int s = loopback_connect(port);
 	char b[4096];
 	static const char r1[] = "GET /one HTTP/1.1\r\nHost: x\r\n" TP(1) "\r\n";
 	static const char r2[] = "GET /two HTTP/1.1\r\nHost: x\r\n" TP(2) "\r\n";
 
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	if (connect(s, (void *)&a, sizeof(a)) < 0)
-		die("connect");
 	gnutls_anon_allocate_client_credentials(&ac);
 	gnutls_init(&c, GNUTLS_CLIENT);
 	gnutls_priority_set_direct(c, "NORMAL:-VERS-TLS1.3:+ANON-ECDH:+ANON-DH", NULL);
@@ -219,18 +228,6 @@ early_recv(gnutls_session_t s, char *b, size_t n)
 	return r;
 }
 
-static int
-early_connect(int port)
-{
-	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port)};
-	int s = socket(AF_INET, SOCK_STREAM, 0);
-
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	if (connect(s, (void *)&a, sizeof(a)) < 0)
-		die("connect");
-	return s;
-}
-
 /* Request 1 on a full handshake, then request 2 as early data of the
  * session resumed with the ticket it got.  The certificate is not
  * verified (no gnutls_session_set_verify_cert). */
@@ -243,7 +240,7 @@ early_client(int port)
 	char b[4096];
 	static const char r1[] = "GET /one HTTP/1.1\r\nHost: x\r\n" TP(1) "\r\n";
 	static const char r2[] = "GET /two HTTP/1.1\r\nHost: x\r\n" TP(2) "\r\n";
-	int s = early_connect(port);
+	int s = loopback_connect(port);
 
 	gnutls_certificate_allocate_credentials(&cc);
 	gnutls_init(&c, GNUTLS_CLIENT);
@@ -260,7 +257,7 @@ early_client(int port)
 	gnutls_deinit(c);
 	close(s);
 
-	s = early_connect(port);
+	s = loopback_connect(port);
 	gnutls_init(&c, GNUTLS_CLIENT | GNUTLS_ENABLE_EARLY_DATA);
 	gnutls_priority_set_direct(c, EARLY_PRIO, NULL);
 	gnutls_credentials_set(c, GNUTLS_CRD_CERTIFICATE, cc);
@@ -331,9 +328,8 @@ early_serve(int l, int port)
 int
 main(int argc, char **argv)
 {
-	struct sockaddr_in a = {.sin_family = AF_INET};
-	socklen_t al = sizeof(a);
-	int l = socket(AF_INET, SOCK_STREAM, 0), st;
+	struct sockaddr_in a;
+	int l, st;
 	gnutls_anon_server_credentials_t as;
 	gnutls_dh_params_t dh;
 	pid_t kid;
@@ -342,9 +338,8 @@ main(int argc, char **argv)
 
 	if (argc != 2 || (!jump && !early && strcmp(argv[1], "hints") != 0))
 		die("usage: tls-resume-gnutls hints|jump|early");
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	if (bind(l, (void *)&a, sizeof(a)) < 0 || listen(l, 1) < 0 ||
-	    getsockname(l, (void *)&a, &al) < 0)
+	l = listen_loopback(1, 0, &a);
+	if (l < 0)
 		die("listen");
 	if (early)
 		early_serve(l, ntohs(a.sin_port));
