@@ -1530,44 +1530,50 @@ hook_curl_easy_perform(struct curl_real *r, CURL *easy, const void *ra)
 	return rc;
 }
 
-static void
-hook_curl_easy_cleanup(struct curl_real *r, CURL *easy, const void *ra)
+/* Before curl_easy_cleanup or curl_easy_reset of easy: its entry, taken
+ * out of the table, to be freed once the real call has run, or NULL. */
+static struct curl_handle *
+curl_forget(struct curl_real *r, CURL *easy, const void *ra)
 {
-	struct curl_handle *e = NULL;
-	int saved_errno;
+	struct curl_handle *e;
 
-	if (ctxshim_active() && !curl_internal(r, ra)) {
-		curl_lock_take();
-		e = curl_handle_take(easy);
-		if (e && curl_abandoned_locked(e))
-			curl_abandoned_done(); /* freed below */
-		curl_lock_give();
-	}
-	real_curl_easy_cleanup(r, easy);
-	/* Only now: a handle still in a multi is taken out of it inside
-	 * curl_easy_cleanup, while curl may still look at its headers. */
-	saved_errno = errno;
+	if (!ctxshim_active() || curl_internal(r, ra))
+		return NULL;
+	curl_lock_take();
+	e = curl_handle_take(easy);
+	if (e && curl_abandoned_locked(e))
+		curl_abandoned_done(); /* freed by the caller */
+	curl_lock_give();
+	return e;
+}
+
+static void
+curl_forgotten(struct curl_handle *e)
+{
+	int saved_errno = errno;
+
 	curl_handle_free(e);
 	errno = saved_errno;
 }
 
 static void
+hook_curl_easy_cleanup(struct curl_real *r, CURL *easy, const void *ra)
+{
+	struct curl_handle *e = curl_forget(r, easy, ra);
+
+	real_curl_easy_cleanup(r, easy);
+	/* Only now: a handle still in a multi is taken out of it inside
+	 * curl_easy_cleanup, while curl may still look at its headers. */
+	curl_forgotten(e);
+}
+
+static void
 hook_curl_easy_reset(struct curl_real *r, CURL *easy, const void *ra)
 {
-	struct curl_handle *e = NULL;
-	int saved_errno;
+	struct curl_handle *e = curl_forget(r, easy, ra);
 
-	if (ctxshim_active() && !curl_internal(r, ra)) {
-		curl_lock_take();
-		e = curl_handle_take(easy);
-		if (e && curl_abandoned_locked(e))
-			curl_abandoned_done(); /* freed below */
-		curl_lock_give();
-	}
 	real_curl_easy_reset(r, easy);
-	saved_errno = errno;
-	curl_handle_free(e);
-	errno = saved_errno;
+	curl_forgotten(e);
 }
 
 static CURL *
