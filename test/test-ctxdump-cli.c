@@ -810,6 +810,46 @@ START_TEST(records_text_and_json)
 }
 END_TEST
 
+/* The process given with -p/--pid, as gdb, strace and perf take it (old:
+ * "invalid option -- 'p'", exit 64), to the dump and to record; with the
+ * operand as well, a usage error. */
+START_TEST(pid_option)
+{
+	struct churn h;
+	char *out, *err, arg[16], eq[32];
+
+	churn_start(&h, NULL, 1);
+	snprintf(arg, sizeof(arg), "%d", (int)h.pid);
+	snprintf(eq, sizeof(eq), "--pid=%d", (int)h.pid);
+
+	ck_assert_int_eq(run_ctxdump(&out, &err, "-j", "-p", arg, NULL), 0);
+	assert_worker_json(out, &h, 0);
+	free(out);
+	free(err);
+	ck_assert_int_eq(run_ctxdump(&out, &err, eq, "-q", NULL), 0);
+	ck_assert_msg(strstr(out, "span_id=a0a0a0a0a0a0a0a0"), "%s", out);
+	free(out);
+	free(err);
+	ck_assert_int_eq(run_ctxdump(&out, &err, "record", "-d", "0.05", "-o", "-",
+				     "-q", "-p", arg, NULL),
+			 0);
+	ck_assert_msg(strncmp(out, "CTXDPROF", 8) == 0, "no recording: %s", err);
+	free(out);
+	free(err);
+	assert_running(h.pid);
+
+	ck_assert_int_eq(run_ctxdump(&out, &err, "-p", arg, arg, NULL), 64);
+	ck_assert_msg(strstr(err, "unexpected argument"), "%s", err);
+	assert_try_help(err);
+	free(out);
+	free(err);
+	ck_assert_int_eq(run_ctxdump(&out, &err, "-p", NULL), 64);
+	free(out);
+	free(err);
+	churn_finish(&h);
+}
+END_TEST
+
 START_TEST(one_thread)
 {
 	struct churn h;
@@ -1470,6 +1510,7 @@ TEST_SUITE(ctxdump_cli_suite)
 	tcase_add_loop_test(tp, long_command_line, 0, 3);
 	tcase_add_test(tp, escaping);
 	tcase_add_test(tp, one_thread);
+	tcase_add_test(tp, pid_option);
 	tcase_add_test(tp, stacks_unusual);
 	tcase_add_test(tp, already_traced);
 	tcase_add_test(tp, one_thread_traced);

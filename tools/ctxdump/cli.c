@@ -142,6 +142,18 @@ cli_operand(int argc, char *const *argv, const char *what)
 	return argv[optind];
 }
 
+const char *
+cli_pid_operand(int argc, char *const *argv, const char *opt_pid)
+{
+	if (!opt_pid)
+		return cli_operand(argc, argv, "process id");
+	if (optind < argc)
+		cli_usage_err("unexpected argument: '%s' (the process id is given "
+			      "with --pid)",
+			      argv[optind]);
+	return opt_pid;
+}
+
 uint64_t
 cli_hash_seed(void)
 {

@@ -66,3 +66,8 @@ uint64_t cli_hash_seed(void);
 /* The one operand after the options (what names it in "no WHAT
  * specified"); anything after it is a usage error. */
 const char *cli_operand(int argc, char *const *argv, const char *what);
+
+/* The process id: opt_pid, the value of -p/--pid (NULL if not given:
+ * gdb, strace, perf and eu-stack take it so, and users type it), else
+ * the one operand; both together are a usage error. */
+const char *cli_pid_operand(int argc, char *const *argv, const char *opt_pid);

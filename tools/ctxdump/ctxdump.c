@@ -113,6 +113,7 @@ usage(void)
 	      "running process, together with its process context (OTEP-4719).\n"
 	      "\n"
 	      "Options:\n"
+	      " -p, --pid <pid>           the process (instead of <pid>)\n"
 	      " -t, --tid <tid>           show only this thread\n"
 	      " -s, --stacks              also show each thread's native stack\n"
 	      " -n, --max-frames <n>      at most <n> frames per thread (default 64,\n"
@@ -147,6 +148,7 @@ parse_options(struct ctxdump_control *ctl, int argc, char **argv)
 {
 	enum { OPT_STACK_SIZE = CHAR_MAX + 1, OPT_STOP_TIMEOUT, OPT_NO_DEMANGLE };
 	static const struct option longopts[] = {
+		{"pid", required_argument, NULL, 'p'},
 		{"tid", required_argument, NULL, 't'},
 		{"stacks", no_argument, NULL, 's'},
 		{"max-frames", required_argument, NULL, 'n'},
@@ -160,6 +162,7 @@ parse_options(struct ctxdump_control *ctl, int argc, char **argv)
 		{"version", no_argument, NULL, 'V'},
 		{NULL, 0, NULL, 0},
 	};
+	const char *pid = NULL;
 	int c;
 
 	ctl->max_frames = DEFAULT_MAX_FRAMES;
@@ -167,8 +170,11 @@ parse_options(struct ctxdump_control *ctl, int argc, char **argv)
 	ctl->stop_timeout_ms = STOP_TIMEOUT_MS;
 	/* Our own messages: getopt's would name the full argv[0]. */
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":t:sn:jqvhV", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":p:t:sn:jqvhV", longopts, NULL)) != -1) {
 		switch (c) {
+		case 'p':
+			pid = optarg;
+			break;
 		case 't':
 			ctl->tid =
 				(pid_t)cli_parse_num(optarg, "thread id", 1, INT_MAX);
@@ -211,8 +217,8 @@ parse_options(struct ctxdump_control *ctl, int argc, char **argv)
 			cli_option_error(c, argv, true);
 		}
 	}
-	ctl->pid = (pid_t)cli_parse_num(cli_operand(argc, argv, "process id"),
-					"process id", 1, INT_MAX);
+	ctl->pid = (pid_t)cli_parse_num(cli_pid_operand(argc, argv, pid), "process id",
+					1, INT_MAX);
 }
 
 /* ---- reading ---- */

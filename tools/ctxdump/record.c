@@ -1670,6 +1670,7 @@ usage(void)
 	      "the process keeps running.\n"
 	      "\n"
 	      "Options:\n"
+	      " -p, --pid <pid>           the process (instead of <pid>)\n"
 	      " -F, --rate <hz>           rounds per second (default 100, at most "
 	      "1000)\n"
 	      " -d, --duration <seconds>  stop after this time (default: until "
@@ -1694,6 +1695,7 @@ parse_args(struct rec_ctl *ctl, int argc, char **argv)
 {
 	enum { OPT_STACK_SIZE = CHAR_MAX + 1, OPT_NO_DEMANGLE };
 	static const struct option longopts[] = {
+		{"pid", required_argument, NULL, 'p'},
 		{"rate", required_argument, NULL, 'F'},
 		{"duration", required_argument, NULL, 'd'},
 		{"output", required_argument, NULL, 'o'},
@@ -1705,6 +1707,7 @@ parse_args(struct rec_ctl *ctl, int argc, char **argv)
 		{"version", no_argument, NULL, 'V'},
 		{NULL, 0, NULL, 0},
 	};
+	const char *pid = NULL;
 	char *end;
 	int c;
 
@@ -1714,8 +1717,11 @@ parse_args(struct rec_ctl *ctl, int argc, char **argv)
 	ctl->stack_size = DEFAULT_STACK_SIZE;
 	opterr = 0;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, ":F:d:o:n:qhV", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":p:F:d:o:n:qhV", longopts, NULL)) != -1) {
 		switch (c) {
+		case 'p':
+			pid = optarg;
+			break;
 		case 'F':
 			ctl->rate =
 				(unsigned)cli_parse_num(optarg, "rate", 1, MAX_RATE);
@@ -1753,8 +1759,8 @@ parse_args(struct rec_ctl *ctl, int argc, char **argv)
 			cli_option_error(c, argv, false);
 		}
 	}
-	ctl->pid = (pid_t)cli_parse_num(cli_operand(argc, argv, "process id"),
-					"process id", 1, INT_MAX);
+	ctl->pid = (pid_t)cli_parse_num(cli_pid_operand(argc, argv, pid), "process id",
+					1, INT_MAX);
 }
 
 static void
