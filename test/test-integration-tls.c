@@ -28,6 +28,11 @@
  *    without the shim (the Date header aside), and the event log shows
  *    each traced request's trace-id attached once, with one span, on the
  *    worker, then released;
+ *  - the same nginx with "ssl_early_data on": a request sent as TLS 1.3
+ *    0-RTT data of a resumed session (read with SSL_read_early_data,
+ *    answered with SSL_write_early_data) and the next one on the
+ *    connection each show their own context on the worker, and the idle
+ *    worker none;
  *  - libmicrohttpd with MHD_USE_TLS (helpers/mhd-server.c, GnuTLS) in
  *    each threading mode: the blocked handler's thread shows its
  *    request's context, one span per request;
@@ -899,6 +904,238 @@ START_TEST(test_nginx_ssl)
 }
 END_TEST
 
+/* ---- nginx with ssl_early_data: a request sent as TLS 1.3 0-RTT data ---- */
+
+/* nginx reads 0-RTT data with SSL_read_early_data() (one byte during the
+ * handshake, the rest from its recv handler) and answers it with
+ * SSL_write_early_data(); libssl runs both through its PLT to
+ * SSL_read_ex and SSL_write_ex, which the shim follows.  To read the
+ * worker's record while a request runs, its access log is a FIFO the test
+ * fills (ed_fill()): the worker blocks in the log write of the request,
+ * after its response, before it goes back to epoll_wait(). */
+#define ED_T1 "6bf92f3577b34da6a3ce929d0e0e4701"
+#define ED_P1 "00f067aa0ba902b1"
+#define ED_T2 "6bf92f3577b34da6a3ce929d0e0e4702"
+#define ED_P2 "00f067aa0ba902b2"
+
+/* Fill the FIFO (fd nonblocking): the worker's next log write blocks. */
+static void
+ed_fill(int fd)
+{
+	char nl[256];
+
+	memset(nl, '\n', sizeof(nl));
+	while (write(fd, nl, sizeof(nl)) > 0)
+		;
+	ck_assert_int_eq(errno, EAGAIN);
+	/* up to the last byte: a line shorter than what is left would fit */
+	while (write(fd, nl, 1) > 0)
+		;
+	ck_assert_int_eq(errno, EAGAIN);
+}
+
+/* Read the FIFO until a log line containing want went by, then empty it. */
+static void
+ed_drain(int fd, const char *want)
+{
+	long deadline = test_now_ms() + IT_TIMEOUT_MS;
+	char buf[4096], tail[8192] = "";
+	bool seen = false;
+
+	for (;;) {
+		struct pollfd pfd = {.fd = fd, .events = POLLIN};
+		ssize_t r = read(fd, buf, sizeof(buf) - 1);
+		size_t tl = strlen(tail);
+
+		if (r > 0) {
+			buf[r] = '\0';
+			/* keep the end, for a line cut between two reads */
+			if (tl + (size_t)r >= sizeof(tail)) {
+				memmove(tail, tail + tl / 2, tl - tl / 2 + 1);
+				tl = strlen(tail);
+			}
+			memcpy(tail + tl, buf, (size_t)r + 1);
+			seen = seen || strstr(tail, want);
+			continue;
+		}
+		ck_assert_int_eq(errno, EAGAIN);
+		if (seen)
+			return;
+		ck_assert_msg(test_now_ms() < deadline, "no access log line with %s",
+			      want);
+		(void)poll(&pfd, 1, 100);
+	}
+}
+
+/* The worker (tid == pid) publishes trace with this parent and path, and
+ * a span of its own; *span: that span. */
+static void
+ed_assert_ctx(long worker,
+	      const char *trace,
+	      const char *parent,
+	      const char *path,
+	      char span[17])
+{
+	char *json = it_ctxdump((pid_t)worker);
+	struct it_thread_ctx t;
+
+	ck_assert_msg(it_dump_thread(json, worker, &t), "worker %ld not listed:\n%s",
+		      worker, json);
+	ck_assert_msg(t.has_ctx, "worker %ld has no context (%s):\n%s", worker, trace,
+		      json);
+	ck_assert_str_eq(t.trace, trace);
+	ck_assert_str_eq(t.parent, parent);
+	ck_assert_str_ne(t.span, parent);
+	ck_assert_str_ne(t.span, "0000000000000000");
+	ck_assert_str_eq(t.method, "GET");
+	ck_assert_str_eq(t.path, path);
+	free(json);
+	memcpy(span, t.span, 17);
+}
+
+/* The idle worker publishes nothing. */
+static void
+ed_assert_idle(long worker)
+{
+	char *json = it_ctxdump((pid_t)worker);
+	struct it_thread_ctx t;
+
+	ck_assert_msg(it_dump_thread(json, worker, &t), "worker %ld not listed:\n%s",
+		      worker, json);
+	ck_assert_msg(!t.has_ctx, "idle worker %ld still shows %s:\n%s", worker,
+		      t.trace, json);
+	free(json);
+}
+
+/* A session of nginx's with a ticket that allows early data: an untraced
+ * request on a full handshake, read to its end (the tickets come first),
+ * and a clean close. */
+static SSL_SESSION *
+ed_ticket(unsigned port, int fifo)
+{
+	static const char req[] = "GET /warm HTTP/1.1\r\nHost: x\r\n\r\n";
+	struct tc c;
+	SSL_SESSION *sess;
+	char *resp;
+
+	tc_connect(&c, port);
+	ck_assert_str_eq(SSL_get_version(c.ssl), "TLSv1.3");
+	tc_send(&c, req, strlen(req), 0);
+	resp = tc_read_response(&c);
+	ck_assert_msg(strstr(resp, "\r\n\r\nearly=\n"), "response: %s", resp);
+	free(resp);
+	ed_drain(fifo, "\"GET /warm ");
+	sess = SSL_get1_session(c.ssl);
+	ck_assert_ptr_nonnull(sess);
+	ck_assert_int_eq(SSL_SESSION_is_resumable(sess), 1);
+	ck_assert_uint_gt(SSL_SESSION_get_max_early_data(sess), 0);
+	(void)SSL_shutdown(c.ssl);
+	tc_close(&c);
+	return sess;
+}
+
+/* Request 1 as 0-RTT data of a resumed session (nginx's $ssl_early_data
+ * is "1" in its answer), request 2 on the same connection after the
+ * handshake: while each runs, the worker shows its context (its trace,
+ * parent, and a span of its own); between them and after them, none.
+ * Old (the SSL_read_ex hook not reached from SSL_read_early_data):
+ * request 1 had no context. */
+START_TEST(test_nginx_early_data)
+{
+	static const char r1[] = "GET /zero HTTP/1.1\r\nHost: x\r\n"
+				 "traceparent: 00-" ED_T1 "-" ED_P1 "-01\r\n\r\n";
+	static const char r2[] = "GET /second HTTP/1.1\r\nHost: x\r\n"
+				 "traceparent: 00-" ED_T2 "-" ED_P2 "-01\r\n\r\n";
+	struct ngx n;
+	struct tc c;
+	char *argv[] = {NGINX, "-p", n.nx.dir, "-c", n.nx.conf, "-e", n.nx.err, NULL};
+	char fifo_path[128], extra[512], span1[17], span2[17], *resp, *log;
+	SSL_SESSION *sess;
+	size_t written;
+	long worker;
+	int fifo, len, one = 1;
+
+	ngx_setup(&n);
+	snprintf(fifo_path, sizeof(fifo_path), "%s/access.fifo", n.tls.dir);
+	ck_assert_int_eq(mkfifo(fifo_path, 0666), 0);
+	/* Open before nginx does (its open for writing would wait for a
+	 * reader); small, so that a few bytes fill it. */
+	fifo = open(fifo_path, O_RDWR | O_NONBLOCK | O_CLOEXEC);
+	ck_assert_int_ge(fifo, 0);
+	(void)fcntl(fifo, F_SETPIPE_SZ, 4096);
+	len = snprintf(extra, sizeof(extra),
+		       "    ssl_protocols TLSv1.3;\n"
+		       "    ssl_early_data on;\n"
+		       "    access_log %s;\n"
+		       "    location / { return 200 \"early=$ssl_early_data\\n\"; }\n",
+		       fifo_path);
+	ck_assert_int_lt(len, (int)sizeof(extra));
+	n.nx.srv.port = nx_free_port();
+	nx_write_conf(&n.nx, n.nx.srv.port, extra);
+	nx_launch(&n.nx, argv, true, "nginx");
+
+	sess = ed_ticket(n.nx.srv.port, fifo);
+	ed_fill(fifo);
+	c.fd = it_connect(n.nx.srv.port);
+	ck_assert_int_eq(setsockopt(c.fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)),
+			 0);
+	c.ssl = SSL_new(client_ctx());
+	ck_assert_ptr_nonnull(c.ssl);
+	ck_assert_int_eq(SSL_set_fd(c.ssl, c.fd), 1);
+	ck_assert_int_eq(SSL_set_session(c.ssl, sess), 1);
+	ck_assert_int_eq(SSL_write_early_data(c.ssl, r1, strlen(r1), &written), 1);
+	ck_assert_uint_eq(written, strlen(r1));
+
+	/* Request 1: the worker blocks in its log write, after the answer.
+	 * The client's Finished is sent only then (SSL_connect()): nginx's
+	 * $ssl_early_data is "1" until the handshake is over. */
+	worker = nx_wait_attach_tid(&n.nx.srv, ED_T1);
+	ck_assert_int_ne(worker, n.nx.srv.child.pid);
+	ed_assert_ctx(worker, ED_T1, ED_P1, "/zero", span1);
+	ck_assert_msg(SSL_connect(c.ssl) == 1, "TLS handshake failed");
+	ck_assert_int_eq(SSL_session_reused(c.ssl), 1);
+	ck_assert_int_eq(SSL_get_early_data_status(c.ssl), SSL_EARLY_DATA_ACCEPTED);
+	resp = tc_read_response(&c);
+	ck_assert_msg(strstr(resp, "\r\n\r\nearly=1\n"), "not read as early data: %s",
+		      resp);
+	free(resp);
+	ed_drain(fifo, "\"GET /zero ");
+	it_wait_detached(&n.nx.srv, worker, ED_T1, "epoll_wait");
+	ed_assert_idle(worker);
+
+	/* Request 2, after the handshake: its own context. */
+	ed_fill(fifo);
+	tc_send(&c, r2, strlen(r2), 0);
+	ck_assert_int_eq(nx_wait_attach_tid(&n.nx.srv, ED_T2), worker);
+	ed_assert_ctx(worker, ED_T2, ED_P2, "/second", span2);
+	ck_assert_str_ne(span2, span1);
+	resp = tc_read_response(&c);
+	ck_assert_msg(strstr(resp, "\r\n\r\nearly=\n"), "response: %s", resp);
+	free(resp);
+	ed_drain(fifo, "\"GET /second ");
+	it_wait_detached(&n.nx.srv, worker, ED_T2, "epoll_wait");
+	ed_assert_idle(worker);
+	tc_close(&c);
+
+	/* Each attached once, by its head, with one span; request 2 not
+	 * queued behind request 1 (a "pipelined" switch: the 0-RTT answer,
+	 * SSL_write_early_data's, was not seen), request 1 not shown again
+	 * by a later read. */
+	log = it_events(&n.nx.srv);
+	ck_assert_msg(it_events_count(log, ED_T1, "request") == 1 &&
+			      it_events_spans(log, ED_T1, NULL) == 1 &&
+			      it_events_count(log, ED_T1, "read") == 0 &&
+			      it_events_count(log, ED_T2, "request") == 1 &&
+			      it_events_spans(log, ED_T2, NULL) == 1,
+		      "request 1 not answered, or not started once, log:\n%s", log);
+	free(log);
+	nx_stop(&n.nx);
+	SSL_SESSION_free(sess);
+	close(fifo);
+	nx_cleanup(&n.nx);
+}
+END_TEST
+
 /* ---- libmicrohttpd over https ---- */
 
 static const char *const mhd_modes[] = {"thread", "select", "epoll"};
@@ -1169,8 +1406,10 @@ TEST_SUITE(tls_suite)
 	if (access(p, X_OK) == 0)
 		tcase_add_loop_test(tc, test_read_timeout_jump, 0,
 				    (int)(sizeof(jump_mode) / sizeof(jump_mode[0])));
-	if (access(NGINX, X_OK) == 0)
+	if (access(NGINX, X_OK) == 0) {
 		tcase_add_test(tc, test_nginx_ssl);
+		tcase_add_test(tc, test_nginx_early_data);
+	}
 	snprintf(p, sizeof(p), "%s/curl-get", test_env_path("HELPER_DIR"));
 	if (access(p, X_OK) == 0)
 		tcase_add_test(tc, test_curl_https);
