@@ -23,7 +23,12 @@
  * the SSL BIO: BIO_free() of one that owns its session), SSL_read_ex and
  * SSL_write_ex only from SSL_read_early_data and SSL_write_early_data:
  * those are the application's calls too, and SSL_read does not call
- * SSL_read_ex, so nothing is seen twice.
+ * SSL_read_ex, so nothing is seen twice.  That is also how a TLS 1.3
+ * server's 0-RTT data is followed: a request read with
+ * SSL_read_early_data (nginx's ssl_early_data: one byte during the
+ * handshake, the rest after) gets its context, and its answer written
+ * with SSL_write_early_data answers it (test-integration-tls.c,
+ * test_nginx_early_data).
  *
  * The SSL BIO.  An application may use a session only through an SSL BIO
  * (BIO_f_ssl(), BIO_new_ssl()), often under a buffer BIO: `openssl
