@@ -57,6 +57,15 @@ check "no context" contains "$dp_out" "context:  none"
 check "process line" contains "$dp_out" "process:  $bg_pid (sh)"
 expect_status 1 "leading zeros (old: does not exist)" "$S" status "00$bg_pid"
 check "the same process" contains "$dp_out" "process:  $bg_pid (sh)"
+for o in "-p $bg_pid" "-p$bg_pid" "--pid=$bg_pid" "--pid $bg_pid" "-- $bg_pid"; do
+	# shellcheck disable=SC2086 # the option and its argument, split
+	expect_status 1 "status $o" "$S" status $o
+	check "status $o: the process" contains "$dp_out" "process:  $bg_pid"
+done
+expect_status 64 "-p and an operand" "$S" status -p "$bg_pid" "$bg_pid"
+check "says why" contains "$dp_err" "unexpected argument '$bg_pid' (the process id is given with --pid)"
+expect_status 64 "-p without a pid" "$S" status -p
+check "getopt's message" contains "$dp_err" "option requires an argument -- 'p'"
 release "$bg_pid" "$bg_go"
 
 # A thread id is no process id (old: reported as process TID).
