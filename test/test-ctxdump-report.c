@@ -345,6 +345,31 @@ rec_finish(struct rec *r, char *path, size_t n, const char *tag)
 	r->p = NULL;
 }
 
+/* A recording of a process comm with this pid, started (malloc'd). */
+static struct rec *
+rec_new_pid(const char *comm, uint64_t pid)
+{
+	struct rec *r = malloc(sizeof(*r));
+
+	ck_assert_ptr_nonnull(r);
+	rec_start_pid(r, comm, pid);
+	return r;
+}
+
+static struct rec *
+rec_new(const char *comm)
+{
+	return rec_new_pid(comm, 4242);
+}
+
+/* rec_finish() r into a new file at path, and free r. */
+static void
+rec_save(struct rec *r, char *path, size_t n, const char *tag)
+{
+	rec_finish(r, path, n, tag);
+	free(r);
+}
+
 /* ---- running report ---- */
 
 static bool
@@ -405,6 +430,49 @@ run_report(const char *const *args,
 	return WEXITSTATUS(st);
 }
 
+/* run_report(args) with standard output to out and no limits: it must
+ * exit with status want, else "what exit N: its standard error". */
+static void
+report_to(const char *const *args, const char *out, int want, const char *what)
+{
+	char *err;
+	int st = run_report(args, -1, out, 0, 0, &err);
+
+	ck_assert_msg(st == want, "%s exit %d: %s", what, st, err);
+	free(err);
+}
+
+/* The standard output (malloc'd) of report_to(args, ..., want, what). */
+static char *
+report_stdout(const char *const *args, int want, const char *what)
+{
+	char out[64], *o;
+
+	prof_tmpfile(out, sizeof(out), "report-out");
+	report_to(args, out, want, what);
+	o = prof_slurp(out);
+	unlink(out);
+	return o;
+}
+
+/* The first line (malloc'd) that the python script prints about the
+ * standard output of report_to(args, ..., 0, "report"). */
+static char *
+report_py(const char *script, const char *const *args)
+{
+	char out[64], *err, *res;
+	int st;
+
+	prof_tmpfile(out, sizeof(out), "report-py-out");
+	report_to(args, out, 0, "report");
+	st = prof_py(script, out, &res, &err);
+	ck_assert_msg(st == 0, "python: %s", err);
+	free(err);
+	unlink(out);
+	res[strcspn(res, "\n")] = '\0';
+	return res;
+}
+
 /* Occurrences of needle in the file at path (read in pieces). */
 static size_t
 count_in_file(const char *path, const char *needle)
@@ -443,11 +511,9 @@ static void
 make_alternating(char *path, size_t n, uint32_t samples, bool pairs)
 {
 	static uint32_t a[1024], b[1024];
-	struct rec *r = malloc(sizeof(*r));
+	struct rec *r = rec_new("srv");
 	uint32_t i;
 
-	ck_assert_ptr_nonnull(r);
-	rec_start(r, "srv");
 	rec_string(r, 1, "outerA", 6);
 	rec_string(r, 2, "outerB", 6);
 	rec_string(r, 3, "work", 4);
@@ -463,8 +529,7 @@ make_alternating(char *path, size_t n, uint32_t samples, bool pairs)
 	rec_round(r, 0);
 	for (i = 0; i < samples; i++)
 		rec_sample(r, 7, 1 + ((pairs ? i >> 1 : i) & 1), 1);
-	rec_finish(r, path, n, "alt");
-	free(r);
+	rec_save(r, path, n, "alt");
 }
 
 START_TEST(report_spans_memory_bounded)
@@ -532,23 +597,13 @@ static const char spans_tree_py[] =
 	"               a.get('ctxdump.frames', {}).get('stringValue', '')))\n"
 	"print('|'.join(sorted(out)))\n";
 
+/* spans_tree_py's line for report --spans [opt] file. */
 static char *
 spans_tree(const char *file, const char *opt)
 {
 	const char *args[] = {"--spans", opt ? opt : file, opt ? file : NULL, NULL};
-	char out[64], *err, *res;
-	int st;
 
-	prof_tmpfile(out, sizeof(out), "tree-out");
-	st = run_report(args, -1, out, 0, 0, &err);
-	ck_assert_msg(st == 0, "report exit %d: %s", st, err);
-	free(err);
-	st = prof_py(spans_tree_py, out, &res, &err);
-	ck_assert_msg(st == 0, "python: %s", err);
-	free(err);
-	unlink(out);
-	res[strcspn(res, "\n")] = '\0';
-	return res;
+	return report_py(spans_tree_py, args);
 }
 
 /* spans_tree() with the options opts (NULL-terminated, at most 8). */
@@ -556,24 +611,13 @@ static char *
 spans_tree_opts(const char *file, const char *const *opts)
 {
 	const char *args[12] = {"--spans"};
-	char out[64], *err, *res;
 	size_t n = 1;
-	int st;
 
 	while (*opts && n < 10)
 		args[n++] = *opts++;
 	args[n++] = file;
 	args[n] = NULL;
-	prof_tmpfile(out, sizeof(out), "tree-out");
-	st = run_report(args, -1, out, 0, 0, &err);
-	ck_assert_msg(st == 0, "report exit %d: %s", st, err);
-	free(err);
-	st = prof_py(spans_tree_py, out, &res, &err);
-	ck_assert_msg(st == 0, "python: %s", err);
-	free(err);
-	unlink(out);
-	res[strcspn(res, "\n")] = '\0';
-	return res;
+	return report_py(spans_tree_py, args);
 }
 
 /* The filters select samples for --spans as they do for the summary and
@@ -592,12 +636,10 @@ START_TEST(report_spans_filter_per_sample)
 	static const uint32_t seq[] = {1, 1, 2, 2, 2};
 	const char *path[] = {"--path", "GET /x", NULL};
 	const char *route[] = {"--attr", "http.route", NULL};
-	struct rec *r = malloc(sizeof(*r));
+	struct rec *r = rec_new("srv");
 	char file[64], *t;
 	uint32_t i;
 
-	ck_assert_ptr_nonnull(r);
-	rec_start(r, "srv");
 	rec_functions(r, names, 5);
 	rec_get_x(r, 6);
 	rec_stack(r, 1, s_req, 4);
@@ -609,8 +651,7 @@ START_TEST(report_spans_filter_per_sample)
 		rec_sample(r, 7, 1, seq[i]);
 		rec_sample(r, 8, 2, 0);
 	}
-	rec_finish(r, file, sizeof(file), "filter");
-	free(r);
+	rec_save(r, file, sizeof(file), "filter");
 	t = spans_tree(file, NULL);
 	ck_assert_str_eq(t, "handle ctx 5 handle|work handle 5 work");
 	free(t);
@@ -638,11 +679,9 @@ tree_recording(char *file, size_t n, const char *tag)
 		uint32_t stack, ctx;
 	} seq[] = {{1, 0}, {2, 1}, {2, 1}, {2, 1}, {3, 1},
 		   {3, 1}, {4, 1}, {4, 1}, {2, 1}};
-	struct rec *r = malloc(sizeof(*r));
+	struct rec *r = rec_new("srv");
 	uint32_t i;
 
-	ck_assert_ptr_nonnull(r);
-	rec_start(r, "srv");
 	rec_functions(r, names, 8);
 	rec_stack(r, 1, s_idle, 2);
 	rec_stack(r, 2, s_work, 3);
@@ -653,8 +692,7 @@ tree_recording(char *file, size_t n, const char *tag)
 		rec_round(r, 10000000ull * i);
 		rec_sample(r, 7, seq[i].stack, seq[i].ctx);
 	}
-	rec_finish(r, file, n, tag);
-	free(r);
+	rec_save(r, file, n, tag);
 }
 
 START_TEST(report_spans_tree)
@@ -740,12 +778,10 @@ START_TEST(report_spans_untraced_request_not_idle)
 			      s_idle[] = {7, 2, 1};
 	/* strings 8..11 */
 	static const uint32_t kv[] = {8, 9, 10, 11};
-	struct rec *r = malloc(sizeof(*r));
+	struct rec *r = rec_new("srv");
 	char file[64], *t;
 	uint32_t i;
 
-	ck_assert_ptr_nonnull(r);
-	rec_start(r, "srv");
 	rec_functions(r, names, 7);
 	rec_get_x(r, 8);
 	rec_stack(r, 1, s_a, 5);
@@ -759,8 +795,7 @@ START_TEST(report_spans_untraced_request_not_idle)
 		rec_sample(r, 8, 2, 2);
 		rec_sample(r, 9, 3, 0);
 	}
-	rec_finish(r, file, sizeof(file), "untraced-busy");
-	free(r);
+	rec_save(r, file, sizeof(file), "untraced-busy");
 	t = spans_tree(file, NULL);
 	ck_assert_str_eq(t, "compute handle 4 compute|handle ctx 4 handle");
 	free(t);
@@ -820,12 +855,10 @@ START_TEST(report_spans_stackless_sample)
 	unsigned c;
 
 	for (c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
-		struct rec *r = malloc(sizeof(*r));
+		struct rec *r = rec_new("srv");
 		char file[64], *t;
 		uint32_t i;
 
-		ck_assert_ptr_nonnull(r);
-		rec_start(r, "srv");
 		rec_functions(r, names, 8);
 		rec_stack(r, 1, s_idle, 4);
 		rec_stack(r, 2, s_small, 6);
@@ -837,8 +870,7 @@ START_TEST(report_spans_stackless_sample)
 			rec_sample(r, 7, cases[c].seq[i], 1);
 			rec_sample(r, 8, 1, 0);
 		}
-		rec_finish(r, file, sizeof(file), "stackless");
-		free(r);
+		rec_save(r, file, sizeof(file), "stackless");
 		t = spans_tree(file, NULL);
 		ck_assert_msg(strcmp(t, cases[c].want) == 0, "%s: spans %s, want %s",
 			      cases[c].what, t, cases[c].want);
@@ -861,12 +893,10 @@ START_TEST(report_spans_idle_elsewhere)
 	/* innermost first */
 	static const uint32_t s_small[] = {5, 4, 3, 2, 1}, s_big[] = {6, 4, 3, 2, 1},
 			      s_main[] = {9, 8, 7};
-	struct rec *r = malloc(sizeof(*r));
+	struct rec *r = rec_new("srv");
 	char file[64], *t;
 	uint32_t i;
 
-	ck_assert_ptr_nonnull(r);
-	rec_start(r, "srv");
 	rec_functions(r, names, 9);
 	rec_stack(r, 1, s_small, 5);
 	rec_stack(r, 2, s_big, 5);
@@ -877,8 +907,7 @@ START_TEST(report_spans_idle_elsewhere)
 		rec_sample(r, 7, i < 3 ? 1 : 2, 1);
 		rec_sample(r, 8, 3, 0);
 	}
-	rec_finish(r, file, sizeof(file), "elsewhere");
-	free(r);
+	rec_save(r, file, sizeof(file), "elsewhere");
 	t = spans_tree(file, NULL);
 	ck_assert_str_eq(t,
 			 "big handle 3 big|handle ctx 6 handle|small handle 3 small");
@@ -893,13 +922,11 @@ START_TEST(report_context_spans_linear)
 {
 	const char *args[] = {"--spans", "--context-spans", NULL, NULL};
 	enum { N = 150000 };
-	struct rec *r = malloc(sizeof(*r));
+	struct rec *r = rec_new("srv");
 	char file[64], out[64], *err;
 	uint32_t i;
 	int st;
 
-	ck_assert_ptr_nonnull(r);
-	rec_start(r, "srv");
 	rec_round(r, 0);
 	/* N context spans, one sample each, and every one of them twice
 	 * more under a second context id (attributes changed) */
@@ -913,8 +940,7 @@ START_TEST(report_context_spans_linear)
 		rec_sample(r, 7, 0, 2 * i - 1);
 		rec_sample(r, 8, 0, 2 * i);
 	}
-	rec_finish(r, file, sizeof(file), "ctxspans");
-	free(r);
+	rec_save(r, file, sizeof(file), "ctxspans");
 	prof_tmpfile(out, sizeof(out), "ctxspans-out");
 	args[2] = file;
 	/* linear: well under a second; the old scan took minutes */
@@ -959,15 +985,13 @@ START_TEST(report_context_span_attr_keys)
 {
 	static const char *const key_map[] = {"http.route", "#9"};
 	const char *args[] = {"--spans", "--context-spans", NULL, NULL};
-	struct rec *r = malloc(sizeof(*r));
-	char file[64], out[64], *err, *res, long_a[300], long_b[300];
+	struct rec *r = rec_new("srv");
+	char file[64], *res, long_a[300], long_b[300];
 	uint8_t pc[512];
 	size_t pl = 0;
-	int st;
 	/* route, #7 (index 7: no such key), two long keys, thread.id, #9 */
 	static const uint32_t kv[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};
 
-	ck_assert_ptr_nonnull(r);
 	ck_assert_int_eq(
 		pctx_encode(pc, sizeof(pc), &pl, NULL, 0, "tlsdesc_v1_dev", key_map, 2),
 		0);
@@ -975,7 +999,6 @@ START_TEST(report_context_span_attr_keys)
 	memcpy(long_b, long_a, sizeof(long_b));
 	long_a[sizeof(long_a) - 1] = 'A';
 	long_b[sizeof(long_b) - 1] = 'B';
-	rec_start(r, "srv");
 	rec_pctx(r, pc, pl);
 	rec_string(r, 1, "http.route", 10);
 	rec_string(r, 2, "/x", 2);
@@ -994,21 +1017,12 @@ START_TEST(report_context_span_attr_keys)
 	rec_sample(r, 7, 0, 1);
 	rec_round(r, 10000000);
 	rec_sample(r, 7, 0, 1);
-	rec_finish(r, file, sizeof(file), "ctxattrs");
-	free(r);
-	prof_tmpfile(out, sizeof(out), "ctxattrs-out");
+	rec_save(r, file, sizeof(file), "ctxattrs");
 	args[2] = file;
-	st = run_report(args, -1, out, 0, 0, &err);
-	ck_assert_msg(st == 0, "report exit %d: %s", st, err);
-	free(err);
-	st = prof_py(ctx_attrs_py, out, &res, &err);
-	ck_assert_msg(st == 0, "python: %s", err);
-	free(err);
-	res[strcspn(res, "\n")] = '\0';
+	res = report_py(ctx_attrs_py, args);
 	ck_assert_str_eq(res, "unique=True #7=False #9=nine cut=1:first tid=7 "
 			      "route=/x dropped=3");
 	free(res);
-	unlink(out);
 	unlink(file);
 }
 END_TEST
@@ -1020,12 +1034,9 @@ START_TEST(report_context_span_last_attrs)
 {
 	const char *args[] = {"--spans", "--context-spans", NULL, NULL};
 	static const uint32_t kv_m[] = {1, 2}, kv_mr[] = {1, 2, 3, 4}, st1[] = {1};
-	struct rec *r = malloc(sizeof(*r));
-	char file[64], out[64], *err, *o;
-	int st;
+	struct rec *r = rec_new("srv");
+	char file[64], *o;
 
-	ck_assert_ptr_nonnull(r);
-	rec_start(r, "srv");
 	rec_get_x(r, 1);
 	rec_string(r, 5, "work", 4);
 	rec_frame(r, 1, 5);
@@ -1039,14 +1050,9 @@ START_TEST(report_context_span_last_attrs)
 	rec_sample(r, 7, 1, 2);
 	rec_round(r, 20000000);
 	rec_sample(r, 7, 1, 2);
-	rec_finish(r, file, sizeof(file), "ctxlast");
-	free(r);
-	prof_tmpfile(out, sizeof(out), "ctxlast-out");
+	rec_save(r, file, sizeof(file), "ctxlast");
 	args[2] = file;
-	st = run_report(args, -1, out, 0, 0, &err);
-	ck_assert_msg(st == 0, "report exit %d: %s", st, err);
-	free(err);
-	o = prof_slurp(out);
+	o = report_stdout(args, 0, "report");
 	ck_assert_msg(strstr(o, "\"name\":\"GET /x\",\"kind\":2,"), "%s", o);
 	ck_assert_msg(strstr(o, "{\"key\":\"http.route\",\"value\":{\"stringValue\":"
 				"\"/x\"}}"),
@@ -1055,7 +1061,6 @@ START_TEST(report_context_span_last_attrs)
 				"\"3\"}}"),
 		      "%s", o);
 	free(o);
-	unlink(out);
 	unlink(file);
 }
 END_TEST
@@ -1078,12 +1083,9 @@ static const char thread_names_py[] =
 START_TEST(report_thread_name_per_image)
 {
 	const char *args[] = {"--spans", "--context-spans", NULL, NULL};
-	struct rec *r = malloc(sizeof(*r));
-	char file[64], out[64], *err, *res;
-	int st;
+	struct rec *r = rec_new("srv");
+	char file[64], *res;
 
-	ck_assert_ptr_nonnull(r);
-	rec_start(r, "srv");
 	rec_thread(r, 7, "before");
 	rec_ctx(r, 1, 0x4b, 1, NULL, 0);
 	rec_round(r, 0);
@@ -1097,20 +1099,11 @@ START_TEST(report_thread_name_per_image)
 	rec_sample(r, 7, 0, 2);
 	rec_round(r, 30000000);
 	rec_sample(r, 7, 0, 2);
-	rec_finish(r, file, sizeof(file), "tnames");
-	free(r);
-	prof_tmpfile(out, sizeof(out), "tnames-out");
+	rec_save(r, file, sizeof(file), "tnames");
 	args[2] = file;
-	st = run_report(args, -1, out, 0, 0, &err);
-	ck_assert_msg(st == 0, "report exit %d: %s", st, err);
-	free(err);
-	st = prof_py(thread_names_py, out, &res, &err);
-	ck_assert_msg(st == 0, "python: %s", err);
-	free(err);
-	res[strcspn(res, "\n")] = '\0';
+	res = report_py(thread_names_py, args);
 	ck_assert_str_eq(res, "4b:2:before 4c:2:after");
 	free(res);
-	unlink(out);
 	unlink(file);
 }
 END_TEST
@@ -1121,13 +1114,11 @@ START_TEST(report_folded_memory_bounded)
 {
 	const char *args[] = {"--folded", NULL, NULL};
 	static uint32_t f[1024];
-	struct rec *r = malloc(sizeof(*r));
+	struct rec *r = rec_new("srv");
 	char file[64], name[256], *err;
 	uint32_t i, b;
 	int st;
 
-	ck_assert_ptr_nonnull(r);
-	rec_start(r, "srv");
 	memset(name, 'A', sizeof(name));
 	rec_string(r, 1, name, sizeof(name));
 	memset(name, 'B', sizeof(name));
@@ -1142,8 +1133,7 @@ START_TEST(report_folded_memory_bounded)
 		rec_stack(r, i, f, 1024);
 		rec_sample(r, 7, i, 0);
 	}
-	rec_finish(r, file, sizeof(file), "folded");
-	free(r);
+	rec_save(r, file, sizeof(file), "folded");
 	args[1] = file;
 	st = run_report(args, -1, NULL, 512, 0, &err);
 	ck_assert_msg(st == 0, "report --folded exit %d: %s", st, err);
@@ -1158,21 +1148,18 @@ END_TEST
 START_TEST(report_exec_images_bounded)
 {
 	const char *args[] = {NULL, NULL};
-	struct rec *r = malloc(sizeof(*r));
+	struct rec *r = rec_new("srv");
 	char file[64], *err;
 	uint32_t i;
 	int st;
 
-	ck_assert_ptr_nonnull(r);
-	rec_start(r, "srv");
 	rec_round(r, 0);
 	for (i = 0; i < 100000; i++) {
 		rec_exec(r, 1000 + i, "x");
 		rec_pctx(r, "", 0);
 	}
 	rec_sample(r, 7, 0, 0);
-	rec_finish(r, file, sizeof(file), "exec-images");
-	free(r);
+	rec_save(r, file, sizeof(file), "exec-images");
 	args[0] = file;
 	st = run_report(args, -1, NULL, 256, 0, &err);
 	ck_assert_msg(st == 0, "report exit %d: %s", st, err);
@@ -1192,13 +1179,11 @@ START_TEST(report_exec_records_linear)
 	const char *sargs[] = {"--spans", "--context-spans", NULL, NULL};
 	const char *fargs[] = {"--folded", NULL, NULL};
 	enum { N = 100000 };
-	struct rec *r = malloc(sizeof(*r));
+	struct rec *r = rec_new("srv");
 	char file[64], out[64], name[32], *err;
 	uint32_t i;
 	int st;
 
-	ck_assert_ptr_nonnull(r);
-	rec_start(r, "srv");
 	rec_round(r, 0);
 	for (i = 1; i <= N; i++) {
 		rec_ctx(r, i, 0x4b, i, NULL, 0);
@@ -1224,8 +1209,7 @@ START_TEST(report_exec_records_linear)
 	}
 	for (i = 0; i < N / 2; i++)
 		rec_sample(r, 7, 0, 0);
-	rec_finish(r, file, sizeof(file), "exec-folded");
-	free(r);
+	rec_save(r, file, sizeof(file), "exec-folded");
 	fargs[1] = file;
 	st = run_report(fargs, -1, NULL, 0, 3 * test_time_scale(), &err);
 	ck_assert_msg(st == 0, "report --folded exit %d: %s", st, err);
@@ -1239,13 +1223,11 @@ START_TEST(report_reader_limits)
 	const char *args[] = {"--folded", NULL, NULL};
 	static uint32_t f[1025];
 	static const uint8_t zero[16];
-	struct rec *r = malloc(sizeof(*r));
+	struct rec *r = rec_new("srv");
 	char file[64], out[64], big[1000], *err, *o, *line;
 	uint32_t i;
 	int st;
 
-	ck_assert_ptr_nonnull(r);
-	rec_start(r, "srv");
 	memset(big, 'x', sizeof(big));
 	memcpy(big + 252, "\xc3\xa9", 2); /* é across the cut (253) */
 	rec_string(r, 1, big, sizeof(big));
@@ -1274,8 +1256,7 @@ START_TEST(report_reader_limits)
 	pay_u(r, 1000);
 	pay_u(r, 1);
 	rec_end(r, 10);
-	rec_finish(r, file, sizeof(file), "limits");
-	free(r);
+	rec_save(r, file, sizeof(file), "limits");
 	prof_tmpfile(out, sizeof(out), "limits-out");
 	args[1] = file;
 	st = run_report(args, -1, out, 0, 0, &err);
@@ -1325,14 +1306,11 @@ rec_layout(struct rec *r, const char *module, size_t n, const char *model)
 START_TEST(report_layouts_once)
 {
 	const char *args[] = {NULL, NULL};
-	struct rec *r = malloc(sizeof(*r));
-	char file[64], out[64], mod[64], big[5000], *err, *o;
+	struct rec *r = rec_new("srv");
+	char file[64], mod[64], big[5000], *o;
 	const char *a, *b;
 	size_t i;
-	int st;
 
-	ck_assert_ptr_nonnull(r);
-	rec_start(r, "srv");
 	rec_layout(r, "/x/liba.so", 10, "tlsdesc-static");
 	rec_round(r, 0);
 	rec_layout(r, "/x/libb.so", 10, "general-dynamic");
@@ -1348,14 +1326,9 @@ START_TEST(report_layouts_once)
 		rec_layout(r, mod, strlen(mod), "tlsdesc-static");
 	}
 	rec_layout(r, "/x/libb.so", 10, "general-dynamic");
-	rec_finish(r, file, sizeof(file), "layouts");
-	free(r);
-	prof_tmpfile(out, sizeof(out), "layouts-out");
+	rec_save(r, file, sizeof(file), "layouts");
 	args[0] = file;
-	st = run_report(args, -1, out, 0, 0, &err);
-	ck_assert_msg(st == 0, "report exit %d: %s", st, err);
-	free(err);
-	o = prof_slurp(out);
+	o = report_stdout(args, 0, "report");
 	a = strstr(o, "\nLayout: otel_thread_ctx_v1 in /x/liba.so (tlsdesc-static)\n");
 	b = strstr(o, "\nLayout: otel_thread_ctx_v1 in /x/libb.so (general-dynamic)\n");
 	/* (the output has a path of 4 KiB: only its start in messages) */
@@ -1373,7 +1346,6 @@ START_TEST(report_layouts_once)
 	ck_assert_msg(strstr(o, "\nLayout: 39 more layout records not listed\n"),
 		      "%.1500s", o);
 	free(o);
-	unlink(out);
 	unlink(file);
 }
 END_TEST
@@ -1414,12 +1386,9 @@ START_TEST(report_escapes_target_strings)
 {
 	const char *sum[] = {NULL, NULL}, *fold[] = {"--folded", NULL, NULL};
 	static const uint32_t kv[] = {1, 2}, st1[] = {1};
-	struct rec *r = malloc(sizeof(*r));
-	char file[64], out[64], *err, *o;
-	int st;
+	struct rec *r = rec_new("srv" EVIL);
+	char file[64], *o;
 
-	ck_assert_ptr_nonnull(r);
-	rec_start(r, "srv" EVIL);
 	/* a layout whose module and model came from the target */
 	pay_u(r, 0);
 	pay_u(r, 1);
@@ -1443,14 +1412,9 @@ START_TEST(report_escapes_target_strings)
 		rec_round(r, 10000000ull * i);
 		rec_sample(r, 7, 1, 1);
 	}
-	rec_finish(r, file, sizeof(file), "escape");
-	free(r);
-	prof_tmpfile(out, sizeof(out), "escape-out");
+	rec_save(r, file, sizeof(file), "escape");
 	sum[0] = file;
-	st = run_report(sum, -1, out, 0, 0, &err);
-	ck_assert_msg(st == 0, "report exit %d: %s", st, err);
-	free(err);
-	o = prof_slurp(out);
+	o = report_stdout(sum, 0, "report");
 	assert_clean(o, strlen(o), "summary");
 	/* each of them, escaped */
 	ck_assert_msg(strstr(o, "(srv\\x1b[2J"), "%s", o);
@@ -1465,17 +1429,13 @@ START_TEST(report_escapes_target_strings)
 	ck_assert_msg(strstr(o, "%  evil_fn\\x1b[2J"), "%s", o);
 	free(o);
 	fold[1] = file;
-	st = run_report(fold, -1, out, 0, 0, &err);
-	ck_assert_msg(st == 0, "report --folded exit %d: %s", st, err);
-	free(err);
-	o = prof_slurp(out);
+	o = report_stdout(fold, 0, "report --folded");
 	assert_clean(o, strlen(o), "folded");
 	/* one line: ';' of the escape became ':', the rest '?' */
 	ck_assert_str_eq(o, "svc?[2J?]0:pwned??FAKE?line????31m;"
 			    "/api?[2J?]0:pwned??FAKE?line????31m;trace " TRACE_HEX
 			    ";evil_fn?[2J?]0:pwned??FAKE?line????31m 3\n");
 	free(o);
-	unlink(out);
 	unlink(file);
 }
 END_TEST
@@ -1511,13 +1471,10 @@ START_TEST(report_summary_traces_per_request)
 	/* thread, context: trace 4b /cpu, 4b /sleep, 4c /sleep, 4c /db */
 	static const uint32_t seq[][2] = {{7, 1}, {7, 1}, {7, 1}, {7, 2}, {7, 2},
 					  {8, 3}, {8, 3}, {8, 4}, {8, 4}, {7, 1}};
-	struct rec *r = malloc(sizeof(*r));
-	char file[64], out[64], line[256], *err, *o;
+	struct rec *r = rec_new("srv");
+	char file[64], line[256], *o;
 	size_t i;
-	int st;
 
-	ck_assert_ptr_nonnull(r);
-	rec_start(r, "srv");
 	rec_string(r, 1, "http.route", 10);
 	rec_string(r, 2, "/cpu", 4);
 	rec_string(r, 3, "/sleep", 6);
@@ -1533,14 +1490,9 @@ START_TEST(report_summary_traces_per_request)
 		rec_round(r, 10000000ull * i);
 		rec_sample(r, seq[i][0], 1, seq[i][1]);
 	}
-	rec_finish(r, file, sizeof(file), "per-request");
-	free(r);
-	prof_tmpfile(out, sizeof(out), "per-request-out");
+	rec_save(r, file, sizeof(file), "per-request");
 	args[0] = file;
-	st = run_report(args, -1, out, 0, 0, &err);
-	ck_assert_msg(st == 0, "report exit %d: %s", st, err);
-	free(err);
-	o = prof_slurp(out);
+	o = report_stdout(args, 0, "report");
 	ck_assert_str_eq(line_of(o, "10 of ", line, sizeof(line)),
 			 "10 of 10 samples selected, 10 with a trace context");
 	ck_assert_str_eq(line_of(o, "/cpu: ", line, sizeof(line)),
@@ -1550,7 +1502,6 @@ START_TEST(report_summary_traces_per_request)
 	ck_assert_str_eq(line_of(o, "/sleep: ", line, sizeof(line)),
 			 "/sleep: 4 samples in 2 traces");
 	free(o);
-	unlink(out);
 	unlink(file);
 }
 END_TEST
@@ -1570,13 +1521,10 @@ START_TEST(report_summary_requests_without_trace)
 	 * none */
 	static const uint32_t seq[][2] = {{7, 1}, {7, 1}, {7, 1}, {8, 2}, {8, 2},
 					  {8, 3}, {8, 3}, {9, 0}, {9, 0}, {9, 0}};
-	struct rec *r = malloc(sizeof(*r));
-	char file[64], out[64], line[256], *err, *o;
+	struct rec *r = rec_new("srv");
+	char file[64], line[256], *o;
 	size_t i;
-	int st;
 
-	ck_assert_ptr_nonnull(r);
-	rec_start(r, "srv");
 	rec_string(r, 1, "http.route", 10);
 	rec_string(r, 2, "/cpu", 4);
 	rec_string(r, 3, "/sleep", 6);
@@ -1590,14 +1538,9 @@ START_TEST(report_summary_requests_without_trace)
 		rec_round(r, 10000000ull * i);
 		rec_sample(r, seq[i][0], 1, seq[i][1]);
 	}
-	rec_finish(r, file, sizeof(file), "untraced");
-	free(r);
-	prof_tmpfile(out, sizeof(out), "untraced-out");
+	rec_save(r, file, sizeof(file), "untraced");
 	args[0] = file;
-	st = run_report(args, -1, out, 0, 0, &err);
-	ck_assert_msg(st == 0, "report exit %d: %s", st, err);
-	free(err);
-	o = prof_slurp(out);
+	o = report_stdout(args, 0, "report");
 	ck_assert_str_eq(line_of(o, "10 of ", line, sizeof(line)),
 			 "10 of 10 samples selected, 2 with a trace context");
 	ck_assert_msg(strstr(o, "\nTop functions per request "), "%s", o);
@@ -1608,7 +1551,6 @@ START_TEST(report_summary_requests_without_trace)
 	ck_assert_msg(!strstr(o, "[unknown request]"), "%s", o);
 	ck_assert_msg(strstr(o, "\ntrace " TRACE_HEX "  /sleep  "), "%s", o);
 	free(o);
-	unlink(out);
 	unlink(file);
 }
 END_TEST
@@ -1623,10 +1565,9 @@ START_TEST(report_summary_long_request_name)
 {
 	const char *args[] = {NULL, NULL, NULL, NULL};
 	static const uint32_t kv1[] = {1, 2, 3, 4}, kv2[] = {1, 2, 3, 5}, st1[] = {1};
-	struct rec *r = malloc(sizeof(*r));
-	char file[64], out[64], method[257], p1[257], p2[257], name[600], *err, *o;
+	struct rec *r = rec_new("srv");
+	char file[64], method[257], p1[257], p2[257], name[600], *o;
 	char line[700], want[700];
-	int st;
 
 	/* 256 bytes each: the paths end in U+00E9 and U+00E8 */
 	memset(method, 'M', 256);
@@ -1636,8 +1577,6 @@ START_TEST(report_summary_long_request_name)
 	memcpy(p1 + 254, "\xc3\xa9", 3);
 	memcpy(p2, p1, 254);
 	memcpy(p2 + 254, "\xc3\xa8", 3);
-	ck_assert_ptr_nonnull(r);
-	rec_start(r, "srv");
 	rec_string(r, 1, "http.request.method", 19);
 	rec_string(r, 2, method, 256);
 	rec_string(r, 3, "http.route", 10);
@@ -1652,14 +1591,9 @@ START_TEST(report_summary_long_request_name)
 		rec_round(r, 10000000ull * i);
 		rec_sample(r, 7, 1, 1 + (i & 1));
 	}
-	rec_finish(r, file, sizeof(file), "long-name");
-	free(r);
-	prof_tmpfile(out, sizeof(out), "long-name-out");
+	rec_save(r, file, sizeof(file), "long-name");
 	args[0] = file;
-	st = run_report(args, -1, out, 0, 0, &err);
-	ck_assert_msg(st == 0, "report exit %d: %s", st, err);
-	free(err);
-	o = prof_slurp(out);
+	o = report_stdout(args, 0, "report");
 	for (int k = 0; k < 2; k++) {
 		snprintf(name, sizeof(name), "%s %s: ", method, k ? p2 : p1);
 		snprintf(want, sizeof(want), "%s3 samples in 1 trace", name);
@@ -1671,14 +1605,10 @@ START_TEST(report_summary_long_request_name)
 	args[0] = "--path";
 	args[1] = name;
 	args[2] = file;
-	st = run_report(args, -1, out, 0, 0, &err);
-	ck_assert_msg(st == 0, "report exit %d: %s", st, err);
-	free(err);
-	o = prof_slurp(out);
+	o = report_stdout(args, 0, "report");
 	ck_assert_str_eq(line_of(o, "3 of ", line, sizeof(line)),
 			 "3 of 6 samples selected, 3 with a trace context");
 	free(o);
-	unlink(out);
 	unlink(file);
 }
 END_TEST
@@ -1692,13 +1622,10 @@ START_TEST(report_summary_recursive_trunk)
 	static const char *const names[] = {"main", "run", "a", "b", "c", "d"};
 	static const uint32_t kv[] = {7, 8};
 	const char *args[] = {NULL, NULL};
-	struct rec *r = malloc(sizeof(*r));
-	char file[64], out[64], line[256], *err, *o;
+	struct rec *r = rec_new("srv");
+	char file[64], line[256], *o;
 	uint32_t i;
-	int st;
 
-	ck_assert_ptr_nonnull(r);
-	rec_start(r, "srv");
 	rec_functions(r, names, 6);
 	rec_string(r, 7, "http.route", 10);
 	rec_string(r, 8, "/r", 2);
@@ -1712,21 +1639,15 @@ START_TEST(report_summary_recursive_trunk)
 		rec_round(r, 10000000ull * i);
 		rec_sample(r, 7, 1 + i % 4, 1);
 	}
-	rec_finish(r, file, sizeof(file), "recursive");
-	free(r);
-	prof_tmpfile(out, sizeof(out), "recursive-out");
+	rec_save(r, file, sizeof(file), "recursive");
 	args[0] = file;
-	st = run_report(args, -1, out, 0, 0, &err);
-	ck_assert_msg(st == 0, "report exit %d: %s", st, err);
-	free(err);
-	o = prof_slurp(out);
+	o = report_stdout(args, 0, "report");
 	ck_assert_str_eq(line_of(o, "/r: ", line, sizeof(line)),
 			 "/r: 8 samples in 1 trace");
 	ck_assert_msg(strstr(o, "/r: 8 samples in 1 trace\n   100.0%    0.0%  run\n"),
 		      "%s", o);
 	ck_assert_msg(!strstr(o, "  main\n"), "%s", o);
 	free(o);
-	unlink(out);
 	unlink(file);
 }
 END_TEST
@@ -1748,13 +1669,11 @@ START_TEST(report_round_time_going_back)
 				 "    assert int(s['endTimeUnixNano']) >= "
 				 "int(s['startTimeUnixNano']), s\n"
 				 "print('ok')\n";
-	struct rec *r = malloc(sizeof(*r));
+	struct rec *r = rec_new("srv");
 	char file[64], out[64], line[256], *err, *o;
 	uint32_t i;
 	int st;
 
-	ck_assert_ptr_nonnull(r);
-	rec_start(r, "srv");
 	rec_functions(r, names, 3);
 	rec_stack(r, 1, s_req, 2);
 	rec_stack(r, 2, s_idle, 2);
@@ -1764,8 +1683,7 @@ START_TEST(report_round_time_going_back)
 		rec_sample(r, 7, 1, 1);
 		rec_sample(r, 8, 2, 0);
 	}
-	rec_finish(r, file, sizeof(file), "round-back");
-	free(r);
+	rec_save(r, file, sizeof(file), "round-back");
 	prof_tmpfile(out, sizeof(out), "round-back-out");
 	spans[1] = summary[0] = file;
 	st = run_report(spans, -1, out, 0, 0, &err);
@@ -1776,10 +1694,7 @@ START_TEST(report_round_time_going_back)
 	ck_assert_msg(st == 0, "python: %s", err);
 	free(err);
 	free(o);
-	st = run_report(summary, -1, out, 0, 0, &err);
-	ck_assert_msg(st == 1, "report exit %d: %s", st, err);
-	free(err);
-	o = prof_slurp(out);
+	o = report_stdout(summary, 1, "report");
 	ck_assert_str_eq(
 		line_of(o, "Sampling: ", line, sizeof(line)),
 		"Sampling: interval 10.0 ms, largest gap between rounds 10.0 ms");
@@ -1811,13 +1726,11 @@ START_TEST(report_round_time_wraps)
 				 "print(n)\n";
 	/* the last ns that does not wrap is 5 ms after the first round */
 	const uint64_t t0 = UINT64_MAX - 1700000000000000000ull - 5000000;
-	struct rec *r = malloc(sizeof(*r));
+	struct rec *r = rec_new("srv");
 	char file[64], out[64], *err, *o;
 	uint32_t i;
 	int st;
 
-	ck_assert_ptr_nonnull(r);
-	rec_start(r, "srv");
 	rec_functions(r, names, 2);
 	rec_stack(r, 1, s_req, 2);
 	rec_ctx(r, 1, 0x4b, 0x00f067aa0ba902b7ull, NULL, 0);
@@ -1825,8 +1738,7 @@ START_TEST(report_round_time_wraps)
 		rec_round(r, t0 + 10000000ull * i);
 		rec_sample(r, 7, 1, 1);
 	}
-	rec_finish(r, file, sizeof(file), "round-wrap");
-	free(r);
+	rec_save(r, file, sizeof(file), "round-wrap");
 	prof_tmpfile(out, sizeof(out), "round-wrap-out");
 	spans[1] = file;
 	st = run_report(spans, -1, out, 0, 0, &err);
@@ -1853,13 +1765,10 @@ START_TEST(report_zero_trace_id_is_no_trace)
 	static const uint32_t s_req[] = {2, 1}, s_idle[] = {3, 1};
 	const char *spans[] = {"--spans", NULL, NULL},
 		   *folded[] = {"--folded", NULL, NULL};
-	struct rec *r = malloc(sizeof(*r));
-	char file[64], out[64], *err, *o;
+	struct rec *r = rec_new("srv");
+	char file[64], *o;
 	uint32_t i;
-	int st;
 
-	ck_assert_ptr_nonnull(r);
-	rec_start(r, "srv");
 	rec_functions(r, names, 3);
 	rec_stack(r, 1, s_req, 2);
 	rec_stack(r, 2, s_idle, 2);
@@ -1869,25 +1778,16 @@ START_TEST(report_zero_trace_id_is_no_trace)
 		rec_sample(r, 7, 1, 1);
 		rec_sample(r, 8, 2, 0);
 	}
-	rec_finish(r, file, sizeof(file), "zero-trace");
-	free(r);
-	prof_tmpfile(out, sizeof(out), "zero-trace-out");
+	rec_save(r, file, sizeof(file), "zero-trace");
 	spans[1] = folded[1] = file;
-	st = run_report(spans, -1, out, 0, 0, &err);
-	ck_assert_msg(st == 0, "report exit %d: %s", st, err);
-	free(err);
-	o = prof_slurp(out);
+	o = report_stdout(spans, 0, "report");
 	ck_assert_msg(!strstr(o, "\"traceId\":\"00000000000000000000000000000000\""),
 		      "%s", o);
 	free(o);
-	st = run_report(folded, -1, out, 0, 0, &err);
-	ck_assert_msg(st == 0, "report exit %d: %s", st, err);
-	free(err);
-	o = prof_slurp(out);
+	o = report_stdout(folded, 0, "report");
 	ck_assert_str_eq(o, "unknown_service:srv;[no trace];start;handle 4\n"
 			    "unknown_service:srv;[no trace];start;wait 4\n");
 	free(o);
-	unlink(out);
 	unlink(file);
 }
 END_TEST
@@ -1905,13 +1805,10 @@ START_TEST(report_attr_filter_every_context)
 					      {"tenant=b", " 3\n"},
 					      {"tenant", " 3\n"},
 					      {"tenant=c", NULL}};
-	struct rec *r = malloc(sizeof(*r));
-	char file[64], out[64], *err, *o;
+	struct rec *r = rec_new("srv");
+	char file[64], *o;
 	size_t i;
-	int st;
 
-	ck_assert_ptr_nonnull(r);
-	rec_start(r, "srv");
 	rec_string(r, 1, "work", 4);
 	rec_string(r, 2, "tenant", 6);
 	rec_string(r, 3, "a", 1);
@@ -1940,19 +1837,14 @@ START_TEST(report_attr_filter_every_context)
 		pay_u(r, 2);
 		rec_end(r, 11);
 	}
-	rec_finish(r, file, sizeof(file), "attr2");
-	free(r);
-	prof_tmpfile(out, sizeof(out), "attr2-out");
+	rec_save(r, file, sizeof(file), "attr2");
 	for (i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
 		char filter[16];
 
 		snprintf(filter, sizeof(filter), "%s", want[i][0]);
 		args[2] = filter;
 		args[3] = file;
-		st = run_report(args, -1, out, 0, 0, &err);
-		ck_assert_msg(st == 0, "report exit %d: %s", st, err);
-		free(err);
-		o = prof_slurp(out);
+		o = report_stdout(args, 0, "report");
 		if (want[i][1])
 			ck_assert_msg(strstr(o, want[i][1]), "--attr %s: '%s'",
 				      want[i][0], o);
@@ -1960,7 +1852,6 @@ START_TEST(report_attr_filter_every_context)
 			ck_assert_msg(!o[0], "--attr %s: '%s'", want[i][0], o);
 		free(o);
 	}
-	unlink(out);
 	unlink(file);
 }
 END_TEST
@@ -2009,14 +1900,11 @@ START_TEST(report_service_name)
 	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		const char *sum[] = {NULL, NULL}, *fold[] = {"--folded", NULL, NULL},
 			   *spans[] = {"--spans", NULL, NULL};
-		struct rec *r = malloc(sizeof(*r));
-		char file[64], out[64], want[640], *err, *o;
+		struct rec *r = rec_new(cases[i].comm);
+		char file[64], out[64], want[640], what[48], *o;
 		uint8_t pc[512];
 		size_t pl = 0;
-		int st;
 
-		ck_assert_ptr_nonnull(r);
-		rec_start(r, cases[i].comm);
 		if (cases[i].res) {
 			ck_assert_int_eq(pctx_encode(pc, sizeof(pc), &pl, cases[i].res,
 						     cases[i].n_res, NULL, NULL, 0),
@@ -2024,15 +1912,12 @@ START_TEST(report_service_name)
 			rec_pctx(r, pc, pl);
 		}
 		rec_work_samples(r);
-		rec_finish(r, file, sizeof(file), "service");
-		free(r);
+		rec_save(r, file, sizeof(file), "service");
 		prof_tmpfile(out, sizeof(out), "service-out");
 		sum[0] = fold[1] = spans[1] = file;
 
-		st = run_report(sum, -1, out, 0, 0, &err);
-		ck_assert_msg(st == 0, "case %u: report exit %d: %s", i, st, err);
-		free(err);
-		o = prof_slurp(out);
+		snprintf(what, sizeof(what), "case %u: report", i);
+		o = report_stdout(sum, 0, what);
 		snprintf(want, sizeof(want), "\nService: %s\n", cases[i].want);
 		ck_assert_msg(strstr(o, want), "case %u: want '%s' in %s", i, want + 1,
 			      o);
@@ -2041,21 +1926,16 @@ START_TEST(report_service_name)
 			      "case %u: %s", i, o);
 		free(o);
 
-		st = run_report(fold, -1, out, 0, 0, &err);
-		ck_assert_msg(st == 0, "case %u: report --folded exit %d: %s", i, st,
-			      err);
-		free(err);
-		o = prof_slurp(out);
+		snprintf(what, sizeof(what), "case %u: report --folded", i);
+		o = report_stdout(fold, 0, what);
 		snprintf(want, sizeof(want),
 			 "%s;[unknown request];trace " TRACE_HEX ";work 3\n",
 			 cases[i].want);
 		ck_assert_msg(strcmp(o, want) == 0, "case %u: %s", i, o);
 		free(o);
 
-		st = run_report(spans, -1, out, 0, 0, &err);
-		ck_assert_msg(st == 0, "case %u: report --spans exit %d: %s", i, st,
-			      err);
-		free(err);
+		snprintf(what, sizeof(what), "case %u: report --spans", i);
+		report_to(spans, out, 0, what);
 		/* OTLP's resource carries the whole name */
 		snprintf(
 			want, sizeof(want),
@@ -2104,14 +1984,11 @@ START_TEST(report_process_pid_bounded)
 			{"service.name", PCTX_V_STRING, "srv", 0},
 			{"process.pid", PCTX_V_INT, NULL, cases[i].pctx},
 		};
-		struct rec *r = malloc(sizeof(*r));
-		char file[64], out[64], want[128], *err, *o;
+		struct rec *r = rec_new_pid("srv", cases[i].info);
+		char file[64], out[64], want[128], what[48], *o;
 		uint8_t pc[512];
 		size_t pl = 0;
-		int st;
 
-		ck_assert_ptr_nonnull(r);
-		rec_start_pid(r, "srv", cases[i].info);
 		if (cases[i].has_pctx) {
 			ck_assert_int_eq(pctx_encode_typed(pc, sizeof(pc), &pl, res, 2,
 							   NULL, NULL, 0),
@@ -2119,23 +1996,18 @@ START_TEST(report_process_pid_bounded)
 			rec_pctx(r, pc, pl);
 		}
 		rec_work_samples(r);
-		rec_finish(r, file, sizeof(file), "pid");
-		free(r);
+		rec_save(r, file, sizeof(file), "pid");
 		prof_tmpfile(out, sizeof(out), "pid-out");
 		sum[0] = spans[1] = file;
 
-		st = run_report(sum, -1, out, 0, 0, &err);
-		ck_assert_msg(st == 0, "case %u: report exit %d: %s", i, st, err);
-		free(err);
-		o = prof_slurp(out);
+		snprintf(what, sizeof(what), "case %u: report", i);
+		o = report_stdout(sum, 0, what);
 		snprintf(want, sizeof(want), "Recording of %s", cases[i].sum);
 		ck_assert_msg(strncmp(o, want, strlen(want)) == 0, "case %u: %s", i, o);
 		free(o);
 
-		st = run_report(spans, -1, out, 0, 0, &err);
-		ck_assert_msg(st == 0, "case %u: report --spans exit %d: %s", i, st,
-			      err);
-		free(err);
+		snprintf(what, sizeof(what), "case %u: report --spans", i);
+		report_to(spans, out, 0, what);
 		ck_assert_msg(count_in_file(out, "\"process.pid\"") ==
 				      (cases[i].pid ? 1 : 0),
 			      "case %u: %zu process.pid", i,
@@ -2162,7 +2034,7 @@ START_TEST(report_version_and_read_errors)
 		   *dir[] = {"/", NULL}, *in[] = {"-", NULL};
 	char file[64], *out, *err, *want;
 	static const uint32_t st1[] = {1};
-	struct rec *r = malloc(sizeof(*r));
+	struct rec *r = rec_new("srv");
 	int st, p[2], fl;
 
 	/* the version line of ctxdump -V */
@@ -2193,8 +2065,6 @@ START_TEST(report_version_and_read_errors)
 
 	/* a read that fails after whole records (standard input that would
 	 * block): fatal, not the end of a complete recording */
-	ck_assert_ptr_nonnull(r);
-	rec_start(r, "srv");
 	rec_string(r, 1, "fn", 2);
 	rec_frame(r, 1, 1);
 	rec_stack(r, 1, st1, 1);
