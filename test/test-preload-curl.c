@@ -148,6 +148,24 @@ run_free(struct run *r)
 	free(r->err);
 }
 
+/* The sink started, curl-client (openssl) args under env, as r: the first
+ * request it sent, into q. */
+static void
+one_request(struct run *r, struct req *q, const char *const *args, char *const env[])
+{
+	sink_start();
+	client(r, "openssl", args, env);
+	sink_read(q);
+}
+
+/* The end of a test: r freed, the sink stopped (it must exit 0). */
+static void
+client_done(struct run *r)
+{
+	run_free(r);
+	sink_stop();
+}
+
 /* The n-th (from 0) output line starting with prefix, or NULL. */
 static const char *
 out_line(const struct run *r, const char *prefix, int n, char *buf, size_t cap)
@@ -244,8 +262,7 @@ START_TEST(test_flavour_inject)
 	ck_assert_str_eq(at, bt); /* then the server context again */
 	ck_assert_str_eq(as, bs);
 	ck_assert_ptr_nonnull(out_line(&r, "LIST 1 X-App: 1", 0, buf, sizeof(buf)));
-	run_free(&r);
-	sink_stop();
+	client_done(&r);
 }
 END_TEST
 
@@ -294,28 +311,41 @@ assert_distinct_children(struct req *q, int n, char parents[][17])
 	}
 }
 
+/* The sink started, curl-client (openssl) args under the context of T_TP
+ * and T_TS, as r: its n requests (at most 6), each with one "X-App" line
+ * if x_app, are distinct children of that context (parents). */
+static void
+children_sent(
+	struct run *r, const char *const *args, int n, bool x_app, char parents[][17])
+{
+	char *env[] = {T_TP, T_TS, NULL};
+	struct req q[6];
+	int i;
+
+	ck_assert_int_le(n, 6);
+	sink_start();
+	client(r, "openssl", args, env);
+	for (i = 0; i < n; i++) {
+		sink_read(&q[i]);
+		if (x_app)
+			ck_assert_int_eq(req_count(&q[i], "X-App", NULL), 1);
+	}
+	assert_distinct_children(q, n, parents);
+}
+
 START_TEST(test_repeat_same_handle)
 {
 	const char *args[] = {"-n", "3", "-H", "X-App: 1", NULL};
-	char *env[] = {T_TP, T_TS, NULL};
 	char parents[3][17], t[33], s[17];
-	struct req q[3];
 	struct run r;
 	int i;
 
-	sink_start();
-	client(&r, "openssl", args, env);
-	for (i = 0; i < 3; i++) {
-		sink_read(&q[i]);
-		ck_assert_int_eq(req_count(&q[i], "X-App", NULL), 1);
-	}
-	assert_distinct_children(q, 3, parents);
+	children_sent(&r, args, 3, true, parents);
 	for (i = 0; i < 3; i++) {
 		out_record(&r, "DURING", i, t, s);
 		ck_assert_str_eq(s, parents[i]);
 	}
-	run_free(&r);
-	sink_stop();
+	client_done(&r);
 }
 END_TEST
 
@@ -328,17 +358,11 @@ static void
 multi_case(const char *variant)
 {
 	const char *args[] = {"-m", "3", "-H", "X-App: 1", variant, NULL};
-	char *env[] = {T_TP, T_TS, NULL};
 	char parents[6][17], bt[33], bs[17], dt[33], ds[17];
-	struct req q[6];
 	struct run r;
 	int i, n = strcmp(variant, "-C") == 0 ? 6 : 3;
 
-	sink_start();
-	client(&r, "openssl", args, env);
-	for (i = 0; i < n; i++)
-		sink_read(&q[i]);
-	assert_distinct_children(q, n, parents);
+	children_sent(&r, args, n, false, parents);
 	out_record(&r, "BEFORE", 0, bt, bs);
 	for (i = 0; i < 3; i++) {
 		out_record(&r, "DURING", i, dt, ds);
@@ -416,8 +440,7 @@ START_TEST(test_multi_late_append)
 	assert_distinct_children(q, 2, parents);
 	/* The application's list has its own three nodes, nothing of ours. */
 	ck_assert_ptr_nonnull(out_line(&r, "LIST 3 X-App: 1", 0, buf, sizeof(buf)));
-	run_free(&r);
-	sink_stop();
+	client_done(&r);
 }
 END_TEST
 
@@ -476,8 +499,7 @@ START_TEST(test_multi_replace)
 		for (i = 0; i < 2; i++)
 			ck_assert_int_eq(req_count(&q[i], "X-New", NULL), 1);
 	}
-	run_free(&r);
-	sink_stop();
+	client_done(&r);
 }
 END_TEST
 
@@ -532,6 +554,9 @@ late_check(const struct late_case *c)
 	struct run r;
 	int i, k, n_ours = 0;
 
+	if (strcmp(c->flavour, "openssl") != 0 &&
+	    !flavour_built(strcmp(c->flavour, "gnutls") == 0 ? 1 : 2))
+		return;
 	sink_start();
 	client(&r, c->flavour, c->args, env);
 	for (i = 0; i < c->reqs; i++) {
@@ -590,123 +615,72 @@ late_check(const struct late_case *c)
 START_TEST(test_late_app_context)
 {
 	static const struct late_case cases[] = {
-		{"openssl",
-		 {"-m", "1", "-H", "X-App: 1", "-L", "traceparent: " APP_TP},
-		 1,
-		 0,
-		 "traceparent: " APP_TP,
-		 NULL,
-		 {NULL},
-		 0,
-		 false},
-		{"gnutls",
-		 {"-m", "1", "-H", "X-App: 1", "-L", "traceparent: " APP_TP},
-		 1,
-		 0,
-		 "traceparent: " APP_TP,
-		 NULL,
-		 {NULL},
-		 0,
-		 false},
-		{"nss",
-		 {"-m", "1", "-H", "X-App: 1", "-L", "traceparent: " APP_TP},
-		 1,
-		 0,
-		 "traceparent: " APP_TP,
-		 NULL,
-		 {NULL},
-		 0,
-		 false},
-		{"openssl",
-		 {"-m", "2", "-H", "X-App: 1", "-L", "TraceParent: " APP_TP},
-		 2,
-		 0,
-		 "TraceParent: " APP_TP,
-		 NULL,
-		 {NULL},
-		 0,
-		 false},
-		{"openssl",
-		 {"-m", "1", "-H", "X-App: 1", "-L", "tracestate: app=1"},
-		 1,
-		 0,
-		 NULL,
-		 "tracestate: app=1",
-		 {NULL},
-		 0,
-		 false},
-		{"openssl",
-		 {"-m", "1", "-H", "X-App: 1", "-L", "traceparent:"},
-		 1,
-		 0,
-		 NULL,
-		 NULL,
-		 {NULL},
-		 0,
-		 false},
-		{"openssl",
-		 {"-m", "2", "-H", "X-App: 1", "-Q", "traceparent: " APP_TP},
-		 2,
-		 0,
-		 "traceparent: " APP_TP,
-		 NULL,
-		 {NULL},
-		 2,
-		 false},
+		{.flavour = "openssl",
+		 .args = {"-m", "1", "-H", "X-App: 1", "-L", "traceparent: " APP_TP},
+		 .reqs = 1,
+		 .app_tp = "traceparent: " APP_TP},
+		{.flavour = "gnutls",
+		 .args = {"-m", "1", "-H", "X-App: 1", "-L", "traceparent: " APP_TP},
+		 .reqs = 1,
+		 .app_tp = "traceparent: " APP_TP},
+		{.flavour = "nss",
+		 .args = {"-m", "1", "-H", "X-App: 1", "-L", "traceparent: " APP_TP},
+		 .reqs = 1,
+		 .app_tp = "traceparent: " APP_TP},
+		{.flavour = "openssl",
+		 .args = {"-m", "2", "-H", "X-App: 1", "-L", "TraceParent: " APP_TP},
+		 .reqs = 2,
+		 .app_tp = "TraceParent: " APP_TP},
+		{.flavour = "openssl",
+		 .args = {"-m", "1", "-H", "X-App: 1", "-L", "tracestate: app=1"},
+		 .reqs = 1,
+		 .app_ts = "tracestate: app=1"},
+		{.flavour = "openssl",
+		 .args = {"-m", "1", "-H", "X-App: 1", "-L", "traceparent:"},
+		 .reqs = 1},
+		{.flavour = "openssl",
+		 .args = {"-m", "2", "-H", "X-App: 1", "-Q", "traceparent: " APP_TP},
+		 .reqs = 2,
+		 .app_tp = "traceparent: " APP_TP,
+		 .prereq = 2},
 		/* A copy made then has the application's list and callback. */
-		{"openssl",
-		 {"-m", "1", "-D", "-q", "-H", "X-App: 1", "-L",
-		  "traceparent: " APP_TP},
-		 2,
-		 0,
-		 "traceparent: " APP_TP,
-		 NULL,
-		 {NULL},
-		 2,
-		 false},
+		{.flavour = "openssl",
+		 .args = {"-m", "1", "-D", "-q", "-H", "X-App: 1", "-L",
+			  "traceparent: " APP_TP},
+		 .reqs = 2,
+		 .app_tp = "traceparent: " APP_TP,
+		 .prereq = 2},
 		/* A reused handle: ours the first time, the application's the
 		 * second. */
-		{"openssl",
-		 {"-n", "2", "-H", "X-App: 1", "-A", "traceparent: " APP_TP},
-		 2,
-		 1,
-		 "traceparent: " APP_TP,
-		 NULL,
-		 {NULL},
-		 0,
-		 true},
-		{"openssl",
-		 {"-n", "2", "-H", "X-App: 1", "-Q", "traceparent: " APP_TP},
-		 2,
-		 1,
-		 "traceparent: " APP_TP,
-		 NULL,
-		 {NULL},
-		 2,
-		 true},
-		{"gnutls",
-		 {"-n", "2", "-H", "X-App: 1", "-Q", "traceparent: " APP_TP},
-		 2,
-		 1,
-		 "traceparent: " APP_TP,
-		 NULL,
-		 {NULL},
-		 2,
-		 true},
-		{"nss",
-		 {"-n", "2", "-H", "X-App: 1", "-Q", "tracestate: app=1"},
-		 2,
-		 1,
-		 NULL,
-		 "tracestate: app=1",
-		 {NULL},
-		 2,
-		 true},
+		{.flavour = "openssl",
+		 .args = {"-n", "2", "-H", "X-App: 1", "-A", "traceparent: " APP_TP},
+		 .reqs = 2,
+		 .ours = 1,
+		 .app_tp = "traceparent: " APP_TP,
+		 .during_own = true},
+		{.flavour = "openssl",
+		 .args = {"-n", "2", "-H", "X-App: 1", "-Q", "traceparent: " APP_TP},
+		 .reqs = 2,
+		 .ours = 1,
+		 .app_tp = "traceparent: " APP_TP,
+		 .prereq = 2,
+		 .during_own = true},
+		{.flavour = "gnutls",
+		 .args = {"-n", "2", "-H", "X-App: 1", "-Q", "traceparent: " APP_TP},
+		 .reqs = 2,
+		 .ours = 1,
+		 .app_tp = "traceparent: " APP_TP,
+		 .prereq = 2,
+		 .during_own = true},
+		{.flavour = "nss",
+		 .args = {"-n", "2", "-H", "X-App: 1", "-Q", "tracestate: app=1"},
+		 .reqs = 2,
+		 .ours = 1,
+		 .app_ts = "tracestate: app=1",
+		 .prereq = 2,
+		 .during_own = true},
 	};
 
-	if (strcmp(cases[_i].flavour, "openssl") != 0 &&
-	    !flavour_built(strcmp(cases[_i].flavour, "gnutls") == 0 ? 1 : 2))
-		return;
 	late_check(&cases[_i]);
 }
 END_TEST
@@ -718,67 +692,45 @@ END_TEST
 START_TEST(test_late_own_context)
 {
 	static const struct late_case cases[] = {
-		{"openssl",
-		 {"-m", "2", "-q", "-H", "X-App: 1", "-L", "X-Late: 2", "-Q",
-		  "X-Pre: 3"},
-		 2,
-		 3,
-		 NULL,
-		 NULL,
-		 {"X-Late: 2", "X-Pre: 3"},
-		 2,
-		 false},
-		{"gnutls",
-		 {"-m", "1", "-H", "X-App: 1", "-Q", "X-Pre: 3"},
-		 1,
-		 1,
-		 NULL,
-		 NULL,
-		 {"X-Pre: 3"},
-		 1,
-		 false},
-		{"nss",
-		 {"-m", "1", "-H", "X-App: 1", "-Q", "X-Pre: 3"},
-		 1,
-		 1,
-		 NULL,
-		 NULL,
-		 {"X-Pre: 3"},
-		 1,
-		 false},
-		{"openssl",
-		 {"-n", "2", "-H", "X-App: 1", "-A", "X-Between: 1", "-Q", "X-Pre: 3"},
-		 2,
-		 3,
-		 NULL,
-		 NULL,
-		 {"X-Between: 1", "X-Pre: 3"},
-		 2,
-		 false},
+		{.flavour = "openssl",
+		 .args = {"-m", "2", "-q", "-H", "X-App: 1", "-L", "X-Late: 2", "-Q",
+			  "X-Pre: 3"},
+		 .reqs = 2,
+		 .ours = 3,
+		 .last = {"X-Late: 2", "X-Pre: 3"},
+		 .prereq = 2},
+		{.flavour = "gnutls",
+		 .args = {"-m", "1", "-H", "X-App: 1", "-Q", "X-Pre: 3"},
+		 .reqs = 1,
+		 .ours = 1,
+		 .last = {"X-Pre: 3"},
+		 .prereq = 1},
+		{.flavour = "nss",
+		 .args = {"-m", "1", "-H", "X-App: 1", "-Q", "X-Pre: 3"},
+		 .reqs = 1,
+		 .ours = 1,
+		 .last = {"X-Pre: 3"},
+		 .prereq = 1},
+		{.flavour = "openssl",
+		 .args = {"-n", "2", "-H", "X-App: 1", "-A", "X-Between: 1", "-Q",
+			  "X-Pre: 3"},
+		 .reqs = 2,
+		 .ours = 3,
+		 .last = {"X-Between: 1", "X-Pre: 3"},
+		 .prereq = 2},
 		/* Copies made after a transfer, and while one runs. */
-		{"openssl",
-		 {"-m", "2", "-D", "-q", "-H", "X-App: 1"},
-		 3,
-		 7,
-		 NULL,
-		 NULL,
-		 {NULL},
-		 3,
-		 false},
-		{"openssl",
-		 {"-D", "-q", "-H", "X-App: 1"},
-		 3,
-		 7,
-		 NULL,
-		 NULL,
-		 {NULL},
-		 3,
-		 false},
+		{.flavour = "openssl",
+		 .args = {"-m", "2", "-D", "-q", "-H", "X-App: 1"},
+		 .reqs = 3,
+		 .ours = 7,
+		 .prereq = 3},
+		{.flavour = "openssl",
+		 .args = {"-D", "-q", "-H", "X-App: 1"},
+		 .reqs = 3,
+		 .ours = 7,
+		 .prereq = 3},
 	};
 
-	if (strcmp(cases[_i].flavour, "openssl") != 0 &&
-	    !flavour_built(strcmp(cases[_i].flavour, "gnutls") == 0 ? 1 : 2))
-		return;
 	late_check(&cases[_i]);
 }
 END_TEST
@@ -790,21 +742,11 @@ END_TEST
 START_TEST(test_duphandle)
 {
 	const char *args[] = {"-D", "-H", "X-App: 1", NULL};
-	char *env[] = {T_TP, T_TS, NULL};
 	char parents[3][17];
-	struct req q[3];
 	struct run r;
-	int i;
 
-	sink_start();
-	client(&r, "openssl", args, env);
-	for (i = 0; i < 3; i++) {
-		sink_read(&q[i]);
-		ck_assert_int_eq(req_count(&q[i], "X-App", NULL), 1);
-	}
-	assert_distinct_children(q, 3, parents);
-	run_free(&r);
-	sink_stop();
+	children_sent(&r, args, 3, true, parents);
+	client_done(&r);
 }
 END_TEST
 
@@ -817,14 +759,11 @@ START_TEST(test_reset)
 	struct req q;
 	struct run r;
 
-	sink_start();
-	client(&r, "openssl", args, env);
-	sink_read(&q);
+	one_request(&r, &q, args, env);
 	ck_assert_int_eq(req_count(&q, "X-App", NULL), 0);
 	req_traceparent(&q, t, p, f);
 	ck_assert_str_eq(t, T_TRACE);
-	run_free(&r);
-	sink_stop();
+	client_done(&r);
 }
 END_TEST
 
@@ -867,8 +806,7 @@ START_TEST(test_list_set_before_the_shim)
 	req_traceparent(&q, t, p, f);
 	ck_assert_str_eq(t, T_TRACE);
 	ck_assert_str_ne(p, T_PARENT);
-	run_free(&r);
-	sink_stop();
+	client_done(&r);
 }
 END_TEST
 
@@ -881,13 +819,10 @@ START_TEST(test_curlu)
 	struct req q;
 	struct run r;
 
-	sink_start();
-	client(&r, "openssl", args, env);
-	sink_read(&q);
+	one_request(&r, &q, args, env);
 	req_traceparent(&q, t, p, f);
 	ck_assert_str_eq(t, T_TRACE);
-	run_free(&r);
-	sink_stop();
+	client_done(&r);
 }
 END_TEST
 
@@ -901,15 +836,12 @@ START_TEST(test_thread)
 	struct req q;
 	struct run r;
 
-	sink_start();
-	client(&r, "openssl", args, env);
-	sink_read(&q);
+	one_request(&r, &q, args, env);
 	req_traceparent(&q, t, p, f);
 	ck_assert_str_eq(t, T_TRACE);
 	out_record(&r, "DURING", 0, dt, ds);
 	ck_assert_str_eq(ds, p);
-	run_free(&r);
-	sink_stop();
+	client_done(&r);
 }
 END_TEST
 
@@ -922,15 +854,12 @@ START_TEST(test_no_context)
 	struct req q;
 	struct run r;
 
-	sink_start();
-	client(&r, "openssl", args, NULL);
-	sink_read(&q);
+	one_request(&r, &q, args, NULL);
 	ck_assert_int_eq(req_count(&q, "traceparent", NULL), 0);
 	ck_assert_int_eq(req_count(&q, "tracestate", NULL), 0);
 	out_record(&r, "DURING", 0, t, s);
 	ck_assert_str_eq(t, "none");
-	run_free(&r);
-	sink_stop();
+	client_done(&r);
 }
 END_TEST
 
@@ -949,9 +878,7 @@ START_TEST(test_app_traceparent_kept)
 	struct req q;
 	struct run r;
 
-	sink_start();
-	client(&r, "openssl", args, env);
-	sink_read(&q);
+	one_request(&r, &q, args, env);
 	ck_assert_int_eq(req_count(&q, "traceparent", &v), 1);
 	ck_assert_str_eq(v, "00-11111111111111111111111111111111-2222222222222222-01");
 	ck_assert_int_eq(req_count(&q, "tracestate", NULL), 0);
@@ -959,8 +886,7 @@ START_TEST(test_app_traceparent_kept)
 	out_record(&r, "DURING", 0, dt, ds);
 	ck_assert_str_eq(dt, bt);
 	ck_assert_str_eq(ds, bs);
-	run_free(&r);
-	sink_stop();
+	client_done(&r);
 }
 END_TEST
 
@@ -973,12 +899,9 @@ START_TEST(test_app_traceparent_disabled)
 	struct req q;
 	struct run r;
 
-	sink_start();
-	client(&r, "openssl", args, env);
-	sink_read(&q);
+	one_request(&r, &q, args, env);
 	ck_assert_int_eq(req_count(&q, "traceparent", NULL), 0);
-	run_free(&r);
-	sink_stop();
+	client_done(&r);
 }
 END_TEST
 
@@ -995,9 +918,7 @@ START_TEST(test_app_traceparent_adopted)
 	struct req q;
 	struct run r;
 
-	sink_start();
-	client(&r, "openssl", args, NULL);
-	sink_read(&q);
+	one_request(&r, &q, args, NULL);
 	ck_assert_int_eq(req_count(&q, "traceparent", &v), 1);
 	ck_assert_str_eq(v, "00-11111111111111111111111111111111-2222222222222222-01");
 	ck_assert_int_eq(req_count(&q, "tracestate", &v), 1);
@@ -1009,8 +930,7 @@ START_TEST(test_app_traceparent_adopted)
 	ck_assert_str_eq(dt, "11111111111111111111111111111111");
 	ck_assert_str_eq(ds, "2222222222222222");
 	ck_assert_str_eq(at, "none");
-	run_free(&r);
-	sink_stop();
+	client_done(&r);
 }
 END_TEST
 
@@ -1029,9 +949,7 @@ START_TEST(test_app_tracestate)
 	struct req q;
 	struct run r;
 
-	sink_start();
-	client(&r, "openssl", args, env);
-	sink_read(&q);
+	one_request(&r, &q, args, env);
 	ck_assert_int_eq(req_count(&q, "traceparent", NULL), 0);
 	if (_i == 2) {
 		ck_assert_int_eq(req_count(&q, "tracestate", NULL), 0);
@@ -1039,8 +957,7 @@ START_TEST(test_app_tracestate)
 		ck_assert_int_eq(req_count(&q, "tracestate", &v), 1);
 		ck_assert_str_eq(v, "mine=1");
 	}
-	run_free(&r);
-	sink_stop();
+	client_done(&r);
 }
 END_TEST
 
@@ -1052,13 +969,10 @@ START_TEST(test_propagate_off)
 	struct req q;
 	struct run r;
 
-	sink_start();
-	client(&r, "openssl", NULL, env);
-	sink_read(&q);
+	one_request(&r, &q, NULL, env);
 	ck_assert_int_eq(req_count(&q, "traceparent", NULL), 0);
 	ck_assert_int_eq(req_count(&q, "tracestate", NULL), 0);
-	run_free(&r);
-	sink_stop();
+	client_done(&r);
 }
 END_TEST
 
@@ -1086,8 +1000,7 @@ START_TEST(test_propagate_transparent)
 	out_record(&r, "BEFORE", 0, bt, bs);
 	out_record(&r, "DURING", 0, dt, ds);
 	ck_assert_str_eq(ds, bs);
-	run_free(&r);
-	sink_stop();
+	client_done(&r);
 }
 END_TEST
 
@@ -1121,8 +1034,7 @@ START_TEST(test_two_flavours)
 		ck_assert_str_eq(t, T_TRACE);
 	}
 	ck_assert_int_eq(req_count(&q, "X-Plugin", NULL), 1);
-	run_free(&r);
-	sink_stop();
+	client_done(&r);
 }
 END_TEST
 
