@@ -1402,41 +1402,54 @@ START_TEST(http2_preface)
 }
 END_TEST
 
+/* Streams that are not HTTP/1.x, or not well-formed: the first event
+ * gives up, at off, for why. */
+struct gives_up_case {
+	const char *name;
+	const char *s;
+	size_t len; /* 0: strlen(s) */
+	size_t off;
+	enum http_scan_give_up why;
+};
+
+static void
+check_gives_up(const struct gives_up_case *c)
+{
+	struct trace *t = check_bytes(c->s, c->len ? c->len : strlen(c->s), c->name);
+
+	expect_gave_up(t, 0, c->off, c->why);
+	free(t);
+}
+
+static const struct gives_up_case text_cases[] = {
+	{"resp", "*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$1\r\nv\r\n", 0, 0,
+	 HTTP_SCAN_GIVE_UP_NOT_HTTP},
+	{"resp-inline", "PING\r\n", 0, 4, HTTP_SCAN_GIVE_UP_NOT_HTTP},
+	{"resp-inline-set", "SET key value\r\n", 0, 8, HTTP_SCAN_GIVE_UP_NOT_HTTP},
+	{"smtp", "EHLO mail.example.com\r\nMAIL FROM:<a@b>\r\n", 0, 21,
+	 HTTP_SCAN_GIVE_UP_NOT_HTTP},
+	{"lowercase-method", "get / HTTP/1.1\r\n\r\n", 0, 0,
+	 HTTP_SCAN_GIVE_UP_NOT_HTTP},
+	{"method-too-long", "ABCDEFGHIJKLMNOPQRSTUVWXYZ / HTTP/1.1\r\n\r\n", 0,
+	 HTTP_SCAN_METHOD_MAX, HTTP_SCAN_GIVE_UP_NOT_HTTP},
+	{"http09", "GET /\r\n\r\n", 0, 5, HTTP_SCAN_GIVE_UP_NOT_HTTP},
+	{"trailing-space", "GET / HTTP/1.1 \r\n\r\n", 0, 14,
+	 HTTP_SCAN_GIVE_UP_NOT_HTTP},
+	{"bare-cr", "GET / HTTP/1.1\rX\n\r\n", 0, 15, HTTP_SCAN_GIVE_UP_NOT_HTTP},
+	{"bare-cr-end", "GET / HTTP/1.1\r\nA: b\r\n\rX", 0, 23,
+	 HTTP_SCAN_GIVE_UP_MALFORMED},
+};
+
 START_TEST(resp_and_text_protocols)
+{
+	check_gives_up(&text_cases[_i]);
+}
+END_TEST
+
+START_TEST(websocket_after_upgrade)
 {
 	struct trace *t;
 
-	t = check_str("*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$1\r\nv\r\n", "resp");
-	expect_gave_up(t, 0, 0, HTTP_SCAN_GIVE_UP_NOT_HTTP);
-	free(t);
-	t = check_str("PING\r\n", "resp-inline");
-	expect_gave_up(t, 0, 4, HTTP_SCAN_GIVE_UP_NOT_HTTP);
-	free(t);
-	t = check_str("SET key value\r\n", "resp-inline-set");
-	expect_gave_up(t, 0, 8, HTTP_SCAN_GIVE_UP_NOT_HTTP);
-	free(t);
-	t = check_str("EHLO mail.example.com\r\nMAIL FROM:<a@b>\r\n", "smtp");
-	expect_gave_up(t, 0, 21, HTTP_SCAN_GIVE_UP_NOT_HTTP);
-	free(t);
-	t = check_str("get / HTTP/1.1\r\n\r\n", "lowercase-method");
-	expect_gave_up(t, 0, 0, HTTP_SCAN_GIVE_UP_NOT_HTTP);
-	free(t);
-	t = check_str("ABCDEFGHIJKLMNOPQRSTUVWXYZ / HTTP/1.1\r\n\r\n",
-		      "method-too-long");
-	expect_gave_up(t, 0, HTTP_SCAN_METHOD_MAX, HTTP_SCAN_GIVE_UP_NOT_HTTP);
-	free(t);
-	t = check_str("GET /\r\n\r\n", "http09");
-	expect_gave_up(t, 0, 5, HTTP_SCAN_GIVE_UP_NOT_HTTP);
-	free(t);
-	t = check_str("GET / HTTP/1.1 \r\n\r\n", "trailing-space");
-	expect_gave_up(t, 0, 14, HTTP_SCAN_GIVE_UP_NOT_HTTP);
-	free(t);
-	t = check_str("GET / HTTP/1.1\rX\n\r\n", "bare-cr");
-	expect_gave_up(t, 0, 15, HTTP_SCAN_GIVE_UP_NOT_HTTP);
-	free(t);
-	t = check_str("GET / HTTP/1.1\r\nA: b\r\n\rX", "bare-cr-end");
-	expect_gave_up(t, 0, 23, HTTP_SCAN_GIVE_UP_MALFORMED);
-	free(t);
 	/* WebSocket frames after an upgraded head */
 	t = check_bytes(
 		"GET /ws HTTP/1.1\r\nUpgrade: websocket\r\n\r\n\x81\x85\x37\xfa", 44,
@@ -1447,28 +1460,30 @@ START_TEST(resp_and_text_protocols)
 }
 END_TEST
 
+static const struct gives_up_case nul_cases[] = {
+	{"nul-first", "\0GET / HTTP/1.1\r\n\r\n", 19, 0, HTTP_SCAN_GIVE_UP_NOT_HTTP},
+	{"nul-target", "GET /a\0b HTTP/1.1\r\n\r\n", 21, 6, HTTP_SCAN_GIVE_UP_NOT_HTTP},
+	{"nul-method", "GE\0T / HTTP/1.1\r\n\r\n", 19, 2, HTTP_SCAN_GIVE_UP_NOT_HTTP},
+	{"all-nul", "\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0", 16, 0,
+	 HTTP_SCAN_GIVE_UP_NOT_HTTP},
+};
+
 START_TEST(nul_bytes)
+{
+	check_gives_up(&nul_cases[_i]);
+}
+END_TEST
+
+START_TEST(nul_in_header)
 {
 	struct trace *t;
 
-	t = check_bytes("\0GET / HTTP/1.1\r\n\r\n", 19, "nul-first");
-	expect_gave_up(t, 0, 0, HTTP_SCAN_GIVE_UP_NOT_HTTP);
-	free(t);
-	t = check_bytes("GET /a\0b HTTP/1.1\r\n\r\n", 21, "nul-target");
-	expect_gave_up(t, 0, 6, HTTP_SCAN_GIVE_UP_NOT_HTTP);
-	free(t);
-	t = check_bytes("GE\0T / HTTP/1.1\r\n\r\n", 19, "nul-method");
-	expect_gave_up(t, 0, 2, HTTP_SCAN_GIVE_UP_NOT_HTTP);
-	free(t);
 	/* in a header line it is just a byte of an uninteresting header */
 	t = check_bytes("GET / HTTP/1.1\r\nX\0: \0\r\n\0\0: x\r\n\r\n", 32,
 			"nul-header");
 	ck_assert_uint_eq(t->n, 1);
 	ck_assert_int_eq(t->ev[0].status, HTTP_SCAN_HEAD);
 	ck_assert_uint_eq(t->ev[0].off, 32);
-	free(t);
-	t = check_bytes("\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0", 16, "all-nul");
-	expect_gave_up(t, 0, 0, HTTP_SCAN_GIVE_UP_NOT_HTTP);
 	free(t);
 }
 END_TEST
@@ -1957,8 +1972,12 @@ TEST_SUITE(http_scan_suite)
 	tcase_set_timeout(tc, 600);
 	tcase_add_test(tc, tls_client_hello);
 	tcase_add_test(tc, http2_preface);
-	tcase_add_test(tc, resp_and_text_protocols);
-	tcase_add_test(tc, nul_bytes);
+	tcase_add_loop_test(tc, resp_and_text_protocols, 0,
+			    (int)(sizeof(text_cases) / sizeof(text_cases[0])));
+	tcase_add_test(tc, websocket_after_upgrade);
+	tcase_add_loop_test(tc, nul_bytes, 0,
+			    (int)(sizeof(nul_cases) / sizeof(nul_cases[0])));
+	tcase_add_test(tc, nul_in_header);
 	tcase_add_test(tc, very_long_request_line);
 	tcase_add_test(tc, random_bytes);
 	tcase_add_test(tc, mutated_requests);
