@@ -386,6 +386,55 @@ folded_count(const char *folded, ...)
 	return sum;
 }
 
+/* New temporary files for a recording (tag-prof) and for the recorder's
+ * standard error (tag-err), n bytes each. */
+static void
+rec_tmpfiles(char *file, char *errf, size_t n, const char *tag)
+{
+	char t[48];
+
+	snprintf(t, sizeof(t), "%s-prof", tag);
+	prof_tmpfile(file, n, t);
+	snprintf(t, sizeof(t), "%s-err", tag);
+	prof_tmpfile(errf, n, t);
+}
+
+/* Stop the recorder rec with SIGINT: it must exit 0 (else its standard
+ * error, in errf, is the message). */
+static void
+record_interrupt(pid_t rec, const char *errf)
+{
+	char *err = NULL;
+	int st;
+
+	ck_assert_int_eq(kill(rec, SIGINT), 0);
+	st = prof_record_wait(rec, TIMEOUT_MS);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status 0x%x: %s", st,
+		      (err = prof_slurp(errf)));
+	free(err);
+}
+
+/* ctxdump report with up to 8 arguments (NULL-terminated), which must
+ * exit 0: its standard output (malloc'd). */
+static char *
+report_of(const char *a0, ...)
+{
+	const char *a[8] = {NULL};
+	char *out = NULL, *err = NULL;
+	va_list ap;
+	int n = 0, st;
+
+	va_start(ap, a0);
+	for (const char *p = a0; p && n < 8; p = va_arg(ap, const char *))
+		a[n++] = p;
+	va_end(ap);
+	st = prof_run(&out, &err, "report", a[0], a[1], a[2], a[3], a[4], a[5], a[6],
+		      a[7], NULL);
+	ck_assert_msg(st == 0, "report exit %d: %s", st, err);
+	free(err);
+	return out;
+}
+
 /* ---- the main test ---- */
 
 START_TEST(record_traced_requests)
@@ -402,8 +451,7 @@ START_TEST(record_traced_requests)
 	FILE *f;
 
 	server_start(&s);
-	prof_tmpfile(file, sizeof(file), "record-prof");
-	prof_tmpfile(errf, sizeof(errf), "record-err");
+	rec_tmpfiles(file, errf, sizeof(file), "record");
 	prof_tmpfile(spans_f, sizeof(spans_f), "record-spans");
 	snprintf(pid, sizeof(pid), "%d", (int)s.pid);
 	rec = prof_record_start(errf, args);
@@ -429,8 +477,7 @@ START_TEST(record_traced_requests)
 	ck_assert_uint_gt(b.sleep_ns, 250000000u);
 
 	/* summary: the functions per request path, and the timing */
-	st = prof_run(&out, &err, "report", file, NULL);
-	ck_assert_msg(st == 0, "report exit %d: %s", st, err);
+	out = report_of(file, NULL);
 	ck_assert_msg(strstr(out, "Service: " SERVICE "\n"), "%s", out);
 	ck_assert_ptr_nonnull(strstr(out, "Layout: otel_thread_ctx_v1 in "));
 	ck_assert_ptr_nonnull(strstr(out, "Ended: interrupted"));
@@ -442,7 +489,6 @@ START_TEST(record_traced_requests)
 	ck_assert_ptr_nonnull(strstr(out, "trace " TRACE_CPU "  GET /cpu/300  "));
 	read_physics(out, &ph);
 	free(out);
-	free(err);
 	/* the recorder's own summary says whether a thread missed rounds */
 	err = prof_slurp(errf);
 	if (strstr(err, "timed out") || strstr(err, "skipped"))
@@ -450,8 +496,7 @@ START_TEST(record_traced_requests)
 	free(err);
 
 	/* folded: the functions under the right trace roots */
-	st = prof_run(&out, &err, "report", "--folded", file, NULL);
-	ck_assert_msg(st == 0, "report exit %d: %s", st, err);
+	out = report_of("--folded", file, NULL);
 	ck_assert_msg(folded_count(out, SERVICE ";GET /cpu/300;trace " TRACE_CPU ";",
 				   ";prof_handle_request;prof_cpu_work", NULL) >= 3,
 		      "%s", out);
@@ -469,7 +514,6 @@ START_TEST(record_traced_requests)
 	/* the idle threads are there too, without a trace */
 	ck_assert_uint_gt(folded_count(out, SERVICE ";[no trace];", NULL), 0);
 	free(out);
-	free(err);
 
 	/* filters: trace id prefix, path, attribute */
 	st = prof_run(&out, &err, "report", "--folded", "--trace", "4bf92f35", file,
@@ -482,15 +526,12 @@ START_TEST(record_traced_requests)
 	free(out);
 	free(err);
 	/* upper case as pasted from elsewhere: the same samples */
-	st = prof_run(&out, &err, "report", "--folded", "--trace", "4BF92F35", file,
-		      NULL);
-	ck_assert_msg(st == 0, "report exit %d: %s", st, err);
+	out = report_of("--folded", "--trace", "4BF92F35", file, NULL);
 	ck_assert_uint_gt(folded_count(out, "trace " TRACE_CPU ";", NULL), 0);
 	ck_assert_uint_eq(folded_count(out, "trace " TRACE_SLP, NULL) +
 				  folded_count(out, "[no trace]", NULL),
 			  0);
 	free(out);
-	free(err);
 	st = prof_run(&out, &err, "report", "--folded", "--path", "/sleep/300", file,
 		      NULL);
 	ck_assert_int_eq(st, 0);
@@ -511,14 +552,12 @@ START_TEST(record_traced_requests)
 	free(err);
 
 	/* inferred spans, with the context spans, as OTLP/JSON */
-	st = prof_run(&out, &err, "report", "--spans", "--context-spans", file, NULL);
-	ck_assert_msg(st == 0, "report exit %d: %s", st, err);
+	out = report_of("--spans", "--context-spans", file, NULL);
 	f = fopen(spans_f, "we");
 	ck_assert_ptr_nonnull(f);
 	fputs(out, f);
 	fclose(f);
 	free(out);
-	free(err);
 	st = prof_py(otlp_py, spans_f, &out, &err);
 	ck_assert_msg(st == 0, "%s", err);
 	parse_spans(out, &S);
@@ -586,8 +625,7 @@ START_TEST(record_interrupted_never_stops_target)
 	int fd, st;
 
 	server_start(&s);
-	prof_tmpfile(file, sizeof(file), "int-prof");
-	prof_tmpfile(errf, sizeof(errf), "int-err");
+	rec_tmpfiles(file, errf, sizeof(file), "int");
 	snprintf(pid, sizeof(pid), "%d", (int)s.pid);
 	fd = busy_request(&s);
 	for (i = 0; i < sizeof(delays_ms) / sizeof(delays_ms[0]); i++) {
@@ -610,11 +648,9 @@ START_TEST(record_interrupted_never_stops_target)
 			      (err = prof_slurp(errf)));
 		prof_assert_running(s.pid);
 		if (WIFEXITED(st) && i >= 2) {
-			st = prof_run(&out, &err, "report", file, NULL);
-			ck_assert_msg(st == 0, "report exit %d: %s", st, err);
+			out = report_of(file, NULL);
 			ck_assert_msg(strstr(out, "Ended: interrupted"), "%s", out);
 			free(out);
-			free(err);
 		}
 	}
 	request_finish(fd, &d);
@@ -639,8 +675,7 @@ START_TEST(record_unstoppable_thread)
 	int fd, st;
 
 	server_start(&s);
-	prof_tmpfile(file, sizeof(file), "vfork-prof");
-	prof_tmpfile(errf, sizeof(errf), "vfork-err");
+	rec_tmpfiles(file, errf, sizeof(file), "vfork");
 	snprintf(pid, sizeof(pid), "%d", (int)s.pid);
 
 	/* the thread stops while recording goes on */
@@ -815,8 +850,7 @@ START_TEST(record_no_thread_stops_in_time)
 	int st;
 
 	vforker_start(&v, _i == 1);
-	prof_tmpfile(file, sizeof(file), "novfork-prof");
-	prof_tmpfile(errf, sizeof(errf), "novfork-err");
+	rec_tmpfiles(file, errf, sizeof(file), "novfork");
 	snprintf(pid, sizeof(pid), "%d", (int)v.pid);
 
 	/* rounds recorded, then a round meets the thread in vfork() and
@@ -850,10 +884,8 @@ START_TEST(record_no_thread_stops_in_time)
 			      strstr(err, " skipped (no thread stopped in time"),
 		      "%s", err);
 	free(err);
-	st = prof_run(&out, &err, "report", "--folded", file, NULL);
-	ck_assert_msg(st == 0, "report exit %d: %s", st, err);
+	out = report_of("--folded", file, NULL);
 	free(out);
-	free(err);
 	prof_assert_running(v.pid);
 
 	/* started while the thread cannot stop: no round stops it */
@@ -882,8 +914,7 @@ START_TEST(record_duration)
 	const char *p;
 
 	server_start(&s);
-	prof_tmpfile(file, sizeof(file), "dur-prof");
-	prof_tmpfile(errf, sizeof(errf), "dur-err");
+	rec_tmpfiles(file, errf, sizeof(file), "dur");
 	snprintf(pid, sizeof(pid), "%d", (int)s.pid);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	st = prof_record_wait(prof_record_start(errf, args), TIMEOUT_MS);
@@ -899,8 +930,7 @@ START_TEST(record_duration)
 		      err);
 	free(err);
 
-	st = prof_run(&out, &err, "report", file, NULL);
-	ck_assert_msg(st == 0, "report exit %d: %s", st, err);
+	out = report_of(file, NULL);
 	ck_assert_msg(strstr(out, "Ended: duration reached"), "%s", out);
 	p = strstr(out, " s, ");
 	ck_assert_ptr_nonnull(p);
@@ -909,7 +939,6 @@ START_TEST(record_duration)
 	ck_assert_uint_ge(rounds, 5);
 	ck_assert_uint_le(rounds, 51);
 	free(out);
-	free(err);
 	unlink(file);
 	unlink(errf);
 	server_finish(&s);
@@ -929,8 +958,7 @@ record_rounds(pid_t target, const char *rate, const char *secs, bool *exact)
 	const char *p;
 	int st;
 
-	prof_tmpfile(file, sizeof(file), "ticks-prof");
-	prof_tmpfile(errf, sizeof(errf), "ticks-err");
+	rec_tmpfiles(file, errf, sizeof(file), "ticks");
 	snprintf(pid, sizeof(pid), "%d", (int)target);
 	st = prof_record_wait(prof_record_start(errf, args), TIMEOUT_MS);
 	err = prof_slurp(errf);
@@ -938,13 +966,11 @@ record_rounds(pid_t target, const char *rate, const char *secs, bool *exact)
 	*exact = WIFEXITED(st) && WEXITSTATUS(st) == 0 && !strstr(err, " missed") &&
 		 !strstr(err, " skipped (");
 	free(err);
-	st = prof_run(&out, &err, "report", file, NULL);
-	ck_assert_msg(st == 0, "report exit %d: %s", st, err);
+	out = report_of(file, NULL);
 	ck_assert_msg(strstr(out, "Ended: duration reached"), "%s", out);
 	p = strstr(out, " s, ");
 	ck_assert_msg(p && sscanf(p, " s, %u rounds", &rounds) == 1, "%s", out);
 	free(out);
-	free(err);
 	unlink(file);
 	unlink(errf);
 	return rounds;
@@ -1003,16 +1029,14 @@ START_TEST(record_demangled)
 		 ";_ZN4demo9Scheduler4waitEi;_ZN4demo4Many3setERNS_1AES2_S2_",
 		 "demo::"},
 	};
-	char line[64], file[64], errf[64], pid[16], *out = NULL, *err = NULL;
+	char line[64], file[64], errf[64], pid[16], *out = NULL;
 	struct test_child ch;
 	unsigned c;
-	int st;
 
 	test_child_start(&ch, argv, NULL, false);
 	test_child_expect(&ch, "READY ", line, sizeof(line), TIMEOUT_MS);
 	snprintf(pid, sizeof(pid), "%d", (int)ch.pid);
-	prof_tmpfile(file, sizeof(file), "demangle-prof");
-	prof_tmpfile(errf, sizeof(errf), "demangle-err");
+	rec_tmpfiles(file, errf, sizeof(file), "demangle");
 	for (c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
 		const char *args[] = {"-F", "50", "-d", "0.2", "-o",
 				      file, NULL, NULL, NULL};
@@ -1021,13 +1045,11 @@ START_TEST(record_demangled)
 		args[7] = pid;
 
 		prof_record_run(errf, args);
-		st = prof_run(&out, &err, "report", "--folded", file, NULL);
-		ck_assert_msg(st == 0, "report exit %d: %s", st, err);
+		out = report_of("--folded", file, NULL);
 		ck_assert_msg(strstr(out, cases[c].want) &&
 				      !strstr(out, cases[c].unwanted),
 			      "case %u: %s", c, out);
 		free(out);
-		free(err);
 	}
 	unlink(file);
 	unlink(errf);
@@ -1044,33 +1066,27 @@ START_TEST(record_guessed_frames)
 {
 	char *argv[] = {(char *)test_helper_path("deep-stack"), "3", "0", "nocfi",
 			NULL};
-	char line[64], file[64], errf[64], pid[16], tid[16], *out, *err;
+	char line[64], file[64], errf[64], pid[16], tid[16], *out;
 	const char *args[] = {"-F", "50", "-d", "0.2", "-o", file, pid, NULL};
 	struct test_child ch;
-	int st;
 
 	test_child_start(&ch, argv, NULL, false);
 	test_child_expect(&ch, "READY ", line, sizeof(line), TIMEOUT_MS);
 	snprintf(pid, sizeof(pid), "%d", (int)ch.pid);
 	ck_assert_int_eq(sscanf(line + 6, "%*d %15s", tid), 1);
-	prof_tmpfile(file, sizeof(file), "guessed-prof");
-	prof_tmpfile(errf, sizeof(errf), "guessed-err");
+	rec_tmpfiles(file, errf, sizeof(file), "guessed");
 	prof_record_run(errf, args);
-	st = prof_run(&out, &err, "report", "--folded", "--tid", tid, file, NULL);
-	ck_assert_msg(st == 0, "report exit %d: %s", st, err);
+	out = report_of("--folded", "--tid", tid, file, NULL);
 	ck_assert_msg(strstr(out,
 			     ";start_thread [guessed];run [guessed];deep [guessed];"
 			     "deep [guessed];deep [guessed];deep [guessed];"
 			     "nocfi_call;bottom_wait;"),
 		      "%s", out);
 	free(out);
-	free(err);
 	/* the main thread's stack is unwound, all of it */
-	st = prof_run(&out, &err, "report", "--folded", "--tid", pid, file, NULL);
-	ck_assert_msg(st == 0, "report exit %d: %s", st, err);
+	out = report_of("--folded", "--tid", pid, file, NULL);
 	ck_assert_msg(strstr(out, ";main;") && !strstr(out, "[guessed]"), "%s", out);
 	free(out);
-	free(err);
 	unlink(file);
 	unlink(errf);
 	ck_assert_int_eq(test_child_finish(&ch, TIMEOUT_MS), 0);
@@ -1085,10 +1101,10 @@ END_TEST
 START_TEST(record_shared_thread_pointer)
 {
 	char *argv[] = {(char *)test_helper_path("hostile-clone"), "shared", NULL};
-	char line[64], file[64], errf[64], pid[16], tid[3][16], *out, *err;
+	char line[64], file[64], errf[64], pid[16], tid[3][16], *out;
 	const char *args[] = {"-F", "50", "-d", "0.3", "-o", file, pid, NULL};
 	struct test_child ch;
-	int st, i;
+	int i;
 
 	test_child_start(&ch, argv, NULL, false);
 	for (i = 1; i < 3; i++) {
@@ -1099,13 +1115,10 @@ START_TEST(record_shared_thread_pointer)
 	test_child_expect(&ch, "READY ", line, sizeof(line), TIMEOUT_MS);
 	snprintf(pid, sizeof(pid), "%d", (int)ch.pid);
 	snprintf(tid[0], sizeof(tid[0]), "%d", (int)ch.pid);
-	prof_tmpfile(file, sizeof(file), "sharedtp-prof");
-	prof_tmpfile(errf, sizeof(errf), "sharedtp-err");
+	rec_tmpfiles(file, errf, sizeof(file), "sharedtp");
 	prof_record_run(errf, args);
 	for (i = 0; i < 3; i++) {
-		st = prof_run(&out, &err, "report", "--folded", "--tid", tid[i], file,
-			      NULL);
-		ck_assert_msg(st == 0, "report exit %d: %s", st, err);
+		out = report_of("--folded", "--tid", tid[i], file, NULL);
 		ck_assert_msg(folded_count(out, NULL) > 0, "tid %s: no sample", tid[i]);
 		if (i == 0)
 			ck_assert_msg(strstr(out, "33333333333333333333333333333333"),
@@ -1115,7 +1128,6 @@ START_TEST(record_shared_thread_pointer)
 				      "tid %s has the main thread's trace: %s", tid[i],
 				      out);
 		free(out);
-		free(err);
 	}
 	unlink(file);
 	unlink(errf);
@@ -1128,19 +1140,16 @@ END_TEST
 static void
 attr_selected(const char *file, const char *attr, unsigned *sel, unsigned *all)
 {
-	char *out = NULL, *err = NULL;
+	char *out = NULL;
 	const char *p;
-	int st;
 
-	st = prof_run(&out, &err, "report", "--attr", attr, file, NULL);
-	ck_assert_msg(st == 0, "report exit %d: %s", st, err);
+	out = report_of("--attr", attr, file, NULL);
 	p = strstr(out, " samples selected");
 	ck_assert_msg(p, "%s", out);
 	while (p > out && p[-1] != '\n')
 		p--;
 	ck_assert_int_eq(sscanf(p, "%u of %u", sel, all), 2);
 	free(out);
-	free(err);
 }
 
 /* OTEP-4947: of a key index that repeats, the last occurrence wins, also
@@ -1162,8 +1171,7 @@ START_TEST(record_large_record)
 	test_child_expect(&c, "BIG ", line, sizeof(line), TIMEOUT_MS);
 	ck_assert_int_gt(atoi(line + 4), 640);
 	snprintf(pid, sizeof(pid), "%d", (int)c.pid);
-	prof_tmpfile(file, sizeof(file), "large-prof");
-	prof_tmpfile(errf, sizeof(errf), "large-err");
+	rec_tmpfiles(file, errf, sizeof(file), "large");
 	prof_record_run(errf, args);
 	attr_selected(file, "k0=last", &sel, &all);
 	ck_assert_msg(all > 0, "no sample");
@@ -1198,19 +1206,17 @@ wait_rounds(const char *file, pid_t rec, const char *errf)
 START_TEST(record_key_map_grows)
 {
 	char file[64], errf[64], pid[16], line[64], helper[PATH_MAX], idx[8];
-	char *argv[] = {helper, NULL}, *err = NULL;
+	char *argv[] = {helper, NULL};
 	const char *args[] = {"-F", "50", "-o", file, pid, NULL};
 	unsigned sel = 0, all = 0, g;
 	struct test_child c;
 	pid_t rec;
-	int st;
 
 	prof_helper("keymap-grow", helper, sizeof(helper));
 	test_child_start(&c, argv, NULL, false);
 	test_child_expect(&c, "READY ", line, sizeof(line), TIMEOUT_MS);
 	snprintf(pid, sizeof(pid), "%d", (int)c.pid);
-	prof_tmpfile(file, sizeof(file), "regrow-prof");
-	prof_tmpfile(errf, sizeof(errf), "regrow-err");
+	rec_tmpfiles(file, errf, sizeof(file), "regrow");
 	rec = prof_record_start(errf, args);
 	prof_wait_file(file, 64, TIMEOUT_MS, rec, errf);
 	for (g = 0; g < 3; g++) {
@@ -1218,10 +1224,7 @@ START_TEST(record_key_map_grows)
 		test_child_expect(&c, "GROWN", line, sizeof(line), TIMEOUT_MS);
 		wait_rounds(file, rec, errf);
 	}
-	ck_assert_int_eq(kill(rec, SIGINT), 0);
-	st = prof_record_wait(rec, TIMEOUT_MS);
-	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status 0x%x: %s", st,
-		      (err = prof_slurp(errf)));
+	record_interrupt(rec, errf);
 	attr_selected(file, "k3=three", &sel, &all);
 	ck_assert_msg(sel > 0, "no sample has k3=three (of %u)", all);
 	for (g = 1; g <= 3; g++) {
@@ -1252,19 +1255,6 @@ keymap_start(struct test_child *c, const char *const *args)
 	test_child_expect(c, "READY ", line, sizeof(line), TIMEOUT_MS);
 }
 
-/* The summary of the recording in file (malloc'd). */
-static char *
-summary_of(const char *file)
-{
-	char *out = NULL, *err = NULL;
-	int st;
-
-	st = prof_run(&out, &err, "report", file, NULL);
-	ck_assert_msg(st == 0, "report exit %d: %s", st, err);
-	free(err);
-	return out;
-}
-
 /* A process name may hold a newline (PR_SET_NAME takes any bytes but
  * NUL): the recording has all of it, and the summary shows it escaped.
  * Old: the name was cut at its first newline ("(kg)"). */
@@ -1277,10 +1267,9 @@ START_TEST(record_comm_newline)
 
 	keymap_start(&c, kargs);
 	snprintf(pid, sizeof(pid), "%d", (int)c.pid);
-	prof_tmpfile(file, sizeof(file), "comm-prof");
-	prof_tmpfile(errf, sizeof(errf), "comm-err");
+	rec_tmpfiles(file, errf, sizeof(file), "comm");
 	prof_record_run(errf, args);
-	o = summary_of(file);
+	o = report_of(file, NULL);
 	ck_assert_msg(strstr(o, " (kg\\x0a\\x1b[2Jx): "), "%s", o);
 	ck_assert_msg(strstr(o, "Service: keymap-grow\n"), "%s", o);
 	free(o);
@@ -1297,17 +1286,16 @@ END_TEST
 START_TEST(record_thread_renamed_back)
 {
 	static const char *const kargs[] = {"--name", "kg-one", NULL};
-	char file[64], errf[64], pid[16], line[64], *out, *err = NULL;
+	char file[64], errf[64], pid[16], line[64], *out;
 	const char *args[] = {"-F", "50", "-o", file, pid, NULL};
 	const char *names[] = {"name kg-two\n", "name kg-one\n"};
 	struct test_child c;
 	pid_t rec;
-	int st, i;
+	int i;
 
 	keymap_start(&c, kargs);
 	snprintf(pid, sizeof(pid), "%d", (int)c.pid);
-	prof_tmpfile(file, sizeof(file), "rename-prof");
-	prof_tmpfile(errf, sizeof(errf), "rename-err");
+	rec_tmpfiles(file, errf, sizeof(file), "rename");
 	rec = prof_record_start(errf, args);
 	prof_wait_file(file, 64, TIMEOUT_MS, rec, errf);
 	for (i = 0; i < 2; i++) {
@@ -1316,19 +1304,13 @@ START_TEST(record_thread_renamed_back)
 		test_child_expect(&c, "NAMED", line, sizeof(line), TIMEOUT_MS);
 	}
 	wait_rounds(file, rec, errf);
-	ck_assert_int_eq(kill(rec, SIGINT), 0);
-	st = prof_record_wait(rec, TIMEOUT_MS);
-	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status 0x%x: %s", st,
-		      (err = prof_slurp(errf)));
-	free(err);
-	st = prof_run(&out, &err, "report", "--spans", "--context-spans", file, NULL);
-	ck_assert_msg(st == 0, "report exit %d: %s", st, err);
+	record_interrupt(rec, errf);
+	out = report_of("--spans", "--context-spans", file, NULL);
 	ck_assert_msg(strstr(out, "{\"key\":\"thread.name\",\"value\":"
 				  "{\"stringValue\":\"kg-one\"}}") &&
 			      !strstr(out, "kg-two"),
 		      "%s", out);
 	free(out);
-	free(err);
 	ck_assert_int_eq(test_child_finish(&c, TIMEOUT_MS), 0);
 	unlink(file);
 	unlink(errf);
@@ -1383,8 +1365,7 @@ START_TEST(record_long_command_line)
 	}
 	keymap_start(&c, kargs);
 	snprintf(pid, sizeof(pid), "%d", (int)c.pid);
-	prof_tmpfile(file, sizeof(file), "cmdline-prof");
-	prof_tmpfile(errf, sizeof(errf), "cmdline-err");
+	rec_tmpfiles(file, errf, sizeof(file), "cmdline");
 	prof_record_run(errf, args);
 	st = prof_py(info_cmdline_py, file, &o, &err);
 	ck_assert_msg(st == 0, "python: %s", err);
@@ -1431,16 +1412,15 @@ file_has(const char *path, const char *needle)
 START_TEST(record_late_process_context)
 {
 	static const char *const kargs[] = {"--late", NULL};
-	char file[64], errf[64], pid[16], line[64], *o, *err = NULL;
+	char file[64], errf[64], pid[16], line[64], *o;
 	const char *args[] = {"-F", "50", "-o", file, pid, NULL};
 	struct test_child c;
-	int st, waited;
+	int waited;
 	pid_t rec;
 
 	keymap_start(&c, kargs);
 	snprintf(pid, sizeof(pid), "%d", (int)c.pid);
-	prof_tmpfile(file, sizeof(file), "late-prof");
-	prof_tmpfile(errf, sizeof(errf), "late-err");
+	rec_tmpfiles(file, errf, sizeof(file), "late");
 	rec = prof_record_start(errf, args);
 	prof_wait_file(file, 64, TIMEOUT_MS, rec, errf);
 	test_child_send(&c, "publish\n");
@@ -1450,11 +1430,8 @@ START_TEST(record_late_process_context)
 		ck_assert_msg(waited < TIMEOUT_MS, "no process context recorded");
 		usleep(10000);
 	}
-	ck_assert_int_eq(kill(rec, SIGINT), 0);
-	st = prof_record_wait(rec, TIMEOUT_MS);
-	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status 0x%x: %s", st,
-		      (err = prof_slurp(errf)));
-	o = summary_of(file);
+	record_interrupt(rec, errf);
+	o = report_of(file, NULL);
 	ck_assert_msg(strstr(o, "Service: keymap-grow\n"), "%s", o);
 	free(o);
 	ck_assert_int_eq(test_child_finish(&c, TIMEOUT_MS), 0);
@@ -1473,8 +1450,7 @@ START_TEST(record_killed_and_target_exit)
 	FILE *f;
 
 	server_start(&s);
-	prof_tmpfile(file, sizeof(file), "kill-prof");
-	prof_tmpfile(errf, sizeof(errf), "kill-err");
+	rec_tmpfiles(file, errf, sizeof(file), "kill");
 	snprintf(pid, sizeof(pid), "%d", (int)s.pid);
 
 	/* SIGKILL: the kernel lets the seized threads go; the file holds
@@ -1521,11 +1497,9 @@ START_TEST(record_killed_and_target_exit)
 		      err);
 	free(err);
 	err = NULL;
-	st = prof_run(&out, &err, "report", file, NULL);
-	ck_assert_msg(st == 0, "report exit %d: %s", st, err);
+	out = report_of(file, NULL);
 	ck_assert_msg(strstr(out, "Ended: process exited"), "%s", out);
 	free(out);
-	free(err);
 	unlink(file);
 	unlink(errf);
 }
@@ -1550,8 +1524,7 @@ library_swap_once(void)
 	test_child_start(&c, argv, NULL, false);
 	test_child_expect(&c, "READY ", line, sizeof(line), TIMEOUT_MS);
 	snprintf(arg, sizeof(arg), "%d", atoi(line + 6));
-	prof_tmpfile(file, sizeof(file), "swap-prof");
-	prof_tmpfile(errf, sizeof(errf), "swap-err");
+	rec_tmpfiles(file, errf, sizeof(file), "swap");
 	unlink(file);
 	rec = prof_record_start(errf, args);
 	prof_wait_file(file, 64, TIMEOUT_MS, rec, errf);
@@ -1580,13 +1553,10 @@ library_swap_once(void)
 		unlink(errf);
 		return false;
 	}
-	st = prof_run(&out, &err, "report", "--folded", "--tid", tid[0], file, NULL);
-	ck_assert_msg(st == 0, "report exit %d: %s", st, err);
+	out = report_of("--folded", "--tid", tid[0], file, NULL);
 	n_a = folded_count(out, ";swap_spin_a", NULL);
 	free(out);
-	free(err);
-	st = prof_run(&out, &err, "report", "--folded", "--tid", tid[1], file, NULL);
-	ck_assert_msg(st == 0, "report exit %d: %s", st, err);
+	out = report_of("--folded", "--tid", tid[1], file, NULL);
 	n_b = folded_count(out, NULL);
 	/* never named after A, whatever else */
 	ck_assert_msg(!strstr(out, "swap_spin_a"), "B's samples named after A:\n%s",
@@ -1594,7 +1564,6 @@ library_swap_once(void)
 	if (n_a && n_b)
 		ck_assert_msg(folded_count(out, ";swap_spin_b", NULL) > 0, "%s", out);
 	free(out);
-	free(err);
 	unlink(file);
 	unlink(errf);
 	if (!n_a || !n_b)
@@ -1693,8 +1662,7 @@ START_TEST(record_across_exec)
 	test_child_start(&c, argv, env, false);
 	test_child_expect(&c, "READY ", line, sizeof(line), TIMEOUT_MS);
 	snprintf(pid, sizeof(pid), "%d", (int)c.pid);
-	prof_tmpfile(file, sizeof(file), "exec-prof");
-	prof_tmpfile(errf, sizeof(errf), "exec-err");
+	rec_tmpfiles(file, errf, sizeof(file), "exec");
 	rec = prof_record_start(errf, args);
 
 	/* samples of the first image, then of the second: each waited for
@@ -1731,13 +1699,9 @@ START_TEST(record_across_exec)
 	ck_assert_msg(ms < TIMEOUT_MS, "no sample of the second image: %s", out);
 	free(out);
 	free(err);
-	ck_assert_int_eq(kill(rec, SIGINT), 0);
-	st = prof_record_wait(rec, TIMEOUT_MS);
-	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status 0x%x: %s", st,
-		      (err = prof_slurp(errf)));
+	record_interrupt(rec, errf);
 
-	st = prof_run(&out, &err, "report", "--folded", file, NULL);
-	ck_assert_msg(st == 0, "report exit %d: %s", st, err);
+	out = report_of("--folded", file, NULL);
 	exec_check_folded(out, &before, &after);
 	ck_assert_msg(before && after, "%s", out);
 	/* the trace of each image is there, under its service */
@@ -1746,17 +1710,13 @@ START_TEST(record_across_exec)
 	ck_assert_msg(strstr(out, "exec-b;[unknown request];trace " TRACE_EXEC_B), "%s",
 		      out);
 	free(out);
-	free(err);
-	st = prof_run(&out, &err, "report", file, NULL);
-	ck_assert_msg(st == 0, "report exit %d: %s", st, err);
+	out = report_of(file, NULL);
 	ck_assert_msg(strstr(out, "Service: exec-a\n") &&
 			      strstr(out, ", service exec-b\n"),
 		      "%s", out);
 	free(out);
-	free(err);
 	/* one OTLP resource per image, each with its own service */
-	st = prof_run(&out, &err, "report", "--spans", "--context-spans", file, NULL);
-	ck_assert_msg(st == 0, "report exit %d: %s", st, err);
+	out = report_of("--spans", "--context-spans", file, NULL);
 	{
 		const char *a = strstr(out, "{\"stringValue\":\"exec-a\"}");
 		const char *b = strstr(out, "{\"stringValue\":\"exec-b\"}");
@@ -1768,7 +1728,6 @@ START_TEST(record_across_exec)
 		ck_assert_msg(a < ta && ta < b && b < tb, "%s", out);
 	}
 	free(out);
-	free(err);
 	test_child_finish(&c, TIMEOUT_MS);
 	unlink(file);
 	unlink(errf);
