@@ -149,6 +149,43 @@ serve_traced(struct it_server *s,
 	return tid;
 }
 
+/* tpc_start(), then a connection to it. */
+static int
+tpc_connect(struct it_server *s, char *const args[], char *const env[])
+{
+	tpc_start(s, args, env);
+	return it_connect(s->port);
+}
+
+/* The blocked request for path on fd (by thread tid, with trace) is
+ * released and answered, and the thread's context goes away when the
+ * server reaches where (an event of it_wait_detached()). */
+static void
+answer_detached(struct it_server *s,
+		int fd,
+		long tid,
+		const char *path,
+		const char *where,
+		const char *trace)
+{
+	release(s);
+	it_assert_path_body(it_read_response(fd), path);
+	it_wait_detached(s, tid, NULL, where);
+	it_assert_gone(s, tid, trace);
+}
+
+/* What the server wrote on fd, read until it holds needle (malloc'd). */
+static char *
+read_until(int fd, const char *needle)
+{
+	char *buf = NULL;
+	size_t len = 0, cap = 0;
+
+	while (!buf || !strstr(buf, needle))
+		ck_assert(it_read_some(fd, &buf, &len, &cap));
+	return buf;
+}
+
 /* "GET path" with TP1 and a header of pad bytes, into req; its length. */
 static size_t
 padded_head(char *req, const char *path, size_t pad)
@@ -172,8 +209,7 @@ START_TEST(test_tpc_traced)
 	long tid;
 	int fd;
 
-	tpc_start(&s, NULL, env);
-	fd = it_connect(s.port);
+	fd = tpc_connect(&s, NULL, env);
 	it_send_str(fd, "GET /block/traced?q=1&r=2 HTTP/1.1\r\nHost: x\r\n" TP1
 			"X-Request-ID: rid-42\r\n\r\n");
 	tid = expect_block(&s, "/block/traced?q=1&r=2");
@@ -181,11 +217,8 @@ START_TEST(test_tpc_traced)
 	ck_assert_uint_eq(t.flags, 1);
 	ck_assert_str_eq(t.extra, "rid-42");
 
-	release(&s);
-	it_assert_path_body(it_read_response(fd), "/block/traced?q=1&r=2");
 	/* Thread-per-connection: cleared when the server reads again. */
-	it_wait_detached(&s, tid, NULL, "response-sent");
-	it_assert_gone(&s, tid, T1);
+	answer_detached(&s, fd, tid, "/block/traced?q=1&r=2", "response-sent", T1);
 
 	log = it_events(&s);
 	ck_assert_uint_eq(it_events_count(log, T1, "request"), 1);
@@ -209,15 +242,11 @@ START_TEST(test_tpc_handler_polls)
 	long tid;
 	int fd;
 
-	tpc_start(&s, args, NULL);
-	fd = it_connect(s.port);
+	fd = tpc_connect(&s, args, NULL);
 	it_send_str(fd, "GET /block/poll HTTP/1.1\r\nHost: x\r\n" TP1 "\r\n");
 	tid = expect_block(&s, "/block/poll");
 	assert_ctx(&s, tid, T1, P1, "GET", "/block/poll", &t);
-	release(&s);
-	it_assert_path_body(it_read_response(fd), "/block/poll");
-	it_wait_detached(&s, tid, NULL, "response-sent");
-	it_assert_gone(&s, tid, T1);
+	answer_detached(&s, fd, tid, "/block/poll", "response-sent", T1);
 	close(fd);
 	it_server_stop(&s);
 }
@@ -250,16 +279,12 @@ START_TEST(test_tpc_split_reads)
 	long tid;
 	int fd;
 
-	tpc_start(&s, args, NULL);
-	fd = it_connect(s.port);
+	fd = tpc_connect(&s, args, NULL);
 	send_chunks(fd, req, sizeof(req) - 1, strtoul(variants[_i].size, NULL, 10));
 	tid = expect_block(&s, "/block/split");
 	assert_ctx(&s, tid, T2, P2, "POST", "/block/split", &t);
 	ck_assert_uint_eq(t.flags, 0);
-	release(&s);
-	it_assert_path_body(it_read_response(fd), "/block/split");
-	it_wait_detached(&s, tid, NULL, "response-sent");
-	it_assert_gone(&s, tid, T2);
+	answer_detached(&s, fd, tid, "/block/split", "response-sent", T2);
 	close(fd);
 	it_server_stop(&s);
 }
@@ -273,8 +298,7 @@ START_TEST(test_tpc_pipelined)
 	long tid, tid2;
 	int fd;
 
-	tpc_start(&s, NULL, NULL);
-	fd = it_connect(s.port);
+	fd = tpc_connect(&s, NULL, NULL);
 	/* One write: the server reads both heads in one read. */
 	it_send_str(fd, "GET /block/p1 HTTP/1.1\r\n" TP1 "\r\n"
 			"GET /block/p2 HTTP/1.1\r\n" TP2 "\r\n");
@@ -288,11 +312,8 @@ START_TEST(test_tpc_pipelined)
 	release(&s);
 	{
 		/* Both responses, possibly in one read. */
-		char *buf = NULL, *p1, *p2;
-		size_t len = 0, cap = 0;
+		char *buf = read_until(fd, "path=/block/p2\n"), *p1, *p2;
 
-		while (!buf || !strstr(buf, "path=/block/p2\n"))
-			ck_assert(it_read_some(fd, &buf, &len, &cap));
 		p1 = strstr(buf, "path=/block/p1\n");
 		p2 = strstr(buf, "path=/block/p2\n");
 		ck_assert_ptr_nonnull(p1);
@@ -316,15 +337,11 @@ START_TEST(test_tpc_keepalive)
 	long tid;
 	int fd;
 
-	tpc_start(&s, NULL, NULL);
-	fd = it_connect(s.port);
+	fd = tpc_connect(&s, NULL, NULL);
 	it_send_str(fd, "GET /block/k1 HTTP/1.1\r\n" TP1 "\r\n");
 	tid = expect_block(&s, "/block/k1");
 	assert_ctx(&s, tid, T1, P1, "GET", "/block/k1", &a);
-	release(&s);
-	it_assert_path_body(it_read_response(fd), "/block/k1");
-	it_wait_detached(&s, tid, NULL, "response-sent");
-	it_assert_gone(&s, tid, T1);
+	answer_detached(&s, fd, tid, "/block/k1", "response-sent", T1);
 
 	/* Same connection, another trace. */
 	it_send_str(fd, "DELETE /block/k2 HTTP/1.1\r\n" TP2 "\r\n");
@@ -351,8 +368,7 @@ check_new_trace(const char *headers, const char *not_trace)
 	long tid;
 	int fd;
 
-	tpc_start(&s, NULL, NULL);
-	fd = it_connect(s.port);
+	fd = tpc_connect(&s, NULL, NULL);
 	snprintf(req, sizeof(req), "GET /block/new HTTP/1.1\r\nHost: x\r\n%s\r\n",
 		 headers);
 	it_send_str(fd, req);
@@ -395,8 +411,7 @@ START_TEST(test_tpc_no_new_traces)
 	long tid;
 	int fd;
 
-	tpc_start(&s, NULL, env);
-	fd = it_connect(s.port);
+	fd = tpc_connect(&s, NULL, env);
 	it_send_str(fd, "HEAD /block/zero HTTP/1.1\r\nHost: x\r\n\r\n");
 	tid = expect_block(&s, "/block/zero");
 	dump_tid(&s, tid, &t);
@@ -423,8 +438,7 @@ START_TEST(test_tpc_url_query)
 	struct it_server s;
 	int fd;
 
-	tpc_start(&s, NULL, env);
-	fd = it_connect(s.port);
+	fd = tpc_connect(&s, NULL, env);
 	it_send_str(fd, "GET /block/q?a=1&b=two HTTP/1.1\r\n" TP1 "\r\n");
 	(void)serve_traced(&s, fd, "/block/q?a=1&b=two", T1, P1);
 	close(fd);
@@ -443,8 +457,7 @@ START_TEST(test_tpc_non_http)
 	long tid;
 	int fd;
 
-	tpc_start(&s, NULL, NULL);
-	fd = it_connect(s.port);
+	fd = tpc_connect(&s, NULL, NULL);
 	it_send(fd, junk, sizeof(junk) - 1);
 	tid = expect_block(&s, "/block/junk");
 	dump_tid(&s, tid, &t);
@@ -479,8 +492,7 @@ START_TEST(test_tpc_negative_max_header_bytes)
 	size_t n = padded_head(req, "/block/neg", 600);
 	int fd;
 
-	tpc_start(&s, NULL, env);
-	fd = it_connect(s.port);
+	fd = tpc_connect(&s, NULL, env);
 	it_send(fd, req, n);
 	(void)serve_traced(&s, fd, "/block/neg", T1, P1);
 	close(fd);
@@ -501,8 +513,7 @@ START_TEST(test_tpc_big_header)
 	ck_assert_ptr_nonnull(req);
 	n = padded_head(req, "/block/big", big);
 
-	tpc_start(&s, NULL, NULL);
-	fd = it_connect(s.port);
+	fd = tpc_connect(&s, NULL, NULL);
 	it_send(fd, req, n);
 	tid = expect_block(&s, "/block/big");
 	/* Over CTXSHIM_MAX_HEADER_BYTES (16 KiB): ignored, no context. */
@@ -607,8 +618,7 @@ START_TEST(test_tpc_long_request)
 
 	long_path(path, sizeof(path), "/block/", long_path_n[_i]);
 	long_head(head, sizeof(head), path, TP1, "rid-42");
-	tpc_start(&s, NULL, env);
-	fd = it_connect(s.port);
+	fd = tpc_connect(&s, NULL, env);
 	it_send_str(fd, head);
 	tid = expect_block(&s, path);
 	assert_ctx(&s, tid, T1, P1, "GET", path, &t);
@@ -638,8 +648,7 @@ START_TEST(test_tpc_pipelined_long)
 	n = (size_t)snprintf(head, sizeof(head),
 			     "GET /block/first HTTP/1.1\r\n" TP2 "\r\n");
 	long_head(head + n, sizeof(head) - n, path, TP1, "rid-43");
-	tpc_start(&s, NULL, env);
-	fd = it_connect(s.port);
+	fd = tpc_connect(&s, NULL, env);
 	it_send_str(fd, head);
 	tid = expect_block(&s, "/block/first");
 	release(&s);
@@ -653,14 +662,7 @@ START_TEST(test_tpc_pipelined_long)
 	ck_assert_str_eq(t.parent, P1);
 	ck_assert_str_eq(t.extra, "rid-43");
 	release(&s);
-	{
-		char *buf = NULL;
-		size_t len = 0, cap = 0;
-
-		while (!buf || !strstr(buf, "path=/block/pp"))
-			ck_assert(it_read_some(fd, &buf, &len, &cap));
-		free(buf);
-	}
+	free(read_until(fd, "path=/block/pp"));
 	close(fd);
 	it_server_stop(&s);
 }
@@ -745,14 +747,7 @@ START_TEST(test_tpc_call_tracestate)
 	ck_assert_msg(cut > 0 && cut < strlen(ts) && strncmp(got, ts, cut) == 0 &&
 			      ts[cut] == ',',
 		      "tracestate %s", got);
-	{
-		char *buf = NULL;
-		size_t len = 0, cap = 0;
-
-		while (!buf || !strstr(buf, "path=/call/second\n"))
-			ck_assert(it_read_some(fd, &buf, &len, &cap));
-		free(buf);
-	}
+	free(read_until(fd, "path=/call/second\n"));
 	close(fd);
 	it_server_stop(&s);
 	st = test_child_finish(&sink, IT_TIMEOUT_MS);
@@ -859,10 +854,7 @@ START_TEST(test_epoll_inherited_kept)
 	it_send_str(b, "GET /block/b HTTP/1.1\r\n" TP2 "\r\n");
 	ck_assert_int_eq(expect_block(&s, "/block/b"), s.child.pid);
 	assert_ctx(&s, s.child.pid, T2, P2, "GET", "/block/b", NULL);
-	release(&s);
-	it_assert_path_body(it_read_response(b), "/block/b");
-	it_wait_detached(&s, s.child.pid, NULL, "epoll_wait");
-	it_assert_gone(&s, s.child.pid, T2);
+	answer_detached(&s, b, s.child.pid, "/block/b", "epoll_wait", T2);
 	close(b);
 	it_server_stop(&s);
 }
