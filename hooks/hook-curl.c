@@ -309,21 +309,49 @@ static bool curl_jumped;
  * of an unblocked section leaves a count behind. */
 static __thread uint64_t curl_sig_mask __attribute__((tls_model("initial-exec")));
 static __thread unsigned curl_sig_depth __attribute__((tls_model("initial-exec")));
+/* The stack pointer of the outermost curl_sig_block() that blocked: a
+ * jump above it out of a fault's handler (which the block lets through)
+ * ends the blocked section (hook_curl_unwound()). */
+static __thread uintptr_t curl_sig_sp __attribute__((tls_model("initial-exec")));
 
-/* Keeps errno (the system calls cannot fail). */
+/* Blocks, counted as depth.  In this order, so that a jump out of a
+ * fault's handler anywhere in between finds what to put back
+ * (hook_curl_unwound()): the count first, and the application's mask
+ * written by the kernel itself as it blocks (until then our whole set:
+ * a mask without all of it is not ours yet). */
+static inline __attribute__((always_inline)) void
+curl_sig_enter(unsigned depth)
+{
+	curl_sig_mask = curl_lock_sigs;
+	curl_sig_sp = ctxshim_stack_pointer();
+	atomic_signal_fence(memory_order_seq_cst);
+	curl_sig_depth = depth;
+	atomic_signal_fence(memory_order_seq_cst);
+	(void)syscall(SYS_rt_sigprocmask, SIG_BLOCK, &curl_lock_sigs, &curl_sig_mask,
+		      sizeof(curl_sig_mask));
+}
+
+/* The application's mask back, then the count (see curl_sig_enter()). */
 static void
+curl_sig_leave(void)
+{
+	(void)syscall(SYS_rt_sigprocmask, SIG_SETMASK, &curl_sig_mask, NULL,
+		      sizeof(curl_sig_mask));
+	atomic_signal_fence(memory_order_seq_cst);
+	curl_sig_depth = 0;
+}
+
+/* Keeps errno (the system calls cannot fail).  Inlined, for the caller's
+ * stack pointer. */
+static inline __attribute__((always_inline)) void
 curl_sig_block(void)
 {
-	uint64_t old;
-
 	/* A handler that runs before the block restores what it blocked
 	 * itself before it returns. */
 	if (curl_sig_depth == 0) {
-		if (!__atomic_load_n(&curl_jumped, __ATOMIC_RELAXED))
-			return;
-		(void)syscall(SYS_rt_sigprocmask, SIG_BLOCK, &curl_lock_sigs, &old,
-			      sizeof(old));
-		curl_sig_mask = old;
+		if (__atomic_load_n(&curl_jumped, __ATOMIC_RELAXED))
+			curl_sig_enter(1);
+		return;
 	}
 	curl_sig_depth++;
 }
@@ -333,9 +361,33 @@ curl_sig_block(void)
 static void
 curl_sig_restore(void)
 {
-	if (curl_sig_depth && --curl_sig_depth == 0)
-		(void)syscall(SYS_rt_sigprocmask, SIG_SETMASK, &curl_sig_mask, NULL,
-			      sizeof(curl_sig_mask));
+	if (curl_sig_depth == 1)
+		curl_sig_leave();
+	else if (curl_sig_depth)
+		curl_sig_depth--;
+}
+
+/* Around a call that may run the application's code (libcurl's
+ * allocation callbacks, curl_global_init_mem()) inside a blocked section:
+ * it runs with the application's own mask, and a change it makes to the
+ * mask stays (the block that follows keeps it for the restore).  Nothing
+ * is held meanwhile, so a jump from there leaves no count behind.
+ * Returns what curl_sig_reblock() needs. */
+static unsigned
+curl_sig_open(void)
+{
+	unsigned depth = curl_sig_depth;
+
+	if (depth)
+		curl_sig_leave();
+	return depth;
+}
+
+static inline __attribute__((always_inline)) void
+curl_sig_reblock(unsigned depth)
+{
+	if (depth)
+		curl_sig_enter(depth);
 }
 
 static void
@@ -806,15 +858,22 @@ curl_is_http(const struct curl_handle *e)
 
 	if (e->curlu && e->real->fn[CURL_FN_URL_GET]) {
 		char *scheme = NULL;
+		/* libcurl allocates with the application's callbacks: never
+		 * with the thread's signals blocked by us. */
+		unsigned blocked = curl_sig_open();
 		CURLUcode uc = ((curl_url_get_fn)e->real->fn[CURL_FN_URL_GET])(
 			e->curlu, CURLUPART_SCHEME, &scheme, CURLU_DEFAULT_SCHEME);
 
+		if (uc == CURLUE_OK && scheme) {
+			k = curl_scheme_is_http(scheme, strlen(scheme))
+				    ? CURL_URL_HTTP
+				    : CURL_URL_OTHER;
+			if (e->real->fn[CURL_FN_FREE])
+				((curl_free_fn)e->real->fn[CURL_FN_FREE])(scheme);
+		}
+		curl_sig_reblock(blocked);
 		if (uc != CURLUE_OK || !scheme)
 			return false;
-		k = curl_scheme_is_http(scheme, strlen(scheme)) ? CURL_URL_HTTP
-								: CURL_URL_OTHER;
-		if (e->real->fn[CURL_FN_FREE])
-			((curl_free_fn)e->real->fn[CURL_FN_FREE])(scheme);
 	}
 	if (k == CURL_URL_GUESS)
 		return !e->default_other;
@@ -1406,7 +1465,28 @@ hook_curl_unwound(uintptr_t to)
 {
 	unsigned d = curl_depth;
 	struct curl_frame *f;
+	uint64_t cur, mask;
 
+	/* A fault's handler (the block lets faults through) jumped out of a
+	 * blocked section: the thread gets the application's mask back, with
+	 * what the handler's entry added that we never block (its own
+	 * signal; a jump that restores a saved mask sets it after this),
+	 * and its next block blocks again.  It used to keep our block for
+	 * good with a longjmp() that keeps the mask, and with any jump to
+	 * stay counted in, so that no later section blocked. */
+	if (curl_sig_depth && curl_sig_sp && curl_sig_sp < to &&
+	    ctxshim_stack_between(curl_sig_sp, to)) {
+		(void)syscall(SYS_rt_sigprocmask, SIG_BLOCK, NULL, &cur, sizeof(cur));
+		/* Not all of our set blocked: the fault came before the block
+		 * or after the restore, and the mask is the application's. */
+		if ((cur & curl_lock_sigs) == curl_lock_sigs) {
+			mask = curl_sig_mask | (cur & ~curl_lock_sigs);
+			(void)syscall(SYS_rt_sigprocmask, SIG_SETMASK, &mask, NULL,
+				      sizeof(mask));
+		}
+		atomic_signal_fence(memory_order_seq_cst);
+		curl_sig_depth = 0;
+	}
 	if (d > CURL_FRAMES)
 		return; /* the innermost are not recorded */
 	while (d > 0) {

@@ -158,6 +158,43 @@ START_TEST(curl_jump_out_of_the_lock)
 }
 END_TEST
 
+/* Once a jump has ended a perform, the perform of a CURLU handle with the
+ * application's allocation callbacks (hook-curl.c used to read the
+ * scheme, which libcurl allocates, with the thread's signals blocked: the
+ * callbacks saw our mask, and a change of theirs was undone). */
+START_TEST(curl_alloc_callbacks_keep_the_mask)
+{
+	char path[4096], *argv[] = {path, "alloc", NULL}, *out;
+
+	snprintf(path, sizeof(path), "%s/curl-jump", test_env_path("HELPER_DIR"));
+	if (access(path, X_OK) != 0) {
+		fprintf(stderr, "no libcurl: %s not built, not tested\n", path);
+		return;
+	}
+	out = run_both(argv, NULL);
+	ck_assert_str_eq(out, "alloc-saw-ours 0\nalloc-change-kept 1\n");
+	free(out);
+}
+END_TEST
+
+/* Once a jump has ended a perform, a SIGSEGV handler that longjmp()s out
+ * of curl_easy_setopt() (hook-curl.c lets faults through its block: their
+ * jump used to leave the thread's other signals blocked for good). */
+START_TEST(curl_fault_jump_keeps_the_mask)
+{
+	char path[4096], *argv[] = {path, "fault", NULL}, *out;
+
+	snprintf(path, sizeof(path), "%s/curl-jump", test_env_path("HELPER_DIR"));
+	if (access(path, X_OK) != 0) {
+		fprintf(stderr, "no libcurl: %s not built, not tested\n", path);
+		return;
+	}
+	out = run_both(argv, NULL);
+	ck_assert_str_eq(out, "fault-jumps 1\nfault-mask-kept 1\n");
+	free(out);
+}
+END_TEST
+
 /* A SIGALRM handler that siglongjmp()s out of libfcgi's FCGX_Finish_r()
  * (a request timeout), then FCGX_Free() of the dropped request
  * (hook-fcgi.c kept "finishing" set, took the free for part of the
@@ -527,6 +564,8 @@ TEST_SUITE(preload_host_suite)
 	tcase_add_test(tc, curl_duphandle_at_a_stale_address);
 	tcase_add_test(tc, curl_jump_out_of_perform);
 	tcase_add_test(tc, curl_jump_out_of_the_lock);
+	tcase_add_test(tc, curl_alloc_callbacks_keep_the_mask);
+	tcase_add_test(tc, curl_fault_jump_keeps_the_mask);
 	tcase_add_test(tc, fcgi_jump_out_of_finish);
 	tcase_add_test(tc, curl_list_freed_before_a_file_transfer);
 	tcase_add_test(tc, curl_list_set_out_of_memory_is_sent);

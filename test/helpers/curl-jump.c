@@ -45,7 +45,30 @@
  * lock; then another thread's curl_easy_setopt().  Prints "lock-jumps
  * <0|1>" (at least 100 jumps) and "lock-free <0|1>": that setopt returned
  * within 5 s (a jump out of the lock used to leave it locked, and every
- * later hooked call of the process waited for good). */
+ * later hooked call of the process waited for good).
+ *
+ *   curl-jump alloc
+ *
+ * With libcurl's allocation callbacks the application's
+ * (curl_global_init_mem()), after a timeout's jump out of a
+ * curl_easy_perform(), a perform of a handle whose URL is a CURLU handle
+ * (CURLOPT_CURLU); a callback blocks SIGUSR2 on its first call.  Prints
+ * "alloc-saw-ours <0|1>": a callback ran with SIGTERM blocked (hook-curl.c
+ * used to read the CURLU's scheme with the thread's signals blocked) and
+ * "alloc-change-kept <0|1>": SIGUSR2 is still blocked after the perform
+ * (the hook's restore used to undo it).
+ *
+ *   curl-jump fault
+ *
+ * After a timeout's jump out of a curl_easy_perform(), a SIGSEGV sent by
+ * another thread every few microseconds for half a second, whose handler
+ * longjmp()s (no mask restore) out of curl_easy_setopt().  Prints
+ * "fault-jumps <0|1>" (at least 100) and "fault-mask-kept <0|1>": after
+ * every jump the thread blocked no more than SIGSEGV (hook-curl.c, which
+ * lets faults through its block, used to leave every other signal blocked
+ * for good).  A jump out of the few instructions that hold hook-curl.c's
+ * lock leaves it held (README.md Limitations): the main thread may stop
+ * there, and the other thread prints what it saw by then. */
 #include "config.h"
 
 #include <arpa/inet.h>
@@ -318,6 +341,161 @@ lock_main_loop(void)
 	return 0;
 }
 
+/* ---- alloc: the application's allocation callbacks --------------------- */
+
+static int alloc_watch, alloc_saw_ours, alloc_changed;
+
+static void
+alloc_check(void)
+{
+	sigset_t m;
+
+	if (!alloc_watch)
+		return;
+	(void)pthread_sigmask(SIG_SETMASK, NULL, &m);
+	if (sigismember(&m, SIGTERM))
+		alloc_saw_ours = 1;
+	if (!alloc_changed) {
+		sigemptyset(&m);
+		sigaddset(&m, SIGUSR2);
+		(void)pthread_sigmask(SIG_BLOCK, &m, NULL);
+		alloc_changed = 1;
+	}
+}
+
+static void *
+alloc_malloc(size_t n)
+{
+	alloc_check();
+	return malloc(n);
+}
+
+static void
+alloc_free(void *p)
+{
+	alloc_check();
+	free(p);
+}
+
+static void *
+alloc_realloc(void *p, size_t n)
+{
+	alloc_check();
+	return realloc(p, n);
+}
+
+static char *
+alloc_strdup(const char *s)
+{
+	alloc_check();
+	return strdup(s);
+}
+
+static void *
+alloc_calloc(size_t n, size_t size)
+{
+	alloc_check();
+	return calloc(n, size);
+}
+
+static int
+alloc_main(CURL *jumped)
+{
+	CURL *h = curl_easy_init();
+	CURLU *u = curl_url();
+	sigset_t m;
+
+	curl_easy_cleanup(jumped);
+	if (!h || !u ||
+	    curl_url_set(u, CURLUPART_URL, "http://127.0.0.1:1/", 0) != CURLUE_OK)
+		return 2;
+	(void)curl_easy_setopt(h, CURLOPT_CURLU, u);
+	alloc_watch = 1;
+	(void)curl_easy_perform(h); /* refused: nothing listens on port 1 */
+	alloc_watch = 0;
+	(void)pthread_sigmask(SIG_SETMASK, NULL, &m);
+	printf("alloc-saw-ours %d\nalloc-change-kept %d\n", alloc_saw_ours,
+	       alloc_changed && sigismember(&m, SIGUSR2));
+	return 0;
+}
+
+/* ---- fault: a fault's handler jumps out of curl_easy_setopt() -------- */
+
+static jmp_buf fault_env;
+static atomic_int fault_armed, fault_stop, fault_jumps, fault_left;
+
+static void
+on_segv(int sig)
+{
+	(void)sig;
+	if (atomic_exchange(&fault_armed, 0))
+		longjmp(fault_env, 1);
+}
+
+static void *
+fault_kick(void *arg)
+{
+	struct timespec end, now, pause = {.tv_nsec = 3000};
+
+	clock_gettime(CLOCK_MONOTONIC, &end);
+	end.tv_nsec += 500000000;
+	if (end.tv_nsec >= 1000000000) {
+		end.tv_sec++;
+		end.tv_nsec -= 1000000000;
+	}
+	do {
+		(void)pthread_kill(*(pthread_t *)arg, SIGSEGV);
+		nanosleep(&pause, NULL);
+		clock_gettime(CLOCK_MONOTONIC, &now);
+	} while (now.tv_sec < end.tv_sec ||
+		 (now.tv_sec == end.tv_sec && now.tv_nsec < end.tv_nsec));
+	atomic_store(&fault_stop, 1);
+	pause.tv_nsec = 100000000; /* the main thread's last check */
+	nanosleep(&pause, NULL);
+	fprintf(stderr, "fault jumps %d, left blocked %d\n", atomic_load(&fault_jumps),
+		atomic_load(&fault_left));
+	printf("fault-jumps %d\nfault-mask-kept %d\n", atomic_load(&fault_jumps) >= 100,
+	       atomic_load(&fault_left) == 0);
+	fflush(stdout);
+	_exit(0);
+}
+
+static int
+fault_main(void)
+{
+	struct sigaction sa = {.sa_handler = on_segv};
+	CURL *h = curl_easy_init();
+	pthread_t self = pthread_self(), kick;
+	sigset_t m;
+
+	if (!h)
+		return 2;
+	(void)sigaction(SIGSEGV, &sa, NULL);
+	(void)curl_easy_setopt(h, CURLOPT_PREREQDATA, NULL);
+	if (pthread_create(&kick, NULL, fault_kick, &self) != 0)
+		return 2;
+	while (!atomic_load(&fault_stop)) {
+		if (setjmp(fault_env) == 0) {
+			atomic_store(&fault_armed, 1);
+			while (!atomic_load(&fault_stop))
+				(void)curl_easy_setopt(h, CURLOPT_PREREQDATA, NULL);
+			atomic_store(&fault_armed, 0);
+		} else {
+			atomic_fetch_add(&fault_jumps, 1);
+			/* The handler's entry blocked SIGSEGV, which its jump
+			 * keeps; nothing else. */
+			(void)pthread_sigmask(SIG_SETMASK, NULL, &m);
+			if (sigismember(&m, SIGTERM))
+				atomic_fetch_add(&fault_left, 1);
+			sigemptyset(&m);
+			sigaddset(&m, SIGSEGV);
+			(void)pthread_sigmask(SIG_UNBLOCK, &m, NULL);
+		}
+	}
+	for (;;)
+		pause(); /* fault_kick() ends the process */
+}
+
 static CURL *
 handle(const char *url, struct curl_slist *list)
 {
@@ -360,6 +538,22 @@ main(int argc, char **argv)
 	snprintf(stall_url, sizeof(stall_url), "http://127.0.0.1:%u/", stall_port);
 	snprintf(ok_url, sizeof(ok_url), "http://127.0.0.1:%u/", ok_port);
 	(void)sigaction(SIGALRM, &sa, NULL);
+	if (argc > 1 &&
+	    (strcmp(argv[1], "alloc") == 0 || strcmp(argv[1], "fault") == 0)) {
+		if ((argv[1][0] == 'a'
+			     ? curl_global_init_mem(CURL_GLOBAL_DEFAULT, alloc_malloc,
+						    alloc_free, alloc_realloc,
+						    alloc_strdup, alloc_calloc)
+			     : curl_global_init(CURL_GLOBAL_DEFAULT)) != 0)
+			return 2;
+		h = handle(stall_url, NULL);
+		if (sigsetjmp(loop_env, 1) == 0) {
+			(void)setitimer(ITIMER_REAL, &t, NULL);
+			(void)curl_easy_perform(h);
+			return 1;
+		}
+		return argv[1][0] == 'a' ? alloc_main(h) : fault_main();
+	}
 	if (argc > 1 && strcmp(argv[1], "lock") == 0) {
 		if (curl_global_init(CURL_GLOBAL_DEFAULT) != 0)
 			return 2;
