@@ -275,10 +275,11 @@ prof_record_wait(pid_t pid, int timeout_ms)
 static __attribute__((unused)) bool
 prof_record_status_ok(int st, const char *err)
 {
-	if (!WIFEXITED(st) || strstr(err, "rounds failed"))
+	/* "1 round skipped (...", "2 rounds skipped (..." */
+	if (!WIFEXITED(st) || strstr(err, " failed ("))
 		return false;
 	return WEXITSTATUS(st) == 0 ||
-	       (WEXITSTATUS(st) == 1 && strstr(err, "rounds skipped"));
+	       (WEXITSTATUS(st) == 1 && strstr(err, " skipped (no thread stopped"));
 }
 
 /* Wait until a recording (recorder rec, its stderr in errfile) has its
