@@ -13,9 +13,11 @@
  *   counted a handle whose callback had set its own traceparent list
  *   before the jump as abandoned for good, so that every later hooked
  *   call took curl_lock).
- * - curl-jump lock: the same out of curl_easy_setopt(), at random points
- *   (hook-curl.c's table lock stayed locked after a jump out of it, and
- *   every later hooked call of the process waited).
+ * - curl-jump lock, alloc, fault: the same out of curl_easy_setopt(), at
+ *   random points (hook-curl.c's table lock stayed locked after a jump out
+ *   of it, and every later hooked call of the process waited); and the
+ *   thread's signal mask around the application's allocation callbacks
+ *   and after a fault handler's jump (see curl_jump_cases).
  * - fcgi-jump: the same out of libfcgi's FCGX_Finish_r(), then FCGX_Free()
  *   (hook-fcgi.c left the dropped request published until the next accept).
  * - curl-lists freed: a handle's header list freed after its HTTP
@@ -43,6 +45,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -112,14 +115,46 @@ START_TEST(curl_duphandle_at_a_stale_address)
 }
 END_TEST
 
-/* A SIGALRM handler that siglongjmp()s out of a curl_easy_perform() that
- * waits for an answer (hook-curl.c used to keep the abandoned transfer's
- * client span published and take a new handle at its address for that
- * transfer's, hook_curl_unwound()).  With a context (TRACEPARENT), so that
- * the shim has something to show and send. */
-START_TEST(curl_jump_out_of_perform)
+/* The modes of curl-jump, each of which prints the same with and without
+ * the shim when hook-curl.c cleans up after a signal handler's jump:
+ * - (none): a SIGALRM handler that siglongjmp()s out of a
+ *   curl_easy_perform() that waits for an answer (hook-curl.c used to keep
+ *   the abandoned transfer's client span published and take a new handle
+ *   at its address for that transfer's, hook_curl_unwound()).  With a
+ *   context (TRACEPARENT), so that the shim has something to show and
+ *   send.
+ * - lock: after a timeout's jump out of a curl_easy_perform(), a SIGUSR1
+ *   handler that siglongjmp()s out of curl_easy_setopt(), about 10,000
+ *   times in a second at random points, then another thread's
+ *   curl_easy_setopt() (hook-curl.c's table lock used to stay locked
+ *   after a jump out of the few instructions that hold it, and every later
+ *   hooked call of the process waited for good: once a jump has ended a
+ *   perform, its signals are blocked there).
+ * - alloc: once a jump has ended a perform, the perform of a CURLU handle
+ *   with the application's allocation callbacks (hook-curl.c used to read
+ *   the scheme, which libcurl allocates, with the thread's signals
+ *   blocked: the callbacks saw our mask, and a change of theirs was
+ *   undone).
+ * - fault: once a jump has ended a perform, a SIGSEGV handler that
+ *   longjmp()s out of curl_easy_setopt() (hook-curl.c lets faults through
+ *   its block: their jump used to leave the thread's other signals blocked
+ *   for good). */
+static const struct {
+	const char *mode; /* NULL: none */
+	bool traced;
+	const char *want;
+} curl_jump_cases[] = {
+	{NULL, true,
+	 "shown-kept 1\nreperform 2\ndup-sent X-App: 1\nmulti-like-easy 1\n"
+	 "abandoned-left 0\n"},
+	{"lock", false, "lock-jumps 1\nlock-free 1\n"},
+	{"alloc", false, "alloc-saw-ours 0\nalloc-change-kept 1\n"},
+	{"fault", false, "fault-jumps 1\nfault-mask-kept 1\n"},
+};
+
+START_TEST(curl_jumps)
 {
-	char path[4096], *argv[] = {path, NULL}, *out;
+	char path[4096], *argv[] = {path, (char *)curl_jump_cases[_i].mode, NULL}, *out;
 	char *env[] = {
 		"TRACEPARENT=00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
 		NULL};
@@ -129,68 +164,9 @@ START_TEST(curl_jump_out_of_perform)
 		fprintf(stderr, "no libcurl: %s not built, not tested\n", path);
 		return;
 	}
-	out = run_both(argv, env);
-	ck_assert_str_eq(out, "shown-kept 1\nreperform 2\ndup-sent X-App: 1\n"
-			      "multi-like-easy 1\nabandoned-left 0\n");
-	free(out);
-}
-END_TEST
-
-/* After a timeout's jump out of a curl_easy_perform(), a SIGUSR1 handler
- * that siglongjmp()s out of curl_easy_setopt(), about 10,000 times in a
- * second at random points, then another thread's curl_easy_setopt()
- * (hook-curl.c's table lock used to stay locked after a jump out of the
- * few instructions that hold it, and every later hooked call of the
- * process waited for good: once a jump has ended a perform, its signals
- * are blocked there). */
-START_TEST(curl_jump_out_of_the_lock)
-{
-	char path[4096], *argv[] = {path, "lock", NULL}, *out;
-
-	snprintf(path, sizeof(path), "%s/curl-jump", test_env_path("HELPER_DIR"));
-	if (access(path, X_OK) != 0) {
-		fprintf(stderr, "no libcurl: %s not built, not tested\n", path);
-		return;
-	}
-	out = run_both(argv, NULL);
-	ck_assert_str_eq(out, "lock-jumps 1\nlock-free 1\n");
-	free(out);
-}
-END_TEST
-
-/* Once a jump has ended a perform, the perform of a CURLU handle with the
- * application's allocation callbacks (hook-curl.c used to read the
- * scheme, which libcurl allocates, with the thread's signals blocked: the
- * callbacks saw our mask, and a change of theirs was undone). */
-START_TEST(curl_alloc_callbacks_keep_the_mask)
-{
-	char path[4096], *argv[] = {path, "alloc", NULL}, *out;
-
-	snprintf(path, sizeof(path), "%s/curl-jump", test_env_path("HELPER_DIR"));
-	if (access(path, X_OK) != 0) {
-		fprintf(stderr, "no libcurl: %s not built, not tested\n", path);
-		return;
-	}
-	out = run_both(argv, NULL);
-	ck_assert_str_eq(out, "alloc-saw-ours 0\nalloc-change-kept 1\n");
-	free(out);
-}
-END_TEST
-
-/* Once a jump has ended a perform, a SIGSEGV handler that longjmp()s out
- * of curl_easy_setopt() (hook-curl.c lets faults through its block: their
- * jump used to leave the thread's other signals blocked for good). */
-START_TEST(curl_fault_jump_keeps_the_mask)
-{
-	char path[4096], *argv[] = {path, "fault", NULL}, *out;
-
-	snprintf(path, sizeof(path), "%s/curl-jump", test_env_path("HELPER_DIR"));
-	if (access(path, X_OK) != 0) {
-		fprintf(stderr, "no libcurl: %s not built, not tested\n", path);
-		return;
-	}
-	out = run_both(argv, NULL);
-	ck_assert_str_eq(out, "fault-jumps 1\nfault-mask-kept 1\n");
+	out = run_both(argv, curl_jump_cases[_i].traced ? env : NULL);
+	ck_assert_msg(strcmp(out, curl_jump_cases[_i].want) == 0, "curl-jump %s:\n%s",
+		      curl_jump_cases[_i].mode ? curl_jump_cases[_i].mode : "", out);
 	free(out);
 }
 END_TEST
@@ -562,10 +538,8 @@ TEST_SUITE(preload_host_suite)
 
 	tcase_add_test(tc, curl_setopt_out_of_memory);
 	tcase_add_test(tc, curl_duphandle_at_a_stale_address);
-	tcase_add_test(tc, curl_jump_out_of_perform);
-	tcase_add_test(tc, curl_jump_out_of_the_lock);
-	tcase_add_test(tc, curl_alloc_callbacks_keep_the_mask);
-	tcase_add_test(tc, curl_fault_jump_keeps_the_mask);
+	tcase_add_loop_test(tc, curl_jumps, 0,
+			    sizeof(curl_jump_cases) / sizeof(curl_jump_cases[0]));
 	tcase_add_test(tc, fcgi_jump_out_of_finish);
 	tcase_add_test(tc, curl_list_freed_before_a_file_transfer);
 	tcase_add_test(tc, curl_list_set_out_of_memory_is_sent);
