@@ -188,6 +188,7 @@ struct start_wrap {
 		thrd_start_t c11;
 	} start;
 	void *arg;
+	struct ctxshim_sk_inherit inh;
 	struct ctxshim_ctx ctx;
 };
 
@@ -216,8 +217,10 @@ hook_pthread_wrap(const void *start)
 	saved_errno = errno;
 	w = malloc(sizeof(*w));
 	errno = saved_errno;
-	if (w)
+	if (w) {
 		ctxshim_ctx_copy(&w->ctx, cur);
+		hook_socket_inherit_take(&w->inh, cur);
+	}
 	return w;
 }
 
@@ -238,6 +241,7 @@ hook_pthread_adopt(struct start_wrap *w)
 {
 	ctxshim_attach(&w->ctx);
 	CTXSHIM_EVENT(CTXSHIM_EV_ATTACH, -1, &w->ctx, "thread-start");
+	hook_socket_inherit_adopt(&w->inh);
 }
 
 static void *
@@ -357,24 +361,35 @@ hook_pthread_wait_short(const struct timespec *t, clockid_t clk)
 }
 
 /* Before a wait (t: its deadline, NULL if none; clk: its clock, or -1):
- * one load of the thread's state when it publishes nothing from a
- * connection. */
-static inline void
+ * two loads of the thread's state when it publishes nothing from a
+ * connection and inherited no request.  True when the thread still shows
+ * an inherited request, to look at again after the wait. */
+static inline bool
 hook_pthread_wait_enter(const struct timespec *t, clockid_t clk)
 {
 	if (__builtin_expect(ctxshim_self.sk.fdp1 != 0, 0) && ctxshim_active() &&
 	    !(t && hook_pthread_wait_short(t, clk)))
 		hook_socket_thread_wait();
+	if (__builtin_expect(ctxshim_self.sk.inh.c != NULL, 0))
+		return hook_socket_inherited_wait();
+	return false;
 }
 
-/* A wait: the check, then the real call, whose result and errno are the
- * application's. */
+/* A wait: the check, the real call, and for an inherited request the
+ * check again (hook-socket.c, "inherited requests"); the result and errno
+ * are the application's. */
 #define PT_WAIT_HOOK(id, name, ver, exp, params, args, t, clk) \
 	static int hook_pthread_##id params                    \
 	{                                                      \
+		bool again;                                    \
+		int r;                                         \
+                                                               \
 		hook_pthread_wait_bind();                      \
-		hook_pthread_wait_enter(t, clk);               \
-		return real_##id args;                         \
+		again = hook_pthread_wait_enter(t, clk);       \
+		r = real_##id args;                            \
+		if (__builtin_expect(again, 0))                \
+			(void)hook_socket_inherited_wait();    \
+		return r;                                      \
 	}                                                      \
 	HOOK_EXPORT int exp params                             \
 	{                                                      \

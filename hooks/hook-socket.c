@@ -1944,6 +1944,86 @@ hook_socket_thread_wait(void)
 	sk_idle("pool-wait");
 }
 
+/* ---- inherited requests ----
+ *
+ * A thread started while its creator shows a request starts with a copy
+ * of it (hook-pthread.c) and used to keep it until it published something
+ * else or ended.  A pool that a request starts on its first job (Python's
+ * ThreadPoolExecutor) kept that request for good: its worker showed it
+ * while it ran every later request's job, and a profiler charged them all
+ * to it.  When the socket level follows the request the creator shows, the
+ * new thread also gets the connection's slot, generation and request
+ * sequence, and each of its waits -- before and after, short ones too: a
+ * pool worker whose next job was already queued does not block, but it
+ * waits for a lock sooner or later (CPython's GIL) -- looks whether that
+ * request is still the connection's unanswered one.  Once it is not (a
+ * response was written, the connection has a newer request, or was
+ * closed), the thread clears the inherited context: it ran that request's
+ * job, and what it does now is not known.  While the request is not
+ * answered the thread keeps it, through any wait (a job of that request
+ * waiting for something).  Only the thread's own copy is cleared: once it
+ * published anything else (a request it reads itself, a pool item), the
+ * inherited one is forgotten.  Slots never go away (conn.h), so the
+ * loads are safe whatever happened to the connection; no lock, no
+ * allocation. */
+
+void
+hook_socket_inherit_take(struct ctxshim_sk_inherit *in, const struct ctxshim_ctx *cur)
+{
+	uint64_t span = sk_span(cur);
+
+	memset(in, 0, sizeof(*in));
+	if (sk_self.busy)
+		return;
+	if (sk_self.fdp1 && sk_self.span == span && sk_self.c &&
+	    sk_self.c != &sk_nil_conn) {
+		in->c = sk_self.c;
+		in->gen = sk_self.gen;
+		in->seq = atomic_load_explicit(&sk_self.c->seq, memory_order_relaxed);
+		in->span = span;
+	} else if (sk_self.inh.c && sk_self.inh.span == span) {
+		/* a thread started by a thread that inherited it */
+		*in = sk_self.inh;
+	}
+}
+
+void
+hook_socket_inherit_adopt(const struct ctxshim_sk_inherit *in)
+{
+	const struct ctxshim_ctx *cur = ctxshim_current();
+
+	/* Only if the copy was published (an attach from a signal handler
+	 * that interrupted another update is dropped). */
+	if (in->c && cur && sk_span(cur) == in->span)
+		sk_self.inh = *in;
+}
+
+bool
+hook_socket_inherited_wait(void)
+{
+	struct ctxshim_conn *c = sk_self.inh.c;
+	const struct ctxshim_ctx *cur;
+	int saved_errno;
+
+	if (!c || sk_self.busy)
+		return c != NULL;
+	cur = ctxshim_current();
+	if (!cur || sk_span(cur) != sk_self.inh.span) {
+		sk_self.inh.c = NULL;
+		return false;
+	}
+	if (atomic_load_explicit(&c->gen, memory_order_relaxed) == sk_self.inh.gen &&
+	    atomic_load_explicit(&c->seq, memory_order_relaxed) == sk_self.inh.seq &&
+	    !ctxshim_conn_idle(c))
+		return true;
+	saved_errno = errno;
+	sk_self.inh.c = NULL;
+	CTXSHIM_EVENT(CTXSHIM_EV_DETACH, -1, cur, "inherited-answered");
+	(void)ctxshim_detach_span((const uint8_t *)&sk_self.inh.span);
+	errno = saved_errno;
+	return false;
+}
+
 /* ---- bytes in ---- */
 
 /* The read of an event loop's next request (B1): a read that feeds (no

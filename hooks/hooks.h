@@ -45,6 +45,19 @@ void hook_socket_after_fork_child(void);
  * shows it (hook-socket.c).  Keeps errno. */
 void hook_socket_thread_wait(void);
 
+/* A thread started while its creator shows a request the socket level
+ * follows (hook-pthread.c, hook-socket.c "inherited requests"): take()
+ * on the creator fills *in for the copy of cur (the creator's current
+ * context) it hands over (in->c NULL: nothing to follow); adopt() on the
+ * new thread, after it published that copy; inherited_wait() at each of
+ * the thread's waits (ctxshim_self.sk.inh.c != NULL), before and after
+ * it, clears the inherited context once that request is answered, and
+ * returns whether the thread still follows it.  Keep errno. */
+void hook_socket_inherit_take(struct ctxshim_sk_inherit *in,
+			      const struct ctxshim_ctx *cur);
+void hook_socket_inherit_adopt(const struct ctxshim_sk_inherit *in);
+bool hook_socket_inherited_wait(void);
+
 /* A longjmp() out of a signal handler to a frame whose stack pointer is
  * to (hook-longjmp.c): release what the socket level, the thread's
  * state and OpenSSL's hooks hold in frames the jump ends (hook-socket.c,

@@ -162,6 +162,17 @@ void ctxshim_ctx_add_parent_attr(struct ctxshim_ctx *c, struct trec_attr_writer 
  * and as ctxshim_current(), so a context is written once. */
 struct ctxshim_conn;
 
+/* A request the socket level follows, which a thread was started while
+ * its creator showed it (hooks/hook-socket.c, "inherited requests"): the
+ * connection's slot (NULL: none), and its generation and request
+ * sequence (seq) then, and the span-id the new thread shows for it. */
+struct ctxshim_sk_inherit {
+	struct ctxshim_conn *c;
+	uint64_t span;
+	uint32_t gen;
+	uint32_t seq;
+};
+
 /* What the socket level (hooks/hook-socket.c, its sk_self) published on
  * this thread from a connection.  Only that file touches it; it lives in
  * the thread's state below so that its hooks reach it and the thread's
@@ -175,6 +186,9 @@ struct ctxshim_sk_thread {
 	uint32_t gen; /* that slot's generation then */
 	/* see hook-socket.c, sk_up_mark_stale() */
 	uint32_t up_stale;
+	/* the request the thread was started with, if the socket level
+	 * follows it (hook-socket.c, "inherited requests") */
+	struct ctxshim_sk_inherit inh;
 	/* Last, right before struct ctxshim_thread's has_cur (see
 	 * ctxshim_sk_gate_get()). */
 	union {
