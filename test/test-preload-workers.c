@@ -196,6 +196,110 @@ START_TEST(test_pipelined_in_one_job)
 }
 END_TEST
 
+/* Python's ThreadingHTTPServer with a ThreadPoolExecutor that runs each
+ * request's work (its first worker starts on the first submit, from that
+ * request's thread): "JOB <tid> <path>" for each job, and a "/block" job
+ * waits on a semaphore that a line on stdin releases. */
+static const char py_pool[] =
+	"import os, sys, threading\n"
+	"import concurrent.futures as cf\n"
+	"from http.server import ThreadingHTTPServer, BaseHTTPRequestHandler\n"
+	"pool = cf.ThreadPoolExecutor(max_workers=1)\n"
+	"go = threading.Semaphore(0)\n"
+	"def job(path):\n"
+	"    tid = threading.get_native_id()\n"
+	"    print('JOB %d %s' % (tid, path), flush=True)\n"
+	"    if path.startswith('/block'):\n"
+	"        print('BLOCK %d %s' % (tid, path), flush=True)\n"
+	"        go.acquire()\n"
+	"    return path\n"
+	"class H(BaseHTTPRequestHandler):\n"
+	"    protocol_version = 'HTTP/1.1'\n"
+	"    def do_GET(self):\n"
+	"        path = pool.submit(job, self.path).result()\n"
+	"        body = ('path=%s\\n' % path).encode()\n"
+	"        self.send_response(200)\n"
+	"        self.send_header('Content-Length', str(len(body)))\n"
+	"        self.end_headers()\n"
+	"        self.wfile.write(body)\n"
+	"    def log_message(self, *a):\n"
+	"        pass\n"
+	"def control():\n"
+	"    for line in sys.stdin:\n"
+	"        go.release()\n"
+	"    os._exit(0)\n"
+	"srv = ThreadingHTTPServer(('127.0.0.1', 0), H)\n"
+	"threading.Thread(target=control, daemon=True).start()\n"
+	"print('READY %d' % srv.server_address[1], flush=True)\n"
+	"srv.serve_forever()\n";
+
+/* The servers whose pool a request starts, each with the next request on
+ * the same connection and on another one. */
+static const struct {
+	const char *name;
+	bool python;
+	bool same_conn;
+} lazy_pools[] = {
+	{"tpc-server --pool, same connection", false, true},
+	{"tpc-server --pool, another connection", false, false},
+	{"python3 ThreadPoolExecutor, same connection", true, true},
+	{"python3 ThreadPoolExecutor, another connection", true, false},
+};
+
+/* A pool that a request starts: the worker inherits that request's
+ * context and keeps it while it works for it, and must not show it any
+ * more once the request is answered -- here while it works on the next
+ * request's job.  It once kept it for good: a profiler charged every later
+ * job to the first request. */
+START_TEST(test_pool_started_by_request)
+{
+	char *tpc[] = {(char *)test_helper_path("tpc-server"), "--pool", NULL};
+	char *py[] = {"/usr/bin/python3", "-c", (char *)py_pool, NULL};
+	struct it_server s;
+	struct it_thread_ctx t;
+	char *json;
+	long worker;
+	int fd, fd2;
+
+	it_server_start(&s, lazy_pools[_i].python ? py : tpc, true, NULL);
+	fd = it_connect(s.port);
+	it_send_str(fd, "GET /block/a HTTP/1.1\r\nHost: x\r\n" TP1 "\r\n");
+	worker = expect_tid(&s, "JOB ", "/block/a");
+	ck_assert_int_eq(expect_tid(&s, "BLOCK ", "/block/a"), worker);
+	test_wait_syscall(s.child.pid, (pid_t)worker, SYS_futex, IT_TIMEOUT_MS);
+	json = it_ctxdump(s.child.pid);
+	ck_assert_msg(it_dump_thread(json, worker, &t) && t.has_ctx,
+		      "%s: worker %ld did not inherit its request:\n%.3000s",
+		      lazy_pools[_i].name, worker, json);
+	ck_assert_str_eq(t.trace, T1);
+	ck_assert_str_eq(t.path, "/block/a");
+	free(json);
+	test_child_send(&s.child, "go\n");
+	it_assert_path_body(it_read_response(fd), "/block/a");
+
+	fd2 = lazy_pools[_i].same_conn ? fd : it_connect(s.port);
+	it_send_str(fd2, "GET /block/b HTTP/1.1\r\nHost: x\r\n" TP2 "\r\n");
+	ck_assert_int_eq(expect_tid(&s, "JOB ", "/block/b"), worker);
+	ck_assert_int_eq(expect_tid(&s, "BLOCK ", "/block/b"), worker);
+	test_wait_syscall(s.child.pid, (pid_t)worker, SYS_futex, IT_TIMEOUT_MS);
+	json = it_ctxdump(s.child.pid);
+	ck_assert_msg(it_dump_thread(json, worker, &t), "%s: no worker %ld:\n%.3000s",
+		      lazy_pools[_i].name, worker, json);
+	ck_assert_msg(!t.has_ctx,
+		      "%s: worker %ld still shows a context (%s) in the next "
+		      "request's job:\n%.3000s",
+		      lazy_pools[_i].name, worker, t.trace, json);
+	free(json);
+	it_wait_detached(&s, worker, T1, "inherited-answered");
+	test_child_send(&s.child, "go\n");
+	it_assert_path_body(it_read_response(fd2), "/block/b");
+	if (fd2 != fd)
+		close(fd2);
+	close(fd);
+	it_server_stop(&s);
+}
+END_TEST
+
 TEST_SUITE(workers_suite)
 {
 	Suite *s = suite_create("preload-workers");
@@ -207,6 +311,11 @@ TEST_SUITE(workers_suite)
 	tcase_add_test(tc, test_wait_before_answer_keeps_context);
 	tcase_add_test(tc, test_short_wait_after_head_keeps_context);
 	tcase_add_test(tc, test_pipelined_in_one_job);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("lazy-pool");
+	tcase_set_timeout(tc, 120);
+	tcase_add_loop_test(tc, test_pool_started_by_request, 0,
+			    (int)(sizeof(lazy_pools) / sizeof(lazy_pools[0])));
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -5,7 +5,7 @@
  *   tpc-server [--read-size N] [--io read|recv|recvfrom|readv|recvmsg|
  *               read_chk|recv_chk|recvfrom_chk]
  *              [--wio write|send|sendto|writev|sendmsg|sendfile]
- *              [--block-poll]
+ *              [--block-poll] [--pool]
  *              [--call URL]
  *
  * Listens on 127.0.0.1, port chosen by the kernel, prints "READY <port>",
@@ -18,6 +18,13 @@
  * handler waiting on a database or an upstream would); every answered
  * request prints "DONE <tid> <path>".
  * The response body is "path=<path>\n".  Exits when stdin is closed.
+ *
+ * --pool: a request's work (its "/block" wait) runs as a job on a pool of
+ * one worker thread, which the first request starts after queueing its
+ * job, as Python's ThreadPoolExecutor does on its first submit; the
+ * connection's thread waits for the job (a condition variable) and then
+ * answers.  The worker prints "JOB <tid> <path>" for each job it takes
+ * and waits for the next one on a condition variable.
  *
  * Built a second time with libcurl as tpc-curl-server, whose --call URL
  * makes a request whose path starts with "/call" GET URL with
@@ -84,6 +91,72 @@ maybe_call(long tid, const char *path)
 	(void)path;
 }
 #endif
+
+static bool use_pool;
+static pthread_mutex_t pool_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t pool_cv = PTHREAD_COND_INITIALIZER; /* a job queued */
+static pthread_cond_t done_cv = PTHREAD_COND_INITIALIZER; /* a job done */
+static bool pool_started;
+
+struct job {
+	const char *path;
+	bool done;
+};
+static struct job *pool_job; /* the one queued, not taken yet */
+
+static void *
+pool_worker(void *arg)
+{
+	long tid = syscall(SYS_gettid);
+
+	(void)arg;
+	pthread_mutex_lock(&pool_mu);
+	for (;;) {
+		struct job *j;
+
+		while (!pool_job)
+			pthread_cond_wait(&pool_cv, &pool_mu);
+		j = pool_job;
+		pool_job = NULL;
+		pthread_cond_broadcast(&done_cv);
+		pthread_mutex_unlock(&pool_mu);
+		serve_say("JOB %ld %s\n", tid, j->path);
+		serve_maybe_block(tid, j->path);
+		pthread_mutex_lock(&pool_mu);
+		j->done = true;
+		pthread_cond_broadcast(&done_cv);
+	}
+	return NULL;
+}
+
+/* The request's work as a pool job, the pool started by the first one;
+ * on the connection's own thread if no thread can be started. */
+static void
+pool_run(long tid, const char *path)
+{
+	struct job j = {path, false};
+
+	pthread_mutex_lock(&pool_mu);
+	while (pool_job)
+		pthread_cond_wait(&done_cv, &pool_mu);
+	pool_job = &j;
+	if (!pool_started) {
+		pthread_t th;
+
+		pool_started = pthread_create(&th, NULL, pool_worker, NULL) == 0;
+		if (!pool_started) {
+			pool_job = NULL;
+			pthread_mutex_unlock(&pool_mu);
+			serve_maybe_block(tid, path);
+			return;
+		}
+		pthread_detach(th);
+	}
+	pthread_cond_signal(&pool_cv);
+	while (!j.done)
+		pthread_cond_wait(&done_cv, &pool_mu);
+	pthread_mutex_unlock(&pool_mu);
+}
 
 /* The fortified entry points, called directly as a fortified build
  * would. */
@@ -208,7 +281,10 @@ serve(void *arg)
 		size_t n;
 
 		http1_drop(&h);
-		serve_maybe_block(tid, path);
+		if (use_pool)
+			pool_run(tid, path);
+		else
+			serve_maybe_block(tid, path);
 		maybe_call(tid, path);
 		n = http1_response(resp, sizeof(resp), path);
 		if (do_write(fd, resp, n) < 0)
@@ -235,6 +311,8 @@ main(int argc, char **argv)
 			wio = argv[++i];
 		else if (strcmp(argv[i], "--block-poll") == 0)
 			serve_block_poll = true;
+		else if (strcmp(argv[i], "--pool") == 0)
+			use_pool = true;
 #ifdef TPC_CURL
 		else if (strcmp(argv[i], "--call") == 0 && i + 1 < argc)
 			call_url = argv[++i];
