@@ -28,7 +28,11 @@
  *  - a libuv after-work callback that answered its request while the
  *    socket level published another request (read in the same loop
  *    iteration) restored that one when it returned, and it stayed
- *    published on the idle loop (test/helpers/uv-restore.c).
+ *    published on the idle loop (test/helpers/uv-restore.c);
+ *  - after a response, the next request's first byte read through a dup()
+ *    of the connection, or a write on a connection with no request: with
+ *    the event log off, no check saw the context cleared there
+ *    (hook-socket.c, sk_follow()).
  *
  * Each runs with the event log off and on (the hooks take other paths). */
 #include "test-common.h"
@@ -116,6 +120,15 @@ START_TEST(splice_body)
 }
 END_TEST
 
+/* With the event log off the hooks clear inline for a read on the
+ * connection's own descriptor; these two reach sk_follow()'s own clear,
+ * which no other check did. */
+START_TEST(after_response)
+{
+	run_edge("after", _i & 1 ? "other-write" : "dup-read", _i & 2);
+}
+END_TEST
+
 START_TEST(uv_after_work_restore)
 {
 	char path[4096];
@@ -141,6 +154,7 @@ TEST_SUITE(sockedge_suite)
 	tcase_add_loop_test(tc, batched_responses, 0, 2);
 	tcase_add_loop_test(tc, response_writers, 0, 4);
 	tcase_add_loop_test(tc, splice_body, 0, 2);
+	tcase_add_loop_test(tc, after_response, 0, 4);
 	tcase_add_loop_test(tc, uv_after_work_restore, 0, 2);
 	suite_add_tcase(s, tc);
 	return s;

@@ -54,6 +54,12 @@
  *                                from its later bytes; a response
  *                                spliced into the connection answers its
  *                                request
+ *   sock-edge after dup-read|other-write
+ *                                after a response, the next request's
+ *                                first byte read through a dup() of the
+ *                                connection, or a write on another
+ *                                connection with no request: the
+ *                                answered request's context is gone
  *
  * Prints "RESULT <mode> fails=N" and exits 0 when every check held. */
 #include "ctxobs.h"
@@ -522,6 +528,45 @@ mode_splice(void)
 	free(body);
 }
 
+/* The keep-alive read that follows a response, through a copy of the
+ * connection (dup(): conn.c, "Copies") rather than the descriptor the
+ * request was read from ("dup-read"), and a write on another connection
+ * that has no request ("other-write"): either way the thread no longer
+ * works on the answered request, and its context must go before the
+ * call (hook-socket.c, sk_follow(): "response-sent"/"other-conn").  One
+ * byte of the next head is read, so no new request replaces it. */
+static void
+mode_after(const char *how)
+{
+	static const char resp[] = "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n";
+	char buf[sizeof(resp)];
+	int cli, srv, cli2, srv2, d;
+
+	request(&cli, &srv);
+	if (strcmp(how, "dup-read") == 0) {
+		d = dup(srv);
+		if (d < 0)
+			die("dup");
+		send_all(srv, resp, sizeof(resp) - 1, 0);
+		CHECK(shows_trace(), "dup-read: while answering: %s", ctxobs_shown());
+		read_n(cli, buf, sizeof(resp) - 1);
+		send_all(cli, "G", 1, 0);
+		read_n(d, buf, 1);
+		CHECK(shows_none(), "dup-read: next byte read through a copy: %s",
+		      ctxobs_shown());
+		close(d);
+	} else {
+		pair(&cli2, &srv2);
+		CHECK(shows_trace(), "other-write: before: %s", ctxobs_shown());
+		send_all(srv2, "x", 1, 0);
+		CHECK(shows_none(), "other-write: after the write: %s", ctxobs_shown());
+		close(cli2);
+		close(srv2);
+	}
+	close(cli);
+	close(srv);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -547,10 +592,12 @@ main(int argc, char **argv)
 		mode_writers(arg);
 	else if (strcmp(mode, "splice") == 0)
 		mode_splice();
+	else if (strcmp(mode, "after") == 0)
+		mode_after(arg);
 	else {
 		fprintf(stderr, "usage: sock-edge "
 				"oob|poll-efault|continue|continue-final|batch|"
-				"writers|splice [how]\n");
+				"writers|splice|after [how]\n");
 		return 64;
 	}
 	printf("RESULT %s fails=%d\n", mode, fails);
