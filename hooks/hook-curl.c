@@ -390,16 +390,29 @@ curl_sig_reblock(unsigned depth)
 		curl_sig_enter(depth);
 }
 
+/* This thread holds curl_lock in a critical section of its own (not for
+ * a fork: curl_fork_held), for a fork() from a signal handler that
+ * interrupted it (curl_atfork_lock()).  Set just after the lock and
+ * cleared just before the unlock: a handler that forks in between (a
+ * few instructions, and only while the section's signals are not
+ * blocked: before the process's first jump, see above) still waits for
+ * good. */
+static __thread bool curl_lock_mine __attribute__((tls_model("initial-exec")));
+
 static void
 curl_lock_take(void)
 {
 	curl_sig_block();
 	pthread_mutex_lock(&curl_lock);
+	atomic_signal_fence(memory_order_seq_cst);
+	curl_lock_mine = true;
 }
 
 static void
 curl_lock_give(void)
 {
+	curl_lock_mine = false;
+	atomic_signal_fence(memory_order_seq_cst);
 	pthread_mutex_unlock(&curl_lock);
 	curl_sig_restore();
 }
@@ -570,28 +583,79 @@ curl_own(enum curl_flavour fl, const void *ret)
 	return ctxshim_callers_own(&r->callers, ret, r->fn[0]);
 }
 
-static void
-curl_atfork_child(void)
+/* The fork handlers.  A fork() while another thread holds curl_lock
+ * must not leave the child's table locked (or half-changed): the prepare
+ * handler takes the lock for the fork, and the parent's and the child's
+ * handlers release it.  Two ways a signal handler meets them:
+ *
+ *  - it jumps out of the fork() in between (a timeout's siglongjmp();
+ *    glibc holds none of its own locks there in a single-threaded
+ *    process): the parent's handler never runs, and the lock used to stay
+ *    held, so that every later hooked call of the process, and the next
+ *    fork(), waited for good.  Nothing changed under the fork's hold, so
+ *    the jump releases it (hook_curl_unwound(), from curl_fork_sp; the
+ *    hold is taken and given back with the signals blocked, so that a
+ *    jump always finds curl_fork_held and the lock agreeing);
+ *  - it forks while its own thread holds the lock in a critical section
+ *    (curl_lock_mine): the prepare handler used to wait for it, which
+ *    the interrupted section never gives back.  Both processes go on
+ *    with that section after the handler, and it releases the lock:
+ *    the fork takes nothing.
+ *
+ * Not blocked for the whole fork: the application's own fork handlers and
+ * its signals keep their timing (a signal raised in one of them is
+ * handled before the fork() goes on, as without the shim). */
+static __thread bool curl_fork_held __attribute__((tls_model("initial-exec")));
+/* The prepare handler's stack pointer, for hook_curl_unwound(). */
+static __thread uintptr_t curl_fork_sp __attribute__((tls_model("initial-exec")));
+
+/* Blocks our set (curl_lock_sigs) into *old; the system call keeps errno. */
+static inline void
+curl_fork_block(uint64_t *old)
 {
-	(void)pthread_mutex_unlock(&curl_lock);
+	(void)syscall(SYS_rt_sigprocmask, SIG_BLOCK, &curl_lock_sigs, old,
+		      sizeof(*old));
 }
 
-static void
-curl_atfork_parent(void)
+static inline void
+curl_fork_unblock(const uint64_t *old)
 {
-	(void)pthread_mutex_unlock(&curl_lock);
+	(void)syscall(SYS_rt_sigprocmask, SIG_SETMASK, old, NULL, sizeof(*old));
 }
 
 static void
 curl_atfork_lock(void)
 {
+	uint64_t old;
+
+	if (curl_lock_mine)
+		return;
+	curl_fork_block(&old);
 	(void)pthread_mutex_lock(&curl_lock);
+	curl_fork_sp = ctxshim_stack_pointer();
+	curl_fork_held = true;
+	curl_fork_unblock(&old);
+}
+
+/* The parent's and the child's: the fork's hold, if it still has one. */
+static void
+curl_atfork_release(void)
+{
+	uint64_t old;
+
+	if (!curl_fork_held)
+		return;
+	curl_fork_block(&old);
+	curl_fork_held = false;
+	(void)pthread_mutex_unlock(&curl_lock);
+	curl_fork_unblock(&old);
 }
 
 static void
 curl_register_atfork(void)
 {
-	(void)pthread_atfork(curl_atfork_lock, curl_atfork_parent, curl_atfork_child);
+	(void)pthread_atfork(curl_atfork_lock, curl_atfork_release,
+			     curl_atfork_release);
 }
 
 /* Called from libcurl itself (see "Internal calls" above)? */
@@ -1486,6 +1550,14 @@ hook_curl_unwound(uintptr_t to)
 		}
 		atomic_signal_fence(memory_order_seq_cst);
 		curl_sig_depth = 0;
+	}
+	/* A jump out of a fork() that holds curl_lock for its child
+	 * (curl_atfork_lock()): the parent's handler will not run. */
+	if (curl_fork_held && curl_fork_sp && curl_fork_sp < to &&
+	    ctxshim_stack_between(curl_fork_sp, to)) {
+		curl_fork_held = false;
+		atomic_signal_fence(memory_order_seq_cst);
+		(void)pthread_mutex_unlock(&curl_lock);
 	}
 	if (d > CURL_FRAMES)
 		return; /* the innermost are not recorded */

@@ -18,6 +18,10 @@
  *   of it, and every later hooked call of the process waited); and the
  *   thread's signal mask around the application's allocation callbacks
  *   and after a fault handler's jump (see curl_jump_cases).
+ * - curl-fork jump, handler: a signal handler's jump out of a fork(), and
+ *   a handler that forks while hook-curl.c holds its table lock (its fork
+ *   handlers left the lock held, or waited for it for good: see
+ *   curl_fork_cases).
  * - fcgi-jump: the same out of libfcgi's FCGX_Finish_r(), then FCGX_Free()
  *   (hook-fcgi.c left the dropped request published until the next accept).
  * - curl-lists freed: a handle's header list freed after its HTTP
@@ -167,6 +171,39 @@ START_TEST(curl_jumps)
 	out = run_both(argv, curl_jump_cases[_i].traced ? env : NULL);
 	ck_assert_msg(strcmp(out, curl_jump_cases[_i].want) == 0, "curl-jump %s:\n%s",
 		      curl_jump_cases[_i].mode ? curl_jump_cases[_i].mode : "", out);
+	free(out);
+}
+END_TEST
+
+/* The modes of curl-fork, each of which prints the same with and without
+ * the shim when hook-curl.c's fork handlers leave its table lock as they
+ * found it:
+ * - jump: a signal handler siglongjmp()s out of a fork() after
+ *   hook-curl.c's prepare handler took the lock (it used to stay held:
+ *   every later hooked call of the process, and the next fork(), waited
+ *   for good);
+ * - handler: a signal handler forks while its thread holds the lock (the
+ *   prepare handler used to wait for it: the handler never returned). */
+static const struct {
+	const char *mode;
+	const char *want;
+} curl_fork_cases[] = {
+	{"jump", "jump-lock-free 1\njump-child-free 1\n"},
+	{"handler", "handler-lock-free 1\nhandler-child-free 1\n"},
+};
+
+START_TEST(curl_forks)
+{
+	char path[4096], *argv[] = {path, (char *)curl_fork_cases[_i].mode, NULL}, *out;
+
+	snprintf(path, sizeof(path), "%s/curl-fork", test_env_path("HELPER_DIR"));
+	if (access(path, X_OK) != 0) {
+		fprintf(stderr, "no libcurl: %s not built, not tested\n", path);
+		return;
+	}
+	out = run_both(argv, NULL);
+	ck_assert_msg(strcmp(out, curl_fork_cases[_i].want) == 0, "curl-fork %s:\n%s",
+		      curl_fork_cases[_i].mode, out);
 	free(out);
 }
 END_TEST
@@ -540,6 +577,8 @@ TEST_SUITE(preload_host_suite)
 	tcase_add_test(tc, curl_duphandle_at_a_stale_address);
 	tcase_add_loop_test(tc, curl_jumps, 0,
 			    sizeof(curl_jump_cases) / sizeof(curl_jump_cases[0]));
+	tcase_add_loop_test(tc, curl_forks, 0,
+			    sizeof(curl_fork_cases) / sizeof(curl_fork_cases[0]));
 	tcase_add_test(tc, fcgi_jump_out_of_finish);
 	tcase_add_test(tc, curl_list_freed_before_a_file_transfer);
 	tcase_add_test(tc, curl_list_set_out_of_memory_is_sent);
