@@ -156,6 +156,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <linux/futex.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -266,7 +267,16 @@ enum curl_url_kind {
 };
 
 static struct curl_handle *curl_handles;
-static pthread_mutex_t curl_lock = PTHREAD_MUTEX_INITIALIZER;
+/* The table's lock: 0 when free, else its holder's thread id (gettid(),
+ * below 2^30), with CURL_LOCK_WAITERS set while other threads may sleep
+ * on it (futex).  It names its holder, for a fork() from a signal handler
+ * that interrupted a holder (curl_atfork_lock()): that thread holds it
+ * from the very instruction that takes it to the one that gives it back,
+ * which a flag set after a pthread_mutex_lock() is not (a signal lands
+ * right after the lock's atomic instruction more often than anywhere
+ * else). */
+static uint32_t curl_lock;
+#define CURL_LOCK_WAITERS 0x80000000u
 
 /* Once the process has seen a signal handler's jump end a curl hook
  * (curl_jumped), the thread's signals are blocked while it holds
@@ -290,8 +300,8 @@ static pthread_mutex_t curl_lock = PTHREAD_MUTEX_INITIALIZER;
  * can still land in one: the hooks hold the lock for a few hundred
  * instructions of a transfer, so the window is small (and jumping out of
  * libcurl, which is not async-signal-safe, is already undefined in
- * POSIX).  A lock word that names its holder, released by the jump, would
- * cost nothing, but the table may be half-changed then: a new one would
+ * POSIX).  The lock word names its holder, and the jump could release it
+ * for nothing, but the table may be half-changed then: a new one would
  * have to replace it, every handle set up before going untraced. */
 #define CURL_SIGBIT(sig) (UINT64_C(1) << ((sig)-1))
 static const uint64_t curl_lock_sigs =
@@ -390,30 +400,91 @@ curl_sig_reblock(unsigned depth)
 		curl_sig_enter(depth);
 }
 
-/* This thread holds curl_lock in a critical section of its own (not for
- * a fork: curl_fork_held), for a fork() from a signal handler that
- * interrupted it (curl_atfork_lock()).  Set just after the lock and
- * cleared just before the unlock: a handler that forks in between (a
- * few instructions, and only while the section's signals are not
- * blocked: before the process's first jump, see above) still waits for
- * good. */
-static __thread bool curl_lock_mine __attribute__((tls_model("initial-exec")));
+/* This thread's id in curl_lock, 0 until its first lock (a fork()'s
+ * child takes its own: curl_atfork_child()). */
+static __thread uint32_t curl_tid __attribute__((tls_model("initial-exec")));
+
+static inline uint32_t
+curl_self_id(void)
+{
+	if (__builtin_expect(!curl_tid, 0))
+		curl_tid = (uint32_t)syscall(SYS_gettid);
+	return curl_tid;
+}
+
+/* Does this thread hold curl_lock? */
+static inline bool
+curl_lock_mine(void)
+{
+	uint32_t v = __atomic_load_n(&curl_lock, __ATOMIC_RELAXED);
+
+	return curl_tid && (v & ~CURL_LOCK_WAITERS) == curl_tid;
+}
+
+/* Held by another thread: wait (glibc's lowlevellock, with the holder's
+ * id in the word).  Keeps errno. */
+static __attribute__((noinline, cold)) void
+curl_lock_wait(uint32_t me)
+{
+	int saved_errno = errno;
+	uint32_t v;
+
+	for (;;) {
+		v = __atomic_load_n(&curl_lock, __ATOMIC_RELAXED);
+		if (v == 0) {
+			/* Others may still sleep on it: wake one when done. */
+			if (__atomic_compare_exchange_n(
+				    &curl_lock, &v, me | CURL_LOCK_WAITERS, false,
+				    __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+				break;
+			continue;
+		}
+		if (!(v & CURL_LOCK_WAITERS) &&
+		    !__atomic_compare_exchange_n(&curl_lock, &v, v | CURL_LOCK_WAITERS,
+						 false, __ATOMIC_RELAXED,
+						 __ATOMIC_RELAXED))
+			continue;
+		(void)syscall(SYS_futex, &curl_lock, FUTEX_WAIT_PRIVATE,
+			      v | CURL_LOCK_WAITERS, NULL, NULL, 0);
+	}
+	errno = saved_errno;
+}
+
+static inline void
+curl_lock_acquire(void)
+{
+	uint32_t me = curl_self_id(), v = 0;
+
+	if (!__atomic_compare_exchange_n(&curl_lock, &v, me, false, __ATOMIC_ACQUIRE,
+					 __ATOMIC_RELAXED))
+		curl_lock_wait(me);
+}
+
+/* Keeps errno. */
+static inline void
+curl_lock_release(void)
+{
+	int saved_errno;
+
+	if (__atomic_exchange_n(&curl_lock, 0, __ATOMIC_RELEASE) & CURL_LOCK_WAITERS) {
+		saved_errno = errno;
+		(void)syscall(SYS_futex, &curl_lock, FUTEX_WAKE_PRIVATE, 1, NULL, NULL,
+			      0);
+		errno = saved_errno;
+	}
+}
 
 static void
 curl_lock_take(void)
 {
 	curl_sig_block();
-	pthread_mutex_lock(&curl_lock);
-	atomic_signal_fence(memory_order_seq_cst);
-	curl_lock_mine = true;
+	curl_lock_acquire();
 }
 
 static void
 curl_lock_give(void)
 {
-	curl_lock_mine = false;
-	atomic_signal_fence(memory_order_seq_cst);
-	pthread_mutex_unlock(&curl_lock);
+	curl_lock_release();
 	curl_sig_restore();
 }
 
@@ -597,7 +668,7 @@ curl_own(enum curl_flavour fl, const void *ret)
  *    hold is taken and given back with the signals blocked, so that a
  *    jump always finds curl_fork_held and the lock agreeing);
  *  - it forks while its own thread holds the lock in a critical section
- *    (curl_lock_mine): the prepare handler used to wait for it, which
+ *    (curl_lock_mine()): the prepare handler used to wait for it, which
  *    the interrupted section never gives back.  Both processes go on
  *    with that section after the handler, and it releases the lock:
  *    the fork takes nothing.
@@ -628,16 +699,16 @@ curl_atfork_lock(void)
 {
 	uint64_t old;
 
-	if (curl_lock_mine)
+	if (curl_lock_mine())
 		return;
 	curl_fork_block(&old);
-	(void)pthread_mutex_lock(&curl_lock);
+	curl_lock_acquire();
 	curl_fork_sp = ctxshim_stack_pointer();
 	curl_fork_held = true;
 	curl_fork_unblock(&old);
 }
 
-/* The parent's and the child's: the fork's hold, if it still has one. */
+/* The parent's, and the child's: the fork's hold, if it still has one. */
 static void
 curl_atfork_release(void)
 {
@@ -647,15 +718,28 @@ curl_atfork_release(void)
 		return;
 	curl_fork_block(&old);
 	curl_fork_held = false;
-	(void)pthread_mutex_unlock(&curl_lock);
+	curl_lock_release();
 	curl_fork_unblock(&old);
+}
+
+/* The child's thread has an id of its own: a section the handler that
+ * forked interrupted (curl_atfork_lock()) holds the lock under it. */
+static void
+curl_atfork_child(void)
+{
+	uint32_t old = curl_tid;
+
+	curl_tid = (uint32_t)syscall(SYS_gettid);
+	if (old &&
+	    (__atomic_load_n(&curl_lock, __ATOMIC_RELAXED) & ~CURL_LOCK_WAITERS) == old)
+		__atomic_store_n(&curl_lock, curl_tid, __ATOMIC_RELAXED);
+	curl_atfork_release();
 }
 
 static void
 curl_register_atfork(void)
 {
-	(void)pthread_atfork(curl_atfork_lock, curl_atfork_release,
-			     curl_atfork_release);
+	(void)pthread_atfork(curl_atfork_lock, curl_atfork_release, curl_atfork_child);
 }
 
 /* Called from libcurl itself (see "Internal calls" above)? */
@@ -1557,7 +1641,7 @@ hook_curl_unwound(uintptr_t to)
 	    ctxshim_stack_between(curl_fork_sp, to)) {
 		curl_fork_held = false;
 		atomic_signal_fence(memory_order_seq_cst);
-		(void)pthread_mutex_unlock(&curl_lock);
+		curl_lock_release();
 	}
 	if (d > CURL_FRAMES)
 		return; /* the innermost are not recorded */
