@@ -183,13 +183,16 @@ END_TEST
  *   every later hooked call of the process, and the next fork(), waited
  *   for good);
  * - handler: a signal handler forks while its thread holds the lock (the
- *   prepare handler used to wait for it: the handler never returned). */
+ *   prepare handler used to wait for it: the handler never returned);
+ * - storm: the same, from random signals (which land right after the
+ *   lock's atomic instruction more often than anywhere else). */
 static const struct {
 	const char *mode;
 	const char *want;
 } curl_fork_cases[] = {
 	{"jump", "jump-lock-free 1\njump-child-free 1\n"},
 	{"handler", "handler-lock-free 1\nhandler-child-free 1\n"},
+	{"storm", "storm-forks 1\nstorm-free 1\n"},
 };
 
 START_TEST(curl_forks)

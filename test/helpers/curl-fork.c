@@ -28,7 +28,17 @@
  * "handler-lock-free <0|1>" (the fork's prepare handler used to wait for
  * the lock its own thread held: the handler never returned) and
  * "handler-child-free <0|1>"; without the shim nothing forks and both
- * say 1. */
+ * say 1.
+ *
+ *   curl-fork storm
+ *
+ * The same with random signals: another thread sends one every few
+ * microseconds for a second while the main thread calls
+ * curl_easy_setopt(); the handler forks.  Most that land in the lock land
+ * right after the atomic instruction that takes it (a flag of "mine" set
+ * after it is not enough).  Prints "storm-forks <0|1>" (at least 20: a
+ * sanitizer build forks slowly) and "storm-free <0|1>", as "handler"
+ * does. */
 #include "config.h"
 
 #include <dlfcn.h>
@@ -216,6 +226,76 @@ mode_handler(void)
 	return 0;
 }
 
+/* ---- storm --------------------------------------------------------------- */
+
+static pthread_t storm_main;
+static atomic_int storm_stop, storm_forks;
+
+static void
+on_storm(int sig)
+{
+	int e = errno;
+	pid_t pid;
+
+	(void)sig;
+	if (atomic_load(&storm_stop))
+		return;
+	pid = fork();
+	if (pid == 0)
+		_exit(0);
+	if (pid > 0 && waitpid(pid, NULL, 0) == pid)
+		atomic_fetch_add(&storm_forks, 1);
+	errno = e;
+}
+
+/* Sends the signals, then tries the lock, prints, and ends the process
+ * (the main thread may be stuck in its handler). */
+static void *
+storm_kick(void *arg)
+{
+	struct timespec end, now, pause = {.tv_nsec = 3000};
+
+	clock_gettime(CLOCK_MONOTONIC, &end);
+	end.tv_sec += 1;
+	do {
+		(void)pthread_kill(storm_main, SIGUSR1);
+		nanosleep(&pause, NULL);
+		clock_gettime(CLOCK_MONOTONIC, &now);
+	} while (now.tv_sec < end.tv_sec ||
+		 (now.tv_sec == end.tv_sec && now.tv_nsec < end.tv_nsec));
+	atomic_store(&storm_stop, 1);
+	fprintf(stderr, "forks %d\n", atomic_load(&storm_forks));
+	printf("storm-forks %d\nstorm-free %d\n", atomic_load(&storm_forks) >= 20,
+	       lock_free(arg));
+	(void)fflush(stdout);
+	_exit(0);
+}
+
+static int
+mode_storm(void)
+{
+	struct sigaction sa = {.sa_handler = on_storm, .sa_flags = SA_RESTART};
+	CURL *h, *other;
+	pthread_t kick;
+
+	if (curl_global_init(CURL_GLOBAL_DEFAULT) != 0)
+		return 2;
+	h = curl_easy_init();
+	other = curl_easy_init();
+	if (!h || !other)
+		return 2;
+	(void)curl_easy_setopt(h, CURLOPT_PREREQDATA, NULL);
+	(void)curl_easy_setopt(other, CURLOPT_PREREQDATA, NULL);
+	(void)sigaction(SIGUSR1, &sa, NULL);
+	storm_main = pthread_self();
+	if (pthread_create(&kick, NULL, storm_kick, other) != 0)
+		return 2;
+	while (!atomic_load(&storm_stop))
+		(void)curl_easy_setopt(h, CURLOPT_PREREQDATA, NULL);
+	for (;;)
+		pause(); /* storm_kick() ends the process */
+}
+
 int
 main(int argc, char **argv)
 {
@@ -225,6 +305,8 @@ main(int argc, char **argv)
 		return mode_jump();
 	if (strcmp(mode, "handler") == 0)
 		return mode_handler();
-	fprintf(stderr, "usage: curl-fork jump|handler\n");
+	if (strcmp(mode, "storm") == 0)
+		return mode_storm();
+	fprintf(stderr, "usage: curl-fork jump|handler|storm\n");
 	return 64;
 }
