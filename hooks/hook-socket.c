@@ -1961,11 +1961,19 @@ hook_socket_thread_wait(void)
  * closed), the thread clears the inherited context: it ran that request's
  * job, and what it does now is not known.  While the request is not
  * answered the thread keeps it, through any wait (a job of that request
- * waiting for something).  Only the thread's own copy is cleared: once it
- * published anything else (a request it reads itself, a pool item), the
- * inherited one is forgotten.  Slots never go away (conn.h), so the
- * loads are safe whatever happened to the connection; no lock, no
- * allocation. */
+ * waiting for something).  Only that request's context is cleared (the
+ * span-id the thread started with): at a wait while the thread shows
+ * something else (a client span, a pool item, a request it reads itself)
+ * nothing is cleared, but the thread goes on following the request,
+ * since a hook that saved its context shows it again afterwards
+ * (hook-scope.h, hook-http.h: libcurl's client span, a coroutine switched
+ * back to).  The thread once forgot it at such a wait -- a pycurl
+ * callback waiting for the GIL under the client span -- and kept the
+ * restored context for good.  "Answered" never turns back (the slot's
+ * generation and seq only move on), so a context of that request shown
+ * again after it was cleared is cleared at the next wait too.  Slots
+ * never go away (conn.h), so the loads are safe whatever happened to the
+ * connection; no lock, no allocation. */
 
 void
 hook_socket_inherit_take(struct ctxshim_sk_inherit *in, const struct ctxshim_ctx *cur)
@@ -2008,20 +2016,17 @@ hook_socket_inherited_wait(void)
 	if (!c || sk_self.busy)
 		return c != NULL;
 	cur = ctxshim_current();
-	if (!cur || sk_span(cur) != sk_self.inh.span) {
-		sk_self.inh.c = NULL;
-		return false;
-	}
+	if (!cur || sk_span(cur) != sk_self.inh.span)
+		return true;
 	if (atomic_load_explicit(&c->gen, memory_order_relaxed) == sk_self.inh.gen &&
 	    atomic_load_explicit(&c->seq, memory_order_relaxed) == sk_self.inh.seq &&
 	    !ctxshim_conn_idle(c))
 		return true;
 	saved_errno = errno;
-	sk_self.inh.c = NULL;
 	CTXSHIM_EVENT(CTXSHIM_EV_DETACH, -1, cur, "inherited-answered");
 	(void)ctxshim_detach_span((const uint8_t *)&sk_self.inh.span);
 	errno = saved_errno;
-	return false;
+	return true;
 }
 
 /* ---- bytes in ---- */

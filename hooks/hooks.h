@@ -51,8 +51,9 @@ void hook_socket_thread_wait(void);
  * context) it hands over (in->c NULL: nothing to follow); adopt() on the
  * new thread, after it published that copy; inherited_wait() at each of
  * the thread's waits (ctxshim_self.sk.inh.c != NULL), before and after
- * it, clears the inherited context once that request is answered, and
- * returns whether the thread still follows it.  Keep errno. */
+ * it, clears the inherited context (when shown) once that request is
+ * answered, and returns whether the thread still follows it.  Keep
+ * errno. */
 void hook_socket_inherit_take(struct ctxshim_sk_inherit *in,
 			      const struct ctxshim_ctx *cur);
 void hook_socket_inherit_adopt(const struct ctxshim_sk_inherit *in);

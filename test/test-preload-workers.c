@@ -300,6 +300,58 @@ START_TEST(test_pool_started_by_request)
 }
 END_TEST
 
+/* A pool that a request starts, whose job calls an upstream with libcurl
+ * (tpc-curl-server --pool --call) and waits while the client span is
+ * shown, as Python code in a pycurl callback waits for the GIL: once the
+ * request is answered the worker must not show it, in the next request's
+ * job.  The wait under the client span once made the worker forget the
+ * request it inherited; the end of the call restored that request's
+ * context, and the worker kept it for good. */
+START_TEST(test_pool_job_calls_upstream)
+{
+	char url[64];
+	char *argv[] = {(char *)test_helper_path("tpc-curl-server"), "--pool", "--call",
+			url, NULL};
+	struct test_child sink;
+	struct it_sink_req r;
+	struct it_server s;
+	struct it_thread_ctx t;
+	char line[256], *json;
+	long worker;
+	int fd, st;
+
+	snprintf(url, sizeof(url), "http://127.0.0.1:%u/up", it_sink_start(&sink));
+	it_server_start(&s, argv, true, NULL);
+	fd = it_connect(s.port);
+	it_send_str(fd, "GET /call/a HTTP/1.1\r\nHost: x\r\n" TP1 "\r\n");
+	worker = expect_tid(&s, "JOB ", "/call/a");
+	test_child_expect(&s.child, "CALLED ", line, sizeof(line), IT_TIMEOUT_MS);
+	ck_assert_msg(strstr(line, " 200"), "upstream call failed: %s", line);
+	it_sink_read(&sink, &r);
+	it_assert_path_body(it_read_response(fd), "/call/a");
+
+	it_send_str(fd, "GET /block/b HTTP/1.1\r\nHost: x\r\n" TP2 "\r\n");
+	ck_assert_int_eq(expect_tid(&s, "JOB ", "/block/b"), worker);
+	ck_assert_int_eq(expect_tid(&s, "BLOCK ", "/block/b"), worker);
+	test_wait_syscall(s.child.pid, (pid_t)worker, SYS_futex, IT_TIMEOUT_MS);
+	json = it_ctxdump(s.child.pid);
+	ck_assert_msg(it_dump_thread(json, worker, &t), "no worker %ld:\n%.3000s",
+		      worker, json);
+	ck_assert_msg(!t.has_ctx,
+		      "worker %ld still shows a context (%s) in the next "
+		      "request's job:\n%.3000s",
+		      worker, t.trace, json);
+	free(json);
+	test_child_send(&s.child, "go\n");
+	it_assert_path_body(it_read_response(fd), "/block/b");
+	close(fd);
+	it_server_stop(&s);
+	st = test_child_finish(&sink, IT_TIMEOUT_MS);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "http-sink status %#x",
+		      st);
+}
+END_TEST
+
 TEST_SUITE(workers_suite)
 {
 	Suite *s = suite_create("preload-workers");
@@ -316,6 +368,9 @@ TEST_SUITE(workers_suite)
 	tcase_set_timeout(tc, 120);
 	tcase_add_loop_test(tc, test_pool_started_by_request, 0,
 			    (int)(sizeof(lazy_pools) / sizeof(lazy_pools[0])));
+	/* tpc-curl-server is built only with libcurl's -dev package. */
+	if (access(test_helper_path("tpc-curl-server"), X_OK) == 0)
+		tcase_add_test(tc, test_pool_job_calls_upstream);
 	suite_add_tcase(s, tc);
 	return s;
 }

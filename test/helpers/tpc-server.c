@@ -24,7 +24,10 @@
  * job, as Python's ThreadPoolExecutor does on its first submit; the
  * connection's thread waits for the job (a condition variable) and then
  * answers.  The worker prints "JOB <tid> <path>" for each job it takes
- * and waits for the next one on a condition variable.
+ * and waits for the next one on a condition variable.  With --call, the
+ * job makes the call (below), and each piece of the upstream's response
+ * waits a moment for a lock first, as Python code running in a pycurl
+ * callback waits for the GIL: a wait while the client span is shown.
  *
  * Built a second time with libcurl as tpc-curl-server, whose --call URL
  * makes a request whose path starts with "/call" GET URL with
@@ -47,16 +50,35 @@
 #include "http1-reader.h"
 #include "serve-common.h"
 
+static bool use_pool;
+
 #ifdef TPC_CURL
 #include <curl/curl.h>
+#include <time.h>
 
 static const char *call_url;
 
 static size_t
 call_discard(char *p, size_t size, size_t n, void *arg)
 {
+	static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+	static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
+	struct timespec t;
+
 	(void)p;
 	(void)arg;
+	if (use_pool) {
+		/* a short wait that times out, like a contended GIL's */
+		clock_gettime(CLOCK_REALTIME, &t);
+		t.tv_nsec += 1000000;
+		if (t.tv_nsec >= 1000000000) {
+			t.tv_sec++;
+			t.tv_nsec -= 1000000000;
+		}
+		pthread_mutex_lock(&mu);
+		(void)pthread_cond_timedwait(&cv, &mu, &t);
+		pthread_mutex_unlock(&mu);
+	}
 	return size * n;
 }
 
@@ -92,7 +114,6 @@ maybe_call(long tid, const char *path)
 }
 #endif
 
-static bool use_pool;
 static pthread_mutex_t pool_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t pool_cv = PTHREAD_COND_INITIALIZER; /* a job queued */
 static pthread_cond_t done_cv = PTHREAD_COND_INITIALIZER; /* a job done */
@@ -122,6 +143,7 @@ pool_worker(void *arg)
 		pthread_mutex_unlock(&pool_mu);
 		serve_say("JOB %ld %s\n", tid, j->path);
 		serve_maybe_block(tid, j->path);
+		maybe_call(tid, j->path);
 		pthread_mutex_lock(&pool_mu);
 		j->done = true;
 		pthread_cond_broadcast(&done_cv);
@@ -148,6 +170,7 @@ pool_run(long tid, const char *path)
 			pool_job = NULL;
 			pthread_mutex_unlock(&pool_mu);
 			serve_maybe_block(tid, path);
+			maybe_call(tid, path);
 			return;
 		}
 		pthread_detach(th);
@@ -281,11 +304,12 @@ serve(void *arg)
 		size_t n;
 
 		http1_drop(&h);
-		if (use_pool)
+		if (use_pool) {
 			pool_run(tid, path);
-		else
+		} else {
 			serve_maybe_block(tid, path);
-		maybe_call(tid, path);
+			maybe_call(tid, path);
+		}
 		n = http1_response(resp, sizeof(resp), path);
 		if (do_write(fd, resp, n) < 0)
 			break;
