@@ -363,15 +363,24 @@ hook_pthread_wait_short(const struct timespec *t, clockid_t clk)
 /* Before a wait (t: its deadline, NULL if none; clk: its clock, or -1):
  * two loads of the thread's state when it publishes nothing from a
  * connection and inherited no request.  True when the thread still shows
- * an inherited request, to look at again after the wait. */
+ * an inherited request unanswered, to look at again after the wait. */
 static inline bool
 hook_pthread_wait_enter(const struct timespec *t, clockid_t clk)
 {
 	if (__builtin_expect(ctxshim_self.sk.fdp1 != 0, 0) && ctxshim_active() &&
 	    !(t && hook_pthread_wait_short(t, clk)))
 		hook_socket_thread_wait();
-	if (__builtin_expect(ctxshim_self.sk.inh.c != NULL, 0))
-		return hook_socket_inherited_wait();
+	if (__builtin_expect(ctxshim_self.sk.inh.c != NULL, 0)) {
+		const struct ctxshim_ctx *cur = ctxshim_current();
+
+		/* Only while it shows that request's context: a thread follows
+		 * its inherited request for good (hook-socket.c), and one that
+		 * cleared it, or shows something else, waits at its usual cost
+		 * but for these loads. */
+		if (cur && memcmp(cur->span_id, &ctxshim_self.sk.inh.span,
+				  sizeof(cur->span_id)) == 0)
+			return hook_socket_inherited_wait();
+	}
 	return false;
 }
 

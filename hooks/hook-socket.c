@@ -2014,10 +2014,10 @@ hook_socket_inherited_wait(void)
 	int saved_errno;
 
 	if (!c || sk_self.busy)
-		return c != NULL;
+		return false;
 	cur = ctxshim_current();
 	if (!cur || sk_span(cur) != sk_self.inh.span)
-		return true;
+		return false;
 	if (atomic_load_explicit(&c->gen, memory_order_relaxed) == sk_self.inh.gen &&
 	    atomic_load_explicit(&c->seq, memory_order_relaxed) == sk_self.inh.seq &&
 	    !ctxshim_conn_idle(c))
@@ -2026,7 +2026,7 @@ hook_socket_inherited_wait(void)
 	CTXSHIM_EVENT(CTXSHIM_EV_DETACH, -1, cur, "inherited-answered");
 	(void)ctxshim_detach_span((const uint8_t *)&sk_self.inh.span);
 	errno = saved_errno;
-	return true;
+	return false;
 }
 
 /* ---- bytes in ---- */

@@ -52,7 +52,9 @@ void hook_socket_thread_wait(void);
  * new thread, after it published that copy; inherited_wait() at each of
  * the thread's waits (ctxshim_self.sk.inh.c != NULL), before and after
  * it, clears the inherited context (when shown) once that request is
- * answered, and returns whether the thread still follows it.  Keep
+ * answered, and returns whether the thread shows it still unanswered
+ * (then the wait looks again after it).  The thread follows the request
+ * for good (a context of it shown again later is cleared too).  Keep
  * errno. */
 void hook_socket_inherit_take(struct ctxshim_sk_inherit *in,
 			      const struct ctxshim_ctx *cur);
