@@ -239,11 +239,17 @@ static const struct {
 	const char *name;
 	bool python;
 	bool same_conn;
+	bool co;
 } lazy_pools[] = {
-	{"tpc-server --pool, same connection", false, true},
-	{"tpc-server --pool, another connection", false, false},
-	{"python3 ThreadPoolExecutor, same connection", true, true},
-	{"python3 ThreadPoolExecutor, another connection", true, false},
+	{"tpc-server --pool, same connection", false, true, false},
+	{"tpc-server --pool, another connection", false, false, false},
+	{"python3 ThreadPoolExecutor, same connection", true, true, false},
+	{"python3 ThreadPoolExecutor, another connection", true, false, false},
+	/* Its jobs in a coroutine made with the first request's context: a
+	 * switch to it shows that request again after the worker cleared
+	 * it, and the worker once kept it then. */
+	{"tpc-server --pool --co, same connection", false, true, true},
+	{"tpc-server --pool --co, another connection", false, false, true},
 };
 
 /* A pool that a request starts: the worker inherits that request's
@@ -253,7 +259,8 @@ static const struct {
  * job to the first request. */
 START_TEST(test_pool_started_by_request)
 {
-	char *tpc[] = {(char *)test_helper_path("tpc-server"), "--pool", NULL};
+	char *tpc[] = {(char *)test_helper_path("tpc-server"), "--pool",
+		       lazy_pools[_i].co ? "--co" : NULL, NULL};
 	char *py[] = {"/usr/bin/python3", "-c", (char *)py_pool, NULL};
 	struct it_server s;
 	struct it_thread_ctx t;

@@ -5,7 +5,7 @@
  *   tpc-server [--read-size N] [--io read|recv|recvfrom|readv|recvmsg|
  *               read_chk|recv_chk|recvfrom_chk]
  *              [--wio write|send|sendto|writev|sendmsg|sendfile]
- *              [--block-poll] [--pool]
+ *              [--block-poll] [--pool [--co]]
  *              [--call URL]
  *
  * Listens on 127.0.0.1, port chosen by the kernel, prints "READY <port>",
@@ -28,6 +28,9 @@
  * job makes the call (below), and each piece of the upstream's response
  * waits a moment for a lock first, as Python code running in a pycurl
  * callback waits for the GIL: a wait while the client span is shown.
+ * With --co, the worker runs every job in one ucontext coroutine, made
+ * when it starts (so with the first request's context) and switched to
+ * for each job, as a green-thread scheduler would.
  *
  * Built a second time with libcurl as tpc-curl-server, whose --call URL
  * makes a request whose path starts with "/call" GET URL with
@@ -45,6 +48,7 @@
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 #include "http1-reader.h"
@@ -125,12 +129,36 @@ struct job {
 };
 static struct job *pool_job; /* the one queued, not taken yet */
 
+static bool use_co;
+static ucontext_t co_sched, co_ctx;
+static struct job *co_job; /* the job the coroutine runs next */
+static long co_tid;
+
+static void
+co_body(void)
+{
+	for (;;) {
+		serve_maybe_block(co_tid, co_job->path);
+		maybe_call(co_tid, co_job->path);
+		swapcontext(&co_ctx, &co_sched);
+	}
+}
+
 static void *
 pool_worker(void *arg)
 {
 	long tid = syscall(SYS_gettid);
+	static char co_stack[256 * 1024];
 
 	(void)arg;
+	if (use_co) {
+		co_tid = tid;
+		getcontext(&co_ctx);
+		co_ctx.uc_stack.ss_sp = co_stack;
+		co_ctx.uc_stack.ss_size = sizeof(co_stack);
+		co_ctx.uc_link = NULL;
+		makecontext(&co_ctx, co_body, 0);
+	}
 	pthread_mutex_lock(&pool_mu);
 	for (;;) {
 		struct job *j;
@@ -142,8 +170,13 @@ pool_worker(void *arg)
 		pthread_cond_broadcast(&done_cv);
 		pthread_mutex_unlock(&pool_mu);
 		serve_say("JOB %ld %s\n", tid, j->path);
-		serve_maybe_block(tid, j->path);
-		maybe_call(tid, j->path);
+		if (use_co) {
+			co_job = j;
+			swapcontext(&co_sched, &co_ctx);
+		} else {
+			serve_maybe_block(tid, j->path);
+			maybe_call(tid, j->path);
+		}
 		pthread_mutex_lock(&pool_mu);
 		j->done = true;
 		pthread_cond_broadcast(&done_cv);
@@ -337,6 +370,8 @@ main(int argc, char **argv)
 			serve_block_poll = true;
 		else if (strcmp(argv[i], "--pool") == 0)
 			use_pool = true;
+		else if (strcmp(argv[i], "--co") == 0)
+			use_co = true;
 #ifdef TPC_CURL
 		else if (strcmp(argv[i], "--call") == 0 && i + 1 < argc)
 			call_url = argv[++i];
