@@ -40,9 +40,10 @@
  * First a timeout's jump out of a curl_easy_perform() (from then on
  * hook-curl.c blocks signals while it holds its table's lock); then a
  * signal handler that siglongjmp()s out of curl_easy_setopt(), sent by
- * another thread every few microseconds for a second, so that jumps land
- * everywhere in hook-curl.c's setopt hook, also where it holds its table's
- * lock; then another thread's curl_easy_setopt().  Prints "lock-jumps
+ * another thread every few microseconds for a second (on a loaded
+ * machine up to 10 s, until 100 jumps), so that jumps land everywhere in
+ * hook-curl.c's setopt hook, also where it holds its table's lock; then
+ * another thread's curl_easy_setopt().  Prints "lock-jumps
  * <0|1>" (at least 100 jumps) and "lock-free <0|1>": that setopt returned
  * within 5 s (a jump out of the lock used to leave it locked, and every
  * later hooked call of the process waited for good).
@@ -286,19 +287,22 @@ lock_setopt(void *arg)
 static void *
 lock_kick(void *arg)
 {
-	struct timespec end, now, pause = {.tv_nsec = 3000}, limit;
+	struct timespec start, now, pause = {.tv_nsec = 3000}, limit;
+	long ms;
 	pthread_t th;
 	void *ret;
 	bool free_ok;
 
-	clock_gettime(CLOCK_MONOTONIC, &end);
-	end.tv_sec += 1;
+	/* A second, longer on a loaded machine until the count is reached
+	 * (at most 10 s): too few would not say the stress ran. */
+	clock_gettime(CLOCK_MONOTONIC, &start);
 	do {
 		(void)pthread_kill(lock_main, SIGUSR1);
 		nanosleep(&pause, NULL);
 		clock_gettime(CLOCK_MONOTONIC, &now);
-	} while (now.tv_sec < end.tv_sec ||
-		 (now.tv_sec == end.tv_sec && now.tv_nsec < end.tv_nsec));
+		ms = (now.tv_sec - start.tv_sec) * 1000 +
+		     (now.tv_nsec - start.tv_nsec) / 1000000;
+	} while (ms < 1000 || (atomic_load(&lock_jumps) < 100 && ms < 10000));
 	atomic_store(&lock_stop, 1);
 	clock_gettime(CLOCK_REALTIME, &limit);
 	limit.tv_sec += 5;
