@@ -1122,6 +1122,17 @@ sk_follow_link(int fd, struct ctxshim_conn *c, bool is_write)
 
 static inline bool sk_publishes_slot(const struct ctxshim_conn *c);
 
+/* A write of the response of the request this thread publishes: the
+ * thread is done with it, and the next head it reads is one request
+ * since ("Handlers run after the next wait", at the waits).  Plain
+ * stores of hints (B1i: three instructions per response write). */
+static inline __attribute__((always_inline)) void
+sk_answering(void)
+{
+	ctxshim_self.sk_pending = 0;
+	sk_self.mark = ctxshim_self.span_rng.state;
+}
+
 /* Does this thread publish the context of c's current request (fd's),
  * which a write continues (sk_follow() would do nothing)? */
 static inline bool
@@ -1164,8 +1175,10 @@ sk_enter_slot(int fd, struct ctxshim_conn *c, bool is_write)
 	if (is_write) {
 		if (sk_self.busy || !c)
 			return NULL;
-		if (sk_publishes(fd, c))
+		if (sk_publishes(fd, c)) {
+			sk_answering();
 			return c;
+		}
 	} else if (!c) {
 		return NULL;
 	} else if (ctxshim_conn_live(c)) {
@@ -2618,6 +2631,7 @@ sk_out_interim_slow(
 		/* head known not interim: none given (B1i) */                        \
 		if (__builtin_expect(!ctxshim_conn_responded_usual((c), NULL, 0), 0)) \
 			return sk_out_slow((keep_fd), (c), (head), (len), (r));       \
+		sk_answering();                                                       \
 		sk_busy(false);                                                       \
 		return (r);                                                           \
 	} while (0)
@@ -2855,6 +2869,7 @@ sk_writev(int fd, const struct iovec *iov, int iovcnt)
 	/* head known not interim: none given (B1i) */
 	if (__builtin_expect(!ctxshim_conn_responded_usual(c, NULL, 0), 0))
 		return sk_writev_out_slow(keep_fd, c, iov, r);
+	sk_answering();
 	sk_busy(false);
 	return r;
 }
@@ -3023,13 +3038,67 @@ hook_socket_splice(int in, __off64_t *oi, int out, __off64_t *oo, size_t n, unsi
 
 /* ---- waits ---- */
 
+/* Handlers run after the next wait.  Python's asyncio reads a request in
+ * the loop's read callback, queues its handler (call_soon) and runs it
+ * after its next epoll_wait, which it calls with timeout 0 because
+ * callbacks are ready; a handler that blocks the loop (time.sleep, a
+ * synchronous database call) would show nothing if that wait cleared the
+ * context.  So a wait with timeout 0 keeps it (sk_wait_keeps()) when the
+ * thread publishes exactly what it published for a request head it read,
+ * that request is its connection's current one, not answered, and it is
+ * the only head the thread read since it last finished with a request
+ * (sk.mark: the response's first write on the thread, a close, a wait
+ * that cleared): the loop round read no other connection's request whose
+ * handler could run first.  Heads are counted by the span-ids the thread
+ * drew (span_rng is a counter plus a mix: one draw since the mark is
+ * state == mark + gamma), so that neither the head's read (B4b) nor the
+ * idle wait's one test (B1i) pays for the count; sk_pending keeps such a
+ * context out of that test.  Anything else clears as before: a wait with
+ * a timeout, a second head (the loop round read two connections and we
+ * cannot tell whose handler runs), a switch to another connection's
+ * context, the response.  nginx, libevent, HAProxy and libuv call their
+ * handlers in the read's callback and answer there (then the wait clears
+ * as before) or wait with a timeout; a zero-timeout wait of theirs (nginx
+ * with posted events) keeps a request they read and have not answered
+ * until the I/O of another connection or the next wait with a timeout. */
+static bool
+sk_wait_keeps(void)
+{
+	struct ctxshim_conn *c = sk_self.c;
+	uint64_t s = ctxshim_self.span_rng.state;
+	int fd = sk_self.fdp1 - 1;
+
+	if (ctxshim_sk_gate_get() != CTXSHIM_SK_GATE_PENDING ||
+	    s != sk_self.mark + ctxshim_self.span_rng.gamma ||
+	    sk_self.span != ctx_mix64(s) || fd < 0 || !c || c == &sk_nil_conn ||
+	    (unsigned)fd >= ctxshim_conn_tab.max_fds || ctxshim_conn_get(fd) != c)
+		return false;
+	return sk_publishes(fd, c) && !ctxshim_conn_idle(c);
+}
+
+/* The waits' slow path (the thread publishes something from a
+ * connection, and not just an answered request: see the epoll hooks):
+ * keep it through a zero timeout (above), or clear it and count heads
+ * from here.  zero: the wait does not block. */
+static void
+sk_wait_idle(bool zero, const char *reason)
+{
+	if (sk_self.busy || (zero && sk_wait_keeps()))
+		return;
+	sk_idle(reason);
+	if (!sk_self.busy) {
+		ctxshim_self.sk_pending = 0;
+		sk_self.mark = ctxshim_self.span_rng.state;
+	}
+}
+
 /* The waits: one TLS load when this thread published nothing from a
  * connection; otherwise clear it (epoll: inline, sk_idle_quiet()), then
  * wait. */
 static __attribute__((noinline, cold)) int
-sk_epoll_wait_logged(int ep, struct epoll_event *ev, int n, int to)
+sk_epoll_wait_slow(int ep, struct epoll_event *ev, int n, int to)
 {
-	sk_idle("epoll_wait");
+	sk_wait_idle(to == 0, "epoll_wait");
 	return real_epoll_wait(ep, ev, n, to);
 }
 
@@ -3048,18 +3117,15 @@ hook_socket_epoll_wait(int ep, struct epoll_event *ev, int n, int to)
 		(void)ctxshim_sk_idle_fast();
 		return real_epoll_wait(ep, ev, n, to);
 	}
-	if (__builtin_expect(sk_self.fdp1 != 0, 0)) {
-		if (ctxshim_events_on())
-			return sk_epoll_wait_logged(ep, ev, n, to);
-		sk_idle_quiet();
-	}
+	if (__builtin_expect(sk_self.fdp1 != 0, 0))
+		return sk_epoll_wait_slow(ep, ev, n, to);
 	return real_epoll_wait(ep, ev, n, to);
 }
 
 static __attribute__((noinline, cold)) int
-sk_epoll_pwait_logged(int ep, struct epoll_event *ev, int n, int to, const sigset_t *ss)
+sk_epoll_pwait_slow(int ep, struct epoll_event *ev, int n, int to, const sigset_t *ss)
 {
-	sk_idle("epoll_pwait");
+	sk_wait_idle(to == 0, "epoll_pwait");
 	return real_epoll_pwait(ep, ev, n, to, ss);
 }
 
@@ -3073,11 +3139,8 @@ hook_socket_epoll_pwait(
 		(void)ctxshim_sk_idle_fast();
 		return real_epoll_pwait(ep, ev, n, to, ss);
 	}
-	if (__builtin_expect(sk_self.fdp1 != 0, 0)) {
-		if (ctxshim_events_on())
-			return sk_epoll_pwait_logged(ep, ev, n, to, ss);
-		sk_idle_quiet();
-	}
+	if (__builtin_expect(sk_self.fdp1 != 0, 0))
+		return sk_epoll_pwait_slow(ep, ev, n, to, ss);
 	return real_epoll_pwait(ep, ev, n, to, ss);
 }
 
@@ -3088,7 +3151,7 @@ sk_epoll_pwait2(int ep,
 		const struct timespec *to,
 		const sigset_t *ss)
 {
-	sk_idle("epoll_pwait2");
+	sk_wait_idle(false, "epoll_pwait2");
 	return real_epoll_pwait2(ep, ev, n, to, ss);
 }
 
@@ -3115,7 +3178,7 @@ sk_poll(struct pollfd *f, nfds_t n, int to)
 	if (r < 0)
 		return r; /* an error: what the call gives at once */
 	if (sk_pollfds_tracked(f, n))
-		sk_idle("poll");
+		sk_wait_idle(to == 0, "poll");
 	return r > 0 || to == 0 ? r : real_poll(f, n, to);
 }
 
@@ -3138,7 +3201,7 @@ sk_poll_chk(struct pollfd *f, nfds_t n, int to, size_t fl)
 	if (r < 0)
 		return r;
 	if (sk_pollfds_tracked(f, n))
-		sk_idle("poll");
+		sk_wait_idle(to == 0, "poll");
 	return r > 0 || to == 0 ? r : real_poll_chk(f, n, to, fl);
 }
 
@@ -3178,7 +3241,7 @@ sk_ppoll(struct pollfd *f, nfds_t n, const struct timespec *to, const sigset_t *
 	if (r < 0)
 		return r;
 	if (sk_pollfds_tracked(f, n))
-		sk_idle("ppoll");
+		sk_wait_idle(to && !to->tv_sec && !to->tv_nsec, "ppoll");
 	return r > 0 ? r : real_ppoll(f, n, to, ss);
 }
 
@@ -3208,7 +3271,7 @@ sk_ppoll_chk(struct pollfd *f,
 	if (r < 0)
 		return r;
 	if (sk_pollfds_tracked(f, n))
-		sk_idle("ppoll");
+		sk_wait_idle(to && !to->tv_sec && !to->tv_nsec, "ppoll");
 	return r > 0 ? r : real_ppoll_chk(f, n, to, ss, fl);
 }
 

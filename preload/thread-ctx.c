@@ -155,6 +155,7 @@ build_publish_first(struct ctxshim_thread *t, struct ctxshim_ctx *c)
 {
 	ctxshim_publish_ptr_t(t, c->trace_id);
 	t->sk_owned = 1;
+	t->sk_pending = 1;
 	atomic_signal_fence(memory_order_seq_cst);
 	t->busy = 0;
 }
@@ -181,13 +182,14 @@ ctxshim_build_publish(struct ctxshim_ctx *c)
 		}
 		/* ctxshim_publish_ptr_t(), then has_cur, sk_owned (the socket
 		 * level's own context: it is this function's only user,
-		 * hooks/hook-socket.c) and busy = 0 in one store: the four
-		 * bytes are in a row (thread-ctx.h), and a signal handler
-		 * sees busy until all of it is done (B4c). */
+		 * hooks/hook-socket.c), busy = 0 and sk_pending (a request
+		 * just read, not answered) in one store: the four bytes are
+		 * in a row (thread-ctx.h), and a signal handler sees busy
+		 * until all of it is done (B4c). */
 		atomic_signal_fence(memory_order_seq_cst);
 		*(void *volatile *)t->slot = c->trace_id;
 		atomic_signal_fence(memory_order_seq_cst);
-		ctxshim_thread_flags_set(t, CTXSHIM_FLAGS_OWNED);
+		ctxshim_thread_flags_set(t, CTXSHIM_FLAGS_PENDING);
 		return;
 	}
 	atomic_signal_fence(memory_order_seq_cst);
@@ -372,6 +374,9 @@ thread_rng_seed(struct ctxshim_thread *t)
 	 * nothing to the trace-ids'. */
 	ctx_rng_seed(&t->rng, seed);
 	ctx_splitmix_seed(&t->span_rng, seed + CTX_RNG_SEED_SIZE);
+	/* The thread's first request counts from here (hook-socket.c,
+	 * "Handlers run after the next wait"). */
+	t->sk.mark = t->span_rng.state;
 	t->rng_gen = ctxshim_fork_gen;
 	errno = saved_errno;
 }

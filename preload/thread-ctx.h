@@ -186,6 +186,10 @@ struct ctxshim_sk_thread {
 	uint32_t gen; /* that slot's generation then */
 	/* see hook-socket.c, sk_up_mark_stale() */
 	uint32_t up_stale;
+	/* span_rng.state when the thread last finished with a request
+	 * (hook-socket.c, "Handlers run after the next wait"): one draw
+	 * since then is one request head read since then. */
+	uint64_t mark;
 	/* the request the thread was started with, if the socket level
 	 * follows it (hook-socket.c, "inherited requests") */
 	struct ctxshim_sk_inherit inh;
@@ -265,7 +269,7 @@ struct ctxshim_thread {
 	 * index took five instructions (B4c). */
 	size_t cur_off;
 	struct ctxshim_sk_thread sk;
-	/* has_cur, sk_owned, busy and spare: right after sk.busy, so that the
+	/* has_cur, sk_owned, busy and sk_pending: right after sk.busy, so that the
 	 * socket level's idle wait tests the four bytes and sk.busy at once
 	 * (ctxshim_sk_gate_get()). */
 	bool has_cur;
@@ -278,7 +282,13 @@ struct ctxshim_thread {
 	 * compares them as before. */
 	uint8_t sk_owned;
 	volatile uint8_t busy;
-	uint8_t spare; /* never written: 0 */
+	/* The socket level's context was published by
+	 * ctxshim_build_publish() (a request head just read) and this thread
+	 * has not written its response since (hooks/hook-socket.c clears
+	 * it there): a hint only, which keeps such a context out of the
+	 * idle wait's one test (ctxshim_sk_gate_get()); hook-socket.c
+	 * checks the connection before it relies on it. */
+	uint8_t sk_pending;
 };
 _Static_assert(offsetof(struct ctxshim_thread, has_cur) ==
 			       offsetof(struct ctxshim_thread, sk) +
@@ -287,13 +297,14 @@ _Static_assert(offsetof(struct ctxshim_thread, has_cur) ==
 			       offsetof(struct ctxshim_thread, has_cur) + 1 &&
 		       offsetof(struct ctxshim_thread, busy) ==
 			       offsetof(struct ctxshim_thread, has_cur) + 2 &&
-		       offsetof(struct ctxshim_thread, spare) ==
+		       offsetof(struct ctxshim_thread, sk_pending) ==
 			       offsetof(struct ctxshim_thread, has_cur) + 3,
-	       "sk.busy, has_cur, sk_owned, busy and spare are 8 bytes in a row");
+	       "sk.busy, has_cur, sk_owned, busy and sk_pending are 8 bytes in a row");
 #define CTXSHIM_CTX_SIZE sizeof(struct ctxshim_ctx)
 
-/* has_cur, sk_owned, busy and spare of t in one store (little-endian). */
-#define CTXSHIM_FLAGS_OWNED 0x0101u /* has_cur, sk_owned, not busy */
+/* has_cur, sk_owned, busy and sk_pending of t in one store (little-endian):
+ * has_cur, sk_owned, not busy, sk_pending. */
+#define CTXSHIM_FLAGS_PENDING 0x01000101u
 static inline void
 ctxshim_thread_flags_set(struct ctxshim_thread *t, uint32_t v)
 {
@@ -435,9 +446,12 @@ ctxshim_detach_sock(const uint8_t span_id[8])
 	return true;
 }
 
-/* The eight bytes from sk.busy to spare (struct ctxshim_thread): sk.busy
- * (4 bytes), has_cur, sk_owned, busy, spare, little-endian. */
+/* The eight bytes from sk.busy to sk_pending (struct ctxshim_thread): sk.busy
+ * (4 bytes), has_cur, sk_owned, busy, sk_pending, little-endian. */
 #define CTXSHIM_SK_GATE_OWNED ((uint64_t)0x0101 << 32)
+/* ... published by ctxshim_build_publish() and not answered since
+ * (sk_pending) */
+#define CTXSHIM_SK_GATE_PENDING (CTXSHIM_SK_GATE_OWNED | (uint64_t)1 << 56)
 /* ... with both busy flags held: or sk.busy's token (ctxshim_busy_token()) */
 #define CTXSHIM_SK_GATE_HELD ((uint64_t)0x010101 << 32)
 #define CTXSHIM_SK_GATE \

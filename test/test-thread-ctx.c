@@ -360,7 +360,7 @@ START_TEST(test_sock_idle_fast)
 	ck_assert_int_eq(ctxshim_self.sk.busy, 0);
 	ck_assert_uint_eq(ctxshim_self.busy, 0);
 	ck_assert_uint_eq(ctxshim_self.sk_owned, 0);
-	ck_assert_uint_eq(ctxshim_self.spare, 0);
+	ck_assert_uint_eq(ctxshim_self.sk_pending, 0);
 	ck_assert(!ctxshim_sk_idle_fast());
 	/* Not ours: left alone. */
 	ctxshim_attach(&b);

@@ -491,7 +491,11 @@ mode_reuse(void)
 		u = up_connect(false, &r, &e);
 		up_send(u, "/a");
 		close(u);
-		wait_for(srv, EPOLLOUT, 0);
+		/* The proxy's idle wait, with a timeout (srv is writable: it
+		 * returns at once): a zero timeout would keep the request
+		 * just read (hook-socket.c, "Handlers run after the next
+		 * wait"). */
+		wait_for(srv, EPOLLOUT, 10000);
 		CHECK(shows_none(), "wait: %s", ctxobs_shown());
 		backend_quiet();
 		lowest_free(u);
@@ -513,7 +517,7 @@ mode_reuse(void)
 	up_send(u, "/a");
 	if (pipe2(p, O_CLOEXEC) || dup2(p[0], u) != u)
 		die("pipe/dup2");
-	wait_for(srv, EPOLLOUT, 0);
+	wait_for(srv, EPOLLOUT, 10000);
 	CHECK(write(p[1], "xyz", 3) == 3, "pipe write");
 	CHECK(read(u, buf, sizeof(buf)) == 3, "read of the pipe's copy");
 	CHECK(shows_none(), "read of a pipe dup2()ed over it: %s", ctxobs_shown());
@@ -535,7 +539,7 @@ mode_reuse(void)
 		    connect(c2, (void *)&a, sizeof(a)))
 			die("connect");
 		close(u);
-		wait_for(srv, EPOLLOUT, 0);
+		wait_for(srv, EPOLLOUT, 10000);
 		backend_quiet();
 		lowest_free(u);
 		s2 = accept(lfd, NULL, NULL);
