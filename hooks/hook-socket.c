@@ -27,7 +27,9 @@
  *  - entering epoll_wait/epoll_pwait/epoll_pwait2/poll/ppoll clears it, and
  *    so does a select/pselect that returns a client connection: an event
  *    loop is idle there ("detach", reason = the call; see "poll() and
- *    select()" below for which sets count);
+ *    select()" below for which sets count) -- except a zero timeout right
+ *    after the loop read a single request (see "Handlers run after the
+ *    next wait");
  *  - closing the connection clears it ("detach", "close");
  *  - reading from an upstream -- a socket the process connect()ed while
  *    the thread published a connection's request -- switches to that
@@ -3047,8 +3049,8 @@ hook_socket_splice(int in, __off64_t *oi, int out, __off64_t *oo, size_t n, unsi
  * thread publishes exactly what it published for a request head it read,
  * that request is its connection's current one, not answered, and it is
  * the only head the thread read since it last finished with a request
- * (sk.mark: the response's first write on the thread, a close, a wait
- * that cleared): the loop round read no other connection's request whose
+ * (sk.mark: a write of the response on the thread, or a wait that
+ * cleared): the loop round read no other connection's request whose
  * handler could run first.  Heads are counted by the span-ids the thread
  * drew (span_rng is a counter plus a mix: one draw since the mark is
  * state == mark + gamma), so that neither the head's read (B4b) nor the
