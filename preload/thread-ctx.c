@@ -60,6 +60,7 @@ thread_exit(void *arg)
 	publish_ptr(NULL);
 	ctxshim_self.has_cur = false;
 	ctxshim_self.sk_owned = 0;
+	ctxshim_self.sk_pending = 0;
 }
 
 /* Keeps errno: it runs inside read hooks that do not save it
@@ -252,6 +253,7 @@ ctxshim_thread_unwound(uintptr_t to, bool sk_dead)
 	atomic_signal_fence(memory_order_seq_cst);
 	t->has_cur = false;
 	t->sk_owned = 0;
+	t->sk_pending = 0;
 	t->owner_sp = 0;
 	atomic_signal_fence(memory_order_seq_cst);
 	t->busy = 0;

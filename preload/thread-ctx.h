@@ -384,6 +384,7 @@ ctxshim_publish_ptr_t(struct ctxshim_thread *t, void *p)
 	atomic_signal_fence(memory_order_seq_cst);
 	*(void *volatile *)slot = p;
 	t->sk_owned = 0;
+	t->sk_pending = 0;
 	atomic_signal_fence(memory_order_seq_cst);
 }
 
@@ -422,6 +423,7 @@ ctxshim_detach_span(const uint8_t span_id[8])
 	atomic_signal_fence(memory_order_seq_cst);
 	t->has_cur = false;
 	t->sk_owned = 0;
+	t->sk_pending = 0;
 	ctxshim_thread_unhold(t, prev);
 	return true;
 }
