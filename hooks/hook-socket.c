@@ -3095,8 +3095,9 @@ sk_wait_idle(bool zero, const char *reason)
 }
 
 /* The waits: one TLS load when this thread published nothing from a
- * connection; otherwise clear it (epoll: inline, sk_idle_quiet()), then
- * wait. */
+ * connection; otherwise clear it (epoll: inline, ctxshim_sk_idle_fast(),
+ * when it is an answered request's or a switch's: sk_pending is 0), or
+ * keep or clear it here (sk_wait_idle()), then wait. */
 static __attribute__((noinline, cold)) int
 sk_epoll_wait_slow(int ep, struct epoll_event *ev, int n, int to)
 {
@@ -3105,9 +3106,9 @@ sk_epoll_wait_slow(int ep, struct epoll_event *ev, int n, int to)
 }
 
 /* Inline in the exported function: one TLS address for both tests, no
- * jump to a function of its own (B1i).  The event log's case is a tail
- * call of its own: a call here made the function keep ep in a saved
- * register. */
+ * jump to a function of its own (B1i).  Every other case (the event log,
+ * a request not answered) is a tail call of its own: a call here made the
+ * function keep ep in a saved register. */
 static inline __attribute__((always_inline)) int
 hook_socket_epoll_wait(int ep, struct epoll_event *ev, int n, int to)
 {
