@@ -752,6 +752,10 @@ sk_attach(int fd,
 	  const char *reason)
 {
 	ctxshim_attach_sock(ctx);
+	/* A switch (back to a request, to an upstream's, a pipelined one):
+	 * until the thread is done with a request, a head it reads now is
+	 * not the round's only one ("Handlers run after the next wait"). */
+	sk_self.mark = CTXSHIM_SK_MARK_MIXED;
 	sk_attached(fd, c, ctx, ev, reason);
 }
 
@@ -3050,7 +3054,9 @@ hook_socket_splice(int in, __off64_t *oi, int out, __off64_t *oo, size_t n, unsi
  * that request is its connection's current one, not answered, and it is
  * the only head the thread read since it last finished with a request
  * (sk.mark: a write of the response on the thread, or a wait that
- * cleared): the loop round read no other connection's request whose
+ * cleared) and it switched to no other request's context since (an
+ * upstream's answer read before the head, whose continuation may run
+ * first): the loop round read no other connection's request whose
  * handler could run first.  Heads are counted by the span-ids the thread
  * drew (span_rng is a counter plus a mix: one draw since the mark is
  * state == mark + gamma), so that neither the head's read (B4b) nor the

@@ -377,8 +377,10 @@ thread_rng_seed(struct ctxshim_thread *t)
 	ctx_rng_seed(&t->rng, seed);
 	ctx_splitmix_seed(&t->span_rng, seed + CTX_RNG_SEED_SIZE);
 	/* The thread's first request counts from here (hook-socket.c,
-	 * "Handlers run after the next wait"). */
-	t->sk.mark = t->span_rng.state;
+	 * "Handlers run after the next wait"), unless it switched to
+	 * another request's context before its first draw. */
+	if (t->sk.mark != CTXSHIM_SK_MARK_MIXED)
+		t->sk.mark = t->span_rng.state;
 	t->rng_gen = ctxshim_fork_gen;
 	errno = saved_errno;
 }

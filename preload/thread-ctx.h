@@ -162,6 +162,10 @@ void ctxshim_ctx_add_parent_attr(struct ctxshim_ctx *c, struct trec_attr_writer 
  * and as ctxshim_current(), so a context is written once. */
 struct ctxshim_conn;
 
+/* struct ctxshim_sk_thread's mark after a switch: a state no draw is
+ * expected to reach one draw after (the odd gamma is random). */
+#define CTXSHIM_SK_MARK_MIXED UINT64_C(1)
+
 /* A request the socket level follows, which a thread was started while
  * its creator showed it (hooks/hook-socket.c, "inherited requests"): the
  * connection's slot (NULL: none), and its generation and request
@@ -188,7 +192,9 @@ struct ctxshim_sk_thread {
 	uint32_t up_stale;
 	/* span_rng.state when the thread last finished with a request
 	 * (hook-socket.c, "Handlers run after the next wait"): one draw
-	 * since then is one request head read since then. */
+	 * since then is one request head read since then.
+	 * CTXSHIM_SK_MARK_MIXED: the thread showed another request's
+	 * context since (a switch), so that no count is one. */
 	uint64_t mark;
 	/* the request the thread was started with, if the socket level
 	 * follows it (hook-socket.c, "inherited requests") */

@@ -14,6 +14,8 @@
  *    to it last;
  *  - a number reused (socket(), dup2(), accept()) never carries the old
  *    request;
+ *  - a zero-timeout wait after a round that read an answer and then
+ *    another client's request head does not keep that request;
  *  - a client program's connect() and I/O publish nothing and return
  *    what the real calls return;
  *  - where an upstream could be taken for another request's (a pool's
@@ -129,6 +131,12 @@ START_TEST(fd_reuse)
 }
 END_TEST
 
+START_TEST(answer_then_head_in_a_round)
+{
+	run_upstream("round", NULL, _i & 1, 1, 0);
+}
+END_TEST
+
 START_TEST(client_program)
 {
 	run_upstream("client", NULL, _i & 1, 0, 0);
@@ -179,6 +187,7 @@ TEST_SUITE(upstream_suite)
 	tcase_add_loop_test(tc, client_gone, 0, 2);
 	tcase_add_loop_test(tc, kept_alive_upstream, 0, 2);
 	tcase_add_loop_test(tc, fd_reuse, 0, 2);
+	tcase_add_loop_test(tc, answer_then_head_in_a_round, 0, 2);
 	tcase_add_loop_test(tc, client_program, 0, 2);
 	tcase_add_loop_test(tc, no_wrong_request, 0,
 			    sizeof(attr_cases) / sizeof(attr_cases[0]));

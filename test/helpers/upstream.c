@@ -32,6 +32,12 @@
  *                       carried is still live, by a socket connect()ed
  *                       with no context, by dup2() of a pipe, and by
  *                       accept(): none of them shows that request
+ *   upstream round      a loop round that reads the upstream's answer
+ *                       (back to its request) and then another client's
+ *                       request head: a zero-timeout wait after it must
+ *                       not keep that head's request, whose handler need
+ *                       not be the one that runs next (the answer's
+ *                       continuation may be)
  *   upstream client     a client program: connect()s and I/O with no
  *                       server context publish nothing, and return values
  *                       and errno are the real calls'
@@ -310,6 +316,38 @@ mode_proxy(void)
 	close(u);
 	close(cli);
 	close(srv);
+}
+
+static void
+mode_round(void)
+{
+	char span1[17], span2[17], buf[512];
+	size_t got = 0;
+	int cli1, srv1, cli2, srv2, u, r, e;
+
+	request(&cli1, &srv1, TRACE1, span1);
+	u = up_connect(false, &r, &e);
+	up_send(u, "/a");
+	while (got < sizeof(answer) - 1) {
+		ssize_t n;
+
+		if (wait_for(u, EPOLLIN, 10000) != 1)
+			die("no answer");
+		n = up_read(u, buf + got, sizeof(buf) - got);
+		if (n <= 0)
+			die("upstream read");
+		got += (size_t)n;
+	}
+	CHECK(shows(TRACE1, span1), "%s of the answer: %s", how, ctxobs_shown());
+	request(&cli2, &srv2, TRACE2, span2);
+	wait_for(u, EPOLLIN, 0);
+	CHECK(shows_none(), "zero-timeout wait after an answer and another head: %s",
+	      ctxobs_shown());
+	close(u);
+	close(cli1);
+	close(srv1);
+	close(cli2);
+	close(srv2);
 }
 
 static void
@@ -642,6 +680,8 @@ main(int argc, char **argv)
 		mode_keepalive();
 	else if (strcmp(mode, "reuse") == 0)
 		mode_reuse();
+	else if (strcmp(mode, "round") == 0)
+		mode_round();
 	else if (strcmp(mode, "client") == 0)
 		mode_client();
 	else
