@@ -1,0 +1,354 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* FastCGI record and FCGI_PARAMS scanner: see fcgi-scan.h. */
+#include "config.h"
+
+#include "fcgi-scan.h"
+
+#include <errno.h>
+#include <string.h>
+
+enum { PH_HDR = 0, PH_CONTENT, PH_PAD, PH_DEAD };
+enum { REQ_NONE = 0, REQ_PARAMS, REQ_AFTER };
+/* Where the pair in progress is: its name's length, its value's, the name,
+ * the value. */
+enum { NV_NLEN = 0, NV_VLEN, NV_NAME, NV_VALUE };
+
+int
+fcgi_scan_config_add(struct fcgi_scan_config *cfg, const char *name, size_t value_max)
+{
+	size_t n = name ? strlen(name) : 0;
+	unsigned k;
+
+	if (n == 0 || n > FCGI_SCAN_NAME_MAX || value_max == 0 ||
+	    value_max >= FCGI_SCAN_ARENA)
+		return -EINVAL;
+	for (k = 0; k < cfg->n; k++)
+		if (cfg->name_len[k] == n && memcmp(cfg->name[k], name, n) == 0)
+			return -EEXIST;
+	if (cfg->n >= FCGI_SCAN_KEEP_MAX)
+		return -ENOSPC;
+	k = cfg->n++;
+	memcpy(cfg->name[k], name, n);
+	cfg->name_len[k] = (uint8_t)n;
+	cfg->value_max[k] = (uint16_t)value_max;
+	return (int)k;
+}
+
+void
+fcgi_scan_reset(struct fcgi_scan *st)
+{
+	/* The arena needs no clearing: only present values are read. */
+	memset(st, 0, offsetof(struct fcgi_scan, arena));
+}
+
+void
+fcgi_scan_stop(struct fcgi_scan *st)
+{
+	if (st->why == FCGI_SCAN_WHY_NONE)
+		st->why = FCGI_SCAN_WHY_CALLER;
+	st->phase = PH_DEAD;
+}
+
+static enum fcgi_scan_status
+give_up(struct fcgi_scan *st, uint8_t why)
+{
+	st->phase = PH_DEAD;
+	st->why = why;
+	return FCGI_SCAN_GAVE_UP;
+}
+
+/* A new request to follow: forget the previous one's values. */
+static void
+request_begin(struct fcgi_scan *st, uint16_t id)
+{
+	st->req_id = id;
+	st->req_phase = REQ_PARAMS;
+	st->present = 0;
+	st->arena_used = 0;
+	st->nv_phase = NV_NLEN;
+	st->lbuf_pos = 0;
+	st->keep = -1;
+}
+
+/* The pair's name length is known (st->nlen): the kept names of that
+ * length are its candidates. */
+static void
+name_begin(struct fcgi_scan *st, const struct fcgi_scan_config *cfg)
+{
+	uint32_t m = 0;
+	unsigned k;
+
+	for (k = 0; k < cfg->n && k < FCGI_SCAN_KEEP_MAX; k++)
+		if (cfg->name_len[k] == st->nlen)
+			m |= 1u << k;
+	st->match = m;
+	st->nv_pos = 0;
+}
+
+/* The name ended: the value that follows (st->nv_len bytes) is kept if
+ * exactly one kept name matched, it was not seen before in this request
+ * (the first one wins, as a CGI environment's lookup finds the first),
+ * and it fits its limit and the arena. */
+static void
+value_begin(struct fcgi_scan *st, const struct fcgi_scan_config *cfg)
+{
+	uint32_t m = st->match;
+	unsigned k;
+
+	st->keep = -1;
+	st->nv_pos = 0;
+	if (!m || (m & (m - 1)))
+		return;
+	k = (unsigned)__builtin_ctz(m);
+	if ((st->present >> k) & 1 || st->nv_len > cfg->value_max[k] ||
+	    (size_t)st->arena_used + st->nv_len + 1 > FCGI_SCAN_ARENA)
+		return;
+	st->keep = (int8_t)k;
+}
+
+static void
+value_end(struct fcgi_scan *st)
+{
+	unsigned k;
+
+	if (st->keep < 0)
+		return;
+	k = (unsigned)st->keep;
+	st->arena[st->arena_used + st->nv_len] = '\0';
+	st->val_off[k] = st->arena_used;
+	st->val_len[k] = (uint16_t)st->nv_len;
+	st->present |= (uint16_t)(1u << k);
+	st->arena_used = (uint16_t)(st->arena_used + st->nv_len + 1);
+	st->keep = -1;
+}
+
+/* n bytes of the followed request's FCGI_PARAMS stream. */
+static void
+params(struct fcgi_scan *st,
+       const struct fcgi_scan_config *cfg,
+       const uint8_t *p,
+       size_t n)
+{
+	while (n) {
+		switch (st->nv_phase) {
+		case NV_NLEN:
+		case NV_VLEN: {
+			uint32_t v;
+
+			st->lbuf[st->lbuf_pos++] = *p++;
+			n--;
+			/* §3.4: a length under 128 is one byte, else four with
+			 * the top bit set. */
+			if (!(st->lbuf[0] & 0x80))
+				v = st->lbuf[0];
+			else if (st->lbuf_pos < 4)
+				continue;
+			else
+				v = ((uint32_t)(st->lbuf[0] & 0x7f) << 24) |
+				    ((uint32_t)st->lbuf[1] << 16) |
+				    ((uint32_t)st->lbuf[2] << 8) | st->lbuf[3];
+			st->lbuf_pos = 0;
+			if (st->nv_phase == NV_NLEN) {
+				st->nlen = v;
+				st->nv_phase = NV_VLEN;
+				continue;
+			}
+			name_begin(st, cfg);
+			st->nv_len = v; /* the value's, kept for value_begin() */
+			st->nv_phase = NV_NAME;
+			if (st->nlen == 0) {
+				value_begin(st, cfg);
+				st->nv_phase = NV_VALUE;
+			}
+			if (st->nv_phase == NV_VALUE && st->nv_len == 0) {
+				value_end(st);
+				st->nv_phase = NV_NLEN;
+			}
+			break;
+		}
+		case NV_NAME: {
+			uint32_t left = st->nlen - st->nv_pos;
+			size_t take = n < left ? n : left;
+
+			if (st->match) {
+				uint32_t m = st->match;
+				size_t i;
+
+				/* Candidates have length nlen <= NAME_MAX, so
+				 * nv_pos + i indexes their names. */
+				for (i = 0; i < take && m; i++) {
+					uint32_t mm = m;
+
+					while (mm) {
+						unsigned k =
+							(unsigned)__builtin_ctz(mm);
+
+						mm &= mm - 1;
+						if ((uint8_t)cfg->name[k][st->nv_pos +
+									  i] != p[i])
+							m &= ~(1u << k);
+					}
+				}
+				st->match = m;
+			}
+			st->nv_pos += (uint32_t)take;
+			p += take;
+			n -= take;
+			if (st->nv_pos == st->nlen) {
+				value_begin(st, cfg);
+				if (st->nv_len == 0) {
+					value_end(st);
+					st->nv_phase = NV_NLEN;
+				} else {
+					st->nv_phase = NV_VALUE;
+				}
+			}
+			break;
+		}
+		case NV_VALUE: {
+			uint32_t left = st->nv_len - st->nv_pos;
+			size_t take = n < left ? n : left;
+
+			if (st->keep >= 0) {
+				/* A NUL would cut the C string the builder
+				 * reads: drop the value whole. */
+				if (memchr(p, '\0', take))
+					st->keep = -1;
+				else
+					memcpy(st->arena + st->arena_used + st->nv_pos,
+					       p, take);
+			}
+			st->nv_pos += (uint32_t)take;
+			p += take;
+			n -= take;
+			if (st->nv_pos == st->nv_len) {
+				value_end(st);
+				st->nv_phase = NV_NLEN;
+			}
+			break;
+		}
+		}
+	}
+}
+
+/* The 8 header bytes are in: start the record.  Returns
+ * FCGI_SCAN_PARAMS_END at the followed request's empty FCGI_PARAMS,
+ * FCGI_SCAN_GAVE_UP, else FCGI_SCAN_MORE. */
+static enum fcgi_scan_status
+record(struct fcgi_scan *st)
+{
+	const uint8_t *h = st->hdr;
+	uint8_t type = h[1];
+	uint16_t id = (uint16_t)(h[2] << 8 | h[3]);
+
+	if (h[0] != 1)
+		return give_up(st, FCGI_SCAN_WHY_VERSION);
+	if (type == 0 || type > FCGI_SCAN_TYPE_MAX)
+		return give_up(st, FCGI_SCAN_WHY_TYPE);
+	st->left = (uint32_t)(h[4] << 8 | h[5]);
+	st->pad = h[6];
+	st->ours = 0;
+	st->phase = st->left ? PH_CONTENT : st->pad ? PH_PAD : PH_HDR;
+	if (type == FCGI_SCAN_BEGIN_REQUEST) {
+		if (st->left != 8)
+			return give_up(st, FCGI_SCAN_WHY_BEGIN);
+		/* A second request while the first's parameters come: a
+		 * multiplexing client; it is not followed. */
+		if (id != 0 && (st->req_phase != REQ_PARAMS || id == st->req_id))
+			request_begin(st, id);
+		return FCGI_SCAN_MORE;
+	}
+	if (type != FCGI_SCAN_PARAMS || id == 0 || id != st->req_id ||
+	    st->req_phase != REQ_PARAMS)
+		return FCGI_SCAN_MORE;
+	if (st->left) {
+		st->ours = 1;
+		return FCGI_SCAN_MORE;
+	}
+	/* The empty record ends the stream; a pair it cuts is dropped. */
+	st->req_phase = REQ_AFTER;
+	st->keep = -1;
+	return FCGI_SCAN_PARAMS_END;
+}
+
+enum fcgi_scan_status
+fcgi_scan_feed(struct fcgi_scan *st,
+	       const struct fcgi_scan_config *cfg,
+	       const void *buf,
+	       size_t len,
+	       size_t *consumed)
+{
+	const uint8_t *p = buf;
+	size_t off = 0;
+	enum fcgi_scan_status r = FCGI_SCAN_MORE;
+
+	while (off < len && r == FCGI_SCAN_MORE) {
+		switch (st->phase) {
+		case PH_HDR: {
+			size_t take = 8u - st->hdr_pos;
+
+			if (take > len - off)
+				take = len - off;
+			memcpy(st->hdr + st->hdr_pos, p + off, take);
+			st->hdr_pos = (uint8_t)(st->hdr_pos + take);
+			off += take;
+			if (st->hdr_pos == 8) {
+				st->hdr_pos = 0;
+				r = record(st);
+			}
+			break;
+		}
+		case PH_CONTENT: {
+			size_t take = len - off < st->left ? len - off : st->left;
+
+			if (st->ours)
+				params(st, cfg, p + off, take);
+			st->left -= (uint32_t)take;
+			off += take;
+			if (!st->left)
+				st->phase = st->pad ? PH_PAD : PH_HDR;
+			break;
+		}
+		case PH_PAD: {
+			size_t take = len - off < st->pad ? len - off : st->pad;
+
+			st->pad = (uint8_t)(st->pad - take);
+			off += take;
+			if (!st->pad)
+				st->phase = PH_HDR;
+			break;
+		}
+		default:
+			/* Gave up before: the bytes go by unread. */
+			*consumed = len;
+			return FCGI_SCAN_MORE;
+		}
+	}
+	*consumed = off;
+	return r;
+}
+
+const char *
+fcgi_scan_value(const struct fcgi_scan *st, unsigned k, size_t *len)
+{
+	if (k >= FCGI_SCAN_KEEP_MAX || !((st->present >> k) & 1) ||
+	    (size_t)st->val_off[k] + st->val_len[k] >= FCGI_SCAN_ARENA)
+		return NULL;
+	if (len)
+		*len = st->val_len[k];
+	return st->arena + st->val_off[k];
+}
+
+const char *
+fcgi_scan_get(const struct fcgi_scan *st,
+	      const struct fcgi_scan_config *cfg,
+	      const char *name)
+{
+	size_t n = strlen(name);
+	unsigned k;
+
+	for (k = 0; k < cfg->n && k < FCGI_SCAN_KEEP_MAX; k++)
+		if (cfg->name_len[k] == n && memcmp(cfg->name[k], name, n) == 0)
+			return fcgi_scan_value(st, k, NULL);
+	return NULL;
+}
