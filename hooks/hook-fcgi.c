@@ -10,9 +10,13 @@
  * request is published from the same model as a CGI program's environment
  * (preload/request-cgi.c): a child span of HTTP_TRACEPARENT, or a new
  * trace without a valid one.  The connection's bytes are FastCGI records,
- * which the socket level does not parse; we claim the fd anyway
- * (ctxshim_conn_claim()), as the other library hooks do (hook-http.h), so
- * that the socket level leaves its requests to us.
+ * which the socket level follows too (preload/conn.c, "FastCGI": servers
+ * without libfcgi, php-fpm); libfcgi's accept read the request's records,
+ * so the socket level has published it already, from the same
+ * parameters: we take its ids (one request, one span) and claim the fd,
+ * as the other library hooks do (hook-http.h,
+ * hook_http_adopt_socket_ctx()), so that the socket level leaves its
+ * later requests to us.
  *
  * The request ends at FCGX_Finish_r() (FCGX_Finish(), FCGI_Finish()), at
  * FCGX_Free(), or when the thread calls accept again, before the real
@@ -52,6 +56,7 @@
 #include "cfg.h"
 #include "conn.h"
 #include "events.h"
+#include "hook-http.h"
 #include "log.h"
 #include "request-ctx.h"
 
@@ -283,10 +288,10 @@ fcgi_publish(const struct fcgx_request *req)
 	int fd = req->ipcFd;
 
 	ctxshim_request_ctx_cgi(&c, ctxshim_cgi_envp_lookup, req->envp);
-	/* FastCGI records, not HTTP: the socket level must neither scan this
-	 * connection nor time its requests. */
-	if (fd >= 0)
-		ctxshim_conn_claim(fd);
+	/* The socket level's span if it saw this request, and the fd is ours
+	 * from now on: it neither follows nor times its requests. */
+	hook_http_adopt_socket_ctx(fd, &c);
+	hook_socket_disown(fd);
 	ctxshim_attach(&c);
 	memcpy(fcgi_span, c.span_id, sizeof(fcgi_span));
 	fcgi_req = req;

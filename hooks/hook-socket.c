@@ -1271,17 +1271,34 @@ sk_request(struct sk_in *in)
 	}
 }
 
+static bool sk_fcgi_begin(int fd, struct ctxshim_conn *c, const void *buf, size_t len);
+
 static inline void
 sk_in_bytes(struct sk_in *in, const void *buf, size_t len)
 {
-	if (len && !http_scan_gave_up(&in->c->scan)) {
-		int r = ctxshim_conn_feed(in->c, buf, len, &in->full);
+	int r;
 
-		if (r != CONN_FEED_NONE)
-			in->became = r;
-		if (http_scan_gave_up(&in->c->scan))
+	if (!len)
+		return;
+	if (!http_scan_gave_up(&in->c->scan)) {
+		r = ctxshim_conn_feed(in->c, buf, len, &in->full);
+		if (__builtin_expect(http_scan_gave_up(&in->c->scan), 0) &&
+		    sk_fcgi_begin(in->fd, in->c, buf, len)) {
+			int f = ctxshim_conn_fcgi_feed(in->c, buf, len, &in->full);
+
+			if (f != CONN_FEED_NONE)
+				r = f;
+		} else if (http_scan_gave_up(&in->c->scan)) {
 			in->gave_up = true;
+		}
+	} else if (__builtin_expect(ctxshim_conn_fcgi(in->c), 0)) {
+		/* FastCGI (sk_fcgi_begin()) */
+		r = ctxshim_conn_fcgi_feed(in->c, buf, len, &in->full);
+	} else {
+		return;
 	}
+	if (r != CONN_FEED_NONE)
+		in->became = r;
 }
 
 static void
@@ -1384,6 +1401,27 @@ sk_in_flags_feed(struct ctxshim_conn *c, int flags)
 	return false;
 }
 
+/* The scanner of c gave up in this read of buf[0, len): if that was at
+ * the connection's first byte (no request seen, no head byte counted),
+ * on the start of a FastCGI stream -- version 1, FCGI_BEGIN_REQUEST --
+ * follow it as FastCGI from now on (preload/conn.c, "FastCGI"): php-fpm
+ * reads its records from the socket itself.  Off the HTTP path: only a
+ * read that made the scanner give up comes here. */
+static __attribute__((noinline, cold)) bool
+sk_fcgi_begin(int fd, struct ctxshim_conn *c, const void *buf, size_t len)
+{
+	const uint8_t *b = buf;
+	uint8_t f = atomic_load_explicit(&c->flags, memory_order_relaxed);
+
+	if (http_scan_give_up_reason(&c->scan) != HTTP_SCAN_GIVE_UP_NOT_HTTP ||
+	    c->scan.head_bytes != 0 ||
+	    (f & (CONN_F_REQ | CONN_F_CLAIMED | CONN_F_TLS | CONN_F_LINK)) ||
+	    fd >= CTXSHIM_CONN_VIRT_BASE || len == 0 || b[0] != 1 ||
+	    (len > 1 && b[1] != 1))
+		return false;
+	return ctxshim_conn_fcgi_start(c);
+}
+
 /* sk_in_buf() past its usual read, busy held (released here): full is the
  * thread's buffer with the head that ctxshim_conn_feed_whole() took
  * (then no longer live: a write on another thread answered it already),
@@ -1399,24 +1437,32 @@ sk_in_rest(int fd,
 {
 	struct sk_in in = {.fd = fd, .c = c, .full = full};
 
-	/* A scanner that gave up before this read feeds nothing. */
+	/* A scanner that gave up before this read feeds nothing, unless it
+	 * gave the connection over to FastCGI. */
 	if (!full && http_scan_gave_up(&c->scan)) {
-		sk_busy(false);
-		return;
-	}
-	if (full)
+		if (__builtin_expect(!ctxshim_conn_fcgi(c), 1)) {
+			sk_busy(false);
+			return;
+		}
+		in.became = ctxshim_conn_fcgi_feed(c, buf, len, &in.full);
+	} else if (full) {
 		in.became = CONN_FEED_FULL;
-	else if (tried)
-		in.became = ctxshim_conn_feed_loop(c, buf, len, &in.full);
-	else
-		in.became = ctxshim_conn_feed(c, buf, len, &in.full);
+	} else {
+		if (tried)
+			in.became = ctxshim_conn_feed_loop(c, buf, len, &in.full);
+		else
+			in.became = ctxshim_conn_feed(c, buf, len, &in.full);
+		if (__builtin_expect(http_scan_gave_up(&c->scan), 0) &&
+		    sk_fcgi_begin(fd, c, buf, len))
+			in.became = ctxshim_conn_fcgi_feed(c, buf, len, &in.full);
+	}
 	if (in.became == CONN_FEED_FULL && ctxshim_conn_live(c)) {
 		ctxshim_build_publish(in.full);
 		sk_attached(fd, c, in.full, CTXSHIM_EV_ATTACH, "request");
 	} else if (in.became != CONN_FEED_NONE) {
 		sk_request(&in);
 	}
-	if (__builtin_expect(http_scan_gave_up(&c->scan), 0))
+	if (__builtin_expect(http_scan_gave_up(&c->scan), 0) && !ctxshim_conn_fcgi(c))
 		sk_gave_up(&in);
 	sk_busy(false);
 }
@@ -1464,7 +1510,7 @@ sk_in_buf(int fd,
 	if (r <= 0 || !sk_in_flags_feed(c, flags) || !c)
 		return;
 	if (!whole) {
-		if (http_scan_gave_up(&c->scan))
+		if (http_scan_gave_up(&c->scan) && !ctxshim_conn_fcgi(c))
 			return;
 		sk_busy(true);
 		sk_in_rest(fd, c, buf, (size_t)r, NULL, false);
@@ -3027,6 +3073,11 @@ sk_splice(int in,
 		if (http_scan_skip(&ci->scan, (uint64_t)r) < 0)
 			ctxshim_conn_lost(ci);
 		sk_busy(false);
+	} else if (ci && r > 0 && ctxshim_conn_fcgi(ci)) {
+		/* FastCGI records spliced out unseen: out of step. */
+		sk_busy(true);
+		ctxshim_conn_lost(ci);
+		sk_busy(false);
 	}
 	sk_out(out, co, NULL, 0, r);
 	return r;
@@ -3381,6 +3432,16 @@ hook_socket_ctx_restored(const struct ctxshim_ctx *c)
 	sk_self.c = ctxshim_conn_get(c->sock_fdp1 - 1);
 	if (!sk_self.c)
 		sk_self.c = &sk_nil_conn;
+	sk_busy(false);
+}
+
+void
+hook_socket_disown(int fd)
+{
+	if (fd < 0 || sk_self.busy || sk_self.fdp1 != fd + 1)
+		return;
+	sk_busy(true);
+	sk_self.fdp1 = 0;
 	sk_busy(false);
 }
 

@@ -61,6 +61,13 @@ void hook_socket_inherit_take(struct ctxshim_sk_inherit *in,
 void hook_socket_inherit_adopt(const struct ctxshim_sk_inherit *in);
 bool hook_socket_inherited_wait(void);
 
+/* A library hook took over, with the same ids, the request the socket
+ * level published on this thread for connection fd (hook-fcgi.c: libfcgi
+ * read the records the socket level followed as FastCGI): the context is
+ * the hook's to clear when its request ends, not the socket level's at
+ * fd's close (hook-socket.c).  Keeps errno. */
+void hook_socket_disown(int fd);
+
 /* A longjmp() out of a signal handler to a frame whose stack pointer is
  * to (hook-longjmp.c): release what the socket level, the thread's
  * state and OpenSSL's hooks hold in frames the jump ends (hook-socket.c,

@@ -137,6 +137,7 @@
 #include "cfg.h"
 #include "conn-whole.h"
 #include "events.h"
+#include "fcgi-scan.h"
 #include "log.h"
 #include "request-ctx.h"
 #include "shim.h"
@@ -167,6 +168,9 @@ struct conn_pool_entry {
 	union {
 		struct http_scan_capture cap; /* a head being scanned */
 		struct ctxshim_conn_ctx ctx;  /* a pipelined request's context */
+		/* A FastCGI connection's records (c->cap, for the
+		 * connection's life: "FastCGI" below). */
+		struct fcgi_scan fcgi;
 	} u;
 	_Atomic uint16_t next; /* next pipelined entry + 1, or CONN_NEXT_CLOSED */
 	bool has_ctx;
@@ -191,6 +195,13 @@ struct http_scan_config ctxshim_conn_scan_cfg;
 /* Scanner extra-header index of each CTXSHIM_HEADER_ATTRS entry (-1: the
  * scanner could not take it). */
 int ctxshim_conn_extra_index[CTXSHIM_MAX_HEADER_ATTRS];
+
+_Static_assert(sizeof(struct fcgi_scan) <= sizeof(struct http_scan_capture),
+	       "a FastCGI connection's state does not grow the pool");
+
+/* The CGI meta-variables ctxshim_request_ctx_cgi() looks up, kept from a
+ * FastCGI request's parameters ("FastCGI" below). */
+static struct fcgi_scan_config conn_fcgi_cfg;
 
 /* ---- pool ---- */
 
@@ -485,6 +496,41 @@ conn_scan_config(void)
 	}
 }
 
+/* The limits are the HTTP scanner's for the same values (http-scan.h):
+ * longer ones are dropped whole (fcgi-scan.h), as are those past the
+ * arena, which holds all of these at their limits but 8 configured
+ * headers' last 227 bytes. */
+static void
+conn_fcgi_config(void)
+{
+	static const struct {
+		const char *name;
+		size_t max;
+	} vars[] = {
+		{"REQUEST_METHOD", HTTP_SCAN_METHOD_MAX},
+		{"REQUEST_URI", HTTP_SCAN_TARGET_MAX},
+		{"SCRIPT_NAME", HTTP_SCAN_TARGET_MAX},
+		{"PATH_INFO", HTTP_SCAN_TARGET_MAX},
+		{"QUERY_STRING", HTTP_SCAN_TARGET_MAX},
+		{"HTTP_TRACEPARENT", HTTP_SCAN_TRACEPARENT_MAX},
+		{"HTTP_TRACESTATE", HTTP_SCAN_TRACESTATE_MAX},
+	};
+	unsigned i;
+
+	memset(&conn_fcgi_cfg, 0, sizeof(conn_fcgi_cfg));
+	for (i = 0; i < sizeof(vars) / sizeof(vars[0]); i++)
+		(void)fcgi_scan_config_add(&conn_fcgi_cfg, vars[i].name, vars[i].max);
+	for (i = 0; i < ctxshim_cfg.n_header_attrs; i++) {
+		char name[CTXSHIM_CGI_VAR_MAX];
+
+		/* -EEXIST (a header of the trace's): kept already. */
+		(void)fcgi_scan_config_add(
+			&conn_fcgi_cfg,
+			ctxshim_cgi_header_var(name, ctxshim_cfg.header_attrs[i]),
+			HTTP_SCAN_VALUE_MAX);
+	}
+}
+
 void
 ctxshim_conn_init(void)
 {
@@ -503,6 +549,7 @@ ctxshim_conn_init(void)
 	nchunks = n / CTXSHIM_CONN_CHUNK;
 
 	conn_scan_config();
+	conn_fcgi_config();
 	hot = conn_map(n);
 	chunks = conn_map(nchunks * sizeof(*ctxshim_conn_tab.chunks));
 	if (!hot || !chunks) {
@@ -1920,6 +1967,113 @@ ctxshim_conn_feed(struct ctxshim_conn *c,
 		return CONN_FEED_FULL;
 	}
 	return ctxshim_conn_feed_loop(c, buf, len, full);
+}
+
+/* ---- FastCGI ------------------------------------------------------------
+ *
+ * A FastCGI server that reads its records itself (php-fpm: read() of the
+ * accepted socket, no libfcgi for hooks/hook-fcgi.c to see) has its
+ * connection's first bytes rejected by the HTTP scanner at once: version
+ * 1, FCGI_BEGIN_REQUEST.  hooks/hook-socket.c then asks for the
+ * connection to be followed as FastCGI (ctxshim_conn_fcgi_start()), off
+ * the HTTP path: the scanner stays given up (reason "fastcgi"), and the
+ * records go to a FastCGI scanner (proc-context/fcgi-scan.h) kept in a
+ * pool entry (c->cap, which a given-up scanner leaves free) until the
+ * connection ends.  A request becomes current when its parameters end,
+ * with the context of the CGI model (preload/request-cgi.c), which
+ * libfcgi's requests and CGI programs get too; from there it is a
+ * request of the socket level like any: answered by the first write (the
+ * response's FCGI_STDOUT, or its FCGI_END_REQUEST), cleared by the next
+ * read, a wait or the close.  A request whose parameters end while the
+ * previous one is not answered (a multiplexing client's; php-fpm and
+ * nginx do not multiplex) replaces it: nothing is queued. */
+
+static const char *
+conn_fcgi_lookup(const char *name, void *st)
+{
+	return fcgi_scan_get(st, &conn_fcgi_cfg, name);
+}
+
+/* Out of line: the builder's 2 KiB target buffer and a scratch context
+ * stay off the callers' frames. */
+static __attribute__((noinline)) void
+conn_fcgi_scratch(struct ctxshim_conn_ctx *d, struct fcgi_scan *st)
+{
+	struct ctxshim_ctx tmp;
+
+	ctxshim_request_ctx_cgi(&tmp, conn_fcgi_lookup, st);
+	ctxshim_conn_compact(d, &tmp);
+}
+
+/* The followed request's parameters ended: it becomes c's current
+ * request, as a head does in conn_head_new(). */
+static int
+conn_fcgi_request(struct ctxshim_conn *c, struct fcgi_scan *st, struct ctxshim_ctx **full)
+{
+	uint8_t f = atomic_load_explicit(&c->flags, memory_order_relaxed);
+	struct ctxshim_ctx *b;
+
+	conn_seq_begin(c);
+	b = *full ? NULL : ctxshim_build_begin();
+	if (b) {
+		ctxshim_request_ctx_cgi(b, conn_fcgi_lookup, st);
+		ctxshim_conn_compact_fast(&c->ctx, b);
+		*full = b;
+	} else {
+		conn_fcgi_scratch(&c->ctx, st);
+	}
+	conn_head_flags(c, f, CONN_F_REQ | CONN_F_HAS_CTX);
+	conn_seq_end(c);
+	return b ? CONN_FEED_FULL : CONN_FEED_NEW;
+}
+
+bool
+ctxshim_conn_fcgi_start(struct ctxshim_conn *c)
+{
+	unsigned idx;
+
+	if (c->cap || !(idx = conn_pool_claim()))
+		return false;
+	fcgi_scan_reset(&conn_pool[idx - 1].u.fcgi);
+	c->cap = (uint16_t)idx;
+	http_scan_stop_fastcgi(&c->scan);
+	return true;
+}
+
+int
+ctxshim_conn_fcgi_feed(struct ctxshim_conn *c,
+		       const void *buf,
+		       size_t len,
+		       struct ctxshim_ctx **full)
+{
+	unsigned idx = c->cap;
+	const uint8_t *p = buf;
+	struct fcgi_scan *st;
+	size_t off = 0, n;
+	int became = CONN_FEED_NONE;
+
+	if (!idx || idx > CONN_POOL_N)
+		return CONN_FEED_NONE;
+	st = &conn_pool[idx - 1].u.fcgi;
+	while (off < len) {
+		enum fcgi_scan_status r =
+			fcgi_scan_feed(st, &conn_fcgi_cfg, p + off, len - off, &n);
+
+		off += n;
+		if (r == FCGI_SCAN_PARAMS_END) {
+			became = conn_fcgi_request(c, st, full);
+		} else if (r == FCGI_SCAN_GAVE_UP) {
+			/* Out of step, or not FastCGI after all: stop
+			 * following the connection (reason "caller"). */
+			conn_pool_release(idx);
+			c->cap = 0;
+			http_scan_stop(&c->scan);
+			break;
+		} else {
+			break;
+		}
+	}
+	return became;
 }
 
 void

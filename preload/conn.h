@@ -461,6 +461,30 @@ int ctxshim_conn_feed(struct ctxshim_conn *c,
  * bytes): stop scanning c. */
 void ctxshim_conn_lost(struct ctxshim_conn *c);
 
+/* FastCGI (conn.c, "FastCGI").  c's HTTP scanner gave up on its first
+ * bytes, which look like a FastCGI record: follow c as FastCGI from now on
+ * (a pool entry holds its records' scanner until c ends).  False, nothing
+ * changed, when no pool entry is free or c holds one. */
+bool ctxshim_conn_fcgi_start(struct ctxshim_conn *c);
+
+/* Is c followed as FastCGI (ctxshim_conn_fcgi_start(), and its records
+ * have not put it out of step since)? */
+static inline bool
+ctxshim_conn_fcgi(const struct ctxshim_conn *c)
+{
+	/* http_scan_give_up_reason(), inline (http-scan.h: sub is the
+	 * reason once dead) */
+	return c->scan.phase == HTTP_SCAN_PH_DEAD &&
+	       c->scan.sub == HTTP_SCAN_GIVE_UP_FASTCGI;
+}
+
+/* ctxshim_conn_feed() for a FastCGI connection: the same results (a
+ * request becomes current when its parameters end). */
+int ctxshim_conn_fcgi_feed(struct ctxshim_conn *c,
+			   const void *buf,
+			   size_t len,
+			   struct ctxshim_ctx **full);
+
 /* 0: not a status line (or unknown), 1: interim (1xx but not 101), 2: a
  * final status line "HTTP/1.x NNN". */
 static inline int

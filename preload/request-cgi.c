@@ -91,33 +91,39 @@ ctxshim_request_ctx_cgi(struct ctxshim_ctx *c, ctxshim_cgi_lookup_fn *lookup, vo
 		r.n_tracestate = 1;
 	}
 	for (i = 0; i < ctxshim_cfg.n_header_attrs; i++) {
-		const char *h = ctxshim_cfg.header_attrs[i];
-		char name[sizeof("HTTP_") + CTXSHIM_HEADER_NAME_MAX];
-		size_t k;
+		char name[CTXSHIM_CGI_VAR_MAX];
 
-		/* RFC 3875 §4.1.18: upper case, '-' as '_'.  ASCII only: the
-		 * locale's toupper() has no say in a header name.  The body's
-		 * two headers have variables of their own (§4.1.2, §4.1.3),
-		 * without the HTTP_ prefix. */
-		memcpy(name, "HTTP_", 5);
-		for (k = 0; h[k] && k < CTXSHIM_HEADER_NAME_MAX; k++) {
-			char ch = h[k];
-
-			if (ch == '-')
-				ch = '_';
-			else if (ch >= 'a' && ch <= 'z')
-				ch = (char)(ch - 'a' + 'A');
-			name[5 + k] = ch;
-		}
-		name[5 + k] = '\0';
-		if (strcmp(name, "HTTP_CONTENT_TYPE") == 0 ||
-		    strcmp(name, "HTTP_CONTENT_LENGTH") == 0)
-			r.extra[i] = lookup(name + 5, arg);
-		else
-			r.extra[i] = lookup(name, arg);
+		r.extra[i] = lookup(
+			ctxshim_cgi_header_var(name, ctxshim_cfg.header_attrs[i]), arg);
 		r.extra_len[i] = r.extra[i] ? strlen(r.extra[i]) : 0;
 	}
 	ctxshim_request_ctx(c, &r);
+}
+
+const char *
+ctxshim_cgi_header_var(char name[CTXSHIM_CGI_VAR_MAX], const char *h)
+{
+	size_t k;
+
+	/* RFC 3875 §4.1.18: upper case, '-' as '_'.  ASCII only: the
+	 * locale's toupper() has no say in a header name.  The body's two
+	 * headers have variables of their own (§4.1.2, §4.1.3), without the
+	 * HTTP_ prefix. */
+	memcpy(name, "HTTP_", 5);
+	for (k = 0; h[k] && k < CTXSHIM_HEADER_NAME_MAX; k++) {
+		char ch = h[k];
+
+		if (ch == '-')
+			ch = '_';
+		else if (ch >= 'a' && ch <= 'z')
+			ch = (char)(ch - 'a' + 'A');
+		name[5 + k] = ch;
+	}
+	name[5 + k] = '\0';
+	if (strcmp(name, "HTTP_CONTENT_TYPE") == 0 ||
+	    strcmp(name, "HTTP_CONTENT_LENGTH") == 0)
+		return name + 5;
+	return name;
 }
 
 const char *

@@ -86,6 +86,11 @@ typedef const char *ctxshim_cgi_lookup_fn(const char *name, void *arg);
 void ctxshim_request_ctx_cgi(struct ctxshim_ctx *c,
 			     ctxshim_cgi_lookup_fn *lookup,
 			     void *arg);
+/* The CGI meta-variable ctxshim_request_ctx_cgi() looks up for
+ * CTXSHIM_HEADER_ATTRS header h: HTTP_<NAME> (RFC 3875 §4.1.18), or
+ * CONTENT_TYPE / CONTENT_LENGTH; built in name, a pointer into it. */
+#define CTXSHIM_CGI_VAR_MAX (sizeof("HTTP_") + CTXSHIM_HEADER_NAME_MAX)
+const char *ctxshim_cgi_header_var(char name[CTXSHIM_CGI_VAR_MAX], const char *h);
 /* A ctxshim_cgi_lookup_fn over an environ-style array (char **envp,
  * "NAME=value" strings, NULL-terminated): the first entry named name. */
 const char *ctxshim_cgi_envp_lookup(const char *name, void *envp);

@@ -140,6 +140,12 @@ http_scan_stop(struct http_scan *st)
 	give_up(st, HTTP_SCAN_GIVE_UP_CALLER);
 }
 
+void
+http_scan_stop_fastcgi(struct http_scan *st)
+{
+	give_up(st, HTTP_SCAN_GIVE_UP_FASTCGI);
+}
+
 enum http_scan_give_up
 http_scan_give_up_reason(const struct http_scan *st)
 {
@@ -167,6 +173,8 @@ http_scan_give_up_name(enum http_scan_give_up reason)
 		return "framing";
 	case HTTP_SCAN_GIVE_UP_CALLER:
 		return "caller";
+	case HTTP_SCAN_GIVE_UP_FASTCGI:
+		return "fastcgi";
 	}
 	return "unknown";
 }

@@ -159,6 +159,7 @@ enum http_scan_give_up {
 	HTTP_SCAN_GIVE_UP_TOO_LONG,  /* beyond give_up_bytes */
 	HTTP_SCAN_GIVE_UP_FRAMING,   /* body length unknown, see above */
 	HTTP_SCAN_GIVE_UP_CALLER,    /* http_scan_stop() */
+	HTTP_SCAN_GIVE_UP_FASTCGI,   /* http_scan_stop_fastcgi() */
 };
 
 /* Flags of the current or last head, http_scan_flags(). */
@@ -333,6 +334,9 @@ int http_scan_whole(struct http_scan *st,
 
 /* Give up on this connection now (e.g. it was upgraded). */
 void http_scan_stop(struct http_scan *st);
+/* The same, the reason saying that the caller follows the stream as
+ * FastCGI records (fcgi-scan.h) from now on. */
+void http_scan_stop_fastcgi(struct http_scan *st);
 
 /* The next len bytes of the stream went by unseen (spliced out of the
  * socket into a pipe: HAProxy moves bodies so).  If they are all bytes of
