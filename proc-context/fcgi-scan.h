@@ -44,7 +44,10 @@
 
 #define FCGI_SCAN_KEEP_MAX 16   /* names kept */
 #define FCGI_SCAN_NAME_MAX 40   /* bytes of a kept name ("HTTP_" + 31 + slack) */
-#define FCGI_SCAN_ARENA    2048 /* bytes of kept values, a NUL after each */
+/* Bytes of kept values, a NUL after each: the state then fits in what an
+ * HTTP head's capture takes (the socket level keeps either in one pool
+ * entry, preload/conn.c). */
+#define FCGI_SCAN_ARENA 3456
 
 /* FastCGI 1.0 record types the scanner cares about. */
 #define FCGI_SCAN_BEGIN_REQUEST 1

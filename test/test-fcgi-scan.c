@@ -390,8 +390,6 @@ START_TEST(bounds)
 	REQUIRE(strcmp(t.ev[0].val[2], TP) == 0);
 	REQUIRE(strlen(t.ev[0].val[3]) == 512);
 	REQUIRE(strlen(t.ev[0].val[4]) == 256);
-	/* 55+1 + 512+1 + 256+1 used: the arena holds 2048, so the last one
-	 * still fits; fill it further with a smaller arena of our own. */
 	REQUIRE(strlen(t.ev[0].val[5]) == 256);
 }
 END_TEST
@@ -399,18 +397,24 @@ END_TEST
 START_TEST(arena_full)
 {
 	static struct stream s;
-	static uint8_t pb[8192];
+	static uint8_t pb[16384];
 	static char big[600];
-	static const char *const names[] = {"HTTP_A", "HTTP_B", "HTTP_C", "HTTP_D",
-					    "HTTP_E"};
+	/* 500-byte values (501 with the NUL): the arena holds fit of them,
+	 * the next is dropped whole */
+	const unsigned fit = FCGI_SCAN_ARENA / 501, names = fit + 1;
 	struct fcgi_scan_config c2;
 	struct fcgi_scan st;
-	size_t n = 0, used, i, l;
+	size_t n = 0, used, l;
 	const char *v;
+	char nm[FCGI_SCAN_KEEP_MAX][16];
+	unsigned i;
 
+	REQUIRE(names < FCGI_SCAN_KEEP_MAX - 1);
 	memset(&c2, 0, sizeof(c2));
-	for (i = 0; i < 5; i++)
-		REQUIRE(fcgi_scan_config_add(&c2, names[i], 600) == (int)i);
+	for (i = 0; i < names; i++) {
+		snprintf(nm[i], sizeof(nm[i]), "HTTP_%c", 'A' + i);
+		REQUIRE(fcgi_scan_config_add(&c2, nm[i], 600) == (int)i);
+	}
 	REQUIRE(fcgi_scan_config_add(&c2, "HTTP_A", 10) == -EEXIST);
 	REQUIRE(fcgi_scan_config_add(&c2, "", 10) == -EINVAL);
 	REQUIRE(fcgi_scan_config_add(&c2, "X", 0) == -EINVAL);
@@ -418,26 +422,29 @@ START_TEST(arena_full)
 	memset(big, 'v', sizeof(big));
 	s.n = 0;
 	begin(&s, 1);
-	/* 4 x 501 = 2004 bytes fit, the fifth does not; a short sixth would */
-	for (i = 0; i < 5; i++)
-		n += nv(pb + n, names[i], 6, big, 500, false);
+	for (i = 0; i < names; i++)
+		n += nv(pb + n, nm[i], 6, big, 500, false);
+	/* a short one still fits after the one dropped */
+	n += nv(pb + n, "HTTP_Z", 6, "z", 1, false);
+	REQUIRE(fcgi_scan_config_add(&c2, "HTTP_Z", 5) == (int)names);
 	rec(&s, FCGI_SCAN_PARAMS, 1, pb, n);
 	rec(&s, FCGI_SCAN_PARAMS, 1, NULL, 0);
 	fcgi_scan_reset(&st);
 	REQUIRE(fcgi_scan_feed(&st, &c2, s.b, s.n, &used) == FCGI_SCAN_PARAMS_END);
 	REQUIRE(used == s.n);
-	for (i = 0; i < 4; i++) {
-		v = fcgi_scan_value(&st, (unsigned)i, &l);
+	for (i = 0; i < fit; i++) {
+		v = fcgi_scan_value(&st, i, &l);
 		REQUIRE(v && l == 500 && v[500] == '\0');
 	}
-	REQUIRE(fcgi_scan_value(&st, 4, &l) == NULL);
+	REQUIRE(fcgi_scan_value(&st, fit, &l) == NULL);
+	REQUIRE(strcmp(fcgi_scan_get(&st, &c2, "HTTP_Z"), "z") == 0);
 	REQUIRE(fcgi_scan_value(&st, 99, &l) == NULL);
-	REQUIRE(fcgi_scan_get(&st, &c2, "HTTP_Z") == NULL);
-	for (i = 0; i < FCGI_SCAN_KEEP_MAX - 5; i++) {
-		char nm[16];
+	REQUIRE(fcgi_scan_get(&st, &c2, "HTTP_Y") == NULL);
+	for (i = names + 1; i < FCGI_SCAN_KEEP_MAX; i++) {
+		char x[16];
 
-		snprintf(nm, sizeof(nm), "N%zu", i);
-		REQUIRE(fcgi_scan_config_add(&c2, nm, 5) == (int)(5 + i));
+		snprintf(x, sizeof(x), "N%u", i);
+		REQUIRE(fcgi_scan_config_add(&c2, x, 5) == (int)i);
 	}
 	REQUIRE(fcgi_scan_config_add(&c2, "ONE_TOO_MANY", 5) == -ENOSPC);
 }
