@@ -24,6 +24,9 @@
 
 #include <poll.h>
 #include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 
 #define PHPFPM "/usr/sbin/php-fpm8.2"
@@ -44,6 +47,76 @@ static const char script[] = "<?php\n"
 			     "fgets($g);\n"
 			     "fclose($g);\n"
 			     "echo 'done ', $_SERVER['REQUEST_URI'], \"\\n\";\n";
+
+/* A failed check ends the test's process (Check's fork mode): php-fpm's
+ * master, its worker (blocked on a FIFO, say) and nginx would live on,
+ * holding the output meson waits on.  Their pids go to memory shared with
+ * the test runner, whose unchecked teardown kills what is still there
+ * (each master's children, the worker, first). */
+#define FPM_PIDS 8
+static pid_t *fpm_pids;
+
+static void
+fpm_pids_setup(void)
+{
+	fpm_pids = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+			-1, 0);
+	ck_assert_ptr_ne(fpm_pids, MAP_FAILED);
+}
+
+static void
+fpm_pids_teardown(void)
+{
+	unsigned i;
+
+	for (i = 0; i < FPM_PIDS; i++) {
+		char path[64], kids[256];
+		pid_t pid = fpm_pids[i];
+		FILE *f;
+
+		if (pid <= 0)
+			continue;
+		fpm_pids[i] = 0;
+		snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)pid,
+			 (int)pid);
+		f = fopen(path, "re");
+		if (f && fgets(kids, sizeof(kids), f)) {
+			char *p = kids, *end;
+			long k;
+
+			while ((k = strtol(p, &end, 10)) > 0 && end != p) {
+				kill((pid_t)k, SIGKILL);
+				p = end;
+			}
+		}
+		if (f)
+			fclose(f);
+		kill(pid, SIGKILL);
+	}
+	munmap(fpm_pids, 4096);
+}
+
+static void
+fpm_pids_add(pid_t pid)
+{
+	unsigned i;
+
+	for (i = 0; i < FPM_PIDS; i++)
+		if (fpm_pids[i] <= 0) {
+			fpm_pids[i] = pid;
+			return;
+		}
+}
+
+static void
+fpm_pids_del(pid_t pid)
+{
+	unsigned i;
+
+	for (i = 0; i < FPM_PIDS; i++)
+		if (fpm_pids[i] == pid)
+			fpm_pids[i] = 0;
+}
 
 struct fpm {
 	struct nx_server n; /* the directory, port, event log and child */
@@ -92,12 +165,14 @@ fpm_start(struct fpm *f)
 	nx_write_file(path, conf, (size_t)len);
 	snprintf(f->n.err, sizeof(f->n.err), "%s/fpm.log", f->n.dir);
 	nx_launch(&f->n, argv, true, "php-fpm");
+	fpm_pids_add(f->n.srv.child.pid);
 }
 
 static void
 fpm_stop(struct fpm *f)
 {
 	/* SIGQUIT: graceful; the worker is idle by now. */
+	fpm_pids_del(f->n.srv.child.pid);
 	kill(f->n.srv.child.pid, SIGQUIT);
 	(void)test_child_finish(&f->n.srv.child, IT_TIMEOUT_MS);
 	nx_cleanup(&f->n);
@@ -372,6 +447,7 @@ START_TEST(test_phpfpm_nginx)
 	argv[4] = n.conf;
 	argv[6] = n.err;
 	nx_launch(&n, argv, false, "nginx");
+	fpm_pids_add(n.srv.child.pid);
 
 	snprintf(req, sizeof(req),
 		 "GET /shop/cart?id=7 HTTP/1.1\r\nHost: x\r\ntraceparent: %s\r\n"
@@ -389,6 +465,7 @@ START_TEST(test_phpfpm_nginx)
 		      "response: %s", resp);
 	free(resp);
 	fpm_assert_idle(&f, pid);
+	fpm_pids_del(n.srv.child.pid);
 	nx_stop(&n);
 	nx_cleanup(&n);
 	fpm_stop(&f);
@@ -407,6 +484,7 @@ TEST_SUITE(phpfpm_suite)
 	 * constructor, so set before php-fpm starts). */
 	setenv("CTXSHIM_HEADER_ATTRS", "x-request-id", 1);
 	tcase_set_timeout(tc, 120);
+	tcase_add_unchecked_fixture(tc, fpm_pids_setup, fpm_pids_teardown);
 	tcase_add_test(tc, test_phpfpm_keep_conn);
 	if (access(NX_NGINX, X_OK) == 0)
 		tcase_add_test(tc, test_phpfpm_nginx);
