@@ -31,6 +31,7 @@ fcgi_scan_config_add(struct fcgi_scan_config *cfg, const char *name, size_t valu
 	memcpy(cfg->name[k], name, n);
 	cfg->name_len[k] = (uint8_t)n;
 	cfg->value_max[k] = (uint16_t)value_max;
+	cfg->by_len[n] |= 1u << k;
 	return (int)k;
 }
 
@@ -75,13 +76,7 @@ request_begin(struct fcgi_scan *st, uint16_t id)
 static void
 name_begin(struct fcgi_scan *st, const struct fcgi_scan_config *cfg)
 {
-	uint32_t m = 0;
-	unsigned k;
-
-	for (k = 0; k < cfg->n && k < FCGI_SCAN_KEEP_MAX; k++)
-		if (cfg->name_len[k] == st->nlen)
-			m |= 1u << k;
-	st->match = m;
+	st->match = st->nlen <= FCGI_SCAN_NAME_MAX ? cfg->by_len[st->nlen] : 0;
 	st->nv_pos = 0;
 }
 
@@ -135,23 +130,32 @@ params(struct fcgi_scan *st,
 		case NV_VLEN: {
 			uint32_t v;
 
-			st->lbuf[st->lbuf_pos++] = *p++;
-			n--;
-			/* §3.4: a length under 128 is one byte, else four with
-			 * the top bit set. */
-			if (!(st->lbuf[0] & 0x80))
-				v = st->lbuf[0];
-			else if (st->lbuf_pos < 4)
-				continue;
-			else
-				v = ((uint32_t)(st->lbuf[0] & 0x7f) << 24) |
-				    ((uint32_t)st->lbuf[1] << 16) |
-				    ((uint32_t)st->lbuf[2] << 8) | st->lbuf[3];
-			st->lbuf_pos = 0;
-			if (st->nv_phase == NV_NLEN) {
-				st->nlen = v;
-				st->nv_phase = NV_VLEN;
-				continue;
+			if (st->nv_phase == NV_NLEN && st->lbuf_pos == 0 && n >= 2 &&
+			    !((p[0] | p[1]) & 0x80)) {
+				/* The usual pair: both lengths of one byte, here. */
+				st->nlen = p[0];
+				v = p[1];
+				p += 2;
+				n -= 2;
+			} else {
+				st->lbuf[st->lbuf_pos++] = *p++;
+				n--;
+				/* §3.4: a length under 128 is one byte, else four
+				 * with the top bit set. */
+				if (!(st->lbuf[0] & 0x80))
+					v = st->lbuf[0];
+				else if (st->lbuf_pos < 4)
+					continue;
+				else
+					v = ((uint32_t)(st->lbuf[0] & 0x7f) << 24) |
+					    ((uint32_t)st->lbuf[1] << 16) |
+					    ((uint32_t)st->lbuf[2] << 8) | st->lbuf[3];
+				st->lbuf_pos = 0;
+				if (st->nv_phase == NV_NLEN) {
+					st->nlen = v;
+					st->nv_phase = NV_VLEN;
+					continue;
+				}
 			}
 			name_begin(st, cfg);
 			st->nv_len = v; /* the value's, kept for value_begin() */
@@ -170,7 +174,20 @@ params(struct fcgi_scan *st,
 			uint32_t left = st->nlen - st->nv_pos;
 			size_t take = n < left ? n : left;
 
-			if (st->match) {
+			if (st->match && st->nv_pos == 0 && take == st->nlen) {
+				/* The whole name here (the usual case): one
+				 * compare per candidate. */
+				uint32_t m = st->match, mm = m;
+
+				while (mm) {
+					unsigned k = (unsigned)__builtin_ctz(mm);
+
+					mm &= mm - 1;
+					if (memcmp(cfg->name[k], p, take) != 0)
+						m &= ~(1u << k);
+				}
+				st->match = m;
+			} else if (st->match) {
 				uint32_t m = st->match;
 				size_t i;
 

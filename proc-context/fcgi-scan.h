@@ -42,8 +42,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define FCGI_SCAN_KEEP_MAX 16   /* names kept */
-#define FCGI_SCAN_NAME_MAX 40   /* bytes of a kept name ("HTTP_" + 31 + slack) */
+#define FCGI_SCAN_KEEP_MAX 16 /* names kept */
+#define FCGI_SCAN_NAME_MAX 40 /* bytes of a kept name ("HTTP_" + 31 + slack) */
 /* Bytes of kept values, a NUL after each: the state then fits in what an
  * HTTP head's capture takes (the socket level keeps either in one pool
  * entry, preload/conn.c). */
@@ -72,6 +72,8 @@ struct fcgi_scan_config {
 	uint8_t name_len[FCGI_SCAN_KEEP_MAX];
 	uint16_t value_max[FCGI_SCAN_KEEP_MAX];
 	char name[FCGI_SCAN_KEEP_MAX][FCGI_SCAN_NAME_MAX];
+	/* Bit k: name k has this length (a pair's candidates, at once). */
+	uint32_t by_len[FCGI_SCAN_NAME_MAX + 1];
 };
 
 /* Keep the value of parameter name (1..FCGI_SCAN_NAME_MAX bytes, exact
