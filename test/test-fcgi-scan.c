@@ -35,7 +35,8 @@ static void
 put(struct stream *s, const void *p, size_t n)
 {
 	REQUIRE(s->n + n <= sizeof(s->b));
-	memcpy(s->b + s->n, p, n);
+	if (n)
+		memcpy(s->b + s->n, p, n);
 	s->n += n;
 }
 
@@ -358,7 +359,7 @@ START_TEST(bounds)
 {
 	static struct stream s;
 	static uint8_t pb[60000];
-	static char big[4000];
+	static char big[40001];
 	size_t n = 0, i;
 	struct trace t;
 
