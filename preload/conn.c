@@ -2008,7 +2008,9 @@ conn_fcgi_scratch(struct ctxshim_conn_ctx *d, struct fcgi_scan *st)
 /* The followed request's parameters ended: it becomes c's current
  * request, as a head does in conn_head_new(). */
 static int
-conn_fcgi_request(struct ctxshim_conn *c, struct fcgi_scan *st, struct ctxshim_ctx **full)
+conn_fcgi_request(struct ctxshim_conn *c,
+		  struct fcgi_scan *st,
+		  struct ctxshim_ctx **full)
 {
 	uint8_t f = atomic_load_explicit(&c->flags, memory_order_relaxed);
 	struct ctxshim_ctx *b;
