@@ -196,6 +196,28 @@ START_TEST(test_pipelined_in_one_job)
 }
 END_TEST
 
+/* The request "/block/b" (just sent) runs as a job on worker, which must
+ * show no context while it blocks there: not the earlier request it
+ * inherited (name: the server, for the message). */
+static void
+assert_next_job_clean(struct it_server *s, long worker, const char *name)
+{
+	struct it_thread_ctx t;
+	char *json;
+
+	ck_assert_int_eq(expect_tid(s, "JOB ", "/block/b"), worker);
+	ck_assert_int_eq(expect_tid(s, "BLOCK ", "/block/b"), worker);
+	test_wait_syscall(s->child.pid, (pid_t)worker, SYS_futex, IT_TIMEOUT_MS);
+	json = it_ctxdump(s->child.pid);
+	ck_assert_msg(it_dump_thread(json, worker, &t), "%s: no worker %ld:\n%.3000s",
+		      name, worker, json);
+	ck_assert_msg(!t.has_ctx,
+		      "%s: worker %ld still shows a context (%s) in the next "
+		      "request's job:\n%.3000s",
+		      name, worker, t.trace, json);
+	free(json);
+}
+
 /* Python's ThreadingHTTPServer with a ThreadPoolExecutor that runs each
  * request's work (its first worker starts on the first submit, from that
  * request's thread): "JOB <tid> <path>" for each job, and a "/block" job
@@ -286,17 +308,7 @@ START_TEST(test_pool_started_by_request)
 
 	fd2 = lazy_pools[_i].same_conn ? fd : it_connect(s.port);
 	it_send_str(fd2, "GET /block/b HTTP/1.1\r\nHost: x\r\n" TP2 "\r\n");
-	ck_assert_int_eq(expect_tid(&s, "JOB ", "/block/b"), worker);
-	ck_assert_int_eq(expect_tid(&s, "BLOCK ", "/block/b"), worker);
-	test_wait_syscall(s.child.pid, (pid_t)worker, SYS_futex, IT_TIMEOUT_MS);
-	json = it_ctxdump(s.child.pid);
-	ck_assert_msg(it_dump_thread(json, worker, &t), "%s: no worker %ld:\n%.3000s",
-		      lazy_pools[_i].name, worker, json);
-	ck_assert_msg(!t.has_ctx,
-		      "%s: worker %ld still shows a context (%s) in the next "
-		      "request's job:\n%.3000s",
-		      lazy_pools[_i].name, worker, t.trace, json);
-	free(json);
+	assert_next_job_clean(&s, worker, lazy_pools[_i].name);
 	it_wait_detached(&s, worker, T1, "inherited-answered");
 	test_child_send(&s.child, "go\n");
 	it_assert_path_body(it_read_response(fd2), "/block/b");
@@ -322,8 +334,7 @@ START_TEST(test_pool_job_calls_upstream)
 	struct test_child sink;
 	struct it_sink_req r;
 	struct it_server s;
-	struct it_thread_ctx t;
-	char line[256], *json;
+	char line[256];
 	long worker;
 	int fd, st;
 
@@ -338,17 +349,7 @@ START_TEST(test_pool_job_calls_upstream)
 	it_assert_path_body(it_read_response(fd), "/call/a");
 
 	it_send_str(fd, "GET /block/b HTTP/1.1\r\nHost: x\r\n" TP2 "\r\n");
-	ck_assert_int_eq(expect_tid(&s, "JOB ", "/block/b"), worker);
-	ck_assert_int_eq(expect_tid(&s, "BLOCK ", "/block/b"), worker);
-	test_wait_syscall(s.child.pid, (pid_t)worker, SYS_futex, IT_TIMEOUT_MS);
-	json = it_ctxdump(s.child.pid);
-	ck_assert_msg(it_dump_thread(json, worker, &t), "no worker %ld:\n%.3000s",
-		      worker, json);
-	ck_assert_msg(!t.has_ctx,
-		      "worker %ld still shows a context (%s) in the next "
-		      "request's job:\n%.3000s",
-		      worker, t.trace, json);
-	free(json);
+	assert_next_job_clean(&s, worker, "tpc-curl-server --pool");
 	test_child_send(&s.child, "go\n");
 	it_assert_path_body(it_read_response(fd), "/block/b");
 	close(fd);
