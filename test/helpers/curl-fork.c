@@ -58,6 +58,8 @@
 
 #include <curl/curl.h>
 
+#include "signal-storm.h"
+
 static atomic_int armed;
 static sigjmp_buf env;
 static pid_t parent;
@@ -254,19 +256,7 @@ on_storm(int sig)
 static void *
 storm_kick(void *arg)
 {
-	struct timespec start, now, pause = {.tv_nsec = 3000};
-	long ms;
-
-	/* A second, longer on a loaded machine until the count is reached
-	 * (at most 10 s): too few would not say the stress ran. */
-	clock_gettime(CLOCK_MONOTONIC, &start);
-	do {
-		(void)pthread_kill(storm_main, SIGUSR1);
-		nanosleep(&pause, NULL);
-		clock_gettime(CLOCK_MONOTONIC, &now);
-		ms = (now.tv_sec - start.tv_sec) * 1000 +
-		     (now.tv_nsec - start.tv_nsec) / 1000000;
-	} while (ms < 1000 || (atomic_load(&storm_forks) < 20 && ms < 10000));
+	signal_storm(storm_main, SIGUSR1, &storm_forks, 20, 1000);
 	atomic_store(&storm_stop, 1);
 	fprintf(stderr, "forks %d\n", atomic_load(&storm_forks));
 	printf("storm-forks %d\nstorm-free %d\n", atomic_load(&storm_forks) >= 20,

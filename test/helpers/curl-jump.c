@@ -62,8 +62,9 @@
  *   curl-jump fault
  *
  * After a timeout's jump out of a curl_easy_perform(), a SIGSEGV sent by
- * another thread every few microseconds for half a second, whose handler
- * longjmp()s (no mask restore) out of curl_easy_setopt().  Prints
+ * another thread every few microseconds for half a second (up to 10 s on a
+ * loaded machine, until 100 jumps), whose handler longjmp()s (no mask
+ * restore) out of curl_easy_setopt().  Prints
  * "fault-jumps <0|1>" (at least 100) and "fault-mask-kept <0|1>": after
  * every jump the thread blocked no more than SIGSEGV (hook-curl.c, which
  * lets faults through its block, used to leave every other signal blocked
@@ -98,6 +99,7 @@
 
 #include "ctxobs.h"
 #include "listen-loopback.h"
+#include "signal-storm.h"
 
 static sigjmp_buf loop_env;
 
@@ -287,22 +289,12 @@ lock_setopt(void *arg)
 static void *
 lock_kick(void *arg)
 {
-	struct timespec start, now, pause = {.tv_nsec = 3000}, limit;
-	long ms;
+	struct timespec limit;
 	pthread_t th;
 	void *ret;
 	bool free_ok;
 
-	/* A second, longer on a loaded machine until the count is reached
-	 * (at most 10 s): too few would not say the stress ran. */
-	clock_gettime(CLOCK_MONOTONIC, &start);
-	do {
-		(void)pthread_kill(lock_main, SIGUSR1);
-		nanosleep(&pause, NULL);
-		clock_gettime(CLOCK_MONOTONIC, &now);
-		ms = (now.tv_sec - start.tv_sec) * 1000 +
-		     (now.tv_nsec - start.tv_nsec) / 1000000;
-	} while (ms < 1000 || (atomic_load(&lock_jumps) < 100 && ms < 10000));
+	signal_storm(lock_main, SIGUSR1, &lock_jumps, 100, 1000);
 	atomic_store(&lock_stop, 1);
 	clock_gettime(CLOCK_REALTIME, &limit);
 	limit.tv_sec += 5;
@@ -439,22 +431,11 @@ on_segv(int sig)
 static void *
 fault_kick(void *arg)
 {
-	struct timespec end, now, pause = {.tv_nsec = 3000};
+	struct timespec pause = {.tv_nsec = 100000000};
 
-	clock_gettime(CLOCK_MONOTONIC, &end);
-	end.tv_nsec += 500000000;
-	if (end.tv_nsec >= 1000000000) {
-		end.tv_sec++;
-		end.tv_nsec -= 1000000000;
-	}
-	do {
-		(void)pthread_kill(*(pthread_t *)arg, SIGSEGV);
-		nanosleep(&pause, NULL);
-		clock_gettime(CLOCK_MONOTONIC, &now);
-	} while (now.tv_sec < end.tv_sec ||
-		 (now.tv_sec == end.tv_sec && now.tv_nsec < end.tv_nsec));
+	signal_storm(*(pthread_t *)arg, SIGSEGV, &fault_jumps, 100, 500);
 	atomic_store(&fault_stop, 1);
-	pause.tv_nsec = 100000000; /* the main thread's last check */
+	/* the main thread's last check */
 	nanosleep(&pause, NULL);
 	fprintf(stderr, "fault jumps %d, left blocked %d\n", atomic_load(&fault_jumps),
 		atomic_load(&fault_left));
