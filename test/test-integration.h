@@ -562,6 +562,16 @@ it_sink_start(struct test_child *sink)
 	return port;
 }
 
+/* End the sink (its stdin closed): it must exit 0. */
+static inline void
+it_sink_finish(struct test_child *sink)
+{
+	int st = test_child_finish(sink, IT_TIMEOUT_MS);
+
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "http-sink status %#x",
+		      st);
+}
+
 /* The next request the sink received: its header lines. */
 static inline void
 it_sink_read(struct test_child *sink, struct it_sink_req *r)
