@@ -1,0 +1,128 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/*
+ * Incremental HTTP/2 request scanner (prefix h2_scan_), the socket level's
+ * view of an HTTP/2 server connection whose frames no library hook sees
+ * (nginx's, lighttpd's, h2o's own HTTP/2 code; plaintext after the TLS
+ * hooks for h2 over TLS, or h2c with prior knowledge).
+ *
+ * Fed, per connection, the bytes each server read returned (client to
+ * server only), split at any point down to 1-byte reads, it checks the
+ * rest of the client connection preface (RFC 9113 §3.4), follows the
+ * frames (9-byte header: 24-bit length, type, flags, 31-bit stream id),
+ * and decodes every header block (HEADERS + CONTINUATION, padding and
+ * priority fields stepped over) with HPACK (RFC 7541): integers, string
+ * literals with and without Huffman coding, the static table and a model
+ * of the client's dynamic table (entry sizes by their decoded lengths,
+ * §4.1; size updates, §6.3; FIFO eviction).  Every block is decoded, so
+ * that the model stays in step (trailers, blocks of streams not reported),
+ * but only a block that opens a new client stream (odd id above every id
+ * seen) is reported, and only its fields whose names are in the
+ * configuration.  Other frames are stepped over by their length.
+ *
+ * Bounded state, no pointers kept: the dynamic table model keeps for each
+ * entry its size and which configured name it has (if any), and the value
+ * of entries with a configured name while an arena has room; a reference
+ * to an entry whose value did not fit reports the field as
+ * H2_SCAN_F_UNKNOWN (the caller leaves it out).  A value longer than
+ * H2_SCAN_VALUE_MAX is reported with its first bytes and H2_SCAN_F_CUT.
+ *
+ * Gives up for good on anything a conforming client cannot send or the
+ * model cannot follow: a wrong preface, a CONTINUATION out of place or a
+ * frame other than CONTINUATION inside a block, an index beyond the
+ * tables, a bad integer or Huffman code (EOS, padding longer than 7 bits
+ * or not all ones), a size update above the limit or after a field, more
+ * dynamic entries than the model holds.
+ *
+ * Pure code: no malloc, no I/O, no globals with state; async-signal-safe.
+ * Never writes to the bytes it is fed.
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define H2_SCAN_KEEP_MAX  12   /* configured names */
+#define H2_SCAN_NAME_MAX  32   /* bytes of a configured name */
+#define H2_SCAN_VALUE_MAX 1024 /* bytes of a reported value */
+/* The client connection preface, RFC 9113 §3.4. */
+#define H2_SCAN_PREFACE     "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+#define H2_SCAN_PREFACE_LEN 24
+
+/* Shared configuration: fill with h2_scan_config_add(), then read-only. */
+struct h2_scan_config {
+	uint8_t n;
+	uint8_t name_len[H2_SCAN_KEEP_MAX];
+	char name[H2_SCAN_KEEP_MAX][H2_SCAN_NAME_MAX];
+	/* (private lookup tables may follow) */
+};
+
+/* Report fields named name (1..H2_SCAN_NAME_MAX bytes; lower case, as
+ * HTTP/2 sends names; pseudo-headers with their colon: ":method",
+ * ":path").  Returns its index k, -EEXIST if it is configured already,
+ * -EINVAL for a bad name, -ENOSPC past H2_SCAN_KEEP_MAX. */
+int h2_scan_config_add(struct h2_scan_config *cfg, const char *name);
+
+/* Per-connection state: treat as opaque.  It fits in one socket-level pool
+ * entry (preload/conn.c asserts it). */
+struct h2_scan {
+	/* ... private ... */
+	uint8_t why; /* give-up reason, H2_SCAN_WHY_* */
+};
+
+enum {
+	H2_SCAN_WHY_NONE = 0,
+	H2_SCAN_WHY_PREFACE, /* not the client connection preface */
+	H2_SCAN_WHY_FRAME,   /* frame out of place (CONTINUATION rules) */
+	H2_SCAN_WHY_HPACK,   /* a header block the decoder rejects */
+	H2_SCAN_WHY_TABLE,   /* more dynamic entries than the model holds */
+	H2_SCAN_WHY_CALLER,  /* h2_scan_stop() */
+};
+
+/* Start over for a new connection.  preface_seen: bytes of the preface
+ * (0..H2_SCAN_PREFACE_LEN) already consumed before the first byte fed
+ * (the HTTP/1 scanner read "PRI " before it gave up). */
+void h2_scan_reset(struct h2_scan *st, unsigned preface_seen);
+
+enum h2_scan_status {
+	H2_SCAN_MORE = 0,    /* all bytes consumed, nothing to report */
+	H2_SCAN_FIELD = 1,   /* a configured field of the new request's
+			      * block: h2_scan_field() until the next feed */
+	H2_SCAN_REQUEST = 2, /* the new request's block ended (END_HEADERS):
+			      * h2_scan_stream() names its stream */
+	H2_SCAN_GAVE_UP = 3, /* reported once; later feeds consume all */
+};
+
+/* Feed the next bytes; *consumed says how many were used (all of them
+ * with H2_SCAN_MORE).  Call again with the rest after FIELD/REQUEST. */
+enum h2_scan_status h2_scan_feed(struct h2_scan *st,
+				 const struct h2_scan_config *cfg,
+				 const void *buf,
+				 size_t len,
+				 size_t *consumed);
+
+#define H2_SCAN_F_CUT     1u /* longer than H2_SCAN_VALUE_MAX: first bytes */
+#define H2_SCAN_F_UNKNOWN 2u /* an indexed entry whose value was not kept */
+
+/* The field H2_SCAN_FIELD reported: its configured index, value (decoded,
+ * not NUL-terminated; NULL with H2_SCAN_F_UNKNOWN), length and flags. */
+struct h2_scan_field {
+	unsigned k;
+	const uint8_t *value;
+	size_t len;
+	unsigned flags;
+};
+void h2_scan_field(const struct h2_scan *st, struct h2_scan_field *f);
+
+/* The stream id of the block last reported. */
+uint32_t h2_scan_stream(const struct h2_scan *st);
+
+/* Give up now (the caller lost track of the stream). */
+void h2_scan_stop(struct h2_scan *st);
+
+static inline bool
+h2_scan_gave_up(const struct h2_scan *st)
+{
+	return st->why != H2_SCAN_WHY_NONE;
+}
