@@ -49,13 +49,27 @@
 /* The client connection preface, RFC 9113 §3.4. */
 #define H2_SCAN_PREFACE     "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 #define H2_SCAN_PREFACE_LEN 24
+/* sizeof(struct h2_scan) at most: what an HTTP head's capture takes
+ * (sizeof(struct http_scan_capture)); the socket level keeps either in
+ * one pool entry. */
+#define H2_SCAN_STATE_MAX 3608
+/* The dynamic table model: entries (4096 bytes / 32, the most a client
+ * can have live at the initial size), the largest table size a size
+ * update may set, and bytes of kept values. */
+#define H2_SCAN_ENTRIES   128
+#define H2_SCAN_TABLE_MAX 65536
+#define H2_SCAN_ARENA     1568
 
 /* Shared configuration: fill with h2_scan_config_add(), then read-only. */
 struct h2_scan_config {
 	uint8_t n;
 	uint8_t name_len[H2_SCAN_KEEP_MAX];
 	char name[H2_SCAN_KEEP_MAX][H2_SCAN_NAME_MAX];
-	/* (private lookup tables may follow) */
+	/* Private lookup tables.  Bit k: name k has this length. */
+	uint16_t by_len[H2_SCAN_NAME_MAX + 1];
+	/* By static table index (RFC 7541 Appendix A): k + 1 of its name,
+	 * 0 if not configured. */
+	uint8_t static_k[62];
 };
 
 /* Report fields named name (1..H2_SCAN_NAME_MAX bytes; lower case, as
@@ -67,8 +81,35 @@ int h2_scan_config_add(struct h2_scan_config *cfg, const char *name);
 /* Per-connection state: treat as opaque.  It fits in one socket-level pool
  * entry (preload/conn.c asserts it). */
 struct h2_scan {
-	/* ... private ... */
+	uint32_t left;     /* payload bytes left in the frame */
+	uint32_t block_id; /* stream of the header block in progress */
+	uint32_t max_id;   /* highest stream a HEADERS frame opened */
+	uint32_t t_size;   /* dynamic table: size (RFC 7541 §4.1) */
+	uint32_t t_max;    /* and maximum size (§4.2) */
+	uint32_t int_val;  /* HPACK integer in progress */
+	uint32_t str_left; /* encoded bytes left of the string in progress */
+	uint32_t dec_len;  /* its decoded bytes so far */
+	uint32_t f_nlen;   /* decoded name length of the field in progress */
+	uint64_t h_acc;    /* Huffman bits not yet decoded (low h_bits) */
+	uint16_t a_tail;   /* arena: offset of the oldest kept value */
+	uint16_t a_used;   /* and bytes in use */
+	uint16_t rep_len;  /* the field reported */
+	uint8_t rep_k, rep_flags, rep_static;
+	uint8_t hdr[9], hdr_pos;
+	uint8_t phase, pre, frame_flags, pad, prio_left;
+	uint8_t in_block, report, field_seen;
+	uint8_t hp, kind, int_what, int_shift, str_value, str_huff, h_bits;
+	uint8_t f_k;    /* configured name of the field in progress, 0xff: none */
+	uint8_t e_head; /* next entry slot */
+	uint8_t e_count;
 	uint8_t why; /* give-up reason, H2_SCAN_WHY_* */
+	/* Dynamic entries, a ring, oldest first from e_head - e_count. */
+	uint16_t e_nlen[H2_SCAN_ENTRIES], e_vlen[H2_SCAN_ENTRIES];
+	uint16_t e_off[H2_SCAN_ENTRIES];  /* kept value's arena offset */
+	uint8_t e_k[H2_SCAN_ENTRIES];     /* configured name, flags */
+	uint8_t name[H2_SCAN_NAME_MAX];   /* literal name in progress */
+	uint8_t value[H2_SCAN_VALUE_MAX]; /* value in progress, reported */
+	uint8_t arena[H2_SCAN_ARENA];     /* kept values, a FIFO ring */
 };
 
 enum {
@@ -82,7 +123,8 @@ enum {
 
 /* Start over for a new connection.  preface_seen: bytes of the preface
  * (0..H2_SCAN_PREFACE_LEN) already consumed before the first byte fed
- * (the HTTP/1 scanner read "PRI " before it gave up). */
+ * (the HTTP/1 scanner read "PRI " before it gave up); more: gives up
+ * (H2_SCAN_WHY_PREFACE, not reported by a feed). */
 void h2_scan_reset(struct h2_scan *st, unsigned preface_seen);
 
 enum h2_scan_status {
@@ -95,7 +137,10 @@ enum h2_scan_status {
 };
 
 /* Feed the next bytes; *consumed says how many were used (all of them
- * with H2_SCAN_MORE).  Call again with the rest after FIELD/REQUEST. */
+ * with H2_SCAN_MORE).  Call again with the rest after FIELD/REQUEST, even
+ * when no bytes are left, until MORE or GAVE_UP: a block whose last field
+ * ends at the read's last byte reports that FIELD with every byte
+ * consumed, and its REQUEST on the next call (consuming nothing). */
 enum h2_scan_status h2_scan_feed(struct h2_scan *st,
 				 const struct h2_scan_config *cfg,
 				 const void *buf,
@@ -106,7 +151,8 @@ enum h2_scan_status h2_scan_feed(struct h2_scan *st,
 #define H2_SCAN_F_UNKNOWN 2u /* an indexed entry whose value was not kept */
 
 /* The field H2_SCAN_FIELD reported: its configured index, value (decoded,
- * not NUL-terminated; NULL with H2_SCAN_F_UNKNOWN), length and flags. */
+ * not NUL-terminated; NULL and length 0 with H2_SCAN_F_UNKNOWN), length
+ * and flags.  The value is valid until the next feed. */
 struct h2_scan_field {
 	unsigned k;
 	const uint8_t *value;

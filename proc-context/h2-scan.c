@@ -1,0 +1,875 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* HTTP/2 frame and HPACK request scanner: see h2-scan.h. */
+#include "config.h"
+
+#include "h2-scan.h"
+
+#include <errno.h>
+#include <string.h>
+
+_Static_assert(sizeof(struct h2_scan) <= H2_SCAN_STATE_MAX,
+	       "struct h2_scan must fit in one socket-level pool entry");
+_Static_assert(H2_SCAN_ARENA < 65536 && H2_SCAN_ENTRIES == 128,
+	       "arena offsets are 16 bits, entry slots 7");
+_Static_assert(H2_SCAN_TABLE_MAX - 32 <= 65535, "entry lengths are 16 bits");
+
+/* Frame types and flags, RFC 9113 §6. */
+enum { F_DATA = 0, F_HEADERS = 1, F_PUSH_PROMISE = 5, F_CONTINUATION = 9 };
+#define FL_END_HEADERS 0x04
+#define FL_PADDED      0x08
+#define FL_PRIORITY    0x20
+
+/* Where the feed is: the preface, a frame header, a HEADERS frame's pad
+ * length and priority fields, a header block fragment, padding, another
+ * frame's payload. */
+enum { PH_PREFACE = 0, PH_HDR, PH_PADLEN, PH_PRIO, PH_BLOCK, PH_PAD, PH_SKIP, PH_DEAD };
+/* Where the HPACK decoder is: at a representation's first byte, in an
+ * integer's continuation bytes, at a string's first byte, in a string. */
+enum { HP_START = 0, HP_INT, HP_SLEN, HP_STR };
+/* The representation (RFC 7541 §6) and which of its integers is read. */
+enum { K_INDEXED = 0, K_INC, K_NOINC, K_SIZE };
+enum { I_INDEX = 0, I_NAME, I_SIZE, I_SLEN };
+
+#define K_NONE 0xff
+/* e_k: the configured name in the low bits (K_NONE's low bits: none) ... */
+#define E_K_MASK 0x0f
+#define E_K_NONE 0x0f
+/* ... and the value: kept in the arena, kept cut at H2_SCAN_VALUE_MAX. */
+#define E_KEPT 0x10
+#define E_CUT  0x20
+
+/* RFC 7541 Appendix A. */
+struct static_entry {
+	const char *name, *value;
+	uint8_t nlen, vlen;
+};
+#define S(n_, v_)                                      \
+	{                                              \
+		n_, v_, sizeof(n_) - 1, sizeof(v_) - 1 \
+	}
+static const struct static_entry static_table[62] = {
+	{"", "", 0, 0}, /* index 0 is not an entry */
+	S(":authority", ""),
+	S(":method", "GET"),
+	S(":method", "POST"),
+	S(":path", "/"),
+	S(":path", "/index.html"),
+	S(":scheme", "http"),
+	S(":scheme", "https"),
+	S(":status", "200"),
+	S(":status", "204"),
+	S(":status", "206"),
+	S(":status", "304"),
+	S(":status", "400"),
+	S(":status", "404"),
+	S(":status", "500"),
+	S("accept-charset", ""),
+	S("accept-encoding", "gzip, deflate"),
+	S("accept-language", ""),
+	S("accept-ranges", ""),
+	S("accept", ""),
+	S("access-control-allow-origin", ""),
+	S("age", ""),
+	S("allow", ""),
+	S("authorization", ""),
+	S("cache-control", ""),
+	S("content-disposition", ""),
+	S("content-encoding", ""),
+	S("content-language", ""),
+	S("content-length", ""),
+	S("content-location", ""),
+	S("content-range", ""),
+	S("content-type", ""),
+	S("cookie", ""),
+	S("date", ""),
+	S("etag", ""),
+	S("expect", ""),
+	S("expires", ""),
+	S("from", ""),
+	S("host", ""),
+	S("if-match", ""),
+	S("if-modified-since", ""),
+	S("if-none-match", ""),
+	S("if-range", ""),
+	S("if-unmodified-since", ""),
+	S("last-modified", ""),
+	S("link", ""),
+	S("location", ""),
+	S("max-forwards", ""),
+	S("proxy-authenticate", ""),
+	S("proxy-authorization", ""),
+	S("range", ""),
+	S("referer", ""),
+	S("refresh", ""),
+	S("retry-after", ""),
+	S("server", ""),
+	S("set-cookie", ""),
+	S("strict-transport-security", ""),
+	S("transfer-encoding", ""),
+	S("user-agent", ""),
+	S("vary", ""),
+	S("via", ""),
+	S("www-authenticate", ""),
+};
+#undef S
+#define STATIC_N 61
+
+/*
+ * The Huffman code of RFC 7541 Appendix B is canonical: codes of one
+ * length are consecutive, in symbol order, and each length's first code
+ * follows the previous length's last (checked against the RFC's table by
+ * test/test-h2-scan.c through its Appendix C vectors and libnghttp2's
+ * encoder over every byte value).  So a code is decoded from the next 30
+ * bits by its length alone: the codes of up to 8 bits (the letters,
+ * digits and most punctuation) by one lookup of the next 8 bits, longer
+ * ones by comparing against each length's last code.  The tables below
+ * were derived from the RFC's code lengths (its "len" column).
+ */
+/* Symbols in code order (by length, then value); EOS last. */
+/* clang-format off */
+static const uint8_t huff_sym[256] = {
+	/* 5 bits */
+	48, 49, 50, 97, 99, 101, 105, 111, 115, 116,
+	/* 6 bits */
+	32, 37, 45, 46, 47, 51, 52, 53, 54, 55, 56, 57, 61, 65, 95, 98, 100,
+	102, 103, 104, 108, 109, 110, 112, 114, 117,
+	/* 7 bits */
+	58, 66, 67, 68, 69, 70, 71, 72, 73, 74, 75, 76, 77, 78, 79, 80, 81, 82,
+	83, 84, 85, 86, 87, 89, 106, 107, 113, 118, 119, 120, 121, 122,
+	/* 8 bits */
+	38, 42, 44, 59, 88, 90,
+	/* 10 bits */
+	33, 34, 40, 41, 63,
+	/* 11 bits */
+	39, 43, 124,
+	/* 12 bits */
+	35, 62,
+	/* 13 bits */
+	0, 36, 64, 91, 93, 126,
+	/* 14 bits */
+	94, 125,
+	/* 15 bits */
+	60, 96, 123,
+	/* 19 bits */
+	92, 195, 208,
+	/* 20 bits */
+	128, 130, 131, 162, 184, 194, 224, 226,
+	/* 21 bits */
+	153, 161, 167, 172, 176, 177, 179, 209, 216, 217, 227, 229, 230,
+	/* 22 bits */
+	129, 132, 133, 134, 136, 146, 154, 156, 160, 163, 164, 169, 170, 173,
+	178, 181, 185, 186, 187, 189, 190, 196, 198, 228, 232, 233,
+	/* 23 bits */
+	1, 135, 137, 138, 139, 140, 141, 143, 147, 149, 150, 151, 152, 155,
+	157, 158, 165, 166, 168, 174, 175, 180, 182, 183, 188, 191, 197, 231,
+	239,
+	/* 24 bits */
+	9, 142, 144, 145, 148, 159, 171, 206, 215, 225, 236, 237,
+	/* 25 bits */
+	199, 207, 234, 235,
+	/* 26 bits */
+	192, 193, 200, 201, 202, 205, 210, 213, 218, 219, 238, 240, 242, 243,
+	255,
+	/* 27 bits */
+	203, 204, 211, 212, 214, 221, 222, 223, 241, 244, 245, 246, 247, 248,
+	250, 251, 252, 253, 254,
+	/* 28 bits */
+	2, 3, 4, 5, 6, 7, 8, 11, 12, 14, 15, 16, 17, 18, 19, 20, 21, 23, 24,
+	25, 26, 27, 28, 29, 30, 31, 127, 220, 249,
+	/* 30 bits */
+	10, 13, 22,
+};
+/* clang-format on */
+/* Per length: one past the last code, and the index in huff_sym of
+ * code 0 (the first code's index minus its value). */
+static const uint32_t huff_end[31] = {
+	0x0,       0x0,      0x0,       0x0,      0x0,       0xa,       0x2e,
+	0x7c,      0xfe,     0x0,       0x3fd,    0x7fd,     0xffc,     0x1ffe,
+	0x3ffe,    0x7fff,   0x0,       0x0,      0x0,       0x7fff3,   0xfffee,
+	0x1fffe9,  0x3fffec, 0x7ffff5,  0xfffff6, 0x1fffff0, 0x3ffffef, 0x7fffff1,
+	0xfffffff, 0x0,      0x40000000};
+static const int32_t huff_off[31] = {
+	0,          0,        0,          0,         0,         0,         -10,
+	-56,        -180,     74,         -942,      -1963,     -4008,     -8100,
+	-16290,     -32672,   95,         95,        95,        -524177,   -1048452,
+	-2097010,   -4194139, -8388423,   -16777020, -33554226, -67108642, -134217489,
+	-268435202, 253,      -1073741567};
+/* By the next 8 bits: length << 8 | symbol of a code of 5..8 bits, 0 for
+ * the prefixes of longer codes. */
+static const uint16_t huff_fast[256] = {
+	0x530, 0x530, 0x530, 0x530, 0x530, 0x530, 0x530, 0x530, 0x531, 0x531, 0x531,
+	0x531, 0x531, 0x531, 0x531, 0x531, 0x532, 0x532, 0x532, 0x532, 0x532, 0x532,
+	0x532, 0x532, 0x561, 0x561, 0x561, 0x561, 0x561, 0x561, 0x561, 0x561, 0x563,
+	0x563, 0x563, 0x563, 0x563, 0x563, 0x563, 0x563, 0x565, 0x565, 0x565, 0x565,
+	0x565, 0x565, 0x565, 0x565, 0x569, 0x569, 0x569, 0x569, 0x569, 0x569, 0x569,
+	0x569, 0x56f, 0x56f, 0x56f, 0x56f, 0x56f, 0x56f, 0x56f, 0x56f, 0x573, 0x573,
+	0x573, 0x573, 0x573, 0x573, 0x573, 0x573, 0x574, 0x574, 0x574, 0x574, 0x574,
+	0x574, 0x574, 0x574, 0x620, 0x620, 0x620, 0x620, 0x625, 0x625, 0x625, 0x625,
+	0x62d, 0x62d, 0x62d, 0x62d, 0x62e, 0x62e, 0x62e, 0x62e, 0x62f, 0x62f, 0x62f,
+	0x62f, 0x633, 0x633, 0x633, 0x633, 0x634, 0x634, 0x634, 0x634, 0x635, 0x635,
+	0x635, 0x635, 0x636, 0x636, 0x636, 0x636, 0x637, 0x637, 0x637, 0x637, 0x638,
+	0x638, 0x638, 0x638, 0x639, 0x639, 0x639, 0x639, 0x63d, 0x63d, 0x63d, 0x63d,
+	0x641, 0x641, 0x641, 0x641, 0x65f, 0x65f, 0x65f, 0x65f, 0x662, 0x662, 0x662,
+	0x662, 0x664, 0x664, 0x664, 0x664, 0x666, 0x666, 0x666, 0x666, 0x667, 0x667,
+	0x667, 0x667, 0x668, 0x668, 0x668, 0x668, 0x66c, 0x66c, 0x66c, 0x66c, 0x66d,
+	0x66d, 0x66d, 0x66d, 0x66e, 0x66e, 0x66e, 0x66e, 0x670, 0x670, 0x670, 0x670,
+	0x672, 0x672, 0x672, 0x672, 0x675, 0x675, 0x675, 0x675, 0x73a, 0x73a, 0x742,
+	0x742, 0x743, 0x743, 0x744, 0x744, 0x745, 0x745, 0x746, 0x746, 0x747, 0x747,
+	0x748, 0x748, 0x749, 0x749, 0x74a, 0x74a, 0x74b, 0x74b, 0x74c, 0x74c, 0x74d,
+	0x74d, 0x74e, 0x74e, 0x74f, 0x74f, 0x750, 0x750, 0x751, 0x751, 0x752, 0x752,
+	0x753, 0x753, 0x754, 0x754, 0x755, 0x755, 0x756, 0x756, 0x757, 0x757, 0x759,
+	0x759, 0x76a, 0x76a, 0x76b, 0x76b, 0x771, 0x771, 0x776, 0x776, 0x777, 0x777,
+	0x778, 0x778, 0x779, 0x779, 0x77a, 0x77a, 0x826, 0x82a, 0x82c, 0x83b, 0x858,
+	0x85a, 0x000, 0x000,
+};
+
+#define MIN(a_, b_) ((a_) < (b_) ? (a_) : (b_))
+
+int
+h2_scan_config_add(struct h2_scan_config *cfg, const char *name)
+{
+	size_t n = name ? strlen(name) : 0, i;
+	unsigned k;
+
+	if (n == 0 || n > H2_SCAN_NAME_MAX)
+		return -EINVAL;
+	for (i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)name[i];
+
+		/* HTTP/2 sends names in lower case (RFC 9113 §8.2.1), a colon
+		 * only first: any other name could never match. */
+		if (c <= 0x20 || c >= 0x7f || (c >= 'A' && c <= 'Z') || (c == ':' && i))
+			return -EINVAL;
+	}
+	for (k = 0; k < cfg->n; k++)
+		if (cfg->name_len[k] == n && memcmp(cfg->name[k], name, n) == 0)
+			return -EEXIST;
+	if (cfg->n >= H2_SCAN_KEEP_MAX)
+		return -ENOSPC;
+	k = cfg->n++;
+	memcpy(cfg->name[k], name, n);
+	cfg->name_len[k] = (uint8_t)n;
+	cfg->by_len[n] |= (uint16_t)(1u << k);
+	for (i = 1; i <= STATIC_N; i++)
+		if (static_table[i].nlen == n &&
+		    memcmp(static_table[i].name, name, n) == 0)
+			cfg->static_k[i] = (uint8_t)(k + 1);
+	return (int)k;
+}
+
+void
+h2_scan_reset(struct h2_scan *st, unsigned preface_seen)
+{
+	/* The entries, the name and value buffers and the arena need no
+	 * clearing: only live entries and decoded bytes are read. */
+	memset(st, 0, offsetof(struct h2_scan, e_nlen));
+	st->t_max = 4096; /* SETTINGS_HEADER_TABLE_SIZE's initial value */
+	st->f_k = K_NONE;
+	st->pre = (uint8_t)preface_seen;
+	st->phase = preface_seen == H2_SCAN_PREFACE_LEN ? PH_HDR : PH_PREFACE;
+	if (preface_seen > H2_SCAN_PREFACE_LEN) {
+		st->why = H2_SCAN_WHY_PREFACE;
+		st->phase = PH_DEAD;
+	}
+}
+
+void
+h2_scan_stop(struct h2_scan *st)
+{
+	if (st->why == H2_SCAN_WHY_NONE)
+		st->why = H2_SCAN_WHY_CALLER;
+	st->phase = PH_DEAD;
+}
+
+static enum h2_scan_status
+give_up(struct h2_scan *st, uint8_t why)
+{
+	st->phase = PH_DEAD;
+	st->why = why;
+	return H2_SCAN_GAVE_UP;
+}
+
+/* ---- the dynamic table model (RFC 7541 §2.3.2, §4) ----------------------- */
+
+static unsigned
+slot_of(const struct h2_scan *st, uint32_t d)
+{
+	/* d: 1 for the newest entry */
+	return (st->e_head - d) & (H2_SCAN_ENTRIES - 1);
+}
+
+static void
+evict_to(struct h2_scan *st, uint32_t max)
+{
+	while (st->t_size > max && st->e_count) {
+		unsigned s = slot_of(st, st->e_count);
+
+		st->t_size -= 32u + st->e_nlen[s] + st->e_vlen[s];
+		if (st->e_k[s] & E_KEPT) {
+			/* Kept values are in entry order: the oldest entry's is
+			 * at the arena's tail. */
+			unsigned n = MIN(st->e_vlen[s], H2_SCAN_VALUE_MAX);
+
+			st->a_tail = (uint16_t)((st->a_tail + n) % H2_SCAN_ARENA);
+			st->a_used = (uint16_t)(st->a_used - n);
+		}
+		st->e_count--;
+	}
+}
+
+/* §4.4: a new entry (the field just decoded, its value in st->value if
+ * its name is configured).  Returns false if the model cannot hold it. */
+static bool
+insert(struct h2_scan *st, uint32_t nlen, uint32_t vlen, unsigned k)
+{
+	uint64_t size = 32u + (uint64_t)nlen + vlen;
+	unsigned s;
+
+	if (size > st->t_max) {
+		/* Not an error: the table is emptied, nothing added. */
+		evict_to(st, 0);
+		return true;
+	}
+	evict_to(st, st->t_max - (uint32_t)size);
+	if (st->e_count == H2_SCAN_ENTRIES)
+		return false;
+	s = st->e_head;
+	st->e_head = (uint8_t)((s + 1) & (H2_SCAN_ENTRIES - 1));
+	st->e_count++;
+	st->t_size += (uint32_t)size;
+	st->e_nlen[s] = (uint16_t)nlen;
+	st->e_vlen[s] = (uint16_t)vlen;
+	st->e_k[s] = E_K_NONE;
+	if (k == K_NONE)
+		return true;
+	st->e_k[s] = (uint8_t)k;
+	if (MIN(vlen, H2_SCAN_VALUE_MAX) <= (uint32_t)(H2_SCAN_ARENA - st->a_used)) {
+		unsigned n = MIN(vlen, H2_SCAN_VALUE_MAX);
+		unsigned off = (st->a_tail + st->a_used) % H2_SCAN_ARENA;
+		unsigned first = MIN(n, H2_SCAN_ARENA - off);
+
+		memcpy(st->arena + off, st->value, first);
+		memcpy(st->arena, st->value + first, n - first);
+		st->e_off[s] = (uint16_t)off;
+		st->a_used = (uint16_t)(st->a_used + n);
+		st->e_k[s] |= E_KEPT | (vlen > H2_SCAN_VALUE_MAX ? E_CUT : 0);
+	}
+	return true;
+}
+
+/* ---- HPACK (RFC 7541 §5, §6) -------------------------------------------- */
+
+static unsigned
+static_k(const struct h2_scan_config *cfg, uint32_t idx)
+{
+	return cfg->static_k[idx] ? cfg->static_k[idx] - 1u : K_NONE;
+}
+
+/* An indexed header field (§6.1): reported if its name is configured. */
+static enum h2_scan_status
+indexed(struct h2_scan *st, const struct h2_scan_config *cfg, uint32_t idx)
+{
+	unsigned s, k;
+
+	if (idx == 0 || (idx > STATIC_N && idx - STATIC_N > st->e_count))
+		return give_up(st, H2_SCAN_WHY_HPACK);
+	if (idx <= STATIC_N) {
+		k = static_k(cfg, idx);
+		if (k == K_NONE || !st->report)
+			return H2_SCAN_MORE;
+		st->rep_k = (uint8_t)k;
+		st->rep_static = (uint8_t)idx;
+		st->rep_len = static_table[idx].vlen;
+		st->rep_flags = 0;
+		return H2_SCAN_FIELD;
+	}
+	s = slot_of(st, idx - STATIC_N);
+	k = st->e_k[s] & E_K_MASK;
+	if (k == E_K_NONE || !st->report)
+		return H2_SCAN_MORE;
+	st->rep_k = (uint8_t)k;
+	st->rep_static = 0;
+	if (st->e_k[s] & E_KEPT) {
+		unsigned n = MIN(st->e_vlen[s], H2_SCAN_VALUE_MAX), off = st->e_off[s];
+		unsigned first = MIN(n, H2_SCAN_ARENA - off);
+
+		memcpy(st->value, st->arena + off, first);
+		memcpy(st->value + first, st->arena, n - first);
+		st->rep_len = (uint16_t)n;
+		st->rep_flags = st->e_k[s] & E_CUT ? H2_SCAN_F_CUT : 0;
+	} else {
+		st->rep_len = 0;
+		st->rep_flags = H2_SCAN_F_UNKNOWN;
+	}
+	return H2_SCAN_FIELD;
+}
+
+static unsigned
+name_match(const struct h2_scan_config *cfg, const uint8_t *name, uint32_t len)
+{
+	unsigned m;
+
+	if (len == 0 || len > H2_SCAN_NAME_MAX)
+		return K_NONE;
+	for (m = cfg->by_len[len]; m; m &= m - 1) {
+		unsigned k = (unsigned)__builtin_ctz(m);
+
+		if (memcmp(cfg->name[k], name, len) == 0)
+			return k;
+	}
+	return K_NONE;
+}
+
+/* The field's value ended. */
+static enum h2_scan_status
+field_end(struct h2_scan *st)
+{
+	uint32_t vlen = st->dec_len;
+
+	st->hp = HP_START;
+	st->field_seen = 1;
+	if (st->kind == K_INC && !insert(st, st->f_nlen, vlen, st->f_k))
+		return give_up(st, H2_SCAN_WHY_TABLE);
+	if (st->f_k == K_NONE || !st->report)
+		return H2_SCAN_MORE;
+	st->rep_k = st->f_k;
+	st->rep_static = 0;
+	st->rep_len = (uint16_t)MIN(vlen, H2_SCAN_VALUE_MAX);
+	st->rep_flags = vlen > H2_SCAN_VALUE_MAX ? H2_SCAN_F_CUT : 0;
+	return H2_SCAN_FIELD;
+}
+
+static enum h2_scan_status
+string_end(struct h2_scan *st, const struct h2_scan_config *cfg)
+{
+	/* §5.2: at most 7 bits of padding, the most significant bits of
+	 * EOS (all ones). */
+	if (st->str_huff && (st->h_bits > 7 || (st->h_acc & ((1u << st->h_bits) - 1)) !=
+						       (1u << st->h_bits) - 1))
+		return give_up(st, H2_SCAN_WHY_HPACK);
+	if (st->str_value)
+		return field_end(st);
+	st->f_nlen = st->dec_len;
+	st->f_k = (uint8_t)name_match(cfg, st->name, st->dec_len);
+	st->str_value = 1;
+	st->hp = HP_SLEN;
+	return H2_SCAN_MORE;
+}
+
+/* n bytes of the string in progress: the name (kept up to
+ * H2_SCAN_NAME_MAX bytes to compare), the value (kept up to
+ * H2_SCAN_VALUE_MAX if the name is configured) or only counted. */
+static enum h2_scan_status
+string_bytes(struct h2_scan *st, const uint8_t *p, size_t n)
+{
+	uint8_t *dst = NULL;
+	uint32_t cap = 0, len = st->dec_len;
+	uint64_t acc;
+	unsigned bits;
+	size_t i;
+
+	if (!st->str_value) {
+		dst = st->name;
+		cap = H2_SCAN_NAME_MAX;
+	} else if (st->f_k != K_NONE) {
+		dst = st->value;
+		cap = H2_SCAN_VALUE_MAX;
+	}
+	if (!st->str_huff) {
+		if (len < cap)
+			memcpy(dst + len, p, MIN(n, cap - len));
+		st->dec_len = len + (uint32_t)n;
+		return H2_SCAN_MORE;
+	}
+	acc = st->h_acc;
+	bits = st->h_bits;
+	for (i = 0; i < n; i++) {
+		acc = acc << 8 | p[i];
+		bits += 8;
+		/* Bits left over are fewer than the longest code, 30: at most
+		 * 37 here. */
+		while (bits >= 5) {
+			uint32_t w = (uint32_t)((acc << (64 - bits)) >> 32);
+			unsigned e = huff_fast[w >> 24], l, sym;
+
+			if (e) {
+				l = e >> 8;
+				if (l > bits)
+					break;
+				sym = e & 0xff;
+			} else {
+				uint32_t c = 0;
+				int32_t idx;
+
+				for (l = 10;; l++) {
+					if (l > bits)
+						goto more;
+					c = w >> (32 - l);
+					if (c < huff_end[l])
+						break;
+				}
+				idx = (int32_t)c + huff_off[l];
+				if (idx >= 256)
+					return give_up(st, H2_SCAN_WHY_HPACK); /* EOS */
+				sym = huff_sym[idx];
+			}
+			bits -= l;
+			if (len < cap)
+				dst[len] = (uint8_t)sym;
+			len++;
+		}
+more:;
+	}
+	st->h_acc = acc;
+	st->h_bits = (uint8_t)bits;
+	st->dec_len = len;
+	return H2_SCAN_MORE;
+}
+
+/* The integer in progress (§5.1) is complete in st->int_val. */
+static enum h2_scan_status
+int_done(struct h2_scan *st, const struct h2_scan_config *cfg)
+{
+	uint32_t v = st->int_val;
+
+	switch (st->int_what) {
+	case I_INDEX:
+		st->hp = HP_START;
+		st->field_seen = 1;
+		return indexed(st, cfg, v);
+	case I_SIZE:
+		/* §4.2: only at the start of a block; our limit stands for
+		 * the SETTINGS_HEADER_TABLE_SIZE the server sent. */
+		if (st->field_seen || v > H2_SCAN_TABLE_MAX)
+			return give_up(st, H2_SCAN_WHY_HPACK);
+		st->t_max = v;
+		evict_to(st, v);
+		st->hp = HP_START;
+		return H2_SCAN_MORE;
+	case I_NAME:
+		st->hp = HP_SLEN;
+		if (v == 0) {
+			st->str_value = 0;
+			return H2_SCAN_MORE;
+		}
+		st->str_value = 1;
+		if (v <= STATIC_N) {
+			st->f_k = (uint8_t)static_k(cfg, v);
+			st->f_nlen = static_table[v].nlen;
+		} else {
+			unsigned s;
+
+			if (v - STATIC_N > st->e_count)
+				return give_up(st, H2_SCAN_WHY_HPACK);
+			s = slot_of(st, v - STATIC_N);
+			st->f_k = (st->e_k[s] & E_K_MASK) == E_K_NONE
+					  ? K_NONE
+					  : st->e_k[s] & E_K_MASK;
+			st->f_nlen = st->e_nlen[s];
+		}
+		return H2_SCAN_MORE;
+	default: /* I_SLEN */
+		st->str_left = v;
+		st->dec_len = 0;
+		st->h_acc = 0;
+		st->h_bits = 0;
+		st->hp = HP_STR;
+		return v ? H2_SCAN_MORE : string_end(st, cfg);
+	}
+}
+
+/* n bytes of a header block fragment; *used: how many were consumed
+ * (all of them unless a field is reported or the decoder gives up). */
+static enum h2_scan_status
+hpack(struct h2_scan *st,
+      const struct h2_scan_config *cfg,
+      const uint8_t *p,
+      size_t n,
+      size_t *used)
+{
+	enum h2_scan_status r = H2_SCAN_MORE;
+	size_t i = 0;
+
+	while (i < n && r == H2_SCAN_MORE) {
+		switch (st->hp) {
+		case HP_START: {
+			uint8_t b = p[i++];
+			unsigned mask;
+
+			if (b & 0x80) {
+				st->kind = K_INDEXED;
+				st->int_what = I_INDEX;
+				mask = 0x7f;
+			} else if (b & 0x40) {
+				st->kind = K_INC;
+				st->int_what = I_NAME;
+				mask = 0x3f;
+			} else if (b & 0x20) {
+				st->kind = K_SIZE;
+				st->int_what = I_SIZE;
+				mask = 0x1f;
+			} else {
+				/* without indexing, never indexed: the same here */
+				st->kind = K_NOINC;
+				st->int_what = I_NAME;
+				mask = 0x0f;
+			}
+			st->int_val = b & mask;
+			if (st->int_val < mask) {
+				r = int_done(st, cfg);
+			} else {
+				st->hp = HP_INT;
+				st->int_shift = 0;
+			}
+			break;
+		}
+		case HP_SLEN: {
+			uint8_t b = p[i++];
+
+			st->str_huff = b >> 7;
+			st->int_what = I_SLEN;
+			st->int_val = b & 0x7f;
+			if (st->int_val < 0x7f) {
+				r = int_done(st, cfg);
+			} else {
+				st->hp = HP_INT;
+				st->int_shift = 0;
+			}
+			break;
+		}
+		case HP_INT: {
+			uint8_t b = p[i++];
+
+			/* Four continuation bytes (28 bits) are more than
+			 * any index, size or string here can need. */
+			if (st->int_shift > 21)
+				return give_up(st, H2_SCAN_WHY_HPACK);
+			st->int_val += (uint32_t)(b & 0x7f) << st->int_shift;
+			st->int_shift = (uint8_t)(st->int_shift + 7);
+			if (!(b & 0x80))
+				r = int_done(st, cfg);
+			break;
+		}
+		default: { /* HP_STR */
+			size_t take = MIN(n - i, st->str_left);
+
+			r = string_bytes(st, p + i, take);
+			i += take;
+			st->str_left -= (uint32_t)take;
+			if (r == H2_SCAN_MORE && st->str_left == 0)
+				r = string_end(st, cfg);
+			break;
+		}
+		}
+	}
+	*used = i;
+	return r;
+}
+
+/* ---- frames (RFC 9113 §4, §6) ------------------------------------------- */
+
+/* The 9 header bytes are in: start the frame. */
+static enum h2_scan_status
+frame(struct h2_scan *st)
+{
+	const uint8_t *h = st->hdr;
+	uint32_t len = (uint32_t)h[0] << 16 | (uint32_t)h[1] << 8 | h[2];
+	uint8_t type = h[3], flags = h[4];
+	uint32_t id = ((uint32_t)h[5] << 24 | (uint32_t)h[6] << 16 |
+		       (uint32_t)h[7] << 8 | h[8]) &
+		      0x7fffffffu;
+
+	st->left = len;
+	st->pad = 0;
+	if (st->in_block) {
+		/* §6.10: a block's frames come alone, on its stream. */
+		if (type != F_CONTINUATION || id != st->block_id)
+			return give_up(st, H2_SCAN_WHY_FRAME);
+		st->frame_flags = flags;
+		st->phase = PH_BLOCK;
+		return H2_SCAN_MORE;
+	}
+	switch (type) {
+	case F_HEADERS: {
+		uint32_t need =
+			(flags & FL_PADDED ? 1u : 0u) + (flags & FL_PRIORITY ? 5u : 0u);
+
+		/* §5.1.1: a client opens odd streams only. */
+		if (id == 0 || !(id & 1) || len < need)
+			return give_up(st, H2_SCAN_WHY_FRAME);
+		st->block_id = id;
+		st->report = id > st->max_id;
+		if (st->report)
+			st->max_id = id;
+		st->in_block = 1;
+		st->field_seen = 0;
+		st->frame_flags = flags;
+		st->prio_left = 5;
+		st->phase = flags & FL_PADDED     ? PH_PADLEN
+			    : flags & FL_PRIORITY ? PH_PRIO
+						  : PH_BLOCK;
+		return H2_SCAN_MORE;
+	}
+	case F_CONTINUATION:
+	case F_PUSH_PROMISE: /* a server's frame: its block would be lost */
+		return give_up(st, H2_SCAN_WHY_FRAME);
+	default:
+		/* §5.5: unknown types are ignored, like the rest. */
+		st->phase = len ? PH_SKIP : PH_HDR;
+		return H2_SCAN_MORE;
+	}
+}
+
+/* The header block fragment of the frame ended. */
+static enum h2_scan_status
+fragment_end(struct h2_scan *st)
+{
+	st->phase = st->pad ? PH_PAD : PH_HDR;
+	if (!(st->frame_flags & FL_END_HEADERS))
+		return H2_SCAN_MORE;
+	st->in_block = 0;
+	if (st->hp != HP_START)
+		return give_up(st, H2_SCAN_WHY_HPACK); /* a field cut short */
+	if (!st->report)
+		return H2_SCAN_MORE;
+	st->report = 0;
+	return H2_SCAN_REQUEST;
+}
+
+enum h2_scan_status
+h2_scan_feed(struct h2_scan *st,
+	     const struct h2_scan_config *cfg,
+	     const void *buf,
+	     size_t len,
+	     size_t *consumed)
+{
+	const uint8_t *p = buf;
+	enum h2_scan_status r = H2_SCAN_MORE;
+	size_t off = 0;
+
+	if (st->phase == PH_DEAD) {
+		*consumed = len;
+		return H2_SCAN_MORE;
+	}
+	while (r == H2_SCAN_MORE) {
+		/* Before the end of the bytes: a block's end right after the
+		 * field reported last is reported on the next call. */
+		if (st->phase == PH_BLOCK && st->left == 0) {
+			r = fragment_end(st);
+			continue;
+		}
+		if (off == len)
+			break;
+		switch (st->phase) {
+		case PH_PREFACE: {
+			size_t take = MIN(len - off,
+					  (size_t)(H2_SCAN_PREFACE_LEN - st->pre)),
+			       i;
+
+			for (i = 0; i < take; i++)
+				if (p[off + i] !=
+				    (uint8_t)H2_SCAN_PREFACE[st->pre + i]) {
+					off += i + 1;
+					r = give_up(st, H2_SCAN_WHY_PREFACE);
+					break;
+				}
+			if (r != H2_SCAN_MORE)
+				break;
+			st->pre = (uint8_t)(st->pre + take);
+			off += take;
+			if (st->pre == H2_SCAN_PREFACE_LEN)
+				st->phase = PH_HDR;
+			break;
+		}
+		case PH_HDR: {
+			size_t take = MIN(len - off, 9u - st->hdr_pos);
+
+			memcpy(st->hdr + st->hdr_pos, p + off, take);
+			st->hdr_pos = (uint8_t)(st->hdr_pos + take);
+			off += take;
+			if (st->hdr_pos == 9) {
+				st->hdr_pos = 0;
+				r = frame(st);
+			}
+			break;
+		}
+		case PH_PADLEN: {
+			uint32_t need;
+
+			st->pad = p[off++];
+			st->left--;
+			need = st->pad + (st->frame_flags & FL_PRIORITY ? 5u : 0u);
+			/* §6.2: padding longer than what is left is an error */
+			if (need > st->left) {
+				r = give_up(st, H2_SCAN_WHY_FRAME);
+				break;
+			}
+			st->left -= st->pad;
+			st->phase = st->frame_flags & FL_PRIORITY ? PH_PRIO : PH_BLOCK;
+			break;
+		}
+		case PH_PRIO: {
+			size_t take = MIN(len - off, (size_t)st->prio_left);
+
+			st->prio_left = (uint8_t)(st->prio_left - take);
+			st->left -= (uint32_t)take;
+			off += take;
+			if (!st->prio_left)
+				st->phase = PH_BLOCK;
+			break;
+		}
+		case PH_BLOCK: {
+			size_t used = 0;
+
+			r = hpack(st, cfg, p + off, MIN(len - off, (size_t)st->left),
+				  &used);
+			off += used;
+			st->left -= (uint32_t)used;
+			break;
+		}
+		case PH_PAD: {
+			size_t take = MIN(len - off, (size_t)st->pad);
+
+			st->pad = (uint8_t)(st->pad - take);
+			off += take;
+			if (!st->pad)
+				st->phase = PH_HDR;
+			break;
+		}
+		case PH_SKIP: {
+			size_t take = MIN(len - off, (size_t)st->left);
+
+			st->left -= (uint32_t)take;
+			off += take;
+			if (!st->left)
+				st->phase = PH_HDR;
+			break;
+		}
+		default: /* PH_DEAD: gave up in this feed */
+			break;
+		}
+	}
+	*consumed = off;
+	return r;
+}
+
+void
+h2_scan_field(const struct h2_scan *st, struct h2_scan_field *f)
+{
+	f->k = st->rep_k;
+	f->len = st->rep_len;
+	f->flags = st->rep_flags;
+	if (st->rep_flags & H2_SCAN_F_UNKNOWN)
+		f->value = NULL;
+	else if (st->rep_static)
+		f->value = (const uint8_t *)static_table[st->rep_static].value;
+	else
+		f->value = st->value;
+}
+
+uint32_t
+h2_scan_stream(const struct h2_scan *st)
+{
+	/* A reported block is the one that raised max_id. */
+	return st->max_id;
+}
