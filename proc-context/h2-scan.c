@@ -458,9 +458,10 @@ string_end(struct h2_scan *st, const struct h2_scan_config *cfg)
 
 /* n bytes of the string in progress: the name (kept up to
  * H2_SCAN_NAME_MAX bytes to compare), the value (kept up to
- * H2_SCAN_VALUE_MAX if the name is configured) or only counted. */
+ * H2_SCAN_VALUE_MAX if the name is configured) or only counted.  On a bad
+ * code *bad is the number of bytes up to the one that ends it. */
 static enum h2_scan_status
-string_bytes(struct h2_scan *st, const uint8_t *p, size_t n)
+string_bytes(struct h2_scan *st, const uint8_t *p, size_t n, size_t *bad)
 {
 	uint8_t *dst = NULL;
 	uint32_t cap = 0, len = st->dec_len;
@@ -509,8 +510,10 @@ string_bytes(struct h2_scan *st, const uint8_t *p, size_t n)
 						break;
 				}
 				idx = (int32_t)c + huff_off[l];
-				if (idx >= 256)
-					return give_up(st, H2_SCAN_WHY_HPACK); /* EOS */
+				if (idx >= 256) {
+					*bad = i + 1; /* EOS */
+					return give_up(st, H2_SCAN_WHY_HPACK);
+				}
 				sym = huff_sym[idx];
 			}
 			bits -= l;
@@ -642,8 +645,10 @@ hpack(struct h2_scan *st,
 
 			/* Four continuation bytes (28 bits) are more than
 			 * any index, size or string here can need. */
-			if (st->int_shift > 21)
-				return give_up(st, H2_SCAN_WHY_HPACK);
+			if (st->int_shift > 21) {
+				r = give_up(st, H2_SCAN_WHY_HPACK);
+				break;
+			}
 			st->int_val += (uint32_t)(b & 0x7f) << st->int_shift;
 			st->int_shift = (uint8_t)(st->int_shift + 7);
 			if (!(b & 0x80))
@@ -653,7 +658,7 @@ hpack(struct h2_scan *st,
 		default: { /* HP_STR */
 			size_t take = MIN(n - i, st->str_left);
 
-			r = string_bytes(st, p + i, take);
+			r = string_bytes(st, p + i, take, &take);
 			i += take;
 			st->str_left -= (uint32_t)take;
 			if (r == H2_SCAN_MORE && st->str_left == 0)

@@ -295,6 +295,28 @@ check_pre(const struct stream *s, unsigned pre, struct trace *t)
 	size_t i, j;
 
 	run(t, p, s->n, NULL, 0, pre);
+	if (s->n > 8192) {
+		/* Too long for every split: random pieces, small and large. */
+		unsigned seed = 7, r;
+
+		for (r = 0; r < 200; r++) {
+			size_t nc = 0, at = 0;
+
+			for (;;) {
+				at += 1 + (size_t)rand_r(&seed) % (r % 2 ? 64 : 20000);
+				if (at >= s->n)
+					break;
+				cuts[nc++] = at;
+			}
+			run(&u, p, s->n, cuts, nc, pre);
+			same(t, &u);
+		}
+		for (i = 0; i + 1 < s->n; i++)
+			cuts[i] = i + 1;
+		run(&u, p, s->n, cuts, s->n - 1, pre);
+		same(t, &u);
+		return;
+	}
 	for (i = 1; i < s->n; i++) {
 		cuts[0] = i;
 		run(&u, p, s->n, cuts, 1, pre);
@@ -556,6 +578,695 @@ START_TEST(rfc_c6_huffman)
 }
 END_TEST
 
+/* ---- hand-made header blocks ---------------------------------------------- */
+
+struct blk {
+	uint8_t b[1 << 17];
+	size_t n;
+};
+
+/* §5.1: an integer with an n-bit prefix after the flag bits. */
+static void
+b_int(struct blk *k, uint8_t flags, unsigned prefix, uint32_t v)
+{
+	uint32_t max = (1u << prefix) - 1;
+
+	REQUIRE(k->n + 6 <= sizeof(k->b));
+	if (v < max) {
+		k->b[k->n++] = (uint8_t)(flags | v);
+		return;
+	}
+	k->b[k->n++] = (uint8_t)(flags | max);
+	v -= max;
+	while (v >= 128) {
+		k->b[k->n++] = (uint8_t)(0x80 | (v & 0x7f));
+		v >>= 7;
+	}
+	k->b[k->n++] = (uint8_t)v;
+}
+
+static void
+b_strn(struct blk *k, const void *p, size_t n)
+{
+	b_int(k, 0, 7, (uint32_t)n);
+	REQUIRE(k->n + n <= sizeof(k->b));
+	memcpy(k->b + k->n, p, n);
+	k->n += n;
+}
+
+static void
+b_raw(struct blk *k, const char *h)
+{
+	k->n += hex(k->b + k->n, h);
+}
+
+static void
+b_idx(struct blk *k, uint32_t idx)
+{
+	b_int(k, 0x80, 7, idx);
+}
+
+static void
+b_size(struct blk *k, uint32_t v)
+{
+	b_int(k, 0x20, 5, v);
+}
+
+/* A literal field: incremental indexing (inc 1), without indexing (0)
+ * or never indexed (2); name by index, or literal with name_idx 0. */
+static void
+b_litn(struct blk *k,
+       int inc,
+       uint32_t name_idx,
+       const char *name,
+       const void *v,
+       size_t vn)
+{
+	if (inc == 1)
+		b_int(k, 0x40, 6, name_idx);
+	else
+		b_int(k, inc == 2 ? 0x10 : 0x00, 4, name_idx);
+	if (!name_idx)
+		b_strn(k, name, strlen(name));
+	b_strn(k, v, vn);
+}
+
+static void
+b_lit(struct blk *k, int inc, uint32_t name_idx, const char *name, const char *v)
+{
+	b_litn(k, inc, name_idx, name, v, strlen(v));
+}
+
+static void
+headers(struct stream *s, uint8_t flags, uint32_t id, struct blk *k)
+{
+	frame(s, 1, flags, id, k->b, k->n);
+	k->n = 0;
+}
+
+/* One request on stream id: ":method: GET" (static 2). */
+static void
+get(struct stream *s, uint32_t id)
+{
+	frame(s, 1, EH | ES, id, "\x82", 1);
+}
+
+static void
+want_get(const struct trace *t, unsigned *i, uint32_t id)
+{
+	want_field(t, i, ":method", "GET");
+	want_req(t, i, id);
+}
+
+/* ---- preface ---------------------------------------------------------------- */
+
+START_TEST(preface)
+{
+	static struct stream s;
+	static struct trace t;
+	unsigned pre, i;
+
+	/* Every count of bytes seen before (the HTTP/1 scanner's "PRI "). */
+	for (pre = 0; pre <= H2_SCAN_PREFACE_LEN; pre++) {
+		s.n = 0;
+		put(&s, H2_SCAN_PREFACE + pre, H2_SCAN_PREFACE_LEN - pre);
+		frame(&s, 4, 0, 0, NULL, 0);
+		get(&s, 1);
+		check_pre(&s, pre, &t);
+		i = 0;
+		want_get(&t, &i, 1);
+		want_end(&t, i, 0);
+	}
+	/* A wrong byte anywhere: given up on that byte. */
+	for (pre = 0; pre < H2_SCAN_PREFACE_LEN; pre++) {
+		start(&s);
+		get(&s, 1);
+		s.b[pre] ^= 0x20;
+		check(&s, &t);
+		REQUIRE(t.n == 1 && t.ev[0].st == H2_SCAN_GAVE_UP &&
+			t.ev[0].off == pre + 1);
+		REQUIRE(t.why == H2_SCAN_WHY_PREFACE);
+	}
+	s.n = 0;
+	put(&s, "GET / HTTP/1.1\r\n\r\n", 18);
+	check(&s, &t);
+	REQUIRE(t.why == H2_SCAN_WHY_PREFACE && t.n == 1 && t.ev[0].off == 1);
+	/* More than the preface's length: nonsense from the caller. */
+	h2_scan_reset(&st, H2_SCAN_PREFACE_LEN + 1);
+	REQUIRE(h2_scan_gave_up(&st) && st.why == H2_SCAN_WHY_PREFACE);
+	h2_scan_reset(&st, 4);
+	REQUIRE(!h2_scan_gave_up(&st));
+}
+END_TEST
+
+/* ---- HEADERS flags, CONTINUATION ---------------------------------------- */
+
+START_TEST(padded_priority)
+{
+	static struct stream s;
+	static struct trace t;
+	uint8_t p[64];
+	unsigned i = 0;
+
+	start(&s);
+	/* PADDED: pad length 7, block, 7 bytes of padding */
+	memcpy(p, "\x07\x82\x84\0\0\0\0\0\0\0", 10);
+	frame(&s, 1, EH | 0x08, 1, p, 10);
+	/* PRIORITY: exclusive dependency on 0, weight 255 */
+	memcpy(p, "\x80\0\0\0\xff\x83\x86", 7);
+	frame(&s, 1, EH | 0x20, 3, p, 7);
+	/* both, and padding that fills the rest exactly */
+	memcpy(p, "\x03\0\0\0\x01\x10\x87\x85\1\2\3", 11);
+	frame(&s, 1, EH | 0x28, 5, p, 11);
+	/* padded, an empty block: a request without fields */
+	frame(&s, 1, EH | 0x08, 7, "\x02\0\0", 3);
+	/* padded, no padding */
+	frame(&s, 1, EH | 0x08, 9, "\x00\x82", 2);
+	check(&s, &t);
+	want_field(&t, &i, ":method", "GET");
+	want_field(&t, &i, ":path", "/");
+	want_req(&t, &i, 1);
+	want_field(&t, &i, ":method", "POST");
+	want_field(&t, &i, ":scheme", "http");
+	want_req(&t, &i, 3);
+	want_field(&t, &i, ":scheme", "https");
+	want_field(&t, &i, ":path", "/index.html");
+	want_req(&t, &i, 5);
+	want_req(&t, &i, 7);
+	want_get(&t, &i, 9);
+	want_end(&t, i, 0);
+
+	/* Padding longer than the frame: given up. */
+	start(&s);
+	frame(&s, 1, EH | 0x08, 1, "\x03\x82\0", 3);
+	check(&s, &t);
+	want_end(&t, 0, H2_SCAN_WHY_FRAME);
+	start(&s);
+	frame(&s, 1, EH | 0x28, 1, "\x01\0\0\0\0\x10", 6); /* 1 + 5 + pad 1 > 6 */
+	check(&s, &t);
+	want_end(&t, 0, H2_SCAN_WHY_FRAME);
+	/* Too short for its priority fields, for its pad length. */
+	start(&s);
+	frame(&s, 1, EH | 0x20, 1, "\0\0\0", 3);
+	check(&s, &t);
+	want_end(&t, 0, H2_SCAN_WHY_FRAME);
+	start(&s);
+	frame(&s, 1, EH | 0x08, 1, NULL, 0);
+	check(&s, &t);
+	want_end(&t, 0, H2_SCAN_WHY_FRAME);
+}
+END_TEST
+
+/* C.4.3's block (Huffman strings, dynamic references) split into HEADERS
+ * and CONTINUATION frames at every point, and into three frames. */
+START_TEST(continuation)
+{
+	static struct stream s;
+	static struct trace t;
+	uint8_t b3[64];
+	size_t n3 =
+		hex(b3, "8287 85bf 4088 25a8 49e9 5ba9 7d7f 8925 a849 e95b b8e8 b4bf");
+	size_t a, c;
+
+	for (a = 0; a <= n3; a++)
+		for (c = a; c <= n3; c += (a % 4 == 0 ? 1 : n3 + 1)) {
+			unsigned i = 0;
+
+			start(&s);
+			frame_hex(&s, 1, EH, 1,
+				  "8286 8441 8cf1 e3c2 e5f2 3a6b a0ab 90f4 ff");
+			frame_hex(&s, 1, EH, 3, "8286 84be 5886 a8eb 1064 9cbf");
+			frame(&s, 1, 0, 5, b3, a);
+			if (c < n3 && c > a) {
+				frame(&s, 9, 0, 5, b3 + a, c - a);
+				frame(&s, 9, EH, 5, b3 + c, n3 - c);
+			} else {
+				frame(&s, 9, EH, 5, b3 + a, n3 - a);
+			}
+			get(&s, 7);
+			check(&s, &t);
+			i = 11;
+			want_field(&t, &i, ":method", "GET");
+			want_field(&t, &i, ":scheme", "https");
+			want_field(&t, &i, ":path", "/index.html");
+			want_field(&t, &i, ":authority", "www.example.com");
+			want_field(&t, &i, "custom-key", "custom-value");
+			want_req(&t, &i, 5);
+			want_get(&t, &i, 7);
+			want_end(&t, i, 0);
+			want_table(&t, 2, 164, c3_t3, 3);
+		}
+}
+END_TEST
+
+START_TEST(continuation_rules)
+{
+	static struct stream s;
+	static struct trace t;
+	unsigned i;
+
+	/* CONTINUATION without a block, after a complete one */
+	start(&s);
+	frame(&s, 9, EH, 1, "\x82", 1);
+	check(&s, &t);
+	want_end(&t, 0, H2_SCAN_WHY_FRAME);
+	start(&s);
+	get(&s, 1);
+	frame(&s, 9, EH, 1, "\x82", 1);
+	check(&s, &t);
+	i = 0;
+	want_get(&t, &i, 1);
+	want_end(&t, i, H2_SCAN_WHY_FRAME);
+	/* Inside a block: a PING, DATA, HEADERS, an unknown type, a
+	 * CONTINUATION of another stream.  The fields before are reported. */
+	{
+		static const uint8_t types[] = {6, 0, 1, 0xfa, 9};
+		unsigned j;
+
+		for (j = 0; j < sizeof(types); j++) {
+			start(&s);
+			frame(&s, 1, 0, 1, "\x82", 1);
+			frame(&s, types[j], 0, types[j] == 9 ? 3 : 1,
+			      "\x84\0\0\0\0\0\0\0", 8);
+			frame(&s, 9, EH, 1, "\x84", 1);
+			check(&s, &t);
+			i = 0;
+			want_field(&t, &i, ":method", "GET");
+			want_end(&t, i, H2_SCAN_WHY_FRAME);
+			REQUIRE(t.ev[1].off == H2_SCAN_PREFACE_LEN + 15 + 10 + 9);
+		}
+	}
+	/* PUSH_PROMISE is the server's */
+	start(&s);
+	frame(&s, 5, EH, 1, "\0\0\0\2\x82", 5);
+	check(&s, &t);
+	want_end(&t, 0, H2_SCAN_WHY_FRAME);
+}
+END_TEST
+
+/* ---- streams ------------------------------------------------------------- */
+
+START_TEST(trailers_and_ids)
+{
+	static struct stream s;
+	static struct trace t;
+	static struct blk k;
+	unsigned i = 0;
+
+	start(&s);
+	b_idx(&k, 3);
+	b_lit(&k, 1, 0, "traceparent", "00-1-2-01");
+	headers(&s, EH, 1, &k);
+	frame(&s, 0, 0, 1, "body", 4);
+	/* Trailers: not a request, but the table follows them. */
+	b_lit(&k, 1, 0, "custom-key", "in-trailer");
+	b_lit(&k, 1, 0, "x-other", "zzz");
+	headers(&s, EH | ES, 1, &k);
+	b_idx(&k, 2);
+	b_idx(&k, 63);
+	b_idx(&k, 64);
+	headers(&s, EH | ES, 3, &k);
+	/* Stream 9, then 5 (below it: not new), then 11. */
+	get(&s, 9);
+	get(&s, 5);
+	get(&s, 11);
+	check(&s, &t);
+	want_field(&t, &i, ":method", "POST");
+	want_field(&t, &i, "traceparent", "00-1-2-01");
+	want_req(&t, &i, 1);
+	want_field(&t, &i, ":method", "GET");
+	want_field(&t, &i, "custom-key", "in-trailer");
+	want_field(&t, &i, "traceparent", "00-1-2-01");
+	want_req(&t, &i, 3);
+	want_get(&t, &i, 9);
+	want_get(&t, &i, 11);
+	want_end(&t, i, 0);
+	REQUIRE(t.snap[1].count == 3 && t.snap[1].k[0] == E_K_NONE);
+
+	/* A client never opens an even stream, nor stream 0. */
+	start(&s);
+	get(&s, 1);
+	get(&s, 2);
+	check(&s, &t);
+	i = 0;
+	want_get(&t, &i, 1);
+	want_end(&t, i, H2_SCAN_WHY_FRAME);
+	start(&s);
+	get(&s, 0);
+	check(&s, &t);
+	want_end(&t, 0, H2_SCAN_WHY_FRAME);
+	/* The high bit of the stream id is reserved: ignored. */
+	start(&s);
+	get(&s, 0x80000003u);
+	check(&s, &t);
+	i = 0;
+	want_get(&t, &i, 3);
+	want_end(&t, i, 0);
+}
+END_TEST
+
+START_TEST(other_frames)
+{
+	static struct stream s;
+	static struct trace t;
+	static uint8_t data[70000];
+	unsigned i = 0, j;
+
+	/* DATA that looks like frames of its own */
+	for (j = 0; j + 10 <= sizeof(data); j += 10)
+		memcpy(data + j, "\0\0\1\1\4\0\0\0\3\x83", 10);
+	start(&s);
+	get(&s, 1);
+	frame(&s, 0, 0x08, 1, data, sizeof(data)); /* padded DATA: all skipped */
+	frame(&s, 8, 0, 0, "\0\1\0\0", 4);         /* WINDOW_UPDATE */
+	frame(&s, 4, 1, 0, NULL, 0);               /* SETTINGS ack */
+	frame(&s, 6, 0, 0, "12345678", 8);         /* PING */
+	frame(&s, 2, 0, 3, "\0\0\0\1\x10", 5);     /* PRIORITY of an idle stream */
+	frame(&s, 3, 0, 1, "\0\0\0\x08", 4);       /* RST_STREAM */
+	frame(&s, 0xfa, 0xff, 7, data, 300);       /* unknown types */
+	frame(&s, 0x10, 0, 0, NULL, 0);
+	frame(&s, 7, 0, 0, "\0\0\0\0\0\0\0\0", 8); /* GOAWAY */
+	get(&s, 3);
+	check(&s, &t);
+	want_get(&t, &i, 1);
+	want_get(&t, &i, 3);
+	want_end(&t, i, 0);
+	/* The largest frame length: only counted down. */
+	start(&s);
+	put(&s, "\xff\xff\xff\0\0\0\0\0\1", 9);
+	check(&s, &t);
+	want_end(&t, 0, 0);
+	REQUIRE(st.phase != 0 &&
+		st.left == 0xffffff - (s.n - H2_SCAN_PREFACE_LEN - 15 - 9));
+}
+END_TEST
+
+/* ---- values ----------------------------------------------------------- */
+
+START_TEST(repeats_and_kinds)
+{
+	static struct stream s;
+	static struct trace t;
+	static struct blk k;
+	unsigned i = 0;
+
+	start(&s);
+	b_lit(&k, 0, 4, NULL, "/a");           /* without indexing */
+	b_lit(&k, 2, 4, NULL, "/b");           /* never indexed */
+	b_lit(&k, 0, 0, ":path", "/c");        /* literal name */
+	b_lit(&k, 2, 0, "x-secret", "s");      /* not configured */
+	b_lit(&k, 0, 0, "Custom-Key", "case"); /* names are compared exactly */
+	b_lit(&k, 0, 0, "custom-keyx", "longer");
+	b_lit(&k, 0, 0, "", "empty name");
+	b_lit(&k, 1, 0, "custom-key", "");
+	headers(&s, EH, 1, &k);
+	b_idx(&k, 62);
+	b_idx(&k, 62);
+	headers(&s, EH, 3, &k);
+	/* Nothing else was added: 63 is beyond the table. */
+	b_idx(&k, 63);
+	headers(&s, EH, 5, &k);
+	check(&s, &t);
+	want_field(&t, &i, ":path", "/a");
+	want_field(&t, &i, ":path", "/b");
+	want_field(&t, &i, ":path", "/c");
+	want_field(&t, &i, "custom-key", "");
+	want_req(&t, &i, 1);
+	want_field(&t, &i, "custom-key", "");
+	want_field(&t, &i, "custom-key", "");
+	want_req(&t, &i, 3);
+	want_end(&t, i, H2_SCAN_WHY_HPACK);
+	REQUIRE(t.snap[0].count == 1 && t.snap[0].size == 42);
+}
+END_TEST
+
+START_TEST(cut_and_unknown)
+{
+	static struct stream s;
+	static struct trace t;
+	static struct blk k;
+	static uint8_t v[3000];
+	unsigned i = 0, j, r;
+
+	for (j = 0; j < sizeof(v); j++)
+		v[j] = (uint8_t)(j * 7 + j / 256);
+	/* A value longer than H2_SCAN_VALUE_MAX: its first bytes, cut, both
+	 * when decoded and from the table. */
+	start(&s);
+	b_size(&k, 65536);
+	b_litn(&k, 1, 0, "traceparent", v, 2000);
+	headers(&s, EH, 1, &k);
+	b_idx(&k, 62);
+	headers(&s, EH, 3, &k);
+	/* The arena (1568 bytes) has 544 left after the first 1024: a value
+	 * of 500 bytes is kept, one of 1000 is not, and a reference to it is
+	 * reported as unknown. */
+	b_litn(&k, 1, 20, NULL, v, 1000);       /* not configured: not kept */
+	b_litn(&k, 1, 0, "custom-key", v, 500); /* kept */
+	b_litn(&k, 1, 0, "custom-key", v + 1, 1000);
+	headers(&s, EH, 5, &k);
+	b_idx(&k, 62);
+	b_idx(&k, 63);
+	b_idx(&k, 65);
+	headers(&s, EH, 7, &k);
+	check(&s, &t);
+	REQUIRE(t.n == 11);
+	for (j = 0; j < 2; j++) {
+		const struct ev *e = &t.ev[i];
+
+		REQUIRE(e->st == H2_SCAN_FIELD && e->k == kof("traceparent"));
+		REQUIRE(e->flags == H2_SCAN_F_CUT && e->len == H2_SCAN_VALUE_MAX);
+		REQUIRE(memcmp(e->v, v, H2_SCAN_VALUE_MAX) == 0);
+		i++;
+		want_req(&t, &i, j ? 3 : 1);
+	}
+	REQUIRE(t.ev[4].len == 500 && t.ev[5].len == 1000 && t.ev[5].flags == 0);
+	REQUIRE(memcmp(t.ev[5].v, v + 1, 1000) == 0);
+	i = 7;
+	REQUIRE(t.ev[i].flags == H2_SCAN_F_UNKNOWN && t.ev[i].null && t.ev[i].len == 0);
+	REQUIRE(t.ev[i + 1].flags == 0 && t.ev[i + 1].len == 500);
+	REQUIRE(memcmp(t.ev[i + 1].v, v, 500) == 0);
+	REQUIRE(t.ev[i + 2].flags == H2_SCAN_F_CUT && t.ev[i + 2].len == 1024);
+	i += 3;
+	want_req(&t, &i, 7);
+
+	/* Values that wrap around the arena's end: a 1600-byte table holds
+	 * two 700-byte values, each new one evicts the oldest. */
+	start(&s);
+	b_size(&k, 1600);
+	headers(&s, EH, 1, &k);
+	for (r = 0; r < 12; r++) {
+		b_litn(&k, 1, 0, "custom-key", v + r, 700);
+		if (r)
+			b_idx(&k, 63);
+		headers(&s, EH, 3 + 2 * r, &k);
+	}
+	check(&s, &t);
+	REQUIRE(t.n == 1 + 12 * 3 - 1);
+	for (r = 0, i = 1; r < 12; r++) {
+		REQUIRE(t.ev[i].len == 700 && memcmp(t.ev[i].v, v + r, 700) == 0);
+		i++;
+		if (r) {
+			REQUIRE(t.ev[i].flags == 0 && t.ev[i].len == 700);
+			REQUIRE(memcmp(t.ev[i].v, v + r - 1, 700) == 0);
+			i++;
+		}
+		want_req(&t, &i, 3 + 2 * r);
+	}
+}
+END_TEST
+
+/* ---- HPACK limits ----------------------------------------------------- */
+
+START_TEST(size_updates)
+{
+	static struct stream s;
+	static struct trace t;
+	static struct blk k;
+	unsigned i = 0;
+
+	/* Two updates at the start: 0 empties the table. */
+	start(&s);
+	b_lit(&k, 1, 0, "custom-key", "one");
+	headers(&s, EH, 1, &k);
+	b_size(&k, 0);
+	b_size(&k, 4096);
+	b_lit(&k, 1, 0, "custom-key", "two");
+	b_idx(&k, 62);
+	headers(&s, EH, 3, &k);
+	/* An update in a later block, an entry larger than the table. */
+	b_size(&k, 100);
+	b_lit(&k, 1, 0, "custom-key",
+	      "three, a value longer than the table can hold. ......"
+	      "............................");
+	b_idx(&k, 2);
+	headers(&s, EH, 5, &k);
+	b_size(&k, 65536); /* the limit itself */
+	b_idx(&k, 62);
+	headers(&s, EH, 7, &k);
+	check(&s, &t);
+	want_field(&t, &i, "custom-key", "one");
+	want_req(&t, &i, 1);
+	want_field(&t, &i, "custom-key", "two");
+	want_field(&t, &i, "custom-key", "two");
+	want_req(&t, &i, 3);
+	REQUIRE(t.snap[1].count == 1 && t.snap[1].size == 45 && t.snap[1].max == 4096);
+	i++;
+	want_field(&t, &i, ":method", "GET");
+	want_req(&t, &i, 5);
+	REQUIRE(t.snap[2].count == 0 && t.snap[2].size == 0 && t.snap[2].max == 100);
+	want_end(&t, i, H2_SCAN_WHY_HPACK); /* 62: the table is empty */
+
+	/* Above the limit; after a field. */
+	start(&s);
+	b_size(&k, 65537);
+	headers(&s, EH, 1, &k);
+	check(&s, &t);
+	want_end(&t, 0, H2_SCAN_WHY_HPACK);
+	start(&s);
+	b_idx(&k, 2);
+	b_size(&k, 0);
+	headers(&s, EH, 1, &k);
+	check(&s, &t);
+	i = 0;
+	want_field(&t, &i, ":method", "GET");
+	want_end(&t, i, H2_SCAN_WHY_HPACK);
+}
+END_TEST
+
+/* Blocks the decoder rejects: each after a good request. */
+START_TEST(hpack_errors)
+{
+	static const char *const bad[] = {
+		"80",                   /* index 0 */
+		"be",                   /* index 62, the table empty */
+		"7e 01 61",             /* literal name index 62 */
+		"ff 80 80 80 80 01",    /* integer of five continuation bytes */
+		"04 84 ff ff ff ff",    /* Huffman: EOS */
+		"04 82 1f ff",          /* padding of 11 bits */
+		"04 81 18",             /* padding not all ones */
+		"00 01 61 81 1c",       /* the same in a value */
+		"40 03 61",             /* the block ends in a string */
+		"40",                   /* ... after a representation's first byte */
+		"0f",                   /* ... in an integer */
+		"40 7f 80 80 80 01 61", /* a string longer than the block */
+	};
+	static struct stream s;
+	static struct trace t;
+	static struct blk k;
+	unsigned j, i;
+
+	for (j = 0; j < sizeof(bad) / sizeof(bad[0]); j++) {
+		start(&s);
+		get(&s, 1);
+		b_raw(&k, bad[j]);
+		headers(&s, EH, 3, &k);
+		get(&s, 5);
+		check(&s, &t);
+		i = 0;
+		want_get(&t, &i, 1);
+		if (t.why != H2_SCAN_WHY_HPACK)
+			ck_abort_msg("block %s: why %u", bad[j], t.why);
+		want_end(&t, i, H2_SCAN_WHY_HPACK);
+	}
+	/* The good ones next to them: padding of 3, 3 and 0 bits, a long
+	 * string (2-byte length), index 61 (not configured). */
+	start(&s);
+	b_raw(&k, "04 81 1f  04 81 4f  04 81 f8  04 82 64 1f");
+	b_raw(&k, "04 7f 01");
+	for (j = 0; j < 128; j++)
+		k.b[k.n++] = 'x';
+	b_raw(&k, "bd");
+	headers(&s, EH, 1, &k);
+	check(&s, &t);
+	i = 0;
+	want_field(&t, &i, ":path", "a");
+	want_field(&t, &i, ":path", "t");
+	want_field(&t, &i, ":path", "&");
+	want_field(&t, &i, ":path", "30");
+	REQUIRE(t.ev[4].len == 128 && t.ev[4].v[127] == 'x');
+	i++;
+	want_req(&t, &i, 1);
+	want_end(&t, i, 0);
+}
+END_TEST
+
+START_TEST(table_entries)
+{
+	static struct stream s;
+	static struct trace t;
+	static struct blk k;
+	unsigned j, i = 0;
+
+	/* 128 entries of 32 bytes fill 4096 bytes; more evict the oldest, a
+	 * larger one two of them. */
+	start(&s);
+	for (j = 0; j < 200; j++)
+		b_lit(&k, 1, 0, "", "");
+	b_lit(&k, 1, 0, "custom-key", "x");
+	b_idx(&k, 62);
+	b_idx(&k, 62 + 126); /* the oldest */
+	headers(&s, EH, 1, &k);
+	check(&s, &t);
+	want_field(&t, &i, "custom-key", "x");
+	want_field(&t, &i, "custom-key", "x");
+	want_req(&t, &i, 1);
+	want_end(&t, i, 0);
+	REQUIRE(t.snap[0].count == 127 && t.snap[0].size == 126 * 32 + 43);
+
+	/* With a larger table the model's 128 entries are the limit. */
+	start(&s);
+	b_size(&k, 8192);
+	for (j = 0; j < 129; j++)
+		b_lit(&k, 1, 0, "", "");
+	headers(&s, EH, 1, &k);
+	check(&s, &t);
+	want_end(&t, 0, H2_SCAN_WHY_TABLE);
+}
+END_TEST
+
+START_TEST(config_and_stop)
+{
+	struct h2_scan_config c;
+	char n33[34];
+	unsigned j;
+	size_t used;
+
+	memset(&c, 0, sizeof(c));
+	memset(n33, 'a', 33);
+	n33[33] = '\0';
+	REQUIRE(h2_scan_config_add(&c, NULL) == -EINVAL);
+	REQUIRE(h2_scan_config_add(&c, "") == -EINVAL);
+	REQUIRE(h2_scan_config_add(&c, n33) == -EINVAL);
+	REQUIRE(h2_scan_config_add(&c, n33 + 1) == 0);
+	REQUIRE(h2_scan_config_add(&c, "User-Agent") == -EINVAL);
+	REQUIRE(h2_scan_config_add(&c, "a b") == -EINVAL);
+	REQUIRE(h2_scan_config_add(&c, "a:b") == -EINVAL);
+	REQUIRE(h2_scan_config_add(&c, "x\x7f") == -EINVAL);
+	REQUIRE(h2_scan_config_add(&c, "user-agent") == 1);
+	REQUIRE(h2_scan_config_add(&c, "user-agent") == -EEXIST);
+	REQUIRE(c.static_k[58] == 2 && c.static_k[57] == 0);
+	for (j = 2; j < H2_SCAN_KEEP_MAX; j++) {
+		char nm[8];
+
+		snprintf(nm, sizeof(nm), "n%u", j);
+		REQUIRE(h2_scan_config_add(&c, nm) == (int)j);
+	}
+	REQUIRE(h2_scan_config_add(&c, "one-more") == -ENOSPC);
+
+	h2_scan_reset(&st, 0);
+	REQUIRE(h2_scan_feed(&st, &cfg, "PRI * HTTP", 10, &used) == H2_SCAN_MORE &&
+		used == 10);
+	h2_scan_stop(&st);
+	REQUIRE(h2_scan_gave_up(&st) && st.why == H2_SCAN_WHY_CALLER);
+	REQUIRE(h2_scan_feed(&st, &cfg, "garbage", 7, &used) == H2_SCAN_MORE &&
+		used == 7);
+	REQUIRE(h2_scan_feed(&st, &cfg, NULL, 0, &used) == H2_SCAN_MORE && used == 0);
+	h2_scan_stop(&st);
+	REQUIRE(st.why == H2_SCAN_WHY_CALLER);
+}
+END_TEST
+
 TEST_SUITE(h2_scan_suite)
 {
 	Suite *s = suite_create("h2-scan");
@@ -567,6 +1278,18 @@ TEST_SUITE(h2_scan_suite)
 	tcase_add_test(tc, rfc_c4_huffman);
 	tcase_add_test(tc, rfc_c5_plain);
 	tcase_add_test(tc, rfc_c6_huffman);
+	tcase_add_test(tc, preface);
+	tcase_add_test(tc, padded_priority);
+	tcase_add_test(tc, continuation);
+	tcase_add_test(tc, continuation_rules);
+	tcase_add_test(tc, trailers_and_ids);
+	tcase_add_test(tc, other_frames);
+	tcase_add_test(tc, repeats_and_kinds);
+	tcase_add_test(tc, cut_and_unknown);
+	tcase_add_test(tc, size_updates);
+	tcase_add_test(tc, hpack_errors);
+	tcase_add_test(tc, table_entries);
+	tcase_add_test(tc, config_and_stop);
 	suite_add_tcase(s, tc);
 	return s;
 }
