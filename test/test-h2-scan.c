@@ -128,7 +128,7 @@ start(struct stream *s)
 
 /* ---- feeding ------------------------------------------------------------- */
 
-#define EV_MAX   80
+#define EV_MAX   520
 #define SNAP_MAX 8
 
 struct ev {
@@ -1267,6 +1267,324 @@ START_TEST(config_and_stop)
 }
 END_TEST
 
+#ifdef HAVE_NGHTTP2
+/* ---- against libnghttp2's encoder -------------------------------------- */
+
+#define NV_MAX   40
+#define POOL_MAX 48
+
+struct nvbuf {
+	char name[48];
+	uint8_t value[1600];
+	size_t nlen, vlen;
+};
+
+static size_t
+rand_value(unsigned *seed, uint8_t *v)
+{
+	static const char text[] = "abcdefghijklmnopqrstuvwxyz0123456789-_./;=, ABCXYZ";
+	unsigned r = (unsigned)rand_r(seed) % 100;
+	size_t n = r < 70   ? (size_t)rand_r(seed) % 60
+		   : r < 95 ? (size_t)rand_r(seed) % 300
+			    : 900 + (size_t)rand_r(seed) % 700;
+	unsigned kind = (unsigned)rand_r(seed) % 10, i;
+
+	for (i = 0; i < n; i++) {
+		if (kind == 0) /* any byte: Huffman's long codes, or raw */
+			v[i] = (uint8_t)rand_r(seed);
+		else if (kind == 1 && rand_r(seed) % 8 == 0)
+			v[i] = (uint8_t)(128 + rand_r(seed) % 128);
+		else
+			v[i] = (uint8_t)
+				text[(unsigned)rand_r(seed) % (sizeof(text) - 1)];
+	}
+	return n;
+}
+
+static void
+rand_name(unsigned *seed, struct nvbuf *b)
+{
+	static const char *const pool[] = {
+		":method",     ":scheme",       ":path",
+		":authority",  "cache-control", "custom-key",
+		"traceparent", "date",          "user-agent",
+		"accept",      "x-request-id",  "cookie",
+		"x",           "traceparentx",  "accept-encoding",
+	};
+	unsigned r = (unsigned)rand_r(seed) % 20, i;
+
+	if (r < 15) {
+		b->nlen = strlen(pool[r]);
+		memcpy(b->name, pool[r], b->nlen);
+		return;
+	}
+	b->nlen = (size_t)rand_r(seed) % 40; /* an empty name too */
+	for (i = 0; i < b->nlen; i++)
+		b->name[i] = (char)('a' + rand_r(seed) % 26);
+}
+
+static int
+name_k(const char *name, size_t n)
+{
+	unsigned k;
+
+	for (k = 0; k < N_NAMES; k++)
+		if (strlen(names[k]) == n && memcmp(names[k], name, n) == 0)
+			return (int)k;
+	return -1;
+}
+
+/* The model against the encoder's table: sizes, entries, kept values. */
+static void
+same_table(nghttp2_hd_deflater *def)
+{
+	size_t n = nghttp2_hd_deflate_get_num_table_entries(def) - 61, d;
+
+	REQUIRE(st.t_size == nghttp2_hd_deflate_get_dynamic_table_size(def));
+	REQUIRE(st.t_max == nghttp2_hd_deflate_get_max_dynamic_table_size(def));
+	REQUIRE(st.e_count == n);
+	for (d = 1; d <= n; d++) {
+		const nghttp2_nv *nv = nghttp2_hd_deflate_get_table_entry(def, 61 + d);
+		unsigned s = (st.e_head - d) & (H2_SCAN_ENTRIES - 1), i;
+		int k = name_k((const char *)nv->name, nv->namelen);
+
+		REQUIRE(st.e_nlen[s] == nv->namelen && st.e_vlen[s] == nv->valuelen);
+		REQUIRE((st.e_k[s] & 0x0f) == (k < 0 ? E_K_NONE : (unsigned)k));
+		if (!(st.e_k[s] & E_KEPT))
+			continue;
+		for (i = 0; i < nv->valuelen && i < H2_SCAN_VALUE_MAX; i++)
+			REQUIRE(st.arena[(st.e_off[s] + i) % H2_SCAN_ARENA] ==
+				nv->value[i]);
+	}
+}
+
+START_TEST(nghttp2_encoder)
+{
+	static struct nvbuf nvb[NV_MAX], pool[POOL_MAX];
+	static struct stream s;
+	static struct trace t;
+	static uint8_t blk[1 << 16];
+	static size_t cuts[1 << 16];
+	static const size_t caps[] = {4096, 256, 1024, 16384, 65536};
+	static const size_t sizes[] = {0, 100, 512, 4096, 8192, 65536};
+	unsigned seed = 1, conn, fields = 0, unknown = 0, cut = 0, reqs = 0,
+		 table_full = 0;
+
+	for (conn = 0; conn < 150; conn++) {
+		nghttp2_hd_deflater *def;
+		unsigned npool = 0, req;
+		uint32_t id = 1;
+
+		REQUIRE(nghttp2_hd_deflate_new(&def, caps[conn % 5]) == 0);
+		h2_scan_reset(&st, 0);
+		s.n = 0;
+		start(&s);
+		for (req = 0; req < 30 && !h2_scan_gave_up(&st); req++) {
+			static nghttp2_nv nva[NV_MAX];
+			unsigned n = 1 + (unsigned)rand_r(&seed) % (NV_MAX - 1), i,
+				 e = 0;
+			bool trailer = req && rand_r(&seed) % 8 == 0;
+			uint32_t sid = trailer ? id - 2 : id;
+			ssize_t bl;
+			size_t off, nc = 0, a = 0;
+			int r;
+
+			if (rand_r(&seed) % 6 == 0)
+				REQUIRE(nghttp2_hd_deflate_change_table_size(
+						def,
+						sizes[(unsigned)rand_r(&seed) % 6]) ==
+					0);
+			for (i = 0; i < n; i++) {
+				if (npool && rand_r(&seed) % 2) {
+					nvb[i] = pool[(unsigned)rand_r(&seed) % npool];
+				} else {
+					rand_name(&seed, &nvb[i]);
+					nvb[i].vlen = rand_value(&seed, nvb[i].value);
+					if (npool < POOL_MAX)
+						pool[npool++] = nvb[i];
+					else
+						pool[(unsigned)rand_r(&seed) %
+						     POOL_MAX] = nvb[i];
+				}
+				nva[i].name = (uint8_t *)nvb[i].name;
+				nva[i].namelen = nvb[i].nlen;
+				nva[i].value = nvb[i].value;
+				nva[i].valuelen = nvb[i].vlen;
+				nva[i].flags = rand_r(&seed) % 10 == 0
+						       ? NGHTTP2_NV_FLAG_NO_INDEX
+						       : NGHTTP2_NV_FLAG_NONE;
+			}
+			REQUIRE(nghttp2_hd_deflate_bound(def, nva, n) <= sizeof(blk));
+			bl = nghttp2_hd_deflate_hd(def, blk, sizeof(blk), nva, n);
+			REQUIRE(bl >= 0);
+			/* HEADERS (padded, priority at random), CONTINUATIONs;
+			 * after the preface for the first */
+			if (req)
+				s.n = 0;
+			off = 0;
+			{
+				size_t done = 0;
+				bool first = true;
+
+				do {
+					size_t fl =
+						1 + (size_t)rand_r(&seed) %
+							    (rand_r(&seed) % 2 ? 16
+									       : 20000);
+					uint8_t flags = 0, f[16400];
+					size_t pn = 0, pad = 0;
+
+					if (fl > (size_t)bl - done)
+						fl = (size_t)bl - done;
+					if (done + fl == (size_t)bl)
+						flags |= EH;
+					if (first && rand_r(&seed) % 3 == 0) {
+						flags |= 0x08;
+						pad = (size_t)rand_r(&seed) % 20;
+						f[pn++] = (uint8_t)pad;
+					}
+					if (first && rand_r(&seed) % 3 == 0) {
+						flags |= 0x20;
+						memcpy(f + pn, "\0\0\0\0\x10", 5);
+						pn += 5;
+					}
+					if (fl > 16000)
+						fl = 16000, flags &= (uint8_t)~EH;
+					memcpy(f + pn, blk + done, fl);
+					pn += fl;
+					memset(f + pn, 0, pad);
+					pn += pad;
+					frame(&s, first ? 1 : 9, flags, sid, f, pn);
+					done += fl;
+					first = false;
+				} while (done < (size_t)bl);
+			}
+			if (rand_r(&seed) % 3 == 0)
+				frame(&s, 0, 0, sid, blk, (size_t)rand_r(&seed) % 3000);
+			if (rand_r(&seed) % 5 == 0)
+				frame(&s, 6, 0, 0, "pingping", 8);
+			/* fed in random pieces */
+			for (;;) {
+				a += 1 + (size_t)rand_r(&seed) %
+						 (rand_r(&seed) % 2 ? 7 : 3000);
+				if (off + a >= s.n)
+					break;
+				cuts[nc++] = off + a;
+			}
+			t.n = t.nsnap = 0;
+			a = off;
+			for (i = 0; i <= nc; i++) {
+				size_t b = i < nc ? cuts[i] : s.n;
+
+				do {
+					size_t used;
+
+					r = h2_scan_feed(&st, &cfg, s.b + a, b - a,
+							 &used);
+					a += used;
+					if (r != H2_SCAN_MORE)
+						record(&t, r, a);
+				} while (r != H2_SCAN_MORE);
+			}
+			if (st.why == H2_SCAN_WHY_TABLE) {
+				/* only when the encoder has more live entries */
+				REQUIRE(nghttp2_hd_deflate_get_num_table_entries(def) -
+						61 >
+					H2_SCAN_ENTRIES);
+				table_full++;
+				break;
+			}
+			if (st.why)
+				ck_abort_msg("conn %u req %u why %u", conn, req,
+					     st.why);
+			same_table(def);
+			if (trailer) {
+				REQUIRE(t.n == 0);
+				continue;
+			}
+			for (i = 0; i < n; i++) {
+				int k = name_k(nvb[i].name, nvb[i].nlen);
+				const struct ev *ev;
+
+				if (k < 0)
+					continue;
+				REQUIRE(e < t.n);
+				ev = &t.ev[e++];
+				REQUIRE(ev->st == H2_SCAN_FIELD &&
+					ev->k == (unsigned)k);
+				REQUIRE(ev->stream == sid);
+				fields++;
+				if (ev->flags & H2_SCAN_F_UNKNOWN) {
+					unknown++;
+					continue;
+				}
+				if (nvb[i].vlen > H2_SCAN_VALUE_MAX) {
+					REQUIRE(ev->flags == H2_SCAN_F_CUT);
+					REQUIRE(ev->len == H2_SCAN_VALUE_MAX);
+					cut++;
+				} else {
+					REQUIRE(ev->flags == 0 &&
+						ev->len == nvb[i].vlen);
+				}
+				REQUIRE(memcmp(ev->v, nvb[i].value, ev->len) == 0);
+			}
+			REQUIRE(e + 1 == t.n && t.ev[e].st == H2_SCAN_REQUEST);
+			REQUIRE(t.ev[e].stream == sid);
+			reqs++;
+			id += 2;
+		}
+		nghttp2_hd_deflate_del(def);
+	}
+	fprintf(stderr,
+		"nghttp2_encoder: %u requests, %u fields: %u unknown (arena full), %u "
+		"cut; "
+		"%u connections over %u entries\n",
+		reqs, fields, unknown, cut, table_full, H2_SCAN_ENTRIES);
+	REQUIRE(reqs > 2000 && fields > 10000 && cut > 10);
+	/* Values are rarely not kept: the arena holds the usual ones. */
+	REQUIRE(unknown * 20 < fields);
+}
+END_TEST
+/* Every byte value through the Huffman decoder: a value mostly of short
+ * codes, so that the encoder chooses Huffman coding, around each byte. */
+START_TEST(nghttp2_every_byte)
+{
+	static struct stream s;
+	static struct trace t;
+	static uint8_t blk[4096];
+	nghttp2_hd_deflater *def;
+	uint8_t v[64];
+	unsigned b, i = 0;
+
+	REQUIRE(nghttp2_hd_deflate_new(&def, 4096) == 0);
+	start(&s);
+	for (b = 0; b < 256; b++) {
+		nghttp2_nv nv = {(uint8_t *)":path", v, 5, 41,
+				 NGHTTP2_NV_FLAG_NO_INDEX};
+		ssize_t n;
+
+		memset(v, 'e', 41);
+		v[20] = (uint8_t)b;
+		n = nghttp2_hd_deflate_hd(def, blk, sizeof(blk), &nv, 1);
+		/* never indexed, name 4, a Huffman coded value */
+		REQUIRE(n > 2 && n < 41 && blk[0] == 0x14 && (blk[1] & 0x80));
+		frame(&s, 1, EH, 1 + 2 * b, blk, (size_t)n);
+	}
+	nghttp2_hd_deflate_del(def);
+	run(&t, s.b, s.n, NULL, 0, 0);
+	REQUIRE(t.n == 512 && t.why == 0);
+	for (b = 0; b < 256; b++) {
+		memset(v, 'e', 41);
+		v[20] = (uint8_t)b;
+		REQUIRE(t.ev[i].st == H2_SCAN_FIELD && t.ev[i].len == 41);
+		REQUIRE(memcmp(t.ev[i].v, v, 41) == 0);
+		i++;
+		want_req(&t, &i, 1 + 2 * b);
+	}
+}
+END_TEST
+#endif
+
 TEST_SUITE(h2_scan_suite)
 {
 	Suite *s = suite_create("h2-scan");
@@ -1290,6 +1608,10 @@ TEST_SUITE(h2_scan_suite)
 	tcase_add_test(tc, hpack_errors);
 	tcase_add_test(tc, table_entries);
 	tcase_add_test(tc, config_and_stop);
+#ifdef HAVE_NGHTTP2
+	tcase_add_test(tc, nghttp2_encoder);
+	tcase_add_test(tc, nghttp2_every_byte);
+#endif
 	suite_add_tcase(s, tc);
 	return s;
 }
