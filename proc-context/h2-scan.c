@@ -444,8 +444,8 @@ string_end(struct h2_scan *st, const struct h2_scan_config *cfg)
 {
 	/* §5.2: at most 7 bits of padding, the most significant bits of
 	 * EOS (all ones). */
-	if (st->str_huff && (st->h_bits > 7 || (st->h_acc & ((1u << st->h_bits) - 1)) !=
-						       (1u << st->h_bits) - 1))
+	if (st->str_huff &&
+	    (st->h_bits > 7 || (st->h_bits && ~st->h_acc >> (64 - st->h_bits))))
 		return give_up(st, H2_SCAN_WHY_HPACK);
 	if (st->str_value)
 		return field_end(st);
@@ -482,15 +482,16 @@ string_bytes(struct h2_scan *st, const uint8_t *p, size_t n, size_t *bad)
 		st->dec_len = len + (uint32_t)n;
 		return H2_SCAN_MORE;
 	}
+	/* The bits not yet decoded are the top bits of acc. */
 	acc = st->h_acc;
 	bits = st->h_bits;
 	for (i = 0; i < n; i++) {
-		acc = acc << 8 | p[i];
-		bits += 8;
 		/* Bits left over are fewer than the longest code, 30: at most
-		 * 37 here. */
+		 * 37 with this byte. */
+		acc |= (uint64_t)p[i] << (56 - bits);
+		bits += 8;
 		while (bits >= 5) {
-			uint32_t w = (uint32_t)((acc << (64 - bits)) >> 32);
+			uint32_t w = (uint32_t)(acc >> 32);
 			unsigned e = huff_fast[w >> 24], l, sym;
 
 			if (e) {
@@ -516,6 +517,7 @@ string_bytes(struct h2_scan *st, const uint8_t *p, size_t n, size_t *bad)
 				}
 				sym = huff_sym[idx];
 			}
+			acc <<= l;
 			bits -= l;
 			if (len < cap)
 				dst[len] = (uint8_t)sym;

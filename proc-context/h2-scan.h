@@ -90,7 +90,7 @@ struct h2_scan {
 	uint32_t str_left; /* encoded bytes left of the string in progress */
 	uint32_t dec_len;  /* its decoded bytes so far */
 	uint32_t f_nlen;   /* decoded name length of the field in progress */
-	uint64_t h_acc;    /* Huffman bits not yet decoded (low h_bits) */
+	uint64_t h_acc;    /* Huffman bits not yet decoded (top h_bits) */
 	uint16_t a_tail;   /* arena: offset of the oldest kept value */
 	uint16_t a_used;   /* and bytes in use */
 	uint16_t rep_len;  /* the field reported */
