@@ -35,6 +35,20 @@
  * or not all ones), a size update above the limit or after a field, more
  * dynamic entries than the model holds.
  *
+ * "Seen" stream ids are those of HEADERS frames: a PRIORITY frame may name
+ * an idle stream (RFC 9113 §5.1) that a later request does not open.
+ *
+ * Cost: frame payloads other than header blocks are stepped over in one
+ * step per read; header block bytes go through a byte-wise HPACK state
+ * machine, string literals are copied (raw) or decoded by one table
+ * lookup per symbol of up to 8 bits (Huffman; longer codes compare per
+ * length).  Measured with callgrind for Chrome-like requests (18 fields,
+ * nghttp2's encoder, 6 names configured): about 23,000 instructions for
+ * the connection's first request (preface, SETTINGS, a 462-byte block of
+ * literals) and 5,100 for each next one (83-byte blocks: new :path and
+ * traceparent values, the rest indexed), most of it in Huffman decoding
+ * (about 25 instructions per symbol).
+ *
  * Pure code: no malloc, no I/O, no globals with state; async-signal-safe.
  * Never writes to the bytes it is fed.
  */
