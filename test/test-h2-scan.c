@@ -1571,7 +1571,7 @@ START_TEST(nghttp2_every_byte)
 		frame(&s, 1, EH, 1 + 2 * b, blk, (size_t)n);
 	}
 	nghttp2_hd_deflate_del(def);
-	run(&t, s.b, s.n, NULL, 0, 0);
+	check(&s, &t);
 	REQUIRE(t.n == 512 && t.why == 0);
 	for (b = 0; b < 256; b++) {
 		memset(v, 'e', 41);
