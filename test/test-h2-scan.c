@@ -1144,6 +1144,7 @@ START_TEST(hpack_errors)
 		"ff 80 80 80 80 01",    /* integer of five continuation bytes */
 		"04 84 ff ff ff ff",    /* Huffman: EOS */
 		"04 82 1f ff",          /* padding of 11 bits */
+		"04 82 f8 ff",          /* ... of 8 bits */
 		"04 81 18",             /* padding not all ones */
 		"00 01 61 81 1c",       /* the same in a value */
 		"40 03 61",             /* the block ends in a string */
