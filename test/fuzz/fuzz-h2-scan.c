@@ -16,8 +16,9 @@
 
 #define MAX_EV 64
 
-static const char *const names[] = {":method", ":path", ":authority", "traceparent",
-				    "tracestate", "user-agent", "x", "custom-key"};
+static const char *const names[] = {":method",     ":path",      ":authority",
+				    "traceparent", "tracestate", "user-agent",
+				    "x",           "custom-key"};
 #define N_NAMES (sizeof(names) / sizeof(names[0]))
 
 struct ev {
@@ -102,7 +103,8 @@ run(const struct h2_scan_config *cfg,
 
 				h2_scan_field(&st, &f);
 				FUZZ_CHECK(f.k < cfg->n && f.len <= H2_SCAN_VALUE_MAX);
-				FUZZ_CHECK((f.value == NULL) == !!(f.flags & H2_SCAN_F_UNKNOWN));
+				FUZZ_CHECK((f.value == NULL) ==
+					   !!(f.flags & H2_SCAN_F_UNKNOWN));
 				ev[nev].k = f.k;
 				ev[nev].flags = f.flags;
 				ev[nev].len = f.len;
