@@ -12,6 +12,12 @@ enum { REQ_NONE = 0, REQ_PARAMS, REQ_AFTER };
 /* Where the pair in progress is: its name's length, its value's, the name,
  * the value. */
 enum { NV_NLEN = 0, NV_VLEN, NV_NAME, NV_VALUE };
+/* st->ours */
+enum { OURS_NONE = 0, OURS_PARAMS, OURS_BEGIN };
+/* FastCGI 1.0, §5.1: FCGI_BEGIN_REQUEST's body is roleB1, roleB0, flags,
+ * reserved[5]. */
+#define BEGIN_FLAGS_AT 2
+#define FCGI_KEEP_CONN 1
 
 int
 fcgi_scan_config_add(struct fcgi_scan_config *cfg, const char *name, size_t value_max)
@@ -64,6 +70,7 @@ request_begin(struct fcgi_scan *st, uint16_t id)
 {
 	st->req_id = id;
 	st->req_phase = REQ_PARAMS;
+	st->last = 0; /* until its flags are read */
 	st->present = 0;
 	st->arena_used = 0;
 	st->nv_phase = NV_NLEN;
@@ -248,6 +255,17 @@ params(struct fcgi_scan *st,
 	}
 }
 
+/* n bytes of the followed request's FCGI_BEGIN_REQUEST body (8 bytes,
+ * st->left of them still to come before these): its flags byte. */
+static void
+begin_body(struct fcgi_scan *st, const uint8_t *p, size_t n)
+{
+	uint32_t at = 8u - st->left;
+
+	if (at <= BEGIN_FLAGS_AT && BEGIN_FLAGS_AT - at < n)
+		st->last = !(p[BEGIN_FLAGS_AT - at] & FCGI_KEEP_CONN);
+}
+
 /* The 8 header bytes are in: start the record.  Returns
  * FCGI_SCAN_PARAMS_END at the followed request's empty FCGI_PARAMS,
  * FCGI_SCAN_GAVE_UP, else FCGI_SCAN_MORE. */
@@ -264,22 +282,28 @@ record(struct fcgi_scan *st)
 		return give_up(st, FCGI_SCAN_WHY_TYPE);
 	st->left = (uint32_t)(h[4] << 8 | h[5]);
 	st->pad = h[6];
-	st->ours = 0;
+	st->ours = OURS_NONE;
 	st->phase = st->left ? PH_CONTENT : st->pad ? PH_PAD : PH_HDR;
 	if (type == FCGI_SCAN_BEGIN_REQUEST) {
 		if (st->left != 8)
 			return give_up(st, FCGI_SCAN_WHY_BEGIN);
+		/* The server closes the connection once it answered the last
+		 * request: this one is never run. */
+		if (id != 0 && st->last && st->req_phase == REQ_AFTER)
+			return give_up(st, FCGI_SCAN_WHY_CLOSING);
 		/* A second request while the first's parameters come: a
 		 * multiplexing client; it is not followed. */
-		if (id != 0 && (st->req_phase != REQ_PARAMS || id == st->req_id))
+		if (id != 0 && (st->req_phase != REQ_PARAMS || id == st->req_id)) {
 			request_begin(st, id);
+			st->ours = OURS_BEGIN;
+		}
 		return FCGI_SCAN_MORE;
 	}
 	if (type != FCGI_SCAN_PARAMS || id == 0 || id != st->req_id ||
 	    st->req_phase != REQ_PARAMS)
 		return FCGI_SCAN_MORE;
 	if (st->left) {
-		st->ours = 1;
+		st->ours = OURS_PARAMS;
 		return FCGI_SCAN_MORE;
 	}
 	/* The empty record ends the stream; a pair it cuts is dropped. */
@@ -318,8 +342,10 @@ fcgi_scan_feed(struct fcgi_scan *st,
 		case PH_CONTENT: {
 			size_t take = len - off < st->left ? len - off : st->left;
 
-			if (st->ours)
+			if (st->ours == OURS_PARAMS)
 				params(st, cfg, p + off, take);
+			else if (st->ours == OURS_BEGIN)
+				begin_body(st, p + off, take);
 			st->left -= (uint32_t)take;
 			off += take;
 			if (!st->left)

@@ -27,6 +27,13 @@
  * records of any other request id (a multiplexing client's second
  * request, or management records, id 0) are stepped over unread.  The
  * request's other streams (FCGI_STDIN, FCGI_DATA) are stepped over too.
+ * A request whose FCGI_BEGIN_REQUEST has FCGI_KEEP_CONN clear is the
+ * connection's last (§5.1: the application closes it after responding):
+ * an FCGI_BEGIN_REQUEST after its parameters makes the scanner give up
+ * (FCGI_SCAN_WHY_CLOSING), for no server ever runs that request -- php-fpm
+ * reads on to the end of the stream before it closes, and a client that
+ * sent more would otherwise have it shown as the request the server works
+ * on, for as long as it keeps the connection open.
  *
  * Gives up (for good, as the HTTP scanner does) on a version other than 1,
  * a record type outside 1..11, or an FCGI_BEGIN_REQUEST whose content is
@@ -99,7 +106,10 @@ struct fcgi_scan {
 	uint8_t hdr_pos;
 	uint8_t phase;     /* private */
 	uint8_t pad;       /* padding bytes left */
-	uint8_t ours;      /* the current record is the request's PARAMS */
+	uint8_t ours;      /* the current record is the request's PARAMS
+			    * (OURS_PARAMS) or FCGI_BEGIN_REQUEST (OURS_BEGIN):
+			    * private */
+	uint8_t last;      /* the followed request has FCGI_KEEP_CONN clear */
 	uint8_t req_phase; /* private: none, in its parameters, after them */
 	uint8_t nv_phase;  /* private */
 	uint8_t lbuf_pos;
@@ -115,6 +125,7 @@ enum {
 	FCGI_SCAN_WHY_TYPE,    /* record type outside 1..11 */
 	FCGI_SCAN_WHY_BEGIN,   /* FCGI_BEGIN_REQUEST content not 8 bytes */
 	FCGI_SCAN_WHY_CALLER,  /* fcgi_scan_stop() */
+	FCGI_SCAN_WHY_CLOSING, /* FCGI_BEGIN_REQUEST after the last request */
 };
 
 /* Start over (a new connection). */

@@ -70,8 +70,19 @@ rec(struct stream *s, uint8_t type, uint16_t id, const void *c, size_t n)
 	rec_pad(s, type, id, c, n, (uint8_t)((8 - n % 8) % 8));
 }
 
+/* FCGI_BEGIN_REQUEST, FCGI_RESPONDER, FCGI_KEEP_CONN (the connection may
+ * carry more requests). */
 static void
 begin(struct stream *s, uint16_t id)
+{
+	static const uint8_t body[8] = {0, 1, 1, 0, 0, 0, 0, 0};
+
+	rec(s, FCGI_SCAN_BEGIN_REQUEST, id, body, 8);
+}
+
+/* The same without FCGI_KEEP_CONN: the connection's last request. */
+static void
+begin_last(struct stream *s, uint16_t id)
 {
 	static const uint8_t body[8] = {0, 1, 0, 0, 0, 0, 0, 0};
 
@@ -493,6 +504,57 @@ START_TEST(keep_and_multiplex)
 }
 END_TEST
 
+/* After the parameters of a request without FCGI_KEEP_CONN the server
+ * closes the connection once it answered: a request sent after it is
+ * never run (php-fpm reads it while it drains the connection before its
+ * close), so the scanner gives up at its FCGI_BEGIN_REQUEST.  A second
+ * FCGI_BEGIN_REQUEST of the id while its parameters come takes its flags
+ * from the second. */
+START_TEST(last_request)
+{
+	static struct stream s;
+	uint8_t pb[512];
+	size_t n, at;
+	struct trace t;
+
+	s.n = 0;
+	begin(&s, 1);
+	begin_last(&s, 1); /* the id again: its flags now */
+	n = nvs(pb, "REQUEST_URI", "/last");
+	rec(&s, FCGI_SCAN_PARAMS, 1, pb, n);
+	rec(&s, FCGI_SCAN_PARAMS, 1, NULL, 0);
+	rec(&s, 5, 1, NULL, 0);
+	rec(&s, FCGI_SCAN_BEGIN_REQUEST, 0, "\0\1\1\0\0\0\0\0", 8); /* id 0 */
+	at = s.n + 8;
+	begin(&s, 1);
+	n = nvs(pb, "REQUEST_URI", "/never-run");
+	rec(&s, FCGI_SCAN_PARAMS, 1, pb, n);
+	rec(&s, FCGI_SCAN_PARAMS, 1, NULL, 0);
+	feed_all(&s, &t);
+	REQUIRE(t.n == 2);
+	REQUIRE(t.ev[0].st == FCGI_SCAN_PARAMS_END);
+	REQUIRE(strcmp(t.ev[0].val[1], "/last") == 0);
+	REQUIRE(t.ev[1].st == FCGI_SCAN_GAVE_UP);
+	REQUIRE(t.ev[1].off == at);
+
+	/* With FCGI_KEEP_CONN the same stream has two requests. */
+	s.n = 0;
+	begin_last(&s, 1);
+	begin(&s, 1);
+	n = nvs(pb, "REQUEST_URI", "/kept");
+	rec(&s, FCGI_SCAN_PARAMS, 1, pb, n);
+	rec(&s, FCGI_SCAN_PARAMS, 1, NULL, 0);
+	begin(&s, 1);
+	n = nvs(pb, "REQUEST_URI", "/next");
+	rec(&s, FCGI_SCAN_PARAMS, 1, pb, n);
+	rec(&s, FCGI_SCAN_PARAMS, 1, NULL, 0);
+	feed_all(&s, &t);
+	REQUIRE(t.n == 2);
+	REQUIRE(strcmp(t.ev[0].val[1], "/kept") == 0);
+	REQUIRE(strcmp(t.ev[1].val[1], "/next") == 0);
+}
+END_TEST
+
 /* A pair whose 4-byte lengths claim 2 GiB: counted down across records
  * (never an index), and the empty record still ends the stream. */
 START_TEST(huge_lengths)
@@ -617,6 +679,7 @@ TEST_SUITE(fcgi_scan_suite)
 	tcase_add_test(tc, bounds);
 	tcase_add_test(tc, arena_full);
 	tcase_add_test(tc, keep_and_multiplex);
+	tcase_add_test(tc, last_request);
 	tcase_add_test(tc, huge_lengths);
 	tcase_add_test(tc, garbage);
 	tcase_add_test(tc, random_streams);

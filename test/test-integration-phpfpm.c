@@ -13,7 +13,11 @@
  *    answered.
  * 2. nginx (not under the shim) passing an HTTP request to php-fpm:
  *    the same, from nginx's own records, and the response is the
- *    script's. */
+ *    script's.
+ * 3. A request without FCGI_KEEP_CONN followed by another: php-fpm
+ *    answers the first, then reads the rest of the stream until the
+ *    client closes, and never runs the second, which the worker must not
+ *    show meanwhile. */
 #include "test-common.h"
 
 #pragma GCC diagnostic push
@@ -329,15 +333,15 @@ fc_nv(uint8_t *out, const char *name, const char *val)
  * over two records between two pairs (php-fpm takes no pair cut by a
  * record's end: fcgi_get_params() parses each record alone). */
 static void
-fc_send(const struct fpm *f,
-	int fd,
-	const char *method,
-	const char *uri,
-	const char *tp,
-	const char *rid)
+fc_put(struct fc_buf *o,
+       const struct fpm *f,
+       const char *method,
+       const char *uri,
+       const char *tp,
+       const char *rid,
+       bool keep)
 {
-	static const uint8_t begin[8] = {0, 1, 1, 0, 0, 0, 0, 0};
-	struct fc_buf o = {.n = 0};
+	const uint8_t begin[8] = {0, 1, keep ? 1 : 0, 0, 0, 0, 0, 0};
 	uint8_t p[2048];
 	char file[160];
 	size_t n = 0, cut;
@@ -353,11 +357,24 @@ fc_send(const struct fpm *f,
 	if (rid)
 		n += fc_nv(p + n, "HTTP_X_REQUEST_ID", rid);
 	n += fc_nv(p + n, "CONTENT_LENGTH", "0");
-	fc_rec(&o, 1, begin, 8);
-	fc_rec(&o, 4, p, cut);
-	fc_rec(&o, 4, p + cut, n - cut);
-	fc_rec(&o, 4, NULL, 0);
-	fc_rec(&o, 5, NULL, 0);
+	fc_rec(o, 1, begin, 8);
+	fc_rec(o, 4, p, cut);
+	fc_rec(o, 4, p + cut, n - cut);
+	fc_rec(o, 4, NULL, 0);
+	fc_rec(o, 5, NULL, 0);
+}
+
+static void
+fc_send(const struct fpm *f,
+	int fd,
+	const char *method,
+	const char *uri,
+	const char *tp,
+	const char *rid)
+{
+	struct fc_buf o = {.n = 0};
+
+	fc_put(&o, f, method, uri, tp, rid, true);
 	it_send(fd, (const char *)o.b, o.n);
 }
 
@@ -419,6 +436,94 @@ START_TEST(test_phpfpm_keep_conn)
 	fpm_go(&f);
 	fc_read_response(fd, "done /app/two");
 	fpm_assert_idle(&f, pid);
+	close(fd);
+	fpm_stop(&f);
+}
+END_TEST
+
+/* Is process pid sleeping (blocked in a system call)? */
+static bool
+fc_sleeping(long pid)
+{
+	char path[64], st[512], *p;
+	FILE *f;
+	bool s = false;
+
+	snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
+	f = fopen(path, "re");
+	if (f && fgets(st, sizeof(st), f) && (p = strrchr(st, ')')))
+		s = p[1] == ' ' && p[2] == 'S';
+	if (f)
+		fclose(f);
+	return s;
+}
+
+/* Wait until the server's end of client socket fd has no byte left to
+ * read (its receive queue in /proc/net/tcp) and worker pid sleeps: it has
+ * read, and its hooks have seen, all the client sent. */
+static void
+fc_wait_drained(int fd, long pid)
+{
+	long deadline = test_now_ms() + IT_TIMEOUT_MS;
+	struct sockaddr_in me;
+	socklen_t len = sizeof(me);
+
+	ck_assert_int_eq(getsockname(fd, (struct sockaddr *)&me, &len), 0);
+	for (;;) {
+		FILE *f = fopen("/proc/net/tcp", "re");
+		char line[256];
+		bool found = false, empty = false;
+
+		ck_assert_ptr_nonnull(f);
+		while (fgets(line, sizeof(line), f)) {
+			unsigned rport, txq, rxq;
+
+			/* sl local rem st tx_queue:rx_queue */
+			if (sscanf(line, " %*u: %*x:%*x %*x:%x %*x %x:%x", &rport, &txq,
+				   &rxq) == 3 &&
+			    rport == ntohs(me.sin_port)) {
+				found = true;
+				empty = rxq == 0;
+			}
+		}
+		fclose(f);
+		if (found && empty && fc_sleeping(pid))
+			return;
+		ck_assert_msg(test_now_ms() < deadline, "php-fpm never read the rest");
+		usleep(5000);
+	}
+}
+
+START_TEST(test_phpfpm_last_request)
+{
+	struct fpm f;
+	struct fc_buf o = {.n = 0};
+	char *log, *json;
+	struct it_thread_ctx t;
+	long pid;
+	int fd;
+
+	fpm_start(&f);
+	fd = it_connect(f.n.srv.port);
+	fc_put(&o, &f, "GET", "/app/last", NULL, NULL, false);
+	fc_put(&o, &f, "GET", "/app/never-run", TP2, NULL, false);
+	it_send(fd, (const char *)o.b, o.n);
+	pid = fpm_wait_in(&f, "/app/last");
+	fpm_assert_ctx(pid, NULL, "GET", "/app/last", NULL);
+	fpm_go(&f);
+	fc_read_response(fd, "done /app/last");
+	/* php-fpm shut its side down and reads the rest until we close. */
+	fc_wait_drained(fd, pid);
+	log = it_events(&f.n.srv);
+	ck_assert_msg(strstr(log, " reason=response-sent\n"), "no detach:\n%s", log);
+	ck_assert_msg(!strstr(log, TP2_TRACE), "the request never run was shown:\n%s",
+		      log);
+	free(log);
+	json = it_ctxdump((pid_t)pid);
+	ck_assert_msg(it_dump_thread(json, pid, &t), "worker %ld not in:\n%s", pid,
+		      json);
+	ck_assert_msg(!t.has_ctx, "the draining worker publishes:\n%s", json);
+	free(json);
 	close(fd);
 	fpm_stop(&f);
 }
@@ -491,6 +596,7 @@ TEST_SUITE(phpfpm_suite)
 	tcase_set_timeout(tc, 120);
 	tcase_add_unchecked_fixture(tc, fpm_pids_setup, fpm_pids_teardown);
 	tcase_add_test(tc, test_phpfpm_keep_conn);
+	tcase_add_test(tc, test_phpfpm_last_request);
 	if (access(NX_NGINX, X_OK) == 0)
 		tcase_add_test(tc, test_phpfpm_nginx);
 	suite_add_tcase(s, tc);
