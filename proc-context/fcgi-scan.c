@@ -18,6 +18,13 @@ enum { OURS_NONE = 0, OURS_PARAMS, OURS_BEGIN };
  * reserved[5]. */
 #define BEGIN_FLAGS_AT 2
 #define FCGI_KEEP_CONN 1
+/* Bits of st->match that can name a kept name. */
+#define KEPT_MASK ((1u << FCGI_SCAN_KEEP_MAX) - 1)
+
+/* A state that two feeds change at once (fcgi-scan.h, "Shared state") may
+ * hold anything: every index and offset into the state or the
+ * configuration is read once into a local, checked against the array it
+ * indexes, and used from there. */
 
 int
 fcgi_scan_config_add(struct fcgi_scan_config *cfg, const char *name, size_t value_max)
@@ -94,7 +101,7 @@ name_begin(struct fcgi_scan *st, const struct fcgi_scan_config *cfg)
 static void
 value_begin(struct fcgi_scan *st, const struct fcgi_scan_config *cfg)
 {
-	uint32_t m = st->match;
+	uint32_t m = st->match & KEPT_MASK;
 	unsigned k;
 
 	st->keep = -1;
@@ -108,20 +115,25 @@ value_begin(struct fcgi_scan *st, const struct fcgi_scan_config *cfg)
 	st->keep = (int8_t)k;
 }
 
-static void
+/* Inline: it ends every pair, kept or not. */
+static inline __attribute__((always_inline)) void
 value_end(struct fcgi_scan *st)
 {
-	unsigned k;
+	int k = st->keep;
+	size_t at, len;
 
-	if (st->keep < 0)
+	if (k < 0)
 		return;
-	k = (unsigned)st->keep;
-	st->arena[st->arena_used + st->nv_len] = '\0';
-	st->val_off[k] = st->arena_used;
-	st->val_len[k] = (uint16_t)st->nv_len;
-	st->present |= (uint16_t)(1u << k);
-	st->arena_used = (uint16_t)(st->arena_used + st->nv_len + 1);
 	st->keep = -1;
+	at = st->arena_used;
+	len = st->nv_len;
+	if (k >= FCGI_SCAN_KEEP_MAX || at + len >= FCGI_SCAN_ARENA)
+		return;
+	st->arena[at + len] = '\0';
+	st->val_off[k] = (uint16_t)at;
+	st->val_len[k] = (uint16_t)len;
+	st->present |= (uint16_t)(1u << k);
+	st->arena_used = (uint16_t)(at + len + 1);
 }
 
 /* n bytes of the followed request's FCGI_PARAMS stream. */
@@ -132,7 +144,10 @@ params(struct fcgi_scan *st,
        size_t n)
 {
 	while (n) {
-		switch (st->nv_phase) {
+		/* A phase out of range (a state changed under us) would
+		 * consume nothing and loop for good: it is taken as one in
+		 * range. */
+		switch (st->nv_phase & 3) {
 		case NV_NLEN:
 		case NV_VLEN: {
 			uint32_t v;
@@ -145,7 +160,12 @@ params(struct fcgi_scan *st,
 				p += 2;
 				n -= 2;
 			} else {
-				st->lbuf[st->lbuf_pos++] = *p++;
+				unsigned lp = st->lbuf_pos < sizeof(st->lbuf)
+						      ? st->lbuf_pos
+						      : 0;
+
+				st->lbuf[lp] = *p++;
+				st->lbuf_pos = (uint8_t)(lp + 1);
 				n--;
 				/* §3.4: a length under 128 is one byte, else four
 				 * with the top bit set. */
@@ -181,10 +201,13 @@ params(struct fcgi_scan *st,
 			uint32_t left = st->nlen - st->nv_pos;
 			size_t take = n < left ? n : left;
 
-			if (st->match && st->nv_pos == 0 && take == st->nlen) {
+			uint32_t at = st->nv_pos;
+
+			if (st->match && at == 0 && take == st->nlen &&
+			    take <= FCGI_SCAN_NAME_MAX) {
 				/* The whole name here (the usual case): one
 				 * compare per candidate. */
-				uint32_t m = st->match, mm = m;
+				uint32_t m = st->match & KEPT_MASK, mm = m;
 
 				while (mm) {
 					unsigned k = (unsigned)__builtin_ctz(mm);
@@ -195,11 +218,15 @@ params(struct fcgi_scan *st,
 				}
 				st->match = m;
 			} else if (st->match) {
-				uint32_t m = st->match;
+				uint32_t m = st->match & KEPT_MASK;
 				size_t i;
 
 				/* Candidates have length nlen <= NAME_MAX, so
-				 * nv_pos + i indexes their names. */
+				 * at + i indexes their names (unless the state
+				 * was changed under us: then none matches). */
+				if (at >= FCGI_SCAN_NAME_MAX ||
+				    take > FCGI_SCAN_NAME_MAX - at)
+					m = 0;
 				for (i = 0; i < take && m; i++) {
 					uint32_t mm = m;
 
@@ -208,8 +235,8 @@ params(struct fcgi_scan *st,
 							(unsigned)__builtin_ctz(mm);
 
 						mm &= mm - 1;
-						if ((uint8_t)cfg->name[k][st->nv_pos +
-									  i] != p[i])
+						if ((uint8_t)cfg->name[k][at + i] !=
+						    p[i])
 							m &= ~(1u << k);
 					}
 				}
@@ -234,13 +261,17 @@ params(struct fcgi_scan *st,
 			size_t take = n < left ? n : left;
 
 			if (st->keep >= 0) {
+				size_t at = (size_t)st->arena_used + st->nv_pos;
+
 				/* A NUL would cut the C string the builder
-				 * reads: drop the value whole. */
-				if (memchr(p, '\0', take))
+				 * reads: drop the value whole.  at + take is
+				 * below the arena's end (value_begin()), unless
+				 * the state was changed under us. */
+				if (memchr(p, '\0', take) || at >= FCGI_SCAN_ARENA ||
+				    take >= FCGI_SCAN_ARENA - at)
 					st->keep = -1;
 				else
-					memcpy(st->arena + st->arena_used + st->nv_pos,
-					       p, take);
+					memcpy(st->arena + at, p, take);
 			}
 			st->nv_pos += (uint32_t)take;
 			p += take;
@@ -326,14 +357,19 @@ fcgi_scan_feed(struct fcgi_scan *st,
 	while (off < len && r == FCGI_SCAN_MORE) {
 		switch (st->phase) {
 		case PH_HDR: {
-			size_t take = 8u - st->hdr_pos;
+			size_t at = st->hdr_pos, take;
 
+			if (at >= sizeof(st->hdr)) {
+				*consumed = off;
+				return give_up(st, FCGI_SCAN_WHY_STATE);
+			}
+			take = sizeof(st->hdr) - at;
 			if (take > len - off)
 				take = len - off;
-			memcpy(st->hdr + st->hdr_pos, p + off, take);
-			st->hdr_pos = (uint8_t)(st->hdr_pos + take);
+			memcpy(st->hdr + at, p + off, take);
+			st->hdr_pos = (uint8_t)(at + take);
 			off += take;
-			if (st->hdr_pos == 8) {
+			if (at + take == sizeof(st->hdr)) {
 				st->hdr_pos = 0;
 				r = record(st);
 			}

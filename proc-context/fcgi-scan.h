@@ -43,6 +43,15 @@
  *
  * Pure code: no malloc, no I/O, no globals with state; async-signal-safe.
  * Never writes to the bytes it is fed.
+ *
+ * Shared state.  A state is meant for one feed at a time, but a server
+ * that reads one socket from two threads at once feeds its connection's
+ * state from both (the socket level keeps one per connection, and one
+ * feed may even give it up while the other still writes to it): the
+ * results are then meaningless, but the scanner never reads or writes
+ * outside its state and its configuration, whatever their fields hold
+ * (it used to take a record header's position, which two feeds can push
+ * past 8, as the place to copy the rest of a read to).
  */
 
 #include <stdbool.h>
@@ -126,6 +135,7 @@ enum {
 	FCGI_SCAN_WHY_BEGIN,   /* FCGI_BEGIN_REQUEST content not 8 bytes */
 	FCGI_SCAN_WHY_CALLER,  /* fcgi_scan_stop() */
 	FCGI_SCAN_WHY_CLOSING, /* FCGI_BEGIN_REQUEST after the last request */
+	FCGI_SCAN_WHY_STATE,   /* the state was changed under a feed */
 };
 
 /* Start over (a new connection). */

@@ -628,6 +628,90 @@ START_TEST(garbage)
 }
 END_TEST
 
+/* A state no single stream leads to: what two threads feeding one
+ * connection's scanner at once leave (a server that reads one socket from
+ * two threads; the socket level keeps one state per connection, and an
+ * entry that one of them gave back may even be reused by another
+ * connection meanwhile).  The scanner then stays within its state and its
+ * configuration whatever the fields say: both are placed flush against an
+ * inaccessible page, and the sanitizer build checks the array indexes. */
+static void *
+flush_before_guard(size_t size, void **map, size_t *map_len)
+{
+	size_t len = ((size + 4095) / 4096 + 1) * 4096;
+	uint8_t *m = mmap(NULL, len, PROT_READ | PROT_WRITE,
+			  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	REQUIRE(m != MAP_FAILED);
+	REQUIRE(mprotect(m + len - 4096, 4096, PROT_NONE) == 0);
+	*map = m;
+	*map_len = len;
+	return m + len - 4096 - size;
+}
+
+START_TEST(hostile_state)
+{
+	static struct stream s;
+	static uint8_t pb[2048];
+	void *smap, *cmap;
+	size_t slen, clen, n = 0;
+	struct fcgi_scan *st = flush_before_guard(sizeof(*st), &smap, &slen);
+	struct fcgi_scan_config *c = flush_before_guard(sizeof(*c), &cmap, &clen);
+	unsigned seed = 7, round;
+
+	*c = cfg;
+	s.n = 0;
+	begin(&s, 1);
+	n += nvs(pb + n, "REQUEST_METHOD", "GET");
+	n += nvs(pb + n, "REQUEST_URI", "/a/b?c=d");
+	n += nvs(pb + n, "HTTP_TRACEPARENT", TP);
+	n += nvs(pb + n, "SCRIPT_NAME", "/index.php");
+	rec(&s, FCGI_SCAN_PARAMS, 1, pb, n);
+	rec(&s, FCGI_SCAN_PARAMS, 1, NULL, 0);
+	while (s.n < 60000)
+		rec(&s, 5, 1, NULL, 0);
+
+	for (round = 0; round < 20000; round++) {
+		uint8_t *b = (uint8_t *)st;
+		size_t i, off = 0, used;
+
+		for (i = 0; i < sizeof(*st) - FCGI_SCAN_ARENA; i++)
+			b[i] = (uint8_t)rand_r(&seed);
+		/* fields in and just past their ranges, often */
+		if (rand_r(&seed) % 2) {
+			st->phase = (uint8_t)(rand_r(&seed) % 4);
+			st->ours = (uint8_t)(rand_r(&seed) % 3);
+			st->nv_phase = (uint8_t)(rand_r(&seed) % 4);
+			st->hdr_pos = (uint8_t)(rand_r(&seed) % 24);
+			st->lbuf_pos = (uint8_t)(rand_r(&seed) % 8);
+			st->keep = (int8_t)(rand_r(&seed) % 40 - 1);
+			st->arena_used =
+				(uint16_t)(rand_r(&seed) % (FCGI_SCAN_ARENA + 64));
+			if (rand_r(&seed) % 2) {
+				st->nv_pos = (uint32_t)(rand_r(&seed) % 64);
+				st->nv_len = (uint32_t)(rand_r(&seed) % 4096);
+				st->nlen = (uint32_t)(rand_r(&seed) % 64);
+				st->left = (uint32_t)(rand_r(&seed) % 4096);
+			}
+		}
+		while (off < s.n) {
+			size_t chunk = 1 + (size_t)(rand_r(&seed) % 30000);
+
+			if (chunk > s.n - off)
+				chunk = s.n - off;
+			used = 99999;
+			(void)fcgi_scan_feed(st, c, s.b + off, chunk, &used);
+			REQUIRE(used <= chunk);
+			off += used ? used : chunk;
+			for (i = 0; i < FCGI_SCAN_KEEP_MAX; i++)
+				(void)fcgi_scan_value(st, (unsigned)i, NULL);
+		}
+	}
+	munmap(smap, slen);
+	munmap(cmap, clen);
+}
+END_TEST
+
 /* Random record streams (valid headers, random contents and types) and
  * random bytes: no crash, no read outside the input, and every split
  * gives the same events. */
@@ -683,6 +767,7 @@ TEST_SUITE(fcgi_scan_suite)
 	tcase_add_test(tc, huge_lengths);
 	tcase_add_test(tc, garbage);
 	tcase_add_test(tc, random_streams);
+	tcase_add_test(tc, hostile_state);
 	suite_add_tcase(s, tc);
 	return s;
 }
