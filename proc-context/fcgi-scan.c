@@ -95,9 +95,13 @@ name_begin(struct fcgi_scan *st, const struct fcgi_scan_config *cfg)
 }
 
 /* The name ended: the value that follows (st->nv_len bytes) is kept if
- * exactly one kept name matched, it was not seen before in this request
- * (the first one wins, as a CGI environment's lookup finds the first),
- * and it fits its limit and the arena. */
+ * exactly one kept name matched and it fits its limit and the arena.  A
+ * name seen before in this request replaces its earlier value (dropped
+ * even if this one is not kept): the last one wins, as in the table
+ * php-fpm builds (main/fastcgi.c, fcgi_hash_set(), which the script's
+ * $_SERVER comes from), so that a parameter a server sends twice (nginx's
+ * fastcgi_param of a name fastcgi_params has, a header the client sent
+ * twice) gives the value the script sees. */
 static void
 value_begin(struct fcgi_scan *st, const struct fcgi_scan_config *cfg)
 {
@@ -109,7 +113,8 @@ value_begin(struct fcgi_scan *st, const struct fcgi_scan_config *cfg)
 	if (!m || (m & (m - 1)))
 		return;
 	k = (unsigned)__builtin_ctz(m);
-	if ((st->present >> k) & 1 || st->nv_len > cfg->value_max[k] ||
+	st->present &= (uint16_t) ~(1u << k);
+	if (st->nv_len > cfg->value_max[k] ||
 	    (size_t)st->arena_used + st->nv_len + 1 > FCGI_SCAN_ARENA)
 		return;
 	st->keep = (int8_t)k;

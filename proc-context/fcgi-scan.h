@@ -14,7 +14,8 @@
  * follows, the name-value pairs of its FCGI_PARAMS stream (§3.4: 1- or
  * 4-byte lengths, then the name and the value; a pair may span records).
  * It keeps only the values of the names in its configuration (the CGI
- * meta-variables preload/request-cgi.c looks up), each bounded: a value
+ * meta-variables preload/request-cgi.c looks up), of a name sent twice the
+ * last (as php-fpm's $_SERVER has it), each bounded: a value
  * longer than its limit, one holding a NUL byte (a C string would cut it)
  * or one that does not fit the arena is dropped whole, never cut, as the
  * HTTP scanner's values beyond their limits are.  The empty FCGI_PARAMS

@@ -364,8 +364,10 @@ START_TEST(spanning)
 }
 END_TEST
 
-/* Values beyond their limit, with a NUL, repeated (the first wins), and
- * past the arena are dropped whole; the others are kept. */
+/* Values beyond their limit, with a NUL, and past the arena are dropped
+ * whole; the others are kept.  Of a name repeated the last value wins (as
+ * php-fpm's $_SERVER has it), also when it is dropped: then the name is
+ * absent. */
 START_TEST(bounds)
 {
 	static struct stream s;
@@ -380,8 +382,10 @@ START_TEST(bounds)
 	big[0] = '/';
 	n += nv(pb + n, "REQUEST_METHOD", 14, big, 21, false); /* over 20 */
 	n += nv(pb + n, "REQUEST_URI", 11, "/a\0b", 4, false); /* NUL */
+	n += nvs(pb + n, "HTTP_TRACEPARENT", "first");
 	n += nvs(pb + n, "HTTP_TRACEPARENT", TP);
-	n += nvs(pb + n, "HTTP_TRACEPARENT", "second");
+	n += nvs(pb + n, "REQUEST_URI", "/kept-then-replaced");
+	n += nv(pb + n, "REQUEST_URI", 11, big, 257, false);     /* over 256 */
 	n += nv(pb + n, "HTTP_TRACESTATE", 15, big, 512, false); /* at the limit */
 	/* a name longer than any kept, and a value of 40000 bytes */
 	n += nv(pb + n, big, 300, big, 40000, false);

@@ -14,7 +14,10 @@
  * 2. nginx (not under the shim) passing an HTTP request to php-fpm:
  *    the same, from nginx's own records, and the response is the
  *    script's.
- * 3. A request without FCGI_KEEP_CONN followed by another: php-fpm
+ * 3. Parameters sent twice (a fastcgi_param over one of
+ *    fastcgi_params, a header the client sent twice): the script sees the
+ *    last, and so does the worker's context.
+ * 4. A request without FCGI_KEEP_CONN followed by another: php-fpm
  *    answers the first, then reads the rest of the stream until the
  *    client closes, and never runs the second, which the worker must not
  *    show meanwhile. */
@@ -122,6 +125,20 @@ fpm_pids_del(pid_t pid)
 			fpm_pids[i] = 0;
 }
 
+/* A worker, once its script started: a failed check may leave it blocked
+ * on the FIFO after its master is gone (then no longer its parent, so the
+ * teardown would not find it), holding the output meson waits on. */
+static void
+fpm_pids_add_worker(pid_t pid)
+{
+	unsigned i;
+
+	for (i = 0; i < FPM_PIDS; i++)
+		if (fpm_pids[i] == pid)
+			return;
+	fpm_pids_add(pid);
+}
+
 struct fpm {
 	struct nx_server n; /* the directory, port, event log and child */
 	char www[96];
@@ -179,10 +196,16 @@ fpm_start(struct fpm *f)
 static void
 fpm_stop(struct fpm *f)
 {
+	unsigned i;
+
 	/* SIGQUIT: graceful; the worker is idle by now. */
 	fpm_pids_del(f->n.srv.child.pid);
 	kill(f->n.srv.child.pid, SIGQUIT);
 	(void)test_child_finish(&f->n.srv.child, IT_TIMEOUT_MS);
+	/* Its workers ended with it (reaped: their pids are free). */
+	for (i = 0; i < FPM_PIDS; i++)
+		if (fpm_pids[i] > 0 && kill(fpm_pids[i], 0) != 0)
+			fpm_pids[i] = 0;
 	nx_cleanup(&f->n);
 }
 
@@ -220,6 +243,7 @@ fpm_wait_in(const struct fpm *f, const char *uri)
 	line[len] = '\0';
 	pid = strtol(line, NULL, 10);
 	ck_assert_int_gt(pid, 0);
+	fpm_pids_add_worker((pid_t)pid);
 	ck_assert_msg(strncmp(strchr(line, ' ') + 1, uri, strlen(uri)) == 0,
 		      "script got %s, wanted %s", line, uri);
 	return pid;
@@ -332,6 +356,10 @@ fc_nv(uint8_t *out, const char *name, const char *val)
 /* One request on fd, kept open (FCGI_KEEP_CONN); its parameters split
  * over two records between two pairs (php-fpm takes no pair cut by a
  * record's end: fcgi_get_params() parses each record alone). */
+/* Parameters added to the next request fc_put() builds, after its own
+ * (NULL: none). */
+static const char *const *fc_extra;
+
 static void
 fc_put(struct fc_buf *o,
        const struct fpm *f,
@@ -357,6 +385,9 @@ fc_put(struct fc_buf *o,
 	if (rid)
 		n += fc_nv(p + n, "HTTP_X_REQUEST_ID", rid);
 	n += fc_nv(p + n, "CONTENT_LENGTH", "0");
+	for (; fc_extra && fc_extra[0]; fc_extra += 2)
+		n += fc_nv(p + n, fc_extra[0], fc_extra[1]);
+	fc_extra = NULL;
 	fc_rec(o, 1, begin, 8);
 	fc_rec(o, 4, p, cut);
 	fc_rec(o, 4, p + cut, n - cut);
@@ -435,6 +466,31 @@ START_TEST(test_phpfpm_keep_conn)
 	fpm_assert_ctx(pid, NULL, "GET", "/app/two", NULL);
 	fpm_go(&f);
 	fc_read_response(fd, "done /app/two");
+	fpm_assert_idle(&f, pid);
+	close(fd);
+	fpm_stop(&f);
+}
+END_TEST
+
+START_TEST(test_phpfpm_twice)
+{
+	static const char *const extra[] = {
+		"REQUEST_URI", "/app/second?b=2",   "HTTP_TRACEPARENT",
+		TP2,           "HTTP_X_REQUEST_ID", "rid-second",
+		NULL};
+	struct fpm f;
+	long pid;
+	int fd;
+
+	fpm_start(&f);
+	fd = it_connect(f.n.srv.port);
+	fc_extra = extra;
+	fc_send(&f, fd, "GET", "/app/first?a=1", TP, "rid-first");
+	/* The script prints its REQUEST_URI: the second. */
+	pid = fpm_wait_in(&f, "/app/second?b=2");
+	fpm_assert_ctx(pid, TP2_TRACE, "GET", "/app/second", "rid-second");
+	fpm_go(&f);
+	fc_read_response(fd, "done /app/second?b=2");
 	fpm_assert_idle(&f, pid);
 	close(fd);
 	fpm_stop(&f);
@@ -596,6 +652,7 @@ TEST_SUITE(phpfpm_suite)
 	tcase_set_timeout(tc, 120);
 	tcase_add_unchecked_fixture(tc, fpm_pids_setup, fpm_pids_teardown);
 	tcase_add_test(tc, test_phpfpm_keep_conn);
+	tcase_add_test(tc, test_phpfpm_twice);
 	tcase_add_test(tc, test_phpfpm_last_request);
 	if (access(NX_NGINX, X_OK) == 0)
 		tcase_add_test(tc, test_phpfpm_nginx);
