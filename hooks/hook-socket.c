@@ -1258,7 +1258,12 @@ sk_request(struct sk_in *in)
 		int own = sk_owned_fd();
 
 		/* A request we could not capture (oversized head, pool
-		 * exhausted): whatever we published is not its context. */
+		 * exhausted): whatever we published is not its context.  It
+		 * drew no span-id, so the heads are not counted from here:
+		 * its handler may run after the next zero-timeout wait, and
+		 * a head read after it must not be kept for that ("Handlers
+		 * run after the next wait"). */
+		sk_self.mark = CTXSHIM_SK_MARK_MIXED;
 		if (own >= 0)
 			sk_drop(own, "request-no-ctx");
 	} else if (in->became == CONN_FEED_FULL) {

@@ -530,6 +530,15 @@ request_ids(struct ctxshim_ctx *c,
 		ctxshim_new_span_id(c->span_id);
 		if (ctxshim_cfg.sample_new)
 			c->flags |= W3C_FLAG_SAMPLED;
+	} else {
+		uint8_t unused[8];
+
+		/* Zero ids, but a draw all the same: the socket level counts
+		 * the heads a thread read by its span-ids
+		 * (hooks/hook-socket.c, "Handlers run after the next wait"),
+		 * and a head it did not count would let the next one's
+		 * context be kept for this one's handler. */
+		ctxshim_new_span_id(unused);
 	}
 }
 

@@ -55,13 +55,19 @@ static const char server_py[] =
 	"asyncio.run(main())\n";
 
 static void
-py_start(struct it_server *s)
+py_start_env(struct it_server *s, char *const extra[])
 {
 	char *argv[] = {PYTHON, "-c", (char *)server_py, NULL};
 
 	if (access(PYTHON, X_OK) != 0)
 		test_skip(PYTHON " not found");
-	it_server_start(s, argv, true, NULL);
+	it_server_start(s, argv, true, extra);
+}
+
+static void
+py_start(struct it_server *s)
+{
+	py_start_env(s, NULL);
 }
 
 /* Send a request for path on fd and read its response. */
@@ -208,6 +214,72 @@ START_TEST(test_two_in_one_round_not_kept)
 }
 END_TEST
 
+/* The same when the first request's head draws no span-id -- one too
+ * large to capture (CTXSHIM_MAX_HEADER_BYTES), or one without a
+ * traceparent under CTXSHIM_NEW_TRACES=0 (zero ids) -- so that the second
+ * is the only head the span-ids count: a's handler must not show b's
+ * request either. */
+static void
+two_in_one_round_first_uncounted(bool oversized)
+{
+	static char big[20000];
+	char *extra[] = {"CTXSHIM_NEW_TRACES=0", NULL};
+	struct it_server s;
+	char line[512], *json;
+	struct it_thread_ctx t;
+	long tid;
+	int a, b, c;
+
+	py_start_env(&s, oversized ? NULL : extra);
+	a = it_connect(s.port);
+	b = it_connect(s.port);
+	c = it_connect(s.port);
+	py_get(a, "/ping-a", "");
+	py_get(b, "/ping-b", "");
+	tid = py_block(&s, c, "/block-c", TP1);
+	assert_shows(&s, tid, T1, "/block-c");
+	if (oversized) {
+		/* a head over the default 16384 bytes: no context */
+		snprintf(big, sizeof(big),
+			 "GET /block-a HTTP/1.1\r\nHost: x\r\nX-Big: ");
+		memset(big + strlen(big), 'b', 17000);
+		strcat(big, "\r\n\r\n");
+		it_send_str(a, big);
+	} else {
+		it_send_str(a, "GET /block-a HTTP/1.1\r\nHost: x\r\n\r\n");
+	}
+	it_send_str(b, "GET /block-b HTTP/1.1\r\nHost: x\r\n" TP3 "\r\n");
+	py_release(&s, c, "/block-c");
+	test_child_expect(&s.child, "IN ", line, sizeof(line), IT_TIMEOUT_MS);
+	ck_assert_msg(strstr(line, " /block-a"), "%s", line);
+	tid = strtol(line + 3, NULL, 10);
+	json = it_ctxdump(s.child.pid);
+	ck_assert_msg(it_dump_thread(json, tid, &t), "no thread %ld:\n%s", tid, json);
+	ck_assert_msg(!t.has_ctx || strcmp(t.trace, T3) != 0,
+		      "a's handler shows b's request (%s):\n%s", t.path, json);
+	free(json);
+	py_release(&s, a, "/block-a");
+	test_child_expect(&s.child, "IN ", line, sizeof(line), IT_TIMEOUT_MS);
+	ck_assert_msg(strstr(line, " /block-b"), "%s", line);
+	py_release(&s, b, "/block-b");
+	close(a);
+	close(b);
+	close(c);
+	py_quit(&s);
+}
+
+START_TEST(test_two_in_one_round_oversized_first)
+{
+	two_in_one_round_first_uncounted(true);
+}
+END_TEST
+
+START_TEST(test_two_in_one_round_untraced_first)
+{
+	two_in_one_round_first_uncounted(false);
+}
+END_TEST
+
 TEST_SUITE(asyncio_suite)
 {
 	Suite *s = suite_create("preload-asyncio");
@@ -216,6 +288,8 @@ TEST_SUITE(asyncio_suite)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_blocking_handler_shown);
 	tcase_add_test(tc, test_two_in_one_round_not_kept);
+	tcase_add_test(tc, test_two_in_one_round_oversized_first);
+	tcase_add_test(tc, test_two_in_one_round_untraced_first);
 	suite_add_tcase(s, tc);
 	return s;
 }
