@@ -1101,6 +1101,8 @@ hook_nghttp2_server_new3(nghttp2_session **session_ptr,
 
 	if (!ctxshim_active() || !callbacks || !session_ptr)
 		return real_server_new3(session_ptr, callbacks, user_data, option, mem);
+	/* Its frames are ours (or nobody's): never the socket level's too. */
+	hook_socket_h2_library();
 	hook_nghttp2_bind();
 	st = calloc(1, sizeof(*st));
 	errno = saved_errno;

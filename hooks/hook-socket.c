@@ -1235,6 +1235,9 @@ struct sk_in {
 	int fd;
 	int became;   /* CONN_FEED_* */
 	bool gave_up; /* the scanner gave up during this read */
+	/* HTTP/2: new requests so far in this read (ctxshim_conn_h2_feed()),
+	 * with SK_H2_UNSET before its first feed. */
+	unsigned n_h2;
 	struct ctxshim_conn *c;
 	/* With CONN_FEED_FULL: the thread's publication buffer holding the
 	 * new request's context (conn.h), published by sk_request(). */
@@ -1258,14 +1261,21 @@ sk_request(struct sk_in *in)
 		int own = sk_owned_fd();
 
 		/* A request we could not capture (oversized head, pool
-		 * exhausted): whatever we published is not its context.  It
-		 * drew no span-id, so the heads are not counted from here:
-		 * its handler may run after the next zero-timeout wait, and
-		 * a head read after it must not be kept for that ("Handlers
-		 * run after the next wait"). */
+		 * exhausted), several HTTP/2 requests at once, or an HTTP/2
+		 * connection no longer followed: whatever we published is not
+		 * its context.  It drew no span-id, so the heads are not
+		 * counted from here: its handler may run after the next
+		 * zero-timeout wait, and a head read after it must not be kept
+		 * for that ("Handlers run after the next wait"). */
+		const char *why = "request-no-ctx";
+
 		sk_self.mark = CTXSHIM_SK_MARK_MIXED;
+		if (in->became == CONN_FEED_SEVERAL)
+			why = "h2-several";
+		else if (in->became == CONN_FEED_H2_STOP)
+			why = "h2-stop";
 		if (own >= 0)
-			sk_drop(own, "request-no-ctx");
+			sk_drop(own, why);
 	} else if (in->became == CONN_FEED_FULL) {
 		/* Built a moment ago where it is published: no copy. */
 		ctxshim_build_publish(in->full);
@@ -1277,6 +1287,27 @@ sk_request(struct sk_in *in)
 }
 
 static bool sk_fcgi_begin(int fd, struct ctxshim_conn *c, const void *buf, size_t len);
+static bool sk_h2_begin(int fd, struct ctxshim_conn *c, const void *buf, size_t len);
+static int sk_h2_feed(int fd,
+		      struct ctxshim_conn *c,
+		      const void *buf,
+		      size_t len,
+		      struct ctxshim_ctx **full,
+		      unsigned *n_new);
+
+/* n_new of struct sk_in before the read's first HTTP/2 feed. */
+#define SK_H2_UNSET (~0u)
+
+/* The bytes the HTTP scanner gave up on, or all of a connection followed
+ * as FastCGI or HTTP/2 (sk_fcgi_begin(), sk_h2_begin()): to that
+ * protocol's feed.  Off the HTTP path: only such reads come here. */
+static __attribute__((noinline, cold)) int
+sk_in_framed(struct sk_in *in, const void *buf, size_t len)
+{
+	if (ctxshim_conn_fcgi(in->c))
+		return ctxshim_conn_fcgi_feed(in->c, buf, len, &in->full);
+	return sk_h2_feed(in->fd, in->c, buf, len, &in->full, &in->n_h2);
+}
 
 static inline void
 sk_in_bytes(struct sk_in *in, const void *buf, size_t len)
@@ -1288,17 +1319,18 @@ sk_in_bytes(struct sk_in *in, const void *buf, size_t len)
 	if (!http_scan_gave_up(&in->c->scan)) {
 		r = ctxshim_conn_feed(in->c, buf, len, &in->full);
 		if (__builtin_expect(http_scan_gave_up(&in->c->scan), 0) &&
-		    sk_fcgi_begin(in->fd, in->c, buf, len)) {
-			int f = ctxshim_conn_fcgi_feed(in->c, buf, len, &in->full);
+		    (sk_fcgi_begin(in->fd, in->c, buf, len) ||
+		     sk_h2_begin(in->fd, in->c, buf, len))) {
+			int f = sk_in_framed(in, buf, len);
 
 			if (f != CONN_FEED_NONE)
 				r = f;
 		} else if (http_scan_gave_up(&in->c->scan)) {
 			in->gave_up = true;
 		}
-	} else if (__builtin_expect(ctxshim_conn_fcgi(in->c), 0)) {
-		/* FastCGI (sk_fcgi_begin()) */
-		r = ctxshim_conn_fcgi_feed(in->c, buf, len, &in->full);
+	} else if (__builtin_expect(ctxshim_conn_framed(in->c), 0)) {
+		/* FastCGI or HTTP/2 (sk_fcgi_begin(), sk_h2_begin()) */
+		r = sk_in_framed(in, buf, len);
 	} else {
 		return;
 	}
@@ -1338,6 +1370,7 @@ sk_in_begin(struct sk_in *in, int fd, struct ctxshim_conn *c)
 	in->c = c;
 	in->became = CONN_FEED_NONE;
 	in->gave_up = false;
+	in->n_h2 = SK_H2_UNSET;
 	in->full = NULL;
 	return true;
 }
@@ -1427,6 +1460,54 @@ sk_fcgi_begin(int fd, struct ctxshim_conn *c, const void *buf, size_t len)
 	return ctxshim_conn_fcgi_start(c);
 }
 
+/* The scanner of c gave up in this read of buf[0, len): if that was on
+ * the HTTP/2 connection preface at the connection's first request (no
+ * request seen, and the preface's "PRI" its first bytes), follow it as
+ * HTTP/2 from now on (preload/conn.c, "HTTP/2"): a server with HTTP/2
+ * code of its own, in clear or over TLS (its plaintext, from the TLS
+ * hooks: the usual case), not one a library hook handles.  The scanner
+ * gives up at the byte after "PRI" (this read's), so the bytes of the
+ * preface read before this one are the place of buf[0] in "PRI ". */
+static __attribute__((noinline, cold)) bool
+sk_h2_begin(int fd, struct ctxshim_conn *c, const void *buf, size_t len)
+{
+	static const char pri[] = "PRI ";
+	const uint8_t *b = buf;
+	uint8_t f = atomic_load_explicit(&c->flags, memory_order_relaxed);
+	unsigned seen;
+
+	(void)fd;
+	if (http_scan_give_up_reason(&c->scan) != HTTP_SCAN_GIVE_UP_HTTP2 ||
+	    c->scan.head_bytes != 3 ||
+	    (f & (CONN_F_REQ | CONN_F_CLAIMED | CONN_F_LINK)) || len == 0)
+		return false;
+	for (seen = 0; seen < 4 && b[0] != (uint8_t)pri[seen]; seen++)
+		;
+	if (seen == 4)
+		return false;
+	return ctxshim_conn_h2_start(c, seen);
+}
+
+/* ctxshim_conn_h2_feed() for a read of c through fd; *n_new starts, at
+ * the read's first feed, at 1 when the thread still shows c's current
+ * request, unanswered: it read on without a wait or a write, and its
+ * server handles what it read together (conn.c, "HTTP/2"). */
+static int
+sk_h2_feed(int fd,
+	   struct ctxshim_conn *c,
+	   const void *buf,
+	   size_t len,
+	   struct ctxshim_ctx **full,
+	   unsigned *n_new)
+{
+	uint32_t gen = atomic_load_explicit(&c->gen, memory_order_relaxed);
+
+	if (*n_new == SK_H2_UNSET)
+		*n_new = sk_owned_fd() == fd && sk_self.gen == gen &&
+			 ctxshim_conn_live(c);
+	return ctxshim_conn_h2_feed(c, buf, len, full, n_new);
+}
+
 /* sk_in_buf() past its usual read, busy held (released here): full is the
  * thread's buffer with the head that ctxshim_conn_feed_whole() took
  * (then no longer live: a write on another thread answered it already),
@@ -1440,16 +1521,16 @@ sk_in_rest(int fd,
 	   struct ctxshim_ctx *full,
 	   bool tried)
 {
-	struct sk_in in = {.fd = fd, .c = c, .full = full};
+	struct sk_in in = {.fd = fd, .c = c, .full = full, .n_h2 = SK_H2_UNSET};
 
 	/* A scanner that gave up before this read feeds nothing, unless it
-	 * gave the connection over to FastCGI. */
+	 * gave the connection over to FastCGI or HTTP/2. */
 	if (!full && http_scan_gave_up(&c->scan)) {
-		if (__builtin_expect(!ctxshim_conn_fcgi(c), 1)) {
+		if (__builtin_expect(!ctxshim_conn_framed(c), 1)) {
 			sk_busy(false);
 			return;
 		}
-		in.became = ctxshim_conn_fcgi_feed(c, buf, len, &in.full);
+		in.became = sk_in_framed(&in, buf, len);
 	} else if (full) {
 		in.became = CONN_FEED_FULL;
 	} else {
@@ -1458,8 +1539,12 @@ sk_in_rest(int fd,
 		else
 			in.became = ctxshim_conn_feed(c, buf, len, &in.full);
 		if (__builtin_expect(http_scan_gave_up(&c->scan), 0) &&
-		    sk_fcgi_begin(fd, c, buf, len))
-			in.became = ctxshim_conn_fcgi_feed(c, buf, len, &in.full);
+		    (sk_fcgi_begin(fd, c, buf, len) || sk_h2_begin(fd, c, buf, len))) {
+			int f = sk_in_framed(&in, buf, len);
+
+			if (f != CONN_FEED_NONE)
+				in.became = f;
+		}
 	}
 	if (in.became == CONN_FEED_FULL && ctxshim_conn_live(c)) {
 		ctxshim_build_publish(in.full);
@@ -1467,7 +1552,7 @@ sk_in_rest(int fd,
 	} else if (in.became != CONN_FEED_NONE) {
 		sk_request(&in);
 	}
-	if (__builtin_expect(http_scan_gave_up(&c->scan), 0) && !ctxshim_conn_fcgi(c))
+	if (__builtin_expect(http_scan_gave_up(&c->scan), 0) && !ctxshim_conn_framed(c))
 		sk_gave_up(&in);
 	sk_busy(false);
 }
@@ -1515,7 +1600,7 @@ sk_in_buf(int fd,
 	if (r <= 0 || !sk_in_flags_feed(c, flags) || !c)
 		return;
 	if (!whole) {
-		if (http_scan_gave_up(&c->scan) && !ctxshim_conn_fcgi(c))
+		if (http_scan_gave_up(&c->scan) && !ctxshim_conn_framed(c))
 			return;
 		sk_busy(true);
 		sk_in_rest(fd, c, buf, (size_t)r, NULL, false);
@@ -3078,8 +3163,9 @@ sk_splice(int in,
 		if (http_scan_skip(&ci->scan, (uint64_t)r) < 0)
 			ctxshim_conn_lost(ci);
 		sk_busy(false);
-	} else if (ci && r > 0 && ctxshim_conn_fcgi(ci)) {
-		/* FastCGI records spliced out unseen: out of step. */
+	} else if (ci && r > 0 && ctxshim_conn_framed(ci)) {
+		/* FastCGI records or HTTP/2 frames spliced out unseen: out
+		 * of step. */
 		sk_busy(true);
 		ctxshim_conn_lost(ci);
 		sk_busy(false);
@@ -3448,6 +3534,33 @@ hook_socket_disown(int fd)
 	sk_busy(true);
 	sk_self.fdp1 = 0;
 	sk_busy(false);
+}
+
+/* ---- nghttp2 ---- */
+
+void
+hook_socket_h2_library(void)
+{
+	struct ctxshim_conn *c = NULL;
+	int saved_errno, own;
+
+	if (sk_self.busy) {
+		ctxshim_conn_h2_library(NULL);
+		return;
+	}
+	saved_errno = errno;
+	sk_busy(true);
+	own = sk_owned_fd();
+	if (own >= 0 && sk_self.c &&
+	    sk_self.gen ==
+		    atomic_load_explicit(&sk_self.c->gen, memory_order_relaxed) &&
+	    ctxshim_conn_h2(sk_self.c))
+		c = sk_self.c;
+	ctxshim_conn_h2_library(c);
+	if (c)
+		sk_drop(own, "h2-library");
+	sk_busy(false);
+	errno = saved_errno;
 }
 
 /* ---- TLS (hook-tls.h) ---- */

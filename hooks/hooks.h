@@ -68,6 +68,14 @@ bool hook_socket_inherited_wait(void);
  * fd's close (hook-socket.c).  Keeps errno. */
 void hook_socket_disown(int fd);
 
+/* The process made an nghttp2 server session (hook-nghttp2.c): its
+ * frames are that hook's, which follows each stream, so the socket level
+ * follows no connection as HTTP/2 from now on, and drops what the thread
+ * shows of one it followed (preload/conn.c, "HTTP/2": one request, one
+ * span, when the server read its first frames before it made the
+ * session).  Keeps errno. */
+void hook_socket_h2_library(void);
+
 /* A longjmp() out of a signal handler to a frame whose stack pointer is
  * to (hook-longjmp.c): release what the socket level, the thread's
  * state and OpenSSL's hooks hold in frames the jump ends (hook-socket.c,

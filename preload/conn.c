@@ -138,6 +138,8 @@
 #include "conn-whole.h"
 #include "events.h"
 #include "fcgi-scan.h"
+#include "h2-scan.h"
+#include "hook-h2.h"
 #include "log.h"
 #include "request-ctx.h"
 #include "shim.h"
@@ -171,9 +173,19 @@ struct conn_pool_entry {
 		/* A FastCGI connection's records (c->cap, for the
 		 * connection's life: "FastCGI" below). */
 		struct fcgi_scan fcgi;
+		/* An HTTP/2 connection's frames (c->cap, for the connection's
+		 * life), and the request whose header block is arriving
+		 * ("HTTP/2" below). */
+		struct h2_scan h2;
+		struct hook_h2_req h2req;
 	} u;
 	_Atomic uint16_t next; /* next pipelined entry + 1, or CONN_NEXT_CLOSED */
 	bool has_ctx;
+	/* In the entry of an HTTP/2 connection's scanner: the block in
+	 * progress lost its request (no entry was free), and the entry + 1
+	 * that holds its request (0: none).  In the padding before hold. */
+	bool h2_lost;
+	uint16_t h2_req;
 	/* Bytes of the current request's response still to be written before
 	 * this request (the first queued) becomes current; 0: none known.
 	 * Zeroed by the reader before it queues the entry, then the writing
@@ -198,10 +210,24 @@ int ctxshim_conn_extra_index[CTXSHIM_MAX_HEADER_ATTRS];
 
 _Static_assert(sizeof(struct fcgi_scan) <= sizeof(struct http_scan_capture),
 	       "a FastCGI connection's state does not grow the pool");
+_Static_assert(sizeof(struct h2_scan) <= sizeof(struct http_scan_capture) &&
+		       sizeof(struct hook_h2_req) <= sizeof(struct http_scan_capture),
+	       "an HTTP/2 connection's state does not grow the pool");
 
 /* The CGI meta-variables ctxshim_request_ctx_cgi() looks up, kept from a
  * FastCGI request's parameters ("FastCGI" below). */
 static struct fcgi_scan_config conn_fcgi_cfg;
+
+/* The header fields an HTTP/2 request's context is built from ("HTTP/2"
+ * below): the scanner's configuration, and CTXSHIM_HEADER_ATTRS in lower
+ * case, as hook_h2_req_header() is given them. */
+static struct h2_scan_config conn_h2_cfg;
+static char conn_h2_names[CTXSHIM_MAX_HEADER_ATTRS][CTXSHIM_HEADER_NAME_MAX];
+static int conn_h2_k_tracestate = -1;
+/* The process made an nghttp2 server session (ctxshim_conn_h2_library()). */
+static _Atomic bool conn_h2_lib;
+
+static void conn_h2_release(unsigned cap);
 
 /* ---- pool ---- */
 
@@ -336,6 +362,7 @@ conn_release_all(struct ctxshim_conn *c)
 	unsigned t = conn_fifo_take(&c->tail);
 	unsigned idx = conn_fifo_take(&c->pending);
 
+	conn_h2_release(c->cap);
 	conn_pool_release(c->cap);
 	c->cap = 0;
 	c->qpush = 0;
@@ -531,6 +558,37 @@ conn_fcgi_config(void)
 	}
 }
 
+/* The fields hook_h2_req_header() takes, as nghttp2 hands them to
+ * hooks/hook-nghttp2.c: the pseudo-headers first, then the trace's
+ * headers and the configured ones (a configured name that is one of these
+ * is taken once, as the hook does). */
+static void
+conn_h2_config(void)
+{
+	static const char *const fixed[] = {":method", ":path", "traceparent",
+					    "tracestate"};
+	unsigned i, j;
+	int k;
+
+	memset(&conn_h2_cfg, 0, sizeof(conn_h2_cfg));
+	for (i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++) {
+		k = h2_scan_config_add(&conn_h2_cfg, fixed[i]);
+		if (i == 3)
+			conn_h2_k_tracestate = k;
+	}
+	for (i = 0; i < ctxshim_cfg.n_header_attrs && i < CTXSHIM_MAX_HEADER_ATTRS;
+	     i++) {
+		const char *h = ctxshim_cfg.header_attrs[i];
+
+		for (j = 0; h[j] && j + 1 < CTXSHIM_HEADER_NAME_MAX; j++)
+			conn_h2_names[i][j] =
+				(char)(h[j] >= 'A' && h[j] <= 'Z' ? h[j] + ('a' - 'A')
+								  : h[j]);
+		conn_h2_names[i][j] = '\0';
+		(void)h2_scan_config_add(&conn_h2_cfg, conn_h2_names[i]);
+	}
+}
+
 void
 ctxshim_conn_init(void)
 {
@@ -550,6 +608,7 @@ ctxshim_conn_init(void)
 
 	conn_scan_config();
 	conn_fcgi_config();
+	conn_h2_config();
 	hot = conn_map(n);
 	chunks = conn_map(nchunks * sizeof(*ctxshim_conn_tab.chunks));
 	if (!hot || !chunks) {
@@ -2078,10 +2137,287 @@ ctxshim_conn_fcgi_feed(struct ctxshim_conn *c,
 	return became;
 }
 
+/* ---- HTTP/2 -------------------------------------------------------------
+ *
+ * A server with HTTP/2 code of its own (nginx's `listen ... http2`,
+ * lighttpd's, h2o's: no nghttp2 for hooks/hook-nghttp2.c to see) reads
+ * the client's connection preface, "PRI * HTTP/2.0", where the HTTP
+ * scanner expects a request line: it gives up at once (reason "http2"),
+ * and hooks/hook-socket.c asks for the connection to be followed as
+ * HTTP/2 (ctxshim_conn_h2_start()) when that was its first request, over
+ * TLS (the plaintext of the TLS hooks, nginx's usual case with ALPN) or
+ * in clear (h2c with prior knowledge).  A connection upgraded from
+ * HTTP/1.1 ("Upgrade: h2c") had a request before, and stays as it was
+ * (hook-nghttp2.c takes its stream 1 from that head).  The frames go to
+ * an HTTP/2 scanner (proc-context/h2-scan.h) kept in a pool entry (c->cap,
+ * which a given-up scanner leaves free) until the connection ends; it
+ * decodes every header block (HPACK's dynamic table must stay in step)
+ * and reports the configured fields of each block that opens a new
+ * client stream.  Those are collected, field by field, into the request
+ * model hooks/hook-nghttp2.c uses (hooks/hook-h2.h), so that a request
+ * gets the same context whichever of the two follows it; it lives in a
+ * second pool entry (its index kept in the scanner's entry, h2_req)
+ * from the block's first reported field to its end: one entry per
+ * connection, two while a header block arrives split across reads.
+ *
+ * A read that ends the header block of exactly one new request makes it
+ * the connection's current request, with a context built as a head's
+ * (a new span-id, a child of its traceparent): from there it is a
+ * request of the socket level like a FastCGI one -- answered by the first
+ * write, cleared by the next read that brings none, a wait or the close,
+ * upstreams followed.  One that ends two or more (or a read that brings
+ * one while the thread still shows the connection's previous request,
+ * unanswered: the server reads on before it handles what it read, as
+ * nginx's TLS reads do, record after record, until its buffer is full)
+ * is ambiguous: a server runs each request's handler as it parses the
+ * frames, and no hook sees which one runs, so the connection gets a
+ * current request without a context (CONN_FEED_SEVERAL; event reason
+ * "h2-several"): when in doubt, nothing is shown.  Server push does not
+ * apply (no request comes in for a pushed stream).
+ *
+ * Stopped for good (CONN_FEED_H2_STOP; "h2-stop"), its current request
+ * left without a context and its entries freed, when the scanner gives
+ * up (a frame or header block it cannot follow) or the process made an
+ * nghttp2 server session: a server that hands its frames to nghttp2
+ * (nghttpd, Apache's mod_http2, both with nghttp2_session_mem_recv(),
+ * which names no connection) gets its context per stream from that hook,
+ * and never a second one from here for the same request.
+ *
+ * Field values: one the scanner reports H2_SCAN_F_UNKNOWN (an indexed
+ * entry whose value it did not keep) is left out; one H2_SCAN_F_CUT
+ * (longer than H2_SCAN_VALUE_MAX) is passed with its first bytes, and
+ * hook_h2_req_header() decides as for any long value (a method over 20
+ * bytes is "_OTHER" without an original, a path is kept to 256 bytes, a
+ * traceparent that long is invalid); but a tracestate field cut or
+ * unknown drops the whole list (its members would be wrong or missing:
+ * W3C, better none than a wrong one). */
+
+/* Free the request entry the HTTP/2 scanner's entry cap names, if any
+ * (cap: any c->cap; only an HTTP/2 scanner's entry names one). */
+static void
+conn_h2_release(unsigned cap)
+{
+	struct conn_pool_entry *e;
+
+	if (!cap || cap > CONN_POOL_N)
+		return;
+	e = &conn_pool[cap - 1];
+	if (__builtin_expect(e->h2_req == 0 && !e->h2_lost, 1))
+		return;
+	conn_pool_release(e->h2_req);
+	e->h2_req = 0;
+	e->h2_lost = false;
+}
+
+static int conn_h2_stop(struct ctxshim_conn *c, struct ctxshim_ctx **full);
+
+void
+ctxshim_conn_h2_library(struct ctxshim_conn *c)
+{
+	struct ctxshim_ctx *full = NULL;
+
+	if (!atomic_load_explicit(&conn_h2_lib, memory_order_relaxed))
+		atomic_store_explicit(&conn_h2_lib, true, memory_order_relaxed);
+	if (c && ctxshim_conn_h2(c))
+		(void)conn_h2_stop(c, &full);
+}
+
+bool
+ctxshim_conn_h2_start(struct ctxshim_conn *c, unsigned preface_seen)
+{
+	unsigned idx;
+
+	if (c->cap || atomic_load_explicit(&conn_h2_lib, memory_order_relaxed) ||
+	    !(idx = conn_pool_claim()))
+		return false;
+	h2_scan_reset(&conn_pool[idx - 1].u.h2, preface_seen);
+	conn_pool[idx - 1].h2_req = 0;
+	conn_pool[idx - 1].h2_lost = false;
+	c->cap = (uint16_t)idx;
+	/* The HTTP scanner stays given up on the preface (reason "http2"):
+	 * that and c->cap make the connection one followed as HTTP/2
+	 * (ctxshim_conn_h2()). */
+	return true;
+}
+
+/* The scanner reported a field of the new request's block: into its
+ * request (e's request entry, claimed at its first field). */
+static void
+conn_h2_field(struct conn_pool_entry *e, const struct h2_scan *st)
+{
+	struct h2_scan_field f;
+	struct hook_h2_req *q;
+	unsigned k;
+
+	if (e->h2_lost)
+		return;
+	if (!e->h2_req) {
+		unsigned idx = conn_pool_claim();
+
+		if (!idx) {
+			/* Its request gets no context (as a head's without a
+			 * capture). */
+			e->h2_lost = true;
+			return;
+		}
+		e->h2_req = (uint16_t)idx;
+		hook_h2_req_init(&conn_pool[idx - 1].u.h2req);
+	}
+	q = &conn_pool[e->h2_req - 1].u.h2req;
+	h2_scan_field(st, &f);
+	k = f.k;
+	if (k >= conn_h2_cfg.n || k >= H2_SCAN_KEEP_MAX)
+		return;
+	if ((int)k == conn_h2_k_tracestate &&
+	    (f.flags & (H2_SCAN_F_CUT | H2_SCAN_F_UNKNOWN))) {
+		/* The list is dropped whole (hook_h2_req_view() leaves out a
+		 * list marked bad, as one with an invalid member). */
+		q->has_ts = true;
+		q->ts_bad = true;
+		return;
+	}
+	if ((f.flags & H2_SCAN_F_UNKNOWN) || (!f.value && f.len))
+		return;
+	hook_h2_req_header(q, (const char(*)[CTXSHIM_HEADER_NAME_MAX])conn_h2_names,
+			   ctxshim_cfg.n_header_attrs,
+			   (const uint8_t *)conn_h2_cfg.name[k],
+			   conn_h2_cfg.name_len[k], f.value, f.len);
+}
+
+/* The context of request q (NULL: one without a reported field). */
+static void
+conn_h2_build(struct ctxshim_ctx *b, const struct hook_h2_req *q)
+{
+	struct hook_h2_req none;
+	struct hook_h2_view v;
+
+	if (!q) {
+		hook_h2_req_init(&none);
+		q = &none;
+	}
+	hook_h2_req_view(q, &v);
+	ctxshim_request_ctx(b, &v.r);
+}
+
+/* Out of line: a scratch context stays off the callers' frames. */
+static __attribute__((noinline)) void
+conn_h2_scratch(struct ctxshim_conn_ctx *d, const struct hook_h2_req *q)
+{
+	struct ctxshim_ctx tmp;
+
+	conn_h2_build(&tmp, q);
+	ctxshim_conn_compact(d, &tmp);
+}
+
+/* The block of a new request ended (e: the scanner's entry): with
+ * several in one read, none is current ("HTTP/2" above); else it becomes
+ * c's current request, as a head does in conn_head_new(), with a context
+ * unless its request entry was lost.  Its request entry is freed. */
+static int
+conn_h2_request(struct ctxshim_conn *c,
+		struct conn_pool_entry *e,
+		unsigned n_new,
+		struct ctxshim_ctx **full)
+{
+	uint8_t f = atomic_load_explicit(&c->flags, memory_order_relaxed);
+	const struct hook_h2_req *q = e->h2_req && e->h2_req <= CONN_POOL_N
+					      ? &conn_pool[e->h2_req - 1].u.h2req
+					      : NULL;
+	bool ctx = n_new == 1 && !e->h2_lost;
+	struct ctxshim_ctx *b = NULL;
+
+	if (n_new > 1 && *full) {
+		/* The request before it in this read was built for
+		 * publication: it is not shown either. */
+		ctxshim_build_cancel();
+		*full = NULL;
+	}
+	conn_seq_begin(c);
+	if (ctx) {
+		b = *full ? NULL : ctxshim_build_begin();
+		if (b) {
+			conn_h2_build(b, q);
+			ctxshim_conn_compact_fast(&c->ctx, b);
+			*full = b;
+		} else {
+			conn_h2_scratch(&c->ctx, q);
+		}
+	}
+	conn_head_flags(c, f, (uint8_t)(CONN_F_REQ | (ctx ? CONN_F_HAS_CTX : 0)));
+	conn_seq_end(c);
+	conn_h2_release(c->cap);
+	if (n_new > 1)
+		return CONN_FEED_SEVERAL;
+	return b ? CONN_FEED_FULL : CONN_FEED_NEW;
+}
+
+/* Stop following c as HTTP/2 ("HTTP/2" above). */
+static __attribute__((noinline, cold)) int
+conn_h2_stop(struct ctxshim_conn *c, struct ctxshim_ctx **full)
+{
+	if (*full) {
+		ctxshim_build_cancel();
+		*full = NULL;
+	}
+	conn_h2_release(c->cap);
+	conn_pool_release(c->cap);
+	c->cap = 0;
+	http_scan_stop(&c->scan);
+	conn_seq_begin(c);
+	conn_flags_update(c, CONN_F_HAS_CTX, 0);
+	conn_seq_end(c);
+	return CONN_FEED_H2_STOP;
+}
+
+int
+ctxshim_conn_h2_feed(struct ctxshim_conn *c,
+		     const void *buf,
+		     size_t len,
+		     struct ctxshim_ctx **full,
+		     unsigned *n_new)
+{
+	unsigned idx = c->cap, idle = 0;
+	const uint8_t *p = buf;
+	struct conn_pool_entry *e;
+	size_t off = 0, n;
+	int became = CONN_FEED_NONE;
+
+	if (!idx || idx > CONN_POOL_N)
+		return CONN_FEED_NONE;
+	if (atomic_load_explicit(&conn_h2_lib, memory_order_relaxed))
+		return conn_h2_stop(c, full);
+	e = &conn_pool[idx - 1];
+	/* After a field or a request, the scanner is called again even with
+	 * no bytes left, for what it still has to report at that point;
+	 * bounded (idle), so that a scanner that reported without moving
+	 * on cannot keep this loop going. */
+	while (idle < 2 * H2_SCAN_KEEP_MAX + 4) {
+		enum h2_scan_status r;
+
+		n = 0;
+		r = h2_scan_feed(&e->u.h2, &conn_h2_cfg, p + off, len - off, &n);
+		off += n;
+		idle = n ? 0 : idle + 1;
+		if (r == H2_SCAN_FIELD) {
+			conn_h2_field(e, &e->u.h2);
+		} else if (r == H2_SCAN_REQUEST) {
+			if (*n_new < UINT8_MAX)
+				(*n_new)++;
+			became = conn_h2_request(c, e, *n_new, full);
+		} else if (r == H2_SCAN_GAVE_UP) {
+			return conn_h2_stop(c, full);
+		} else if (off >= len) {
+			break;
+		}
+	}
+	return became;
+}
+
 void
 ctxshim_conn_lost(struct ctxshim_conn *c)
 {
 	http_scan_stop(&c->scan);
+	conn_h2_release(c->cap);
 	conn_pool_release(c->cap);
 	c->cap = 0;
 }

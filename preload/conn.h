@@ -485,6 +485,57 @@ int ctxshim_conn_fcgi_feed(struct ctxshim_conn *c,
 			   size_t len,
 			   struct ctxshim_ctx **full);
 
+/* HTTP/2 (conn.c, "HTTP/2").  c's HTTP scanner gave up on the client's
+ * connection preface (reason "http2") at its first request: follow c's
+ * frames from now on (a pool entry holds their scanner until c ends).
+ * preface_seen: bytes of the preface read before the bytes fed next.
+ * False, nothing changed, when no pool entry is free, c holds one, or
+ * the process made an nghttp2 server session. */
+bool ctxshim_conn_h2_start(struct ctxshim_conn *c, unsigned preface_seen);
+
+/* Is c followed as HTTP/2 (ctxshim_conn_h2_start(), and not stopped
+ * since)? */
+static inline bool
+ctxshim_conn_h2(const struct ctxshim_conn *c)
+{
+	return c->scan.phase == HTTP_SCAN_PH_DEAD &&
+	       c->scan.sub == HTTP_SCAN_GIVE_UP_HTTP2 && c->cap != 0;
+}
+
+/* Is c followed as FastCGI or HTTP/2: a scanner of its own in c->cap
+ * takes the bytes the HTTP scanner gave up on? */
+static inline bool
+ctxshim_conn_framed(const struct ctxshim_conn *c)
+{
+	return c->scan.phase == HTTP_SCAN_PH_DEAD &&
+	       (c->scan.sub == HTTP_SCAN_GIVE_UP_FASTCGI ||
+		(c->scan.sub == HTTP_SCAN_GIVE_UP_HTTP2 && c->cap != 0));
+}
+
+/* More results of the feeds of an HTTP/2 connection: the read ended the
+ * header blocks of two or more new requests (or one, while the thread
+ * still showed the connection's previous request, unanswered): c's
+ * current request has no context; c is followed no more (its scanner gave
+ * up, or an nghttp2 server session exists), nor has its current request a
+ * context. */
+enum { CONN_FEED_SEVERAL = 3, CONN_FEED_H2_STOP = 4 };
+
+/* ctxshim_conn_feed() for an HTTP/2 connection: the same results, and
+ * those above.  *n_new: new requests of this read so far (0 before its
+ * first buffer, 1 when the thread shows the connection's previous request
+ * unanswered), updated. */
+int ctxshim_conn_h2_feed(struct ctxshim_conn *c,
+			 const void *buf,
+			 size_t len,
+			 struct ctxshim_ctx **full,
+			 unsigned *n_new);
+
+/* The process made an nghttp2 server session (hooks/hook-nghttp2.c): no
+ * connection is followed as HTTP/2 here from now on (conn.c, "HTTP/2"),
+ * c (if not NULL) stopped now, its current request left without a
+ * context. */
+void ctxshim_conn_h2_library(struct ctxshim_conn *c);
+
 /* 0: not a status line (or unknown), 1: interim (1xx but not 101), 2: a
  * final status line "HTTP/1.x NNN". */
 static inline int
