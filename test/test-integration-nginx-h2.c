@@ -1,0 +1,421 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* nginx from Debian with its own HTTP/2 code under the shim, followed at
+ * the socket level (preload/conn.c, "HTTP/2"): "listen ... ssl http2"
+ * (ALPN h2, the plaintext from the TLS hooks) and "listen ... http2" (h2c
+ * with prior knowledge), one worker.  To read the worker's record while
+ * a request runs, its access log is a FIFO the test fills: the worker
+ * blocks in the log write of the request, after its response, before it
+ * goes back to epoll_wait() (as test-integration-tls.c's early-data test).
+ * Two FIFOs, chosen by the request's traceparent (map, access_log if=),
+ * so that the second request of a connection blocks too once the first
+ * one's line went through.
+ *
+ *  - curl --http2 over TLS, and curl --http2-prior-knowledge in clear, two
+ *    requests on one connection (curl URL --next URL: the second one's
+ *    :path an indexed field of the dynamic table), each with a
+ *    traceparent: while each runs, the worker shows its trace, a new
+ *    span-id (a child of the traceparent), GET and the path; each is
+ *    attached once, with one span, and detached at the next wait.  Old:
+ *    no context at all (the HTTP scanner gave up on "PRI").
+ *  - helpers/h2-frames on h2c, one connection: a request whose preface
+ *    and frames come in pieces, one read each (split in "PRI", inside the
+ *    SETTINGS frame's header and inside the traceparent's literal), is
+ *    shown; two requests in one read are not (event log and ctxdump:
+ *    nginx runs both handlers while it parses the read, nothing tells
+ *    which one runs); a later request on the connection is shown again,
+ *    with its path from the dynamic table. */
+#include "test-common.h"
+
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wunused-function"
+#include "test-integration.h"
+#include "test-nginx.h"
+#pragma GCC diagnostic pop
+
+#include <sys/syscall.h>
+
+#define NGINX NX_NGINX
+#define TA    "4bf92f3577b34da6a3ce929d0e0e4a01"
+#define PA    "00f067aa0ba902a1"
+#define TB    "4bf92f3577b34da6a3ce929d0e0e4b02"
+#define PB    "00f067aa0ba902b2"
+#define TF(k) "4bf92f3577b34da6a3ce929d0e0e4f0" #k
+#define PF    "00f067aa0ba902f0"
+
+struct h2n {
+	struct nx_server nx;
+	unsigned tls_port, h2c_port;
+	char fifo_a[160], fifo_b[160];
+	int fa, fb; /* the FIFOs, read side, nonblocking */
+};
+
+static void
+run_ok(char *const argv[])
+{
+	char *err = NULL;
+	int st = test_run_capture(argv, NULL, false, NULL, &err, IT_TIMEOUT_MS);
+
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s failed: %s", argv[0],
+		      err ? err : "");
+	free(err);
+}
+
+static int
+fifo_make(const char *path)
+{
+	int fd;
+
+	ck_assert_int_eq(mkfifo(path, 0666), 0);
+	/* Opened before nginx does (its open for writing would wait for a
+	 * reader); small, so that a few bytes fill it. */
+	fd = open(path, O_RDWR | O_NONBLOCK | O_CLOEXEC);
+	ck_assert_int_ge(fd, 0);
+	(void)fcntl(fd, F_SETPIPE_SZ, 4096);
+	return fd;
+}
+
+/* Fill the FIFO: the worker's next log write to it blocks. */
+static void
+fifo_fill(int fd)
+{
+	char nl[256];
+
+	memset(nl, '\n', sizeof(nl));
+	while (write(fd, nl, sizeof(nl)) > 0)
+		;
+	ck_assert_int_eq(errno, EAGAIN);
+	while (write(fd, nl, 1) > 0)
+		;
+	ck_assert_int_eq(errno, EAGAIN);
+}
+
+/* Read the FIFO until a log line containing want went by, then empty it;
+ * that line (without its newline) in line. */
+static void
+fifo_drain(int fd, const char *want, char *line, size_t cap)
+{
+	long deadline = test_now_ms() + IT_TIMEOUT_MS;
+	char buf[4096], acc[16384] = "";
+	size_t al = 0;
+	const char *hit = NULL;
+
+	for (;;) {
+		struct pollfd pfd = {.fd = fd, .events = POLLIN};
+		ssize_t r = read(fd, buf, sizeof(buf));
+
+		if (r > 0) {
+			size_t i;
+
+			/* the newlines of the filling are left out */
+			for (i = 0; i < (size_t)r; i++)
+				if ((buf[i] != '\n' || (al && acc[al - 1] != '\n')) &&
+				    al + 1 < sizeof(acc))
+					acc[al++] = buf[i];
+			acc[al] = '\0';
+			hit = strstr(acc, want);
+			continue;
+		}
+		ck_assert_int_eq(errno, EAGAIN);
+		if (hit) {
+			const char *b = hit, *e = strchr(hit, '\n');
+
+			while (b > acc && b[-1] != '\n')
+				b--;
+			snprintf(line, cap, "%.*s", e ? (int)(e - b) : (int)strlen(b),
+				 b);
+			return;
+		}
+		ck_assert_msg(test_now_ms() < deadline, "no access log line with %s",
+			      want);
+		(void)poll(&pfd, 1, 100);
+	}
+}
+
+/* nginx with both listeners; the TLS port is the one nx_launch() waits
+ * for, and the first it listens on. */
+static void
+h2n_start(struct h2n *n)
+{
+	char dir[64], conf[4096], cert[128], key[128];
+	char *argv[] = {NGINX,      "-p", n->nx.dir, "-c",
+			n->nx.conf, "-e", n->nx.err, NULL};
+	char *gen[] = {"/usr/bin/openssl",
+		       "req",
+		       "-x509",
+		       "-newkey",
+		       "ec",
+		       "-pkeyopt",
+		       "ec_paramgen_curve:P-256",
+		       "-nodes",
+		       "-keyout",
+		       key,
+		       "-out",
+		       cert,
+		       "-days",
+		       "1",
+		       "-subj",
+		       "/CN=localhost",
+		       NULL};
+	int len;
+
+	memset(n, 0, sizeof(*n));
+	snprintf(dir, sizeof(dir), "/tmp/ctxshim-nginx-h2-XXXXXX");
+	ck_assert_ptr_nonnull(test_mkdtemp(dir));
+	/* Workers run as nobody when the test runs as root. */
+	ck_assert_int_eq(chmod(dir, 0755), 0);
+	nx_setup(&n->nx, dir, "<html>ctxshim h2</html>\n", 1024);
+	snprintf(cert, sizeof(cert), "%s/cert.pem", dir);
+	snprintf(key, sizeof(key), "%s/key.pem", dir);
+	run_ok(gen);
+	ck_assert_int_eq(chmod(key, 0644), 0);
+	snprintf(n->fifo_a, sizeof(n->fifo_a), "%s/a.fifo", dir);
+	snprintf(n->fifo_b, sizeof(n->fifo_b), "%s/b.fifo", dir);
+	n->fa = fifo_make(n->fifo_a);
+	n->fb = fifo_make(n->fifo_b);
+	n->tls_port = nx_free_port();
+	do
+		n->h2c_port = nx_free_port();
+	while (n->h2c_port == n->tls_port);
+	len = snprintf(conf, sizeof(conf),
+		       "worker_processes 1;\n"
+		       "daemon off;\n"
+		       "master_process on;\n"
+		       "pid %1$s/nginx.pid;\n"
+		       "error_log %1$s/error.log info;\n"
+		       "events { worker_connections 64; }\n"
+		       "http {\n"
+		       "  client_body_temp_path %1$s/body;\n"
+		       "  proxy_temp_path %1$s/proxy;\n"
+		       "  fastcgi_temp_path %1$s/fastcgi;\n"
+		       "  uwsgi_temp_path %1$s/uwsgi;\n"
+		       "  scgi_temp_path %1$s/scgi;\n"
+		       "  log_format tp 'conn=$connection $http_traceparent';\n"
+		       "  map $http_traceparent $to_a { \"~-" TA "-\" 1; default 0; }\n"
+		       "  map $http_traceparent $to_b { \"~-" TA "-\" 0; default 1; }\n"
+		       "  access_log %2$s tp if=$to_a;\n"
+		       "  access_log %3$s tp if=$to_b;\n"
+		       "  server {\n"
+		       "    listen 127.0.0.1:%4$u ssl http2;\n"
+		       "    listen 127.0.0.1:%5$u http2;\n"
+		       "    ssl_certificate %6$s;\n"
+		       "    ssl_certificate_key %7$s;\n"
+		       "    root %1$s/www;\n"
+		       "  }\n"
+		       "}\n",
+		       dir, n->fifo_a, n->fifo_b, n->tls_port, n->h2c_port, cert, key);
+	ck_assert_int_lt(len, (int)sizeof(conf));
+	nx_write_file(n->nx.conf, conf, (size_t)len);
+	n->nx.srv.port = n->tls_port;
+	nx_launch(&n->nx, argv, true, "nginx");
+}
+
+static void
+h2n_stop(struct h2n *n)
+{
+	nx_stop(&n->nx);
+	close(n->fa);
+	close(n->fb);
+	nx_cleanup(&n->nx);
+}
+
+/* The worker (tid == pid) shows trace with this parent and path (GET), and
+ * a span-id of its own; *span: that span-id. */
+static void
+assert_ctx(long worker,
+	   const char *trace,
+	   const char *parent,
+	   const char *path,
+	   char span[17])
+{
+	char *json = it_ctxdump((pid_t)worker);
+	struct it_thread_ctx t;
+
+	ck_assert_msg(it_dump_thread(json, worker, &t), "worker %ld not listed:\n%s",
+		      worker, json);
+	ck_assert_msg(t.has_ctx, "worker %ld has no context (%s):\n%s", worker, trace,
+		      json);
+	ck_assert_str_eq(t.trace, trace);
+	ck_assert_str_eq(t.parent, parent);
+	ck_assert_str_ne(t.span, parent);
+	ck_assert_str_ne(t.span, "0000000000000000");
+	ck_assert_str_eq(t.method, "GET");
+	ck_assert_str_eq(t.path, path);
+	free(json);
+	if (span)
+		memcpy(span, t.span, 17);
+}
+
+static void
+assert_no_ctx(long worker)
+{
+	char *json = it_ctxdump((pid_t)worker);
+	struct it_thread_ctx t;
+
+	ck_assert_msg(it_dump_thread(json, worker, &t), "worker %ld not listed:\n%s",
+		      worker, json);
+	ck_assert_msg(!t.has_ctx, "worker %ld shows %s:\n%s", worker, t.trace, json);
+	free(json);
+}
+
+/* Attached once by its request, with one span-id, then detached. */
+static void
+assert_once(const char *log, const char *trace)
+{
+	ck_assert_msg(it_events_count(log, trace, "request") == 1 &&
+			      it_events_spans(log, trace, NULL) == 1,
+		      "%s not attached exactly once, with one span:\n%s", trace, log);
+}
+
+/* curl, two requests on one connection (loop index 0: https, ALPN h2; 1:
+ * h2c with prior knowledge). */
+START_TEST(test_nginx_h2_curl)
+{
+	struct h2n n;
+	struct test_child curl;
+	char url[96], line_a[256], line_b[256], span_a[17], span_b[17], *log;
+	const char *proto = _i == 0 ? "--http2" : "--http2-prior-knowledge";
+	/* The second transfer reuses the connection; curl 7.88 fails it
+	 * ("Error in the HTTP2 framing layer", without the shim too) when
+	 * --http2-prior-knowledge is given again. */
+	char *argv[] = {"/usr/bin/curl",
+			"-s",
+			"-k",
+			(char *)proto,
+			"-o",
+			"/dev/null",
+			"-H",
+			"traceparent: 00-" TA "-" PA "-01",
+			url,
+			"--next",
+			"-s",
+			"-k",
+			_i == 0 ? (char *)proto : "-s",
+			"-o",
+			"/dev/null",
+			"-H",
+			"traceparent: 00-" TB "-" PB "-01",
+			url,
+			NULL};
+	long worker;
+
+	h2n_start(&n);
+	if (_i == 0)
+		snprintf(url, sizeof(url), "https://127.0.0.1:%u/index.html",
+			 n.tls_port);
+	else
+		snprintf(url, sizeof(url), "http://127.0.0.1:%u/index.html",
+			 n.h2c_port);
+	fifo_fill(n.fa);
+	fifo_fill(n.fb);
+	test_child_start(&curl, argv, NULL, false);
+
+	worker = nx_wait_attach_tid(&n.nx.srv, TA);
+	ck_assert_int_ne(worker, n.nx.srv.child.pid);
+	assert_ctx(worker, TA, PA, "/index.html", span_a);
+	fifo_drain(n.fa, TA, line_a, sizeof(line_a));
+
+	/* The second request, once the first one's log line went through. */
+	ck_assert_int_eq(nx_wait_attach_tid(&n.nx.srv, TB), worker);
+	assert_ctx(worker, TB, PB, "/index.html", span_b);
+	ck_assert_str_ne(span_a, span_b);
+	fifo_drain(n.fb, TB, line_b, sizeof(line_b));
+	/* One connection: nginx's connection serial number. */
+	ck_assert_msg(strncmp(line_a, line_b, strcspn(line_a, " ")) == 0,
+		      "not one connection: %s / %s", line_a, line_b);
+	ck_assert_int_eq(test_child_finish(&curl, IT_TIMEOUT_MS), 0);
+	it_wait_detached(&n.nx.srv, worker, TB, NULL);
+
+	log = it_events(&n.nx.srv);
+	assert_once(log, TA);
+	assert_once(log, TB);
+	free(log);
+	h2n_stop(&n);
+}
+END_TEST
+
+static void
+frames(struct test_child *c, const char *cmds, const char *want)
+{
+	char line[256];
+
+	test_child_send(c, cmds);
+	test_child_expect(c, want, line, sizeof(line), IT_TIMEOUT_MS);
+}
+
+/* helpers/h2-frames on h2c: a split request, two in one read, one more. */
+START_TEST(test_nginx_h2_frames)
+{
+	struct h2n n;
+	struct test_child cl;
+	char port[16], line[256], *log;
+	char *argv[] = {(char *)test_helper_path("h2-frames"), port, NULL};
+	long worker;
+
+	h2n_start(&n);
+	snprintf(port, sizeof(port), "%u", n.h2c_port);
+	test_child_start(&cl, argv, NULL, false);
+	test_child_expect(&cl, "READY ", line, sizeof(line), IT_TIMEOUT_MS);
+
+	/* The preface and a request in pieces, each read on its own: "PR",
+	 * then the rest of the preface and 8 bytes of the SETTINGS frame's
+	 * header, then its last byte, the HEADERS frame's header and the
+	 * first 10 bytes of its block, then the rest. */
+	fifo_fill(n.fb);
+	frames(&cl,
+	       "PREFACE\nHEADERS 1 /index.html 00-" TF(1) "-" PF "-01\n"
+							  "WRITE 2,30,20\n",
+	       "WROTE");
+	worker = nx_wait_attach_tid(&n.nx.srv, TF(1));
+	assert_ctx(worker, TF(1), PF, "/index.html", NULL);
+	frames(&cl, "WAIT 1\n", "RESP 1");
+	fifo_drain(n.fb, TF(1), line, sizeof(line));
+	it_wait_detached(&n.nx.srv, worker, TF(1), "epoll_wait");
+
+	/* Two requests in one read: neither is shown, while nginx blocks
+	 * in the log write of the first. */
+	fifo_fill(n.fb);
+	frames(&cl,
+	       "HEADERS 3 /index.html 00-" TF(3) "-" PF "-01\n"
+						 "HEADERS 5 /index.html 00-" TF(
+							 5) "-" PF "-01\n"
+							    "WRITE 0\n",
+	       "WROTE");
+	test_wait_syscall((pid_t)worker, (pid_t)worker, SYS_write, IT_TIMEOUT_MS);
+	assert_no_ctx(worker);
+	fifo_drain(n.fb, TF(5), line, sizeof(line));
+	frames(&cl, "WAIT 3 5\n", "RESP 3 5");
+
+	/* The next request on the connection is shown again. */
+	fifo_fill(n.fb);
+	frames(&cl, "HEADERS 7 /index.html 00-" TF(7) "-" PF "-01\nWRITE 0\n", "WROTE");
+	ck_assert_int_eq(nx_wait_attach_tid(&n.nx.srv, TF(7)), worker);
+	assert_ctx(worker, TF(7), PF, "/index.html", NULL);
+	frames(&cl, "WAIT 7\n", "RESP 7");
+	fifo_drain(n.fb, TF(7), line, sizeof(line));
+	ck_assert_int_eq(test_child_finish(&cl, IT_TIMEOUT_MS), 0);
+	it_wait_detached(&n.nx.srv, worker, TF(7), NULL);
+
+	log = it_events(&n.nx.srv);
+	assert_once(log, TF(1));
+	assert_once(log, TF(7));
+	ck_assert_msg(!strstr(log, TF(3)) && !strstr(log, TF(5)),
+		      "a request of the read with two was shown:\n%s", log);
+	free(log);
+	h2n_stop(&n);
+}
+END_TEST
+
+TEST_SUITE(nginx_h2_suite)
+{
+	Suite *s = suite_create("integration-nginx-h2");
+	TCase *tc = tcase_create("nginx-h2");
+
+	if (access(NGINX, X_OK) != 0)
+		test_skip("%s is not installed (Debian: apt-get install nginx-light)",
+			  NGINX);
+	tcase_set_timeout(tc, 120);
+	tcase_add_loop_test(tc, test_nginx_h2_curl, 0, 2);
+	tcase_add_test(tc, test_nginx_h2_frames);
+	suite_add_tcase(s, tc);
+	return s;
+}
