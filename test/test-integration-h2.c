@@ -204,6 +204,61 @@ START_TEST(test_server_streams)
 }
 END_TEST
 
+/* A server that reads the connection's first bytes (the preface, SETTINGS
+ * and, usually, the request's HEADERS) before it makes its nghttp2
+ * session (h2-server --read-first): the socket level saw the preface
+ * first and follows the connection as HTTP/2 until the session is made
+ * (preload/conn.c, "HTTP/2"), and no longer: what it published for the
+ * request is dropped there ("h2-library"), before any callback of the
+ * stream, and never comes back; the stream's callbacks all run under the
+ * hook's context, one span-id.  Without the rule the socket level's
+ * span came back after each callback ("h2-restore"). */
+START_TEST(test_server_read_first)
+{
+	struct it_server s;
+	struct req_line x;
+	char spath[4096], cpath[4096], port[16], *log;
+	const char *first;
+	char *sargv[] = {spath, "--read-first", NULL};
+	char *cargv[] = {cpath, port, "/x@" TPB, NULL};
+	long deadline;
+
+	helper(spath, sizeof(spath), "h2-server");
+	it_server_start(&s, sargv, true, NULL);
+	helper(cpath, sizeof(cpath), "h2-client");
+	snprintf(port, sizeof(port), "%u", s.port);
+	free(run(cargv, NULL, false));
+	expect_req(&s, &x);
+	ck_assert_str_eq(x.path, "/x");
+	ck_assert_str_eq(x.seen, TB);
+	deadline = test_now_ms() + IT_TIMEOUT_MS;
+	for (;;) {
+		const char *last;
+
+		log = it_events(&s);
+		last = it_events_last(log, x.tid);
+		if (last && strstr(last, " detach ") &&
+		    strstr(last, " reason=h2-return"))
+			break;
+		ck_assert_msg(test_now_ms() < deadline, "never detached:\n%s", log);
+		free(log);
+		usleep(5000);
+	}
+	/* The socket level's span, if it published one, ended before the
+	 * stream's first callback. */
+	first = strstr(log, " reason=h2-stream\n");
+	ck_assert_msg(first != NULL, "log:\n%s", log);
+	ck_assert_msg(it_events_spans(first, TB, NULL) == 1, "two spans:\n%s", log);
+	ck_assert_msg(it_events_count(log, TB, "request") ==
+			      it_events_count(log, TB, "h2-library"),
+		      "log:\n%s", log);
+	ck_assert_msg(it_events_count(log, TB, "h2-restore") == 0, "log:\n%s", log);
+	free(log);
+	it_assert_gone(&s, x.tid, TB);
+	it_server_stop(&s);
+}
+END_TEST
+
 /* The REQ line of stream id among n, or NULL. */
 static const struct req_line *
 req_of(const struct req_line *r, unsigned n, int id)
@@ -721,6 +776,7 @@ TEST_SUITE(h2_suite)
 	tcase_add_loop_test(tc, test_server_bodies, 0,
 			    (int)(sizeof(body_variant) / sizeof(body_variant[0])));
 	tcase_add_test(tc, test_server_reused_address);
+	tcase_add_test(tc, test_server_read_first);
 	if (access(CURL, X_OK) == 0)
 		tcase_add_loop_test(
 			tc, test_server_upgrade, 0,

@@ -45,6 +45,11 @@
  *                    101 is written (both orders are in use: Apache httpd
  *                    writes the 101 first, nghttpx queues it after)
  *     --upgrade-old  --upgrade with the deprecated nghttp2_session_upgrade()
+ *     --read-first   with prior knowledge: each connection's first bytes are
+ *                    read with recv() before nghttp2_session_server_new()
+ *                    makes its session (as a server that looks for the
+ *                    preface before it chooses HTTP/2), then handed to
+ *                    nghttp2_session_mem_recv()
  *
  *   h2-server --reuse-in-del
  *     no network: session A is deleted, and while nghttp2_session_del(A)
@@ -92,7 +97,7 @@
 #define TPA_REUSE "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
 
 static bool opt_header2, opt_submit_data, opt_no_copy, opt_frame_send, opt_two_parts,
-	opt_data_first, opt_upgrade, opt_upgrade_first, opt_upgrade_old;
+	opt_data_first, opt_upgrade, opt_upgrade_first, opt_upgrade_old, opt_read_first;
 static unsigned opt_chunks, opt_batch;
 
 struct stream {
@@ -626,7 +631,17 @@ serve(void *arg)
 	nghttp2_settings_entry set = {NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, 100};
 	nghttp2_session *s;
 	uint8_t buf[16384];
+	ssize_t first = 0;
 
+	if (opt_read_first) {
+		do
+			first = recv(c.fd, buf, sizeof(buf), 0);
+		while (first < 0 && errno == EINTR);
+		if (first <= 0) {
+			close(c.fd);
+			return NULL;
+		}
+	}
 	nghttp2_session_callbacks_new(&cbs);
 	nghttp2_session_callbacks_set_on_begin_headers_callback(cbs, on_begin_headers);
 	if (opt_header2)
@@ -664,6 +679,9 @@ serve(void *arg)
 			goto out;
 	} else {
 		nghttp2_submit_settings(s, NGHTTP2_FLAG_NONE, &set, 1);
+		if (first > 0 &&
+		    nghttp2_session_mem_recv(s, buf, (size_t)first) != first)
+			goto out;
 	}
 	while (nghttp2_session_want_read(s) || nghttp2_session_want_write(s)) {
 		unsigned chunks = c.n_chunks;
@@ -958,6 +976,8 @@ main(int argc, char **argv)
 			opt_upgrade = opt_upgrade_first = true;
 		} else if (strcmp(argv[i], "--upgrade-old") == 0) {
 			opt_upgrade = opt_upgrade_old = true;
+		} else if (strcmp(argv[i], "--read-first") == 0) {
+			opt_read_first = true;
 		} else {
 			fprintf(stderr, "h2-server: unknown option %s\n", argv[i]);
 			return 64;
