@@ -50,11 +50,13 @@
  *    so that trace must appear nowhere.
  * 4. Over HTTPS (mod_openssl; curl as the client), the .shtml check of 1
  *    with HTTP/1.1.  HTTP/2: lighttpd speaks it with its own code (no
- *    nghttp2), which the shim cannot see.  h2 over TLS (ALPN) and h2c with
- *    prior knowledge publish no context at all; h2c by "Upgrade: h2c" is
- *    an HTTP/1.1 head, so that request gets its context.  The bar for
- *    all three: lighttpd answers (the page, over h2), no thread
- *    publishes a context other than the request's, and none is left. */
+ *    nghttp2), which the socket level follows (preload/conn.c,
+ *    "HTTP/2"): h2 over TLS (ALPN) and h2c with prior knowledge show the
+ *    request like HTTP/1.1 (old: no context at all); h2c by "Upgrade:
+ *    h2c" is an HTTP/1.1 head, so that request gets its context too.  The
+ *    bar for all three: lighttpd answers (the page, over h2), the held
+ *    request shows, no thread publishes a context other than the
+ *    request's, and none is left. */
 #include "test-common.h"
 
 #pragma GCC diagnostic push
@@ -917,9 +919,9 @@ START_TEST(test_lighttpd_https)
 END_TEST
 
 /* HTTP/2, which lighttpd speaks itself: h2 over TLS (ALPN) and h2c with
- * prior knowledge are invisible to the shim (no context: a known gap,
- * README "Limitations"); h2c by Upgrade starts as an HTTP/1.1 head, so
- * that request shows.  Either way lighttpd answers, and nothing is left
+ * prior knowledge are followed by the socket level's HTTP/2 scanner
+ * (old: no context); h2c by Upgrade starts as an HTTP/1.1 head.  Each
+ * way the held request shows, lighttpd answers, and nothing is left
  * published. */
 START_TEST(test_lighttpd_h2c)
 {
@@ -931,7 +933,7 @@ START_TEST(test_lighttpd_h2c)
 	lt_setup(&l, false);
 	lt_start(&l, true);
 	snprintf(url, sizeof(url), "http://127.0.0.1:%u/hold.shtml", l.nx.srv.port);
-	lt_curl_held(&l, prior, url, 1, false, "2");
+	lt_curl_held(&l, prior, url, 1, true, "2");
 	lt_curl_held(&l, upgrade, url, 2, true, "2");
 	lt_stop(&l);
 	nx_cleanup(&l.nx);
@@ -947,7 +949,7 @@ START_TEST(test_lighttpd_h2_tls)
 	lt_setup(&l, true);
 	lt_start(&l, true);
 	snprintf(url, sizeof(url), "https://127.0.0.1:%u/hold.shtml", l.tls_port);
-	lt_curl_held(&l, opts, url, 1, false, "2");
+	lt_curl_held(&l, opts, url, 1, true, "2");
 	lt_stop(&l);
 	nx_cleanup(&l.nx);
 }
