@@ -286,6 +286,10 @@ struct nh_stream {
 	 * (nh_upgrade_confirm()): ctx is the request the socket level
 	 * published for it, which nh_stream_done() may take off the thread. */
 	bool upgraded;
+	/* ctx is the request the socket level followed on the connection
+	 * before the session was made (nh_stream_adopt()): its header block
+	 * is not collected again. */
+	bool adopted;
 	UT_hash_handle hh;
 };
 
@@ -656,6 +660,11 @@ nh_stream_begin(struct nh_session *st, int32_t id)
 {
 	struct nh_stream *s = nh_stream_find(st, id);
 
+	if (s && s->adopted && !s->req) {
+		/* Its context is the socket level's (one span): kept. */
+		s->adopted = false;
+		return;
+	}
 	if (s) /* a stream id is never reused: stale state */
 		nh_stream_free(st, s);
 	if (st->n_streams >= HOOK_NH_STREAMS_MAX)
@@ -673,6 +682,37 @@ nh_stream_begin(struct nh_session *st, int32_t id)
 	HASH_ADD_INT(st->streams, id, s);
 	if (!s->hh.tbl) {
 		free(s->req);
+		free(s);
+		return;
+	}
+	st->n_streams++;
+}
+
+static struct ctxshim_ctx *nh_ctx_dup(const struct ctxshim_ctx *c);
+
+/* A server that read the connection's first frames before it made the
+ * session (looking for the preface, say) had them followed by the socket
+ * level, whose context for the request of stream id the thread showed
+ * (hook_socket_h2_library()): the stream gets that context, the same
+ * span-id, and builds none of its own when its HEADERS frame reaches the
+ * session (as stream 1 of an upgrade gets the head's, nh_upgraded()). */
+static void
+nh_stream_adopt(struct nh_session *st, int32_t id, const struct ctxshim_ctx *c)
+{
+	struct nh_stream *s = calloc(1, sizeof(*s));
+
+	if (!s)
+		return;
+	s->ctx = nh_ctx_dup(c);
+	if (!s->ctx) {
+		free(s);
+		return;
+	}
+	s->id = id;
+	s->adopted = true;
+	HASH_ADD_INT(st->streams, id, s);
+	if (!s->hh.tbl) {
+		free(s->ctx);
 		free(s);
 		return;
 	}
@@ -1097,17 +1137,22 @@ hook_nghttp2_server_new3(nghttp2_session **session_ptr,
 	nghttp2_session_callbacks *cbs = (nghttp2_session_callbacks *)callbacks;
 	struct nh_session *st;
 	struct nh_cbs *e, *gone;
+	struct ctxshim_ctx adopt;
+	int32_t adopt_id = 0;
+	bool adopted;
 	int saved_errno = errno, r;
 
 	if (!ctxshim_active() || !callbacks || !session_ptr)
 		return real_server_new3(session_ptr, callbacks, user_data, option, mem);
 	/* Its frames are ours (or nobody's): never the socket level's too. */
-	hook_socket_h2_library();
+	adopted = hook_socket_h2_library(&adopt, &adopt_id);
 	hook_nghttp2_bind();
 	st = calloc(1, sizeof(*st));
 	errno = saved_errno;
 	if (!st)
 		return real_server_new3(session_ptr, callbacks, user_data, option, mem);
+	if (adopted)
+		nh_stream_adopt(st, adopt_id, &adopt);
 	pthread_mutex_lock(&nh_lock);
 	/* Only an object made and set up through us: we know all that the
 	 * application set on it.  Not while a session from it is made again
@@ -1115,7 +1160,7 @@ hook_nghttp2_server_new3(nghttp2_session **session_ptr,
 	HASH_FIND_PTR(nh_cbs_table, &callbacks, e);
 	if (!e || e->retrying) {
 		pthread_mutex_unlock(&nh_lock);
-		free(st);
+		nh_session_free(st);
 		errno = saved_errno;
 		return real_server_new3(session_ptr, callbacks, user_data, option, mem);
 	}
@@ -1182,7 +1227,7 @@ hook_nghttp2_server_new3(nghttp2_session **session_ptr,
 	gone = nh_cbs_idle_locked(e, cbs);
 	pthread_mutex_unlock(&nh_lock);
 	free(gone);
-	free(st);
+	nh_session_free(st);
 	errno = saved_errno;
 	return r;
 }

@@ -3538,15 +3538,18 @@ hook_socket_disown(int fd)
 
 /* ---- nghttp2 ---- */
 
-void
-hook_socket_h2_library(void)
+bool
+hook_socket_h2_library(struct ctxshim_ctx *adopt, int32_t *stream)
 {
 	struct ctxshim_conn *c = NULL;
+	const struct ctxshim_ctx *cur;
 	int saved_errno, own;
+	bool live = false;
+	uint32_t id;
 
 	if (sk_self.busy) {
-		ctxshim_conn_h2_library(NULL);
-		return;
+		(void)ctxshim_conn_h2_library(NULL);
+		return false;
 	}
 	saved_errno = errno;
 	sk_busy(true);
@@ -3554,13 +3557,26 @@ hook_socket_h2_library(void)
 	if (own >= 0 && sk_self.c &&
 	    sk_self.gen ==
 		    atomic_load_explicit(&sk_self.c->gen, memory_order_relaxed) &&
-	    ctxshim_conn_h2(sk_self.c))
+	    ctxshim_conn_h2(sk_self.c)) {
 		c = sk_self.c;
-	ctxshim_conn_h2_library(c);
+		live = ctxshim_conn_live(c);
+	}
+	/* The thread shows c's current request (sk_owned_fd()): the
+	 * session's stream of that id takes its context over. */
+	id = ctxshim_conn_h2_library(c);
+	cur = ctxshim_current();
+	live = live && id && id <= INT32_MAX && cur;
+	if (live) {
+		ctxshim_ctx_copy(adopt, cur);
+		adopt->sock_fdp1 = 0;
+		adopt->sock_gen = 0;
+		*stream = (int32_t)id;
+	}
 	if (c)
 		sk_drop(own, "h2-library");
 	sk_busy(false);
 	errno = saved_errno;
+	return live;
 }
 
 /* ---- TLS (hook-tls.h) ---- */

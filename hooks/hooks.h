@@ -68,13 +68,15 @@ bool hook_socket_inherited_wait(void);
  * fd's close (hook-socket.c).  Keeps errno. */
 void hook_socket_disown(int fd);
 
-/* The process made an nghttp2 server session (hook-nghttp2.c): its
+/* The process makes an nghttp2 server session (hook-nghttp2.c): its
  * frames are that hook's, which follows each stream, so the socket level
  * follows no connection as HTTP/2 from now on, and drops what the thread
- * shows of one it followed (preload/conn.c, "HTTP/2": one request, one
- * span, when the server read its first frames before it made the
- * session).  Keeps errno. */
-void hook_socket_h2_library(void);
+ * shows of one it followed (preload/conn.c, "HTTP/2").  When that is the
+ * current request of such a connection (the server read its first frames
+ * before it made the session), returns true with its context in *adopt
+ * and its stream id in *stream: the session's stream keeps it, one
+ * request, one span.  Keeps errno. */
+bool hook_socket_h2_library(struct ctxshim_ctx *adopt, int32_t *stream);
 
 /* A longjmp() out of a signal handler to a frame whose stack pointer is
  * to (hook-longjmp.c): release what the socket level, the thread's

@@ -183,7 +183,9 @@ struct conn_pool_entry {
 	bool has_ctx;
 	/* In the entry of an HTTP/2 connection's scanner: the block in
 	 * progress lost its request (no entry was free), and the entry + 1
-	 * that holds its request (0: none).  In the padding before hold. */
+	 * that holds its request (0: none).  In the padding before hold,
+	 * which holds there the stream id of the connection's current
+	 * request ("HTTP/2" below; the entry is never queued). */
 	bool h2_lost;
 	uint16_t h2_req;
 	/* Bytes of the current request's response still to be written before
@@ -2181,7 +2183,12 @@ ctxshim_conn_fcgi_feed(struct ctxshim_conn *c,
  * nghttp2 server session: a server that hands its frames to nghttp2
  * (nghttpd, Apache's mod_http2, both with nghttp2_session_mem_recv(),
  * which names no connection) gets its context per stream from that hook,
- * and never a second one from here for the same request.
+ * and never a second one from here for the same request.  One that read
+ * the connection's first frames before it made the session (looking for
+ * the preface) had their request followed here: the thread shows it, and
+ * the session's stream of that id (kept in the scanner's entry, hold)
+ * takes it over, the same span (hooks/hook-nghttp2.c,
+ * nh_stream_adopt()).
  *
  * Field values: one the scanner reports H2_SCAN_F_UNKNOWN (an indexed
  * entry whose value it did not keep) is left out; one H2_SCAN_F_CUT
@@ -2211,15 +2218,19 @@ conn_h2_release(unsigned cap)
 
 static int conn_h2_stop(struct ctxshim_conn *c, struct ctxshim_ctx **full);
 
-void
+uint32_t
 ctxshim_conn_h2_library(struct ctxshim_conn *c)
 {
 	struct ctxshim_ctx *full = NULL;
+	uint32_t stream = 0;
 
 	if (!atomic_load_explicit(&conn_h2_lib, memory_order_relaxed))
 		atomic_store_explicit(&conn_h2_lib, true, memory_order_relaxed);
-	if (c && ctxshim_conn_h2(c))
+	if (c && ctxshim_conn_h2(c)) {
+		stream = (uint32_t)conn_pool[c->cap - 1].hold;
 		(void)conn_h2_stop(c, &full);
+	}
+	return stream;
 }
 
 bool
@@ -2233,6 +2244,7 @@ ctxshim_conn_h2_start(struct ctxshim_conn *c, unsigned preface_seen)
 	h2_scan_reset(&conn_pool[idx - 1].u.h2, preface_seen);
 	conn_pool[idx - 1].h2_req = 0;
 	conn_pool[idx - 1].h2_lost = false;
+	conn_pool[idx - 1].hold = 0;
 	c->cap = (uint16_t)idx;
 	/* The HTTP scanner stays given up on the preface (reason "http2"):
 	 * that and c->cap make the connection one followed as HTTP/2
@@ -2345,6 +2357,7 @@ conn_h2_request(struct ctxshim_conn *c,
 	}
 	conn_head_flags(c, f, (uint8_t)(CONN_F_REQ | (ctx ? CONN_F_HAS_CTX : 0)));
 	conn_seq_end(c);
+	e->hold = ctx ? h2_scan_stream(&e->u.h2) : 0;
 	conn_h2_release(c->cap);
 	if (n_new > 1)
 		return CONN_FEED_SEVERAL;

@@ -533,8 +533,9 @@ int ctxshim_conn_h2_feed(struct ctxshim_conn *c,
 /* The process made an nghttp2 server session (hooks/hook-nghttp2.c): no
  * connection is followed as HTTP/2 here from now on (conn.c, "HTTP/2"),
  * c (if not NULL) stopped now, its current request left without a
- * context. */
-void ctxshim_conn_h2_library(struct ctxshim_conn *c);
+ * context.  Returns the stream id of c's current request (0: none, or c
+ * not followed as HTTP/2). */
+uint32_t ctxshim_conn_h2_library(struct ctxshim_conn *c);
 
 /* 0: not a status line (or unknown), 1: interim (1xx but not 101), 2: a
  * final status line "HTTP/1.x NNN". */
