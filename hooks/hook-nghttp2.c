@@ -696,7 +696,7 @@ static struct ctxshim_ctx *nh_ctx_dup(const struct ctxshim_ctx *c);
  * (hook_socket_h2_library()): the stream gets that context, the same
  * span-id, and builds none of its own when its HEADERS frame reaches the
  * session (as stream 1 of an upgrade gets the head's, nh_upgraded()). */
-static void
+static __attribute__((cold)) void
 nh_stream_adopt(struct nh_session *st, int32_t id, const struct ctxshim_ctx *c)
 {
 	struct nh_stream *s = calloc(1, sizeof(*s));

@@ -1492,7 +1492,7 @@ sk_h2_begin(int fd, struct ctxshim_conn *c, const void *buf, size_t len)
  * the read's first feed, at 1 when the thread still shows c's current
  * request, unanswered: it read on without a wait or a write, and its
  * server handles what it read together (conn.c, "HTTP/2"). */
-static int
+static __attribute__((cold)) int
 sk_h2_feed(int fd,
 	   struct ctxshim_conn *c,
 	   const void *buf,
@@ -3538,7 +3538,7 @@ hook_socket_disown(int fd)
 
 /* ---- nghttp2 ---- */
 
-bool
+__attribute__((cold)) bool
 hook_socket_h2_library(struct ctxshim_ctx *adopt, int32_t *stream)
 {
 	struct ctxshim_conn *c = NULL;

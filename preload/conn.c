@@ -229,7 +229,7 @@ static int conn_h2_k_tracestate = -1;
 /* The process made an nghttp2 server session (ctxshim_conn_h2_library()). */
 static _Atomic bool conn_h2_lib;
 
-static void conn_h2_release(unsigned cap);
+static void conn_h2_release(unsigned cap) __attribute__((noinline, cold));
 
 /* ---- pool ---- */
 
@@ -364,7 +364,10 @@ conn_release_all(struct ctxshim_conn *c)
 	unsigned t = conn_fifo_take(&c->tail);
 	unsigned idx = conn_fifo_take(&c->pending);
 
-	conn_h2_release(c->cap);
+	/* (c->cap is 0 but for a head in progress, or a connection followed
+	 * as FastCGI or HTTP/2.) */
+	if (__builtin_expect(c->cap != 0, 0))
+		conn_h2_release(c->cap);
 	conn_pool_release(c->cap);
 	c->cap = 0;
 	c->qpush = 0;
@@ -564,7 +567,7 @@ conn_fcgi_config(void)
  * hooks/hook-nghttp2.c: the pseudo-headers first, then the trace's
  * headers and the configured ones (a configured name that is one of these
  * is taken once, as the hook does). */
-static void
+static __attribute__((cold)) void
 conn_h2_config(void)
 {
 	static const char *const fixed[] = {":method", ":path", "traceparent",
@@ -2201,7 +2204,7 @@ ctxshim_conn_fcgi_feed(struct ctxshim_conn *c,
 
 /* Free the request entry the HTTP/2 scanner's entry cap names, if any
  * (cap: any c->cap; only an HTTP/2 scanner's entry names one). */
-static void
+static __attribute__((noinline, cold)) void
 conn_h2_release(unsigned cap)
 {
 	struct conn_pool_entry *e;
@@ -2218,7 +2221,7 @@ conn_h2_release(unsigned cap)
 
 static int conn_h2_stop(struct ctxshim_conn *c, struct ctxshim_ctx **full);
 
-uint32_t
+__attribute__((cold)) uint32_t
 ctxshim_conn_h2_library(struct ctxshim_conn *c)
 {
 	struct ctxshim_ctx *full = NULL;
@@ -2233,7 +2236,7 @@ ctxshim_conn_h2_library(struct ctxshim_conn *c)
 	return stream;
 }
 
-bool
+__attribute__((cold)) bool
 ctxshim_conn_h2_start(struct ctxshim_conn *c, unsigned preface_seen)
 {
 	unsigned idx;
@@ -2254,7 +2257,7 @@ ctxshim_conn_h2_start(struct ctxshim_conn *c, unsigned preface_seen)
 
 /* The scanner reported a field of the new request's block: into its
  * request (e's request entry, claimed at its first field). */
-static void
+static __attribute__((cold)) void
 conn_h2_field(struct conn_pool_entry *e, const struct h2_scan *st)
 {
 	struct h2_scan_field f;
@@ -2297,7 +2300,7 @@ conn_h2_field(struct conn_pool_entry *e, const struct h2_scan *st)
 }
 
 /* The context of request q (NULL: one without a reported field). */
-static void
+static __attribute__((cold)) void
 conn_h2_build(struct ctxshim_ctx *b, const struct hook_h2_req *q)
 {
 	struct hook_h2_req none;
@@ -2312,7 +2315,7 @@ conn_h2_build(struct ctxshim_ctx *b, const struct hook_h2_req *q)
 }
 
 /* Out of line: a scratch context stays off the callers' frames. */
-static __attribute__((noinline)) void
+static __attribute__((noinline, cold)) void
 conn_h2_scratch(struct ctxshim_conn_ctx *d, const struct hook_h2_req *q)
 {
 	struct ctxshim_ctx tmp;
@@ -2325,7 +2328,7 @@ conn_h2_scratch(struct ctxshim_conn_ctx *d, const struct hook_h2_req *q)
  * several in one read, none is current ("HTTP/2" above); else it becomes
  * c's current request, as a head does in conn_head_new(), with a context
  * unless its request entry was lost.  Its request entry is freed. */
-static int
+static __attribute__((cold)) int
 conn_h2_request(struct ctxshim_conn *c,
 		struct conn_pool_entry *e,
 		unsigned n_new,
@@ -2382,7 +2385,7 @@ conn_h2_stop(struct ctxshim_conn *c, struct ctxshim_ctx **full)
 	return CONN_FEED_H2_STOP;
 }
 
-int
+__attribute__((cold)) int
 ctxshim_conn_h2_feed(struct ctxshim_conn *c,
 		     const void *buf,
 		     size_t len,
