@@ -12,6 +12,7 @@
 #include <check.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <sys/mman.h>
 #include <sys/types.h>
 
 struct test_suite_desc {
@@ -99,3 +100,20 @@ size_t test_ts_members(char *out, size_t cap, unsigned from, unsigned to);
 /* list with a space after each ',' (OWS, which W3C's 512-character limit
  * does not count); returns its length. */
 size_t test_ts_spaced(char *out, size_t cap, const char *list);
+
+/* size bytes that end where an inaccessible page starts (fresh, zero
+ * filled): a read or write past them faults at once, also without a
+ * sanitizer.  munmap(*map, *map_len) when done. */
+static inline void *
+test_guarded_tail(size_t size, void **map, size_t *map_len)
+{
+	size_t len = ((size + 4095) / 4096 + 1) * 4096;
+	unsigned char *m = mmap(NULL, len, PROT_READ | PROT_WRITE,
+				MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	ck_assert(m != MAP_FAILED);
+	ck_assert(mprotect(m + len - 4096, 4096, PROT_NONE) == 0);
+	*map = m;
+	*map_len = len;
+	return m + len - 4096 - size;
+}

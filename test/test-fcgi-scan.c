@@ -639,28 +639,14 @@ END_TEST
  * connection meanwhile).  The scanner then stays within its state and its
  * configuration whatever the fields say: both are placed flush against an
  * inaccessible page, and the sanitizer build checks the array indexes. */
-static void *
-flush_before_guard(size_t size, void **map, size_t *map_len)
-{
-	size_t len = ((size + 4095) / 4096 + 1) * 4096;
-	uint8_t *m = mmap(NULL, len, PROT_READ | PROT_WRITE,
-			  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-
-	REQUIRE(m != MAP_FAILED);
-	REQUIRE(mprotect(m + len - 4096, 4096, PROT_NONE) == 0);
-	*map = m;
-	*map_len = len;
-	return m + len - 4096 - size;
-}
-
 START_TEST(hostile_state)
 {
 	static struct stream s;
 	static uint8_t pb[2048];
 	void *smap, *cmap;
 	size_t slen, clen, n = 0;
-	struct fcgi_scan *st = flush_before_guard(sizeof(*st), &smap, &slen);
-	struct fcgi_scan_config *c = flush_before_guard(sizeof(*c), &cmap, &clen);
+	struct fcgi_scan *st = test_guarded_tail(sizeof(*st), &smap, &slen);
+	struct fcgi_scan_config *c = test_guarded_tail(sizeof(*c), &cmap, &clen);
 	unsigned seed = 7, round;
 
 	*c = cfg;
