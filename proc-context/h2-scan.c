@@ -289,6 +289,17 @@ give_up(struct h2_scan *st, uint8_t why)
 	return H2_SCAN_GAVE_UP;
 }
 
+/* A field of the state out of every range a feed leaves it in: it was
+ * changed under a feed (two threads reading one connection feed one
+ * state at once) or overwritten.  Give up before the field indexes
+ * anything; *bad: no byte of this piece was used. */
+static enum h2_scan_status
+state_bad(struct h2_scan *st, size_t *bad)
+{
+	*bad = 0;
+	return give_up(st, H2_SCAN_WHY_STATE);
+}
+
 /* ---- the dynamic table model (RFC 7541 §2.3.2, §4) ----------------------- */
 
 static unsigned
@@ -331,9 +342,9 @@ insert(struct h2_scan *st, uint32_t nlen, uint32_t vlen, unsigned k)
 		return true;
 	}
 	evict_to(st, st->t_max - (uint32_t)size);
-	if (st->e_count == H2_SCAN_ENTRIES)
+	if (st->e_count >= H2_SCAN_ENTRIES)
 		return false;
-	s = st->e_head;
+	s = st->e_head & (H2_SCAN_ENTRIES - 1);
 	st->e_head = (uint8_t)((s + 1) & (H2_SCAN_ENTRIES - 1));
 	st->e_count++;
 	st->t_size += (uint32_t)size;
@@ -369,7 +380,7 @@ static_k(const struct h2_scan_config *cfg, uint32_t idx)
 static enum h2_scan_status
 indexed(struct h2_scan *st, const struct h2_scan_config *cfg, uint32_t idx)
 {
-	unsigned s, k;
+	unsigned s, k, off;
 
 	if (idx == 0 || (idx > STATIC_N && idx - STATIC_N > st->e_count))
 		return give_up(st, H2_SCAN_WHY_HPACK);
@@ -389,8 +400,9 @@ indexed(struct h2_scan *st, const struct h2_scan_config *cfg, uint32_t idx)
 		return H2_SCAN_MORE;
 	st->rep_k = (uint8_t)k;
 	st->rep_static = 0;
-	if (st->e_k[s] & E_KEPT) {
-		unsigned n = MIN(st->e_vlen[s], H2_SCAN_VALUE_MAX), off = st->e_off[s];
+	off = st->e_off[s];
+	if ((st->e_k[s] & E_KEPT) && off < H2_SCAN_ARENA) {
+		unsigned n = MIN(st->e_vlen[s], H2_SCAN_VALUE_MAX);
 		unsigned first = MIN(n, H2_SCAN_ARENA - off);
 
 		memcpy(st->value, st->arena + off, first);
@@ -485,6 +497,9 @@ string_bytes(struct h2_scan *st, const uint8_t *p, size_t n, size_t *bad)
 	/* The bits not yet decoded are the top bits of acc. */
 	acc = st->h_acc;
 	bits = st->h_bits;
+	/* Fewer than the longest code are ever left over (state_bad()). */
+	if (bits >= 30)
+		return state_bad(st, bad);
 	for (i = 0; i < n; i++) {
 		/* Bits left over are fewer than the longest code, 30: at most
 		 * 37 with this byte. */
@@ -643,16 +658,16 @@ hpack(struct h2_scan *st,
 			break;
 		}
 		case HP_INT: {
-			uint8_t b = p[i++];
+			uint8_t b = p[i++], shift = st->int_shift;
 
 			/* Four continuation bytes (28 bits) are more than
 			 * any index, size or string here can need. */
-			if (st->int_shift > 21) {
+			if (shift > 21) {
 				r = give_up(st, H2_SCAN_WHY_HPACK);
 				break;
 			}
-			st->int_val += (uint32_t)(b & 0x7f) << st->int_shift;
-			st->int_shift = (uint8_t)(st->int_shift + 7);
+			st->int_val += (uint32_t)(b & 0x7f) << shift;
+			st->int_shift = (uint8_t)(shift + 7);
 			if (!(b & 0x80))
 				r = int_done(st, cfg);
 			break;
@@ -769,32 +784,42 @@ h2_scan_feed(struct h2_scan *st,
 			break;
 		switch (st->phase) {
 		case PH_PREFACE: {
-			size_t take = MIN(len - off,
-					  (size_t)(H2_SCAN_PREFACE_LEN - st->pre)),
-			       i;
+			unsigned pre = st->pre;
+			size_t take, i;
 
+			if (pre >= H2_SCAN_PREFACE_LEN) {
+				r = give_up(st, H2_SCAN_WHY_STATE);
+				break;
+			}
+			take = MIN(len - off, (size_t)(H2_SCAN_PREFACE_LEN - pre));
 			for (i = 0; i < take; i++)
-				if (p[off + i] !=
-				    (uint8_t)H2_SCAN_PREFACE[st->pre + i]) {
+				if (p[off + i] != (uint8_t)H2_SCAN_PREFACE[pre + i]) {
 					off += i + 1;
 					r = give_up(st, H2_SCAN_WHY_PREFACE);
 					break;
 				}
 			if (r != H2_SCAN_MORE)
 				break;
-			st->pre = (uint8_t)(st->pre + take);
+			st->pre = (uint8_t)(pre + take);
 			off += take;
 			if (st->pre == H2_SCAN_PREFACE_LEN)
 				st->phase = PH_HDR;
 			break;
 		}
 		case PH_HDR: {
-			size_t take = MIN(len - off, 9u - st->hdr_pos);
+			unsigned pos = st->hdr_pos;
+			size_t take;
 
-			memcpy(st->hdr + st->hdr_pos, p + off, take);
-			st->hdr_pos = (uint8_t)(st->hdr_pos + take);
+			if (pos >= 9) {
+				r = give_up(st, H2_SCAN_WHY_STATE);
+				break;
+			}
+			take = MIN(len - off, 9u - pos);
+			memcpy(st->hdr + pos, p + off, take);
+			pos += (unsigned)take;
+			st->hdr_pos = (uint8_t)pos;
 			off += take;
-			if (st->hdr_pos == 9) {
+			if (pos == 9) {
 				st->hdr_pos = 0;
 				r = frame(st);
 			}
@@ -852,7 +877,14 @@ h2_scan_feed(struct h2_scan *st,
 				st->phase = PH_HDR;
 			break;
 		}
-		default: /* PH_DEAD: gave up in this feed */
+		case PH_DEAD:
+			/* Another feed of the same state gave up meanwhile
+			 * (two threads reading one connection): the rest is
+			 * unread, as after any give-up. */
+			off = len;
+			break;
+		default:
+			r = give_up(st, H2_SCAN_WHY_STATE);
 			break;
 		}
 	}
@@ -863,15 +895,26 @@ h2_scan_feed(struct h2_scan *st,
 void
 h2_scan_field(const struct h2_scan *st, struct h2_scan_field *f)
 {
+	unsigned stat = st->rep_static, flags = st->rep_flags;
+	size_t len = MIN(st->rep_len, H2_SCAN_VALUE_MAX);
+
+	/* Each read once and bounded: the state may have been changed under
+	 * the feed (state_bad()). */
 	f->k = st->rep_k;
-	f->len = st->rep_len;
-	f->flags = st->rep_flags;
-	if (st->rep_flags & H2_SCAN_F_UNKNOWN)
+	if ((flags & H2_SCAN_F_UNKNOWN) || stat > STATIC_N) {
 		f->value = NULL;
-	else if (st->rep_static)
-		f->value = (const uint8_t *)static_table[st->rep_static].value;
-	else
+		f->len = 0;
+		f->flags = H2_SCAN_F_UNKNOWN;
+		return;
+	}
+	f->flags = flags;
+	if (stat) {
+		f->value = (const uint8_t *)static_table[stat].value;
+		len = MIN(len, static_table[stat].vlen);
+	} else {
 		f->value = st->value;
+	}
+	f->len = len;
 }
 
 uint32_t

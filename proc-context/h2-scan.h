@@ -51,6 +51,13 @@
  *
  * Pure code: no malloc, no I/O, no globals with state; async-signal-safe.
  * Never writes to the bytes it is fed.
+ *
+ * Shared state, as in fcgi-scan.h: a server that reads one connection
+ * from two threads at once feeds its state from both.  The results are
+ * then meaningless, but whatever the state's fields hold the scanner
+ * never reads or writes outside the state, its configuration and its
+ * tables, and a feed ends (a field out of its range gives up:
+ * H2_SCAN_WHY_STATE); h2_scan_field() bounds what it hands out.
  */
 
 #include <stdbool.h>
@@ -133,6 +140,7 @@ enum {
 	H2_SCAN_WHY_HPACK,   /* a header block the decoder rejects */
 	H2_SCAN_WHY_TABLE,   /* more dynamic entries than the model holds */
 	H2_SCAN_WHY_CALLER,  /* h2_scan_stop() */
+	H2_SCAN_WHY_STATE,   /* the state was changed under a feed */
 };
 
 /* Start over for a new connection.  preface_seen: bytes of the preface

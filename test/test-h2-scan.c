@@ -10,6 +10,7 @@
 #include "test-common.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -460,6 +461,83 @@ requests_c3(const char *const blocks[3])
 	want_table(&t, 1, 110, c3_t2, 2);
 	want_table(&t, 2, 164, c3_t3, 3);
 }
+
+/* A state fed by two threads at once, or overwritten (proc-context/h2-scan.h,
+ * "Shared state"): whatever its fields hold, a feed stays within the
+ * state, the configuration and the scanner's tables, and ends; the state
+ * and the configuration lie flush against an inaccessible page, and the
+ * sanitizer build checks the array indexes.  Each field reported is read
+ * whole. */
+START_TEST(hostile_state)
+{
+	static const char *const b[3] = {
+		"8286 8441 8cf1 e3c2 e5f2 3a6b a0ab 90f4 ff",
+		"8286 84be 5886 a8eb 1064 9cbf",
+		"8287 85bf 4088 25a8 49e9 5ba9 7d7f 8925 a849 e95b b8e8 b4bf",
+	};
+	static struct stream s;
+	static uint8_t zero[1000];
+	void *smap, *cmap;
+	size_t slen, clen;
+	struct h2_scan *g = test_guarded_tail(sizeof(*g), &smap, &slen);
+	struct h2_scan_config *c = test_guarded_tail(sizeof(*c), &cmap, &clen);
+	unsigned seed = 11, round, sum = 0;
+	uint32_t id = 1;
+
+	*c = cfg;
+	start(&s);
+	while (s.n < 60000) {
+		frame_hex(&s, 1, EH, id, b[id / 2 % 3]);
+		frame(&s, 0, 0, id, zero, sizeof(zero));
+		id += 2;
+	}
+	for (round = 0; round < 20000; round++) {
+		uint8_t *p = (uint8_t *)g;
+		size_t i, off = 0, used;
+
+		for (i = 0; i < offsetof(struct h2_scan, name); i++)
+			p[i] = (uint8_t)rand_r(&seed);
+		/* fields in and just past their ranges, often */
+		if (rand_r(&seed) % 2) {
+			g->phase = (uint8_t)(rand_r(&seed) % 10);
+			g->hp = (uint8_t)(rand_r(&seed) % 5);
+			g->pre = (uint8_t)(rand_r(&seed) % 30);
+			g->hdr_pos = (uint8_t)(rand_r(&seed) % 12);
+			g->h_bits = (uint8_t)(rand_r(&seed) % 70);
+			g->int_shift = (uint8_t)(rand_r(&seed) % 40);
+			g->e_count = (uint8_t)(rand_r(&seed) % 140);
+			g->rep_static = (uint8_t)(rand_r(&seed) % 70);
+			g->a_used = (uint16_t)(rand_r(&seed) % (H2_SCAN_ARENA + 64));
+			g->dec_len = (uint32_t)(rand_r(&seed) % 2048);
+			g->str_left = (uint32_t)(rand_r(&seed) % 4096);
+			g->left = (uint32_t)(rand_r(&seed) % 4096);
+		}
+		while (off < s.n) {
+			size_t chunk = 1 + (size_t)(rand_r(&seed) % 30000);
+			enum h2_scan_status r;
+
+			if (chunk > s.n - off)
+				chunk = s.n - off;
+			used = 99999;
+			r = h2_scan_feed(g, c, s.b + off, chunk, &used);
+			REQUIRE(used <= chunk);
+			off += used ? used : chunk;
+			if (r == H2_SCAN_FIELD) {
+				struct h2_scan_field f;
+
+				h2_scan_field(g, &f);
+				REQUIRE(f.len <= H2_SCAN_VALUE_MAX);
+				REQUIRE(f.value || !f.len);
+				for (i = 0; i < f.len; i++)
+					sum += f.value[i];
+			}
+		}
+	}
+	(void)sum;
+	munmap(smap, slen);
+	munmap(cmap, clen);
+}
+END_TEST
 
 START_TEST(rfc_c3_plain)
 {
@@ -1610,6 +1688,7 @@ TEST_SUITE(h2_scan_suite)
 	tcase_add_test(tc, hpack_errors);
 	tcase_add_test(tc, table_entries);
 	tcase_add_test(tc, config_and_stop);
+	tcase_add_test(tc, hostile_state);
 #ifdef HAVE_NGHTTP2
 	tcase_add_test(tc, nghttp2_encoder);
 	tcase_add_test(tc, nghttp2_every_byte);
