@@ -218,33 +218,6 @@ h2n_stop(struct h2n *n)
 	nx_cleanup(&n->nx);
 }
 
-/* The worker (tid == pid) shows trace with this parent and path (GET), and
- * a span-id of its own; *span: that span-id. */
-static void
-assert_ctx(long worker,
-	   const char *trace,
-	   const char *parent,
-	   const char *path,
-	   char span[17])
-{
-	char *json = it_ctxdump((pid_t)worker);
-	struct it_thread_ctx t;
-
-	ck_assert_msg(it_dump_thread(json, worker, &t), "worker %ld not listed:\n%s",
-		      worker, json);
-	ck_assert_msg(t.has_ctx, "worker %ld has no context (%s):\n%s", worker, trace,
-		      json);
-	ck_assert_str_eq(t.trace, trace);
-	ck_assert_str_eq(t.parent, parent);
-	ck_assert_str_ne(t.span, parent);
-	ck_assert_str_ne(t.span, "0000000000000000");
-	ck_assert_str_eq(t.method, "GET");
-	ck_assert_str_eq(t.path, path);
-	free(json);
-	if (span)
-		memcpy(span, t.span, 17);
-}
-
 static void
 assert_no_ctx(long worker)
 {
@@ -311,12 +284,12 @@ START_TEST(test_nginx_h2_curl)
 
 	worker = nx_wait_attach_tid(&n.nx.srv, TA);
 	ck_assert_int_ne(worker, n.nx.srv.child.pid);
-	assert_ctx(worker, TA, PA, "/index.html", span_a);
+	it_assert_get(worker, TA, PA, "/index.html", span_a);
 	fifo_drain(n.fa, TA, line_a, sizeof(line_a));
 
 	/* The second request, once the first one's log line went through. */
 	ck_assert_int_eq(nx_wait_attach_tid(&n.nx.srv, TB), worker);
-	assert_ctx(worker, TB, PB, "/index.html", span_b);
+	it_assert_get(worker, TB, PB, "/index.html", span_b);
 	ck_assert_str_ne(span_a, span_b);
 	fifo_drain(n.fb, TB, line_b, sizeof(line_b));
 	/* One connection: nginx's connection serial number. */
@@ -366,7 +339,7 @@ START_TEST(test_nginx_h2_frames)
 							  "WRITE 2,30,20\n",
 	       "WROTE");
 	worker = nx_wait_attach_tid(&n.nx.srv, TF(1));
-	assert_ctx(worker, TF(1), PF, "/index.html", NULL);
+	it_assert_get(worker, TF(1), PF, "/index.html", NULL);
 	frames(&cl, "WAIT 1\n", "RESP 1");
 	fifo_drain(n.fb, TF(1), line, sizeof(line));
 	it_wait_detached(&n.nx.srv, worker, TF(1), "epoll_wait");
@@ -389,7 +362,7 @@ START_TEST(test_nginx_h2_frames)
 	fifo_fill(n.fb);
 	frames(&cl, "HEADERS 7 /index.html 00-" TF(7) "-" PF "-01\nWRITE 0\n", "WROTE");
 	ck_assert_int_eq(nx_wait_attach_tid(&n.nx.srv, TF(7)), worker);
-	assert_ctx(worker, TF(7), PF, "/index.html", NULL);
+	it_assert_get(worker, TF(7), PF, "/index.html", NULL);
 	frames(&cl, "WAIT 7\n", "RESP 7");
 	fifo_drain(n.fb, TF(7), line, sizeof(line));
 	ck_assert_int_eq(test_child_finish(&cl, IT_TIMEOUT_MS), 0);

@@ -967,32 +967,6 @@ ed_drain(int fd, const char *want)
 	}
 }
 
-/* The worker (tid == pid) publishes trace with this parent and path, and
- * a span of its own; *span: that span. */
-static void
-ed_assert_ctx(long worker,
-	      const char *trace,
-	      const char *parent,
-	      const char *path,
-	      char span[17])
-{
-	char *json = it_ctxdump((pid_t)worker);
-	struct it_thread_ctx t;
-
-	ck_assert_msg(it_dump_thread(json, worker, &t), "worker %ld not listed:\n%s",
-		      worker, json);
-	ck_assert_msg(t.has_ctx, "worker %ld has no context (%s):\n%s", worker, trace,
-		      json);
-	ck_assert_str_eq(t.trace, trace);
-	ck_assert_str_eq(t.parent, parent);
-	ck_assert_str_ne(t.span, parent);
-	ck_assert_str_ne(t.span, "0000000000000000");
-	ck_assert_str_eq(t.method, "GET");
-	ck_assert_str_eq(t.path, path);
-	free(json);
-	memcpy(span, t.span, 17);
-}
-
 /* The idle worker publishes nothing. */
 static void
 ed_assert_idle(long worker)
@@ -1091,7 +1065,7 @@ START_TEST(test_nginx_early_data)
 	 * $ssl_early_data is "1" until the handshake is over. */
 	worker = nx_wait_attach_tid(&n.nx.srv, ED_T1);
 	ck_assert_int_ne(worker, n.nx.srv.child.pid);
-	ed_assert_ctx(worker, ED_T1, ED_P1, "/zero", span1);
+	it_assert_get(worker, ED_T1, ED_P1, "/zero", span1);
 	ck_assert_msg(SSL_connect(c.ssl) == 1, "TLS handshake failed");
 	ck_assert_int_eq(SSL_session_reused(c.ssl), 1);
 	ck_assert_int_eq(SSL_get_early_data_status(c.ssl), SSL_EARLY_DATA_ACCEPTED);
@@ -1107,7 +1081,7 @@ START_TEST(test_nginx_early_data)
 	ed_fill(fifo);
 	tc_send(&c, r2, strlen(r2), 0);
 	ck_assert_int_eq(nx_wait_attach_tid(&n.nx.srv, ED_T2), worker);
-	ed_assert_ctx(worker, ED_T2, ED_P2, "/second", span2);
+	it_assert_get(worker, ED_T2, ED_P2, "/second", span2);
 	ck_assert_str_ne(span2, span1);
 	resp = tc_read_response(&c);
 	ck_assert_msg(strstr(resp, "\r\n\r\nearly=\n"), "response: %s", resp);

@@ -293,6 +293,31 @@ it_dump_thread(const char *json, long tid, struct it_thread_ctx *t)
 	return true;
 }
 
+/* Thread tid (of process tid, e.g. a single-threaded server's worker)
+ * shows a GET of path in trace, a child of parent with a span-id of its
+ * own, which goes to *span (17 bytes) if span is not NULL. */
+static __attribute__((unused)) void
+it_assert_get(
+	long tid, const char *trace, const char *parent, const char *path, char *span)
+{
+	char *json = it_ctxdump((pid_t)tid);
+	struct it_thread_ctx t;
+
+	ck_assert_msg(it_dump_thread(json, tid, &t), "thread %ld not listed:\n%s", tid,
+		      json);
+	ck_assert_msg(t.has_ctx, "thread %ld has no context (%s):\n%s", tid, trace,
+		      json);
+	ck_assert_str_eq(t.trace, trace);
+	ck_assert_str_eq(t.parent, parent);
+	ck_assert_str_ne(t.span, parent);
+	ck_assert_str_ne(t.span, "0000000000000000");
+	ck_assert_str_eq(t.method, "GET");
+	ck_assert_str_eq(t.path, path);
+	free(json);
+	if (span)
+		memcpy(span, t.span, 17);
+}
+
 /* How many threads publish trace (32 hex digits). */
 static unsigned
 it_dump_count_trace(const char *json, const char *trace)
