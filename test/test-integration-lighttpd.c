@@ -72,7 +72,6 @@
 #define SETPRIV      "/usr/bin/setpriv"
 #define ENV          "/usr/bin/env"
 #define CURL         "/usr/bin/curl"
-#define OPENSSL      "/usr/bin/openssl"
 #define TRACE_PREFIX "7d3e5f1a9c2b4e6d8f0a1b3c5d7e9f"
 #define PARENT_SPAN  "00f067aa0ba902b7" /* nx_traceparent()'s */
 /* What the rogue backend answers with: a traced request head. */
@@ -99,7 +98,7 @@ lt_write(const struct lt_server *l, const char *name, const char *text, mode_t m
 }
 
 /* The directory, its pages and scripts, and with tls a self-signed
- * certificate (openssl req, valid for a day). */
+ * certificate (nx_self_signed()). */
 static void
 lt_setup(struct lt_server *l, bool tls)
 {
@@ -130,33 +129,9 @@ lt_setup(struct lt_server *l, bool tls)
 	lt_write(l, "www/hold.shtml", text, 0644);
 	l->tls = tls;
 	if (tls) {
-		char key[160], cert[160];
-		char *argv[] = {OPENSSL,
-				"req",
-				"-x509",
-				"-newkey",
-				"ec",
-				"-pkeyopt",
-				"ec_paramgen_curve:P-256",
-				"-nodes",
-				"-keyout",
-				key,
-				"-out",
-				cert,
-				"-days",
-				"1",
-				"-subj",
-				"/CN=localhost",
-				NULL};
-		char *err = NULL;
-		int st;
+		char key[128], cert[128];
 
-		snprintf(key, sizeof(key), "%s/key.pem", l->nx.dir);
-		snprintf(cert, sizeof(cert), "%s/cert.pem", l->nx.dir);
-		st = test_run_capture(argv, NULL, false, NULL, &err, IT_TIMEOUT_MS);
-		ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "openssl req: %s",
-			      err);
-		free(err);
+		nx_self_signed(l->nx.dir, cert, key);
 	}
 }
 
@@ -977,12 +952,12 @@ TEST_SUITE(lighttpd_suite)
 	/* HTTPS needs lighttpd's TLS module (Debian: lighttpd-mod-openssl),
 	 * curl and openssl(1) for the certificate. */
 	if (access(LT_MOD_SSL, R_OK) == 0 && access(CURL, X_OK) == 0 &&
-	    access(OPENSSL, X_OK) == 0) {
+	    access(NX_OPENSSL, X_OK) == 0) {
 		tcase_add_test(tc, test_lighttpd_https);
 		tcase_add_test(tc, test_lighttpd_h2_tls);
 	} else {
 		fprintf(stderr, "note: no %s, %s or %s: HTTPS not tested\n", LT_MOD_SSL,
-			CURL, OPENSSL);
+			CURL, NX_OPENSSL);
 	}
 	suite_add_tcase(s, tc);
 	return s;

@@ -49,17 +49,6 @@ struct h2n {
 	int fa, fb; /* the FIFOs, read side, nonblocking */
 };
 
-static void
-run_ok(char *const argv[])
-{
-	char *err = NULL;
-	int st = test_run_capture(argv, NULL, false, NULL, &err, IT_TIMEOUT_MS);
-
-	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s failed: %s", argv[0],
-		      err ? err : "");
-	free(err);
-}
-
 static int
 fifo_make(const char *path)
 {
@@ -139,23 +128,6 @@ h2n_start(struct h2n *n)
 	char dir[64], conf[4096], cert[128], key[128];
 	char *argv[] = {NGINX,      "-p", n->nx.dir, "-c",
 			n->nx.conf, "-e", n->nx.err, NULL};
-	char *gen[] = {"/usr/bin/openssl",
-		       "req",
-		       "-x509",
-		       "-newkey",
-		       "ec",
-		       "-pkeyopt",
-		       "ec_paramgen_curve:P-256",
-		       "-nodes",
-		       "-keyout",
-		       key,
-		       "-out",
-		       cert,
-		       "-days",
-		       "1",
-		       "-subj",
-		       "/CN=localhost",
-		       NULL};
 	int len;
 
 	memset(n, 0, sizeof(*n));
@@ -164,10 +136,7 @@ h2n_start(struct h2n *n)
 	/* Workers run as nobody when the test runs as root. */
 	ck_assert_int_eq(chmod(dir, 0755), 0);
 	nx_setup(&n->nx, dir, "<html>ctxshim h2</html>\n", 1024);
-	snprintf(cert, sizeof(cert), "%s/cert.pem", dir);
-	snprintf(key, sizeof(key), "%s/key.pem", dir);
-	run_ok(gen);
-	ck_assert_int_eq(chmod(key, 0644), 0);
+	nx_self_signed(dir, cert, key);
 	snprintf(n->fifo_a, sizeof(n->fifo_a), "%s/a.fifo", dir);
 	snprintf(n->fifo_b, sizeof(n->fifo_b), "%s/b.fifo", dir);
 	n->fa = fifo_make(n->fifo_a);

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* TLS servers and clients under the shim (hooks/hook-openssl.c,
  * hooks/hook-gnutls.c, the TLS handoff of hooks/hook-socket.c), with a
- * self-signed certificate made here:
+ * self-signed certificate (nx_self_signed(), test-nginx.h):
  *
  *  - thread-per-connection servers with no tracing code
  *    (helpers/tls-server.c) built on OpenSSL (SSL_read/SSL_write, the _ex
@@ -54,10 +54,7 @@
 #include <time.h>
 
 #include <openssl/err.h>
-#include <openssl/evp.h>
-#include <openssl/pem.h>
 #include <openssl/ssl.h>
-#include <openssl/x509.h>
 
 #define T1  "0af7651916cd43dd8448eb211c80319c"
 #define P1  "b7ad6b7169203331"
@@ -77,55 +74,15 @@ struct tls_dir {
 	char key[128];
 };
 
-static void
-write_pem(const char *path, EVP_PKEY *pk, X509 *x)
-{
-	FILE *f = fopen(path, "we");
-
-	ck_assert_ptr_nonnull(f);
-	if (pk)
-		ck_assert_int_eq(PEM_write_PrivateKey(f, pk, NULL, NULL, 0, NULL, NULL),
-				 1);
-	else
-		ck_assert_int_eq(PEM_write_X509(f, x), 1);
-	ck_assert_int_eq(fclose(f), 0);
-}
-
-/* A self-signed P-256 certificate for localhost, valid for a day. */
+/* A temporary directory with a self-signed certificate for localhost. */
 static void
 tls_dir_make(struct tls_dir *d)
 {
-	EVP_PKEY *pk;
-	X509_NAME *name;
-	X509 *x;
-
 	snprintf(d->dir, sizeof(d->dir), "/tmp/ctxshim-tls-XXXXXX");
 	ck_assert_ptr_nonnull(test_mkdtemp(d->dir));
 	/* nginx workers run as nobody when the test runs as root. */
 	ck_assert_int_eq(chmod(d->dir, 0755), 0);
-	snprintf(d->cert, sizeof(d->cert), "%s/cert.pem", d->dir);
-	snprintf(d->key, sizeof(d->key), "%s/key.pem", d->dir);
-	pk = EVP_EC_gen("P-256");
-	ck_assert_ptr_nonnull(pk);
-	x = X509_new();
-	ck_assert_ptr_nonnull(x);
-	ck_assert_int_eq(X509_set_version(x, 2), 1);
-	ck_assert_int_eq(ASN1_INTEGER_set(X509_get_serialNumber(x), 1), 1);
-	ck_assert_ptr_nonnull(X509_gmtime_adj(X509_getm_notBefore(x), -3600));
-	ck_assert_ptr_nonnull(X509_gmtime_adj(X509_getm_notAfter(x), 86400));
-	ck_assert_int_eq(X509_set_pubkey(x, pk), 1);
-	name = X509_get_subject_name(x);
-	ck_assert_int_eq(X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC,
-						    (const unsigned char *)"localhost",
-						    -1, -1, 0),
-			 1);
-	ck_assert_int_eq(X509_set_issuer_name(x, name), 1);
-	ck_assert_int_gt(X509_sign(x, pk, EVP_sha256()), 0);
-	write_pem(d->key, pk, NULL);
-	write_pem(d->cert, NULL, x);
-	ck_assert_int_eq(chmod(d->key, 0644), 0);
-	X509_free(x);
-	EVP_PKEY_free(pk);
+	nx_self_signed(d->dir, d->cert, d->key);
 }
 
 static void

@@ -20,7 +20,8 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#define NX_NGINX "/usr/sbin/nginx"
+#define NX_NGINX   "/usr/sbin/nginx"
+#define NX_OPENSSL "/usr/bin/openssl"
 
 struct nx_server {
 	struct it_server srv;
@@ -98,6 +99,42 @@ nx_setup(struct nx_server *n, const char *dir, const char *index, size_t big)
 	free(buf);
 	snprintf(n->conf, sizeof(n->conf), "%s/nginx.conf", n->dir);
 	snprintf(n->err, sizeof(n->err), "%s/error.log", n->dir);
+}
+
+/* A self-signed P-256 certificate for localhost, valid for a day, made
+ * with openssl(1) as dir/cert.pem and dir/key.pem (their paths in cert
+ * and key).  The key is world-readable: nginx's and lighttpd's workers
+ * run as nobody when the test runs as root. */
+static void
+nx_self_signed(const char *dir, char cert[static 128], char key[static 128])
+{
+	char *argv[] = {NX_OPENSSL,
+			"req",
+			"-x509",
+			"-newkey",
+			"ec",
+			"-pkeyopt",
+			"ec_paramgen_curve:P-256",
+			"-nodes",
+			"-keyout",
+			key,
+			"-out",
+			cert,
+			"-days",
+			"1",
+			"-subj",
+			"/CN=localhost",
+			NULL};
+	char *err = NULL;
+	int st;
+
+	snprintf(cert, 128, "%s/cert.pem", dir);
+	snprintf(key, 128, "%s/key.pem", dir);
+	st = test_run_capture(argv, NULL, false, NULL, &err, IT_TIMEOUT_MS);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "openssl req in %s: %s",
+		      dir, err ? err : "");
+	free(err);
+	ck_assert_int_eq(chmod(key, 0644), 0);
 }
 
 /* nginx's configuration for port, with the server block's extra lines
