@@ -1439,6 +1439,20 @@ sk_in_flags_feed(struct ctxshim_conn *c, int flags)
 	return false;
 }
 
+/* What ctxshim_conn_fcgi_start() or ctxshim_conn_h2_start() returned for
+ * connection fd: is it followed now?  One not followed for want of a pool
+ * entry is logged (reason "pool-full", no context: the thread's is left
+ * as it was), so that a server with more idle HTTP/2 or FastCGI
+ * connections than the pool takes can be told from one the shim does
+ * not understand. */
+static __attribute__((cold)) bool
+sk_framed_started(int fd, int r)
+{
+	if (r == CONN_START_POOL_FULL)
+		CTXSHIM_EVENT(CTXSHIM_EV_DETACH, fd, NULL, "pool-full");
+	return r == CONN_START_OK;
+}
+
 /* The scanner of c gave up in this read of buf[0, len): if that was at
  * the connection's first byte (no request seen, no head byte counted),
  * on the start of a FastCGI stream -- version 1, FCGI_BEGIN_REQUEST --
@@ -1457,7 +1471,7 @@ sk_fcgi_begin(int fd, struct ctxshim_conn *c, const void *buf, size_t len)
 	    fd >= CTXSHIM_CONN_VIRT_BASE || len == 0 || b[0] != 1 ||
 	    (len > 1 && b[1] != 1))
 		return false;
-	return ctxshim_conn_fcgi_start(c);
+	return sk_framed_started(fd, ctxshim_conn_fcgi_start(c));
 }
 
 /* The scanner of c gave up in this read of buf[0, len): if that was on
@@ -1485,7 +1499,7 @@ sk_h2_begin(int fd, struct ctxshim_conn *c, const void *buf, size_t len)
 		;
 	if (seen == 4)
 		return false;
-	return ctxshim_conn_h2_start(c, seen);
+	return sk_framed_started(fd, ctxshim_conn_h2_start(c, seen));
 }
 
 /* ctxshim_conn_h2_feed() for a read of c through fd; *n_new starts, at

@@ -18,7 +18,8 @@
  *    Thread-per-connection servers reading one byte at a time and event
  *    loops interleaving heads both work the same way.  When every entry
  *    is in use (more than CONN_POOL_N heads in progress at once, e.g. slow
- *    clients), a head is still framed but not captured: that request gets
+ *    clients, or the 256 of the reserve while long-lived connections hold
+ *    the rest: "Long-lived holders" below), a head is still framed but not captured: that request gets
  *    no context, later ones are unaffected (a pipelined head that finds no
  *    entry is another matter: see "Bound" below).
  *
@@ -33,6 +34,23 @@
  * read before the current one was answered (a FIFO per connection), at
  * most CONN_QUEUE_MAX of them per connection (see "Pipelining FIFO"), so
  * that one connection cannot take the pool from the others.
+ *
+ * Long-lived holders.  A FastCGI or HTTP/2 connection followed at the
+ * socket level holds an entry for its whole life (its scanner: "FastCGI",
+ * "HTTP/2" below), idle or not; with 256 entries in all, 256 idle HTTP/2
+ * browser connections (nginx's worker_connections is 768 by default) or
+ * php-fpm connections took the pool, and every head split across reads,
+ * pipelined request and new such connection got nothing.  So the pool
+ * has 1024 entries and those connections never take one of the first
+ * CONN_POOL_RESERVE (256), which stay for the transient uses (the split
+ * heads, the pipelined queue, an HTTP/2 header block's request); the
+ * transient uses take any free entry, lowest first.  At most 768 FastCGI
+ * and HTTP/2 connections together are followed at once; the next one is
+ * not followed at all (event reason "pool-full"), later ones are when
+ * entries are free again.  The cost: .bss pages are touched only when an
+ * entry is used (about 4 KiB per long-lived connection, as before), the
+ * HTTP/1 keep-alive cycle touches none, and the usual claim is still one
+ * compare-and-swap on the first bitmap word (conn_pool_claim()).
  *
  * Concurrency (who writes which field: conn.h, struct ctxshim_conn).  A
  * slot is written by the thread doing that connection's I/O: the reading
@@ -159,7 +177,18 @@
 #include <emmintrin.h>
 #endif
 
-#define CONN_POOL_N     256
+/* 1024 entries of 3.6 KiB: 3.6 MiB of .bss, whose pages are touched
+ * only as entries are used (lowest first: the HTTP/1 keep-alive cycle
+ * touches none, B8). */
+#define CONN_POOL_N 1024
+/* The entries below this are never held for a connection's life (a
+ * FastCGI or HTTP/2 connection's scanner: conn_pool_claim_long()), so
+ * that idle long-lived connections cannot take the pool from heads split
+ * across reads, pipelined requests and HTTP/2 header blocks; the others
+ * (768: nginx's default worker_connections) are shared. */
+#define CONN_POOL_RESERVE 256
+_Static_assert(CONN_POOL_RESERVE % 64 == 0 && CONN_POOL_RESERVE < CONN_POOL_N,
+	       "the reserve is whole bitmap words, and leaves some to share");
 /* Pipelined requests one connection may queue ("Bound" above).  Below 128,
  * so that qpush - qpop (8 bits) never wraps. */
 #define CONN_QUEUE_MAX 16
@@ -233,14 +262,12 @@ static void conn_h2_release(unsigned cap) __attribute__((noinline, cold));
 
 /* ---- pool ---- */
 
-/* Lowest free entry + 1, or 0.  Lowest-first keeps the touched pages of
- * the pool (its RSS) to what concurrency needs. */
-static __attribute__((noinline)) unsigned
-conn_pool_claim_any(void)
+/* Lowest free entry + 1 from bitmap word w on, or 0.  Lowest-first keeps
+ * the touched pages of the pool (its RSS) to what concurrency needs. */
+static unsigned
+conn_pool_claim_from(unsigned w)
 {
-	unsigned w;
-
-	for (w = 0; w < CONN_POOL_WORDS; w++) {
+	for (; w < CONN_POOL_WORDS; w++) {
 		uint64_t old =
 			atomic_load_explicit(&conn_pool_used[w], memory_order_relaxed);
 
@@ -254,6 +281,25 @@ conn_pool_claim_any(void)
 		}
 	}
 	return 0;
+}
+
+/* Lowest free entry + 1, or 0: for the transient uses (a head split
+ * across reads, a pipelined request, an HTTP/2 header block), which may
+ * take any entry, the reserve included. */
+static __attribute__((noinline)) unsigned
+conn_pool_claim_any(void)
+{
+	return conn_pool_claim_from(0);
+}
+
+/* An entry held for a connection's life (FastCGI, HTTP/2): never one of
+ * the reserve, so at most CONN_POOL_N - CONN_POOL_RESERVE such
+ * connections are followed at once.  Off the hot path (a connection's
+ * first read). */
+static __attribute__((noinline, cold)) unsigned
+conn_pool_claim_long(void)
+{
+	return conn_pool_claim_from(CONN_POOL_RESERVE / 64);
 }
 
 /* conn_pool_claim_any(), with its usual first try inline: the lowest
@@ -2043,14 +2089,16 @@ ctxshim_conn_feed(struct ctxshim_conn *c,
  * the HTTP path: the scanner stays given up (reason "fastcgi"), and the
  * records go to a FastCGI scanner (proc-context/fcgi-scan.h) kept in a
  * pool entry (c->cap, which a given-up scanner leaves free) until the
- * connection ends.  A request becomes current when its parameters end,
- * with the context of the CGI model (preload/request-cgi.c), which
- * libfcgi's requests and CGI programs get too; from there it is a
- * request of the socket level like any: answered by the first write (the
- * response's FCGI_STDOUT, or its FCGI_END_REQUEST), cleared by the next
- * read, a wait or the close.  A request whose parameters end while the
- * previous one is not answered (a multiplexing client's; php-fpm and
- * nginx do not multiplex) replaces it: nothing is queued. */
+ * connection ends: one outside the reserve ("Long-lived holders" above;
+ * with none free the connection is not followed).  A request becomes
+ * current when its parameters end, with the context of the CGI model
+ * (preload/request-cgi.c), which libfcgi's requests and CGI programs get
+ * too; from there it is a request of the socket level like any:
+ * answered by the first write (the response's FCGI_STDOUT, or its
+ * FCGI_END_REQUEST), cleared by the next read, a wait or the close.  A
+ * request whose parameters end while the previous one is not answered (a
+ * multiplexing client's; php-fpm and nginx do not multiplex) replaces it:
+ * nothing is queued. */
 
 static const char *
 conn_fcgi_lookup(const char *name, void *st)
@@ -2093,17 +2141,19 @@ conn_fcgi_request(struct ctxshim_conn *c,
 	return b ? CONN_FEED_FULL : CONN_FEED_NEW;
 }
 
-bool
+int
 ctxshim_conn_fcgi_start(struct ctxshim_conn *c)
 {
 	unsigned idx;
 
-	if (c->cap || !(idx = conn_pool_claim()))
-		return false;
+	if (c->cap)
+		return CONN_START_NO;
+	if (!(idx = conn_pool_claim_long()))
+		return CONN_START_POOL_FULL;
 	fcgi_scan_reset(&conn_pool[idx - 1].u.fcgi);
 	c->cap = (uint16_t)idx;
 	http_scan_stop_fastcgi(&c->scan);
-	return true;
+	return CONN_START_OK;
 }
 
 int
@@ -2155,7 +2205,8 @@ ctxshim_conn_fcgi_feed(struct ctxshim_conn *c,
  * HTTP/1.1 ("Upgrade: h2c") had a request before, and stays as it was
  * (hook-nghttp2.c takes its stream 1 from that head).  The frames go to
  * an HTTP/2 scanner (proc-context/h2-scan.h) kept in a pool entry (c->cap,
- * which a given-up scanner leaves free) until the connection ends; it
+ * which a given-up scanner leaves free, outside the reserve: "Long-lived
+ * holders" above) until the connection ends; it
  * decodes every header block (HPACK's dynamic table must stay in step)
  * and reports the configured fields of each block that opens a new
  * client stream.  Those are collected, field by field, into the request
@@ -2236,14 +2287,15 @@ ctxshim_conn_h2_library(struct ctxshim_conn *c)
 	return stream;
 }
 
-__attribute__((cold)) bool
+__attribute__((cold)) int
 ctxshim_conn_h2_start(struct ctxshim_conn *c, unsigned preface_seen)
 {
 	unsigned idx;
 
-	if (c->cap || atomic_load_explicit(&conn_h2_lib, memory_order_relaxed) ||
-	    !(idx = conn_pool_claim()))
-		return false;
+	if (c->cap || atomic_load_explicit(&conn_h2_lib, memory_order_relaxed))
+		return CONN_START_NO;
+	if (!(idx = conn_pool_claim_long()))
+		return CONN_START_POOL_FULL;
 	h2_scan_reset(&conn_pool[idx - 1].u.h2, preface_seen);
 	conn_pool[idx - 1].h2_req = 0;
 	conn_pool[idx - 1].h2_lost = false;
@@ -2252,7 +2304,7 @@ ctxshim_conn_h2_start(struct ctxshim_conn *c, unsigned preface_seen)
 	/* The HTTP scanner stays given up on the preface (reason "http2"):
 	 * that and c->cap make the connection one followed as HTTP/2
 	 * (ctxshim_conn_h2()). */
-	return true;
+	return CONN_START_OK;
 }
 
 /* The scanner reported a field of the new request's block: into its

@@ -461,11 +461,21 @@ int ctxshim_conn_feed(struct ctxshim_conn *c,
  * bytes): stop scanning c. */
 void ctxshim_conn_lost(struct ctxshim_conn *c);
 
+/* What ctxshim_conn_fcgi_start() and ctxshim_conn_h2_start() return. */
+enum {
+	CONN_START_NO = 0, /* not followed so, nothing changed */
+	CONN_START_OK,     /* followed from now on */
+	/* Not followed, nothing changed: the pool's entries that
+	 * connections may hold for their life are all taken (conn.c,
+	 * CONN_POOL_RESERVE; event reason "pool-full"). */
+	CONN_START_POOL_FULL,
+};
+
 /* FastCGI (conn.c, "FastCGI").  c's HTTP scanner gave up on its first
  * bytes, which look like a FastCGI record: follow c as FastCGI from now on
- * (a pool entry holds its records' scanner until c ends).  False, nothing
- * changed, when no pool entry is free or c holds one. */
-bool ctxshim_conn_fcgi_start(struct ctxshim_conn *c);
+ * (a pool entry holds its records' scanner until c ends).  CONN_START_NO
+ * when c holds an entry, CONN_START_POOL_FULL when none is free. */
+int ctxshim_conn_fcgi_start(struct ctxshim_conn *c);
 
 /* Is c followed as FastCGI (ctxshim_conn_fcgi_start(), and its records
  * have not put it out of step since)? */
@@ -489,9 +499,9 @@ int ctxshim_conn_fcgi_feed(struct ctxshim_conn *c,
  * connection preface (reason "http2") at its first request: follow c's
  * frames from now on (a pool entry holds their scanner until c ends).
  * preface_seen: bytes of the preface read before the bytes fed next.
- * False, nothing changed, when no pool entry is free, c holds one, or
- * the process made an nghttp2 server session. */
-bool ctxshim_conn_h2_start(struct ctxshim_conn *c, unsigned preface_seen);
+ * CONN_START_NO when c holds an entry or the process made an nghttp2
+ * server session, CONN_START_POOL_FULL when no entry is free. */
+int ctxshim_conn_h2_start(struct ctxshim_conn *c, unsigned preface_seen);
 
 /* Is c followed as HTTP/2 (ctxshim_conn_h2_start(), and not stopped
  * since)? */
