@@ -13,9 +13,11 @@
  * (the shorter paths of the socket hooks) and on. */
 #include "test-common.h"
 
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 /* Run "pipeline <mode> [n]" under the shim, with the event log on or off;
  * it checks the contexts itself and prints one RESULT line. */
@@ -137,6 +139,45 @@ START_TEST(gave_up_after_answer_events)
 }
 END_TEST
 
+/* More idle FastCGI or h2c connections than the pool lets connections
+ * hold for their life: they used to take every entry (256 of them), and
+ * heads split across reads and pipelined requests got no context. */
+START_TEST(reserve_long_lived)
+{
+	static const char *const proto[] = {"fcgi", "h2c"};
+
+	run_pipeline_ev("reserve", proto[_i], false);
+}
+END_TEST
+
+/* The same with the event log in a file: the connections past the bound
+ * are each logged once, with reason pool-full (768 of them fit). */
+START_TEST(reserve_long_lived_events)
+{
+	static const char *const proto[] = {"fcgi", "h2c"};
+	char path[4096], log[] = "/tmp/ctxshim-reserve-XXXXXX", env[64], *out, *err, *p;
+	char *argv[] = {path, "reserve", (char *)proto[_i], NULL},
+	     *envv[] = {env, NULL};
+	int st, fd = mkostemp(log, O_CLOEXEC);
+
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	unsetenv("CTXSHIM_EVENTS");
+	snprintf(env, sizeof(env), "CTXSHIM_EVENTS=%s", log);
+	snprintf(path, sizeof(path), "%s/pipeline", test_env_path("HELPER_DIR"));
+	st = test_run_capture(argv, envv, true, &out, &err, 100000);
+	unlink(log);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0 &&
+			      strstr(out, " fails=0\n"),
+		      "%s: status %#x:\n%s\n%s", proto[_i], st, out, err);
+	p = strstr(out, "POOLFULL ");
+	ck_assert_msg(p, "%s: no POOLFULL line:\n%s", proto[_i], out);
+	ck_assert_int_eq(atoi(p + 9), 32);
+	free(out);
+	free(err);
+}
+END_TEST
+
 /* The whole record, request by request, without and with the event log. */
 START_TEST(keepalive_records)
 {
@@ -168,6 +209,8 @@ TEST_SUITE(pipeline_suite)
 	tcase_add_test(tc, gave_up_after_answer);
 	tcase_add_test(tc, gave_up_after_answer_events);
 	tcase_add_test(tc, keepalive_records_events);
+	tcase_add_loop_test(tc, reserve_long_lived, 0, 2);
+	tcase_add_loop_test(tc, reserve_long_lived_events, 0, 2);
 	tcase_add_loop_test(tc, reader_writer_threads_no_leak, 0, 3);
 	suite_add_tcase(s, tc);
 	return s;

@@ -41,12 +41,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
-#define POOL 256
+/* preload/conn.c's CONN_POOL_N */
+#define POOL 1024
 
 static unsigned n_ok, n_none, n_wrong;
 
@@ -423,6 +425,16 @@ main(int argc, char **argv)
 	if (!slot_addr) {
 		printf("RESULT %s no shim\n", mode);
 		return 2;
+	}
+	/* exhausted holds over 1000 connections (both ends). */
+	{
+		struct rlimit rl;
+
+		if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < 4096 &&
+		    rl.rlim_cur < rl.rlim_max) {
+			rl.rlim_cur = rl.rlim_max < 4096 ? rl.rlim_max : 4096;
+			(void)setrlimit(RLIMIT_NOFILE, &rl);
+		}
 	}
 	if (strcmp(mode, "separate") == 0)
 		t_separate();

@@ -31,6 +31,18 @@
  *                              one response and carries the next whole
  *                              moves on past both; a HEAD request's
  *                              response is its head
+ *   pipeline reserve fcgi|h2c  more idle FastCGI (or h2c prior-knowledge)
+ *                              connections than the pool lets connections
+ *                              hold for their life (each holds one while
+ *                              it is followed): the first LONG are followed
+ *                              (a request on the first and the last gets
+ *                              its context), the rest are not, and still
+ *                              RESERVE simultaneous split heads and a
+ *                              pipelined pair get their contexts (they
+ *                              used to find the pool taken); once they are
+ *                              closed, a new one is followed again.  With
+ *                              CTXSHIM_EVENTS a file, prints "POOLFULL n",
+ *                              the lines with reason pool-full
  *   pipeline gaveup            a keep-alive request answered, then bytes the
  *                              scanner gives up on (a request line it does
  *                              not take, binary), or a head answered before
@@ -48,8 +60,8 @@
  * socket hooks take shorter paths without it.
  *
  * Prints "RESULT <mode> ok=... none=... wrong=..." and exits 0 when every
- * check held, 1 otherwise.  POOL is conn.c's CONN_POOL_N, QUEUE_MAX its
- * CONN_QUEUE_MAX. */
+ * check held, 1 otherwise.  POOL is conn.c's CONN_POOL_N, RESERVE its
+ * CONN_POOL_RESERVE, QUEUE_MAX its CONN_QUEUE_MAX. */
 #include "listen-loopback.h"
 #include "self-check.h"
 
@@ -67,10 +79,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
-#define POOL      256
+#define POOL    1024
+#define RESERVE 256
+/* Connections that may hold an entry for their life (FastCGI, HTTP/2). */
+#define LONG      (POOL - RESERVE)
 #define QUEUE_MAX 16
 #define FLOOD     1000
 
@@ -934,6 +950,210 @@ t_gaveup(void)
 	close(as);
 }
 
+/* ---- reserve ---- */
+
+/* A FastCGI record header: version 1, type, request id 1, content length,
+ * no padding. */
+static size_t
+fcgi_rec(uint8_t *b, unsigned type, size_t len)
+{
+	b[0] = 1;
+	b[1] = (uint8_t)type;
+	b[2] = 0;
+	b[3] = 1;
+	b[4] = (uint8_t)(len >> 8);
+	b[5] = (uint8_t)len;
+	b[6] = 0;
+	b[7] = 0;
+	return 8;
+}
+
+/* One name-value pair of FCGI_PARAMS (both shorter than 128 bytes). */
+static size_t
+fcgi_nv(uint8_t *b, const char *name, const char *value)
+{
+	size_t nl = strlen(name), vl = strlen(value);
+
+	b[0] = (uint8_t)nl;
+	b[1] = (uint8_t)vl;
+	memcpy(b + 2, name, nl);
+	memcpy(b + 2 + nl, value, vl);
+	return 2 + nl + vl;
+}
+
+/* An HTTP/2 frame header on stream 1 (0: the connection's). */
+static size_t
+h2_frame(uint8_t *b, size_t len, unsigned type, unsigned flags, unsigned stream)
+{
+	b[0] = (uint8_t)(len >> 16);
+	b[1] = (uint8_t)(len >> 8);
+	b[2] = (uint8_t)len;
+	b[3] = (uint8_t)type;
+	b[4] = (uint8_t)flags;
+	b[5] = 0;
+	b[6] = 0;
+	b[7] = 0;
+	b[8] = (uint8_t)stream;
+	return 9;
+}
+
+/* An HPACK literal field without indexing, the name a string (no
+ * Huffman), both shorter than 127 bytes. */
+static size_t
+hpack_lit(uint8_t *b, const char *name, const char *value)
+{
+	size_t nl = strlen(name), vl = strlen(value);
+
+	b[0] = 0x00;
+	b[1] = (uint8_t)nl;
+	memcpy(b + 2, name, nl);
+	b[2 + nl] = (uint8_t)vl;
+	memcpy(b + 3 + nl, value, vl);
+	return 3 + nl + vl;
+}
+
+/* What a client of proto sends first: FCGI_BEGIN_REQUEST (responder, keep
+ * the connection), or the HTTP/2 preface and an empty SETTINGS frame. */
+static size_t
+long_start(bool h2, uint8_t *b)
+{
+	static const char preface[] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+	size_t n;
+
+	if (h2) {
+		memcpy(b, preface, sizeof(preface) - 1);
+		n = sizeof(preface) - 1;
+		return n + h2_frame(b + n, 0, 4, 0, 0);
+	}
+	n = fcgi_rec(b, 1, 8);
+	memset(b + n, 0, 8);
+	b[n + 1] = 1; /* FCGI_RESPONDER */
+	b[n + 2] = 1; /* FCGI_KEEP_CONN */
+	return n + 8;
+}
+
+/* Request k on a connection started with long_start(): the FastCGI
+ * parameters (and their end), or a HEADERS frame of stream 1 that ends
+ * the stream. */
+static size_t
+long_request(bool h2, uint8_t *b, unsigned k)
+{
+	char path[24], tp[64];
+	size_t body;
+
+	snprintf(path, sizeof(path), "/p%u", k);
+	snprintf(tp, sizeof(tp), "00-%032x-00000000000000%02x-01", k + 1,
+		 (k % 250) + 1);
+	if (h2) {
+		body = 9;
+		b[body++] = 0x82; /* :method GET */
+		b[body++] = 0x86; /* :scheme http */
+		body += hpack_lit(b + body, ":path", path);
+		body += hpack_lit(b + body, "traceparent", tp);
+		/* END_STREAM | END_HEADERS */
+		(void)h2_frame(b, body - 9, 1, 0x5, 1);
+		return body;
+	}
+	body = 8;
+	body += fcgi_nv(b + body, "REQUEST_METHOD", "GET");
+	body += fcgi_nv(b + body, "REQUEST_URI", path);
+	body += fcgi_nv(b + body, "HTTP_TRACEPARENT", tp);
+	(void)fcgi_rec(b, 4, body - 8);
+	return body + fcgi_rec(b + body, 4, 0);
+}
+
+/* Request k on long connection (cli, srv): does the server's read publish
+ * its context?  Answered (a write, any bytes) after. */
+static int
+long_ctx(bool h2, int cli, int srv, unsigned k)
+{
+	uint8_t b[512];
+	size_t n = long_request(h2, b, k);
+	int r;
+
+	send_all(cli, (const char *)b, n);
+	read_n(srv, n);
+	r = ctx_is(k);
+	send_all(srv, (const char *)b, 8);
+	read_n(cli, 8);
+	return r;
+}
+
+/* Lines of the event log (CTXSHIM_EVENTS, a file) with reason
+ * pool-full, or -1 without such a log. */
+static int
+pool_full_lines(void)
+{
+	const char *path = getenv("CTXSHIM_EVENTS");
+	char line[512];
+	int n = 0;
+	FILE *f;
+
+	if (!path || path[0] != '/' || strcmp(path, "/dev/null") == 0)
+		return -1;
+	f = fopen(path, "re");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		n += strstr(line, " reason=pool-full\n") != NULL;
+	fclose(f);
+	return n;
+}
+
+static void
+t_reserve(const char *proto)
+{
+	const unsigned n = LONG + 32;
+	bool h2 = strcmp(proto, "h2c") == 0;
+	uint8_t b[512];
+	size_t len = long_start(h2, b);
+	int *c, *s, *hc, *hs, pc, ps, r, full;
+	unsigned k, got;
+
+	if (!h2 && strcmp(proto, "fcgi") != 0)
+		die("reserve: fcgi or h2c");
+	open_n(&c, &s, n);
+	for (k = 0; k < n; k++) {
+		send_all(c[k], (const char *)b, len);
+		read_n(s[k], len);
+	}
+	/* Followed: the first and the last that got an entry. */
+	r = long_ctx(h2, c[0], s[0], 7000);
+	count(r);
+	CHECK(r == 1, "%s: the first long-lived connection's request: %d", proto, r);
+	r = long_ctx(h2, c[LONG - 1], s[LONG - 1], 7001);
+	count(r);
+	CHECK(r == 1, "%s: long-lived connection %u's request: %d", proto, LONG - 1, r);
+	/* Not followed: no entry was left for it. */
+	r = long_ctx(h2, c[LONG], s[LONG], 7002);
+	CHECK(r != 1, "%s: connection %u is followed past the bound", proto, LONG);
+	/* The transient uses still have the reserve. */
+	open_n(&hc, &hs, RESERVE);
+	got = split_heads(hc, hs, RESERVE, 8000);
+	CHECK(got == RESERVE,
+	      "%s: with %u idle long-lived connections, %u of %u simultaneous split "
+	      "heads got a context",
+	      proto, n, got, RESERVE);
+	close_n(hc, hs, RESERVE);
+	pipelined_then_idle(&pc, &ps);
+	close(pc);
+	close(ps);
+	full = pool_full_lines();
+	if (full >= 0)
+		printf("POOLFULL %d\n", full);
+	close_n(c, s, n);
+	/* Their entries are free again. */
+	pair(&pc, &ps);
+	send_all(pc, (const char *)b, len);
+	read_n(ps, len);
+	r = long_ctx(h2, pc, ps, 7003);
+	count(r);
+	CHECK(r == 1, "%s: a long-lived connection after the others closed: %d", proto,
+	      r);
+	close(pc);
+	close(ps);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -946,6 +1166,16 @@ main(int argc, char **argv)
 	/* The writing thread of two-threads may still write when the socket is
 	 * shut down at the end: EPIPE, not death. */
 	signal(SIGPIPE, SIG_IGN);
+	/* exhausted and reserve hold over 1000 connections (both ends). */
+	{
+		struct rlimit rl;
+
+		if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < 4096 &&
+		    rl.rlim_cur < rl.rlim_max) {
+			rl.rlim_cur = rl.rlim_max < 4096 ? rl.rlim_max : 4096;
+			(void)setrlimit(RLIMIT_NOFILE, &rl);
+		}
+	}
 	listen_any();
 	if (strcmp(mode, "interleaved") == 0)
 		t_interleaved();
@@ -959,12 +1189,14 @@ main(int argc, char **argv)
 		t_headbody();
 	else if (strcmp(mode, "gaveup") == 0)
 		t_gaveup();
+	else if (strcmp(mode, "reserve") == 0)
+		t_reserve(argc > 2 ? argv[2] : "");
 	else if (strcmp(mode, "two-threads") == 0)
 		t_two_threads(argc > 2 ? (unsigned)strtoul(argv[2], NULL, 10) : 20000);
 	else {
 		fprintf(stderr, "usage: pipeline "
 				"interleaved|exhausted|flood|keepalive|headbody|gaveup|"
-				"two-threads [N]\n");
+				"two-threads [N]|reserve fcgi|h2c\n");
 		return 2;
 	}
 	{
