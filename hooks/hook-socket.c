@@ -1079,6 +1079,11 @@ sk_follow(int fd, struct ctxshim_conn *c, bool is_write)
 		}
 		sk_publish(fd, c, own >= 0 ? CTXSHIM_EV_SWITCH : CTXSHIM_EV_ATTACH,
 			   is_write ? "write" : "read");
+		/* Taken up again by a read: the thread had let it go (a
+		 * wait, another connection), so its handler is not what runs
+		 * on what this read brings (sk_h2_feed()). */
+		if (!is_write)
+			sk_self.rd_span = sk_self.span;
 	}
 }
 
@@ -1505,7 +1510,11 @@ sk_h2_begin(int fd, struct ctxshim_conn *c, const void *buf, size_t len)
 /* ctxshim_conn_h2_feed() for a read of c through fd; *n_new starts, at
  * the read's first feed, at 1 when the thread still shows c's current
  * request, unanswered: it read on without a wait or a write, and its
- * server handles what it read together (conn.c, "HTTP/2"). */
+ * server handles what it read together (conn.c, "HTTP/2").  Not when
+ * this read took that request up again (sk_follow(), rd_span): the
+ * thread let it go since (a wait, another connection's I/O), its handler
+ * waits for something else (an upstream's answer), and a request this
+ * read brings is the one whose handler runs now. */
 static __attribute__((cold)) int
 sk_h2_feed(int fd,
 	   struct ctxshim_conn *c,
@@ -1518,7 +1527,7 @@ sk_h2_feed(int fd,
 
 	if (*n_new == SK_H2_UNSET)
 		*n_new = sk_owned_fd() == fd && sk_self.gen == gen &&
-			 ctxshim_conn_live(c);
+			 ctxshim_conn_live(c) && sk_self.rd_span != sk_self.span;
 	return ctxshim_conn_h2_feed(c, buf, len, full, n_new);
 }
 

@@ -196,6 +196,11 @@ struct ctxshim_sk_thread {
 	 * CTXSHIM_SK_MARK_MIXED: the thread showed another request's
 	 * context since (a switch), so that no count is one. */
 	uint64_t mark;
+	/* span of the request a read took up again (hook-socket.c,
+	 * sk_follow(): after a wait or a switch), so that an HTTP/2
+	 * connection's next request is not taken for one read on top of it
+	 * (sk_h2_feed()) */
+	uint64_t rd_span;
 	/* the request the thread was started with, if the socket level
 	 * follows it (hook-socket.c, "inherited requests") */
 	struct ctxshim_sk_inherit inh;

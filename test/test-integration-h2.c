@@ -640,6 +640,43 @@ START_TEST(test_server_upgrade_other)
 }
 END_TEST
 
+/* helpers/h2-reads: a server with HTTP/2 code of its own (the socket
+ * level follows it, preload/conn.c, "HTTP/2") reads requests one per
+ * read and answers none.  With a wait before each read, each request is
+ * shown while it is read: the thread had let the previous one go, and
+ * the request its read brings is the one whose handler runs (old: every
+ * other one was taken for a second request of the read, "h2-several",
+ * and shown without a context).  Without the waits, a request read on top of the previous one is not
+ * shown (its server may still run the first one's handler). */
+static const struct {
+	const char *mode, *n;
+} reads_variant[] = {{"wait", "3"}, {"nowait", "2"}};
+
+START_TEST(test_server_socket_reads)
+{
+	char path[4096], want[40], step[16], trace[40], *out;
+	char *argv[] = {path, (char *)reads_variant[_i].mode,
+			(char *)reads_variant[_i].n, NULL};
+	unsigned k, n = (unsigned)atoi(reads_variant[_i].n);
+
+	helper(path, sizeof(path), "h2-reads");
+	out = run(argv, NULL, true);
+	for (k = 1; k <= n; k++) {
+		snprintf(step, sizeof(step), "REQ %u", 2 * k - 1);
+		loop_step(out, step, trace);
+		if (_i == 1 && k == 2)
+			snprintf(want, sizeof(want), "none");
+		else
+			snprintf(want, sizeof(want), "4bf92f3577b34da6a3ce929d0e0e%04x",
+				 k);
+		ck_assert_msg(strcmp(trace, want) == 0, "%s %s: %s shows %s, not %s",
+			      reads_variant[_i].mode, reads_variant[_i].n, step, trace,
+			      want);
+	}
+	free(out);
+}
+END_TEST
+
 /* ---- client side ---- */
 
 /* r carries exactly one traceparent: a new child of TA (span returned). */
@@ -783,6 +820,11 @@ TEST_SUITE(h2_suite)
 	helper(p, sizeof(p), "h2-loop");
 	if (access(p, X_OK) == 0)
 		tcase_add_test(tc, test_server_upgrade_other);
+	helper(p, sizeof(p), "h2-reads");
+	if (access(p, X_OK) == 0)
+		tcase_add_loop_test(
+			tc, test_server_socket_reads, 0,
+			(int)(sizeof(reads_variant) / sizeof(reads_variant[0])));
 	tcase_add_test(tc, test_client_nghttp2);
 	helper(p, sizeof(p), "curl-get");
 	if (access(p, X_OK) == 0)

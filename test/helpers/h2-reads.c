@@ -1,0 +1,153 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* A server with HTTP/2 code of its own, as the socket level sees one
+ * (preload/conn.c, "HTTP/2"), and its h2c client, in one thread: it
+ * writes frames built by hand on one end of a loopback connection and
+ * reads them, one request per read, on the other, and never answers
+ * (every request waits, as on an upstream).  After each read it prints
+ * "REQ <stream> <trace-id the thread shows>" (or "none").
+ *
+ *   h2-reads wait N     N requests, a wait with a timeout (poll) before
+ *                       each read: the thread let the previous one go
+ *   h2-reads nowait N   the same without the waits: each read is on top
+ *                       of the previous one, whose handler may still run
+ *
+ * The request of stream 2k - 1 has the trace-id
+ * 4bf92f3577b34da6a3ce929d0e0eKKKK (k in 4 hex digits). */
+#include "config.h"
+
+#include "listen-loopback.h"
+#include "thread-record.h"
+
+#include <dlfcn.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static void
+die(const char *what)
+{
+	perror(what);
+	exit(1);
+}
+
+static void
+seen(unsigned stream)
+{
+	void **slot = dlsym(RTLD_DEFAULT, "otel_thread_ctx_v1");
+	const struct otel_thread_ctx_record *r = slot ? *slot : NULL;
+	int i;
+
+	printf("REQ %u ", stream);
+	if (!r || !r->valid)
+		printf("none");
+	else
+		for (i = 0; i < 16; i++)
+			printf("%02x", r->trace_id[i]);
+	printf("\n");
+}
+
+static void
+send_all(int fd, const void *p, size_t n)
+{
+	if (write(fd, p, n) != (ssize_t)n)
+		die("write");
+}
+
+/* Exactly n bytes, in one read: the peer wrote them at once. */
+static void
+read_one(int fd, size_t n)
+{
+	uint8_t buf[512];
+
+	if (n > sizeof(buf) || read(fd, buf, n) != (ssize_t)n)
+		die("read");
+}
+
+/* A GET's HEADERS frame (END_HEADERS | END_STREAM) for stream, its
+ * traceparent a literal never indexed.  Returns its length. */
+static size_t
+headers(uint8_t *f, uint32_t stream, unsigned k)
+{
+	char tp[64];
+	size_t n = 9, l;
+
+	l = (size_t)snprintf(tp, sizeof(tp),
+			     "00-4bf92f3577b34da6a3ce929d0e0e%04x-00f067aa0ba902b7-01",
+			     k);
+	f[n++] = 0x82; /* :method GET */
+	f[n++] = 0x86; /* :scheme http */
+	f[n++] = 0x04; /* :path, literal */
+	f[n++] = 2;
+	f[n++] = '/';
+	f[n++] = 'p';
+	f[n++] = 0x10; /* traceparent, never indexed */
+	f[n++] = 11;
+	memcpy(f + n, "traceparent", 11);
+	n += 11;
+	f[n++] = (uint8_t)l;
+	memcpy(f + n, tp, l);
+	n += l;
+	f[0] = 0;
+	f[1] = 0;
+	f[2] = (uint8_t)(n - 9);
+	f[3] = 0x1;
+	f[4] = 0x4 | 0x1;
+	f[5] = (uint8_t)(stream >> 24);
+	f[6] = (uint8_t)(stream >> 16);
+	f[7] = (uint8_t)(stream >> 8);
+	f[8] = (uint8_t)stream;
+	return n;
+}
+
+int
+main(int argc, char **argv)
+{
+	static const uint8_t preface[] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+					 "\0\0\0\4\0\0\0\0\0";
+	struct sockaddr_in a;
+	int l, cl, sv, one = 1;
+	unsigned k, n;
+	bool wait;
+
+	if (argc != 3 || (strcmp(argv[1], "wait") && strcmp(argv[1], "nowait"))) {
+		fprintf(stderr, "usage: h2-reads wait|nowait N\n");
+		return 2;
+	}
+	wait = strcmp(argv[1], "wait") == 0;
+	n = (unsigned)strtoul(argv[2], NULL, 10);
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	l = listen_loopback(1, SOCK_CLOEXEC, &a);
+	if (l < 0)
+		die("listen");
+	cl = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (cl < 0 || setsockopt(cl, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) ||
+	    connect(cl, (struct sockaddr *)&a, sizeof(a)))
+		die("connect");
+	sv = accept(l, NULL, NULL);
+	if (sv < 0)
+		die("accept");
+	send_all(cl, preface, sizeof(preface) - 1);
+	read_one(sv, sizeof(preface) - 1);
+	for (k = 1; k <= n; k++) {
+		uint8_t f[128];
+		size_t len = headers(f, 2 * k - 1, k);
+
+		send_all(cl, f, len);
+		if (wait) {
+			struct pollfd p = {.fd = sv, .events = POLLIN};
+
+			if (poll(&p, 1, 10000) != 1)
+				die("poll");
+		}
+		read_one(sv, len);
+		seen(2 * k - 1);
+	}
+	close(sv);
+	close(cl);
+	close(l);
+	return 0;
+}
