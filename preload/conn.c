@@ -771,7 +771,9 @@ conn_seq_end(struct ctxshim_conn *c)
  * response write 0, a new head on an answered connection 1, and moving on
  * to a pipelined request 2 or 3 for a moment, then 1 again here.  It only
  * grows through a new head, and a new head needs distance 0 or no current
- * request, so it never comes near the 256 of a wrap. */
+ * request, so it never comes near the 256 of a wrap.  (An HTTP/2 or
+ * FastCGI request replaces an unanswered one instead of queueing: for
+ * HTTP/2, conn_h2_request() brings it back to 1.) */
 static inline void
 conn_set_answered(struct ctxshim_conn *c, bool yes)
 {
@@ -2392,6 +2394,15 @@ conn_h2_request(struct ctxshim_conn *c,
 					      : NULL;
 	bool ctx = n_new == 1 && !e->h2_lost;
 	struct ctxshim_ctx *b = NULL;
+	/* The previous request not answered: this one replaces it, and the
+	 * distance seq/2 - answered (conn.h) grows by one, which for a head
+	 * never happens (it queues).  Unbounded, 256 such requests (streams
+	 * opened, never answered: waiting on upstreams, or reset by the
+	 * client) wrap it to 0, and the current one reads as answered:
+	 * not shown.  Brought back to 1 after the section, as
+	 * conn_set_answered() does, unless a writer answered meanwhile. */
+	uint8_t was = atomic_load_explicit(&c->answered, memory_order_relaxed);
+	bool replaces = !ctxshim_conn_answered(c);
 
 	if (n_new > 1 && *full) {
 		/* The request before it in this read was built for
@@ -2412,6 +2423,15 @@ conn_h2_request(struct ctxshim_conn *c,
 	}
 	conn_head_flags(c, f, (uint8_t)(CONN_F_REQ | (ctx ? CONN_F_HAS_CTX : 0)));
 	conn_seq_end(c);
+	if (replaces) {
+		uint8_t tag =
+			(uint8_t)(atomic_load_explicit(&c->seq, memory_order_relaxed) >>
+				  1);
+
+		(void)atomic_compare_exchange_strong_explicit(
+			&c->answered, &was, (uint8_t)(tag - 1), memory_order_relaxed,
+			memory_order_relaxed);
+	}
 	e->hold = ctx ? h2_scan_stream(&e->u.h2) : 0;
 	conn_h2_release(c->cap);
 	if (n_new > 1)
