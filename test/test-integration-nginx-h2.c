@@ -23,7 +23,9 @@
  *    shown; two requests in one read are not (event log and ctxdump:
  *    nginx runs both handlers while it parses the read, nothing tells
  *    which one runs); a later request on the connection is shown again,
- *    with its path from the dynamic table. */
+ *    with its path from the dynamic table.
+ *  - helpers/h2-frames over TLS, one TLS record per piece: the preface
+ *    split across records is followed as in one. */
 #include "test-common.h"
 
 #pragma GCC diagnostic push
@@ -347,6 +349,44 @@ START_TEST(test_nginx_h2_frames)
 }
 END_TEST
 
+/* helpers/h2-frames over TLS (ALPN h2), each piece one TLS record, so
+ * one SSL_read of nginx's: the preface split across records, "PRI *
+ * HTTP/2.0\r\n" in one and the rest with the frames in the next (a
+ * client writing it so), or cut right after "PRI" (where the HTTP
+ * scanner gives up: at the next record's first byte) and again after the
+ * request line; the request is shown, attached once. */
+static const char *const tls_split[] = {"16", "3,13,8"};
+
+START_TEST(test_nginx_h2_tls_split)
+{
+	struct h2n n;
+	struct test_child cl;
+	char port[16], line[256], cmds[256], *log;
+	char *argv[] = {(char *)test_helper_path("h2-frames"), port, "tls", NULL};
+	long worker;
+
+	h2n_start(&n);
+	snprintf(port, sizeof(port), "%u", n.tls_port);
+	test_child_start(&cl, argv, NULL, false);
+	test_child_expect(&cl, "READY ", line, sizeof(line), IT_TIMEOUT_MS);
+	fifo_fill(n.fb);
+	snprintf(cmds, sizeof(cmds),
+		 "PREFACE\nHEADERS 1 /index.html 00-" TF(1) "-" PF "-01\nWRITE %s\n",
+		 tls_split[_i]);
+	frames(&cl, cmds, "WROTE");
+	worker = nx_wait_attach_tid(&n.nx.srv, TF(1));
+	it_assert_get(worker, TF(1), PF, "/index.html", NULL);
+	frames(&cl, "WAIT 1\n", "RESP 1");
+	fifo_drain(n.fb, TF(1), line, sizeof(line));
+	ck_assert_int_eq(test_child_finish(&cl, IT_TIMEOUT_MS), 0);
+	it_wait_detached(&n.nx.srv, worker, TF(1), NULL);
+	log = it_events(&n.nx.srv);
+	assert_once(log, TF(1));
+	free(log);
+	h2n_stop(&n);
+}
+END_TEST
+
 TEST_SUITE(nginx_h2_suite)
 {
 	Suite *s = suite_create("integration-nginx-h2");
@@ -358,6 +398,8 @@ TEST_SUITE(nginx_h2_suite)
 	tcase_set_timeout(tc, 120);
 	tcase_add_loop_test(tc, test_nginx_h2_curl, 0, 2);
 	tcase_add_test(tc, test_nginx_h2_frames);
+	tcase_add_loop_test(tc, test_nginx_h2_tls_split, 0,
+			    (int)(sizeof(tls_split) / sizeof(tls_split[0])));
 	suite_add_tcase(s, tc);
 	return s;
 }

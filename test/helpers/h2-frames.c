@@ -6,10 +6,13 @@
  * HPACK-encoded with libnghttp2's deflater (one per connection, so later
  * blocks refer to its dynamic table, as a real client's do).
  *
- *   h2-frames PORT
+ *   h2-frames PORT [tls]
  *
- * Connects to 127.0.0.1:PORT, prints "READY <local port>", then runs the
- * commands read on stdin, one per line:
+ * Connects to 127.0.0.1:PORT (with "tls": over TLS with GnuTLS, ALPN h2,
+ * the certificate not checked; each write is one TLS record, so each
+ * piece of WRITE is one record, and one read of the server's TLS
+ * library), prints "READY <local port>", then runs the commands read on
+ * stdin, one per line:
  *
  *   PREFACE              append the client preface and an empty SETTINGS
  *   HEADERS ID PATH TP   append a GET request's HEADERS frame for stream
@@ -44,12 +47,23 @@
 #include <unistd.h>
 
 #include <nghttp2/nghttp2.h>
+#ifdef H2F_TLS
+#include <gnutls/gnutls.h>
+#else
+/* Built without GnuTLS: "tls" fails. */
+typedef void *gnutls_session_t;
+#define gnutls_record_send(s, p, n) (-1)
+#define gnutls_record_recv(s, p, n) (-1)
+#define GNUTLS_E_INTERRUPTED        (-52)
+#define GNUTLS_E_AGAIN              (-28)
+#endif
 
 #define PREFACE "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 
 static int fd = -1;
 static unsigned server_port, local_port;
 static nghttp2_hd_deflater *deflater;
+static gnutls_session_t tls; /* NULL: in clear */
 static uint8_t out[65536];
 static size_t out_len;
 
@@ -148,15 +162,50 @@ static void
 write_all(const uint8_t *p, size_t n)
 {
 	while (n) {
-		ssize_t w = write(fd, p, n);
+		ssize_t w = tls ? gnutls_record_send(tls, p, n) : write(fd, p, n);
 
-		if (w < 0 && errno == EINTR)
+		if ((w < 0 && errno == EINTR && !tls) ||
+		    (tls && (w == GNUTLS_E_INTERRUPTED || w == GNUTLS_E_AGAIN)))
 			continue;
 		if (w <= 0)
 			die("write");
 		p += w;
 		n -= (size_t)w;
 	}
+}
+
+/* The TLS session on fd, for "tls". */
+static void
+tls_start(void)
+{
+#ifndef H2F_TLS
+	errno = ENOTSUP;
+	die("tls (built without GnuTLS)");
+#else
+	static const gnutls_datum_t h2 = {(unsigned char *)"h2", 2};
+	gnutls_certificate_credentials_t cred;
+	gnutls_datum_t got;
+	int r;
+
+	if (gnutls_certificate_allocate_credentials(&cred) < 0 ||
+	    gnutls_init(&tls, GNUTLS_CLIENT) < 0 ||
+	    gnutls_set_default_priority(tls) < 0 ||
+	    gnutls_credentials_set(tls, GNUTLS_CRD_CERTIFICATE, cred) < 0 ||
+	    gnutls_alpn_set_protocols(tls, &h2, 1, 0) < 0) {
+		errno = EPROTO;
+		die("gnutls setup");
+	}
+	gnutls_transport_set_int(tls, fd);
+	do
+		r = gnutls_handshake(tls);
+	while (r < 0 && !gnutls_error_is_fatal(r));
+	if (r < 0 || gnutls_alpn_get_selected_protocol(tls, &got) < 0 ||
+	    got.size != 2 || memcmp(got.data, "h2", 2) != 0) {
+		fprintf(stderr, "h2-frames: TLS handshake: %s\n",
+			r < 0 ? gnutls_strerror(r) : "no ALPN h2");
+		exit(1);
+	}
+#endif
 }
 
 static void
@@ -193,9 +242,10 @@ static void
 read_full(uint8_t *p, size_t n)
 {
 	while (n) {
-		ssize_t r = read(fd, p, n);
+		ssize_t r = tls ? gnutls_record_recv(tls, p, n) : read(fd, p, n);
 
-		if (r < 0 && errno == EINTR)
+		if ((r < 0 && errno == EINTR && !tls) ||
+		    (tls && (r == GNUTLS_E_INTERRUPTED || r == GNUTLS_E_AGAIN)))
 			continue;
 		if (r <= 0) {
 			if (r == 0)
@@ -261,8 +311,8 @@ main(int argc, char **argv)
 	char line[1024];
 	int one = 1;
 
-	if (argc != 2) {
-		fprintf(stderr, "usage: h2-frames PORT\n");
+	if (argc != 2 && (argc != 3 || strcmp(argv[2], "tls") != 0)) {
+		fprintf(stderr, "usage: h2-frames PORT [tls]\n");
 		return 2;
 	}
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -280,6 +330,8 @@ main(int argc, char **argv)
 	if (getsockname(fd, (struct sockaddr *)&a, &al) != 0)
 		die("getsockname");
 	local_port = ntohs(a.sin_port);
+	if (argc == 3)
+		tls_start();
 	printf("READY %u\n", local_port);
 	while (fgets(line, sizeof(line), stdin)) {
 		char path[512], tp[256];
