@@ -254,7 +254,7 @@ static struct fcgi_scan_config conn_fcgi_cfg;
  * case, as hook_h2_req_header() is given them. */
 static struct h2_scan_config conn_h2_cfg;
 static char conn_h2_names[CTXSHIM_MAX_HEADER_ATTRS][CTXSHIM_HEADER_NAME_MAX];
-static int conn_h2_k_tracestate = -1;
+static int conn_h2_k_tracestate = -1, conn_h2_k_traceparent = -1;
 /* The process made an nghttp2 server session (ctxshim_conn_h2_library()). */
 static _Atomic bool conn_h2_lib;
 
@@ -624,6 +624,8 @@ conn_h2_config(void)
 	memset(&conn_h2_cfg, 0, sizeof(conn_h2_cfg));
 	for (i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++) {
 		k = h2_scan_config_add(&conn_h2_cfg, fixed[i]);
+		if (i == 2)
+			conn_h2_k_traceparent = k;
 		if (i == 3)
 			conn_h2_k_tracestate = k;
 	}
@@ -2247,7 +2249,9 @@ ctxshim_conn_fcgi_feed(struct ctxshim_conn *c,
  * nh_stream_adopt()).
  *
  * Field values: one the scanner reports H2_SCAN_F_UNKNOWN (an indexed
- * entry whose value it did not keep) is left out; one H2_SCAN_F_CUT
+ * entry whose value it did not keep) is left out, but for a traceparent,
+ * whose request then gets no context (a new trace is not the client's);
+ * one H2_SCAN_F_CUT
  * (longer than H2_SCAN_VALUE_MAX) is passed with its first bytes, and
  * hook_h2_req_header() decides as for any long value (a method over 20
  * bytes is "_OTHER" without an original, a path is kept to 256 bytes, a
@@ -2320,6 +2324,15 @@ conn_h2_field(struct conn_pool_entry *e, const struct h2_scan *st)
 
 	if (e->h2_lost)
 		return;
+	h2_scan_field(st, &f);
+	if ((int)f.k == conn_h2_k_traceparent && (f.flags & H2_SCAN_F_UNKNOWN)) {
+		/* The client sent a traceparent we cannot read (an entry of
+		 * its dynamic table whose value the model did not keep): a
+		 * new trace would be one it did not send.  No context, as a
+		 * head that lost its capture. */
+		e->h2_lost = true;
+		return;
+	}
 	if (!e->h2_req) {
 		unsigned idx = conn_pool_claim();
 
@@ -2333,7 +2346,6 @@ conn_h2_field(struct conn_pool_entry *e, const struct h2_scan *st)
 		hook_h2_req_init(&conn_pool[idx - 1].u.h2req);
 	}
 	q = &conn_pool[e->h2_req - 1].u.h2req;
-	h2_scan_field(st, &f);
 	k = f.k;
 	if (k >= conn_h2_cfg.n || k >= H2_SCAN_KEEP_MAX)
 		return;

@@ -679,6 +679,26 @@ START_TEST(test_server_socket_reads)
 }
 END_TEST
 
+/* helpers/h2-reads unknown: a request whose traceparent is a reference
+ * to the client's dynamic table, to an entry whose value the socket
+ * level's model did not keep, gets no context (old: a new trace, one the
+ * client did not send); the request that indexed it, its own. */
+START_TEST(test_server_socket_unknown)
+{
+	char path[4096], trace[40], *out;
+	char *argv[] = {path, "unknown", NULL};
+
+	helper(path, sizeof(path), "h2-reads");
+	out = run(argv, NULL, true);
+	loop_step(out, "REQ 7", trace);
+	ck_assert_msg(strcmp(trace, "4bf92f3577b34da6a3ce929d0e0e0004") == 0,
+		      "REQ 7 shows %s:\n%s", trace, out);
+	loop_step(out, "REQ 9", trace);
+	ck_assert_msg(strcmp(trace, "none") == 0, "REQ 9 shows %s:\n%s", trace, out);
+	free(out);
+}
+END_TEST
+
 /* ---- client side ---- */
 
 /* r carries exactly one traceparent: a new child of TA (span returned). */
@@ -827,6 +847,8 @@ TEST_SUITE(h2_suite)
 		tcase_add_loop_test(
 			tc, test_server_socket_reads, 0,
 			(int)(sizeof(reads_variant) / sizeof(reads_variant[0])));
+	if (access(p, X_OK) == 0)
+		tcase_add_test(tc, test_server_socket_unknown);
 	tcase_add_test(tc, test_client_nghttp2);
 	helper(p, sizeof(p), "curl-get");
 	if (access(p, X_OK) == 0)

@@ -10,6 +10,12 @@
  *                       each read: the thread let the previous one go
  *   h2-reads nowait N   the same without the waits: each read is on top
  *                       of the previous one, whose handler may still run
+ *   h2-reads unknown    with waits, 5 requests: 3 with 510-byte :path
+ *                       values the client indexes (the scanner's arena of
+ *                       kept values fills), a 4th whose traceparent
+ *                       (k = 4) it indexes too (its value not kept: no
+ *                       room), and a 5th that sends that traceparent as
+ *                       a reference to the dynamic table
  *
  * The request of stream 2k - 1 has the trace-id
  * 4bf92f3577b34da6a3ce929d0e0eKKKK (k in 4 hex digits). */
@@ -61,7 +67,7 @@ send_all(int fd, const void *p, size_t n)
 static void
 read_one(int fd, size_t n)
 {
-	uint8_t buf[512];
+	uint8_t buf[640];
 
 	if (n > sizeof(buf) || read(fd, buf, n) != (ssize_t)n)
 		die("read");
@@ -103,6 +109,51 @@ headers(uint8_t *f, uint32_t stream, unsigned k)
 	return n;
 }
 
+/* "unknown"'s request k (0..4), HPACK by hand: literals with
+ * incremental indexing, then an indexed field. */
+static size_t
+unknown_req(uint8_t *f, unsigned k)
+{
+	char tp[64];
+	size_t n = 9, l;
+
+	f[n++] = 0x82; /* :method GET */
+	f[n++] = 0x86; /* :scheme http */
+	if (k < 4) {
+		f[n++] = 0x44; /* :path, indexed name, incremental indexing */
+		f[n++] = 0x7f; /* length 510 = 127 + 383 */
+		f[n++] = 0xff;
+		f[n++] = 0x02;
+		memset(f + n, 'a' + (int)k, 510);
+		f[n] = '/';
+		n += 510;
+	} else {
+		f[n++] = 0x84; /* :path / */
+	}
+	if (k == 3) {
+		l = (size_t)snprintf(
+			tp, sizeof(tp),
+			"00-4bf92f3577b34da6a3ce929d0e0e%04x-00f067aa0ba902b7-01", 4);
+		f[n++] = 0x40; /* new name, incremental indexing */
+		f[n++] = 11;
+		memcpy(f + n, "traceparent", 11);
+		n += 11;
+		f[n++] = (uint8_t)l;
+		memcpy(f + n, tp, l);
+		n += l;
+	} else if (k == 4) {
+		f[n++] = 0x80 | 62; /* the newest dynamic entry: that traceparent */
+	}
+	f[0] = (uint8_t)((n - 9) >> 16);
+	f[1] = (uint8_t)((n - 9) >> 8);
+	f[2] = (uint8_t)(n - 9);
+	f[3] = 0x1;
+	f[4] = 0x4 | 0x1;
+	f[5] = f[6] = f[7] = 0;
+	f[8] = (uint8_t)(2 * k + 1);
+	return n;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -111,14 +162,19 @@ main(int argc, char **argv)
 	struct sockaddr_in a;
 	int l, cl, sv, one = 1;
 	unsigned k, n;
-	bool wait;
+	bool wait, unknown = false;
 
-	if (argc != 3 || (strcmp(argv[1], "wait") && strcmp(argv[1], "nowait"))) {
-		fprintf(stderr, "usage: h2-reads wait|nowait N\n");
+	if (argc == 2 && strcmp(argv[1], "unknown") == 0) {
+		unknown = true;
+		n = 5;
+	} else if (argc != 3 ||
+		   (strcmp(argv[1], "wait") && strcmp(argv[1], "nowait"))) {
+		fprintf(stderr, "usage: h2-reads wait|nowait N | unknown\n");
 		return 2;
+	} else {
+		n = (unsigned)strtoul(argv[2], NULL, 10);
 	}
-	wait = strcmp(argv[1], "wait") == 0;
-	n = (unsigned)strtoul(argv[2], NULL, 10);
+	wait = strcmp(argv[1], "nowait") != 0;
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	l = listen_loopback(1, SOCK_CLOEXEC, &a);
 	if (l < 0)
@@ -133,8 +189,8 @@ main(int argc, char **argv)
 	send_all(cl, preface, sizeof(preface) - 1);
 	read_one(sv, sizeof(preface) - 1);
 	for (k = 1; k <= n; k++) {
-		uint8_t f[128];
-		size_t len = headers(f, 2 * k - 1, k);
+		uint8_t f[640];
+		size_t len = unknown ? unknown_req(f, k - 1) : headers(f, 2 * k - 1, k);
 
 		send_all(cl, f, len);
 		if (wait) {
