@@ -2232,7 +2232,11 @@ ctxshim_conn_fcgi_feed(struct ctxshim_conn *c,
  * is ambiguous: a server runs each request's handler as it parses the
  * frames, and no hook sees which one runs, so the connection gets a
  * current request without a context (CONN_FEED_SEVERAL; event reason
- * "h2-several"): when in doubt, nothing is shown.  Server push does not
+ * "h2-several"): when in doubt, nothing is shown.  A read that took the
+ * previous request up again (the thread had let it go: a wait, another
+ * connection; hooks/hook-socket.c, sk_h2_feed()) is not on top of it:
+ * that request waits for something else, and the one the read brings
+ * becomes current as usual.  Server push does not
  * apply (no request comes in for a pushed stream).
  *
  * Stopped for good (CONN_FEED_H2_STOP; "h2-stop"), its current request
