@@ -18,10 +18,11 @@
  *    Thread-per-connection servers reading one byte at a time and event
  *    loops interleaving heads both work the same way.  When every entry
  *    is in use (more than CONN_POOL_N heads in progress at once, e.g. slow
- *    clients, or the 256 of the reserve while long-lived connections hold
- *    the rest: "Long-lived holders" below), a head is still framed but not captured: that request gets
- *    no context, later ones are unaffected (a pipelined head that finds no
- *    entry is another matter: see "Bound" below).
+ *    clients, or the 256 of the reserve while long-lived connections
+ *    hold the rest: "Long-lived holders" below), a head is still framed
+ *    but not captured: that request gets no context, later ones are
+ *    unaffected (a pipelined head that finds no entry is another matter:
+ *    see "Bound" below).
  *
  * The usual read takes no pool entry at all: one that holds exactly one
  * whole head (nothing before or after it) is scanned in place and built
