@@ -775,8 +775,8 @@ conn_seq_end(struct ctxshim_conn *c)
  * to a pipelined request 2 or 3 for a moment, then 1 again here.  It only
  * grows through a new head, and a new head needs distance 0 or no current
  * request, so it never comes near the 256 of a wrap.  (An HTTP/2 or
- * FastCGI request replaces an unanswered one instead of queueing: for
- * HTTP/2, conn_h2_request() brings it back to 1.) */
+ * FastCGI request replaces an unanswered one instead of queueing:
+ * conn_replaced() brings it back to 1.) */
 static inline void
 conn_set_answered(struct ctxshim_conn *c, bool yes)
 {
@@ -784,6 +784,25 @@ conn_set_answered(struct ctxshim_conn *c, bool yes)
 
 	atomic_store_explicit(&c->answered, yes ? tag : (uint8_t)(tag - 1),
 			      memory_order_relaxed);
+}
+
+/* An HTTP/2 or FastCGI request just became c's current one (its section
+ * ended) in place of one not answered, whose answered value was was: the
+ * distance seq/2 - answered grew by one, which for a head never happens
+ * (it queues).  Unbounded, 256 such requests (streams or multiplexed
+ * requests opened and never answered: waiting on upstreams, reset by the
+ * client) wrap it to 0, and the current one reads as answered: not
+ * shown.  Back to 1, as conn_set_answered() does, unless a writer
+ * answered meanwhile (then was is stale and the store fails). */
+static void
+conn_replaced(struct ctxshim_conn *c, uint8_t was)
+{
+	uint8_t tag =
+		(uint8_t)(atomic_load_explicit(&c->seq, memory_order_relaxed) >> 1);
+
+	(void)atomic_compare_exchange_strong_explicit(
+		&c->answered, &was, (uint8_t)(tag - 1), memory_order_relaxed,
+		memory_order_relaxed);
 }
 
 /* Reset a slot to "fresh", with a new generation. */
@@ -2130,6 +2149,10 @@ conn_fcgi_request(struct ctxshim_conn *c,
 		  struct ctxshim_ctx **full)
 {
 	uint8_t f = atomic_load_explicit(&c->flags, memory_order_relaxed);
+	/* The previous request not answered (a multiplexing client's): this
+	 * one replaces it (conn_replaced()). */
+	uint8_t was = atomic_load_explicit(&c->answered, memory_order_relaxed);
+	bool replaces = !ctxshim_conn_answered(c);
 	struct ctxshim_ctx *b;
 
 	conn_seq_begin(c);
@@ -2143,6 +2166,8 @@ conn_fcgi_request(struct ctxshim_conn *c,
 	}
 	conn_head_flags(c, f, CONN_F_REQ | CONN_F_HAS_CTX);
 	conn_seq_end(c);
+	if (replaces)
+		conn_replaced(c, was);
 	return b ? CONN_FEED_FULL : CONN_FEED_NEW;
 }
 
@@ -2411,13 +2436,8 @@ conn_h2_request(struct ctxshim_conn *c,
 					      : NULL;
 	bool ctx = n_new == 1 && !e->h2_lost;
 	struct ctxshim_ctx *b = NULL;
-	/* The previous request not answered: this one replaces it, and the
-	 * distance seq/2 - answered (conn.h) grows by one, which for a head
-	 * never happens (it queues).  Unbounded, 256 such requests (streams
-	 * opened, never answered: waiting on upstreams, or reset by the
-	 * client) wrap it to 0, and the current one reads as answered:
-	 * not shown.  Brought back to 1 after the section, as
-	 * conn_set_answered() does, unless a writer answered meanwhile. */
+	/* The previous request not answered: this one replaces it
+	 * (conn_replaced()). */
 	uint8_t was = atomic_load_explicit(&c->answered, memory_order_relaxed);
 	bool replaces = !ctxshim_conn_answered(c);
 
@@ -2440,15 +2460,8 @@ conn_h2_request(struct ctxshim_conn *c,
 	}
 	conn_head_flags(c, f, (uint8_t)(CONN_F_REQ | (ctx ? CONN_F_HAS_CTX : 0)));
 	conn_seq_end(c);
-	if (replaces) {
-		uint8_t tag =
-			(uint8_t)(atomic_load_explicit(&c->seq, memory_order_relaxed) >>
-				  1);
-
-		(void)atomic_compare_exchange_strong_explicit(
-			&c->answered, &was, (uint8_t)(tag - 1), memory_order_relaxed,
-			memory_order_relaxed);
-	}
+	if (replaces)
+		conn_replaced(c, was);
 	e->hold = ctx ? h2_scan_stream(&e->u.h2) : 0;
 	conn_h2_release(c->cap);
 	if (n_new > 1)

@@ -139,6 +139,21 @@ START_TEST(gave_up_after_answer_events)
 }
 END_TEST
 
+/* A multiplexing FastCGI client whose requests are never answered: each
+ * replaces the one before, and past 255 of them the current one used to
+ * read as answered (not shown). */
+START_TEST(replace_unanswered)
+{
+	run_pipeline("replace", NULL);
+}
+END_TEST
+
+START_TEST(replace_unanswered_events)
+{
+	run_pipeline_ev("replace", NULL, true);
+}
+END_TEST
+
 /* More idle FastCGI or h2c connections than the pool lets connections
  * hold for their life: they used to take every entry (256 of them), and
  * heads split across reads and pipelined requests got no context. */
@@ -209,6 +224,8 @@ TEST_SUITE(pipeline_suite)
 	tcase_add_test(tc, gave_up_after_answer);
 	tcase_add_test(tc, gave_up_after_answer_events);
 	tcase_add_test(tc, keepalive_records_events);
+	tcase_add_test(tc, replace_unanswered);
+	tcase_add_test(tc, replace_unanswered_events);
 	tcase_add_loop_test(tc, reserve_long_lived, 0, 2);
 	tcase_add_loop_test(tc, reserve_long_lived_events, 0, 2);
 	tcase_add_loop_test(tc, reader_writer_threads_no_leak, 0, 3);

@@ -43,6 +43,12 @@
  *                              closed, a new one is followed again.  With
  *                              CTXSHIM_EVENTS a file, prints "POOLFULL n",
  *                              the lines with reason pool-full
+ *   pipeline replace           a FastCGI connection (FCGI_KEEP_CONN) whose
+ *                              client multiplexes REPLACE requests, each
+ *                              read by the server and never answered:
+ *                              each replaces the one before and shows its
+ *                              context (past 255 the current one used to
+ *                              read as answered)
  *   pipeline gaveup            a keep-alive request answered, then bytes the
  *                              scanner gives up on (a request line it does
  *                              not take, binary), or a head answered before
@@ -1154,6 +1160,39 @@ t_reserve(const char *proto)
 	close(ps);
 }
 
+/* ---- replace ---- */
+
+#define REPLACE 600
+
+static void
+t_replace(void)
+{
+	uint8_t b[512];
+	size_t len;
+	unsigned k, shown = 0;
+	int c, s, r;
+
+	pair(&c, &s);
+	for (k = 0; k < REPLACE; k++) {
+		/* Request ids 1 and 2 in turn: a multiplexing client's. */
+		size_t i;
+
+		len = long_start(false, b);
+		len += long_request(false, b + len, k);
+		for (i = 0; i < len; i += 8 + ((size_t)b[i + 4] << 8 | b[i + 5]))
+			b[i + 3] = (uint8_t)(1 + k % 2);
+		send_all(c, (const char *)b, len);
+		read_n(s, len);
+		r = ctx_is(k);
+		count(r);
+		shown += r == 1;
+		CHECK(r == 1, "replace: request %u shows %d", k, r);
+	}
+	printf("REPLACED %u of %u\n", shown, REPLACE);
+	close(c);
+	close(s);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -1191,12 +1230,14 @@ main(int argc, char **argv)
 		t_gaveup();
 	else if (strcmp(mode, "reserve") == 0)
 		t_reserve(argc > 2 ? argv[2] : "");
+	else if (strcmp(mode, "replace") == 0)
+		t_replace();
 	else if (strcmp(mode, "two-threads") == 0)
 		t_two_threads(argc > 2 ? (unsigned)strtoul(argv[2], NULL, 10) : 20000);
 	else {
 		fprintf(stderr, "usage: pipeline "
 				"interleaved|exhausted|flood|keepalive|headbody|gaveup|"
-				"two-threads [N]|reserve fcgi|h2c\n");
+				"two-threads [N]|reserve fcgi|h2c|replace\n");
 		return 2;
 	}
 	{
