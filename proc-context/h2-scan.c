@@ -923,3 +923,73 @@ h2_scan_stream(const struct h2_scan *st)
 	/* A reported block is the one that raised max_id. */
 	return st->max_id;
 }
+
+/* ---- the server's frames (h2-scan.h, "h2_out_") ---- */
+
+int
+h2_out_feed(struct h2_out *o, const void *buf, size_t len, uint32_t stream)
+{
+	const uint8_t *p = buf;
+	size_t off = 0;
+	int hit = 0;
+
+	if (o->lost)
+		return -1;
+	while (off < len) {
+		if (o->left) {
+			/* A payload: stepped over in one step. */
+			size_t k = MIN((size_t)o->left, len - off);
+
+			o->left -= (uint32_t)k;
+			off += k;
+			continue;
+		}
+		if (o->pos == 0 && len - off >= 9) {
+			/* A whole frame header at hand: the usual case. */
+			const uint8_t *h = p + off;
+			uint32_t sid = ((uint32_t)(h[5] & 0x7f) << 24) |
+				       ((uint32_t)h[6] << 16) | ((uint32_t)h[7] << 8) |
+				       h[8];
+
+			if ((h[3] == H2_OUT_HEADERS || h[3] == H2_OUT_RST_STREAM) &&
+			    sid != 0 && (stream == 0 || sid == stream))
+				hit = 1;
+			o->left = ((uint32_t)h[0] << 16) | ((uint32_t)h[1] << 8) | h[2];
+			off += 9;
+			continue;
+		}
+		/* A frame header split across writes, byte by byte. */
+		if (o->pos < 3)
+			o->len = (o->len << 8) | p[off];
+		else if (o->pos == 3)
+			o->type = p[off];
+		else if (o->pos >= 5)
+			o->sid = (o->sid << 8) | p[off];
+		off++;
+		if (++o->pos < 9)
+			continue;
+		o->sid &= 0x7fffffffu; /* the reserved bit (§4.1) */
+		if ((o->type == H2_OUT_HEADERS || o->type == H2_OUT_RST_STREAM) &&
+		    o->sid != 0 && (stream == 0 || o->sid == stream))
+			hit = 1;
+		o->left = o->len & 0xffffffu;
+		o->len = o->sid = 0;
+		o->pos = 0;
+	}
+	return hit;
+}
+
+int
+h2_out_skip(struct h2_out *o, size_t len)
+{
+	if (o->lost)
+		return -1;
+	if (len == 0)
+		return 0;
+	if (o->pos == 0 && len <= o->left) {
+		o->left -= (uint32_t)len;
+		return 0;
+	}
+	o->lost = 1;
+	return -1;
+}

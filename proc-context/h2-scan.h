@@ -79,7 +79,7 @@
  * update may set, and bytes of kept values. */
 #define H2_SCAN_ENTRIES   128
 #define H2_SCAN_TABLE_MAX 65536
-#define H2_SCAN_ARENA     1568
+#define H2_SCAN_ARENA     1552
 
 /* Shared configuration: fill with h2_scan_config_add(), then read-only. */
 struct h2_scan_config {
@@ -194,3 +194,47 @@ h2_scan_gave_up(const struct h2_scan *st)
 {
 	return st->why != H2_SCAN_WHY_NONE;
 }
+
+/*
+ * The server's side of the connection (prefix h2_out_): where the frames
+ * it writes begin, to tell which write starts the response of a request.
+ * Fed, per connection, the bytes each server write sent (server to
+ * client, split at any point), it follows the 9-byte frame headers and
+ * steps over payloads by their length; a header split across writes is
+ * kept in the state (its length, type and stream id as they arrive), not
+ * buffered.  No preface on this side (the server's first frame is its
+ * SETTINGS).  16 bytes, no pointers; pure, async-signal-safe.  Written
+ * only by the server's writes: two threads writing one connection at once
+ * put it out of step, as they would the connection itself.
+ */
+struct h2_out {
+	uint32_t left; /* payload bytes left in the current frame */
+	uint32_t len;  /* the frame header in progress: its length so far */
+	uint32_t sid;  /* and stream id so far */
+	uint8_t pos;   /* its bytes seen (0: at a frame's start) */
+	uint8_t type;  /* its type */
+	uint8_t lost;  /* bytes of unknown content crossed a frame header */
+	uint8_t pad_;
+};
+
+/* The frame types that start or end a stream's response (RFC 9113 §6). */
+#define H2_OUT_HEADERS    0x1
+#define H2_OUT_RST_STREAM 0x3
+
+static inline void
+h2_out_reset(struct h2_out *o)
+{
+	o->left = o->len = o->sid = 0;
+	o->pos = o->type = o->lost = o->pad_ = 0;
+}
+
+/* The next len bytes the server wrote.  Returns 1 when a frame header
+ * among them (completed by them) is a HEADERS or RST_STREAM frame of
+ * stream (0: of any stream), 0 if none, -1 once the state is lost
+ * (h2_out_skip()): then nothing can be told any more. */
+int h2_out_feed(struct h2_out *o, const void *buf, size_t len, uint32_t stream);
+
+/* The next len bytes the server wrote, their content unknown (sendfile,
+ * splice): 0 while they stay within the current frame's payload, else
+ * -1, and the state is lost for good (as h2_out_feed() then). */
+int h2_out_skip(struct h2_out *o, size_t len);

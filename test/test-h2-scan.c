@@ -1665,6 +1665,160 @@ START_TEST(nghttp2_every_byte)
 END_TEST
 #endif
 
+/* ---- the server's frames (h2_out_*) --------------------------------------- */
+
+/* A frame header of the server's: len, type, flags, stream (its reserved
+ * bit set when r). */
+static size_t
+out_frame(uint8_t *b, size_t len, uint8_t type, uint32_t sid, bool r, uint8_t fill)
+{
+	b[0] = (uint8_t)(len >> 16);
+	b[1] = (uint8_t)(len >> 8);
+	b[2] = (uint8_t)len;
+	b[3] = type;
+	b[4] = 0x04;
+	b[5] = (uint8_t)((sid >> 24) | (r ? 0x80 : 0));
+	b[6] = (uint8_t)(sid >> 16);
+	b[7] = (uint8_t)(sid >> 8);
+	b[8] = (uint8_t)sid;
+	/* A payload that looks like frame headers of the stream looked for:
+	 * only the lengths may tell where frames begin. */
+	memset(b + 9, fill, len);
+	return 9 + len;
+}
+
+/* nginx's usual output on a connection: its SETTINGS, WINDOW_UPDATE and
+ * SETTINGS ACK, a WINDOW_UPDATE of stream 3 (a request body), then
+ * stream 1's response (HEADERS, a DATA frame over 256 bytes), an
+ * RST_STREAM of stream 5 and stream 3's HEADERS (the reserved bit set).
+ * *end_k: the offset just past the header of the first frame that answers
+ * stream k (1, 3, 5; 0: any). */
+static size_t
+out_stream(uint8_t *b, size_t end_k[6])
+{
+	size_t n = 0;
+
+	n += out_frame(b + n, 18, 0x4, 0, false, 0x01);
+	n += out_frame(b + n, 4, 0x8, 0, false, 0x03);
+	n += out_frame(b + n, 0, 0x4, 0, false, 0);
+	n += out_frame(b + n, 4, 0x8, 3, false, 0x01);
+	end_k[1] = end_k[0] = n + 9;
+	n += out_frame(b + n, 40, 0x1, 1, false, 0x03);
+	n += out_frame(b + n, 300, 0x0, 1, false, 0x01);
+	end_k[5] = n + 9;
+	n += out_frame(b + n, 4, 0x3, 5, false, 0x00);
+	end_k[3] = n + 9;
+	n += out_frame(b + n, 12, 0x1, 3, true, 0x01);
+	return n;
+}
+
+/* Fed whole, in two pieces split at every point, and a byte at a time:
+ * the first feed that reports stream k is the one holding the last byte
+ * of its answering frame's header, never one before. */
+START_TEST(out_frames)
+{
+	static uint8_t b[1024];
+	size_t end_k[6], n = out_stream(b, end_k), cut, i;
+	static const uint32_t ks[] = {0, 1, 3, 5};
+	unsigned j;
+
+	for (j = 0; j < 4; j++) {
+		size_t e = end_k[ks[j]];
+		struct h2_out o;
+
+		h2_out_reset(&o);
+		REQUIRE(h2_out_feed(&o, b, n, ks[j]) == 1);
+		REQUIRE(o.pos == 0 && o.left == 0);
+		h2_out_reset(&o);
+		REQUIRE(h2_out_feed(&o, b, e - 1, ks[j]) == 0);
+		REQUIRE(h2_out_feed(&o, b + e - 1, n - (e - 1), ks[j]) == 1);
+		for (cut = 0; cut <= n; cut++) {
+			int a, z;
+
+			h2_out_reset(&o);
+			a = h2_out_feed(&o, b, cut, ks[j]);
+			z = h2_out_feed(&o, b + cut, n - cut, ks[j]);
+			REQUIRE(a == (cut >= e));
+			REQUIRE(z == (cut < e) || (ks[j] == 0 && cut < end_k[3]));
+			REQUIRE(o.pos == 0 && o.left == 0);
+		}
+		h2_out_reset(&o);
+		for (i = 0; i < n; i++) {
+			int r = h2_out_feed(&o, b + i, 1, ks[j]);
+
+			if (ks[j] != 0 || i + 1 == e)
+				REQUIRE(r == (i + 1 == e));
+		}
+	}
+	/* Stream 7 is answered nowhere. */
+	{
+		struct h2_out o;
+
+		h2_out_reset(&o);
+		REQUIRE(h2_out_feed(&o, b, n, 7) == 0);
+	}
+}
+END_TEST
+
+/* Bytes of unknown content (sendfile): counted through a payload, lost
+ * for good once they cross a frame header. */
+START_TEST(out_skip)
+{
+	static uint8_t b[1024];
+	size_t end_k[6], n = out_stream(b, end_k);
+	size_t data = end_k[1] + 40 + 9; /* stream 1's DATA payload */
+	struct h2_out o;
+
+	h2_out_reset(&o);
+	REQUIRE(h2_out_feed(&o, b, data, 3) == 0);
+	REQUIRE(h2_out_skip(&o, 0) == 0);
+	REQUIRE(h2_out_skip(&o, 100) == 0);
+	REQUIRE(h2_out_skip(&o, 200) == 0);
+	REQUIRE(h2_out_feed(&o, b + data + 300, n - data - 300, 3) == 1);
+
+	/* Past the payload: lost, and so every feed after it. */
+	h2_out_reset(&o);
+	REQUIRE(h2_out_feed(&o, b, data, 3) == 0);
+	REQUIRE(h2_out_skip(&o, 301) == -1);
+	REQUIRE(h2_out_feed(&o, b, n, 3) == -1);
+	REQUIRE(h2_out_skip(&o, 1) == -1);
+
+	/* Inside a frame header: lost. */
+	h2_out_reset(&o);
+	REQUIRE(h2_out_feed(&o, b, 4, 3) == 0);
+	REQUIRE(h2_out_skip(&o, 1) == -1);
+	/* At a frame's start (no payload left): lost. */
+	h2_out_reset(&o);
+	REQUIRE(h2_out_skip(&o, 1) == -1);
+}
+END_TEST
+
+/* Whatever the state holds, a feed ends, reads only its bytes, and a
+ * header is always 9 bytes from a reset pos. */
+START_TEST(out_hostile)
+{
+	static uint8_t b[512];
+	unsigned seed = 164, t;
+
+	for (t = 0; t < 2000; t++) {
+		struct h2_out o;
+		size_t i, n = (size_t)(rand_r(&seed) % sizeof(b));
+
+		for (i = 0; i < n; i++)
+			b[i] = (uint8_t)rand_r(&seed);
+		o.left = (uint32_t)rand_r(&seed);
+		o.len = (uint32_t)rand_r(&seed);
+		o.sid = (uint32_t)rand_r(&seed);
+		o.pos = (uint8_t)rand_r(&seed);
+		o.type = (uint8_t)rand_r(&seed);
+		o.lost = (uint8_t)(rand_r(&seed) % 4 == 0);
+		o.pad_ = 0;
+		(void)h2_out_feed(&o, b, n, (uint32_t)rand_r(&seed) & 7);
+		(void)h2_out_skip(&o, (size_t)(rand_r(&seed) % 64));
+	}
+}
+END_TEST
+
 TEST_SUITE(h2_scan_suite)
 {
 	Suite *s = suite_create("h2-scan");
@@ -1689,6 +1843,9 @@ TEST_SUITE(h2_scan_suite)
 	tcase_add_test(tc, table_entries);
 	tcase_add_test(tc, config_and_stop);
 	tcase_add_test(tc, hostile_state);
+	tcase_add_test(tc, out_frames);
+	tcase_add_test(tc, out_skip);
+	tcase_add_test(tc, out_hostile);
 #ifdef HAVE_NGHTTP2
 	tcase_add_test(tc, nghttp2_encoder);
 	tcase_add_test(tc, nghttp2_every_byte);
