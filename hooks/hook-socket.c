@@ -1722,11 +1722,19 @@ sk_out_more(int fd, struct ctxshim_conn *c, const void *head, size_t len, ssize_
  * this thread not busy before its real call (a signal handler that ran
  * during the call left it as it was). */
 static inline __attribute__((always_inline)) void
-sk_out_unbusy(
-	int fd, struct ctxshim_conn *c, const void *head, size_t head_len, ssize_t r)
+sk_out_unbusy(int fd,
+	      struct ctxshim_conn *c,
+	      const void *head,
+	      size_t head_len,
+	      ssize_t r,
+	      const struct iovec *iov,
+	      size_t iovcnt)
 {
 	sk_busy(true);
-	if (ctxshim_conn_responded(c, head, head_len, (size_t)r)) {
+	/* ctxshim_conn_responded(), the iovecs passed on past its usual case
+	 * (an HTTP/2 connection walks all the bytes written). */
+	if (!ctxshim_conn_responded_usual(c, head, head_len) &&
+	    ctxshim_conn_responded_iov(c, head, head_len, (size_t)r, iov, iovcnt)) {
 		sk_out_next(fd, c, head, head_len, (size_t)r);
 		sk_out_more(fd, c, head, head_len, r);
 	}
@@ -1734,11 +1742,17 @@ sk_out_unbusy(
 }
 
 static inline __attribute__((always_inline)) void
-sk_out_c(int fd, struct ctxshim_conn *c, const void *head, size_t head_len, ssize_t r)
+sk_out_c(int fd,
+	 struct ctxshim_conn *c,
+	 const void *head,
+	 size_t head_len,
+	 ssize_t r,
+	 const struct iovec *iov,
+	 size_t iovcnt)
 {
 	if (sk_self.busy)
 		return;
-	sk_out_unbusy(fd, c, head, head_len, r);
+	sk_out_unbusy(fd, c, head, head_len, r, iov, iovcnt);
 }
 
 /* The bytes ctxshim_conn_status_kind() looks at: "HTTP/1.x NNN". */
@@ -1787,7 +1801,13 @@ sk_interim_end(const uint8_t *h, size_t len, size_t r)
  * (no system call); sk_out_next() keeps it.  A write that starts with an
  * interim response is judged by what follows it (sk_interim_end()). */
 static inline __attribute__((always_inline)) void
-sk_out(int fd, struct ctxshim_conn *c, const void *head, size_t head_len, ssize_t r)
+sk_out_v(int fd,
+	 struct ctxshim_conn *c,
+	 const void *head,
+	 size_t head_len,
+	 ssize_t r,
+	 const struct iovec *iov,
+	 size_t iovcnt)
 {
 	if (!c || r <= 0)
 		return;
@@ -1797,8 +1817,16 @@ sk_out(int fd, struct ctxshim_conn *c, const void *head, size_t head_len, ssize_
 		head = (const uint8_t *)head + k;
 		head_len -= k;
 		r -= (ssize_t)k;
+		iov = NULL; /* an HTTP/1 response: the iovecs are not needed */
 	}
-	sk_out_c(fd, c, head, head_len, r);
+	sk_out_c(fd, c, head, head_len, r, iov, iovcnt);
+}
+
+/* sk_out_v() of a write from one buffer (or none: sendfile, splice). */
+static inline __attribute__((always_inline)) void
+sk_out(int fd, struct ctxshim_conn *c, const void *head, size_t head_len, ssize_t r)
+{
+	sk_out_v(fd, c, head, head_len, r, NULL, 0);
 }
 
 /* The usual write of a response: on the connection whose context this
@@ -1844,7 +1872,7 @@ sk_out_iov_gather(
 		for (k = 0; k < iov[i].iov_len && got < max; k++)
 			tmp[got++] = b[k];
 	}
-	sk_out(fd, c, got ? tmp : NULL, got, r);
+	sk_out_v(fd, c, got ? tmp : NULL, got, r, iov, n);
 }
 
 /* sk_out_iov() of a write whose first iovec (of at least SK_HEAD_MIN
@@ -1886,7 +1914,7 @@ sk_out_iov(int fd, struct ctxshim_conn *c, const struct iovec *iov, size_t n, ss
 			    ctxshim_conn_interim(iov[0].iov_base, iov[0].iov_len), 0))
 			sk_out_iov_interim(fd, c, iov, n, r);
 		else
-			sk_out(fd, c, iov[0].iov_base, iov[0].iov_len, r);
+			sk_out_v(fd, c, iov[0].iov_base, iov[0].iov_len, r, iov, n);
 	} else {
 		sk_out_iov_gather(fd, c, iov, n, r);
 	}
@@ -2762,14 +2790,26 @@ sk_write_any(int fd, const void *buf, size_t n)
 /* The rest of sk_out_unbusy() past its usual case, busy held; returns r
  * (a tail call of the write hooks' fast paths). */
 static __attribute__((noinline, cold)) ssize_t
-sk_out_slow(int fd, struct ctxshim_conn *c, const void *head, size_t len, ssize_t r)
+sk_out_slow_v(int fd,
+	      struct ctxshim_conn *c,
+	      const void *head,
+	      size_t len,
+	      ssize_t r,
+	      const struct iovec *iov,
+	      size_t iovcnt)
 {
-	if (ctxshim_conn_responded_slow(c, head, len, (size_t)r)) {
+	if (ctxshim_conn_responded_iov(c, head, len, (size_t)r, iov, iovcnt)) {
 		sk_out_next(fd, c, head, len, (size_t)r);
 		sk_out_more(fd, c, head, len, r);
 	}
 	sk_busy(false);
 	return r;
+}
+
+static __attribute__((noinline, cold)) ssize_t
+sk_out_slow(int fd, struct ctxshim_conn *c, const void *head, size_t len, ssize_t r)
+{
+	return sk_out_slow_v(fd, c, head, len, r, NULL, 0);
 }
 
 /* A response write that starts with an interim response: sk_out(), which
@@ -3000,9 +3040,10 @@ sk_writev_gather(
 }
 
 static __attribute__((noinline, cold)) ssize_t
-sk_writev_out_slow(int fd, struct ctxshim_conn *c, const struct iovec *iov, ssize_t r)
+sk_writev_out_slow(
+	int fd, struct ctxshim_conn *c, const struct iovec *iov, int n, ssize_t r)
 {
-	return sk_out_slow(fd, c, iov[0].iov_base, iov[0].iov_len, r);
+	return sk_out_slow_v(fd, c, iov[0].iov_base, iov[0].iov_len, r, iov, (size_t)n);
 }
 
 /* The response's write (sk_out_fast()), else sk_writev_any(). */
@@ -3033,7 +3074,7 @@ sk_writev(int fd, const struct iovec *iov, int iovcnt)
 	sk_busy(true);
 	/* head known not interim: none given (B1i) */
 	if (__builtin_expect(!ctxshim_conn_responded_usual(c, NULL, 0), 0))
-		return sk_writev_out_slow(keep_fd, c, iov, r);
+		return sk_writev_out_slow(keep_fd, c, iov, keep_n, r);
 	sk_answering();
 	sk_busy(false);
 	return r;

@@ -196,6 +196,13 @@ _Static_assert(CONN_POOL_RESERVE % 64 == 0 && CONN_POOL_RESERVE < CONN_POOL_N,
 _Static_assert(CONN_QUEUE_MAX < 128, "the queue length fits qpush - qpop");
 #define CONN_POOL_WORDS (CONN_POOL_N / 64)
 
+/* An HTTP/2 connection's entry: the client's frames (the reading
+ * thread's) and the server's (the writing thread's: "HTTP/2" below). */
+struct conn_h2 {
+	struct h2_scan scan;
+	struct h2_out out;
+};
+
 struct conn_pool_entry {
 	union {
 		struct http_scan_capture cap; /* a head being scanned */
@@ -206,7 +213,7 @@ struct conn_pool_entry {
 		/* An HTTP/2 connection's frames (c->cap, for the connection's
 		 * life), and the request whose header block is arriving
 		 * ("HTTP/2" below). */
-		struct h2_scan h2;
+		struct conn_h2 h2;
 		struct hook_h2_req h2req;
 	} u;
 	_Atomic uint16_t next; /* next pipelined entry + 1, or CONN_NEXT_CLOSED */
@@ -242,7 +249,7 @@ int ctxshim_conn_extra_index[CTXSHIM_MAX_HEADER_ATTRS];
 
 _Static_assert(sizeof(struct fcgi_scan) <= sizeof(struct http_scan_capture),
 	       "a FastCGI connection's state does not grow the pool");
-_Static_assert(sizeof(struct h2_scan) <= sizeof(struct http_scan_capture) &&
+_Static_assert(sizeof(struct conn_h2) <= sizeof(struct http_scan_capture) &&
 		       sizeof(struct hook_h2_req) <= sizeof(struct http_scan_capture),
 	       "an HTTP/2 connection's state does not grow the pool");
 
@@ -2249,9 +2256,10 @@ ctxshim_conn_fcgi_feed(struct ctxshim_conn *c,
  * A read that ends the header block of exactly one new request makes it
  * the connection's current request, with a context built as a head's
  * (a new span-id, a child of its traceparent): from there it is a
- * request of the socket level like a FastCGI one -- answered by the first
- * write, cleared by the next read that brings none, a wait or the close,
- * upstreams followed.  One that ends two or more (or a read that brings
+ * request of the socket level like a FastCGI one -- answered by a write
+ * (the first one that carries its stream's HEADERS or RST_STREAM frame:
+ * "HTTP/2 answers" at conn_h2_written()), cleared by the next read that
+ * brings none, a wait or the close, upstreams followed.  One that ends two or more (or a read that brings
  * one while the thread still shows the connection's previous request,
  * unanswered: the server reads on before it handles what it read, as
  * nginx's TLS reads do, record after record, until its buffer is full)
@@ -2332,14 +2340,19 @@ ctxshim_conn_h2_start(struct ctxshim_conn *c, unsigned preface_seen)
 		return CONN_START_NO;
 	if (!(idx = conn_pool_claim_long()))
 		return CONN_START_POOL_FULL;
-	h2_scan_reset(&conn_pool[idx - 1].u.h2, preface_seen);
+	h2_scan_reset(&conn_pool[idx - 1].u.h2.scan, preface_seen);
+	h2_out_reset(&conn_pool[idx - 1].u.h2.out);
 	conn_pool[idx - 1].h2_req = 0;
 	conn_pool[idx - 1].h2_lost = false;
 	conn_pool[idx - 1].hold = 0;
 	c->cap = (uint16_t)idx;
 	/* The HTTP scanner stays given up on the preface (reason "http2"):
 	 * that and c->cap make the connection one followed as HTTP/2
-	 * (ctxshim_conn_h2()). */
+	 * (ctxshim_conn_h2()).  CONN_F_OVERFLOW (never set otherwise on a
+	 * connection without a queue of heads) takes its writes off the
+	 * inline path of ctxshim_conn_responded() to the frame walk
+	 * (conn_h2_written()), at no cost to an HTTP/1 write. */
+	conn_flags_update(c, 0, CONN_F_OVERFLOW);
 	return CONN_START_OK;
 }
 
@@ -2459,10 +2472,14 @@ conn_h2_request(struct ctxshim_conn *c,
 		}
 	}
 	conn_head_flags(c, f, (uint8_t)(CONN_F_REQ | (ctx ? CONN_F_HAS_CTX : 0)));
+	/* Inside the section: a writer that reads the stream between two
+	 * equal even seqs reads the stream of the request of that tag
+	 * (conn_h2_written()). */
+	__atomic_store_n(&e->hold, ctx ? h2_scan_stream(&e->u.h2.scan) : 0,
+			 __ATOMIC_RELAXED);
 	conn_seq_end(c);
 	if (replaces)
 		conn_replaced(c, was);
-	e->hold = ctx ? h2_scan_stream(&e->u.h2) : 0;
 	conn_h2_release(c->cap);
 	if (n_new > 1)
 		return CONN_FEED_SEVERAL;
@@ -2477,13 +2494,15 @@ conn_h2_stop(struct ctxshim_conn *c, struct ctxshim_ctx **full)
 		ctxshim_build_cancel();
 		*full = NULL;
 	}
+	/* Its writes take the inline path again (the request, without a
+	 * context, answered by the first write). */
+	conn_seq_begin(c);
+	conn_flags_update(c, CONN_F_HAS_CTX | CONN_F_OVERFLOW, 0);
+	conn_seq_end(c);
 	conn_h2_release(c->cap);
 	conn_pool_release(c->cap);
 	c->cap = 0;
 	http_scan_stop(&c->scan);
-	conn_seq_begin(c);
-	conn_flags_update(c, CONN_F_HAS_CTX, 0);
-	conn_seq_end(c);
 	return CONN_FEED_H2_STOP;
 }
 
@@ -2513,11 +2532,11 @@ ctxshim_conn_h2_feed(struct ctxshim_conn *c,
 		enum h2_scan_status r;
 
 		n = 0;
-		r = h2_scan_feed(&e->u.h2, &conn_h2_cfg, p + off, len - off, &n);
+		r = h2_scan_feed(&e->u.h2.scan, &conn_h2_cfg, p + off, len - off, &n);
 		off += n;
 		idle = n ? 0 : idle + 1;
 		if (r == H2_SCAN_FIELD) {
-			conn_h2_field(e, &e->u.h2);
+			conn_h2_field(e, &e->u.h2.scan);
 		} else if (r == H2_SCAN_REQUEST) {
 			if (*n_new < UINT8_MAX)
 				(*n_new)++;
@@ -2534,6 +2553,8 @@ ctxshim_conn_h2_feed(struct ctxshim_conn *c,
 void
 ctxshim_conn_lost(struct ctxshim_conn *c)
 {
+	if (ctxshim_conn_h2(c))
+		conn_flags_update(c, CONN_F_OVERFLOW, 0);
 	http_scan_stop(&c->scan);
 	conn_h2_release(c->cap);
 	conn_pool_release(c->cap);
@@ -2786,11 +2807,90 @@ conn_responded(struct ctxshim_conn *c,
 	return conn_promote(c, f, tag, kind, false);
 }
 
+/* HTTP/2 answers.  A server with HTTP/2 code of its own writes frames of
+ * its own on the connection, not only responses: its SETTINGS and
+ * WINDOW_UPDATE at the connection's start, SETTINGS and PING
+ * acknowledgements, WINDOW_UPDATE for a request body, and nginx writes
+ * them right after the read handler ran the request's handler (a proxied
+ * request sent to its upstream, nothing answered yet).  Taken as the
+ * response, such a write answered the request, and the read of its
+ * backend's answer showed nothing ("upstream").  So a write on a
+ * connection followed as HTTP/2 answers the current request only when it
+ * carries the header of a HEADERS frame (the response's, or an early
+ * 1xx's) or RST_STREAM frame of that request's stream (of any stream
+ * for a request without a context: no stream kept).  The frames are
+ * walked across writes (h2_out_*, proc-context/h2-scan.h, 16 bytes in
+ * the scanner's entry): every write's bytes, all its iovecs; bytes whose
+ * content is not known (sendfile, splice, a copy's write: the first
+ * iovec only) are counted through a payload, and when they cross a frame
+ * header the walk is lost for the connection's life: from there every
+ * write answers, as before.  A server that writes one connection from
+ * two threads at once puts the walk out of step (as the bytes on the
+ * wire would be). */
+static __attribute__((noinline, cold)) void
+conn_h2_written(struct ctxshim_conn *c,
+		const void *head,
+		size_t head_len,
+		size_t written,
+		const struct iovec *iov,
+		size_t iovcnt)
+{
+	struct conn_pool_entry *e = &conn_pool[c->cap - 1];
+	struct h2_out *o = &e->u.h2.out;
+	uint32_t s1 = atomic_load_explicit(&c->seq, memory_order_acquire), stream;
+	size_t known = 0, i, k;
+	int hit = 0, r;
+	uint8_t f, tag = (uint8_t)(s1 >> 1);
+
+	stream = (uint32_t)__atomic_load_n(&e->hold, __ATOMIC_RELAXED);
+	if (iov) {
+		for (i = 0; i < iovcnt && known < written; i++) {
+			k = iov[i].iov_len < written - known ? iov[i].iov_len
+							     : written - known;
+			if (k && (r = h2_out_feed(o, iov[i].iov_base, k, stream)) != 0)
+				hit |= r;
+			known += k;
+		}
+	} else if (head) {
+		known = head_len < written ? head_len : written;
+		hit = h2_out_feed(o, head, known, stream);
+	}
+	if (known < written && (r = h2_out_skip(o, written - known)) != 0)
+		hit |= r;
+	if (!hit)
+		return;
+	/* hit: 1 (the request's frame) or -1 (lost: answered, as before). */
+	atomic_thread_fence(memory_order_acquire);
+	f = atomic_load_explicit(&c->flags, memory_order_relaxed);
+	if ((s1 & 1) || atomic_load_explicit(&c->seq, memory_order_relaxed) != s1 ||
+	    !(f & CONN_F_REQ) ||
+	    atomic_load_explicit(&c->answered, memory_order_relaxed) == tag)
+		return;
+	/* Single writer of answered (conn_responded()). */
+	atomic_store_explicit(&c->answered, tag, memory_order_relaxed);
+}
+
 bool
 ctxshim_conn_responded_slow(struct ctxshim_conn *c,
 			    const void *head,
 			    size_t head_len,
 			    size_t written)
 {
+	return ctxshim_conn_responded_iov(c, head, head_len, written, NULL, 0);
+}
+
+bool
+ctxshim_conn_responded_iov(struct ctxshim_conn *c,
+			   const void *head,
+			   size_t head_len,
+			   size_t written,
+			   const struct iovec *iov,
+			   size_t iovcnt)
+{
+	if (__builtin_expect(ctxshim_conn_h2(c), 0) &&
+	    !(atomic_load_explicit(&c->flags, memory_order_relaxed) & CONN_F_LINK)) {
+		conn_h2_written(c, head, head_len, written, iov, iovcnt);
+		return false;
+	}
 	return conn_responded(c, head, head_len, written, 0);
 }

@@ -40,6 +40,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/uio.h>
 
 #include "http-scan.h"
 #include "thread-ctx.h"
@@ -595,6 +596,16 @@ bool ctxshim_conn_responded_slow(struct ctxshim_conn *c,
 				 size_t head_len,
 				 size_t written);
 
+/* ctxshim_conn_responded_slow() of a write of iovecs (iov, iovcnt; NULL:
+ * the bytes are head's): an HTTP/2 connection's write is walked frame
+ * by frame (conn.c, "HTTP/2 answers"), all of its bytes. */
+bool ctxshim_conn_responded_iov(struct ctxshim_conn *c,
+				const void *head,
+				size_t head_len,
+				size_t written,
+				const struct iovec *iov,
+				size_t iovcnt);
+
 _Static_assert(offsetof(struct ctxshim_conn, flags) ==
 			       offsetof(struct ctxshim_conn, pending) + 2 &&
 		       offsetof(struct ctxshim_conn, answered) ==
@@ -635,6 +646,11 @@ ctxshim_conn_responded_usual(struct ctxshim_conn *c, const void *head, size_t he
 		return true;
 	}
 	f = (uint8_t)(w >> 16);
+	/* A connection followed as HTTP/2 (CONN_F_OVERFLOW without a queue:
+	 * conn.c, "HTTP/2 answers") has every write walked, answered or not:
+	 * off the usual case, so an HTTP/1 write pays nothing for it. */
+	if (f & CONN_F_OVERFLOW)
+		return false;
 	return !(f & CONN_F_REQ) || (uint8_t)(w >> 24) == tag;
 }
 

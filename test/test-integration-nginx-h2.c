@@ -125,7 +125,7 @@ fifo_drain(int fd, const char *want, char *line, size_t cap)
 /* nginx with both listeners; the TLS port is the one nx_launch() waits
  * for, and the first it listens on. */
 static void
-h2n_start(struct h2n *n)
+h2n_start_extra(struct h2n *n, const char *extra)
 {
 	char dir[64], conf[4096], cert[128], key[128];
 	char *argv[] = {NGINX,      "-p", n->nx.dir, "-c",
@@ -171,13 +171,21 @@ h2n_start(struct h2n *n)
 		       "    ssl_certificate %6$s;\n"
 		       "    ssl_certificate_key %7$s;\n"
 		       "    root %1$s/www;\n"
+		       "%8$s"
 		       "  }\n"
 		       "}\n",
-		       dir, n->fifo_a, n->fifo_b, n->tls_port, n->h2c_port, cert, key);
+		       dir, n->fifo_a, n->fifo_b, n->tls_port, n->h2c_port, cert, key,
+		       extra);
 	ck_assert_int_lt(len, (int)sizeof(conf));
 	nx_write_file(n->nx.conf, conf, (size_t)len);
 	n->nx.srv.port = n->tls_port;
 	nx_launch(&n->nx, argv, true, "nginx");
+}
+
+static void
+h2n_start(struct h2n *n)
+{
+	h2n_start_extra(n, "");
 }
 
 static void
@@ -387,6 +395,259 @@ START_TEST(test_nginx_h2_tls_split)
 }
 END_TEST
 
+#define TC(k) "4bf92f3577b34da6a3ce929d0e0e4c0" #k
+#define PC    "00f067aa0ba902c0"
+
+/* nginx as a reverse proxy over HTTP/2 (loop index 0: https, ALPN h2; 1:
+ * h2c with prior knowledge), proxy_pass to tpc-server (without the
+ * shim), which holds each request until told: three requests on one
+ * connection, the first one in the client's first flight (preface,
+ * SETTINGS, HEADERS), the third a POST with a body.  While the backend
+ * holds a request, the worker let it go in its wait; the backend's answer
+ * read from the upstream must show it again (reason "upstream"), as with
+ * HTTP/1 (test-integration-nginx.c).  Old: nginx's own frames (its
+ * SETTINGS, the SETTINGS ACK, a WINDOW_UPDATE for the body), written
+ * after the request went to the backend, counted as the response: the
+ * request was answered and its upstream read showed nothing. */
+START_TEST(test_nginx_h2_proxy)
+{
+	struct h2n n;
+	struct test_child backend, curl;
+	char backend_path[4096], line[256], extra[256], url[3][96], body[64];
+	char tp[3][96], *log, miss[512] = "";
+	char *backend_argv[] = {backend_path, NULL};
+	const char *proto = _i == 0 ? "--http2" : "--http2-prior-knowledge";
+	/* As in test_nginx_h2_curl: the proto once for h2c. */
+	char *argv[] = {"/usr/bin/curl",
+			"-s",
+			"-k",
+			(char *)proto,
+			"-o",
+			"/dev/null",
+			"-H",
+			tp[0],
+			url[0],
+			"--next",
+			"-s",
+			"-k",
+			_i == 0 ? (char *)proto : "-s",
+			"-o",
+			"/dev/null",
+			"-H",
+			tp[1],
+			url[1],
+			"--next",
+			"-s",
+			"-k",
+			_i == 0 ? (char *)proto : "-s",
+			"-o",
+			"/dev/null",
+			"-H",
+			tp[2],
+			"--data-binary",
+			body,
+			url[2],
+			NULL};
+	static const char *const traces[3] = {TC(1), TC(2), TC(3)};
+	unsigned backend_port, k, up0;
+	long worker = -1;
+	int len;
+
+	snprintf(backend_path, sizeof(backend_path), "%s",
+		 test_helper_path("tpc-server"));
+	test_child_start(&backend, backend_argv, NULL, false);
+	test_child_expect(&backend, "READY ", line, sizeof(line), IT_TIMEOUT_MS);
+	backend_port = (unsigned)strtoul(line + 6, NULL, 10);
+	ck_assert_uint_gt(backend_port, 0);
+	len = snprintf(extra, sizeof(extra),
+		       "    location /block/ {\n"
+		       "      proxy_pass http://127.0.0.1:%u;\n"
+		       "    }\n",
+		       backend_port);
+	ck_assert_int_lt(len, (int)sizeof(extra));
+	h2n_start_extra(&n, extra);
+	for (k = 0; k < 3; k++) {
+		snprintf(url[k], sizeof(url[k]), "%s://127.0.0.1:%u/block/%u",
+			 _i == 0 ? "https" : "http", _i == 0 ? n.tls_port : n.h2c_port,
+			 k + 1);
+		snprintf(tp[k], sizeof(tp[k]), "traceparent: 00-%s-" PC "-01",
+			 traces[k]);
+	}
+	memset(body, 'b', sizeof(body) - 1);
+	body[sizeof(body) - 1] = '\0';
+	test_child_start(&curl, argv, NULL, false);
+
+	for (k = 0; k < 3; k++) {
+		long tid;
+
+		test_child_expect(&backend, "BLOCK ", line, sizeof(line),
+				  IT_TIMEOUT_MS);
+		ck_assert_ptr_nonnull(strstr(line, " /block/"));
+		/* Shown from its header block until the worker's wait, once
+		 * the request went to the backend. */
+		tid = nx_wait_attach_tid(&n.nx.srv, traces[k]);
+		ck_assert_int_ne(tid, n.nx.srv.child.pid);
+		if (worker < 0)
+			worker = tid;
+		ck_assert_int_eq(tid, worker);
+		it_wait_detached(&n.nx.srv, tid, traces[k], "epoll_wait");
+		log = it_events(&n.nx.srv);
+		up0 = it_events_count(log, traces[k], "upstream");
+		free(log);
+		test_child_send(&backend, "go\n");
+		/* The response went out once curl sent the next request (or
+		 * ended) and the worker let this one go.  (Not the backend's
+		 * "DONE" line: its thread may print it after the next
+		 * request's "BLOCK".) */
+		if (k == 2) {
+			ck_assert_int_eq(test_child_finish(&curl, IT_TIMEOUT_MS), 0);
+			it_wait_detached(&n.nx.srv, worker, traces[k], NULL);
+		} else {
+			(void)nx_wait_attach_tid(&n.nx.srv, traces[k + 1]);
+		}
+		log = it_events(&n.nx.srv);
+		if (it_events_count(log, traces[k], "upstream") <= up0)
+			snprintf(miss + strlen(miss), sizeof(miss) - strlen(miss),
+				 " %u", k + 1);
+		assert_once(log, traces[k]);
+		free(log);
+	}
+	log = it_events(&n.nx.srv);
+	ck_assert_msg(!miss[0],
+		      "the backend's answer to request(s)%s was read with no "
+		      "context:\n%s",
+		      miss, log);
+	free(log);
+	h2n_stop(&n);
+	ck_assert_int_eq(test_child_finish(&backend, IT_TIMEOUT_MS), 0);
+}
+END_TEST
+
+#define TD(k) "4bf92f3577b34da6a3ce929d0e0e4d0" #k
+
+/* The events of trace with reason "upstream", once there are more than
+ * n (polling the event log). */
+static unsigned
+wait_upstream(struct h2n *n, const char *trace, unsigned more_than)
+{
+	long deadline = test_now_ms() + IT_TIMEOUT_MS;
+
+	for (;;) {
+		char *log = it_events(&n->nx.srv);
+		unsigned k = it_events_count(log, trace, "upstream");
+
+		if (k > more_than) {
+			free(log);
+			return k;
+		}
+		ck_assert_msg(
+			test_now_ms() < deadline,
+			"the backend's answer to %s was read with no context:\n%s",
+			trace, log);
+		free(log);
+		usleep(5000);
+	}
+}
+
+/* nginx as a reverse proxy over h2c, with helpers/h2-frames as the client
+ * and the test as the backend (proxy_buffering off: each piece of the
+ * backend's answer is read and sent on as it comes): the first request's
+ * HEADERS in the same read as the preface and SETTINGS (nginx handles it,
+ * the request goes to the backend, and then it writes its SETTINGS,
+ * WINDOW_UPDATE and the SETTINGS ACK: old, that write answered the
+ * request), then a later one on the connection.  The backend's response
+ * head (and some of the body) read shows the request again ("upstream");
+ * nginx writes the response's HEADERS frame then, which answers it: the
+ * rest of the body read from the backend shows it no more, as with
+ * HTTP/1 (hooks/hook-socket.c, "Upstreams"). */
+START_TEST(test_nginx_h2_proxy_frames)
+{
+	static const char part1[] = "HTTP/1.1 200 OK\r\nContent-Length: 20\r\n"
+				    "Content-Type: text/plain\r\n\r\n0123456789";
+	static const char part2[] = "abcdefghij";
+	static const char *const traces[2] = {TD(1), TD(3)};
+	struct sockaddr_in a = {.sin_family = AF_INET};
+	socklen_t al = sizeof(a);
+	struct h2n n;
+	struct test_child cl;
+	char port[16], line[256], extra[256], cmd[256], *log;
+	char *argv[] = {(char *)test_helper_path("h2-frames"), port, NULL};
+	unsigned k, up0, up1;
+	long worker = -1;
+	int lfd, len;
+
+	lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	ck_assert_int_eq(bind(lfd, (struct sockaddr *)&a, sizeof(a)), 0);
+	ck_assert_int_eq(listen(lfd, 4), 0);
+	ck_assert_int_eq(getsockname(lfd, (struct sockaddr *)&a, &al), 0);
+	len = snprintf(extra, sizeof(extra),
+		       "    location /own/ {\n"
+		       "      proxy_pass http://127.0.0.1:%u;\n"
+		       "      proxy_buffering off;\n"
+		       "    }\n",
+		       ntohs(a.sin_port));
+	ck_assert_int_lt(len, (int)sizeof(extra));
+	h2n_start_extra(&n, extra);
+	snprintf(port, sizeof(port), "%u", n.h2c_port);
+	test_child_start(&cl, argv, NULL, false);
+	test_child_expect(&cl, "READY ", line, sizeof(line), IT_TIMEOUT_MS);
+
+	for (k = 0; k < 2; k++) {
+		struct pollfd p = {.fd = lfd, .events = POLLIN};
+		char *head = NULL;
+		size_t hl = 0, hc = 0;
+		long tid;
+		int ufd;
+
+		snprintf(cmd, sizeof(cmd),
+			 "%sHEADERS %u /own/%u 00-%s-" PC "-01\nWRITE 0\n",
+			 k == 0 ? "PREFACE\n" : "", 2 * k + 1, k + 1, traces[k]);
+		frames(&cl, cmd, "WROTE");
+		ck_assert_msg(poll(&p, 1, IT_TIMEOUT_MS) == 1, "nginx never connected");
+		ufd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+		ck_assert_int_ge(ufd, 0);
+		while (!head || !strstr(head, "\r\n\r\n"))
+			ck_assert_msg(it_read_some(ufd, &head, &hl, &hc),
+				      "nginx closed before its request head");
+		ck_assert_msg(strstr(head, traces[k]), "forwarded head:\n%s", head);
+		free(head);
+		/* Let go by the worker's wait once the request went out. */
+		tid = nx_wait_attach_tid(&n.nx.srv, traces[k]);
+		if (worker < 0)
+			worker = tid;
+		ck_assert_int_eq(tid, worker);
+		it_wait_detached(&n.nx.srv, worker, traces[k], "epoll_wait");
+		log = it_events(&n.nx.srv);
+		up0 = it_events_count(log, traces[k], "upstream");
+		free(log);
+
+		/* The head and half the body: shown again, and let go once
+		 * the response's HEADERS and DATA went out. */
+		it_send(ufd, part1, sizeof(part1) - 1);
+		up1 = wait_upstream(&n, traces[k], up0);
+		it_wait_detached(&n.nx.srv, worker, traces[k], "epoll_wait");
+		/* The rest: the request is answered. */
+		it_send(ufd, part2, sizeof(part2) - 1);
+		snprintf(cmd, sizeof(cmd), "WAIT %u\n", 2 * k + 1);
+		snprintf(line, sizeof(line), "RESP %u", 2 * k + 1);
+		frames(&cl, cmd, line);
+		close(ufd);
+		it_wait_detached(&n.nx.srv, worker, traces[k], NULL);
+		log = it_events(&n.nx.srv);
+		ck_assert_msg(it_events_count(log, traces[k], "upstream") == up1,
+			      "the rest of the body, read after the response's "
+			      "HEADERS frame, showed %s again:\n%s",
+			      traces[k], log);
+		assert_once(log, traces[k]);
+		free(log);
+	}
+	ck_assert_int_eq(test_child_finish(&cl, IT_TIMEOUT_MS), 0);
+	close(lfd);
+	h2n_stop(&n);
+}
+END_TEST
+
 TEST_SUITE(nginx_h2_suite)
 {
 	Suite *s = suite_create("integration-nginx-h2");
@@ -400,6 +661,8 @@ TEST_SUITE(nginx_h2_suite)
 	tcase_add_test(tc, test_nginx_h2_frames);
 	tcase_add_loop_test(tc, test_nginx_h2_tls_split, 0,
 			    (int)(sizeof(tls_split) / sizeof(tls_split[0])));
+	tcase_add_loop_test(tc, test_nginx_h2_proxy, 0, 2);
+	tcase_add_test(tc, test_nginx_h2_proxy_frames);
 	suite_add_tcase(s, tc);
 	return s;
 }
