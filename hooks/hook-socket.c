@@ -2977,6 +2977,18 @@ sk_sendmsg_gather(int fd, struct ctxshim_conn *c, const struct msghdr *msg, ssiz
 	return r;
 }
 
+/* The rest of sk_sendmsg()'s response write past its usual case, busy
+ * held: with all the iovecs (an HTTP/2 connection's write is walked
+ * whole: preload/conn.c, "HTTP/2 answers"). */
+static __attribute__((noinline, cold)) ssize_t
+sk_sendmsg_out_slow(int fd, struct ctxshim_conn *c, const struct msghdr *msg, ssize_t r)
+{
+	const struct iovec *iov = msg->msg_iov;
+
+	return sk_out_slow_v(fd, c, iov[0].iov_base, iov[0].iov_len, r, iov,
+			     msg->msg_iovlen);
+}
+
 /* The response's sendmsg (sk_out_fast()), else sk_sendmsg_any(). */
 static CTXSHIM_HOT __attribute__((noinline)) ssize_t
 sk_sendmsg(int fd, const struct msghdr *msg, int flags, uint8_t hot)
@@ -2996,7 +3008,14 @@ sk_sendmsg(int fd, const struct msghdr *msg, int flags, uint8_t hot)
 	if (__builtin_expect(iov[0].iov_len < SK_HEAD_MIN, 0) ||
 	    __builtin_expect(ctxshim_conn_interim(iov[0].iov_base, iov[0].iov_len), 0))
 		return sk_sendmsg_gather(keep_fd, c, msg, r);
-	SK_OUT_FAST_RETURN(keep_fd, c, iov[0].iov_base, iov[0].iov_len, r);
+	/* SK_OUT_FAST_RETURN(), the interim response tested above. */
+	sk_busy(true);
+	/* head known not interim: none given (B1i) */
+	if (__builtin_expect(!ctxshim_conn_responded_usual(c, NULL, 0), 0))
+		return sk_sendmsg_out_slow(keep_fd, c, msg, r);
+	sk_answering();
+	sk_busy(false);
+	return r;
 }
 
 static inline ssize_t
