@@ -1,0 +1,182 @@
+#!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
+#
+# What the shim spends per HTTP/2 request at the socket level (servers
+# with their own HTTP/2 code: preload/conn.c "HTTP/2", proc-context/
+# h2-scan.h), counted with callgrind, with browser-like header blocks
+# (bench/h2req.c: Chrome's 19 fields and a traceparent, HPACK by
+# libnghttp2's deflater, a new :path and traceparent per request):
+#
+#   (a) nginx h2c (prior knowledge, "listen ... http2", master_process
+#       off) under callgrind with the shim, bench-h2req run sending N,
+#       then 2N requests on one connection, one at a time, and 0 and 1
+#       request:
+#         ngx_later  instructions of libctxshim.so per later request:
+#                    (count(2N) - count(N)) / N
+#         ngx_first  the first request: count(1) - count(0) (count(0): a
+#                    connection that sends nothing; the first request
+#                    also brings the preface, SETTINGS and WINDOW_UPDATE)
+#         ngx_later_writes  the server's writes per later request
+#   (b) the scanner alone (bench-h2req scan N) on the same bytes:
+#         scan_first  the opening and the first request (h2req_first)
+#         scan_later  per later request (h2req_later / (N - 1))
+#
+# and below each, the split by function (self instructions, per request).
+#
+#   sh bench/h2-insns.sh [BUILDDIR]     (default: ./build)
+#
+# Environment: H2_REQS=N (default 200), H2_KEEP=1 keeps the work
+# directory (the callgrind profiles).  About 20 s.  Needs valgrind,
+# nginx (built with the http2 module: nginx-light has it) and a build
+# with bench/bench-h2req (libnghttp2-dev).
+
+set -u
+
+SRCDIR=$(cd "$(dirname "$0")/.." && pwd)
+BUILD=${1:-$SRCDIR/build}
+BUILD=$(cd "$BUILD" 2>/dev/null && pwd) || {
+	echo "h2-insns: no build directory ${1:-$SRCDIR/build}" >&2
+	exit 2
+}
+SHIM=$BUILD/libctxshim.so
+H2REQ=$BUILD/bench/bench-h2req
+N=${H2_REQS:-200}
+for t in valgrind nginx callgrind_annotate; do
+	command -v $t >/dev/null || {
+		echo "h2-insns: $t is missing" >&2
+		exit 2
+	}
+done
+if [ ! -f "$SHIM" ] || [ ! -x "$H2REQ" ]; then
+	echo "h2-insns: build first (ninja -C $BUILD; bench-h2req needs libnghttp2)" >&2
+	exit 2
+fi
+
+. "$SRCDIR/bench/nginx-lib.sh"
+
+W=$(mktemp -d /tmp/ctxshim-h2insns.XXXXXX)
+CGPID=
+cleanup() {
+	if [ -n "$CGPID" ]; then
+		kill "$CGPID" 2>/dev/null
+		wait "$CGPID" 2>/dev/null
+	fi
+	if [ "${H2_KEEP:-0}" = 1 ]; then
+		echo "h2-insns: profiles kept in $W" >&2
+	else
+		rm -rf "$W"
+	fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM HUP
+
+chmod 755 "$W"
+ngx_www "$W/www"
+P=18480
+while ! port_free $P; do
+	P=$((P + 1))
+done
+
+# cg REQS: nginx h2c under callgrind with the shim, REQS requests;
+# profile in $W/cg-REQS.out
+cg() {
+	d=$W/ngx-$1
+	ngx_conf "$d" "$P" "$W/www" single
+	sed -i "s|listen 127.0.0.1:$P;|listen 127.0.0.1:$P http2;|" "$d/nginx.conf"
+	LD_PRELOAD=$SHIM OTEL_SERVICE_NAME=bench-nginx valgrind --tool=callgrind \
+		--toggle-collect=ngx_process_events_and_timers \
+		--callgrind-out-file="$W/cg-$1.out" \
+		nginx -p "$d" -c "$d/nginx.conf" -e "$d/error.log" >"$d/vg.out" 2>&1 &
+	CGPID=$!
+	i=0
+	while port_free "$P"; do
+		i=$((i + 1))
+		if [ $i -gt 600 ] || ! alive "$CGPID"; then
+			echo "h2-insns: nginx did not start under callgrind:" >&2
+			cat "$d/vg.out" "$d/error.log" >&2
+			return 1
+		fi
+		sleep 0.05
+	done
+	"$H2REQ" run "$P" "$1" "$CGPID" >"$d/client.out" 2>&1 || cat "$d/client.out" >&2
+	i=0
+	while alive "$CGPID"; do
+		i=$((i + 1))
+		if [ $((i % 40)) -eq 0 ]; then
+			kill "$CGPID" 2>/dev/null
+			"$H2REQ" run "$P" 0 >/dev/null 2>&1
+		fi
+		[ $i -gt 400 ] && kill -KILL "$CGPID" 2>/dev/null
+		sleep 0.05
+	done
+	wait "$CGPID"
+	CGPID=
+	grep -q "^requests=$1\$" "$d/client.out" || {
+		echo "h2-insns: bench-h2req failed ($1 requests)" >&2
+		return 1
+	}
+}
+
+# fns FILE [OBJ]: "function self-instructions" of a profile (of object
+# OBJ only, if given), one per line
+fns() {
+	callgrind_annotate --inclusive=no --auto=no --threshold=100 "$1" 2>/dev/null |
+		awk -v obj="${2:-}" '
+		$1 ~ /^[0-9,]+$/ && (obj == "" || index($0, "[" ) && index($0, obj)) {
+			n = $1; gsub(/,/, "", n)
+			f = $0; sub(/^ *[0-9,]+ +(\([^)]*\) +)?/, "", f)
+			sub(/ \[.*$/, "", f); sub(/^.*:/, "", f)
+			s[f] += n
+		}
+		END { for (f in s) print f, s[f] }'
+}
+
+# total FILE OBJ: instructions of OBJ in a profile
+total() {
+	fns "$1" "$2" | awk '{ t += $2 } END { printf "%.0f\n", t }'
+}
+
+# split A B DIV: per function, (B - A) / DIV, largest first (A: "-" for none)
+split() {
+	if [ "$1" = - ]; then : >"$W/none"; set -- "$W/none" "$2" "$3"; fi
+	awk -v d="$3" 'FILENAME == ARGV[1] { a[$1] = $2; next }
+		{ v = ($2 - a[$1]) / d; if (v >= 1 || v <= -1) printf "  %8.1f %s\n", v, $1 }' \
+		"$1" "$2" | sort -rn | head -25
+}
+
+
+SO=$(basename "$SHIM")
+for r in 0 1 "$N" $((2 * N)); do
+	cg "$r" || exit 1
+	fns "$W/cg-$r.out" "$SO" >"$W/f-$r"
+done
+t0=$(total "$W/cg-0.out" "$SO")
+t1=$(total "$W/cg-1.out" "$SO")
+tn=$(total "$W/cg-$N.out" "$SO")
+t2n=$(total "$W/cg-$((2 * N)).out" "$SO")
+
+# (b) the scanner alone
+valgrind --tool=callgrind --callgrind-out-file="$W/scan.out" "$H2REQ" scan "$N" \
+	>"$W/scan.log" 2>&1 || {
+	cat "$W/scan.log" >&2
+	exit 1
+}
+for f in first later; do
+	LD_BIND_NOW=1 valgrind --tool=callgrind --toggle-collect="h2req_$f" \
+		--callgrind-out-file="$W/scan-$f.out" "$H2REQ" scan "$N" >/dev/null 2>&1
+	fns "$W/scan-$f.out" >"$W/s-$f"
+done
+sf=$(awk '{ t += $2 } END { printf "%.0f", t }' "$W/s-first")
+sl=$(awk '{ t += $2 } END { printf "%.0f", t }' "$W/s-later")
+
+awk -v n="$N" -v t0="$t0" -v t1="$t1" -v tn="$tn" -v t2n="$t2n" -v sf="$sf" -v sl="$sl" \
+	'BEGIN { printf "ngx_first=%.0f ngx_later=%.1f scan_first=%.0f scan_later=%.1f reqs=%d\n",
+		t1 - t0, (t2n - tn) / n, sf, sl / (n - 1), n }'
+echo "nginx, first request (count(1) - count(0)), by function:"
+split "$W/f-0" "$W/f-1" 1
+echo "nginx, per later request, by function:"
+split "$W/f-$N" "$W/f-$((2 * N))" "$N"
+echo "scanner alone, opening + first request, by function:"
+split - "$W/s-first" 1
+echo "scanner alone, per later request, by function:"
+split - "$W/s-later" $((N - 1))
