@@ -500,34 +500,53 @@ string_bytes(struct h2_scan *st, const uint8_t *p, size_t n, size_t *bad)
 	/* Fewer than the longest code are ever left over (state_bad()). */
 	if (bits >= 30)
 		return state_bad(st, bad);
-	for (i = 0; i < n; i++) {
-		/* Bits left over are fewer than the longest code, 30: at most
-		 * 37 with this byte. */
-		acc |= (uint64_t)p[i] << (56 - bits);
-		bits += 8;
-		while (bits >= 5) {
-			uint32_t w = (uint32_t)(acc >> 32);
-			unsigned e = huff_fast[w >> 24], l, sym;
+	i = 0;
+	for (;;) {
+		/* As many whole bytes as acc holds (at most 64 bits), so that
+		 * the loop below decodes several codes per refill: with 8
+		 * bytes at hand, in one load (bits is below 30 here, so that
+		 * is 4 to 7 of them). */
+		if (n - i >= 8) {
+			uint64_t v;
+			unsigned k = (63 - bits) >> 3;
+
+			memcpy(&v, p + i, 8);
+#if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_BIG_ENDIAN__
+			v = __builtin_bswap64(v);
+#endif
+			acc |= v >> (64 - 8 * k) << (64 - 8 * k - bits);
+			bits += 8 * k;
+			i += k;
+		}
+		while (bits <= 56 && i < n) {
+			acc |= (uint64_t)p[i++] << (56 - bits);
+			bits += 8;
+		}
+		if (bits < 30)
+			break; /* all bytes are in: the tail below */
+		/* At least 30 bits, the longest code: every code is complete,
+		 * no length check. */
+		do {
+			unsigned e = huff_fast[acc >> 56], l, sym;
 
 			if (e) {
 				l = e >> 8;
-				if (l > bits)
-					break;
 				sym = e & 0xff;
 			} else {
-				uint32_t c = 0;
+				uint32_t w = (uint32_t)(acc >> 32), c;
 				int32_t idx;
 
+				/* huff_end[30] is above every 30-bit value */
 				for (l = 10;; l++) {
-					if (l > bits)
-						goto more;
 					c = w >> (32 - l);
 					if (c < huff_end[l])
 						break;
 				}
 				idx = (int32_t)c + huff_off[l];
 				if (idx >= 256) {
-					*bad = i + 1; /* EOS */
+					/* EOS: up to the byte holding its last
+					 * bit (bits - l after it, in acc) */
+					*bad = i - (bits - l) / 8;
 					return give_up(st, H2_SCAN_WHY_HPACK);
 				}
 				sym = huff_sym[idx];
@@ -537,9 +556,44 @@ string_bytes(struct h2_scan *st, const uint8_t *p, size_t n, size_t *bad)
 			if (len < cap)
 				dst[len] = (uint8_t)sym;
 			len++;
-		}
-more:;
+		} while (bits >= 30);
 	}
+	/* The codes complete in the last bits; the rest waits for the
+	 * string's next bytes (or is its padding). */
+	while (bits >= 5) {
+		uint32_t w = (uint32_t)(acc >> 32);
+		unsigned e = huff_fast[w >> 24], l, sym;
+
+		if (e) {
+			l = e >> 8;
+			if (l > bits)
+				break;
+			sym = e & 0xff;
+		} else {
+			uint32_t c = 0;
+			int32_t idx;
+
+			for (l = 10;; l++) {
+				if (l > bits)
+					goto more;
+				c = w >> (32 - l);
+				if (c < huff_end[l])
+					break;
+			}
+			idx = (int32_t)c + huff_off[l];
+			if (idx >= 256) {
+				*bad = n - (bits - l) / 8; /* EOS, as above */
+				return give_up(st, H2_SCAN_WHY_HPACK);
+			}
+			sym = huff_sym[idx];
+		}
+		acc <<= l;
+		bits -= l;
+		if (len < cap)
+			dst[len] = (uint8_t)sym;
+		len++;
+	}
+more:
 	st->h_acc = acc;
 	st->h_bits = (uint8_t)bits;
 	st->dec_len = len;

@@ -1270,6 +1270,44 @@ START_TEST(hpack_errors)
 }
 END_TEST
 
+/* EOS in a Huffman string long enough to be decoded 8 bytes at a time
+ * (proc-context/h2-scan.c, string_bytes()): the feed gives up at the byte
+ * that holds EOS's last bit, whole and split alike (check()), wherever
+ * that is in the bytes at hand. */
+START_TEST(huffman_eos_long)
+{
+	static const struct {
+		const char *blk;
+		unsigned eos_end; /* bytes of the block up to EOS's last bit */
+	} v[] = {
+		/* EOS first: bits 0-29 */
+		{"04 8c ff ff ff ff ff ff ff ff ff ff ff ff", 2 + 4},
+		/* 8 'a' (40 bits), EOS at bits 40-69 */
+		{"04 8c 18 c6 31 8c 63 ff ff ff ff ff ff ff", 2 + 9},
+		/* in a value, after 16 'a' (80 bits), EOS at bits 80-109 */
+		{"00 01 61 94 18 c6 31 8c 63 18 c6 31 8c 63 ff ff ff ff ff ff ff ff "
+		 "ff ff",
+		 4 + 14},
+	};
+	static struct stream s;
+	static struct trace t;
+	static struct blk k;
+	unsigned j, i;
+
+	for (j = 0; j < sizeof(v) / sizeof(v[0]); j++) {
+		start(&s);
+		b_raw(&k, v[j].blk);
+		headers(&s, EH, 1, &k);
+		check(&s, &t);
+		i = 0;
+		want_end(&t, i, H2_SCAN_WHY_HPACK);
+		if (t.ev[0].off !=
+		    s.n - (size_t)(strlen(v[j].blk) + 1) / 3 + v[j].eos_end)
+			ck_abort_msg("block %u: gave up at %zu", j, t.ev[0].off);
+	}
+}
+END_TEST
+
 START_TEST(table_entries)
 {
 	static struct stream s;
@@ -1840,6 +1878,7 @@ TEST_SUITE(h2_scan_suite)
 	tcase_add_test(tc, cut_and_unknown);
 	tcase_add_test(tc, size_updates);
 	tcase_add_test(tc, hpack_errors);
+	tcase_add_test(tc, huffman_eos_long);
 	tcase_add_test(tc, table_entries);
 	tcase_add_test(tc, config_and_stop);
 	tcase_add_test(tc, hostile_state);
