@@ -670,6 +670,28 @@ hpack(struct h2_scan *st,
 			uint8_t b = p[i++];
 			unsigned mask;
 
+			if ((b & 0x80) && b != 0xff) {
+				/* An indexed field with a one-byte index (most of
+				 * a later request's block): int_done()'s work
+				 * here, and only a field to report goes on to
+				 * indexed(). */
+				uint32_t idx = b & 0x7fu;
+
+				st->kind = K_INDEXED;
+				st->field_seen = 1;
+				if (idx && idx <= STATIC_N) {
+					if (!cfg->static_k[idx] || !st->report)
+						break;
+				} else if (idx > STATIC_N &&
+					   idx - STATIC_N <= st->e_count &&
+					   ((st->e_k[slot_of(st, idx - STATIC_N)] &
+					     E_K_MASK) == E_K_NONE ||
+					    !st->report)) {
+					break;
+				}
+				r = indexed(st, cfg, idx);
+				break;
+			}
 			if (b & 0x80) {
 				st->kind = K_INDEXED;
 				st->int_what = I_INDEX;
