@@ -1865,12 +1865,25 @@ sk_out_iov_gather(
 	uint8_t tmp[SK_HEAD_MIN];
 	size_t i, got = 0, max = (size_t)r < SK_HEAD_MIN ? (size_t)r : SK_HEAD_MIN;
 
+	/* An iovec at a time, in two overlapping fixed-size copies (inline,
+	 * no call): every write of an HTTP/2 connection followed at the
+	 * socket level (a 9-byte frame header first) comes here. */
 	for (i = 0; i < n && got < max; i++) {
 		const uint8_t *b = iov[i].iov_base;
-		size_t k;
+		size_t k = iov[i].iov_len < max - got ? iov[i].iov_len : max - got;
 
-		for (k = 0; k < iov[i].iov_len && got < max; k++)
-			tmp[got++] = b[k];
+		if (k >= 8) {
+			memcpy(tmp + got, b, 8);
+			memcpy(tmp + got + k - 8, b + k - 8, 8);
+		} else if (k >= 4) {
+			memcpy(tmp + got, b, 4);
+			memcpy(tmp + got + k - 4, b + k - 4, 4);
+		} else if (k) {
+			tmp[got] = b[0];
+			tmp[got + k / 2] = b[k / 2];
+			tmp[got + k - 1] = b[k - 1];
+		}
+		got += k;
 	}
 	sk_out_v(fd, c, got ? tmp : NULL, got, r, iov, n);
 }
