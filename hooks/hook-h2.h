@@ -83,14 +83,20 @@ hook_h2_req_init(struct hook_h2_req *q)
 	memset(q, 0, offsetof(struct hook_h2_req, method));
 }
 
-static inline bool
+/* Inlined: with a constant want, its length and bytes are constants. */
+static inline __attribute__((always_inline)) bool
 hook_h2_name_is(const uint8_t *name, size_t len, const char *want)
 {
 	size_t i, n = strlen(want);
 
 	if (len != n)
 		return false;
-	for (i = 0; i < n; i++) {
+	/* Names come in lower case (RFC 9113 §8.2.1; the socket level's
+	 * scanner matches only those): compared as they are first, the
+	 * case folded only from the first difference on. */
+	for (i = 0; i < n && name[i] == (uint8_t)want[i]; i++)
+		;
+	for (; i < n; i++) {
 		uint8_t c = name[i], w = (uint8_t)want[i];
 
 		if (c >= 'A' && c <= 'Z')
