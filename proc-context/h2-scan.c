@@ -468,6 +468,61 @@ string_end(struct h2_scan *st, const struct h2_scan_config *cfg)
 	return H2_SCAN_MORE;
 }
 
+/* Huffman codes from acc (its top bits) while it holds at least 30
+ * bits, the longest code, so that every code is complete: no length
+ * check.  mode: HM_COUNT only counts them (a value not kept), HM_STORE
+ * stores each at dst[len] (the caller made sure of room for all: at most
+ * 7 codes fit in 64 bits), HM_CAP stores while len < cap.  Returns the
+ * length of an EOS code met (acc and bits as before it: the caller gives
+ * up), else 0.  Inlined per mode. */
+enum { HM_COUNT, HM_STORE, HM_CAP };
+static inline __attribute__((always_inline)) unsigned
+huff_codes(uint64_t *accp,
+	   unsigned *bitsp,
+	   uint32_t *lenp,
+	   uint8_t *dst,
+	   uint32_t cap,
+	   int mode)
+{
+	uint64_t acc = *accp;
+	unsigned bits = *bitsp, eos = 0;
+	uint32_t len = *lenp;
+
+	do {
+		unsigned e = huff_fast[acc >> 56], l, sym;
+
+		if (__builtin_expect(e != 0, 1)) {
+			l = e >> 8;
+			sym = e & 0xff;
+		} else {
+			uint32_t w = (uint32_t)(acc >> 32), c;
+			int32_t idx;
+
+			/* huff_end[30] is above every 30-bit value */
+			for (l = 10;; l++) {
+				c = w >> (32 - l);
+				if (c < huff_end[l])
+					break;
+			}
+			idx = (int32_t)c + huff_off[l];
+			if (idx >= 256) {
+				eos = l;
+				break;
+			}
+			sym = huff_sym[idx];
+		}
+		acc <<= l;
+		bits -= l;
+		if (mode == HM_STORE || (mode == HM_CAP && len < cap))
+			dst[len] = (uint8_t)sym;
+		len++;
+	} while (bits >= 30);
+	*accp = acc;
+	*bitsp = bits;
+	*lenp = len;
+	return eos;
+}
+
 /* n bytes of the string in progress: the name (kept up to
  * H2_SCAN_NAME_MAX bytes to compare), the value (kept up to
  * H2_SCAN_VALUE_MAX if the name is configured) or only counted.  On a bad
@@ -478,7 +533,7 @@ string_bytes(struct h2_scan *st, const uint8_t *p, size_t n, size_t *bad)
 	uint8_t *dst = NULL;
 	uint32_t cap = 0, len = st->dec_len;
 	uint64_t acc;
-	unsigned bits;
+	unsigned bits, eos;
 	size_t i;
 
 	if (!st->str_value) {
@@ -524,39 +579,21 @@ string_bytes(struct h2_scan *st, const uint8_t *p, size_t n, size_t *bad)
 		}
 		if (bits < 30)
 			break; /* all bytes are in: the tail below */
-		/* At least 30 bits, the longest code: every code is complete,
-		 * no length check. */
-		do {
-			unsigned e = huff_fast[acc >> 56], l, sym;
-
-			if (e) {
-				l = e >> 8;
-				sym = e & 0xff;
-			} else {
-				uint32_t w = (uint32_t)(acc >> 32), c;
-				int32_t idx;
-
-				/* huff_end[30] is above every 30-bit value */
-				for (l = 10;; l++) {
-					c = w >> (32 - l);
-					if (c < huff_end[l])
-						break;
-				}
-				idx = (int32_t)c + huff_off[l];
-				if (idx >= 256) {
-					/* EOS: up to the byte holding its last
-					 * bit (bits - l after it, in acc) */
-					*bad = i - (bits - l) / 8;
-					return give_up(st, H2_SCAN_WHY_HPACK);
-				}
-				sym = huff_sym[idx];
-			}
-			acc <<= l;
-			bits -= l;
-			if (len < cap)
-				dst[len] = (uint8_t)sym;
-			len++;
-		} while (bits >= 30);
+		/* At least 30 bits, the longest code: every code is complete.
+		 * A value not kept is only counted; room for every code the
+		 * bits can hold (7 at most) spares the check per symbol. */
+		if (!dst)
+			eos = huff_codes(&acc, &bits, &len, NULL, 0, HM_COUNT);
+		else if (len + 12 <= cap)
+			eos = huff_codes(&acc, &bits, &len, dst, cap, HM_STORE);
+		else
+			eos = huff_codes(&acc, &bits, &len, dst, cap, HM_CAP);
+		if (eos) {
+			/* EOS: up to the byte holding its last bit (bits - eos
+			 * after it, in acc) */
+			*bad = i - (bits - eos) / 8;
+			return give_up(st, H2_SCAN_WHY_HPACK);
+		}
 	}
 	/* The codes complete in the last bits; the rest waits for the
 	 * string's next bytes (or is its padding). */
