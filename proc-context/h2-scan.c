@@ -689,6 +689,45 @@ int_done(struct h2_scan *st, const struct h2_scan_config *cfg)
 	}
 }
 
+/* From p[i]: a run of indexed fields with one-byte indexes (§6.1; most
+ * of a later request's block) that are valid and not to be reported,
+ * consumed in a tight loop.  Returns where the run ends (n, or the first
+ * byte that starts anything else: hpack() takes it). */
+static inline __attribute__((always_inline)) size_t
+indexed_run(struct h2_scan *st,
+	    const struct h2_scan_config *cfg,
+	    const uint8_t *p,
+	    size_t i,
+	    size_t n)
+{
+	size_t start = i;
+	bool report = st->report;
+	uint32_t count = st->e_count;
+
+	while (i < n) {
+		uint8_t b = p[i];
+		uint32_t idx = b & 0x7fu;
+
+		if (!(b & 0x80) || b == 0xff || idx == 0)
+			break;
+		if (idx <= STATIC_N) {
+			if (cfg->static_k[idx] && report)
+				break;
+		} else if (idx - STATIC_N > count ||
+			   ((st->e_k[slot_of(st, idx - STATIC_N)] & E_K_MASK) !=
+				    E_K_NONE &&
+			    report)) {
+			break;
+		}
+		i++;
+	}
+	if (i != start) {
+		st->kind = K_INDEXED;
+		st->field_seen = 1;
+	}
+	return i;
+}
+
 /* n bytes of a header block fragment; *used: how many were consumed
  * (all of them unless a field is reported or the decoder gives up). */
 static enum h2_scan_status
@@ -702,6 +741,11 @@ hpack(struct h2_scan *st,
 	size_t i = 0;
 
 	while (i < n && r == H2_SCAN_MORE) {
+		if (st->hp == HP_START && (p[i] & 0x80)) {
+			i = indexed_run(st, cfg, p, i, n);
+			if (i == n)
+				break;
+		}
 		switch (st->hp) {
 		case HP_START: {
 			uint8_t b = p[i++];
