@@ -136,6 +136,22 @@ total() {
 	fns "$1" "$2" | awk '{ t += $2 } END { printf "%.0f\n", t }'
 }
 
+# calls FILE FN: calls of function FN in a profile (name compression:
+# "cfn=(id) name" once, then "cfn=(id)")
+calls() {
+	awk -v want="$2" '
+	/^c?fn=/ {
+		l = $0; sub(/^c?fn=/, "", l)
+		id = l; sub(/\).*/, "", id)
+		nm = l; sub(/^\([0-9]+\) ?/, "", nm)
+		if (nm != "") names[id] = nm
+		cur = names[id]
+		next
+	}
+	/^calls=/ { if (cur == want) { split($0, a, /[= ]/); n += a[2] } }
+	END { printf "%.0f\n", n }' "$1"
+}
+
 # split A B DIV: per function, (B - A) / DIV, largest first (A: "-" for none)
 split() {
 	if [ "$1" = - ]; then : >"$W/none"; set -- "$W/none" "$2" "$3"; fi
@@ -169,9 +185,18 @@ done
 sf=$(awk '{ t += $2 } END { printf "%.0f", t }' "$W/s-first")
 sl=$(awk '{ t += $2 } END { printf "%.0f", t }' "$W/s-later")
 
+# the write walk: conn_h2_written() (with h2_out_feed()) per write
+wn=$(calls "$W/cg-$N.out" conn_h2_written)
+w2n=$(calls "$W/cg-$((2 * N)).out" conn_h2_written)
+wk=$(awk '$1 == "conn_h2_written" || $1 == "h2_out_feed" { t += $2 } END { printf "%.0f", t }' \
+	"$W/f-$((2 * N))")
+wk1=$(awk '$1 == "conn_h2_written" || $1 == "h2_out_feed" { t += $2 } END { printf "%.0f", t }' \
+	"$W/f-$N")
+
 awk -v n="$N" -v t0="$t0" -v t1="$t1" -v tn="$tn" -v t2n="$t2n" -v sf="$sf" -v sl="$sl" \
-	'BEGIN { printf "ngx_first=%.0f ngx_later=%.1f scan_first=%.0f scan_later=%.1f reqs=%d\n",
-		t1 - t0, (t2n - tn) / n, sf, sl / (n - 1), n }'
+	-v wn="$wn" -v w2n="$w2n" -v wk="$wk" -v wk1="$wk1" \
+	'BEGIN { printf "ngx_first=%.0f ngx_later=%.1f ngx_writes=%.2f ngx_walk_per_write=%.1f scan_first=%.0f scan_later=%.1f reqs=%d\n",
+		t1 - t0, (t2n - tn) / n, (w2n - wn) / n, (wk - wk1) / (w2n - wn), sf, sl / (n - 1), n }'
 echo "nginx, first request (count(1) - count(0)), by function:"
 split "$W/f-0" "$W/f-1" 1
 echo "nginx, per later request, by function:"
