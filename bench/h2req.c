@@ -14,8 +14,9 @@
  *                            the same bytes to an h2c server (prior
  *                            knowledge) on 127.0.0.1:PORT, one request
  *                            at a time (the next once the previous
- *                            stream ended), the SETTINGS ACK with the
- *                            second request; then SIGTERM to PID (as
+ *                            stream ended, every response a 200), the
+ *                            SETTINGS ACK with the second request; then
+ *                            SIGTERM to PID (as
  *                            bench-ngxclient run) and close; prints
  *                            "requests=N"
  *
@@ -93,10 +94,10 @@ opening(uint8_t *p)
 	return n;
 }
 
-#define NV(n_, v_)                                                   \
-	{                                                            \
-		(uint8_t *)(n_), (uint8_t *)(v_), sizeof(n_) - 1, 0, \
-			NGHTTP2_NV_FLAG_NONE                         \
+#define NV(n_, v_)                                                                \
+	{                                                                         \
+		(uint8_t *)(n_), (uint8_t *)(v_), sizeof(n_) - 1, sizeof(v_) - 1, \
+			NGHTTP2_NV_FLAG_NONE                                      \
 	}
 
 /* Request i's HEADERS frame (stream 2i + 1) into p. */
@@ -267,6 +268,46 @@ write_all(const uint8_t *p, size_t n)
 	}
 }
 
+static nghttp2_hd_inflater *inflater;
+
+/* A response HEADERS frame's block (END_HEADERS: nginx sends no
+ * CONTINUATION for these): through the inflater, which must see every
+ * block; mine: the request's, whose :status must be 200. */
+static void
+status(const uint8_t *p, uint32_t len, uint8_t flags, bool mine)
+{
+	bool ok = false;
+
+	if (!(flags & 0x4) || (flags & 0x28)) {
+		fprintf(stderr, "bench-h2req: a response HEADERS frame not handled\n");
+		exit(1);
+	}
+	while (len) {
+		nghttp2_nv nv;
+		int fl = 0;
+		ssize_t r = nghttp2_hd_inflate_hd2(inflater, &nv, &fl, p, len, 1);
+
+		if (r < 0) {
+			fprintf(stderr, "bench-h2req: inflate: %s\n",
+				nghttp2_strerror((int)r));
+			exit(1);
+		}
+		p += r;
+		len -= (uint32_t)r;
+		if ((fl & NGHTTP2_HD_INFLATE_EMIT) && nv.namelen == 7 &&
+		    memcmp(nv.name, ":status", 7) == 0)
+			ok = nv.valuelen == 3 && memcmp(nv.value, "200", 3) == 0;
+		if ((fl & NGHTTP2_HD_INFLATE_FINAL) ||
+		    (!r && !(fl & NGHTTP2_HD_INFLATE_EMIT)))
+			break;
+	}
+	nghttp2_hd_inflate_end_headers(inflater);
+	if (mine && !ok) {
+		fprintf(stderr, "bench-h2req: a response other than 200\n");
+		exit(1);
+	}
+}
+
 /* Read frames until stream id ends; *ack: the server sent its SETTINGS
  * (to be acknowledged). */
 static void
@@ -290,6 +331,8 @@ wait_stream(uint32_t id, bool *ack)
 				fprintf(stderr, "bench-h2req: GOAWAY or RST_STREAM\n");
 				exit(1);
 			}
+			if (type == 0x1)
+				status(in + 9, len, flags, sid == id);
 			end = sid == id && (type == 0x0 || type == 0x1) && (flags & 1);
 			memmove(in, in + 9 + len, in_len - 9 - len);
 			in_len -= 9 + len;
@@ -330,6 +373,10 @@ do_run(const char *port, unsigned n, const char *pid)
 	(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	snprintf(authority, sizeof(authority), "127.0.0.1:%s", port);
 	deflater_new();
+	if (nghttp2_hd_inflate_new(&inflater) != 0) {
+		fprintf(stderr, "bench-h2req: nghttp2_hd_inflate_new failed\n");
+		return 1;
+	}
 	for (i = 0; i < n; i++) {
 		len = i ? 0 : opening(buf);
 		if (ack && !acked) {
