@@ -560,10 +560,10 @@ string_bytes(struct h2_scan *st, const uint8_t *p, size_t n, size_t *bad)
 		/* As many whole bytes as acc holds (at most 64 bits), so that
 		 * the loop below decodes several codes per refill: with 8
 		 * bytes at hand, in one load (bits is below 30 here, so that
-		 * is 4 to 7 of them). */
+		 * is 4 to 8 of them; every shift below is 0 to 56). */
 		if (n - i >= 8) {
 			uint64_t v;
-			unsigned k = (63 - bits) >> 3;
+			unsigned k = (64 - bits) >> 3;
 
 			memcpy(&v, p + i, 8);
 #if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_BIG_ENDIAN__
