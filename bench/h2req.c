@@ -228,7 +228,7 @@ do_scan(unsigned n)
 					    "tracestate"};
 	static uint8_t buf[H2R_BLOCK * 2];
 	unsigned i;
-	size_t len;
+	size_t len, first, later = 0;
 
 	for (i = 0; i < 4; i++)
 		(void)h2_scan_config_add(&cfg, names[i]);
@@ -237,11 +237,14 @@ do_scan(unsigned n)
 	len = opening(buf);
 	len += request(buf + len, sizeof(buf) - len, 0, "127.0.0.1:18443");
 	h2req_first(buf, len);
+	first = len;
 	for (i = 1; i < n; i++) {
 		len = request(buf, sizeof(buf), i, "127.0.0.1:18443");
+		later += len;
 		h2req_later(buf, len);
 	}
-	printf("requests=%u fields=%u\n", requests, fields);
+	printf("requests=%u fields=%u bytes_first=%zu bytes_later=%.1f\n", requests,
+	       fields, first, n > 1 ? (double)later / (n - 1) : 0.0);
 	return requests == n && fields == 3 * n ? 0 : 1;
 }
 
