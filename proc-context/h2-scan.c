@@ -471,8 +471,9 @@ string_end(struct h2_scan *st, const struct h2_scan_config *cfg)
 /* Huffman codes from acc (its top bits) while it holds at least 30
  * bits, the longest code, so that every code is complete: no length
  * check.  mode: HM_COUNT only counts them (a value not kept), HM_STORE
- * stores each at dst[len] (the caller made sure of room for all: at most
- * 7 codes fit in 64 bits), HM_CAP stores while len < cap.  Returns the
+ * stores each at dst[len] (the caller made sure of room for all: from
+ * 64 bits at most 7 codes are taken before fewer than 30 are left),
+ * HM_CAP stores while len < cap.  Returns the
  * length of an EOS code met (acc and bits as before it: the caller gives
  * up), else 0.  Inlined per mode. */
 enum { HM_COUNT, HM_STORE, HM_CAP };
