@@ -151,6 +151,17 @@ enum {
  * (H2_SCAN_WHY_PREFACE, not reported by a feed). */
 void h2_scan_reset(struct h2_scan *st, unsigned preface_seen);
 
+/* After h2_scan_reset(), for a connection upgraded from HTTP/1.1
+ * ("Upgrade: h2c", RFC 7540 §3.2): stream 1, the upgrade
+ * request, is open already (it has no HEADERS frame), so the first new
+ * stream is 3.  Both HPACK tables start empty, as reset leaves them. */
+static inline void
+h2_scan_upgraded(struct h2_scan *st)
+{
+	if (st->max_id < 1)
+		st->max_id = 1;
+}
+
 enum h2_scan_status {
 	H2_SCAN_MORE = 0,    /* all bytes consumed, nothing to report */
 	H2_SCAN_FIELD = 1,   /* a configured field of the new request's

@@ -146,6 +146,12 @@ http_scan_stop_fastcgi(struct http_scan *st)
 	give_up(st, HTTP_SCAN_GIVE_UP_FASTCGI);
 }
 
+void
+http_scan_stop_http2(struct http_scan *st)
+{
+	give_up(st, HTTP_SCAN_GIVE_UP_HTTP2);
+}
+
 enum http_scan_give_up
 http_scan_give_up_reason(const struct http_scan *st)
 {

@@ -337,6 +337,9 @@ void http_scan_stop(struct http_scan *st);
 /* The same, the reason saying that the caller follows the stream as
  * FastCGI records (fcgi-scan.h) from now on. */
 void http_scan_stop_fastcgi(struct http_scan *st);
+/* The same, the reason HTTP_SCAN_GIVE_UP_HTTP2: the caller follows the
+ * stream as HTTP/2 from now on (an "Upgrade: h2c" switched it). */
+void http_scan_stop_http2(struct http_scan *st);
 
 /* The next len bytes of the stream went by unseen (spliced out of the
  * socket into a pipe: HAProxy moves bodies so).  If they are all bytes of
