@@ -1017,9 +1017,14 @@ sk_connected(int fd, bool unspec)
  * header line over its buffers) or the scanner gave up on bytes read
  * after it (a request line or head it does not take, which the server
  * may still serve): the write answers that message, and the answered
- * request's context must not come back with it.  The HTTP/2 preface after
- * an "Upgrade: h2c" head, and a scanner stopped by the shim itself, leave
- * it as it was (the h2c streams are that request's). */
+ * request's context must not come back with it.  A scanner stopped by the
+ * shim itself leaves it as it was, and so does HTTP/2 on a connection
+ * followed as such (its current request is a stream's: preload/conn.c,
+ * "HTTP/2"), or in a process with an nghttp2 server session, whose hook
+ * takes stream 1 of an upgraded connection from the upgrade request
+ * (hooks/hook-nghttp2.c).  Not the preface after an "Upgrade: h2c" head
+ * that is not followed as HTTP/2 (preload/conn.c, "Upgrade: h2c"): its
+ * streams are not that request's, and nothing tells whose they are. */
 static bool
 sk_write_continues(const struct ctxshim_conn *c)
 {
@@ -1032,6 +1037,8 @@ sk_write_continues(const struct ctxshim_conn *c)
 	if (!http_scan_gave_up(&c->scan))
 		return true;
 	why = http_scan_give_up_reason(&c->scan);
+	if (why == HTTP_SCAN_GIVE_UP_HTTP2)
+		return ctxshim_conn_h2(c) || ctxshim_conn_h2_lib();
 	return why != HTTP_SCAN_GIVE_UP_NOT_HTTP &&
 	       why != HTTP_SCAN_GIVE_UP_MALFORMED && why != HTTP_SCAN_GIVE_UP_TOO_LONG;
 }
@@ -1795,6 +1802,33 @@ sk_interim_end(const uint8_t *h, size_t len, size_t r)
 	return off;
 }
 
+/* A write of r bytes on c that starts with a 101 (Switching Protocols):
+ * one that switches to HTTP/2 ("Upgrade: h2c") makes c followed as
+ * HTTP/2 from there (preload/conn.c, "Upgrade: h2c"), and its request
+ * stays unanswered until stream 1's HEADERS; any other is a response as
+ * before (it answers the request). */
+static __attribute__((noinline, cold)) void
+sk_out_switched(int fd,
+		struct ctxshim_conn *c,
+		const void *head,
+		size_t head_len,
+		ssize_t r,
+		const struct iovec *iov,
+		size_t iovcnt)
+{
+	int k;
+
+	if (sk_self.busy)
+		return;
+	sk_busy(true);
+	k = ctxshim_conn_h2_upgrade(c, head, head_len, (size_t)r, iov, iovcnt);
+	sk_busy(false);
+	if (k == CONN_START_POOL_FULL)
+		(void)sk_framed_started(fd, k);
+	if (k != CONN_START_OK)
+		sk_out_unbusy(fd, c, head, head_len, r, iov, iovcnt);
+}
+
 /* After a write of r bytes on tracked fd; head/head_len: its first bytes.
  * Inline in each write hook, like sk_out_enter(): the response's write is
  * once per request (B1i).  ctxshim_conn_responded() leaves errno alone
@@ -1811,8 +1845,14 @@ sk_out_v(int fd,
 {
 	if (!c || r <= 0)
 		return;
-	if (__builtin_expect(ctxshim_conn_interim(head, head_len), 0)) {
-		size_t k = sk_interim_end(head, head_len, (size_t)r);
+	if (__builtin_expect(ctxshim_conn_informational(head, head_len), 0)) {
+		size_t k;
+
+		if (!ctxshim_conn_interim(head, head_len)) {
+			sk_out_switched(fd, c, head, head_len, r, iov, iovcnt);
+			return;
+		}
+		k = sk_interim_end(head, head_len, (size_t)r);
 
 		head = (const uint8_t *)head + k;
 		head_len -= k;
@@ -2842,7 +2882,7 @@ sk_out_interim_slow(
 	do {                                                                          \
 		if ((r) <= 0)                                                         \
 			return (r);                                                   \
-		if (__builtin_expect(ctxshim_conn_interim((head), (len)), 0))         \
+		if (__builtin_expect(ctxshim_conn_informational((head), (len)), 0))  \
 			return sk_out_interim_slow((keep_fd), (c), (head), (len),     \
 						   (r));                              \
 		sk_busy(true);                                                        \
@@ -3019,7 +3059,8 @@ sk_sendmsg(int fd, const struct msghdr *msg, int flags, uint8_t hot)
 	/* r > 0: the kernel read msg and at least one iovec */
 	iov = msg->msg_iov;
 	if (__builtin_expect(iov[0].iov_len < SK_HEAD_MIN, 0) ||
-	    __builtin_expect(ctxshim_conn_interim(iov[0].iov_base, iov[0].iov_len), 0))
+	    __builtin_expect(
+		    ctxshim_conn_informational(iov[0].iov_base, iov[0].iov_len), 0))
 		return sk_sendmsg_gather(keep_fd, c, msg, r);
 	/* SK_OUT_FAST_RETURN(), the interim response tested above. */
 	sk_busy(true);
@@ -3099,7 +3140,7 @@ sk_writev(int fd, const struct iovec *iov, int iovcnt)
 	head = iov[0].iov_base;
 	len = iov[0].iov_len;
 	if (__builtin_expect(len < SK_HEAD_MIN, 0) ||
-	    __builtin_expect(ctxshim_conn_interim(head, len), 0))
+	    __builtin_expect(ctxshim_conn_informational(head, len), 0))
 		return sk_writev_gather(keep_fd, c, iov, keep_n, r);
 	/* sk_out_unbusy(), its usual case here; the others are tail calls,
 	 * so that nothing after the real call needs a saved register. */
@@ -3656,6 +3697,16 @@ hook_socket_h2_library(struct ctxshim_ctx *adopt, int32_t *stream)
 	    ctxshim_conn_h2(sk_self.c)) {
 		c = sk_self.c;
 		live = ctxshim_conn_live(c);
+	}
+	if (c && ctxshim_conn_h2_upgraded(c)) {
+		/* Upgraded from HTTP/1.1 before the session was made: back
+		 * to what it was, the upgrade request left on the thread for
+		 * nghttp2_session_upgrade2() (hooks/hook-nghttp2.c,
+		 * nh_upgraded()). */
+		(void)ctxshim_conn_h2_library(c);
+		sk_busy(false);
+		errno = saved_errno;
+		return false;
 	}
 	/* The thread shows c's current request (sk_owned_fd()): the
 	 * session's stream of that id takes its context over. */

@@ -225,6 +225,9 @@ struct conn_pool_entry {
 	 * request ("HTTP/2" below; the entry is never queued). */
 	bool h2_lost;
 	uint16_t h2_req;
+	/* In the entry of an HTTP/2 scanner: the connection was upgraded
+	 * from HTTP/1.1 ("Upgrade: h2c" below). */
+	bool h2_up;
 	/* Bytes of the current request's response still to be written before
 	 * this request (the first queued) becomes current; 0: none known.
 	 * Zeroed by the reader before it queues the entry, then the writing
@@ -2239,8 +2242,10 @@ ctxshim_conn_fcgi_feed(struct ctxshim_conn *c,
  * HTTP/2 (ctxshim_conn_h2_start()) when that was its first request, over
  * TLS (the plaintext of the TLS hooks, nginx's usual case with ALPN) or
  * in clear (h2c with prior knowledge).  A connection upgraded from
- * HTTP/1.1 ("Upgrade: h2c") had a request before, and stays as it was
- * (hook-nghttp2.c takes its stream 1 from that head).  The frames go to
+ * HTTP/1.1 ("Upgrade: h2c") had a request before: it is followed from the
+ * server's 101 on ("Upgrade: h2c" at the end of this file), unless the
+ * process has an nghttp2 server session (hook-nghttp2.c takes its stream
+ * 1 from that head, and the connection stays as it was).  The frames go to
  * an HTTP/2 scanner (proc-context/h2-scan.h) kept in a pool entry (c->cap,
  * which a given-up scanner leaves free, outside the reserve: "Long-lived
  * holders" above) until the connection ends; it
@@ -2316,6 +2321,33 @@ conn_h2_release(unsigned cap)
 
 static int conn_h2_stop(struct ctxshim_conn *c, struct ctxshim_ctx **full);
 
+bool
+ctxshim_conn_h2_upgraded(const struct ctxshim_conn *c)
+{
+	return ctxshim_conn_h2(c) && c->cap <= CONN_POOL_N && conn_pool[c->cap - 1].h2_up;
+}
+
+bool
+ctxshim_conn_h2_lib(void)
+{
+	return atomic_load_explicit(&conn_h2_lib, memory_order_relaxed);
+}
+
+/* An upgraded connection ("Upgrade: h2c" below) in a process that made an
+ * nghttp2 server session: as it was before it was followed -- the upgrade
+ * request answered by the 101, the scanner given up on the preface
+ * (ctxshim_conn_h2_preface() confirms the upgrade to hooks/hook-nghttp2.c,
+ * which takes stream 1 from the head), its entries freed. */
+static __attribute__((noinline, cold)) void
+conn_h2_undo(struct ctxshim_conn *c)
+{
+	conn_flags_update(c, CONN_F_OVERFLOW, 0);
+	conn_h2_release(c->cap);
+	conn_pool_release(c->cap);
+	c->cap = 0;
+	conn_set_answered(c, true);
+}
+
 __attribute__((cold)) uint32_t
 ctxshim_conn_h2_library(struct ctxshim_conn *c)
 {
@@ -2325,6 +2357,10 @@ ctxshim_conn_h2_library(struct ctxshim_conn *c)
 	if (!atomic_load_explicit(&conn_h2_lib, memory_order_relaxed))
 		atomic_store_explicit(&conn_h2_lib, true, memory_order_relaxed);
 	if (c && ctxshim_conn_h2(c)) {
+		if (ctxshim_conn_h2_upgraded(c)) {
+			conn_h2_undo(c);
+			return 0;
+		}
 		stream = (uint32_t)conn_pool[c->cap - 1].hold;
 		(void)conn_h2_stop(c, &full);
 	}
@@ -2344,6 +2380,7 @@ ctxshim_conn_h2_start(struct ctxshim_conn *c, unsigned preface_seen)
 	h2_out_reset(&conn_pool[idx - 1].u.h2.out);
 	conn_pool[idx - 1].h2_req = 0;
 	conn_pool[idx - 1].h2_lost = false;
+	conn_pool[idx - 1].h2_up = false;
 	conn_pool[idx - 1].hold = 0;
 	c->cap = (uint16_t)idx;
 	/* The HTTP scanner stays given up on the preface (reason "http2"):
@@ -2521,9 +2558,18 @@ ctxshim_conn_h2_feed(struct ctxshim_conn *c,
 
 	if (!idx || idx > CONN_POOL_N)
 		return CONN_FEED_NONE;
-	if (atomic_load_explicit(&conn_h2_lib, memory_order_relaxed))
-		return conn_h2_stop(c, full);
 	e = &conn_pool[idx - 1];
+	if (atomic_load_explicit(&conn_h2_lib, memory_order_relaxed)) {
+		if (e->h2_up) {
+			if (*full) {
+				ctxshim_build_cancel();
+				*full = NULL;
+			}
+			conn_h2_undo(c);
+			return CONN_FEED_NONE;
+		}
+		return conn_h2_stop(c, full);
+	}
 	/* After a field or a request, the scanner is called again even with
 	 * no bytes left, for what it still has to report at that point;
 	 * bounded (idle), so that a scanner that reported without moving
@@ -2833,35 +2879,44 @@ conn_h2_written(struct ctxshim_conn *c,
 		size_t head_len,
 		size_t written,
 		const struct iovec *iov,
-		size_t iovcnt)
+		size_t iovcnt,
+		size_t skip)
 {
 	struct conn_pool_entry *e = &conn_pool[c->cap - 1];
 	struct h2_out *o = &e->u.h2.out;
 	uint32_t s1 = atomic_load_explicit(&c->seq, memory_order_acquire), stream;
-	size_t known = 0, i, k;
+	size_t known = 0, i, k, d;
 	int hit = 0, r;
 	uint8_t f, tag = (uint8_t)(s1 >> 1);
 
+	/* skip: the write's first bytes are no frames (the 101 of an
+	 * upgrade, "Upgrade: h2c" above); they are within what was written
+	 * and known. */
 	stream = (uint32_t)__atomic_load_n(&e->hold, __ATOMIC_RELAXED);
 	if (iov) {
 		for (i = 0; i < iovcnt && known < written; i++) {
 			k = iov[i].iov_len < written - known ? iov[i].iov_len
 							     : written - known;
-			if (k <= o->left && !o->lost) {
+			d = skip < k ? skip : k;
+			skip -= d;
+			if (k - d <= o->left && !o->lost) {
 				/* Within a frame's payload (the body of
 				 * nginx's writev: header, payload, ...):
 				 * what h2_out_feed() does, without a call. */
-				o->left -= (uint32_t)k;
+				o->left -= (uint32_t)(k - d);
 				known += k;
 				continue;
 			}
-			if (k && (r = h2_out_feed(o, iov[i].iov_base, k, stream)) != 0)
+			if ((r = h2_out_feed(o, (const uint8_t *)iov[i].iov_base + d, k - d,
+					     stream)) != 0)
 				hit |= r;
 			known += k;
 		}
 	} else if (head) {
 		known = head_len < written ? head_len : written;
-		hit = h2_out_feed(o, head, known, stream);
+		d = skip < known ? skip : known;
+		if (known > d)
+			hit = h2_out_feed(o, (const uint8_t *)head + d, known - d, stream);
 	}
 	if (known < written && (r = h2_out_skip(o, written - known)) != 0)
 		hit |= r;
@@ -2897,8 +2952,117 @@ ctxshim_conn_responded_iov(struct ctxshim_conn *c,
 {
 	if (__builtin_expect(ctxshim_conn_h2(c), 0) &&
 	    !(atomic_load_explicit(&c->flags, memory_order_relaxed) & CONN_F_LINK)) {
-		conn_h2_written(c, head, head_len, written, iov, iovcnt);
+		conn_h2_written(c, head, head_len, written, iov, iovcnt, 0);
 		return false;
 	}
 	return conn_responded(c, head, head_len, written, 0);
+}
+
+/* Upgrade: h2c.  A client that asks for HTTP/2 in an HTTP/1.1 request
+ * ("Upgrade: h2c", what `curl --http2 http://...` sends; RFC 7540 §3.2)
+ * gets "101 Switching Protocols" and, from the server's next byte on,
+ * HTTP/2 frames; the request is stream 1 of the new connection, answered
+ * by stream 1's HEADERS, and the client sends its preface, then new
+ * streams from 3 on.  Left as an HTTP/1.1 connection (the 101 its
+ * response, the preface a give-up that keeps it "continued":
+ * hooks/hook-socket.c, sk_write_continues()), every later write showed
+ * the upgrade request's context, whichever stream it carried: a wrong
+ * context.  So the write of a 101 that names h2c (its head whole in the
+ * write's first bytes) turns the connection into one followed as HTTP/2
+ * here ("HTTP/2" above), when it would be followed so with prior
+ * knowledge (no nghttp2 server session in the process): the scanner
+ * expects the client's preface, stream 1 open (h2_scan_upgraded()),
+ * empty HPACK tables, and the current request -- the upgrade request,
+ * with its context -- is stream 1's (hold); the 101 does not answer it.
+ * The frame walk of the server's side starts right after the 101's head
+ * (lighttpd writes the 101, its SETTINGS and stream 1's response in one
+ * writev).  From there the connection is one followed as HTTP/2 like
+ * any other.  A 101 written while a head is in progress or queued (the
+ * client sends nothing between its upgrade request and the 101, and a
+ * request body is read before it), one cut across writes, or with no
+ * pool entry free, is not followed so: the writes after the preface then
+ * show nothing (sk_write_continues()), rather than the upgrade request.
+ * The writing thread changes scan and cap here, the reading thread's
+ * fields, while the client waits for the 101 (nothing to read). */
+
+/* The length of the 101 head at h (len bytes of it known), if it has an
+ * "Upgrade: h2c" field (name and token without case), else 0. */
+static size_t
+conn_h2c_head_end(const uint8_t *h, size_t len)
+{
+	static const char name[] = "upgrade:";
+	size_t i = 0, j, n, v;
+	bool h2c = false;
+
+	/* The status line, then the field lines, up to the empty line. */
+	for (;;) {
+		for (j = i; j < len && h[j] != '\n'; j++)
+			;
+		if (j >= len)
+			return 0;
+		n = j - i - (j > i && h[j - 1] == '\r');
+		if (n == 0)
+			return i > 0 && h2c ? j + 1 : 0;
+		if (n > sizeof(name) - 1 && i > 0) {
+			for (v = 0; v < sizeof(name) - 1; v++)
+				if ((h[i + v] | 0x20) != name[v])
+					break;
+			if (v == sizeof(name) - 1) {
+				size_t a = i + v, b = i + n;
+
+				while (a < b && (h[a] == ' ' || h[a] == '\t'))
+					a++;
+				while (b > a && (h[b - 1] == ' ' || h[b - 1] == '\t'))
+					b--;
+				h2c = b - a == 3 && (h[a] | 0x20) == 'h' && h[a + 1] == '2' &&
+				      (h[a + 2] | 0x20) == 'c';
+			}
+		}
+		i = j + 1;
+	}
+}
+
+int
+ctxshim_conn_h2_upgrade(struct ctxshim_conn *c,
+			const void *head,
+			size_t head_len,
+			size_t written,
+			const struct iovec *iov,
+			size_t iovcnt)
+{
+	uint8_t f = atomic_load_explicit(&c->flags, memory_order_relaxed);
+	struct conn_pool_entry *e;
+	size_t k;
+	unsigned idx;
+
+	if ((f & (CONN_F_TRACKED | CONN_F_REQ | CONN_F_CLAIMED | CONN_F_LINK |
+		  CONN_F_TLS | CONN_F_OVERFLOW | CONN_F_PROMOTED)) !=
+		    (CONN_F_TRACKED | CONN_F_REQ) ||
+	    ctxshim_conn_answered(c) || c->cap != 0 ||
+	    atomic_load_explicit(&c->pending, memory_order_relaxed) != 0 ||
+	    !http_scan_at_start(&c->scan) || !head ||
+	    atomic_load_explicit(&conn_h2_lib, memory_order_relaxed))
+		return CONN_START_NO;
+	k = conn_h2c_head_end(head, head_len < written ? head_len : written);
+	if (!k)
+		return CONN_START_NO;
+	if (!(idx = conn_pool_claim_long()))
+		return CONN_START_POOL_FULL;
+	e = &conn_pool[idx - 1];
+	h2_scan_reset(&e->u.h2.scan, 0);
+	h2_scan_upgraded(&e->u.h2.scan);
+	h2_out_reset(&e->u.h2.out);
+	e->h2_req = 0;
+	e->h2_lost = false;
+	e->h2_up = true;
+	/* Stream 1 is the current request's, if it has a context (a request
+	 * without one keeps no stream: conn_h2_request()). */
+	__atomic_store_n(&e->hold, (f & CONN_F_HAS_CTX) ? 1 : 0, __ATOMIC_RELAXED);
+	c->cap = (uint16_t)idx;
+	/* As ctxshim_conn_h2_start(): given up on "the preface" (which is
+	 * the client's next bytes) and c->cap make it followed as HTTP/2. */
+	http_scan_stop_http2(&c->scan);
+	conn_flags_update(c, 0, CONN_F_OVERFLOW);
+	conn_h2_written(c, head, head_len, written, iov, iovcnt, k);
+	return CONN_START_OK;
 }

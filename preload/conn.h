@@ -548,6 +548,28 @@ int ctxshim_conn_h2_feed(struct ctxshim_conn *c,
  * not followed as HTTP/2). */
 uint32_t ctxshim_conn_h2_library(struct ctxshim_conn *c);
 
+/* Was c, followed as HTTP/2, upgraded from HTTP/1.1
+ * (ctxshim_conn_h2_upgrade())? */
+bool ctxshim_conn_h2_upgraded(const struct ctxshim_conn *c);
+
+/* Has the process made an nghttp2 server session
+ * (ctxshim_conn_h2_library())? */
+bool ctxshim_conn_h2_lib(void);
+
+/* A write of written bytes on c starts with "HTTP/1.x 101" (head, head_len
+ * of its first bytes; iov, iovcnt: all of them, or NULL): if its head
+ * names "Upgrade: h2c" and c may be followed so, c is followed as HTTP/2
+ * from its next byte on (conn.c, "Upgrade: h2c"), its current request
+ * stream 1 (not answered by the 101), and the frames after the 101 in
+ * this write are walked.  CONN_START_OK then; CONN_START_NO or
+ * CONN_START_POOL_FULL: nothing changed, the write is an HTTP/1 one. */
+int ctxshim_conn_h2_upgrade(struct ctxshim_conn *c,
+			    const void *head,
+			    size_t head_len,
+			    size_t written,
+			    const struct iovec *iov,
+			    size_t iovcnt);
+
 /* 0: not a status line (or unknown), 1: interim (1xx but not 101), 2: a
  * final status line "HTTP/1.x NNN". */
 static inline int
@@ -588,6 +610,17 @@ ctxshim_conn_interim(const void *head, size_t len)
 	if (len < 12 || ((const uint8_t *)head)[9] != '1')
 		return false;
 	return ctxshim_conn_status_kind(head, len) == 1;
+}
+
+/* ctxshim_conn_interim(), or a 101 (Switching Protocols): the status
+ * lines the write hooks take off their usual path (one byte decides for
+ * any other response, as there). */
+static inline bool
+ctxshim_conn_informational(const void *head, size_t len)
+{
+	if (len < 12 || ((const uint8_t *)head)[9] != '1')
+		return false;
+	return ctxshim_conn_status_kind(head, len) != 0;
 }
 
 /* ctxshim_conn_responded() past its usual case (conn.c). */
