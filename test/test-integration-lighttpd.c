@@ -56,7 +56,10 @@
  *    h2c" is an HTTP/1.1 head, so that request gets its context too.  The
  *    bar for all three: lighttpd answers (the page, over h2), the held
  *    request shows, no thread publishes a context other than the
- *    request's, and none is left. */
+ *    request's, and none is left.  On an upgraded connection the later
+ *    streams are requests of their own, and the upgrade request's
+ *    context does not come back with them (old: on their responses'
+ *    writes). */
 #include "test-common.h"
 
 #pragma GCC diagnostic push
@@ -915,6 +918,88 @@ START_TEST(test_lighttpd_h2c)
 }
 END_TEST
 
+/* Three requests on one connection upgraded by "Upgrade: h2c" (curl
+ * --http2 with three URLs, each with its own traceparent): stream 1, the
+ * upgrade request, held in its exec command, shows its own context (the
+ * head's); streams 3 and 5 are each attached once at their header block
+ * with a span of their own and released (old: never attached), and the
+ * upgrade request's context never comes back once stream 3 arrived (old:
+ * on the write of each later stream's response, reason "write"). */
+START_TEST(test_lighttpd_h2c_streams)
+{
+	pid_t pid;
+	struct test_child curl;
+	struct lt_server l;
+	char url[3][128], tp[3][128], rid[3][48], line[256], trace[33], *log;
+	const char *p, *second;
+	char *argv[40];
+	size_t n = 0;
+	int hold;
+	unsigned k;
+
+	lt_setup(&l, false);
+	lt_start(&l, true);
+	pid = l.nx.srv.child.pid;
+	argv[n++] = CURL;
+	for (k = 0; k < 3; k++) {
+		snprintf(url[k], sizeof(url[k]), "http://127.0.0.1:%u/%s", l.nx.srv.port,
+			 k == 0 ? "hold.shtml" : "index.html");
+		nx_traceparent(TRACE_PREFIX, 11 + k, tp[k]);
+		tp[k][strlen(tp[k]) - 2] = '\0'; /* without its CRLF */
+		snprintf(rid[k], sizeof(rid[k]), "x-request-id: lt-%u", 11 + k);
+		if (k)
+			argv[n++] = "--next";
+		argv[n++] = "-sS";
+		argv[n++] = "--max-time";
+		argv[n++] = "20";
+		argv[n++] = "--http2";
+		argv[n++] = "-w";
+		argv[n++] = "HTTP %{http_version}\\n";
+		argv[n++] = "-H";
+		argv[n++] = tp[k];
+		argv[n++] = "-H";
+		argv[n++] = rid[k];
+		argv[n++] = url[k];
+	}
+	argv[n] = NULL;
+	test_child_start(&curl, argv, NULL, false);
+
+	/* Stream 1: the upgrade request. */
+	hold = lt_fifo_held(&l);
+	lt_assert_blocked_inside(&l, 11, "/hold.shtml");
+	lt_fifo_release(hold);
+	test_child_expect(&curl, "before got go", line, sizeof(line), IT_TIMEOUT_MS);
+	test_child_expect(&curl, " after", line, sizeof(line), IT_TIMEOUT_MS);
+	for (k = 0; k < 3; k++) {
+		if (k)
+			test_child_expect(&curl, "<html>ctxshim</html>", line,
+					  sizeof(line), IT_TIMEOUT_MS);
+		test_child_expect(&curl, "HTTP ", line, sizeof(line), IT_TIMEOUT_MS);
+		ck_assert_str_eq(line, "HTTP 2");
+	}
+	ck_assert_int_eq(test_child_finish(&curl, IT_TIMEOUT_MS), 0);
+
+	/* Streams 3 and 5: their own contexts. */
+	lt_assert_traced(&l, TRACE_PREFIX, 12);
+	lt_assert_traced(&l, TRACE_PREFIX, 13);
+	/* Nothing of the upgrade request from stream 3 on. */
+	log = it_events(&l.nx.srv);
+	second = strstr(log, nx_trace(TRACE_PREFIX, 12, trace));
+	ck_assert_ptr_nonnull(second);
+	nx_trace(TRACE_PREFIX, 11, trace);
+	for (p = second; (p = strstr(p, " attach trace=")); p++)
+		ck_assert_msg(strncmp(p + 14, trace, 32) != 0,
+			      "the upgrade request came back after stream 3:\n%s", log);
+	ck_assert_msg(it_events_count(log, trace, "request") == 1, "log:\n%s", log);
+	free(log);
+	for (k = 11; k <= 13; k++)
+		it_assert_gone(&l.nx.srv, pid, nx_trace(TRACE_PREFIX, k, trace));
+	lt_assert_no_context(&l, "after the upgraded connection");
+	lt_stop(&l);
+	nx_cleanup(&l.nx);
+}
+END_TEST
+
 START_TEST(test_lighttpd_h2_tls)
 {
 	static const char *const opts[] = {"-k", "--http2", NULL};
@@ -945,10 +1030,12 @@ TEST_SUITE(lighttpd_suite)
 	tcase_add_test(tc, test_lighttpd_exec_traceparent);
 	tcase_add_test(tc, test_lighttpd_same_bytes);
 	tcase_add_test(tc, test_lighttpd_proxy);
-	if (access(CURL, X_OK) == 0)
+	if (access(CURL, X_OK) == 0) {
 		tcase_add_test(tc, test_lighttpd_h2c);
-	else
+		tcase_add_test(tc, test_lighttpd_h2c_streams);
+	} else {
 		fprintf(stderr, "note: no %s: HTTP/2 not tested\n", CURL);
+	}
 	/* HTTPS needs lighttpd's TLS module (Debian: lighttpd-mod-openssl),
 	 * curl and openssl(1) for the certificate. */
 	if (access(LT_MOD_SSL, R_OK) == 0 && access(CURL, X_OK) == 0 &&
