@@ -1816,15 +1816,19 @@ sk_out_switched(int fd,
 		const struct iovec *iov,
 		size_t iovcnt)
 {
-	int k;
+	int k, saved_errno;
 
 	if (sk_self.busy)
 		return;
 	sk_busy(true);
 	k = ctxshim_conn_h2_upgrade(c, head, head_len, (size_t)r, iov, iovcnt);
 	sk_busy(false);
-	if (k == CONN_START_POOL_FULL)
+	if (k == CONN_START_POOL_FULL) {
+		/* The event log's write may set errno. */
+		saved_errno = errno;
 		(void)sk_framed_started(fd, k);
+		errno = saved_errno;
+	}
 	if (k != CONN_START_OK)
 		sk_out_unbusy(fd, c, head, head_len, r, iov, iovcnt);
 }
