@@ -2886,7 +2886,7 @@ sk_out_interim_slow(
 	do {                                                                          \
 		if ((r) <= 0)                                                         \
 			return (r);                                                   \
-		if (__builtin_expect(ctxshim_conn_informational((head), (len)), 0))  \
+		if (__builtin_expect(ctxshim_conn_informational((head), (len)), 0))   \
 			return sk_out_interim_slow((keep_fd), (c), (head), (len),     \
 						   (r));                              \
 		sk_busy(true);                                                        \

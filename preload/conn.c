@@ -2324,7 +2324,8 @@ static int conn_h2_stop(struct ctxshim_conn *c, struct ctxshim_ctx **full);
 bool
 ctxshim_conn_h2_upgraded(const struct ctxshim_conn *c)
 {
-	return ctxshim_conn_h2(c) && c->cap <= CONN_POOL_N && conn_pool[c->cap - 1].h2_up;
+	return ctxshim_conn_h2(c) && c->cap <= CONN_POOL_N &&
+	       conn_pool[c->cap - 1].h2_up;
 }
 
 bool
@@ -2916,7 +2917,8 @@ conn_h2_written(struct ctxshim_conn *c,
 		known = head_len < written ? head_len : written;
 		d = skip < known ? skip : known;
 		if (known > d)
-			hit = h2_out_feed(o, (const uint8_t *)head + d, known - d, stream);
+			hit = h2_out_feed(o, (const uint8_t *)head + d, known - d,
+					  stream);
 	}
 	if (known < written && (r = h2_out_skip(o, written - known)) != 0)
 		hit |= r;
@@ -3014,8 +3016,8 @@ conn_h2c_head_end(const uint8_t *h, size_t len)
 					a++;
 				while (b > a && (h[b - 1] == ' ' || h[b - 1] == '\t'))
 					b--;
-				h2c = b - a == 3 && (h[a] | 0x20) == 'h' && h[a + 1] == '2' &&
-				      (h[a + 2] | 0x20) == 'c';
+				h2c = b - a == 3 && (h[a] | 0x20) == 'h' &&
+				      h[a + 1] == '2' && (h[a + 2] | 0x20) == 'c';
 			}
 		}
 		i = j + 1;

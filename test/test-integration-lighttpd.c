@@ -942,8 +942,8 @@ START_TEST(test_lighttpd_h2c_streams)
 	pid = l.nx.srv.child.pid;
 	argv[n++] = CURL;
 	for (k = 0; k < 3; k++) {
-		snprintf(url[k], sizeof(url[k]), "http://127.0.0.1:%u/%s", l.nx.srv.port,
-			 k == 0 ? "hold.shtml" : "index.html");
+		snprintf(url[k], sizeof(url[k]), "http://127.0.0.1:%u/%s",
+			 l.nx.srv.port, k == 0 ? "hold.shtml" : "index.html");
 		nx_traceparent(TRACE_PREFIX, 11 + k, tp[k]);
 		tp[k][strlen(tp[k]) - 2] = '\0'; /* without its CRLF */
 		snprintf(rid[k], sizeof(rid[k]), "x-request-id: lt-%u", 11 + k);
