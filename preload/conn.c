@@ -2908,8 +2908,8 @@ conn_h2_written(struct ctxshim_conn *c,
 				known += k;
 				continue;
 			}
-			if ((r = h2_out_feed(o, (const uint8_t *)iov[i].iov_base + d, k - d,
-					     stream)) != 0)
+			if ((r = h2_out_feed(o, (const uint8_t *)iov[i].iov_base + d,
+					     k - d, stream)) != 0)
 				hit |= r;
 			known += k;
 		}
