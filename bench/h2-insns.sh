@@ -88,29 +88,9 @@ cg() {
 		--callgrind-out-file="$W/cg-$1.out" \
 		nginx -p "$d" -c "$d/nginx.conf" -e "$d/error.log" >"$d/vg.out" 2>&1 &
 	CGPID=$!
-	i=0
-	while port_free "$P"; do
-		i=$((i + 1))
-		if [ $i -gt 600 ] || ! alive "$CGPID"; then
-			echo "h2-insns: nginx did not start under callgrind:" >&2
-			cat "$d/vg.out" "$d/error.log" >&2
-			return 1
-		fi
-		sleep 0.05
-	done
+	cg_up "$P" "$d" || return 1
 	"$H2REQ" run "$P" "$1" "$CGPID" >"$d/client.out" 2>&1 || cat "$d/client.out" >&2
-	i=0
-	while alive "$CGPID"; do
-		i=$((i + 1))
-		if [ $((i % 40)) -eq 0 ]; then
-			kill "$CGPID" 2>/dev/null
-			"$H2REQ" run "$P" 0 >/dev/null 2>&1
-		fi
-		[ $i -gt 400 ] && kill -KILL "$CGPID" 2>/dev/null
-		sleep 0.05
-	done
-	wait "$CGPID"
-	CGPID=
+	cg_down "$H2REQ" run "$P" 0
 	grep -q "^requests=$1\$" "$d/client.out" || {
 		echo "h2-insns: bench-h2req failed ($1 requests)" >&2
 		return 1

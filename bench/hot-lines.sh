@@ -123,30 +123,10 @@ cg() {
 		--callgrind-out-file="$W/$1-$2.out" \
 		nginx -p "$d" -c "$d/nginx.conf" -e "$d/error.log" >"$d/vg.out" 2>&1 &
 	CGPID=$!
-	i=0
-	while port_free "$P"; do
-		i=$((i + 1))
-		if [ $i -gt 600 ] || ! alive "$CGPID"; then
-			echo "hot-lines: nginx did not start under callgrind:" >&2
-			cat "$d/vg.out" "$d/error.log" >&2
-			return 1
-		fi
-		sleep 0.05
-	done
+	cg_up "$P" "$d" || return 1
 	"$NGXCLIENT" run "$P" "$W/head" "$2" "$CGPID" >"$d/client.out" 2>&1 ||
 		cat "$d/client.out" >&2
-	i=0
-	while alive "$CGPID"; do
-		i=$((i + 1))
-		if [ $((i % 40)) -eq 0 ]; then
-			kill "$CGPID" 2>/dev/null
-			"$NGXCLIENT" run "$P" "$W/head" 0 >/dev/null 2>&1
-		fi
-		[ $i -gt 400 ] && kill -KILL "$CGPID" 2>/dev/null
-		sleep 0.05
-	done
-	wait "$CGPID"
-	CGPID=
+	cg_down "$NGXCLIENT" run "$P" "$W/head" 0
 	grep -q "^requests=$2 " "$d/client.out" || {
 		echo "hot-lines: bench-ngxclient failed ($1, $2 requests)" >&2
 		return 1

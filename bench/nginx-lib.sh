@@ -38,6 +38,42 @@ alive() {
 	[ -n "$_al_st" ] && [ "$_al_st" != Z ]
 }
 
+# cg_up PORT DIR: wait until nginx under callgrind (pid $CGPID, started
+# in DIR with its output in DIR/vg.out) listens on PORT; 1, with its
+# output on stderr, if it died or took over 30 s
+cg_up() {
+	_cg_i=0
+	while port_free "$1"; do
+		_cg_i=$((_cg_i + 1))
+		if [ $_cg_i -gt 600 ] || ! alive "$CGPID"; then
+			echo "nginx did not start under callgrind:" >&2
+			cat "$2/vg.out" "$2/error.log" >&2
+			return 1
+		fi
+		sleep 0.05
+	done
+}
+
+# cg_down WAKE...: wait for nginx under callgrind ($CGPID), told to exit,
+# to be gone, then reap it.  One that missed its signal (it may come while
+# valgrind runs no thread of it) gets it again every 2 s, followed by the
+# command WAKE... (a connection: an event that wakes its loop); killed
+# after 20 s.
+cg_down() {
+	_cg_i=0
+	while alive "$CGPID"; do
+		_cg_i=$((_cg_i + 1))
+		if [ $((_cg_i % 40)) -eq 0 ]; then
+			kill "$CGPID" 2>/dev/null
+			"$@" >/dev/null 2>&1
+		fi
+		[ $_cg_i -gt 400 ] && kill -KILL "$CGPID" 2>/dev/null
+		sleep 0.05
+	done
+	wait "$CGPID"
+	CGPID=
+}
+
 # ngx_conf DIR PORT ROOT [single]: the configuration of every benchmarked
 # nginx, in DIR/nginx.conf, serving the files of ROOT on 127.0.0.1:PORT
 # with keep-alive; "single" runs it as one process (master_process off,

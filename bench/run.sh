@@ -467,39 +467,19 @@ cg_nginx() {
 		--callgrind-out-file="$d/cg.out" \
 		nginx -p "$d" -c "$d/nginx.conf" -e "$d/error.log" >"$d/vg.out" 2>&1 &
 	CGPID=$!
-	i=0
-	while port_free "$PCG"; do
-		i=$((i + 1))
-		if [ $i -gt 600 ] || ! alive "$CGPID"; then
-			log "nginx did not start under callgrind:"
-			cat "$d/vg.out" "$d/error.log" >&2
-			kill "$CGPID" 2>/dev/null
-			wait "$CGPID" 2>/dev/null
-			CGPID=
-			return
-		fi
-		sleep 0.05
-	done
+	if ! cg_up "$PCG" "$d"; then
+		kill "$CGPID" 2>/dev/null
+		wait "$CGPID" 2>/dev/null
+		CGPID=
+		return
+	fi
 	# the client sends nginx SIGTERM after the last response
 	if ! "$NGXCLIENT" run "$PCG" "$W/head" "$2" "$CGPID" >"$d/client.out" 2>&1; then
 		log "bench-ngxclient failed against nginx under callgrind:"
 		cat "$d/client.out" >&2
 		kill "$CGPID" 2>/dev/null
 	fi
-	i=0
-	while alive "$CGPID"; do
-		i=$((i + 1))
-		if [ $((i % 40)) -eq 0 ]; then
-			# missed the signal: one more event (a connection) wakes it
-			log "poking nginx under callgrind ($1, $2 requests) to make it exit"
-			kill "$CGPID" 2>/dev/null
-			"$NGXCLIENT" run "$PCG" "$W/head" 0 >/dev/null 2>&1
-		fi
-		[ $i -gt 400 ] && kill -KILL "$CGPID" 2>/dev/null
-		sleep 0.05
-	done
-	wait "$CGPID"
-	CGPID=
+	cg_down "$NGXCLIENT" run "$PCG" "$W/head" 0
 	grep -q "^requests=$2 " "$d/client.out" || return
 	CG=$(sed -n 's/^summary: *//p' "$d/cg.out")
 	[ -n "$CG" ] || CG=nan
