@@ -54,28 +54,7 @@ fi
 
 . "$SRCDIR/bench/nginx-lib.sh"
 
-W=$(mktemp -d /tmp/ctxshim-h2insns.XXXXXX)
-CGPID=
-cleanup() {
-	if [ -n "$CGPID" ]; then
-		kill "$CGPID" 2>/dev/null
-		wait "$CGPID" 2>/dev/null
-	fi
-	if [ "${H2_KEEP:-0}" = 1 ]; then
-		echo "h2-insns: profiles kept in $W" >&2
-	else
-		rm -rf "$W"
-	fi
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM HUP
-
-chmod 755 "$W"
-ngx_www "$W/www"
-P=18480
-while ! port_free $P; do
-	P=$((P + 1))
-done
+cg_workdir h2-insns "${H2_KEEP:-0}" 18480
 
 # cg REQS: nginx h2c under callgrind with the shim, REQS requests;
 # profile in $W/cg-REQS.out

@@ -82,28 +82,7 @@ fi
 
 . "$SRCDIR/bench/nginx-lib.sh"
 
-W=$(mktemp -d /tmp/ctxshim-hot.XXXXXX)
-CGPID=
-cleanup() {
-	if [ -n "$CGPID" ]; then
-		kill "$CGPID" 2>/dev/null
-		wait "$CGPID" 2>/dev/null
-	fi
-	if [ "${HOT_KEEP:-0}" = 1 ]; then
-		echo "hot-lines: profiles kept in $W" >&2
-	else
-		rm -rf "$W"
-	fi
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM HUP
-
-chmod 755 "$W"
-ngx_www "$W/www"
-P=18380
-while ! port_free $P; do
-	P=$((P + 1))
-done
+cg_workdir hot-lines "${HOT_KEEP:-0}" 18380
 if [ -n "${HOT_HEAD:-}" ]; then
 	cp "$HOT_HEAD" "$W/head"
 else

@@ -38,6 +38,37 @@ alive() {
 	[ -n "$_al_st" ] && [ "$_al_st" != Z ]
 }
 
+# cg_workdir TOOL KEEP PORT: for a callgrind script named TOOL, a work
+# directory W with the pages nginx serves (W/www), removed at exit unless
+# KEEP is 1 (nginx under callgrind, $CGPID, is stopped then too), and P,
+# the first free port from PORT on
+cg_workdir() {
+	W=$(mktemp -d "/tmp/ctxshim-$1.XXXXXX")
+	_cg_tool=$1
+	_cg_keep=$2
+	CGPID=
+	trap cg_cleanup EXIT
+	trap 'exit 130' INT TERM HUP
+	chmod 755 "$W"
+	ngx_www "$W/www"
+	P=$3
+	while ! port_free "$P"; do
+		P=$((P + 1))
+	done
+}
+
+cg_cleanup() {
+	if [ -n "$CGPID" ]; then
+		kill "$CGPID" 2>/dev/null
+		wait "$CGPID" 2>/dev/null
+	fi
+	if [ "$_cg_keep" = 1 ]; then
+		echo "$_cg_tool: profiles kept in $W" >&2
+	else
+		rm -rf "$W"
+	fi
+}
+
 # cg_up PORT DIR: wait until nginx under callgrind (pid $CGPID, started
 # in DIR with its output in DIR/vg.out) listens on PORT; 1, with its
 # output on stderr, if it died or took over 30 s
