@@ -21,10 +21,9 @@
  * 4bf92f3577b34da6a3ce929d0e0eKKKK (k in 4 hex digits). */
 #include "config.h"
 
+#include "ctxobs.h"
 #include "listen-loopback.h"
-#include "thread-record.h"
 
-#include <dlfcn.h>
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <stdint.h>
@@ -43,8 +42,7 @@ die(const char *what)
 static void
 seen(unsigned stream)
 {
-	void **slot = dlsym(RTLD_DEFAULT, "otel_thread_ctx_v1");
-	const struct otel_thread_ctx_record *r = slot ? *slot : NULL;
+	const struct otel_thread_ctx_record *r = ctxobs_record();
 	int i;
 
 	printf("REQ %u ", stream);
