@@ -321,14 +321,24 @@ END_TEST
 START_TEST(execl_int_max_arguments)
 {
 	char path[4096], *argv[] = {path, "execl-int-max", (char *)execl_fns[_i], NULL};
-	char want[128], *out;
+	char *out;
 
 	helper_path(path, sizeof(path), "host-safe");
-	out = run_both(argv, NULL);
 #ifdef __x86_64__
+	char want[128], *err;
+	int st;
+
+	/* Only under the shim: glibc's own answer is the one spelled out
+	 * here, and each run counts 2^31 words (about 8 s of CPU), which
+	 * run_both() would double for nothing. */
+	st = test_run_capture(argv, NULL, true, &out, &err, 60000);
 	snprintf(want, sizeof(want), "%s with INT_MAX arguments: -1 %s\n",
 		 execl_fns[_i], strerror(E2BIG));
+	ck_assert_msg(st == 0, "wait status %#x:\n%s%s", st, out, err);
 	ck_assert_str_eq(out, want);
+	free(err);
+#else
+	out = run_both(argv, NULL);
 #endif
 	free(out);
 }
