@@ -14,6 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <grp.h>
+#include <linux/capability.h>
+#include <sys/prctl.h>
 #include <sys/ptrace.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -1488,6 +1490,79 @@ START_TEST(different_user)
 }
 END_TEST
 
+/* Root without CAP_SYS_PTRACE on another user's process (a container's
+ * root, the owner under Yama alike): /proc/PID/maps reads, but the
+ * objects, opened through /proc/PID/root, are denied before any attach.
+ * The hint of a failed attach says why (old: only "could not be opened
+ * ... Permission denied", with "Process context: none"). */
+START_TEST(no_cap_sys_ptrace)
+{
+	char arg[16], comm[32] = "", path[64], err[4096] = "";
+	size_t len = 0;
+	int errp[2], st, i;
+	pid_t target, pid;
+
+	if (getuid() != 0)
+		return;
+	target = fork();
+	ck_assert_int_ge(target, 0);
+	if (target == 0) {
+		if (setgroups(0, NULL) < 0 || setgid(65534) < 0 || setuid(65534) < 0)
+			_exit(99);
+		/* exec'd, so dumpable again after the change of uid */
+		execlp("sleep", "sleep", "60", (char *)NULL);
+		_exit(127);
+	}
+	snprintf(path, sizeof(path), "/proc/%d/comm", (int)target);
+	for (i = 0; i < 5000 && strcmp(comm, "sleep\n") != 0; i++) {
+		FILE *f = fopen(path, "r");
+
+		if (f) {
+			if (!fgets(comm, sizeof(comm), f))
+				comm[0] = '\0';
+			fclose(f);
+		}
+		usleep(1000);
+	}
+	ck_assert_str_eq(comm, "sleep\n");
+	snprintf(arg, sizeof(arg), "%d", (int)target);
+	ck_assert_int_eq(pipe2(errp, O_CLOEXEC), 0);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		char *argv[] = {(char *)test_ctxdump_path(), arg, NULL};
+		int null = open("/dev/null", O_WRONLY);
+
+		dup2(null, 1);
+		dup2(errp[1], 2);
+		/* root's exec gets the bounding set: no CAP_SYS_PTRACE */
+		if (prctl(PR_CAPBSET_DROP, CAP_SYS_PTRACE, 0, 0, 0) < 0)
+			_exit(99);
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	close(errp[1]);
+	for (;;) {
+		ssize_t r = read(errp[0], err + len, sizeof(err) - 1 - len);
+
+		if (r <= 0)
+			break;
+		len += (size_t)r;
+	}
+	err[len] = '\0';
+	close(errp[0]);
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	kill(target, SIGKILL);
+	waitpid(target, NULL, 0);
+	ck_assert(WIFEXITED(st));
+	if (WEXITSTATUS(st) == 99)
+		return; /* no capability bounding set to drop from */
+	ck_assert_msg(WEXITSTATUS(st) == 2, "exit %d: %s", WEXITSTATUS(st), err);
+	ck_assert_msg(strstr(err, "may be owned by a different user (uid 65534)"), "%s",
+		      err);
+}
+END_TEST
+
 TEST_SUITE(ctxdump_cli_suite)
 {
 	Suite *s = suite_create("ctxdump-cli");
@@ -1498,6 +1573,7 @@ TEST_SUITE(ctxdump_cli_suite)
 	tcase_add_test(tc, zombie_target);
 	tcase_add_test(tc, help_version);
 	tcase_add_test(tc, no_such_process);
+	tcase_add_test(tc, no_cap_sys_ptrace);
 	tcase_add_test(tc, kernel_thread);
 	suite_add_tcase(s, tc);
 

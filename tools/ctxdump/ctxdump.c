@@ -1369,6 +1369,11 @@ dump_process(const struct ctxdump_control *ctl, unsigned slot_tries)
 				 "through /proc/%d/map_files/, which needs "
 				 "CAP_SYS_ADMIN or CAP_CHECKPOINT_RESTORE",
 				 (int)ctl->pid);
+		/* Its files are opened through /proc/PID/root, which needs
+		 * the ptrace access an attach would have needed next: say
+		 * what denied it, as for a failed attach. */
+		if (s->unopenable_err == -EACCES || s->unopenable_err == -EPERM)
+			stop_diagnose_eperm(ctl->pid, ctl->pid);
 		stop_free(&ss);
 		return finish(&run, CLI_EXIT_FATAL);
 	}
