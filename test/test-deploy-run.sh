@@ -121,6 +121,12 @@ check "CTXSHIM_LOG made absolute" contains "$env_out" "CTXSHIM_LOG=$dp_tmp/rel.l
 check "CTXSHIM_EVENTS" contains "$env_out" "CTXSHIM_EVENTS=/tmp/ev.log"
 expect_status 0 "--log stderr stays stderr" "$S" run --log stderr -- env
 check "CTXSHIM_LOG=stderr" contains "$dp_out" "CTXSHIM_LOG=stderr"
+# Only the command loads the shim, not the awk that ctxshim runs just
+# before its exec (old: three processes logged "active" for one command).
+expect_status 0 "--log stderr, one command" "$S" run --log stderr -- /bin/true
+check "only the command logs" same \
+	"$(printf '%s\n' "$dp_err" | sed -n 's/^ctxshim\[\([0-9]*\)\].*/\1/p' |
+		sort -u | wc -l | tr -d ' ')" 1
 
 OTEL_RESOURCE_ATTRIBUTES=deployment.environment.name=test,service.version=1
 export OTEL_RESOURCE_ATTRIBUTES

@@ -39,6 +39,10 @@ ctx_env_restore() {
 # sh), but /proc/$$/environ still has them.  Nothing when there are none,
 # or when awk cannot split at NUL bytes (busybox awk).
 ctx_lost_env() {
+	# Called once LD_PRELOAD names the shim: its awk must not load it
+	# (it would publish, and write to CTXSHIM_LOG as if it were the
+	# command).  Called in $(...), so the command keeps the variable.
+	unset LD_PRELOAD
 	[ -r "/proc/$$/environ" ] || return 0
 	[ "$(printf 'a\000b\000' | awk 'BEGIN { RS = "\000" } END { print NR }')" = 2 ] ||
 		return 0
