@@ -14,6 +14,21 @@
 
 struct ctxshim_config ctxshim_cfg;
 
+/* Whether v is one of the boolean words (1, yes, true, on, 0, no, false,
+ * off, any case). */
+static bool
+env_is_bool(const char *v)
+{
+	static const char *const words[] = {"1", "yes", "true",  "on",
+					    "0", "no",  "false", "off"};
+	size_t i;
+
+	for (i = 0; i < sizeof(words) / sizeof(words[0]); i++)
+		if (strcasecmp(v, words[i]) == 0)
+			return true;
+	return false;
+}
+
 bool
 ctxshim_env_bool(const char *name, bool dflt)
 {
@@ -136,6 +151,13 @@ load_propagate(void)
 
 	if (v && strcasecmp(v, "transparent") == 0)
 		return CTXSHIM_PROPAGATE_TRANSPARENT;
+	/* The boolean words stand for 1 and 0; the message of
+	 * ctxshim_env_bool() would not name the third value. */
+	if (v && *v && !env_is_bool(v)) {
+		ctxshim_log("CTXSHIM_PROPAGATE=%s is not 1, 0 or transparent, using 1",
+			    v);
+		return CTXSHIM_PROPAGATE_CHILD;
+	}
 	return ctxshim_env_bool("CTXSHIM_PROPAGATE", true) ? CTXSHIM_PROPAGATE_CHILD
 							   : CTXSHIM_PROPAGATE_OFF;
 }

@@ -200,8 +200,8 @@ load_resource_env(void)
 	struct {
 		const char *k, *v;
 	} pend[MAX_RESOURCE];
-	size_t n = 0, i, save = res_text_len, skipped = 0, room;
-	const char *p = env;
+	size_t n = 0, i, save = res_text_len, skipped = 0, room, entry = 0;
+	const char *p = env, *why = "";
 
 	/* service.name and service.instance.id are added after these, and
 	 * are never left out for them. */
@@ -221,9 +221,13 @@ load_resource_env(void)
 		p = end ? end + 1 : NULL;
 		/* An empty or blank entry ("a=1,", "a=1, ") holds nothing to
 		 * decode: skipped like an empty one. */
+		/* every comma-separated field, blank ones too, for the
+		 * message at bad: */
+		entry++;
 		trim(&k, &len);
 		if (len == 0)
 			continue;
+		why = "has no '='";
 		if (!eq)
 			goto bad;
 		klen = (size_t)(eq - k);
@@ -235,6 +239,11 @@ load_resource_env(void)
 		 * as ctxshim(7) says and the message below reports. */
 		kl = percent_decode(ktmp, sizeof(ktmp) - 1, k, klen);
 		vl = percent_decode(vtmp, sizeof(vtmp) - 1, v, vlen);
+		why = kl == 0    ? "has an empty key"
+		      : kl == -1 ? "has a bad %-escape, a NUL or bytes that are not "
+				   "UTF-8 in its key"
+				 : "has a bad %-escape, a NUL or bytes that are not "
+				   "UTF-8 in its value";
 		if (kl == 0 || kl == -1 || vl == -1)
 			goto bad;
 		/* Well-formed but longer than we keep: that entry only (a
@@ -280,8 +289,9 @@ load_resource_env(void)
 	return;
 bad:
 	res_text_len = save;
-	ctxshim_log("OTEL_RESOURCE_ATTRIBUTES is malformed, ignoring it (spec: discard "
-		    "the whole value)");
+	ctxshim_log("OTEL_RESOURCE_ATTRIBUTES is malformed: entry %zu %s; ignoring "
+		    "the whole variable, as the OTel specification asks",
+		    entry, why);
 }
 
 /* A resource string must be UTF-8 (see percent_decode()). */

@@ -143,6 +143,30 @@ START_TEST(test_log_stderr)
 }
 END_TEST
 
+/* A setting that is not understood is logged with what would be right
+ * (old: "CTXSHIM_PROPAGATE=... is not a boolean", though transparent is
+ * valid; "OTEL_RESOURCE_ATTRIBUTES is malformed" without saying where). */
+START_TEST(test_log_says_what_is_wrong)
+{
+	char path[4096];
+	char *argv[] = {path, "1", NULL};
+	char *env[] = {"CTXSHIM_LOG=stderr", "CTXSHIM_PROPAGATE=transparant",
+		       "OTEL_RESOURCE_ATTRIBUTES=a=1, ,b", NULL};
+	char *out, *err;
+
+	snprintf(path, sizeof(path), "%s/threads", test_env_path("HELPER_DIR"));
+	ck_assert_int_eq(test_run_capture(argv, env, true, &out, &err, 30000), 0);
+	ck_assert_msg(strstr(err, "CTXSHIM_PROPAGATE=transparant is not 1, 0 or "
+				  "transparent, using 1"),
+		      "stderr: %s", err);
+	ck_assert_msg(strstr(err, "OTEL_RESOURCE_ATTRIBUTES is malformed: entry 3 "
+				  "has no '='"),
+		      "stderr: %s", err);
+	free(out);
+	free(err);
+}
+END_TEST
+
 TEST_SUITE(preload_core_suite)
 {
 	Suite *s = suite_create("Preloaded into unmodified programs");
@@ -158,6 +182,7 @@ TEST_SUITE(preload_core_suite)
 	tc = tcase_create("logging");
 	tcase_add_test(tc, test_log_goes_to_file_not_stdout);
 	tcase_add_test(tc, test_log_stderr);
+	tcase_add_test(tc, test_log_says_what_is_wrong);
 	suite_add_tcase(s, tc);
 	return s;
 }
