@@ -845,6 +845,13 @@ START_TEST(pid_option)
 	assert_try_help(err);
 	free(out);
 	free(err);
+	/* ctxdump $(pidof nginx), a master and its workers (old: only
+	 * "unexpected argument") */
+	ck_assert_int_eq(run_ctxdump(&out, &err, arg, arg, NULL), 64);
+	ck_assert_msg(strstr(err, "unexpected argument: '"), "%s", err);
+	ck_assert_msg(strstr(err, "' (one process id only)"), "%s", err);
+	free(out);
+	free(err);
 	ck_assert_int_eq(run_ctxdump(&out, &err, "-p", NULL), 64);
 	free(out);
 	free(err);

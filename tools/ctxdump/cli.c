@@ -137,8 +137,11 @@ cli_operand(int argc, char *const *argv, const char *what)
 {
 	if (optind >= argc)
 		cli_usage_err("no %s specified", what);
+	/* ctxdump $(pidof nginx): say that one is taken, not only that
+	 * the second is unexpected */
 	if (argc - optind > 1)
-		cli_usage_err("unexpected argument: '%s'", argv[optind + 1]);
+		cli_usage_err("unexpected argument: '%s' (one %s only)",
+			      argv[optind + 1], what);
 	return argv[optind];
 }
 
