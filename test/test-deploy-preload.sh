@@ -329,6 +329,15 @@ expect_status 1 "install refuses a library missing in the root" \
 check "names it" contains "$dp_err" "$root$lib: No such file"
 check "nothing written" test ! -e "$pf"
 expect_status 1 "--root must exist" "$S" preload status --root "$dp_tmp/nonexistent"
+# The note that there was no file cannot be written: exit 1 with the
+# reason, as for the other files (old: dash exited 2 at the failed
+# redirection of ':', printing only its own "cannot create").
+new_root r-absent
+mkdir -p "$root/var/lib/ctxshim/ld.so.preload.absent"
+expect_status 1 "install: the note cannot be written" "$S" preload install --root "$root"
+check "says which file" contains "$dp_err" \
+	"ctxshim: cannot write $root/var/lib/ctxshim/ld.so.preload.absent"
+check "no preload file written" not_contains "$(ls "$root/etc")" ld.so.preload
 expect_status 64 "unknown action" "$S" preload frob
 expect_status 64 "missing action" "$S" preload
 expect_status 64 "unknown option" "$S" preload status --bogus
