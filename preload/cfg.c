@@ -14,34 +14,31 @@
 
 struct ctxshim_config ctxshim_cfg;
 
-/* Whether v is one of the boolean words (1, yes, true, on, 0, no, false,
- * off, any case). */
-static bool
-env_is_bool(const char *v)
+/* 1 or 0 for the boolean words (1, yes, true, on; 0, no, false, off; any
+ * case), -1 for anything else. */
+static int
+env_bool_word(const char *v)
 {
-	static const char *const words[] = {"1", "yes", "true",  "on",
-					    "0", "no",  "false", "off"};
+	static const char *const words[] = {"0", "no",  "false", "off",
+					    "1", "yes", "true",  "on"};
 	size_t i;
 
 	for (i = 0; i < sizeof(words) / sizeof(words[0]); i++)
 		if (strcasecmp(v, words[i]) == 0)
-			return true;
-	return false;
+			return i >= 4;
+	return -1;
 }
 
 bool
 ctxshim_env_bool(const char *name, bool dflt)
 {
 	const char *v = secure_getenv(name);
+	int b;
 
 	if (!v || !*v)
 		return dflt;
-	if (strcmp(v, "1") == 0 || strcasecmp(v, "yes") == 0 ||
-	    strcasecmp(v, "true") == 0 || strcasecmp(v, "on") == 0)
-		return true;
-	if (strcmp(v, "0") == 0 || strcasecmp(v, "no") == 0 ||
-	    strcasecmp(v, "false") == 0 || strcasecmp(v, "off") == 0)
-		return false;
+	if ((b = env_bool_word(v)) >= 0)
+		return b;
 	ctxshim_log("%s=%s is not a boolean, using %s", name, v, dflt ? "1" : "0");
 	return dflt;
 }
@@ -60,8 +57,8 @@ env_uint(const char *name, unsigned dflt, unsigned min, unsigned max)
 	/* strtoul() takes "-N" as 2^64 - N: a negative number is out of
 	 * range too, however large. */
 	if (errno || *end || strchr(v, '-') || n < min || n > max) {
-		ctxshim_log("%s=%s is not a number in %u..%u, using %u", name, v, min, max,
-			    dflt);
+		ctxshim_log("%s=%s is not a number in %u..%u, using %u", name, v, min,
+			    max, dflt);
 		return dflt;
 	}
 	return (unsigned)n;
@@ -123,17 +120,20 @@ load_header_attrs(void)
 				"ignoring it",
 				(int)len, v, CTXSHIM_HEADER_NAME_MAX - 1);
 		} else if (!header_name_ok(v, len)) {
-			ctxshim_log("CTXSHIM_HEADER_ATTRS: '%.*s' is not a header name, ignoring",
+			ctxshim_log("CTXSHIM_HEADER_ATTRS: '%.*s' is not a header "
+				    "name, ignoring",
 				    (int)len, v);
 		} else if (header_name_dup(v, len)) {
 			ctxshim_log("CTXSHIM_HEADER_ATTRS: '%.*s' is listed twice, "
 				    "ignoring it",
 				    (int)len, v);
 		} else if (ctxshim_cfg.n_header_attrs == CTXSHIM_MAX_HEADER_ATTRS) {
-			ctxshim_log("CTXSHIM_HEADER_ATTRS: more than %d headers, ignoring '%.*s'",
+			ctxshim_log("CTXSHIM_HEADER_ATTRS: more than %d headers, "
+				    "ignoring '%.*s'",
 				    CTXSHIM_MAX_HEADER_ATTRS, (int)len, v);
 		} else {
-			char *dst = ctxshim_cfg.header_attrs[ctxshim_cfg.n_header_attrs++];
+			char *dst =
+				ctxshim_cfg.header_attrs[ctxshim_cfg.n_header_attrs++];
 
 			for (i = 0; i < len; i++)
 				dst[i] = (char)tolower((unsigned char)v[i]);
@@ -153,7 +153,7 @@ load_propagate(void)
 		return CTXSHIM_PROPAGATE_TRANSPARENT;
 	/* The boolean words stand for 1 and 0; the message of
 	 * ctxshim_env_bool() would not name the third value. */
-	if (v && *v && !env_is_bool(v)) {
+	if (v && *v && env_bool_word(v) < 0) {
 		ctxshim_log("CTXSHIM_PROPAGATE=%s is not 1, 0 or transparent, using 1",
 			    v);
 		return CTXSHIM_PROPAGATE_CHILD;
@@ -170,7 +170,8 @@ ctxshim_config_load(void)
 	ctxshim_cfg.disabled = ctxshim_env_bool("CTXSHIM_DISABLE", false);
 	if (!ctxshim_cfg.disabled)
 		ctxshim_events_open(secure_getenv("CTXSHIM_EVENTS"));
-	ctxshim_cfg.test_force_anon = ctxshim_env_bool("CTXSHIM_TEST_FORCE_ANON", false);
+	ctxshim_cfg.test_force_anon =
+		ctxshim_env_bool("CTXSHIM_TEST_FORCE_ANON", false);
 	ctxshim_cfg.new_traces = ctxshim_env_bool("CTXSHIM_NEW_TRACES", true);
 	ctxshim_cfg.sample_new = ctxshim_env_bool("CTXSHIM_SAMPLED", false);
 	ctxshim_cfg.url_query = ctxshim_env_bool("CTXSHIM_URL_QUERY", false);
@@ -178,8 +179,8 @@ ctxshim_config_load(void)
 	ctxshim_cfg.exec_traceparent =
 		ctxshim_env_bool("CTXSHIM_EXEC_TRACEPARENT", false);
 	ctxshim_cfg.inherited = ctxshim_env_bool("CTXSHIM_INHERITED", true);
-	ctxshim_cfg.max_header_bytes = env_uint("CTXSHIM_MAX_HEADER_BYTES", 16384, 256,
-						 1u << 20);
+	ctxshim_cfg.max_header_bytes =
+		env_uint("CTXSHIM_MAX_HEADER_BYTES", 16384, 256, 1u << 20);
 	load_header_attrs();
 	ctxshim_cfg.propagate = load_propagate();
 	if (ctxshim_request_known_methods(
