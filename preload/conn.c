@@ -2984,45 +2984,10 @@ ctxshim_conn_responded_iov(struct ctxshim_conn *c,
  * request body is read before it), one cut across writes, or with no
  * pool entry free, is not followed so: the writes after the preface then
  * show nothing (sk_write_continues()), rather than the upgrade request.
+ * The head is told by http_response_h2c_head() (proc-context/http-scan.h,
+ * pure, so that unit-http-scan tests it).
  * The writing thread changes scan and cap here, the reading thread's
  * fields, while the client waits for the 101 (nothing to read). */
-
-/* The length of the 101 head at h (len bytes of it known), if it has an
- * "Upgrade: h2c" field (name and token without case), else 0. */
-static size_t
-conn_h2c_head_end(const uint8_t *h, size_t len)
-{
-	static const char name[] = "upgrade:";
-	size_t i = 0, j, n, v;
-	bool h2c = false;
-
-	/* The status line, then the field lines, up to the empty line. */
-	for (;;) {
-		for (j = i; j < len && h[j] != '\n'; j++)
-			;
-		if (j >= len)
-			return 0;
-		n = j - i - (j > i && h[j - 1] == '\r');
-		if (n == 0)
-			return i > 0 && h2c ? j + 1 : 0;
-		if (n > sizeof(name) - 1 && i > 0) {
-			for (v = 0; v < sizeof(name) - 1; v++)
-				if ((h[i + v] | 0x20) != name[v])
-					break;
-			if (v == sizeof(name) - 1) {
-				size_t a = i + v, b = i + n;
-
-				while (a < b && (h[a] == ' ' || h[a] == '\t'))
-					a++;
-				while (b > a && (h[b - 1] == ' ' || h[b - 1] == '\t'))
-					b--;
-				h2c = b - a == 3 && (h[a] | 0x20) == 'h' &&
-				      h[a + 1] == '2' && (h[a + 2] | 0x20) == 'c';
-			}
-		}
-		i = j + 1;
-	}
-}
 
 int
 ctxshim_conn_h2_upgrade(struct ctxshim_conn *c,
@@ -3045,7 +3010,7 @@ ctxshim_conn_h2_upgrade(struct ctxshim_conn *c,
 	    !http_scan_at_start(&c->scan) || !head ||
 	    atomic_load_explicit(&conn_h2_lib, memory_order_relaxed))
 		return CONN_START_NO;
-	k = conn_h2c_head_end(head, head_len < written ? head_len : written);
+	k = http_response_h2c_head(head, head_len < written ? head_len : written);
 	if (!k)
 		return CONN_START_NO;
 	if (!(idx = conn_pool_claim_long()))

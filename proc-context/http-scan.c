@@ -1588,3 +1588,39 @@ http_response_len(const uint8_t *p, size_t n)
 		return 0;
 	return i + cl;
 }
+
+/* Line by line, like http_response_len(): only on the write of a 101. */
+size_t
+http_response_h2c_head(const uint8_t *p, size_t n)
+{
+	static const char name[] = "upgrade:";
+	size_t i = 0, j, l, k;
+	bool h2c = false;
+
+	/* The status line, then the field lines, up to the empty line. */
+	for (;;) {
+		for (j = i; j < n && p[j] != '\n'; j++)
+			;
+		if (j >= n)
+			return 0;
+		l = j - i - (j > i && p[j - 1] == '\r');
+		if (l == 0)
+			return i > 0 && h2c ? j + 1 : 0;
+		if (l > sizeof(name) - 1 && i > 0) {
+			for (k = 0; k < sizeof(name) - 1; k++)
+				if ((p[i + k] | 0x20) != (uint8_t)name[k])
+					break;
+			if (k == sizeof(name) - 1) {
+				size_t a = i + k, b = i + l;
+
+				while (a < b && (p[a] == ' ' || p[a] == '\t'))
+					a++;
+				while (b > a && (p[b - 1] == ' ' || p[b - 1] == '\t'))
+					b--;
+				h2c = b - a == 3 && (p[a] | 0x20) == 'h' &&
+				      p[a + 1] == '2' && (p[a + 2] | 0x20) == 'c';
+			}
+		}
+		i = j + 1;
+	}
+}

@@ -402,3 +402,13 @@ http_scan_flags(const struct http_scan *st)
  * body that goes on); no byte outside p[0..n) is read.  The socket level
  * uses it to find the responses after the first in one write. */
 size_t http_response_len(const uint8_t *p, size_t n);
+
+/* The length of the "101 Switching Protocols" head at p[0..n) when it
+ * switches to cleartext HTTP/2: a field "Upgrade: h2c" (name and token
+ * without case, blanks around the token; the last Upgrade field counts),
+ * the head whole within p[0..n).  0 otherwise: another protocol ("h2c"
+ * in a list of several included, which is not HTTP/2 alone), a head cut
+ * by the end.  CRLF or bare LF line ends.  No byte outside p[0..n) is
+ * read.  The socket level follows the connection as HTTP/2 from the
+ * write of such a head on (preload/conn.c, "Upgrade: h2c"). */
+size_t http_response_h2c_head(const uint8_t *p, size_t n);

@@ -1603,6 +1603,133 @@ resp_len(const char *s)
 	return http_response_len((const uint8_t *)s, strlen(s));
 }
 
+/* http_response_h2c_head() of s, from a buffer of exactly its bytes (a
+ * read past the end shows under the sanitizers). */
+static size_t
+h2c_head(const char *s)
+{
+	size_t n = strlen(s), r;
+	uint8_t *p = malloc(n ? n : 1);
+
+	ck_assert_ptr_nonnull(p);
+	memcpy(p, s, n);
+	r = http_response_h2c_head(p, n);
+	free(p);
+	return r;
+}
+
+/* The 101 head that makes the socket level follow a connection as HTTP/2
+ * (preload/conn.c, "Upgrade: h2c"): its length, only with h2c alone as
+ * the new protocol and the head whole. */
+START_TEST(h2c_switch_heads)
+{
+	static const char lt[] = "HTTP/1.1 101 Switching Protocols\r\n"
+				 "Connection: Upgrade\r\nUpgrade: h2c\r\n\r\n";
+	char buf[256];
+	size_t k;
+
+	/* lighttpd's, and what follows it (frames) is not counted */
+	ck_assert_uint_eq(h2c_head(lt), sizeof(lt) - 1);
+	snprintf(buf, sizeof(buf), "%s%s", lt, "\0\0\0\4");
+	ck_assert_uint_eq(h2c_head(buf), sizeof(lt) - 1);
+	/* case, blanks around the token, no blank, bare LF, field order */
+	ck_assert_uint_eq(h2c_head("HTTP/1.1 101 x\r\nUPGRADE: H2C\r\n\r\n"), 32);
+	ck_assert_uint_eq(h2c_head("HTTP/1.1 101 x\r\nupgrade:\t h2C \t\r\n\r\n"), 35);
+	ck_assert_uint_eq(h2c_head("HTTP/1.1 101 x\r\nUpgrade:h2c\r\n\r\n"), 31);
+	ck_assert_uint_eq(h2c_head("HTTP/1.1 101 x\nUpgrade: h2c\nConnection: "
+				   "Upgrade\n\n"),
+			  49);
+	ck_assert_uint_eq(h2c_head("HTTP/1.1 101 x\r\nUpgrade: h2c\n\r\n"), 31);
+	/* another protocol, h2c among several, a longer or shorter token */
+	ck_assert_uint_eq(h2c_head("HTTP/1.1 101 x\r\nUpgrade: websocket\r\n\r\n"), 0);
+	ck_assert_uint_eq(h2c_head("HTTP/1.1 101 x\r\nUpgrade: h2c, foo\r\n\r\n"), 0);
+	ck_assert_uint_eq(h2c_head("HTTP/1.1 101 x\r\nUpgrade: foo, h2c\r\n\r\n"), 0);
+	ck_assert_uint_eq(h2c_head("HTTP/1.1 101 x\r\nUpgrade: h2c2\r\n\r\n"), 0);
+	ck_assert_uint_eq(h2c_head("HTTP/1.1 101 x\r\nUpgrade: h2\r\n\r\n"), 0);
+	ck_assert_uint_eq(h2c_head("HTTP/1.1 101 x\r\nUpgrade: h 2c\r\n\r\n"), 0);
+	ck_assert_uint_eq(h2c_head("HTTP/1.1 101 x\r\nUpgrade:\r\n\r\n"), 0);
+	/* the last Upgrade field counts */
+	ck_assert_uint_eq(h2c_head("HTTP/1.1 101 x\r\nUpgrade: h2c\r\n"
+				   "Upgrade: websocket\r\n\r\n"),
+			  0);
+	/* not the Upgrade field: another name, a name that only starts so,
+	 * the token in the status line or in another field's value */
+	ck_assert_uint_eq(h2c_head("HTTP/1.1 101 x\r\nUpgraded: h2c\r\n\r\n"), 0);
+	ck_assert_uint_eq(h2c_head("HTTP/1.1 101 x\r\nX-Upgrade: h2c\r\n\r\n"), 0);
+	ck_assert_uint_eq(h2c_head("Upgrade: h2c\r\n\r\n"), 0);
+	ck_assert_uint_eq(h2c_head("HTTP/1.1 101 x\r\nConnection: Upgrade: h2c\r\n"
+				   "\r\n"),
+			  0);
+	ck_assert_uint_eq(h2c_head("HTTP/1.1 101 x\r\nUpgrade : h2c\r\n\r\n"), 0);
+	/* no head: empty, an empty status line */
+	ck_assert_uint_eq(h2c_head(""), 0);
+	ck_assert_uint_eq(h2c_head("\r\nUpgrade: h2c\r\n\r\n"), 0);
+	/* cut anywhere before its last byte (a 101 split across writes, a
+	 * head longer than what was written): 0 */
+	for (k = 0; k < sizeof(lt) - 1; k++) {
+		memcpy(buf, lt, k);
+		buf[k] = '\0';
+		ck_assert_msg(h2c_head(buf) == 0, "cut at %zu", k);
+	}
+	ck_assert_uint_eq(http_response_h2c_head((const uint8_t *)lt, sizeof(lt) - 1),
+			  sizeof(lt) - 1);
+}
+END_TEST
+
+/* The scanner given up for HTTP/2 by its caller (an "Upgrade: h2c" the
+ * socket level follows): reason http2 -- which the socket level tells
+ * from a stop of its own (caller), hooks/hook-socket.c,
+ * sk_write_continues() -- final, not in a head, not at the start. */
+START_TEST(stop_http2)
+{
+	static const char head[] = "GET / HTTP/1.1\r\nUpgrade: h2c\r\n\r\n";
+	static const char preface[] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+	struct http_scan st;
+	size_t used = 0;
+
+	http_scan_reset(&st);
+	ck_assert_int_eq(
+		http_scan_feed(&st, &cfg_std, NULL, head, sizeof(head) - 1, &used),
+		HTTP_SCAN_HEAD);
+	ck_assert(http_scan_at_start(&st));
+	http_scan_stop_http2(&st);
+	ck_assert(http_scan_gave_up(&st));
+	ck_assert(!http_scan_at_start(&st));
+	ck_assert(!http_scan_in_head(&st));
+	ck_assert_int_eq(http_scan_give_up_reason(&st), HTTP_SCAN_GIVE_UP_HTTP2);
+	ck_assert_str_eq(http_scan_give_up_name(http_scan_give_up_reason(&st)),
+			 "http2");
+	/* The client's preface and anything after: consumed, nothing more. */
+	ck_assert_int_eq(http_scan_feed(&st, &cfg_std, NULL, preface,
+					sizeof(preface) - 1, &used),
+			 HTTP_SCAN_MORE);
+	ck_assert_uint_eq(used, sizeof(preface) - 1);
+	ck_assert_int_eq(
+		http_scan_feed(&st, &cfg_std, NULL, head, sizeof(head) - 1, &used),
+		HTTP_SCAN_MORE);
+	ck_assert_int_eq(http_scan_give_up_reason(&st), HTTP_SCAN_GIVE_UP_HTTP2);
+	/* The same reason as the scanner's own give-up on the preface. */
+	http_scan_reset(&st);
+	ck_assert_int_eq(http_scan_feed(&st, &cfg_std, NULL, preface,
+					sizeof(preface) - 1, &used),
+			 HTTP_SCAN_GAVE_UP);
+	ck_assert_int_eq(http_scan_give_up_reason(&st), HTTP_SCAN_GIVE_UP_HTTP2);
+	/* Mid-head too; reset revives. */
+	http_scan_reset(&st);
+	ck_assert_int_eq(http_scan_feed(&st, &cfg_std, NULL, head, 10, &used),
+			 HTTP_SCAN_MORE);
+	ck_assert(http_scan_in_head(&st));
+	http_scan_stop_http2(&st);
+	ck_assert(!http_scan_in_head(&st));
+	ck_assert_int_eq(http_scan_give_up_reason(&st), HTTP_SCAN_GIVE_UP_HTTP2);
+	http_scan_reset(&st);
+	ck_assert(!http_scan_gave_up(&st));
+	ck_assert_int_eq(
+		http_scan_feed(&st, &cfg_std, NULL, head, sizeof(head) - 1, &used),
+		HTTP_SCAN_HEAD);
+}
+END_TEST
+
 START_TEST(response_lengths)
 {
 	static const char h200[] = "HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\n";
@@ -1986,6 +2113,8 @@ TEST_SUITE(http_scan_suite)
 	tc = tcase_create("api");
 	tcase_add_checked_fixture(tc, setup_cfg, NULL);
 	tcase_add_test(tc, response_lengths);
+	tcase_add_test(tc, h2c_switch_heads);
+	tcase_add_test(tc, stop_http2);
 	tcase_add_test(tc, limits_exact);
 	tcase_add_test(tc, capture_lost_and_none);
 	tcase_add_test(tc, give_up_is_final);
