@@ -1593,7 +1593,7 @@ http_response_len(const uint8_t *p, size_t n)
 size_t
 http_response_h2c_head(const uint8_t *p, size_t n)
 {
-	static const char name[] = "upgrade:";
+	static const char name[] = "upgrade";
 	size_t i = 0, j, l, k;
 	bool h2c = false;
 
@@ -1606,12 +1606,14 @@ http_response_h2c_head(const uint8_t *p, size_t n)
 		l = j - i - (j > i && p[j - 1] == '\r');
 		if (l == 0)
 			return i > 0 && h2c ? j + 1 : 0;
-		if (l > sizeof(name) - 1 && i > 0) {
+		if (l > sizeof(name) && i > 0) {
+			/* Letters without case, the colon as it is (| 0x20
+			 * would take 0x1a for it). */
 			for (k = 0; k < sizeof(name) - 1; k++)
 				if ((p[i + k] | 0x20) != (uint8_t)name[k])
 					break;
-			if (k == sizeof(name) - 1) {
-				size_t a = i + k, b = i + l;
+			if (k == sizeof(name) - 1 && p[i + k] == ':') {
+				size_t a = i + k + 1, b = i + l;
 
 				while (a < b && (p[a] == ' ' || p[a] == '\t'))
 					a++;

@@ -1653,9 +1653,11 @@ START_TEST(h2c_switch_heads)
 				   "Upgrade: websocket\r\n\r\n"),
 			  0);
 	/* not the Upgrade field: another name, a name that only starts so,
-	 * the token in the status line or in another field's value */
+	 * a control byte that | 0x20 would take for the colon, the
+	 * token in the status line or in another field's value */
 	ck_assert_uint_eq(h2c_head("HTTP/1.1 101 x\r\nUpgraded: h2c\r\n\r\n"), 0);
 	ck_assert_uint_eq(h2c_head("HTTP/1.1 101 x\r\nX-Upgrade: h2c\r\n\r\n"), 0);
+	ck_assert_uint_eq(h2c_head("HTTP/1.1 101 x\r\nUpgrade\x1a h2c\r\n\r\n"), 0);
 	ck_assert_uint_eq(h2c_head("Upgrade: h2c\r\n\r\n"), 0);
 	ck_assert_uint_eq(h2c_head("HTTP/1.1 101 x\r\nConnection: Upgrade: h2c\r\n"
 				   "\r\n"),
