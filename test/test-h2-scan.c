@@ -158,6 +158,9 @@ struct trace {
 };
 
 static struct h2_scan st;
+/* run() starts the scanner as the socket level does after a 101 to
+ * "Upgrade: h2c" (h2_scan_upgraded()). */
+static bool run_upgraded;
 
 static void
 snapshot(struct snap *sn)
@@ -222,6 +225,8 @@ run(struct trace *t,
 
 	t->n = t->nsnap = 0;
 	h2_scan_reset(&st, pre);
+	if (run_upgraded)
+		h2_scan_upgraded(&st);
 	for (ci = 0; ci <= ncuts; ci++) {
 		size_t b = ci < ncuts ? cuts[ci] : n, off = a;
 		int r;
@@ -403,6 +408,7 @@ setup(void)
 {
 	unsigned k;
 
+	run_upgraded = false;
 	memset(&cfg, 0, sizeof(cfg));
 	for (k = 0; k < N_NAMES; k++)
 		REQUIRE(h2_scan_config_add(&cfg, names[k]) == (int)k);
@@ -794,6 +800,54 @@ START_TEST(preface)
 	REQUIRE(h2_scan_gave_up(&st) && st.why == H2_SCAN_WHY_PREFACE);
 	h2_scan_reset(&st, 4);
 	REQUIRE(!h2_scan_gave_up(&st));
+}
+END_TEST
+
+/* After a 101 to "Upgrade: h2c" (RFC 7540 §3.2) stream 1 is the upgrade
+ * request, open without a HEADERS frame: a block the client sends on it
+ * (trailers of a request with a body) is no new request, the first new
+ * one is stream 3, and the preface still comes first, with empty HPACK
+ * tables.  Without h2_scan_upgraded() the block on stream 1 would be a
+ * new request (the socket level would make it the current one). */
+START_TEST(upgraded)
+{
+	static struct stream s;
+	static struct trace t;
+	unsigned i;
+
+	run_upgraded = true;
+	start(&s);
+	frame(&s, 1, EH | ES, 1, "\x82", 1);
+	get(&s, 3);
+	check(&s, &t);
+	i = 0;
+	want_get(&t, &i, 3);
+	want_end(&t, i, 0);
+	REQUIRE(h2_scan_stream(&st) == 3);
+
+	/* The preface is not optional. */
+	s.n = 0;
+	frame(&s, 4, 0, 0, NULL, 0);
+	get(&s, 3);
+	check(&s, &t);
+	REQUIRE(t.why == H2_SCAN_WHY_PREFACE);
+
+	/* Idempotent, and a scanner further on keeps its streams. */
+	h2_scan_reset(&st, 0);
+	h2_scan_upgraded(&st);
+	h2_scan_upgraded(&st);
+	REQUIRE(st.max_id == 1);
+	st.max_id = 7;
+	h2_scan_upgraded(&st);
+	REQUIRE(st.max_id == 7);
+	/* Without it, stream 1's block is a request. */
+	run_upgraded = false;
+	start(&s);
+	frame(&s, 1, EH | ES, 1, "\x82", 1);
+	check(&s, &t);
+	i = 0;
+	want_get(&t, &i, 1);
+	want_end(&t, i, 0);
 }
 END_TEST
 
@@ -1869,6 +1923,7 @@ TEST_SUITE(h2_scan_suite)
 	tcase_add_test(tc, rfc_c5_plain);
 	tcase_add_test(tc, rfc_c6_huffman);
 	tcase_add_test(tc, preface);
+	tcase_add_test(tc, upgraded);
 	tcase_add_test(tc, padded_priority);
 	tcase_add_test(tc, continuation);
 	tcase_add_test(tc, continuation_rules);
