@@ -27,7 +27,9 @@
  *    ("Upgrade: h2c", driven by the real curl with three URLs: the
  *    upgrade request is stream 1, the others come as streams 3 and 5),
  *    the 101 written before or after nghttp2_session_upgrade2() (or
- *    nghttp2_session_upgrade()), the
+ *    nghttp2_session_upgrade()), the session made before the 101 or
+ *    after it (the socket level followed the connection as HTTP/2 from
+ *    the 101 and hands it back), the
  *    responses sent one by one or all at once after the other streams'
  *    callbacks ran: stream 1's handling and every callback of its
  *    response run under its trace with the span the socket level gave
@@ -440,6 +442,11 @@ static const struct {
 	{{"--upgrade-first", NULL, NULL}, false},
 	/* the deprecated nghttp2_session_upgrade() */
 	{{"--upgrade-old", NULL, NULL}, false},
+	/* the session made only after the 101 is written: the socket level
+	 * followed the connection as HTTP/2 from the 101 on, and hands it
+	 * back at the session (preload/conn.c, conn_h2_undo()) */
+	{{"--upgrade-late", NULL, NULL}, false},
+	{{"--upgrade-late", "--batch", "3"}, true},
 	/* multiplexed (curl -Z): all three answered together, once the
 	 * other two were handled (their callbacks ran in between) */
 	{{"--upgrade", "--batch", "3"}, true},

@@ -45,6 +45,10 @@
  *                    101 is written (both orders are in use: Apache httpd
  *                    writes the 101 first, nghttpx queues it after)
  *     --upgrade-old  --upgrade with the deprecated nghttp2_session_upgrade()
+ *     --upgrade-late  --upgrade with the session made only after the 101 is
+ *                    written (a server that chooses HTTP/2 once it switched:
+ *                    the socket level followed the connection as HTTP/2 from
+ *                    the 101 until the session is made)
  *     --read-first   with prior knowledge: each connection's first bytes are
  *                    read with recv() before nghttp2_session_server_new()
  *                    makes its session (as a server that looks for the
@@ -97,7 +101,8 @@
 #define TPA_REUSE "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
 
 static bool opt_header2, opt_submit_data, opt_no_copy, opt_frame_send, opt_two_parts,
-	opt_data_first, opt_upgrade, opt_upgrade_first, opt_upgrade_old, opt_read_first;
+	opt_data_first, opt_upgrade, opt_upgrade_first, opt_upgrade_old,
+	opt_upgrade_late, opt_read_first;
 static unsigned opt_chunks, opt_batch;
 
 struct stream {
@@ -543,13 +548,16 @@ head_field(const char *head, const char *name, size_t *len)
 	return NULL;
 }
 
+static nghttp2_session *new_session(struct conn *c);
+
 /* Reads the HTTP/1.1 head that asks for the upgrade into buf (cap bytes,
- * NUL-terminated), answers it with 101 and upgrades session s, its
- * request becoming stream 1 (around the 101 as --upgrade-first says).
+ * NUL-terminated), answers it with 101 and upgrades session *s (made
+ * here, after the 101, when NULL), its request becoming stream 1 (around
+ * the 101 as --upgrade-first says).
  * Returns the stream's state, *rest and *n_rest the bytes read after the
  * head, or NULL (the head is not an h2c upgrade: 400 sent). */
 static struct stream *
-upgrade(nghttp2_session *s,
+upgrade(nghttp2_session **sp,
 	struct conn *c,
 	char *buf,
 	size_t cap,
@@ -599,6 +607,7 @@ upgrade(nghttp2_session *s,
 		copy(st->tp, sizeof(st->tp), (const uint8_t *)v, len);
 	}
 	for (i = 0; i < 2; i++) {
+		nghttp2_session *s;
 		int r;
 
 		if (i == (opt_upgrade_first ? 1 : 0)) {
@@ -606,6 +615,9 @@ upgrade(nghttp2_session *s,
 				break;
 			continue;
 		}
+		if (!*sp)
+			*sp = new_session(c);
+		s = *sp;
 		if (opt_upgrade_old)
 			r = nghttp2_session_upgrade(s, settings, (size_t)n, NULL);
 		else
@@ -623,25 +635,12 @@ upgrade(nghttp2_session *s,
 	return st;
 }
 
-static void *
-serve(void *arg)
+static nghttp2_session *
+new_session(struct conn *c)
 {
-	struct conn c = {.fd = (int)(long)arg, .tid = syscall(SYS_gettid)};
 	nghttp2_session_callbacks *cbs;
-	nghttp2_settings_entry set = {NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, 100};
 	nghttp2_session *s;
-	uint8_t buf[16384];
-	ssize_t first = 0;
 
-	if (opt_read_first) {
-		do
-			first = recv(c.fd, buf, sizeof(buf), 0);
-		while (first < 0 && errno == EINTR);
-		if (first <= 0) {
-			close(c.fd);
-			return NULL;
-		}
-	}
 	nghttp2_session_callbacks_new(&cbs);
 	nghttp2_session_callbacks_set_on_begin_headers_callback(cbs, on_begin_headers);
 	if (opt_header2)
@@ -660,17 +659,45 @@ serve(void *arg)
 		nghttp2_session_callbacks_set_on_frame_send_callback(cbs,
 								     on_frame_send);
 	}
-	nghttp2_session_server_new(&s, cbs, &c);
+	nghttp2_session_server_new(&s, cbs, c);
 	nghttp2_session_callbacks_del(cbs);
+	return s;
+}
+
+static void *
+serve(void *arg)
+{
+	struct conn c = {.fd = (int)(long)arg, .tid = syscall(SYS_gettid)};
+	nghttp2_settings_entry set = {NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, 100};
+	nghttp2_session *s = NULL;
+	uint8_t buf[16384];
+	ssize_t first = 0;
+
+	if (opt_read_first) {
+		do
+			first = recv(c.fd, buf, sizeof(buf), 0);
+		while (first < 0 && errno == EINTR);
+		if (first <= 0) {
+			close(c.fd);
+			return NULL;
+		}
+	}
+	if (!opt_upgrade_late)
+		s = new_session(&c);
 	serve_say("CONN %ld\n", c.tid);
 	if (opt_upgrade) {
 		const char *rest;
 		size_t n_rest;
 		struct stream *st =
-			upgrade(s, &c, (char *)buf, sizeof(buf), &n_rest, &rest);
+			upgrade(&s, &c, (char *)buf, sizeof(buf), &n_rest, &rest);
 
 		/* Stream 1 is the head's request, handled as soon as the
 		 * session has it; what came after the head is HTTP/2. */
+		if (!s) {
+			close(c.fd);
+			serve_say("CLOSED %ld\n", c.tid);
+			return NULL;
+		}
 		if (!st ||
 		    nghttp2_submit_settings(s, NGHTTP2_FLAG_NONE, &set, 1) != 0 ||
 		    handle(s, 1, st, &c) != 0 ||
@@ -974,6 +1001,8 @@ main(int argc, char **argv)
 			opt_upgrade = true;
 		} else if (strcmp(argv[i], "--upgrade-first") == 0) {
 			opt_upgrade = opt_upgrade_first = true;
+		} else if (strcmp(argv[i], "--upgrade-late") == 0) {
+			opt_upgrade = opt_upgrade_late = true;
 		} else if (strcmp(argv[i], "--upgrade-old") == 0) {
 			opt_upgrade = opt_upgrade_old = true;
 		} else if (strcmp(argv[i], "--read-first") == 0) {
