@@ -647,6 +647,213 @@ START_TEST(test_server_upgrade_other)
 }
 END_TEST
 
+/* ---- the socket level's "Upgrade: h2c" (helpers/h2-upgrade) ---- */
+
+#define TD  "6c2b1e0f9a8d7c6b5a4f3e2d1c0b9a88"
+#define TPD "00-" TD "-1a2b3c4d5e6f7081-01"
+
+/* Args for one curl: three URLs on one connection upgraded by "Upgrade:
+ * h2c", the first with traceparent tp1 (stream 1), the second with tp2
+ * (stream 3), the third without (stream 5).  argv has room for 32. */
+static void
+upgrade_curl(char **argv,
+	     char (*url)[128],
+	     char (*tp)[128],
+	     unsigned port,
+	     const char *tp1,
+	     const char *tp2)
+{
+	unsigned n = 0, i;
+
+	snprintf(tp[0], 128, "traceparent: %s", tp1);
+	snprintf(tp[1], 128, "traceparent: %s", tp2);
+	argv[n++] = CURL;
+	argv[n++] = "-sS";
+	argv[n++] = "--max-time";
+	argv[n++] = "20";
+	for (i = 0; i < 3; i++) {
+		snprintf(url[i], 128, "http://127.0.0.1:%u/%u", port, i);
+		if (i > 0)
+			argv[n++] = "--next";
+		argv[n++] = "--http2";
+		argv[n++] = "-o";
+		argv[n++] = "/dev/null";
+		argv[n++] = "-w";
+		argv[n++] = "%{http_version} %{response_code}\n";
+		if (i < 2) {
+			argv[n++] = "-H";
+			argv[n++] = tp[i];
+		}
+		argv[n++] = url[i];
+	}
+	argv[n] = NULL;
+}
+
+/* What helpers/h2-upgrade printed: per connection, the trace the thread
+ * showed at each step of streams 1, 3 and 5. */
+struct up_seen {
+	char head[40], read[6][40], wrote[6][40];
+	char all[1024]; /* every line, in [0] only, for messages */
+};
+
+static void
+upgrade_lines(struct it_server *s, struct up_seen *c, unsigned n_conns)
+{
+	char line[256], step[16], trace[40];
+	unsigned i, id;
+
+	memset(c, 0, sizeof(*c) * n_conns);
+	for (;;) {
+		test_child_readline(&s->child, line, sizeof(line), IT_TIMEOUT_MS);
+		if (strcmp(line, "END") == 0)
+			break;
+		if (strlen(c[0].all) + strlen(line) + 2 < sizeof(c[0].all))
+			strcat(strcat(c[0].all, line), "\n");
+		ck_assert_msg(sscanf(line, "%15s %u %u %39s", step, &i, &id, trace) ==
+					      4 &&
+				      i < n_conns && id % 2 == 1 && id < 6,
+			      "bad line: %s", line);
+		if (strcmp(step, "HEAD") == 0)
+			memcpy(c[i].head, trace, 40);
+		else if (strcmp(step, "READ") == 0)
+			memcpy(c[i].read[id], trace, 40);
+		else
+			memcpy(c[i].wrote[id], trace, 40);
+	}
+}
+
+/* test_upgrade_socket: how the 101 is written. */
+static const struct {
+	const char *opt[3];
+	bool followed;
+} up_variant[] = {
+	/* its head whole in one write, with the frames after it
+	 * (lighttpd's writev) */
+	{{NULL, NULL, NULL}, true},
+	/* split inside its Upgrade field: in doubt */
+	{{"--split", "50", NULL}, false},
+	/* split right after its status line: in doubt */
+	{{"--split", "34", NULL}, false},
+	/* the head whole, but the pool's long-lived entries all held by
+	 * idle h2c connections (768: CONN_POOL_N - CONN_POOL_RESERVE) */
+	{{"--fill", "768", NULL}, false},
+};
+
+/* A server with HTTP/2 code of its own (no nghttp2) upgrades a real
+ * curl's connection from HTTP/1.1 ("Upgrade: h2c"), three requests on
+ * it.  A 101 whose head is whole in one write makes the connection
+ * followed as HTTP/2 (preload/conn.c, "Upgrade: h2c"): stream 3 and 5
+ * show their own contexts while read and answered, never the upgrade
+ * request's.  One the shim cannot follow so (a 101 split across writes,
+ * no pool entry free: "in doubt") shows nothing after the client's
+ * preface, on reads and writes: not the upgrade request's context
+ * (old, before the h2c following: every later write showed it). */
+START_TEST(test_upgrade_socket)
+{
+	char path[4096], url[3][128], tp[2][128], *cargv[32], *out, *log;
+	char *sargv[] = {path, (char *)up_variant[_i].opt[0],
+			 (char *)up_variant[_i].opt[1], (char *)up_variant[_i].opt[2],
+			 NULL};
+	struct up_seen c;
+	struct it_server s;
+	unsigned id;
+
+	helper(path, sizeof(path), "h2-upgrade");
+	it_server_start(&s, sargv, true, NULL);
+	upgrade_curl(cargv, url, tp, s.port, TPA, TPB);
+	out = run(cargv, NULL, false);
+	ck_assert_msg(strcmp(out, "2 200\n2 200\n2 200\n") == 0, "curl:\n%s", out);
+	free(out);
+	upgrade_lines(&s, &c, 1);
+	ck_assert_str_eq(c.head, TA);
+	for (id = 3; id <= 5; id += 2) {
+		ck_assert_msg(strcmp(c.read[id], TA) != 0 &&
+				      strcmp(c.wrote[id], TA) != 0,
+			      "stream %u shows the upgrade request (read %s, wrote %s)",
+			      id, c.read[id], c.wrote[id]);
+		if (!up_variant[_i].followed) {
+			ck_assert_msg(strcmp(c.read[id], "none") == 0 &&
+					      strcmp(c.wrote[id], "none") == 0,
+				      "in doubt, stream %u shows read %s, wrote %s", id,
+				      c.read[id], c.wrote[id]);
+			continue;
+		}
+		ck_assert_str_eq(c.wrote[id], c.read[id]);
+		if (id == 3)
+			ck_assert_str_eq(c.read[id], TB);
+		else
+			ck_assert(strcmp(c.read[id], "none") != 0 &&
+				  strcmp(c.read[id], TB) != 0);
+	}
+	log = it_events(&s);
+	/* The path taken: pool-full logged only when the pool was full. */
+	ck_assert_msg((strstr(log, " reason=pool-full\n") != NULL) ==
+			      (up_variant[_i].opt[0] &&
+			       strcmp(up_variant[_i].opt[0], "--fill") == 0),
+		      "log:\n%s", log);
+	ck_assert_msg(it_events_spans(log, TA, NULL) == 1, "log:\n%s", log);
+	free(log);
+	it_server_stop(&s);
+}
+END_TEST
+
+/* Two curls, each with a connection upgraded by "Upgrade: h2c", served
+ * in lockstep by one thread: both heads read, both 101s written, then
+ * each round both streams read before either is answered.  Each
+ * connection is followed as HTTP/2 on its own: every read and write
+ * shows its own stream's context (the write of one connection's stream
+ * right after the read of the other's), never the other connection's or
+ * an upgrade request's. */
+START_TEST(test_upgrade_socket_two)
+{
+	char path[4096], url[2][3][128], tp[2][2][128], *cargv[2][32], line[256];
+	char *sargv[] = {path, "--conns", "2", NULL};
+	static const char *const want[2][2] = {{TA, TB}, {TC, TD}}, *const tps[2][2] = {
+									    {TPA, TPB},
+									    {TPC, TPD}};
+	struct up_seen c[2];
+	struct test_child curl[2];
+	struct it_server s;
+	unsigned k, i, id;
+
+	helper(path, sizeof(path), "h2-upgrade");
+	it_server_start(&s, sargv, true, NULL);
+	for (k = 0; k < 2; k++) {
+		upgrade_curl(cargv[k], url[k], tp[k], s.port, tps[k][0], tps[k][1]);
+		test_child_start(&curl[k], cargv[k], NULL, false);
+	}
+	for (k = 0; k < 2; k++) {
+		for (i = 0; i < 3; i++) {
+			test_child_readline(&curl[k], line, sizeof(line),
+					    IT_TIMEOUT_MS);
+			ck_assert_str_eq(line, "2 200");
+		}
+		ck_assert_int_eq(test_child_finish(&curl[k], IT_TIMEOUT_MS), 0);
+	}
+	upgrade_lines(&s, c, 2);
+	for (i = 0; i < 2; i++) {
+		/* Which curl the server accepted first is the kernel's. */
+		k = strcmp(c[i].head, TA) == 0 ? 0 : 1;
+		ck_assert_msg(strcmp(c[i].head, want[k][0]) == 0 &&
+				      strcmp(c[i].read[3], want[k][1]) == 0,
+			      "server:\n%s", c[0].all);
+		for (id = 3; id <= 5; id += 2) {
+			ck_assert_msg(strcmp(c[i].wrote[id], c[i].read[id]) == 0,
+				      "connection %u stream %u: read under %s, "
+				      "answered under %s",
+				      i, id, c[i].read[id], c[i].wrote[id]);
+			ck_assert_str_ne(c[i].read[id], "none");
+			ck_assert_str_ne(c[i].read[id], TA);
+			ck_assert_str_ne(c[i].read[id], TC);
+			ck_assert_str_ne(c[i].read[id], want[!k][1]);
+		}
+		ck_assert_str_ne(c[i].read[5], want[k][1]);
+		ck_assert_str_ne(c[i].read[5], c[!i].read[5]);
+	}
+	it_server_stop(&s);
+}
+END_TEST
+
 /* helpers/h2-reads: a server with HTTP/2 code of its own (the socket
  * level follows it, preload/conn.c, "HTTP/2") reads requests one per
  * read and answers none.  With a wait before each read, each request is
@@ -849,6 +1056,12 @@ TEST_SUITE(h2_suite)
 	helper(p, sizeof(p), "h2-loop");
 	if (access(p, X_OK) == 0)
 		tcase_add_test(tc, test_server_upgrade_other);
+	helper(p, sizeof(p), "h2-upgrade");
+	if (access(CURL, X_OK) == 0 && access(p, X_OK) == 0) {
+		tcase_add_loop_test(tc, test_upgrade_socket, 0,
+				    (int)(sizeof(up_variant) / sizeof(up_variant[0])));
+		tcase_add_test(tc, test_upgrade_socket_two);
+	}
 	helper(p, sizeof(p), "h2-reads");
 	if (access(p, X_OK) == 0)
 		tcase_add_loop_test(

@@ -1,0 +1,274 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* A cleartext HTTP/2 server with HTTP/2 code of its own (no nghttp2, as
+ * the socket level sees lighttpd's: preload/conn.c, "Upgrade: h2c") that
+ * upgrades each connection from HTTP/1.1 and writes the 101 the way a
+ * test needs, for real clients (curl --http2, several URLs on one
+ * connection: stream 1 is the upgrade request, then 3, 5, ...).  One
+ * thread, the connections handled in lockstep, so that what one reads
+ * comes between what another reads and writes.
+ *
+ *   h2-upgrade [--conns N] [--split K] [--fill N]
+ *     --conns N  serve N connections (1): each one's head is read, then
+ *                each gets its 101, then for each round each one's next
+ *                request is read, then each gets its response
+ *     --split K  write the 101's first K bytes alone, then the rest of
+ *                it with the server's SETTINGS and stream 1's response
+ *                (else all of it in one write)
+ *     --fill N   before READY, N idle connections to itself, each with
+ *                an HTTP/2 client preface read on the server's end (h2c
+ *                with prior knowledge: each holds a pool entry for its
+ *                life, as test/helpers/pipeline.c's "reserve" does)
+ *
+ * Prints "READY <port>", then after each step "<STEP> <conn> <stream>
+ * <trace-id the thread shows>" (or "none"): HEAD (the upgrade request's
+ * head read), WROTE (a response written: stream 1's with the 101), READ
+ * (a read that brought a request's HEADERS), and "END" once every client
+ * closed.  Every response is a HEADERS frame (:status 200, END_STREAM). */
+#include "config.h"
+
+#include "ctxobs.h"
+#include "listen-loopback.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define MAX_CONNS 4
+
+struct conn {
+	int fd;
+	uint8_t buf[16384];
+	size_t len;
+	bool preface, acked;
+	uint32_t last;
+};
+
+static void
+die(const char *what)
+{
+	perror(what);
+	exit(1);
+}
+
+static void
+seen(const char *step, unsigned conn, uint32_t stream)
+{
+	const struct otel_thread_ctx_record *r = ctxobs_record();
+	int i;
+
+	printf("%s %u %u ", step, conn, stream);
+	if (!r || r->valid != 1)
+		printf("none");
+	else
+		for (i = 0; i < 16; i++)
+			printf("%02x", r->trace_id[i]);
+	printf("\n");
+	fflush(stdout);
+}
+
+static void
+write_all(int fd, const void *p, size_t n)
+{
+	if (write(fd, p, n) != (ssize_t)n)
+		die("write");
+}
+
+/* One read of c's socket appended to its buffer; false at its end. */
+static bool
+read_more(struct conn *c)
+{
+	ssize_t n;
+
+	if (c->len == sizeof(c->buf))
+		die("buffer full");
+	n = read(c->fd, c->buf + c->len, sizeof(c->buf) - c->len);
+	if (n < 0)
+		die("read");
+	c->len += (size_t)n;
+	return n > 0;
+}
+
+static size_t
+frame(uint8_t *b, uint32_t len, uint8_t type, uint8_t flags, uint32_t stream)
+{
+	b[0] = (uint8_t)(len >> 16);
+	b[1] = (uint8_t)(len >> 8);
+	b[2] = (uint8_t)len;
+	b[3] = type;
+	b[4] = flags;
+	b[5] = (uint8_t)(stream >> 24);
+	b[6] = (uint8_t)(stream >> 16);
+	b[7] = (uint8_t)(stream >> 8);
+	b[8] = (uint8_t)stream;
+	return 9;
+}
+
+/* Stream's response at b: a HEADERS frame, ":status: 200" (HPACK static
+ * index 8), END_STREAM | END_HEADERS. */
+static size_t
+response(uint8_t *b, uint32_t stream)
+{
+	size_t n = frame(b, 1, 1, 0x5, stream);
+
+	b[n] = 0x88;
+	return n + 1;
+}
+
+/* Reads c until a HEADERS frame of a new stream is whole in its buffer;
+ * that stream, or 0 at the client's end. */
+static uint32_t
+next_request(struct conn *c)
+{
+	static const char preface[] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+	const size_t pl = sizeof(preface) - 1;
+
+	for (;;) {
+		size_t off = 0, flen;
+		uint32_t found = 0, id;
+
+		if (!c->preface && c->len >= pl) {
+			if (memcmp(c->buf, preface, pl) != 0)
+				die("no client preface");
+			c->preface = true;
+			off = pl;
+		}
+		while (c->preface && !found && c->len - off >= 9 &&
+		       c->len - off >= 9 + (flen = (size_t)c->buf[off] << 16 |
+						   (size_t)c->buf[off + 1] << 8 |
+						   c->buf[off + 2])) {
+			id = ((uint32_t)c->buf[off + 5] << 24 |
+			      (uint32_t)c->buf[off + 6] << 16 |
+			      (uint32_t)c->buf[off + 7] << 8 | c->buf[off + 8]) &
+			     0x7fffffff;
+			if (c->buf[off + 3] == 1 && id > c->last)
+				found = c->last = id;
+			off += 9 + flen;
+		}
+		memmove(c->buf, c->buf + off, c->len - off);
+		c->len -= off;
+		if (found)
+			return found;
+		if (!read_more(c))
+			return 0;
+	}
+}
+
+/* An idle h2c connection to itself (prior knowledge) whose preface the
+ * server's end read: the socket level follows it as HTTP/2. */
+static void
+fill_one(int l, const struct sockaddr_in *a)
+{
+	static const uint8_t start[] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+				       "\0\0\0\4\0\0\0\0\0";
+	uint8_t b[sizeof(start)];
+	size_t have = 0;
+	ssize_t n;
+	int cl = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), sv;
+
+	if (cl < 0 || connect(cl, (const struct sockaddr *)a, sizeof(*a)) != 0 ||
+	    (sv = accept4(l, NULL, NULL, SOCK_CLOEXEC)) < 0)
+		die("fill");
+	write_all(cl, start, sizeof(start) - 1);
+	while (have < sizeof(start) - 1) {
+		n = read(sv, b + have, sizeof(start) - 1 - have);
+		if (n <= 0)
+			die("fill read");
+		have += (size_t)n;
+	}
+}
+
+int
+main(int argc, char **argv)
+{
+	static const char switching[] = "HTTP/1.1 101 Switching Protocols\r\n"
+					"Connection: Upgrade\r\nUpgrade: h2c\r\n\r\n";
+	static struct conn conns[MAX_CONNS];
+	struct sockaddr_in a;
+	unsigned n_conns = 1, fill = 0, i, done;
+	size_t split = 0, n;
+	uint8_t out[256];
+	int l;
+
+	for (i = 1; i + 1 < (unsigned)argc; i += 2) {
+		if (strcmp(argv[i], "--conns") == 0)
+			n_conns = (unsigned)atoi(argv[i + 1]);
+		else if (strcmp(argv[i], "--split") == 0)
+			split = (size_t)atoi(argv[i + 1]);
+		else if (strcmp(argv[i], "--fill") == 0)
+			fill = (unsigned)atoi(argv[i + 1]);
+		else
+			break;
+	}
+	if (i != (unsigned)argc || !n_conns || n_conns > MAX_CONNS ||
+	    split >= sizeof(switching) - 1) {
+		fprintf(stderr,
+			"usage: h2-upgrade [--conns N] [--split K] [--fill N]\n");
+		return 2;
+	}
+	l = listen_loopback(1024, SOCK_CLOEXEC, &a);
+	if (l < 0)
+		die("listen");
+	for (i = 0; i < fill; i++)
+		fill_one(l, &a);
+	printf("READY %u\n", ntohs(a.sin_port));
+	fflush(stdout);
+
+	for (i = 0; i < n_conns; i++) {
+		struct conn *c = &conns[i];
+
+		if ((c->fd = accept4(l, NULL, NULL, SOCK_CLOEXEC)) < 0)
+			die("accept");
+		/* The client sends nothing after its head before the 101. */
+		do
+			if (!read_more(c))
+				die("no head");
+		while (c->len < 4 || memcmp(c->buf + c->len - 4, "\r\n\r\n", 4) != 0);
+		c->len = 0;
+		seen("HEAD", i, 1);
+	}
+	for (i = 0; i < n_conns; i++) {
+		/* The 101, the server's SETTINGS (empty), stream 1's
+		 * response: lighttpd's one writev. */
+		memcpy(out, switching, sizeof(switching) - 1);
+		n = sizeof(switching) - 1;
+		n += frame(out + n, 0, 4, 0, 0);
+		n += response(out + n, 1);
+		if (split)
+			write_all(conns[i].fd, out, split);
+		write_all(conns[i].fd, out + split, n - split);
+		seen("WROTE", i, 1);
+	}
+	for (done = 0; done < n_conns;) {
+		for (i = 0; i < n_conns; i++) {
+			if (conns[i].fd < 0)
+				continue;
+			if (!next_request(&conns[i])) {
+				close(conns[i].fd);
+				conns[i].fd = -1;
+				done++;
+				continue;
+			}
+			seen("READ", i, conns[i].last);
+		}
+		for (i = 0; i < n_conns; i++) {
+			struct conn *c = &conns[i];
+
+			if (c->fd < 0)
+				continue;
+			n = 0;
+			if (!c->acked) {
+				n += frame(out, 0, 4, 1, 0); /* SETTINGS ACK */
+				c->acked = true;
+			}
+			n += response(out + n, c->last);
+			write_all(c->fd, out, n);
+			seen("WROTE", i, c->last);
+		}
+	}
+	printf("END\n");
+	fflush(stdout);
+	return 0;
+}
