@@ -730,6 +730,9 @@ static const struct {
 	/* its head whole in one write, with the frames after it
 	 * (lighttpd's writev) */
 	{{NULL, NULL, NULL}, true},
+	/* its head whole in one write, the frames in the next: followed,
+	 * the server's frame walk starts at that next write */
+	{{"--split", "71", NULL}, true},
 	/* split inside its Upgrade field: in doubt */
 	{{"--split", "50", NULL}, false},
 	/* split right after its status line: in doubt */

@@ -11,9 +11,10 @@
  *     --conns N  serve N connections (1): each one's head is read, then
  *                each gets its 101, then for each round each one's next
  *                request is read, then each gets its response
- *     --split K  write the 101's first K bytes alone, then the rest of
- *                it with the server's SETTINGS and stream 1's response
- *                (else all of it in one write)
+ *     --split K  write the 101's first K bytes alone (K up to its
+ *                length, 71), then the rest of it with the server's
+ *                SETTINGS and stream 1's response (else all of it in one
+ *                write)
  *     --fill N   before READY, N idle connections to itself, each with
  *                an HTTP/2 client preface read on the server's end (h2c
  *                with prior knowledge: each holds a pool entry for its
@@ -203,7 +204,7 @@ main(int argc, char **argv)
 			break;
 	}
 	if (i != (unsigned)argc || !n_conns || n_conns > MAX_CONNS ||
-	    split >= sizeof(switching) - 1) {
+	    split > sizeof(switching) - 1) {
 		fprintf(stderr,
 			"usage: h2-upgrade [--conns N] [--split K] [--fill N]\n");
 		return 2;
