@@ -692,7 +692,7 @@ upgrade_curl(char **argv,
 /* What helpers/h2-upgrade printed: per connection, the trace the thread
  * showed at each step of streams 1, 3 and 5. */
 struct up_seen {
-	char head[40], read[6][40], wrote[6][40];
+	char head[40], read[6][40], wrote[6][40], fcgi[40];
 	char all[1024]; /* every line, in [0] only, for messages */
 };
 
@@ -709,6 +709,8 @@ upgrade_lines(struct it_server *s, struct up_seen *c, unsigned n_conns)
 			break;
 		if (strlen(c[0].all) + strlen(line) + 2 < sizeof(c[0].all))
 			strcat(strcat(c[0].all, line), "\n");
+		if (sscanf(line, "FCGI 0 0 %39s", c[0].fcgi) == 1)
+			continue;
 		ck_assert_msg(sscanf(line, "%15s %u %u %39s", step, &i, &id, trace) ==
 					      4 &&
 				      i < n_conns && id % 2 == 1 && id < 6,
@@ -853,6 +855,47 @@ START_TEST(test_upgrade_socket_two)
 		ck_assert_str_ne(c[i].read[5], want[k][1]);
 		ck_assert_str_ne(c[i].read[5], c[!i].read[5]);
 	}
+	it_server_stop(&s);
+}
+END_TEST
+
+/* test_upgrade_socket_undo: the idle h2c connections that hold the
+ * pool's long-lived entries (768 of them: CONN_POOL_N -
+ * CONN_POOL_RESERVE), and the FastCGI request's context then. */
+static const struct {
+	const char *fill, *fcgi;
+} undo_variant[] = {
+	/* the upgraded connection takes the last one, gives it back */
+	{"767", "7f0e1d2c3b4a59687766554433221100"},
+	/* none for it (in doubt): none for the FastCGI connection either,
+	 * the control that the fill leaves it no other */
+	{"768", "none"},
+};
+
+/* A connection followed as HTTP/2 from its 101 (whole in one write) in a
+ * process that then makes an nghttp2 server session is handed back
+ * (preload/conn.c, conn_h2_undo()): its pool entry with it.  The pool's
+ * long-lived entries but the one the upgrade takes are held by idle h2c
+ * connections; a FastCGI connection (FCGI_KEEP_CONN) made after the
+ * session gets that entry back, so its request shows its context. */
+START_TEST(test_upgrade_socket_undo)
+{
+	char path[4096], url[3][128], tp[2][128], *cargv[32], *out;
+	char *sargv[] = {path, "--fill", (char *)undo_variant[_i].fill, "--lib", NULL};
+	struct up_seen c;
+	struct it_server s;
+
+	helper(path, sizeof(path), "h2-upgrade");
+	it_server_start(&s, sargv, true, NULL);
+	upgrade_curl(cargv, url, tp, s.port, TPA, TPB);
+	out = run(cargv, NULL, false);
+	ck_assert_msg(strcmp(out, "2 200\n2 200\n2 200\n") == 0, "curl:\n%s", out);
+	free(out);
+	upgrade_lines(&s, &c, 1);
+	ck_assert_str_eq(c.head, TA);
+	ck_assert_msg(strcmp(c.fcgi, undo_variant[_i].fcgi) == 0,
+		      "FastCGI request shows %s, not %s:\n%s", c.fcgi,
+		      undo_variant[_i].fcgi, c.all);
 	it_server_stop(&s);
 }
 END_TEST
@@ -1064,6 +1107,9 @@ TEST_SUITE(h2_suite)
 		tcase_add_loop_test(tc, test_upgrade_socket, 0,
 				    (int)(sizeof(up_variant) / sizeof(up_variant[0])));
 		tcase_add_test(tc, test_upgrade_socket_two);
+		tcase_add_loop_test(
+			tc, test_upgrade_socket_undo, 0,
+			(int)(sizeof(undo_variant) / sizeof(undo_variant[0])));
 	}
 	helper(p, sizeof(p), "h2-reads");
 	if (access(p, X_OK) == 0)

@@ -1,13 +1,14 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* A cleartext HTTP/2 server with HTTP/2 code of its own (no nghttp2, as
- * the socket level sees lighttpd's: preload/conn.c, "Upgrade: h2c") that
+/* A cleartext HTTP/2 server with HTTP/2 code of its own (no nghttp2
+ * session but with --lib, as the socket level sees lighttpd's:
+ * preload/conn.c, "Upgrade: h2c") that
  * upgrades each connection from HTTP/1.1 and writes the 101 the way a
  * test needs, for real clients (curl --http2, several URLs on one
  * connection: stream 1 is the upgrade request, then 3, 5, ...).  One
  * thread, the connections handled in lockstep, so that what one reads
  * comes between what another reads and writes.
  *
- *   h2-upgrade [--conns N] [--split K] [--fill N]
+ *   h2-upgrade [--conns N] [--split K] [--fill N] [--lib]
  *     --conns N  serve N connections (1): each one's head is read, then
  *                each gets its 101, then for each round each one's next
  *                request is read, then each gets its response
@@ -19,12 +20,21 @@
  *                an HTTP/2 client preface read on the server's end (h2c
  *                with prior knowledge: each holds a pool entry for its
  *                life, as test/helpers/pipeline.c's "reserve" does)
+ *     --lib      once the 101s are written, make (and delete) an nghttp2
+ *                server session, as a server that chooses its HTTP/2
+ *                code once it switched: the socket level hands the
+ *                connections back (preload/conn.c, conn_h2_undo()); then
+ *                a FastCGI connection to itself (FCGI_KEEP_CONN, which
+ *                holds a pool entry for its life) reads a request with
+ *                traceparent TPF and prints "FCGI <trace-id shown>": with
+ *                --fill, it gets an entry only if the undone connections
+ *                gave theirs back
  *
  * Prints "READY <port>", then after each step "<STEP> <conn> <stream>
  * <trace-id the thread shows>" (or "none"): HEAD (the upgrade request's
  * head read), WROTE (a response written: stream 1's with the 101), READ
- * (a read that brought a request's HEADERS), and "END" once every client
- * closed.  Every response is a HEADERS frame (:status 200, END_STREAM). */
+ * (a read that brought a request's HEADERS), FCGI (--lib), and "END"
+ * once every client closed.  Every response is a HEADERS frame (:status 200, END_STREAM). */
 #include "config.h"
 
 #include "ctxobs.h"
@@ -36,6 +46,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#include <nghttp2/nghttp2.h>
+
+#define TPF "00-7f0e1d2c3b4a59687766554433221100-0102030405060708-01"
 
 #define MAX_CONNS 4
 
@@ -181,6 +195,86 @@ fill_one(int l, const struct sockaddr_in *a)
 	}
 }
 
+static void
+read_n(int fd, size_t n)
+{
+	uint8_t b[512];
+	ssize_t r;
+
+	while (n) {
+		r = read(fd, b, n < sizeof(b) ? n : sizeof(b));
+		if (r <= 0)
+			die("read");
+		n -= (size_t)r;
+	}
+}
+
+static size_t
+fcgi_rec(uint8_t *b, uint8_t type, size_t len)
+{
+	b[0] = 1;
+	b[1] = type;
+	b[2] = 0;
+	b[3] = 1;
+	b[4] = (uint8_t)(len >> 8);
+	b[5] = (uint8_t)len;
+	b[6] = b[7] = 0;
+	return 8;
+}
+
+static size_t
+fcgi_nv(uint8_t *b, const char *name, const char *value)
+{
+	size_t nl = strlen(name), vl = strlen(value);
+
+	b[0] = (uint8_t)nl;
+	b[1] = (uint8_t)vl;
+	memcpy(b + 2, name, nl);
+	memcpy(b + 2 + nl, value, vl);
+	return 2 + nl + vl;
+}
+
+/* --lib: the nghttp2 session, then the FastCGI connection. */
+static void
+lib_then_fcgi(int l, const struct sockaddr_in *a)
+{
+	nghttp2_session_callbacks *cbs;
+	nghttp2_session *s;
+	uint8_t b[256];
+	size_t n, p;
+	int cl, sv;
+
+	if (nghttp2_session_callbacks_new(&cbs) != 0 ||
+	    nghttp2_session_server_new(&s, cbs, NULL) != 0)
+		die("nghttp2 session");
+	nghttp2_session_del(s);
+	nghttp2_session_callbacks_del(cbs);
+
+	cl = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (cl < 0 || connect(cl, (const struct sockaddr *)a, sizeof(*a)) != 0 ||
+	    (sv = accept4(l, NULL, NULL, SOCK_CLOEXEC)) < 0)
+		die("fcgi");
+	/* FCGI_BEGIN_REQUEST, FCGI_RESPONDER, FCGI_KEEP_CONN. */
+	n = fcgi_rec(b, 1, 8);
+	memset(b + n, 0, 8);
+	b[n + 1] = 1;
+	b[n + 2] = 1;
+	n += 8;
+	write_all(cl, b, n);
+	read_n(sv, n);
+	p = 8;
+	p += fcgi_nv(b + p, "REQUEST_METHOD", "GET");
+	p += fcgi_nv(b + p, "REQUEST_URI", "/fcgi");
+	p += fcgi_nv(b + p, "HTTP_TRACEPARENT", TPF);
+	(void)fcgi_rec(b, 4, p - 8);
+	p += fcgi_rec(b + p, 4, 0);
+	write_all(cl, b, p);
+	read_n(sv, p);
+	seen("FCGI", 0, 0);
+	close(cl);
+	close(sv);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -191,22 +285,27 @@ main(int argc, char **argv)
 	unsigned n_conns = 1, fill = 0, i, done;
 	size_t split = 0, n;
 	uint8_t out[256];
+	bool lib = false;
 	int l;
 
-	for (i = 1; i + 1 < (unsigned)argc; i += 2) {
-		if (strcmp(argv[i], "--conns") == 0)
-			n_conns = (unsigned)atoi(argv[i + 1]);
-		else if (strcmp(argv[i], "--split") == 0)
-			split = (size_t)atoi(argv[i + 1]);
-		else if (strcmp(argv[i], "--fill") == 0)
-			fill = (unsigned)atoi(argv[i + 1]);
+	for (i = 1; i < (unsigned)argc; i++) {
+		const char *v = i + 1 < (unsigned)argc ? argv[i + 1] : NULL;
+
+		if (strcmp(argv[i], "--lib") == 0)
+			lib = true;
+		else if (v && strcmp(argv[i], "--conns") == 0)
+			n_conns = (unsigned)atoi(argv[++i]);
+		else if (v && strcmp(argv[i], "--split") == 0)
+			split = (size_t)atoi(argv[++i]);
+		else if (v && strcmp(argv[i], "--fill") == 0)
+			fill = (unsigned)atoi(argv[++i]);
 		else
 			break;
 	}
 	if (i != (unsigned)argc || !n_conns || n_conns > MAX_CONNS ||
 	    split > sizeof(switching) - 1) {
-		fprintf(stderr,
-			"usage: h2-upgrade [--conns N] [--split K] [--fill N]\n");
+		fprintf(stderr, "usage: h2-upgrade [--conns N] [--split K] [--fill N] "
+				"[--lib]\n");
 		return 2;
 	}
 	l = listen_loopback(1024, SOCK_CLOEXEC, &a);
@@ -242,6 +341,8 @@ main(int argc, char **argv)
 		write_all(conns[i].fd, out + split, n - split);
 		seen("WROTE", i, 1);
 	}
+	if (lib)
+		lib_then_fcgi(l, &a);
 	for (done = 0; done < n_conns;) {
 		for (i = 0; i < n_conns; i++) {
 			if (conns[i].fd < 0)
