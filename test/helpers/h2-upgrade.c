@@ -45,6 +45,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <nghttp2/nghttp2.h>
@@ -285,6 +286,7 @@ main(int argc, char **argv)
 	unsigned n_conns = 1, fill = 0, i, done;
 	size_t split = 0, n;
 	uint8_t out[256];
+	struct rlimit rl;
 	bool lib = false;
 	int l;
 
@@ -307,6 +309,12 @@ main(int argc, char **argv)
 		fprintf(stderr, "usage: h2-upgrade [--conns N] [--split K] [--fill N] "
 				"[--lib]\n");
 		return 2;
+	}
+	/* --fill holds two descriptors a connection (pipeline.c's way). */
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < 4096 &&
+	    rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max < 4096 ? rl.rlim_max : 4096;
+		(void)setrlimit(RLIMIT_NOFILE, &rl);
 	}
 	l = listen_loopback(1024, SOCK_CLOEXEC, &a);
 	if (l < 0)
