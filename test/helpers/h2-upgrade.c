@@ -8,7 +8,7 @@
  * thread, the connections handled in lockstep, so that what one reads
  * comes between what another reads and writes.
  *
- *   h2-upgrade [--conns N] [--split K] [--fill N] [--lib]
+ *   h2-upgrade [--conns N] [--split K | --writev K] [--fill N] [--lib]
  *     --conns N  serve N connections (1): each one's head is read, then
  *                each gets its 101, then for each round each one's next
  *                request is read, then each gets its response
@@ -16,6 +16,8 @@
  *                length, 71), then the rest of it with the server's
  *                SETTINGS and stream 1's response (else all of it in one
  *                write)
+ *     --writev K  all of it in one writev, its first K bytes one iovec,
+ *                the rest another
  *     --fill N   before READY, N idle connections to itself, each with
  *                an HTTP/2 client preface read on the server's end (h2c
  *                with prior knowledge: each holds a pool entry for its
@@ -46,6 +48,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <nghttp2/nghttp2.h>
@@ -284,7 +287,7 @@ main(int argc, char **argv)
 	static struct conn conns[MAX_CONNS];
 	struct sockaddr_in a;
 	unsigned n_conns = 1, fill = 0, i, done;
-	size_t split = 0, n;
+	size_t split = 0, iov_at = 0, n;
 	uint8_t out[256];
 	struct rlimit rl;
 	bool lib = false;
@@ -299,15 +302,19 @@ main(int argc, char **argv)
 			n_conns = (unsigned)atoi(argv[++i]);
 		else if (v && strcmp(argv[i], "--split") == 0)
 			split = (size_t)atoi(argv[++i]);
+		else if (v && strcmp(argv[i], "--writev") == 0)
+			iov_at = (size_t)atoi(argv[++i]);
 		else if (v && strcmp(argv[i], "--fill") == 0)
 			fill = (unsigned)atoi(argv[++i]);
 		else
 			break;
 	}
 	if (i != (unsigned)argc || !n_conns || n_conns > MAX_CONNS ||
-	    split > sizeof(switching) - 1) {
-		fprintf(stderr, "usage: h2-upgrade [--conns N] [--split K] [--fill N] "
-				"[--lib]\n");
+	    split > sizeof(switching) - 1 || iov_at > sizeof(switching) - 1 ||
+	    (split && iov_at)) {
+		fputs("usage: h2-upgrade [--conns N] [--split K | --writev K]\n"
+		      "                  [--fill N] [--lib]\n",
+		      stderr);
 		return 2;
 	}
 	/* --fill holds two descriptors a connection (pipeline.c's way). */
@@ -344,6 +351,14 @@ main(int argc, char **argv)
 		n = sizeof(switching) - 1;
 		n += frame(out + n, 0, 4, 0, 0);
 		n += response(out + n, 1);
+		if (iov_at) {
+			struct iovec v[2] = {{out, iov_at}, {out + iov_at, n - iov_at}};
+
+			if (writev(conns[i].fd, v, 2) != (ssize_t)n)
+				die("writev");
+			seen("WROTE", i, 1);
+			continue;
+		}
 		if (split)
 			write_all(conns[i].fd, out, split);
 		write_all(conns[i].fd, out + split, n - split);
