@@ -11,7 +11,9 @@
 
 #include <dlfcn.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
 /* The calling thread's published record, or NULL. */
 static inline const struct otel_thread_ctx_record *
@@ -22,28 +24,45 @@ ctxobs_record(void)
 	return slot ? (const struct otel_thread_ctx_record *)*slot : NULL;
 }
 
+/* n bytes at b in lowercase hex into out (2n + 1 bytes). */
+static inline void
+ctxobs_hex(char *out, const uint8_t *b, size_t n)
+{
+	static const char hex[] = "0123456789abcdef";
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		out[2 * i] = hex[b[i] >> 4];
+		out[2 * i + 1] = hex[b[i] & 15];
+	}
+	out[2 * n] = '\0';
+}
+
+/* The calling thread's trace-id in hex, or "none", in out. */
+static inline __attribute__((unused)) const char *
+ctxobs_trace(char out[33])
+{
+	const struct otel_thread_ctx_record *r = ctxobs_record();
+
+	if (!r || r->valid != 1)
+		return strcpy(out, "none");
+	ctxobs_hex(out, r->trace_id, 16);
+	return out;
+}
+
 /* "trace=<32 hex> span=<16 hex>", or "trace=- span=-" for none. */
 static inline void
 ctxobs_format(char *out, size_t n)
 {
-	static const char hex[] = "0123456789abcdef";
 	const struct otel_thread_ctx_record *r = ctxobs_record();
 	char t[33], s[17];
-	int i;
 
 	if (!r || r->valid != 1) {
 		snprintf(out, n, "trace=- span=-");
 		return;
 	}
-	for (i = 0; i < 16; i++) {
-		t[2 * i] = hex[r->trace_id[i] >> 4];
-		t[2 * i + 1] = hex[r->trace_id[i] & 15];
-	}
-	for (i = 0; i < 8; i++) {
-		s[2 * i] = hex[r->span_id[i] >> 4];
-		s[2 * i + 1] = hex[r->span_id[i] & 15];
-	}
-	t[32] = s[16] = '\0';
+	ctxobs_hex(t, r->trace_id, 16);
+	ctxobs_hex(s, r->span_id, 8);
 	snprintf(out, n, "trace=%s span=%s", t, s);
 }
 

@@ -12,11 +12,10 @@
  * and "STREAM1-READ <trace>" from stream 1's data source. */
 #include "config.h"
 
+#include "ctxobs.h"
 #include "listen-loopback.h"
-#include "thread-record.h"
 
 #include <arpa/inet.h>
-#include <dlfcn.h>
 #include <netinet/in.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -32,17 +31,9 @@ static int server_a;
 static void
 seen(const char *step)
 {
-	void **slot = dlsym(RTLD_DEFAULT, "otel_thread_ctx_v1");
-	const struct otel_thread_ctx_record *r = slot ? *slot : NULL;
-	int i;
+	char t[33];
 
-	printf("%s ", step);
-	if (!r || !r->valid)
-		printf("none");
-	else
-		for (i = 0; i < 16; i++)
-			printf("%02x", r->trace_id[i]);
-	printf("\n");
+	printf("%s %s\n", step, ctxobs_trace(t));
 	fflush(stdout);
 }
 

@@ -42,16 +42,9 @@ die(const char *what)
 static void
 seen(unsigned stream)
 {
-	const struct otel_thread_ctx_record *r = ctxobs_record();
-	int i;
+	char t[33];
 
-	printf("REQ %u ", stream);
-	if (!r || !r->valid)
-		printf("none");
-	else
-		for (i = 0; i < 16; i++)
-			printf("%02x", r->trace_id[i]);
-	printf("\n");
+	printf("REQ %u %s\n", stream, ctxobs_trace(t));
 }
 
 static void

@@ -78,9 +78,8 @@
  * "path=<path>\n".  Exits when stdin is closed. */
 #include "config.h"
 
-#include "thread-record.h"
+#include "ctxobs.h"
 
-#include <dlfcn.h>
 #include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -125,22 +124,6 @@ struct conn {
 	unsigned n_due;
 	int32_t due[BATCH_MAX]; /* --two-parts: first part sent */
 };
-
-/* The trace-id this thread publishes, if a preloaded library does. */
-static void
-seen_trace(char out[33])
-{
-	void **slot = dlsym(RTLD_DEFAULT, "otel_thread_ctx_v1");
-	const struct otel_thread_ctx_record *r = slot ? *slot : NULL;
-	int i;
-
-	if (!r || !r->valid) {
-		strcpy(out, "none");
-		return;
-	}
-	for (i = 0; i < 16; i++)
-		sprintf(out + 2 * i, "%02x", r->trace_id[i]);
-}
 
 static void
 copy(char *dst, size_t cap, const uint8_t *v, size_t len)
@@ -243,7 +226,7 @@ read_body(nghttp2_session *s,
 	if (n > len)
 		n = len;
 	if (opt_chunks) {
-		seen_trace(seen);
+		(void)ctxobs_trace(seen);
 		serve_say("CHUNK %ld %d %zu %s\n", c->tid, id, n, seen);
 		c->n_chunks++;
 	}
@@ -334,7 +317,7 @@ send_data(nghttp2_session *s,
 	char seen[33];
 
 	(void)s;
-	seen_trace(seen);
+	(void)ctxobs_trace(seen);
 	serve_say("SENDDATA %ld %d %zu %s\n", c->tid, f->hd.stream_id, length, seen);
 	/* No padding callback is set: DATA frames carry no padding. */
 	if (f->data.padlen > 0 || length > st->body_len - st->sent ||
@@ -351,7 +334,7 @@ say_frame(const char *what, const nghttp2_frame *f, void *ud)
 	struct conn *c = ud;
 	char seen[33];
 
-	seen_trace(seen);
+	(void)ctxobs_trace(seen);
 	serve_say("%s %ld %d %u %s\n", what, c->tid, f->hd.stream_id, f->hd.type, seen);
 }
 
@@ -412,7 +395,7 @@ handle(nghttp2_session *s, int32_t id, struct stream *st, struct conn *c)
 	char seen[33];
 	unsigned i;
 
-	seen_trace(seen);
+	(void)ctxobs_trace(seen);
 	serve_say("REQ %ld %d %s %s %u %s %s\n", c->tid, id, st->method, st->path,
 		  st->n_tp, st->tp, seen);
 	serve_maybe_block(c->tid, st->path);
@@ -479,7 +462,7 @@ on_stream_close(nghttp2_session *s, int32_t id, uint32_t err, void *ud)
 	if (opt_frame_send) {
 		char seen[33];
 
-		seen_trace(seen);
+		(void)ctxobs_trace(seen);
 		serve_say("CLOSE %ld %d %s\n", c->tid, id, seen);
 	}
 	if (st) {
@@ -716,7 +699,7 @@ serve(void *arg)
 		ssize_t n;
 		int more;
 
-		seen_trace(before);
+		(void)ctxobs_trace(before);
 		do {
 			if (h2_flush(s, c.fd) < 0)
 				goto out;
@@ -724,7 +707,7 @@ serve(void *arg)
 		if (more < 0)
 			break;
 		if (c.n_chunks != chunks) {
-			seen_trace(after);
+			(void)ctxobs_trace(after);
 			serve_say("SENT %ld %s %s\n", c.tid, before, after);
 		}
 		n = recv(c.fd, buf, sizeof(buf), 0);
@@ -830,7 +813,7 @@ ru_read(nghttp2_session *s,
 	(void)id;
 	(void)src;
 	(void)ud;
-	seen_trace(ru.seen);
+	(void)ctxobs_trace(ru.seen);
 	if (len < 2)
 		return NGHTTP2_ERR_CALLBACK_FAILURE;
 	memcpy(buf, "ok", 2);

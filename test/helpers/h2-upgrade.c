@@ -75,16 +75,9 @@ die(const char *what)
 static void
 seen(const char *step, unsigned conn, uint32_t stream)
 {
-	const struct otel_thread_ctx_record *r = ctxobs_record();
-	int i;
+	char t[33];
 
-	printf("%s %u %u ", step, conn, stream);
-	if (!r || r->valid != 1)
-		printf("none");
-	else
-		for (i = 0; i < 16; i++)
-			printf("%02x", r->trace_id[i]);
-	printf("\n");
+	printf("%s %u %u %s\n", step, conn, stream, ctxobs_trace(t));
 	fflush(stdout);
 }
 
