@@ -40,6 +40,7 @@
 #include "config.h"
 
 #include "ctxobs.h"
+#include "fcgi-build.h"
 #include "listen-loopback.h"
 
 #include <stdbool.h>
@@ -206,31 +207,6 @@ read_n(int fd, size_t n)
 	}
 }
 
-static size_t
-fcgi_rec(uint8_t *b, uint8_t type, size_t len)
-{
-	b[0] = 1;
-	b[1] = type;
-	b[2] = 0;
-	b[3] = 1;
-	b[4] = (uint8_t)(len >> 8);
-	b[5] = (uint8_t)len;
-	b[6] = b[7] = 0;
-	return 8;
-}
-
-static size_t
-fcgi_nv(uint8_t *b, const char *name, const char *value)
-{
-	size_t nl = strlen(name), vl = strlen(value);
-
-	b[0] = (uint8_t)nl;
-	b[1] = (uint8_t)vl;
-	memcpy(b + 2, name, nl);
-	memcpy(b + 2 + nl, value, vl);
-	return 2 + nl + vl;
-}
-
 /* --lib: the nghttp2 session, then the FastCGI connection. */
 static void
 lib_then_fcgi(int l, const struct sockaddr_in *a)
@@ -251,20 +227,10 @@ lib_then_fcgi(int l, const struct sockaddr_in *a)
 	if (cl < 0 || connect(cl, (const struct sockaddr *)a, sizeof(*a)) != 0 ||
 	    (sv = accept4(l, NULL, NULL, SOCK_CLOEXEC)) < 0)
 		die("fcgi");
-	/* FCGI_BEGIN_REQUEST, FCGI_RESPONDER, FCGI_KEEP_CONN. */
-	n = fcgi_rec(b, 1, 8);
-	memset(b + n, 0, 8);
-	b[n + 1] = 1;
-	b[n + 2] = 1;
-	n += 8;
+	n = fcgi_begin(b);
 	write_all(cl, b, n);
 	read_n(sv, n);
-	p = 8;
-	p += fcgi_nv(b + p, "REQUEST_METHOD", "GET");
-	p += fcgi_nv(b + p, "REQUEST_URI", "/fcgi");
-	p += fcgi_nv(b + p, "HTTP_TRACEPARENT", TPF);
-	(void)fcgi_rec(b, 4, p - 8);
-	p += fcgi_rec(b + p, 4, 0);
+	p = fcgi_get(b, "/fcgi", TPF);
 	write_all(cl, b, p);
 	read_n(sv, p);
 	seen("FCGI", 0, 0);

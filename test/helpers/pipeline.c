@@ -68,6 +68,7 @@
  * Prints "RESULT <mode> ok=... none=... wrong=..." and exits 0 when every
  * check held, 1 otherwise.  POOL is conn.c's CONN_POOL_N, RESERVE its
  * CONN_POOL_RESERVE, QUEUE_MAX its CONN_QUEUE_MAX. */
+#include "fcgi-build.h"
 #include "listen-loopback.h"
 #include "self-check.h"
 
@@ -958,35 +959,6 @@ t_gaveup(void)
 
 /* ---- reserve ---- */
 
-/* A FastCGI record header: version 1, type, request id 1, content length,
- * no padding. */
-static size_t
-fcgi_rec(uint8_t *b, unsigned type, size_t len)
-{
-	b[0] = 1;
-	b[1] = (uint8_t)type;
-	b[2] = 0;
-	b[3] = 1;
-	b[4] = (uint8_t)(len >> 8);
-	b[5] = (uint8_t)len;
-	b[6] = 0;
-	b[7] = 0;
-	return 8;
-}
-
-/* One name-value pair of FCGI_PARAMS (both shorter than 128 bytes). */
-static size_t
-fcgi_nv(uint8_t *b, const char *name, const char *value)
-{
-	size_t nl = strlen(name), vl = strlen(value);
-
-	b[0] = (uint8_t)nl;
-	b[1] = (uint8_t)vl;
-	memcpy(b + 2, name, nl);
-	memcpy(b + 2 + nl, value, vl);
-	return 2 + nl + vl;
-}
-
 /* An HTTP/2 frame header on stream 1 (0: the connection's). */
 static size_t
 h2_frame(uint8_t *b, size_t len, unsigned type, unsigned flags, unsigned stream)
@@ -1031,11 +1003,7 @@ long_start(bool h2, uint8_t *b)
 		n = sizeof(preface) - 1;
 		return n + h2_frame(b + n, 0, 4, 0, 0);
 	}
-	n = fcgi_rec(b, 1, 8);
-	memset(b + n, 0, 8);
-	b[n + 1] = 1; /* FCGI_RESPONDER */
-	b[n + 2] = 1; /* FCGI_KEEP_CONN */
-	return n + 8;
+	return fcgi_begin(b);
 }
 
 /* Request k on a connection started with long_start(): the FastCGI
@@ -1060,12 +1028,7 @@ long_request(bool h2, uint8_t *b, unsigned k)
 		(void)h2_frame(b, body - 9, 1, 0x5, 1);
 		return body;
 	}
-	body = 8;
-	body += fcgi_nv(b + body, "REQUEST_METHOD", "GET");
-	body += fcgi_nv(b + body, "REQUEST_URI", path);
-	body += fcgi_nv(b + body, "HTTP_TRACEPARENT", tp);
-	(void)fcgi_rec(b, 4, body - 8);
-	return body + fcgi_rec(b + body, 4, 0);
+	return fcgi_get(b, path, tp);
 }
 
 /* Request k on long connection (cli, srv): does the server's read publish
