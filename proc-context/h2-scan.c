@@ -3,6 +3,7 @@
 #include "config.h"
 
 #include "h2-scan.h"
+#include "h2-huff.h"
 
 #include <errno.h>
 #include <string.h>
@@ -120,10 +121,11 @@ static const struct static_entry static_table[62] = {
  * follows the previous length's last (checked against the RFC's table by
  * test/test-h2-scan.c through its Appendix C vectors and libnghttp2's
  * encoder over every byte value).  So a code is decoded from the next 30
- * bits by its length alone: the codes of up to 8 bits (the letters,
- * digits and most punctuation) by one lookup of the next 8 bits, longer
- * ones by comparing against each length's last code.  The tables below
- * were derived from the RFC's code lengths (its "len" column).
+ * bits by its length alone: the codes of up to 12 bits (the letters,
+ * digits and most punctuation), with the code after them when it ends
+ * within the 12 bits too, by one lookup of the next 12 bits (h2-huff.h),
+ * longer ones by comparing against each length's last code.  The tables
+ * below were derived from the RFC's code lengths (its "len" column).
  */
 /* Symbols in code order (by length, then value); EOS last. */
 /* clang-format off */
@@ -194,35 +196,6 @@ static const int32_t huff_off[31] = {
 	-16290,     -32672,   95,         95,        95,        -524177,   -1048452,
 	-2097010,   -4194139, -8388423,   -16777020, -33554226, -67108642, -134217489,
 	-268435202, 253,      -1073741567};
-/* By the next 8 bits: length << 8 | symbol of a code of 5..8 bits, 0 for
- * the prefixes of longer codes. */
-static const uint16_t huff_fast[256] = {
-	0x530, 0x530, 0x530, 0x530, 0x530, 0x530, 0x530, 0x530, 0x531, 0x531, 0x531,
-	0x531, 0x531, 0x531, 0x531, 0x531, 0x532, 0x532, 0x532, 0x532, 0x532, 0x532,
-	0x532, 0x532, 0x561, 0x561, 0x561, 0x561, 0x561, 0x561, 0x561, 0x561, 0x563,
-	0x563, 0x563, 0x563, 0x563, 0x563, 0x563, 0x563, 0x565, 0x565, 0x565, 0x565,
-	0x565, 0x565, 0x565, 0x565, 0x569, 0x569, 0x569, 0x569, 0x569, 0x569, 0x569,
-	0x569, 0x56f, 0x56f, 0x56f, 0x56f, 0x56f, 0x56f, 0x56f, 0x56f, 0x573, 0x573,
-	0x573, 0x573, 0x573, 0x573, 0x573, 0x573, 0x574, 0x574, 0x574, 0x574, 0x574,
-	0x574, 0x574, 0x574, 0x620, 0x620, 0x620, 0x620, 0x625, 0x625, 0x625, 0x625,
-	0x62d, 0x62d, 0x62d, 0x62d, 0x62e, 0x62e, 0x62e, 0x62e, 0x62f, 0x62f, 0x62f,
-	0x62f, 0x633, 0x633, 0x633, 0x633, 0x634, 0x634, 0x634, 0x634, 0x635, 0x635,
-	0x635, 0x635, 0x636, 0x636, 0x636, 0x636, 0x637, 0x637, 0x637, 0x637, 0x638,
-	0x638, 0x638, 0x638, 0x639, 0x639, 0x639, 0x639, 0x63d, 0x63d, 0x63d, 0x63d,
-	0x641, 0x641, 0x641, 0x641, 0x65f, 0x65f, 0x65f, 0x65f, 0x662, 0x662, 0x662,
-	0x662, 0x664, 0x664, 0x664, 0x664, 0x666, 0x666, 0x666, 0x666, 0x667, 0x667,
-	0x667, 0x667, 0x668, 0x668, 0x668, 0x668, 0x66c, 0x66c, 0x66c, 0x66c, 0x66d,
-	0x66d, 0x66d, 0x66d, 0x66e, 0x66e, 0x66e, 0x66e, 0x670, 0x670, 0x670, 0x670,
-	0x672, 0x672, 0x672, 0x672, 0x675, 0x675, 0x675, 0x675, 0x73a, 0x73a, 0x742,
-	0x742, 0x743, 0x743, 0x744, 0x744, 0x745, 0x745, 0x746, 0x746, 0x747, 0x747,
-	0x748, 0x748, 0x749, 0x749, 0x74a, 0x74a, 0x74b, 0x74b, 0x74c, 0x74c, 0x74d,
-	0x74d, 0x74e, 0x74e, 0x74f, 0x74f, 0x750, 0x750, 0x751, 0x751, 0x752, 0x752,
-	0x753, 0x753, 0x754, 0x754, 0x755, 0x755, 0x756, 0x756, 0x757, 0x757, 0x759,
-	0x759, 0x76a, 0x76a, 0x76b, 0x76b, 0x771, 0x771, 0x776, 0x776, 0x777, 0x777,
-	0x778, 0x778, 0x779, 0x779, 0x77a, 0x77a, 0x826, 0x82a, 0x82c, 0x83b, 0x858,
-	0x85a, 0x000, 0x000,
-};
-
 #define MIN(a_, b_) ((a_) < (b_) ? (a_) : (b_))
 
 int
@@ -468,14 +441,51 @@ string_end(struct h2_scan *st, const struct h2_scan_config *cfg)
 	return H2_SCAN_MORE;
 }
 
-/* Huffman codes from acc (its top bits) while it holds at least 30
- * bits, the longest code, so that every code is complete: no length
- * check.  mode: HM_COUNT only counts them (a value not kept), HM_STORE
- * stores each at dst[len] (the caller made sure of room for all: from
- * 64 bits at most 7 codes are taken before fewer than 30 are left),
- * HM_CAP stores while len < cap.  Returns the
- * length of an EOS code met (acc and bits as before it: the caller gives
- * up), else 0.  Inlined per mode. */
+/* The code of more than 12 bits at the top of w (acc's top 32 bits):
+ * its length, compared against each length's last code (huff_end[30]
+ * is above every 30-bit value), and its index in huff_sym (256: EOS).
+ * (huff_end[30] is above every 30-bit value.)  Only bits 13..30 are read: the caller knows they are there, or checks
+ * the length it returns against the bits it has. */
+static inline __attribute__((always_inline)) unsigned
+huff_long(uint32_t w, int32_t *idx)
+{
+	unsigned l;
+	uint32_t c;
+
+	for (l = 13;; l++) {
+		c = w >> (32 - l);
+		if (c < huff_end[l])
+			break;
+	}
+	*idx = (int32_t)c + huff_off[l];
+	return l;
+}
+
+/* The two symbols of a pair entry at dst[0] and dst[1] (the second a
+ * spare byte when the entry has one code). */
+static inline __attribute__((always_inline)) void
+huff_store2(uint8_t *dst, uint32_t e)
+{
+#if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_BIG_ENDIAN__
+	uint16_t two = (uint16_t)e;
+
+	memcpy(dst, &two, 2);
+#else
+	dst[0] = (uint8_t)e;
+	dst[1] = (uint8_t)(e >> 8);
+#endif
+}
+
+/* Huffman codes from acc (its top bits), so that every code taken is
+ * complete (no length check): one or two per lookup of the pair table
+ * while acc holds at least its 12 bits, a longer code only while it
+ * holds at least 30, the longest code (else it stops, for a refill).
+ * mode: HM_COUNT only counts them (a value not kept), HM_STORE stores
+ * each at dst[len] (the caller made sure of room for all and one byte
+ * more: from 64 bits at most 12 codes are taken, and a lookup of one
+ * code writes a second, spare byte), HM_CAP stores while len < cap.
+ * Returns the length of an EOS code met (acc and bits as before it: the
+ * caller gives up), else 0.  Inlined per mode. */
 enum { HM_COUNT, HM_STORE, HM_CAP };
 static inline __attribute__((always_inline)) unsigned
 huff_codes(uint64_t *accp,
@@ -487,40 +497,44 @@ huff_codes(uint64_t *accp,
 {
 	uint64_t acc = *accp;
 	unsigned bits = *bitsp, eos = 0;
-	uint32_t len = *lenp;
+	size_t len = *lenp;
 
 	do {
-		unsigned e = huff_fast[acc >> 56], l, sym;
+		uint32_t e = h2_huff_pair[acc >> (64 - H2_HUFF_PAIR_BITS)];
+		unsigned l;
 
 		if (__builtin_expect(e != 0, 1)) {
-			l = e >> 8;
-			sym = e & 0xff;
+			/* one or two codes */
+			l = H2_HUFF_PAIR_L(e);
+			if (mode == HM_STORE) {
+				huff_store2(dst + len, e);
+			} else if (mode == HM_CAP) {
+				if (len < cap)
+					dst[len] = (uint8_t)e;
+				if (H2_HUFF_PAIR_N(e) == 2 && len + 1 < cap)
+					dst[len + 1] = (uint8_t)(e >> 8);
+			}
+			len += H2_HUFF_PAIR_N(e);
 		} else {
-			uint32_t w = (uint32_t)(acc >> 32), c;
 			int32_t idx;
 
-			/* huff_end[30] is above every 30-bit value */
-			for (l = 10;; l++) {
-				c = w >> (32 - l);
-				if (c < huff_end[l])
-					break;
-			}
-			idx = (int32_t)c + huff_off[l];
+			if (bits < 30)
+				break;
+			l = huff_long((uint32_t)(acc >> 32), &idx);
 			if (idx >= 256) {
 				eos = l;
 				break;
 			}
-			sym = huff_sym[idx];
+			if (mode == HM_STORE || (mode == HM_CAP && len < cap))
+				dst[len] = huff_sym[idx];
+			len++;
 		}
 		acc <<= l;
 		bits -= l;
-		if (mode == HM_STORE || (mode == HM_CAP && len < cap))
-			dst[len] = (uint8_t)sym;
-		len++;
-	} while (bits >= 30);
+	} while (bits >= H2_HUFF_PAIR_BITS);
 	*accp = acc;
 	*bitsp = bits;
-	*lenp = len;
+	*lenp = (uint32_t)len;
 	return eos;
 }
 
@@ -573,6 +587,21 @@ string_bytes(struct h2_scan *st, const uint8_t *p, size_t n, size_t *bad)
 			acc |= v >> (64 - 8 * k) << (64 - 8 * k - bits);
 			bits += 8 * k;
 			i += k;
+		} else if (i < n && n >= 8) {
+			/* The last 1 to 7 bytes: one load of the 8 that end
+			 * the piece, shifted so that p[i] is at its top. */
+			uint64_t v;
+			unsigned have = (unsigned)(n - i);
+			unsigned k = MIN((64 - bits) >> 3, have);
+
+			memcpy(&v, p + n - 8, 8);
+#if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_BIG_ENDIAN__
+			v = __builtin_bswap64(v);
+#endif
+			v <<= 8 * (8 - have);
+			acc |= v >> (64 - 8 * k) << (64 - 8 * k - bits);
+			bits += 8 * k;
+			i += k;
 		}
 		while (bits <= 56 && i < n) {
 			acc |= (uint64_t)p[i++] << (56 - bits);
@@ -580,12 +609,14 @@ string_bytes(struct h2_scan *st, const uint8_t *p, size_t n, size_t *bad)
 		}
 		if (bits < 30)
 			break; /* all bytes are in: the tail below */
-		/* At least 30 bits, the longest code: every code is complete.
+		/* At least 30 bits, the longest code: every code is complete
+		 * (huff_codes() stops below 30 before a long one).
 		 * A value not kept is only counted; room for every code the
-		 * bits can hold (7 at most) spares the check per symbol. */
+		 * bits can hold (12 at most, and a byte more) spares the
+		 * check per symbol. */
 		if (!dst)
 			eos = huff_codes(&acc, &bits, &len, NULL, 0, HM_COUNT);
-		else if (len + 12 <= cap)
+		else if (len + 13 <= cap)
 			eos = huff_codes(&acc, &bits, &len, dst, cap, HM_STORE);
 		else
 			eos = huff_codes(&acc, &bits, &len, dst, cap, HM_CAP);
@@ -597,28 +628,35 @@ string_bytes(struct h2_scan *st, const uint8_t *p, size_t n, size_t *bad)
 		}
 	}
 	/* The codes complete in the last bits; the rest waits for the
-	 * string's next bytes (or is its padding). */
+	 * string's next bytes (or is its padding).  The bits below the
+	 * last are zeros: a code (or pair) is taken only if its length is
+	 * within bits. */
 	while (bits >= 5) {
-		uint32_t w = (uint32_t)(acc >> 32);
-		unsigned e = huff_fast[w >> 24], l, sym;
+		uint32_t e = h2_huff_pair[acc >> (64 - H2_HUFF_PAIR_BITS)];
+		unsigned l, sym;
 
 		if (e) {
-			l = e >> 8;
+			l = H2_HUFF_PAIR_L(e);
+			if (l <= bits) {
+				if (len < cap)
+					dst[len] = (uint8_t)e;
+				if (H2_HUFF_PAIR_N(e) == 2 && len + 1 < cap)
+					dst[len + 1] = (uint8_t)(e >> 8);
+				len += H2_HUFF_PAIR_N(e);
+				acc <<= l;
+				bits -= l;
+				continue;
+			}
+			l = H2_HUFF_PAIR_L1(e);
 			if (l > bits)
 				break;
 			sym = e & 0xff;
 		} else {
-			uint32_t c = 0;
 			int32_t idx;
 
-			for (l = 10;; l++) {
-				if (l > bits)
-					goto more;
-				c = w >> (32 - l);
-				if (c < huff_end[l])
-					break;
-			}
-			idx = (int32_t)c + huff_off[l];
+			l = huff_long((uint32_t)(acc >> 32), &idx);
+			if (l > bits)
+				break;
 			if (idx >= 256) {
 				*bad = n - (bits - l) / 8; /* EOS, as above */
 				return give_up(st, H2_SCAN_WHY_HPACK);
@@ -631,7 +669,6 @@ string_bytes(struct h2_scan *st, const uint8_t *p, size_t n, size_t *bad)
 			dst[len] = (uint8_t)sym;
 		len++;
 	}
-more:
 	st->h_acc = acc;
 	st->h_bits = (uint8_t)bits;
 	st->dec_len = len;

@@ -18,6 +18,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "h2-huff.h"
 #include "h2-scan.h"
 
 #ifdef HAVE_NGHTTP2
@@ -1439,6 +1440,127 @@ START_TEST(config_and_stop)
 END_TEST
 
 #ifdef HAVE_NGHTTP2
+/* ---- the Huffman pair table (proc-context/h2-huff.h) ------------------- */
+
+/* RFC 7541 Appendix B: the code length of each symbol (its "len"
+ * column), 0..255 and EOS.  The code is canonical: codes of one length
+ * are consecutive in symbol order, each length's first follows the
+ * previous length's last; huff_rfc_codes() derives them, and a sample
+ * of the RFC's own codes checks that. */
+/* clang-format off */
+static const uint8_t huff_rfc_len[257] = {
+	13, 23, 28, 28, 28, 28, 28, 28, 28, 24, 30, 28, 28, 30, 28, 28,
+	28, 28, 28, 28, 28, 28, 30, 28, 28, 28, 28, 28, 28, 28, 28, 28,
+	6, 10, 10, 12, 13, 6, 8, 11, 10, 10, 8, 11, 8, 6, 6, 6,
+	5, 5, 5, 6, 6, 6, 6, 6, 6, 6, 7, 8, 15, 6, 12, 10,
+	13, 6, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7,
+	7, 7, 7, 7, 7, 7, 7, 7, 8, 7, 8, 13, 19, 13, 14, 6,
+	15, 5, 6, 5, 6, 5, 6, 6, 6, 5, 7, 7, 6, 6, 6, 5,
+	6, 7, 6, 5, 5, 6, 7, 7, 7, 7, 7, 15, 11, 14, 13, 28,
+	20, 22, 20, 20, 22, 22, 22, 23, 22, 23, 23, 23, 23, 23, 24, 23,
+	24, 24, 22, 23, 24, 23, 23, 23, 23, 21, 22, 23, 22, 23, 23, 24,
+	22, 21, 20, 22, 22, 23, 23, 21, 23, 22, 22, 24, 21, 22, 23, 23,
+	21, 21, 22, 21, 23, 22, 23, 23, 20, 22, 22, 22, 23, 22, 22, 23,
+	26, 26, 20, 19, 22, 23, 22, 25, 26, 26, 26, 27, 27, 26, 24, 25,
+	19, 21, 26, 27, 27, 26, 27, 24, 21, 21, 26, 26, 28, 27, 27, 27,
+	20, 24, 20, 21, 22, 21, 21, 23, 22, 22, 25, 25, 24, 24, 26, 23,
+	26, 27, 26, 26, 27, 27, 27, 27, 27, 28, 27, 27, 27, 27, 27, 26,
+	30,
+};
+/* clang-format on */
+
+static void
+huff_rfc_codes(uint32_t code[257])
+{
+	uint32_t c = 0;
+	unsigned l, sym, prev = 5;
+
+	for (l = 5; l <= 30; l++)
+		for (sym = 0; sym < 257; sym++) {
+			if (huff_rfc_len[sym] != l)
+				continue;
+			c <<= l - prev;
+			prev = l;
+			code[sym] = c++;
+		}
+}
+
+/* The first code at the top of the nb-bit value v: its symbol and length,
+ * or -1 if none of at most nb bits is there (or it is EOS). */
+static int
+huff_rfc_first(const uint32_t code[257], uint32_t v, unsigned nb, unsigned *len)
+{
+	unsigned sym;
+
+	for (sym = 0; sym < 256; sym++) {
+		unsigned l = huff_rfc_len[sym];
+
+		if (l <= nb && v >> (nb - l) == code[sym]) {
+			*len = l;
+			return (int)sym;
+		}
+	}
+	return -1;
+}
+
+/* h2_huff_pair[] entry by entry from the RFC's lengths: the first code of
+ * the 12 bits and, if it ends within them, the next; with H2_HUFF_REGEN
+ * set, the table derived is written to that file (to paste into
+ * h2-huff.h). */
+START_TEST(huffman_pair_table)
+{
+	static uint32_t want[1u << H2_HUFF_PAIR_BITS];
+	const unsigned nb = H2_HUFF_PAIR_BITS;
+	uint32_t code[257];
+	const char *regen = getenv("H2_HUFF_REGEN");
+	unsigned v, bad = 0, pairs = 0;
+
+	huff_rfc_codes(code);
+	/* a sample of the RFC's table: ' ', '!', '0', 'A', 'a', 'z', '{',
+	 * '~', 0, 1, 10, 13, 22, 255 and EOS */
+	REQUIRE(code[' '] == 0x14 && code['!'] == 0x3f8 && code['0'] == 0x0);
+	REQUIRE(code['A'] == 0x21 && code['a'] == 0x3 && code['z'] == 0x7b);
+	REQUIRE(code['{'] == 0x7ffe && code['~'] == 0x1ffd);
+	REQUIRE(code[0] == 0x1ff8 && code[1] == 0x7fffd8);
+	REQUIRE(code[10] == 0x3ffffffc && code[13] == 0x3ffffffd);
+	REQUIRE(code[22] == 0x3ffffffe && code[255] == 0x3ffffee);
+	REQUIRE(code[256] == 0x3fffffff && huff_rfc_len[256] == 30);
+	for (v = 0; v < (1u << nb); v++) {
+		unsigned l1, l2;
+		int s1 = huff_rfc_first(code, v, nb, &l1), s2;
+		uint32_t e = 0;
+
+		if (s1 >= 0) {
+			s2 = huff_rfc_first(code, v & ((1u << (nb - l1)) - 1), nb - l1,
+					    &l2);
+			if (s2 >= 0)
+				e = (uint32_t)s1 | (uint32_t)s2 << 8 | (l1 + l2) << 16 |
+				    l1 << 24 | 2u << 30;
+			else
+				e = (uint32_t)s1 | l1 << 16 | l1 << 24 | 1u << 30;
+		}
+		want[v] = e;
+		pairs += H2_HUFF_PAIR_N(e) == 2;
+		if (h2_huff_pair[v] != e && bad++ < 10)
+			fprintf(stderr, "h2_huff_pair[0x%03x] = 0x%08x, want 0x%08x\n",
+				v, h2_huff_pair[v], e);
+	}
+	if (regen) {
+		FILE *f = fopen(regen, "w");
+
+		REQUIRE(f);
+		for (v = 0; v < (1u << nb); v++)
+			fprintf(f, "%s0x%08x,%s", v % 6 ? " " : "\t", want[v],
+				v % 6 == 5 || v + 1 == (1u << nb) ? "\n" : "");
+		REQUIRE(fclose(f) == 0);
+	}
+	REQUIRE(bad == 0);
+	/* 4 prefixes of codes longer than 12 bits; two codes in most */
+	REQUIRE(pairs == 2756);
+	REQUIRE(h2_huff_pair[0xffc] == 0 && h2_huff_pair[0xfff] == 0);
+}
+END_TEST
+
 /* ---- against libnghttp2's encoder -------------------------------------- */
 
 #define NV_MAX   40
@@ -1934,6 +2056,7 @@ TEST_SUITE(h2_scan_suite)
 	tcase_add_test(tc, size_updates);
 	tcase_add_test(tc, hpack_errors);
 	tcase_add_test(tc, huffman_eos_long);
+	tcase_add_test(tc, huffman_pair_table);
 	tcase_add_test(tc, table_entries);
 	tcase_add_test(tc, config_and_stop);
 	tcase_add_test(tc, hostile_state);
