@@ -441,18 +441,18 @@ string_end(struct h2_scan *st, const struct h2_scan_config *cfg)
 	return H2_SCAN_MORE;
 }
 
-/* The code of more than 12 bits at the top of w (acc's top 32 bits):
- * its length, compared against each length's last code (huff_end[30]
- * is above every 30-bit value), and its index in huff_sym (256: EOS).
- * (huff_end[30] is above every 30-bit value.)  Only bits 13..30 are read: the caller knows they are there, or checks
- * the length it returns against the bits it has. */
+/* The code longer than the pair table's bits (h2-huff.h) at the top of
+ * w (acc's top 32 bits): its length, compared against each length's
+ * last code (huff_end[30] is above every 30-bit value), and its index in
+ * huff_sym (256: EOS).  The caller knows that 30 bits are there, or
+ * checks the length it returns against the bits it has. */
 static inline __attribute__((always_inline)) unsigned
 huff_long(uint32_t w, int32_t *idx)
 {
 	unsigned l;
 	uint32_t c;
 
-	for (l = 13;; l++) {
+	for (l = H2_HUFF_PAIR_BITS + 1;; l++) {
 		c = w >> (32 - l);
 		if (c < huff_end[l])
 			break;
@@ -741,19 +741,25 @@ indexed_run(struct h2_scan *st,
 	size_t start = i;
 	bool report = st->report;
 	uint32_t count = st->e_count;
+	/* Entry d (1: the newest) is in slot (e_head - d) & 127
+	 * (slot_of()); by its index idx = d + STATIC_N, in slot
+	 * (base - idx) & 127. */
+	unsigned base = st->e_head + STATIC_N;
 
 	while (i < n) {
-		uint8_t b = p[i];
-		uint32_t idx = b & 0x7fu;
+		/* 0x81..0xfe: an indexed field, its index (1..126) in this
+		 * byte; anything else ends the run (idx - 1 wraps for 0x80
+		 * and below). */
+		uint32_t idx = (uint32_t)p[i] - 0x80u;
 
-		if (!(b & 0x80) || b == 0xff || idx == 0)
+		if (idx - 1u > 125u)
 			break;
 		if (idx <= STATIC_N) {
 			if (cfg->static_k[idx] && report)
 				break;
 		} else if (idx - STATIC_N > count ||
-			   ((st->e_k[slot_of(st, idx - STATIC_N)] & E_K_MASK) !=
-				    E_K_NONE &&
+			   ((st->e_k[(base - idx) & (H2_SCAN_ENTRIES - 1)] &
+			     E_K_MASK) != E_K_NONE &&
 			    report)) {
 			break;
 		}
