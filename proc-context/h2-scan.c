@@ -538,6 +538,80 @@ huff_codes(uint64_t *accp,
 	return eos;
 }
 
+/* The codes of p[*ip..n) after those in acc, while at least 30 bits are
+ * at hand (the longest code: every code is complete), refilling acc as
+ * it goes: with 8 bytes at hand in one load, counted by whole bytes
+ * (bits is below 30 at each refill, so that is 4 to 8 of them, and 56 to
+ * 63 bits after; the bits of acc below the counted ones are then those
+ * of the next bytes, which a later refill ORs in again, and none is left
+ * there once all n are counted), the last ones of a piece of 8 or more
+ * in one load of its last 8, of a shorter piece a byte at a time.  Ends
+ * with every byte in and fewer than 30 bits, at an EOS code (returns its
+ * length), or with HM_STORE where room for the codes of one more refill
+ * (12 and a spare byte: huff_codes()) is not sure (the caller goes on
+ * with HM_CAP).  Inlined per mode. */
+static inline __attribute__((always_inline)) unsigned
+huff_run(const uint8_t *p,
+	 size_t n,
+	 size_t *ip,
+	 uint64_t *accp,
+	 unsigned *bitsp,
+	 uint32_t *lenp,
+	 uint8_t *dst,
+	 uint32_t cap,
+	 int mode)
+{
+	size_t i = *ip;
+	uint64_t acc = *accp;
+	unsigned bits = *bitsp, eos = 0;
+
+	for (;;) {
+		if (mode == HM_STORE && *lenp + 13 > cap)
+			break;
+		if (n - i >= 8) {
+			uint64_t v;
+
+			memcpy(&v, p + i, 8);
+#if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_BIG_ENDIAN__
+			v = __builtin_bswap64(v);
+#endif
+			acc |= v >> bits;
+			i += (63 - bits) >> 3;
+			bits |= 56;
+		} else {
+			if (i < n && n >= 8) {
+				/* p[i] at the top of the last 8 bytes */
+				uint64_t v;
+				unsigned have = (unsigned)(n - i);
+				unsigned k = MIN((64 - bits) >> 3, have);
+
+				memcpy(&v, p + n - 8, 8);
+#if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_BIG_ENDIAN__
+				v = __builtin_bswap64(v);
+#endif
+				v <<= 8 * (8 - have);
+				acc |= v >> (64 - 8 * k) << (64 - 8 * k - bits);
+				bits += 8 * k;
+				i += k;
+			} else {
+				while (bits <= 56 && i < n) {
+					acc |= (uint64_t)p[i++] << (56 - bits);
+					bits += 8;
+				}
+			}
+			if (bits < 30)
+				break; /* all bytes are in */
+		}
+		eos = huff_codes(&acc, &bits, lenp, dst, cap, mode);
+		if (eos)
+			break;
+	}
+	*ip = i;
+	*accp = acc;
+	*bitsp = bits;
+	return eos;
+}
+
 /* n bytes of the string in progress: the name (kept up to
  * H2_SCAN_NAME_MAX bytes to compare), the value (kept up to
  * H2_SCAN_VALUE_MAX if the name is configured) or only counted.  On a bad
@@ -571,61 +645,20 @@ string_bytes(struct h2_scan *st, const uint8_t *p, size_t n, size_t *bad)
 	if (bits >= 30)
 		return state_bad(st, bad);
 	i = 0;
-	for (;;) {
-		/* As many whole bytes as acc holds (at most 64 bits), so that
-		 * the loop below decodes several codes per refill: with 8
-		 * bytes at hand, in one load (bits is below 30 here, so that
-		 * is 4 to 8 of them; every shift below is 0 to 56). */
-		if (n - i >= 8) {
-			uint64_t v;
-			unsigned k = (64 - bits) >> 3;
-
-			memcpy(&v, p + i, 8);
-#if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_BIG_ENDIAN__
-			v = __builtin_bswap64(v);
-#endif
-			acc |= v >> (64 - 8 * k) << (64 - 8 * k - bits);
-			bits += 8 * k;
-			i += k;
-		} else if (i < n && n >= 8) {
-			/* The last 1 to 7 bytes: one load of the 8 that end
-			 * the piece, shifted so that p[i] is at its top. */
-			uint64_t v;
-			unsigned have = (unsigned)(n - i);
-			unsigned k = MIN((64 - bits) >> 3, have);
-
-			memcpy(&v, p + n - 8, 8);
-#if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_BIG_ENDIAN__
-			v = __builtin_bswap64(v);
-#endif
-			v <<= 8 * (8 - have);
-			acc |= v >> (64 - 8 * k) << (64 - 8 * k - bits);
-			bits += 8 * k;
-			i += k;
-		}
-		while (bits <= 56 && i < n) {
-			acc |= (uint64_t)p[i++] << (56 - bits);
-			bits += 8;
-		}
-		if (bits < 30)
-			break; /* all bytes are in: the tail below */
-		/* At least 30 bits, the longest code: every code is complete
-		 * (huff_codes() stops below 30 before a long one).
-		 * A value not kept is only counted; room for every code the
-		 * bits can hold (12 at most, and a byte more) spares the
-		 * check per symbol. */
-		if (!dst)
-			eos = huff_codes(&acc, &bits, &len, NULL, 0, HM_COUNT);
-		else if (len + 13 <= cap)
-			eos = huff_codes(&acc, &bits, &len, dst, cap, HM_STORE);
-		else
-			eos = huff_codes(&acc, &bits, &len, dst, cap, HM_CAP);
-		if (eos) {
-			/* EOS: up to the byte holding its last bit (bits - eos
-			 * after it, in acc) */
-			*bad = i - (bits - eos) / 8;
-			return give_up(st, H2_SCAN_WHY_HPACK);
-		}
+	/* A value not kept is only counted; room for every code of a
+	 * refill spares the check per symbol while there is room. */
+	if (!dst) {
+		eos = huff_run(p, n, &i, &acc, &bits, &len, NULL, 0, HM_COUNT);
+	} else {
+		eos = huff_run(p, n, &i, &acc, &bits, &len, dst, cap, HM_STORE);
+		if (!eos)
+			eos = huff_run(p, n, &i, &acc, &bits, &len, dst, cap, HM_CAP);
+	}
+	if (eos) {
+		/* EOS: up to the byte holding its last bit (bits - eos after
+		 * it, in acc) */
+		*bad = i - (bits - eos) / 8;
+		return give_up(st, H2_SCAN_WHY_HPACK);
 	}
 	/* The codes complete in the last bits; the rest waits for the
 	 * string's next bytes (or is its padding).  The bits below the
