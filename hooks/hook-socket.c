@@ -1909,9 +1909,23 @@ sk_out_iov_gather(
 	uint8_t tmp[SK_HEAD_MIN];
 	size_t i, got = 0, max = (size_t)r < SK_HEAD_MIN ? (size_t)r : SK_HEAD_MIN;
 
+	/* A connection followed as HTTP/2 (every write of nginx's comes here,
+	 * a 9-byte frame header first) needs no head gathered when the
+	 * write's first byte is not 'H': neither an informational status line
+	 * (sk_out_v()) nor an interim response (ctxshim_conn_responded_usual())
+	 * starts there, and the write is walked through its iovecs
+	 * (conn_h2_written()), not through the head.  (If the reader stops
+	 * following it meanwhile, conn_responded() takes the head: one whose
+	 * status kind is 0, with no queue of heads to step into.) */
+	if (n > 0 && iov[0].iov_len > 0 && *(const uint8_t *)iov[0].iov_base != 'H' &&
+	    ctxshim_conn_h2(c) &&
+	    !(atomic_load_explicit(&c->flags, memory_order_relaxed) & CONN_F_LINK)) {
+		sk_out_c(fd, c, iov[0].iov_base,
+			 iov[0].iov_len < max ? iov[0].iov_len : max, r, iov, n);
+		return;
+	}
 	/* An iovec at a time, in two overlapping fixed-size copies (inline,
-	 * no call): every write of an HTTP/2 connection followed at the
-	 * socket level (a 9-byte frame header first) comes here. */
+	 * no call). */
 	for (i = 0; i < n && got < max; i++) {
 		const uint8_t *b = iov[i].iov_base;
 		size_t k = iov[i].iov_len < max - got ? iov[i].iov_len : max - got;
