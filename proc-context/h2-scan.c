@@ -566,7 +566,11 @@ huff_run(const uint8_t *p,
 	unsigned bits = *bitsp, eos = 0;
 
 	for (;;) {
-		if (mode == HM_STORE && *lenp + 13 > cap)
+		/* Not *lenp + 13 > cap: that wrapped for a dec_len near 2^32,
+		 * which no string reaches but a state fed by two threads at
+		 * once may hold (one's str_left taken from below the
+		 * other's), and the codes went 4 GiB past the state. */
+		if (mode == HM_STORE && *lenp > cap - 13)
 			break;
 		if (n - i >= 8) {
 			uint64_t v;

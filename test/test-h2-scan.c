@@ -546,6 +546,88 @@ START_TEST(hostile_state)
 }
 END_TEST
 
+/* The same with the decoded length of a Huffman string in progress near
+ * 2^32, which no string reaches (its encoded length is below 2^28 + 127)
+ * but a state fed by two threads at once can hold (one's str_left taken
+ * from below the other's).  A name, a configured value (stored) and
+ * another value (only counted) go on from there with 40 bytes at once
+ * (refills of 8 in one load) or in pieces of 3 (a byte at a time):
+ * nothing may be written outside the state.  The room left for a
+ * refill's codes was computed as dec_len + 13, which wrapped, and the
+ * codes went 4 GiB past the state (SIGSEGV). */
+START_TEST(hostile_state_long_string)
+{
+	/* A literal field without indexing up to its Huffman string's
+	 * length (set below): the name's, the value of custom-key
+	 * (configured, stored), of x-a (only counted). */
+	static const char *const head[] = {
+		"00 80",
+		"00 0a 63 75 73 74 6f 6d 2d 6b 65 79 80",
+		"00 03 78 2d 61 80",
+	};
+	static struct stream s;
+	static const uint32_t lens[] = {0xffffffffu, 0xfffffffeu, 0xfffffff8u,
+					0xfffffff4u, 0xfffffff3u, 0xffffffe0u,
+					0xfffffc00u, 0x80000000u};
+	void *smap;
+	size_t slen;
+	struct h2_scan *g = test_guarded_tail(sizeof(*g), &smap, &slen);
+	unsigned h, j, cut;
+	uint8_t blk[64];
+
+	for (h = 0; h < 3; h++)
+		for (cut = 0; cut < 2; cut++)
+			for (j = 0; j < sizeof(lens) / sizeof(lens[0]); j++) {
+				size_t n = hex(blk, head[h]), before, used, off;
+				/* 40 bytes of 'a' (00011), so that they hold
+				 * whole codes: 64 symbols */
+				uint8_t a[40];
+				unsigned i;
+
+				for (i = 0; i < 40; i += 5)
+					memcpy(a + i, "\x18\xc6\x31\x8c\x63", 5);
+				if (h == 0)
+					blk[1] = (uint8_t)(0x80 | 40);
+				else
+					blk[n - 1] = (uint8_t)(0x80 | 40);
+				memcpy(blk + n, a, 40);
+				n += 40;
+				if (h == 0) {
+					memcpy(blk + n, "\x01\x76", 2);
+					n += 2;
+				}
+				start(&s);
+				frame(&s, 1, EH, 1, blk, n);
+				h2_scan_reset(g, 0);
+				/* up to the string's first byte */
+				before = s.n - n + (h == 0 ? 2 : hex(blk, head[h]));
+				REQUIRE(h2_scan_feed(g, &cfg, s.b, before, &used) ==
+					H2_SCAN_MORE);
+				REQUIRE(used == before);
+				g->dec_len = lens[j];
+				/* the rest in pieces of 3, or at once */
+				for (off = before; off < s.n; off += used) {
+					size_t k = cut ? 3 : s.n - off;
+					enum h2_scan_status r;
+
+					if (k > s.n - off)
+						k = s.n - off;
+					r = h2_scan_feed(g, &cfg, s.b + off, k, &used);
+					REQUIRE(used <= k);
+					if (r == H2_SCAN_FIELD) {
+						struct h2_scan_field f;
+
+						h2_scan_field(g, &f);
+						REQUIRE(f.len <= H2_SCAN_VALUE_MAX);
+					}
+					if (r == H2_SCAN_GAVE_UP)
+						break;
+				}
+			}
+	munmap(smap, slen);
+}
+END_TEST
+
 START_TEST(rfc_c3_plain)
 {
 	static const char *const b[3] = {
@@ -2060,6 +2142,7 @@ TEST_SUITE(h2_scan_suite)
 	tcase_add_test(tc, table_entries);
 	tcase_add_test(tc, config_and_stop);
 	tcase_add_test(tc, hostile_state);
+	tcase_add_test(tc, hostile_state_long_string);
 	tcase_add_test(tc, out_frames);
 	tcase_add_test(tc, out_skip);
 	tcase_add_test(tc, out_hostile);
