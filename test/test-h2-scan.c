@@ -1923,6 +1923,255 @@ START_TEST(nghttp2_encoder)
 END_TEST
 /* Every byte value through the Huffman decoder: a value mostly of short
  * codes, so that the encoder chooses Huffman coding, around each byte. */
+/* A piece of bytes flush against an inaccessible page: after it (at_end)
+ * or before it, so that a read past either end of what a feed is given
+ * faults, even within the piece's page. */
+struct edge {
+	uint8_t *page;
+	void *map;
+};
+
+static void
+edge_init(struct edge *e)
+{
+	uint8_t *m = mmap(NULL, 3 * 4096, PROT_READ | PROT_WRITE,
+			  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	REQUIRE(m != MAP_FAILED);
+	REQUIRE(mprotect(m, 4096, PROT_NONE) == 0);
+	REQUIRE(mprotect(m + 2 * 4096, 4096, PROT_NONE) == 0);
+	e->map = m;
+	e->page = m + 4096;
+}
+
+static const uint8_t *
+edge_put(struct edge *e, bool at_end, const uint8_t *p, size_t n)
+{
+	uint8_t *d = at_end ? e->page + 4096 - n : e->page;
+
+	REQUIRE(n <= 4096);
+	memcpy(d, p, n);
+	return d;
+}
+
+/* What the scanner made of one block: gave up, or the value of the
+ * field (custom-key) and its flags. */
+struct hres {
+	bool gave_up;
+	unsigned fields, reqs, flags;
+	size_t len;
+	uint8_t v[H2_SCAN_VALUE_MAX];
+};
+
+/* The block of one HEADERS frame (stream 1, END_HEADERS) fed after the
+ * preface and the frame header in two pieces split at cut (0: whole),
+ * each flush against an inaccessible page (after it or before it). */
+static void
+hres_scan(const uint8_t *blk, size_t n, size_t cut, bool at_end, struct hres *r)
+{
+	static struct edge e[2];
+	uint8_t h[9] = {
+		(uint8_t)(n >> 16), (uint8_t)(n >> 8), (uint8_t)n, 1, EH, 0, 0, 0, 1};
+	size_t piece[3][2] = {{0, 0}, {0, cut ? cut : n}, {cut ? cut : n, n}}, i;
+
+	if (!e[0].page) {
+		edge_init(&e[0]);
+		edge_init(&e[1]);
+	}
+	memset(r, 0, sizeof(*r));
+	h2_scan_reset(&st, H2_SCAN_PREFACE_LEN);
+	for (i = 0; i < 3 && !r->gave_up; i++) {
+		size_t a = piece[i][0], b = piece[i][1], off = 0, used;
+		const uint8_t *p;
+		enum h2_scan_status x;
+
+		if (i == 0)
+			p = h, b = 9;
+		else
+			p = edge_put(&e[i - 1], at_end, blk + a, b - a);
+		do {
+			x = h2_scan_feed(&st, &cfg, p + off, b - a - off, &used);
+			REQUIRE(used <= b - a - off);
+			off += used;
+			if (x == H2_SCAN_GAVE_UP) {
+				r->gave_up = true;
+			} else if (x == H2_SCAN_REQUEST) {
+				r->reqs++;
+			} else if (x == H2_SCAN_FIELD) {
+				struct h2_scan_field f;
+
+				h2_scan_field(&st, &f);
+				r->fields++;
+				r->flags = f.flags;
+				r->len = f.len;
+				memcpy(r->v, f.value, f.len);
+			}
+		} while (x != H2_SCAN_MORE && x != H2_SCAN_GAVE_UP);
+	}
+}
+
+/* nghttp2's inflater on the same block: an error, or custom-key's value
+ * (its first H2_SCAN_VALUE_MAX bytes, H2_SCAN_F_CUT past them). */
+static void
+hres_ref(const uint8_t *blk, size_t n, struct hres *r)
+{
+	nghttp2_hd_inflater *inf;
+	size_t off = 0;
+
+	memset(r, 0, sizeof(*r));
+	REQUIRE(nghttp2_hd_inflate_new(&inf) == 0);
+	for (;;) {
+		nghttp2_nv nv;
+		int fl = 0;
+		ssize_t k =
+			nghttp2_hd_inflate_hd2(inf, &nv, &fl, blk + off, n - off, 1);
+
+		if (k < 0) {
+			r->gave_up = true;
+			break;
+		}
+		off += (size_t)k;
+		if ((fl & NGHTTP2_HD_INFLATE_EMIT) && nv.namelen == 10 &&
+		    memcmp(nv.name, "custom-key", 10) == 0) {
+			r->fields++;
+			r->len = nv.valuelen < H2_SCAN_VALUE_MAX ? nv.valuelen
+								 : H2_SCAN_VALUE_MAX;
+			r->flags = nv.valuelen > H2_SCAN_VALUE_MAX ? H2_SCAN_F_CUT : 0;
+			memcpy(r->v, nv.value, r->len);
+		}
+		if (fl & NGHTTP2_HD_INFLATE_FINAL) {
+			r->reqs = 1;
+			break;
+		}
+		REQUIRE(k > 0 || (fl & NGHTTP2_HD_INFLATE_EMIT));
+	}
+	nghttp2_hd_inflate_del(inf);
+}
+
+/* bits of a Huffman string under construction */
+struct hbits {
+	uint8_t b[1200];
+	size_t n;
+};
+
+static void
+hbits_put(struct hbits *w, uint32_t v, unsigned n)
+{
+	while (n--) {
+		if (v >> n & 1)
+			w->b[w->n >> 3] |= (uint8_t)(0x80u >> (w->n & 7));
+		w->n++;
+	}
+}
+
+/* One Huffman string h[0..hn) as a name literal (then a raw value), as
+ * custom-key's value (stored, cut past H2_SCAN_VALUE_MAX), or as the
+ * value of a name not configured (only counted): the scanner and
+ * nghttp2's inflater must agree on it (taken or refused, and its bytes),
+ * fed whole and split at every point (strings up to 48 bytes; else at 8
+ * points) with both pieces flush against inaccessible pages. */
+static void
+huff_vs_inflate(const uint8_t *h, size_t hn, unsigned as)
+{
+	static const char *const nm[] = {"custom-key", "x-other"};
+	static struct blk k;
+	static struct hres a, b;
+	size_t cut;
+	bool at_end;
+
+	k.n = 0;
+	k.b[k.n++] = 0x00;
+	if (as > 0) {
+		b_int(&k, 0, 7, (uint32_t)strlen(nm[as - 1]));
+		memcpy(k.b + k.n, nm[as - 1], strlen(nm[as - 1]));
+		k.n += strlen(nm[as - 1]);
+	}
+	b_int(&k, 0x80, 7, (uint32_t)hn);
+	memcpy(k.b + k.n, h, hn);
+	k.n += hn;
+	if (as == 0)
+		b_raw(&k, "01 76");
+	hres_ref(k.b, k.n, &b);
+	for (cut = 0; cut < k.n; cut += hn <= 48 ? 1 : 1 + k.n / 8)
+		for (at_end = false;; at_end = true) {
+			hres_scan(k.b, k.n, cut, at_end, &a);
+			if (a.gave_up != b.gave_up ||
+			    (!b.gave_up &&
+			     (a.reqs != 1 || a.fields != b.fields || a.len != b.len ||
+			      a.flags != b.flags || memcmp(a.v, b.v, a.len) != 0))) {
+				size_t i;
+
+				for (i = 0; i < hn; i++)
+					fprintf(stderr, "%02x", h[i]);
+				ck_abort_msg("as %u, cut %zu: scanner %s, nghttp2 %s",
+					     as, cut, a.gave_up ? "refused" : "took",
+					     b.gave_up ? "refused" : "took");
+			}
+			if (at_end)
+				break;
+		}
+}
+
+START_TEST(huffman_nghttp2_inflate)
+{
+	static uint8_t h[1200];
+	static struct hbits w;
+	uint32_t code[257];
+	unsigned seed = 172, i, as, v;
+
+	huff_rfc_codes(code);
+	/* every string of one and two bytes */
+	for (v = 0; v < 256 + 65536; v++)
+		for (as = 0; as < 3; as++) {
+			if (v < 256) {
+				h[0] = (uint8_t)v;
+				huff_vs_inflate(h, 1, as);
+			} else {
+				h[0] = (uint8_t)((v - 256) >> 8);
+				h[1] = (uint8_t)(v - 256);
+				huff_vs_inflate(h, 2, as);
+			}
+		}
+	/* codes of every length, then padding right or wrong: zeros, a
+	 * zero bit, a byte of ones more, EOS (alone or padded), a bit
+	 * flipped anywhere; long strings (past the value's room) now and
+	 * then */
+	for (i = 0; i < 6000; i++) {
+		unsigned max = i % 10 == 0 ? 1100 : 40, kind = i % 7, sym;
+		size_t nsym = (size_t)rand_r(&seed) % (max * 8 / 5 + 1), k;
+
+		memset(&w, 0, sizeof(w));
+		for (k = 0; k < nsym && w.n + 30 < max * 8; k++) {
+			sym = (unsigned)rand_r(&seed) % 256;
+			if (rand_r(&seed) % 4)
+				sym = "0123456789abcdef-/.=&%_ABCXYZ<>{}~^"
+					[rand_r(&seed) % 36];
+			hbits_put(&w, code[sym], huff_rfc_len[sym]);
+		}
+		if (kind == 0)
+			hbits_put(&w, code[256], 30);
+		if (kind == 1)
+			w.n = (w.n + 7) & ~(size_t)7; /* zeros */
+		if (kind == 2 && (w.n & 7))
+			hbits_put(&w, 0xfe, 8 - (unsigned)(w.n & 7));
+		while (w.n & 7)
+			hbits_put(&w, 1, 1);
+		if (kind == 3)
+			hbits_put(&w, 0xff, 8);
+		if (kind == 4 && w.n)
+			w.b[(size_t)rand_r(&seed) % (w.n / 8)] ^=
+				(uint8_t)(1u << rand_r(&seed) % 8);
+		if (kind == 5)
+			for (k = 0; k < 1 + (size_t)rand_r(&seed) % 40; k++)
+				w.b[w.n / 8 + k] = (uint8_t)rand_r(&seed), w.n += 8;
+		if (w.n == 0)
+			continue;
+		memcpy(h, w.b, w.n / 8);
+		huff_vs_inflate(h, w.n / 8, (unsigned)rand_r(&seed) % 3);
+	}
+}
+END_TEST
+
 START_TEST(nghttp2_every_byte)
 {
 	static struct stream s;
@@ -2149,6 +2398,7 @@ TEST_SUITE(h2_scan_suite)
 #ifdef HAVE_NGHTTP2
 	tcase_add_test(tc, nghttp2_encoder);
 	tcase_add_test(tc, nghttp2_every_byte);
+	tcase_add_test(tc, huffman_nghttp2_inflate);
 #endif
 	suite_add_tcase(s, tc);
 	return s;
