@@ -392,9 +392,11 @@ START_TEST(help_version)
 {
 	char *out, *err, want[128];
 
+	/* util-linux's help starts with an empty line (lsns --help) */
 	ck_assert_int_eq(run_ctxdump(&out, &err, "--help", NULL), 0);
-	ck_assert_msg(strncmp(out, "Usage:\n ctxdump [options] <pid>\n", 32) == 0, "%s",
-		      out);
+	ck_assert_msg(strncmp(out, "\nUsage:\n ctxdump [options] <pid>\n", 33) == 0,
+		      "%s", out);
+	ck_assert_ptr_nonnull(strstr(out, "\n\n -h, --help"));
 	ck_assert_ptr_nonnull(strstr(out, " -t, --tid <tid>"));
 	ck_assert_ptr_nonnull(strstr(out, " -j, --json"));
 	ck_assert_ptr_nonnull(strstr(out, "For more details see ctxdump(1).\n"));
@@ -414,6 +416,22 @@ START_TEST(help_version)
 	ck_assert_ptr_nonnull(strstr(out, "Usage:"));
 	free(out);
 	free(err);
+
+	/* the subcommands' help as the main one: an empty line first, and
+	 * one before --help */
+	for (size_t i = 0; i < 2; i++) {
+		static const char *const cmd[] = {"record", "report"};
+		static const char *const start[] = {
+			"\nUsage:\n ctxdump record [options] <pid>\n",
+			"\nUsage:\n ctxdump report [options] <file>\n"};
+
+		ck_assert_int_eq(run_ctxdump(&out, &err, cmd[i], "--help", NULL), 0);
+		ck_assert_msg(strncmp(out, start[i], strlen(start[i])) == 0, "%s", out);
+		ck_assert_msg(strstr(out, "\n\n -h, --help"), "%s", out);
+		ck_assert_str_eq(err, "");
+		free(out);
+		free(err);
+	}
 
 	ck_assert_int_eq(run_ctxdump(&out, &err, "--version", NULL), 0);
 	snprintf(want, sizeof(want), "ctxdump from ctxshim %s\n", CTXSHIM_VERSION);

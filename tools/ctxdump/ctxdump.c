@@ -104,7 +104,7 @@ schema_known(const struct pctx_str *v)
 static void
 usage(void)
 {
-	fputs("Usage:\n"
+	fputs("\nUsage:\n"
 	      " ctxdump [options] <pid>\n"
 	      " ctxdump record [options] <pid>    (see ctxdump record --help)\n"
 	      " ctxdump report [options] <file>   (see ctxdump report --help)\n"

@@ -1661,7 +1661,7 @@ static void usage(void) __attribute__((noreturn));
 static void
 usage(void)
 {
-	fputs("Usage:\n"
+	fputs("\nUsage:\n"
 	      " ctxdump record [options] <pid>\n"
 	      "\n"
 	      "Sample the native stacks of every thread of a running process (wall\n"
@@ -1682,6 +1682,7 @@ usage(void)
 	      "     --stack-size <bytes>  stack bytes copied per thread (default 64K)\n"
 	      "     --no-demangle         keep C++ function names mangled\n"
 	      " -q, --quiet               no summary at the end\n"
+	      "\n"
 	      " -h, --help                display this help\n"
 	      " -V, --version             display version\n"
 	      "\n"

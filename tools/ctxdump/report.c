@@ -3180,7 +3180,7 @@ static void usage(void) __attribute__((noreturn));
 static void
 usage(void)
 {
-	fputs("Usage:\n"
+	fputs("\nUsage:\n"
 	      " ctxdump report [options] <file>\n"
 	      "\n"
 	      "Show what a 'ctxdump record' file holds: a summary of the top "
