@@ -71,14 +71,55 @@ expect_status 0 "write" "$S" systemd-dropin --root "$root" nginx
 file=$root/etc/systemd/system/nginx.service.d/ctxshim.conf
 check "says where" contains "$dp_out" "wrote $file"
 check "tells how to apply" contains "$dp_out" "systemctl daemon-reload"
-check "file has the printed text" same "$(cat "$file")" "$plain"
+# The printed text, but for the undo command: it names the root (old:
+# 'ctxshim systemd-dropin --remove nginx.service', which removes this
+# host's drop-in, not the one written below the root).
+rooted=$(printf '%s\n' "$plain" | sed "s|--remove nginx.service|--remove --root $root nginx.service|")
+check "file has the printed text, undone below the root" same "$(cat "$file")" "$rooted"
 check "file is 0644" same "$(stat -c %a "$file")" 644
+expect_status 0 "--print with --root" "$S" systemd-dropin --print --root "$root" nginx
+check "prints what is written" same "$dp_out" "$rooted"
 expect_status 0 "write again (idempotent)" "$S" systemd-dropin --root "$root" nginx
-check "same file" same "$(cat "$file")" "$plain"
+check "same file" same "$(cat "$file")" "$rooted"
 expect_status 0 "remove" "$S" systemd-dropin --remove --root "$root" nginx
 check "file removed" test ! -e "$file"
 check "empty .d directory removed" test ! -e "${file%/*}"
 expect_status 0 "remove again" "$S" systemd-dropin --remove --root "$root" nginx
+
+# The undo command of the comment, run as the user would paste it, undoes
+# exactly what was written: a root (given relative, with blanks and a
+# quote) and a unit name escaped by systemd-escape (a backslash) are
+# quoted for the shell.
+odd="$dp_tmp/it's a root"
+mkdir -p "$odd${lib%/*}"
+cp "$built_lib" "$odd$lib"
+oddfile="$odd/etc/systemd/system/a\\x2db.service.d/ctxshim.conf"
+expect_status 0 "write below a root with blanks and a quote" \
+	env -C "$dp_tmp" "$S" systemd-dropin --root "./it's a root" 'a\x2db'
+check "written" test -f "$oddfile"
+undo=$(sed -n "s/^# To undo: '\(.*\)' (or remove this file),\$/\1/p" "$oddfile")
+check "the comment names the root, quoted" same "$undo" \
+	"ctxshim systemd-dropin --remove --root '$dp_tmp/it'\\''s a root' 'a\\x2db.service'"
+# the drop-in of that unit in another root, which it must not touch
+mkdir -p "$root/etc/systemd/system/a\\x2db.service.d"
+: >"$root/etc/systemd/system/a\\x2db.service.d/ctxshim.conf"
+eval "set -- $undo"
+shift
+expect_status 0 "the comment's undo command" "$S" "$@"
+check "removes the drop-in below that root" test ! -e "$oddfile"
+check "and nothing else" test -e "$root/etc/systemd/system/a\\x2db.service.d/ctxshim.conf"
+rm -rf "$root/etc/systemd/system/a\\x2db.service.d"
+# A line break would end the comment and the rest of the name would be
+# parsed by systemd: refused (removing is still possible).
+nlroot="$dp_tmp/nl
+root"
+mkdir -p "$nlroot${lib%/*}"
+cp "$built_lib" "$nlroot$lib"
+expect_status 1 "a root with a newline is refused" "$S" systemd-dropin --root "$nlroot" nginx
+check "says why" contains "$dp_err" "a directory name with a newline or carriage return"
+check "nothing written" test ! -e "$nlroot/etc/systemd/system/nginx.service.d"
+expect_status 1 "also with --print" "$S" systemd-dropin --print --root "$nlroot" nginx
+expect_status 0 "removing below it works" "$S" systemd-dropin --remove --root "$nlroot" nginx
 
 # No unit file of that name: written all the same (an image build may
 # install the unit later), with a warning (old: silence).
