@@ -1515,23 +1515,32 @@ START_TEST(different_user)
 }
 END_TEST
 
-/* Root without CAP_SYS_PTRACE on another user's process (a container's
- * root, the owner under Yama alike): /proc/PID/maps reads, but the
- * objects, opened through /proc/PID/root, are denied before any attach.
- * The hint of a failed attach says why (old: only "could not be opened
- * ... Permission denied", with "Process context: none"). */
-START_TEST(no_cap_sys_ptrace)
+/* Runs ctxdump with args (up to 6 arguments before the pid, NULL-ended;
+ * NULL: none) as root without CAP_SYS_PTRACE on another user's sleep, under the
+ * shim with preload (once its process context is published); stdout in
+ * out, stderr in err.  Returns the exit status, or 99 when there is no
+ * capability bounding set to drop from (or not root: nothing run). */
+static int
+run_without_ptrace_cap(bool preload,
+		       const char *const *args,
+		       char *out,
+		       size_t out_len,
+		       char *err,
+		       size_t err_len)
 {
-	char arg[16], comm[32] = "", path[64], err[4096] = "";
-	size_t len = 0;
-	int errp[2], st, i;
+	char arg[16], comm[32] = "", path[64], line[512];
+	int outp[2], errp[2], st, i;
 	pid_t target, pid;
 
+	out[0] = err[0] = '\0';
 	if (getuid() != 0)
-		return;
+		return 99;
 	target = fork();
 	ck_assert_int_ge(target, 0);
 	if (target == 0) {
+		if (preload &&
+		    setenv("LD_PRELOAD", test_env_path("CTXSHIM_LIB"), 1) < 0)
+			_exit(99);
 		if (setgroups(0, NULL) < 0 || setgid(65534) < 0 || setuid(65534) < 0)
 			_exit(99);
 		/* exec'd, so dumpable again after the change of uid */
@@ -1550,15 +1559,35 @@ START_TEST(no_cap_sys_ptrace)
 		usleep(1000);
 	}
 	ck_assert_str_eq(comm, "sleep\n");
+	/* the shim's constructor runs after the exec that set the name */
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)target);
+	for (i = 0; preload; i++) {
+		FILE *f = fopen(path, "re");
+		bool found = false;
+
+		while (f && !found && fgets(line, sizeof(line), f))
+			found = strstr(line, "OTEL_CTX") != NULL;
+		if (f)
+			fclose(f);
+		if (found)
+			break;
+		ck_assert_msg(i < 5000, "no OTEL_CTX mapping in sleep");
+		usleep(1000);
+	}
 	snprintf(arg, sizeof(arg), "%d", (int)target);
+	ck_assert_int_eq(pipe2(outp, O_CLOEXEC), 0);
 	ck_assert_int_eq(pipe2(errp, O_CLOEXEC), 0);
 	pid = fork();
 	ck_assert_int_ge(pid, 0);
 	if (pid == 0) {
-		char *argv[] = {(char *)test_ctxdump_path(), arg, NULL};
-		int null = open("/dev/null", O_WRONLY);
+		char *argv[9] = {(char *)test_ctxdump_path()};
+		int n = 1;
 
-		dup2(null, 1);
+		while (args && *args && n < 7)
+			argv[n++] = (char *)*args++;
+		argv[n] = arg;
+
+		dup2(outp[1], 1);
 		dup2(errp[1], 2);
 		/* root's exec gets the bounding set: no CAP_SYS_PTRACE */
 		if (prctl(PR_CAPBSET_DROP, CAP_SYS_PTRACE, 0, 0, 0) < 0)
@@ -1566,25 +1595,86 @@ START_TEST(no_cap_sys_ptrace)
 		execv(argv[0], argv);
 		_exit(127);
 	}
+	close(outp[1]);
 	close(errp[1]);
-	for (;;) {
-		ssize_t r = read(errp[0], err + len, sizeof(err) - 1 - len);
+	/* a few KiB each: stdout to its end first cannot block ctxdump */
+	for (size_t len = 0;;) {
+		ssize_t r = read(outp[0], out + len, out_len - 1 - len);
 
 		if (r <= 0)
 			break;
 		len += (size_t)r;
+		out[len] = '\0';
 	}
-	err[len] = '\0';
+	for (size_t len = 0;;) {
+		ssize_t r = read(errp[0], err + len, err_len - 1 - len);
+
+		if (r <= 0)
+			break;
+		len += (size_t)r;
+		err[len] = '\0';
+	}
+	close(outp[0]);
 	close(errp[0]);
 	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
 	kill(target, SIGKILL);
 	waitpid(target, NULL, 0);
 	ck_assert(WIFEXITED(st));
-	if (WEXITSTATUS(st) == 99)
+	return WEXITSTATUS(st);
+}
+
+/* Root without CAP_SYS_PTRACE on another user's process (a container's
+ * root, the owner under Yama alike): /proc/PID/maps reads, but the
+ * objects, opened through /proc/PID/root, are denied before any attach.
+ * The hint of a failed attach says why (old: only "could not be opened
+ * ... Permission denied", with "Process context: none"). */
+START_TEST(no_cap_sys_ptrace)
+{
+	char out[8192], err[4096];
+	int st =
+		run_without_ptrace_cap(false, NULL, out, sizeof(out), err, sizeof(err));
+
+	if (st == 99)
 		return; /* no capability bounding set to drop from */
-	ck_assert_msg(WEXITSTATUS(st) == 2, "exit %d: %s", WEXITSTATUS(st), err);
+	ck_assert_msg(st == 2, "exit %d: %s", st, err);
 	ck_assert_msg(strstr(err, "may be owned by a different user (uid 65534)"), "%s",
 		      err);
+	/* no shim: no process context, rightly none */
+	ck_assert_msg(strstr(out, "\nProcess context: none\n"), "%s", out);
+}
+END_TEST
+
+/* The same under the shim: the process has a process context (its
+ * OTEL_CTX mapping is in maps), but its memory cannot be read.  "not
+ * read", with why, in text and JSON (old: "Process context: none" and
+ * "process_context": null alone, which say it has none). */
+START_TEST(no_cap_sys_ptrace_pctx)
+{
+	static const char *const json[] = {"--json", NULL};
+	char out[8192], err[4096];
+	int st = run_without_ptrace_cap(true, NULL, out, sizeof(out), err, sizeof(err));
+
+	if (st == 99)
+		return;
+	ck_assert_msg(st == 2, "exit %d: %s", st, err);
+	ck_assert_msg(strstr(out,
+			     "\nProcess context: (not read: cannot read the header "
+			     "at 0x") &&
+			      strstr(out, ": Operation not permitted)\n"),
+		      "%s", out);
+	ck_assert_msg(!strstr(out, "Process context: none"), "%s", out);
+	/* said once, with the attach hint, not as a warning of its own */
+	ck_assert_msg(strstr(err, "may be owned by a different user (uid 65534)"), "%s",
+		      err);
+	ck_assert_msg(!strstr(err, "process context"), "%s", err);
+
+	st = run_without_ptrace_cap(true, json, out, sizeof(out), err, sizeof(err));
+	ck_assert_msg(st == 2, "exit %d: %s", st, err);
+	ck_assert_msg(strstr(out,
+			     "  \"process_context\": null,\n"
+			     "  \"process_context_error\": \"cannot read the header at "
+			     "0x"),
+		      "%s", out);
 }
 END_TEST
 
@@ -1599,6 +1689,7 @@ TEST_SUITE(ctxdump_cli_suite)
 	tcase_add_test(tc, help_version);
 	tcase_add_test(tc, no_such_process);
 	tcase_add_test(tc, no_cap_sys_ptrace);
+	tcase_add_test(tc, no_cap_sys_ptrace_pctx);
 	tcase_add_test(tc, kernel_thread);
 	suite_add_tcase(s, tc);
 

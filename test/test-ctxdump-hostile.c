@@ -316,32 +316,36 @@ struct pctx_case {
 	const char *detail; /* in stderr too, after reason (NULL: none) */
 };
 
+/* A context that is there (an OTEL_CTX mapping) but cannot be read is
+ * "not read", with why, not "none" (old: "Process context: none"); none of
+ * it is shown. */
+#define PCTX_NOT_READ "Process context: (not read: "
+
 static const struct pctx_case pctx_cases[] = {
 	/* the reason says what was wrong, where, with the values read */
-	{"torn", 1, "cannot read the process context: the header at 0x",
-	 "Process context: none\n",
+	{"torn", 1, "cannot read the process context: the header at 0x", PCTX_NOT_READ,
 	 "still said \"being updated\" "
 	 "(monotonic_published_at_ns 0) after 8 reads; ignoring it"},
 	{"unwritten", 1, "cannot read the process context: the header at 0x",
-	 "Process context: none\n",
+	 PCTX_NOT_READ,
 	 " was still empty (not written yet) after 8 reads; ignoring it"},
 	{"oversized", 1, "cannot read the process context: the header at 0x",
-	 "Process context: none\n",
+	 PCTX_NOT_READ,
 	 " has payload_size 2097152, more than the 1048576 bytes ctxdump reads"},
 	{"size-max", 1, "cannot read the process context: the header at 0x",
-	 "Process context: none\n",
+	 PCTX_NOT_READ,
 	 " has payload_size 4294967295, more than the 1048576 bytes ctxdump reads"},
 	{"unmapped", 1, "cannot read the process context: its payload (100 bytes at 0x",
-	 "Process context: none\n", ") is not readable: Bad address (8 attempts)"},
+	 PCTX_NOT_READ, ") is not readable: Bad address (8 attempts)"},
 	{"malformed", 1, "cannot read the process context: its payload (8 bytes at 0x",
-	 "Process context: none\n", ") is not a valid ProcessContext protobuf"},
+	 PCTX_NOT_READ, ") is not a valid ProcessContext protobuf"},
 	{"bad-version", 1, "cannot read the process context: the header at 0x",
-	 "Process context: none\n", " has version 3 (ctxdump reads version 2)"},
-	{"deep", 1, "cannot read the process context: its payload (",
-	 "Process context: none\n", ") is not a valid ProcessContext protobuf"},
+	 PCTX_NOT_READ, " has version 3 (ctxdump reads version 2)"},
+	{"deep", 1, "cannot read the process context: its payload (", PCTX_NOT_READ,
+	 ") is not a valid ProcessContext protobuf"},
 	{"exec", 0, NULL, "Process context: none\n", NULL},
 	{"signature", 1, "cannot read the process context: the mapping at 0x",
-	 "Process context: none\n", " does not start with the signature OTEL_CTX"},
+	 PCTX_NOT_READ, " does not start with the signature OTEL_CTX"},
 	/* exit 0: everything was read, but the warning says what it means */
 	{"schema", 0, "process ", "Schema: tls_v9, key map: k0, k1\n",
 	 " names the thread-context schema \"tls_v9\" (threadlocal.schema_version), "
@@ -389,9 +393,19 @@ START_TEST(broken_process_context)
 			assert_json(out);
 			expect_in(out,
 				  "\"trace_id\": \"33333333333333333333333333333333\"");
+			/* null as before, and why in a key of its own */
+			if (strcmp(pc->out, PCTX_NOT_READ) == 0)
+				expect_in(out, "  \"process_context\": null,\n"
+					       "  \"process_context_error\": \"");
+			else if (pc->status == 0)
+				ck_assert_msg(!strstr(out, "process_context_error"),
+					      "%s: %s", pc->mode, out);
 		} else {
 			expect_in(out, pc->out);
 			expect_in(out, "    trace_id=33333333333333333333333333333333");
+			if (strcmp(pc->out, PCTX_NOT_READ) == 0)
+				ck_assert_msg(!strstr(out, "\nService: "), "%s: %s",
+					      pc->mode, out);
 		}
 		if (strcmp(pc->mode, "strings") == 0 && !json) {
 			/* 300 keys: the first 256 are kept, index 255 is named */

@@ -265,6 +265,20 @@ load_cmdline(struct dump *d)
 	}
 }
 
+/* What load_pctx() failed with, for the output (d->pctx_err, left alone
+ * while a context read before stays shown: a key-map refresh that
+ * failed), and copied to why (if not NULL), for the caller's message.
+ * -ENOENT is no context at all. */
+static int
+pctx_failed(struct dump *d, int err, char *why, size_t why_len)
+{
+	if (!d->has_pctx)
+		d->pctx_err = err == -ENOENT ? 0 : err;
+	if (why)
+		snprintf(why, why_len, "%s", d->pctx_why);
+	return err;
+}
+
 /* Read and decode the process context, finding its mapping in the maps
  * of ep (NULL: read them again); returns 0, -ENOENT (none), or another
  * negative errno, with why (if not NULL) saying what was wrong, for the
@@ -286,24 +300,21 @@ load_pctx(struct dump *d, struct etls_proc *ep, char *why, size_t why_len)
 		maps = etls_proc_maps(ep, &maps_len);
 	r = dump_pctx_read(d->pid, &via, maps, maps_len, &snap);
 	if (r < 0) {
-		if (why)
-			pctxr_describe(r, false, &snap, why, why_len);
-		return r;
+		pctxr_describe(r, false, &snap, d->pctx_why, sizeof(d->pctx_why));
+		return pctx_failed(d, r, why, why_len);
 	}
 	pd = malloc(sizeof(*pd));
 	if (!pd) {
 		pctxr_free(&snap);
-		if (why)
-			snprintf(why, why_len, "%s", strerror(ENOMEM));
-		return -ENOMEM;
+		snprintf(d->pctx_why, sizeof(d->pctx_why), "%s", strerror(ENOMEM));
+		return pctx_failed(d, -ENOMEM, why, why_len);
 	}
 	r = pctx_decode(snap.payload, snap.payload_len, pd);
 	if (r < 0) {
-		if (why)
-			pctxr_describe(r, true, &snap, why, why_len);
+		pctxr_describe(r, true, &snap, d->pctx_why, sizeof(d->pctx_why));
 		free(pd);
 		pctxr_free(&snap);
-		return r;
+		return pctx_failed(d, r, why, why_len);
 	}
 	if (d->has_pctx) {
 		pctxr_free(&d->pctx);
@@ -312,6 +323,7 @@ load_pctx(struct dump *d, struct etls_proc *ep, char *why, size_t why_len)
 	d->pctx = snap;
 	d->pd = pd;
 	d->has_pctx = true;
+	d->pctx_err = 0;
 	return 0;
 }
 

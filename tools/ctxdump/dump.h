@@ -135,6 +135,11 @@ struct dump {
 	bool has_pctx;
 	struct pctxr_snapshot pctx;
 	struct pctx_decoded *pd;
+	/* Without has_pctx: the negative errno of a process context that is
+	 * there (an OTEL_CTX mapping) but could not be read or decoded, and
+	 * why, for the output ("none" would be false); 0 if there is none */
+	int pctx_err;
+	char pctx_why[256];
 
 	/* The objects found before the stop, kept for the few lookups made
 	 * after it (which thread owns a shared thread pointer); NULL once

@@ -406,7 +406,11 @@ text_header(struct ob *f, const struct dump *d, const struct output_opts *o)
 			  d->cmdline_len);
 	ob_putc(f, '\n');
 
-	if (!d->has_pctx) {
+	/* one that is there but could not be read is not "none": said as
+	 * a thread that could not be read is (text_thread()) */
+	if (!d->has_pctx && d->pctx_err) {
+		ob_printf(f, "Process context: (not read: %s)\n", d->pctx_why);
+	} else if (!d->has_pctx) {
 		ob_puts(f, "Process context: none\n");
 	} else {
 		svc = find_res(d, "service.name");
@@ -1003,6 +1007,12 @@ json_pctx(struct jw *w, const struct dump *d)
 	jw_key(w, "process_context");
 	if (!d->has_pctx) {
 		jw_raw(w, "null");
+		/* a key of its own, as a thread's "error": a reader that
+		 * takes null for no context is not misled into more */
+		if (d->pctx_err) {
+			jw_key(w, "process_context_error");
+			jw_cstr(w, d->pctx_why);
+		}
 		return;
 	}
 	jw_obj_begin(w);
