@@ -1678,6 +1678,39 @@ START_TEST(no_cap_sys_ptrace_pctx)
 }
 END_TEST
 
+/* ctxdump record there: it could not look for the layouts, so it says
+ * that first, with the hint, not that the process defines none of them
+ * (old: "process N defines none of otel_thread_ctx_v1, ...", then the
+ * hint after the failed attach); the hint is given once. */
+START_TEST(no_cap_sys_ptrace_record)
+{
+	static const char *const rec[] = {"record", "-o", "/dev/null", "-d", "1", NULL};
+	static const char first[] =
+		"ctxdump record: cannot look for otel_thread_ctx_v1, "
+		"elastic_apm_profiling_correlation_tls_v1, "
+		"custom_labels_current_set in process ";
+	const char *hint = "may be owned by a different user (uid 65534)";
+	char out[8192], err[4096], *second, *at;
+	int st = run_without_ptrace_cap(true, rec, out, sizeof(out), err, sizeof(err));
+
+	if (st == 99)
+		return;
+	ck_assert_msg(st == 2, "exit %d: %s", st, err);
+	ck_assert_msg(strncmp(err, first, strlen(first)) == 0, "%s", err);
+	second = strchr(err, '\n');
+	ck_assert_msg(second && strstr(err, ": Permission denied; recording stacks "
+					    "without trace context\n") < second,
+		      "%s", err);
+	/* the hint on the next line, and once */
+	second++;
+	at = strstr(second, hint);
+	ck_assert_msg(at && at < strchr(second, '\n') && !strstr(at + 1, hint), "%s",
+		      err);
+	ck_assert_msg(!strstr(err, "defines none"), "%s", err);
+	ck_assert_msg(strstr(err, "cannot stop process "), "%s", err);
+}
+END_TEST
+
 TEST_SUITE(ctxdump_cli_suite)
 {
 	Suite *s = suite_create("ctxdump-cli");
@@ -1690,6 +1723,7 @@ TEST_SUITE(ctxdump_cli_suite)
 	tcase_add_test(tc, no_such_process);
 	tcase_add_test(tc, no_cap_sys_ptrace);
 	tcase_add_test(tc, no_cap_sys_ptrace_pctx);
+	tcase_add_test(tc, no_cap_sys_ptrace_record);
 	tcase_add_test(tc, kernel_thread);
 	suite_add_tcase(s, tc);
 

@@ -294,6 +294,7 @@ struct rec {
 	uint64_t dying_skipped, dying_failed;
 	int dying_err;
 	pid_t fail_tid; /* whose PTRACE_SEIZE failed (-EPERM) */
+	bool eperm_said; /* the hint of stop_diagnose_eperm() was given */
 	uint64_t win_sum, win_max;
 	int end_reason;
 	int error;
@@ -1654,6 +1655,37 @@ warn_write_error(const struct rec *rc, const char *outname)
 		cli_warn("write error on %s: %s", outname, strerror(-rc->w.err));
 }
 
+/* Whether the layouts could not be looked for because ctxdump may not
+ * open the objects of the process (s: as etls_proc_find() left it when it
+ * found no definition).  They are opened through /proc/PID/root, which
+ * the ptrace access check guards: most often the attach is denied too. */
+static bool
+objects_denied(const struct etls_symbol *s)
+{
+	return s->n_unopenable &&
+	       (s->unopenable_err == -EACCES || s->unopenable_err == -EPERM);
+}
+
+/* What failed, first, then the hint of a failed attach, as the dump says
+ * it (dump_process() in ctxdump.c): not "defines none", which ctxdump
+ * could not tell. */
+static void
+warn_objects_denied(struct rec *rc, const struct etls_symbol *s)
+{
+	fprintf(stderr,
+		"%s: cannot look for " OTEL_THREAD_CTX_SYMBOL ", " LAY_ELASTIC_SYMBOL
+		", " LAY_CL_SYMBOL " in process %d: %u of its %u objects could not "
+		"be opened, the first ",
+		cli_name(), (int)rc->pid, s->n_unopenable, s->n_objects);
+	output_text_escape(stderr, (const uint8_t *)s->unopenable,
+			   strlen(s->unopenable), false);
+	fprintf(stderr, "%s: %s; recording stacks without trace context\n",
+		s->unopenable_deleted ? " (deleted)" : "",
+		strerror(-s->unopenable_err));
+	stop_diagnose_eperm(rc->pid, rc->pid);
+	rc->eperm_said = true;
+}
+
 /* ---- command line ---- */
 
 static void usage(void) __attribute__((noreturn));
@@ -2006,7 +2038,9 @@ record_main(int argc, char **argv)
 	}
 	rc->have_layouts = r == 0;
 	rc->discover_ns = remote_now_ns();
-	if (!rc->have_layouts && !ctl.quiet)
+	if (!rc->have_layouts && objects_denied(&rc->lp.l[LAY_OTEL].sym)) {
+		warn_objects_denied(rc, &rc->lp.l[LAY_OTEL].sym);
+	} else if (!rc->have_layouts && !ctl.quiet)
 		cli_warn("process %d defines none of " OTEL_THREAD_CTX_SYMBOL
 			 ", " LAY_ELASTIC_SYMBOL ", " LAY_CL_SYMBOL
 			 "; recording stacks without trace context",
@@ -2080,7 +2114,7 @@ record_main(int argc, char **argv)
 				/* nothing recorded: attach fails for good */
 				cli_warn("cannot stop process %d: %s", (int)ctl.pid,
 					 strerror(-r));
-				if (r == -EPERM)
+				if (r == -EPERM && !rc->eperm_said)
 					stop_diagnose_eperm(ctl.pid,
 							    rc->fail_tid ? rc->fail_tid
 									 : ctl.pid);
