@@ -393,12 +393,21 @@ END_TEST
 /* --stacks while the target swaps two libraries of one size at one
  * address, every SWAP_MS: the thread that runs each was started by
  * spin_main_a() or spin_main_b(), so its library frame must be
- * swap_spin_a or swap_spin_b to match (or no name: changed around the
- * stop).  Old: the module list was read after the threads were let go,
- * and in some 40 % of the dumps a library swapped meanwhile named the
- * other's frame. */
+ * swap_spin_a or swap_spin_b to match (or no name).  Old: the module list
+ * was read after the threads were let go, and in some 40 % of the dumps
+ * a library swapped meanwhile named the other's frame.  Then (case 0): it
+ * was read before the stop and compared after it, and the other library
+ * was still named in some 0.3 % of the dumps on a loaded machine: one
+ * library read before the stop, the other one swapped in and stopped,
+ * the first one back before the comparison, which found nothing changed.
+ * Case 1 makes that the usual case, with CTXDUMP_TEST_SYNC_PAUSE_MS
+ * between each read of the list and the stop: 38 of 100 dumps named the
+ * other library until the list was compared while the threads were
+ * stopped (stack_unwind_stopped()). */
 #define SWAP_DUMPS 60
 #define SWAP_MS    "10"
+
+static const char *const swap_pause[] = {NULL, "15"};
 
 /* For each thread of a --stacks dump: 1 when its library frame matches
  * the library it was started in, -1 when it names the other, 0 when it
@@ -443,6 +452,9 @@ START_TEST(test_dump_stacks_library_swapped)
 	snprintf(pid, sizeof(pid), "%d", (int)c.pid);
 	test_child_send(&c, "loop " SWAP_MS "\n");
 	test_child_expect(&c, "LOOPING", line, sizeof(line), TIMEOUT_MS);
+	if (swap_pause[_i])
+		ck_assert_int_eq(
+			setenv("CTXDUMP_TEST_SYNC_PAUSE_MS", swap_pause[_i], 1), 0);
 	for (i = 0; i < SWAP_DUMPS; i++) {
 		char *out = NULL, *err = NULL;
 		unsigned b = 0;
@@ -455,8 +467,10 @@ START_TEST(test_dump_stacks_library_swapped)
 		free(out);
 		free(err);
 	}
-	fprintf(stderr, "dl-swap: %u of %u dumps named the spinning library\n", ok,
-		SWAP_DUMPS);
+	unsetenv("CTXDUMP_TEST_SYNC_PAUSE_MS");
+	fprintf(stderr,
+		"dl-swap: %u of %u dumps named the spinning library (pause %s)\n", ok,
+		SWAP_DUMPS, swap_pause[_i] ? swap_pause[_i] : "none");
 	/* else the dumps hardly met a library to name */
 	ck_assert_uint_ge(ok, SWAP_DUMPS / 4);
 	prof_assert_running(c.pid);
@@ -553,7 +567,8 @@ TEST_SUITE(ctxdump_reload_suite)
 	tcase_add_loop_test(
 		tc, test_dump_dlopen_loop, 0,
 		(int)(sizeof(dlopen_loop_libs) / sizeof(dlopen_loop_libs[0])));
-	tcase_add_test(tc, test_dump_stacks_library_swapped);
+	tcase_add_loop_test(tc, test_dump_stacks_library_swapped, 0,
+			    (int)(sizeof(swap_pause) / sizeof(swap_pause[0])));
 	tcase_add_loop_test(
 		tc, test_dump_broken_slot, 0,
 		(int)(sizeof(broken_slot_cases) / sizeof(broken_slot_cases[0])));

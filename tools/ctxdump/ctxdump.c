@@ -1086,6 +1086,26 @@ pause_ms(unsigned ms)
 		;
 }
 
+/* CTXDUMP_TEST_SYNC_PAUSE_MS: sleep so long after the module list's read
+ * before the stop and before its read after the threads' release, so that a test sees a
+ * library swapped around the stop in most --stacks dumps rather than in
+ * one of some hundreds (test-ctxdump-reload.c). */
+static void
+test_sync_pause(void)
+{
+	static int ms = -1;
+
+	if (ms < 0) {
+		const char *e = getenv("CTXDUMP_TEST_SYNC_PAUSE_MS");
+
+		ms = e ? atoi(e) : 0;
+		if (ms < 0 || ms > 1000)
+			ms = 0;
+	}
+	if (ms)
+		pause_ms((unsigned)ms);
+}
+
 /* Whether ctxdump can open a process's /proc/PID/map_files/ entries
  * (CAP_SYS_ADMIN or CAP_CHECKPOINT_RESTORE); true when it cannot tell. */
 static bool
@@ -1501,12 +1521,14 @@ dump_process(const struct ctxdump_control *ctl, unsigned slot_tries)
 						  ((size_t)hint + 16) * STACK_ARENA_GUESS);
 	}
 	/* The unwinder's module list, read last before the stop and
-	 * compared once the threads run again: a library dlclose()d and
-	 * another dlopen()ed at its address in between would otherwise be
-	 * read after the stop and name the first one's frames after the
-	 * second (stack_unwind_sync()).  Its errors: unwind_stacks() says. */
-	if (ctl->stacks)
+	 * compared while the threads are stopped: a library dlclose()d and
+	 * another dlopen()ed at its address in between would otherwise name
+	 * the second one's frames after the first (stack_unwind_sync(),
+	 * stack_unwind_stopped()).  Its errors: unwind_stacks() says. */
+	if (ctl->stacks) {
 		(void)dump_unwind_sync(ctl->pid, &d->mem_pid, &img, false);
+		test_sync_pause();
+	}
 
 	/* ---- threads stopped from here ---- */
 	r = stop_all(&ss, ctl->tid, ctl->stop_timeout_ms);
@@ -1589,6 +1611,8 @@ dump_process(const struct ctxdump_control *ctl, unsigned slot_tries)
 			 !stop_late_busy(&late);
 		if (!doomed) {
 			read_threads(&run);
+			if (ctl->stacks)
+				(void)stack_unwind_stopped(d->mem_pid);
 			dlay_read(d);
 			if (pctx_err == -ESRCH)
 				pctx_err =
@@ -1615,8 +1639,10 @@ dump_process(const struct ctxdump_control *ctl, unsigned slot_tries)
 	 * output may block on a pipe for as long as its reader likes). */
 	(void)stop_late_add(&late, &ss);
 	stop_free(&ss);
-	if (ctl->stacks && r >= 0 && !doomed)
+	if (ctl->stacks && r >= 0 && !doomed) {
+		test_sync_pause();
 		(void)dump_unwind_sync(ctl->pid, &d->mem_pid, &img, true);
+	}
 	if (r < 0) {
 		cli_warn("cannot collect the threads: %s", strerror(-r));
 		dump_free(d);

@@ -817,13 +817,14 @@ proc_alive(pid_t pid)
 }
 
 /* The unwinder's module list brought up to date with the target's file
- * mappings (stack_unwind_sync()): before the stop, so that the round is
- * unwound with the libraries the threads ran in, not those of when the
- * list was read (a library dlclose()d and another dlopen()ed at its
- * address would be named as the first), and after it, for a change
- * between the two, which the frames it concerns are not named after
- * either way.  Both while the target runs; one read of its maps each
- * when nothing changed. */
+ * mappings (stack_unwind_sync()): before the stop, while the target runs,
+ * so that the parsing of a change is done outside the stop, and compared
+ * again in it (stack_unwind_stopped()), so that the round is unwound with
+ * the libraries the threads ran in, not those of when the list was read
+ * (a library dlclose()d and another dlopen()ed at its address would be
+ * named as the first).  After the stop it only reads the maps if the
+ * comparison in it failed.  One read of the maps before the stop and one
+ * in it when nothing changed. */
 static void
 sync_modules(struct rec *rc, bool after_stop)
 {
@@ -1173,6 +1174,9 @@ sample_round(struct rec *rc)
 	rc->lp.pid = rc->mem_pid;
 	stack_snap_capture_many(rc->mem_pid, rc->tids, k, rc->ctl->stack_size,
 				tls_floor(rc), rc->snapp, rc->err, &rc->arena);
+	/* the module list the stacks ran in (sync_modules()) */
+	if (k)
+		(void)stack_unwind_stopped(rc->mem_pid);
 	/* each thread's state where the stop found it (stop_state()) */
 	for (i = 0; i < k; i++)
 		rc->states[i] =

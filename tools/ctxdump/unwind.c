@@ -255,6 +255,9 @@ struct uw_ctx {
  * shares the parsed modules and libunwind's per-address-space cache. */
 static struct uw_proc *uw_cache;
 static bool uw_atexit_done;
+/* What stack_unwind_stopped() found, for the stack_unwind_sync() after
+ * the stop: STACK_SYNC_* + 1, or 0 (not called, or it failed). */
+static int uw_stopped;
 
 static uint64_t
 uw_now_ns(void)
@@ -572,6 +575,7 @@ stack_unwind_reset(void)
 {
 	uw_proc_free(uw_cache);
 	uw_cache = NULL;
+	uw_stopped = 0;
 }
 
 void
@@ -2297,13 +2301,42 @@ uw_mark_all(struct uw_proc *p)
 }
 
 int
+stack_unwind_stopped(pid_t pid)
+{
+	struct uw_proc *p = uw_cache;
+	bool dropped = false;
+	size_t i;
+	int r;
+
+	uw_stopped = 0;
+	if (!p)
+		return -ESRCH; /* nothing read before the stop to compare with */
+	if (p->pid != pid)
+		stack_unwind_rebind(p->pid, pid);
+	r = uw_fmaps_same(p, pid);
+	if (r == 0)
+		r = uw_proc_update(p, pid, false, &dropped);
+	if (r < 0)
+		return r;
+	for (i = 0; i < uw_cache->nmaps; i++)
+		uw_cache->maps[i].unsure = false;
+	if (r == 1)
+		r = STACK_SYNC_SAME;
+	else
+		r = dropped ? STACK_SYNC_DROPPED : STACK_SYNC_CHANGED;
+	uw_stopped = r + 1;
+	return r;
+}
+
+int
 stack_unwind_sync(pid_t pid, bool after_stop)
 {
 	struct uw_proc *p = uw_cache;
 	bool dropped = false;
 	size_t i;
-	int r = 0;
+	int r = 0, stopped = uw_stopped - 1;
 
+	uw_stopped = 0;
 	if (!p) {
 		p = uw_get_proc(pid, &r);
 		if (!p)
@@ -2315,6 +2348,9 @@ stack_unwind_sync(pid_t pid, bool after_stop)
 	}
 	if (p->pid != pid)
 		stack_unwind_rebind(p->pid, pid);
+	/* read while the threads were stopped: what their stacks ran in */
+	if (after_stop && stopped >= 0)
+		return stopped;
 	for (i = 0; i < p->nmaps; i++)
 		p->maps[i].unsure = false;
 	r = uw_fmaps_same(p, pid);
