@@ -1389,11 +1389,26 @@ sk_in_begin(struct sk_in *in, int fd, struct ctxshim_conn *c)
 
 /* The scanner gave up on a plain connection: if that was at a TLS
  * handshake record, hand the connection to the TLS hooks (see "TLS"
- * above), so that its ciphertext costs nothing more here. */
+ * above), so that its ciphertext costs nothing more here.  If the
+ * request model stopped it because a pipelined head found no room in
+ * the queue (preload/conn.c, "Bound"), log it (reason "pipeline-full",
+ * no context: the thread's is left as it was), as for "pool-full": the
+ * connection is not followed from here on, which the user could not
+ * tell from a client the shim does not understand. */
 static __attribute__((noinline, cold)) void
 sk_gave_up(struct sk_in *in)
 {
 	enum http_scan_give_up why = http_scan_give_up_reason(&in->c->scan);
+
+	/* The caller's stop with CONN_F_OVERFLOW: only the queue's stop sets
+	 * that flag on an HTTP/1 connection (an HTTP/2 one's stops clear
+	 * it, a FastCGI one's never set it). */
+	if (why == HTTP_SCAN_GIVE_UP_CALLER &&
+	    (atomic_load_explicit(&in->c->flags, memory_order_relaxed) &
+	     CONN_F_OVERFLOW)) {
+		CTXSHIM_EVENT(CTXSHIM_EV_DETACH, in->fd, NULL, "pipeline-full");
+		return;
+	}
 
 	/* A client-side socket on stdin (preload/conn.c, "inherited
 	 * connections"): no longer followed at all. */

@@ -165,15 +165,15 @@ START_TEST(reserve_long_lived)
 }
 END_TEST
 
-/* The same with the event log in a file: the connections past the bound
- * are each logged once, with reason pool-full (768 of them fit). */
-START_TEST(reserve_long_lived_events)
+/* Run "pipeline <mode> [arg]" under the shim with the event log in a
+ * file; returns the number on its line "<key> n". */
+static int
+run_pipeline_logged(const char *mode, const char *arg, const char *key)
 {
-	static const char *const proto[] = {"fcgi", "h2c"};
-	char path[4096], log[] = "/tmp/ctxshim-reserve-XXXXXX", env[64], *out, *err, *p;
-	char *argv[] = {path, "reserve", (char *)proto[_i], NULL},
-	     *envv[] = {env, NULL};
-	int st, fd = mkostemp(log, O_CLOEXEC);
+	char path[4096], log[] = "/tmp/ctxshim-pipeline-XXXXXX", env[64], *out, *err,
+			 *p;
+	char *argv[] = {path, (char *)mode, (char *)arg, NULL}, *envv[] = {env, NULL};
+	int st, n, fd = mkostemp(log, O_CLOEXEC);
 
 	ck_assert_int_ge(fd, 0);
 	close(fd);
@@ -184,12 +184,33 @@ START_TEST(reserve_long_lived_events)
 	unlink(log);
 	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0 &&
 			      strstr(out, " fails=0\n"),
-		      "%s: status %#x:\n%s\n%s", proto[_i], st, out, err);
-	p = strstr(out, "POOLFULL ");
-	ck_assert_msg(p, "%s: no POOLFULL line:\n%s", proto[_i], out);
-	ck_assert_int_eq(atoi(p + 9), 32);
+		      "%s %s: status %#x:\n%s\n%s", mode, arg ? arg : "", st, out, err);
+	p = strstr(out, key);
+	ck_assert_msg(p && p[strlen(key)] == ' ', "%s: no %s line:\n%s", mode, key,
+		      out);
+	n = atoi(p + strlen(key) + 1);
 	free(out);
 	free(err);
+	return n;
+}
+
+/* The same with the event log in a file: the connections past the bound
+ * are each logged once, with reason pool-full (768 of them fit). */
+START_TEST(reserve_long_lived_events)
+{
+	static const char *const proto[] = {"fcgi", "h2c"};
+
+	ck_assert_int_eq(run_pipeline_logged("reserve", proto[_i], "POOLFULL"), 32);
+}
+END_TEST
+
+/* flood with the event log in a file: the head that did not fit in the
+ * connection's queue, after which the connection is not followed, is
+ * logged once, with reason pipeline-full.  Old: nothing was logged, and
+ * the connection silently lost its contexts. */
+START_TEST(flood_bounded_logged)
+{
+	ck_assert_int_eq(run_pipeline_logged("flood", NULL, "PIPELINEFULL"), 1);
 }
 END_TEST
 
@@ -218,6 +239,7 @@ TEST_SUITE(pipeline_suite)
 	tcase_add_test(tc, pool_exhausted_events);
 	tcase_add_test(tc, flood_bounded);
 	tcase_add_test(tc, flood_bounded_events);
+	tcase_add_test(tc, flood_bounded_logged);
 	tcase_add_test(tc, keepalive_records);
 	tcase_add_test(tc, head_then_body);
 	tcase_add_test(tc, head_then_body_events);

@@ -21,7 +21,9 @@
  *                              empty), and then, answered in turn with more
  *                              heads read in between, the flooding one
  *                              publishes each request's context or none,
- *                              never another's
+ *                              never another's.  With CTXSHIM_EVENTS a
+ *                              file, prints "PIPELINEFULL n", the lines
+ *                              with reason pipeline-full
  *   pipeline headbody          pipelined requests whose responses are
  *                              written as a head and then a body in
  *                              pieces (Content-Length): until the last
@@ -583,6 +585,28 @@ t_two_threads(unsigned n)
 	close_n(c, s, POOL);
 }
 
+/* Lines of the event log (CTXSHIM_EVENTS, a file) with reason why, or -1
+ * without such a log. */
+static int
+event_lines(const char *why)
+{
+	const char *path = getenv("CTXSHIM_EVENTS");
+	char line[512], want[64];
+	int n = 0;
+	FILE *f;
+
+	if (!path || path[0] != '/' || strcmp(path, "/dev/null") == 0)
+		return -1;
+	f = fopen(path, "re");
+	if (!f)
+		return -1;
+	snprintf(want, sizeof(want), " reason=%s\n", why);
+	while (fgets(line, sizeof(line), f))
+		n += strstr(line, want) != NULL;
+	fclose(f);
+	return n;
+}
+
 /* FLOOD heads on one connection (trace ids 1..FLOOD), read by the server
  * in batches without a response, as a server reading far ahead does. */
 static void
@@ -703,6 +727,10 @@ t_flood(void)
 	r = ctx_is(7000);
 	CHECK(r == 0, "flooding connection after its queue drained: %d (want none)", r);
 	answer(fs, fc);
+	/* The head that did not fit is logged, once (reason pipeline-full). */
+	r = event_lines("pipeline-full");
+	if (r >= 0)
+		printf("PIPELINEFULL %d\n", r);
 	/* The bystander still works, and once the flooding connection is gone,
 	 * the whole pool is there again. */
 	flood_bystander(oc, os, 8000);
@@ -1048,27 +1076,6 @@ long_ctx(bool h2, int cli, int srv, unsigned k)
 	return r;
 }
 
-/* Lines of the event log (CTXSHIM_EVENTS, a file) with reason
- * pool-full, or -1 without such a log. */
-static int
-pool_full_lines(void)
-{
-	const char *path = getenv("CTXSHIM_EVENTS");
-	char line[512];
-	int n = 0;
-	FILE *f;
-
-	if (!path || path[0] != '/' || strcmp(path, "/dev/null") == 0)
-		return -1;
-	f = fopen(path, "re");
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f))
-		n += strstr(line, " reason=pool-full\n") != NULL;
-	fclose(f);
-	return n;
-}
-
 static void
 t_reserve(const char *proto)
 {
@@ -1107,7 +1114,7 @@ t_reserve(const char *proto)
 	pipelined_then_idle(&pc, &ps);
 	close(pc);
 	close(ps);
-	full = pool_full_lines();
+	full = event_lines("pool-full");
 	if (full >= 0)
 		printf("POOLFULL %d\n", full);
 	close_n(c, s, n);
