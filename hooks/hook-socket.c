@@ -3200,9 +3200,21 @@ hook_socket_writev(int fd, const struct iovec *iov, int iovcnt)
  * unseen, they left its request unanswered, so that the connection's next
  * request was taken as pipelined behind it and the thread went on showing
  * the first request's context for it (and for every later one).  Not a
- * hot path: the general hooks' entry and exit.  For sendmmsg() the head
- * is the first message that carried bytes, read only once the kernel has
- * (r > 0). */
+ * hot path: the general hooks' entry and exit.  On a stream socket
+ * sendmmsg() is a sendmsg() per message, in order (the kernel's
+ * __sys_sendmmsg()), so each message the kernel took is followed as the
+ * sendmsg() it is, by sk_out_iov() with the bytes it took (msg_len: the
+ * last one may be short, and the ones from r on were not sent): a head in
+ * one message and its body in the next is one response, as over two
+ * writes ("Response length", preload/conn.c), two responses in two
+ * messages answer two requests, and an HTTP/2 connection's frame walk
+ * (conn_h2_written()) sees every byte written.  Only the first message
+ * with bytes was followed before: the frames of the others never reached
+ * the walk, which missed the HEADERS they carried (the request stayed
+ * unanswered, and the next one's read showed nothing: h2-several) or fell
+ * out of step with the byte stream (a payload cut between messages), and
+ * a second response in a second message answered nothing.  The messages
+ * are read only once the kernel has (i < r). */
 static __attribute__((noinline)) int
 sk_sendmmsg(int fd, struct mmsghdr *vec, unsigned n, int flags, uint8_t hot)
 {
@@ -3210,11 +3222,9 @@ sk_sendmmsg(int fd, struct mmsghdr *vec, unsigned n, int flags, uint8_t hot)
 	int r = real_sendmmsg(fd, vec, n, flags), i;
 
 	for (i = 0; c && i < r; i++)
-		if (vec[i].msg_len > 0) {
+		if (vec[i].msg_len > 0)
 			sk_out_iov(fd, c, vec[i].msg_hdr.msg_iov,
 				   vec[i].msg_hdr.msg_iovlen, (ssize_t)vec[i].msg_len);
-			break;
-		}
 	return r;
 }
 
