@@ -22,6 +22,13 @@
  *  - a response written with sendmmsg() or pwritev2() was unseen: the
  *    connection's next request was queued behind the unanswered one and
  *    read under its context;
+ *  - pipelined responses written with one sendmmsg() of several messages:
+ *    only the first message that carried bytes was seen, so two responses
+ *    in two messages answered one request (the next request was read under
+ *    the second one's context), a head in one message and its body in the
+ *    next never ended the response (the pipelined request behind it never
+ *    became current), and so did a response whose message the kernel took
+ *    in part, its rest written after;
  *  - a request body moved out of the connection with splice() (HAProxy's
  *    splice-request) was unseen: the scanner still counted it as to come
  *    and took the connection's next requests for it (no context);
@@ -114,6 +121,14 @@ START_TEST(response_writers)
 }
 END_TEST
 
+static const char *const mmsg_how[] = {"two", "headbody", "short"};
+
+START_TEST(mmsg_pipelined)
+{
+	run_edge("mmsg", mmsg_how[_i % 3], _i >= 3);
+}
+END_TEST
+
 START_TEST(splice_body)
 {
 	run_edge("splice", NULL, _i & 1);
@@ -153,6 +168,7 @@ TEST_SUITE(sockedge_suite)
 	tcase_add_loop_test(tc, continue_and_final, 0, 4);
 	tcase_add_loop_test(tc, batched_responses, 0, 2);
 	tcase_add_loop_test(tc, response_writers, 0, 4);
+	tcase_add_loop_test(tc, mmsg_pipelined, 0, 6);
 	tcase_add_loop_test(tc, splice_body, 0, 2);
 	tcase_add_loop_test(tc, after_response, 0, 4);
 	tcase_add_loop_test(tc, uv_after_work_restore, 0, 2);

@@ -82,6 +82,7 @@
 #include <sys/select.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 int __poll_chk(struct pollfd *fds, nfds_t nfds, int timeout, size_t fdslen);
@@ -416,6 +417,143 @@ mode_batch(void)
 	close(srv);
 }
 
+#define TRACEB "5e0c63257de34c926f9efcd03aa62e11"
+#define TRACEC "6c2b1e0f9a8d7c6b5a4f3e2d1c0b9a88"
+
+/* Does the thread publish trace (32 hex) now? */
+static bool
+shows(const char *trace)
+{
+	char s[128];
+
+	ctxobs_format(s, sizeof(s));
+	return strncmp(s, "trace=", 6) == 0 && strncmp(s + 6, trace, 32) == 0;
+}
+
+/* Pipelined requests answered with sendmmsg(), each message a sendmsg()
+ * of its own on a stream socket, all of them written:
+ *   two       the two responses in two messages: the third request gets
+ *             its own context (old: only the first message was seen, the
+ *             second request stayed unanswered, the third was queued
+ *             behind it and read under its context)
+ *   headbody  the first response's head (Content-Length: 1) in one
+ *             message, its body in the next: one response, after which
+ *             the second request is current; the same for the second
+ *             response, then the third request gets its own context
+ *   short     three requests; the first response whole in message 0, the
+ *             second's head and a body of 4 MiB in message 1, which the
+ *             kernel takes in part (non-blocking, the client not
+ *             reading), and the third response in message 2, which it
+ *             does not take: the second request stays current until the
+ *             rest of its body is written (only the bytes the kernel took
+ *             count, none of message 2's), then the third is current */
+static void
+mode_mmsg(const char *how)
+{
+	static const char two[] =
+		"GET /a HTTP/1.1\r\nHost: x\r\n" TP "\r\n"
+		"GET /b HTTP/1.1\r\nHost: x\r\n"
+		"traceparent: 00-" TRACEB "-b7ad6b7169203331-01\r\n\r\n";
+	static const char third[] =
+		"GET /c HTTP/1.1\r\nHost: x\r\n"
+		"traceparent: 00-" TRACEC "-b7ad6b7169203331-01\r\n\r\n";
+	static const char ra[] = "HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\na";
+	static const char rhead[] = "HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\n";
+	static const char big_head[] =
+		"HTTP/1.1 200 OK\r\nContent-Length: 4194304\r\n\r\n";
+	const size_t big = 4194304;
+	char buf[sizeof(two) + sizeof(third)], *body;
+	struct iovec v[4];
+	struct mmsghdr mm[3];
+	int cli, srv, r, i;
+
+	memset(mm, 0, sizeof(mm));
+	for (i = 0; i < 3; i++) {
+		mm[i].msg_hdr.msg_iov = &v[i];
+		mm[i].msg_hdr.msg_iovlen = 1;
+	}
+	pair(&cli, &srv);
+	send_all(cli, two, sizeof(two) - 1, 0);
+	if (strcmp(how, "short") == 0)
+		send_all(cli, third, sizeof(third) - 1, 0);
+	read_n(srv, buf,
+	       sizeof(two) - 1 + (strcmp(how, "short") == 0 ? sizeof(third) - 1 : 0));
+	CHECK(shows_trace(), "mmsg %s: first request: %s", how, ctxobs_shown());
+	if (strcmp(how, "two") == 0) {
+		v[0] = (struct iovec){(void *)ra, sizeof(ra) - 1};
+		v[1] = (struct iovec){(void *)ra, sizeof(ra) - 1};
+		r = sendmmsg(srv, mm, 2, 0);
+		CHECK(r == 2, "mmsg two: sendmmsg: %d", r);
+		read_n(cli, buf, 2 * (sizeof(ra) - 1));
+		next_shows_trace2(cli, srv, "mmsg two");
+	} else if (strcmp(how, "headbody") == 0) {
+		v[0] = (struct iovec){(void *)rhead, sizeof(rhead) - 1};
+		v[1] = (struct iovec){(void *)"a", 1};
+		r = sendmmsg(srv, mm, 2, 0);
+		CHECK(r == 2, "mmsg headbody: sendmmsg: %d", r);
+		CHECK(shows(TRACEB), "mmsg headbody: after the first response: %s",
+		      ctxobs_shown());
+		r = sendmmsg(srv, mm, 2, 0);
+		CHECK(r == 2, "mmsg headbody: sendmmsg: %d", r);
+		CHECK(shows(TRACEB), "mmsg headbody: after the second response: %s",
+		      ctxobs_shown());
+		read_n(cli, buf, 2 * sizeof(rhead));
+		next_shows_trace2(cli, srv, "mmsg headbody");
+	} else {
+		size_t off;
+		pid_t pid;
+		int st;
+
+		body = malloc(big);
+		if (!body)
+			die("malloc");
+		memset(body, 'b', big);
+		if (fcntl(srv, F_SETFL, O_NONBLOCK) != 0)
+			die("O_NONBLOCK");
+		v[0] = (struct iovec){(void *)ra, sizeof(ra) - 1};
+		/* Message 1: the head and the body, two iovecs. */
+		v[1] = (struct iovec){(void *)big_head, sizeof(big_head) - 1};
+		v[2] = (struct iovec){body, big};
+		mm[1].msg_hdr.msg_iovlen = 2;
+		v[3] = (struct iovec){(void *)ra, sizeof(ra) - 1};
+		mm[2].msg_hdr.msg_iov = &v[3];
+		r = sendmmsg(srv, mm, 3, 0);
+		if (r != 2 || mm[1].msg_len >= sizeof(big_head) - 1 + big ||
+		    mm[1].msg_len < sizeof(big_head) - 1)
+			die("mmsg short: sendmmsg did not stop inside message 1");
+		CHECK(shows(TRACEB), "mmsg short: after the partial sendmmsg: %s",
+		      ctxobs_shown());
+		/* The rest of the body, with a child draining the client. */
+		pid = fork();
+		if (pid < 0)
+			die("fork");
+		if (pid == 0) {
+			size_t left = sizeof(ra) - 1 + sizeof(big_head) - 1 + big;
+
+			while (left) {
+				ssize_t k = read(cli, body, left < big ? left : big);
+
+				if (k <= 0)
+					_exit(1);
+				left -= (size_t)k;
+			}
+			_exit(0);
+		}
+		if (fcntl(srv, F_SETFL, 0) != 0)
+			die("blocking");
+		off = mm[1].msg_len - (sizeof(big_head) - 1);
+		send_all(srv, body + off, big - off, 0);
+		CHECK(waitpid(pid, &st, 0) == pid && WIFEXITED(st) &&
+			      WEXITSTATUS(st) == 0,
+		      "mmsg short: drain: %#x", st);
+		CHECK(shows(TRACEC), "mmsg short: after the second response: %s",
+		      ctxobs_shown());
+		free(body);
+	}
+	close(cli);
+	close(srv);
+}
+
 /* Move n bytes out of srv through the pipe p, as a proxy that splices
  * bodies does (pipe to the backend; here, read and dropped). */
 static void
@@ -590,6 +728,8 @@ main(int argc, char **argv)
 		mode_batch();
 	else if (strcmp(mode, "writers") == 0)
 		mode_writers(arg);
+	else if (strcmp(mode, "mmsg") == 0)
+		mode_mmsg(arg);
 	else if (strcmp(mode, "splice") == 0)
 		mode_splice();
 	else if (strcmp(mode, "after") == 0)
@@ -597,7 +737,7 @@ main(int argc, char **argv)
 	else {
 		fprintf(stderr, "usage: sock-edge "
 				"oob|poll-efault|continue|continue-final|batch|"
-				"writers|splice|after [how]\n");
+				"writers|mmsg|splice|after [how]\n");
 		return 64;
 	}
 	printf("RESULT %s fails=%d\n", mode, fails);
