@@ -977,6 +977,82 @@ assert_child(const struct req_line *r, char span[17])
 	ck_assert_str_ne(span, PA);
 }
 
+/* ---- the socket level's frame walk across sendmmsg() (helpers/h2-mmsg) ---- */
+
+static const char *const mmsg_variant[] = {"settings", "cut", "frames"};
+
+/* A server with HTTP/2 code of its own writes each response with one
+ * sendmmsg() of several messages; a real curl sends three requests on
+ * one connection, one after the other, the first the upgrade request
+ * ("Upgrade: h2c", the 101 written alone: the connection is followed as
+ * HTTP/2 from there).  The walk of the
+ * server's frames (preload/conn.c, conn_h2_written()) must see every
+ * message, in order: each stream's HEADERS answers its request, so the
+ * next stream's read shows its own context.  Old: only the first message
+ * that carried bytes was walked.  "settings" and "frames" put the first
+ * response's HEADERS past that message: stream 1 stayed unanswered and
+ * stream 3's read showed nothing (h2-several); "cut" leaves 90 bytes of a
+ * DATA payload to the second message: the walk, out of step, took the
+ * next response's HEADERS for payload, and stream 5's read showed
+ * nothing. */
+START_TEST(test_server_socket_mmsg)
+{
+	char path[4096], url[3][128], tp[3][128], *cargv[40], *out, *log;
+	char *sargv[] = {path, (char *)mmsg_variant[_i], NULL};
+	const char *want[3] = {TA, TB, TC}, *tps[3] = {TPA, TPB, TPC};
+	char line[256], step[16], trace[40];
+	struct it_server s;
+	unsigned n = 0, i, id;
+
+	helper(path, sizeof(path), "h2-mmsg");
+	it_server_start(&s, sargv, true, NULL);
+	cargv[n++] = CURL;
+	cargv[n++] = "-sS";
+	cargv[n++] = "--max-time";
+	cargv[n++] = "20";
+	for (i = 0; i < 3; i++) {
+		snprintf(url[i], sizeof(url[i]), "http://127.0.0.1:%u/%u", s.port, i);
+		snprintf(tp[i], sizeof(tp[i]), "traceparent: %s", tps[i]);
+		if (i > 0)
+			cargv[n++] = "--next";
+		cargv[n++] = "--http2";
+		cargv[n++] = "-o";
+		cargv[n++] = "/dev/null";
+		cargv[n++] = "-w";
+		cargv[n++] = "%{http_version} %{response_code} %{size_download}\n";
+		cargv[n++] = "-H";
+		cargv[n++] = tp[i];
+		cargv[n++] = url[i];
+	}
+	cargv[n] = NULL;
+	out = run(cargv, NULL, false);
+	ck_assert_msg(strcmp(out, "2 200 100\n2 200 100\n2 200 100\n") == 0,
+		      "curl:\n%s", out);
+	free(out);
+	for (i = 0; i < 6; i++) {
+		test_child_readline(&s.child, line, sizeof(line), IT_TIMEOUT_MS);
+		ck_assert_msg(sscanf(line, "%15s %u %39s", step, &id, trace) == 3 &&
+				      id == 2 * (i / 2) + 1 &&
+				      strcmp(step, i % 2 ? "WROTE" : "READ") == 0,
+			      "%s: bad line: %s", mmsg_variant[_i], line);
+		ck_assert_msg(strcmp(trace, want[i / 2]) == 0,
+			      "%s: stream %u %s shows %s, not %s", mmsg_variant[_i], id,
+			      step, trace, want[i / 2]);
+	}
+	test_child_readline(&s.child, line, sizeof(line), IT_TIMEOUT_MS);
+	ck_assert_str_eq(line, "END");
+	log = it_events(&s);
+	ck_assert_msg(!strstr(log, " reason=h2-several") &&
+			      !strstr(log, " reason=h2-stop"),
+		      "%s: log:\n%s", mmsg_variant[_i], log);
+	for (i = 0; i < 3; i++)
+		ck_assert_msg(it_events_spans(log, want[i], NULL) == 1, "%s: log:\n%s",
+			      mmsg_variant[_i], log);
+	free(log);
+	it_server_stop(&s);
+}
+END_TEST
+
 START_TEST(test_client_nghttp2)
 {
 	char tp_env[] = "TRACEPARENT=" TPA, *env[] = {tp_env, NULL};
@@ -1114,6 +1190,11 @@ TEST_SUITE(h2_suite)
 			tc, test_upgrade_socket_undo, 0,
 			(int)(sizeof(undo_variant) / sizeof(undo_variant[0])));
 	}
+	helper(p, sizeof(p), "h2-mmsg");
+	if (access(CURL, X_OK) == 0 && access(p, X_OK) == 0)
+		tcase_add_loop_test(
+			tc, test_server_socket_mmsg, 0,
+			(int)(sizeof(mmsg_variant) / sizeof(mmsg_variant[0])));
 	helper(p, sizeof(p), "h2-reads");
 	if (access(p, X_OK) == 0)
 		tcase_add_loop_test(
