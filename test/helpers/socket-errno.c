@@ -384,6 +384,27 @@ tracked_fds(void)
 					 .msg_iovlen = 1}},
 		     1, 0),
 	     1, SENTINEL);
+	/* Two pipelined requests, both answered by one sendmmsg(), a
+	 * response a message: the second message makes the second request
+	 * current and answers it (sk_out_next()). */
+	send_all(c, REQ REQ);
+	wait_bytes(s, 2 * req_len);
+	CALL("read-heads", read(s, buf, sizeof(buf)), (long)(2 * req_len), SENTINEL);
+	CALL("sendmmsg-pipelined",
+	     sendmmsg(s,
+		      (struct mmsghdr[2]){
+			      {.msg_hdr = {.msg_iov =
+						   &(struct iovec){
+							   "HTTP/1.1 200 OK\r\n\r\n",
+							   19},
+					   .msg_iovlen = 1}},
+			      {.msg_hdr = {.msg_iov =
+						   &(struct iovec){
+							   "HTTP/1.1 200 OK\r\n\r\n",
+							   19},
+					   .msg_iovlen = 1}}},
+		      2, 0),
+	     2, SENTINEL);
 	send_all(c, REQ);
 	wait_bytes(s, req_len);
 	CALL("read-head", read(s, buf, sizeof(buf)), (long)req_len, SENTINEL);
