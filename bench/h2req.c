@@ -46,28 +46,12 @@
 
 #include <nghttp2/nghttp2.h>
 
+#include "h2-build.h"
 #include "h2-scan.h"
 
-#define H2R_PREFACE "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 #define H2R_BLOCK   4096
 
 static nghttp2_hd_deflater *deflater;
-
-/* A frame header into p (9 bytes). */
-static size_t
-frame_hdr(uint8_t *p, uint32_t len, uint8_t type, uint8_t flags, uint32_t id)
-{
-	p[0] = (uint8_t)(len >> 16);
-	p[1] = (uint8_t)(len >> 8);
-	p[2] = (uint8_t)len;
-	p[3] = type;
-	p[4] = flags;
-	p[5] = (uint8_t)(id >> 24);
-	p[6] = (uint8_t)(id >> 16);
-	p[7] = (uint8_t)(id >> 8);
-	p[8] = (uint8_t)id;
-	return 9;
-}
 
 /* The connection's opening, as Chrome sends it: the preface, SETTINGS
  * (header table 65536, initial window 6 MiB, max header list 256 KiB)
@@ -81,12 +65,12 @@ opening(uint8_t *p)
 					   0, 6, 0, 4,    0, 0}; /* MAX_HEADER_LIST */
 	size_t n = 0;
 
-	memcpy(p, H2R_PREFACE, 24);
-	n += 24;
-	n += frame_hdr(p + n, sizeof(settings), 0x4, 0, 0);
+	memcpy(p, H2_PREFACE, H2_PREFACE_LEN);
+	n += H2_PREFACE_LEN;
+	n += h2_frame(p + n, sizeof(settings), 0x4, 0, 0);
 	memcpy(p + n, settings, sizeof(settings));
 	n += sizeof(settings);
-	n += frame_hdr(p + n, 4, 0x8, 0, 0);
+	n += h2_frame(p + n, 4, 0x8, 0, 0);
 	p[n++] = 0x00;
 	p[n++] = 0xef;
 	p[n++] = 0x00;
@@ -153,7 +137,7 @@ request(uint8_t *p, size_t cap, unsigned i, const char *authority)
 		fprintf(stderr, "bench-h2req: deflate: %s\n", nghttp2_strerror((int)r));
 		exit(1);
 	}
-	n = frame_hdr(p, (uint32_t)r + 5, 0x1, 0x25, id);
+	n = h2_frame(p, (size_t)r + 5, 0x1, 0x25, id);
 	p[n++] = 0x80;
 	p[n++] = 0;
 	p[n++] = 0;
@@ -383,7 +367,7 @@ do_run(const char *port, unsigned n, const char *pid)
 	for (i = 0; i < n; i++) {
 		len = i ? 0 : opening(buf);
 		if (ack && !acked) {
-			len += frame_hdr(buf + len, 0, 0x4, 0x1, 0);
+			len += h2_settings_ack(buf + len);
 			acked = true;
 		}
 		len += request(buf + len, sizeof(buf) - len, i, authority);

@@ -32,6 +32,8 @@
  * stderr). */
 #include "config.h"
 
+#include "h2-build.h"
+
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
@@ -57,8 +59,6 @@ typedef void *gnutls_session_t;
 #define GNUTLS_E_INTERRUPTED        (-52)
 #define GNUTLS_E_AGAIN              (-28)
 #endif
-
-#define PREFACE "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 
 static int fd = -1;
 static unsigned server_port, local_port;
@@ -86,20 +86,6 @@ append(const void *p, size_t n)
 }
 
 static void
-frame_head(uint8_t h[9], size_t len, uint8_t type, uint8_t flags, uint32_t id)
-{
-	h[0] = (uint8_t)(len >> 16);
-	h[1] = (uint8_t)(len >> 8);
-	h[2] = (uint8_t)len;
-	h[3] = type;
-	h[4] = flags;
-	h[5] = (uint8_t)(id >> 24);
-	h[6] = (uint8_t)(id >> 16);
-	h[7] = (uint8_t)(id >> 8);
-	h[8] = (uint8_t)id;
-}
-
-static void
 headers(uint32_t id, const char *path, const char *tp)
 {
 	nghttp2_nv nv[5];
@@ -122,7 +108,7 @@ headers(uint32_t id, const char *path, const char *tp)
 		errno = EINVAL;
 		die("nghttp2_hd_deflate_hd");
 	}
-	frame_head(h, (size_t)len, 0x1 /* HEADERS */, 0x4 | 0x1, id);
+	(void)h2_frame(h, (size_t)len, 0x1 /* HEADERS */, 0x4 | 0x1, id);
 	append(h, sizeof(h));
 	append(block, (size_t)len);
 }
@@ -287,8 +273,7 @@ wait_streams(char *list)
 		if (h[3] == 0x4 /* SETTINGS */ && !(h[4] & 0x1)) {
 			uint8_t ack[9];
 
-			frame_head(ack, 0, 0x4, 0x1, 0);
-			write_all(ack, sizeof(ack));
+			write_all(ack, h2_settings_ack(ack));
 		}
 		if (h[3] == 0x7 /* GOAWAY */) {
 			errno = ECONNRESET;
@@ -339,11 +324,9 @@ main(int argc, char **argv)
 
 		line[strcspn(line, "\n")] = '\0';
 		if (strcmp(line, "PREFACE") == 0) {
-			uint8_t h[9];
+			uint8_t h[64];
 
-			append(PREFACE, strlen(PREFACE));
-			frame_head(h, 0, 0x4, 0, 0);
-			append(h, sizeof(h));
+			append(h, h2_preface(h));
 		} else if (sscanf(line, "HEADERS %u %511s %255s", &id, path, tp) == 3) {
 			headers(id, path, tp);
 		} else if (strncmp(line, "WRITE ", 6) == 0) {

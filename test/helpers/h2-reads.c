@@ -22,6 +22,7 @@
 #include "config.h"
 
 #include "ctxobs.h"
+#include "h2-build.h"
 #include "listen-loopback.h"
 
 #include <netinet/tcp.h>
@@ -88,15 +89,7 @@ headers(uint8_t *f, uint32_t stream, unsigned k)
 	f[n++] = (uint8_t)l;
 	memcpy(f + n, tp, l);
 	n += l;
-	f[0] = 0;
-	f[1] = 0;
-	f[2] = (uint8_t)(n - 9);
-	f[3] = 0x1;
-	f[4] = 0x4 | 0x1;
-	f[5] = (uint8_t)(stream >> 24);
-	f[6] = (uint8_t)(stream >> 16);
-	f[7] = (uint8_t)(stream >> 8);
-	f[8] = (uint8_t)stream;
+	(void)h2_frame(f, n - 9, 0x1, 0x4 | 0x1, stream);
 	return n;
 }
 
@@ -135,22 +128,16 @@ unknown_req(uint8_t *f, unsigned k)
 	} else if (k == 4) {
 		f[n++] = 0x80 | 62; /* the newest dynamic entry: that traceparent */
 	}
-	f[0] = (uint8_t)((n - 9) >> 16);
-	f[1] = (uint8_t)((n - 9) >> 8);
-	f[2] = (uint8_t)(n - 9);
-	f[3] = 0x1;
-	f[4] = 0x4 | 0x1;
-	f[5] = f[6] = f[7] = 0;
-	f[8] = (uint8_t)(2 * k + 1);
+	(void)h2_frame(f, n - 9, 0x1, 0x4 | 0x1, 2 * k + 1);
 	return n;
 }
 
 int
 main(int argc, char **argv)
 {
-	static const uint8_t preface[] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
-					 "\0\0\0\4\0\0\0\0\0";
 	struct sockaddr_in a;
+	uint8_t start[64];
+	size_t start_len;
 	int l, cl, sv, one = 1;
 	unsigned k, n;
 	bool wait, unknown = false;
@@ -177,8 +164,9 @@ main(int argc, char **argv)
 	sv = accept(l, NULL, NULL);
 	if (sv < 0)
 		die("accept");
-	send_all(cl, preface, sizeof(preface) - 1);
-	read_one(sv, sizeof(preface) - 1);
+	start_len = h2_preface(start);
+	send_all(cl, start, start_len);
+	read_one(sv, start_len);
 	for (k = 1; k <= n; k++) {
 		uint8_t f[640];
 		size_t len = unknown ? unknown_req(f, k - 1) : headers(f, 2 * k - 1, k);

@@ -41,6 +41,7 @@
 
 #include "ctxobs.h"
 #include "fcgi-build.h"
+#include "h2-build.h"
 #include "listen-loopback.h"
 
 #include <stdbool.h>
@@ -104,27 +105,12 @@ read_more(struct conn *c)
 	return n > 0;
 }
 
-static size_t
-frame(uint8_t *b, uint32_t len, uint8_t type, uint8_t flags, uint32_t stream)
-{
-	b[0] = (uint8_t)(len >> 16);
-	b[1] = (uint8_t)(len >> 8);
-	b[2] = (uint8_t)len;
-	b[3] = type;
-	b[4] = flags;
-	b[5] = (uint8_t)(stream >> 24);
-	b[6] = (uint8_t)(stream >> 16);
-	b[7] = (uint8_t)(stream >> 8);
-	b[8] = (uint8_t)stream;
-	return 9;
-}
-
 /* Stream's response at b: a HEADERS frame, ":status: 200" (HPACK static
  * index 8), END_STREAM | END_HEADERS. */
 static size_t
 response(uint8_t *b, uint32_t stream)
 {
-	size_t n = frame(b, 1, 1, 0x5, stream);
+	size_t n = h2_frame(b, 1, 1, 0x5, stream);
 
 	b[n] = 0x88;
 	return n + 1;
@@ -135,15 +121,14 @@ response(uint8_t *b, uint32_t stream)
 static uint32_t
 next_request(struct conn *c)
 {
-	static const char preface[] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
-	const size_t pl = sizeof(preface) - 1;
+	const size_t pl = H2_PREFACE_LEN;
 
 	for (;;) {
 		size_t off = 0, flen;
 		uint32_t found = 0, id;
 
 		if (!c->preface && c->len >= pl) {
-			if (memcmp(c->buf, preface, pl) != 0)
+			if (memcmp(c->buf, H2_PREFACE, pl) != 0)
 				die("no client preface");
 			c->preface = true;
 			off = pl;
@@ -174,19 +159,17 @@ next_request(struct conn *c)
 static void
 fill_one(int l, const struct sockaddr_in *a)
 {
-	static const uint8_t start[] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
-				       "\0\0\0\4\0\0\0\0\0";
-	uint8_t b[sizeof(start)];
-	size_t have = 0;
+	uint8_t start[64], b[sizeof(start)];
+	size_t have = 0, len = h2_preface(start);
 	ssize_t n;
 	int cl = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), sv;
 
 	if (cl < 0 || connect(cl, (const struct sockaddr *)a, sizeof(*a)) != 0 ||
 	    (sv = accept4(l, NULL, NULL, SOCK_CLOEXEC)) < 0)
 		die("fill");
-	write_all(cl, start, sizeof(start) - 1);
-	while (have < sizeof(start) - 1) {
-		n = read(sv, b + have, sizeof(start) - 1 - have);
+	write_all(cl, start, len);
+	while (have < len) {
+		n = read(sv, b + have, len - have);
 		if (n <= 0)
 			die("fill read");
 		have += (size_t)n;
@@ -308,7 +291,7 @@ main(int argc, char **argv)
 		 * response: lighttpd's one writev. */
 		memcpy(out, switching, sizeof(switching) - 1);
 		n = sizeof(switching) - 1;
-		n += frame(out + n, 0, 4, 0, 0);
+		n += h2_settings(out + n);
 		n += response(out + n, 1);
 		if (iov_at) {
 			struct iovec v[2] = {{out, iov_at}, {out + iov_at, n - iov_at}};
@@ -344,7 +327,7 @@ main(int argc, char **argv)
 				continue;
 			n = 0;
 			if (!c->acked) {
-				n += frame(out, 0, 4, 1, 0); /* SETTINGS ACK */
+				n += h2_settings_ack(out);
 				c->acked = true;
 			}
 			n += response(out + n, c->last);

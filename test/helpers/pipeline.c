@@ -71,6 +71,7 @@
  * check held, 1 otherwise.  POOL is conn.c's CONN_POOL_N, RESERVE its
  * CONN_POOL_RESERVE, QUEUE_MAX its CONN_QUEUE_MAX. */
 #include "fcgi-build.h"
+#include "h2-build.h"
 #include "listen-loopback.h"
 #include "self-check.h"
 
@@ -987,22 +988,6 @@ t_gaveup(void)
 
 /* ---- reserve ---- */
 
-/* An HTTP/2 frame header on stream 1 (0: the connection's). */
-static size_t
-h2_frame(uint8_t *b, size_t len, unsigned type, unsigned flags, unsigned stream)
-{
-	b[0] = (uint8_t)(len >> 16);
-	b[1] = (uint8_t)(len >> 8);
-	b[2] = (uint8_t)len;
-	b[3] = (uint8_t)type;
-	b[4] = (uint8_t)flags;
-	b[5] = 0;
-	b[6] = 0;
-	b[7] = 0;
-	b[8] = (uint8_t)stream;
-	return 9;
-}
-
 /* An HPACK literal field without indexing, the name a string (no
  * Huffman), both shorter than 127 bytes. */
 static size_t
@@ -1023,15 +1008,7 @@ hpack_lit(uint8_t *b, const char *name, const char *value)
 static size_t
 long_start(bool h2, uint8_t *b)
 {
-	static const char preface[] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
-	size_t n;
-
-	if (h2) {
-		memcpy(b, preface, sizeof(preface) - 1);
-		n = sizeof(preface) - 1;
-		return n + h2_frame(b + n, 0, 4, 0, 0);
-	}
-	return fcgi_begin(b);
+	return h2 ? h2_preface(b) : fcgi_begin(b);
 }
 
 /* Request k on a connection started with long_start(): the FastCGI
