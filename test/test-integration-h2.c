@@ -862,29 +862,39 @@ START_TEST(test_upgrade_socket_two)
 }
 END_TEST
 
-/* test_upgrade_socket_undo: the idle h2c connections that hold the
- * pool's long-lived entries (768 of them: CONN_POOL_N -
- * CONN_POOL_RESERVE), and the FastCGI request's context then. */
+/* test_upgrade_socket_undo: where the session is made, and the idle h2c
+ * connections that hold the pool's long-lived entries (768 of them:
+ * CONN_POOL_N - CONN_POOL_RESERVE), and the FastCGI request's context
+ * then. */
 static const struct {
-	const char *fill, *fcgi;
+	const char *lib, *fill, *fcgi;
 } undo_variant[] = {
-	/* the upgraded connection takes the last one, gives it back */
-	{"767", "7f0e1d2c3b4a59687766554433221100"},
+	/* on the thread that follows the upgraded connection: handed back
+	 * at the session (ctxshim_conn_h2_library()); it takes the last
+	 * entry, gives it back */
+	{"--lib", "767", "7f0e1d2c3b4a59687766554433221100"},
 	/* none for it (in doubt): none for the FastCGI connection either,
 	 * the control that the fill leaves it no other */
-	{"768", "none"},
+	{"--lib", "768", "none"},
+	/* on another thread: handed back at its next read
+	 * (ctxshim_conn_h2_feed()), its entry with it */
+	{"--lib-thread", "767", "7f0e1d2c3b4a59687766554433221100"},
+	{"--lib-thread", "768", "none"},
 };
 
 /* A connection followed as HTTP/2 from its 101 (whole in one write) in a
  * process that then makes an nghttp2 server session is handed back
- * (preload/conn.c, conn_h2_undo()): its pool entry with it.  The pool's
- * long-lived entries but the one the upgrade takes are held by idle h2c
- * connections; a FastCGI connection (FCGI_KEEP_CONN) made after the
- * session gets that entry back, so its request shows its context. */
+ * (preload/conn.c, conn_h2_undo()): its pool entry with it, whether the
+ * thread that made the session followed it or not (then at its next
+ * read).  The pool's long-lived entries but the one the upgrade takes are
+ * held by idle h2c connections; a FastCGI connection (FCGI_KEEP_CONN)
+ * made after it was handed back gets that entry, so its request shows its
+ * context. */
 START_TEST(test_upgrade_socket_undo)
 {
 	char path[4096], url[3][128], tp[2][128], *cargv[32], *out;
-	char *sargv[] = {path, "--fill", (char *)undo_variant[_i].fill, "--lib", NULL};
+	char *sargv[] = {path, "--fill", (char *)undo_variant[_i].fill,
+			 (char *)undo_variant[_i].lib, NULL};
 	struct up_seen c;
 	struct it_server s;
 
@@ -897,7 +907,8 @@ START_TEST(test_upgrade_socket_undo)
 	upgrade_lines(&s, &c, 1);
 	ck_assert_str_eq(c.head, TA);
 	ck_assert_msg(strcmp(c.fcgi, undo_variant[_i].fcgi) == 0,
-		      "FastCGI request shows %s, not %s:\n%s", c.fcgi,
+		      "%s --fill %s: FastCGI request shows %s, not %s:\n%s",
+		      undo_variant[_i].lib, undo_variant[_i].fill, c.fcgi,
 		      undo_variant[_i].fcgi, c.all);
 	it_server_stop(&s);
 }

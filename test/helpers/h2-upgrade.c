@@ -31,12 +31,18 @@
  *                traceparent TPF and prints "FCGI <trace-id shown>": with
  *                --fill, it gets an entry only if the undone connections
  *                gave theirs back
+ *     --lib-thread  as --lib, but the session made on a thread of its
+ *                own, which follows no connection (a server whose worker
+ *                threads make the sessions): the socket level hands each
+ *                connection back at its next read instead
+ *                (ctxshim_conn_h2_feed()), and the FastCGI connection
+ *                comes after the first round's reads
  *
  * Prints "READY <port>", then after each step "<STEP> <conn> <stream>
  * <trace-id the thread shows>" (or "none"): HEAD (the upgrade request's
  * head read), WROTE (a response written: stream 1's with the 101), READ
- * (a read that brought a request's HEADERS), FCGI (--lib), and "END"
- * once every client closed.  Every response is a HEADERS frame (:status 200, END_STREAM). */
+ * (a read that brought a request's HEADERS), FCGI (--lib, --lib-thread),
+ * and "END" once every client closed.  Every response is a HEADERS frame (:status 200, END_STREAM). */
 #include "config.h"
 
 #include "ctxobs.h"
@@ -44,6 +50,7 @@
 #include "h2-build.h"
 #include "listen-loopback.h"
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -190,21 +197,30 @@ read_n(int fd, size_t n)
 	}
 }
 
-/* --lib: the nghttp2 session, then the FastCGI connection. */
-static void
-lib_then_fcgi(int l, const struct sockaddr_in *a)
+/* --lib: an nghttp2 server session, made and deleted (the thread's
+ * argument unused: --lib-thread runs it as a thread's start). */
+static void *
+session(void *unused)
 {
 	nghttp2_session_callbacks *cbs;
 	nghttp2_session *s;
-	uint8_t b[256];
-	size_t n, p;
-	int cl, sv;
 
+	(void)unused;
 	if (nghttp2_session_callbacks_new(&cbs) != 0 ||
 	    nghttp2_session_server_new(&s, cbs, NULL) != 0)
 		die("nghttp2 session");
 	nghttp2_session_del(s);
 	nghttp2_session_callbacks_del(cbs);
+	return NULL;
+}
+
+/* --lib: the FastCGI connection, after the session. */
+static void
+fcgi(int l, const struct sockaddr_in *a)
+{
+	uint8_t b[256];
+	size_t n, p;
+	int cl, sv;
 
 	cl = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (cl < 0 || connect(cl, (const struct sockaddr *)a, sizeof(*a)) != 0 ||
@@ -232,7 +248,8 @@ main(int argc, char **argv)
 	size_t split = 0, iov_at = 0, n;
 	uint8_t out[256];
 	struct rlimit rl;
-	bool lib = false;
+	bool lib = false, lib_thread = false;
+	pthread_t t;
 	int l;
 
 	for (i = 1; i < (unsigned)argc; i++) {
@@ -240,6 +257,8 @@ main(int argc, char **argv)
 
 		if (strcmp(argv[i], "--lib") == 0)
 			lib = true;
+		else if (strcmp(argv[i], "--lib-thread") == 0)
+			lib_thread = true;
 		else if (v && strcmp(argv[i], "--conns") == 0)
 			n_conns = (unsigned)atoi(argv[++i]);
 		else if (v && strcmp(argv[i], "--split") == 0)
@@ -253,9 +272,9 @@ main(int argc, char **argv)
 	}
 	if (i != (unsigned)argc || !n_conns || n_conns > MAX_CONNS ||
 	    split > sizeof(switching) - 1 || iov_at > sizeof(switching) - 1 ||
-	    (split && iov_at)) {
+	    (split && iov_at) || (lib && lib_thread)) {
 		fputs("usage: h2-upgrade [--conns N] [--split K | --writev K]\n"
-		      "                  [--fill N] [--lib]\n",
+		      "                  [--fill N] [--lib | --lib-thread]\n",
 		      stderr);
 		return 2;
 	}
@@ -306,8 +325,13 @@ main(int argc, char **argv)
 		write_all(conns[i].fd, out + split, n - split);
 		seen("WROTE", i, 1);
 	}
-	if (lib)
-		lib_then_fcgi(l, &a);
+	if (lib) {
+		(void)session(NULL);
+		fcgi(l, &a);
+	}
+	if (lib_thread && (pthread_create(&t, NULL, session, NULL) != 0 ||
+			   pthread_join(t, NULL) != 0))
+		die("session thread");
 	for (done = 0; done < n_conns;) {
 		for (i = 0; i < n_conns; i++) {
 			if (conns[i].fd < 0)
@@ -319,6 +343,12 @@ main(int argc, char **argv)
 				continue;
 			}
 			seen("READ", i, conns[i].last);
+		}
+		/* Every connection has been read since the session, which
+		 * handed it back (with its pool entry) at that read. */
+		if (lib_thread) {
+			fcgi(l, &a);
+			lib_thread = false;
 		}
 		for (i = 0; i < n_conns; i++) {
 			struct conn *c = &conns[i];
