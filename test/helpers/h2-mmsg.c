@@ -30,6 +30,7 @@
 #include "config.h"
 
 #include "ctxobs.h"
+#include "h2-build.h"
 #include "listen-loopback.h"
 
 #include <stdbool.h>
@@ -62,21 +63,6 @@ seen(const char *step, uint32_t stream)
 
 	printf("%s %u %s\n", step, stream, ctxobs_trace(t));
 	fflush(stdout);
-}
-
-static size_t
-frame(uint8_t *b, uint32_t len, uint8_t type, uint8_t flags, uint32_t stream)
-{
-	b[0] = (uint8_t)(len >> 16);
-	b[1] = (uint8_t)(len >> 8);
-	b[2] = (uint8_t)len;
-	b[3] = type;
-	b[4] = flags;
-	b[5] = (uint8_t)(stream >> 24);
-	b[6] = (uint8_t)(stream >> 16);
-	b[7] = (uint8_t)(stream >> 8);
-	b[8] = (uint8_t)stream;
-	return 9;
 }
 
 /* Reads fd until a HEADERS frame of a new stream is whole in the buffer;
@@ -141,16 +127,16 @@ respond(int fd, const char *how, uint32_t stream, bool first, bool ack)
 	/* The frames, end to end in out; at[]: where each message starts. */
 	at[k++] = 0;
 	if (first || ack) {
-		n += frame(out + n, 0, 4, ack ? 1 : 0, 0); /* SETTINGS, or ACK */
+		n += h2_frame(out + n, 0, 4, ack ? 1 : 0, 0); /* SETTINGS, or ACK */
 		if (strcmp(how, "settings") == 0 || strcmp(how, "frames") == 0)
 			at[k++] = n;
 	}
-	n += frame(out + n, 1, 1, 0x4, stream); /* HEADERS, END_HEADERS */
-	out[n++] = 0x88;                        /* :status 200 */
+	n += h2_frame(out + n, 1, 1, 0x4, stream); /* HEADERS, END_HEADERS */
+	out[n++] = 0x88;                           /* :status 200 */
 	if (strcmp(how, "frames") == 0 ||
 	    (!first && !ack && strcmp(how, "settings") == 0))
 		at[k++] = n;
-	n += frame(out + n, BODY, 0, 0x1, stream); /* DATA, END_STREAM */
+	n += h2_frame(out + n, BODY, 0, 0x1, stream); /* DATA, END_STREAM */
 	data = n;
 	memset(out + n, 'a', BODY);
 	n += BODY;
