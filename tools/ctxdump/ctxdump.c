@@ -1385,16 +1385,23 @@ dump_process(const struct ctxdump_control *ctl, unsigned slot_tries)
 		/* the definition may be in what could not be opened */
 		const struct etls_symbol *s = &d->sym;
 
-		cli_warn("none of the objects of process %d that ctxdump could open "
-			 "defines " OTEL_THREAD_CTX_SYMBOL "; %u of %u could not be "
-			 "opened, the first %s%s: %s",
-			 (int)ctl->pid, s->n_unopenable, s->n_objects,
-			 escaped(s->unopenable),
-			 s->unopenable_deleted ? " (deleted)" : "",
-			 s->unopenable_err == -ESTALE ? "the file at its path is not "
-							"the one mapped (replaced "
-							"since it was loaded)"
-						      : strerror(-s->unopenable_err));
+		/* none opened: nothing was looked at, which "none of those
+		 * it could open defines it" would hide */
+		if (s->n_unopenable >= s->n_objects)
+			cli_warn("cannot look for " OTEL_THREAD_CTX_SYMBOL
+				 " in process %d: none of its %u objects could be "
+				 "opened, the first %s%s: %s",
+				 (int)ctl->pid, s->n_objects, escaped(s->unopenable),
+				 s->unopenable_deleted ? " (deleted)" : "",
+				 output_open_error(s->unopenable_err));
+		else
+			cli_warn("none of the objects of process %d that ctxdump "
+				 "could open defines " OTEL_THREAD_CTX_SYMBOL
+				 "; %u of %u could not be opened, the first %s%s: %s",
+				 (int)ctl->pid, s->n_unopenable, s->n_objects,
+				 escaped(s->unopenable),
+				 s->unopenable_deleted ? " (deleted)" : "",
+				 output_open_error(s->unopenable_err));
 		if ((s->unopenable_err == -ESTALE || s->unopenable_err == -ENOENT) &&
 		    !can_open_map_files())
 			cli_warn("the mapped files themselves are only reachable "
@@ -1499,6 +1506,23 @@ dump_process(const struct ctxdump_control *ctl, unsigned slot_tries)
 		return CLI_EXIT_FATAL;
 	}
 	d->has_symbol = r == 0;
+	if (r == 1 && d->sym.n_unopenable) {
+		/* Another layout is read, but otel_thread_ctx_v1 may be
+		 * defined in an object that could not be opened: its records
+		 * are not shown, for a reason worth the exit status, as a
+		 * process context that could not be read (pctx_warn()). */
+		const struct etls_symbol *s = &d->sym;
+
+		cli_warn(
+			"cannot tell whether process %d defines " OTEL_THREAD_CTX_SYMBOL
+			": %u of its %u objects could not be opened, the first "
+			"%s%s: %s; showing the other layouts",
+			(int)ctl->pid, s->n_unopenable, s->n_objects,
+			escaped(s->unopenable),
+			s->unopenable_deleted ? " (deleted)" : "",
+			output_open_error(s->unopenable_err));
+		run.partial = true;
+	}
 
 	/* Sized from the kernel's thread count, with room for threads
 	 * created meanwhile. */

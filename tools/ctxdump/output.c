@@ -3,7 +3,9 @@
 
 #include "output.h"
 
+#include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <string.h>
 
@@ -325,6 +327,52 @@ static const char *const alt_symbol[LAY_N] = {
 	[LAY_CUSTOM_LABELS] = LAY_CL_SYMBOL,
 };
 
+const char *
+output_open_error(int err)
+{
+	/* obj_open() in elf-tls.c: the inode at the path is not the mapped
+	 * one, and /proc/PID/map_files could not be opened either */
+	if (err == -ESTALE)
+		return "the file at its path is not the one mapped (replaced since "
+		       "it was loaded)";
+	return strerror(-err);
+}
+
+/* otel_thread_ctx_v1 was not found, but not every object was looked at:
+ * some could not be opened, and it may be defined in one of them.  "Not
+ * found in any loaded object" would be false then, as "Process context:
+ * none" is for a context that could not be read. */
+static bool
+symbol_unread(const struct dump *d)
+{
+	return !d->has_symbol && d->sym.n_unopenable > 0;
+}
+
+/* Why (symbol_unread()): the counts, then the first object that could
+ * not be opened, into buf (raw: the path is the target's, and the callers
+ * escape it all; the rest is ours, with nothing to escape).  Room for a
+ * path of PATH_MAX bytes and the words around it. */
+#define SYMBOL_WHY_MAX (PATH_MAX + 256)
+
+static const char *
+symbol_why(const struct dump *d, char *buf)
+{
+	const struct etls_symbol *s = &d->sym;
+	int n;
+
+	if (s->n_unopenable >= s->n_objects)
+		n = snprintf(buf, SYMBOL_WHY_MAX,
+			     "none of its %u objects could be opened", s->n_objects);
+	else
+		n = snprintf(buf, SYMBOL_WHY_MAX,
+			     "%u of its %u objects could not be opened",
+			     s->n_unopenable, s->n_objects);
+	(void)snprintf(buf + n, SYMBOL_WHY_MAX - (size_t)n, ", the first %s%s: %s",
+		       s->unopenable, s->unopenable_deleted ? " (deleted)" : "",
+		       output_open_error(s->unopenable_err));
+	return buf;
+}
+
 static bool
 alt_valid(const struct dump_thread *t)
 {
@@ -390,6 +438,7 @@ text_value(struct ob *f, const struct pctx_attr *a)
 static void
 text_header(struct ob *f, const struct dump *d, const struct output_opts *o)
 {
+	static char why[SYMBOL_WHY_MAX];
 	const struct pctx_attr *svc, *inst;
 	size_t i;
 
@@ -459,7 +508,18 @@ text_header(struct ob *f, const struct dump *d, const struct output_opts *o)
 		}
 	}
 
-	if (!d->has_symbol) {
+	if (symbol_unread(d) && d->sym.n_unopenable >= d->sym.n_objects) {
+		ob_puts(f, "Symbol: " OTEL_THREAD_CTX_SYMBOL " not looked up (");
+		text_cstr(f, symbol_why(d, why));
+		ob_puts(f, ")\n");
+	} else if (symbol_unread(d)) {
+		ob_printf(f,
+			  "Symbol: " OTEL_THREAD_CTX_SYMBOL
+			  " not found in the %u objects that could be opened (",
+			  d->sym.n_objects - d->sym.n_unopenable);
+		text_cstr(f, symbol_why(d, why));
+		ob_puts(f, ")\n");
+	} else if (!d->has_symbol) {
 		ob_puts(f, "Symbol: " OTEL_THREAD_CTX_SYMBOL
 			   " not found in any loaded object\n");
 	} else {
@@ -1049,6 +1109,14 @@ json_symbol(struct jw *w, const struct dump *d)
 	jw_key(w, "symbol");
 	if (!d->has_symbol) {
 		jw_raw(w, "null");
+		/* a key of its own, as "process_context_error": null alone
+		 * says that no object defines it */
+		if (symbol_unread(d)) {
+			static char why[SYMBOL_WHY_MAX];
+
+			jw_key(w, "symbol_error");
+			jw_cstr(w, symbol_why(d, why));
+		}
 		return;
 	}
 	jw_obj_begin(w);

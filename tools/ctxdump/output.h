@@ -21,6 +21,11 @@ struct output_opts {
 void output_text(FILE *f, const struct dump *d, const struct output_opts *o);
 void output_json(FILE *f, const struct dump *d, const struct output_opts *o);
 
+/* Why an object of the target could not be opened (etls_symbol's
+ * unopenable_err, a negative errno): strerror(), or what -ESTALE means
+ * there.  Shared with ctxdump.c's warnings, so they say it alike. */
+const char *output_open_error(int err);
+
 /* Escapers, exposed for the tests of the tool. */
 /* Text: control bytes, DEL, C1 controls, backslash (and '"' if quote) and
  * bytes that are not valid UTF-8 become \xNN / \\ / \". */
