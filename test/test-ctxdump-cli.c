@@ -590,6 +590,29 @@ START_TEST(key_map_without_schema)
 }
 END_TEST
 
+/* run_ctxdump(), as root without the capabilities that
+ * /proc/PID/map_files needs (a replaced or deleted file mapped can then
+ * not be opened); as it is for another user. */
+static int
+run_without_map_files(
+	char **out, char **err, const char *a1, const char *a2, const char *a3)
+{
+	const char *a[] = {a1, a2, a3};
+	char *argv[8] = {"/usr/bin/setpriv",
+			 "--bounding-set=-sys_admin,-checkpoint_restore",
+			 (char *)test_ctxdump_path()};
+	int n = 3, st;
+
+	if (geteuid() != 0 || access("/usr/bin/setpriv", X_OK) != 0)
+		return run_ctxdump(out, err, a1, a2, a3, NULL);
+	for (unsigned i = 0; i < 3 && a[i]; i++)
+		argv[n++] = (char *)a[i];
+	argv[n] = NULL;
+	st = test_run_capture(argv, NULL, false, out, err, RUN_TIMEOUT_MS);
+	ck_assert_msg(WIFEXITED(st), "status 0x%x", st);
+	return WEXITSTATUS(st);
+}
+
 /* The writer's library was replaced on disk after it was loaded (a
  * package upgrade) and ctxdump cannot open the mapped inode (no
  * CAP_SYS_ADMIN / CAP_CHECKPOINT_RESTORE for /proc/PID/map_files): the
@@ -627,18 +650,7 @@ START_TEST(writer_library_replaced)
 	free(src);
 
 	snprintf(arg, sizeof(arg), "%d", (int)c.pid);
-	if (geteuid() == 0 && access("/usr/bin/setpriv", X_OK) == 0) {
-		/* root: without the capabilities map_files needs */
-		char *sp[] = {"/usr/bin/setpriv",
-			      "--bounding-set=-sys_admin,-checkpoint_restore",
-			      (char *)test_ctxdump_path(), arg, NULL};
-
-		st = test_run_capture(sp, NULL, false, &out, &err, RUN_TIMEOUT_MS);
-		ck_assert_msg(WIFEXITED(st), "status 0x%x", st);
-		st = WEXITSTATUS(st);
-	} else {
-		st = run_ctxdump(&out, &err, arg, NULL);
-	}
+	st = run_without_map_files(&out, &err, arg, NULL, NULL);
 	if (st == 0 && geteuid() != 0) {
 		/* map_files could be opened after all (CAP_CHECKPOINT_RESTORE) */
 		free(out);
@@ -655,6 +667,25 @@ START_TEST(writer_library_replaced)
 			      strstr(err, "/map_files/, which needs CAP_SYS_ADMIN") &&
 			      !strstr(err, "is an OTEP-4947 writer such as"),
 		      "%s", err);
+	/* Not "not found in any loaded object" (old): the one it is in was
+	 * not read.  The others were: "not found" in those. */
+	ck_assert_msg(strstr(out, "\nSymbol: otel_thread_ctx_v1 not found in the ") &&
+			      strstr(out, " objects that could be opened (1 of its ") &&
+			      strstr(out, " objects could not be opened, the first ") &&
+			      strstr(out, "/libwriter.so (deleted): the file at its "
+					  "path is not the one mapped (replaced since "
+					  "it was loaded))\n") &&
+			      !strstr(out, "not found in any"),
+		      "%s", out);
+	free(out);
+	free(err);
+	ck_assert_int_eq(run_without_map_files(&out, &err, "--json", arg, NULL), 2);
+	ck_assert_msg(strstr(out, "  \"symbol\": null,\n"
+				  "  \"symbol_error\": \"1 of its ") &&
+			      strstr(out, "/libwriter.so (deleted): the file at its "
+					  "path is not the one mapped (replaced since "
+					  "it was loaded)\",\n"),
+		      "%s", out);
 	free(out);
 	free(err);
 	ck_assert_int_eq(test_child_finish(&c, RUN_TIMEOUT_MS), 0);
@@ -1644,6 +1675,43 @@ START_TEST(no_cap_sys_ptrace)
 }
 END_TEST
 
+/* There no object could be opened, so the symbol was looked for in
+ * none: said so in text, JSON and on stderr (old: "Symbol:
+ * otel_thread_ctx_v1 not found in any loaded object", "symbol": null
+ * alone, and "none of the objects ... that ctxdump could open defines
+ * otel_thread_ctx_v1; 17 of 17 could not be opened"). */
+START_TEST(no_cap_sys_ptrace_symbol)
+{
+	static const char *const json[] = {"--json", NULL};
+	static const char first[] =
+		"ctxdump: cannot look for otel_thread_ctx_v1 in process ";
+	char out[8192], err[4096];
+	int st = run_without_ptrace_cap(true, NULL, out, sizeof(out), err, sizeof(err));
+
+	if (st == 99)
+		return;
+	ck_assert_msg(st == 2, "exit %d: %s", st, err);
+	ck_assert_msg(strstr(out, "\nSymbol: otel_thread_ctx_v1 not looked up (none "
+				  "of its ") &&
+			      strstr(out, " objects could be opened, the first ") &&
+			      strstr(out, ": Permission denied)\n"),
+		      "%s", out);
+	ck_assert_msg(!strstr(out, "not found"), "%s", out);
+	ck_assert_msg(
+		strncmp(err, first, strlen(first)) == 0 &&
+			strstr(err, "may be owned by a different user (uid 65534)"),
+		"%s", err);
+	ck_assert_msg(!strstr(err, "that ctxdump could open defines"), "%s", err);
+
+	st = run_without_ptrace_cap(true, json, out, sizeof(out), err, sizeof(err));
+	ck_assert_msg(st == 2, "exit %d: %s", st, err);
+	ck_assert_msg(strstr(out, "  \"symbol\": null,\n"
+				  "  \"symbol_error\": \"none of its ") &&
+			      strstr(out, ": Permission denied\",\n  \"layouts\": []"),
+		      "%s", out);
+}
+END_TEST
+
 /* The same under the shim: the process has a process context (its
  * OTEL_CTX mapping is in maps), but its memory cannot be read.  "not
  * read", with why, in text and JSON (old: "Process context: none" and
@@ -1723,6 +1791,7 @@ TEST_SUITE(ctxdump_cli_suite)
 	tcase_add_test(tc, no_such_process);
 	tcase_add_test(tc, no_cap_sys_ptrace);
 	tcase_add_test(tc, no_cap_sys_ptrace_pctx);
+	tcase_add_test(tc, no_cap_sys_ptrace_symbol);
 	tcase_add_test(tc, no_cap_sys_ptrace_record);
 	tcase_add_test(tc, kernel_thread);
 	suite_add_tcase(s, tc);

@@ -78,7 +78,11 @@ writer_start(struct lwriter *w, const char *exe, const char *opt)
 	char *argv[] = {path, (char *)opt, NULL};
 
 	memset(w, 0, sizeof(*w));
-	prof_helper(exe, path, sizeof(path));
+	/* a path: a copy of a helper (else one in the helper directory) */
+	if (exe[0] == '/')
+		snprintf(path, sizeof(path), "%s", exe);
+	else
+		prof_helper(exe, path, sizeof(path));
 	test_child_start(&w->c, argv, NULL, false);
 	for (;;) {
 		test_child_readline(&w->c, line, sizeof(line), TIMEOUT_MS);
@@ -324,6 +328,126 @@ START_TEST(dump_three_layouts)
 	check_dump(&w, "libwtls-tlsdesc.so:tlsdesc-static", "libcustomlabels-test.so",
 		   "tlsdesc-static");
 	writer_finish(&w);
+}
+END_TEST
+
+/* Copies file from to to, with mode. */
+static void
+copy_file(const char *from, const char *to, mode_t mode)
+{
+	char buf[65536];
+	int in = open(from, O_RDONLY | O_CLOEXEC), out;
+	ssize_t r;
+
+	ck_assert_msg(in >= 0, "%s: %s", from, strerror(errno));
+	out = open(to, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+	ck_assert_msg(out >= 0, "%s: %s", to, strerror(errno));
+	while ((r = read(in, buf, sizeof(buf))) > 0)
+		ck_assert_int_eq(write(out, buf, (size_t)r), r);
+	ck_assert_int_eq(r, 0);
+	close(in);
+	ck_assert_int_eq(close(out), 0);
+}
+
+/* ctxdump as in dump_without_otep, as root without the capabilities
+ * /proc/PID/map_files needs (a replaced library mapped cannot be opened
+ * then, as for any other user); returns the exit status. */
+static int
+run_without_map_files(char **out, char **err, const char *a1, const char *a2)
+{
+	char *argv[] = {"/usr/bin/setpriv",
+			"--bounding-set=-sys_admin,-checkpoint_restore",
+			(char *)test_ctxdump_path(),
+			(char *)a1,
+			(char *)a2,
+			NULL};
+	int st;
+
+	if (geteuid() != 0 || access(argv[0], X_OK) != 0)
+		return prof_run(out, err, a1, a2, NULL);
+	st = test_run_capture(argv, NULL, false, out, err, TIMEOUT_MS);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* writer-layouts-le with its libwelastic.so replaced on disk since it
+ * was loaded: only custom-labels is read, and otel_thread_ctx_v1 was
+ * looked for in every object but that one, where it could be.  Said so
+ * (stderr, the Symbol line, "symbol_error"), with exit status 1 as for a
+ * process context that could not be read (old: "not found in any loaded
+ * object", "symbol": null alone, exit 0).  The path is the target's,
+ * here with an ESC in it: escaped. */
+START_TEST(dump_without_otep_unopenable)
+{
+	char dir[] = "/tmp/ctxshim-layouts-XXXXXX", sub[64], exe[96], lib[96], tmp[96],
+	     from[PATH_MAX], pid[16], *out = NULL, *err = NULL, *ldpath;
+	static const char stale[] =
+		"/a\\x1bb/libwelastic.so (deleted): the file at its path is not the "
+		"one mapped (replaced since it was loaded)";
+	struct lwriter w;
+	int r;
+
+	ck_assert_ptr_nonnull(test_mkdtemp(dir));
+	snprintf(sub, sizeof(sub), "%s/a\033b", dir);
+	ck_assert_int_eq(mkdir(sub, 0755), 0);
+	snprintf(exe, sizeof(exe), "%s/writer-layouts-le", sub);
+	snprintf(lib, sizeof(lib), "%s/libwelastic.so", sub);
+	snprintf(tmp, sizeof(tmp), "%s/new.so", sub);
+	/* its RUNPATH is $ORIGIN: the copy loads the library next to it */
+	copy_file(prof_helper("writer-layouts-le", from, sizeof(from)), exe, 0755);
+	copy_file(prof_helper("libwelastic.so", from, sizeof(from)), lib, 0755);
+	/* without the one meson sets, which comes before RUNPATH */
+	ldpath = getenv("LD_LIBRARY_PATH");
+	ldpath = ldpath ? strdup(ldpath) : NULL;
+	ck_assert_int_eq(unsetenv("LD_LIBRARY_PATH"), 0);
+	writer_start(&w, exe, NULL);
+	if (ldpath)
+		ck_assert_int_eq(setenv("LD_LIBRARY_PATH", ldpath, 1), 0);
+	free(ldpath);
+	/* an upgrade: a new file renamed over the loaded one */
+	copy_file(lib, tmp, 0755);
+	ck_assert_int_eq(rename(tmp, lib), 0);
+
+	snprintf(pid, sizeof(pid), "%d", (int)w.pid);
+	r = run_without_map_files(&out, &err, pid, NULL);
+	if (r == 0 && geteuid() != 0) {
+		/* map_files could be opened after all (CAP_CHECKPOINT_RESTORE) */
+		free(out);
+		free(err);
+		goto done;
+	}
+	ck_assert_msg(r == 1, "exit %d: %s", r, err);
+	ck_assert_msg(strstr(err, "ctxdump: cannot tell whether process ") &&
+			      strstr(err, " defines otel_thread_ctx_v1: 1 of its ") &&
+			      strstr(err, stale) &&
+			      strstr(err, "; showing the other layouts\n"),
+		      "%s", err);
+	ck_assert_msg(strstr(out, "\nSymbol: otel_thread_ctx_v1 not found in the ") &&
+			      strstr(out, " objects that could be opened (1 of its ") &&
+			      strstr(out, stale) &&
+			      !strstr(out, "not found in any loaded object"),
+		      "%s", out);
+	ck_assert_ptr_nonnull(strstr(out, "\nSymbol: custom_labels_current_set in "));
+	ck_assert_ptr_nonnull(strstr(out, "    [custom-labels] http.method=GET\n"));
+	free(out);
+	free(err);
+
+	r = run_without_map_files(&out, &err, "--json", pid);
+	ck_assert_msg(r == 1, "exit %d: %s", r, err);
+	ck_assert_msg(strstr(out, "  \"symbol\": null,\n"
+				  "  \"symbol_error\": \"1 of its ") &&
+			      strstr(out,
+				     "/a\\u001bb/libwelastic.so (deleted): the file "
+				     "at its path is not the one mapped (replaced "
+				     "since it was loaded)\",\n"),
+		      "%s", out);
+	free(out);
+	free(err);
+done:
+	writer_finish(&w);
+	unlink(exe);
+	unlink(lib);
+	rmdir(sub);
+	rmdir(dir);
 }
 END_TEST
 
@@ -596,6 +720,7 @@ TEST_SUITE(ctxdump_layouts_suite)
 	tcase_set_timeout(tc, 180);
 	tcase_add_test(tc, dump_three_layouts);
 	tcase_add_test(tc, dump_without_otep);
+	tcase_add_test(tc, dump_without_otep_unopenable);
 	tcase_add_test(tc, dump_unreadable_contexts);
 	tcase_add_test(tc, dump_unreadable_label_keys);
 	tcase_add_test(tc, record_three_layouts);
