@@ -1690,6 +1690,36 @@ warn_objects_denied(struct rec *rc, const struct etls_symbol *s)
 	rc->eperm_said = true;
 }
 
+/* Some objects could not be opened, for another reason than a denied
+ * access (a library replaced on disk, without the capability
+ * /proc/PID/map_files needs), and none of the others defines
+ * otel_thread_ctx_v1: it may be in those, so not "defines none" (as the
+ * dump says it, dump_process() in ctxdump.c).  Said even with -q: the
+ * recording lacks what it was asked for. */
+static void
+warn_objects_unopenable(struct rec *rc, const struct etls_symbol *s)
+{
+	if (rc->have_layouts)
+		fprintf(stderr,
+			"%s: cannot tell whether process %d "
+			"defines " OTEL_THREAD_CTX_SYMBOL
+			": %u of its %u objects could not be opened, the first ",
+			cli_name(), (int)rc->pid, s->n_unopenable, s->n_objects);
+	else
+		fprintf(stderr,
+			"%s: none of the objects of process %d that ctxdump could "
+			"open defines " OTEL_THREAD_CTX_SYMBOL ", " LAY_ELASTIC_SYMBOL
+			", " LAY_CL_SYMBOL "; %u of its %u could not be opened, the "
+			"first ",
+			cli_name(), (int)rc->pid, s->n_unopenable, s->n_objects);
+	output_text_escape(stderr, (const uint8_t *)s->unopenable,
+			   strlen(s->unopenable), false);
+	fprintf(stderr, "%s: %s; recording stacks %s\n",
+		s->unopenable_deleted ? " (deleted)" : "",
+		output_open_error(s->unopenable_err),
+		rc->have_layouts ? "with the other layouts" : "without trace context");
+}
+
 /* ---- command line ---- */
 
 static void usage(void) __attribute__((noreturn));
@@ -2044,6 +2074,8 @@ record_main(int argc, char **argv)
 	rc->discover_ns = remote_now_ns();
 	if (!rc->have_layouts && objects_denied(&rc->lp.l[LAY_OTEL].sym)) {
 		warn_objects_denied(rc, &rc->lp.l[LAY_OTEL].sym);
+	} else if (rc->lp.l[LAY_OTEL].sym.n_unopenable && !rc->lp.l[LAY_OTEL].present) {
+		warn_objects_unopenable(rc, &rc->lp.l[LAY_OTEL].sym);
 	} else if (!rc->have_layouts && !ctl.quiet)
 		cli_warn("process %d defines none of " OTEL_THREAD_CTX_SYMBOL
 			 ", " LAY_ELASTIC_SYMBOL ", " LAY_CL_SYMBOL
