@@ -594,19 +594,17 @@ END_TEST
  * /proc/PID/map_files needs (a replaced or deleted file mapped can then
  * not be opened); as it is for another user. */
 static int
-run_without_map_files(
-	char **out, char **err, const char *a1, const char *a2, const char *a3)
+run_without_map_files(char **out, char **err, const char *const *args)
 {
-	const char *a[] = {a1, a2, a3};
-	char *argv[8] = {"/usr/bin/setpriv",
-			 "--bounding-set=-sys_admin,-checkpoint_restore",
-			 (char *)test_ctxdump_path()};
-	int n = 3, st;
+	char *argv[16] = {"/usr/bin/setpriv",
+			  "--bounding-set=-sys_admin,-checkpoint_restore"};
+	int n = 2, st;
 
-	if (geteuid() != 0 || access("/usr/bin/setpriv", X_OK) != 0)
-		return run_ctxdump(out, err, a1, a2, a3, NULL);
-	for (unsigned i = 0; i < 3 && a[i]; i++)
-		argv[n++] = (char *)a[i];
+	if (geteuid() != 0 || access(argv[0], X_OK) != 0)
+		n = 0; /* as it is */
+	argv[n++] = (char *)test_ctxdump_path();
+	while (*args && n < 15)
+		argv[n++] = (char *)*args++;
 	argv[n] = NULL;
 	st = test_run_capture(argv, NULL, false, out, err, RUN_TIMEOUT_MS);
 	ck_assert_msg(WIFEXITED(st), "status 0x%x", st);
@@ -623,6 +621,8 @@ START_TEST(writer_library_replaced)
 	char *argv[] = {(char *)test_helper_path("writer-dlopen"), lib, NULL};
 	static char line[8192]; /* THREAD lines with the attributes' hex */
 	char *src, *out, *err;
+	const char *dump[] = {arg, NULL}, *json[] = {"--json", arg, NULL},
+		   *rec[] = {"record", "-o", "/dev/null", "-d", "0.1", arg, NULL};
 	struct test_child c;
 	size_t len;
 	FILE *f;
@@ -650,7 +650,7 @@ START_TEST(writer_library_replaced)
 	free(src);
 
 	snprintf(arg, sizeof(arg), "%d", (int)c.pid);
-	st = run_without_map_files(&out, &err, arg, NULL, NULL);
+	st = run_without_map_files(&out, &err, dump);
 	if (st == 0 && geteuid() != 0) {
 		/* map_files could be opened after all (CAP_CHECKPOINT_RESTORE) */
 		free(out);
@@ -679,13 +679,28 @@ START_TEST(writer_library_replaced)
 		      "%s", out);
 	free(out);
 	free(err);
-	ck_assert_int_eq(run_without_map_files(&out, &err, "--json", arg, NULL), 2);
+	ck_assert_int_eq(run_without_map_files(&out, &err, json), 2);
 	ck_assert_msg(strstr(out, "  \"symbol\": null,\n"
 				  "  \"symbol_error\": \"1 of its ") &&
 			      strstr(out, "/libwriter.so (deleted): the file at its "
 					  "path is not the one mapped (replaced since "
 					  "it was loaded)\",\n"),
 		      "%s", out);
+	free(out);
+	free(err);
+	/* ctxdump record: not "defines none of" (old) either */
+	st = run_without_map_files(&out, &err, rec);
+	ck_assert_msg(st == 0, "exit %d: %s", st, err);
+	ck_assert_msg(strstr(err,
+			     " that ctxdump could open defines otel_thread_ctx_v1, "
+			     "elastic_apm_profiling_correlation_tls_v1, "
+			     "custom_labels_current_set; 1 of its ") &&
+			      strstr(err, "/libwriter.so (deleted): the file at its "
+					  "path is not the one mapped (replaced since "
+					  "it was loaded); recording stacks without "
+					  "trace context\n") &&
+			      !strstr(err, "defines none of"),
+		      "%s", err);
 	free(out);
 	free(err);
 	ck_assert_int_eq(test_child_finish(&c, RUN_TIMEOUT_MS), 0);

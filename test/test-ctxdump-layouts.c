@@ -353,20 +353,21 @@ copy_file(const char *from, const char *to, mode_t mode)
  * /proc/PID/map_files needs (a replaced library mapped cannot be opened
  * then, as for any other user); returns the exit status. */
 static int
-run_without_map_files(char **out, char **err, const char *a1, const char *a2)
+run_without_map_files(char **out, char **err, const char *const *args)
 {
-	char *argv[] = {"/usr/bin/setpriv",
-			"--bounding-set=-sys_admin,-checkpoint_restore",
-			(char *)test_ctxdump_path(),
-			(char *)a1,
-			(char *)a2,
-			NULL};
-	int st;
+	char *argv[16] = {"/usr/bin/setpriv",
+			  "--bounding-set=-sys_admin,-checkpoint_restore"};
+	int n = 2, st;
 
 	if (geteuid() != 0 || access(argv[0], X_OK) != 0)
-		return prof_run(out, err, a1, a2, NULL);
+		n = 0; /* as it is */
+	argv[n++] = (char *)test_ctxdump_path();
+	while (*args && n < 15)
+		argv[n++] = (char *)*args++;
+	argv[n] = NULL;
 	st = test_run_capture(argv, NULL, false, out, err, TIMEOUT_MS);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+	ck_assert_msg(WIFEXITED(st), "status 0x%x", st);
+	return WEXITSTATUS(st);
 }
 
 /* writer-layouts-le with its libwelastic.so replaced on disk since it
@@ -383,6 +384,8 @@ START_TEST(dump_without_otep_unopenable)
 	static const char stale[] =
 		"/a\\x1bb/libwelastic.so (deleted): the file at its path is not the "
 		"one mapped (replaced since it was loaded)";
+	const char *dump[] = {pid, NULL}, *json[] = {"--json", pid, NULL},
+		   *rec[] = {"record", "-o", "/dev/null", "-d", "0.1", pid, NULL};
 	struct lwriter w;
 	int r;
 
@@ -408,7 +411,7 @@ START_TEST(dump_without_otep_unopenable)
 	ck_assert_int_eq(rename(tmp, lib), 0);
 
 	snprintf(pid, sizeof(pid), "%d", (int)w.pid);
-	r = run_without_map_files(&out, &err, pid, NULL);
+	r = run_without_map_files(&out, &err, dump);
 	if (r == 0 && geteuid() != 0) {
 		/* map_files could be opened after all (CAP_CHECKPOINT_RESTORE) */
 		free(out);
@@ -431,7 +434,7 @@ START_TEST(dump_without_otep_unopenable)
 	free(out);
 	free(err);
 
-	r = run_without_map_files(&out, &err, "--json", pid);
+	r = run_without_map_files(&out, &err, json);
 	ck_assert_msg(r == 1, "exit %d: %s", r, err);
 	ck_assert_msg(strstr(out, "  \"symbol\": null,\n"
 				  "  \"symbol_error\": \"1 of its ") &&
@@ -440,6 +443,18 @@ START_TEST(dump_without_otep_unopenable)
 				     "at its path is not the one mapped (replaced "
 				     "since it was loaded)\",\n"),
 		      "%s", out);
+	free(out);
+	free(err);
+
+	/* ctxdump record: the other layouts are recorded, and it says why
+	 * otel_thread_ctx_v1 may not be (old: nothing) */
+	r = run_without_map_files(&out, &err, rec);
+	ck_assert_msg(r == 0, "exit %d: %s", r, err);
+	ck_assert_msg(
+		strstr(err, "ctxdump record: cannot tell whether process ") &&
+			strstr(err, stale) &&
+			strstr(err, "; recording stacks with the other layouts\n"),
+		"%s", err);
 	free(out);
 	free(err);
 done:
