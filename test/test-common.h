@@ -67,6 +67,15 @@ int test_child_finish(struct test_child *c, int timeout_ms);
  * into malloc'd NUL-terminated buffers; returns the wait status. */
 int test_run_capture(char *const argv[], char *const env[], bool preload, char **out,
 		     char **err, int timeout_ms);
+/* ctxdump with the arguments args (NULL-terminated, up to 13) as
+ * test_run_capture() runs it, as root without the capabilities that
+ * /proc/PID/map_files needs (a replaced or deleted file mapped can then not
+ * be opened, as for another user); as it is when not root or without
+ * setpriv.  Returns its exit status. */
+int test_run_ctxdump_no_map_files(char **out,
+				  char **err,
+				  const char *const *args,
+				  int timeout_ms);
 /* test_mkdtemp() and test_mkstemp() for what a test keeps in /tmp/ctxshim-*: the
  * test program removes what they made when it ends, also after a failed
  * test, whose process (Check forks one per test) ends at the failed

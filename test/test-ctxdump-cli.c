@@ -590,27 +590,6 @@ START_TEST(key_map_without_schema)
 }
 END_TEST
 
-/* run_ctxdump(), as root without the capabilities that
- * /proc/PID/map_files needs (a replaced or deleted file mapped can then
- * not be opened); as it is for another user. */
-static int
-run_without_map_files(char **out, char **err, const char *const *args)
-{
-	char *argv[16] = {"/usr/bin/setpriv",
-			  "--bounding-set=-sys_admin,-checkpoint_restore"};
-	int n = 2, st;
-
-	if (geteuid() != 0 || access(argv[0], X_OK) != 0)
-		n = 0; /* as it is */
-	argv[n++] = (char *)test_ctxdump_path();
-	while (*args && n < 15)
-		argv[n++] = (char *)*args++;
-	argv[n] = NULL;
-	st = test_run_capture(argv, NULL, false, out, err, RUN_TIMEOUT_MS);
-	ck_assert_msg(WIFEXITED(st), "status 0x%x", st);
-	return WEXITSTATUS(st);
-}
-
 /* The writer's library was replaced on disk after it was loaded (a
  * package upgrade) and ctxdump cannot open the mapped inode (no
  * CAP_SYS_ADMIN / CAP_CHECKPOINT_RESTORE for /proc/PID/map_files): the
@@ -650,7 +629,7 @@ START_TEST(writer_library_replaced)
 	free(src);
 
 	snprintf(arg, sizeof(arg), "%d", (int)c.pid);
-	st = run_without_map_files(&out, &err, dump);
+	st = test_run_ctxdump_no_map_files(&out, &err, dump, RUN_TIMEOUT_MS);
 	if (st == 0 && geteuid() != 0) {
 		/* map_files could be opened after all (CAP_CHECKPOINT_RESTORE) */
 		free(out);
@@ -679,7 +658,8 @@ START_TEST(writer_library_replaced)
 		      "%s", out);
 	free(out);
 	free(err);
-	ck_assert_int_eq(run_without_map_files(&out, &err, json), 2);
+	ck_assert_int_eq(
+		test_run_ctxdump_no_map_files(&out, &err, json, RUN_TIMEOUT_MS), 2);
 	ck_assert_msg(strstr(out, "  \"symbol\": null,\n"
 				  "  \"symbol_error\": \"1 of its ") &&
 			      strstr(out, "/libwriter.so (deleted): the file at its "
@@ -689,7 +669,7 @@ START_TEST(writer_library_replaced)
 	free(out);
 	free(err);
 	/* ctxdump record: not "defines none of" (old) either */
-	st = run_without_map_files(&out, &err, rec);
+	st = test_run_ctxdump_no_map_files(&out, &err, rec, RUN_TIMEOUT_MS);
 	ck_assert_msg(st == 0, "exit %d: %s", st, err);
 	ck_assert_msg(strstr(err,
 			     " that ctxdump could open defines otel_thread_ctx_v1, "

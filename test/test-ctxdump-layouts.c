@@ -349,27 +349,6 @@ copy_file(const char *from, const char *to, mode_t mode)
 	ck_assert_int_eq(close(out), 0);
 }
 
-/* ctxdump as in dump_without_otep, as root without the capabilities
- * /proc/PID/map_files needs (a replaced library mapped cannot be opened
- * then, as for any other user); returns the exit status. */
-static int
-run_without_map_files(char **out, char **err, const char *const *args)
-{
-	char *argv[16] = {"/usr/bin/setpriv",
-			  "--bounding-set=-sys_admin,-checkpoint_restore"};
-	int n = 2, st;
-
-	if (geteuid() != 0 || access(argv[0], X_OK) != 0)
-		n = 0; /* as it is */
-	argv[n++] = (char *)test_ctxdump_path();
-	while (*args && n < 15)
-		argv[n++] = (char *)*args++;
-	argv[n] = NULL;
-	st = test_run_capture(argv, NULL, false, out, err, TIMEOUT_MS);
-	ck_assert_msg(WIFEXITED(st), "status 0x%x", st);
-	return WEXITSTATUS(st);
-}
-
 /* writer-layouts-le with its libwelastic.so replaced on disk since it
  * was loaded: only custom-labels is read, and otel_thread_ctx_v1 was
  * looked for in every object but that one, where it could be.  Said so
@@ -411,7 +390,7 @@ START_TEST(dump_without_otep_unopenable)
 	ck_assert_int_eq(rename(tmp, lib), 0);
 
 	snprintf(pid, sizeof(pid), "%d", (int)w.pid);
-	r = run_without_map_files(&out, &err, dump);
+	r = test_run_ctxdump_no_map_files(&out, &err, dump, TIMEOUT_MS);
 	if (r == 0 && geteuid() != 0) {
 		/* map_files could be opened after all (CAP_CHECKPOINT_RESTORE) */
 		free(out);
@@ -434,7 +413,7 @@ START_TEST(dump_without_otep_unopenable)
 	free(out);
 	free(err);
 
-	r = run_without_map_files(&out, &err, json);
+	r = test_run_ctxdump_no_map_files(&out, &err, json, TIMEOUT_MS);
 	ck_assert_msg(r == 1, "exit %d: %s", r, err);
 	ck_assert_msg(strstr(out, "  \"symbol\": null,\n"
 				  "  \"symbol_error\": \"1 of its ") &&
@@ -448,7 +427,7 @@ START_TEST(dump_without_otep_unopenable)
 
 	/* ctxdump record: the other layouts are recorded, and it says why
 	 * otel_thread_ctx_v1 may not be (old: nothing) */
-	r = run_without_map_files(&out, &err, rec);
+	r = test_run_ctxdump_no_map_files(&out, &err, rec, TIMEOUT_MS);
 	ck_assert_msg(r == 0, "exit %d: %s", r, err);
 	ck_assert_msg(
 		strstr(err, "ctxdump record: cannot tell whether process ") &&

@@ -308,6 +308,27 @@ test_run_capture(char *const argv[], char *const env[], bool preload, char **out
 	return status;
 }
 
+int
+test_run_ctxdump_no_map_files(char **out,
+			      char **err,
+			      const char *const *args,
+			      int timeout_ms)
+{
+	char *argv[16] = {"/usr/bin/setpriv",
+			  "--bounding-set=-sys_admin,-checkpoint_restore"};
+	int n = 2, st;
+
+	if (geteuid() != 0 || access(argv[0], X_OK) != 0)
+		n = 0; /* as it is */
+	argv[n++] = (char *)test_ctxdump_path();
+	while (*args && n < 15)
+		argv[n++] = (char *)*args++;
+	argv[n] = NULL;
+	st = test_run_capture(argv, NULL, false, out, err, timeout_ms);
+	ck_assert_msg(WIFEXITED(st), "status 0x%x", st);
+	return WEXITSTATUS(st);
+}
+
 unsigned
 test_time_scale(void)
 {
