@@ -209,9 +209,10 @@ int stack_unwind_sync(pid_t pid, bool after_stop);
  * dlclose()d and another dlopen()ed at its address before the stop, and
  * the first one mapped there again before the threads' release (checked
  * after it), would otherwise go unseen and name the second one's frames
- * after the first.  One read of /proc/PID/maps in the stop window (about
- * 0.4 ms for 1000 threads, two mappings each); the parsing only when a
- * file mapping changed since the read before the stop.  Returns
+ * after the first.  One read of /proc/PID/maps in the stop window (20 to
+ * 100 us for a small process on a VM, the first read of a while being the
+ * slowest; 0.4 ms for 1000 threads, two mappings each); the parsing only
+ * when a file mapping changed since the read before the stop.  Returns
  * STACK_SYNC_* or a negative errno, after which stack_unwind_sync()
  * after the stop reads the maps as it would without this call. */
 int stack_unwind_stopped(pid_t pid);
