@@ -1588,6 +1588,63 @@ START_TEST(record_library_swapped)
 }
 END_TEST
 
+/* record while the target swaps two libraries of one size at one address
+ * every 10 ms (dl-swap's loop, as test-ctxdump-reload.c's --stacks test),
+ * with CTXDUMP_TEST_SYNC_PAUSE_MS between each round's reads of the
+ * module list and its stop: a library swapped in, stopped in and swapped
+ * out again before the read after the stop (which found the maps as
+ * before the stop) named the thread's frames after the other library.
+ * A thread started in spin_main_a runs in swap_spin_a, never in
+ * swap_spin_b: a folded stack with both names the wrong library.  Old:
+ * without the comparison in the stop (stack_unwind_stopped()), some of
+ * the stacks of every recording did. */
+START_TEST(record_library_swapped_loop)
+{
+	char path[PATH_MAX], file[64], errf[64], arg[16], line[256];
+	char *argv[] = {(char *)prof_helper("dl-swap", path, sizeof(path)),
+			(char *)test_env_path("HELPER_DIR"), NULL};
+	const char *args[] = {"-F", "100", "-d", "3", "-o", file, arg, NULL};
+	unsigned long good, bad;
+	struct test_child c;
+	char *out, *err;
+	pid_t rec;
+	int st;
+
+	test_child_start(&c, argv, NULL, false);
+	test_child_expect(&c, "READY ", line, sizeof(line), TIMEOUT_MS);
+	snprintf(arg, sizeof(arg), "%d", atoi(line + 6));
+	test_child_send(&c, "loop 10\n");
+	test_child_expect(&c, "LOOPING", line, sizeof(line), TIMEOUT_MS);
+	rec_tmpfiles(file, errf, sizeof(file), "swaploop");
+	unlink(file);
+	ck_assert_int_eq(setenv("CTXDUMP_TEST_SYNC_PAUSE_MS", "15", 1), 0);
+	rec = prof_record_start(errf, args);
+	unsetenv("CTXDUMP_TEST_SYNC_PAUSE_MS");
+	st = prof_record_wait(rec, TIMEOUT_MS);
+	err = prof_slurp(errf);
+	ck_assert_msg(prof_record_status_ok(st, err), "record status 0x%x: %s", st,
+		      err);
+	free(err);
+	test_child_send(&c, "stop\n");
+	prof_child_finish(&c, TIMEOUT_MS);
+	out = report_of("--folded", file, NULL);
+	good = folded_count(out, ";spin_main_a;", ";swap_spin_a", NULL) +
+	       folded_count(out, ";spin_main_b;", ";swap_spin_b", NULL);
+	bad = folded_count(out, ";spin_main_a;", ";swap_spin_b", NULL) +
+	      folded_count(out, ";spin_main_b;", ";swap_spin_a", NULL);
+	fprintf(stderr,
+		"record_library_swapped_loop: %lu samples named the spinning "
+		"library, %lu the other\n",
+		good, bad);
+	ck_assert_msg(!bad, "samples named after the other library:\n%s", out);
+	/* else the rounds hardly met a library to name */
+	ck_assert_uint_gt(good, 0);
+	free(out);
+	unlink(file);
+	unlink(errf);
+}
+END_TEST
+
 /* Whether every line of report --folded keeps the two images apart:
  * the service, the trace and the spinning function all of one image.
  * Counts the spinner's samples of each image. */
@@ -1890,6 +1947,7 @@ TEST_SUITE(ctxdump_record_suite)
 	tcase_add_test(tc, record_report_usage);
 	tcase_add_test(tc, record_across_exec);
 	tcase_add_test(tc, record_library_swapped);
+	tcase_add_test(tc, record_library_swapped_loop);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("output");
 	tcase_set_timeout(tc, 60);

@@ -1086,26 +1086,6 @@ pause_ms(unsigned ms)
 		;
 }
 
-/* CTXDUMP_TEST_SYNC_PAUSE_MS: sleep so long after the module list's read
- * before the stop and before its read after the threads' release, so that a test sees a
- * library swapped around the stop in most --stacks dumps rather than in
- * one of some hundreds (test-ctxdump-reload.c). */
-static void
-test_sync_pause(void)
-{
-	static int ms = -1;
-
-	if (ms < 0) {
-		const char *e = getenv("CTXDUMP_TEST_SYNC_PAUSE_MS");
-
-		ms = e ? atoi(e) : 0;
-		if (ms < 0 || ms > 1000)
-			ms = 0;
-	}
-	if (ms)
-		pause_ms((unsigned)ms);
-}
-
 /* Whether ctxdump can open a process's /proc/PID/map_files/ entries
  * (CAP_SYS_ADMIN or CAP_CHECKPOINT_RESTORE); true when it cannot tell. */
 static bool
@@ -1551,7 +1531,7 @@ dump_process(const struct ctxdump_control *ctl, unsigned slot_tries)
 	 * stack_unwind_stopped()).  Its errors: unwind_stacks() says. */
 	if (ctl->stacks) {
 		(void)dump_unwind_sync(ctl->pid, &d->mem_pid, &img, false);
-		test_sync_pause();
+		dump_test_sync_pause();
 	}
 
 	/* ---- threads stopped from here ---- */
@@ -1664,7 +1644,7 @@ dump_process(const struct ctxdump_control *ctl, unsigned slot_tries)
 	(void)stop_late_add(&late, &ss);
 	stop_free(&ss);
 	if (ctl->stacks && r >= 0 && !doomed) {
-		test_sync_pause();
+		dump_test_sync_pause();
 		(void)dump_unwind_sync(ctl->pid, &d->mem_pid, &img, true);
 	}
 	if (r < 0) {

@@ -262,6 +262,13 @@ int dump_unwind_sync(pid_t pid,
 		     const struct remote_image *img,
 		     bool after_stop);
 
+/* CTXDUMP_TEST_SYNC_PAUSE_MS: sleep so long after the module list's read
+ * before the stop and before its read after the threads' release (--stacks
+ * and each round of record), so that a test sees a library swapped around
+ * the stop in most dumps or rounds rather than in one of some hundreds
+ * (test-ctxdump-reload.c, test-ctxdump-record.c). */
+void dump_test_sync_pause(void);
+
 /* The thread to read through while the threads of pid are stopped: prev
  * if it is one of the stopped ones in ss (none can exit before they run
  * again), else the leader if it is, else the first; prev if none is. */

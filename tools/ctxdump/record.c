@@ -1140,6 +1140,7 @@ sample_round(struct rec *rc)
 	/* last before the stop: the less time between, the fewer frames a
 	 * change in between leaves unnamed */
 	sync_modules(rc, false);
+	dump_test_sync_pause();
 
 	/* ---- threads stopped from here ---- */
 	stop_init(&ss, rc->pid);
@@ -1265,6 +1266,7 @@ sample_round(struct rec *rc)
 		rc->exec_rounds++;
 		return 0;
 	}
+	dump_test_sync_pause();
 	sync_modules(rc, true);
 	/* Threads on one thread pointer (a raw clone() without
 	 * CLONE_SETTLS): what was read through it is its owner's TLS, not

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "dump.h"
 #include "elf-tls.h"
@@ -259,6 +260,28 @@ dump_unwind_sync(pid_t pid,
 	struct sync_args a = {img, after_stop};
 
 	return via_live_thread(pid, mem_pid, unwind_sync_at, &a);
+}
+
+void
+dump_test_sync_pause(void)
+{
+	static int ms = -1;
+	struct timespec ts;
+
+	if (ms < 0) {
+		const char *e = getenv("CTXDUMP_TEST_SYNC_PAUSE_MS");
+
+		ms = e ? atoi(e) : 0;
+		if (ms < 0 || ms > 1000)
+			ms = 0;
+	}
+	if (!ms)
+		return;
+	ts.tv_sec = ms / 1000;
+	ts.tv_nsec = (long)(ms % 1000) * 1000000L;
+	/* the rest of it after a signal (record's SIGCHLD of late threads) */
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+		;
 }
 
 pid_t
