@@ -442,6 +442,54 @@ START_TEST(test_tpc_server)
 }
 END_TEST
 
+/* More pipelined requests than a connection's queue holds (16 behind the
+ * current one), all in one TLS record: the thread-per-connection server
+ * reads them in one SSL_read (gnutls_record_recv) and answers them in
+ * turn.  The connection is no longer followed from the head that did not
+ * fit on, which the event log says once, with reason pipeline-full, as
+ * for a plain connection (hooks/hook-socket.c, sk_gave_up()): TLS
+ * plaintext feeds the same request model, through the same queue. */
+#define PIPE_REQS 24
+
+START_TEST(test_tpc_pipeline_full)
+{
+	static const enum srv_kind kind[] = {SRV_OPENSSL, SRV_GNUTLS};
+	char req[PIPE_REQS * 48], *buf = NULL, *log;
+	size_t len = 0, cap = 0, n = 0;
+	const char *p;
+	struct tls_dir d;
+	struct it_server s;
+	unsigned got = 0, full = 0;
+	struct tc c;
+	int i;
+
+	for (i = 0; i < PIPE_REQS; i++)
+		n += (size_t)snprintf(req + n, sizeof(req) - n,
+				      "GET /p/%d HTTP/1.1\r\nHost: x\r\n\r\n", i);
+	tls_dir_make(&d);
+	srv_start(&s, kind[_i], &d);
+	tc_connect(&c, s.port);
+	tc_send(&c, req, n, 0);
+	/* every request is answered, in order */
+	while (got < PIPE_REQS) {
+		ck_assert_msg(tc_read_some(&c, &buf, &len, &cap),
+			      "connection closed after %u responses", got);
+		for (got = 0, p = buf; (p = strstr(p, "HTTP/1.1 200")) != NULL; p++)
+			got++;
+	}
+	free(buf);
+	tc_close(&c);
+	log = it_events(&s);
+	for (p = log; (p = strstr(p, " reason=pipeline-full\n")) != NULL; p++)
+		full++;
+	ck_assert_msg(full == 1, "%s: %u pipeline-full lines:\n%s", srv_name[kind[_i]],
+		      full, log);
+	free(log);
+	it_server_stop(&s);
+	tls_dir_remove(&d);
+}
+END_TEST
+
 /* A request with "Expect: 100-continue": the server writes "100 Continue"
  * before it reads the body, then blocks.  The interim response answers
  * nothing: the request keeps its context while the body is read and
@@ -1315,6 +1363,7 @@ TEST_SUITE(tls_suite)
 	tcase_set_timeout(tc, 120);
 	tcase_add_loop_test(tc, test_tpc_server, 0, n);
 	tcase_add_test(tc, test_tpc_two_connections);
+	tcase_add_loop_test(tc, test_tpc_pipeline_full, 0, n > SRV_GNUTLS ? 2 : 1);
 	/* openssl, and the GnuTLS servers that are built */
 	tcase_add_loop_test(tc, test_tpc_continue, SRV_OPENSSL, SRV_OPENSSL + 1);
 	tcase_add_loop_test(tc, test_tpc_continue, SRV_GNUTLS, n);
