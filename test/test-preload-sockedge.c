@@ -121,11 +121,11 @@ START_TEST(response_writers)
 }
 END_TEST
 
-static const char *const mmsg_how[] = {"two", "headbody", "short"};
+static const char *const mmsg_how[] = {"two", "headbody", "short", "empty"};
 
 START_TEST(mmsg_pipelined)
 {
-	run_edge("mmsg", mmsg_how[_i % 3], _i >= 3);
+	run_edge("mmsg", mmsg_how[_i % 4], _i >= 4);
 }
 END_TEST
 
@@ -168,7 +168,7 @@ TEST_SUITE(sockedge_suite)
 	tcase_add_loop_test(tc, continue_and_final, 0, 4);
 	tcase_add_loop_test(tc, batched_responses, 0, 2);
 	tcase_add_loop_test(tc, response_writers, 0, 4);
-	tcase_add_loop_test(tc, mmsg_pipelined, 0, 6);
+	tcase_add_loop_test(tc, mmsg_pipelined, 0, 8);
 	tcase_add_loop_test(tc, splice_body, 0, 2);
 	tcase_add_loop_test(tc, after_response, 0, 4);
 	tcase_add_loop_test(tc, uv_after_work_restore, 0, 2);

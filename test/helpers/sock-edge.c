@@ -446,7 +446,12 @@ shows(const char *trace)
  *             reading), and the third response in message 2, which it
  *             does not take: the second request stays current until the
  *             rest of its body is written (only the bytes the kernel took
- *             count, none of message 2's), then the third is current */
+ *             count, none of message 2's), then the third is current
+ *   empty     the two responses in messages 0 and 2, with message 1
+ *             empty between them (msg_len 0: an iovec of length 0 whose
+ *             base is no valid address, which the kernel never reads):
+ *             the empty one answers nothing and is not read, the third
+ *             request gets its own context */
 static void
 mode_mmsg(const char *how)
 {
@@ -486,6 +491,15 @@ mode_mmsg(const char *how)
 		CHECK(r == 2, "mmsg two: sendmmsg: %d", r);
 		read_n(cli, buf, 2 * (sizeof(ra) - 1));
 		next_shows_trace2(cli, srv, "mmsg two");
+	} else if (strcmp(how, "empty") == 0) {
+		v[0] = (struct iovec){(void *)ra, sizeof(ra) - 1};
+		v[1] = (struct iovec){(void *)8, 0};
+		v[2] = (struct iovec){(void *)ra, sizeof(ra) - 1};
+		r = sendmmsg(srv, mm, 3, 0);
+		CHECK(r == 3 && mm[1].msg_len == 0, "mmsg empty: sendmmsg: %d (%u)", r,
+		      mm[1].msg_len);
+		read_n(cli, buf, 2 * (sizeof(ra) - 1));
+		next_shows_trace2(cli, srv, "mmsg empty");
 	} else if (strcmp(how, "headbody") == 0) {
 		v[0] = (struct iovec){(void *)rhead, sizeof(rhead) - 1};
 		v[1] = (struct iovec){(void *)"a", 1};
