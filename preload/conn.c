@@ -2338,10 +2338,23 @@ ctxshim_conn_h2_lib(void)
  * nghttp2 server session: as it was before it was followed -- the upgrade
  * request answered by the 101, the scanner given up on the preface
  * (ctxshim_conn_h2_preface() confirms the upgrade to hooks/hook-nghttp2.c,
- * which takes stream 1 from the head), its entries freed. */
+ * which takes stream 1 from the head), its entries freed.  Except when
+ * the frame walk saw the current request answered (stream 1's HEADERS,
+ * in the 101's write of a server with HTTP/2 code of its own): that
+ * request has ended, and its context goes, as at conn_h2_stop().  Kept,
+ * it stayed "continued" (a scanner given up on the preface, in such a
+ * process: hooks/hook-socket.c, sk_write_continues()), and every later
+ * write on the connection, whichever stream it carried, showed the ended
+ * request.  A session that does take the connection over gets it before
+ * stream 1 is answered (that response is nghttp2's), as before. */
 static __attribute__((noinline, cold)) void
 conn_h2_undo(struct ctxshim_conn *c)
 {
+	if (ctxshim_conn_answered(c)) {
+		conn_seq_begin(c);
+		conn_flags_update(c, CONN_F_HAS_CTX, 0);
+		conn_seq_end(c);
+	}
 	conn_flags_update(c, CONN_F_OVERFLOW, 0);
 	conn_h2_release(c->cap);
 	conn_pool_release(c->cap);
