@@ -63,9 +63,6 @@
 /* How often unresolved layouts, the process context and new modules may
  * be looked at again. */
 #define REFRESH_NS 1000000000ull
-/* For this long after the module list last changed between rounds, it is
- * compared again in each round's stop (sync_modules()). */
-#define MODULES_WATCH_NS 10000000000ull
 /* The most of the target's command line kept (as the one-shot dump). */
 #define CMDLINE_MAX (64u << 10)
 /* Once a termination signal arrived, how long the rest of the recording
@@ -244,10 +241,6 @@ struct rec {
 	/* The program image everything above was read from (an exec gives
 	 * the process another): one 16-byte read per round tells. */
 	struct remote_image img;
-	/* when the module list last changed since it was first read (0:
-	 * never), and whether it was read (sync_modules()) */
-	uint64_t modules_moved_ns;
-	bool modules_read;
 	/* an exec was seen after the round's stop: reload before the next */
 	bool exec_pending;
 	uint64_t execs;
@@ -824,29 +817,23 @@ proc_alive(pid_t pid)
 }
 
 /* The unwinder's module list brought up to date with the target's file
- * mappings (stack_unwind_sync()): before the stop, so that the round is
- * unwound with the libraries the threads ran in, not those of when the
- * list was read (a library dlclose()d and another dlopen()ed at its
- * address would be named as the first), and after it, for a change
- * between the two, which the frames it concerns are not named after
- * either way.  Both while the target runs; one read of its maps each
- * when nothing changed.  A library swapped before the stop and back
- * before the read after it would go unseen: while the libraries move
- * (MODULES_WATCH_NS since a change), the list is compared in the stop
- * instead of after it (stack_unwind_stopped()).  Not always: that read costs
- * the stop some 20 to 100 us (more than the rest of a round's stop of a
- * small process), for a swap that only a process loading and unloading
- * libraries makes. */
+ * mappings (stack_unwind_sync()): before the stop, while the target runs,
+ * so that the parsing of a change is done outside the stop, and compared
+ * again in it (stack_unwind_stopped()), so that the round is unwound with
+ * the libraries the threads ran in, not those of when the list was read
+ * (a library dlclose()d and another dlopen()ed at its address would be
+ * named as the first).  After the stop it only reads the maps if the
+ * comparison in it failed.  One read of the maps before the stop and one
+ * in it when nothing changed (20 to 100 us of the stop for a small
+ * process).  Not only while the libraries are seen to move: a gate on
+ * changes seen between rounds (tried) missed the swaps of the first
+ * rounds and of those whose reads before the stop happened to find the
+ * same library, which record_library_swapped_loop caught under ASan. */
 static void
 sync_modules(struct rec *rc, bool after_stop)
 {
 	int r = dump_unwind_sync(rc->pid, &rc->mem_pid, &rc->img, after_stop);
 
-	/* the first read says "changed" too: not a move (the first after
-	 * an exec is one: the new program's loader may still be at work) */
-	if ((r == STACK_SYNC_CHANGED || r == STACK_SYNC_DROPPED) && rc->modules_read)
-		rc->modules_moved_ns = remote_now_ns();
-	rc->modules_read |= r >= 0;
 	rc->lp.pid = rc->mem_pid;
 	/* ended by an exec since the round's stop: the next round reloads */
 	if (r == -ENOEXEC)
@@ -1192,9 +1179,8 @@ sample_round(struct rec *rc)
 	rc->lp.pid = rc->mem_pid;
 	stack_snap_capture_many(rc->mem_pid, rc->tids, k, rc->ctl->stack_size,
 				tls_floor(rc), rc->snapp, rc->err, &rc->arena);
-	/* the module list the stacks ran in, while the libraries move
-	 * (sync_modules()) */
-	if (k && rc->modules_moved_ns && t - rc->modules_moved_ns < MODULES_WATCH_NS)
+	/* the module list the stacks ran in (sync_modules()) */
+	if (k)
 		(void)stack_unwind_stopped(rc->mem_pid);
 	/* each thread's state where the stop found it (stop_state()) */
 	for (i = 0; i < k; i++)
