@@ -1676,6 +1676,19 @@ objects_denied(const struct etls_symbol *s)
 	       (s->unopenable_err == -EACCES || s->unopenable_err == -EPERM);
 }
 
+/* The end of both warnings below: the first object that could not be
+ * opened (the target's path, escaped), why, and how the recording goes
+ * on. */
+static void
+warn_first_unopenable(const struct etls_symbol *s, const char *recording)
+{
+	output_text_escape(stderr, (const uint8_t *)s->unopenable,
+			   strlen(s->unopenable), false);
+	fprintf(stderr, "%s: %s; recording stacks %s\n",
+		s->unopenable_deleted ? " (deleted)" : "",
+		output_open_error(s->unopenable_err), recording);
+}
+
 /* What failed, first, then the hint of a failed attach, as the dump says
  * it (dump_process() in ctxdump.c): not "defines none", which ctxdump
  * could not tell. */
@@ -1687,11 +1700,7 @@ warn_objects_denied(struct rec *rc, const struct etls_symbol *s)
 		", " LAY_CL_SYMBOL " in process %d: %u of its %u objects could not "
 		"be opened, the first ",
 		cli_name(), (int)rc->pid, s->n_unopenable, s->n_objects);
-	output_text_escape(stderr, (const uint8_t *)s->unopenable,
-			   strlen(s->unopenable), false);
-	fprintf(stderr, "%s: %s; recording stacks without trace context\n",
-		s->unopenable_deleted ? " (deleted)" : "",
-		strerror(-s->unopenable_err));
+	warn_first_unopenable(s, "without trace context");
 	stop_diagnose_eperm(rc->pid, rc->pid);
 	rc->eperm_said = true;
 }
@@ -1718,12 +1727,8 @@ warn_objects_unopenable(struct rec *rc, const struct etls_symbol *s)
 			", " LAY_CL_SYMBOL "; %u of its %u could not be opened, the "
 			"first ",
 			cli_name(), (int)rc->pid, s->n_unopenable, s->n_objects);
-	output_text_escape(stderr, (const uint8_t *)s->unopenable,
-			   strlen(s->unopenable), false);
-	fprintf(stderr, "%s: %s; recording stacks %s\n",
-		s->unopenable_deleted ? " (deleted)" : "",
-		output_open_error(s->unopenable_err),
-		rc->have_layouts ? "with the other layouts" : "without trace context");
+	warn_first_unopenable(s, rc->have_layouts ? "with the other layouts"
+						  : "without trace context");
 }
 
 /* ---- command line ---- */
