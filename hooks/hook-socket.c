@@ -1402,13 +1402,12 @@ sk_gave_up(struct sk_in *in)
 
 	/* The caller's stop with CONN_F_OVERFLOW: only the queue's stop sets
 	 * that flag on an HTTP/1 connection (an HTTP/2 one's stops clear
-	 * it, a FastCGI one's never set it). */
+	 * it, a FastCGI one's never set it).  Only logged: the rest is as
+	 * for any other give-up (an inherited connection is let go). */
 	if (why == HTTP_SCAN_GIVE_UP_CALLER &&
 	    (atomic_load_explicit(&in->c->flags, memory_order_relaxed) &
-	     CONN_F_OVERFLOW)) {
+	     CONN_F_OVERFLOW))
 		CTXSHIM_EVENT(CTXSHIM_EV_DETACH, in->fd, NULL, "pipeline-full");
-		return;
-	}
 
 	/* A client-side socket on stdin (preload/conn.c, "inherited
 	 * connections"): no longer followed at all. */
