@@ -435,21 +435,29 @@ END_TEST
 static const struct {
 	const char *opt[3];
 	bool parallel;
+	/* Stream 1's response is sent after the client's preface was read,
+	 * before the session received a frame. */
+	bool window;
 } upgrade_variant[] = {
 	/* one after the other: each answered before the next comes */
-	{{"--upgrade", NULL, NULL}, false},
+	{{"--upgrade", NULL, NULL}, false, false},
 	/* nghttp2_session_upgrade2() before the 101 is written */
-	{{"--upgrade-first", NULL, NULL}, false},
+	{{"--upgrade-first", NULL, NULL}, false, false},
 	/* the deprecated nghttp2_session_upgrade() */
-	{{"--upgrade-old", NULL, NULL}, false},
+	{{"--upgrade-old", NULL, NULL}, false, false},
 	/* the session made only after the 101 is written: the socket level
 	 * followed the connection as HTTP/2 from the 101 on, and hands it
 	 * back at the session (preload/conn.c, conn_h2_undo()) */
-	{{"--upgrade-late", NULL, NULL}, false},
-	{{"--upgrade-late", "--batch", "3"}, true},
+	{{"--upgrade-late", NULL, NULL}, false, false},
+	{{"--upgrade-late", "--batch", "3"}, true, false},
 	/* multiplexed (curl -Z): all three answered together, once the
 	 * other two were handled (their callbacks ran in between) */
-	{{"--upgrade", "--batch", "3"}, true},
+	{{"--upgrade", "--batch", "3"}, true, false},
+	/* the client's preface read alone (its 24 bytes) and handed to the
+	 * session, which then sends stream 1's response: the connection is
+	 * the session's candidate, not yet confirmed (hook-nghttp2.c,
+	 * nh_upgrade_confirm()) */
+	{{"--preface-alone", NULL, NULL}, false, true},
 };
 
 #define CURL "/usr/bin/curl"
@@ -566,6 +574,16 @@ START_TEST(test_server_upgrade)
 			ck_assert_msg(strcmp(after, "none") == 0 ||
 					      (n_sent == 0 && strcmp(after, TA) == 0),
 				      "%s: after sending, the thread shows %s", line,
+				      after);
+			/* The preface read alone, the thread let the
+			 * request go (a read after its 101); the writes
+			 * of its response, the connection the session's
+			 * candidate, show it again (without:
+			 * "response-sent", as for any HTTP/1.1
+			 * connection whose client sent something else). */
+			ck_assert_msg(!upgrade_variant[_i].window || n_sent > 0 ||
+					      strcmp(after, TA) == 0,
+				      "%s: stream 1's response sent under %s", line,
 				      after);
 			n_sent++;
 		}

@@ -49,6 +49,12 @@
  *                    written (a server that chooses HTTP/2 once it switched:
  *                    the socket level followed the connection as HTTP/2 from
  *                    the 101 until the session is made)
+ *     --preface-alone  --upgrade, and the client's preface read alone
+ *                    (exactly its 24 bytes) and handed to
+ *                    nghttp2_session_mem_recv() (no frame yet) before
+ *                    anything is sent: stream 1's response goes out after
+ *                    the preface was read, before the session received a
+ *                    frame (hooks/hook-nghttp2.c, nh_upgrade_confirm())
  *     --read-first   with prior knowledge: each connection's first bytes are
  *                    read with recv() before nghttp2_session_server_new()
  *                    makes its session (as a server that looks for the
@@ -101,7 +107,7 @@
 
 static bool opt_header2, opt_submit_data, opt_no_copy, opt_frame_send, opt_two_parts,
 	opt_data_first, opt_upgrade, opt_upgrade_first, opt_upgrade_old,
-	opt_upgrade_late, opt_read_first;
+	opt_upgrade_late, opt_read_first, opt_preface_alone;
 static unsigned opt_chunks, opt_batch;
 
 struct stream {
@@ -647,6 +653,26 @@ new_session(struct conn *c)
 	return s;
 }
 
+/* --preface-alone: the rest of the client's 24-byte preface (n of its
+ * bytes came with the head), read alone and handed to the session; 0 or
+ * -1. */
+static int
+preface_alone(nghttp2_session *s, struct conn *c, size_t n)
+{
+	uint8_t buf[24];
+	ssize_t r;
+
+	while (n < sizeof(buf)) {
+		r = recv(c->fd, buf, sizeof(buf) - n, 0);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0 || nghttp2_session_mem_recv(s, buf, (size_t)r) != r)
+			return -1;
+		n += (size_t)r;
+	}
+	return 0;
+}
+
 static void *
 serve(void *arg)
 {
@@ -686,6 +712,8 @@ serve(void *arg)
 		    handle(s, 1, st, &c) != 0 ||
 		    (n_rest && nghttp2_session_mem_recv(s, (const uint8_t *)rest,
 							n_rest) != (ssize_t)n_rest))
+			goto out;
+		if (opt_preface_alone && preface_alone(s, &c, n_rest) != 0)
 			goto out;
 	} else {
 		nghttp2_submit_settings(s, NGHTTP2_FLAG_NONE, &set, 1);
@@ -988,6 +1016,8 @@ main(int argc, char **argv)
 			opt_upgrade = opt_upgrade_late = true;
 		} else if (strcmp(argv[i], "--upgrade-old") == 0) {
 			opt_upgrade = opt_upgrade_old = true;
+		} else if (strcmp(argv[i], "--preface-alone") == 0) {
+			opt_upgrade = opt_preface_alone = true;
 		} else if (strcmp(argv[i], "--read-first") == 0) {
 			opt_read_first = true;
 		} else {
