@@ -305,6 +305,9 @@ struct nh_session {
 	 * frame confirms or rejects it (nh_upgrade_confirm()); 0 otherwise. */
 	int upgrade_fdp1;
 	uint32_t upgrade_gen;
+	/* Its upgrade candidate slot + 1 while upgrade_fdp1 is set
+	 * (ctxshim_conn_h2_candidate_add()), 0 without one. */
+	unsigned upgrade_slot;
 };
 
 struct nh_slot {
@@ -503,6 +506,7 @@ nh_session_free(struct nh_session *st)
 
 	if (!st)
 		return;
+	ctxshim_conn_h2_candidate_remove(st->upgrade_slot);
 	HASH_ITER (hh, st->streams, s, tmp) {
 		HASH_DEL(st->streams, s);
 		free(s->req);
@@ -1356,6 +1360,17 @@ hook_nghttp2_submit_data(nghttp2_session *session,
 
 /* ---- upgrade from HTTP/1.1 ------------------------------------------------------- */
 
+/* No candidate pending for st any more: the connection's writes after
+ * the preface are no longer taken for stream 1's (hook-socket.c,
+ * sk_write_continues()). */
+static void
+nh_upgrade_settled(struct nh_session *st)
+{
+	st->upgrade_fdp1 = 0;
+	ctxshim_conn_h2_candidate_remove(st->upgrade_slot);
+	st->upgrade_slot = 0;
+}
+
 /* A server upgraded from HTTP/1.1 ("Upgrade: h2c", RFC 7540 section 3.2;
  * what `curl --http2 http://...` asks for) reads the request's head
  * itself and hands nghttp2 only its HTTP2-Settings: stream 1, that
@@ -1373,21 +1388,26 @@ hook_nghttp2_submit_data(nghttp2_session *session,
  * scanner did, it is the upgraded connection: stream 1 keeps the
  * context (the span the socket level gave the request: one request, one
  * span-id), and the connection is claimed (hook-http.h): from now on its
- * bytes are frames of many streams, which only this file can tell apart;
- * unclaimed, the socket level would bring the upgrade request back on
- * each of the connection's writes (hook-socket.c, sk_write_continues()),
- * whichever stream they carry, and leave it on the thread after them.  If
- * not, stream 1 is not followed and nothing is claimed: the other
- * connection stays the socket level's.  Until the confirmation, writes
- * on the connection are the socket level's as for any HTTP/1.1 one
- * (the 101, frames sent before the first read), and stream 1's callbacks
- * show the candidate.  The thread keeps showing the request after the
- * call, where the server handles it, until a callback of stream 1 returns
- * (nh_leave() then restores what it showed before, which was the request
- * itself: nothing) or the stream closes once confirmed
- * (nh_stream_done()).  When the thread shows no context of the socket
- * level's at the upgrade (a connection the socket level does not follow),
- * stream 1 is not followed. */
+ * bytes are frames of many streams, which only this file can tell
+ * apart.  If not, stream 1 is not followed and nothing is claimed: the
+ * other connection stays the socket level's.  Until the confirmation,
+ * writes on the connection are the socket level's as for any HTTP/1.1
+ * one (the 101, frames sent before the first read), and stream 1's
+ * callbacks show the candidate.  So are its writes after the client's
+ * preface, which carry stream 1's response when the server sends it
+ * before the session has a frame (it read the preface alone): while the
+ * connection is the session's candidate (ctxshim_conn_h2_candidate_add()),
+ * they continue the upgrade request (hook-socket.c,
+ * sk_write_continues()).  No other connection's: one whose scanner gave
+ * up on a preface after an "Upgrade: h2c" head and that no session holds
+ * (preload/conn.c, "Upgrade: h2c") shows nothing on its writes from
+ * there, whichever stream they carry.  The thread keeps showing the
+ * request after the call, where the server handles it, until a callback
+ * of stream 1 returns (nh_leave() then restores what it showed before,
+ * which was the request itself: nothing) or the stream closes once
+ * confirmed (nh_stream_done()).  When the thread shows no context of the
+ * socket level's at the upgrade (a connection the socket level does not
+ * follow), stream 1 is not followed. */
 static void
 nh_upgraded(nghttp2_session *session)
 {
@@ -1398,7 +1418,7 @@ nh_upgraded(nghttp2_session *session)
 
 	if (!st)
 		return;
-	st->upgrade_fdp1 = 0;
+	nh_upgrade_settled(st);
 	s = nh_stream_find(st, 1);
 	if (s) /* stream 1 is new: stale state */
 		nh_stream_free(st, s);
@@ -1410,6 +1430,7 @@ nh_upgraded(nghttp2_session *session)
 		return;
 	st->upgrade_fdp1 = c.sock_fdp1;
 	st->upgrade_gen = c.sock_gen;
+	st->upgrade_slot = ctxshim_conn_h2_candidate_add(c.sock_fdp1 - 1, c.sock_gen);
 	c.sock_fdp1 = 0;
 	c.sock_gen = 0;
 	if (st->n_streams >= HOOK_NH_STREAMS_MAX)
@@ -1441,7 +1462,7 @@ nh_upgrade_confirm_slow(struct nh_session *st)
 	int fd = st->upgrade_fdp1 - 1;
 	struct nh_stream *s = nh_stream_find(st, 1);
 
-	st->upgrade_fdp1 = 0;
+	nh_upgrade_settled(st);
 	if (ctxshim_conn_h2_preface(fd, st->upgrade_gen)) {
 		if (s)
 			s->upgraded = true;

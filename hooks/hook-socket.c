@@ -1020,13 +1020,16 @@ sk_connected(int fd, bool unspec)
  * request's context must not come back with it.  A scanner stopped by the
  * shim itself leaves it as it was, and so does HTTP/2 on a connection
  * followed as such (its current request is a stream's: preload/conn.c,
- * "HTTP/2"), or in a process with an nghttp2 server session, whose hook
- * takes stream 1 of an upgraded connection from the upgrade request
- * (hooks/hook-nghttp2.c).  Not the preface after an "Upgrade: h2c" head
- * that is not followed as HTTP/2 (preload/conn.c, "Upgrade: h2c"): its
- * streams are not that request's, and nothing tells whose they are. */
+ * "HTTP/2"), or on fd while an nghttp2 server session holds it for the
+ * connection it was upgraded from, until its first frame: the session
+ * takes stream 1 from the upgrade request, whose response a server may
+ * send after the client's preface and before more of it
+ * (hooks/hook-nghttp2.c, nh_upgraded()).  Not the preface after any other
+ * "Upgrade: h2c" head that is not followed as HTTP/2 (preload/conn.c,
+ * "Upgrade: h2c"), in a process with a session or not: its streams are
+ * not that request's, and nothing tells whose they are. */
 static bool
-sk_write_continues(const struct ctxshim_conn *c)
+sk_write_continues(int fd, const struct ctxshim_conn *c)
 {
 	enum http_scan_give_up why;
 
@@ -1038,7 +1041,9 @@ sk_write_continues(const struct ctxshim_conn *c)
 		return true;
 	why = http_scan_give_up_reason(&c->scan);
 	if (why == HTTP_SCAN_GIVE_UP_HTTP2)
-		return ctxshim_conn_h2(c) || ctxshim_conn_h2_lib();
+		return ctxshim_conn_h2(c) ||
+		       ctxshim_conn_h2_candidate(
+			       fd, atomic_load_explicit(&c->gen, memory_order_relaxed));
 	return why != HTTP_SCAN_GIVE_UP_NOT_HTTP &&
 	       why != HTTP_SCAN_GIVE_UP_MALFORMED && why != HTTP_SCAN_GIVE_UP_TOO_LONG;
 }
@@ -1057,7 +1062,7 @@ sk_follow(int fd, struct ctxshim_conn *c, bool is_write)
 	if (is_write)
 		live = (f & (CONN_F_REQ | CONN_F_HAS_CTX)) ==
 			       (CONN_F_REQ | CONN_F_HAS_CTX) &&
-		       sk_write_continues(c);
+		       sk_write_continues(fd, c);
 	else
 		live = ctxshim_conn_live(c);
 	if (!live) {

@@ -2328,10 +2328,68 @@ ctxshim_conn_h2_upgraded(const struct ctxshim_conn *c)
 	       conn_pool[c->cap - 1].h2_up;
 }
 
-bool
-ctxshim_conn_h2_lib(void)
+/* Upgrade candidates (conn.h).  A table of their own, not a bit of the
+ * connection's: its 256 bytes have none to spare (CTXSHIM_CONN_SLOT_SIZE,
+ * every flag taken), and a candidate lasts from the upgrade call to the
+ * session's first frame, so that few are pending at once.  A slot holds
+ * (fd + 1) << 32 | gen, 0 when free; its session's thread takes and
+ * gives it back, the writing thread of any connection reads the table (a
+ * compare per slot, and none while no slot is taken: the usual case). */
+#define CONN_H2_CAND_N 64
+static _Atomic uint64_t conn_h2_cand[CONN_H2_CAND_N];
+static _Atomic unsigned conn_h2_cand_n; /* slots taken */
+
+static uint64_t
+conn_h2_cand_key(int fd, uint32_t gen)
 {
-	return atomic_load_explicit(&conn_h2_lib, memory_order_relaxed);
+	return (uint64_t)(uint32_t)(fd + 1) << 32 | gen;
+}
+
+__attribute__((cold)) unsigned
+ctxshim_conn_h2_candidate_add(int fd, uint32_t gen)
+{
+	uint64_t key = conn_h2_cand_key(fd, gen);
+	unsigned i;
+
+	if (fd < 0)
+		return 0;
+	for (i = 0; i < CONN_H2_CAND_N; i++) {
+		uint64_t none = 0;
+
+		if (atomic_compare_exchange_strong_explicit(&conn_h2_cand[i], &none,
+							    key, memory_order_relaxed,
+							    memory_order_relaxed)) {
+			/* Release: a reader that sees the count sees the
+			 * slot. */
+			atomic_fetch_add_explicit(&conn_h2_cand_n, 1,
+						  memory_order_release);
+			return i + 1;
+		}
+	}
+	return 0;
+}
+
+__attribute__((cold)) void
+ctxshim_conn_h2_candidate_remove(unsigned slot)
+{
+	if (!slot || slot > CONN_H2_CAND_N ||
+	    !atomic_exchange_explicit(&conn_h2_cand[slot - 1], 0, memory_order_relaxed))
+		return;
+	atomic_fetch_sub_explicit(&conn_h2_cand_n, 1, memory_order_relaxed);
+}
+
+__attribute__((cold)) bool
+ctxshim_conn_h2_candidate(int fd, uint32_t gen)
+{
+	uint64_t key = conn_h2_cand_key(fd, gen);
+	unsigned i;
+
+	if (!atomic_load_explicit(&conn_h2_cand_n, memory_order_acquire))
+		return false;
+	for (i = 0; i < CONN_H2_CAND_N; i++)
+		if (atomic_load_explicit(&conn_h2_cand[i], memory_order_relaxed) == key)
+			return true;
+	return false;
 }
 
 /* An upgraded connection ("Upgrade: h2c" below) in a process that made an
@@ -2342,11 +2400,13 @@ ctxshim_conn_h2_lib(void)
  * the frame walk saw the current request answered (stream 1's HEADERS,
  * in the 101's write of a server with HTTP/2 code of its own): that
  * request has ended, and its context goes, as at conn_h2_stop().  Kept,
- * it stayed "continued" (a scanner given up on the preface, in such a
- * process: hooks/hook-socket.c, sk_write_continues()), and every later
- * write on the connection, whichever stream it carried, showed the ended
- * request.  A session that does take the connection over gets it before
- * stream 1 is answered (that response is nghttp2's), as before. */
+ * it stayed "continued" where a session takes the connection for its
+ * upgrade (a scanner given up on the preface of an upgrade candidate:
+ * hooks/hook-socket.c, sk_write_continues()), and every later write on
+ * the connection, whichever stream it carried, showed the ended request
+ * until the session's first frame.  A session that does take the
+ * connection over gets it before stream 1 is answered (that response is
+ * nghttp2's), as before. */
 static __attribute__((noinline, cold)) void
 conn_h2_undo(struct ctxshim_conn *c)
 {
@@ -2996,7 +3056,10 @@ ctxshim_conn_responded_iov(struct ctxshim_conn *c,
  * client sends nothing between its upgrade request and the 101, and a
  * request body is read before it), one cut across writes, or with no
  * pool entry free, is not followed so: the writes after the preface then
- * show nothing (sk_write_continues()), rather than the upgrade request.
+ * show nothing (sk_write_continues()), rather than the upgrade request --
+ * in a process with an nghttp2 server session too (where none is
+ * followed so), unless a session took the connection for its upgrade
+ * (hooks/hook-nghttp2.c, nh_upgraded()): its stream 1 is that request.
  * The head is told by http_response_h2c_head() (proc-context/http-scan.h,
  * pure, so that unit-http-scan tests it).
  * The writing thread changes scan and cap here, the reading thread's

@@ -70,6 +70,18 @@ void ctxshim_conn_claim(int fd);
  * fd. */
 bool ctxshim_conn_h2_preface(int fd, uint32_t gen);
 
+/* Upgrade candidates: fd of generation gen is the connection an nghttp2
+ * server session took for the one it was upgraded from ("Upgrade: h2c",
+ * hooks/hook-nghttp2.c, nh_upgraded()), until the session's first frame
+ * settles it.  Meanwhile the connection's writes after the client's
+ * preface still carry stream 1, the upgrade request
+ * (hooks/hook-socket.c, sk_write_continues()).  _add() returns the
+ * candidate's slot + 1 for _remove(), or 0 with every slot taken (the
+ * connection is then no candidate: those writes show nothing).
+ * Lock-free, no allocation. */
+unsigned ctxshim_conn_h2_candidate_add(int fd, uint32_t gen);
+void ctxshim_conn_h2_candidate_remove(unsigned slot);
+
 /* ---- for hooks/hook-socket.c ---- */
 
 #define CTXSHIM_CONN_SLOT_SIZE   256
@@ -552,9 +564,9 @@ uint32_t ctxshim_conn_h2_library(struct ctxshim_conn *c);
  * (ctxshim_conn_h2_upgrade())? */
 bool ctxshim_conn_h2_upgraded(const struct ctxshim_conn *c);
 
-/* Has the process made an nghttp2 server session
- * (ctxshim_conn_h2_library())? */
-bool ctxshim_conn_h2_lib(void);
+/* Is fd of generation gen an upgrade candidate
+ * (ctxshim_conn_h2_candidate_add())? */
+bool ctxshim_conn_h2_candidate(int fd, uint32_t gen);
 
 /* A write of written bytes on c starts with "HTTP/1.x 101" (head, head_len
  * of its first bytes; iov, iovcnt: all of them, or NULL): if its head
