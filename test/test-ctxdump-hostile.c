@@ -431,7 +431,14 @@ START_TEST(wrong_symbol)
 		"8-byte thread-local pointer",
 		" as a thread-local of 4 bytes,", " as a thread-local of 64 bytes,",
 		" as a function,"};
-	char name[32], *out, *err;
+	/* and so on stdout and in JSON, where it was "not found in any
+	 * loaded object" and "symbol": null alone (old) */
+	static const char *const line[] = {
+		"(as a global (not thread-local) object of 8 bytes, STT_OBJECT)",
+		"(as a thread-local of 4 bytes, STT_TLS)",
+		"(as a thread-local of 64 bytes, STT_TLS)",
+		"(as a function, STT_FUNC)"};
+	char name[32], want[PATH_MAX + 256], *out, *err;
 	struct target t;
 
 	snprintf(name, sizeof(name), "hostile-sym-%s", kinds[_i]);
@@ -443,13 +450,23 @@ START_TEST(wrong_symbol)
 	ck_assert_int_eq(run_ctxdump(&out, &err, t.pid, NULL), 2);
 	expect_in(err, "defines otel_thread_ctx_v1");
 	expect_in(err, as[_i]);
-	expect_in(out, "Symbol: otel_thread_ctx_v1 not found in any loaded object\n");
+	snprintf(want, sizeof(want),
+		 "\nSymbol: otel_thread_ctx_v1 defined in %s but not as the 8-byte "
+		 "thread-local pointer %s\n",
+		 test_helper_path(name), line[_i]);
+	expect_in(out, want);
+	ck_assert_msg(!strstr(out, "not found"), "%s", out);
 	assert_messages(err);
 	free(out);
 	free(err);
 	ck_assert_int_eq(run_ctxdump(&out, &err, t.pid, "-j", NULL), 2);
 	assert_json(out);
 	expect_in(out, "\"symbol\": null");
+	snprintf(want, sizeof(want),
+		 "\"symbol_error\": \"defined in %s but not as the 8-byte "
+		 "thread-local pointer %s\"",
+		 test_helper_path(name), line[_i]);
+	expect_in(out, want);
 	free(out);
 	free(err);
 	target_finish(&t);

@@ -1399,22 +1399,9 @@ dump_process(const struct ctxdump_control *ctl, unsigned slot_tries)
 	if (r == -ENOENT && d->sym.has_misdef) {
 		/* defined, but not as OTEP-4947 says: not "no writer" */
 		const struct etls_symbol *s = &d->sym;
-		unsigned ty = s->misdef_type;
 		char what[80];
 
-		if (ty == STT_TLS)
-			snprintf(what, sizeof(what),
-				 "a thread-local of %" PRIu64 " bytes", s->misdef_size);
-		else if (ty == STT_OBJECT || ty == STT_COMMON)
-			snprintf(what, sizeof(what),
-				 "a global (not thread-local) object of %" PRIu64
-				 " bytes",
-				 s->misdef_size);
-		else
-			snprintf(what, sizeof(what), "%s",
-				 ty == STT_FUNC || ty == STT_GNU_IFUNC
-					 ? "a function"
-					 : "a symbol without a type");
+		(void)output_misdef_what(s, what, sizeof(what));
 		cli_warn("%s in process %d defines " OTEL_THREAD_CTX_SYMBOL
 			 " as %s, not as the 8-byte thread-local pointer (STT_TLS) "
 			 "of OTEP-4947: ctxdump cannot read it",

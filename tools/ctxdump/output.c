@@ -3,6 +3,7 @@
 
 #include "output.h"
 
+#include <elf.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -373,6 +374,72 @@ symbol_why(const struct dump *d, char *buf)
 	return buf;
 }
 
+const char *
+output_misdef_what(const struct etls_symbol *s, char *buf, size_t n)
+{
+	unsigned ty = s->misdef_type;
+
+	if (ty == STT_TLS)
+		(void)snprintf(buf, n, "a thread-local of %" PRIu64 " bytes",
+			       s->misdef_size);
+	else if (ty == STT_OBJECT || ty == STT_COMMON)
+		(void)snprintf(buf, n,
+			       "a global (not thread-local) object of %" PRIu64
+			       " bytes",
+			       s->misdef_size);
+	else
+		(void)snprintf(buf, n, "%s",
+			       ty == STT_FUNC || ty == STT_GNU_IFUNC
+				       ? "a function"
+				       : "a symbol without a type");
+	return buf;
+}
+
+/* otel_thread_ctx_v1 was not found as the 8-byte thread-local pointer,
+ * but an object defines the name as something else: "not found in any
+ * loaded object" would be false (and send the user looking for a missing
+ * writer), so say where it is and what it is.  Raw (the path is the
+ * target's; the callers escape it all), into buf of SYMBOL_WHY_MAX. */
+static bool
+symbol_misdefined(const struct dump *d)
+{
+	return !d->has_symbol && !symbol_unread(d) && d->sym.has_misdef;
+}
+
+/* The ELF name as readelf -s prints it, for whoever looks the object up */
+static const char *
+elf_type_name(unsigned ty)
+{
+	switch (ty) {
+	case STT_TLS:
+		return "STT_TLS";
+	case STT_OBJECT:
+		return "STT_OBJECT";
+	case STT_COMMON:
+		return "STT_COMMON";
+	case STT_FUNC:
+		return "STT_FUNC";
+	case STT_GNU_IFUNC:
+		return "STT_GNU_IFUNC";
+	default:
+		return "STT_NOTYPE";
+	}
+}
+
+static const char *
+symbol_misdef_why(const struct dump *d, char *buf)
+{
+	char what[80];
+
+	(void)snprintf(buf, SYMBOL_WHY_MAX,
+		       "defined in %s but not as the 8-byte thread-local pointer "
+		       "(as %s, %s)",
+		       d->sym.misdef_module,
+		       output_misdef_what(&d->sym, what, sizeof(what)),
+		       elf_type_name(d->sym.misdef_type));
+	return buf;
+}
+
 static bool
 alt_valid(const struct dump_thread *t)
 {
@@ -519,6 +586,10 @@ text_header(struct ob *f, const struct dump *d, const struct output_opts *o)
 			  d->sym.n_objects - d->sym.n_unopenable);
 		text_cstr(f, symbol_why(d, why));
 		ob_puts(f, ")\n");
+	} else if (symbol_misdefined(d)) {
+		ob_puts(f, "Symbol: " OTEL_THREAD_CTX_SYMBOL " ");
+		text_cstr(f, symbol_misdef_why(d, why));
+		ob_putc(f, '\n');
 	} else if (!d->has_symbol) {
 		ob_puts(f, "Symbol: " OTEL_THREAD_CTX_SYMBOL
 			   " not found in any loaded object\n");
@@ -1116,6 +1187,11 @@ json_symbol(struct jw *w, const struct dump *d)
 
 			jw_key(w, "symbol_error");
 			jw_cstr(w, symbol_why(d, why));
+		} else if (symbol_misdefined(d)) {
+			static char why[SYMBOL_WHY_MAX];
+
+			jw_key(w, "symbol_error");
+			jw_cstr(w, symbol_misdef_why(d, why));
 		}
 		return;
 	}

@@ -26,6 +26,12 @@ void output_json(FILE *f, const struct dump *d, const struct output_opts *o);
  * there.  Shared with ctxdump.c's warnings, so they say it alike. */
 const char *output_open_error(int err);
 
+/* What an object defines otel_thread_ctx_v1 as when not as the 8-byte
+ * thread-local pointer (etls_symbol's misdef_*: "a function", "a
+ * thread-local of 4 bytes", ...), into buf of n bytes.  Shared with
+ * ctxdump.c's warning, so that it and the symbol line say it alike. */
+const char *output_misdef_what(const struct etls_symbol *s, char *buf, size_t n);
+
 /* Escapers, exposed for the tests of the tool. */
 /* Text: control bytes, DEL, C1 controls, backslash (and '"' if quote) and
  * bytes that are not valid UTF-8 become \xNN / \\ / \". */
