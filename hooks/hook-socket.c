@@ -1868,6 +1868,13 @@ sk_out_v(int fd,
 {
 	if (!c || r <= 0)
 		return;
+	/* Only the bytes written are looked at: a short write of a buffer
+	 * that runs past its mapping may have stopped at the fault (and the
+	 * rest is no part of the stream).  head_len is the buffer's; the
+	 * fast paths never get here with r < head_len on their usual case
+	 * (r >= SK_HEAD_MIN, and they look at no more than that). */
+	if (head_len > (size_t)r)
+		head_len = (size_t)r;
 	if (__builtin_expect(ctxshim_conn_informational(head, head_len), 0)) {
 		size_t k;
 
@@ -1999,7 +2006,11 @@ sk_out_iov(int fd, struct ctxshim_conn *c, const struct iovec *iov, size_t n, ss
 {
 	if (!c || r <= 0)
 		return;
-	if (__builtin_expect(n > 0 && iov[0].iov_len >= SK_HEAD_MIN, 1)) {
+	/* The interim test reads the first SK_HEAD_MIN bytes of iov[0]: all
+	 * written only if r >= SK_HEAD_MIN too (which also means n > 0); a
+	 * write cut shorter gathers what it wrote. */
+	if (__builtin_expect((size_t)r >= SK_HEAD_MIN && iov[0].iov_len >= SK_HEAD_MIN,
+			     1)) {
 		if (__builtin_expect(
 			    ctxshim_conn_interim(iov[0].iov_base, iov[0].iov_len), 0))
 			sk_out_iov_interim(fd, c, iov, n, r);
@@ -2888,6 +2899,9 @@ sk_out_slow_v(int fd,
 	      const struct iovec *iov,
 	      size_t iovcnt)
 {
+	/* The bytes written only (sk_out_v()): len is the buffer's */
+	if (len > (size_t)r)
+		len = (size_t)r;
 	if (ctxshim_conn_responded_iov(c, head, len, (size_t)r, iov, iovcnt)) {
 		sk_out_next(fd, c, head, len, (size_t)r);
 		sk_out_more(fd, c, head, len, r);
@@ -2903,7 +2917,12 @@ sk_out_slow(int fd, struct ctxshim_conn *c, const void *head, size_t len, ssize_
 }
 
 /* A response write that starts with an interim response: sk_out(), which
- * looks past it (sk_interim_end()); returns r. */
+ * looks past it (sk_interim_end()); returns r.  Also one that wrote fewer
+ * bytes than a status line (0 < r < SK_HEAD_MIN): sk_out() looks at
+ * those only, where the fast path's status-line test would read
+ * SK_HEAD_MIN bytes of the buffer, written or not (a buffer may run past
+ * its mapping); testing r against SK_HEAD_MIN where r <= 0 was tested
+ * costs the usual write nothing (B1i). */
 static __attribute__((noinline, cold)) ssize_t
 sk_out_interim_slow(
 	int fd, struct ctxshim_conn *c, const void *head, size_t len, ssize_t r)
@@ -2917,8 +2936,10 @@ sk_out_interim_slow(
  * fd read from the caller's stack only there (see sk_writev()). */
 #define SK_OUT_FAST_RETURN(keep_fd, c, head, len, r)                                  \
 	do {                                                                          \
-		if ((r) <= 0)                                                         \
-			return (r);                                                   \
+		if (__builtin_expect((r) < SK_HEAD_MIN, 0))                           \
+			return (r) <= 0 ? (r)                                         \
+					: sk_out_interim_slow((keep_fd), (c), (head), \
+							      (len), (r));            \
 		if (__builtin_expect(ctxshim_conn_informational((head), (len)), 0))   \
 			return sk_out_interim_slow((keep_fd), (c), (head), (len),     \
 						   (r));                              \
@@ -3091,9 +3112,11 @@ sk_sendmsg(int fd, const struct msghdr *msg, int flags, uint8_t hot)
 	if (__builtin_expect(!sk_out_fast(fd, c), 0))
 		return sk_sendmsg_any(fd, msg, flags, hot);
 	r = real_sendmsg(fd, msg, flags);
-	if (r <= 0)
-		return r;
-	/* r > 0: the kernel read msg and at least one iovec */
+	/* r > 0: the kernel read msg and at least one iovec.  Fewer bytes
+	 * than a status line: gathered from those (sk_out_interim_slow()
+	 * says why). */
+	if (__builtin_expect(r < SK_HEAD_MIN, 0))
+		return r <= 0 ? r : sk_sendmsg_gather(keep_fd, c, msg, r);
 	iov = msg->msg_iov;
 	if (__builtin_expect(iov[0].iov_len < SK_HEAD_MIN, 0) ||
 	    __builtin_expect(
@@ -3171,9 +3194,11 @@ sk_writev(int fd, const struct iovec *iov, int iovcnt)
 	if (__builtin_expect(!sk_out_fast(fd, c), 0))
 		return sk_writev_any(fd, iov, iovcnt);
 	r = real_writev(fd, iov, iovcnt);
-	/* r > 0 also means iovcnt > 0 (no iovec, no byte written). */
-	if (r <= 0)
-		return r;
+	/* r > 0 also means iovcnt > 0 (no iovec, no byte written).  Fewer
+	 * bytes than a status line: gathered from those (sk_out_interim_slow()
+	 * says why). */
+	if (__builtin_expect(r < SK_HEAD_MIN, 0))
+		return r <= 0 ? r : sk_writev_gather(keep_fd, c, iov, keep_n, r);
 	head = iov[0].iov_base;
 	len = iov[0].iov_len;
 	if (__builtin_expect(len < SK_HEAD_MIN, 0) ||

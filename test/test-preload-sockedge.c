@@ -15,6 +15,9 @@
  *  - writev/sendmsg with "HTTP/1.1 " and "100 Continue" in separate iovecs
  *    counted as the final response: the body was read without the
  *    request's context;
+ *  - a response write the kernel took only the first 4 bytes of, the rest
+ *    of its buffer unmapped: the write hooks read 12 bytes of it (a
+ *    status line's) whatever the call returned, and faulted;
  *  - "100 Continue" and the final response in one write counted as
  *    interim only, and a write with the responses of two pipelined
  *    requests answered only the first: the connection's next request was
@@ -109,6 +112,33 @@ START_TEST(continue_and_final)
 }
 END_TEST
 
+/* sock-edge short, with libshort-write.so preloaded after the shim, so
+ * that the shim's real_*() reach it (RTLD_NEXT) */
+START_TEST(short_write)
+{
+	static const char *const how[] = {"write", "send", "writev", "sendmsg",
+					  "pipelined"};
+	char path[4096], pre[8300], *out = NULL, *err = NULL;
+	char *argv[] = {path, "short", (char *)how[_i % 5], NULL};
+	char *env[] = {pre, _i >= 5 ? "CTXSHIM_EVENTS=/dev/null" : NULL, NULL};
+	int st;
+
+	unsetenv("CTXSHIM_EVENTS");
+	snprintf(path, sizeof(path), "%s/sock-edge", test_env_path("HELPER_DIR"));
+	snprintf(pre, sizeof(pre), "LD_PRELOAD=%s %s/libshort-write.so",
+		 test_env_path("CTXSHIM_LIB"), test_env_path("HELPER_DIR"));
+	st = test_run_capture(argv, env, false, &out, &err, 30000);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0 &&
+			      strstr(out, "RESULT short fails=0\n"),
+		      "short %s (events %s): status %#x%s%s:\n%s\n%s", how[_i % 5],
+		      _i >= 5 ? "on" : "off", st,
+		      WIFSIGNALED(st) ? ", killed by signal " : "",
+		      WIFSIGNALED(st) ? strsignal(WTERMSIG(st)) : "", out, err);
+	free(out);
+	free(err);
+}
+END_TEST
+
 START_TEST(batched_responses)
 {
 	run_edge("batch", NULL, _i & 1);
@@ -166,6 +196,7 @@ TEST_SUITE(sockedge_suite)
 	tcase_add_loop_test(tc, continue_split_iovecs, 0, 4);
 	tcase_add_loop_test(tc, continue_one_iovec, 0, 2);
 	tcase_add_loop_test(tc, continue_and_final, 0, 4);
+	tcase_add_loop_test(tc, short_write, 0, 10);
 	tcase_add_loop_test(tc, batched_responses, 0, 2);
 	tcase_add_loop_test(tc, response_writers, 0, 4);
 	tcase_add_loop_test(tc, mmsg_pipelined, 0, 8);

@@ -34,6 +34,18 @@
  *                                the request: the next request on the
  *                                connection gets its own context (the
  *                                write used to count as interim only)
+ *   sock-edge short write|send|writev|sendmsg|pipelined
+ *                                a response write the kernel takes only
+ *                                the first 4 bytes of ("HTTP", under
+ *                                libshort-write.so), the rest of its
+ *                                buffer on a PROT_NONE page: the hook
+ *                                looks at those 4 only (it used to read
+ *                                12 from the buffer, and fault), and the
+ *                                next request gets its own context;
+ *                                pipelined: the first 37 bytes of a head
+ *                                (no blank line yet) with a pipelined
+ *                                request queued, whose length the hook
+ *                                looked for past them (and faulted)
  *   sock-edge batch              two pipelined requests read together and
  *                                both answered in one write: the third
  *                                request gets its own context (it used to
@@ -394,6 +406,90 @@ mode_continue_final(const char *how)
 	close(srv);
 }
 
+/* Two pipelined requests; the first one's response head written in part
+ * from a buffer that ends at end (a PROT_NONE page after it): its 37
+ * bytes do not tell the response's length, so the second request is
+ * made current at once, as for a head cut in two writes. */
+static void
+mode_short_pipelined(void (*arm)(size_t), char *end)
+{
+	static const char two[] = "GET /a HTTP/1.1\r\nHost: x\r\n" TP "\r\n"
+				  "GET /b HTTP/1.1\r\nHost: x\r\n" TP2 "\r\n";
+	static const char head[] = "HTTP/1.1 200 OK\r\nContent-Length: 1\r\n";
+	char buf[sizeof(two)], *h = end - (sizeof(head) - 1);
+	int cli, srv;
+	ssize_t r;
+
+	memcpy(h, head, sizeof(head) - 1);
+	pair(&cli, &srv);
+	send_all(cli, two, sizeof(two) - 1, 0);
+	read_n(srv, buf, sizeof(two) - 1);
+	CHECK(shows_trace(), "short pipelined: first request: %s", ctxobs_shown());
+	arm(sizeof(head) - 1);
+	r = write(srv, h, 64);
+	CHECK(r == (ssize_t)sizeof(head) - 1, "short pipelined: %zd", r);
+	send_all(srv, "\r\na", 3, 0);
+	read_n(cli, buf, sizeof(head) - 1 + 3);
+	CHECK(shows_trace2(), "short pipelined: second request: %s", ctxobs_shown());
+	send_all(srv, "HTTP/1.1 204 No Content\r\n\r\n", 27, 0);
+	read_n(cli, buf, 27);
+	close(cli);
+	close(srv);
+}
+
+/* A buffer whose stated length runs past its mapping, written in part:
+ * the 4 bytes the kernel took end the mapping (libshort-write.so makes
+ * the short write).  As the byte stream says, they start the final
+ * response: the rest, written next, completes it, and the next request
+ * has its own context. */
+static void
+mode_short(const char *how)
+{
+	static const char rest[] = "/1.1 200 OK\r\nContent-Length: 0\r\n\r\n";
+	void (*arm)(size_t) = (void (*)(size_t))dlsym(RTLD_DEFAULT, "short_write_arm");
+	long pg = sysconf(_SC_PAGESIZE);
+	char buf[64], *m, *h;
+	ssize_t r;
+	int cli, srv;
+
+	if (!arm) {
+		fprintf(stderr, "sock-edge: libshort-write.so is not preloaded\n");
+		exit(2);
+	}
+	m = mmap(NULL, (size_t)pg * 2, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (m == MAP_FAILED || mprotect(m + pg, (size_t)pg, PROT_NONE))
+		die("mmap");
+	h = m + pg - 4;
+	memcpy(h, "HTTP", 4);
+	if (strcmp(how, "pipelined") == 0) {
+		mode_short_pipelined(arm, m + pg);
+		(void)munmap(m, (size_t)pg * 2);
+		return;
+	}
+	request(&cli, &srv);
+	arm(4);
+	if (strcmp(how, "write") == 0) {
+		r = write(srv, h, 64);
+	} else if (strcmp(how, "send") == 0) {
+		r = send(srv, h, 64, 0);
+	} else {
+		struct iovec v[2] = {{h, 64}, {(void *)rest, sizeof(rest) - 1}};
+		struct msghdr msg = {.msg_iov = v, .msg_iovlen = 2};
+
+		r = strcmp(how, "sendmsg") == 0 ? sendmsg(srv, &msg, 0)
+						: writev(srv, v, 2);
+	}
+	CHECK(r == 4, "short %s: %zd", how, r);
+	send_all(srv, rest, sizeof(rest) - 1, 0);
+	read_n(cli, buf, 4 + sizeof(rest) - 1);
+	CHECK(memcmp(buf, "HTTP/1.1 200 OK\r\n", 17) == 0, "short %s: %.17s", how, buf);
+	next_shows_trace2(cli, srv, how);
+	close(cli);
+	close(srv);
+	(void)munmap(m, (size_t)pg * 2);
+}
+
 static void
 mode_batch(void)
 {
@@ -738,6 +834,8 @@ main(int argc, char **argv)
 		mode_continue(arg);
 	else if (strcmp(mode, "continue-final") == 0)
 		mode_continue_final(arg);
+	else if (strcmp(mode, "short") == 0)
+		mode_short(arg);
 	else if (strcmp(mode, "batch") == 0)
 		mode_batch();
 	else if (strcmp(mode, "writers") == 0)
@@ -750,7 +848,7 @@ main(int argc, char **argv)
 		mode_after(arg);
 	else {
 		fprintf(stderr, "usage: sock-edge "
-				"oob|poll-efault|continue|continue-final|batch|"
+				"oob|poll-efault|continue|continue-final|short|batch|"
 				"writers|mmsg|splice|after [how]\n");
 		return 64;
 	}
