@@ -1875,7 +1875,13 @@ sk_out_v(int fd,
 	 * (r >= SK_HEAD_MIN, and they look at no more than that). */
 	if (head_len > (size_t)r)
 		head_len = (size_t)r;
-	if (__builtin_expect(ctxshim_conn_informational(head, head_len), 0)) {
+	/* On a connection followed as HTTP/2 the bytes are frames: a write
+	 * of a DATA payload (its 9-byte header written before) may start
+	 * with "HTTP/1.1 100 ..." and is no interim response; stepped over
+	 * as one, its bytes were lost to the frame walk, which went on out
+	 * of step (the next response's HEADERS taken for payload). */
+	if (__builtin_expect(ctxshim_conn_informational(head, head_len), 0) &&
+	    !ctxshim_conn_h2(c)) {
 		size_t k;
 
 		if (!ctxshim_conn_interim(head, head_len)) {
@@ -1981,6 +1987,11 @@ static __attribute__((noinline, cold)) void
 sk_out_iov_interim(
 	int fd, struct ctxshim_conn *c, const struct iovec *iov, size_t n, ssize_t r)
 {
+	/* frames, not an interim response (sk_out_v()): every iovec walked */
+	if (ctxshim_conn_h2(c)) {
+		sk_out_v(fd, c, iov[0].iov_base, iov[0].iov_len, r, iov, n);
+		return;
+	}
 	while (n > 1 && iov[0].iov_len >= SK_HEAD_MIN && (size_t)r > iov[0].iov_len &&
 	       ctxshim_conn_interim(iov[0].iov_base, iov[0].iov_len) &&
 	       sk_interim_end(iov[0].iov_base, iov[0].iov_len, (size_t)r) ==

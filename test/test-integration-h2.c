@@ -1024,7 +1024,8 @@ assert_child(const struct req_line *r, char span[17])
 
 /* ---- the socket level's frame walk across sendmmsg() (helpers/h2-mmsg) ---- */
 
-static const char *const mmsg_variant[] = {"settings", "cut", "frames"};
+static const char *const mmsg_variant[] = {"settings", "cut", "frames", "interim",
+					   "interim-v"};
 
 /* A server with HTTP/2 code of its own writes each response with one
  * sendmmsg() of several messages; a real curl sends three requests on
@@ -1039,7 +1040,11 @@ static const char *const mmsg_variant[] = {"settings", "cut", "frames"};
  * stream 3's read showed nothing (h2-several); "cut" leaves 90 bytes of a
  * DATA payload to the second message: the walk, out of step, took the
  * next response's HEADERS for payload, and stream 5's read showed
- * nothing. */
+ * nothing.  "interim" and "interim-v" write DATA's header alone, then a
+ * payload that starts with "HTTP/1.1 100 Continue\r\n\r\n" (write(),
+ * writev() with those bytes in an iovec of their own): old, the socket
+ * level took them for an HTTP/1 interim response and stepped over them,
+ * the walk lost them, and stream 5's read showed nothing as well. */
 START_TEST(test_server_socket_mmsg)
 {
 	char path[4096], url[3][128], tp[3][128], *cargv[40], *out, *log;

@@ -9,7 +9,7 @@
  * across them as a test needs, so that the shim's walk of the server's
  * frames (conn_h2_written()) must see every message's bytes, in order.
  *
- *   h2-mmsg settings|cut|frames
+ *   h2-mmsg settings|cut|frames|interim|interim-v
  *     settings  the first response's first message holds the server's
  *               SETTINGS, its second the response (HEADERS, DATA with
  *               END_STREAM); the second's, the ACK of the client's
@@ -21,6 +21,13 @@
  *     frames    one message per piece: SETTINGS or ACK (the first two),
  *               HEADERS, DATA's header, its payload in 4 messages of 25
  *               bytes
+ *     interim   no sendmmsg(): the frames before DATA in one write(),
+ *               DATA's 9-byte header in a second, its payload in a third,
+ *               a payload that starts with "HTTP/1.1 100 Continue\r\n\r\n"
+ *               (bytes of a body, not a status line: the connection
+ *               speaks HTTP/2)
+ *     interim-v the same, the payload written with writev() of two
+ *               iovecs, the first those 25 bytes
  *
  * One thread, one connection, blocking reads (no wait between requests).
  * Prints "READY <port>", then "READ <stream> <trace-id the thread shows>"
@@ -111,6 +118,34 @@ next_request(int fd)
 	}
 }
 
+static void
+write_all(int fd, const uint8_t *p, size_t n)
+{
+	if (write(fd, p, n) != (ssize_t)n)
+		die("write");
+}
+
+/* The response in out, its DATA payload at data (BODY bytes), written as
+ * "interim" or "interim-v" says. */
+static void
+respond_interim(int fd, const char *how, uint8_t *out, size_t data)
+{
+	static const char st[] = "HTTP/1.1 100 Continue\r\n\r\n";
+	const size_t sl = sizeof(st) - 1;
+
+	memcpy(out + data, st, sl);
+	write_all(fd, out, data - 9);
+	write_all(fd, out + data - 9, 9);
+	if (strcmp(how, "interim-v") == 0) {
+		struct iovec v[2] = {{out + data, sl}, {out + data + sl, BODY - sl}};
+
+		if (writev(fd, v, 2) != BODY)
+			die("writev");
+	} else {
+		write_all(fd, out + data, BODY);
+	}
+}
+
 /* Stream's response, in the messages how says, with one sendmmsg();
  * first: the first response, after the 101 (the server's SETTINGS first),
  * ack: the first after the client's preface (the ACK of its SETTINGS
@@ -140,6 +175,10 @@ respond(int fd, const char *how, uint32_t stream, bool first, bool ack)
 	data = n;
 	memset(out + n, 'a', BODY);
 	n += BODY;
+	if (strncmp(how, "interim", 7) == 0) {
+		respond_interim(fd, how, out, data);
+		return;
+	}
 	if (strcmp(how, "cut") == 0) {
 		at[k++] = data + 10;
 	} else if (strcmp(how, "frames") == 0) {
@@ -175,8 +214,9 @@ main(int argc, char **argv)
 
 	if (argc != 2 ||
 	    (strcmp(argv[1], "settings") != 0 && strcmp(argv[1], "cut") != 0 &&
-	     strcmp(argv[1], "frames") != 0)) {
-		fputs("usage: h2-mmsg settings|cut|frames\n", stderr);
+	     strcmp(argv[1], "frames") != 0 && strcmp(argv[1], "interim") != 0 &&
+	     strcmp(argv[1], "interim-v") != 0)) {
+		fputs("usage: h2-mmsg settings|cut|frames|interim|interim-v\n", stderr);
 		return 2;
 	}
 	l = listen_loopback(16, SOCK_CLOEXEC, &a);
