@@ -2384,7 +2384,8 @@ ctxshim_conn_h2_candidate(int fd, uint32_t gen)
 	uint64_t key = conn_h2_cand_key(fd, gen);
 	unsigned i;
 
-	if (!atomic_load_explicit(&conn_h2_cand_n, memory_order_acquire))
+	/* fd -1 with gen 0 is key 0, which every free slot holds */
+	if (fd < 0 || !atomic_load_explicit(&conn_h2_cand_n, memory_order_acquire))
 		return false;
 	for (i = 0; i < CONN_H2_CAND_N; i++)
 		if (atomic_load_explicit(&conn_h2_cand[i], memory_order_relaxed) == key)

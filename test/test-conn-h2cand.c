@@ -64,6 +64,9 @@ START_TEST(test_cand_bounds)
 	a = ctxshim_conn_h2_candidate_add(0, 0);
 	ck_assert_uint_ne(a, 0);
 	ck_assert(ctxshim_conn_h2_candidate(0, 0));
+	/* fd -1's key with gen 0 is 0, what a free slot holds: with any
+	 * slot taken, every free one matched it (old) */
+	ck_assert(!ctxshim_conn_h2_candidate(-1, 0));
 	/* the largest fd and generation do not wrap into another key */
 	b = ctxshim_conn_h2_candidate_add(INT_MAX - 1, UINT32_MAX);
 	ck_assert_uint_ne(b, 0);
