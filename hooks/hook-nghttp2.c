@@ -1371,6 +1371,23 @@ nh_upgrade_settled(struct nh_session *st)
 	st->upgrade_slot = 0;
 }
 
+/* Every upgrade candidate slot taken (more sessions than preload/conn.c
+ * keeps waiting for their first frame at once: a server that leaks its
+ * sessions, or a flood of upgrades whose clients send no preface): this
+ * upgrade's writes after the client's preface show nothing, where the
+ * others' show their upgrade request.  Said once: which one is which
+ * depends only on the order the upgrades came in. */
+static __attribute__((noinline, cold)) void
+nh_upgrade_full_log(void)
+{
+	static _Atomic bool said;
+
+	if (!atomic_exchange_explicit(&said, true, memory_order_relaxed))
+		ctxshim_log("nghttp2: too many h2c upgrades pending at once; the "
+			    "writes of a connection's stream 1 after the client's "
+			    "preface show no context");
+}
+
 /* A server upgraded from HTTP/1.1 ("Upgrade: h2c", RFC 7540 section 3.2;
  * what `curl --http2 http://...` asks for) reads the request's head
  * itself and hands nghttp2 only its HTTP2-Settings: stream 1, that
@@ -1431,6 +1448,8 @@ nh_upgraded(nghttp2_session *session)
 	st->upgrade_fdp1 = c.sock_fdp1;
 	st->upgrade_gen = c.sock_gen;
 	st->upgrade_slot = ctxshim_conn_h2_candidate_add(c.sock_fdp1 - 1, c.sock_gen);
+	if (!st->upgrade_slot)
+		nh_upgrade_full_log();
 	c.sock_fdp1 = 0;
 	c.sock_gen = 0;
 	if (st->n_streams >= HOOK_NH_STREAMS_MAX)
