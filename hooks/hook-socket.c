@@ -3908,8 +3908,12 @@ hook_socket_tls_write_end_head(const struct hook_tls_conn *t,
 	 * Hints" with its Link lines and the response, in one write), which
 	 * those bytes cannot tell.  sk_out() would take the write for the
 	 * interim response alone and leave the request unanswered: it is
-	 * judged as a write of unknown bytes instead, as without them. */
-	if (head_len < n && ctxshim_conn_interim(head, head_len)) {
+	 * judged as a write of unknown bytes instead, as without them.  Not
+	 * on a connection followed as HTTP/2 (h2 over TLS): its bytes are
+	 * frames, a DATA payload may start like an interim response, and the
+	 * frame walk needs what bytes it has (sk_out_v() says why). */
+	if (head_len < n && ctxshim_conn_interim(head, head_len) &&
+	    !ctxshim_conn_h2(t->c)) {
 		size_t k = sk_interim_end(head, head_len, n);
 
 		if (ctxshim_conn_interim((const uint8_t *)head + k, head_len - k))
