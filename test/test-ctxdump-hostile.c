@@ -473,6 +473,54 @@ START_TEST(wrong_symbol)
 }
 END_TEST
 
+/* The wrongly-typed otel_thread_ctx_v1 next to another layout
+ * (libwelastic.so preloaded): the symbol line still names it, but the
+ * other layout is read, with no warning and exit status 0 -- not the 2
+ * of a process with nothing to read, which README.md said for any wrong
+ * definition. */
+START_TEST(wrong_symbol_other_layout)
+{
+	char name[] = "hostile-sym-func", lib[PATH_MAX], env0[PATH_MAX + 16];
+	char want[PATH_MAX + 256], *out, *err;
+	char *argv[] = {NULL, NULL}, *env[] = {env0, NULL};
+	struct target t;
+
+	snprintf(lib, sizeof(lib), "%s", test_helper_path("libwelastic.so"));
+	snprintf(env0, sizeof(env0), "LD_PRELOAD=%s", lib);
+	argv[0] = (char *)test_helper_path(name);
+	memset(&t, 0, sizeof(t));
+	test_child_start(&t.c, argv, env, false);
+	{
+		char line[256];
+
+		do
+			test_child_readline(&t.c, line, sizeof(line), 10000);
+		while (strncmp(line, "READY ", 6) != 0);
+		t.pid = (pid_t)atoi(line + 6);
+	}
+	ck_assert_int_eq(run_ctxdump(&out, &err, t.pid, NULL), 0);
+	snprintf(want, sizeof(want),
+		 "\nSymbol: otel_thread_ctx_v1 defined in %s but not as the 8-byte "
+		 "thread-local pointer (as a function, STT_FUNC)\n",
+		 test_helper_path(name));
+	expect_in(out, want);
+	snprintf(want, sizeof(want),
+		 "\nSymbol: elastic_apm_profiling_correlation_tls_v1 in %s ", lib);
+	expect_in(out, want);
+	ck_assert_msg(!strstr(err, "cannot read it"), "%s", err);
+	assert_messages(err);
+	free(out);
+	free(err);
+	ck_assert_int_eq(run_ctxdump(&out, &err, t.pid, "-j", NULL), 0);
+	assert_json(out);
+	expect_in(out, "\"symbol\": null");
+	expect_in(out, "\"symbol_error\": \"defined in ");
+	free(out);
+	free(err);
+	target_finish(&t);
+}
+END_TEST
+
 /* A thread of a raw clone() with a thread pointer of 0 has no TLS: said
  * for that thread (old: "cannot read the thread's DTV: Invalid argument",
  * for a local-exec variable that needs no DTV; and "[elastic] (not read:
@@ -863,6 +911,7 @@ TEST_SUITE(ctxdump_hostile_suite)
 	tcase_add_loop_test(tc, broken_process_context, 0,
 			    sizeof(pctx_cases) / sizeof(pctx_cases[0]));
 	tcase_add_loop_test(tc, wrong_symbol, 0, 4);
+	tcase_add_test(tc, wrong_symbol_other_layout);
 	tcase_add_test(tc, control_bytes_in_object_names);
 	tcase_add_test(tc, read_blocked_by_userfaultfd);
 	suite_add_tcase(s, tc);
