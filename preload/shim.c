@@ -22,8 +22,9 @@
  * visibility, 8 bytes, in .dynsym (listed in ctxshim.sym). */
 CTXSHIM_EXPORT __thread void *otel_thread_ctx_v1 = NULL;
 
-/* Our own definition, whoever wins symbol resolution for the exported name:
- * lets the constructor tell whether another module defines it too. */
+/* Our own definition, whoever wins symbol resolution for the exported name
+ * (shim.h): every access of the shim goes through it, and it lets the
+ * constructor tell whether another module defines the name too. */
 extern __thread void *ctxshim_own_slot
 	__attribute__((alias("otel_thread_ctx_v1"), visibility("hidden")));
 
@@ -188,8 +189,10 @@ ctxshim_init_body(void)
 		return;
 	}
 	/* Resolve the TLS descriptor now, on the main thread, so that a reader
-	 * never meets an unresolved one (glibc < 2.34 bound them lazily). */
-	(void)*(void *volatile *)&otel_thread_ctx_v1;
+	 * never meets an unresolved one (glibc < 2.34 bound them lazily).  It
+	 * is the alias's, the one every access of the shim shares and
+	 * readers take (shim.h, test/symbol-tls.sh). */
+	(void)*(void *volatile *)&ctxshim_own_slot;
 
 	why = other_writer();
 	if (!why && ctxshim_pctx_exists())

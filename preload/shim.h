@@ -5,10 +5,15 @@
 
 #define CTXSHIM_EXPORT __attribute__((visibility("default")))
 
-/* The exported OTEP-4947 pointer.  Our own accesses go through the exported
- * (interposable) name so the library carries an R_X86_64_TLSDESC relocation
- * against it, which is what readers look for. */
-extern __thread void *otel_thread_ctx_v1;
+/* The OTEP-4947 pointer, exported as otel_thread_ctx_v1 (shim.c).  The
+ * shim reaches it only through this hidden alias, never through the
+ * exported name: a relocation against that name binds to the first
+ * definition in the global scope, which may be the application's, and ld.so
+ * dies (SIGFPE) relocating a TLS access against a definition that is not
+ * thread-local (test/helpers/hostile-symbol.c).  Readers find the variable
+ * by name in .dynsym and its slot through the symbol-less TLSDESC
+ * relocation of this alias (test/symbol-tls.sh). */
+extern __thread void *ctxshim_own_slot __attribute__((visibility("hidden")));
 
 enum ctxshim_mode {
 	CTXSHIM_OFF = 0,     /* not initialised yet, or CTXSHIM_DISABLE=1 */

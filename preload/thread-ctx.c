@@ -42,7 +42,7 @@ static inline void
 publish_ptr(void *p)
 {
 	atomic_signal_fence(memory_order_seq_cst);
-	*(void *volatile *)&otel_thread_ctx_v1 = p;
+	*(void *volatile *)&ctxshim_own_slot = p;
 	atomic_signal_fence(memory_order_seq_cst);
 }
 
@@ -77,7 +77,7 @@ ctxshim_thread_first_slot(struct ctxshim_thread *t)
 {
 	int saved_errno = errno;
 
-	t->slot = &otel_thread_ctx_v1;
+	t->slot = &ctxshim_own_slot;
 	if (exit_key_ok)
 		(void)pthread_setspecific(exit_key, (void *)1);
 	errno = saved_errno;

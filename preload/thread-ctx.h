@@ -381,10 +381,10 @@ ctxshim_thread_unhold(struct ctxshim_thread *t, uintptr_t prev)
 }
 
 /* Store p into otel_thread_ctx_v1 through the slot's address kept in t:
- * otel_thread_ctx_v1 must stay a TLSDESC access (the OTEP's model,
- * test/symbol-tls.sh), which is a call each time; its address is fixed
- * for the thread's life (and in a forked child), so one call per thread
- * is enough. */
+ * the variable must stay a TLSDESC access (the OTEP's model, through the
+ * hidden alias ctxshim_own_slot: test/symbol-tls.sh), which is a call
+ * each time; its address is fixed for the thread's life (and in a forked
+ * child), so one call per thread is enough. */
 static inline void
 ctxshim_publish_ptr_t(struct ctxshim_thread *t, void *p)
 {

@@ -19,6 +19,8 @@
 #include "w3c.h"
 
 __thread void *otel_thread_ctx_v1;
+/* the name the shim's code writes through (shim.h) */
+extern __thread void *ctxshim_own_slot __attribute__((alias("otel_thread_ctx_v1")));
 enum ctxshim_mode ctxshim_mode = CTXSHIM_ACTIVE;
 
 #define TRACE  "0af7651916cd43dd8448eb211c80319c"

@@ -23,6 +23,8 @@
 #endif
 
 __thread void *otel_thread_ctx_v1;
+/* the name the shim's code writes through (shim.h) */
+extern __thread void *ctxshim_own_slot __attribute__((alias("otel_thread_ctx_v1")));
 enum ctxshim_mode ctxshim_mode = CTXSHIM_ACTIVE;
 
 static const struct otel_thread_ctx_record *
