@@ -780,6 +780,63 @@ START_TEST(test_passive_when_symbol_defined)
 }
 END_TEST
 
+/* Does out hold exactly the helper's "READY <pid>" line, as
+ * hostile-symbol.c prints it? */
+static bool
+only_ready_line(const char *out)
+{
+	int pid, end = 0;
+
+	return sscanf(out, "READY %d\n%n", &pid, &end) == 1 && end > 0 && !out[end];
+}
+
+/* A program that defines otel_thread_ctx_v1 as something other than the
+ * OTEP's 8-byte thread-local pointer (test/helpers/hostile-symbol.c: a
+ * global object, a function, a 4-byte and a 64-byte thread-local) runs
+ * with the shim as it runs without it, and the shim stays passive.  The
+ * shim's TLS accesses used to go through the exported name, whose
+ * relocation binds to the program's definition: ld.so died of SIGFPE
+ * relocating it against the object and the function, before main(); the
+ * thread-locals had the shim's descriptor address the program's variable
+ * (4 bytes for an 8-byte access). */
+START_TEST(test_passive_when_symbol_misdefined)
+{
+	static const char *const kinds[] = {"object", "func", "size", "array"};
+	char name[32], logpath[] = "/tmp/ctxshim-log-XXXXXX", logenv[64], log[4096];
+	char *argv[2], *env[] = {logenv, NULL};
+	char *out[2], *err[2];
+	int status[2], fd = test_mkstemp(logpath);
+
+	ck_assert_int_ge(fd, 0);
+	snprintf(name, sizeof(name), "hostile-sym-%s", kinds[_i]);
+	argv[0] = (char *)test_helper_path(name);
+	argv[1] = NULL;
+	snprintf(logenv, sizeof(logenv), "CTXSHIM_LOG=%s", logpath);
+	for (int shim = 0; shim < 2; shim++)
+		status[shim] = test_run_capture(argv, env, shim, &out[shim], &err[shim],
+						20000);
+	ck_assert_msg(WIFEXITED(status[0]) && WEXITSTATUS(status[0]) == 0,
+		      "%s without the shim: wait status %#x", name, status[0]);
+	ck_assert_msg(status[1] == status[0],
+		      "%s with the shim: wait status %#x, without: %#x", name,
+		      status[1], status[0]);
+	for (int shim = 0; shim < 2; shim++) {
+		ck_assert_msg(only_ready_line(out[shim]), "%s stdout: %s", name,
+			      out[shim]);
+		ck_assert_msg(!*err[shim], "%s stderr: %s", name, err[shim]);
+		free(out[shim]);
+		free(err[shim]);
+	}
+	read_log(fd, log, sizeof(log));
+	ck_assert_msg(strstr(log, "passive: another module defines otel_thread_ctx_v1 "
+				  "before us"),
+		      "%s log: %s", name, log);
+	ck_assert_msg(!strstr(log, "active (ctxshim"), "%s log: %s", name, log);
+	close(fd);
+	unlink(logpath);
+}
+END_TEST
+
 /* One length limit for CTXSHIM_HEADER_ATTRS on every path: a 31-byte name
  * is listed and the socket level takes it (it logs the names it cannot
  * capture); a 32-byte one is refused up front, with a log line, and never
@@ -833,6 +890,7 @@ TEST_SUITE(preload_pctx_suite)
 	tcase_add_test(tc, test_fork_after_proctitle);
 	tcase_add_test(tc, test_passive_when_context_exists);
 	tcase_add_test(tc, test_passive_when_symbol_defined);
+	tcase_add_loop_test(tc, test_passive_when_symbol_misdefined, 0, 4);
 	tcase_add_test(tc, test_header_name_limit);
 	suite_add_tcase(s, tc);
 	return s;
