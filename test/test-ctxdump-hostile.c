@@ -144,13 +144,15 @@ struct target {
 	unsigned n;
 };
 
+/* Start argv, with LD_PRELOAD=$CTXSHIM_LIB if preload, and wait for its
+ * READY line. */
 static void
-target_start(struct target *t, char *const argv[])
+target_start_as(struct target *t, char *const argv[], bool preload)
 {
 	char line[256];
 
 	memset(t, 0, sizeof(*t));
-	test_child_start(&t->c, argv, NULL, false);
+	test_child_start(&t->c, argv, NULL, preload);
 	for (;;) {
 		test_child_readline(&t->c, line, sizeof(line), 10000);
 		if (strncmp(line, "CASE ", 5) == 0 && t->n < 16) {
@@ -166,6 +168,12 @@ target_start(struct target *t, char *const argv[])
 		}
 	}
 	ck_assert_int_eq(t->pid, t->c.pid);
+}
+
+static void
+target_start(struct target *t, char *const argv[])
+{
+	target_start_as(t, argv, false);
 }
 
 static void
@@ -515,6 +523,42 @@ START_TEST(wrong_symbol_other_layout)
 	assert_json(out);
 	expect_in(out, "\"symbol\": null");
 	expect_in(out, "\"symbol_error\": \"defined in ");
+	free(out);
+	free(err);
+	target_finish(&t);
+}
+END_TEST
+
+/* The same programs under the shim: the shim's definition is the one
+ * valid one, and the shim is passive (test-preload-process-ctx.c), so
+ * there is no context, whatever the program holds in its own variable.
+ * The shim's accesses used to go through the exported name and bind to
+ * the program's definition: the object and the function killed the
+ * program before it started, and ctxdump read the shim's variable where
+ * the program's was (for the 4-byte one, an address made of the record's
+ * low half and the thread descriptor's: "cannot read the record", exit 1;
+ * for the array, its first element: the program's record, shown as the
+ * thread's context). */
+START_TEST(wrong_symbol_under_shim)
+{
+	static const char *const kinds[] = {"object", "size", "array", "func"};
+	char name[32], want[PATH_MAX + 64], *out, *err;
+	struct target t;
+
+	snprintf(name, sizeof(name), "hostile-sym-%s", kinds[_i]);
+	{
+		char *argv[] = {(char *)test_helper_path(name), NULL};
+
+		target_start_as(&t, argv, true);
+	}
+	ck_assert_int_eq(run_ctxdump(&out, &err, t.pid, NULL), 0);
+	snprintf(want, sizeof(want),
+		 "\nSymbol: otel_thread_ctx_v1 in %s (tlsdesc-static)\n",
+		 test_shim_path());
+	expect_in(out, want);
+	expect_in(out, "\n    (no context)\n");
+	ck_assert_msg(!strstr(out, "trace_id="), "%s", out);
+	ck_assert_msg(!*err, "%s", err);
 	free(out);
 	free(err);
 	target_finish(&t);
@@ -912,6 +956,7 @@ TEST_SUITE(ctxdump_hostile_suite)
 			    sizeof(pctx_cases) / sizeof(pctx_cases[0]));
 	tcase_add_loop_test(tc, wrong_symbol, 0, 4);
 	tcase_add_test(tc, wrong_symbol_other_layout);
+	tcase_add_loop_test(tc, wrong_symbol_under_shim, 0, 4);
 	tcase_add_test(tc, control_bytes_in_object_names);
 	tcase_add_test(tc, read_blocked_by_userfaultfd);
 	suite_add_tcase(s, tc);
