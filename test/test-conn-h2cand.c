@@ -19,6 +19,8 @@
 
 /* Inactive: conn.c's constructor maps no table; the candidates need none. */
 __thread void *otel_thread_ctx_v1;
+/* the name the shim's code writes through (shim.h) */
+extern __thread void *ctxshim_own_slot __attribute__((alias("otel_thread_ctx_v1")));
 enum ctxshim_mode ctxshim_mode = CTXSHIM_OFF;
 
 /* The table's size (conn.c, CONN_H2_CAND_N). */
