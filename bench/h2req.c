@@ -49,7 +49,7 @@
 #include "h2-build.h"
 #include "h2-scan.h"
 
-#define H2R_BLOCK   4096
+#define H2R_BLOCK 4096
 
 static nghttp2_hd_deflater *deflater;
 

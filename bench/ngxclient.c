@@ -365,10 +365,10 @@ ngxc_lat(const char *port, const char *headfile, long n, long warm)
 	qsort(lat, (size_t)n, sizeof(*lat), ngxc_cmp_u64);
 	printf("requests=%ld rps=%.0f mean_ns=%.0f p50_ns=%" PRIu64 " p90_ns=%" PRIu64
 	       " p99_ns=%" PRIu64 " p999_ns=%" PRIu64 " max_ns=%" PRIu64 "\n",
-	       n, (double)n * 1e9 / (double)(t_all ? t_all : 1), (double)sum / (double)n,
-	       ngxc_pct(lat, (size_t)n, 50), ngxc_pct(lat, (size_t)n, 90),
-	       ngxc_pct(lat, (size_t)n, 99), ngxc_pct(lat, (size_t)n, 99.9),
-	       lat[n - 1]);
+	       n, (double)n * 1e9 / (double)(t_all ? t_all : 1),
+	       (double)sum / (double)n, ngxc_pct(lat, (size_t)n, 50),
+	       ngxc_pct(lat, (size_t)n, 90), ngxc_pct(lat, (size_t)n, 99),
+	       ngxc_pct(lat, (size_t)n, 99.9), lat[n - 1]);
 	free(lat);
 	return 0;
 fail:

@@ -537,7 +537,6 @@ curl_prereq_unseen(void)
 
 /* ---- binding ---------------------------------------------------------- */
 
-
 static void curl_register_atfork(void);
 
 static void

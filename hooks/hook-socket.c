@@ -1074,7 +1074,8 @@ sk_follow(int fd, struct ctxshim_conn *c, bool is_write)
 		}
 		own = sk_owned_fd();
 		same = own == fd &&
-		       sk_self.gen == atomic_load_explicit(&c->gen, memory_order_relaxed);
+		       sk_self.gen ==
+			       atomic_load_explicit(&c->gen, memory_order_relaxed);
 		if (own >= 0)
 			sk_drop(own, same ? "response-sent" : "other-conn");
 		return;
@@ -2216,11 +2217,8 @@ sk_fdset_tracked(int n, const fd_set *r, const fd_set *w, const fd_set *x)
 
 /* Before a select/pselect (see above). */
 static void
-sk_fdset_idle(int n,
-	      const fd_set *rd,
-	      const fd_set *w,
-	      const fd_set *x,
-	      const char *reason)
+sk_fdset_idle(
+	int n, const fd_set *rd, const fd_set *w, const fd_set *x, const char *reason)
 {
 	int saved_errno;
 
@@ -2585,8 +2583,7 @@ sk_recvmsg(int fd, struct msghdr *msg, int flags)
 	ssize_t r = real_recvmsg(fd, msg, flags);
 	struct sk_in in;
 
-	if (r > 0 && msg && sk_in_flags_feed(c, flags) &&
-	    sk_in_begin(&in, fd, c)) {
+	if (r > 0 && msg && sk_in_flags_feed(c, flags) && sk_in_begin(&in, fd, c)) {
 		sk_in_iov(&in, msg->msg_iov, msg->msg_iovlen, (size_t)r);
 		sk_in_end(&in);
 	}
@@ -2609,8 +2606,7 @@ sk_recvmmsg(int fd, struct mmsghdr *vec, unsigned n, int flags, struct timespec 
 	struct sk_in in;
 	int i;
 
-	if (r > 0 && vec && sk_in_flags_feed(c, flags) &&
-	    sk_in_begin(&in, fd, c)) {
+	if (r > 0 && vec && sk_in_flags_feed(c, flags) && sk_in_begin(&in, fd, c)) {
 		for (i = 0; i < r; i++)
 			sk_in_iov(&in, vec[i].msg_hdr.msg_iov,
 				  vec[i].msg_hdr.msg_iovlen, vec[i].msg_len);

@@ -78,8 +78,8 @@
 #include <sys/mman.h>
 #include <ucontext.h>
 
-#define UC_SLOTS    4096u /* power of two */
-#define UC_WINDOW   16u
+#define UC_SLOTS  4096u /* power of two */
+#define UC_WINDOW 16u
 
 typedef int (*getcontext_fn)(ucontext_t *);
 typedef int (*setcontext_fn)(const ucontext_t *);

@@ -93,9 +93,9 @@ void hook_ucontext_unwound(uintptr_t to);
 /* ... and for libfcgi's finish and accept flags (hook-fcgi.c). */
 void hook_fcgi_unwound(uintptr_t to);
 
-#define HOOK_SAVE_ERRNO(expr)                                                    \
-	do {                                                                     \
-		int saved_errno_ = errno;                                        \
-		expr;                                                            \
-		errno = saved_errno_;                                            \
+#define HOOK_SAVE_ERRNO(expr)             \
+	do {                              \
+		int saved_errno_ = errno; \
+		expr;                     \
+		errno = saved_errno_;     \
 	} while (0)

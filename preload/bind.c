@@ -20,8 +20,8 @@ die(const char *what, const char *name, const char *why)
 {
 	char msg[512];
 	size_t n = 0;
-	const char *parts[] = {"ctxshim: ", what, " ", name, "(): ", why ? why : "not found",
-			       "\n"};
+	const char *parts[] = {
+		"ctxshim: ", what, " ", name, "(): ", why ? why : "not found", "\n"};
 	size_t i;
 
 	/* Built by hand: stdio may be what is broken. */
@@ -54,7 +54,8 @@ ctxshim_bind(const char *name, const char *version, const void *self, bool requi
 
 	p = version ? dlvsym(RTLD_NEXT, name, version) : dlsym(RTLD_NEXT, name);
 	if (p && p == self)
-		die("binding resolved to our own hook for", name, "refusing to recurse");
+		die("binding resolved to our own hook for", name,
+		    "refusing to recurse");
 	if (!p && required) {
 		/* RTLD_NEXT searches the objects after us only: with libc
 		 * itself in LD_PRELOAD before us ("LD_PRELOAD=libc.so.6

@@ -11,8 +11,8 @@
  * cannot be found ends the process with a message (a hook without its real
  * function cannot keep its promise to pass calls through); an optional one
  * returns NULL. */
-void *ctxshim_bind(const char *name, const char *version, const void *self,
-		   bool required);
+void *
+ctxshim_bind(const char *name, const char *version, const void *self, bool required);
 
 /* ctxshim_bind(name, version, self, false), then, when RTLD_NEXT does not
  * see the library (loaded RTLD_LOCAL as a plugin's dependency after
@@ -90,7 +90,7 @@ struct ctxshim_caller {
 struct ctxshim_callers {
 	const char *const *names; /* at most CTXSHIM_CALLERS_FNS */
 	unsigned n;
-	const char *version;       /* of every name, or NULL */
+	const char *version; /* of every name, or NULL */
 	/* NULL, or each name's own (NULL: version's), for a library that
 	 * added a name at a later node (hook-gnutls.c) */
 	const char *const *versions;

@@ -30,19 +30,19 @@ enum ctxshim_propagate {
  * setuid program ignores it).  Read-only afterwards: hooks read it without
  * locks. */
 struct ctxshim_config {
-	bool disabled;          /* CTXSHIM_DISABLE=1 */
-	bool test_force_anon;   /* CTXSHIM_TEST_FORCE_ANON=1 (tests only) */
-	bool new_traces;        /* CTXSHIM_NEW_TRACES (default 1) */
-	bool sample_new;        /* CTXSHIM_SAMPLED: sampled bit on new traces */
-	bool url_query;         /* CTXSHIM_URL_QUERY: keep the query in url.path */
-	bool follow_exec;       /* CTXSHIM_FOLLOW_EXEC: re-add the shim at exec */
-	bool exec_traceparent;  /* CTXSHIM_EXEC_TRACEPARENT: the thread's
+	bool disabled;             /* CTXSHIM_DISABLE=1 */
+	bool test_force_anon;      /* CTXSHIM_TEST_FORCE_ANON=1 (tests only) */
+	bool new_traces;           /* CTXSHIM_NEW_TRACES (default 1) */
+	bool sample_new;           /* CTXSHIM_SAMPLED: sampled bit on new traces */
+	bool url_query;            /* CTXSHIM_URL_QUERY: keep the query in url.path */
+	bool follow_exec;          /* CTXSHIM_FOLLOW_EXEC: re-add the shim at exec */
+	bool exec_traceparent;     /* CTXSHIM_EXEC_TRACEPARENT: the thread's
 				 * context to TRACEPARENT at exec */
-	bool inherited;         /* CTXSHIM_INHERITED (default 1): follow the
+	bool inherited;            /* CTXSHIM_INHERITED (default 1): follow the
 				 * connections a daemon inherits (conn.c) */
 	unsigned max_header_bytes; /* CTXSHIM_MAX_HEADER_BYTES (default 16384) */
 	enum ctxshim_propagate propagate; /* CTXSHIM_PROPAGATE (hooks/hook-curl.c) */
-	unsigned n_header_attrs; /* CTXSHIM_HEADER_ATTRS=x-request-id,… */
+	unsigned n_header_attrs;          /* CTXSHIM_HEADER_ATTRS=x-request-id,… */
 	char header_attrs[CTXSHIM_MAX_HEADER_ATTRS][CTXSHIM_HEADER_NAME_MAX];
 };
 

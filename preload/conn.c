@@ -790,7 +790,8 @@ conn_seq_end(struct ctxshim_conn *c)
 static inline void
 conn_set_answered(struct ctxshim_conn *c, bool yes)
 {
-	uint8_t tag = (uint8_t)(atomic_load_explicit(&c->seq, memory_order_relaxed) >> 1);
+	uint8_t tag =
+		(uint8_t)(atomic_load_explicit(&c->seq, memory_order_relaxed) >> 1);
 
 	atomic_store_explicit(&c->answered, yes ? tag : (uint8_t)(tag - 1),
 			      memory_order_relaxed);
@@ -2027,7 +2028,8 @@ conn_head(struct ctxshim_conn *c,
 	 * connection's bound, or without a pool entry, stop following the
 	 * connection ("Bound" above): dropping only this request would put
 	 * the responses out of step with the queue. */
-	if ((uint8_t)(c->qpush - atomic_load_explicit(&c->qpop, memory_order_relaxed)) >=
+	if ((uint8_t)(c->qpush -
+		      atomic_load_explicit(&c->qpop, memory_order_relaxed)) >=
 		    CONN_QUEUE_MAX ||
 	    !(idx = conn_pool_claim())) {
 		http_scan_stop(&c->scan);
@@ -2818,11 +2820,10 @@ conn_promote(struct ctxshim_conn *c, uint8_t f, uint8_t tag, int kind, bool ende
 	 * answered already differs; this keeps the distance at 1). */
 	conn_set_answered(c, false);
 	/* One fewer queued, for the reader's bound (qpop is this thread's). */
-	atomic_store_explicit(&c->qpop,
-			      (uint8_t)(atomic_load_explicit(&c->qpop,
-							     memory_order_relaxed) +
-					1),
-			      memory_order_relaxed);
+	atomic_store_explicit(
+		&c->qpop,
+		(uint8_t)(atomic_load_explicit(&c->qpop, memory_order_relaxed) + 1),
+		memory_order_relaxed);
 
 	/* Pop e ("Pipelining FIFO"), claimed above.  When it was the last
 	 * entry, pending went to 0, handed to the reader: close e so that the

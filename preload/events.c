@@ -69,7 +69,10 @@ put_str(char *p, const char *s)
 }
 
 void
-ctxshim_event(enum ctxshim_ev ev, int fd, const struct ctxshim_ctx *c, const char *reason)
+ctxshim_event(enum ctxshim_ev ev,
+	      int fd,
+	      const struct ctxshim_ctx *c,
+	      const char *reason)
 {
 	static const char *const names[] = {"attach", "switch", "detach"};
 	char line[256], *p = line;

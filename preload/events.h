@@ -31,11 +31,13 @@ void ctxshim_events_open(const char *path);
  * span=<hex|-> reason=<reason>".  c may be NULL (detach).  Lines are
  * written with one write(2) each, so lines from threads and from forked
  * children sharing the file do not interleave. */
-void ctxshim_event(enum ctxshim_ev ev, int fd, const struct ctxshim_ctx *c,
+void ctxshim_event(enum ctxshim_ev ev,
+		   int fd,
+		   const struct ctxshim_ctx *c,
 		   const char *reason) __attribute__((cold));
 
-#define CTXSHIM_EVENT(ev, fd, c, reason)                                         \
-	do {                                                                     \
-		if (ctxshim_events_on())                                         \
-			ctxshim_event((ev), (fd), (c), (reason));                \
+#define CTXSHIM_EVENT(ev, fd, c, reason)                          \
+	do {                                                      \
+		if (ctxshim_events_on())                          \
+			ctxshim_event((ev), (fd), (c), (reason)); \
 	} while (0)

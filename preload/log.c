@@ -183,7 +183,8 @@ ctxshim_log_open(const char *target)
 	if (strcmp(target, "stderr") == 0) {
 		fd = (int)syscall(SYS_fcntl, 2, F_DUPFD_CLOEXEC, LOG_FD_MIN);
 	} else {
-		int f = sys_open(target, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+		int f = sys_open(target, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC,
+				 0644);
 
 		if (f < 0)
 			return;

@@ -32,9 +32,9 @@
 
 /* Bounds on what we take from the environment, so the payload (and this
  * file's static storage) stays small and fixed. */
-#define MAX_RESOURCE   48
-#define RES_TEXT_MAX   8192
-#define PAYLOAD_MAX    16384
+#define MAX_RESOURCE 48
+#define RES_TEXT_MAX 8192
+#define PAYLOAD_MAX  16384
 
 static const char *const builtin_keys[] = {
 	[CTXSHIM_KEY_METHOD] = "http.request.method",
@@ -434,8 +434,8 @@ ctxshim_pctx_prepare(void)
 	key_map[n_keys++] = builtin_keys[CTXSHIM_KEY_PATH];
 	key_map[n_keys++] = builtin_keys[CTXSHIM_KEY_PARENT];
 	for (i = 0; i < ctxshim_cfg.n_header_attrs; i++) {
-		snprintf(header_keys[i], sizeof(header_keys[i]), "http.request.header.%s",
-			 ctxshim_cfg.header_attrs[i]);
+		snprintf(header_keys[i], sizeof(header_keys[i]),
+			 "http.request.header.%s", ctxshim_cfg.header_attrs[i]);
 		key_map[n_keys++] = header_keys[i];
 	}
 	/* Index CTXSHIM_KEY_FIRST_HEADER + n_header_attrs, appended so that no
@@ -481,13 +481,14 @@ ctxshim_pctx_publish(void)
 	}
 	if (fd >= 0) {
 		if (ftruncate(fd, (off_t)size) == 0)
-			addr = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
+			addr = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd,
+				    0);
 		sys_close(fd);
 		memfd = addr != MAP_FAILED;
 	}
 	if (addr == MAP_FAILED)
-		addr = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-			    -1, 0);
+		addr = mmap(NULL, size, PROT_READ | PROT_WRITE,
+			    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (addr == MAP_FAILED) {
 		ctxshim_log("cannot map the process context: %s", strerror(errno));
 		return false;
@@ -516,12 +517,15 @@ ctxshim_pctx_publish(void)
 	mapping_size = size;
 
 	if (!memfd && !named)
-		ctxshim_log("process context published at %p but not discoverable: no memfd "
-			    "and the kernel refused to name the mapping (CONFIG_ANON_VMA_NAME?)",
+		ctxshim_log("process context published at %p but not discoverable: no "
+			    "memfd "
+			    "and the kernel refused to name the mapping "
+			    "(CONFIG_ANON_VMA_NAME?)",
 			    addr);
 	else
-		ctxshim_log("process context published at %p (%zu bytes payload, %s%s)", addr,
-			    len, memfd ? "memfd" : "anonymous", named ? ", named" : "");
+		ctxshim_log("process context published at %p (%zu bytes payload, %s%s)",
+			    addr, len, memfd ? "memfd" : "anonymous",
+			    named ? ", named" : "");
 	return true;
 }
 

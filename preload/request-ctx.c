@@ -55,7 +55,8 @@ url_path_end(const char *p, size_t n)
 			k = n - 8;
 			x = _mm_unpacklo_epi64(
 				_mm_loadl_epi64((const __m128i *)(const void *)p),
-				_mm_loadl_epi64((const __m128i *)(const void *)(p + k)));
+				_mm_loadl_epi64(
+					(const __m128i *)(const void *)(p + k)));
 		} else {
 			uint32_t a, b;
 
@@ -271,7 +272,7 @@ attr_text(uint8_t *buf, size_t len, uint8_t key, const void *v, size_t n)
  * bytes; empty slots want n == 0, which never comes here (n is 1..255:
  * the byte above the method is n itself).  The unit tests look every
  * method up (a collision would override a slot). */
-#define METHOD_SLOT(t32) (((uint32_t)(t32) * 0x9e3779b1u) >> 28)
+#define METHOD_SLOT(t32) (((uint32_t)(t32)*0x9e3779b1u) >> 28)
 #define METHOD_KNOWN(n, a, b, c, d, e, f, g)                                    \
 	[METHOD_SLOT((uint32_t)(n) | (uint32_t)(a) << 8 | (uint32_t)(b) << 16 | \
 		     (uint32_t)(c) << 24)] = {                                  \

@@ -62,7 +62,7 @@ struct ctxshim_request {
 	size_t target_len;
 	const char *traceparent; /* NULL = absent */
 	size_t traceparent_len;
-	bool traceparent_repeated; /* two traceparent fields: invalid */
+	bool traceparent_repeated;     /* two traceparent fields: invalid */
 	const char *const *tracestate; /* header lines in order */
 	const size_t *tracestate_lens;
 	size_t n_tracestate;
@@ -134,8 +134,8 @@ int ctxshim_request_ctx_whole(struct ctxshim_ctx *c,
 
 /* The path part of an HTTP request-target (origin-form or absolute-form),
  * with the query unless keep_query.  Returns a pointer into target. */
-const char *ctxshim_url_path(const char *target, size_t len, bool keep_query,
-			     size_t *path_len);
+const char *
+ctxshim_url_path(const char *target, size_t len, bool keep_query, size_t *path_len);
 
 /* memcpy() of n bytes, inline for the short values of a request's
  * attributes (method, path) and their copies (conn.c): a libc call and its

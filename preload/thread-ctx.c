@@ -485,8 +485,10 @@ ctxshim_ctx_add_parent_attr(struct ctxshim_ctx *c, struct trec_attr_writer *w)
 }
 
 int
-ctxshim_ctx_set_tracestate(struct ctxshim_ctx *c, const char *const *lines,
-			   const size_t *lens, size_t n_lines)
+ctxshim_ctx_set_tracestate(struct ctxshim_ctx *c,
+			   const char *const *lines,
+			   const size_t *lens,
+			   size_t n_lines)
 {
 	struct w3c_tracestate ts;
 	size_t len = 0;
@@ -495,8 +497,8 @@ ctxshim_ctx_set_tracestate(struct ctxshim_ctx *c, const char *const *lines,
 	c->tracestate_len = 0;
 	r = w3c_tracestate_parse(lines, lens, n_lines, &ts);
 	if (r == 0)
-		r = w3c_tracestate_format(c->tracestate, sizeof(c->tracestate), &len, &ts,
-					  W3C_TRACESTATE_MAX_LEN, NULL);
+		r = w3c_tracestate_format(c->tracestate, sizeof(c->tracestate), &len,
+					  &ts, W3C_TRACESTATE_MAX_LEN, NULL);
 	if (r == 0)
 		c->tracestate_len = (uint16_t)len;
 	return r;

@@ -57,15 +57,17 @@ struct ctxshim_ctx {
 };
 #define CTXSHIM_CTX_REC_OFFSET offsetof(struct ctxshim_ctx, trace_id)
 _Static_assert(offsetof(struct ctxshim_ctx, span_id) - CTXSHIM_CTX_REC_OFFSET ==
-		       offsetof(struct otel_thread_ctx_record, span_id) &&
-	       offsetof(struct ctxshim_ctx, valid) - CTXSHIM_CTX_REC_OFFSET ==
-		       offsetof(struct otel_thread_ctx_record, valid) &&
-	       offsetof(struct ctxshim_ctx, flags) - CTXSHIM_CTX_REC_OFFSET ==
-		       offsetof(struct otel_thread_ctx_record, trace_flags) &&
-	       offsetof(struct ctxshim_ctx, attrs_len) - CTXSHIM_CTX_REC_OFFSET ==
-		       offsetof(struct otel_thread_ctx_record, attrs_data_size) &&
-	       offsetof(struct ctxshim_ctx, attrs) - CTXSHIM_CTX_REC_OFFSET ==
-		       TREC_HEADER_SIZE,
+			       offsetof(struct otel_thread_ctx_record, span_id) &&
+		       offsetof(struct ctxshim_ctx, valid) - CTXSHIM_CTX_REC_OFFSET ==
+			       offsetof(struct otel_thread_ctx_record, valid) &&
+		       offsetof(struct ctxshim_ctx, flags) - CTXSHIM_CTX_REC_OFFSET ==
+			       offsetof(struct otel_thread_ctx_record, trace_flags) &&
+		       offsetof(struct ctxshim_ctx, attrs_len) -
+				       CTXSHIM_CTX_REC_OFFSET ==
+			       offsetof(struct otel_thread_ctx_record,
+					attrs_data_size) &&
+		       offsetof(struct ctxshim_ctx, attrs) - CTXSHIM_CTX_REC_OFFSET ==
+			       TREC_HEADER_SIZE,
 	       "struct ctxshim_ctx embeds an otel_thread_ctx_record");
 
 /* Copy only what is used: a struct ctxshim_ctx is 1.2 KiB, mostly empty
@@ -74,8 +76,9 @@ static inline void
 ctxshim_ctx_copy(struct ctxshim_ctx *dst, const struct ctxshim_ctx *src)
 {
 	size_t attrs_len = src->attrs_len <= sizeof(src->attrs) ? src->attrs_len : 0;
-	size_t ts_len =
-		src->tracestate_len <= sizeof(src->tracestate) ? src->tracestate_len : 0;
+	size_t ts_len = src->tracestate_len <= sizeof(src->tracestate)
+				? src->tracestate_len
+				: 0;
 
 	memcpy(dst, src, offsetof(struct ctxshim_ctx, attrs));
 	memcpy(dst->attrs, src->attrs, attrs_len);
@@ -136,8 +139,10 @@ void ctxshim_ctx_begin(struct ctxshim_ctx *c, const struct w3c_traceparent *tp);
 /* Validate and store tracestate header lines (combined in order) into c,
  * truncated to CTXSHIM_TRACESTATE_MAX by dropping whole entries.  An
  * invalid list leaves c without a tracestate and returns -EINVAL. */
-int ctxshim_ctx_set_tracestate(struct ctxshim_ctx *c, const char *const *lines,
-			       const size_t *lens, size_t n_lines);
+int ctxshim_ctx_set_tracestate(struct ctxshim_ctx *c,
+			       const char *const *lines,
+			       const size_t *lens,
+			       size_t n_lines);
 
 /* Append the ctxshim.parent_span_id attribute (16 hex digits) when c has
  * an incoming parent: the OTEP record has no parent field, and people
@@ -271,8 +276,8 @@ struct ctxshim_thread {
 	uintptr_t owner_sp;
 	struct ctx_rng rng;           /* trace-ids, UUIDs */
 	struct ctx_splitmix span_rng; /* span-ids (cheaper, rng.h) */
-	void **slot;           /* &otel_thread_ctx_v1, once known */
-	unsigned rng_gen;      /* ctxshim_fork_gen at seeding (of rng and span_rng);
+	void **slot;                  /* &otel_thread_ctx_v1, once known */
+	unsigned rng_gen; /* ctxshim_fork_gen at seeding (of rng and span_rng);
 				  0 = never seeded */
 	/* Where in ctx[] the buffer last published starts, in bytes: 0 or
 	 * CTXSHIM_CTX_SIZE.  An offset rather than an index: the other

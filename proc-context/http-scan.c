@@ -433,7 +433,8 @@ find_lf(const uint8_t *lo, const uint8_t *p, const uint8_t *lim)
 		return NULL;
 rest:
 	if (__builtin_expect(lim - lo >= 16, 1)) {
-		m = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(load128(lim - 16), lf)) >>
+		m = (unsigned)_mm_movemask_epi8(
+			    _mm_cmpeq_epi8(load128(lim - 16), lf)) >>
 		    (16 - (lim - p));
 		return m ? p + __builtin_ctz(m) : NULL;
 	}
@@ -1093,7 +1094,7 @@ scan_phases(struct http_scan *st,
 			unsigned m, f;
 
 			want = capturing(st) ? ~0u : FRAMING_MASK;
-		line:
+line:
 			/* The table is 0 for CR, LF, SP and HTAB. */
 			m = cfg->first[c] & want;
 			if (!m) {

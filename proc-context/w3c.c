@@ -291,16 +291,17 @@ tp_load(const char *p)
  * the high nibble, [1][c] the value; 0x100 for anything not HEXDIGLC.  OR
  * the two and the byte is done, with one compare for validity: half the
  * instructions of hex_pair() on the path of every traced request (B4). */
-#define TP_HEXV(c)                                                    \
-	((c) >= '0' && (c) <= '9'   ? (c) - '0'                        \
-	 : (c) >= 'a' && (c) <= 'f' ? (c) - 'a' + 10                   \
+#define TP_HEXV(c)                                   \
+	((c) >= '0' && (c) <= '9'   ? (c) - '0'      \
+	 : (c) >= 'a' && (c) <= 'f' ? (c) - 'a' + 10 \
 				    : -1)
 #define TP_FLAG(c, sh) (TP_HEXV(c) < 0 ? 0x100 : (TP_HEXV(c) & 0x0f) << (sh))
-#define TP_FLAG4(c, sh)                                                         \
+#define TP_FLAG4(c, sh) \
 	TP_FLAG(c, sh), TP_FLAG((c) + 1, sh), TP_FLAG((c) + 2, sh), TP_FLAG((c) + 3, sh)
-#define TP_FLAG16(c, sh)                                                              \
-	TP_FLAG4(c, sh), TP_FLAG4((c) + 4, sh), TP_FLAG4((c) + 8, sh), TP_FLAG4((c) + 12, sh)
-#define TP_FLAG64(c, sh)                                            \
+#define TP_FLAG16(c, sh)                                               \
+	TP_FLAG4(c, sh), TP_FLAG4((c) + 4, sh), TP_FLAG4((c) + 8, sh), \
+		TP_FLAG4((c) + 12, sh)
+#define TP_FLAG64(c, sh)                                                    \
 	TP_FLAG16(c, sh), TP_FLAG16((c) + 16, sh), TP_FLAG16((c) + 32, sh), \
 		TP_FLAG16((c) + 48, sh)
 #define TP_FLAG256(sh) \

@@ -20,10 +20,10 @@ struct test_suite_desc {
 	Suite *(*create)(void);
 };
 
-#define TEST_SUITE(fn_)                                                         \
-	static Suite *fn_(void);                                                \
-	static const struct test_suite_desc test_desc_##fn_ = {#fn_, fn_};      \
-	static const struct test_suite_desc *test_descp_##fn_                   \
+#define TEST_SUITE(fn_)                                                            \
+	static Suite *fn_(void);                                                   \
+	static const struct test_suite_desc test_desc_##fn_ = {#fn_, fn_};         \
+	static const struct test_suite_desc *test_descp_##fn_                      \
 		__attribute__((used, section("test_section"))) = &test_desc_##fn_; \
 	static Suite *fn_(void)
 
@@ -52,21 +52,27 @@ struct test_child {
 
 /* Start argv[0] with extra environment entries (NULL-terminated, may be
  * NULL).  With preload, LD_PRELOAD is set to $CTXSHIM_LIB. */
-void test_child_start(struct test_child *c, char *const argv[], char *const env[],
+void test_child_start(struct test_child *c,
+		      char *const argv[],
+		      char *const env[],
 		      bool preload);
 /* Read one line (without '\n') into line; fails the test after timeout_ms. */
 void test_child_readline(struct test_child *c, char *line, size_t n, int timeout_ms);
 /* Read lines until one starts with prefix; returns it in line. */
-void test_child_expect(struct test_child *c, const char *prefix, char *line, size_t n,
-		       int timeout_ms);
+void test_child_expect(
+	struct test_child *c, const char *prefix, char *line, size_t n, int timeout_ms);
 void test_child_send(struct test_child *c, const char *text);
 /* Close stdin, wait for exit; returns the wait status.  Fails the test if
  * the child does not exit within timeout_ms (it is killed then). */
 int test_child_finish(struct test_child *c, int timeout_ms);
 /* Run a command to completion, capturing stdout (and stderr if err != NULL)
  * into malloc'd NUL-terminated buffers; returns the wait status. */
-int test_run_capture(char *const argv[], char *const env[], bool preload, char **out,
-		     char **err, int timeout_ms);
+int test_run_capture(char *const argv[],
+		     char *const env[],
+		     bool preload,
+		     char **out,
+		     char **err,
+		     int timeout_ms);
 /* ctxdump with the arguments args (NULL-terminated, up to 13) as
  * test_run_capture() runs it, as root without the capabilities that
  * /proc/PID/map_files needs (a replaced or deleted file mapped can then not

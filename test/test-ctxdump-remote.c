@@ -33,7 +33,8 @@ START_TEST(many_small)
 		src[i] = 0x1000000000000000u + i * 7919u;
 		dst[i] = 0;
 		/* backwards, so the order of the ranges is not the memory's */
-		rg[i] = (struct remote_range){addr_of(&src[N - 1 - i]), &dst[i], 8, 12345};
+		rg[i] = (struct remote_range){addr_of(&src[N - 1 - i]), &dst[i], 8,
+					      12345};
 	}
 	remote_read_many(getpid(), rg, N);
 	for (i = 0; i < N; i++) {

@@ -826,7 +826,8 @@ START_TEST(test_stacks_show_blocking_function)
 				      "%s tid %d: frame %d guessed: %s", wc->name,
 				      (int)w.t[i].tid, k, frames_str(frames));
 		for (k = 0; cw_want_frames(w.t[i].kind)[k]; k++)
-			ck_assert_msg(frames_have(frames, cw_want_frames(w.t[i].kind)[k],
+			ck_assert_msg(frames_have(frames,
+						  cw_want_frames(w.t[i].kind)[k],
 						  wc->exe),
 				      "%s tid %d (%s): no frame %s in %s: %s", wc->name,
 				      (int)w.t[i].tid, w.t[i].kind,

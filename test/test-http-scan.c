@@ -1994,11 +1994,14 @@ START_TEST(block_edges_at_end_of_page)
 			int k, r;
 			uint8_t *p;
 
-			k = snprintf(head, sizeof(head), "GET /%.*s HTTP/1.1\r\nX-Pad: %.*s\r\n"
+			k = snprintf(head, sizeof(head),
+				     "GET /%.*s HTTP/1.1\r\nX-Pad: %.*s\r\n"
 				     "traceparent: " TP1 "\r\nA: %.*s\r\n\r\n",
-				     (int)tlen, "abcdefghijklmnopqrstuvwxyz0123456789abcdefgh",
+				     (int)tlen,
+				     "abcdefghijklmnopqrstuvwxyz0123456789abcdefgh",
 				     (int)pad,
-				     "ppppppppppppppppppppppppppppppppppppppppppppppppppppppppp"
+				     "ppppppppppppppppppppppppppppppppppppppppppppppppp"
+				     "pppppppp"
 				     "ppppppppppppppppppppppp",
 				     (int)(pad % 17), "aaaaaaaaaaaaaaaaaaaa");
 			REQUIRE(k > 0 && (size_t)k < sizeof(head));
@@ -2008,14 +2011,16 @@ START_TEST(block_edges_at_end_of_page)
 			memset(&st, 0, sizeof(st));
 			r = http_scan_feed(&st, &cfg_std, cap, p, len, &used);
 			if (r != HTTP_SCAN_HEAD || used != len ||
-			    !(st.flags & HTTP_SCAN_F_TRACEPARENT) || cap->target_len != tlen + 1 ||
+			    !(st.flags & HTTP_SCAN_F_TRACEPARENT) ||
+			    cap->target_len != tlen + 1 ||
 			    cap->traceparent_len != strlen(TP1) ||
 			    memcmp(cap->traceparent, TP1, strlen(TP1)) != 0)
-				ck_abort_msg("target %u pad %u: r %d used %zu/%zu", tlen, pad, r,
-					     used, len);
+				ck_abort_msg("target %u pad %u: r %d used %zu/%zu",
+					     tlen, pad, r, used, len);
 			/* and split anywhere (heap copies of exact size) */
 			if (pad % 7 == 0 && tlen % 2)
-				free(check_splits(&cfg_std, head, len, "block edges", false));
+				free(check_splits(&cfg_std, head, len, "block edges",
+						  false));
 			free(cap);
 		}
 	munmap(m, (size_t)pg * 2);

@@ -47,9 +47,13 @@ it_dump_blocked(const struct it_server *s, long tid, struct it_thread_ctx *t)
 /* The context continues traceparent "00-<trace>-<parent>-01", names the
  * request and the x-request-id header, and no other thread publishes it. */
 static inline void
-it_assert_continued(const struct it_thread_ctx *t, const char *json,
-		    const char *trace, const char *parent, const char *method,
-		    const char *path, const char *request_id)
+it_assert_continued(const struct it_thread_ctx *t,
+		    const char *json,
+		    const char *trace,
+		    const char *parent,
+		    const char *method,
+		    const char *path,
+		    const char *request_id)
 {
 	ck_assert_str_eq(t->trace, trace);
 	ck_assert_str_ne(t->span, parent);
@@ -107,9 +111,11 @@ static void __attribute__((unused)) it_assert_new_trace(const struct it_thread_c
  * "GET <path>", gets a new random trace on its handler's thread, with one
  * span, gone after the response.  method is checked unless NULL.  Stops
  * s. */
-static void __attribute__((unused))
-it_check_new_trace(struct it_server *s, const char *path, const char *extra_headers,
-		   const char *method, const char *body)
+static void __attribute__((unused)) it_check_new_trace(struct it_server *s,
+						       const char *path,
+						       const char *extra_headers,
+						       const char *method,
+						       const char *body)
 {
 	struct it_thread_ctx t;
 	char req[1024], *json, *log;
@@ -139,9 +145,12 @@ it_check_new_trace(struct it_server *s, const char *path, const char *extra_head
  * one write (pipelined): "GET /one" (TP) answered with first_body, then
  * "GET <path>" (TP2), which blocks.  Each gets its own context; the path
  * is checked in it when check_path.  Stops s. */
-static void __attribute__((unused))
-it_check_second_request(struct it_server *s, bool pipelined, const char *path,
-			bool check_path, const char *first_body, const char *body)
+static void __attribute__((unused)) it_check_second_request(struct it_server *s,
+							    bool pipelined,
+							    const char *path,
+							    bool check_path,
+							    const char *first_body,
+							    const char *body)
 {
 	const char *first =
 		"GET /one HTTP/1.1\r\nHost: t\r\ntraceparent: " TP "\r\n\r\n";
@@ -182,27 +191,28 @@ it_check_second_request(struct it_server *s, bool pipelined, const char *path,
 
 /* Requests both servers answer; it_check_same_bytes() lists are
  * { IT_SAME_BYTES_HEAD, <the server's own>, IT_SAME_BYTES_TAIL }. */
-#define IT_SAME_BYTES_HEAD \
-	"GET /hello?x=1 HTTP/1.1\r\nHost: t\r\ntraceparent: " TP "\r\n" \
-	"Connection: close\r\n\r\n", \
-	"GET / HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n", \
-	"GET /two HTTP/1.1\r\nHost: t\r\ntraceparent: " TP \
-	"\r\ntraceparent: " TP2 "\r\n" \
-	"Connection: close\r\n\r\n", \
-	"POST /p HTTP/1.1\r\nHost: t\r\ntraceparent: " TP \
-	"\r\nContent-Length: 10\r\n" \
-	"Connection: close\r\n\r\n0123456789", \
-	"GET /one HTTP/1.0\r\ntraceparent: " TP "\r\n\r\n"
-#define IT_SAME_BYTES_TAIL \
-	"BREW /pot HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n", \
-	"POST /c HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n" \
-	"Connection: close\r\n\r\n5\r\nhello\r\n0\r\n\r\n"
+#define IT_SAME_BYTES_HEAD                                                \
+	"GET /hello?x=1 HTTP/1.1\r\nHost: t\r\ntraceparent: " TP "\r\n"   \
+	"Connection: close\r\n\r\n",                                      \
+		"GET / HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n", \
+		"GET /two HTTP/1.1\r\nHost: t\r\ntraceparent: " TP        \
+		"\r\ntraceparent: " TP2 "\r\n"                            \
+		"Connection: close\r\n\r\n",                              \
+		"POST /p HTTP/1.1\r\nHost: t\r\ntraceparent: " TP         \
+		"\r\nContent-Length: 10\r\n"                              \
+		"Connection: close\r\n\r\n0123456789",                    \
+		"GET /one HTTP/1.0\r\ntraceparent: " TP "\r\n\r\n"
+#define IT_SAME_BYTES_TAIL                                                      \
+	"BREW /pot HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n",           \
+		"POST /c HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n" \
+		"Connection: close\r\n\r\n5\r\nhello\r\n0\r\n\r\n"
 
 /* The same requests get the same response bytes from s0 (without the
  * shim) and s1 (with it).  Stops both. */
-static void __attribute__((unused))
-it_check_same_bytes(struct it_server *s0, struct it_server *s1,
-		    const char *const reqs[], size_t n)
+static void __attribute__((unused)) it_check_same_bytes(struct it_server *s0,
+							struct it_server *s1,
+							const char *const reqs[],
+							size_t n)
 {
 	size_t i, len0, len1;
 

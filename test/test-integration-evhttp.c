@@ -23,10 +23,10 @@ START_TEST(test_traced_request)
 
 	start(&s, true);
 	fd = it_send_blocking(&s, -1,
-			   "GET /block?q=1 HTTP/1.1\r\nHost: t\r\ntraceparent: " TP
-			   "\r\n"
-			   "x-request-id: req-7\r\nConnection: close\r\n\r\n",
-			   &tid);
+			      "GET /block?q=1 HTTP/1.1\r\nHost: t\r\ntraceparent: " TP
+			      "\r\n"
+			      "x-request-id: req-7\r\nConnection: close\r\n\r\n",
+			      &tid);
 	json = it_dump_blocked(&s, tid, &t);
 	it_assert_continued(&t, json, TP_TRACE, TP_PARENT, "GET", "/block", "req-7");
 	free(json);

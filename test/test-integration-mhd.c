@@ -30,10 +30,10 @@ START_TEST(test_traced_request)
 
 	start(&s, _i, true);
 	fd = it_send_blocking(&s, -1,
-			   "GET /block/a?q=1 HTTP/1.1\r\nHost: t\r\ntraceparent: " TP
-			   "\r\n"
-			   "X-Request-Id: req-42\r\nConnection: close\r\n\r\n",
-			   &tid);
+			      "GET /block/a?q=1 HTTP/1.1\r\nHost: t\r\ntraceparent: " TP
+			      "\r\n"
+			      "X-Request-Id: req-42\r\nConnection: close\r\n\r\n",
+			      &tid);
 	json = it_dump_blocked(&s, tid, &t);
 	it_assert_continued(&t, json, TP_TRACE, TP_PARENT, "GET", "/block/a", "req-42");
 	free(json);

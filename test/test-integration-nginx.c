@@ -47,16 +47,16 @@ run_requests(unsigned port)
 	size_t acc_len = 0;
 	int n;
 
-	nx_traced_requests(port, TRACE_PREFIX, nx_exchange_tcp, "== 1-byte\n", "== sendfile\n",
-			   &acc, &acc_len);
+	nx_traced_requests(port, TRACE_PREFIX, nx_exchange_tcp, "== 1-byte\n",
+			   "== sendfile\n", &acc, &acc_len);
 	n = snprintf(req, sizeof(req), "GET /index.html HTTP/1.0\r\n%s\r\n",
 		     nx_traceparent(TRACE_PREFIX, 8, tp));
 	nx_exchange_tcp(port, "== http/1.0\n", req, (size_t)n, 0, &acc, &acc_len);
 	n = snprintf(req, sizeof(req),
 		     "GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
 	nx_exchange_tcp(port, "== untraced\n", req, (size_t)n, 0, &acc, &acc_len);
-	nx_exchange_tcp(port, "== junk\n", "\x16\x03\x01\x00\x10junkjunkjunk\r\n\r\n", 21, 0,
-		 &acc, &acc_len);
+	nx_exchange_tcp(port, "== junk\n", "\x16\x03\x01\x00\x10junkjunkjunk\r\n\r\n",
+			21, 0, &acc, &acc_len);
 	nx_strip_date(acc);
 	return acc;
 }

@@ -101,7 +101,10 @@ build_env(char *const extra[], bool preload)
 }
 
 void
-test_child_start(struct test_child *c, char *const argv[], char *const env[], bool preload)
+test_child_start(struct test_child *c,
+		 char *const argv[],
+		 char *const env[],
+		 bool preload)
 {
 	int in[2], out[2];
 	char **envp = build_env(env, preload);
@@ -183,7 +186,8 @@ test_child_readline(struct test_child *c, char *line, size_t n, int timeout_ms)
 			return;
 		}
 		left = deadline - test_now_ms();
-		ck_assert_msg(left > 0, "timeout waiting for a line from pid %d", (int)c->pid);
+		ck_assert_msg(left > 0, "timeout waiting for a line from pid %d",
+			      (int)c->pid);
 		if (poll(&pfd, 1, (int)left) <= 0)
 			continue;
 		ck_assert_uint_lt(c->len, sizeof(c->buf));
@@ -194,8 +198,8 @@ test_child_readline(struct test_child *c, char *line, size_t n, int timeout_ms)
 }
 
 void
-test_child_expect(struct test_child *c, const char *prefix, char *line, size_t n,
-		  int timeout_ms)
+test_child_expect(
+	struct test_child *c, const char *prefix, char *line, size_t n, int timeout_ms)
 {
 	do
 		test_child_readline(c, line, n, timeout_ms);
@@ -225,7 +229,8 @@ wait_deadline(pid_t pid, int timeout_ms)
 		if (test_now_ms() > deadline) {
 			kill(pid, SIGKILL);
 			waitpid(pid, &status, 0);
-			ck_abort_msg("pid %d did not exit in %d ms", (int)pid, timeout_ms);
+			ck_abort_msg("pid %d did not exit in %d ms", (int)pid,
+				     timeout_ms);
 		}
 		usleep(2000);
 	}
@@ -272,10 +277,15 @@ slurp_fd(int fd)
 }
 
 int
-test_run_capture(char *const argv[], char *const env[], bool preload, char **out,
-		 char **err, int timeout_ms)
+test_run_capture(char *const argv[],
+		 char *const env[],
+		 bool preload,
+		 char **out,
+		 char **err,
+		 int timeout_ms)
 {
-	char tmpl_o[] = "/tmp/ctxshim-test-XXXXXX", tmpl_e[] = "/tmp/ctxshim-test-XXXXXX";
+	char tmpl_o[] = "/tmp/ctxshim-test-XXXXXX",
+	     tmpl_e[] = "/tmp/ctxshim-test-XXXXXX";
 	int fo = mkstemp(tmpl_o), fe = mkstemp(tmpl_e), status;
 	char **envp = build_env(env, preload);
 	pid_t pid;

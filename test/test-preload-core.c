@@ -15,12 +15,14 @@ assert_same_with_and_without(char *const argv[], char *const env[])
 
 	st0 = test_run_capture(argv, env, false, &out0, &err0, 30000);
 	st1 = test_run_capture(argv, env, true, &out1, &err1, 30000);
-	ck_assert_msg(st0 == st1, "%s: status %#x without the shim, %#x with it", argv[0],
-		      st0, st1);
-	ck_assert_msg(strcmp(out0, out1) == 0, "%s: stdout differs:\n--- without\n%s\n--- with\n%s",
-		      argv[0], out0, out1);
-	ck_assert_msg(strcmp(err0, err1) == 0, "%s: stderr differs:\n--- without\n%s\n--- with\n%s",
-		      argv[0], err0, err1);
+	ck_assert_msg(st0 == st1, "%s: status %#x without the shim, %#x with it",
+		      argv[0], st0, st1);
+	ck_assert_msg(strcmp(out0, out1) == 0,
+		      "%s: stdout differs:\n--- without\n%s\n--- with\n%s", argv[0],
+		      out0, out1);
+	ck_assert_msg(strcmp(err0, err1) == 0,
+		      "%s: stderr differs:\n--- without\n%s\n--- with\n%s", argv[0],
+		      err0, err1);
 	free(out0);
 	free(err0);
 	free(out1);
@@ -29,8 +31,7 @@ assert_same_with_and_without(char *const argv[], char *const env[])
 
 START_TEST(test_ls_unchanged)
 {
-	char *argv[] = {"/bin/ls", "-la", "--time-style=+", "/usr/include/linux",
-			NULL};
+	char *argv[] = {"/bin/ls", "-la", "--time-style=+", "/usr/include/linux", NULL};
 
 	assert_same_with_and_without(argv, NULL);
 }
@@ -47,7 +48,8 @@ END_TEST
 START_TEST(test_bash_unchanged)
 {
 	char *argv[] = {"/bin/bash", "-c",
-			"echo out; echo err >&2; for i in 1 2 3; do (echo sub $i) & wait $!; done; "
+			"echo out; echo err >&2; for i in 1 2 3; do (echo sub $i) & "
+			"wait $!; done; "
 			"read -r x </etc/hostname; echo ${#x}; exit 7",
 			NULL};
 
@@ -60,7 +62,8 @@ START_TEST(test_python_unchanged)
 	char *argv[] = {"/usr/bin/python3", "-c",
 			"import threading,sys\n"
 			"r=[]\n"
-			"ts=[threading.Thread(target=lambda i=i: r.append(i*i)) for i in range(8)]\n"
+			"ts=[threading.Thread(target=lambda i=i: r.append(i*i)) for i "
+			"in range(8)]\n"
 			"[t.start() for t in ts]; [t.join() for t in ts]\n"
 			"print(sorted(r)); sys.stderr.write('e\\n'); sys.exit(3)",
 			NULL};
@@ -85,8 +88,9 @@ START_TEST(test_threads_with_traceparent_unchanged)
 {
 	char path[4096];
 	char *argv[] = {path, "16", NULL};
-	char *env[] = {"TRACEPARENT=00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
-		       "TRACESTATE=congo=t61rcWkgMzE", NULL};
+	char *env[] = {
+		"TRACEPARENT=00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
+		"TRACESTATE=congo=t61rcWkgMzE", NULL};
 
 	snprintf(path, sizeof(path), "%s/threads", test_env_path("HELPER_DIR"));
 	assert_same_with_and_without(argv, env);
@@ -119,7 +123,8 @@ START_TEST(test_log_goes_to_file_not_stdout)
 	fclose(f);
 	unlink(logpath);
 	ck_assert_int_gt(n, 0);
-	ck_assert_msg(strstr(log, "active (ctxshim " CTXSHIM_VERSION ")"), "log: %s", log);
+	ck_assert_msg(strstr(log, "active (ctxshim " CTXSHIM_VERSION ")"), "log: %s",
+		      log);
 	ck_assert_msg(strstr(log, "process context published"), "log: %s", log);
 	free(log);
 	free(out);

@@ -61,7 +61,8 @@ read_pctx(pid_t pid, struct pctx_seen *s)
 	snprintf(path, sizeof(path), "/proc/%d/mem", (int)pid);
 	mem = open(path, O_RDONLY | O_CLOEXEC);
 	ck_assert_int_ge(mem, 0);
-	ck_assert_int_eq(pread(mem, &s->h, sizeof(s->h), (off_t)s->start), sizeof(s->h));
+	ck_assert_int_eq(pread(mem, &s->h, sizeof(s->h), (off_t)s->start),
+			 sizeof(s->h));
 	ck_assert_int_eq(memcmp(s->h.signature, "OTEL_CTX", 8), 0);
 	ck_assert_uint_eq(s->h.version, 2);
 	ck_assert_uint_ne(s->h.monotonic_published_at_ns, 0);
@@ -81,8 +82,8 @@ assert_resource(const struct pctx_seen *s, const char *key, const char *value)
 
 	ck_assert_msg(a, "resource %s missing", key);
 	ck_assert_int_eq(a->type, PCTX_V_STRING);
-	ck_assert_msg(pctx_str_eq(a->str, value), "resource %s = '%.*s', want '%s'", key,
-		      (int)a->str.len, (const char *)a->str.ptr, value);
+	ck_assert_msg(pctx_str_eq(a->str, value), "resource %s = '%.*s', want '%s'",
+		      key, (int)a->str.len, (const char *)a->str.ptr, value);
 }
 
 /* process.pid is an int in the semantic conventions: AnyValue.int_value. */
@@ -120,7 +121,8 @@ is_uuid4(const char *u)
 		if (i == 8 || i == 13 || i == 18 || i == 23) {
 			if (u[i] != '-')
 				return false;
-		} else if (!isxdigit((unsigned char)u[i]) || isupper((unsigned char)u[i])) {
+		} else if (!isxdigit((unsigned char)u[i]) ||
+			   isupper((unsigned char)u[i])) {
 			return false;
 		}
 	}
@@ -151,7 +153,8 @@ START_TEST(test_published_and_decodes)
 		       NULL};
 
 	start_threads(&c, env, line, sizeof(line));
-	ck_assert_msg(read_pctx(c.pid, s), "no OTEL_CTX mapping in /proc/%d/maps", (int)c.pid);
+	ck_assert_msg(read_pctx(c.pid, s), "no OTEL_CTX mapping in /proc/%d/maps",
+		      (int)c.pid);
 	ck_assert_uint_eq(s->n_mappings, 1);
 	/* This machine's kernel cannot name the mapping; the memfd name is
 	 * what makes it discoverable.  Both are acceptable. */
@@ -280,7 +283,8 @@ START_TEST(test_executable_name)
 		{"exec -a renamed \"$0\" --wait 4", NULL, NULL},
 		{"exec 3<\"$0\"; exec /proc/self/fd/3 --wait 4", NULL, NULL},
 		{"exec 3<\"$0\"; rm \"$0\"; exec /proc/self/fd/3 --wait 4", NULL, NULL},
-		{"exec env -u LD_PRELOAD \"$0\" --wait 4", "CTXSHIM_FOLLOW_EXEC=1", NULL},
+		{"exec env -u LD_PRELOAD \"$0\" --wait 4", "CTXSHIM_FOLLOW_EXEC=1",
+		 NULL},
 		{NULL, "OTEL_SERVICE_NAME=named", "named"},
 		{NULL,
 		 "OTEL_RESOURCE_ATTRIBUTES=service.name=from-attrs,"
@@ -744,8 +748,10 @@ START_TEST(test_passive_when_context_exists)
 	test_child_expect(&c, "READY ", line, sizeof(line), 20000);
 	ck_assert_uint_eq(count_otel_ctx_maps(c.pid), 1);
 	read_log(fd, log, sizeof(log));
-	ck_assert_msg(strstr(log, "passive: an OTEL_CTX process context is already published"),
-		      "log: %s", log);
+	ck_assert_msg(
+		strstr(log,
+		       "passive: an OTEL_CTX process context is already published"),
+		"log: %s", log);
 	ck_assert_int_eq(test_child_finish(&c, 20000), 0);
 	close(fd);
 	unlink(logpath);

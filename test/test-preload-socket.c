@@ -825,8 +825,8 @@ wait_in_epoll(pid_t pid)
 		nr = strtol(buf, NULL, 10);
 		if (r > 0 && (nr == SYS_epoll_wait || nr == SYS_epoll_pwait))
 			return;
-		ck_assert_msg(test_now_ms() < deadline, "pid %d never waited in epoll (%s)", (int)pid,
-			      buf);
+		ck_assert_msg(test_now_ms() < deadline,
+			      "pid %d never waited in epoll (%s)", (int)pid, buf);
 		usleep(2000);
 	}
 }
@@ -941,7 +941,8 @@ START_TEST(test_events_fd_given_up)
 	/* The forked child logs its new process context: with the log fd
 	 * taken over, that line must not reach the application's file. */
 	const char *how[] = {"dup2", "close", "dup2", "close"};
-	const char *var[] = {"CTXSHIM_EVENTS", "CTXSHIM_EVENTS", "CTXSHIM_LOG", "CTXSHIM_LOG"};
+	const char *var[] = {"CTXSHIM_EVENTS", "CTXSHIM_EVENTS", "CTXSHIM_LOG",
+			     "CTXSHIM_LOG"};
 	unsigned i;
 
 	if (access("/usr/bin/python3", X_OK) != 0)
@@ -958,11 +959,12 @@ START_TEST(test_events_fd_given_up)
 		snprintf(victim, sizeof(victim), "%s/victim", dir);
 		snprintf(evenv, sizeof(evenv), "%s=%s", var[i], ev);
 		st = test_run_capture(argv, env, true, &out, &err, IT_TIMEOUT_MS);
-		ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s %s: %s%s", var[i],
-			      how[i], out, err);
-		ck_assert_msg(strcmp(out, "0\n") == 0,
-			      "%s %s: the shim wrote into the application's file (size %s)",
-			      var[i], how[i], out);
+		ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s %s: %s%s",
+			      var[i], how[i], out, err);
+		ck_assert_msg(
+			strcmp(out, "0\n") == 0,
+			"%s %s: the shim wrote into the application's file (size %s)",
+			var[i], how[i], out);
 		unlink(ev);
 		unlink(victim);
 		rmdir(dir);

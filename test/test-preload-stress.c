@@ -98,8 +98,8 @@ START_TEST(signal_handlers_read_sockets)
 	 * hook's own return as the window: 0.15-0.25 % of the requests in
 	 * the plain and the ASan build alike (it was 1.7 % and up to 6.9 %
 	 * when the check was inside the window). */
-	ck_assert_msg(r.ctx_bad < r.n / 50,
-		      "%lu of %lu requests with a wrong context", r.ctx_bad, r.n);
+	ck_assert_msg(r.ctx_bad < r.n / 50, "%lu of %lu requests with a wrong context",
+		      r.ctx_bad, r.n);
 }
 END_TEST
 

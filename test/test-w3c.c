@@ -1094,11 +1094,12 @@ END_TEST
  * eight digits at a time, so a wrong lane or carry would show here). */
 START_TEST(test_traceparent_every_byte_everywhere)
 {
-	static const char base[] = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
-	static const int hex_pos[] = {0,  1,  3,  4,  5,  6,  7,  8,  9,  10, 11, 12, 13,
-				      14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26,
-				      27, 28, 29, 30, 31, 32, 33, 34, 36, 37, 38, 39, 40,
-				      41, 42, 43, 44, 45, 46, 47, 48, 49, 50, 51, 53, 54};
+	static const char base[] =
+		"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
+	static const int hex_pos[] = {
+		0,  1,  3,  4,  5,  6,  7,  8,  9,  10, 11, 12, 13, 14, 15, 16, 17, 18,
+		19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 36, 37,
+		38, 39, 40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50, 51, 53, 54};
 	char buf[W3C_TRACEPARENT_LEN];
 	size_t k;
 	int c;
@@ -1118,12 +1119,15 @@ START_TEST(test_traceparent_every_byte_everywhere)
 				want = false;
 			/* a non-zero version must allow the 55-character form */
 			r = w3c_traceparent_parse(buf, sizeof(buf), &tp);
-			ck_assert_msg((r == 0) == want, "byte 0x%02x at %d: %d", c, pos, r);
+			ck_assert_msg((r == 0) == want, "byte 0x%02x at %d: %d", c, pos,
+				      r);
 			if (r == 0 && pos >= 3 && pos <= 34) {
-				int i = (pos - 3) / 2, v = c <= '9' ? c - '0' : c - 'a' + 10;
+				int i = (pos - 3) / 2,
+				    v = c <= '9' ? c - '0' : c - 'a' + 10;
 				uint8_t b = tp.trace_id[i];
 
-				ck_assert_int_eq((pos - 3) % 2 ? (b & 0x0f) : (b >> 4), v);
+				ck_assert_int_eq((pos - 3) % 2 ? (b & 0x0f) : (b >> 4),
+						 v);
 			}
 		}
 	}
@@ -1232,8 +1236,9 @@ START_TEST(test_traceparent_random_vs_ref)
 			size_t pos = (size_t)(x % len);
 
 			x /= len;
-			buf[pos] = (x & 1) ? (char)(x >> 1)
-					   : alphabet[(x >> 1) % (sizeof(alphabet) - 1)];
+			buf[pos] =
+				(x & 1) ? (char)(x >> 1)
+					: alphabet[(x >> 1) % (sizeof(alphabet) - 1)];
 			x >>= 9;
 		}
 		check_against_ref(buf, len, "random");
@@ -1247,8 +1252,8 @@ END_TEST
 START_TEST(test_traceparent_end_of_page)
 {
 	static const char *const vals[] = {
-		TP("00", "01"), TP("00", "0g"), TP("01", "01") "-", TP("00", "01") " ",
-		" " TP("00", "01"),
+		TP("00", "01"),     TP("00", "0g"),     TP("01", "01") "-",
+		TP("00", "01") " ", " " TP("00", "01"),
 	};
 	long pg = sysconf(_SC_PAGESIZE);
 	char *m = mmap(NULL, (size_t)pg * 2, PROT_READ | PROT_WRITE,

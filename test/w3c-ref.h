@@ -54,7 +54,8 @@ ref_traceparent_parse(const char *s, size_t len, struct w3c_traceparent *out)
 	if (s[2] != '-' || s[35] != '-' || s[52] != '-')
 		return -EINVAL;
 	if (!ref_hex_bytes(s + 3, tp.trace_id, 16) ||
-	    !ref_hex_bytes(s + 36, tp.parent_id, 8) || !ref_hex_bytes(s + 53, &tp.flags, 1))
+	    !ref_hex_bytes(s + 36, tp.parent_id, 8) ||
+	    !ref_hex_bytes(s + 53, &tp.flags, 1))
 		return -EINVAL;
 	for (int i = 0; i < 16; i++)
 		zt = zt && tp.trace_id[i] == 0;

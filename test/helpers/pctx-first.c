@@ -18,7 +18,7 @@ publish_first(void)
 		char sig[8];
 		uint32_t version, size;
 		uint64_t ts, payload;
-	} *h;
+	} * h;
 	struct timespec ts;
 	int fd = memfd_create("OTEL_CTX", MFD_CLOEXEC);
 

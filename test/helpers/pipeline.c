@@ -649,7 +649,8 @@ flood_bystander(int oc, int os, unsigned base)
 		}
 		r = ctx_is(base + k);
 		count(r);
-		CHECK(r == 1, "other connection, request %u, during the flood: %d", k, r);
+		CHECK(r == 1, "other connection, request %u, during the flood: %d", k,
+		      r);
 		answer(os, oc);
 	}
 	for (k = 40; k < 60; k += 2) {
@@ -682,8 +683,10 @@ t_flood(void)
 	/* Several split heads at once elsewhere: each holds a pool entry. */
 	open_n(&c, &s, 32);
 	got = split_heads(c, s, 32, 9000);
-	CHECK(got == 32, "during the flood, %u of 32 simultaneous split heads got a "
-	      "context", got);
+	CHECK(got == 32,
+	      "during the flood, %u of 32 simultaneous split heads got a "
+	      "context",
+	      got);
 	close_n(c, s, 32);
 
 	/* The flood answered in order, two responses per head read in between
@@ -697,8 +700,9 @@ t_flood(void)
 		read_n(fc, RESP_LEN);
 		if (i + 1 < total) {
 			r = ctx_is(i + 1);
-			CHECK(r >= 0, "flood: after response %u, request %u's context is %d",
-			      i, i + 1, r);
+			CHECK(r >= 0,
+			      "flood: after response %u, request %u's context is %d", i,
+			      i + 1, r);
 			if (r < 0)
 				n_wrong++;
 			ok += r == 1;
@@ -711,7 +715,8 @@ t_flood(void)
 			total++;
 			if (i + 1 < total) {
 				r = ctx_is(i + 1);
-				CHECK(r >= 0, "flood: a head read while request %u runs: %d",
+				CHECK(r >= 0,
+				      "flood: a head read while request %u runs: %d",
 				      i + 1, r);
 				if (r < 0)
 					n_wrong++;
@@ -719,8 +724,9 @@ t_flood(void)
 		}
 	}
 	n_ok += ok;
-	CHECK(ok == QUEUE_MAX, "flood: %u queued requests got their context, expected %u",
-	      ok, QUEUE_MAX);
+	CHECK(ok == QUEUE_MAX,
+	      "flood: %u queued requests got their context, expected %u", ok,
+	      QUEUE_MAX);
 	/* Stopped for good: a later keep-alive request gets none either. */
 	i = make_head(h, 7000);
 	send_all(fc, h, i);
@@ -741,8 +747,10 @@ t_flood(void)
 	close(os);
 	open_n(&c, &s, POOL);
 	got = split_heads(c, s, POOL, 100000);
-	CHECK(got == POOL, "after the flood, %u of %u simultaneous split heads got a "
-	      "context", got, POOL);
+	CHECK(got == POOL,
+	      "after the flood, %u of %u simultaneous split heads got a "
+	      "context",
+	      got, POOL);
 	close_n(c, s, POOL);
 }
 
@@ -1192,7 +1200,7 @@ main(int argc, char **argv)
 
 		printf("EVENTS %s\n", ev && *ev ? "on" : "off");
 	}
-	printf("RESULT %s ok=%u none=%u wrong=%u fails=%d\n", mode, n_ok, n_none, n_wrong,
-	       fails);
+	printf("RESULT %s ok=%u none=%u wrong=%u fails=%d\n", mode, n_ok, n_none,
+	       n_wrong, fails);
 	return fails != 0;
 }

@@ -107,7 +107,7 @@ struct tconn {
 	int fd;
 #ifdef TLS_GNUTLS
 	gnutls_session_t s;
-	bool refuse_push; /* --send again: the next push fails */
+	bool refuse_push;    /* --send again: the next push fails */
 	gnutls_packet_t pkt; /* --recv packet: the record being handed out */
 	size_t pkt_off;      /* ... from here */
 #else

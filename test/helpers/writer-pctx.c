@@ -82,8 +82,8 @@ put_kv_string(struct wbuf *b, unsigned field, const char *key, const char *value
 
 /* KeyValue{key, value: AnyValue{int_value | bool_value}} (varint field). */
 static void
-put_kv_varint(struct wbuf *b, unsigned field, const char *key, unsigned any_field,
-	      uint64_t v)
+put_kv_varint(
+	struct wbuf *b, unsigned field, const char *key, unsigned any_field, uint64_t v)
 {
 	struct wbuf any = {.len = 0}, kv = {.len = 0};
 
@@ -95,7 +95,10 @@ put_kv_varint(struct wbuf *b, unsigned field, const char *key, unsigned any_fiel
 }
 
 static void
-put_kv_array(struct wbuf *b, unsigned field, const char *key, const char *const *items,
+put_kv_array(struct wbuf *b,
+	     unsigned field,
+	     const char *key,
+	     const char *const *items,
 	     size_t n)
 {
 	struct wbuf arr = {.len = 0}, any = {.len = 0}, kv = {.len = 0};
@@ -132,7 +135,8 @@ main(int argc, char **argv)
 		return 2;
 	}
 	put_kv_string(&res, 1, "service.name", argv[3]);
-	put_kv_string(&res, 1, "service.instance.id", "0f0e0d0c-0b0a-4908-8706-050403020100");
+	put_kv_string(&res, 1, "service.instance.id",
+		      "0f0e0d0c-0b0a-4908-8706-050403020100");
 	put_kv_varint(&res, 1, "process.pid", 3, (uint64_t)getpid());
 	put_kv_varint(&res, 1, "test.flag", 2, 1);
 	put_kv_string(&res, 1, "test.dup", "old");

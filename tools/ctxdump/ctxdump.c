@@ -38,9 +38,9 @@
 /* How long one round of stops may take before a thread is given up: a
  * thread in D state (or blocked in vfork) cannot stop, and meanwhile every
  * other thread stays stopped.  Sleeping threads stop in microseconds. */
-#define STOP_TIMEOUT_MS 500
+#define STOP_TIMEOUT_MS     500
 #define MAX_STOP_TIMEOUT_MS 60000
-#define CMDLINE_MAX     (64u << 10)
+#define CMDLINE_MAX         (64u << 10)
 /* Threads from which their names are read on a second thread, from
  * before the stop on and during it (stop_prefetch()): a name costs about
  * 2.3 us, starting a thread some 30-50 us. */
@@ -361,7 +361,8 @@ static void
 capture_stacks(struct run *run)
 {
 	struct dump *d = &run->d;
-	struct stack_snap **snaps = calloc(d->n_threads ? d->n_threads : 1, sizeof(*snaps));
+	struct stack_snap **snaps =
+		calloc(d->n_threads ? d->n_threads : 1, sizeof(*snaps));
 	pid_t *tids = calloc(d->n_threads ? d->n_threads : 1, sizeof(*tids));
 	int *err = calloc(d->n_threads ? d->n_threads : 1, sizeof(*err));
 	/* the writer's static TLS block, resolved in this stop: where the
@@ -456,7 +457,8 @@ read_tp(struct run *run, struct dump_thread *t, uint64_t *tp)
 			return false;
 		}
 		if (r < 0) {
-			set_error(t, "cannot read the thread pointer: %s", strerror(-r));
+			set_error(t, "cannot read the thread pointer: %s",
+				  strerror(-r));
 			t->state = stop_state(t->state, t->group_stop, -1);
 			return false;
 		}
@@ -516,7 +518,8 @@ read_threads(struct run *run)
 		}
 		t->has_slot = true;
 		t->slot_addr = slot;
-		rg[k] = (struct remote_range){slot, &t->record_addr, sizeof(uint64_t), 0};
+		rg[k] = (struct remote_range){slot, &t->record_addr, sizeof(uint64_t),
+					      0};
 		idx[k++] = i;
 	}
 	remote_read_many(d->mem_pid, rg, k);
@@ -526,7 +529,8 @@ read_threads(struct run *run)
 		if (rg[i].got == (ssize_t)sizeof(uint64_t))
 			continue;
 		t->record_addr = 0;
-		set_error(t, "cannot read the TLS slot at 0x%" PRIx64 ": %s", t->slot_addr,
+		set_error(t, "cannot read the TLS slot at 0x%" PRIx64 ": %s",
+			  t->slot_addr,
 			  strerror(rg[i].got < 0 ? (int)-rg[i].got : EFAULT));
 	}
 
@@ -572,7 +576,8 @@ read_threads(struct run *run)
 		if (need > TREC_MAX_SIZE)
 			need = TREC_MAX_SIZE;
 		/* a first piece cut short met an unmapped page: no more */
-		if (t->rec_len >= need || t->rec_len < record_first_piece(t->record_addr))
+		if (t->rec_len >= need ||
+		    t->rec_len < record_first_piece(t->record_addr))
 			continue;
 		/* room for the whole record, after the packed first pieces
 		 * (past the part paged in before the stop: only records
@@ -580,8 +585,9 @@ read_threads(struct run *run)
 		whole = recs_take(run, need);
 		memcpy(whole, t->rec, t->rec_len);
 		t->rec = whole;
-		rg[k] = (struct remote_range){t->record_addr + t->rec_len, t->rec + t->rec_len,
-					      need - t->rec_len, 0};
+		rg[k] = (struct remote_range){t->record_addr + t->rec_len,
+					      t->rec + t->rec_len, need - t->rec_len,
+					      0};
 		idx[k++] = i;
 	}
 	remote_read_many(d->mem_pid, rg, k);
@@ -613,9 +619,9 @@ read_threads(struct run *run)
 		}
 		memcpy(t->attrs, t->rec + TREC_HEADER_SIZE, have);
 		{
-			ssize_t m = remote_read_prefix(d->mem_pid,
-						       t->record_addr + TREC_HEADER_SIZE + have,
-						       t->attrs + have, want - have);
+			ssize_t m = remote_read_prefix(
+				d->mem_pid, t->record_addr + TREC_HEADER_SIZE + have,
+				t->attrs + have, want - have);
 
 			if (m > 0)
 				have += (size_t)m;
@@ -1509,7 +1515,8 @@ dump_process(const struct ctxdump_control *ctl, unsigned slot_tries)
 		 * deeper stacks that do not fit get their own mapping). */
 		if (ctl->stacks)
 			(void)stack_arena_reserve(&d->stack_arena,
-						  ((size_t)hint + 16) * STACK_ARENA_GUESS);
+						  ((size_t)hint + 16) *
+							  STACK_ARENA_GUESS);
 	}
 	/* The unwinder's module list, read last before the stop and
 	 * compared while the threads are stopped: a library dlclose()d and

@@ -86,12 +86,12 @@ struct dump_thread {
 	bool dec_truncated;
 
 	bool has_snap;
-	int snap_err; /* of the register copy (--stacks) */
+	int snap_err;            /* of the register copy (--stacks) */
 	struct stack_snap *snap; /* --stacks: &cold->snap */
 	struct stack_frame *frames;
 	size_t n_frames;
-	bool frames_capped;    /* more frames than --max-frames */
-	char *stack_error; /* NULL = none, else in cold */
+	bool frames_capped; /* more frames than --max-frames */
+	char *stack_error;  /* NULL = none, else in cold */
 
 	/* 1 + index of the thread's copies in dump.alt_raw (the other
 	 * layouts, dump-layouts.c); 0 = none */

@@ -736,11 +736,11 @@ static int
 ctx_lines_add(struct etls_proc *p, const struct maps_entry *e)
 {
 	char line[PATH_MAX + 128];
-	int n = snprintf(line, sizeof(line), "%llx-%llx %s %08llx %02x:%02x %llu %.*s\n",
-			 (unsigned long long)e->start, (unsigned long long)e->end,
-			 e->perms, (unsigned long long)e->offset, e->dev_major,
-			 e->dev_minor, (unsigned long long)e->inode, (int)e->path_len,
-			 e->path);
+	int n = snprintf(
+		line, sizeof(line), "%llx-%llx %s %08llx %02x:%02x %llu %.*s\n",
+		(unsigned long long)e->start, (unsigned long long)e->end, e->perms,
+		(unsigned long long)e->offset, e->dev_major, e->dev_minor,
+		(unsigned long long)e->inode, (int)e->path_len, e->path);
 	char *nb;
 
 	if (n < 0 || (size_t)n >= sizeof(line))
@@ -775,7 +775,8 @@ objs_query(struct etls_proc *p, int fd)
 
 		memset(&q, 0, sizeof(q));
 		q.size = sizeof(q);
-		q.query_flags = ETLS_PMQ_COVERING_OR_NEXT_VMA | ETLS_PMQ_FILE_BACKED_VMA;
+		q.query_flags =
+			ETLS_PMQ_COVERING_OR_NEXT_VMA | ETLS_PMQ_FILE_BACKED_VMA;
 		q.query_addr = addr;
 		q.vma_name_addr = (uint64_t)(uintptr_t)name;
 		q.vma_name_size = sizeof(name);

@@ -458,7 +458,8 @@ thread_has_valid(const struct dump *d, const struct dump_thread *t)
 }
 
 static bool
-thread_shown(const struct dump *d, const struct dump_thread *t,
+thread_shown(const struct dump *d,
+	     const struct dump_thread *t,
 	     const struct output_opts *o)
 {
 	return !o->quiet || thread_has_valid(d, t);
@@ -555,7 +556,7 @@ text_header(struct ob *f, const struct dump *d, const struct output_opts *o)
 			for (i = 0; i < d->pd->n_keys; i++) {
 				ob_puts(f, i ? ", " : " ");
 				ob_text_escape(f, d->pd->key_map[i].ptr,
-						   d->pd->key_map[i].len, false);
+					       d->pd->key_map[i].len, false);
 			}
 			if (d->pd->n_keys == 0)
 				ob_puts(f, " (empty)");
@@ -567,7 +568,7 @@ text_header(struct ob *f, const struct dump *d, const struct output_opts *o)
 			for (i = 0; i < d->pd->n_resource; i++) {
 				ob_puts(f, "Resource: ");
 				ob_text_escape(f, d->pd->resource[i].key.ptr,
-						   d->pd->resource[i].key.len, false);
+					       d->pd->resource[i].key.len, false);
 				ob_putc(f, '=');
 				text_value(f, &d->pd->resource[i]);
 				ob_putc(f, '\n');
@@ -613,14 +614,15 @@ text_header(struct ob *f, const struct dump *d, const struct output_opts *o)
 			if (l->sym.from_symtab)
 				ob_puts(f, ", .symtab");
 			if (!l->abi_ok)
-				ob_printf(f, ", ABI version %u: not read", l->abi_version);
+				ob_printf(f, ", ABI version %u: not read",
+					  l->abi_version);
 			ob_puts(f, ")\n");
 		}
 	}
 	if (o->verbose && d->has_symbol) {
 		if (d->acc.model == TLSM_TLSDESC_DYNAMIC || d->acc.model == TLSM_GD)
 			ob_printf(f, "TLS: module %" PRIu64 ", offset 0x%" PRIx64 "\n",
-				d->acc.modid, d->acc.offset);
+				  d->acc.modid, d->acc.offset);
 		else if (d->acc.model != TLSM_UNRESOLVED)
 			ob_printf(f, "TLS: at thread pointer %+" PRId64 "\n",
 				  d->acc.tpoff);
@@ -641,14 +643,16 @@ text_header(struct ob *f, const struct dump *d, const struct output_opts *o)
 			text_cstr(f, d->sym.reloc_module);
 			ob_putc(f, '\n');
 		}
-		ob_printf(f,
+		ob_printf(
+			f,
 			"Objects: %u examined, %u unreadable, %u defining the symbol\n",
 			d->sym.n_objects, d->sym.n_unopenable, d->sym.n_definitions);
 	}
 	if (o->verbose) {
-		ob_printf(f, "Stopped: %zu thread%s for %.3f ms (%u scan%s", d->n_stopped,
-			d->n_stopped == 1 ? "" : "s", (double)d->stopped_ns / 1e6,
-			d->stop_rounds, d->stop_rounds == 1 ? "" : "s");
+		ob_printf(f, "Stopped: %zu thread%s for %.3f ms (%u scan%s",
+			  d->n_stopped, d->n_stopped == 1 ? "" : "s",
+			  (double)d->stopped_ns / 1e6, d->stop_rounds,
+			  d->stop_rounds == 1 ? "" : "s");
 		if (d->n_exited)
 			ob_printf(f, "; %zu exited meanwhile, not shown", d->n_exited);
 		ob_puts(f, ")\n");
@@ -695,8 +699,9 @@ text_frames(struct ob *f, const struct dump_thread *t)
 			  "shows)\n",
 			  t->n_frames);
 	else if (t->frames_capped)
-		ob_printf(f, "    (more frames: shown the first %zu, use -n 0 for all)\n",
-			t->n_frames);
+		ob_printf(f,
+			  "    (more frames: shown the first %zu, use -n 0 for all)\n",
+			  t->n_frames);
 }
 
 /* A thread's Elastic and custom-labels contexts, "[layout]" first. */
@@ -709,7 +714,8 @@ text_alt(struct ob *f, const struct dump *d, const struct dump_thread *t)
 
 	for (j = 0; j < t->n_alt; j++) {
 		const struct dump_alt *a = &t->alt[j];
-		const char *tag = a->kind == LAY_ELASTIC ? "[elastic]" : "[custom-labels]";
+		const char *tag =
+			a->kind == LAY_ELASTIC ? "[elastic]" : "[custom-labels]";
 
 		c = a->ctx;
 		if (a->state == LAY_ERROR) {
@@ -721,7 +727,8 @@ text_alt(struct ob *f, const struct dump *d, const struct dump_thread *t)
 		if (a->kind == LAY_ELASTIC) {
 			ob_puts(f, "    [elastic]");
 			if (!c->valid) {
-				ob_printf(f, " (being updated: valid=%u)\n", c->raw_valid);
+				ob_printf(f, " (being updated: valid=%u)\n",
+					  c->raw_valid);
 			} else if (!c->has_trace) {
 				ob_puts(f, " (no trace)\n");
 			} else {
@@ -733,7 +740,8 @@ text_alt(struct ob *f, const struct dump *d, const struct dump_thread *t)
 				ob_printf(f, " span_id=%s", hex);
 				w3c_hex_encode(hex, c->txn_id, 8);
 				hex[16] = '\0';
-				ob_printf(f, " transaction_id=%s flags=%02x\n", hex, c->flags);
+				ob_printf(f, " transaction_id=%s flags=%02x\n", hex,
+					  c->flags);
 			}
 			continue;
 		}
@@ -747,7 +755,10 @@ text_alt(struct ob *f, const struct dump *d, const struct dump_thread *t)
 			ob_putc(f, '\n');
 		}
 		if (c->truncated)
-			ob_printf(f, "    [custom-labels] (labels truncated: count=%" PRIu64 ")\n",
+			ob_printf(
+				f,
+				"    [custom-labels] (labels truncated: count=%" PRIu64
+				")\n",
 				a->cl_count);
 	}
 	(void)d;
@@ -775,7 +786,7 @@ text_thread(struct ob *f, const struct dump *d, const struct dump_thread *t)
 			ob_puts(f, "    (no context)\n");
 	} else if (t->hdr.valid != TREC_VALID) {
 		ob_printf(f, "    (record at 0x%" PRIx64 " not valid: valid=%u)\n",
-			t->record_addr, t->hdr.valid);
+			  t->record_addr, t->hdr.valid);
 	} else {
 		ob_write(f, "    trace_id=", 13);
 		w3c_hex_encode(hex, t->hdr.trace_id, 16);
@@ -802,7 +813,7 @@ text_thread(struct ob *f, const struct dump *d, const struct dump_thread *t)
 		}
 		if (t->attrs_capped || t->dec_truncated)
 			ob_printf(f, "    (attributes truncated: attrs_data_size=%u)\n",
-				t->hdr.attrs_data_size);
+				  t->hdr.attrs_data_size);
 	}
 	text_alt(f, d, t);
 	if (d->stacks)
@@ -1263,9 +1274,7 @@ json_context(struct jw *w, const struct dump *d, const struct dump_thread *t)
 	jw_key(w, "attrs_data_size");
 	jw_u64(w, valid ? t->hdr.attrs_data_size : 0);
 	jw_key(w, "attrs_truncated");
-	jw_raw(w, valid && (t->attrs_capped || t->dec_truncated)
-			  ? "true"
-			  : "false");
+	jw_raw(w, valid && (t->attrs_capped || t->dec_truncated) ? "true" : "false");
 	jw_key(w, "attrs");
 	jw_arr_begin(w);
 	for (i = 0; valid && i < t->n_dec; i++) {
@@ -1375,7 +1384,8 @@ json_alt_layouts(struct jw *w, const struct dump *d)
 		jw_key(w, "symbol_table");
 		jw_cstr(w, l->sym.from_symtab ? ".symtab" : ".dynsym");
 		jw_key(w, "readable");
-		jw_raw(w, l->abi_ok && l->acc.model != TLSM_UNRESOLVED ? "true" : "false");
+		jw_raw(w,
+		       l->abi_ok && l->acc.model != TLSM_UNRESOLVED ? "true" : "false");
 		if (k == LAY_CUSTOM_LABELS) {
 			jw_key(w, "abi_version");
 			jw_u64(w, l->abi_version);
@@ -1437,7 +1447,8 @@ json_alt_contexts(struct jw *w, const struct dump *d, const struct dump_thread *
 			jw_key(w, "trace_id");
 			json_hex_or_null(w, c->has_trace, c->trace_id, 16);
 			jw_key(w, "span_id");
-			json_hex_or_null(w, c->has_trace && !w3c_id_is_zero(c->span_id, 8),
+			json_hex_or_null(w,
+					 c->has_trace && !w3c_id_is_zero(c->span_id, 8),
 					 c->span_id, 8);
 			jw_key(w, "labels");
 			jw_arr_begin(w);

@@ -42,8 +42,9 @@ find_mapping(const char *buf, size_t len, uint64_t *addr, enum pctx_map_kind *ki
 		/* Like the eBPF profiler: never an executable mapping.  Every
 		 * accepted name holds "OTEL_CTX": the other lines (thousands
 		 * in a process with many threads) are skipped unparsed. */
-		if (memmem(line, l, "OTEL_CTX", 8) && maps_parse_line(line, l, &e) == 0 &&
-		    e.perms[0] == 'r' && e.perms[2] != 'x' &&
+		if (memmem(line, l, "OTEL_CTX", 8) &&
+		    maps_parse_line(line, l, &e) == 0 && e.perms[0] == 'r' &&
+		    e.perms[2] != 'x' &&
 		    e.end - e.start >= sizeof(struct otel_process_ctx_header) &&
 		    (k = pctx_map_name_kind(e.path, e.path_len)) != PCTX_MAP_NONE) {
 			*addr = e.start;
@@ -112,7 +113,9 @@ pctxr_read(pid_t pid, struct pctxr_snapshot *out)
 }
 
 int
-pctxr_read_maps(pid_t pid, const char *maps, size_t maps_len,
+pctxr_read_maps(pid_t pid,
+		const char *maps,
+		size_t maps_len,
 		struct pctxr_snapshot *out)
 {
 	struct otel_process_ctx_header h, h2;

@@ -41,7 +41,9 @@ int pctxr_read(pid_t pid, struct pctxr_snapshot *out);
 
 /* The same with the text of /proc/PID/maps already read (ctxdump reads
  * it once for everything it looks up). */
-int pctxr_read_maps(pid_t pid, const char *maps, size_t maps_len,
+int pctxr_read_maps(pid_t pid,
+		    const char *maps,
+		    size_t maps_len,
 		    struct pctxr_snapshot *out);
 
 void pctxr_free(struct pctxr_snapshot *s);

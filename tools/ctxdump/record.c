@@ -293,7 +293,7 @@ struct rec {
 	 * ends (they met its exit), else added to them (fold_dying()). */
 	uint64_t dying_skipped, dying_failed;
 	int dying_err;
-	pid_t fail_tid; /* whose PTRACE_SEIZE failed (-EPERM) */
+	pid_t fail_tid;  /* whose PTRACE_SEIZE failed (-EPERM) */
 	bool eperm_said; /* the hint of stop_diagnose_eperm() was given */
 	uint64_t win_sum, win_max;
 	int end_reason;

@@ -171,7 +171,8 @@ remote_read_many(pid_t pid, struct remote_range *rg, size_t n)
 				break;
 			while (off < r->len) {
 				uint64_t a = r->addr + off;
-				size_t piece = REMOTE_PAGE - (size_t)(a & (REMOTE_PAGE - 1));
+				size_t piece =
+					REMOTE_PAGE - (size_t)(a & (REMOTE_PAGE - 1));
 
 				if (piece > r->len - off)
 					piece = r->len - off;
@@ -185,9 +186,10 @@ remote_read_many(pid_t pid, struct remote_range *rg, size_t n)
 		}
 		if (end == i) {
 			/* empty, wrapping, or too big for one call */
-			rg[i].got = rg[i].len == 0 ? 0
-						   : remote_read_prefix(pid, rg[i].addr,
-									rg[i].buf, rg[i].len);
+			rg[i].got = rg[i].len == 0
+					    ? 0
+					    : remote_read_prefix(pid, rg[i].addr,
+								 rg[i].buf, rg[i].len);
 			i++;
 			continue;
 		}

@@ -437,7 +437,7 @@ struct stop_names {
 	atomic_size_t next;  /* first thread not claimed yet */
 	pthread_t th;
 	bool running;
-	bool pinned;     /* started off our CPU: cpus is what it may use */
+	bool pinned; /* started off our CPU: cpus is what it may use */
 	cpu_set_t cpus;
 	atomic_bool done; /* the thread has no more to do */
 };
@@ -1227,7 +1227,8 @@ names_start(struct stop_names *nm)
 	if (nm->pinned) {
 		other = nm->cpus;
 		CPU_CLR(cpu, &other);
-		nm->pinned = pthread_attr_setaffinity_np(&attr, sizeof(other), &other) == 0;
+		nm->pinned =
+			pthread_attr_setaffinity_np(&attr, sizeof(other), &other) == 0;
 	}
 	/* Every signal blocked in it: it may still run during the stop,
 	 * where stop_all() waits for the termination signals itself. */

@@ -125,17 +125,17 @@ stack_unwind_unavailable(void)
 #define UW_MAX_LOOP 2
 
 /* DWARF exception-header pointer encodings (LSB, "DWARF Extensions"). */
-#define DW_EH_PE_absptr  0x00
-#define DW_EH_PE_udata2  0x02
-#define DW_EH_PE_udata4  0x03
-#define DW_EH_PE_udata8  0x04
-#define DW_EH_PE_sdata2  0x0a
-#define DW_EH_PE_sdata4  0x0b
-#define DW_EH_PE_sdata8  0x0c
+#define DW_EH_PE_absptr   0x00
+#define DW_EH_PE_udata2   0x02
+#define DW_EH_PE_udata4   0x03
+#define DW_EH_PE_udata8   0x04
+#define DW_EH_PE_sdata2   0x0a
+#define DW_EH_PE_sdata4   0x0b
+#define DW_EH_PE_sdata8   0x0c
 #define DW_EH_PE_pcrel    0x10
-#define DW_EH_PE_datarel 0x30
+#define DW_EH_PE_datarel  0x30
 #define DW_EH_PE_indirect 0x80
-#define DW_EH_PE_omit    0xff
+#define DW_EH_PE_omit     0xff
 
 /* Where libunwind finds the search table of module i when ctxdump built it
  * (struct uw_module.synth): above the canonical user half of the x86_64
