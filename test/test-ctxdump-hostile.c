@@ -144,15 +144,15 @@ struct target {
 	unsigned n;
 };
 
-/* Start argv, with LD_PRELOAD=$CTXSHIM_LIB if preload, and wait for its
- * READY line. */
+/* Start argv with env added to the environment (NULL: none), with
+ * LD_PRELOAD=$CTXSHIM_LIB if preload, and wait for its READY line. */
 static void
-target_start_as(struct target *t, char *const argv[], bool preload)
+target_start_env(struct target *t, char *const argv[], char *const env[], bool preload)
 {
 	char line[256];
 
 	memset(t, 0, sizeof(*t));
-	test_child_start(&t->c, argv, NULL, preload);
+	test_child_start(&t->c, argv, env, preload);
 	for (;;) {
 		test_child_readline(&t->c, line, sizeof(line), 10000);
 		if (strncmp(line, "CASE ", 5) == 0 && t->n < 16) {
@@ -168,6 +168,12 @@ target_start_as(struct target *t, char *const argv[], bool preload)
 		}
 	}
 	ck_assert_int_eq(t->pid, t->c.pid);
+}
+
+static void
+target_start_as(struct target *t, char *const argv[], bool preload)
+{
+	target_start_env(t, argv, NULL, preload);
 }
 
 static void
@@ -496,16 +502,7 @@ START_TEST(wrong_symbol_other_layout)
 	snprintf(lib, sizeof(lib), "%s", test_helper_path("libwelastic.so"));
 	snprintf(env0, sizeof(env0), "LD_PRELOAD=%s", lib);
 	argv[0] = (char *)test_helper_path(name);
-	memset(&t, 0, sizeof(t));
-	test_child_start(&t.c, argv, env, false);
-	{
-		char line[256];
-
-		do
-			test_child_readline(&t.c, line, sizeof(line), 10000);
-		while (strncmp(line, "READY ", 6) != 0);
-		t.pid = (pid_t)atoi(line + 6);
-	}
+	target_start_env(&t, argv, env, false);
 	ck_assert_int_eq(run_ctxdump(&out, &err, t.pid, NULL), 0);
 	snprintf(want, sizeof(want),
 		 "\nSymbol: otel_thread_ctx_v1 defined in %s but not as the 8-byte "
