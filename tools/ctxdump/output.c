@@ -398,8 +398,7 @@ output_misdef_what(const struct etls_symbol *s, char *buf, size_t n)
 /* otel_thread_ctx_v1 was not found as the 8-byte thread-local pointer,
  * but an object defines the name as something else: "not found in any
  * loaded object" would be false (and send the user looking for a missing
- * writer), so say where it is and what it is.  Raw (the path is the
- * target's; the callers escape it all), into buf of SYMBOL_WHY_MAX. */
+ * writer). */
 static bool
 symbol_misdefined(const struct dump *d)
 {
@@ -426,6 +425,8 @@ elf_type_name(unsigned ty)
 	}
 }
 
+/* Where the name is defined and what as, raw (the path is the target's;
+ * the callers escape it all), into buf of SYMBOL_WHY_MAX. */
 static const char *
 symbol_misdef_why(const struct dump *d, char *buf)
 {
