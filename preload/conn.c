@@ -2337,8 +2337,7 @@ ctxshim_conn_h2_upgraded(const struct ctxshim_conn *c)
  * (fd + 1) << 32 | gen, 0 when free; its session's thread takes and
  * gives it back, the writing thread of any connection reads the table (a
  * compare per slot, and none while no slot is taken: the usual case). */
-#define CONN_H2_CAND_N 64
-static _Atomic uint64_t conn_h2_cand[CONN_H2_CAND_N];
+static _Atomic uint64_t conn_h2_cand[CTXSHIM_CONN_H2_CAND_N];
 static _Atomic unsigned conn_h2_cand_n; /* slots taken */
 
 static uint64_t
@@ -2355,7 +2354,7 @@ ctxshim_conn_h2_candidate_add(int fd, uint32_t gen)
 
 	if (fd < 0)
 		return 0;
-	for (i = 0; i < CONN_H2_CAND_N; i++) {
+	for (i = 0; i < CTXSHIM_CONN_H2_CAND_N; i++) {
 		uint64_t none = 0;
 
 		if (atomic_compare_exchange_strong_explicit(&conn_h2_cand[i], &none,
@@ -2374,7 +2373,7 @@ ctxshim_conn_h2_candidate_add(int fd, uint32_t gen)
 __attribute__((cold)) void
 ctxshim_conn_h2_candidate_remove(unsigned slot)
 {
-	if (!slot || slot > CONN_H2_CAND_N ||
+	if (!slot || slot > CTXSHIM_CONN_H2_CAND_N ||
 	    !atomic_exchange_explicit(&conn_h2_cand[slot - 1], 0, memory_order_relaxed))
 		return;
 	atomic_fetch_sub_explicit(&conn_h2_cand_n, 1, memory_order_relaxed);
@@ -2389,7 +2388,7 @@ ctxshim_conn_h2_candidate(int fd, uint32_t gen)
 	/* fd -1 with gen 0 is key 0, which every free slot holds */
 	if (fd < 0 || !atomic_load_explicit(&conn_h2_cand_n, memory_order_acquire))
 		return false;
-	for (i = 0; i < CONN_H2_CAND_N; i++)
+	for (i = 0; i < CTXSHIM_CONN_H2_CAND_N; i++)
 		if (atomic_load_explicit(&conn_h2_cand[i], memory_order_relaxed) == key)
 			return true;
 	return false;

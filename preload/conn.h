@@ -77,8 +77,9 @@ bool ctxshim_conn_h2_preface(int fd, uint32_t gen);
  * preface still carry stream 1, the upgrade request
  * (hooks/hook-socket.c, sk_write_continues()).  _add() returns the
  * candidate's slot + 1 for _remove(), or 0 with every slot taken (the
- * connection is then no candidate: those writes show nothing).
- * Lock-free, no allocation. */
+ * connection is then no candidate: those writes show nothing), of
+ * CTXSHIM_CONN_H2_CAND_N.  Lock-free, no allocation. */
+#define CTXSHIM_CONN_H2_CAND_N 64
 unsigned ctxshim_conn_h2_candidate_add(int fd, uint32_t gen);
 void ctxshim_conn_h2_candidate_remove(unsigned slot);
 

@@ -23,8 +23,7 @@ __thread void *otel_thread_ctx_v1;
 extern __thread void *ctxshim_own_slot __attribute__((alias("otel_thread_ctx_v1")));
 enum ctxshim_mode ctxshim_mode = CTXSHIM_OFF;
 
-/* The table's size (conn.c, CONN_H2_CAND_N). */
-#define CAND_N 64
+#define CAND_N CTXSHIM_CONN_H2_CAND_N
 
 START_TEST(test_cand_one)
 {
