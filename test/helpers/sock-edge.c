@@ -174,6 +174,19 @@ mode_oob(const char *how)
 	close(srv);
 }
 
+/* A page of pg bytes, read-write, followed by a PROT_NONE one (unmapped
+ * with munmap(m, 2 * pg)): a call that reads past the first faults. */
+static char *
+page_before_none(long pg)
+{
+	char *m = mmap(NULL, (size_t)pg * 2, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (m == MAP_FAILED || mprotect(m + pg, (size_t)pg, PROT_NONE))
+		die("mmap");
+	return m;
+}
+
 static void
 mode_poll_efault(void)
 {
@@ -187,10 +200,7 @@ mode_poll_efault(void)
 
 	/* Two pollfds at the end of a page followed by an inaccessible one:
 	 * nfds 8 reaches into it. */
-	map = mmap(NULL, (size_t)pg * 2, PROT_READ | PROT_WRITE,
-		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (map == MAP_FAILED || mprotect(map + pg, (size_t)pg, PROT_NONE))
-		die("mmap");
+	map = page_before_none(pg);
 	edge = (struct pollfd *)(map + pg - 2 * sizeof(struct pollfd));
 
 	request(&cli, &srv);
@@ -456,10 +466,7 @@ mode_short(const char *how)
 		fprintf(stderr, "sock-edge: libshort-write.so is not preloaded\n");
 		exit(2);
 	}
-	m = mmap(NULL, (size_t)pg * 2, PROT_READ | PROT_WRITE,
-		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (m == MAP_FAILED || mprotect(m + pg, (size_t)pg, PROT_NONE))
-		die("mmap");
+	m = page_before_none(pg);
 	h = m + pg - 4;
 	memcpy(h, "HTTP", 4);
 	if (strcmp(how, "pipelined") == 0) {
