@@ -17,7 +17,8 @@ if [ -z "$line" ]; then
 	echo "otel_thread_ctx_v1 is not in .dynsym of $lib"
 	exit 1
 fi
-# Num: Value Size Type Bind Vis Ndx Name
+# Num: Value Size Type Bind Vis Ndx Name (split on purpose)
+# shellcheck disable=SC2086
 set -- $line
 value=$2
 [ "$3" = 8 ] || { echo "size is $3, want 8"; status=1; }
