@@ -6,6 +6,9 @@
  *   hostile-sym-size     a thread-local int: STT_TLS of size 4
  *   hostile-sym-array    a thread-local array: STT_TLS of size 64
  *   hostile-sym-func     a function
+ *   hostile-sym-ifunc    an IFUNC (STT_GNU_IFUNC) that nothing calls: its
+ *                        resolver, which writes "RESOLVER RAN" to stderr,
+ *                        runs only if someone looks the name up (dlsym())
  *
  * Each holds what would look like a valid record if it were read, prints
  * "READY <pid>" and blocks until stdin is closed. */
@@ -39,8 +42,27 @@ otel_thread_ctx_v1(void)
 {
 }
 #define SET(p) ((void)(p))
+#elif defined(HOSTILE_IFUNC)
+static void
+ifunc_target(void)
+{
+}
+
+/* ld.so runs it for a relocation or a lookup of the name; the program
+ * makes neither, so without the shim it never runs. */
+static void (*ifunc_resolver(void))(void)
+{
+	static const char msg[] = "RESOLVER RAN\n";
+
+	(void)!write(2, msg, sizeof(msg) - 1);
+	return ifunc_target;
+}
+
+__attribute__((visibility("default"))) void otel_thread_ctx_v1(void)
+	__attribute__((ifunc("ifunc_resolver")));
+#define SET(p) ((void)(p))
 #else
-#error "one of HOSTILE_OBJECT, HOSTILE_SIZE, HOSTILE_ARRAY, HOSTILE_FUNC"
+#error "one of HOSTILE_OBJECT, HOSTILE_SIZE, HOSTILE_ARRAY, HOSTILE_FUNC, HOSTILE_IFUNC"
 #endif
 
 int
