@@ -786,6 +786,66 @@ START_TEST(test_passive_when_symbol_defined)
 }
 END_TEST
 
+/* A real second writer, the OTEP variable in a library (writer-tls-lib.c),
+ * makes the shim passive wherever it is: preloaded before the shim, or
+ * loaded after it (a later preload, a library the program links, or a
+ * plugin that a library's constructor loaded RTLD_LOCAL before ours ran,
+ * writer-local-first.c, which dlsym() did not see), found through a
+ * DT_GNU_HASH table (libwtls-tlsdesc.so) or a DT_HASH one
+ * (libwtls-sysv.so).  The log says which side of us it is on. */
+#define BEFORE_US "another module defines otel_thread_ctx_v1 before us"
+#define AFTER_US  "a library loaded after us defines otel_thread_ctx_v1"
+
+START_TEST(test_passive_when_library_defines)
+{
+	static const struct {
+		const char *prog, *lib;
+		bool lib_first;
+		const char *why;
+	} cases[] = {
+		{"writer-tlsdesc", NULL, false, AFTER_US},
+		{"threads", "libwtls-tlsdesc.so", true, BEFORE_US},
+		{"threads", "libwtls-tlsdesc.so", false, AFTER_US},
+		{"threads", "libwtls-sysv.so", true, BEFORE_US},
+		{"threads", "libwtls-sysv.so", false, AFTER_US},
+		{"threads", "libwriter-local-first.so", false, AFTER_US},
+	};
+	char prog[4096], preload[8192], logpath[] = "/tmp/ctxshim-log-XXXXXX";
+	char logenv[64], line[8192], log[4096], want[128];
+	char *argv[] = {prog, "--wait", "1", NULL};
+	char *env[] = {logenv, NULL, NULL};
+	const char *dir = test_env_path("HELPER_DIR");
+	const char *shim = test_env_path("CTXSHIM_LIB");
+	struct test_child c;
+	int fd = test_mkstemp(logpath);
+
+	ck_assert_int_ge(fd, 0);
+	snprintf(prog, sizeof(prog), "%s/%s", dir, cases[_i].prog);
+	if (strcmp(cases[_i].prog, "threads") != 0)
+		argv[1] = NULL;
+	snprintf(logenv, sizeof(logenv), "CTXSHIM_LOG=%s", logpath);
+	if (cases[_i].lib) {
+		if (cases[_i].lib_first)
+			snprintf(preload, sizeof(preload), "LD_PRELOAD=%s/%s %s", dir,
+				 cases[_i].lib, shim);
+		else
+			snprintf(preload, sizeof(preload), "LD_PRELOAD=%s %s/%s", shim,
+				 dir, cases[_i].lib);
+		env[1] = preload;
+	}
+	test_child_start(&c, argv, env, !cases[_i].lib);
+	test_child_expect(&c, "READY ", line, sizeof(line), 20000);
+	ck_assert_uint_eq(count_otel_ctx_maps(c.pid), 0);
+	read_log(fd, log, sizeof(log));
+	snprintf(want, sizeof(want), "passive: %s; ", cases[_i].why);
+	ck_assert_msg(strstr(log, want), "%s with %s: log: %s", cases[_i].prog,
+		      cases[_i].lib ? preload : "the shim", log);
+	ck_assert_int_eq(test_child_finish(&c, 20000), 0);
+	close(fd);
+	unlink(logpath);
+}
+END_TEST
+
 /* Does out hold exactly the helper's "READY <pid>" line, as
  * hostile-symbol.c prints it? */
 static bool
@@ -901,6 +961,7 @@ TEST_SUITE(preload_pctx_suite)
 	tcase_add_test(tc, test_fork_after_proctitle);
 	tcase_add_test(tc, test_passive_when_context_exists);
 	tcase_add_test(tc, test_passive_when_symbol_defined);
+	tcase_add_loop_test(tc, test_passive_when_library_defines, 0, 6);
 	tcase_add_loop_test(tc, test_passive_when_symbol_misdefined, 0, 5);
 	tcase_add_test(tc, test_header_name_limit);
 	suite_add_tcase(s, tc);
