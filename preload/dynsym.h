@@ -1,0 +1,16 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+#include <link.h>
+#include <stdbool.h>
+
+/* Does the loaded object that info describes (from dl_iterate_phdr())
+ * define name, as a symbol of any type and binding but local?  Looked up
+ * as ld.so looks it up, in the object's hash table read from memory (an
+ * object without one defines nothing for dlsym() either), so that no code
+ * of the object runs: dlsym() would call an IFUNC resolver of that name.
+ * Every read stays inside the object's loaded segments. */
+bool ctxshim_dynsym_defines(const struct dl_phdr_info *info, const char *name);
+
+/* Does one of that object's loaded segments hold addr? */
+bool ctxshim_object_holds(const struct dl_phdr_info *info, const void *addr);
