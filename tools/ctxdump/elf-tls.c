@@ -368,17 +368,19 @@ obj_elf(struct etls_proc *p, struct etls_obj *ob)
 }
 
 /* Index of the entry named name in the symbol table scn (section header
- * sh): defined, of type type (and size size, unless 0), or an undefined
- * reference for a type < 0.  With full (.symtab), a global or weak
- * symbol first; else a local one only if it is the only one of that name:
- * the linker makes a hidden global local in a shared object or PIE, but
- * each translation unit may have a file-scope static of the same name,
- * and two of them leave no way to tell which one is the writer's.
+ * sh): defined, of type type (and size size, unless 0; of any type for
+ * LOOKUP_ANY_TYPE), or an undefined reference for a type < 0.  With full
+ * (.symtab), a global or weak symbol first; else a local one only if it
+ * is the only one of that name: the linker makes a hidden global local in
+ * a shared object or PIE, but each translation unit may have a file-scope
+ * static of the same name, and two of them leave no way to tell which one
+ * is the writer's.
  * lookup_sym(): defined STT_TLS of size 8 in .dynsym when defined is
  * true.  The symbols and their names are read straight from the section
  * data (class 64, native layout: libelf converts or copies when it
  * must): gelf_getsym() and elf_strptr() per symbol cost most of a dump's
  * ELF work, and a libc has thousands of symbols. */
+#define LOOKUP_ANY_TYPE 0x100 /* above every STT_* (4 bits) */
 static bool
 lookup_in(struct etls_elf *x,
 	  Elf_Scn *scn,
@@ -413,8 +415,9 @@ lookup_in(struct etls_elf *x,
 
 		if ((s->st_shndx == SHN_UNDEF) == (type >= 0))
 			continue;
-		if (type >= 0 && (ELF64_ST_TYPE(s->st_info) != (unsigned)type ||
-				  (size && s->st_size != size)))
+		if (type >= 0 && type != LOOKUP_ANY_TYPE &&
+		    (ELF64_ST_TYPE(s->st_info) != (unsigned)type ||
+		     (size && s->st_size != size)))
 			continue;
 		if (full && ELF64_ST_BIND(s->st_info) != STB_LOCAL &&
 		    ELF64_ST_BIND(s->st_info) != STB_GLOBAL &&
@@ -1092,14 +1095,75 @@ load_rank(const uint64_t *v, size_t n, uint64_t bias)
 	return SIZE_MAX;
 }
 
+/* The load order of the objects (link_map_biases()), read on first need
+ * only: most processes have one definition and need none. */
+struct load_order {
+	uint64_t *bias;
+	size_t n;
+	bool tried;
+};
+
+static void
+load_order_read(struct etls_proc *p, struct load_order *lo)
+{
+	if (lo->tried)
+		return;
+	lo->tried = true;
+	lo->bias = malloc(ETLS_LINK_MAPS_MAX * sizeof(*lo->bias));
+	if (lo->bias)
+		lo->n = link_map_biases(p, lo->bias, ETLS_LINK_MAPS_MAX);
+}
+
+/* Whether x's .dynsym defines name as something else than what OTEP-4947
+ * says, and what as: the first of these types it has one of (an 8-byte
+ * STT_TLS only without skip_valid: with it, an object that has one is a
+ * definer, not a wrong one).  One pass over the symbols for any type
+ * first: most objects do not have the name at all. */
+static bool
+misdef_in(struct etls_elf *x,
+	  const char *name,
+	  bool skip_valid,
+	  unsigned *type,
+	  uint64_t *size)
+{
+	static const int types[] = {STT_TLS,    STT_OBJECT, STT_NOTYPE,
+				    STT_COMMON, STT_FUNC,   STT_GNU_IFUNC};
+	size_t t, idx;
+	GElf_Sym s;
+
+	if (!lookup_sym_type(x, name, LOOKUP_ANY_TYPE, 0, &idx, &s))
+		return false;
+	for (t = 0; t < sizeof(types) / sizeof(types[0]); t++) {
+		if (!lookup_sym_type(x, name, types[t], 0, &idx, &s))
+			continue;
+		if (skip_valid && types[t] == STT_TLS && s.st_size == 8)
+			return false;
+		*type = (unsigned)types[t];
+		*size = s.st_size;
+		return true;
+	}
+	return false;
+}
+
+static void
+set_misdef(struct etls_symbol *sym,
+	   const struct etls_obj *ob,
+	   unsigned type,
+	   uint64_t size)
+{
+	sym->has_misdef = true;
+	snprintf(sym->misdef_module, sizeof(sym->misdef_module), "%s", ob->path);
+	sym->misdef_type = type;
+	sym->misdef_size = size;
+}
+
 int
 etls_proc_find(struct etls_proc *p, const char *name, struct etls_symbol *sym)
 {
 	/* Load order of the objects, read once a second definition shows
 	 * up: the loader binds the symbol to the first one in it. */
-	uint64_t *lm_bias = NULL;
-	size_t n_lm = 0, best_rank = SIZE_MAX;
-	bool lm_tried = false;
+	struct load_order lo = {0};
+	size_t best_rank = SIZE_MAX;
 	struct etls_objs *objs = &p->objs;
 	struct etls_symbol best, cur;
 	bool have = false, musl = false, exe_stripped = false, exe_static = false;
@@ -1157,14 +1221,11 @@ etls_proc_find(struct etls_proc *p, const char *name, struct etls_symbol *sym)
 		cur.is_exec |= p->exe_ok && (uint64_t)p->exe_st.st_ino == ob->inode;
 
 		best.n_definitions++;
-		if (have && !lm_tried) {
-			lm_tried = true;
-			lm_bias = malloc(ETLS_LINK_MAPS_MAX * sizeof(*lm_bias));
-			if (lm_bias)
-				n_lm = link_map_biases(p, lm_bias, ETLS_LINK_MAPS_MAX);
-			best_rank = load_rank(lm_bias, n_lm, best.bias);
+		if (have && !lo.tried) {
+			load_order_read(p, &lo);
+			best_rank = load_rank(lo.bias, lo.n, best.bias);
 		}
-		cur_rank = have ? load_rank(lm_bias, n_lm, cur.bias) : SIZE_MAX;
+		cur_rank = have ? load_rank(lo.bias, lo.n, cur.bias) : SIZE_MAX;
 		/* The executable comes first in the lookup scope; then the
 		 * libraries in load order, which /proc/PID/maps does not
 		 * follow (a library loaded later is mapped lower): the first
@@ -1192,7 +1253,7 @@ etls_proc_find(struct etls_proc *p, const char *name, struct etls_symbol *sym)
 			have = true;
 		}
 	}
-	free(lm_bias);
+	free(lo.bias);
 	if (!have) {
 		/* why none may have been found */
 		sym->n_objects = best.n_objects;
@@ -1204,22 +1265,13 @@ etls_proc_find(struct etls_proc *p, const char *name, struct etls_symbol *sym)
 		sym->exe_static = exe_static && !any_interp;
 		/* defined, but not as OTEP-4947 says: worth telling apart
 		 * from no definition at all */
-		for (i = 0; i < objs->n && !sym->has_misdef; i++) {
-			static const int types[] = {STT_TLS,    STT_OBJECT,
-						    STT_NOTYPE, STT_COMMON,
-						    STT_FUNC,   STT_GNU_IFUNC};
+		for (i = 0; i < objs->n; i++) {
 			struct etls_elf *x = obj_elf(p, &objs->v[i]);
-			size_t t, idx;
-			GElf_Sym s;
+			uint64_t size;
+			unsigned type;
 
-			for (t = 0; x && t < sizeof(types) / sizeof(types[0]); t++) {
-				if (!lookup_sym_type(x, name, types[t], 0, &idx, &s))
-					continue;
-				sym->has_misdef = true;
-				snprintf(sym->misdef_module, sizeof(sym->misdef_module),
-					 "%s", objs->v[i].path);
-				sym->misdef_type = (unsigned)types[t];
-				sym->misdef_size = s.st_size;
+			if (x && misdef_in(x, name, false, &type, &size)) {
+				set_misdef(sym, &objs->v[i], type, size);
 				break;
 			}
 		}
