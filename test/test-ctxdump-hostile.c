@@ -535,11 +535,23 @@ END_TEST
  * the program's was (for the 4-byte one, an address made of the record's
  * low half and the thread descriptor's: "cannot read the record", exit 1;
  * for the array, its first element: the program's record, shown as the
- * thread's context). */
+ * thread's context).  ctxdump names the wrong definition in one line on
+ * stderr and in "symbol_note", with the exit status of the dump: it is
+ * why the slot shown holds no context (old: nothing said, stderr empty,
+ * no "symbol_note"). */
 START_TEST(wrong_symbol_under_shim)
 {
 	static const char *const kinds[] = {"object", "size", "array", "func"};
-	char name[32], want[PATH_MAX + 64], *out, *err;
+	static const char *const as[] = {
+		"a global (not thread-local) object of 8 bytes (STT_OBJECT)",
+		"a thread-local of 4 bytes (STT_TLS)",
+		"a thread-local of 64 bytes (STT_TLS)", "a function (STT_FUNC)"};
+	static const char *const json_as[] = {
+		"(as a global (not thread-local) object of 8 bytes, STT_OBJECT)",
+		"(as a thread-local of 4 bytes, STT_TLS)",
+		"(as a thread-local of 64 bytes, STT_TLS)",
+		"(as a function, STT_FUNC)"};
+	char name[32], want[2 * PATH_MAX + 256], note[2 * PATH_MAX + 256], *out, *err;
 	struct target t;
 
 	snprintf(name, sizeof(name), "hostile-sym-%s", kinds[_i]);
@@ -548,6 +560,10 @@ START_TEST(wrong_symbol_under_shim)
 
 		target_start_as(&t, argv, true);
 	}
+	snprintf(note, sizeof(note),
+		 "ctxdump: %s also defines otel_thread_ctx_v1, as %s; showing the "
+		 "8-byte thread-local pointer in %s\n",
+		 test_helper_path(name), as[_i], test_shim_path());
 	ck_assert_int_eq(run_ctxdump(&out, &err, t.pid, NULL), 0);
 	snprintf(want, sizeof(want),
 		 "\nSymbol: otel_thread_ctx_v1 in %s (tlsdesc-static)\n",
@@ -555,7 +571,119 @@ START_TEST(wrong_symbol_under_shim)
 	expect_in(out, want);
 	expect_in(out, "\n    (no context)\n");
 	ck_assert_msg(!strstr(out, "trace_id="), "%s", out);
-	ck_assert_msg(!*err, "%s", err);
+	ck_assert_msg(!strstr(out, "also defin"), "%s", out);
+	/* that line alone, once */
+	ck_assert_str_eq(err, note);
+	free(out);
+	free(err);
+	ck_assert_int_eq(run_ctxdump(&out, &err, t.pid, "-j", NULL), 0);
+	assert_json(out);
+	snprintf(want, sizeof(want), "\"module\": \"%s\",", test_shim_path());
+	expect_in(out, want);
+	snprintf(want, sizeof(want),
+		 "\"symbol_note\": \"also defined in %s but not as the 8-byte "
+		 "thread-local pointer %s\"",
+		 test_helper_path(name), json_as[_i]);
+	expect_in(out, want);
+	ck_assert_msg(!strstr(out, "symbol_error"), "%s", out);
+	ck_assert_str_eq(err, note);
+	free(out);
+	free(err);
+	target_finish(&t);
+}
+END_TEST
+
+/* The program's path is the target's too: a copy of the function one
+ * named with an escape sequence is named escaped, on stderr and in JSON. */
+START_TEST(wrong_symbol_under_shim_named)
+{
+	char dir[] = "/tmp/ctxdump-hostile-XXXXXX", path[PATH_MAX],
+	     want[PATH_MAX + 256];
+	char *out, *err, *cp_err = NULL;
+	struct target t;
+	int st;
+
+	ck_assert_ptr_nonnull(test_mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/evil\x1b[7mprog", dir);
+	{
+		char *cp[] = {"/bin/cp", (char *)test_helper_path("hostile-sym-func"),
+			      path, NULL};
+
+		st = test_run_capture(cp, NULL, false, NULL, &cp_err, 30000);
+		ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "cp: %s", cp_err);
+		free(cp_err);
+	}
+	{
+		char *argv[] = {path, NULL};
+
+		target_start_as(&t, argv, true);
+	}
+	ck_assert_int_eq(run_ctxdump(&out, &err, t.pid, NULL), 0);
+	assert_no_controls("stdout", out);
+	assert_no_controls("stderr", err);
+	assert_messages(err);
+	snprintf(want, sizeof(want),
+		 "ctxdump: %s/evil\\x1b[7mprog also defines otel_thread_ctx_v1, as a "
+		 "function (STT_FUNC); showing the 8-byte thread-local pointer in %s\n",
+		 dir, test_shim_path());
+	ck_assert_str_eq(err, want);
+	free(out);
+	free(err);
+	ck_assert_int_eq(run_ctxdump(&out, &err, t.pid, "-j", NULL), 0);
+	assert_no_controls("stdout", out);
+	assert_json(out);
+	snprintf(want, sizeof(want),
+		 "\"symbol_note\": \"also defined in %s/evil\\u001b[7mprog but not as "
+		 "the 8-byte thread-local pointer (as a function, STT_FUNC)\"",
+		 dir);
+	expect_in(out, want);
+	free(out);
+	free(err);
+	target_finish(&t);
+	ck_assert_int_eq(unlink(path), 0);
+	ck_assert_int_eq(rmdir(dir), 0);
+}
+END_TEST
+
+/* A library that exports the name as a function, preloaded before the
+ * shim (a lookup by name finds it first) or after it (the shim's
+ * RTLD_NEXT lookup does): the shim is passive either way, and ctxdump
+ * names the library beside the shim's valid variable (old: nothing said,
+ * stderr empty, no "symbol_note"). */
+START_TEST(wrong_symbol_library_beside_shim)
+{
+	char lib[PATH_MAX], env0[2 * PATH_MAX + 16], want[2 * PATH_MAX + 256];
+	char *argv[] = {NULL, "--wait", "1", NULL}, *env[] = {env0, NULL};
+	char *out, *err;
+	struct target t;
+
+	snprintf(lib, sizeof(lib), "%s", test_helper_path("libsym-func.so"));
+	if (_i == 0)
+		snprintf(env0, sizeof(env0), "LD_PRELOAD=%s %s", lib, test_shim_path());
+	else
+		snprintf(env0, sizeof(env0), "LD_PRELOAD=%s %s", test_shim_path(), lib);
+	argv[0] = (char *)test_helper_path("threads");
+	target_start_env(&t, argv, env, false);
+	ck_assert_int_eq(run_ctxdump(&out, &err, t.pid, NULL), 0);
+	snprintf(want, sizeof(want),
+		 "\nSymbol: otel_thread_ctx_v1 in %s (tlsdesc-static)\n",
+		 test_shim_path());
+	expect_in(out, want);
+	ck_assert_msg(!strstr(out, "trace_id="), "%s", out);
+	snprintf(want, sizeof(want),
+		 "ctxdump: %s also defines otel_thread_ctx_v1, as a function "
+		 "(STT_FUNC); showing the 8-byte thread-local pointer in %s\n",
+		 lib, test_shim_path());
+	ck_assert_str_eq(err, want);
+	free(out);
+	free(err);
+	ck_assert_int_eq(run_ctxdump(&out, &err, t.pid, "-j", NULL), 0);
+	assert_json(out);
+	snprintf(want, sizeof(want),
+		 "\"symbol_note\": \"also defined in %s but not as the 8-byte "
+		 "thread-local pointer (as a function, STT_FUNC)\"",
+		 lib);
+	expect_in(out, want);
 	free(out);
 	free(err);
 	target_finish(&t);
@@ -954,6 +1082,8 @@ TEST_SUITE(ctxdump_hostile_suite)
 	tcase_add_loop_test(tc, wrong_symbol, 0, 4);
 	tcase_add_test(tc, wrong_symbol_other_layout);
 	tcase_add_loop_test(tc, wrong_symbol_under_shim, 0, 4);
+	tcase_add_test(tc, wrong_symbol_under_shim_named);
+	tcase_add_loop_test(tc, wrong_symbol_library_beside_shim, 0, 2);
 	tcase_add_test(tc, control_bytes_in_object_names);
 	tcase_add_test(tc, read_blocked_by_userfaultfd);
 	suite_add_tcase(s, tc);

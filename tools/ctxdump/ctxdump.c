@@ -1685,6 +1685,23 @@ dump_process(const struct ctxdump_control *ctl, unsigned slot_tries)
 		cli_warn("%u objects define " OTEL_THREAD_CTX_SYMBOL
 			 "; showing the one in %s",
 			 d->sym.n_definitions, escaped(d->sym.module));
+	/* A program that defines the name as something else runs under the
+	 * shim, which goes passive: the valid slot shown then holds no
+	 * context, and the wrong definition is why (doc/ctxdump.1,
+	 * DIAGNOSTICS).  Not an error: the exit status stays. */
+	if (d->has_symbol && d->sym.has_misdef) {
+		static char other[4 * PATH_MAX + 1];
+		char what[80];
+
+		/* escaped() has one buffer: the first path is copied out */
+		(void)snprintf(other, sizeof(other), "%s",
+			       escaped(d->sym.misdef_module));
+		cli_warn("%s also defines " OTEL_THREAD_CTX_SYMBOL
+			 ", as %s (%s); showing the 8-byte thread-local pointer in %s",
+			 other, output_misdef_what(&d->sym, what, sizeof(what)),
+			 output_elf_type_name(d->sym.misdef_type),
+			 escaped(d->sym.module));
+	}
 
 	shared_tps(&run);
 	/* no more lookups in the objects */

@@ -1157,13 +1157,70 @@ set_misdef(struct etls_symbol *sym,
 	sym->misdef_size = size;
 }
 
+/* A valid definition was found, in object chosen: does another object
+ * define the name as something else?  Such a program runs under the
+ * shim, which goes passive (preload/shim.c other_writer(): a lookup by
+ * name finds the wrong one, in the executable or an earlier object, or
+ * one after it), and its valid slot then holds no context, for a reason
+ * worth naming.  Of several, the one a lookup by name binds to: the
+ * executable's, else the first in load order (else in the maps). */
+static void
+find_misdef_beside(struct etls_proc *p,
+		   const char *name,
+		   size_t chosen,
+		   struct load_order *lo,
+		   struct etls_symbol *sym)
+{
+	struct etls_objs *objs = &p->objs;
+	size_t i, rank = SIZE_MAX; /* of the one kept, once compared */
+	uint64_t size, kept_bias = 0;
+	bool ranked = false, kept_bias_ok = false;
+	unsigned type;
+
+	for (i = 0; i < objs->n; i++) {
+		struct etls_obj *ob = &objs->v[i];
+		struct etls_elf *x;
+		size_t r;
+
+		if (i == chosen)
+			continue;
+		x = obj_elf(p, ob);
+		if (!x || !misdef_in(x, name, true, &type, &size))
+			continue;
+		if ((p->exe_ok && (uint64_t)p->exe_st.st_ino == ob->inode) ||
+		    x->eh.e_type == ET_EXEC) {
+			set_misdef(sym, ob, type, size);
+			return;
+		}
+		if (!sym->has_misdef) {
+			set_misdef(sym, ob, type, size);
+			kept_bias = x->bias;
+			kept_bias_ok = x->bias_ok;
+			continue;
+		}
+		/* a second one: the load order decides (an object whose
+		 * bias is unknown has no place in it) */
+		if (!ranked) {
+			load_order_read(p, lo);
+			rank = kept_bias_ok ? load_rank(lo->bias, lo->n, kept_bias)
+					    : SIZE_MAX;
+			ranked = true;
+		}
+		r = x->bias_ok ? load_rank(lo->bias, lo->n, x->bias) : SIZE_MAX;
+		if (r < rank) {
+			set_misdef(sym, ob, type, size);
+			rank = r;
+		}
+	}
+}
+
 int
 etls_proc_find(struct etls_proc *p, const char *name, struct etls_symbol *sym)
 {
 	/* Load order of the objects, read once a second definition shows
 	 * up: the loader binds the symbol to the first one in it. */
 	struct load_order lo = {0};
-	size_t best_rank = SIZE_MAX;
+	size_t best_rank = SIZE_MAX, best_i = 0;
 	struct etls_objs *objs = &p->objs;
 	struct etls_symbol best, cur;
 	bool have = false, musl = false, exe_stripped = false, exe_static = false;
@@ -1250,9 +1307,12 @@ etls_proc_find(struct etls_proc *p, const char *name, struct etls_symbol *sym)
 			best.unopenable_err = ue;
 			best.unopenable_deleted = ud;
 			best_rank = cur_rank;
+			best_i = k % objs->n;
 			have = true;
 		}
 	}
+	if (have)
+		find_misdef_beside(p, name, best_i, &lo, &best);
 	free(lo.bias);
 	if (!have) {
 		/* why none may have been found */

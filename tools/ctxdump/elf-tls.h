@@ -77,7 +77,11 @@ struct etls_symbol {
 	bool exe_static;
 	/* When etls_proc_find() returns -ENOENT: an object whose .dynsym
 	 * defines the name, but not as an 8-byte thread-local (another
-	 * type, or another size): what it is and where. */
+	 * type, or another size): what it is and where.  When it returns 0:
+	 * such an object besides the definer (a program that misdefines
+	 * the name under the shim, which then goes passive), the one a
+	 * lookup by name finds first: the executable, else the first in
+	 * load order. */
 	bool has_misdef;
 	char misdef_module[PATH_MAX];
 	unsigned misdef_type; /* STT_* */

@@ -405,9 +405,8 @@ symbol_misdefined(const struct dump *d)
 	return !d->has_symbol && !symbol_unread(d) && d->sym.has_misdef;
 }
 
-/* The ELF name as readelf -s prints it, for whoever looks the object up */
-static const char *
-elf_type_name(unsigned ty)
+const char *
+output_elf_type_name(unsigned ty)
 {
 	switch (ty) {
 	case STT_TLS:
@@ -437,7 +436,30 @@ symbol_misdef_why(const struct dump *d, char *buf)
 		       "(as %s, %s)",
 		       d->sym.misdef_module,
 		       output_misdef_what(&d->sym, what, sizeof(what)),
-		       elf_type_name(d->sym.misdef_type));
+		       output_elf_type_name(d->sym.misdef_type));
+	return buf;
+}
+
+/* A valid definition is shown, and another object defines the name as
+ * something else (etls_symbol's misdef_*): what follows "symbol_note",
+ * said as symbol_misdef_why() says it of an only, wrong definition. */
+static bool
+symbol_noted(const struct dump *d)
+{
+	return d->has_symbol && d->sym.has_misdef;
+}
+
+static const char *
+symbol_note(const struct dump *d, char *buf)
+{
+	char what[80];
+
+	(void)snprintf(buf, SYMBOL_WHY_MAX,
+		       "also defined in %s but not as the 8-byte thread-local "
+		       "pointer (as %s, %s)",
+		       d->sym.misdef_module,
+		       output_misdef_what(&d->sym, what, sizeof(what)),
+		       output_elf_type_name(d->sym.misdef_type));
 	return buf;
 }
 
@@ -1232,6 +1254,14 @@ json_symbol(struct jw *w, const struct dump *d)
 	else
 		jw_raw(w, "null");
 	jw_close(w, '}');
+	/* beside it, as "symbol_error" is when there is none: present
+	 * only when there is something to say */
+	if (symbol_noted(d)) {
+		static char why[SYMBOL_WHY_MAX];
+
+		jw_key(w, "symbol_note");
+		jw_cstr(w, symbol_note(d, why));
+	}
 }
 
 static void

@@ -32,6 +32,10 @@ const char *output_open_error(int err);
  * ctxdump.c's warning, so that it and the symbol line say it alike. */
 const char *output_misdef_what(const struct etls_symbol *s, char *buf, size_t n);
 
+/* The ELF symbol type ty (STT_*) as readelf -s names it ("STT_FUNC"), for
+ * whoever looks the object up; shared with ctxdump.c's warnings. */
+const char *output_elf_type_name(unsigned ty);
+
 /* Escapers, exposed for the tests of the tool. */
 /* Text: control bytes, DEL, C1 controls, backslash (and '"' if quote) and
  * bytes that are not valid UTF-8 become \xNN / \\ / \". */
