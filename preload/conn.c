@@ -270,6 +270,8 @@ static int conn_h2_k_tracestate = -1, conn_h2_k_traceparent = -1;
 static _Atomic bool conn_h2_lib;
 
 static void conn_h2_release(unsigned cap) __attribute__((noinline, cold));
+static inline unsigned conn_cap_take(struct ctxshim_conn *c);
+static void conn_cap_free(unsigned cap);
 
 /* ---- pool ---- */
 
@@ -424,9 +426,7 @@ conn_release_all(struct ctxshim_conn *c)
 	/* (c->cap is 0 but for a head in progress, or a connection followed
 	 * as FastCGI or HTTP/2.) */
 	if (__builtin_expect(c->cap != 0, 0))
-		conn_h2_release(c->cap);
-	conn_pool_release(c->cap);
-	c->cap = 0;
+		conn_cap_free(conn_cap_take(c));
 	c->qpush = 0;
 	atomic_store_explicit(&c->qpop, 0, memory_order_relaxed);
 	/* A stub is not on the list from pending (pending is 0 then). */
@@ -2302,10 +2302,44 @@ ctxshim_conn_fcgi_feed(struct ctxshim_conn *c,
  * bytes is "_OTHER" without an original, a path is kept to 256 bytes, a
  * traceparent that long is invalid); but a tracestate field cut or
  * unknown drops the whole list (its members would be wrong or missing:
- * W3C, better none than a wrong one). */
+ * W3C, better none than a wrong one).
+ *
+ * Two readers.  An application may read one connection from two threads
+ * at once (legal, if unusual for HTTP/2), or close it on one while a read
+ * on another is still being fed.  Their results are meaningless (each
+ * thread has part of the bytes: the scanner gives up, or a request gets
+ * no context or a wrong one), but no pool entry may be lost or freed
+ * twice, and they used to be: both feeds claimed a request entry for the
+ * same block and stored it over the other's, both stops freed the
+ * scanner's entry (the second time under its next owner), and a feed that
+ * outlived a close claimed a request entry into the freed scanner entry,
+ * which its next claim as a scanner zeroed (test-preload-pipeline.c,
+ * "h2": 2-3 entries lost in 2000 connections read by two threads, 20-60
+ * in 2000 closed while read).  So each index that two threads may write
+ * has its writes decide who owns it, with no lock: c->cap is let go with
+ * an exchange (a close, a MSG_TRUNC read: conn_cap_take()) or a
+ * compare-and-swap from the feed's own entry (a stop: conn_cap_take_own(),
+ * which also keeps a feed that outlived the connection off the
+ * connection now on the fd) and set by ctxshim_conn_h2_start() with a
+ * compare-and-swap from 0; the request entry is stored with a
+ * compare-and-swap from 0 (conn_h2_field()), checked against c->cap after
+ * it, and freed with an exchange (conn_h2_release()).  What remains, and
+ * cannot be closed without a lock: a feed may still write into entries
+ * freed under it until it sees c->cap change (it checks at each step),
+ * within their bounds (the scanner bounds its state, hook_h2_req_header()
+ * its request), so another connection's scanner or request may come out
+ * wrong, never leak.  A signal handler reading the connection in the
+ * middle of a read's feed on the same thread is not fed at all (the
+ * thread's busy flag, hooks/hook-socket.c), so it never races a feed. */
 
 /* Free the request entry the HTTP/2 scanner's entry cap names, if any
- * (cap: any c->cap; only an HTTP/2 scanner's entry names one). */
+ * (cap: any c->cap; only an HTTP/2 scanner's entry names one).  Taken
+ * with an exchange: two threads feeding one connection at once (an
+ * application reading one socket from two threads) may both end a block
+ * or stop the connection, and the entry must be freed once (a second
+ * release frees it under whoever claimed it in between).  The first load
+ * is sequentially consistent for conn_h2_field(): a claim it misses
+ * sees the connection let go of cap and takes its entry back. */
 static __attribute__((noinline, cold)) void
 conn_h2_release(unsigned cap)
 {
@@ -2314,14 +2348,60 @@ conn_h2_release(unsigned cap)
 	if (!cap || cap > CONN_POOL_N)
 		return;
 	e = &conn_pool[cap - 1];
-	if (__builtin_expect(e->h2_req == 0 && !e->h2_lost, 1))
+	if (__builtin_expect(__atomic_load_n(&e->h2_req, __ATOMIC_SEQ_CST) == 0 &&
+				     !e->h2_lost,
+			     1))
 		return;
-	conn_pool_release(e->h2_req);
-	e->h2_req = 0;
+	conn_pool_release(__atomic_exchange_n(&e->h2_req, 0, __ATOMIC_SEQ_CST));
 	e->h2_lost = false;
 }
 
-static int conn_h2_stop(struct ctxshim_conn *c, struct ctxshim_ctx **full);
+/* Take c's pool entry (c->cap) away from c, to free it: an exchange, so
+ * that of two threads letting go of it at once (a close and a read, two
+ * reads of one socket that both stop its HTTP/2 scanner) only one frees
+ * it; the other's release would free it under its next owner.  Off the
+ * keep-alive path (c->cap is 0 there). */
+static inline unsigned
+conn_cap_take(struct ctxshim_conn *c)
+{
+	return __atomic_exchange_n(&c->cap, 0, __ATOMIC_SEQ_CST);
+}
+
+/* c's entry idx, if it still is (a compare-and-swap): what a feed of an
+ * HTTP/2 or FastCGI connection uses to let go of the entry it fed, which
+ * another thread may have freed meanwhile (and then c->cap is 0, or
+ * another connection's entry if the fd was reused). */
+static inline bool
+conn_cap_take_own(struct ctxshim_conn *c, unsigned idx)
+{
+	uint16_t want = (uint16_t)idx;
+
+	return idx && __atomic_compare_exchange_n(&c->cap, &want, 0, false,
+						  __ATOMIC_SEQ_CST, __ATOMIC_RELAXED);
+}
+
+/* A scanner's entry just claimed: a request entry it still names was
+ * claimed by a feed that outlived the entry's last connection and found
+ * its connection on this entry again (conn_h2_field()): it is nobody's,
+ * free it (else it is lost for good). */
+static inline void
+conn_h2_req_stale(struct conn_pool_entry *e)
+{
+	conn_pool_release(__atomic_exchange_n(&e->h2_req, 0, __ATOMIC_SEQ_CST));
+}
+
+/* Free what conn_cap_take() took: the entry, and the request entry an
+ * HTTP/2 scanner's names. */
+static void
+conn_cap_free(unsigned cap)
+{
+	if (__builtin_expect(cap != 0, 0))
+		conn_h2_release(cap);
+	conn_pool_release(cap);
+}
+
+static int
+conn_h2_stop(struct ctxshim_conn *c, unsigned idx, struct ctxshim_ctx **full);
 
 bool
 ctxshim_conn_h2_upgraded(const struct ctxshim_conn *c)
@@ -2410,17 +2490,18 @@ ctxshim_conn_h2_candidate(int fd, uint32_t gen)
  * connection over gets it before stream 1 is answered (that response is
  * nghttp2's), as before. */
 static __attribute__((noinline, cold)) void
-conn_h2_undo(struct ctxshim_conn *c)
+conn_h2_undo(struct ctxshim_conn *c, unsigned idx)
 {
+	/* Another thread let go of it first (conn_h2_stop()). */
+	if (!conn_cap_take_own(c, idx))
+		return;
 	if (ctxshim_conn_answered(c)) {
 		conn_seq_begin(c);
 		conn_flags_update(c, CONN_F_HAS_CTX, 0);
 		conn_seq_end(c);
 	}
 	conn_flags_update(c, CONN_F_OVERFLOW, 0);
-	conn_h2_release(c->cap);
-	conn_pool_release(c->cap);
-	c->cap = 0;
+	conn_cap_free(idx);
 	conn_set_answered(c, true);
 }
 
@@ -2433,12 +2514,14 @@ ctxshim_conn_h2_library(struct ctxshim_conn *c)
 	if (!atomic_load_explicit(&conn_h2_lib, memory_order_relaxed))
 		atomic_store_explicit(&conn_h2_lib, true, memory_order_relaxed);
 	if (c && ctxshim_conn_h2(c)) {
+		unsigned idx = c->cap;
+
 		if (ctxshim_conn_h2_upgraded(c)) {
-			conn_h2_undo(c);
+			conn_h2_undo(c, idx);
 			return 0;
 		}
-		stream = (uint32_t)conn_pool[c->cap - 1].hold;
-		(void)conn_h2_stop(c, &full);
+		stream = (uint32_t)conn_pool[idx - 1].hold;
+		(void)conn_h2_stop(c, idx, &full);
 	}
 	return stream;
 }
@@ -2454,11 +2537,17 @@ ctxshim_conn_h2_start(struct ctxshim_conn *c, unsigned preface_seen)
 		return CONN_START_POOL_FULL;
 	h2_scan_reset(&conn_pool[idx - 1].u.h2.scan, preface_seen);
 	h2_out_reset(&conn_pool[idx - 1].u.h2.out);
-	conn_pool[idx - 1].h2_req = 0;
+	conn_h2_req_stale(&conn_pool[idx - 1]);
 	conn_pool[idx - 1].h2_lost = false;
 	conn_pool[idx - 1].h2_up = false;
 	conn_pool[idx - 1].hold = 0;
-	c->cap = (uint16_t)idx;
+	/* A compare-and-swap: two reads of one socket at once can both
+	 * find the preface (the first entry would be lost for good). */
+	if (!__atomic_compare_exchange_n(&c->cap, &(uint16_t){0}, (uint16_t)idx, false,
+					 __ATOMIC_SEQ_CST, __ATOMIC_RELAXED)) {
+		conn_pool_release(idx);
+		return CONN_START_NO;
+	}
 	/* The HTTP scanner stays given up on the preface (reason "http2"):
 	 * that and c->cap make the connection one followed as HTTP/2
 	 * (ctxshim_conn_h2()).  CONN_F_OVERFLOW (never set otherwise on a
@@ -2472,11 +2561,12 @@ ctxshim_conn_h2_start(struct ctxshim_conn *c, unsigned preface_seen)
 /* The scanner reported a field of the new request's block: into its
  * request (e's request entry, claimed at its first field). */
 static __attribute__((cold)) void
-conn_h2_field(struct conn_pool_entry *e, const struct h2_scan *st)
+conn_h2_field(struct ctxshim_conn *c, unsigned own, const struct h2_scan *st)
 {
+	struct conn_pool_entry *e = &conn_pool[own - 1];
 	struct h2_scan_field f;
 	struct hook_h2_req *q;
-	unsigned k;
+	unsigned k, r;
 
 	if (e->h2_lost)
 		return;
@@ -2489,8 +2579,9 @@ conn_h2_field(struct conn_pool_entry *e, const struct h2_scan *st)
 		e->h2_lost = true;
 		return;
 	}
-	if (!e->h2_req) {
+	if (!__atomic_load_n(&e->h2_req, __ATOMIC_RELAXED)) {
 		unsigned idx = conn_pool_claim();
+		uint16_t none = 0;
 
 		if (!idx) {
 			/* Its request gets no context (as a head's without a
@@ -2498,10 +2589,34 @@ conn_h2_field(struct conn_pool_entry *e, const struct h2_scan *st)
 			e->h2_lost = true;
 			return;
 		}
-		e->h2_req = (uint16_t)idx;
 		hook_h2_req_init(&conn_pool[idx - 1].u.h2req);
+		/* Stored with a compare-and-swap, then c checked to still
+		 * hold e: two threads reading one socket at once both claim
+		 * here (the loser frees its entry and uses the winner's), and
+		 * a close or a stop on another thread (conn_cap_take(),
+		 * conn_h2_release()) may have let go of e meanwhile: either
+		 * its release saw this store, or this sees c->cap changed
+		 * (both sequentially consistent) and takes the entry back.
+		 * Else the entry stayed named by a freed one, lost for good
+		 * (conn_h2_req_stale() catches the one case left: the fd
+		 * reused, and the entry claimed again for it). */
+		if (!__atomic_compare_exchange_n(&e->h2_req, &none, (uint16_t)idx,
+						 false, __ATOMIC_SEQ_CST,
+						 __ATOMIC_RELAXED)) {
+			conn_pool_release(idx);
+		} else if (__atomic_load_n(&c->cap, __ATOMIC_SEQ_CST) != own) {
+			none = (uint16_t)idx;
+			if (__atomic_compare_exchange_n(&e->h2_req, &none, 0, false,
+							__ATOMIC_SEQ_CST,
+							__ATOMIC_RELAXED))
+				conn_pool_release(idx);
+			return;
+		}
 	}
-	q = &conn_pool[e->h2_req - 1].u.h2req;
+	r = __atomic_load_n(&e->h2_req, __ATOMIC_RELAXED);
+	if (!r || r > CONN_POOL_N)
+		return;
+	q = &conn_pool[r - 1].u.h2req;
 	k = f.k;
 	if (k >= conn_h2_cfg.n || k >= H2_SCAN_KEEP_MAX)
 		return;
@@ -2557,9 +2672,9 @@ conn_h2_request(struct ctxshim_conn *c,
 		struct ctxshim_ctx **full)
 {
 	uint8_t f = atomic_load_explicit(&c->flags, memory_order_relaxed);
-	const struct hook_h2_req *q = e->h2_req && e->h2_req <= CONN_POOL_N
-					      ? &conn_pool[e->h2_req - 1].u.h2req
-					      : NULL;
+	unsigned r = __atomic_load_n(&e->h2_req, __ATOMIC_RELAXED);
+	const struct hook_h2_req *q =
+		r && r <= CONN_POOL_N ? &conn_pool[r - 1].u.h2req : NULL;
 	bool ctx = n_new == 1 && !e->h2_lost;
 	struct ctxshim_ctx *b = NULL;
 	/* The previous request not answered: this one replaces it
@@ -2593,7 +2708,9 @@ conn_h2_request(struct ctxshim_conn *c,
 	conn_seq_end(c);
 	if (replaces)
 		conn_replaced(c, was);
-	conn_h2_release(c->cap);
+	/* e's, not c->cap's: another thread may have let go of e, and c->cap
+	 * may be the entry of the connection accepted on the fd since. */
+	conn_h2_release((unsigned)(e - conn_pool) + 1);
 	if (n_new > 1)
 		return CONN_FEED_SEVERAL;
 	return b ? CONN_FEED_FULL : CONN_FEED_NEW;
@@ -2601,20 +2718,23 @@ conn_h2_request(struct ctxshim_conn *c,
 
 /* Stop following c as HTTP/2 ("HTTP/2" above). */
 static __attribute__((noinline, cold)) int
-conn_h2_stop(struct ctxshim_conn *c, struct ctxshim_ctx **full)
+conn_h2_stop(struct ctxshim_conn *c, unsigned idx, struct ctxshim_ctx **full)
 {
 	if (*full) {
 		ctxshim_build_cancel();
 		*full = NULL;
 	}
+	/* Another thread let go of entry idx first (stopped the connection
+	 * too, or closed it): it did the rest, and c may be another
+	 * connection by now. */
+	if (!conn_cap_take_own(c, idx))
+		return CONN_FEED_H2_STOP;
 	/* Its writes take the inline path again (the request, without a
 	 * context, answered by the first write). */
 	conn_seq_begin(c);
 	conn_flags_update(c, CONN_F_HAS_CTX | CONN_F_OVERFLOW, 0);
 	conn_seq_end(c);
-	conn_h2_release(c->cap);
-	conn_pool_release(c->cap);
-	c->cap = 0;
+	conn_cap_free(idx);
 	http_scan_stop(&c->scan);
 	return CONN_FEED_H2_STOP;
 }
@@ -2641,10 +2761,10 @@ ctxshim_conn_h2_feed(struct ctxshim_conn *c,
 				ctxshim_build_cancel();
 				*full = NULL;
 			}
-			conn_h2_undo(c);
+			conn_h2_undo(c, idx);
 			return CONN_FEED_NONE;
 		}
-		return conn_h2_stop(c, full);
+		return conn_h2_stop(c, idx, full);
 	}
 	/* After a field or a request, the scanner is called again even with
 	 * no bytes left, for what it still has to report at that point;
@@ -2653,18 +2773,23 @@ ctxshim_conn_h2_feed(struct ctxshim_conn *c,
 	while (idle < 2 * H2_SCAN_KEEP_MAX + 4) {
 		enum h2_scan_status r;
 
+		/* Another thread let go of e (a close, a stop): no more of
+		 * it (this narrows the window in which a feed writes to an
+		 * entry freed under it; it cannot close it without a lock). */
+		if (__atomic_load_n(&c->cap, __ATOMIC_RELAXED) != idx)
+			break;
 		n = 0;
 		r = h2_scan_feed(&e->u.h2.scan, &conn_h2_cfg, p + off, len - off, &n);
 		off += n;
 		idle = n ? 0 : idle + 1;
 		if (r == H2_SCAN_FIELD) {
-			conn_h2_field(e, &e->u.h2.scan);
+			conn_h2_field(c, idx, &e->u.h2.scan);
 		} else if (r == H2_SCAN_REQUEST) {
 			if (*n_new < UINT8_MAX)
 				(*n_new)++;
 			became = conn_h2_request(c, e, *n_new, full);
 		} else if (r == H2_SCAN_GAVE_UP) {
-			return conn_h2_stop(c, full);
+			return conn_h2_stop(c, idx, full);
 		} else if (off >= len) {
 			break;
 		}
@@ -2678,9 +2803,8 @@ ctxshim_conn_lost(struct ctxshim_conn *c)
 	if (ctxshim_conn_h2(c))
 		conn_flags_update(c, CONN_F_OVERFLOW, 0);
 	http_scan_stop(&c->scan);
-	conn_h2_release(c->cap);
-	conn_pool_release(c->cap);
-	c->cap = 0;
+	if (c->cap)
+		conn_cap_free(conn_cap_take(c));
 }
 
 /* The writer popped the last queued entry (pending 0) and the reader had
@@ -3096,7 +3220,7 @@ ctxshim_conn_h2_upgrade(struct ctxshim_conn *c,
 	h2_scan_reset(&e->u.h2.scan, 0);
 	h2_scan_upgraded(&e->u.h2.scan);
 	h2_out_reset(&e->u.h2.out);
-	e->h2_req = 0;
+	conn_h2_req_stale(e);
 	e->h2_lost = false;
 	e->h2_up = true;
 	/* Stream 1 is the current request's, if it has a context (a request

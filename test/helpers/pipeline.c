@@ -45,6 +45,24 @@
  *                              closed, a new one is followed again.  With
  *                              CTXSHIM_EVENTS a file, prints "POOLFULL n",
  *                              the lines with reason pool-full
+ *   pipeline h2-readers N      N h2c connections (prior knowledge), each read
+ *                              by two threads at once in small reads while
+ *                              its client sends header blocks that open
+ *                              streams (legal, if unusual: both threads
+ *                              feed the connection's HTTP/2 scanner and
+ *                              request entries), then closed: afterwards
+ *                              POOL simultaneous split heads must all get
+ *                              their context (no entry lost)
+ *   pipeline h2-stop N         N h2c connections, each read by two threads
+ *                              at once: one feeds many header blocks (one
+ *                              large read) while the other reads with
+ *                              MSG_TRUNC, which stops its scanner;
+ *                              afterwards the pool must be whole, as
+ *                              above
+ *   pipeline h2-close N        N h2c connections, each read (one large
+ *                              read of many header blocks) on one thread
+ *                              while another closes it: afterwards the
+ *                              pool must be whole, as above
  *   pipeline replace           a FastCGI connection (FCGI_KEEP_CONN) whose
  *                              client multiplexes REPLACE requests, each
  *                              read by the server and never answered:
@@ -90,6 +108,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -1115,6 +1134,185 @@ t_reserve(const char *proto)
 	close(ps);
 }
 
+/* ---- h2-readers, h2-close ---- */
+
+/* Connections raced at once, and header blocks each client sends. */
+#define H2R_CONNS  4
+#define H2R_BLOCKS 48
+
+struct h2r {
+	int c, s;
+	unsigned k;
+	_Atomic int reading, done;
+	pthread_t r[2];
+};
+
+/* Header blocks that open streams 1, 3, 5, ... of request k: :method,
+ * :path and a traceparent, literals without indexing, and every third
+ * traceparent with incremental indexing (the dynamic table's model then
+ * changes too). */
+static size_t
+h2r_blocks(uint8_t *b, unsigned k, unsigned n)
+{
+	size_t len = 0;
+	unsigned i;
+
+	for (i = 0; i < n; i++) {
+		char path[24], tp[64];
+		size_t body = 9;
+		uint8_t *f = b + len;
+
+		snprintf(path, sizeof(path), "/p%u", k + i);
+		snprintf(tp, sizeof(tp), "00-%032x-00000000000000%02x-01", k + i + 1,
+			 ((k + i) % 250) + 1);
+		f[body++] = 0x82; /* :method GET */
+		f[body++] = 0x86; /* :scheme http */
+		body += hpack_lit(f + body, ":path", path);
+		body += hpack_lit(f + body, "traceparent", tp);
+		if (i % 3 == 2)
+			f[9 + 2 + 3 + 5 + strlen(path)] = 0x40;
+		(void)h2_frame(f, body - 9, 1, 0x5, 2 * i + 1);
+		len += body;
+	}
+	return len;
+}
+
+/* Small reads of varying length, so that both threads feed the scanner
+ * through most of the client's bytes. */
+static void *
+h2r_reader(void *arg)
+{
+	struct h2r *x = arg;
+	char buf[64];
+	unsigned i = (unsigned)(uintptr_t)pthread_self();
+	ssize_t n;
+
+	do
+		n = read(x->s, buf, 1 + i++ % sizeof(buf));
+	while (n > 0 || (n < 0 && errno == EINTR));
+	return NULL;
+}
+
+enum h2r_mode {
+	H2R_TWO,   /* two threads read at once */
+	H2R_STOP,  /* one feeds blocks, the other's read stops the scanner */
+	H2R_CLOSE, /* one feeds blocks, the other closes */
+};
+
+/* One read of everything the client sent (many blocks, one feed), while
+ * the main thread reads what comes next or closes the descriptor. */
+static void *
+h2r_big_reader(void *arg)
+{
+	struct h2r *x = arg;
+	static __thread char buf[65536];
+
+	x->reading = 1;
+	(void)read(x->s, buf, sizeof(buf));
+	x->done = 1;
+	return NULL;
+}
+
+/* H2R_STOP, on the main thread: once x's reader has taken the blocks off
+ * the socket (and feeds them), a frame read here with MSG_TRUNC (its
+ * bytes discarded: the scanner cannot follow any more, and the
+ * connection lets go of its entries) while the reader's feed goes on.  A
+ * frame to give up on would not do: with the state shared, it is as
+ * likely taken as part of the block being fed. */
+static void
+h2r_stop(struct h2r *x)
+{
+	uint8_t ping[9 + 8] = {0};
+	size_t left;
+	int q = 0;
+
+	while (!x->done && ioctl(x->s, FIONREAD, &q) == 0 && q > 0)
+		sched_yield();
+	if (ioctl(x->s, FIONREAD, &q) != 0)
+		q = 0;
+	send_all(x->c, (const char *)ping, h2_frame(ping, 8, 0x6, 0, 0) + 8);
+	for (left = (size_t)q + sizeof(ping); left;) {
+		ssize_t r = recv(x->s, NULL, left, MSG_TRUNC);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			die("recv");
+		left -= (size_t)r;
+	}
+}
+
+static void
+t_h2_readers(unsigned n, enum h2r_mode mode)
+{
+	static const char *const what[] = {"read by two threads",
+					   "stopped by one of two readers",
+					   "closed while read"};
+	static uint8_t b[H2R_BLOCKS * 160];
+	struct h2r x[H2R_CONNS];
+	unsigned round, i, t, got;
+	uint8_t pre[64];
+	size_t plen = h2_preface(pre), blen;
+	int *c, *s;
+
+	for (round = 0; round < (n + H2R_CONNS - 1) / H2R_CONNS; round++) {
+		memset(x, 0, sizeof(x));
+		for (i = 0; i < H2R_CONNS; i++) {
+			pair(&x[i].c, &x[i].s);
+			/* The preface on this thread: followed as HTTP/2. */
+			send_all(x[i].c, (const char *)pre, plen);
+			read_n(x[i].s, plen);
+			x[i].k = (round * H2R_CONNS + i) * H2R_BLOCKS;
+			if (mode != H2R_TWO) {
+				blen = h2r_blocks(b, x[i].k, H2R_BLOCKS);
+				send_all(x[i].c, (const char *)b, blen);
+				if (pthread_create(&x[i].r[0], NULL, h2r_big_reader,
+						   &x[i]))
+					die("pthread_create");
+				continue;
+			}
+			for (t = 0; t < 2; t++)
+				if (pthread_create(&x[i].r[t], NULL, h2r_reader, &x[i]))
+					die("pthread_create");
+		}
+		for (i = 0; i < H2R_CONNS; i++) {
+			if (mode != H2R_TWO) {
+				while (!x[i].reading)
+					;
+				if (mode == H2R_STOP)
+					h2r_stop(&x[i]);
+				else
+					close(x[i].s);
+				pthread_join(x[i].r[0], NULL);
+				close(x[i].c);
+				if (mode == H2R_STOP)
+					close(x[i].s);
+				continue;
+			}
+			blen = h2r_blocks(b, x[i].k, H2R_BLOCKS);
+			send_all(x[i].c, (const char *)b, blen);
+			shutdown(x[i].c, SHUT_WR);
+		}
+		if (mode != H2R_TWO)
+			continue;
+		for (i = 0; i < H2R_CONNS; i++) {
+			for (t = 0; t < 2; t++)
+				pthread_join(x[i].r[t], NULL);
+			close(x[i].c);
+			close(x[i].s);
+		}
+	}
+	/* Every connection is closed, so every entry is free again: one still
+	 * missing leaked. */
+	open_n(&c, &s, POOL);
+	got = split_heads(c, s, POOL, 100000);
+	CHECK(got == POOL,
+	      "after %u HTTP/2 connections %s, only %u of %u simultaneous split "
+	      "heads got a context: %u pool entries leaked",
+	      n, what[mode], got, POOL, POOL - got);
+	close_n(c, s, POOL);
+}
+
 /* ---- replace ---- */
 
 #define REPLACE 600
@@ -1187,12 +1385,19 @@ main(int argc, char **argv)
 		t_reserve(argc > 2 ? argv[2] : "");
 	else if (strcmp(mode, "replace") == 0)
 		t_replace();
+	else if (strcmp(mode, "h2-readers") == 0 || strcmp(mode, "h2-stop") == 0 ||
+		 strcmp(mode, "h2-close") == 0)
+		t_h2_readers(argc > 2 ? (unsigned)strtoul(argv[2], NULL, 10) : 2000,
+			     mode[3] == 'r'   ? H2R_TWO
+			     : mode[3] == 's' ? H2R_STOP
+					      : H2R_CLOSE);
 	else if (strcmp(mode, "two-threads") == 0)
 		t_two_threads(argc > 2 ? (unsigned)strtoul(argv[2], NULL, 10) : 20000);
 	else {
 		fprintf(stderr, "usage: pipeline "
 				"interleaved|exhausted|flood|keepalive|headbody|gaveup|"
-				"two-threads [N]|reserve fcgi|h2c|replace\n");
+				"two-threads [N]|reserve fcgi|h2c|replace|"
+				"h2-readers|h2-stop|h2-close [N]\n");
 		return 2;
 	}
 	{
