@@ -2406,8 +2406,12 @@ conn_h2_stop(struct ctxshim_conn *c, unsigned idx, struct ctxshim_ctx **full);
 bool
 ctxshim_conn_h2_upgraded(const struct ctxshim_conn *c)
 {
-	return ctxshim_conn_h2(c) && c->cap <= CONN_POOL_N &&
-	       conn_pool[c->cap - 1].h2_up;
+	/* c->cap loaded once: a stop or a close on another thread may zero
+	 * it between two loads (conn_h2_written()). */
+	unsigned cap = __atomic_load_n(&c->cap, __ATOMIC_RELAXED);
+
+	return ctxshim_conn_h2(c) && cap && cap <= CONN_POOL_N &&
+	       conn_pool[cap - 1].h2_up;
 }
 
 /* Upgrade candidates (conn.h).  A table of their own, not a bit of the
@@ -2514,9 +2518,11 @@ ctxshim_conn_h2_library(struct ctxshim_conn *c)
 	if (!atomic_load_explicit(&conn_h2_lib, memory_order_relaxed))
 		atomic_store_explicit(&conn_h2_lib, true, memory_order_relaxed);
 	if (c && ctxshim_conn_h2(c)) {
-		unsigned idx = c->cap;
+		unsigned idx = __atomic_load_n(&c->cap, __ATOMIC_RELAXED);
 
-		if (ctxshim_conn_h2_upgraded(c)) {
+		if (!idx || idx > CONN_POOL_N)
+			return 0;
+		if (conn_pool[idx - 1].h2_up) {
 			conn_h2_undo(c, idx);
 			return 0;
 		}
@@ -3081,12 +3087,24 @@ conn_h2_written(struct ctxshim_conn *c,
 		size_t iovcnt,
 		size_t skip)
 {
-	struct conn_pool_entry *e = &conn_pool[c->cap - 1];
-	struct h2_out *o = &e->u.h2.out;
+	/* c->cap loaded once, and checked: the caller's ctxshim_conn_h2()
+	 * saw it non-zero, but a reading thread may have stopped the
+	 * connection since (or another closed it), and conn_pool[-1] is
+	 * the end of conn_pool_used: the frame walk wrote into the pool's
+	 * bitmap.  An entry freed meanwhile is still walked (bounded, the
+	 * 16 bytes of its h2_out: "Two readers" above). */
+	unsigned cap = __atomic_load_n(&c->cap, __ATOMIC_RELAXED);
+	struct conn_pool_entry *e;
+	struct h2_out *o;
 	uint32_t s1 = atomic_load_explicit(&c->seq, memory_order_acquire), stream;
 	size_t known = 0, i, k, d;
 	int hit = 0, r;
 	uint8_t f, tag = (uint8_t)(s1 >> 1);
+
+	if (!cap || cap > CONN_POOL_N)
+		return;
+	e = &conn_pool[cap - 1];
+	o = &e->u.h2.out;
 
 	/* skip: the write's first bytes are no frames (the 101 of an
 	 * upgrade, "Upgrade: h2c" above); they are within what was written
