@@ -60,7 +60,8 @@
  * and for the current request only when it moves on to a queued
  * pipelined one.  The keep-alive request/response cycle uses no
  * lock-prefixed instruction when its head comes in one read (else the
- * pool entry's two, each ~20 cycles, and the shim's whole budget per
+ * pool entry's two, each ~20 cycles, and two more on c->cap for a head
+ * split across reads: "Two readers" below; the shim's whole budget per
  * nginx request is ~1 % of 8 us): seq and answered are plain stores by
  * their single writer, and flags are left alone when they do not change.  What else uses atomic
  * read-modify-writes, off that cycle: flags changes (a library hook may
@@ -270,7 +271,6 @@ static int conn_h2_k_tracestate = -1, conn_h2_k_traceparent = -1;
 static _Atomic bool conn_h2_lib;
 
 static void conn_h2_release(unsigned cap) __attribute__((noinline, cold));
-static inline unsigned conn_cap_take(struct ctxshim_conn *c);
 static void conn_cap_free(unsigned cap);
 
 /* ---- pool ---- */
@@ -411,6 +411,30 @@ conn_fifo_drain(unsigned idx, unsigned own_tail)
 		idx = next;
 	}
 	return false;
+}
+
+/* Take c's pool entry (c->cap) away from c, to free it: an exchange, so
+ * that of two threads letting go of it at once (a close and a read, two
+ * reads of one socket that both stop its HTTP/2 scanner) only one frees
+ * it; the other's release would free it under its next owner.  Off the
+ * keep-alive path (c->cap is 0 there). */
+static inline unsigned
+conn_cap_take(struct ctxshim_conn *c)
+{
+	return __atomic_exchange_n(&c->cap, 0, __ATOMIC_SEQ_CST);
+}
+
+/* c's entry idx, if it still is (a compare-and-swap): what a feed of an
+ * HTTP/2 or FastCGI connection uses to let go of the entry it fed, which
+ * another thread may have freed meanwhile (and then c->cap is 0, or
+ * another connection's entry if the fd was reused). */
+static inline bool
+conn_cap_take_own(struct ctxshim_conn *c, unsigned idx)
+{
+	uint16_t want = (uint16_t)idx;
+
+	return idx && __atomic_compare_exchange_n(&c->cap, &want, 0, false,
+						  __ATOMIC_SEQ_CST, __ATOMIC_RELAXED);
 }
 
 /* Fd life cycle: free everything.  I/O on the connection through another
@@ -2060,7 +2084,7 @@ ctxshim_conn_feed_loop(struct ctxshim_conn *c,
 	int became = CONN_FEED_NONE;
 
 	while (off < len && !http_scan_gave_up(&c->scan)) {
-		unsigned idx = c->cap;
+		unsigned held = c->cap, idx = held;
 		struct http_scan_capture *cap;
 		enum http_scan_status r;
 
@@ -2074,9 +2098,19 @@ ctxshim_conn_feed_loop(struct ctxshim_conn *c,
 				   len - off, &n);
 		off += n;
 		if (r == HTTP_SCAN_MORE && http_scan_in_head(&c->scan)) {
+			uint16_t none = 0;
+
 			/* Head split across reads (all bytes consumed): keep
-			 * its capture. */
-			c->cap = (uint16_t)idx;
+			 * its capture, stored with a compare-and-swap: a
+			 * second thread reading the socket at once (which
+			 * conn.h rules out, but an application may do) may
+			 * store its own, and the loser's entry is freed, not
+			 * lost for good. */
+			if (!held && idx &&
+			    !__atomic_compare_exchange_n(&c->cap, &none, (uint16_t)idx,
+							 false, __ATOMIC_SEQ_CST,
+							 __ATOMIC_RELAXED))
+				conn_pool_release(idx);
 			break;
 		}
 		if (__builtin_expect(r == HTTP_SCAN_HEAD, 1)) {
@@ -2086,9 +2120,13 @@ ctxshim_conn_feed_loop(struct ctxshim_conn *c,
 				became = h;
 		}
 		/* The head that held the pool entry is over (done, or it never
-		 * completes: the scanner gave up). */
-		conn_pool_release(idx);
-		c->cap = 0;
+		 * completes: the scanner gave up).  An entry of this read's
+		 * alone is freed; one c held is taken from it first, so that
+		 * of two threads (as above) only one frees it. */
+		if (!held)
+			conn_pool_release(idx);
+		else if (conn_cap_take_own(c, held))
+			conn_pool_release(held);
 		if (r == HTTP_SCAN_GAVE_UP || (r != HTTP_SCAN_HEAD && n == 0))
 			break;
 	}
@@ -2314,8 +2352,9 @@ ctxshim_conn_fcgi_feed(struct ctxshim_conn *c,
  * scanner's entry (the second time under its next owner), and a feed that
  * outlived a close claimed a request entry into the freed scanner entry,
  * which its next claim as a scanner zeroed (test-preload-pipeline.c,
- * "h2": 2-3 entries lost in 2000 connections read by two threads, 20-60
- * in 2000 closed while read).  So each index that two threads may write
+ * "readers": in 2000 connections, 0-3 entries lost with two readers,
+ * 28-48 with one stopping the scanner during the other's feed, 21-146
+ * with a close during a feed).  So each index that two threads may write
  * has its writes decide who owns it, with no lock: c->cap is let go with
  * an exchange (a close, a MSG_TRUNC read: conn_cap_take()) or a
  * compare-and-swap from the feed's own entry (a stop: conn_cap_take_own(),
@@ -2328,9 +2367,16 @@ ctxshim_conn_fcgi_feed(struct ctxshim_conn *c,
  * freed under it until it sees c->cap change (it checks at each step),
  * within their bounds (the scanner bounds its state, hook_h2_req_header()
  * its request), so another connection's scanner or request may come out
- * wrong, never leak.  A signal handler reading the connection in the
- * middle of a read's feed on the same thread is not fed at all (the
- * thread's busy flag, hooks/hook-socket.c), so it never races a feed. */
+ * wrong, never leak.  An HTTP/1 head split across reads is kept the same
+ * way (ctxshim_conn_feed_loop(): c->cap stored with a compare-and-swap
+ * from 0, taken back with conn_cap_take_own(); two readers lost 4-11
+ * entries in 3000 connections).  Not covered: the pipelining FIFO has one
+ * producer by design ("Pipelining FIFO"), and two readers that both queue
+ * pipelined heads still lose entries there (10 in 1500 connections of 16
+ * unanswered heads each).  A signal handler reading the connection
+ * in the middle of a read's feed on the same thread is not fed at all
+ * (the thread's busy flag, hooks/hook-socket.c), so it never races a
+ * feed. */
 
 /* Free the request entry the HTTP/2 scanner's entry cap names, if any
  * (cap: any c->cap; only an HTTP/2 scanner's entry names one).  Taken
@@ -2354,30 +2400,6 @@ conn_h2_release(unsigned cap)
 		return;
 	conn_pool_release(__atomic_exchange_n(&e->h2_req, 0, __ATOMIC_SEQ_CST));
 	e->h2_lost = false;
-}
-
-/* Take c's pool entry (c->cap) away from c, to free it: an exchange, so
- * that of two threads letting go of it at once (a close and a read, two
- * reads of one socket that both stop its HTTP/2 scanner) only one frees
- * it; the other's release would free it under its next owner.  Off the
- * keep-alive path (c->cap is 0 there). */
-static inline unsigned
-conn_cap_take(struct ctxshim_conn *c)
-{
-	return __atomic_exchange_n(&c->cap, 0, __ATOMIC_SEQ_CST);
-}
-
-/* c's entry idx, if it still is (a compare-and-swap): what a feed of an
- * HTTP/2 or FastCGI connection uses to let go of the entry it fed, which
- * another thread may have freed meanwhile (and then c->cap is 0, or
- * another connection's entry if the fd was reused). */
-static inline bool
-conn_cap_take_own(struct ctxshim_conn *c, unsigned idx)
-{
-	uint16_t want = (uint16_t)idx;
-
-	return idx && __atomic_compare_exchange_n(&c->cap, &want, 0, false,
-						  __ATOMIC_SEQ_CST, __ATOMIC_RELAXED);
 }
 
 /* A scanner's entry just claimed: a request entry it still names was

@@ -146,10 +146,11 @@ struct ctxshim_conn_ctx {
  * do, where an atomic read-modify-write would cost ~20 cycles each.
  *
  *  - scan, cap: the thread reading the connection (the scanner already
- *    requires one reader of a socket at a time).  An HTTP/2 connection's
- *    cap is let go with an exchange or a compare-and-swap, so that two
- *    readers at once, or a close during a read, free its entries once
- *    (conn.c, "Two readers").
+ *    requires one reader of a socket at a time).  cap, once held across
+ *    reads (a split head, an HTTP/2 scanner), is set and let
+ *    go with compare-and-swaps or an exchange, so that two readers at
+ *    once, or a close during a read, neither lose an entry nor free one
+ *    twice (conn.c, "Two readers").
  *  - pending, tail: the FIFO of pipelined requests, a single-producer /
  *    single-consumer queue that stays correct when the reading and the
  *    writing thread are two threads at once (conn.c, "Pipelining FIFO"):

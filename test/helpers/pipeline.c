@@ -63,6 +63,10 @@
  *                              read of many header blocks) on one thread
  *                              while another closes it: afterwards the
  *                              pool must be whole, as above
+ *   pipeline h1-readers N      N HTTP/1.1 connections, each read by two
+ *                              threads at once while its client sends a
+ *                              head in 7-byte writes: afterwards the pool
+ *                              must be whole, as above
  *   pipeline replace           a FastCGI connection (FCGI_KEEP_CONN) whose
  *                              client multiplexes REPLACE requests, each
  *                              read by the server and never answered:
@@ -1346,6 +1350,51 @@ t_replace(void)
 	close(s);
 }
 
+/* Heads per connection: one.  No response is written, so a second would
+ * be queued as pipelined, and the queue has one producer by design (two
+ * readers still lose entries there: conn.c, "Two readers"). */
+#define H1R_HEADS 1
+
+/* N HTTP/1.1 connections, each read by two threads at once in small
+ * reads while its client sends a head 7 bytes a write (a split head: the
+ * connection holds a pool entry between reads), then closed: afterwards
+ * the pool must be whole. */
+static void
+t_h1_readers(unsigned n)
+{
+	struct h2r x;
+	unsigned k, t, got;
+	int *c, *s;
+	char h[256];
+
+	for (k = 0; k < n; k++) {
+		memset(&x, 0, sizeof(x));
+		pair(&x.c, &x.s);
+		for (t = 0; t < 2; t++)
+			if (pthread_create(&x.r[t], NULL, h2r_reader, &x))
+				die("pthread_create");
+		for (t = 0; t < H1R_HEADS; t++) {
+			int len = make_head(h, k * 16 + t), o;
+
+			for (o = 0; o < len; o += 7)
+				send_all(x.c, h + o,
+					 (size_t)(len - o < 7 ? len - o : 7));
+		}
+		shutdown(x.c, SHUT_WR);
+		for (t = 0; t < 2; t++)
+			pthread_join(x.r[t], NULL);
+		close(x.c);
+		close(x.s);
+	}
+	open_n(&c, &s, POOL);
+	got = split_heads(c, s, POOL, 100000);
+	CHECK(got == POOL,
+	      "after %u HTTP/1.1 connections read by two threads, only %u of %u "
+	      "simultaneous split heads got a context: %u pool entries leaked",
+	      n, got, POOL, POOL - got);
+	close_n(c, s, POOL);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -1391,13 +1440,15 @@ main(int argc, char **argv)
 			     mode[3] == 'r'   ? H2R_TWO
 			     : mode[3] == 's' ? H2R_STOP
 					      : H2R_CLOSE);
+	else if (strcmp(mode, "h1-readers") == 0)
+		t_h1_readers(argc > 2 ? (unsigned)strtoul(argv[2], NULL, 10) : 500);
 	else if (strcmp(mode, "two-threads") == 0)
 		t_two_threads(argc > 2 ? (unsigned)strtoul(argv[2], NULL, 10) : 20000);
 	else {
 		fprintf(stderr, "usage: pipeline "
 				"interleaved|exhausted|flood|keepalive|headbody|gaveup|"
 				"two-threads [N]|reserve fcgi|h2c|replace|"
-				"h2-readers|h2-stop|h2-close [N]\n");
+				"h2-readers|h2-stop|h2-close|h1-readers [N]\n");
 		return 2;
 	}
 	{
