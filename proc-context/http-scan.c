@@ -488,12 +488,25 @@ match_resolve(const struct http_scan_config *cfg, unsigned m, unsigned pos)
 	return FLD_NONE;
 }
 
+/* The capture's extra[] index of field f, which the callers bound: the
+ * state may be shared by two threads reading one socket at once (an
+ * application's; preload/conn.h), and f another thread's FLD_NONE (an
+ * index of 251, 64 KiB past the capture).  Unsigned: a field below
+ * FLD_EXTRA is out of range too. */
+static inline unsigned
+extra_k(unsigned f)
+{
+	return f - FLD_EXTRA;
+}
+
 /* A line starting with SP/HTAB continues the previous field. */
 static void
 obs_fold(struct http_scan *st, struct http_scan_capture *cap)
 {
+	unsigned f = st->field;
+
 	st->flags |= HTTP_SCAN_F_OBS_FOLD;
-	switch (st->field) {
+	switch (f) {
 	case FLD_NONE:
 		break;
 	case FLD_TP:
@@ -507,8 +520,8 @@ obs_fold(struct http_scan *st, struct http_scan_capture *cap)
 		st->flags |= HTTP_SCAN_F_BAD_FRAMING;
 		break;
 	default:
-		if (capturing(st))
-			cap->extra_bad |= (uint8_t)(1u << (st->field - FLD_EXTRA));
+		if (capturing(st) && extra_k(f) < HTTP_SCAN_EXTRA_MAX)
+			cap->extra_bad |= (uint8_t)(1u << extra_k(f));
 		break;
 	}
 }
@@ -558,9 +571,12 @@ value_begin(struct http_scan *st, struct http_scan_capture *cap)
 		value_start(cap, cap->tracestate, sizeof(cap->tracestate),
 			    cap->tracestate_len, ",", more ? 1 : 0);
 	} else {
-		unsigned k = f - FLD_EXTRA;
-		bool more = cap->extra_present & (1u << k);
+		unsigned k = extra_k(f);
+		bool more;
 
+		if (k >= HTTP_SCAN_EXTRA_MAX)
+			return false;
+		more = cap->extra_present & (1u << k);
 		cap->extra_present |= (uint8_t)(1u << k);
 		value_start(cap, cap->extra[k], sizeof(cap->extra[k]),
 			    cap->extra_len[k], ", ", more ? 2 : 0);
@@ -712,8 +728,8 @@ value_bytes(struct http_scan *st,
 			     (size_t)(t - s));
 	else if (f == FLD_TS)
 		ts_append(st, cap, s, (size_t)(t - s));
-	else
-		value_append(cap, cap->extra[f - FLD_EXTRA], sizeof(cap->extra[0]), s,
+	else if (extra_k(f) < HTTP_SCAN_EXTRA_MAX)
+		value_append(cap, cap->extra[extra_k(f)], sizeof(cap->extra[0]), s,
 			     (size_t)(t - s));
 }
 
@@ -795,8 +811,10 @@ value_end(struct http_scan *st, struct http_scan_capture *cap)
 		}
 		ts_long_end(st, cap, total);
 	} else {
-		unsigned k = f - FLD_EXTRA;
+		unsigned k = extra_k(f);
 
+		if (k >= HTTP_SCAN_EXTRA_MAX)
+			return;
 		if (total > sizeof(cap->extra[k])) {
 			total = sizeof(cap->extra[k]);
 			cap->extra_truncated |= (uint8_t)(1u << k);
