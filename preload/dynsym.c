@@ -87,7 +87,10 @@ gnu_hash_defines(const struct dynsyms *t,
 	if ((end - (uintptr_t)buckets) / sizeof(*buckets) <= h[0])
 		return false;
 	chain = buckets + h[0];
-	word = bloom[(hash / bits) % h[2]];
+	/* a mask, as ld.so takes it (l_gnu_bitmask_idxbits): the same as a
+	 * modulo for the power of two that linkers write, and still inside
+	 * the h[2] words for any other count */
+	word = bloom[(hash / bits) & (h[2] - 1)];
 	if (!((word >> (hash % bits)) & (word >> ((hash >> h[3]) % bits)) & 1))
 		return false;
 	for (i = buckets[hash % h[0]];

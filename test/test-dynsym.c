@@ -408,6 +408,45 @@ START_TEST(hostile_no_tables)
 }
 END_TEST
 
+/* ld.so picks the bloom word with a mask of the number of words less one
+ * (glibc elf/dl-lookup.c do_lookup_x(), l_gnu_bitmask_idxbits), which
+ * linkers make a power of two; of 3 words it takes 0 or 2.  A table made
+ * for that lookup is read the same way here. */
+START_TEST(bloom_words_not_power_of_two)
+{
+	const unsigned bits = sizeof(ElfW(Addr)) * 8;
+	char name[16];
+	uint32_t hash = 0, *h, *buckets;
+	ElfW(Addr) * bloom;
+	struct fake f;
+	unsigned k;
+
+	for (k = 0; k < 1000; k++) {
+		(void)snprintf(name, sizeof(name), "sym%u", k);
+		hash = gnu_hash(name);
+		if ((hash / bits) % 3 != ((hash / bits) & 2))
+			break;
+	}
+	ck_assert_uint_lt(k, 1000);
+	fake_init(&f, 1);
+	fake_tables(&f, DT_GNU_HASH, 0, 256, 1024);
+	h = (uint32_t *)f.seg;
+	h[0] = 1; /* nbuckets */
+	h[1] = 1; /* symoffset */
+	h[2] = 3; /* bloom words */
+	h[3] = 6; /* bloom shift */
+	bloom = (ElfW(Addr) *)(h + 4);
+	bloom[(hash / bits) & 2] =
+		(ElfW(Addr))1 << (hash % bits) | (ElfW(Addr))1 << ((hash >> 6) % bits);
+	buckets = (uint32_t *)(bloom + 3);
+	buckets[0] = 1;
+	buckets[1] = hash | 1; /* chain[0]: symbol 1, the last */
+	fake_sym(&f, 256, 1, 1);
+	memcpy(f.seg + 1024 + 1, name, strlen(name) + 1);
+	ck_assert(ctxshim_dynsym_defines(&f.info, name));
+}
+END_TEST
+
 /* Every object here, with a DT_HASH-only one, libstdc++ (the largest
  * .dynsym, with versions) and a few more big ones loaded.  (An object that
  * dlmopen() loaded into another namespace is not there: dl_iterate_phdr()
@@ -449,6 +488,7 @@ TEST_SUITE(dynsym_suite)
 	tcase_add_test(tc, hostile_string_at_segment_end);
 	tcase_add_test(tc, hostile_gnu_chain_without_end);
 	tcase_add_test(tc, hostile_no_tables);
+	tcase_add_test(tc, bloom_words_not_power_of_two);
 	suite_add_tcase(s, tc);
 	return s;
 }
