@@ -27,6 +27,7 @@ struct name {
 struct totals {
 	size_t objects, names, defined, absent;
 	bool vdso, ldso, sysv_only, main_exec, libstdcxx;
+	size_t unrelocated; /* objects but the vdso whose d_ptr is an offset */
 };
 
 static int
@@ -176,6 +177,21 @@ has_dyn_tag(const struct dl_phdr_info *info, ElfW(Sxword) tag)
 	return false;
 }
 
+static ElfW(Addr) dyn_tag_value(const struct dl_phdr_info *info, ElfW(Sxword) tag)
+{
+	for (ElfW(Half) i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Dyn) * d;
+
+		if (info->dlpi_phdr[i].p_type != PT_DYNAMIC)
+			continue;
+		d = (const ElfW(Dyn) *)(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr);
+		for (; d->d_tag != DT_NULL; d++)
+			if (d->d_tag == tag)
+				return d->d_un.d_ptr;
+	}
+	return 0;
+}
+
 static int
 check_object(struct dl_phdr_info *info, size_t size, void *data)
 {
@@ -218,6 +234,8 @@ check_object(struct dl_phdr_info *info, size_t size, void *data)
 		ck_assert_ptr_nonnull(gelf_getehdr(e, &eh));
 		t->main_exec = eh.e_type == ET_EXEC;
 	}
+	if (strcmp(obj, "[vdso]") != 0)
+		t->unrelocated += dyn_tag_value(info, DT_SYMTAB) < info->dlpi_addr;
 	if (!has_dyn_tag(info, DT_GNU_HASH)) {
 		ck_assert_msg(has_dyn_tag(info, DT_HASH), "%s: no hash table", obj);
 		t->sysv_only = true;
@@ -455,21 +473,36 @@ START_TEST(every_symbol_of_every_object)
 {
 	static const char *const more[] = {"libstdc++.so.6", "libcrypto.so.3",
 					   "libpython3.11.so.1.0", "libglib-2.0.so.0"};
+	static const char *const linkers[] = {"libdynsym-lld-ro.so",
+					      "libdynsym-gold.so"};
 	const char *sysv = test_helper_path("libwtls-sysv.so");
 	struct totals t = {0};
 
 	ck_assert_uint_ne(elf_version(EV_CURRENT), EV_NONE);
 	ck_assert_msg(dlopen(sysv, RTLD_NOW | RTLD_LOCAL), "%s", dlerror());
+	/* built when the linker is there */
+	for (size_t i = 0; i < sizeof(linkers) / sizeof(*linkers); i++) {
+		const char *path = test_helper_path(linkers[i]);
+
+		if (access(path, F_OK) != 0)
+			printf("not built: %s\n", linkers[i]);
+		else
+			ck_assert_msg(dlopen(path, RTLD_NOW | RTLD_LOCAL), "%s",
+				      dlerror());
+	}
 	for (size_t i = 0; i < sizeof(more) / sizeof(*more); i++)
 		if (!dlopen(more[i], RTLD_NOW | RTLD_LOCAL))
 			printf("not loaded: %s\n", dlerror());
 	(void)dl_iterate_phdr(check_object, &t);
-	printf("%zu objects, %zu names (%zu defined) and %zu absent names looked "
+	printf("%zu objects (%zu besides the vdso with unrelocated addresses), %zu "
+	       "names (%zu defined) and %zu absent names looked "
 	       "up\n",
-	       t.objects, t.names, t.defined, t.absent);
+	       t.objects, t.unrelocated, t.names, t.defined, t.absent);
 	ck_assert(t.vdso || !getauxval(AT_SYSINFO_EHDR));
 	ck_assert(t.ldso);
 	ck_assert(t.sysv_only);
+	if (access(test_helper_path(linkers[0]), F_OK) == 0)
+		ck_assert_uint_eq(t.unrelocated, 1);
 #ifdef DYNSYM_NOPIE
 	ck_assert(t.main_exec);
 #endif
