@@ -345,6 +345,7 @@ START_TEST(hostile_string_at_segment_end)
 	h = (uint32_t *)f.seg;
 	h[0] = 1; /* nbucket */
 	h[1] = 2; /* nchain: the number of symbols */
+	h[2] = 1; /* bucket[0]: symbol 1; chain[1] 0, its end */
 	fake_sym(&f, 64, 1, 0);
 	memcpy(f.seg + f.len - 3, "abc", 3);
 	ck_assert(!ctxshim_dynsym_defines(&f.info, "abc"));
@@ -358,6 +359,46 @@ START_TEST(hostile_string_at_segment_end)
 	h[1] = UINT32_MAX;
 	ck_assert(ctxshim_dynsym_defines(&f.info, "abc"));
 	ck_assert(!ctxshim_dynsym_defines(&f.info, "abd"));
+}
+END_TEST
+
+/* A DT_HASH table is looked up as ld.so looks it up, in the chain of the
+ * name's bucket (glibc elf/dl-lookup.c do_lookup_x(), _dl_elf_hash()), not
+ * by reading every symbol: a symbol in no chain is not found, and a chain
+ * that loops ends. */
+START_TEST(sysv_hash_chains)
+{
+	struct fake f;
+	uint32_t *h;
+
+	fake_init(&f, 1);
+	fake_tables(&f, DT_HASH, 0, 64, 1024);
+	h = (uint32_t *)f.seg;
+	h[0] = 1; /* nbucket */
+	h[1] = 3; /* nchain */
+	h[2] = 2; /* bucket[0]: symbol 2, then chain[2]: 1, then chain[1]: end */
+	h[3 + 2] = 1;
+	fake_sym(&f, 64, 1, 1);
+	fake_sym(&f, 64, 2, 5);
+	memcpy(f.seg + 1024 + 1, "abc\0def", 8);
+	ck_assert(ctxshim_dynsym_defines(&f.info, "abc"));
+	ck_assert(ctxshim_dynsym_defines(&f.info, "def"));
+	ck_assert(!ctxshim_dynsym_defines(&f.info, "ghi"));
+	/* symbol 1 in no chain */
+	h[3 + 2] = 0;
+	ck_assert(!ctxshim_dynsym_defines(&f.info, "abc"));
+	ck_assert(ctxshim_dynsym_defines(&f.info, "def"));
+	/* a loop: 2, 1, 2, ... */
+	h[3 + 2] = 1;
+	h[3 + 1] = 2;
+	ck_assert(ctxshim_dynsym_defines(&f.info, "abc"));
+	ck_assert(!ctxshim_dynsym_defines(&f.info, "ghi"));
+	/* buckets and chains past the segment's end */
+	h[0] = UINT32_MAX;
+	ck_assert(!ctxshim_dynsym_defines(&f.info, "abc"));
+	h[0] = 1;
+	h[2] = UINT32_MAX;
+	ck_assert(!ctxshim_dynsym_defines(&f.info, "abc"));
 }
 END_TEST
 
@@ -465,9 +506,9 @@ START_TEST(bloom_words_not_power_of_two)
 }
 END_TEST
 
-/* Every object here, with a DT_HASH-only one, libstdc++ (the largest
- * .dynsym, with versions) and a few more big ones loaded.  (An object that
- * dlmopen() loaded into another namespace is not there: dl_iterate_phdr()
+/* Every object here, with two DT_HASH-only ones (one of 4000 symbols),
+ * libstdc++ (the largest .dynsym, with versions) and a few more big ones
+ * loaded.  (An object that dlmopen() loaded into another namespace is not there: dl_iterate_phdr()
  * reports only its caller's namespace.) */
 START_TEST(every_symbol_of_every_object)
 {
@@ -475,11 +516,13 @@ START_TEST(every_symbol_of_every_object)
 					   "libpython3.11.so.1.0", "libglib-2.0.so.0"};
 	static const char *const linkers[] = {"libdynsym-lld-ro.so",
 					      "libdynsym-gold.so"};
+	const char *many = test_helper_path("libdynsym-sysv-many.so");
 	const char *sysv = test_helper_path("libwtls-sysv.so");
 	struct totals t = {0};
 
 	ck_assert_uint_ne(elf_version(EV_CURRENT), EV_NONE);
 	ck_assert_msg(dlopen(sysv, RTLD_NOW | RTLD_LOCAL), "%s", dlerror());
+	ck_assert_msg(dlopen(many, RTLD_NOW | RTLD_LOCAL), "%s", dlerror());
 	/* built when the linker is there */
 	for (size_t i = 0; i < sizeof(linkers) / sizeof(*linkers); i++) {
 		const char *path = test_helper_path(linkers[i]);
@@ -520,6 +563,7 @@ TEST_SUITE(dynsym_suite)
 	tc = tcase_create("Hostile tables");
 	tcase_add_test(tc, hostile_string_at_segment_end);
 	tcase_add_test(tc, hostile_gnu_chain_without_end);
+	tcase_add_test(tc, sysv_hash_chains);
 	tcase_add_test(tc, hostile_no_tables);
 	tcase_add_test(tc, bloom_words_not_power_of_two);
 	suite_add_tcase(s, tc);
