@@ -19,6 +19,15 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#if defined(__has_include)
+#if __has_include(<valgrind/valgrind.h>)
+#include <valgrind/valgrind.h>
+#endif
+#endif
+#ifndef RUNNING_ON_VALGRIND
+#define RUNNING_ON_VALGRIND 0
+#endif
+
 struct name {
 	char *s;
 	bool defined;
@@ -130,7 +139,10 @@ check_mutations(const struct dl_phdr_info *info,
 	char *m = malloc(len + 16);
 
 	ck_assert_ptr_nonnull(m);
-	for (size_t i = 0; i < len; i++) {
+	/* under valgrind (meson test --setup valgrind) the first, middle
+	 * and last bytes only: the same paths in seconds, not minutes */
+	for (size_t i = 0; i < len;
+	     i += RUNNING_ON_VALGRIND && len > 2 ? (len - 1) / 2 : 1) {
 		memcpy(m, s, len + 1);
 		m[i] ^= (m[i] == 1) ? 2 : 1;
 		check_one(info, obj, v, n, m, t);
