@@ -1088,7 +1088,12 @@ conn_move(struct ctxshim_conn *dst, struct ctxshim_conn *src)
 	t = conn_fifo_take(&src->tail);
 	conn_seq_begin(dst);
 	dst->scan = src->scan;
-	dst->cap = src->cap;
+	/* Taken with an exchange (conn_cap_take()): a read through another
+	 * copy feeds src meanwhile, and may let go of the entry (a FastCGI
+	 * scanner that gives up, a split head that completes: freed, and
+	 * dst would hold a freed entry) or store one (lost when src->cap
+	 * was zeroed after the copy). */
+	dst->cap = (uint16_t)conn_cap_take(src);
 	if (p)
 		atomic_store_explicit(&dst->pending, (uint16_t)p, memory_order_release);
 	if (t)
@@ -1122,8 +1127,8 @@ conn_move(struct ctxshim_conn *dst, struct ctxshim_conn *src)
 	if (dst->cap && dst->cap <= CONN_POOL_N && http_scan_in_head(&dst->scan) &&
 	    conn_pool[dst->cap - 1].u.cap.owner == &src->scan)
 		conn_pool[dst->cap - 1].u.cap.owner = &dst->scan;
-	/* The pool entries are dst's now: src's reset must not free them. */
-	src->cap = 0;
+	/* The pool entries are dst's now (src->cap was taken above): src's
+	 * reset must not free them. */
 }
 
 /* c becomes a copy (CONN_F_LINK): no state of its own.  Its context is
@@ -2226,12 +2231,18 @@ ctxshim_conn_fcgi_start(struct ctxshim_conn *c)
 {
 	unsigned idx;
 
-	if (c->cap)
+	if (__atomic_load_n(&c->cap, __ATOMIC_RELAXED))
 		return CONN_START_NO;
 	if (!(idx = conn_pool_claim_long()))
 		return CONN_START_POOL_FULL;
 	fcgi_scan_reset(&conn_pool[idx - 1].u.fcgi);
-	c->cap = (uint16_t)idx;
+	/* A compare-and-swap, as ctxshim_conn_h2_start(): two reads of one
+	 * socket at once can both find a first record ("Two readers"). */
+	if (!__atomic_compare_exchange_n(&c->cap, &(uint16_t){0}, (uint16_t)idx, false,
+					 __ATOMIC_SEQ_CST, __ATOMIC_RELAXED)) {
+		conn_pool_release(idx);
+		return CONN_START_NO;
+	}
 	http_scan_stop_fastcgi(&c->scan);
 	return CONN_START_OK;
 }
@@ -2242,7 +2253,10 @@ ctxshim_conn_fcgi_feed(struct ctxshim_conn *c,
 		       size_t len,
 		       struct ctxshim_ctx **full)
 {
-	unsigned idx = c->cap;
+	/* The generation first: a close on another thread bumps it before
+	 * it takes c->cap (conn_reset()), both sequentially consistent. */
+	uint32_t gen = atomic_load_explicit(&c->gen, memory_order_seq_cst);
+	unsigned idx = __atomic_load_n(&c->cap, __ATOMIC_SEQ_CST);
 	const uint8_t *p = buf;
 	struct fcgi_scan *st;
 	size_t off = 0, n;
@@ -2256,14 +2270,29 @@ ctxshim_conn_fcgi_feed(struct ctxshim_conn *c,
 			fcgi_scan_feed(st, &conn_fcgi_cfg, p + off, len - off, &n);
 
 		off += n;
+		/* A feed that outlived its connection (closed on another
+		 * thread: "Two readers") stops at its next result: the fd
+		 * may be a new connection already, which it must neither
+		 * give a request nor stop, and idx another connection's
+		 * scanner.  Both tests: a close bumps the generation before
+		 * it takes c->cap, so a feed that began in between has the
+		 * new generation and the old entry. */
+		if (atomic_load_explicit(&c->gen, memory_order_seq_cst) != gen ||
+		    __atomic_load_n(&c->cap, __ATOMIC_SEQ_CST) != idx)
+			break;
 		if (r == FCGI_SCAN_PARAMS_END) {
 			became = conn_fcgi_request(c, st, full);
 		} else if (r == FCGI_SCAN_GAVE_UP) {
 			/* Out of step, or not FastCGI after all: stop
-			 * following the connection (reason "caller"). */
-			conn_pool_release(idx);
-			c->cap = 0;
-			http_scan_stop(&c->scan);
+			 * following the connection (reason "caller").  The
+			 * entry taken back with a compare-and-swap: another
+			 * reader of the socket may give up at once (the entry
+			 * freed twice, the second time under its next owner),
+			 * or a close have taken it. */
+			if (conn_cap_take_own(c, idx)) {
+				conn_pool_release(idx);
+				http_scan_stop(&c->scan);
+			}
 			break;
 		} else {
 			break;
@@ -2370,13 +2399,24 @@ ctxshim_conn_fcgi_feed(struct ctxshim_conn *c,
  * wrong, never leak.  An HTTP/1 head split across reads is kept the same
  * way (ctxshim_conn_feed_loop(): c->cap stored with a compare-and-swap
  * from 0, taken back with conn_cap_take_own(); two readers lost 4-11
- * entries in 3000 connections).  Not covered: the pipelining FIFO has one
- * producer by design ("Pipelining FIFO"), and two readers that both queue
- * pipelined heads still lose entries there (10 in 1500 connections of 16
- * unanswered heads each).  A signal handler reading the connection
- * in the middle of a read's feed on the same thread is not fed at all
- * (the thread's busy flag, hooks/hook-socket.c), so it never races a
- * feed. */
+ * entries in 3000 connections), and so is a FastCGI connection's
+ * ("FastCGI": ctxshim_conn_fcgi_start() stores c->cap with a
+ * compare-and-swap from 0, a scanner that gives up takes it back with
+ * conn_cap_take_own(); two readers lost 1-3 entries in 3000 connections,
+ * and a feed that outlived a close freed the entry under the new
+ * connection that took it: an entry with two owners in 500).  A FastCGI
+ * feed also stops at its next result once c's generation or c->cap changed
+ * (a close), so that it gives the fd's next connection no request; a close
+ * bumps the generation before it takes c->cap, so neither test alone sees
+ * every close.  The other stores of c->cap decide the same way: an h2c
+ * upgrade's (ctxshim_conn_h2_upgrade(), a compare-and-swap from 0) and a
+ * leader's hand-over to a copy (conn_move(), an exchange).  Not covered:
+ * the pipelining FIFO has one producer by design ("Pipelining FIFO"), and
+ * two readers that both queue pipelined heads still lose entries there (10
+ * in 1500 connections of 16 unanswered heads each).  A signal handler
+ * reading the connection in the middle of a read's feed on the same thread
+ * is not fed at all (the thread's busy flag, hooks/hook-socket.c), so it
+ * never races a feed. */
 
 /* Free the request entry the HTTP/2 scanner's entry cap names, if any
  * (cap: any c->cap; only an HTTP/2 scanner's entry names one).  Taken
@@ -3266,7 +3306,15 @@ ctxshim_conn_h2_upgrade(struct ctxshim_conn *c,
 	/* Stream 1 is the current request's, if it has a context (a request
 	 * without one keeps no stream: conn_h2_request()). */
 	__atomic_store_n(&e->hold, (f & CONN_F_HAS_CTX) ? 1 : 0, __ATOMIC_RELAXED);
-	c->cap = (uint16_t)idx;
+	/* A compare-and-swap from 0, as ctxshim_conn_h2_start(): a read on
+	 * another thread (a client that does not wait for the 101, two
+	 * readers) may store a split head's entry meanwhile, which a plain
+	 * store would lose for good. */
+	if (!__atomic_compare_exchange_n(&c->cap, &(uint16_t){0}, (uint16_t)idx, false,
+					 __ATOMIC_SEQ_CST, __ATOMIC_RELAXED)) {
+		conn_pool_release(idx);
+		return CONN_START_NO;
+	}
 	/* As ctxshim_conn_h2_start(): given up on "the preface" (which is
 	 * the client's next bytes) and c->cap make it followed as HTTP/2. */
 	http_scan_stop_http2(&c->scan);
