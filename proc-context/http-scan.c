@@ -278,7 +278,12 @@ scan_method(struct http_scan *st,
 
 		if (c == ' ')
 			break;
-		if (!is_method_char(c) || pos == HTTP_SCAN_METHOD_MAX) {
+		/* >=, not ==: st->pos may come from another phase (a header
+		 * name's, up to 31) when two threads share the state (an
+		 * application reading one socket from both; preload/conn.h),
+		 * and method[pos] would then be written past its end for
+		 * every method byte that follows. */
+		if (!is_method_char(c) || pos >= HTTP_SCAN_METHOD_MAX) {
 			ok = false;
 			break;
 		}
@@ -1027,24 +1032,33 @@ scan_phases(struct http_scan *st,
 			ph = request_line_fast(st, cap, &p, lim) ? PH_LINE : PH_METHOD;
 			continue;
 
-		case PH_METHOD:
+		case PH_METHOD: {
+			unsigned mlen;
+
 			if (!scan_method(st, cap, &p, lim)) {
 				r = give_up(st, HTTP_SCAN_GIVE_UP_NOT_HTTP);
 				goto out;
 			}
 			if (p == lim)
 				continue;
+			/* Read once and bounded: a shared state's st->pos
+			 * (scan_method()) may be past the method buffer, and
+			 * the length is what its readers copy. */
+			mlen = st->pos;
+			if (mlen > HTTP_SCAN_METHOD_MAX)
+				mlen = HTTP_SCAN_METHOD_MAX;
 			/* "PRI" is only ever the HTTP/2 connection preface. */
-			if (st->pos == 3 && st->n == 0x495250) {
+			if (mlen == 3 && st->n == 0x495250) {
 				r = give_up(st, HTTP_SCAN_GIVE_UP_HTTP2);
 				goto out;
 			}
 			if (capturing(st))
-				cap->method_len = st->pos;
+				cap->method_len = (uint8_t)mlen;
 			p++;
 			st->pos = 0;
 			ph = PH_TARGET;
 			continue;
+		}
 
 		case PH_TARGET:
 			if (c == ' ' && !st->pos) {
@@ -1071,13 +1085,17 @@ scan_phases(struct http_scan *st,
 			ph = PH_VERSION;
 			continue;
 
-		case PH_VERSION:
-			if (st->pos < 7) {
-				if (c != (uint8_t)version[st->pos]) {
+		case PH_VERSION: {
+			/* Read once: the index checked is the index used (a
+			 * shared state, as scan_method()). */
+			unsigned vpos = st->pos;
+
+			if (vpos < 7) {
+				if (c != (uint8_t)version[vpos]) {
 					r = give_up(st, HTTP_SCAN_GIVE_UP_NOT_HTTP);
 					goto out;
 				}
-				st->pos++;
+				st->pos = (uint8_t)(vpos + 1);
 				p++;
 				continue;
 			}
@@ -1090,6 +1108,7 @@ scan_phases(struct http_scan *st,
 			p++;
 			ph = PH_RL_EOL;
 			continue;
+		}
 
 		case PH_RL_EOL:
 		case PH_RL_LF:

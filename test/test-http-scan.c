@@ -2068,6 +2068,49 @@ START_TEST(eight_extras)
 }
 END_TEST
 
+/* Two threads reading one connection share its state (preload/conn.h): a
+ * feed may find in the method phase the position another thread left in
+ * a header name (up to 31), past the method buffer.  The scanner stopped
+ * a method only at position HTTP_SCAN_METHOD_MAX exactly, so from 21 on
+ * it wrote every following method byte past the buffer (64 KiB of them:
+ * past the capture), and the length it reported for the method was the
+ * position itself (what a reader copies from the 20-byte buffer). */
+START_TEST(shared_state_method_pos)
+{
+	static struct {
+		struct http_scan_capture cap;
+		uint8_t guard[1 << 17];
+	} g;
+	static uint8_t a[1 << 16];
+	static const char rest[] = " / HTTP/1.1\r\n\r\n";
+	struct http_scan st;
+	size_t used, k;
+	unsigned pos;
+
+	memset(a, 'A', sizeof(a));
+	for (pos = HTTP_SCAN_METHOD_MAX; pos < 32; pos++) {
+		memset(&g, 0, sizeof(g));
+		http_scan_reset(&st);
+		ck_assert_int_eq(http_scan_feed(&st, &cfg_std, &g.cap, "GE", 2, &used),
+				 HTTP_SCAN_MORE);
+		/* what no single feed leaves: another thread's store */
+		st.pos = (uint8_t)pos;
+		(void)http_scan_feed(&st, &cfg_std, &g.cap, a, sizeof(a), &used);
+		for (k = 0; k < sizeof(g.guard); k++)
+			REQUIRE(g.guard[k] == 0);
+
+		memset(&g.cap, 0, sizeof(g.cap));
+		http_scan_reset(&st);
+		ck_assert_int_eq(http_scan_feed(&st, &cfg_std, &g.cap, "GE", 2, &used),
+				 HTTP_SCAN_MORE);
+		st.pos = (uint8_t)pos;
+		(void)http_scan_feed(&st, &cfg_std, &g.cap, rest, sizeof(rest) - 1,
+				     &used);
+		ck_assert_uint_le(g.cap.method_len, HTTP_SCAN_METHOD_MAX);
+	}
+}
+END_TEST
+
 TEST_SUITE(http_scan_suite)
 {
 	Suite *s = suite_create("http-scan");
@@ -2127,6 +2170,7 @@ TEST_SUITE(http_scan_suite)
 	tcase_add_test(tc, give_up_is_final);
 	tcase_add_test(tc, config_names);
 	tcase_add_test(tc, eight_extras);
+	tcase_add_test(tc, shared_state_method_pos);
 	suite_add_tcase(s, tc);
 	return s;
 }
