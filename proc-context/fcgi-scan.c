@@ -51,8 +51,14 @@ fcgi_scan_config_add(struct fcgi_scan_config *cfg, const char *name, size_t valu
 void
 fcgi_scan_reset(struct fcgi_scan *st)
 {
-	/* The arena needs no clearing: only present values are read. */
+	/* The arena needs no clearing: only present values are read.  But
+	 * its last byte is a NUL, which no feed overwrites (value bytes stop
+	 * short of it, value_end() writes only NULs): the values are C
+	 * strings to their readers (preload/request-cgi.c), and one whose
+	 * own NUL another feed of a shared state wrote over must end in the
+	 * arena, not run into what the pool entry held before and past it. */
 	memset(st, 0, offsetof(struct fcgi_scan, arena));
+	st->arena[FCGI_SCAN_ARENA - 1] = '\0';
 }
 
 void
@@ -381,22 +387,27 @@ fcgi_scan_feed(struct fcgi_scan *st,
 			break;
 		}
 		case PH_CONTENT: {
-			size_t take = len - off < st->left ? len - off : st->left;
+			/* st->left read once: took more than the buffer has
+			 * if the other feed of a shared state changed it
+			 * between two reads. */
+			size_t left = st->left;
+			size_t take = len - off < left ? len - off : left;
 
 			if (st->ours == OURS_PARAMS)
 				params(st, cfg, p + off, take);
 			else if (st->ours == OURS_BEGIN)
 				begin_body(st, p + off, take);
-			st->left -= (uint32_t)take;
+			st->left = (uint32_t)(left - take);
 			off += take;
-			if (!st->left)
+			if (left == take)
 				st->phase = st->pad ? PH_PAD : PH_HDR;
 			break;
 		}
 		case PH_PAD: {
-			size_t take = len - off < st->pad ? len - off : st->pad;
+			size_t pad = st->pad;
+			size_t take = len - off < pad ? len - off : pad;
 
-			st->pad = (uint8_t)(st->pad - take);
+			st->pad = (uint8_t)(pad - take);
 			off += take;
 			if (!st->pad)
 				st->phase = PH_HDR;
@@ -415,12 +426,19 @@ fcgi_scan_feed(struct fcgi_scan *st,
 const char *
 fcgi_scan_value(const struct fcgi_scan *st, unsigned k, size_t *len)
 {
-	if (k >= FCGI_SCAN_KEEP_MAX || !((st->present >> k) & 1) ||
-	    (size_t)st->val_off[k] + st->val_len[k] >= FCGI_SCAN_ARENA)
+	size_t off, n;
+
+	if (k >= FCGI_SCAN_KEEP_MAX || !((st->present >> k) & 1))
+		return NULL;
+	/* Read once: the offset and length checked are the ones returned
+	 * (a shared state, as above). */
+	off = st->val_off[k];
+	n = st->val_len[k];
+	if (off + n >= FCGI_SCAN_ARENA)
 		return NULL;
 	if (len)
-		*len = st->val_len[k];
-	return st->arena + st->val_off[k];
+		*len = n;
+	return st->arena + off;
 }
 
 const char *

@@ -702,6 +702,43 @@ START_TEST(hostile_state)
 }
 END_TEST
 
+/* A kept value whose NUL another feed of a shared state wrote over (two
+ * threads reading one socket: the other's arena_used behind, its value's
+ * bytes copied over this one's end).  The builder reads the values as C
+ * strings (preload/request-cgi.c): one used to run on past the arena,
+ * into what the pool entry held before fcgi_scan_reset() (which leaves
+ * the arena as it was) and past the state.  The state sits flush
+ * against an inaccessible page. */
+START_TEST(value_string_ends)
+{
+	static struct stream s;
+	static uint8_t pb[512];
+	void *smap;
+	size_t slen, n = 0, used, off, len = 0;
+	struct fcgi_scan *st = test_guarded_tail(sizeof(*st), &smap, &slen);
+	const char *v;
+
+	/* the pool entry's earlier bytes (a head's capture, say) */
+	memset(st, 'x', sizeof(*st));
+	fcgi_scan_reset(st);
+	s.n = 0;
+	begin(&s, 1);
+	n += nvs(pb + n, "HTTP_TRACEPARENT", TP);
+	rec(&s, FCGI_SCAN_PARAMS, 1, pb, n);
+	rec(&s, FCGI_SCAN_PARAMS, 1, NULL, 0);
+	REQUIRE(fcgi_scan_feed(st, &cfg, s.b, s.n, &used) == FCGI_SCAN_PARAMS_END);
+	v = fcgi_scan_value(st, 2, &len);
+	REQUIRE(v && len == strlen(TP));
+	/* another feed's value bytes from there on, as far as a feed writes
+	 * (fcgi-scan.c, NV_VALUE: short of the arena's last byte) */
+	off = (size_t)(v - st->arena);
+	memset(st->arena + off, 'y', FCGI_SCAN_ARENA - 1 - off);
+	v = fcgi_scan_get(st, &cfg, "HTTP_TRACEPARENT");
+	REQUIRE(v && strlen(v) < FCGI_SCAN_ARENA - off);
+	munmap(smap, slen);
+}
+END_TEST
+
 /* Random record streams (valid headers, random contents and types) and
  * random bytes: no crash, no read outside the input, and every split
  * gives the same events. */
@@ -758,6 +795,7 @@ TEST_SUITE(fcgi_scan_suite)
 	tcase_add_test(tc, garbage);
 	tcase_add_test(tc, random_streams);
 	tcase_add_test(tc, hostile_state);
+	tcase_add_test(tc, value_string_ends);
 	suite_add_tcase(s, tc);
 	return s;
 }
