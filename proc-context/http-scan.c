@@ -657,25 +657,29 @@ ts_long(struct http_scan *st, struct http_scan_capture *cap, const uint8_t *s, s
 	struct w3c_tracestate_trunc *t = &cap->ts_trunc;
 
 	if (!cap->ts_checking) {
-		size_t at = (size_t)cap->cur_start + cap->cur_seen;
+		/* cur_start read once, and at most at: a capture two threads
+		 * fill (a head split across reads of one socket read from
+		 * both; preload/conn.h) may have it changed by the other
+		 * between the calls, and at - start would wrap. */
+		size_t start = cap->cur_start, at = start + cap->cur_seen;
 
 		if (at > sizeof(cap->tracestate))
 			at = sizeof(cap->tracestate);
+		if (start > at)
+			start = at;
 		cap->ts_checking = true;
 		memset(c, 0, sizeof(*c));
 		w3c_tracestate_trunc_init(t);
 		/* the earlier lines, a line boundary, then this line so far
 		 * (its ',' separator, when stored, is an empty member) */
-		(void)w3c_tracestate_check_feed(c, cap->tracestate, cap->cur_start);
+		(void)w3c_tracestate_check_feed(c, cap->tracestate, start);
 		(void)w3c_tracestate_check_end(c, true);
-		(void)w3c_tracestate_check_feed(c, cap->tracestate + cap->cur_start,
-						at - cap->cur_start);
+		(void)w3c_tracestate_check_feed(c, cap->tracestate + start, at - start);
 		w3c_tracestate_trunc_feed(t, cap->tracestate, sizeof(cap->tracestate),
-					  cap->tracestate, cap->cur_start);
+					  cap->tracestate, start);
 		w3c_tracestate_trunc_end(t, cap->tracestate, sizeof(cap->tracestate));
 		w3c_tracestate_trunc_feed(t, cap->tracestate, sizeof(cap->tracestate),
-					  cap->tracestate + cap->cur_start,
-					  at - cap->cur_start);
+					  cap->tracestate + start, at - start);
 	}
 	if (st->flags & HTTP_SCAN_F_TRACESTATE_BAD)
 		return;
