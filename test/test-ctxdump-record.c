@@ -655,7 +655,7 @@ START_TEST(record_interrupted_never_stops_target)
 {
 	static const int delays_ms[] = {0, 3, 11, 29, 57, 120};
 	char file[64], errf[64], pid[16], *out = NULL, *err = NULL;
-	const char *args[] = {"-q", "-F", "1000", "-o", file, pid, NULL};
+	const char *args[] = {"-F", "1000", "-o", file, pid, NULL};
 	struct server s;
 	struct done d;
 	unsigned i;
@@ -678,11 +678,14 @@ START_TEST(record_interrupted_never_stops_target)
 		kill(rec, sig);
 		st = prof_record_wait(rec, TIMEOUT_MS);
 		/* a signal before the handlers exist kills it: that is fine,
-		 * as long as the target runs */
-		ck_assert_msg((WIFEXITED(st) && WEXITSTATUS(st) == 0) ||
+		 * as long as the target runs; at 1000 Hz a loaded machine
+		 * makes it skip rounds (its summary says) */
+		err = prof_slurp(errf);
+		ck_assert_msg(prof_record_status_ok(st, err) ||
 				      (WIFSIGNALED(st) && WTERMSIG(st) == sig),
-			      "round %u: status 0x%x: %s", i, st,
-			      (err = prof_slurp(errf)));
+			      "round %u: status 0x%x: %s", i, st, err);
+		free(err);
+		err = NULL;
 		prof_assert_running(s.pid);
 		if (WIFEXITED(st) && i >= 2) {
 			out = report_of(file, NULL);
@@ -958,11 +961,10 @@ START_TEST(record_duration)
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	secs = (double)(t1.tv_sec - t0.tv_sec) +
 	       (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
-	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status 0x%x: %s", st,
-		      (err = prof_slurp(errf)));
+	err = prof_slurp(errf);
+	ck_assert_msg(prof_record_status_ok(st, err), "status 0x%x: %s", st, err);
 	ck_assert_msg(secs >= 0.5 && secs < 20, "recording took %.3f s", secs);
 	prof_assert_running(s.pid);
-	err = prof_slurp(errf);
 	ck_assert_msg(strstr(err, " samples in ") || strstr(err, " sample in "), "%s",
 		      err);
 	free(err);
