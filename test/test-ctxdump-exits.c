@@ -362,9 +362,8 @@ START_TEST(record_with_exits)
 	pid = prof_record_start(errf, args);
 	st = prof_record_wait(pid, TIMEOUT_MS);
 	err = prof_slurp(errf);
-	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status 0x%x: %s", st,
-		      err);
-	ck_assert_msg(!strstr(err, " failed ("), "%s", err);
+	/* failed rounds fail it; skipped ones (a loaded machine) do not */
+	ck_assert_msg(prof_record_status_ok(st, err), "status 0x%x: %s", st, err);
 	free(err);
 	prof_assert_running(t.pid);
 	r = prof_run(&out, &err, "report", file, NULL);
