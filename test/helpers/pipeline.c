@@ -373,6 +373,20 @@ close_n(int *c, int *s, unsigned n)
 	free(s);
 }
 
+/* How many of POOL simultaneous split heads get their context: all of
+ * them when every pool entry is free again (each missing one leaked). */
+static unsigned
+pool_heads(void)
+{
+	unsigned got;
+	int *c, *s;
+
+	open_n(&c, &s, POOL);
+	got = split_heads(c, s, POOL, 100000);
+	close_n(c, s, POOL);
+	return got;
+}
+
 /* Two pipelined requests in one read, answered in turn on this thread,
  * then a plain keep-alive request: each publishes its own context, and
  * the connection, left open, holds no pool entry afterwards (the FIFO's
@@ -579,7 +593,6 @@ t_two_threads(unsigned n)
 {
 	struct rw x[RW_CONNS];
 	unsigned i, got;
-	int *c, *s;
 
 	memset(x, 0, sizeof(x));
 	for (i = 0; i < RW_CONNS; i++) {
@@ -613,13 +626,11 @@ t_two_threads(unsigned n)
 	printf("RW reads-with-context=%u\n", rw_ctx);
 	n_wrong += rw_mixed;
 
-	open_n(&c, &s, POOL);
-	got = split_heads(c, s, POOL, 100000);
+	got = pool_heads();
 	CHECK(got == POOL,
 	      "after %u racing requests only %u of %u simultaneous split heads got "
 	      "a context: %u pool entries leaked",
 	      n, got, POOL, POOL - got);
-	close_n(c, s, POOL);
 }
 
 /* Lines of the event log (CTXSHIM_EVENTS, a file) with reason why, or -1
@@ -781,13 +792,11 @@ t_flood(void)
 	close(fs);
 	close(oc);
 	close(os);
-	open_n(&c, &s, POOL);
-	got = split_heads(c, s, POOL, 100000);
+	got = pool_heads();
 	CHECK(got == POOL,
 	      "after the flood, %u of %u simultaneous split heads got a "
 	      "context",
 	      got, POOL);
-	close_n(c, s, POOL);
 }
 
 /* The record the calling thread publishes is request k's, whole: valid, k's
@@ -1270,7 +1279,6 @@ t_h2_readers(unsigned n, enum h2r_mode mode)
 	unsigned round, i, t, got;
 	uint8_t pre[64];
 	size_t plen = h2_preface(pre), blen;
-	int *c, *s;
 
 	for (round = 0; round < (n + H2R_CONNS - 1) / H2R_CONNS; round++) {
 		memset(x, 0, sizeof(x));
@@ -1321,13 +1329,11 @@ t_h2_readers(unsigned n, enum h2r_mode mode)
 	}
 	/* Every connection is closed, so every entry is free again: one still
 	 * missing leaked. */
-	open_n(&c, &s, POOL);
-	got = split_heads(c, s, POOL, 100000);
+	got = pool_heads();
 	CHECK(got == POOL,
 	      "after %u HTTP/2 connections %s, only %u of %u simultaneous split "
 	      "heads got a context: %u pool entries leaked",
 	      n, what[mode], got, POOL, POOL - got);
-	close_n(c, s, POOL);
 }
 
 /* ---- replace ---- */
@@ -1377,7 +1383,6 @@ t_h1_readers(unsigned n)
 {
 	struct h2r x;
 	unsigned k, t, got;
-	int *c, *s;
 	char h[256];
 
 	for (k = 0; k < n; k++) {
@@ -1399,13 +1404,11 @@ t_h1_readers(unsigned n)
 		close(x.c);
 		close(x.s);
 	}
-	open_n(&c, &s, POOL);
-	got = split_heads(c, s, POOL, 100000);
+	got = pool_heads();
 	CHECK(got == POOL,
 	      "after %u HTTP/1.1 connections read by two threads, only %u of %u "
 	      "simultaneous split heads got a context: %u pool entries leaked",
 	      n, got, POOL, POOL - got);
-	close_n(c, s, POOL);
 }
 
 /* ---- fcgi-readers, fcgi-close ---- */
@@ -1471,7 +1474,6 @@ t_fcgi_readers(unsigned n)
 	unsigned round, i, t, got;
 	uint8_t two[32];
 	size_t blen;
-	int *c, *s;
 
 	(void)fcgi_begin(two);
 	(void)fcgi_begin(two + 16);
@@ -1502,13 +1504,11 @@ t_fcgi_readers(unsigned n)
 			close(x[i].s);
 		}
 	}
-	open_n(&c, &s, POOL);
-	got = split_heads(c, s, POOL, 100000);
+	got = pool_heads();
 	CHECK(got == POOL,
 	      "after %u FastCGI connections read by two threads, only %u of %u "
 	      "simultaneous split heads got a context: %u pool entries leaked",
 	      n, got, POOL, POOL - got);
-	close_n(c, s, POOL);
 }
 
 /* N FastCGI connections, each closed on this thread while another feeds
