@@ -15,6 +15,17 @@
 #include <sys/mman.h>
 #include <sys/types.h>
 
+/* Under valgrind (meson test --setup valgrind) the long sweeps shrink:
+ * the same code paths, in seconds instead of minutes. */
+#if defined(__has_include)
+#if __has_include(<valgrind/valgrind.h>)
+#include <valgrind/valgrind.h>
+#endif
+#endif
+#ifndef RUNNING_ON_VALGRIND
+#define RUNNING_ON_VALGRIND 0
+#endif
+
 struct test_suite_desc {
 	const char *name;
 	Suite *(*create)(void);

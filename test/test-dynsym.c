@@ -19,15 +19,6 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#if defined(__has_include)
-#if __has_include(<valgrind/valgrind.h>)
-#include <valgrind/valgrind.h>
-#endif
-#endif
-#ifndef RUNNING_ON_VALGRIND
-#define RUNNING_ON_VALGRIND 0
-#endif
-
 struct name {
 	char *s;
 	bool defined;

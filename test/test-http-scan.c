@@ -15,15 +15,7 @@
 /* Under valgrind (meson test --setup valgrind) fewer split points are
  * tried: the same code paths, in seconds instead of a minute; the full
  * sweep runs everywhere else and test/fuzz/fuzz-http-scan.c splits at
- * random. */
-#if defined(__has_include)
-#if __has_include(<valgrind/valgrind.h>)
-#include <valgrind/valgrind.h>
-#endif
-#endif
-#ifndef RUNNING_ON_VALGRIND
-#define RUNNING_ON_VALGRIND 0
-#endif
+ * random (RUNNING_ON_VALGRIND: test-common.h). */
 
 /* ck_assert() reports every call through a pipe; the harness runs millions
  * of checks, so it only talks to Check when one fails. */

@@ -9,15 +9,8 @@
 
 /* Under valgrind (meson test --setup valgrind) the samples shrink 10 to
  * 40 times: the same code paths, in seconds instead of minutes (every
- * passing ck_assert is a write to Check's log). */
-#if defined(__has_include)
-#if __has_include(<valgrind/valgrind.h>)
-#include <valgrind/valgrind.h>
-#endif
-#endif
-#ifndef RUNNING_ON_VALGRIND
-#define RUNNING_ON_VALGRIND 0
-#endif
+ * passing ck_assert is a write to Check's log; RUNNING_ON_VALGRIND:
+ * test-common.h). */
 
 /* Every test uses fixed seeds, so the statistical bounds below are not
  * flaky: they either hold for these sequences or they never do. */

@@ -15,12 +15,6 @@
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
-#if __has_include(<valgrind/valgrind.h>)
-#include <valgrind/valgrind.h>
-#endif
-#ifndef RUNNING_ON_VALGRIND
-#define RUNNING_ON_VALGRIND 0
-#endif
 
 __thread void *otel_thread_ctx_v1;
 /* the name the shim's code writes through (shim.h) */

@@ -12,15 +12,6 @@
 #include "w3c.h"
 #include "w3c-ref.h"
 
-#if defined(__has_include)
-#if __has_include(<valgrind/valgrind.h>)
-#include <valgrind/valgrind.h>
-#endif
-#endif
-#ifndef RUNNING_ON_VALGRIND
-#define RUNNING_ON_VALGRIND 0
-#endif
-
 /* W3C Trace Context cases written from the spec text (Level 1 and Level 2,
  * "Trace Context HTTP Request Headers Format" and the processing model).
  * Every table row has a label that appears in its failure message.
