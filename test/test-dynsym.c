@@ -164,8 +164,8 @@ check_mutations(const struct dl_phdr_info *info,
 	free(m);
 }
 
-static bool
-has_dyn_tag(const struct dl_phdr_info *info, ElfW(Sxword) tag)
+/* The entry of tag in the object's dynamic section, or NULL. */
+static const ElfW(Dyn) * dyn_entry(const struct dl_phdr_info *info, ElfW(Sxword) tag)
 {
 	for (ElfW(Half) i = 0; i < info->dlpi_phnum; i++) {
 		const ElfW(Dyn) * d;
@@ -175,24 +175,9 @@ has_dyn_tag(const struct dl_phdr_info *info, ElfW(Sxword) tag)
 		d = (const ElfW(Dyn) *)(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr);
 		for (; d->d_tag != DT_NULL; d++)
 			if (d->d_tag == tag)
-				return true;
+				return d;
 	}
-	return false;
-}
-
-static ElfW(Addr) dyn_tag_value(const struct dl_phdr_info *info, ElfW(Sxword) tag)
-{
-	for (ElfW(Half) i = 0; i < info->dlpi_phnum; i++) {
-		const ElfW(Dyn) * d;
-
-		if (info->dlpi_phdr[i].p_type != PT_DYNAMIC)
-			continue;
-		d = (const ElfW(Dyn) *)(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr);
-		for (; d->d_tag != DT_NULL; d++)
-			if (d->d_tag == tag)
-				return d->d_un.d_ptr;
-	}
-	return 0;
+	return NULL;
 }
 
 static int
@@ -237,10 +222,12 @@ check_object(struct dl_phdr_info *info, size_t size, void *data)
 		ck_assert_ptr_nonnull(gelf_getehdr(e, &eh));
 		t->main_exec = eh.e_type == ET_EXEC;
 	}
+	ck_assert_msg(dyn_entry(info, DT_SYMTAB), "%s: no DT_SYMTAB", obj);
 	if (strcmp(obj, "[vdso]") != 0)
-		t->unrelocated += dyn_tag_value(info, DT_SYMTAB) < info->dlpi_addr;
-	if (!has_dyn_tag(info, DT_GNU_HASH)) {
-		ck_assert_msg(has_dyn_tag(info, DT_HASH), "%s: no hash table", obj);
+		t->unrelocated +=
+			dyn_entry(info, DT_SYMTAB)->d_un.d_ptr < info->dlpi_addr;
+	if (!dyn_entry(info, DT_GNU_HASH)) {
+		ck_assert_msg(dyn_entry(info, DT_HASH), "%s: no hash table", obj);
 		t->sysv_only = true;
 	}
 	v = file_dynsym(e, &n);
