@@ -425,42 +425,29 @@ output_elf_type_name(unsigned ty)
 }
 
 /* Where the name is defined and what as, raw (the path is the target's;
- * the callers escape it all), into buf of SYMBOL_WHY_MAX. */
+ * the callers escape it all), into buf of SYMBOL_WHY_MAX: of an only,
+ * wrong definition, or with also (symbol_note) of one beside the valid
+ * definition shown. */
 static const char *
-symbol_misdef_why(const struct dump *d, char *buf)
+symbol_misdef_why(const struct dump *d, bool also, char *buf)
 {
 	char what[80];
 
 	(void)snprintf(buf, SYMBOL_WHY_MAX,
-		       "defined in %s but not as the 8-byte thread-local pointer "
+		       "%sdefined in %s but not as the 8-byte thread-local pointer "
 		       "(as %s, %s)",
-		       d->sym.misdef_module,
+		       also ? "also " : "", d->sym.misdef_module,
 		       output_misdef_what(&d->sym, what, sizeof(what)),
 		       output_elf_type_name(d->sym.misdef_type));
 	return buf;
 }
 
 /* A valid definition is shown, and another object defines the name as
- * something else (etls_symbol's misdef_*): what follows "symbol_note",
- * said as symbol_misdef_why() says it of an only, wrong definition. */
+ * something else (etls_symbol's misdef_*): "symbol_note" says so. */
 static bool
 symbol_noted(const struct dump *d)
 {
 	return d->has_symbol && d->sym.has_misdef;
-}
-
-static const char *
-symbol_note(const struct dump *d, char *buf)
-{
-	char what[80];
-
-	(void)snprintf(buf, SYMBOL_WHY_MAX,
-		       "also defined in %s but not as the 8-byte thread-local "
-		       "pointer (as %s, %s)",
-		       d->sym.misdef_module,
-		       output_misdef_what(&d->sym, what, sizeof(what)),
-		       output_elf_type_name(d->sym.misdef_type));
-	return buf;
 }
 
 static bool
@@ -612,7 +599,7 @@ text_header(struct ob *f, const struct dump *d, const struct output_opts *o)
 		ob_puts(f, ")\n");
 	} else if (symbol_misdefined(d)) {
 		ob_puts(f, "Symbol: " OTEL_THREAD_CTX_SYMBOL " ");
-		text_cstr(f, symbol_misdef_why(d, why));
+		text_cstr(f, symbol_misdef_why(d, false, why));
 		ob_putc(f, '\n');
 	} else if (!d->has_symbol) {
 		ob_puts(f, "Symbol: " OTEL_THREAD_CTX_SYMBOL
@@ -1225,7 +1212,7 @@ json_symbol(struct jw *w, const struct dump *d)
 			static char why[SYMBOL_WHY_MAX];
 
 			jw_key(w, "symbol_error");
-			jw_cstr(w, symbol_misdef_why(d, why));
+			jw_cstr(w, symbol_misdef_why(d, false, why));
 		}
 		return;
 	}
@@ -1260,7 +1247,7 @@ json_symbol(struct jw *w, const struct dump *d)
 		static char why[SYMBOL_WHY_MAX];
 
 		jw_key(w, "symbol_note");
-		jw_cstr(w, symbol_note(d, why));
+		jw_cstr(w, symbol_misdef_why(d, true, why));
 	}
 }
 
