@@ -1414,6 +1414,14 @@ scan_chunk_lines(struct http_scan *st, const uint8_t **pp, const uint8_t *lim)
 			goto end;
 
 		default:
+			/* Entered in a phase outside the group, which no feed
+			 * leaves: another thread's store (two threads reading
+			 * one socket share its state, preload/conn.h), PH_DEAD
+			 * among them.  Nothing would be taken, and the caller's
+			 * loop would call again for ever (a read that never
+			 * returns). */
+			if (p == p0)
+				r = give_up(st, HTTP_SCAN_GIVE_UP_CALLER);
 			goto out;
 		}
 	}

@@ -2103,6 +2103,31 @@ START_TEST(shared_state_method_pos)
 }
 END_TEST
 
+/* The same sharing can leave a phase no feed leaves (a torn store, or
+ * PH_DEAD set by the other thread in the middle of this feed): the feed
+ * must end.  Before, the chunk-line scanner took no byte in such a phase
+ * and its caller called it again for ever (a reader of the h1-readers
+ * helper spun inside read(), seen under ASan). */
+START_TEST(shared_state_bad_phase)
+{
+	static const char bytes[] = "x\r\nt";
+	struct http_scan_capture cap;
+	struct http_scan st;
+	size_t used;
+	unsigned ph;
+
+	for (ph = 64; ph < HTTP_SCAN_PH_DEAD; ph++) {
+		memset(&cap, 0, sizeof(cap));
+		http_scan_reset(&st);
+		st.phase = (uint8_t)ph;
+		ck_assert_int_eq(http_scan_feed(&st, &cfg_std, &cap, bytes,
+						sizeof(bytes) - 1, &used),
+				 HTTP_SCAN_GAVE_UP);
+		ck_assert(http_scan_gave_up(&st));
+	}
+}
+END_TEST
+
 TEST_SUITE(http_scan_suite)
 {
 	Suite *s = suite_create("http-scan");
@@ -2163,6 +2188,7 @@ TEST_SUITE(http_scan_suite)
 	tcase_add_test(tc, config_names);
 	tcase_add_test(tc, eight_extras);
 	tcase_add_test(tc, shared_state_method_pos);
+	tcase_add_test(tc, shared_state_bad_phase);
 	suite_add_tcase(s, tc);
 	return s;
 }
