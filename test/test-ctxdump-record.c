@@ -429,14 +429,9 @@ report_of(const char *a0, ...)
 static void
 record_interrupt(pid_t rec, const char *file, const char *errf)
 {
-	char *err, *out;
-	int st;
+	char *out;
 
-	ck_assert_int_eq(kill(rec, SIGINT), 0);
-	st = prof_record_wait(rec, TIMEOUT_MS);
-	err = prof_slurp(errf);
-	ck_assert_msg(prof_record_status_ok(st, err), "status 0x%x: %s", st, err);
-	free(err);
+	prof_record_stop(rec, errf, TIMEOUT_MS);
 	out = report_of(file, NULL);
 	ck_assert_msg(strstr(out, "Ended: interrupted"), "%s", out);
 	free(out);

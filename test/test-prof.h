@@ -377,10 +377,10 @@ prof_record_suspend(pid_t pid, const char *errfile)
 	}
 }
 
-/* End a recorder with SIGINT: it must exit 0, or 1 for rounds skipped
- * on a loaded machine (prof_record_status_ok()); its files are removed. */
+/* Ends the recording by pid with SIGINT: it must exit 0, or 1 for rounds
+ * skipped on a loaded machine (prof_record_status_ok()). */
 static __attribute__((unused)) void
-prof_record_end(pid_t pid, const char *file, const char *errf, int timeout_ms)
+prof_record_stop(pid_t pid, const char *errf, int timeout_ms)
 {
 	char *err;
 	int st;
@@ -390,6 +390,13 @@ prof_record_end(pid_t pid, const char *file, const char *errf, int timeout_ms)
 	err = prof_slurp(errf);
 	ck_assert_msg(prof_record_status_ok(st, err), "status 0x%x: %s", st, err);
 	free(err);
+}
+
+/* prof_record_stop(), then its files are removed. */
+static __attribute__((unused)) void
+prof_record_end(pid_t pid, const char *file, const char *errf, int timeout_ms)
+{
+	prof_record_stop(pid, errf, timeout_ms);
 	unlink(file);
 	unlink(errf);
 }
