@@ -325,11 +325,18 @@ copy_short(char *d, const uint8_t *s, size_t n)
 static void
 target_store(struct http_scan_capture *cap, const uint8_t *s, size_t n)
 {
-	size_t tl = cap->target_len, room;
+	size_t tl = cap->target_len;
 
-	room = HTTP_SCAN_TARGET_MAX - tl;
-	if (__builtin_expect(n > room, 0)) {
-		n = room;
+	/* tl + n, not n > 256 - tl: a capture two threads fill (a head split
+	 * across reads of one socket read from both; preload/conn.h) may
+	 * hold any length, the other's or, once freed under this feed, the
+	 * pool entry's next owner's, and 256 - tl then wrapped to room
+	 * enough (the bytes went up to 64 KiB past the buffer).  The same
+	 * test as before on the usual path; the bound only when it fails. */
+	if (__builtin_expect(tl + n > HTTP_SCAN_TARGET_MAX, 0)) {
+		if (tl > HTTP_SCAN_TARGET_MAX)
+			tl = HTTP_SCAN_TARGET_MAX;
+		n = HTTP_SCAN_TARGET_MAX - tl;
 		cap->target_truncated = true;
 	}
 	memcpy(cap->target + tl, s, n);

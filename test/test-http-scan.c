@@ -2128,6 +2128,41 @@ START_TEST(shared_state_bad_phase)
 }
 END_TEST
 
+/* A head split in its target keeps its capture in a pool entry that two
+ * threads reading one socket share, and that one of them may free (the
+ * other's feed still writing to it) and the pool hand to another
+ * connection's scanner: the target length found there may be anything.
+ * The target was stored at that length without a bound, room being
+ * computed as 256 minus it (wrapping to "room enough"): the next target
+ * bytes went up to 64 KiB past the target buffer. */
+START_TEST(shared_state_target_len)
+{
+	static struct {
+		struct http_scan_capture cap;
+		uint8_t guard[1 << 17];
+	} g;
+	static const char rest[] = "cd HTTP/1.1\r\n\r\n";
+	struct http_scan st;
+	size_t used, k;
+	unsigned tl;
+
+	for (tl = HTTP_SCAN_TARGET_MAX - 1; tl <= 0xffff; tl += 0x1fff) {
+		memset(&g, 0, sizeof(g));
+		http_scan_reset(&st);
+		ck_assert_int_eq(
+			http_scan_feed(&st, &cfg_std, &g.cap, "GET /ab", 7, &used),
+			HTTP_SCAN_MORE);
+		/* what no single feed leaves: another owner's bytes */
+		g.cap.target_len = (uint16_t)tl;
+		(void)http_scan_feed(&st, &cfg_std, &g.cap, rest, sizeof(rest) - 1,
+				     &used);
+		for (k = 0; k < sizeof(g.guard); k++)
+			REQUIRE(g.guard[k] == 0);
+		ck_assert_uint_le(g.cap.target_len, HTTP_SCAN_TARGET_MAX);
+	}
+}
+END_TEST
+
 TEST_SUITE(http_scan_suite)
 {
 	Suite *s = suite_create("http-scan");
@@ -2189,6 +2224,7 @@ TEST_SUITE(http_scan_suite)
 	tcase_add_test(tc, eight_extras);
 	tcase_add_test(tc, shared_state_method_pos);
 	tcase_add_test(tc, shared_state_bad_phase);
+	tcase_add_test(tc, shared_state_target_len);
 	suite_add_tcase(s, tc);
 	return s;
 }
