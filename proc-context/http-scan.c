@@ -470,12 +470,21 @@ skip_line(const uint8_t *lo, const uint8_t **pp, const uint8_t *lim)
 	return true;
 }
 
+/* The bits of st->match that can name a configured name.  Two threads
+ * reading one socket share its state (preload/conn.h), so the candidates
+ * found there are taken as anything, as its positions are (scan_method(),
+ * PH_VERSION): a bit past the names would index their tables past the
+ * end.  Only a name split across reads comes here (PH_NAME). */
+#define NAMES_MASK ((1u << HTTP_SCAN_NAMES) - 1)
+
 /* One byte of a name split across reads: the candidates still matching. */
 static unsigned
 match_narrow(const struct http_scan_config *cfg, unsigned m, unsigned pos, uint8_t c)
 {
-	unsigned left = m;
+	unsigned left;
 
+	m &= NAMES_MASK;
+	left = m;
 	while (left) {
 		unsigned i = (unsigned)__builtin_ctz(left);
 
@@ -490,6 +499,7 @@ match_narrow(const struct http_scan_config *cfg, unsigned m, unsigned pos, uint8
 static unsigned
 match_resolve(const struct http_scan_config *cfg, unsigned m, unsigned pos)
 {
+	m &= NAMES_MASK;
 	while (m) {
 		unsigned i = (unsigned)__builtin_ctz(m);
 

@@ -2163,6 +2163,37 @@ START_TEST(shared_state_target_len)
 }
 END_TEST
 
+/* The candidates of a header name split across reads (st->match) hold
+ * bits of configured names only, unless another thread stored them (two
+ * threads reading one socket share its state, preload/conn.h) or the
+ * store was torn: a bit past the names indexed the name tables past
+ * their ends (name_len[12..15] of 12; UBSan, halt_on_error, stops at it).
+ * A name split after its first byte: narrowed by the next ("tx-a"), and
+ * ended by a colon ("t"). */
+START_TEST(shared_state_name_match)
+{
+	static const char *const rest[] = {"x-a: 1\r\n\r\n", ": 1\r\n\r\n"};
+	struct http_scan_capture cap;
+	struct http_scan st;
+	size_t used;
+	unsigned i;
+
+	for (i = 0; i < 2; i++) {
+		memset(&cap, 0, sizeof(cap));
+		http_scan_reset(&st);
+		ck_assert_int_eq(http_scan_feed(&st, &cfg_std, &cap,
+						"GET / HTTP/1.1\r\nt", 17, &used),
+				 HTTP_SCAN_MORE);
+		ck_assert_uint_eq(used, 17);
+		/* what no single feed leaves: every candidate bit */
+		st.match = 0xffff;
+		ck_assert_int_eq(http_scan_feed(&st, &cfg_std, &cap, rest[i],
+						strlen(rest[i]), &used),
+				 HTTP_SCAN_HEAD);
+	}
+}
+END_TEST
+
 TEST_SUITE(http_scan_suite)
 {
 	Suite *s = suite_create("http-scan");
@@ -2225,6 +2256,7 @@ TEST_SUITE(http_scan_suite)
 	tcase_add_test(tc, shared_state_method_pos);
 	tcase_add_test(tc, shared_state_bad_phase);
 	tcase_add_test(tc, shared_state_target_len);
+	tcase_add_test(tc, shared_state_name_match);
 	suite_add_tcase(s, tc);
 	return s;
 }
