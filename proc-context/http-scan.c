@@ -785,6 +785,8 @@ tp_value_whole(struct http_scan_capture *cap, const uint8_t *s, const uint8_t *t
 static __attribute__((noinline, cold)) void
 ts_long_end(struct http_scan *st, struct http_scan_capture *cap, size_t total)
 {
+	size_t len;
+
 	if (!cap->ts_checking) {
 		cap->tracestate_len = (uint16_t)(total < sizeof(cap->tracestate)
 							 ? total
@@ -802,7 +804,12 @@ ts_long_end(struct http_scan *st, struct http_scan_capture *cap, size_t total)
 	}
 	w3c_tracestate_trunc_end(&cap->ts_trunc, cap->tracestate,
 				 sizeof(cap->tracestate));
-	cap->tracestate_len = cap->ts_trunc.len;
+	/* Bounded: the cut's state is the capture's, which another feed may
+	 * have written (ts_long()); the length is what readers copy. */
+	len = cap->ts_trunc.len;
+	cap->tracestate_len =
+		(uint16_t)(len < sizeof(cap->tracestate) ? len
+							 : sizeof(cap->tracestate));
 	cap->tracestate_truncated = cap->ts_trunc.dropped != 0;
 }
 

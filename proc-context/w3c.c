@@ -788,53 +788,63 @@ tt_commit(struct w3c_tracestate_trunc *t, char *out, size_t cap)
 		return;
 	}
 	for (;;) {
-		size_t need = t->len + (t->n ? 1u : 0u) + m, s, e, gone;
-		unsigned i, victim;
+		/* Each read once: the checks below are on what is used. */
+		size_t len = t->len, s, e, gone;
+		unsigned n = t->n, i, victim;
+		size_t need = len + (n ? 1u : 0u) + m;
 
 		if (m <= W3C_TRACESTATE_MEMBER_MAX && need <= cap &&
-		    t->n < W3C_TRACESTATE_MAX_MEMBERS) {
-			if (t->n)
-				out[t->len++] = ',';
-			memcpy(out + t->len, t->member, m);
-			t->start[t->n] = t->len;
-			t->size[t->n] = (uint16_t)m;
-			t->n++;
-			t->len = (uint16_t)(t->len + m);
+		    n < W3C_TRACESTATE_MAX_MEMBERS) {
+			if (n)
+				out[len++] = ',';
+			memcpy(out + len, t->member, m);
+			t->start[n] = (uint16_t)len;
+			t->size[n] = (uint16_t)m;
+			t->n = (uint8_t)(n + 1);
+			t->len = (uint16_t)(len + m);
 			return;
 		}
 		/* (a member too long or a 33rd one: the list is invalid
 		 * anyway, the check says so) */
-		if (m > W3C_TRACESTATE_LONG_ENTRY ||
-		    t->n >= W3C_TRACESTATE_MAX_MEMBERS) {
+		if (m > W3C_TRACESTATE_LONG_ENTRY || n >= W3C_TRACESTATE_MAX_MEMBERS) {
 			t->long_cut = 1;
 			break;
 		}
-		victim = t->n;
-		for (i = t->n; i-- > 0;) {
+		victim = n;
+		for (i = n; i-- > 0;) {
 			if (t->size[i] > W3C_TRACESTATE_LONG_ENTRY) {
 				victim = i;
 				break;
 			}
 		}
-		if (victim == t->n) {
+		if (victim == n) {
 			t->state = TT_FULL;
 			break;
 		}
 		/* the entry and one comma next to it */
 		s = t->start[victim];
 		e = s + t->size[victim];
-		if (victim + 1u < t->n)
+		if (victim + 1u < n)
 			e++;
 		else if (victim > 0)
 			s--;
+		/* Never so after the feeds of one list: a state two feeds
+		 * wrote at once (the HTTP scanner's capture of a head two
+		 * threads read, http-scan.c, ts_long()), or one overwritten.
+		 * The bytes would be moved from past the list (2^64 of them
+		 * for an entry ending past it): keep no more instead. */
+		if (s > e || e > len || len > cap) {
+			t->state = TT_FULL;
+			break;
+		}
 		gone = e - s;
-		memmove(out + s, out + e, t->len - e);
-		t->len = (uint16_t)(t->len - gone);
-		for (i = victim + 1; i < t->n; i++) {
+		memmove(out + s, out + e, len - e);
+		t->len = (uint16_t)(len - gone);
+		for (i = victim + 1; i < n; i++) {
 			t->start[i - 1] = (uint16_t)(t->start[i] - gone);
 			t->size[i - 1] = t->size[i];
 		}
-		t->n--;
+		t->n = (uint8_t)(n - 1);
 		t->long_cut = 1;
 		if (t->dropped < UINT8_MAX)
 			t->dropped++;

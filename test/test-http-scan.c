@@ -2194,6 +2194,50 @@ START_TEST(shared_state_name_match)
 }
 END_TEST
 
+/* A tracestate list longer than the capture keeps is cut as it comes
+ * (w3c_tracestate_trunc, in the capture): its entries' offsets and the
+ * list's length, in a capture two threads fill or the pool entry's next
+ * owner writes to under the feed (shared_state_target_len), may be
+ * anything.  Dropping a long entry moved the bytes from the entry's end
+ * to the list's end: with the end past the list's, 2^64 bytes less a few
+ * (a SIGSEGV), and a list length past the buffer went out as the
+ * capture's tracestate length. */
+START_TEST(shared_state_tracestate_cut)
+{
+	static struct http_scan_capture cap;
+	static const char rest[] = ",b=1\r\n\r\n";
+	static const uint16_t lens[] = {510, 0xffff};
+	char head[1024];
+	struct http_scan st;
+	size_t used, o, i, c;
+
+	for (c = 0; c < sizeof(lens) / sizeof(lens[0]); c++) {
+		o = (size_t)snprintf(head, sizeof(head),
+				     "GET / HTTP/1.1\r\ntracestate: ");
+		for (i = 0; i < 12; i++)
+			o += (size_t)snprintf(head + o, sizeof(head) - o,
+					      "k%02zu=%040d,", i, 0);
+		o += (size_t)snprintf(head + o, sizeof(head) - o, "z=1");
+		memset(&cap, 0, sizeof(cap));
+		http_scan_reset(&st);
+		ck_assert_int_eq(http_scan_feed(&st, &cfg_std, &cap, head, o, &used),
+				 HTTP_SCAN_MORE);
+		ck_assert(cap.ts_checking);
+		/* what no single feed leaves: a long entry whose end is past
+		 * the list's, the member "z=1" in progress (TT_MEMBER, 1) */
+		cap.ts_trunc.len = lens[c];
+		cap.ts_trunc.n = 1;
+		cap.ts_trunc.start[0] = 400;
+		cap.ts_trunc.size[0] = 200;
+		cap.ts_trunc.state = 1;
+		ck_assert_int_eq(http_scan_feed(&st, &cfg_std, &cap, rest,
+						sizeof(rest) - 1, &used),
+				 HTTP_SCAN_HEAD);
+		ck_assert_uint_le(cap.tracestate_len, HTTP_SCAN_TRACESTATE_MAX);
+	}
+}
+END_TEST
+
 TEST_SUITE(http_scan_suite)
 {
 	Suite *s = suite_create("http-scan");
@@ -2257,6 +2301,7 @@ TEST_SUITE(http_scan_suite)
 	tcase_add_test(tc, shared_state_bad_phase);
 	tcase_add_test(tc, shared_state_target_len);
 	tcase_add_test(tc, shared_state_name_match);
+	tcase_add_test(tc, shared_state_tracestate_cut);
 	suite_add_tcase(s, tc);
 	return s;
 }
