@@ -632,6 +632,19 @@ ctxshim_request_ctx(struct ctxshim_ctx *c, const struct ctxshim_request *r)
 	request_ctx(c, r, false);
 }
 
+/* A capture's length, at most max.  The scanner keeps each within its
+ * array, but a head split across reads of one socket that two threads read
+ * has its capture written by both, or by the pool entry's next owner once
+ * freed under a feed (preload/conn.c, "Two readers"): a length found there
+ * may be anything, and the values are read up to it (a target of 64 KiB
+ * would be read past the pool).  The result of such a head is meaningless;
+ * only the reads must stay in the capture. */
+static inline size_t
+cap_len(size_t len, size_t max)
+{
+	return len < max ? len : max;
+}
+
 CTXSHIM_HOT void
 ctxshim_request_ctx_capture(struct ctxshim_ctx *c,
 			    const struct http_scan_capture *cap,
@@ -640,7 +653,7 @@ ctxshim_request_ctx_capture(struct ctxshim_ctx *c,
 {
 	struct ctxshim_request r;
 	const char *ts_line = cap->tracestate;
-	size_t ts_len = cap->tracestate_len;
+	size_t ts_len = cap_len(cap->tracestate_len, sizeof(cap->tracestate));
 	unsigned i;
 
 	/* Only the fields request_ctx() reads: extra[] beyond
@@ -652,13 +665,14 @@ ctxshim_request_ctx_capture(struct ctxshim_ctx *c,
 	r.tracestate_lens = NULL;
 	r.n_tracestate = 0;
 	r.method = cap->method;
-	r.method_len = cap->method_len;
+	r.method_len = cap_len(cap->method_len, sizeof(cap->method));
 	r.method_cut = false; /* the scanner takes no longer method */
 	r.target = cap->target;
-	r.target_len = cap->target_len;
+	r.target_len = cap_len(cap->target_len, sizeof(cap->target));
 	if (flags & HTTP_SCAN_F_TRACEPARENT) {
 		r.traceparent = cap->traceparent;
-		r.traceparent_len = cap->traceparent_len;
+		r.traceparent_len =
+			cap_len(cap->traceparent_len, sizeof(cap->traceparent));
 	}
 	r.traceparent_repeated = (flags & HTTP_SCAN_F_TRACEPARENT_BAD) != 0;
 	/* A folded tracestate is invalid as a whole, and so is one the
@@ -682,7 +696,7 @@ ctxshim_request_ctx_capture(struct ctxshim_ctx *c,
 		    (cap->extra_bad & (1u << k)))
 			continue;
 		r.extra[i] = cap->extra[k];
-		r.extra_len[i] = cap->extra_len[k];
+		r.extra_len[i] = cap_len(cap->extra_len[k], sizeof(cap->extra[k]));
 	}
 	/* cap->method is the scanner's 20-byte array (padded). */
 	_Static_assert(sizeof(cap->method) >= 8, "attr_method() loads 8 bytes");

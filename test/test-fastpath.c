@@ -14,6 +14,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "cfg.h"
 #include "hook-h2.h"
@@ -1213,6 +1215,51 @@ START_TEST(test_value_cut_at_bound)
 }
 END_TEST
 
+/* A capture whose lengths are past its arrays (two threads reading one
+ * socket share it: preload/conn.c, "Two readers"), at the end of a mapping
+ * followed by an inaccessible page: the values are read no further than
+ * their arrays (on the old code, url_path() ran 64 KiB past the target). */
+START_TEST(test_capture_lengths_untrusted)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	size_t need = (sizeof(struct http_scan_capture) + (size_t)page - 1) /
+		      (size_t)page * (size_t)page;
+	int idx[CTXSHIM_MAX_HEADER_ATTRS] = {0, 1, 2, 3, 4, 5, 6, 7};
+	struct http_scan_capture *cap;
+	struct trec_attrs_decoded d;
+	struct ctxshim_ctx c;
+	uint8_t *map;
+
+	map = mmap(NULL, need + (size_t)page, PROT_READ | PROT_WRITE,
+		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ck_assert(map != MAP_FAILED);
+	ck_assert_int_eq(mprotect(map + need, (size_t)page, PROT_NONE), 0);
+	cap = (struct http_scan_capture *)(map + need - sizeof(*cap));
+	memset(cap, 'a', sizeof(*cap));
+	cap->target[0] = '/';
+	memcpy(cap->method, "GET", 3);
+	cap->method_len = UINT8_MAX;
+	cap->target_len = UINT16_MAX;
+	cap->traceparent_len = UINT8_MAX;
+	cap->tracestate_len = UINT16_MAX;
+	cap->extra_present = 1;
+	cap->extra_bad = 0;
+	for (unsigned k = 0; k < HTTP_SCAN_EXTRA_MAX; k++)
+		cap->extra_len[k] = UINT16_MAX;
+	ctxshim_cfg.n_header_attrs = 1;
+	ctxshim_cfg.new_traces = true;
+	ctxshim_request_ctx_capture(&c, cap,
+				    HTTP_SCAN_F_CAPTURED | HTTP_SCAN_F_TRACEPARENT |
+					    HTTP_SCAN_F_TRACESTATE,
+				    idx);
+	ctxshim_cfg.n_header_attrs = 0;
+	ck_assert_int_eq(trec_attrs_decode(c.attrs, c.attrs_len, 255, &d), 0);
+	ck_assert(trec_attrs_find(&d, CTXSHIM_KEY_PATH));
+	ck_assert_uint_le(c.tracestate_len, sizeof(cap->tracestate));
+	munmap(map, need + (size_t)page);
+}
+END_TEST
+
 /* The capture entry (socket level) and the request entry (library hooks,
  * HTTP/2) publish the same attributes for the same request. */
 START_TEST(test_capture_matches_request)
@@ -1414,6 +1461,7 @@ TEST_SUITE(fastpath_suite)
 	tcase_add_test(tc, test_header_utf8);
 	tcase_add_test(tc, test_value_cut_at_bound);
 	tcase_add_test(tc, test_capture_matches_request);
+	tcase_add_test(tc, test_capture_lengths_untrusted);
 	tcase_add_test(tc, test_h2_method_and_path);
 	tcase_add_test(tc, test_known_methods_override);
 	suite_add_tcase(s, tc);
