@@ -118,6 +118,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -387,6 +388,26 @@ pool_heads(void)
 	return got;
 }
 
+/* Check that the pool is whole (POOL simultaneous split heads all get
+ * their context) after what the caller did, printf-style in fmt: each
+ * missing entry leaked. */
+static void __attribute__((format(printf, 1, 2)))
+pool_assert_whole(const char *fmt, ...)
+{
+	char what[256];
+	unsigned got;
+	va_list ap;
+
+	va_start(ap, fmt);
+	(void)vsnprintf(what, sizeof(what), fmt, ap);
+	va_end(ap);
+	got = pool_heads();
+	CHECK(got == POOL,
+	      "%s, only %u of %u simultaneous split heads got a context: %u pool "
+	      "entries leaked",
+	      what, got, POOL, POOL - got);
+}
+
 /* Two pipelined requests in one read, answered in turn on this thread,
  * then a plain keep-alive request: each publishes its own context, and
  * the connection, left open, holds no pool entry afterwards (the FIFO's
@@ -592,7 +613,7 @@ static void
 t_two_threads(unsigned n)
 {
 	struct rw x[RW_CONNS];
-	unsigned i, got;
+	unsigned i;
 
 	memset(x, 0, sizeof(x));
 	for (i = 0; i < RW_CONNS; i++) {
@@ -626,11 +647,7 @@ t_two_threads(unsigned n)
 	printf("RW reads-with-context=%u\n", rw_ctx);
 	n_wrong += rw_mixed;
 
-	got = pool_heads();
-	CHECK(got == POOL,
-	      "after %u racing requests only %u of %u simultaneous split heads got "
-	      "a context: %u pool entries leaked",
-	      n, got, POOL, POOL - got);
+	pool_assert_whole("after %u racing requests", n);
 }
 
 /* Lines of the event log (CTXSHIM_EVENTS, a file) with reason why, or -1
@@ -792,11 +809,7 @@ t_flood(void)
 	close(fs);
 	close(oc);
 	close(os);
-	got = pool_heads();
-	CHECK(got == POOL,
-	      "after the flood, %u of %u simultaneous split heads got a "
-	      "context",
-	      got, POOL);
+	pool_assert_whole("after the flood");
 }
 
 /* The record the calling thread publishes is request k's, whole: valid, k's
@@ -1276,7 +1289,7 @@ t_h2_readers(unsigned n, enum h2r_mode mode)
 					   "closed while read"};
 	static uint8_t b[H2R_BLOCKS * 160];
 	struct h2r x[H2R_CONNS];
-	unsigned round, i, t, got;
+	unsigned round, i, t;
 	uint8_t pre[64];
 	size_t plen = h2_preface(pre), blen;
 
@@ -1329,11 +1342,7 @@ t_h2_readers(unsigned n, enum h2r_mode mode)
 	}
 	/* Every connection is closed, so every entry is free again: one still
 	 * missing leaked. */
-	got = pool_heads();
-	CHECK(got == POOL,
-	      "after %u HTTP/2 connections %s, only %u of %u simultaneous split "
-	      "heads got a context: %u pool entries leaked",
-	      n, what[mode], got, POOL, POOL - got);
+	pool_assert_whole("after %u HTTP/2 connections %s", n, what[mode]);
 }
 
 /* ---- replace ---- */
@@ -1382,7 +1391,7 @@ static void
 t_h1_readers(unsigned n)
 {
 	struct h2r x;
-	unsigned k, t, got;
+	unsigned k, t;
 	char h[256];
 
 	for (k = 0; k < n; k++) {
@@ -1404,11 +1413,7 @@ t_h1_readers(unsigned n)
 		close(x.c);
 		close(x.s);
 	}
-	got = pool_heads();
-	CHECK(got == POOL,
-	      "after %u HTTP/1.1 connections read by two threads, only %u of %u "
-	      "simultaneous split heads got a context: %u pool entries leaked",
-	      n, got, POOL, POOL - got);
+	pool_assert_whole("after %u HTTP/1.1 connections read by two threads", n);
 }
 
 /* ---- fcgi-readers, fcgi-close ---- */
@@ -1471,7 +1476,7 @@ t_fcgi_readers(unsigned n)
 {
 	static uint8_t b[FCR_REQS * 160];
 	struct h2r x[H2R_CONNS];
-	unsigned round, i, t, got;
+	unsigned round, i, t;
 	uint8_t two[32];
 	size_t blen;
 
@@ -1504,11 +1509,7 @@ t_fcgi_readers(unsigned n)
 			close(x[i].s);
 		}
 	}
-	got = pool_heads();
-	CHECK(got == POOL,
-	      "after %u FastCGI connections read by two threads, only %u of %u "
-	      "simultaneous split heads got a context: %u pool entries leaked",
-	      n, got, POOL, POOL - got);
+	pool_assert_whole("after %u FastCGI connections read by two threads", n);
 }
 
 /* N FastCGI connections, each closed on this thread while another feeds
