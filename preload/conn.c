@@ -82,8 +82,24 @@
  * request could get another's context.  Now it is a single-producer /
  * single-consumer queue in which each index has one writer at a time:
  *
- *  - tail: the reader's alone (it is never read by the writer), so an
- *    append does not walk the list and never looks at pending.
+ *  - tail: the reader's (the writer never reads it), so an append does
+ *    not walk the list and never looks at pending.  An application may
+ *    read one connection from two threads at once ("Two readers"): then
+ *    two appends raced on it (both linking after the same tail, or both
+ *    starting a queue), and entries were lost for good, the whole pool in
+ *    2000 connections of 16 unanswered heads (test-preload-pipeline.c,
+ *    h1-queue).  So the reader that appends holds a producer token, bit
+ *    15 of tail (CONN_TAIL_BUSY), set with a compare-and-swap from the
+ *    tail it read (conn_fifo_own()) and cleared by the store of the new
+ *    tail that ends the append; freeing a stub empties tail with a
+ *    compare-and-swap too (conn_fifo_reclaim()).  A reader that finds the
+ *    token taken never waits for it (its holder may be preempted, or
+ *    interrupted by a signal): its head is one that cannot be queued
+ *    ("Bound").  One compare-and-swap more per queued head, none on the
+ *    keep-alive cycle.  A close, a move or a reset takes tail with an
+ *    exchange, token and all, so it never outlives the fd's connection;
+ *    a fork while another thread holds it leaves it taken in the child
+ *    until then (that connection's pipelined heads get no context there).
  *  - e->next of the tail entry: 0 while it is last; the reader links a
  *    new entry with a compare-and-swap 0 -> new, the writer closes a
  *    last entry it pops with a compare-and-swap 0 -> CONN_NEXT_CLOSED.
@@ -122,7 +138,8 @@
  * that pipeline at all keep far fewer requests in flight; 16 full queues
  * still leave the pool to the rest of the process.
  *
- * A pipelined head that cannot be queued (the bound, or an empty pool)
+ * A pipelined head that cannot be queued (the bound, an empty pool, or
+ * the producer token held by another thread reading the connection)
  * stops the scanner on that connection for good (until the fd is closed
  * or reused), as when it loses the stream (MSG_TRUNC).  Dropping just that
  * head is not an option: responses are matched to queued requests by
@@ -240,6 +257,10 @@ struct conn_pool_entry {
  * ever be linked; the reader frees it (see "Pipelining FIFO"). */
 #define CONN_NEXT_CLOSED 0xffffu
 _Static_assert(CONN_POOL_N < CONN_NEXT_CLOSED, "pool indexes + 1 fit below CLOSED");
+/* In c->tail: the FIFO's producer token, held by the reader appending
+ * ("Pipelining FIFO"); the tail's index + 1 is in the bits below. */
+#define CONN_TAIL_BUSY 0x8000u
+_Static_assert(CONN_POOL_N < CONN_TAIL_BUSY, "pool indexes + 1 fit below the token");
 
 struct ctxshim_conn_table ctxshim_conn_tab;
 
@@ -355,16 +376,19 @@ conn_fifo_stub(unsigned t)
 
 /* The reader, making a new request current: free a stub left by the
  * writer's last pop, so that an idle keep-alive connection that once
- * pipelined holds no pool entry. */
+ * pipelined holds no pool entry.  The tail is emptied with a
+ * compare-and-swap, so that of two threads reading the connection at once
+ * one frees the stub, and none while the other appends (its token is in
+ * the tail then: conn_fifo_own()). */
 static inline void
 conn_fifo_reclaim(struct ctxshim_conn *c)
 {
-	unsigned t = atomic_load_explicit(&c->tail, memory_order_relaxed);
+	uint16_t t = atomic_load_explicit(&c->tail, memory_order_relaxed);
 
-	if (__builtin_expect(t != 0, 0) && conn_fifo_stub(t)) {
+	if (__builtin_expect(t != 0, 0) && conn_fifo_stub(t) &&
+	    atomic_compare_exchange_strong_explicit(
+		    &c->tail, &t, 0, memory_order_relaxed, memory_order_relaxed))
 		conn_pool_release(t);
-		atomic_store_explicit(&c->tail, 0, memory_order_relaxed);
-	}
 }
 
 /* Take c's pending (or tail) word: its value, the word left 0.  An
@@ -444,7 +468,9 @@ conn_cap_take_own(struct ctxshim_conn *c, unsigned idx)
 static void
 conn_release_all(struct ctxshim_conn *c)
 {
-	unsigned t = conn_fifo_take(&c->tail);
+	/* (Without the token of a reader appending meanwhile: taking the
+	 * word drops it.) */
+	unsigned t = conn_fifo_take(&c->tail) & ~CONN_TAIL_BUSY;
 	unsigned idx = conn_fifo_take(&c->pending);
 
 	/* (c->cap is 0 but for a head in progress, or a connection followed
@@ -1085,7 +1111,7 @@ conn_move(struct ctxshim_conn *dst, struct ctxshim_conn *src)
 	 * descriptor may be popping it right now, and exactly one of the two
 	 * gets each entry ("Copies"). */
 	p = conn_fifo_take(&src->pending);
-	t = conn_fifo_take(&src->tail);
+	t = conn_fifo_take(&src->tail) & ~CONN_TAIL_BUSY;
 	conn_seq_begin(dst);
 	dst->scan = src->scan;
 	/* Taken with an exchange (conn_cap_take()): a read through another
@@ -1934,17 +1960,37 @@ conn_build_scratch(struct ctxshim_conn_ctx *d,
 	ctxshim_conn_compact(d, &tmp);
 }
 
-/* The reader appends entry idx (filled, next = 0) to c's FIFO.  Linking
- * with a release compare-and-swap publishes the entry's contents to the
- * writer, which acquires the link; the compare-and-swap fails only when
- * the writer closed the tail (popped it as the last entry): then the
- * queue is empty, the writer stored pending = 0 before closing (acquired
- * here), and this thread frees the stub and starts a new queue. */
-static void
-conn_fifo_push(struct ctxshim_conn *c, unsigned idx)
+/* Take c's producer token ("Pipelining FIFO"): the tail with
+ * CONN_TAIL_BUSY set by one compare-and-swap.  Returns the tail (an index
+ * + 1, or 0), or CONN_TAIL_BUSY when another thread reading c holds the
+ * token or changed the tail meanwhile: never waits for it, as the holder
+ * may be the thread a signal handler interrupted.  Acquire: the previous
+ * holder's tail, links and qpush. */
+static inline unsigned
+conn_fifo_own(struct ctxshim_conn *c)
 {
-	unsigned t = atomic_load_explicit(&c->tail, memory_order_relaxed);
+	uint16_t t = atomic_load_explicit(&c->tail, memory_order_relaxed);
 
+	if ((t & CONN_TAIL_BUSY) ||
+	    !atomic_compare_exchange_strong_explicit(
+		    &c->tail, &t, (uint16_t)(t | CONN_TAIL_BUSY), memory_order_acquire,
+		    memory_order_relaxed))
+		return CONN_TAIL_BUSY;
+	return t;
+}
+
+/* The reader, holding c's token (conn_fifo_own() returned t), appends
+ * entry idx (filled, next = 0) to c's FIFO and gives the token back with
+ * the new tail.  Linking with a release compare-and-swap publishes the
+ * entry's contents to the writer, which acquires the link; the
+ * compare-and-swap fails only when the writer closed the tail (popped it
+ * as the last entry): then the queue is empty, the writer stored
+ * pending = 0 before closing (acquired here), and this thread frees the
+ * stub and starts a new queue. */
+static void
+conn_fifo_push(struct ctxshim_conn *c, unsigned t, unsigned idx)
+{
+	c->qpush++;
 	if (t && t <= CONN_POOL_N) {
 		uint16_t expect = 0;
 
@@ -1952,13 +1998,13 @@ conn_fifo_push(struct ctxshim_conn *c, unsigned idx)
 			    &conn_pool[t - 1].next, &expect, (uint16_t)idx,
 			    memory_order_release, memory_order_acquire)) {
 			atomic_store_explicit(&c->tail, (uint16_t)idx,
-					      memory_order_relaxed);
+					      memory_order_release);
 			return;
 		}
 		conn_pool_release(t);
 	}
 	atomic_store_explicit(&c->pending, (uint16_t)idx, memory_order_release);
-	atomic_store_explicit(&c->tail, (uint16_t)idx, memory_order_relaxed);
+	atomic_store_explicit(&c->tail, (uint16_t)idx, memory_order_release);
 }
 
 /* The flags of c (f, seen before its section began) for a new current
@@ -2048,22 +2094,26 @@ conn_head(struct ctxshim_conn *c,
 	uint8_t f = atomic_load_explicit(&c->flags, memory_order_relaxed);
 	bool captured = conn_captured(cap, flags);
 	struct conn_pool_entry *e;
-	unsigned idx;
+	unsigned idx, t;
 
 	if (__builtin_expect(!(f & CONN_F_REQ) || ctxshim_conn_answered(c), 1))
 		return conn_head_new(c, f, cap, flags, captured, full);
 
 	/* Pipelined behind a request not answered yet: queue it.  Beyond the
-	 * connection's bound, or without a pool entry, stop following the
-	 * connection ("Bound" above): dropping only this request would put
-	 * the responses out of step with the queue. */
+	 * connection's bound, without a pool entry, or while another thread
+	 * reading the connection queues one (its token: "Pipelining FIFO"),
+	 * stop following the connection ("Bound" above): dropping only this
+	 * request would put the responses out of step with the queue. */
+	t = conn_fifo_own(c);
+	if (t == CONN_TAIL_BUSY)
+		goto stop;
 	if ((uint8_t)(c->qpush -
 		      atomic_load_explicit(&c->qpop, memory_order_relaxed)) >=
 		    CONN_QUEUE_MAX ||
 	    !(idx = conn_pool_claim())) {
-		http_scan_stop(&c->scan);
-		conn_flags_update(c, 0, CONN_F_OVERFLOW);
-		return CONN_FEED_NONE;
+		/* The token back, the tail as it was. */
+		atomic_store_explicit(&c->tail, (uint16_t)t, memory_order_release);
+		goto stop;
 	}
 	e = &conn_pool[idx - 1];
 	atomic_store_explicit(&e->next, 0, memory_order_relaxed);
@@ -2071,8 +2121,11 @@ conn_head(struct ctxshim_conn *c,
 	e->hold = 0;
 	if (captured)
 		conn_build_scratch(&e->u.ctx, cap, flags);
-	conn_fifo_push(c, idx);
-	c->qpush++;
+	conn_fifo_push(c, t, idx);
+	return CONN_FEED_NONE;
+stop:
+	http_scan_stop(&c->scan);
+	conn_flags_update(c, 0, CONN_F_OVERFLOW);
 	return CONN_FEED_NONE;
 }
 
@@ -2410,10 +2463,13 @@ ctxshim_conn_fcgi_feed(struct ctxshim_conn *c,
  * bumps the generation before it takes c->cap, so neither test alone sees
  * every close.  The other stores of c->cap decide the same way: an h2c
  * upgrade's (ctxshim_conn_h2_upgrade(), a compare-and-swap from 0) and a
- * leader's hand-over to a copy (conn_move(), an exchange).  Not covered:
- * the pipelining FIFO has one producer by design ("Pipelining FIFO"), and
- * two readers that both queue pipelined heads still lose entries there (10
- * in 1500 connections of 16 unanswered heads each).  A signal handler
+ * leader's hand-over to a copy (conn_move(), an exchange).  The pipelining
+ * FIFO has one producer by design ("Pipelining FIFO"): two readers that
+ * both queue pipelined heads take turns through its producer token, and
+ * one that finds it taken stops the scanner as for a head past the bound
+ * (the connection's later requests get no context; both used to append,
+ * and lost 1021-1023 of the pool's 1024 entries in 2000 connections of 16
+ * unanswered heads each, test h1-queue).  A signal handler
  * reading the connection in the middle of a read's feed on the same thread
  * is not fed at all (the thread's busy flag, hooks/hook-socket.c), so it
  * never races a feed. */

@@ -154,20 +154,22 @@ struct ctxshim_conn_ctx {
  *  - pending, tail: the FIFO of pipelined requests, a single-producer /
  *    single-consumer queue that stays correct when the reading and the
  *    writing thread are two threads at once (conn.c, "Pipelining FIFO"):
- *    tail is the reading thread's alone (it appends); pending (the head)
- *    is the writing thread's while it is non-zero (it pops), and is
- *    handed to the reading thread, through one compare-and-swap on the
- *    last entry's next, when a pop empties the queue.  A pop claims its
- *    entry with a compare-and-swap on pending, and whatever takes the
+ *    tail is the reading thread's (it appends; of two threads reading at
+ *    once, the one that holds the producer token, tail's bit 15); pending
+ *    (the head) is the writing thread's while it is non-zero (it pops),
+ *    and is handed to the reading thread, through one compare-and-swap on
+ *    the last entry's next, when a pop empties the queue.  A pop claims
+ *    its entry with a compare-and-swap on pending, and whatever takes the
  *    queue away (the state moving to another descriptor of the
  *    connection, a release) takes pending and tail with an exchange, so
  *    each entry is freed or handed on by one side only (conn.c,
  *    "Copies").  Both are atomic for that; the reader's own accesses are
- *    relaxed loads and stores (plain moves).
- *  - qpush, qpop: how many requests the reading thread queued, and how
- *    many of them the writing thread popped (each counter has that one
- *    writer; qpush - qpop, mod 256, is the queue's length, which conn.c
- *    bounds: "Bound").
+ *    relaxed loads and stores (plain moves), but for the compare-and-swap
+ *    that takes the token, once per queued request.
+ *  - qpush, qpop: how many requests the reading thread queued (with the
+ *    token), and how many of them the writing thread popped (each
+ *    counter has that one writer; qpush - qpop, mod 256, is the queue's
+ *    length, which conn.c bounds: "Bound").
  *  - seq: odd while ctx (and the current request) is being changed.
  *    Single writer: the reading thread when a new head becomes current,
  *    or, with pipelining, the writing thread when it moves on to the next
@@ -202,7 +204,8 @@ struct ctxshim_conn {
 	_Atomic uint16_t pending; /* pool entry + 1: first pipelined context */
 	_Atomic uint8_t flags;    /* CONN_F_* */
 	_Atomic uint8_t answered; /* see above */
-	_Atomic uint16_t tail;    /* pool entry + 1: last one queued, or a stub */
+	_Atomic uint16_t tail;    /* pool entry + 1: last one queued, or a stub;
+				   * bit 15: an append in progress (conn.c) */
 	uint8_t qpush;            /* requests queued (the reader's) */
 	_Atomic uint8_t qpop;     /* of those, popped (the writer's) */
 	struct ctxshim_conn_ctx ctx;

@@ -67,6 +67,12 @@
  *                              threads at once while its client sends a
  *                              head in 7-byte writes: afterwards the pool
  *                              must be whole, as above
+ *   pipeline h1-queue N        N HTTP/1.1 connections, each read by two
+ *                              threads at once, one whole head a read,
+ *                              while its client pipelines QUEUE_MAX heads
+ *                              that are never answered (both threads queue
+ *                              pipelined requests): afterwards the pool
+ *                              must be whole, as above
  *   pipeline fcgi-readers N    N FastCGI connections, each read by two
  *                              threads at once: both wait when the client
  *                              sends two FCGI_BEGIN_REQUEST records, then
@@ -1182,7 +1188,7 @@ t_reserve(const char *proto)
 struct h2r {
 	int c, s;
 	unsigned k;
-	_Atomic int reading, done;
+	_Atomic int reading, done, go;
 	pthread_t r[2];
 };
 
@@ -1379,8 +1385,7 @@ t_replace(void)
 }
 
 /* Heads per connection: one.  No response is written, so a second would
- * be queued as pipelined, and the queue has one producer by design (two
- * readers still lose entries there: conn.c, "Two readers"). */
+ * be queued as pipelined: h1-queue reads those. */
 #define H1R_HEADS 1
 
 /* N HTTP/1.1 connections, each read by two threads at once in small
@@ -1414,6 +1419,77 @@ t_h1_readers(unsigned n)
 		close(x.s);
 	}
 	pool_assert_whole("after %u HTTP/1.1 connections read by two threads", n);
+}
+
+/* h1-queue: heads of one length (the path's number in 8 digits), so that
+ * reads of H1Q_LEN bytes each take exactly one whole head. */
+#define H1Q_LEN 106
+
+static int
+h1q_head(char *buf, unsigned k)
+{
+	return sprintf(buf,
+		       "GET /p%08u HTTP/1.1\r\nHost: x\r\n"
+		       "traceparent: 00-%032x-00000000000000%02x-01\r\n\r\n",
+		       k, k + 1, (k % 250) + 1);
+}
+
+/* Once both readers are ready, reads of one whole head each until the
+ * end: the two threads complete heads, and queue them, at the same
+ * moments. */
+static void *
+h1q_reader(void *arg)
+{
+	struct h2r *x = arg;
+	char buf[H1Q_LEN];
+	ssize_t n;
+
+	atomic_fetch_add(&x->reading, 1);
+	while (!x->go)
+		sched_yield();
+	do
+		n = read(x->s, buf, sizeof(buf));
+	while (n > 0 || (n < 0 && errno == EINTR));
+	return NULL;
+}
+
+/* N HTTP/1.1 connections whose client pipelines CONN_QUEUE_MAX heads in
+ * one write, never answered, each read by two threads at once one whole
+ * head a read: the first head is the current request, the others are
+ * queued as pipelined by both threads at once, then the connection is
+ * closed: afterwards the pool must be whole. */
+static void
+t_h1_queue(unsigned n)
+{
+	char h[H1Q_LEN * QUEUE_MAX + 1];
+	unsigned k, t;
+	struct h2r x;
+
+	for (k = 0; k < n; k++) {
+		int len = 0;
+
+		memset(&x, 0, sizeof(x));
+		pair(&x.c, &x.s);
+		for (t = 0; t < QUEUE_MAX; t++)
+			len += h1q_head(h + len, k * QUEUE_MAX + t);
+		if (len != H1Q_LEN * QUEUE_MAX)
+			die("h1q_head");
+		send_all(x.c, h, (size_t)len);
+		shutdown(x.c, SHUT_WR);
+		for (t = 0; t < 2; t++)
+			if (pthread_create(&x.r[t], NULL, h1q_reader, &x))
+				die("pthread_create");
+		while (x.reading < 2)
+			sched_yield();
+		x.go = 1;
+		for (t = 0; t < 2; t++)
+			pthread_join(x.r[t], NULL);
+		close(x.c);
+		close(x.s);
+	}
+	pool_assert_whole("after %u HTTP/1.1 connections of %u unanswered pipelined "
+			  "heads read by two threads",
+			  n, QUEUE_MAX);
 }
 
 /* ---- fcgi-readers, fcgi-close ---- */
@@ -1630,6 +1706,8 @@ main(int argc, char **argv)
 			     mode[3] == 'r'   ? H2R_TWO
 			     : mode[3] == 's' ? H2R_STOP
 					      : H2R_CLOSE);
+	else if (strcmp(mode, "h1-queue") == 0)
+		t_h1_queue(argc > 2 ? (unsigned)strtoul(argv[2], NULL, 10) : 5000);
 	else if (strcmp(mode, "h1-readers") == 0)
 		t_h1_readers(argc > 2 ? (unsigned)strtoul(argv[2], NULL, 10) : 500);
 	else if (strcmp(mode, "fcgi-readers") == 0)
@@ -1642,7 +1720,8 @@ main(int argc, char **argv)
 		fprintf(stderr, "usage: pipeline "
 				"interleaved|exhausted|flood|keepalive|headbody|gaveup|"
 				"two-threads [N]|reserve fcgi|h2c|replace|"
-				"h2-readers|h2-stop|h2-close|h1-readers|fcgi-readers|"
+				"h2-readers|h2-stop|h2-close|h1-readers|h1-queue|"
+				"fcgi-readers|"
 				"fcgi-close [N]\n");
 		return 2;
 	}
