@@ -1,0 +1,413 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The three stream scanners (HTTP/1, FastCGI, HTTP/2) with their state
+ * changed between reads, as a second thread reading the same socket, or
+ * the pool entry's next owner, changes it (preload/conn.c, "Two
+ * readers"): every field may hold any value at any feed, and the scanner
+ * must still stay within its state, its capture and the bytes it is fed,
+ * and each feed must end.  Input: [mode][script length][script][stream].
+ * The stream is the connection's bytes (the seeds are real requests, so
+ * that the scanners get deep into heads, records and header blocks before
+ * their state is changed; mutated, it reaches what a fixed stream cannot).
+ * The script is a list of steps: [read size, 0: the rest][pokes], pokes
+ * = [count & 3] x ([field][kind][index, if an array][value]), the kind
+ * (top 2 bits) saying small (its low 6 bits), all ones less those, a u16
+ * or 8 raw bytes to follow; once the script runs out, the rest of the
+ * stream is one read.  Each read goes through the loop
+ * preload/conn.c runs for it, with its bound where it has one: a scanner
+ * that asks to be called again without taking a byte more often than
+ * that is a read() that never returns, which aborts here (no alarm(): the
+ * unit suite's replay has no libFuzzer -timeout).  What the socket level
+ * makes of each result is made of it here too: an HTTP head's capture
+ * becomes a context through ctxshim_request_ctx_capture() (and, with the
+ * mode's bit, each read is first offered to ctxshim_request_ctx_whole()),
+ * a FastCGI request's parameters one through the CGI model (which reads
+ * its values with strlen()), an HTTP/2 field's value is read to its
+ * length; each context's record must decode.  preload/request-ctx.c and
+ * request-cgi.c are compiled in, as fuzz-request.c does. */
+#include "fuzz.h"
+
+#include <stddef.h>
+#include <string.h>
+
+#include "fcgi-scan.h"
+#include "h2-scan.h"
+#include "http-scan.h"
+#include "request-cgi.c"
+#include "request-ctx.c"
+
+#include "../test-request-stubs.h"
+
+/* A result that takes no byte and asks for another call, in a row: more
+ * than this and the read loop would go on for ever.  conn.c bounds its
+ * HTTP/2 loop so (ctxshim_conn_h2_feed()); its HTTP/1 and FastCGI loops
+ * call again after a head or a request's parameters whatever was taken,
+ * and the scanners take a byte at least for either (the head's LF, the
+ * empty FCGI_PARAMS record's header), so a few is already wrong. */
+#define H1_IDLE_MAX   4
+#define FCGI_IDLE_MAX 4
+#define H2_IDLE_MAX   (2 * H2_SCAN_KEEP_MAX + 4)
+
+struct field {
+	uint8_t where; /* W_STATE or W_CAP */
+	uint16_t off;
+	uint16_t size; /* of one element */
+	uint16_t count;
+};
+enum { W_STATE, W_CAP };
+
+/* clang-format off */
+#define F(where, type, f) \
+	{where, offsetof(type, f), sizeof(((type *)0)->f), 1}
+#define A(where, type, f) \
+	{where, offsetof(type, f), sizeof(((type *)0)->f[0]), \
+	 sizeof(((type *)0)->f) / sizeof(((type *)0)->f[0])}
+/* Any byte of the struct (a torn store, another state over it). */
+#define RAW(where, type) {where, 0, 1, sizeof(type)}
+
+#define HS(f)  F(W_STATE, struct http_scan, f)
+#define HC(f)  F(W_CAP, struct http_scan_capture, f)
+#define HCA(f) A(W_CAP, struct http_scan_capture, f)
+static const struct field http_fields[] = {
+	HS(n), HS(head_bytes), HS(flags), HS(match), HS(phase), HS(pos), HS(field),
+	HS(sub), HC(cur_seen), HC(cur_last), HC(cur_start), HC(target_len),
+	HC(tracestate_len), HC(method_len), HC(traceparent_len),
+	HC(target_truncated), HC(tracestate_truncated), HC(extra_present),
+	HC(extra_truncated), HC(extra_bad), HC(ts_checking), HCA(extra_len),
+	HC(ts_check.len), HC(ts_check.ows), HC(ts_check.state), HC(ts_check.n),
+	HC(ts_check.pend), HC(ts_trunc.len), HC(ts_trunc.mlen), HC(ts_trunc.mlast),
+	HC(ts_trunc.n), HC(ts_trunc.state), HC(ts_trunc.dropped),
+	HC(ts_trunc.long_cut), HCA(ts_trunc.start), HCA(ts_trunc.size),
+	RAW(W_STATE, struct http_scan), RAW(W_CAP, struct http_scan_capture),
+};
+
+#define FS(f)  F(W_STATE, struct fcgi_scan, f)
+#define FSA(f) A(W_STATE, struct fcgi_scan, f)
+static const struct field fcgi_fields[] = {
+	FS(left), FS(nv_len), FS(nv_pos), FS(nlen), FS(match), FS(req_id),
+	FS(arena_used), FS(present), FSA(val_off), FSA(val_len), FSA(hdr),
+	FS(hdr_pos), FS(phase), FS(pad), FS(ours), FS(last), FS(req_phase),
+	FS(nv_phase), FS(lbuf_pos), FSA(lbuf), FS(keep), FS(why),
+	RAW(W_STATE, struct fcgi_scan),
+};
+
+#define H2(f)  F(W_STATE, struct h2_scan, f)
+#define H2A(f) A(W_STATE, struct h2_scan, f)
+static const struct field h2_fields[] = {
+	H2(left), H2(block_id), H2(max_id), H2(t_size), H2(t_max), H2(int_val),
+	H2(str_left), H2(dec_len), H2(f_nlen), H2(h_acc), H2(a_tail), H2(a_used),
+	H2(rep_len), H2(rep_k), H2(rep_flags), H2(rep_static), H2A(hdr),
+	H2(hdr_pos), H2(phase), H2(pre), H2(frame_flags), H2(pad), H2(prio_left),
+	H2(in_block), H2(report), H2(field_seen), H2(hp), H2(kind), H2(int_what),
+	H2(int_shift), H2(str_value), H2(str_huff), H2(h_bits), H2(f_k), H2(e_head),
+	H2(e_count), H2(why), H2A(e_nlen), H2A(e_vlen), H2A(e_off), H2A(e_k),
+	RAW(W_STATE, struct h2_scan),
+};
+/* clang-format on */
+
+#define N(a) (sizeof(a) / sizeof((a)[0]))
+
+/* The extra headers: two usual ones, or as many as the scanner takes (its
+ * split-name candidates then fill 12 of their 16 bits). */
+static const char *const extras[HTTP_SCAN_EXTRA_MAX] = {
+	"x-request-id",    "trace",
+	"x-b3-traceid",    "baggage",
+	"x-amzn-trace-id", "x-correlation-id",
+	"user-agent",      "x",
+};
+
+static struct http_scan_config http_cfg[2];
+static struct fcgi_scan_config fcgi_cfg;
+static struct h2_scan_config h2_cfg;
+static int extra_index[2][CTXSHIM_MAX_HEADER_ATTRS];
+
+static struct http_scan hst;
+static struct http_scan_capture cap;
+static struct fcgi_scan fst;
+static struct h2_scan h2st;
+static struct ctxshim_ctx ctx;
+
+int
+LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+	static const struct {
+		const char *name;
+		size_t max;
+	} cgi_vars[] = {
+		{"REQUEST_METHOD", HTTP_SCAN_METHOD_MAX},
+		{"REQUEST_URI", HTTP_SCAN_TARGET_MAX},
+		{"SCRIPT_NAME", HTTP_SCAN_TARGET_MAX},
+		{"PATH_INFO", HTTP_SCAN_TARGET_MAX},
+		{"QUERY_STRING", HTTP_SCAN_TARGET_MAX},
+		{"HTTP_TRACEPARENT", HTTP_SCAN_TRACEPARENT_MAX},
+		{"HTTP_TRACESTATE", HTTP_SCAN_TRACESTATE_MAX},
+		{"HTTP_X_REQUEST_ID", HTTP_SCAN_VALUE_MAX},
+		{"HTTP_TRACE", HTTP_SCAN_VALUE_MAX},
+	};
+	static const char *const h2_names[] = {":method",      ":path",
+					       "traceparent",  "tracestate",
+					       "x-request-id", "trace"};
+	unsigned i, j, k;
+
+	(void)argc, (void)argv;
+	/* conn.c's configurations (conn_scan_config() and the like) */
+	ctxshim_cfg.new_traces = true;
+	ctxshim_cfg.n_header_attrs = 2;
+	strcpy(ctxshim_cfg.header_attrs[0], extras[0]);
+	strcpy(ctxshim_cfg.header_attrs[1], extras[1]);
+	for (j = 0; j < 2; j++) {
+		http_scan_config_init(&http_cfg[j]);
+		for (i = 0; i < CTXSHIM_MAX_HEADER_ATTRS; i++)
+			extra_index[j][i] = -1;
+		for (i = 0; i < (j ? HTTP_SCAN_EXTRA_MAX : 2u); i++) {
+			FUZZ_CHECK(http_scan_config_add_header(&http_cfg[j], extras[i],
+							       strlen(extras[i]),
+							       &k) == 0);
+			if (i < CTXSHIM_MAX_HEADER_ATTRS)
+				extra_index[j][i] = (int)k;
+		}
+	}
+	for (i = 0; i < N(cgi_vars); i++)
+		FUZZ_CHECK(fcgi_scan_config_add(&fcgi_cfg, cgi_vars[i].name,
+						cgi_vars[i].max) >= 0);
+	for (i = 0; i < N(h2_names); i++)
+		FUZZ_CHECK(h2_scan_config_add(&h2_cfg, h2_names[i]) >= 0);
+	return 0;
+}
+
+/* A context as a reader takes it: its record decodes whole. */
+static void
+check_ctx(const struct ctxshim_ctx *c)
+{
+	static struct trec_attrs_decoded d;
+	unsigned i;
+
+	FUZZ_CHECK(c->attrs_len <= TREC_ATTRS_MAX);
+	FUZZ_CHECK(c->tracestate_len <= sizeof(c->tracestate));
+	FUZZ_CHECK(trec_attrs_decode(c->attrs, c->attrs_len, 255, &d) == 0);
+	FUZZ_CHECK(!d.truncated && d.n_duplicates == 0);
+	for (i = 0; i < d.n; i++)
+		FUZZ_CHECK(trec_utf8_valid(d.attr[i].val, d.attr[i].len));
+}
+
+/* Write one poke's value: the input says which field and what. */
+static void
+poke(struct fuzz_in *sc, const struct field *fields, size_t n_fields, uint8_t *base[2])
+{
+	const struct field *f = &fields[fuzz_byte(sc) % n_fields];
+	unsigned v = fuzz_byte(sc), i = 0;
+	uint64_t x;
+	uint8_t *p;
+
+	if (f->count > 256)
+		i = (fuzz_byte(sc) | fuzz_byte(sc) << 8) % f->count;
+	else if (f->count > 1)
+		i = fuzz_byte(sc) % f->count;
+	p = base[f->where] + f->off + (size_t)i * f->size;
+	switch (v >> 6) {
+	case 0:
+		x = v & 63;
+		break;
+	case 1:
+		x = ~(uint64_t)0 - (v & 63);
+		break;
+	case 2:
+		x = fuzz_byte(sc) | fuzz_byte(sc) << 8;
+		break;
+	default:
+		x = fuzz_u64(sc);
+		break;
+	}
+	/* little endian: the low bytes */
+	memcpy(p, &x, f->size < sizeof(x) ? f->size : sizeof(x));
+}
+
+/* ctxshim_conn_feed(): the usual read whole, else the scanner's loop
+ * (ctxshim_conn_feed_loop()), a context built for each captured head. */
+static void
+http_read(unsigned mode, const uint8_t *p, size_t len)
+{
+	const struct http_scan_config *cfg = &http_cfg[(mode >> 3) & 1];
+	const int *index = extra_index[(mode >> 3) & 1];
+	unsigned idle = 0;
+	size_t off = 0;
+
+	if ((mode & 4) && ctx_whole(&ctx, &hst, cfg, p, len, index) == 0) {
+		check_ctx(&ctx);
+		return;
+	}
+	while (off < len && !http_scan_gave_up(&hst)) {
+		enum http_scan_status r;
+		unsigned flags;
+		size_t n = (size_t)-1;
+
+		r = http_scan_feed(&hst, cfg, &cap, p + off, len - off, &n);
+		FUZZ_CHECK(n <= len - off);
+		FUZZ_CHECK(r == HTTP_SCAN_MORE || r == HTTP_SCAN_HEAD ||
+			   r == HTTP_SCAN_GAVE_UP);
+		off += n;
+		if (r == HTTP_SCAN_MORE && http_scan_in_head(&hst))
+			break;
+		if (r == HTTP_SCAN_HEAD) {
+			flags = http_scan_flags(&hst);
+			/* conn_captured() */
+			if ((flags & (HTTP_SCAN_F_CAPTURED | HTTP_SCAN_F_OVERSIZED |
+				      HTTP_SCAN_F_CAPTURE_LOST)) ==
+			    HTTP_SCAN_F_CAPTURED) {
+				ctxshim_request_ctx_capture(&ctx, &cap, flags, index);
+				check_ctx(&ctx);
+			}
+			if (n == 0 && ++idle > H1_IDLE_MAX)
+				fuzz_fail(__FILE__, __LINE__,
+					  "http_scan_feed() reports heads without "
+					  "taking a byte: conn.c's read loop spins");
+			if (n)
+				idle = 0;
+		}
+		if (r == HTTP_SCAN_GAVE_UP || (r != HTTP_SCAN_HEAD && n == 0))
+			break;
+	}
+}
+
+static const char *
+fcgi_lookup(const char *name, void *st)
+{
+	return fcgi_scan_get(st, &fcgi_cfg, name);
+}
+
+/* ctxshim_conn_fcgi_feed(); each value read as the CGI model reads it,
+ * to its NUL (strlen()), and to its length. */
+static void
+fcgi_read(const uint8_t *p, size_t len)
+{
+	unsigned idle = 0, k;
+	size_t off = 0;
+
+	while (off < len) {
+		enum fcgi_scan_status r;
+		size_t n = (size_t)-1;
+
+		r = fcgi_scan_feed(&fst, &fcgi_cfg, p + off, len - off, &n);
+		FUZZ_CHECK(n <= len - off);
+		off += n;
+		if (r != FCGI_SCAN_PARAMS_END)
+			break;
+		for (k = 0; k <= FCGI_SCAN_KEEP_MAX; k++) {
+			size_t vl = 0, i;
+			const char *v = fcgi_scan_value(&fst, k, &vl);
+			volatile char sum = 0;
+
+			if (!v)
+				continue;
+			for (i = 0; i < vl; i++)
+				sum ^= v[i];
+			(void)strlen(v);
+		}
+		ctxshim_request_ctx_cgi(&ctx, fcgi_lookup, &fst);
+		check_ctx(&ctx);
+		if (n == 0 && ++idle > FCGI_IDLE_MAX)
+			fuzz_fail(__FILE__, __LINE__,
+				  "fcgi_scan_feed() ends parameters without taking "
+				  "a byte: conn.c's read loop spins");
+		if (n)
+			idle = 0;
+	}
+}
+
+/* ctxshim_conn_h2_feed()'s loop; each reported field's value read. */
+static void
+h2_read(const uint8_t *p, size_t len)
+{
+	unsigned idle = 0;
+	size_t off = 0;
+
+	for (;;) {
+		enum h2_scan_status r;
+		size_t n = (size_t)-1;
+
+		if (idle >= H2_IDLE_MAX)
+			fuzz_fail(__FILE__, __LINE__,
+				  "h2_scan_feed() asks to be called again without "
+				  "taking a byte past conn.c's bound");
+		r = h2_scan_feed(&h2st, &h2_cfg, p + off, len - off, &n);
+		FUZZ_CHECK(n <= len - off);
+		off += n;
+		idle = n ? 0 : idle + 1;
+		if (r == H2_SCAN_FIELD) {
+			struct h2_scan_field f;
+			volatile uint8_t sum = 0;
+			size_t i;
+
+			h2_scan_field(&h2st, &f);
+			/* (its name may be anything after a change: conn_h2_field()
+			 * bounds it) */
+			FUZZ_CHECK(f.len <= H2_SCAN_VALUE_MAX);
+			FUZZ_CHECK(f.len == 0 || f.value);
+			for (i = 0; i < f.len; i++)
+				sum ^= f.value[i];
+		} else if (r == H2_SCAN_REQUEST) {
+			(void)h2_scan_stream(&h2st);
+		} else if (r == H2_SCAN_GAVE_UP || off >= len) {
+			break;
+		}
+	}
+}
+
+int
+LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct fuzz_in in = {data, size}, sc;
+	unsigned mode = fuzz_byte(&in), kind = mode & 3;
+	size_t slen = fuzz_byte(&in), off = 0;
+	const struct field *fields;
+	size_t n_fields;
+	uint8_t *base[2] = {NULL, (uint8_t *)&cap};
+
+	if (slen > in.left)
+		slen = in.left;
+	sc.p = in.p;
+	sc.left = slen;
+	in.p += slen;
+	in.left -= slen;
+
+	memset(&cap, 0, sizeof(cap));
+	if (kind == 1) {
+		fcgi_scan_reset(&fst);
+		base[W_STATE] = (uint8_t *)&fst;
+		fields = fcgi_fields;
+		n_fields = N(fcgi_fields);
+	} else if (kind == 2) {
+		/* the stream with the client's preface, or past it (as
+		 * conn.c starts one whose preface the HTTP scanner saw) */
+		h2_scan_reset(&h2st, (mode & 8) ? H2_SCAN_PREFACE_LEN : 0);
+		base[W_STATE] = (uint8_t *)&h2st;
+		fields = h2_fields;
+		n_fields = N(h2_fields);
+	} else {
+		http_scan_reset(&hst);
+		base[W_STATE] = (uint8_t *)&hst;
+		fields = http_fields;
+		n_fields = N(http_fields);
+	}
+	while (off < in.left) {
+		size_t piece = in.left - off;
+		unsigned pokes, i;
+
+		if (sc.left) {
+			size_t want = fuzz_byte(&sc);
+
+			if (want && want < piece)
+				piece = want;
+			pokes = fuzz_byte(&sc) & 3;
+			for (i = 0; i < pokes; i++)
+				poke(&sc, fields, n_fields, base);
+		}
+		if (kind == 1)
+			fcgi_read(in.p + off, piece);
+		else if (kind == 2)
+			h2_read(in.p + off, piece);
+		else
+			http_read(mode, in.p + off, piece);
+		off += piece;
+	}
+	return 0;
+}
