@@ -684,7 +684,7 @@ ts_long(struct http_scan *st, struct http_scan_capture *cap, const uint8_t *s, s
 			at = sizeof(cap->tracestate);
 		if (start > at)
 			start = at;
-		cap->ts_checking = true;
+		cap->ts_checking = 1;
 		memset(c, 0, sizeof(*c));
 		w3c_tracestate_trunc_init(t);
 		/* the earlier lines, a line boundary, then this line so far

@@ -218,7 +218,11 @@ struct http_scan_capture {
 	uint8_t extra_present;     /* bit k: extra header k was seen */
 	uint8_t extra_truncated;   /* bit k: value cut at 256 bytes */
 	uint8_t extra_bad;         /* bit k: folded */
-	bool ts_checking;          /* ts_check in use (private) */
+	/* ts_check in use (private).  A byte, not a bool: a capture two
+	 * readers of a socket share, or a pool entry reused under a feed
+	 * (preload/conn.c, "Two readers"), may hold any byte here, and a
+	 * bool other than 0 or 1 is undefined (UBSan stops on its load). */
+	uint8_t ts_checking;
 	uint16_t extra_len[HTTP_SCAN_EXTRA_MAX];
 
 	char method[HTTP_SCAN_METHOD_MAX];
