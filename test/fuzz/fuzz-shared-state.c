@@ -22,8 +22,11 @@
  * mode's bit, each read is first offered to ctxshim_request_ctx_whole()),
  * a FastCGI request's parameters one through the CGI model (which reads
  * its values with strlen()), an HTTP/2 field's value is read to its
- * length; each context's record must decode.  preload/request-ctx.c and
- * request-cgi.c are compiled in, as fuzz-request.c does. */
+ * length and collected into the request entry of hooks/hook-h2.h (a pool
+ * entry too: the script writes its fields as well), whose request becomes
+ * a context at the block's end; each context's record must decode.
+ * preload/request-ctx.c and request-cgi.c are compiled in, as fuzz-request.c
+ * does. */
 #include "fuzz.h"
 
 #include <stddef.h>
@@ -31,6 +34,7 @@
 
 #include "fcgi-scan.h"
 #include "h2-scan.h"
+#include "hook-h2.h"
 #include "http-scan.h"
 #include "request-cgi.c"
 #include "request-ctx.c"
@@ -53,7 +57,7 @@ struct field {
 	uint16_t size; /* of one element */
 	uint16_t count;
 };
-enum { W_STATE, W_CAP };
+enum { W_STATE, W_CAP, W_REQ };
 
 /* clang-format off */
 #define F(where, type, f) \
@@ -92,6 +96,8 @@ static const struct field fcgi_fields[] = {
 
 #define H2(f)  F(W_STATE, struct h2_scan, f)
 #define H2A(f) A(W_STATE, struct h2_scan, f)
+#define HQ(f)  F(W_REQ, struct hook_h2_req, f)
+#define HQA(f) A(W_REQ, struct hook_h2_req, f)
 static const struct field h2_fields[] = {
 	H2(left), H2(block_id), H2(max_id), H2(t_size), H2(t_max), H2(int_val),
 	H2(str_left), H2(dec_len), H2(f_nlen), H2(h_acc), H2(a_tail), H2(a_used),
@@ -101,6 +107,13 @@ static const struct field h2_fields[] = {
 	H2(int_shift), H2(str_value), H2(str_huff), H2(h_bits), H2(f_k), H2(e_head),
 	H2(e_count), H2(why), H2A(e_nlen), H2A(e_vlen), H2A(e_off), H2A(e_k),
 	RAW(W_STATE, struct h2_scan),
+	/* the request entry conn_h2_field() collects the fields in */
+	HQ(path_len), HQ(ts_len), HQA(extra_len), HQ(method_len), HQ(tp_len),
+	HQ(n_tp), HQ(extra_seen), HQ(has_method), HQ(has_path), HQ(has_ts),
+	HQ(method_cut), HQ(ts_checking), HQ(ts_bad), HQ(ts_check.len),
+	HQ(ts_check.state), HQ(ts_check.n), HQ(ts_trunc.len), HQ(ts_trunc.mlen),
+	HQ(ts_trunc.n), HQ(ts_trunc.state), HQA(ts_trunc.start),
+	HQA(ts_trunc.size), RAW(W_REQ, struct hook_h2_req),
 };
 /* clang-format on */
 
@@ -124,6 +137,9 @@ static struct http_scan hst;
 static struct http_scan_capture cap;
 static struct fcgi_scan fst;
 static struct h2_scan h2st;
+static struct hook_h2_req h2q;
+static bool h2q_lost;
+static int h2_k_tp, h2_k_ts;
 static struct ctxshim_ctx ctx;
 
 int
@@ -170,7 +186,9 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
 		FUZZ_CHECK(fcgi_scan_config_add(&fcgi_cfg, cgi_vars[i].name,
 						cgi_vars[i].max) >= 0);
 	for (i = 0; i < N(h2_names); i++)
-		FUZZ_CHECK(h2_scan_config_add(&h2_cfg, h2_names[i]) >= 0);
+		FUZZ_CHECK(h2_scan_config_add(&h2_cfg, h2_names[i]) == (int)i);
+	h2_k_tp = 2;
+	h2_k_ts = 3;
 	return 0;
 }
 
@@ -191,7 +209,7 @@ check_ctx(const struct ctxshim_ctx *c)
 
 /* Write one poke's value: the input says which field and what. */
 static void
-poke(struct fuzz_in *sc, const struct field *fields, size_t n_fields, uint8_t *base[2])
+poke(struct fuzz_in *sc, const struct field *fields, size_t n_fields, uint8_t *base[3])
 {
 	const struct field *f = &fields[fuzz_byte(sc) % n_fields];
 	unsigned v = fuzz_byte(sc), i = 0;
@@ -313,7 +331,32 @@ fcgi_read(const uint8_t *p, size_t len)
 	}
 }
 
-/* ctxshim_conn_h2_feed()'s loop; each reported field's value read. */
+/* conn_h2_field(): the field into the request's entry. */
+static void
+h2_field(const struct h2_scan_field *f)
+{
+	unsigned k = f->k;
+
+	if ((int)k == h2_k_tp && (f->flags & H2_SCAN_F_UNKNOWN))
+		h2q_lost = true;
+	if (h2q_lost || k >= h2_cfg.n || k >= H2_SCAN_KEEP_MAX)
+		return;
+	if ((int)k == h2_k_ts && (f->flags & (H2_SCAN_F_CUT | H2_SCAN_F_UNKNOWN))) {
+		h2q.has_ts = true;
+		h2q.ts_bad = true;
+		return;
+	}
+	if ((f->flags & H2_SCAN_F_UNKNOWN) || (!f->value && f->len))
+		return;
+	hook_h2_req_header(
+		&h2q, (const char(*)[CTXSHIM_HEADER_NAME_MAX])ctxshim_cfg.header_attrs,
+		ctxshim_cfg.n_header_attrs, (const uint8_t *)h2_cfg.name[k],
+		h2_cfg.name_len[k], f->value, f->len);
+}
+
+/* ctxshim_conn_h2_feed()'s loop; each reported field's value read, and
+ * collected as conn_h2_field() does; each request's context built as
+ * conn_h2_build() does. */
 static void
 h2_read(const uint8_t *p, size_t len)
 {
@@ -339,13 +382,23 @@ h2_read(const uint8_t *p, size_t len)
 
 			h2_scan_field(&h2st, &f);
 			/* (its name may be anything after a change: conn_h2_field()
-			 * bounds it) */
+       * bounds it) */
 			FUZZ_CHECK(f.len <= H2_SCAN_VALUE_MAX);
 			FUZZ_CHECK(f.len == 0 || f.value);
 			for (i = 0; i < f.len; i++)
 				sum ^= f.value[i];
+			h2_field(&f);
 		} else if (r == H2_SCAN_REQUEST) {
+			struct hook_h2_view v;
+
 			(void)h2_scan_stream(&h2st);
+			if (!h2q_lost) {
+				hook_h2_req_view(&h2q, &v);
+				ctxshim_request_ctx(&ctx, &v.r);
+				check_ctx(&ctx);
+			}
+			hook_h2_req_init(&h2q);
+			h2q_lost = false;
 		} else if (r == H2_SCAN_GAVE_UP || off >= len) {
 			break;
 		}
@@ -360,7 +413,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	size_t slen = fuzz_byte(&in), off = 0;
 	const struct field *fields;
 	size_t n_fields;
-	uint8_t *base[2] = {NULL, (uint8_t *)&cap};
+	uint8_t *base[3] = {NULL, (uint8_t *)&cap, (uint8_t *)&h2q};
 
 	if (slen > in.left)
 		slen = in.left;
@@ -377,8 +430,10 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		n_fields = N(fcgi_fields);
 	} else if (kind == 2) {
 		/* the stream with the client's preface, or past it (as
-		 * conn.c starts one whose preface the HTTP scanner saw) */
+     * conn.c starts one whose preface the HTTP scanner saw) */
 		h2_scan_reset(&h2st, (mode & 8) ? H2_SCAN_PREFACE_LEN : 0);
+		hook_h2_req_init(&h2q);
+		h2q_lost = false;
 		base[W_STATE] = (uint8_t *)&h2st;
 		fields = h2_fields;
 		n_fields = N(h2_fields);
