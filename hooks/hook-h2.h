@@ -45,6 +45,7 @@
 #define HOOK_H2_TP_MAX     64
 #define HOOK_H2_TS_MAX     512
 #define HOOK_H2_EXTRA_MAX  256
+#define HOOK_H2_MIN(a, b)  ((size_t)(a) < (size_t)(b) ? (size_t)(a) : (size_t)(b))
 
 struct hook_h2_req {
 	uint16_t path_len;
@@ -54,10 +55,15 @@ struct hook_h2_req {
 	uint8_t tp_len;
 	uint8_t n_tp;       /* traceparent fields seen (saturates at 255) */
 	uint8_t extra_seen; /* bit i: extra header i was seen */
-	bool has_method, has_path, has_ts;
-	bool method_cut;  /* :method longer than HOOK_H2_METHOD_MAX */
-	bool ts_checking; /* the list overflowed: ts_check follows it */
-	bool ts_bad;      /* invalid past what is stored: drop it all */
+	/* Flags in bytes, not bools: the socket level keeps the request in
+	 * a pool entry that two readers of one socket share, or that is
+	 * reused under a feed (preload/conn.c, "Two readers"), so any byte
+	 * may be found here, and a bool other than 0 or 1 is undefined.
+	 * For the same reason every length is bounded where it is used. */
+	uint8_t has_method, has_path, has_ts;
+	uint8_t method_cut;  /* :method longer than HOOK_H2_METHOD_MAX */
+	uint8_t ts_checking; /* the list overflowed: ts_check follows it */
+	uint8_t ts_bad;      /* invalid past what is stored: drop it all */
 	struct w3c_tracestate_check ts_check;
 	char method[HOOK_H2_METHOD_MAX];
 	char path[HOOK_H2_PATH_MAX];
@@ -131,6 +137,8 @@ hook_h2_req_ts(struct hook_h2_req *q, const uint8_t *v, size_t len)
 			return;
 		}
 		q->ts_checking = true;
+		if (have > HOOK_H2_TS_MAX)
+			have = HOOK_H2_TS_MAX;
 		(void)w3c_tracestate_check_feed(&q->ts_check, q->ts, have);
 		(void)w3c_tracestate_check_end(&q->ts_check, false);
 		w3c_tracestate_trunc_init(&q->ts_trunc);
@@ -218,6 +226,8 @@ hook_h2_req_header(struct hook_h2_req *q,
 		if (!hook_h2_name_is(name, name_len, names[i]))
 			continue;
 		have = (q->extra_seen & (1u << i)) ? q->extra_len[i] : 0;
+		if (have > HOOK_H2_EXTRA_MAX)
+			have = HOOK_H2_EXTRA_MAX;
 		if (have && have + 2 <= HOOK_H2_EXTRA_MAX) {
 			memcpy(q->extra[i] + have, ", ", 2);
 			have += 2;
@@ -237,24 +247,25 @@ hook_h2_req_view(const struct hook_h2_req *q, struct hook_h2_view *v)
 	unsigned i;
 
 	memset(&v->r, 0, sizeof(v->r));
+	/* Lengths bounded by their arrays (a shared request, above). */
 	if (q->has_method) {
 		v->r.method = q->method;
-		v->r.method_len = q->method_len;
+		v->r.method_len = HOOK_H2_MIN(q->method_len, HOOK_H2_METHOD_MAX);
 		v->r.method_cut = q->method_cut;
 	}
 	if (q->has_path) {
 		v->r.target = q->path;
-		v->r.target_len = q->path_len;
+		v->r.target_len = HOOK_H2_MIN(q->path_len, HOOK_H2_PATH_MAX);
 	}
 	if (q->n_tp) {
 		v->r.traceparent = q->tp;
-		v->r.traceparent_len = q->tp_len;
+		v->r.traceparent_len = HOOK_H2_MIN(q->tp_len, HOOK_H2_TP_MAX);
 		v->r.traceparent_repeated = q->n_tp > 1;
 	}
 	/* An invalid list is dropped whole; the traceparent stays (W3C). */
 	if (q->has_ts && !q->ts_bad) {
 		v->ts_line = q->ts;
-		v->ts_len = q->ts_len;
+		v->ts_len = HOOK_H2_MIN(q->ts_len, HOOK_H2_TS_MAX);
 		v->r.tracestate = &v->ts_line;
 		v->r.tracestate_lens = &v->ts_len;
 		v->r.n_tracestate = 1;
@@ -262,6 +273,7 @@ hook_h2_req_view(const struct hook_h2_req *q, struct hook_h2_view *v)
 	for (i = 0; i < CTXSHIM_MAX_HEADER_ATTRS; i++)
 		if (q->extra_seen & (1u << i)) {
 			v->r.extra[i] = q->extra[i];
-			v->r.extra_len[i] = q->extra_len[i];
+			v->r.extra_len[i] =
+				HOOK_H2_MIN(q->extra_len[i], HOOK_H2_EXTRA_MAX);
 		}
 }
