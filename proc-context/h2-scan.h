@@ -60,7 +60,9 @@
  * then meaningless, but whatever the state's fields hold the scanner
  * never reads or writes outside the state, its configuration and its
  * tables, and a feed ends (a field out of its range gives up:
- * H2_SCAN_WHY_STATE); h2_scan_field() bounds what it hands out.
+ * H2_SCAN_WHY_STATE); h2_scan_field() bounds the value it hands out,
+ * but its index k may then be any: the caller checks it against its
+ * configuration (preload/conn.c does).
  */
 
 #include <stdbool.h>
