@@ -322,10 +322,11 @@ END_TEST
 /* `ctxdump record` of a process whose main thread has ended reads the
  * layouts, stacks and records through a live thread as the dump does. */
 /* `ctxdump report` of a recording: at least 2 rounds, and every sample
- * has the record (a thread that did not stop in time under load is not
- * sampled in that round, so there may be fewer than threads x rounds). */
+ * but may_lack has the record (a thread that did not stop in time under
+ * load is not sampled in that round, so there may be fewer than threads x
+ * rounds). */
 static void
-assert_report_all_traced(const char *file)
+assert_report_all_traced(const char *file, unsigned may_lack)
 {
 	unsigned rounds, selected, all, traced;
 	char *out, *err;
@@ -341,7 +342,8 @@ assert_report_all_traced(const char *file)
 	ck_assert_msg(p && sscanf(p, "\n\n%u of %u samples selected, %u with",
 				  &selected, &all, &traced) == 3,
 		      "%s", out);
-	ck_assert_uint_eq(traced, all);
+	ck_assert_msg(traced <= all && all - traced <= may_lack,
+		      "%u of %u samples without a context: %s", all - traced, all, out);
 	ck_assert_uint_ge(traced, rounds);
 	free(out);
 	free(err);
@@ -366,7 +368,7 @@ START_TEST(zombie_leader_record)
 	ck_assert_msg(st == 0, "record exit %d: %s", st, err);
 	free(out);
 	free(err);
-	assert_report_all_traced(file);
+	assert_report_all_traced(file, 0);
 	/* the workers' stacks under the trace id */
 	st = prof_run(&out, &err, "report", "--folded", file, NULL);
 	ck_assert_msg(st == 0, "report exit %d: %s", st, err);
@@ -435,12 +437,15 @@ START_TEST(zombie_leader_record_reader_exits)
 		      err);
 	free(err);
 
-	assert_report_all_traced(file);
+	/* "first" clears its record on its way out (the shim's key
+	 * destructor), before it is gone: a round may catch it in between,
+	 * without a context, once or twice.  A reader that lost the
+	 * contexts with its first thread would lose every later sample's. */
+	assert_report_all_traced(file, 2);
 	st = prof_run(&out, &err, "report", "--folded", file, NULL);
 	ck_assert_msg(st == 0, "report exit %d: %s", st, err);
-	ck_assert_msg(strstr(out, ";sleeper;") && !strstr(out, "[no trace]") &&
-			      !strstr(out, "[no stack]"),
-		      "samples without a context or stack: %s", out);
+	ck_assert_msg(strstr(out, ";sleeper;") && !strstr(out, "[no stack]"),
+		      "samples without a stack: %s", out);
 	free(out);
 	free(err);
 	unlink(file);
