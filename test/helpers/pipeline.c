@@ -212,14 +212,20 @@ read_n(int fd, size_t n)
 	}
 }
 
-/* Request k: trace-id k + 1, path /p<k>. */
+/* Request k: trace-id k + 1, path /p<k> (k in at least digits digits). */
+static int
+make_head_digits(char *buf, unsigned k, int digits)
+{
+	return sprintf(buf,
+		       "GET /p%0*u HTTP/1.1\r\nHost: x\r\n"
+		       "traceparent: 00-%032x-00000000000000%02x-01\r\n\r\n",
+		       digits, k, k + 1, (k % 250) + 1);
+}
+
 static int
 make_head(char *buf, unsigned k)
 {
-	return sprintf(buf,
-		       "GET /p%u HTTP/1.1\r\nHost: x\r\n"
-		       "traceparent: 00-%032x-00000000000000%02x-01\r\n\r\n",
-		       k, k + 1, (k % 250) + 1);
+	return make_head_digits(buf, k, 0);
 }
 
 static const char resp[] = "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n";
@@ -1428,10 +1434,7 @@ t_h1_readers(unsigned n)
 static int
 h1q_head(char *buf, unsigned k)
 {
-	return sprintf(buf,
-		       "GET /p%08u HTTP/1.1\r\nHost: x\r\n"
-		       "traceparent: 00-%032x-00000000000000%02x-01\r\n\r\n",
-		       k, k + 1, (k % 250) + 1);
+	return make_head_digits(buf, k, 8);
 }
 
 /* Once both readers are ready, reads of one whole head each until the
