@@ -584,7 +584,7 @@ START_TEST(ucontext_switch_keeps_its_target)
 }
 END_TEST
 
-/* setcontext() to a ucontext that is gone (unmapped: EFAULT) returns,
+/* setcontext() to a ucontext that is gone (unreadable: EFAULT) returns,
  * and the thread goes on where it was: with its own context, not the one
  * the gone ucontext was made with (old: main showed none after it, and
  * the early thread main's). */

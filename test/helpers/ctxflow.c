@@ -58,7 +58,7 @@
  *                      shim's table window of main's ucontext filled up,
  *                      through a swapcontext() whose saved ucontext is new
  *   ctxflow setcontext-fail   SETFAIL <thread> r=<r> errno=<e> <ctx>: a
- *                      setcontext() to an unmapped ucontext that the shim
+ *                      setcontext() to an unreadable ucontext that the shim
  *                      tracked (made on the other thread) fails, on main
  *                      and on the early thread; then each one's context
  */
@@ -1175,9 +1175,12 @@ cmd_ucontext_evict(void)
 	return 0;
 }
 
-/* A tracked ucontext (made with the thread's context, then unmapped) for
- * setcontext() to fail on: the caller stays where it was, and so must
- * its context (old: the unmapped one's was published). */
+/* A tracked ucontext (made with the thread's context, then made
+ * unreadable) for setcontext() to fail on: the caller stays where it was,
+ * and so must its context (old: the gone one's was published).  Made
+ * PROT_NONE, not unmapped: an mmap() of the other thread (ASan's
+ * allocator does them) could take the unmapped range, and setcontext()
+ * then loaded zeroed registers and faulted, where the test wants EFAULT. */
 static ucontext_t *fail_uc[2];
 
 static void
@@ -1190,8 +1193,8 @@ fail_make(void *arg)
 	/* getcontext()'s: a made one is tracked under its stack only */
 	if (uc == MAP_FAILED || getcontext(uc) < 0)
 		die("mmap/getcontext");
-	if (munmap(uc, sizeof(*uc)) < 0)
-		die("munmap");
+	if (mprotect(uc, sizeof(*uc), PROT_NONE) < 0)
+		die("mprotect");
 	fail_uc[i] = uc;
 }
 
