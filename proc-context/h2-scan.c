@@ -225,8 +225,10 @@ h2_scan_config_add(struct h2_scan_config *cfg, const char *name)
 	cfg->by_len[n] |= (uint16_t)(1u << k);
 	for (i = 1; i <= STATIC_N; i++)
 		if (static_table[i].nlen == n &&
-		    memcmp(static_table[i].name, name, n) == 0)
+		    memcmp(static_table[i].name, name, n) == 0) {
 			cfg->static_k[i] = (uint8_t)(k + 1);
+			cfg->static_named |= 1ull << i;
+		}
 	return (int)k;
 }
 
@@ -324,6 +326,9 @@ insert(struct h2_scan *st, uint32_t nlen, uint32_t vlen, unsigned k)
 	st->e_nlen[s] = (uint16_t)nlen;
 	st->e_vlen[s] = (uint16_t)vlen;
 	st->e_k[s] = E_K_NONE;
+	/* Every entry's d grows by one; bits past e_count are not read
+	 * (indexed_run()), so an eviction leaves them. */
+	st->e_named = st->e_named << 1 | (k != K_NONE);
 	if (k == K_NONE)
 		return true;
 	st->e_k[s] = (uint8_t)k;
@@ -766,8 +771,14 @@ int_done(struct h2_scan *st, const struct h2_scan_config *cfg)
 
 /* From p[i]: a run of indexed fields with one-byte indexes (§6.1; most
  * of a later request's block) that are valid and not to be reported,
- * consumed in a tight loop.  Returns where the run ends (n, or the first
- * byte that starts anything else: hpack() takes it). */
+ * consumed in a tight loop.  Which indexes end the run is worked out
+ * once, as a bit per index (0..127): 0 and 127 (a longer index), a
+ * dynamic index past the table or past the 64 entries e_named covers
+ * (126 and up), and, in a block to report, one whose name is
+ * configured.  indexed() decides on those: e_named is only the fast
+ * path's (whatever it holds, no field is read outside the state).
+ * Returns where the run ends (n, or the first byte that starts
+ * anything else: hpack() takes it). */
 static inline __attribute__((always_inline)) size_t
 indexed_run(struct h2_scan *st,
 	    const struct h2_scan_config *cfg,
@@ -776,30 +787,24 @@ indexed_run(struct h2_scan *st,
 	    size_t n)
 {
 	size_t start = i;
-	bool report = st->report;
 	uint32_t count = st->e_count;
-	/* Entry d (1: the newest) is in slot (e_head - d) & 127
-	 * (slot_of()); by its index idx = d + STATIC_N, in slot
-	 * (base - idx) & 127. */
-	unsigned base = st->e_head + STATIC_N;
+	/* Entry d (bit d - 1 here) has index d + STATIC_N: bit d + 61 of
+	 * the 128 (lo: indexes 0..63, hi: 64..127). */
+	uint64_t dyn = count >= 64 ? 0 : ~0ull << count, lo = 1, hi = 3ull << 62;
 
+	if (st->report) {
+		dyn |= st->e_named;
+		lo |= cfg->static_named;
+	}
+	lo |= dyn << 62;
+	hi |= dyn >> 2;
 	while (i < n) {
-		/* 0x81..0xfe: an indexed field, its index (1..126) in this
-		 * byte; anything else ends the run (idx - 1 wraps for 0x80
-		 * and below). */
-		uint32_t idx = (uint32_t)p[i] - 0x80u;
+		unsigned b = p[i];
 
-		if (idx - 1u > 125u)
+		/* bit 6 of b: index 64 or above; a shift by b takes its low
+		 * 6 bits */
+		if (b < 0x80 || ((b & 0x40 ? hi : lo) >> (b & 63) & 1))
 			break;
-		if (idx <= STATIC_N) {
-			if (cfg->static_k[idx] && report)
-				break;
-		} else if (idx - STATIC_N > count ||
-			   ((st->e_k[(base - idx) & (H2_SCAN_ENTRIES - 1)] &
-			     E_K_MASK) != E_K_NONE &&
-			    report)) {
-			break;
-		}
 		i++;
 	}
 	if (i != start) {
@@ -833,25 +838,12 @@ hpack(struct h2_scan *st,
 			unsigned mask;
 
 			if ((b & 0x80) && b != 0xff) {
-				/* An indexed field with a one-byte index (most of
-				 * a later request's block): int_done()'s work
-				 * here, and only a field to report goes on to
-				 * indexed(). */
-				uint32_t idx = b & 0x7fu;
-
+				/* An indexed field with a one-byte index that
+				 * ended a run (indexed_run()): int_done()'s work
+				 * here. */
 				st->kind = K_INDEXED;
 				st->field_seen = 1;
-				if (idx && idx <= STATIC_N) {
-					if (!cfg->static_k[idx] || !st->report)
-						break;
-				} else if (idx > STATIC_N &&
-					   idx - STATIC_N <= st->e_count &&
-					   ((st->e_k[slot_of(st, idx - STATIC_N)] &
-					     E_K_MASK) == E_K_NONE ||
-					    !st->report)) {
-					break;
-				}
-				r = indexed(st, cfg, idx);
+				r = indexed(st, cfg, b & 0x7fu);
 				break;
 			}
 			if (b & 0x80) {

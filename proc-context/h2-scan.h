@@ -84,7 +84,7 @@
  * update may set, and bytes of kept values. */
 #define H2_SCAN_ENTRIES   128
 #define H2_SCAN_TABLE_MAX 65536
-#define H2_SCAN_ARENA     1552
+#define H2_SCAN_ARENA     1544
 
 /* Shared configuration: fill with h2_scan_config_add(), then read-only. */
 struct h2_scan_config {
@@ -94,8 +94,9 @@ struct h2_scan_config {
 	/* Private lookup tables.  Bit k: name k has this length. */
 	uint16_t by_len[H2_SCAN_NAME_MAX + 1];
 	/* By static table index (RFC 7541 Appendix A): k + 1 of its name,
-	 * 0 if not configured. */
+	 * 0 if not configured; and bit i set where static_k[i] is not 0. */
 	uint8_t static_k[62];
+	uint64_t static_named;
 };
 
 /* Report fields named name (1..H2_SCAN_NAME_MAX bytes; lower case, as
@@ -117,6 +118,8 @@ struct h2_scan {
 	uint32_t dec_len;  /* its decoded bytes so far */
 	uint32_t f_nlen;   /* decoded name length of the field in progress */
 	uint64_t h_acc;    /* Huffman bits not yet decoded (top h_bits) */
+	uint64_t e_named;  /* bit d - 1: dynamic entry d (1: newest) has a
+			    * configured name (as e_k says; for d <= 64) */
 	uint16_t a_tail;   /* arena: offset of the oldest kept value */
 	uint16_t a_used;   /* and bytes in use */
 	uint16_t rep_len;  /* the field reported */

@@ -1479,6 +1479,115 @@ START_TEST(table_entries)
 }
 END_TEST
 
+/* Runs of one-byte indexed fields are consumed by a mask of the indexes
+ * that end them (indexed_run(): e_named for the dynamic entries, shifted
+ * by each insert, cut at e_count): a configured name is reported at every
+ * index its entry moves to, across the mask's two words (indexes 63 and
+ * 64) and at 126 (past the 64 entries e_named covers), in no block not to
+ * report, and an index past the table gives up though its bit was set
+ * before an eviction or an emptied table. */
+START_TEST(indexed_run_mask)
+{
+	static struct stream s;
+	static struct trace t;
+	static struct blk k;
+	static char big[4097];
+	unsigned j, i = 0;
+
+	start(&s);
+	b_lit(&k, 1, 0, "custom-key", "a"); /* 64 below */
+	b_lit(&k, 1, 0, "x-other", "b");    /* 63 */
+	b_lit(&k, 1, 0, "custom-key", "c"); /* 62 */
+	headers(&s, EH, 1, &k);
+	b_raw(&k, "bf c0 be bf 86 c0"); /* 63 64 62 63, :scheme http, 64 */
+	headers(&s, EH, 3, &k);
+	b_raw(&k, "be bf c0"); /* trailers of stream 3: nothing reported */
+	headers(&s, EH | ES, 3, &k);
+	/* A literal with incremental indexing of a configured name in the
+	 * middle of runs moves them all by one. */
+	b_raw(&k, "be");
+	b_lit(&k, 1, 0, "x-new", "n");
+	b_raw(&k, "bf c0 c1");
+	headers(&s, EH, 5, &k);
+	check(&s, &t);
+	want_field(&t, &i, "custom-key", "a");
+	want_field(&t, &i, "custom-key", "c");
+	want_req(&t, &i, 1);
+	want_field(&t, &i, "custom-key", "a");
+	want_field(&t, &i, "custom-key", "c");
+	want_field(&t, &i, ":scheme", "http");
+	want_field(&t, &i, "custom-key", "a");
+	want_req(&t, &i, 3);
+	want_field(&t, &i, "custom-key", "c");
+	want_field(&t, &i, "custom-key", "c");
+	want_field(&t, &i, "custom-key", "a");
+	want_req(&t, &i, 5);
+	want_end(&t, i, 0);
+	REQUIRE(t.snap[2].count == 4);
+
+	/* Index 126: the 65th entry, configured or not. */
+	start(&s);
+	b_lit(&k, 1, 0, "custom-key", "old");
+	for (j = 0; j < 64; j++)
+		b_lit(&k, 1, 0, "", "");
+	b_raw(&k, "fe fd be"); /* 126 125 62 */
+	headers(&s, EH, 1, &k);
+	b_lit(&k, 1, 0, "", "");
+	b_raw(&k, "fe"); /* now an unnamed entry */
+	headers(&s, EH, 3, &k);
+	check(&s, &t);
+	i = 0;
+	want_field(&t, &i, "custom-key", "old");
+	want_field(&t, &i, "custom-key", "old");
+	want_req(&t, &i, 1);
+	want_req(&t, &i, 3);
+	want_end(&t, i, 0);
+
+	/* Evicted: the table of 3 entries of 43 bytes down to 2 (size 90),
+	 * then index 64 gives up. */
+	start(&s);
+	for (j = 0; j < 3; j++)
+		b_lit(&k, 1, 0, "custom-key", "x");
+	headers(&s, EH, 1, &k);
+	b_size(&k, 90);
+	b_raw(&k, "be bf");
+	headers(&s, EH, 3, &k);
+	b_raw(&k, "be c0");
+	headers(&s, EH, 5, &k);
+	check(&s, &t);
+	i = 0;
+	for (j = 0; j < 3; j++)
+		want_field(&t, &i, "custom-key", "x");
+	want_req(&t, &i, 1);
+	want_field(&t, &i, "custom-key", "x");
+	want_field(&t, &i, "custom-key", "x");
+	want_req(&t, &i, 3);
+	want_field(&t, &i, "custom-key", "x");
+	want_end(&t, i, H2_SCAN_WHY_HPACK);
+
+	/* Emptied by an entry larger than the table: no index is valid, a
+	 * new entry is at 62, unnamed. */
+	start(&s);
+	b_lit(&k, 1, 0, "custom-key", "x");
+	headers(&s, EH, 1, &k);
+	memset(big, 'v', sizeof(big));
+	b_litn(&k, 1, 0, "x-big", big, sizeof(big));
+	b_lit(&k, 1, 0, "", "");
+	b_raw(&k, "be 86");
+	headers(&s, EH, 3, &k);
+	b_raw(&k, "86 bf");
+	headers(&s, EH, 5, &k);
+	check(&s, &t);
+	i = 0;
+	want_field(&t, &i, "custom-key", "x");
+	want_req(&t, &i, 1);
+	want_field(&t, &i, ":scheme", "http");
+	want_req(&t, &i, 3);
+	want_field(&t, &i, ":scheme", "http");
+	want_end(&t, i, H2_SCAN_WHY_HPACK);
+}
+END_TEST
+
 START_TEST(config_and_stop)
 {
 	struct h2_scan_config c;
@@ -2389,6 +2498,7 @@ TEST_SUITE(h2_scan_suite)
 	tcase_add_test(tc, huffman_eos_long);
 	tcase_add_test(tc, huffman_pair_table);
 	tcase_add_test(tc, table_entries);
+	tcase_add_test(tc, indexed_run_mask);
 	tcase_add_test(tc, config_and_stop);
 	tcase_add_test(tc, hostile_state);
 	tcase_add_test(tc, hostile_state_long_string);

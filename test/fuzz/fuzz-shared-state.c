@@ -105,7 +105,7 @@ static const struct field h2_fields[] = {
 	H2(hdr_pos), H2(phase), H2(pre), H2(frame_flags), H2(pad), H2(prio_left),
 	H2(in_block), H2(report), H2(field_seen), H2(hp), H2(kind), H2(int_what),
 	H2(int_shift), H2(str_value), H2(str_huff), H2(h_bits), H2(f_k), H2(e_head),
-	H2(e_count), H2(why), H2A(e_nlen), H2A(e_vlen), H2A(e_off), H2A(e_k),
+	H2(e_count), H2(why), H2(e_named), H2A(e_nlen), H2A(e_vlen), H2A(e_off), H2A(e_k),
 	RAW(W_STATE, struct h2_scan),
 	/* the request entry conn_h2_field() collects the fields in */
 	HQ(path_len), HQ(ts_len), HQA(extra_len), HQ(method_len), HQ(tp_len),
