@@ -5,7 +5,7 @@
  *
  *   bench-h2req scan N       feed the client's bytes of one connection
  *                            with N requests to the scanner alone
- *                            (h2_scan_feed(), the shim's configuration:
+ *                            (h2_scan_feed_cb(), the shim's configuration:
  *                            :method, :path, traceparent, tracestate):
  *                            the preface, SETTINGS, WINDOW_UPDATE and the
  *                            first request in h2req_first(), each later
@@ -161,6 +161,22 @@ static struct h2_scan_config cfg;
 static struct h2_scan st;
 static unsigned fields, requests;
 
+static bool
+scan_report(void *arg, const struct h2_scan *s, enum h2_scan_status r, size_t at)
+{
+	struct h2_scan_field f;
+
+	(void)arg;
+	(void)at;
+	if (r == H2_SCAN_FIELD) {
+		h2_scan_field(s, &f);
+		fields++;
+	} else {
+		requests++;
+	}
+	return true;
+}
+
 /* All of buf through the scanner, as conn.c feeds it. */
 static void
 scan(const uint8_t *buf, size_t len)
@@ -169,17 +185,13 @@ scan(const uint8_t *buf, size_t len)
 	unsigned idle = 0;
 
 	while (idle < 2 * H2_SCAN_KEEP_MAX + 4) {
-		enum h2_scan_status r =
-			h2_scan_feed(&st, &cfg, buf + off, len - off, &n);
-		struct h2_scan_field f;
+		enum h2_scan_status r = h2_scan_feed_cb(&st, &cfg, buf + off, len - off,
+							&n, scan_report, NULL);
 
 		off += n;
 		idle = n ? 0 : idle + 1;
-		if (r == H2_SCAN_FIELD) {
-			h2_scan_field(&st, &f);
-			fields++;
-		} else if (r == H2_SCAN_REQUEST) {
-			requests++;
+		if (r == H2_SCAN_FIELD || r == H2_SCAN_REQUEST) {
+			(void)scan_report(NULL, &st, r, off);
 		} else if (r == H2_SCAN_GAVE_UP) {
 			fprintf(stderr, "bench-h2req: the scanner gave up\n");
 			exit(1);

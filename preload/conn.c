@@ -2684,7 +2684,7 @@ ctxshim_conn_h2_start(struct ctxshim_conn *c, unsigned preface_seen)
 
 /* The scanner reported a field of the new request's block: into its
  * request (e's request entry, claimed at its first field). */
-static __attribute__((cold)) void
+static void
 conn_h2_field(struct ctxshim_conn *c, unsigned own, const struct h2_scan *st)
 {
 	struct conn_pool_entry *e = &conn_pool[own - 1];
@@ -2789,7 +2789,7 @@ conn_h2_scratch(struct ctxshim_conn_ctx *d, const struct hook_h2_req *q)
  * several in one read, none is current ("HTTP/2" above); else it becomes
  * c's current request, as a head does in conn_head_new(), with a context
  * unless its request entry was lost.  Its request entry is freed. */
-static __attribute__((cold)) int
+static int
 conn_h2_request(struct ctxshim_conn *c,
 		struct conn_pool_entry *e,
 		unsigned n_new,
@@ -2863,7 +2863,39 @@ conn_h2_stop(struct ctxshim_conn *c, unsigned idx, struct ctxshim_ctx **full)
 	return CONN_FEED_H2_STOP;
 }
 
-__attribute__((cold)) int
+/* A read's feed of c's scanner (entry idx, e), its reports taken as they
+ * come (h2_scan_feed_cb()). */
+struct conn_h2_feed {
+	struct ctxshim_conn *c;
+	struct conn_pool_entry *e;
+	unsigned idx;
+	bool taken; /* the report the feed returned */
+	int became;
+	struct ctxshim_ctx **full;
+	unsigned *n_new;
+};
+
+static bool
+conn_h2_report(void *arg, const struct h2_scan *st, enum h2_scan_status r, size_t at)
+{
+	struct conn_h2_feed *fd = arg;
+
+	(void)at;
+	if (r == H2_SCAN_FIELD) {
+		conn_h2_field(fd->c, fd->idx, st);
+	} else {
+		if (*fd->n_new < UINT8_MAX)
+			(*fd->n_new)++;
+		fd->became = conn_h2_request(fd->c, fd->e, *fd->n_new, fd->full);
+	}
+	/* Another thread let go of e (a close, a stop): no more of it
+	 * (this narrows the window in which a feed writes to an entry
+	 * freed under it; it cannot close it without a lock). */
+	fd->taken = __atomic_load_n(&fd->c->cap, __ATOMIC_RELAXED) != fd->idx;
+	return !fd->taken;
+}
+
+int
 ctxshim_conn_h2_feed(struct ctxshim_conn *c,
 		     const void *buf,
 		     size_t len,
@@ -2872,13 +2904,13 @@ ctxshim_conn_h2_feed(struct ctxshim_conn *c,
 {
 	unsigned idx = c->cap, idle = 0;
 	const uint8_t *p = buf;
+	struct conn_h2_feed fd = {c, NULL, idx, false, CONN_FEED_NONE, full, n_new};
 	struct conn_pool_entry *e;
 	size_t off = 0, n;
-	int became = CONN_FEED_NONE;
 
 	if (!idx || idx > CONN_POOL_N)
 		return CONN_FEED_NONE;
-	e = &conn_pool[idx - 1];
+	e = fd.e = &conn_pool[idx - 1];
 	if (atomic_load_explicit(&conn_h2_lib, memory_order_relaxed)) {
 		if (e->h2_up) {
 			if (*full) {
@@ -2890,35 +2922,32 @@ ctxshim_conn_h2_feed(struct ctxshim_conn *c,
 		}
 		return conn_h2_stop(c, idx, full);
 	}
-	/* After a field or a request, the scanner is called again even with
-	 * no bytes left, for what it still has to report at that point;
-	 * bounded (idle), so that a scanner that reported without moving
-	 * on cannot keep this loop going. */
+	/* One feed takes the read's reports (conn_h2_report()).  It returns
+	 * one when it was not taken (the scanner reported without moving
+	 * on: then it is called again, even with no bytes left, bounded by
+	 * idle so that it cannot keep this loop going) or the connection
+	 * was let go. */
 	while (idle < 2 * H2_SCAN_KEEP_MAX + 4) {
 		enum h2_scan_status r;
 
-		/* Another thread let go of e (a close, a stop): no more of
-		 * it (this narrows the window in which a feed writes to an
-		 * entry freed under it; it cannot close it without a lock). */
 		if (__atomic_load_n(&c->cap, __ATOMIC_RELAXED) != idx)
 			break;
 		n = 0;
-		r = h2_scan_feed(&e->u.h2.scan, &conn_h2_cfg, p + off, len - off, &n);
+		r = h2_scan_feed_cb(&e->u.h2.scan, &conn_h2_cfg, p + off, len - off, &n,
+				    conn_h2_report, &fd);
 		off += n;
 		idle = n ? 0 : idle + 1;
-		if (r == H2_SCAN_FIELD) {
-			conn_h2_field(c, idx, &e->u.h2.scan);
-		} else if (r == H2_SCAN_REQUEST) {
-			if (*n_new < UINT8_MAX)
-				(*n_new)++;
-			became = conn_h2_request(c, e, *n_new, full);
+		if (fd.taken)
+			break;
+		if (r == H2_SCAN_FIELD || r == H2_SCAN_REQUEST) {
+			(void)conn_h2_report(&fd, &e->u.h2.scan, r, off);
 		} else if (r == H2_SCAN_GAVE_UP) {
 			return conn_h2_stop(c, idx, full);
 		} else if (off >= len) {
 			break;
 		}
 	}
-	return became;
+	return fd.became;
 }
 
 void

@@ -814,14 +814,46 @@ indexed_run(struct h2_scan *st,
 	return i;
 }
 
-/* n bytes of a header block fragment; *used: how many were consumed
- * (all of them unless a field is reported or the decoder gives up). */
+/* Where a feed's reports go (h2_scan_feed_cb()): fn, while it returns
+ * true; the offset in the feed of the last one, and how many came there
+ * without a byte consumed in between. */
+struct sink {
+	h2_scan_report_fn *fn;
+	void *arg;
+	size_t last;
+	unsigned same;
+};
+
+/* Report r (at offset at of the feed) to the sink: true if it took it
+ * and the feed goes on.  A feed of a state changed under it (two
+ * threads) could report without consuming anything, each time: a third
+ * report at one offset (a block's last field and its end make two) is
+ * returned instead, so that the feed ends whatever fn returns. */
+static bool
+sink_took(struct sink *k, const struct h2_scan *st, enum h2_scan_status r, size_t at)
+{
+	if (!k->fn)
+		return false;
+	if (at != k->last) {
+		k->last = at;
+		k->same = 0;
+	} else if (++k->same >= 2) {
+		return false;
+	}
+	return k->fn(k->arg, st, r, at);
+}
+
+/* n bytes of a header block fragment (at offset base of the feed);
+ * *used: how many were consumed (all of them unless a field is reported
+ * and not taken by the sink, or the decoder gives up). */
 static enum h2_scan_status
 hpack(struct h2_scan *st,
       const struct h2_scan_config *cfg,
       const uint8_t *p,
       size_t n,
-      size_t *used)
+      size_t *used,
+      struct sink *k,
+      size_t base)
 {
 	enum h2_scan_status r = H2_SCAN_MORE;
 	size_t i = 0;
@@ -913,6 +945,8 @@ hpack(struct h2_scan *st,
 			break;
 		}
 		}
+		if (r == H2_SCAN_FIELD && sink_took(k, st, r, base + i))
+			r = H2_SCAN_MORE;
 	}
 	*used = i;
 	return r;
@@ -989,15 +1023,18 @@ fragment_end(struct h2_scan *st)
 }
 
 enum h2_scan_status
-h2_scan_feed(struct h2_scan *st,
-	     const struct h2_scan_config *cfg,
-	     const void *buf,
-	     size_t len,
-	     size_t *consumed)
+h2_scan_feed_cb(struct h2_scan *st,
+		const struct h2_scan_config *cfg,
+		const void *buf,
+		size_t len,
+		size_t *consumed,
+		h2_scan_report_fn *report,
+		void *arg)
 {
 	const uint8_t *p = buf;
 	enum h2_scan_status r = H2_SCAN_MORE;
 	size_t off = 0;
+	struct sink k = {report, arg, SIZE_MAX, 0};
 
 	if (st->phase == PH_DEAD) {
 		*consumed = len;
@@ -1008,6 +1045,8 @@ h2_scan_feed(struct h2_scan *st,
 		 * field reported last is reported on the next call. */
 		if (st->phase == PH_BLOCK && st->left == 0) {
 			r = fragment_end(st);
+			if (r == H2_SCAN_REQUEST && sink_took(&k, st, r, off))
+				r = H2_SCAN_MORE;
 			continue;
 		}
 		if (off == len)
@@ -1084,7 +1123,7 @@ h2_scan_feed(struct h2_scan *st,
 			size_t used = 0;
 
 			r = hpack(st, cfg, p + off, MIN(len - off, (size_t)st->left),
-				  &used);
+				  &used, &k, off);
 			off += used;
 			st->left -= (uint32_t)used;
 			break;
@@ -1120,6 +1159,16 @@ h2_scan_feed(struct h2_scan *st,
 	}
 	*consumed = off;
 	return r;
+}
+
+enum h2_scan_status
+h2_scan_feed(struct h2_scan *st,
+	     const struct h2_scan_config *cfg,
+	     const void *buf,
+	     size_t len,
+	     size_t *consumed)
+{
+	return h2_scan_feed_cb(st, cfg, buf, len, consumed, NULL, NULL);
 }
 
 void

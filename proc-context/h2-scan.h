@@ -188,6 +188,33 @@ enum h2_scan_status h2_scan_feed(struct h2_scan *st,
 				 size_t len,
 				 size_t *consumed);
 
+/* A feed's reports handed over as they come (h2_scan_feed_cb()): r is
+ * H2_SCAN_FIELD (h2_scan_field() is valid during the call) or
+ * H2_SCAN_REQUEST (h2_scan_stream()), at the feed's offset at (the bytes
+ * consumed up to it).  Returns true for the feed to go on, false to stop
+ * it: the feed returns r at once (taken by the call: the caller keeps
+ * track, as preload/conn.c does). */
+typedef bool h2_scan_report_fn(void *arg,
+			       const struct h2_scan *st,
+			       enum h2_scan_status r,
+			       size_t at);
+
+/* As h2_scan_feed(), but each FIELD and REQUEST goes to report(arg, ...)
+ * in the feed, which goes on while report returns true: one call per
+ * read instead of one per report (preload/conn.c).  Returns MORE or
+ * GAVE_UP, or FIELD or REQUEST when report returned false (taken) or
+ * when the feed did not hand it over: a third report at one offset (a
+ * block's last field and its end come at one offset; more only from a
+ * state changed under the feed, which could report without end), which
+ * the caller takes as from h2_scan_feed().  report NULL: h2_scan_feed(). */
+enum h2_scan_status h2_scan_feed_cb(struct h2_scan *st,
+				    const struct h2_scan_config *cfg,
+				    const void *buf,
+				    size_t len,
+				    size_t *consumed,
+				    h2_scan_report_fn *report,
+				    void *arg);
+
 #define H2_SCAN_F_CUT     1u /* longer than H2_SCAN_VALUE_MAX: first bytes */
 #define H2_SCAN_F_UNKNOWN 2u /* an indexed entry whose value was not kept */
 

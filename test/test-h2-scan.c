@@ -212,6 +212,23 @@ record(struct trace *t, int r, size_t off)
 	}
 }
 
+/* run() feeds with h2_scan_feed_cb() (run_cb), its reports recorded by
+ * run_report() at their offsets from the feed's start (run_base); every
+ * third one it stops the feed (run_taken: the report it returns is not
+ * recorded again). */
+static bool run_cb, run_taken;
+static size_t run_base;
+static unsigned run_reports;
+
+static bool
+run_report(void *arg, const struct h2_scan *s, enum h2_scan_status r, size_t at)
+{
+	REQUIRE(s == &st && (r == H2_SCAN_FIELD || r == H2_SCAN_REQUEST));
+	record(arg, r, run_base + at);
+	run_taken = ++run_reports % 3 == 0;
+	return !run_taken;
+}
+
 /* Feed p[0..n) in the pieces cuts[] ends (ascending), the last to n. */
 static void
 run(struct trace *t,
@@ -235,12 +252,18 @@ run(struct trace *t,
 		do {
 			size_t used = 99999;
 
-			r = h2_scan_feed(&st, &cfg, p + off, b - off, &used);
+			run_taken = false;
+			run_base = off;
+			if (run_cb)
+				r = h2_scan_feed_cb(&st, &cfg, p + off, b - off, &used,
+						    run_report, t);
+			else
+				r = h2_scan_feed(&st, &cfg, p + off, b - off, &used);
 			REQUIRE(used <= b - off);
 			off += used;
 			if (r == H2_SCAN_MORE)
 				REQUIRE(off == b);
-			else
+			else if (!run_taken)
 				record(t, r, off);
 		} while (r != H2_SCAN_MORE);
 		a = b;
@@ -302,6 +325,21 @@ check_pre(const struct stream *s, unsigned pre, struct trace *t)
 	size_t i, j;
 
 	run(t, p, s->n, NULL, 0, pre);
+	/* The reports taken as they come: the same, whole, split at every
+	 * point (short streams) and a byte at a time. */
+	run_cb = true;
+	run(&u, p, s->n, NULL, 0, pre);
+	same(t, &u);
+	for (i = 1; i < s->n && s->n <= 8192; i++) {
+		cuts[0] = i;
+		run(&u, p, s->n, cuts, 1, pre);
+		same(t, &u);
+	}
+	for (i = 0; i + 1 < s->n; i++)
+		cuts[i] = i + 1;
+	run(&u, p, s->n, cuts, s->n ? s->n - 1 : 0, pre);
+	same(t, &u);
+	run_cb = false;
 	if (s->n > 8192) {
 		/* Too long for every split: random pieces, small and large. */
 		unsigned seed = 7, r;

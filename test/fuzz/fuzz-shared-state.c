@@ -12,7 +12,9 @@
  * = [count & 3] x ([field][kind][index, if an array][value]), the kind
  * (top 2 bits) saying small (its low 6 bits), all ones less those, a u16
  * or 8 raw bytes to follow; once the script runs out, the rest of the
- * stream is one read.  Each read goes through the loop
+ * stream is one read; an HTTP/2 feed also reads a script byte at each
+ * report it hands over (h2_scan_feed_cb()), whose low bit pokes the state
+ * there, in the middle of the feed.  Each read goes through the loop
  * preload/conn.c runs for it, with its bound where it has one: a scanner
  * that asks to be called again without taking a byte more often than
  * that is a read() that never returns, which aborts here (no alarm(): the
@@ -354,11 +356,59 @@ h2_field(const struct h2_scan_field *f)
 		h2_cfg.name_len[k], f->value, f->len);
 }
 
-/* ctxshim_conn_h2_feed()'s loop; each reported field's value read, and
- * collected as conn_h2_field() does; each request's context built as
- * conn_h2_build() does. */
+/* Another thread's changes to the state in the middle of a feed: pokes
+ * from the script (h2_report()). */
+struct h2_pokes {
+	struct fuzz_in *sc;
+	const struct field *fields;
+	size_t n;
+	uint8_t **base;
+};
+
+/* conn_h2_report(): each reported field's value read, and collected as
+ * conn_h2_field() does; each request's context built as conn_h2_build()
+ * does.  A script byte may change the state first. */
+static bool
+h2_report(void *arg, const struct h2_scan *s, enum h2_scan_status r, size_t at)
+{
+	struct h2_pokes *pk = arg;
+
+	(void)at;
+	if (r == H2_SCAN_FIELD) {
+		struct h2_scan_field f;
+		volatile uint8_t sum = 0;
+		size_t i;
+
+		h2_scan_field(s, &f);
+		/* (its name may be anything after a change: conn_h2_field()
+		 * bounds it) */
+		FUZZ_CHECK(f.len <= H2_SCAN_VALUE_MAX);
+		FUZZ_CHECK(f.len == 0 || f.value);
+		for (i = 0; i < f.len; i++)
+			sum ^= f.value[i];
+		h2_field(&f);
+	} else {
+		struct hook_h2_view v;
+
+		FUZZ_CHECK(r == H2_SCAN_REQUEST);
+		(void)h2_scan_stream(s);
+		if (!h2q_lost) {
+			hook_h2_req_view(&h2q, &v);
+			ctxshim_request_ctx(&ctx, &v.r);
+			check_ctx(&ctx);
+		}
+		hook_h2_req_init(&h2q);
+		h2q_lost = false;
+	}
+	if (pk && pk->sc->left && (fuzz_byte(pk->sc) & 1))
+		poke(pk->sc, pk->fields, pk->n, pk->base);
+	return true;
+}
+
+/* ctxshim_conn_h2_feed()'s loop: one feed per read, its reports taken
+ * by h2_report(), a report returned taken the same way. */
 static void
-h2_read(const uint8_t *p, size_t len)
+h2_read(const uint8_t *p, size_t len, struct h2_pokes *pk)
 {
 	unsigned idle = 0;
 	size_t off = 0;
@@ -369,39 +419,17 @@ h2_read(const uint8_t *p, size_t len)
 
 		if (idle >= H2_IDLE_MAX)
 			fuzz_fail(__FILE__, __LINE__,
-				  "h2_scan_feed() asks to be called again without "
+				  "h2_scan_feed_cb() asks to be called again without "
 				  "taking a byte past conn.c's bound");
-		r = h2_scan_feed(&h2st, &h2_cfg, p + off, len - off, &n);
+		r = h2_scan_feed_cb(&h2st, &h2_cfg, p + off, len - off, &n, h2_report,
+				    pk);
 		FUZZ_CHECK(n <= len - off);
 		off += n;
 		idle = n ? 0 : idle + 1;
-		if (r == H2_SCAN_FIELD) {
-			struct h2_scan_field f;
-			volatile uint8_t sum = 0;
-			size_t i;
-
-			h2_scan_field(&h2st, &f);
-			/* (its name may be anything after a change: conn_h2_field()
-       * bounds it) */
-			FUZZ_CHECK(f.len <= H2_SCAN_VALUE_MAX);
-			FUZZ_CHECK(f.len == 0 || f.value);
-			for (i = 0; i < f.len; i++)
-				sum ^= f.value[i];
-			h2_field(&f);
-		} else if (r == H2_SCAN_REQUEST) {
-			struct hook_h2_view v;
-
-			(void)h2_scan_stream(&h2st);
-			if (!h2q_lost) {
-				hook_h2_req_view(&h2q, &v);
-				ctxshim_request_ctx(&ctx, &v.r);
-				check_ctx(&ctx);
-			}
-			hook_h2_req_init(&h2q);
-			h2q_lost = false;
-		} else if (r == H2_SCAN_GAVE_UP || off >= len) {
+		if (r == H2_SCAN_FIELD || r == H2_SCAN_REQUEST)
+			(void)h2_report(NULL, &h2st, r, off);
+		else if (r == H2_SCAN_GAVE_UP || off >= len)
 			break;
-		}
 	}
 }
 
@@ -414,6 +442,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	const struct field *fields;
 	size_t n_fields;
 	uint8_t *base[3] = {NULL, (uint8_t *)&cap, (uint8_t *)&h2q};
+	struct h2_pokes pk = {&sc, NULL, 0, base};
 
 	if (slen > in.left)
 		slen = in.left;
@@ -443,6 +472,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		fields = http_fields;
 		n_fields = N(http_fields);
 	}
+	pk.fields = fields;
+	pk.n = n_fields;
 	while (off < in.left) {
 		size_t piece = in.left - off;
 		unsigned pokes, i;
@@ -459,7 +490,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (kind == 1)
 			fcgi_read(in.p + off, piece);
 		else if (kind == 2)
-			h2_read(in.p + off, piece);
+			h2_read(in.p + off, piece, &pk);
 		else
 			http_read(mode, in.p + off, piece);
 		off += piece;
