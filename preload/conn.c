@@ -2878,21 +2878,21 @@ struct conn_h2_feed {
 static bool
 conn_h2_report(void *arg, const struct h2_scan *st, enum h2_scan_status r, size_t at)
 {
-	struct conn_h2_feed *fd = arg;
+	struct conn_h2_feed *f = arg;
 
 	(void)at;
 	if (r == H2_SCAN_FIELD) {
-		conn_h2_field(fd->c, fd->idx, st);
+		conn_h2_field(f->c, f->idx, st);
 	} else {
-		if (*fd->n_new < UINT8_MAX)
-			(*fd->n_new)++;
-		fd->became = conn_h2_request(fd->c, fd->e, *fd->n_new, fd->full);
+		if (*f->n_new < UINT8_MAX)
+			(*f->n_new)++;
+		f->became = conn_h2_request(f->c, f->e, *f->n_new, f->full);
 	}
 	/* Another thread let go of e (a close, a stop): no more of it
 	 * (this narrows the window in which a feed writes to an entry
 	 * freed under it; it cannot close it without a lock). */
-	fd->taken = __atomic_load_n(&fd->c->cap, __ATOMIC_RELAXED) != fd->idx;
-	return !fd->taken;
+	f->taken = __atomic_load_n(&f->c->cap, __ATOMIC_RELAXED) != f->idx;
+	return !f->taken;
 }
 
 int
@@ -2904,13 +2904,13 @@ ctxshim_conn_h2_feed(struct ctxshim_conn *c,
 {
 	unsigned idx = c->cap, idle = 0;
 	const uint8_t *p = buf;
-	struct conn_h2_feed fd = {c, NULL, idx, false, CONN_FEED_NONE, full, n_new};
+	struct conn_h2_feed f = {c, NULL, idx, false, CONN_FEED_NONE, full, n_new};
 	struct conn_pool_entry *e;
 	size_t off = 0, n;
 
 	if (!idx || idx > CONN_POOL_N)
 		return CONN_FEED_NONE;
-	e = fd.e = &conn_pool[idx - 1];
+	e = f.e = &conn_pool[idx - 1];
 	if (atomic_load_explicit(&conn_h2_lib, memory_order_relaxed)) {
 		if (e->h2_up) {
 			if (*full) {
@@ -2934,20 +2934,20 @@ ctxshim_conn_h2_feed(struct ctxshim_conn *c,
 			break;
 		n = 0;
 		r = h2_scan_feed_cb(&e->u.h2.scan, &conn_h2_cfg, p + off, len - off, &n,
-				    conn_h2_report, &fd);
+				    conn_h2_report, &f);
 		off += n;
 		idle = n ? 0 : idle + 1;
-		if (fd.taken)
+		if (f.taken)
 			break;
 		if (r == H2_SCAN_FIELD || r == H2_SCAN_REQUEST) {
-			(void)conn_h2_report(&fd, &e->u.h2.scan, r, off);
+			(void)conn_h2_report(&f, &e->u.h2.scan, r, off);
 		} else if (r == H2_SCAN_GAVE_UP) {
 			return conn_h2_stop(c, idx, full);
 		} else if (off >= len) {
 			break;
 		}
 	}
-	return fd.became;
+	return f.became;
 }
 
 void
