@@ -12,9 +12,11 @@
  * = [count & 3] x ([field][kind][index, if an array][value]), the kind
  * (top 2 bits) saying small (its low 6 bits), all ones less those, a u16
  * or 8 raw bytes to follow; once the script runs out, the rest of the
- * stream is one read; an HTTP/2 feed also reads a script byte at each
- * report it hands over (h2_scan_feed_cb()), whose low bit pokes the state
- * there, in the middle of the feed.  Each read goes through the loop
+ * stream is one read; with the mode's bit 4, an HTTP/2 feed also reads a
+ * script byte at each report it hands over (h2_scan_feed_cb()), whose low
+ * bit pokes the state there, in the middle of the feed (a bit of its own,
+ * so that the inputs of test/fuzz/regress/ made before it still mean
+ * what they meant).  Each read goes through the loop
  * preload/conn.c runs for it, with its bound where it has one: a scanner
  * that asks to be called again without taking a byte more often than
  * that is a read() that never returns, which aborts here (no alarm(): the
@@ -406,7 +408,8 @@ h2_report(void *arg, const struct h2_scan *s, enum h2_scan_status r, size_t at)
 }
 
 /* ctxshim_conn_h2_feed()'s loop: one feed per read, its reports taken
- * by h2_report(), a report returned taken the same way. */
+ * by h2_report(), a report returned taken the same way; pk, if not NULL,
+ * the script that pokes the state at each report. */
 static void
 h2_read(const uint8_t *p, size_t len, struct h2_pokes *pk)
 {
@@ -490,7 +493,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (kind == 1)
 			fcgi_read(in.p + off, piece);
 		else if (kind == 2)
-			h2_read(in.p + off, piece, &pk);
+			h2_read(in.p + off, piece, (mode & 16) ? &pk : NULL);
 		else
 			http_read(mode, in.p + off, piece);
 		off += piece;
