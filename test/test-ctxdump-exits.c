@@ -225,7 +225,10 @@ END_TEST
  * before the stacks could be unwound, and the records read in the stop
  * are shown (exit 1).  It used to be one "cannot unwind the stack: No
  * such process" per thread.  Until a dump met that (at most 20; one that
- * finished its stacks first exits 0). */
+ * finished its stacks first exits 0).  CTXDUMP_TEST_SYNC_PAUSE_MS holds
+ * ctxdump between the release and the unwinding: without it, the kill
+ * fell in that window by luck, and under load (the ASan build beside
+ * other tests) no dump of 20 met it. */
 START_TEST(killed_before_stacks)
 {
 	char arg[16], outf[PATH_MAX], errf[PATH_MAX], *out, *err;
@@ -233,6 +236,7 @@ START_TEST(killed_before_stacks)
 
 	prof_tmpfile(outf, sizeof(outf), "exits-out");
 	prof_tmpfile(errf, sizeof(errf), "exits-err");
+	ck_assert_int_eq(setenv("CTXDUMP_TEST_SYNC_PAUSE_MS", "300", 1), 0);
 	for (run = 0; run < 20 && !met; run++) {
 		long deadline = test_now_ms() + TIMEOUT_MS;
 		bool seized = false;
@@ -274,6 +278,7 @@ START_TEST(killed_before_stacks)
 		free(out);
 		free(err);
 	}
+	unsetenv("CTXDUMP_TEST_SYNC_PAUSE_MS");
 	ck_assert_msg(met, "no dump of %u met the exit", run);
 	unlink(outf);
 	unlink(errf);
