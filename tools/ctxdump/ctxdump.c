@@ -41,6 +41,10 @@
 #define STOP_TIMEOUT_MS     500
 #define MAX_STOP_TIMEOUT_MS 60000
 #define CMDLINE_MAX         (64u << 10)
+/* While no thread is stopped yet, one that is runnable only waits for a
+ * CPU: it is waited for this long (or the stop timeout, if longer).  That
+ * holds nothing of the target, and a dump that stops nothing fails. */
+#define CPU_WAIT_MS 2000
 /* Threads from which their names are read on a second thread, from
  * before the stop on and during it (stop_prefetch()): a name costs about
  * 2.3 us, starting a thread some 30-50 us. */
@@ -1529,7 +1533,7 @@ dump_process(const struct ctxdump_control *ctl, unsigned slot_tries)
 	}
 
 	/* ---- threads stopped from here ---- */
-	r = stop_all(&ss, ctl->tid, ctl->stop_timeout_ms);
+	r = stop_all(&ss, ctl->tid, ctl->stop_timeout_ms, CPU_WAIT_MS);
 	if (r == -EPERM) {
 		stop_release(&ss);
 		cli_warn("attach: ptrace(PTRACE_SEIZE, %d): %s", (int)ss.fail_tid,

@@ -58,6 +58,13 @@
  * meanwhile every other thread stays stopped, so it is much shorter than
  * the one-shot dump's 500 ms. */
 #define STOP_TIMEOUT_MS 50
+/* While no thread is stopped yet, one that is runnable only waits for a
+ * CPU (a loaded machine, a target of low priority): it is waited for
+ * until this long after the round began.  That holds nothing of the
+ * target, and a thread still seized after its round skips the rounds
+ * that meet it first (a process's only thread: every one) until it
+ * stops, where waiting records the round. */
+#define CPU_WAIT_MS 500
 /* Past this many bytes an intern table is dropped and started again. */
 #define ITAB_MAX_BYTES (32u << 20)
 /* How often unresolved layouts, the process context and new modules may
@@ -1131,7 +1138,7 @@ sample_round(struct rec *rc)
 
 	/* ---- threads stopped from here ---- */
 	stop_init(&ss, rc->pid);
-	r = stop_all(&ss, 0, STOP_TIMEOUT_MS);
+	r = stop_all(&ss, 0, STOP_TIMEOUT_MS, CPU_WAIT_MS);
 	if (r == -EPERM && stop_late_has(&rc->late, ss.fail_tid))
 		r = -EAGAIN; /* ours, still not stopped: skip the round */
 	if (r == -ETIMEDOUT) {

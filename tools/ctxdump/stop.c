@@ -824,6 +824,69 @@ collect_exits(struct stop_set *s)
  * in the usual case. */
 #define STOP_EXIT_CHECK_NS 5000000u
 
+/* Past the deadline with no thread held, a thread that is runnable is
+ * waited for in steps this long; each step's end looks at the states
+ * again (of at most STOP_CPU_LOOK threads still to stop). */
+#define STOP_CPU_STEP_NS 10000000u
+#define STOP_CPU_LOOK    64
+
+/* Take the stops there are of the threads of s still to stop (and of late
+ * ones), without waiting.  Returns true when a thread of s is stopped:
+ * held.  (An id gone, ECHILD, is left to wait_stops() to find.) */
+static bool
+take_stops(struct stop_set *s)
+{
+	bool held = false;
+	size_t i;
+
+	for (i = 0; i < s->n; i++) {
+		struct stop_thread *t = &s->t[i];
+		int st;
+
+		if ((t->status == STOP_PENDING || t->status == STOP_TIMEOUT) &&
+		    waitpid(t->tid, &st, __WALL | WNOHANG) == t->tid)
+			handle_status(s, t->tid, st);
+		held = held || t->status == STOP_STOPPED;
+	}
+	return held;
+}
+
+/* Whether one of the threads from s->t[from] on that are still to stop
+ * is runnable ('R').  The kernel interrupts a thread that runs at once
+ * and wakes one that sleeps, so a runnable one that has not stopped yet
+ * waits for a CPU; one in 'D' (vfork(), a wait in the kernel) waits for
+ * something else, which may take any time. */
+static bool
+runnable_left(const struct stop_set *s, size_t from)
+{
+	size_t i, looked = 0;
+
+	for (i = from; i < s->n && looked < STOP_CPU_LOOK; i++) {
+		const struct stop_thread *t = &s->t[i];
+		char comm[64], state = '?';
+
+		if (t->status != STOP_PENDING)
+			continue;
+		looked++;
+		if (stop_read_task_stat(s->pid, t->tid, comm, sizeof(comm), &state) ==
+			    0 &&
+		    state == 'R')
+			return true;
+	}
+	return false;
+}
+
+/* A thread stopped while wait_stops() waited for a CPU: that wait is over,
+ * and the others get timeout_ns from now, the time any round may hold
+ * the threads that stopped.  Returns the new deadline. */
+static uint64_t
+cpu_wait_over(bool *waiting, uint64_t *cpu_end, uint64_t now, uint64_t timeout_ns)
+{
+	*waiting = false;
+	*cpu_end = 0;
+	return now + timeout_ns;
+}
+
 /* Collect the stop of every STOP_PENDING thread, one thread at a time.
  * waitpid(-1) would look at every tracee on each call (the kernel walks
  * the tracer's whole ptraced list), which made the wait quadratic: 10 ms
@@ -833,13 +896,28 @@ collect_exits(struct stop_set *s)
  * signals still apply; a SIGCHLD from another thread's stop only costs
  * one more WNOHANG poll.  A thread that exits instead of stopping is
  * reported by waitpid() (and so collected), except an exited group
- * leader, which is seen in /proc. */
+ * leader, which is seen in /proc.
+ * The deadline is short because the threads that stopped are held until
+ * the others stop.  When it passes with none held (every thread of s
+ * still to stop, or gone) and a thread still to stop is runnable, that
+ * one only waits for a CPU (a loaded machine, a target of low priority),
+ * and waiting on costs the target nothing: the wait goes on, a step at a
+ * time while one is runnable, until cpu_wait_ms after the start.  Every
+ * SIGCHLD then takes the stops of all of them: the first stop ends this,
+ * and the others get timeout_ms from then, as in a wait without it. */
 static int
-wait_stops(struct stop_set *s, const sigset_t *waitset, unsigned timeout_ms)
+wait_stops(struct stop_set *s,
+	   const sigset_t *waitset,
+	   unsigned timeout_ms,
+	   unsigned cpu_wait_ms)
 {
-	uint64_t deadline = remote_now_ns() + (uint64_t)timeout_ms * 1000000u;
+	const uint64_t start = remote_now_ns(), limit = (uint64_t)timeout_ms * 1000000u;
+	uint64_t deadline = start + limit;
+	/* 0: no wait for a CPU (any more) */
+	uint64_t cpu_end =
+		cpu_wait_ms > timeout_ms ? start + (uint64_t)cpu_wait_ms * 1000000u : 0;
 	unsigned checks = 0;
-	bool late = false;
+	bool late = false, cpu_waiting = false;
 	size_t i;
 
 	for (i = 0; i < s->n; i++) {
@@ -861,6 +939,10 @@ wait_stops(struct stop_set *s, const sigset_t *waitset, unsigned timeout_ms)
 			r = waitpid(t->tid, &st, __WALL | WNOHANG);
 			if (r == t->tid) {
 				handle_status(s, r, st);
+				if (cpu_waiting && t->status == STOP_STOPPED)
+					deadline =
+						cpu_wait_over(&cpu_waiting, &cpu_end,
+							      remote_now_ns(), limit);
 				continue;
 			}
 			if (r < 0 && errno == EINTR)
@@ -897,6 +979,25 @@ wait_stops(struct stop_set *s, const sigset_t *waitset, unsigned timeout_ms)
 					break;
 				}
 			}
+			if (!late && now >= deadline && now < cpu_end) {
+				bool held = take_stops(s);
+
+				if (held && cpu_waiting) {
+					/* one stopped at last */
+					deadline = cpu_wait_over(&cpu_waiting, &cpu_end,
+								 now, limit);
+					continue;
+				}
+				if (!held && runnable_left(s, i)) {
+					/* nothing was held before now */
+					s->t_first_ns = now;
+					cpu_waiting = true;
+					deadline = cpu_end - now > STOP_CPU_STEP_NS
+							   ? now + STOP_CPU_STEP_NS
+							   : cpu_end;
+					continue;
+				}
+			}
 			if (late || now >= deadline) {
 				/* past the deadline: only collect stops that
 				 * are already there */
@@ -909,6 +1010,16 @@ wait_stops(struct stop_set *s, const sigset_t *waitset, unsigned timeout_ms)
 			ts.tv_sec = (time_t)(left / 1000000000u);
 			ts.tv_nsec = (long)(left % 1000000000u);
 			sig = sigtimedwait(waitset, NULL, &ts);
+			if (sig == SIGCHLD && cpu_waiting) {
+				/* the stop of any of them ends the wait for a
+				 * CPU: from then on one is held */
+				now = remote_now_ns();
+				if (take_stops(s))
+					deadline = cpu_wait_over(&cpu_waiting, &cpu_end,
+								 now, limit);
+				else
+					s->t_first_ns = now;
+			}
 			if (sig < 0 || sig == SIGCHLD)
 				continue;
 			s->signal = sig;
@@ -1364,7 +1475,7 @@ exec_leader(struct stop_set *s)
 }
 
 int
-stop_all(struct stop_set *s, pid_t only_tid, unsigned timeout_ms)
+stop_all(struct stop_set *s, pid_t only_tid, unsigned timeout_ms, unsigned cpu_wait_ms)
 {
 	sigset_t waitset;
 	bool seized_any = false;
@@ -1452,7 +1563,7 @@ named:
 		}
 		if (r < 0)
 			break;
-		r = wait_stops(s, &waitset, timeout_ms);
+		r = wait_stops(s, &waitset, timeout_ms, cpu_wait_ms);
 		if (r < 0)
 			break;
 	}

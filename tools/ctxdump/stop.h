@@ -75,7 +75,9 @@ struct stop_set {
 	size_t n, cap;
 	int *hash; /* open addressing: tid -> index + 1 */
 	size_t hash_cap;
-	/* First PTRACE_INTERRUPT and end of the last PTRACE_DETACH. */
+	/* First PTRACE_INTERRUPT (or the last look that saw no thread
+	 * stopped, when stop_all() waited for one that had no CPU: nothing
+	 * was held before) and end of the last PTRACE_DETACH. */
 	uint64_t t_first_ns, t_last_ns;
 	unsigned rounds;
 	/* The thread whose PTRACE_SEIZE failed when stop_all() returned
@@ -112,18 +114,23 @@ int stop_prefetch(struct stop_set *s, size_t expect);
 
 /* Stop every thread of s->pid (only thread only_tid if it is not 0),
  * rescanning /proc/PID/task until a scan finds no new thread.  timeout_ms
- * bounds each wait for the stops.  Returns
+ * bounds each wait for the stops -- but while no thread is stopped (held)
+ * yet and one still to stop is runnable (waits for a CPU), the wait goes
+ * on until cpu_wait_ms after its start (no longer than timeout_ms if
+ * cpu_wait_ms is not more), and once one stops, the others get
+ * timeout_ms from then.  Returns
  *   0        at least one thread is stopped (see the per-thread status),
  *   -EPERM   the first thread could not be seized (fail_tid, fail_err),
  *   -ESRCH   the process (or thread only_tid) does not exist or every
  *            thread vanished,
- *   -ETIMEDOUT  no thread stopped within timeout_ms, yet one or more of
+ *   -ETIMEDOUT  no thread stopped in that time, yet one or more of
  *            them is still there (seized, STOP_TIMEOUT: its stop is
  *            late, stop_release() and struct stop_late deal with it),
  *   -EINTR   a termination signal arrived; everything is detached again,
  *   other negative errno values for internal errors (everything detached).
  */
-int stop_all(struct stop_set *s, pid_t only_tid, unsigned timeout_ms);
+int
+stop_all(struct stop_set *s, pid_t only_tid, unsigned timeout_ms, unsigned cpu_wait_ms);
 
 /* Detach every stopped thread, re-injecting signals that arrived during
  * the stop.  Idempotent. */
