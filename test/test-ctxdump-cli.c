@@ -4,7 +4,7 @@
  * already traced), threads that come and go during the dump, signals to
  * ctxdump in the middle of a dump.  After every dump the target must be
  * running, and it must exit normally at the end. */
-#include "test-common.h"
+#include "test-prof.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -104,12 +104,13 @@ assert_running(pid_t pid)
 
 struct churn {
 	struct test_child c;
-	pid_t pid, gone, odd, vfork;
+	pid_t pid, gone, odd, vfork, spin;
 	pid_t tid[32];
 	unsigned n;
 };
 
-/* opt: NULL, "--churn" or "--odd" (see test/helpers/churn.c) */
+/* opt: NULL, "--churn", "--odd", "--vfork" or "--spin" (see
+ * test/helpers/churn.c) */
 static void
 churn_start(struct churn *h, const char *opt, unsigned n)
 {
@@ -131,6 +132,8 @@ churn_start(struct churn *h, const char *opt, unsigned n)
 			h->odd = (pid_t)atoi(line + 4);
 		else if (strncmp(line, "VFORK ", 6) == 0)
 			h->vfork = (pid_t)atoi(line + 6);
+		else if (strncmp(line, "SPIN ", 5) == 0)
+			h->spin = (pid_t)atoi(line + 5);
 		else if (strncmp(line, "READY ", 6) == 0)
 			break;
 	}
@@ -1421,6 +1424,40 @@ START_TEST(stuck_thread_alone)
 }
 END_TEST
 
+/* A thread that spins on a CPU where it waits for its turn (up to 100 ms,
+ * prof_hog()), dumped alone with a stop timeout of 1 ms: while nothing
+ * is held, ctxdump waits on for a thread that is runnable (old: "thread
+ * N did not stop within 1 ms", exit 2, unless the interrupt met it on
+ * its CPU).  Three dumps. */
+START_TEST(cpu_starved_thread)
+{
+	char *out, *err, arg[16], tid[16];
+	struct churn h;
+	pid_t hog;
+	int i, cpu = prof_last_cpu(), nice, st;
+
+	churn_start(&h, "--spin", 1);
+	ck_assert_int_gt(h.spin, 0);
+	snprintf(arg, sizeof(arg), "%d", (int)h.pid);
+	snprintf(tid, sizeof(tid), "%d", (int)h.spin);
+	hog = prof_hog(cpu, &nice);
+	prof_starve_thread(h.spin, cpu, nice);
+	for (i = 0; i < 3; i++) {
+		int r = run_ctxdump(&out, &err, "--stop-timeout=1", "-j", "-t", tid,
+				    arg, NULL);
+		char *t = test_json_thread(out, h.spin);
+
+		ck_assert_msg(r == 0 && t, "dump %d: exit %d: %s%s", i, r, out, err);
+		free(t);
+		free(out);
+		free(err);
+	}
+	kill(hog, SIGKILL);
+	ck_assert_int_eq(waitpid(hog, &st, 0), hog);
+	churn_finish(&h);
+}
+END_TEST
+
 /* A signal while ctxdump waits for the stuck thread: it must not sit out
  * the deadline with the other threads stopped. */
 START_TEST(signal_while_holding)
@@ -1810,7 +1847,9 @@ TEST_SUITE(ctxdump_cli_suite)
 	tcase_add_test(tp, job_stopped_target);
 	tcase_add_test(tp, stuck_thread);
 	tcase_add_test(tp, stuck_thread_alone);
+	tcase_add_test(tp, cpu_starved_thread);
 	tcase_add_test(tp, signal_while_holding);
 	suite_add_tcase(s, tp);
+
 	return s;
 }

@@ -937,6 +937,50 @@ START_TEST(record_no_thread_stops_in_time)
 }
 END_TEST
 
+/* A target whose only thread waits 50-500 ms for a CPU after each turn
+ * (prof_starved_start()) is recorded without a gap: while no thread is
+ * held, a round waits on for one that is runnable (old: the round was
+ * skipped after its 50 ms, and the thread, still seized, made the rounds
+ * that met it skipped too until it stopped: exit 1, many more rounds
+ * skipped than recorded).  A machine so loaded that the wait passes the
+ * 500 ms bound makes a gap all the same: such a run is tried again. */
+START_TEST(record_starved_target)
+{
+	char file[64], errf[64], pid[16], *err = NULL;
+	const char *args[] = {"-F", "100", "-d", "1", "-o", file, pid, NULL};
+	struct prof_starved t;
+	bool clean = false;
+	int tries;
+
+	prof_starved_start(&t);
+	snprintf(pid, sizeof(pid), "%d", (int)t.target);
+	rec_tmpfiles(file, errf, sizeof(file), "starved");
+	for (tries = 0; tries < 3 && !clean; tries++) {
+		unsigned long samples = 0, rounds = 0;
+		const char *sum;
+		int st;
+
+		free(err);
+		st = prof_record_wait(prof_record_start(errf, args), TIMEOUT_MS);
+		err = prof_slurp(errf);
+		ck_assert_msg(prof_record_status_ok(st, err), "status 0x%x: %s", st,
+			      err);
+		sum = strstr(err, "ctxdump record: ");
+		while (sum && sscanf(sum, "ctxdump record: %lu sample%*s in %lu round",
+				     &samples, &rounds) != 2)
+			sum = strstr(sum + 1, "ctxdump record: ");
+		ck_assert_msg(sum, "no summary: %s", err);
+		clean = WEXITSTATUS(st) == 0 && !strstr(err, " skipped (") &&
+			rounds > 0;
+	}
+	ck_assert_msg(clean, "%d recordings, each with a gap: %s", tries, err);
+	free(err);
+	prof_starved_end(&t);
+	unlink(file);
+	unlink(errf);
+}
+END_TEST
+
 START_TEST(record_duration)
 {
 	char file[64], errf[64], pid[16], *out = NULL, *err = NULL;
@@ -1968,6 +2012,11 @@ TEST_SUITE(ctxdump_record_suite)
 	tcase_add_test(tc, record_across_exec);
 	tcase_add_test(tc, record_library_swapped);
 	tcase_add_test(tc, record_library_swapped_loop);
+	suite_add_tcase(s, tc);
+	/* a target that waits for a CPU (CK_RUN_CASE=cpu) */
+	tc = tcase_create("cpu");
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, record_starved_target);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("output");
 	tcase_set_timeout(tc, 60);

@@ -11,13 +11,17 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 static __attribute__((unused)) const char *
@@ -399,4 +403,134 @@ prof_record_end(pid_t pid, const char *file, const char *errf, int timeout_ms)
 	prof_record_stop(pid, errf, timeout_ms);
 	unlink(file);
 	unlink(errf);
+}
+
+/* Threads that wait for a CPU longer than a round's stop limit: pinned
+ * to one CPU next to a busy loop there (the hog, another process) that
+ * runs SCHED_FIFO, 100 ms at a time with a pause of 1 ms: a thread that
+ * spins there waits for the pause, up to 100 ms, whatever else the
+ * machine runs (other tasks move to other CPUs).  Without the privilege
+ * for SCHED_FIFO the hog spins at nice 0 and the threads get nice 15,
+ * which the scheduler weighs 28 times less: waits of some 50-500 ms on
+ * an idle machine, more on a loaded one.  The spinners end with the test
+ * (PR_SET_PDEATHSIG) if it ends first. */
+
+/* The last CPU the test may use. */
+static __attribute__((unused)) int
+prof_last_cpu(void)
+{
+	cpu_set_t cpus;
+	int cpu;
+
+	ck_assert_int_eq(sched_getaffinity(0, sizeof(cpus), &cpus), 0);
+	for (cpu = CPU_SETSIZE - 1; cpu > 0 && !CPU_ISSET(cpu, &cpus); cpu--)
+		;
+	return cpu;
+}
+
+/* Fork a process that spins on cpu at niceness nice, once it said so on
+ * a pipe; with hog, the hog (*rt: it runs SCHED_FIFO). */
+static __attribute__((unused)) pid_t
+prof_spinner_(int cpu, int nice, bool hog, bool *rt)
+{
+	pid_t parent = getpid(), pid;
+	int p[2];
+	char c;
+
+	ck_assert_int_eq(pipe2(p, O_CLOEXEC), 0);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		cpu_set_t one;
+		volatile unsigned long n = 0;
+		struct sched_param fifo = {.sched_priority = 1};
+		bool fifo_ok = false;
+
+		if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent)
+			_exit(1);
+		CPU_ZERO(&one);
+		CPU_SET(cpu, &one);
+		if (hog)
+			fifo_ok = sched_setscheduler(0, SCHED_FIFO, &fifo) == 0;
+		/* the hog's nice 0 needs root when the test runs niced; else
+		 * the hog keeps the test's niceness */
+		if (sched_setaffinity(0, sizeof(one), &one) != 0 ||
+		    (setpriority(PRIO_PROCESS, 0, nice) != 0 && nice > 0) ||
+		    write(p[1], fifo_ok ? "f" : "r", 1) != 1)
+			_exit(1);
+		for (;;) {
+			struct timespec t0, t, pause = {0, 1000000};
+			long ns;
+
+			clock_gettime(CLOCK_MONOTONIC, &t0);
+			do {
+				n++;
+				clock_gettime(CLOCK_MONOTONIC, &t);
+				ns = (t.tv_sec - t0.tv_sec) * 1000000000L + t.tv_nsec -
+				     t0.tv_nsec;
+			} while (hog && ns < 100000000L);
+			if (hog)
+				nanosleep(&pause, NULL);
+		}
+	}
+	close(p[1]);
+	ck_assert_msg(read(p[0], &c, 1) == 1, "spinner %d did not start", (int)pid);
+	close(p[0]);
+	if (rt)
+		*rt = c == 'f';
+	return pid;
+}
+
+static __attribute__((unused)) pid_t
+prof_spinner(int cpu, int nice)
+{
+	return prof_spinner_(cpu, nice, false, NULL);
+}
+
+/* The hog on cpu; returns the niceness for the threads it is to starve. */
+static __attribute__((unused)) pid_t
+prof_hog(int cpu, int *nice)
+{
+	bool rt = false;
+	pid_t pid = prof_spinner_(cpu, 0, true, &rt);
+
+	*nice = rt ? 0 : 15;
+	return pid;
+}
+
+/* Thread tid (of another process) to cpu, at niceness nice. */
+static __attribute__((unused)) void
+prof_starve_thread(pid_t tid, int cpu, int nice)
+{
+	cpu_set_t one;
+
+	CPU_ZERO(&one);
+	CPU_SET(cpu, &one);
+	ck_assert_int_eq(sched_setaffinity(tid, sizeof(one), &one), 0);
+	ck_assert_int_eq(setpriority(PRIO_PROCESS, (id_t)tid, nice), 0);
+}
+
+/* A target whose only thread spins, and its hog. */
+struct prof_starved {
+	pid_t target, hog;
+};
+
+static __attribute__((unused)) void
+prof_starved_start(struct prof_starved *s)
+{
+	int cpu = prof_last_cpu(), nice;
+
+	s->hog = prof_hog(cpu, &nice);
+	s->target = prof_spinner(cpu, nice);
+}
+
+/* No thread of the target left stopped; both killed and collected. */
+static __attribute__((unused)) void
+prof_starved_end(struct prof_starved *s)
+{
+	prof_assert_running(s->target);
+	kill(s->target, SIGKILL);
+	kill(s->hog, SIGKILL);
+	ck_assert_int_eq(waitpid(s->target, NULL, 0), s->target);
+	ck_assert_int_eq(waitpid(s->hog, NULL, 0), s->hog);
 }

@@ -21,6 +21,9 @@
  *                    vfork() (its child sleeps 1.5 s): a thread that cannot
  *                    enter ptrace-stop, like one in D state.  Announced as
  *                    "VFORK <tid>" before READY.
+ *   churn --spin N   in addition, one thread that spins until stdin is
+ *                    closed (a thread that is always runnable), announced
+ *                    as "SPIN <tid>" before READY.
  */
 #include "config.h"
 
@@ -106,6 +109,16 @@ odd(void *arg)
 }
 
 static void *
+spin(void *arg)
+{
+	*(pid_t *)arg = (pid_t)syscall(SYS_gettid);
+	pthread_barrier_wait(&started);
+	while (!atomic_load_explicit(&stopping, memory_order_relaxed))
+		;
+	return NULL;
+}
+
+static void *
 gone(void *arg)
 {
 	*(pid_t *)arg = (pid_t)syscall(SYS_gettid);
@@ -115,12 +128,12 @@ gone(void *arg)
 int
 main(int argc, char **argv)
 {
-	bool churn = false, with_odd = false, with_vfork = false;
+	bool churn = false, with_odd = false, with_vfork = false, with_spin = false;
 	struct target_vforker vfork_thread = {.child_sleep = {1, 500000000},
 					      .started = &started,
 					      .stopping = &stopping};
-	pid_t odd_tid = 0;
-	pthread_t vf;
+	pid_t odd_tid = 0, spin_tid = 0;
+	pthread_t vf, spinner;
 	pthread_t t, sp;
 	pid_t gone_tid = 0;
 	unsigned n, i;
@@ -134,9 +147,12 @@ main(int argc, char **argv)
 			with_odd = true;
 		else if (strcmp(argv[a], "--vfork") == 0)
 			with_vfork = true;
+		else if (strcmp(argv[a], "--spin") == 0)
+			with_spin = true;
 	}
 	if (a >= argc) {
-		fprintf(stderr, "usage: churn [--churn] [--odd] [--vfork] N\n");
+		fprintf(stderr,
+			"usage: churn [--churn] [--odd] [--vfork] [--spin] N\n");
 		return 2;
 	}
 	n = (unsigned)atoi(argv[a]);
@@ -146,7 +162,7 @@ main(int argc, char **argv)
 	if (pthread_create(&t, NULL, gone, &gone_tid) != 0 ||
 	    pthread_join(t, NULL) != 0)
 		return 1;
-	pthread_barrier_init(&started, NULL, n + 1 + with_odd + with_vfork);
+	pthread_barrier_init(&started, NULL, n + 1 + with_odd + with_vfork + with_spin);
 	for (i = 0; i < n; i++) {
 		workers[i] = (struct target_worker){.index = i, .started = &started};
 		if (pthread_create(&t, NULL, target_worker_run, &workers[i]) != 0)
@@ -157,11 +173,15 @@ main(int argc, char **argv)
 	if (with_vfork &&
 	    pthread_create(&vf, NULL, target_vforker_run, &vfork_thread) != 0)
 		return 1;
+	if (with_spin && pthread_create(&spinner, NULL, spin, &spin_tid) != 0)
+		return 1;
 	pthread_barrier_wait(&started);
 	if (with_odd)
 		printf("ODD %d\n", (int)odd_tid);
 	if (with_vfork)
 		printf("VFORK %d\n", (int)vfork_thread.tid);
+	if (with_spin)
+		printf("SPIN %d\n", (int)spin_tid);
 	if (churn && pthread_create(&sp, NULL, spawner, NULL) != 0)
 		return 1;
 
@@ -178,5 +198,7 @@ main(int argc, char **argv)
 		pthread_join(sp, NULL);
 	if (with_vfork)
 		pthread_join(vf, NULL);
+	if (with_spin)
+		pthread_join(spinner, NULL);
 	return 0;
 }
