@@ -1850,6 +1850,5 @@ TEST_SUITE(ctxdump_cli_suite)
 	tcase_add_test(tp, cpu_starved_thread);
 	tcase_add_test(tp, signal_while_holding);
 	suite_add_tcase(s, tp);
-
 	return s;
 }
