@@ -666,6 +666,81 @@ START_TEST(hostile_state_long_string)
 }
 END_TEST
 
+/* h2_scan_feed_cb() with a report callback that always goes on, run
+ * against a state that another thread (here the callback) puts back at
+ * each report, so that the feed would report again at the same offset
+ * without end: the feed must end, handing a third report there to the
+ * caller instead (sink_took()).  Once with the end of a block (put back
+ * to before its REQUEST), once with a field (a value string of 0 bytes
+ * left, whose end reports without a byte consumed). */
+static struct h2_scan rearm_snap;
+static unsigned rearm_calls;
+
+static bool
+rearm_report(void *arg, const struct h2_scan *s, enum h2_scan_status r, size_t at)
+{
+	REQUIRE(s == &st && r == *(enum h2_scan_status *)arg && at == 0);
+	/* bounded here, so that a feed without the bound fails the test
+	 * instead of hanging it */
+	if (++rearm_calls >= 100)
+		return false;
+	memcpy(&st, &rearm_snap, sizeof(st));
+	return true;
+}
+
+START_TEST(feed_cb_rearmed_state)
+{
+	static struct stream s;
+	enum h2_scan_status want;
+	size_t off, used;
+	int r;
+
+	start(&s);
+	frame_hex(&s, 1, EH, 1, "82 82"); /* :method GET, twice */
+	frame_hex(&s, 1, EH, 3, "82");
+	h2_scan_reset(&st, 0);
+	r = h2_scan_feed(&st, &cfg, s.b, s.n, &used);
+	REQUIRE(r == H2_SCAN_FIELD);
+	off = used;
+
+	/* Between the two fields: the value of a field of a configured name
+	 * with 0 bytes left (HP_STR, K_NOINC; private values). */
+	st.hp = 3;
+	st.kind = 2;
+	st.str_left = 0;
+	st.str_value = 1;
+	st.str_huff = 0;
+	st.dec_len = 0;
+	st.f_k = (uint8_t)kof(":method");
+	memcpy(&rearm_snap, &st, sizeof(st));
+	want = H2_SCAN_FIELD;
+	rearm_calls = 0;
+	r = h2_scan_feed_cb(&st, &cfg, s.b + off, s.n - off, &used, rearm_report,
+			    &want);
+	ck_assert_int_eq(r, H2_SCAN_FIELD);
+	ck_assert_uint_eq(used, 0);
+	ck_assert_uint_eq(rearm_calls, 2);
+
+	/* After the block's last field: its end not reported yet. */
+	h2_scan_reset(&st, 0);
+	r = h2_scan_feed(&st, &cfg, s.b, s.n, &used);
+	off = used;
+	REQUIRE(r == H2_SCAN_FIELD);
+	r = h2_scan_feed(&st, &cfg, s.b + off, s.n - off, &used);
+	REQUIRE(r == H2_SCAN_FIELD);
+	off += used;
+	memcpy(&rearm_snap, &st, sizeof(st));
+	want = H2_SCAN_REQUEST;
+	rearm_calls = 0;
+	r = h2_scan_feed_cb(&st, &cfg, s.b + off, s.n - off, &used, rearm_report,
+			    &want);
+	ck_assert_int_eq(r, H2_SCAN_REQUEST);
+	ck_assert_uint_eq(used, 0);
+	ck_assert_uint_eq(rearm_calls, 2);
+	ck_assert_uint_eq(h2_scan_stream(&st), 1);
+}
+END_TEST
+
 START_TEST(rfc_c3_plain)
 {
 	static const char *const b[3] = {
@@ -2540,6 +2615,7 @@ TEST_SUITE(h2_scan_suite)
 	tcase_add_test(tc, config_and_stop);
 	tcase_add_test(tc, hostile_state);
 	tcase_add_test(tc, hostile_state_long_string);
+	tcase_add_test(tc, feed_cb_rearmed_state);
 	tcase_add_test(tc, out_frames);
 	tcase_add_test(tc, out_skip);
 	tcase_add_test(tc, out_hostile);
