@@ -1349,7 +1349,14 @@ START_TEST(job_stopped_target)
 	assert_worker_json(out, &h, 1);
 	free(out);
 	free(err);
+	/* A detach from a group-stop wakes the thread to stop again on its
+	 * own (the kernel sets its stop pending and kicks it): it shows 'R'
+	 * until it runs, which on a loaded machine may be a while.  One
+	 * ctxdump had resumed stays 'R' or 'S'. */
+	for (int i = 0; i < 2500 && !all_tasks_stopped(h.pid); i++)
+		usleep(2000);
 	ck_assert_int_eq(test_proc_state(h.pid), 'T');
+	ck_assert(all_tasks_stopped(h.pid));
 	ck_assert_int_eq(kill(h.pid, SIGCONT), 0);
 	churn_finish(&h);
 }
