@@ -957,7 +957,7 @@ START_TEST(record_starved_target)
 	rec_tmpfiles(file, errf, sizeof(file), "starved");
 	for (tries = 0; tries < 3 && !clean; tries++) {
 		unsigned long samples = 0, rounds = 0;
-		const char *sum;
+		const char *sum, *in;
 		int st;
 
 		free(err);
@@ -965,9 +965,12 @@ START_TEST(record_starved_target)
 		err = prof_slurp(errf);
 		ck_assert_msg(prof_record_status_ok(st, err), "status 0x%x: %s", st,
 			      err);
+		/* "1 sample in 1 round", "2 samples in 2 rounds" */
 		sum = strstr(err, "ctxdump record: ");
-		while (sum && sscanf(sum, "ctxdump record: %lu sample%*s in %lu round",
-				     &samples, &rounds) != 2)
+		while (sum &&
+		       !(sscanf(sum, "ctxdump record: %lu sample", &samples) == 1 &&
+			 (in = strstr(sum, " in ")) &&
+			 sscanf(in, " in %lu round", &rounds) == 1))
 			sum = strstr(sum + 1, "ctxdump record: ");
 		ck_assert_msg(sum, "no summary: %s", err);
 		clean = WEXITSTATUS(st) == 0 && !strstr(err, " skipped (") &&
