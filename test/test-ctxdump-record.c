@@ -1864,16 +1864,27 @@ END_TEST
  * recording waited forever to write into it (a recorder still at work
  * after 10 s fails the test); with it
  * read-only, the target was stopped for a round before the first write
- * failed ("write error on standard output"). */
+ * failed ("write error on standard output").  A terminal is a usage
+ * error (64), said alone: old, after the target's objects were read, and
+ * after any warning about them. */
 START_TEST(record_stdout_unwritable)
 {
 	static const struct {
 		const char *how, *why;
+		int status;
 	} cases[] = {
-		{"closed", "ctxdump record: cannot write to standard output: it is "
-			   "closed\n"},
-		{"read-only", "ctxdump record: cannot write to standard output: it "
-			      "is not open for writing\n"},
+		{"closed",
+		 "ctxdump record: cannot write to standard output: it is "
+		 "closed\n",
+		 2},
+		{"read-only",
+		 "ctxdump record: cannot write to standard output: it "
+		 "is not open for writing\n",
+		 2},
+		{"a terminal",
+		 "ctxdump record: not writing a recording to a terminal (use -o "
+		 "FILE, or pipe it into 'ctxdump report -')\n",
+		 64},
 	};
 	const char *args[] = {"-o", "-", NULL, NULL};
 	char errf[64], pid[16], *err;
@@ -1885,9 +1896,19 @@ START_TEST(record_stdout_unwritable)
 	snprintf(pid, sizeof(pid), "%d", (int)s.pid);
 	args[2] = pid;
 	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		int out = i == 0 ? PROF_STDOUT_CLOSED
-				 : open("/dev/null", O_RDONLY | O_CLOEXEC);
+		int ptm = -1, out;
 
+		if (i == 0) {
+			out = PROF_STDOUT_CLOSED;
+		} else if (i == 1) {
+			out = open("/dev/null", O_RDONLY | O_CLOEXEC);
+		} else {
+			ptm = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+			ck_assert_int_ne(ptm, -1);
+			ck_assert_int_eq(grantpt(ptm), 0);
+			ck_assert_int_eq(unlockpt(ptm), 0);
+			out = open(ptsname(ptm), O_RDWR | O_NOCTTY | O_CLOEXEC);
+		}
 		ck_assert_int_ne(out, -1);
 		prof_tmpfile(errf, sizeof(errf), "stdout-err");
 		st = prof_record_wait(prof_spawn((const char *const[]){"record", NULL},
@@ -1895,8 +1916,10 @@ START_TEST(record_stdout_unwritable)
 				      10000);
 		if (out >= 0)
 			close(out);
+		if (ptm >= 0)
+			close(ptm);
 		err = prof_slurp(errf);
-		ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 2,
+		ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == cases[i].status,
 			      "%s: status 0x%x: %s", cases[i].how, st, err);
 		ck_assert_str_eq(err, cases[i].why);
 		free(err);

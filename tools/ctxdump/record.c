@@ -2030,6 +2030,14 @@ record_main(int argc, char **argv)
 					: "it is not open for writing");
 			return CLI_EXIT_FATAL;
 		}
+		/* A mistake in the command line, told before the target is
+		 * looked at (old: after its objects were read and warned
+		 * about). */
+		if (isatty(STDOUT_FILENO)) {
+			cli_warn("not writing a recording to a terminal (use -o "
+				 "FILE, or pipe it into 'ctxdump report -')");
+			return CLI_EXIT_USAGE;
+		}
 	}
 	memset(rc, 0, sizeof(*rc));
 	rc->ctl = &ctl;
@@ -2105,11 +2113,6 @@ record_main(int argc, char **argv)
 			 stack_unwind_unavailable());
 
 	to_stdout = strcmp(ctl.output, "-") == 0;
-	if (to_stdout && isatty(STDOUT_FILENO)) {
-		cli_warn("not writing a recording to a terminal");
-		rec_free(rc);
-		return CLI_EXIT_USAGE;
-	}
 	outname = to_stdout ? "standard output" : ctl.output;
 	r = open_output(rc);
 	if (r < 0) {
