@@ -698,10 +698,20 @@ START_TEST(not_a_process)
 	char *out, *err, arg[16];
 
 	churn_start(&h, NULL, 2);
-	/* a thread id is not a process id */
+	/* a thread id is not a process id; the message names the process
+	 * and the command that shows the thread (old: "use -t TID with its
+	 * process id", without it) */
 	snprintf(arg, sizeof(arg), "%d", (int)h.tid[0]);
 	ck_assert_int_eq(run_ctxdump(&out, &err, arg, NULL), 2);
-	ck_assert_msg(strstr(err, "is a thread, not a process"), "%s", err);
+	{
+		char want[160];
+
+		snprintf(want, sizeof(want),
+			 "ctxdump: %d is a thread of process %d, not a process; use "
+			 "ctxdump -t %d %d\n",
+			 (int)h.tid[0], (int)h.pid, (int)h.tid[0], (int)h.pid);
+		ck_assert_str_eq(err, want);
+	}
 	free(out);
 	free(err);
 	/* nor for a recording (old: recorded, labelled with the tid) */

@@ -1302,9 +1302,19 @@ dump_process(const struct ctxdump_control *ctl, unsigned slot_tries)
 		cli_warn("ctxdump cannot dump itself");
 		return CLI_EXIT_FATAL;
 	}
-	if (!dump_proc_status(ctl->pid, &tgid, &leader_state) || tgid != ctl->pid) {
-		cli_warn("%d is a thread, not a process; use -t %d with its process id",
-			 (int)ctl->pid, (int)ctl->pid);
+	if (!dump_proc_status(ctl->pid, &tgid, &leader_state))
+		tgid = -1;
+	if (tgid != ctl->pid) {
+		/* name the process when it is known, as record and ctxshim
+		 * status do: the fix is then one copy and paste */
+		if (tgid > 0)
+			cli_warn("%d is a thread of process %lld, not a process; use "
+				 "ctxdump -t %d %lld",
+				 (int)ctl->pid, tgid, (int)ctl->pid, tgid);
+		else
+			cli_warn("%d is a thread, not a process; use -t %d with its "
+				 "process id",
+				 (int)ctl->pid, (int)ctl->pid);
 		return CLI_EXIT_FATAL;
 	}
 	if (ctl->tid && !proc_exists(ctl->pid, ctl->tid)) {
