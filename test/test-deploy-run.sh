@@ -24,6 +24,18 @@ check "usage error says Try --help" \
 	contains "$dp_err" "Try 'ctxshim --help' for more information."
 check "usage error is prefixed" contains "$dp_err" "ctxshim: no command specified"
 expect_status 64 "unknown command" "$S" frobnicate
+check "names it" same "$dp_err" "ctxshim: unknown command 'frobnicate'
+Try 'ctxshim --help' for more information."
+# An option before the command is an option, with getopt's messages and
+# where it goes (old: "unknown command '--service-name'").
+expect_status 64 "a long option before the command" "$S" --service-name svc run true
+check "unrecognized option, and where options go" same "$dp_err" "ctxshim: unrecognized option '--service-name' (options follow the command: ctxshim run [options] -- <command>)
+Try 'ctxshim --help' for more information."
+expect_status 64 "a short option before the command" "$S" -nsvc run true
+check "invalid option, its first letter" contains "$dp_err" \
+	"ctxshim: invalid option -- 'n' (options follow the command"
+expect_status 0 "-- before the command" "$S" -- version
+check "runs it" contains "$dp_out" "library: "
 expect_status 64 "run without a command" "$S" run
 expect_status 64 "run with an unknown option" "$S" run --bogus -- true
 check "names the option" contains "$dp_err" "unrecognized option '--bogus'"
