@@ -1479,10 +1479,15 @@ static void
 nh_upgrade_confirm_slow(struct nh_session *st)
 {
 	int fd = st->upgrade_fdp1 - 1;
+	uint32_t gen = st->upgrade_gen;
 	struct nh_stream *s = nh_stream_find(st, 1);
 
+	/* The candidate as it is now: the fd it was taken on may have been
+	 * closed since, the connection carried on by a copy of it
+	 * (preload/conn.c, "Upgrade candidates"). */
+	(void)ctxshim_conn_h2_candidate_get(st->upgrade_slot, &fd, &gen);
 	nh_upgrade_settled(st);
-	if (ctxshim_conn_h2_preface(fd, st->upgrade_gen)) {
+	if (ctxshim_conn_h2_preface(fd, gen)) {
 		if (s)
 			s->upgraded = true;
 		ctxshim_conn_claim(fd);

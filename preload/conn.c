@@ -1212,8 +1212,11 @@ ctxshim_conn_lead(int fd)
 	return true;
 }
 
+static void conn_h2_cand_pass(int fd, uint32_t gen, int nfd, uint32_t ngen);
+
 /* fd (slot c) leaves its ring, if it is in one; a leader first hands its
- * state to the next member. */
+ * state to the next member, and an upgrade candidate that names fd goes
+ * on to it as well ("Upgrade candidates"). */
 static void
 conn_ring_leave(int fd, struct ctxshim_conn *c)
 {
@@ -1240,6 +1243,9 @@ conn_ring_leave(int fd, struct ctxshim_conn *c)
 			conn_set_hot(nfd, conn_hot_of(atomic_load_explicit(
 						  &next->flags, memory_order_relaxed)));
 		}
+		conn_h2_cand_pass(
+			fd, atomic_load_explicit(&c->gen, memory_order_relaxed), nfd,
+			atomic_load_explicit(&next->gen, memory_order_relaxed));
 		/* A ring of two leaves one member: no ring. */
 		if (pred >= 0)
 			conn_link_store(pred, pred == nfd ? 0 : v);
@@ -2538,7 +2544,24 @@ ctxshim_conn_h2_upgraded(const struct ctxshim_conn *c)
  * session's first frame, so that few are pending at once.  A slot holds
  * (fd + 1) << 32 | gen, 0 when free; its session's thread takes and
  * gives it back, the writing thread of any connection reads the table (a
- * compare per slot, and none while no slot is taken: the usual case). */
+ * compare per slot, and none while no slot is taken: the usual case).
+ *
+ * A candidate is a connection, not a descriptor: the server may read it
+ * through a copy (dup() and the rest: "Copies"), which then holds its
+ * state, and the writes that ask are its leader's.  Keyed by the
+ * descriptor the upgrade request was published under alone, the
+ * candidate stopped matching as soon as a read moved the state to
+ * another descriptor, and the response of stream 1 written in the
+ * window showed no context.  So a key matches fd of generation gen when
+ * it names fd or any member of fd's ring: the members keep their
+ * generations when the state moves between them, and a ring is walked
+ * in at most CTXSHIM_CONN_RING_MAX hops (only for a write that is no
+ * candidate's own and while a slot is taken, no allocation, no lock).
+ * When the descriptor a key names is closed (or replaced by dup2()), the
+ * key goes on to the next member of its ring (conn_h2_cand_pass(), from
+ * conn_ring_leave()): the connection carries on there, and the session's
+ * first frame confirms it there (ctxshim_conn_h2_candidate_get()).  A
+ * candidate not in a ring dies with its descriptor, as before. */
 static _Atomic uint64_t conn_h2_cand[CTXSHIM_CONN_H2_CAND_N];
 static _Atomic unsigned conn_h2_cand_n; /* slots taken */
 
@@ -2582,18 +2605,76 @@ ctxshim_conn_h2_candidate_remove(unsigned slot)
 }
 
 __attribute__((cold)) bool
-ctxshim_conn_h2_candidate(int fd, uint32_t gen)
+ctxshim_conn_h2_candidate_get(unsigned slot, int *fd, uint32_t *gen)
 {
-	uint64_t key = conn_h2_cand_key(fd, gen);
+	uint64_t key;
+
+	if (!slot || slot > CTXSHIM_CONN_H2_CAND_N)
+		return false;
+	key = atomic_load_explicit(&conn_h2_cand[slot - 1], memory_order_relaxed);
+	if (!key)
+		return false;
+	*fd = (int)(uint32_t)(key >> 32) - 1;
+	*gen = (uint32_t)key;
+	return true;
+}
+
+/* Is key in the table? */
+static bool
+conn_h2_cand_has(uint64_t key)
+{
 	unsigned i;
 
-	/* fd -1 with gen 0 is key 0, which every free slot holds */
-	if (fd < 0 || !atomic_load_explicit(&conn_h2_cand_n, memory_order_acquire))
-		return false;
 	for (i = 0; i < CTXSHIM_CONN_H2_CAND_N; i++)
 		if (atomic_load_explicit(&conn_h2_cand[i], memory_order_relaxed) == key)
 			return true;
 	return false;
+}
+
+__attribute__((cold)) bool
+ctxshim_conn_h2_candidate(int fd, uint32_t gen)
+{
+	int cur = fd, next, hop;
+
+	/* fd -1 with gen 0 is key 0, which every free slot holds */
+	if (fd < 0 || !atomic_load_explicit(&conn_h2_cand_n, memory_order_acquire))
+		return false;
+	if (conn_h2_cand_has(conn_h2_cand_key(fd, gen)))
+		return true;
+	/* The other descriptors of its connection (see above); a link that
+	 * is dead ends the walk, as in ctxshim_conn_leader(). */
+	for (hop = 0; hop < CTXSHIM_CONN_RING_MAX; hop++) {
+		struct ctxshim_conn *t = conn_link_target(conn_link_load(cur), &next);
+
+		if (!t || next == fd)
+			return false;
+		if (conn_h2_cand_has(conn_h2_cand_key(
+			    next, atomic_load_explicit(&t->gen, memory_order_relaxed))))
+			return true;
+		cur = next;
+	}
+	return false;
+}
+
+/* fd of generation gen leaves its ring, whose member nfd (of generation
+ * ngen) carries its connection on: a candidate named by fd is nfd's now.
+ * A compare-and-swap per slot, so that a session that gives its slot
+ * back meanwhile keeps it given back.  Not a read path: close, dup2. */
+static void
+conn_h2_cand_pass(int fd, uint32_t gen, int nfd, uint32_t ngen)
+{
+	uint64_t key = conn_h2_cand_key(fd, gen);
+	unsigned i;
+
+	if (!atomic_load_explicit(&conn_h2_cand_n, memory_order_acquire))
+		return;
+	for (i = 0; i < CTXSHIM_CONN_H2_CAND_N; i++) {
+		uint64_t k = key;
+
+		(void)atomic_compare_exchange_strong_explicit(
+			&conn_h2_cand[i], &k, conn_h2_cand_key(nfd, ngen),
+			memory_order_relaxed, memory_order_relaxed);
+	}
 }
 
 /* An upgraded connection ("Upgrade: h2c" below) in a process that made an

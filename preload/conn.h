@@ -78,10 +78,15 @@ bool ctxshim_conn_h2_preface(int fd, uint32_t gen);
  * (hooks/hook-socket.c, sk_write_continues()).  _add() returns the
  * candidate's slot + 1 for _remove(), or 0 with every slot taken (the
  * connection is then no candidate: those writes show nothing), of
- * CTXSHIM_CONN_H2_CAND_N.  Lock-free, no allocation. */
+ * CTXSHIM_CONN_H2_CAND_N.  The candidate is the connection, whichever of
+ * its copies it is read and written through, and goes on to a copy when
+ * fd is closed (conn.c, "Upgrade candidates"): _get() fills the
+ * descriptor and generation slot names now, false if it names none.
+ * Lock-free, no allocation. */
 #define CTXSHIM_CONN_H2_CAND_N 64
 unsigned ctxshim_conn_h2_candidate_add(int fd, uint32_t gen);
 void ctxshim_conn_h2_candidate_remove(unsigned slot);
+bool ctxshim_conn_h2_candidate_get(unsigned slot, int *fd, uint32_t *gen);
 
 /* ---- for hooks/hook-socket.c ---- */
 
@@ -572,7 +577,8 @@ uint32_t ctxshim_conn_h2_library(struct ctxshim_conn *c);
  * (ctxshim_conn_h2_upgrade())? */
 bool ctxshim_conn_h2_upgraded(const struct ctxshim_conn *c);
 
-/* Is fd of generation gen an upgrade candidate
+/* Is fd of generation gen, or another descriptor of its connection (a
+ * copy linked to it), an upgrade candidate
  * (ctxshim_conn_h2_candidate_add())? */
 bool ctxshim_conn_h2_candidate(int fd, uint32_t gen);
 

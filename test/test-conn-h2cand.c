@@ -83,6 +83,38 @@ START_TEST(test_cand_bounds)
 }
 END_TEST
 
+/* What a slot names now (nghttp2's confirmation asks it: the candidate
+ * may have gone on to a copy of its fd since, preload/conn.c): the key
+ * it was given, nothing once given back, nothing for a number that is no
+ * slot; the out-parameters are left alone then. */
+START_TEST(test_cand_get)
+{
+	unsigned slot = ctxshim_conn_h2_candidate_add(INT_MAX - 1, UINT32_MAX);
+	uint32_t gen = 11;
+	int fd = 22;
+
+	ck_assert_uint_ne(slot, 0);
+	ck_assert(ctxshim_conn_h2_candidate_get(slot, &fd, &gen));
+	ck_assert_int_eq(fd, INT_MAX - 1);
+	ck_assert_uint_eq(gen, UINT32_MAX);
+	ctxshim_conn_h2_candidate_remove(slot);
+	fd = 22;
+	gen = 11;
+	ck_assert(!ctxshim_conn_h2_candidate_get(slot, &fd, &gen));
+	ck_assert(!ctxshim_conn_h2_candidate_get(0, &fd, &gen));
+	ck_assert(!ctxshim_conn_h2_candidate_get(CAND_N + 1, &fd, &gen));
+	ck_assert(!ctxshim_conn_h2_candidate_get(UINT_MAX, &fd, &gen));
+	ck_assert_int_eq(fd, 22);
+	ck_assert_uint_eq(gen, 11);
+	/* fd 0 of generation 0 is a key like any other */
+	slot = ctxshim_conn_h2_candidate_add(0, 0);
+	ck_assert(ctxshim_conn_h2_candidate_get(slot, &fd, &gen));
+	ck_assert_int_eq(fd, 0);
+	ck_assert_uint_eq(gen, 0);
+	ctxshim_conn_h2_candidate_remove(slot);
+}
+END_TEST
+
 /* Every slot taken: the 65th candidate gets none (0, which _remove()
  * ignores) and is no candidate -- its writes after the preface show
  * nothing, as any other's -- while the 64 stay; a slot given back is
@@ -211,6 +243,7 @@ TEST_SUITE(conn_h2cand_suite)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_cand_one);
 	tcase_add_test(tc, test_cand_bounds);
+	tcase_add_test(tc, test_cand_get);
 	tcase_add_test(tc, test_cand_full);
 	tcase_add_test(tc, test_cand_race);
 	tcase_add_test(tc, test_cand_fork);

@@ -433,7 +433,7 @@ END_TEST
 /* test_server_upgrade: how the connection is upgraded and how curl sends
  * its three requests. */
 static const struct {
-	const char *opt[3];
+	const char *opt[4];
 	bool parallel;
 	/* Stream 1's response is sent after the client's preface was read,
 	 * before the session received a frame. */
@@ -458,6 +458,19 @@ static const struct {
 	 * the session's candidate, not yet confirmed (hook-nghttp2.c,
 	 * nh_upgrade_confirm()) */
 	{{"--preface-alone", NULL, NULL}, false, true},
+	/* the same, the connection read after its head through a dup() of
+	 * its fd and written through the fd: the socket level's state moved
+	 * to the copy at the preface, still the session's candidate
+	 * (preload/conn.c, "Upgrade candidates") */
+	{{"--preface-alone", "--dup", NULL}, false, true},
+	/* the same, once upgraded carried on through a dup(), the fd it was
+	 * upgraded on closed: the candidate goes on to the copy */
+	{{"--preface-alone", "--dup-close", NULL}, false, true},
+	/* the same with the responses sent all at once: stream 1's after
+	 * the session's first frame confirmed the candidate, which names
+	 * the copy by then */
+	{{"--upgrade", "--dup-close", "--batch", "3"}, true, false},
+	{{"--upgrade", "--dup", "--batch", "3"}, true, false},
 };
 
 #define CURL "/usr/bin/curl"
@@ -481,6 +494,7 @@ START_TEST(test_server_upgrade)
 			 (char *)upgrade_variant[_i].opt[0],
 			 (char *)upgrade_variant[_i].opt[1],
 			 (char *)upgrade_variant[_i].opt[2],
+			 (char *)upgrade_variant[_i].opt[3],
 			 NULL};
 	char *cargv[32], line[512], *out, *log, span[17];
 	struct req_line r[3];

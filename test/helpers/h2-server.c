@@ -55,6 +55,13 @@
  *                    anything is sent: stream 1's response goes out after
  *                    the preface was read, before the session received a
  *                    frame (hooks/hook-nghttp2.c, nh_upgrade_confirm())
+ *     --dup          with --upgrade: the connection is read, after its
+ *                    upgrade head, through a dup() of its fd made when it
+ *                    was accepted, and written through the fd itself (a
+ *                    copy read: the socket level's state moves to it,
+ *                    preload/conn.c, "Copies")
+ *     --dup-close    with --upgrade: once upgraded, the connection goes on
+ *                    through a dup() of its fd, the fd itself closed
  *     --read-first   with prior knowledge: each connection's first bytes are
  *                    read with recv() before nghttp2_session_server_new()
  *                    makes its session (as a server that looks for the
@@ -107,7 +114,7 @@
 
 static bool opt_header2, opt_submit_data, opt_no_copy, opt_frame_send, opt_two_parts,
 	opt_data_first, opt_upgrade, opt_upgrade_first, opt_upgrade_old,
-	opt_upgrade_late, opt_read_first, opt_preface_alone;
+	opt_upgrade_late, opt_read_first, opt_preface_alone, opt_dup, opt_dup_close;
 static unsigned opt_chunks, opt_batch;
 
 struct stream {
@@ -123,6 +130,7 @@ struct stream {
 
 struct conn {
 	int fd;
+	int rfd; /* what reads go through after the upgrade head (--dup) */
 	long tid;
 	unsigned n_chunks; /* read callback calls so far */
 	unsigned n_pending;
@@ -663,7 +671,7 @@ preface_alone(nghttp2_session *s, struct conn *c, size_t n)
 	ssize_t r;
 
 	while (n < sizeof(buf)) {
-		r = recv(c->fd, buf, sizeof(buf) - n, 0);
+		r = recv(c->rfd, buf, sizeof(buf) - n, 0);
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r <= 0 || nghttp2_session_mem_recv(s, buf, (size_t)r) != r)
@@ -676,12 +684,17 @@ preface_alone(nghttp2_session *s, struct conn *c, size_t n)
 static void *
 serve(void *arg)
 {
-	struct conn c = {.fd = (int)(long)arg, .tid = syscall(SYS_gettid)};
+	struct conn c = {.fd = (int)(long)arg, .rfd = -1, .tid = syscall(SYS_gettid)};
 	nghttp2_settings_entry set = {NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, 100};
 	nghttp2_session *s = NULL;
 	uint8_t buf[16384];
 	ssize_t first = 0;
 
+	c.rfd = opt_dup ? dup(c.fd) : c.fd;
+	if (c.rfd < 0) {
+		close(c.fd);
+		return NULL;
+	}
 	if (opt_read_first) {
 		do
 			first = recv(c.fd, buf, sizeof(buf), 0);
@@ -703,6 +716,8 @@ serve(void *arg)
 		/* Stream 1 is the head's request, handled as soon as the
 		 * session has it; what came after the head is HTTP/2. */
 		if (!s) {
+			if (c.rfd != c.fd)
+				close(c.rfd);
 			close(c.fd);
 			serve_say("CLOSED %ld\n", c.tid);
 			return NULL;
@@ -713,6 +728,14 @@ serve(void *arg)
 		    (n_rest && nghttp2_session_mem_recv(s, (const uint8_t *)rest,
 							n_rest) != (ssize_t)n_rest))
 			goto out;
+		if (opt_dup_close) {
+			int d = dup(c.fd);
+
+			if (d < 0)
+				goto out;
+			close(c.fd);
+			c.fd = c.rfd = d;
+		}
 		if (opt_preface_alone && preface_alone(s, &c, n_rest) != 0)
 			goto out;
 	} else {
@@ -738,7 +761,7 @@ serve(void *arg)
 			(void)ctxobs_trace(after);
 			serve_say("SENT %ld %s %s\n", c.tid, before, after);
 		}
-		n = recv(c.fd, buf, sizeof(buf), 0);
+		n = recv(c.rfd, buf, sizeof(buf), 0);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0)
@@ -752,6 +775,8 @@ serve(void *arg)
 out:
 	(void)h2_flush(s, c.fd);
 	nghttp2_session_del(s);
+	if (c.rfd != c.fd)
+		close(c.rfd);
 	close(c.fd);
 	serve_say("CLOSED %ld\n", c.tid);
 	return NULL;
@@ -1018,6 +1043,10 @@ main(int argc, char **argv)
 			opt_upgrade = opt_upgrade_old = true;
 		} else if (strcmp(argv[i], "--preface-alone") == 0) {
 			opt_upgrade = opt_preface_alone = true;
+		} else if (strcmp(argv[i], "--dup") == 0) {
+			opt_dup = true;
+		} else if (strcmp(argv[i], "--dup-close") == 0) {
+			opt_dup_close = true;
 		} else if (strcmp(argv[i], "--read-first") == 0) {
 			opt_read_first = true;
 		} else {
