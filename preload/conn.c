@@ -1411,6 +1411,13 @@ ctxshim_conn_dup(int oldfd, int newfd)
 	conn_seq_begin(n);
 	n->scan = o->scan;
 	ocap = o->cap;
+	/* A framed connection's scanner (HTTP/2, FastCGI) is not copied: it
+	 * would hold a second entry of the pool's long-lived ones for the
+	 * copy's life, and its header tables would go stale as soon as the
+	 * original is read again (wrong field values, not just none).  The
+	 * copy's HTTP scanner stays given up: a TLS session moved to the copy
+	 * gets no context for its requests from there (ctxshim(7), "Copies
+	 * of a connection"). */
 	if (ocap && ocap <= CONN_POOL_N && http_scan_in_head(&n->scan))
 		conn_dup_head(ocap, n);
 	n->ctx = o->ctx;
