@@ -876,14 +876,20 @@ runnable_left(const struct stop_set *s, size_t from)
 	return false;
 }
 
+/* wait_stops()' wait for a thread that has no CPU, while none is held. */
+struct cpu_wait {
+	uint64_t end; /* when it ends at the latest; 0: no wait (any more) */
+	bool waiting; /* the deadline passed with none held: it is on */
+};
+
 /* A thread stopped while wait_stops() waited for a CPU: that wait is over,
  * and the others get timeout_ns from now, the time any round may hold
  * the threads that stopped.  Returns the new deadline. */
 static uint64_t
-cpu_wait_over(bool *waiting, uint64_t *cpu_end, uint64_t now, uint64_t timeout_ns)
+cpu_wait_over(struct cpu_wait *w, uint64_t now, uint64_t timeout_ns)
 {
-	*waiting = false;
-	*cpu_end = 0;
+	w->waiting = false;
+	w->end = 0;
 	return now + timeout_ns;
 }
 
@@ -913,12 +919,13 @@ wait_stops(struct stop_set *s,
 {
 	const uint64_t start = remote_now_ns(), limit = (uint64_t)timeout_ms * 1000000u;
 	uint64_t deadline = start + limit;
-	/* 0: no wait for a CPU (any more) */
-	uint64_t cpu_end =
-		cpu_wait_ms > timeout_ms ? start + (uint64_t)cpu_wait_ms * 1000000u : 0;
+	struct cpu_wait cpu = {0};
 	unsigned checks = 0;
-	bool late = false, cpu_waiting = false;
+	bool late = false;
 	size_t i;
+
+	if (cpu_wait_ms > timeout_ms)
+		cpu.end = start + (uint64_t)cpu_wait_ms * 1000000u;
 
 	for (i = 0; i < s->n; i++) {
 		struct stop_thread *t = &s->t[i];
@@ -939,10 +946,9 @@ wait_stops(struct stop_set *s,
 			r = waitpid(t->tid, &st, __WALL | WNOHANG);
 			if (r == t->tid) {
 				handle_status(s, r, st);
-				if (cpu_waiting && t->status == STOP_STOPPED)
-					deadline =
-						cpu_wait_over(&cpu_waiting, &cpu_end,
-							      remote_now_ns(), limit);
+				if (cpu.waiting && t->status == STOP_STOPPED)
+					deadline = cpu_wait_over(&cpu, remote_now_ns(),
+								 limit);
 				continue;
 			}
 			if (r < 0 && errno == EINTR)
@@ -979,22 +985,21 @@ wait_stops(struct stop_set *s,
 					break;
 				}
 			}
-			if (!late && now >= deadline && now < cpu_end) {
+			if (!late && now >= deadline && now < cpu.end) {
 				bool held = take_stops(s);
 
-				if (held && cpu_waiting) {
+				if (held && cpu.waiting) {
 					/* one stopped at last */
-					deadline = cpu_wait_over(&cpu_waiting, &cpu_end,
-								 now, limit);
+					deadline = cpu_wait_over(&cpu, now, limit);
 					continue;
 				}
 				if (!held && runnable_left(s, i)) {
 					/* nothing was held before now */
 					s->t_first_ns = now;
-					cpu_waiting = true;
-					deadline = cpu_end - now > STOP_CPU_STEP_NS
+					cpu.waiting = true;
+					deadline = cpu.end - now > STOP_CPU_STEP_NS
 							   ? now + STOP_CPU_STEP_NS
-							   : cpu_end;
+							   : cpu.end;
 					continue;
 				}
 			}
@@ -1010,13 +1015,12 @@ wait_stops(struct stop_set *s,
 			ts.tv_sec = (time_t)(left / 1000000000u);
 			ts.tv_nsec = (long)(left % 1000000000u);
 			sig = sigtimedwait(waitset, NULL, &ts);
-			if (sig == SIGCHLD && cpu_waiting) {
+			if (sig == SIGCHLD && cpu.waiting) {
 				/* the stop of any of them ends the wait for a
 				 * CPU: from then on one is held */
 				now = remote_now_ns();
 				if (take_stops(s))
-					deadline = cpu_wait_over(&cpu_waiting, &cpu_end,
-								 now, limit);
+					deadline = cpu_wait_over(&cpu, now, limit);
 				else
 					s->t_first_ns = now;
 			}
