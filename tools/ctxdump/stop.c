@@ -893,6 +893,18 @@ cpu_wait_over(struct cpu_wait *w, uint64_t now, uint64_t timeout_ns)
 	return now + timeout_ns;
 }
 
+/* The threads still to stop are late: seized, their interrupt pending
+ * (stop_release(), struct stop_late). */
+static void
+pending_late(struct stop_set *s)
+{
+	size_t i;
+
+	for (i = 0; i < s->n; i++)
+		if (s->t[i].status == STOP_PENDING)
+			s->t[i].status = STOP_TIMEOUT;
+}
+
 /* Collect the stop of every STOP_PENDING thread, one thread at a time.
  * waitpid(-1) would look at every tracee on each call (the kernel walks
  * the tracer's whole ptraced list), which made the wait quadratic: 10 ms
@@ -1030,9 +1042,7 @@ wait_stops(struct stop_set *s,
 			return -EINTR;
 		}
 	}
-	for (i = 0; i < s->n; i++)
-		if (s->t[i].status == STOP_PENDING)
-			s->t[i].status = STOP_TIMEOUT;
+	pending_late(s);
 	return 0;
 }
 
@@ -1586,10 +1596,17 @@ named:
 		else
 			r = count(s, STOP_TIMEOUT) ? -ETIMEDOUT : -ESRCH;
 	}
-	if (r < 0)
+	if (r < 0) {
+		/* Those not stopped yet (a termination signal ended the wait)
+		 * are as late as after the deadline: stop_release() and a
+		 * struct stop_late let them go once they stop.  Left
+		 * STOP_PENDING, a recorder ending on the signal held each
+		 * that stopped until it exited. */
+		pending_late(s);
 		stop_detach_all(s);
-	else
+	} else {
 		stuck_arm(s->pid, true);
+	}
 	return r;
 }
 
