@@ -20,7 +20,8 @@
  *    survives SIGKILL (the file stays readable), and never leaves a
  *    thread of the target stopped, not even one that cannot stop in time
  *    (blocked in vfork()); rounds in which no thread stops in time are
- *    skipped, not taken for the target's exit;
+ *    skipped, not taken for the target's exit, and a thread that did not
+ *    stop in one round is taken over by the next, not skipping it;
  *  - a target that runs execve() while recorded (helpers/exec-self, from
  *    service exec-a to exec-b) has each sample labelled with its own
  *    image's service and trace, and symbolized with its own image's
@@ -979,6 +980,79 @@ START_TEST(record_starved_target)
 	ck_assert_msg(clean, "%d recordings, each with a gap: %s", tries, err);
 	free(err);
 	prof_starved_end(&t);
+	unlink(file);
+	unlink(errf);
+}
+END_TEST
+
+/* The count before what in the summary's "; N what" parts, or 0. */
+static unsigned long
+summary_count(const char *err, const char *what)
+{
+	const char *p = strstr(err, "ctxdump record: threads stopped ");
+
+	if (!p)
+		p = strstr(err, "ctxdump record: no round completed");
+	for (; p && (p = strstr(p, "; ")); p += 2) {
+		unsigned long n;
+		int len = 0;
+
+		if (sscanf(p, "; %lu %n", &n, &len) == 1 && len > 0 &&
+		    strncmp(p + len, what, strlen(what)) == 0)
+			return n;
+	}
+	return 0;
+}
+
+/* A target whose only thread waits longer for a CPU than a round waits
+ * for one (500 ms): SCHED_IDLE, on one CPU with a busy loop at nice 0
+ * and the hog (prof_hog()).  A round that gives up on it leaves it
+ * seized with its interrupt pending, and the rounds that meet it take it
+ * over as it is: sampled if its stop comes in time, else it times out in
+ * that round too.  So every skipped round is one in which the thread
+ * timed out (old: the rounds that met the late thread were skipped
+ * without a timeout of their own -- some 50 for each timeout -- and its
+ * stop, when it came between them, was only let go).  Unprivileged (no
+ * SCHED_FIFO, no nice 0 under a niced test), the thread gets its CPU too
+ * often to time out: only the count is checked then. */
+START_TEST(record_late_thread_taken_over)
+{
+	char file[64], errf[64], pid[16], *err = NULL;
+	const char *args[] = {"-F", "100", "-d", "3", "-o", file, pid, NULL};
+	struct sched_param idle = {.sched_priority = 0};
+	struct prof_starved t;
+	unsigned long timeouts = 0, skipped = 0;
+	int cpu = prof_last_cpu(), nice, tries, st;
+	pid_t busy;
+
+	t.hog = prof_hog(cpu, &nice);
+	busy = prof_spinner(cpu, 0);
+	t.target = prof_spinner(cpu, 0);
+	ck_assert_int_eq(sched_setscheduler(t.target, SCHED_IDLE, &idle), 0);
+	snprintf(pid, sizeof(pid), "%d", (int)t.target);
+	rec_tmpfiles(file, errf, sizeof(file), "late");
+	/* (nice 0: the hog runs SCHED_FIFO, and we may renice) */
+	for (tries = 0; tries < 3 && (!timeouts || skipped > timeouts); tries++) {
+		free(err);
+		st = prof_record_wait(prof_record_start(errf, args), TIMEOUT_MS);
+		err = prof_slurp(errf);
+		ck_assert_msg(prof_record_status_ok(st, err), "status 0x%x: %s", st,
+			      err);
+		timeouts = summary_count(err, "thread stop");
+		/* (the only "; N round" part: failed ones fail the status) */
+		skipped = summary_count(err, "round");
+		if (skipped > timeouts || nice != 0)
+			break;
+	}
+	ck_assert_msg(skipped <= timeouts,
+		      "%lu rounds skipped, %lu thread stops timed out: %s", skipped,
+		      timeouts, err);
+	ck_assert_msg(timeouts || nice != 0, "%d recordings, no stop timed out: %s",
+		      tries, err);
+	free(err);
+	prof_starved_end(&t);
+	kill(busy, SIGKILL);
+	ck_assert_int_eq(waitpid(busy, &st, 0), busy);
 	unlink(file);
 	unlink(errf);
 }
@@ -2043,6 +2117,7 @@ TEST_SUITE(ctxdump_record_suite)
 	tc = tcase_create("cpu");
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, record_starved_target);
+	tcase_add_test(tc, record_late_thread_taken_over);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("output");
 	tcase_set_timeout(tc, 60);

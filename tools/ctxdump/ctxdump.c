@@ -1543,7 +1543,7 @@ dump_process(const struct ctxdump_control *ctl, unsigned slot_tries)
 	}
 
 	/* ---- threads stopped from here ---- */
-	r = stop_all(&ss, ctl->tid, ctl->stop_timeout_ms, CPU_WAIT_MS);
+	r = stop_all(&ss, ctl->tid, ctl->stop_timeout_ms, CPU_WAIT_MS, NULL);
 	if (r == -EPERM) {
 		stop_release(&ss);
 		cli_warn("attach: ptrace(PTRACE_SEIZE, %d): %s", (int)ss.fail_tid,

@@ -14,10 +14,11 @@
  * Unlike the one-shot dump, the recorder outlives its stops, so it keeps
  * what a stop could not let go (struct stop_late): a thread that did not
  * stop in time stays seized with the interrupt pending and is detached as
- * soon as it stops (rounds that meet it meanwhile are skipped), and an
- * exit stop.c could not collect yet (a group leader that ended before its
- * other threads) is collected as soon as it can be, or its process could
- * never finish exiting. */
+ * soon as it stops between rounds -- a round that meets it takes it over
+ * as it is, and samples it if its stop comes in that round's time -- and
+ * an exit stop.c could not collect yet (a group leader that ended before
+ * its other threads) is collected as soon as it can be, or its process
+ * could never finish exiting. */
 #include "config.h"
 
 #include "profile.h"
@@ -61,9 +62,9 @@
 /* While no thread is stopped yet, one that is runnable only waits for a
  * CPU (a loaded machine, a target of low priority): it is waited for
  * until this long after the round began.  That holds nothing of the
- * target, and a thread still seized after its round skips the rounds
- * that meet it first (a process's only thread: every one) until it
- * stops, where waiting records the round. */
+ * target, where giving up loses the round (a process's only thread).
+ * One that waits longer stays seized, and the next round waits for it
+ * again (stop_all() takes it over). */
 #define CPU_WAIT_MS 500
 /* Past this many bytes an intern table is dropped and started again. */
 #define ITAB_MAX_BYTES (32u << 20)
@@ -1107,14 +1108,6 @@ sample_round(struct rec *rc)
 	if (!rc->arena.base)
 		(void)stack_arena_reserve(&rc->arena, ((size_t)(hint > 0 ? hint : 64) +
 						       16) * STACK_ARENA_GUESS);
-	if (stop_late_busy(&rc->late)) {
-		/* a thread that did not stop in time is still seized, and
-		 * cannot be seized again: give it a moment to stop (not one
-		 * that ended: a zombie leader waits for its process to end) */
-		unsigned ms = 500 / rc->ctl->rate;
-
-		stop_late_release(&rc->late, ms < 10 ? ms : 10);
-	}
 	if (rc->exec_pending)
 		image_reload(rc);
 	t = remote_now_ns();
@@ -1138,9 +1131,9 @@ sample_round(struct rec *rc)
 
 	/* ---- threads stopped from here ---- */
 	stop_init(&ss, rc->pid);
-	r = stop_all(&ss, 0, STOP_TIMEOUT_MS, CPU_WAIT_MS);
-	if (r == -EPERM && stop_late_has(&rc->late, ss.fail_tid))
-		r = -EAGAIN; /* ours, still not stopped: skip the round */
+	/* a thread still seized from an earlier round is taken into this
+	 * one as it is (stop_all()): sampled if its stop comes in time */
+	r = stop_all(&ss, 0, STOP_TIMEOUT_MS, CPU_WAIT_MS, &rc->late);
 	if (r == -ETIMEDOUT) {
 		/* nothing stopped in time, but the process lives: skip the
 		 * round */
@@ -1985,9 +1978,7 @@ print_summary(const struct rec *rc, uint64_t elapsed, bool failed)
 			PL(rc->timeouts));
 	if (rc->skipped_rounds)
 		fprintf(stderr,
-			"; %" PRIu64
-			" round%s skipped (no thread stopped in time, or one "
-			"that had not was still held)",
+			"; %" PRIu64 " round%s skipped (no thread stopped in time)",
 			rc->skipped_rounds, PL(rc->skipped_rounds));
 	if (rc->failed_rounds)
 		fprintf(stderr, "; %" PRIu64 " round%s failed (%s)", rc->failed_rounds,

@@ -1459,6 +1459,40 @@ stop_prefetch(struct stop_set *s, size_t expect)
 	return 0;
 }
 
+/* Take the threads of l that are listed in s from s->t[from] on (not the
+ * ended ones: only their exits are to come) into s as they are: seized by
+ * an earlier stop, their interrupt pending -- or their stop there already,
+ * which wait_stops() takes.  A seize of them would fail (EPERM: ours
+ * already), and every round that met one was lost until it stopped.
+ * Each leaves l: from now on s lets it go, and gives it back to a
+ * struct stop_late (stop_late_add()) if it does not stop in this round
+ * either.  SIGCHLD is blocked (block_signals()), so the handler does not
+ * touch l meanwhile.  The stop window starts here if nothing was seized
+ * before: any time a late stop was held before this round is not of this
+ * round, and the SIGCHLD handler lets go of a stop that arrives between
+ * rounds, so that time is short. */
+static void
+late_take(struct stop_set *s, struct stop_late *l, size_t from)
+{
+	size_t i, k = 0, busy = 0;
+
+	for (i = 0; i < l->n; i++) {
+		struct stop_thread *t = l->ended[i] ? NULL : find(s, l->tid[i]);
+
+		if (t && (size_t)(t - s->t) >= from) {
+			t->status = STOP_PENDING;
+			if (!s->t_first_ns)
+				s->t_first_ns = remote_now_ns();
+			continue;
+		}
+		l->tid[k] = l->tid[i];
+		l->ended[k] = l->ended[i];
+		busy += !l->ended[k++];
+	}
+	__atomic_store_n(&l->n, k, __ATOMIC_RELAXED);
+	__atomic_store_n(&l->busy, busy, __ATOMIC_RELAXED);
+}
+
 /* After an exec seen while threads were seized: the thread that ran it,
  * if it is ours, now has the process id, where it stops or is still to
  * stop.  Its stop is the leader entry's (read, then detached); not
@@ -1489,7 +1523,11 @@ exec_leader(struct stop_set *s)
 }
 
 int
-stop_all(struct stop_set *s, pid_t only_tid, unsigned timeout_ms, unsigned cpu_wait_ms)
+stop_all(struct stop_set *s,
+	 pid_t only_tid,
+	 unsigned timeout_ms,
+	 unsigned cpu_wait_ms,
+	 struct stop_late *late)
 {
 	sigset_t waitset;
 	bool seized_any = false;
@@ -1559,9 +1597,15 @@ named:
 		if (s->n == first_new)
 			break; /* stable: every known thread stopped or gone */
 		s->rounds++;
+		if (late && late->n)
+			late_take(s, late, first_new);
 		for (i = first_new; i < s->n; i++) {
 			struct stop_thread *t = &s->t[i];
 
+			if (t->status == STOP_PENDING) {
+				seized_any = true; /* by late_take() */
+				continue;
+			}
 			if (t->state == '?' && !only_tid) {
 				t->status = STOP_VANISHED;
 				continue;
@@ -1938,18 +1982,6 @@ stop_late_release(struct stop_late *l, unsigned wait_ms)
 			return;
 		usleep(1000);
 	}
-}
-
-bool
-stop_late_has(const struct stop_late *l, pid_t tid)
-{
-	size_t i, n = __atomic_load_n(&l->n, __ATOMIC_RELAXED);
-
-	/* the handler only ever shortens the list, in place */
-	for (i = 0; i < n && i < l->n; i++)
-		if (l->tid[i] == tid)
-			return true;
-	return false;
 }
 
 size_t

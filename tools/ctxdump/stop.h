@@ -75,9 +75,10 @@ struct stop_set {
 	size_t n, cap;
 	int *hash; /* open addressing: tid -> index + 1 */
 	size_t hash_cap;
-	/* First PTRACE_INTERRUPT (or the last look that saw no thread
-	 * stopped, when stop_all() waited for one that had no CPU: nothing
-	 * was held before) and end of the last PTRACE_DETACH. */
+	/* First PTRACE_INTERRUPT or take-over of a late thread (or the
+	 * last look that saw no thread stopped, when stop_all() waited for
+	 * one that had no CPU: nothing was held before) and end of the last
+	 * PTRACE_DETACH. */
 	uint64_t t_first_ns, t_last_ns;
 	unsigned rounds;
 	/* The thread whose PTRACE_SEIZE failed when stop_all() returned
@@ -112,8 +113,15 @@ void stop_init(struct stop_set *s, pid_t pid);
  * (stop_all() then lists the threads itself). */
 int stop_prefetch(struct stop_set *s, size_t expect);
 
+struct stop_late;
+
 /* Stop every thread of s->pid (only thread only_tid if it is not 0),
- * rescanning /proc/PID/task until a scan finds no new thread.  timeout_ms
+ * rescanning /proc/PID/task until a scan finds no new thread.  A thread
+ * of late (if not NULL) that is listed is not seized again but taken out
+ * of late into s as it is, seized with its interrupt pending: stopped if
+ * its stop is there or comes in time (as any other), else late once more
+ * (STOP_TIMEOUT).  Call it with late from the thread that called
+ * stop_late_add().  timeout_ms
  * bounds each wait for the stops -- but while no thread is stopped (held)
  * yet and one still to stop is runnable (waits for a CPU), the wait goes
  * on until cpu_wait_ms after its start (no longer than timeout_ms if
@@ -129,8 +137,11 @@ int stop_prefetch(struct stop_set *s, size_t expect);
  *   -EINTR   a termination signal arrived; everything is detached again,
  *   other negative errno values for internal errors (everything detached).
  */
-int
-stop_all(struct stop_set *s, pid_t only_tid, unsigned timeout_ms, unsigned cpu_wait_ms);
+int stop_all(struct stop_set *s,
+	     pid_t only_tid,
+	     unsigned timeout_ms,
+	     unsigned cpu_wait_ms,
+	     struct stop_late *late);
 
 /* Detach every stopped thread, re-injecting signals that arrived during
  * the stop.  Idempotent. */
@@ -163,8 +174,9 @@ void stop_release(struct stop_set *s);
 
 /* Threads that stop_all() seized, or saw exit, that the stop set could not
  * let go: their stop or exit is still to come.  They cannot be seized
- * again meanwhile, and each must be detached (or collected) as soon as it
- * stops (or ends). */
+ * again meanwhile (a later stop_all() takes them over instead), and each
+ * must be detached (or collected) as soon as it stops (or ends): none is
+ * held stopped between stops. */
 struct stop_late {
 	pid_t pid; /* their process */
 	pid_t *tid;
@@ -189,8 +201,6 @@ int stop_late_add(struct stop_late *l, const struct stop_set *s);
 /* Detach the late threads that have stopped by now and collect the ones
  * that exited; keep the others.  With wait_ms, poll that long for them. */
 void stop_late_release(struct stop_late *l, unsigned wait_ms);
-
-bool stop_late_has(const struct stop_late *l, pid_t tid);
 
 /* How many late threads may still stop (l->n less the ended ones waiting
  * for their exit to be collected): those are worth a wait or a fast poll,
