@@ -1475,6 +1475,57 @@ START_TEST(cpu_starved_thread)
 }
 END_TEST
 
+/* The same thread, SCHED_IDLE next to a busy loop at nice 0 as well as
+ * the hog: its waits for a CPU often outlast ctxdump's (2 s).  A dump
+ * that gives up says how long it waited, and why (old: "thread N did
+ * not stop within 1 ms", the stop timeout).  Up to five dumps, until one
+ * gives up; only with the privilege for SCHED_FIFO and nice 0 (root) is
+ * one sure to: without, a dump that stops the thread is all it shows. */
+START_TEST(cpu_starved_past_wait)
+{
+	char *out, *err, arg[16], tid[16], want[128];
+	struct sched_param idle = {.sched_priority = 0};
+	struct churn h;
+	pid_t hog, busy;
+	int i, cpu = prof_last_cpu(), nice, st, r = 0;
+
+	churn_start(&h, "--spin", 1);
+	ck_assert_int_gt(h.spin, 0);
+	snprintf(arg, sizeof(arg), "%d", (int)h.pid);
+	snprintf(tid, sizeof(tid), "%d", (int)h.spin);
+	hog = prof_hog(cpu, &nice);
+	busy = prof_spinner(cpu, 0);
+	prof_starve_thread(h.spin, cpu, 0);
+	ck_assert_int_eq(sched_setscheduler(h.spin, SCHED_IDLE, &idle), 0);
+	snprintf(want, sizeof(want), "ctxdump: thread %d did not stop within ",
+		 (int)h.spin);
+	for (i = 0; i < 5 && r != 2; i++) {
+		const char *p;
+		unsigned ms = 0;
+
+		r = run_ctxdump(&out, &err, "--stop-timeout=1", "-t", tid, arg, NULL);
+		p = strstr(err, want);
+		ck_assert_msg(r == 0 || (r == 2 && p), "dump %d: exit %d: %s", i, r,
+			      err);
+		/* "... within 2000 ms (runnable: waiting for a CPU)" */
+		if (r == 2)
+			ck_assert_msg(sscanf(p + strlen(want), "%u", &ms) == 1 &&
+					      ms >= 2000 &&
+					      strstr(p, " ms (runnable: waiting for a "
+							"CPU)\n"),
+				      "%s", err);
+		free(out);
+		free(err);
+	}
+	ck_assert_msg(r == 2 || nice != 0, "%d dumps, none gave up", i);
+	kill(hog, SIGKILL);
+	kill(busy, SIGKILL);
+	ck_assert_int_eq(waitpid(hog, &st, 0), hog);
+	ck_assert_int_eq(waitpid(busy, &st, 0), busy);
+	churn_finish(&h);
+}
+END_TEST
+
 /* A signal while ctxdump waits for the stuck thread: it must not sit out
  * the deadline with the other threads stopped. */
 START_TEST(signal_while_holding)
@@ -1865,6 +1916,7 @@ TEST_SUITE(ctxdump_cli_suite)
 	tcase_add_test(tp, stuck_thread);
 	tcase_add_test(tp, stuck_thread_alone);
 	tcase_add_test(tp, cpu_starved_thread);
+	tcase_add_test(tp, cpu_starved_past_wait);
 	tcase_add_test(tp, signal_while_holding);
 	suite_add_tcase(s, tp);
 	return s;

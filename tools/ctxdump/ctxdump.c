@@ -1287,6 +1287,7 @@ dump_process(const struct ctxdump_control *ctl, unsigned slot_tries)
 	long long tgid;
 	long hint;
 	bool exec = false, exec_seen, doomed = false;
+	uint64_t t_stop;
 	char leader_state, pctx_why[256];
 	size_t i;
 	int r, slot_err = 0, pctx_err = 0;
@@ -1543,6 +1544,7 @@ dump_process(const struct ctxdump_control *ctl, unsigned slot_tries)
 	}
 
 	/* ---- threads stopped from here ---- */
+	t_stop = remote_now_ns();
 	r = stop_all(&ss, ctl->tid, ctl->stop_timeout_ms, CPU_WAIT_MS, NULL);
 	if (r == -EPERM) {
 		stop_release(&ss);
@@ -1567,17 +1569,32 @@ dump_process(const struct ctxdump_control *ctl, unsigned slot_tries)
 		return DUMP_EXEC;
 	}
 	if (r == -ETIMEDOUT) {
-		/* Alive, but nothing to read: say so, not "exited". */
+		/* Alive, but nothing to read: say so, not "exited".  A wait
+		 * for a CPU went on past the stop timeout: say how long. */
+		unsigned ms = (unsigned)((remote_now_ns() - t_stop) / 1000000u);
+
 		stop_release(&ss);
-		if (ctl->tid)
+		if (ss.cpu_waited && ctl->tid)
+			cli_warn("thread %d did not stop within %u ms (runnable: "
+				 "waiting for a CPU)",
+				 (int)ctl->tid, ms);
+		else if (ss.cpu_waited)
+			cli_warn("no thread of process %d stopped within %u ms "
+				 "(runnable: waiting for a CPU)",
+				 (int)ctl->pid, ms);
+		else if (ctl->tid)
 			cli_warn("thread %d did not stop within %u ms", (int)ctl->tid,
 				 ctl->stop_timeout_ms);
 		else
 			cli_warn("no thread of process %d stopped within %u ms",
 				 (int)ctl->pid, ctl->stop_timeout_ms);
-		cli_warn("a thread in uninterruptible sleep (state D, e.g. in "
-			 "vfork()) cannot stop until it wakes; on a loaded machine "
-			 "try a longer --stop-timeout");
+		if (ss.cpu_waited)
+			cli_warn("on a loaded machine, or for a target of low "
+				 "priority, try a --stop-timeout longer than that");
+		else
+			cli_warn("a thread in uninterruptible sleep (state D, e.g. in "
+				 "vfork()) cannot stop until it wakes; on a loaded "
+				 "machine try a longer --stop-timeout");
 		stop_free(&ss);
 		free_batches(&run);
 		dump_free(d);

@@ -1008,6 +1008,7 @@ wait_stops(struct stop_set *s,
 				if (!held && runnable_left(s, i)) {
 					/* nothing was held before now */
 					s->t_first_ns = now;
+					s->cpu_waited = true;
 					cpu.waiting = true;
 					deadline = cpu.end - now > STOP_CPU_STEP_NS
 							   ? now + STOP_CPU_STEP_NS

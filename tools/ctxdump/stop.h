@@ -81,6 +81,9 @@ struct stop_set {
 	 * PTRACE_DETACH. */
 	uint64_t t_first_ns, t_last_ns;
 	unsigned rounds;
+	/* stop_all() waited on past timeout_ms for a thread that was
+	 * runnable (cpu_wait_ms) */
+	bool cpu_waited;
 	/* The thread whose PTRACE_SEIZE failed when stop_all() returned
 	 * -EPERM, and the errno. */
 	pid_t fail_tid;
