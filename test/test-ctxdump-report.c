@@ -725,6 +725,8 @@ START_TEST(report_spans_budget_keeps_parents)
 	static const struct {
 		const char *opt, *max, *tree, *warning;
 	} cases[] = {
+		{"--collapse", "1", "handle ctx 8 handle",
+		 "more than 1 span: 3 left out"},
 		{"--collapse", "2", "handle ctx 8 handle|work handle 3 work",
 		 "more than 2 spans: 2 left out"},
 		{"--collapse", "3",

@@ -23,6 +23,9 @@
  * return addresses of a few calls at most). */
 #define CLI_MIN_STACK_SIZE (4u << 10)
 
+/* "s" unless n is 1, for a count in a message: "1 span", "2 spans". */
+#define CLI_PL(n) ((n) == 1 ? "" : "s")
+
 /* The command name of the messages ("ctxdump" until set). */
 void cli_set_name(const char *name);
 const char *cli_name(void);

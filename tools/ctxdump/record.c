@@ -1935,9 +1935,6 @@ tick_after(uint64_t e, unsigned rate)
 	return k;
 }
 
-/* "s" unless n is 1: "1 round", "2 rounds" */
-#define PL(n) ((n) == 1 ? "" : "s")
-
 static void
 print_summary(const struct rec *rc, uint64_t elapsed, bool failed)
 {
@@ -1948,15 +1945,15 @@ print_summary(const struct rec *rc, uint64_t elapsed, bool failed)
 		fprintf(stderr,
 			"ctxdump record: %" PRIu64 " sample%s in %" PRIu64
 			" round%s over %.3f s, nothing recorded: %s %s\n",
-			rc->samples, PL(rc->samples), rc->rounds, PL(rc->rounds),
-			(double)elapsed / 1e9, name,
+			rc->samples, CLI_PL(rc->samples), rc->rounds,
+			CLI_PL(rc->rounds), (double)elapsed / 1e9, name,
 			rc->final_existed ? "left unchanged" : "not created");
 	} else {
 		fprintf(stderr,
 			"ctxdump record: %" PRIu64 " sample%s in %" PRIu64
 			" round%s over %.3f s %s %s (%" PRIu64 " bytes)\n",
-			rc->samples, PL(rc->samples), rc->rounds, PL(rc->rounds),
-			(double)elapsed / 1e9,
+			rc->samples, CLI_PL(rc->samples), rc->rounds,
+			CLI_PL(rc->rounds), (double)elapsed / 1e9,
 			failed ? "recorded, not all of it written to" : "written to",
 			name, rc->out_bytes);
 	}
@@ -1972,22 +1969,23 @@ print_summary(const struct rec *rc, uint64_t elapsed, bool failed)
 		fputs("no round completed", stderr);
 	if (rc->lost_ticks)
 		fprintf(stderr, "; %" PRIu64 " tick%s missed", rc->lost_ticks,
-			PL(rc->lost_ticks));
+			CLI_PL(rc->lost_ticks));
 	if (rc->timeouts)
 		fprintf(stderr, "; %" PRIu64 " thread stop%s timed out", rc->timeouts,
-			PL(rc->timeouts));
+			CLI_PL(rc->timeouts));
 	if (rc->skipped_rounds)
 		fprintf(stderr,
 			"; %" PRIu64 " round%s skipped (no thread stopped in time)",
-			rc->skipped_rounds, PL(rc->skipped_rounds));
+			rc->skipped_rounds, CLI_PL(rc->skipped_rounds));
 	if (rc->failed_rounds)
 		fprintf(stderr, "; %" PRIu64 " round%s failed (%s)", rc->failed_rounds,
-			PL(rc->failed_rounds), strerror(-rc->last_err));
+			CLI_PL(rc->failed_rounds), strerror(-rc->last_err));
 	if (rc->execs)
 		fprintf(stderr,
 			"; the process ran execve() %" PRIu64 " time%s (%" PRIu64
 			" round%s dropped at an exec)",
-			rc->execs, PL(rc->execs), rc->exec_rounds, PL(rc->exec_rounds));
+			rc->execs, CLI_PL(rc->execs), rc->exec_rounds,
+			CLI_PL(rc->exec_rounds));
 	fputc('\n', stderr);
 }
 

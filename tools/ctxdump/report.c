@@ -901,9 +901,10 @@ load(struct prof *p, FILE *f, const char *path)
 	else if (r < 0)
 		cli_warn("cannot read %s: %s", path, strerror(-r));
 	if (p->images_more)
-		cli_warn("%s: %u execs past the first %u are not told apart: the "
+		cli_warn("%s: %u exec%s past the first %u are not told apart: the "
 			 "samples from there on are all labelled as the last program",
-			 path, p->images_more, (unsigned)REPORT_IMAGES_MAX - 1);
+			 path, p->images_more, CLI_PL(p->images_more),
+			 (unsigned)REPORT_IMAGES_MAX - 1);
 out:
 	free(buf);
 	free(fm.h);
@@ -2687,8 +2688,8 @@ report_spans(const struct prof *p, const struct rpt_ctl *ctl)
 		goto out;
 	}
 	if (S.dropped) {
-		cli_warn("%s: more than %zu spans: %zu left out (see --max-spans)",
-			 ctl->file, S.max, S.dropped);
+		cli_warn("%s: more than %zu span%s: %zu left out (see --max-spans)",
+			 ctl->file, S.max, CLI_PL(S.max), S.dropped);
 		ret = CLI_EXIT_PARTIAL;
 	}
 	if (S.n)
@@ -3002,8 +3003,8 @@ summary_header(const struct prof *p)
 		fputs("Recording of process ? (", stdout);
 	put_text(p->comm ? p->comm : "?");
 	printf("): %" PRIu64 " Hz, %.3f s, %zu round%s, %zu sample%s of %zu thread%s\n",
-	       p->rate, secs, p->rounds.n, p->rounds.n == 1 ? "" : "s", p->samples.n,
-	       p->samples.n == 1 ? "" : "s", ntid, ntid == 1 ? "" : "s");
+	       p->rate, secs, p->rounds.n, CLI_PL(p->rounds.n), p->samples.n,
+	       CLI_PL(p->samples.n), ntid, CLI_PL(ntid));
 	fputs("Service: ", stdout);
 	put_text(service_name(p, 0, svc, sizeof(svc)));
 	putchar('\n');
@@ -3027,7 +3028,8 @@ summary_header(const struct prof *p)
 		rl++;
 	}
 	if (p->layouts_more)
-		printf("Layout: %u more layout records not listed\n", p->layouts_more);
+		printf("Layout: %u more layout record%s not listed\n", p->layouts_more,
+		       CLI_PL(p->layouts_more));
 	if (!rl)
 		puts("Layout: none (no trace context)");
 	if (p->rounds.n) {
@@ -3136,8 +3138,8 @@ report_summary(const struct prof *p, const struct rpt_ctl *ctl)
 		size_t ntr = paths[i].n_traces;
 
 		put_text(paths[i].key);
-		printf(": %zu samples in %zu trace%s\n", paths[i].n, ntr,
-		       ntr == 1 ? "" : "s");
+		printf(": %zu sample%s in %zu trace%s\n", paths[i].n,
+		       CLI_PL(paths[i].n), ntr, CLI_PL(ntr));
 		print_top(p, paths[i].idx, paths[i].n, ctl->top, "  ", fc, touched);
 	}
 	if (nt)
@@ -3150,14 +3152,14 @@ report_summary(const struct prof *p, const struct rpt_ctl *ctl)
 
 		printf("trace %s  ", g->key);
 		put_text(g->label);
-		printf("  %.3f s  %zu samples  thread %u%s\n",
-		       (double)(g->last_t - g->first_t) / 1e9, g->n, g->tid,
-		       g->n_threads > 1 ? " and others" : "");
+		printf("  %.3f s  %zu sample%s  thread %u%s\n",
+		       (double)(g->last_t - g->first_t) / 1e9, g->n, CLI_PL(g->n),
+		       g->tid, g->n_threads > 1 ? " and others" : "");
 		print_top(p, g->idx, g->n, ctl->top, "  ", fc, touched);
 	}
 	if (ctl->max_traces && nt > ctl->max_traces)
-		printf("(%zu more traces; --traces 0 shows all)\n",
-		       nt - ctl->max_traces);
+		printf("(%zu more trace%s; --traces 0 shows all)\n",
+		       nt - ctl->max_traces, CLI_PL(nt - ctl->max_traces));
 	goto out;
 oom:
 	cli_warn("out of memory");
@@ -3398,7 +3400,8 @@ report_run(const struct rpt_ctl *ctl, FILE *f)
 			 "going on); using what it holds",
 			 ctl->file);
 	if (p.bad_records)
-		cli_warn("%s: %u malformed records skipped", ctl->file, p.bad_records);
+		cli_warn("%s: %u malformed record%s skipped", ctl->file, p.bad_records,
+			 CLI_PL(p.bad_records));
 	switch (ctl->mode) {
 	case MODE_FOLDED:
 		status = report_folded(&p, ctl);
