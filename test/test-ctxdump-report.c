@@ -2033,11 +2033,11 @@ END_TEST
 START_TEST(report_version_and_read_errors)
 {
 	const char *v[] = {"-V", NULL}, *vl[] = {"--version", NULL},
-		   *dir[] = {"/", NULL}, *in[] = {"-", NULL};
+		   *dir[] = {"/", NULL}, *in[] = {"-", NULL}, *named[] = {NULL, NULL};
 	char file[64], *out, *err, *want;
 	static const uint32_t st1[] = {1};
 	struct rec *r = rec_new("srv");
-	int st, p[2], fl;
+	int st, p[2], fl, fd;
 
 	/* the version line of ctxdump -V */
 	st = prof_run(&want, &err, "-V", NULL);
@@ -2064,6 +2064,31 @@ START_TEST(report_version_and_read_errors)
 	ck_assert_int_eq(st, 2);
 	ck_assert_msg(strstr(err, "cannot read /: Is a directory"), "%s", err);
 	free(err);
+
+	/* an empty file (a recorder that failed before its header) is said
+	 * to be one, with the status of a file that is not a recording (old:
+	 * only "not a ctxdump recording"); a byte makes it no longer empty */
+	prof_tmpfile(file, sizeof(file), "empty");
+	named[0] = file;
+	st = run_report(named, -1, NULL, 0, 0, &err);
+	ck_assert_int_eq(st, 2);
+	ck_assert_msg(strstr(err, ": empty file, not a ctxdump recording\n"), "%s",
+		      err);
+	free(err);
+	st = run_report(in, -1, NULL, 0, 0, &err);
+	ck_assert_int_eq(st, 2);
+	ck_assert_str_eq(err,
+			 "ctxdump report: -: empty file, not a ctxdump recording\n");
+	free(err);
+	fd = open(file, O_WRONLY | O_APPEND | O_CLOEXEC);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(write(fd, "C", 1), 1);
+	close(fd);
+	st = run_report(named, -1, NULL, 0, 0, &err);
+	ck_assert_int_eq(st, 2);
+	ck_assert_msg(strstr(err, ": not a ctxdump recording\n"), "%s", err);
+	free(err);
+	unlink(file);
 
 	/* a read that fails after whole records (standard input that would
 	 * block): fatal, not the end of a complete recording */

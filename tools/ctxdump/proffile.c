@@ -223,9 +223,15 @@ int
 pfile_read_header(FILE *f)
 {
 	uint8_t h[PFILE_HEADER_SIZE];
-	size_t hs;
+	size_t hs, n;
 
-	if (fread(h, 1, 8, f) != 8)
+	n = fread(h, 1, 8, f);
+	/* no byte at all: most often a recorder that failed before its
+	 * header (record -o - | report -), worth telling from a file of
+	 * something else */
+	if (n == 0 && !ferror(f))
+		return -ENODATA;
+	if (n != 8)
 		return read_error(f);
 	if (memcmp(h, PFILE_MAGIC, 8) != 0)
 		return -EBADMSG;

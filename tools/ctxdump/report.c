@@ -869,6 +869,10 @@ load(struct prof *p, FILE *f, const char *path)
 	int r;
 
 	r = pfile_read_header(f);
+	if (r == -ENODATA) {
+		cli_warn("%s: empty file, not a ctxdump recording", path);
+		goto out;
+	}
 	if (r == -EBADMSG || r == -EPROTONOSUPPORT) {
 		cli_warn("%s: %s", path,
 			 r == -EPROTONOSUPPORT
