@@ -67,7 +67,20 @@ check "names the letter" contains "$dp_err" "ctxshim: run: invalid option -- 'x'
 expect_status 64 "a dash in a bundle is no --" "$S" run -f- true
 check "names the dash" contains "$dp_err" "ctxshim: run: invalid option -- '-'"
 expect_status 64 "a bundle without its last option's argument" "$S" run -fn
-check "names the option" contains "$dp_err" "ctxshim: option requires an argument -- 'n'"
+check "names the option, after the command" same "$dp_err" "ctxshim: run: option requires an argument -- 'n'
+Try 'ctxshim --help' for more information."
+# The same errors of the other commands, and those of an option's value,
+# name the command too (old: "ctxshim: option ...", as if it were an
+# option of ctxshim itself).
+expect_status 64 "env --log without its argument" "$S" env --log
+check "names env" contains "$dp_err" "ctxshim: env: option '--log' requires an argument"
+expect_status 64 "systemd-dropin --root without its argument" "$S" systemd-dropin x --root
+check "names systemd-dropin" contains "$dp_err" \
+	"ctxshim: systemd-dropin: option '--root' requires an argument"
+expect_status 64 "preload --root without its argument" "$S" preload status --root
+check "names preload" contains "$dp_err" "ctxshim: preload: option '--root' requires an argument"
+expect_status 64 "run --log=" "$S" run --log= -- true
+check "names run" contains "$dp_err" "ctxshim: run: option '--log' requires a non-empty argument"
 expect_status 0 "env takes bundles too" "$S" env --env-file -nsvc
 check "env -nsvc" contains "$dp_out" "OTEL_SERVICE_NAME=svc"
 expect_status 64 "env has no -f" "$S" env -fn svc
@@ -101,6 +114,7 @@ expect_status 64 "blank key" "$S" run -r ' =v' -- true
 expect_status 64 "env checks it too" "$S" env -r 'x=%zz'
 expect_status 0 "valid escapes pass" "$S" run -r 'k=caf%C3%A9,e=a%3Db%2Cc' -- true
 expect_status 64 "empty --service-name" "$S" run --service-name= -- true
+check "names run" contains "$dp_err" "ctxshim: run: the service name must not be empty"
 expect_status 0 "--help" "$S" --help
 check "--help shows the synopsis" contains "$dp_out" " ctxshim run [options] [--] <command>"
 check "--help ends with the man page" contains "$dp_out" "For more details see ctxshim(1)"
@@ -119,7 +133,7 @@ expect_status 0 "run without -- (first non-option ends the options)" \
 check "the shim is mapped" contains "$dp_out" " $lib"
 
 expect_status 64 "a blank --resource" "$S" run -r ' ,	' -- true
-check "says it is empty" contains "$dp_err" "empty --resource"
+check "says it is empty" contains "$dp_err" "ctxshim: run: empty --resource"
 # blank members are skipped, as the shim skips them
 expect_status 0 "run sets the variables" "$S" run --service-name 'my svc' \
 	-r 'a=1, ,b=2' --resource=c=3 --log rel.log --events /tmp/ev.log -- env

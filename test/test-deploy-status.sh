@@ -65,7 +65,7 @@ done
 expect_status 64 "-p and an operand" "$S" status -p "$bg_pid" "$bg_pid"
 check "says why" contains "$dp_err" "unexpected argument '$bg_pid' (the process id is given with --pid)"
 expect_status 64 "-p without a pid" "$S" status -p
-check "getopt's message" contains "$dp_err" "option requires an argument -- 'p'"
+check "getopt's message" contains "$dp_err" "ctxshim: status: option requires an argument -- 'p'"
 release "$bg_pid" "$bg_go"
 
 # A thread id is no process id (old: reported as process TID).
