@@ -27,6 +27,8 @@ check "--version format" contains "$dp_out" "ctxshim-entrypoint from ctxshim "
 # shellcheck disable=SC2016 # expanded by that sh
 for a in --help --version; do
 	expect_status 1 "$a to a full device" sh -c 'exec "$0" "$1" >/dev/full' "$E" "$a"
+	check "$a: says so in its name (old: cat's)" same "$dp_err" \
+		"ctxshim-entrypoint: write error: No space left on device"
 done
 expect_status 64 "no command" "$E"
 check "Try --help" contains "$dp_err" "Try 'ctxshim-entrypoint --help' for more information."

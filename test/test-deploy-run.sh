@@ -93,10 +93,15 @@ check "and runs nothing" test ! -e ran-fV
 expect_status 0 "version --help is help" "$S" version --help
 check "prints the usage" contains "$dp_out" " ctxshim version"
 # Help and version that cannot be written fail (old: exit 0, and
-# run -V went on to run the command).
+# run -V went on to run the command), in ctxshim's name as util-linux
+# says it (old: "cat: write error: ...", "dash: 1: printf: printf: I/O
+# error").
 # shellcheck disable=SC2016 # expanded by that sh
 for a in --help -V version 'run -V touch ran-V' 'env -V'; do
 	expect_status 1 "$a to a full device" sh -c 'exec "$0" $1 >/dev/full' "$S" "$a"
+	check "$a: says so" same "$dp_err" "ctxshim: write error: No space left on device"
+	expect_status 1 "$a to a closed standard output" sh -c 'exec "$0" $1 >&-' "$S" "$a"
+	check "$a: says so" same "$dp_err" "ctxshim: write error"
 done
 check "run -V ran nothing" test ! -e ran-V
 expect_status 64 "malformed --resource" "$S" run --resource novalue -- true

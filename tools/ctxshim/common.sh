@@ -111,6 +111,27 @@ ctx_path_search() {
 	return 1
 }
 
+# ctx_out PROG: copy standard input (a --help or --version text) to
+# standard output.  When that cannot be written, say so in PROG's name and
+# exit 1, as util-linux's close_stdout() does ("PROG: write error: No space
+# left on device"), not in cat's ("cat: write error: ...").  A closed
+# standard output fails the redirection to fd 3 before cat runs: the
+# shell's message about it is dropped, and the reason is not known.  A
+# reader that went away (SIGPIPE) ends it silently, as it would a C tool.
+ctx_out() {
+	ctx_why=
+	{ ctx_why=$(cat 2>&1 >&3 3>&-); } 2>/dev/null 3>&1
+	ctx_status=$?
+	[ $ctx_status -ne 0 ] || return 0
+	[ $ctx_status -le 128 ] || exit $ctx_status
+	case $ctx_why in
+	*'write error: '*) ctx_why=": ${ctx_why##*write error: }" ;;
+	*) ctx_why= ;;
+	esac
+	printf '%s: write error%s\n' "$1" "$ctx_why" >&2
+	exit 1
+}
+
 # ctx_in_build_tree: this script is the one meson generated in its build
 # tree (not an installed or copied one): its directory is that of the
 # build tree ($ctxshim_build_dir), which holds the library just built
