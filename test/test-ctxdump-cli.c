@@ -420,8 +420,8 @@ START_TEST(help_version)
 	free(out);
 	free(err);
 
-	/* the subcommands' help as the main one: an empty line first, and
-	 * one before --help */
+	/* the subcommands' help as the main one: an empty line first, one
+	 * before --help, and the exit status (old: only the main one's) */
 	for (size_t i = 0; i < 2; i++) {
 		static const char *const cmd[] = {"record", "report"};
 		static const char *const start[] = {
@@ -431,6 +431,12 @@ START_TEST(help_version)
 		ck_assert_int_eq(run_ctxdump(&out, &err, cmd[i], "--help", NULL), 0);
 		ck_assert_msg(strncmp(out, start[i], strlen(start[i])) == 0, "%s", out);
 		ck_assert_msg(strstr(out, "\n\n -h, --help"), "%s", out);
+		ck_assert_msg(
+			strstr(out, "\n\nExit status:\n 0   ") &&
+				strstr(out, "\n 1   partial: ") &&
+				strstr(out, "\n 2   fatal: ") &&
+				strstr(out, "\n 64  usage error\n\nFor more details"),
+			"%s", out);
 		ck_assert_str_eq(err, "");
 		free(out);
 		free(err);

@@ -1763,6 +1763,14 @@ usage(void)
 	      " -h, --help                display this help\n"
 	      " -V, --version             display version\n"
 	      "\n"
+	      "Exit status:\n"
+	      " 0   recorded without a gap\n"
+	      " 1   partial: some rounds failed or were skipped (the recording has\n"
+	      "       a gap there; the summary counts them)\n"
+	      " 2   fatal: no such process, cannot attach, no known layout, or\n"
+	      "       nothing could be recorded or written\n"
+	      " 64  usage error\n"
+	      "\n"
 	      "For more details see ctxdump(1).\n",
 	      stdout);
 	cli_exit_printed();

@@ -3224,6 +3224,14 @@ usage(void)
 	      " -h, --help                display this help\n"
 	      " -V, --version             display version\n"
 	      "\n"
+	      "Exit status:\n"
+	      " 0   the whole recording was reported\n"
+	      " 1   partial: the file is cut short or has malformed records, or\n"
+	      "       --spans left spans out (--max-spans)\n"
+	      " 2   fatal: the file cannot be read or is not a recording, or the\n"
+	      "       output cannot be written\n"
+	      " 64  usage error\n"
+	      "\n"
 	      "For more details see ctxdump(1).\n",
 	      stdout);
 	cli_exit_printed();
