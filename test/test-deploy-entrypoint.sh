@@ -22,6 +22,8 @@ export LD_PRELOAD
 
 expect_status 0 "--help" "$E" --help
 check "--help synopsis" contains "$dp_out" " ctxshim-entrypoint [--] <command> [<argument>...]"
+check "--help starts with an empty line, as ctxshim's and ctxdump's" same "${dp_out%%Usage:*}" "
+"
 expect_status 0 "--version" "$E" --version
 check "--version format" contains "$dp_out" "ctxshim-entrypoint from ctxshim "
 # shellcheck disable=SC2016 # expanded by that sh
