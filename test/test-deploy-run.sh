@@ -292,10 +292,13 @@ check "names the library" contains "$dp_err" "/nonexistent/libctxshim.so"
 printf 'int main(void) { return 5; }\n' >prog.c
 if ${CC:-cc} -static -o static prog.c 2>/dev/null; then
 	expect_status 126 "static binary refused" "$S" run -- ./static
-	check "reason: statically linked" contains "$dp_err" "statically linked (no PT_INTERP)"
+	check "reason: statically linked, the command named once" same "$dp_err" \
+		"ctxshim: cannot load the shim into ./static: it is statically linked (no PT_INTERP): no dynamic loader runs that could load libctxshim.so
+ctxshim: use --force to run it anyway"
 	check "hint: --force" contains "$dp_err" "use --force"
 	expect_status 1 "check: static" "$S" check ./static
-	check "check names the verdict" contains "$dp_out" "./static: static:"
+	check "check names the verdict, and the command once (old: twice)" same "$dp_out" \
+		"./static: static: it is statically linked (no PT_INTERP): no dynamic loader runs that could load libctxshim.so"
 	expect_status 5 "--force runs it anyway" "$S" run --force -- ./static
 	# A script whose interpreter is static, directly and through env.
 	printf '#!%s/static\n' "$dp_tmp" >s-static
@@ -304,7 +307,7 @@ if ${CC:-cc} -static -o static prog.c 2>/dev/null; then
 	chmod 755 s-static s-env-static s-nested
 	expect_status 126 "#! to a static binary refused" "$S" run -- ./s-static
 	check "reason names the script and interpreter" contains "$dp_err" \
-		"./s-static is a script for $dp_tmp/static; $dp_tmp/static is statically linked"
+		"./s-static: it is a script for $dp_tmp/static; $dp_tmp/static is statically linked"
 	expect_status 126 "#!/usr/bin/env static refused" env PATH="$dp_tmp:$PATH" \
 		"$S" run -- ./s-env-static
 	expect_status 126 "#! to a #! to a static binary refused" "$S" run -- ./s-nested
@@ -328,7 +331,7 @@ printf '#!/usr/bin/env -S -i sh\ngrep -c libctxshim /proc/$$/maps || :\n' >s-env
 chmod 755 s-envi
 expect_status 126 "#!/usr/bin/env -S -i sh refused" "$S" run -- ./s-envi
 check "reason: env -i" contains "$dp_err" \
-	"./s-envi is a script for /usr/bin/env -i, which starts sh without the LD_PRELOAD"
+	"./s-envi: it is a script for /usr/bin/env -i, which starts sh without the LD_PRELOAD"
 expect_status 1 "check: cleared" "$S" check ./s-envi
 check "check names the verdict" contains "$dp_out" "./s-envi: cleared:"
 expect_status 0 "--force runs it, without the shim" "$S" run --force -- ./s-envi
