@@ -24,7 +24,7 @@ expect_status 0 "--print" "$S" systemd-dropin --print nginx.service
 check "drop-in text" same "$dp_out" "# Written by 'ctxshim systemd-dropin': loads libctxshim.so into nginx.service.
 # To undo: 'ctxshim systemd-dropin --remove nginx.service' (or remove this file),
 # 'systemctl daemon-reload', and restart the unit.
-# Note: this LD_PRELOAD replaces one that the unit sets itself.
+# Note: this LD_PRELOAD replaces any that the unit sets itself.
 [Service]
 Environment=\"LD_PRELOAD=$lib\"
 Environment=\"OTEL_SERVICE_NAME=nginx\""
