@@ -3,7 +3,9 @@
 # what they publish from outside.  Usage: tools/demo.sh [BUILDDIR]
 set -eu
 build=${1:-$(cd "$(dirname "$0")/.." && pwd)/build}
-lib=$build/libctxshim.so
+# the build tree's ctxshim preloads the build tree's libctxshim.so; run
+# execs the program, so $! is the program's pid
+ctxshim=$build/tools/ctxshim/ctxshim
 ctxdump=$build/tools/ctxdump/ctxdump
 helpers=$build/test/helpers
 tmp=$(mktemp -d)
@@ -34,10 +36,10 @@ wait_line() {
 
 say "1. A multi-threaded program with no tracing code, started with a TRACEPARENT"
 echo "   TRACEPARENT=00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01 \\"
-echo "   OTEL_SERVICE_NAME=demo-batch LD_PRELOAD=$lib threads --wait 3"
+echo "   ctxshim run -n demo-batch -- threads --wait 3"
 mkfifo "$tmp/in"
 TRACEPARENT=00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01 \
-	OTEL_SERVICE_NAME=demo-batch LD_PRELOAD="$lib" \
+	"$ctxshim" run -n demo-batch -- \
 	"$helpers/threads" --wait 3 <"$tmp/in" >"$tmp/out" &
 pid=$!
 pids="$pids $pid"
@@ -58,7 +60,8 @@ wait "$pid"
 if [ -x "$helpers/tpc-server" ] && command -v curl >/dev/null; then
 	say "5. A thread-per-connection HTTP server with no tracing code receives a traced request"
 	mkfifo "$tmp/ctl"
-	LD_PRELOAD="$lib" CTXSHIM_HEADER_ATTRS=x-request-id \
+	echo "   CTXSHIM_HEADER_ATTRS=x-request-id ctxshim run -- tpc-server"
+	CTXSHIM_HEADER_ATTRS=x-request-id "$ctxshim" run -- \
 		"$helpers/tpc-server" <"$tmp/ctl" >"$tmp/srv" &
 	spid=$!
 	pids="$pids $spid"
