@@ -1463,8 +1463,9 @@ stop_prefetch(struct stop_set *s, size_t expect)
 /* Take the threads of l that are listed in s from s->t[from] on (not the
  * ended ones: only their exits are to come) into s as they are: seized by
  * an earlier stop, their interrupt pending -- or their stop there already,
- * which wait_stops() takes.  A seize of them would fail (EPERM: ours
- * already), and every round that met one was lost until it stopped.
+ * which wait_stops() takes -- late (STOP_TIMEOUT) until late_wait() says
+ * to wait for them.  A seize of them would fail (EPERM: ours already),
+ * and every round that met one was lost until it stopped.
  * Each leaves l: from now on s lets it go, and gives it back to a
  * struct stop_late (stop_late_add()) if it does not stop in this round
  * either.  SIGCHLD is blocked (block_signals()), so the handler does not
@@ -1481,7 +1482,9 @@ late_take(struct stop_set *s, struct stop_late *l, size_t from)
 		struct stop_thread *t = l->ended[i] ? NULL : find(s, l->tid[i]);
 
 		if (t && (size_t)(t - s->t) >= from) {
-			t->status = STOP_PENDING;
+			/* waited for only while no thread is held (late_wait()) */
+			t->status = STOP_TIMEOUT;
+			t->late = true;
 			if (!s->t_first_ns)
 				s->t_first_ns = remote_now_ns();
 			continue;
@@ -1492,6 +1495,30 @@ late_take(struct stop_set *s, struct stop_late *l, size_t from)
 	}
 	__atomic_store_n(&l->n, k, __ATOMIC_RELAXED);
 	__atomic_store_n(&l->busy, busy, __ATOMIC_RELAXED);
+}
+
+/* The threads taken over by late_take() that did not stop meanwhile are
+ * waited for as any other, but only when no thread was held: a round
+ * that held the others while it waited for one that had already missed
+ * an earlier round's deadline kept them stopped up to timeout_ms (and
+ * the round that long) every time it met it -- for a thread that waits
+ * long for a CPU or sits in vfork(), every round.  Those that stopped
+ * are taken now; returns true (they are STOP_PENDING again) if there is
+ * one to wait for. */
+static bool
+late_wait(struct stop_set *s)
+{
+	bool any = false;
+	size_t i;
+
+	if (take_stops(s))
+		return false;
+	for (i = 0; i < s->n; i++)
+		if (s->t[i].late && s->t[i].status == STOP_TIMEOUT) {
+			s->t[i].status = STOP_PENDING;
+			any = true;
+		}
+	return any;
 }
 
 /* After an exec seen while threads were seized: the thread that ran it,
@@ -1531,7 +1558,7 @@ stop_all(struct stop_set *s,
 	 struct stop_late *late)
 {
 	sigset_t waitset;
-	bool seized_any = false;
+	bool seized_any = false, late_waited = false;
 	unsigned round;
 	int r = 0, taskfd = -1;
 
@@ -1603,7 +1630,7 @@ named:
 		for (i = first_new; i < s->n; i++) {
 			struct stop_thread *t = &s->t[i];
 
-			if (t->status == STOP_PENDING) {
+			if (t->late) {
 				seized_any = true; /* by late_take() */
 				continue;
 			}
@@ -1623,6 +1650,13 @@ named:
 		if (r < 0)
 			break;
 		r = wait_stops(s, &waitset, timeout_ms, cpu_wait_ms);
+		if (r == 0 && late && !late_waited && late_wait(s)) {
+			/* nothing held before now (the stop window starts
+			 * here, as for a wait for a CPU) */
+			late_waited = true;
+			s->t_first_ns = remote_now_ns();
+			r = wait_stops(s, &waitset, timeout_ms, cpu_wait_ms);
+		}
 		if (r < 0)
 			break;
 	}

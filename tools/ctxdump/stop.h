@@ -62,6 +62,7 @@ struct stop_thread {
 	int pending_sig; /* signal to re-inject on detach */
 	bool group_stop; /* reported a group-stop (target was job-stopped) */
 	bool unreaped;   /* STOP_EXITED, but a zombie not collected yet */
+	bool late;       /* taken over from a struct stop_late (stop_all()) */
 	/* '?': the name could not be read (gone); 'Z'/'X': an exited group
 	 * leader (STOP_ZOMBIE).  Otherwise, with STOP_STATE_AT_STOP, 0 (see
 	 * stop_state()); without, the /proc state read before the stop. */
@@ -122,8 +123,9 @@ struct stop_late;
  * rescanning /proc/PID/task until a scan finds no new thread.  A thread
  * of late (if not NULL) that is listed is not seized again but taken out
  * of late into s as it is, seized with its interrupt pending: stopped if
- * its stop is there or comes in time (as any other), else late once more
- * (STOP_TIMEOUT).  Call it with late from the thread that called
+ * its stop is there, or comes in time once the others were waited for and
+ * none of them stopped (a wait for it then holds nothing), else late once
+ * more (STOP_TIMEOUT).  Call it with late from the thread that called
  * stop_late_add().  timeout_ms
  * bounds each wait for the stops -- but while no thread is stopped (held)
  * yet and one still to stop is runnable (waits for a CPU), the wait goes
