@@ -1015,6 +1015,11 @@ wait_stops(struct stop_set *s,
 							   : cpu.end;
 					continue;
 				}
+				/* none runnable any more (one went to sleep,
+				 * or into D): not a wait for a CPU that ran
+				 * out, which the caller would say */
+				if (!held && cpu.waiting)
+					s->cpu_waited = false;
 			}
 			if (late || now >= deadline) {
 				/* past the deadline: only collect stops that

@@ -83,7 +83,7 @@ struct stop_set {
 	uint64_t t_first_ns, t_last_ns;
 	unsigned rounds;
 	/* stop_all() waited on past timeout_ms for a thread that was
-	 * runnable (cpu_wait_ms) */
+	 * runnable (cpu_wait_ms), and none went to sleep meanwhile */
 	bool cpu_waited;
 	/* The thread whose PTRACE_SEIZE failed when stop_all() returned
 	 * -EPERM, and the errno. */
