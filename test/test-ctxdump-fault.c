@@ -251,8 +251,14 @@ START_TEST(busy_and_blocked_threads)
 	test_child_expect(&c, "REPORT ", line, sizeof(line), 10000);
 	spins0 = strtoul(line + 7, NULL, 10);
 	for (run = 0; run < n_dumps; run++) {
-		char *dargv[] = {(char *)test_ctxdump_path(), (char *)opts[run % 3],
-				 arg, NULL};
+		/* what is read, not how soon: 4 spinners on a loaded
+		 * machine may wait past the default 500 ms for a CPU */
+		char *dargv[] = {(char *)test_ctxdump_path(),
+				 (char *)opts[run % 3],
+				 "--stop-timeout",
+				 "5000",
+				 arg,
+				 NULL};
 		int st = test_run_capture(dargv, NULL, false, &out, &err, 30000);
 
 		ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status 0x%x: %s",
