@@ -974,10 +974,7 @@ START_TEST(record_late_thread_holds_nothing)
 		int st;
 
 		free(err);
-		st = prof_record_wait(prof_record_start(errf, args), TIMEOUT_MS);
-		err = prof_slurp(errf);
-		ck_assert_msg(prof_record_status_ok(st, err), "status 0x%x: %s", st,
-			      err);
+		err = prof_record_said(errf, args, &st);
 		p = strstr(err, "us per round on average");
 		ck_assert_msg(p && strstr(err, " thread stop"), "%s", err);
 		/* "threads stopped 123.4 us per round on average" */
@@ -1021,10 +1018,7 @@ START_TEST(record_starved_target)
 		int st;
 
 		free(err);
-		st = prof_record_wait(prof_record_start(errf, args), TIMEOUT_MS);
-		err = prof_slurp(errf);
-		ck_assert_msg(prof_record_status_ok(st, err), "status 0x%x: %s", st,
-			      err);
+		err = prof_record_said(errf, args, &st);
 		/* "1 sample in 1 round", "2 samples in 2 rounds" */
 		sum = strstr(err, "ctxdump record: ");
 		while (sum &&
@@ -1093,10 +1087,7 @@ START_TEST(record_late_thread_taken_over)
 	/* (nice 0: the hog runs SCHED_FIFO, and we may renice) */
 	for (tries = 0; tries < 3 && (!timeouts || skipped > timeouts); tries++) {
 		free(err);
-		st = prof_record_wait(prof_record_start(errf, args), TIMEOUT_MS);
-		err = prof_slurp(errf);
-		ck_assert_msg(prof_record_status_ok(st, err), "status 0x%x: %s", st,
-			      err);
+		err = prof_record_said(errf, args, &st);
 		timeouts = summary_count(err, "thread stop");
 		/* (the only "; N round" part: failed ones fail the status) */
 		skipped = summary_count(err, "round");

@@ -344,15 +344,25 @@ prof_slurp(const char *path)
 }
 
 /* Record with args (-d for its end) to completion, its stderr in errf;
- * fails the test unless prof_record_status_ok(). */
+ * fails the test unless prof_record_status_ok().  Returns what it said
+ * (malloc'd), its wait status in *st. */
+static __attribute__((unused)) char *
+prof_record_said(const char *errf, const char *const *args, int *st)
+{
+	char *err;
+
+	*st = prof_record_wait(prof_record_start(errf, args), 30000);
+	err = prof_slurp(errf);
+	ck_assert_msg(prof_record_status_ok(*st, err), "status 0x%x: %s", *st, err);
+	return err;
+}
+
 static __attribute__((unused)) void
 prof_record_run(const char *errf, const char *const *args)
 {
-	int st = prof_record_wait(prof_record_start(errf, args), 30000);
-	char *err = prof_slurp(errf);
+	int st;
 
-	ck_assert_msg(prof_record_status_ok(st, err), "status 0x%x: %s", st, err);
-	free(err);
+	free(prof_record_said(errf, args, &st));
 }
 
 /* Ctrl-Z to a recorder (its standard error in errfile): returns once it
