@@ -2024,6 +2024,18 @@ stop_late_release(struct stop_late *l, unsigned wait_ms)
 	}
 }
 
+bool
+stop_late_has(const struct stop_late *l, pid_t tid)
+{
+	size_t i, n = __atomic_load_n(&l->n, __ATOMIC_RELAXED);
+
+	/* the handler only ever shortens the list, in place */
+	for (i = 0; i < n && i < l->n; i++)
+		if (l->tid[i] == tid)
+			return true;
+	return false;
+}
+
 size_t
 stop_late_busy(const struct stop_late *l)
 {

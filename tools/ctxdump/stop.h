@@ -207,6 +207,9 @@ int stop_late_add(struct stop_late *l, const struct stop_set *s);
  * that exited; keep the others.  With wait_ms, poll that long for them. */
 void stop_late_release(struct stop_late *l, unsigned wait_ms);
 
+/* Is tid one of l's? */
+bool stop_late_has(const struct stop_late *l, pid_t tid);
+
 /* How many late threads may still stop (l->n less the ended ones waiting
  * for their exit to be collected): those are worth a wait or a fast poll,
  * and while there are any the job-control stops stay held.  An ended
