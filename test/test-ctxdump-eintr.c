@@ -203,7 +203,9 @@ START_TEST(one_dump_one_eintr)
 END_TEST
 
 /* A recording stops the process every round: the same calls return EINTR
- * once per round, the others never. */
+ * once per round, the others never.  20 rounds, so that two reach each
+ * thread on a loaded machine too (ticks missed; a thread that did not
+ * stop in one round stops in the next, one EINTR for the two). */
 START_TEST(record_eintr_per_round)
 {
 	char arg[16], file[PATH_MAX], *out, *err;
@@ -214,8 +216,8 @@ START_TEST(record_eintr_per_round)
 	target_start(&t);
 	snprintf(arg, sizeof(arg), "%d", (int)t.pid);
 	prof_tmpfile(file, sizeof(file), "eintr-prof");
-	r = prof_run(&out, &err, "record", "-q", "-F", "20", "-d", "0.2", "-o", file,
-		     arg, NULL);
+	r = prof_run(&out, &err, "record", "-q", "-F", "20", "-d", "1", "-o", file, arg,
+		     NULL);
 	ck_assert_msg(r == 0, "exit %d: %s", r, err);
 	free(out);
 	free(err);
