@@ -165,7 +165,8 @@ struct dump {
 
 /* Whose maps and memory of process pid to read (dump.mem_pid): pid,
  * unless its leader has exited (state Z while other threads run, or X),
- * then the first listed thread of pid that has not; pid if there is none.
+ * then the oldest thread of pid that has not (looked for up to a second
+ * while the list shows only threads that end); pid if there is none.
  * leader_state is the leader's state letter, or 0 to read it here.
  * Shared by the dump and `ctxdump record` (target.c). */
 pid_t dump_memory_pid(pid_t pid, char leader_state);
@@ -226,8 +227,9 @@ int dump_tp_owners(pid_t pid,
 
 /* etls_proc_load() through *mem_pid (from dump_memory_pid()); while that
  * thread turns out to be gone (-ESRCH: the leader has exited, or so has
- * the thread read for it), through another live one, stored in *mem_pid.
- * Returns etls_proc_load()'s result. */
+ * the thread read for it), through another live one (the youngest, for
+ * up to a second and at least 32 tries), stored in *mem_pid.  Returns
+ * etls_proc_load()'s result. */
 int dump_proc_load(pid_t pid, pid_t *mem_pid, struct etls_proc **ep);
 
 /* The process context (pctxr_read_maps() with the maps text given, else
@@ -276,7 +278,9 @@ struct stop_set;
 pid_t dump_stopped_reader(pid_t pid, pid_t prev, const struct stop_set *ss);
 
 /* Whether every thread of pid has exited or is exiting (the process was
- * killed, exited, or is gone): nothing of it can be read any more. */
+ * killed, exited, or is gone): nothing of it can be read any more.  While
+ * threads end, the list is read again for up to a second: read then, it
+ * can leave out threads that run. */
 bool dump_process_exiting(pid_t pid);
 
 /* The "Tgid:" of pid and the letter of its "State:" line; false if

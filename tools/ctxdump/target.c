@@ -51,28 +51,92 @@ dump_find_thread(pid_t pid, bool (*match)(pid_t pid, pid_t tid, void *arg), void
 	return found;
 }
 
-struct avoid {
-	const pid_t *set;
-	size_t n;
-};
+/* How long to go on looking for a thread to read a process through while
+ * its threads end (live_thread(), via_live_thread()): a bound in time,
+ * not in tries, because how many threads end under a read depends on how
+ * slow the read is (a loaded machine, ASan). */
+#define LIVE_WAIT_NS (1000ull * 1000000u)
+/* The threads that ended under a read, remembered so as not to be tried
+ * again: the last ones of them. */
+#define GONE_RING 32
 
-static bool
-live_not_avoided(pid_t pid, pid_t tid, void *arg)
+/* The threads of pid other than the leader into *tids (*cap long, grown
+ * as needed), in the kernel's order: oldest first, since a new thread
+ * joins the tail of its process's list.  Returns how many; 0 if the list
+ * cannot be read. */
+static size_t
+list_threads(pid_t pid, pid_t **tids, size_t *cap)
 {
-	const struct avoid *a = arg;
+	char path[64];
+	struct dirent *de;
+	size_t n = 0;
+	DIR *dir;
 
-	return tid != pid && !tid_in(tid, a->set, a->n) &&
-	       !stop_thread_exiting(pid, tid);
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	dir = opendir(path);
+	if (!dir)
+		return 0;
+	while ((de = readdir(dir)) != NULL) {
+		pid_t tid = stop_task_tid(de->d_name);
+
+		if (!tid || tid == pid)
+			continue;
+		if (n == *cap) {
+			size_t c = *cap ? *cap * 2 : 64;
+			pid_t *t = realloc(*tids, c * sizeof(*t));
+
+			if (!t)
+				break; /* the threads listed so far */
+			*tids = t;
+			*cap = c;
+		}
+		(*tids)[n++] = tid;
+	}
+	closedir(dir);
+	return n;
 }
 
-/* The first listed thread of pid that is not exiting (stop_thread_exiting())
- * and not in avoid[n]; 0 if there is none (or the list cannot be read). */
+/* A thread of pid other than the leader that is not exiting
+ * (stop_thread_exiting()) and not in avoid[n]: the oldest such, or with
+ * youngest the most recently created; 0 if there is none, or the list
+ * cannot be read.
+ * A list of /proc/PID/task read while threads end is no snapshot: the
+ * kernel walks the thread list by position, and threads that go
+ * meanwhile make it skip others.  Relays of threads that live 2 ms, all
+ * let go at once after a stop (each one's time ran out while stopped, so
+ * they end together), were listed as the zombie leader and eight ending
+ * threads while the eight threads those had started ran: "cannot unwind
+ * the stack: No such process" in about one --stacks dump in 25 on a
+ * loaded machine.  So while the list shows no such thread but some that
+ * are exiting, it is read again each millisecond until deadline
+ * (remote_now_ns()); a process that exits lists only its leader soon. */
 static pid_t
-first_live_thread(pid_t pid, const pid_t *avoid, size_t n)
+live_thread(pid_t pid, const pid_t *avoid, size_t n, bool youngest, uint64_t deadline)
 {
-	struct avoid a = {avoid, n};
+	const struct timespec ms = {0, 1000000};
+	pid_t *tids = NULL, found = 0;
+	size_t cap = 0;
 
-	return dump_find_thread(pid, live_not_avoided, &a);
+	for (;;) {
+		size_t m = list_threads(pid, &tids, &cap), i;
+		bool ending = false;
+
+		for (i = 0; i < m && !found; i++) {
+			pid_t tid = tids[youngest ? m - 1 - i : i];
+
+			if (tid_in(tid, avoid, n))
+				ending = ending || stop_thread_exiting(pid, tid);
+			else if (stop_thread_exiting(pid, tid))
+				ending = true;
+			else
+				found = tid;
+		}
+		if (found || !ending || remote_now_ns() >= deadline)
+			break;
+		(void)nanosleep(&ms, NULL);
+	}
+	free(tids);
+	return found;
 }
 
 pid_t
@@ -86,43 +150,58 @@ dump_memory_pid(pid_t pid, char leader_state)
 		return pid;
 	if (leader_state != 'Z' && leader_state != 'X')
 		return pid;
-	found = first_live_thread(pid, NULL, 0);
+	/* The oldest: nothing tells yet that the threads are short-lived,
+	 * and one that has run long is likely to run on (a zombie leader's
+	 * server whose workers live long and whose helpers come and go). */
+	found = live_thread(pid, NULL, 0, false, remote_now_ns() + LIVE_WAIT_NS);
 	return found ? found : pid;
 }
 
 /* Another thread to read through after those in gone[n] failed with
  * -ESRCH: the leader if it is not one of them and not exiting, else the
- * first such other thread; 0 if there is none. */
+ * youngest other live thread (looked for until deadline); 0 if there is
+ * none.  The youngest because a thread read through has ended: where
+ * threads live about as long as each other (relays, pools of short
+ * tasks) it has the most time left, while the oldest is the next to end
+ * (after a stop, with every other thread whose time ran out meanwhile);
+ * where threads live long, any of them outlives the read. */
 static pid_t
-next_memory_pid(pid_t pid, const pid_t *gone, size_t n)
+next_memory_pid(pid_t pid, const pid_t *gone, size_t n, uint64_t deadline)
 {
 	if (!tid_in(pid, gone, n) && !stop_thread_exiting(pid, pid))
 		return pid;
-	return first_live_thread(pid, gone, n);
+	return live_thread(pid, gone, n, true, deadline);
 }
 
 /* fn(tid, 0, arg) through *mem_pid, and while it fails with -ESRCH (that
  * thread is gone: an exited leader's, or one read through after a
- * detach), fn(next, gone, arg) through another live thread of pid, stored
- * in *mem_pid.  Up to 32 of them: threads that live 2 ms outlived an
- * unwind under ASan on a loaded machine about three times in five, and 8
- * tries in a row failed in one --stacks dump in 50. */
+ * detach), fn(next, ended, arg) through another live thread of pid,
+ * stored in *mem_pid.  For LIVE_WAIT_NS after the first failure, and at
+ * least GONE_RING tries: threads that live 2 ms outlived an unwind under
+ * ASan on a loaded machine about three times in five, and 8 tries in a
+ * row failed in one --stacks dump in 50. */
 static int
 via_live_thread(pid_t pid, pid_t *mem_pid, int (*fn)(pid_t, pid_t, void *), void *arg)
 {
-	pid_t gone[32];
+	pid_t gone[GONE_RING];
+	uint64_t deadline = 0;
 	size_t k = 0;
 	int r = fn(*mem_pid, 0, arg);
 
-	while (r == -ESRCH && k < sizeof(gone) / sizeof(gone[0])) {
-		pid_t next;
+	while (r == -ESRCH) {
+		pid_t next, ended = *mem_pid;
 
-		gone[k++] = *mem_pid;
-		next = next_memory_pid(pid, gone, k);
+		if (!deadline)
+			deadline = remote_now_ns() + LIVE_WAIT_NS;
+		else if (k >= GONE_RING && remote_now_ns() >= deadline)
+			break;
+		gone[k++ % GONE_RING] = ended;
+		next = next_memory_pid(pid, gone, k < GONE_RING ? k : GONE_RING,
+				       deadline);
 		if (!next)
 			break;
 		*mem_pid = next;
-		r = fn(next, gone[k - 1], arg);
+		r = fn(next, ended, arg);
 	}
 	return r;
 }
@@ -130,7 +209,7 @@ via_live_thread(pid_t pid, pid_t *mem_pid, int (*fn)(pid_t, pid_t, void *), void
 bool
 dump_process_exiting(pid_t pid)
 {
-	return next_memory_pid(pid, NULL, 0) == 0;
+	return next_memory_pid(pid, NULL, 0, remote_now_ns() + LIVE_WAIT_NS) == 0;
 }
 
 /* etls_proc_set_reader()'s fallback: the objects are opened after the
@@ -140,7 +219,7 @@ reader_after(pid_t pid, pid_t ended)
 {
 	if (!stop_thread_exiting(pid, ended))
 		return 0;
-	return next_memory_pid(pid, &ended, 1);
+	return next_memory_pid(pid, &ended, 1, remote_now_ns() + LIVE_WAIT_NS);
 }
 
 struct proc_load_args {
