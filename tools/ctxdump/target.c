@@ -29,40 +29,9 @@ tid_in(pid_t tid, const pid_t *set, size_t n)
 	return false;
 }
 
-pid_t
-dump_find_thread(pid_t pid, bool (*match)(pid_t pid, pid_t tid, void *arg), void *arg)
-{
-	char path[64];
-	struct dirent *de;
-	pid_t found = 0;
-	DIR *dir;
-
-	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
-	dir = opendir(path);
-	if (!dir)
-		return 0;
-	while (!found && (de = readdir(dir)) != NULL) {
-		pid_t tid = stop_task_tid(de->d_name);
-
-		if (tid && match(pid, tid, arg))
-			found = tid;
-	}
-	closedir(dir);
-	return found;
-}
-
-/* How long to go on looking for a thread to read a process through while
- * its threads end (live_thread(), via_live_thread()): a bound in time,
- * not in tries, because how many threads end under a read depends on how
- * slow the read is (a loaded machine, ASan). */
-#define LIVE_WAIT_NS (1000ull * 1000000u)
-/* The threads that ended under a read, remembered so as not to be tried
- * again: the last ones of them. */
-#define GONE_RING 32
-
-/* The threads of pid other than the leader into *tids (*cap long, grown
- * as needed), in the kernel's order: oldest first, since a new thread
- * joins the tail of its process's list.  Returns how many; 0 if the list
+/* The threads of pid into *tids (*cap long, grown as needed), in the
+ * kernel's order: the leader, then oldest first, since a new thread joins
+ * the tail of its process's list.  Returns how many; 0 if the list
  * cannot be read. */
 static size_t
 list_threads(pid_t pid, pid_t **tids, size_t *cap)
@@ -79,7 +48,7 @@ list_threads(pid_t pid, pid_t **tids, size_t *cap)
 	while ((de = readdir(dir)) != NULL) {
 		pid_t tid = stop_task_tid(de->d_name);
 
-		if (!tid || tid == pid)
+		if (!tid)
 			continue;
 		if (n == *cap) {
 			size_t c = *cap ? *cap * 2 : 64;
@@ -95,6 +64,28 @@ list_threads(pid_t pid, pid_t **tids, size_t *cap)
 	closedir(dir);
 	return n;
 }
+
+pid_t
+dump_find_thread(pid_t pid, bool (*match)(pid_t pid, pid_t tid, void *arg), void *arg)
+{
+	pid_t *tids = NULL, found = 0;
+	size_t cap = 0, n = list_threads(pid, &tids, &cap), i;
+
+	for (i = 0; i < n && !found; i++)
+		if (match(pid, tids[i], arg))
+			found = tids[i];
+	free(tids);
+	return found;
+}
+
+/* How long to go on looking for a thread to read a process through while
+ * its threads end (live_thread(), via_live_thread()): a bound in time
+ * rather than only in tries, because how many threads end under a read
+ * depends on how slow the read is (a loaded machine, ASan). */
+#define LIVE_WAIT_NS (1000ull * 1000000u)
+/* The threads that ended under a read, remembered so as not to be tried
+ * again: the last ones of them. */
+#define GONE_RING 32
 
 /* A thread of pid other than the leader that is not exiting
  * (stop_thread_exiting()) and not in avoid[n]: the oldest such, or with
@@ -124,6 +115,8 @@ live_thread(pid_t pid, const pid_t *avoid, size_t n, bool youngest, uint64_t dea
 		for (i = 0; i < m && !found; i++) {
 			pid_t tid = tids[youngest ? m - 1 - i : i];
 
+			if (tid == pid)
+				continue;
 			if (tid_in(tid, avoid, n))
 				ending = ending || stop_thread_exiting(pid, tid);
 			else if (stop_thread_exiting(pid, tid))
