@@ -45,6 +45,19 @@
  * CPU: it is waited for this long (or the stop timeout, if longer).  That
  * holds nothing of the target, and a dump that stops nothing fails. */
 #define CPU_WAIT_MS 2000
+
+/* CPU_WAIT_MS, or for the tests CTXDUMP_TEST_CPU_WAIT_MS (1 to 2000):
+ * a wait that runs out is not sure to on an idle machine, where the
+ * kernel lets a starved thread run a little every second (the real-time
+ * throttling gives the others 5 %). */
+static unsigned
+cpu_wait_ms(void)
+{
+	const char *e = getenv("CTXDUMP_TEST_CPU_WAIT_MS");
+	int ms = e ? atoi(e) : 0;
+
+	return ms > 0 && ms <= CPU_WAIT_MS ? (unsigned)ms : CPU_WAIT_MS;
+}
 /* Threads from which their names are read on a second thread, from
  * before the stop on and during it (stop_prefetch()): a name costs about
  * 2.3 us, starting a thread some 30-50 us. */
@@ -1545,7 +1558,7 @@ dump_process(const struct ctxdump_control *ctl, unsigned slot_tries)
 
 	/* ---- threads stopped from here ---- */
 	t_stop = remote_now_ns();
-	r = stop_all(&ss, ctl->tid, ctl->stop_timeout_ms, CPU_WAIT_MS, NULL);
+	r = stop_all(&ss, ctl->tid, ctl->stop_timeout_ms, cpu_wait_ms(), NULL);
 	if (r == -EPERM) {
 		stop_release(&ss);
 		cli_warn("attach: ptrace(PTRACE_SEIZE, %d): %s", (int)ss.fail_tid,
