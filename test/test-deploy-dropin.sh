@@ -120,6 +120,9 @@ check "says why" contains "$dp_err" "a directory name with a newline or carriage
 check "nothing written" test ! -e "$nlroot/etc/systemd/system/nginx.service.d"
 expect_status 1 "also with --print" "$S" systemd-dropin --print --root "$nlroot" nginx
 expect_status 0 "removing below it works" "$S" systemd-dropin --remove --root "$nlroot" nginx
+expect_status 1 "--root must exist" "$S" systemd-dropin --root "$dp_tmp/nonexistent" nginx
+check "the error names the command" contains "$dp_err" \
+	"ctxshim: systemd-dropin: --root: $dp_tmp/nonexistent: No such directory"
 
 # No unit file of that name: written all the same (an image build may
 # install the unit later), with a warning (old: silence).

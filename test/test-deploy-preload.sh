@@ -331,6 +331,8 @@ expect_status 1 "install refuses a library missing in the root" \
 check "names it" contains "$dp_err" "$root$lib: No such file"
 check "nothing written" test ! -e "$pf"
 expect_status 1 "--root must exist" "$S" preload status --root "$dp_tmp/nonexistent"
+check "the error names the command" contains "$dp_err" \
+	"ctxshim: preload: --root: $dp_tmp/nonexistent: No such directory"
 # The note that there was no file cannot be written: exit 1 with the
 # reason, as for the other files (old: dash exited 2 at the failed
 # redirection of ':', printing only its own "cannot create").
