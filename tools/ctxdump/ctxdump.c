@@ -1403,9 +1403,10 @@ dump_process(const struct ctxdump_control *ctl, unsigned slot_tries)
 		 * it could open defines it" would hide */
 		if (s->n_unopenable >= s->n_objects)
 			cli_warn("cannot look for " OTEL_THREAD_CTX_SYMBOL
-				 " in process %d: none of its %u objects could be "
+				 " in process %d: none of its %u object%s could be "
 				 "opened, the first %s%s: %s",
-				 (int)ctl->pid, s->n_objects, escaped(s->unopenable),
+				 (int)ctl->pid, s->n_objects, CLI_PL(s->n_objects),
+				 escaped(s->unopenable),
 				 s->unopenable_deleted ? " (deleted)" : "",
 				 output_open_error(s->unopenable_err));
 		else
@@ -1516,10 +1517,10 @@ dump_process(const struct ctxdump_control *ctl, unsigned slot_tries)
 
 		cli_warn(
 			"cannot tell whether process %d defines " OTEL_THREAD_CTX_SYMBOL
-			": %u of its %u objects could not be opened, the first "
+			": %u of its %u object%s could not be opened, the first "
 			"%s%s: %s; showing the other layouts",
 			(int)ctl->pid, s->n_unopenable, s->n_objects,
-			escaped(s->unopenable),
+			CLI_PL(s->n_objects), escaped(s->unopenable),
 			s->unopenable_deleted ? " (deleted)" : "",
 			output_open_error(s->unopenable_err));
 		run.partial = true;

@@ -10,6 +10,7 @@
 #include <stdarg.h>
 #include <string.h>
 
+#include "cli.h"
 #include "w3c.h"
 
 /* Everything goes through a buffer of our own (struct ob) and reaches
@@ -363,11 +364,12 @@ symbol_why(const struct dump *d, char *buf)
 
 	if (s->n_unopenable >= s->n_objects)
 		n = snprintf(buf, SYMBOL_WHY_MAX,
-			     "none of its %u objects could be opened", s->n_objects);
+			     "none of its %u object%s could be opened", s->n_objects,
+			     CLI_PL(s->n_objects));
 	else
 		n = snprintf(buf, SYMBOL_WHY_MAX,
-			     "%u of its %u objects could not be opened",
-			     s->n_unopenable, s->n_objects);
+			     "%u of its %u object%s could not be opened",
+			     s->n_unopenable, s->n_objects, CLI_PL(s->n_objects));
 	(void)snprintf(buf + n, SYMBOL_WHY_MAX - (size_t)n, ", the first %s%s: %s",
 		       s->unopenable, s->unopenable_deleted ? " (deleted)" : "",
 		       output_open_error(s->unopenable_err));
@@ -593,8 +595,9 @@ text_header(struct ob *f, const struct dump *d, const struct output_opts *o)
 	} else if (symbol_unread(d)) {
 		ob_printf(f,
 			  "Symbol: " OTEL_THREAD_CTX_SYMBOL
-			  " not found in the %u objects that could be opened (",
-			  d->sym.n_objects - d->sym.n_unopenable);
+			  " not found in the %u object%s that could be opened (",
+			  d->sym.n_objects - d->sym.n_unopenable,
+			  CLI_PL(d->sym.n_objects - d->sym.n_unopenable));
 		text_cstr(f, symbol_why(d, why));
 		ob_puts(f, ")\n");
 	} else if (symbol_misdefined(d)) {

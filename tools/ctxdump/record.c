@@ -1711,9 +1711,10 @@ warn_objects_denied(struct rec *rc, const struct etls_symbol *s)
 {
 	fprintf(stderr,
 		"%s: cannot look for " OTEL_THREAD_CTX_SYMBOL ", " LAY_ELASTIC_SYMBOL
-		", " LAY_CL_SYMBOL " in process %d: %u of its %u objects could not "
+		", " LAY_CL_SYMBOL " in process %d: %u of its %u object%s could not "
 		"be opened, the first ",
-		cli_name(), (int)rc->pid, s->n_unopenable, s->n_objects);
+		cli_name(), (int)rc->pid, s->n_unopenable, s->n_objects,
+		CLI_PL(s->n_objects));
 	warn_first_unopenable(s, "without trace context");
 	stop_diagnose_eperm(rc->pid, rc->pid);
 	rc->eperm_said = true;
@@ -1732,8 +1733,9 @@ warn_objects_unopenable(struct rec *rc, const struct etls_symbol *s)
 		fprintf(stderr,
 			"%s: cannot tell whether process %d "
 			"defines " OTEL_THREAD_CTX_SYMBOL
-			": %u of its %u objects could not be opened, the first ",
-			cli_name(), (int)rc->pid, s->n_unopenable, s->n_objects);
+			": %u of its %u object%s could not be opened, the first ",
+			cli_name(), (int)rc->pid, s->n_unopenable, s->n_objects,
+			CLI_PL(s->n_objects));
 	else
 		fprintf(stderr,
 			"%s: none of the objects of process %d that ctxdump could "
