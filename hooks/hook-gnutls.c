@@ -25,7 +25,7 @@
  * gnutls_record_send_file (GnuTLS 3.7.4) is not hooked: without kTLS it
  * sends the file through gnutls_record_send, whose calls from it are
  * followed (gt_file_lo); with kTLS the record layer is the kernel's,
- * which the shim does not see (README, Limitations).
+ * which the shim does not see (ctxshim(7), LIMITS).
  *
  * Connection of a session: its transport.  gnutls_transport_set_int()
  * stores the fd as the transport pointer; a custom transport stores a

@@ -48,7 +48,7 @@
  * evicting it, or a handler interrupting us on the same slot) leaves the
  * context alone rather than wait.
  *
- * Limits (also in the README):
+ * Limits (also in ctxshim(7), LIMITS):
  * - a ucontext evicted from a full table, or never seen by getcontext,
  *   makecontext or swapcontext, is untracked: switching to it keeps the
  *   thread's current context;

@@ -1831,7 +1831,7 @@ ctxshim_conn_virt_forget(const void *key)
  * CTXSHIM_PROPAGATE=transparent the parent-id goes out unchanged, and W3C
  * wants the list unchanged then too; dropping it all would change it just
  * as much and lose the leftmost members, those of the latest participants,
- * which the cut keeps: so both modes get the cut (README, Limitations).
+ * which the cut keeps: so both modes get the cut (ctxshim(7), LIMITS).
  * Out of line (conn-whole.h): the usual context takes
  * ctxshim_conn_compact_fast() there. */
 void
@@ -2081,7 +2081,7 @@ conn_head_new(struct ctxshim_conn *c,
 		if (__builtin_expect(b != NULL, 1)) {
 			/* Published from b even when the compact copy is not
 			 * whole: the slot's 178 bytes only serve later
-			 * switch-backs and library hooks (README, Limitations),
+			 * switch-backs and library hooks (ctxshim(7), LIMITS),
 			 * never the request's first publication. */
 			conn_build(b, cap, flags);
 			ctxshim_conn_compact_fast(&c->ctx, b);

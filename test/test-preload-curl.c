@@ -609,7 +609,7 @@ late_check(const struct late_case *c)
  * curl_easy_perform calls on one handle, or from its own
  * CURLOPT_PREREQFUNCTION right before the request is built.  Those
  * requests carry exactly the application's lines, once, and nothing of
- * ours (the README: "its headers go out exactly as set"); a blocking call
+ * ours (ctxshim(7): "its headers are sent exactly as set"); a blocking call
  * then shows the thread's own context, as when the line was there from
  * the start. */
 START_TEST(test_late_app_context)

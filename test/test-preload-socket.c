@@ -730,7 +730,7 @@ START_TEST(test_tpc_call_tracestate)
 	it_assert_path_body(it_read_response(fd), path);
 
 	/* Pipelined behind an unanswered request, the call runs under the
-	 * compact copy (preload/conn.h, README "Limitations"): the list is
+	 * compact copy (preload/conn.h, ctxshim(7) LIMITS): the list is
 	 * cut from the right after a whole member, in both modes. */
 	n = (size_t)snprintf(head, sizeof(head),
 			     "GET /block/first HTTP/1.1\r\n" TP2 "\r\n");

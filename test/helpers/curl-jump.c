@@ -69,7 +69,7 @@
  * every jump the thread blocked no more than SIGSEGV (hook-curl.c, which
  * lets faults through its block, used to leave every other signal blocked
  * for good).  A jump out of the few instructions that hold hook-curl.c's
- * lock leaves it held (README.md Limitations): the main thread may stop
+ * lock leaves it held (ctxshim(7), LIMITS): the main thread may stop
  * there, and the other thread prints what it saw by then. */
 #include "config.h"
 
