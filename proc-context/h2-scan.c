@@ -446,39 +446,23 @@ string_end(struct h2_scan *st, const struct h2_scan_config *cfg)
 	return H2_SCAN_MORE;
 }
 
-/* The code longer than the pair table's bits (h2-huff.h) at the top of
- * w (acc's top 32 bits): its length, compared against each length's
- * last code (huff_end[30] is above every 30-bit value), and its index in
+/* The code at the top of w (acc's top 32 bits), known to be at least
+ * l bits long: its length, compared against each length's last code
+ * from l on (huff_end[30] is above every 30-bit value), and its index in
  * huff_sym (256: EOS).  The caller knows that 30 bits are there, or
  * checks the length it returns against the bits it has. */
 static inline __attribute__((always_inline)) unsigned
-huff_long(uint32_t w, int32_t *idx)
+huff_len(uint32_t w, unsigned l, int32_t *idx)
 {
-	unsigned l;
 	uint32_t c;
 
-	for (l = H2_HUFF_PAIR_BITS + 1;; l++) {
+	for (;; l++) {
 		c = w >> (32 - l);
 		if (c < huff_end[l])
 			break;
 	}
 	*idx = (int32_t)c + huff_off[l];
 	return l;
-}
-
-/* The two symbols of a pair entry at dst[0] and dst[1] (the second a
- * spare byte when the entry has one code). */
-static inline __attribute__((always_inline)) void
-huff_store2(uint8_t *dst, uint32_t e)
-{
-#if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_BIG_ENDIAN__
-	uint16_t two = (uint16_t)e;
-
-	memcpy(dst, &two, 2);
-#else
-	dst[0] = (uint8_t)e;
-	dst[1] = (uint8_t)(e >> 8);
-#endif
 }
 
 /* Huffman codes from acc (its top bits), so that every code taken is
@@ -505,27 +489,29 @@ huff_codes(uint64_t *accp,
 	size_t len = *lenp;
 
 	do {
-		uint32_t e = h2_huff_pair[acc >> (64 - H2_HUFF_PAIR_BITS)];
-		unsigned l;
+		const struct h2_huff_pair *e =
+			&h2_huff_pair[acc >> (64 - H2_HUFF_PAIR_BITS)];
+		unsigned l = e->bits;
 
-		if (__builtin_expect(e != 0, 1)) {
-			/* one or two codes */
-			l = H2_HUFF_PAIR_L(e);
+		if (__builtin_expect(l != 0, 1)) {
+			/* one or two codes; both symbols stored (the second
+			 * a spare byte when there is one) */
 			if (mode == HM_STORE) {
-				huff_store2(dst + len, e);
+				memcpy(dst + len, e->sym, 2);
 			} else if (mode == HM_CAP) {
 				if (len < cap)
-					dst[len] = (uint8_t)e;
-				if (H2_HUFF_PAIR_N(e) == 2 && len + 1 < cap)
-					dst[len + 1] = (uint8_t)(e >> 8);
+					dst[len] = e->sym[0];
+				if (e->n == 2 && len + 1 < cap)
+					dst[len + 1] = e->sym[1];
 			}
-			len += H2_HUFF_PAIR_N(e);
+			len += e->n;
 		} else {
 			int32_t idx;
 
 			if (bits < 30)
 				break;
-			l = huff_long((uint32_t)(acc >> 32), &idx);
+			l = huff_len((uint32_t)(acc >> 32), H2_HUFF_PAIR_BITS + 1,
+				     &idx);
 			if (idx >= 256) {
 				eos = l;
 				break;
@@ -674,29 +660,31 @@ string_bytes(struct h2_scan *st, const uint8_t *p, size_t n, size_t *bad)
 	 * last are zeros: a code (or pair) is taken only if its length is
 	 * within bits. */
 	while (bits >= 5) {
-		uint32_t e = h2_huff_pair[acc >> (64 - H2_HUFF_PAIR_BITS)];
-		unsigned l, sym;
+		const struct h2_huff_pair *e =
+			&h2_huff_pair[acc >> (64 - H2_HUFF_PAIR_BITS)];
+		unsigned l = e->bits, sym;
+		int32_t idx;
 
-		if (e) {
-			l = H2_HUFF_PAIR_L(e);
+		if (l) {
 			if (l <= bits) {
 				if (len < cap)
-					dst[len] = (uint8_t)e;
-				if (H2_HUFF_PAIR_N(e) == 2 && len + 1 < cap)
-					dst[len + 1] = (uint8_t)(e >> 8);
-				len += H2_HUFF_PAIR_N(e);
+					dst[len] = e->sym[0];
+				if (e->n == 2 && len + 1 < cap)
+					dst[len + 1] = e->sym[1];
+				len += e->n;
 				acc <<= l;
 				bits -= l;
 				continue;
 			}
-			l = H2_HUFF_PAIR_L1(e);
+			/* the first code alone: its length (5 to 12) */
+			if (e->n == 2)
+				l = huff_len((uint32_t)(acc >> 32), 5, &idx);
 			if (l > bits)
 				break;
-			sym = e & 0xff;
+			sym = e->sym[0];
 		} else {
-			int32_t idx;
-
-			l = huff_long((uint32_t)(acc >> 32), &idx);
+			l = huff_len((uint32_t)(acc >> 32), H2_HUFF_PAIR_BITS + 1,
+				     &idx);
 			if (l > bits)
 				break;
 			if (idx >= 256) {

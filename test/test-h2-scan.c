@@ -1813,7 +1813,7 @@ huff_rfc_first(const uint32_t code[257], uint32_t v, unsigned nb, unsigned *len)
  * h2-huff.h). */
 START_TEST(huffman_pair_table)
 {
-	static uint32_t want[1u << H2_HUFF_PAIR_BITS];
+	static struct h2_huff_pair want[1u << H2_HUFF_PAIR_BITS];
 	const unsigned nb = H2_HUFF_PAIR_BITS;
 	uint32_t code[257];
 	const char *regen = getenv("H2_HUFF_REGEN");
@@ -1832,36 +1832,47 @@ START_TEST(huffman_pair_table)
 	for (v = 0; v < (1u << nb); v++) {
 		unsigned l1, l2;
 		int s1 = huff_rfc_first(code, v, nb, &l1), s2;
-		uint32_t e = 0;
+		struct h2_huff_pair e = {{0, 0}, 0, 0};
+		const struct h2_huff_pair *have = &h2_huff_pair[v];
 
 		if (s1 >= 0) {
 			s2 = huff_rfc_first(code, v & ((1u << (nb - l1)) - 1), nb - l1,
 					    &l2);
-			if (s2 >= 0)
-				e = (uint32_t)s1 | (uint32_t)s2 << 8 | (l1 + l2) << 16 |
-				    l1 << 24 | 2u << 30;
-			else
-				e = (uint32_t)s1 | l1 << 16 | l1 << 24 | 1u << 30;
+			e.sym[0] = (uint8_t)s1;
+			e.bits = (uint8_t)l1;
+			e.n = 1;
+			if (s2 >= 0) {
+				e.sym[1] = (uint8_t)s2;
+				e.bits = (uint8_t)(l1 + l2);
+				e.n = 2;
+			}
 		}
 		want[v] = e;
-		pairs += H2_HUFF_PAIR_N(e) == 2;
-		if (h2_huff_pair[v] != e && bad++ < 10)
-			fprintf(stderr, "h2_huff_pair[0x%03x] = 0x%08x, want 0x%08x\n",
-				v, h2_huff_pair[v], e);
+		pairs += e.n == 2;
+		if ((have->sym[0] != e.sym[0] || have->sym[1] != e.sym[1] ||
+		     have->bits != e.bits || have->n != e.n) &&
+		    bad++ < 10)
+			fprintf(stderr,
+				"h2_huff_pair[0x%03x] = {{%u, %u}, %u, %u}, "
+				"want {{%u, %u}, %u, %u}\n",
+				v, have->sym[0], have->sym[1], have->bits, have->n,
+				e.sym[0], e.sym[1], e.bits, e.n);
 	}
 	if (regen) {
 		FILE *f = fopen(regen, "w");
 
 		REQUIRE(f);
 		for (v = 0; v < (1u << nb); v++)
-			fprintf(f, "%s0x%08x,%s", v % 6 ? " " : "\t", want[v],
-				v % 6 == 5 || v + 1 == (1u << nb) ? "\n" : "");
+			fprintf(f, "%s{{%u, %u}, %u, %u},%s", v % 4 ? " " : "\t",
+				want[v].sym[0], want[v].sym[1], want[v].bits, want[v].n,
+				v % 4 == 3 || v + 1 == (1u << nb) ? "\n" : "");
 		REQUIRE(fclose(f) == 0);
 	}
 	REQUIRE(bad == 0);
 	/* 4 prefixes of codes longer than 12 bits; two codes in most */
 	REQUIRE(pairs == 2756);
-	REQUIRE(h2_huff_pair[0xffc] == 0 && h2_huff_pair[0xfff] == 0);
+	REQUIRE(h2_huff_pair[0xffc].bits == 0 && h2_huff_pair[0xfff].bits == 0);
+	REQUIRE(h2_huff_pair[0xffb].bits == 12 && h2_huff_pair[0xffb].sym[0] == '>');
 }
 END_TEST
 
