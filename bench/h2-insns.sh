@@ -41,7 +41,7 @@ BUILD=$(cd "$BUILD" 2>/dev/null && pwd) || {
 SHIM=$BUILD/libctxshim.so
 H2REQ=$BUILD/bench/bench-h2req
 N=${H2_REQS:-200}
-for t in valgrind nginx callgrind_annotate; do
+for t in valgrind nginx; do
 	command -v $t >/dev/null || {
 		echo "h2-insns: $t is missing" >&2
 		exit 2
@@ -77,17 +77,33 @@ cg() {
 }
 
 # fns FILE [OBJ]: "function self-instructions" of a profile (of object
-# OBJ only, if given), one per line
+# OBJ only, if given), one per line.  Read from the profile itself, not
+# from callgrind_annotate, which names the object of a function's lines
+# in its own file only: the lines inlined into it from other files
+# (fi=/fe=: hooks/hook-h2.h into conn.c's conn_h2_report(), ...) came
+# without one, and a filter by object left them out.  Names are
+# compressed ("ob=(id) name" once, then "ob=(id)"; cob= and cfn= define
+# them too); the line after calls= is the call's inclusive cost.
 fns() {
-	callgrind_annotate --inclusive=no --auto=no --threshold=100 "$1" 2>/dev/null |
-		awk -v obj="${2:-}" '
-		$1 ~ /^[0-9,]+$/ && (obj == "" || index($0, "[" ) && index($0, obj)) {
-			n = $1; gsub(/,/, "", n)
-			f = $0; sub(/^ *[0-9,]+ +(\([^)]*\) +)?/, "", f)
-			sub(/ \[.*$/, "", f); sub(/^.*:/, "", f)
-			s[f] += n
-		}
-		END { for (f in s) print f, s[f] }'
+	awk -v obj="${2:-}" '
+	function name(l, tab,   id, nm) {
+		sub(/^[a-z]+=/, "", l)
+		if (l !~ /^\(/)
+			return l
+		id = l; sub(/\).*/, "", id)
+		nm = l; sub(/^\([0-9]+\) ?/, "", nm)
+		if (nm != "")
+			tab[id] = nm
+		return tab[id]
+	}
+	/^c?ob=/ { o = name($0, obs); if ($0 ~ /^ob=/) ob = o; next }
+	/^c?fn=/ { f = name($0, fns); if ($0 ~ /^fn=/) fn = f; next }
+	/^calls=/ { skip = 1; next }
+	/^[0-9+*-]/ {
+		if (skip) { skip = 0; next }
+		if (obj == "" || index(ob, obj)) s[fn] += $NF
+	}
+	END { for (f in s) printf "%s %.0f\n", f, s[f] }' "$1"
 }
 
 # total FILE OBJ: instructions of OBJ in a profile
