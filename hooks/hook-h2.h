@@ -158,45 +158,96 @@ hook_h2_req_ts(struct hook_h2_req *q, const uint8_t *v, size_t len)
 	q->ts_len = q->ts_trunc.len;
 }
 
-/* One decoded header field of the request's header block, in order.
- * names: the configured extra header names (lower case), n of them. */
-static inline void
-hook_h2_req_header(struct hook_h2_req *q,
-		   const char (*names)[CTXSHIM_HEADER_NAME_MAX],
+/* What a field's name makes of it (hook_h2_field_kind()): kind, and for
+ * HOOK_H2_F_EXTRA the configured extra headers it is (bit i: names[i]).
+ * Worked out once per name where the names are known in advance (the
+ * socket level's scanner reports the index of a configured name:
+ * preload/conn.c), per field otherwise (hook_h2_req_header()). */
+enum {
+	HOOK_H2_F_NONE = 0,
+	HOOK_H2_F_METHOD,
+	HOOK_H2_F_PATH,
+	HOOK_H2_F_TP,
+	HOOK_H2_F_TS,
+	HOOK_H2_F_EXTRA,
+};
+struct hook_h2_kind {
+	uint8_t kind;
+	uint8_t extra;
+};
+
+/* names: the configured extra header names, n_names of them. */
+static inline __attribute__((always_inline)) struct hook_h2_kind
+hook_h2_field_kind(const char (*names)[CTXSHIM_HEADER_NAME_MAX],
 		   unsigned n_names,
 		   const uint8_t *name,
-		   size_t name_len,
-		   const uint8_t *value,
-		   size_t value_len)
+		   size_t name_len)
+{
+	struct hook_h2_kind k = {HOOK_H2_F_NONE, 0};
+	unsigned i;
+
+	if (name_len && name[0] == ':') {
+		if (hook_h2_name_is(name, name_len, ":method"))
+			k.kind = HOOK_H2_F_METHOD;
+		else if (hook_h2_name_is(name, name_len, ":path"))
+			k.kind = HOOK_H2_F_PATH;
+		return k;
+	}
+	if (hook_h2_name_is(name, name_len, "traceparent")) {
+		k.kind = HOOK_H2_F_TP;
+		return k;
+	}
+	if (hook_h2_name_is(name, name_len, "tracestate")) {
+		k.kind = HOOK_H2_F_TS;
+		return k;
+	}
+	for (i = 0; i < n_names && i < CTXSHIM_MAX_HEADER_ATTRS; i++)
+		if (hook_h2_name_is(name, name_len, names[i]))
+			k.extra |= (uint8_t)(1u << i);
+	if (k.extra)
+		k.kind = HOOK_H2_F_EXTRA;
+	return k;
+}
+
+/* One decoded header field of the request's header block, in order, by
+ * what its name makes of it (any k: one out of range does nothing). */
+static inline void
+hook_h2_req_field(struct hook_h2_req *q,
+		  struct hook_h2_kind k,
+		  const uint8_t *value,
+		  size_t value_len)
 {
 	unsigned i;
 
-	if (!name || (!value && value_len))
+	if (!value && value_len)
 		return;
 	if (!value)
 		value = (const uint8_t *)"";
-	if (name_len && name[0] == ':') {
-		if (!q->has_method && hook_h2_name_is(name, name_len, ":method")) {
-			q->has_method = true;
-			q->method_cut = value_len > HOOK_H2_METHOD_MAX;
-			q->method_len = (uint8_t)(value_len < HOOK_H2_METHOD_MAX
-							  ? value_len
-							  : HOOK_H2_METHOD_MAX);
-			memcpy(q->method, value, q->method_len);
-		} else if (!q->has_path && hook_h2_name_is(name, name_len, ":path")) {
-			q->has_path = true;
-			q->path_len = (uint16_t)(value_len < HOOK_H2_PATH_MAX
-							 ? value_len
-							 : HOOK_H2_PATH_MAX);
-			memcpy(q->path, value, q->path_len);
-		}
+	switch (k.kind) {
+	case HOOK_H2_F_METHOD:
+		if (q->has_method)
+			return;
+		q->has_method = true;
+		q->method_cut = value_len > HOOK_H2_METHOD_MAX;
+		q->method_len =
+			(uint8_t)(value_len < HOOK_H2_METHOD_MAX ? value_len
+								 : HOOK_H2_METHOD_MAX);
+		memcpy(q->method, value, q->method_len);
 		return;
-	}
-	if (hook_h2_name_is(name, name_len, "traceparent")) {
+	case HOOK_H2_F_PATH:
+		if (q->has_path)
+			return;
+		q->has_path = true;
+		q->path_len =
+			(uint16_t)(value_len < HOOK_H2_PATH_MAX ? value_len
+								: HOOK_H2_PATH_MAX);
+		memcpy(q->path, value, q->path_len);
+		return;
+	case HOOK_H2_F_TP:
 		if (q->n_tp < UINT8_MAX)
 			q->n_tp++;
 		if (q->n_tp == 1) {
-			size_t k;
+			size_t n;
 
 			/* w3c_traceparent_kept_len() wants the value without
 			 * its OWS, as the HTTP/1 scanner gives it: nghttp2
@@ -209,21 +260,24 @@ hook_h2_req_header(struct hook_h2_req *q,
 			while (value_len && (value[value_len - 1] == ' ' ||
 					     value[value_len - 1] == '\t'))
 				value_len--;
-			k = value_len < HOOK_H2_TP_MAX ? value_len : HOOK_H2_TP_MAX;
-			memcpy(q->tp, value, k);
+			n = value_len < HOOK_H2_TP_MAX ? value_len : HOOK_H2_TP_MAX;
+			memcpy(q->tp, value, n);
 			q->tp_len = (uint8_t)w3c_traceparent_kept_len(
 				(const char *)value, value_len, HOOK_H2_TP_MAX);
 		}
 		return;
-	}
-	if (hook_h2_name_is(name, name_len, "tracestate")) {
+	case HOOK_H2_F_TS:
 		hook_h2_req_ts(q, value, value_len);
 		return;
+	case HOOK_H2_F_EXTRA:
+		break;
+	default:
+		return;
 	}
-	for (i = 0; i < n_names && i < CTXSHIM_MAX_HEADER_ATTRS; i++) {
-		size_t have, k;
+	for (i = 0; i < CTXSHIM_MAX_HEADER_ATTRS; i++) {
+		size_t have, n;
 
-		if (!hook_h2_name_is(name, name_len, names[i]))
+		if (!(k.extra & (1u << i)))
 			continue;
 		have = (q->extra_seen & (1u << i)) ? q->extra_len[i] : 0;
 		if (have > HOOK_H2_EXTRA_MAX)
@@ -232,12 +286,29 @@ hook_h2_req_header(struct hook_h2_req *q,
 			memcpy(q->extra[i] + have, ", ", 2);
 			have += 2;
 		}
-		k = value_len < HOOK_H2_EXTRA_MAX - have ? value_len
+		n = value_len < HOOK_H2_EXTRA_MAX - have ? value_len
 							 : HOOK_H2_EXTRA_MAX - have;
-		memcpy(q->extra[i] + have, value, k);
-		q->extra_len[i] = (uint16_t)(have + k);
+		memcpy(q->extra[i] + have, value, n);
+		q->extra_len[i] = (uint16_t)(have + n);
 		q->extra_seen |= (uint8_t)(1u << i);
 	}
+}
+
+/* One decoded header field of the request's header block, in order.
+ * names: the configured extra header names (lower case), n of them. */
+static inline void
+hook_h2_req_header(struct hook_h2_req *q,
+		   const char (*names)[CTXSHIM_HEADER_NAME_MAX],
+		   unsigned n_names,
+		   const uint8_t *name,
+		   size_t name_len,
+		   const uint8_t *value,
+		   size_t value_len)
+{
+	if (!name)
+		return;
+	hook_h2_req_field(q, hook_h2_field_kind(names, n_names, name, name_len), value,
+			  value_len);
 }
 
 /* The collected request, for ctxshim_request_ctx(). */

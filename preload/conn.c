@@ -283,10 +283,12 @@ _Static_assert(sizeof(struct conn_h2) <= sizeof(struct http_scan_capture) &&
 static struct fcgi_scan_config conn_fcgi_cfg;
 
 /* The header fields an HTTP/2 request's context is built from ("HTTP/2"
- * below): the scanner's configuration, and CTXSHIM_HEADER_ATTRS in lower
- * case, as hook_h2_req_header() is given them. */
+ * below): the scanner's configuration, CTXSHIM_HEADER_ATTRS in lower
+ * case, and what each configured name k makes of its fields
+ * (hooks/hook-h2.h; worked out once: not a compare of names per field). */
 static struct h2_scan_config conn_h2_cfg;
 static char conn_h2_names[CTXSHIM_MAX_HEADER_ATTRS][CTXSHIM_HEADER_NAME_MAX];
+static struct hook_h2_kind conn_h2_kind[H2_SCAN_KEEP_MAX];
 static int conn_h2_k_tracestate = -1, conn_h2_k_traceparent = -1;
 /* The process made an nghttp2 server session (ctxshim_conn_h2_library()). */
 static _Atomic bool conn_h2_lib;
@@ -701,6 +703,11 @@ conn_h2_config(void)
 		conn_h2_names[i][j] = '\0';
 		(void)h2_scan_config_add(&conn_h2_cfg, conn_h2_names[i]);
 	}
+	for (i = 0; i < conn_h2_cfg.n && i < H2_SCAN_KEEP_MAX; i++)
+		conn_h2_kind[i] = hook_h2_field_kind(
+			(const char(*)[CTXSHIM_HEADER_NAME_MAX])conn_h2_names,
+			ctxshim_cfg.n_header_attrs,
+			(const uint8_t *)conn_h2_cfg.name[i], conn_h2_cfg.name_len[i]);
 }
 
 void
@@ -2431,7 +2438,7 @@ ctxshim_conn_fcgi_feed(struct ctxshim_conn *c,
  * whose request then gets no context (a new trace is not the client's);
  * one H2_SCAN_F_CUT
  * (longer than H2_SCAN_VALUE_MAX) is passed with its first bytes, and
- * hook_h2_req_header() decides as for any long value (a method over 20
+ * hook_h2_req_field() decides as for any long value (a method over 20
  * bytes is "_OTHER" without an original, a path is kept to 256 bytes, a
  * traceparent that long is invalid); but a tracestate field cut or
  * unknown drops the whole list (its members would be wrong or missing:
@@ -2842,10 +2849,7 @@ conn_h2_field(struct ctxshim_conn *c, unsigned own, const struct h2_scan *st)
 	}
 	if ((f.flags & H2_SCAN_F_UNKNOWN) || (!f.value && f.len))
 		return;
-	hook_h2_req_header(q, (const char(*)[CTXSHIM_HEADER_NAME_MAX])conn_h2_names,
-			   ctxshim_cfg.n_header_attrs,
-			   (const uint8_t *)conn_h2_cfg.name[k],
-			   conn_h2_cfg.name_len[k], f.value, f.len);
+	hook_h2_req_field(q, conn_h2_kind[k], f.value, f.len);
 }
 
 /* The context of request q (NULL: one without a reported field). */
