@@ -53,10 +53,9 @@
 static unsigned
 cpu_wait_ms(void)
 {
-	const char *e = getenv("CTXDUMP_TEST_CPU_WAIT_MS");
-	int ms = e ? atoi(e) : 0;
+	unsigned ms = dump_test_ms("CTXDUMP_TEST_CPU_WAIT_MS", CPU_WAIT_MS);
 
-	return ms > 0 && ms <= CPU_WAIT_MS ? (unsigned)ms : CPU_WAIT_MS;
+	return ms ? ms : CPU_WAIT_MS;
 }
 /* Threads from which their names are read on a second thread, from
  * before the stop on and during it (stop_prefetch()): a name costs about

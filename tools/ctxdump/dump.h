@@ -264,6 +264,11 @@ int dump_unwind_sync(pid_t pid,
 		     const struct remote_image *img,
 		     bool after_stop);
 
+/* A test hook's number of milliseconds from environment variable name:
+ * 1 to max, or 0 when it is unset, not a plain decimal number, or out of
+ * range (then ignored: the normal behaviour). */
+unsigned dump_test_ms(const char *name, unsigned max);
+
 /* CTXDUMP_TEST_SYNC_PAUSE_MS: sleep so long after the module list's read
  * before the stop and before its read after the threads' release (--stacks
  * and each round of record), so that a test sees a library swapped around

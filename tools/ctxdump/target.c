@@ -334,19 +334,28 @@ dump_unwind_sync(pid_t pid,
 	return via_live_thread(pid, mem_pid, unwind_sync_at, &a);
 }
 
+unsigned
+dump_test_ms(const char *name, unsigned max)
+{
+	const char *e = getenv(name);
+	unsigned long ms;
+	char *end;
+
+	if (!e || *e < '0' || *e > '9')
+		return 0; /* unset, or spaces or a sign strtoul() would take */
+	errno = 0;
+	ms = strtoul(e, &end, 10);
+	return errno || *end || ms > max ? 0 : (unsigned)ms;
+}
+
 void
 dump_test_sync_pause(void)
 {
 	static int ms = -1;
 	struct timespec ts;
 
-	if (ms < 0) {
-		const char *e = getenv("CTXDUMP_TEST_SYNC_PAUSE_MS");
-
-		ms = e ? atoi(e) : 0;
-		if (ms < 0 || ms > 1000)
-			ms = 0;
-	}
+	if (ms < 0)
+		ms = (int)dump_test_ms("CTXDUMP_TEST_SYNC_PAUSE_MS", 1000);
 	if (!ms)
 		return;
 	ts.tv_sec = ms / 1000;
