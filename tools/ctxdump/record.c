@@ -1129,25 +1129,12 @@ sample_round(struct rec *rc)
 	sync_modules(rc, false);
 	dump_test_sync_pause();
 
-	/* A late thread that ran execve() since the last look is at the
-	 * process id now, where only a look finds it (late_pass()): else
-	 * stop_all() would not take it over but fail to seize it (EPERM:
-	 * ours already).  No stop is lost: one that came between rounds was
-	 * let go already (SIGCHLD). */
-	stop_late_release(&rc->late, 0);
-
 	/* ---- threads stopped from here ---- */
 	stop_init(&ss, rc->pid);
 	/* a thread still seized from an earlier round is taken into this
-	 * one as it is (stop_all()): sampled if its stop comes in time */
+	 * one as it is (stop_all()), also one that ran execve() since: sampled
+	 * if its stop comes in time */
 	r = stop_all(&ss, 0, STOP_TIMEOUT_MS, CPU_WAIT_MS, &rc->late);
-	if (r == -EPERM && stop_late_busy(&rc->late)) {
-		/* the same in the instant since: ours, still not stopped:
-		 * skip the round */
-		stop_late_release(&rc->late, 0);
-		if (stop_late_has(&rc->late, ss.fail_tid))
-			r = -EAGAIN;
-	}
 	if (r == -ETIMEDOUT) {
 		/* nothing stopped in time, but the process lives: skip the
 		 * round */

@@ -1490,6 +1490,7 @@ late_take(struct stop_set *s, struct stop_late *l, size_t from)
 			/* waited for only while no thread is held (late_wait()) */
 			t->status = STOP_TIMEOUT;
 			t->late = true;
+			t->err = 0;
 			if (!s->t_first_ns)
 				s->t_first_ns = remote_now_ns();
 			continue;
@@ -1500,6 +1501,41 @@ late_take(struct stop_set *s, struct stop_late *l, size_t from)
 	}
 	__atomic_store_n(&l->n, k, __ATOMIC_RELAXED);
 	__atomic_store_n(&l->busy, busy, __ATOMIC_RELAXED);
+}
+
+/* Is tid one of l's?  (With SIGCHLD blocked: the handler changes l.) */
+static bool
+late_has(const struct stop_late *l, pid_t tid)
+{
+	size_t i;
+
+	for (i = 0; i < l->n; i++)
+		if (l->tid[i] == tid)
+			return true;
+	return false;
+}
+
+/* PTRACE_SEIZE of thread t (listed in this round: from s->t[from] on)
+ * failed with EPERM, while threads of l are late.  It may be one of them:
+ * a late thread that ran execve() since l was looked at last goes on
+ * with the process id (the kernel gives the thread that runs it the
+ * leader's, de_thread()), where only a pass over l finds it (late_pass(),
+ * which interrupts it again there: its interrupt may not have outlived
+ * the exec).  Found there, still not stopped, it is taken over as any
+ * late thread (late_take()); let go by the pass (its stop had come), it
+ * is seized again.  Returns what seize() did, 0 for a take-over. */
+static int
+seize_late(struct stop_set *s, struct stop_late *l, size_t from, struct stop_thread *t)
+{
+	(void)late_pass(l);
+	if (!late_has(l, t->tid))
+		return seize(s, t);
+	late_take(s, l, from);
+	if (!t->late)
+		return seize(s, t); /* ended: its exit is still to come */
+	/* an id that changed: an exec (exec_leader(), stop_ran_exec()) */
+	s->exec_seen = true;
+	return 0;
 }
 
 /* The threads taken over by late_take() that did not stop meanwhile are
@@ -1634,6 +1670,7 @@ named:
 			late_take(s, late, first_new);
 		for (i = first_new; i < s->n; i++) {
 			struct stop_thread *t = &s->t[i];
+			int e;
 
 			if (t->late) {
 				seized_any = true; /* by late_take() */
@@ -1643,7 +1680,14 @@ named:
 				t->status = STOP_VANISHED;
 				continue;
 			}
-			if (seize(s, t) == -EPERM && !seized_any) {
+			e = seize(s, t);
+			if (e == -EPERM && late && late->n)
+				e = seize_late(s, late, first_new, t);
+			if (t->late) {
+				seized_any = true;
+				continue;
+			}
+			if (e == -EPERM && !seized_any) {
 				s->fail_tid = t->tid;
 				s->fail_err = t->err;
 				r = -EPERM;
@@ -2022,18 +2066,6 @@ stop_late_release(struct stop_late *l, unsigned wait_ms)
 			return;
 		usleep(1000);
 	}
-}
-
-bool
-stop_late_has(const struct stop_late *l, pid_t tid)
-{
-	size_t i, n = __atomic_load_n(&l->n, __ATOMIC_RELAXED);
-
-	/* the handler only ever shortens the list, in place */
-	for (i = 0; i < n && i < l->n; i++)
-		if (l->tid[i] == tid)
-			return true;
-	return false;
 }
 
 size_t

@@ -125,13 +125,15 @@ struct stop_late;
  * of late into s as it is, seized with its interrupt pending: stopped if
  * its stop is there, or comes in time once the others were waited for and
  * none of them stopped (a wait for it then holds nothing), else late once
- * more (STOP_TIMEOUT).  Call it with late from the thread that called
- * stop_late_add().  timeout_ms
- * bounds each wait for the stops -- but while no thread is stopped (held)
- * yet and one still to stop is runnable (waits for a CPU), the wait goes
- * on until cpu_wait_ms after its start (no longer than timeout_ms if
- * cpu_wait_ms is not more), and once one stops, the others get
- * timeout_ms from then.  Returns
+ * more (STOP_TIMEOUT).  One whose seize fails with EPERM (ours already)
+ * is looked for in late once more after a pass over it: a late thread
+ * that ran execve() is at the process id now, and is taken over there.
+ * Call it with late from the thread that called stop_late_add().
+ * timeout_ms bounds each wait for the stops -- but while no thread is
+ * stopped (held) yet and one still to stop is runnable (waits for a CPU),
+ * the wait goes on until cpu_wait_ms after its start (no longer than
+ * timeout_ms if cpu_wait_ms is not more), and once one stops, the others
+ * get timeout_ms from then.  Returns
  *   0        at least one thread is stopped (see the per-thread status),
  *   -EPERM   the first thread could not be seized (fail_tid, fail_err),
  *   -ESRCH   the process (or thread only_tid) does not exist or every
@@ -206,9 +208,6 @@ int stop_late_add(struct stop_late *l, const struct stop_set *s);
 /* Detach the late threads that have stopped by now and collect the ones
  * that exited; keep the others.  With wait_ms, poll that long for them. */
 void stop_late_release(struct stop_late *l, unsigned wait_ms);
-
-/* Is tid one of l's? */
-bool stop_late_has(const struct stop_late *l, pid_t tid);
 
 /* How many late threads may still stop (l->n less the ended ones waiting
  * for their exit to be collected): those are worth a wait or a fast poll,
