@@ -292,7 +292,13 @@ struct rec {
 	 * or exited and are not collected yet): let go as soon as they can */
 	struct stop_late late;
 
-	uint64_t rounds, samples, lost_ticks, failed_rounds, timeouts;
+	uint64_t rounds, samples, lost_ticks, failed_rounds;
+	/* Once per round and thread that did not stop in the round's time
+	 * (a late one each round it is still late): each is a sample the
+	 * recording lacks, and each skipped round has one at least.  Not
+	 * once per thread: a thread late for 300 rounds would count as one
+	 * that missed one, and the summary would hide the gap. */
+	uint64_t timeouts;
 	uint64_t skipped_rounds;
 	uint64_t exec_rounds; /* dropped: an exec happened before their end */
 	int last_err;         /* of a failed round */
@@ -1982,8 +1988,8 @@ print_summary(const struct rec *rc, uint64_t elapsed, bool failed)
 		fprintf(stderr, "; %" PRIu64 " tick%s missed", rc->lost_ticks,
 			CLI_PL(rc->lost_ticks));
 	if (rc->timeouts)
-		fprintf(stderr, "; %" PRIu64 " thread stop%s timed out", rc->timeouts,
-			CLI_PL(rc->timeouts));
+		fprintf(stderr, "; %" PRIu64 " time%s a thread did not stop in time",
+			rc->timeouts, CLI_PL(rc->timeouts));
 	if (rc->skipped_rounds)
 		fprintf(stderr,
 			"; %" PRIu64 " round%s skipped (no thread stopped in time)",
