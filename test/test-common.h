@@ -84,11 +84,24 @@ int test_run_capture(char *const argv[],
 		     char **out,
 		     char **err,
 		     int timeout_ms);
-/* ctxdump with the arguments args (NULL-terminated, up to 13) as
- * test_run_capture() runs it, as root without the capabilities that
- * /proc/PID/map_files needs (a replaced or deleted file mapped can then not
- * be opened, as for another user); as it is when not root or without
- * setpriv.  Returns its exit status. */
+/* --stop-timeout=MS for a one-shot dump whose subject is what it reads,
+ * not how soon the threads stop: ten times ctxdump's default 500 ms,
+ * scaled by test_time_scale(), at most ctxdump's 60000.  On a loaded
+ * machine (load 15-30 on 2 CPUs, sanitizer runs beside) a thread waited
+ * for a CPU past the default.  The string is static. */
+const char *test_stop_timeout_arg(void);
+/* argv for ctxdump with the arguments args (NULL-terminated): its path,
+ * test_stop_timeout_arg() unless args start with the subcommand record or
+ * report (which take no such option), then args, then NULL; cap entries
+ * in all at most (fails the test otherwise).  ctxdump takes the last of
+ * a repeated option, so a --stop-timeout in args (a test of the timeout
+ * itself) wins.  Returns the number of arguments without the NULL. */
+int test_ctxdump_argv(char **argv, int cap, const char *const *args);
+/* ctxdump with the arguments args (NULL-terminated, up to 13; as
+ * test_ctxdump_argv() puts them) as test_run_capture() runs it, as root
+ * without the capabilities that /proc/PID/map_files needs (a replaced or
+ * deleted file mapped can then not be opened, as for another user); as it
+ * is when not root or without setpriv.  Returns its exit status. */
 int test_run_ctxdump_no_map_files(char **out,
 				  char **err,
 				  const char *const *args,

@@ -23,33 +23,25 @@
 
 #define RUN_TIMEOUT_MS 30000
 
-/* --stop-timeout for dumps that must not time out: four times the
- * default, scaled.  A thread under churn stops in microseconds; the
- * default 500 ms was seen to run out under ASan on a loaded machine. */
-static const char *
-stop_timeout_arg(void)
-{
-	static char arg[48];
-
-	snprintf(arg, sizeof(arg), "--stop-timeout=%u", 2000 * test_time_scale());
-	return arg;
-}
-
-/* Run ctxdump with up to 8 arguments (NULL-terminated); returns the exit
- * status, fails the test if it did not exit normally. */
+/* Run ctxdump with up to 10 arguments (NULL-terminated; as
+ * test_ctxdump_argv() puts them); returns the exit status, fails the
+ * test if it did not exit normally. */
 static int
 run_ctxdump(char **out, char **err, const char *a1, ...)
 {
-	char *argv[12];
+	const char *args[11];
+	char *argv[13];
 	va_list ap;
 	int n = 0, st;
 
-	argv[n++] = (char *)test_ctxdump_path();
 	va_start(ap, a1);
-	for (const char *a = a1; a && n < 11; a = va_arg(ap, const char *))
-		argv[n++] = (char *)a;
+	for (const char *a = a1; a; a = va_arg(ap, const char *)) {
+		ck_assert_int_lt(n, 10);
+		args[n++] = a;
+	}
 	va_end(ap);
-	argv[n] = NULL;
+	args[n] = NULL;
+	test_ctxdump_argv(argv, 13, args);
 	st = test_run_capture(argv, NULL, false, out, err, RUN_TIMEOUT_MS);
 	ck_assert_msg(WIFEXITED(st), "ctxdump did not exit normally (status 0x%x)", st);
 	return WEXITSTATUS(st);
@@ -1256,7 +1248,7 @@ START_TEST(churn_during_dump)
 	snprintf(arg, sizeof(arg), "%d", (int)h.pid);
 	for (run = 0; run < 25; run++) {
 		char *out, *err;
-		int r = run_ctxdump(&out, &err, stop_timeout_arg(), "-j", arg, NULL);
+		int r = run_ctxdump(&out, &err, "-j", arg, NULL);
 		const char *ex = strstr(out, "\"exited_threads\": ");
 
 		/* a thread that ends during the dump is left out: no error */

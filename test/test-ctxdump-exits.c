@@ -125,18 +125,15 @@ exited_threads(const char *json)
 START_TEST(exits_during_dump)
 {
 	static const char *const opts[] = {"--burst", "2", NULL};
-	char arg[16], timeout[48];
+	char arg[16];
 	unsigned run, met = 0;
 	struct target t;
 
 	target_start(&t, opts, 4);
 	snprintf(arg, sizeof(arg), "%d", (int)t.pid);
-	snprintf(timeout, sizeof(timeout), "--stop-timeout=%u",
-		 2000 * test_time_scale());
 	for (run = 0; run < 300 && (run < 10 || met < 3); run++) {
 		char *out, *err;
-		int r = prof_run(&out, &err, timeout, run % 3 == 2 ? "-js" : "-j", arg,
-				 NULL);
+		int r = prof_run(&out, &err, run % 3 == 2 ? "-js" : "-j", arg, NULL);
 		unsigned i;
 
 		ck_assert_msg(r == 0, "run %u: exit %d: %s", run, r, err);
@@ -246,9 +243,10 @@ START_TEST(killed_before_stacks)
 
 		target_start(&t, NULL, 8);
 		snprintf(arg, sizeof(arg), "%d", (int)t.pid);
-		pid = dump_start(
-			(char *[]){(char *)test_ctxdump_path(), "-s", "-j", arg, NULL},
-			outf, errf);
+		pid = dump_start((char *[]){(char *)test_ctxdump_path(),
+					    (char *)test_stop_timeout_arg(), "-s", "-j",
+					    arg, NULL},
+				 outf, errf);
 		while ((w = waitpid(pid, &st, WNOHANG)) == 0) {
 			int tp = prof_tracer_of(t.pid, t.pid);
 
@@ -448,7 +446,8 @@ START_TEST(stacks_through_ending_threads)
 	static const char *const opts[] = {"--relay", "4", "--leader-exit", NULL};
 	char arg[16], file[PATH_MAX], errf[PATH_MAX], *out, *err, *line;
 	const char *args[] = {"-F", "50", "-d", "2", "-o", file, arg, NULL};
-	char *dump_argv[] = {(char *)test_ctxdump_path(), "--stacks", arg, NULL};
+	char *dump_argv[] = {(char *)test_ctxdump_path(),
+			     (char *)test_stop_timeout_arg(), "--stacks", arg, NULL};
 	struct target t;
 	unsigned waits = 0, i;
 	pid_t pid;
@@ -514,7 +513,8 @@ START_TEST(dump_through_short_lived_threads)
 	char path[PATH_MAX], arg[16], line[128], *out, *err;
 	char *argv[] = {(char *)prof_helper("relay", path, sizeof(path)), "8", "2",
 			NULL};
-	char *dump_argv[] = {(char *)test_ctxdump_path(), arg, NULL, NULL};
+	char *dump_argv[] = {(char *)test_ctxdump_path(),
+			     (char *)test_stop_timeout_arg(), arg, NULL, NULL};
 	struct test_child c;
 	pid_t pid;
 	unsigned i;
@@ -528,8 +528,8 @@ START_TEST(dump_through_short_lived_threads)
 	snprintf(arg, sizeof(arg), "%d", (int)pid);
 	for (i = 0; i < 40; i++) {
 		/* every fourth with --stacks */
-		dump_argv[1] = i % 4 == 3 ? "--stacks" : arg;
-		dump_argv[2] = i % 4 == 3 ? arg : NULL;
+		dump_argv[2] = i % 4 == 3 ? "--stacks" : arg;
+		dump_argv[3] = i % 4 == 3 ? arg : NULL;
 		st = test_run_capture(dump_argv, NULL, false, &out, &err, TIMEOUT_MS);
 		ck_assert_msg(WIFEXITED(st), "status 0x%x: %s", st, err);
 		/* 1: a thread that got no CPU to stop within the stop
@@ -603,7 +603,8 @@ START_TEST(dump_at_exec)
 	for (tries = 0; tries < 12 && met < 2; tries++) {
 		struct test_child c;
 		char arg[16], *out, *err;
-		char *argv[] = {(char *)test_ctxdump_path(), arg, NULL};
+		char *argv[] = {(char *)test_ctxdump_path(),
+				(char *)test_stop_timeout_arg(), arg, NULL};
 		bool exec;
 		pid_t pid;
 		int st;

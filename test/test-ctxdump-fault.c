@@ -78,7 +78,8 @@ static pid_t
 ctxdump_spawn(pid_t target, const char *opt)
 {
 	char arg[16];
-	char *argv[] = {(char *)test_ctxdump_path(), (char *)opt, arg, NULL};
+	char *argv[] = {(char *)test_ctxdump_path(), (char *)test_stop_timeout_arg(),
+			(char *)opt, arg, NULL};
 	pid_t pid;
 
 	snprintf(arg, sizeof(arg), "%d", (int)target);
@@ -254,11 +255,8 @@ START_TEST(busy_and_blocked_threads)
 		/* what is read, not how soon: 4 spinners on a loaded
 		 * machine may wait past the default 500 ms for a CPU */
 		char *dargv[] = {(char *)test_ctxdump_path(),
-				 (char *)opts[run % 3],
-				 "--stop-timeout",
-				 "5000",
-				 arg,
-				 NULL};
+				 (char *)test_stop_timeout_arg(), (char *)opts[run % 3],
+				 arg, NULL};
 		int st = test_run_capture(dargv, NULL, false, &out, &err, 30000);
 
 		ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status 0x%x: %s",

@@ -19,7 +19,8 @@ static char preload[4200], events[4200];
 static char *
 dump(pid_t pid, bool partial_ok, int *status)
 {
-	char arg[16], *argv[] = {(char *)test_ctxdump_path(), "--json", arg, NULL};
+	char arg[16], *argv[] = {(char *)test_ctxdump_path(),
+				 (char *)test_stop_timeout_arg(), "--json", arg, NULL};
 	char *out, *err;
 	int st;
 

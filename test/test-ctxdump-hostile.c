@@ -28,22 +28,26 @@
 
 #define RUN_TIMEOUT_MS 20000
 
-/* ctxdump [args...] PID: exit status; it must exit by itself in time. */
+/* ctxdump [args...] PID (up to 4 args; as test_ctxdump_argv() puts
+ * them): exit status; it must exit by itself in time. */
 static int
 run_ctxdump(char **out, char **err, pid_t pid, const char *a1, ...)
 {
+	const char *args[6];
 	char *argv[8], arg[16];
 	va_list ap;
 	int n = 0, st;
 
-	argv[n++] = (char *)test_ctxdump_path();
 	va_start(ap, a1);
-	for (const char *a = a1; a && n < 6; a = va_arg(ap, const char *))
-		argv[n++] = (char *)a;
+	for (const char *a = a1; a; a = va_arg(ap, const char *)) {
+		ck_assert_int_lt(n, 4);
+		args[n++] = a;
+	}
 	va_end(ap);
 	snprintf(arg, sizeof(arg), "%d", (int)pid);
-	argv[n++] = arg;
-	argv[n] = NULL;
+	args[n++] = arg;
+	args[n] = NULL;
+	test_ctxdump_argv(argv, 8, args);
 	st = test_run_capture(argv, NULL, false, out, err, RUN_TIMEOUT_MS);
 	ck_assert_msg(WIFEXITED(st), "ctxdump did not exit normally (status 0x%x)", st);
 	return WEXITSTATUS(st);
@@ -972,7 +976,8 @@ START_TEST(read_blocked_by_userfaultfd)
 {
 	char *argv[] = {(char *)test_helper_path("hostile-uffd"), NULL};
 	char line[256], arg[16], *out, *err;
-	char *cmd[] = {(char *)test_ctxdump_path(), arg, NULL};
+	char *cmd[] = {(char *)test_ctxdump_path(), (char *)test_stop_timeout_arg(),
+		       arg, NULL};
 	struct target t;
 	int st;
 

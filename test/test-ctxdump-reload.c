@@ -361,9 +361,7 @@ START_TEST(test_dump_dlopen_loop)
 	for (i = 0; i < DLOPEN_LOOP_DUMPS; i++) {
 		char *out = NULL, *err = NULL;
 
-		/* the slot read, not how soon the threads stop (a loaded
-		 * machine: past the default 500 ms) */
-		st = prof_run(&out, &err, "--stop-timeout", "5000", pid, NULL);
+		st = prof_run(&out, &err, pid, NULL);
 		ck_assert_msg(!strstr(err, "TLS slot"), "%s: dump %u: exit %d: %s",
 			      dlopen_loop_libs[_i], i, st, err);
 		ck_assert_msg(!strstr(err, "objects define"), "%s: dump %u: %s",

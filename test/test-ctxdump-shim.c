@@ -131,8 +131,10 @@ START_TEST(shim_context_and_records)
 {
 	char *argv[] = {(char *)threads_path(), "--wait", "3", NULL};
 	char line[1024], arg[16], *out = NULL, *err = NULL, *p, *end;
-	char *dump[] = {(char *)test_ctxdump_path(), "--json", arg, NULL};
-	char *text[] = {(char *)test_ctxdump_path(), arg, NULL};
+	char *dump[] = {(char *)test_ctxdump_path(), (char *)test_stop_timeout_arg(),
+			"--json", arg, NULL};
+	char *text[] = {(char *)test_ctxdump_path(), (char *)test_stop_timeout_arg(),
+			arg, NULL};
 	struct test_child c;
 	pid_t tids[8];
 	unsigned n = 0, i;
@@ -384,7 +386,8 @@ START_TEST(shim_env_carriers)
 	char *env[16], line[256], arg[16], v[256], ppid[64], *out = NULL, *err = NULL,
 							     *t;
 	bool own = false;
-	char *dump[] = {(char *)test_ctxdump_path(), "--json", arg, NULL};
+	char *dump[] = {(char *)test_ctxdump_path(), (char *)test_stop_timeout_arg(),
+			"--json", arg, NULL};
 	struct test_child c;
 	size_t n = 0;
 	int st;

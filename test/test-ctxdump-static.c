@@ -64,22 +64,24 @@ writer_finish(struct writer *w)
 		      "%s: writer did not exit normally (status 0x%x)", w->exe, status);
 }
 
-/* Runs ctxdump with up to three arguments before the pid; returns its exit
- * status, stdout in *out and stderr in *err (malloc'd). */
+/* Runs ctxdump with up to two arguments before the pid (as
+ * test_ctxdump_argv() puts them); returns its exit status, stdout in *out
+ * and stderr in *err (malloc'd). */
 static int
 run_ctxdump(
 	const struct writer *w, const char *a1, const char *a2, char **out, char **err)
 {
-	char pid[16];
-	char *argv[5] = {(char *)test_ctxdump_path(), NULL, NULL, NULL, NULL};
-	int status, k = 1;
+	const char *args[4] = {NULL};
+	char pid[16], *argv[6];
+	int status, k = 0;
 
 	snprintf(pid, sizeof(pid), "%d", (int)w->pid);
 	if (a1)
-		argv[k++] = (char *)a1;
+		args[k++] = a1;
 	if (a2)
-		argv[k++] = (char *)a2;
-	argv[k] = pid;
+		args[k++] = a2;
+	args[k] = pid;
+	test_ctxdump_argv(argv, 6, args);
 	status = test_run_capture(argv, NULL, false, out, err, TIMEOUT_MS);
 	ck_assert_msg(WIFEXITED(status), "%s: ctxdump died (status 0x%x)", w->exe,
 		      status);
@@ -587,7 +589,8 @@ START_TEST(test_stacks_table_window_not_target_memory)
 	static const char *const cfa[] = {"0x8000000000000000", "0x9000000000000000"};
 	char path[PATH_MAX], line[256], pid[16], *out, *err;
 	char *argv[3] = {NULL, (char *)cfa[_i], NULL};
-	char *dargv[4] = {(char *)test_ctxdump_path(), "--stacks", pid, NULL};
+	char *dargv[5] = {(char *)test_ctxdump_path(), (char *)test_stop_timeout_arg(),
+			  "--stacks", pid, NULL};
 	struct test_child c;
 	int st, p = 0;
 

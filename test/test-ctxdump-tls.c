@@ -404,18 +404,14 @@ writer_thread(const struct writer *w, pid_t tid)
 static struct jval *
 run_ctxdump(const struct writer *w, const char *opt)
 {
-	char pid[16], *out = NULL, *err = NULL;
-	char *argv[5] = {(char *)test_ctxdump_path(), "--json", NULL, NULL, NULL};
+	char pid[16], *out = NULL, *err = NULL, *argv[6];
+	const char *args[4] = {"--json", opt, NULL, NULL};
 	struct jval *j;
 	int status;
 
 	snprintf(pid, sizeof(pid), "%d", (int)w->pid);
-	if (opt) {
-		argv[2] = (char *)opt;
-		argv[3] = pid;
-	} else {
-		argv[2] = pid;
-	}
+	args[opt ? 2 : 1] = pid;
+	test_ctxdump_argv(argv, 6, args);
 	status = test_run_capture(argv, NULL, false, &out, &err, TIMEOUT_MS);
 	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
 		      "%s: ctxdump exited with status 0x%x: %s", w->wc->name, status,

@@ -318,22 +318,46 @@ test_run_capture(char *const argv[],
 	return status;
 }
 
+const char *
+test_stop_timeout_arg(void)
+{
+	static char arg[32];
+	unsigned ms = 5000 * test_time_scale();
+
+	snprintf(arg, sizeof(arg), "--stop-timeout=%u", ms < 60000 ? ms : 60000);
+	return arg;
+}
+
+int
+test_ctxdump_argv(char **argv, int cap, const char *const *args)
+{
+	int n = 0;
+
+	argv[n++] = (char *)test_ctxdump_path();
+	if (!args[0] ||
+	    (strcmp(args[0], "record") != 0 && strcmp(args[0], "report") != 0))
+		argv[n++] = (char *)test_stop_timeout_arg();
+	for (; *args; args++) {
+		ck_assert_msg(n < cap - 1, "too many arguments for ctxdump");
+		argv[n++] = (char *)*args;
+	}
+	argv[n] = NULL;
+	return n;
+}
+
 int
 test_run_ctxdump_no_map_files(char **out,
 			      char **err,
 			      const char *const *args,
 			      int timeout_ms)
 {
-	char *argv[16] = {"/usr/bin/setpriv",
+	char *argv[18] = {"/usr/bin/setpriv",
 			  "--bounding-set=-sys_admin,-checkpoint_restore"};
 	int n = 2, st;
 
 	if (geteuid() != 0 || access(argv[0], X_OK) != 0)
 		n = 0; /* as it is */
-	argv[n++] = (char *)test_ctxdump_path();
-	while (*args && n < 15)
-		argv[n++] = (char *)*args++;
-	argv[n] = NULL;
+	test_ctxdump_argv(argv + n, 16, args);
 	st = test_run_capture(argv, NULL, false, out, err, timeout_ms);
 	ck_assert_msg(WIFEXITED(st), "status 0x%x", st);
 	return WEXITSTATUS(st);

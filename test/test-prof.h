@@ -62,21 +62,25 @@ prof_tmpfile(char *buf, size_t n, const char *tag)
 	close(fd);
 }
 
-/* Run ctxdump with up to 10 arguments (NULL-terminated); returns the
- * exit status (-1 if it did not exit normally); out and err are
- * malloc'd. */
+/* Run ctxdump with up to 14 arguments (NULL-terminated; as
+ * test_ctxdump_argv() puts them); returns the exit status (-1 if it did
+ * not exit normally); out and err are malloc'd. */
 static __attribute__((unused)) int
 prof_run(char **out, char **err, const char *a0, ...)
 {
-	char *argv[16] = {(char *)test_ctxdump_path()};
+	const char *args[15];
+	char *argv[17];
 	va_list ap;
-	int n = 1, st;
+	int n = 0, st;
 
 	va_start(ap, a0);
-	for (const char *a = a0; a && n < 15; a = va_arg(ap, const char *))
-		argv[n++] = (char *)a;
+	for (const char *a = a0; a; a = va_arg(ap, const char *)) {
+		ck_assert_int_lt(n, 14);
+		args[n++] = a;
+	}
 	va_end(ap);
-	argv[n] = NULL;
+	args[n] = NULL;
+	test_ctxdump_argv(argv, 17, args);
 	st = test_run_capture(argv, NULL, false, out, err, 120000);
 	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
@@ -149,7 +153,8 @@ prof_child_finish(struct test_child *c, int timeout_ms)
 #define PROF_STDOUT_CLOSED (-2)
 
 /* Start ctxdump with args (NULL-terminated) after the words of pre
- * (NULL-terminated, may be empty), standard output to out_fd (-1: to
+ * (NULL-terminated, may be empty), up to 17 in all, as
+ * test_ctxdump_argv() puts them; standard output to out_fd (-1: to
  * errfile too; PROF_STDOUT_CLOSED: closed), standard error to errfile;
  * returns once the child runs ctxdump. */
 static __attribute__((unused)) pid_t
@@ -158,16 +163,22 @@ prof_spawn(const char *const *pre,
 	   int out_fd,
 	   const char *errfile)
 {
-	char *argv[20] = {(char *)test_ctxdump_path()};
+	const char *words[18];
+	char *argv[20];
 	sigset_t all, old;
 	pid_t pid;
-	int n = 1;
+	int n = 0;
 
-	while (*pre && n < 19)
-		argv[n++] = (char *)*pre++;
-	while (*args && n < 19)
-		argv[n++] = (char *)*args++;
-	argv[n] = NULL;
+	for (; *pre; pre++, n++) {
+		ck_assert_int_lt(n, 17);
+		words[n] = *pre;
+	}
+	for (; *args; args++, n++) {
+		ck_assert_int_lt(n, 17);
+		words[n] = *args;
+	}
+	words[n] = NULL;
+	test_ctxdump_argv(argv, 20, words);
 	/* Check's handlers for SIGINT and SIGTERM kill the whole test
 	 * process group: a signal sent to the child before it runs ctxdump
 	 * must meet the default action instead. */
