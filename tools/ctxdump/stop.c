@@ -997,7 +997,10 @@ wait_stops(struct stop_set *s,
 					break;
 				}
 			}
-			if (!late && now >= deadline && now < cpu.end) {
+			/* (also when this look comes past cpu.end: ctxdump
+			 * itself got no CPU for that long, and a thread still
+			 * runnable waited for one all the same) */
+			if (!late && now >= deadline && cpu.end) {
 				bool held = take_stops(s);
 
 				if (held && cpu.waiting) {
@@ -1010,16 +1013,20 @@ wait_stops(struct stop_set *s,
 					s->t_first_ns = now;
 					s->cpu_waited = true;
 					cpu.waiting = true;
-					deadline = cpu.end - now > STOP_CPU_STEP_NS
-							   ? now + STOP_CPU_STEP_NS
-							   : cpu.end;
-					continue;
-				}
-				/* none runnable any more (one went to sleep,
-				 * or into D): not a wait for a CPU that ran
-				 * out, which the caller would say */
-				if (!held && cpu.waiting)
+					if (now < cpu.end) {
+						deadline =
+							cpu.end - now > STOP_CPU_STEP_NS
+								? now + STOP_CPU_STEP_NS
+								: cpu.end;
+						continue;
+					}
+				} else if (!held && cpu.waiting) {
+					/* none runnable any more (one went to
+					 * sleep, or into D): not a wait for a
+					 * CPU that ran out, which the caller
+					 * would say */
 					s->cpu_waited = false;
+				}
 			}
 			if (late || now >= deadline) {
 				/* past the deadline: only collect stops that
