@@ -144,6 +144,9 @@ static struct h2_scan h2st;
 static struct hook_h2_req h2q;
 static bool h2q_lost;
 static int h2_k_tp, h2_k_ts;
+/* What each configured name makes of its fields, worked out once
+ * (conn.c's conn_h2_kind[]). */
+static struct hook_h2_kind h2_kind[H2_SCAN_KEEP_MAX];
 static struct ctxshim_ctx ctx;
 
 int
@@ -193,6 +196,12 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
 		FUZZ_CHECK(h2_scan_config_add(&h2_cfg, h2_names[i]) == (int)i);
 	h2_k_tp = 2;
 	h2_k_ts = 3;
+	for (i = 0; i < h2_cfg.n && i < H2_SCAN_KEEP_MAX; i++)
+		h2_kind[i] = hook_h2_field_kind((const char(*)[CTXSHIM_HEADER_NAME_MAX])
+							ctxshim_cfg.header_attrs,
+						ctxshim_cfg.n_header_attrs,
+						(const uint8_t *)h2_cfg.name[i],
+						h2_cfg.name_len[i]);
 	return 0;
 }
 
@@ -352,10 +361,7 @@ h2_field(const struct h2_scan_field *f)
 	}
 	if ((f->flags & H2_SCAN_F_UNKNOWN) || (!f->value && f->len))
 		return;
-	hook_h2_req_header(
-		&h2q, (const char(*)[CTXSHIM_HEADER_NAME_MAX])ctxshim_cfg.header_attrs,
-		ctxshim_cfg.n_header_attrs, (const uint8_t *)h2_cfg.name[k],
-		h2_cfg.name_len[k], f->value, f->len);
+	hook_h2_req_field(&h2q, h2_kind[k], f->value, f->len);
 }
 
 /* Another thread's changes to the state in the middle of a feed: pokes
