@@ -348,6 +348,64 @@ START_TEST(test_tracestate_long_checked)
 }
 END_TEST
 
+/* The socket level works out once what each configured name does
+ * (preload/conn.c, conn_h2_kind[]), nghttp2's hook per field: both must
+ * make the same request of the same fields, also for a configured header
+ * that is one of the names read anyway (CTXSHIM_HEADER_ATTRS=traceparent
+ * is the trace's header, not an extra one as well) and for one
+ * configured twice or in upper case. */
+START_TEST(test_kind_once_same_as_per_field)
+{
+	static const char cfg[5][CTXSHIM_HEADER_NAME_MAX] = {
+		"traceparent", "X-Tenant", ":path", "x-tenant", "tracestate"};
+	static const char *const fields[][2] = {
+		{":method", "GET"},
+		{":path", "/p"},
+		{"traceparent",
+		 "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"},
+		{"tracestate", "a=1"},
+		{"x-tenant", "t1"},
+		{"x-tenant", "t2"},
+		{":path", "/second"},
+	};
+	struct hook_h2_req a, b;
+	struct hook_h2_view va, vb;
+	unsigned i, j;
+
+	hook_h2_req_init(&a);
+	hook_h2_req_init(&b);
+	for (i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
+		const uint8_t *n = (const uint8_t *)fields[i][0];
+		size_t nl = strlen(fields[i][0]), vl = strlen(fields[i][1]);
+		struct hook_h2_kind k = hook_h2_field_kind(cfg, 5, n, nl);
+
+		hook_h2_req_header(&a, cfg, 5, n, nl, (const uint8_t *)fields[i][1],
+				   vl);
+		hook_h2_req_field(&b, k, (const uint8_t *)fields[i][1], vl);
+	}
+	hook_h2_req_view(&a, &va);
+	hook_h2_req_view(&b, &vb);
+	for (j = 0; j < 2; j++) {
+		const struct hook_h2_view *v = j ? &vb : &va;
+
+		ck_assert(eq(v->r.method, v->r.method_len, "GET"));
+		ck_assert(eq(v->r.target, v->r.target_len, "/p"));
+		ck_assert(
+			eq(v->r.traceparent, v->r.traceparent_len,
+			   "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"));
+		ck_assert(!v->r.traceparent_repeated);
+		ck_assert_uint_eq(v->r.n_tracestate, 1);
+		ck_assert(eq(v->r.tracestate[0], v->r.tracestate_lens[0], "a=1"));
+		/* the names of the trace and the pseudo-headers: not extras */
+		ck_assert_ptr_null(v->r.extra[0]);
+		ck_assert_ptr_null(v->r.extra[2]);
+		ck_assert_ptr_null(v->r.extra[4]);
+		ck_assert(eq(v->r.extra[1], v->r.extra_len[1], "t1, t2"));
+		ck_assert(eq(v->r.extra[3], v->r.extra_len[3], "t1, t2"));
+	}
+}
+END_TEST
+
 TEST_SUITE(h2req_suite)
 {
 	Suite *s = suite_create("h2req");
@@ -358,6 +416,7 @@ TEST_SUITE(h2req_suite)
 	tcase_add_test(tc, test_traceparent_repeated_and_case);
 	tcase_add_test(tc, test_bounds);
 	tcase_add_test(tc, test_extra_joined);
+	tcase_add_test(tc, test_kind_once_same_as_per_field);
 	tcase_add_test(tc, test_tracestate_joined_and_cut);
 	tcase_add_test(tc, test_tracestate_w3c_truncation);
 	tcase_add_loop_test(tc, test_tracestate_long_checked, 0,
