@@ -162,6 +162,81 @@ START_TEST(late_thread_after_exec)
 }
 END_TEST
 
+/* A late thread that stop_all() takes over is held already: an EPERM on a
+ * thread listed before it is not the first seize failing.  The race it
+ * stands for: a late thread listed (and taken) that runs execve() before
+ * the process id, listed first, is seized -- the id is then ours, and
+ * the late list no longer names it.  Here the process id is seized
+ * beforehand, outside the late list, and the late thread is another one
+ * with its interrupt pending: the stop must hold that thread, not fail
+ * with EPERM (old: it did, since nothing had been seized when the first
+ * seize failed). */
+START_TEST(eperm_before_taken_thread)
+{
+	int ack[2], st, r;
+	struct stop_late late = {0};
+	const struct stop_thread *t;
+	struct stop_set ss;
+	pid_t pid, tid;
+	long deadline;
+
+	ck_assert_int_eq(pipe2(ack, O_CLOEXEC), 0);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		pthread_t th;
+		int never[2];
+
+		if (pipe(never) != 0)
+			_exit(1);
+		exec_ctl = never[0];
+		exec_ack = ack[1];
+		if (pthread_create(&th, NULL, exec_thread, NULL) != 0)
+			_exit(1);
+		for (;;)
+			pause();
+	}
+	close(ack[1]);
+	ck_assert_int_eq(read(ack[0], &tid, sizeof(tid)), sizeof(tid));
+
+	ck_assert_int_eq(ptrace(PTRACE_SEIZE, pid, NULL, NULL), 0);
+	ck_assert_int_eq(ptrace(PTRACE_SEIZE, tid, NULL, NULL), 0);
+	ck_assert_int_eq(ptrace(PTRACE_INTERRUPT, tid, NULL, NULL), 0);
+	deadline = test_now_ms() + TIMEOUT_MS;
+	while (test_task_state(pid, tid) != 't') {
+		ck_assert_msg(test_now_ms() < deadline, "no stop of thread %d",
+			      (int)tid);
+		usleep(1000);
+	}
+
+	late.pid = pid;
+	late.tid = malloc(sizeof(*late.tid));
+	late.ended = malloc(sizeof(*late.ended));
+	ck_assert(late.tid && late.ended);
+	late.tid[0] = tid;
+	late.ended[0] = false;
+	late.n = late.cap = late.busy = 1;
+
+	stop_init(&ss, pid);
+	r = stop_all(&ss, 0, 500, 500, &late);
+	ck_assert_msg(r == 0, "stop_all(): %s (thread %d)", strerror(-r),
+		      (int)ss.fail_tid);
+	t = stop_find(&ss, tid);
+	ck_assert_ptr_nonnull(t);
+	ck_assert_int_eq(t->status, STOP_STOPPED);
+	stop_release(&ss);
+	ck_assert_int_eq(stop_late_add(&late, &ss), 0);
+	ck_assert_uint_eq(late.n, 0);
+	stop_late_free(&late);
+	stop_free(&ss);
+	ck_assert(test_task_state(pid, tid) != 't');
+
+	kill(pid, SIGKILL);
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	close(ack[0]);
+}
+END_TEST
+
 TEST_SUITE(ctxdump_stop_suite)
 {
 	Suite *s = suite_create("ctxdump-stop");
@@ -171,6 +246,7 @@ TEST_SUITE(ctxdump_stop_suite)
 		test_skip("no /proc");
 	tcase_set_timeout(tc, 60);
 	tcase_add_loop_test(tc, late_thread_after_exec, 0, 2);
+	tcase_add_test(tc, eperm_before_taken_thread);
 	suite_add_tcase(s, tc);
 	return s;
 }

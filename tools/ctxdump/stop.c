@@ -1673,16 +1673,21 @@ named:
 		if (s->n == first_new)
 			break; /* stable: every known thread stopped or gone */
 		s->rounds++;
-		if (late && late->n)
+		if (late && late->n) {
 			late_take(s, late, first_new);
+			/* held already, wherever it is listed: an EPERM on
+			 * a thread before it is not the first seize failing
+			 * (it may be the process id, where a taken thread
+			 * that ran execve() since the listing is now) */
+			for (i = first_new; i < s->n && !seized_any; i++)
+				seized_any = s->t[i].late;
+		}
 		for (i = first_new; i < s->n; i++) {
 			struct stop_thread *t = &s->t[i];
 			int e;
 
-			if (t->late) {
-				seized_any = true; /* by late_take() */
-				continue;
-			}
+			if (t->late)
+				continue; /* by late_take() */
 			if (t->state == '?' && !only_tid) {
 				t->status = STOP_VANISHED;
 				continue;
