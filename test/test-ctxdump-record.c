@@ -1068,6 +1068,65 @@ START_TEST(record_late_thread_holds_nothing)
 }
 END_TEST
 
+/* Ctrl-Z to a recorder while it waits for a late thread (in vfork(), the
+ * target's only thread): the SIGTSTP comes during a round, where it is
+ * blocked, and the round ends with the thread still seized.  The
+ * recorder must not suspend until that thread was let go (old: the end
+ * of the round restored the signal mask, then blocked the job-control
+ * stops again: the SIGTSTP was delivered in between, and the thread,
+ * stopping once out of vfork(), stayed stopped until SIGCONT). */
+START_TEST(record_suspended_in_round)
+{
+	char file[64], errf[64], pid[16];
+	const char *args[] = {"-F", "200", "-d", "60", "-o", file, pid, NULL};
+	struct vforker v;
+	unsigned i;
+	pid_t rec;
+
+	vforker_start(&v, VF_ALONE);
+	rec_tmpfiles(file, errf, sizeof(file), "tstpround");
+	snprintf(pid, sizeof(pid), "%d", (int)v.pid);
+	rec = prof_record_start(errf, args);
+	prof_wait_file(file, 1, TIMEOUT_MS, rec, errf);
+	for (i = 0; i < 3; i++) {
+		long deadline;
+		int st;
+
+		vforker_enter(&v);
+		deadline = test_now_ms() + TIMEOUT_MS;
+		while (prof_tracer_of(v.pid, v.tid) != rec) {
+			assert_recording(rec, errf, "when the target entered vfork()");
+			ck_assert_msg(test_now_ms() < deadline,
+				      "no round met the target in vfork()");
+			usleep(1000);
+		}
+		/* the rounds wait for it (nothing else to hold): a SIGTSTP
+		 * now nearly always comes inside one */
+		usleep(20000);
+		ck_assert_int_eq(kill(rec, SIGTSTP), 0);
+		usleep(200000);
+		ck_assert_msg(waitpid(rec, &st, WNOHANG | WUNTRACED) == 0,
+			      "try %u: the recorder stopped (status %#x) with a "
+			      "thread of the target seized",
+			      i, st);
+		/* out of vfork(): it stops, is let go, then the recorder
+		 * suspends */
+		vforker_leave(&v);
+		deadline = test_now_ms() + TIMEOUT_MS;
+		while (waitpid(rec, &st, WNOHANG | WUNTRACED) == 0) {
+			ck_assert_msg(test_now_ms() < deadline,
+				      "the recorder never suspended");
+			usleep(1000);
+		}
+		ck_assert_msg(WIFSTOPPED(st), "recorder status %#x", st);
+		prof_assert_running(v.pid);
+		ck_assert_int_eq(kill(rec, SIGCONT), 0);
+	}
+	prof_record_end(rec, file, errf, TIMEOUT_MS);
+	vforker_finish(&v);
+}
+END_TEST
+
 /* A target whose only thread waits 50-500 ms for a CPU after each turn
  * (prof_starved_start()) is recorded without a gap: while no thread is
  * held, a round waits on for one that is runnable (old: the round was
@@ -2246,6 +2305,7 @@ TEST_SUITE(ctxdump_record_suite)
 	tcase_add_test(tc, record_starved_target);
 	tcase_add_test(tc, record_late_thread_taken_over);
 	tcase_add_test(tc, record_late_thread_holds_nothing);
+	tcase_add_test(tc, record_suspended_in_round);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("output");
 	tcase_set_timeout(tc, 60);

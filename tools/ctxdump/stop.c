@@ -1870,11 +1870,18 @@ stop_release(struct stop_set *s)
 			late = true;
 	}
 	if (s->masked) {
+		sigset_t mask = s->oldmask;
+
 		if (late)
 			jc_hold(&s->oldmask);
-		sigprocmask(SIG_SETMASK, &s->oldmask, NULL);
+		/* In one change of the mask: restored first and the held
+		 * stops blocked again after, a Ctrl-Z that came during the
+		 * window was delivered in between, and ctxdump was suspended
+		 * with late threads seized -- each stopped when its stop
+		 * came, until SIGCONT. */
 		if (jc_holding)
-			sigprocmask(SIG_BLOCK, &jc_held, NULL);
+			sigorset(&mask, &s->oldmask, &jc_held);
+		sigprocmask(SIG_SETMASK, &mask, NULL);
 		s->masked = false;
 		windows--;
 	}
