@@ -64,6 +64,57 @@ tracer_of(pid_t pid)
 	return p ? strtol(p + strlen("\nTracerPid:"), NULL, 10) : -1;
 }
 
+/* Until thread tid of pid is in ptrace-stop. */
+static void
+wait_traced(pid_t pid, pid_t tid, long deadline)
+{
+	while (test_task_state(pid, tid) != 't') {
+		ck_assert_msg(test_now_ms() < deadline, "no stop of thread %d",
+			      (int)tid);
+		usleep(1000);
+	}
+}
+
+/* stop_all() of pid with late as the list a recorder keeps, naming tid
+ * only, not looked at since: it must hold thread want stopped and take
+ * tid off the list. */
+static void
+stop_with_late(
+	struct stop_set *ss, struct stop_late *late, pid_t pid, pid_t tid, pid_t want)
+{
+	const struct stop_thread *t;
+	int r;
+
+	late->pid = pid;
+	late->tid = malloc(sizeof(*late->tid));
+	late->ended = malloc(sizeof(*late->ended));
+	ck_assert(late->tid && late->ended);
+	late->tid[0] = tid;
+	late->ended[0] = false;
+	late->n = late->cap = late->busy = 1;
+
+	stop_init(ss, pid);
+	r = stop_all(ss, 0, 500, 500, late);
+	ck_assert_msg(r == 0, "stop_all(): %s (thread %d)", strerror(-r),
+		      (int)ss->fail_tid);
+	t = stop_find(ss, want);
+	ck_assert_ptr_nonnull(t);
+	ck_assert_int_eq(t->status, STOP_STOPPED);
+	ck_assert_uint_eq(late->n, 0);
+	ck_assert(test_task_state(pid, want) == 't');
+}
+
+/* Lets go what stop_with_late() held: nothing is late after. */
+static void
+release_with_late(struct stop_set *ss, struct stop_late *late)
+{
+	stop_release(ss);
+	ck_assert_int_eq(stop_late_add(late, ss), 0);
+	ck_assert_uint_eq(late->n, 0);
+	stop_late_free(late);
+	stop_free(ss);
+}
+
 /* A late thread (seized by an earlier stop, its stop still to come) that
  * ran execve() since it was last looked at goes on with the process id,
  * where a seize fails with EPERM (it is ours already).  stop_all() looks
@@ -74,9 +125,8 @@ tracer_of(pid_t pid)
  * program; case 1: its stop came, and nothing let it go yet. */
 START_TEST(late_thread_after_exec)
 {
-	int ctl[2], ack[2], in[2], st, r;
+	int ctl[2], ack[2], in[2], st;
 	struct stop_late late = {0};
-	const struct stop_thread *t;
 	struct stop_set ss;
 	pid_t pid, tid;
 	long deadline;
@@ -119,37 +169,11 @@ START_TEST(late_thread_after_exec)
 	ck_assert_int_eq(tracer_of(pid), getpid());
 	if (_i == 1) {
 		ck_assert_int_eq(ptrace(PTRACE_INTERRUPT, pid, NULL, NULL), 0);
-		while (test_task_state(pid, pid) != 't') {
-			ck_assert_msg(test_now_ms() < deadline, "no stop of process %d",
-				      (int)pid);
-			usleep(1000);
-		}
+		wait_traced(pid, pid, deadline);
 	}
 
-	/* the list a recorder keeps of it, not looked at since */
-	late.pid = pid;
-	late.tid = malloc(sizeof(*late.tid));
-	late.ended = malloc(sizeof(*late.ended));
-	ck_assert(late.tid && late.ended);
-	late.tid[0] = tid;
-	late.ended[0] = false;
-	late.n = late.cap = late.busy = 1;
-
-	stop_init(&ss, pid);
-	r = stop_all(&ss, 0, 500, 500, &late);
-	ck_assert_msg(r == 0, "stop_all(): %s (thread %d)", strerror(-r),
-		      (int)ss.fail_tid);
-	t = stop_find(&ss, pid);
-	ck_assert_ptr_nonnull(t);
-	ck_assert_int_eq(t->status, STOP_STOPPED);
-	ck_assert_uint_eq(late.n, 0);
-	ck_assert(test_task_state(pid, pid) == 't');
-	stop_detach_all(&ss);
-	stop_release(&ss);
-	ck_assert_int_eq(stop_late_add(&late, &ss), 0);
-	ck_assert_uint_eq(late.n, 0);
-	stop_late_free(&late);
-	stop_free(&ss);
+	stop_with_late(&ss, &late, pid, tid, pid);
+	release_with_late(&ss, &late);
 
 	/* let go: running, not traced */
 	ck_assert_int_eq(tracer_of(pid), 0);
@@ -173,12 +197,10 @@ END_TEST
  * seize failed). */
 START_TEST(eperm_before_taken_thread)
 {
-	int ack[2], st, r;
+	int ack[2], st;
 	struct stop_late late = {0};
-	const struct stop_thread *t;
 	struct stop_set ss;
 	pid_t pid, tid;
-	long deadline;
 
 	ck_assert_int_eq(pipe2(ack, O_CLOEXEC), 0);
 	pid = fork();
@@ -202,33 +224,10 @@ START_TEST(eperm_before_taken_thread)
 	ck_assert_int_eq(ptrace(PTRACE_SEIZE, pid, NULL, NULL), 0);
 	ck_assert_int_eq(ptrace(PTRACE_SEIZE, tid, NULL, NULL), 0);
 	ck_assert_int_eq(ptrace(PTRACE_INTERRUPT, tid, NULL, NULL), 0);
-	deadline = test_now_ms() + TIMEOUT_MS;
-	while (test_task_state(pid, tid) != 't') {
-		ck_assert_msg(test_now_ms() < deadline, "no stop of thread %d",
-			      (int)tid);
-		usleep(1000);
-	}
+	wait_traced(pid, tid, test_now_ms() + TIMEOUT_MS);
 
-	late.pid = pid;
-	late.tid = malloc(sizeof(*late.tid));
-	late.ended = malloc(sizeof(*late.ended));
-	ck_assert(late.tid && late.ended);
-	late.tid[0] = tid;
-	late.ended[0] = false;
-	late.n = late.cap = late.busy = 1;
-
-	stop_init(&ss, pid);
-	r = stop_all(&ss, 0, 500, 500, &late);
-	ck_assert_msg(r == 0, "stop_all(): %s (thread %d)", strerror(-r),
-		      (int)ss.fail_tid);
-	t = stop_find(&ss, tid);
-	ck_assert_ptr_nonnull(t);
-	ck_assert_int_eq(t->status, STOP_STOPPED);
-	stop_release(&ss);
-	ck_assert_int_eq(stop_late_add(&late, &ss), 0);
-	ck_assert_uint_eq(late.n, 0);
-	stop_late_free(&late);
-	stop_free(&ss);
+	stop_with_late(&ss, &late, pid, tid, tid);
+	release_with_late(&ss, &late);
 	ck_assert(test_task_state(pid, tid) != 't');
 
 	kill(pid, SIGKILL);
