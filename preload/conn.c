@@ -2467,7 +2467,7 @@ ctxshim_conn_fcgi_feed(struct ctxshim_conn *c,
  * it, and freed with an exchange (conn_h2_release()).  What remains, and
  * cannot be closed without a lock: a feed may still write into entries
  * freed under it until it sees c->cap change (it checks at each step),
- * within their bounds (the scanner bounds its state, hook_h2_req_header()
+ * within their bounds (the scanner bounds its state, hook_h2_req_field()
  * its request), so another connection's scanner or request may come out
  * wrong, never leak.  An HTTP/1 head split across reads is kept the same
  * way (ctxshim_conn_feed_loop(): c->cap stored with a compare-and-swap
