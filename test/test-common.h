@@ -10,6 +10,7 @@
 #include "config.h"
 
 #include <check.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <sys/mman.h>
@@ -97,6 +98,11 @@ const char *test_stop_timeout_arg(void);
  * a repeated option, so a --stop-timeout in args (a test of the timeout
  * itself) wins.  Returns the number of arguments without the NULL. */
 int test_ctxdump_argv(char **argv, int cap, const char *const *args);
+/* ctxdump with a0 and the arguments after it in ap (NULL-terminated, up
+ * to 14; as test_ctxdump_argv() puts them) as test_run_capture() runs
+ * it; returns its wait status, out and err malloc'd. */
+int
+test_ctxdump_vrun(char **out, char **err, int timeout_ms, const char *a0, va_list ap);
 /* ctxdump with the arguments args (NULL-terminated, up to 13; as
  * test_ctxdump_argv() puts them) as test_run_capture() runs it, as root
  * without the capabilities that /proc/PID/map_files needs (a replaced or

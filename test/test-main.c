@@ -346,6 +346,22 @@ test_ctxdump_argv(char **argv, int cap, const char *const *args)
 }
 
 int
+test_ctxdump_vrun(char **out, char **err, int timeout_ms, const char *a0, va_list ap)
+{
+	const char *args[15];
+	char *argv[17];
+	int n = 0;
+
+	for (const char *a = a0; a; a = va_arg(ap, const char *)) {
+		ck_assert_int_lt(n, 14);
+		args[n++] = a;
+	}
+	args[n] = NULL;
+	test_ctxdump_argv(argv, 17, args);
+	return test_run_capture(argv, NULL, false, out, err, timeout_ms);
+}
+
+int
 test_run_ctxdump_no_map_files(char **out,
 			      char **err,
 			      const char *const *args,

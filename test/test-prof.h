@@ -68,20 +68,12 @@ prof_tmpfile(char *buf, size_t n, const char *tag)
 static __attribute__((unused)) int
 prof_run(char **out, char **err, const char *a0, ...)
 {
-	const char *args[15];
-	char *argv[17];
 	va_list ap;
-	int n = 0, st;
+	int st;
 
 	va_start(ap, a0);
-	for (const char *a = a0; a; a = va_arg(ap, const char *)) {
-		ck_assert_int_lt(n, 14);
-		args[n++] = a;
-	}
+	st = test_ctxdump_vrun(out, err, 120000, a0, ap);
 	va_end(ap);
-	args[n] = NULL;
-	test_ctxdump_argv(argv, 17, args);
-	st = test_run_capture(argv, NULL, false, out, err, 120000);
 	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
