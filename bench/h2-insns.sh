@@ -160,13 +160,15 @@ done
 sf=$(awk '{ t += $2 } END { printf "%.0f", t }' "$W/s-first")
 sl=$(awk '{ t += $2 } END { printf "%.0f", t }' "$W/s-later")
 
-# the write walk: conn_h2_written() (with h2_out_feed()) per write
-wn=$(calls "$W/cg-$N.out" conn_h2_written)
-w2n=$(calls "$W/cg-$((2 * N)).out" conn_h2_written)
-wk=$(awk '$1 == "conn_h2_written" || $1 == "h2_out_feed" { t += $2 } END { printf "%.0f", t }' \
-	"$W/f-$((2 * N))")
-wk1=$(awk '$1 == "conn_h2_written" || $1 == "h2_out_feed" { t += $2 } END { printf "%.0f", t }' \
-	"$W/f-$N")
+# the write walk per write: conn_h2_written(), or ctxshim_conn_h2_written()
+# (the write hooks' direct path, which the walk is inlined into), with
+# h2_out_feed()
+walkfns='$1 == "conn_h2_written" || $1 == "ctxshim_conn_h2_written" || $1 == "h2_out_feed"'
+wn=$(($(calls "$W/cg-$N.out" conn_h2_written) + $(calls "$W/cg-$N.out" ctxshim_conn_h2_written)))
+w2n=$(($(calls "$W/cg-$((2 * N)).out" conn_h2_written) +
+	$(calls "$W/cg-$((2 * N)).out" ctxshim_conn_h2_written)))
+wk=$(awk "$walkfns"' { t += $2 } END { printf "%.0f", t }' "$W/f-$((2 * N))")
+wk1=$(awk "$walkfns"' { t += $2 } END { printf "%.0f", t }' "$W/f-$N")
 
 awk -v n="$N" -v t0="$t0" -v t1="$t1" -v tn="$tn" -v t2n="$t2n" -v sf="$sf" -v sl="$sl" \
 	-v wn="$wn" -v w2n="$w2n" -v wk="$wk" -v wk1="$wk1" \

@@ -1931,6 +1931,38 @@ sk_out_enter(int fd, uint8_t hot)
 	return sk_enter(fd, true);
 }
 
+/* A write of r > 0 bytes (iov, n) that sk_out_iov_gather() gathers, on a
+ * connection followed as HTTP/2 (every write of nginx's comes there, a
+ * 9-byte frame header first), needs no head gathered when the write's
+ * first byte is not 'H': neither an informational status line
+ * (sk_out_v()) nor an interim response (ctxshim_conn_responded_usual())
+ * starts there, and the write is walked through its iovecs
+ * (conn_h2_written()), not through the head.  Then it is walked here,
+ * straight (ctxshim_conn_h2_written()), and true is returned; if the
+ * reader stopped following it meanwhile, it takes the general path
+ * (sk_out_c()), where conn_responded() takes the head: one whose status
+ * kind is 0, with no queue of heads to step into. */
+static inline __attribute__((always_inline)) bool
+sk_out_h2(int fd, struct ctxshim_conn *c, const struct iovec *iov, size_t n, ssize_t r)
+{
+	size_t max = (size_t)r < SK_HEAD_MIN ? (size_t)r : SK_HEAD_MIN;
+	bool walked;
+
+	if (!(n > 0 && iov[0].iov_len > 0 && *(const uint8_t *)iov[0].iov_base != 'H' &&
+	      ctxshim_conn_h2(c) &&
+	      !(atomic_load_explicit(&c->flags, memory_order_relaxed) & CONN_F_LINK)))
+		return false;
+	if (sk_self.busy)
+		return true;
+	sk_busy(true);
+	walked = ctxshim_conn_h2_written(c, iov, n, (size_t)r);
+	sk_busy(false);
+	if (!walked)
+		sk_out_c(fd, c, iov[0].iov_base,
+			 iov[0].iov_len < max ? iov[0].iov_len : max, r, iov, n);
+	return true;
+}
+
 /* sk_out() after a writev/sendmsg that wrote r > 0 bytes whose first iovec
  * is shorter than SK_HEAD_MIN: the first bytes are gathered across iovecs,
  * so that "HTTP/1.1 " + "100 Continue" is seen as the interim status it
@@ -1942,21 +1974,8 @@ sk_out_iov_gather(
 	uint8_t tmp[SK_HEAD_MIN];
 	size_t i, got = 0, max = (size_t)r < SK_HEAD_MIN ? (size_t)r : SK_HEAD_MIN;
 
-	/* A connection followed as HTTP/2 (every write of nginx's comes here,
-	 * a 9-byte frame header first) needs no head gathered when the
-	 * write's first byte is not 'H': neither an informational status line
-	 * (sk_out_v()) nor an interim response (ctxshim_conn_responded_usual())
-	 * starts there, and the write is walked through its iovecs
-	 * (conn_h2_written()), not through the head.  (If the reader stops
-	 * following it meanwhile, conn_responded() takes the head: one whose
-	 * status kind is 0, with no queue of heads to step into.) */
-	if (n > 0 && iov[0].iov_len > 0 && *(const uint8_t *)iov[0].iov_base != 'H' &&
-	    ctxshim_conn_h2(c) &&
-	    !(atomic_load_explicit(&c->flags, memory_order_relaxed) & CONN_F_LINK)) {
-		sk_out_c(fd, c, iov[0].iov_base,
-			 iov[0].iov_len < max ? iov[0].iov_len : max, r, iov, n);
+	if (sk_out_h2(fd, c, iov, n, r))
 		return;
-	}
 	/* An iovec at a time, in two overlapping fixed-size copies (inline,
 	 * no call). */
 	for (i = 0; i < n && got < max; i++) {
@@ -3175,7 +3194,10 @@ static __attribute__((noinline, cold)) ssize_t
 sk_writev_gather(
 	int fd, struct ctxshim_conn *c, const struct iovec *iov, int n, ssize_t r)
 {
-	sk_out_iov(fd, c, iov, (size_t)n, r);
+	/* An HTTP/2 connection's write (nginx's: a 9-byte frame header
+	 * first) straight to its walk, not through sk_out_iov_gather(). */
+	if (!sk_out_h2(fd, c, iov, (size_t)n, r))
+		sk_out_iov(fd, c, iov, (size_t)n, r);
 	return r;
 }
 

@@ -3317,14 +3317,14 @@ conn_responded(struct ctxshim_conn *c,
  * write answers, as before.  A server that writes one connection from
  * two threads at once puts the walk out of step (as the bytes on the
  * wire would be). */
-static __attribute__((noinline, cold)) void
-conn_h2_written(struct ctxshim_conn *c,
-		const void *head,
-		size_t head_len,
-		size_t written,
-		const struct iovec *iov,
-		size_t iovcnt,
-		size_t skip)
+static inline __attribute__((always_inline)) void
+conn_h2_walk(struct ctxshim_conn *c,
+	     const void *head,
+	     size_t head_len,
+	     size_t written,
+	     const struct iovec *iov,
+	     size_t iovcnt,
+	     size_t skip)
 {
 	/* c->cap loaded once, and checked: the caller's ctxshim_conn_h2()
 	 * saw it non-zero, but a reading thread may have stopped the
@@ -3390,6 +3390,21 @@ conn_h2_written(struct ctxshim_conn *c,
 	atomic_store_explicit(&c->answered, tag, memory_order_relaxed);
 }
 
+/* The walk out of line, for the writes that do not take the write hooks'
+ * direct path (ctxshim_conn_h2_written()): a 101's, a write from one
+ * buffer, a write whose first iovec is long enough for a status line. */
+static __attribute__((noinline, cold)) void
+conn_h2_written(struct ctxshim_conn *c,
+		const void *head,
+		size_t head_len,
+		size_t written,
+		const struct iovec *iov,
+		size_t iovcnt,
+		size_t skip)
+{
+	conn_h2_walk(c, head, head_len, written, iov, iovcnt, skip);
+}
+
 bool
 ctxshim_conn_responded_slow(struct ctxshim_conn *c,
 			    const void *head,
@@ -3397,6 +3412,23 @@ ctxshim_conn_responded_slow(struct ctxshim_conn *c,
 			    size_t written)
 {
 	return ctxshim_conn_responded_iov(c, head, head_len, written, NULL, 0);
+}
+
+bool
+ctxshim_conn_h2_written(struct ctxshim_conn *c,
+			const struct iovec *iov,
+			size_t iovcnt,
+			size_t written)
+{
+	uint8_t f = atomic_load_explicit(&c->flags, memory_order_relaxed);
+
+	/* What ctxshim_conn_responded_usual() and ctxshim_conn_responded_iov()
+	 * decide for such a write, in one test. */
+	if (!ctxshim_conn_h2(c) ||
+	    (f & (CONN_F_OVERFLOW | CONN_F_LINK)) != CONN_F_OVERFLOW)
+		return false;
+	conn_h2_walk(c, NULL, 0, written, iov, iovcnt, 0);
+	return true;
 }
 
 bool

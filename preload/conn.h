@@ -665,6 +665,16 @@ bool ctxshim_conn_responded_iov(struct ctxshim_conn *c,
 				const struct iovec *iov,
 				size_t iovcnt);
 
+/* The write hooks' direct path for a write of iovecs on a connection
+ * followed as HTTP/2 (ctxshim_conn_h2(), not a copy): its frames walked
+ * (conn.c, "HTTP/2 answers"), as ctxshim_conn_responded_iov() walks them
+ * past ctxshim_conn_responded_usual().  false: c is not (any more) such
+ * a connection, nothing was done. */
+bool ctxshim_conn_h2_written(struct ctxshim_conn *c,
+			     const struct iovec *iov,
+			     size_t iovcnt,
+			     size_t written);
+
 _Static_assert(offsetof(struct ctxshim_conn, flags) ==
 			       offsetof(struct ctxshim_conn, pending) + 2 &&
 		       offsetof(struct ctxshim_conn, answered) ==
