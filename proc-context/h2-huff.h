@@ -22,14 +22,19 @@
 #include <stdint.h>
 
 #define H2_HUFF_PAIR_BITS 12
+/* bits of an entry whose first code is longer than 12 bits: more than the
+ * 64 bits at hand at most, so that the decoding loop ends on it without a
+ * test of its own (h2-scan.c, huff_codes()); a shift by it modulo 64 is
+ * none. */
+#define H2_HUFF_LONG 128
 
 struct h2_huff_pair {
 	uint8_t sym[2]; /* the first code's symbol, the second's (0: none) */
-	uint8_t bits;   /* of both codes (of the first alone when n is 1); 0
-			 * when the first code is longer than 12 bits (then
-			 * the whole entry is 0).  EOS (30 bits) is never in
-			 * an entry. */
-	uint8_t n;      /* codes: 1 or 2 */
+	uint8_t bits;   /* of both codes (of the first alone when n is 1);
+			 * H2_HUFF_LONG when the first code is longer than 12
+			 * bits (then sym and n are 0).  EOS (30 bits) is
+			 * never in an entry. */
+	uint8_t n;      /* codes: 1 or 2 (0 with H2_HUFF_LONG) */
 };
 
 /* clang-format off */
@@ -1057,6 +1062,6 @@ static const struct h2_huff_pair h2_huff_pair[1u << H2_HUFF_PAIR_BITS] = {
 	{{63, 0}, 10, 1}, {{63, 0}, 10, 1}, {{63, 0}, 10, 1}, {{63, 0}, 10, 1},
 	{{39, 0}, 11, 1}, {{39, 0}, 11, 1}, {{43, 0}, 11, 1}, {{43, 0}, 11, 1},
 	{{124, 0}, 11, 1}, {{124, 0}, 11, 1}, {{35, 0}, 12, 1}, {{62, 0}, 12, 1},
-	{{0, 0}, 0, 0}, {{0, 0}, 0, 0}, {{0, 0}, 0, 0}, {{0, 0}, 0, 0},
+	{{0, 0}, 128, 0}, {{0, 0}, 128, 0}, {{0, 0}, 128, 0}, {{0, 0}, 128, 0},
 };
 /* clang-format on */

@@ -471,10 +471,11 @@ huff_len(uint32_t w, unsigned l, int32_t *idx)
  * holds at least 30, the longest code (else it stops, for a refill).
  * mode: HM_COUNT only counts them (a value not kept), HM_STORE stores
  * each at dst[len] (the caller made sure of room for all and one byte
- * more: from 64 bits at most 12 codes are taken, and a lookup of one
- * code writes a second, spare byte), HM_CAP stores while len < cap.
- * Returns the length of an EOS code met (acc and bits as before it: the
- * caller gives up), else 0.  Inlined per mode. */
+ * more: from 64 bits at most 12 codes are taken, and a lookup writes two
+ * bytes, the second a spare one when it decodes one code or none),
+ * HM_CAP stores while len < cap.  Returns the length of an EOS code met
+ * (acc and bits as before it: the caller gives up), else 0.  Inlined per
+ * mode. */
 enum { HM_COUNT, HM_STORE, HM_CAP };
 static inline __attribute__((always_inline)) unsigned
 huff_codes(uint64_t *accp,
@@ -485,17 +486,23 @@ huff_codes(uint64_t *accp,
 	   int mode)
 {
 	uint64_t acc = *accp;
-	unsigned bits = *bitsp, eos = 0;
+	int bits = (int)*bitsp;
+	unsigned eos = 0, l;
 	size_t len = *lenp;
+	int32_t idx;
 
-	do {
-		const struct h2_huff_pair *e =
-			&h2_huff_pair[acc >> (64 - H2_HUFF_PAIR_BITS)];
-		unsigned l = e->bits;
+	for (;;) {
+		/* The pair table's codes.  An entry of a longer code (bits
+		 * H2_HUFF_LONG, no symbol) takes bits below 0 and shifts
+		 * nothing (128 is 0 modulo 64): the loop ends on it without
+		 * a test of its own. */
+		do {
+			const struct h2_huff_pair *e =
+				&h2_huff_pair[acc >> (64 - H2_HUFF_PAIR_BITS)];
 
-		if (__builtin_expect(l != 0, 1)) {
-			/* one or two codes; both symbols stored (the second
-			 * a spare byte when there is one) */
+			l = e->bits;
+			/* both symbols stored (the second a spare byte when
+			 * there is one) */
 			if (mode == HM_STORE) {
 				memcpy(dst + len, e->sym, 2);
 			} else if (mode == HM_CAP) {
@@ -505,26 +512,30 @@ huff_codes(uint64_t *accp,
 					dst[len + 1] = e->sym[1];
 			}
 			len += e->n;
-		} else {
-			int32_t idx;
-
-			if (bits < 30)
-				break;
-			l = huff_len((uint32_t)(acc >> 32), H2_HUFF_PAIR_BITS + 1,
-				     &idx);
-			if (idx >= 256) {
-				eos = l;
-				break;
-			}
-			if (mode == HM_STORE || (mode == HM_CAP && len < cap))
-				dst[len] = huff_sym[idx];
-			len++;
+			acc <<= l & 63;
+			bits -= (int)l;
+		} while (bits >= H2_HUFF_PAIR_BITS);
+		if (__builtin_expect(bits >= 0, 1))
+			break;
+		/* a code longer than 12 bits: complete with 30 at hand */
+		bits += H2_HUFF_LONG;
+		if (bits < 30)
+			break;
+		l = huff_len((uint32_t)(acc >> 32), H2_HUFF_PAIR_BITS + 1, &idx);
+		if (idx >= 256) {
+			eos = l;
+			break;
 		}
+		if (mode == HM_STORE || (mode == HM_CAP && len < cap))
+			dst[len] = huff_sym[idx];
+		len++;
 		acc <<= l;
-		bits -= l;
-	} while (bits >= H2_HUFF_PAIR_BITS);
+		bits -= (int)l;
+		if (bits < H2_HUFF_PAIR_BITS)
+			break;
+	}
 	*accp = acc;
-	*bitsp = bits;
+	*bitsp = (unsigned)bits;
 	*lenp = (uint32_t)len;
 	return eos;
 }
@@ -665,7 +676,7 @@ string_bytes(struct h2_scan *st, const uint8_t *p, size_t n, size_t *bad)
 		unsigned l = e->bits, sym;
 		int32_t idx;
 
-		if (l) {
+		if (l != H2_HUFF_LONG) {
 			if (l <= bits) {
 				if (len < cap)
 					dst[len] = e->sym[0];
