@@ -261,7 +261,16 @@ hook_h2_req_field(struct hook_h2_req *q,
 					     value[value_len - 1] == '\t'))
 				value_len--;
 			n = value_len < HOOK_H2_TP_MAX ? value_len : HOOK_H2_TP_MAX;
-			memcpy(q->tp, value, n);
+			/* A traceparent (55 bytes) in two fixed-size copies
+			 * that overlap, not a copy of n bytes (rep movsb). */
+			if (n >= HOOK_H2_TP_MAX / 2) {
+				memcpy(q->tp, value, HOOK_H2_TP_MAX / 2);
+				memcpy(q->tp + n - HOOK_H2_TP_MAX / 2,
+				       value + n - HOOK_H2_TP_MAX / 2,
+				       HOOK_H2_TP_MAX / 2);
+			} else {
+				memcpy(q->tp, value, n);
+			}
 			q->tp_len = (uint8_t)w3c_traceparent_kept_len(
 				(const char *)value, value_len, HOOK_H2_TP_MAX);
 		}
@@ -315,7 +324,7 @@ hook_h2_req_header(struct hook_h2_req *q,
 static inline void
 hook_h2_req_view(const struct hook_h2_req *q, struct hook_h2_view *v)
 {
-	unsigned i;
+	unsigned i, m;
 
 	memset(&v->r, 0, sizeof(v->r));
 	/* Lengths bounded by their arrays (a shared request, above). */
@@ -341,10 +350,12 @@ hook_h2_req_view(const struct hook_h2_req *q, struct hook_h2_view *v)
 		v->r.tracestate_lens = &v->ts_len;
 		v->r.n_tracestate = 1;
 	}
-	for (i = 0; i < CTXSHIM_MAX_HEADER_ATTRS; i++)
-		if (q->extra_seen & (1u << i)) {
-			v->r.extra[i] = q->extra[i];
-			v->r.extra_len[i] =
-				HOOK_H2_MIN(q->extra_len[i], HOOK_H2_EXTRA_MAX);
-		}
+	/* The extra headers seen, bit by bit (none: no loop). */
+	for (m = q->extra_seen; m; m &= m - 1) {
+		i = (unsigned)__builtin_ctz(m);
+		if (i >= CTXSHIM_MAX_HEADER_ATTRS)
+			break;
+		v->r.extra[i] = q->extra[i];
+		v->r.extra_len[i] = HOOK_H2_MIN(q->extra_len[i], HOOK_H2_EXTRA_MAX);
+	}
 }

@@ -105,6 +105,28 @@ START_TEST(test_traceparent_repeated_and_case)
 }
 END_TEST
 
+/* The traceparent's bytes are kept exactly, whatever its length (the copy
+ * of a long one is two fixed-size halves that overlap). */
+START_TEST(test_traceparent_copy_lengths)
+{
+	struct hook_h2_req q;
+	char v[HOOK_H2_TP_MAX + 8];
+	size_t n, i;
+
+	for (i = 0; i < sizeof(v); i++)
+		v[i] = (char)('0' + i % 75);
+	for (n = 1; n <= sizeof(v); n++) {
+		hook_h2_req_init(&q);
+		memset(q.tp, 0xa5, sizeof(q.tp));
+		hdr_n(&q, "traceparent", v, n);
+		ck_assert_int_eq(
+			memcmp(q.tp, v, n < HOOK_H2_TP_MAX ? n : HOOK_H2_TP_MAX), 0);
+		for (i = n; i < HOOK_H2_TP_MAX; i++)
+			ck_assert_uint_eq((uint8_t)q.tp[i], 0xa5);
+	}
+}
+END_TEST
+
 START_TEST(test_bounds)
 {
 	struct hook_h2_req q, q2;
@@ -414,6 +436,7 @@ TEST_SUITE(h2req_suite)
 	tcase_add_test(tc, test_basic_request);
 	tcase_add_test(tc, test_absent_and_first_wins);
 	tcase_add_test(tc, test_traceparent_repeated_and_case);
+	tcase_add_test(tc, test_traceparent_copy_lengths);
 	tcase_add_test(tc, test_bounds);
 	tcase_add_test(tc, test_extra_joined);
 	tcase_add_test(tc, test_kind_once_same_as_per_field);
