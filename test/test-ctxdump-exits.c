@@ -20,12 +20,15 @@
  *    also when it is killed afterwards;
  *  - ctxdump unwinds after it lets the threads go, through one of them:
  *    when that one ends first, the stacks are still read and named;
+ *  - a process whose last thread is kept in its exit is said to have
+ *    exited at once, not after a wait for that thread to go;
  *  - a thread runs execve() while ctxdump holds others (helpers/exec-race.c):
  *    the dump says so and shows the new program, and record goes on with
  *    it.
  * No dump may hang, and no thread may be left stopped. */
 #include "test-prof.h"
 
+#include <sys/ptrace.h>
 #include <time.h>
 
 #define TIMEOUT_MS 30000
@@ -551,6 +554,56 @@ START_TEST(dump_through_short_lived_threads)
 }
 END_TEST
 
+/* A zombie leader and one thread that has exited but is kept listed as a
+ * zombie by its tracer (this test, which does not wait for it): as a
+ * process whose last thread is stuck in its exit.  Every look for a live
+ * thread to read through (before the dump, and for "has it exited"
+ * after) waited for that thread to go, a second each, as for threads
+ * that end under the listing: with CTXDUMP_TEST_LIVE_WAIT_MS making that
+ * wait ten minutes, the dump never ended.  It says at once that the
+ * process exited. */
+START_TEST(dump_last_thread_held_in_exit)
+{
+	char path[PATH_MAX], arg[16], line[128], *end, *out, *err;
+	char *argv[] = {(char *)prof_helper("exit-held", path, sizeof(path)), NULL};
+	char *dump_argv[] = {(char *)test_ctxdump_path(),
+			     (char *)test_stop_timeout_arg(), NULL, NULL, NULL};
+	struct test_child c;
+	unsigned i;
+	pid_t pid, tid;
+	int st;
+
+	test_child_start(&c, argv, NULL, false);
+	test_child_expect(&c, "READY ", line, sizeof(line), TIMEOUT_MS);
+	pid = (pid_t)strtol(line + 6, &end, 10);
+	tid = (pid_t)strtol(end, NULL, 10);
+	ck_assert_int_eq(pid, c.pid);
+	ck_assert_int_gt(tid, pid);
+	prof_wait_task_state(pid, pid, 'Z', test_now_ms() + TIMEOUT_MS);
+	ck_assert_msg(ptrace(PTRACE_SEIZE, tid, NULL, NULL) == 0, "seize: %s",
+		      strerror(errno));
+	ck_assert_int_eq(write(c.in_fd, "\n", 1), 1);
+	prof_wait_task_state(pid, tid, 'Z', test_now_ms() + TIMEOUT_MS);
+	ck_assert_int_eq(setenv("CTXDUMP_TEST_LIVE_WAIT_MS", "600000", 1), 0);
+	snprintf(arg, sizeof(arg), "%d", (int)pid);
+	for (i = 0; i < 2; i++) {
+		dump_argv[2] = i ? "--stacks" : arg;
+		dump_argv[3] = i ? arg : NULL;
+		st = test_run_capture(dump_argv, NULL, false, &out, &err, TIMEOUT_MS);
+		ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 2, "status 0x%x: %s",
+			      st, err);
+		ck_assert_msg(strstr(err, "exited"), "%s", err);
+		free(out);
+		free(err);
+	}
+	unsetenv("CTXDUMP_TEST_LIVE_WAIT_MS");
+	/* let it go: then the process ends */
+	ck_assert_int_eq(waitpid(tid, &st, __WALL), tid);
+	st = test_child_finish(&c, TIMEOUT_MS);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status 0x%x", st);
+}
+END_TEST
+
 /* helpers/exec-race with N sleeping threads, its pid in *pid. */
 static void
 exec_race_start(struct test_child *c, pid_t *pid, unsigned n)
@@ -720,6 +773,7 @@ TEST_SUITE(ctxdump_exits_suite)
 	tcase_add_test(tc, record_zombie_leader_gaps);
 	tcase_add_test(tc, stacks_through_ending_threads);
 	tcase_add_test(tc, dump_through_short_lived_threads);
+	tcase_add_test(tc, dump_last_thread_held_in_exit);
 	tcase_add_test(tc, dump_at_exec);
 	tcase_add_test(tc, record_at_exec);
 	suite_add_tcase(s, tc);

@@ -199,8 +199,10 @@ stop_read_task_flags(pid_t pid, pid_t tid, char *state, unsigned long long *flag
 	return 0;
 }
 
-bool
-stop_thread_exiting(pid_t pid, pid_t tid)
+/* 1 if thread tid of pid is listed and exiting, 0 if it is listed and
+ * not, or a negative errno (-ENOENT: gone). */
+static int
+thread_exit_state(pid_t pid, pid_t tid)
 {
 	unsigned long long flags = 0;
 	char state = 0;
@@ -210,8 +212,23 @@ stop_thread_exiting(pid_t pid, pid_t tid)
 	 * (exit_mm(), exit_fs()) well before /proc shows it as a zombie
 	 * (exit_notify()): opens through /proc/TID then fail while its
 	 * state still reads R.  PF_EXITING is set first thing. */
-	return r == -ENOENT || r == -ESRCH ||
-	       (r == 0 && (state == 'Z' || state == 'X' || (flags & STOP_PF_EXITING)));
+	if (r < 0)
+		return r;
+	return state == 'Z' || state == 'X' || (flags & STOP_PF_EXITING);
+}
+
+bool
+stop_thread_exiting(pid_t pid, pid_t tid)
+{
+	int r = thread_exit_state(pid, tid);
+
+	return r == 1 || r == -ENOENT || r == -ESRCH;
+}
+
+bool
+stop_thread_in_exit(pid_t pid, pid_t tid)
+{
+	return thread_exit_state(pid, tid) == 1;
 }
 
 #if !STOP_STATE_AT_STOP

@@ -275,6 +275,11 @@ int stop_read_task_flags(pid_t pid, pid_t tid, char *state, unsigned long long *
  * last.) */
 bool stop_thread_exiting(pid_t pid, pid_t tid);
 
+/* Whether thread tid of pid is still listed but exiting (a zombie, or in
+ * do_exit()): stop_thread_exiting() without "gone".  Such a thread never
+ * runs user code again, so it starts no thread. */
+bool stop_thread_in_exit(pid_t pid, pid_t tid);
+
 /* After PTRACE_SEIZE of thread tid of pid failed with EPERM: one hint on
  * standard error why (ctxdump.1 DIAGNOSTICS): traced already by another
  * process (named), owned by another user, the Yama setting, no

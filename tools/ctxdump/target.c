@@ -81,11 +81,49 @@ dump_find_thread(pid_t pid, bool (*match)(pid_t pid, pid_t tid, void *arg), void
 /* How long to go on looking for a thread to read a process through while
  * its threads end (live_thread(), via_live_thread()): a bound in time
  * rather than only in tries, because how many threads end under a read
- * depends on how slow the read is (a loaded machine, ASan). */
+ * depends on how slow the read is (a loaded machine, ASan).  A test sets
+ * it longer (CTXDUMP_TEST_LIVE_WAIT_MS) to see that a process whose
+ * threads have all exited is not waited on. */
 #define LIVE_WAIT_NS (1000ull * 1000000u)
+
+static uint64_t
+live_deadline(void)
+{
+	static uint64_t wait_ns;
+
+	if (!wait_ns) {
+		unsigned ms = dump_test_ms("CTXDUMP_TEST_LIVE_WAIT_MS", 600000);
+
+		wait_ns = ms ? ms * 1000000ull : LIVE_WAIT_NS;
+	}
+	return remote_now_ns() + wait_ns;
+}
+
 /* The threads that ended under a read, remembered so as not to be tried
  * again: the last ones of them. */
 #define GONE_RING 32
+
+/* Whether tids[m], a list of pid's threads in which none is live, are
+ * all its threads, each still there and exiting: then none will be again
+ * (an exiting thread starts none), and the list, read while nothing
+ * ended, left none out.  The kernel's count is read after the states, and
+ * the states again after it: exiting is for good, so a thread seen
+ * exiting after the count was exiting at it, and with as many counted,
+ * those were all.  A thread that lives on in exit (a zombie its tracer
+ * has not waited for, one stuck in do_exit()) would otherwise be waited
+ * on for as long as live_thread() waits. */
+static bool
+none_live(pid_t pid, const pid_t *tids, size_t m)
+{
+	size_t i;
+
+	if (stop_count_threads(pid) != (long)m)
+		return false;
+	for (i = 0; i < m; i++)
+		if (!stop_thread_in_exit(pid, tids[i]))
+			return false;
+	return true;
+}
 
 /* A thread of pid other than the leader that is not exiting
  * (stop_thread_exiting()) and not in avoid[n]: the oldest such, or with
@@ -100,7 +138,9 @@ dump_find_thread(pid_t pid, bool (*match)(pid_t pid, pid_t tid, void *arg), void
  * the stack: No such process" in about one --stacks dump in 25 on a
  * loaded machine.  So while the list shows no such thread but some that
  * are exiting, it is read again each millisecond until deadline
- * (remote_now_ns()); a process that exits lists only its leader soon. */
+ * (remote_now_ns()), or until none_live() tells that none can come: a
+ * process that exits lists only its leader soon, but one thread kept in
+ * its exit would keep the list so for as long. */
 static pid_t
 live_thread(pid_t pid, const pid_t *avoid, size_t n, bool youngest, uint64_t deadline)
 {
@@ -124,7 +164,8 @@ live_thread(pid_t pid, const pid_t *avoid, size_t n, bool youngest, uint64_t dea
 			else
 				found = tid;
 		}
-		if (found || !ending || remote_now_ns() >= deadline)
+		if (found || !ending || remote_now_ns() >= deadline ||
+		    none_live(pid, tids, m))
 			break;
 		(void)nanosleep(&ms, NULL);
 	}
@@ -146,7 +187,7 @@ dump_memory_pid(pid_t pid, char leader_state)
 	/* The oldest: nothing tells yet that the threads are short-lived,
 	 * and one that has run long is likely to run on (a zombie leader's
 	 * server whose workers live long and whose helpers come and go). */
-	found = live_thread(pid, NULL, 0, false, remote_now_ns() + LIVE_WAIT_NS);
+	found = live_thread(pid, NULL, 0, false, live_deadline());
 	return found ? found : pid;
 }
 
@@ -185,7 +226,7 @@ via_live_thread(pid_t pid, pid_t *mem_pid, int (*fn)(pid_t, pid_t, void *), void
 		pid_t next, ended = *mem_pid;
 
 		if (!deadline)
-			deadline = remote_now_ns() + LIVE_WAIT_NS;
+			deadline = live_deadline();
 		else if (k >= GONE_RING && remote_now_ns() >= deadline)
 			break;
 		gone[k++ % GONE_RING] = ended;
@@ -202,7 +243,7 @@ via_live_thread(pid_t pid, pid_t *mem_pid, int (*fn)(pid_t, pid_t, void *), void
 bool
 dump_process_exiting(pid_t pid)
 {
-	return next_memory_pid(pid, NULL, 0, remote_now_ns() + LIVE_WAIT_NS) == 0;
+	return next_memory_pid(pid, NULL, 0, live_deadline()) == 0;
 }
 
 /* etls_proc_set_reader()'s fallback: the objects are opened after the
@@ -212,7 +253,7 @@ reader_after(pid_t pid, pid_t ended)
 {
 	if (!stop_thread_exiting(pid, ended))
 		return 0;
-	return next_memory_pid(pid, &ended, 1, remote_now_ns() + LIVE_WAIT_NS);
+	return next_memory_pid(pid, &ended, 1, live_deadline());
 }
 
 struct proc_load_args {
