@@ -228,8 +228,9 @@ int dump_tp_owners(pid_t pid,
 /* etls_proc_load() through *mem_pid (from dump_memory_pid()); while that
  * thread turns out to be gone (-ESRCH: the leader has exited, or so has
  * the thread read for it), through another live one (the youngest, for
- * up to a second and at least 32 tries), stored in *mem_pid.  Returns
- * etls_proc_load()'s result. */
+ * up to a second and at least 32 tries), stored in *mem_pid.  Given up
+ * (-ESRCH), *mem_pid is a thread live then, or pid if none is, for the
+ * next read to start with.  Returns etls_proc_load()'s result. */
 int dump_proc_load(pid_t pid, pid_t *mem_pid, struct etls_proc **ep);
 
 /* The process context (pctxr_read_maps() with the maps text given, else

@@ -213,7 +213,11 @@ next_memory_pid(pid_t pid, const pid_t *gone, size_t n, uint64_t deadline)
  * stored in *mem_pid.  For LIVE_WAIT_NS after the first failure, and at
  * least GONE_RING tries: threads that live 2 ms outlived an unwind under
  * ASan on a loaded machine about three times in five, and 8 tries in a
- * row failed in one --stacks dump in 50. */
+ * row failed in one --stacks dump in 50.
+ * Given up, *mem_pid is left at a thread that is live then (looked for
+ * once more, without waiting) or at pid if none is, as dump_memory_pid()
+ * leaves it, not at the thread that failed last: the next read would
+ * spend its first try on that one. */
 static int
 via_live_thread(pid_t pid, pid_t *mem_pid, int (*fn)(pid_t, pid_t, void *), void *arg)
 {
@@ -224,17 +228,17 @@ via_live_thread(pid_t pid, pid_t *mem_pid, int (*fn)(pid_t, pid_t, void *), void
 
 	while (r == -ESRCH) {
 		pid_t next, ended = *mem_pid;
+		bool last;
 
 		if (!deadline)
 			deadline = live_deadline();
-		else if (k >= GONE_RING && remote_now_ns() >= deadline)
-			break;
+		last = k >= GONE_RING && remote_now_ns() >= deadline;
 		gone[k++ % GONE_RING] = ended;
 		next = next_memory_pid(pid, gone, k < GONE_RING ? k : GONE_RING,
-				       deadline);
-		if (!next)
+				       last ? 0 : deadline);
+		*mem_pid = next ? next : pid;
+		if (!next || last)
 			break;
-		*mem_pid = next;
 		r = fn(next, ended, arg);
 	}
 	return r;
