@@ -672,6 +672,18 @@ uw_map_cmp(const void *a, const void *b)
 	return x->start < y->start ? -1 : x->start > y->start;
 }
 
+/* Why the maps of thread pid could not be read (err), or why they were
+ * empty (-ENODATA): -ESRCH if that thread is exiting or gone, which a
+ * dying thread's maps show as one of those (a failed open or read, or
+ * nothing), so that the caller reads through another thread
+ * (dump_unwind()); else err, which no other thread would change, so
+ * that the caller does not go through every thread for it. */
+static int
+uw_maps_failed(pid_t pid, int err)
+{
+	return stop_thread_exiting(pid, pid) ? -ESRCH : err;
+}
+
 static struct uw_proc *
 uw_proc_load(pid_t pid, int *err)
 {
@@ -684,7 +696,7 @@ uw_proc_load(pid_t pid, int *err)
 	snprintf(fn, sizeof(fn), "/proc/%d/maps", (int)pid);
 	f = fopen(fn, "re");
 	if (!f) {
-		*err = -ESRCH;
+		*err = uw_maps_failed(pid, -errno);
 		return NULL;
 	}
 	(void)setvbuf(f, NULL, _IOFBF, UW_MAPS_BUF);
@@ -767,7 +779,7 @@ uw_proc_load(pid_t pid, int *err)
 	fclose(f);
 	if (p->nmaps == 0) {
 		uw_proc_free(p);
-		*err = -ESRCH;
+		*err = uw_maps_failed(pid, -ENODATA);
 		return NULL;
 	}
 	qsort(p->maps, p->nmaps, sizeof(*p->maps), uw_map_cmp);
@@ -2090,14 +2102,22 @@ uw_get_proc(pid_t pid, int *err)
 {
 	struct uw_proc *p;
 
-	if (uw_cache && uw_cache->pid == pid)
+	/* Another thread of the process than the cache's (the caller moved
+	 * on after one it read through ended, or gave up on it): what was
+	 * read stays good, as stack_unwind_sync() keeps it.  A cache thrown
+	 * away here for a load through a thread that was dying left none,
+	 * and with it went what the stop found (uw_stopped) and the marks
+	 * of what changed around it. */
+	if (uw_cache) {
+		if (uw_cache->pid != pid)
+			stack_unwind_rebind(uw_cache->pid, pid);
 		return uw_cache;
+	}
 	(void)pthread_once(&uwl_once, uwl_open);
 	if (!uwl.ok) {
 		*err = -ELIBACC; /* "Can not access a needed shared library" */
 		return NULL;
 	}
-	stack_unwind_reset();
 	if (!uw_atexit_done) {
 		uw_atexit_done = true;
 		atexit(uw_atexit);
@@ -2150,9 +2170,10 @@ uw_fmap_line(const struct uw_proc *p, char *line, size_t len, size_t *cur)
 }
 
 /* Whether the file mappings of pid are still those p was read from: 1
- * yes, 0 no, or -ESRCH (pid's maps cannot be read, or are empty: it has
- * exited).  One read of the maps, compared as it goes, nothing kept:
- * called twice every round of a recording. */
+ * yes, 0 no, or a negative errno (uw_maps_failed(): -ESRCH when pid's
+ * maps cannot be read, or are empty, because it exited).  One read of
+ * the maps, compared as it goes, nothing kept: called twice every round
+ * of a recording. */
 static int
 uw_fmaps_same(const struct uw_proc *p, pid_t pid)
 {
@@ -2166,7 +2187,7 @@ uw_fmaps_same(const struct uw_proc *p, pid_t pid)
 	snprintf(fn, sizeof(fn), "/proc/%d/maps", (int)pid);
 	fd = open(fn, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
-		return -ESRCH;
+		return uw_maps_failed(pid, -errno);
 	while (same) {
 		ssize_t r = read(fd, buf + have, UW_MAPS_BUF - have);
 		char *l = buf, *nl;
@@ -2195,7 +2216,7 @@ uw_fmaps_same(const struct uw_proc *p, pid_t pid)
 	}
 	close(fd);
 	if (!lines)
-		return -ESRCH;
+		return uw_maps_failed(pid, -ENODATA);
 	return same && cur == p->ftext_len;
 }
 
@@ -2309,8 +2330,18 @@ stack_unwind_stopped(pid_t pid)
 	int r;
 
 	uw_stopped = 0;
-	if (!p)
-		return -ESRCH; /* nothing read before the stop to compare with */
+	if (!p) {
+		/* Nothing read before the stop (every thread it was read
+		 * through ended): read now, through a thread that cannot
+		 * end, it is exactly what the stacks ran in.  Else the read
+		 * after the stop would take every file mapping for changed,
+		 * and no stack would get past its first frame. */
+		p = uw_get_proc(pid, &r);
+		if (!p)
+			return r;
+		uw_stopped = STACK_SYNC_CHANGED + 1;
+		return STACK_SYNC_CHANGED;
+	}
 	if (p->pid != pid)
 		stack_unwind_rebind(p->pid, pid);
 	r = uw_fmaps_same(p, pid);

@@ -124,12 +124,14 @@ int stack_snap_capture(pid_t tid, size_t max_stack_bytes, struct stack_snap *s);
 
 /* Call after detaching.  Unwinds the snapshot of a thread of process pid
  * into frames[0..*n_out).  Reads /proc/PID/maps and the mapped ELF files
- * (cached per pid; pid may be any thread of the process).  Returns 0 when
- * at least frame #0 was produced (a shortened stack is flagged in the
- * last frame), or a negative errno: -EINVAL (no registers in s, bad
- * arguments), -ENOMEM, -ESRCH (the maps cannot be read, or thread pid
- * exited before a module it needed could be opened through it:
- * stack_unwind_rebind()). */
+ * (cached per process until stack_unwind_reset(): pid may be any thread
+ * of it, and given another one than before, the cache moves to it as
+ * stack_unwind_rebind() does).  Returns 0 when at least frame #0 was
+ * produced (a shortened stack is flagged in the last frame), or a
+ * negative errno: -EINVAL (no registers in s, bad arguments), -ENOMEM,
+ * -ESRCH (thread pid exited before its maps, or a module it needed, could
+ * be read through it: stack_unwind_rebind()), -ENODATA (its maps are
+ * empty while it runs), or why its maps could not be opened. */
 int stack_unwind(pid_t pid,
 		 const struct stack_snap *s,
 		 struct stack_frame *frames,
@@ -160,8 +162,8 @@ void stack_arena_free(struct stack_arena *a);
 
 void stack_snap_free(struct stack_snap *s);
 
-/* Drop the cached module data (also done at exit).  Needed only if the
- * same pid is unwound again after its mappings changed. */
+/* Drop the cached module data (also done at exit).  Needed before
+ * another process is unwound, or the same one after an execve(). */
 void stack_unwind_reset(void);
 
 /* stack_unwind_sync() results */
@@ -197,8 +199,9 @@ enum {
  * around it, which cannot be told, so until the next call stack_unwind()
  * names no frame in it and ends the stack there (STACK_FRAME_TRUNCATED);
  * if the maps cannot be read after the stop, every file mapping is
- * treated so.  Returns STACK_SYNC_* or a negative errno (-ESRCH: pid's
- * maps cannot be read; -ENOMEM; -ELIBACC: see stack_unwind()). */
+ * treated so.  Returns STACK_SYNC_* or a negative errno (-ESRCH: pid
+ * exited before its maps could be read; -ENOMEM; -ELIBACC and others: see
+ * stack_unwind()). */
 int stack_unwind_sync(pid_t pid, bool after_stop);
 
 /* While every thread of the process is stopped (pid one of them, which
@@ -212,9 +215,14 @@ int stack_unwind_sync(pid_t pid, bool after_stop);
  * after the first.  One read of /proc/PID/maps in the stop window (20 to
  * 100 us for a small process on a VM, the first read of a while being the
  * slowest; 0.4 ms for 1000 threads, two mappings each); the parsing only
- * when a file mapping changed since the read before the stop.  Returns
- * STACK_SYNC_* or a negative errno, after which stack_unwind_sync()
- * after the stop reads the maps as it would without this call. */
+ * when a file mapping changed since the read before the stop.  Without
+ * a list from before the stop (its read failed: every thread it was read
+ * through ended), the list is read here, as stack_unwind_sync() would
+ * read it (STACK_SYNC_CHANGED): the parsing then falls in the stop, but
+ * the stacks are named, where a list read after the stop could name none
+ * of them.  Returns STACK_SYNC_* or a negative errno, after which
+ * stack_unwind_sync() after the stop reads the maps as it would without
+ * this call. */
 int stack_unwind_stopped(pid_t pid);
 
 /* Thread from, which the cached module data is read through, has exited
