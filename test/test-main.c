@@ -9,6 +9,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -544,6 +545,90 @@ tmp_cleanup(void)
 	unlink(tmp_registry);
 }
 
+/* Check runs each test in a process of its own process group and, once it
+ * ended, SIGKILLs that group: what a failed test started (its cleanup never
+ * runs: a failed assertion _exit()s) dies then, but as an orphan, which the
+ * init of a container or CI machine may never reap (a zombie for good); and
+ * what left the group (setsid(), a daemon) runs on, holding its port, its
+ * files and the output meson reads.  So main() forks first: the child runs
+ * the suites, and this process, a child subreaper (prctl(2)), inherits those
+ * orphans, reaps each as it ends and, once the runner is done, kills and
+ * reaps what still runs. */
+static pid_t reaper_runner;
+
+static void
+reaper_forward(int sig)
+{
+	(void)kill(reaper_runner, sig);
+}
+
+static void
+reaper_signals(void (*handler)(int))
+{
+	struct sigaction sa = {.sa_handler = handler};
+
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+}
+
+/* SIGKILL every child (all orphans the reaper inherited, the runner is gone)
+ * and reap them until none is left; without /proc/PID/task/TID/children
+ * (CONFIG_PROC_CHILDREN) only reap those that ended. */
+static void
+reaper_kill_all(void)
+{
+	char path[64];
+	int pid;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)getpid(),
+		 (int)getpid());
+	for (;;) {
+		FILE *f = fopen(path, "re");
+		bool listed = f != NULL;
+		pid_t r;
+
+		while (f && fscanf(f, "%d", &pid) == 1) {
+			if (test_proc_state(pid) != 'Z')
+				fprintf(stderr, "%s: pid %d left running: killed\n",
+					program_invocation_short_name, pid);
+			(void)kill(pid, SIGKILL);
+		}
+		if (f)
+			fclose(f);
+		r = waitpid(-1, NULL, listed ? 0 : WNOHANG);
+		if (r <= 0 && !(r < 0 && errno == EINTR))
+			return;
+	}
+}
+
+/* Returns in the runner (or if there is no reaper); the reaper exits as the
+ * runner did. */
+static void
+reaper_start(void)
+{
+	int st = 0;
+	pid_t r;
+
+	if (prctl(PR_SET_CHILD_SUBREAPER, 1) != 0)
+		return;
+	reaper_runner = fork();
+	if (reaper_runner <= 0)
+		return;
+	/* meson's timeout and ^C reach the runner (Check kills the test) */
+	reaper_signals(reaper_forward);
+	do
+		r = waitpid(-1, &st, 0);
+	while (r != reaper_runner && (r >= 0 || errno == EINTR));
+	reaper_signals(SIG_IGN); /* the runner's pid may be reused now */
+	reaper_kill_all();
+	if (r == reaper_runner && WIFSIGNALED(st)) {
+		signal(WTERMSIG(st), SIG_DFL);
+		raise(WTERMSIG(st));
+	}
+	exit(r == reaper_runner && WIFEXITED(st) ? WEXITSTATUS(st) : 1);
+}
+
 int
 main(void)
 {
@@ -554,6 +639,7 @@ main(void)
 
 	/* A crashing forked test must not litter the build tree with cores. */
 	setrlimit(RLIMIT_CORE, &core);
+	reaper_start();
 	signal(SIGPIPE, SIG_IGN);
 
 	for (d = (const struct test_suite_desc **)__start_test_section;
