@@ -112,10 +112,10 @@ int test_run_ctxdump_no_map_files(char **out,
 				  char **err,
 				  const char *const *args,
 				  int timeout_ms);
-/* test_mkdtemp() and test_mkstemp() for what a test keeps in /tmp/ctxshim-*: the
- * test program removes what they made when it ends, also after a failed
- * test, whose process (Check forks one per test) ends at the failed
- * assertion without running its own cleanup. */
+/* test_mkdtemp() and test_mkstemp() for what a test keeps in /tmp/ctxshim-*
+ * (or /tmp/ctxdump-*): the test program removes what they made when it
+ * ends, also after a failed test, whose process (Check forks one per test)
+ * ends at the failed assertion without running its own cleanup. */
 char *test_mkdtemp(char *tmpl);
 int test_mkstemp(char *tmpl);
 /* Read the small file path (a /proc file) into buf, NUL-terminated; its

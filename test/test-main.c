@@ -522,8 +522,9 @@ tmp_remove_one(const char *path, const struct stat *st, int type, struct FTW *ft
 	return 0;
 }
 
-/* Remove what the registry lists (only under /tmp/ctxshim-, whatever it
- * says), then the registry. */
+/* Remove what the registry lists (only under /tmp/ctxshim- and, for the
+ * ctxdump tests' files, /tmp/ctxdump-, whatever it says), then the
+ * registry. */
 static void
 tmp_cleanup(void)
 {
@@ -537,7 +538,9 @@ tmp_cleanup(void)
 	f = fopen(tmp_registry, "re");
 	while (f && fgets(line, sizeof(line), f)) {
 		line[strcspn(line, "\n")] = '\0';
-		if (strncmp(line, "/tmp/ctxshim-", 13) == 0 && !strstr(line, "/.."))
+		if ((strncmp(line, "/tmp/ctxshim-", 13) == 0 ||
+		     strncmp(line, "/tmp/ctxdump-", 13) == 0) &&
+		    !strstr(line, "/.."))
 			(void)nftw(line, tmp_remove_one, 16, FTW_DEPTH | FTW_PHYS);
 	}
 	if (f)
