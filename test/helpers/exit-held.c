@@ -8,8 +8,8 @@
  * (pthread_exit()): a zombie leader.  The thread ends when a line (or
  * EOF) comes on stdin.  A tracer that seized it and does not wait for it
  * keeps it listed as a zombie: a process whose threads have all exited
- * but one that is not reaped yet, as one stuck in exit (a core dump, a
- * debugger that holds it) is. */
+ * but one that is not reaped yet, as one blocked in the kernel's exit
+ * path is (not one held by a core dump: that waits before it exits). */
 #include "config.h"
 
 #include <pthread.h>

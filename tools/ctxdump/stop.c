@@ -211,7 +211,8 @@ thread_exit_state(pid_t pid, pid_t tid)
 	/* A thread in do_exit() releases its memory map and its root
 	 * (exit_mm(), exit_fs()) well before /proc shows it as a zombie
 	 * (exit_notify()): opens through /proc/TID then fail while its
-	 * state still reads R.  PF_EXITING is set first thing. */
+	 * state still reads R.  PF_EXITING is set early, though after a
+	 * core dump's wait and a PTRACE_EVENT_EXIT stop (exit_signals()). */
 	if (r < 0)
 		return r;
 	return state == 'Z' || state == 'X' || (flags & STOP_PF_EXITING);

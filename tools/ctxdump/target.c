@@ -106,12 +106,18 @@ live_deadline(void)
 /* Whether tids[m], a list of pid's threads in which none is live, are
  * all its threads, each still there and exiting: then none will be again
  * (an exiting thread starts none), and the list, read while nothing
- * ended, left none out.  The kernel's count is read after the states, and
- * the states again after it: exiting is for good, so a thread seen
- * exiting after the count was exiting at it, and with as many counted,
- * those were all.  A thread that lives on in exit (a zombie its tracer
- * has not waited for, one stuck in do_exit()) would otherwise be waited
- * on for as long as live_thread() waits. */
+ * ended, left none out.  Each was seen exiting (or gone) before the
+ * kernel's count is read: by live_thread(), else by its callers (the
+ * leader seen a zombie or exiting, or it failed a read with -ESRCH, as
+ * the threads in avoid did).  Read again after the count, each is
+ * still there and exiting: so each was there, and exiting, at the count
+ * (exiting is for good), and with as many counted, those were all.  (A
+ * tid freed and given to a new thread in between would defeat this: a
+ * wrap of the pid space within these few reads.)  A thread that lives on
+ * in exit (a zombie its tracer has not waited for, one blocked in
+ * do_exit() past PF_EXITING; not one held by a core dump, which waits
+ * before it) would otherwise be waited on for as long as live_thread()
+ * waits. */
 static bool
 none_live(pid_t pid, const pid_t *tids, size_t m)
 {
