@@ -1896,16 +1896,22 @@ sleep_until(uint64_t t)
 }
 
 /* Sleep until t; meanwhile let a late thread go as soon as it stops (a
- * stopped thread must not wait for the next round; SIGCHLD does it too,
- * and then this lets the job-control stops held for it through). */
+ * stopped thread must not wait for the next round).  The SIGCHLD handler
+ * may let it go first, during a sleep, but only stop_late_release() lets
+ * the job-control stops held for it through: so it runs once more after
+ * the list emptied.  (Left out, a Ctrl-Z was held for as long as a thread
+ * that is nearly always in vfork() was late again at each round, every
+ * one of its stops being taken by the handler.) */
 static void
 wait_until(struct rec *rc, uint64_t t)
 {
-	stop_late_release(&rc->late, 0);
-	while (stop_late_busy(&rc->late) && !rec_signal) {
-		uint64_t now = remote_now_ns();
+	for (;;) {
+		uint64_t now;
 
 		stop_late_release(&rc->late, 0);
+		if (!stop_late_busy(&rc->late) || rec_signal)
+			break;
+		now = remote_now_ns();
 		if (now >= t)
 			return;
 		sleep_until(now + 1000000u < t ? now + 1000000u : t);
