@@ -606,14 +606,18 @@ reaper_kill_all(void)
 }
 
 /* Returns in the runner (or if there is no reaper); the reaper exits as the
- * runner did. */
+ * runner did.  None with CK_FORK=no: the tests then run in this process
+ * (a failed check returns to the runner, nothing is orphaned), and a
+ * debugger (meson test --gdb) stays in the process that runs them. */
 static void
 reaper_start(void)
 {
+	const char *fork_env = getenv("CK_FORK");
 	int st = 0;
 	pid_t r;
 
-	if (prctl(PR_SET_CHILD_SUBREAPER, 1) != 0)
+	if ((fork_env && strcmp(fork_env, "no") == 0) ||
+	    prctl(PR_SET_CHILD_SUBREAPER, 1) != 0)
 		return;
 	reaper_runner = fork();
 	if (reaper_runner <= 0)
@@ -642,8 +646,9 @@ main(void)
 
 	/* A crashing forked test must not litter the build tree with cores. */
 	setrlimit(RLIMIT_CORE, &core);
-	reaper_start();
+	/* before the reaper: its "left running" line to a closed pipe */
 	signal(SIGPIPE, SIG_IGN);
+	reaper_start();
 
 	for (d = (const struct test_suite_desc **)__start_test_section;
 	     d < (const struct test_suite_desc **)__stop_test_section; d++) {
