@@ -35,10 +35,41 @@ fi
 
 dp_tmp=$(mktemp -d "${TMPDIR:-/tmp}/ctxshim-deploy.XXXXXX") || exit 1
 dp_pids=
-dp_cleanup() {
-	for dp_p in $dp_pids; do
-		kill "$dp_p" 2>/dev/null
+
+# dp_running PID: PID is a child of this shell that has not exited.  The
+# parent check keeps dp_cleanup from signalling a process that reused the
+# pid of a job the shell has already reaped.
+dp_running() {
+	dp_st=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
+	dp_st=${dp_st##*) }
+	dp_state=${dp_st%% *}
+	dp_st=${dp_st#* }
+	[ "$dp_state" != Z ] && [ "${dp_st%% *}" = "$$" ]
+}
+
+# dp_running_of PIDS...: those still running.
+dp_running_of() {
+	for dp_p in "$@"; do
+		dp_running "$dp_p" && printf ' %s' "$dp_p"
 	done
+}
+
+# Ends the jobs in $dp_pids and reaps them, those that had already exited
+# too: a job left unreaped when the script exits becomes a zombie for good
+# under a PID 1 that does not reap (a container's).  A job that ignores
+# SIGTERM gets SIGKILL after 2 s.
+# shellcheck disable=SC2086 # pids separated by blanks
+dp_cleanup() {
+	dp_left=$(dp_running_of $dp_pids)
+	[ -z "$dp_left" ] || kill $dp_left 2>/dev/null
+	dp_n=0
+	while [ -n "$dp_left" ] && [ $dp_n -lt 20 ]; do
+		sleep 0.1
+		dp_left=$(dp_running_of $dp_left)
+		dp_n=$((dp_n + 1))
+	done
+	[ -z "$dp_left" ] || kill -KILL $dp_left 2>/dev/null
+	[ -z "$dp_pids" ] || wait $dp_pids
 	rm -rf "$dp_tmp"
 }
 trap dp_cleanup EXIT
@@ -160,8 +191,16 @@ start_helper() {
 	dp_seq=$((dp_seq + 1))
 	dp_ready=$dp_tmp/ready.$dp_seq
 	dp_go=$dp_tmp/go.$dp_seq
-	mkfifo "$dp_ready" "$dp_go" || return 1
-	{ read -r dp_x <"$dp_go"; } | "$@" >"$dp_ready" &
+	dp_in=$dp_tmp/in.$dp_seq
+	mkfifo "$dp_ready" "$dp_go" "$dp_in" || return 1
+	# The helper's stdin is the FIFO $dp_in, held open by a job of its own
+	# until release writes to $dp_go; not a pipeline, whose first process
+	# has no pid to put in $dp_pids: left blocked opening $dp_go when the
+	# script fails before release, it held meson's stderr until the
+	# timeout.  $dp_in is opened first so that the helper starts now.
+	{ read -r dp_x <"$dp_go"; } >"$dp_in" &
+	dp_pids="$dp_pids $!"
+	"$@" <"$dp_in" >"$dp_ready" &
 	dp_pids="$dp_pids $!"
 	dp_line=$(dp_read_ready "$dp_ready")
 	case $dp_line in
