@@ -232,6 +232,12 @@ stop_thread_in_exit(pid_t pid, pid_t tid)
 	return thread_exit_state(pid, tid) == 1;
 }
 
+int
+stop_maps_error(pid_t tid, int err)
+{
+	return stop_thread_exiting(tid, tid) ? -ESRCH : err;
+}
+
 #if !STOP_STATE_AT_STOP
 /* The same through an open /proc/PID/task directory: a 1000-thread dump
  * opens 1000 of these, and the shorter path walk is measurable. */

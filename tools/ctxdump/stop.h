@@ -280,6 +280,14 @@ bool stop_thread_exiting(pid_t pid, pid_t tid);
  * runs user code again, so it starts no thread. */
 bool stop_thread_in_exit(pid_t pid, pid_t tid);
 
+/* Why the maps of thread tid could not be read (err), or why they were
+ * empty (-ENODATA): -ESRCH if that thread is exiting or gone, which a
+ * dying thread's maps show as one of those (a failed open or read, or
+ * nothing), so that the caller reads through another thread
+ * (via_live_thread() in target.c); else err, which no other thread would
+ * change, so that the caller does not go through every thread for it. */
+int stop_maps_error(pid_t tid, int err);
+
 /* After PTRACE_SEIZE of thread tid of pid failed with EPERM: one hint on
  * standard error why (ctxdump.1 DIAGNOSTICS): traced already by another
  * process (named), owned by another user, the Yama setting, no

@@ -672,18 +672,6 @@ uw_map_cmp(const void *a, const void *b)
 	return x->start < y->start ? -1 : x->start > y->start;
 }
 
-/* Why the maps of thread pid could not be read (err), or why they were
- * empty (-ENODATA): -ESRCH if that thread is exiting or gone, which a
- * dying thread's maps show as one of those (a failed open or read, or
- * nothing), so that the caller reads through another thread
- * (dump_unwind()); else err, which no other thread would change, so
- * that the caller does not go through every thread for it. */
-static int
-uw_maps_failed(pid_t pid, int err)
-{
-	return stop_thread_exiting(pid, pid) ? -ESRCH : err;
-}
-
 static struct uw_proc *
 uw_proc_load(pid_t pid, int *err)
 {
@@ -696,7 +684,7 @@ uw_proc_load(pid_t pid, int *err)
 	snprintf(fn, sizeof(fn), "/proc/%d/maps", (int)pid);
 	f = fopen(fn, "re");
 	if (!f) {
-		*err = uw_maps_failed(pid, -errno);
+		*err = stop_maps_error(pid, -errno);
 		return NULL;
 	}
 	(void)setvbuf(f, NULL, _IOFBF, UW_MAPS_BUF);
@@ -779,7 +767,7 @@ uw_proc_load(pid_t pid, int *err)
 	fclose(f);
 	if (p->nmaps == 0) {
 		uw_proc_free(p);
-		*err = uw_maps_failed(pid, -ENODATA);
+		*err = stop_maps_error(pid, -ENODATA);
 		return NULL;
 	}
 	qsort(p->maps, p->nmaps, sizeof(*p->maps), uw_map_cmp);
@@ -2170,7 +2158,7 @@ uw_fmap_line(const struct uw_proc *p, char *line, size_t len, size_t *cur)
 }
 
 /* Whether the file mappings of pid are still those p was read from: 1
- * yes, 0 no, or a negative errno (uw_maps_failed(): -ESRCH when pid's
+ * yes, 0 no, or a negative errno (stop_maps_error(): -ESRCH when pid's
  * maps cannot be read, or are empty, because it exited).  One read of
  * the maps, compared as it goes, nothing kept: called twice every round
  * of a recording. */
@@ -2187,7 +2175,7 @@ uw_fmaps_same(const struct uw_proc *p, pid_t pid)
 	snprintf(fn, sizeof(fn), "/proc/%d/maps", (int)pid);
 	fd = open(fn, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
-		return uw_maps_failed(pid, -errno);
+		return stop_maps_error(pid, -errno);
 	while (same) {
 		ssize_t r = read(fd, buf + have, UW_MAPS_BUF - have);
 		char *l = buf, *nl;
@@ -2216,7 +2204,7 @@ uw_fmaps_same(const struct uw_proc *p, pid_t pid)
 	}
 	close(fd);
 	if (!lines)
-		return uw_maps_failed(pid, -ENODATA);
+		return stop_maps_error(pid, -ENODATA);
 	return same && cur == p->ftext_len;
 }
 
