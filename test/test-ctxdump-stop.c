@@ -236,6 +236,32 @@ START_TEST(eperm_before_taken_thread)
 }
 END_TEST
 
+/* stop_maps_error(): -ESRCH, on which the caller reads through another
+ * thread, only for a thread that is exiting or gone; a live one's error
+ * is its own (old: elf-tls.c said -ESRCH for any empty maps). */
+START_TEST(maps_error_by_thread_state)
+{
+	siginfo_t si;
+	pid_t pid, self = (pid_t)syscall(SYS_gettid);
+
+	ck_assert_int_eq(stop_maps_error(self, -ENODATA), -ENODATA);
+	ck_assert_int_eq(stop_maps_error(self, -EACCES), -EACCES);
+
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0)
+		_exit(0);
+	/* exited, left a zombie (WNOWAIT) */
+	memset(&si, 0, sizeof(si));
+	ck_assert_int_eq(waitid(P_PID, (id_t)pid, &si, WEXITED | WNOWAIT), 0);
+	ck_assert_int_eq(stop_maps_error(pid, -ENODATA), -ESRCH);
+	ck_assert_int_eq(stop_maps_error(pid, -EACCES), -ESRCH);
+	/* reaped: gone */
+	ck_assert_int_eq(waitpid(pid, NULL, 0), pid);
+	ck_assert_int_eq(stop_maps_error(pid, -ENODATA), -ESRCH);
+}
+END_TEST
+
 TEST_SUITE(ctxdump_stop_suite)
 {
 	Suite *s = suite_create("ctxdump-stop");
@@ -246,6 +272,7 @@ TEST_SUITE(ctxdump_stop_suite)
 	tcase_set_timeout(tc, 60);
 	tcase_add_loop_test(tc, late_thread_after_exec, 0, 2);
 	tcase_add_test(tc, eperm_before_taken_thread);
+	tcase_add_test(tc, maps_error_by_thread_state);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -1469,7 +1469,7 @@ dump_process(const struct ctxdump_control *ctl, unsigned slot_tries)
 		stop_free(&ss);
 		return finish(&run, CLI_EXIT_FATAL);
 	}
-	if (r == -ESRCH && dump_is_kthread(ctl->pid)) {
+	if ((r == -ESRCH || r == -ENODATA) && dump_is_kthread(ctl->pid)) {
 		cli_warn("process %d is a kernel thread: it has no user-space memory "
 			 "and no thread context to read",
 			 (int)ctl->pid);

@@ -17,6 +17,7 @@
 #include "maps.h"
 #include "process-ctx.h"
 #include "remote.h"
+#include "stop.h"
 #include "thread-record.h"
 
 #define ETLS_PAGE     4096u
@@ -199,9 +200,10 @@ objs_load(const char *buf, size_t len, struct etls_objs *o)
 		}
 		line += l + 1;
 	}
-	/* An empty maps file is what a zombie (or kernel thread) shows. */
+	/* An empty maps file is what a zombie (or kernel thread) shows:
+	 * etls_proc_load() tells which. */
 	if (r >= 0 && o->n == 0)
-		r = -ESRCH;
+		r = -ENODATA;
 	return r < 0 ? r : 0;
 }
 
@@ -787,7 +789,8 @@ objs_query(struct etls_proc *p, int fd)
 			r = -errno;
 			if (r == -ENOENT)
 				break; /* no mapping at or above addr */
-			return r;
+			/* no memory map (any more): as the empty text */
+			return r == -ESRCH ? -ENODATA : r;
 		}
 		if (q.vma_end <= addr)
 			return -EINVAL; /* would not advance */
@@ -821,7 +824,7 @@ objs_query(struct etls_proc *p, int fd)
 		}
 	}
 	/* An empty list is what a zombie (or kernel thread) shows. */
-	return p->objs.n ? 0 : -ESRCH;
+	return p->objs.n ? 0 : -ENODATA;
 }
 
 /* The text of /proc/PID/maps into p->maps. */
@@ -866,7 +869,7 @@ etls_proc_load(pid_t pid, struct etls_proc **out)
 	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
-		r = errno == ENOENT ? -ESRCH : -errno;
+		r = stop_maps_error(pid, -errno);
 		free(p);
 		return r;
 	}
@@ -887,7 +890,7 @@ etls_proc_load(pid_t pid, struct etls_proc **out)
 	}
 	if (r < 0) {
 		etls_proc_free(p);
-		return r;
+		return r == -ENOMEM ? r : stop_maps_error(pid, r);
 	}
 	exe_stat(p);
 	*out = p;

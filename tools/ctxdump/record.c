@@ -2089,7 +2089,7 @@ record_main(int argc, char **argv)
 		r = lay_find_in(ep, rc->mem_pid, LAY_MASK_ALL, &rc->lp);
 		etls_proc_free(ep);
 	}
-	if (r == -ESRCH && dump_is_kthread(ctl.pid)) {
+	if ((r == -ESRCH || r == -ENODATA) && dump_is_kthread(ctl.pid)) {
 		cli_warn("process %d is a kernel thread: it has no user-space memory "
 			 "and no thread context to record",
 			 (int)ctl.pid);

@@ -460,7 +460,7 @@ dump_proc_status(pid_t pid, long long *tgid, char *state)
 
 /* Whether pid is a kernel thread (PF_KTHREAD in the flags, field 9 of
  * /proc/PID/stat): its maps are empty like those of a process that has
- * exited, but it has not. */
+ * exited, but it has not (-ENODATA from dump_proc_load(), not -ESRCH). */
 bool
 dump_is_kthread(pid_t pid)
 {
