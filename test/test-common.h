@@ -123,6 +123,8 @@ int test_mkstemp(char *tmpl);
 ssize_t test_read_small(const char *path, char *buf, size_t cap);
 /* Process state letter from /proc/PID/stat ('R', 'S', 't', 'T', …). */
 char test_proc_state(pid_t pid);
+/* Its parent's pid from /proc/PID/stat, -1 if it cannot be read. */
+pid_t test_proc_ppid(pid_t pid);
 /* The same for thread tid of pid (0: the process, as test_proc_state()). */
 char test_task_state(pid_t pid, pid_t tid);
 /* Wait (at most timeout_ms) until thread tid of pid is blocked in system

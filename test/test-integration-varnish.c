@@ -64,22 +64,6 @@ vn_is_varnishd(pid_t pid)
 	return strcmp(exe, VARNISHD) == 0;
 }
 
-/* The parent pid in /proc/PID/stat, -1 if unreadable. */
-static pid_t
-vn_ppid(pid_t pid)
-{
-	char path[64], buf[1024], *p;
-
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	if (test_read_small(path, buf, sizeof(buf)) < 0)
-		return -1;
-	/* "pid (comm) S ppid ...": comm may itself contain ')'. */
-	p = strrchr(buf, ')');
-	if (!p || strlen(p) < 5)
-		return -1;
-	return (pid_t)strtol(p + 4, NULL, 10);
-}
-
 /* The cache process: the only varnishd whose parent is the manager. */
 static pid_t
 vn_find_cache(pid_t mgt)
@@ -92,7 +76,7 @@ vn_find_cache(pid_t mgt)
 	while ((e = readdir(d))) {
 		pid_t pid = (pid_t)strtol(e->d_name, NULL, 10);
 
-		if (pid <= 0 || vn_ppid(pid) != mgt || !vn_is_varnishd(pid))
+		if (pid <= 0 || test_proc_ppid(pid) != mgt || !vn_is_varnishd(pid))
 			continue;
 		ck_assert_msg(found == 0, "two varnishd children of %d: %d and %d",
 			      (int)mgt, (int)found, (int)pid);

@@ -468,6 +468,21 @@ test_proc_state(pid_t pid)
 	return test_task_state(pid, 0);
 }
 
+pid_t
+test_proc_ppid(pid_t pid)
+{
+	char path[64], buf[1024], *p;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	if (test_read_small(path, buf, sizeof(buf)) < 0)
+		return -1;
+	/* "pid (comm) S ppid ...": comm may itself contain ')' */
+	p = strrchr(buf, ')');
+	if (!p || strlen(p) < 5)
+		return -1;
+	return (pid_t)strtol(p + 4, NULL, 10);
+}
+
 /* What test_mkdtemp() and test_mkstemp() made, one path a line, appended
  * by the forked tests; main() removes those paths once every suite ran. */
 static char tmp_registry[] = "/tmp/ctxshim-registry-XXXXXX";

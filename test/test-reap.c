@@ -44,20 +44,6 @@ START_TEST(test_fails)
 }
 END_TEST
 
-/* The parent of pid, from /proc/PID/stat; -1 if it cannot be read. */
-static pid_t
-parent_of(pid_t pid)
-{
-	char path[64], buf[512], *p;
-
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	if (test_read_small(path, buf, sizeof(buf)) < 0)
-		return -1;
-	/* "pid (comm) S ppid ...": comm may itself contain ')' */
-	p = strrchr(buf, ')');
-	return p ? (pid_t)atoi(p + 4) : -1;
-}
-
 /* Wait until pid is gone from /proc: reaped, not a zombie. */
 static void
 assert_reaped(pid_t pid, const char *what)
@@ -75,12 +61,12 @@ assert_reaped(pid_t pid, const char *what)
 START_TEST(test_gone)
 {
 	/* this test's parent is the runner, the runner's the reaper */
-	pid_t reaper = parent_of(getppid());
+	pid_t reaper = test_proc_ppid(getppid());
 
 	ck_assert_int_gt(kids[0], 0);
 	ck_assert_int_gt(kids[1], 0);
 	assert_reaped(kids[0], "the child in the failed test's group");
-	ck_assert_int_eq(parent_of(kids[1]), reaper);
+	ck_assert_int_eq(test_proc_ppid(kids[1]), reaper);
 	ck_assert_int_eq(kill(kids[1], SIGKILL), 0);
 	assert_reaped(kids[1], "the child in a session of its own");
 }
