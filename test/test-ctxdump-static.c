@@ -8,7 +8,8 @@
  * not export its variable either).  Every thread's record, in text and JSON and through
  * `ctxdump record`, must be what the writer says it published.  A
  * stripped static writer keeps ctxdump's "no loaded object" error (exit
- * 2), with a hint on how to make the writer readable. */
+ * 2), with a hint on how to make the writer readable; one run from a
+ * memfd maps no file at all, which ctxdump says (exit 2). */
 #include "test-ctxdump-writer.h"
 
 #include <inttypes.h>
@@ -42,17 +43,28 @@ static const char *const static_writers[] = {
 };
 #define N_WRITERS ((int)(sizeof(static_writers) / sizeof(static_writers[0])))
 
+/* The helper exe, started by the helper launcher (NULL: none) with exe's
+ * path as its argument. */
 static void
-writer_start(struct writer *w, const char *exe)
+writer_start_via(struct writer *w, const char *launcher, const char *exe)
 {
-	char path[PATH_MAX];
-	char *argv[2] = {NULL, NULL};
+	char path[PATH_MAX], lpath[PATH_MAX];
+	char *argv[3] = {NULL, NULL, NULL};
+	int k = 0;
 
 	memset(w, 0, sizeof(*w));
 	w->exe = exe;
-	argv[0] = (char *)prof_helper(exe, path, sizeof(path));
+	if (launcher)
+		argv[k++] = (char *)prof_helper(launcher, lpath, sizeof(lpath));
+	argv[k] = (char *)prof_helper(exe, path, sizeof(path));
 	test_child_start(&w->child, argv, NULL, false);
 	cw_read_threads(&w->child, w->t, &w->n, &w->pid);
+}
+
+static void
+writer_start(struct writer *w, const char *exe)
+{
+	writer_start_via(w, NULL, exe);
 }
 
 static void
@@ -522,6 +534,50 @@ START_TEST(test_stripped_static_error)
 }
 END_TEST
 
+/* A static writer run from a memfd (fexecve()) maps no file, and ctxdump
+ * looks up no symbol in a memfd: it says so and names the executable
+ * (old: "cannot examine the objects of process N: No data available"),
+ * exit 2 as when no object defines the symbol; `ctxdump record` says the
+ * same and records without trace context. */
+START_TEST(test_memfd_program_maps_no_file)
+{
+	char want[256], pid[16], *out, *err;
+	struct writer w;
+	int r;
+
+	writer_start_via(&w, "memfd-exec", "writer-le-static");
+	snprintf(pid, sizeof(pid), "%d", (int)w.pid);
+	ck_assert_int_eq(run_ctxdump(&w, NULL, NULL, &out, &err), 2);
+	snprintf(want, sizeof(want),
+		 "ctxdump: process %d maps no ELF object from a file: ctxdump "
+		 "cannot look for " OTEL_THREAD_CTX_SYMBOL " in it\n",
+		 (int)w.pid);
+	ck_assert_msg(strstr(err, want), "%s", err);
+	ck_assert_msg(strstr(err, "ctxdump: its executable is /memfd:writer-le-static "
+				  "(deleted): ctxdump looks up symbols only in objects "
+				  "mapped from files, not from a memfd (a program "
+				  "started with fexecve())"),
+		      "%s", err);
+	ck_assert_msg(!strstr(err, "No data available"), "%s", err);
+	free(out);
+	free(err);
+
+	r = prof_run(&out, &err, "record", "-d", "0.1", "-o", "/dev/null", pid, NULL);
+	ck_assert_msg(r == 0, "exit %d: %s", r, err);
+	snprintf(want, sizeof(want),
+		 "ctxdump record: process %d maps no ELF object from a file: "
+		 "ctxdump cannot look for " OTEL_THREAD_CTX_SYMBOL
+		 ", elastic_apm_profiling_correlation_tls_v1, "
+		 "custom_labels_current_set in it; recording stacks without "
+		 "trace context\n",
+		 (int)w.pid);
+	ck_assert_msg(strstr(err, want), "%s", err);
+	free(out);
+	free(err);
+	writer_finish(&w);
+}
+END_TEST
+
 /* Two file-scope statics of the name: neither is taken for the writer's
  * (and no hint about stripping: the executable has its .symtab). */
 /* A dynamically linked program started through the explicit loader
@@ -678,6 +734,11 @@ TEST_SUITE(ctxdump_static_suite)
 	tcase_add_test(tc, test_stripped_static_error);
 	tcase_add_test(tc, test_ambiguous_locals_ignored);
 	tcase_add_test(tc, test_explicit_loader_not_static);
+	tcase_set_timeout(tc, 60);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("memfd");
+	tcase_add_test(tc, test_memfd_program_maps_no_file);
 	tcase_set_timeout(tc, 60);
 	suite_add_tcase(s, tc);
 	return s;

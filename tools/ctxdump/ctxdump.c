@@ -1499,6 +1499,14 @@ dump_process(const struct ctxdump_control *ctl, unsigned slot_tries)
 		dump_free(d);
 		return CLI_EXIT_FATAL;
 	}
+	if (r == -ENODATA) {
+		/* no file mapped at all, by a process that is not exiting
+		 * (stop_maps_error()): not "No data available" */
+		dump_warn_no_files(ctl->pid, d->mem_pid, OTEL_THREAD_CTX_SYMBOL, "");
+		stop_free(&ss);
+		dump_free(d);
+		return CLI_EXIT_FATAL;
+	}
 	if (r < 0) {
 		cli_warn("cannot examine the objects of process %d: %s", (int)ctl->pid,
 			 strerror(-r));

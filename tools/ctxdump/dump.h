@@ -297,6 +297,14 @@ bool dump_proc_status(pid_t pid, long long *tgid, char *state);
  * has exited, and the messages must not say it exited. */
 bool dump_is_kthread(pid_t pid);
 
+/* After -ENODATA from dump_proc_load() for a process that is no kernel
+ * thread: it maps no object from a file (a static program run from a
+ * memfd), so no symbol can be looked up.  Says so on standard error, in
+ * a line that names syms and ends in then ("" or "; ..."), and names its
+ * executable (read through mem_pid) when that is not a file objects are
+ * read from. */
+void dump_warn_no_files(pid_t pid, pid_t mem_pid, const char *syms, const char *then);
+
 /* What to add to "process N exited": " (zombie, not reaped yet)" while
  * /proc/N/stat says Z (it did exit, but its parent has not reaped it, so
  * ps and /proc still show it), else "". */

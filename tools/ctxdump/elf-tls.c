@@ -111,10 +111,12 @@ objs_free(struct etls_objs *o)
 	o->n = o->cap = 0;
 }
 
-static bool
-path_is_file(const char *p, size_t len)
+bool
+etls_path_is_file(const char *p, size_t len)
 {
-	/* memfd and SysV segments look like paths but are no ELF files. */
+	/* memfd and SysV segments look like paths but are no ELF files
+	 * (but for a program run from a memfd, which has no path to open
+	 * it by: its maps say "(deleted)"). */
 	if (len == 0 || p[0] != '/')
 		return false;
 	if (len >= 7 && memcmp(p, "/memfd:", 7) == 0)
@@ -193,7 +195,7 @@ objs_load(const char *buf, size_t len, struct etls_objs *o)
 		 * per thread: stack and guard page) have none and are most
 		 * of the lines: skip them unparsed. */
 		if (memchr(line, '/', l) && maps_parse_line(line, l, &e) == 0 &&
-		    e.inode != 0 && path_is_file(e.path, e.path_len)) {
+		    e.inode != 0 && etls_path_is_file(e.path, e.path_len)) {
 			r = objs_add(o, &e);
 			if (r < 0)
 				break;
@@ -809,7 +811,7 @@ objs_query(struct etls_proc *p, int fd)
 		/* vma_name_size counts the terminating NUL; 0 = no name */
 		e.path = name;
 		e.path_len = q.vma_name_size ? strnlen(name, q.vma_name_size) : 0;
-		if (e.inode != 0 && path_is_file(e.path, e.path_len)) {
+		if (e.inode != 0 && etls_path_is_file(e.path, e.path_len)) {
 			r = objs_add(&p->objs, &e);
 			if (r < 0)
 				return r;

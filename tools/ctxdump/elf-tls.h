@@ -110,9 +110,15 @@ int etls_find_named(pid_t pid, const char *name, struct etls_symbol *sym);
  * runs. */
 struct etls_proc;
 
-/* Returns 0 and *out, -ESRCH if the process is gone (or maps no file), or
+/* Returns 0 and *out, -ESRCH if the process is gone or exiting, -ENODATA
+ * if it maps no file (a kernel thread; a program run from a memfd), or
  * another negative errno (-EACCES, -EPERM, -ENOMEM). */
 int etls_proc_load(pid_t pid, struct etls_proc **out);
+
+/* Whether a mapping named path (len bytes, as maps shows it) is one whose
+ * objects are read: a path, but not a memfd, a file under /dev/ or a SysV
+ * segment. */
+bool etls_path_is_file(const char *path, size_t len);
 
 /* When the thread p reads the process through (the pid given to
  * etls_proc_load()) has ended, go on through next_reader(tgid, ended):

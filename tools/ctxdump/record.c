@@ -2114,6 +2114,11 @@ record_main(int argc, char **argv)
 		warn_objects_denied(rc, &rc->lp.l[LAY_OTEL].sym);
 	} else if (rc->lp.l[LAY_OTEL].sym.n_unopenable && !rc->lp.l[LAY_OTEL].present) {
 		warn_objects_unopenable(rc, &rc->lp.l[LAY_OTEL].sym);
+	} else if (r == -ENODATA && !ctl.quiet) {
+		dump_warn_no_files(ctl.pid, rc->mem_pid,
+				   OTEL_THREAD_CTX_SYMBOL ", " LAY_ELASTIC_SYMBOL
+							  ", " LAY_CL_SYMBOL,
+				   "; recording stacks without trace context");
 	} else if (!rc->have_layouts && !ctl.quiet)
 		cli_warn("process %d defines none of " OTEL_THREAD_CTX_SYMBOL
 			 ", " LAY_ELASTIC_SYMBOL ", " LAY_CL_SYMBOL

@@ -8,13 +8,17 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
+#include "cli.h"
 #include "dump.h"
 #include "elf-tls.h"
+#include "output.h"
 #include "remote.h"
 #include "stop.h"
 
@@ -469,6 +473,28 @@ dump_is_kthread(pid_t pid)
 
 	return stop_read_task_flags(pid, pid, &state, &flags) == 0 &&
 	       (flags & 0x00200000ull) != 0; /* PF_KTHREAD */
+}
+
+void
+dump_warn_no_files(pid_t pid, pid_t mem_pid, const char *syms, const char *then)
+{
+	char path[64], exe[PATH_MAX];
+	ssize_t n;
+
+	cli_warn("process %d maps no ELF object from a file: ctxdump cannot "
+		 "look for %s in it%s",
+		 (int)pid, syms, then);
+	snprintf(path, sizeof(path), "/proc/%d/exe", (int)mem_pid);
+	n = readlink(path, exe, sizeof(exe));
+	if (n <= 0 || (size_t)n >= sizeof(exe) || etls_path_is_file(exe, (size_t)n))
+		return;
+	/* the path is the target's to choose (memfd_create()'s name) */
+	fprintf(stderr, "%s: its executable is ", cli_name());
+	output_text_escape(stderr, (const uint8_t *)exe, (size_t)n, false);
+	fputs(": ctxdump looks up symbols only in objects mapped from files, "
+	      "not from a memfd (a program started with fexecve()), /dev/ or "
+	      "SysV shared memory\n",
+	      stderr);
 }
 
 const char *
