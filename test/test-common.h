@@ -91,6 +91,9 @@ int test_run_capture(char *const argv[],
  * machine (load 15-30 on 2 CPUs, sanitizer runs beside) a thread waited
  * for a CPU past the default.  The string is static. */
 const char *test_stop_timeout_arg(void);
+/* That MS: a limit on a whole ctxdump run must exceed it, or a stop that
+ * times out is reported as a run that was killed. */
+unsigned test_stop_timeout_ms(void);
 /* argv for ctxdump with the arguments args (NULL-terminated): its path,
  * test_stop_timeout_arg() unless args start with the subcommand record or
  * report (which take no such option), then args, then NULL; cap entries

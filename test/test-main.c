@@ -319,13 +319,20 @@ test_run_capture(char *const argv[],
 	return status;
 }
 
+unsigned
+test_stop_timeout_ms(void)
+{
+	unsigned ms = 5000 * test_time_scale();
+
+	return ms < 60000 ? ms : 60000;
+}
+
 const char *
 test_stop_timeout_arg(void)
 {
 	static char arg[32];
-	unsigned ms = 5000 * test_time_scale();
 
-	snprintf(arg, sizeof(arg), "--stop-timeout=%u", ms < 60000 ? ms : 60000);
+	snprintf(arg, sizeof(arg), "--stop-timeout=%u", test_stop_timeout_ms());
 	return arg;
 }
 
