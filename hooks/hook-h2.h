@@ -326,22 +326,21 @@ hook_h2_req_view(const struct hook_h2_req *q, struct hook_h2_view *v)
 {
 	unsigned i, m;
 
-	memset(&v->r, 0, sizeof(v->r));
+	/* Every field set, not the whole cleared first: a memset of the
+	 * 216 bytes is a rep stos, which costs more than the stores (the
+	 * two arrays' memsets are a few vector stores each). */
+	memset(v->r.extra, 0, sizeof(v->r.extra));
+	memset(v->r.extra_len, 0, sizeof(v->r.extra_len));
 	/* Lengths bounded by their arrays (a shared request, above). */
-	if (q->has_method) {
-		v->r.method = q->method;
-		v->r.method_len = HOOK_H2_MIN(q->method_len, HOOK_H2_METHOD_MAX);
-		v->r.method_cut = q->method_cut;
-	}
-	if (q->has_path) {
-		v->r.target = q->path;
-		v->r.target_len = HOOK_H2_MIN(q->path_len, HOOK_H2_PATH_MAX);
-	}
-	if (q->n_tp) {
-		v->r.traceparent = q->tp;
-		v->r.traceparent_len = HOOK_H2_MIN(q->tp_len, HOOK_H2_TP_MAX);
-		v->r.traceparent_repeated = q->n_tp > 1;
-	}
+	v->r.method = q->has_method ? q->method : NULL;
+	v->r.method_len =
+		q->has_method ? HOOK_H2_MIN(q->method_len, HOOK_H2_METHOD_MAX) : 0;
+	v->r.method_cut = q->has_method && q->method_cut;
+	v->r.target = q->has_path ? q->path : NULL;
+	v->r.target_len = q->has_path ? HOOK_H2_MIN(q->path_len, HOOK_H2_PATH_MAX) : 0;
+	v->r.traceparent = q->n_tp ? q->tp : NULL;
+	v->r.traceparent_len = q->n_tp ? HOOK_H2_MIN(q->tp_len, HOOK_H2_TP_MAX) : 0;
+	v->r.traceparent_repeated = q->n_tp > 1;
 	/* An invalid list is dropped whole; the traceparent stays (W3C). */
 	if (q->has_ts && !q->ts_bad) {
 		v->ts_line = q->ts;
@@ -349,6 +348,10 @@ hook_h2_req_view(const struct hook_h2_req *q, struct hook_h2_view *v)
 		v->r.tracestate = &v->ts_line;
 		v->r.tracestate_lens = &v->ts_len;
 		v->r.n_tracestate = 1;
+	} else {
+		v->r.tracestate = NULL;
+		v->r.tracestate_lens = NULL;
+		v->r.n_tracestate = 0;
 	}
 	/* The extra headers seen, bit by bit (none: no loop). */
 	for (m = q->extra_seen; m; m &= m - 1) {

@@ -2853,7 +2853,7 @@ conn_h2_field(struct ctxshim_conn *c, unsigned own, const struct h2_scan *st)
 }
 
 /* The context of request q (NULL: one without a reported field). */
-static __attribute__((cold)) void
+static void
 conn_h2_build(struct ctxshim_ctx *b, const struct hook_h2_req *q)
 {
 	struct hook_h2_req none;
