@@ -1542,7 +1542,7 @@ sk_h2_begin(int fd, struct ctxshim_conn *c, const void *buf, size_t len)
  * thread let it go since (a wait, another connection's I/O), its handler
  * waits for something else (an upstream's answer), and a request this
  * read brings is the one whose handler runs now. */
-static __attribute__((cold)) int
+static inline int
 sk_h2_feed(int fd,
 	   struct ctxshim_conn *c,
 	   const void *buf,
@@ -1556,6 +1556,24 @@ sk_h2_feed(int fd,
 		*n_new = sk_owned_fd() == fd && sk_self.gen == gen &&
 			 ctxshim_conn_live(c) && sk_self.rd_span != sk_self.span;
 	return ctxshim_conn_h2_feed(c, buf, len, full, n_new);
+}
+
+/* The end of a read past its usual one (sk_in_rest(), sk_in_cap()): the
+ * request it made current published, busy released. */
+static inline __attribute__((always_inline)) void
+sk_in_rest_end(struct sk_in *in)
+{
+	struct ctxshim_conn *c = in->c;
+
+	if (in->became == CONN_FEED_FULL && ctxshim_conn_live(c)) {
+		ctxshim_build_publish(in->full);
+		sk_attached(in->fd, c, in->full, CTXSHIM_EV_ATTACH, "request");
+	} else if (in->became != CONN_FEED_NONE) {
+		sk_request(in);
+	}
+	if (__builtin_expect(http_scan_gave_up(&c->scan), 0) && !ctxshim_conn_framed(c))
+		sk_gave_up(in);
+	sk_busy(false);
 }
 
 /* sk_in_buf() past its usual read, busy held (released here): full is the
@@ -1596,15 +1614,25 @@ sk_in_rest(int fd,
 				in.became = f;
 		}
 	}
-	if (in.became == CONN_FEED_FULL && ctxshim_conn_live(c)) {
-		ctxshim_build_publish(in.full);
-		sk_attached(fd, c, in.full, CTXSHIM_EV_ATTACH, "request");
-	} else if (in.became != CONN_FEED_NONE) {
-		sk_request(&in);
+	sk_in_rest_end(&in);
+}
+
+/* sk_in_buf() of a connection that holds a pool entry (c->cap), busy held
+ * (released here), where the usual read does not apply: one followed as
+ * HTTP/2 (every read of nginx's HTTP/2 connections) feeds its scanner
+ * here, as sk_in_rest() would through sk_in_framed() and its tests of the
+ * other kinds; any other goes on to sk_in_rest(). */
+static __attribute__((noinline)) void
+sk_in_cap(int fd, struct ctxshim_conn *c, const void *buf, size_t len)
+{
+	struct sk_in in = {.fd = fd, .c = c, .n_h2 = SK_H2_UNSET};
+
+	if (!ctxshim_conn_h2(c)) {
+		sk_in_rest(fd, c, buf, len, NULL, true);
+		return;
 	}
-	if (__builtin_expect(http_scan_gave_up(&c->scan), 0) && !ctxshim_conn_framed(c))
-		sk_gave_up(&in);
-	sk_busy(false);
+	in.became = sk_h2_feed(fd, c, buf, len, &in.full, &in.n_h2);
+	sk_in_rest_end(&in);
 }
 
 /* After the usual read's build (conn-whole.h; the thread busy): the new
@@ -1657,8 +1685,15 @@ sk_in_buf(int fd,
 		return;
 	}
 	/* A scanner that gave up is not at a message start: the usual read
-	 * tests that, and sk_in_rest() the rest. */
+	 * tests that, and sk_in_rest() the rest.  Nor is a connection that
+	 * holds a pool entry (a head in progress, FastCGI, HTTP/2), which
+	 * ctxshim_conn_feed_whole() tests first: tested here, so that an
+	 * HTTP/2 connection's read goes straight to its feed (sk_in_cap()). */
 	sk_busy(true);
+	if (__builtin_expect(c->cap != 0, 0)) {
+		sk_in_cap(fd, c, buf, (size_t)r);
+		return;
+	}
 	sk_in_whole_end(fd, c, buf, (size_t)r,
 			ctxshim_conn_feed_whole(c, buf, (size_t)r));
 }
