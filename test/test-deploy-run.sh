@@ -104,6 +104,16 @@ for a in --help -V version 'run -V touch ran-V' 'env -V'; do
 	check "$a: says so" same "$dp_err" "ctxshim: write error"
 done
 check "run -V ran nothing" test ! -e ran-V
+# The same for the commands whose output is their result (old: exit 0
+# and "dash: 1: printf: printf: I/O error", so that a full disk left an
+# empty --env-file taken as written).
+# shellcheck disable=SC2016 # expanded by that sh
+for a in env 'env --env-file' 'systemd-dropin --print x.service'; do
+	expect_status 1 "$a to a full device" sh -c 'exec "$0" $1 >/dev/full' "$S" "$a"
+	check "$a: says so" same "$dp_err" "ctxshim: write error: No space left on device"
+	expect_status 1 "$a to a closed standard output" sh -c 'exec "$0" $1 >&-' "$S" "$a"
+	check "$a: says so" same "$dp_err" "ctxshim: write error"
+done
 expect_status 64 "malformed --resource" "$S" run --resource novalue -- true
 # Entries the shim's parser would reject, and with them the whole
 # variable (old: accepted, the valid k dropped too, silently).
