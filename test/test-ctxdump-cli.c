@@ -892,6 +892,13 @@ START_TEST(pid_option)
 	assert_try_help(err);
 	free(out);
 	free(err);
+	/* -q bundled after -p is its argument: say which process id was
+	 * taken (old: only that the operand is unexpected) */
+	ck_assert_int_eq(run_ctxdump(&out, &err, "-pq", arg, NULL), 64);
+	ck_assert_msg(strstr(err, "(the process id is given with --pid: 'q')"), "%s",
+		      err);
+	free(out);
+	free(err);
 	/* ctxdump $(pidof nginx), a master and its workers (old: only
 	 * "unexpected argument") */
 	ck_assert_int_eq(run_ctxdump(&out, &err, arg, arg, NULL), 64);

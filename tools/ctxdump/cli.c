@@ -150,10 +150,11 @@ cli_pid_operand(int argc, char *const *argv, const char *opt_pid)
 {
 	if (!opt_pid)
 		return cli_operand(argc, argv, "process id");
+	/* name the --pid value: "-pq PID" takes q for the process id */
 	if (optind < argc)
 		cli_usage_err("unexpected argument: '%s' (the process id is given "
-			      "with --pid)",
-			      argv[optind]);
+			      "with --pid: '%s')",
+			      argv[optind], opt_pid);
 	return opt_pid;
 }
 
