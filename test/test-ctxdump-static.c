@@ -12,9 +12,11 @@
  * memfd maps no file at all, which ctxdump says (exit 2). */
 #include "test-ctxdump-writer.h"
 
+#include <elf.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <limits.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -689,6 +691,94 @@ START_TEST(test_stacks_table_window_not_target_memory)
 }
 END_TEST
 
+/* A 32-bit x86 program (ia32 compat mode): one PT_LOAD of the file,
+ * whose code loops on pause(2) (eax 29, int $0x80). */
+#define ELF32_BASE 0x08048000u
+struct elf32_prog {
+	Elf32_Ehdr eh;
+	Elf32_Phdr ph;
+	uint8_t code[9];
+};
+static const struct elf32_prog elf32_pause = {
+	.eh = {.e_ident = {ELFMAG0, ELFMAG1, ELFMAG2, ELFMAG3, ELFCLASS32, ELFDATA2LSB,
+			   EV_CURRENT},
+	       .e_type = ET_EXEC,
+	       .e_machine = EM_386,
+	       .e_version = EV_CURRENT,
+	       .e_entry = ELF32_BASE + offsetof(struct elf32_prog, code),
+	       .e_phoff = sizeof(Elf32_Ehdr),
+	       .e_ehsize = sizeof(Elf32_Ehdr),
+	       .e_phentsize = sizeof(Elf32_Phdr),
+	       .e_phnum = 1},
+	.ph = {.p_type = PT_LOAD,
+	       .p_vaddr = ELF32_BASE,
+	       .p_paddr = ELF32_BASE,
+	       .p_filesz = sizeof(struct elf32_prog),
+	       .p_memsz = sizeof(struct elf32_prog),
+	       .p_flags = PF_R | PF_X,
+	       .p_align = 0x1000},
+	.code = {0xb8, 29, 0, 0, 0, 0xcd, 0x80, 0xeb, 0xf7},
+};
+
+/* ctxdump cannot read a 32-bit process (none of its objects is an ELF
+ * file it reads): the "no loaded object" error says why, not only "is a
+ * writer loaded?" (old: that question alone). */
+START_TEST(test_elf32_program_named)
+{
+	char path[] = "/tmp/ctxdump-elf32-XXXXXX", arg[16], exe[64], link[PATH_MAX];
+	const char *args[2] = {arg, NULL};
+	char *argv[6], *out, *err;
+	int fd, status, i;
+	ssize_t n = -1;
+	pid_t pid;
+
+	fd = mkstemp(path);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(write(fd, &elf32_pause, sizeof(elf32_pause)),
+			 (ssize_t)sizeof(elf32_pause));
+	ck_assert_int_eq(fchmod(fd, 0755), 0);
+	close(fd);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		char *cargv[] = {path, NULL}, *cenv[] = {NULL};
+
+		execve(path, cargv, cenv);
+		_exit(127);
+	}
+	/* running once /proc/PID/exe names the file, not this test */
+	snprintf(exe, sizeof(exe), "/proc/%d/exe", (int)pid);
+	for (i = 0; i < 500; i++) {
+		n = readlink(exe, link, sizeof(link) - 1);
+		if (n >= 0 && (link[n] = '\0', strcmp(link, path) == 0))
+			break;
+		if (waitpid(pid, &status, WNOHANG) == pid) {
+			unlink(path);
+			/* a kernel without CONFIG_IA32_EMULATION */
+			fprintf(stderr, "elf32: not run: this kernel runs no "
+					"32-bit programs\n");
+			return;
+		}
+		usleep(10000);
+	}
+	ck_assert_msg(n >= 0 && strcmp(link, path) == 0, "%s did not start", path);
+	snprintf(arg, sizeof(arg), "%d", (int)pid);
+	test_ctxdump_argv(argv, 6, args);
+	status = test_run_capture(argv, NULL, false, &out, &err, TIMEOUT_MS);
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	unlink(path);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 2, "status 0x%x: %s",
+		      status, err);
+	ck_assert_msg(strstr(err, "no loaded object of process") &&
+			      strstr(err, "its executable is a 32-bit program: "
+					  "ctxdump reads 64-bit processes only"),
+		      "%s", err);
+	free(out);
+	free(err);
+}
+END_TEST
+
 TEST_SUITE(ctxdump_static_suite)
 {
 	Suite *s = suite_create("ctxdump: statically linked writers");
@@ -734,6 +824,7 @@ TEST_SUITE(ctxdump_static_suite)
 	tcase_add_test(tc, test_stripped_static_error);
 	tcase_add_test(tc, test_ambiguous_locals_ignored);
 	tcase_add_test(tc, test_explicit_loader_not_static);
+	tcase_add_test(tc, test_elf32_program_named);
 	tcase_set_timeout(tc, 60);
 	suite_add_tcase(s, tc);
 

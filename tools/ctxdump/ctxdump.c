@@ -1459,6 +1459,11 @@ dump_process(const struct ctxdump_control *ctl, unsigned slot_tries)
 			cli_warn("its executable is statically linked: no dynamic "
 				 "loader runs in it, so LD_PRELOAD cannot load "
 				 "libctxshim.so there");
+		/* not "is a writer loaded?": none could be read there */
+		else if (dump_exe_is_elf32(d->mem_pid))
+			cli_warn("its executable is a 32-bit program: ctxdump reads "
+				 "64-bit processes only, and the 64-bit "
+				 "libctxshim.so cannot load there");
 		if (d->sym.exe_stripped && d->sym.exe_static)
 			cli_warn("it is also stripped (no .symtab): a writer built "
 				 "into it must export " OTEL_THREAD_CTX_SYMBOL

@@ -305,6 +305,11 @@ bool dump_is_kthread(pid_t pid);
  * read from. */
 void dump_warn_no_files(pid_t pid, pid_t mem_pid, const char *syms, const char *then);
 
+/* Whether the executable of pid is a 32-bit ELF program (x86_64's ia32
+ * compat mode): its objects are no ELF files to ctxdump, so a look-up
+ * finds no writer whether or not one is loaded. */
+bool dump_exe_is_elf32(pid_t pid);
+
 /* What to add to "process N exited": " (zombie, not reaped yet)" while
  * /proc/N/stat says Z (it did exit, but its parent has not reaped it, so
  * ps and /proc still show it), else "". */

@@ -7,7 +7,9 @@
 #include "config.h"
 
 #include <dirent.h>
+#include <elf.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -495,6 +497,24 @@ dump_warn_no_files(pid_t pid, pid_t mem_pid, const char *syms, const char *then)
 	      "not from a memfd (a program started with fexecve()), /dev/ or "
 	      "SysV shared memory\n",
 	      stderr);
+}
+
+bool
+dump_exe_is_elf32(pid_t pid)
+{
+	unsigned char ident[EI_NIDENT];
+	char path[64];
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	n = pread(fd, ident, sizeof(ident), 0);
+	close(fd);
+	return n == (ssize_t)sizeof(ident) && memcmp(ident, ELFMAG, SELFMAG) == 0 &&
+	       ident[EI_CLASS] == ELFCLASS32;
 }
 
 const char *
