@@ -803,6 +803,43 @@ START_TEST(long_command_line)
 }
 END_TEST
 
+/* A process that wrote a shorter title over its argv (nginx's
+ * ngx_setproctitle()) pads the rest with NULs, which /proc/PID/cmdline
+ * gives as empty arguments: they are left out, in text and in JSON, as
+ * ps(1) leaves them out (old: the title and a space for each, and as
+ * many "" in the JSON array).  Padding past the 64 KiB kept (_i 1) is
+ * no cut command line (old: "(command line truncated: ...)"). */
+START_TEST(padded_command_line)
+{
+	static const size_t len[] = {200, 70000};
+	static char pad[70000];
+	char *argv[] = {(char *)test_helper_path("proctitle"), pad, NULL};
+	char *out, *err, arg[16], line[256];
+	struct test_child c;
+
+	/* an argv area longer than the title: the kernel then gives all
+	 * of it, title and padding */
+	memset(pad, 'x', len[_i] - 1);
+	pad[len[_i] - 1] = '\0';
+	test_child_start(&c, argv, NULL, false);
+	test_child_expect(&c, "PARENT ", line, sizeof(line), 10000);
+	snprintf(arg, sizeof(arg), "%d", (int)c.pid);
+
+	ck_assert_int_eq(run_ctxdump(&out, &err, arg, NULL), 2);
+	ck_assert_msg(strstr(out, " master process, a title over argv and environ\n"),
+		      "%.200s", out);
+	free(out);
+	free(err);
+	ck_assert_int_eq(run_ctxdump(&out, &err, "--json", arg, NULL), 2);
+	ck_assert_msg(strstr(out, "argv and environ\"\n  ],\n  \"cmdline_truncated\": "
+				  "false,"),
+		      "%.300s", out);
+	free(out);
+	free(err);
+	ck_assert_int_eq(test_child_finish(&c, 10000), 0);
+}
+END_TEST
+
 START_TEST(records_text_and_json)
 {
 	struct churn h;
@@ -1905,6 +1942,7 @@ TEST_SUITE(ctxdump_cli_suite)
 	tcase_add_test(tp, writer_library_replaced);
 	tcase_add_test(tp, records_text_and_json);
 	tcase_add_loop_test(tp, long_command_line, 0, 3);
+	tcase_add_loop_test(tp, padded_command_line, 0, 2);
 	tcase_add_test(tp, escaping);
 	tcase_add_test(tp, one_thread);
 	tcase_add_test(tp, pid_option);

@@ -1705,6 +1705,38 @@ START_TEST(record_long_command_line)
 }
 END_TEST
 
+/* A title written over argv and padded with NULs (nginx's) is recorded
+ * without the padding, as ctxdump shows it (old: the whole argv area, the
+ * NULs as empty arguments). */
+START_TEST(record_padded_command_line)
+{
+	static char pad[200];
+	char file[64], errf[64], pid[16], helper[PATH_MAX], line[256], *o, *err;
+	char *argv[] = {helper, pad, NULL};
+	const char *args[] = {"-F", "50", "-d", "0.1", "-o", file, pid, NULL};
+	struct test_child c;
+	int st;
+
+	/* longer than the title: the kernel gives the whole argv area */
+	memset(pad, 'x', sizeof(pad) - 1);
+	prof_helper("proctitle", helper, sizeof(helper));
+	test_child_start(&c, argv, NULL, false);
+	test_child_expect(&c, "PARENT ", line, sizeof(line), TIMEOUT_MS);
+	snprintf(pid, sizeof(pid), "%d", (int)c.pid);
+	rec_tmpfiles(file, errf, sizeof(file), "padded");
+	prof_record_run(errf, args);
+	st = prof_py(info_cmdline_py, file, &o, &err);
+	ck_assert_msg(st == 0, "python: %s", err);
+	/* the title's 48 bytes ("\xff\xfe master ..."), not UTF-8 */
+	ck_assert_str_eq(o, "48 False False\n");
+	free(o);
+	free(err);
+	ck_assert_int_eq(test_child_finish(&c, TIMEOUT_MS), 0);
+	unlink(file);
+	unlink(errf);
+}
+END_TEST
+
 /* Whether the file at path holds needle (a recording being written). */
 static bool
 file_has(const char *path, const char *needle)
@@ -2323,6 +2355,7 @@ TEST_SUITE(ctxdump_record_suite)
 	tcase_add_test(tc, record_comm_newline);
 	tcase_add_test(tc, record_thread_renamed_back);
 	tcase_add_loop_test(tc, record_long_command_line, 0, 2);
+	tcase_add_test(tc, record_padded_command_line);
 	tcase_add_test(tc, record_late_process_context);
 	suite_add_tcase(s, tc);
 	return s;

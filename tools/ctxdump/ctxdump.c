@@ -259,20 +259,12 @@ struct run {
 static void
 load_cmdline(struct dump *d)
 {
-	char path[64];
-
-	snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)d->mem_pid);
-	/* a byte more than is kept, and the last argument's NUL terminator
-	 * (no byte of the command line: one of CMDLINE_MAX bytes is whole),
-	 * tell a longer command line */
-	if (remote_read_file(path, CMDLINE_MAX + 2, &d->cmdline, &d->cmdline_len) < 0) {
+	if (remote_read_cmdline(d->mem_pid, CMDLINE_MAX, &d->cmdline, &d->cmdline_len) <
+	    0) {
 		d->cmdline = NULL;
 		d->cmdline_len = 0;
 		return;
 	}
-	if (d->cmdline_len && d->cmdline_len <= CMDLINE_MAX + 1 &&
-	    d->cmdline[d->cmdline_len - 1] == '\0')
-		d->cmdline_len--;
 	if (d->cmdline_len > CMDLINE_MAX) {
 		/* at a character: the note after it says the rest is cut */
 		d->cmdline_len = output_utf8_cut((const uint8_t *)d->cmdline,

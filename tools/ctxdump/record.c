@@ -639,8 +639,10 @@ write_resource(struct rec *rc, const char *key, const char *value)
 }
 
 /* The target's command name and command line (*cmd malloc'd, or NULL
- * with *len 0).  A command line longer than CMDLINE_MAX is cut and ends
- * in PFILE_STRING_CUT, as a reader cuts a long string. */
+ * with *len 0): remote_read_cmdline()'s, without trailing empty
+ * arguments, as the one-shot dump shows it.  A command line longer than
+ * CMDLINE_MAX is cut and ends in PFILE_STRING_CUT, as a reader cuts a
+ * long string. */
 static void
 read_command(struct rec *rc, char comm[64], char **cmd, size_t *len)
 {
@@ -663,13 +665,9 @@ read_command(struct rec *rc, char comm[64], char **cmd, size_t *len)
 		fclose(f);
 	}
 	*cmd = NULL;
-	snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)rc->mem_pid);
-	/* CMDLINE_MAX bytes and the last one's NUL terminator are whole */
-	if (remote_read_file(path, CMDLINE_MAX + 2, cmd, len) < 0) {
+	if (remote_read_cmdline(rc->mem_pid, CMDLINE_MAX, cmd, len) < 0) {
 		*cmd = NULL;
 		*len = 0;
-	} else if (*len == CMDLINE_MAX + 1 && (*cmd)[CMDLINE_MAX] == '\0') {
-		*len = CMDLINE_MAX;
 	} else if (*len > CMDLINE_MAX) {
 		/* the bytes before the mark end at a character (the mark
 		 * stands for the rest, separators included) */

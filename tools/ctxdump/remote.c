@@ -22,6 +22,11 @@
 #define REMOTE_IOV_BATCH 256u
 /* Remote iovecs per call of remote_read_many(): IOV_MAX. */
 #define REMOTE_MANY_IOV 1024u
+/* The most of /proc/PID/cmdline read past the bytes kept, looking for an
+ * argument after empty ones: execve() takes at most 6 MiB of arguments and
+ * environment (fs/exec.c bprm_stack_limits()), so only an area set with
+ * prctl(PR_SET_MM) can be longer, and is not read to its end. */
+#define REMOTE_CMDLINE_SCAN (8u << 20)
 
 uint64_t
 remote_now_ns(void)
@@ -337,5 +342,55 @@ remote_read_file(const char *path, size_t max, char **buf, size_t *len)
 	b[n] = '\0';
 	*buf = b;
 	*len = n;
+	return 0;
+}
+
+int
+remote_read_cmdline(pid_t pid, size_t max, char **buf, size_t *len)
+{
+	char path[64], chunk[4096];
+	size_t off = 0, end = 0, i;
+	char *b;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	b = malloc(max + 2);
+	if (!b) {
+		close(fd);
+		return -ENOMEM;
+	}
+	/* A process that rewrote its title (nginx's ngx_setproctitle())
+	 * pads the rest of the argument area with NULs, which the kernel
+	 * gives as empty arguments; end is past the last byte that is not
+	 * one. */
+	while (end <= max && off < REMOTE_CMDLINE_SCAN) {
+		ssize_t r = read(fd, chunk, sizeof(chunk));
+
+		if (r < 0) {
+			int e = errno;
+
+			if (e == EINTR)
+				continue;
+			free(b);
+			close(fd);
+			return -e;
+		}
+		if (r == 0)
+			break;
+		for (i = 0; i < (size_t)r; i++)
+			if (chunk[i])
+				end = off + i + 1;
+		if (off <= max)
+			memcpy(b + off, chunk,
+			       (size_t)r < max + 1 - off ? (size_t)r : max + 1 - off);
+		off += (size_t)r;
+	}
+	close(fd);
+	*len = end < max + 1 ? end : max + 1;
+	b[*len] = '\0';
+	*buf = b;
 	return 0;
 }

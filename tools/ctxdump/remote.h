@@ -60,6 +60,12 @@ int remote_thread_stop_regs(pid_t tid, uint64_t *tp, int *blocked);
  * a NUL after the data.  Returns 0 or a negative errno. */
 int remote_read_file(const char *path, size_t max, char **buf, size_t *len);
 
+/* The command line of pid (/proc/PID/cmdline) into a malloc'd buffer with a
+ * NUL after the data: its NUL-separated arguments without the trailing
+ * empty ones (and without the last one's terminator), at most max bytes, or
+ * max + 1 when it is longer.  Returns 0 or a negative errno. */
+int remote_read_cmdline(pid_t pid, size_t max, char **buf, size_t *len);
+
 /* Which program image a process runs: the address of its AT_RANDOM
  * bytes (auxv) and the bytes.  execve() keeps the pid and gives the
  * process a new image, with 16 new random bytes that the kernel puts
