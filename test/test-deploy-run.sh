@@ -114,6 +114,21 @@ for a in env 'env --env-file' 'systemd-dropin --print x.service'; do
 	expect_status 1 "$a to a closed standard output" sh -c 'exec "$0" $1 >&-' "$S" "$a"
 	check "$a: says so" same "$dp_err" "ctxshim: write error"
 done
+# check and status answer with their exit status: a report that cannot be
+# written is "cannot tell" (2), not yes or no (old: exit 0 or 1 after
+# "printf: I/O error").  check sh is yes; a missing library and a process
+# without the shim (this shell, run without it) are no.
+# shellcheck disable=SC2016 # expanded by that sh
+for a in 'check sh' "status $$"; do
+	for l in "$lib" /nonexistent/libctxshim.so; do
+		expect_status 2 "$a to a full device" env CTXSHIM_LIB="$l" \
+			sh -c 'exec "$0" $1 >/dev/full' "$S" "$a"
+		check "$a: says so" same "$dp_err" "ctxshim: write error: No space left on device"
+		expect_status 2 "$a to a closed standard output" env CTXSHIM_LIB="$l" \
+			sh -c 'exec "$0" $1 >&-' "$S" "$a"
+		check "$a: says so" same "$dp_err" "ctxshim: write error"
+	done
+done
 expect_status 64 "malformed --resource" "$S" run --resource novalue -- true
 # Entries the shim's parser would reject, and with them the whole
 # variable (old: accepted, the valid k dropped too, silently).

@@ -111,13 +111,14 @@ ctx_path_search() {
 	return 1
 }
 
-# ctx_out PROG: copy standard input (a --help or --version text) to
-# standard output.  When that cannot be written, say so in PROG's name and
-# exit 1, as util-linux's close_stdout() does ("PROG: write error: No space
-# left on device"), not in cat's ("cat: write error: ...").  A closed
-# standard output fails the redirection to fd 3 before cat runs: the
-# shell's message about it is dropped, and the reason is not known.  A
-# reader that went away (SIGPIPE) ends it silently, as it would a C tool.
+# ctx_out PROG [STATUS]: copy standard input (a --help or --version text,
+# a command's result) to standard output.  When that cannot be written,
+# say so in PROG's name and exit STATUS (1 if not given), as util-linux's
+# close_stdout() does ("PROG: write error: No space left on device"), not
+# in cat's ("cat: write error: ...").  A closed standard output fails the
+# redirection to fd 3 before cat runs: the shell's message about it is
+# dropped, and the reason is not known.  A reader that went away (SIGPIPE)
+# ends it silently, as it would a C tool.
 ctx_out() {
 	ctx_why=
 	{ ctx_why=$(cat 2>&1 >&3 3>&-); } 2>/dev/null 3>&1
@@ -129,7 +130,7 @@ ctx_out() {
 	*) ctx_why= ;;
 	esac
 	printf '%s: write error%s\n' "$1" "$ctx_why" >&2
-	exit 1
+	exit "${2-1}"
 }
 
 # ctx_in_build_tree: this script is the one meson generated in its build
