@@ -56,6 +56,19 @@ check "file holds the library" same "$(cat "$pf")" "$lib"
 check "file is 0644" same "$(stat -c %a "$pf")" 644
 expect_status 0 "status: installed" "$S" preload status --root "$root"
 check "status names the entry" contains "$dp_out" "installed: $lib in $pf"
+# Its answer is its exit status: a report that cannot be written is
+# "cannot tell" (old: exit 0 after "printf: I/O error"); so is one of "not
+# installed" (old: exit 1).
+mkdir -p "$dp_tmp/no-preload/etc"
+# shellcheck disable=SC2016 # expanded by that sh
+for r in "$root" "$dp_tmp/no-preload"; do
+	expect_status 2 "status to a full device" \
+		sh -c 'exec "$0" preload status --root "$1" >/dev/full' "$S" "$r"
+	check "says so" same "$dp_err" "ctxshim: write error: No space left on device"
+	expect_status 2 "status to a closed standard output" \
+		sh -c 'exec "$0" preload status --root "$1" >&-' "$S" "$r"
+	check "says so" same "$dp_err" "ctxshim: write error"
+done
 after=$(snapshot "$root")
 expect_status 0 "install twice" "$S" preload install --root "$root"
 check "second install is a no-op" same "$(snapshot "$root")" "$after"
