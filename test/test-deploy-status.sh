@@ -35,6 +35,30 @@ release "$bg_pid" "$bg_go"
 check "the zombie helper exits 0" same "$?" 0
 check "the zombie is reaped" test ! -e "/proc/$zpid"
 
+# A kernel thread (kthreadd, 2, where the pid namespace shows kernel
+# threads; else any): "cannot tell", said as ctxdump says it (old: exit 1,
+# "library: not loaded").  PF_KTHREAD is in the flags, the 7th field after
+# the ")" that ends comm.
+kthread=
+for d in /proc/2 /proc/[0-9]*; do
+	f=$(sed 's/.*) //' "$d/stat" 2>/dev/null | awk '{ print $7 }')
+	case $f in
+	'' | *[!0-9]*) continue ;;
+	esac
+	if [ $((f & 0x00200000)) -ne 0 ]; then
+		kthread=${d#/proc/}
+		break
+	fi
+done
+if [ -n "$kthread" ]; then
+	expect_status 2 "kernel thread" "$S" status "$kthread"
+	check "says it is one" same "$dp_err" \
+		"ctxshim: status: process $kthread is a kernel thread: it has no user-space memory to load the shim into"
+	check "and reports nothing" same "$dp_out" ""
+else
+	echo "# no kernel thread in this pid namespace: not checked"
+fi
+
 # A plain process: nothing loaded, no context.
 start_blocked sh -c "$DP_BLOCKER"
 expect_status 1 "plain process" "$S" status "$bg_pid"
