@@ -720,17 +720,15 @@ static const struct elf32_prog elf32_pause = {
 	.code = {0xb8, 29, 0, 0, 0, 0xcd, 0x80, 0xeb, 0xf7},
 };
 
-/* ctxdump cannot read a 32-bit process (none of its objects is an ELF
- * file it reads): the "no loaded object" error says why, not only "is a
- * writer loaded?" (old: that question alone). */
-START_TEST(test_elf32_program_named)
+/* Start elf32_pause from a file at path (a mkstemp() template), into
+ * *pid; false (and nothing left behind) on a kernel that runs no 32-bit
+ * programs.  elf32_stop() ends it. */
+static bool
+elf32_start(char *path, pid_t *pid)
 {
-	char path[] = "/tmp/ctxdump-elf32-XXXXXX", arg[16], exe[64], link[PATH_MAX];
-	const char *args[2] = {arg, NULL};
-	char *argv[6], *out, *err;
+	char exe[64], link[PATH_MAX];
 	int fd, status, i;
 	ssize_t n = -1;
-	pid_t pid;
 
 	fd = mkstemp(path);
 	ck_assert_int_ge(fd, 0);
@@ -738,42 +736,104 @@ START_TEST(test_elf32_program_named)
 			 (ssize_t)sizeof(elf32_pause));
 	ck_assert_int_eq(fchmod(fd, 0755), 0);
 	close(fd);
-	pid = fork();
-	ck_assert_int_ge(pid, 0);
-	if (pid == 0) {
+	*pid = fork();
+	ck_assert_int_ge(*pid, 0);
+	if (*pid == 0) {
 		char *cargv[] = {path, NULL}, *cenv[] = {NULL};
 
 		execve(path, cargv, cenv);
 		_exit(127);
 	}
 	/* running once /proc/PID/exe names the file, not this test */
-	snprintf(exe, sizeof(exe), "/proc/%d/exe", (int)pid);
+	snprintf(exe, sizeof(exe), "/proc/%d/exe", (int)*pid);
 	for (i = 0; i < 500; i++) {
 		n = readlink(exe, link, sizeof(link) - 1);
 		if (n >= 0 && (link[n] = '\0', strcmp(link, path) == 0))
 			break;
-		if (waitpid(pid, &status, WNOHANG) == pid) {
+		if (waitpid(*pid, &status, WNOHANG) == *pid) {
 			unlink(path);
 			/* a kernel without CONFIG_IA32_EMULATION */
 			fprintf(stderr, "elf32: not run: this kernel runs no "
 					"32-bit programs\n");
-			return;
+			return false;
 		}
 		usleep(10000);
 	}
 	ck_assert_msg(n >= 0 && strcmp(link, path) == 0, "%s did not start", path);
-	snprintf(arg, sizeof(arg), "%d", (int)pid);
-	test_ctxdump_argv(argv, 6, args);
-	status = test_run_capture(argv, NULL, false, &out, &err, TIMEOUT_MS);
+	return true;
+}
+
+static void
+elf32_stop(const char *path, pid_t pid)
+{
 	kill(pid, SIGKILL);
 	waitpid(pid, NULL, 0);
 	unlink(path);
-	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 2, "status 0x%x: %s",
-		      status, err);
+}
+
+/* ctxdump cannot read a 32-bit process (none of its objects is an ELF
+ * file it reads): the "no loaded object" error says why, not only "is a
+ * writer loaded?" (old: that question alone), and so do the Symbol line
+ * and JSON's symbol_error (old: "not found in any loaded object", which
+ * says that every object was looked at, and no symbol_error). */
+START_TEST(test_elf32_program_named)
+{
+	char path[] = "/tmp/ctxdump-elf32-XXXXXX", arg[16], *out, *err, *jout, *jerr;
+	int st, jst;
+	pid_t pid;
+
+	if (!elf32_start(path, &pid))
+		return;
+	snprintf(arg, sizeof(arg), "%d", (int)pid);
+	st = prof_run(&out, &err, arg, NULL);
+	jst = prof_run(&jout, &jerr, "--json", arg, NULL);
+	elf32_stop(path, pid);
+	ck_assert_msg(st == 2, "status %d: %s", st, err);
 	ck_assert_msg(strstr(err, "no loaded object of process") &&
 			      strstr(err, "its executable is a 32-bit program: "
 					  "ctxdump reads 64-bit processes only"),
 		      "%s", err);
+	ck_assert_msg(strstr(out,
+			     "\nSymbol: otel_thread_ctx_v1 not looked up (a 32-bit "
+			     "process: ctxdump reads 64-bit processes only)\n"),
+		      "%s", out);
+	ck_assert_msg(jst == 2, "status %d: %s", jst, jerr);
+	ck_assert_msg(strstr(jout, "\"symbol\": null,\n  \"symbol_error\": \"a 32-bit "
+				   "process: ctxdump reads 64-bit processes only\","),
+		      "%s", jout);
+	free(out);
+	free(err);
+	free(jout);
+	free(jerr);
+}
+END_TEST
+
+/* Nor can it record one: it refuses before it writes anything (old:
+ * exit 0, a recording of "[truncated];s32+0x0" stacks, frames misread
+ * as 64-bit ones). */
+START_TEST(test_elf32_program_not_recorded)
+{
+	char path[] = "/tmp/ctxdump-elf32-XXXXXX", file[64], arg[16], want[160];
+	char *out, *err;
+	bool written;
+	int st;
+	pid_t pid;
+
+	if (!elf32_start(path, &pid))
+		return;
+	snprintf(arg, sizeof(arg), "%d", (int)pid);
+	snprintf(file, sizeof(file), "%s.rec", path);
+	st = prof_run(&out, &err, "record", "-d", "0.1", "-o", file, arg, NULL);
+	elf32_stop(path, pid);
+	written = access(file, F_OK) == 0;
+	unlink(file);
+	ck_assert_msg(st == 2, "status %d: %s", st, err);
+	snprintf(want, sizeof(want),
+		 "ctxdump record: cannot record process %d: its executable is a "
+		 "32-bit program: ctxdump reads 64-bit processes only\n",
+		 (int)pid);
+	ck_assert_str_eq(err, want);
+	ck_assert_msg(!written, "%s was written", file);
 	free(out);
 	free(err);
 }
@@ -825,6 +885,7 @@ TEST_SUITE(ctxdump_static_suite)
 	tcase_add_test(tc, test_ambiguous_locals_ignored);
 	tcase_add_test(tc, test_explicit_loader_not_static);
 	tcase_add_test(tc, test_elf32_program_named);
+	tcase_add_test(tc, test_elf32_program_not_recorded);
 	tcase_set_timeout(tc, 60);
 	suite_add_tcase(s, tc);
 

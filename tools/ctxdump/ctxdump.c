@@ -1447,12 +1447,13 @@ dump_process(const struct ctxdump_control *ctl, unsigned slot_tries)
 		 * variable without ctxdump seeing it.  (Not said of a
 		 * dynamically linked one: there a missing writer library is
 		 * likelier.) */
+		d->exe_elf32 = !d->sym.exe_static && dump_exe_is_elf32(d->mem_pid);
 		if (d->sym.exe_static)
 			cli_warn("its executable is statically linked: no dynamic "
 				 "loader runs in it, so LD_PRELOAD cannot load "
 				 "libctxshim.so there");
 		/* not "is a writer loaded?": none could be read there */
-		else if (dump_exe_is_elf32(d->mem_pid))
+		else if (d->exe_elf32)
 			cli_warn("its executable is a 32-bit program: ctxdump reads "
 				 "64-bit processes only, and the 64-bit "
 				 "libctxshim.so cannot load there");

@@ -131,6 +131,10 @@ struct dump {
 	bool has_symbol;
 	struct etls_symbol sym;
 	struct tlsm_access acc;
+	/* Without has_symbol: the executable is a 32-bit program
+	 * (dump_exe_is_elf32()), so no object was looked at: the output
+	 * says so, not "not found in any loaded object". */
+	bool exe_elf32;
 
 	bool has_pctx;
 	struct pctxr_snapshot pctx;

@@ -397,6 +397,10 @@ output_misdef_what(const struct etls_symbol *s, char *buf, size_t n)
 	return buf;
 }
 
+/* Why no object of a 32-bit process was looked at (d->exe_elf32): the
+ * text line's parentheses and JSON's symbol_error. */
+#define SYMBOL_ELF32_WHY "a 32-bit process: ctxdump reads 64-bit processes only"
+
 /* otel_thread_ctx_v1 was not found as the 8-byte thread-local pointer,
  * but an object defines the name as something else: "not found in any
  * loaded object" would be false (and send the user looking for a missing
@@ -588,7 +592,10 @@ text_header(struct ob *f, const struct dump *d, const struct output_opts *o)
 		}
 	}
 
-	if (symbol_unread(d) && d->sym.n_unopenable >= d->sym.n_objects) {
+	if (!d->has_symbol && d->exe_elf32) {
+		ob_puts(f, "Symbol: " OTEL_THREAD_CTX_SYMBOL
+			   " not looked up (" SYMBOL_ELF32_WHY ")\n");
+	} else if (symbol_unread(d) && d->sym.n_unopenable >= d->sym.n_objects) {
 		ob_puts(f, "Symbol: " OTEL_THREAD_CTX_SYMBOL " not looked up (");
 		text_cstr(f, symbol_why(d, why));
 		ob_puts(f, ")\n");
@@ -1206,7 +1213,10 @@ json_symbol(struct jw *w, const struct dump *d)
 		jw_raw(w, "null");
 		/* a key of its own, as "process_context_error": null alone
 		 * says that no object defines it */
-		if (symbol_unread(d)) {
+		if (d->exe_elf32) {
+			jw_key(w, "symbol_error");
+			jw_cstr(w, SYMBOL_ELF32_WHY);
+		} else if (symbol_unread(d)) {
 			static char why[SYMBOL_WHY_MAX];
 
 			jw_key(w, "symbol_error");

@@ -2106,6 +2106,15 @@ record_main(int argc, char **argv)
 		rec_free(rc);
 		return CLI_EXIT_FATAL;
 	}
+	/* Neither its objects nor its stacks are ones ctxdump reads (old:
+	 * recorded, "[truncated]" stacks of misread frames, exit 0). */
+	if (dump_exe_is_elf32(rc->mem_pid)) {
+		cli_warn("cannot record process %d: its executable is a 32-bit "
+			 "program: ctxdump reads 64-bit processes only",
+			 (int)ctl.pid);
+		rec_free(rc);
+		return CLI_EXIT_FATAL;
+	}
 	rc->have_layouts = r == 0;
 	rc->discover_ns = remote_now_ns();
 	if (!rc->have_layouts && objects_denied(&rc->lp.l[LAY_OTEL].sym)) {
