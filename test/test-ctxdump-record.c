@@ -2237,6 +2237,32 @@ START_TEST(record_report_usage)
 			 64);
 	free(out);
 	free(err);
+	/* seconds in decimal, as the other numbers are (old: what strtod()
+	 * takes: "0x10" recorded 16 s, "1e3" 1000 s) */
+	{
+		static const char *const bad[] = {
+			"0x10", "1e3", "inf", "5s", "1,5", ".",
+		};
+		size_t i;
+		char want[64];
+
+		for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+			ck_assert_int_eq(
+				prof_run(&out, &err, "record", "-d", bad[i], "1", NULL),
+				64);
+			snprintf(want, sizeof(want), "invalid duration: '%s'", bad[i]);
+			ck_assert_msg(strstr(err, want), "%s: %s", bad[i], err);
+			free(out);
+			free(err);
+		}
+		/* taken: the process is looked at next */
+		ck_assert_int_eq(prof_run(&out, &err, "record", "-d", ".5", "-o",
+					  "/dev/null", "2147483647", NULL),
+				 2);
+		ck_assert_msg(strstr(err, "does not exist"), "%s", err);
+		free(out);
+		free(err);
+	}
 	ck_assert_int_eq(prof_run(&out, &err, "record", "x1", NULL), 64);
 	free(out);
 	free(err);

@@ -1783,6 +1783,29 @@ usage(void)
 	cli_exit_printed();
 }
 
+/* --duration: seconds as a plain decimal number, with an optional
+ * fraction ("30", "0.5"), above 0 and at most 1e7.  Not all that strtod()
+ * takes: "0x10" would be 16 s, "1e3" 1000 s, and "inf" or " 5" no number
+ * a user means; the other numbers of the command line are decimal
+ * integers (cli_parse_num()). */
+static double
+parse_duration(const char *s)
+{
+	size_t whole = strspn(s, "0123456789"), frac = 0, len = whole;
+	double v;
+
+	if (s[whole] == '.') {
+		frac = strspn(s + whole + 1, "0123456789");
+		len += 1 + frac;
+	}
+	if (whole + frac == 0 || s[len] != '\0')
+		cli_usage_err("invalid duration: '%s'", s);
+	v = strtod(s, NULL);
+	if (!(v > 0) || v > 1e7)
+		cli_usage_err("invalid duration: '%s'", s);
+	return v;
+}
+
 static void
 parse_args(struct rec_ctl *ctl, int argc, char **argv)
 {
@@ -1801,7 +1824,6 @@ parse_args(struct rec_ctl *ctl, int argc, char **argv)
 		{NULL, 0, NULL, 0},
 	};
 	const char *pid = NULL;
-	char *end;
 	int c;
 
 	ctl->rate = DEFAULT_RATE;
@@ -1820,11 +1842,7 @@ parse_args(struct rec_ctl *ctl, int argc, char **argv)
 				(unsigned)cli_parse_num(optarg, "rate", 1, MAX_RATE);
 			break;
 		case 'd':
-			errno = 0;
-			ctl->duration = strtod(optarg, &end);
-			if (errno || end == optarg || *end || !(ctl->duration > 0) ||
-			    ctl->duration > 1e7)
-				cli_usage_err("invalid duration: '%s'", optarg);
+			ctl->duration = parse_duration(optarg);
 			break;
 		case 'o':
 			if (!*optarg)
