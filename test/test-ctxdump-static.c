@@ -692,12 +692,14 @@ START_TEST(test_stacks_table_window_not_target_memory)
 END_TEST
 
 /* A 32-bit x86 program (ia32 compat mode): one PT_LOAD of the file,
- * whose code loops on pause(2) (eax 29, int $0x80). */
+ * whose code writes one byte (the file's first, mapped at ELF32_BASE) to
+ * its standard output (eax 4, int $0x80) once it runs, and then loops on
+ * pause(2) (eax 29). */
 #define ELF32_BASE 0x08048000u
 struct elf32_prog {
 	Elf32_Ehdr eh;
 	Elf32_Phdr ph;
-	uint8_t code[9];
+	uint8_t code[31];
 };
 static const struct elf32_prog elf32_pause = {
 	.eh = {.e_ident = {ELFMAG0, ELFMAG1, ELFMAG2, ELFMAG3, ELFCLASS32, ELFDATA2LSB,
@@ -717,7 +719,12 @@ static const struct elf32_prog elf32_pause = {
 	       .p_memsz = sizeof(struct elf32_prog),
 	       .p_flags = PF_R | PF_X,
 	       .p_align = 0x1000},
-	.code = {0xb8, 29, 0, 0, 0, 0xcd, 0x80, 0xeb, 0xf7},
+	/* mov $4, %eax (write); mov $1, %ebx; mov $ELF32_BASE, %ecx;
+	 * mov $1, %edx; int $0x80; then mov $29, %eax (pause);
+	 * int $0x80; jmp back to that mov */
+	.code = {0xb8, 4,    0,    0,    0,    0xbb, 1,    0,    0,   0,    0xb9,
+		 0x00, 0x80, 0x04, 0x08, 0xba, 1,    0,    0,    0,   0xcd, 0x80,
+		 0xb8, 29,   0,    0,    0,    0xcd, 0x80, 0xeb, 0xf7},
 };
 
 /* Start elf32_pause from a file at path (a mkstemp() template), into
@@ -726,9 +733,10 @@ static const struct elf32_prog elf32_pause = {
 static bool
 elf32_start(char *path, pid_t *pid)
 {
-	char exe[64], link[PATH_MAX];
-	int fd, status, i;
-	ssize_t n = -1;
+	pid_t parent = getpid();
+	int fd, status, p[2];
+	ssize_t n;
+	char b;
 
 	fd = mkstemp(path);
 	ck_assert_int_ge(fd, 0);
@@ -736,30 +744,41 @@ elf32_start(char *path, pid_t *pid)
 			 (ssize_t)sizeof(elf32_pause));
 	ck_assert_int_eq(fchmod(fd, 0755), 0);
 	close(fd);
+	ck_assert_int_eq(pipe2(p, O_CLOEXEC), 0);
 	*pid = fork();
 	ck_assert_int_ge(*pid, 0);
 	if (*pid == 0) {
 		char *cargv[] = {path, NULL}, *cenv[] = {NULL};
 
+		/* It ends with this test if the test ends first (a failed
+		 * assertion, a timeout): the signal is kept across the
+		 * exec. */
+		if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent ||
+		    dup2(p[1], 1) != 1)
+			_exit(127);
 		execve(path, cargv, cenv);
-		_exit(127);
+		/* a kernel without ia32 emulation: not a failure here */
+		_exit(errno == ENOEXEC ? 126 : 127);
 	}
-	/* running once /proc/PID/exe names the file, not this test */
-	snprintf(exe, sizeof(exe), "/proc/%d/exe", (int)*pid);
-	for (i = 0; i < 500; i++) {
-		n = readlink(exe, link, sizeof(link) - 1);
-		if (n >= 0 && (link[n] = '\0', strcmp(link, path) == 0))
-			break;
-		if (waitpid(*pid, &status, WNOHANG) == *pid) {
-			unlink(path);
-			/* a kernel without CONFIG_IA32_EMULATION */
+	close(p[1]);
+	/* Its byte says it runs, its mapping in place (not polled: /proc/
+	 * PID/exe names the file before the exec maps it); end of file
+	 * says it exited first. */
+	do
+		n = read(p[0], &b, 1);
+	while (n < 0 && errno == EINTR);
+	close(p[0]);
+	if (n != 1) {
+		kill(*pid, SIGKILL);
+		ck_assert_int_eq(waitpid(*pid, &status, 0), *pid);
+		unlink(path);
+		if (WIFEXITED(status) && WEXITSTATUS(status) == 126) {
 			fprintf(stderr, "elf32: not run: this kernel runs no "
 					"32-bit programs\n");
 			return false;
 		}
-		usleep(10000);
+		ck_abort_msg("%s did not start: status 0x%x", path, status);
 	}
-	ck_assert_msg(n >= 0 && strcmp(link, path) == 0, "%s did not start", path);
 	return true;
 }
 
