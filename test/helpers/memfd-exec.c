@@ -11,11 +11,18 @@
  * message if it cannot. */
 #include "config.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
+
+#ifdef MFD_EXEC
+#define MEMFD_EXEC MFD_EXEC
+#else
+#define MEMFD_EXEC 0x0010U /* <linux/memfd.h> since Linux 6.3 */
+#endif
 
 extern char **environ;
 
@@ -39,7 +46,12 @@ main(int argc, char **argv)
 	}
 	/* close-on-exec is fine for an ELF program: the kernel has read it
 	 * by the time the descriptor is closed (not so for a script) */
-	fd = memfd_create(name, MFD_CLOEXEC);
+	/* MFD_EXEC: where vm.memfd_noexec is 1 a memfd is created sealed
+	 * against execution unless asked (Linux 6.3; older kernels reject
+	 * the flag: then none) */
+	fd = memfd_create(name, MFD_CLOEXEC | MEMFD_EXEC);
+	if (fd < 0 && errno == EINVAL)
+		fd = memfd_create(name, MFD_CLOEXEC);
 	if (fd < 0) {
 		perror("memfd-exec: memfd_create");
 		return 127;
