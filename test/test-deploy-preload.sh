@@ -343,9 +343,24 @@ expect_status 1 "install refuses a library missing in the root" \
 	"$S" preload install --root "$root"
 check "names it" contains "$dp_err" "$root$lib: No such file"
 check "nothing written" test ! -e "$pf"
-expect_status 1 "--root must exist" "$S" preload status --root "$dp_tmp/nonexistent"
-check "the error names the command" contains "$dp_err" \
+# A root that is not there: install and uninstall fail (1); status cannot
+# tell (2), as for a process that does not exist (old: 1, "no").
+for a in install uninstall; do
+	expect_status 1 "$a: --root must exist" "$S" preload $a --root "$dp_tmp/nonexistent"
+	check "$a: the error names the command" same "$dp_err" \
+		"ctxshim: preload: --root: $dp_tmp/nonexistent: No such directory"
+done
+expect_status 2 "status: a root that does not exist cannot tell" \
+	"$S" preload status --root "$dp_tmp/nonexistent"
+check "says why" same "$dp_err" \
 	"ctxshim: preload: --root: $dp_tmp/nonexistent: No such directory"
+check "and answers nothing" same "$dp_out" ""
+: >"$dp_tmp/a-file"
+expect_status 2 "status: a root that is a file cannot tell" \
+	"$S" preload status --root "$dp_tmp/a-file"
+check "says it is not a directory (old: No such directory)" same "$dp_err" \
+	"ctxshim: preload: --root: $dp_tmp/a-file: Not a directory"
+expect_status 1 "install: a root that is a file" "$S" preload install --root "$dp_tmp/a-file"
 # The note that there was no file cannot be written: exit 1 with the
 # reason, as for the other files (old: dash exited 2 at the failed
 # redirection of ':', printing only its own "cannot create").
