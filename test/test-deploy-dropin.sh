@@ -120,6 +120,13 @@ check "says why" contains "$dp_err" "a directory name with a newline or carriage
 check "nothing written" test ! -e "$nlroot/etc/systemd/system/nginx.service.d"
 expect_status 1 "also with --print" "$S" systemd-dropin --print --root "$nlroot" nginx
 expect_status 0 "removing below it works" "$S" systemd-dropin --remove --root "$nlroot" nginx
+# An empty --root is no root (old: this host's /etc/systemd/system); with
+# --print, so that a regression writes nothing.
+expect_status 64 "an empty --root is a usage error" \
+	"$S" systemd-dropin --print --root '' nginx
+check "says why" contains "$dp_err" \
+	"ctxshim: systemd-dropin: option '--root' requires a non-empty argument"
+check "prints no drop-in" same "$dp_out" ""
 expect_status 1 "--root must exist" "$S" systemd-dropin --root "$dp_tmp/nonexistent" nginx
 check "the error names the command" contains "$dp_err" \
 	"ctxshim: systemd-dropin: --root: $dp_tmp/nonexistent: No such directory"

@@ -370,6 +370,21 @@ expect_status 1 "install: the note cannot be written" "$S" preload install --roo
 check "says which file" contains "$dp_err" \
 	"ctxshim: cannot write $root/var/lib/ctxshim/ld.so.preload.absent"
 check "no preload file written" not_contains "$(ls "$root/etc")" ld.so.preload
+# An empty --root (--root "$DESTDIR" with DESTDIR unset) is no root: taken
+# as "/", it changed this host (old).  Only read-only and --dry-run forms
+# here, so that a regression cannot touch this host's file either.
+# empty_root ARGS...: preload ARGS (with an empty --root) is a usage error.
+empty_root() {
+	expect_status 64 "preload $*: usage error" "$S" preload "$@"
+	check "preload $*: says why" same "$dp_err" \
+		"ctxshim: preload: option '--root' requires a non-empty argument
+Try 'ctxshim --help' for more information."
+	check "preload $*: reports nothing" same "$dp_out" ""
+}
+empty_root status --root ''
+empty_root status --root=
+empty_root install --dry-run --root ''
+empty_root uninstall --dry-run --root ''
 expect_status 64 "unknown action" "$S" preload frob
 expect_status 64 "missing action" "$S" preload
 expect_status 64 "unknown option" "$S" preload status --bogus
