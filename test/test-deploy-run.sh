@@ -504,6 +504,26 @@ expect_status 125 "not a library" env CTXSHIM_LIB=/etc/passwd "$S" run -- /bin/t
 check "says so" contains "$dp_err" "/etc/passwd is not a 64-bit little-endian ELF file"
 expect_status 1 "check: not a library" env CTXSHIM_LIB=/etc/passwd "$S" check /bin/true
 check "says missing, and why" contains "$dp_out" "missing: /etc/passwd is not a 64-bit little-endian ELF file"
+# A path with a blank: the loader would look for its pieces, in every
+# program.  run refuses it; check says why run would (old: "ok", exit 0),
+# and env prints no LD_PRELOAD that splits (old: printed it, exit 0).
+mkdir -p "$dp_tmp/a dir"
+cp "$lib" "$dp_tmp/a dir/libctxshim.so"
+blank=$dp_tmp/a\ dir/libctxshim.so
+expect_status 125 "run: a library path with a blank" env CTXSHIM_LIB="$blank" "$S" run -- /bin/true
+check "says so" same "$dp_err" \
+	"ctxshim: the library path must not contain blanks or colons (the loader splits LD_PRELOAD and /etc/ld.so.preload there): $blank"
+expect_status 1 "check: a library path with a blank" env CTXSHIM_LIB="$blank" "$S" check /bin/true
+check "says missing, and why" same "$dp_out" \
+	"/bin/true: missing: $blank has blanks or colons, where the loader splits LD_PRELOAD"
+for o in "" --env-file; do
+	# shellcheck disable=SC2086 # no option, or one
+	expect_status 1 "env${o:+ $o}: a library path with a blank" \
+		env CTXSHIM_LIB="$blank" "$S" env $o
+	check "env${o:+ $o}: says so" same "$dp_err" \
+		"ctxshim: the library path must not contain blanks or colons (the loader splits LD_PRELOAD and /etc/ld.so.preload there): $blank"
+	check "env${o:+ $o}: prints nothing" same "$dp_out" ""
+done
 if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
 	cp "$lib" private.so
 	chmod 600 private.so
