@@ -255,6 +255,19 @@ check "names the link's target" contains "$dp_err" "is a symbolic link (to ../sr
 check "the link stays" test -L "$pf"
 check "the file it points to is unchanged" same "$(cat "$root/srv/preload")" \
 	/usr/lib/libfoo.so
+# Uninstall too, of an entry written by hand into the file it points to
+# (old: the link became a file; the entry stayed in the file it named).
+printf '/usr/lib/libfoo.so\n%s\n' "$lib" >"$root/srv/preload"
+cp "$root/srv/preload" "$dp_tmp/p6.want"
+for o in --dry-run ""; do
+	# shellcheck disable=SC2086 # no option, or one
+	expect_status 1 "uninstall${o:+ $o} refuses a symbolic link" \
+		"$S" preload uninstall $o --root "$root"
+	check "says what to do by hand" same "$dp_err" \
+		"ctxshim: $pf is a symbolic link (to ../srv/preload): uninstall would replace the link by a file; remove $lib from the file it points to by hand"
+	check "the link stays" test -L "$pf"
+	check "the file it points to is unchanged" cmp "$root/srv/preload" "$dp_tmp/p6.want"
+done
 
 # A relative --root with CDPATH exported: cd would find the name through
 # CDPATH and print it into the path.
