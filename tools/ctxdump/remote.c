@@ -292,6 +292,18 @@ remote_thread_stop_regs(pid_t tid, uint64_t *tp, int *blocked)
 #endif
 }
 
+/* read(2) again after a signal handler interrupted it. */
+static ssize_t
+read_retry(int fd, void *buf, size_t n)
+{
+	ssize_t r;
+
+	do
+		r = read(fd, buf, n);
+	while (r < 0 && errno == EINTR);
+	return r;
+}
+
 int
 remote_read_file(const char *path, size_t max, char **buf, size_t *len)
 {
@@ -324,12 +336,10 @@ remote_read_file(const char *path, size_t max, char **buf, size_t *len)
 			}
 			b = nb;
 		}
-		r = read(fd, b + n, cap - n - 1);
+		r = read_retry(fd, b + n, cap - n - 1);
 		if (r < 0) {
 			int e = errno;
 
-			if (e == EINTR)
-				continue;
 			free(b);
 			close(fd);
 			return -e;
@@ -367,13 +377,11 @@ remote_read_cmdline(pid_t pid, size_t max, char **buf, size_t *len)
 	 * gives as empty arguments; end is past the last byte that is not
 	 * one. */
 	while (end <= max && off < REMOTE_CMDLINE_SCAN) {
-		ssize_t r = read(fd, chunk, sizeof(chunk));
+		ssize_t r = read_retry(fd, chunk, sizeof(chunk));
 
 		if (r < 0) {
 			int e = errno;
 
-			if (e == EINTR)
-				continue;
 			free(b);
 			close(fd);
 			return -e;
