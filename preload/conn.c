@@ -3317,69 +3317,16 @@ conn_responded(struct ctxshim_conn *c,
  * write answers, as before.  A server that writes one connection from
  * two threads at once puts the walk out of step (as the bytes on the
  * wire would be). */
+
+/* What a walk found (hit: 1, the request's frame, or -1, the walk lost:
+ * answered, as before), s1: c->seq before it. */
 static inline __attribute__((always_inline)) void
-conn_h2_walk(struct ctxshim_conn *c,
-	     const void *head,
-	     size_t head_len,
-	     size_t written,
-	     const struct iovec *iov,
-	     size_t iovcnt,
-	     size_t skip)
+conn_h2_answer(struct ctxshim_conn *c, uint32_t s1, int hit)
 {
-	/* c->cap loaded once, and checked: the caller's ctxshim_conn_h2()
-	 * saw it non-zero, but a reading thread may have stopped the
-	 * connection since (or another closed it), and conn_pool[-1] is
-	 * the end of conn_pool_used: the frame walk wrote into the pool's
-	 * bitmap.  An entry freed meanwhile is still walked (bounded, the
-	 * 16 bytes of its h2_out: "Two readers" above). */
-	unsigned cap = __atomic_load_n(&c->cap, __ATOMIC_RELAXED);
-	struct conn_pool_entry *e;
-	struct h2_out *o;
-	uint32_t s1 = atomic_load_explicit(&c->seq, memory_order_acquire), stream;
-	size_t known = 0, i, k, d;
-	int hit = 0, r;
 	uint8_t f, tag = (uint8_t)(s1 >> 1);
 
-	if (!cap || cap > CONN_POOL_N)
-		return;
-	e = &conn_pool[cap - 1];
-	o = &e->u.h2.out;
-
-	/* skip: the write's first bytes are no frames (the 101 of an
-	 * upgrade, "Upgrade: h2c" above); they are within what was written
-	 * and known. */
-	stream = (uint32_t)__atomic_load_n(&e->hold, __ATOMIC_RELAXED);
-	if (iov) {
-		for (i = 0; i < iovcnt && known < written; i++) {
-			k = iov[i].iov_len < written - known ? iov[i].iov_len
-							     : written - known;
-			d = skip < k ? skip : k;
-			skip -= d;
-			if (k - d <= o->left && !o->lost) {
-				/* Within a frame's payload (the body of
-				 * nginx's writev: header, payload, ...):
-				 * what h2_out_feed() does, without a call. */
-				o->left -= (uint32_t)(k - d);
-				known += k;
-				continue;
-			}
-			if ((r = h2_out_feed(o, (const uint8_t *)iov[i].iov_base + d,
-					     k - d, stream)) != 0)
-				hit |= r;
-			known += k;
-		}
-	} else if (head) {
-		known = head_len < written ? head_len : written;
-		d = skip < known ? skip : known;
-		if (known > d)
-			hit = h2_out_feed(o, (const uint8_t *)head + d, known - d,
-					  stream);
-	}
-	if (known < written && (r = h2_out_skip(o, written - known)) != 0)
-		hit |= r;
 	if (!hit)
 		return;
-	/* hit: 1 (the request's frame) or -1 (lost: answered, as before). */
 	atomic_thread_fence(memory_order_acquire);
 	f = atomic_load_explicit(&c->flags, memory_order_relaxed);
 	if ((s1 & 1) || atomic_load_explicit(&c->seq, memory_order_relaxed) != s1 ||
@@ -3390,9 +3337,75 @@ conn_h2_walk(struct ctxshim_conn *c,
 	atomic_store_explicit(&c->answered, tag, memory_order_relaxed);
 }
 
-/* The walk out of line, for the writes that do not take the write hooks'
- * direct path (ctxshim_conn_h2_written()): a 101's, a write from one
- * buffer, a write whose first iovec is long enough for a status line. */
+/* The walk's state: c->cap loaded once, and checked: the caller's
+ * ctxshim_conn_h2() saw it non-zero, but a reading thread may have
+ * stopped the connection since (or another closed it), and conn_pool[-1]
+ * is the end of conn_pool_used: the frame walk wrote into the pool's
+ * bitmap.  An entry freed meanwhile is still walked (bounded, the 16
+ * bytes of its h2_out: "Two readers" above).  NULL: none.  *stream: the
+ * current request's (0: any). */
+static inline __attribute__((always_inline)) struct h2_out *
+conn_h2_out(struct ctxshim_conn *c, uint32_t *stream)
+{
+	unsigned cap = __atomic_load_n(&c->cap, __ATOMIC_RELAXED);
+	struct conn_pool_entry *e;
+
+	if (!cap || cap > CONN_POOL_N)
+		return NULL;
+	e = &conn_pool[cap - 1];
+	*stream = (uint32_t)__atomic_load_n(&e->hold, __ATOMIC_RELAXED);
+	return &e->u.h2.out;
+}
+
+/* The walk of a write's bytes (written of them: the iovecs, else head)
+ * from where the caller got to (hit so far), then the answer.  skip: the
+ * first bytes are no frames (the 101 of an upgrade, "Upgrade: h2c"
+ * below); they are within what was written and known.  Out of line: the
+ * write hooks' direct path (ctxshim_conn_h2_written()) comes here only
+ * for an iovec that is neither a frame header of its own nor within a
+ * payload, so that it makes no call otherwise. */
+static __attribute__((noinline, cold)) void
+conn_h2_walk(struct ctxshim_conn *c,
+	     uint32_t s1,
+	     struct h2_out *o,
+	     uint32_t stream,
+	     int hit,
+	     const void *head,
+	     size_t head_len,
+	     size_t written,
+	     const struct iovec *iov,
+	     size_t iovcnt,
+	     size_t skip)
+{
+	size_t known = 0, i, k, d;
+	int r;
+
+	if (iov) {
+		for (i = 0; i < iovcnt && known < written; i++) {
+			k = iov[i].iov_len < written - known ? iov[i].iov_len
+							     : written - known;
+			d = skip < k ? skip : k;
+			skip -= d;
+			if ((r = h2_out_feed(o, (const uint8_t *)iov[i].iov_base + d,
+					     k - d, stream)) != 0)
+				hit |= r;
+			known += k;
+		}
+	} else if (head) {
+		known = head_len < written ? head_len : written;
+		d = skip < known ? skip : known;
+		if (known > d)
+			hit |= h2_out_feed(o, (const uint8_t *)head + d, known - d,
+					   stream);
+	}
+	if (known < written && (r = h2_out_skip(o, written - known)) != 0)
+		hit |= r;
+	conn_h2_answer(c, s1, hit);
+}
+
+/* The walk for the writes that do not take the write hooks' direct path
+ * (ctxshim_conn_h2_written()): a 101's, a write from one buffer, a write
+ * whose first iovec is long enough for a status line. */
 static __attribute__((noinline, cold)) void
 conn_h2_written(struct ctxshim_conn *c,
 		const void *head,
@@ -3402,7 +3415,12 @@ conn_h2_written(struct ctxshim_conn *c,
 		size_t iovcnt,
 		size_t skip)
 {
-	conn_h2_walk(c, head, head_len, written, iov, iovcnt, skip);
+	uint32_t s1 = atomic_load_explicit(&c->seq, memory_order_acquire), stream = 0;
+	struct h2_out *o = conn_h2_out(c, &stream);
+
+	if (o)
+		conn_h2_walk(c, s1, o, stream, 0, head, head_len, written, iov, iovcnt,
+			     skip);
 }
 
 bool
@@ -3421,13 +3439,42 @@ ctxshim_conn_h2_written(struct ctxshim_conn *c,
 			size_t written)
 {
 	uint8_t f = atomic_load_explicit(&c->flags, memory_order_relaxed);
+	const struct iovec *v = iov, *end = iov ? iov + iovcnt : iov;
+	uint32_t s1, stream = 0;
+	struct h2_out *o;
+	size_t k;
+	int hit = 0;
 
 	/* What ctxshim_conn_responded_usual() and ctxshim_conn_responded_iov()
 	 * decide for such a write, in one test. */
 	if (!ctxshim_conn_h2(c) ||
 	    (f & (CONN_F_OVERFLOW | CONN_F_LINK)) != CONN_F_OVERFLOW)
 		return false;
-	conn_h2_walk(c, NULL, 0, written, iov, iovcnt, 0);
+	s1 = atomic_load_explicit(&c->seq, memory_order_acquire);
+	if (!(o = conn_h2_out(c, &stream)))
+		return true;
+	/* The usual iovecs (nginx's writev: a frame header, its payload,
+	 * ...) without a call: one within a frame's payload, and a frame
+	 * header that has an iovec of its own (h2_out_feed()'s usual case);
+	 * from any other on, the general walk.  written counts down (few
+	 * values live: no register saved). */
+	for (; v < end && written; v++) {
+		k = v->iov_len < written ? v->iov_len : written;
+		if (o->lost)
+			break;
+		if (k <= o->left)
+			o->left -= (uint32_t)k;
+		else if (k == 9 && !o->left && !o->pos)
+			hit |= h2_out_header(o, v->iov_base, stream);
+		else
+			break;
+		written -= k;
+	}
+	if (written)
+		conn_h2_walk(c, s1, o, stream, hit, NULL, 0, written, v,
+			     (size_t)(end - v), 0);
+	else
+		conn_h2_answer(c, s1, hit);
 	return true;
 }
 

@@ -1234,15 +1234,7 @@ h2_out_feed(struct h2_out *o, const void *buf, size_t len, uint32_t stream)
 		}
 		if (o->pos == 0 && len - off >= 9) {
 			/* A whole frame header at hand: the usual case. */
-			const uint8_t *h = p + off;
-			uint32_t sid = ((uint32_t)(h[5] & 0x7f) << 24) |
-				       ((uint32_t)h[6] << 16) | ((uint32_t)h[7] << 8) |
-				       h[8];
-
-			if ((h[3] == H2_OUT_HEADERS || h[3] == H2_OUT_RST_STREAM) &&
-			    sid != 0 && (stream == 0 || sid == stream))
-				hit = 1;
-			o->left = ((uint32_t)h[0] << 16) | ((uint32_t)h[1] << 8) | h[2];
+			hit |= h2_out_header(o, p + off, stream);
 			off += 9;
 			continue;
 		}

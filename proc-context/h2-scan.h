@@ -73,6 +73,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #define H2_SCAN_KEEP_MAX  12   /* configured names */
 #define H2_SCAN_NAME_MAX  32   /* bytes of a configured name */
@@ -277,6 +278,29 @@ h2_out_reset(struct h2_out *o)
 {
 	o->left = o->len = o->sid = 0;
 	o->pos = o->type = o->lost = o->pad_ = 0;
+}
+
+/* A whole frame header h[0..8] at a frame's start (pos 0, left 0, not
+ * lost: the caller checks): its payload's length into left; returns 1
+ * if it is a HEADERS or RST_STREAM frame of stream (0: of any stream),
+ * else 0.  Inline, for a walk of a write's iovecs whose frame header
+ * has an iovec of its own (nginx's writev: preload/conn.c), and
+ * h2_out_feed()'s usual case; big-endian fields by word loads. */
+static inline __attribute__((always_inline)) int
+h2_out_header(struct h2_out *o, const uint8_t *h, uint32_t stream)
+{
+	uint32_t w, sid;
+
+	memcpy(&w, h, 4);
+	memcpy(&sid, h + 5, 4);
+#if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_BIG_ENDIAN__
+	w = __builtin_bswap32(w);
+	sid = __builtin_bswap32(sid);
+#endif
+	sid &= 0x7fffffffu; /* the reserved bit (§4.1) */
+	o->left = w >> 8;
+	return ((w & 0xff) == H2_OUT_HEADERS || (w & 0xff) == H2_OUT_RST_STREAM) &&
+	       sid != 0 && (stream == 0 || sid == stream);
 }
 
 /* The next len bytes the server wrote.  Returns 1 when a frame header
