@@ -2572,6 +2572,78 @@ START_TEST(out_skip)
 }
 END_TEST
 
+/* RFC 9113 §4.1 for a frame header of the server's, read whole
+ * (h2_out_header(), the write hooks' inline walk in preload/conn.c and
+ * h2_out_feed()'s usual case, at an odd address too) and byte by byte:
+ * the reserved bit and the flags are ignored, stream 0 (the connection's)
+ * answers no request, not even with the reserved bit set or when any
+ * stream is looked for (0), only HEADERS and RST_STREAM answer, and the
+ * length is all 24 bits. */
+START_TEST(out_header_rules)
+{
+	static const struct {
+		uint8_t type;
+		uint32_t sid; /* as on the wire: bit 31 is the reserved bit */
+		uint32_t stream;
+		int hit;
+	} t[] = {
+		{0x1, 0, 0, 0},
+		{0x3, 0, 0, 0},
+		{0x1, 0x80000000u, 0, 0},
+		{0x3, 0x80000000u, 0, 0},
+		{0x1, 1, 0, 1},
+		{0x1, 0x80000001u, 1, 1},
+		{0x3, 0x80000005u, 0, 1},
+		{0x3, 0x7fffffffu, 0x7fffffffu, 1},
+		{0x1, 0xffffffffu, 0x7fffffffu, 1},
+		{0x1, 3, 1, 0},
+		{0x1, 0x80000003u, 1, 0},
+		{0x0, 1, 1, 0},  /* DATA */
+		{0x5, 1, 1, 0},  /* PUSH_PROMISE */
+		{0x9, 1, 1, 0},  /* CONTINUATION */
+		{0x4, 0, 0, 0},  /* SETTINGS */
+		{0x81, 1, 1, 0}, /* unknown, HEADERS' low bits */
+	};
+	static const uint32_t lens[] = {0, 1, 0x4000, 0xfffefd, 0xffffff};
+	uint8_t b[1 + 9];
+	unsigned i, l, off, j;
+
+	for (i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		for (l = 0; l < sizeof(lens) / sizeof(lens[0]); l++) {
+			for (off = 0; off < 2; off++) {
+				uint8_t *h = b + off;
+				struct h2_out o;
+
+				h[0] = (uint8_t)(lens[l] >> 16);
+				h[1] = (uint8_t)(lens[l] >> 8);
+				h[2] = (uint8_t)lens[l];
+				h[3] = t[i].type;
+				h[4] = 0xff;
+				h[5] = (uint8_t)(t[i].sid >> 24);
+				h[6] = (uint8_t)(t[i].sid >> 16);
+				h[7] = (uint8_t)(t[i].sid >> 8);
+				h[8] = (uint8_t)t[i].sid;
+
+				h2_out_reset(&o);
+				REQUIRE(h2_out_header(&o, h, t[i].stream) == t[i].hit);
+				REQUIRE(o.left == lens[l]);
+
+				h2_out_reset(&o);
+				REQUIRE(h2_out_feed(&o, h, 9, t[i].stream) == t[i].hit);
+				REQUIRE(o.left == lens[l] && o.pos == 0);
+
+				h2_out_reset(&o);
+				for (j = 0; j < 9; j++)
+					REQUIRE(h2_out_feed(&o, h + j, 1,
+							    t[i].stream) ==
+						(j == 8 ? t[i].hit : 0));
+				REQUIRE(o.left == lens[l] && o.pos == 0);
+			}
+		}
+	}
+}
+END_TEST
+
 /* Whatever the state holds, a feed ends, reads only its bytes, and a
  * header is always 9 bytes from a reset pos. */
 START_TEST(out_hostile)
@@ -2630,6 +2702,7 @@ TEST_SUITE(h2_scan_suite)
 	tcase_add_test(tc, feed_cb_rearmed_state);
 	tcase_add_test(tc, out_frames);
 	tcase_add_test(tc, out_skip);
+	tcase_add_test(tc, out_header_rules);
 	tcase_add_test(tc, out_hostile);
 #ifdef HAVE_NGHTTP2
 	tcase_add_test(tc, nghttp2_encoder);
