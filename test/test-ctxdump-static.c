@@ -858,6 +858,65 @@ START_TEST(test_elf32_program_not_recorded)
 }
 END_TEST
 
+/* Nor a process that starts one while recorded: the recording ends at
+ * the exec, with what was recorded before it (exit 1, not all that was
+ * asked for), and the report says why it ended (old: recorded on to the
+ * end, exit 0, "[truncated];..." stacks of frames misread as 64-bit
+ * ones).  sh, a 64-bit program, execs elf32_pause once a round is on
+ * disk; a recorder that goes on for its -d 30 fails the test there. */
+START_TEST(test_elf32_exec_ends_recording)
+{
+	char path[] = "/tmp/ctxdump-elf32-XXXXXX", file[64], errf[64], pid[16];
+	char line[64], *out, *err;
+	char *argv[] = {"/bin/sh", "-c", "echo READY; read x; exec \"$0\"", path, NULL};
+	const char *args[] = {"-F", "50", "-d", "30", "-o", file, pid, NULL};
+	struct test_child c;
+	pid_t ep, rec;
+	int st;
+
+	/* the file, and whether this kernel runs it */
+	if (!elf32_start(path, &ep))
+		return;
+	kill(ep, SIGKILL);
+	waitpid(ep, NULL, 0);
+	snprintf(file, sizeof(file), "%s.rec", path);
+	prof_tmpfile(errf, sizeof(errf), "elf32-err");
+	test_child_start(&c, argv, NULL, false);
+	test_child_expect(&c, "READY", line, sizeof(line), TIMEOUT_MS);
+	snprintf(pid, sizeof(pid), "%d", (int)c.pid);
+	rec = prof_record_start(errf, args);
+	/* the file appears with the first round recorded */
+	prof_wait_file(file, 1, TIMEOUT_MS, rec, errf);
+	test_child_send(&c, "exec\n");
+	st = prof_record_wait(rec, 20000);
+	err = prof_slurp(errf);
+	kill(c.pid, SIGKILL);
+	(void)test_child_finish(&c, TIMEOUT_MS);
+	unlink(path);
+	unlink(errf);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 1, "status 0x%x: %s", st,
+		      err);
+	snprintf(line, sizeof(line), "process %s ran execve() of a 32-bit program",
+		 pid);
+	ck_assert_msg(strstr(err, line) &&
+			      strstr(err, ": ctxdump reads 64-bit processes only; the "
+					  "recording ends there\n"),
+		      "%s", err);
+	free(err);
+	ck_assert_int_eq(prof_run(&out, &err, "report", file, NULL), 0);
+	ck_assert_msg(strstr(out, "\nEnded: the process ran a 32-bit program\n"), "%s",
+		      out);
+	free(out);
+	free(err);
+	ck_assert_int_eq(prof_run(&out, &err, "report", "--folded", file, NULL), 0);
+	unlink(file);
+	ck_assert_msg(strstr(out, "[no trace]") && !strstr(out, "[truncated]"), "%s",
+		      out);
+	free(out);
+	free(err);
+}
+END_TEST
+
 TEST_SUITE(ctxdump_static_suite)
 {
 	Suite *s = suite_create("ctxdump: statically linked writers");
@@ -905,6 +964,7 @@ TEST_SUITE(ctxdump_static_suite)
 	tcase_add_test(tc, test_explicit_loader_not_static);
 	tcase_add_test(tc, test_elf32_program_named);
 	tcase_add_test(tc, test_elf32_program_not_recorded);
+	tcase_add_test(tc, test_elf32_exec_ends_recording);
 	tcase_set_timeout(tc, 60);
 	suite_add_tcase(s, tc);
 

@@ -99,6 +99,8 @@ enum pfile_end_reason {
 	PFILE_END_SIGNAL = 1,
 	PFILE_END_EXITED = 2,
 	PFILE_END_ERROR = 3,
+	/* the process ran execve() of a 32-bit program (after an EXEC) */
+	PFILE_END_ELF32 = 4,
 };
 
 /* ---- writing ---- */

@@ -256,6 +256,9 @@ struct rec {
 	 * layout or process context is looked for every round, as the new
 	 * image may still be in its loader or constructors */
 	uint64_t exec_ns;
+	/* The last exec started a 32-bit program, whose frames and objects
+	 * ctxdump does not read: the recording ends there. */
+	bool exec_elf32;
 
 	/* glibc's tid in its thread descriptor, for threads on one thread
 	 * pointer (dump_tp_owners()): looked up with the layouts */
@@ -776,6 +779,13 @@ image_reload(struct rec *rc)
 	pfile_w_end(&rc->w);
 	free(cmd);
 
+	/* As record_main() refuses one up front: its stacks would be
+	 * misread as 64-bit frames (old: "[truncated]" stacks until the
+	 * end).  The EXEC record above tells the report where it ended. */
+	if (dump_exe_is_elf32(rc->mem_pid)) {
+		rc->exec_elf32 = true;
+		return true;
+	}
 	rediscover(rc, remote_now_ns());
 	load_pctx(rc, true);
 	write_storage(rc);
@@ -1112,8 +1122,11 @@ sample_round(struct rec *rc)
 	if (!rc->arena.base)
 		(void)stack_arena_reserve(&rc->arena, ((size_t)(hint > 0 ? hint : 64) +
 						       16) * STACK_ARENA_GUESS);
-	if (rc->exec_pending)
+	if (rc->exec_pending) {
 		image_reload(rc);
+		if (rc->exec_elf32)
+			return 0;
+	}
 	t = remote_now_ns();
 	if (rc->rediscover ||
 	    (!rc->have_layouts && (t - rc->discover_ns > REFRESH_NS ||
@@ -2181,6 +2194,18 @@ record_main(int argc, char **argv)
 			break;
 		}
 		r = sample_round(rc);
+		if (rc->exec_elf32) {
+			cli_warn("process %d ran execve() of a 32-bit program: "
+				 "ctxdump reads 64-bit processes only; the recording "
+				 "ends there",
+				 (int)ctl.pid);
+			rc->end_reason = PFILE_END_ELF32;
+			/* nothing recorded before it: as for such a process
+			 * refused up front (else partial, below) */
+			if (!rc->rounds)
+				status = CLI_EXIT_FATAL;
+			break;
+		}
 		if (r == -ESRCH) {
 			rc->end_reason = PFILE_END_EXITED;
 			if (!rc->rounds) {
@@ -2286,7 +2311,8 @@ record_main(int argc, char **argv)
 			      status == CLI_EXIT_FATAL);
 	/* a skipped round is a gap in the recording as a failed one is, and
 	 * as a thread that did not stop in time makes a dump partial */
-	if (status == CLI_EXIT_OK && (rc->failed_rounds || rc->skipped_rounds))
+	if (status == CLI_EXIT_OK &&
+	    (rc->failed_rounds || rc->skipped_rounds || rc->exec_elf32))
 		status = CLI_EXIT_PARTIAL;
 	rec_free(rc);
 	return status;

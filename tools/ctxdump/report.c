@@ -2958,6 +2958,8 @@ end_reason_text(uint64_t r)
 		return "interrupted";
 	case PFILE_END_EXITED:
 		return "process exited";
+	case PFILE_END_ELF32:
+		return "the process ran a 32-bit program";
 	default:
 		return "error";
 	}
