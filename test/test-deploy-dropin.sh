@@ -120,6 +120,16 @@ check "says why" contains "$dp_err" "a directory name with a newline or carriage
 check "nothing written" test ! -e "$nlroot/etc/systemd/system/nginx.service.d"
 expect_status 1 "also with --print" "$S" systemd-dropin --print --root "$nlroot" nginx
 expect_status 0 "removing below it works" "$S" systemd-dropin --remove --root "$nlroot" nginx
+# A library path with a line break: it would end the Environment= line,
+# and systemd would parse the rest as a line (old: written).
+for c in '
+' "$(printf '\r')"; do
+	expect_status 1 "a library path with a line break is refused" \
+		env CTXSHIM_LIB="/opt/a${c}b/libctxshim.so" "$S" systemd-dropin --print nginx
+	check "says why" contains "$dp_err" \
+		"ctxshim: systemd-dropin: the library path must not contain a newline or carriage return (it would end the drop-in's Environment= line): /opt/a"
+	check "prints no drop-in" same "$dp_out" ""
+done
 # An empty --root is no root (old: this host's /etc/systemd/system); with
 # --print, so that a regression writes nothing.
 expect_status 64 "an empty --root is a usage error" \

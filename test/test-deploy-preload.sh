@@ -398,6 +398,25 @@ empty_root status --root ''
 empty_root status --root=
 empty_root install --dry-run --root ''
 empty_root uninstall --dry-run --root ''
+# A newline or "#" in the library path: the loader ends an entry of the
+# file there and would look for "/opt/a" in every program, and status and
+# uninstall would not find the entry (old: written, "not installed",
+# "nothing to do").
+# odd_dir DIR SHOWN: install refuses a library in DIR, shown as SHOWN.
+odd_dir() {
+	new_root r-odd
+	mkdir -p "$root$1"
+	cp "$built_lib" "$root$1/libctxshim.so"
+	expect_status 1 "install refuses a library in $2" \
+		env CTXSHIM_LIB="$1/libctxshim.so" "$S" preload install --root "$root"
+	check "says why" same "$dp_err" \
+		"ctxshim: the library path must not contain a newline or '#' (the loader ends an entry of /etc/ld.so.preload there): $2/libctxshim.so"
+	check "nothing written" test ! -e "$pf"
+	rm -rf "$root"
+}
+odd_dir '/opt/a#b' '/opt/a#b'
+odd_dir '/opt/a
+b' '/opt/a\x0ab'
 expect_status 64 "unknown action" "$S" preload frob
 expect_status 64 "missing action" "$S" preload
 expect_status 64 "unknown option" "$S" preload status --bogus
