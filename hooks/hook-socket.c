@@ -1966,6 +1966,27 @@ sk_out_enter(int fd, uint8_t hot)
 	return sk_enter(fd, true);
 }
 
+/* sk_out_h2()'s test: a write to walk straight (apart from the busy
+ * flag). */
+static inline __attribute__((always_inline)) bool
+sk_out_h2_is(const struct ctxshim_conn *c, const struct iovec *iov, size_t n)
+{
+	return n > 0 && iov[0].iov_len > 0 &&
+	       *(const uint8_t *)iov[0].iov_base != 'H' && ctxshim_conn_h2(c) &&
+	       !(atomic_load_explicit(&c->flags, memory_order_relaxed) & CONN_F_LINK);
+}
+
+/* sk_out_h2()'s general path: the walk lost (busy not held). */
+static inline __attribute__((always_inline)) void
+sk_out_h2_lost(
+	int fd, struct ctxshim_conn *c, const struct iovec *iov, size_t n, ssize_t r)
+{
+	size_t max = (size_t)r < SK_HEAD_MIN ? (size_t)r : SK_HEAD_MIN;
+
+	sk_out_c(fd, c, iov[0].iov_base, iov[0].iov_len < max ? iov[0].iov_len : max, r,
+		 iov, n);
+}
+
 /* A write of r > 0 bytes (iov, n) that sk_out_iov_gather() gathers, on a
  * connection followed as HTTP/2 (every write of nginx's comes there, a
  * 9-byte frame header first), needs no head gathered when the write's
@@ -1980,12 +2001,9 @@ sk_out_enter(int fd, uint8_t hot)
 static inline __attribute__((always_inline)) bool
 sk_out_h2(int fd, struct ctxshim_conn *c, const struct iovec *iov, size_t n, ssize_t r)
 {
-	size_t max = (size_t)r < SK_HEAD_MIN ? (size_t)r : SK_HEAD_MIN;
 	bool walked;
 
-	if (!(n > 0 && iov[0].iov_len > 0 && *(const uint8_t *)iov[0].iov_base != 'H' &&
-	      ctxshim_conn_h2(c) &&
-	      !(atomic_load_explicit(&c->flags, memory_order_relaxed) & CONN_F_LINK)))
+	if (!sk_out_h2_is(c, iov, n))
 		return false;
 	if (sk_self.busy)
 		return true;
@@ -1993,8 +2011,7 @@ sk_out_h2(int fd, struct ctxshim_conn *c, const struct iovec *iov, size_t n, ssi
 	walked = ctxshim_conn_h2_written(c, iov, n, (size_t)r);
 	sk_busy(false);
 	if (!walked)
-		sk_out_c(fd, c, iov[0].iov_base,
-			 iov[0].iov_len < max ? iov[0].iov_len : max, r, iov, n);
+		sk_out_h2_lost(fd, c, iov, n, r);
 	return true;
 }
 
@@ -3222,6 +3239,23 @@ sk_writev_any(int fd, const struct iovec *iov, int iovcnt)
 	return r;
 }
 
+/* sk_writev_gather()'s general path, as the other write hooks': a head
+ * gathered (sk_out_iov_gather()). */
+static __attribute__((noinline, cold)) ssize_t
+sk_writev_iov(int fd, struct ctxshim_conn *c, const struct iovec *iov, int n, ssize_t r)
+{
+	sk_out_iov(fd, c, iov, (size_t)n, r);
+	return r;
+}
+
+static __attribute__((noinline, cold)) ssize_t
+sk_writev_h2_lost(
+	int fd, struct ctxshim_conn *c, const struct iovec *iov, int n, ssize_t r)
+{
+	sk_out_h2_lost(fd, c, iov, (size_t)n, r);
+	return r;
+}
+
 /* sk_writev()'s rare ends, returning r: a first iovec shorter than a
  * status line or an interim one, and a response write that is not the
  * usual one (busy held: the rest of sk_out_unbusy()). */
@@ -3229,11 +3263,28 @@ static __attribute__((noinline, cold)) ssize_t
 sk_writev_gather(
 	int fd, struct ctxshim_conn *c, const struct iovec *iov, int n, ssize_t r)
 {
+	/* The arguments needed after the walk only when it is lost: kept on
+	 * the stack rather than in six registers saved on every write, and
+	 * the other paths are tail calls (B1i). */
+	volatile int keep_fd = fd, keep_n = n;
+	struct ctxshim_conn *volatile keep_c = c;
+	const struct iovec *volatile keep_iov = iov;
+	volatile ssize_t keep_r = r;
+	bool walked;
+
 	/* An HTTP/2 connection's write (nginx's: a 9-byte frame header
-	 * first) straight to its walk, not through sk_out_iov_gather(). */
-	if (!sk_out_h2(fd, c, iov, (size_t)n, r))
-		sk_out_iov(fd, c, iov, (size_t)n, r);
-	return r;
+	 * first) straight to its walk (sk_out_h2()), not through
+	 * sk_out_iov_gather(). */
+	if (!sk_out_h2_is(c, iov, (size_t)n))
+		return sk_writev_iov(fd, c, iov, n, r);
+	if (sk_self.busy)
+		return r;
+	sk_busy(true);
+	walked = ctxshim_conn_h2_written(c, iov, (size_t)n, (size_t)r);
+	sk_busy(false);
+	if (__builtin_expect(!walked, 0))
+		return sk_writev_h2_lost(keep_fd, keep_c, keep_iov, keep_n, keep_r);
+	return keep_r;
 }
 
 static __attribute__((noinline, cold)) ssize_t
