@@ -2517,7 +2517,7 @@ sk_recv_other(int fd, void *buf, size_t n, int flags, struct ctxshim_conn *c)
 	return r;
 }
 
-/* sk_recv() past sk_in_idle_read(); c: fd's slot or NULL. */
+/* recv() past sk_in_idle_read(); c: fd's slot or NULL. */
 static __attribute__((noinline)) ssize_t
 sk_recv_any(int fd, void *buf, size_t n, int flags, struct ctxshim_conn *c)
 {
@@ -2535,14 +2535,15 @@ sk_recv_any(int fd, void *buf, size_t n, int flags, struct ctxshim_conn *c)
 	return r;
 }
 
+/* sk_recv() past hook_socket_recv()'s test of the connection: the rest of
+ * sk_in_idle_read() (c is fd's slot, kept alive). */
 static CTXSHIM_HOT_FIRST __attribute__((noinline)) ssize_t
-sk_recv(int fd, void *buf, size_t n, int flags)
+sk_recv(int fd, void *buf, size_t n, int flags, struct ctxshim_conn *c)
 {
 	/* As sk_read(). */
-	struct ctxshim_conn *c = ctxshim_conn_get_hot(fd);
 	ssize_t r;
 
-	if (!sk_in_idle_read(c, flags))
+	if (__builtin_expect(sk_self.fdp1_busy != 0, 0))
 		return sk_recv_any(fd, buf, n, flags, c);
 	r = real_recv(fd, buf, n, flags);
 	if (r > 0)
@@ -2553,9 +2554,21 @@ sk_recv(int fd, void *buf, size_t n, int flags)
 static inline ssize_t
 hook_socket_recv(int fd, void *buf, size_t n, int flags)
 {
+	struct ctxshim_conn *c;
+
 	if (__builtin_expect(!ctxshim_conn_hot_scan(fd), 1))
 		return real_recv(fd, buf, n, flags);
-	return sk_recv(fd, buf, n, flags);
+	/* sk_in_idle_read()'s tests of the connection here, in the exported
+	 * hook, which saves no register: a read that fails them (each of an
+	 * HTTP/2 connection's) goes on with no register saved and restored
+	 * on the way, and the one that passes them (B1) still takes a single
+	 * jump into the hook's code. */
+	c = ctxshim_conn_get_hot(fd);
+	if (__builtin_expect(!c || (flags & SK_IN_FLAGS_OTHER) ||
+				     !ctxshim_conn_kept_alive(c),
+			     0))
+		return sk_recv_any(fd, buf, n, flags, c);
+	return sk_recv(fd, buf, n, flags, c);
 }
 
 static __attribute__((noinline)) ssize_t
