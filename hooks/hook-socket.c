@@ -3274,12 +3274,14 @@ sk_writev_h2_lost(
  * usual one (busy held: the rest of sk_out_unbusy()). */
 static __attribute__((noinline, cold)) ssize_t
 sk_writev_gather(
-	int fd, struct ctxshim_conn *c, const struct iovec *iov, int n, ssize_t r)
+	struct ctxshim_conn *c, const struct iovec *iov, size_t n, ssize_t r, int fd)
 {
 	/* The arguments needed after the walk only when it is lost: kept on
 	 * the stack rather than in six registers saved on every write, and
-	 * the other paths are tail calls (B1i). */
-	volatile int keep_fd = fd, keep_n = n;
+	 * the other paths are tail calls (B1i); in the order of
+	 * ctxshim_conn_h2_written()'s, so that they stay where they came. */
+	volatile int keep_fd = fd;
+	volatile size_t keep_n = n;
 	struct ctxshim_conn *volatile keep_c = c;
 	const struct iovec *volatile keep_iov = iov;
 	volatile ssize_t keep_r = r;
@@ -3288,15 +3290,16 @@ sk_writev_gather(
 	/* An HTTP/2 connection's write (nginx's: a 9-byte frame header
 	 * first) straight to its walk (sk_out_h2()), not through
 	 * sk_out_iov_gather(). */
-	if (!sk_out_h2_is(c, iov, (size_t)n))
-		return sk_writev_iov(fd, c, iov, n, r);
-	if (sk_self.busy)
+	if (!sk_out_h2_is(c, iov, n))
+		return sk_writev_iov(fd, c, iov, (int)n, r);
+	if (__builtin_expect(sk_self.busy != 0, 0))
 		return r;
 	sk_busy(true);
-	walked = ctxshim_conn_h2_written(c, iov, (size_t)n, (size_t)r);
+	walked = ctxshim_conn_h2_written(c, iov, n, (size_t)r);
 	sk_busy(false);
 	if (__builtin_expect(!walked, 0))
-		return sk_writev_h2_lost(keep_fd, keep_c, keep_iov, keep_n, keep_r);
+		return sk_writev_h2_lost(keep_fd, keep_c, keep_iov, (int)keep_n,
+					 keep_r);
 	return keep_r;
 }
 
@@ -3326,12 +3329,13 @@ sk_writev(int fd, const struct iovec *iov, int iovcnt)
 	 * bytes than a status line: gathered from those (sk_out_interim_slow()
 	 * says why). */
 	if (__builtin_expect(r < SK_HEAD_MIN, 0))
-		return r <= 0 ? r : sk_writev_gather(keep_fd, c, iov, keep_n, r);
+		return r <= 0 ? r
+			      : sk_writev_gather(c, iov, (size_t)keep_n, r, keep_fd);
 	head = iov[0].iov_base;
 	len = iov[0].iov_len;
 	if (__builtin_expect(len < SK_HEAD_MIN, 0) ||
 	    __builtin_expect(ctxshim_conn_informational(head, len), 0))
-		return sk_writev_gather(keep_fd, c, iov, keep_n, r);
+		return sk_writev_gather(c, iov, (size_t)keep_n, r, keep_fd);
 	/* sk_out_unbusy(), its usual case here; the others are tail calls,
 	 * so that nothing after the real call needs a saved register. */
 	sk_busy(true);
