@@ -1625,14 +1625,34 @@ sk_in_rest(int fd,
 static __attribute__((noinline)) void
 sk_in_cap(int fd, struct ctxshim_conn *c, const void *buf, size_t len)
 {
-	struct sk_in in = {.fd = fd, .c = c, .n_h2 = SK_H2_UNSET};
+	struct ctxshim_ctx *full = NULL;
+	unsigned n_h2 = SK_H2_UNSET;
+	int became;
 
 	if (!ctxshim_conn_h2(c)) {
 		sk_in_rest(fd, c, buf, len, NULL, true);
 		return;
 	}
-	in.became = sk_h2_feed(fd, c, buf, len, &in.full, &in.n_h2);
-	sk_in_rest_end(&in);
+	became = sk_h2_feed(fd, c, buf, len, &full, &n_h2);
+	/* sk_in_rest_end(), with a struct sk_in made only for the calls
+	 * that take one: not cleared and written on every read, nor read
+	 * back after the feed. */
+	if (became == CONN_FEED_FULL && ctxshim_conn_live(c)) {
+		ctxshim_build_publish(full);
+		sk_attached(fd, c, full, CTXSHIM_EV_ATTACH, "request");
+	} else if (became != CONN_FEED_NONE) {
+		struct sk_in in = {
+			.fd = fd, .became = became, .n_h2 = n_h2, .c = c, .full = full};
+
+		sk_request(&in);
+	}
+	if (__builtin_expect(http_scan_gave_up(&c->scan), 0) &&
+	    !ctxshim_conn_framed(c)) {
+		struct sk_in in = {.fd = fd, .c = c, .n_h2 = n_h2};
+
+		sk_gave_up(&in);
+	}
+	sk_busy(false);
 }
 
 /* After the usual read's build (conn-whole.h; the thread busy): the new
