@@ -3037,23 +3037,25 @@ ctxshim_conn_h2_feed(struct ctxshim_conn *c,
 	 * one when it was not taken (the scanner reported without moving
 	 * on: then it is called again, even with no bytes left, bounded by
 	 * idle so that it cannot keep this loop going) or the connection
-	 * was let go. */
+	 * was let go.  In the loop e and full are f's, which the reports do
+	 * not change: the compiler cannot tell, and kept apart they were
+	 * stored on the stack on every read as well (B1i). */
 	while (idle < 2 * H2_SCAN_KEEP_MAX + 4) {
 		enum h2_scan_status r;
 
 		if (__atomic_load_n(&c->cap, __ATOMIC_RELAXED) != idx)
 			break;
 		n = 0;
-		r = h2_scan_feed_cb(&e->u.h2.scan, &conn_h2_cfg, p + off, len - off, &n,
-				    conn_h2_report, &f);
+		r = h2_scan_feed_cb(&f.e->u.h2.scan, &conn_h2_cfg, p + off, len - off,
+				    &n, conn_h2_report, &f);
 		off += n;
 		idle = n ? 0 : idle + 1;
 		if (f.taken)
 			break;
 		if (r == H2_SCAN_FIELD || r == H2_SCAN_REQUEST) {
-			(void)conn_h2_report(&f, &e->u.h2.scan, r, off);
+			(void)conn_h2_report(&f, &f.e->u.h2.scan, r, off);
 		} else if (r == H2_SCAN_GAVE_UP) {
-			return conn_h2_stop(c, idx, full);
+			return conn_h2_stop(f.c, f.idx, f.full);
 		} else if (off >= len) {
 			break;
 		}
