@@ -2438,6 +2438,16 @@ hook_socket_inherited_wait(void)
 
 /* ---- bytes in ---- */
 
+/* sk_in_idle_read()'s tests of the connection (the recv hook makes them
+ * apart from the thread's: hook_socket_recv()). */
+static inline __attribute__((always_inline)) bool
+sk_in_idle_conn(const struct ctxshim_conn *c, int flags)
+{
+	return __builtin_expect(c != NULL && !(flags & SK_IN_FLAGS_OTHER) &&
+					ctxshim_conn_kept_alive(c),
+				1);
+}
+
 /* The read of an event loop's next request (B1): a read that feeds (no
  * flag of SK_IN_FLAGS_OTHER) on c (fd's slot, NULL if none), a keep-alive
  * connection waiting for it (ctxshim_conn_kept_alive()), by a thread that
@@ -2450,10 +2460,7 @@ hook_socket_inherited_wait(void)
 static inline __attribute__((always_inline)) bool
 sk_in_idle_read(const struct ctxshim_conn *c, int flags)
 {
-	return __builtin_expect(c != NULL && !(flags & SK_IN_FLAGS_OTHER) &&
-					sk_self.fdp1_busy == 0 &&
-					ctxshim_conn_kept_alive(c),
-				1);
+	return sk_in_idle_conn(c, flags) && __builtin_expect(sk_self.fdp1_busy == 0, 1);
 }
 
 /* After sk_in_idle_read() and a read of r > 0 bytes into buf. */
@@ -2584,9 +2591,7 @@ hook_socket_recv(int fd, void *buf, size_t n, int flags)
 	 * on the way, and the one that passes them (B1) still takes a single
 	 * jump into the hook's code. */
 	c = ctxshim_conn_get_hot(fd);
-	if (__builtin_expect(!c || (flags & SK_IN_FLAGS_OTHER) ||
-				     !ctxshim_conn_kept_alive(c),
-			     0))
+	if (!sk_in_idle_conn(c, flags))
 		return sk_recv_any(fd, buf, n, flags, c);
 	return sk_recv(fd, buf, n, flags, c);
 }
