@@ -94,6 +94,10 @@ const char *test_stop_timeout_arg(void);
 /* That MS: a limit on a whole ctxdump run must exceed it, or a stop that
  * times out is reported as a run that was killed. */
 unsigned test_stop_timeout_ms(void);
+/* How long a test lets one ctxdump run take: the stop timeout and 25 s
+ * to start, read and print, so that a stop that times out is reported
+ * with ctxdump's own message, not as a run the test killed. */
+int test_ctxdump_run_ms(void);
 /* argv for ctxdump with the arguments args (NULL-terminated): its path,
  * test_stop_timeout_arg() unless args start with the subcommand record or
  * report (which take no such option), then args, then NULL; cap entries

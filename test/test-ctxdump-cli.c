@@ -21,7 +21,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#define RUN_TIMEOUT_MS 30000
+/* 30 s; more where the stop timeout is longer (a sanitizer, valgrind) */
+#define RUN_TIMEOUT_MS test_ctxdump_run_ms()
 
 /* Run ctxdump with up to 14 arguments (NULL-terminated; as
  * test_ctxdump_argv() puts them); returns the exit status, fails the

@@ -26,10 +26,7 @@
 
 #include "thread-record.h"
 
-/* The stop timeout (test_stop_timeout_ms(): 5 s, 25 s under a sanitizer)
- * and 15 s to start, read and print: a stop that times out is reported
- * with ctxdump's own message, not as a run that was killed. */
-#define RUN_TIMEOUT_MS ((int)test_stop_timeout_ms() + 15000)
+#define RUN_TIMEOUT_MS test_ctxdump_run_ms()
 
 /* ctxdump [args...] PID (up to 4 args; as test_ctxdump_argv() puts
  * them): exit status; it must exit by itself in time. */

@@ -327,6 +327,12 @@ test_stop_timeout_ms(void)
 	return ms < 60000 ? ms : 60000;
 }
 
+int
+test_ctxdump_run_ms(void)
+{
+	return (int)test_stop_timeout_ms() + 25000;
+}
+
 const char *
 test_stop_timeout_arg(void)
 {
