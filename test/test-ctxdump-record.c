@@ -1667,6 +1667,29 @@ static const char info_cmdline_py[] =
 	"    utf8 = False\n"
 	"print(n, b[p + n - 3:p + n] == b'...', utf8)\n";
 
+/* Record the child c briefly and check the recording's command line
+ * (info_cmdline_py: its length, whether cut, whether UTF-8) is want;
+ * ends c.  name names the temporary files. */
+static void
+record_cmdline_check(struct test_child *c, const char *name, const char *want)
+{
+	char file[64], errf[64], pid[16], *o, *err;
+	const char *args[] = {"-F", "50", "-d", "0.1", "-o", file, pid, NULL};
+	int st;
+
+	snprintf(pid, sizeof(pid), "%d", (int)c->pid);
+	rec_tmpfiles(file, errf, sizeof(file), name);
+	prof_record_run(errf, args);
+	st = prof_py(info_cmdline_py, file, &o, &err);
+	ck_assert_msg(st == 0, "python: %s", err);
+	ck_assert_str_eq(o, want);
+	free(o);
+	free(err);
+	ck_assert_int_eq(test_child_finish(c, TIMEOUT_MS), 0);
+	unlink(file);
+	unlink(errf);
+}
+
 /* A command line longer than the 64 KiB the recorder keeps is cut
  * visibly, ending in "..." as a reader's cut strings do (old: cut without
  * a mark).  The bytes before the mark end at a character: "é" at bytes
@@ -1676,11 +1699,9 @@ START_TEST(record_long_command_line)
 {
 	static char big[70001];
 	static const char *const kargs[] = {big, NULL};
-	char file[64], errf[64], pid[16], helper[PATH_MAX], *o, *err;
-	const char *args[] = {"-F", "50", "-d", "0.1", "-o", file, pid, NULL};
+	char helper[PATH_MAX];
 	struct test_child c;
 	size_t at;
-	int st;
 
 	memset(big, 'x', sizeof(big) - 1);
 	if (_i == 1) {
@@ -1691,17 +1712,8 @@ START_TEST(record_long_command_line)
 		big[65533 - at] = (char)0xa9;
 	}
 	keymap_start(&c, kargs);
-	snprintf(pid, sizeof(pid), "%d", (int)c.pid);
-	rec_tmpfiles(file, errf, sizeof(file), "cmdline");
-	prof_record_run(errf, args);
-	st = prof_py(info_cmdline_py, file, &o, &err);
-	ck_assert_msg(st == 0, "python: %s", err);
-	ck_assert_str_eq(o, _i ? "65535 True True\n" : "65536 True True\n");
-	free(o);
-	free(err);
-	ck_assert_int_eq(test_child_finish(&c, TIMEOUT_MS), 0);
-	unlink(file);
-	unlink(errf);
+	record_cmdline_check(&c, "cmdline",
+			     _i ? "65535 True True\n" : "65536 True True\n");
 }
 END_TEST
 
@@ -1711,29 +1723,17 @@ END_TEST
 START_TEST(record_padded_command_line)
 {
 	static char pad[200];
-	char file[64], errf[64], pid[16], helper[PATH_MAX], line[256], *o, *err;
+	char helper[PATH_MAX], line[256];
 	char *argv[] = {helper, pad, NULL};
-	const char *args[] = {"-F", "50", "-d", "0.1", "-o", file, pid, NULL};
 	struct test_child c;
-	int st;
 
 	/* longer than the title: the kernel gives the whole argv area */
 	memset(pad, 'x', sizeof(pad) - 1);
 	prof_helper("proctitle", helper, sizeof(helper));
 	test_child_start(&c, argv, NULL, false);
 	test_child_expect(&c, "PARENT ", line, sizeof(line), TIMEOUT_MS);
-	snprintf(pid, sizeof(pid), "%d", (int)c.pid);
-	rec_tmpfiles(file, errf, sizeof(file), "padded");
-	prof_record_run(errf, args);
-	st = prof_py(info_cmdline_py, file, &o, &err);
-	ck_assert_msg(st == 0, "python: %s", err);
 	/* the title's 48 bytes ("\xff\xfe master ..."), not UTF-8 */
-	ck_assert_str_eq(o, "48 False False\n");
-	free(o);
-	free(err);
-	ck_assert_int_eq(test_child_finish(&c, TIMEOUT_MS), 0);
-	unlink(file);
-	unlink(errf);
+	record_cmdline_check(&c, "padded", "48 False False\n");
 }
 END_TEST
 
