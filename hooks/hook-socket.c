@@ -1559,20 +1559,29 @@ sk_h2_feed(int fd,
 }
 
 /* The end of a read past its usual one (sk_in_rest(), sk_in_cap()): the
- * request it made current published, busy released. */
+ * request it made current (became, full, n_h2 as in struct sk_in)
+ * published, busy released.  The struct is made only for the calls that
+ * take one: sk_in_cap()'s is then not cleared and written on every read,
+ * nor read back after the feed (bench/h2-insns.sh). */
 static inline __attribute__((always_inline)) void
-sk_in_rest_end(struct sk_in *in)
+sk_in_rest_end(
+	int fd, struct ctxshim_conn *c, int became, struct ctxshim_ctx *full, unsigned n_h2)
 {
-	struct ctxshim_conn *c = in->c;
+	if (became == CONN_FEED_FULL && ctxshim_conn_live(c)) {
+		ctxshim_build_publish(full);
+		sk_attached(fd, c, full, CTXSHIM_EV_ATTACH, "request");
+	} else if (became != CONN_FEED_NONE) {
+		struct sk_in in = {
+			.fd = fd, .became = became, .n_h2 = n_h2, .c = c, .full = full};
 
-	if (in->became == CONN_FEED_FULL && ctxshim_conn_live(c)) {
-		ctxshim_build_publish(in->full);
-		sk_attached(in->fd, c, in->full, CTXSHIM_EV_ATTACH, "request");
-	} else if (in->became != CONN_FEED_NONE) {
-		sk_request(in);
+		sk_request(&in);
 	}
-	if (__builtin_expect(http_scan_gave_up(&c->scan), 0) && !ctxshim_conn_framed(c))
-		sk_gave_up(in);
+	if (__builtin_expect(http_scan_gave_up(&c->scan), 0) &&
+	    !ctxshim_conn_framed(c)) {
+		struct sk_in in = {.fd = fd, .c = c, .n_h2 = n_h2};
+
+		sk_gave_up(&in);
+	}
 	sk_busy(false);
 }
 
@@ -1614,7 +1623,7 @@ sk_in_rest(int fd,
 				in.became = f;
 		}
 	}
-	sk_in_rest_end(&in);
+	sk_in_rest_end(fd, c, in.became, in.full, in.n_h2);
 }
 
 /* sk_in_buf() of a connection that holds a pool entry (c->cap), busy held
@@ -1634,25 +1643,7 @@ sk_in_cap(int fd, struct ctxshim_conn *c, const void *buf, size_t len)
 		return;
 	}
 	became = sk_h2_feed(fd, c, buf, len, &full, &n_h2);
-	/* sk_in_rest_end(), with a struct sk_in made only for the calls
-	 * that take one: not cleared and written on every read, nor read
-	 * back after the feed. */
-	if (became == CONN_FEED_FULL && ctxshim_conn_live(c)) {
-		ctxshim_build_publish(full);
-		sk_attached(fd, c, full, CTXSHIM_EV_ATTACH, "request");
-	} else if (became != CONN_FEED_NONE) {
-		struct sk_in in = {
-			.fd = fd, .became = became, .n_h2 = n_h2, .c = c, .full = full};
-
-		sk_request(&in);
-	}
-	if (__builtin_expect(http_scan_gave_up(&c->scan), 0) &&
-	    !ctxshim_conn_framed(c)) {
-		struct sk_in in = {.fd = fd, .c = c, .n_h2 = n_h2};
-
-		sk_gave_up(&in);
-	}
-	sk_busy(false);
+	sk_in_rest_end(fd, c, became, full, n_h2);
 }
 
 /* After the usual read's build (conn-whole.h; the thread busy): the new
