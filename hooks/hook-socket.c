@@ -1564,8 +1564,11 @@ sk_h2_feed(int fd,
  * take one: sk_in_cap()'s is then not cleared and written on every read,
  * nor read back after the feed (bench/h2-insns.sh). */
 static inline __attribute__((always_inline)) void
-sk_in_rest_end(
-	int fd, struct ctxshim_conn *c, int became, struct ctxshim_ctx *full, unsigned n_h2)
+sk_in_rest_end(int fd,
+	       struct ctxshim_conn *c,
+	       int became,
+	       struct ctxshim_ctx *full,
+	       unsigned n_h2)
 {
 	if (became == CONN_FEED_FULL && ctxshim_conn_live(c)) {
 		ctxshim_build_publish(full);
