@@ -584,6 +584,37 @@ START_TEST(key_map_without_schema)
 }
 END_TEST
 
+/* A process context published as the sig-profiling reference writer does
+ * it: a 32-byte mapping that holds the header only, the payload on the
+ * writer's heap (helpers/writer-pctx.c --heap).  OTEP-4719 lets the payload
+ * be anywhere in the writer's memory, not only after the header. */
+START_TEST(payload_outside_mapping)
+{
+	char *argv[] = {(char *)test_helper_path("writer-pctx"),
+			"distro",
+			"1.0",
+			"svc",
+			"--heap",
+			NULL};
+	struct test_child c;
+	char line[128], arg[16], *out, *err;
+
+	test_child_start(&c, argv, NULL, false);
+	test_child_expect(&c, "READY ", line, sizeof(line), RUN_TIMEOUT_MS);
+	snprintf(arg, sizeof(arg), "%d", (int)c.pid);
+	ck_assert_int_eq(run_ctxdump(&out, &err, arg, NULL), 2);
+	ck_assert_msg(strstr(out, "\nService: svc (instance "
+				  "0f0e0d0c-0b0a-4908-8706-050403020100)\n"),
+		      "%s", out);
+	ck_assert_msg(strstr(out, "key map: http.request.method, url.path\n"), "%s",
+		      out);
+	ck_assert_msg(!strstr(err, "process context"), "%s", err);
+	free(out);
+	free(err);
+	ck_assert_int_eq(test_child_finish(&c, RUN_TIMEOUT_MS), 0);
+}
+END_TEST
+
 /* The writer's library was replaced on disk after it was loaded (a
  * package upgrade) and ctxdump cannot open the mapped inode (no
  * CAP_SYS_ADMIN / CAP_CHECKPOINT_RESTORE for /proc/PID/map_files): the
@@ -1940,6 +1971,7 @@ TEST_SUITE(ctxdump_cli_suite)
 	tcase_add_test(tp, not_a_process);
 	tcase_add_test(tp, no_symbol);
 	tcase_add_test(tp, key_map_without_schema);
+	tcase_add_test(tp, payload_outside_mapping);
 	tcase_add_test(tp, writer_library_replaced);
 	tcase_add_test(tp, records_text_and_json);
 	tcase_add_loop_test(tp, long_command_line, 0, 3);

@@ -4,7 +4,7 @@
  * status).  The payload is encoded here by hand, independently of
  * proc-context/, so a reader bug and an encoder bug cannot cancel out.
  *
- *   writer-pctx DISTRO VERSION SERVICE [--unfinished | --bad-keys]
+ *   writer-pctx DISTRO VERSION SERVICE [--unfinished | --bad-keys | --heap]
  *
  * Resource: telemetry.distro.name=DISTRO, telemetry.distro.version=VERSION,
  * service.name=SERVICE, service.instance.id, an int, a bool, test.dup
@@ -15,6 +15,10 @@
  * --unfinished leaves the timestamp 0 (a writer that never completes).
  * --bad-keys adds test.bad\xff="old" and test.bad\xfe="new": keys that are
  * not UTF-8, and differ only there.
+ * --heap maps only the 32-byte header and puts the payload in a malloc()ed
+ * buffer, as the sig-profiling reference writer and libdatadog do (the
+ * OTEP lets the payload be anywhere); without it the payload follows the
+ * header in the mapping, as ctxshim does.
  * Prints "READY <pid>" when published and waits until stdin is closed.
  */
 #include "config.h"
@@ -122,6 +126,9 @@ main(int argc, char **argv)
 	struct wbuf res = {.len = 0}, pc = {.len = 0};
 	bool unfinished = argc > 4 && strcmp(argv[4], "--unfinished") == 0;
 	bool bad_keys = argc > 4 && strcmp(argv[4], "--bad-keys") == 0;
+	bool heap = argc > 4 && strcmp(argv[4], "--heap") == 0;
+	size_t map_len = heap ? 32 : 4096;
+	uint8_t *payload;
 	struct timespec ts;
 	uint64_t now, ptr;
 	uint32_t u32;
@@ -131,7 +138,7 @@ main(int argc, char **argv)
 
 	if (argc < 4) {
 		fprintf(stderr, "usage: writer-pctx DISTRO VERSION SERVICE "
-				"[--unfinished | --bad-keys]\n");
+				"[--unfinished | --bad-keys | --heap]\n");
 		return 2;
 	}
 	put_kv_string(&res, 1, "service.name", argv[3]);
@@ -160,24 +167,30 @@ main(int argc, char **argv)
 		perror("writer-pctx: memfd_create");
 		return 2;
 	}
-	if (ftruncate(fd, 4096) < 0) {
+	if (ftruncate(fd, (off_t)map_len) < 0) {
 		perror("writer-pctx: ftruncate");
 		return 2;
 	}
-	map = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
+	map = mmap(NULL, map_len, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
 	close(fd);
 	if (map == MAP_FAILED || 32 + pc.len > 4096) {
 		perror("writer-pctx: mmap");
 		return 2;
 	}
-	/* Header fields, payload right after the header, timestamp last. */
-	memcpy(map + 32, pc.data, pc.len);
+	payload = heap ? malloc(pc.len) : map + 32;
+	if (!payload) {
+		perror("writer-pctx: malloc");
+		return 2;
+	}
+	/* Header fields, payload (after the header or on the heap), timestamp
+	 * last. */
+	memcpy(payload, pc.data, pc.len);
 	memcpy(map, "OTEL_CTX", 8);
 	u32 = 2;
 	memcpy(map + 8, &u32, 4);
 	u32 = (uint32_t)pc.len;
 	memcpy(map + 12, &u32, 4);
-	ptr = (uint64_t)(uintptr_t)(map + 32);
+	ptr = (uint64_t)(uintptr_t)payload;
 	memcpy(map + 24, &ptr, 8);
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	clock_gettime(CLOCK_BOOTTIME, &ts);
