@@ -22,8 +22,8 @@ export LD_PRELOAD OTEL_RESOURCE_ATTRIBUTES
 
 expect_status 0 "--print" "$S" systemd-dropin --print nginx.service
 check "drop-in text" same "$dp_out" "# Written by 'ctxshim systemd-dropin': loads libctxshim.so into nginx.service.
-# To undo: 'ctxshim systemd-dropin --remove nginx.service' (or remove this file),
-# 'systemctl daemon-reload', and restart the unit.
+# To undo: ctxshim systemd-dropin --remove nginx.service
+# (or remove this file), then 'systemctl daemon-reload' and restart the unit.
 # Note: this LD_PRELOAD replaces any that the unit sets itself.
 [Service]
 Environment=\"LD_PRELOAD=$lib\"
@@ -89,7 +89,8 @@ expect_status 0 "remove again" "$S" systemd-dropin --remove --root "$root" nginx
 # The undo command of the comment, run as the user would paste it, undoes
 # exactly what was written: a root (given relative, with blanks and a
 # quote) and a unit name escaped by systemd-escape (a backslash) are
-# quoted for the shell.
+# quoted for the shell, and the command is the rest of its line (old: in
+# quotes of its own, around those: '... --root '/a b' 'x.service'').
 odd="$dp_tmp/it's a root"
 mkdir -p "$odd${lib%/*}"
 cp "$built_lib" "$odd$lib"
@@ -97,15 +98,14 @@ oddfile="$odd/etc/systemd/system/a\\x2db.service.d/ctxshim.conf"
 expect_status 0 "write below a root with blanks and a quote" \
 	env -C "$dp_tmp" "$S" systemd-dropin --root "./it's a root" 'a\x2db'
 check "written" test -f "$oddfile"
-undo=$(sed -n "s/^# To undo: '\(.*\)' (or remove this file),\$/\1/p" "$oddfile")
+undo=$(sed -n "s/^# To undo: //p" "$oddfile")
 check "the comment names the root, quoted" same "$undo" \
 	"ctxshim systemd-dropin --remove --root '$dp_tmp/it'\\''s a root' 'a\\x2db.service'"
 # the drop-in of that unit in another root, which it must not touch
 mkdir -p "$root/etc/systemd/system/a\\x2db.service.d"
 : >"$root/etc/systemd/system/a\\x2db.service.d/ctxshim.conf"
-eval "set -- $undo"
-shift
-expect_status 0 "the comment's undo command" "$S" "$@"
+expect_status 0 "the comment's undo command, run by sh" \
+	env PATH="${S%/*}:$PATH" sh -c "$undo"
 check "removes the drop-in below that root" test ! -e "$oddfile"
 check "and nothing else" test -e "$root/etc/systemd/system/a\\x2db.service.d/ctxshim.conf"
 rm -rf "$root/etc/systemd/system/a\\x2db.service.d"
@@ -140,7 +140,6 @@ check "prints no drop-in" same "$dp_out" ""
 expect_status 1 "--root must exist" "$S" systemd-dropin --root "$dp_tmp/nonexistent" nginx
 check "the error names the command" contains "$dp_err" \
 	"ctxshim: systemd-dropin: --root: $dp_tmp/nonexistent: No such directory"
-
 # No unit file of that name: written all the same (an image build may
 # install the unit later), with a warning (old: silence).
 expect_status 0 "write without a unit file" "$S" systemd-dropin --root "$root" nginx

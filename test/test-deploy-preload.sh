@@ -51,7 +51,7 @@ check "loud warning on stderr" contains "$dp_err" \
 check "about the root, not this host (old)" contains "$dp_err" \
 	"ctxshim: WARNING: the system in $root load libctxshim.so"
 check "the undo command names the root (old: this host's)" contains "$dp_err" \
-	"ctxshim: WARNING: first; undo with 'ctxshim preload uninstall --root $(cd "$root" && pwd -P)'."
+	"ctxshim: WARNING: first.  To undo: ctxshim preload uninstall --root $(cd "$root" && pwd -P)"
 check "file holds the library" same "$(cat "$pf")" "$lib"
 check "file is 0644" same "$(stat -c %a "$pf")" 644
 expect_status 0 "status: installed" "$S" preload status --root "$root"
