@@ -140,6 +140,34 @@ check "prints no drop-in" same "$dp_out" ""
 expect_status 1 "--root must exist" "$S" systemd-dropin --root "$dp_tmp/nonexistent" nginx
 check "the error names the command" contains "$dp_err" \
 	"ctxshim: systemd-dropin: --root: $dp_tmp/nonexistent: No such directory"
+# A root that cannot be changed: one line that says what failed, on what,
+# and why (old: mkdir's message, then ours without the why).
+eroot=$dp_tmp/eroot
+mkdir -p "$eroot${lib%/*}"
+cp "$built_lib" "$eroot$lib"
+: >"$eroot/etc"
+expect_status 1 "etc is a file" "$S" systemd-dropin --root "$eroot" nginx
+check "one line after the notes" same "$(printf '%s\n' "$dp_err" | grep -v '^ctxshim: note: ')" \
+	"ctxshim: cannot create $eroot/etc/systemd/system/nginx.service.d: $eroot/etc is not a directory"
+rm "$eroot/etc"
+# shellcheck disable=SC2016 # expanded by that sh
+if [ "$(id -u)" = 0 ] && command -v unshare >/dev/null &&
+	unshare -m true 2>/dev/null; then
+	ro='mount --bind "$0" "$0" && mount -o remount,bind,ro "$0" && exec "$@"'
+	expect_status 1 "a read-only root" unshare -m sh -c "$ro" "$eroot" \
+		"$S" systemd-dropin --root "$eroot" nginx
+	check "one line after the notes" same "$(printf '%s\n' "$dp_err" | grep -v '^ctxshim: note: ')" \
+		"ctxshim: cannot create $eroot/etc: Read-only file system"
+	mkdir -p "$eroot/etc/systemd/system/nginx.service.d"
+	: >"$eroot/etc/systemd/system/nginx.service.d/ctxshim.conf"
+	expect_status 1 "--remove in a read-only root" unshare -m sh -c "$ro" "$eroot" \
+		"$S" systemd-dropin --remove --root "$eroot" nginx
+	check "one line" same "$dp_err" \
+		"ctxshim: cannot remove $eroot/etc/systemd/system/nginx.service.d/ctxshim.conf: Read-only file system"
+else
+	echo "# not root or no mount namespace: no read-only root"
+fi
+
 # No unit file of that name: written all the same (an image build may
 # install the unit later), with a warning (old: silence).
 expect_status 0 "write without a unit file" "$S" systemd-dropin --root "$root" nginx

@@ -83,6 +83,29 @@ check "no state left" test ! -e "$root/var/lib/ctxshim"
 expect_status 1 "status after uninstall" "$S" preload status --root "$root"
 expect_status 0 "uninstall again is a no-op" "$S" preload uninstall --root "$root"
 
+# The undo command of the warning is the rest of its line, as it is pasted
+# into a shell (old: in quotes, around the root in quotes of its own:
+# 'ctxshim preload uninstall --root '/a b''), and it undoes the install.
+# undo_line: the command after "To undo: " in $dp_err.
+undo_line() {
+	printf '%s\n' "$dp_err" | sed -n 's/^ctxshim: WARNING: first\.  To undo: //p'
+}
+for name in 'a b' "it's"; do
+	root=$dp_tmp/$name
+	mkdir -p "$root${lib%/*}"
+	cp "$built_lib" "$root$lib"
+	expect_status 0 "install below '$name'" "$S" preload install --root "$root"
+	undo=$(undo_line)
+	real=$(cd "$root" && pwd -P)
+	case $name in
+	"it's") quoted="'${real%/*}/it'\\''s'" ;;
+	*) quoted="'$real'" ;;
+	esac
+	check "the undo command quotes '$name' once" same "$undo" \
+		"ctxshim preload uninstall --root $quoted"
+	expect_status 0 "sh runs it" env PATH="${S%/*}:$PATH" sh -c "$undo"
+	check "it undid the install below '$name'" test ! -e "$root/etc/ld.so.preload"
+done
 # ------------------------------------------------------------ file before
 
 # Odd but valid content: two entries on a line, blanks, no final newline,
@@ -383,6 +406,91 @@ expect_status 1 "install: the note cannot be written" "$S" preload install --roo
 check "says which file" contains "$dp_err" \
 	"ctxshim: cannot write $root/var/lib/ctxshim/ld.so.preload.absent"
 check "no preload file written" not_contains "$(ls "$root/etc")" ld.so.preload
+# A root that cannot be changed: one line that says what failed, on what,
+# and why, as util-linux tools do (old: mkdir's or cp's message, then ours
+# without the why, after the warning).
+new_root e-etc
+rm -r "${root:?}/etc"
+: >"$root/etc"
+expect_status 1 "install: etc is a file" "$S" preload install --root "$root"
+check "one line" same "$dp_err" "ctxshim: cannot create $root/etc: File exists (not a directory)"
+check "nothing written" test ! -e "$root/var"
+new_root e-var
+: >"$root/var"
+expect_status 1 "install: var is a file" "$S" preload install --root "$root"
+check "one line names it" same "$dp_err" \
+	"ctxshim: cannot create $root/var/lib/ctxshim: $root/var is not a directory"
+check "nothing written" test ! -e "$pf"
+new_root e-dir
+mkdir "$pf"
+expect_status 1 "install: ld.so.preload is a directory" "$S" preload install --root "$root"
+check "one line (old: cp's, then ours)" same "$dp_err" "ctxshim: $pf is not a regular file"
+expect_status 0 "uninstall: nothing to do" "$S" preload uninstall --root "$root"
+# A state file that cannot be replaced (a directory in its place).
+new_root e-state
+mkdir -p "$root/var/lib/ctxshim/ld.so.preload.installed"
+expect_status 1 "install: the state cannot be written" "$S" preload install --root "$root"
+check "one line, after the warning" same "$(printf '%s\n' "$dp_err" | grep -v WARNING)" \
+	"ctxshim: cannot remove $root/var/lib/ctxshim/ld.so.preload.installed: Is a directory"
+check "nothing written" test ! -e "$pf"
+# Not root: as nobody (root runs this test as nobody with setpriv).
+as_user=
+if [ "$(id -u)" != 0 ]; then
+	as_user="env"
+elif command -v setpriv >/dev/null &&
+	setpriv --reuid=65534 --regid=65534 --clear-groups true 2>/dev/null; then
+	as_user="setpriv --reuid=65534 --regid=65534 --clear-groups"
+fi
+chmod 755 "$dp_tmp" # for nobody
+new_root e-perm
+printf '/usr/lib/libfoo.so\n' >"$pf"
+if [ -n "$as_user" ]; then
+	# shellcheck disable=SC2086 # the command and its options
+	expect_status 1 "install as a user" $as_user "$S" preload install --root "$root"
+	check "one line" same "$dp_err" "ctxshim: cannot create $root/var: Permission denied"
+	mkdir -p "$root/var/lib/ctxshim"
+	# shellcheck disable=SC2086
+	expect_status 1 "install as a user, with the state directory there" \
+		$as_user "$S" preload install --root "$root"
+	check "one line after the warning" same "$(printf '%s\n' "$dp_err" | grep -v WARNING)" \
+		"ctxshim: cannot back up $pf: Permission denied"
+	chmod 600 "$pf"
+	for a in install uninstall status; do
+		want=1
+		[ $a != status ] || want=2
+		# shellcheck disable=SC2086
+		expect_status $want "$a: a file the user cannot read" \
+			$as_user "$S" preload $a --root "$root"
+		check "one line (old: awk's, then ours or none)" same "$dp_err" \
+			"ctxshim: cannot read $pf: Permission denied"
+	done
+else
+	echo "# not run: no user to run as (setpriv)"
+fi
+# A read-only root: as root, in a mount namespace where it is mounted so.
+# ro_run COMMAND...: COMMAND there.
+ro_run() {
+	# shellcheck disable=SC2016 # expanded by that sh
+	unshare -m sh -c 'mount --bind "$0" "$0" && mount -o remount,bind,ro "$0" &&
+		exec "$@"' "$root" "$@"
+}
+new_root e-ro
+printf '/usr/lib/libfoo.so\n' >"$pf"
+if [ "$(id -u)" = 0 ] && command -v unshare >/dev/null &&
+	ro_run true 2>/dev/null; then
+	expect_status 1 "install in a read-only root" ro_run "$S" preload install --root "$root"
+	check "one line (old: mkdir's, then ours)" same "$dp_err" \
+		"ctxshim: cannot create $root/var: Read-only file system"
+	"$S" preload install --root "$root" >/dev/null 2>&1
+	expect_status 1 "uninstall in a read-only root" ro_run "$S" preload uninstall --root "$root"
+	check "one line" same "$dp_err" \
+		"ctxshim: cannot write $pf.ctxshim-new: Read-only file system"
+	check "nothing changed" same "$(cat "$pf")" "/usr/lib/libfoo.so
+$lib"
+else
+	echo "# not root or no mount namespace: no read-only root"
+fi
+
 # An empty --root (--root "$DESTDIR" with DESTDIR unset) is no root: taken
 # as "/", it changed this host (old).  Only read-only and --dry-run forms
 # here, so that a regression cannot touch this host's file either.
