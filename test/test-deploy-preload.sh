@@ -77,15 +77,15 @@ expect_status 0 "uninstall --dry-run" "$S" preload uninstall --root "$root" --dr
 check "dry run changes nothing" same "$(snapshot "$root")" "$after"
 expect_status 0 "uninstall" "$S" preload uninstall --root "$root"
 check "file removed again" test ! -e "$pf"
-check "root as before" same "$(snapshot "$root" | grep -v '^./var')" \
-	"$(printf '%s\n' "$before" | grep -v '^./var')"
-check "no state left" test ! -e "$root/var/lib/ctxshim"
+# var/ and var/lib/ too, which install created (old: left behind)
+check "root as before" same "$(snapshot "$root")" "$before"
 expect_status 1 "status after uninstall" "$S" preload status --root "$root"
 expect_status 0 "uninstall again is a no-op" "$S" preload uninstall --root "$root"
 
 # The undo command of the warning is the rest of its line, as it is pasted
 # into a shell (old: in quotes, around the root in quotes of its own:
-# 'ctxshim preload uninstall --root '/a b''), and it undoes the install.
+# 'ctxshim preload uninstall --root '/a b''), and it undoes the install;
+# also the directories that install created, and those only.
 # undo_line: the command after "To undo: " in $dp_err.
 undo_line() {
 	printf '%s\n' "$dp_err" | sed -n 's/^ctxshim: WARNING: first\.  To undo: //p'
@@ -94,6 +94,7 @@ for name in 'a b' "it's"; do
 	root=$dp_tmp/$name
 	mkdir -p "$root${lib%/*}"
 	cp "$built_lib" "$root$lib"
+	before=$(snapshot "$root")
 	expect_status 0 "install below '$name'" "$S" preload install --root "$root"
 	undo=$(undo_line)
 	real=$(cd "$root" && pwd -P)
@@ -104,8 +105,26 @@ for name in 'a b' "it's"; do
 	check "the undo command quotes '$name' once" same "$undo" \
 		"ctxshim preload uninstall --root $quoted"
 	expect_status 0 "sh runs it" env PATH="${S%/*}:$PATH" sh -c "$undo"
-	check "it undid the install below '$name'" test ! -e "$root/etc/ld.so.preload"
+	check "it undid the install below '$name', etc/ and var/ too" \
+		same "$(snapshot "$root")" "$before"
 done
+# Only empty ones: a file put in var/lib since keeps var/lib and var.
+new_root r-made
+expect_status 0 "install" "$S" preload install --root "$root"
+: >"$root/var/lib/other"
+expect_status 0 "uninstall" "$S" preload uninstall --root "$root"
+check "keeps etc/, which was there before" test -d "$root/etc"
+check "removes var/lib/ctxshim/" test ! -e "$root/var/lib/ctxshim"
+check "keeps var/lib/ with a file in it" test -f "$root/var/lib/other"
+# Those that were there before stay (var/lib/ctxshim itself goes when
+# empty, as it did).
+new_root r-older
+mkdir -p "$root/var/lib/ctxshim"
+expect_status 0 "install" "$S" preload install --root "$root"
+check "notes none of them" test ! -e "$root/var/lib/ctxshim/made-dirs"
+expect_status 0 "uninstall" "$S" preload uninstall --root "$root"
+check "keeps var/lib/" test -d "$root/var/lib"
+
 # ------------------------------------------------------------ file before
 
 # Odd but valid content: two entries on a line, blanks, no final newline,
