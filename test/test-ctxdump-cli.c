@@ -306,7 +306,7 @@ START_TEST(usage_errors)
 		/* a range is named (old: only "invalid frame count") */
 		r = run_ctxdump(&out, &err, "record", "-n", "2000", "1", NULL);
 		ck_assert_int_eq(r, 64);
-		ck_assert_msg(strstr(err, "invalid frame count: '2000' (1 to 1024)"),
+		ck_assert_msg(strstr(err, "invalid frame count: '2000' (0 to 1024)"),
 			      "%s", err);
 		free(out);
 		free(err);

@@ -1435,6 +1435,38 @@ START_TEST(record_guessed_frames)
 }
 END_TEST
 
+/* -n 0 is the most frames, 1024, as it is for a dump (old: a usage error,
+ * "(1 to 1024)"): of 2001 deep() calls, the 1024 innermost frames are
+ * recorded, where the default would keep 128. */
+START_TEST(record_max_frames_zero)
+{
+	char *argv[] = {(char *)test_helper_path("deep-stack"), "2000", "0", NULL};
+	char line[64], file[64], errf[64], pid[16], tid[16], *out, *p;
+	const char *args[] = {"-F", "50", "-n", "0", "--stack-size",
+			      "1M", "-o", file, pid, NULL};
+	struct test_child ch;
+	unsigned n = 0;
+
+	test_child_start(&ch, argv, NULL, false);
+	test_child_expect(&ch, "READY ", line, sizeof(line), TIMEOUT_MS);
+	snprintf(pid, sizeof(pid), "%d", (int)ch.pid);
+	ck_assert_int_eq(sscanf(line + 6, "%*d %15s", tid), 1);
+	rec_tmpfiles(file, errf, sizeof(file), "maxframes");
+	record_some_rounds(file, errf, args);
+	out = report_of("--folded", "--tid", tid, file, NULL);
+	/* the first stack only: every sample has the same one */
+	if ((p = strchr(out, '\n')))
+		*p = '\0';
+	for (p = out; (p = strstr(p, ";deep;")); p++)
+		n++;
+	ck_assert_msg(n > 1000 && n < 1024, "%u deep() frames: %s", n, out);
+	free(out);
+	unlink(file);
+	unlink(errf);
+	ck_assert_int_eq(test_child_finish(&ch, TIMEOUT_MS), 0);
+}
+END_TEST
+
 /* Two raw clone() threads without CLONE_SETTLS run on the main thread's
  * thread pointer (helpers/hostile-clone shared): the main thread's
  * context is its own, and the other two have none, as the one-shot dump
@@ -2350,6 +2382,7 @@ TEST_SUITE(ctxdump_record_suite)
 	tcase_add_test(tc, record_rounds_per_duration);
 	tcase_add_test(tc, record_demangled);
 	tcase_add_test(tc, record_guessed_frames);
+	tcase_add_test(tc, record_max_frames_zero);
 	tcase_add_test(tc, record_shared_thread_pointer);
 	tcase_add_test(tc, record_killed_and_target_exit);
 	tcase_add_test(tc, record_report_usage);

@@ -133,7 +133,7 @@ usage(void)
 	      " -t, --tid <tid>           show only this thread\n"
 	      " -s, --stacks              also show each thread's native stack\n"
 	      " -n, --max-frames <n>      at most <n> frames per thread (default 64,\n"
-	      "                             0 for no limit)\n"
+	      "                             at most 4096; 0 for that most)\n"
 	      "     --stack-size <bytes>  stack bytes copied per thread (default 64K)\n"
 	      "     --no-demangle         show C++ function names mangled\n"
 	      "     --stop-timeout <ms>   how long to wait for a thread to stop\n"

@@ -1775,7 +1775,7 @@ usage(void)
 	      " -o, --output <file>       where to write (default ctxdump.prof; - for\n"
 	      "                             standard output)\n"
 	      " -n, --max-frames <n>      at most <n> frames per stack (default 128,\n"
-	      "                             at most 1024)\n"
+	      "                             at most 1024; 0 for that most)\n"
 	      "     --stack-size <bytes>  stack bytes copied per thread (default 64K)\n"
 	      "     --no-demangle         keep C++ function names mangled\n"
 	      " -q, --quiet               no summary at the end\n"
@@ -1863,8 +1863,11 @@ parse_args(struct rec_ctl *ctl, int argc, char **argv)
 			ctl->output = optarg;
 			break;
 		case 'n':
+			/* 0 is the most, as for a dump (old: a usage error) */
 			ctl->max_frames = (size_t)cli_parse_num(optarg, "frame count",
-								1, MAX_FRAMES);
+								0, MAX_FRAMES);
+			if (!ctl->max_frames)
+				ctl->max_frames = MAX_FRAMES;
 			break;
 		case OPT_STACK_SIZE:
 			ctl->stack_size = cli_parse_stack_size(optarg);
