@@ -302,11 +302,11 @@ bool dump_proc_status(pid_t pid, long long *tgid, char *state);
 bool dump_is_kthread(pid_t pid);
 
 /* After -ENODATA from dump_proc_load() for a process that is no kernel
- * thread: it maps no object from a file (a static program run from a
- * memfd), so no symbol can be looked up.  Says so on standard error, in
- * a line that names syms and ends in then ("" or "; ..."), and names its
- * executable (read through mem_pid) when that is not a file objects are
- * read from. */
+ * thread: it maps no object from a file, nor its executable (a program
+ * that a loader of its own put in anonymous memory), so no symbol can be
+ * looked up.  Says so on standard error, in a line that names syms and
+ * ends in then ("" or "; ..."), and names its executable (read through
+ * mem_pid) when that is not a file objects are read from. */
 void dump_warn_no_files(pid_t pid, pid_t mem_pid, const char *syms, const char *then);
 
 /* Whether the executable of pid is a 32-bit ELF program (x86_64's ia32

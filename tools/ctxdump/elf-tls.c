@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "maps.h"
@@ -60,6 +61,9 @@ struct etls_obj {
 	uint64_t inode;
 	char *path;
 	bool deleted;
+	/* The executable, mapped from no file that a path opens (a memfd):
+	 * opened as /proc/PID/exe. */
+	bool exe_only;
 	/* The mapping with the lowest file offset: gives the load bias. */
 	uint64_t start, end, offset;
 	/* Opened and parsed on first use, then kept for the next symbol
@@ -115,8 +119,8 @@ bool
 etls_path_is_file(const char *p, size_t len)
 {
 	/* memfd and SysV segments look like paths but are no ELF files
-	 * (but for a program run from a memfd, which has no path to open
-	 * it by: its maps say "(deleted)"). */
+	 * that a path opens (a program run from a memfd is read through
+	 * /proc/PID/exe: obj_mapping()). */
 	if (len == 0 || p[0] != '/')
 		return false;
 	if (len >= 7 && memcmp(p, "/memfd:", 7) == 0)
@@ -129,7 +133,7 @@ etls_path_is_file(const char *p, size_t len)
 }
 
 static int
-objs_add(struct etls_objs *o, const struct maps_entry *e)
+objs_add(struct etls_objs *o, const struct maps_entry *e, bool exe_only)
 {
 	static const char deleted[] = " (deleted)";
 	size_t len = e->path_len, i;
@@ -173,6 +177,7 @@ objs_add(struct etls_objs *o, const struct maps_entry *e)
 	ob->dev_minor = e->dev_minor;
 	ob->inode = e->inode;
 	ob->deleted = del;
+	ob->exe_only = exe_only;
 	ob->start = e->start;
 	ob->end = e->end;
 	ob->offset = e->offset;
@@ -180,9 +185,29 @@ objs_add(struct etls_objs *o, const struct maps_entry *e)
 	return 0;
 }
 
-static int
-objs_load(const char *buf, size_t len, struct etls_objs *o)
+/* Whether the mapping e is one of an object to read: a file that its
+ * path opens, or the executable whatever its name: a static program run
+ * from a memfd with fexecve() maps nothing else ("/memfd:NAME (deleted)"),
+ * and /proc/PID/exe opens it (the same device and inode; exec took a
+ * regular file).  Sets *exe_only for the latter. */
+static bool
+obj_mapping(const struct etls_proc *p, const struct maps_entry *e, bool *exe_only)
 {
+	*exe_only = false;
+	if (e->inode == 0)
+		return false;
+	if (etls_path_is_file(e->path, e->path_len))
+		return true;
+	*exe_only = p->exe_ok && (uint64_t)p->exe_st.st_ino == e->inode &&
+		    major(p->exe_st.st_dev) == e->dev_major &&
+		    minor(p->exe_st.st_dev) == e->dev_minor;
+	return *exe_only;
+}
+
+static int
+objs_load(struct etls_proc *p, const char *buf, size_t len)
+{
+	struct etls_objs *o = &p->objs;
 	const char *line = buf;
 	int r = 0;
 
@@ -190,13 +215,14 @@ objs_load(const char *buf, size_t len, struct etls_objs *o)
 		const char *nl = memchr(line, '\n', (size_t)(buf + len - line));
 		size_t l = nl ? (size_t)(nl - line) : (size_t)(buf + len - line);
 		struct maps_entry e;
+		bool exe_only;
 
 		/* A file's path starts with '/'; the anonymous mappings (two
 		 * per thread: stack and guard page) have none and are most
 		 * of the lines: skip them unparsed. */
 		if (memchr(line, '/', l) && maps_parse_line(line, l, &e) == 0 &&
-		    e.inode != 0 && etls_path_is_file(e.path, e.path_len)) {
-			r = objs_add(o, &e);
+		    obj_mapping(p, &e, &exe_only)) {
+			r = objs_add(o, &e, exe_only);
 			if (r < 0)
 				break;
 		}
@@ -210,8 +236,9 @@ objs_load(const char *buf, size_t len, struct etls_objs *o)
 }
 
 /* Open the exact mapped inode (map_files needs CAP_SYS_ADMIN or
- * CAP_CHECKPOINT_RESTORE), else the path in the target's mount namespace,
- * checked against the inode in maps so a replaced file is not parsed. */
+ * CAP_CHECKPOINT_RESTORE), else the path in the target's mount namespace
+ * (/proc/PID/exe for an exe_only object), checked against the inode in
+ * maps so a replaced file is not parsed. */
 static int
 obj_open(pid_t pid, const struct etls_obj *ob)
 {
@@ -224,12 +251,18 @@ obj_open(pid_t pid, const struct etls_obj *ob)
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd >= 0)
 		return fd;
-	snprintf(path, sizeof(path), "/proc/%d/root%s", (int)pid, ob->path);
+	if (ob->exe_only)
+		snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
+	else
+		snprintf(path, sizeof(path), "/proc/%d/root%s", (int)pid, ob->path);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
-	/* Only the inode: overlayfs reports a different st_dev than maps. */
-	if (fstat(fd, &st) < 0 || (uint64_t)st.st_ino != ob->inode) {
+	/* Only the inode: overlayfs reports a different st_dev than maps
+	 * (an exe_only object's device was compared with the executable's
+	 * when it was listed). */
+	if (fstat(fd, &st) < 0 || (uint64_t)st.st_ino != ob->inode ||
+	    (ob->exe_only && !S_ISREG(st.st_mode))) {
 		close(fd);
 		return -ESTALE;
 	}
@@ -779,6 +812,7 @@ objs_query(struct etls_proc *p, int fd)
 	memset(name, 0, sizeof(name));
 	for (;;) {
 		struct maps_entry e;
+		bool exe_only;
 
 		memset(&q, 0, sizeof(q));
 		q.size = sizeof(q);
@@ -811,8 +845,8 @@ objs_query(struct etls_proc *p, int fd)
 		/* vma_name_size counts the terminating NUL; 0 = no name */
 		e.path = name;
 		e.path_len = q.vma_name_size ? strnlen(name, q.vma_name_size) : 0;
-		if (e.inode != 0 && etls_path_is_file(e.path, e.path_len)) {
-			r = objs_add(&p->objs, &e);
+		if (obj_mapping(p, &e, &exe_only)) {
+			r = objs_add(&p->objs, &e, exe_only);
 			if (r < 0)
 				return r;
 		}
@@ -868,6 +902,8 @@ etls_proc_load(pid_t pid, struct etls_proc **out)
 	if (!p)
 		return -ENOMEM;
 	p->pid = pid;
+	/* first: it tells the executable among the mappings (obj_mapping()) */
+	exe_stat(p);
 	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
@@ -888,13 +924,12 @@ etls_proc_load(pid_t pid, struct etls_proc **out)
 		p->ctx_len = 0;
 		r = maps_read_text(p);
 		if (r == 0)
-			r = objs_load(p->maps, p->maps_len, &p->objs);
+			r = objs_load(p, p->maps, p->maps_len);
 	}
 	if (r < 0) {
 		etls_proc_free(p);
 		return r == -ENOMEM ? r : stop_maps_error(pid, r);
 	}
-	exe_stat(p);
 	*out = p;
 	return 0;
 }

@@ -111,13 +111,16 @@ int etls_find_named(pid_t pid, const char *name, struct etls_symbol *sym);
 struct etls_proc;
 
 /* Returns 0 and *out, -ESRCH if the process is gone or exiting, -ENODATA
- * if it maps no file (a kernel thread; a program run from a memfd), or
- * another negative errno (-EACCES, -EPERM, -ENOMEM). */
+ * if it maps no file nor its executable (a kernel thread), or another
+ * negative errno (-EACCES, -EPERM, -ENOMEM).  The executable is read
+ * through /proc/PID/exe where no path opens it (a program run from a
+ * memfd with fexecve()). */
 int etls_proc_load(pid_t pid, struct etls_proc **out);
 
 /* Whether a mapping named path (len bytes, as maps shows it) is one whose
- * objects are read: a path, but not a memfd, a file under /dev/ or a SysV
- * segment. */
+ * objects are read by that path: a path, but not a memfd, a file under
+ * /dev/ or a SysV segment (the executable is read all the same, through
+ * /proc/PID/exe). */
 bool etls_path_is_file(const char *path, size_t len);
 
 /* When the thread p reads the process through (the pid given to

@@ -493,9 +493,8 @@ dump_warn_no_files(pid_t pid, pid_t mem_pid, const char *syms, const char *then)
 	/* the path is the target's to choose (memfd_create()'s name) */
 	fprintf(stderr, "%s: its executable is ", cli_name());
 	output_text_escape(stderr, (const uint8_t *)exe, (size_t)n, false);
-	fputs(": ctxdump looks up symbols only in objects mapped from files, "
-	      "not from a memfd (a program started with fexecve()), /dev/ or "
-	      "SysV shared memory\n",
+	fputs(": ctxdump looks up symbols in objects mapped from files, and in "
+	      "an executable that is none (a memfd) only where it is mapped\n",
 	      stderr);
 }
 

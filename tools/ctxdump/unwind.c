@@ -24,6 +24,7 @@
 #include <sys/mman.h>
 #include <sys/ptrace.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/time.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
@@ -856,6 +857,19 @@ uw_open_module_file(struct uw_proc *p, struct uw_module *m)
 	if (fd < 0 && !deleted) {
 		snprintf(fn, sizeof(fn), "/proc/%d/root%s", (int)p->pid, m->path);
 		fd = open(fn, O_RDONLY | O_CLOEXEC);
+	}
+	/* A deleted file may be the executable, which /proc/PID/exe opens:
+	 * a program run from a memfd (fexecve()) maps no other file.  Only
+	 * if it is the mapped one (device and inode). */
+	if (fd < 0 && deleted && !stale) {
+		snprintf(fn, sizeof(fn), "/proc/%d/exe", (int)p->pid);
+		fd = open(fn, O_RDONLY | O_CLOEXEC);
+		if (fd >= 0 && (fstat(fd, &st) < 0 || (uint64_t)st.st_ino != m->inode ||
+				major(st.st_dev) != m->dev_major ||
+				minor(st.st_dev) != m->dev_minor)) {
+			close(fd);
+			fd = -1;
+		}
 	}
 	if (fd < 0) {
 		int e = stale ? ESTALE : deleted ? ENOENT : errno;
