@@ -729,8 +729,11 @@ sk_drop_quiet(void)
 	sk_self.fdp1 = 0;
 }
 
-/* ctx (not NULL) was just published for connection fd: remember it. */
-static inline void
+/* ctx (not NULL) was just published for connection fd: remember it.
+ * Four stores and a test: inline everywhere (gcc made it a call in the
+ * read hooks once sk_in_cap() was inlined there: 14 instructions of every
+ * HTTP/2 request, bench/h2-insns.sh). */
+static inline __attribute__((always_inline)) void
 sk_attached(int fd,
 	    struct ctxshim_conn *c,
 	    const struct ctxshim_ctx *ctx,
@@ -1633,8 +1636,11 @@ sk_in_rest(int fd,
  * (released here), where the usual read does not apply: one followed as
  * HTTP/2 (every read of nginx's HTTP/2 connections) feeds its scanner
  * here, as sk_in_rest() would through sk_in_framed() and its tests of the
- * other kinds; any other goes on to sk_in_rest(). */
-static __attribute__((noinline)) void
+ * other kinds; any other goes on to sk_in_rest().  Inline in the read
+ * hooks (sk_recv_any(), sk_read_any()), which have saved the registers it
+ * needs already: out of line it saved five of its own (bench/h2-insns.sh:
+ * 22 instructions of every HTTP/2 request with sk_attached()). */
+static inline __attribute__((always_inline)) void
 sk_in_cap(int fd, struct ctxshim_conn *c, const void *buf, size_t len)
 {
 	struct ctxshim_ctx *full = NULL;
