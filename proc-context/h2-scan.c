@@ -1223,21 +1223,11 @@ h2_out_feed(struct h2_out *o, const void *buf, size_t len, uint32_t stream)
 
 	if (o->lost)
 		return -1;
-	while (off < len) {
-		if (o->left) {
-			/* A payload: stepped over in one step. */
-			size_t k = MIN((size_t)o->left, len - off);
-
-			o->left -= (uint32_t)k;
-			off += k;
-			continue;
-		}
-		if (o->pos == 0 && len - off >= 9) {
-			/* A whole frame header at hand: the usual case. */
-			hit |= h2_out_header(o, p + off, stream);
-			off += 9;
-			continue;
-		}
+	for (;;) {
+		/* Whole frame headers and payloads: the usual case. */
+		off += h2_out_frames(o, p + off, len - off, stream, &hit);
+		if (off >= len)
+			return hit;
 		/* A frame header split across writes, byte by byte. */
 		if (o->pos < 3)
 			o->len = (o->len << 8) | p[off];
@@ -1256,7 +1246,6 @@ h2_out_feed(struct h2_out *o, const void *buf, size_t len, uint32_t stream)
 		o->len = o->sid = 0;
 		o->pos = 0;
 	}
-	return hit;
 }
 
 int

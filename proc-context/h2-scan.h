@@ -285,7 +285,7 @@ h2_out_reset(struct h2_out *o)
  * if it is a HEADERS or RST_STREAM frame of stream (0: of any stream),
  * else 0.  Inline, for a walk of a write's iovecs whose frame header
  * has an iovec of its own (nginx's writev: preload/conn.c), and
- * h2_out_feed()'s usual case; big-endian fields by word loads. */
+ * h2_out_frames(); big-endian fields by word loads. */
 static inline __attribute__((always_inline)) int
 h2_out_header(struct h2_out *o, const uint8_t *h, uint32_t stream)
 {
@@ -301,6 +301,36 @@ h2_out_header(struct h2_out *o, const uint8_t *h, uint32_t stream)
 	o->left = w >> 8;
 	return ((w & 0xff) == H2_OUT_HEADERS || (w & 0xff) == H2_OUT_RST_STREAM) &&
 	       sid != 0 && (stream == 0 || sid == stream);
+}
+
+/* The frames of the next len bytes the server wrote (p), as far as they
+ * are whole: payloads stepped over by their length, each whole frame
+ * header read (h2_out_header(); *hit |= its result) -- not lost (the
+ * caller checks).  Returns the bytes walked: len, or less where a frame
+ * header begins that is not whole within them, or one is in progress
+ * (pos, split across writes): the rest is h2_out_feed()'s, byte by byte.
+ * Inline, for preload/conn.c's walk of a write from one buffer (several
+ * frames: what SSL_write() or libnghttp2's nghttp2_session_mem_send()
+ * gathered) and h2_out_feed().  Bounded by len whatever o holds (shared
+ * state). */
+static inline __attribute__((always_inline)) size_t
+h2_out_frames(struct h2_out *o, const uint8_t *p, size_t len, uint32_t stream, int *hit)
+{
+	size_t off = 0;
+	uint32_t left = o->left;
+
+	while (len - off > left) {
+		off += left;
+		if (len - off < 9 || o->pos) {
+			o->left = 0;
+			return off;
+		}
+		*hit |= h2_out_header(o, p + off, stream);
+		left = o->left;
+		off += 9;
+	}
+	o->left = left - (uint32_t)(len - off);
+	return len;
 }
 
 /* The next len bytes the server wrote.  Returns 1 when a frame header
