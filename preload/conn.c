@@ -3381,10 +3381,11 @@ conn_h2_out(struct ctxshim_conn *c, uint32_t *stream)
 /* The walk of a write's bytes (written of them: the iovecs, else head)
  * from where the caller got to (hit so far), then the answer.  skip: the
  * first bytes are no frames (the 101 of an upgrade, "Upgrade: h2c"
- * below); they are within what was written and known.  Out of line: the
- * write hooks' direct path (ctxshim_conn_h2_written()) comes here only
- * for an iovec that is neither a frame header of its own nor within a
- * payload, so that it makes no call otherwise. */
+ * below) or walked already; they are within what was written and known.
+ * Out of line: the write hooks' direct path (ctxshim_conn_h2_written())
+ * comes here only for an iovec that is neither a frame header of its own
+ * nor within a payload, conn_h2_written() only for bytes past a first
+ * buffer of whole frames, so that they make no call otherwise. */
 static __attribute__((noinline, cold)) void
 conn_h2_walk(struct ctxshim_conn *c,
 	     uint32_t s1,
@@ -3425,9 +3426,16 @@ conn_h2_walk(struct ctxshim_conn *c,
 }
 
 /* The walk for the writes that do not take the write hooks' direct path
- * (ctxshim_conn_h2_written()): a 101's, a write from one buffer, a write
- * whose first iovec is long enough for a status line. */
-static __attribute__((noinline, cold)) void
+ * (ctxshim_conn_h2_written()): a 101's (skip), a write from one buffer
+ * (write(), send(), SSL_write()) or whose first iovec is long enough for
+ * a status line.  A server that gathers its frames into one buffer (for
+ * SSL_write(), which takes one; what libnghttp2's
+ * nghttp2_session_mem_send() returns, written whole) writes so every
+ * time: one buffer (or iovec) is walked here with no call while it holds
+ * whole frame headers and payloads (h2_out_frames()), the rest by the
+ * general walk.  Not cold: such a server comes here on every write
+ * (bench/README.md, "HTTP/2 at the socket level"). */
+static __attribute__((noinline)) void
 conn_h2_written(struct ctxshim_conn *c,
 		const void *head,
 		size_t head_len,
@@ -3438,10 +3446,27 @@ conn_h2_written(struct ctxshim_conn *c,
 {
 	uint32_t s1 = atomic_load_explicit(&c->seq, memory_order_acquire), stream = 0;
 	struct h2_out *o = conn_h2_out(c, &stream);
+	struct iovec one = {(void *)head, head_len};
+	size_t k;
+	int hit = 0;
 
-	if (o)
-		conn_h2_walk(c, s1, o, stream, 0, head, head_len, written, iov, iovcnt,
-			     skip);
+	if (!o)
+		return;
+	if (!iov) {
+		iov = &one;
+		iovcnt = head != NULL;
+	}
+	/* One buffer of whole frames (the usual case) with no call; the
+	 * general walk goes on from where it stopped (skip: walked). */
+	if (!skip && iovcnt == 1 && !o->lost) {
+		k = iov->iov_len < written ? iov->iov_len : written;
+		skip = h2_out_frames(o, iov->iov_base, k, stream, &hit);
+		if (skip == written) {
+			conn_h2_answer(c, s1, hit);
+			return;
+		}
+	}
+	conn_h2_walk(c, s1, o, stream, hit, head, head_len, written, iov, iovcnt, skip);
 }
 
 bool

@@ -4,7 +4,9 @@
  * path (ctxshim_conn_h2_written(), which steps over a payload iovec and
  * reads a frame header that has an iovec of its own inline) must answer
  * exactly the writes the general walk (ctxshim_conn_responded_iov())
- * answers, and both those that carry the header of a HEADERS or
+ * answers, with the iovecs and with their bytes as one buffer (a write(),
+ * an SSL_write(): its whole frames walked inline, conn_h2_written()),
+ * and all three those that carry the header of a HEADERS or
  * RST_STREAM frame of the request's stream, whatever the iovecs: a
  * header alone, cut anywhere, empty ones (with a NULL base too), a
  * write the kernel took part of, bytes of unknown content, a count
@@ -40,7 +42,7 @@ enum ctxshim_mode ctxshim_mode = CTXSHIM_OFF;
 static uint8_t wire[WIRE_MAX];
 /* 1 where a frame starts or its header ends */
 static uint8_t bound[WIRE_MAX + 1];
-static struct ctxshim_conn conns[2][2];
+static struct ctxshim_conn conns[2][3];
 
 /* The server's frames: DATA, HEADERS, RST_STREAM, SETTINGS, WINDOW_UPDATE
  * and CONTINUATION of streams 0, 1 and 3 (the reserved bit set on some),
@@ -97,22 +99,31 @@ conn_up(struct ctxshim_conn *c)
 	ck_assert(!ctxshim_conn_answered(c));
 }
 
-/* A write of written bytes (iov, n) on c, by the direct path or the
- * general one: did it answer the request?  The request is made
- * unanswered again after, so that every write is checked. */
+enum path { DIRECT, GENERAL, ONE_BUFFER };
+
+/* A write of written bytes (iov, n) on c, by the direct path, the
+ * general one, or the general one with the iovecs' bytes as one buffer
+ * (head, head_len; NULL with no iovec): did it answer the request?  The
+ * request is made unanswered again after, so that every write is
+ * checked. */
 static bool
 wrote(struct ctxshim_conn *c,
-      bool direct,
+      enum path path,
       const struct iovec *iov,
       size_t n,
+      const uint8_t *head,
+      size_t head_len,
       size_t written)
 {
 	bool answered;
 
-	if (direct)
+	if (path == DIRECT)
 		REQUIRE(ctxshim_conn_h2_written(c, iov, n, written));
-	else
+	else if (path == GENERAL)
 		REQUIRE(!ctxshim_conn_responded_iov(c, NULL, 0, written, iov, n));
+	else
+		REQUIRE(!ctxshim_conn_responded_iov(c, head, head_len, written, NULL,
+						    0));
 	answered = ctxshim_conn_answered(c);
 	atomic_store(&c->answered, (uint8_t)((atomic_load(&c->seq) >> 1) - 1));
 	return answered;
@@ -132,16 +143,21 @@ check_write(struct ctxshim_conn *c,
 {
 	int want = n ? h2_out_feed(ref, wire + pos, written, 1)
 		     : h2_out_skip(ref, written);
-	bool a, b;
+	size_t i, held = 0;
+	bool a, b, one;
 
 	if (extra)
 		want |= h2_out_skip(ref, extra);
-	a = wrote(&c[0], true, iov, n, written + extra);
-	b = wrote(&c[1], false, iov, n, written + extra);
-	ck_assert_msg(a == b && a == (want != 0),
+	for (i = 0; i < n; i++)
+		held += iov[i].iov_len;
+	a = wrote(&c[0], DIRECT, iov, n, NULL, 0, written + extra);
+	b = wrote(&c[1], GENERAL, iov, n, NULL, 0, written + extra);
+	one = wrote(&c[2], ONE_BUFFER, NULL, 0, n ? wire + pos : NULL, held,
+		    written + extra);
+	ck_assert_msg(a == b && a == one && a == (want != 0),
 		      "at %zu, %zu bytes (+%zu) in %zu iovecs: direct %d, general %d, "
-		      "frames %d",
-		      pos, written, extra, n, a, b, want);
+		      "one buffer %d, frames %d",
+		      pos, written, extra, n, a, b, one, want);
 	*hits += a;
 }
 
@@ -158,6 +174,7 @@ walk_wire(struct ctxshim_conn *c, unsigned seed, bool lose)
 
 	conn_up(&c[0]);
 	conn_up(&c[1]);
+	conn_up(&c[2]);
 	h2_out_reset(&ref);
 	while (pos < len) {
 		struct iovec iov[8];
