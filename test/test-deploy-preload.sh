@@ -425,6 +425,15 @@ expect_status 1 "install: the note cannot be written" "$S" preload install --roo
 check "says which file" contains "$dp_err" \
 	"ctxshim: cannot write $root/var/lib/ctxshim/ld.so.preload.absent"
 check "no preload file written" not_contains "$(ls "$root/etc")" ld.so.preload
+# The why ends the message: a name with ": " and a newline in it is not
+# taken for it (old: "cannot write .../r-odd: x\ny/...absent: x").
+root="$dp_tmp/r-odd: x
+y"
+mkdir -p "$root/etc" "$root${lib%/*}" "$root/var/lib/ctxshim/ld.so.preload.absent"
+cp "$built_lib" "$root$lib"
+expect_status 1 "install: the note cannot be written, odd root" "$S" preload install --root "$root"
+check "says why" same "$(printf '%s\n' "$dp_err" | grep -v WARNING | tail -n 2)" \
+	"ctxshim: cannot write $root/var/lib/ctxshim/ld.so.preload.absent: Is a directory"
 # A root that cannot be changed: one line that says what failed, on what,
 # and why, as util-linux tools do (old: mkdir's or cp's message, then ours
 # without the why, after the warning).
