@@ -124,6 +124,16 @@ expect_status 0 "install" "$S" preload install --root "$root"
 check "notes none of them" test ! -e "$root/var/lib/ctxshim/made-dirs"
 expect_status 0 "uninstall" "$S" preload uninstall --root "$root"
 check "keeps var/lib/" test -d "$root/var/lib"
+# A link planted below the root (var -> a directory outside it), and
+# made-dirs edited: uninstall does not follow the link to remove an empty
+# lib/ there (old: it did).
+new_root r-link
+mkdir -p "$dp_tmp/outside/lib/ctxshim"
+printf 'var/lib\nvar\n' >"$dp_tmp/outside/lib/ctxshim/made-dirs"
+ln -s "$dp_tmp/outside" "$root/var"
+expect_status 0 "uninstall with var a link out of the root" "$S" preload uninstall --root "$root"
+check "keeps the directory outside the root" test -d "$dp_tmp/outside/lib"
+check "and the link" test -L "$root/var"
 
 # ------------------------------------------------------------ file before
 
