@@ -120,6 +120,15 @@ check "says why" contains "$dp_err" "a directory name with a newline or carriage
 check "nothing written" test ! -e "$nlroot/etc/systemd/system/nginx.service.d"
 expect_status 1 "also with --print" "$S" systemd-dropin --print --root "$nlroot" nginx
 expect_status 0 "removing below it works" "$S" systemd-dropin --remove --root "$nlroot" nginx
+# Also one at the end of the name ($(...) drops it; old: the drop-in was
+# written below the root without it).
+nlroot="$dp_tmp/nlend
+"
+mkdir -p "$nlroot${lib%/*}" "$dp_tmp/nlend"
+cp "$built_lib" "$nlroot$lib"
+expect_status 1 "a root that ends with a newline is refused" "$S" systemd-dropin --root "$nlroot" nginx
+check "says why" contains "$dp_err" "a directory name with a newline or carriage return"
+check "nothing written below the other" test ! -e "$dp_tmp/nlend/etc"
 # A library path with a line break: it would end the Environment= line,
 # and systemd would parse the rest as a line (old: written).
 for c in '

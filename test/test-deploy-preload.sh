@@ -134,6 +134,22 @@ ln -s "$dp_tmp/outside" "$root/var"
 expect_status 0 "uninstall with var a link out of the root" "$S" preload uninstall --root "$root"
 check "keeps the directory outside the root" test -d "$dp_tmp/outside/lib"
 check "and the link" test -L "$root/var"
+# A root whose name ends with a newline is that directory, not the one
+# without it ($(...) drops the newlines that end its output; old: the
+# other, and "/<newline>" was this host).
+new_root r-nl
+nlroot="$root
+"
+mkdir -p "$nlroot${lib%/*}"
+cp "$built_lib" "$nlroot$lib"
+before=$(snapshot "$root")
+expect_status 0 "install below a root that ends with a newline" \
+	"$S" preload install --root "$nlroot"
+check "writes its ld.so.preload" same "$(cat "$nlroot/etc/ld.so.preload")" "$lib"
+check "not that of the root without the newline" same "$(snapshot "$root")" "$before"
+expect_status 0 "status: installed there" "$S" preload status --root "$nlroot"
+expect_status 0 "uninstall there" "$S" preload uninstall --root "$nlroot"
+check "removes it" test ! -e "$nlroot/etc/ld.so.preload"
 
 # ------------------------------------------------------------ file before
 
