@@ -480,6 +480,15 @@ mkdir "$pf"
 expect_status 1 "install: ld.so.preload is a directory" "$S" preload install --root "$root"
 check "one line (old: cp's, then ours)" same "$dp_err" "ctxshim: $pf is not a regular file"
 expect_status 0 "uninstall: nothing to do" "$S" preload uninstall --root "$root"
+# A FIFO in its place is no file to read: opening it would wait for a
+# writer for ever (old: it did; timeout(1) only ends such a hang).
+new_root e-fifo
+mkfifo "$pf"
+expect_status 1 "status: ld.so.preload is a FIFO" timeout 60 "$S" preload status --root "$root"
+check "says not installed" contains "$dp_out" "does not name libctxshim.so"
+expect_status 0 "uninstall: nothing to do" timeout 60 "$S" preload uninstall --root "$root"
+expect_status 1 "install: refused" timeout 60 "$S" preload install --root "$root"
+check "one line" same "$dp_err" "ctxshim: $pf is not a regular file"
 # A state file that cannot be replaced (a directory in its place).
 new_root e-state
 mkdir -p "$root/var/lib/ctxshim/ld.so.preload.installed"
