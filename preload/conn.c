@@ -3446,21 +3446,20 @@ conn_h2_written(struct ctxshim_conn *c,
 {
 	uint32_t s1 = atomic_load_explicit(&c->seq, memory_order_acquire), stream = 0;
 	struct h2_out *o = conn_h2_out(c, &stream);
-	struct iovec one = {(void *)head, head_len};
-	size_t k;
+	const void *p = iov ? iov->iov_base : head;
+	size_t k = iov ? iov->iov_len : head_len;
 	int hit = 0;
 
 	if (!o)
 		return;
-	if (!iov) {
-		iov = &one;
-		iovcnt = head != NULL;
-	}
 	/* One buffer of whole frames (the usual case) with no call; the
-	 * general walk goes on from where it stopped (skip: walked). */
-	if (!skip && iovcnt == 1 && !o->lost) {
-		k = iov->iov_len < written ? iov->iov_len : written;
-		skip = h2_out_frames(o, iov->iov_base, k, stream, &hit);
+	 * general walk goes on from where it stopped (skip: walked), with
+	 * iov as it came: its walk of head feeds no empty rest, which a
+	 * lost state answers (an iovec made of head did: a write of a 101
+	 * alone answered once another thread lost the state). */
+	if (!skip && (iov ? iovcnt == 1 : head != NULL) && !o->lost) {
+		k = k < written ? k : written;
+		skip = h2_out_frames(o, p, k, stream, &hit);
 		if (skip == written) {
 			conn_h2_answer(c, s1, hit);
 			return;
