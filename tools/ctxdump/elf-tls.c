@@ -258,11 +258,14 @@ obj_open(pid_t pid, const struct etls_obj *ob)
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
-	/* Only the inode: overlayfs reports a different st_dev than maps
-	 * (an exe_only object's device was compared with the executable's
-	 * when it was listed). */
+	/* Only the inode: overlayfs reports a different st_dev than maps.
+	 * An exe_only object's device too: it was the executable's when it
+	 * was listed, and an exec since (a file on another device with the
+	 * same inode number) would be parsed as it. */
 	if (fstat(fd, &st) < 0 || (uint64_t)st.st_ino != ob->inode ||
-	    (ob->exe_only && !S_ISREG(st.st_mode))) {
+	    (ob->exe_only &&
+	     (!S_ISREG(st.st_mode) || major(st.st_dev) != ob->dev_major ||
+	      minor(st.st_dev) != ob->dev_minor))) {
 		close(fd);
 		return -ESTALE;
 	}
