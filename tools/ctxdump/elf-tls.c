@@ -25,6 +25,8 @@
 #define ETLS_MAPS_MAX (64u << 20)
 /* threads one etls_proc goes on through after the first (reader_switch()) */
 #define ETLS_READER_SWITCHES 8u
+/* objects whose descriptors stay open in one etls_proc (obj_elf()) */
+#define ETLS_FDS_MAX 256u
 
 /* Relocation types, numbered per psABI (elf.h spells the aarch64 names
  * differently across versions). */
@@ -94,6 +96,7 @@ struct etls_proc {
 	char *ctx_lines;
 	size_t ctx_len;
 	struct etls_objs objs;
+	unsigned nfds; /* objects that keep their descriptor open */
 	bool exe_ok;
 	struct stat exe_st;
 };
@@ -372,6 +375,18 @@ reader_switch(struct etls_proc *p, int err)
 	return true;
 }
 
+/* Whether the file open at fd ends a page or more before the lowest
+ * mapping of ob: the loader maps no more than a segment's last page past
+ * the end of the file, so it was truncated after it was loaded. */
+static bool
+obj_short(int fd, const struct etls_obj *ob)
+{
+	struct stat st;
+
+	return fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+	       (uint64_t)st.st_size + ETLS_PAGE <= ob->offset + (ob->end - ob->start);
+}
+
 /* The parsed ELF object of ob, opened on first use; NULL if it cannot be
  * opened or is no 64-bit ELF object. */
 static struct etls_elf *
@@ -390,16 +405,27 @@ obj_elf(struct etls_proc *p, struct etls_obj *ob)
 		ob->err = x->fd;
 		return NULL;
 	}
-	x->e = elf_begin(x->fd, ELF_C_READ_MMAP, NULL);
+	/* Read with pread(), never mapped (ELF_C_READ_MMAP): the target can
+	 * truncate a file it maps and can write (a library copy of its own,
+	 * a memfd), and a read of a mapping past the file's new end raises
+	 * SIGBUS, which would kill ctxdump in the middle of a dump or a
+	 * recording.  A read past the end fails instead, and so does the
+	 * object.  The cost is a copy of what is read (headers, symbol
+	 * tables, relocations). */
+	x->e = elf_begin(x->fd, ELF_C_READ, NULL);
 	if (elf_parse(x, ob->start, ob->offset) < 0) {
-		ob->err = -ENOEXEC;
+		ob->err = obj_short(x->fd, ob) ? ETLS_ERR_SHORT : -ENOEXEC;
 		elf_close(x);
 		return NULL;
 	}
-	/* Kept for later lookups, but not its descriptor: a process may map
-	 * hundreds of objects.  FDREAD reads what is not mmapped yet and
-	 * (as FDDONE) tells libelf the descriptor is no longer needed. */
-	if (elf_cntl(x->e, ELF_C_FDREAD) == 0) {
+	/* Kept for later lookups, and with it its descriptor, from which
+	 * libelf reads the sections as they are needed; but no more than
+	 * ETLS_FDS_MAX descriptors at a time, as a process may map hundreds
+	 * of objects.  Beyond that FDREAD reads the whole file now and (as
+	 * FDDONE) tells libelf the descriptor is no longer needed. */
+	if (p->nfds < ETLS_FDS_MAX)
+		p->nfds++;
+	else if (elf_cntl(x->e, ELF_C_FDREAD) == 0) {
 		close(x->fd);
 		x->fd = -1;
 	}
@@ -1588,7 +1614,7 @@ etls_find_data(pid_t pid,
 	x.fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (x.fd < 0)
 		return -errno;
-	x.e = elf_begin(x.fd, ELF_C_READ_MMAP, NULL);
+	x.e = elf_begin(x.fd, ELF_C_READ, NULL);
 	if (!x.e || elf_kind(x.e) != ELF_K_ELF) {
 		elf_close(&x);
 		return -ENOEXEC;

@@ -6,6 +6,7 @@
  * the relocations against it are (.rela.dyn and .rela.plt), and, once the
  * threads are stopped, which TLS access model those slots describe. */
 
+#include <errno.h>
 #include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -13,6 +14,11 @@
 #include <sys/types.h>
 
 #include "tls-math.h"
+
+/* Why an object could not be read: its file ends a page or more before
+ * its mapping does, so it was truncated after it was loaded (an errno
+ * that open() never returns). */
+#define ETLS_ERR_SHORT (-EBADFD)
 
 struct etls_symbol {
 	/* Defining object, path as in /proc/PID/maps (" (deleted)" removed). */
@@ -66,7 +72,7 @@ struct etls_symbol {
 	 * -ENOENT, with the counts above: the definition may be in it. */
 	char unopenable[PATH_MAX];
 	bool unopenable_deleted;
-	int unopenable_err;
+	int unopenable_err; /* a negative errno, or ETLS_ERR_SHORT */
 	/* When etls_proc_find() returns -ENOENT: the executable has a TLS
 	 * segment but no .symtab (stripped), so a definition that it does
 	 * not export cannot be found; exe_static: it is statically linked

@@ -337,6 +337,9 @@ output_open_error(int err)
 	if (err == -ESTALE)
 		return "the file at its path is not the one mapped (replaced since "
 		       "it was loaded)";
+	if (err == ETLS_ERR_SHORT)
+		return "the file is shorter than its mapping (truncated since it was "
+		       "loaded)";
 	return strerror(-err);
 }
 
