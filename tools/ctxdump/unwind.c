@@ -166,9 +166,11 @@ struct uw_module {
 	bool loaded; /* image, elf and bias valid */
 	int fd;
 	Elf *elf;
+	/* the module's bytes from file offset 0 to the end of its last
+	 * PT_LOAD (uw_read_image()), or the vdso's: a copy of ours */
 	const uint8_t *image;
 	size_t size;
-	uint8_t *vdso_copy;
+	uint8_t *copy;
 	uint64_t bias;
 	GElf_Phdr *phdr;
 	size_t phnum;
@@ -545,7 +547,7 @@ uw_module_free(struct uw_module *m)
 		elf_end(m->dbg_elf);
 	if (m->dbg_fd >= 0)
 		close(m->dbg_fd);
-	free(m->vdso_copy);
+	free(m->copy);
 	free(m->synth);
 	free(m->phdr);
 	uw_syms_free(m);
@@ -1299,6 +1301,45 @@ from_eh_frame:
 	uw_setup_table_from_eh_frame(m, lo, hi, gp);
 }
 
+/* The bytes the unwinder reads of a module (its loaded segments: code,
+ * unwind tables, dynamic section) into a copy of ours, m->image: what
+ * the file holds past its last PT_LOAD (symbol tables, debug sections)
+ * is left to libelf, which reads the sections it is asked for.  A file
+ * shorter than its segments (truncated since it was loaded) fails. */
+static bool
+uw_read_image(struct uw_module *m)
+{
+	uint64_t end = 0;
+	size_t i, got = 0;
+	struct stat st;
+
+	for (i = 0; i < m->phnum; i++) {
+		const GElf_Phdr *ph = &m->phdr[i];
+
+		if (ph->p_type == PT_LOAD &&
+		    ph->p_offset + ph->p_filesz >= ph->p_offset &&
+		    ph->p_offset + ph->p_filesz > end)
+			end = ph->p_offset + ph->p_filesz;
+	}
+	if (end == 0 || fstat(m->fd, &st) < 0 || end > (uint64_t)st.st_size)
+		return false;
+	m->copy = malloc((size_t)end);
+	if (!m->copy)
+		return false;
+	while (got < end) {
+		ssize_t r = pread(m->fd, m->copy + got, (size_t)end - got, (off_t)got);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return false;
+		got += (size_t)r;
+	}
+	m->image = m->copy;
+	m->size = (size_t)end;
+	return true;
+}
+
 static bool
 uw_module_load(struct uw_proc *p, struct uw_module *m)
 {
@@ -1314,23 +1355,30 @@ uw_module_load(struct uw_proc *p, struct uw_module *m)
 
 		if (uw_own_vdso(&img, &len) < 0 || len != m->map_end - m->map_start)
 			return false;
-		m->vdso_copy = malloc(len);
-		if (!m->vdso_copy)
+		m->copy = malloc(len);
+		if (!m->copy)
 			return false;
-		memcpy(m->vdso_copy, img, len);
-		m->elf = elf_memory((char *)m->vdso_copy, len);
-		m->image = m->vdso_copy;
+		memcpy(m->copy, img, len);
+		m->elf = elf_memory((char *)m->copy, len);
+		m->image = m->copy;
 		m->size = len;
 		m->map_offset = 0;
 	} else {
 		m->fd = uw_open_module_file(p, m);
 		if (m->fd < 0)
 			return false;
-		m->elf = elf_begin(m->fd, ELF_C_READ_MMAP, NULL);
-		if (m->elf)
-			m->image = (const uint8_t *)elf_rawfile(m->elf, &m->size);
+		/* Read with pread(), never mapped (ELF_C_READ_MMAP): the
+		 * target can truncate a file it maps and can write (a library
+		 * copy of its own, a memfd), and a read of a mapping past the
+		 * file's new end raises SIGBUS.  A handler could not jump out
+		 * of those safely: libunwind calls uw_access_mem(), which
+		 * reads the image, while it holds the lock of its global
+		 * cache, with signals blocked (lock_acquire() in libunwind's
+		 * libunwind_i.h; the kernel kills a process whose fault
+		 * signal is blocked). */
+		m->elf = elf_begin(m->fd, ELF_C_READ, NULL);
 	}
-	if (!m->elf || !m->image || elf_kind(m->elf) != ELF_K_ELF ||
+	if (!m->elf || elf_kind(m->elf) != ELF_K_ELF ||
 	    gelf_getclass(m->elf) != ELFCLASS64 || !gelf_getehdr(m->elf, &eh) ||
 	    elf_getphdrnum(m->elf, &m->phnum) != 0 || m->phnum == 0)
 		return false;
@@ -1340,6 +1388,8 @@ uw_module_load(struct uw_proc *p, struct uw_module *m)
 	for (i = 0; i < m->phnum; i++)
 		if (!gelf_getphdr(m->elf, (int)i, &m->phdr[i]))
 			return false;
+	if (!m->is_vdso && !uw_read_image(m))
+		return false;
 	if (!uw_compute_bias(m))
 		return false;
 	uw_setup_table(m);
@@ -1562,7 +1612,8 @@ uw_open_debug_symtab(struct uw_proc *p, struct uw_module *m, GElf_Shdr *sh)
 		fd = open(fn, O_RDONLY | O_CLOEXEC);
 		if (fd < 0)
 			continue;
-		m->dbg_elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+		/* read, not mapped, as the module (uw_module_load()) */
+		m->dbg_elf = elf_begin(fd, ELF_C_READ, NULL);
 		if (m->dbg_elf && elf_kind(m->dbg_elf) == ELF_K_ELF &&
 		    uw_build_id(m->dbg_elf, did, sizeof(did)) == n &&
 		    memcmp(id, did, n) == 0 &&
