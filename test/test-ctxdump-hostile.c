@@ -9,11 +9,12 @@
  * of up to 65000 bytes whose repeated key is last set at their end; object
  * file names made of control bytes; a record in a userfaultfd range the
  * target never serves, whose read blocks while the threads are stopped
- * (ctxdump gives up after 30 s).  ctxdump must never crash or hang,
+ * (ctxdump gives up after 30 s); a library the target truncates while
+ * ctxdump reads it.  ctxdump must never crash or hang,
  * must print no raw control byte (stdout and stderr), must exit with the
  * status doc/ctxdump.1 documents and give a reason, and must leave the
  * target running. */
-#include "test-common.h"
+#include "test-prof.h"
 
 #include <dirent.h>
 #include <stdarg.h>
@@ -965,6 +966,124 @@ START_TEST(two_definitions_load_order)
 }
 END_TEST
 
+/* ---- a file truncated under ctxdump ---- */
+
+/* hostile-truncate with its library copy in dir (made here). */
+static void
+truncate_start(struct target *t, char *dir)
+{
+	ck_assert_ptr_nonnull(test_mkdtemp(dir));
+	{
+		char *argv[] = {(char *)test_helper_path("hostile-truncate"), dir,
+				(char *)test_helper_path("libtrunc-wait.so"), NULL};
+
+		target_start(t, argv);
+	}
+}
+
+/* A dump reads the objects of the target while it truncates and writes
+ * back a library of its own over and over: a read of a mapping of the
+ * file past its end raises SIGBUS, which killed ctxdump in some of the
+ * dumps (old: libelf's ELF_C_READ_MMAP).  Each must end with an exit
+ * status of its own and say why in ctxdump's words. */
+START_TEST(library_truncated_while_dumped)
+{
+	char dir[] = "/tmp/ctxdump-hostile-XXXXXX", line[64], *out, *err;
+	struct target t;
+	int i, code;
+
+	truncate_start(&t, dir);
+	test_child_send(&t.c, "loop\n");
+	test_child_expect(&t.c, "LOOPING", line, sizeof(line), 10000);
+	for (i = 0; i < 40; i++) {
+		code = run_ctxdump(&out, &err, t.pid, i % 2 ? "--stacks" : "-j", NULL);
+		ck_assert_msg(code <= 2, "exit %d: %s", code, err);
+		assert_no_controls("stderr", err);
+		assert_messages(err);
+		free(out);
+		free(err);
+	}
+	test_child_send(&t.c, "r\n");
+	test_child_expect(&t.c, "LOOPED ", line, sizeof(line), 10000);
+	test_child_expect(&t.c, "RESTORED", line, sizeof(line), 10000);
+	/* whole again: unwound and named as ever.  Not read (exit 1): the
+	 * truncation took the target's relocated copies of the library's
+	 * pages too, and its TLS slot reads as never filled in now. */
+	code = run_ctxdump(&out, &err, t.pid, "--stacks", NULL);
+	ck_assert_msg(code <= 1, "exit %d: %s", code, err);
+	expect_in(out, "trunc_wait+0x");
+	free(out);
+	free(err);
+	target_finish(&t);
+	ck_assert_int_eq(rmdir(dir), 0);
+}
+END_TEST
+
+/* Whether file (a recording: binary) holds the bytes s. */
+static bool
+file_has(const char *file, const char *s)
+{
+	static char buf[1 << 20];
+	int fd = open(file, O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0)
+		return false;
+	n = read(fd, buf, sizeof(buf));
+	close(fd);
+	return n > 0 && memmem(buf, (size_t)n, s, strlen(s));
+}
+
+/* The library truncated to nothing while recorded, after the recorder
+ * read it to unwind and name the thread blocked in it: every later round
+ * read it again from a mapping past the file's end, and the first one
+ * killed ctxdump with SIGBUS and lost the recording (old).  The
+ * recording goes on to its end, its frames named as before. */
+START_TEST(library_truncated_while_recorded)
+{
+	char dir[] = "/tmp/ctxdump-hostile-XXXXXX", file[64], errf[64], arg[16];
+	const char *args[] = {"-F", "100", "-d", "60", "-o", file, arg, NULL};
+	char line[64], *err;
+	struct target t;
+	struct stat st;
+	long deadline;
+	pid_t rec;
+	int ws;
+
+	truncate_start(&t, dir);
+	snprintf(file, sizeof(file), "%s/rec", dir);
+	snprintf(errf, sizeof(errf), "%s/rec.err", dir);
+	snprintf(arg, sizeof(arg), "%d", (int)t.pid);
+	ws = open(errf, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	ck_assert_int_ge(ws, 0);
+	close(ws);
+	rec = prof_record_start(errf, args);
+	/* a round wrote the frame it named from the library */
+	deadline = test_now_ms() + 30000;
+	while (!file_has(file, "trunc_wait")) {
+		ck_assert_msg(waitpid(rec, &ws, WNOHANG) == 0, "record ended: 0x%x",
+			      ws);
+		ck_assert_msg(test_now_ms() < deadline, "no frame in trunc_wait");
+		usleep(10000);
+	}
+	test_child_send(&t.c, "t\n");
+	test_child_expect(&t.c, "TRUNCATED", line, sizeof(line), 10000);
+	/* rounds after it, which unwind the thread in the library again */
+	ck_assert_int_eq(stat(file, &st), 0);
+	prof_wait_file(file, st.st_size + 8192, 30000, rec, errf);
+	kill(rec, SIGINT);
+	ws = prof_record_wait(rec, 30000);
+	err = prof_slurp(errf);
+	ck_assert_msg(prof_record_status_ok(ws, err), "record status 0x%x: %s", ws,
+		      err);
+	free(err);
+	unlink(file);
+	unlink(errf);
+	target_finish(&t);
+	ck_assert_int_eq(rmdir(dir), 0);
+}
+END_TEST
+
 /* ---- a read that does not return ---- */
 
 /* process_vm_readv() of a record in a userfaultfd range waits for the
@@ -1091,6 +1210,8 @@ TEST_SUITE(ctxdump_hostile_suite)
 	tcase_add_loop_test(tc, wrong_symbol_library_beside_shim, 0, 2);
 	tcase_add_test(tc, control_bytes_in_object_names);
 	tcase_add_test(tc, read_blocked_by_userfaultfd);
+	tcase_add_test(tc, library_truncated_while_dumped);
+	tcase_add_test(tc, library_truncated_while_recorded);
 	suite_add_tcase(s, tc);
 	/* its own case, to be run alone (CK_RUN_CASE=large) */
 	tc = tcase_create("large");

@@ -14,7 +14,8 @@
  *   loop  prints "LOOPING", then truncates and restores it over and over
  *         until the next line; prints "LOOPED <times>"
  * Nothing of this process touches the library's pages after the load, so
- * it lives on with the file truncated.  At the end of stdin it removes
+ * it lives on with the file truncated (the kernel drops the relocated
+ * private copies of them too: the library is broken from then on).  At the end of stdin it removes
  * the copy and exits 0. */
 #include "config.h"
 
