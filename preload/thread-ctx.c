@@ -31,8 +31,9 @@
 __thread struct ctxshim_thread ctxshim_self
 	__attribute__((aligned(64), tls_model("initial-exec")));
 
-/* Bumped in every forked child, so each thread re-seeds lazily and a child
- * never repeats the ids its parent draws. */
+/* Bumped in every forked child, so each thread re-seeds lazily (from a
+ * key the child draws anew: thread_key_draw()) and a child never repeats
+ * the ids its parent draws. */
 static unsigned ctxshim_fork_gen = 1;
 
 static pthread_key_t exit_key;
@@ -339,38 +340,82 @@ out:
 #endif
 }
 
-/* Out of line: it runs once per thread (and after fork), and keeping it
- * apart lets thread_rng() inline into the per-request id draws. */
+/* The process's seed, drawn with getrandom() by the constructor and again
+ * by the fork handler (thread_key_draw()); each thread's
+ * generators are seeded from it with no system call (thread_rng_seed()).
+ * A thread that sandboxes itself after it started -- seccomp's strict
+ * mode, or a filter that kills on what its own code never calls, as
+ * privilege-separated workers do -- draws ids on its first request: a
+ * getrandom() there killed it.  thread_key_gen is ctxshim_fork_gen when
+ * the key was drawn (0: never); thread_seeded counts the threads seeded
+ * from it. */
+#define THREAD_SEED_WORDS ((CTX_RNG_SEED_SIZE + CTX_SPLITMIX_SEED_SIZE) / 8)
+static uint64_t thread_key[THREAD_SEED_WORDS];
+static unsigned thread_key_gen;
+static uint64_t thread_seeded;
+
+/* Keeps errno: the first id draw runs inside read hooks that do not save
+ * it (hook-socket.c, sk_in_begin()). */
 static __attribute__((noinline, cold)) void
-thread_rng_seed(struct ctxshim_thread *t)
+thread_key_draw(void)
 {
-	uint8_t seed[CTX_RNG_SEED_SIZE + CTX_SPLITMIX_SEED_SIZE];
-	size_t got = 0;
-	/* Kept: the first id draw runs inside read hooks that do not save
-	 * errno (hook-socket.c, sk_in_begin()). */
+	uint64_t key[THREAD_SEED_WORDS];
+	size_t got = 0, i;
 	int saved_errno = errno;
 
 	/* getrandom() is async-signal-safe; if the pool is not ready
 	 * (very early boot) fall back to mixing what we have, since
 	 * ids only need to be unique, not secret. */
-	while (got < sizeof(seed)) {
-		ssize_t r = getrandom(seed + got, sizeof(seed) - got, GRND_NONBLOCK);
+	while (got < sizeof(key)) {
+		ssize_t r = getrandom((uint8_t *)key + got, sizeof(key) - got,
+				      GRND_NONBLOCK);
 
 		if (r <= 0)
 			break;
 		got += (size_t)r;
 	}
-	if (got < sizeof(seed)) {
-		uint64_t mix[6] = {(uint64_t)(uintptr_t)t,
-				   (uint64_t)getpid(),
-				   (uint64_t)__builtin_ia32_rdtsc(),
-				   (uint64_t)ctxshim_fork_gen,
-				   (uint64_t)(uintptr_t)t ^ (uint64_t)getpid() << 32,
-				   (uint64_t)__builtin_ia32_rdtsc()};
+	if (got < sizeof(key)) {
+		uint64_t mix[THREAD_SEED_WORDS] = {(uint64_t)(uintptr_t)thread_key,
+						   (uint64_t)getpid(),
+						   (uint64_t)__builtin_ia32_rdtsc(),
+						   (uint64_t)ctxshim_fork_gen,
+						   (uint64_t)(uintptr_t)key ^
+							   (uint64_t)getpid() << 32,
+						   (uint64_t)__builtin_ia32_rdtsc()};
 
-		_Static_assert(sizeof(mix) == sizeof(seed),
-			       "one word per 8 seed bytes");
-		memcpy(seed, mix, sizeof(seed));
+		_Static_assert(sizeof(mix) == sizeof(key), "one word per 8 seed bytes");
+		memcpy(key, mix, sizeof(key));
+	}
+	/* Word by word: two threads that seed at once (threads started
+	 * before the constructor) may both draw; any mix of two keys is as
+	 * good. */
+	for (i = 0; i < THREAD_SEED_WORDS; i++)
+		__atomic_store_n(&thread_key[i], key[i], __ATOMIC_RELAXED);
+	__atomic_store_n(&thread_key_gen, ctxshim_fork_gen, __ATOMIC_RELEASE);
+	errno = saved_errno;
+}
+
+/* Out of line: it runs once per thread (and after fork), and keeping it
+ * apart lets thread_rng() inline into the per-request id draws.  The seed
+ * is the process's key xor the next of a sequence of distinct words
+ * (ctx_mix64() is one-to-one): no two threads of a process get the same
+ * seed, hence the same generators (ctx_rng_seed() is one-to-one too),
+ * and two processes' keys are independent. */
+static __attribute__((noinline, cold)) void
+thread_rng_seed(struct ctxshim_thread *t)
+{
+	uint8_t seed[CTX_RNG_SEED_SIZE + CTX_SPLITMIX_SEED_SIZE];
+	uint64_t n;
+	size_t i;
+
+	if (__atomic_load_n(&thread_key_gen, __ATOMIC_ACQUIRE) != ctxshim_fork_gen)
+		thread_key_draw();
+	n = __atomic_fetch_add(&thread_seeded, 1, __ATOMIC_RELAXED);
+	for (i = 0; i < THREAD_SEED_WORDS; i++) {
+		uint64_t w = __atomic_load_n(&thread_key[i], __ATOMIC_RELAXED) ^
+			     ctx_mix64(n * THREAD_SEED_WORDS + i + 1);
+
+		memcpy(seed + 8 * i, &w, 8);
 	}
 	/* Separate bytes for the two generators: the span-ids' stream owes
 	 * nothing to the trace-ids'. */
@@ -382,7 +427,6 @@ thread_rng_seed(struct ctxshim_thread *t)
 	if (t->sk.mark != CTXSHIM_SK_MARK_MIXED)
 		t->sk.mark = t->span_rng.state;
 	t->rng_gen = ctxshim_fork_gen;
-	errno = saved_errno;
 }
 
 static inline struct ctx_rng *
@@ -507,6 +551,7 @@ ctxshim_ctx_set_tracestate(struct ctxshim_ctx *c,
 void
 ctxshim_thread_init(void)
 {
+	thread_key_draw();
 	exit_key_ok = pthread_key_create(&exit_key, thread_exit) == 0;
 	if (!exit_key_ok)
 		ctxshim_log("pthread_key_create failed; records of exiting threads are "
@@ -521,4 +566,6 @@ ctxshim_thread_after_fork_child(void)
 	ctxshim_fork_gen++;
 	if (ctxshim_fork_gen == 0)
 		ctxshim_fork_gen = 1;
+	/* Now, while the child can still make the call (thread_rng_seed()). */
+	thread_key_draw();
 }

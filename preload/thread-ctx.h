@@ -118,8 +118,9 @@ static inline bool ctxshim_detach_span(const uint8_t span_id[8]);
 /* The calling thread's current context, or NULL. */
 static inline const struct ctxshim_ctx *ctxshim_current(void);
 
-/* Random ids from the calling thread's generator (seeded from getrandom,
- * re-seeded in a forked child). */
+/* Random ids from the calling thread's generator (seeded, with no system
+ * call, from a key the constructor draws with getrandom(); re-seeded in a
+ * forked child, from a key its fork handler draws). */
 void ctxshim_new_trace_id(uint8_t id[16]);
 void ctxshim_new_span_id(uint8_t id[8]);
 void ctxshim_random_uuid(char out[37]);

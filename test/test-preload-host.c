@@ -38,6 +38,10 @@
  *   another (hook-ucontext.c used to read the first thread's TLS).
  * - host-safe uc-small-stack: setcontext() from a coroutine's 1 KiB stack
  *   (hook-ucontext.c used to copy the thread's context onto it first).
+ * - host-safe seccomp-strict: a thread that enters seccomp's strict mode
+ *   before its first request (preload/thread-ctx.c seeded the thread's
+ *   id generator with getrandom() there, and the kernel killed the
+ *   thread).
  * - h2-early: an nghttp2 server session from a callbacks object that a
  *   library's constructor began before the shim's constructor ran
  *   (hook-nghttp2.c used to swap it knowing only the later setters, and
@@ -473,6 +477,20 @@ START_TEST(setcontext_on_a_small_coroutine_stack)
 }
 END_TEST
 
+/* ---- seccomp ------------------------------------------------------------ */
+
+START_TEST(request_in_a_seccomp_strict_thread)
+{
+	char path[4096], *argv[] = {path, "seccomp-strict", NULL}, *out;
+
+	helper_path(path, sizeof(path), "host-safe");
+	out = run_both(argv, NULL);
+	ck_assert_str_eq(out, "sandboxed thread: step 3\n"
+			      "client got 27 bytes: HTTP/1.1 204 No Content\n");
+	free(out);
+}
+END_TEST
+
 /* ---- nghttp2 ------------------------------------------------------------ */
 
 START_TEST(h2_callbacks_set_before_the_shim)
@@ -605,6 +623,7 @@ TEST_SUITE(preload_host_suite)
 			    (int)(sizeof(sigpipe_cases) / sizeof(sigpipe_cases[0])));
 	tcase_add_test(tc, coroutine_resumed_on_another_thread);
 	tcase_add_test(tc, setcontext_on_a_small_coroutine_stack);
+	tcase_add_test(tc, request_in_a_seccomp_strict_thread);
 	tcase_add_test(tc, h2_callbacks_set_before_the_shim);
 	tcase_add_loop_test(tc, h2_allocator_takes_locks, 0,
 			    (int)(sizeof(h2_alloc_mode) / sizeof(h2_alloc_mode[0])));

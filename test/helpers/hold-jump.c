@@ -3,11 +3,11 @@
  * context (test-preload-socket.c, "hold").  No tracing code: it looks at
  * its own thread's record the way an in-process reader would (ctxobs.h).
  *
- * The landing spot is exact, not left to a timer: the shim draws a
- * thread's first span-id while it holds its busy flags, and seeds its
- * generator then with getrandom(), which this program defines (exported:
- * the shim's call binds to it).  Armed, it raises SIGUSR1 there, once,
- * on a thread started for each case:
+ * The landing spot is exact, not left to a timer: the shim publishes a
+ * thread's first request while it holds its busy flags, and registers
+ * the thread's exit handler then with pthread_setspecific(), which this
+ * program defines (exported: the shim's call binds to it).  Armed, it
+ * raises SIGUSR1 there, once, on a thread started for each case:
  *
  *   hold-jump out       the handler siglongjmp()s back to the request loop
  *                       (a request timeout); the next request, on a new
@@ -38,7 +38,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -57,10 +56,12 @@ static sigjmp_buf loop_env;
 static int side_srv = -1;
 static volatile int side_saw_own = -1;
 
-/* The shim's (and anyone's) getrandom(): raises SIGUSR1 on the armed
- * thread, once, then does the real thing. */
-ssize_t
-getrandom(void *buf, size_t len, unsigned flags)
+static int (*real_setspecific)(pthread_key_t, const void *);
+
+/* The shim's (and anyone's) pthread_setspecific(): raises SIGUSR1 on the
+ * armed thread, once, then does the real thing. */
+int
+pthread_setspecific(pthread_key_t key, const void *v)
 {
 	if (armed_tid && armed_tid == (pid_t)syscall(SYS_gettid)) {
 		armed_tid = 0;
@@ -68,7 +69,7 @@ getrandom(void *buf, size_t len, unsigned flags)
 		(void)syscall(SYS_tgkill, getpid(), (pid_t)syscall(SYS_gettid),
 			      SIGUSR1);
 	}
-	return syscall(SYS_getrandom, buf, len, flags);
+	return real_setspecific(key, v);
 }
 
 static void
@@ -174,7 +175,8 @@ run(void *arg)
 	if (sigsetjmp(loop_env, 1) == 0) {
 		read_request(srv);
 		if (!raised)
-			fail("getrandom() was not called in the read (no shim?)");
+			fail("pthread_setspecific() was not called in the read (no "
+			     "shim?)");
 		if (strncmp(mode, "out", 3) == 0)
 			fail("the handler returned");
 		if (side_saw_own != 0 && shim)
@@ -219,10 +221,14 @@ main(int argc, char **argv)
 	shim = dlsym(RTLD_DEFAULT, OTEL_THREAD_CTX_SYMBOL) != NULL;
 	if (!shim)
 		fail("no otel_thread_ctx_v1: run under the shim");
+	real_setspecific = (int (*)(pthread_key_t, const void *))dlsym(
+		RTLD_NEXT, "pthread_setspecific");
+	if (!real_setspecific)
+		fail("no pthread_setspecific after ours");
 	lsock = listen_loopback(8, SOCK_CLOEXEC, &srv_addr);
 	if (lsock < 0)
 		fail("listen");
-	/* a thread of its own: its first span-id is drawn in the read */
+	/* a thread of its own: its first publication is the read's */
 	pthread_create(&t, NULL, run, NULL);
 	pthread_join(t, NULL);
 	printf("RESULT %s ok\n", mode);

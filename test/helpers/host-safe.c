@@ -38,7 +38,15 @@
  *   host-safe uc-small-stack SIZE
  *       A coroutine on a SIZE-byte stack (a guard page below it) that
  *       only setcontext()s back to main, which needs next to no stack
- *       (hooks/hook-ucontext.c used to take 1.2 KiB of it). */
+ *       (hooks/hook-ucontext.c used to take 1.2 KiB of it).
+ *   host-safe seccomp-strict
+ *       A thread started with no context puts itself in seccomp's strict
+ *       mode (read, write, exit and sigreturn only: anything else kills
+ *       it), then reads a traced request head from a connection the main
+ *       thread accepted and writes a response.  Prints what the thread
+ *       got done (preload/thread-ctx.c used to seed the thread's id
+ *       generator with getrandom() at its first request, which killed
+ *       it). */
 #include "config.h"
 
 #include <arpa/inet.h>
@@ -53,8 +61,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/seccomp.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <ucontext.h>
 #include <unistd.h>
@@ -537,6 +548,76 @@ uc_small_stack(size_t size)
 	return 0;
 }
 
+/* ---- seccomp-strict ------------------------------------------------------ */
+
+static const char strict_req[] =
+	"GET /sandboxed HTTP/1.1\r\nHost: x\r\ntraceparent: "
+	"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+	"\r\n\r\n";
+static const char strict_resp[] = "HTTP/1.1 204 No Content\r\n\r\n";
+static int strict_srv;
+/* What the sandboxed thread got done: 0 nothing, 1 in strict mode, 2 the
+ * head read, 3 the response written.  Plain stores: the thread can make
+ * no other call. */
+static volatile int strict_step;
+
+static void *
+strict_thread(void *arg)
+{
+	char buf[512];
+	size_t got = 0;
+
+	(void)arg;
+	if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_STRICT) != 0)
+		return NULL;
+	strict_step = 1;
+	while (got < sizeof(strict_req) - 1) {
+		ssize_t r = read(strict_srv, buf, sizeof(buf));
+
+		if (r <= 0)
+			break;
+		got += (size_t)r;
+	}
+	if (got == sizeof(strict_req) - 1) {
+		strict_step = 2;
+		if (write(strict_srv, strict_resp, sizeof(strict_resp) - 1) ==
+		    (ssize_t)sizeof(strict_resp) - 1)
+			strict_step = 3;
+	}
+	/* exit(2), the only way out strict mode leaves: pthread_exit()
+	 * would unwind through calls it forbids.  The kernel still clears the
+	 * thread's tid for pthread_join(). */
+	syscall(SYS_exit, 0);
+	return NULL;
+}
+
+static int
+seccomp_strict(void)
+{
+	char buf[128];
+	pthread_t th;
+	ssize_t n;
+	int cli;
+
+	if (tcp_pair(&strict_srv, &cli) != 0) {
+		printf("no connection: %s\n", strerror(errno));
+		return 1;
+	}
+	if (write(cli, strict_req, sizeof(strict_req) - 1) !=
+		    (ssize_t)sizeof(strict_req) - 1 ||
+	    pthread_create(&th, NULL, strict_thread, NULL) != 0 ||
+	    pthread_join(th, NULL) != 0) {
+		printf("set-up failed: %s\n", strerror(errno));
+		return 1;
+	}
+	printf("sandboxed thread: step %d\n", strict_step);
+	(void)shutdown(strict_srv, SHUT_WR);
+	n = read(cli, buf, sizeof(buf) - 1);
+	buf[n > 0 ? n : 0] = '\0';
+	printf("client got %zd bytes: %s\n", n, n > 0 ? strtok(buf, "\r") : "");
+	return 0;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -553,9 +634,11 @@ main(int argc, char **argv)
 		return uc_migrate();
 	if (argc == 3 && strcmp(argv[1], "uc-small-stack") == 0)
 		return uc_small_stack(strtoul(argv[2], NULL, 0));
+	if (argc == 2 && strcmp(argv[1], "seccomp-strict") == 0)
+		return seccomp_strict();
 	fprintf(stderr, "usage: host-safe clone-exec FN SIZE | vfork-execl FN | "
 			"execl-int-max FN | "
 			"sigpipe MODE | "
-			"uc-migrate | uc-small-stack SIZE\n");
+			"uc-migrate | uc-small-stack SIZE | seccomp-strict\n");
 	return 64;
 }
