@@ -336,9 +336,10 @@ hook_socket_ctor(void)
  * taken for responses, and reads of stdin published the request) and
  * made it forget every connection it had.  One getpid() system call,
  * only in the fd-management hooks that change the table in bulk or by
- * copy (dup, dup2, dup3, fcntl F_DUPFD*, close_range, closefrom), never on
- * a read or write path; close() and fclose() do without (the comment at
- * the top says what that leaves).  A child of a raw clone() without
+ * copy (dup, dup2, dup3, fcntl F_DUPFD*, close_range, closefrom), and only
+ * when a number they touch is the table's (a sandboxed program may not be
+ * allowed getpid()), never on a read or write path; close() and fclose()
+ * do without (the comment at the top says what that leaves).  A child of a raw clone() without
  * CLONE_VM, which runs no fork handler either, is taken for one too: its
  * copies and range closes go unseen there, like a close the hooks do not
  * see (see the top). */
@@ -2152,39 +2153,56 @@ sk_gone(int fd, const char *reason)
 	errno = saved_errno;
 }
 
+/* The first fd from fd to hi with a connection slot in use (its hot byte
+ * set), or -1.  Chunks never mapped hold no connection: skipped whole. */
+static long
+sk_range_next(unsigned fd, unsigned hi)
+{
+	unsigned max = __atomic_load_n(&ctxshim_conn_tab.max_fds, __ATOMIC_ACQUIRE);
+
+	if (!max)
+		return -1;
+	if (hi >= max)
+		hi = max - 1;
+	while (fd <= hi) {
+		if (!atomic_load_explicit(
+			    &ctxshim_conn_tab.chunks[fd >> CTXSHIM_CONN_CHUNK_SHIFT],
+			    memory_order_acquire)) {
+			fd = (fd | (CTXSHIM_CONN_CHUNK - 1)) + 1;
+			continue;
+		}
+		if (ctxshim_conn_hot((int)fd))
+			return fd;
+		fd++;
+	}
+	return -1;
+}
+
+/* Is one of the shim's own fds in [lo, hi]?  They sit in a chunk never
+ * mapped for connections (sk_range_next() skips it). */
+static bool
+sk_range_shim(unsigned lo, unsigned hi)
+{
+	int ev = ctxshim_events_fd, log = ctxshim_log_fd;
+
+	return (ev >= 0 && (unsigned)ev >= lo && (unsigned)ev <= hi) ||
+	       (log >= 0 && (unsigned)log >= lo && (unsigned)log <= hi);
+}
+
 static void
 sk_gone_range(unsigned lo, unsigned hi, const char *reason)
 {
-	unsigned max = __atomic_load_n(&ctxshim_conn_tab.max_fds, __ATOMIC_ACQUIRE);
-	unsigned fd;
 	int ev = ctxshim_events_fd;
+	long fd;
 
-	/* The shim's own fds sit in a chunk never mapped for connections. */
 	if (ev >= 0 && (unsigned)ev >= lo && (unsigned)ev <= hi)
 		ctxshim_conn_release_shim_fd(ev);
 	ev = ctxshim_log_fd;
 	if (ev >= 0 && (unsigned)ev >= lo && (unsigned)ev <= hi)
 		ctxshim_conn_release_shim_fd(ev);
-	if (hi >= max)
-		hi = max ? max - 1 : 0;
-	for (fd = lo; max && fd <= hi;) {
-		unsigned chunk_end = (fd | (CTXSHIM_CONN_CHUNK - 1));
-
-		/* Chunks never mapped hold no connection: skip them whole. */
-		if (!atomic_load_explicit(
-			    &ctxshim_conn_tab.chunks[fd >> CTXSHIM_CONN_CHUNK_SHIFT],
-			    memory_order_acquire)) {
-			if (chunk_end >= hi)
-				break;
-			fd = chunk_end + 1;
-			continue;
-		}
-		if (ctxshim_conn_hot((int)fd))
-			sk_gone((int)fd, reason);
-		if (fd == hi)
-			break;
-		fd++;
-	}
+	for (fd = sk_range_next(lo, hi); fd >= 0;
+	     fd = sk_range_next((unsigned)fd + 1, hi))
+		sk_gone((int)fd, reason);
 }
 
 /* sk_idle() with the event log on: it needs to know whose context it
@@ -2800,8 +2818,13 @@ hook_socket_close(int fd)
 static void
 sk_duped(int oldfd, int newfd, const char *reason)
 {
-	int saved_errno = errno;
+	int saved_errno;
 
+	/* Neither is ours (a shell's or a CGI server's redirections): nothing
+	 * to do, and no getpid() for sk_vfork_child(). */
+	if (!ctxshim_conn_hot(oldfd) && !ctxshim_conn_hot(newfd))
+		return;
+	saved_errno = errno;
 	if (sk_vfork_child()) {
 		errno = saved_errno;
 		return;
@@ -2955,9 +2978,15 @@ sk_threads_share_table(void)
 static __attribute__((noinline)) void
 sk_gone_range_own(unsigned lo, unsigned hi, bool unshare, const char *reason)
 {
-	int saved_errno = errno;
-	bool keep = sk_vfork_child() || (unshare && sk_threads_share_table());
+	int saved_errno;
+	bool keep;
 
+	/* Nothing of ours in the range (a child closing what it inherited
+	 * before exec, a daemon at start): no system call of ours either. */
+	if (!sk_range_shim(lo, hi) && sk_range_next(lo, hi) < 0)
+		return;
+	saved_errno = errno;
+	keep = sk_vfork_child() || (unshare && sk_threads_share_table());
 	errno = saved_errno;
 	if (!keep)
 		sk_gone_range(lo, hi, reason);

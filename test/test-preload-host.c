@@ -42,6 +42,10 @@
  *   before its first request (preload/thread-ctx.c seeded the thread's
  *   id generator with getrandom() there, and the kernel killed the
  *   thread).
+ * - host-safe seccomp-fds: dup2, dup3, close_range and closefrom of
+ *   descriptors that hold no connection, under a seccomp filter that
+ *   forbids getpid() and openat() (hook-socket.c made a getpid() in each,
+ *   and read /proc/self/stat for close_range's unshare).
  * - h2-early: an nghttp2 server session from a callbacks object that a
  *   library's constructor began before the shim's constructor ran
  *   (hook-nghttp2.c used to swap it knowing only the later setters, and
@@ -491,6 +495,23 @@ START_TEST(request_in_a_seccomp_strict_thread)
 }
 END_TEST
 
+START_TEST(fd_moves_under_a_seccomp_filter)
+{
+	char path[4096], *argv[] = {path, "seccomp-fds", NULL}, *out;
+
+	helper_path(path, sizeof(path), "host-safe");
+	out = run_both(argv, NULL);
+	ck_assert_str_eq(out, "dup2: 100\n"
+			      "dup3: 101\n"
+			      "close_range: 0\n"
+			      "dup2: 100\n"
+			      "close_range unshare: 0\n"
+			      "dup2: 300\n"
+			      "closefrom: fd 300 closed\n");
+	free(out);
+}
+END_TEST
+
 /* ---- nghttp2 ------------------------------------------------------------ */
 
 START_TEST(h2_callbacks_set_before_the_shim)
@@ -624,6 +645,7 @@ TEST_SUITE(preload_host_suite)
 	tcase_add_test(tc, coroutine_resumed_on_another_thread);
 	tcase_add_test(tc, setcontext_on_a_small_coroutine_stack);
 	tcase_add_test(tc, request_in_a_seccomp_strict_thread);
+	tcase_add_test(tc, fd_moves_under_a_seccomp_filter);
 	tcase_add_test(tc, h2_callbacks_set_before_the_shim);
 	tcase_add_loop_test(tc, h2_allocator_takes_locks, 0,
 			    (int)(sizeof(h2_alloc_mode) / sizeof(h2_alloc_mode[0])));

@@ -46,7 +46,15 @@
  *       thread accepted and writes a response.  Prints what the thread
  *       got done (preload/thread-ctx.c used to seed the thread's id
  *       generator with getrandom() at its first request, which killed
- *       it). */
+ *       it).
+ *   host-safe seccomp-fds
+ *       With a connection open, installs a seccomp filter that kills the
+ *       process on getpid() and openat(), then moves and closes pipes and
+ *       ranges of descriptors that hold no connection with dup2, dup3,
+ *       close_range (also CLOSE_RANGE_UNSHARE, with a second thread) and
+ *       closefrom.  Prints what it did (hooks/hook-socket.c made a
+ *       getpid() in each of those calls, and close_range's unshare read
+ *       /proc/self/stat, whatever the descriptors). */
 #include "config.h"
 
 #include <arpa/inet.h>
@@ -61,6 +69,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
@@ -618,6 +627,57 @@ seccomp_strict(void)
 	return 0;
 }
 
+/* ---- seccomp-fds --------------------------------------------------------- */
+
+static void *
+fds_idle(void *arg)
+{
+	int *p = arg;
+	char c;
+
+	/* a second thread, so that close_range()'s unshare has a table
+	 * shared with another thread to unshare */
+	(void)read(p[0], &c, 1);
+	return NULL;
+}
+
+static int
+seccomp_fds(void)
+{
+	struct sock_filter f[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_getpid, 2, 0),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_openat, 1, 0),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
+	};
+	struct sock_fprog prog = {.len = sizeof(f) / sizeof(f[0]), .filter = f};
+	int srv, cli, p[2], q[2];
+	pthread_t th;
+
+	if (tcp_pair(&srv, &cli) != 0 || pipe(p) != 0 || pipe(q) != 0 ||
+	    pthread_create(&th, NULL, fds_idle, q) != 0) {
+		printf("set-up failed: %s\n", strerror(errno));
+		return 1;
+	}
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
+	    prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) != 0) {
+		printf("no seccomp filter: %s\n", strerror(errno));
+		return 1;
+	}
+	printf("dup2: %d\n", dup2(p[0], 100));
+	printf("dup3: %d\n", dup3(p[1], 101, O_CLOEXEC));
+	printf("close_range: %d\n", close_range(100, 101, 0));
+	printf("dup2: %d\n", dup2(p[0], 100));
+	printf("close_range unshare: %d\n", close_range(100, 200, CLOSE_RANGE_UNSHARE));
+	printf("dup2: %d\n", dup2(p[1], 300));
+	closefrom(300);
+	printf("closefrom: fd 300 %s\n", fcntl(300, F_GETFD) < 0 ? "closed" : "open");
+	(void)write(q[1], "x", 1);
+	pthread_join(th, NULL);
+	return 0;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -636,9 +696,12 @@ main(int argc, char **argv)
 		return uc_small_stack(strtoul(argv[2], NULL, 0));
 	if (argc == 2 && strcmp(argv[1], "seccomp-strict") == 0)
 		return seccomp_strict();
+	if (argc == 2 && strcmp(argv[1], "seccomp-fds") == 0)
+		return seccomp_fds();
 	fprintf(stderr, "usage: host-safe clone-exec FN SIZE | vfork-execl FN | "
 			"execl-int-max FN | "
 			"sigpipe MODE | "
-			"uc-migrate | uc-small-stack SIZE | seccomp-strict\n");
+			"uc-migrate | uc-small-stack SIZE | seccomp-strict | "
+			"seccomp-fds\n");
 	return 64;
 }
