@@ -58,11 +58,21 @@ static volatile int side_saw_own = -1;
 
 static int (*real_setspecific)(pthread_key_t, const void *);
 
+static void
+bind_setspecific(void)
+{
+	real_setspecific = (int (*)(pthread_key_t, const void *))dlsym(
+		RTLD_NEXT, "pthread_setspecific");
+}
+
 /* The shim's (and anyone's) pthread_setspecific(): raises SIGUSR1 on the
- * armed thread, once, then does the real thing. */
+ * armed thread, once, then does the real thing.  Bound here too, not
+ * only in main(): a preloaded runtime (ASan's) calls it before main(). */
 int
 pthread_setspecific(pthread_key_t key, const void *v)
 {
+	if (!real_setspecific)
+		bind_setspecific();
 	if (armed_tid && armed_tid == (pid_t)syscall(SYS_gettid)) {
 		armed_tid = 0;
 		raised = 1;
@@ -221,8 +231,8 @@ main(int argc, char **argv)
 	shim = dlsym(RTLD_DEFAULT, OTEL_THREAD_CTX_SYMBOL) != NULL;
 	if (!shim)
 		fail("no otel_thread_ctx_v1: run under the shim");
-	real_setspecific = (int (*)(pthread_key_t, const void *))dlsym(
-		RTLD_NEXT, "pthread_setspecific");
+	if (!real_setspecific)
+		bind_setspecific();
 	if (!real_setspecific)
 		fail("no pthread_setspecific after ours");
 	lsock = listen_loopback(8, SOCK_CLOEXEC, &srv_addr);
