@@ -134,6 +134,115 @@ ln -s "$dp_tmp/outside" "$root/var"
 expect_status 0 "uninstall with var a link out of the root" "$S" preload uninstall --root "$root"
 check "keeps the directory outside the root" test -d "$dp_tmp/outside/lib"
 check "and the link" test -L "$root/var"
+# ------------------------------------------------------------ links in the root
+
+# An image tree's links point into the image: var -> /data/var is the
+# root's /data/var, not this host's (old: install wrote the state into
+# this host's directory through the link, and uninstall left its lib/
+# there).  So are relative links, and a ".." that would climb out of the
+# root stops at it, as it does in the image.  $outside stands for a
+# directory of this host: it does not change, and uninstall leaves the
+# root as it was.
+outside=$dp_tmp/outside-host
+mkdir -p "$outside/etc"
+printf '/usr/lib/libhost.so\n' >"$outside/etc/ld.so.preload"
+outside_before=$(snapshot "$outside")
+# climb PATH: as many ".." as PATH has names: from PATH, this host's /.
+climb() {
+	printf '%s' "$1" | sed 's|/[^/]*|../|g'
+}
+# link_case NAME LINK TARGET WHERE: a new root with LINK -> TARGET in it:
+# install, status and uninstall work on WHERE (the root's directory that
+# the link names) and leave $outside alone.
+link_case() {
+	new_root "$1"
+	[ "$2" != etc ] || rmdir "$root/etc"
+	ln -s "$3" "$root/$2"
+	before=$(snapshot "$root")
+	expect_status 0 "$1: install" "$S" preload install --root "$root"
+	case $2 in
+	etc)
+		check "$1: writes the root's $4/ld.so.preload" same \
+			"$(cat "$root$4/ld.so.preload")" "$lib"
+		state=/var/lib/ctxshim
+		;;
+	*)
+		check "$1: writes ld.so.preload" same "$(cat "$pf")" "$lib"
+		state=$4/lib/ctxshim
+		;;
+	esac
+	check "$1: the state in the root's $state" test -f "$root$state/ld.so.preload.absent"
+	check "$1: nothing changes outside the root" same "$(snapshot "$outside")" "$outside_before"
+	expect_status 0 "$1: status" "$S" preload status --root "$root"
+	check "$1: status reads the root's state" contains "$dp_out" "there was no"
+	expect_status 0 "$1: uninstall" "$S" preload uninstall --root "$root"
+	check "$1: the root as before, the directories made in $4 too" \
+		same "$(snapshot "$root")" "$before"
+	check "$1: nothing changed outside the root" same "$(snapshot "$outside")" "$outside_before"
+}
+link_case l-var-abs var "$outside" "$outside"
+link_case l-var-up var "$(climb "$dp_tmp/l-var-up")${outside#/}" "$outside"
+link_case l-var-rel var data/var /data/var
+link_case l-etc-abs etc "$outside/etc" "$outside/etc"
+# ld.so.preload itself an absolute link: status reads the root's file it
+# names (old: this host's), install and uninstall refuse the link as they
+# do a relative one, and the file of this host stays as it is.
+new_root l-pf
+mkdir -p "$root$outside/etc"
+printf '/usr/lib/libfoo.so\n' >"$root$outside/etc/ld.so.preload"
+ln -s "$outside/etc/ld.so.preload" "$pf"
+printf '%s\n' "$lib" >"$outside/etc/ld.so.preload"
+outside_before=$(snapshot "$outside")
+expect_status 1 "l-pf: status reads the root's file, without the entry" \
+	"$S" preload status --root "$root"
+check "l-pf: names it" same "$dp_out" \
+	"not installed ($root$outside/etc/ld.so.preload does not name libctxshim.so)"
+expect_status 1 "l-pf: install refuses the link" "$S" preload install --root "$root"
+check "l-pf: says why" contains "$dp_err" "$pf is a symbolic link (to $outside/etc/ld.so.preload)"
+printf '/usr/lib/libhost.so\n' >"$outside/etc/ld.so.preload"
+printf '%s\n' "$lib" >"$root$outside/etc/ld.so.preload"
+outside_before=$(snapshot "$outside")
+expect_status 0 "l-pf: status reads the root's file, with the entry" \
+	"$S" preload status --root "$root"
+expect_status 1 "l-pf: uninstall refuses the link" "$S" preload uninstall --root "$root"
+check "l-pf: says why" contains "$dp_err" "$pf is a symbolic link (to $outside/etc/ld.so.preload)"
+check "l-pf: the root's file unchanged" same "$(cat "$root$outside/etc/ld.so.preload")" "$lib"
+check "l-pf: nothing changed outside the root" same "$(snapshot "$outside")" "$outside_before"
+# A link left in the place of the temporary file is removed, not written
+# through (old: the new file was written into this host's file).
+new_root l-new
+ln -s "$outside/etc/ld.so.preload" "$pf.ctxshim-new"
+outside_before=$(snapshot "$outside")
+expect_status 0 "l-new: install over a stale link" "$S" preload install --root "$root"
+check "l-new: writes ld.so.preload" same "$(cat "$pf")" "$lib"
+check "l-new: and no link is left" test ! -L "$pf.ctxshim-new"
+check "l-new: nothing changed outside the root" same "$(snapshot "$outside")" "$outside_before"
+ln -s "$outside/etc/ld.so.preload" "$pf.ctxshim-new"
+printf '/usr/lib/libfoo.so\n%s\n' "$lib" >"$pf"
+expect_status 0 "l-new: uninstall over a stale link" "$S" preload uninstall --root "$root"
+check "l-new: takes the entry out" same "$(cat "$pf")" /usr/lib/libfoo.so
+check "l-new: nothing changed outside the root" same "$(snapshot "$outside")" "$outside_before"
+# A link loop: one line that names the path and the link, and nothing
+# written; status cannot tell (old: mkdir's message, or "not installed").
+# loop_case NAME LINK OTHER: LINK -> /OTHER and OTHER -> /LINK.
+loop_case() {
+	new_root "$1"
+	[ "$2" != etc ] || rmdir "$root/etc"
+	ln -s "/$3" "$root/$2"
+	ln -s "/$2" "$root/$3"
+	before=$(snapshot "$root")
+	for a in install uninstall status; do
+		want=1
+		[ $a != status ] || want=2
+		expect_status $want "$1: $a refuses a link loop in $2" "$S" preload $a --root "$root"
+		check "$1: $a: one line that names the path and why" same "$dp_err" \
+			"ctxshim: cannot resolve $root$4 inside $root: $root/$2: Too many levels of symbolic links"
+		check "$1: $a: nothing written" same "$(snapshot "$root")" "$before"
+	done
+}
+loop_case l-loop-var var var2 /var/lib/ctxshim
+loop_case l-loop-etc etc etc2 /etc
+
 # A root whose name ends with a newline is that directory, not the one
 # without it ($(...) drops the newlines that end its output; old: the
 # other, and "/<newline>" was this host).
