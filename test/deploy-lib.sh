@@ -141,6 +141,27 @@ same() {
 	return 1
 }
 
+# snapshot DIR: a listing of the tree with checksums, and a link as its
+# target (not followed out of the tree): "nothing changed" means equal
+# listings.
+snapshot() {
+	(cd "$1" && find . -print | sort | while IFS= read -r f; do
+		if [ -L "$f" ]; then
+			printf '%s -> %s\n' "$f" "$(readlink "$f")"
+		elif [ -f "$f" ]; then
+			printf '%s %s %s\n' "$f" "$(stat -c %a "$f")" "$(cksum <"$f")"
+		else
+			printf '%s\n' "$f"
+		fi
+	done)
+}
+
+# climb DIR: as many "../" as DIR has names: the way from DIR to this
+# host's /, which the same link inside a root DIR cannot climb out of.
+climb() {
+	printf '%s' "$1" | sed 's|/[^/]*|../|g'
+}
+
 dp_skip() {
 	echo "SKIP: $*"
 	exit 77

@@ -202,6 +202,66 @@ rm -rf "$root/usr/lib/systemd" "$root/etc/systemd/system/getty@tty1.service.d" \
 	"$root/etc/systemd/system/getty@.service.d" "$root/etc/systemd/system/foo@x.service.d" \
 	"$root/etc/systemd/system/nginx.service.d"
 
+# Links of the root are followed inside it, as for preload: etc ->
+# /data/etc is the root's /data/etc, not this host's (old: the drop-in
+# was written there, and its unit file found there), and a ".." stops at
+# the root.  $outside stands for a directory of this host.
+outside=$dp_tmp/outside-host
+mkdir -p "$outside/systemd/system"
+: >"$outside/systemd/system/nginx.service"
+outside_before=$(snapshot "$outside")
+for how in absolute relative; do
+	lroot=$dp_tmp/l-$how
+	mkdir -p "$lroot${lib%/*}"
+	cp "$built_lib" "$lroot$lib"
+	if [ $how = absolute ]; then
+		ln -s "$outside" "$lroot/etc"
+	else
+		ln -s "$(climb "$lroot")${outside#/}" "$lroot/etc"
+	fi
+	lfile=$lroot$outside/systemd/system/nginx.service.d/ctxshim.conf
+	expect_status 0 "etc a link ($how): write" "$S" systemd-dropin --root "$lroot" nginx
+	check "etc a link ($how): says where" contains "$dp_out" "wrote $lfile"
+	check "etc a link ($how): the root's directory" test -f "$lfile"
+	check "etc a link ($how): not this host's unit file" contains "$dp_err" \
+		"warning: no unit file nginx.service"
+	check "etc a link ($how): nothing changes outside the root" \
+		same "$(snapshot "$outside")" "$outside_before"
+	expect_status 0 "etc a link ($how): remove" "$S" systemd-dropin --remove --root "$lroot" nginx
+	check "etc a link ($how): removes it" test ! -e "$lfile"
+	check "etc a link ($how): nothing changed outside the root" \
+		same "$(snapshot "$outside")" "$outside_before"
+done
+# A link in the place of the temporary file is removed, not written
+# through; the drop-in a link is removed as the link (old: "does not
+# exist" when it pointed to no file of this host).
+ldir=$lroot$outside/systemd/system/nginx.service.d
+mkdir -p "$ldir"
+ln -s "$outside/systemd/system/nginx.service" "$ldir/ctxshim.conf.tmp"
+expect_status 0 "a link as the temporary file" "$S" systemd-dropin --root "$lroot" nginx
+check "the drop-in written" contains "$(cat "$ldir/ctxshim.conf")" "[Service]"
+check "nothing changed outside the root" same "$(snapshot "$outside")" "$outside_before"
+rm "$ldir/ctxshim.conf"
+mkdir -p "$lroot/srv"
+: >"$lroot/srv/dropin.conf"
+ln -s /srv/dropin.conf "$ldir/ctxshim.conf"
+expect_status 0 "remove a drop-in that is a link" "$S" systemd-dropin --remove --root "$lroot" nginx
+check "the link goes" test ! -L "$ldir/ctxshim.conf"
+check "the file it named stays" test -f "$lroot/srv/dropin.conf"
+# A loop: one line that names the path and the link; --print checks nothing.
+lroot=$dp_tmp/l-loop
+mkdir -p "$lroot${lib%/*}"
+cp "$built_lib" "$lroot$lib"
+ln -s /etc2 "$lroot/etc"
+ln -s /etc "$lroot/etc2"
+for o in "" --remove; do
+	# shellcheck disable=SC2086 # no option, or one
+	expect_status 1 "a link loop${o:+ ($o)}" "$S" systemd-dropin $o --root "$lroot" nginx
+	check "one line${o:+ ($o)}" same "$dp_err" \
+		"ctxshim: cannot resolve $lroot/etc/systemd/system/nginx.service.d inside $lroot: $lroot/etc: Too many levels of symbolic links"
+done
+expect_status 0 "a link loop: --print" "$S" systemd-dropin --print --root "$lroot" nginx
+
 # Below --root the library is for that system, not for this host: it is
 # not loaded here (it could be built for another machine or C library, and
 # loading it would run the root's code on the host), only checked: a

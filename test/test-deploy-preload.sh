@@ -24,16 +24,6 @@ new_root() {
 	cp "$built_lib" "$root$lib"
 	pf=$root/etc/ld.so.preload
 }
-# A tree listing with checksums: "nothing changed" means equal listings.
-snapshot() {
-	(cd "$1" && find . -print | sort | while IFS= read -r f; do
-		if [ -f "$f" ]; then
-			printf '%s %s %s\n' "$f" "$(stat -c %a "$f")" "$(cksum <"$f")"
-		else
-			printf '%s\n' "$f"
-		fi
-	done)
-}
 
 # ------------------------------------------------------------ no file before
 
@@ -147,10 +137,6 @@ outside=$dp_tmp/outside-host
 mkdir -p "$outside/etc"
 printf '/usr/lib/libhost.so\n' >"$outside/etc/ld.so.preload"
 outside_before=$(snapshot "$outside")
-# climb PATH: as many ".." as PATH has names: from PATH, this host's /.
-climb() {
-	printf '%s' "$1" | sed 's|/[^/]*|../|g'
-}
 # link_case NAME LINK TARGET WHERE: a new root with LINK -> TARGET in it:
 # install, status and uninstall work on WHERE (the root's directory that
 # the link names) and leave $outside alone.
