@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 #
 # ctxshim systemd-dropin: the exact text, quoting of values for systemd,
-# writing and removing below --root (only a library that loads), unit name
+# writing and removing below --root (only a library that loads, the root's
+# symbolic links followed inside it), unit name
 # handling, and (when systemd-analyze is installed) systemd itself parsing
 # the drop-in without a complaint.
 

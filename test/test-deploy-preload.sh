@@ -7,7 +7,8 @@
 # install survives the uninstall; commented-out entries are not entries;
 # installing another library path replaces the entry and keeps the first
 # backup; a library that another user could replace or that other users
-# cannot read is refused.
+# cannot read is refused; the root's symbolic links are followed inside it,
+# never to this host's files, and a link loop is refused.
 
 . "$(dirname "$0")/deploy-lib.sh"
 
@@ -124,6 +125,7 @@ ln -s "$dp_tmp/outside" "$root/var"
 expect_status 0 "uninstall with var a link out of the root" "$S" preload uninstall --root "$root"
 check "keeps the directory outside the root" test -d "$dp_tmp/outside/lib"
 check "and the link" test -L "$root/var"
+
 # ------------------------------------------------------------ links in the root
 
 # An image tree's links point into the image: var -> /data/var is the
@@ -185,6 +187,7 @@ check "l-pf: names it" same "$dp_out" \
 	"not installed ($root$outside/etc/ld.so.preload does not name libctxshim.so)"
 expect_status 1 "l-pf: install refuses the link" "$S" preload install --root "$root"
 check "l-pf: says why" contains "$dp_err" "$pf is a symbolic link (to $outside/etc/ld.so.preload)"
+check "l-pf: nothing changes outside the root" same "$(snapshot "$outside")" "$outside_before"
 printf '/usr/lib/libhost.so\n' >"$outside/etc/ld.so.preload"
 printf '%s\n' "$lib" >"$root$outside/etc/ld.so.preload"
 outside_before=$(snapshot "$outside")
@@ -210,7 +213,8 @@ check "l-new: takes the entry out" same "$(cat "$pf")" /usr/lib/libfoo.so
 check "l-new: nothing changed outside the root" same "$(snapshot "$outside")" "$outside_before"
 # A link loop: one line that names the path and the link, and nothing
 # written; status cannot tell (old: mkdir's message, or "not installed").
-# loop_case NAME LINK OTHER: LINK -> /OTHER and OTHER -> /LINK.
+# loop_case NAME LINK OTHER PATH: LINK -> /OTHER and OTHER -> /LINK in a
+# new root, where PATH cannot be resolved.
 loop_case() {
 	new_root "$1"
 	[ "$2" != etc ] || rmdir "$root/etc"
