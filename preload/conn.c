@@ -3399,6 +3399,7 @@ conn_h2_walk(struct ctxshim_conn *c,
 	     size_t iovcnt,
 	     size_t skip)
 {
+	const uint8_t *b;
 	size_t known = 0, i, k, d;
 	int r;
 
@@ -3408,8 +3409,10 @@ conn_h2_walk(struct ctxshim_conn *c,
 							     : written - known;
 			d = skip < k ? skip : k;
 			skip -= d;
-			if ((r = h2_out_feed(o, (const uint8_t *)iov[i].iov_base + d,
-					     k - d, stream)) != 0)
+			/* (an empty iovec's base may be NULL: no NULL + 0,
+			 * undefined in C) */
+			b = iov[i].iov_base;
+			if ((r = h2_out_feed(o, d ? b + d : b, k - d, stream)) != 0)
 				hit |= r;
 			known += k;
 		}

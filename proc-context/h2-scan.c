@@ -1223,6 +1223,10 @@ h2_out_feed(struct h2_out *o, const void *buf, size_t len, uint32_t stream)
 
 	if (o->lost)
 		return -1;
+	/* An empty iovec's base may be NULL (writev() takes that), and
+	 * NULL + 0 is undefined in C. */
+	if (len == 0)
+		return 0;
 	for (;;) {
 		/* Whole frame headers and payloads: the usual case. */
 		off += h2_out_frames(o, p + off, len - off, stream, &hit);

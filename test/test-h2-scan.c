@@ -2572,6 +2572,27 @@ START_TEST(out_skip)
 }
 END_TEST
 
+/* An empty write (an empty iovec of writev(), whose base may be NULL)
+ * moves nothing and answers nothing; a lost walk answers it, as it
+ * answers every write (preload/conn.c walks every iovec). */
+START_TEST(out_empty)
+{
+	static uint8_t b[1024];
+	size_t end_k[6], n = out_stream(b, end_k);
+	struct h2_out o, before;
+
+	h2_out_reset(&o);
+	REQUIRE(h2_out_feed(&o, b, 4, 1) == 0);
+	before = o;
+	REQUIRE(h2_out_feed(&o, NULL, 0, 1) == 0);
+	REQUIRE(memcmp(&o, &before, sizeof(o)) == 0);
+	REQUIRE(h2_out_feed(&o, b + 4, n - 4, 1) == 1);
+
+	REQUIRE(h2_out_skip(&o, 1) == -1);
+	REQUIRE(h2_out_feed(&o, NULL, 0, 1) == -1);
+}
+END_TEST
+
 /* RFC 9113 §4.1 for a frame header of the server's, read whole
  * (h2_out_header(), the write hooks' inline walk in preload/conn.c and
  * h2_out_feed()'s usual case, at an odd address too) and byte by byte:
@@ -2702,6 +2723,7 @@ TEST_SUITE(h2_scan_suite)
 	tcase_add_test(tc, feed_cb_rearmed_state);
 	tcase_add_test(tc, out_frames);
 	tcase_add_test(tc, out_skip);
+	tcase_add_test(tc, out_empty);
 	tcase_add_test(tc, out_header_rules);
 	tcase_add_test(tc, out_hostile);
 #ifdef HAVE_NGHTTP2
