@@ -257,7 +257,9 @@ h2_scan_gave_up(const struct h2_scan *st)
  * buffered.  No preface on this side (the server's first frame is its
  * SETTINGS).  16 bytes, no pointers; pure, async-signal-safe.  Written
  * only by the server's writes: two threads writing one connection at once
- * put it out of step, as they would the connection itself.
+ * put it out of step, as they would the connection itself, but whatever
+ * its fields hold the h2_out_ calls stay within it and the bytes they are
+ * given (test/fuzz/fuzz-shared-state.c, mode 3).
  */
 struct h2_out {
 	uint32_t left; /* payload bytes left in the current frame */

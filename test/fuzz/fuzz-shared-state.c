@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The three stream scanners (HTTP/1, FastCGI, HTTP/2) with their state
- * changed between reads, as a second thread reading the same socket, or
+/* The three stream scanners (HTTP/1, FastCGI, HTTP/2: the mode's low two
+ * bits 0, 1, 2) with their state changed between reads, as a second thread reading the same socket, or
  * the pool entry's next owner, changes it (preload/conn.c, "Two
  * readers"): every field may hold any value at any feed, and the scanner
  * must still stay within its state, its capture and the bytes it is fed,
@@ -29,8 +29,18 @@
  * length and collected into the request entry of hooks/hook-h2.h (a pool
  * entry too: the script writes its fields as well), whose request becomes
  * a context at the block's end; each context's record must decode.
- * preload/request-ctx.c and request-cgi.c are compiled in, as fuzz-request.c
- * does. */
+ * The low bits 3 (HTTP/1 before, as 0: its seeds were rewritten to 0) are
+ * the server's side of an HTTP/2 connection, as a second thread writing
+ * it changes it: the stream is what the server wrote, each step one
+ * write (out_write(), which reads more script bytes: how, in which
+ * iovecs, and pokes in the middle of the write) walked by
+ * preload/conn.c's frame walk (struct h2_out, proc-context/h2-scan.h);
+ * the connection is followed as conn.c follows it
+ * (ctxshim_conn_h2_start(), or with the mode's bit 3
+ * ctxshim_conn_h2_upgrade() on its first write, a 101 and frames), its
+ * current request of stream 1 with the mode's bit 2, else none.
+ * preload/request-ctx.c, request-cgi.c and conn.c are compiled in
+ * (fuzz-request.c does the first). */
 #include "fuzz.h"
 
 #include <stddef.h>
@@ -42,8 +52,32 @@
 #include "http-scan.h"
 #include "request-cgi.c"
 #include "request-ctx.c"
+#include "conn.c"
 
 #include "../test-request-stubs.h"
+
+/* What conn.c needs besides the request model: inactive (its constructor
+ * maps no table), no publication buffer, no log or event fd. */
+enum ctxshim_mode ctxshim_mode = CTXSHIM_OFF;
+int ctxshim_events_fd = -1;
+int ctxshim_log_fd = -1;
+
+void
+ctxshim_log(const char *fmt, ...)
+{
+	(void)fmt;
+}
+
+struct ctxshim_ctx *
+ctxshim_build_begin(void)
+{
+	return NULL;
+}
+
+void
+ctxshim_build_cancel(void)
+{
+}
 
 /* A result that takes no byte and asks for another call, in a row: more
  * than this and the read loop would go on for ever.  conn.c bounds its
@@ -61,7 +95,8 @@ struct field {
 	uint16_t size; /* of one element */
 	uint16_t count;
 };
-enum { W_STATE, W_CAP, W_REQ };
+/* W_ENTRY, W_CONN: mode 3's pool entry and connection */
+enum { W_STATE, W_CAP, W_REQ, W_ENTRY, W_CONN };
 
 /* clang-format off */
 #define F(where, type, f) \
@@ -119,6 +154,17 @@ static const struct field h2_fields[] = {
 	HQ(ts_trunc.n), HQ(ts_trunc.state), HQA(ts_trunc.start),
 	HQA(ts_trunc.size), RAW(W_REQ, struct hook_h2_req),
 };
+
+#define HO(f) F(W_STATE, struct h2_out, f)
+static const struct field out_fields[] = {
+	HO(left), HO(len), HO(sid), HO(pos), HO(type), HO(lost), HO(pad_),
+	RAW(W_STATE, struct h2_out),
+	/* the current request's stream (conn_h2_out()), the entry that
+	 * holds the walk (any value: conn_h2_out() bounds it), the request
+	 * and its answer (conn_h2_answer()) */
+	F(W_ENTRY, struct conn_pool_entry, hold), F(W_CONN, struct ctxshim_conn, cap),
+	F(W_CONN, struct ctxshim_conn, seq), F(W_CONN, struct ctxshim_conn, answered),
+};
 /* clang-format on */
 
 #define N(a) (sizeof(a) / sizeof((a)[0]))
@@ -148,6 +194,15 @@ static int h2_k_tp, h2_k_ts;
  * (conn.c's conn_h2_kind[]). */
 static struct hook_h2_kind h2_kind[H2_SCAN_KEEP_MAX];
 static struct ctxshim_ctx ctx;
+/* Mode 3: the connection, its pool entry + 1 (0: not followed yet), the
+ * request's stream, and the same walk of the same bytes in a state that
+ * only the harness writes.  poked: a poke changed the state (poke()):
+ * from there the two walks may differ. */
+static struct ctxshim_conn out_c;
+static unsigned out_idx;
+static uint32_t out_stream;
+static struct h2_out out_ref;
+static bool poked;
 
 int
 LLVMFuzzerInitialize(int *argc, char ***argv)
@@ -222,7 +277,7 @@ check_ctx(const struct ctxshim_ctx *c)
 
 /* Write one poke's value: the input says which field and what. */
 static void
-poke(struct fuzz_in *sc, const struct field *fields, size_t n_fields, uint8_t *base[3])
+poke(struct fuzz_in *sc, const struct field *fields, size_t n_fields, uint8_t *base[5])
 {
 	const struct field *f = &fields[fuzz_byte(sc) % n_fields];
 	unsigned v = fuzz_byte(sc), i = 0;
@@ -250,6 +305,7 @@ poke(struct fuzz_in *sc, const struct field *fields, size_t n_fields, uint8_t *b
 	}
 	/* little endian: the low bytes */
 	memcpy(p, &x, f->size < sizeof(x) ? f->size : sizeof(x));
+	poked = true;
 }
 
 /* ctxshim_conn_feed(): the usual read whole, else the scanner's loop
@@ -442,6 +498,246 @@ h2_read(const uint8_t *p, size_t len, struct h2_pokes *pk)
 	}
 }
 
+/* Mode 3: a script byte may change the state there, in the middle of a
+ * write's walk (between the calls conn.c makes for it). */
+static void
+out_poke(struct h2_pokes *pk)
+{
+	if (pk->sc->left && (fuzz_byte(pk->sc) & 1))
+		poke(pk->sc, pk->fields, pk->n, pk->base);
+}
+
+/* ctxshim_conn_h2_written()'s walk of the iovecs without a call, then
+ * conn_h2_walk()'s, from the harness: a poke may come between any two
+ * iovecs.  The write's hit (1, -1 or 0), as conn_h2_answer() takes it. */
+static int
+out_walk(struct h2_pokes *pk,
+	 const struct iovec *iov,
+	 size_t n,
+	 size_t written,
+	 bool inline_first)
+{
+	uint32_t stream = 0;
+	struct h2_out *o = conn_h2_out(&out_c, &stream);
+	size_t i = 0, k;
+	int hit = 0, r;
+
+	if (!o)
+		return 0;
+	for (; inline_first && i < n && written; i++) {
+		k = iov[i].iov_len < written ? iov[i].iov_len : written;
+		if (o->lost)
+			break;
+		if (k <= o->left)
+			o->left -= (uint32_t)k;
+		else if (k == 9 && !o->left && !o->pos)
+			hit |= h2_out_header(o, iov[i].iov_base, stream);
+		else
+			break;
+		written -= k;
+		out_poke(pk);
+	}
+	for (; i < n && written; i++) {
+		k = iov[i].iov_len < written ? iov[i].iov_len : written;
+		r = h2_out_feed(o, iov[i].iov_base, k, stream);
+		FUZZ_CHECK(r >= -1 && r <= 1);
+		hit |= r;
+		written -= k;
+		out_poke(pk);
+	}
+	if (written && (r = h2_out_skip(o, written)) != 0) {
+		FUZZ_CHECK(r == -1);
+		hit |= r;
+	}
+	return hit;
+}
+
+/* conn_h2_written()'s walk of a write from one buffer: its whole frames
+ * (h2_out_frames()), then the rest byte by byte (h2_out_feed()), a poke
+ * possible in between. */
+static int
+out_frames(struct h2_pokes *pk, const uint8_t *p, size_t len, size_t written)
+{
+	uint32_t stream = 0;
+	struct h2_out *o = conn_h2_out(&out_c, &stream);
+	size_t walked = 0;
+	int hit = 0, r;
+
+	if (!o)
+		return 0;
+	if (!o->lost) {
+		walked = h2_out_frames(o, p, len, stream, &hit);
+		FUZZ_CHECK(walked <= len);
+		FUZZ_CHECK(hit == 0 || hit == 1);
+		out_poke(pk);
+	}
+	if (walked < len) {
+		r = h2_out_feed(o, p + walked, len - walked, stream);
+		FUZZ_CHECK(r >= -1 && r <= 1);
+		hit |= r;
+	}
+	if (written > len && (r = h2_out_skip(o, written - len)) != 0)
+		hit |= r;
+	return hit;
+}
+
+/* The client's preface read: the HTTP scanner gives up on it (reason
+ * "http2"), and the connection is followed as HTTP/2 (conn.c's read
+ * path). */
+static bool
+out_start(void)
+{
+	http_scan_stop_http2(&out_c.scan);
+	return ctxshim_conn_h2_start(&out_c, H2_SCAN_PREFACE_LEN) == CONN_START_OK;
+}
+
+/* Mode 3's pokes go to the connection's entry once it has one (its
+ * stream set as conn_h2_request() sets it, for a connection not
+ * upgraded); before that, nowhere. */
+static void
+out_setup(uint8_t *base[5], bool started)
+{
+	static struct conn_pool_entry none;
+	struct conn_pool_entry *e = started ? &conn_pool[out_c.cap - 1] : &none;
+
+	if (started && !e->h2_up)
+		e->hold = out_stream;
+	base[W_STATE] = (uint8_t *)&e->u.h2.out;
+	base[W_ENTRY] = (uint8_t *)e;
+	base[W_CONN] = (uint8_t *)&out_c;
+}
+
+/* One write of the server's (mode 3) of the next len bytes p: script
+ * bytes say which entry point takes it, its iovecs and what the write
+ * returned.  Each iovec is a buffer of its own (ASan sees a read past
+ * its end, not the next one's bytes).  The entry points are conn.c's
+ * (ctxshim_conn_h2_written(): the write hooks' direct path;
+ * ctxshim_conn_responded_iov() with iovecs, one buffer, or bytes of
+ * unknown content: sendfile), or the h2_out_* calls they make, made
+ * here with pokes between them.  Unpoked, every path answers the write
+ * exactly when the harness's own walk of the same bytes (out_ref) finds
+ * a frame of the request's (the property test-conn-h2out.c checks on
+ * well-formed frames).  Returns the bytes of p written (1 at least). */
+static size_t
+out_write(struct h2_pokes *pk, const uint8_t *p, size_t len)
+{
+	struct fuzz_in *sc = pk->sc;
+	unsigned op = fuzz_byte(sc), path = op & 7, i;
+	/* one buffer: 2 and 5; no content known: 3 and 7 */
+	size_t n = (path == 2 || path == 3 || path == 5 || path == 7)
+			   ? 1
+			   : 1 + ((op >> 3) & 7);
+	struct iovec iov[8];
+	size_t rest = len, written = len, took, x;
+	bool unknown = path == 3 || path == 7, answered = false;
+	int want, hit = 0;
+
+	for (i = 0; i < n; i++) {
+		size_t l = i + 1 < n ? fuzz_byte(sc) % (rest + 1) : rest;
+		/* an empty one at an odd index with a NULL base */
+		uint8_t *b = (l || !(i & 1)) ? malloc(l) : NULL;
+
+		FUZZ_CHECK(b || !l);
+		if (l)
+			memcpy(b, p + (len - rest), l);
+		iov[i].iov_base = b;
+		iov[i].iov_len = l;
+		rest -= l;
+	}
+	/* what the write returned: all, less (the kernel took part: a byte
+	 * at least, the hooks walk no write that wrote nothing), or more
+	 * than the iovecs (bytes the walk cannot know) */
+	if (op & 64) {
+		x = fuzz_byte(sc);
+		written = (op & 128) ? len + x : len - x % len;
+	}
+	took = unknown || written > len ? len : written;
+
+	/* the first write of an upgraded connection: the 101, then frames */
+	if (!out_idx) {
+		bool started;
+		size_t k = http_response_h2c_head(
+			iov[0].iov_base,
+			iov[0].iov_len < written ? iov[0].iov_len : written);
+
+		want = 0;
+		if (ctxshim_conn_h2_upgrade(&out_c, iov[0].iov_base, iov[0].iov_len,
+					    written, n > 1 ? iov : NULL,
+					    n > 1 ? n : 0) == CONN_START_OK) {
+			answered = ctxshim_conn_answered(&out_c);
+			FUZZ_CHECK(k > 0);
+			if (k < took)
+				want = h2_out_feed(&out_ref, p + k, took - k,
+						   out_stream);
+			if (written > took)
+				want |= h2_out_skip(&out_ref, written - took);
+			started = true;
+		} else {
+			/* not a 101 h2c: written before the connection was
+			 * followed as HTTP/2 (a poke to c->cap: never) */
+			started = out_start();
+			FUZZ_CHECK(started || poked);
+		}
+		/* (CONN_POOL_N + 1: tried, nothing to release) */
+		out_idx = started ? out_c.cap : CONN_POOL_N + 1;
+		out_setup(pk->base, started);
+		goto done;
+	}
+
+	if (unknown)
+		want = h2_out_skip(&out_ref, written);
+	else {
+		want = h2_out_feed(&out_ref, p, took, out_stream);
+		if (written > took)
+			want |= h2_out_skip(&out_ref, written - took);
+	}
+	switch (path) {
+	case 0:
+		FUZZ_CHECK(ctxshim_conn_h2_written(&out_c, iov, n, written) || poked);
+		break;
+	case 1:
+		FUZZ_CHECK(
+			!ctxshim_conn_responded_iov(&out_c, NULL, 0, written, iov, n) ||
+			poked);
+		break;
+	case 2:
+		FUZZ_CHECK(!ctxshim_conn_responded_iov(&out_c, iov[0].iov_base, len,
+						       written, NULL, 0) ||
+			   poked);
+		break;
+	case 3:
+		FUZZ_CHECK(!ctxshim_conn_responded_iov(&out_c, NULL, 0, written, NULL,
+						       0) ||
+			   poked);
+		break;
+	case 4:
+		hit = out_walk(pk, iov, n, written, false);
+		break;
+	case 5:
+		hit = out_frames(pk, iov[0].iov_base, took, written);
+		break;
+	case 6:
+		hit = out_walk(pk, iov, n, written, true);
+		break;
+	default: {
+		uint32_t stream;
+		struct h2_out *o = conn_h2_out(&out_c, &stream);
+
+		hit = o ? h2_out_skip(o, written) : 0;
+		FUZZ_CHECK(hit == 0 || hit == -1);
+		break;
+	}
+	}
+	answered = path < 4 ? ctxshim_conn_answered(&out_c) : hit != 0;
+done:
+	FUZZ_CHECK(poked || answered == (want != 0));
+	/* unanswered again, so that every write is checked */
+	atomic_store(&out_c.answered, (uint8_t)((atomic_load(&out_c.seq) >> 1) - 1));
+	for (i = 0; i < n; i++)
+		free(iov[i].iov_base);
+	return unknown ? len : took;
+}
+
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -450,8 +746,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	size_t slen = fuzz_byte(&in), off = 0;
 	const struct field *fields;
 	size_t n_fields;
-	uint8_t *base[3] = {NULL, (uint8_t *)&cap, (uint8_t *)&h2q};
+	uint8_t *base[5] = {NULL, (uint8_t *)&cap, (uint8_t *)&h2q, NULL, NULL};
 	struct h2_pokes pk = {&sc, NULL, 0, base};
+	unsigned i;
 
 	if (slen > in.left)
 		slen = in.left;
@@ -475,6 +772,30 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		base[W_STATE] = (uint8_t *)&h2st;
 		fields = h2_fields;
 		n_fields = N(h2_fields);
+	} else if (kind == 3) {
+		/* every entry's walk and stream (a poked c->cap walks
+		 * another), the connection with a request of stream 1 or
+		 * none, followed now or at its first write (the upgrade) */
+		for (i = 0; i < CONN_POOL_N; i++) {
+			h2_out_reset(&conn_pool[i].u.h2.out);
+			conn_pool[i].hold = 0;
+		}
+		memset(&out_c, 0, sizeof(out_c));
+		atomic_store(&out_c.flags, CONN_F_TRACKED | CONN_F_REQ |
+						   ((mode & 4) ? CONN_F_HAS_CTX : 0));
+		atomic_store(&out_c.seq, 2);
+		out_stream = (mode & 4) ? 1 : 0;
+		h2_out_reset(&out_ref);
+		poked = false;
+		out_idx = 0;
+		out_setup(base, false);
+		if (!(mode & 8)) {
+			FUZZ_CHECK(out_start());
+			out_idx = out_c.cap;
+			out_setup(base, true);
+		}
+		fields = out_fields;
+		n_fields = N(out_fields);
 	} else {
 		http_scan_reset(&hst);
 		base[W_STATE] = (uint8_t *)&hst;
@@ -485,7 +806,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	pk.n = n_fields;
 	while (off < in.left) {
 		size_t piece = in.left - off;
-		unsigned pokes, i;
+		unsigned pokes;
 
 		if (sc.left) {
 			size_t want = fuzz_byte(&sc);
@@ -500,9 +821,13 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			fcgi_read(in.p + off, piece);
 		else if (kind == 2)
 			h2_read(in.p + off, piece, (mode & 16) ? &pk : NULL);
+		else if (kind == 3)
+			piece = out_write(&pk, in.p + off, piece);
 		else
 			http_read(mode, in.p + off, piece);
 		off += piece;
 	}
+	if (kind == 3)
+		conn_pool_release(out_idx);
 	return 0;
 }
