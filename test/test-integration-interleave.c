@@ -1,0 +1,96 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Requests of several keep-alive connections interleaved on a server's
+ * threads (test/helpers/interleave-server.c): libmicrohttpd with a thread
+ * per connection and with a pool of two epoll threads, and libevent's
+ * evhttp answering from a timer after the loop's next wait.  Each
+ * connection sends its requests' heads with half of their bodies first,
+ * then the other halves, so that one thread runs the handler calls of
+ * several requests in turn.  The server compares, at every handler call,
+ * the trace-id its thread publishes with its request's traceparent, and
+ * the evhttp timer (outside any callback) must show no other request's;
+ * after the last response, no thread shows any of them.  The other
+ * integration tests send one request at a time. */
+/* test-integration.h is static functions: not all are used here */
+#pragma GCC diagnostic ignored "-Wunused-function"
+#include "test-integration.h"
+
+#define CONNS  6
+#define ROUNDS 3
+
+static const char *const modes[] = {"mhd-thread", "mhd-pool", "evhttp"};
+
+/* A distinct trace-id per request: connection c, round r. */
+static void
+trace_of(int c, int r, char out[33])
+{
+	snprintf(out, 33, "4bf92f3577b34da6a3ce929d%02x%02x%04x", c, r, 0x1e57);
+}
+
+START_TEST(test_interleaved)
+{
+	char *argv[] = {(char *)test_helper_path("interleave-server"),
+			(char *)modes[_i], NULL};
+	struct it_server s;
+	int fd[CONNS], c, r;
+	unsigned long checks, bad;
+	char trace[33], req[512], line[512], *json;
+
+	it_server_start(&s, argv, true, NULL);
+	for (c = 0; c < CONNS; c++)
+		fd[c] = it_connect(s.port);
+	for (r = 0; r < ROUNDS; r++) {
+		for (c = 0; c < CONNS; c++) {
+			trace_of(c, r, trace);
+			snprintf(req, sizeof(req),
+				 "POST /c%d/r%d HTTP/1.1\r\nHost: t\r\n"
+				 "traceparent: 00-%s-00f067aa0ba902b7-01\r\n"
+				 "Content-Length: 8\r\n\r\nbody",
+				 c, r, trace);
+			it_send_str(fd[c], req);
+		}
+		for (c = 0; c < CONNS; c++)
+			it_send_str(fd[c], "rest");
+		for (c = 0; c < CONNS; c++) {
+			char *resp = it_read_response(fd[c]);
+
+			ck_assert_msg(strncmp(resp, "HTTP/1.1 200", 12) == 0, "%s",
+				      resp);
+			free(resp);
+		}
+	}
+
+	/* Every request is answered: no thread may still show one. */
+	json = it_ctxdump(s.child.pid);
+	for (c = 0; c < CONNS; c++)
+		for (r = 0; r < ROUNDS; r++) {
+			trace_of(c, r, trace);
+			ck_assert_msg(it_dump_count_trace(json, trace) == 0,
+				      "%s still shown:\n%s", trace, json);
+		}
+	free(json);
+	for (c = 0; c < CONNS; c++)
+		close(fd[c]);
+
+	close(s.child.in_fd);
+	s.child.in_fd = -1;
+	test_child_expect(&s.child, "CHECKS ", line, sizeof(line), IT_TIMEOUT_MS);
+	ck_assert_int_eq(sscanf(line, "CHECKS %lu BAD %lu", &checks, &bad), 2);
+	ck_assert_msg(bad == 0, "%lu of %lu checks failed (see the BAD lines above)",
+		      bad, checks);
+	/* evhttp: the callback and the timer; libmicrohttpd: the head call
+	 * and the last one at least. */
+	ck_assert_uint_ge(checks, 2 * CONNS * ROUNDS);
+	it_server_stop(&s);
+}
+END_TEST
+
+TEST_SUITE(integration_interleave_suite)
+{
+	Suite *s = suite_create("interleaved requests on libmicrohttpd and evhttp");
+	TCase *tc = tcase_create("interleave");
+
+	tcase_set_timeout(tc, 120);
+	tcase_add_loop_test(tc, test_interleaved, 0, sizeof(modes) / sizeof(modes[0]));
+	suite_add_tcase(s, tc);
+	return s;
+}
