@@ -119,6 +119,8 @@ stack_unwind_unavailable(void)
 }
 
 #define UW_PAGE 4096u
+/* bytes of a module's file read at once (uw_image_read()) */
+#define UW_BLOCK (64u << 10)
 /* Read size for /proc/PID/maps, which the kernel hands out up to a page
  * per read(): fewer system calls than with stdio's default of 1 KiB */
 #define UW_MAPS_BUF (64u << 10)
@@ -166,11 +168,14 @@ struct uw_module {
 	bool loaded; /* image, elf and bias valid */
 	int fd;
 	Elf *elf;
-	/* the module's bytes from file offset 0 to the end of its last
-	 * PT_LOAD (uw_read_image()), or the vdso's: a copy of ours */
+	/* The module's bytes from file offset 0 to the end of its last
+	 * PT_LOAD (size): the vdso's in image, a copy of ours; a file's
+	 * read in blocks of UW_BLOCK as they are asked for
+	 * (uw_image_read()), blocks[] NULL until then. */
 	const uint8_t *image;
 	size_t size;
 	uint8_t *copy;
+	uint8_t **blocks;
 	uint64_t bias;
 	GElf_Phdr *phdr;
 	size_t phnum;
@@ -537,6 +542,8 @@ uw_syms_free(struct uw_module *m)
 static void
 uw_module_free(struct uw_module *m)
 {
+	size_t i;
+
 	if (!m)
 		return;
 	if (m->elf)
@@ -548,6 +555,10 @@ uw_module_free(struct uw_module *m)
 	if (m->dbg_fd >= 0)
 		close(m->dbg_fd);
 	free(m->copy);
+	if (m->blocks)
+		for (i = 0; i < (m->size + UW_BLOCK - 1) / UW_BLOCK; i++)
+			free(m->blocks[i]);
+	free(m->blocks);
 	free(m->synth);
 	free(m->phdr);
 	uw_syms_free(m);
@@ -1105,6 +1116,105 @@ uw_synth_addr(const struct uw_module *m)
 	return UW_SYNTH_BASE + (uint64_t)m->index * UW_SYNTH_STRIDE;
 }
 
+/* pread() of n bytes at off, all of them or fail (a file that ends
+ * before: truncated since it was loaded). */
+static bool
+uw_pread_all(int fd, uint8_t *buf, size_t n, uint64_t off)
+{
+	size_t got = 0;
+
+	while (got < n) {
+		ssize_t r = pread(fd, buf + got, n - got, (off_t)(off + got));
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return false;
+		got += (size_t)r;
+	}
+	return true;
+}
+
+/* The part of a module's file the unwinder reads (its loaded segments:
+ * code, unwind tables, dynamic section), m->size bytes from offset 0:
+ * what the file holds past its last PT_LOAD (symbol tables, debug
+ * sections) is left to libelf, which reads the sections it is asked for.
+ * Nothing is read yet (uw_image_read()): a library of hundreds of MB of
+ * which a stack touches a few FDEs costs a few blocks.  A file shorter
+ * than its segments (truncated since it was loaded) fails. */
+static bool
+uw_image_open(struct uw_module *m)
+{
+	uint64_t end = 0;
+	struct stat st;
+	size_t i;
+
+	for (i = 0; i < m->phnum; i++) {
+		const GElf_Phdr *ph = &m->phdr[i];
+
+		if (ph->p_type == PT_LOAD &&
+		    ph->p_offset + ph->p_filesz >= ph->p_offset &&
+		    ph->p_offset + ph->p_filesz > end)
+			end = ph->p_offset + ph->p_filesz;
+	}
+	if (end == 0 || fstat(m->fd, &st) < 0 || end > (uint64_t)st.st_size ||
+	    end > SIZE_MAX - UW_BLOCK)
+		return false;
+	m->blocks = calloc(((size_t)end + UW_BLOCK - 1) / UW_BLOCK, sizeof(*m->blocks));
+	if (!m->blocks)
+		return false;
+	m->size = (size_t)end;
+	return true;
+}
+
+/* Copy n bytes at file offset off of module m (within m->size) to buf:
+ * from the vdso's image, or from the blocks of the file, each read with
+ * pread() when first asked for.  Never a mapping of the file: the target
+ * can truncate a file it maps and can write (a library copy of its own, a
+ * memfd), and a read of a mapping past the file's new end raises SIGBUS,
+ * which no handler could jump out of safely here: libunwind calls
+ * uw_access_mem(), which reads the module, while it holds the lock of its
+ * global cache, with signals blocked (lock_acquire() in libunwind's
+ * libunwind_i.h; the kernel kills a process whose fault signal is
+ * blocked).  A read past the file's end fails instead. */
+static bool
+uw_image_read(struct uw_module *m, uint64_t off, void *buf, size_t n)
+{
+	uint8_t *out = buf;
+
+	if (off > m->size || n > m->size - off)
+		return false;
+	if (m->image) {
+		memcpy(out, m->image + off, n);
+		return true;
+	}
+	while (n) {
+		size_t b = (size_t)(off / UW_BLOCK), in = (size_t)(off % UW_BLOCK);
+		size_t len = m->size - b * UW_BLOCK, k = UW_BLOCK - in;
+
+		if (len > UW_BLOCK)
+			len = UW_BLOCK;
+		if (!m->blocks[b]) {
+			uint8_t *blk = malloc(len);
+
+			if (!blk)
+				return false;
+			if (!uw_pread_all(m->fd, blk, len, (uint64_t)b * UW_BLOCK)) {
+				free(blk);
+				return false;
+			}
+			m->blocks[b] = blk;
+		}
+		if (k > n)
+			k = n;
+		memcpy(out, m->blocks[b] + in, k);
+		out += k;
+		off += k;
+		n -= k;
+	}
+	return true;
+}
+
 /* A module without .eh_frame_hdr (statically linked executables: gcc
  * passes --eh-frame-hdr to the linker only when linking dynamically or
  * -static-pie) still has .eh_frame, which its own libgcc unwinder walks.
@@ -1118,7 +1228,7 @@ uw_setup_table_from_eh_frame(struct uw_module *m, uint64_t lo, uint64_t hi, uint
 	Elf_Scn *scn = NULL;
 	GElf_Shdr sh;
 	size_t shstrndx, i, n = 0, cap, off, cie_cached = SIZE_MAX;
-	uint8_t enc = 0;
+	uint8_t enc = 0, *own = NULL;
 	const uint8_t *b = NULL;
 	size_t len = 0;
 	uint64_t sec = 0;
@@ -1148,21 +1258,34 @@ uw_setup_table_from_eh_frame(struct uw_module *m, uint64_t lo, uint64_t hi, uint
 			    sh.sh_addr - ph->p_vaddr == sh.sh_offset - ph->p_offset)
 				break;
 		}
-		if (i == m->phnum)
+		if (i == m->phnum || sh.sh_size > (size_t)INT32_MAX)
 			return;
-		b = m->image + sh.sh_offset;
 		len = (size_t)sh.sh_size;
 		sec = sh.sh_addr;
+		/* a file's: read for this scan only (not kept in blocks:
+		 * libunwind reads back the few FDEs it needs) */
+		if (m->image) {
+			b = m->image + sh.sh_offset;
+		} else {
+			own = malloc(len);
+			if (!own || !uw_pread_all(m->fd, own, len, sh.sh_offset)) {
+				free(own);
+				return;
+			}
+			b = own;
+		}
 		break;
 	}
-	if (!b || len > (size_t)INT32_MAX)
+	if (!b)
 		return;
 	/* an FDE we take has at least 12 bytes: length, CIE pointer, two
 	 * 2-byte addresses */
 	cap = len / 12 + 1;
 	t = malloc(cap * 2 * sizeof(*t));
-	if (!t)
+	if (!t) {
+		free(own);
 		return;
+	}
 	for (off = 0; n < cap;) {
 		uint32_t rlen, id;
 		uint64_t pc, range;
@@ -1207,6 +1330,7 @@ uw_setup_table_from_eh_frame(struct uw_module *m, uint64_t lo, uint64_t hi, uint
 		}
 		off = rec + rlen;
 	}
+	free(own);
 	if (n == 0) {
 		free(t);
 		return;
@@ -1233,8 +1357,9 @@ uw_setup_table(struct uw_module *m)
 {
 	const GElf_Phdr *eh = NULL;
 	uint64_t lo = UINT64_MAX, hi = 0, gp = 0, fde_count, dummy;
-	const uint8_t *h;
-	size_t i, off, n;
+	/* the header: 4 bytes, then two encoded values of 8 bytes at most */
+	uint8_t h[4 + 2 * 8];
+	size_t i, off, n, hlen;
 
 	for (i = 0; i < m->phnum; i++) {
 		const GElf_Phdr *ph = &m->phdr[i];
@@ -1255,8 +1380,9 @@ uw_setup_table(struct uw_module *m)
 			     k += sizeof(Elf64_Dyn)) {
 				Elf64_Dyn d;
 
-				memcpy(&d, m->image + ph->p_offset + k, sizeof(d));
-				if (d.d_tag == DT_NULL)
+				if (!uw_image_read(m, ph->p_offset + k, &d,
+						   sizeof(d)) ||
+				    d.d_tag == DT_NULL)
 					break;
 				if (d.d_tag == DT_PLTGOT)
 					gp = m->bias + d.d_un.d_ptr;
@@ -1268,18 +1394,20 @@ uw_setup_table(struct uw_module *m)
 	if (!eh || eh->p_offset >= m->size || eh->p_filesz < 4 ||
 	    eh->p_filesz > m->size - eh->p_offset)
 		goto from_eh_frame;
-	h = m->image + eh->p_offset;
+	hlen = eh->p_filesz < sizeof(h) ? (size_t)eh->p_filesz : sizeof(h);
+	if (!uw_image_read(m, eh->p_offset, h, hlen))
+		goto from_eh_frame;
 	/* version, eh_frame_ptr_enc, fde_count_enc, table_enc; libunwind's
 	 * remote search needs the usual datarel|sdata4 table. */
 	if (h[0] != 1 || h[3] != (DW_EH_PE_datarel | DW_EH_PE_sdata4) ||
 	    h[1] == DW_EH_PE_omit || h[2] == DW_EH_PE_omit)
 		goto from_eh_frame;
 	off = 4;
-	n = uw_read_eh_value(h + off, eh->p_filesz - off, h[1], &dummy);
+	n = uw_read_eh_value(h + off, hlen - off, h[1], &dummy);
 	if (!n)
 		goto from_eh_frame;
 	off += n;
-	n = uw_read_eh_value(h + off, eh->p_filesz - off, h[2], &fde_count);
+	n = uw_read_eh_value(h + off, hlen - off, h[2], &fde_count);
 	if (!n)
 		goto from_eh_frame;
 	off += n;
@@ -1299,45 +1427,6 @@ uw_setup_table(struct uw_module *m)
 	return;
 from_eh_frame:
 	uw_setup_table_from_eh_frame(m, lo, hi, gp);
-}
-
-/* The bytes the unwinder reads of a module (its loaded segments: code,
- * unwind tables, dynamic section) into a copy of ours, m->image: what
- * the file holds past its last PT_LOAD (symbol tables, debug sections)
- * is left to libelf, which reads the sections it is asked for.  A file
- * shorter than its segments (truncated since it was loaded) fails. */
-static bool
-uw_read_image(struct uw_module *m)
-{
-	uint64_t end = 0;
-	size_t i, got = 0;
-	struct stat st;
-
-	for (i = 0; i < m->phnum; i++) {
-		const GElf_Phdr *ph = &m->phdr[i];
-
-		if (ph->p_type == PT_LOAD &&
-		    ph->p_offset + ph->p_filesz >= ph->p_offset &&
-		    ph->p_offset + ph->p_filesz > end)
-			end = ph->p_offset + ph->p_filesz;
-	}
-	if (end == 0 || fstat(m->fd, &st) < 0 || end > (uint64_t)st.st_size)
-		return false;
-	m->copy = malloc((size_t)end);
-	if (!m->copy)
-		return false;
-	while (got < end) {
-		ssize_t r = pread(m->fd, m->copy + got, (size_t)end - got, (off_t)got);
-
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			return false;
-		got += (size_t)r;
-	}
-	m->image = m->copy;
-	m->size = (size_t)end;
-	return true;
 }
 
 static bool
@@ -1367,15 +1456,8 @@ uw_module_load(struct uw_proc *p, struct uw_module *m)
 		m->fd = uw_open_module_file(p, m);
 		if (m->fd < 0)
 			return false;
-		/* Read with pread(), never mapped (ELF_C_READ_MMAP): the
-		 * target can truncate a file it maps and can write (a library
-		 * copy of its own, a memfd), and a read of a mapping past the
-		 * file's new end raises SIGBUS.  A handler could not jump out
-		 * of those safely: libunwind calls uw_access_mem(), which
-		 * reads the image, while it holds the lock of its global
-		 * cache, with signals blocked (lock_acquire() in libunwind's
-		 * libunwind_i.h; the kernel kills a process whose fault
-		 * signal is blocked). */
+		/* read with pread(), never mapped (ELF_C_READ_MMAP), as the
+		 * module's segments are (uw_image_read()) */
 		m->elf = elf_begin(m->fd, ELF_C_READ, NULL);
 	}
 	if (!m->elf || elf_kind(m->elf) != ELF_K_ELF ||
@@ -1388,7 +1470,7 @@ uw_module_load(struct uw_proc *p, struct uw_module *m)
 	for (i = 0; i < m->phnum; i++)
 		if (!gelf_getphdr(m->elf, (int)i, &m->phdr[i]))
 			return false;
-	if (!m->is_vdso && !uw_read_image(m))
+	if (!m->is_vdso && !uw_image_open(m))
 		return false;
 	if (!uw_compute_bias(m))
 		return false;
@@ -1444,7 +1526,8 @@ uw_module_read(struct uw_proc *p, const struct uw_map *mp, uint64_t addr, uint64
 			n = (size_t)(m->size - foff);
 		if (n > 8)
 			n = 8;
-		memcpy(buf, m->image + foff, n);
+		if (!uw_image_read(m, foff, buf, n))
+			return false;
 		memcpy(val, buf, 8);
 		return true;
 	}
