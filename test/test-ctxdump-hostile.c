@@ -966,6 +966,47 @@ START_TEST(two_definitions_load_order)
 }
 END_TEST
 
+/* ---- more objects than descriptors ---- */
+
+/* The target maps 40 objects besides the shim, which is mapped above
+ * them, so that ctxdump opens it last, and ctxdump may have 16
+ * descriptors open: it kept one open for each object it had read, and
+ * then had none left for the objects after the first dozen or to stop the
+ * threads (old: exit 2, "cannot stop process ...: Too many open files";
+ * with ulimit -n 64 and 150 objects, "95 of 154 could not be opened"). */
+START_TEST(more_objects_than_descriptors)
+{
+	char dir[] = "/tmp/ctxdump-hostile-XXXXXX", *out, *err, pid[16];
+	const char *args[] = {"-j", pid, NULL};
+	char *dump[8], *argv[12];
+	struct target t;
+	int n, i, st;
+
+	ck_assert_ptr_nonnull(test_mkdtemp(dir));
+	{
+		char *targv[] = {(char *)test_helper_path("many-objects"), dir,
+				 (char *)test_helper_path("liblate-a.so"), "40", NULL};
+
+		target_start_as(&t, targv, true);
+	}
+	snprintf(pid, sizeof(pid), "%d", (int)t.pid);
+	n = test_ctxdump_argv(dump, 8, args);
+	argv[0] = "/bin/sh";
+	argv[1] = "-c";
+	argv[2] = "ulimit -n 16 && exec \"$0\" \"$@\"";
+	for (i = 0; i <= n; i++)
+		argv[3 + i] = dump[i];
+	st = test_run_capture(argv, NULL, false, &out, &err, RUN_TIMEOUT_MS);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status 0x%x: %s", st,
+		      err);
+	expect_in(out, "\"name\": \"otel_thread_ctx_v1\"");
+	free(out);
+	free(err);
+	target_finish(&t);
+	ck_assert_int_eq(rmdir(dir), 0);
+}
+END_TEST
+
 /* ---- a file truncated under ctxdump ---- */
 
 /* hostile-truncate with its library copy in dir (made here). */
@@ -1210,6 +1251,7 @@ TEST_SUITE(ctxdump_hostile_suite)
 	tcase_add_loop_test(tc, wrong_symbol_library_beside_shim, 0, 2);
 	tcase_add_test(tc, control_bytes_in_object_names);
 	tcase_add_test(tc, read_blocked_by_userfaultfd);
+	tcase_add_test(tc, more_objects_than_descriptors);
 	tcase_add_test(tc, library_truncated_while_dumped);
 	tcase_add_test(tc, library_truncated_while_recorded);
 	suite_add_tcase(s, tc);

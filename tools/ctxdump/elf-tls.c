@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
@@ -96,7 +97,8 @@ struct etls_proc {
 	char *ctx_lines;
 	size_t ctx_len;
 	struct etls_objs objs;
-	unsigned nfds; /* objects that keep their descriptor open */
+	unsigned nfds;    /* objects that keep their descriptor open */
+	unsigned fds_max; /* at most (fds_limit()) */
 	bool exe_ok;
 	struct stat exe_st;
 };
@@ -387,6 +389,45 @@ obj_short(int fd, const struct etls_obj *ob)
 	       (uint64_t)st.st_size + ETLS_PAGE <= ob->offset + (ob->end - ob->start);
 }
 
+/* How many objects may keep their descriptor open: ETLS_FDS_MAX, but no
+ * more than a quarter of what RLIMIT_NOFILE allows (ulimit -n 64 left no
+ * descriptor for the objects after the first 60, and the symbol was not
+ * found), so that the unwinder's modules and the output have theirs. */
+static unsigned
+fds_limit(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+	    rl.rlim_cur / 4 < ETLS_FDS_MAX)
+		return (unsigned)(rl.rlim_cur / 4);
+	return ETLS_FDS_MAX;
+}
+
+/* Out of descriptors (EMFILE, ENFILE) anyway: every object of p gives
+ * its descriptor back (as those beyond fds_max do, obj_elf()), and none
+ * keeps one from now on.  Whether one was given back. */
+static bool
+fds_shed(struct etls_proc *p)
+{
+	bool shed = false;
+	size_t i;
+
+	for (i = 0; i < p->objs.n; i++) {
+		struct etls_elf *x = &p->objs.v[i].x;
+
+		if (p->objs.v[i].ok && x->fd >= 0 &&
+		    elf_cntl(x->e, ELF_C_FDREAD) == 0) {
+			close(x->fd);
+			x->fd = -1;
+			shed = true;
+		}
+	}
+	p->nfds = 0;
+	p->fds_max = 0;
+	return shed;
+}
+
 /* The parsed ELF object of ob, opened on first use; NULL if it cannot be
  * opened or is no 64-bit ELF object. */
 static struct etls_elf *
@@ -400,7 +441,8 @@ obj_elf(struct etls_proc *p, struct etls_obj *ob)
 	memset(x, 0, sizeof(*x));
 	do
 		x->fd = obj_open(p->pid, ob);
-	while (x->fd < 0 && reader_switch(p, x->fd));
+	while (x->fd < 0 && (reader_switch(p, x->fd) ||
+			     ((x->fd == -EMFILE || x->fd == -ENFILE) && fds_shed(p))));
 	if (x->fd < 0) {
 		ob->err = x->fd;
 		return NULL;
@@ -420,10 +462,10 @@ obj_elf(struct etls_proc *p, struct etls_obj *ob)
 	}
 	/* Kept for later lookups, and with it its descriptor, from which
 	 * libelf reads the sections as they are needed; but no more than
-	 * ETLS_FDS_MAX descriptors at a time, as a process may map hundreds
-	 * of objects.  Beyond that FDREAD reads the whole file now and (as
+	 * fds_max descriptors at a time, as a process may map hundreds of
+	 * objects.  Beyond that FDREAD reads the whole file now and (as
 	 * FDDONE) tells libelf the descriptor is no longer needed. */
-	if (p->nfds < ETLS_FDS_MAX)
+	if (p->nfds < p->fds_max)
 		p->nfds++;
 	else if (elf_cntl(x->e, ELF_C_FDREAD) == 0) {
 		close(x->fd);
@@ -931,6 +973,7 @@ etls_proc_load(pid_t pid, struct etls_proc **out)
 	if (!p)
 		return -ENOMEM;
 	p->pid = pid;
+	p->fds_max = fds_limit();
 	/* first: it tells the executable among the mappings (obj_mapping()) */
 	exe_stat(p);
 	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
