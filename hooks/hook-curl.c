@@ -1565,7 +1565,7 @@ curl_publish_call(const struct curl_plan *p,
 	*had = cur != NULL;
 	if (cur) {
 		memcpy(saved, cur, sizeof(*saved));
-		hook_socket_ctx_stamp(saved);
+		(void)hook_socket_ctx_stamp(saved);
 	}
 	if (installed && p->client_span && cur) {
 		curl_client_ctx(&c, saved, p->span_id);

@@ -184,7 +184,7 @@ hook_http_enter(int fd,
 	sv->had_prev = cur != NULL;
 	if (cur) {
 		ctxshim_ctx_copy(&sv->prev, cur);
-		hook_socket_ctx_stamp(&sv->prev);
+		(void)hook_socket_ctx_stamp(&sv->prev);
 	}
 	ctxshim_attach(c);
 	if (!cur || !hook_http_same_span(cur, c))

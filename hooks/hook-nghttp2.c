@@ -1442,7 +1442,7 @@ nh_upgraded(nghttp2_session *session)
 	if (!ctxshim_active() || !(cur = ctxshim_current()))
 		return;
 	ctxshim_ctx_copy(&c, cur);
-	hook_socket_ctx_stamp(&c);
+	(void)hook_socket_ctx_stamp(&c);
 	if (!c.sock_fdp1)
 		return;
 	st->upgrade_fdp1 = c.sock_fdp1;

@@ -15,21 +15,30 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <string.h>
 
 struct hook_scope {
 	bool has;
+	/* hook_socket_ctx_stamp()'s, for hook_socket_ctx_answered() */
+	uint32_t sock_seq;
 	struct ctxshim_ctx ctx;
 };
 
 /* hooks/hook-socket.c.  stamp(): saved is a copy of the calling thread's
- * current context, taken to be restored later on this thread: note in it
- * whether the socket level publishes it (for which connection).
- * restored(): c (stamped) was just published again on this thread: if it
- * was the socket level's, it is again (the next wait clears it, ...).
- * Without the pair, a context restored after the socket level moved on
- * stayed published on an idle event-loop thread. */
-void hook_socket_ctx_stamp(struct ctxshim_ctx *saved);
+ * current context, taken to be restored later: note in it whether the
+ * socket level publishes it (for which connection), and return that
+ * request's sequence on its connection if it is not answered yet, else
+ * HOOK_SOCKET_SEQ_NONE.  answered(): the request of c (stamped; seq: what
+ * the stamp returned) was answered since, replaced by a newer one, or its
+ * connection closed: c must not be shown again.  restored(): c (stamped)
+ * was just published again on this thread: if it was the socket level's,
+ * it is again (the next wait clears it, ...).  Without the pair, a
+ * context restored after the socket level moved on stayed published on
+ * an idle event-loop thread. */
+#define HOOK_SOCKET_SEQ_NONE 1u /* odd: no request's at rest */
+uint32_t hook_socket_ctx_stamp(struct ctxshim_ctx *saved);
+bool hook_socket_ctx_answered(const struct ctxshim_ctx *c, uint32_t seq);
 void hook_socket_ctx_restored(const struct ctxshim_ctx *c);
 
 /* What the calling thread publishes now. */
@@ -39,9 +48,10 @@ hook_scope_capture(struct hook_scope *s)
 	const struct ctxshim_ctx *cur = ctxshim_current();
 
 	s->has = cur != NULL;
+	s->sock_seq = HOOK_SOCKET_SEQ_NONE;
 	if (cur) {
 		ctxshim_ctx_copy(&s->ctx, cur);
-		hook_socket_ctx_stamp(&s->ctx);
+		s->sock_seq = hook_socket_ctx_stamp(&s->ctx);
 	}
 }
 
@@ -72,17 +82,6 @@ hook_scope_publish(const struct hook_scope *s, const char *reason)
 	}
 }
 
-/* hook_scope_publish() of what this thread captured earlier (s is its own
- * context from before a callback): what the socket level published comes
- * back under its management. */
-static inline void
-hook_scope_restore(const struct hook_scope *s, const char *reason)
-{
-	hook_scope_publish(s, reason);
-	if (s->has)
-		hook_socket_ctx_restored(&s->ctx);
-}
-
 /* Clear the calling thread's context (a pool thread going idle). */
 static inline void
 hook_scope_clear(const char *reason)
@@ -91,4 +90,20 @@ hook_scope_clear(const char *reason)
 		return;
 	ctxshim_detach();
 	CTXSHIM_EVENT(CTXSHIM_EV_DETACH, -1, NULL, reason);
+}
+
+/* hook_scope_publish() of what was captured earlier (s is a context from
+ * before a callback, or a coroutine's from before it switched away): what
+ * the socket level published comes back under its management, and a
+ * request answered meanwhile does not come back at all. */
+static inline void
+hook_scope_restore(const struct hook_scope *s, const char *reason)
+{
+	if (s->has && hook_socket_ctx_answered(&s->ctx, s->sock_seq)) {
+		hook_scope_clear(reason);
+		return;
+	}
+	hook_scope_publish(s, reason);
+	if (s->has)
+		hook_socket_ctx_restored(&s->ctx);
 }

@@ -3886,17 +3886,59 @@ hook_socket_pselect(int n,
  * publishes it now), and the restore hands it back: the socket level then
  * follows it as if it had never been replaced (cleared by the next wait,
  * the close, the next request).  Neither is on the socket level's own
- * request path. */
+ * request path.
+ *
+ * Handing it back is not enough when the request was answered while the
+ * copy waited: a coroutine scheduler that reads a head (its thread shows
+ * that request) and switches to the request's coroutine, which answers
+ * it and switches back, showed the answered request again until its next
+ * wait.  So the stamp also returns the request's sequence (conn.h, seq),
+ * when the request was not answered yet, and a copy whose request has
+ * been answered since -- or replaced by a newer one, or whose connection
+ * was closed: the checks of "inherited requests" -- is not shown again
+ * (hook_socket_ctx_answered()).  A copy of a request already answered
+ * when it was taken (the thread's work after its response) comes back as
+ * before.  Not for an HTTP/2 connection, whose seq moves with every
+ * stream while the others are still open, nor a copy of a connection
+ * (CONN_F_LINK), whose leader's slot counts the answers. */
 
-void
+uint32_t
 hook_socket_ctx_stamp(struct ctxshim_ctx *saved)
 {
+	struct ctxshim_conn *c = sk_self.c;
+	uint32_t seq;
+
 	saved->sock_fdp1 = 0;
 	saved->sock_gen = 0;
 	if (sk_self.busy || !sk_self.fdp1 || sk_span(saved) != sk_self.span)
-		return;
+		return HOOK_SOCKET_SEQ_NONE;
 	saved->sock_fdp1 = sk_self.fdp1;
 	saved->sock_gen = sk_self.gen;
+	if (!c || c == &sk_nil_conn ||
+	    (atomic_load_explicit(&c->flags, memory_order_relaxed) & CONN_F_LINK) ||
+	    ctxshim_conn_h2(c) ||
+	    sk_self.gen != atomic_load_explicit(&c->gen, memory_order_relaxed))
+		return HOOK_SOCKET_SEQ_NONE;
+	/* An odd seq (a rewrite in progress: another request is taking its
+	 * place) is of HOOK_SOCKET_SEQ_NONE's kind, nothing to check. */
+	seq = atomic_load_explicit(&c->seq, memory_order_relaxed);
+	return ctxshim_conn_idle(c) ? HOOK_SOCKET_SEQ_NONE : seq;
+}
+
+bool
+hook_socket_ctx_answered(const struct ctxshim_ctx *c, uint32_t seq)
+{
+	struct ctxshim_conn *conn;
+
+	if ((seq & 1) || !c->sock_fdp1)
+		return false;
+	/* Slots never go away (conn.h): the loads are safe whatever
+	 * happened to the connection. */
+	conn = ctxshim_conn_get(c->sock_fdp1 - 1);
+	return !conn ||
+	       atomic_load_explicit(&conn->gen, memory_order_relaxed) != c->sock_gen ||
+	       atomic_load_explicit(&conn->seq, memory_order_relaxed) != seq ||
+	       ctxshim_conn_idle(conn);
 }
 
 void
