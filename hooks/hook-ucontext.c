@@ -32,6 +32,16 @@
  *   internal __setcontext, which no hook sees), by our swapcontext frame
  *   on its way back to the caller.
  * - setcontext(ucp) publishes ucp's context and switches.
+ * - A context comes back as a library hook's saved one does
+ *   (hook_scope_capture(), hook_scope_restore()): one the socket level
+ *   published is its to clear again (at the next wait, ...), and one
+ *   whose request was answered while the ucontext waited is not shown
+ *   again: the switch clears the thread's context instead.  A scheduler
+ *   that reads a request's head (its thread shows that request) and
+ *   switches to the request's coroutine, which answers it and switches
+ *   back, showed the answered request until its next wait.  The request
+ *   is looked up by its connection's slot, not by the thread: so also for
+ *   a coroutine resumed on another thread.
  *
  * Per-ucontext state lives in one table keyed by the ucontext_t address,
  * mapped once, at the first getcontext() or makecontext() (never on a
@@ -330,16 +340,10 @@ static void
 hook_ucontext_save(struct uc_table *t, const void *ucp, bool create, const void *keep)
 {
 	struct uc_head *h = hook_ucontext_lock_slot(t, ucp, create, keep);
-	const struct ctxshim_ctx *cur;
-	struct hook_scope *b;
 
 	if (!h)
 		return;
-	b = &t->body[h - t->head];
-	cur = ctxshim_current();
-	b->has = cur != NULL;
-	if (cur)
-		ctxshim_ctx_copy(&b->ctx, cur);
+	hook_scope_capture(&t->body[h - t->head]);
 	hook_ucontext_unlock(h);
 }
 
@@ -363,7 +367,7 @@ hook_ucontext_publish(struct uc_table *t, const void *ucp, const char *reason)
 
 	if (!h)
 		return;
-	hook_scope_publish(&t->body[h - t->head], reason);
+	hook_scope_restore(&t->body[h - t->head], reason);
 	hook_ucontext_unlock(h);
 }
 
@@ -494,7 +498,7 @@ hook_ucontext_start_prep(const void *key)
 
 	if (t && ctxshim_active() &&
 	    (h = hook_ucontext_lock_slot(t, key, false, NULL))) {
-		hook_scope_publish(&t->body[h - t->head], "makecontext-start");
+		hook_scope_restore(&t->body[h - t->head], "makecontext-start");
 		/* Started: the key's slot has done its work (a coroutine that
 		 * yields is found under its own ucontext then), and kept it
 		 * would be a second slot a coroutine, which a pool of more

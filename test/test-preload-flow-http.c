@@ -132,6 +132,31 @@ START_TEST(http_ucontext_coroutines)
 }
 END_TEST
 
+/* A scheduler that reads each request's head itself (its thread then
+ * shows that request) and makes a coroutine for it.  A switch back from a
+ * coroutine shows what the scheduler showed when it switched away, but
+ * not a request answered meanwhile (old: the request the scheduler read
+ * last, answered by its own coroutine, was shown again, until the
+ * scheduler's next wait). */
+START_TEST(http_ucontext_scheduler_reads)
+{
+	static const char *const wheres[] = {"start", "resumed"};
+	struct test_child c;
+	char *resp[N_REQ], line[256], want[128];
+
+	serve("ucontext-sched", resp, &c);
+	check_responses(resp, wheres, 2);
+	/* in flight: the request read last, with the span its coroutine
+	 * showed */
+	flow_body_ctx(resp[N_REQ - 1], "start", want, sizeof(want));
+	test_child_expect(&c, "SCHED read ", line, sizeof(line), 5000);
+	ck_assert_str_eq(line + strlen("SCHED read "), want);
+	test_child_expect(&c, "SCHED answered ", line, sizeof(line), 5000);
+	ck_assert_str_eq(line, "SCHED answered " FLOW_NONE);
+	finish(&c, resp);
+}
+END_TEST
+
 TEST_SUITE(preload_flow_http_suite)
 {
 	Suite *s = suite_create("preload-flow-http");
@@ -143,6 +168,7 @@ TEST_SUITE(preload_flow_http_suite)
 	tcase_add_test(tc, http_libuv_pool);
 	tcase_add_test(tc, http_glib_pool);
 	tcase_add_test(tc, http_ucontext_coroutines);
+	tcase_add_test(tc, http_ucontext_scheduler_reads);
 	suite_add_tcase(s, tc);
 	return s;
 }

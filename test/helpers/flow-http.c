@@ -13,6 +13,13 @@
  *                         does the work (all N in flight at once: N <= 4)
  *   flow-http ucontext N  one thread, a coroutine per connection: all read
  *                         their request first, then answer in reverse order
+ *   flow-http ucontext-sched N  one thread that reads every request's head
+ *                         itself and makes a coroutine for each; the last
+ *                         one answers first, and the scheduler reports what
+ *                         it shows after a switch back from a coroutine:
+ *                         "SCHED read <context>" while all are in flight,
+ *                         "SCHED answered <context>" once the request it
+ *                         read last was answered
  *   flow-http worker      one connection; its thread starts a worker that
  *                         blocks: "WORKERS <pid> <conn tid> <worker tid>",
  *                         then "release" on stdin ends the worker, the
@@ -119,7 +126,7 @@ response(const struct conn *c, char *out, size_t cap)
 }
 
 static void
-respond(struct conn *c)
+write_response(struct conn *c)
 {
 	char buf[2048];
 	size_t n = response(c, buf, sizeof(buf)), off = 0;
@@ -131,6 +138,12 @@ respond(struct conn *c)
 			die("write");
 		off += (size_t)w;
 	}
+}
+
+static void
+respond(struct conn *c)
+{
+	write_response(c);
 	close(c->fd);
 }
 
@@ -387,6 +400,75 @@ cmd_ucontext(int n)
 	return 0;
 }
 
+/* ---- ucontext, a scheduler that reads ---- */
+
+/* The request's coroutine: it starts, yields, answers and yields again,
+ * so that every switch back to the scheduler is a hooked swapcontext(),
+ * and it closes the connection only after that (a close is not an
+ * answer). */
+static void
+co_sched_main(int i)
+{
+	struct conn *c = co_conn[i];
+
+	note(c, "start");
+	swapcontext(&c->uc, &sched);
+	note(c, "resumed");
+	write_response(c);
+	swapcontext(&c->uc, &sched);
+	close(c->fd);
+}
+
+static void
+sched_report(const char *what)
+{
+	char ctx[CTX_TEXT];
+
+	ctxobs_format(ctx, sizeof(ctx));
+	printf("SCHED %s %s\n", what, ctx);
+	fflush(stdout);
+}
+
+static int
+cmd_ucontext_sched(int n)
+{
+	int port, lfd = listen_local(&port), i;
+
+	ready(port);
+	/* The scheduler reads each head (its thread shows that request) and
+	 * makes a coroutine for it. */
+	for (i = 0; i < n; i++) {
+		struct conn *c = &conns[i];
+
+		c->fd = accept(lfd, NULL, NULL);
+		if (c->fd < 0)
+			die("accept");
+		read_head(c);
+		co_conn[i] = c;
+		if (getcontext(&c->uc) < 0)
+			die("getcontext");
+		c->uc.uc_stack.ss_sp = c->stack;
+		c->uc.uc_stack.ss_size = sizeof(c->stack);
+		c->uc.uc_link = &sched;
+		makecontext(&c->uc, (void (*)(void))co_sched_main, 1, i);
+	}
+	/* Every coroutine starts; back here the scheduler shows what it read
+	 * last, a request in flight. */
+	for (i = 0; i < n; i++)
+		swapcontext(&sched, &conns[i].uc);
+	sched_report("read");
+	/* The request read last is answered by its coroutine: back here, the
+	 * scheduler must not show it any more. */
+	swapcontext(&sched, &conns[n - 1].uc);
+	sched_report("answered");
+	for (i = n - 2; i >= 0; i--)
+		swapcontext(&sched, &conns[i].uc);
+	/* Each coroutine ends through uc_link. */
+	for (i = n - 1; i >= 0; i--)
+		swapcontext(&sched, &conns[i].uc);
+	return 0;
+}
+
 /* ---- worker ---- */
 
 static int release_pipe[2];
@@ -472,8 +554,11 @@ main(int argc, char **argv)
 		return cmd_glib(n);
 	if (strcmp(cmd, "ucontext") == 0 && n)
 		return cmd_ucontext(n);
+	if (strcmp(cmd, "ucontext-sched") == 0 && n)
+		return cmd_ucontext_sched(n);
 	if (strcmp(cmd, "worker") == 0)
 		return cmd_worker();
-	fprintf(stderr, "usage: flow-http uv N|glib N|ucontext N|worker\n");
+	fprintf(stderr, "usage: flow-http uv N|glib N|ucontext N|ucontext-sched N|"
+			"worker\n");
 	return 2;
 }
