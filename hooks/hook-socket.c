@@ -3933,8 +3933,10 @@ hook_socket_ctx_answered(const struct ctxshim_ctx *c, uint32_t seq)
 	if ((seq & 1) || !c->sock_fdp1)
 		return false;
 	/* Slots never go away (conn.h): the loads are safe whatever
-	 * happened to the connection. */
-	conn = ctxshim_conn_get(c->sock_fdp1 - 1);
+	 * happened to the connection.  A TLS session without an fd (memory
+	 * BIOs) has a slot of its own too: looked up as an fd's, it had
+	 * none, and its live request read as answered. */
+	conn = ctxshim_conn_by_id(c->sock_fdp1 - 1);
 	return !conn ||
 	       atomic_load_explicit(&conn->gen, memory_order_relaxed) != c->sock_gen ||
 	       atomic_load_explicit(&conn->seq, memory_order_relaxed) != seq ||

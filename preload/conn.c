@@ -1823,6 +1823,16 @@ ctxshim_conn_virt_forget(const void *key)
 		}
 }
 
+struct ctxshim_conn *
+ctxshim_conn_by_id(int id)
+{
+	if (id >= CTXSHIM_CONN_VIRT_BASE)
+		return (unsigned)(id - CTXSHIM_CONN_VIRT_BASE) < CTXSHIM_CONN_VIRT_N
+			       ? &conn_virt[id - CTXSHIM_CONN_VIRT_BASE]
+			       : NULL;
+	return ctxshim_conn_get(id);
+}
+
 /* ---- contexts ---- */
 
 /* Copy s into the compact form.  Attributes first, in order, each whole

@@ -468,6 +468,12 @@ struct ctxshim_conn *ctxshim_conn_virt(const void *key, bool create, int *id);
 /* key's session ended: release its slot. */
 void ctxshim_conn_virt_forget(const void *key);
 
+/* The slot of connection id as the socket level numbers them (a
+ * context's sock_fdp1 - 1): an fd's (ctxshim_conn_get()) or, from
+ * CTXSHIM_CONN_VIRT_BASE on, a connection's without an fd.  NULL if it
+ * has none.  Neither kind of slot ever goes away. */
+struct ctxshim_conn *ctxshim_conn_by_id(int id);
+
 /* Feed the bytes a read returned (by the thread that read them; never
  * re-entered on one thread: the hooks' busy flag keeps a signal handler
  * that interrupted a feed out).  Returns CONN_FEED_NONE, or

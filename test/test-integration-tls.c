@@ -247,6 +247,10 @@ enum srv_kind {
 	SRV_OPENSSL_SSL_BIO_PLT,
 	/* --bio ssl with libssl and libcrypto dlopen()ed RTLD_LOCAL */
 	SRV_OPENSSL_DLOPEN_SSL_BIO,
+	/* memory BIOs, and a switch to a coroutine and back after each head
+	 * (--yield): old, the switch back dropped the request's context, as
+	 * if answered (a connection without an fd has no descriptor slot) */
+	SRV_OPENSSL_MEM_BIO_YIELD,
 	SRV_GNUTLS, /* from here on: left out when not built */
 	/* a send retried as gnutls_record_send(s, NULL, 0), and responses
 	 * sent with gnutls_record_send_file(): old, neither was seen as the
@@ -277,6 +281,7 @@ static const char *const srv_name[SRV_N] = {"openssl",
 					    "openssl --bio ssl-out",
 					    "openssl --bio ssl-plt",
 					    "openssl dlopen --bio ssl",
+					    "openssl --bio mem --yield",
 					    "gnutls",
 					    "gnutls --send again",
 					    "gnutls --send file",
@@ -316,10 +321,13 @@ srv_start(struct it_server *s, enum srv_kind k, const struct tls_dir *d)
 		argv[n++] = "--bio";
 		argv[n++] = k == SRV_OPENSSL_SSL_BIO_OUT ? "ssl-out" : "ssl-plt";
 	}
-	if (k == SRV_OPENSSL_MEM_BIO || k == SRV_OPENSSL_MEM_BIO_UP_REF) {
+	if (k == SRV_OPENSSL_MEM_BIO || k == SRV_OPENSSL_MEM_BIO_UP_REF ||
+	    k == SRV_OPENSSL_MEM_BIO_YIELD) {
 		argv[n++] = "--bio";
 		argv[n++] = "mem";
 	}
+	if (k == SRV_OPENSSL_MEM_BIO_YIELD)
+		argv[n++] = "--yield";
 	if (k == SRV_OPENSSL_UP_REF || k == SRV_OPENSSL_MEM_BIO_UP_REF)
 		argv[n++] = "--up-ref";
 	if (k == SRV_GNUTLS_AGAIN || k == SRV_GNUTLS_FILE || k == SRV_GNUTLS_SEND2 ||

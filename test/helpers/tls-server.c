@@ -7,7 +7,7 @@
  *
  *   tls-server CERT KEY [--ex] [--bio mem|ssl|ssl-out|ssl-plt] [--up-ref]
  *                       [--read-size N] [--send again|file|send2|range]
- *                       [--recv packet|seq]
+ *                       [--recv packet|seq] [--yield]
  *
  * --ex:       OpenSSL: SSL_read_ex/SSL_write_ex instead of SSL_read/SSL_write
  *             (with --bio ssl: BIO_read_ex/BIO_write_ex on the SSL BIO)
@@ -59,6 +59,10 @@
  *             (a record at a time, handed out N bytes at a time, then
  *             gnutls_packet_deinit())
  * --recv seq: GnuTLS: requests read with gnutls_record_recv_seq()
+ * --yield:   each request head, once read, is followed by a switch to a
+ *             coroutine (makecontext, swapcontext) that returns at once
+ *             (through uc_link), as a coroutine server's scheduler
+ *             switches while a request is in flight
  *
  * Listens on 127.0.0.1 (kernel-chosen port), prints "READY <port>", serves
  * each connection on its own thread: TLS handshake, then request heads
@@ -79,6 +83,7 @@
 #include <strings.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 #include "http1-reader.h"
@@ -94,7 +99,7 @@
 #define BUF_MAX (64 * 1024)
 
 static size_t read_size = 4096;
-static bool opt_ex, opt_mem_bio, opt_up_ref;
+static bool opt_ex, opt_mem_bio, opt_up_ref, opt_yield;
 #ifdef TLS_GNUTLS
 static const char *opt_send = "", *opt_recv = "";
 #else
@@ -650,6 +655,36 @@ traceparents(const char *head, size_t len, char *tp, size_t tp_cap)
 	return n;
 }
 
+/* --yield: a round trip through a coroutine that does nothing; both
+ * switches are hooked (the coroutine's start, and the return to the
+ * swapcontext() frame through uc_link). */
+static void
+co_nothing(void)
+{
+}
+
+static int
+yield_once(void)
+{
+	ucontext_t self, co;
+	char *stack = malloc(64 * 1024);
+
+	if (!stack || getcontext(&co) < 0) {
+		free(stack);
+		return -1;
+	}
+	co.uc_stack.ss_sp = stack;
+	co.uc_stack.ss_size = 64 * 1024;
+	co.uc_link = &self;
+	makecontext(&co, co_nothing, 0);
+	if (swapcontext(&self, &co) < 0) {
+		free(stack);
+		return -1;
+	}
+	free(stack);
+	return 0;
+}
+
 /* The read of http1-reader.h. */
 static ssize_t
 conn_read(void *c, char *buf, size_t n)
@@ -695,6 +730,10 @@ serve(void *arg)
 			break;
 		}
 		serve_say("REQ %ld %s %u %s\n", tid, path, n_tp, tp);
+		if (opt_yield && yield_once() < 0) {
+			serve_say("YIELD-FAILED %ld\n", tid);
+			break;
+		}
 		if (opt_up_ref && strstr(path, "/end")) {
 			t_close(&c);
 			serve_maybe_block(tid, path);
@@ -753,6 +792,8 @@ main(int argc, char **argv)
 #endif
 		else if (strcmp(argv[i], "--up-ref") == 0)
 			opt_up_ref = true;
+		else if (strcmp(argv[i], "--yield") == 0)
+			opt_yield = true;
 		else if (strcmp(argv[i], "--read-size") == 0 && i + 1 < argc)
 			read_size = (size_t)strtoul(argv[++i], NULL, 10);
 #ifdef TLS_GNUTLS
