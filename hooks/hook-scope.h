@@ -41,6 +41,21 @@ uint32_t hook_socket_ctx_stamp(struct ctxshim_ctx *saved);
 bool hook_socket_ctx_answered(const struct ctxshim_ctx *c, uint32_t seq);
 void hook_socket_ctx_restored(const struct ctxshim_ctx *c);
 
+/* hooks/hook-socket.c.  What the socket level follows on the calling
+ * thread (the connection whose context it published), saved before a
+ * switch that may not happen, and put back when it did not: restored()
+ * of the context switched to changed it (setcontext() that fails).  A
+ * few words, not a copy of the context: setcontext() runs on coroutine
+ * stacks of a few hundred bytes. */
+struct hook_socket_owner {
+	int fdp1; /* -1: nothing to put back (saved inside a hook) */
+	uint32_t gen;
+	uint64_t span;
+	void *c;
+};
+void hook_socket_owner_save(struct hook_socket_owner *o);
+void hook_socket_owner_put(const struct hook_socket_owner *o);
+
 /* What the calling thread publishes now. */
 static inline void
 hook_scope_capture(struct hook_scope *s)

@@ -3966,6 +3966,28 @@ hook_socket_ctx_restored(const struct ctxshim_ctx *c)
 }
 
 void
+hook_socket_owner_save(struct hook_socket_owner *o)
+{
+	o->fdp1 = sk_self.busy ? -1 : sk_self.fdp1;
+	o->gen = sk_self.gen;
+	o->span = sk_self.span;
+	o->c = sk_self.c;
+}
+
+void
+hook_socket_owner_put(const struct hook_socket_owner *o)
+{
+	if (o->fdp1 < 0 || sk_self.busy)
+		return;
+	sk_busy(true);
+	sk_self.fdp1 = o->fdp1;
+	sk_self.gen = o->gen;
+	sk_self.span = o->span;
+	sk_self.c = o->c;
+	sk_busy(false);
+}
+
+void
 hook_socket_disown(int fd)
 {
 	if (fd < 0 || sk_self.busy || sk_self.fdp1 != fd + 1)

@@ -408,6 +408,7 @@ hook_ucontext_setcontext(const ucontext_t *ucp)
 {
 	struct uc_table *t = atomic_load_explicit(&table, memory_order_acquire);
 	const struct ctxshim_ctx *prev;
+	struct hook_socket_owner own;
 	int r, saved_errno;
 
 	hook_ucontext_bind();
@@ -417,8 +418,12 @@ hook_ucontext_setcontext(const ucontext_t *ucp)
 	 * (EFAULT: ucp cannot be read, the application resumes a freed
 	 * ucontext).  No copy: the publication below writes the thread's
 	 * other buffer or only clears the pointer, so this one stays
-	 * intact until the next. */
+	 * intact until the next.  And what the socket level followed, which
+	 * the publication hands ucp's request (hook_scope_restore()): the
+	 * thread's own request, put back, is the socket level's to clear
+	 * again at the next wait. */
 	prev = ctxshim_current();
+	hook_socket_owner_save(&own);
 	hook_ucontext_publish(t, ucp, "setcontext");
 	switched_to = ucp;
 	r = real_setcontext_fn(ucp);
@@ -431,6 +436,7 @@ hook_ucontext_setcontext(const ucontext_t *ucp)
 		else
 			ctxshim_detach();
 	}
+	hook_socket_owner_put(&own);
 	errno = saved_errno;
 	return r;
 }

@@ -157,6 +157,30 @@ START_TEST(http_ucontext_scheduler_reads)
 }
 END_TEST
 
+/* A setcontext() that fails (EFAULT) leaves the thread as it was: the
+ * request it shows is still the socket level's, which the next wait
+ * clears (old: the failed switch had handed the socket level the
+ * ucontext's request, and the thread kept showing the last one it read
+ * after its wait). */
+START_TEST(http_setcontext_failure_keeps_socket_level)
+{
+	static const char *const wheres[] = {"read"};
+	struct test_child c;
+	char *resp[N_REQ], line[256], want[128];
+
+	serve("setcontext-fail", resp, &c);
+	check_responses(resp, wheres, 1);
+	flow_body_ctx(resp[N_REQ - 1], "read", want, sizeof(want));
+	test_child_expect(&c, "SCHED before ", line, sizeof(line), 5000);
+	ck_assert_str_eq(line + strlen("SCHED before "), want);
+	test_child_expect(&c, "SCHED failed ", line, sizeof(line), 5000);
+	ck_assert_str_eq(line + strlen("SCHED failed "), want);
+	test_child_expect(&c, "SCHED waited ", line, sizeof(line), 5000);
+	ck_assert_str_eq(line, "SCHED waited " FLOW_NONE);
+	finish(&c, resp);
+}
+END_TEST
+
 TEST_SUITE(preload_flow_http_suite)
 {
 	Suite *s = suite_create("preload-flow-http");
@@ -169,6 +193,7 @@ TEST_SUITE(preload_flow_http_suite)
 	tcase_add_test(tc, http_glib_pool);
 	tcase_add_test(tc, http_ucontext_coroutines);
 	tcase_add_test(tc, http_ucontext_scheduler_reads);
+	tcase_add_test(tc, http_setcontext_failure_keeps_socket_level);
 	suite_add_tcase(s, tc);
 	return s;
 }

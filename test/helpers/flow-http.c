@@ -20,6 +20,13 @@
  *                         "SCHED read <context>" while all are in flight,
  *                         "SCHED answered <context>" once the request it
  *                         read last was answered
+ *   flow-http setcontext-fail N  one thread reads the first request's head,
+ *                         saves a ucontext (getcontext), reads the other
+ *                         heads, and setcontext()s to the ucontext made
+ *                         unreadable (EFAULT): "SCHED before <context>",
+ *                         "SCHED failed <context>" after the failed switch,
+ *                         "SCHED waited <context>" after an epoll_wait()
+ *                         with nothing ready
  *   flow-http worker      one connection; its thread starts a worker that
  *                         blocks: "WORKERS <pid> <conn tid> <worker tid>",
  *                         then "release" on stdin ends the worker, the
@@ -40,6 +47,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <ucontext.h>
@@ -469,6 +478,53 @@ cmd_ucontext_sched(int n)
 	return 0;
 }
 
+/* ---- setcontext() that fails ---- */
+
+static int
+cmd_setcontext_fail(int n)
+{
+	int port, lfd = listen_local(&port), i, ep, r;
+	struct epoll_event ev;
+	ucontext_t *uc;
+
+	ready(port);
+	uc = mmap(NULL, sizeof(*uc), PROT_READ | PROT_WRITE,
+		  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (uc == MAP_FAILED)
+		die("mmap");
+	/* The ucontext holds the first request, the thread the last one (the
+	 * socket level's both). */
+	for (i = 0; i < n; i++) {
+		struct conn *c = &conns[i];
+
+		c->fd = accept(lfd, NULL, NULL);
+		if (c->fd < 0)
+			die("accept");
+		read_head(c);
+		note(c, "read");
+		if (i == 0 && getcontext(uc) < 0)
+			die("getcontext");
+	}
+	sched_report("before");
+	if (munmap(uc, sizeof(*uc)) < 0)
+		die("munmap");
+	r = setcontext(uc);
+	if (r != -1 || errno != EFAULT)
+		die("setcontext");
+	sched_report("failed");
+	/* The next wait ends what the thread shows, as before the switch
+	 * (old: the failed switch had given the socket level the
+	 * ucontext's request, and the thread kept the last one). */
+	ep = epoll_create1(EPOLL_CLOEXEC);
+	if (ep < 0 || epoll_wait(ep, &ev, 1, 1) < 0)
+		die("epoll_wait");
+	close(ep);
+	sched_report("waited");
+	for (i = 0; i < n; i++)
+		respond(&conns[i]);
+	return 0;
+}
+
 /* ---- worker ---- */
 
 static int release_pipe[2];
@@ -556,9 +612,11 @@ main(int argc, char **argv)
 		return cmd_ucontext(n);
 	if (strcmp(cmd, "ucontext-sched") == 0 && n)
 		return cmd_ucontext_sched(n);
+	if (strcmp(cmd, "setcontext-fail") == 0 && n)
+		return cmd_setcontext_fail(n);
 	if (strcmp(cmd, "worker") == 0)
 		return cmd_worker();
 	fprintf(stderr, "usage: flow-http uv N|glib N|ucontext N|ucontext-sched N|"
-			"worker\n");
+			"setcontext-fail N|worker\n");
 	return 2;
 }
