@@ -3898,9 +3898,12 @@ hook_socket_pselect(int n,
  * was closed: the checks of "inherited requests" -- is not shown again
  * (hook_socket_ctx_answered()).  A copy of a request already answered
  * when it was taken (the thread's work after its response) comes back as
- * before.  Not for an HTTP/2 connection, whose seq moves with every
- * stream while the others are still open, nor a copy of a connection
- * (CONN_F_LINK), whose leader's slot counts the answers. */
+ * before.  Not for a framed connection (HTTP/2, FastCGI), whose seq
+ * moves with every stream or request while the others may still be open,
+ * nor a copy of a connection (CONN_F_LINK), whose leader's slot counts
+ * the answers; and no answer is read from a connection that became a
+ * copy since (a read through a dup moves the request to the copy's slot:
+ * the request may well be live).  Those come back as before. */
 
 uint32_t
 hook_socket_ctx_stamp(struct ctxshim_ctx *saved)
@@ -3916,7 +3919,7 @@ hook_socket_ctx_stamp(struct ctxshim_ctx *saved)
 	saved->sock_gen = sk_self.gen;
 	if (!c || c == &sk_nil_conn ||
 	    (atomic_load_explicit(&c->flags, memory_order_relaxed) & CONN_F_LINK) ||
-	    ctxshim_conn_h2(c) ||
+	    ctxshim_conn_framed(c) ||
 	    sk_self.gen != atomic_load_explicit(&c->gen, memory_order_relaxed))
 		return HOOK_SOCKET_SEQ_NONE;
 	/* An odd seq (a rewrite in progress: another request is taking its
@@ -3937,8 +3940,11 @@ hook_socket_ctx_answered(const struct ctxshim_ctx *c, uint32_t seq)
 	 * BIOs) has a slot of its own too: looked up as an fd's, it had
 	 * none, and its live request read as answered. */
 	conn = ctxshim_conn_by_id(c->sock_fdp1 - 1);
-	return !conn ||
-	       atomic_load_explicit(&conn->gen, memory_order_relaxed) != c->sock_gen ||
+	if (!conn)
+		return true;
+	if (atomic_load_explicit(&conn->flags, memory_order_relaxed) & CONN_F_LINK)
+		return false;
+	return atomic_load_explicit(&conn->gen, memory_order_relaxed) != c->sock_gen ||
 	       atomic_load_explicit(&conn->seq, memory_order_relaxed) != seq ||
 	       ctxshim_conn_idle(conn);
 }
