@@ -167,10 +167,10 @@ hook_http_adopt_socket_ctx(int fd, struct ctxshim_ctx *c)
 	ctxshim_conn_claim(fd);
 }
 
-/* What the thread published before the callback. */
+/* What the thread published before the callback (hook_scope_capture():
+ * stamped for the socket level). */
 struct hook_http_saved {
-	bool had_prev;
-	struct ctxshim_ctx prev;
+	struct hook_scope prev;
 };
 
 static inline void
@@ -179,13 +179,10 @@ hook_http_enter(int fd,
 		struct hook_http_saved *sv,
 		const char *reason)
 {
-	const struct ctxshim_ctx *cur = ctxshim_current();
+	const struct ctxshim_ctx *cur;
 
-	sv->had_prev = cur != NULL;
-	if (cur) {
-		ctxshim_ctx_copy(&sv->prev, cur);
-		(void)hook_socket_ctx_stamp(&sv->prev);
-	}
+	hook_scope_capture(&sv->prev);
+	cur = sv->prev.has ? &sv->prev.ctx : NULL;
 	ctxshim_attach(c);
 	if (!cur || !hook_http_same_span(cur, c))
 		CTXSHIM_EVENT(cur ? CTXSHIM_EV_SWITCH : CTXSHIM_EV_ATTACH, fd, c,
@@ -193,10 +190,18 @@ hook_http_enter(int fd,
 }
 
 /* Restore what the thread published before (an enclosing context, or
- * nothing), whatever the callback did meanwhile.  If that was this
- * request's own context (the socket level attached it when it read the
- * head, before the fd was claimed), nobody else would clear it: the
- * callback is done, and so is the thread's work on the request for now. */
+ * nothing), whatever the callback did meanwhile -- hook_scope_restore()'s
+ * rule.  If that was this request's own context (the socket level
+ * attached it when it read the head, before the fd was claimed), nobody
+ * else would clear it: the callback is done, and so is the thread's work
+ * on the request for now.  Nor does a request the socket level published
+ * come back once it was answered, replaced or closed meanwhile
+ * (hook_socket_ctx_answered()): a loop thread that read another
+ * connection's head, then ran a callback that answered that request (a
+ * long poll: one request's handler answers a waiting one), showed it
+ * again until its next wait.  The nghttp2 hook's stream callbacks too,
+ * for what they restore of an HTTP/1 connection (an HTTP/2 one's stamp
+ * has no sequence to check). */
 static inline void
 hook_http_leave(int fd,
 		const struct ctxshim_ctx *c,
@@ -204,13 +209,15 @@ hook_http_leave(int fd,
 		const char *restore_reason,
 		const char *detach_reason)
 {
+	const struct hook_scope *p = &sv->prev;
 	const struct ctxshim_ctx *cur = ctxshim_current();
 
-	if (sv->had_prev && !hook_http_same_span(&sv->prev, c)) {
-		if (!cur || !hook_http_same_span(cur, &sv->prev))
-			CTXSHIM_EVENT(CTXSHIM_EV_SWITCH, fd, &sv->prev, restore_reason);
-		ctxshim_attach(&sv->prev);
-		hook_socket_ctx_restored(&sv->prev);
+	if (p->has && !hook_http_same_span(&p->ctx, c) &&
+	    !hook_socket_ctx_answered(&p->ctx, p->sock_seq)) {
+		if (!cur || !hook_http_same_span(cur, &p->ctx))
+			CTXSHIM_EVENT(CTXSHIM_EV_SWITCH, fd, &p->ctx, restore_reason);
+		ctxshim_attach(&p->ctx);
+		hook_socket_ctx_restored(&p->ctx);
 	} else {
 		ctxshim_detach();
 		if (cur)

@@ -9,10 +9,16 @@
  * the trace-id its thread publishes with its request's traceparent, and
  * the evhttp timer (outside any callback) must show no other request's;
  * after the last response, no thread shows any of them.  The other
- * integration tests send one request at a time. */
+ * integration tests send one request at a time.  And a long poll on one
+ * thread: a handler that answers a waiting request the thread read on
+ * another connection leaves the thread without that request. */
 /* test-integration.h is static functions: not all are used here */
 #pragma GCC diagnostic ignored "-Wunused-function"
 #include "test-integration.h"
+
+/* The long poll's traceparents: the kept-alive connection's two
+ * requests and the waiter's. */
+#define LP_TP(t) "00-4bf92f3577b34da6a3ce929d0e0e" t "-00f067aa0ba902b7-01"
 
 #define CONNS  6
 #define ROUNDS 3
@@ -84,6 +90,64 @@ START_TEST(test_interleaved)
 }
 END_TEST
 
+static const char *const longpoll_modes[] = {"mhd-longpoll", "evhttp-longpoll"};
+
+/* The thread reads a waiter's head (the socket level shows its request),
+ * then the library runs the handler of a request on a kept-alive
+ * connection (claimed by the library: reading it switches nothing), which
+ * answers the waiter.  After the handler the thread shows nothing (old:
+ * the waiter's request, put back by the handler's return, until the
+ * loop's next wait). */
+START_TEST(test_longpoll_answered_in_handler)
+{
+	char *argv[] = {(char *)test_helper_path("interleave-server"),
+			(char *)longpoll_modes[_i], NULL};
+	struct it_server s;
+	char line[256], *resp;
+	unsigned long checks, bad;
+	unsigned wport;
+	int fd, w;
+
+	it_server_start(&s, argv, true, NULL);
+	test_child_expect(&s.child, "WAITER ", line, sizeof(line), IT_TIMEOUT_MS);
+	wport = (unsigned)strtoul(line + 7, NULL, 10);
+	ck_assert_uint_gt(wport, 0);
+	/* The connection's first request: the library claims it. */
+	fd = it_connect(s.port);
+	it_send_str(fd, "GET /first HTTP/1.1\r\nHost: t\r\ntraceparent: " LP_TP(
+				"0001") "\r\n\r\n");
+	resp = it_read_response(fd);
+	ck_assert_msg(strncmp(resp, "HTTP/1.1 200", 12) == 0, "%s", resp);
+	free(resp);
+	test_child_send(&s.child, "go\n");
+	test_child_expect(&s.child, "WAITING", line, sizeof(line), IT_TIMEOUT_MS);
+	/* Its bytes are there before the waiter connects. */
+	it_send_str(fd, "GET /answer HTTP/1.1\r\nHost: t\r\ntraceparent: " LP_TP(
+				"0002") "\r\n\r\n");
+	w = it_connect(wport);
+	it_send_str(w, "GET /wait HTTP/1.1\r\nHost: t\r\ntraceparent: " LP_TP(
+			       "0003") "\r\n\r\n");
+	test_child_expect(&s.child, "AFTER ", line, sizeof(line), IT_TIMEOUT_MS);
+	ck_assert_str_eq(line, "AFTER none");
+	resp = it_read_response(w);
+	ck_assert_msg(strncmp(resp, "HTTP/1.1 200", 12) == 0, "%s", resp);
+	free(resp);
+	resp = it_read_response(fd);
+	ck_assert_msg(strncmp(resp, "HTTP/1.1 200", 12) == 0, "%s", resp);
+	free(resp);
+	close(w);
+	close(fd);
+
+	close(s.child.in_fd);
+	s.child.in_fd = -1;
+	test_child_expect(&s.child, "CHECKS ", line, sizeof(line), IT_TIMEOUT_MS);
+	ck_assert_int_eq(sscanf(line, "CHECKS %lu BAD %lu", &checks, &bad), 2);
+	ck_assert_msg(bad == 0, "%lu of %lu checks failed (see the BAD lines above)",
+		      bad, checks);
+	it_server_stop(&s);
+}
+END_TEST
+
 TEST_SUITE(integration_interleave_suite)
 {
 	Suite *s = suite_create("interleaved requests on libmicrohttpd and evhttp");
@@ -91,6 +155,8 @@ TEST_SUITE(integration_interleave_suite)
 
 	tcase_set_timeout(tc, 120);
 	tcase_add_loop_test(tc, test_interleaved, 0, sizeof(modes) / sizeof(modes[0]));
+	tcase_add_loop_test(tc, test_longpoll_answered_in_handler, 0,
+			    sizeof(longpoll_modes) / sizeof(longpoll_modes[0]));
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -3,13 +3,24 @@
  * but a look at its own published context (ctxobs.h), for the integration
  * tests.
  *
- * usage: interleave-server mhd-thread|mhd-pool|evhttp
+ * usage: interleave-server MODE
  *   mhd-thread  libmicrohttpd, one thread per connection
  *   mhd-pool    libmicrohttpd, a pool of 2 epoll threads: each thread
  *               runs the handler calls (head, each body chunk, the last
  *               one) of several connections' requests in turn
  *   evhttp      libevent's evhttp on one thread; each callback answers
  *               from a zero timer, after the loop's next wait
+ *   mhd-longpoll, evhttp-longpoll
+ *               a long poll on one thread: libmicrohttpd driven by our own
+ *               select() loop (MHD_run_from_select), or evhttp as above.
+ *               A second listener, announced "WAITER <port>", takes one
+ *               waiting request over a plain socket.  A line on stdin
+ *               ends the loop: the thread prints "WAITING", accepts the
+ *               waiter and reads its head itself, then runs the library
+ *               (no wait that blocks) until the handler of a request for
+ *               /answer has answered the waiter, and prints "AFTER
+ *               <trace or none>": what the thread shows right after
+ *               that handler.  Then it serves on as before.
  *
  * Listens on 127.0.0.1 (ephemeral port) and prints "READY <port>".  At
  * every handler call, and in the evhttp timer, it compares the trace-id the
@@ -24,11 +35,14 @@
 #include "listen-loopback.h"
 
 #include <arpa/inet.h>
+#include <errno.h>
 #include <netinet/in.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/select.h>
 #include <unistd.h>
 
 #include <event2/buffer.h>
@@ -38,6 +52,7 @@
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static unsigned long checks, bad;
+static bool stdin_eof;
 
 /* The trace-id of a traceparent value, or "none". */
 static void
@@ -67,6 +82,85 @@ check(const char *want, bool other_only, const char *where, const char *url)
 		fflush(stdout);
 	}
 	pthread_mutex_unlock(&lock);
+}
+
+/* ---- the long poll's waiter ---- */
+
+static int waiter_lfd = -1, waiter_fd = -1;
+static bool waiter_answered;
+
+static int
+waiter_listen(void)
+{
+	struct sockaddr_in a;
+
+	waiter_lfd = listen_loopback(4, SOCK_CLOEXEC, &a);
+	if (waiter_lfd < 0) {
+		perror("interleave-server: listen");
+		return -1;
+	}
+	return ntohs(a.sin_port);
+}
+
+/* Accept the waiter and read its head: the thread shows its request (the
+ * socket level's), as a loop thread does that read it in the same round
+ * as the request that answers it. */
+static bool
+waiter_take(void)
+{
+	char buf[2048];
+	size_t n = 0;
+	ssize_t r;
+
+	printf("WAITING\n");
+	fflush(stdout);
+	waiter_fd = accept(waiter_lfd, NULL, NULL);
+	if (waiter_fd < 0)
+		return false;
+	while (n < sizeof(buf) - 1) {
+		r = read(waiter_fd, buf + n, sizeof(buf) - 1 - n);
+		if (r <= 0)
+			return false;
+		n += (size_t)r;
+		buf[n] = '\0';
+		if (strstr(buf, "\r\n\r\n"))
+			return true;
+	}
+	return false;
+}
+
+/* From a handler: the waiter's response, on its own connection. */
+static void
+waiter_answer(void)
+{
+	static const char resp[] = "HTTP/1.1 200 OK\r\nContent-Length: 3\r\n"
+				   "Connection: close\r\n\r\nok\n";
+	size_t off = 0;
+	ssize_t w;
+
+	if (waiter_fd < 0 || waiter_answered)
+		return;
+	while (off < sizeof(resp) - 1) {
+		w = write(waiter_fd, resp + off, sizeof(resp) - 1 - off);
+		if (w <= 0)
+			break;
+		off += (size_t)w;
+	}
+	waiter_answered = true;
+}
+
+/* What the thread shows now, then the waiter is closed (after the look:
+ * a close ends its request too). */
+static void
+waiter_report(void)
+{
+	char got[33];
+
+	ctxobs_trace(got);
+	printf("AFTER %s\n", got);
+	fflush(stdout);
+	close(waiter_fd);
+	waiter_fd = -1;
 }
 
 /* ---- libmicrohttpd ---- */
@@ -107,6 +201,8 @@ mhd_handler(void *cls,
 		return MHD_YES;
 	}
 	check(want, false, "last", url);
+	if (strcmp(url, "/answer") == 0)
+		waiter_answer();
 	resp = MHD_create_response_from_buffer(sizeof(ok) - 1, ok,
 					       MHD_RESPMEM_PERSISTENT);
 	if (!resp)
@@ -165,6 +261,80 @@ run_mhd(bool pool)
 	return 0;
 }
 
+/* Our own loop of a libmicrohttpd daemon without threads, until a line
+ * on stdin (false: EOF). */
+static bool
+mhd_select_loop(struct MHD_Daemon *d)
+{
+	char buf[64];
+
+	for (;;) {
+		fd_set rs, ws, es;
+		MHD_socket max = 0;
+
+		FD_ZERO(&rs);
+		FD_ZERO(&ws);
+		FD_ZERO(&es);
+		if (MHD_get_fdset(d, &rs, &ws, &es, &max) != MHD_YES)
+			return false;
+		FD_SET(0, &rs);
+		if (select(max + 1, &rs, &ws, &es, NULL) < 0) {
+			if (errno == EINTR)
+				continue;
+			return false;
+		}
+		if (FD_ISSET(0, &rs))
+			return read(0, buf, sizeof(buf)) > 0;
+		(void)MHD_run_from_select(d, &rs, &ws, &es);
+	}
+}
+
+static int
+run_mhd_longpoll(void)
+{
+	struct MHD_Daemon *d;
+	struct sockaddr_in a;
+	int lfd = listen_loopback(64, SOCK_CLOEXEC | SOCK_NONBLOCK, &a);
+	int wport = waiter_listen();
+	fd_set rs, ws, es;
+	MHD_socket max = 0;
+
+	if (lfd < 0 || wport < 0) {
+		perror("interleave-server: listen");
+		return 1;
+	}
+	d = MHD_start_daemon(0, 0, NULL, NULL, mhd_handler, NULL,
+			     MHD_OPTION_LISTEN_SOCKET, lfd, MHD_OPTION_NOTIFY_COMPLETED,
+			     mhd_completed, NULL, MHD_OPTION_END);
+	if (!d) {
+		fprintf(stderr, "interleave-server: MHD_start_daemon failed\n");
+		return 1;
+	}
+	printf("READY %u\nWAITER %d\n", (unsigned)ntohs(a.sin_port), wport);
+	fflush(stdout);
+	if (mhd_select_loop(d) && waiter_take()) {
+		/* The connections' bytes that arrived meanwhile, without a
+		 * wait: the waiter's request stays the thread's until MHD
+		 * reads another connection. */
+		FD_ZERO(&rs);
+		FD_ZERO(&ws);
+		FD_ZERO(&es);
+		if (MHD_get_fdset(d, &rs, &ws, &es, &max) == MHD_YES) {
+			/* ready for reading, nothing else (an fd in es is an
+			 * error to MHD) */
+			FD_CLR(lfd, &rs);
+			FD_ZERO(&ws);
+			FD_ZERO(&es);
+			(void)MHD_run_from_select(d, &rs, &ws, &es);
+		}
+		waiter_report();
+		while (mhd_select_loop(d))
+			;
+	}
+	MHD_stop_daemon(d);
+	return 0;
+}
+
 /* ---- libevent evhttp ---- */
 
 static struct event_base *base;
@@ -200,6 +370,11 @@ ev_callback(struct evhttp_request *req, void *arg)
 				   "traceparent"),
 		want);
 	check(want, false, "callback", evhttp_request_get_uri(req));
+	if (strcmp(evhttp_request_get_uri(req), "/answer") == 0) {
+		waiter_answer();
+		/* back to waiter_report() right after the callback */
+		event_base_loopbreak(base);
+	}
 	if (event_base_once(base, -1, EV_TIMEOUT, ev_answer, req, &now) != 0)
 		ev_answer(-1, 0, req);
 }
@@ -212,11 +387,13 @@ ev_stdin(evutil_socket_t fd, short what, void *arg)
 	(void)what;
 	(void)arg;
 	if (read(fd, buf, sizeof(buf)) <= 0)
+		stdin_eof = true;
+	if (stdin_eof || waiter_lfd >= 0)
 		event_base_loopbreak(base);
 }
 
 static int
-run_evhttp(void)
+run_evhttp(bool longpoll)
 {
 	struct evhttp *http;
 	struct event *in;
@@ -236,8 +413,22 @@ run_evhttp(void)
 		return 1;
 	}
 	printf("READY %u\n", (unsigned)ntohs(a.sin_port));
+	if (longpoll)
+		printf("WAITER %d\n", waiter_listen());
 	fflush(stdout);
-	event_base_dispatch(base);
+	if (longpoll) {
+		(void)event_base_dispatch(base);
+		if (stdin_eof || !waiter_take())
+			return 1;
+		/* Rounds with a zero timeout, which keep the waiter's request
+		 * shown, until the callback answered it. */
+		while (!waiter_answered)
+			if (event_base_loop(base, EVLOOP_ONCE | EVLOOP_NONBLOCK) < 0)
+				return 1;
+		waiter_report();
+	}
+	while (!stdin_eof)
+		(void)event_base_dispatch(base);
 	event_free(in);
 	evhttp_free(http);
 	event_base_free(base);
@@ -250,8 +441,8 @@ main(int argc, char **argv)
 	int r;
 
 	if (argc != 2) {
-		fprintf(stderr,
-			"usage: interleave-server mhd-thread|mhd-pool|evhttp\n");
+		fprintf(stderr, "usage: interleave-server mhd-thread|mhd-pool|evhttp|"
+				"mhd-longpoll|evhttp-longpoll\n");
 		return 2;
 	}
 	if (strcmp(argv[1], "mhd-thread") == 0)
@@ -259,7 +450,11 @@ main(int argc, char **argv)
 	else if (strcmp(argv[1], "mhd-pool") == 0)
 		r = run_mhd(true);
 	else if (strcmp(argv[1], "evhttp") == 0)
-		r = run_evhttp();
+		r = run_evhttp(false);
+	else if (strcmp(argv[1], "mhd-longpoll") == 0)
+		r = run_mhd_longpoll();
+	else if (strcmp(argv[1], "evhttp-longpoll") == 0)
+		r = run_evhttp(true);
 	else
 		r = 2;
 	if (r == 0) {
