@@ -492,7 +492,7 @@ curl_lock_give(void)
 static __thread CURL *curl_performing;
 /* The context to show again if curl_prereq() sets our lines aside while
  * that call shows our client span, or NULL. */
-static __thread const struct ctxshim_ctx *curl_performing_server;
+static __thread const struct hook_scope *curl_performing_server;
 
 /* The curl_easy_perform hooks running on this thread, outermost first (a
  * transfer started from another's callback nests), for a jump out of a
@@ -506,11 +506,11 @@ static __thread const struct ctxshim_ctx *curl_performing_server;
 struct curl_frame {
 	uintptr_t sp; /* the hook's stack pointer (0: none known) */
 	CURL *easy;
-	CURL *outer;                            /* curl_performing and */
-	const struct ctxshim_ctx *outer_server; /* curl_performing_server before */
-	const struct ctxshim_ctx *saved;
-	bool installed;      /* our nodes are on easy (a blocking transfer's) */
-	bool published, had; /* curl_unpublish_call() is to run */
+	CURL *outer;                           /* curl_performing and */
+	const struct hook_scope *outer_server; /* curl_performing_server before */
+	const struct hook_scope *saved;
+	bool installed; /* our nodes are on easy (a blocking transfer's) */
+	bool published; /* curl_unpublish_call() is to run */
 };
 static __thread struct curl_frame curl_frames[CURL_FRAMES];
 
@@ -1348,7 +1348,7 @@ curl_prereq(void *clientp,
 	    int local_port)
 {
 	struct curl_handle *e = clientp;
-	const struct ctxshim_ctx *server;
+	const struct hook_scope *server;
 	struct curl_app_headers a;
 	int rc = CURL_PREREQFUNC_OK;
 	int saved_errno;
@@ -1376,9 +1376,7 @@ curl_prereq(void *clientp,
 		server = curl_performing_server;
 		if (server && curl_performing == e->easy) {
 			curl_performing_server = NULL;
-			ctxshim_attach(server);
-			hook_socket_ctx_restored(server);
-			CTXSHIM_EVENT(CTXSHIM_EV_ATTACH, -1, server, "curl-app-late");
+			hook_scope_restore(server, "curl-app-late");
 		}
 	}
 	errno = saved_errno;
@@ -1556,19 +1554,13 @@ static bool
 curl_publish_call(const struct curl_plan *p,
 		  bool installed,
 		  const struct curl_app_headers *a,
-		  struct ctxshim_ctx *saved,
-		  bool *had)
+		  struct hook_scope *saved)
 {
-	const struct ctxshim_ctx *cur = ctxshim_current();
 	struct ctxshim_ctx c;
 
-	*had = cur != NULL;
-	if (cur) {
-		memcpy(saved, cur, sizeof(*saved));
-		(void)hook_socket_ctx_stamp(saved);
-	}
-	if (installed && p->client_span && cur) {
-		curl_client_ctx(&c, saved, p->span_id);
+	hook_scope_capture(saved);
+	if (installed && p->client_span && saved->has) {
+		curl_client_ctx(&c, &saved->ctx, p->span_id);
 		ctxshim_attach(&c);
 		CTXSHIM_EVENT(CTXSHIM_EV_ATTACH, -1, &c, "curl-client");
 	} else if (p->adopt) {
@@ -1582,20 +1574,18 @@ curl_publish_call(const struct curl_plan *p,
 		CTXSHIM_EVENT(CTXSHIM_EV_ATTACH, -1, &c, "curl-app-traceparent");
 		return true;
 	}
-	return *had;
+	return saved->has;
 }
 
+/* The thread's context from before the transfer comes back, as after any
+ * hook's callback (hook_scope_restore()): not a request the socket level
+ * published that was answered meanwhile -- a proxy whose write callback
+ * streams the backend's response to its client showed that client's
+ * request again after the transfer, until its next wait. */
 static void
-curl_unpublish_call(const struct ctxshim_ctx *saved, bool had)
+curl_unpublish_call(const struct hook_scope *saved)
 {
-	if (had) {
-		ctxshim_attach(saved);
-		hook_socket_ctx_restored(saved);
-		CTXSHIM_EVENT(CTXSHIM_EV_ATTACH, -1, saved, "curl-done");
-	} else {
-		ctxshim_detach();
-		CTXSHIM_EVENT(CTXSHIM_EV_DETACH, -1, NULL, "curl-done");
-	}
+	hook_scope_restore(saved, "curl-done");
 }
 
 /* hooks.h: a jump to a frame at to ends the curl_easy_perform hooks whose
@@ -1653,7 +1643,7 @@ hook_curl_unwound(uintptr_t to)
 		if (f->installed)
 			__atomic_add_fetch(&curl_abandoned_n, 1, __ATOMIC_RELAXED);
 		if (f->published)
-			curl_unpublish_call(f->saved, f->had);
+			curl_unpublish_call(f->saved);
 		curl_performing = f->outer;
 		curl_performing_server = f->outer_server;
 		d--;
@@ -1700,9 +1690,9 @@ hook_curl_easy_perform(struct curl_real *r, CURL *easy, const void *ra)
 	struct curl_app_headers a;
 	struct curl_plan p;
 	struct curl_handle *e = NULL;
-	struct ctxshim_ctx saved;
-	bool installed = false, published = false, had = false;
-	const struct ctxshim_ctx *outer_server;
+	struct hook_scope saved;
+	bool installed = false, published = false;
+	const struct hook_scope *outer_server;
 	int saved_errno;
 	CURL *outer;
 	CURLcode rc;
@@ -1719,7 +1709,7 @@ hook_curl_easy_perform(struct curl_real *r, CURL *easy, const void *ra)
 	curl_settle(easy);
 	if (curl_prepare(r, easy, true, &p, &a, &e)) {
 		installed = curl_install(e, &p, NULL);
-		published = curl_publish_call(&p, installed, &a, &saved, &had);
+		published = curl_publish_call(&p, installed, &a, &saved);
 	}
 	outer = curl_performing;
 	outer_server = curl_performing_server;
@@ -1734,13 +1724,13 @@ hook_curl_easy_perform(struct curl_real *r, CURL *easy, const void *ra)
 		f->saved = &saved;
 		f->installed = installed;
 		f->published = published;
-		f->had = had;
 	}
 	/* the record whole before a jump's hook_curl_unwound() can see it */
 	atomic_signal_fence(memory_order_seq_cst);
 	curl_depth = depth + 1;
 	curl_performing = easy;
-	curl_performing_server = installed && p.client_span && had ? &saved : NULL;
+	curl_performing_server =
+		installed && p.client_span && saved.has ? &saved : NULL;
 	curl_sig_restore();
 	errno = saved_errno;
 	rc = real_curl_easy_perform(r, easy);
@@ -1760,7 +1750,7 @@ hook_curl_easy_perform(struct curl_real *r, CURL *easy, const void *ra)
 		curl_lock_give();
 	}
 	if (published)
-		curl_unpublish_call(&saved, had);
+		curl_unpublish_call(&saved);
 	errno = saved_errno;
 	return rc;
 }

@@ -863,6 +863,29 @@ START_TEST(test_no_context)
 }
 END_TEST
 
+/* A relay (curl-client -r): the thread reads a request (the socket level
+ * shows it), and the transfer's write callback streams the body to that
+ * request's client, which answers it.  The transfer carries a child of
+ * the request; after it the thread shows nothing (old: the answered
+ * request again, until its next wait). */
+START_TEST(test_relay_answered_in_transfer)
+{
+	const char *args[] = {"-r", NULL};
+	char t[33], s[17], parent[17], flags[3];
+	struct req q;
+	struct run r;
+
+	one_request(&r, &q, args, NULL);
+	req_traceparent(&q, t, parent, flags);
+	ck_assert_str_eq(t, "5eed0000000000000000000000000517");
+	out_record(&r, "BEFORE", 0, t, s);
+	ck_assert_str_eq(t, "5eed0000000000000000000000000517");
+	out_record(&r, "AFTER", 0, t, s);
+	ck_assert_str_eq(t, "none");
+	client_done(&r);
+}
+END_TEST
+
 /* The application's own traceparent (any case) is sent untouched, with no
  * tracestate of ours next to it; the thread's context stays. */
 START_TEST(test_app_traceparent_kept)
@@ -1147,6 +1170,7 @@ TEST_SUITE(preload_curl_suite)
 	tc = tcase_create("policy");
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_no_context);
+	tcase_add_test(tc, test_relay_answered_in_transfer);
 	tcase_add_loop_test(tc, test_app_traceparent_kept, 0, 2);
 	tcase_add_test(tc, test_app_traceparent_disabled);
 	tcase_add_test(tc, test_app_traceparent_adopted);

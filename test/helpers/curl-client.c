@@ -36,12 +36,17 @@
  *     -u         give the URL as a CURLU handle (CURLOPT_CURLU)
  *     -P PLUGIN  dlopen PLUGIN (RTLD_LOCAL; -G: RTLD_GLOBAL) and call its
  *                plugin_fetch(URL) too: a second libcurl flavour
+ *     -r         a relay: first the thread reads a request (traceparent
+ *                with trace-id RELAY_TRACE) from a connection of its own,
+ *                and the transfers' write callback streams their bodies to
+ *                it as its response; the connection is closed at the end
  *
  * Output lines: VERSION, BEFORE/DURING/AFTER <trace-hex> <span-hex> (or
  * "none"), LIST <n> <first line> (the application's own list after the
  * transfers, which must be unchanged), DONE <status>. */
 #include "config.h"
 
+#include "listen-loopback.h"
 #include "thread-record.h"
 
 #include <dlfcn.h>
@@ -64,6 +69,12 @@ static bool opt_dup, opt_reset, opt_curlu, opt_multi_cleanup_first,
 	opt_easy_cleanup_in_multi;
 static bool opt_setopt_inside, opt_prereq;
 static int failures;
+/* -r: the relayed request's connection (ours, its client's), and whether
+ * its response head went out */
+static int relay_fd = -1, relay_peer = -1;
+static bool relay_started;
+
+#define RELAY_TRACE "5eed0000000000000000000000000517"
 
 static void
 print_record(const char *what)
@@ -140,12 +151,56 @@ on_header(char *buf, size_t size, size_t n, void *arg)
 	return size * n;
 }
 
+static void
+write_all(int fd, const char *p, size_t n)
+{
+	ssize_t w;
+
+	while (n > 0 && (w = write(fd, p, n)) > 0) {
+		p += w;
+		n -= (size_t)w;
+	}
+}
+
 static size_t
 on_body(char *buf, size_t size, size_t n, void *arg)
 {
-	(void)buf;
+	static const char head[] = "HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n";
+
 	(void)arg;
+	if (relay_fd >= 0) {
+		if (!relay_started)
+			write_all(relay_fd, head, sizeof(head) - 1);
+		relay_started = true;
+		write_all(relay_fd, buf, size * n);
+	}
 	return size * n;
+}
+
+/* -r: a connection to ourselves, its request read as a server reads one. */
+static bool
+relay_read(void)
+{
+	static const char req[] = "GET /relay HTTP/1.1\r\nHost: r\r\ntraceparent: "
+				  "00-" RELAY_TRACE "-00f067aa0ba902b7-01\r\n\r\n";
+	struct sockaddr_in a;
+	int lfd = listen_loopback(1, SOCK_CLOEXEC, &a);
+	char buf[512];
+	size_t got = 0;
+	ssize_t r;
+
+	if (lfd < 0)
+		return false;
+	relay_peer = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (relay_peer < 0 || connect(relay_peer, (struct sockaddr *)&a, sizeof(a)) < 0)
+		return false;
+	write_all(relay_peer, req, sizeof(req) - 1);
+	relay_fd = accept(lfd, NULL, NULL);
+	close(lfd);
+	while (relay_fd >= 0 && got < sizeof(req) - 1 &&
+	       (r = read(relay_fd, buf, sizeof(buf))) > 0)
+		got += (size_t)r;
+	return got == sizeof(req) - 1;
 }
 
 static void
@@ -315,11 +370,19 @@ static void *
 run(void *arg)
 {
 	(void)arg;
+	if (relay_fd == -2 && !relay_read()) {
+		printf("ERROR relay\n");
+		failures++;
+	}
 	print_record("BEFORE");
 	if (n_multi > 0)
 		run_multi();
 	else
 		run_easy();
+	if (relay_fd >= 0) {
+		close(relay_fd);
+		close(relay_peer);
+	}
 	return NULL;
 }
 
@@ -331,7 +394,7 @@ main(int argc, char **argv)
 	struct curl_slist *l;
 	int c, n = 0;
 
-	while ((c = getopt(argc, argv, "H:L:N:A:qQ:n:m:CXDRSTuP:G")) != -1) {
+	while ((c = getopt(argc, argv, "H:L:N:A:qQ:n:m:CXDRSTuP:Gr")) != -1) {
 		switch (c) {
 		case 'H':
 			app_headers = curl_slist_append(app_headers, optarg);
@@ -385,6 +448,9 @@ main(int argc, char **argv)
 			break;
 		case 'G':
 			plugin_global = true;
+			break;
+		case 'r':
+			relay_fd = -2; /* run() reads the request */
 			break;
 		default:
 			return 2;
