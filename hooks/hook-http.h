@@ -125,13 +125,6 @@ hook_http_build_ctx(struct hook_http_headers *h,
 	ctxshim_request_ctx(c, &h->r);
 }
 
-static inline bool
-hook_http_same_span(const struct ctxshim_ctx *a, const struct ctxshim_ctx *b)
-{
-	return memcmp(a->trace_id, b->trace_id, 16) == 0 &&
-	       memcmp(a->span_id, b->span_id, 8) == 0;
-}
-
 /* The socket level's context is for the request it parsed on the fd; with
  * pipelining that may be another one than the library is handling.  Both
  * saw the same traceparent (or none) if it is ours. */
@@ -184,7 +177,7 @@ hook_http_enter(int fd,
 	hook_scope_capture(&sv->prev);
 	cur = sv->prev.has ? &sv->prev.ctx : NULL;
 	ctxshim_attach(c);
-	if (!cur || !hook_http_same_span(cur, c))
+	if (!cur || !hook_scope_same_span(cur, c))
 		CTXSHIM_EVENT(cur ? CTXSHIM_EV_SWITCH : CTXSHIM_EV_ATTACH, fd, c,
 			      reason);
 }
@@ -212,9 +205,9 @@ hook_http_leave(int fd,
 	const struct hook_scope *p = &sv->prev;
 	const struct ctxshim_ctx *cur = ctxshim_current();
 
-	if (p->has && !hook_http_same_span(&p->ctx, c) &&
+	if (p->has && !hook_scope_same_span(&p->ctx, c) &&
 	    !hook_socket_ctx_answered(&p->ctx, p->sock_seq)) {
-		if (!cur || !hook_http_same_span(cur, &p->ctx))
+		if (!cur || !hook_scope_same_span(cur, &p->ctx))
 			CTXSHIM_EVENT(CTXSHIM_EV_SWITCH, fd, &p->ctx, restore_reason);
 		ctxshim_attach(&p->ctx);
 		hook_socket_ctx_restored(&p->ctx);

@@ -927,7 +927,7 @@ nh_stream_done(const struct nh_stream *s)
 	const struct ctxshim_ctx *cur;
 
 	if (!s->upgraded || !s->ctx || !(cur = ctxshim_current()) ||
-	    !hook_http_same_span(cur, s->ctx))
+	    !hook_scope_same_span(cur, s->ctx))
 		return;
 	ctxshim_detach();
 	CTXSHIM_EVENT(CTXSHIM_EV_DETACH, -1, NULL, "h2-close");
