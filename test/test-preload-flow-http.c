@@ -46,6 +46,31 @@ serve(const char *mode, char *resp[N_REQ], struct test_child *c)
 		resp[i] = flow_http_read(fds[i]);
 }
 
+/* A connection to 127.0.0.1:port with the head of a POST sent, as
+ * flow_http_send()'s, announcing a body of len bytes (sent by the
+ * caller). */
+static int
+flow_http_send_cl(int port, char digit, size_t len)
+{
+	struct sockaddr_in a = {.sin_family = AF_INET,
+				.sin_port = htons((uint16_t)port)};
+	char trace[33], req[512];
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), n;
+
+	ck_assert_int_ge(fd, 0);
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	ck_assert_int_eq(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	memset(trace, digit, 32);
+	trace[32] = '\0';
+	n = snprintf(req, sizeof(req),
+		     "POST /r%c HTTP/1.1\r\nHost: 127.0.0.1\r\ntraceparent: "
+		     "00-%s-00f067aa0ba902b7-01\r\nContent-Length: %zu"
+		     "\r\nConnection: close\r\n\r\n",
+		     digit, trace, len);
+	ck_assert_int_eq(write(fd, req, (size_t)n), n);
+	return fd;
+}
+
 /* Every place listed in wheres saw request i's context: its trace-id and
  * one server span-id, not the caller's (the parent-id). */
 static void
@@ -157,6 +182,43 @@ START_TEST(http_ucontext_scheduler_reads)
 }
 END_TEST
 
+/* A coroutine that reads its request's body through a dup() of the
+ * connection (the copy becomes the connection's leader, the descriptor
+ * the scheduler read the head from a link) and switches back: the
+ * scheduler still shows the request it read last, which is in flight
+ * (old: the link's slot read as answered, and the switch back dropped
+ * it). */
+START_TEST(http_ucontext_read_through_copy)
+{
+	static const char *const wheres[] = {"start", "body", "resumed"};
+	char n[8], *argv[] = {(char *)flow_http(), "ucontext-dup", n, NULL};
+	char *env[] = {preload, NULL};
+	char *resp[N_REQ], line[256], want[128];
+	struct test_child c;
+	int fds[N_REQ], port, i;
+
+	snprintf(n, sizeof(n), "%d", N_REQ);
+	snprintf(preload, sizeof(preload), "LD_PRELOAD=%s",
+		 test_env_path("CTXSHIM_LIB"));
+	test_child_start(&c, argv, env, false);
+	test_child_expect(&c, "READY ", line, sizeof(line), 10000);
+	ck_assert_int_eq(sscanf(line, "READY %*d %d", &port), 1);
+	for (i = 0; i < N_REQ; i++)
+		fds[i] = flow_http_send_cl(port, (char)('1' + i), 4);
+	/* the bodies only once every head was read */
+	test_child_expect(&c, "HEADS", line, sizeof(line), 5000);
+	for (i = 0; i < N_REQ; i++)
+		ck_assert_int_eq(write(fds[i], "body", 4), 4);
+	for (i = 0; i < N_REQ; i++)
+		resp[i] = flow_http_read(fds[i]);
+	check_responses(resp, wheres, 3);
+	flow_body_ctx(resp[N_REQ - 1], "start", want, sizeof(want));
+	test_child_expect(&c, "SCHED body ", line, sizeof(line), 5000);
+	ck_assert_str_eq(line + strlen("SCHED body "), want);
+	finish(&c, resp);
+}
+END_TEST
+
 /* A setcontext() that fails (EFAULT) leaves the thread as it was: the
  * request it shows is still the socket level's, which the next wait
  * clears (old: the failed switch had handed the socket level the
@@ -193,6 +255,7 @@ TEST_SUITE(preload_flow_http_suite)
 	tcase_add_test(tc, http_glib_pool);
 	tcase_add_test(tc, http_ucontext_coroutines);
 	tcase_add_test(tc, http_ucontext_scheduler_reads);
+	tcase_add_test(tc, http_ucontext_read_through_copy);
 	tcase_add_test(tc, http_setcontext_failure_keeps_socket_level);
 	suite_add_tcase(s, tc);
 	return s;

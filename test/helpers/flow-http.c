@@ -20,6 +20,11 @@
  *                         "SCHED read <context>" while all are in flight,
  *                         "SCHED answered <context>" once the request it
  *                         read last was answered
+ *   flow-http ucontext-dup N  as ucontext-sched, but each request has a
+ *                         4-byte body, sent after "HEADS" (every head
+ *                         read), which its coroutine reads through a dup()
+ *                         of the connection: "SCHED body <context>" after
+ *                         the switch back from the last one
  *   flow-http setcontext-fail N  one thread reads the first request's head,
  *                         saves a ucontext (getcontext), reads the other
  *                         heads, and setcontext()s to the ucontext made
@@ -478,6 +483,87 @@ cmd_ucontext_sched(int n)
 	return 0;
 }
 
+/* ---- ucontext, a coroutine that reads through a copy ---- */
+
+/* Each request has a body of DUP_BODY bytes, which the client sends only
+ * after "HEADS" (every head read). */
+#define DUP_BODY 4
+
+static void
+read_exact(int fd, void *buf, size_t n)
+{
+	size_t got = 0;
+
+	while (got < n) {
+		ssize_t r = read(fd, (char *)buf + got, n - got);
+
+		if (r <= 0)
+			die("read");
+		got += (size_t)r;
+	}
+}
+
+/* As co_sched_main(), but the coroutine first reads its request's body
+ * through a dup() of the connection: the copy becomes the connection's
+ * leader and the descriptor the scheduler read the head from a link
+ * (preload/conn.c, "Copies"), while the request is still live.  The copy
+ * stays open until the end: its close would hand the state back. */
+static void
+co_dup_main(int i)
+{
+	struct conn *c = co_conn[i];
+	char body[DUP_BODY];
+	int d = dup(c->fd);
+
+	if (d < 0)
+		die("dup");
+	note(c, "start");
+	read_exact(d, body, sizeof(body));
+	note(c, "body");
+	swapcontext(&c->uc, &sched);
+	note(c, "resumed");
+	write_response(c);
+	swapcontext(&c->uc, &sched);
+	close(d);
+	close(c->fd);
+}
+
+static int
+cmd_ucontext_dup(int n)
+{
+	int port, lfd = listen_local(&port), i;
+
+	ready(port);
+	for (i = 0; i < n; i++) {
+		struct conn *c = &conns[i];
+
+		c->fd = accept(lfd, NULL, NULL);
+		if (c->fd < 0)
+			die("accept");
+		read_head(c);
+		co_conn[i] = c;
+		if (getcontext(&c->uc) < 0)
+			die("getcontext");
+		c->uc.uc_stack.ss_sp = c->stack;
+		c->uc.uc_stack.ss_size = sizeof(c->stack);
+		c->uc.uc_link = &sched;
+		makecontext(&c->uc, (void (*)(void))co_dup_main, 1, i);
+	}
+	printf("HEADS\n");
+	fflush(stdout);
+	/* Every coroutine reads its body; back here the scheduler shows the
+	 * request it read last, in flight although its descriptor became a
+	 * link (old: read as answered, dropped). */
+	for (i = 0; i < n; i++)
+		swapcontext(&sched, &conns[i].uc);
+	sched_report("body");
+	for (i = n - 1; i >= 0; i--)
+		swapcontext(&sched, &conns[i].uc);
+	for (i = n - 1; i >= 0; i--)
+		swapcontext(&sched, &conns[i].uc);
+	return 0;
+}
+
 /* ---- setcontext() that fails ---- */
 
 static int
@@ -612,11 +698,13 @@ main(int argc, char **argv)
 		return cmd_ucontext(n);
 	if (strcmp(cmd, "ucontext-sched") == 0 && n)
 		return cmd_ucontext_sched(n);
+	if (strcmp(cmd, "ucontext-dup") == 0 && n)
+		return cmd_ucontext_dup(n);
 	if (strcmp(cmd, "setcontext-fail") == 0 && n)
 		return cmd_setcontext_fail(n);
 	if (strcmp(cmd, "worker") == 0)
 		return cmd_worker();
 	fprintf(stderr, "usage: flow-http uv N|glib N|ucontext N|ucontext-sched N|"
-			"setcontext-fail N|worker\n");
+			"ucontext-dup N|setcontext-fail N|worker\n");
 	return 2;
 }
