@@ -219,6 +219,38 @@ START_TEST(http_ucontext_read_through_copy)
 }
 END_TEST
 
+/* A multiplexed FastCGI connection: request 0's coroutine reads it and
+ * yields, request 1's reads it (the connection's seq moves) and answers
+ * it; request 0's coroutine, switched back to, still shows its request
+ * (old: the moved seq read as request 0 answered, and the switch back
+ * dropped it). */
+START_TEST(http_ucontext_fcgi_multiplexed)
+{
+	char *argv[] = {(char *)flow_http(), "ucontext-fcgi", NULL};
+	char *env[] = {preload, NULL};
+	char line[256], read0[256], want[64];
+	struct test_child c;
+	int st;
+
+	snprintf(preload, sizeof(preload), "LD_PRELOAD=%s",
+		 test_env_path("CTXSHIM_LIB"));
+	test_child_start(&c, argv, env, false);
+	test_child_expect(&c, "FCGI 0 read ", line, sizeof(line), 10000);
+	snprintf(read0, sizeof(read0), "%s", line + strlen("FCGI 0 read "));
+	snprintf(want, sizeof(want), "trace=%s", "11111111111111111111111111111111");
+	ck_assert_msg(strncmp(read0, want, strlen(want)) == 0, "%s", line);
+	test_child_expect(&c, "FCGI 1 read ", line, sizeof(line), 5000);
+	snprintf(want, sizeof(want), "trace=%s", "22222222222222222222222222222222");
+	ck_assert_msg(strncmp(line + strlen("FCGI 1 read "), want, strlen(want)) == 0,
+		      "%s", line);
+	test_child_expect(&c, "FCGI 0 resumed ", line, sizeof(line), 5000);
+	ck_assert_str_eq(line + strlen("FCGI 0 resumed "), read0);
+	st = test_child_finish(&c, 10000);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "flow-http status %#x",
+		      st);
+}
+END_TEST
+
 /* A setcontext() that fails (EFAULT) leaves the thread as it was: the
  * request it shows is still the socket level's, which the next wait
  * clears (old: the failed switch had handed the socket level the
@@ -256,6 +288,7 @@ TEST_SUITE(preload_flow_http_suite)
 	tcase_add_test(tc, http_ucontext_coroutines);
 	tcase_add_test(tc, http_ucontext_scheduler_reads);
 	tcase_add_test(tc, http_ucontext_read_through_copy);
+	tcase_add_test(tc, http_ucontext_fcgi_multiplexed);
 	tcase_add_test(tc, http_setcontext_failure_keeps_socket_level);
 	suite_add_tcase(s, tc);
 	return s;

@@ -25,6 +25,11 @@
  *                         read), which its coroutine reads through a dup()
  *                         of the connection: "SCHED body <context>" after
  *                         the switch back from the last one
+ *   flow-http ucontext-fcgi  one multiplexed FastCGI connection that this
+ *                         program also writes to (two requests in one
+ *                         write), a coroutine per request: "FCGI <k> read
+ *                         <context>" after request k is read, "FCGI 0
+ *                         resumed <context>" once request 1 was answered
  *   flow-http setcontext-fail N  one thread reads the first request's head,
  *                         saves a ucontext (getcontext), reads the other
  *                         heads, and setcontext()s to the ucontext made
@@ -40,6 +45,8 @@
 #include "config.h"
 
 #include "ctxobs.h"
+#include "fcgi-build.h"
+#include "fcgi-scan.h"
 #include "listen-loopback.h"
 
 #include <arpa/inet.h>
@@ -564,6 +571,118 @@ cmd_ucontext_dup(int n)
 	return 0;
 }
 
+/* ---- ucontext, a multiplexed FastCGI connection ---- */
+
+#define FCGI_MUX_N 2
+
+static ucontext_t fcgi_uc[FCGI_MUX_N];
+static char fcgi_stack[FCGI_MUX_N][64 * 1024];
+static size_t fcgi_len[FCGI_MUX_N];
+static int fcgi_srv;
+
+/* Request k (request id k + 1, trace-id of digit '1' + k): its
+ * FCGI_BEGIN_REQUEST and parameters. */
+static size_t
+fcgi_mux_request(uint8_t *b, unsigned k)
+{
+	char path[16], tp[64], trace[33];
+	size_t n, off, rec;
+
+	memset(trace, '1' + (int)k, 32);
+	trace[32] = '\0';
+	snprintf(path, sizeof(path), "/f%u", k);
+	snprintf(tp, sizeof(tp), "00-%s-00f067aa0ba902b7-01", trace);
+	n = fcgi_begin(b);
+	n += fcgi_get(b + n, path, tp);
+	/* fcgi-build.h writes request id 1 */
+	for (off = 0; off + 8 <= n; off += rec) {
+		b[off + 3] = (uint8_t)(k + 1);
+		rec = 8 + ((size_t)b[off + 4] << 8 | b[off + 5]) + b[off + 6];
+	}
+	return n;
+}
+
+static void
+fcgi_report(int k, const char *what)
+{
+	char ctx[CTX_TEXT];
+
+	ctxobs_format(ctx, sizeof(ctx));
+	printf("FCGI %d %s %s\n", k, what, ctx);
+	fflush(stdout);
+}
+
+/* Request k's coroutine: it reads exactly its request's records, yields,
+ * answers (FCGI_STDOUT, FCGI_END_REQUEST) and yields again. */
+static void
+co_fcgi_main(int k)
+{
+	uint8_t b[512];
+	size_t n;
+
+	read_exact(fcgi_srv, b, fcgi_len[k]);
+	fcgi_report(k, "read");
+	swapcontext(&fcgi_uc[k], &sched);
+	fcgi_report(k, "resumed");
+	n = fcgi_rec(b, FCGI_SCAN_STDOUT, 4);
+	memcpy(b + n, "\r\n\r\n", 4);
+	n += 4;
+	n += fcgi_rec(b + n, FCGI_SCAN_END_REQUEST, 8);
+	memset(b + n, 0, 8);
+	n += 8;
+	b[3] = b[12 + 3] = (uint8_t)(k + 1);
+	if (write(fcgi_srv, b, n) != (ssize_t)n)
+		die("write");
+	swapcontext(&fcgi_uc[k], &sched);
+}
+
+static int
+cmd_ucontext_fcgi(void)
+{
+	static uint8_t req[1024];
+	int port, lfd = listen_local(&port), cfd, k;
+	struct sockaddr_in a = {.sin_family = AF_INET,
+				.sin_port = htons((uint16_t)port)};
+	size_t len = 0;
+
+	/* This program is the web server too: both requests go out in one
+	 * write, the second begun while the first is open (multiplexed). */
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	cfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (cfd < 0 || connect(cfd, (struct sockaddr *)&a, sizeof(a)) < 0)
+		die("connect");
+	fcgi_srv = accept(lfd, NULL, NULL);
+	if (fcgi_srv < 0)
+		die("accept");
+	for (k = 0; k < FCGI_MUX_N; k++) {
+		fcgi_len[k] = fcgi_mux_request(req + len, (unsigned)k);
+		len += fcgi_len[k];
+		if (getcontext(&fcgi_uc[k]) < 0)
+			die("getcontext");
+		fcgi_uc[k].uc_stack.ss_sp = fcgi_stack[k];
+		fcgi_uc[k].uc_stack.ss_size = sizeof(fcgi_stack[k]);
+		fcgi_uc[k].uc_link = &sched;
+		makecontext(&fcgi_uc[k], (void (*)(void))co_fcgi_main, 1, k);
+	}
+	if (write(cfd, req, len) != (ssize_t)len)
+		die("write");
+	/* Request 0 is read and its coroutine yields; request 1 is read
+	 * (the connection's seq moves) and answered; then request 0's
+	 * coroutine comes back to a request still in flight (old: read as
+	 * answered, dropped). */
+	swapcontext(&sched, &fcgi_uc[0]);
+	swapcontext(&sched, &fcgi_uc[1]);
+	swapcontext(&sched, &fcgi_uc[1]);
+	swapcontext(&sched, &fcgi_uc[0]);
+	/* Each coroutine ends through uc_link. */
+	swapcontext(&sched, &fcgi_uc[1]);
+	swapcontext(&sched, &fcgi_uc[0]);
+	close(fcgi_srv);
+	close(cfd);
+	close(lfd);
+	return 0;
+}
+
 /* ---- setcontext() that fails ---- */
 
 static int
@@ -700,11 +819,13 @@ main(int argc, char **argv)
 		return cmd_ucontext_sched(n);
 	if (strcmp(cmd, "ucontext-dup") == 0 && n)
 		return cmd_ucontext_dup(n);
+	if (strcmp(cmd, "ucontext-fcgi") == 0)
+		return cmd_ucontext_fcgi();
 	if (strcmp(cmd, "setcontext-fail") == 0 && n)
 		return cmd_setcontext_fail(n);
 	if (strcmp(cmd, "worker") == 0)
 		return cmd_worker();
 	fprintf(stderr, "usage: flow-http uv N|glib N|ucontext N|ucontext-sched N|"
-			"ucontext-dup N|setcontext-fail N|worker\n");
+			"ucontext-dup N|ucontext-fcgi|setcontext-fail N|worker\n");
 	return 2;
 }
