@@ -17,14 +17,16 @@
 
 #define FLOW_NONE "trace=- span=-"
 
-/* A connection to 127.0.0.1:port with one request sent, its traceparent's
- * trace-id made of one repeated hex digit. */
+/* A connection to 127.0.0.1:port with one request's head sent, its
+ * traceparent's trace-id made of one repeated hex digit: a GET, or with
+ * body_len > 0 a POST announcing a body of body_len bytes (sent by the
+ * caller). */
 static inline int
-flow_http_send(int port, char digit)
+flow_http_send_head(int port, char digit, size_t body_len)
 {
 	struct sockaddr_in a = {.sin_family = AF_INET,
 				.sin_port = htons((uint16_t)port)};
-	char trace[33], req[512];
+	char trace[33], cl[48] = "", req[512];
 	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), n;
 
 	ck_assert_int_ge(fd, 0);
@@ -32,13 +34,22 @@ flow_http_send(int port, char digit)
 	ck_assert_int_eq(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
 	memset(trace, digit, 32);
 	trace[32] = '\0';
+	if (body_len)
+		snprintf(cl, sizeof(cl), "\r\nContent-Length: %zu", body_len);
 	n = snprintf(req, sizeof(req),
-		     "GET /r%c HTTP/1.1\r\nHost: 127.0.0.1\r\ntraceparent: "
-		     "00-%s-00f067aa0ba902b7-01"
+		     "%s /r%c HTTP/1.1\r\nHost: 127.0.0.1\r\ntraceparent: "
+		     "00-%s-00f067aa0ba902b7-01%s"
 		     "\r\nConnection: close\r\n\r\n",
-		     digit, trace);
+		     body_len ? "POST" : "GET", digit, trace, cl);
 	ck_assert_int_eq(write(fd, req, (size_t)n), n);
 	return fd;
+}
+
+/* The same, a GET: the whole request. */
+static inline int
+flow_http_send(int port, char digit)
+{
+	return flow_http_send_head(port, digit, 0);
 }
 
 /* The whole response (until the server closes), malloc'd. */

@@ -46,31 +46,6 @@ serve(const char *mode, char *resp[N_REQ], struct test_child *c)
 		resp[i] = flow_http_read(fds[i]);
 }
 
-/* A connection to 127.0.0.1:port with the head of a POST sent, as
- * flow_http_send()'s, announcing a body of len bytes (sent by the
- * caller). */
-static int
-flow_http_send_cl(int port, char digit, size_t len)
-{
-	struct sockaddr_in a = {.sin_family = AF_INET,
-				.sin_port = htons((uint16_t)port)};
-	char trace[33], req[512];
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), n;
-
-	ck_assert_int_ge(fd, 0);
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	ck_assert_int_eq(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
-	memset(trace, digit, 32);
-	trace[32] = '\0';
-	n = snprintf(req, sizeof(req),
-		     "POST /r%c HTTP/1.1\r\nHost: 127.0.0.1\r\ntraceparent: "
-		     "00-%s-00f067aa0ba902b7-01\r\nContent-Length: %zu"
-		     "\r\nConnection: close\r\n\r\n",
-		     digit, trace, len);
-	ck_assert_int_eq(write(fd, req, (size_t)n), n);
-	return fd;
-}
-
 /* Every place listed in wheres saw request i's context: its trace-id and
  * one server span-id, not the caller's (the parent-id). */
 static void
@@ -204,7 +179,7 @@ START_TEST(http_ucontext_read_through_copy)
 	test_child_expect(&c, "READY ", line, sizeof(line), 10000);
 	ck_assert_int_eq(sscanf(line, "READY %*d %d", &port), 1);
 	for (i = 0; i < N_REQ; i++)
-		fds[i] = flow_http_send_cl(port, (char)('1' + i), 4);
+		fds[i] = flow_http_send_head(port, (char)('1' + i), 4);
 	/* the bodies only once every head was read */
 	test_child_expect(&c, "HEADS", line, sizeof(line), 5000);
 	for (i = 0; i < N_REQ; i++)

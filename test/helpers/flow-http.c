@@ -450,14 +450,13 @@ sched_report(const char *what)
 	fflush(stdout);
 }
 
-static int
-cmd_ucontext_sched(int n)
+/* Accept n connections, read each head (the scheduler's thread then
+ * shows that request) and make a coroutine for each, started in fn(i). */
+static void
+sched_accept(int lfd, int n, void (*fn)(int))
 {
-	int port, lfd = listen_local(&port), i;
+	int i;
 
-	ready(port);
-	/* The scheduler reads each head (its thread shows that request) and
-	 * makes a coroutine for it. */
 	for (i = 0; i < n; i++) {
 		struct conn *c = &conns[i];
 
@@ -471,8 +470,19 @@ cmd_ucontext_sched(int n)
 		c->uc.uc_stack.ss_sp = c->stack;
 		c->uc.uc_stack.ss_size = sizeof(c->stack);
 		c->uc.uc_link = &sched;
-		makecontext(&c->uc, (void (*)(void))co_sched_main, 1, i);
+		makecontext(&c->uc, (void (*)(void))fn, 1, i);
 	}
+}
+
+static int
+cmd_ucontext_sched(int n)
+{
+	int port, lfd = listen_local(&port), i;
+
+	ready(port);
+	/* The scheduler reads each head (its thread shows that request) and
+	 * makes a coroutine for it. */
+	sched_accept(lfd, n, co_sched_main);
 	/* Every coroutine starts; back here the scheduler shows what it read
 	 * last, a request in flight. */
 	for (i = 0; i < n; i++)
@@ -541,21 +551,7 @@ cmd_ucontext_dup(int n)
 	int port, lfd = listen_local(&port), i;
 
 	ready(port);
-	for (i = 0; i < n; i++) {
-		struct conn *c = &conns[i];
-
-		c->fd = accept(lfd, NULL, NULL);
-		if (c->fd < 0)
-			die("accept");
-		read_head(c);
-		co_conn[i] = c;
-		if (getcontext(&c->uc) < 0)
-			die("getcontext");
-		c->uc.uc_stack.ss_sp = c->stack;
-		c->uc.uc_stack.ss_size = sizeof(c->stack);
-		c->uc.uc_link = &sched;
-		makecontext(&c->uc, (void (*)(void))co_dup_main, 1, i);
-	}
+	sched_accept(lfd, n, co_dup_main);
 	printf("HEADS\n");
 	fflush(stdout);
 	/* Every coroutine reads its body; back here the scheduler shows the
