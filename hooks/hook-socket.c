@@ -3940,12 +3940,15 @@ hook_socket_ctx_answered(const struct ctxshim_ctx *c, uint32_t seq)
 	 * BIOs) has a slot of its own too: looked up as an fd's, it had
 	 * none, and its live request read as answered. */
 	conn = ctxshim_conn_by_id(c->sock_fdp1 - 1);
-	if (!conn)
+	if (!conn ||
+	    atomic_load_explicit(&conn->gen, memory_order_relaxed) != c->sock_gen)
 		return true;
+	/* The generation first: a connection demoted to a copy keeps its
+	 * own, but a closed one whose number a dup() of another connection
+	 * took is a copy too, with a new one, and its request came back. */
 	if (atomic_load_explicit(&conn->flags, memory_order_relaxed) & CONN_F_LINK)
 		return false;
-	return atomic_load_explicit(&conn->gen, memory_order_relaxed) != c->sock_gen ||
-	       atomic_load_explicit(&conn->seq, memory_order_relaxed) != seq ||
+	return atomic_load_explicit(&conn->seq, memory_order_relaxed) != seq ||
 	       ctxshim_conn_idle(conn);
 }
 

@@ -194,6 +194,47 @@ START_TEST(http_ucontext_read_through_copy)
 }
 END_TEST
 
+/* The coroutine of the request the scheduler read last closes its
+ * connection unanswered, and a dup() of another connection takes the
+ * number: the switch back must not show the closed request (old: the
+ * new copy's slot read as "a connection that became a copy", whose
+ * answer is not checked, and the request came back until the next
+ * wait). */
+START_TEST(http_ucontext_closed_number_reused_by_copy)
+{
+	char n[8], *argv[] = {(char *)flow_http(), "ucontext-reuse", n, NULL};
+	char *env[] = {preload, NULL};
+	char *resp[N_REQ], line[256], want[33];
+	struct test_child c;
+	int fds[N_REQ], port, i;
+
+	snprintf(n, sizeof(n), "%d", N_REQ);
+	snprintf(preload, sizeof(preload), "LD_PRELOAD=%s",
+		 test_env_path("CTXSHIM_LIB"));
+	test_child_start(&c, argv, env, false);
+	test_child_expect(&c, "READY ", line, sizeof(line), 10000);
+	ck_assert_int_eq(sscanf(line, "READY %*d %d", &port), 1);
+	for (i = 0; i < N_REQ; i++)
+		fds[i] = flow_http_send(port, (char)('1' + i));
+	for (i = 0; i < N_REQ; i++)
+		resp[i] = flow_http_read(fds[i]);
+	ck_assert_str_eq(resp[N_REQ - 1], "");
+	for (i = 0; i < N_REQ - 1; i++)
+		ck_assert_msg(strncmp(resp[i], "HTTP/1.1 200 ", 13) == 0, "%s",
+			      resp[i]);
+	/* before the close: the request read last, in flight */
+	memset(want, '1' + N_REQ - 1, 32);
+	want[32] = '\0';
+	test_child_expect(&c, "SCHED read ", line, sizeof(line), 5000);
+	ck_assert_msg(strncmp(line, "SCHED read trace=", 17) == 0 &&
+			      strncmp(line + 17, want, 32) == 0,
+		      "%s", line);
+	test_child_expect(&c, "SCHED closed ", line, sizeof(line), 5000);
+	ck_assert_str_eq(line, "SCHED closed " FLOW_NONE);
+	finish(&c, resp);
+}
+END_TEST
+
 /* A multiplexed FastCGI connection: request 0's coroutine reads it and
  * yields, request 1's reads it (the connection's seq moves) and answers
  * it; request 0's coroutine, switched back to, still shows its request
@@ -263,6 +304,7 @@ TEST_SUITE(preload_flow_http_suite)
 	tcase_add_test(tc, http_ucontext_coroutines);
 	tcase_add_test(tc, http_ucontext_scheduler_reads);
 	tcase_add_test(tc, http_ucontext_read_through_copy);
+	tcase_add_test(tc, http_ucontext_closed_number_reused_by_copy);
 	tcase_add_test(tc, http_ucontext_fcgi_multiplexed);
 	tcase_add_test(tc, http_setcontext_failure_keeps_socket_level);
 	suite_add_tcase(s, tc);

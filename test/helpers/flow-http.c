@@ -25,6 +25,12 @@
  *                         read), which its coroutine reads through a dup()
  *                         of the connection: "SCHED body <context>" after
  *                         the switch back from the last one
+ *   flow-http ucontext-reuse N  as ucontext-sched, but the last request's
+ *                         coroutine, resumed, closes its connection
+ *                         unanswered and dup()s the first one onto that
+ *                         number: "SCHED closed <context>" after the
+ *                         switch back (that request's client gets no
+ *                         response)
  *   flow-http ucontext-fcgi  one multiplexed FastCGI connection that this
  *                         program also writes to (two requests in one
  *                         write), a coroutine per request: "FCGI <k> read
@@ -500,6 +506,67 @@ cmd_ucontext_sched(int n)
 	return 0;
 }
 
+/* ---- ucontext, a connection closed and its number reused by a copy ---- */
+
+/* The last request's coroutine, resumed, closes its connection without an
+ * answer and dup()s the first connection, which takes the number back:
+ * the slot is a copy (CONN_F_LINK) of another connection now. */
+static void
+co_reuse_main(int i)
+{
+	struct conn *c = co_conn[i];
+	int fd = c->fd, d;
+
+	note(c, "start");
+	swapcontext(&c->uc, &sched);
+	close(fd);
+	d = dup(conns[0].fd);
+	if (d != fd)
+		die("dup did not reuse the number");
+	swapcontext(&c->uc, &sched);
+	close(d);
+}
+
+static void (*co_main_of(int i, int n))(int)
+{
+	return i == n - 1 ? co_reuse_main : co_sched_main;
+}
+
+static int
+cmd_ucontext_reuse(int n)
+{
+	int port, lfd = listen_local(&port), i;
+
+	ready(port);
+	for (i = 0; i < n; i++) {
+		struct conn *c = &conns[i];
+
+		c->fd = accept(lfd, NULL, NULL);
+		if (c->fd < 0)
+			die("accept");
+		read_head(c);
+		co_conn[i] = c;
+		if (getcontext(&c->uc) < 0)
+			die("getcontext");
+		c->uc.uc_stack.ss_sp = c->stack;
+		c->uc.uc_stack.ss_size = sizeof(c->stack);
+		c->uc.uc_link = &sched;
+		makecontext(&c->uc, (void (*)(void))co_main_of(i, n), 1, i);
+	}
+	for (i = 0; i < n; i++)
+		swapcontext(&sched, &conns[i].uc);
+	sched_report("read");
+	/* The request read last lost its connection: back here, the
+	 * scheduler must not show it any more. */
+	swapcontext(&sched, &conns[n - 1].uc);
+	sched_report("closed");
+	for (i = n - 2; i >= 0; i--)
+		swapcontext(&sched, &conns[i].uc);
+	for (i = n - 1; i >= 0; i--)
+		swapcontext(&sched, &conns[i].uc);
+	return 0;
+}
+
 /* ---- ucontext, a coroutine that reads through a copy ---- */
 
 /* Each request has a body of DUP_BODY bytes, which the client sends only
@@ -815,6 +882,8 @@ main(int argc, char **argv)
 		return cmd_ucontext_sched(n);
 	if (strcmp(cmd, "ucontext-dup") == 0 && n)
 		return cmd_ucontext_dup(n);
+	if (strcmp(cmd, "ucontext-reuse") == 0 && n > 1)
+		return cmd_ucontext_reuse(n);
 	if (strcmp(cmd, "ucontext-fcgi") == 0)
 		return cmd_ucontext_fcgi();
 	if (strcmp(cmd, "setcontext-fail") == 0 && n)
@@ -822,6 +891,7 @@ main(int argc, char **argv)
 	if (strcmp(cmd, "worker") == 0)
 		return cmd_worker();
 	fprintf(stderr, "usage: flow-http uv N|glib N|ucontext N|ucontext-sched N|"
-			"ucontext-dup N|ucontext-fcgi|setcontext-fail N|worker\n");
+			"ucontext-dup N|ucontext-reuse N|ucontext-fcgi|"
+			"setcontext-fail N|worker\n");
 	return 2;
 }
