@@ -457,9 +457,10 @@ sched_report(const char *what)
 }
 
 /* Accept n connections, read each head (the scheduler's thread then
- * shows that request) and make a coroutine for each, started in fn(i). */
+ * shows that request) and make a coroutine for each, started in fn(i),
+ * the last one in last(i). */
 static void
-sched_accept(int lfd, int n, void (*fn)(int))
+sched_accept(int lfd, int n, void (*fn)(int), void (*last)(int))
 {
 	int i;
 
@@ -476,34 +477,8 @@ sched_accept(int lfd, int n, void (*fn)(int))
 		c->uc.uc_stack.ss_sp = c->stack;
 		c->uc.uc_stack.ss_size = sizeof(c->stack);
 		c->uc.uc_link = &sched;
-		makecontext(&c->uc, (void (*)(void))fn, 1, i);
+		makecontext(&c->uc, (void (*)(void))(i == n - 1 ? last : fn), 1, i);
 	}
-}
-
-static int
-cmd_ucontext_sched(int n)
-{
-	int port, lfd = listen_local(&port), i;
-
-	ready(port);
-	/* The scheduler reads each head (its thread shows that request) and
-	 * makes a coroutine for it. */
-	sched_accept(lfd, n, co_sched_main);
-	/* Every coroutine starts; back here the scheduler shows what it read
-	 * last, a request in flight. */
-	for (i = 0; i < n; i++)
-		swapcontext(&sched, &conns[i].uc);
-	sched_report("read");
-	/* The request read last is answered by its coroutine: back here, the
-	 * scheduler must not show it any more. */
-	swapcontext(&sched, &conns[n - 1].uc);
-	sched_report("answered");
-	for (i = n - 2; i >= 0; i--)
-		swapcontext(&sched, &conns[i].uc);
-	/* Each coroutine ends through uc_link. */
-	for (i = n - 1; i >= 0; i--)
-		swapcontext(&sched, &conns[i].uc);
-	return 0;
 }
 
 /* ---- ucontext, a connection closed and its number reused by a copy ---- */
@@ -527,41 +502,29 @@ co_reuse_main(int i)
 	close(d);
 }
 
-static void (*co_main_of(int i, int n))(int)
-{
-	return i == n - 1 ? co_reuse_main : co_sched_main;
-}
-
+/* ucontext-sched (last: co_sched_main, what: "answered") and
+ * ucontext-reuse (co_reuse_main, "closed"). */
 static int
-cmd_ucontext_reuse(int n)
+cmd_ucontext_sched(int n, void (*last)(int), const char *what)
 {
 	int port, lfd = listen_local(&port), i;
 
 	ready(port);
-	for (i = 0; i < n; i++) {
-		struct conn *c = &conns[i];
-
-		c->fd = accept(lfd, NULL, NULL);
-		if (c->fd < 0)
-			die("accept");
-		read_head(c);
-		co_conn[i] = c;
-		if (getcontext(&c->uc) < 0)
-			die("getcontext");
-		c->uc.uc_stack.ss_sp = c->stack;
-		c->uc.uc_stack.ss_size = sizeof(c->stack);
-		c->uc.uc_link = &sched;
-		makecontext(&c->uc, (void (*)(void))co_main_of(i, n), 1, i);
-	}
+	/* The scheduler reads each head (its thread shows that request) and
+	 * makes a coroutine for it. */
+	sched_accept(lfd, n, co_sched_main, last);
+	/* Every coroutine starts; back here the scheduler shows what it read
+	 * last, a request in flight. */
 	for (i = 0; i < n; i++)
 		swapcontext(&sched, &conns[i].uc);
 	sched_report("read");
-	/* The request read last lost its connection: back here, the
-	 * scheduler must not show it any more. */
+	/* The request read last is answered by its coroutine, or lost its
+	 * connection: back here, the scheduler must not show it any more. */
 	swapcontext(&sched, &conns[n - 1].uc);
-	sched_report("closed");
+	sched_report(what);
 	for (i = n - 2; i >= 0; i--)
 		swapcontext(&sched, &conns[i].uc);
+	/* Each coroutine ends through uc_link. */
 	for (i = n - 1; i >= 0; i--)
 		swapcontext(&sched, &conns[i].uc);
 	return 0;
@@ -618,7 +581,7 @@ cmd_ucontext_dup(int n)
 	int port, lfd = listen_local(&port), i;
 
 	ready(port);
-	sched_accept(lfd, n, co_dup_main);
+	sched_accept(lfd, n, co_dup_main, co_dup_main);
 	printf("HEADS\n");
 	fflush(stdout);
 	/* Every coroutine reads its body; back here the scheduler shows the
@@ -879,11 +842,11 @@ main(int argc, char **argv)
 	if (strcmp(cmd, "ucontext") == 0 && n)
 		return cmd_ucontext(n);
 	if (strcmp(cmd, "ucontext-sched") == 0 && n)
-		return cmd_ucontext_sched(n);
+		return cmd_ucontext_sched(n, co_sched_main, "answered");
 	if (strcmp(cmd, "ucontext-dup") == 0 && n)
 		return cmd_ucontext_dup(n);
 	if (strcmp(cmd, "ucontext-reuse") == 0 && n > 1)
-		return cmd_ucontext_reuse(n);
+		return cmd_ucontext_sched(n, co_reuse_main, "closed");
 	if (strcmp(cmd, "ucontext-fcgi") == 0)
 		return cmd_ucontext_fcgi();
 	if (strcmp(cmd, "setcontext-fail") == 0 && n)
