@@ -653,12 +653,16 @@ out_write(struct h2_pokes *pk, const uint8_t *p, size_t len)
 	}
 	took = unknown || written > len ? len : written;
 
-	/* the first write of an upgraded connection: the 101, then frames */
+	/* the first write of an upgraded connection: the 101, then frames;
+	 * its bytes are always known (the upgrade takes the head buffer),
+	 * also on the paths of unknown content */
 	if (!out_idx) {
 		bool started;
-		size_t k = http_response_h2c_head(
-			iov[0].iov_base,
-			iov[0].iov_len < written ? iov[0].iov_len : written);
+		size_t head = iov[0].iov_len < written ? iov[0].iov_len : written;
+		size_t k = http_response_h2c_head(iov[0].iov_base, head);
+
+		unknown = false;
+		took = written > len ? len : written;
 
 		want = 0;
 		if (ctxshim_conn_h2_upgrade(&out_c, iov[0].iov_base, iov[0].iov_len,
