@@ -914,7 +914,8 @@ START_TEST(test_elf32_exec_ends_recording)
 		      "%s", err);
 	free(err);
 	ck_assert_int_eq(prof_run(&out, &err, "report", file, NULL), 0);
-	ck_assert_msg(strstr(out, "\nEnded: the process ran a 32-bit program\n"), "%s",
+	/* (a loaded machine may add "(some ticks missed: ...)") */
+	ck_assert_msg(strstr(out, "\nEnded: the process ran a 32-bit program"), "%s",
 		      out);
 	free(out);
 	free(err);
