@@ -202,22 +202,11 @@ END_TEST
  * wait). */
 START_TEST(http_ucontext_closed_number_reused_by_copy)
 {
-	char n[8], *argv[] = {(char *)flow_http(), "ucontext-reuse", n, NULL};
-	char *env[] = {preload, NULL};
 	char *resp[N_REQ], line[256], want[33];
 	struct test_child c;
-	int fds[N_REQ], port, i;
+	int i;
 
-	snprintf(n, sizeof(n), "%d", N_REQ);
-	snprintf(preload, sizeof(preload), "LD_PRELOAD=%s",
-		 test_env_path("CTXSHIM_LIB"));
-	test_child_start(&c, argv, env, false);
-	test_child_expect(&c, "READY ", line, sizeof(line), 10000);
-	ck_assert_int_eq(sscanf(line, "READY %*d %d", &port), 1);
-	for (i = 0; i < N_REQ; i++)
-		fds[i] = flow_http_send(port, (char)('1' + i));
-	for (i = 0; i < N_REQ; i++)
-		resp[i] = flow_http_read(fds[i]);
+	serve("ucontext-reuse", resp, &c);
 	ck_assert_str_eq(resp[N_REQ - 1], "");
 	for (i = 0; i < N_REQ - 1; i++)
 		ck_assert_msg(strncmp(resp[i], "HTTP/1.1 200 ", 13) == 0, "%s",
