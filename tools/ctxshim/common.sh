@@ -157,11 +157,142 @@ ctx_same_file() {
 # ctx_same_entry ENTRY LIB: the LD_PRELOAD entry ENTRY names the file LIB.
 # The loader looks an entry without a "/" up in its search path, never in
 # the current directory: such an entry is not compared with a file here.
+# $LIB in either is what it is to a 64-bit program (ctx_expand).
 ctx_same_entry() {
 	case $1 in
-	*/*) ctx_same_file "$1" "$2" ;;
+	*/*)
+		ctx_expand "$2"
+		ctx_same_lib=$ctx_expanded
+		ctx_expand "$1"
+		ctx_same_file "$ctx_expanded" "$ctx_same_lib"
+		;;
 	*) return 1 ;;
 	esac
+}
+
+# ctx_expand ENTRY: set ctx_expanded to ENTRY with $LIB and ${LIB} replaced
+# by $ctx_dst64, as a 64-bit program's loader reads it.  Left as it is
+# when that is not known (no file has such a name then).
+ctx_expand() {
+	ctx_expanded=$1
+	[ -n "${ctx_dst64-}" ] || return 0
+	while :; do
+		case $ctx_expanded in
+		*"$ctx_tok_blib"*)
+			ctx_expanded=${ctx_expanded%%"$ctx_tok_blib"*}$ctx_dst64${ctx_expanded#*"$ctx_tok_blib"}
+			;;
+		*"$ctx_tok_lib"*)
+			ctx_expanded=${ctx_expanded%%"$ctx_tok_lib"*}$ctx_dst64${ctx_expanded#*"$ctx_tok_lib"}
+			;;
+		*) return 0 ;;
+		esac
+	done
+}
+
+# The loader's token, as it is written (not a variable of this script).
+ctx_tok_lib="\$LIB"
+ctx_tok_blib="\${LIB}"
+
+# The loaders of x86_64 and i386 programs (their PT_INTERP), fixed by the
+# psABIs.
+ctx_ld64=/lib64/ld-linux-x86-64.so.2
+ctx_ld32=/lib/ld-linux.so.2
+
+# ctx_loader_dst LOADER: set ctx_dst to what the glibc loader LOADER of this
+# host expands the token $LIB to: its own answer (ld.so
+# --list-diagnostics, glibc 2.33 and later).  Empty when LOADER does not
+# exist or does not say: no guess is made for the host, where a wrong one
+# would make every program print that it cannot preload the library.
+ctx_loader_dst() {
+	ctx_dst=
+	[ -f "$1" ] || return 0
+	# (the shell only: no sed or grep in a slim image)
+	ctx_diag='
+'$("$1" --list-diagnostics 2>/dev/null </dev/null)
+	case $ctx_diag in
+	*'
+dl_dst_lib="'*)
+		ctx_dst=${ctx_diag#*'
+dl_dst_lib="'}
+		ctx_dst=${ctx_dst%%\"*}
+		;;
+	esac
+}
+
+# ctx_dst_guess REALPATH FILE: set ctx_dst to what a loader installed at
+# REALPATH (symbolic links resolved) expands $LIB to, without running it
+# (an image's loader, say): glibc's $LIB is its library directory
+# (slibdir, where the loader is installed too) without the leading / or
+# /usr/, as "lib64", "lib32", Debian's "lib/x86_64-linux-gnu".  Only when
+# that string is in FILE, the loader, as one of its strings: else empty.
+ctx_dst_guess() {
+	ctx_dst=${1%/*}
+	ctx_dst=${ctx_dst#/}
+	ctx_dst=${ctx_dst#usr/}
+	case $ctx_dst in
+	'' | usr | *[!A-Za-z0-9_./-]*)
+		ctx_dst=
+		return 0
+		;;
+	esac
+	tr '\000' '\n' <"$2" 2>/dev/null |
+		awk -v s="$ctx_dst" '$0 == s { f = 1 } END { exit !f }' || ctx_dst=
+}
+
+# ctx_stub32 FILE: FILE is an i386 ELF shared object (the empty 32-bit
+# libctxshim.so).
+ctx_stub32() {
+	# shellcheck disable=SC2046 # split into bytes on purpose
+	set -- $(ctx_bytes "$1" 0 20)
+	[ $# -eq 20 ] && [ "$1 $2 $3 $4 $5 $6 ${17} ${18} ${19} ${20}" = "127 69 76 70 1 1 3 0 3 0" ]
+}
+
+# ctx_lib_entry LIB DST64 DST32: set ctx_entry to LIB with the directory
+# DST64 (what a 64-bit loader expands $LIB to) replaced by the token, and
+# ctx_stub to the file that the entry names to a 32-bit program (DST32 in
+# that place).  With such an entry in LD_PRELOAD or /etc/ld.so.preload,
+# a 32-bit program loads the empty 32-bit libctxshim.so without a word,
+# where a 64-bit library makes its loader print "wrong ELF class".  The
+# caller checks that ctx_stub is one (ctx_stub32).  Returns 1, with
+# ctx_entry LIB, when there is no such entry: LIB is not in DST64, or a
+# loader is unknown.
+ctx_lib_entry() {
+	ctx_entry=$1
+	ctx_stub=
+	[ -n "$2" ] && [ -n "$3" ] || return 1
+	case $1 in
+	*/"$2"/*) ;;
+	*) return 1 ;;
+	esac
+	# The last one: /opt/lib/x/lib/ctxshim/libctxshim.so has its own.
+	ctx_p=${1%/"$2"/*}
+	ctx_r=${1#"$ctx_p/$2/"}
+	ctx_stub=$ctx_p/$3/$ctx_r
+	ctx_entry=$ctx_p/$ctx_tok_lib/$ctx_r
+}
+
+# ctx_host_dsts: set ctx_dst64 and ctx_dst32 to what this host's x86_64
+# and i386 loaders expand $LIB to (ctx_loader_dst).  No 32-bit loader: no
+# 32-bit program runs here that could complain.
+ctx_host_dsts() {
+	ctx_loader_dst "$ctx_ld64"
+	ctx_dst64=$ctx_dst
+	ctx_loader_dst "$ctx_ld32"
+	ctx_dst32=$ctx_dst
+}
+
+# ctx_host_entry LIB: ctx_entry for this host (ctx_lib_entry): LIB with
+# $LIB when both loaders say what it is and the 32-bit library is where
+# the 32-bit one's expansion points; LIB itself otherwise, and for a LIB
+# that is not for x86_64.
+ctx_host_entry() {
+	ctx_entry=$1
+	ctx_host_dsts
+	ctx_elf_machine "$1"
+	[ "$ctx_machine" = 62 ] || return 0
+	if ctx_lib_entry "$1" "$ctx_dst64" "$ctx_dst32" && ! ctx_stub32 "$ctx_stub"; then
+		ctx_entry=$1
+	fi
 }
 
 # ctx_preload_words LIST: set ctx_words to LIST with its colons made
@@ -598,9 +729,10 @@ ctx_inspect_secure() {
 	return 0
 }
 
-# ctx_probe_lib LIB: test-load LIB, on its own, into a harmless dynamically
-# linked program found in PATH: true, env, cat or sh, run with no arguments
-# and stdin from /dev/null.  Not after the caller's LD_PRELOAD: the loader
+# ctx_probe_lib LIB [ENTRY]: test-load LIB, on its own, into a harmless
+# dynamically linked program found in PATH: true, env, cat or sh, run with
+# no arguments and stdin from /dev/null; with LD_PRELOAD=ENTRY when given
+# (LIB through $LIB, ctx_host_entry: this tries that expansion too).  Not after the caller's LD_PRELOAD: the loader
 # complains about an entry there that does not load (and ignores it) with
 # or without LIB, and that must not count against LIB.  A statically
 # linked one is skipped: it ignores LD_PRELOAD and would prove nothing.
@@ -612,6 +744,7 @@ ctx_inspect_secure() {
 # program to test with.
 ctx_probe_lib() {
 	ctx_probe=
+	ctx_probe_entry=${2:-$1}
 	ctx_elf_machine "$1"
 	ctx_host_machine=$ctx_machine
 	for ctx_p in true env cat sh; do
@@ -629,7 +762,7 @@ ctx_probe_lib() {
 	fi
 	ctx_probe_err=$(
 		unset CTXSHIM_LOG CTXSHIM_EVENTS
-		LD_PRELOAD=$1
+		LD_PRELOAD=$ctx_probe_entry
 		export LD_PRELOAD
 		"$ctx_probe" 2>&1 >/dev/null </dev/null
 	)
@@ -638,7 +771,7 @@ ctx_probe_lib() {
 		return 0
 	fi
 	ctx_probe_err=$(printf '%s\n' "$ctx_probe_err" | head -n 1)
-	ctx_why="a test run of $ctx_probe with LD_PRELOAD=$1 ${ctx_probe_err:+printed: $ctx_probe_err}"
+	ctx_why="a test run of $ctx_probe with LD_PRELOAD=$ctx_probe_entry ${ctx_probe_err:+printed: $ctx_probe_err}"
 	[ -n "$ctx_probe_err" ] || ctx_why="$ctx_why""exited with status $ctx_probe_status"
 	return 1
 }
