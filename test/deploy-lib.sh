@@ -280,3 +280,28 @@ elf64() {
 	} >"$1"
 	chmod 755 "$1"
 }
+
+# dp_prog32: build ./prog32, a 32-bit program that prints "p32" and exits
+# 5, against the i386 libc alone (no 32-bit start files needed).  Returns
+# 1, having said why, without that libc (the package libc6-i386), with a
+# compiler that cannot build it, or on a kernel that runs no 32-bit
+# programs (no ia32 emulation: it exits 5 only where it runs).
+dp_prog32() {
+	printf 'int puts(const char *);\nvoid exit(int);\nvoid _start(void) { puts("p32"); exit(5); }\n' >p32.c
+	dp_ld32=$(readlink -f /lib/ld-linux.so.2 2>/dev/null)
+	if [ -z "$dp_ld32" ] || [ ! -f "${dp_ld32%/*}/libc.so.6" ]; then
+		echo "# no i386 libc to build a 32-bit program with: not checked"
+		return 1
+	fi
+	if ! ${CC:-cc} -m32 -fno-pie -no-pie -nostdlib -nostartfiles -o prog32 p32.c \
+		-Wl,-dynamic-linker,/lib/ld-linux.so.2 "${dp_ld32%/*}/libc.so.6" 2>cc32.err; then
+		echo "# ${CC:-cc} -m32 cannot build a 32-bit program: not checked:"
+		sed 's/^/#   /' cc32.err
+		return 1
+	fi
+	./prog32 >/dev/null 2>&1
+	if [ $? -ne 5 ]; then
+		echo "# this kernel runs no 32-bit programs: not checked"
+		return 1
+	fi
+}

@@ -256,30 +256,14 @@ if ${CC:-cc} -static -o static prog.c 2>/dev/null; then
 	check "with a note" contains "$dp_err" "statically linked"
 fi
 # A 32-bit program runs untouched, without the shim.  One that the command
-# starts inherits LD_PRELOAD and runs too; its loader prints the line that
-# ctxshim(7), LIMITS, describes.  Built against the i386 libc alone where
-# there are no 32-bit start files.  Not checked without that libc (the
-# package libc6-i386), or on a kernel that runs no 32-bit programs (no
-# ia32 emulation: it exits 5 only where it runs); a compiler that cannot
-# build it where the libc is there says why.
-printf 'int puts(const char *);\nvoid exit(int);\nvoid _start(void) { puts("p32"); exit(5); }\n' >p32.c
-ld32=$(readlink -f /lib/ld-linux.so.2 2>/dev/null)
-if [ -z "$ld32" ] || [ ! -f "${ld32%/*}/libc.so.6" ]; then
-	echo "# no i386 libc to build a 32-bit program with: not checked"
-elif ! ${CC:-cc} -m32 -fno-pie -no-pie -nostdlib -nostartfiles -o prog32 p32.c \
-	-Wl,-dynamic-linker,/lib/ld-linux.so.2 "${ld32%/*}/libc.so.6" 2>cc32.err; then
-	echo "# ${CC:-cc} -m32 cannot build a 32-bit program: not checked:"
-	sed 's/^/#   /' cc32.err
-elif ./prog32 >/dev/null 2>&1; [ $? -ne 5 ]; then
-	echo "# this kernel runs no 32-bit programs: not checked"
-else
+# starts inherits LD_PRELOAD and runs too (its loader's words about a
+# 64-bit library there: test-deploy-i386.sh).
+if dp_prog32; then
 	expect_status 5 "32-bit program still runs" "$E" ./prog32
 	check "its output unchanged" same "$dp_out" p32
 	check "with a note" contains "$dp_err" "not loading the shim: ./prog32 is a 32-bit program"
 	expect_status 5 "a 32-bit program that the command starts runs" "$E" sh -c ./prog32
 	check "its output unchanged" same "$dp_out" p32
-	check "its loader says it ignores the shim" contains "$dp_err" \
-		"$lib' from LD_PRELOAD cannot be preloaded (wrong ELF class: ELFCLASS64): ignored."
 fi
 # A script whose #! runs env -i: it starts, with a note that says why its
 # program shows no records.

@@ -1,0 +1,140 @@
+#!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
+#
+# 32-bit programs that inherit the shim print nothing: where the empty
+# 32-bit libctxshim.so is installed where the i386 loader's $LIB points,
+# LD_PRELOAD (ctxshim run, env, the entrypoint) and /etc/ld.so.preload
+# (preload install --root) name the library through $LIB; a 64-bit
+# program still loads the shim; with the 64-bit library in the entry
+# itself (the control) the 32-bit loader says "wrong ELF class".  Entries
+# with an absolute path from before are still replaced and removed.
+
+. "$(dirname "$0")/deploy-lib.sh"
+
+S=$CTXSHIM_CMD
+E=$CTXSHIM_ENTRYPOINT
+[ -n "${CTXSHIM_LIB32-}" ] || dp_skip "the 32-bit libctxshim.so is not built (-Di386_stub)"
+# An ASan runtime in LD_PRELOAD is a 64-bit entry too.
+[ -z "$dp_base_preload" ] || dp_skip "sanitizer build: its runtime in LD_PRELOAD is 64-bit"
+cd "$dp_tmp" || exit 1
+dp_prog32 || dp_finish
+
+# What this host's loaders expand $LIB to (glibc 2.33 and later say).
+dst() {
+	"$1" --list-diagnostics 2>/dev/null | sed -n 's/^dl_dst_lib="\(.*\)"$/\1/p'
+}
+dst64=$(dst /lib64/ld-linux-x86-64.so.2)
+dst32=$(dst /lib/ld-linux.so.2)
+if [ -z "$dst64" ] || [ -z "$dst32" ]; then
+	dp_skip "the loaders do not say what \$LIB is (glibc before 2.33)"
+fi
+
+# An install tree as meson makes it: the library in the 64-bit loader's
+# $LIB, the empty one in the 32-bit loader's.
+p=$dp_tmp/prefix
+lib=$p/$dst64/ctxshim/libctxshim.so
+mkdir -p "${lib%/*}" "$p/$dst32/ctxshim"
+cp "$CTXSHIM_LIB" "$lib"
+cp "$CTXSHIM_LIB32" "$p/$dst32/ctxshim/libctxshim.so"
+entry="$p/\$LIB/ctxshim/libctxshim.so"
+
+# ------------------------------------------------------------ LD_PRELOAD
+
+# The control: the library by its path, as before.
+expect_status 5 "control: a 32-bit program under run with the library's path" \
+	env CTXSHIM_LIB="$CTXSHIM_LIB" "$S" run -- sh -c ./prog32
+check "its loader says wrong ELF class" contains "$dp_err" "wrong ELF class: ELFCLASS64"
+
+CTXSHIM_LIB=$lib
+export CTXSHIM_LIB
+expect_status 0 "env names the library through \$LIB" "$S" env
+check "LD_PRELOAD with \$LIB" same "$dp_out" "export LD_PRELOAD='$entry'"
+expect_status 0 "env --env-file: the path (systemd may expand \$LIB there)" "$S" env --env-file
+check "LD_PRELOAD with the path" same "$dp_out" "LD_PRELOAD=$lib"
+expect_status 5 "a 32-bit program under run" "$S" run -- sh -c ./prog32
+check "its output unchanged" same "$dp_out" p32
+check "nothing on stderr" same "$dp_err" ""
+expect_status 0 "a 64-bit program under run" "$S" run -- cat /proc/self/maps
+check "loads the library" contains "$dp_out" " $lib"
+expect_status 5 "a 32-bit program under run --force" "$S" run --force -- ./prog32
+check "nothing on stderr" same "$dp_err" ""
+expect_status 5 "a 32-bit program started under the entrypoint" "$E" sh -c ./prog32
+check "nothing on stderr" same "$dp_err" ""
+expect_status 0 "a 64-bit program under the entrypoint" "$E" cat /proc/self/maps
+check "loads the library" contains "$dp_out" " $lib"
+# Nested: the entry is recognized, not replaced with a warning.
+# shellcheck disable=SC2016 # for the command's shell
+expect_status 0 "run inside run" "$S" run -- "$S" run -- sh -c 'echo "$LD_PRELOAD"'
+check "one entry" same "$dp_out" "$entry"
+check "no warning" same "$dp_err" ""
+# The entry names a library of the same file to an old absolute entry.
+# shellcheck disable=SC2016 # for the command's shell
+expect_status 0 "run with the path in LD_PRELOAD already" \
+	env LD_PRELOAD="$lib" "$S" run -- sh -c 'echo "$LD_PRELOAD"'
+check "kept, no warning" same "$dp_err" ""
+# Without the empty library where $LIB points, the path as before.
+mv "$p/$dst32" "$p/away"
+expect_status 0 "env without the 32-bit library" "$S" env
+check "the path" same "$dp_out" "export LD_PRELOAD='$lib'"
+mv "$p/away" "$p/$dst32"
+
+# ------------------------------------------------------------ --root
+
+# A system with this host's loaders and C libraries at their places, the
+# libraries below /usr as meson installs them.
+r=$dp_tmp/root
+mkdir -p "$r/lib64" "$r/lib" "$r/bin" "$r/$dst64" "$r/$dst32" "$r/usr/$dst64/ctxshim" "$r/usr/$dst32/ctxshim"
+cp -L /lib64/ld-linux-x86-64.so.2 /lib/x86_64-linux-gnu/libc.so.6 "$r/$dst64/"
+ln -s "/$dst64/ld-linux-x86-64.so.2" "$r/lib64/ld-linux-x86-64.so.2"
+cp -L /lib/ld-linux.so.2 "$r/$dst32/"
+cp -L "${dp_ld32%/*}/libc.so.6" "$r/$dst32/"
+ln -s "/$dst32/ld-linux.so.2" "$r/lib/ld-linux.so.2"
+cp "$CTXSHIM_LIB" "$r/usr/$dst64/ctxshim/libctxshim.so"
+cp "$CTXSHIM_LIB32" "$r/usr/$dst32/ctxshim/libctxshim.so"
+cp prog32 "$r/bin/prog32"
+cp prog32 "$r/bin/suid32"
+chmod 4755 "$r/bin/suid32"
+printf '#include <dlfcn.h>\n#include <stdio.h>\nint main(void) { puts(dlsym(RTLD_DEFAULT, "otel_thread_ctx_v1") ? "shim" : "none"); return 0; }\n' >p64.c
+${CC:-cc} -o "$r/bin/p64" p64.c
+rlib=/usr/$dst64/ctxshim/libctxshim.so
+rentry="/usr/\$LIB/ctxshim/libctxshim.so"
+pf=$r/etc/ld.so.preload
+mkdir -p "$r/etc"
+# An entry from before (the path): replaced, and removed on uninstall.
+printf '%s\n' "$rlib" >"$pf"
+CTXSHIM_LIB=$rlib
+expect_status 0 "preload install --root" "$S" preload install --root "$r"
+check "replaces the path by the entry with \$LIB" contains "$dp_out" "replaced $rlib by $rentry"
+check "the file holds it" same "$(cat "$pf")" "$rentry"
+expect_status 0 "preload status --root" "$S" preload status --root "$r"
+check "names the entry and the 64-bit library" contains "$dp_out" \
+	"installed: $rentry in $pf (to 64-bit programs $rlib)"
+if [ "$(id -u)" = 0 ] && chroot "$r" /bin/p64 >/dev/null 2>&1; then
+	expect_status 5 "a 32-bit program in the system" chroot "$r" /bin/prog32
+	check "nothing on stderr" same "$dp_err" ""
+	expect_status 5 "a setuid 32-bit program in the system, run by another user" \
+		chroot --userspec=65534:65534 "$r" /bin/suid32
+	check "nothing on stderr" same "$dp_err" ""
+	expect_status 0 "a 64-bit program in the system" chroot "$r" /bin/p64
+	check "loads the shim" same "$dp_out" shim
+	# The control: the path, as before.
+	printf '%s\n' "$rlib" >"$pf.new"
+	mv "$pf" "$pf.keep"
+	mv "$pf.new" "$pf"
+	expect_status 5 "control: a 32-bit program with the path in ld.so.preload" chroot "$r" /bin/prog32
+	check "its loader says wrong ELF class" contains "$dp_err" "wrong ELF class: ELFCLASS64"
+	mv "$pf.keep" "$pf"
+else
+	echo "# not root, or no chroot: the system's programs were not run"
+fi
+expect_status 0 "preload uninstall --root" "$S" preload uninstall --root "$r"
+check "restores the file from before, without its entry" same "$(cat "$pf")" ""
+check "says so" contains "$dp_out" "removed the libctxshim.so entries that the previous file had"
+rm "$pf"
+# No empty library in the system: the path, as before.
+rm "$r/usr/$dst32/ctxshim/libctxshim.so"
+expect_status 0 "install without the 32-bit library" "$S" preload install --root "$r"
+check "the path" same "$(cat "$pf")" "$rlib"
+expect_status 0 "uninstall" "$S" preload uninstall --root "$r"
+
+dp_finish
