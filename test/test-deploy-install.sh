@@ -24,10 +24,22 @@ pkglib=$dest$DP_LIBDIR/ctxshim/libctxshim.so
 S=$bin/ctxshim
 E=$bin/ctxshim-entrypoint
 cd "$dp_tmp" || exit 1
+# is32 FILE: an ELF32 file (class byte 1).
+# shellcheck disable=SC2317 # called through check
+is32() {
+	[ "$(od -An -t u1 -j 4 -N 1 "$1" 2>/dev/null | tr -d ' ')" = 1 ]
+}
 base=${dp_base_preload:+$dp_base_preload:}
 
 check "library at the stable path" test -f "$pkglib"
 check "libdir symlink" same "$(readlink "$dest$DP_LIBDIR/libctxshim.so")" ctxshim/libctxshim.so
+# The empty 32-bit library where an i386 loader's $LIB points (Debian's
+# multiarch and biarch directories, for Debian's libdir).
+if [ -n "${CTXSHIM_LIB32-}" ] && [ "$DP_LIBDIR" = "$DP_PREFIX/lib/x86_64-linux-gnu" ]; then
+	for d in lib/i386-linux-gnu lib32; do
+		check "32-bit library in $d" is32 "$dest$DP_PREFIX/$d/ctxshim/libctxshim.so"
+	done
+fi
 check "ctxshim installed executable" test -x "$S"
 check "ctxshim-entrypoint installed executable" test -x "$E"
 check "ctxshim mode 0755" same "$(stat -c %a "$S")" 755
