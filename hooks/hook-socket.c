@@ -30,7 +30,9 @@
  *    select()" below for which sets count) -- except a zero timeout right
  *    after the loop read a single request (see "Handlers run after the
  *    next wait");
- *  - closing the connection clears it ("detach", "close");
+ *  - closing the connection clears it ("detach", "close"), not closing
+ *    one of its descriptors while a copy carries it on and its request
+ *    is not answered (sk_gone());
  *  - reading from an upstream -- a socket the process connect()ed while
  *    the thread published a connection's request -- switches to that
  *    request's context while it is not answered ("switch"/"attach",
@@ -774,6 +776,48 @@ sk_publish(int fd, struct ctxshim_conn *c, enum ctxshim_ev ev, const char *reaso
 		return;
 	}
 	sk_attach(fd, c, &ctx, ev, reason);
+}
+
+/* The slot that holds the connection (id, gen) named (preload/conn.h,
+ * ctxshim_conn_holder(): a copy's leader, or the copy that carried the
+ * connection on after id was closed), its id in *hid, if that
+ * connection's current request is the one of span-id span, with a
+ * context, and not answered; else NULL.  The request is told by its
+ * span-id, not by seq: seq is the slot's, and moves on when a pipelined
+ * request becomes current (the thread may still show the one before) or
+ * the state moves to a copy and back.  The span-id is read as a reader of
+ * the seqlock does (conn.h, seq). */
+static struct ctxshim_conn *
+sk_req_live(int id, uint32_t gen, uint64_t span, int *hid)
+{
+	struct ctxshim_conn *c = ctxshim_conn_holder(id, gen, hid);
+	uint64_t cur;
+	uint32_t s;
+
+	if (!c || !ctxshim_conn_live(c))
+		return NULL;
+	s = atomic_load_explicit(&c->seq, memory_order_acquire);
+	memcpy(&cur, c->ctx.span_id, sizeof(cur));
+	atomic_thread_fence(memory_order_acquire);
+	if ((s & 1) || atomic_load_explicit(&c->seq, memory_order_relaxed) != s ||
+	    cur != span)
+		return NULL;
+	return c;
+}
+
+/* What this thread publishes, the request of (id, gen), is still live
+ * (sk_req_live()): follow it where its connection is now. */
+static bool
+sk_req_follow(int id, uint32_t gen)
+{
+	struct ctxshim_conn *c = sk_req_live(id, gen, sk_self.span, &id);
+
+	if (!c)
+		return false;
+	sk_self.fdp1 = id + 1;
+	sk_self.gen = atomic_load_explicit(&c->gen, memory_order_relaxed);
+	sk_self.c = c;
+	return true;
 }
 
 static void sk_follow_link(int fd, struct ctxshim_conn *c, bool is_write);
@@ -2125,31 +2169,42 @@ sk_out_iov(int fd, struct ctxshim_conn *c, const struct iovec *iov, size_t n, ss
 	}
 }
 
-/* fd stops naming its connection. */
+/* fd stops naming its connection.  The request this thread publishes
+ * from it is dropped, unless the connection goes on through a copy
+ * (dup() and the rest, preload/conn.c "Copies": the socket is not closed
+ * yet) and the request is not answered: the thread then goes on showing
+ * it from the copy, which may well answer it (a server that hands a copy
+ * to stdio or to a child, closes the original and answers through the
+ * copy). */
 static void
 sk_gone(int fd, const char *reason)
 {
 	int saved_errno = errno;
+	struct ctxshim_conn *c;
+	uint32_t gen;
+	bool own;
 
 	if (ctxshim_conn_hot(fd) == CONN_HOT_SHIM) {
 		ctxshim_conn_release_shim_fd(fd);
 		return;
 	}
-
-	if (!sk_self.busy) {
-		struct ctxshim_conn *c = ctxshim_conn_get(fd);
-
-		sk_busy(true);
-		if (c && sk_owned_fd() == fd &&
-		    sk_self.gen == atomic_load_explicit(&c->gen, memory_order_relaxed))
-			sk_drop(fd, reason);
-		else if (ctxshim_conn_hot(fd) == CONN_HOT_UP)
-			sk_up_closed(fd);
-		sk_busy(false);
-	}
-	/* Forget it before the real close, so that an accept() in another
+	/* Forgotten before the real close, so that an accept() in another
 	 * thread that gets the same number finds a fresh slot. */
+	if (sk_self.busy) {
+		ctxshim_conn_forget(fd);
+		errno = saved_errno;
+		return;
+	}
+	c = ctxshim_conn_get(fd);
+	sk_busy(true);
+	gen = c ? atomic_load_explicit(&c->gen, memory_order_relaxed) : 0;
+	own = c && sk_owned_fd() == fd && sk_self.gen == gen;
+	if (!own && ctxshim_conn_hot(fd) == CONN_HOT_UP)
+		sk_up_closed(fd);
 	ctxshim_conn_forget(fd);
+	if (own && !sk_req_follow(fd, gen))
+		sk_drop(fd, reason);
+	sk_busy(false);
 	errno = saved_errno;
 }
 

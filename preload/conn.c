@@ -490,14 +490,15 @@ conn_release_all(struct ctxshim_conn *c)
 
 /* A chunk is CTXSHIM_CONN_CHUNK slots followed by as many link words
  * ("Copies" below), then as many session words ("Sessions"), then as many
- * upstream words (conn.h, "Upstreams").  The link words are touched only
- * when copies are made, the session words only by TLS connections, the
- * upstream words only by proxies: a process that never copies a
- * connection never writes the first, one without TLS never the second,
- * one that connects nowhere while it serves a request never the third,
- * so their pages stay unallocated (B8). */
+ * upstream words (conn.h, "Upstreams"), then as many forward words
+ * ("Forwards").  The link and forward words are touched only when copies
+ * are made, the session words only by TLS connections, the upstream
+ * words only by proxies: a process that never copies a connection never
+ * writes the first and the last, one without TLS never the second, one
+ * that connects nowhere while it serves a request never the third, so
+ * their pages stay unallocated (B8). */
 #define CONN_CHUNK_BYTES \
-	(CTXSHIM_CONN_CHUNK * (sizeof(struct ctxshim_conn) + 3 * sizeof(uint64_t)))
+	(CTXSHIM_CONN_CHUNK * (sizeof(struct ctxshim_conn) + 4 * sizeof(uint64_t)))
 
 /* fd's link word, or NULL if its chunk was never mapped. */
 static inline _Atomic uint64_t *
@@ -528,6 +529,16 @@ conn_up_word(int fd)
 	_Atomic uint64_t *links = conn_link_word(fd);
 
 	return links ? links + 2 * CTXSHIM_CONN_CHUNK : NULL;
+}
+
+/* fd's forward word ("Forwards"), or NULL if its chunk was never
+ * mapped. */
+static inline _Atomic uint64_t *
+conn_fwd_word(int fd)
+{
+	_Atomic uint64_t *links = conn_link_word(fd);
+
+	return links ? links + 3 * CTXSHIM_CONN_CHUNK : NULL;
 }
 
 void
@@ -1219,16 +1230,106 @@ ctxshim_conn_lead(int fd)
 	return true;
 }
 
+/* ---- forwards ----
+ *
+ * Forwards.  A thread's context names its request's connection by a
+ * descriptor and its generation (the socket level's, and a copy of it
+ * saved to be restored later: hooks/hook-scope.h), and closing that
+ * descriptor while a copy carries the connection on ("close A, keep B")
+ * moves the generation on: the saved context read as closed, and a
+ * coroutine switched back to, a callback left or a libuv after-work
+ * callback dropped a request still in flight.  So a descriptor that
+ * leaves a ring keeps, in a word of its own, where its connection went:
+ * the generation it leaves, and the next member's fd and generation,
+ * 21 bits of each generation, in one 64-bit word (no torn read).
+ * ctxshim_conn_holder() follows it (and the next member's own forward
+ * if that one was closed too), so the word lasts until the number
+ * leaves another ring, whatever else it is used for meanwhile (an
+ * accept() that gets the number writes nothing here).  A truncated
+ * generation may name an older one after 2^21 of them; the callers take
+ * the slot found for the request's only if its current request has the
+ * request's span-id, so a stale word finds nothing. */
+#define CONN_FWD_BITS 21
+#define CONN_FWD_MASK ((1u << CONN_FWD_BITS) - 1)
+_Static_assert(CTXSHIM_CONN_MAX_FDS < (1u << CONN_FWD_BITS),
+	       "a forward word holds fd + 1 of every table fd");
+
+static inline uint64_t
+conn_fwd_make(uint32_t gen, int nfd, uint32_t ngen)
+{
+	return (uint64_t)(unsigned)(nfd + 1) |
+	       (uint64_t)(gen & CONN_FWD_MASK) << CONN_FWD_BITS |
+	       (uint64_t)(ngen & CONN_FWD_MASK) << (2 * CONN_FWD_BITS);
+}
+
+static inline void
+conn_fwd_store(int fd, uint64_t v)
+{
+	_Atomic uint64_t *w = conn_fwd_word(fd);
+
+	if (w)
+		atomic_store_explicit(w, v, memory_order_relaxed);
+}
+
+static inline uint64_t
+conn_fwd_load(int fd)
+{
+	_Atomic uint64_t *w = conn_fwd_word(fd);
+
+	return w ? atomic_load_explicit(w, memory_order_relaxed) : 0;
+}
+
+struct ctxshim_conn *
+ctxshim_conn_holder(int id, uint32_t gen, int *hid)
+{
+	uint32_t mask = ~0u, g;
+	struct ctxshim_conn *c;
+	uint64_t w;
+	uint8_t f;
+	int hop;
+
+	for (hop = 0; hop <= CTXSHIM_CONN_RING_MAX; hop++) {
+		c = ctxshim_conn_by_id(id);
+		if (!c)
+			return NULL;
+		g = atomic_load_explicit(&c->gen, memory_order_relaxed);
+		if ((g & mask) == gen) {
+			f = atomic_load_explicit(&c->flags, memory_order_relaxed);
+			if (!(f & CONN_F_TRACKED))
+				return NULL;
+			/* A copy: its ring's leader holds the state (a slot
+			 * without an fd is never a copy). */
+			if ((f & CONN_F_LINK) && (id = ctxshim_conn_leader(id, &c)) < 0)
+				return NULL;
+			*hid = id;
+			return c;
+		}
+		if (id >= CTXSHIM_CONN_VIRT_BASE)
+			return NULL;
+		w = conn_fwd_load(id);
+		if (!w || ((uint32_t)(w >> CONN_FWD_BITS) & CONN_FWD_MASK) !=
+				  (gen & CONN_FWD_MASK))
+			return NULL;
+		/* ctxshim_conn_by_id() bounds the fd. */
+		id = (int)(w & CONN_FWD_MASK) - 1;
+		gen = (uint32_t)(w >> (2 * CONN_FWD_BITS)) & CONN_FWD_MASK;
+		mask = CONN_FWD_MASK;
+	}
+	return NULL;
+}
+
 static void conn_h2_cand_pass(int fd, uint32_t gen, int nfd, uint32_t ngen);
 
 /* fd (slot c) leaves its ring, if it is in one; a leader first hands its
  * state to the next member, and an upgrade candidate that names fd goes
- * on to it as well ("Upgrade candidates"). */
+ * on to it as well ("Upgrade candidates"), and so does a context that
+ * names fd ("Forwards"). */
 static void
 conn_ring_leave(int fd, struct ctxshim_conn *c)
 {
 	uint64_t v = conn_link_load(fd);
 	struct ctxshim_conn *next;
+	uint32_t gen, ngen;
 	int nfd, pred;
 
 	if (!v)
@@ -1250,9 +1351,10 @@ conn_ring_leave(int fd, struct ctxshim_conn *c)
 			conn_set_hot(nfd, conn_hot_of(atomic_load_explicit(
 						  &next->flags, memory_order_relaxed)));
 		}
-		conn_h2_cand_pass(
-			fd, atomic_load_explicit(&c->gen, memory_order_relaxed), nfd,
-			atomic_load_explicit(&next->gen, memory_order_relaxed));
+		gen = atomic_load_explicit(&c->gen, memory_order_relaxed);
+		ngen = atomic_load_explicit(&next->gen, memory_order_relaxed);
+		conn_h2_cand_pass(fd, gen, nfd, ngen);
+		conn_fwd_store(fd, conn_fwd_make(gen, nfd, ngen));
 		/* A ring of two leaves one member: no ring. */
 		if (pred >= 0)
 			conn_link_store(pred, pred == nfd ? 0 : v);

@@ -369,6 +369,19 @@ void ctxshim_conn_dup(int oldfd, int newfd);
 #define CTXSHIM_CONN_RING_MAX 16
 int ctxshim_conn_leader(int fd, struct ctxshim_conn **out);
 
+/* The slot that holds, now, the state of the connection that id (an fd,
+ * or a connection without one: ctxshim_conn_by_id()) named under
+ * generation gen, and its id in *hid: id's own slot while it has gen;
+ * the ring's leader if that is a copy; and if id was closed while a copy
+ * carried the connection on, the slot of that copy, found through a word
+ * the close left (conn.c, "Forwards").  NULL if none (the connection was
+ * closed, the number reused and closed again since, ...).  It may be
+ * another connection's after 2^21 generations of a number: the caller
+ * checks that its current request is the one it looks for (its
+ * span-id).  No lock, no allocation, at most CTXSHIM_CONN_RING_MAX + 1
+ * forwards followed. */
+struct ctxshim_conn *ctxshim_conn_holder(int id, uint32_t gen, int *hid);
+
 /* Bytes are read through fd, a CONN_F_LINK copy: it becomes its ring's
  * leader, the connection's state moved to it from the old leader, which
  * becomes a copy (generations unchanged).  False if fd has no leader. */

@@ -40,7 +40,10 @@
  *    context while writing its response), the response never answered
  *    the request, and the next keep-alive request kept the first one's
  *    context; closing either descriptor must leave the other carrying the
- *    connection, and a number reused after a copy's close no link;
+ *    connection, and a number reused after a copy's close no link; the
+ *    close of the descriptor whose request the thread showed (the
+ *    original, or the copy the head was read through) cleared it while
+ *    the request went on through the other one;
  *  - rings of copies (copy-ring): a copy fifteen links away from the
  *    reader (sixteen descriptors) was beyond the eight-hop walk: its
  *    response answered nothing and every later request of the connection
@@ -138,6 +141,7 @@ static const char *const variant_modes[][2] = {
 	{"copy-ring", "long"},        {"copy-ring", "copy-of-copy"},
 	{"copy-ring", "dup2-leader"}, {"copy-ring", "close-range"},
 	{"copy-ring", "closefrom"},   {"copy-ring", "pipelined"},
+	{"copy-close", "read-copy"},
 };
 
 START_TEST(variants)

@@ -73,12 +73,15 @@
  *   sock-attack copy-read       requests read through either descriptor
  *                               (one head half through each), answered
  *                               through the other or the same one
- *   sock-attack copy-close [original|copy]
+ *   sock-attack copy-close [original|copy|read-copy]
  *                               the same, one of the two closed in the
  *                               middle of a request (the original before
- *                               the response, or the copy after it was
- *                               written through it): the other one
- *                               carries the connection on
+ *                               the response, the copy after it was
+ *                               written through it, or the copy the head
+ *                               was read through before the response):
+ *                               the other one carries the connection on,
+ *                               and the thread the request until it is
+ *                               answered
  *   sock-attack copy-ring [long|copy-of-copy|dup2-leader|close-range|
  *                          closefrom|pipelined]
  *                               rings of copies: their longest, copies of
@@ -767,8 +770,10 @@ mode_dup_answer(const char *how)
 	if (d < 0)
 		die("copy");
 	SHOWN(1, "after the copy");
+	/* the socket is not closed: the request goes on through the copy
+	 * (old: the close cleared it until the response's first write) */
 	close(s);
-	SHOWN(0, "after closing the original");
+	SHOWN(1, "after closing the original");
 	/* the response through the copy is the request's */
 	send_str(d, RESP);
 	SHOWN(1, "writing the response through the copy");
@@ -978,6 +983,7 @@ static void
 mode_copy_close(const char *which)
 {
 	static const char h[] = HEAD("/close", TRACE);
+	bool read_copy = strcmp(which, "read-copy") == 0;
 	bool orig = strcmp(which, "copy") != 0;
 	char buf[512];
 	int c, s, d, keep;
@@ -987,15 +993,22 @@ mode_copy_close(const char *which)
 	if (d < 0)
 		die("dup");
 	send_str(c, h);
-	read_n(s, buf, sizeof(h) - 1);
+	read_n(read_copy ? d : s, buf, sizeof(h) - 1);
 	SHOWN(1, "after the head");
-	if (orig) {
-		/* close A, keep B: the close clears the thread's context (a
-		 * close of the connection it publishes), the copy carries the
-		 * request on: its response brings it back */
+	if (read_copy) {
+		/* the reverse: read through the copy (its descriptor holds
+		 * the connection now), which goes before the response; the
+		 * original carries the request on */
+		close(d);
+		keep = s;
+		SHOWN(1, "after closing the copy read through");
+	} else if (orig) {
+		/* close A, keep B: the copy carries the connection on, and
+		 * the thread its request, not answered yet (old: the close
+		 * cleared it until the response's first write) */
 		close(s);
 		keep = d;
-		SHOWN(0, "after closing the original");
+		SHOWN(1, "after closing the original");
 	} else {
 		/* close B, keep A: the response was written through the copy,
 		 * which goes; the original carries on */
