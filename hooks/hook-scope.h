@@ -28,14 +28,17 @@ struct hook_scope {
 /* hooks/hook-socket.c.  stamp(): saved is a copy of the calling thread's
  * current context, taken to be restored later: note in it whether the
  * socket level publishes it (for which connection), and return that
- * request's sequence on its connection if it is not answered yet, else
- * HOOK_SOCKET_SEQ_NONE.  answered(): the request of c (stamped; seq: what
+ * request's sequence on its connection if it is live -- the connection's
+ * current request, not answered yet -- else HOOK_SOCKET_SEQ_NONE (not
+ * checked later).  answered(): the live request of c (stamped; seq: what
  * the stamp returned) was answered since, replaced by a newer one, or its
- * connection closed: c must not be shown again.  restored(): c (stamped)
- * was just published again on this thread: if it was the socket level's,
- * it is again (the next wait clears it, ...).  Without the pair, a
- * context restored after the socket level moved on stayed published on
- * an idle event-loop thread. */
+ * connection closed (its last descriptor: one closed while a copy carries
+ * the connection on is no end): c must not be shown again.  restored():
+ * c (stamped) was just published again on this thread: if it was the
+ * socket level's, it is again (the next wait clears it, ...), from the
+ * descriptor that holds its connection now.  Without the pair, a context
+ * restored after the socket level moved on stayed published on an idle
+ * event-loop thread. */
 #define HOOK_SOCKET_SEQ_NONE 1u /* odd: no request's at rest */
 uint32_t hook_socket_ctx_stamp(struct ctxshim_ctx *saved);
 bool hook_socket_ctx_answered(const struct ctxshim_ctx *c, uint32_t seq);

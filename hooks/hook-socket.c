@@ -3947,24 +3947,31 @@ hook_socket_pselect(int n,
  * copy waited: a coroutine scheduler that reads a head (its thread shows
  * that request) and switches to the request's coroutine, which answers
  * it and switches back, showed the answered request again until its next
- * wait.  So the stamp also returns the request's sequence (conn.h, seq),
- * when the request was not answered yet, and a copy whose request has
- * been answered since -- or replaced by a newer one, or whose connection
- * was closed: the checks of "inherited requests" -- is not shown again
- * (hook_socket_ctx_answered()).  A copy of a request already answered
- * when it was taken (the thread's work after its response) comes back as
- * before.  Not for a framed connection (HTTP/2, FastCGI), whose seq
- * moves with every stream or request while the others may still be open,
- * nor a copy of a connection (CONN_F_LINK), whose leader's slot counts
- * the answers; and no answer is read from a connection that became a
- * copy since (a read through a dup moves the request to the copy's slot:
- * the request may well be live).  Those come back as before. */
+ * wait.  So the stamp also tells whether the request was live (its
+ * connection's current request, not answered yet), and a copy of a live
+ * request that has been answered since -- or replaced by a newer one, or
+ * whose connection was closed -- is not shown again
+ * (hook_socket_ctx_answered()).  The request is looked for where its
+ * connection is now (sk_req_live()): through a copy whose ring holds the
+ * state (a read through a dup() moves it there), and through the copy
+ * that carries the connection on when the descriptor stamped was closed.
+ *
+ * A copy of a request that was not live when it was taken comes back as
+ * before: answered already (the thread's work after its response: a
+ * coroutine that answered its request and yields before it logs or
+ * cleans up is still that request's when it resumes, and the next wait
+ * clears it), also when its response made a pipelined request current
+ * (the thread still showing the one before; judged by the later
+ * request's state, it came back or not depending on whether that one
+ * was answered meanwhile).  So does a copy of a framed connection's
+ * (HTTP/2, FastCGI) request, whose current request moves with every
+ * stream or request while the others may still be open. */
 
 uint32_t
 hook_socket_ctx_stamp(struct ctxshim_ctx *saved)
 {
-	struct ctxshim_conn *c = sk_self.c;
-	uint32_t seq;
+	struct ctxshim_conn *c;
+	int id;
 
 	saved->sock_fdp1 = 0;
 	saved->sock_gen = 0;
@@ -3972,39 +3979,26 @@ hook_socket_ctx_stamp(struct ctxshim_ctx *saved)
 		return HOOK_SOCKET_SEQ_NONE;
 	saved->sock_fdp1 = sk_self.fdp1;
 	saved->sock_gen = sk_self.gen;
-	if (!c || c == &sk_nil_conn ||
-	    (atomic_load_explicit(&c->flags, memory_order_relaxed) & CONN_F_LINK) ||
-	    ctxshim_conn_framed(c) ||
-	    sk_self.gen != atomic_load_explicit(&c->gen, memory_order_relaxed))
+	if (!sk_self.c || sk_self.c == &sk_nil_conn)
 		return HOOK_SOCKET_SEQ_NONE;
-	/* An odd seq (a rewrite in progress: another request is taking its
-	 * place) is of HOOK_SOCKET_SEQ_NONE's kind, nothing to check. */
-	seq = atomic_load_explicit(&c->seq, memory_order_relaxed);
-	return ctxshim_conn_idle(c) ? HOOK_SOCKET_SEQ_NONE : seq;
+	c = sk_req_live(sk_self.fdp1 - 1, sk_self.gen, sk_self.span, &id);
+	if (!c || ctxshim_conn_framed(c))
+		return HOOK_SOCKET_SEQ_NONE;
+	/* Even: sk_req_live() saw it so (a rewrite since makes it odd,
+	 * of HOOK_SOCKET_SEQ_NONE's kind: nothing to check). */
+	return atomic_load_explicit(&c->seq, memory_order_relaxed);
 }
 
 bool
 hook_socket_ctx_answered(const struct ctxshim_ctx *c, uint32_t seq)
 {
-	struct ctxshim_conn *conn;
+	int id;
 
 	if ((seq & 1) || !c->sock_fdp1)
 		return false;
 	/* Slots never go away (conn.h): the loads are safe whatever
-	 * happened to the connection.  A TLS session without an fd (memory
-	 * BIOs) has a slot of its own too: looked up as an fd's, it had
-	 * none, and its live request read as answered. */
-	conn = ctxshim_conn_by_id(c->sock_fdp1 - 1);
-	if (!conn ||
-	    atomic_load_explicit(&conn->gen, memory_order_relaxed) != c->sock_gen)
-		return true;
-	/* The generation first: a connection demoted to a copy keeps its
-	 * own, but a closed one whose number a dup() of another connection
-	 * took is a copy too, with a new one, and its request came back. */
-	if (atomic_load_explicit(&conn->flags, memory_order_relaxed) & CONN_F_LINK)
-		return false;
-	return atomic_load_explicit(&conn->seq, memory_order_relaxed) != seq ||
-	       ctxshim_conn_idle(conn);
+	 * happened to the connection. */
+	return !sk_req_live(c->sock_fdp1 - 1, c->sock_gen, sk_span(c), &id);
 }
 
 void
@@ -4020,12 +4014,16 @@ hook_socket_ctx_restored(const struct ctxshim_ctx *c)
 	if (!cur || sk_span(cur) != sk_span(c))
 		return;
 	sk_busy(true);
-	sk_self.fdp1 = c->sock_fdp1;
-	sk_self.gen = c->sock_gen;
 	sk_self.span = sk_span(c);
-	sk_self.c = ctxshim_conn_get(c->sock_fdp1 - 1);
-	if (!sk_self.c)
-		sk_self.c = &sk_nil_conn;
+	/* Followed where its connection is now if it is live (its close, a
+	 * write through the descriptor that holds it), else as stamped. */
+	if (!sk_req_follow(c->sock_fdp1 - 1, c->sock_gen)) {
+		sk_self.fdp1 = c->sock_fdp1;
+		sk_self.gen = c->sock_gen;
+		sk_self.c = ctxshim_conn_get(c->sock_fdp1 - 1);
+		if (!sk_self.c)
+			sk_self.c = &sk_nil_conn;
+	}
 	sk_busy(false);
 }
 

@@ -138,13 +138,14 @@ END_TEST
  * not a request answered meanwhile (old: the request the scheduler read
  * last, answered by its own coroutine, was shown again, until the
  * scheduler's next wait). */
-START_TEST(http_ucontext_scheduler_reads)
+static void
+scheduler_reads(const char *mode)
 {
 	static const char *const wheres[] = {"start", "resumed"};
 	struct test_child c;
 	char *resp[N_REQ], line[256], want[128];
 
-	serve("ucontext-sched", resp, &c);
+	serve(mode, resp, &c);
 	check_responses(resp, wheres, 2);
 	/* in flight: the request read last, with the span its coroutine
 	 * showed */
@@ -154,6 +155,22 @@ START_TEST(http_ucontext_scheduler_reads)
 	test_child_expect(&c, "SCHED answered ", line, sizeof(line), 5000);
 	ck_assert_str_eq(line, "SCHED answered " FLOW_NONE);
 	finish(&c, resp);
+}
+
+START_TEST(http_ucontext_scheduler_reads)
+{
+	scheduler_reads("ucontext-sched");
+}
+END_TEST
+
+/* The same, each coroutine moving its connection to a dup() and closing
+ * the original first: the request goes on through the copy, shown by the
+ * coroutine from start to response and by the scheduler after the switch
+ * back (old: the close cleared the coroutine's, and the switch back read
+ * the scheduler's, stamped with the closed descriptor, as closed). */
+START_TEST(http_ucontext_moved_to_copy)
+{
+	scheduler_reads("ucontext-moved");
 }
 END_TEST
 
@@ -190,6 +207,10 @@ START_TEST(http_ucontext_read_through_copy)
 	flow_body_ctx(resp[N_REQ - 1], "start", want, sizeof(want));
 	test_child_expect(&c, "SCHED body ", line, sizeof(line), 5000);
 	ck_assert_str_eq(line + strlen("SCHED body "), want);
+	/* answered through the original, a copy of the connection now: not
+	 * shown after the switch back (old: came back) */
+	test_child_expect(&c, "SCHED answered ", line, sizeof(line), 5000);
+	ck_assert_str_eq(line, "SCHED answered " FLOW_NONE);
 	finish(&c, resp);
 }
 END_TEST
@@ -256,6 +277,39 @@ START_TEST(http_ucontext_fcgi_multiplexed)
 }
 END_TEST
 
+/* The scheduler still shows the first of two pipelined requests after
+ * another thread answered it (that response made the second one
+ * current), switches to a coroutine that answers the second one, and
+ * back: the first request comes back, as it does without pipelining
+ * (_i 1: the thread's work after its response) -- old: judged by the
+ * second request's state, dropped. */
+START_TEST(http_ucontext_pipelined_answered)
+{
+	char *argv[] = {(char *)flow_http(), "ucontext-pipelined",
+			_i ? "single" : "pipelined", NULL};
+	char *env[] = {preload, NULL};
+	char line[256], want[256];
+	struct test_child c;
+	int st;
+
+	snprintf(preload, sizeof(preload), "LD_PRELOAD=%s",
+		 test_env_path("CTXSHIM_LIB"));
+	test_child_start(&c, argv, env, false);
+	snprintf(want, sizeof(want), "trace=%s", "11111111111111111111111111111111");
+	test_child_expect(&c, "PIPE read ", line, sizeof(line), 10000);
+	ck_assert_msg(strncmp(line + strlen("PIPE read "), want, strlen(want)) == 0,
+		      "%s", line);
+	snprintf(want, sizeof(want), "%s", line + strlen("PIPE read "));
+	test_child_expect(&c, "PIPE answered ", line, sizeof(line), 5000);
+	ck_assert_str_eq(line + strlen("PIPE answered "), want);
+	test_child_expect(&c, "PIPE resumed ", line, sizeof(line), 5000);
+	ck_assert_str_eq(line + strlen("PIPE resumed "), want);
+	st = test_child_finish(&c, 10000);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "flow-http status %#x",
+		      st);
+}
+END_TEST
+
 /* A setcontext() that fails (EFAULT) leaves the thread as it was: the
  * request it shows is still the socket level's, which the next wait
  * clears (old: the failed switch had handed the socket level the
@@ -292,9 +346,11 @@ TEST_SUITE(preload_flow_http_suite)
 	tcase_add_test(tc, http_glib_pool);
 	tcase_add_test(tc, http_ucontext_coroutines);
 	tcase_add_test(tc, http_ucontext_scheduler_reads);
+	tcase_add_test(tc, http_ucontext_moved_to_copy);
 	tcase_add_test(tc, http_ucontext_read_through_copy);
 	tcase_add_test(tc, http_ucontext_closed_number_reused_by_copy);
 	tcase_add_test(tc, http_ucontext_fcgi_multiplexed);
+	tcase_add_loop_test(tc, http_ucontext_pipelined_answered, 0, 2);
 	tcase_add_test(tc, http_setcontext_failure_keeps_socket_level);
 	suite_add_tcase(s, tc);
 	return s;

@@ -24,7 +24,12 @@
  *                         4-byte body, sent after "HEADS" (every head
  *                         read), which its coroutine reads through a dup()
  *                         of the connection: "SCHED body <context>" after
- *                         the switch back from the last one
+ *                         the switch back from the last one, "SCHED
+ *                         answered <context>" once it answered through
+ *                         the original
+ *   flow-http ucontext-moved N  as ucontext-sched, but each coroutine
+ *                         first moves its connection to a dup() and
+ *                         closes the original
  *   flow-http ucontext-reuse N  as ucontext-sched, but the last request's
  *                         coroutine, resumed, closes its connection
  *                         unanswered and dup()s the first one onto that
@@ -36,6 +41,14 @@
  *                         write), a coroutine per request: "FCGI <k> read
  *                         <context>" after request k is read, "FCGI 0
  *                         resumed <context>" once request 1 was answered
+ *   flow-http ucontext-pipelined [single]  one connection that this
+ *                         program also writes to, two requests pipelined
+ *                         in one write (single: one request): "PIPE read
+ *                         <context>" after the scheduler read them,
+ *                         "PIPE answered <context>" after another thread
+ *                         wrote the first one's response, "PIPE resumed
+ *                         <context>" after the switch back from a
+ *                         coroutine that answered the second one
  *   flow-http setcontext-fail N  one thread reads the first request's head,
  *                         saves a ucontext (getcontext), reads the other
  *                         heads, and setcontext()s to the ucontext made
@@ -502,17 +515,36 @@ co_reuse_main(int i)
 	close(d);
 }
 
-/* ucontext-sched (last: co_sched_main, what: "answered") and
- * ucontext-reuse (co_reuse_main, "closed"). */
+/* As co_sched_main(), but the coroutine first moves its connection to a
+ * copy and closes the original (the socket stays open): it goes on
+ * showing its request, and so does the scheduler after the switch back
+ * if that was the request it read last (old: the close cleared the
+ * coroutine's, and the switch back read the scheduler's as closed). */
+static void
+co_moved_main(int i)
+{
+	struct conn *c = co_conn[i];
+	int d = dup(c->fd);
+
+	if (d < 0)
+		die("dup");
+	close(c->fd);
+	c->fd = d;
+	co_sched_main(i);
+}
+
+/* ucontext-sched (fn, last: co_sched_main, what: "answered"),
+ * ucontext-moved (co_moved_main for both, "answered") and ucontext-reuse
+ * (co_sched_main, co_reuse_main, "closed"). */
 static int
-cmd_ucontext_sched(int n, void (*last)(int), const char *what)
+cmd_ucontext_sched(int n, void (*fn)(int), void (*last)(int), const char *what)
 {
 	int port, lfd = listen_local(&port), i;
 
 	ready(port);
 	/* The scheduler reads each head (its thread shows that request) and
 	 * makes a coroutine for it. */
-	sched_accept(lfd, n, co_sched_main, last);
+	sched_accept(lfd, n, fn, last);
 	/* Every coroutine starts; back here the scheduler shows what it read
 	 * last, a request in flight. */
 	for (i = 0; i < n; i++)
@@ -590,10 +622,127 @@ cmd_ucontext_dup(int n)
 	for (i = 0; i < n; i++)
 		swapcontext(&sched, &conns[i].uc);
 	sched_report("body");
+	/* The last one answers through the original, a copy now: back here,
+	 * that request is not shown any more (old: the switch away stamped
+	 * a copy's request without a sequence, and it came back). */
+	for (i = n - 1; i >= 0; i--) {
+		swapcontext(&sched, &conns[i].uc);
+		if (i == n - 1)
+			sched_report("answered");
+	}
 	for (i = n - 1; i >= 0; i--)
 		swapcontext(&sched, &conns[i].uc);
-	for (i = n - 1; i >= 0; i--)
-		swapcontext(&sched, &conns[i].uc);
+	return 0;
+}
+
+/* ---- ucontext, pipelined requests ---- */
+
+static int pipe_srv;
+static ucontext_t pipe_uc;
+static char pipe_stack[64 * 1024];
+
+static void
+pipe_report(const char *what)
+{
+	char ctx[CTX_TEXT];
+
+	ctxobs_format(ctx, sizeof(ctx));
+	printf("PIPE %s %s\n", what, ctx);
+	fflush(stdout);
+}
+
+static void
+pipe_respond(void)
+{
+	static const char r[] = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+
+	if (write(pipe_srv, r, sizeof(r) - 1) != (ssize_t)(sizeof(r) - 1))
+		die("write");
+}
+
+static void *
+pipe_writer(void *arg)
+{
+	(void)arg;
+	pipe_respond();
+	return NULL;
+}
+
+/* Answers the second request, if there is one. */
+static void
+co_pipe_main(int pipelined)
+{
+	if (pipelined)
+		pipe_respond();
+	swapcontext(&pipe_uc, &sched);
+}
+
+/* The scheduler shows the first request after another thread answered
+ * it, and switches to a coroutine and back: a request already answered
+ * when the switch saved it comes back, as without pipelining (the
+ * thread's work after that response), also when the coroutine answered
+ * the request the first one's response made current meanwhile (old:
+ * judged by that one's state, not shown). */
+static int
+cmd_ucontext_pipelined(bool pipelined)
+{
+	int port, lfd = listen_local(&port), cfd, heads = 0;
+	struct sockaddr_in a = {.sin_family = AF_INET,
+				.sin_port = htons((uint16_t)port)};
+	char req[1024], buf[2048];
+	size_t len = 0, got = 0;
+	pthread_t t;
+	int k;
+
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	cfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (cfd < 0 || connect(cfd, (struct sockaddr *)&a, sizeof(a)) < 0)
+		die("connect");
+	pipe_srv = accept(lfd, NULL, NULL);
+	if (pipe_srv < 0)
+		die("accept");
+	for (k = 0; k < (pipelined ? 2 : 1); k++) {
+		char trace[33];
+
+		memset(trace, '1' + k, 32);
+		trace[32] = '\0';
+		len += (size_t)snprintf(
+			req + len, sizeof(req) - len,
+			"GET /p%d HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+			"traceparent: 00-%s-00f067aa0ba902b7-01\r\n\r\n",
+			k, trace);
+	}
+	if (write(cfd, req, len) != (ssize_t)len)
+		die("write");
+	while (heads < k) {
+		ssize_t r = read(pipe_srv, buf + got, sizeof(buf) - got);
+		const char *p;
+
+		if (r <= 0)
+			die("read");
+		got += (size_t)r;
+		for (heads = 0, p = buf;
+		     (p = memmem(p, got - (size_t)(p - buf), "\r\n\r\n", 4)); p += 4)
+			heads++;
+	}
+	pipe_report("read");
+	if (pthread_create(&t, NULL, pipe_writer, NULL) != 0)
+		die("pthread_create");
+	pthread_join(t, NULL);
+	pipe_report("answered");
+	if (getcontext(&pipe_uc) < 0)
+		die("getcontext");
+	pipe_uc.uc_stack.ss_sp = pipe_stack;
+	pipe_uc.uc_stack.ss_size = sizeof(pipe_stack);
+	pipe_uc.uc_link = &sched;
+	makecontext(&pipe_uc, (void (*)(void))co_pipe_main, 1, (int)pipelined);
+	swapcontext(&sched, &pipe_uc);
+	pipe_report("resumed");
+	/* The coroutine ends through uc_link. */
+	swapcontext(&sched, &pipe_uc);
+	close(pipe_srv);
+	close(cfd);
+	close(lfd);
 	return 0;
 }
 
@@ -842,19 +991,25 @@ main(int argc, char **argv)
 	if (strcmp(cmd, "ucontext") == 0 && n)
 		return cmd_ucontext(n);
 	if (strcmp(cmd, "ucontext-sched") == 0 && n)
-		return cmd_ucontext_sched(n, co_sched_main, "answered");
+		return cmd_ucontext_sched(n, co_sched_main, co_sched_main, "answered");
+	if (strcmp(cmd, "ucontext-moved") == 0 && n)
+		return cmd_ucontext_sched(n, co_moved_main, co_moved_main, "answered");
 	if (strcmp(cmd, "ucontext-dup") == 0 && n)
 		return cmd_ucontext_dup(n);
 	if (strcmp(cmd, "ucontext-reuse") == 0 && n > 1)
-		return cmd_ucontext_sched(n, co_reuse_main, "closed");
+		return cmd_ucontext_sched(n, co_sched_main, co_reuse_main, "closed");
+	if (strcmp(cmd, "ucontext-pipelined") == 0)
+		return cmd_ucontext_pipelined(argc <= 2 ||
+					      strcmp(argv[2], "single") != 0);
 	if (strcmp(cmd, "ucontext-fcgi") == 0)
 		return cmd_ucontext_fcgi();
 	if (strcmp(cmd, "setcontext-fail") == 0 && n)
 		return cmd_setcontext_fail(n);
 	if (strcmp(cmd, "worker") == 0)
 		return cmd_worker();
-	fprintf(stderr, "usage: flow-http uv N|glib N|ucontext N|ucontext-sched N|"
-			"ucontext-dup N|ucontext-reuse N|ucontext-fcgi|"
-			"setcontext-fail N|worker\n");
+	fprintf(stderr,
+		"usage: flow-http uv N|glib N|ucontext N|ucontext-sched N|"
+		"ucontext-dup N|ucontext-moved N|ucontext-reuse N|ucontext-fcgi|"
+		"ucontext-pipelined [single]|setcontext-fail N|worker\n");
 	return 2;
 }
