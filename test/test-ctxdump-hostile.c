@@ -968,6 +968,42 @@ END_TEST
 
 /* ---- more objects than descriptors ---- */
 
+/* In argv (12 entries at least): ctxdump args... (up to 5; as
+ * test_ctxdump_argv() puts them) run by a shell with RLIMIT_NOFILE at
+ * nofile. */
+static void
+nofile_argv(char **argv, int nofile, const char *const *args)
+{
+	static char script[64];
+	char *dump[8];
+	int n = test_ctxdump_argv(dump, 8, args), i;
+
+	snprintf(script, sizeof(script), "ulimit -n %d && exec \"$0\" \"$@\"", nofile);
+	argv[0] = "/bin/sh";
+	argv[1] = "-c";
+	argv[2] = script;
+	for (i = 0; i <= n; i++)
+		argv[3 + i] = dump[i];
+}
+
+/* many-objects with n copies of liblate-a.so in dir (made here): with
+ * fn, a thread blocked in each copy's; each copy pad_mb MiB longer. */
+static void
+many_objects_start(
+	struct target *t, char *dir, const char *n, const char *fn, const char *pad_mb)
+{
+	char *targv[] = {(char *)test_helper_path("many-objects"),
+			 dir,
+			 (char *)test_helper_path("liblate-a.so"),
+			 (char *)n,
+			 (char *)fn,
+			 (char *)pad_mb,
+			 NULL};
+
+	ck_assert_ptr_nonnull(test_mkdtemp(dir));
+	target_start_as(t, targv, true);
+}
+
 /* The target maps 40 objects besides the shim, which is mapped above
  * them, so that ctxdump opens it last, and ctxdump may have 16
  * descriptors open: it kept one open for each object it had read, and
@@ -978,30 +1014,66 @@ START_TEST(more_objects_than_descriptors)
 {
 	char dir[] = "/tmp/ctxdump-hostile-XXXXXX", *out, *err, pid[16];
 	const char *args[] = {"-j", pid, NULL};
-	char *dump[8], *argv[12];
+	char *argv[12];
 	struct target t;
-	int n, i, st;
+	int st;
 
-	ck_assert_ptr_nonnull(test_mkdtemp(dir));
-	{
-		char *targv[] = {(char *)test_helper_path("many-objects"), dir,
-				 (char *)test_helper_path("liblate-a.so"), "40", NULL};
-
-		target_start_as(&t, targv, true);
-	}
+	many_objects_start(&t, dir, "40", NULL, NULL);
 	snprintf(pid, sizeof(pid), "%d", (int)t.pid);
-	n = test_ctxdump_argv(dump, 8, args);
-	argv[0] = "/bin/sh";
-	argv[1] = "-c";
-	argv[2] = "ulimit -n 16 && exec \"$0\" \"$@\"";
-	for (i = 0; i <= n; i++)
-		argv[3 + i] = dump[i];
+	nofile_argv(argv, 16, args);
 	st = test_run_capture(argv, NULL, false, &out, &err, RUN_TIMEOUT_MS);
 	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status 0x%x: %s", st,
 		      err);
 	expect_in(out, "\"name\": \"otel_thread_ctx_v1\"");
 	free(out);
 	free(err);
+	target_finish(&t);
+	ck_assert_int_eq(rmdir(dir), 0);
+}
+END_TEST
+
+/* 40 copies each 32 MiB longer than the library (a hole after its last
+ * section, which no mapping covers) under ulimit -n 16: those past the
+ * descriptors ctxdump keeps open were read whole (libelf's ELF_C_FDREAD),
+ * so ctxdump's memory grew by the size of their files (old: more than
+ * 1.1 GiB for 36 of them).  It needs a few MiB; 256 MiB leaves room for
+ * the sanitizers. */
+START_TEST(large_objects_beyond_descriptors)
+{
+	char dir[] = "/tmp/ctxdump-hostile-XXXXXX", *out, *err, pid[16];
+	const char *args[] = {"-j", pid, NULL};
+	char *argv[12];
+	struct rusage ru;
+	struct target t;
+	pid_t child;
+	int st;
+
+	many_objects_start(&t, dir, "40", "-", "32");
+	snprintf(pid, sizeof(pid), "%d", (int)t.pid);
+	nofile_argv(argv, 16, args);
+	st = test_run_capture(argv, NULL, false, &out, &err, RUN_TIMEOUT_MS);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status 0x%x: %s", st,
+		      err);
+	expect_in(out, "\"name\": \"otel_thread_ctx_v1\"");
+	free(out);
+	free(err);
+	/* again, as a child of our own, whose resource usage wait4() gives
+	 * (the shell execs ctxdump: one process) */
+	child = fork();
+	ck_assert_int_ge(child, 0);
+	if (child == 0) {
+		int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+
+		if (null < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 ||
+		    dup2(null, 2) < 0)
+			_exit(126);
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	while (wait4(child, &st, 0, &ru) < 0)
+		ck_assert_int_eq(errno, EINTR);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status 0x%x", st);
+	ck_assert_msg(ru.ru_maxrss < 256 * 1024, "ctxdump held %ld KiB", ru.ru_maxrss);
 	target_finish(&t);
 	ck_assert_int_eq(rmdir(dir), 0);
 }
@@ -1252,6 +1324,7 @@ TEST_SUITE(ctxdump_hostile_suite)
 	tcase_add_test(tc, control_bytes_in_object_names);
 	tcase_add_test(tc, read_blocked_by_userfaultfd);
 	tcase_add_test(tc, more_objects_than_descriptors);
+	tcase_add_test(tc, large_objects_beyond_descriptors);
 	tcase_add_test(tc, library_truncated_while_dumped);
 	tcase_add_test(tc, library_truncated_while_recorded);
 	suite_add_tcase(s, tc);

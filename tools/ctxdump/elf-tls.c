@@ -11,11 +11,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include "fd-budget.h"
 #include "maps.h"
 #include "process-ctx.h"
 #include "remote.h"
@@ -26,8 +26,9 @@
 #define ETLS_MAPS_MAX (64u << 20)
 /* threads one etls_proc goes on through after the first (reader_switch()) */
 #define ETLS_READER_SWITCHES 8u
-/* objects whose descriptors stay open in one etls_proc (obj_elf()) */
-#define ETLS_FDS_MAX 256u
+/* bytes of files one etls_proc reads whole, beyond the descriptor budget
+ * (obj_elf()) */
+#define ETLS_WHOLE_MAX (32u << 20)
 
 /* Relocation types, numbered per psABI (elf.h spells the aarch64 names
  * differently across versions). */
@@ -70,7 +71,9 @@ struct etls_obj {
 	/* The mapping with the lowest file offset: gives the load bias. */
 	uint64_t start, end, offset;
 	/* Opened and parsed on first use, then kept for the next symbol
-	 * looked up in the same struct etls_proc (a dump looks up three). */
+	 * looked up in the same struct etls_proc (a dump looks up three):
+	 * open, or read whole, or closed and opened again when it is next
+	 * asked for (obj_elf()); x.e is NULL while it is closed. */
 	bool tried;
 	bool ok;
 	int err; /* why it could not be opened or parsed */
@@ -97,8 +100,11 @@ struct etls_proc {
 	char *ctx_lines;
 	size_t ctx_len;
 	struct etls_objs objs;
-	unsigned nfds;    /* objects that keep their descriptor open */
-	unsigned fds_max; /* at most (fds_limit()) */
+	struct fd_budget fds; /* objects that stay open */
+	uint64_t whole_left;  /* bytes still to read whole (obj_elf()) */
+	/* The object open beyond both, if one is: closed when another is
+	 * opened */
+	struct etls_obj *transient;
 	bool exe_ok;
 	struct stat exe_st;
 };
@@ -277,6 +283,7 @@ obj_open(pid_t pid, const struct etls_obj *ob)
 	return fd;
 }
 
+/* The facts elf_parse() filled stay; the sections go with the Elf. */
 static void
 elf_close(struct etls_elf *x)
 {
@@ -286,6 +293,7 @@ elf_close(struct etls_elf *x)
 		close(x->fd);
 	x->e = NULL;
 	x->fd = -1;
+	x->dynsym = x->symtab = NULL;
 }
 
 /* Headers, PT_TLS, PT_INTERP, load bias, .dynsym and .symtab of the
@@ -389,24 +397,9 @@ obj_short(int fd, const struct etls_obj *ob)
 	       (uint64_t)st.st_size + ETLS_PAGE <= ob->offset + (ob->end - ob->start);
 }
 
-/* How many objects may keep their descriptor open: ETLS_FDS_MAX, but no
- * more than a quarter of what RLIMIT_NOFILE allows (ulimit -n 64 left no
- * descriptor for the objects after the first 60, and the symbol was not
- * found), so that the unwinder's modules and the output have theirs. */
-static unsigned
-fds_limit(void)
-{
-	struct rlimit rl;
-
-	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
-	    rl.rlim_cur / 4 < ETLS_FDS_MAX)
-		return (unsigned)(rl.rlim_cur / 4);
-	return ETLS_FDS_MAX;
-}
-
-/* Out of descriptors (EMFILE, ENFILE) anyway: every object of p gives
- * its descriptor back (as those beyond fds_max do, obj_elf()), and none
- * keeps one from now on.  Whether one was given back. */
+/* Out of descriptors (EMFILE, ENFILE) anyway: every object of p that
+ * holds one is closed (as those beyond the budget are, obj_elf()), and
+ * none stays open from now on.  Whether one was closed. */
 static bool
 fds_shed(struct etls_proc *p)
 {
@@ -414,39 +407,58 @@ fds_shed(struct etls_proc *p)
 	size_t i;
 
 	for (i = 0; i < p->objs.n; i++) {
-		struct etls_elf *x = &p->objs.v[i].x;
+		struct etls_obj *ob = &p->objs.v[i];
 
-		if (p->objs.v[i].ok && x->fd >= 0 &&
-		    elf_cntl(x->e, ELF_C_FDREAD) == 0) {
-			close(x->fd);
-			x->fd = -1;
+		if (ob->ok && ob->x.fd >= 0) {
+			elf_close(&ob->x);
 			shed = true;
 		}
 	}
-	p->nfds = 0;
-	p->fds_max = 0;
+	p->transient = NULL;
+	fd_budget_drain(&p->fds);
 	return shed;
 }
 
 /* The parsed ELF object of ob, opened on first use; NULL if it cannot be
- * opened or is no 64-bit ELF object. */
+ * opened or is no 64-bit ELF object.  Its sections only until the next
+ * call for another object, which may close it (p->transient). */
 static struct etls_elf *
 obj_elf(struct etls_proc *p, struct etls_obj *ob)
 {
 	struct etls_elf *x = &ob->x;
+	int fd;
 
-	if (ob->tried)
+	if (ob->tried && (!ob->ok || x->e))
 		return ob->ok ? x : NULL;
+	/* Kept open, the first objects up to the budget, for later lookups:
+	 * libelf reads their sections through the descriptor as they are
+	 * needed and keeps what it read.  A process may map hundreds of
+	 * objects: the next ones are read whole (ELF_C_FDREAD), so that
+	 * their descriptor can be closed, while their files add up to no
+	 * more than ETLS_WHOLE_MAX (most libraries are small: 300 of 16 KiB
+	 * under ulimit -n 64 took 1.5 times as long when each was parsed
+	 * again); the others are opened when they are asked for, one at a
+	 * time, and parsed again (their headers, the sections a lookup
+	 * needs).  Reading every one whole made ctxdump's memory grow by the
+	 * size of their files: 2.3 GB for 300 libraries of 50 MB. */
+	if (p->transient) {
+		elf_close(&p->transient->x);
+		p->transient = NULL;
+	}
 	ob->tried = true;
-	memset(x, 0, sizeof(*x));
+	ob->ok = false;
 	do
-		x->fd = obj_open(p->pid, ob);
-	while (x->fd < 0 && (reader_switch(p, x->fd) ||
-			     ((x->fd == -EMFILE || x->fd == -ENFILE) && fds_shed(p))));
-	if (x->fd < 0) {
-		ob->err = x->fd;
+		fd = obj_open(p->pid, ob);
+	while (fd < 0 && (reader_switch(p, fd) || (fd_exhausted(fd) && fds_shed(p))));
+	if (fd < 0) {
+		ob->err = fd;
 		return NULL;
 	}
+	/* Again when it is opened again: obj_open() checked that it is the
+	 * same inode, but its bytes may have changed (the target can write
+	 * it), and the object is then what they say now. */
+	memset(x, 0, sizeof(*x));
+	x->fd = fd;
 	/* Read with pread(), never mapped (ELF_C_READ_MMAP): the target can
 	 * truncate a file it maps and can write (a library copy of its own,
 	 * a memfd), and a read of a mapping past the file's new end raises
@@ -460,16 +472,20 @@ obj_elf(struct etls_proc *p, struct etls_obj *ob)
 		elf_close(x);
 		return NULL;
 	}
-	/* Kept for later lookups, and with it its descriptor, from which
-	 * libelf reads the sections as they are needed; but no more than
-	 * fds_max descriptors at a time, as a process may map hundreds of
-	 * objects.  Beyond that FDREAD reads the whole file now and (as
-	 * FDDONE) tells libelf the descriptor is no longer needed. */
-	if (p->nfds < p->fds_max)
-		p->nfds++;
-	else if (elf_cntl(x->e, ELF_C_FDREAD) == 0) {
-		close(x->fd);
-		x->fd = -1;
+	if (!fd_budget_take(&p->fds)) {
+		struct stat st;
+
+		/* the size libelf reads, unless the file changes meanwhile
+		 * (libelf's own fstat() came first) */
+		if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size >= 0 &&
+		    (uint64_t)st.st_size <= p->whole_left &&
+		    elf_cntl(x->e, ELF_C_FDREAD) == 0) {
+			p->whole_left -= (uint64_t)st.st_size;
+			close(x->fd);
+			x->fd = -1;
+		} else {
+			p->transient = ob;
+		}
 	}
 	ob->ok = true;
 	return x;
@@ -973,7 +989,8 @@ etls_proc_load(pid_t pid, struct etls_proc **out)
 	if (!p)
 		return -ENOMEM;
 	p->pid = pid;
-	p->fds_max = fds_limit();
+	fd_budget_init(&p->fds);
+	p->whole_left = ETLS_WHOLE_MAX;
 	/* first: it tells the executable among the mappings (obj_mapping()) */
 	exe_stat(p);
 	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);

@@ -1,0 +1,50 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "config.h"
+
+#include "fd-budget.h"
+
+#include <errno.h>
+#include <sys/resource.h>
+
+void
+fd_budget_init(struct fd_budget *b)
+{
+	struct rlimit rl;
+
+	b->open = 0;
+	b->max = FD_BUDGET_MAX;
+	/* with one descriptor kept per object, ulimit -n 64 left none for
+	 * the objects after the first 60 (the symbol was not found) */
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+	    rl.rlim_cur / 4 < FD_BUDGET_MAX)
+		b->max = (unsigned)(rl.rlim_cur / 4);
+}
+
+bool
+fd_budget_take(struct fd_budget *b)
+{
+	if (b->open >= b->max)
+		return false;
+	b->open++;
+	return true;
+}
+
+void
+fd_budget_give(struct fd_budget *b)
+{
+	if (b->open)
+		b->open--;
+}
+
+bool
+fd_exhausted(int err)
+{
+	return err == -EMFILE || err == -ENFILE;
+}
+
+void
+fd_budget_drain(struct fd_budget *b)
+{
+	b->open = 0;
+	b->max = 0;
+}
