@@ -1032,6 +1032,38 @@ START_TEST(more_objects_than_descriptors)
 }
 END_TEST
 
+/* The same with a thread blocked in each of the 40 copies, unwound under
+ * ulimit -n 24: the unwinder kept the descriptor of every module a stack
+ * went through, with no limit, and the modules it could no longer open
+ * had their frames unnamed and their stacks cut or wrong (old: 7 of the
+ * 40 threads showed late_a). */
+START_TEST(stacks_through_more_modules_than_descriptors)
+{
+	char dir[] = "/tmp/ctxdump-hostile-XXXXXX", *out, *err, pid[16];
+	const char *args[] = {"--stacks", "-j", pid, NULL};
+	char *argv[12];
+	struct target t;
+	int st;
+
+	many_objects_start(&t, dir, "40", "late_a", NULL);
+	snprintf(pid, sizeof(pid), "%d", (int)t.pid);
+	nofile_argv(argv, 24, args);
+	st = test_run_capture(argv, NULL, false, &out, &err, RUN_TIMEOUT_MS);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status 0x%x: %s", st,
+		      err);
+	ck_assert_msg(count_in(out, "\"symbol\": \"late_a\"") == 40,
+		      "%u threads in late_a: %s",
+		      count_in(out, "\"symbol\": \"late_a\""), err);
+	/* and each one's frames on to the thread's start */
+	ck_assert_uint_eq(count_in(out, "\"symbol\": \"blocked_main\""), 40);
+	ck_assert_uint_eq(count_in(out, "\"symbol\": \"start_thread\""), 40);
+	free(out);
+	free(err);
+	target_finish(&t);
+	ck_assert_int_eq(rmdir(dir), 0);
+}
+END_TEST
+
 /* 40 copies each 32 MiB longer than the library (a hole after its last
  * section, which no mapping covers) under ulimit -n 16: those past the
  * descriptors ctxdump keeps open were read whole (libelf's ELF_C_FDREAD),
@@ -1324,6 +1356,7 @@ TEST_SUITE(ctxdump_hostile_suite)
 	tcase_add_test(tc, control_bytes_in_object_names);
 	tcase_add_test(tc, read_blocked_by_userfaultfd);
 	tcase_add_test(tc, more_objects_than_descriptors);
+	tcase_add_test(tc, stacks_through_more_modules_than_descriptors);
 	tcase_add_test(tc, large_objects_beyond_descriptors);
 	tcase_add_test(tc, library_truncated_while_dumped);
 	tcase_add_test(tc, library_truncated_while_recorded);

@@ -3,6 +3,7 @@
 
 #include "unwind.h"
 
+#include "fd-budget.h"
 #include "maps.h"
 #include "remote.h"
 #include "stop.h"
@@ -166,7 +167,12 @@ struct uw_module {
 
 	bool tried;  /* load attempted */
 	bool loaded; /* image, elf and bias valid */
+	/* The file's descriptor (a negative errno if it could not be
+	 * opened), kept while loaded when it counts in uw_fds (kept); else
+	 * closed once loaded (shed), and opened again for each block of the
+	 * image read later (uw_image_read()). */
 	int fd;
+	bool kept, shed;
 	Elf *elf;
 	/* The module's bytes from file offset 0 to the end of its last
 	 * PT_LOAD (size): the vdso's in image, a copy of ours; a file's
@@ -194,7 +200,9 @@ struct uw_module {
 
 	bool syms_tried;
 	bool syms_dynsym;
-	/* separate debug file (/usr/lib/debug/.build-id/...) for .symtab */
+	/* separate debug file (/usr/lib/debug/.build-id/...) for .symtab:
+	 * dbg_fd is closed once the symbols are read, dbg_elf kept for
+	 * their names */
 	int dbg_fd;
 	Elf *dbg_elf;
 	struct uw_sym *syms;
@@ -262,6 +270,11 @@ struct uw_ctx {
 /* One process at a time: ctxdump dumps one pid, and every thread of it
  * shares the parsed modules and libunwind's per-address-space cache. */
 static struct uw_proc *uw_cache;
+/* The modules that keep their descriptor (uw_module.kept), in every
+ * struct uw_proc (stack_unwind_sync() moves modules from one to the
+ * next); max 0 until the first module is loaded. */
+static struct fd_budget uw_fds;
+static bool uw_fds_ready;
 static bool uw_atexit_done;
 /* What stack_unwind_stopped() found, for the stack_unwind_sync() after
  * the stop: STACK_SYNC_* + 1, or 0 (not called, or it failed). */
@@ -550,6 +563,8 @@ uw_module_free(struct uw_module *m)
 		elf_end(m->elf);
 	if (m->fd >= 0)
 		close(m->fd);
+	if (m->kept)
+		fd_budget_give(&uw_fds);
 	if (m->dbg_elf)
 		elf_end(m->dbg_elf);
 	if (m->dbg_fd >= 0)
@@ -590,6 +605,8 @@ stack_unwind_reset(void)
 	uw_proc_free(uw_cache);
 	uw_cache = NULL;
 	uw_stopped = 0;
+	/* from RLIMIT_NOFILE again, even after fd_budget_drain() */
+	uw_fds_ready = false;
 }
 
 void
@@ -1178,7 +1195,7 @@ uw_image_open(struct uw_module *m)
  * libunwind_i.h; the kernel kills a process whose fault signal is
  * blocked).  A read past the file's end fails instead. */
 static bool
-uw_image_read(struct uw_module *m, uint64_t off, void *buf, size_t n)
+uw_image_read(struct uw_proc *p, struct uw_module *m, uint64_t off, void *buf, size_t n)
 {
 	uint8_t *out = buf;
 
@@ -1196,10 +1213,15 @@ uw_image_read(struct uw_module *m, uint64_t off, void *buf, size_t n)
 			len = UW_BLOCK;
 		if (!m->blocks[b]) {
 			uint8_t *blk = malloc(len);
+			/* shed: through a descriptor of its own, checked to
+			 * be the same file (uw_open_module_file()) */
+			int fd = m->shed ? uw_open_module_file(p, m) : m->fd;
+			bool ok = fd >= 0 && blk &&
+				  uw_pread_all(fd, blk, len, (uint64_t)b * UW_BLOCK);
 
-			if (!blk)
-				return false;
-			if (!uw_pread_all(m->fd, blk, len, (uint64_t)b * UW_BLOCK)) {
+			if (m->shed && fd >= 0)
+				close(fd);
+			if (!ok) {
 				free(blk);
 				return false;
 			}
@@ -1353,7 +1375,7 @@ uw_setup_table_from_eh_frame(struct uw_module *m, uint64_t lo, uint64_t hi, uint
  * target addresses; libunwind reads it back through uw_access_mem, which
  * serves it from the file. */
 static void
-uw_setup_table(struct uw_module *m)
+uw_setup_table(struct uw_proc *p, struct uw_module *m)
 {
 	const GElf_Phdr *eh = NULL;
 	uint64_t lo = UINT64_MAX, hi = 0, gp = 0, fde_count, dummy;
@@ -1380,7 +1402,7 @@ uw_setup_table(struct uw_module *m)
 			     k += sizeof(Elf64_Dyn)) {
 				Elf64_Dyn d;
 
-				if (!uw_image_read(m, ph->p_offset + k, &d,
+				if (!uw_image_read(p, m, ph->p_offset + k, &d,
 						   sizeof(d)) ||
 				    d.d_tag == DT_NULL)
 					break;
@@ -1395,7 +1417,7 @@ uw_setup_table(struct uw_module *m)
 	    eh->p_filesz > m->size - eh->p_offset)
 		goto from_eh_frame;
 	hlen = eh->p_filesz < sizeof(h) ? (size_t)eh->p_filesz : sizeof(h);
-	if (!uw_image_read(m, eh->p_offset, h, hlen))
+	if (!uw_image_read(p, m, eh->p_offset, h, hlen))
 		goto from_eh_frame;
 	/* version, eh_frame_ptr_enc, fde_count_enc, table_enc; libunwind's
 	 * remote search needs the usual datarel|sdata4 table. */
@@ -1429,6 +1451,51 @@ from_eh_frame:
 	uw_setup_table_from_eh_frame(m, lo, hi, gp);
 }
 
+static void uw_load_syms(struct uw_proc *p, struct uw_module *m);
+
+/* Close the descriptor of m, loaded from a file.  Its symbols are read
+ * first (uw_load_syms(), which the first frame named in it would do
+ * anyway): that is the last libelf reads through it, and what it read
+ * stays (ELF_C_FDDONE).  Reading the whole file instead (ELF_C_FDREAD)
+ * would cost as much memory as the file is large. */
+static void
+uw_module_shed(struct uw_proc *p, struct uw_module *m)
+{
+	uw_load_syms(p, m);
+	(void)elf_cntl(m->elf, ELF_C_FDDONE);
+	close(m->fd);
+	m->fd = -1;
+	m->shed = true;
+	if (m->kept)
+		fd_budget_give(&uw_fds);
+	m->kept = false;
+}
+
+/* Out of descriptors (EMFILE, ENFILE) while loading a module of p: every
+ * loaded module closes its descriptor, and none keeps one from now on
+ * (until stack_unwind_reset()).  Those whose symbols were read first:
+ * the others may need a descriptor to read theirs (a debug file).
+ * Whether one was closed. */
+static bool
+uw_fds_shed(struct uw_proc *p)
+{
+	bool shed = false;
+	size_t i, k;
+
+	for (k = 0; k < 2; k++)
+		for (i = 0; i < p->nmods; i++) {
+			struct uw_module *m = p->mods[i];
+
+			if (m->loaded && m->fd >= 0 && (k == 1 || m->syms_tried)) {
+				uw_module_shed(p, m);
+				shed = true;
+			}
+		}
+	fd_budget_drain(&uw_fds);
+	uw_fds_ready = true;
+	return shed;
+}
+
 static bool
 uw_module_load(struct uw_proc *p, struct uw_module *m)
 {
@@ -1454,6 +1521,8 @@ uw_module_load(struct uw_proc *p, struct uw_module *m)
 		m->map_offset = 0;
 	} else {
 		m->fd = uw_open_module_file(p, m);
+		if (fd_exhausted(m->fd) && uw_fds_shed(p))
+			m->fd = uw_open_module_file(p, m);
 		if (m->fd < 0)
 			return false;
 		/* read with pread(), never mapped (ELF_C_READ_MMAP), as the
@@ -1463,20 +1532,39 @@ uw_module_load(struct uw_proc *p, struct uw_module *m)
 	if (!m->elf || elf_kind(m->elf) != ELF_K_ELF ||
 	    gelf_getclass(m->elf) != ELFCLASS64 || !gelf_getehdr(m->elf, &eh) ||
 	    elf_getphdrnum(m->elf, &m->phnum) != 0 || m->phnum == 0)
-		return false;
+		goto fail;
 	m->phdr = calloc(m->phnum, sizeof(*m->phdr));
 	if (!m->phdr)
-		return false;
+		goto fail;
 	for (i = 0; i < m->phnum; i++)
 		if (!gelf_getphdr(m->elf, (int)i, &m->phdr[i]))
-			return false;
+			goto fail;
 	if (!m->is_vdso && !uw_image_open(m))
-		return false;
+		goto fail;
 	if (!uw_compute_bias(m))
-		return false;
-	uw_setup_table(m);
+		goto fail;
+	uw_setup_table(p, m);
 	m->loaded = true;
+	if (!m->is_vdso) {
+		if (!uw_fds_ready) {
+			fd_budget_init(&uw_fds);
+			uw_fds_ready = true;
+		}
+		m->kept = fd_budget_take(&uw_fds);
+		if (!m->kept)
+			uw_module_shed(p, m);
+	}
 	return true;
+fail:
+	/* nothing reads a module that could not be loaded: its descriptor
+	 * would only count against RLIMIT_NOFILE */
+	if (m->elf)
+		elf_end(m->elf);
+	m->elf = NULL;
+	if (m->fd >= 0)
+		close(m->fd);
+	m->fd = -1;
+	return false;
 }
 
 /* Whether addr lies in a writable PT_LOAD (data, GOT, bss) of a loaded
@@ -1526,7 +1614,7 @@ uw_module_read(struct uw_proc *p, const struct uw_map *mp, uint64_t addr, uint64
 			n = (size_t)(m->size - foff);
 		if (n > 8)
 			n = 8;
-		if (!uw_image_read(m, foff, buf, n))
+		if (!uw_image_read(p, m, foff, buf, n))
 			return false;
 		memcpy(val, buf, 8);
 		return true;
@@ -1728,6 +1816,10 @@ uw_load_syms(struct uw_proc *p, struct uw_module *m)
 		free(m->syms);
 		m->syms = NULL;
 		uw_load_syms_from(m, m->dbg_elf, scn, &sh);
+		/* nothing more is read from it: the names stay (FDDONE) */
+		(void)elf_cntl(m->dbg_elf, ELF_C_FDDONE);
+		close(m->dbg_fd);
+		m->dbg_fd = -1;
 	}
 	if (m->nsyms == 0 && (scn = uw_find_scn(m->elf, SHT_DYNSYM, &sh))) {
 		free(m->syms);
