@@ -78,6 +78,36 @@ expect_status 0 "env without the 32-bit library" "$S" env
 check "the path" same "$dp_out" "export LD_PRELOAD='$lib'"
 mv "$p/away" "$p/$dst32"
 
+# A 64-bit program of another glibc (Nix's, Guix's, one that a product
+# bundles): its loader expands $LIB to its own directory, where no
+# libctxshim.so is.  Simulated with a copy of this host's loader whose $LIB
+# string is changed in place.  The command itself gets the path; the test
+# program of the entrypoint's probe (true in PATH) does not make it drop
+# the shim.
+other=$dp_tmp/other/ld-linux-x86-64.so.2
+mkdir -p "${other%/*}"
+cp -L /lib64/ld-linux-x86-64.so.2 "$other"
+at=$(LC_ALL=C grep -obUaP "\\x00\\Q$dst64\\E\\x00" "$other" 2>/dev/null | sed -n '1s/:.*//p')
+[ -z "$at" ] || printf X | dd of="$other" bs=1 seek=$((at + ${#dst64})) conv=notrunc 2>/dev/null
+printf '#include <dlfcn.h>\n#include <stdio.h>\nint main(void) { puts(dlsym(RTLD_DEFAULT, "otel_thread_ctx_v1") ? "shim" : "none"); return 0; }\n' >p64.c
+if [ -z "$at" ] || [ "$(dst "$other")" = "$dst64" ] ||
+	! ${CC:-cc} -o p64other p64.c -Wl,-dynamic-linker,"$other" || [ "$(./p64other)" != none ]; then
+	echo "# cannot make a loader that expands \$LIB differently: not checked"
+else
+	expect_status 0 "a 64-bit program of another glibc under run" "$S" run -- ./p64other
+	check "loads the shim" same "$dp_out" shim
+	check "nothing on stderr" same "$dp_err" ""
+	expect_status 0 "a 64-bit program of another glibc under the entrypoint" "$E" ./p64other
+	check "loads the shim" same "$dp_out" shim
+	check "nothing on stderr" same "$dp_err" ""
+	mkdir bin
+	cp p64other bin/true
+	expect_status 0 "the entrypoint with true of another glibc in PATH" \
+		env PATH="$dp_tmp/bin:$PATH" "$E" cat /proc/self/maps
+	check "loads the library" contains "$dp_out" " $lib"
+	check "nothing on stderr" same "$dp_err" ""
+fi
+
 # ------------------------------------------------------------ --root
 
 # A system with this host's loaders and C libraries at their places, the
@@ -94,7 +124,6 @@ cp "$CTXSHIM_LIB32" "$r/usr/$dst32/ctxshim/libctxshim.so"
 cp prog32 "$r/bin/prog32"
 cp prog32 "$r/bin/suid32"
 chmod 4755 "$r/bin/suid32"
-printf '#include <dlfcn.h>\n#include <stdio.h>\nint main(void) { puts(dlsym(RTLD_DEFAULT, "otel_thread_ctx_v1") ? "shim" : "none"); return 0; }\n' >p64.c
 ${CC:-cc} -o "$r/bin/p64" p64.c
 rlib=/usr/$dst64/ctxshim/libctxshim.so
 rentry="/usr/\$LIB/ctxshim/libctxshim.so"

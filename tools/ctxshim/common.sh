@@ -295,6 +295,15 @@ ctx_host_entry() {
 	fi
 }
 
+# ctx_system_loader INTERP: INTERP, a program's ELF interpreter
+# (ctx_inspect), is this system's x86_64 loader, or is not known.  The
+# loader of another glibc (Nix's, Guix's, one that a product bundles)
+# expands $LIB to its own library directory, where no libctxshim.so is: a
+# program of its own gets the library's path (ctx_host_entry).
+ctx_system_loader() {
+	[ -z "$1" ] || ctx_same_file "$1" "$ctx_ld64"
+}
+
 # ctx_preload_words LIST: set ctx_words to LIST with its colons made
 # spaces, for a loop over $ctx_words with IFS=' ': the loader splits
 # LD_PRELOAD at spaces and colons only (elf/rtld.c, strcspn " :"); a tab
@@ -732,7 +741,9 @@ ctx_inspect_secure() {
 # ctx_probe_lib LIB [ENTRY]: test-load LIB, on its own, into a harmless
 # dynamically linked program found in PATH: true, env, cat or sh, run with
 # no arguments and stdin from /dev/null; with LD_PRELOAD=ENTRY when given
-# (LIB through $LIB, ctx_host_entry: this tries that expansion too).  Not after the caller's LD_PRELOAD: the loader
+# (LIB through $LIB, ctx_host_entry: this tries that expansion too), and
+# LIB itself when ENTRY fails.  ctx_probe_entry is the one that loaded (the
+# caller's new entry).  Not after the caller's LD_PRELOAD: the loader
 # complains about an entry there that does not load (and ignores it) with
 # or without LIB, and that must not count against LIB.  A statically
 # linked one is skipped: it ignores LD_PRELOAD and would prove nothing.
@@ -760,9 +771,19 @@ ctx_probe_lib() {
 		ctx_why="no dynamically linked true, env, cat or sh in PATH to test-load $1 with"
 		return 2
 	fi
+	ctx_probe_run "$ctx_probe_entry" && return 0
+	# An entry with $LIB that the test program's loader expands to another
+	# directory (ctx_system_loader): the path then, if that loads.
+	[ "$ctx_probe_entry" != "$1" ] || return 1
+	ctx_probe_entry=$1
+	ctx_probe_run "$1"
+}
+
+# ctx_probe_run ENTRY: one test run of ctx_probe_lib, with LD_PRELOAD=ENTRY.
+ctx_probe_run() {
 	ctx_probe_err=$(
 		unset CTXSHIM_LOG CTXSHIM_EVENTS
-		LD_PRELOAD=$ctx_probe_entry
+		LD_PRELOAD=$1
 		export LD_PRELOAD
 		"$ctx_probe" 2>&1 >/dev/null </dev/null
 	)
@@ -771,7 +792,7 @@ ctx_probe_lib() {
 		return 0
 	fi
 	ctx_probe_err=$(printf '%s\n' "$ctx_probe_err" | head -n 1)
-	ctx_why="a test run of $ctx_probe with LD_PRELOAD=$ctx_probe_entry ${ctx_probe_err:+printed: $ctx_probe_err}"
+	ctx_why="a test run of $ctx_probe with LD_PRELOAD=$1 ${ctx_probe_err:+printed: $ctx_probe_err}"
 	[ -n "$ctx_probe_err" ] || ctx_why="$ctx_why""exited with status $ctx_probe_status"
 	return 1
 }
