@@ -51,6 +51,10 @@ expect_status 0 "env names the library through \$LIB" "$S" env
 check "LD_PRELOAD with \$LIB" same "$dp_out" "export LD_PRELOAD='$entry'"
 expect_status 0 "env --env-file: the path (systemd may expand \$LIB there)" "$S" env --env-file
 check "LD_PRELOAD with the path" same "$dp_out" "LD_PRELOAD=$lib"
+expect_status 0 "env --env-file with the entry in LD_PRELOAD (after env)" \
+	env LD_PRELOAD="$entry" "$S" env --env-file
+check "LD_PRELOAD with the path" same "$dp_out" "LD_PRELOAD=$lib"
+check "no warning" same "$dp_err" ""
 expect_status 5 "a 32-bit program under run" "$S" run -- sh -c ./prog32
 check "its output unchanged" same "$dp_out" p32
 check "nothing on stderr" same "$dp_err" ""
