@@ -170,4 +170,31 @@ expect_status 0 "install without the 32-bit library" "$S" preload install --root
 check "the path" same "$(cat "$pf")" "$rlib"
 expect_status 0 "uninstall" "$S" preload uninstall --root "$r"
 
+# Systems of other distributions, whose loaders are read, not run (here
+# files with the one string that matters): distro ROOT LIB64 LIB32 STRING
+# makes one with the loaders in /usr/LIB64 and /usr/LIB32, /lib64 a link
+# to the first and /lib to /usr/lib, STRING in the x86_64 loader.
+distro() {
+	rm -rf "$1"
+	mkdir -p "$1/etc" "$1/usr/$2/ctxshim" "$1/usr/$3/ctxshim"
+	ln -s "usr/$2" "$1/lib64"
+	ln -s usr/lib "$1/lib"
+	printf '\177ELF\000%s\000' "$4" >"$1/usr/$2/ld-linux-x86-64.so.2"
+	printf '\177ELF\000%s\000' "$3" >"$1/usr/$3/ld-linux.so.2"
+	[ "$3" = lib ] || ln -s "../$3/ld-linux.so.2" "$1/usr/lib/ld-linux.so.2"
+	cp "$lib" "$1/usr/$2/ctxshim/libctxshim.so"
+	cp "$CTXSHIM_LIB32" "$1/usr/$3/ctxshim/libctxshim.so"
+	CTXSHIM_LIB=/usr/$2/ctxshim/libctxshim.so
+}
+distro "$dp_tmp/fedora" lib64 lib lib64
+expect_status 0 "preload install --root, Fedora's layout" "$S" preload install --root "$dp_tmp/fedora"
+check "the entry with \$LIB" same "$(cat "$dp_tmp/fedora/etc/ld.so.preload")" "/usr/\$LIB/ctxshim/libctxshim.so"
+distro "$dp_tmp/arch" lib lib32 lib
+expect_status 0 "preload install --root, Arch's layout" "$S" preload install --root "$dp_tmp/arch"
+check "the entry with \$LIB" same "$(cat "$dp_tmp/arch/etc/ld.so.preload")" "/usr/\$LIB/ctxshim/libctxshim.so"
+# A loader whose $LIB is not what its place suggests: the path.
+distro "$dp_tmp/other" lib64 lib usr/lib64
+expect_status 0 "preload install --root, a loader with another \$LIB" "$S" preload install --root "$dp_tmp/other"
+check "the path" same "$(cat "$dp_tmp/other/etc/ld.so.preload")" /usr/lib64/ctxshim/libctxshim.so
+
 dp_finish
