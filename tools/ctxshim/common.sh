@@ -247,6 +247,18 @@ ctx_stub32() {
 	[ $# -eq 20 ] && [ "$1 $2 $3 $4 $5 $6 ${17} ${18} ${19} ${20}" = "127 69 76 70 1 1 3 0 3 0" ]
 }
 
+# ctx_lib_split LIB DST: set ctx_p and ctx_r to P and R of LIB = P/DST/R;
+# false if DST is not a directory of LIB.  The last one:
+# /opt/lib/x/lib/ctxshim/libctxshim.so has its own.
+ctx_lib_split() {
+	case $1 in
+	*/"$2"/*) ;;
+	*) return 1 ;;
+	esac
+	ctx_p=${1%/"$2"/*}
+	ctx_r=${1#"$ctx_p/$2/"}
+}
+
 # ctx_lib_entry LIB DST64 DST32: set ctx_entry to LIB with the directory
 # DST64 (what a 64-bit loader expands $LIB to) replaced by the token, and
 # ctx_stub to the file that the entry names to a 32-bit program (DST32 in
@@ -260,13 +272,7 @@ ctx_lib_entry() {
 	ctx_entry=$1
 	ctx_stub=
 	[ -n "$2" ] && [ -n "$3" ] || return 1
-	case $1 in
-	*/"$2"/*) ;;
-	*) return 1 ;;
-	esac
-	# The last one: /opt/lib/x/lib/ctxshim/libctxshim.so has its own.
-	ctx_p=${1%/"$2"/*}
-	ctx_r=${1#"$ctx_p/$2/"}
+	ctx_lib_split "$1" "$2" || return 1
 	ctx_stub=$ctx_p/$3/$ctx_r
 	ctx_entry=$ctx_p/$ctx_tok_lib/$ctx_r
 }
@@ -281,15 +287,40 @@ ctx_host_dsts() {
 	ctx_dst32=$ctx_dst
 }
 
+# ctx_stub_near LIB DST64: LIB is in DST64 (P/DST64/R) and an i386 shared
+# object (ctx_stub32) is at P/*/R or P/*/*/R.
+ctx_stub_near() {
+	ctx_lib_split "$1" "$2" || return 1
+	# The scripts run with pathname expansion off (set -f): on for the
+	# two patterns only.
+	ctx_globs=$-
+	set +f
+	set -- "$ctx_p"/*/"$ctx_r" "$ctx_p"/*/*/"$ctx_r"
+	case $ctx_globs in *f*) set -f ;; esac
+	for ctx_f in "$@"; do
+		[ -f "$ctx_f" ] && ctx_stub32 "$ctx_f" && return 0
+	done
+	return 1
+}
+
 # ctx_host_entry LIB: ctx_entry for this host (ctx_lib_entry): LIB with
 # $LIB when both loaders say what it is and the 32-bit library is where
 # the 32-bit one's expansion points; LIB itself otherwise, and for a LIB
 # that is not for x86_64.
 ctx_host_entry() {
 	ctx_entry=$1
-	ctx_host_dsts
 	ctx_elf_machine "$1"
 	[ "$ctx_machine" = 62 ] || return 0
+	ctx_loader_dst "$ctx_ld64"
+	ctx_dst64=$ctx_dst
+	ctx_dst32=
+	# The 32-bit loader takes some 12 ms to answer (it writes its
+	# diagnostics piece by piece): asked only when a 32-bit file of the
+	# library's name is one or two directories below the prefix, where
+	# its $LIB could point.
+	[ -n "$ctx_dst64" ] && ctx_stub_near "$1" "$ctx_dst64" || return 0
+	ctx_loader_dst "$ctx_ld32"
+	ctx_dst32=$ctx_dst
 	if ctx_lib_entry "$1" "$ctx_dst64" "$ctx_dst32" && ! ctx_stub32 "$ctx_stub"; then
 		ctx_entry=$1
 	fi
