@@ -1007,7 +1007,7 @@ sk_up_follow(int fd, bool is_write)
 	if (!ctxshim_conn_expand(c, &ctx) || !sk_up_live(c, seq))
 		return;
 	if (!ctxshim_conn_up_same(fd)) {
-		ctxshim_conn_forget(fd);
+		(void)ctxshim_conn_forget(fd);
 		return;
 	}
 	sk_attach(cfd, c, &ctx, own >= 0 ? CTXSHIM_EV_SWITCH : CTXSHIM_EV_ATTACH,
@@ -1051,8 +1051,8 @@ sk_connected(int fd, bool unspec)
 		v = unspec || sk_up_is_stale() ? 0 : sk_up_assoc();
 		if (v)
 			(void)ctxshim_conn_upstream(fd, v | CTXSHIM_CONN_UP_FRESH);
-		else if (hot == CONN_HOT_UP)
-			ctxshim_conn_forget(fd); /* connected again, for no request */
+		else if (hot == CONN_HOT_UP) /* connected again, for no request */
+			(void)ctxshim_conn_forget(fd);
 	}
 	sk_busy(false);
 	errno = saved_errno;
@@ -2182,7 +2182,7 @@ sk_gone(int fd, const char *reason)
 	int saved_errno = errno;
 	struct ctxshim_conn *c;
 	uint32_t gen;
-	bool own;
+	bool own, on;
 
 	if (ctxshim_conn_hot(fd) == CONN_HOT_SHIM) {
 		ctxshim_conn_release_shim_fd(fd);
@@ -2191,7 +2191,7 @@ sk_gone(int fd, const char *reason)
 	/* Forgotten before the real close, so that an accept() in another
 	 * thread that gets the same number finds a fresh slot. */
 	if (sk_self.busy) {
-		ctxshim_conn_forget(fd);
+		(void)ctxshim_conn_forget(fd);
 		errno = saved_errno;
 		return;
 	}
@@ -2201,8 +2201,11 @@ sk_gone(int fd, const char *reason)
 	own = c && sk_owned_fd() == fd && sk_self.gen == gen;
 	if (!own && ctxshim_conn_hot(fd) == CONN_HOT_UP)
 		sk_up_closed(fd);
-	ctxshim_conn_forget(fd);
-	if (own && !sk_req_follow(fd, gen))
+	/* Followed only when a copy carries the connection on: the usual
+	 * close, of its last descriptor, has nowhere to follow it to, and
+	 * the look (ctxshim_conn_holder()) cost it 60 instructions. */
+	on = ctxshim_conn_forget(fd);
+	if (own && !(on && sk_req_follow(fd, gen)))
 		sk_drop(fd, reason);
 	sk_busy(false);
 	errno = saved_errno;

@@ -1323,8 +1323,8 @@ static void conn_h2_cand_pass(int fd, uint32_t gen, int nfd, uint32_t ngen);
 /* fd (slot c) leaves its ring, if it is in one; a leader first hands its
  * state to the next member, and an upgrade candidate that names fd goes
  * on to it as well ("Upgrade candidates"), and so does a context that
- * names fd ("Forwards"). */
-static void
+ * names fd ("Forwards"): then true. */
+static bool
 conn_ring_leave(int fd, struct ctxshim_conn *c)
 {
 	uint64_t v = conn_link_load(fd);
@@ -1333,7 +1333,7 @@ conn_ring_leave(int fd, struct ctxshim_conn *c)
 	int nfd, pred;
 
 	if (!v)
-		return;
+		return false;
 	next = conn_link_target(v, &nfd);
 	if (next && nfd != fd) {
 		uint8_t f = atomic_load_explicit(&c->flags, memory_order_relaxed);
@@ -1360,6 +1360,7 @@ conn_ring_leave(int fd, struct ctxshim_conn *c)
 			conn_link_store(pred, pred == nfd ? 0 : v);
 	}
 	conn_link_store(fd, 0);
+	return next && nfd != fd;
 }
 
 void
@@ -1376,23 +1377,25 @@ ctxshim_conn_accepted(int fd)
 	conn_set_hot(fd, CONN_HOT_SCAN);
 }
 
-void
+bool
 ctxshim_conn_forget(int fd)
 {
 	struct ctxshim_conn *c = ctxshim_conn_get(fd);
+	bool on;
 
 	if (!c)
-		return;
+		return false;
 	if (!atomic_load_explicit(&c->flags, memory_order_relaxed) && !c->cap &&
 	    !atomic_load_explicit(&c->pending, memory_order_relaxed) &&
 	    !atomic_load_explicit(&c->tail, memory_order_relaxed))
-		return;
+		return false;
 	conn_set_hot(fd, CONN_HOT_NONE);
-	conn_ring_leave(fd, c);
+	on = conn_ring_leave(fd, c);
 	conn_reset(c, 0);
 	/* An upstream's request goes with it: whatever gets the number next
 	 * carries none. */
 	ctxshim_conn_up_store(fd, 0);
+	return on;
 }
 
 /* ---- upstreams (conn.h) ---- */

@@ -344,8 +344,11 @@ void ctxshim_conn_init(void);
 void ctxshim_conn_accepted(int fd);
 
 /* fd stopped meaning its connection (close, dup2/dup3 over it,
- * close_range): forget it and release what it held. */
-void ctxshim_conn_forget(int fd);
+ * close_range): forget it and release what it held.  True if a copy of
+ * it carries the connection on (conn.c, "Forwards": then
+ * ctxshim_conn_holder() finds it from fd), false if this was its last
+ * descriptor the hooks know of. */
+bool ctxshim_conn_forget(int fd);
 
 /* fd (CONN_HOT_SHIM) is about to be closed or replaced by the application:
  * the shim stops using it. */
