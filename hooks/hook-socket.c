@@ -2418,13 +2418,26 @@ void
 hook_socket_thread_wait(void)
 {
 	struct ctxshim_conn *c = sk_self.c;
+	bool live;
 
 	if (sk_self.busy || !c || c == &sk_nil_conn)
 		return;
+	/* The usual case: the slot's request, not answered.  Not a copy's
+	 * slot, which is never answered (its leader's request is). */
 	if (sk_self.gen == atomic_load_explicit(&c->gen, memory_order_relaxed) &&
+	    !(atomic_load_explicit(&c->flags, memory_order_relaxed) & CONN_F_LINK) &&
 	    !ctxshim_conn_idle(c))
 		return;
-	sk_idle("pool-wait");
+	/* Else where its connection is now, as a switch back looks
+	 * (sk_req_live()): another thread closed the descriptor while a copy
+	 * carries the connection on, or read through a copy, which took the
+	 * connection's state (old: cleared while the request went on, or
+	 * kept at every wait after its response). */
+	sk_busy(true);
+	live = sk_self.fdp1 && sk_req_follow(sk_self.fdp1 - 1, sk_self.gen);
+	sk_busy(false);
+	if (!live)
+		sk_idle("pool-wait");
 }
 
 /* ---- inherited requests ----

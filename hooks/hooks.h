@@ -42,7 +42,8 @@ void hook_socket_after_fork_child(void);
 /* Before the thread blocks on a condition variable (hook-pthread.c), when
  * it publishes a connection's context (ctxshim_self.sk.fdp1 != 0): a
  * worker that answered its request and went back to its pool no longer
- * shows it (hook-socket.c).  Keeps errno. */
+ * shows it (hook-socket.c), wherever its connection is now (a copy that
+ * carries it on).  Keeps errno. */
 void hook_socket_thread_wait(void);
 
 /* A thread started while its creator shows a request the socket level

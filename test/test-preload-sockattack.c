@@ -43,7 +43,10 @@
  *    connection, and a number reused after a copy's close no link; the
  *    close of the descriptor whose request the thread showed (the
  *    original, or the copy the head was read through) cleared it while
- *    the request went on through the other one;
+ *    the request went on through the other one; a pool worker's wait
+ *    judged the request by the slot it was read from, closed by another
+ *    thread (cleared while the copy carried it on) or a copy since the
+ *    state moved away (shown after its response, at every wait);
  *  - rings of copies (copy-ring): a copy fifteen links away from the
  *    reader (sixteen descriptors) was beyond the eight-hop walk: its
  *    response answered nothing and every later request of the connection
@@ -141,7 +144,8 @@ static const char *const variant_modes[][2] = {
 	{"copy-ring", "long"},        {"copy-ring", "copy-of-copy"},
 	{"copy-ring", "dup2-leader"}, {"copy-ring", "close-range"},
 	{"copy-ring", "closefrom"},   {"copy-ring", "pipelined"},
-	{"copy-close", "read-copy"},
+	{"copy-close", "read-copy"},  {"copy-wait", "close"},
+	{"copy-wait", "read"},
 };
 
 START_TEST(variants)

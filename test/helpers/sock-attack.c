@@ -87,6 +87,14 @@
  *                               rings of copies: their longest, copies of
  *                               copies, and the ways of leaving one (see
  *                               mode_copy_ring())
+ *   sock-attack copy-wait [close|read]
+ *                               a request read through one of two
+ *                               descriptors of its connection, then
+ *                               another thread closes it ("close") or
+ *                               reads the body through the other one and
+ *                               answers there ("read"); the thread's next
+ *                               wait on a semaphore keeps the request
+ *                               until it is answered, and only until then
  *   sock-attack copy-reuse      a copy closed and its number given to a new
  *                               connection: no link to the old one
  *   sock-attack copy-race [close|read|signal] [MS]
@@ -135,6 +143,7 @@
 #include <netinet/tcp.h>
 #include <pthread.h>
 #include <poll.h>
+#include <semaphore.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -1031,6 +1040,81 @@ mode_copy_close(const char *which)
 	close(c);
 }
 
+/* What another thread does to the connection in mode_copy_wait(). */
+struct copy_wait {
+	int s, d;
+	bool read_copy;
+};
+
+static void *
+copy_wait_other(void *arg)
+{
+	const struct copy_wait *w = arg;
+	char buf[8];
+
+	if (w->read_copy) {
+		/* the body through the copy (its descriptor holds the
+		 * connection now), the response through it */
+		read_n(w->d, buf, 4);
+		send_str(w->d, RESP);
+	} else {
+		close(w->s);
+	}
+	return NULL;
+}
+
+/* A pool worker's wait (a semaphore: hook-pthread.c) judges the request
+ * the thread shows where its connection is now, as a switch back does
+ * (hook_socket_ctx_answered()): another thread closing the descriptor it
+ * was read from while a copy carries the connection on does not end it,
+ * and a response written through a copy whose read took the connection's
+ * state does. */
+static void
+mode_copy_wait(const char *which)
+{
+	static const char h[] =
+		"POST /wait HTTP/1.1\r\nHost: x\r\ntraceparent: 00-" TRACE
+		"-00f067aa0ba902b7-01\r\nContent-Length: 4\r\n\r\n";
+	struct copy_wait w = {.read_copy = strcmp(which, "read") == 0};
+	char buf[512];
+	pthread_t t;
+	sem_t sem;
+	int c;
+
+	if (sem_init(&sem, 0, 0))
+		die("sem_init");
+	pair(&c, &w.s);
+	w.d = dup(w.s);
+	if (w.d < 0)
+		die("dup");
+	send_str(c, h);
+	send_str(c, "body");
+	read_n(w.s, buf, sizeof(h) - 1);
+	SHOWN(1, "after the head");
+	if (pthread_create(&t, NULL, copy_wait_other, &w) || pthread_join(t, NULL))
+		die("pthread_create");
+	(void)sem_post(&sem);
+	(void)sem_wait(&sem);
+	if (w.read_copy) {
+		/* old: the slot the head was read from, a copy now, is never
+		 * answered: shown at every wait */
+		SHOWN(0, "waiting after the response through the copy read through");
+		close(w.s);
+		read_n(c, buf, sizeof(RESP) - 1);
+	} else {
+		/* old: the closed descriptor's slot read as closed */
+		SHOWN(1, "waiting after another thread closed the original");
+		send_str(w.d, RESP);
+		read_n(c, buf, sizeof(RESP) - 1);
+		(void)sem_post(&sem);
+		(void)sem_wait(&sem);
+		SHOWN(0, "waiting after the response through the copy");
+	}
+	close(w.d);
+	close(c);
+	(void)sem_destroy(&sem);
+}
+
 static void
 mode_copy_reuse(void)
 {
@@ -1719,6 +1803,8 @@ main(int argc, char **argv)
 		mode_copy_rw(argc > 2 ? argv[2] : "dup");
 	else if (strcmp(mode, "copy-close") == 0)
 		mode_copy_close(argc > 2 ? argv[2] : "original");
+	else if (strcmp(mode, "copy-wait") == 0)
+		mode_copy_wait(argc > 2 ? argv[2] : "close");
 	else if (strcmp(mode, "copy-reuse") == 0)
 		mode_copy_reuse();
 	else if (strcmp(mode, "copy-read") == 0)
