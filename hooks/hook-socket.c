@@ -787,13 +787,31 @@ sk_publish(int fd, struct ctxshim_conn *c, enum ctxshim_ev ev, const char *reaso
  * request becomes current (the thread may still show the one before) or
  * the state moves to a copy and back.  The span-id is read as a reader of
  * the seqlock does (conn.h, seq). */
+/* Does slot c (NULL: none) still hold the connection its descriptor
+ * named under generation gen? */
+static inline bool
+sk_req_here(const struct ctxshim_conn *c, uint32_t gen)
+{
+	return c && atomic_load_explicit(&c->gen, memory_order_relaxed) == gen &&
+	       (atomic_load_explicit(&c->flags, memory_order_relaxed) &
+		(CONN_F_TRACKED | CONN_F_LINK)) == CONN_F_TRACKED;
+}
+
 static struct ctxshim_conn *
 sk_req_live(int id, uint32_t gen, uint64_t span, int *hid)
 {
-	struct ctxshim_conn *c = ctxshim_conn_holder(id, gen, hid);
+	/* The usual case first, inline (a switch back nearly always finds
+	 * it): the connection is still on the descriptor named -- its slot,
+	 * of that generation, not a copy: what ctxshim_conn_holder() takes
+	 * first. */
+	struct ctxshim_conn *c = ctxshim_conn_get(id);
 	uint64_t cur;
 	uint32_t s;
 
+	if (sk_req_here(c, gen))
+		*hid = id;
+	else
+		c = ctxshim_conn_holder(id, gen, hid);
 	if (!c || !ctxshim_conn_live(c))
 		return NULL;
 	s = atomic_load_explicit(&c->seq, memory_order_acquire);
@@ -4021,6 +4039,7 @@ void
 hook_socket_ctx_restored(const struct ctxshim_ctx *c)
 {
 	const struct ctxshim_ctx *cur;
+	struct ctxshim_conn *sc;
 
 	if (!c->sock_fdp1 || sk_self.busy)
 		return;
@@ -4031,14 +4050,15 @@ hook_socket_ctx_restored(const struct ctxshim_ctx *c)
 		return;
 	sk_busy(true);
 	sk_self.span = sk_span(c);
-	/* Followed where its connection is now if it is live (its close, a
-	 * write through the descriptor that holds it), else as stamped. */
-	if (!sk_req_follow(c->sock_fdp1 - 1, c->sock_gen)) {
+	sc = ctxshim_conn_get(c->sock_fdp1 - 1);
+	/* As stamped where its connection still is (the usual case, no look
+	 * further), else followed where it is now if it is live (its close,
+	 * a write through the descriptor that holds it), else as stamped. */
+	if (sk_req_here(sc, c->sock_gen) ||
+	    !sk_req_follow(c->sock_fdp1 - 1, c->sock_gen)) {
 		sk_self.fdp1 = c->sock_fdp1;
 		sk_self.gen = c->sock_gen;
-		sk_self.c = ctxshim_conn_get(c->sock_fdp1 - 1);
-		if (!sk_self.c)
-			sk_self.c = &sk_nil_conn;
+		sk_self.c = sc ? sc : &sk_nil_conn;
 	}
 	sk_busy(false);
 }
