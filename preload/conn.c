@@ -496,7 +496,9 @@ conn_release_all(struct ctxshim_conn *c)
  * words only by proxies: a process that never copies a connection never
  * writes the first and the last, one without TLS never the second, one
  * that connects nowhere while it serves a request never the third, so
- * their pages stay unallocated (B8). */
+ * their pages stay unallocated (B8) -- by pairs: 256 words are 2 KiB, so
+ * the link and session words share a page, the upstream and forward
+ * words another. */
 #define CONN_CHUNK_BYTES \
 	(CTXSHIM_CONN_CHUNK * (sizeof(struct ctxshim_conn) + 4 * sizeof(uint64_t)))
 
