@@ -977,9 +977,10 @@ bench_sizes() {
 	sizes=$("$BUILD/bench/bench-sizes")
 	get() { echo "$sizes" | tr ' ' '\n' | sed -n "s/^$1=//p"; }
 	# the table is indexed by fd: besides its slot, each fd has a byte in
-	# the hot map, and each chunk of fds a pointer
+	# the hot map and four 8-byte words, each written only by what needs
+	# it (bench/README.md, B8b), and each chunk of fds a pointer
 	row B8b "bytes of state per tracked connection" "$(get slot)" le 256 \
-		"struct slot $(get slot) B (scanner $(get scan) B); per fd also $(get hot) B hot map, $(get chunk_ptr) B per $(get chunk_fds) fds"
+		"struct slot $(get slot) B (scanner $(get scan) B); per fd also $(get hot) B hot map, 4 words of 8 B written when used, $(get chunk_ptr) B per $(get chunk_fds) fds"
 }
 
 # ---- R: ctxdump record's overhead (bench/record-overhead.sh) ----------------
