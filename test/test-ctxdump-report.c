@@ -1263,7 +1263,8 @@ START_TEST(report_reader_limits)
 	args[1] = file;
 	st = run_report(args, -1, out, 0, 0, &err);
 	ck_assert_msg(st == 1, "report exit %d: %s", st, err);
-	ck_assert_msg(strstr(err, "3 malformed records skipped"), "%s", err);
+	ck_assert_msg(strstr(err, "3 malformed records (the first at offset "), "%s",
+		      err);
 	free(err);
 	o = prof_slurp(out);
 	/* stack 1: 1024 names cut before the é, marked: 252 x and "..."
@@ -1757,6 +1758,57 @@ START_TEST(report_round_time_wraps)
 }
 END_TEST
 
+/* A file from elsewhere is looked at by offset: the warnings about a
+ * malformed record and about a record the file ends inside say where it
+ * starts.  Old: "3 malformed records skipped", "ends inside a record
+ * (recording cut short)", and nothing of where, in a file of thousands
+ * of records; a length damaged into 16 MiB read as a recording cut
+ * short. */
+START_TEST(report_errors_name_offset)
+{
+	static const uint32_t st1[] = {1}, f1025[1025] = {1};
+	const char *args[] = {NULL, NULL};
+	struct rec *r = rec_new("srv");
+	char file[64], want[160], *err;
+	size_t bad, cut;
+	FILE *f;
+	int st;
+
+	rec_string(r, 1, "work", 4);
+	rec_frame(r, 1, 1);
+	bad = r->len;
+	rec_stack(r, 1, f1025, 1025); /* 1025 frames: malformed */
+	rec_stack(r, 1, st1, 1);
+	rec_round(r, 0);
+	rec_sample(r, 7, 1, 0);
+	rec_stack(r, 2, f1025, 1025);
+	rec_save(r, file, sizeof(file), "offsets");
+	args[0] = file;
+	st = run_report(args, -1, NULL, 0, 0, &err);
+	ck_assert_msg(st == 1, "report exit %d: %s", st, err);
+	snprintf(want, sizeof(want),
+		 "%s: 2 malformed records (the first at offset %zu)", file, bad);
+	ck_assert_msg(strstr(err, want), "want '%s': %s", want, err);
+	free(err);
+
+	/* a record whose length runs past the end of the file: 5 bytes of
+	 * the 2^24 - 1 its prefix claims */
+	f = fopen(file, "ae");
+	ck_assert_ptr_nonnull(f);
+	ck_assert_int_eq(fseek(f, 0, SEEK_END), 0);
+	cut = (size_t)ftell(f);
+	ck_assert_uint_eq(fwrite("\x0b\xff\xff\xff\x01", 1, 5, f), 5);
+	ck_assert_int_eq(fclose(f), 0);
+	st = run_report(args, -1, NULL, 0, 0, &err);
+	ck_assert_msg(st == 1, "report exit %d: %s", st, err);
+	snprintf(want, sizeof(want), "%s ends inside a record at offset %zu (", file,
+		 cut);
+	ck_assert_msg(strstr(err, want), "want '%s': %s", want, err);
+	free(err);
+	unlink(file);
+}
+END_TEST
+
 /* A context whose flags say it has a trace (Elastic's trace-present byte)
  * but whose trace id is all zero has no trace: OTLP takes an all-zero
  * traceId for invalid.  Old: --spans printed spans of trace
@@ -2147,6 +2199,7 @@ TEST_SUITE(ctxdump_report_suite)
 	tcase_add_test(tc, report_summary_recursive_trunk);
 	tcase_add_test(tc, report_round_time_going_back);
 	tcase_add_test(tc, report_round_time_wraps);
+	tcase_add_test(tc, report_errors_name_offset);
 	tcase_add_test(tc, report_zero_trace_id_is_no_trace);
 	tcase_add_test(tc, report_attr_filter_every_context);
 	tcase_add_test(tc, report_service_name);

@@ -243,10 +243,10 @@ pfile_read_header(FILE *f)
 	if (hs < PFILE_HEADER_SIZE)
 		return -EBADMSG;
 	/* a longer header of a later minor revision: skip the rest */
-	for (; hs > PFILE_HEADER_SIZE; hs--)
+	for (n = PFILE_HEADER_SIZE; n < hs; n++)
 		if (fgetc(f) == EOF)
 			return read_error(f);
-	return 0;
+	return (int)hs;
 }
 
 int

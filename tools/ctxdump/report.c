@@ -178,6 +178,9 @@ struct prof {
 	uint64_t end_t, end_reason, lost_ticks, win_sum, win_max;
 	bool truncated; /* the file ended inside a record */
 	unsigned bad_records;
+	/* where the record the file ends inside starts, and the first
+	 * malformed one: a file from elsewhere is looked at by offset */
+	uint64_t cut_off, bad_off;
 };
 
 static const char *
@@ -865,7 +868,8 @@ load(struct prof *p, FILE *f, const char *path)
 	struct fn_map fm = {0};
 	uint8_t *buf = NULL;
 	size_t cap = 0, len;
-	unsigned type;
+	unsigned type, bad;
+	uint64_t off;
 	int r;
 
 	r = pfile_read_header(f);
@@ -890,14 +894,20 @@ load(struct prof *p, FILE *f, const char *path)
 		r = -ENOMEM;
 		goto out;
 	}
+	off = (uint64_t)r;
 	while ((r = pfile_next(f, &type, &buf, &cap, &len)) > 0) {
+		bad = p->bad_records;
 		if (!load_record(p, &fm, type, buf, len)) {
 			r = -ENOMEM;
 			break;
 		}
+		if (bad == 0 && p->bad_records)
+			p->bad_off = off;
+		off += 4 + len;
 	}
 	if (r == -EBADMSG) {
 		p->truncated = true;
+		p->cut_off = off;
 		r = 0;
 	}
 	if (r == -ENOMEM)
@@ -3404,18 +3414,24 @@ report_run(const struct rpt_ctl *ctl, FILE *f)
 		return CLI_EXIT_FATAL;
 	}
 	if (p.truncated)
-		cli_warn("%s ends inside a record (recording cut short); using what is "
-			 "complete",
-			 ctl->file);
+		cli_warn("%s ends inside a record at offset %" PRIu64
+			 " (recording cut short, or a corrupt length); using what "
+			 "is complete",
+			 ctl->file, p.cut_off);
 	else if (!p.has_end)
 		/* a recorder killed between records, or one still at work:
 		 * whole, but not all */
 		cli_warn("%s has no end record (recording cut short or still "
 			 "going on); using what it holds",
 			 ctl->file);
-	if (p.bad_records)
-		cli_warn("%s: %u malformed record%s skipped", ctl->file, p.bad_records,
-			 CLI_PL(p.bad_records));
+	if (p.bad_records == 1)
+		cli_warn("%s: 1 malformed record at offset %" PRIu64
+			 " skipped or read in part",
+			 ctl->file, p.bad_off);
+	else if (p.bad_records)
+		cli_warn("%s: %u malformed records (the first at offset %" PRIu64
+			 ") skipped or read in part",
+			 ctl->file, p.bad_records, p.bad_off);
 	switch (ctl->mode) {
 	case MODE_FOLDED:
 		status = report_folded(&p, ctl);
