@@ -1252,7 +1252,7 @@ START_TEST(report_reader_limits)
 	rec_end(r, 9);
 	rec_round(r, 0);
 	rec_sample(r, 7, 1, 0);
-	rec_sample(r, 7, 2, 0);
+	rec_sample(r, 7, 2, 0); /* of stack 2, not defined: malformed */
 	/* a round whose time has bits past 64: malformed, not cut to 64 */
 	pay_raw(r, "\xff\xff\xff\xff\xff\xff\xff\xff\xff\x7f", 10);
 	pay_u(r, 1000);
@@ -1263,7 +1263,7 @@ START_TEST(report_reader_limits)
 	args[1] = file;
 	st = run_report(args, -1, out, 0, 0, &err);
 	ck_assert_msg(st == 1, "report exit %d: %s", st, err);
-	ck_assert_msg(strstr(err, "3 malformed records (the first at offset "), "%s",
+	ck_assert_msg(strstr(err, "4 malformed records (the first at offset "), "%s",
 		      err);
 	free(err);
 	o = prof_slurp(out);
@@ -1809,6 +1809,56 @@ START_TEST(report_errors_name_offset)
 }
 END_TEST
 
+/* Ids are defined before they are used (doc/ctxdump.1, FILE FORMAT): a
+ * record that names one not defined yet is damaged (one flipped bit of a
+ * varint makes a string id of 2745), and is counted as malformed, the id
+ * taken as none.  Old: taken as none in silence, exit 0, and a frame of
+ * an undefined symbol named after its module. */
+START_TEST(report_undefined_ids_malformed)
+{
+	static const uint32_t st1[] = {1}, st2[] = {2}, st9[] = {9};
+	static const uint32_t kv_bad[] = {1, 99};
+	const char *args[] = {"--folded", NULL, NULL};
+	struct rec *r = rec_new("srv");
+	char file[64], *o;
+
+	rec_string(r, 1, "work", 4);
+	rec_frame(r, 1, 1);
+	/* frame 2: symbol string 7 and module string 8, not defined */
+	pay_u(r, 2);
+	pay_u(r, 0x2000);
+	pay_u(r, 7);
+	pay_u(r, 8);
+	pay_u(r, 0x10);
+	pay_u(r, 0);
+	rec_end(r, 7);
+	rec_stack(r, 1, st1, 1);
+	rec_stack(r, 2, st2, 1);
+	rec_stack(r, 3, st9, 1); /* frame 9: not defined */
+	rec_ctx(r, 1, 0x4b, 0x00f067aa0ba902b7ull, NULL, 0);
+	rec_ctx(r, 2, 0x5c, 0x00f067aa0ba902b7ull, kv_bad, 1);
+	rec_round(r, 0);
+	rec_sample(r, 7, 1, 1);
+	rec_sample(r, 8, 2, 0);
+	rec_sample(r, 9, 3, 0);
+	rec_sample(r, 10, 1, 2);
+	rec_sample(r, 11, 4, 0); /* stack 4: not defined */
+	rec_sample(r, 12, 1, 3); /* context 3: not defined */
+	rec_save(r, file, sizeof(file), "undefined");
+	args[1] = file;
+	o = report_stdout(args, 1, "report --folded");
+	ck_assert_str_eq(o, "unknown_service:srv;[no trace];0x2000 1\n"
+			    "unknown_service:srv;[no trace];[no stack] 2\n"
+			    "unknown_service:srv;[no trace];work 1\n"
+			    "unknown_service:srv;[unknown request];trace " TRACE_HEX
+			    ";work 1\n"
+			    "unknown_service:srv;[unknown request];trace "
+			    "5c5c5c5c5c5c5c5c5c5c5c5c5c5c5c5c;work 1\n");
+	free(o);
+	unlink(file);
+}
+END_TEST
+
 /* A context whose flags say it has a trace (Elastic's trace-present byte)
  * but whose trace id is all zero has no trace: OTLP takes an all-zero
  * traceId for invalid.  Old: --spans printed spans of trace
@@ -2200,6 +2250,7 @@ TEST_SUITE(ctxdump_report_suite)
 	tcase_add_test(tc, report_round_time_going_back);
 	tcase_add_test(tc, report_round_time_wraps);
 	tcase_add_test(tc, report_errors_name_offset);
+	tcase_add_test(tc, report_undefined_ids_malformed);
 	tcase_add_test(tc, report_zero_trace_id_is_no_trace);
 	tcase_add_test(tc, report_attr_filter_every_context);
 	tcase_add_test(tc, report_service_name);

@@ -682,6 +682,14 @@ load_record(
 			r.bad = true;
 			break;
 		}
+		/* A string it names must be defined before it: another id is
+		 * corrupt, taken as none (the frame is still defined, so
+		 * that the ids after it stay in sequence). */
+		if (f.sym >= p->strings.n || f.mod >= p->strings.n) {
+			r.bad = true;
+			f.sym = f.sym < p->strings.n ? f.sym : 0;
+			f.mod = f.mod < p->strings.n ? f.mod : 0;
+		}
 		fp = vec_slot(&p->frames, id);
 		if (!fp)
 			return false;
@@ -708,10 +716,12 @@ load_record(
 		s->f = malloc((cnt ? cnt : 1) * sizeof(*s->f));
 		if (!s->f)
 			return false;
+		/* a frame not defined before: malformed, and the stack
+		 * defined empty ([no stack]) */
 		for (i = 0; i < cnt; i++) {
-			uint32_t fid = pfile_r_u32(&r);
-
-			s->f[i] = fid < p->frames.n ? fid : 0;
+			s->f[i] = pfile_r_u32(&r);
+			if (s->f[i] >= p->frames.n)
+				r.bad = true;
 		}
 		s->n = r.bad ? 0 : cnt;
 		s->flags = flags;
@@ -757,6 +767,12 @@ load_record(
 			free(c.kv);
 			break;
 		}
+		/* a string not defined before: malformed, taken as none */
+		for (i = 0; i < 2 * c.n; i++)
+			if (c.kv[i] >= p->strings.n) {
+				c.kv[i] = 0;
+				r.bad = true;
+			}
 		cp = vec_slot(&p->ctxs, id);
 		if (!cp) {
 			free(c.kv);
@@ -793,6 +809,7 @@ load_record(
 	case PFILE_SAMPLE: {
 		struct r_sample s = {0}, *sp;
 		uint32_t nc, k;
+		bool bad_ref = false;
 
 		if (!p->rounds.n)
 			break;
@@ -807,15 +824,22 @@ load_record(
 
 			if (k < SAMPLE_CTX && c < p->ctxs.n)
 				s.ctx[k] = c;
+			else if (c >= p->ctxs.n)
+				bad_ref = true;
 		}
 		if (r.bad)
 			break;
-		if (s.stack >= p->stacks.n)
+		/* a stack or context not defined before: malformed, taken
+		 * as none (the sample is still counted) */
+		if (s.stack >= p->stacks.n) {
 			s.stack = 0;
+			bad_ref = true;
+		}
 		sp = vec_slot(&p->samples, p->samples.n);
 		if (!sp)
 			return false;
 		*sp = s;
+		r.bad = bad_ref;
 		break;
 	}
 	case PFILE_EXEC: {
