@@ -1787,8 +1787,9 @@ usage(void)
 	      " 0   recorded without a gap\n"
 	      " 1   partial: some rounds failed or were skipped (the recording has\n"
 	      "       a gap there; the summary counts them)\n"
-	      " 2   fatal: no such process, cannot attach, no known layout, or\n"
-	      "       nothing could be recorded or written\n"
+	      " 2   fatal: no such process, cannot attach, or nothing could be\n"
+	      "       recorded or written (a process without a known layout is\n"
+	      "       recorded without trace context)\n"
 	      " 64  usage error\n"
 	      "\n"
 	      "For more details see ctxdump(1).\n",
