@@ -35,8 +35,10 @@
 
 #include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/ioctl.h>
 #include <sys/resource.h>
 
 #include "process-ctx.h"
@@ -1809,6 +1811,138 @@ START_TEST(report_errors_name_offset)
 }
 END_TEST
 
+/* Start `ctxdump report --folded -` reading the pipe in, its standard
+ * output to out, with SIGINT and SIGQUIT at their defaults (as in a
+ * shell's foreground pipeline). */
+static pid_t
+report_from_pipe(int in, const char *out)
+{
+	char *argv[] = {(char *)test_ctxdump_path(), "report", "--folded", "-", NULL};
+	pid_t pid = fork();
+
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		int o = open(out, O_WRONLY | O_TRUNC | O_CLOEXEC);
+		int e = open("/dev/null", O_WRONLY | O_CLOEXEC);
+
+		signal(SIGINT, SIG_DFL);
+		signal(SIGQUIT, SIG_DFL);
+		dup2(in, 0);
+		dup2(o, 1);
+		dup2(e, 2);
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	return pid;
+}
+
+/* Until the report has read everything written to the pipe (whose read
+ * end rd the test keeps too): it is then inside its read of the file. */
+static void
+wait_pipe_drained(int rd)
+{
+	long deadline = test_now_ms() + 30000;
+	int n;
+
+	for (;;) {
+		ck_assert_int_eq(ioctl(rd, FIONREAD, &n), 0);
+		if (n == 0)
+			return;
+		ck_assert_msg(test_now_ms() < deadline, "the report does not read");
+		usleep(1000);
+	}
+}
+
+/* Whether signal sig is pending for pid (sent, not yet delivered; a
+ * zombie that it killed still shows it pending). */
+static bool
+signal_pending(pid_t pid, int sig)
+{
+	char path[64], buf[4096], *p;
+	unsigned long long m = 1ull << (sig - 1);
+
+	if (test_task_state(pid, pid) == 'Z')
+		return false;
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	ck_assert_int_gt(test_read_small(path, buf, sizeof(buf)), 0);
+	p = strstr(buf, "\nSigPnd:");
+	ck_assert_ptr_nonnull(p);
+	if (strtoull(p + 8, NULL, 16) & m)
+		return true;
+	p = strstr(buf, "\nShdPnd:");
+	ck_assert_ptr_nonnull(p);
+	return (strtoull(p + 8, NULL, 16) & m) != 0;
+}
+
+/* Feed the recording r (whose first half bytes are written first) to
+ * `ctxdump report --folded -` through a pipe, output to out, sending it
+ * n signals sig once it has read the first half, each once the one
+ * before was delivered; returns its wait status. */
+static int
+report_pipe_signalled(const struct rec *r, size_t half, const char *out, int sig, int n)
+{
+	pid_t pid;
+	int p[2], st;
+
+	ck_assert_int_eq(pipe2(p, O_CLOEXEC), 0);
+	pid = report_from_pipe(p[0], out);
+	ck_assert_int_eq(write(p[1], r->p, half), (ssize_t)half);
+	wait_pipe_drained(p[0]);
+	for (int i = 0; i < n; i++) {
+		ck_assert_int_eq(kill(pid, sig), 0);
+		while (signal_pending(pid, sig))
+			usleep(1000);
+	}
+	/* the rest: the pipe (whose read end the test holds) takes it
+	 * whether the report is still there to read it or not */
+	ck_assert_int_eq(write(p[1], r->p + half, r->len - half),
+			 (ssize_t)(r->len - half));
+	close(p[1]);
+	close(p[0]);
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	return st;
+}
+
+/* `ctxdump record -o - PID | ctxdump report -` ends with Ctrl-C, which
+ * the terminal sends to both: the recorder then ends the recording and
+ * writes the rest of it, which the report reads to its end and reports.
+ * Old: the report died of that SIGINT and printed nothing.  A second
+ * Ctrl-C (or Ctrl-\) ends the report, as it ends the recorder. */
+START_TEST(report_pipe_survives_first_interrupt)
+{
+	static const int sigs[] = {SIGINT, SIGQUIT};
+	struct rec *r = rec_new("srv");
+	char out[64], *o;
+	size_t half;
+	int st;
+
+	rec_work_samples(r);
+	half = r->len;
+	pay_u(r, 1000000000); /* END, as rec_finish() has it */
+	for (int i = 0; i < 6; i++)
+		pay_u(r, 0);
+	rec_end(r, 12);
+	prof_tmpfile(out, sizeof(out), "pipe-out");
+	for (size_t k = 0; k < 2; k++) {
+		st = report_pipe_signalled(r, half, out, sigs[k], 1);
+		ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+			      "report status 0x%x after %s", st, strsignal(sigs[k]));
+		o = prof_slurp(out);
+		ck_assert_str_eq(
+			o, "unknown_service:srv;[unknown request];trace " TRACE_HEX
+			   ";work 3\n");
+		free(o);
+		st = report_pipe_signalled(r, half, out, sigs[k], 2);
+		ck_assert_msg(WIFSIGNALED(st) && WTERMSIG(st) == sigs[k],
+			      "report status 0x%x after two of %s", st,
+			      strsignal(sigs[k]));
+	}
+	free(r->p);
+	free(r);
+	unlink(out);
+}
+END_TEST
+
 /* Ids are defined before they are used (doc/ctxdump.1, FILE FORMAT): a
  * record that names one not defined yet is damaged (one flipped bit of a
  * varint makes a string id of 2745), and is counted as malformed, the id
@@ -2251,6 +2385,7 @@ TEST_SUITE(ctxdump_report_suite)
 	tcase_add_test(tc, report_round_time_wraps);
 	tcase_add_test(tc, report_errors_name_offset);
 	tcase_add_test(tc, report_undefined_ids_malformed);
+	tcase_add_test(tc, report_pipe_survives_first_interrupt);
 	tcase_add_test(tc, report_zero_trace_id_is_no_trace);
 	tcase_add_test(tc, report_attr_filter_every_context);
 	tcase_add_test(tc, report_service_name);

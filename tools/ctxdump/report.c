@@ -25,10 +25,12 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -1200,6 +1202,9 @@ struct rpt_ctl {
 	size_t max_spans;
 	unsigned top;
 	unsigned max_traces;
+	/* reading a pipe: let the first SIGINT and SIGQUIT pass while the
+	 * recording is read (hold_signals()) */
+	bool hold_signals;
 };
 
 static bool
@@ -3424,15 +3429,58 @@ parse_args(struct rpt_ctl *ctl, int argc, char **argv)
 	ctl->file = cli_operand(argc, argv, "recording file");
 }
 
+static void
+on_held_signal(int sig)
+{
+	(void)sig;
+}
+
+/* `ctxdump record -o - PID | ctxdump report -` ends with Ctrl-C (or
+ * Ctrl-\), which the terminal sends to the whole pipeline: the recorder
+ * then ends the recording and writes its end, which the report must
+ * still read and report (old: killed by the same Ctrl-C, it printed
+ * nothing).  So while a pipe or socket is read, the first SIGINT and
+ * SIGQUIT do nothing (SA_RESETHAND: a second one ends the report, as it
+ * ends the recorder, which then gives up); one ignored from the start
+ * (in a background job) stays ignored.  hold false: their actions as
+ * they were. */
+static void
+hold_signals(bool hold, struct sigaction old[2])
+{
+	static const int sigs[2] = {SIGINT, SIGQUIT};
+	struct sigaction sa;
+	int i;
+
+	for (i = 0; i < 2; i++) {
+		if (!hold) {
+			(void)sigaction(sigs[i], &old[i], NULL);
+			continue;
+		}
+		memset(&old[i], 0, sizeof(old[i])); /* SIG_DFL */
+		memset(&sa, 0, sizeof(sa));
+		sa.sa_handler = on_held_signal;
+		sa.sa_flags = SA_RESTART | SA_RESETHAND;
+		sigemptyset(&sa.sa_mask);
+		if (sigaction(sigs[i], NULL, &old[i]) == 0 &&
+		    old[i].sa_handler != SIG_IGN)
+			(void)sigaction(sigs[i], &sa, NULL);
+	}
+}
+
 /* The report of the recording in f, on standard output. */
 static int
 report_run(const struct rpt_ctl *ctl, FILE *f)
 {
+	struct sigaction old[2];
 	struct prof p;
 	int r, status;
 
 	init_prof(&p);
+	if (ctl->hold_signals)
+		hold_signals(true, old);
 	r = load(&p, f, ctl->file);
+	if (ctl->hold_signals)
+		hold_signals(false, old);
 	if (r < 0) {
 		free_prof(&p);
 		return CLI_EXIT_FATAL;
@@ -3492,6 +3540,7 @@ report_main(int argc, char **argv)
 {
 	static char outbuf[1u << 16];
 	struct rpt_ctl ctl = {0};
+	struct stat st;
 	FILE *f;
 	int status;
 
@@ -3504,6 +3553,9 @@ report_main(int argc, char **argv)
 		cli_warn("cannot open %s: %s", ctl.file, strerror(errno));
 		return CLI_EXIT_FATAL;
 	}
+	if (fstat(fileno(f), &st) == 0 &&
+	    (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode)))
+		ctl.hold_signals = true;
 	status = report_run(&ctl, f);
 	if (f != stdin)
 		fclose(f);
