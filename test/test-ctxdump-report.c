@@ -1289,6 +1289,38 @@ START_TEST(report_reader_limits)
 }
 END_TEST
 
+/* A thread's name (THREAD record) is cut as a string record is: every
+ * span of the thread has it (thread.name), and a file of one 1 MB name
+ * and 20000 samples of 10 bytes in two alternating contexts made 20 GB
+ * of --spans --context-spans --min-samples 1 (old). */
+START_TEST(report_thread_name_cut)
+{
+	const char *args[] = {"--spans", "--min-samples", "1", NULL, NULL};
+	static char name[1000];
+	struct rec *r = rec_new("srv");
+	char file[64], *o, *p;
+	size_t run = 0, longest = 0;
+
+	memset(name, 'T', sizeof(name));
+	pay_u(r, 7);
+	pay_bytes(r, name, sizeof(name));
+	rec_end(r, 5);
+	rec_work_samples(r);
+	rec_save(r, file, sizeof(file), "thread-name");
+	args[3] = file;
+	o = report_stdout(args, 0, "report --spans");
+	for (p = o; *p; p++) {
+		run = *p == 'T' ? run + 1 : 0;
+		if (run > longest)
+			longest = run;
+	}
+	/* 253 bytes and "...": 256, as a string record's */
+	ck_assert_msg(longest == 253 && strstr(o, "TTT...\""), "longest %zu", longest);
+	free(o);
+	unlink(file);
+}
+END_TEST
+
 /* A LAYOUT record of otel_thread_ctx_v1. */
 static void
 rec_layout(struct rec *r, const char *module, size_t n, const char *model)
@@ -2386,6 +2418,7 @@ TEST_SUITE(ctxdump_report_suite)
 	tcase_add_test(tc, report_errors_name_offset);
 	tcase_add_test(tc, report_undefined_ids_malformed);
 	tcase_add_test(tc, report_pipe_survives_first_interrupt);
+	tcase_add_test(tc, report_thread_name_cut);
 	tcase_add_test(tc, report_zero_trace_id_is_no_trace);
 	tcase_add_test(tc, report_attr_filter_every_context);
 	tcase_add_test(tc, report_service_name);

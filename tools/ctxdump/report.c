@@ -639,7 +639,10 @@ load_record(
 
 		if (!pfile_r_bytes(&r, &bp, &bl))
 			break;
-		name = dup_bytes(bp, bl);
+		/* cut as a string record: every span of the thread names it
+		 * (thread.name), and a name of 16 MiB must not come out once
+		 * per sample (a recorder writes /proc's comm, 15 bytes) */
+		name = dup_cut(bp, bl);
 		if (!name)
 			return false;
 		t = thread_find(p, (uint32_t)p->images.n - 1, tid);
