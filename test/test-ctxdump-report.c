@@ -1979,14 +1979,17 @@ END_TEST
  * record that names one not defined yet is damaged (one flipped bit of a
  * varint makes a string id of 2745), and is counted as malformed, the id
  * taken as none.  Old: taken as none in silence, exit 0, and a frame of
- * an undefined symbol named after its module. */
+ * an undefined symbol named after its module.  So is a sample before the
+ * first round, which has no round to belong to (old: skipped in
+ * silence). */
 START_TEST(report_undefined_ids_malformed)
 {
 	static const uint32_t st1[] = {1}, st2[] = {2}, st9[] = {9};
 	static const uint32_t kv_bad[] = {1, 99};
-	const char *args[] = {"--folded", NULL, NULL};
+	const char *args[] = {"--folded", NULL, NULL}, *summary[] = {NULL, NULL};
 	struct rec *r = rec_new("srv");
-	char file[64], *o;
+	char file[64], *o, *err;
+	int st;
 
 	rec_string(r, 1, "work", 4);
 	rec_frame(r, 1, 1);
@@ -2003,6 +2006,7 @@ START_TEST(report_undefined_ids_malformed)
 	rec_stack(r, 3, st9, 1); /* frame 9: not defined */
 	rec_ctx(r, 1, 0x4b, 0x00f067aa0ba902b7ull, NULL, 0);
 	rec_ctx(r, 2, 0x5c, 0x00f067aa0ba902b7ull, kv_bad, 1);
+	rec_sample(r, 7, 1, 1); /* before any round: malformed, skipped */
 	rec_round(r, 0);
 	rec_sample(r, 7, 1, 1);
 	rec_sample(r, 8, 2, 0);
@@ -2011,7 +2015,12 @@ START_TEST(report_undefined_ids_malformed)
 	rec_sample(r, 11, 4, 0); /* stack 4: not defined */
 	rec_sample(r, 12, 1, 3); /* context 3: not defined */
 	rec_save(r, file, sizeof(file), "undefined");
-	args[1] = file;
+	args[1] = summary[0] = file;
+	/* frame 2, stack 3, context 2 and three samples */
+	st = run_report(summary, -1, NULL, 0, 0, &err);
+	ck_assert_msg(st == 1 && strstr(err, ": 6 malformed records (the first at "),
+		      "exit %d: %s", st, err);
+	free(err);
 	o = report_stdout(args, 1, "report --folded");
 	ck_assert_str_eq(o, "unknown_service:srv;[no trace];0x2000 1\n"
 			    "unknown_service:srv;[no trace];[no stack] 2\n"

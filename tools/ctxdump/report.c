@@ -816,8 +816,12 @@ load_record(
 		uint32_t nc, k;
 		bool bad_ref = false;
 
-		if (!p->rounds.n)
+		/* a sample belongs to the round before it: without one, it
+		 * is malformed (skipped) */
+		if (!p->rounds.n) {
+			r.bad = true;
 			break;
+		}
 		s.round = (uint32_t)p->rounds.n - 1;
 		s.image = (uint32_t)p->images.n - 1;
 		s.tid = pfile_r_u32(&r);
