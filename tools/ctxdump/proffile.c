@@ -207,6 +207,10 @@ pfile_r_bytes(struct pfile_r *r, const uint8_t **p, size_t *n)
 	return true;
 }
 
+/* pfile_next(): the first size of its buffer, and how much it is read
+ * ahead of what came. */
+#define PFILE_READ_STEP (64u << 10)
+
 /* Why fewer bytes came than asked for: the end of the file (a short
  * file, -EBADMSG) or a failed read (its errno), which must not pass for
  * the end: `report /tmp` is "Is a directory", and an I/O error in the
@@ -266,16 +270,30 @@ pfile_next(FILE *f, unsigned *type, uint8_t **buf, size_t *cap, size_t *len)
 	v = (uint32_t)get_le(pre, 4);
 	*type = v & 0xff;
 	n = v >> 8;
-	if (n + 1 > *cap) {
-		uint8_t *nb = realloc(*buf, n + 1);
+	/* The buffer grows with what was read, not with what the length
+	 * says: a damaged length (up to 16 MiB) at the end of a file costs
+	 * what the file holds, and a report under a memory limit reads
+	 * what is whole before it. */
+	got = 0;
+	do {
+		size_t step;
 
-		if (!nb)
-			return -ENOMEM;
-		*buf = nb;
-		*cap = n + 1;
-	}
-	if (fread(*buf, 1, n, f) != n)
-		return read_error(f);
+		if (*cap < n + 1 && got + 1 >= *cap) {
+			size_t nc = *cap < PFILE_READ_STEP ? PFILE_READ_STEP : *cap * 2;
+			uint8_t *nb;
+
+			nc = nc < n + 1 ? nc : n + 1;
+			nb = realloc(*buf, nc);
+			if (!nb)
+				return -ENOMEM;
+			*buf = nb;
+			*cap = nc;
+		}
+		step = *cap - 1 - got < n - got ? *cap - 1 - got : n - got;
+		if (step && fread(*buf + got, 1, step, f) != step)
+			return read_error(f);
+		got += step;
+	} while (got < n); /* once at least: a buffer for an empty record */
 	*len = n;
 	return 1;
 }
