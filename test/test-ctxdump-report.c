@@ -1321,6 +1321,28 @@ START_TEST(report_thread_name_cut)
 }
 END_TEST
 
+/* The summary's trace line says which thread by its name too, as the
+ * spans' thread.name does, escaped (old: its id only). */
+START_TEST(report_summary_thread_name)
+{
+	const char *args[] = {NULL, NULL};
+	struct rec *r = rec_new("srv");
+	char file[64], *o;
+
+	rec_thread(r, 7, "wkr\x1b-1");
+	rec_work_samples(r);
+	rec_save(r, file, sizeof(file), "summary-thread");
+	args[0] = file;
+	o = report_stdout(args, 0, "report");
+	ck_assert_msg(strstr(o, "\ntrace " TRACE_HEX
+				"  [unknown request]  0.020 s  3 samples  thread 7 "
+				"(wkr\\x1b-1)\n"),
+		      "%s", o);
+	free(o);
+	unlink(file);
+}
+END_TEST
+
 /* A LAYOUT record of otel_thread_ctx_v1. */
 static void
 rec_layout(struct rec *r, const char *module, size_t n, const char *model)
@@ -2435,6 +2457,7 @@ TEST_SUITE(ctxdump_report_suite)
 	tcase_add_test(tc, report_undefined_ids_malformed);
 	tcase_add_test(tc, report_pipe_survives_first_interrupt);
 	tcase_add_test(tc, report_thread_name_cut);
+	tcase_add_test(tc, report_summary_thread_name);
 	tcase_add_test(tc, report_zero_trace_id_is_no_trace);
 	tcase_add_test(tc, report_attr_filter_every_context);
 	tcase_add_test(tc, report_service_name);

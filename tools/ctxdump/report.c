@@ -2905,7 +2905,7 @@ struct group {
 	uint32_t *idx;
 	size_t n, cap;
 	uint64_t first_t, last_t;
-	uint32_t tid; /* trace: first thread */
+	uint32_t tid, image; /* trace: first thread, of this program image */
 	unsigned n_threads;
 	size_t n_traces; /* request: the distinct traces of its samples */
 };
@@ -3173,6 +3173,7 @@ report_summary(const struct prof *p, const struct rpt_ctl *ctl)
 			if (!g->label)
 				goto oom;
 			g->tid = s->tid;
+			g->image = s->image;
 			g->n_threads = 1;
 		} else if (g->tid != s->tid) {
 			g->n_threads = 2; /* "several" */
@@ -3201,12 +3202,21 @@ report_summary(const struct prof *p, const struct rpt_ctl *ctl)
 		     "sample):");
 	for (i = 0; i < nt && (!ctl->max_traces || i < ctl->max_traces); i++) {
 		const struct group *g = &traces[i];
+		const char *tn;
 
 		printf("trace %s  ", g->key);
 		put_text(g->label);
-		printf("  %.3f s  %zu sample%s  thread %u%s\n",
+		printf("  %.3f s  %zu sample%s  thread %u",
 		       (double)(g->last_t - g->first_t) / 1e9, g->n, CLI_PL(g->n),
-		       g->tid, g->n_threads > 1 ? " and others" : "");
+		       g->tid);
+		/* which thread that is, as the spans' thread.name has it */
+		tn = thread_name(p, g->image, g->tid);
+		if (*tn) {
+			fputs(" (", stdout);
+			put_text(tn);
+			putchar(')');
+		}
+		puts(g->n_threads > 1 ? " and others" : "");
 		print_top(p, g->idx, g->n, ctl->top, "  ", fc, touched);
 	}
 	if (ctl->max_traces && nt > ctl->max_traces)
