@@ -17,9 +17,11 @@
 #include "test-prof.h"
 
 #include <dirent.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -1064,6 +1066,76 @@ START_TEST(stacks_through_more_modules_than_descriptors)
 }
 END_TEST
 
+/* The target deletes one of its libraries and puts a FIFO at its path,
+ * which ctxdump opens (the path in maps, " (deleted)" cut off) where it
+ * cannot open /proc/PID/map_files: an open() of a FIFO for reading waits
+ * for a writer, and ctxdump waited for ever (old).  The FIFO is not the
+ * mapped file: left out, and the symbol found in the shim. */
+START_TEST(library_path_made_a_fifo)
+{
+	char dir[] = "/tmp/ctxdump-hostile-XXXXXX", *out, *err, pid[16], path[64];
+	const char *args[] = {"-j", pid, NULL};
+	struct target t;
+	int st;
+
+	many_objects_start(&t, dir, "3", NULL, NULL);
+	snprintf(pid, sizeof(pid), "%d", (int)t.pid);
+	snprintf(path, sizeof(path), "%s/libmany-1.so", dir);
+	ck_assert_int_eq(unlink(path), 0);
+	ck_assert_int_eq(mkfifo(path, 0600), 0);
+	st = test_run_ctxdump_no_map_files(&out, &err, args, RUN_TIMEOUT_MS);
+	ck_assert_msg(st == 0, "exit %d: %s", st, err);
+	expect_in(out, "\"name\": \"otel_thread_ctx_v1\"");
+	free(out);
+	free(err);
+	target_finish(&t);
+	ck_assert_int_eq(rmdir(dir), 0);
+}
+END_TEST
+
+/* The same for the unwinder, whose modules are no deleted files: in a
+ * mount namespace of its own (as in a container) the target mounts a
+ * FIFO over one of its libraries, a thread blocked in it; maps still
+ * names the library, and /proc/PID/root leads to the FIFO.  ctxdump
+ * opened it, the target's threads stopped, and waited for ever (old).
+ * Root only (the mount). */
+START_TEST(module_path_mounted_over_by_fifo)
+{
+	char dir[] = "/tmp/ctxdump-hostile-XXXXXX", *out, *err, pid[16], path[64];
+	char fifo[80];
+	const char *args[] = {"--stacks", "-j", pid, NULL};
+	struct target t;
+	int st;
+
+	if (geteuid() != 0) {
+		fprintf(stderr,
+			"module_path_mounted_over_by_fifo: not root, not run\n");
+		return;
+	}
+	/* this test's process and its children only: gone with them */
+	ck_assert_int_eq(unshare(CLONE_NEWNS), 0);
+	ck_assert_int_eq(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL), 0);
+	many_objects_start(&t, dir, "2", "late_a", NULL);
+	snprintf(pid, sizeof(pid), "%d", (int)t.pid);
+	snprintf(path, sizeof(path), "%s/libmany-1.so", dir);
+	snprintf(fifo, sizeof(fifo), "%s/fifo", dir);
+	ck_assert_int_eq(mkfifo(fifo, 0600), 0);
+	ck_assert_int_eq(mount(fifo, path, NULL, MS_BIND, NULL), 0);
+	st = test_run_ctxdump_no_map_files(&out, &err, args, RUN_TIMEOUT_MS);
+	ck_assert_msg(st == 0, "exit %d: %s", st, err);
+	expect_in(out, "\"name\": \"otel_thread_ctx_v1\"");
+	/* the other copy's thread, unwound as ever */
+	expect_in(out, "\"symbol\": \"late_a\"");
+	free(out);
+	free(err);
+	assert_running(t.pid);
+	ck_assert_int_eq(umount(path), 0);
+	ck_assert_int_eq(unlink(fifo), 0);
+	target_finish(&t);
+	ck_assert_int_eq(rmdir(dir), 0);
+}
+END_TEST
+
 /* 40 copies each 32 MiB longer than the library (a hole after its last
  * section, which no mapping covers) under ulimit -n 16: those past the
  * descriptors ctxdump keeps open were read whole (libelf's ELF_C_FDREAD),
@@ -1358,6 +1430,8 @@ TEST_SUITE(ctxdump_hostile_suite)
 	tcase_add_test(tc, more_objects_than_descriptors);
 	tcase_add_test(tc, stacks_through_more_modules_than_descriptors);
 	tcase_add_test(tc, large_objects_beyond_descriptors);
+	tcase_add_test(tc, library_path_made_a_fifo);
+	tcase_add_test(tc, module_path_mounted_over_by_fifo);
 	tcase_add_test(tc, library_truncated_while_dumped);
 	tcase_add_test(tc, library_truncated_while_recorded);
 	suite_add_tcase(s, tc);

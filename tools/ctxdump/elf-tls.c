@@ -259,24 +259,24 @@ obj_open(pid_t pid, const struct etls_obj *ob)
 
 	snprintf(path, sizeof(path), "/proc/%d/map_files/%llx-%llx", (int)pid,
 		 (unsigned long long)ob->start, (unsigned long long)ob->end);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	fd = remote_open_regular(path, &st);
 	if (fd >= 0)
 		return fd;
 	if (ob->exe_only)
 		snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
 	else
 		snprintf(path, sizeof(path), "/proc/%d/root%s", (int)pid, ob->path);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* a regular file only: the target can put a FIFO at the path */
+	fd = remote_open_regular(path, &st);
 	if (fd < 0)
 		return -errno;
 	/* Only the inode: overlayfs reports a different st_dev than maps.
 	 * An exe_only object's device too: it was the executable's when it
 	 * was listed, and an exec since (a file on another device with the
 	 * same inode number) would be parsed as it. */
-	if (fstat(fd, &st) < 0 || (uint64_t)st.st_ino != ob->inode ||
-	    (ob->exe_only &&
-	     (!S_ISREG(st.st_mode) || major(st.st_dev) != ob->dev_major ||
-	      minor(st.st_dev) != ob->dev_minor))) {
+	if ((uint64_t)st.st_ino != ob->inode ||
+	    (ob->exe_only && (major(st.st_dev) != ob->dev_major ||
+			      minor(st.st_dev) != ob->dev_minor))) {
 		close(fd);
 		return -ESTALE;
 	}

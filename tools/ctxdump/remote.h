@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 /* Copy up to len bytes from addr in process pid.  The remote range is split
@@ -55,6 +56,15 @@ int remote_regs_blocked(const struct user_regs_struct *regs);
  * of its registers: one PTRACE_GETREGS on x86_64 (elsewhere *blocked is
  * -1).  Returns 0 or a negative errno. */
 int remote_thread_stop_regs(pid_t tid, uint64_t *tp, int *blocked);
+
+/* open(path, O_RDONLY | O_CLOEXEC) of a file the target names (a mapped
+ * object's path, maps' map_files): only if it is a regular file, as every
+ * mapped ELF object is, and without opening anything else first.  The
+ * target can put a FIFO (whose open() for reading waits for a writer: for
+ * ever, with its threads stopped) or a device (whose driver's open() acts)
+ * at the path.  Fills *st; returns the descriptor, or -1 with errno
+ * (ESTALE: not a regular file, so not the mapped one). */
+int remote_open_regular(const char *path, struct stat *st);
 
 /* Read a whole (small) file, at most max bytes, into a malloc'd buffer with
  * a NUL after the data.  Returns 0 or a negative errno. */

@@ -874,8 +874,8 @@ uw_open_module_file(struct uw_proc *p, struct uw_module *m)
 	 * (needs CAP_SYS_ADMIN or CAP_CHECKPOINT_RESTORE). */
 	snprintf(fn, sizeof(fn), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, (int)p->pid,
 		 m->map_start, m->map_end);
-	fd = open(fn, O_RDONLY | O_CLOEXEC);
-	if (fd >= 0 && (fstat(fd, &st) < 0 || (uint64_t)st.st_ino != m->inode)) {
+	fd = remote_open_regular(fn, &st);
+	if (fd >= 0 && (uint64_t)st.st_ino != m->inode) {
 		/* another file mapped there since the module list was read
 		 * (stack_unwind_sync()): the path may still lead to this one */
 		close(fd);
@@ -883,18 +883,19 @@ uw_open_module_file(struct uw_proc *p, struct uw_module *m)
 		stale = true;
 	}
 	/* Through the target's root, so paths inside a container resolve;
-	 * the inode check below rejects a replaced file. */
+	 * the inode check below rejects a replaced file, and a FIFO or a
+	 * device is not opened at all (while the threads are stopped). */
 	if (fd < 0 && !deleted) {
 		snprintf(fn, sizeof(fn), "/proc/%d/root%s", (int)p->pid, m->path);
-		fd = open(fn, O_RDONLY | O_CLOEXEC);
+		fd = remote_open_regular(fn, &st);
 	}
 	/* A deleted file may be the executable, which /proc/PID/exe opens:
 	 * a program run from a memfd (fexecve()) maps no other file.  Only
 	 * if it is the mapped one (device and inode). */
 	if (fd < 0 && deleted && !stale) {
 		snprintf(fn, sizeof(fn), "/proc/%d/exe", (int)p->pid);
-		fd = open(fn, O_RDONLY | O_CLOEXEC);
-		if (fd >= 0 && (fstat(fd, &st) < 0 || (uint64_t)st.st_ino != m->inode ||
+		fd = remote_open_regular(fn, &st);
+		if (fd >= 0 && ((uint64_t)st.st_ino != m->inode ||
 				major(st.st_dev) != m->dev_major ||
 				minor(st.st_dev) != m->dev_minor)) {
 			close(fd);
