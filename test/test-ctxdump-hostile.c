@@ -988,6 +988,22 @@ nofile_argv(char **argv, int nofile, const char *const *args)
 		argv[3 + i] = dump[i];
 }
 
+/* The same with the descriptors this process leaves open above 2 (the
+ * capture pipes) closed first: RLIMIT_NOFILE at nofile is then what
+ * ctxdump has, as when it is run from a shell. */
+static void
+nofile_own_argv(char **argv, int nofile, const char *const *args)
+{
+	static char script[128];
+
+	nofile_argv(argv, nofile, args);
+	snprintf(script, sizeof(script),
+		 "exec 3>&- 4>&- 5>&- 6>&- 7>&- 8>&- 9>&- && ulimit -n %d && "
+		 "exec \"$0\" \"$@\"",
+		 nofile);
+	argv[2] = script;
+}
+
 /* many-objects with n copies of liblate-a.so in dir (made here): with
  * fn, a thread blocked in each copy's; each copy pad_mb MiB longer. */
 static void
@@ -1059,6 +1075,35 @@ START_TEST(stacks_through_more_modules_than_descriptors)
 	/* and each one's frames on to the thread's start */
 	ck_assert_uint_eq(count_in(out, "\"symbol\": \"blocked_main\""), 40);
 	ck_assert_uint_eq(count_in(out, "\"symbol\": \"start_thread\""), 40);
+	free(out);
+	free(err);
+	target_finish(&t);
+	ck_assert_int_eq(rmdir(dir), 0);
+}
+END_TEST
+
+/* 40 copies 32 MiB longer, a thread blocked in each, unwound under
+ * ulimit -n 9: the copies past the descriptor budget and the 32 MiB read
+ * whole are opened again when asked for, and the last one opened stayed
+ * open after the symbol was found, through the stop, which then had no
+ * descriptor left to list the threads ("cannot stop process: Too many
+ * open files", old; reading them whole left it one). */
+START_TEST(stacks_beyond_descriptors_at_lowest_limit)
+{
+	char dir[] = "/tmp/ctxdump-hostile-XXXXXX", *out, *err, pid[16];
+	const char *args[] = {"--stacks", "-j", pid, NULL};
+	char *argv[12];
+	struct target t;
+	int st;
+
+	many_objects_start(&t, dir, "40", "late_a", "32");
+	snprintf(pid, sizeof(pid), "%d", (int)t.pid);
+	nofile_own_argv(argv, 9, args);
+	st = test_run_capture(argv, NULL, false, &out, &err, RUN_TIMEOUT_MS);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status 0x%x: %s", st,
+		      err);
+	expect_in(out, "\"name\": \"otel_thread_ctx_v1\"");
+	ck_assert_uint_eq(count_in(out, "\"symbol\": \"late_a\""), 40);
 	free(out);
 	free(err);
 	target_finish(&t);
@@ -1430,6 +1475,7 @@ TEST_SUITE(ctxdump_hostile_suite)
 	tcase_add_test(tc, more_objects_than_descriptors);
 	tcase_add_test(tc, stacks_through_more_modules_than_descriptors);
 	tcase_add_test(tc, large_objects_beyond_descriptors);
+	tcase_add_test(tc, stacks_beyond_descriptors_at_lowest_limit);
 	tcase_add_test(tc, library_path_made_a_fifo);
 	tcase_add_test(tc, module_path_mounted_over_by_fifo);
 	tcase_add_test(tc, library_truncated_while_dumped);

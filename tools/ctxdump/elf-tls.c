@@ -419,6 +419,19 @@ fds_shed(struct etls_proc *p)
 	return shed;
 }
 
+/* At the end of a lookup: the object open beyond the budget, if one is,
+ * is closed now rather than when the next lookup opens another.  Kept
+ * open, it took the descriptor that stopping the threads needs next under
+ * a low RLIMIT_NOFILE (ulimit -n 9). */
+static void
+transient_close(struct etls_proc *p)
+{
+	if (p->transient) {
+		elf_close(&p->transient->x);
+		p->transient = NULL;
+	}
+}
+
 /* The parsed ELF object of ob, opened on first use; NULL if it cannot be
  * opened or is no 64-bit ELF object.  Its sections only until the next
  * call for another object, which may close it (p->transient). */
@@ -441,10 +454,7 @@ obj_elf(struct etls_proc *p, struct etls_obj *ob)
 	 * time, and parsed again (their headers, the sections a lookup
 	 * needs).  Reading every one whole made ctxdump's memory grow by the
 	 * size of their files: 2.3 GB for 300 libraries of 50 MB. */
-	if (p->transient) {
-		elf_close(&p->transient->x);
-		p->transient = NULL;
-	}
+	transient_close(p);
 	ob->tried = true;
 	ob->ok = false;
 	do
@@ -1127,8 +1137,8 @@ glibc_field(struct etls_proc *p, const char *name, bool array, uint32_t *off)
 	return glibc_field_bits(p, name, 64, array, off);
 }
 
-int
-etls_glibc_tid_off(struct etls_proc *p, int64_t *tp_off)
+static int
+glibc_tid_off(struct etls_proc *p, int64_t *tp_off)
 {
 	uint32_t off;
 
@@ -1157,6 +1167,15 @@ etls_glibc_tid_off(struct etls_proc *p, int64_t *tp_off)
 	(void)off;
 	return -ENOENT;
 #endif
+}
+
+int
+etls_glibc_tid_off(struct etls_proc *p, int64_t *tp_off)
+{
+	int r = glibc_tid_off(p, tp_off);
+
+	transient_close(p);
+	return r;
 }
 
 /* What the generation check of a general-dynamic access needs (struct
@@ -1343,8 +1362,8 @@ find_misdef_beside(struct etls_proc *p,
 	}
 }
 
-int
-etls_proc_find(struct etls_proc *p, const char *name, struct etls_symbol *sym)
+static int
+proc_find(struct etls_proc *p, const char *name, struct etls_symbol *sym)
 {
 	/* Load order of the objects, read once a second definition shows
 	 * up: the loader binds the symbol to the first one in it. */
@@ -1498,6 +1517,15 @@ etls_proc_find(struct etls_proc *p, const char *name, struct etls_symbol *sym)
 		best.has_glibc_db = find_glibc_db(p, &best.glibc_db);
 	*sym = best;
 	return 0;
+}
+
+int
+etls_proc_find(struct etls_proc *p, const char *name, struct etls_symbol *sym)
+{
+	int r = proc_find(p, name, sym);
+
+	transient_close(p);
+	return r;
 }
 
 /* tpoff + adjust, modular: both come from target memory. */
