@@ -17,6 +17,7 @@
 #include "test-prof.h"
 
 #include <dirent.h>
+#include <elf.h>
 #include <sched.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -1111,6 +1112,102 @@ START_TEST(stacks_beyond_descriptors_at_lowest_limit)
 }
 END_TEST
 
+/* A copy of liblate-a.so at to whose .dynsym and .symtab section headers
+ * say each is size bytes at the end of the file, past its bytes now:
+ * many-objects' padding (a hole) makes them part of the file.  The loader
+ * never looks at section headers. */
+static void
+write_huge_dynsym_copy(const char *to, uint64_t size)
+{
+	static char buf[1 << 20];
+	Elf64_Ehdr *eh = (Elf64_Ehdr *)buf;
+	int in = open(test_helper_path("liblate-a.so"), O_RDONLY | O_CLOEXEC), out;
+	ssize_t n;
+	bool found = false;
+
+	ck_assert_int_ge(in, 0);
+	n = read(in, buf, sizeof(buf));
+	close(in);
+	ck_assert_int_gt(n, (ssize_t)sizeof(*eh));
+	ck_assert_uint_le(eh->e_shoff + (uint64_t)eh->e_shnum * sizeof(Elf64_Shdr),
+			  (uint64_t)n);
+	for (unsigned i = 0; i < eh->e_shnum; i++) {
+		Elf64_Shdr *sh = (Elf64_Shdr *)(buf + eh->e_shoff) + i;
+
+		if (sh->sh_type != SHT_DYNSYM && sh->sh_type != SHT_SYMTAB)
+			continue;
+		sh->sh_offset = ((uint64_t)n + 4095) & ~(uint64_t)4095;
+		sh->sh_size = size;
+		found = true;
+	}
+	ck_assert(found);
+	out = open(to, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0755);
+	ck_assert_int_ge(out, 0);
+	ck_assert_int_eq(write(out, buf, (size_t)n), n);
+	close(out);
+}
+
+/* A library whose .dynsym and .symtab are 768 MiB of a hole each (24-byte
+ * symbols, all zeros): ctxdump asked libelf for the section, which read
+ * all of it into memory, and kept it for the next lookup (old: 790 MB of
+ * RSS; a larger one may exhaust memory, and each object of hundreds may
+ * have one); with a thread blocked in it (_i 1, --stacks), the unwinder
+ * read its .symtab the same way (old: 1.5 GB).  Such sections are not
+ * read. */
+START_TEST(huge_section_in_a_hole)
+{
+	char dir[] = "/tmp/ctxdump-hostile-XXXXXX", lib[64], *out, *err, pid[16];
+	const char *args[] = {"-j", pid, NULL},
+		   *sargs[] = {"--stacks", "-j", pid, NULL};
+	char *targv[] = {(char *)test_helper_path("many-objects"),
+			 dir,
+			 lib,
+			 "1",
+			 _i ? "late_a" : "-",
+			 "1024",
+			 NULL};
+	char *dump[8];
+	struct rusage ru;
+	struct target t;
+	pid_t child;
+	int st;
+
+	ck_assert_ptr_nonnull(test_mkdtemp(dir));
+	snprintf(lib, sizeof(lib), "%s/huge-dynsym.so", dir);
+	write_huge_dynsym_copy(lib, (uint64_t)24 << 25);
+	target_start_as(&t, targv, true);
+	snprintf(pid, sizeof(pid), "%d", (int)t.pid);
+	test_ctxdump_argv(dump, 8, _i ? sargs : args);
+	st = test_run_capture(dump, NULL, false, &out, &err, RUN_TIMEOUT_MS);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status 0x%x: %s", st,
+		      err);
+	expect_in(out, "\"name\": \"otel_thread_ctx_v1\"");
+	if (_i) /* unwound through it, though unnamed */
+		expect_in(out, "huge-dynsym.so");
+	free(out);
+	free(err);
+	/* again, as a child of our own, whose resource usage wait4() gives */
+	child = fork();
+	ck_assert_int_ge(child, 0);
+	if (child == 0) {
+		int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+
+		if (null < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 ||
+		    dup2(null, 2) < 0)
+			_exit(126);
+		execv(dump[0], dump);
+		_exit(127);
+	}
+	while (wait4(child, &st, 0, &ru) < 0)
+		ck_assert_int_eq(errno, EINTR);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status 0x%x", st);
+	ck_assert_msg(ru.ru_maxrss < 256 * 1024, "ctxdump held %ld KiB", ru.ru_maxrss);
+	target_finish(&t);
+	ck_assert_int_eq(unlink(lib), 0);
+	ck_assert_int_eq(rmdir(dir), 0);
+}
+END_TEST
+
 /* The target deletes one of its libraries and puts a FIFO at its path,
  * which ctxdump opens (the path in maps, " (deleted)" cut off) where it
  * cannot open /proc/PID/map_files: an open() of a FIFO for reading waits
@@ -1476,6 +1573,7 @@ TEST_SUITE(ctxdump_hostile_suite)
 	tcase_add_test(tc, stacks_through_more_modules_than_descriptors);
 	tcase_add_test(tc, large_objects_beyond_descriptors);
 	tcase_add_test(tc, stacks_beyond_descriptors_at_lowest_limit);
+	tcase_add_loop_test(tc, huge_section_in_a_hole, 0, 2);
 	tcase_add_test(tc, library_path_made_a_fifo);
 	tcase_add_test(tc, module_path_mounted_over_by_fifo);
 	tcase_add_test(tc, library_truncated_while_dumped);

@@ -29,6 +29,10 @@
 /* bytes of files one etls_proc reads whole, beyond the descriptor budget
  * (obj_elf()) */
 #define ETLS_WHOLE_MAX (32u << 20)
+/* the largest section read (symbols, their names, relocations): libelf
+ * reads what the section header says, and a file may have a hole there
+ * of any size (lookup_in()) */
+#define ETLS_SECTION_MAX (64u << 20)
 
 /* Relocation types, numbered per psABI (elf.h spells the aarch64 names
  * differently across versions). */
@@ -530,14 +534,22 @@ lookup_in(struct etls_elf *x,
 	const char *strs;
 	Elf_Data *d, *sd;
 	Elf_Scn *strscn;
+	GElf_Shdr ssh;
 	size_t n, i, wl = strlen(want) + 1, strsz, local = 0;
 	unsigned n_local = 0;
 
-	if (!scn || sh->sh_entsize != sizeof(Elf64_Sym))
+	/* Not read beyond ETLS_SECTION_MAX: libelf would read all of a
+	 * section of gigabytes that a hole in the file makes (768 MiB of
+	 * .dynsym cost 790 MB of memory), and keeps it.  No real .dynsym
+	 * comes near it (libc's: 70 KiB). */
+	if (!scn || sh->sh_entsize != sizeof(Elf64_Sym) ||
+	    sh->sh_size > ETLS_SECTION_MAX)
+		return false;
+	strscn = elf_getscn(x->e, sh->sh_link);
+	if (!strscn || !gelf_getshdr(strscn, &ssh) || ssh.sh_size > ETLS_SECTION_MAX)
 		return false;
 	d = elf_getdata(scn, NULL);
-	strscn = elf_getscn(x->e, sh->sh_link);
-	sd = strscn ? elf_getdata(strscn, NULL) : NULL;
+	sd = elf_getdata(strscn, NULL);
 	if (!d || !d->d_buf || d->d_type != ELF_T_SYM || !sd || !sd->d_buf)
 		return false;
 	syms = d->d_buf;
@@ -625,7 +637,7 @@ next_dyn_rela(struct etls_elf *x, struct rela_iter *it, GElf_Rela *rel)
 		if (!it->scn)
 			return false;
 		if (!gelf_getshdr(it->scn, &sh) || sh.sh_type != SHT_RELA ||
-		    sh.sh_link != x->dynsym_ndx)
+		    sh.sh_link != x->dynsym_ndx || sh.sh_size > ETLS_SECTION_MAX)
 			continue;
 		it->d = elf_getdata(it->scn, NULL);
 		if (!it->d)

@@ -122,6 +122,9 @@ stack_unwind_unavailable(void)
 #define UW_PAGE 4096u
 /* bytes of a module's file read at once (uw_image_read()) */
 #define UW_BLOCK (64u << 10)
+/* the largest symbol table and string table read (uw_load_syms_from()):
+ * a bound against holes in hostile files, well above real tables */
+#define UW_SYMTAB_MAX (256u << 20)
 /* Read size for /proc/PID/maps, which the kernel hands out up to a page
  * per read(): fewer system calls than with stdio's default of 1 KiB */
 #define UW_MAPS_BUF (64u << 10)
@@ -1661,10 +1664,19 @@ uw_sym_cmp(const void *a, const void *b)
 static void
 uw_load_syms_from(struct uw_module *m, Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh)
 {
-	Elf_Data *data = elf_getdata(scn, NULL);
+	Elf_Scn *strscn = elf_getscn(elf, sh->sh_link);
+	GElf_Shdr strsh;
+	Elf_Data *data;
 	size_t i, n, k = 0;
 
-	if (!data || sh->sh_entsize != sizeof(Elf64_Sym))
+	/* libelf reads all of what a section header says, and a hole in
+	 * the file makes any size: 768 MiB of .symtab cost 2.6 GB (the
+	 * table, and ours) */
+	if (sh->sh_entsize != sizeof(Elf64_Sym) || sh->sh_size > UW_SYMTAB_MAX ||
+	    !strscn || !gelf_getshdr(strscn, &strsh) || strsh.sh_size > UW_SYMTAB_MAX)
+		return;
+	data = elf_getdata(scn, NULL);
+	if (!data)
 		return;
 	n = data->d_size / sizeof(Elf64_Sym);
 	m->syms = calloc(n ? n : 1, sizeof(*m->syms));
