@@ -1117,7 +1117,7 @@ END_TEST
  * many-objects' padding (a hole) makes them part of the file.  The loader
  * never looks at section headers. */
 static void
-write_huge_dynsym_copy(const char *to, uint64_t size)
+write_huge_dynsym_copy(const char *to, uint64_t size, char *build_id, size_t cap)
 {
 	static char buf[1 << 20];
 	Elf64_Ehdr *eh = (Elf64_Ehdr *)buf;
@@ -1134,6 +1134,20 @@ write_huge_dynsym_copy(const char *to, uint64_t size)
 	for (unsigned i = 0; i < eh->e_shnum; i++) {
 		Elf64_Shdr *sh = (Elf64_Shdr *)(buf + eh->e_shoff) + i;
 
+		if (sh->sh_type == SHT_NOTE && build_id &&
+		    sh->sh_offset + sh->sh_size <= (uint64_t)n &&
+		    sh->sh_size >= sizeof(Elf64_Nhdr) + 4) {
+			/* its NT_GNU_BUILD_ID, in hex, if this is that note */
+			const Elf64_Nhdr *nh =
+				(const Elf64_Nhdr *)(buf + sh->sh_offset);
+			const unsigned char *id = (const unsigned char *)(nh + 1) + 4;
+
+			if (nh->n_type == NT_GNU_BUILD_ID && nh->n_namesz == 4 &&
+			    sh->sh_size >= sizeof(*nh) + 4 + nh->n_descsz &&
+			    2 * nh->n_descsz < cap)
+				for (unsigned k = 0; k < nh->n_descsz; k++)
+					snprintf(build_id + 2 * k, 3, "%02x", id[k]);
+		}
 		if (sh->sh_type != SHT_DYNSYM && sh->sh_type != SHT_SYMTAB)
 			continue;
 		sh->sh_offset = ((uint64_t)n + 4095) & ~(uint64_t)4095;
@@ -1174,7 +1188,7 @@ START_TEST(huge_section_in_a_hole)
 
 	ck_assert_ptr_nonnull(test_mkdtemp(dir));
 	snprintf(lib, sizeof(lib), "%s/huge-dynsym.so", dir);
-	write_huge_dynsym_copy(lib, (uint64_t)24 << 25);
+	write_huge_dynsym_copy(lib, (uint64_t)24 << 25, NULL, 0);
 	target_start_as(&t, targv, true);
 	snprintf(pid, sizeof(pid), "%d", (int)t.pid);
 	test_ctxdump_argv(dump, 8, _i ? sargs : args);
@@ -1202,6 +1216,61 @@ START_TEST(huge_section_in_a_hole)
 		ck_assert_int_eq(errno, EINTR);
 	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status 0x%x", st);
 	ck_assert_msg(ru.ru_maxrss < 256 * 1024, "ctxdump held %ld KiB", ru.ru_maxrss);
+	target_finish(&t);
+	ck_assert_int_eq(unlink(lib), 0);
+	ck_assert_int_eq(rmdir(dir), 0);
+}
+END_TEST
+
+/* The separate debug file of a library without symbols (the copy above,
+ * whose .symtab is not read) is looked for in the target's root, which a
+ * container owns: a FIFO there, at the library's build ID, made the
+ * unwinder wait for ever in open(), the target's threads stopped (old).
+ * Root only (a tmpfs mounted over /usr/lib/debug/.build-id, in a mount
+ * namespace of this test's own). */
+START_TEST(debug_file_made_a_fifo)
+{
+	char dir[] = "/tmp/ctxdump-hostile-XXXXXX", lib[64], *out, *err, pid[16];
+	char id[2 * 64 + 1] = "", path[256];
+	const char *args[] = {"--stacks", "-j", pid, NULL};
+	const char *debug = "/usr/lib/debug/.build-id";
+	char *targv[] = {(char *)test_helper_path("many-objects"),
+			 dir,
+			 lib,
+			 "1",
+			 "late_a",
+			 "1024",
+			 NULL};
+	char *dump[8];
+	struct target t;
+	int st;
+
+	if (geteuid() != 0 || access(debug, F_OK) != 0) {
+		fprintf(stderr, "debug_file_made_a_fifo: not root or no %s, not run\n",
+			debug);
+		return;
+	}
+	ck_assert_int_eq(unshare(CLONE_NEWNS), 0);
+	ck_assert_int_eq(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL), 0);
+	ck_assert_int_eq(mount("none", debug, "tmpfs", 0, "size=1m"), 0);
+	ck_assert_ptr_nonnull(test_mkdtemp(dir));
+	snprintf(lib, sizeof(lib), "%s/huge-dynsym.so", dir);
+	write_huge_dynsym_copy(lib, (uint64_t)24 << 25, id, sizeof(id));
+	ck_assert_uint_gt(strlen(id), 2);
+	snprintf(path, sizeof(path), "%s/%.2s", debug, id);
+	ck_assert_int_eq(mkdir(path, 0755), 0);
+	snprintf(path, sizeof(path), "%s/%.2s/%s.debug", debug, id, id + 2);
+	ck_assert_int_eq(mkfifo(path, 0600), 0);
+	target_start_as(&t, targv, true);
+	snprintf(pid, sizeof(pid), "%d", (int)t.pid);
+	test_ctxdump_argv(dump, 8, args);
+	st = test_run_capture(dump, NULL, false, &out, &err, RUN_TIMEOUT_MS);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status 0x%x: %s", st,
+		      err);
+	expect_in(out, "huge-dynsym.so");
+	free(out);
+	free(err);
+	assert_running(t.pid);
 	target_finish(&t);
 	ck_assert_int_eq(unlink(lib), 0);
 	ck_assert_int_eq(rmdir(dir), 0);
@@ -1574,6 +1643,7 @@ TEST_SUITE(ctxdump_hostile_suite)
 	tcase_add_test(tc, large_objects_beyond_descriptors);
 	tcase_add_test(tc, stacks_beyond_descriptors_at_lowest_limit);
 	tcase_add_loop_test(tc, huge_section_in_a_hole, 0, 2);
+	tcase_add_test(tc, debug_file_made_a_fifo);
 	tcase_add_test(tc, library_path_made_a_fifo);
 	tcase_add_test(tc, module_path_mounted_over_by_fifo);
 	tcase_add_test(tc, library_truncated_while_dumped);

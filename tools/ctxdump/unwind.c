@@ -1774,6 +1774,7 @@ uw_open_debug_symtab(struct uw_proc *p, struct uw_module *m, GElf_Shdr *sh)
 {
 	uint8_t id[64], did[64];
 	char hex[2 * sizeof(id) + 1], fn[PATH_MAX];
+	struct stat st;
 	size_t n, i, k;
 
 	n = uw_build_id(m->elf, id, sizeof(id));
@@ -1793,7 +1794,10 @@ uw_open_debug_symtab(struct uw_proc *p, struct uw_module *m, GElf_Shdr *sh)
 			snprintf(fn, sizeof(fn),
 				 "/usr/lib/debug/.build-id/%.2s/%s.debug", hex,
 				 hex + 2);
-		fd = open(fn, O_RDONLY | O_CLOEXEC);
+		/* a regular file only: the target's root is the target's,
+		 * and a FIFO there would make us wait with its threads
+		 * stopped */
+		fd = remote_open_regular(fn, &st);
 		if (fd < 0)
 			continue;
 		/* read, not mapped, as the module (uw_module_load()) */
