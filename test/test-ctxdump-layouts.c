@@ -15,6 +15,8 @@
 #include "test-prof.h"
 
 #include <stdint.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
 
 #define TIMEOUT_MS  30000
 #define MAX_THREADS 16
@@ -510,6 +512,48 @@ START_TEST(dump_unreadable_label_keys)
 }
 END_TEST
 
+/* The custom-labels ABI version is read from the library by its path
+ * under /proc/PID/root, which the target's mount namespace decides: a
+ * FIFO mounted over the library (as a container can) made that open()
+ * wait for a writer for ever (old: ctxdump hung).  Now the file must be
+ * a regular one; the labels are shown as before otherwise, the ABI
+ * unchecked.  Root only (the mount). */
+START_TEST(dump_labels_library_mounted_over_by_fifo)
+{
+	char dir[] = "/tmp/ctxshim-layouts-XXXXXX", fifo[64], lib[PATH_MAX], pid[16],
+	     *out = NULL, *err = NULL;
+	struct lwriter w;
+	int r;
+
+	if (geteuid() != 0) {
+		fprintf(stderr, "dump_labels_library_mounted_over_by_fifo: not root, "
+				"not run\n");
+		return;
+	}
+	/* this test's process and its children only: gone with them */
+	ck_assert_int_eq(unshare(CLONE_NEWNS), 0);
+	ck_assert_int_eq(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL), 0);
+	writer_start(&w, "writer-layouts", NULL);
+	ck_assert_ptr_nonnull(test_mkdtemp(dir));
+	snprintf(fifo, sizeof(fifo), "%s/fifo", dir);
+	ck_assert_int_eq(mkfifo(fifo, 0600), 0);
+	prof_helper("libcustomlabels-test.so", lib, sizeof(lib));
+	ck_assert_int_eq(mount(fifo, lib, NULL, MS_BIND, NULL), 0);
+	snprintf(pid, sizeof(pid), "%d", (int)w.pid);
+	r = prof_run(&out, &err, pid, NULL);
+	ck_assert_int_eq(umount(lib), 0);
+	ck_assert_msg(r == 0 || r == 1, "exit %d: %s", r, err);
+	ck_assert_msg(strstr(out, "\nSymbol: otel_thread_ctx_v1 in "), "%s", out);
+	ck_assert_msg(strstr(out, "\nSymbol: custom_labels_current_set in "), "%s",
+		      out);
+	free(out);
+	free(err);
+	writer_finish(&w);
+	ck_assert_int_eq(unlink(fifo), 0);
+	ck_assert_int_eq(rmdir(dir), 0);
+}
+END_TEST
+
 START_TEST(dump_without_otep)
 {
 	char pid[16], *out = NULL, *err = NULL;
@@ -715,6 +759,7 @@ TEST_SUITE(ctxdump_layouts_suite)
 	tcase_add_test(tc, dump_three_layouts);
 	tcase_add_test(tc, dump_without_otep);
 	tcase_add_test(tc, dump_without_otep_unopenable);
+	tcase_add_test(tc, dump_labels_library_mounted_over_by_fifo);
 	tcase_add_test(tc, dump_unreadable_contexts);
 	tcase_add_test(tc, dump_unreadable_label_keys);
 	tcase_add_test(tc, record_three_layouts);

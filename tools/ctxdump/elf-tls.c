@@ -1704,6 +1704,8 @@ etls_find_data(pid_t pid,
 	struct etls_elf x;
 	Elf_Scn *scn = NULL;
 	Elf_Data *d;
+	GElf_Shdr ssh;
+	struct stat st;
 	size_t n, i;
 	int r = -ENOENT;
 
@@ -1711,7 +1713,9 @@ etls_find_data(pid_t pid,
 		return -ENOTSUP;
 	memset(&x, 0, sizeof(x));
 	snprintf(path, sizeof(path), "/proc/%d/root%s", (int)pid, sym->module);
-	x.fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* The target decides what is at the path: a FIFO there made this
+	 * open() wait for ever (remote_open_regular()). */
+	x.fd = remote_open_regular(path, &st);
 	if (x.fd < 0)
 		return -errno;
 	x.e = elf_begin(x.fd, ELF_C_READ, NULL);
@@ -1726,8 +1730,11 @@ etls_find_data(pid_t pid,
 			break;
 		}
 	}
+	/* No more than lookup_in() reads of the symbols and their names. */
 	if (!x.dynsym || x.dynsym_sh.sh_entsize == 0 ||
-	    !(d = elf_getdata(x.dynsym, NULL))) {
+	    x.dynsym_sh.sh_size > ETLS_SECTION_MAX ||
+	    !gelf_getshdr(elf_getscn(x.e, x.dynsym_sh.sh_link), &ssh) ||
+	    ssh.sh_size > ETLS_SECTION_MAX || !(d = elf_getdata(x.dynsym, NULL))) {
 		elf_close(&x);
 		return -ENOENT;
 	}
