@@ -35,6 +35,7 @@
 
 #include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
 #include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -1873,10 +1874,11 @@ START_TEST(report_errors_name_offset)
 END_TEST
 
 /* Start `ctxdump report --folded -` reading the pipe in, its standard
- * output to out, with SIGINT and SIGQUIT at their defaults (as in a
- * shell's foreground pipeline). */
+ * output to out and its standard error to err (-1: /dev/null), with
+ * SIGINT and SIGQUIT at their defaults (as in a shell's foreground
+ * pipeline). */
 static pid_t
-report_from_pipe(int in, const char *out)
+report_from_pipe(int in, const char *out, int err)
 {
 	char *argv[] = {(char *)test_ctxdump_path(), "report", "--folded", "-", NULL};
 	pid_t pid = fork();
@@ -1884,7 +1886,7 @@ report_from_pipe(int in, const char *out)
 	ck_assert_int_ge(pid, 0);
 	if (pid == 0) {
 		int o = open(out, O_WRONLY | O_TRUNC | O_CLOEXEC);
-		int e = open("/dev/null", O_WRONLY | O_CLOEXEC);
+		int e = err >= 0 ? err : open("/dev/null", O_WRONLY | O_CLOEXEC);
 
 		signal(SIGINT, SIG_DFL);
 		signal(SIGQUIT, SIG_DFL);
@@ -1946,7 +1948,7 @@ report_pipe_signalled(const struct rec *r, size_t half, const char *out, int sig
 	int p[2], st;
 
 	ck_assert_int_eq(pipe2(p, O_CLOEXEC), 0);
-	pid = report_from_pipe(p[0], out);
+	pid = report_from_pipe(p[0], out, -1);
 	ck_assert_int_eq(write(p[1], r->p, half), (ssize_t)half);
 	wait_pipe_drained(p[0]);
 	for (int i = 0; i < n; i++) {
@@ -1998,6 +2000,73 @@ START_TEST(report_pipe_survives_first_interrupt)
 			      "report status 0x%x after two of %s", st,
 			      strsignal(sigs[k]));
 	}
+	free(r->p);
+	free(r);
+	unlink(out);
+}
+END_TEST
+
+/* The first Ctrl-C that the report lets pass says so on a terminal: a
+ * report reading a FIFO whose writer stays open and idle (or `cat file -
+ * | ctxdump report -` of a writer that ignores it) went on waiting with
+ * nothing on the screen, as if it hung.  Old: silent until a second one. */
+START_TEST(report_pipe_interrupt_says_so)
+{
+	struct rec *r = rec_new("srv");
+	char out[64], got[512], *o;
+	size_t half, n = 0;
+	long deadline;
+	pid_t pid;
+	int p[2], ptm, tty, st;
+
+	rec_work_samples(r);
+	half = r->len;
+	pay_u(r, 1000000000); /* END, as rec_finish() has it */
+	for (int i = 0; i < 6; i++)
+		pay_u(r, 0);
+	rec_end(r, 12);
+	prof_tmpfile(out, sizeof(out), "pipe-tty-out");
+	ptm = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+	ck_assert_int_ne(ptm, -1);
+	ck_assert_int_eq(grantpt(ptm), 0);
+	ck_assert_int_eq(unlockpt(ptm), 0);
+	tty = open(ptsname(ptm), O_RDWR | O_NOCTTY | O_CLOEXEC);
+	ck_assert_int_ne(tty, -1);
+	ck_assert_int_eq(pipe2(p, O_CLOEXEC), 0);
+	pid = report_from_pipe(p[0], out, tty);
+	ck_assert_int_eq(write(p[1], r->p, half), (ssize_t)half);
+	wait_pipe_drained(p[0]);
+	ck_assert_int_eq(kill(pid, SIGINT), 0);
+	/* the line, as the terminal shows it */
+	deadline = test_now_ms() + 30000;
+	while (!memchr(got, '\n', n)) {
+		struct pollfd pf = {.fd = ptm, .events = POLLIN};
+		ssize_t k;
+
+		ck_assert_msg(test_now_ms() < deadline,
+			      "nothing on the terminal: '%.*s'", (int)n, got);
+		if (poll(&pf, 1, 100) <= 0)
+			continue;
+		k = read(ptm, got + n, sizeof(got) - 1 - n);
+		ck_assert_int_gt(k, 0);
+		n += (size_t)k;
+	}
+	got[n] = '\0';
+	ck_assert_str_eq(got, "ctxdump report: interrupt: reading the recording to its "
+			      "end first; interrupt again to quit\r\n");
+	/* and the report of all of it, as without a terminal */
+	ck_assert_int_eq(write(p[1], r->p + half, r->len - half),
+			 (ssize_t)(r->len - half));
+	close(p[1]);
+	close(p[0]);
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "report status 0x%x", st);
+	o = prof_slurp(out);
+	ck_assert_str_eq(o, "unknown_service:srv;[unknown request];trace " TRACE_HEX
+			    ";work 3\n");
+	free(o);
+	close(tty);
+	close(ptm);
 	free(r->p);
 	free(r);
 	unlink(out);
@@ -2456,6 +2525,7 @@ TEST_SUITE(ctxdump_report_suite)
 	tcase_add_test(tc, report_errors_name_offset);
 	tcase_add_test(tc, report_undefined_ids_malformed);
 	tcase_add_test(tc, report_pipe_survives_first_interrupt);
+	tcase_add_test(tc, report_pipe_interrupt_says_so);
 	tcase_add_test(tc, report_thread_name_cut);
 	tcase_add_test(tc, report_summary_thread_name);
 	tcase_add_test(tc, report_zero_trace_id_is_no_trace);

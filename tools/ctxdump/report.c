@@ -3446,10 +3446,24 @@ parse_args(struct rpt_ctl *ctl, int argc, char **argv)
 	ctl->file = cli_operand(argc, argv, "recording file");
 }
 
+/* What on_held_signal() writes (hold_signals() fills it when standard
+ * error is a terminal), and its length; 0: nothing. */
+static char held_note[128];
+static size_t held_note_len;
+
 static void
 on_held_signal(int sig)
 {
+	int e = errno;
+
 	(void)sig;
+	/* Whoever pressed Ctrl-C sees why nothing ended: a FIFO whose
+	 * writer stays open and idle is waited for as long as it is, and
+	 * looked like a hang.  write(2) is async-signal-safe; the line was
+	 * made before the handler was set. */
+	if (held_note_len)
+		(void)!write(STDERR_FILENO, held_note, held_note_len);
+	errno = e;
 }
 
 /* `ctxdump record -o - PID | ctxdump report -` ends with Ctrl-C (or
@@ -3458,16 +3472,23 @@ on_held_signal(int sig)
  * still read and report (old: killed by the same Ctrl-C, it printed
  * nothing).  So while a pipe or socket is read, the first SIGINT and
  * SIGQUIT do nothing (SA_RESETHAND: a second one ends the report, as it
- * ends the recorder, which then gives up); one ignored from the start
- * (in a background job) stays ignored.  hold false: their actions as
- * they were. */
+ * ends the recorder, which then gives up) but say so on a terminal; one
+ * ignored from the start (in a background job) stays ignored.  hold
+ * false: their actions as they were. */
 static void
 hold_signals(bool hold, struct sigaction old[2])
 {
 	static const int sigs[2] = {SIGINT, SIGQUIT};
 	struct sigaction sa;
-	int i;
+	int i, n;
 
+	if (hold && isatty(STDERR_FILENO)) {
+		n = snprintf(held_note, sizeof(held_note),
+			     "%s: interrupt: reading the recording to its end first; "
+			     "interrupt again to quit\n",
+			     cli_name());
+		held_note_len = n > 0 && (size_t)n < sizeof(held_note) ? (size_t)n : 0;
+	}
 	for (i = 0; i < 2; i++) {
 		if (!hold) {
 			(void)sigaction(sigs[i], &old[i], NULL);
