@@ -1161,6 +1161,32 @@ write_huge_dynsym_copy(const char *to, uint64_t size, char *build_id, size_t cap
 	close(out);
 }
 
+/* Runs argv (ctxdump) as a child of our own, output to /dev/null, and
+ * returns its peak resident memory in KiB (wait4()); it must exit 0. */
+static long
+run_peak_kib(char *const argv[])
+{
+	struct rusage ru;
+	pid_t child;
+	int st;
+
+	child = fork();
+	ck_assert_int_ge(child, 0);
+	if (child == 0) {
+		int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+
+		if (null < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 ||
+		    dup2(null, 2) < 0)
+			_exit(126);
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	while (wait4(child, &st, 0, &ru) < 0)
+		ck_assert_int_eq(errno, EINTR);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status 0x%x", st);
+	return ru.ru_maxrss;
+}
+
 /* A library whose .dynsym and .symtab are 768 MiB of a hole each (24-byte
  * symbols, all zeros): ctxdump asked libelf for the section, which read
  * all of it into memory, and kept it for the next lookup (old: 790 MB of
@@ -1181,9 +1207,8 @@ START_TEST(huge_section_in_a_hole)
 			 "1024",
 			 NULL};
 	char *dump[8];
-	struct rusage ru;
+	long peak;
 	struct target t;
-	pid_t child;
 	int st;
 
 	ck_assert_ptr_nonnull(test_mkdtemp(dir));
@@ -1200,22 +1225,9 @@ START_TEST(huge_section_in_a_hole)
 		expect_in(out, "huge-dynsym.so");
 	free(out);
 	free(err);
-	/* again, as a child of our own, whose resource usage wait4() gives */
-	child = fork();
-	ck_assert_int_ge(child, 0);
-	if (child == 0) {
-		int null = open("/dev/null", O_RDWR | O_CLOEXEC);
-
-		if (null < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 ||
-		    dup2(null, 2) < 0)
-			_exit(126);
-		execv(dump[0], dump);
-		_exit(127);
-	}
-	while (wait4(child, &st, 0, &ru) < 0)
-		ck_assert_int_eq(errno, EINTR);
-	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status 0x%x", st);
-	ck_assert_msg(ru.ru_maxrss < 256 * 1024, "ctxdump held %ld KiB", ru.ru_maxrss);
+	/* again, to see its memory */
+	peak = run_peak_kib(dump);
+	ck_assert_msg(peak < 256 * 1024, "ctxdump held %ld KiB", peak);
 	target_finish(&t);
 	ck_assert_int_eq(unlink(lib), 0);
 	ck_assert_int_eq(rmdir(dir), 0);
@@ -1358,9 +1370,8 @@ START_TEST(large_objects_beyond_descriptors)
 	char dir[] = "/tmp/ctxdump-hostile-XXXXXX", *out, *err, pid[16];
 	const char *args[] = {"-j", pid, NULL};
 	char *argv[12];
-	struct rusage ru;
+	long peak;
 	struct target t;
-	pid_t child;
 	int st;
 
 	many_objects_start(&t, dir, "40", "-", "32");
@@ -1372,23 +1383,9 @@ START_TEST(large_objects_beyond_descriptors)
 	expect_in(out, "\"name\": \"otel_thread_ctx_v1\"");
 	free(out);
 	free(err);
-	/* again, as a child of our own, whose resource usage wait4() gives
-	 * (the shell execs ctxdump: one process) */
-	child = fork();
-	ck_assert_int_ge(child, 0);
-	if (child == 0) {
-		int null = open("/dev/null", O_RDWR | O_CLOEXEC);
-
-		if (null < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 ||
-		    dup2(null, 2) < 0)
-			_exit(126);
-		execv(argv[0], argv);
-		_exit(127);
-	}
-	while (wait4(child, &st, 0, &ru) < 0)
-		ck_assert_int_eq(errno, EINTR);
-	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status 0x%x", st);
-	ck_assert_msg(ru.ru_maxrss < 256 * 1024, "ctxdump held %ld KiB", ru.ru_maxrss);
+	/* again, to see its memory (the shell execs ctxdump: one process) */
+	peak = run_peak_kib(argv);
+	ck_assert_msg(peak < 256 * 1024, "ctxdump held %ld KiB", peak);
 	target_finish(&t);
 	ck_assert_int_eq(rmdir(dir), 0);
 }
