@@ -778,15 +778,6 @@ sk_publish(int fd, struct ctxshim_conn *c, enum ctxshim_ev ev, const char *reaso
 	sk_attach(fd, c, &ctx, ev, reason);
 }
 
-/* The slot that holds the connection (id, gen) named (preload/conn.h,
- * ctxshim_conn_holder(): a copy's leader, or the copy that carried the
- * connection on after id was closed), its id in *hid, if that
- * connection's current request is the one of span-id span, with a
- * context, and not answered; else NULL.  The request is told by its
- * span-id, not by seq: seq is the slot's, and moves on when a pipelined
- * request becomes current (the thread may still show the one before) or
- * the state moves to a copy and back.  The span-id is read as a reader of
- * the seqlock does (conn.h, seq). */
 /* Does slot c (NULL: none) still hold the connection its descriptor
  * named under generation gen? */
 static inline bool
@@ -797,6 +788,15 @@ sk_req_here(const struct ctxshim_conn *c, uint32_t gen)
 		(CONN_F_TRACKED | CONN_F_LINK)) == CONN_F_TRACKED;
 }
 
+/* The slot that holds the connection (id, gen) named (preload/conn.h,
+ * ctxshim_conn_holder(): a copy's leader, or the copy that carried the
+ * connection on after id was closed), its id in *hid, if that
+ * connection's current request is the one of span-id span, with a
+ * context, and not answered; else NULL.  The request is told by its
+ * span-id, not by seq: seq is the slot's, and moves on when a pipelined
+ * request becomes current (the thread may still show the one before) or
+ * the state moves to a copy and back.  The span-id is read as a reader of
+ * the seqlock does (conn.h, seq). */
 static struct ctxshim_conn *
 sk_req_live(int id, uint32_t gen, uint64_t span, int *hid)
 {
