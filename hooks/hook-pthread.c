@@ -370,7 +370,7 @@ hook_pthread_wait_enter(const struct timespec *t, clockid_t clk)
 	if (__builtin_expect(ctxshim_self.sk.fdp1 != 0, 0) && ctxshim_active() &&
 	    !(t && hook_pthread_wait_short(t, clk)))
 		hook_socket_thread_wait();
-	if (__builtin_expect(ctxshim_self.sk.inh.c != NULL, 0)) {
+	if (__builtin_expect(ctxshim_self.sk.inh.fdp1 != 0, 0)) {
 		const struct ctxshim_ctx *cur = ctxshim_current();
 
 		/* Only while it shows that request's context: a thread follows

@@ -2466,28 +2466,32 @@ hook_socket_thread_wait(void)
  * ThreadPoolExecutor) kept that request for good: its worker showed it
  * while it ran every later request's job, and a profiler charged them all
  * to it.  When the socket level follows the request the creator shows, the
- * new thread also gets the connection's slot, generation and request
- * sequence, and each of its waits -- before and after, short ones too: a
- * pool worker whose next job was already queued does not block, but it
- * waits for a lock sooner or later (CPython's GIL) -- looks whether that
- * request is still the connection's unanswered one.  Once it is not (a
- * response was written, the connection has a newer request, or was
- * closed), the thread clears the inherited context: it ran that request's
- * job, and what it does now is not known.  While the request is not
- * answered the thread keeps it, through any wait (a job of that request
- * waiting for something).  Only that request's context is cleared (the
- * span-id the thread started with): at a wait while the thread shows
- * something else (a client span, a pool item, a request it reads itself)
- * nothing is cleared, but the thread goes on following the request,
- * since a hook that saved its context shows it again afterwards
- * (hook-scope.h, hook-http.h: libcurl's client span, a coroutine switched
- * back to).  The thread once forgot it at such a wait -- a pycurl
- * callback waiting for the GIL under the client span -- and kept the
- * restored context for good.  "Answered" never turns back (the slot's
- * generation and seq only move on), so a context of that request shown
- * again after it was cleared is cleared at the next wait too.  Slots
- * never go away (conn.h), so the loads are safe whatever happened to the
- * connection; no lock, no allocation. */
+ * new thread also gets the connection's descriptor and generation, and
+ * each of its waits -- before and after, short ones too: a pool worker
+ * whose next job was already queued does not block, but it waits for a
+ * lock sooner or later (CPython's GIL) -- looks whether that request is
+ * still the connection's unanswered one, where the connection is now and
+ * by its span-id, as a saved context is judged (sk_req_live(): the
+ * descriptor closed while a copy carries the connection on, a read
+ * through a copy that took the connection's state; the thread then
+ * follows it there).  Once it is not (a response was written, the
+ * connection has a newer request, or was closed), the thread clears the
+ * inherited context: it ran that request's job, and what it does now is
+ * not known.  While the request is not answered the thread keeps it,
+ * through any wait (a job of that request waiting for something).  Only
+ * that request's context is cleared (the span-id the thread started
+ * with): at a wait while the thread shows something else (a client span,
+ * a pool item, a request it reads itself) nothing is cleared, but the
+ * thread goes on following the request, since a hook that saved its
+ * context shows it again afterwards (hook-scope.h, hook-http.h: libcurl's
+ * client span, a coroutine switched back to).  The thread once forgot it
+ * at such a wait -- a pycurl callback waiting for the GIL under the
+ * client span -- and kept the restored context for good.  "Answered"
+ * never turns back (a request's span-id is its own, and a connection's
+ * current request is only ever replaced by a newer one), so a context of
+ * that request shown again after it was cleared is cleared at the next
+ * wait too.  Slots never go away (conn.h), so the loads are safe whatever
+ * happened to the connection; no lock, no allocation. */
 
 void
 hook_socket_inherit_take(struct ctxshim_sk_inherit *in, const struct ctxshim_ctx *cur)
@@ -2499,11 +2503,10 @@ hook_socket_inherit_take(struct ctxshim_sk_inherit *in, const struct ctxshim_ctx
 		return;
 	if (sk_self.fdp1 && sk_self.span == span && sk_self.c &&
 	    sk_self.c != &sk_nil_conn) {
-		in->c = sk_self.c;
+		in->fdp1 = sk_self.fdp1;
 		in->gen = sk_self.gen;
-		in->seq = atomic_load_explicit(&sk_self.c->seq, memory_order_relaxed);
 		in->span = span;
-	} else if (sk_self.inh.c && sk_self.inh.span == span) {
+	} else if (sk_self.inh.fdp1 && sk_self.inh.span == span) {
 		/* a thread started by a thread that inherited it */
 		*in = sk_self.inh;
 	}
@@ -2516,25 +2519,31 @@ hook_socket_inherit_adopt(const struct ctxshim_sk_inherit *in)
 
 	/* Only if the copy was published (an attach from a signal handler
 	 * that interrupted another update is dropped). */
-	if (in->c && cur && sk_span(cur) == in->span)
+	if (in->fdp1 && cur && sk_span(cur) == in->span)
 		sk_self.inh = *in;
 }
 
 bool
 hook_socket_inherited_wait(void)
 {
-	struct ctxshim_conn *c = sk_self.inh.c;
 	const struct ctxshim_ctx *cur;
-	int saved_errno;
+	struct ctxshim_conn *c;
+	int saved_errno, id;
 
-	if (!c || sk_self.busy)
+	if (!sk_self.inh.fdp1 || sk_self.busy)
 		return false;
 	cur = ctxshim_current();
 	if (!cur || sk_span(cur) != sk_self.inh.span)
 		return false;
-	if (atomic_load_explicit(&c->gen, memory_order_relaxed) == sk_self.inh.gen &&
-	    atomic_load_explicit(&c->seq, memory_order_relaxed) == sk_self.inh.seq &&
-	    !ctxshim_conn_idle(c))
+	/* Judged, and followed, as a saved context is (sk_req_live()). */
+	sk_busy(true);
+	c = sk_req_live(sk_self.inh.fdp1 - 1, sk_self.inh.gen, sk_self.inh.span, &id);
+	if (c) {
+		sk_self.inh.fdp1 = id + 1;
+		sk_self.inh.gen = atomic_load_explicit(&c->gen, memory_order_relaxed);
+	}
+	sk_busy(false);
+	if (c)
 		return true;
 	saved_errno = errno;
 	CTXSHIM_EVENT(CTXSHIM_EV_DETACH, -1, cur, "inherited-answered");

@@ -49,9 +49,9 @@ void hook_socket_thread_wait(void);
 /* A thread started while its creator shows a request the socket level
  * follows (hook-pthread.c, hook-socket.c "inherited requests"): take()
  * on the creator fills *in for the copy of cur (the creator's current
- * context) it hands over (in->c NULL: nothing to follow); adopt() on the
+ * context) it hands over (in->fdp1 0: nothing to follow); adopt() on the
  * new thread, after it published that copy; inherited_wait() at each of
- * the thread's waits (ctxshim_self.sk.inh.c != NULL), before and after
+ * the thread's waits (ctxshim_self.sk.inh.fdp1 != 0), before and after
  * it, clears the inherited context (when shown) once that request is
  * answered, and returns whether the thread shows it still unanswered
  * (then the wait looks again after it).  The thread follows the request

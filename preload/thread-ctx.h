@@ -173,14 +173,14 @@ struct ctxshim_conn;
 #define CTXSHIM_SK_MARK_MIXED UINT64_C(1)
 
 /* A request the socket level follows, which a thread was started while
- * its creator showed it (hooks/hook-socket.c, "inherited requests"): the
- * connection's slot (NULL: none), and its generation and request
- * sequence (seq) then, and the span-id the new thread shows for it. */
+ * its creator showed it (hooks/hook-socket.c, "inherited requests"): its
+ * connection's descriptor + 1 (or id + 1 of one without a descriptor; 0:
+ * none) and that slot's generation, as a saved context names it
+ * (sock_fdp1, sock_gen), and the span-id the new thread shows for it. */
 struct ctxshim_sk_inherit {
-	struct ctxshim_conn *c;
 	uint64_t span;
 	uint32_t gen;
-	uint32_t seq;
+	int fdp1;
 };
 
 /* What the socket level (hooks/hook-socket.c, its sk_self) published on

@@ -145,7 +145,8 @@ static const char *const variant_modes[][2] = {
 	{"copy-ring", "dup2-leader"}, {"copy-ring", "close-range"},
 	{"copy-ring", "closefrom"},   {"copy-ring", "pipelined"},
 	{"copy-close", "read-copy"},  {"copy-wait", "close"},
-	{"copy-wait", "read"},
+	{"copy-wait", "read"},        {"inherit-wait", "close"},
+	{"inherit-wait", "read"},     {"inherit-wait", "gone"},
 };
 
 START_TEST(variants)

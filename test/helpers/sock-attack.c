@@ -95,6 +95,17 @@
  *                               answers there ("read"); the thread's next
  *                               wait on a semaphore keeps the request
  *                               until it is answered, and only until then
+ *   sock-attack inherit-wait [close|read|gone]
+ *                               a request read through one of two
+ *                               descriptors of its connection, and a
+ *                               thread started then; the original is
+ *                               closed ("close", "gone") or the body read
+ *                               through the copy ("read"): the new
+ *                               thread's waits on a semaphore keep the
+ *                               request it inherited until it is
+ *                               answered through the copy (and with
+ *                               "read" a newer one read), or the copy is
+ *                               closed too ("gone"), and only until then
  *   sock-attack copy-reuse      a copy closed and its number given to a new
  *                               connection: no link to the old one
  *   sock-attack copy-race [close|read|signal] [MS]
@@ -1115,6 +1126,97 @@ mode_copy_wait(const char *which)
 	(void)sem_destroy(&sem);
 }
 
+/* A pool worker started while the thread showed a request: the thread
+ * of mode_inherit_wait() and the worker, a semaphore each way. */
+struct inherit_wait {
+	sem_t go, back;
+	bool read_copy;
+};
+
+static void *
+inherit_wait_worker(void *arg)
+{
+	struct inherit_wait *w = arg;
+
+	SHOWN(1, "worker: the request it was started with");
+	(void)sem_post(&w->back);
+	(void)sem_wait(&w->go);
+	/* old: judged by the slot it was read from, whose generation (the
+	 * close) or sequence (the read that took the state) moved on */
+	SHOWN(1, w->read_copy ? "worker: waiting after the body was read through "
+				"the copy"
+			      : "worker: waiting after the original was closed");
+	(void)sem_post(&w->back);
+	(void)sem_wait(&w->go);
+	SHOWN(0, "worker: waiting after its connection went on");
+	return NULL;
+}
+
+/* A worker inherits a request read through one of two descriptors of its
+ * connection, and waits on a semaphore (hook-pthread.c) while the request
+ * goes on: the descriptor it was read from closed ("close", "gone"), or
+ * its body read through the copy, which takes the connection's state
+ * ("read").  The worker keeps showing the request while it is live
+ * wherever the connection is now (hook_socket_inherited_wait()), and stops
+ * once it is answered through the copy ("close"; "read", and a newer
+ * request read through the original) or the copy is closed too
+ * ("gone"). */
+static void
+mode_inherit_wait(const char *which)
+{
+	static const char h[] =
+		"POST /inherit HTTP/1.1\r\nHost: x\r\ntraceparent: 00-" TRACE
+		"-00f067aa0ba902b7-01\r\nContent-Length: 4\r\n\r\n";
+	struct inherit_wait w = {.read_copy = strcmp(which, "read") == 0};
+	bool gone = strcmp(which, "gone") == 0;
+	char buf[512];
+	pthread_t t;
+	int c, s, d;
+
+	if (sem_init(&w.go, 0, 0) || sem_init(&w.back, 0, 0))
+		die("sem_init");
+	pair(&c, &s);
+	d = dup(s);
+	if (d < 0)
+		die("dup");
+	send_str(c, h);
+	send_str(c, "body");
+	read_n(s, buf, sizeof(h) - 1);
+	SHOWN(1, "after the head");
+	if (pthread_create(&t, NULL, inherit_wait_worker, &w))
+		die("pthread_create");
+	(void)sem_wait(&w.back);
+	if (w.read_copy)
+		read_n(d, buf, 4);
+	else
+		close(s);
+	(void)sem_post(&w.go);
+	(void)sem_wait(&w.back);
+	if (gone) {
+		close(d);
+	} else {
+		send_str(d, RESP);
+		read_n(c, buf, sizeof(RESP) - 1);
+	}
+	if (w.read_copy) {
+		/* and a newer request read through the original, which takes
+		 * the state back */
+		send_str(c, HEAD("/next", TRACE2));
+		read_n(s, buf, sizeof(HEAD("/next", TRACE2)) - 1);
+		SHOWN(2, "after the next head");
+	}
+	(void)sem_post(&w.go);
+	if (pthread_join(t, NULL))
+		die("pthread_join");
+	if (w.read_copy)
+		close(s);
+	if (!gone)
+		close(d);
+	close(c);
+	(void)sem_destroy(&w.go);
+	(void)sem_destroy(&w.back);
+}
+
 static void
 mode_copy_reuse(void)
 {
@@ -1805,6 +1907,8 @@ main(int argc, char **argv)
 		mode_copy_close(argc > 2 ? argv[2] : "original");
 	else if (strcmp(mode, "copy-wait") == 0)
 		mode_copy_wait(argc > 2 ? argv[2] : "close");
+	else if (strcmp(mode, "inherit-wait") == 0)
+		mode_inherit_wait(argc > 2 ? argv[2] : "close");
 	else if (strcmp(mode, "copy-reuse") == 0)
 		mode_copy_reuse();
 	else if (strcmp(mode, "copy-read") == 0)
