@@ -1442,8 +1442,7 @@ nh_upgraded(nghttp2_session *session)
 	if (!ctxshim_active() || !(cur = ctxshim_current()))
 		return;
 	ctxshim_ctx_copy(&c, cur);
-	(void)hook_socket_ctx_stamp(&c);
-	if (!c.sock_fdp1)
+	if (!hook_socket_ctx_stamp_conn(&c))
 		return;
 	st->upgrade_fdp1 = c.sock_fdp1;
 	st->upgrade_gen = c.sock_gen;

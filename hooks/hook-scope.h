@@ -38,9 +38,12 @@ struct hook_scope {
  * socket level's, it is again (the next wait clears it, ...), from the
  * descriptor that holds its connection now.  Without the pair, a context
  * restored after the socket level moved on stayed published on an idle
- * event-loop thread. */
+ * event-loop thread.  stamp_conn(): stamp()'s note alone, without the
+ * look at the request (for a caller that wants only the connection);
+ * true if the socket level publishes saved. */
 #define HOOK_SOCKET_SEQ_NONE 1u /* odd: no request's at rest */
 uint32_t hook_socket_ctx_stamp(struct ctxshim_ctx *saved);
+bool hook_socket_ctx_stamp_conn(struct ctxshim_ctx *saved);
 bool hook_socket_ctx_answered(const struct ctxshim_ctx *c, uint32_t seq);
 void hook_socket_ctx_restored(const struct ctxshim_ctx *c);
 

@@ -4010,19 +4010,26 @@ hook_socket_pselect(int n,
  * (HTTP/2, FastCGI) request, whose current request moves with every
  * stream or request while the others may still be open. */
 
+bool
+hook_socket_ctx_stamp_conn(struct ctxshim_ctx *saved)
+{
+	saved->sock_fdp1 = 0;
+	saved->sock_gen = 0;
+	if (sk_self.busy || !sk_self.fdp1 || sk_span(saved) != sk_self.span)
+		return false;
+	saved->sock_fdp1 = sk_self.fdp1;
+	saved->sock_gen = sk_self.gen;
+	return true;
+}
+
 uint32_t
 hook_socket_ctx_stamp(struct ctxshim_ctx *saved)
 {
 	struct ctxshim_conn *c;
 	int id;
 
-	saved->sock_fdp1 = 0;
-	saved->sock_gen = 0;
-	if (sk_self.busy || !sk_self.fdp1 || sk_span(saved) != sk_self.span)
-		return HOOK_SOCKET_SEQ_NONE;
-	saved->sock_fdp1 = sk_self.fdp1;
-	saved->sock_gen = sk_self.gen;
-	if (!sk_self.c || sk_self.c == &sk_nil_conn)
+	if (!hook_socket_ctx_stamp_conn(saved) || !sk_self.c ||
+	    sk_self.c == &sk_nil_conn)
 		return HOOK_SOCKET_SEQ_NONE;
 	c = sk_req_live(sk_self.fdp1 - 1, sk_self.gen, sk_self.span, &id);
 	if (!c || ctxshim_conn_framed(c))
