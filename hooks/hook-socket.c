@@ -95,7 +95,12 @@
  * that bypasses the PLT) leaves the slot tracked: until accept() returns
  * that number again, whatever else gets it (a pipe, a file, a client
  * socket) is read as that connection, and HTTP-looking bytes on it may
- * publish a context.  A vfork() child that
+ * publish a context; an unanswered request of it stays shown through
+ * the waits that keep one (a pool wait, a zero timeout) -- also when the
+ * descriptor closed unseen is the copy that carried the connection on
+ * after a close of the original that was seen (sk_gone()).  Only a
+ * system call (fcntl(F_GETFD) at the wait) could tell, and not when the
+ * number names another file already.  A vfork() child that
  * closes a tracked fd with close() or fclose() before exec makes its
  * parent forget that connection (shared memory; its dup/dup2/dup3/fcntl
  * copies and close_range/closefrom leave the parent's table alone:
