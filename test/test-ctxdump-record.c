@@ -2357,6 +2357,8 @@ START_TEST(record_report_usage)
 	free(err);
 	ck_assert_int_eq(prof_run(&out, &err, "report", "--help", NULL), 0);
 	ck_assert_ptr_nonnull(strstr(out, "--spans"));
+	/* the first-signal rule of a piped recording (ctxdump(1), report) */
+	ck_assert_ptr_nonnull(strstr(out, "after one Ctrl-C"));
 	free(out);
 	free(err);
 }
