@@ -8,6 +8,19 @@
 # to a 32-bit program instead, which its loader maps without a word.  It
 # has no code, no symbol and no dependency: nothing of it runs.
 #
-# Only the section that marks the stack as not executable: without it, the
+# A note says what it is (owner "ctxshim", type 1, no descriptor): the
+# wrapper writes an entry with $LIB only when the 32-bit file of the
+# library's name has it (ctx_stub32 in tools/ctxshim/common.sh), never for
+# another 32-bit library put there, whose code every 32-bit program would
+# then run.  Allocated, so that the linker puts it in a PT_NOTE segment,
+# which the wrapper finds from the program headers alone.
+	.section .note.ctxshim,"a",@note
+	.balign 4
+	.long 8		# namesz: "ctxshim" and its NUL
+	.long 0		# descsz
+	.long 1		# type
+	.asciz "ctxshim"
+
+# The section that marks the stack as not executable: without it, the
 # object would ask the loader for an executable stack.
 	.section .note.GNU-stack,"",@progbits

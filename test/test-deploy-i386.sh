@@ -84,6 +84,22 @@ mv "$p/$dst32" "$p/away"
 expect_status 0 "env without the 32-bit library" "$S" env
 check "the path" same "$dp_out" "export LD_PRELOAD='$lib'"
 mv "$p/away" "$p/$dst32"
+# Another 32-bit file of its name: a real library (its code would run in
+# every 32-bit program), or the empty one cut short (its pages past the
+# end would crash each of them in the loader).  The path then.
+stub=$p/$dst32/ctxshim/libctxshim.so
+cp -L "${dp_ld32%/*}/libc.so.6" "$stub"
+expect_status 0 "env with a real 32-bit library in its place" "$S" env
+check "the path" same "$dp_out" "export LD_PRELOAD='$lib'"
+# shellcheck disable=SC2016 # for the command's shell
+expect_status 0 "the entrypoint with a real 32-bit library in its place" \
+	"$E" sh -c 'echo "$LD_PRELOAD"'
+check "the path" same "$dp_out" "$lib"
+size=$(wc -c <"$CTXSHIM_LIB32")
+head -c $((size - 512)) "$CTXSHIM_LIB32" >"$stub"
+expect_status 0 "env with the 32-bit library cut short" "$S" env
+check "the path" same "$dp_out" "export LD_PRELOAD='$lib'"
+cp "$CTXSHIM_LIB32" "$stub"
 
 # A 64-bit program of another glibc (Nix's, Guix's, one that a product
 # bundles): its loader expands $LIB to its own directory, where no
@@ -199,5 +215,10 @@ check "the entry with \$LIB" same "$(cat "$dp_tmp/arch/etc/ld.so.preload")" "/us
 distro "$dp_tmp/unconfirmed" lib64 lib usr/lib64
 expect_status 0 "preload install --root, a loader with another \$LIB" "$S" preload install --root "$dp_tmp/unconfirmed"
 check "the path" same "$(cat "$dp_tmp/unconfirmed/etc/ld.so.preload")" /usr/lib64/ctxshim/libctxshim.so
+# A real 32-bit library where the empty one would be: the path.
+distro "$dp_tmp/real32" lib64 lib lib64
+cp -L "${dp_ld32%/*}/libc.so.6" "$dp_tmp/real32/usr/lib/ctxshim/libctxshim.so"
+expect_status 0 "preload install --root, a real 32-bit library in its place" "$S" preload install --root "$dp_tmp/real32"
+check "the path" same "$(cat "$dp_tmp/real32/etc/ld.so.preload")" /usr/lib64/ctxshim/libctxshim.so
 
 dp_finish

@@ -239,12 +239,64 @@ ctx_dst_guess() {
 		awk -v s="$ctx_dst" '$0 == s { f = 1 } END { exit !f }' || ctx_dst=
 }
 
-# ctx_stub32 FILE: FILE is an i386 ELF shared object (the empty 32-bit
-# libctxshim.so).
+# ctx_stub32 FILE: FILE is the empty 32-bit libctxshim.so, whole: an i386
+# ELF shared object with the note of preload/stub-i386.s (owner "ctxshim",
+# type 1), every segment of it in the file.  Any other 32-bit file of
+# that name must not get an entry with $LIB: a real library would run its
+# code in every 32-bit program, and one cut short makes each of them
+# crash in its loader (SIGSEGV or SIGBUS on the missing pages).
 ctx_stub32() {
+	ctx_sf=$1
 	# shellcheck disable=SC2046 # split into bytes on purpose
-	set -- $(ctx_bytes "$1" 0 20)
-	[ $# -eq 20 ] && [ "$1 $2 $3 $4 $5 $6 ${17} ${18} ${19} ${20}" = "127 69 76 70 1 1 3 0 3 0" ]
+	set -- $(ctx_bytes "$ctx_sf" 0 52)
+	[ $# -eq 52 ] && [ "$1 $2 $3 $4 $5 $6 ${17} ${18} ${19} ${20}" = "127 69 76 70 1 1 3 0 3 0" ] ||
+		return 1
+	# e_phoff (4 bytes at 28), e_phentsize (2 at 42), e_phnum (2 at 44).
+	ctx_phoff=$((${29} + ${30} * 256 + ${31} * 65536 + ${32} * 16777216))
+	[ "${43} ${44}" = "32 0" ] && [ "${46}" = 0 ] && [ "${45}" -ge 1 ] || return 1
+	ctx_size=$(stat -L -c %s "$ctx_sf" 2>/dev/null) || return 1
+	# p_type (4 bytes at 0), p_offset (at 4) and p_filesz (at 16) of each
+	# program header: the PT_NOTE segments (4) as "OFFSET SIZE", or
+	# "cut" when a segment ends past the end of the file.
+	ctx_notes=$(ctx_bytes "$ctx_sf" "$ctx_phoff" $((${45} * 32)) | awk -v n="${45}" -v size="$ctx_size" '
+		function u32(o) { return b[o] + b[o + 1] * 256 + b[o + 2] * 65536 + b[o + 3] * 16777216 }
+		{ for (i = 1; i <= NF; i++) b[k++] = $i }
+		END {
+			if (k < n * 32) { print "cut"; exit }
+			for (i = 0; i < n; i++) {
+				o = i * 32
+				if (u32(o + 4) + u32(o + 16) > size) { print "cut"; exit }
+				if (u32(o) == 4 && u32(o + 16) <= 4096)
+					printf "%.0f %.0f\n", u32(o + 4), u32(o + 16)
+			}
+		}')
+	case $ctx_notes in
+	'' | *cut*) return 1 ;;
+	esac
+	# Each note: namesz, descsz, type (4 bytes each), the name and the
+	# descriptor, each padded to 4 bytes (the ELF gABI, "Note Section").
+	# shellcheck disable=SC2086 # OFFSET SIZE pairs
+	set -- $ctx_notes
+	while [ $# -ge 2 ]; do
+		ctx_bytes "$ctx_sf" "$1" "$2" | awk '
+			function u32(o) { return b[o] + b[o + 1] * 256 + b[o + 2] * 65536 + b[o + 3] * 16777216 }
+			{ for (i = 1; i <= NF; i++) b[k++] = $i }
+			END {
+				for (o = 0; o + 12 <= k; o += 12 + int((ns + 3) / 4) * 4 + int((ds + 3) / 4) * 4) {
+					ns = u32(o); ds = u32(o + 4)
+					if (ns != 8 || u32(o + 8) != 1)
+						continue
+					for (j = 0; j < 8; j++)
+						s = s " " b[o + 12 + j]
+					if (s == " 99 116 120 115 104 105 109 0")
+						exit 0
+					s = ""
+				}
+				exit 1
+			}' && return 0
+		shift 2
+	done
+	return 1
 }
 
 # ctx_lib_split LIB DST: set ctx_p and ctx_r to P and R of LIB = P/DST/R;
