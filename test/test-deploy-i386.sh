@@ -221,4 +221,57 @@ cp -L "${dp_ld32%/*}/libc.so.6" "$dp_tmp/real32/usr/lib/ctxshim/libctxshim.so"
 expect_status 0 "preload install --root, a real 32-bit library in its place" "$S" preload install --root "$dp_tmp/real32"
 check "the path" same "$(cat "$dp_tmp/real32/etc/ld.so.preload")" /usr/lib64/ctxshim/libctxshim.so
 
+# ------------------------------------------------------- systemd-dropin
+
+# A unit with a root directory of its own (RootDirectory=) runs its
+# programs with that system's loaders, not the host's: the drop-in names
+# the library as they find it.  The host here is a Debian system below
+# --root; its units run in a Fedora one (whose $LIB, lib64, has no
+# libctxshim.so: the path) and in a Debian one (the entry with $LIB).
+h=$dp_tmp/host
+distro "$h" lib/x86_64-linux-gnu lib/i386-linux-gnu lib/x86_64-linux-gnu
+hlib=$CTXSHIM_LIB
+distro "$h/srv/fedora" lib64 lib lib64
+mkdir -p "$h/srv/fedora${hlib%/*}"
+cp "$lib" "$h/srv/fedora$hlib"
+distro "$h/srv/debian" lib/x86_64-linux-gnu lib/i386-linux-gnu lib/x86_64-linux-gnu
+mkdir -p "$h/etc/systemd/system"
+CTXSHIM_LIB=$hlib
+hentry="/usr/\$LIB/ctxshim/libctxshim.so"
+unit() {
+	printf '[Unit]\nDescription=app\n\n[Service]\nExecStart=/bin/true\n%s\n' "$1" \
+		>"$h/etc/systemd/system/app.service"
+}
+unit ''
+expect_status 0 "systemd-dropin --root, a unit in the host's root" \
+	"$S" systemd-dropin --print --root "$h" app
+check "the entry with \$LIB" contains "$dp_out" "Environment=\"LD_PRELOAD=$hentry\""
+check "no note" same "$dp_err" ""
+unit 'RootDirectory=/srv/fedora'
+expect_status 0 "systemd-dropin --root, a unit in a root of another layout" \
+	"$S" systemd-dropin --print --root "$h" app
+check "the path" contains "$dp_out" "Environment=\"LD_PRELOAD=$hlib\""
+check "with a note" contains "$dp_err" "note: app.service runs in /srv/fedora (RootDirectory=): the drop-in names $hlib"
+expect_status 0 "written so too" "$S" systemd-dropin --root "$h" app
+check "the path" contains "$(cat "$h/etc/systemd/system/app.service.d/ctxshim.conf")" \
+	"Environment=\"LD_PRELOAD=$hlib\""
+expect_status 0 "removed" "$S" systemd-dropin --remove --root "$h" app
+unit 'RootDirectory = /srv/debian'
+expect_status 0 "systemd-dropin --root, a unit in a root of the same layout" \
+	"$S" systemd-dropin --print --root "$h" app
+check "the entry with \$LIB" contains "$dp_out" "Environment=\"LD_PRELOAD=$hentry\""
+unit 'RootImage=/srv/app.raw'
+expect_status 0 "systemd-dropin --root, a unit in an image" \
+	"$S" systemd-dropin --print --root "$h" app
+check "the path" contains "$dp_out" "Environment=\"LD_PRELOAD=$hlib\""
+check "with a note" contains "$dp_err" "note: app.service sets RootImage=/srv/app.raw"
+# Set by a drop-in of the unit, and in a root without the library.
+unit ''
+mkdir -p "$h/etc/systemd/system/app.service.d" "$h/srv/empty"
+printf '[Service]\nRootDirectory=/srv/empty\n' >"$h/etc/systemd/system/app.service.d/10-root.conf"
+expect_status 0 "systemd-dropin --root, a drop-in sets a root without the library" \
+	"$S" systemd-dropin --print --root "$h" app
+check "the path" contains "$dp_out" "Environment=\"LD_PRELOAD=$hlib\""
+check "warns" contains "$dp_err" "warning: app.service runs in /srv/empty (RootDirectory=), which has no $hlib"
+
 dp_finish
