@@ -12,6 +12,8 @@
 #   dockerfile      its COPY sources must exist in a DESTDIR install, and the
 #                   image it describes (files at the COPY destinations, its
 #                   ENV, its ENTRYPOINT) must start a program with the shim;
+#   dockerfile-i386 its COPY sources must exist in a DESTDIR install (when
+#                   the empty 32-bit library is built);
 #   dist-dockerfile and kubernetes: the init container's copy into the
 #                   shared volume and the application container's command
 #                   and env (resolved like the kubelet does) must start a
@@ -143,6 +145,7 @@ build_image() {
 
 img=$dp_tmp/img
 build_image dockerfile "$img"
+[ -z "${CTXSHIM_LIB32-}" ] || build_image dockerfile-i386 "$dp_tmp/img32"
 # ENV NAME=VALUE lines, then ENTRYPOINT ["a", "b"]: the container's command
 # is the entrypoint's words with a stand-in for the image's CMD (the real
 # server is not here).
