@@ -100,6 +100,22 @@ head -c $((size - 512)) "$CTXSHIM_LIB32" >"$stub"
 expect_status 0 "env with the 32-bit library cut short" "$S" env
 check "the path" same "$dp_out" "export LD_PRELOAD='$lib'"
 cp "$CTXSHIM_LIB32" "$stub"
+# A 32-bit process that mapped the empty library: status says that it is
+# not the shim.
+printf '%s\n' 'int printf(const char *, ...);' 'int getpid(void);' 'int fflush(void *);' \
+	'int read(int, void *, unsigned);' 'void exit(int);' \
+	'void _start(void) { char c; printf("READY %d\n", getpid()); fflush(0);' \
+	'	while (read(0, &c, 1) > 0) ; exit(0); }' >wait32.c
+if ${CC:-cc} -m32 -fno-pie -no-pie -nostdlib -nostartfiles -o wait32 wait32.c \
+	-Wl,-dynamic-linker,/lib/ld-linux.so.2 "${dp_ld32%/*}/libc.so.6"; then
+	start_helper env LD_PRELOAD="$entry" ./wait32
+	expect_status 1 "status of a 32-bit process with the empty library" "$S" status "$bg_pid"
+	check "names it, not as the shim" contains "$dp_out" \
+		"library:  not loaded (only $stub, the empty 32-bit libctxshim.so"
+	release "$bg_pid" "$bg_go"
+else
+	fail "cannot build a waiting 32-bit program"
+fi
 
 # A 64-bit program of another glibc (Nix's, Guix's, one that a product
 # bundles): its loader expands $LIB to its own directory, where no
