@@ -82,6 +82,8 @@ if [ "$rel_ok" = 1 ] && [ "${DP_BINDIR%/*}" = "$DP_PREFIX" ]; then
 	expect_status 0 "installed ctxshim status on the installed entrypoint's program" \
 		env CTXSHIM_LIB="$pkglib" "$S" status "$bg_pid"
 	check "loaded from the DESTDIR" contains "$dp_out" "library:  $pkglib"
+	check "the entrypoint's entry has no /../" sh -c \
+		"tr '\\0' '\\n' < /proc/$bg_pid/environ | grep '^LD_PRELOAD=/' | grep -v '/\\.\\./'"
 	case $dp_out in
 	*"state:    active"*) check "service name" contains "$dp_out" "service:  installed-ep" ;;
 	esac
