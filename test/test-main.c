@@ -287,7 +287,7 @@ test_run_capture(char *const argv[],
 {
 	char tmpl_o[] = "/tmp/ctxshim-test-XXXXXX",
 	     tmpl_e[] = "/tmp/ctxshim-test-XXXXXX";
-	int fo = mkstemp(tmpl_o), fe = mkstemp(tmpl_e), status;
+	int fo = mkostemp(tmpl_o, O_CLOEXEC), fe = mkostemp(tmpl_e, O_CLOEXEC), status;
 	char **envp = build_env(env, preload);
 	pid_t pid;
 
@@ -298,11 +298,15 @@ test_run_capture(char *const argv[],
 	pid = fork();
 	ck_assert_int_ge(pid, 0);
 	if (pid == 0) {
-		int devnull = open("/dev/null", O_RDONLY);
+		int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
 
 		dup2(devnull, 0);
 		dup2(fo, 1);
 		dup2(fe, 2);
+		/* Only 0, 1 and 2: what the test program inherited or opened
+		 * without O_CLOEXEC would count against the
+		 * RLIMIT_NOFILE that ctxdump's tests give it. */
+		(void)close_range(3, ~0u, 0);
 		execve(argv[0], argv, envp);
 		_exit(127);
 	}
