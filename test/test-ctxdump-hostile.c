@@ -1087,11 +1087,13 @@ START_TEST(stacks_through_more_modules_than_descriptors)
 END_TEST
 
 /* 40 copies 32 MiB longer, a thread blocked in each, unwound under
- * ulimit -n 9: the copies past the descriptor budget and the 32 MiB read
- * whole are opened again when asked for, and the last one opened stayed
- * open after the symbol was found, through the stop, which then had no
- * descriptor left to list the threads ("cannot stop process: Too many
- * open files", old; reading them whole left it one). */
+ * ulimit -n 9, 8 and 7 (_i): the copies past the descriptor budget and
+ * the 32 MiB read whole are opened again when asked for, and the last one
+ * opened stayed open after the symbol was found, through the stop, which
+ * then had no descriptor left to list the threads ("cannot stop process:
+ * Too many open files", old; reading them whole left it one).  Under 8
+ * and 7 the two objects kept open (a quarter of the limit) took them
+ * (old: the same exit 2). */
 START_TEST(stacks_beyond_descriptors_at_lowest_limit)
 {
 	char dir[] = "/tmp/ctxdump-hostile-XXXXXX", *out, *err, pid[16];
@@ -1102,12 +1104,52 @@ START_TEST(stacks_beyond_descriptors_at_lowest_limit)
 
 	many_objects_start(&t, dir, "40", "late_a", "32");
 	snprintf(pid, sizeof(pid), "%d", (int)t.pid);
-	nofile_argv(argv, 9, args);
+	nofile_argv(argv, 9 - _i, args);
 	st = test_run_capture(argv, NULL, false, &out, &err, RUN_TIMEOUT_MS);
 	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status 0x%x: %s", st,
 		      err);
 	expect_in(out, "\"name\": \"otel_thread_ctx_v1\"");
 	ck_assert_uint_eq(count_in(out, "\"symbol\": \"late_a\""), 40);
+	free(out);
+	free(err);
+	target_finish(&t);
+	ck_assert_int_eq(rmdir(dir), 0);
+}
+END_TEST
+
+/* Below what a dump needs (5 descriptors, 7 with --stacks; _i: without,
+ * with): a clear failure that names the limit and what is needed (old:
+ * "cannot stop process: Too many open files" and no more). */
+START_TEST(descriptors_below_the_least)
+{
+	char dir[] = "/tmp/ctxdump-hostile-XXXXXX", *out, *err, pid[16];
+	const char *args[] = {"-j", pid, NULL},
+		   *sargs[] = {"--stacks", "-j", pid, NULL};
+	char *argv[12];
+	struct target t;
+	int st;
+
+	many_objects_start(&t, dir, "3", "late_a", NULL);
+	snprintf(pid, sizeof(pid), "%d", (int)t.pid);
+	nofile_argv(argv, _i ? 6 : 4, _i ? sargs : args);
+	st = test_run_capture(argv, NULL, false, &out, &err, RUN_TIMEOUT_MS);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 2, "status 0x%x: %s", st,
+		      err);
+	expect_in(err, _i ? "no more than 6 files may be open at once (ulimit -n), "
+			    "and a dump needs 7 with --stacks\n"
+			  : "no more than 4 files may be open at once (ulimit -n), "
+			    "and a dump needs 5\n");
+	assert_messages(err);
+	free(out);
+	free(err);
+	/* and with that many, it works */
+	nofile_argv(argv, _i ? 7 : 5, _i ? sargs : args);
+	st = test_run_capture(argv, NULL, false, &out, &err, RUN_TIMEOUT_MS);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status 0x%x: %s", st,
+		      err);
+	expect_in(out, "\"name\": \"otel_thread_ctx_v1\"");
+	if (_i)
+		ck_assert_uint_eq(count_in(out, "\"symbol\": \"late_a\""), 3);
 	free(out);
 	free(err);
 	target_finish(&t);
@@ -1642,7 +1684,8 @@ TEST_SUITE(ctxdump_hostile_suite)
 	tcase_add_test(tc, more_objects_than_descriptors);
 	tcase_add_test(tc, stacks_through_more_modules_than_descriptors);
 	tcase_add_test(tc, large_objects_beyond_descriptors);
-	tcase_add_test(tc, stacks_beyond_descriptors_at_lowest_limit);
+	tcase_add_loop_test(tc, stacks_beyond_descriptors_at_lowest_limit, 0, 3);
+	tcase_add_loop_test(tc, descriptors_below_the_least, 0, 2);
 	tcase_add_loop_test(tc, huge_section_in_a_hole, 0, 2);
 	tcase_add_test(tc, debug_file_made_a_fifo);
 	tcase_add_test(tc, library_path_made_a_fifo);

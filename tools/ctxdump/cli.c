@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -44,6 +45,26 @@ cli_warn(const char *fmt, ...)
 	va_start(ap, fmt);
 	vwarn(fmt, ap);
 	va_end(ap);
+}
+
+void
+cli_nofile_hint(int err, bool stacks)
+{
+	/* Measured (test-ctxdump-hostile.c descriptors_below_the_least): stdin,
+	 * stdout, stderr and the two descriptors that open an object
+	 * (remote_open_regular()) or list the threads; with stacks, the
+	 * pipe that libunwind opens when it is loaded. */
+	unsigned need = stacks ? 7 : 5;
+	struct rlimit rl;
+
+	if (err == -ENFILE)
+		cli_warn("the system has no file descriptor left (fs.file-max)");
+	else if (err == -EMFILE && getrlimit(RLIMIT_NOFILE, &rl) == 0 &&
+		 rl.rlim_cur != RLIM_INFINITY)
+		cli_warn("no more than %llu files may be open at once (ulimit -n), "
+			 "and a dump needs %u%s",
+			 (unsigned long long)rl.rlim_cur, need,
+			 stacks ? " with --stacks" : "");
 }
 
 void

@@ -33,6 +33,12 @@ const char *cli_name(void);
 /* "NAME: message" on standard error. */
 void cli_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* After a failure with err (a negative errno): the hint for one that ran
+ * out of descriptors (EMFILE: RLIMIT_NOFILE, with what ctxdump needs at
+ * least, with stacks unwound or not; ENFILE: the system's).  Nothing for
+ * another err. */
+void cli_nofile_hint(int err, bool stacks);
+
 /* "NAME: message" and "Try 'NAME --help' for more information.", then
  * exit with CLI_EXIT_USAGE. */
 void cli_usage_err(const char *fmt, ...)

@@ -1419,6 +1419,7 @@ dump_process(const struct ctxdump_control *ctl, unsigned slot_tries)
 		 * what denied it, as for a failed attach. */
 		if (s->unopenable_err == -EACCES || s->unopenable_err == -EPERM)
 			stop_diagnose_eperm(ctl->pid, ctl->pid);
+		cli_nofile_hint(s->unopenable_err, ctl->stacks);
 		stop_free(&ss);
 		return finish(&run, CLI_EXIT_FATAL);
 	}
@@ -1635,9 +1636,11 @@ dump_process(const struct ctxdump_control *ctl, unsigned slot_tries)
 		else if (r == -ESRCH)
 			cli_warn("process %d exited %s%s", (int)ctl->pid, when,
 				 dump_exited_note(ctl->pid));
-		else
+		else {
 			cli_warn("cannot stop process %d: %s", (int)ctl->pid,
 				 strerror(-r));
+			cli_nofile_hint(r, ctl->stacks);
+		}
 		stop_free(&ss);
 		free_batches(&run);
 		dump_free(d);

@@ -13,11 +13,18 @@ fd_budget_init(struct fd_budget *b)
 
 	b->open = 0;
 	b->max = FD_BUDGET_MAX;
-	/* with one descriptor kept per object, ulimit -n 64 left none for
-	 * the objects after the first 60 (the symbol was not found) */
+	/* With one descriptor kept per object, ulimit -n 64 left none for
+	 * the objects after the first 60 (the symbol was not found).  And a
+	 * quarter of all of them left too few for what cannot do without:
+	 * under ulimit -n 8, two objects kept open took what the stop needs
+	 * (libunwind's pipe and stdio had 5, the stop 2 of the 3 left:
+	 * "cannot stop process: Too many open files"). */
 	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
-	    rl.rlim_cur / 4 < FD_BUDGET_MAX)
-		b->max = (unsigned)(rl.rlim_cur / 4);
+	    (rl.rlim_cur <= FD_BUDGET_RESERVE ||
+	     (rl.rlim_cur - FD_BUDGET_RESERVE) / 4 < FD_BUDGET_MAX))
+		b->max = rl.rlim_cur <= FD_BUDGET_RESERVE
+				 ? 0
+				 : (unsigned)((rl.rlim_cur - FD_BUDGET_RESERVE) / 4);
 }
 
 bool

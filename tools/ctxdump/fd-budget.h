@@ -16,8 +16,14 @@ struct fd_budget {
 };
 
 /* FD_BUDGET_MAX, but no more than a quarter of what RLIMIT_NOFILE
- * allows, so that the other cache and the output have theirs. */
+ * allows beyond FD_BUDGET_RESERVE, so that the other cache and the
+ * output have theirs. */
 #define FD_BUDGET_MAX 256u
+/* The descriptors a dump needs besides the caches': stdin, stdout and
+ * stderr, libunwind's pipe (it opens one when loaded, for --stacks), the
+ * stop's two of /proc/PID/task, and one object or module open at a
+ * time. */
+#define FD_BUDGET_RESERVE 8u
 void fd_budget_init(struct fd_budget *b);
 
 /* Whether one more descriptor may be kept; if so it counts from now. */

@@ -2242,6 +2242,7 @@ record_main(int argc, char **argv)
 				/* nothing recorded: attach fails for good */
 				cli_warn("cannot stop process %d: %s", (int)ctl.pid,
 					 strerror(-r));
+				cli_nofile_hint(r, true);
 				if (r == -EPERM && !rc->eperm_said)
 					stop_diagnose_eperm(ctl.pid,
 							    rc->fail_tid ? rc->fail_tid
