@@ -137,6 +137,40 @@ START_TEST(process_gone)
 }
 END_TEST
 
+/* remote_pread_upto(), which ctxdump reads an object whole with (elf-tls.c
+ * obj_read_whole()) for the bytes it charged: never past len, however
+ * long the file is, and what there is when the file is shorter. */
+START_TEST(pread_upto)
+{
+	char path[] = "/tmp/ctxshim-remote-XXXXXX", buf[3 * PAGE];
+	static char data[2 * PAGE];
+	size_t i;
+	int fd = test_mkstemp(path);
+
+	ck_assert_int_ge(fd, 0);
+	for (i = 0; i < sizeof(data); i++)
+		data[i] = (char)(i * 31 + 7);
+	ck_assert_int_eq(write(fd, data, sizeof(data)), (ssize_t)sizeof(data));
+	/* the file's offset is not where it reads from */
+	memset(buf, 'x', sizeof(buf));
+	ck_assert_int_eq(remote_pread_upto(fd, buf, PAGE + 1), PAGE + 1);
+	ck_assert_mem_eq(buf, data, PAGE + 1);
+	ck_assert_int_eq(buf[PAGE + 1], 'x');
+	/* shorter than asked: what there is */
+	memset(buf, 'x', sizeof(buf));
+	ck_assert_int_eq(remote_pread_upto(fd, buf, sizeof(buf)),
+			 (ssize_t)sizeof(data));
+	ck_assert_mem_eq(buf, data, sizeof(data));
+	ck_assert_int_eq(buf[sizeof(data)], 'x');
+	ck_assert_int_eq(ftruncate(fd, 0), 0);
+	ck_assert_int_eq(remote_pread_upto(fd, buf, sizeof(buf)), 0);
+	ck_assert_int_eq(remote_pread_upto(fd, buf, 0), 0);
+	close(fd);
+	ck_assert_int_eq(remote_pread_upto(fd, buf, 1), -EBADF);
+	ck_assert_int_eq(unlink(path), 0);
+}
+END_TEST
+
 TEST_SUITE(remote_suite)
 {
 	Suite *s = suite_create("ctxdump-remote");
@@ -146,6 +180,7 @@ TEST_SUITE(remote_suite)
 	tcase_add_test(tc, faults_and_prefixes);
 	tcase_add_test(tc, huge_range);
 	tcase_add_test(tc, process_gone);
+	tcase_add_test(tc, pread_upto);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -48,6 +48,9 @@
 struct etls_elf {
 	int fd;
 	Elf *e;
+	/* The bytes e was made from (elf_memory()) when the file was read
+	 * whole (obj_elf()), else NULL */
+	void *image;
 	GElf_Ehdr eh;
 	bool has_tls;
 	GElf_Phdr tls;
@@ -295,8 +298,10 @@ elf_close(struct etls_elf *x)
 		elf_end(x->e);
 	if (x->fd >= 0)
 		close(x->fd);
+	free(x->image);
 	x->e = NULL;
 	x->fd = -1;
+	x->image = NULL;
 	x->dynsym = x->symtab = NULL;
 }
 
@@ -436,6 +441,41 @@ transient_close(struct etls_proc *p)
 	}
 }
 
+/* The file open at fd read whole into memory, if it fits in what is left
+ * of p->whole_left, which is charged what is held: its size taken once,
+ * and never more read (remote_pread_upto()).  libelf's own whole read
+ * (ELF_C_FDREAD) reads the size it took at elf_begin(), and a target that
+ * grew the file (a hole: no disk needed) between that and a size taken
+ * here to charge made ctxdump hold gigabytes. */
+static void *
+obj_read_whole(struct etls_proc *p, int fd, size_t *len)
+{
+	char magic[SELFMAG];
+	struct stat st;
+	void *buf;
+	ssize_t got;
+
+	/* not for a data file that is mapped (a cache of icons, of fonts):
+	 * it is no ELF object, and would be read for nothing */
+	if (remote_pread_upto(fd, magic, sizeof(magic)) != (ssize_t)sizeof(magic) ||
+	    memcmp(magic, ELFMAG, SELFMAG) != 0)
+		return NULL;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size <= 0 ||
+	    (uint64_t)st.st_size > p->whole_left)
+		return NULL;
+	buf = malloc((size_t)st.st_size);
+	if (!buf)
+		return NULL;
+	got = remote_pread_upto(fd, buf, (size_t)st.st_size);
+	if (got <= 0) {
+		free(buf);
+		return NULL;
+	}
+	p->whole_left -= (uint64_t)st.st_size;
+	*len = (size_t)got;
+	return buf;
+}
+
 /* The parsed ELF object of ob, opened on first use; NULL if it cannot be
  * opened or is no 64-bit ELF object.  Its sections only until the next
  * call for another object, which may close it (p->transient). */
@@ -443,6 +483,8 @@ static struct etls_elf *
 obj_elf(struct etls_proc *p, struct etls_obj *ob)
 {
 	struct etls_elf *x = &ob->x;
+	size_t len = 0;
+	bool kept;
 	int fd;
 
 	if (ob->tried && (!ob->ok || x->e))
@@ -450,14 +492,14 @@ obj_elf(struct etls_proc *p, struct etls_obj *ob)
 	/* Kept open, the first objects up to the budget, for later lookups:
 	 * libelf reads their sections through the descriptor as they are
 	 * needed and keeps what it read.  A process may map hundreds of
-	 * objects: the next ones are read whole (ELF_C_FDREAD), so that
-	 * their descriptor can be closed, while their files add up to no
-	 * more than ETLS_WHOLE_MAX (most libraries are small: 300 of 16 KiB
-	 * under ulimit -n 64 took 1.5 times as long when each was parsed
-	 * again); the others are opened when they are asked for, one at a
-	 * time, and parsed again (their headers, the sections a lookup
-	 * needs).  Reading every one whole made ctxdump's memory grow by the
-	 * size of their files: 2.3 GB for 300 libraries of 50 MB. */
+	 * objects: the next ones are read whole, so that their descriptor
+	 * can be closed, while their files add up to no more than
+	 * ETLS_WHOLE_MAX (most libraries are small: 300 of 16 KiB under
+	 * ulimit -n 64 took 1.5 times as long when each was parsed again);
+	 * the others are opened when they are asked for, one at a time, and
+	 * parsed again (their headers, the sections a lookup needs).
+	 * Reading every one whole made ctxdump's memory grow by the size of
+	 * their files: 2.3 GB for 300 libraries of 50 MB. */
 	transient_close(p);
 	ob->tried = true;
 	ob->ok = false;
@@ -473,6 +515,9 @@ obj_elf(struct etls_proc *p, struct etls_obj *ob)
 	 * it), and the object is then what they say now. */
 	memset(x, 0, sizeof(*x));
 	x->fd = fd;
+	kept = fd_budget_take(&p->fds);
+	if (!kept)
+		x->image = obj_read_whole(p, fd, &len);
 	/* Read with pread(), never mapped (ELF_C_READ_MMAP): the target can
 	 * truncate a file it maps and can write (a library copy of its own,
 	 * a memfd), and a read of a mapping past the file's new end raises
@@ -480,26 +525,20 @@ obj_elf(struct etls_proc *p, struct etls_obj *ob)
 	 * recording.  A read past the end fails instead, and so does the
 	 * object.  The cost is a copy of what is read (headers, symbol
 	 * tables, relocations). */
-	x->e = elf_begin(x->fd, ELF_C_READ, NULL);
+	x->e = x->image ? elf_memory(x->image, len)
+			: elf_begin(x->fd, ELF_C_READ, NULL);
 	if (elf_parse(x, ob->start, ob->offset) < 0) {
 		ob->err = obj_short(x->fd, ob) ? ETLS_ERR_SHORT : -ENOEXEC;
 		elf_close(x);
+		if (kept)
+			fd_budget_give(&p->fds);
 		return NULL;
 	}
-	if (!fd_budget_take(&p->fds)) {
-		struct stat st;
-
-		/* the size libelf reads, unless the file changes meanwhile
-		 * (libelf's own fstat() came first) */
-		if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size >= 0 &&
-		    (uint64_t)st.st_size <= p->whole_left &&
-		    elf_cntl(x->e, ELF_C_FDREAD) == 0) {
-			p->whole_left -= (uint64_t)st.st_size;
-			close(x->fd);
-			x->fd = -1;
-		} else {
-			p->transient = ob;
-		}
+	if (x->image) {
+		close(x->fd);
+		x->fd = -1;
+	} else if (!kept) {
+		p->transient = ob;
 	}
 	ob->ok = true;
 	return x;

@@ -305,6 +305,25 @@ read_retry(int fd, void *buf, size_t n)
 	return r;
 }
 
+ssize_t
+remote_pread_upto(int fd, void *buf, size_t len)
+{
+	size_t got = 0;
+
+	while (got < len) {
+		ssize_t r = pread(fd, (uint8_t *)buf + got, len - got, (off_t)got);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return -errno;
+		if (r == 0)
+			break;
+		got += (size_t)r;
+	}
+	return (ssize_t)got;
+}
+
 int
 remote_open_regular(const char *path, struct stat *st)
 {

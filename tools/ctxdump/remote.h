@@ -66,6 +66,12 @@ int remote_thread_stop_regs(pid_t tid, uint64_t *tp, int *blocked);
  * (ESTALE: not a regular file, so not the mapped one). */
 int remote_open_regular(const char *path, struct stat *st);
 
+/* The first len bytes of the file open at fd into buf, read with pread()
+ * from offset 0: fewer where the file ends first (it may have been
+ * truncated since it was measured), never more, however it grew.  Returns
+ * the count, or a negative errno. */
+ssize_t remote_pread_upto(int fd, void *buf, size_t len);
+
 /* Read a whole (small) file, at most max bytes, into a malloc'd buffer with
  * a NUL after the data.  Returns 0 or a negative errno. */
 int remote_read_file(const char *path, size_t max, char **buf, size_t *len);
