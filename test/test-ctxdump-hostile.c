@@ -1334,6 +1334,91 @@ START_TEST(debug_file_made_a_fifo)
 }
 END_TEST
 
+/* A container whose separate debug file (at the build ID of a library
+ * without symbols, as in debug_file_made_a_fifo) is an absolute symlink
+ * to a file of its own: ctxdump opened /proc/PID/root/usr/lib/debug/...,
+ * and the kernel resolved the symlink against ctxdump's root, where it
+ * leads elsewhere (here nowhere; it may be any file of the host): the
+ * frames in the library were left unnamed (old).  Resolved inside the
+ * container's root, as the container sees it.  The container is a chroot
+ * into a bind of / (root only, in a mount namespace of this test's own)
+ * with a tmpfs of its own over /usr/lib/debug/.build-id, and another one
+ * over ours. */
+START_TEST(debug_file_through_absolute_symlink)
+{
+	char dir[] = "/tmp/ctxdump-hostile-XXXXXX", lib[64], *out, *err, pid[16];
+	/* not test_mkdtemp(): the cleanup must never walk into a bind of
+	 * / (CK_FORK=no keeps the mounts in the test program) */
+	char root[] = "/tmp/ctxdump-hostile-root-XXXXXX";
+	char id[2 * 64 + 1] = "", path[512], inner[512], real[256];
+	const char *args[] = {"--stacks", "-j", pid, NULL};
+	const char *debug = "/usr/lib/debug/.build-id";
+	char *targv[] = {"/usr/sbin/chroot",
+			 root,
+			 (char *)test_helper_path("many-objects"),
+			 dir,
+			 lib,
+			 "1",
+			 "late_a",
+			 "1024",
+			 NULL};
+	char *dump[8];
+	struct target t;
+	int st;
+
+	if (geteuid() != 0 || access(debug, F_OK) != 0 || access(targv[0], X_OK) != 0 ||
+	    (getenv("CK_FORK") && strcmp(getenv("CK_FORK"), "no") == 0)) {
+		fprintf(stderr,
+			"debug_file_through_absolute_symlink: not root, no "
+			"%s or chroot, or CK_FORK=no, not run\n",
+			debug);
+		return;
+	}
+	ck_assert_int_eq(unshare(CLONE_NEWNS), 0);
+	ck_assert_int_eq(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL), 0);
+	/* ours: empty */
+	ck_assert_int_eq(mount("none", debug, "tmpfs", 0, "size=1m"), 0);
+	ck_assert_ptr_nonnull(test_mkdtemp(dir));
+	snprintf(lib, sizeof(lib), "%s/huge-dynsym.so", dir);
+	write_huge_dynsym_copy(lib, (uint64_t)24 << 25, id, sizeof(id));
+	ck_assert_uint_gt(strlen(id), 2);
+	ck_assert_ptr_nonnull(mkdtemp(root));
+	ck_assert_int_eq(mount("/", root, NULL, MS_BIND | MS_REC, NULL), 0);
+	/* the container's: the library's symbols (liblate-a.so has the same
+	 * build ID), and the link to them at the build ID */
+	snprintf(inner, sizeof(inner), "%s%s", root, debug);
+	ck_assert_int_eq(mount("none", inner, "tmpfs", 0, "size=8m"), 0);
+	snprintf(real, sizeof(real), "%s/real.debug", debug);
+	snprintf(path, sizeof(path), "%s/real.debug", inner);
+	{
+		char *cp[] = {"/bin/cp", (char *)test_helper_path("liblate-a.so"), path,
+			      NULL};
+
+		ck_assert_int_eq(
+			test_run_capture(cp, NULL, false, NULL, NULL, RUN_TIMEOUT_MS),
+			0);
+	}
+	snprintf(path, sizeof(path), "%s/%.2s", inner, id);
+	ck_assert_int_eq(mkdir(path, 0755), 0);
+	snprintf(path, sizeof(path), "%s/%.2s/%s.debug", inner, id, id + 2);
+	ck_assert_int_eq(symlink(real, path), 0);
+	target_start_as(&t, targv, true);
+	snprintf(pid, sizeof(pid), "%d", (int)t.pid);
+	test_ctxdump_argv(dump, 8, args);
+	st = test_run_capture(dump, NULL, false, &out, &err, RUN_TIMEOUT_MS);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status 0x%x: %s", st,
+		      err);
+	expect_in(out, "\"symbol\": \"late_a\"");
+	free(out);
+	free(err);
+	target_finish(&t);
+	ck_assert_int_eq(umount2(root, MNT_DETACH), 0);
+	ck_assert_int_eq(rmdir(root), 0);
+	ck_assert_int_eq(unlink(lib), 0);
+	ck_assert_int_eq(rmdir(dir), 0);
+}
+END_TEST
+
 /* The target deletes one of its libraries and puts a FIFO at its path,
  * which ctxdump opens (the path in maps, " (deleted)" cut off) where it
  * cannot open /proc/PID/map_files: an open() of a FIFO for reading waits
@@ -1688,6 +1773,7 @@ TEST_SUITE(ctxdump_hostile_suite)
 	tcase_add_loop_test(tc, descriptors_below_the_least, 0, 2);
 	tcase_add_loop_test(tc, huge_section_in_a_hole, 0, 2);
 	tcase_add_test(tc, debug_file_made_a_fifo);
+	tcase_add_test(tc, debug_file_through_absolute_symlink);
 	tcase_add_test(tc, library_path_made_a_fifo);
 	tcase_add_test(tc, module_path_mounted_over_by_fifo);
 	tcase_add_test(tc, library_truncated_while_dumped);

@@ -269,12 +269,13 @@ obj_open(pid_t pid, const struct etls_obj *ob)
 	fd = remote_open_regular(path, &st);
 	if (fd >= 0)
 		return fd;
-	if (ob->exe_only)
-		snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
-	else
-		snprintf(path, sizeof(path), "/proc/%d/root%s", (int)pid, ob->path);
 	/* a regular file only: the target can put a FIFO at the path */
-	fd = remote_open_regular(path, &st);
+	if (ob->exe_only) {
+		snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
+		fd = remote_open_regular(path, &st);
+	} else {
+		fd = remote_open_in_root(pid, ob->path, &st);
+	}
 	if (fd < 0)
 		return -errno;
 	/* Only the inode: overlayfs reports a different st_dev than maps.
@@ -1739,7 +1740,6 @@ etls_find_data(pid_t pid,
 	       uint64_t *addr,
 	       uint64_t *size)
 {
-	char path[PATH_MAX + 64];
 	struct etls_elf x;
 	Elf_Scn *scn = NULL;
 	Elf_Data *d;
@@ -1751,10 +1751,9 @@ etls_find_data(pid_t pid,
 	if (elf_version(EV_CURRENT) == EV_NONE)
 		return -ENOTSUP;
 	memset(&x, 0, sizeof(x));
-	snprintf(path, sizeof(path), "/proc/%d/root%s", (int)pid, sym->module);
 	/* The target decides what is at the path: a FIFO there made this
 	 * open() wait for ever (remote_open_regular()). */
-	x.fd = remote_open_regular(path, &st);
+	x.fd = remote_open_in_root(pid, sym->module, &st);
 	if (x.fd < 0)
 		return -errno;
 	x.e = elf_begin(x.fd, ELF_C_READ, NULL);

@@ -7,12 +7,14 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <linux/openat2.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ptrace.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/user.h>
 #include <time.h>
@@ -324,18 +326,14 @@ remote_pread_upto(int fd, void *buf, size_t len)
 	return (ssize_t)got;
 }
 
-int
-remote_open_regular(const char *path, struct stat *st)
+/* The file that the O_PATH descriptor pfd stands for, opened for reading
+ * if it is a regular file (remote_open_regular()); pfd is closed. */
+static int
+reopen_regular(int pfd, struct stat *st)
 {
 	char self[64];
-	int pfd, fd, e;
+	int fd, e;
 
-	/* O_PATH looks the file up and opens nothing: no FIFO waits, no
-	 * driver runs.  Opening its /proc/self/fd link again then opens
-	 * that same inode, whatever is at the path by now. */
-	pfd = open(path, O_PATH | O_CLOEXEC);
-	if (pfd < 0)
-		return -1;
 	if (fstat(pfd, st) < 0)
 		e = errno;
 	else if (!S_ISREG(st->st_mode))
@@ -353,6 +351,52 @@ remote_open_regular(const char *path, struct stat *st)
 	close(pfd);
 	errno = e;
 	return fd;
+}
+
+int
+remote_open_regular(const char *path, struct stat *st)
+{
+	/* O_PATH looks the file up and opens nothing: no FIFO waits, no
+	 * driver runs.  Opening its /proc/self/fd link again then opens
+	 * that same inode, whatever is at the path by now. */
+	int pfd = open(path, O_PATH | O_CLOEXEC);
+
+	return pfd < 0 ? -1 : reopen_regular(pfd, st);
+}
+
+int
+remote_open_in_root(pid_t pid, const char *path, struct stat *st)
+{
+	/* No magic links either: the container's /proc/self/root/... (or
+	 * /proc/1/root) would lead out of its root again. */
+	struct open_how how = {.flags = O_PATH | O_CLOEXEC,
+			       .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS};
+	char root[PATH_MAX + 64];
+	int rfd, pfd, e, tries;
+
+	snprintf(root, sizeof(root), "/proc/%d/root", (int)pid);
+	rfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (rfd < 0)
+		return -1;
+	/* EAGAIN: a rename raced the lookup of a "..", which the target
+	 * can make happen every time: a few tries, not a loop */
+	for (tries = 0;; tries++) {
+		pfd = (int)syscall(SYS_openat2, rfd, path, &how, sizeof(how));
+		if (pfd >= 0 || (errno != EINTR && errno != EAGAIN) || tries == 8)
+			break;
+	}
+	e = errno;
+	close(rfd);
+	if (pfd >= 0)
+		return reopen_regular(pfd, st);
+	/* ENOSYS: before Linux 5.6; EPERM: container runtimes' seccomp
+	 * profiles older than openat2() deny what they do not know */
+	if (e != ENOSYS && e != EPERM) {
+		errno = e;
+		return -1;
+	}
+	snprintf(root, sizeof(root), "/proc/%d/root%s", (int)pid, path);
+	return remote_open_regular(root, st);
 }
 
 int

@@ -66,6 +66,16 @@ int remote_thread_stop_regs(pid_t tid, uint64_t *tp, int *blocked);
  * (ESTALE: not a regular file, so not the mapped one). */
 int remote_open_regular(const char *path, struct stat *st);
 
+/* remote_open_regular() of path as process pid sees it (an absolute
+ * path, as maps shows), through its root directory (/proc/PID/root: a
+ * container's own).  Every symlink on the way is resolved inside that
+ * root, an absolute one too (openat2() RESOLVE_IN_ROOT, Linux 5.6):
+ * opened as /proc/PID/root/PATH, an absolute symlink in the container's
+ * path was resolved against ctxdump's root, where it can name any file
+ * of the host.  Where the kernel has no openat2() (or a seccomp filter
+ * hides it), the old way. */
+int remote_open_in_root(pid_t pid, const char *path, struct stat *st);
+
 /* The first len bytes of the file open at fd into buf, read with pread()
  * from offset 0: fewer where the file ends first (it may have been
  * truncated since it was measured), never more, however it grew.  Returns

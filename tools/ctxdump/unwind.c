@@ -888,10 +888,8 @@ uw_open_module_file(struct uw_proc *p, struct uw_module *m)
 	/* Through the target's root, so paths inside a container resolve;
 	 * the inode check below rejects a replaced file, and a FIFO or a
 	 * device is not opened at all (while the threads are stopped). */
-	if (fd < 0 && !deleted) {
-		snprintf(fn, sizeof(fn), "/proc/%d/root%s", (int)p->pid, m->path);
-		fd = remote_open_regular(fn, &st);
-	}
+	if (fd < 0 && !deleted)
+		fd = remote_open_in_root(p->pid, m->path, &st);
 	/* A deleted file may be the executable, which /proc/PID/exe opens:
 	 * a program run from a memfd (fexecve()) maps no other file.  Only
 	 * if it is the mapped one (device and inode). */
@@ -1786,18 +1784,13 @@ uw_open_debug_symtab(struct uw_proc *p, struct uw_module *m, GElf_Shdr *sh)
 		Elf_Scn *scn;
 		int fd;
 
-		if (k == 0)
-			snprintf(fn, sizeof(fn),
-				 "/proc/%d/root/usr/lib/debug/.build-id/%.2s/%s.debug",
-				 (int)p->pid, hex, hex + 2);
-		else
-			snprintf(fn, sizeof(fn),
-				 "/usr/lib/debug/.build-id/%.2s/%s.debug", hex,
-				 hex + 2);
+		snprintf(fn, sizeof(fn), "/usr/lib/debug/.build-id/%.2s/%s.debug", hex,
+			 hex + 2);
 		/* a regular file only: the target's root is the target's,
 		 * and a FIFO there would make us wait with its threads
 		 * stopped */
-		fd = remote_open_regular(fn, &st);
+		fd = k == 0 ? remote_open_in_root(p->pid, fn, &st)
+			    : remote_open_regular(fn, &st);
 		if (fd < 0)
 			continue;
 		/* read, not mapped, as the module (uw_module_load()) */
