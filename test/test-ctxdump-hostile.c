@@ -1334,6 +1334,17 @@ START_TEST(debug_file_made_a_fifo)
 }
 END_TEST
 
+/* liblate-a.so's bytes into to (made, or truncated: the same inode). */
+static void
+copy_late_a(const char *to)
+{
+	char *cp[] = {"/bin/cp", (char *)test_helper_path("liblate-a.so"), (char *)to,
+		      NULL};
+
+	ck_assert_int_eq(test_run_capture(cp, NULL, false, NULL, NULL, RUN_TIMEOUT_MS),
+			 0);
+}
+
 /* A container whose separate debug file (at the build ID of a library
  * without symbols, as in debug_file_made_a_fifo) is an absolute symlink
  * to a file of its own: ctxdump opened /proc/PID/root/usr/lib/debug/...,
@@ -1350,7 +1361,7 @@ START_TEST(debug_file_through_absolute_symlink)
 	/* not test_mkdtemp(): the cleanup must never walk into a bind of
 	 * / (CK_FORK=no keeps the mounts in the test program) */
 	char root[] = "/tmp/ctxdump-hostile-root-XXXXXX";
-	char id[2 * 64 + 1] = "", path[512], inner[512], real[256];
+	char id[2 * 64 + 1] = "", path[768], inner[256], real[256];
 	const char *args[] = {"--stacks", "-j", pid, NULL};
 	const char *debug = "/usr/lib/debug/.build-id";
 	char *targv[] = {"/usr/sbin/chroot",
@@ -1390,14 +1401,7 @@ START_TEST(debug_file_through_absolute_symlink)
 	ck_assert_int_eq(mount("none", inner, "tmpfs", 0, "size=8m"), 0);
 	snprintf(real, sizeof(real), "%s/real.debug", debug);
 	snprintf(path, sizeof(path), "%s/real.debug", inner);
-	{
-		char *cp[] = {"/bin/cp", (char *)test_helper_path("liblate-a.so"), path,
-			      NULL};
-
-		ck_assert_int_eq(
-			test_run_capture(cp, NULL, false, NULL, NULL, RUN_TIMEOUT_MS),
-			0);
-	}
+	copy_late_a(path);
 	snprintf(path, sizeof(path), "%s/%.2s", inner, id);
 	ck_assert_int_eq(mkdir(path, 0755), 0);
 	snprintf(path, sizeof(path), "%s/%.2s/%s.debug", inner, id, id + 2);
@@ -1415,6 +1419,74 @@ START_TEST(debug_file_through_absolute_symlink)
 	ck_assert_int_eq(umount2(root, MNT_DETACH), 0);
 	ck_assert_int_eq(rmdir(root), 0);
 	ck_assert_int_eq(unlink(lib), 0);
+	ck_assert_int_eq(rmdir(dir), 0);
+}
+END_TEST
+
+/* The target mounts another tmpfs over the directory of a library it
+ * loaded from a tmpfs, with a file at the library's name that has the
+ * library's inode number (a tmpfs numbers its inodes from 2): with no
+ * /proc/PID/map_files, ctxdump opened that file by the path, compared
+ * only the inode number, and took it for the library (old: "0
+ * unreadable").  Another device: not the mapped file.  Root only (the
+ * mounts, in a mount namespace of this test's own). */
+START_TEST(library_path_over_same_inode_elsewhere)
+{
+	char dir[] = "/tmp/ctxdump-hostile-XXXXXX", *out, *err, pid[16];
+	char path[64], other[64];
+	const char *args[] = {"-v", pid, NULL};
+	struct target t;
+	struct stat lib, st;
+	int rc;
+
+	if (geteuid() != 0) {
+		fprintf(stderr,
+			"library_path_over_same_inode_elsewhere: not root, not run\n");
+		return;
+	}
+	ck_assert_int_eq(unshare(CLONE_NEWNS), 0);
+	ck_assert_int_eq(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL), 0);
+	ck_assert_ptr_nonnull(test_mkdtemp(dir));
+	ck_assert_int_eq(mount("none", dir, "tmpfs", 0, "size=8m"), 0);
+	/* the copy made by the target on the first tmpfs */
+	{
+		char *targv[] = {(char *)test_helper_path("many-objects"), dir,
+				 (char *)test_helper_path("liblate-a.so"), "1", NULL};
+
+		target_start_as(&t, targv, true);
+	}
+	snprintf(pid, sizeof(pid), "%d", (int)t.pid);
+	snprintf(path, sizeof(path), "%s/libmany-0.so", dir);
+	ck_assert_int_eq(stat(path, &lib), 0);
+	ck_assert_int_eq(mount("none", dir, "tmpfs", 0, "size=8m"), 0);
+	for (int i = 0;; i++) {
+		int fd;
+
+		ck_assert_int_lt(i, 1000);
+		snprintf(other, sizeof(other), "%s/f%d", dir, i);
+		fd = open(other, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0755);
+		ck_assert_int_ge(fd, 0);
+		ck_assert_int_eq(fstat(fd, &st), 0);
+		close(fd);
+		if (st.st_ino == lib.st_ino)
+			break;
+		ck_assert_int_eq(unlink(other), 0);
+	}
+	/* the same bytes: it is an ELF object, that one just is not the
+	 * mapped one */
+	copy_late_a(other);
+	ck_assert_int_eq(stat(other, &st), 0);
+	ck_assert_uint_eq(st.st_ino, lib.st_ino);
+	ck_assert_int_eq(rename(other, path), 0);
+	ck_assert_uint_ne(st.st_dev, lib.st_dev);
+	rc = test_run_ctxdump_no_map_files(&out, &err, args, RUN_TIMEOUT_MS);
+	ck_assert_msg(rc == 0, "exit %d: %s", rc, err);
+	expect_in(out, "examined, 1 unreadable, 1 defining the symbol\n");
+	free(out);
+	free(err);
+	ck_assert_int_eq(umount(dir), 0);
+	target_finish(&t);
+	ck_assert_int_eq(umount(dir), 0);
 	ck_assert_int_eq(rmdir(dir), 0);
 }
 END_TEST
@@ -1775,6 +1847,7 @@ TEST_SUITE(ctxdump_hostile_suite)
 	tcase_add_test(tc, debug_file_made_a_fifo);
 	tcase_add_test(tc, debug_file_through_absolute_symlink);
 	tcase_add_test(tc, library_path_made_a_fifo);
+	tcase_add_test(tc, library_path_over_same_inode_elsewhere);
 	tcase_add_test(tc, module_path_mounted_over_by_fifo);
 	tcase_add_test(tc, library_truncated_while_dumped);
 	tcase_add_test(tc, library_truncated_while_recorded);

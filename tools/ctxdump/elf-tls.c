@@ -278,13 +278,15 @@ obj_open(pid_t pid, const struct etls_obj *ob)
 	}
 	if (fd < 0)
 		return -errno;
-	/* Only the inode: overlayfs reports a different st_dev than maps.
-	 * An exe_only object's device too: it was the executable's when it
-	 * was listed, and an exec since (a file on another device with the
-	 * same inode number) would be parsed as it. */
-	if ((uint64_t)st.st_ino != ob->inode ||
-	    (ob->exe_only && (major(st.st_dev) != ob->dev_major ||
-			      minor(st.st_dev) != ob->dev_minor))) {
+	/* An exe_only object's device always: it was the executable's when
+	 * it was listed (by the device of a stat() too), and an exec since
+	 * (a file on another device with the same inode number) would be
+	 * parsed as it. */
+	if (ob->exe_only ? (uint64_t)st.st_ino != ob->inode ||
+				   major(st.st_dev) != ob->dev_major ||
+				   minor(st.st_dev) != ob->dev_minor
+			 : !remote_same_file(fd, &st, ob->dev_major, ob->dev_minor,
+					     ob->inode)) {
 		close(fd);
 		return -ESTALE;
 	}

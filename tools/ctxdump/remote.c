@@ -14,6 +14,8 @@
 #include <string.h>
 #include <sys/ptrace.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/sysmacros.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/user.h>
@@ -305,6 +307,31 @@ read_retry(int fd, void *buf, size_t n)
 		r = read(fd, buf, n);
 	while (r < 0 && errno == EINTR);
 	return r;
+}
+
+/* f_type of statfs(2), as linux/magic.h has them */
+#define REMOTE_OVERLAYFS_MAGIC 0x794c7630
+#define REMOTE_BTRFS_MAGIC     0x9123683e
+
+bool
+remote_same_file(int fd,
+		 const struct stat *st,
+		 unsigned dev_major,
+		 unsigned dev_minor,
+		 uint64_t inode)
+{
+	struct statfs sf;
+
+	if ((uint64_t)st->st_ino != inode)
+		return false;
+	if (major(st->st_dev) == dev_major && minor(st->st_dev) == dev_minor)
+		return true;
+	/* The inode number alone let a file of another filesystem pass for
+	 * the mapped one: a tmpfs mounted over a library's directory gives
+	 * its files the same small inode numbers as the first one did. */
+	return fstatfs(fd, &sf) == 0 &&
+	       ((unsigned long)sf.f_type == REMOTE_OVERLAYFS_MAGIC ||
+		(unsigned long)sf.f_type == REMOTE_BTRFS_MAGIC);
 }
 
 ssize_t

@@ -76,6 +76,18 @@ int remote_open_regular(const char *path, struct stat *st);
  * hides it), the old way. */
 int remote_open_in_root(pid_t pid, const char *path, struct stat *st);
 
+/* Whether the file open at fd (st: its fstat()) is the one that maps
+ * shows as dev_major:dev_minor and inode: the same inode number, and the
+ * same device, unless the file is on a filesystem whose stat() gives
+ * another device than maps (overlayfs, where maps shows the layer's file;
+ * btrfs, whose subvolumes have a device number each): there the inode
+ * number only. */
+bool remote_same_file(int fd,
+		      const struct stat *st,
+		      unsigned dev_major,
+		      unsigned dev_minor,
+		      uint64_t inode);
+
 /* The first len bytes of the file open at fd into buf, read with pread()
  * from offset 0: fewer where the file ends first (it may have been
  * truncated since it was measured), never more, however it grew.  Returns

@@ -912,8 +912,8 @@ uw_open_module_file(struct uw_proc *p, struct uw_module *m)
 		}
 		return -e;
 	}
-	if (fstat(fd, &st) < 0 || (uint64_t)st.st_ino != m->inode ||
-	    !S_ISREG(st.st_mode)) {
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
+	    !remote_same_file(fd, &st, m->dev_major, m->dev_minor, m->inode)) {
 		close(fd);
 		return -ESTALE;
 	}
