@@ -22,6 +22,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/inotify.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -1593,6 +1594,57 @@ START_TEST(large_objects_beyond_descriptors)
 }
 END_TEST
 
+/* 40 copies 32 MiB longer under ulimit -n 16, none of which names any
+ * of the symbols ctxdump looks for: those past the descriptors kept open
+ * and the 32 MiB read whole were opened and parsed again for each lookup
+ * (otel_thread_ctx_v1 in .dynsym and the check for another definition,
+ * Elastic's and custom-labels' in .dynsym, .symtab and the check for a
+ * misdefinition: old, 320 opens of the copies; 2300 opens and 3 times
+ * the time for 300 copies of 50 MiB under ulimit -n 64).  Each is opened once now; the
+ * opens are counted with inotify (IN_OPEN: not the O_PATH lookups). */
+START_TEST(objects_beyond_descriptors_opened_once)
+{
+	char dir[] = "/tmp/ctxdump-hostile-XXXXXX", *out, *err, pid[16];
+	const char *args[] = {"-j", pid, NULL};
+	char *argv[12];
+	union {
+		struct inotify_event ev;
+		char b[64 * 1024];
+	} buf;
+	unsigned opens = 0;
+	struct target t;
+	ssize_t n;
+	int st, in;
+
+	many_objects_start(&t, dir, "40", "-", "32");
+	snprintf(pid, sizeof(pid), "%d", (int)t.pid);
+	in = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+	ck_assert_int_ge(in, 0);
+	ck_assert_int_ge(inotify_add_watch(in, dir, IN_OPEN), 0);
+	nofile_argv(argv, 16, args);
+	st = test_run_capture(argv, NULL, false, &out, &err, RUN_TIMEOUT_MS);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status 0x%x: %s", st,
+		      err);
+	expect_in(out, "\"name\": \"otel_thread_ctx_v1\"");
+	while ((n = read(in, buf.b, sizeof(buf.b))) > 0)
+		for (char *e = buf.b; e < buf.b + n;) {
+			const struct inotify_event *ev =
+				(const struct inotify_event *)e;
+
+			ck_assert_uint_eq(ev->mask & IN_Q_OVERFLOW, 0);
+			if (ev->len && strncmp(ev->name, "libmany-", 8) == 0)
+				opens++;
+			e += sizeof(*ev) + ev->len;
+		}
+	close(in);
+	ck_assert_msg(opens >= 1 && opens <= 40, "%u opens of the 40 copies", opens);
+	free(out);
+	free(err);
+	target_finish(&t);
+	ck_assert_int_eq(rmdir(dir), 0);
+}
+END_TEST
+
 /* ---- a file truncated under ctxdump ---- */
 
 /* hostile-truncate with its library copy in dir (made here). */
@@ -1841,6 +1893,7 @@ TEST_SUITE(ctxdump_hostile_suite)
 	tcase_add_test(tc, more_objects_than_descriptors);
 	tcase_add_test(tc, stacks_through_more_modules_than_descriptors);
 	tcase_add_test(tc, large_objects_beyond_descriptors);
+	tcase_add_test(tc, objects_beyond_descriptors_opened_once);
 	tcase_add_loop_test(tc, stacks_beyond_descriptors_at_lowest_limit, 0, 3);
 	tcase_add_loop_test(tc, descriptors_below_the_least, 0, 2);
 	tcase_add_loop_test(tc, huge_section_in_a_hole, 0, 2);

@@ -1363,6 +1363,8 @@ dump_process(const struct ctxdump_control *ctl, unsigned slot_tries)
 		 * thread read through ended (threads that live a few ms) is
 		 * read again, through a stopped one. */
 		pctx_err = load_pctx(d, ep, pctx_why, sizeof(pctx_why));
+		/* the objects' symbol tables searched once for all three */
+		dlay_want(ep);
 		r = etls_proc_find(ep, OTEL_THREAD_CTX_SYMBOL, &d->sym);
 		/* Elastic's and custom-labels' variables too (issue 10): a
 		 * process with only those is read as well. */

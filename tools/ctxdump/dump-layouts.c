@@ -12,6 +12,12 @@
 
 #define DLAY_OTHERS (LAY_MASK(LAY_ELASTIC) | LAY_MASK(LAY_CUSTOM_LABELS))
 
+void
+dlay_want(struct etls_proc *ep)
+{
+	lay_want(ep, DLAY_OTHERS);
+}
+
 bool
 dlay_find(struct dump *d, struct etls_proc *ep)
 {

@@ -11,6 +11,9 @@
 /* Look for the other layouts (target running) in the objects of ep.
  * Returns true if the process defines at least one; d->alt is then set. */
 bool dlay_find(struct dump *d, struct etls_proc *ep);
+/* Before any lookup in ep: the symbols dlay_find() looks up will be
+ * (lay_want()). */
+void dlay_want(struct etls_proc *ep);
 
 /* Copy every stopped thread's contexts in those layouts (threads
  * stopped). */

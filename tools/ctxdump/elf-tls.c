@@ -29,6 +29,8 @@
 /* bytes of files one etls_proc reads whole, beyond the descriptor budget
  * (obj_elf()) */
 #define ETLS_WHOLE_MAX (32u << 20)
+/* names whose lookups one etls_proc remembers (a bit each) */
+#define ETLS_NAMES_MAX 32u
 /* the largest section read (symbols, their names, relocations): libelf
  * reads what the section header says, and a file may have a hole there
  * of any size (lookup_in()) */
@@ -64,6 +66,7 @@ struct etls_elf {
 	Elf_Scn *symtab;
 	GElf_Shdr symtab_sh;
 	bool has_interp;
+	bool has_symtab; /* a fact: symtab goes with the Elf */
 };
 
 /* One mapped file, deduplicated by device and inode. */
@@ -84,6 +87,12 @@ struct etls_obj {
 	bool tried;
 	bool ok;
 	int err; /* why it could not be opened or parsed */
+	/* Which of the names of p (etls_proc.names) its .dynsym and .symtab
+	 * were searched for once parsed (scanned), and which they name at
+	 * all, defined or not, of any type (a table that could not be read
+	 * counts as naming every one): an object that does not name one is
+	 * not opened again to look for it (obj_names()). */
+	uint32_t scanned, in_dynsym, in_symtab;
 	struct etls_elf x;
 };
 
@@ -114,9 +123,18 @@ struct etls_proc {
 	struct etls_obj *transient;
 	bool exe_ok;
 	struct stat exe_st;
+	/* The names looked up, or to be (etls_proc_want()): each object's
+	 * symbol tables are searched for all of them in one pass when it is
+	 * parsed (obj_scan()).  An object beyond the descriptor budget was
+	 * opened and parsed again for each of some 8 lookups of a dump, and
+	 * most objects name none of them. */
+	char *names[ETLS_NAMES_MAX];
+	size_t name_len[ETLS_NAMES_MAX];
+	unsigned n_names;
 };
 
 static void elf_close(struct etls_elf *x);
+static void obj_scan(struct etls_proc *p, struct etls_obj *ob);
 
 static void
 objs_free(struct etls_objs *o)
@@ -357,6 +375,7 @@ elf_parse(struct etls_elf *x, uint64_t map_start, uint64_t map_offset)
 		} else if (sh.sh_type == SHT_SYMTAB && !x->symtab) {
 			x->symtab = scn;
 			x->symtab_sh = sh;
+			x->has_symtab = true;
 		}
 		if (x->dynsym && x->symtab)
 			break;
@@ -544,7 +563,145 @@ obj_elf(struct etls_proc *p, struct etls_obj *ob)
 		p->transient = ob;
 	}
 	ob->ok = true;
+	obj_scan(p, ob);
 	return x;
+}
+
+/* A symbol table's entries and names, straight from the section data
+ * (class 64, native layout: libelf converts or copies when it must). */
+struct sym_table {
+	Elf_Data *d;
+	const Elf64_Sym *syms;
+	size_t n;
+	const char *strs;
+	size_t strsz;
+};
+
+static bool
+sym_table_get(struct etls_elf *x,
+	      Elf_Scn *scn,
+	      const GElf_Shdr *sh,
+	      struct sym_table *t)
+{
+	Elf_Data *sd;
+	Elf_Scn *strscn;
+	GElf_Shdr ssh;
+
+	/* Not read beyond ETLS_SECTION_MAX: libelf would read all of a
+	 * section of gigabytes that a hole in the file makes (768 MiB of
+	 * .dynsym cost 790 MB of memory), and keeps it.  No real .dynsym
+	 * comes near it (libc's: 70 KiB). */
+	if (!scn || sh->sh_entsize != sizeof(Elf64_Sym) ||
+	    sh->sh_size > ETLS_SECTION_MAX)
+		return false;
+	strscn = elf_getscn(x->e, sh->sh_link);
+	if (!strscn || !gelf_getshdr(strscn, &ssh) || ssh.sh_size > ETLS_SECTION_MAX)
+		return false;
+	t->d = elf_getdata(scn, NULL);
+	sd = elf_getdata(strscn, NULL);
+	if (!t->d || !t->d->d_buf || t->d->d_type != ELF_T_SYM || !sd || !sd->d_buf)
+		return false;
+	t->syms = t->d->d_buf;
+	t->n = t->d->d_size / sizeof(*t->syms);
+	t->strs = sd->d_buf;
+	t->strsz = sd->d_size;
+	return true;
+}
+
+/* The bit of name among the names of p, or 0 if it is none of them. */
+static uint32_t
+name_bit(const struct etls_proc *p, const char *name)
+{
+	unsigned i;
+
+	for (i = 0; i < p->n_names; i++)
+		if (strcmp(p->names[i], name) == 0)
+			return (uint32_t)1 << i;
+	return 0;
+}
+
+void
+etls_proc_want(struct etls_proc *p, const char *name)
+{
+	if (name_bit(p, name) || p->n_names >= ETLS_NAMES_MAX)
+		return;
+	p->names[p->n_names] = strdup(name);
+	if (!p->names[p->n_names])
+		return;
+	p->name_len[p->n_names] = strlen(name);
+	p->n_names++;
+}
+
+/* The bits of all the names of p. */
+static uint32_t
+names_all(const struct etls_proc *p)
+{
+	return p->n_names >= 32 ? UINT32_MAX : ((uint32_t)1 << p->n_names) - 1;
+}
+
+/* The names of p that the table names (any entry, defined or not); all
+ * of them if it cannot be read. */
+static uint32_t
+table_names(const struct etls_proc *p,
+	    struct etls_elf *x,
+	    Elf_Scn *scn,
+	    const GElf_Shdr *sh)
+{
+	uint32_t all = names_all(p), found = 0;
+	struct sym_table t;
+	size_t i;
+	unsigned k;
+
+	if (!scn)
+		return 0;
+	if (!sym_table_get(x, scn, sh, &t))
+		return all;
+	for (i = 1; i < t.n && found != all; i++) {
+		uint32_t off = t.syms[i].st_name;
+		const char *nm = t.strs + off;
+
+		if (off >= t.strsz)
+			continue;
+		for (k = 0; k < p->n_names; k++) {
+			size_t l = p->name_len[k];
+
+			/* the name and its NUL inside the string table */
+			if (nm[0] == p->names[k][0] && t.strsz - off > l &&
+			    memcmp(nm, p->names[k], l + 1) == 0)
+				found |= (uint32_t)1 << k;
+		}
+	}
+	return found;
+}
+
+/* The first time ob is parsed, or again once names were added: which of
+ * the names its tables name. */
+static void
+obj_scan(struct etls_proc *p, struct etls_obj *ob)
+{
+	uint32_t all = names_all(p);
+
+	if (ob->scanned == all)
+		return;
+	ob->in_dynsym = table_names(p, &ob->x, ob->x.dynsym, &ob->x.dynsym_sh);
+	ob->in_symtab = table_names(p, &ob->x, ob->x.symtab, &ob->x.symtab_sh);
+	ob->scanned = all;
+}
+
+/* Whether ob's .dynsym (or .symtab) may name name: false only when it was
+ * searched for it (obj_scan()) and does not; then ob need not be opened
+ * again for it. */
+static bool
+obj_names(const struct etls_proc *p,
+	  const struct etls_obj *ob,
+	  const char *name,
+	  bool symtab)
+{
+	uint32_t bit = name_bit(p, name);
+
+	if (!ob->tried || !ob->ok || !bit || !(ob->scanned & bit))
+		return true;
+	return ((symtab ? ob->in_symtab : ob->in_dynsym) & bit) != 0;
 }
 
 /* Index of the entry named name in the symbol table scn (section header
@@ -572,34 +729,14 @@ lookup_in(struct etls_elf *x,
 	  size_t *idx,
 	  GElf_Sym *out)
 {
-	const Elf64_Sym *syms;
-	const char *strs;
-	Elf_Data *d, *sd;
-	Elf_Scn *strscn;
-	GElf_Shdr ssh;
-	size_t n, i, wl = strlen(want) + 1, strsz, local = 0;
+	size_t i, wl = strlen(want) + 1, local = 0;
+	struct sym_table t;
 	unsigned n_local = 0;
 
-	/* Not read beyond ETLS_SECTION_MAX: libelf would read all of a
-	 * section of gigabytes that a hole in the file makes (768 MiB of
-	 * .dynsym cost 790 MB of memory), and keeps it.  No real .dynsym
-	 * comes near it (libc's: 70 KiB). */
-	if (!scn || sh->sh_entsize != sizeof(Elf64_Sym) ||
-	    sh->sh_size > ETLS_SECTION_MAX)
+	if (!sym_table_get(x, scn, sh, &t))
 		return false;
-	strscn = elf_getscn(x->e, sh->sh_link);
-	if (!strscn || !gelf_getshdr(strscn, &ssh) || ssh.sh_size > ETLS_SECTION_MAX)
-		return false;
-	d = elf_getdata(scn, NULL);
-	sd = elf_getdata(strscn, NULL);
-	if (!d || !d->d_buf || d->d_type != ELF_T_SYM || !sd || !sd->d_buf)
-		return false;
-	syms = d->d_buf;
-	n = d->d_size / sizeof(*syms);
-	strs = sd->d_buf;
-	strsz = sd->d_size;
-	for (i = 1; i < n; i++) {
-		const Elf64_Sym *s = &syms[i];
+	for (i = 1; i < t.n; i++) {
+		const Elf64_Sym *s = &t.syms[i];
 
 		if ((s->st_shndx == SHN_UNDEF) == (type >= 0))
 			continue;
@@ -612,20 +749,20 @@ lookup_in(struct etls_elf *x,
 		    ELF64_ST_BIND(s->st_info) != STB_WEAK)
 			continue;
 		/* the name and its NUL inside the string table */
-		if (s->st_name >= strsz || strsz - s->st_name < wl ||
-		    memcmp(strs + s->st_name, want, wl) != 0)
+		if (s->st_name >= t.strsz || t.strsz - s->st_name < wl ||
+		    memcmp(t.strs + s->st_name, want, wl) != 0)
 			continue;
 		if (full && ELF64_ST_BIND(s->st_info) == STB_LOCAL) {
 			if (!n_local++)
 				local = i;
 			continue;
 		}
-		if (!gelf_getsym(d, (int)i, out))
+		if (!gelf_getsym(t.d, (int)i, out))
 			return false;
 		*idx = i;
 		return true;
 	}
-	if (n_local != 1 || !gelf_getsym(d, (int)local, out))
+	if (n_local != 1 || !gelf_getsym(t.d, (int)local, out))
 		return false;
 	*idx = local;
 	return true;
@@ -1042,8 +1179,28 @@ etls_proc_set_reader(struct etls_proc *p,
 int
 etls_proc_load(pid_t pid, struct etls_proc **out)
 {
+	/* What find_glibc_db(), glibc_tid_off() and link_map_biases() look
+	 * up, so that each object is searched for them in its first pass
+	 * too (obj_scan()): libraries dlopen()ed after libc are mapped below
+	 * it, so listed before it, and each would be opened again for each
+	 * of these names. */
+	static const char *const glibc_names[] = {
+		"_rtld_global",
+		"_r_debug",
+		"_thread_db_pthread_tid",
+		"_thread_db_sizeof_pthread",
+		"_thread_db_rtld_global__dl_tls_dtv_slotinfo_list",
+		"_thread_db_dtv_slotinfo_list_len",
+		"_thread_db_dtv_slotinfo_list_next",
+		"_thread_db_dtv_slotinfo_list_slotinfo",
+		"_thread_db_dtv_slotinfo_gen",
+		"_thread_db_dtv_slotinfo_map",
+		"_thread_db_link_map_l_tls_modid",
+		"_thread_db_sizeof_dtv_slotinfo",
+	};
 	struct etls_proc *p;
 	char path[64];
+	size_t i;
 	int r, fd;
 
 	*out = NULL;
@@ -1055,6 +1212,9 @@ etls_proc_load(pid_t pid, struct etls_proc **out)
 	p->pid = pid;
 	fd_budget_init(&p->fds);
 	p->whole_left = ETLS_WHOLE_MAX;
+	etls_proc_want(p, OTEL_THREAD_CTX_SYMBOL);
+	for (i = 0; i < sizeof(glibc_names) / sizeof(glibc_names[0]); i++)
+		etls_proc_want(p, glibc_names[i]);
 	/* first: it tells the executable among the mappings (obj_mapping()) */
 	exe_stat(p);
 	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
@@ -1113,6 +1273,8 @@ etls_proc_free(struct etls_proc *p)
 	objs_free(&p->objs);
 	free(p->maps);
 	free(p->ctx_lines);
+	while (p->n_names)
+		free(p->names[--p->n_names]);
 	free(p);
 }
 
@@ -1142,8 +1304,11 @@ find_glibc_value(
 	GElf_Sym s;
 
 	for (i = 0; i < p->objs.n; i++) {
-		struct etls_elf *x = obj_elf(p, &p->objs.v[i]);
+		struct etls_elf *x;
 
+		if (!obj_names(p, &p->objs.v[i], name, false))
+			continue;
+		x = obj_elf(p, &p->objs.v[i]);
 		if (!x || !x->bias_ok ||
 		    !lookup_sym_type(x, name, STT_OBJECT, 0, &idx, &s))
 			continue;
@@ -1384,7 +1549,7 @@ find_misdef_beside(struct etls_proc *p,
 		struct etls_elf *x;
 		size_t r;
 
-		if (i == chosen)
+		if (i == chosen || !obj_names(p, ob, name, false))
 			continue;
 		x = obj_elf(p, ob);
 		if (!x || !misdef_in(x, name, true, &type, &size))
@@ -1444,6 +1609,7 @@ proc_find(struct etls_proc *p, const char *name, struct etls_symbol *sym)
 		struct etls_obj *ob = &objs->v[k % objs->n];
 		struct etls_elf *x;
 		size_t cur_rank;
+		bool skip;
 
 		if (symtab && k == objs->n && have)
 			break;
@@ -1451,7 +1617,9 @@ proc_find(struct etls_proc *p, const char *name, struct etls_symbol *sym)
 			musl |= path_is_musl(ob->path);
 			best.n_objects++;
 		}
-		x = obj_elf(p, ob);
+		/* one that does not name it: what parsing it told is enough */
+		skip = !obj_names(p, ob, name, symtab);
+		x = skip ? &ob->x : obj_elf(p, ob);
 		if (!x) {
 			/* not an ELF object is no failure: a mapped data file */
 			if (symtab || ob->err == -ENOEXEC)
@@ -1470,10 +1638,10 @@ proc_find(struct etls_proc *p, const char *name, struct etls_symbol *sym)
 		any_interp |= x->has_interp;
 		if (p->exe_ok && (uint64_t)p->exe_st.st_ino == ob->inode) {
 			exe_static = !x->has_interp;
-			exe_stripped = symtab && x->has_tls && !x->symtab;
+			exe_stripped = symtab && x->has_tls && !x->has_symtab;
 		}
 		memset(&cur, 0, sizeof(cur));
-		if (!examine_definition(x, name, symtab, &cur))
+		if (skip || !examine_definition(x, name, symtab, &cur))
 			continue;
 		snprintf(cur.module, sizeof(cur.module), "%s", ob->path);
 		cur.deleted = ob->deleted;
@@ -1528,10 +1696,13 @@ proc_find(struct etls_proc *p, const char *name, struct etls_symbol *sym)
 		/* defined, but not as OTEP-4947 says: worth telling apart
 		 * from no definition at all */
 		for (i = 0; i < objs->n; i++) {
-			struct etls_elf *x = obj_elf(p, &objs->v[i]);
+			struct etls_elf *x;
 			uint64_t size;
 			unsigned type;
 
+			if (!obj_names(p, &objs->v[i], name, false))
+				continue;
+			x = obj_elf(p, &objs->v[i]);
 			if (x && misdef_in(x, name, false, &type, &size)) {
 				set_misdef(sym, &objs->v[i], type, size);
 				break;
@@ -1555,8 +1726,11 @@ proc_find(struct etls_proc *p, const char *name, struct etls_symbol *sym)
 	 * where the loader put it. */
 	if (r == 0 && !has_slots(&best) && !best.is_exec) {
 		for (i = 0; i < objs->n; i++) {
-			struct etls_elf *x = obj_elf(p, &objs->v[i]);
+			struct etls_elf *x;
 
+			if (!obj_names(p, &objs->v[i], name, false))
+				continue;
+			x = obj_elf(p, &objs->v[i]);
 			if (x && examine_user(x, name, &best)) {
 				snprintf(best.reloc_module, sizeof(best.reloc_module),
 					 "%s", objs->v[i].path);
@@ -1576,7 +1750,10 @@ proc_find(struct etls_proc *p, const char *name, struct etls_symbol *sym)
 int
 etls_proc_find(struct etls_proc *p, const char *name, struct etls_symbol *sym)
 {
-	int r = proc_find(p, name, sym);
+	int r;
+
+	etls_proc_want(p, name);
+	r = proc_find(p, name, sym);
 
 	transient_close(p);
 	return r;

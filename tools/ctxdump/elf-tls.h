@@ -137,6 +137,15 @@ void etls_proc_set_reader(struct etls_proc *p,
 			  pid_t tgid,
 			  pid_t (*next_reader)(pid_t tgid, pid_t ended));
 
+/* That name will be looked up in p (etls_proc_find()): the symbol tables
+ * of each object are then searched for it in the same pass as for the
+ * others, and an object that does not name it is not opened again for
+ * it.  A name not said beforehand costs a pass over the objects of its
+ * own (an open of each one beyond the descriptor budget).  At most 32;
+ * otel_thread_ctx_v1 and the names of glibc that ctxdump reads are said
+ * by etls_proc_load(). */
+void etls_proc_want(struct etls_proc *p, const char *name);
+
 /* etls_find_named() on the snapshot p. */
 int etls_proc_find(struct etls_proc *p, const char *name, struct etls_symbol *sym);
 

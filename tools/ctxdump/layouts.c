@@ -45,6 +45,16 @@ lay_find(pid_t pid, unsigned want, struct lay_proc *lp)
 	return r;
 }
 
+void
+lay_want(struct etls_proc *ep, unsigned want)
+{
+	unsigned k;
+
+	for (k = 0; k < LAY_N; k++)
+		if (want & LAY_MASK(k))
+			etls_proc_want(ep, lay_symbols[k]);
+}
+
 int
 lay_find_in(struct etls_proc *ep, pid_t pid, unsigned want, struct lay_proc *lp)
 {
@@ -53,6 +63,7 @@ lay_find_in(struct etls_proc *ep, pid_t pid, unsigned want, struct lay_proc *lp)
 
 	memset(lp, 0, sizeof(*lp));
 	lp->pid = pid;
+	lay_want(ep, want);
 	for (k = 0; k < LAY_N; k++) {
 		struct lay_layout *l = &lp->l[k];
 		uint64_t addr, size;

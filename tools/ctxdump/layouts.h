@@ -83,6 +83,9 @@ struct lay_proc {
 int lay_find(pid_t pid, unsigned want, struct lay_proc *lp);
 /* The same on maps and objects already read (etls_proc_load()). */
 int lay_find_in(struct etls_proc *ep, pid_t pid, unsigned want, struct lay_proc *lp);
+/* Say to ep that the symbols of the layouts in want will be looked up
+ * (etls_proc_want()), before the first lookup in it. */
+void lay_want(struct etls_proc *ep, unsigned want);
 
 /* Read the loader-written slots of every present layout (and the
  * custom-labels ABI version).  Call while the threads are stopped.
