@@ -236,6 +236,15 @@ distro "$dp_tmp/real32" lib64 lib lib64
 cp -L "${dp_ld32%/*}/libc.so.6" "$dp_tmp/real32/usr/lib/ctxshim/libctxshim.so"
 expect_status 0 "preload install --root, a real 32-bit library in its place" "$S" preload install --root "$dp_tmp/real32"
 check "the path" same "$(cat "$dp_tmp/real32/etc/ld.so.preload")" /usr/lib64/ctxshim/libctxshim.so
+# A FIFO where the empty one would be: the path, without waiting for a
+# writer (old: od blocked in its open for ever; timeout(1) only ends such
+# a hang).
+distro "$dp_tmp/fifo32" lib64 lib lib64
+rm "$dp_tmp/fifo32/usr/lib/ctxshim/libctxshim.so"
+mkfifo "$dp_tmp/fifo32/usr/lib/ctxshim/libctxshim.so"
+expect_status 0 "preload install --root, a FIFO in its place" \
+	timeout 60 "$S" preload install --root "$dp_tmp/fifo32"
+check "the path" same "$(cat "$dp_tmp/fifo32/etc/ld.so.preload")" /usr/lib64/ctxshim/libctxshim.so
 
 # ------------------------------------------------------- systemd-dropin
 
@@ -289,5 +298,4 @@ expect_status 0 "systemd-dropin --root, a drop-in sets a root without the librar
 	"$S" systemd-dropin --print --root "$h" app
 check "the path" contains "$dp_out" "Environment=\"LD_PRELOAD=$hlib\""
 check "warns" contains "$dp_err" "warning: app.service runs in /srv/empty (RootDirectory=), which has no $hlib"
-
 dp_finish

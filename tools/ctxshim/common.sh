@@ -247,6 +247,8 @@ ctx_dst_guess() {
 # crash in its loader (SIGSEGV or SIGBUS on the missing pages).
 ctx_stub32() {
 	ctx_sf=$1
+	# A FIFO or a device there would block od's open, or feed it for ever.
+	[ -f "$ctx_sf" ] || return 1
 	# shellcheck disable=SC2046 # split into bytes on purpose
 	set -- $(ctx_bytes "$ctx_sf" 0 52)
 	[ $# -eq 52 ] && [ "$1 $2 $3 $4 $5 $6 ${17} ${18} ${19} ${20}" = "127 69 76 70 1 1 3 0 3 0" ] ||
