@@ -298,4 +298,19 @@ expect_status 0 "systemd-dropin --root, a drop-in sets a root without the librar
 	"$S" systemd-dropin --print --root "$h" app
 check "the path" contains "$dp_out" "Environment=\"LD_PRELOAD=$hlib\""
 check "warns" contains "$dp_err" "warning: app.service runs in /srv/empty (RootDirectory=), which has no $hlib"
+# The unit file sets a root, a drop-in resets it (an empty value): the
+# unit runs on the host, where the entry of the root's loaders names
+# another directory (old: /srv/fedora's, whose $LIB is lib64, for a
+# library there in /usr/lib64: the host's loaders found no
+# /usr/lib/x86_64-linux-gnu/ctxshim/libctxshim.so).  Which value is the
+# last one is not told: the path, which loads either way.
+mkdir -p "$h/usr/lib64/ctxshim"
+cp "$lib" "$h/usr/lib64/ctxshim/libctxshim.so"
+rm -f "$h/etc/systemd/system/app.service.d/10-root.conf"
+unit 'RootDirectory=/srv/fedora'
+printf '[Service]\nRootDirectory=\n' >"$h/etc/systemd/system/app.service.d/10-root.conf"
+expect_status 0 "systemd-dropin --root, a drop-in resets the root" \
+	env CTXSHIM_LIB=/usr/lib64/ctxshim/libctxshim.so "$S" systemd-dropin --print --root "$h" app
+check "the path" contains "$dp_out" "Environment=\"LD_PRELOAD=/usr/lib64/ctxshim/libctxshim.so\""
+
 dp_finish
