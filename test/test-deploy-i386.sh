@@ -250,9 +250,9 @@ check "the path" same "$(cat "$dp_tmp/fifo32/etc/ld.so.preload")" /usr/lib64/ctx
 
 # A unit with a root directory of its own (RootDirectory=) runs its
 # programs with that system's loaders, not the host's: the drop-in names
-# the library as they find it.  The host here is a Debian system below
-# --root; its units run in a Fedora one (whose $LIB, lib64, has no
-# libctxshim.so: the path) and in a Debian one (the entry with $LIB).
+# the library by its path, which they load whatever their $LIB.  The host
+# here is a Debian system below --root; its units run in a Fedora one
+# (whose $LIB, lib64, has no libctxshim.so) and in a Debian one.
 h=$dp_tmp/host
 distro "$h" lib/x86_64-linux-gnu lib/i386-linux-gnu lib/x86_64-linux-gnu
 hlib=$CTXSHIM_LIB
@@ -276,7 +276,7 @@ unit 'RootDirectory=/srv/fedora'
 expect_status 0 "systemd-dropin --root, a unit in a root of another layout" \
 	"$S" systemd-dropin --print --root "$h" app
 check "the path" contains "$dp_out" "Environment=\"LD_PRELOAD=$hlib\""
-check "with a note" contains "$dp_err" "note: app.service runs in /srv/fedora (RootDirectory=): the drop-in names $hlib"
+check "with a note" contains "$dp_err" "note: app.service sets RootDirectory=/srv/fedora: the drop-in names $hlib"
 expect_status 0 "written so too" "$S" systemd-dropin --root "$h" app
 check "the path" contains "$(cat "$h/etc/systemd/system/app.service.d/ctxshim.conf")" \
 	"Environment=\"LD_PRELOAD=$hlib\""
@@ -284,7 +284,8 @@ expect_status 0 "removed" "$S" systemd-dropin --remove --root "$h" app
 unit 'RootDirectory = /srv/debian'
 expect_status 0 "systemd-dropin --root, a unit in a root of the same layout" \
 	"$S" systemd-dropin --print --root "$h" app
-check "the entry with \$LIB" contains "$dp_out" "Environment=\"LD_PRELOAD=$hentry\""
+check "the path" contains "$dp_out" "Environment=\"LD_PRELOAD=$hlib\""
+check "the note only" same "$dp_err" "ctxshim: note: app.service sets RootDirectory=/srv/debian: the drop-in names $hlib, not through \$LIB (which the loaders there expand)"
 unit 'RootImage=/srv/app.raw'
 expect_status 0 "systemd-dropin --root, a unit in an image" \
 	"$S" systemd-dropin --print --root "$h" app
