@@ -341,18 +341,22 @@ ctx_host_dsts() {
 	ctx_dst32=$ctx_dst
 }
 
-# ctx_stub_near LIB DST64: LIB is in DST64 (P/DST64/R) and an i386 shared
-# object (ctx_stub32) is at P/*/R or P/*/*/R.
+# ctx_stub_near LIB DST64: LIB is in DST64 (P/DST64/R) and the empty
+# 32-bit library (ctx_stub32) is at P/*/R or P/*/*/R: ctx_near then.
 ctx_stub_near() {
+	ctx_near=
 	ctx_lib_split "$1" "$2" || return 1
 	# The scripts run with pathname expansion off (set -f): on for the
 	# two patterns only.
 	ctx_globs=$-
 	set +f
-	set -- "$ctx_p"/*/"$ctx_r" "$ctx_p"/*/*/"$ctx_r"
+	set -- "$1" "$ctx_p"/*/"$ctx_r" "$ctx_p"/*/*/"$ctx_r"
 	case $ctx_globs in *f*) set -f ;; esac
-	for ctx_f in "$@"; do
-		[ -f "$ctx_f" ] && ctx_stub32 "$ctx_f" && return 0
+	ctx_f=$1
+	shift
+	# (not LIB itself, which the first pattern finds: an od for nothing)
+	for ctx_cand in "$@"; do
+		[ "$ctx_cand" != "$ctx_f" ] && ctx_stub32 "$ctx_cand" && ctx_near=$ctx_cand && return 0
 	done
 	return 1
 }
@@ -375,7 +379,8 @@ ctx_host_entry() {
 	[ -n "$ctx_dst64" ] && ctx_stub_near "$1" "$ctx_dst64" || return 0
 	ctx_loader_dst "$ctx_ld32"
 	ctx_dst32=$ctx_dst
-	if ctx_lib_entry "$1" "$ctx_dst64" "$ctx_dst32" && ! ctx_stub32 "$ctx_stub"; then
+	if ctx_lib_entry "$1" "$ctx_dst64" "$ctx_dst32" &&
+		! { [ "$ctx_stub" = "$ctx_near" ] || ctx_stub32 "$ctx_stub"; }; then
 		ctx_entry=$1
 	fi
 }
