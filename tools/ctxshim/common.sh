@@ -258,8 +258,9 @@ ctx_stub32() {
 	[ "${43} ${44}" = "32 0" ] && [ "${46}" = 0 ] && [ "${45}" -ge 1 ] || return 1
 	ctx_size=$(stat -L -c %s "$ctx_sf" 2>/dev/null) || return 1
 	# p_type (4 bytes at 0), p_offset (at 4) and p_filesz (at 16) of each
-	# program header: the PT_NOTE segments (4) as "OFFSET SIZE", or
-	# "cut" when a segment ends past the end of the file.
+	# program header: the first four PT_NOTE segments (4) as "OFFSET
+	# SIZE" (an od and an awk each), or "cut" when a segment ends past
+	# the end of the file.
 	ctx_notes=$(ctx_bytes "$ctx_sf" "$ctx_phoff" $((${45} * 32)) | awk -v n="${45}" -v size="$ctx_size" '
 		function u32(o) { return b[o] + b[o + 1] * 256 + b[o + 2] * 65536 + b[o + 3] * 16777216 }
 		{ for (i = 1; i <= NF; i++) b[k++] = $i }
@@ -268,7 +269,7 @@ ctx_stub32() {
 			for (i = 0; i < n; i++) {
 				o = i * 32
 				if (u32(o + 4) + u32(o + 16) > size) { print "cut"; exit }
-				if (u32(o) == 4 && u32(o + 16) <= 4096)
+				if (u32(o) == 4 && u32(o + 16) <= 4096 && notes++ < 4)
 					printf "%.0f %.0f\n", u32(o + 4), u32(o + 16)
 			}
 		}')
