@@ -25,19 +25,21 @@ ctxshim_events_open(const char *path)
 
 	if (!path || !*path)
 		return;
-	if (strcmp(path, "stderr") == 0)
-		fd = (int)syscall(SYS_fcntl, 2, F_DUPFD_CLOEXEC, EVENTS_FD_MIN);
-	else
-		fd = sys_open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+	fd = strcmp(path, "stderr") == 0
+		     ? 2
+		     : sys_open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
 	if (fd < 0) {
 		ctxshim_log("cannot open the event log %s: %s", path, strerror(errno));
 		return;
 	}
-	hi = (int)syscall(SYS_fcntl, fd, F_DUPFD_CLOEXEC, EVENTS_FD_MIN);
-	if (hi >= 0) {
+	hi = sys_fd_high(fd, EVENTS_FD_MIN);
+	if (fd != 2)
 		sys_close(fd);
-		fd = hi;
+	if (hi < 0) {
+		ctxshim_log("cannot keep the event log %s: no descriptor free", path);
+		return;
 	}
+	fd = hi;
 	events_fd_kind = 0;
 	ctxshim_events_fd = fd;
 }

@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -21,6 +22,26 @@
 
 int ctxshim_log_fd = -1;
 static int log_fd_kind;
+
+int
+sys_fd_high(int fd, int min)
+{
+	struct rlimit rl;
+	int hi = (int)syscall(SYS_fcntl, fd, F_DUPFD_CLOEXEC, min);
+
+	/* EINVAL: min is at or past the limit (ulimit -n 256); EMFILE: no
+	 * number from min on is free */
+	if (hi >= 0 || (errno != EINVAL && errno != EMFILE))
+		return hi;
+	if (syscall(SYS_prlimit64, 0, RLIMIT_NOFILE, NULL, &rl) == 0 &&
+	    rl.rlim_cur > 64 + 3 && rl.rlim_cur <= (rlim_t)min) {
+		hi = (int)syscall(SYS_fcntl, fd, F_DUPFD_CLOEXEC,
+				  (int)(rl.rlim_cur - 64));
+		if (hi >= 0)
+			return hi;
+	}
+	return (int)syscall(SYS_fcntl, fd, F_DUPFD_CLOEXEC, 3);
+}
 
 ssize_t
 sys_read_file(const char *path, char *buf, size_t cap)
@@ -176,25 +197,20 @@ ctxshim_sink_write(int fd, int *kind, const void *buf, size_t len)
 void
 ctxshim_log_open(const char *target)
 {
-	int fd, hi;
+	int fd;
 
 	if (!target || !*target)
 		return;
 	if (strcmp(target, "stderr") == 0) {
-		fd = (int)syscall(SYS_fcntl, 2, F_DUPFD_CLOEXEC, LOG_FD_MIN);
+		fd = sys_fd_high(2, LOG_FD_MIN);
 	} else {
 		int f = sys_open(target, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC,
 				 0644);
 
 		if (f < 0)
 			return;
-		hi = (int)syscall(SYS_fcntl, f, F_DUPFD_CLOEXEC, LOG_FD_MIN);
-		if (hi >= 0) {
-			sys_close(f);
-			fd = hi;
-		} else {
-			fd = f;
-		}
+		fd = sys_fd_high(f, LOG_FD_MIN);
+		sys_close(f);
 	}
 	if (fd >= 0) {
 		log_fd_kind = SINK_UNKNOWN;

@@ -58,6 +58,14 @@ sys_readable8(uintptr_t p)
 	       errno != EFAULT;
 }
 
+/* A close-on-exec copy of fd where applications do not manage descriptors
+ * themselves: at min or above; under an RLIMIT_NOFILE at or below min, among
+ * the top 64 numbers the limit allows, else the lowest free above 2 -- never
+ * 0, 1 or 2, which a program started with them closed gets from its next
+ * open() and takes for stdin, stdout or stderr.  fd stays open.  -1 if no
+ * number above 2 is free.  Changes errno. */
+int sys_fd_high(int fd, int min);
+
 /* Read a whole small file (e.g. /proc/self/comm) into buf, NUL-terminated.
  * Returns the length or a negative errno. */
 ssize_t sys_read_file(const char *path, char *buf, size_t cap);

@@ -172,6 +172,49 @@ START_TEST(test_log_says_what_is_wrong)
 }
 END_TEST
 
+/* Under a descriptor limit at or below the log's usual place (700) and
+ * with stdin closed at start: the log file took descriptor 0, which the
+ * program's next open() gets and takes for its stdin, and CTXSHIM_LOG=stderr
+ * logged nothing.  Now both sit near the top of the limit. */
+START_TEST(test_log_fd_under_a_low_limit)
+{
+	char logpath[] = "/tmp/ctxshim-log-XXXXXX", logenv[4200], want[4300];
+	char *argv[] = {"/bin/sh", "-c",
+			"ulimit -n 256; exec 0<&-; exec ls -l /proc/self/fd", NULL};
+	char *env[] = {logenv, NULL};
+	char *err_env[] = {"CTXSHIM_LOG=stderr", NULL};
+	char *out, *err, *p, *line;
+	int fd, n;
+
+	fd = test_mkstemp(logpath);
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	snprintf(logenv, sizeof(logenv), "CTXSHIM_LOG=%s", logpath);
+	snprintf(want, sizeof(want), " -> %s\n", logpath);
+	ck_assert_int_eq(test_run_capture(argv, env, true, &out, &err, 30000), 0);
+	unlink(logpath);
+	p = strstr(out, want);
+	ck_assert_msg(p, "ls: %s", out);
+	line = p;
+	while (line > out && line[-1] != '\n')
+		line--;
+	/* "lrwx------ 1 root root 64 Dec  5 21:00 192 -> /tmp/..." */
+	while (p > line && p[-1] != ' ')
+		p--;
+	n = atoi(p);
+	ck_assert_msg(n >= 256 - 64 && n < 256, "log on descriptor %d: %s", n, out);
+	free(out);
+	free(err);
+
+	ck_assert_int_eq(test_run_capture(argv, err_env, true, &out, &err, 30000), 0);
+	for (n = 0, p = err; (p = strstr(p, "active (ctxshim ")); p++)
+		n++;
+	ck_assert_msg(n == 2, "sh and ls log, stderr: %s", err);
+	free(out);
+	free(err);
+}
+END_TEST
+
 TEST_SUITE(preload_core_suite)
 {
 	Suite *s = suite_create("Preloaded into unmodified programs");
@@ -188,6 +231,7 @@ TEST_SUITE(preload_core_suite)
 	tcase_add_test(tc, test_log_goes_to_file_not_stdout);
 	tcase_add_test(tc, test_log_stderr);
 	tcase_add_test(tc, test_log_says_what_is_wrong);
+	tcase_add_test(tc, test_log_fd_under_a_low_limit);
 	suite_add_tcase(s, tc);
 	return s;
 }
