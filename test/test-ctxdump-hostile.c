@@ -1158,6 +1158,56 @@ START_TEST(descriptors_below_the_least)
 }
 END_TEST
 
+/* The same for record (_i: to a file, to standard output): it unwinds
+ * stacks, and the file it writes takes one more descriptor.  Old: under
+ * ulimit -n 7 to a file, "no more than 7 files may be open at once
+ * (ulimit -n), and a dump needs 7 with --stacks", which said 7 were
+ * enough, and record has no --stacks. */
+START_TEST(descriptors_below_the_least_to_record)
+{
+	char dir[] = "/tmp/ctxdump-hostile-XXXXXX", *out, *err, pid[16];
+	char prof[64], oarg[80];
+	const char *args[] = {"record", "-q", "-d0.2", oarg, pid, NULL};
+	char *argv[12];
+	struct target t;
+	struct stat pst;
+	int st, least = _i ? 7 : 8;
+
+	many_objects_start(&t, dir, "3", "late_a", NULL);
+	snprintf(pid, sizeof(pid), "%d", (int)t.pid);
+	snprintf(prof, sizeof(prof), "%s/out.prof", dir);
+	snprintf(oarg, sizeof(oarg), "-o%s", _i ? "-" : prof);
+	nofile_argv(argv, least - 1, args);
+	st = test_run_capture(argv, NULL, false, &out, &err, RUN_TIMEOUT_MS);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 2, "status 0x%x: %s", st,
+		      err);
+	expect_in(err, _i ? "no more than 6 files may be open at once (ulimit -n), "
+			    "and a recording to standard output needs 7\n"
+			  : "no more than 7 files may be open at once (ulimit -n), "
+			    "and a recording to a file needs 8\n");
+	expect_in(err, "ctxdump record: cannot stop process ");
+	free(out);
+	free(err);
+	(void)unlink(prof);
+	/* and with that many, it works */
+	nofile_argv(argv, least, args);
+	st = test_run_capture(argv, NULL, false, &out, &err, RUN_TIMEOUT_MS);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status 0x%x: %s", st,
+		      err);
+	if (_i) {
+		ck_assert_uint_gt(strlen(out), 0);
+	} else {
+		ck_assert_int_eq(stat(prof, &pst), 0);
+		ck_assert_int_gt(pst.st_size, 0);
+		ck_assert_int_eq(unlink(prof), 0);
+	}
+	free(out);
+	free(err);
+	target_finish(&t);
+	ck_assert_int_eq(rmdir(dir), 0);
+}
+END_TEST
+
 /* A copy of liblate-a.so at to whose .dynsym and .symtab section headers
  * say each is size bytes at the end of the file, past its bytes now:
  * many-objects' padding (a hole) makes them part of the file.  The loader
@@ -1896,6 +1946,7 @@ TEST_SUITE(ctxdump_hostile_suite)
 	tcase_add_test(tc, objects_beyond_descriptors_opened_once);
 	tcase_add_loop_test(tc, stacks_beyond_descriptors_at_lowest_limit, 0, 3);
 	tcase_add_loop_test(tc, descriptors_below_the_least, 0, 2);
+	tcase_add_loop_test(tc, descriptors_below_the_least_to_record, 0, 2);
 	tcase_add_loop_test(tc, huge_section_in_a_hole, 0, 2);
 	tcase_add_test(tc, debug_file_made_a_fifo);
 	tcase_add_test(tc, debug_file_through_absolute_symlink);

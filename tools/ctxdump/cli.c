@@ -48,13 +48,8 @@ cli_warn(const char *fmt, ...)
 }
 
 void
-cli_nofile_hint(int err, bool stacks)
+cli_nofile_hint(int err, const char *what, unsigned need, const char *how)
 {
-	/* Measured (test-ctxdump-hostile.c descriptors_below_the_least): stdin,
-	 * stdout, stderr and the two descriptors that open an object
-	 * (remote_open_regular()) or list the threads; with stacks, the
-	 * pipe that libunwind opens when it is loaded. */
-	unsigned need = stacks ? 7 : 5;
 	struct rlimit rl;
 
 	if (err == -ENFILE)
@@ -62,9 +57,8 @@ cli_nofile_hint(int err, bool stacks)
 	else if (err == -EMFILE && getrlimit(RLIMIT_NOFILE, &rl) == 0 &&
 		 rl.rlim_cur != RLIM_INFINITY)
 		cli_warn("no more than %llu files may be open at once (ulimit -n), "
-			 "and a dump needs %u%s",
-			 (unsigned long long)rl.rlim_cur, need,
-			 stacks ? " with --stacks" : "");
+			 "and %s needs %u%s",
+			 (unsigned long long)rl.rlim_cur, what, need, how);
 }
 
 void

@@ -33,11 +33,19 @@ const char *cli_name(void);
 /* "NAME: message" on standard error. */
 void cli_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* The least RLIMIT_NOFILE that a dump needs, measured
+ * (test-ctxdump-hostile.c descriptors_below_the_least): stdin, stdout,
+ * stderr and the two descriptors that open an object
+ * (remote_open_regular()) or list the threads; with stacks, the pipe
+ * that libunwind opens when it is loaded. */
+#define CLI_NOFILE_DUMP   5u
+#define CLI_NOFILE_STACKS 7u
+
 /* After a failure with err (a negative errno): the hint for one that ran
- * out of descriptors (EMFILE: RLIMIT_NOFILE, with what ctxdump needs at
- * least, with stacks unwound or not; ENFILE: the system's).  Nothing for
- * another err. */
-void cli_nofile_hint(int err, bool stacks);
+ * out of descriptors (EMFILE: RLIMIT_NOFILE, and that what ("a dump")
+ * needs need of them, how (" with --stacks", or "")); ENFILE: the
+ * system's).  Nothing for another err. */
+void cli_nofile_hint(int err, const char *what, unsigned need, const char *how);
 
 /* "NAME: message" and "Try 'NAME --help' for more information.", then
  * exit with CLI_EXIT_USAGE. */

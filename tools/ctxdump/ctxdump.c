@@ -1280,6 +1280,16 @@ stop_none_late(const struct stop_set *ss)
 	return true;
 }
 
+/* cli_nofile_hint() for a dump as ctl asks for it. */
+static void
+nofile_hint(const struct ctxdump_control *ctl, int err)
+{
+	if (ctl->stacks)
+		cli_nofile_hint(err, "a dump", CLI_NOFILE_STACKS, " with --stacks");
+	else
+		cli_nofile_hint(err, "a dump", CLI_NOFILE_DUMP, "");
+}
+
 static int
 dump_process(const struct ctxdump_control *ctl, unsigned slot_tries)
 {
@@ -1421,7 +1431,7 @@ dump_process(const struct ctxdump_control *ctl, unsigned slot_tries)
 		 * what denied it, as for a failed attach. */
 		if (s->unopenable_err == -EACCES || s->unopenable_err == -EPERM)
 			stop_diagnose_eperm(ctl->pid, ctl->pid);
-		cli_nofile_hint(s->unopenable_err, ctl->stacks);
+		nofile_hint(ctl, s->unopenable_err);
 		stop_free(&ss);
 		return finish(&run, CLI_EXIT_FATAL);
 	}
@@ -1641,7 +1651,7 @@ dump_process(const struct ctxdump_control *ctl, unsigned slot_tries)
 		else {
 			cli_warn("cannot stop process %d: %s", (int)ctl->pid,
 				 strerror(-r));
-			cli_nofile_hint(r, ctl->stacks);
+			nofile_hint(ctl, r);
 		}
 		stop_free(&ss);
 		free_batches(&run);

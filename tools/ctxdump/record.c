@@ -2242,7 +2242,13 @@ record_main(int argc, char **argv)
 				/* nothing recorded: attach fails for good */
 				cli_warn("cannot stop process %d: %s", (int)ctl.pid,
 					 strerror(-r));
-				cli_nofile_hint(r, true);
+				/* the stacks' and, unless it is standard
+				 * output, the recording's file */
+				cli_nofile_hint(
+					r,
+					to_stdout ? "a recording to standard output"
+						  : "a recording to a file",
+					CLI_NOFILE_STACKS + !to_stdout, "");
 				if (r == -EPERM && !rc->eperm_said)
 					stop_diagnose_eperm(ctl.pid,
 							    rc->fail_tid ? rc->fail_tid
