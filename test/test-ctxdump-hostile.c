@@ -1651,11 +1651,17 @@ END_TEST
  * Elastic's and custom-labels' in .dynsym, .symtab and the check for a
  * misdefinition: old, 320 opens of the copies; 2300 opens and 3 times
  * the time for 300 copies of 50 MiB under ulimit -n 64).  Each is opened once now; the
- * opens are counted with inotify (IN_OPEN: not the O_PATH lookups). */
+ * opens are counted with inotify (IN_OPEN: not the O_PATH lookups).
+ * _i: a dump, a recording, which looks up glibc's names
+ * (etls_glibc_tid_off()) before the layouts': Elastic's and
+ * custom-labels' were not said before the first pass, which each copy
+ * was opened again for (old: 80 opens). */
 START_TEST(objects_beyond_descriptors_opened_once)
 {
 	char dir[] = "/tmp/ctxdump-hostile-XXXXXX", *out, *err, pid[16];
-	const char *args[] = {"-j", pid, NULL};
+	const char *dargs[] = {"-j", pid, NULL},
+		   *rargs[] = {"record", "-q", "-d0.1", "-o-", pid, NULL};
+	const char *const *args = _i ? rargs : dargs;
 	char *argv[12];
 	union {
 		struct inotify_event ev;
@@ -1675,7 +1681,8 @@ START_TEST(objects_beyond_descriptors_opened_once)
 	st = test_run_capture(argv, NULL, false, &out, &err, RUN_TIMEOUT_MS);
 	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status 0x%x: %s", st,
 		      err);
-	expect_in(out, "\"name\": \"otel_thread_ctx_v1\"");
+	if (!_i)
+		expect_in(out, "\"name\": \"otel_thread_ctx_v1\"");
 	while ((n = read(in, buf.b, sizeof(buf.b))) > 0)
 		for (char *e = buf.b; e < buf.b + n;) {
 			const struct inotify_event *ev =
@@ -1943,7 +1950,7 @@ TEST_SUITE(ctxdump_hostile_suite)
 	tcase_add_test(tc, more_objects_than_descriptors);
 	tcase_add_test(tc, stacks_through_more_modules_than_descriptors);
 	tcase_add_test(tc, large_objects_beyond_descriptors);
-	tcase_add_test(tc, objects_beyond_descriptors_opened_once);
+	tcase_add_loop_test(tc, objects_beyond_descriptors_opened_once, 0, 2);
 	tcase_add_loop_test(tc, stacks_beyond_descriptors_at_lowest_limit, 0, 3);
 	tcase_add_loop_test(tc, descriptors_below_the_least, 0, 2);
 	tcase_add_loop_test(tc, descriptors_below_the_least_to_record, 0, 2);

@@ -1068,6 +1068,9 @@ rediscover(struct rec *rc, uint64_t now)
 	rc->discover_ns = now;
 	r = dump_proc_load(rc->pid, &rc->mem_pid, &ep);
 	if (r == 0) {
+		/* the layouts' names too, before glibc's first pass over the
+		 * objects (etls_proc_want()) */
+		lay_want(ep, LAY_MASK_ALL);
 		learn_tid_field(rc, ep);
 		r = lay_find_in(ep, rc->mem_pid, LAY_MASK_ALL, lp);
 		etls_proc_free(ep);
@@ -2118,6 +2121,7 @@ record_main(int argc, char **argv)
 	remote_image_load(rc->mem_pid, &rc->img);
 	r = dump_proc_load(ctl.pid, &rc->mem_pid, &ep);
 	if (r == 0) {
+		lay_want(ep, LAY_MASK_ALL); /* as in rediscover() */
 		learn_tid_field(rc, ep);
 		r = lay_find_in(ep, rc->mem_pid, LAY_MASK_ALL, &rc->lp);
 		etls_proc_free(ep);
