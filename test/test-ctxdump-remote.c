@@ -3,11 +3,15 @@
  * process (the kernel allows a process to read itself). */
 #include "test-common.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -171,6 +175,103 @@ START_TEST(pread_upto)
 }
 END_TEST
 
+/* The descriptors open in this process (those of the listing not
+ * counted). */
+static unsigned
+fds_open(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *e;
+	unsigned n = 0;
+
+	ck_assert_ptr_nonnull(d);
+	while ((e = readdir(d)) != NULL)
+		if (e->d_name[0] != '.')
+			n++;
+	closedir(d);
+	return n - 1;
+}
+
+/* remote_open_in_root() of paths in this process's root: an absolute
+ * symlink followed, a FIFO, a directory and nothing at the path refused
+ * without a wait (ESTALE: not a regular file), and a process that is gone;
+ * not one descriptor left open by any of them. */
+START_TEST(open_in_root)
+{
+	char dir[] = "/tmp/ctxshim-remote-XXXXXX", file[64], link[64], fifo[64];
+	unsigned before = fds_open();
+	struct stat st, fst;
+	pid_t child;
+	int fd, w;
+
+	ck_assert_ptr_nonnull(test_mkdtemp(dir));
+	snprintf(file, sizeof(file), "%s/file", dir);
+	snprintf(link, sizeof(link), "%s/link", dir);
+	snprintf(fifo, sizeof(fifo), "%s/fifo", dir);
+	w = open(file, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	ck_assert_int_ge(w, 0);
+	ck_assert_int_eq(write(w, "x", 1), 1);
+	ck_assert_int_eq(fstat(w, &fst), 0);
+	close(w);
+	ck_assert_int_eq(symlink(file, link), 0);
+	ck_assert_int_eq(mkfifo(fifo, 0600), 0);
+
+	fd = remote_open_in_root(getpid(), link, &st);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_uint_eq(st.st_ino, fst.st_ino);
+	ck_assert_uint_eq(st.st_dev, fst.st_dev);
+	close(fd);
+	ck_assert_int_eq(remote_open_in_root(getpid(), fifo, &st), -1);
+	ck_assert_int_eq(errno, ESTALE);
+	ck_assert_int_eq(remote_open_in_root(getpid(), dir, &st), -1);
+	ck_assert_int_eq(errno, ESTALE);
+	ck_assert_int_eq(remote_open_in_root(getpid(), "/nonexistent/lib.so", &st), -1);
+	ck_assert_int_eq(errno, ENOENT);
+	child = fork();
+	ck_assert_int_ge(child, 0);
+	if (child == 0)
+		_exit(0);
+	ck_assert_int_eq(waitpid(child, NULL, 0), child);
+	ck_assert_int_eq(remote_open_in_root(child, file, &st), -1);
+	ck_assert_uint_eq(fds_open(), before);
+
+	ck_assert_int_eq(unlink(fifo), 0);
+	ck_assert_int_eq(unlink(link), 0);
+	ck_assert_int_eq(unlink(file), 0);
+	ck_assert_int_eq(rmdir(dir), 0);
+}
+END_TEST
+
+/* A regular file whose read waits for data, as a FIFO's does, and takes
+ * what it reads from others: /proc/kmsg, which a process can put a
+ * symlink to at a library's path (in its own root, or in its own
+ * directory on the host), for ctxdump (root: it may open it) to read the
+ * library's symbols from (etls_find_data() has no map_files to open
+ * instead).  Old: opened; a read took the kernel's messages from the
+ * system's logger, and once there were none waited for the next one.
+ * No object is mapped from procfs: refused as a FIFO is.  Root only
+ * (others may not open it anyway). */
+START_TEST(open_in_root_refuses_procfs)
+{
+	char link[64];
+	struct stat st;
+
+	if (geteuid() != 0) {
+		fprintf(stderr, "open_in_root_refuses_procfs: not root, not run\n");
+		return;
+	}
+	snprintf(link, sizeof(link), "/tmp/ctxshim-remote-%d.so", (int)getpid());
+	ck_assert_int_eq(symlink("/proc/kmsg", link), 0);
+	errno = 0;
+	ck_assert_int_eq(remote_open_in_root(getpid(), link, &st), -1);
+	ck_assert_int_eq(errno, ESTALE);
+	ck_assert_int_eq(unlink(link), 0);
+	errno = 0;
+	ck_assert_int_eq(remote_open_regular("/proc/kmsg", &st), -1);
+	ck_assert_int_eq(errno, ESTALE);
+}
+END_TEST
+
 TEST_SUITE(remote_suite)
 {
 	Suite *s = suite_create("ctxdump-remote");
@@ -181,6 +282,8 @@ TEST_SUITE(remote_suite)
 	tcase_add_test(tc, huge_range);
 	tcase_add_test(tc, process_gone);
 	tcase_add_test(tc, pread_upto);
+	tcase_add_test(tc, open_in_root);
+	tcase_add_test(tc, open_in_root_refuses_procfs);
 	suite_add_tcase(s, tc);
 	return s;
 }

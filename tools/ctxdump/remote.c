@@ -312,6 +312,10 @@ read_retry(int fd, void *buf, size_t n)
 /* f_type of statfs(2), as linux/magic.h has them */
 #define REMOTE_OVERLAYFS_MAGIC 0x794c7630
 #define REMOTE_BTRFS_MAGIC     0x9123683e
+#define REMOTE_PROC_MAGIC      0x9fa0
+#define REMOTE_SYSFS_MAGIC     0x62656572
+#define REMOTE_DEBUGFS_MAGIC   0x64626720
+#define REMOTE_TRACEFS_MAGIC   0x74726163
 
 bool
 remote_same_file(int fd,
@@ -354,16 +358,26 @@ remote_pread_upto(int fd, void *buf, size_t len)
 }
 
 /* The file that the O_PATH descriptor pfd stands for, opened for reading
- * if it is a regular file (remote_open_regular()); pfd is closed. */
+ * if it is a regular file of a filesystem that stores files
+ * (remote_open_regular()); pfd is closed. */
 static int
 reopen_regular(int pfd, struct stat *st)
 {
 	char self[64];
+	struct statfs sf;
 	int fd, e;
 
-	if (fstat(pfd, st) < 0)
+	/* A "regular" file of procfs, sysfs, debugfs or tracefs is no
+	 * object that a process maps, and its read may wait as a FIFO's
+	 * does or take what it reads from others (/proc/kmsg: a symlink to
+	 * it at a library's path, which ctxdump, as root, may open). */
+	if (fstat(pfd, st) < 0 || fstatfs(pfd, &sf) < 0)
 		e = errno;
-	else if (!S_ISREG(st->st_mode))
+	else if (!S_ISREG(st->st_mode) ||
+		 (unsigned long)sf.f_type == REMOTE_PROC_MAGIC ||
+		 (unsigned long)sf.f_type == REMOTE_SYSFS_MAGIC ||
+		 (unsigned long)sf.f_type == REMOTE_DEBUGFS_MAGIC ||
+		 (unsigned long)sf.f_type == REMOTE_TRACEFS_MAGIC)
 		e = ESTALE;
 	else
 		e = 0;

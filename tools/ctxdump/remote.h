@@ -62,7 +62,9 @@ int remote_thread_stop_regs(pid_t tid, uint64_t *tp, int *blocked);
  * mapped ELF object is, and without opening anything else first.  The
  * target can put a FIFO (whose open() for reading waits for a writer: for
  * ever, with its threads stopped) or a device (whose driver's open() acts)
- * at the path.  Fills *st; returns the descriptor, or -1 with errno
+ * at the path, or a symlink to a file of procfs, sysfs, debugfs or
+ * tracefs (regular, but whose read may wait as well: /proc/kmsg), which
+ * is refused too.  Fills *st; returns the descriptor, or -1 with errno
  * (ESTALE: not a regular file, so not the mapped one). */
 int remote_open_regular(const char *path, struct stat *st);
 
