@@ -2,9 +2,9 @@
 # SPDX-License-Identifier: Apache-2.0
 #
 # ctxshim systemd-dropin: the exact text, quoting of values for systemd,
-# writing and removing below --root (only a library that loads, the root's
-# symbolic links followed inside it), unit name
-# handling, and (when systemd-analyze is installed) systemd itself parsing
+# writing and removing below --root (only a library that loads and that no
+# other user can replace, the root's symbolic links followed inside it),
+# unit name handling, and (when systemd-analyze is installed) systemd itself parsing
 # the drop-in without a complaint.
 
 . "$(dirname "$0")/deploy-lib.sh"
@@ -355,31 +355,144 @@ expect_status 1 "a missing library is refused" "$S" systemd-dropin --root "$brok
 check "names it" contains "$dp_err" "$broken$lib: No such file"
 check "nothing written (missing)" test ! -e "$bfile"
 
+# The service loads the library at every start, maybe as root: one that
+# another user could replace (an owner other than root, or the root
+# directory's owner with --root; a file or directory on the way writable by
+# group or others) would run that user's code in it, and is refused (old:
+# written).  One that other users cannot load, or in a build directory (a
+# developer's test), is written with a warning.  --print checks nothing.
+troot=$dp_tmp/trust
+tfile=$troot/etc/systemd/system/nginx.service.d/ctxshim.conf
+mkdir -p "$troot${lib%/*}" "$troot/usr/bin" "$troot/usr/lib/systemd/system"
+chmod 755 "$troot" "$troot/usr" "$troot/usr/lib" "$troot/usr/lib/x86_64-linux-gnu" "$troot${lib%/*}"
+cp "$built_lib" "$troot$lib"
+chmod 644 "$troot$lib"
+cp /bin/true "$troot/usr/bin/true"
+: >"$troot/usr/lib/systemd/system/nginx.service"
+expect_status 0 "trust: an installed library (0644, in 0755 directories) is written" \
+	"$S" systemd-dropin --root "$troot" nginx
+check "trust: written" test -f "$tfile"
+check "trust: the one note, no warning" same "$dp_err" \
+	"ctxshim: note: $troot$lib was not test-loaded (--root): start nginx.service in that system to see that it loads"
+rm -rf "${troot:?}/etc"
+# dropin_refused DESCRIPTION LIB WHY: CTXSHIM_LIB=LIB in $troot is refused
+# for WHY, with nothing written; --print prints it without a word.
+dropin_refused() {
+	expect_status 1 "trust: $1 is refused" \
+		env CTXSHIM_LIB="$2" "$S" systemd-dropin --root "$troot" nginx
+	check "trust: says why ($1)" same "$dp_err" "ctxshim: refusing to write $tfile: $3
+ctxshim: install the library first (meson install, or copy it to /usr/local/lib/ctxshim/ with mode 0644) and point CTXSHIM_LIB there (--print writes the drop-in to stdout without checks)"
+	check "trust: nothing written ($1)" test ! -e "$troot/etc"
+	expect_status 0 "trust: --print prints it ($1)" \
+		env CTXSHIM_LIB="$2" "$S" systemd-dropin --print --root "$troot" nginx
+	check "trust: --print names it ($1)" contains "$dp_out" "Environment=\"LD_PRELOAD=$2\""
+	check "trust: --print says nothing ($1)" same "$dp_err" ""
+}
+# dropin_warned DESCRIPTION LIB WHY: written, with a warning that says WHY.
+dropin_warned() {
+	expect_status 0 "trust: $1 is written" \
+		env CTXSHIM_LIB="$2" "$S" systemd-dropin --root "$troot" nginx
+	check "trust: written ($1)" contains "$(cat "$tfile")" "Environment=\"LD_PRELOAD=$2\""
+	check "trust: the note and a warning ($1)" same "$dp_err" \
+		"ctxshim: note: $troot$2 was not test-loaded (--root): start nginx.service in that system to see that it loads
+ctxshim: warning: $3"
+	rm -rf "${troot:?}/etc"
+}
+if [ "$(id -u)" = 0 ]; then
+	mkdir -p "$troot/home/dev"
+	cp "$troot$lib" "$troot/home/dev/libctxshim.so"
+	chown 65534 "$troot/home/dev"
+	dropin_refused "a library in a directory of another user" /home/dev/libctxshim.so \
+		"$troot/home/dev is owned by uid 65534, not root: that user could replace the library that nginx.service loads"
+	mkdir -p "$troot/opt/nobody"
+	cp "$troot$lib" "$troot/opt/nobody/libctxshim.so"
+	chown 65534 "$troot/opt/nobody/libctxshim.so"
+	dropin_refused "a library of another user" /opt/nobody/libctxshim.so \
+		"$troot/opt/nobody/libctxshim.so is owned by uid 65534, not root: that user could replace the library that nginx.service loads"
+else
+	echo "# not root: no library of another user"
+fi
+mkdir -p "$troot/srv/shared"
+chmod 777 "$troot/srv/shared"
+cp "$troot$lib" "$troot/srv/shared/libctxshim.so"
+dropin_refused "a library in a world-writable directory" /srv/shared/libctxshim.so \
+	"$troot/srv/shared is writable by its group or by others (mode 777): they could replace the library that nginx.service loads"
+mkdir -p "$troot/opt/gw"
+cp "$troot$lib" "$troot/opt/gw/libctxshim.so"
+chmod 664 "$troot/opt/gw/libctxshim.so"
+dropin_refused "a group-writable library" /opt/gw/libctxshim.so \
+	"$troot/opt/gw/libctxshim.so is writable by its group or by others (mode 664): they could replace the library that nginx.service loads"
+# Through a symbolic link, resolved inside the root: the directory of the
+# file it names counts.
+ln -s /srv/shared/libctxshim.so "$troot/opt/link.so"
+dropin_refused "a link to a library in a world-writable directory" /opt/link.so \
+	"$troot/srv/shared is writable by its group or by others (mode 777): they could replace the library that nginx.service loads"
+# A build tree (here owned by root): the developer's test.
+mkdir -p "$troot/src/ctxshim/build"
+chmod 755 "$troot/src" "$troot/src/ctxshim" "$troot/src/ctxshim/build"
+: >"$troot/src/ctxshim/build/build.ninja"
+cp "$troot$lib" "$troot/src/ctxshim/build/libctxshim.so"
+dropin_warned "a library in a build directory" /src/ctxshim/build/libctxshim.so \
+	"$troot/src/ctxshim/build is a build directory: the library goes away with the next clean or rebuild"
+# ... but not when, further on, another user could replace it.
+chmod 666 "$troot/src/ctxshim/build/libctxshim.so"
+dropin_refused "a world-writable library in a build directory" /src/ctxshim/build/libctxshim.so \
+	"$troot/src/ctxshim/build/libctxshim.so is writable by its group or by others (mode 666): they could replace the library that nginx.service loads"
+mkdir -p "$troot/opt/private"
+cp "$troot$lib" "$troot/opt/private/libctxshim.so"
+chmod 600 "$troot/opt/private/libctxshim.so"
+dropin_warned "a library that only its owner can read" /opt/private/libctxshim.so \
+	"$troot/opt/private/libctxshim.so is not readable by everyone (mode 600): other users' programs could not load the library"
+
 # Without --root the library must load here: a drop-in with a library that
 # does not would stop the service from starting.  That writes below
 # /etc/systemd: run it in a mount namespace of its own, with an empty
-# tmpfs there, so that the host's /etc is never touched.
-# private_etc COMMAND...: run it so; "written" is printed after its output
-# when it left a drop-in for nginx.service.
+# tmpfs there, so that the host's /etc is never touched.  The libraries
+# are installed there, as root installs them (the build tree's, below a
+# /tmp that everyone can write to, is refused: see above).
+# private_etc COMMAND...: run it so, with $inst copied to /etc/systemd/inst
+# (owners and modes kept); "written" is printed after its output when it
+# left a drop-in for nginx.service.
+inst=$dp_tmp/inst
 # shellcheck disable=SC2317 # called through expect_status
 private_etc() {
 	# shellcheck disable=SC2016 # expanded by that sh
-	unshare -m sh -c 'mount -t tmpfs dp-test /etc/systemd || exit 99
+	unshare -m sh -c 'mount -t tmpfs -o mode=755 dp-test /etc/systemd || exit 99
+		cp -a "$0" /etc/systemd/inst || exit 99
 		"$@"; rc=$?
 		[ ! -e /etc/systemd/system/nginx.service.d/ctxshim.conf ] || echo written
-		exit $rc' sh "$@"
+		exit $rc' "$inst" "$@"
 }
 if [ "$(id -u)" = 0 ] && [ -d /etc/systemd ] && command -v unshare >/dev/null &&
 	unshare -m sh -c 'mount -t tmpfs dp-test /etc/systemd' 2>/dev/null; then
-	expect_status 0 "without --root: the built library loads and is written" \
-		private_etc env CTXSHIM_LIB="$built_lib" "$S" systemd-dropin nginx
+	mkdir -p "$inst/lib" "$inst/nope" "$inst/build"
+	chmod 755 "$inst" "$inst/lib" "$inst/nope" "$inst/build"
+	cp "$built_lib" "$inst/lib/libctxshim.so"
+	chmod 644 "$inst/lib/libctxshim.so"
+	expect_status 0 "without --root: an installed library loads and is written" \
+		private_etc env CTXSHIM_LIB=/etc/systemd/inst/lib/libctxshim.so "$S" systemd-dropin nginx
 	check "written (in the private /etc)" contains "$dp_out" "written"
+	check "no warning about the library" not_contains "$dp_err" "/etc/systemd/inst"
 	check "nothing written to the host" test ! -e /etc/systemd/system/nginx.service.d/ctxshim.conf
+	# A developer's test as root: the build tree's library, written with
+	# a warning.
+	cp "$built_lib" "$inst/build/libctxshim.so"
+	: >"$inst/build/build.ninja"
+	expect_status 0 "without --root: a library in a build directory is written" \
+		private_etc env CTXSHIM_LIB=/etc/systemd/inst/build/libctxshim.so "$S" systemd-dropin nginx
+	check "written (build directory)" contains "$dp_out" "written"
+	check "with a warning" contains "$dp_err" \
+		"ctxshim: warning: /etc/systemd/inst/build is a build directory: the library goes away with the next clean or rebuild"
+	chown 65534 "$inst/build"
+	expect_status 1 "without --root: a library in a directory of another user is refused" \
+		private_etc env CTXSHIM_LIB=/etc/systemd/inst/build/libctxshim.so "$S" systemd-dropin nginx
+	check "says why (another user)" contains "$dp_err" \
+		"ctxshim: refusing to write /etc/systemd/system/nginx.service.d/ctxshim.conf: /etc/systemd/inst/build is owned by uid 65534, not root"
+	check "nothing written (another user)" same "$dp_out" ""
 	printf 'int dp_nope(void); int dp_f(void) { return dp_nope(); }\n' >"$dp_tmp/nope.c"
-	mkdir -p "$dp_tmp/nope"
-	${CC:-cc} -shared -fPIC -Wl,-z,now -o "$dp_tmp/nope/libctxshim.so" "$dp_tmp/nope.c" || exit 1
+	${CC:-cc} -shared -fPIC -Wl,-z,now -o "$inst/nope/libctxshim.so" "$dp_tmp/nope.c" || exit 1
 	expect_status 1 "a library that does not load is refused" \
-		private_etc env CTXSHIM_LIB="$dp_tmp/nope/libctxshim.so" "$S" systemd-dropin nginx
+		private_etc env CTXSHIM_LIB=/etc/systemd/inst/nope/libctxshim.so "$S" systemd-dropin nginx
 	check "says why, with the loader's message" contains "$dp_err" "undefined symbol: dp_nope"
 	check "nothing written (does not load)" same "$dp_out" ""
 	# A statically linked true first in PATH ignores LD_PRELOAD: it must
@@ -389,7 +502,7 @@ if [ "$(id -u)" = 0 ] && [ -d /etc/systemd ] && command -v unshare >/dev/null &&
 		${CC:-cc} -static -o "$dp_tmp/static/true" "$dp_tmp/true.c" 2>/dev/null; then
 		expect_status 1 "refused with a static true first in PATH" \
 			private_etc env PATH="$dp_tmp/static:$PATH" \
-			CTXSHIM_LIB="$dp_tmp/nope/libctxshim.so" "$S" systemd-dropin nginx
+			CTXSHIM_LIB=/etc/systemd/inst/nope/libctxshim.so "$S" systemd-dropin nginx
 		check "nothing written (static true)" same "$dp_out" ""
 	fi
 else
