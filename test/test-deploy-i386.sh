@@ -4,7 +4,9 @@
 # 32-bit programs that inherit the shim print nothing: where the empty
 # 32-bit libctxshim.so is installed where the i386 loader's $LIB points,
 # LD_PRELOAD (ctxshim run, env, the entrypoint) and /etc/ld.so.preload
-# (preload install --root) name the library through $LIB; a 64-bit
+# (preload install --root) and drop-ins name the library through $LIB
+# (only when no other user could replace the empty one; the path with a
+# note otherwise); a 64-bit
 # program still loads the shim; with the 64-bit library in the entry
 # itself (the control) the 32-bit loader says "wrong ELF class".  Entries
 # with an absolute path from before are still replaced and removed.  A
@@ -236,6 +238,14 @@ distro "$dp_tmp/real32" lib64 lib lib64
 cp -L "${dp_ld32%/*}/libc.so.6" "$dp_tmp/real32/usr/lib/ctxshim/libctxshim.so"
 expect_status 0 "preload install --root, a real 32-bit library in its place" "$S" preload install --root "$dp_tmp/real32"
 check "the path" same "$(cat "$dp_tmp/real32/etc/ld.so.preload")" /usr/lib64/ctxshim/libctxshim.so
+# An empty one that another user could replace: the path, with a note
+# (it would be loaded into every 32-bit program, setuid ones included).
+distro "$dp_tmp/gw32" lib64 lib lib64
+chmod 775 "$dp_tmp/gw32/usr/lib/ctxshim"
+expect_status 0 "preload install --root, a 32-bit library in a group-writable directory" \
+	"$S" preload install --root "$dp_tmp/gw32"
+check "the path" same "$(cat "$dp_tmp/gw32/etc/ld.so.preload")" /usr/lib64/ctxshim/libctxshim.so
+check "with a note" contains "$dp_err" "ctxshim: note: $dp_tmp/gw32/etc/ld.so.preload names /usr/lib64/ctxshim/libctxshim.so, not through \$LIB: $dp_tmp/gw32/usr/lib/ctxshim is writable by its group or by others (mode 775)"
 # A FIFO where the empty one would be: the path, without waiting for a
 # writer (old: od blocked in its open for ever; timeout(1) only ends such
 # a hang).
@@ -269,6 +279,34 @@ unit() {
 }
 unit ''
 expect_status 0 "systemd-dropin --root, a unit in the host's root" \
+	"$S" systemd-dropin --print --root "$h" app
+check "the entry with \$LIB" contains "$dp_out" "Environment=\"LD_PRELOAD=$hentry\""
+check "no note" same "$dp_err" ""
+# The 32-bit library is loaded into the service's 32-bit programs: named
+# through $LIB only when no other user can replace it either, as for
+# preload install; the path otherwise, with a note (--print too: its text
+# is what is written).
+hstub=$h/usr/lib/i386-linux-gnu/ctxshim
+chmod 775 "$hstub"
+expect_status 0 "systemd-dropin --root, a 32-bit library in a group-writable directory" \
+	"$S" systemd-dropin --print --root "$h" app
+check "the path" contains "$dp_out" "Environment=\"LD_PRELOAD=$hlib\""
+check "the note only" same "$dp_err" "ctxshim: note: the drop-in names $hlib, not through \$LIB: $hstub is writable by its group or by others (mode 775): they could replace the library that app.service loads"
+expect_status 0 "written so too" "$S" systemd-dropin --root "$h" app
+check "the path" contains "$(cat "$h/etc/systemd/system/app.service.d/ctxshim.conf")" \
+	"Environment=\"LD_PRELOAD=$hlib\""
+check "with the note" contains "$dp_err" "ctxshim: note: the drop-in names $hlib, not through \$LIB: $hstub is writable"
+expect_status 0 "removed" "$S" systemd-dropin --remove --root "$h" app
+chmod 755 "$hstub"
+if [ "$(id -u)" = 0 ]; then
+	chown 65534 "$hstub/libctxshim.so"
+	expect_status 0 "systemd-dropin --root, a 32-bit library of another user" \
+		"$S" systemd-dropin --print --root "$h" app
+	check "the path" contains "$dp_out" "Environment=\"LD_PRELOAD=$hlib\""
+	check "the note only" same "$dp_err" "ctxshim: note: the drop-in names $hlib, not through \$LIB: $hstub/libctxshim.so is owned by uid 65534, not root: that user could replace the library that app.service loads"
+	chown 0 "$hstub/libctxshim.so"
+fi
+expect_status 0 "systemd-dropin --root, the 32-bit library safe again" \
 	"$S" systemd-dropin --print --root "$h" app
 check "the entry with \$LIB" contains "$dp_out" "Environment=\"LD_PRELOAD=$hentry\""
 check "no note" same "$dp_err" ""
