@@ -470,7 +470,7 @@ transient_close(struct etls_proc *p)
  * grew the file (a hole: no disk needed) between that and a size taken
  * here to charge made ctxdump hold gigabytes. */
 static void *
-obj_read_whole(struct etls_proc *p, int fd, size_t *len)
+obj_read_whole(struct etls_proc *p, int fd, size_t *len, size_t *held)
 {
 	char magic[SELFMAG];
 	struct stat st;
@@ -495,6 +495,7 @@ obj_read_whole(struct etls_proc *p, int fd, size_t *len)
 	}
 	p->whole_left -= (uint64_t)st.st_size;
 	*len = (size_t)got;
+	*held = (size_t)st.st_size;
 	return buf;
 }
 
@@ -505,7 +506,7 @@ static struct etls_elf *
 obj_elf(struct etls_proc *p, struct etls_obj *ob)
 {
 	struct etls_elf *x = &ob->x;
-	size_t len = 0;
+	size_t len = 0, held = 0;
 	bool kept;
 	int fd;
 
@@ -539,7 +540,7 @@ obj_elf(struct etls_proc *p, struct etls_obj *ob)
 	x->fd = fd;
 	kept = fd_budget_take(&p->fds);
 	if (!kept)
-		x->image = obj_read_whole(p, fd, &len);
+		x->image = obj_read_whole(p, fd, &len, &held);
 	/* Read with pread(), never mapped (ELF_C_READ_MMAP): the target can
 	 * truncate a file it maps and can write (a library copy of its own,
 	 * a memfd), and a read of a mapping past the file's new end raises
@@ -554,6 +555,9 @@ obj_elf(struct etls_proc *p, struct etls_obj *ob)
 		elf_close(x);
 		if (kept)
 			fd_budget_give(&p->fds);
+		/* freed: what it held is left for the next ones (a target's
+		 * large files that only start like ELF objects used it up) */
+		p->whole_left += held;
 		return NULL;
 	}
 	if (x->image) {
