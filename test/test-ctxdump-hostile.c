@@ -1009,6 +1009,20 @@ nofile_argv(char **argv, int nofile, const char *const *args)
 		argv[3 + i] = dump[i];
 }
 
+/* ctxdump args... under RLIMIT_NOFILE nofile (nofile_argv()), which must
+ * exit with status want; its output in *out and *err. */
+static void
+run_nofile(int nofile, const char *const *args, int want, char **out, char **err)
+{
+	char *argv[12];
+	int st;
+
+	nofile_argv(argv, nofile, args);
+	st = test_run_capture(argv, NULL, false, out, err, RUN_TIMEOUT_MS);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == want,
+		      "status 0x%x (want exit %d): %s", st, want, *err);
+}
+
 /* many-objects with n copies of liblate-a.so in dir (made here): with
  * fn, a thread blocked in each copy's; each copy pad_mb MiB longer. */
 static void
@@ -1037,16 +1051,11 @@ START_TEST(more_objects_than_descriptors)
 {
 	char dir[] = "/tmp/ctxdump-hostile-XXXXXX", *out, *err, pid[16];
 	const char *args[] = {"-j", pid, NULL};
-	char *argv[12];
 	struct target t;
-	int st;
 
 	many_objects_start(&t, dir, "40", NULL, NULL);
 	snprintf(pid, sizeof(pid), "%d", (int)t.pid);
-	nofile_argv(argv, 16, args);
-	st = test_run_capture(argv, NULL, false, &out, &err, RUN_TIMEOUT_MS);
-	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status 0x%x: %s", st,
-		      err);
+	run_nofile(16, args, 0, &out, &err);
 	expect_in(out, "\"name\": \"otel_thread_ctx_v1\"");
 	free(out);
 	free(err);
@@ -1064,16 +1073,11 @@ START_TEST(stacks_through_more_modules_than_descriptors)
 {
 	char dir[] = "/tmp/ctxdump-hostile-XXXXXX", *out, *err, pid[16];
 	const char *args[] = {"--stacks", "-j", pid, NULL};
-	char *argv[12];
 	struct target t;
-	int st;
 
 	many_objects_start(&t, dir, "40", "late_a", NULL);
 	snprintf(pid, sizeof(pid), "%d", (int)t.pid);
-	nofile_argv(argv, 24, args);
-	st = test_run_capture(argv, NULL, false, &out, &err, RUN_TIMEOUT_MS);
-	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status 0x%x: %s", st,
-		      err);
+	run_nofile(24, args, 0, &out, &err);
 	ck_assert_msg(count_in(out, "\"symbol\": \"late_a\"") == 40,
 		      "%u threads in late_a: %s",
 		      count_in(out, "\"symbol\": \"late_a\""), err);
@@ -1099,16 +1103,11 @@ START_TEST(stacks_beyond_descriptors_at_lowest_limit)
 {
 	char dir[] = "/tmp/ctxdump-hostile-XXXXXX", *out, *err, pid[16];
 	const char *args[] = {"--stacks", "-j", pid, NULL};
-	char *argv[12];
 	struct target t;
-	int st;
 
 	many_objects_start(&t, dir, "40", "late_a", "32");
 	snprintf(pid, sizeof(pid), "%d", (int)t.pid);
-	nofile_argv(argv, 9 - _i, args);
-	st = test_run_capture(argv, NULL, false, &out, &err, RUN_TIMEOUT_MS);
-	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status 0x%x: %s", st,
-		      err);
+	run_nofile(9 - _i, args, 0, &out, &err);
 	expect_in(out, "\"name\": \"otel_thread_ctx_v1\"");
 	ck_assert_uint_eq(count_in(out, "\"symbol\": \"late_a\""), 40);
 	free(out);
@@ -1126,16 +1125,11 @@ START_TEST(descriptors_below_the_least)
 	char dir[] = "/tmp/ctxdump-hostile-XXXXXX", *out, *err, pid[16];
 	const char *args[] = {"-j", pid, NULL},
 		   *sargs[] = {"--stacks", "-j", pid, NULL};
-	char *argv[12];
 	struct target t;
-	int st;
 
 	many_objects_start(&t, dir, "3", "late_a", NULL);
 	snprintf(pid, sizeof(pid), "%d", (int)t.pid);
-	nofile_argv(argv, _i ? 6 : 4, _i ? sargs : args);
-	st = test_run_capture(argv, NULL, false, &out, &err, RUN_TIMEOUT_MS);
-	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 2, "status 0x%x: %s", st,
-		      err);
+	run_nofile(_i ? 6 : 4, _i ? sargs : args, 2, &out, &err);
 	expect_in(err, _i ? "no more than 6 files may be open at once (ulimit -n), "
 			    "and a dump needs 7 with --stacks\n"
 			  : "no more than 4 files may be open at once (ulimit -n), "
@@ -1144,10 +1138,7 @@ START_TEST(descriptors_below_the_least)
 	free(out);
 	free(err);
 	/* and with that many, it works */
-	nofile_argv(argv, _i ? 7 : 5, _i ? sargs : args);
-	st = test_run_capture(argv, NULL, false, &out, &err, RUN_TIMEOUT_MS);
-	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status 0x%x: %s", st,
-		      err);
+	run_nofile(_i ? 7 : 5, _i ? sargs : args, 0, &out, &err);
 	expect_in(out, "\"name\": \"otel_thread_ctx_v1\"");
 	if (_i)
 		ck_assert_uint_eq(count_in(out, "\"symbol\": \"late_a\""), 3);
@@ -1168,19 +1159,15 @@ START_TEST(descriptors_below_the_least_to_record)
 	char dir[] = "/tmp/ctxdump-hostile-XXXXXX", *out, *err, pid[16];
 	char prof[64], oarg[80];
 	const char *args[] = {"record", "-q", "-d0.2", oarg, pid, NULL};
-	char *argv[12];
 	struct target t;
 	struct stat pst;
-	int st, least = _i ? 7 : 8;
+	int least = _i ? 7 : 8;
 
 	many_objects_start(&t, dir, "3", "late_a", NULL);
 	snprintf(pid, sizeof(pid), "%d", (int)t.pid);
 	snprintf(prof, sizeof(prof), "%s/out.prof", dir);
 	snprintf(oarg, sizeof(oarg), "-o%s", _i ? "-" : prof);
-	nofile_argv(argv, least - 1, args);
-	st = test_run_capture(argv, NULL, false, &out, &err, RUN_TIMEOUT_MS);
-	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 2, "status 0x%x: %s", st,
-		      err);
+	run_nofile(least - 1, args, 2, &out, &err);
 	expect_in(err, _i ? "no more than 6 files may be open at once (ulimit -n), "
 			    "and a recording to standard output needs 7\n"
 			  : "no more than 7 files may be open at once (ulimit -n), "
@@ -1190,10 +1177,7 @@ START_TEST(descriptors_below_the_least_to_record)
 	free(err);
 	(void)unlink(prof);
 	/* and with that many, it works */
-	nofile_argv(argv, least, args);
-	st = test_run_capture(argv, NULL, false, &out, &err, RUN_TIMEOUT_MS);
-	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status 0x%x: %s", st,
-		      err);
+	run_nofile(least, args, 0, &out, &err);
 	if (_i) {
 		ck_assert_uint_gt(strlen(out), 0);
 	} else {
@@ -1625,18 +1609,15 @@ START_TEST(large_objects_beyond_descriptors)
 	char *argv[12];
 	long peak;
 	struct target t;
-	int st;
 
 	many_objects_start(&t, dir, "40", "-", "32");
 	snprintf(pid, sizeof(pid), "%d", (int)t.pid);
-	nofile_argv(argv, 16, args);
-	st = test_run_capture(argv, NULL, false, &out, &err, RUN_TIMEOUT_MS);
-	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status 0x%x: %s", st,
-		      err);
+	run_nofile(16, args, 0, &out, &err);
 	expect_in(out, "\"name\": \"otel_thread_ctx_v1\"");
 	free(out);
 	free(err);
 	/* again, to see its memory (the shell execs ctxdump: one process) */
+	nofile_argv(argv, 16, args);
 	peak = run_peak_kib(argv);
 	ck_assert_msg(peak < 256 * 1024, "ctxdump held %ld KiB", peak);
 	target_finish(&t);
@@ -1662,7 +1643,6 @@ START_TEST(objects_beyond_descriptors_opened_once)
 	const char *dargs[] = {"-j", pid, NULL},
 		   *rargs[] = {"record", "-q", "-d0.1", "-o-", pid, NULL};
 	const char *const *args = _i ? rargs : dargs;
-	char *argv[12];
 	union {
 		struct inotify_event ev;
 		char b[64 * 1024];
@@ -1670,17 +1650,14 @@ START_TEST(objects_beyond_descriptors_opened_once)
 	unsigned opens = 0;
 	struct target t;
 	ssize_t n;
-	int st, in;
+	int in;
 
 	many_objects_start(&t, dir, "40", "-", "32");
 	snprintf(pid, sizeof(pid), "%d", (int)t.pid);
 	in = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
 	ck_assert_int_ge(in, 0);
 	ck_assert_int_ge(inotify_add_watch(in, dir, IN_OPEN), 0);
-	nofile_argv(argv, 16, args);
-	st = test_run_capture(argv, NULL, false, &out, &err, RUN_TIMEOUT_MS);
-	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status 0x%x: %s", st,
-		      err);
+	run_nofile(16, args, 0, &out, &err);
 	if (!_i)
 		expect_in(out, "\"name\": \"otel_thread_ctx_v1\"");
 	while ((n = read(in, buf.b, sizeof(buf.b))) > 0)
