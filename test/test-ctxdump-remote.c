@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -242,12 +243,106 @@ START_TEST(open_in_root)
 }
 END_TEST
 
+/* A file write()n with one byte, its stat() in *st. */
+static void
+make_file(const char *path, char byte, struct stat *st)
+{
+	int w = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+
+	ck_assert_int_ge(w, 0);
+	ck_assert_int_eq(write(w, &byte, 1), 1);
+	ck_assert_int_eq(fstat(w, st), 0);
+	close(w);
+}
+
+/* remote_open_mapped() on a file this process maps: the mapped inode
+ * whatever is at its path (map_files, root), else the path only if the
+ * file there is the mapped one (ESTALE for a replaced one, ENOENT for a
+ * removed one), and /proc/PID/exe for the executable; never the file at
+ * the path when map_files shows another. */
+START_TEST(open_mapped)
+{
+	char dir[] = "/tmp/ctxshim-remote-XXXXXX", file[64], other[64];
+	unsigned before = fds_open();
+	struct stat fst, ost, st, est;
+	struct remote_mapped m;
+	bool root = geteuid() == 0;
+	void *map;
+	int fd;
+
+	ck_assert_ptr_nonnull(test_mkdtemp(dir));
+	snprintf(file, sizeof(file), "%s/file", dir);
+	snprintf(other, sizeof(other), "%s/other", dir);
+	make_file(file, 'a', &fst);
+	fd = open(file, O_RDONLY | O_CLOEXEC);
+	ck_assert_int_ge(fd, 0);
+	map = mmap(NULL, PAGE, PROT_READ, MAP_PRIVATE, fd, 0);
+	ck_assert_ptr_ne(map, MAP_FAILED);
+	close(fd);
+	m = (struct remote_mapped){.path = file,
+				   .start = addr_of(map),
+				   .end = addr_of(map) + PAGE,
+				   .dev_major = major(fst.st_dev),
+				   .dev_minor = minor(fst.st_dev),
+				   .inode = fst.st_ino};
+
+	fd = remote_open_mapped(getpid(), &m, &st);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_uint_eq(st.st_ino, fst.st_ino);
+	close(fd);
+	/* replaced at its path: map_files still opens it; the path only
+	 * leads to the other file */
+	make_file(other, 'b', &ost);
+	ck_assert_int_eq(rename(other, file), 0);
+	fd = remote_open_mapped(getpid(), &m, &st);
+	if (root) {
+		ck_assert_int_ge(fd, 0);
+		ck_assert_uint_eq(st.st_ino, fst.st_ino);
+		close(fd);
+	} else {
+		ck_assert_int_eq(fd, -1);
+		ck_assert_int_eq(errno, ESTALE);
+	}
+	/* a range where another file is mapped now (the anonymous page
+	 * that replaces it): the path's file is not taken for it either */
+	ck_assert_ptr_eq(mmap(map, PAGE, PROT_READ,
+			      MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0),
+			 map);
+	ck_assert_int_eq(remote_open_mapped(getpid(), &m, &st), -1);
+	ck_assert_int_eq(errno, ESTALE);
+	/* removed: no path, and not the executable */
+	ck_assert_int_eq(unlink(file), 0);
+	m.deleted = true;
+	ck_assert_int_eq(remote_open_mapped(getpid(), &m, &st), -1);
+	ck_assert_int_eq(errno, ENOENT);
+	/* the executable: /proc/PID/exe, by device and inode */
+	ck_assert_int_eq(stat("/proc/self/exe", &est), 0);
+	m = (struct remote_mapped){.path = "/memfd:x",
+				   .dev_major = major(est.st_dev),
+				   .dev_minor = minor(est.st_dev),
+				   .inode = est.st_ino,
+				   .deleted = true,
+				   .exe_only = true};
+	fd = remote_open_mapped(getpid(), &m, &st);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_uint_eq(st.st_ino, est.st_ino);
+	close(fd);
+	m.inode = fst.st_ino;
+	ck_assert_int_eq(remote_open_mapped(getpid(), &m, &st), -1);
+	ck_assert_int_eq(errno, ESTALE);
+
+	ck_assert_int_eq(munmap(map, PAGE), 0);
+	ck_assert_uint_eq(fds_open(), before);
+	ck_assert_int_eq(rmdir(dir), 0);
+}
+END_TEST
+
 /* A regular file whose read waits for data, as a FIFO's does, and takes
  * what it reads from others: /proc/kmsg, which a process can put a
  * symlink to at a library's path (in its own root, or in its own
  * directory on the host), for ctxdump (root: it may open it) to read the
- * library's symbols from (etls_find_data() has no map_files to open
- * instead).  Old: opened; a read took the kernel's messages from the
+ * library's symbols from (where map_files cannot be opened: without
+ * CAP_SYS_ADMIN or CAP_CHECKPOINT_RESTORE).  Old: opened; a read took the kernel's messages from the
  * system's logger, and once there were none waited for the next one.
  * No object is mapped from procfs: refused as a FIFO is.  Root only
  * (others may not open it anyway). */
@@ -284,6 +379,7 @@ TEST_SUITE(remote_suite)
 	tcase_add_test(tc, pread_upto);
 	tcase_add_test(tc, open_in_root);
 	tcase_add_test(tc, open_in_root_refuses_procfs);
+	tcase_add_test(tc, open_mapped);
 	suite_add_tcase(s, tc);
 	return s;
 }

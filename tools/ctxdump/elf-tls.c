@@ -271,44 +271,25 @@ objs_load(struct etls_proc *p, const char *buf, size_t len)
 	return r < 0 ? r : 0;
 }
 
-/* Open the exact mapped inode (map_files needs CAP_SYS_ADMIN or
- * CAP_CHECKPOINT_RESTORE), else the path in the target's mount namespace
- * (/proc/PID/exe for an exe_only object), checked against the inode in
- * maps so a replaced file is not parsed. */
+/* The object's file, checked to be the mapped one (remote_open_mapped()),
+ * or a negative errno. */
 static int
 obj_open(pid_t pid, const struct etls_obj *ob)
 {
-	char path[PATH_MAX + 64];
+	const struct remote_mapped m = {
+		.path = ob->path,
+		.start = ob->start,
+		.end = ob->end,
+		.dev_major = ob->dev_major,
+		.dev_minor = ob->dev_minor,
+		.inode = ob->inode,
+		.deleted = ob->deleted,
+		.exe_only = ob->exe_only,
+	};
 	struct stat st;
-	int fd;
+	int fd = remote_open_mapped(pid, &m, &st);
 
-	snprintf(path, sizeof(path), "/proc/%d/map_files/%llx-%llx", (int)pid,
-		 (unsigned long long)ob->start, (unsigned long long)ob->end);
-	fd = remote_open_regular(path, &st);
-	if (fd >= 0)
-		return fd;
-	/* a regular file only: the target can put a FIFO at the path */
-	if (ob->exe_only) {
-		snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
-		fd = remote_open_regular(path, &st);
-	} else {
-		fd = remote_open_in_root(pid, ob->path, &st);
-	}
-	if (fd < 0)
-		return -errno;
-	/* An exe_only object's device always: it was the executable's when
-	 * it was listed (by the device of a stat() too), and an exec since
-	 * (a file on another device with the same inode number) would be
-	 * parsed as it. */
-	if (ob->exe_only ? (uint64_t)st.st_ino != ob->inode ||
-				   major(st.st_dev) != ob->dev_major ||
-				   minor(st.st_dev) != ob->dev_minor
-			 : !remote_same_file(fd, &st, ob->dev_major, ob->dev_minor,
-					     ob->inode)) {
-		close(fd);
-		return -ESTALE;
-	}
-	return fd;
+	return fd < 0 ? -errno : fd;
 }
 
 /* The facts elf_parse() filled stay; the sections go with the Elf. */

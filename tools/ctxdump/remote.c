@@ -6,6 +6,7 @@
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <linux/openat2.h>
 #include <stddef.h>
@@ -438,6 +439,58 @@ remote_open_in_root(pid_t pid, const char *path, struct stat *st)
 	}
 	snprintf(root, sizeof(root), "/proc/%d/root%s", (int)pid, path);
 	return remote_open_regular(root, st);
+}
+
+int
+remote_open_mapped(pid_t pid, const struct remote_mapped *m, struct stat *st)
+{
+	char fn[PATH_MAX + 64];
+	bool other = false;
+	int fd, e = ENOENT;
+
+	snprintf(fn, sizeof(fn), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, (int)pid,
+		 m->start, m->end);
+	fd = remote_open_regular(fn, st);
+	if (fd >= 0) {
+		if (remote_same_file(fd, st, m->dev_major, m->dev_minor, m->inode))
+			return fd;
+		/* another file mapped there since maps was read: the path
+		 * may still lead to this one */
+		close(fd);
+		other = true;
+	}
+	/* A deleted file's path too: what is there now tells a replaced
+	 * file (ESTALE) from a removed one. */
+	if (!m->exe_only) {
+		fd = remote_open_in_root(pid, m->path, st);
+		if (fd >= 0 &&
+		    remote_same_file(fd, st, m->dev_major, m->dev_minor, m->inode))
+			return fd;
+		if (fd >= 0) {
+			close(fd);
+			other = true;
+		} else {
+			e = errno;
+		}
+	}
+	/* A deleted file may be the executable, which /proc/PID/exe still
+	 * opens.  The device always: the executable's file was told by the
+	 * device of a stat() too, and an exec since, of a file on another
+	 * device with the same inode number, must not pass for it. */
+	if (m->deleted || m->exe_only) {
+		snprintf(fn, sizeof(fn), "/proc/%d/exe", (int)pid);
+		fd = remote_open_regular(fn, st);
+		if (fd >= 0 && (uint64_t)st->st_ino == m->inode &&
+		    major(st->st_dev) == m->dev_major &&
+		    minor(st->st_dev) == m->dev_minor)
+			return fd;
+		if (fd >= 0)
+			close(fd);
+		if (m->exe_only)
+			e = fd >= 0 ? ESTALE : errno;
+	}
+	errno = other ? ESTALE : e;
+	return -1;
 }
 
 int

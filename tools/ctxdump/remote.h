@@ -90,6 +90,34 @@ bool remote_same_file(int fd,
 		      unsigned dev_minor,
 		      uint64_t inode);
 
+/* A file mapping of the target, as its maps line shows it. */
+struct remote_mapped {
+	/* The path (without " (deleted)"), the lowest mapping's range
+	 * (map_files), and the file's device and inode. */
+	const char *path;
+	uint64_t start, end;
+	unsigned dev_major, dev_minor;
+	uint64_t inode;
+	/* " (deleted)": no path leads to it any more, though
+	 * /proc/PID/exe still does if it is the executable */
+	bool deleted;
+	/* the executable, mapped from no file that a path opens (a
+	 * memfd): only /proc/PID/exe */
+	bool exe_only;
+};
+
+/* Open the file that m maps in process pid: the mapped inode itself
+ * through /proc/PID/map_files (needs CAP_SYS_ADMIN or
+ * CAP_CHECKPOINT_RESTORE), else its path in the target's root
+ * (remote_open_in_root()) unless exe_only, else, deleted or exe_only,
+ * /proc/PID/exe.  Whichever opened it, the file must be the one maps
+ * showed (remote_same_file(); the same device too for /proc/PID/exe):
+ * another file mapped at the range since, or put at the path, is not
+ * parsed as it.  Fills *st; returns the descriptor, or -1 with errno:
+ * ESTALE (another file is there), else why the path (exe_only: the
+ * executable) could not be opened, ENOENT for a deleted file. */
+int remote_open_mapped(pid_t pid, const struct remote_mapped *m, struct stat *st);
+
 /* The first len bytes of the file open at fd into buf, read with pread()
  * from offset 0: fewer where the file ends first (it may have been
  * truncated since it was measured), never more, however it grew.  Returns

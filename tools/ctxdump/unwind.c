@@ -868,54 +868,32 @@ uw_own_vdso(const uint8_t **img, size_t *len)
 static int
 uw_open_module_file(struct uw_proc *p, struct uw_module *m)
 {
-	bool deleted = strstr(m->path, " (deleted)") != NULL, stale = false;
-	char fn[PATH_MAX + 64];
+	const char *del = strstr(m->path, " (deleted)");
+	char path[PATH_MAX];
+	const struct remote_mapped rm = {
+		.path = path,
+		.start = m->map_start,
+		.end = m->map_end,
+		.dev_major = m->dev_major,
+		.dev_minor = m->dev_minor,
+		.inode = m->inode,
+		.deleted = del != NULL,
+	};
 	struct stat st;
 	int fd;
 
-	/* The exact mapped inode, even if the file was deleted or replaced
-	 * (needs CAP_SYS_ADMIN or CAP_CHECKPOINT_RESTORE). */
-	snprintf(fn, sizeof(fn), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, (int)p->pid,
-		 m->map_start, m->map_end);
-	fd = remote_open_regular(fn, &st);
-	if (fd >= 0 && (uint64_t)st.st_ino != m->inode) {
-		/* another file mapped there since the module list was read
-		 * (stack_unwind_sync()): the path may still lead to this one */
-		close(fd);
-		fd = -1;
-		stale = true;
-	}
-	/* Through the target's root, so paths inside a container resolve;
-	 * the inode check below rejects a replaced file, and a FIFO or a
-	 * device is not opened at all (while the threads are stopped). */
-	if (fd < 0 && !deleted)
-		fd = remote_open_in_root(p->pid, m->path, &st);
-	/* A deleted file may be the executable, which /proc/PID/exe opens:
-	 * a program run from a memfd (fexecve()) maps no other file.  Only
-	 * if it is the mapped one (device and inode). */
-	if (fd < 0 && deleted && !stale) {
-		snprintf(fn, sizeof(fn), "/proc/%d/exe", (int)p->pid);
-		fd = remote_open_regular(fn, &st);
-		if (fd >= 0 && ((uint64_t)st.st_ino != m->inode ||
-				major(st.st_dev) != m->dev_major ||
-				minor(st.st_dev) != m->dev_minor)) {
-			close(fd);
-			fd = -1;
-		}
-	}
+	snprintf(path, sizeof(path), "%.*s",
+		 (int)(del ? (size_t)(del - m->path) : strlen(m->path)), m->path);
+	fd = remote_open_mapped(p->pid, &rm, &st);
+
 	if (fd < 0) {
-		int e = stale ? ESTALE : deleted ? ENOENT : errno;
+		int e = errno;
 
 		if (stop_thread_exiting(p->pid, p->pid)) {
 			p->gone = true;
 			return -ESRCH;
 		}
 		return -e;
-	}
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
-	    !remote_same_file(fd, &st, m->dev_major, m->dev_minor, m->inode)) {
-		close(fd);
-		return -ESTALE;
 	}
 	return fd;
 }
