@@ -447,6 +447,55 @@ done:
 }
 END_TEST
 
+/* The custom-labels ABI version is looked up in the object that defines
+ * the labels, the mapped one: here the executable, over whose path an
+ * upgrade renamed another object, one that defines the version variable
+ * elsewhere (libcustomlabels-test.so).  Old: the lookup opened the path
+ * again and took that object's address for the executable's, so the
+ * version read was not 1 and no labels were shown ("ABI version N: not
+ * read").  Now the mapped file (map_files, root), or, where only the
+ * path can be opened, nothing: a replaced file is not parsed, and the
+ * labels are read as version 1 as for a writer without the variable. */
+START_TEST(dump_labels_of_replaced_executable)
+{
+	char dir[] = "/tmp/ctxshim-layouts-XXXXXX", exe[64], lib[64], tmp[64],
+	     from[PATH_MAX], pid[16], *out = NULL, *err = NULL, *ldpath;
+	struct lwriter w;
+	int r;
+
+	ck_assert_ptr_nonnull(test_mkdtemp(dir));
+	snprintf(exe, sizeof(exe), "%s/writer-layouts-le", dir);
+	snprintf(lib, sizeof(lib), "%s/libwelastic.so", dir);
+	snprintf(tmp, sizeof(tmp), "%s/new", dir);
+	copy_file(prof_helper("writer-layouts-le", from, sizeof(from)), exe, 0755);
+	copy_file(prof_helper("libwelastic.so", from, sizeof(from)), lib, 0755);
+	ldpath = getenv("LD_LIBRARY_PATH");
+	ldpath = ldpath ? strdup(ldpath) : NULL;
+	ck_assert_int_eq(unsetenv("LD_LIBRARY_PATH"), 0);
+	writer_start(&w, exe, NULL);
+	if (ldpath)
+		ck_assert_int_eq(setenv("LD_LIBRARY_PATH", ldpath, 1), 0);
+	free(ldpath);
+	copy_file(prof_helper("libcustomlabels-test.so", from, sizeof(from)), tmp,
+		  0755);
+	ck_assert_int_eq(rename(tmp, exe), 0);
+
+	snprintf(pid, sizeof(pid), "%d", (int)w.pid);
+	r = prof_run(&out, &err, pid, NULL);
+	ck_assert_msg(r == 0, "exit %d: %s", r, err);
+	ck_assert_msg(strstr(out, "\nSymbol: custom_labels_current_set in ") &&
+			      !strstr(out, ": not read)"),
+		      "%s", out);
+	ck_assert_msg(strstr(out, "    [custom-labels] http.method=GET\n"), "%s", out);
+	free(out);
+	free(err);
+	writer_finish(&w);
+	unlink(exe);
+	unlink(lib);
+	rmdir(dir);
+}
+END_TEST
+
 /* An Elastic and a custom-labels pointer into a PROT_NONE page: each
  * thread's context is said not read on stderr, with the address, and
  * the exit status is 1 (partial), as for an unreadable OTEP record. */
@@ -759,6 +808,7 @@ TEST_SUITE(ctxdump_layouts_suite)
 	tcase_add_test(tc, dump_three_layouts);
 	tcase_add_test(tc, dump_without_otep);
 	tcase_add_test(tc, dump_without_otep_unopenable);
+	tcase_add_test(tc, dump_labels_of_replaced_executable);
 	tcase_add_test(tc, dump_labels_library_mounted_over_by_fifo);
 	tcase_add_test(tc, dump_unreadable_contexts);
 	tcase_add_test(tc, dump_unreadable_label_keys);

@@ -1630,6 +1630,9 @@ proc_find(struct etls_proc *p, const char *name, struct etls_symbol *sym)
 			continue;
 		snprintf(cur.module, sizeof(cur.module), "%s", ob->path);
 		cur.deleted = ob->deleted;
+		cur.dev_major = ob->dev_major;
+		cur.dev_minor = ob->dev_minor;
+		cur.inode = ob->inode;
 		cur.is_exec |= p->exe_ok && (uint64_t)p->exe_st.st_ino == ob->inode;
 
 		best.n_definitions++;
@@ -1898,65 +1901,36 @@ etls_slot_gen(pid_t pid,
 }
 
 int
-etls_find_data(pid_t pid,
-	       const struct etls_symbol *sym,
-	       const char *name,
-	       uint64_t *addr,
-	       uint64_t *size)
+etls_proc_find_data(struct etls_proc *p,
+		    const struct etls_symbol *sym,
+		    const char *name,
+		    uint64_t *addr,
+		    uint64_t *size)
 {
-	struct etls_elf x;
-	Elf_Scn *scn = NULL;
-	Elf_Data *d;
-	GElf_Shdr ssh;
-	struct stat st;
-	size_t n, i;
+	struct etls_elf *x = NULL;
+	GElf_Sym s;
+	size_t i, idx;
 	int r = -ENOENT;
 
-	if (elf_version(EV_CURRENT) == EV_NONE)
-		return -ENOTSUP;
-	memset(&x, 0, sizeof(x));
-	/* The target decides what is at the path: a FIFO there made this
-	 * open() wait for ever (remote_open_regular()). */
-	x.fd = remote_open_in_root(pid, sym->module, &st);
-	if (x.fd < 0)
-		return -errno;
-	x.e = elf_begin(x.fd, ELF_C_READ, NULL);
-	if (!x.e || elf_kind(x.e) != ELF_K_ELF) {
-		elf_close(&x);
-		return -ENOEXEC;
-	}
-	while ((scn = elf_nextscn(x.e, scn)) != NULL) {
-		if (gelf_getshdr(scn, &x.dynsym_sh) &&
-		    x.dynsym_sh.sh_type == SHT_DYNSYM) {
-			x.dynsym = scn;
-			break;
-		}
-	}
-	/* No more than lookup_in() reads of the symbols and their names. */
-	if (!x.dynsym || x.dynsym_sh.sh_entsize == 0 ||
-	    x.dynsym_sh.sh_size > ETLS_SECTION_MAX ||
-	    !gelf_getshdr(elf_getscn(x.e, x.dynsym_sh.sh_link), &ssh) ||
-	    ssh.sh_size > ETLS_SECTION_MAX || !(d = elf_getdata(x.dynsym, NULL))) {
-		elf_close(&x);
-		return -ENOENT;
-	}
-	n = x.dynsym_sh.sh_size / x.dynsym_sh.sh_entsize;
-	for (i = 1; i < n; i++) {
-		GElf_Sym s;
-		const char *nm;
+	/* The definer as the lookup found it, opened again only if it was
+	 * closed, and then checked to be the mapped file still (obj_open()):
+	 * not whatever is at its path by now. */
+	for (i = 0; i < p->objs.n; i++) {
+		struct etls_obj *ob = &p->objs.v[i];
 
-		if (!gelf_getsym(d, (int)i, &s))
-			break;
-		if (s.st_shndx == SHN_UNDEF || GELF_ST_TYPE(s.st_info) != STT_OBJECT)
+		if (ob->inode != sym->inode || ob->dev_major != sym->dev_major ||
+		    ob->dev_minor != sym->dev_minor)
 			continue;
-		nm = elf_strptr(x.e, x.dynsym_sh.sh_link, s.st_name);
-		if (!nm || strcmp(nm, name) != 0)
-			continue;
+		x = obj_elf(p, ob);
+		if (!x)
+			r = ob->err;
+		break;
+	}
+	if (x && x->dynsym && lookup_sym_type(x, name, STT_OBJECT, 0, &idx, &s)) {
 		*addr = sym->bias + s.st_value;
 		*size = s.st_size;
 		r = 0;
-		break;
 	}
-	elf_close(&x);
+	transient_close(p);
 	return r;
 }

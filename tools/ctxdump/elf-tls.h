@@ -24,6 +24,9 @@ struct etls_symbol {
 	/* Defining object, path as in /proc/PID/maps (" (deleted)" removed). */
 	char module[PATH_MAX];
 	bool deleted;
+	/* and its file, as maps shows it */
+	unsigned dev_major, dev_minor;
+	uint64_t inode;
 	bool is_exec;
 	/* Found in the object's .symtab, not its .dynsym: no object exports
 	 * the symbol (a statically linked writer, or one that does not
@@ -167,14 +170,14 @@ void etls_proc_free(struct etls_proc *p); /* NULL is fine */
 int etls_glibc_tid_off(struct etls_proc *p, int64_t *tp_off);
 
 /* Runtime address and size of the exported data object (STT_OBJECT, not
- * thread-local) name defined by the object that defines sym, e.g.
- * custom_labels_abi_version.  Returns 0, -ENOENT, or another negative
- * errno. */
-int etls_find_data(pid_t pid,
-		   const struct etls_symbol *sym,
-		   const char *name,
-		   uint64_t *addr,
-		   uint64_t *size);
+ * thread-local) name in the .dynsym of the object that defines sym, which
+ * etls_proc_find() found in p, e.g. custom_labels_abi_version.  Returns
+ * 0, -ENOENT, or another negative errno. */
+int etls_proc_find_data(struct etls_proc *p,
+			const struct etls_symbol *sym,
+			const char *name,
+			uint64_t *addr,
+			uint64_t *size);
 
 /* For tests and fuzzers: the part of etls_find_named() that reads one ELF
  * object, here from its bytes in memory, which may be anything (libelf

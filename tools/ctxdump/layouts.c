@@ -83,13 +83,13 @@ lay_find_in(struct etls_proc *ep, pid_t pid, unsigned want, struct lay_proc *lp)
 		l->acc.model = TLSM_UNRESOLVED;
 		lp->mask |= LAY_MASK(k);
 		if (k == LAY_CUSTOM_LABELS &&
-		    etls_find_data(pid, &l->sym, LAY_CL_ABI_SYMBOL, &addr, &size) ==
+		    etls_proc_find_data(ep, &l->sym, LAY_CL_ABI_SYMBOL, &addr, &size) ==
 			    0 &&
 		    size == sizeof(uint32_t))
 			l->data_addr = addr;
 		if (k == LAY_ELASTIC &&
-		    etls_find_data(pid, &l->sym, LAY_ELASTIC_STORAGE, &addr, &size) ==
-			    0 &&
+		    etls_proc_find_data(ep, &l->sym, LAY_ELASTIC_STORAGE, &addr,
+					&size) == 0 &&
 		    size == sizeof(uint64_t))
 			l->data_addr = addr;
 	}
