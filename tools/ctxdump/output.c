@@ -332,8 +332,9 @@ static const char *const alt_symbol[LAY_N] = {
 const char *
 output_open_error(int err)
 {
-	/* obj_open() in elf-tls.c: the inode at the path is not the mapped
-	 * one, and /proc/PID/map_files could not be opened either */
+	/* remote_open_mapped(): the inode at the path is not the mapped
+	 * one, and /proc/PID/map_files could not be opened either (or
+	 * showed another file: mapped there since maps was read) */
 	if (err == -ESTALE)
 		return "the file at its path is not the one mapped (replaced since "
 		       "it was loaded)";
