@@ -6,13 +6,20 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/sysmacros.h>
+#include <sys/ucontext.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -337,6 +344,77 @@ START_TEST(open_mapped)
 }
 END_TEST
 
+#ifdef __x86_64__
+static volatile sig_atomic_t openat2_calls;
+
+/* SIGSYS from the filter below: openat2() was not run; it fails with
+ * ENOSYS, as on a kernel before 5.6. */
+static void
+openat2_trap(int sig, siginfo_t *si, void *uc)
+{
+	(void)sig;
+	(void)si;
+	openat2_calls++;
+	((ucontext_t *)uc)->uc_mcontext.gregs[REG_RAX] = -ENOSYS;
+}
+#endif
+
+/* Where the kernel has no openat2() (or a seccomp filter denies it),
+ * paths are opened the old way, /proc/PID/root/PATH: still regular files
+ * only; and openat2() is tried once, not again for every object. */
+START_TEST(open_in_root_without_openat2)
+{
+#ifdef __x86_64__
+	struct sock_filter f[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_openat2, 1, 0),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_TRAP),
+	};
+	struct sock_fprog prog = {.len = sizeof(f) / sizeof(f[0]), .filter = f};
+	char dir[] = "/tmp/ctxshim-remote-XXXXXX", file[64], fifo[64];
+	struct sigaction sa;
+	struct stat st, fst;
+	pid_t child;
+	int status;
+
+	ck_assert_ptr_nonnull(test_mkdtemp(dir));
+	snprintf(file, sizeof(file), "%s/file", dir);
+	snprintf(fifo, sizeof(fifo), "%s/fifo", dir);
+	make_file(file, 'a', &fst);
+	ck_assert_int_eq(mkfifo(fifo, 0600), 0);
+	child = fork();
+	ck_assert_int_ge(child, 0);
+	if (child == 0) {
+		int fd, fd2;
+
+		memset(&sa, 0, sizeof(sa));
+		sa.sa_sigaction = openat2_trap;
+		sa.sa_flags = SA_SIGINFO;
+		if (sigaction(SIGSYS, &sa, NULL) != 0 ||
+		    prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
+		    prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) != 0)
+			_exit(10);
+		fd = remote_open_in_root(getpid(), file, &st);
+		if (fd < 0 || st.st_ino != fst.st_ino)
+			_exit(11);
+		if (remote_open_in_root(getpid(), fifo, &st) != -1 || errno != ESTALE)
+			_exit(12);
+		fd2 = remote_open_in_root(getpid(), file, &st);
+		if (fd2 < 0 || st.st_ino != fst.st_ino)
+			_exit(13);
+		_exit(openat2_calls == 1 ? 0 : 20 + (int)openat2_calls);
+	}
+	ck_assert_int_eq(waitpid(child, &status, 0), child);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "status 0x%x",
+		      status);
+	ck_assert_int_eq(unlink(fifo), 0);
+	ck_assert_int_eq(unlink(file), 0);
+	ck_assert_int_eq(rmdir(dir), 0);
+#endif
+}
+END_TEST
+
 /* A regular file whose read waits for data, as a FIFO's does, and takes
  * what it reads from others: /proc/kmsg, which a process can put a
  * symlink to at a library's path (in its own root, or in its own
@@ -380,6 +458,7 @@ TEST_SUITE(remote_suite)
 	tcase_add_test(tc, open_in_root);
 	tcase_add_test(tc, open_in_root_refuses_procfs);
 	tcase_add_test(tc, open_mapped);
+	tcase_add_test(tc, open_in_root_without_openat2);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -413,9 +413,13 @@ remote_open_in_root(pid_t pid, const char *path, struct stat *st)
 	 * /proc/1/root) would lead out of its root again. */
 	struct open_how how = {.flags = O_PATH | O_CLOEXEC,
 			       .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS};
+	/* Once openat2() failed so, it always will: not tried again. */
+	static bool no_openat2;
 	char root[PATH_MAX + 64];
 	int rfd, pfd, e, tries;
 
+	if (no_openat2)
+		goto fallback;
 	snprintf(root, sizeof(root), "/proc/%d/root", (int)pid);
 	rfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (rfd < 0)
@@ -437,6 +441,8 @@ remote_open_in_root(pid_t pid, const char *path, struct stat *st)
 		errno = e;
 		return -1;
 	}
+	no_openat2 = true;
+fallback:
 	snprintf(root, sizeof(root), "/proc/%d/root%s", (int)pid, path);
 	return remote_open_regular(root, st);
 }
