@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "fd-budget.h"
 #include "output.h"
 #include "remote.h"
 
@@ -323,22 +324,25 @@ stop_task_tid(const char *name)
 	return *end || tid <= 0 || tid > INT_MAX ? 0 : (pid_t)tid;
 }
 
+/* The thread ids listed in d, from its start: stop_all() lists the same
+ * descriptor again for each rescan (rewinddir()) and reads the names
+ * through it, so a stop holds one descriptor of /proc/PID/task, not two. */
 static int
-list_tasks(pid_t pid, pid_t **out, size_t *n_out)
+list_tasks_in(DIR *d, pid_t **out, size_t *n_out)
 {
-	char path[64];
 	struct dirent *de;
 	pid_t *v = NULL;
 	size_t n = 0, cap = 0;
-	DIR *d;
 
-	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
-	d = opendir(path);
-	if (!d)
-		return errno == ENOENT ? -ESRCH : -errno;
-	while ((de = readdir(d)) != NULL) {
-		pid_t tid = stop_task_tid(de->d_name);
+	rewinddir(d);
+	for (;;) {
+		pid_t tid;
 
+		errno = 0;
+		de = readdir(d);
+		if (!de)
+			break;
+		tid = stop_task_tid(de->d_name);
 		if (!tid)
 			continue;
 		if (n == cap) {
@@ -348,17 +352,39 @@ list_tasks(pid_t pid, pid_t **out, size_t *n_out)
 			nv = realloc(v, cap * sizeof(*nv));
 			if (!nv) {
 				free(v);
-				closedir(d);
 				return -ENOMEM;
 			}
 			v = nv;
 		}
 		v[n++] = tid;
 	}
-	closedir(d);
+	/* a process reaped since the directory was opened: what opening
+	 * it again would have said */
+	if (errno) {
+		int e = errno;
+
+		free(v);
+		return e == ENOENT ? -ESRCH : -e;
+	}
 	*out = v;
 	*n_out = n;
 	return 0;
+}
+
+static int
+list_tasks(pid_t pid, pid_t **out, size_t *n_out)
+{
+	char path[64];
+	DIR *d;
+	int r;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	d = opendir(path);
+	if (!d)
+		return errno == ENOENT ? -ESRCH : -errno;
+	r = list_tasks_in(d, out, n_out);
+	closedir(d);
+	return r;
 }
 
 #if STOP_STATE_AT_STOP
@@ -406,17 +432,20 @@ read_task_comm_at(int taskfd, pid_t pid, pid_t tid, char *comm, size_t n)
 
 /* Names (and, where the stop cannot tell it, states) of threads
  * [from, to), while they still run.  A thread whose name cannot be read
- * gets state '?' (gone, unless it is the only one asked for).  About 2.3
- * us of kernel work per thread for the name (path walk, open, read; 4.5
- * us with the state from .../stat).  stop_prefetch() reads them on a
+ * gets state '?' (gone, unless it is the only one asked for).  Returns
+ * -EMFILE or -ENFILE if a name could not be read for want of a
+ * descriptor (the thread is not gone: the stop cannot go on), else 0.
+ * About 2.3 us of kernel work per thread for the name (path walk, open,
+ * read; 4.5 us with the state from .../stat).  stop_prefetch() reads them on a
  * second thread while the caller lists the threads and does its other
  * work before the stop.  (Two threads reading names of the same process
  * each take about 1.3 times as long per name as one alone, with file
  * tables of their own; 1.6 times sharing one.) */
-static void
+static int
 read_names(struct stop_set *s, int taskfd, size_t from, size_t to, bool mark_gone)
 {
 	size_t i;
+	int err = 0;
 
 	for (i = from; i < to; i++) {
 		struct stop_thread *t = &s->t[i];
@@ -439,7 +468,10 @@ read_names(struct stop_set *s, int taskfd, size_t from, size_t to, bool mark_gon
 		if (r < 0)
 			t->state = '?';
 #endif
+		if (fd_exhausted(r) && !err)
+			err = r;
 	}
+	return err;
 }
 
 /* stop_prefetch(): the names of the threads, read by a second thread
@@ -488,7 +520,7 @@ names_work(struct stop_names *nm, int taskfd)
 		}
 		end = avail - i < NAMES_CHUNK ? avail : i + NAMES_CHUNK;
 		if (atomic_compare_exchange_weak(&nm->next, &i, end))
-			read_names(nm->s, taskfd, i, end, !STOP_STATE_AT_STOP);
+			(void)read_names(nm->s, taskfd, i, end, !STOP_STATE_AT_STOP);
 	}
 }
 
@@ -1633,6 +1665,7 @@ stop_all(struct stop_set *s,
 	bool seized_any = false, late_waited = false;
 	unsigned round;
 	int r = 0, taskfd = -1;
+	DIR *taskdir = NULL;
 
 	block_signals(s, &waitset);
 	if (!only_tid) {
@@ -1640,6 +1673,11 @@ stop_all(struct stop_set *s,
 
 		snprintf(path, sizeof(path), "/proc/%d/task", (int)s->pid);
 		taskfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		/* the rescans list it again (list_tasks_in()) */
+		if (taskfd >= 0 && !(taskdir = fdopendir(taskfd))) {
+			close(taskfd);
+			taskfd = -1;
+		}
 	}
 	watch_arm(true);
 	for (round = 0; round < STOP_MAX_ROUNDS; round++) {
@@ -1672,7 +1710,8 @@ stop_all(struct stop_set *s,
 		} else {
 			if (round > 0 && known_set_complete(s))
 				break;
-			r = list_tasks(s->pid, &tids, &n);
+			r = taskdir ? list_tasks_in(taskdir, &tids, &n)
+				    : list_tasks(s->pid, &tids, &n);
 			if (r < 0)
 				break;
 		}
@@ -1692,7 +1731,9 @@ stop_all(struct stop_set *s,
 			break;
 		/* Names (states) first, while the new threads still run: a
 		 * stopped thread would always look stopped. */
-		read_names(s, taskfd, first_new, s->n, true);
+		r = read_names(s, taskfd, first_new, s->n, true);
+		if (r < 0)
+			break;
 named:
 		if (s->n == first_new)
 			break; /* stable: every known thread stopped or gone */
@@ -1748,8 +1789,8 @@ named:
 	watch_arm(false);
 	if (s->exec_seen)
 		exec_leader(s);
-	if (taskfd >= 0)
-		close(taskfd);
+	if (taskdir)
+		closedir(taskdir);
 	if (r == 0 && count(s, STOP_STOPPED) == 0) {
 		/* Nothing to read: a zombie-only process, threads that are
 		 * all still seized but did not stop in time (the process
