@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* ctxdump's ELF reading (tools/ctxdump/elf-tls.c: program headers, load
- * bias, .dynsym lookup, relocation scan) over arbitrary bytes, as if a
+ * bias, the one-pass search of the symbol tables for every name a dump
+ * wants, .dynsym and .symtab lookup, relocation scan; -EPROTO if the two
+ * disagree) over arbitrary bytes, as if a
  * target had mapped a hostile file, followed by the local-exec arithmetic
  * etls_resolve() applies to an executable's PT_TLS.  Input: a flags byte,
  * the mapping's start and file offset (8 bytes each), then the file. */

@@ -135,6 +135,7 @@ struct etls_proc {
 
 static void elf_close(struct etls_elf *x);
 static void obj_scan(struct etls_proc *p, struct etls_obj *ob);
+static void proc_want_dump_names(struct etls_proc *p);
 
 static void
 objs_free(struct etls_objs *o)
@@ -990,26 +991,43 @@ etls_examine_image(void *image,
 		   bool user,
 		   struct etls_symbol *sym)
 {
-	struct etls_elf x;
+	struct etls_proc *p;
+	struct etls_obj ob;
+	struct etls_elf *x = &ob.x;
 	bool found;
 	int r;
 
 	memset(sym, 0, sizeof(*sym));
 	if (elf_version(EV_CURRENT) == EV_NONE)
 		return -ENOTSUP;
-	memset(&x, 0, sizeof(x));
-	x.fd = -1;
-	x.e = elf_memory(image, size);
-	r = elf_parse(&x, map_start, map_offset);
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	memset(&ob, 0, sizeof(ob));
+	x->fd = -1;
+	x->e = elf_memory(image, size);
+	r = elf_parse(x, map_start, map_offset);
 	if (r < 0) {
-		elf_close(&x);
+		elf_close(x);
+		etls_proc_free(p);
 		return r;
 	}
-	found = user ? examine_user(&x, name, sym)
-		     : examine_definition(&x, name, false, sym) ||
-				examine_definition(&x, name, true, sym);
-	elf_close(&x);
-	return found ? 0 : -ENOENT;
+	/* The tables searched once for every name a dump wants, as
+	 * obj_elf() does (obj_scan()); proc_find() then skips a table that
+	 * does not name the symbol.  A definition or reference found in
+	 * one it would skip is one a dump would miss. */
+	proc_want_dump_names(p);
+	etls_proc_want(p, name);
+	ob.tried = ob.ok = true;
+	obj_scan(p, &ob);
+	found = user ? examine_user(x, name, sym)
+		     : examine_definition(x, name, false, sym) ||
+				examine_definition(x, name, true, sym);
+	if (found && !obj_names(p, &ob, name, !user && sym->from_symtab))
+		r = -EPROTO;
+	elf_close(x);
+	etls_proc_free(p);
+	return r < 0 ? r : found ? 0 : -ENOENT;
 }
 
 int
@@ -1161,8 +1179,9 @@ etls_proc_set_reader(struct etls_proc *p,
 	p->next_reader = next_reader;
 }
 
-int
-etls_proc_load(pid_t pid, struct etls_proc **out)
+/* The names a dump looks up, wanted before the first object is parsed. */
+static void
+proc_want_dump_names(struct etls_proc *p)
 {
 	/* What find_glibc_db(), glibc_tid_off() and link_map_biases() look
 	 * up, so that each object is searched for them in its first pass
@@ -1183,9 +1202,18 @@ etls_proc_load(pid_t pid, struct etls_proc **out)
 		"_thread_db_link_map_l_tls_modid",
 		"_thread_db_sizeof_dtv_slotinfo",
 	};
+	size_t i;
+
+	etls_proc_want(p, OTEL_THREAD_CTX_SYMBOL);
+	for (i = 0; i < sizeof(glibc_names) / sizeof(glibc_names[0]); i++)
+		etls_proc_want(p, glibc_names[i]);
+}
+
+int
+etls_proc_load(pid_t pid, struct etls_proc **out)
+{
 	struct etls_proc *p;
 	char path[64];
-	size_t i;
 	int r, fd;
 
 	*out = NULL;
@@ -1197,9 +1225,7 @@ etls_proc_load(pid_t pid, struct etls_proc **out)
 	p->pid = pid;
 	fd_budget_init(&p->fds);
 	p->whole_left = ETLS_WHOLE_MAX;
-	etls_proc_want(p, OTEL_THREAD_CTX_SYMBOL);
-	for (i = 0; i < sizeof(glibc_names) / sizeof(glibc_names[0]); i++)
-		etls_proc_want(p, glibc_names[i]);
+	proc_want_dump_names(p);
 	/* first: it tells the executable among the mappings (obj_mapping()) */
 	exe_stat(p);
 	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
