@@ -444,6 +444,48 @@ chmod 600 "$troot/opt/private/libctxshim.so"
 dropin_warned "a library that only its owner can read" /opt/private/libctxshim.so \
 	"$troot/opt/private/libctxshim.so is not readable by everyone (mode 600): other users' programs could not load the library"
 
+# A unit with RootDirectory=: its loader opens the library inside that
+# directory, and that copy is what another user must not be able to
+# replace, with the unit's root and the directories above it (old: only
+# the host's copy was checked, and a group-writable one in the root was
+# written).  The host's copy is not what the service loads: it is not
+# checked (here it is group-writable).
+aroot=$troot/srv/app
+mkdir -p "$aroot/opt/gw" "$aroot/usr/bin"
+chmod 755 "$troot/srv" "$aroot" "$aroot/opt" "$aroot/opt/gw"
+cp "$troot$lib" "$aroot/opt/gw/libctxshim.so"
+chmod 644 "$aroot/opt/gw/libctxshim.so"
+cp /bin/true "$aroot/usr/bin/true"
+printf '[Service]\nRootDirectory=/srv/app\n' >"$troot/usr/lib/systemd/system/nginx.service"
+expect_status 0 "trust: a library in the unit's RootDirectory= is written" \
+	env CTXSHIM_LIB=/opt/gw/libctxshim.so "$S" systemd-dropin --root "$troot" nginx
+check "trust: written (RootDirectory=)" contains "$(cat "$tfile")" \
+	"Environment=\"LD_PRELOAD=/opt/gw/libctxshim.so\""
+check "trust: the one note (RootDirectory=)" same "$dp_err" \
+	"ctxshim: note: $aroot/opt/gw/libctxshim.so was not test-loaded (RootDirectory=/srv/app): start nginx.service to see that it loads"
+rm -rf "${troot:?}/etc"
+# uroot_refused DESCRIPTION PATH MODE OLD: CTXSHIM_LIB=/opt/gw/libctxshim.so
+# is refused when PATH (the copy in the root, the root, a directory above
+# it) has MODE, and printed by --print; PATH gets mode OLD again.
+uroot_refused() {
+	chmod "$3" "$2"
+	expect_status 1 "trust: $1 is refused" \
+		env CTXSHIM_LIB=/opt/gw/libctxshim.so "$S" systemd-dropin --root "$troot" nginx
+	check "trust: says why ($1)" same "$dp_err" "ctxshim: refusing to write $tfile: $2 is writable by its group or by others (mode $3): they could replace the library that nginx.service loads in its RootDirectory=/srv/app
+ctxshim: copy the library into /srv/app as root, with mode 0644, where only root can write to it and to every directory from / down to it (--print writes the drop-in to stdout without checks)"
+	check "trust: nothing written ($1)" test ! -e "$troot/etc"
+	expect_status 0 "trust: --print prints it ($1)" \
+		env CTXSHIM_LIB=/opt/gw/libctxshim.so "$S" systemd-dropin --print --root "$troot" nginx
+	check "trust: --print says nothing ($1)" same "$dp_err" ""
+	chmod "$4" "$2"
+}
+# (the host's copy trusted: old, these were written)
+chmod 644 "$troot/opt/gw/libctxshim.so"
+uroot_refused "a group-writable library in the unit's root" "$aroot/opt/gw/libctxshim.so" 664 644
+uroot_refused "a group-writable root directory of the unit" "$aroot" 775 755
+uroot_refused "a world-writable directory above the unit's root" "$troot/srv" 777 755
+: >"$troot/usr/lib/systemd/system/nginx.service"
+
 # Without --root the library must load here: a drop-in with a library that
 # does not would stop the service from starting.  That writes below
 # /etc/systemd: run it in a mount namespace of its own, with an empty
@@ -459,6 +501,10 @@ private_etc() {
 	# shellcheck disable=SC2016 # expanded by that sh
 	unshare -m sh -c 'mount -t tmpfs -o mode=755 dp-test /etc/systemd || exit 99
 		cp -a "$0" /etc/systemd/inst || exit 99
+		if [ -f "$0/nginx.service" ]; then
+			mkdir /etc/systemd/system || exit 99
+			cp "$0/nginx.service" /etc/systemd/system/ || exit 99
+		fi
 		"$@"; rc=$?
 		[ ! -e /etc/systemd/system/nginx.service.d/ctxshim.conf ] || echo written
 		exit $rc' "$inst" "$@"
@@ -495,6 +541,26 @@ if [ "$(id -u)" = 0 ] && [ -d /etc/systemd ] && command -v unshare >/dev/null &&
 		private_etc env CTXSHIM_LIB=/etc/systemd/inst/nope/libctxshim.so "$S" systemd-dropin nginx
 	check "says why, with the loader's message" contains "$dp_err" "undefined symbol: dp_nope"
 	check "nothing written (does not load)" same "$dp_out" ""
+	# A unit with RootDirectory=: the copy there is checked, from / down
+	# (this host has no /opt/gw/libctxshim.so: not what the unit loads).
+	mkdir -p "$inst/app/opt/gw" "$inst/app/usr/bin"
+	chmod 755 "$inst/app" "$inst/app/opt" "$inst/app/opt/gw"
+	cp "$built_lib" "$inst/app/opt/gw/libctxshim.so"
+	chmod 664 "$inst/app/opt/gw/libctxshim.so"
+	cp /bin/true "$inst/app/usr/bin/true"
+	printf '[Service]\nRootDirectory=/etc/systemd/inst/app\n' >"$inst/nginx.service"
+	expect_status 1 "without --root: a group-writable library in the unit's root is refused" \
+		private_etc env CTXSHIM_LIB=/opt/gw/libctxshim.so "$S" systemd-dropin nginx
+	check "says why (RootDirectory=)" contains "$dp_err" \
+		"ctxshim: refusing to write /etc/systemd/system/nginx.service.d/ctxshim.conf: /etc/systemd/inst/app/opt/gw/libctxshim.so is writable by its group or by others (mode 664): they could replace the library that nginx.service loads in its RootDirectory=/etc/systemd/inst/app"
+	check "nothing written (RootDirectory=)" same "$dp_out" ""
+	chmod 644 "$inst/app/opt/gw/libctxshim.so"
+	expect_status 0 "without --root: a library in the unit's root is written" \
+		private_etc env CTXSHIM_LIB=/opt/gw/libctxshim.so "$S" systemd-dropin nginx
+	check "written (RootDirectory=)" contains "$dp_out" "written"
+	check "not test-loaded here (RootDirectory=)" contains "$dp_err" \
+		"ctxshim: note: /etc/systemd/inst/app/opt/gw/libctxshim.so was not test-loaded (RootDirectory=/etc/systemd/inst/app): start nginx.service to see that it loads"
+	rm -rf "$inst/app" "$inst/nginx.service"
 	# A statically linked true first in PATH ignores LD_PRELOAD: it must
 	# not be what the library is tested with.
 	printf 'int main(void) { return 0; }\n' >"$dp_tmp/true.c"
