@@ -329,6 +329,12 @@ expect_status 0 "systemd-dropin --root, a unit in an image" \
 	"$S" systemd-dropin --print --root "$h" app
 check "the path" contains "$dp_out" "Environment=\"LD_PRELOAD=$hlib\""
 check "with a note" contains "$dp_err" "note: app.service sets RootImage=/srv/app.raw"
+# What an image holds is not checked from here: written, saying so.
+expect_status 0 "systemd-dropin --root, written for a unit in an image" \
+	"$S" systemd-dropin --root "$h" app
+check "says the image's library is not checked" contains "$dp_err" \
+	"ctxshim: note: app.service sets RootImage=/srv/app.raw: the library that it loads there is not checked (only $h$hlib is)"
+expect_status 0 "removed" "$S" systemd-dropin --remove --root "$h" app
 # Set by a drop-in of the unit, and in a root without the library.
 unit ''
 mkdir -p "$h/etc/systemd/system/app.service.d" "$h/srv/empty"
