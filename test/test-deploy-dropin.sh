@@ -448,14 +448,14 @@ dropin_warned "a library that only its owner can read" /opt/private/libctxshim.s
 # directory, and that copy is what another user must not be able to
 # replace, with the unit's root and the directories above it (old: only
 # the host's copy was checked, and a group-writable one in the root was
-# written).  The host's copy is not what the service loads: it is not
-# checked (here it is group-writable).
+# written).
 aroot=$troot/srv/app
 mkdir -p "$aroot/opt/gw" "$aroot/usr/bin"
 chmod 755 "$troot/srv" "$aroot" "$aroot/opt" "$aroot/opt/gw"
 cp "$troot$lib" "$aroot/opt/gw/libctxshim.so"
 chmod 644 "$aroot/opt/gw/libctxshim.so"
 cp /bin/true "$aroot/usr/bin/true"
+chmod 644 "$troot/opt/gw/libctxshim.so"
 printf '[Service]\nRootDirectory=/srv/app\n' >"$troot/usr/lib/systemd/system/nginx.service"
 expect_status 0 "trust: a library in the unit's RootDirectory= is written" \
 	env CTXSHIM_LIB=/opt/gw/libctxshim.so "$S" systemd-dropin --root "$troot" nginx
@@ -479,11 +479,27 @@ ctxshim: copy the library into /srv/app as root, with mode 0644, where only root
 	check "trust: --print says nothing ($1)" same "$dp_err" ""
 	chmod "$4" "$2"
 }
-# (the host's copy trusted: old, these were written)
-chmod 644 "$troot/opt/gw/libctxshim.so"
+# (old, these were written: only the host's copy was checked)
 uroot_refused "a group-writable library in the unit's root" "$aroot/opt/gw/libctxshim.so" 664 644
 uroot_refused "a group-writable root directory of the unit" "$aroot" 775 755
 uroot_refused "a world-writable directory above the unit's root" "$troot/srv" 777 755
+# The commands that systemd runs outside the unit's root
+# (RootDirectoryStartOnly=yes, ExecStartPre=+...) load the host's copy:
+# one that another user can replace is refused (old: written), and none
+# there is no copy for them to load.
+printf '[Service]\nRootDirectory=/srv/app\nRootDirectoryStartOnly=yes\n' \
+	>"$troot/usr/lib/systemd/system/nginx.service"
+chmod 664 "$troot/opt/gw/libctxshim.so"
+expect_status 1 "trust: a group-writable copy on the host (RootDirectory=) is refused" \
+	env CTXSHIM_LIB=/opt/gw/libctxshim.so "$S" systemd-dropin --root "$troot" nginx
+check "trust: says why (the host's copy)" same "$dp_err" "ctxshim: refusing to write $tfile: $troot/opt/gw/libctxshim.so is writable by its group or by others (mode 664): they could replace the library that nginx.service loads
+ctxshim: nginx.service's commands that run outside RootDirectory=/srv/app (RootDirectoryStartOnly=yes, ExecStartPre=+...) load $troot/opt/gw/libctxshim.so: remove it, or install it as root with mode 0644 (--print writes the drop-in to stdout without checks)"
+check "trust: nothing written (the host's copy)" test ! -e "$troot/etc"
+mv "$troot/opt/gw/libctxshim.so" "$troot/opt/gw/libctxshim.so.away"
+expect_status 0 "trust: no copy on the host (RootDirectory=) is written" \
+	env CTXSHIM_LIB=/opt/gw/libctxshim.so "$S" systemd-dropin --root "$troot" nginx
+rm -rf "${troot:?}/etc"
+mv "$troot/opt/gw/libctxshim.so.away" "$troot/opt/gw/libctxshim.so"
 : >"$troot/usr/lib/systemd/system/nginx.service"
 
 # Without --root the library must load here: a drop-in with a library that
