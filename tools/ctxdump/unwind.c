@@ -868,7 +868,10 @@ uw_own_vdso(const uint8_t **img, size_t *len)
 static int
 uw_open_module_file(struct uw_proc *p, struct uw_module *m)
 {
-	const char *del = strstr(m->path, " (deleted)");
+	static const char suffix[] = " (deleted)";
+	size_t len = strlen(m->path), sl = sizeof(suffix) - 1;
+	/* the kernel's suffix: a directory named "x (deleted)" is none */
+	bool del = len > sl && memcmp(m->path + len - sl, suffix, sl) == 0;
 	char path[PATH_MAX];
 	const struct remote_mapped rm = {
 		.path = path,
@@ -877,15 +880,13 @@ uw_open_module_file(struct uw_proc *p, struct uw_module *m)
 		.dev_major = m->dev_major,
 		.dev_minor = m->dev_minor,
 		.inode = m->inode,
-		.deleted = del != NULL,
+		.deleted = del,
 	};
 	struct stat st;
 	int fd;
 
-	snprintf(path, sizeof(path), "%.*s",
-		 (int)(del ? (size_t)(del - m->path) : strlen(m->path)), m->path);
+	snprintf(path, sizeof(path), "%.*s", (int)(del ? len - sl : len), m->path);
 	fd = remote_open_mapped(p->pid, &rm, &st);
-
 	if (fd < 0) {
 		int e = errno;
 
