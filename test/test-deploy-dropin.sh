@@ -493,12 +493,20 @@ chmod 664 "$troot/opt/gw/libctxshim.so"
 expect_status 1 "trust: a group-writable copy on the host (RootDirectory=) is refused" \
 	env CTXSHIM_LIB=/opt/gw/libctxshim.so "$S" systemd-dropin --root "$troot" nginx
 check "trust: says why (the host's copy)" same "$dp_err" "ctxshim: refusing to write $tfile: $troot/opt/gw/libctxshim.so is writable by its group or by others (mode 664): they could replace the library that nginx.service loads
-ctxshim: nginx.service's commands that run outside RootDirectory=/srv/app (RootDirectoryStartOnly=yes, ExecStartPre=+...) load $troot/opt/gw/libctxshim.so: remove it, or install it as root with mode 0644 (--print writes the drop-in to stdout without checks)"
+ctxshim: nginx.service's commands that run outside RootDirectory=/srv/app (RootDirectoryStartOnly=yes, ExecStartPre=+...) load $troot/opt/gw/libctxshim.so where it exists: remove it, or install it as root with mode 0644, in directories only root can write to (--print writes the drop-in to stdout without checks)"
 check "trust: nothing written (the host's copy)" test ! -e "$troot/etc"
 mv "$troot/opt/gw/libctxshim.so" "$troot/opt/gw/libctxshim.so.away"
 expect_status 0 "trust: no copy on the host (RootDirectory=) is written" \
 	env CTXSHIM_LIB=/opt/gw/libctxshim.so "$S" systemd-dropin --root "$troot" nginx
 rm -rf "${troot:?}/etc"
+# none, but where another user could put one (old: written)
+chmod 775 "$troot/opt/gw"
+expect_status 1 "trust: no copy on the host, in a group-writable directory, is refused" \
+	env CTXSHIM_LIB=/opt/gw/libctxshim.so "$S" systemd-dropin --root "$troot" nginx
+check "trust: says why (no copy on the host)" same "$dp_err" "ctxshim: refusing to write $tfile: $troot/opt/gw is writable by its group or by others (mode 775): they could replace the library that nginx.service loads
+ctxshim: nginx.service's commands that run outside RootDirectory=/srv/app (RootDirectoryStartOnly=yes, ExecStartPre=+...) load $troot/opt/gw/libctxshim.so where it exists: remove it, or install it as root with mode 0644, in directories only root can write to (--print writes the drop-in to stdout without checks)"
+check "trust: nothing written (no copy on the host)" test ! -e "$troot/etc"
+chmod 755 "$troot/opt/gw"
 mv "$troot/opt/gw/libctxshim.so.away" "$troot/opt/gw/libctxshim.so"
 : >"$troot/usr/lib/systemd/system/nginx.service"
 
