@@ -483,6 +483,24 @@ ctxshim: copy the library into /srv/app as root, with mode 0644, where only root
 uroot_refused "a group-writable library in the unit's root" "$aroot/opt/gw/libctxshim.so" 664 644
 uroot_refused "a group-writable root directory of the unit" "$aroot" 775 755
 uroot_refused "a world-writable directory above the unit's root" "$troot/srv" 777 755
+# A unit's root without the library (its programs print that it cannot
+# be preloaded, a warning says so): the one that is put there is what it
+# will load, and no other user may be able to put one there (old: only
+# the host's copy was checked, and this was written).
+mv "$aroot/opt/gw/libctxshim.so" "$aroot/opt/gw/libctxshim.so.away"
+expect_status 0 "trust: a unit's root without the library is written" \
+	env CTXSHIM_LIB=/opt/gw/libctxshim.so "$S" systemd-dropin --root "$troot" nginx
+check "trust: warns (a unit's root without the library)" contains "$dp_err" \
+	"ctxshim: warning: nginx.service runs in /srv/app (RootDirectory=), which has no /opt/gw/libctxshim.so"
+rm -rf "${troot:?}/etc"
+chmod 775 "$aroot/opt"
+expect_status 1 "trust: a unit's root without the library, where a group can put one, is refused" \
+	env CTXSHIM_LIB=/opt/gw/libctxshim.so "$S" systemd-dropin --root "$troot" nginx
+check "trust: says why (a unit's root without the library)" contains "$dp_err" "ctxshim: refusing to write $tfile: $aroot/opt is writable by its group or by others (mode 775): they could replace the library that nginx.service loads in its RootDirectory=/srv/app
+ctxshim: copy the library into /srv/app as root, with mode 0644, where only root can write to it and to every directory from / down to it (--print writes the drop-in to stdout without checks)"
+check "trust: nothing written (a unit's root without the library)" test ! -e "$troot/etc"
+chmod 755 "$aroot/opt"
+mv "$aroot/opt/gw/libctxshim.so.away" "$aroot/opt/gw/libctxshim.so"
 # The commands that systemd runs outside the unit's root
 # (RootDirectoryStartOnly=yes, ExecStartPre=+...) load the host's copy:
 # one that another user can replace is refused (old: written), and none
