@@ -351,6 +351,28 @@ copy_file(const char *from, const char *to, mode_t mode)
 	ck_assert_int_eq(close(out), 0);
 }
 
+/* writer-layouts-le and libwelastic.so copied into dir (exe and lib, of
+ * n bytes, get their paths), and the copy started: its RUNPATH is $ORIGIN,
+ * so it loads the library next to it, without the LD_LIBRARY_PATH that
+ * meson sets, which comes before RUNPATH. */
+static void
+writer_start_copy(struct lwriter *w, const char *dir, char *exe, char *lib, size_t n)
+{
+	char from[PATH_MAX], *ldpath;
+
+	snprintf(exe, n, "%s/writer-layouts-le", dir);
+	snprintf(lib, n, "%s/libwelastic.so", dir);
+	copy_file(prof_helper("writer-layouts-le", from, sizeof(from)), exe, 0755);
+	copy_file(prof_helper("libwelastic.so", from, sizeof(from)), lib, 0755);
+	ldpath = getenv("LD_LIBRARY_PATH");
+	ldpath = ldpath ? strdup(ldpath) : NULL;
+	ck_assert_int_eq(unsetenv("LD_LIBRARY_PATH"), 0);
+	writer_start(w, exe, NULL);
+	if (ldpath)
+		ck_assert_int_eq(setenv("LD_LIBRARY_PATH", ldpath, 1), 0);
+	free(ldpath);
+}
+
 /* writer-layouts-le with its libwelastic.so replaced on disk since it
  * was loaded: only custom-labels is read, and otel_thread_ctx_v1 was
  * looked for in every object but that one, where it could be.  Said so
@@ -361,7 +383,7 @@ copy_file(const char *from, const char *to, mode_t mode)
 START_TEST(dump_without_otep_unopenable)
 {
 	char dir[] = "/tmp/ctxshim-layouts-XXXXXX", sub[64], exe[96], lib[96], tmp[96],
-	     from[PATH_MAX], pid[16], *out = NULL, *err = NULL, *ldpath;
+	     pid[16], *out = NULL, *err = NULL;
 	static const char stale[] =
 		"/a\\x1bb/libwelastic.so (deleted): the file at its path is not the "
 		"one mapped (replaced since it was loaded)";
@@ -373,20 +395,8 @@ START_TEST(dump_without_otep_unopenable)
 	ck_assert_ptr_nonnull(test_mkdtemp(dir));
 	snprintf(sub, sizeof(sub), "%s/a\033b", dir);
 	ck_assert_int_eq(mkdir(sub, 0755), 0);
-	snprintf(exe, sizeof(exe), "%s/writer-layouts-le", sub);
-	snprintf(lib, sizeof(lib), "%s/libwelastic.so", sub);
 	snprintf(tmp, sizeof(tmp), "%s/new.so", sub);
-	/* its RUNPATH is $ORIGIN: the copy loads the library next to it */
-	copy_file(prof_helper("writer-layouts-le", from, sizeof(from)), exe, 0755);
-	copy_file(prof_helper("libwelastic.so", from, sizeof(from)), lib, 0755);
-	/* without the one meson sets, which comes before RUNPATH */
-	ldpath = getenv("LD_LIBRARY_PATH");
-	ldpath = ldpath ? strdup(ldpath) : NULL;
-	ck_assert_int_eq(unsetenv("LD_LIBRARY_PATH"), 0);
-	writer_start(&w, exe, NULL);
-	if (ldpath)
-		ck_assert_int_eq(setenv("LD_LIBRARY_PATH", ldpath, 1), 0);
-	free(ldpath);
+	writer_start_copy(&w, sub, exe, lib, sizeof(exe));
 	/* an upgrade: a new file renamed over the loaded one */
 	copy_file(lib, tmp, 0755);
 	ck_assert_int_eq(rename(tmp, lib), 0);
@@ -459,23 +469,13 @@ END_TEST
 START_TEST(dump_labels_of_replaced_executable)
 {
 	char dir[] = "/tmp/ctxshim-layouts-XXXXXX", exe[64], lib[64], tmp[64],
-	     from[PATH_MAX], pid[16], *out = NULL, *err = NULL, *ldpath;
+	     from[PATH_MAX], pid[16], *out = NULL, *err = NULL;
 	struct lwriter w;
 	int r;
 
 	ck_assert_ptr_nonnull(test_mkdtemp(dir));
-	snprintf(exe, sizeof(exe), "%s/writer-layouts-le", dir);
-	snprintf(lib, sizeof(lib), "%s/libwelastic.so", dir);
 	snprintf(tmp, sizeof(tmp), "%s/new", dir);
-	copy_file(prof_helper("writer-layouts-le", from, sizeof(from)), exe, 0755);
-	copy_file(prof_helper("libwelastic.so", from, sizeof(from)), lib, 0755);
-	ldpath = getenv("LD_LIBRARY_PATH");
-	ldpath = ldpath ? strdup(ldpath) : NULL;
-	ck_assert_int_eq(unsetenv("LD_LIBRARY_PATH"), 0);
-	writer_start(&w, exe, NULL);
-	if (ldpath)
-		ck_assert_int_eq(setenv("LD_LIBRARY_PATH", ldpath, 1), 0);
-	free(ldpath);
+	writer_start_copy(&w, dir, exe, lib, sizeof(exe));
 	copy_file(prof_helper("libcustomlabels-test.so", from, sizeof(from)), tmp,
 		  0755);
 	ck_assert_int_eq(rename(tmp, exe), 0);
