@@ -269,7 +269,7 @@ make_file(const char *path, char byte, struct stat *st)
  * the path when map_files shows another. */
 START_TEST(open_mapped)
 {
-	char dir[] = "/tmp/ctxshim-remote-XXXXXX", file[64], other[64];
+	char dir[] = "/tmp/ctxshim-remote-XXXXXX", file[64], other[64], exe[64];
 	unsigned before = fds_open();
 	struct stat fst, ost, st, est;
 	struct remote_mapped m;
@@ -322,8 +322,14 @@ START_TEST(open_mapped)
 	m.deleted = true;
 	ck_assert_int_eq(remote_open_mapped(getpid(), &m, &st), -1);
 	ck_assert_int_eq(errno, ENOENT);
-	/* the executable: /proc/PID/exe, by device and inode */
-	ck_assert_int_eq(stat("/proc/self/exe", &est), 0);
+	/* the executable: /proc/PID/exe, by device and inode (as an
+	 * open() sees it: valgrind gives its client's file to an open(),
+	 * its own to a stat()) */
+	snprintf(exe, sizeof(exe), "/proc/%d/exe", (int)getpid());
+	fd = open(exe, O_RDONLY | O_CLOEXEC);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(fstat(fd, &est), 0);
+	close(fd);
 	m = (struct remote_mapped){.path = "/memfd:x",
 				   .dev_major = major(est.st_dev),
 				   .dev_minor = minor(est.st_dev),
@@ -403,7 +409,8 @@ START_TEST(open_in_root_without_openat2)
 		fd2 = remote_open_in_root(getpid(), file, &st);
 		if (fd2 < 0 || st.st_ino != fst.st_ino)
 			_exit(13);
-		_exit(openat2_calls == 1 ? 0 : 20 + (int)openat2_calls);
+		/* (0 under valgrind, which fails it itself) */
+		_exit(openat2_calls <= 1 ? 0 : 20 + (int)openat2_calls);
 	}
 	ck_assert_int_eq(waitpid(child, &status, 0), child);
 	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "status 0x%x",
