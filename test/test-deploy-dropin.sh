@@ -500,6 +500,68 @@ check "trust: says why (a unit's root without the library)" contains "$dp_err" "
 ctxshim: copy the library into /srv/app as root, with mode 0644, where only root can write to it and to every directory from / down to it (--print writes the drop-in to stdout without checks)"
 check "trust: nothing written (a unit's root without the library)" test ! -e "$troot/etc"
 chmod 755 "$aroot/opt"
+# A unit that binds the library in (BindReadOnlyPaths=, BindPaths=) loads
+# this host's file, not the root's: no warning, and the host's file is
+# what is checked and compared (old: the warning, and the root's path
+# checked).  The entries of the unit and its drop-ins in systemd's order;
+# an empty one empties the list.
+sdir=$troot/usr/lib/systemd/system
+mkdir -p "$troot/opt/bound" "$sdir/nginx.service.d"
+chmod 755 "$troot/opt/bound"
+cp "$troot$lib" "$troot/opt/bound/libctxshim.so"
+chmod 644 "$troot/opt/bound/libctxshim.so"
+# bound_written DESCRIPTION KEY FILE: written, with the notes that say KEY
+# puts $troot/FILE there and that it was not test-loaded.
+bound_written() {
+	expect_status 0 "bind: $1 is written" \
+		env CTXSHIM_LIB=/opt/gw/libctxshim.so "$S" systemd-dropin --root "$troot" nginx
+	check "bind: written ($1)" test -f "$tfile"
+	check "bind: the notes, no warning ($1)" same "$dp_err" \
+		"ctxshim: note: nginx.service's $2= puts $troot$3 at /opt/gw/libctxshim.so in its RootDirectory=/srv/app: that file of this host is the one it loads, and the one checked
+ctxshim: note: $troot$3 was not test-loaded (--root): start nginx.service in that system to see that it loads"
+	rm -rf "${troot:?}/etc"
+}
+# bound_refused DESCRIPTION FILE: refused, $troot/FILE being group-writable.
+bound_refused() {
+	chmod 664 "$troot$2"
+	expect_status 1 "bind: $1 is refused" \
+		env CTXSHIM_LIB=/opt/gw/libctxshim.so "$S" systemd-dropin --root "$troot" nginx
+	check "bind: says why ($1)" contains "$dp_err" "ctxshim: refusing to write $tfile: $troot$2 is writable by its group or by others (mode 664): they could replace the library that nginx.service loads
+ctxshim: bind in a copy that root installed with mode 0644, where only root can write to it and to every directory from / down to it (--print writes the drop-in to stdout without checks)"
+	check "bind: nothing written ($1)" test ! -e "$troot/etc"
+	chmod 644 "$troot$2"
+}
+printf '[Service]\nRootDirectory=/srv/app\nBindReadOnlyPaths=/opt/gw/libctxshim.so\n' >"$sdir/nginx.service"
+bound_written "the library bound in" BindReadOnlyPaths /opt/gw/libctxshim.so
+bound_refused "a group-writable library bound in" /opt/gw/libctxshim.so
+printf '[Service]\nRootDirectory=/srv/app\nBindReadOnlyPaths=/opt/gw\n' >"$sdir/nginx.service"
+bound_written "its directory bound in" BindReadOnlyPaths /opt/gw/libctxshim.so
+# The deepest destination wins; "-" and a source that is not there bind
+# nothing; several entries on a line, quoted, with options.
+printf '[Service]\nRootDirectory=/srv/app\nBindPaths=/usr:/usr -/opt/none:/opt/gw/libctxshim.so "/opt/bound":/opt/gw:norbind\n' \
+	>"$sdir/nginx.service"
+bound_written "a SRC:DEST:norbind entry and a missing -SRC" BindPaths /opt/bound/libctxshim.so
+bound_refused "a group-writable library bound from elsewhere" /opt/bound/libctxshim.so
+# An entry not read here (an escape) assumes no bind; a drop-in that
+# empties the list drops it, and its entry counts.
+printf '[Service]\nRootDirectory=/srv/app\nBindReadOnlyPaths=/opt/g\\x77\n' >"$sdir/nginx.service"
+printf '[Service]\nBindReadOnlyPaths=\nBindReadOnlyPaths=/opt/bound:/opt/gw\n' >"$sdir/nginx.service.d/a.conf"
+bound_written "the list emptied by a drop-in, then a bind" BindReadOnlyPaths /opt/bound/libctxshim.so
+printf '[Service]\nBindReadOnlyPaths=\n' >"$sdir/nginx.service.d/b.conf"
+expect_status 0 "bind: the list emptied by a later drop-in is written" \
+	env CTXSHIM_LIB=/opt/gw/libctxshim.so "$S" systemd-dropin --root "$troot" nginx
+check "bind: warns again (list emptied)" contains "$dp_err" \
+	"ctxshim: warning: nginx.service runs in /srv/app (RootDirectory=), which has no /opt/gw/libctxshim.so"
+rm -rf "${troot:?}/etc" "$sdir/nginx.service.d"
+printf '[Service]\nRootDirectory=/srv/app\nBindReadOnlyPaths=/opt/g\\x77\n' >"$sdir/nginx.service"
+expect_status 0 "bind: an entry not read here is written" \
+	env CTXSHIM_LIB=/opt/gw/libctxshim.so "$S" systemd-dropin --root "$troot" nginx
+check "bind: says it is not read (escape)" contains "$dp_err" \
+	"ctxshim: note: nginx.service has a BindPaths= or BindReadOnlyPaths= entry that is not read here"
+check "bind: warns (escape)" contains "$dp_err" \
+	"ctxshim: warning: nginx.service runs in /srv/app (RootDirectory=), which has no /opt/gw/libctxshim.so"
+rm -rf "${troot:?}/etc"
+printf '[Service]\nRootDirectory=/srv/app\n' >"$sdir/nginx.service"
 mv "$aroot/opt/gw/libctxshim.so.away" "$aroot/opt/gw/libctxshim.so"
 # The commands that systemd runs outside the unit's root
 # (RootDirectoryStartOnly=yes, ExecStartPre=+...) load the host's copy:
@@ -602,6 +664,20 @@ if [ "$(id -u)" = 0 ] && [ -d /etc/systemd ] && command -v unshare >/dev/null &&
 	check "written (RootDirectory=)" contains "$dp_out" "written"
 	check "not test-loaded here (RootDirectory=)" contains "$dp_err" \
 		"ctxshim: note: /etc/systemd/inst/app/opt/gw/libctxshim.so was not test-loaded (RootDirectory=/etc/systemd/inst/app): start nginx.service to see that it loads"
+	# Bound in from this host: that file is what is test-loaded (old: this
+	# host's /opt/gw/libctxshim.so, which does not exist, was asked for).
+	rm "$inst/app/opt/gw/libctxshim.so"
+	printf '[Service]\nRootDirectory=/etc/systemd/inst/app\nBindReadOnlyPaths=/etc/systemd/inst/nope/libctxshim.so:/opt/gw/libctxshim.so\n' >"$inst/nginx.service"
+	expect_status 1 "without --root: a bound library that does not load is refused" \
+		private_etc env CTXSHIM_LIB=/opt/gw/libctxshim.so "$S" systemd-dropin nginx
+	check "says why, with the loader's message (bound)" contains "$dp_err" "undefined symbol: dp_nope"
+	printf '[Service]\nRootDirectory=/etc/systemd/inst/app\nBindReadOnlyPaths=/etc/systemd/inst/lib/libctxshim.so:/opt/gw/libctxshim.so\n' >"$inst/nginx.service"
+	expect_status 0 "without --root: a bound library that loads is written" \
+		private_etc env CTXSHIM_LIB=/opt/gw/libctxshim.so "$S" systemd-dropin nginx
+	check "written (bound)" contains "$dp_out" "written"
+	check "no warning about the root (bound)" not_contains "$dp_err" "which has no"
+	check "the note (bound)" contains "$dp_err" \
+		"ctxshim: note: nginx.service's BindReadOnlyPaths= puts /etc/systemd/inst/lib/libctxshim.so at /opt/gw/libctxshim.so in its RootDirectory=/etc/systemd/inst/app: that file of this host is the one it loads, and the one checked"
 	rm -rf "$inst/app" "$inst/nginx.service"
 	# A statically linked true first in PATH ignores LD_PRELOAD: it must
 	# not be what the library is tested with.
