@@ -563,6 +563,31 @@ check "bind: warns (escape)" contains "$dp_err" \
 rm -rf "${troot:?}/etc"
 printf '[Service]\nRootDirectory=/srv/app\n' >"$sdir/nginx.service"
 mv "$aroot/opt/gw/libctxshim.so.away" "$aroot/opt/gw/libctxshim.so"
+# systemd reads the unit file before all drop-ins, and the drop-ins of
+# every unit directory by their names: an override in /etc that empties
+# the list of the package's unit in /usr/lib drops its bind, and the
+# root's group-writable copy is what the service loads (old: /etc's
+# drop-ins were read first, the bind counted and this was written).
+printf '[Service]\nRootDirectory=/srv/app\nBindReadOnlyPaths=/opt/bound:/opt/gw\n' >"$sdir/nginx.service"
+mkdir -p "$troot/etc/systemd/system/nginx.service.d"
+printf '[Service]\nBindReadOnlyPaths=\n' >"$troot/etc/systemd/system/nginx.service.d/override.conf"
+chmod 664 "$aroot/opt/gw/libctxshim.so"
+expect_status 1 "bind: a bind that /etc's drop-in drops is refused" \
+	env CTXSHIM_LIB=/opt/gw/libctxshim.so "$S" systemd-dropin --root "$troot" nginx
+check "bind: says why (dropped by /etc's drop-in)" contains "$dp_err" \
+	"ctxshim: refusing to write $tfile: $aroot/opt/gw/libctxshim.so is writable by its group or by others (mode 664)"
+check "bind: nothing written (dropped by /etc's drop-in)" test ! -e "$tfile"
+chmod 644 "$aroot/opt/gw/libctxshim.so"
+# z.conf of /etc binds it again, after override.conf; those of /usr/lib
+# are hidden by the ones of /etc of the same names (old: read, and their
+# deeper bind of a file that is not there refused)
+printf '[Service]\nBindReadOnlyPaths=/opt/bound:/opt/gw\n' >"$troot/etc/systemd/system/nginx.service.d/z.conf"
+mkdir -p "$sdir/nginx.service.d"
+printf '[Service]\nBindReadOnlyPaths=/opt/none:/opt/gw/libctxshim.so\n' >"$sdir/nginx.service.d/z.conf"
+printf '[Service]\nBindReadOnlyPaths=/opt/none:/opt/gw/libctxshim.so\n' >"$sdir/nginx.service.d/override.conf"
+bound_written "a bind again in a later drop-in" BindReadOnlyPaths /opt/bound/libctxshim.so
+rm -rf "$sdir/nginx.service.d"
+printf '[Service]\nRootDirectory=/srv/app\n' >"$sdir/nginx.service"
 # The commands that systemd runs outside the unit's root
 # (RootDirectoryStartOnly=yes, ExecStartPre=+...) load the host's copy:
 # one that another user can replace is refused (old: written), and none
