@@ -587,6 +587,25 @@ printf '[Service]\nBindReadOnlyPaths=/opt/none:/opt/gw/libctxshim.so\n' >"$sdir/
 printf '[Service]\nBindReadOnlyPaths=/opt/none:/opt/gw/libctxshim.so\n' >"$sdir/nginx.service.d/override.conf"
 bound_written "a bind again in a later drop-in" BindReadOnlyPaths /opt/bound/libctxshim.so
 rm -rf "$sdir/nginx.service.d"
+# A "-" entry whose source is not there binds what is put there later: no
+# other user may be able to (old: skipped, and this was written).
+mkdir -p "$troot/opt/drop"
+chmod 777 "$troot/opt/drop"
+printf '[Service]\nRootDirectory=/srv/app\nBindReadOnlyPaths=-/opt/drop/lib.so:/opt/gw/libctxshim.so\n' >"$sdir/nginx.service"
+expect_status 1 "bind: a missing -SRC that another user can create is refused" \
+	env CTXSHIM_LIB=/opt/gw/libctxshim.so "$S" systemd-dropin --root "$troot" nginx
+check "bind: says why (a missing -SRC)" same "$dp_err" "ctxshim: refusing to write $tfile: $troot/opt/drop is writable by its group or by others (mode 777): they could replace the library that nginx.service loads
+ctxshim: nginx.service's BindPaths= or BindReadOnlyPaths= entry with \"-\" puts $troot/opt/drop/lib.so at /opt/gw/libctxshim.so in its RootDirectory=/srv/app once it exists: drop that entry, or make that path one where only root can write (--print writes the drop-in to stdout without checks)"
+check "bind: nothing written (a missing -SRC)" test ! -e "$tfile"
+expect_status 0 "bind: --print prints it (a missing -SRC)" \
+	env CTXSHIM_LIB=/opt/gw/libctxshim.so "$S" systemd-dropin --print --root "$troot" nginx
+check "bind: --print says nothing (a missing -SRC)" same "$dp_err" ""
+chmod 755 "$troot/opt/drop"
+expect_status 0 "bind: a missing -SRC that only root can create is written" \
+	env CTXSHIM_LIB=/opt/gw/libctxshim.so "$S" systemd-dropin --root "$troot" nginx
+check "bind: the root's copy checked (a missing -SRC)" same "$dp_err" \
+	"ctxshim: note: $aroot/opt/gw/libctxshim.so was not test-loaded (RootDirectory=/srv/app): start nginx.service to see that it loads"
+rm -rf "${troot:?}/etc" "$troot/opt/drop"
 printf '[Service]\nRootDirectory=/srv/app\n' >"$sdir/nginx.service"
 # The commands that systemd runs outside the unit's root
 # (RootDirectoryStartOnly=yes, ExecStartPre=+...) load the host's copy:
