@@ -587,6 +587,23 @@ printf '[Service]\nBindReadOnlyPaths=/opt/none:/opt/gw/libctxshim.so\n' >"$sdir/
 printf '[Service]\nBindReadOnlyPaths=/opt/none:/opt/gw/libctxshim.so\n' >"$sdir/nginx.service.d/override.conf"
 bound_written "a bind again in a later drop-in" BindReadOnlyPaths /opt/bound/libctxshim.so
 rm -rf "$sdir/nginx.service.d"
+# A bind covers what is below its destination, not the unit's root nor the
+# directories on the way there: one that another user can write is
+# refused (old: written when bound).
+printf '[Service]\nRootDirectory=/srv/app\nBindReadOnlyPaths=/opt/bound:/opt/gw\n' >"$sdir/nginx.service"
+for bdir in "$aroot" "$aroot/opt"; do
+	chmod 775 "$bdir"
+	expect_status 1 "bind: a group-writable ${bdir#"$troot"} is refused" \
+		env CTXSHIM_LIB=/opt/gw/libctxshim.so "$S" systemd-dropin --root "$troot" nginx
+	check "bind: says why (${bdir#"$troot"})" contains "$dp_err" \
+		"ctxshim: refusing to write $tfile: $bdir is writable by its group or by others (mode 775): they could replace the library that nginx.service loads in its RootDirectory=/srv/app"
+	check "bind: nothing written (${bdir#"$troot"})" test ! -e "$tfile"
+	chmod 755 "$bdir"
+done
+# (what the bind covers is not checked)
+chmod 777 "$aroot/opt/gw"
+bound_written "a world-writable directory that the bind covers" BindReadOnlyPaths /opt/bound/libctxshim.so
+chmod 755 "$aroot/opt/gw"
 # A "-" entry whose source is not there binds what is put there later: no
 # other user may be able to (old: skipped, and this was written).
 mkdir -p "$troot/opt/drop"
