@@ -561,6 +561,16 @@ check "bind: says it is not read (escape)" contains "$dp_err" \
 check "bind: warns (escape)" contains "$dp_err" \
 	"ctxshim: warning: nginx.service runs in /srv/app (RootDirectory=), which has no /opt/gw/libctxshim.so"
 rm -rf "${troot:?}/etc"
+# A specifier in an entry elsewhere is no doubt about the library's path
+# (old: the note, and its bind not counted).
+printf '[Service]\nRootDirectory=/srv/app\nBindReadOnlyPaths=/opt/gw %%S/x:/var/lib/x\n' >"$sdir/nginx.service"
+bound_written "a specifier in another entry" BindReadOnlyPaths /opt/gw/libctxshim.so
+printf '[Service]\nRootDirectory=/srv/app\nBindReadOnlyPaths=%%S/x:/opt/gw\n' >"$sdir/nginx.service"
+expect_status 0 "bind: a specifier in the source of a bind at the library is written" \
+	env CTXSHIM_LIB=/opt/gw/libctxshim.so "$S" systemd-dropin --root "$troot" nginx
+check "bind: says it is not read (a specifier)" contains "$dp_err" \
+	"ctxshim: note: nginx.service has a BindPaths= or BindReadOnlyPaths= entry that is not read here"
+rm -rf "${troot:?}/etc"
 printf '[Service]\nRootDirectory=/srv/app\n' >"$sdir/nginx.service"
 mv "$aroot/opt/gw/libctxshim.so.away" "$aroot/opt/gw/libctxshim.so"
 # systemd reads the unit file before all drop-ins, and the drop-ins of
@@ -623,6 +633,22 @@ expect_status 0 "bind: a missing -SRC that only root can create is written" \
 check "bind: the root's copy checked (a missing -SRC)" same "$dp_err" \
 	"ctxshim: note: $aroot/opt/gw/libctxshim.so was not test-loaded (RootDirectory=/srv/app): start nginx.service to see that it loads"
 rm -rf "${troot:?}/etc" "$troot/opt/drop"
+printf '[Service]\nRootDirectory=/srv/app\n' >"$sdir/nginx.service"
+# A bind applies without RootDirectory= too (old: not read, and the
+# group-writable file that it puts at the library's path was written).
+printf '[Service]\nBindReadOnlyPaths=/opt/bound:/opt/gw\n' >"$sdir/nginx.service"
+chmod 664 "$troot/opt/bound/libctxshim.so"
+expect_status 1 "bind: a group-writable library bound in without RootDirectory= is refused" \
+	env CTXSHIM_LIB=/opt/gw/libctxshim.so "$S" systemd-dropin --root "$troot" nginx
+check "bind: says why (without RootDirectory=)" contains "$dp_err" \
+	"ctxshim: refusing to write $tfile: $troot/opt/bound/libctxshim.so is writable by its group or by others (mode 664): they could replace the library that nginx.service loads"
+check "bind: nothing written (without RootDirectory=)" test ! -e "$tfile"
+chmod 644 "$troot/opt/bound/libctxshim.so"
+expect_status 0 "bind: a library bound in without RootDirectory= is written" \
+	env CTXSHIM_LIB=/opt/gw/libctxshim.so "$S" systemd-dropin --root "$troot" nginx
+check "bind: the note (without RootDirectory=)" contains "$dp_err" \
+	"ctxshim: note: nginx.service's BindReadOnlyPaths= puts $troot/opt/bound/libctxshim.so at /opt/gw/libctxshim.so in its mount namespace: that file of this host is the one it loads, and the one checked"
+rm -rf "${troot:?}/etc"
 printf '[Service]\nRootDirectory=/srv/app\n' >"$sdir/nginx.service"
 # The commands that systemd runs outside the unit's root
 # (RootDirectoryStartOnly=yes, ExecStartPre=+...) load the host's copy:
