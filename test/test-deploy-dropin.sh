@@ -555,24 +555,25 @@ check "bind: warns again (list emptied)" contains "$dp_err" \
 rm -rf "${troot:?}/etc" "$sdir/nginx.service.d"
 # An entry not read here may bind anything at the library's path, which
 # nothing could then check: refused (old: written with a note).
-printf '[Service]\nRootDirectory=/srv/app\nBindReadOnlyPaths=/opt/g\\x77\n' >"$sdir/nginx.service"
-expect_status 1 "bind: an entry not read here is refused" \
-	env CTXSHIM_LIB=/opt/gw/libctxshim.so "$S" systemd-dropin --root "$troot" nginx
-check "bind: says why (escape)" same "$dp_err" \
-	"ctxshim: refusing to write $tfile: nginx.service has a BindPaths= or BindReadOnlyPaths= entry that is not read here (an escape, a specifier, two sources for one path): it may put a file at /opt/gw/libctxshim.so that cannot be checked
+# bind_unread DESCRIPTION: refused so, and printed by --print.
+bind_unread() {
+	expect_status 1 "bind: $1 is refused" \
+		env CTXSHIM_LIB=/opt/gw/libctxshim.so "$S" systemd-dropin --root "$troot" nginx
+	check "bind: says why ($1)" same "$dp_err" \
+		"ctxshim: refusing to write $tfile: nginx.service has a BindPaths= or BindReadOnlyPaths= entry that is not read here (an escape, a specifier, two sources for one path): it may put a file at /opt/gw/libctxshim.so that cannot be checked
 ctxshim: write the drop-in by hand if that file is safe (--print writes it to stdout without checks)"
-check "bind: nothing written (escape)" test ! -e "$troot/etc"
-expect_status 0 "bind: --print prints it (escape)" \
-	env CTXSHIM_LIB=/opt/gw/libctxshim.so "$S" systemd-dropin --print --root "$troot" nginx
+	check "bind: nothing written ($1)" test ! -e "$troot/etc"
+	expect_status 0 "bind: --print prints it ($1)" \
+		env CTXSHIM_LIB=/opt/gw/libctxshim.so "$S" systemd-dropin --print --root "$troot" nginx
+}
+printf '[Service]\nRootDirectory=/srv/app\nBindReadOnlyPaths=/opt/g\\x77\n' >"$sdir/nginx.service"
+bind_unread "an entry with an escape"
 # A specifier in an entry elsewhere is no doubt about the library's path
 # (old: the note, and its bind not counted).
 printf '[Service]\nRootDirectory=/srv/app\nBindReadOnlyPaths=/opt/gw %%S/x:/var/lib/x\n' >"$sdir/nginx.service"
 bound_written "a specifier in another entry" BindReadOnlyPaths /opt/gw/libctxshim.so
 printf '[Service]\nRootDirectory=/srv/app\nBindReadOnlyPaths=%%S/x:/opt/gw\n' >"$sdir/nginx.service"
-expect_status 1 "bind: a specifier in the source of a bind at the library is refused" \
-	env CTXSHIM_LIB=/opt/gw/libctxshim.so "$S" systemd-dropin --root "$troot" nginx
-check "bind: says why (a specifier)" contains "$dp_err" \
-	"ctxshim: refusing to write $tfile: nginx.service has a BindPaths= or BindReadOnlyPaths= entry that is not read here"
+bind_unread "a specifier in the source of a bind at the library"
 printf '[Service]\nRootDirectory=/srv/app\n' >"$sdir/nginx.service"
 mv "$aroot/opt/gw/libctxshim.so.away" "$aroot/opt/gw/libctxshim.so"
 # systemd reads the unit file before all drop-ins, and the drop-ins of
