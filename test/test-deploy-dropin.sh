@@ -536,6 +536,16 @@ bound_written "the library bound in" BindReadOnlyPaths /opt/gw/libctxshim.so
 bound_refused "a group-writable library bound in" /opt/gw/libctxshim.so
 printf '[Service]\nRootDirectory=/srv/app\nBindReadOnlyPaths=/opt/gw\n' >"$sdir/nginx.service"
 bound_written "its directory bound in" BindReadOnlyPaths /opt/gw/libctxshim.so
+# The root's programs load the bound file: compared with them, not with
+# this host's (old: written for a musl root).
+mv "$aroot/usr/bin/true" "$aroot/usr/bin/true.away"
+elf64 "$aroot/usr/bin/true" 3 62 /lib/ld-musl-x86_64.so.1
+expect_status 1 "bind: a library bound into a musl root is refused" \
+	env CTXSHIM_LIB=/opt/gw/libctxshim.so "$S" systemd-dropin --root "$troot" nginx
+check "bind: says why (musl root)" contains "$dp_err" \
+	"libctxshim.so cannot load into the programs of $aroot"
+check "bind: nothing written (musl root)" test ! -e "$troot/etc"
+mv "$aroot/usr/bin/true.away" "$aroot/usr/bin/true"
 # The deepest destination wins; "-" and a source that is not there bind
 # nothing; several entries on a line, quoted, with options.
 printf '[Service]\nRootDirectory=/srv/app\nBindPaths=/usr:/usr -/opt/none:/opt/gw/libctxshim.so "/opt/bound":/opt/gw:norbind\n' \
