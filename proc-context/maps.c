@@ -102,3 +102,15 @@ maps_parse_line(const char *line, size_t len, struct maps_entry *e)
 	*e = m;
 	return 0;
 }
+
+bool
+maps_path_deleted(const char *path, size_t *len)
+{
+	static const char suffix[] = " (deleted)";
+	const size_t sl = sizeof(suffix) - 1;
+
+	if (*len <= sl || memcmp(path + *len - sl, suffix, sl) != 0)
+		return false;
+	*len -= sl;
+	return true;
+}

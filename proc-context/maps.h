@@ -5,6 +5,7 @@
  *   start-end perms offset major:minor inode [padding pathname]
  * Pure parsing of a line the caller has read; no I/O. */
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -22,3 +23,8 @@ struct maps_entry {
 /* Parse len bytes of line (a trailing '\n' is allowed).  Returns 0, or
  * -EINVAL for a malformed line; *e is only written on success. */
 int maps_parse_line(const char *line, size_t len, struct maps_entry *e);
+
+/* Whether the path of *len bytes ends with the " (deleted)" that the
+ * kernel appends to a file unlinked since it was mapped; if so, *len
+ * drops it.  The suffix only: a directory may be named "x (deleted)". */
+bool maps_path_deleted(const char *path, size_t *len);

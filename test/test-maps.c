@@ -196,6 +196,34 @@ START_TEST(parse_own_maps)
 }
 END_TEST
 
+/* The " (deleted)" suffix, and only as a suffix. */
+START_TEST(path_deleted)
+{
+	static const struct {
+		const char *path;
+		bool deleted;
+		size_t len;
+	} cases[] = {
+		{"/usr/lib/libc.so.6 (deleted)", true, 18},
+		{"/usr/lib/libc.so.6", false, 18},
+		{"/x (deleted)/lib.so", false, 19},
+		{"/memfd:a (deleted)", true, 8},
+		{" (deleted)", false, 10},
+		{"", false, 0},
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		size_t len = strlen(cases[i].path);
+
+		ck_assert_msg(maps_path_deleted(cases[i].path, &len) ==
+				      cases[i].deleted,
+			      "%s", cases[i].path);
+		ck_assert_uint_eq(len, cases[i].len);
+	}
+}
+END_TEST
+
 TEST_SUITE(maps_suite)
 {
 	Suite *s = suite_create("/proc/PID/maps parser");
@@ -206,6 +234,7 @@ TEST_SUITE(maps_suite)
 	tcase_add_test(tc, parse_length_bounds);
 	tcase_add_test(tc, parse_malformed);
 	tcase_add_test(tc, parse_own_maps);
+	tcase_add_test(tc, path_deleted);
 	suite_add_tcase(s, tc);
 	return s;
 }

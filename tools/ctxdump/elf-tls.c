@@ -172,16 +172,10 @@ etls_path_is_file(const char *p, size_t len)
 static int
 objs_add(struct etls_objs *o, const struct maps_entry *e, bool exe_only)
 {
-	static const char deleted[] = " (deleted)";
 	size_t len = e->path_len, i;
-	bool del = false;
+	bool del = maps_path_deleted(e->path, &len);
 	struct etls_obj *ob;
 
-	if (len > strlen(deleted) &&
-	    memcmp(e->path + len - strlen(deleted), deleted, strlen(deleted)) == 0) {
-		len -= strlen(deleted);
-		del = true;
-	}
 	for (i = 0; i < o->n; i++) {
 		ob = &o->v[i];
 		if (ob->inode == e->inode && ob->dev_major == e->dev_major &&

@@ -868,10 +868,8 @@ uw_own_vdso(const uint8_t **img, size_t *len)
 static int
 uw_open_module_file(struct uw_proc *p, struct uw_module *m)
 {
-	static const char suffix[] = " (deleted)";
-	size_t len = strlen(m->path), sl = sizeof(suffix) - 1;
-	/* the kernel's suffix: a directory named "x (deleted)" is none */
-	bool del = len > sl && memcmp(m->path + len - sl, suffix, sl) == 0;
+	size_t len = strlen(m->path);
+	bool del = maps_path_deleted(m->path, &len);
 	char path[PATH_MAX];
 	const struct remote_mapped rm = {
 		.path = path,
@@ -885,7 +883,7 @@ uw_open_module_file(struct uw_proc *p, struct uw_module *m)
 	struct stat st;
 	int fd;
 
-	snprintf(path, sizeof(path), "%.*s", (int)(del ? len - sl : len), m->path);
+	snprintf(path, sizeof(path), "%.*s", (int)len, m->path);
 	fd = remote_open_mapped(p->pid, &rm, &st);
 	if (fd < 0) {
 		int e = errno;
