@@ -158,7 +158,7 @@ struct target {
 static void
 target_start_env(struct target *t, char *const argv[], char *const env[], bool preload)
 {
-	char line[256];
+	char line[2048]; /* threads --wait N: "READY" and N + 1 ids */
 
 	memset(t, 0, sizeof(*t));
 	test_child_start(&t->c, argv, env, preload);
@@ -1149,6 +1149,32 @@ START_TEST(descriptors_below_the_least)
 }
 END_TEST
 
+/* As many descriptors as a dump needs (5, 7 with --stacks; _i), with 100
+ * threads: enough for their names to be read on a second thread
+ * (ctxdump.c PREFETCH_MIN), which kept a descriptor through the ELF
+ * lookups and needed one more in a file table of its own (old: "none of
+ * its 4 objects could be opened ... Too many open files" without
+ * --stacks; with it, every name empty). */
+START_TEST(descriptors_at_the_least_with_many_threads)
+{
+	char *argv[] = {NULL, "--wait", "100", NULL}, *out, *err, pid[16];
+	const char *args[] = {"-j", pid, NULL},
+		   *sargs[] = {"--stacks", "-j", pid, NULL};
+	struct target t;
+
+	argv[0] = (char *)test_helper_path("threads");
+	target_start_as(&t, argv, true);
+	snprintf(pid, sizeof(pid), "%d", (int)t.pid);
+	run_nofile(_i ? 7 : 5, _i ? sargs : args, 0, &out, &err);
+	expect_in(out, "\"name\": \"otel_thread_ctx_v1\"");
+	ck_assert_uint_eq(count_in(out, "\"tid\": "), 101);
+	ck_assert_uint_eq(count_in(out, "\"comm\": \"threads\""), 101);
+	free(out);
+	free(err);
+	target_finish(&t);
+}
+END_TEST
+
 /* The same for record (_i: to a file, to standard output): it unwinds
  * stacks, and the file it writes takes one more descriptor.  Old: under
  * ulimit -n 7 to a file, "no more than 7 files may be open at once
@@ -1930,6 +1956,7 @@ TEST_SUITE(ctxdump_hostile_suite)
 	tcase_add_loop_test(tc, objects_beyond_descriptors_opened_once, 0, 2);
 	tcase_add_loop_test(tc, stacks_beyond_descriptors_at_lowest_limit, 0, 3);
 	tcase_add_loop_test(tc, descriptors_below_the_least, 0, 2);
+	tcase_add_loop_test(tc, descriptors_at_the_least_with_many_threads, 0, 2);
 	tcase_add_loop_test(tc, descriptors_below_the_least_to_record, 0, 2);
 	tcase_add_loop_test(tc, huge_section_in_a_hole, 0, 2);
 	tcase_add_test(tc, debug_file_made_a_fifo);

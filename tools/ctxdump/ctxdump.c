@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -61,6 +62,11 @@ cpu_wait_ms(void)
  * before the stop on and during it (stop_prefetch()): a name costs about
  * 2.3 us, starting a thread some 30-50 us. */
 #define PREFETCH_MIN 64
+/* That thread keeps a descriptor of its own open through the ELF
+ * lookups: one more than a dump needs (CLI_NOFILE_DUMP) without it
+ * (under ulimit -n 5 the lookups of a process with 64 threads or more
+ * found none left: "none of its objects could be opened"). */
+#define PREFETCH_NOFILE 1u
 
 struct ctxdump_control {
 	pid_t pid;
@@ -1290,6 +1296,18 @@ nofile_hint(const struct ctxdump_control *ctl, int err)
 		cli_nofile_hint(err, "a dump", CLI_NOFILE_DUMP, "");
 }
 
+/* Whether RLIMIT_NOFILE leaves extra descriptors beyond the least that
+ * a dump as ctl asks for needs. */
+static bool
+nofile_allows(const struct ctxdump_control *ctl, unsigned extra)
+{
+	struct rlimit rl;
+
+	return getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY ||
+	       rl.rlim_cur >=
+		       (ctl->stacks ? CLI_NOFILE_STACKS : CLI_NOFILE_DUMP) + extra;
+}
+
 static int
 dump_process(const struct ctxdump_control *ctl, unsigned slot_tries)
 {
@@ -1354,7 +1372,7 @@ dump_process(const struct ctxdump_control *ctl, unsigned slot_tries)
 	 * threads, starting that thread costs more than the names). */
 	hint = ctl->tid ? 1 : stop_count_threads(ctl->pid);
 	stop_init(&ss, ctl->pid);
-	if (hint >= PREFETCH_MIN)
+	if (hint >= PREFETCH_MIN && nofile_allows(ctl, PREFETCH_NOFILE))
 		(void)stop_prefetch(&ss, (size_t)hint);
 	load_cmdline(d);
 
