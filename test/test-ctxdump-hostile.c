@@ -1175,6 +1175,49 @@ START_TEST(descriptors_at_the_least_with_many_threads)
 }
 END_TEST
 
+/* The names of 100 threads read on a second thread, whose file table (a
+ * copy of ctxdump's as it started) is full: libnames-emfile.so fails its
+ * openat() of every name with EMFILE.  _i 0: the main thread reads them
+ * instead (old: exit 0 with names missing, and without
+ * STOP_STATE_AT_STOP those threads taken as gone); 1: it cannot either,
+ * and the dump fails saying why (old: exit 0, names missing). */
+START_TEST(names_thread_out_of_descriptors)
+{
+	char *argv[] = {NULL, "--wait", "100", NULL}, *out, *err, *dump[8];
+	char pid[16], pre[PATH_MAX + 16],
+		*env[] = {pre, _i ? "NAMES_EMFILE=all" : NULL, NULL};
+	const char *args[] = {"-j", pid, NULL};
+	struct target t;
+	int st;
+
+	argv[0] = (char *)test_helper_path("threads");
+	target_start_as(&t, argv, true);
+	snprintf(pid, sizeof(pid), "%d", (int)t.pid);
+	snprintf(pre, sizeof(pre), "LD_PRELOAD=%s",
+		 test_helper_path("libnames-emfile.so"));
+	(void)test_ctxdump_argv(dump, 8, args);
+	st = test_run_capture(dump, env, false, &out, &err, RUN_TIMEOUT_MS);
+	if (_i == 0) {
+		ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status 0x%x: %s",
+			      st, err);
+		ck_assert_uint_eq(count_in(out, "\"tid\": "), 101);
+		ck_assert_uint_eq(count_in(out, "\"comm\": \"threads\""), 101);
+	} else {
+		ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 2, "status 0x%x: %s",
+			      st, err);
+		expect_in(err,
+			  "ctxdump: cannot collect the threads: Too many open files\n");
+		expect_in(
+			err,
+			"files may be open at once (ulimit -n), and a dump needs 5\n");
+		assert_messages(err);
+	}
+	free(out);
+	free(err);
+	target_finish(&t);
+}
+END_TEST
+
 /* The same for record (_i: to a file, to standard output): it unwinds
  * stacks, and the file it writes takes one more descriptor.  Old: under
  * ulimit -n 7 to a file, "no more than 7 files may be open at once
@@ -1957,6 +2000,7 @@ TEST_SUITE(ctxdump_hostile_suite)
 	tcase_add_loop_test(tc, stacks_beyond_descriptors_at_lowest_limit, 0, 3);
 	tcase_add_loop_test(tc, descriptors_below_the_least, 0, 2);
 	tcase_add_loop_test(tc, descriptors_at_the_least_with_many_threads, 0, 2);
+	tcase_add_loop_test(tc, names_thread_out_of_descriptors, 0, 2);
 	tcase_add_loop_test(tc, descriptors_below_the_least_to_record, 0, 2);
 	tcase_add_loop_test(tc, huge_section_in_a_hole, 0, 2);
 	tcase_add_test(tc, debug_file_made_a_fifo);

@@ -937,15 +937,17 @@ collect_threads(struct run *run, struct stop_set *ss)
 
 /* The names, once they are all read: a prefetched listing's names thread
  * goes on during the stop (stop_names_wait()), so collect_threads() may
- * have copied some before they were there.  Still in the stop. */
-static void
+ * have copied some before they were there.  Still in the stop.  Returns
+ * stop_names_wait()'s error (a name not read for want of a descriptor). */
+static int
 copy_names(struct dump *d, struct stop_set *ss)
 {
 	size_t i;
+	int r;
 
 	if (!ss->names)
-		return;
-	stop_names_wait(ss);
+		return 0;
+	r = stop_names_wait(ss);
 	for (i = 0; i < d->n_threads; i++) {
 		struct dump_thread *t = &d->threads[i];
 		const struct stop_thread *st = stop_find(ss, t->tid);
@@ -953,6 +955,7 @@ copy_names(struct dump *d, struct stop_set *ss)
 		if (st)
 			memcpy(t->comm, st->comm, sizeof(t->comm));
 	}
+	return r;
 }
 
 /* The state of each listed thread that did not stop (it timed out, could
@@ -1322,7 +1325,7 @@ dump_process(const struct ctxdump_control *ctl, unsigned slot_tries)
 	uint64_t t_stop;
 	char leader_state, pctx_why[256];
 	size_t i;
-	int r, slot_err = 0, pctx_err = 0;
+	int r, names_err, slot_err = 0, pctx_err = 0;
 
 	run.ctl = ctl;
 	d->pid = ctl->pid;
@@ -1707,7 +1710,9 @@ dump_process(const struct ctxdump_control *ctl, unsigned slot_tries)
 	/* the names the names thread has not read yet: still in the stop,
 	 * or a thread that ends (or is renamed) once let go would have
 	 * none (or another) */
-	copy_names(d, &ss);
+	names_err = copy_names(d, &ss);
+	if (r == 0)
+		r = names_err;
 	stop_detach_all(&ss);
 	/* ---- threads running again ---- */
 	free_batches(&run);
@@ -1726,6 +1731,7 @@ dump_process(const struct ctxdump_control *ctl, unsigned slot_tries)
 	}
 	if (r < 0) {
 		cli_warn("cannot collect the threads: %s", strerror(-r));
+		nofile_hint(ctl, r);
 		dump_free(d);
 		return CLI_EXIT_FATAL;
 	}

@@ -37,12 +37,12 @@ stop_init(struct stop_set *s, pid_t pid)
 	s->pid = pid;
 }
 
-static void names_finish(struct stop_set *s, int taskfd);
+static int names_finish(struct stop_set *s, int taskfd);
 
 void
 stop_free(struct stop_set *s)
 {
-	names_finish(s, -1);
+	(void)names_finish(s, -1);
 	free(s->t);
 	free(s->hash);
 	s->t = NULL;
@@ -465,10 +465,11 @@ read_names(struct stop_set *s, int taskfd, size_t from, size_t to, bool mark_gon
 							  sizeof(t->comm), &t->state);
 
 		(void)mark_gone; /* the names thread is done before the stop */
-		if (r < 0)
+		if (r < 0 && !fd_exhausted(r))
 			t->state = '?';
 #endif
-		if (fd_exhausted(r) && !err)
+		t->unnamed = fd_exhausted(r);
+		if (t->unnamed && !err)
 			err = r;
 	}
 	return err;
@@ -496,6 +497,9 @@ struct stop_names {
 	bool pinned; /* started off our CPU: cpus is what it may use */
 	cpu_set_t cpus;
 	atomic_bool done; /* the thread has no more to do */
+	/* an -EMFILE or -ENFILE of read_names() in names_work() (0: none):
+	 * names_finish() reads those names again */
+	atomic_int err;
 };
 
 /* Name the threads listed, until the listing is over and every thread
@@ -519,8 +523,12 @@ names_work(struct stop_names *nm, int taskfd)
 			continue;
 		}
 		end = avail - i < NAMES_CHUNK ? avail : i + NAMES_CHUNK;
-		if (atomic_compare_exchange_weak(&nm->next, &i, end))
-			(void)read_names(nm->s, taskfd, i, end, !STOP_STATE_AT_STOP);
+		if (atomic_compare_exchange_weak(&nm->next, &i, end)) {
+			int r = read_names(nm->s, taskfd, i, end, !STOP_STATE_AT_STOP);
+
+			if (r < 0)
+				atomic_store(&nm->err, r); /* any: it is read again */
+		}
 	}
 }
 
@@ -554,16 +562,18 @@ names_main(void *arg)
 }
 
 /* Finish the prefetched names (help through taskfd, or nm's own if it
- * is negative, then join); idempotent. */
-static void
+ * is negative, then join); idempotent.  Returns -EMFILE or -ENFILE if a
+ * name could not be read for want of a descriptor, else 0. */
+static int
 names_finish(struct stop_set *s, int taskfd)
 {
 	struct stop_names *nm = s->names;
 	uint64_t end;
 	bool moved;
+	int err;
 
 	if (!nm)
-		return;
+		return 0;
 	names_work(nm, taskfd >= 0 ? taskfd : nm->taskfd);
 	/* Its last chunk takes some 40 us; the chunk ends, or it is not
 	 * getting the CPU it is on. */
@@ -593,16 +603,35 @@ names_finish(struct stop_set *s, int taskfd)
 	 * applies the mask to the caller: ours again, in case. */
 	if (moved)
 		(void)sched_setaffinity(0, sizeof(nm->cpus), &nm->cpus);
+	err = atomic_load(&nm->err);
+	if (err < 0) {
+		/* The names thread's file table is a copy of ours as it
+		 * started, with what was open then: full for it, ours may
+		 * not be.  Read as it reads them (this may be in the stop,
+		 * where a name read tells no state). */
+		size_t i;
+
+		err = 0;
+		for (i = 0; i < s->n; i++)
+			if (s->t[i].unnamed) {
+				int r = read_names(s, taskfd >= 0 ? taskfd : nm->taskfd,
+						   i, i + 1, !STOP_STATE_AT_STOP);
+
+				if (r < 0 && !err)
+					err = r;
+			}
+	}
 	if (nm->taskfd >= 0)
 		close(nm->taskfd);
 	free(nm);
 	s->names = NULL;
+	return err;
 }
 
-void
+int
 stop_names_wait(struct stop_set *s)
 {
-	names_finish(s, -1);
+	return names_finish(s, -1);
 }
 
 const struct stop_thread *
@@ -1482,6 +1511,7 @@ stop_prefetch(struct stop_set *s, size_t expect)
 	atomic_init(&nm->listed, false);
 	atomic_init(&nm->next, 0);
 	atomic_init(&nm->done, false);
+	atomic_init(&nm->err, 0);
 	/* the names thread's own (the listing moves dfd's position) */
 	nm->taskfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	s->names = nm;
@@ -1521,7 +1551,7 @@ stop_prefetch(struct stop_set *s, size_t expect)
 	close(dfd);
 	atomic_store_explicit(&nm->listed, true, memory_order_release);
 	if (r < 0 || s->n == 0) {
-		names_finish(s, -1);
+		(void)names_finish(s, -1);
 		forget_threads(s);
 		return r < 0 ? r : -ESRCH;
 	}
@@ -1694,7 +1724,9 @@ stop_all(struct stop_set *s,
 			 * after it, a thread that ended or was renamed
 			 * meanwhile would be shown nameless or misnamed. */
 			if (!STOP_STATE_AT_STOP || only_tid || !s->names->running)
-				names_finish(s, taskfd);
+				r = names_finish(s, taskfd);
+			if (r < 0)
+				break;
 			if (!only_tid) {
 				first_new = 0;
 				goto named;
@@ -1716,7 +1748,12 @@ stop_all(struct stop_set *s,
 				break;
 		}
 		if (s->names && s->n + n > s->cap)
-			names_finish(s, taskfd); /* add() is to move s->t */
+			r = names_finish(s, taskfd); /* add() is to move s->t */
+		if (r < 0) {
+			if (tids != &one)
+				free(tids);
+			break;
+		}
 		for (i = 0; i < n; i++) {
 			if (find(s, tids[i]))
 				continue;

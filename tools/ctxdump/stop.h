@@ -67,6 +67,7 @@ struct stop_thread {
 	 * leader (STOP_ZOMBIE).  Otherwise, with STOP_STATE_AT_STOP, 0 (see
 	 * stop_state()); without, the /proc state read before the stop. */
 	char state;
+	bool unnamed;  /* its name not read for want of a descriptor */
 	char comm[64]; /* thread name (raw bytes, NUL-terminated) */
 };
 
@@ -166,8 +167,9 @@ void stop_stuck_unlink(const char *path);
  * once the threads run again is gone for a thread that ended meanwhile,
  * and another for one renamed).  Without a names thread (one CPU)
  * stop_all() reads them before the stop.  Idempotent; stop_free() does
- * it too. */
-void stop_names_wait(struct stop_set *s);
+ * it too.  Returns -EMFILE or -ENFILE if a name could not be read for
+ * want of a descriptor (the first call only), else 0. */
+int stop_names_wait(struct stop_set *s);
 
 /* The thread tid of s, or NULL. */
 const struct stop_thread *stop_find(struct stop_set *s, pid_t tid);
