@@ -101,6 +101,22 @@ size=$(wc -c <"$CTXSHIM_LIB32")
 head -c $((size - 512)) "$CTXSHIM_LIB32" >"$stub"
 expect_status 0 "env with the 32-bit library cut short" "$S" env
 check "the path" same "$dp_out" "export LD_PRELOAD='$lib'"
+# Its program header table moved to the end of the file (e_phoff at 28),
+# whole, then without the last entry's p_align: the missing bytes, read
+# as zeros, would pass every other check.
+phoff=$(od -An -t u4 -j 28 -N 4 "$CTXSHIM_LIB32" | tr -d ' ')
+phnum=$(od -An -t u2 -j 44 -N 2 "$CTXSHIM_LIB32" | tr -d ' ')
+for cut in 0 4; do
+	cp "$CTXSHIM_LIB32" "$stub"
+	dd if="$CTXSHIM_LIB32" bs=1 skip="$phoff" count=$((phnum * 32 - cut)) 2>/dev/null >>"$stub"
+	le "$size" 4 | dd of="$stub" bs=1 seek=28 conv=notrunc 2>/dev/null
+	expect_status 0 "env with the 32-bit library's program headers at its end, $cut bytes cut" "$S" env
+	if [ $cut = 0 ]; then
+		check "\$LIB" same "$dp_out" "export LD_PRELOAD='$entry'"
+	else
+		check "the path" same "$dp_out" "export LD_PRELOAD='$lib'"
+	fi
+done
 cp "$CTXSHIM_LIB32" "$stub"
 # A 32-bit process that mapped the empty library: status says that it is
 # not the shim.
