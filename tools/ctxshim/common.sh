@@ -257,25 +257,22 @@ ctx_stub32() {
 	ctx_phoff=$((${29} + ${30} * 256 + ${31} * 65536 + ${32} * 16777216))
 	[ "${43} ${44}" = "32 0" ] && [ "${46}" = 0 ] && [ "${45}" -ge 1 ] || return 1
 	ctx_size=$(stat -L -c %s "$ctx_sf" 2>/dev/null) || return 1
-	# p_type (4 bytes at 0), p_offset (at 4) and p_filesz (at 16) of each
-	# program header: the first four PT_NOTE segments (4) as "OFFSET
-	# SIZE" (an od and an awk each), or "cut" when a segment ends past
-	# the end of the file.
-	ctx_notes=$(ctx_bytes "$ctx_sf" "$ctx_phoff" $((${45} * 32)) | awk -v n="${45}" -v size="$ctx_size" '
-		function u32(o) { return b[o] + b[o + 1] * 256 + b[o + 2] * 65536 + b[o + 3] * 16777216 }
-		{ for (i = 1; i <= NF; i++) b[k++] = $i }
-		END {
-			if (k < n * 32) { print "cut"; exit }
-			for (i = 0; i < n; i++) {
-				o = i * 32
-				if (u32(o + 4) + u32(o + 16) > size) { print "cut"; exit }
-				if (u32(o) == 4 && u32(o + 16) <= 4096 && notes++ < 4)
-					printf "%.0f %.0f\n", u32(o + 4), u32(o + 16)
-			}
-		}')
-	case $ctx_notes in
-	'' | *cut*) return 1 ;;
-	esac
+	# The first four PT_NOTE segments (4) as "OFFSET SIZE" pairs, and
+	# none when a segment ends past the end of the file.
+	ctx_phdrs "$ctx_sf" 1 "$ctx_phoff" 32 "${45}" || return 1
+	ctx_notes=
+	ctx_nnotes=0
+	# shellcheck disable=SC2086 # TYPE OFFSET FILESZ words
+	set -- $ctx_ph
+	while [ $# -ge 3 ]; do
+		[ $(($2 + $3)) -le "$ctx_size" ] || return 1
+		if [ "$1" = 4 ] && [ "$3" -le 4096 ] && [ $ctx_nnotes -lt 4 ]; then
+			ctx_notes="$ctx_notes $2 $3"
+			ctx_nnotes=$((ctx_nnotes + 1))
+		fi
+		shift 3
+	done
+	[ -n "$ctx_notes" ] || return 1
 	# Each note: namesz, descsz, type (4 bytes each), the name and the
 	# descriptor, each padded to 4 bytes (the ELF gABI, "Note Section").
 	# shellcheck disable=SC2086 # OFFSET SIZE pairs
@@ -468,6 +465,31 @@ ctx_preload_others() {
 # as decimal numbers on one line.
 ctx_bytes() {
 	od -An -v -t u1 -j "$2" -N "$3" "$1" 2>/dev/null | tr -s ' \n' '  '
+}
+
+# ctx_phdrs FILE CLASS PHOFF PHENTSIZE PHNUM [TYPE]: set ctx_ph to the
+# program headers of FILE, a little-endian ELF file of class CLASS (1:
+# 32-bit, 2: 64-bit) whose header says PHNUM entries of PHENTSIZE bytes at
+# PHOFF (the caller checks those): "TYPE OFFSET FILESZ" (p_type, p_offset,
+# p_filesz) for each, in their order, or for those of p_type TYPE only.
+# Returns 1 when the file ends before the table does.  TYPE keeps the
+# answer short: a shell loop over a hostile file's 65534 entries takes
+# some 20 s in dash (each shift copies the rest of the list).
+ctx_phdrs() {
+	ctx_ph=$(od -An -v -t u1 -j "$3" -N $(($4 * $5)) "$1" 2>/dev/null |
+		awk -v w=$(($2 * 4)) -v es="$4" -v n="$5" -v type="${6-}" '
+		# The M bytes at O; p_offset is at W (the size of a word),
+		# p_filesz at 4 W (the gABI).
+		function le(o, m, v) { v = 0; while (m--) v = v * 256 + b[o + m]; return v }
+		{ for (i = 1; i <= NF; i++) b[k++] = $i }
+		END {
+			if (k < n * es) exit 1
+			for (i = 0; i < n; i++) {
+				o = i * es
+				if (type == "" || le(o, 4) == type)
+					printf "%.0f %.0f %.0f\n", le(o, 4), le(o + w, w), le(o + 4 * w, w)
+			}
+		}')
 }
 
 # ctx_elf_machine FILE: set ctx_machine to the e_machine of the 64-bit
@@ -732,30 +754,11 @@ ctx_inspect_elf() {
 		ctx_why="$ctx_file has no usable program header table"
 		return 0
 	fi
-	# Find PT_INTERP (p_type 3): p_offset at +8, p_filesz at +32.
-	ctx_ph=$(od -An -v -t u1 -j "$ctx_phoff" -N $((ctx_phnum * ctx_phentsize)) \
-		"$ctx_file" 2>/dev/null | awk -v n="$ctx_phnum" -v es="$ctx_phentsize" '
-		{ for (i = 1; i <= NF; i++) b[k++] = $i }
-		END {
-			if (k < n * es) { print "short"; exit }
-			for (i = 0; i < n; i++) {
-				o = i * es
-				t = b[o] + b[o + 1] * 256 + b[o + 2] * 65536 + b[o + 3] * 16777216
-				if (t != 3)
-					continue
-				off = 0; sz = 0
-				for (j = 7; j >= 0; j--) {
-					off = off * 256 + b[o + 8 + j]
-					sz = sz * 256 + b[o + 32 + j]
-				}
-				printf "interp %.0f %.0f\n", off, sz
-				exit
-			}
-			print "none"
-		}')
-	# shellcheck disable=SC2086 # split the awk answer into words
+	# The first PT_INTERP (p_type 3): 3 OFFSET FILESZ.
+	ctx_phdrs "$ctx_file" 2 "$ctx_phoff" "$ctx_phentsize" "$ctx_phnum" 3 || ctx_ph=short
+	# shellcheck disable=SC2086 # split the answer into words
 	set -- $ctx_ph
-	case ${1-short} in
+	case ${1-none} in
 	short)
 		ctx_verdict=notexec
 		ctx_why="$ctx_file is a truncated ELF file"
