@@ -416,6 +416,15 @@ expect_status 1 "check: ELF relocatable is not a program" "$S" check ./object
 head -c 100 glibc-hdr >truncated
 chmod 755 truncated
 expect_status 1 "check: truncated program headers" "$S" check ./truncated
+# A PT_INTERP not all in the file: its size 2^63 (p_filesz at 96), its
+# offset 2^63 or 64 KiB (p_offset at 72).  Old: "ok" with no interpreter.
+for w in '96 \0\0\0\0\0\0\0\200' '72 \0\0\0\0\0\0\0\200' '72 \0\0\1\0\0\0\0\0'; do
+	cp glibc-hdr interp-out
+	# shellcheck disable=SC2059 # the bytes are the format
+	printf "${w#* }" | dd of=interp-out bs=1 seek="${w%% *}" conv=notrunc 2>/dev/null
+	expect_status 1 "check: PT_INTERP out of the file ($w)" "$S" check ./interp-out
+	check "says so ($w)" contains "$dp_out$dp_err" "has an invalid PT_INTERP"
+done
 {
 	bytes 127 69 76 70 1 1 1 0 0 0 0 0 0 0 0 0
 	le 2 2; le 3 2; le 1 4; le 0 4; le 52 4; le 0 4; le 0 4
