@@ -610,6 +610,25 @@ printf '[Service]\nBindReadOnlyPaths=/opt/none:/opt/gw/libctxshim.so\n' >"$sdir/
 printf '[Service]\nBindReadOnlyPaths=/opt/none:/opt/gw/libctxshim.so\n' >"$sdir/nginx.service.d/override.conf"
 bound_written "a bind again in a later drop-in" BindReadOnlyPaths /opt/bound/libctxshim.so
 rm -rf "$sdir/nginx.service.d"
+# Lines as systemd reads them: one that ends in a backslash goes on with
+# the next (comment lines in between dropped), also at the end of a file
+# (old: each line by itself: the entry with the backslash was not read and
+# refused, the RootDirectory= continued below not seen and the root's
+# group-writable copy written, the one that is a continuation a setting).
+printf '[Service]\nRootDirectory=/srv/app\nBindReadOnlyPaths=/usr:/usr \\\n# (the list goes on)\n  /opt/bound:/opt/gw\n' >"$sdir/nginx.service"
+bound_written "an entry on a continuation line" BindReadOnlyPaths /opt/bound/libctxshim.so
+printf '[Service]\nRootDirectory=/srv/app\nBindReadOnlyPaths=/opt/bound:/opt/gw %s' "\\" >"$sdir/nginx.service"
+bound_written "a backslash at the end of the file" BindReadOnlyPaths /opt/bound/libctxshim.so
+printf '[Service]\nRootDirectory=\\\n  /srv/app\n' >"$sdir/nginx.service"
+uroot_refused "a group-writable library in a root on a continuation line" "$aroot/opt/gw/libctxshim.so" 664 644
+printf '[Service]\nEnvironment=A=\\\n  RootDirectory=/srv/app\n' >"$sdir/nginx.service"
+chmod 664 "$aroot/opt/gw/libctxshim.so"
+expect_status 0 "a RootDirectory= that continues a line is written" \
+	env CTXSHIM_LIB=/opt/gw/libctxshim.so "$S" systemd-dropin --root "$troot" nginx
+check "the host's copy checked (RootDirectory= continues a line)" same "$dp_err" \
+	"ctxshim: note: $troot/opt/gw/libctxshim.so was not test-loaded (--root): start nginx.service in that system to see that it loads"
+rm -rf "${troot:?}/etc"
+chmod 644 "$aroot/opt/gw/libctxshim.so"
 # A bind covers what is below its destination, not the unit's root nor the
 # directories on the way there: one that another user can write is
 # refused (old: written when bound).
