@@ -629,6 +629,22 @@ check "the host's copy checked (RootDirectory= continues a line)" same "$dp_err"
 	"ctxshim: note: $troot/opt/gw/libctxshim.so was not test-loaded (--root): start nginx.service in that system to see that it loads"
 rm -rf "${troot:?}/etc"
 chmod 644 "$aroot/opt/gw/libctxshim.so"
+# service.d/ is below the unit's own drop-in directories, wherever they
+# are: /etc's service.d/root.conf does not hide /usr/lib's
+# nginx.service.d/root.conf (old: it did, the RootDirectory= there was not
+# seen, and the group-writable copy in the root written).
+printf '[Service]\n' >"$sdir/nginx.service"
+mkdir -p "$sdir/nginx.service.d" "$troot/etc/systemd/system/service.d"
+printf '[Service]\nRootDirectory=/srv/app\n' >"$sdir/nginx.service.d/root.conf"
+printf '[Service]\n' >"$troot/etc/systemd/system/service.d/root.conf"
+chmod 664 "$aroot/opt/gw/libctxshim.so"
+expect_status 1 "a RootDirectory= that service.d/ does not hide is read" \
+	env CTXSHIM_LIB=/opt/gw/libctxshim.so "$S" systemd-dropin --root "$troot" nginx
+check "its copy checked (not hidden by service.d/)" contains "$dp_err" \
+	"ctxshim: refusing to write $tfile: $aroot/opt/gw/libctxshim.so is writable by its group or by others (mode 664): they could replace the library that nginx.service loads in its RootDirectory=/srv/app"
+check "nothing written (not hidden by service.d/)" test ! -e "$tfile"
+chmod 644 "$aroot/opt/gw/libctxshim.so"
+rm -rf "${troot:?}/etc" "$sdir/nginx.service.d"
 # A bind covers what is below its destination, not the unit's root nor the
 # directories on the way there: one that another user can write is
 # refused (old: written when bound).
