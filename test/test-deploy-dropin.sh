@@ -466,16 +466,18 @@ check "trust: the one note (RootDirectory=)" same "$dp_err" \
 rm -rf "${troot:?}/etc"
 # uroot_refused DESCRIPTION PATH MODE OLD: CTXSHIM_LIB=/opt/gw/libctxshim.so
 # is refused when PATH (the copy in the root, the root, a directory above
-# it) has MODE, and printed by --print; PATH gets mode OLD again.
+# it) has MODE, and printed by --print; PATH gets mode OLD again.  The
+# unit is $tunit.
+tunit=nginx
 uroot_refused() {
 	chmod "$3" "$2"
 	expect_status 1 "trust: $1 is refused" \
-		env CTXSHIM_LIB=/opt/gw/libctxshim.so "$S" systemd-dropin --root "$troot" nginx
-	check "trust: says why ($1)" same "$dp_err" "ctxshim: refusing to write $tfile: $2 is writable by its group or by others (mode $3): they could replace the library that nginx.service loads in its RootDirectory=/srv/app
+		env CTXSHIM_LIB=/opt/gw/libctxshim.so "$S" systemd-dropin --root "$troot" "$tunit"
+	check "trust: says why ($1)" same "$dp_err" "ctxshim: refusing to write $tfile: $2 is writable by its group or by others (mode $3): they could replace the library that $tunit.service loads in its RootDirectory=/srv/app
 ctxshim: copy the library into /srv/app as root, with mode 0644, where only root can write to it and to every directory from / down to it (--print writes the drop-in to stdout without checks)"
 	check "trust: nothing written ($1)" test ! -e "$troot/etc"
 	expect_status 0 "trust: --print prints it ($1)" \
-		env CTXSHIM_LIB=/opt/gw/libctxshim.so "$S" systemd-dropin --print --root "$troot" nginx
+		env CTXSHIM_LIB=/opt/gw/libctxshim.so "$S" systemd-dropin --print --root "$troot" "$tunit"
 	check "trust: --print says nothing ($1)" same "$dp_err" ""
 	chmod "$4" "$2"
 }
@@ -645,6 +647,44 @@ check "its copy checked (not hidden by service.d/)" contains "$dp_err" \
 check "nothing written (not hidden by service.d/)" test ! -e "$tfile"
 chmod 644 "$aroot/opt/gw/libctxshim.so"
 rm -rf "${troot:?}/etc" "$sdir/nginx.service.d"
+# The drop-ins of the unit name's prefixes up to a dash apply too
+# (web-app-.service.d/, web-.service.d/ for web-app-api.service): below
+# those of the unit's own name, a longer prefix's hiding a shorter's of
+# the same name, and above service.d/ (old: not read, the RootDirectory=
+# of web-.service.d/ not seen and the root's group-writable copy written,
+# the one of service.d/ not hidden).
+tunit=web-app-api
+tfile=$troot/etc/systemd/system/web-app-api.service.d/ctxshim.conf
+mkdir -p "$sdir/web-.service.d" "$sdir/web-app-.service.d" "$sdir/service.d"
+: >"$sdir/web-app-api.service"
+printf '[Service]\nRootDirectory=/srv/app\n' >"$sdir/web-.service.d/root.conf"
+uroot_refused "a group-writable library in a root set in web-.service.d/" "$aroot/opt/gw/libctxshim.so" 664 644
+# prefix_hidden FILE: the RootDirectory= of FILE, hidden, is not read: the
+# host's copy is checked, not the root's group-writable one.
+prefix_hidden() {
+	chmod 664 "$aroot/opt/gw/libctxshim.so"
+	expect_status 0 "prefix: the RootDirectory= of a hidden $1 is not read" \
+		env CTXSHIM_LIB=/opt/gw/libctxshim.so "$S" systemd-dropin --root "$troot" web-app-api
+	check "prefix: the host's copy checked (hidden $1)" same "$dp_err" \
+		"ctxshim: note: $troot/opt/gw/libctxshim.so was not test-loaded (--root): start web-app-api.service in that system to see that it loads"
+	rm -rf "${troot:?}/etc"
+	chmod 644 "$aroot/opt/gw/libctxshim.so"
+}
+printf '[Service]\n' >"$sdir/web-app-.service.d/root.conf"
+prefix_hidden web-.service.d/root.conf
+rm "$sdir/web-app-.service.d/root.conf"
+mv "$sdir/web-.service.d/root.conf" "$sdir/service.d/root.conf"
+printf '[Service]\n' >"$sdir/web-.service.d/root.conf"
+prefix_hidden service.d/root.conf
+# (an instance: through its template, web-app@.service)
+tunit=web-app@x
+tfile=$troot/etc/systemd/system/web-app@x.service.d/ctxshim.conf
+: >"$sdir/web-app@.service"
+mv "$sdir/service.d/root.conf" "$sdir/web-.service.d/root.conf"
+uroot_refused "a group-writable library in a root set in web-.service.d/ (an instance)" "$aroot/opt/gw/libctxshim.so" 664 644
+rm -rf "$sdir/web-"* "$sdir/service.d"
+tunit=nginx
+tfile=$troot/etc/systemd/system/nginx.service.d/ctxshim.conf
 # A bind covers what is below its destination, not the unit's root nor the
 # directories on the way there: one that another user can write is
 # refused (old: written when bound).
