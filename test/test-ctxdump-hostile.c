@@ -1149,6 +1149,35 @@ START_TEST(descriptors_below_the_least)
 }
 END_TEST
 
+/* The least a dump needs, one of them taken by a descriptor ctxdump is
+ * started with: the hint counts it (old: "no more than 5 files may be
+ * open at once (ulimit -n), and a dump needs 5", which said 5 was
+ * enough). */
+START_TEST(descriptors_open_at_start)
+{
+	char dir[] = "/tmp/ctxdump-hostile-XXXXXX", *out, *err, pid[16], *argv[12];
+	const char *args[] = {"-j", pid, NULL};
+	struct target t;
+	int st;
+
+	many_objects_start(&t, dir, "3", "late_a", NULL);
+	snprintf(pid, sizeof(pid), "%d", (int)t.pid);
+	nofile_argv(argv, 5, args);
+	argv[2] = "ulimit -n 5 && exec \"$0\" \"$@\" 3</dev/null";
+	st = test_run_capture(argv, NULL, false, &out, &err, RUN_TIMEOUT_MS);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 2, "status 0x%x: %s", st,
+		      err);
+	expect_in(err, "ctxdump: no more than 5 files may be open at once (ulimit -n), "
+		       "1 of them open already when ctxdump started, and a dump "
+		       "needs 5\n");
+	assert_messages(err);
+	free(out);
+	free(err);
+	target_finish(&t);
+	ck_assert_int_eq(rmdir(dir), 0);
+}
+END_TEST
+
 /* As many descriptors as a dump needs (5, 7 with --stacks; _i), with 100
  * threads: enough for their names to be read on a second thread
  * (ctxdump.c PREFETCH_MIN), which kept a descriptor through the ELF
@@ -1999,6 +2028,7 @@ TEST_SUITE(ctxdump_hostile_suite)
 	tcase_add_loop_test(tc, objects_beyond_descriptors_opened_once, 0, 2);
 	tcase_add_loop_test(tc, stacks_beyond_descriptors_at_lowest_limit, 0, 3);
 	tcase_add_loop_test(tc, descriptors_below_the_least, 0, 2);
+	tcase_add_test(tc, descriptors_open_at_start);
 	tcase_add_loop_test(tc, descriptors_at_the_least_with_many_threads, 0, 2);
 	tcase_add_loop_test(tc, names_thread_out_of_descriptors, 0, 2);
 	tcase_add_loop_test(tc, descriptors_below_the_least_to_record, 0, 2);

@@ -41,6 +41,12 @@ void cli_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 #define CLI_NOFILE_DUMP   5u
 #define CLI_NOFILE_STACKS 7u
 
+/* Count the descriptors above 2 that ctxdump was started with, for
+ * cli_nofile_hint(); where RLIMIT_NOFILE is at most CLI_INHERITED_PROBE
+ * (above, the limit is not what a dump runs into).  Call it first. */
+#define CLI_INHERITED_PROBE 256u
+void cli_count_inherited(void);
+
 /* After a failure with err (a negative errno): the hint for one that ran
  * out of descriptors (EMFILE: RLIMIT_NOFILE, and that what ("a dump")
  * needs need of them, how (" with --stacks", or "")); ENFILE: the

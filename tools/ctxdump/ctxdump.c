@@ -1902,6 +1902,7 @@ main(int argc, char **argv)
 	unsigned execs = 0, again = 0, slot_tries = 0;
 	int r;
 
+	cli_count_inherited();
 	/* Subcommands (issue 10); a process id is never a word. */
 	if (argc > 1 && strcmp(argv[1], "record") == 0)
 		return record_main(argc - 1, argv + 1);
