@@ -2343,6 +2343,17 @@ START_TEST(record_report_usage)
 			free(err);
 		}
 	}
+	/* --top and --traces both take a count: the message names which
+	 * one is wrong (old: "invalid count: '0'" for either) */
+	ck_assert_int_eq(prof_run(&out, &err, "report", "--top", "0", "f", NULL), 64);
+	ck_assert_msg(strstr(err, "invalid count for --top: '0'"), "%s", err);
+	free(out);
+	free(err);
+	ck_assert_int_eq(prof_run(&out, &err, "report", "--traces", "x", "f", NULL),
+			 64);
+	ck_assert_msg(strstr(err, "invalid count for --traces: 'x'"), "%s", err);
+	free(out);
+	free(err);
 	ck_assert_int_eq(prof_run(&out, &err, "record", "--stack-size", "0", "1", NULL),
 			 64);
 	ck_assert_ptr_nonnull(strstr(err, "smaller than 4K"));

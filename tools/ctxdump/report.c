@@ -3377,12 +3377,13 @@ parse_args(struct rpt_ctl *ctl, int argc, char **argv)
 			break;
 		case OPT_TOP:
 			summary_only = "top";
-			ctl->top = (unsigned)cli_parse_num(optarg, "count", 1, INT_MAX);
+			ctl->top = (unsigned)cli_parse_num(optarg, "count for --top", 1,
+							   INT_MAX);
 			break;
 		case OPT_TRACES:
 			summary_only = "traces";
-			ctl->max_traces =
-				(unsigned)cli_parse_num(optarg, "count", 0, INT_MAX);
+			ctl->max_traces = (unsigned)cli_parse_num(
+				optarg, "count for --traces", 0, INT_MAX);
 			break;
 		case OPT_TRACE:
 			/* ids are printed in lowercase; upper case as
