@@ -1845,6 +1845,11 @@ START_TEST(no_cap_sys_ptrace)
 	ck_assert_msg(st == 2, "exit %d: %s", st, err);
 	ck_assert_msg(strstr(err, "may be owned by a different user (uid 65534)"), "%s",
 		      err);
+	/* the hint names the missing capability: ctxdump is root already
+	 * (old: "run ctxdump as that user or as root") */
+	ck_assert_msg(strstr(err, "runs as root but without CAP_SYS_PTRACE") &&
+			      !strstr(err, "or as root"),
+		      "%s", err);
 	/* no shim: no process context, rightly none */
 	ck_assert_msg(strstr(out, "\nProcess context: none\n"), "%s", out);
 }

@@ -2280,11 +2280,19 @@ stop_diagnose_eperm(pid_t pid, pid_t tid)
 		return;
 	}
 	uid = status_field(path, "Uid");
+	/* Root without CAP_SYS_PTRACE is a container's root (docker drops the
+	 * capability by default): "run as root" would not help there. */
 	if (uid >= 0 && (uid_t)uid != geteuid() && !have_cap_sys_ptrace()) {
-		cli_warn("process %d may be owned by a different user (uid %lld); run "
-			 "ctxdump "
-			 "as that user or as root",
-			 (int)pid, uid);
+		if (geteuid() == 0)
+			cli_warn("process %d may be owned by a different user (uid "
+				 "%lld); ctxdump runs as root but without "
+				 "CAP_SYS_PTRACE, which that needs (in a container: "
+				 "docker run --cap-add SYS_PTRACE)",
+				 (int)pid, uid);
+		else
+			cli_warn("process %d may be owned by a different user (uid "
+				 "%lld); run ctxdump as that user or as root",
+				 (int)pid, uid);
 		return;
 	}
 	if (remote_read_file("/proc/sys/kernel/yama/ptrace_scope", 64, &buf, &len) ==
