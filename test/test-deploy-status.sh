@@ -226,6 +226,10 @@ if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
 		check "the context is unreadable, and why" contains "$dp_out" \
 			"unreadable: cannot open /proc/$np/mem (it needs ptrace access"
 		check "the state says it cannot tell" contains "$dp_out" "state:    unknown"
+		# root already: the capability is what is missing (old: "run as
+		# root")
+		check "the hint names CAP_SYS_PTRACE" contains "$dp_out" \
+			"ptrace access: root with CAP_SYS_PTRACE"
 	else
 		echo "# maps and memory equally readable without CAP_SYS_PTRACE here"
 	fi
