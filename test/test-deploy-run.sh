@@ -92,6 +92,13 @@ check "prints the version" contains "$dp_out" "ctxshim from ctxshim "
 check "and runs nothing" test ! -e ran-fV
 expect_status 0 "version --help is help" "$S" version --help
 check "prints the usage" contains "$dp_out" " ctxshim version"
+# -V wherever -h is taken, as util-linux does (old: a usage error after
+# check, status, preload and systemd-dropin).
+for a in check status preload 'preload status' systemd-dropin version; do
+	# shellcheck disable=SC2086 # the command and its action
+	expect_status 0 "$a -V" "$S" $a -V
+	check "$a -V: the version" contains "$dp_out" "ctxshim "
+done
 # Help and version that cannot be written fail (old: exit 0, and
 # run -V went on to run the command), in ctxshim's name as util-linux
 # says it (old: "cat: write error: ...", "dash: 1: printf: printf: I/O
