@@ -685,6 +685,24 @@ uroot_refused "a group-writable library in a root set in web-.service.d/ (an ins
 rm -rf "$sdir/web-"* "$sdir/service.d"
 tunit=nginx
 tfile=$troot/etc/systemd/system/nginx.service.d/ctxshim.conf
+# The unit directories in systemd's order: system.control above the
+# others, generator.late below /usr/lib (old: system.control not read,
+# generator.late read before /usr/lib; the RootDirectory= that each hides
+# was read and the root's group-writable copy refused).
+: >"$sdir/nginx.service"
+chmod 664 "$aroot/opt/gw/libctxshim.so"
+for hide in run/systemd/system.control:run/systemd/system \
+	usr/lib/systemd/system:run/systemd/generator.late; do
+	mkdir -p "$troot/${hide%:*}/nginx.service.d" "$troot/${hide#*:}/nginx.service.d"
+	printf '[Service]\n' >"$troot/${hide%:*}/nginx.service.d/root.conf"
+	printf '[Service]\nRootDirectory=/srv/app\n' >"$troot/${hide#*:}/nginx.service.d/root.conf"
+	expect_status 0 "order: ${hide%:*} hides ${hide#*:}" \
+		env CTXSHIM_LIB=/opt/gw/libctxshim.so "$S" systemd-dropin --root "$troot" nginx
+	check "order: the host's copy checked (${hide%:*} over ${hide#*:})" same "$dp_err" \
+		"ctxshim: note: $troot/opt/gw/libctxshim.so was not test-loaded (--root): start nginx.service in that system to see that it loads"
+	rm -rf "${troot:?}/etc" "${troot:?}/run" "$sdir/nginx.service.d"
+done
+chmod 644 "$aroot/opt/gw/libctxshim.so"
 # A bind covers what is below its destination, not the unit's root nor the
 # directories on the way there: one that another user can write is
 # refused (old: written when bound).
