@@ -1178,23 +1178,36 @@ START_TEST(descriptors_open_at_start)
 }
 END_TEST
 
-/* As many descriptors as a dump needs (5, 7 with --stacks; _i), with 100
- * threads: enough for their names to be read on a second thread
+/* As many descriptors as a dump needs (5, 7 with --stacks; _i & 1), with
+ * 100 threads: enough for their names to be read on a second thread
  * (ctxdump.c PREFETCH_MIN), which kept a descriptor through the ELF
  * lookups and needed one more in a file table of its own (old: "none of
  * its 4 objects could be opened ... Too many open files" without
- * --stacks; with it, every name empty). */
+ * --stacks; with it, every name empty).  _i & 2: one more, taken by a
+ * descriptor ctxdump is started with (old: the names thread started as
+ * if it were free, and the same "none of its 4 objects" without
+ * --stacks). */
 START_TEST(descriptors_at_the_least_with_many_threads)
 {
 	char *argv[] = {NULL, "--wait", "100", NULL}, *out, *err, pid[16];
+	char *dump[12], script[80];
 	const char *args[] = {"-j", pid, NULL},
 		   *sargs[] = {"--stacks", "-j", pid, NULL};
+	int nofile = (_i & 1 ? 7 : 5) + (_i & 2 ? 1 : 0), st;
 	struct target t;
 
 	argv[0] = (char *)test_helper_path("threads");
 	target_start_as(&t, argv, true);
 	snprintf(pid, sizeof(pid), "%d", (int)t.pid);
-	run_nofile(_i ? 7 : 5, _i ? sargs : args, 0, &out, &err);
+	nofile_argv(dump, nofile, _i & 1 ? sargs : args);
+	if (_i & 2) {
+		snprintf(script, sizeof(script),
+			 "ulimit -n %d && exec \"$0\" \"$@\" 3</dev/null", nofile);
+		dump[2] = script;
+	}
+	st = test_run_capture(dump, NULL, false, &out, &err, RUN_TIMEOUT_MS);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status 0x%x: %s", st,
+		      err);
 	expect_in(out, "\"name\": \"otel_thread_ctx_v1\"");
 	ck_assert_uint_eq(count_in(out, "\"tid\": "), 101);
 	ck_assert_uint_eq(count_in(out, "\"comm\": \"threads\""), 101);
@@ -2029,7 +2042,7 @@ TEST_SUITE(ctxdump_hostile_suite)
 	tcase_add_loop_test(tc, stacks_beyond_descriptors_at_lowest_limit, 0, 3);
 	tcase_add_loop_test(tc, descriptors_below_the_least, 0, 2);
 	tcase_add_test(tc, descriptors_open_at_start);
-	tcase_add_loop_test(tc, descriptors_at_the_least_with_many_threads, 0, 2);
+	tcase_add_loop_test(tc, descriptors_at_the_least_with_many_threads, 0, 4);
 	tcase_add_loop_test(tc, names_thread_out_of_descriptors, 0, 2);
 	tcase_add_loop_test(tc, descriptors_below_the_least_to_record, 0, 2);
 	tcase_add_loop_test(tc, huge_section_in_a_hole, 0, 2);

@@ -67,6 +67,12 @@ cli_count_inherited(void)
 			inherited++;
 }
 
+unsigned
+cli_inherited(void)
+{
+	return inherited;
+}
+
 void
 cli_nofile_hint(int err, const char *what, unsigned need, const char *how)
 {

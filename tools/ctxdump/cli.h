@@ -46,6 +46,8 @@ void cli_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * (above, the limit is not what a dump runs into).  Call it first. */
 #define CLI_INHERITED_PROBE 256u
 void cli_count_inherited(void);
+/* How many cli_count_inherited() found (0 where it did not look). */
+unsigned cli_inherited(void);
 
 /* After a failure with err (a negative errno): the hint for one that ran
  * out of descriptors (EMFILE: RLIMIT_NOFILE, and that what ("a dump")

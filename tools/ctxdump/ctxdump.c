@@ -1301,15 +1301,17 @@ nofile_hint(const struct ctxdump_control *ctl, int err)
 }
 
 /* Whether RLIMIT_NOFILE leaves extra descriptors beyond the least that
- * a dump as ctl asks for needs. */
+ * a dump as ctl asks for needs, besides those ctxdump was started with
+ * (old: not counted, and under ulimit -n 6 with one of them open the
+ * names thread took the descriptor the ELF lookups needed). */
 static bool
 nofile_allows(const struct ctxdump_control *ctl, unsigned extra)
 {
 	struct rlimit rl;
 
 	return getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY ||
-	       rl.rlim_cur >=
-		       (ctl->stacks ? CLI_NOFILE_STACKS : CLI_NOFILE_DUMP) + extra;
+	       rl.rlim_cur >= (ctl->stacks ? CLI_NOFILE_STACKS : CLI_NOFILE_DUMP) +
+				      extra + cli_inherited();
 }
 
 static int
