@@ -623,6 +623,11 @@ printf '[Service]\nRootDirectory=/srv/app\nBindReadOnlyPaths=/opt/bound:/opt/gw 
 bound_written "a backslash at the end of the file" BindReadOnlyPaths /opt/bound/libctxshim.so
 printf '[Service]\nRootDirectory=\\\n  /srv/app\n' >"$sdir/nginx.service"
 uroot_refused "a group-writable library in a root on a continuation line" "$aroot/opt/gw/libctxshim.so" 664 644
+# A carriage return alone ends a line too, as a newline does (systemd's
+# read_line(); old: one line with the Description=, the RootDirectory=
+# after it not seen and the root's group-writable copy written).
+printf '[Service]\nDescription=web\rRootDirectory=/srv/app\n' >"$sdir/nginx.service"
+uroot_refused "a group-writable library in a root set after a carriage return" "$aroot/opt/gw/libctxshim.so" 664 644
 printf '[Service]\nEnvironment=A=\\\n  RootDirectory=/srv/app\n' >"$sdir/nginx.service"
 chmod 664 "$aroot/opt/gw/libctxshim.so"
 expect_status 0 "a RootDirectory= that continues a line is written" \
