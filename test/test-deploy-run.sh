@@ -432,6 +432,12 @@ for w in '96 \0\0\0\0\0\0\0\200' '72 \0\0\0\0\0\0\0\200' '72 \0\0\1\0\0\0\0\0'; 
 	expect_status 1 "check: PT_INTERP out of the file ($w)" "$S" check ./interp-out
 	check "says so ($w)" contains "$dp_out$dp_err" "has an invalid PT_INTERP"
 done
+# One whose path does not end in a NUL, its size one short (p_filesz at
+# 96): the kernel refuses to run it (ENOEXEC, binfmt_elf.c).  Old: "ok".
+cp glibc-hdr interp-nonul
+le 27 8 | dd of=interp-nonul bs=1 seek=96 conv=notrunc 2>/dev/null
+expect_status 1 "check: PT_INTERP without its NUL" "$S" check ./interp-nonul
+check "says so (no NUL)" contains "$dp_out$dp_err" "has an invalid PT_INTERP"
 {
 	bytes 127 69 76 70 1 1 1 0 0 0 0 0 0 0 0 0
 	le 2 2; le 3 2; le 1 4; le 0 4; le 52 4; le 0 4; le 0 4

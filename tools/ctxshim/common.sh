@@ -781,11 +781,13 @@ ctx_inspect_elf() {
 	esac
 	# The kernel reads the interpreter's path from the file and refuses
 	# a program whose path is not all there (old: "ok", with no
-	# interpreter).  A size or offset of 2^63 or more is a number too
-	# long for [ (it failed, and the size was not checked at all).
+	# interpreter), or does not end in a NUL (old: "ok").  A size or
+	# offset of 2^63 or more is a number too long for [ (it failed, and
+	# the size was not checked at all).
 	ctx_fsize=$(stat -L -c %s "$ctx_file" 2>/dev/null) || ctx_fsize=0
 	if [ ${#2} -gt 18 ] || [ ${#3} -gt 4 ] || [ "$3" -le 1 ] || [ "$3" -gt 4096 ] ||
-		[ $(($2 + $3)) -gt "$ctx_fsize" ]; then
+		[ $(($2 + $3)) -gt "$ctx_fsize" ] ||
+		[ "$(ctx_bytes "$ctx_file" $(($2 + $3 - 1)) 1)" != " 0 " ]; then
 		ctx_verdict=notexec
 		ctx_why="$ctx_file has an invalid PT_INTERP"
 		return 0
