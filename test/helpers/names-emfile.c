@@ -22,8 +22,14 @@ is_name(const char *path)
 {
 	size_t l = strlen(path);
 
-	return (l >= 5 && strcmp(path + l - 5, "/comm") == 0) ||
-	       (l >= 5 && strcmp(path + l - 5, "/stat") == 0 && strstr(path, "task"));
+	if (l >= 5 && strcmp(path + l - 5, "/comm") == 0)
+		return 1;
+	if (l < 5 || strcmp(path + l - 5, "/stat") != 0)
+		return 0;
+	/* also "TID/stat" under the task directory's descriptor (stop.c
+	 * read_task_stat_at(), without STOP_STATE_AT_STOP; old: let through,
+	 * and the names read there) */
+	return strstr(path, "task") || strspn(path, "0123456789") == l - 5;
 }
 
 EXPORT int
