@@ -628,6 +628,11 @@ uroot_refused "a group-writable library in a root on a continuation line" "$aroo
 # after it not seen and the root's group-writable copy written).
 printf '[Service]\nDescription=web\rRootDirectory=/srv/app\n' >"$sdir/nginx.service"
 uroot_refused "a group-writable library in a root set after a carriage return" "$aroot/opt/gw/libctxshim.so" 664 644
+# A byte order mark at the start of a file is not read (old: it was the
+# start of "[Service]", which was then no section header, and the
+# RootDirectory= below not seen).
+printf '\357\273\277[Service]\nRootDirectory=/srv/app\n' >"$sdir/nginx.service"
+uroot_refused "a group-writable library in a root set after a byte order mark" "$aroot/opt/gw/libctxshim.so" 664 644
 printf '[Service]\nEnvironment=A=\\\n  RootDirectory=/srv/app\n' >"$sdir/nginx.service"
 chmod 664 "$aroot/opt/gw/libctxshim.so"
 expect_status 0 "a RootDirectory= that continues a line is written" \
