@@ -438,6 +438,12 @@ cp glibc-hdr interp-nonul
 le 27 8 | dd of=interp-nonul bs=1 seek=96 conv=notrunc 2>/dev/null
 expect_status 1 "check: PT_INTERP without its NUL" "$S" check ./interp-nonul
 check "says so (no NUL)" contains "$dp_out$dp_err" "has an invalid PT_INTERP"
+# A NUL inside the path (at 126, after "/lib64"): the kernel opens the
+# path up to it (old: "/lib64ld-linux-x86-64.so.2", every NUL dropped).
+cp glibc-hdr interp-nul
+printf '\0' | dd of=interp-nul bs=1 seek=126 conv=notrunc 2>/dev/null
+expect_status 0 "check: PT_INTERP with a NUL inside" "$S" check ./interp-nul
+check "names the path up to it" contains "$dp_out" "(interpreter /lib64)"
 {
 	bytes 127 69 76 70 1 1 1 0 0 0 0 0 0 0 0 0
 	le 2 2; le 3 2; le 1 4; le 0 4; le 52 4; le 0 4; le 0 4

@@ -792,7 +792,9 @@ ctx_inspect_elf() {
 		ctx_why="$ctx_file has an invalid PT_INTERP"
 		return 0
 	fi
-	ctx_interp=$(dd if="$ctx_file" bs=1 skip="$2" count="$3" 2>/dev/null | tr -d '\000')
+	# The path up to its first NUL, as the kernel opens it (old: every
+	# NUL dropped, and what followed the first shown as part of it).
+	ctx_interp=$(dd if="$ctx_file" bs=1 skip="$2" count="$3" 2>/dev/null | tr '\000' '\n' | head -n 1)
 	case ${ctx_interp##*/} in
 	ld-musl-*)
 		ctx_verdict=musl
