@@ -1178,6 +1178,34 @@ START_TEST(descriptors_open_at_start)
 }
 END_TEST
 
+/* 40 objects unwound through under ulimit -n 14, 7 of the 14 taken by
+ * descriptors ctxdump is started with: 7 left, what a dump with --stacks
+ * needs, so none to keep open (old: the objects' cache kept 1, counted
+ * against 8 reserved, and the stop found none left: "cannot stop
+ * process: Too many open files"). */
+START_TEST(descriptors_open_at_start_beside_kept_objects)
+{
+	char dir[] = "/tmp/ctxdump-hostile-XXXXXX", *out, *err, pid[16], *argv[12];
+	const char *args[] = {"--stacks", "-j", pid, NULL};
+	struct target t;
+	int st;
+
+	many_objects_start(&t, dir, "40", "late_a", NULL);
+	snprintf(pid, sizeof(pid), "%d", (int)t.pid);
+	nofile_argv(argv, 14, args);
+	argv[2] = "ulimit -n 14 && exec \"$0\" \"$@\" 3</dev/null 4</dev/null "
+		  "5</dev/null 6</dev/null 7</dev/null 8</dev/null 9</dev/null";
+	st = test_run_capture(argv, NULL, false, &out, &err, RUN_TIMEOUT_MS);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status 0x%x: %s", st,
+		      err);
+	ck_assert_uint_eq(count_in(out, "\"symbol\": \"late_a\""), 40);
+	free(out);
+	free(err);
+	target_finish(&t);
+	ck_assert_int_eq(rmdir(dir), 0);
+}
+END_TEST
+
 /* As many descriptors as a dump needs (5, 7 with --stacks; _i & 1), with
  * 100 threads: enough for their names to be read on a second thread
  * (ctxdump.c PREFETCH_MIN), which kept a descriptor through the ELF
@@ -2052,6 +2080,7 @@ TEST_SUITE(ctxdump_hostile_suite)
 	tcase_add_loop_test(tc, stacks_beyond_descriptors_at_lowest_limit, 0, 3);
 	tcase_add_loop_test(tc, descriptors_below_the_least, 0, 2);
 	tcase_add_test(tc, descriptors_open_at_start);
+	tcase_add_test(tc, descriptors_open_at_start_beside_kept_objects);
 	tcase_add_loop_test(tc, descriptors_at_the_least_with_many_threads, 0, 4);
 	tcase_add_loop_test(tc, names_thread_out_of_descriptors, 0, 2);
 	tcase_add_loop_test(tc, descriptors_below_the_least_to_record, 0, 2);

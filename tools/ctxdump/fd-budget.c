@@ -3,6 +3,8 @@
 
 #include "fd-budget.h"
 
+#include "cli.h"
+
 #include <errno.h>
 #include <sys/resource.h>
 
@@ -10,6 +12,7 @@ void
 fd_budget_init(struct fd_budget *b)
 {
 	struct rlimit rl;
+	rlim_t reserve;
 
 	b->open = 0;
 	b->max = FD_BUDGET_MAX;
@@ -18,13 +21,15 @@ fd_budget_init(struct fd_budget *b)
 	 * quarter of all of them left too few for what cannot do without:
 	 * under ulimit -n 8, two objects kept open took what the stop needs
 	 * (libunwind's pipe and stdio had 5, the stop 2 of the 3 left:
-	 * "cannot stop process: Too many open files"). */
+	 * "cannot stop process: Too many open files").  The descriptors
+	 * ctxdump was started with take from the reserve too (old: not
+	 * counted, and the objects kept open took what the stop needed). */
+	reserve = FD_BUDGET_RESERVE + cli_inherited();
 	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
-	    (rl.rlim_cur <= FD_BUDGET_RESERVE ||
-	     (rl.rlim_cur - FD_BUDGET_RESERVE) / 4 < FD_BUDGET_MAX))
-		b->max = rl.rlim_cur <= FD_BUDGET_RESERVE
+	    (rl.rlim_cur <= reserve || (rl.rlim_cur - reserve) / 4 < FD_BUDGET_MAX))
+		b->max = rl.rlim_cur <= reserve
 				 ? 0
-				 : (unsigned)((rl.rlim_cur - FD_BUDGET_RESERVE) / 4);
+				 : (unsigned)((rl.rlim_cur - reserve) / 4);
 }
 
 bool
