@@ -993,15 +993,21 @@ END_TEST
 
 /* In argv (12 entries at least): ctxdump args... (up to 5; as
  * test_ctxdump_argv() puts them) run by a shell with RLIMIT_NOFILE at
- * nofile. */
+ * nofile, and held descriptors (0-7: 3, 4, ...) open on /dev/null as it
+ * starts. */
 static void
-nofile_argv(char **argv, int nofile, const char *const *args)
+nofile_argv(char **argv, int nofile, int held, const char *const *args)
 {
-	static char script[64];
+	static char script[160];
 	char *dump[8];
-	int n = test_ctxdump_argv(dump, 8, args), i;
+	int n = test_ctxdump_argv(dump, 8, args), i, l;
 
-	snprintf(script, sizeof(script), "ulimit -n %d && exec \"$0\" \"$@\"", nofile);
+	ck_assert_int_le(held, 7); /* sh redirects 0-9 only */
+	l = snprintf(script, sizeof(script), "ulimit -n %d && exec \"$0\" \"$@\"",
+		     nofile);
+	for (i = 0; i < held; i++)
+		l += snprintf(script + l, sizeof(script) - (size_t)l, " %d</dev/null",
+			      3 + i);
 	argv[0] = "/bin/sh";
 	argv[1] = "-c";
 	argv[2] = script;
@@ -1009,15 +1015,17 @@ nofile_argv(char **argv, int nofile, const char *const *args)
 		argv[3 + i] = dump[i];
 }
 
-/* ctxdump args... under RLIMIT_NOFILE nofile (nofile_argv()), which must
- * exit with status want; its output in *out and *err. */
+/* ctxdump args... under RLIMIT_NOFILE nofile with held descriptors open
+ * (nofile_argv()), which must exit with status want; its output in *out
+ * and *err. */
 static void
-run_nofile(int nofile, const char *const *args, int want, char **out, char **err)
+run_nofile(
+	int nofile, int held, const char *const *args, int want, char **out, char **err)
 {
 	char *argv[12];
 	int st;
 
-	nofile_argv(argv, nofile, args);
+	nofile_argv(argv, nofile, held, args);
 	st = test_run_capture(argv, NULL, false, out, err, RUN_TIMEOUT_MS);
 	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == want,
 		      "status 0x%x (want exit %d): %s", st, want, *err);
@@ -1055,7 +1063,7 @@ START_TEST(more_objects_than_descriptors)
 
 	many_objects_start(&t, dir, "40", NULL, NULL);
 	snprintf(pid, sizeof(pid), "%d", (int)t.pid);
-	run_nofile(16, args, 0, &out, &err);
+	run_nofile(16, 0, args, 0, &out, &err);
 	expect_in(out, "\"name\": \"otel_thread_ctx_v1\"");
 	free(out);
 	free(err);
@@ -1077,7 +1085,7 @@ START_TEST(stacks_through_more_modules_than_descriptors)
 
 	many_objects_start(&t, dir, "40", "late_a", NULL);
 	snprintf(pid, sizeof(pid), "%d", (int)t.pid);
-	run_nofile(24, args, 0, &out, &err);
+	run_nofile(24, 0, args, 0, &out, &err);
 	ck_assert_msg(count_in(out, "\"symbol\": \"late_a\"") == 40,
 		      "%u threads in late_a: %s",
 		      count_in(out, "\"symbol\": \"late_a\""), err);
@@ -1107,7 +1115,7 @@ START_TEST(stacks_beyond_descriptors_at_lowest_limit)
 
 	many_objects_start(&t, dir, "40", "late_a", "32");
 	snprintf(pid, sizeof(pid), "%d", (int)t.pid);
-	run_nofile(9 - _i, args, 0, &out, &err);
+	run_nofile(9 - _i, 0, args, 0, &out, &err);
 	expect_in(out, "\"name\": \"otel_thread_ctx_v1\"");
 	ck_assert_uint_eq(count_in(out, "\"symbol\": \"late_a\""), 40);
 	free(out);
@@ -1129,7 +1137,7 @@ START_TEST(descriptors_below_the_least)
 
 	many_objects_start(&t, dir, "3", "late_a", NULL);
 	snprintf(pid, sizeof(pid), "%d", (int)t.pid);
-	run_nofile(_i ? 6 : 4, _i ? sargs : args, 2, &out, &err);
+	run_nofile(_i ? 6 : 4, 0, _i ? sargs : args, 2, &out, &err);
 	expect_in(err, _i ? "no more than 6 files may be open at once (ulimit -n), "
 			    "and a dump needs 7 with --stacks\n"
 			  : "no more than 4 files may be open at once (ulimit -n), "
@@ -1138,7 +1146,7 @@ START_TEST(descriptors_below_the_least)
 	free(out);
 	free(err);
 	/* and with that many, it works */
-	run_nofile(_i ? 7 : 5, _i ? sargs : args, 0, &out, &err);
+	run_nofile(_i ? 7 : 5, 0, _i ? sargs : args, 0, &out, &err);
 	expect_in(out, "\"name\": \"otel_thread_ctx_v1\"");
 	if (_i)
 		ck_assert_uint_eq(count_in(out, "\"symbol\": \"late_a\""), 3);
@@ -1155,18 +1163,13 @@ END_TEST
  * enough). */
 START_TEST(descriptors_open_at_start)
 {
-	char dir[] = "/tmp/ctxdump-hostile-XXXXXX", *out, *err, pid[16], *argv[12];
+	char dir[] = "/tmp/ctxdump-hostile-XXXXXX", *out, *err, pid[16];
 	const char *args[] = {"-j", pid, NULL};
 	struct target t;
-	int st;
 
 	many_objects_start(&t, dir, "3", "late_a", NULL);
 	snprintf(pid, sizeof(pid), "%d", (int)t.pid);
-	nofile_argv(argv, 5, args);
-	argv[2] = "ulimit -n 5 && exec \"$0\" \"$@\" 3</dev/null";
-	st = test_run_capture(argv, NULL, false, &out, &err, RUN_TIMEOUT_MS);
-	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 2, "status 0x%x: %s", st,
-		      err);
+	run_nofile(5, 1, args, 2, &out, &err);
 	expect_in(err, "ctxdump: no more than 5 files may be open at once (ulimit -n), "
 		       "1 of them open already when ctxdump started, and a dump "
 		       "needs 5\n");
@@ -1185,19 +1188,13 @@ END_TEST
  * process: Too many open files"). */
 START_TEST(descriptors_open_at_start_beside_kept_objects)
 {
-	char dir[] = "/tmp/ctxdump-hostile-XXXXXX", *out, *err, pid[16], *argv[12];
+	char dir[] = "/tmp/ctxdump-hostile-XXXXXX", *out, *err, pid[16];
 	const char *args[] = {"--stacks", "-j", pid, NULL};
 	struct target t;
-	int st;
 
 	many_objects_start(&t, dir, "40", "late_a", NULL);
 	snprintf(pid, sizeof(pid), "%d", (int)t.pid);
-	nofile_argv(argv, 14, args);
-	argv[2] = "ulimit -n 14 && exec \"$0\" \"$@\" 3</dev/null 4</dev/null "
-		  "5</dev/null 6</dev/null 7</dev/null 8</dev/null 9</dev/null";
-	st = test_run_capture(argv, NULL, false, &out, &err, RUN_TIMEOUT_MS);
-	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status 0x%x: %s", st,
-		      err);
+	run_nofile(14, 7, args, 0, &out, &err);
 	ck_assert_uint_eq(count_in(out, "\"symbol\": \"late_a\""), 40);
 	free(out);
 	free(err);
@@ -1218,24 +1215,15 @@ END_TEST
 START_TEST(descriptors_at_the_least_with_many_threads)
 {
 	char *argv[] = {NULL, "--wait", "100", NULL}, *out, *err, pid[16];
-	char *dump[12], script[80];
 	const char *args[] = {"-j", pid, NULL},
 		   *sargs[] = {"--stacks", "-j", pid, NULL};
-	int nofile = (_i & 1 ? 7 : 5) + (_i & 2 ? 1 : 0), st;
+	int held = _i & 2 ? 1 : 0;
 	struct target t;
 
 	argv[0] = (char *)test_helper_path("threads");
 	target_start_as(&t, argv, true);
 	snprintf(pid, sizeof(pid), "%d", (int)t.pid);
-	nofile_argv(dump, nofile, _i & 1 ? sargs : args);
-	if (_i & 2) {
-		snprintf(script, sizeof(script),
-			 "ulimit -n %d && exec \"$0\" \"$@\" 3</dev/null", nofile);
-		dump[2] = script;
-	}
-	st = test_run_capture(dump, NULL, false, &out, &err, RUN_TIMEOUT_MS);
-	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status 0x%x: %s", st,
-		      err);
+	run_nofile((_i & 1 ? 7 : 5) + held, held, _i & 1 ? sargs : args, 0, &out, &err);
 	expect_in(out, "\"name\": \"otel_thread_ctx_v1\"");
 	ck_assert_uint_eq(count_in(out, "\"tid\": "), 101);
 	ck_assert_uint_eq(count_in(out, "\"comm\": \"threads\""), 101);
@@ -1316,7 +1304,7 @@ START_TEST(descriptors_below_the_least_to_record)
 	snprintf(pid, sizeof(pid), "%d", (int)t.pid);
 	snprintf(prof, sizeof(prof), "%s/out.prof", dir);
 	snprintf(oarg, sizeof(oarg), "-o%s", _i ? "-" : prof);
-	run_nofile(least - 1, args, 2, &out, &err);
+	run_nofile(least - 1, 0, args, 2, &out, &err);
 	expect_in(err, _i ? "no more than 6 files may be open at once (ulimit -n), "
 			    "and a recording to standard output needs 7\n"
 			  : "no more than 7 files may be open at once (ulimit -n), "
@@ -1326,7 +1314,7 @@ START_TEST(descriptors_below_the_least_to_record)
 	free(err);
 	(void)unlink(prof);
 	/* and with that many, it works */
-	run_nofile(least, args, 0, &out, &err);
+	run_nofile(least, 0, args, 0, &out, &err);
 	if (_i) {
 		ck_assert_uint_gt(strlen(out), 0);
 	} else {
@@ -1761,12 +1749,12 @@ START_TEST(large_objects_beyond_descriptors)
 
 	many_objects_start(&t, dir, "40", "-", "32");
 	snprintf(pid, sizeof(pid), "%d", (int)t.pid);
-	run_nofile(16, args, 0, &out, &err);
+	run_nofile(16, 0, args, 0, &out, &err);
 	expect_in(out, "\"name\": \"otel_thread_ctx_v1\"");
 	free(out);
 	free(err);
 	/* again, to see its memory (the shell execs ctxdump: one process) */
-	nofile_argv(argv, 16, args);
+	nofile_argv(argv, 16, 0, args);
 	peak = run_peak_kib(argv);
 	ck_assert_msg(peak < 256 * 1024, "ctxdump held %ld KiB", peak);
 	target_finish(&t);
@@ -1806,7 +1794,7 @@ START_TEST(objects_beyond_descriptors_opened_once)
 	in = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
 	ck_assert_int_ge(in, 0);
 	ck_assert_int_ge(inotify_add_watch(in, dir, IN_OPEN), 0);
-	run_nofile(16, args, 0, &out, &err);
+	run_nofile(16, 0, args, 0, &out, &err);
 	if (!_i)
 		expect_in(out, "\"name\": \"otel_thread_ctx_v1\"");
 	while ((n = read(in, buf.b, sizeof(buf.b))) > 0)
