@@ -695,6 +695,60 @@ uroot_refused "a group-writable library in a root set in web-.service.d/ (an ins
 rm -rf "$sdir/web-"* "$sdir/service.d"
 tunit=nginx
 tfile=$troot/etc/systemd/system/nginx.service.d/ctxshim.conf
+# A unit file, a drop-in and a .d/ directory that are links are read as
+# that system reads them: an absolute target is a file of the root, not of
+# this host (old: followed here, where /opt/units is not, and the
+# RootDirectory= they set not seen: the root's group-writable copy was
+# written).
+rdir=$troot/run/systemd/system
+mkdir -p "$rdir" "$troot/opt/units/nginx.d" "$sdir/nginx.service.d"
+printf '[Service]\nRootDirectory=/srv/app\n' >"$troot/opt/units/nginx.service"
+ln -s /opt/units/nginx.service "$rdir/nginx.service"
+uroot_refused "a group-writable library in a root set in a linked unit file" "$aroot/opt/gw/libctxshim.so" 664 644
+rm "$rdir/nginx.service"
+printf '[Service]\nRootDirectory=/srv/app\n' >"$troot/opt/units/root.conf"
+ln -s /opt/units/root.conf "$sdir/nginx.service.d/root.conf"
+uroot_refused "a group-writable library in a root set in a linked drop-in" "$aroot/opt/gw/libctxshim.so" 664 644
+rm -r "$sdir/nginx.service.d"
+mv "$troot/opt/units/root.conf" "$troot/opt/units/nginx.d/root.conf"
+ln -s /opt/units/nginx.d "$sdir/nginx.service.d"
+uroot_refused "a group-writable library in a root set in a linked .d/ directory" "$aroot/opt/gw/libctxshim.so" 664 644
+# A link to /dev/null hides a drop-in of that name still, as in systemd.
+mkdir -p "$rdir/nginx.service.d"
+ln -s /dev/null "$rdir/nginx.service.d/root.conf"
+chmod 664 "$aroot/opt/gw/libctxshim.so"
+expect_status 0 "a drop-in hidden by a link to /dev/null is not read" \
+	env CTXSHIM_LIB=/opt/gw/libctxshim.so "$S" systemd-dropin --root "$troot" nginx
+check "the host's copy checked (hidden by /dev/null)" same "$dp_err" \
+	"ctxshim: note: $troot/opt/gw/libctxshim.so was not test-loaded (--root): start nginx.service in that system to see that it loads"
+rm -rf "${troot:?}/etc" "$rdir/nginx.service.d"
+chmod 644 "$aroot/opt/gw/libctxshim.so"
+# A masked unit (a link to /dev/null) is not started: the drop-in is
+# written, with a warning (old: none).
+ln -s /dev/null "$rdir/nginx.service"
+expect_status 0 "a masked unit is written" \
+	env CTXSHIM_LIB=/opt/gw/libctxshim.so "$S" systemd-dropin --root "$troot" nginx
+check "warns that it is masked" contains "$dp_err" \
+	"ctxshim: warning: nginx.service is masked ($rdir/nginx.service is a link to /dev/null): systemd does not start it, and the drop-in has no effect until it is unmasked"
+rm -rf "${troot:?}/etc" "$rdir/nginx.service"
+# An alias (a link into a unit directory, here absolute) is the unit of
+# its target's name, which systemd looks up by that name, with the
+# drop-ins of both names (systemd 252; old: only web.service.d/ read, and
+# the RootDirectory= of nginx.service.d/ not seen); the drop-in of the
+# alias's name applies while the link is there: a note says so.
+ln -s /usr/lib/systemd/system/nginx.service "$rdir/web.service"
+tunit=web
+tfile=$troot/etc/systemd/system/web.service.d/ctxshim.conf
+uroot_refused "a group-writable library in a root set for the target of an alias" "$aroot/opt/gw/libctxshim.so" 664 644
+rm -r "$sdir/nginx.service.d"
+expect_status 0 "an alias is written" \
+	env CTXSHIM_LIB=/opt/gw/libctxshim.so "$S" systemd-dropin --root "$troot" web
+check "the note on the alias" contains "$dp_err" \
+	"ctxshim: note: web.service is an alias of nginx.service ($rdir/web.service is a link): the drop-in applies while that link exists (write it for nginx.service to keep it)"
+check "its unit file is found" not_contains "$dp_err" "no unit file"
+rm -rf "${troot:?}/etc" "$troot/run" "$troot/opt/units"
+tunit=nginx
+tfile=$troot/etc/systemd/system/nginx.service.d/ctxshim.conf
 # The unit directories in systemd's order: system.control above the
 # others, generator.late below /usr/lib (old: system.control not read,
 # generator.late read before /usr/lib; the RootDirectory= that each hides
