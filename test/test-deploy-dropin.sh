@@ -749,6 +749,18 @@ check "its unit file is found" not_contains "$dp_err" "no unit file"
 rm -rf "${troot:?}/etc" "$troot/run" "$troot/opt/units"
 tunit=nginx
 tfile=$troot/etc/systemd/system/nginx.service.d/ctxshim.conf
+# An alias link that systemd 252 rejects (to its own name, to another
+# unit type) is skipped, and a lower directory's unit file read (old: a
+# link to the same name in /usr/lib was followed round to itself, one to
+# a .socket taken: no unit file, and its RootDirectory= not seen).
+mkdir -p "$rdir"
+printf '[Service]\nRootDirectory=/srv/app\n' >"$sdir/nginx.service"
+ln -s ../../../usr/lib/systemd/system/nginx.service "$rdir/nginx.service"
+uroot_refused "a group-writable library in a root set below a link to the same name" "$aroot/opt/gw/libctxshim.so" 664 644
+rm "$rdir/nginx.service"
+ln -s nginx.socket "$rdir/nginx.service"
+uroot_refused "a group-writable library in a root set below a link to a socket" "$aroot/opt/gw/libctxshim.so" 664 644
+rm -rf "$troot/run" "$sdir/nginx.service"
 # The unit directories in systemd's order: system.control above the
 # others, generator.late below /usr/lib (old: system.control not read,
 # generator.late read before /usr/lib; the RootDirectory= that each hides
