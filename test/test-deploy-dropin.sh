@@ -760,6 +760,30 @@ uroot_refused "a group-writable library in a root set below a link to the same n
 rm "$rdir/nginx.service"
 ln -s nginx.socket "$rdir/nginx.service"
 uroot_refused "a group-writable library in a root set below a link to a socket" "$aroot/opt/gw/libctxshim.so" 664 644
+rm "$rdir/nginx.service"
+# The drop-ins of every alias of the unit are read, of their dash
+# prefixes too, also where the unit is named by its own name (systemd 252
+# reads those of every name that links to it; old: only the aliases
+# named on the way, without their dash prefixes: the RootDirectory= of
+# web-.service.d/ for the alias web-app.service was not seen).
+printf '[Service]\n' >"$sdir/nginx.service"
+mkdir -p "$sdir/web-.service.d"
+printf '[Service]\nRootDirectory=/srv/app\n' >"$sdir/web-.service.d/root.conf"
+ln -s nginx.service "$rdir/web-app.service"
+uroot_refused "a group-writable library in a root set for an alias's dash prefix" "$aroot/opt/gw/libctxshim.so" 664 644
+tunit=web-app
+tfile=$troot/etc/systemd/system/web-app.service.d/ctxshim.conf
+uroot_refused "a group-writable library in a root set for the dash prefix of the alias named" "$aroot/opt/gw/libctxshim.so" 664 644
+tunit=nginx
+tfile=$troot/etc/systemd/system/nginx.service.d/ctxshim.conf
+# (not of a link whose name is not a unit's, which systemd skips)
+rm -rf "$troot/run" "$sdir/web-.service.d"
+mkdir -p "$rdir/web app.service.d"
+printf '[Service]\nRootDirectory=/srv/none\n' >"$rdir/web app.service.d/root.conf"
+ln -s nginx.service "$rdir/web app.service"
+expect_status 0 "a link with a space in its name is no alias" \
+	env CTXSHIM_LIB=/opt/gw/libctxshim.so "$S" systemd-dropin --print --root "$troot" nginx
+check "its drop-ins not read (no warning on /srv/none)" same "$dp_err" ""
 rm -rf "$troot/run" "$sdir/nginx.service"
 # The unit directories in systemd's order: system.control above the
 # others, generator.late below /usr/lib (old: system.control not read,
