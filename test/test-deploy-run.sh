@@ -444,6 +444,12 @@ cp glibc-hdr interp-nul
 printf '\0' | dd of=interp-nul bs=1 seek=126 conv=notrunc 2>/dev/null
 expect_status 0 "check: PT_INTERP with a NUL inside" "$S" check ./interp-nul
 check "names the path up to it" contains "$dp_out" "(interpreter /lib64)"
+# A newline is part of the path (old: the path cut at it, "/lib64").
+cp glibc-hdr interp-nl
+printf '\n' | dd of=interp-nl bs=1 seek=126 conv=notrunc 2>/dev/null
+expect_status 0 "check: PT_INTERP with a newline inside" "$S" check ./interp-nl
+check "names the path with it" contains "$dp_out" "(interpreter /lib64
+ld-linux-x86-64.so.2)"
 {
 	bytes 127 69 76 70 1 1 1 0 0 0 0 0 0 0 0 0
 	le 2 2; le 3 2; le 1 4; le 0 4; le 52 4; le 0 4; le 0 4

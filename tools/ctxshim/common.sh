@@ -793,8 +793,10 @@ ctx_inspect_elf() {
 		return 0
 	fi
 	# The path up to its first NUL, as the kernel opens it (old: every
-	# NUL dropped, and what followed the first shown as part of it).
-	ctx_interp=$(dd if="$ctx_file" bs=1 skip="$2" count="$3" 2>/dev/null | tr '\000' '\n' | head -n 1)
+	# NUL dropped, and what followed the first shown as part of it), a
+	# newline in it kept (swapped with NUL for head; old: cut there).
+	ctx_interp=$(dd if="$ctx_file" bs=1 skip="$2" count="$3" 2>/dev/null |
+		tr '\000\n' '\n\000' | head -n 1 | tr '\000' '\n')
 	case ${ctx_interp##*/} in
 	ld-musl-*)
 		ctx_verdict=musl
