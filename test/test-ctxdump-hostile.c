@@ -1076,7 +1076,11 @@ END_TEST
  * ulimit -n 24: the unwinder kept the descriptor of every module a stack
  * went through, with no limit, and the modules it could no longer open
  * had their frames unnamed and their stacks cut or wrong (old: 7 of the
- * 40 threads showed late_a). */
+ * 40 threads showed late_a).  _i 1: under ulimit -n 14, 7 of them taken
+ * by descriptors ctxdump is started with: 7 left, what a dump with
+ * --stacks needs, so none to keep open (old: the objects' cache kept 1,
+ * counted against 8 reserved, and the stop found none left: "cannot
+ * stop process: Too many open files"). */
 START_TEST(stacks_through_more_modules_than_descriptors)
 {
 	char dir[] = "/tmp/ctxdump-hostile-XXXXXX", *out, *err, pid[16];
@@ -1085,13 +1089,17 @@ START_TEST(stacks_through_more_modules_than_descriptors)
 
 	many_objects_start(&t, dir, "40", "late_a", NULL);
 	snprintf(pid, sizeof(pid), "%d", (int)t.pid);
-	run_nofile(24, 0, args, 0, &out, &err);
+	run_nofile(_i ? 14 : 24, _i ? 7 : 0, args, 0, &out, &err);
 	ck_assert_msg(count_in(out, "\"symbol\": \"late_a\"") == 40,
 		      "%u threads in late_a: %s",
 		      count_in(out, "\"symbol\": \"late_a\""), err);
-	/* and each one's frames on to the thread's start */
-	ck_assert_uint_eq(count_in(out, "\"symbol\": \"blocked_main\""), 40);
-	ck_assert_uint_eq(count_in(out, "\"symbol\": \"start_thread\""), 40);
+	/* and each one's frames on to the thread's start (with 7 left, as
+	 * at the lowest limit, libc's may go unnamed: its debug file is
+	 * looked up with no descriptor to spare) */
+	if (_i == 0) {
+		ck_assert_uint_eq(count_in(out, "\"symbol\": \"blocked_main\""), 40);
+		ck_assert_uint_eq(count_in(out, "\"symbol\": \"start_thread\""), 40);
+	}
 	free(out);
 	free(err);
 	target_finish(&t);
@@ -1174,28 +1182,6 @@ START_TEST(descriptors_open_at_start)
 		       "1 of them open already when ctxdump started, and a dump "
 		       "needs 5\n");
 	assert_messages(err);
-	free(out);
-	free(err);
-	target_finish(&t);
-	ck_assert_int_eq(rmdir(dir), 0);
-}
-END_TEST
-
-/* 40 objects unwound through under ulimit -n 14, 7 of the 14 taken by
- * descriptors ctxdump is started with: 7 left, what a dump with --stacks
- * needs, so none to keep open (old: the objects' cache kept 1, counted
- * against 8 reserved, and the stop found none left: "cannot stop
- * process: Too many open files"). */
-START_TEST(descriptors_open_at_start_beside_kept_objects)
-{
-	char dir[] = "/tmp/ctxdump-hostile-XXXXXX", *out, *err, pid[16];
-	const char *args[] = {"--stacks", "-j", pid, NULL};
-	struct target t;
-
-	many_objects_start(&t, dir, "40", "late_a", NULL);
-	snprintf(pid, sizeof(pid), "%d", (int)t.pid);
-	run_nofile(14, 7, args, 0, &out, &err);
-	ck_assert_uint_eq(count_in(out, "\"symbol\": \"late_a\""), 40);
 	free(out);
 	free(err);
 	target_finish(&t);
@@ -2062,13 +2048,12 @@ TEST_SUITE(ctxdump_hostile_suite)
 	tcase_add_test(tc, read_blocked_by_userfaultfd);
 	tcase_add_test(tc, capture_leaks_no_descriptor);
 	tcase_add_test(tc, more_objects_than_descriptors);
-	tcase_add_test(tc, stacks_through_more_modules_than_descriptors);
+	tcase_add_loop_test(tc, stacks_through_more_modules_than_descriptors, 0, 2);
 	tcase_add_test(tc, large_objects_beyond_descriptors);
 	tcase_add_loop_test(tc, objects_beyond_descriptors_opened_once, 0, 2);
 	tcase_add_loop_test(tc, stacks_beyond_descriptors_at_lowest_limit, 0, 3);
 	tcase_add_loop_test(tc, descriptors_below_the_least, 0, 2);
 	tcase_add_test(tc, descriptors_open_at_start);
-	tcase_add_test(tc, descriptors_open_at_start_beside_kept_objects);
 	tcase_add_loop_test(tc, descriptors_at_the_least_with_many_threads, 0, 4);
 	tcase_add_loop_test(tc, names_thread_out_of_descriptors, 0, 2);
 	tcase_add_loop_test(tc, descriptors_below_the_least_to_record, 0, 2);
