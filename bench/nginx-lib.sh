@@ -222,6 +222,16 @@ wrk_reqs() {
 	awk '$2 == "requests" && $3 == "in" { print $1 }' "$1"
 }
 
+# seconds the wrk run took, from the same line ("in 799.73ms," "in 1.10s,"
+# "in 1.00m,")
+wrk_secs() {
+	awk '$2 == "requests" && $3 == "in" {
+		v = $4; u = v; sub(/,$/, "", v); sub(/[a-z]+,?$/, "", v)
+		sub(/^[0-9.]+/, "", u); sub(/,$/, "", u)
+		m = (u == "us") ? 1e-6 : (u == "ms") ? 1e-3 : (u == "m") ? 60 : (u == "h") ? 3600 : 1
+		print v * m }' "$1"
+}
+
 # bench_pin auto|off|"NGINX_CPU WRK_CPU": sets NGX_PIN and WRK_PIN, the
 # taskset prefixes that give nginx (its worker inherits the master's CPU)
 # and wrk a CPU each, and PIN_DESC; all empty when off, without taskset or
