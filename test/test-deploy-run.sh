@@ -99,6 +99,19 @@ for a in check status preload 'preload status' systemd-dropin version; do
 	expect_status 0 "$a -V" "$S" $a -V
 	check "$a -V: the version" contains "$dp_out" "ctxshim "
 done
+# -h and -V bundled: the first of them wins, as getopt(3) hands them to
+# util-linux's tools, before the command too (old: check -Vh, status -Vh,
+# preload -hV, version -hV and ctxshim -hV were usage errors).
+for a in '' run check status preload 'preload status' systemd-dropin env version; do
+	# shellcheck disable=SC2086 # the command and its action
+	expect_status 0 "${a:-ctxshim} -hV is -h" "$S" $a -hV
+	check "${a:-ctxshim} -hV: the usage" contains "$dp_out" "Usage:"
+	# shellcheck disable=SC2086
+	expect_status 0 "${a:-ctxshim} -Vh is -V" "$S" $a -Vh
+	check "${a:-ctxshim} -Vh: the version" same "$dp_out" "ctxshim from ctxshim $("$S" -V | sed 's/.* //')"
+done
+expect_status 0 "status -Vp1 is -V" "$S" status -Vp1
+check "status -Vp1: the version" contains "$dp_out" "ctxshim from ctxshim "
 # Help and version that cannot be written fail (old: exit 0, and
 # run -V went on to run the command), in ctxshim's name as util-linux
 # says it (old: "cat: write error: ...", "dash: 1: printf: printf: I/O
