@@ -170,6 +170,19 @@ check "--help shows the synopsis" contains "$dp_out" " ctxshim run [options] [--
 check "--help ends with the man page" contains "$dp_out" "For more details see ctxshim(1)"
 expect_status 0 "--version" "$S" --version
 check "--version format" contains "$dp_out" "ctxshim from ctxshim "
+# help, documented (old: it worked, but neither ctxshim(1) nor --help
+# named it, and "help run" printed the help too); no operand, as version.
+expect_status 0 "help" "$S" help
+check "help is --help" same "$dp_out" "$("$S" --help)"
+check "--help names it" contains "$dp_out" " ctxshim help
+"
+check "ctxshim(1) names it" contains "$(cat "$CTXSHIM_SRCDIR/doc/ctxshim.1")" ".B ctxshim help
+"
+expect_status 0 "help -V is -V" "$S" help -V
+check "help -V: the version" contains "$dp_out" "ctxshim from ctxshim "
+expect_status 64 "help with an operand" "$S" help run
+check "names it" same "$dp_err" "ctxshim: help: unexpected argument 'run'
+Try 'ctxshim --help' for more information."
 expect_status 0 "version" "$S" version
 check "version names the library" contains "$dp_out" "library: $lib"
 
