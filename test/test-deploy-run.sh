@@ -308,10 +308,20 @@ check "SIGTERM to the pid ends the command (143)" same "$?" 143
 # ------------------------------------------------------------ refusals
 
 expect_status 127 "command not found" "$S" run -- no-such-command-dp
-check "says so" contains "$dp_err" "no-such-command-dp: No such file or directory"
+check "says so as a shell" same "$dp_err" "ctxshim: no-such-command-dp: not found"
+expect_status 127 "check: command not found" "$S" check no-such-command-dp
+check "says so too" same "$dp_err" "ctxshim: no-such-command-dp: not found"
 printf '#!/bin/sh\n' >noexec
 chmod 644 noexec
 expect_status 126 "not executable" "$S" run -- ./noexec
+# In the words of ctxshim-entrypoint, and with its status (old: "No such
+# file or directory" where the entrypoint said "not found").
+for c in '127 no-such-command-dp' '127 ./no-such-dp' '126 ./noexec'; do
+	expect_status "${c%% *}" "run ${c#* }" "$S" run -- "${c#* }"
+	run_err=${dp_err#ctxshim: }
+	expect_status "${c%% *}" "entrypoint ${c#* }" "$CTXSHIM_ENTRYPOINT" "${c#* }"
+	check "${c#* }: the same message" same "$run_err" "${dp_err#ctxshim-entrypoint: }"
+done
 mkdir adir
 expect_status 126 "a directory is not a command" "$S" run -- ./adir
 check "says so like env(1)" same "$dp_err" "ctxshim: ./adir: Permission denied"
