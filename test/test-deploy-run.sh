@@ -486,6 +486,25 @@ printf '\n' | dd of=interp-nl bs=1 seek=126 conv=notrunc 2>/dev/null
 expect_status 0 "check: PT_INTERP with a newline inside" "$S" check ./interp-nl
 check "names the path with it" contains "$dp_out" "(interpreter /lib64
 ld-linux-x86-64.so.2)"
+# Program headers the kernel does not load (fs/binfmt_elf.c,
+# load_elf_phdrs): entries of other than 56 bytes (e_phentsize at 54), a
+# table over 64 KiB (e_phnum at 56, 1171 entries, the table in the file).
+# Old: "ok", having read all of the table that the header claims.  1170
+# entries, 65520 bytes, the kernel loads.
+cp glibc-hdr phent64
+le 64 2 | dd of=phent64 bs=1 seek=54 conv=notrunc 2>/dev/null
+expect_status 1 "check: program headers of 64 bytes" "$S" check ./phent64
+check "says so" same "$dp_out" "./phent64: notexec: it has an invalid program header table (entries of 64 bytes; the kernel loads those of 56 only)"
+expect_status 126 "run refuses it" "$S" run -- ./phent64
+check "with the reason" contains "$dp_err" "cannot load the shim into ./phent64: it has an invalid program header table"
+for n in 1170 1171; do
+	cp glibc-hdr phnum$n
+	le $n 2 | dd of=phnum$n bs=1 seek=56 conv=notrunc 2>/dev/null
+	dd if=/dev/zero of=phnum$n bs=1 count=0 seek=$((64 + n * 56)) 2>/dev/null
+done
+expect_status 0 "check: a table of 65520 bytes" "$S" check ./phnum1170
+expect_status 1 "check: a table of 65576 bytes" "$S" check ./phnum1171
+check "says so" same "$dp_out" "./phnum1171: notexec: it has an invalid program header table (65576 bytes; the kernel loads 64 KiB at most)"
 {
 	bytes 127 69 76 70 1 1 1 0 0 0 0 0 0 0 0 0
 	le 2 2; le 3 2; le 1 4; le 0 4; le 52 4; le 0 4; le 0 4

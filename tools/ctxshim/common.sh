@@ -472,10 +472,15 @@ ctx_bytes() {
 # 32-bit, 2: 64-bit) whose header says PHNUM entries of PHENTSIZE bytes at
 # PHOFF (the caller checks those): "TYPE OFFSET FILESZ" (p_type, p_offset,
 # p_filesz) for each, in their order, or for those of p_type TYPE only.
-# Returns 1 when the file ends before the table does.  TYPE keeps the
-# answer short: a shell loop over a hostile file's 65534 entries takes
-# some 20 s in dash (each shift copies the rest of the list).
+# Returns 1 when the file ends before the table does, 2 (reading nothing)
+# when the table is larger than 64 KiB: the kernel runs no such program
+# (fs/binfmt_elf.c, load_elf_phdrs), and awk would hold all of what a
+# hostile header claims (old: up to 4 GiB).  TYPE keeps the answer short: a
+# shell loop over many entries is slow in dash (each shift copies the rest
+# of the list).
 ctx_phdrs() {
+	ctx_ph=
+	[ $(($4 * $5)) -le 65536 ] || return 2
 	ctx_ph=$(od -An -v -t u1 -j "$3" -N $(($4 * $5)) "$1" 2>/dev/null |
 		awk -v w=$(($2 * 4)) -v es="$4" -v n="$5" -v type="${6-}" '
 		# The M bytes at O; p_offset is at W (the size of a word),
@@ -514,7 +519,8 @@ ctx_elf_machine() {
 #   machine  ELF for another machine or byte order
 #   secure   setuid/setgid to another user or group, or file capabilities:
 #            the loader runs in secure-execution mode and drops LD_PRELOAD
-#   notexec  an ELF file that is not a program (object file, core dump)
+#   notexec  an ELF file that is not a program (object file, core dump), or
+#            one the kernel refuses to run (invalid program headers)
 #   cleared  a #! line runs env with options that drop LD_PRELOAD (-i)
 #   unknown  unreadable, or neither ELF nor #! (the shell runs it as a script)
 # and ctx_why to one sentence that explains it.  ctx_interp is the ELF
@@ -748,14 +754,28 @@ ctx_inspect_elf() {
 	ctx_phoff=$((${33} + ${34} * 256 + ${35} * 65536 + ${36} * 16777216 + ${37} * 4294967296))
 	ctx_phentsize=$((${55} + ${56} * 256))
 	ctx_phnum=$((${57} + ${58} * 256))
-	if [ "${38} ${39} ${40}" != "0 0 0" ] || [ "$ctx_phentsize" -lt 56 ] ||
-		[ "$ctx_phnum" -eq 0 ] || [ "$ctx_phnum" -ge 65535 ]; then
+	if [ "${38} ${39} ${40}" != "0 0 0" ] || [ "$ctx_phnum" -eq 0 ]; then
 		ctx_verdict=notexec
 		ctx_why="$ctx_file has no usable program header table"
 		return 0
 	fi
+	# The kernel loads Elf64_Phdr entries only (load_elf_phdrs), and
+	# refuses the program otherwise (old: "ok" for entries of 64 bytes).
+	if [ "$ctx_phentsize" != 56 ]; then
+		ctx_verdict=notexec
+		ctx_why="$ctx_file has an invalid program header table (entries of $ctx_phentsize bytes; the kernel loads those of 56 only)"
+		return 0
+	fi
 	# The first PT_INTERP (p_type 3): 3 OFFSET FILESZ.
-	ctx_phdrs "$ctx_file" 2 "$ctx_phoff" "$ctx_phentsize" "$ctx_phnum" 3 || ctx_ph=short
+	ctx_phdrs "$ctx_file" 2 "$ctx_phoff" "$ctx_phentsize" "$ctx_phnum" 3
+	case $? in
+	1) ctx_ph=short ;;
+	2)
+		ctx_verdict=notexec
+		ctx_why="$ctx_file has an invalid program header table ($((ctx_phnum * 56)) bytes; the kernel loads 64 KiB at most)"
+		return 0
+		;;
+	esac
 	# shellcheck disable=SC2086 # split the answer into words
 	set -- $ctx_ph
 	case ${1-none} in
