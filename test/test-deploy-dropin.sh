@@ -64,6 +64,12 @@ check "service name of a template" contains "$dp_out" 'OTEL_SERVICE_NAME=getty"'
 expect_status 0 "instance unit" "$S" systemd-dropin --print 'getty@tty1'
 check "service name of an instance" contains "$dp_out" 'OTEL_SERVICE_NAME=getty@tty1"'
 
+# unit_file FILE: a unit file that systemd loads (an empty one masks the
+# unit, as a link to /dev/null does).
+unit_file() {
+	printf '[Service]\nExecStart=/bin/true\n' >"$1"
+}
+
 # Writing below a root.
 root=$dp_tmp/root
 mkdir -p "$root${lib%/*}"
@@ -188,10 +194,10 @@ case $dp_err in
 *) ok "no warning about this host's systemd with --root" ;;
 esac
 mkdir -p "$root/usr/lib/systemd/system"
-: >"$root/usr/lib/systemd/system/nginx.service"
+unit_file "$root/usr/lib/systemd/system/nginx.service"
 expect_status 0 "write for a unit that exists" "$S" systemd-dropin --root "$root" nginx
 check "no warning then" not_contains "$dp_err" "no unit file"
-: >"$root/usr/lib/systemd/system/getty@.service"
+unit_file "$root/usr/lib/systemd/system/getty@.service"
 expect_status 0 "write for an instance of a template" "$S" systemd-dropin --root "$root" getty@tty1
 check "its template is found" not_contains "$dp_err" "no unit file"
 expect_status 0 "write for a template" "$S" systemd-dropin --root "$root" getty@.service
@@ -209,7 +215,7 @@ rm -rf "$root/usr/lib/systemd" "$root/etc/systemd/system/getty@tty1.service.d" \
 # the root.  $outside stands for a directory of this host.
 outside=$dp_tmp/outside-host
 mkdir -p "$outside/systemd/system"
-: >"$outside/systemd/system/nginx.service"
+unit_file "$outside/systemd/system/nginx.service"
 outside_before=$(snapshot "$outside")
 for how in absolute relative; do
 	lroot=$dp_tmp/l-$how
@@ -368,7 +374,7 @@ chmod 755 "$troot" "$troot/usr" "$troot/usr/lib" "$troot/usr/lib/x86_64-linux-gn
 cp "$built_lib" "$troot$lib"
 chmod 644 "$troot$lib"
 cp /bin/true "$troot/usr/bin/true"
-: >"$troot/usr/lib/systemd/system/nginx.service"
+unit_file "$troot/usr/lib/systemd/system/nginx.service"
 expect_status 0 "trust: an installed library (0644, in 0755 directories) is written" \
 	"$S" systemd-dropin --root "$troot" nginx
 check "trust: written" test -f "$tfile"
@@ -666,7 +672,7 @@ rm -rf "${troot:?}/etc" "$sdir/nginx.service.d"
 tunit=web-app-api
 tfile=$troot/etc/systemd/system/web-app-api.service.d/ctxshim.conf
 mkdir -p "$sdir/web-.service.d" "$sdir/web-app-.service.d" "$sdir/service.d"
-: >"$sdir/web-app-api.service"
+unit_file "$sdir/web-app-api.service"
 printf '[Service]\nRootDirectory=/srv/app\n' >"$sdir/web-.service.d/root.conf"
 uroot_refused "a group-writable library in a root set in web-.service.d/" "$aroot/opt/gw/libctxshim.so" 664 644
 # prefix_hidden FILE: the RootDirectory= of FILE, hidden, is not read: the
@@ -689,7 +695,7 @@ prefix_hidden service.d/root.conf
 # (an instance: through its template, web-app@.service)
 tunit=web-app@x
 tfile=$troot/etc/systemd/system/web-app@x.service.d/ctxshim.conf
-: >"$sdir/web-app@.service"
+unit_file "$sdir/web-app@.service"
 mv "$sdir/service.d/root.conf" "$sdir/web-.service.d/root.conf"
 uroot_refused "a group-writable library in a root set in web-.service.d/ (an instance)" "$aroot/opt/gw/libctxshim.so" 664 644
 rm -rf "$sdir/web-"* "$sdir/service.d"
@@ -789,7 +795,7 @@ rm -rf "$troot/run" "$sdir/nginx.service"
 # others, generator.late below /usr/lib (old: system.control not read,
 # generator.late read before /usr/lib; the RootDirectory= that each hides
 # was read and the root's group-writable copy refused).
-: >"$sdir/nginx.service"
+unit_file "$sdir/nginx.service"
 chmod 664 "$aroot/opt/gw/libctxshim.so"
 for hide in run/systemd/system.control:run/systemd/system \
 	usr/lib/systemd/system:run/systemd/generator.late; do
@@ -881,7 +887,7 @@ ctxshim: nginx.service's commands that run outside RootDirectory=/srv/app (RootD
 check "trust: nothing written (no copy on the host)" test ! -e "$troot/etc"
 chmod 755 "$troot/opt/gw"
 mv "$troot/opt/gw/libctxshim.so.away" "$troot/opt/gw/libctxshim.so"
-: >"$troot/usr/lib/systemd/system/nginx.service"
+unit_file "$troot/usr/lib/systemd/system/nginx.service"
 
 # Without --root the library must load here: a drop-in with a library that
 # does not would stop the service from starting.  That writes below
