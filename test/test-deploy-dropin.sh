@@ -737,6 +737,49 @@ expect_status 0 "a masked unit is written" \
 check "warns that it is masked" contains "$dp_err" \
 	"ctxshim: warning: nginx.service is masked ($rdir/nginx.service is a link to /dev/null): systemd does not start it, and the drop-in has no effect until it is unmasked"
 rm -rf "${troot:?}/etc" "$rdir/nginx.service"
+# An empty unit file masks the unit too (systemd.unit(5)): above another
+# one, by itself, as the template of an instance, as an instance over its
+# template, as the target of an alias or of a link out of the unit
+# directories (old: read as a unit that sets nothing, without a warning).
+# empty_masks DESCRIPTION UNIT MAIN EMPTY: the drop-in of UNIT is written,
+# with the warning that EMPTY masks MAIN.
+empty_masks() {
+	expect_status 0 "empty: $1 is written" \
+		env CTXSHIM_LIB=/opt/gw/libctxshim.so "$S" systemd-dropin --root "$troot" "$2"
+	check "empty: warns that it is masked ($1)" contains "$dp_err" \
+		"ctxshim: warning: $3 is masked ($4 is empty): systemd does not start it, and the drop-in has no effect until it is unmasked"
+	rm -rf "${troot:?}/etc"
+}
+: >"$rdir/nginx.service"
+empty_masks "an empty unit file above another" nginx nginx.service "$rdir/nginx.service"
+mkdir -p "$troot/etc/systemd/system"
+: >"$troot/etc/systemd/system/nginx.service"
+empty_masks "an empty unit file in /etc" nginx nginx.service "$troot/etc/systemd/system/nginx.service"
+: >"$sdir/empty.service"
+empty_masks "an empty unit file by itself" empty empty.service "$sdir/empty.service"
+ln -s empty.service "$rdir/web.service"
+empty_masks "an alias of an empty unit file" web empty.service "$sdir/empty.service"
+: >"$troot/opt/units/empty.service"
+ln -s /opt/units/empty.service "$rdir/linked.service"
+empty_masks "a link to an empty file" linked linked.service "$troot/opt/units/empty.service"
+: >"$sdir/empty@.service"
+empty_masks "an empty template" empty@x empty@x.service "$sdir/empty@.service"
+unit_file "$sdir/empty@.service"
+: >"$rdir/empty@x.service"
+empty_masks "an empty instance over its template" empty@x empty@x.service "$rdir/empty@x.service"
+rm -f "$rdir/nginx.service" "$rdir/web.service" "$rdir/linked.service" "$rdir/empty@x.service" \
+	"$sdir/empty.service" "$sdir/empty@.service" "$troot/opt/units/empty.service"
+# An empty drop-in is no mask: it sets nothing, and hides one of its name
+# below it.
+mkdir -p "$rdir/nginx.service.d"
+: >"$rdir/nginx.service.d/root.conf"
+chmod 664 "$aroot/opt/gw/libctxshim.so"
+expect_status 0 "an empty drop-in is written" \
+	env CTXSHIM_LIB=/opt/gw/libctxshim.so "$S" systemd-dropin --root "$troot" nginx
+check "no mask, and the drop-in it hides not read" same "$dp_err" \
+	"ctxshim: note: $troot/opt/gw/libctxshim.so was not test-loaded (--root): start nginx.service in that system to see that it loads"
+rm -rf "${troot:?}/etc" "$rdir/nginx.service.d"
+chmod 644 "$aroot/opt/gw/libctxshim.so"
 # An alias (a link into a unit directory, here absolute) is the unit of
 # its target's name, which systemd looks up by that name, with the
 # drop-ins of both names (systemd 252; old: only web.service.d/ read, and
