@@ -810,6 +810,26 @@ rm "$rdir/nginx.service"
 ln -s nginx.socket "$rdir/nginx.service"
 uroot_refused "a group-writable library in a root set below a link to a socket" "$aroot/opt/gw/libctxshim.so" 664 644
 rm "$rdir/nginx.service"
+# An instance whose link leads to no unit (gone@x.service: neither it
+# nor gone@.service is there) is its template's, and the link is no
+# alias, whose target's drop-ins count (systemd 252's
+# unit_file_find_fragment(); old: no unit file, the RootDirectory= of
+# app@.service not seen and that of gone@x.service.d/ read); as is one
+# whose link systemd rejects (to another instance).
+printf '[Service]\nRootDirectory=/srv/app\n' >"$sdir/app@.service"
+mkdir -p "$rdir/gone@x.service.d"
+printf '[Service]\nRootDirectory=/srv/none\n' >"$rdir/gone@x.service.d/root.conf"
+tunit=app@x
+tfile=$troot/etc/systemd/system/app@x.service.d/ctxshim.conf
+for t in gone@x.service gone@.service gone@y.service; do
+	ln -s "$t" "$rdir/app@x.service"
+	uroot_refused "a group-writable library in a root set in the template of an instance linked to $t" \
+		"$aroot/opt/gw/libctxshim.so" 664 644
+	rm "$rdir/app@x.service"
+done
+rm -r "$sdir/app@.service" "$rdir/gone@x.service.d"
+tunit=nginx
+tfile=$troot/etc/systemd/system/nginx.service.d/ctxshim.conf
 # The drop-ins of every alias of the unit are read, of their dash
 # prefixes too, also where the unit is named by its own name (systemd 252
 # reads those of every name that links to it; old: only the aliases
