@@ -828,6 +828,22 @@ for t in gone@x.service gone@.service gone@y.service; do
 	rm "$rdir/app@x.service"
 done
 rm -r "$sdir/app@.service" "$rdir/gone@x.service.d"
+# A link of an instance to a template is an alias of the template's
+# instance: app@x.service -> web@.service is web@x.service, with the
+# drop-ins of web@x.service.d/ (systemd 252; old: named web@.service, and
+# those not read).
+unit_file "$sdir/web@.service"
+mkdir -p "$rdir/web@x.service.d"
+printf '[Service]\nRootDirectory=/srv/app\n' >"$rdir/web@x.service.d/root.conf"
+ln -s web@.service "$rdir/app@x.service"
+uroot_refused "a group-writable library in a root set for the instance of a template that an instance links to" \
+	"$aroot/opt/gw/libctxshim.so" 664 644
+rm -r "$rdir/web@x.service.d"
+expect_status 0 "an alias of an instance to a template is written" \
+	env CTXSHIM_LIB=/opt/gw/libctxshim.so "$S" systemd-dropin --root "$troot" app@x
+check "the note names the template's instance" contains "$dp_err" \
+	"ctxshim: note: app@x.service is an alias of web@x.service ($rdir/app@x.service is a link): the drop-in applies while that link exists (write it for web@x.service to keep it)"
+rm -rf "${troot:?}/etc" "$rdir/app@x.service" "$sdir/web@.service"
 tunit=nginx
 tfile=$troot/etc/systemd/system/nginx.service.d/ctxshim.conf
 # The drop-ins of every alias of the unit are read, of their dash
