@@ -888,6 +888,24 @@ for hide in run/systemd/system.control:run/systemd/system \
 	rm -rf "${troot:?}/etc" "${troot:?}/run" "$sdir/nginx.service.d"
 done
 chmod 644 "$aroot/opt/gw/libctxshim.so"
+# A drop-in whose name has a tab or a newline is read, as systemd reads
+# it, and it names no other file (old: root<tab>.conf was not read, and
+# its RootDirectory= not seen; p<newline>q.conf was read as p, which is no
+# drop-in, with a RootDirectory= that does not exist, and hid the q.conf
+# of /usr/lib, whose RootDirectory= was not seen).
+mkdir -p "$rdir/nginx.service.d" "$sdir/nginx.service.d"
+tabname=$(printf 'root\t.conf')
+printf '[Service]\nRootDirectory=/srv/app\n' >"$rdir/nginx.service.d/$tabname"
+uroot_refused "a group-writable library in a root set in a drop-in with a tab in its name" \
+	"$aroot/opt/gw/libctxshim.so" 664 644
+rm "$rdir/nginx.service.d/$tabname"
+printf '[Service]\n' >"$rdir/nginx.service.d/p
+q.conf"
+printf '[Service]\nRootDirectory=/srv/none\n' >"$rdir/nginx.service.d/p"
+printf '[Service]\nRootDirectory=/srv/app\n' >"$sdir/nginx.service.d/q.conf"
+uroot_refused "a group-writable library in a root set in a drop-in after one with a newline in its name" \
+	"$aroot/opt/gw/libctxshim.so" 664 644
+rm -rf "${troot:?}/run" "$sdir/nginx.service.d"
 # A bind covers what is below its destination, not the unit's root nor the
 # directories on the way there: one that another user can write is
 # refused (old: written when bound).
