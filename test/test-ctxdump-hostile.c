@@ -1217,6 +1217,37 @@ START_TEST(descriptors_at_the_least_with_many_threads)
 }
 END_TEST
 
+/* The same above a limit of 256, where the descriptors ctxdump is
+ * started with were not counted: under ulimit -n 1024, 1019 of them open
+ * (_i 0), the least a dump needs left (old: the names thread took one,
+ * "none of its 4 objects could be opened ... Too many open files"); one
+ * more (1): the hint counts them (old: it said nothing of them). */
+START_TEST(descriptors_open_at_start_above_256)
+{
+	char *argv[] = {NULL, "--wait", "100", NULL}, *out, *err, pid[16];
+	const char *args[] = {"-j", pid, NULL};
+	struct target t;
+
+	argv[0] = (char *)test_helper_path("threads");
+	target_start_as(&t, argv, true);
+	snprintf(pid, sizeof(pid), "%d", (int)t.pid);
+	run_nofile(1024, 1019 + _i, args, _i ? 2 : 0, &out, &err);
+	if (_i) {
+		expect_in(err, "ctxdump: no more than 1024 files may be open at once "
+			       "(ulimit -n), 1020 of them open already when ctxdump "
+			       "started, and a dump needs 5\n");
+		assert_messages(err);
+	} else {
+		expect_in(out, "\"name\": \"otel_thread_ctx_v1\"");
+		ck_assert_uint_eq(count_in(out, "\"tid\": "), 101);
+		ck_assert_uint_eq(count_in(out, "\"comm\": \"threads\""), 101);
+	}
+	free(out);
+	free(err);
+	target_finish(&t);
+}
+END_TEST
+
 /* The names of 100 threads read on a second thread, whose file table (a
  * copy of ctxdump's as it started) is full: libnames-emfile.so fails its
  * openat() of every name with EMFILE.  _i 0: the main thread reads them
@@ -2053,6 +2084,7 @@ TEST_SUITE(ctxdump_hostile_suite)
 	tcase_add_loop_test(tc, descriptors_below_the_least, 0, 2);
 	tcase_add_test(tc, descriptors_open_at_start);
 	tcase_add_loop_test(tc, descriptors_at_the_least_with_many_threads, 0, 4);
+	tcase_add_loop_test(tc, descriptors_open_at_start_above_256, 0, 2);
 	tcase_add_loop_test(tc, names_thread_out_of_descriptors, 0, 2);
 	tcase_add_loop_test(tc, descriptors_below_the_least_to_record, 0, 2);
 	tcase_add_loop_test(tc, huge_section_in_a_hole, 0, 2);

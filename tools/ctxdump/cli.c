@@ -3,11 +3,13 @@
 
 #include "cli.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,19 +53,81 @@ cli_warn(const char *fmt, ...)
 /* Descriptors above 2 open when ctxdump started (cli_count_inherited()). */
 static unsigned inherited;
 
+/* Where /proc/self/fd cannot be read, a probe of each possible descriptor
+ * (some 0.1 us each) up to this many at most, as systemd's close_all_fds()
+ * bounds its fallback (fd-util.c MAX_FD_LOOP_LIMIT). */
+#define INHERITED_PROBE_MAX (1u << 20)
+
+/* Into *n the descriptors in 3 .. limit - 1 listed in dfd, an open
+ * /proc/self/fd, but dfd itself; 0, or a negative errno. */
+static int
+count_listed(int dfd, rlim_t limit, unsigned *n)
+{
+	union {
+		struct dirent64 align;
+		char b[4096];
+	} buf;
+
+	*n = 0;
+	for (;;) {
+		ssize_t got = getdents64(dfd, buf.b, sizeof(buf.b)), off;
+
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got < 0)
+			return -errno;
+		if (got == 0)
+			return 0;
+		for (off = 0; off + (ssize_t)offsetof(struct dirent64, d_name) < got;) {
+			struct dirent64 *de = (struct dirent64 *)(buf.b + off);
+			char *end;
+			long fd;
+
+			if (de->d_reclen == 0 || off + de->d_reclen > got)
+				return -EIO;
+			off += de->d_reclen;
+			fd = strtol(de->d_name, &end, 10);
+			if (end != de->d_name && !*end && fd > 2 && fd != dfd &&
+			    (rlim_t)fd < limit)
+				(*n)++;
+		}
+	}
+}
+
 void
 cli_count_inherited(void)
 {
 	struct rlimit rl;
-	int fd;
+	unsigned n;
+	rlim_t fd, end;
+	int dfd, r = -1;
 
-	/* Only where a limit is low enough for them to matter: a probe of
-	 * each possible descriptor, some 0.1 us each (none at the usual
-	 * 1024). */
-	if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur > CLI_INHERITED_PROBE)
+	/* Those at or above the limit are left out: a new descriptor is the
+	 * lowest free one, below the limit, so they take none of it.  The
+	 * listing costs one descriptor and no probe of each possible one
+	 * (old: none counted above a limit of 256, and the budget and the
+	 * hint under ulimit -n 1024 ignored 1020 open). */
+	if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
 		return;
-	for (fd = 3; fd < (int)rl.rlim_cur; fd++)
-		if (fcntl(fd, F_GETFD) >= 0)
+	dfd = open("/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0 && errno == EMFILE && rl.rlim_cur > 3 && rl.rlim_cur <= INT_MAX) {
+		/* none free below the limit: 3 .. limit - 1 are all open */
+		inherited = (unsigned)(rl.rlim_cur - 3);
+		return;
+	}
+	if (dfd >= 0) {
+		r = count_listed(dfd, rl.rlim_cur, &n);
+		close(dfd);
+	}
+	if (r == 0) {
+		inherited = n;
+		return;
+	}
+	/* no /proc (or none of ours), or no file left in the system */
+	end = rl.rlim_cur < INHERITED_PROBE_MAX ? rl.rlim_cur : INHERITED_PROBE_MAX;
+	inherited = 0;
+	for (fd = 3; fd < end; fd++)
+		if (fcntl((int)fd, F_GETFD) >= 0)
 			inherited++;
 }
 

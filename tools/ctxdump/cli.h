@@ -41,12 +41,13 @@ void cli_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 #define CLI_NOFILE_DUMP   5u
 #define CLI_NOFILE_STACKS 7u
 
-/* Count the descriptors above 2 that ctxdump was started with, for
- * cli_nofile_hint(); where RLIMIT_NOFILE is at most CLI_INHERITED_PROBE
- * (above, the limit is not what a dump runs into).  Call it first. */
-#define CLI_INHERITED_PROBE 256u
+/* Count the descriptors above 2 and below RLIMIT_NOFILE that ctxdump
+ * was started with, for the descriptor budget (fd_budget_init(),
+ * nofile_allows()) and cli_nofile_hint().  Call it first, before ctxdump
+ * opens any of its own: those are counted by the budget as they are
+ * opened, and would take from the limit twice. */
 void cli_count_inherited(void);
-/* How many cli_count_inherited() found (0 where it did not look). */
+/* How many cli_count_inherited() found. */
 unsigned cli_inherited(void);
 
 /* After a failure with err (a negative errno): the hint for one that ran
