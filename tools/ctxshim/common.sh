@@ -473,9 +473,12 @@ ctx_bytes() {
 # PHOFF (the caller checks those): "TYPE OFFSET FILESZ" (p_type, p_offset,
 # p_filesz) for each, in their order, or for those of p_type TYPE only.
 # Returns 1 when the file ends before the table does, 2 (reading nothing)
-# when the table is larger than 64 KiB: the kernel runs no such program
+# when the table is larger than 64 KiB: no kernel runs such a program
 # (fs/binfmt_elf.c, load_elf_phdrs), and awk would hold all of what a
-# hostile header claims (old: up to 4 GiB).  TYPE keeps the answer short: a
+# hostile header claims (old: up to 4 GiB).  Mainline also refuses a table
+# larger than a page (ELF_MIN_ALIGN), but not every kernel does: one that
+# exec refuses then fails with its own error, where refusing it here would
+# keep run from a program that this kernel may run.  TYPE keeps the answer short: a
 # shell loop over many entries is slow in dash (each shift copies the rest
 # of the list).
 ctx_phdrs() {
