@@ -183,6 +183,14 @@ check "help -V: the version" contains "$dp_out" "ctxshim from ctxshim "
 expect_status 64 "help with an operand" "$S" help run
 check "names it" same "$dp_err" "ctxshim: help: unexpected argument 'run'
 Try 'ctxshim --help' for more information."
+# Other options in getopt's words, as check and status say them (old:
+# "help: unexpected argument '-x'").
+expect_status 64 "help with an option" "$S" help -x
+check "refuses it as getopt" same "$dp_err" "ctxshim: help: invalid option -- 'x'
+Try 'ctxshim --help' for more information."
+expect_status 64 "version with a long option" "$S" version --bogus
+check "refuses it as getopt" same "$dp_err" "ctxshim: version: unrecognized option '--bogus'
+Try 'ctxshim --help' for more information."
 expect_status 0 "version" "$S" version
 check "version names the library" contains "$dp_out" "library: $lib"
 
