@@ -9,7 +9,8 @@
  *               runs the handler calls (head, each body chunk, the last
  *               one) of several connections' requests in turn
  *   evhttp      libevent's evhttp on one thread; each callback answers
- *               from a zero timer, after the loop's next wait
+ *               from a zero timer, which runs after the other events of
+ *               the loop's round
  *   mhd-longpoll, evhttp-longpoll
  *               a long poll on one thread: libmicrohttpd driven by our own
  *               select() loop (MHD_run_from_select), or evhttp as above.
@@ -26,7 +27,7 @@
  * every handler call, and in the evhttp timer, it compares the trace-id the
  * thread publishes with the one of the request's traceparent: the handler
  * calls must show that trace; the timer, which runs outside any callback,
- * must not show another request's.  A mismatch prints "BAD <where> <url>
+ * must not show another request that had its callback (see check()).  A mismatch prints "BAD <where> <url>
  * want=<trace> got=<trace or none>".  Every request is answered "ok\n".
  * At EOF on stdin it prints "CHECKS <n> BAD <m>" and exits 0. */
 #include "config.h"
@@ -52,6 +53,10 @@
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static unsigned long checks, bad;
+/* The trace-ids of the requests whose evhttp callback ran (ev_callback). */
+#define CALLED_MAX 64
+static char called[CALLED_MAX][33];
+static unsigned ncalled;
 static bool stdin_eof;
 
 /* The trace-id of a traceparent value, or "none". */
@@ -66,8 +71,28 @@ want_of(const char *tp, char want[33])
 	}
 }
 
+/* Whether the evhttp callback of the request with trace-id t ran. */
+static bool
+was_called(const char *t)
+{
+	unsigned i;
+
+	for (i = 0; i < ncalled; i++)
+		if (strcmp(called[i], t) == 0)
+			return true;
+	return false;
+}
+
 /* The calling thread must show trace want; with other_only, it may also
- * show none, but no other request's. */
+ * show none, or a request whose head the loop read and whose callback has
+ * not run yet, but no request that had its callback: evhttp runs a zero
+ * timer after the other events of the same loop round (event_base_once()
+ * activates it at once), and when one of them read the head of another
+ * connection's request (its body not complete: no callback yet), the
+ * socket level shows that request until the loop's next wait, as
+ * ctxshim(7) says (old: any other request was BAD, and a round that read
+ * such a head before the timer failed the test about once in 75 runs
+ * under load). */
 static void
 check(const char *want, bool other_only, const char *where, const char *url)
 {
@@ -76,7 +101,8 @@ check(const char *want, bool other_only, const char *where, const char *url)
 	ctxobs_trace(got);
 	pthread_mutex_lock(&lock);
 	checks++;
-	if (strcmp(got, want) != 0 && !(other_only && strcmp(got, "none") == 0)) {
+	if (strcmp(got, want) != 0 &&
+	    !(other_only && (strcmp(got, "none") == 0 || !was_called(got)))) {
 		bad++;
 		printf("BAD %s %s want=%s got=%s\n", where, url, want, got);
 		fflush(stdout);
@@ -370,6 +396,10 @@ ev_callback(struct evhttp_request *req, void *arg)
 				   "traceparent"),
 		want);
 	check(want, false, "callback", evhttp_request_get_uri(req));
+	pthread_mutex_lock(&lock);
+	if (ncalled < CALLED_MAX && !was_called(want))
+		strcpy(called[ncalled++], want);
+	pthread_mutex_unlock(&lock);
 	if (strcmp(evhttp_request_get_uri(req), "/answer") == 0) {
 		waiter_answer();
 		/* back to waiter_report() right after the callback */
