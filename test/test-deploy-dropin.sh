@@ -769,6 +769,22 @@ unit_file "$sdir/empty@.service"
 empty_masks "an empty instance over its template" empty@x empty@x.service "$rdir/empty@x.service"
 rm -f "$rdir/nginx.service" "$rdir/web.service" "$rdir/linked.service" "$rdir/empty@x.service" \
 	"$sdir/empty.service" "$sdir/empty@.service" "$troot/opt/units/empty.service"
+# A directory or a FIFO of the unit's name is no unit file: systemd 252
+# takes the next directory's (old: taken, and the RootDirectory= of the
+# one below not seen).
+tunit=odd
+tfile=$troot/etc/systemd/system/odd.service.d/ctxshim.conf
+printf '[Service]\nRootDirectory=/srv/app\n' >"$sdir/odd.service"
+mkdir "$rdir/odd.service"
+uroot_refused "a group-writable library in a root set in a unit file below a directory of its name" \
+	"$aroot/opt/gw/libctxshim.so" 664 644
+rmdir "$rdir/odd.service"
+mkfifo "$rdir/odd.service"
+uroot_refused "a group-writable library in a root set in a unit file below a FIFO of its name" \
+	"$aroot/opt/gw/libctxshim.so" 664 644
+rm "$rdir/odd.service" "$sdir/odd.service"
+tunit=nginx
+tfile=$troot/etc/systemd/system/nginx.service.d/ctxshim.conf
 # An empty drop-in is no mask: it sets nothing, and hides one of its name
 # below it.
 mkdir -p "$rdir/nginx.service.d"
