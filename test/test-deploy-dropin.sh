@@ -769,6 +769,27 @@ unit_file "$sdir/empty@.service"
 empty_masks "an empty instance over its template" empty@x empty@x.service "$rdir/empty@x.service"
 rm -f "$rdir/nginx.service" "$rdir/web.service" "$rdir/linked.service" "$rdir/empty@x.service" \
 	"$sdir/empty.service" "$sdir/empty@.service" "$troot/opt/units/empty.service"
+# A link to any character device masks the unit, as systemd 252's
+# null_or_empty() has it (old: read as its unit file, without a
+# warning); one to a block device does not.  (Device nodes need root.)
+mkdir -p "$troot/dev"
+if mknod "$troot/dev/zero" c 1 5 2>/dev/null &&
+	mknod "$troot/dev/loop9" b 7 9 2>/dev/null; then
+	ln -s /dev/zero "$rdir/nginx.service"
+	expect_status 0 "a unit masked by a link to /dev/zero is written" \
+		env CTXSHIM_LIB=/opt/gw/libctxshim.so "$S" systemd-dropin --root "$troot" nginx
+	check "warns that it is masked (/dev/zero)" contains "$dp_err" \
+		"ctxshim: warning: nginx.service is masked ($rdir/nginx.service is a link to the character device /dev/zero): systemd does not start it, and the drop-in has no effect until it is unmasked"
+	rm -rf "${troot:?}/etc" "$rdir/nginx.service"
+	ln -s /dev/loop9 "$rdir/nginx.service"
+	expect_status 0 "a unit linked to a block device is written" \
+		env CTXSHIM_LIB=/opt/gw/libctxshim.so "$S" systemd-dropin --root "$troot" nginx
+	check "no mask (a block device)" not_contains "$dp_err" "masked"
+	rm -rf "${troot:?}/etc" "$rdir/nginx.service"
+else
+	echo "# not root: no device node, a link to one not checked"
+fi
+rm -rf "${troot:?}/dev"
 # A directory or a FIFO of the unit's name is no unit file: systemd 252
 # takes the next directory's (old: taken, and the RootDirectory= of the
 # one below not seen).
