@@ -883,6 +883,30 @@ check "the note names the template's instance" contains "$dp_err" \
 rm -rf "${troot:?}/etc" "$rdir/app@x.service" "$sdir/web@.service"
 tunit=nginx
 tfile=$troot/etc/systemd/system/nginx.service.d/ctxshim.conf
+# systemd 252 follows 7 aliases, not 8: the unit then fails to load ("Too
+# many levels of symbolic links"), not even by its template (old: 40
+# followed, and written with the note of an alias).
+unit_file "$sdir/hop0.service"
+unit_file "$sdir/ihop1@.service"
+i=1
+while [ $i -le 8 ]; do
+	ln -s "hop$((i - 1)).service" "$rdir/hop$i.service"
+	ln -s "ihop$((i + 1))@x.service" "$rdir/ihop$i@x.service"
+	i=$((i + 1))
+done
+expect_status 0 "seven aliases on the way are written" \
+	env CTXSHIM_LIB=/opt/gw/libctxshim.so "$S" systemd-dropin --root "$troot" hop7
+check "an alias through seven" contains "$dp_err" \
+	"ctxshim: note: hop7.service is an alias of hop0.service ($rdir/hop7.service is a link)"
+rm -rf "${troot:?}/etc"
+for t in hop8:hop8 ihop1@x:ihop1@x; do
+	expect_status 0 "eight aliases on the way ($t) are written" \
+		env CTXSHIM_LIB=/opt/gw/libctxshim.so "$S" systemd-dropin --root "$troot" "${t%%:*}"
+	check "warns that it does not load ($t)" contains "$dp_err" \
+		"ctxshim: warning: systemd does not load ${t#*:}.service: the links from $rdir/${t#*:}.service go through more than 7 aliases, where it gives up (Too many levels of symbolic links), and the drop-in has no effect until they go through fewer"
+	rm -rf "${troot:?}/etc"
+done
+rm -f "$rdir/"hop*.service "$rdir/"ihop*.service "$sdir/hop0.service" "$sdir/ihop1@.service"
 # The drop-ins of every alias of the unit are read, of their dash
 # prefixes too, also where the unit is named by its own name (systemd 252
 # reads those of every name that links to it; old: only the aliases
