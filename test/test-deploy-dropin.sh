@@ -907,6 +907,21 @@ for t in hop8:hop8 ihop1@x:ihop1@x; do
 	rm -rf "${troot:?}/etc"
 done
 rm -f "$rdir/"hop*.service "$rdir/"ihop*.service "$sdir/hop0.service" "$sdir/ihop1@.service"
+# A link to no unit (web.service -> gone.service, which is not there)
+# leaves the unit its own name: systemd 252 reads none of gone.service's
+# drop-ins for it (old: read, their RootDirectory= checked, and the
+# warning named gone.service).
+ln -s gone.service "$rdir/web.service"
+mkdir -p "$rdir/gone.service.d"
+printf '[Service]\nRootDirectory=/srv/app\n' >"$rdir/gone.service.d/root.conf"
+chmod 664 "$aroot/opt/gw/libctxshim.so"
+expect_status 0 "a link to no unit is written" \
+	env CTXSHIM_LIB=/opt/gw/libctxshim.so "$S" systemd-dropin --root "$troot" web
+check "no unit file of its own name" contains "$dp_err" \
+	"ctxshim: warning: no unit file web.service (the link $rdir/web.service leads to none) in $troot's /etc/systemd/system"
+check "the drop-ins of the name it links to not read" not_contains "$dp_err" "RootDirectory"
+rm -rf "${troot:?}/etc" "$rdir/web.service" "$rdir/gone.service.d"
+chmod 644 "$aroot/opt/gw/libctxshim.so"
 # The drop-ins of every alias of the unit are read, of their dash
 # prefixes too, also where the unit is named by its own name (systemd 252
 # reads those of every name that links to it; old: only the aliases
