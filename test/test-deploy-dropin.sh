@@ -906,7 +906,24 @@ for t in hop8:hop8 ihop1@x:ihop1@x; do
 		"ctxshim: warning: systemd does not load ${t#*:}.service: the links from $rdir/${t#*:}.service go through more than 7 aliases, where it gives up (Too many levels of symbolic links), and the drop-in has no effect until they go through fewer"
 	rm -rf "${troot:?}/etc"
 done
+# Nor is a link 8 aliases away a name of hop0.service, whose drop-ins
+# systemd 252 reads (old: read, and their RootDirectory= checked).
+mkdir -p "$rdir/hop8.service.d"
+printf '[Service]\nRootDirectory=/srv/app\n' >"$rdir/hop8.service.d/root.conf"
+chmod 664 "$aroot/opt/gw/libctxshim.so"
+expect_status 0 "the unit of a link 8 aliases away is written" \
+	env CTXSHIM_LIB=/opt/gw/libctxshim.so "$S" systemd-dropin --root "$troot" hop0
+check "that link's drop-ins not read" not_contains "$dp_err" "RootDirectory"
+rm -rf "${troot:?}/etc"
+mv "$rdir/hop8.service.d" "$rdir/hop7.service.d"
+tunit=hop0
+tfile=$troot/etc/systemd/system/hop0.service.d/ctxshim.conf
+uroot_refused "a group-writable library in a root set by a name 7 aliases away" \
+	"$aroot/opt/gw/libctxshim.so" 664 644
+rm -rf "$rdir/hop7.service.d"
 rm -f "$rdir/"hop*.service "$rdir/"ihop*.service "$sdir/hop0.service" "$sdir/ihop1@.service"
+tunit=nginx
+tfile=$troot/etc/systemd/system/nginx.service.d/ctxshim.conf
 # A link to no unit (web.service -> gone.service, which is not there)
 # leaves the unit its own name: systemd 252 reads none of gone.service's
 # drop-ins for it (old: read, their RootDirectory= checked, and the
