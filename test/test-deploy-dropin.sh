@@ -729,26 +729,28 @@ check "the host's copy checked (hidden by /dev/null)" same "$dp_err" \
 	"ctxshim: note: $troot/opt/gw/libctxshim.so was not test-loaded (--root): start nginx.service in that system to see that it loads"
 rm -rf "${troot:?}/etc" "$rdir/nginx.service.d"
 chmod 644 "$aroot/opt/gw/libctxshim.so"
+# masked DESCRIPTION UNIT MAIN WHY: the drop-in of UNIT is written, with
+# the warning that MAIN is masked (WHY).
+masked() {
+	expect_status 0 "masked: $1 is written" \
+		env CTXSHIM_LIB=/opt/gw/libctxshim.so "$S" systemd-dropin --root "$troot" "$2"
+	check "masked: warns that it is masked ($1)" contains "$dp_err" \
+		"ctxshim: warning: $3 is masked ($4): systemd does not start it, and the drop-in has no effect until it is unmasked"
+	rm -rf "${troot:?}/etc"
+}
 # A masked unit (a link to /dev/null) is not started: the drop-in is
 # written, with a warning (old: none).
 ln -s /dev/null "$rdir/nginx.service"
-expect_status 0 "a masked unit is written" \
-	env CTXSHIM_LIB=/opt/gw/libctxshim.so "$S" systemd-dropin --root "$troot" nginx
-check "warns that it is masked" contains "$dp_err" \
-	"ctxshim: warning: nginx.service is masked ($rdir/nginx.service is a link to /dev/null): systemd does not start it, and the drop-in has no effect until it is unmasked"
-rm -rf "${troot:?}/etc" "$rdir/nginx.service"
+masked "a link to /dev/null" nginx nginx.service "$rdir/nginx.service is a link to /dev/null"
+rm -f "$rdir/nginx.service"
 # An empty unit file masks the unit too (systemd.unit(5)): above another
 # one, by itself, as the template of an instance, as an instance over its
 # template, as the target of an alias or of a link out of the unit
 # directories (old: read as a unit that sets nothing, without a warning).
-# empty_masks DESCRIPTION UNIT MAIN EMPTY: the drop-in of UNIT is written,
-# with the warning that EMPTY masks MAIN.
+# empty_masks DESCRIPTION UNIT MAIN EMPTY: the warning that EMPTY, an
+# empty file, masks MAIN.
 empty_masks() {
-	expect_status 0 "empty: $1 is written" \
-		env CTXSHIM_LIB=/opt/gw/libctxshim.so "$S" systemd-dropin --root "$troot" "$2"
-	check "empty: warns that it is masked ($1)" contains "$dp_err" \
-		"ctxshim: warning: $3 is masked ($4 is empty): systemd does not start it, and the drop-in has no effect until it is unmasked"
-	rm -rf "${troot:?}/etc"
+	masked "$1" "$2" "$3" "$4 is empty"
 }
 : >"$rdir/nginx.service"
 empty_masks "an empty unit file above another" nginx nginx.service "$rdir/nginx.service"
@@ -776,11 +778,9 @@ mkdir -p "$troot/dev"
 if mknod "$troot/dev/zero" c 1 5 2>/dev/null &&
 	mknod "$troot/dev/loop9" b 7 9 2>/dev/null; then
 	ln -s /dev/zero "$rdir/nginx.service"
-	expect_status 0 "a unit masked by a link to /dev/zero is written" \
-		env CTXSHIM_LIB=/opt/gw/libctxshim.so "$S" systemd-dropin --root "$troot" nginx
-	check "warns that it is masked (/dev/zero)" contains "$dp_err" \
-		"ctxshim: warning: nginx.service is masked ($rdir/nginx.service is a link to the character device /dev/zero): systemd does not start it, and the drop-in has no effect until it is unmasked"
-	rm -rf "${troot:?}/etc" "$rdir/nginx.service"
+	masked "a link to /dev/zero" nginx nginx.service \
+		"$rdir/nginx.service is a link to the character device /dev/zero"
+	rm -f "$rdir/nginx.service"
 	ln -s /dev/loop9 "$rdir/nginx.service"
 	expect_status 0 "a unit linked to a block device is written" \
 		env CTXSHIM_LIB=/opt/gw/libctxshim.so "$S" systemd-dropin --root "$troot" nginx
