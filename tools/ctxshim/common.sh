@@ -478,9 +478,9 @@ ctx_bytes() {
 # hostile header claims (old: up to 4 GiB).  Mainline also refuses a table
 # larger than a page (ELF_MIN_ALIGN), but not every kernel does: one that
 # exec refuses then fails with its own error, where refusing it here would
-# keep run from a program that this kernel may run.  TYPE keeps the answer short: a
-# shell loop over many entries is slow in dash (each shift copies the rest
-# of the list).
+# keep run from a program that this kernel may run.  TYPE keeps the
+# answer short: a shell loop over many entries is slow in dash (each shift
+# copies the rest of the list).
 ctx_phdrs() {
 	ctx_ph=
 	[ $(($4 * $5)) -le 65536 ] || return 2
