@@ -2,6 +2,7 @@
 #include "config.h"
 
 #include "cli.h"
+#include "stop.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -9,7 +10,6 @@
 #include <getopt.h>
 #include <limits.h>
 #include <stdarg.h>
-#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,40 +58,28 @@ static unsigned inherited;
  * bounds its fallback (fd-util.c MAX_FD_LOOP_LIMIT). */
 #define INHERITED_PROBE_MAX (1u << 20)
 
-/* Into *n the descriptors in 3 .. limit - 1 listed in dfd, an open
- * /proc/self/fd, but dfd itself; 0, or a negative errno. */
+/* Into *n the descriptors in 3 .. limit - 1 that /proc/self/fd lists,
+ * but the one that lists them; 0, or a negative errno. */
 static int
-count_listed(int dfd, rlim_t limit, unsigned *n)
+count_listed(rlim_t limit, unsigned *n)
 {
-	union {
-		struct dirent64 align;
-		char b[4096];
-	} buf;
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *de;
+	int err;
 
 	*n = 0;
-	for (;;) {
-		ssize_t got = getdents64(dfd, buf.b, sizeof(buf.b)), off;
+	if (!d)
+		return -errno;
+	for (errno = 0; (de = readdir(d)); errno = 0) {
+		/* (a number's name: stop_task_tid() reads /proc's) */
+		pid_t fd = stop_task_tid(de->d_name);
 
-		if (got < 0 && errno == EINTR)
-			continue;
-		if (got < 0)
-			return -errno;
-		if (got == 0)
-			return 0;
-		for (off = 0; off + (ssize_t)offsetof(struct dirent64, d_name) < got;) {
-			struct dirent64 *de = (struct dirent64 *)(buf.b + off);
-			char *end;
-			long fd;
-
-			if (de->d_reclen == 0 || off + de->d_reclen > got)
-				return -EIO;
-			off += de->d_reclen;
-			fd = strtol(de->d_name, &end, 10);
-			if (end != de->d_name && !*end && fd > 2 && fd != dfd &&
-			    (rlim_t)fd < limit)
-				(*n)++;
-		}
+		if (fd > 2 && fd != dirfd(d) && (rlim_t)fd < limit)
+			(*n)++;
 	}
+	err = errno;
+	closedir(d);
+	return -err;
 }
 
 void
@@ -100,7 +88,6 @@ cli_count_inherited(void)
 	struct rlimit rl;
 	unsigned n;
 	rlim_t fd, end;
-	int dfd, r = -1;
 
 	/* Those at or above the limit are left out: a new descriptor is the
 	 * lowest free one, below the limit, so they take none of it.  The
@@ -109,21 +96,13 @@ cli_count_inherited(void)
 	 * hint under ulimit -n 1024 ignored 1020 open). */
 	if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
 		return;
-	dfd = open("/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dfd < 0 && errno == EMFILE && rl.rlim_cur > 3 && rl.rlim_cur <= INT_MAX) {
-		/* none free below the limit: 3 .. limit - 1 are all open */
-		inherited = (unsigned)(rl.rlim_cur - 3);
-		return;
-	}
-	if (dfd >= 0) {
-		r = count_listed(dfd, rl.rlim_cur, &n);
-		close(dfd);
-	}
-	if (r == 0) {
+	if (count_listed(rl.rlim_cur, &n) == 0) {
 		inherited = n;
 		return;
 	}
-	/* no /proc (or none of ours), or no file left in the system */
+	/* No /proc (or none of ours), or no descriptor left to list it
+	 * with (then every one below the limit is open, and the probe finds
+	 * them all). */
 	end = rl.rlim_cur < INHERITED_PROBE_MAX ? rl.rlim_cur : INHERITED_PROBE_MAX;
 	inherited = 0;
 	for (fd = 3; fd < end; fd++)
