@@ -26,6 +26,29 @@ ratio() {
 		awk -v f="${4:-%.2f}" '{ printf f, $1 }'
 }
 
+# ratio_ci FILE A B [FORMAT]: the 95 % interval of ratio's median, as
+# "LOW-HIGH": the k-th smallest and the k-th largest of the per-line
+# ratios, k the largest rank with P(Binomial(n, 1/2) < k) <= 0.025 (the
+# sign test's interval).  It holds the true median in at least 95 % of
+# runs whatever the ratios' distribution, which on a shared host is
+# anything but normal; the binomial terms are summed from logarithms so
+# that no term underflows before it matters.  "-" for fewer than 6 lines,
+# where no pair of ranks covers 95 %.
+ratio_ci() {
+	awk -v a="$2" -v b="$3" '$b > 0 { printf "%.6f\n", $a / $b }' "$1" | sort -g |
+		awk -v f="${4:-%.2f}" '{ v[NR] = $1 }
+		END {
+			n = NR; k = 0; lp = n * log(0.5); c = exp(lp)
+			for (j = 0; j < n / 2 && c <= 0.025; j++) {
+				k = j + 1
+				lp += log((n - j) / (j + 1))
+				c += exp(lp)
+			}
+			if (k == 0) print "-"
+			else printf f "-" f "\n", v[k], v[n + 1 - k]
+		}'
+}
+
 # is TCP port $1 of 127.0.0.1 free (nothing listening)?
 port_free() {
 	! grep -qi "^ *[0-9]*: [0-9A-F]*:$(printf '%04X' "$1") [0-9A-F:]* 0A" \

@@ -143,14 +143,15 @@ log() {
 	echo "bench: $*" >&2
 }
 
-# row ID MEASUREMENT VALUE TARGET-OP TARGET DETAIL
+# row ID MEASUREMENT VALUE TARGET-OP TARGET DETAIL [INTERVAL]
 #   TARGET-OP: le (value <= target) or ge (value >= target)
+#   INTERVAL: the 95 % interval of a median of ratios (ratio_ci)
 row() {
-	printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$4" "$5" "$6" >>"$ROWS"
+	printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$4" "$5" "$6" "${7:--}" >>"$ROWS"
 }
 
 skip() {
-	printf '%s\t%s\t-\tskip\t-\t%s\n' "$1" "$2" "$3" >>"$ROWS"
+	printf '%s\t%s\t-\tskip\t-\t%s\t-\n' "$1" "$2" "$3" >>"$ROWS"
 }
 
 # timed OUT CMD... -> prints "<ns> <status>".  A short pause first: after
@@ -241,10 +242,12 @@ bench_ctxdump() {
 		[ "$bad" -eq 0 ] || log "B5: $bad runs did not read every record"
 		row B5a "ctxdump wall / floor wall ($NTHREADS threads)" \
 			"$(ratio "$W/b5" 1 3)" le 1.3 \
-			"$(awk -v a="$cw" -v b="$fw" 'BEGIN{printf "%.1f / %.1f ms", a/1e6, b/1e6}')"
+			"$(awk -v a="$cw" -v b="$fw" 'BEGIN{printf "%.1f / %.1f ms", a/1e6, b/1e6}')" \
+			"$(ratio_ci "$W/b5" 1 3)"
 		row B5b "ctxdump stopped window / floor's" \
 			"$(ratio "$W/b5" 2 4)" le 1.3 \
-			"$(awk -v a="$cs" -v b="$fs" 'BEGIN{printf "%.1f / %.1f ms", a/1e6, b/1e6}')"
+			"$(awk -v a="$cs" -v b="$fs" 'BEGIN{printf "%.1f / %.1f ms", a/1e6, b/1e6}')" \
+			"$(ratio_ci "$W/b5" 2 4)"
 	fi
 
 	if want B6; then
@@ -274,13 +277,13 @@ bench_ctxdump() {
 				log "B6: gdb printed $gn of $NTHREADS pointers"
 			row B6 "gdb 'thread apply all p' wall / ctxdump (text) wall" \
 				"$(ratio "$W/b6" 1 2 %.1f)" ge 15 \
-				"$(awk -v a="$gw" -v b="$cw" 'BEGIN{printf "%.0f / %.1f ms", a/1e6, b/1e6}')"
+				"$(awk -v a="$gw" -v b="$cw" 'BEGIN{printf "%.0f / %.1f ms", a/1e6, b/1e6}')" \
+				"$(ratio_ci "$W/b6" 1 2 %.1f)"
 			# what the floor itself allows on this machine
-			printf 'B6f\t%s\t%s\tinfo\t-\t%s\n' \
-				"gdb wall / floor wall (the ceiling of B6 here)" \
-				"$(ratio "$W/b6" 1 4 %.1f)" \
+			row B6f "gdb wall / floor wall (the ceiling of B6 here)" \
+				"$(ratio "$W/b6" 1 4 %.1f)" info - \
 				"$(awk -v a="$gw" -v b="$fw" 'BEGIN{printf "%.0f / %.1f ms", a/1e6, b/1e6}')" \
-				>>"$ROWS"
+				"$(ratio_ci "$W/b6" 1 4 %.1f)"
 		fi
 	fi
 
@@ -312,10 +315,12 @@ bench_ctxdump() {
 			cs=$(awk '{print $4}' "$W/b7" | median)
 			row B7a "eu-stack -p wall / ctxdump --stacks wall" \
 				"$(ratio "$W/b7" 1 2 %.1f)" ge 5 \
-				"$(awk -v a="$ew" -v b="$sw" 'BEGIN{printf "%.0f / %.1f ms", a/1e6, b/1e6}')"
+				"$(awk -v a="$ew" -v b="$sw" 'BEGIN{printf "%.0f / %.1f ms", a/1e6, b/1e6}')" \
+				"$(ratio_ci "$W/b7" 1 2 %.1f)"
 			row B7b "ctxdump stopped window, --stacks / without" \
 				"$(ratio "$W/b7" 3 4)" le 1.5 \
-				"$(awk -v a="$ss" -v b="$cs" 'BEGIN{printf "%.1f / %.1f ms", a/1e6, b/1e6}')"
+				"$(awk -v a="$ss" -v b="$cs" 'BEGIN{printf "%.1f / %.1f ms", a/1e6, b/1e6}')" \
+				"$(ratio_ci "$W/b7" 3 4)"
 		fi
 	fi
 	stop_target
@@ -774,7 +779,9 @@ bench_nginx_min() {
 	B1Z_VAL=$(ratio "$BZF" 9 1 %.3f)
 	B1Z_DETAIL=$(awk -v a="$zr" -v b="$zp" -v u="$(wc -l <"$BZF")" -v c="$nzc" -v n="$nz" \
 		'BEGIN{printf "%.0f / %.0f req/s; %d of %d triples used (%d clean)", a, b, u, n, c}')
+	B1Z_CI=$(ratio_ci "$BZF" 9 1 %.3f)
 	B1ZC_VAL=$(ratio "$BZF" 3 11 %.3f)
+	B1ZC_CI=$(ratio_ci "$BZF" 3 11 %.3f)
 	B1ZC_DETAIL=$(awk -v a="$zcm" -v b="$zcp" \
 		'BEGIN{printf "without %.2f us, minimal %.2f us", b / 1e3, a / 1e3}')
 	B1Z_ROWS=1
@@ -830,9 +837,9 @@ min_check() {
 		return 0
 	fi
 	row B1z "nginx requests/s, minimal writer / without" "$B1Z_VAL" info - \
-		"$B1Z_DETAIL; its record in $seen of $i ctxdumps"
+		"$B1Z_DETAIL; its record in $seen of $i ctxdumps" "$B1Z_CI"
 	row B1zc "nginx worker CPU time per request, without / minimal" "$B1ZC_VAL" \
-		info - "$B1ZC_DETAIL"
+		info - "$B1ZC_DETAIL" "$B1ZC_CI"
 }
 
 bench_nginx() {
@@ -960,15 +967,18 @@ bench_nginx() {
 	row B1 "nginx requests/s, with / without the shim" \
 		"$(ratio "$B1F" 5 1 %.3f)" ge 0.99 \
 		"$(awk -v a="$rs" -v b="$rp" -v u="$used" -v c="$nclean" -v n="$runs" \
-			'BEGIN{printf "%.0f / %.0f req/s; %d of %d pairs used (%d clean)", a, b, u, n, c}')"
+			'BEGIN{printf "%.0f / %.0f req/s; %d of %d pairs used (%d clean)", a, b, u, n, c}')" \
+		"$(ratio_ci "$B1F" 5 1 %.3f)"
 	row B2 "nginx p99 latency, with / without the shim" \
 		"$(ratio "$B1F" 6 2 %.3f)" le 1.03 \
-		"$(awk -v a="$ls" -v b="$lp" 'BEGIN{printf "%.0f / %.0f us", a, b}')"
+		"$(awk -v a="$ls" -v b="$lp" 'BEGIN{printf "%.0f / %.0f us", a, b}')" \
+		"$(ratio_ci "$B1F" 6 2 %.3f)"
 	# the worker's own CPU time per request (schedstat, exact) in the same
 	# runs, without / with: B1 if the worker alone set the pace
 	row B1c "nginx worker CPU time per request, without / with" \
 		"$(ratio "$B1F" 3 7 %.3f)" info - \
-		"$(awk -v a="$cs" -v b="$cp" 'BEGIN{printf "without %.2f us, with %.2f us", b / 1e3, a / 1e3}')"
+		"$(awk -v a="$cs" -v b="$cp" 'BEGIN{printf "without %.2f us, with %.2f us", b / 1e3, a / 1e3}')" \
+		"$(ratio_ci "$B1F" 3 7 %.3f)"
 	[ -n "$MIN" ] && bench_nginx_min
 	if [ -s "$W/b2u" ]; then
 		a50=$(awk '{print $1}' "$W/b2u" | median)
@@ -980,7 +990,8 @@ bench_nginx() {
 			"$(awk -v a="$b99" -v b="$a99" -v c="$b50" -v d="$a50" \
 				-v r="$(ratio "$W/b2u" 3 1 %.3f)" \
 				'BEGIN{printf "%.1f / %.1f us; p50 %.1f / %.1f us (%s)",
-					a / 1e3, b / 1e3, c / 1e3, d / 1e3, r}')"
+					a / 1e3, b / 1e3, c / 1e3, d / 1e3, r}')" \
+			"$(ratio_ci "$W/b2u" 4 2 %.3f)"
 	fi
 
 	# B8: the workers' resident memory after the same load
@@ -1080,17 +1091,28 @@ if want B1 || want B2 || want B8; then
 		"$LOAD0$([ "${BENCH_NGINX_AA:-0}" = 1 ] && echo "; A/A CHECK: no shim on either side")"
 fi
 echo
+# A verdict whose target lies inside the row's 95 % interval is the
+# median's, but another run may well give the other one: the line under
+# the table names those rows.
 awk -F '\t' '
-	BEGIN { printf "%-5s %-52s %8s  %-8s %-6s %s\n", "id", "measurement", "value",
-		"target", "result", "detail (medians of each side)"
-		pass = miss = 0 }
+	BEGIN { printf "%-5s %-52s %8s  %-8s %-6s %-13s %s\n", "id", "measurement", "value",
+		"target", "result", "95% interval", "detail (medians of each side)"
+		pass = miss = 0; near = "" }
 	{
 		if ($4 == "skip") { res = "SKIP"; tgt = "-" }
 		else if ($4 == "info") { res = "info"; tgt = "-" }
 		else if ($4 == "le") { tgt = "<= " $5; res = ($3 + 0 <= $5 + 0) ? "PASS" : "MISS" }
 		else { tgt = ">= " $5; res = ($3 + 0 >= $5 + 0) ? "PASS" : "MISS" }
 		if (res == "PASS") pass++; else if (res == "MISS") miss++
-		printf "%-5s %-52s %8s  %-8s %-6s %s\n", $1, $2, $3, tgt, res, $6
+		ci = ($7 == "") ? "-" : $7
+		if ((res == "PASS" || res == "MISS") && split(ci, lh, "-") == 2 &&
+		    lh[1] + 0 <= $5 + 0 && $5 + 0 <= lh[2] + 0)
+			near = near " " $1
+		printf "%-5s %-52s %8s  %-8s %-6s %-13s %s\n", $1, $2, $3, tgt, res, ci, $6
 	}
-	END { printf "\n%d PASS, %d MISS\n", pass, miss }' "$ROWS"
+	END {
+		printf "\n%d PASS, %d MISS\n", pass, miss
+		if (near != "")
+			printf "target inside the 95%% interval (this run cannot tell PASS from MISS):%s\n", near
+	}' "$ROWS"
 echo "(total $(($(date +%s) - T0)) s)"
