@@ -87,8 +87,9 @@ log() {
 	echo "record-overhead: $*" >&2
 }
 
+# row ID MEASUREMENT RATIO DETAIL [INTERVAL] (INTERVAL: ratio_ci's)
 row() {
-	printf '%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$4" >>"$ROWS"
+	printf '%s\t%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$4" "${5:--}" >>"$ROWS"
 }
 
 # record_start PID RATE TAG: ctxdump record in the background (REC)
@@ -187,12 +188,14 @@ bench_nginx() {
 		rr=$(awk -v c=$col '{print $c}' "$W/nginx.runs" | median)
 		row R-ngx-rps-$r "nginx requests/s, recording at $r Hz / not recording" \
 			"$(ratio "$W/nginx.runs" $col 1 %.3f)" \
-			"$(awk -v a="$rr" -v b="$base" 'BEGIN{printf "%.0f / %.0f req/s", a, b}')"
+			"$(awk -v a="$rr" -v b="$base" 'BEGIN{printf "%.0f / %.0f req/s", a, b}')" \
+			"$(ratio_ci "$W/nginx.runs" $col 1 %.3f)"
 		lp=$(awk '{print $2}' "$W/nginx.runs" | median)
 		lr=$(awk -v c=$((col + 1)) '{print $c}' "$W/nginx.runs" | median)
 		row R-ngx-p99-$r "nginx p99 latency, recording at $r Hz / not recording" \
 			"$(ratio "$W/nginx.runs" $((col + 1)) 2 %.3f)" \
-			"$(awk -v a="$lr" -v b="$lp" 'BEGIN{printf "%.0f / %.0f us", a, b}')"
+			"$(awk -v a="$lr" -v b="$lp" 'BEGIN{printf "%.0f / %.0f us", a, b}')" \
+			"$(ratio_ci "$W/nginx.runs" $((col + 1)) 2 %.3f)"
 		# the stop windows and file size of the last recording
 		if [ -f "$W/rec.ngx$r.prof" ]; then
 			"$CTXDUMP" report "$W/rec.ngx$r.prof" >"$W/rep.$r" 2>/dev/null
@@ -248,7 +251,8 @@ bench_cpu() {
 		# throughput ratio = time without / time with
 		row R-cpu-$r "CPU-bound throughput, recording at $r Hz / not recording" \
 			"$(ratio "$W/cpu.runs" 1 $col %.3f)" \
-			"$(awk -v a="$tr" -v b="$base" 'BEGIN{printf "%.3f / %.3f s", a / 1e9, b / 1e9}')"
+			"$(awk -v a="$tr" -v b="$base" 'BEGIN{printf "%.3f / %.3f s", a / 1e9, b / 1e9}')" \
+			"$(ratio_ci "$W/cpu.runs" 1 $col %.3f)"
 		col=$((col + 1))
 	done
 }
@@ -273,7 +277,7 @@ echo "command: sh bench/record-overhead.sh ${1:-} (REC_RUNS=$RUNS, REC_SECS=$SEC
 	"REC_CPU_MB=$CPU_MB${PRIO:+, $PRIO})"
 echo
 awk -F '\t' '
-	BEGIN { printf "%-16s %-58s %7s  %s\n", "id", "measurement", "ratio",
-		"detail (medians of each side)" }
-	{ printf "%-16s %-58s %7s  %s\n", $1, $2, $3, $4 }' "$ROWS"
+	BEGIN { printf "%-16s %-58s %7s  %-13s %s\n", "id", "measurement", "ratio",
+		"95% interval", "detail (medians of each side)" }
+	{ printf "%-16s %-58s %7s  %-13s %s\n", $1, $2, $3, ($5 == "" ? "-" : $5), $4 }' "$ROWS"
 echo "(total $(($(date +%s) - T0)) s)"

@@ -1041,7 +1041,7 @@ bench_record() {
 		return
 	fi
 	awk -F '\t' '
-		function r(id, m) { printf "%s\t%s\t%s\tinfo\t-\t%s\n", id, m, $3, $4 }
+		function r(id, m) { printf "%s\t%s\t%s\tinfo\t-\t%s\t%s\n", id, m, $3, $4, $5 }
 		{ n = split($1, k, "-"); hz = k[n] }
 		/^R-ngx-rps-/ { r("Rr" hz, "nginx req/s, ctxdump record -F " hz " / none"); next }
 		/^R-ngx-p99-/ { r("Rl" hz, "nginx p99 latency, ctxdump record -F " hz " / none"); next }
