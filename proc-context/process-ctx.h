@@ -167,7 +167,7 @@ struct pctx_decoded {
  * contents of array and kvlist values, must be well-formed.  Attributes past
  * PCTX_MAX_ATTRS (keys past PCTX_MAX_KEYS) are counted as dropped.
  * Returns 0, -EINVAL for NULL arguments or len > PCTX_PAYLOAD_MAX, -EBADMSG
- * for malformed or truncated input, -EOPNOTSUPP for groups.  *out is only
+ * for malformed or truncated input.  *out is only
  * written on success. */
 int pctx_decode(const uint8_t *buf, size_t len, struct pctx_decoded *out);
 

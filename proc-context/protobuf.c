@@ -234,11 +234,18 @@ pb_get_le(const uint8_t *p, size_t n)
 	return v;
 }
 
-int
-pb_next_field(struct pb_reader *r, struct pb_field *f)
+/* Levels of groups, one in another, that are stepped over; deeper nesting
+ * is refused.  Only an unknown field can be a group in what we read. */
+#define PB_GROUP_DEPTH_MAX 16
+
+/* The field at p: its tag and, for wire types 0/1/2/5, its value (of a
+ * group, the tag alone); *used = the bytes it takes.  Returns 0 or a
+ * negative errno. */
+static int
+pb_field_at(const uint8_t *p, size_t avail, struct pb_field *f, size_t *used)
 {
-	const uint8_t *p = r->p;
-	size_t avail = pb_reader_left(r), left;
+	const uint8_t *start = p;
+	size_t left;
 	uint64_t tag, v = 0;
 	const uint8_t *data = NULL;
 	size_t len = 0;
@@ -287,8 +294,7 @@ pb_next_field(struct pb_reader *r, struct pb_field *f)
 		break;
 	case PB_WT_SGROUP:
 	case PB_WT_EGROUP:
-		/* Deprecated since proto2; nothing in OTLP uses them. */
-		return -EOPNOTSUPP;
+		break;
 	default:
 		return -EBADMSG;
 	}
@@ -298,6 +304,53 @@ pb_next_field(struct pb_reader *r, struct pb_field *f)
 	f->u64 = v;
 	f->data = data;
 	f->len = len;
-	r->p = p;
+	*used = (size_t)(p - start);
+	return 0;
+}
+
+int
+pb_next_field(struct pb_reader *r, struct pb_field *f)
+{
+	const uint8_t *p = r->p;
+	size_t avail = pb_reader_left(r), pos, n;
+	uint32_t open[PB_GROUP_DEPTH_MAX];
+	unsigned depth = 0;
+	struct pb_field g;
+	int ret;
+
+	ret = pb_field_at(p, avail, &g, &pos);
+	if (ret < 0)
+		return ret;
+	if (g.wt == PB_WT_EGROUP)
+		return -EBADMSG;
+	if (g.wt == PB_WT_SGROUP) {
+		/* Groups are deprecated, but a writer may still send one as
+		 * a field we do not know, and protobuf parsers step over it:
+		 * up to the end tag of the same number, nested ones included.
+		 * Its data is what lies between the two tags. */
+		g.data = p + pos;
+		open[depth++] = g.number;
+		while (depth > 0) {
+			struct pb_field in;
+
+			ret = pb_field_at(p + pos, avail - pos, &in, &n);
+			if (ret < 0)
+				return ret;
+			if (in.wt == PB_WT_SGROUP) {
+				if (depth == PB_GROUP_DEPTH_MAX)
+					return -EBADMSG;
+				open[depth++] = in.number;
+			} else if (in.wt == PB_WT_EGROUP) {
+				if (in.number != open[depth - 1])
+					return -EBADMSG;
+				depth--;
+				if (depth == 0)
+					g.len = (size_t)(p + pos - g.data);
+			}
+			pos += n;
+		}
+	}
+	*f = g;
+	r->p = p + pos;
 	return 0;
 }

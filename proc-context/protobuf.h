@@ -19,7 +19,7 @@ enum pb_wire_type {
 	PB_WT_VARINT = 0,
 	PB_WT_I64 = 1,
 	PB_WT_LEN = 2,
-	PB_WT_SGROUP = 3, /* deprecated groups: rejected by the reader */
+	PB_WT_SGROUP = 3, /* deprecated groups: stepped over by the reader */
 	PB_WT_EGROUP = 4,
 	PB_WT_I32 = 5,
 };
@@ -72,7 +72,8 @@ struct pb_reader {
 };
 
 /* One field.  VARINT, I64 and I32 values are in u64 (I64/I32 decoded from
- * little-endian); a LEN field's bytes are data[0..len), inside the input. */
+ * little-endian); a LEN field's bytes (a group's content) are
+ * data[0..len), inside the input. */
 struct pb_field {
 	uint32_t number;
 	enum pb_wire_type wt;
@@ -90,10 +91,12 @@ size_t pb_reader_left(const struct pb_reader *r);
 
 /* -EBADMSG if truncated, longer than 10 bytes, or above 64 bits. */
 int pb_get_varint(struct pb_reader *r, uint64_t *v);
-/* Read the next field and step over its value.  -EBADMSG for truncated or
- * malformed input (bad wire type, field 0, a length past the end),
- * -EOPNOTSUPP for groups (wire types 3/4).  On error the reader and f are
- * left unchanged. */
+/* Read the next field and step over its value.  A group (wire type 3) is
+ * stepped over up to its end tag, nested groups included; f->data and
+ * f->len are then its content.  -EBADMSG for truncated or malformed input
+ * (bad wire type, field 0, a length past the end, an end tag without its
+ * start, groups nested too deep).  On error the reader and f are left
+ * unchanged. */
 int pb_next_field(struct pb_reader *r, struct pb_field *f);
 
 double pb_double_from_bits(uint64_t bits);

@@ -333,8 +333,10 @@ START_TEST(reader_malformed)
 	} cases[] = {
 		{"field 0", {0x00, 0x01}, 2, -EBADMSG},
 		{"field 0 LEN", {0x02, 0x00}, 2, -EBADMSG},
-		{"start group", {0x0b, 0x0c}, 2, -EOPNOTSUPP},
-		{"end group", {0x0c}, 1, -EOPNOTSUPP},
+		{"end group without start", {0x0c}, 1, -EBADMSG},
+		{"group not ended", {0x0b, 0x08, 0x01}, 3, -EBADMSG},
+		{"group ended by another", {0x0b, 0x14}, 2, -EBADMSG},
+		{"group with a bad field", {0x0b, 0x0a, 0x05, 0x0c}, 4, -EBADMSG},
 		{"wire type 6", {0x0e, 0x00}, 2, -EBADMSG},
 		{"wire type 7", {0x0f, 0x00}, 2, -EBADMSG},
 		{"LEN past end", {0x0a, 0x05, 'a', 'b', 'c', 'd'}, 6, -EBADMSG},
@@ -393,6 +395,51 @@ START_TEST(reader_skips_every_wire_type)
 }
 END_TEST
 
+START_TEST(reader_skips_groups)
+{
+	/* Groups (wire types 3/4) are deprecated but still valid wire
+	 * format: an unknown field may be one, and the protobuf libraries
+	 * of other readers (Go's protowire, prost, C++) step over it, nested
+	 * groups and all.  The field's data is the group's content. */
+	/* clang-format off */
+	static const uint8_t m[] = {
+		0xab, 0x1f,                               /* 501 start group */
+		0x08, 0x01,                               /*   1 VARINT 1 */
+		0x0a, 0x02, 0x0c, 0x0c,                   /*   1 LEN (end tags) */
+		0x13,                                     /*   2 start group */
+		0x1b, 0x1c,                               /*     3 empty group */
+		0x14,                                     /*   2 end group */
+		0xac, 0x1f,                               /* 501 end group */
+		0x0b, 0x0c,                               /* 1 empty group */
+		0x0a, 0x02, 'o', 'k',                     /* 1 "ok" */
+	};
+	/* clang-format on */
+	uint8_t deep[2 * 17];
+	struct pb_field f[4];
+	size_t i;
+
+	ck_assert_int_eq(read_fields(m, sizeof(m), f, 4), 3);
+	ck_assert_uint_eq(f[0].number, 501);
+	ck_assert_int_eq(f[0].wt, PB_WT_SGROUP);
+	ck_assert_ptr_eq(f[0].data, m + 2);
+	ck_assert_uint_eq(f[0].len, 10);
+	ck_assert_uint_eq(f[1].number, 1);
+	ck_assert_int_eq(f[1].wt, PB_WT_SGROUP);
+	ck_assert_uint_eq(f[1].len, 0);
+	ck_assert_uint_eq(f[2].number, 1);
+	ck_assert_int_eq(f[2].wt, PB_WT_LEN);
+	ck_assert_mem_eq(f[2].data, "ok", 2);
+
+	/* Nesting is bounded: 16 levels are stepped over, 17 are not. */
+	for (i = 0; i < 17; i++) {
+		deep[i] = 0x0b;
+		deep[sizeof(deep) - 1 - i] = 0x0c;
+	}
+	ck_assert_int_eq(read_fields(deep + 1, sizeof(deep) - 2, f, 4), 1);
+	ck_assert_int_eq(read_fields(deep, sizeof(deep), f, 4), -EBADMSG);
+}
+END_TEST
+
 START_TEST(reader_nested)
 {
 	/* A LEN field opened as a sub-reader stays within its bounds even
@@ -436,6 +483,7 @@ TEST_SUITE(protobuf_suite)
 	tcase_add_test(tc, reader_truncated_every_cut);
 	tcase_add_test(tc, reader_malformed);
 	tcase_add_test(tc, reader_skips_every_wire_type);
+	tcase_add_test(tc, reader_skips_groups);
 	tcase_add_test(tc, reader_nested);
 	suite_add_tcase(s, tc);
 
