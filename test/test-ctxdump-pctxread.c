@@ -100,6 +100,39 @@ START_TEST(mapping_dropped)
 }
 END_TEST
 
+/* A header caught while its writer fills it in: the signature stored, the
+ * version not yet, the timestamp 0 (stored last, after a fence).  The
+ * OTEP's 0 means "being written": read again, not refused for its
+ * version. */
+START_TEST(header_half_written)
+{
+	struct pctxr_snapshot snap = {0};
+	size_t len, maps_len;
+	uint8_t *a = publish("first", 0, &len);
+	struct otel_process_ctx_header *h = (struct otel_process_ctx_header *)a;
+	char *maps;
+	int r;
+
+	h->version = 0;
+	h->payload_size = 0;
+	maps = read_maps(&maps_len);
+	r = pctxr_read_maps(getpid(), maps, maps_len, &snap);
+	ck_assert_msg(r == -EAGAIN, "pctxr_read_maps: %d (%s)", r, strerror(-r));
+
+	/* published meanwhile: read as it is now */
+	h->version = PCTX_VERSION;
+	h->payload_size = (uint32_t)len;
+	h->monotonic_published_at_ns = 300;
+	r = pctxr_read_maps(getpid(), maps, maps_len, &snap);
+	ck_assert_msg(r == 0, "pctxr_read_maps: %s", strerror(-r));
+	ck_assert_uint_eq(snap.published_at_ns, 300);
+	ck_assert_uint_eq(snap.payload_len, len);
+	pctxr_free(&snap);
+	free(maps);
+	ck_assert_int_eq(munmap(a, PAGE), 0);
+}
+END_TEST
+
 TEST_SUITE(pctxread_suite)
 {
 	Suite *s = suite_create("ctxdump-pctxread");
@@ -107,6 +140,7 @@ TEST_SUITE(pctxread_suite)
 
 	tcase_add_test(tc, mapping_replaced);
 	tcase_add_test(tc, mapping_dropped);
+	tcase_add_test(tc, header_half_written);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -146,7 +146,9 @@ pctxr_read_maps(pid_t pid,
 		/* A writer maps the memfd before it fills in the header (and
 		 * early ones wrote the signature last): a header still all
 		 * zero is one about to be published, read again as one being
-		 * updated. */
+		 * updated.  So is one with our signature and timestamp 0:
+		 * the timestamp is stored last, after a fence, and until then
+		 * the version and the other fields may not be stored yet. */
 		if (out->no_signature && h.version == 0 &&
 		    memcmp(h.signature, "\0\0\0\0\0\0\0\0", 8) == 0) {
 			out->last_err = PCTXR_UNWRITTEN;
@@ -154,16 +156,15 @@ pctxr_read_maps(pid_t pid,
 			pause_briefly();
 			continue;
 		}
-		if (out->no_signature || h.version != PCTX_VERSION) {
-			r = -EBADMSG;
-			break;
-		}
-		if (h.monotonic_published_at_ns == 0) {
-			/* being written or updated */
+		if (!out->no_signature && h.monotonic_published_at_ns == 0) {
 			out->last_err = PCTXR_UPDATING;
 			r = -EAGAIN;
 			pause_briefly();
 			continue;
+		}
+		if (out->no_signature || h.version != PCTX_VERSION) {
+			r = -EBADMSG;
+			break;
 		}
 		if (h.payload_size == 0 || h.payload_size > PCTXR_PAYLOAD_CAP) {
 			r = h.payload_size ? -E2BIG : -EBADMSG;
