@@ -163,11 +163,11 @@ struct pctx_decoded {
 };
 
 /* Decode a ProcessContext payload.  Fields may come in any order; unknown
- * fields of every wire type are skipped; every nested message, including the
- * contents of array and kvlist values, must be well-formed.  Attributes past
- * PCTX_MAX_ATTRS (keys past PCTX_MAX_KEYS) are counted as dropped.
- * Returns 0, -EINVAL for NULL arguments or len > PCTX_PAYLOAD_MAX, -EBADMSG
- * for malformed or truncated input.  *out is only
+ * fields of every wire type (groups included) are skipped; every nested
+ * message, including the contents of array and kvlist values, must be
+ * well-formed.  Attributes past PCTX_MAX_ATTRS (keys past PCTX_MAX_KEYS) are
+ * counted as dropped.  Returns 0, -EINVAL for NULL arguments or len >
+ * PCTX_PAYLOAD_MAX, -EBADMSG for malformed or truncated input.  *out is only
  * written on success. */
 int pctx_decode(const uint8_t *buf, size_t len, struct pctx_decoded *out);
 
