@@ -156,9 +156,17 @@ struct glib_item {
 static pthread_mutex_t glib_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct glib_pool *registry[GLIB_BUCKETS];
 
+/* Held across GLib's swap of a pool's comparator and ours of p->sort, so
+ * that the comparator we free is never the one GLib keeps: two calls at
+ * once could swap in one order in GLib and in the other in p->sort.  Not
+ * glib_lock: the application's comparator runs under it (GLib sorts with
+ * the new one) and may push.  Order: this lock, then glib_lock. */
+static pthread_mutex_t glib_sort_lock = PTHREAD_MUTEX_INITIALIZER;
+
 static void
 hook_pool_glib_prefork(void)
 {
+	pthread_mutex_lock(&glib_sort_lock);
 	pthread_mutex_lock(&glib_lock);
 }
 
@@ -166,6 +174,7 @@ static void
 hook_pool_glib_postfork(void)
 {
 	pthread_mutex_unlock(&glib_lock);
+	pthread_mutex_unlock(&glib_sort_lock);
 }
 
 static void
@@ -629,6 +638,7 @@ hook_pool_glib_set_sort_function(struct _GThreadPool *pool,
 		s->user_data = user_data;
 	}
 	errno = saved_errno;
+	pthread_mutex_lock(&glib_sort_lock);
 	real_g_thread_pool_set_sort_function(pool, s ? hook_pool_glib_compare : NULL,
 					     s);
 	/* GLib swapped comparators under its queue lock: nobody sorts with
@@ -638,6 +648,7 @@ hook_pool_glib_set_sort_function(struct _GThreadPool *pool,
 	old = p->sort;
 	p->sort = s;
 	pthread_mutex_unlock(&glib_lock);
+	pthread_mutex_unlock(&glib_sort_lock);
 	free(old);
 	errno = saved_errno;
 }

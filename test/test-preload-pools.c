@@ -241,6 +241,17 @@ START_TEST(glib_api_unchanged)
 }
 END_TEST
 
+/* Threads that set one pool's sort function at once: GLib keeps the
+ * comparator of the last call, and that one must still be alive. */
+START_TEST(glib_sort_function_race)
+{
+	char *out = run("pool-glib", "sortrace", NULL, true, NULL);
+
+	ck_assert_str_eq(out, "sortrace ok\n");
+	free(out);
+}
+END_TEST
+
 START_TEST(uv_work_and_after_carry_submitter_context)
 {
 	char ctx[128], mtid[32], tid[32], etid[32] = "", ev[64];
@@ -344,6 +355,7 @@ TEST_SUITE(preload_pools_suite)
 	tcase_add_test(tc, glib_items_carry_submitter_context);
 	tcase_add_test(tc, glib_gtask_pool);
 	tcase_add_test(tc, glib_api_unchanged);
+	tcase_add_test(tc, glib_sort_function_race);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("libuv");
 	tcase_add_test(tc, uv_work_and_after_carry_submitter_context);

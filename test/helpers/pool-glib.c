@@ -15,6 +15,9 @@
  *                      item_free_func at an immediate free, exclusive
  *                      pools, errors): no contexts, the same output with
  *                      and without the shim
+ *   pool-glib sortrace  four threads set the same pool's sort function
+ *                      and push, over and over (freed memory poisoned):
+ *                      "sortrace ok"
  */
 #include "config.h"
 
@@ -23,6 +26,7 @@
 
 #include <gio/gio.h>
 #include <glib.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -294,6 +298,51 @@ cmd_api(void)
 	return 0;
 }
 
+/* ---- sortrace ---- */
+
+static GThreadPool *race_pool;
+
+static void
+race_item(gpointer data, gpointer user_data)
+{
+	(void)data;
+	(void)user_data;
+}
+
+static gpointer
+race_setter(gpointer unused)
+{
+	int i;
+
+	(void)unused;
+	for (i = 0; i < 10000; i++) {
+		g_thread_pool_set_sort_function(race_pool, by_value, NULL);
+		g_thread_pool_push(race_pool, GINT_TO_POINTER(i % 7 + 1), NULL);
+		g_thread_pool_push(race_pool, GINT_TO_POINTER(i % 5 + 1), NULL);
+	}
+	return NULL;
+}
+
+/* Each push sorts with the comparator GLib holds: that must be the one
+ * the last set_sort_function() installed, not one already freed. */
+static int
+cmd_sortrace(void)
+{
+	GThread *t[4];
+	unsigned i;
+
+	/* Freed memory is overwritten, so a stale comparator crashes. */
+	mallopt(M_PERTURB, 0xa5);
+	race_pool = g_thread_pool_new(race_item, NULL, 1, FALSE, NULL);
+	for (i = 0; i < G_N_ELEMENTS(t); i++)
+		t[i] = g_thread_new("setter", race_setter, NULL);
+	for (i = 0; i < G_N_ELEMENTS(t); i++)
+		g_thread_join(t[i]);
+	g_thread_pool_free(race_pool, FALSE, TRUE);
+	printf("sortrace ok\n");
+	return 0;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -305,6 +354,8 @@ main(int argc, char **argv)
 		return cmd_gtask();
 	if (strcmp(cmd, "api") == 0)
 		return cmd_api();
-	fprintf(stderr, "usage: pool-glib ctx N|gtask|api\n");
+	if (strcmp(cmd, "sortrace") == 0)
+		return cmd_sortrace();
+	fprintf(stderr, "usage: pool-glib ctx N|gtask|api|sortrace\n");
 	return 2;
 }
