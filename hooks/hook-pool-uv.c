@@ -37,9 +37,11 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <link.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* uthash's default on a failed allocation is exit(): never in a host
  * process.  Non-fatal mode leaves the element out (hh.tbl == NULL). */
@@ -120,20 +122,59 @@ hook_pool_uv_atfork(void)
  * function, so the application's threads still inherit.) */
 static uintptr_t uv_text_lo, uv_text_hi;
 
-bool
-hook_pool_uv_thread(const void *start)
-{
-	uintptr_t lo = __atomic_load_n(&uv_text_lo, __ATOMIC_ACQUIRE);
-
-	return lo && (uintptr_t)start >= lo &&
-	       (uintptr_t)start < __atomic_load_n(&uv_text_hi, __ATOMIC_RELAXED);
-}
+static uv_queue_work_fn hook_pool_uv_bind(void);
 
 /* A libuv loaded RTLD_LOCAL as a plugin's dependency is invisible to
  * RTLD_NEXT, yet the plugin's calls reach our exported name: then we find
  * it by soname (ctxshim_bind_loaded()).  If it is not loaded at all,
  * nothing is stored and the next call tries again. */
 static const char *const uv_sonames[] = {"libuv.so.1", NULL};
+
+static int
+hook_pool_uv_named_cb(struct dl_phdr_info *info, size_t size, void *data)
+{
+	const char *name = info->dlpi_name, *base;
+	unsigned i;
+
+	(void)size;
+	(void)data;
+	if (!name)
+		return 0;
+	base = strrchr(name, '/');
+	base = base ? base + 1 : name;
+	for (i = 0; uv_sonames[i]; i++)
+		if (strcmp(base, uv_sonames[i]) == 0)
+			return 1;
+	return 0;
+}
+
+/* A libuv that a dlopen() brought in after start-up is bound by its first
+ * uv_queue_work(), but the first request to use its pool, which starts
+ * the workers, may be a uv_fs_*() that no hook sees: look for it by name
+ * (pure memory, no dl*() call) whenever objects were loaded since the
+ * last look, and bind it once it is there. */
+static bool
+hook_pool_uv_late(void)
+{
+	static unsigned long long seen;
+	unsigned long long adds = ctxshim_dl_adds();
+
+	if (__atomic_exchange_n(&seen, adds, __ATOMIC_RELAXED) == adds)
+		return false;
+	return dl_iterate_phdr(hook_pool_uv_named_cb, NULL) == 1 &&
+	       hook_pool_uv_bind() != NULL;
+}
+
+bool
+hook_pool_uv_thread(const void *start)
+{
+	uintptr_t lo = __atomic_load_n(&uv_text_lo, __ATOMIC_ACQUIRE);
+
+	if (!lo && hook_pool_uv_late())
+		lo = __atomic_load_n(&uv_text_lo, __ATOMIC_ACQUIRE);
+	return lo && (uintptr_t)start >= lo &&
+	       (uintptr_t)start < __atomic_load_n(&uv_text_hi, __ATOMIC_RELAXED);
+}
 
 /* A caller with its own libuv (bind.h) is passed to it. */
 static const char *const uv_names[] = {"uv_queue_work"};

@@ -204,14 +204,14 @@ hook_pthread_wrap(const void *start)
 
 	if (!ctxshim_active() || inherit_paused)
 		return NULL;
+	cur = ctxshim_current();
+	if (!cur)
+		return NULL;
 	/* libuv's pool workers are pool infrastructure (hook-pthread.h),
 	 * whichever call started them.  (Told by their start routine: an
 	 * interposer before us that wraps it, as ASan's pthread_create
 	 * does, hides it.) */
 	if (start && hook_pool_uv_thread(start))
-		return NULL;
-	cur = ctxshim_current();
-	if (!cur)
 		return NULL;
 	/* Thread creation allocates anyway (stack, descriptor). */
 	saved_errno = errno;

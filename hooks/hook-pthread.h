@@ -15,5 +15,6 @@ void hook_pthread_inherit_resume(void);
 /* hooks/hook-pool-uv.c: is start the start routine of one of libuv's own
  * threads (its pool's workers, started by whichever request first uses
  * the pool, uv_fs_*() and uv_getaddrinfo() included)?  Those do not
- * inherit either.  False until libuv is bound. */
+ * inherit either.  False while libuv is not loaded; one a dlopen()
+ * brought in since the last call is bound here. */
 bool hook_pool_uv_thread(const void *start);

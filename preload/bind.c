@@ -321,8 +321,8 @@ callers_adds_cb(struct dl_phdr_info *info, size_t size, void *data)
 
 /* Objects loaded so far (dlpi_adds): a lone answer holds only while no
  * object was added, since dlopen() does not start a generation. */
-static unsigned long long
-callers_adds(void)
+unsigned long long
+ctxshim_dl_adds(void)
 {
 	unsigned long long adds = 0;
 
@@ -443,7 +443,7 @@ callers_answer(const struct ctxshim_callers *cs,
 	while (i-- > 0) {
 		e = &cs->entry[i];
 		if (e->gen == gen && a >= e->lo && a < e->hi && !(bound && e->lone) &&
-		    !(e->lone && e->adds != callers_adds())) {
+		    !(e->lone && e->adds != ctxshim_dl_adds())) {
 			found = true;
 			break;
 		}

@@ -38,6 +38,11 @@ bool ctxshim_lib_loaded(const char *const *sonames);
  * the application's.  Returns false if no object contains addr. */
 bool ctxshim_text_range(const void *addr, uintptr_t *lo, uintptr_t *hi);
 
+/* The number of objects ever loaded (dl_iterate_phdr's dlpi_adds): a
+ * look for a library that found nothing holds while this is unchanged.
+ * No dl*() call. */
+unsigned long long ctxshim_dl_adds(void);
+
 /* Callers with a copy of a hooked library of their own.
  *
  * Our exported names also catch the calls of an object that a plugin

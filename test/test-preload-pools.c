@@ -336,6 +336,30 @@ START_TEST(uv_pool_started_by_fs_does_not_inherit)
 }
 END_TEST
 
+/* The same with libuv dlopen()ed after start-up, which nothing bound
+ * before its pool started. */
+START_TEST(uv_late_pool_does_not_inherit)
+{
+	char ev[64];
+	char *out, *log;
+
+	tmp_path(ev, sizeof(ev));
+	out = run("uv-late", NULL, NULL, true, ev);
+	ck_assert_msg(strstr(out, "MAIN trace=" TRACE_ID " ") &&
+			      strstr(out, "\nSTAT done\n"),
+		      "%s", out);
+	free(out);
+
+	log = slurp(ev);
+	unlink(ev);
+#ifndef __SANITIZE_ADDRESS__
+	/* as above: ASan's pthread_create hides libuv's start routine */
+	ck_assert_msg(count_events(log, "thread-start", NULL) == 0, "%s", log);
+#endif
+	free(log);
+}
+END_TEST
+
 START_TEST(uv_api_unchanged)
 {
 	assert_api_unchanged("pool-uv");
@@ -360,6 +384,7 @@ TEST_SUITE(preload_pools_suite)
 	tc = tcase_create("libuv");
 	tcase_add_test(tc, uv_work_and_after_carry_submitter_context);
 	tcase_add_test(tc, uv_pool_started_by_fs_does_not_inherit);
+	tcase_add_test(tc, uv_late_pool_does_not_inherit);
 	tcase_add_test(tc, uv_api_unchanged);
 	suite_add_tcase(s, tc);
 	return s;
