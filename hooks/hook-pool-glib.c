@@ -160,8 +160,9 @@ static struct glib_pool *registry[GLIB_BUCKETS];
  * that the comparator we free is never the one GLib keeps: two calls at
  * once could swap in one order in GLib and in the other in p->sort.  Not
  * glib_lock: the application's comparator runs under it (GLib sorts with
- * the new one) and may push.  Order: this lock, then glib_lock. */
-static pthread_mutex_t glib_sort_lock = PTHREAD_MUTEX_INITIALIZER;
+ * the new one) and may push; recursive, as it may also set another pool's
+ * comparator.  Order: this lock, then glib_lock. */
+static pthread_mutex_t glib_sort_lock = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
 
 static void
 hook_pool_glib_prefork(void)

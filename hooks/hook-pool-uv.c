@@ -37,11 +37,9 @@
 
 #include <dlfcn.h>
 #include <errno.h>
-#include <link.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
-#include <string.h>
 
 /* uthash's default on a failed allocation is exit(): never in a host
  * process.  Non-fatal mode leaves the element out (hh.tbl == NULL). */
@@ -130,29 +128,12 @@ static uv_queue_work_fn hook_pool_uv_bind(void);
  * nothing is stored and the next call tries again. */
 static const char *const uv_sonames[] = {"libuv.so.1", NULL};
 
-static int
-hook_pool_uv_named_cb(struct dl_phdr_info *info, size_t size, void *data)
-{
-	const char *name = info->dlpi_name, *base;
-	unsigned i;
-
-	(void)size;
-	(void)data;
-	if (!name)
-		return 0;
-	base = strrchr(name, '/');
-	base = base ? base + 1 : name;
-	for (i = 0; uv_sonames[i]; i++)
-		if (strcmp(base, uv_sonames[i]) == 0)
-			return 1;
-	return 0;
-}
-
 /* A libuv that a dlopen() brought in after start-up is bound by its first
  * uv_queue_work(), but the first request to use its pool, which starts
  * the workers, may be a uv_fs_*() that no hook sees: look for it by name
- * (pure memory, no dl*() call) whenever objects were loaded since the
- * last look, and bind it once it is there. */
+ * whenever objects were loaded since the last look (so a process without
+ * libuv asks the loader once per dlopen(), not once per thread), and bind
+ * it once it is there. */
 static bool
 hook_pool_uv_late(void)
 {
@@ -161,8 +142,7 @@ hook_pool_uv_late(void)
 
 	if (__atomic_exchange_n(&seen, adds, __ATOMIC_RELAXED) == adds)
 		return false;
-	return dl_iterate_phdr(hook_pool_uv_named_cb, NULL) == 1 &&
-	       hook_pool_uv_bind() != NULL;
+	return ctxshim_lib_loaded(uv_sonames) && hook_pool_uv_bind() != NULL;
 }
 
 bool
