@@ -239,11 +239,13 @@ hook_pool_glib_bind_slow(void)
 	/* GLib >= 2.70 */
 	full = hook_pool_glib_find("g_thread_pool_new_full",
 				   (const void *)g_thread_pool_new_full);
+	/* GLib >= 2.10 */
 	sort = hook_pool_glib_find("g_thread_pool_set_sort_function",
 				   (const void *)g_thread_pool_set_sort_function);
 	/* GLib >= 2.46 */
 	mtf = hook_pool_glib_find("g_thread_pool_move_to_front",
 				  (const void *)g_thread_pool_move_to_front);
+	/* every GLib 2 */
 	max = hook_pool_glib_find("g_thread_pool_set_max_threads",
 				  (const void *)g_thread_pool_set_max_threads);
 	/* Threads racing here store the same values. */
