@@ -194,7 +194,12 @@ hook_http_enter(int fd,
  * long poll: one request's handler answers a waiting one), showed it
  * again until its next wait.  The nghttp2 hook's stream callbacks too,
  * for what they restore of an HTTP/1 connection (an HTTP/2 one's stamp
- * has no sequence to check). */
+ * has no sequence to check).  Nor does what the socket level published
+ * for fd itself, whatever its span: the hook claimed fd, and the two
+ * layers can read one head differently (a folded or NUL-cut traceparent
+ * the library takes and the scanner rejects), so that this request's
+ * socket-level context has other ids than the callback's and stayed
+ * shown after it, until the thread's next wait. */
 static inline void
 hook_http_leave(int fd,
 		const struct ctxshim_ctx *c,
@@ -206,6 +211,7 @@ hook_http_leave(int fd,
 	const struct ctxshim_ctx *cur = ctxshim_current();
 
 	if (p->has && !hook_scope_same_span(&p->ctx, c) &&
+	    (fd < 0 || p->ctx.sock_fdp1 != fd + 1) &&
 	    !hook_socket_ctx_answered(&p->ctx, p->sock_seq)) {
 		if (!cur || !hook_scope_same_span(cur, &p->ctx))
 			CTXSHIM_EVENT(CTXSHIM_EV_SWITCH, fd, &p->ctx, restore_reason);

@@ -133,6 +133,36 @@ START_TEST(test_pipelined_requests)
 }
 END_TEST
 
+/* A folded traceparent line (obs-fold, RFC 9110 5.5): libmicrohttpd
+ * joins it, the socket level takes the field for invalid, so the two
+ * give the request different contexts.  The handler shows the library's;
+ * after it returns the thread must not show the socket level's context
+ * of the same request again (the fd is the hook's): no "mhd-restore". */
+START_TEST(test_layers_disagree)
+{
+	struct it_server s;
+	struct it_thread_ctx t;
+	char *json, *log;
+	long tid;
+	int fd;
+
+	start(&s, _i, true);
+	fd = it_send_blocking(&s, -1,
+			      "GET /block/fold HTTP/1.1\r\nHost: t\r\ntraceparent: " TP
+			      "\r\n \r\nConnection: close\r\n\r\n",
+			      &tid);
+	json = it_dump_blocked(&s, tid, &t);
+	ck_assert_str_eq(t.trace, TP_TRACE);
+	free(json);
+	it_release_ok(&s, fd, "GET /block/fold 0\n", true);
+	log = it_events(&s);
+	ck_assert_msg(!strstr(log, " reason=mhd-restore\n"), "log:\n%s", log);
+	free(log);
+	it_assert_gone(&s, tid, TP_TRACE);
+	it_server_stop(&s);
+}
+END_TEST
+
 /* The same requests get the same response bytes with and without the
  * shim. */
 START_TEST(test_same_bytes)
@@ -495,6 +525,7 @@ TEST_SUITE(integration_mhd_suite)
 	tcase_add_loop_test(tc, test_upload_one_span, 0, 3);
 	tcase_add_loop_test(tc, test_keepalive_second_request, 0, 3);
 	tcase_add_loop_test(tc, test_pipelined_requests, 0, 3);
+	tcase_add_loop_test(tc, test_layers_disagree, 0, 3);
 	tcase_add_loop_test(tc, test_same_bytes, 0, 3);
 	tcase_add_loop_test(tc, test_raw_path_same_callbacks, 0, 9);
 	tcase_add_loop_test(tc, test_raw_path_query, 0, 3);
