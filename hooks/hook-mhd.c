@@ -39,9 +39,9 @@
  * it has the first request of a connection only.
  * An option we do not know, another library version, or no memory for
  * the copy: the daemon starts exactly as the application asked, and
- * url.path is MHD's decoded url.  mhd_opts_walk() says why the array is
- * the same daemon, mhd_notify_completed() why the application's
- * completion callback is called exactly as without us. */
+ * url.path is MHD's decoded url (mhd_url_target()).  mhd_opts_walk()
+ * says why the array is the same daemon, mhd_notify_completed() why the
+ * application's completion callback is called exactly as without us. */
 #include "config.h"
 
 #include "hooks.h"
@@ -375,7 +375,7 @@ mhd_header_z(void *cls, enum MHD_ValueKind kind, const char *key, const char *va
 }
 
 /* The context from MHD's view of the request: its parsed headers, the
- * method, and the target (as sent, or MHD's decoded url). */
+ * method, and the target (as sent, or mhd_url_target()). */
 static void
 mhd_build_ctx(struct MHD_Connection *conn,
 	      const char *url,
@@ -392,6 +392,32 @@ mhd_build_ctx(struct MHD_Connection *conn,
 		(void)real_get_connection_values_fn(conn, MHD_HEADER_KIND, mhd_header_z,
 						    &h);
 	hook_http_build_ctx(&h, method, url, c);
+}
+
+/* MHD's decoded url as a target whose path is that url.  MHD cut the
+ * query off before it decoded, so a '?' or '#' left in the url was sent
+ * escaped: it is escaped again, or url_path() (request-ctx.c) would cut
+ * the path there ("/a%3Fb" decodes to "/a?b", published as "/a").  Kept
+ * to the length of a stored target, never cut inside an escape.  A %00
+ * has already ended MHD's C string: the path ends where it was. */
+static void
+mhd_url_target(const char *url, char out[HTTP_SCAN_TARGET_MAX + 1])
+{
+	size_t n = 0;
+
+	for (; *url; url++) {
+		const char *esc = *url == '?' ? "%3F" : *url == '#' ? "%23" : NULL;
+
+		if (n + (esc ? 3 : 1) > HTTP_SCAN_TARGET_MAX)
+			break;
+		if (esc) {
+			memcpy(out + n, esc, 3);
+			n += 3;
+		} else {
+			out[n++] = *url;
+		}
+	}
+	out[n] = '\0';
 }
 
 static int
@@ -565,7 +591,9 @@ mhd_request_ctx(const struct mhd_wrap *w,
 
 	/* First call of a request.  The socket level's context, if adopted,
 	 * gives its ids only: the path is ours either way. */
-	mhd_build_ctx(conn, raw ? target : url, method, c);
+	if (!raw && url)
+		mhd_url_target(url, target);
+	mhd_build_ctx(conn, raw || url ? target : NULL, method, c);
 	hook_http_adopt_socket_ctx(fd, c);
 
 	pthread_mutex_lock(&mhd_lock);

@@ -513,6 +513,39 @@ START_TEST(test_unknown_option)
 }
 END_TEST
 
+/* Options the shim leaves to MHD (here more than it rewrites): url.path
+ * is MHD's decoded url, where a '?' or '#' sent escaped is escaped again,
+ * so that the path is not cut there. */
+START_TEST(test_decoded_url_path)
+{
+	static char prog[4096];
+	static const char *const cases[][3] = {
+		{"/block/a%3Fb?q=1", "/block/a%3Fb", "GET /block/a?b 0\n"},
+		{"/block/x%23y", "/block/x%23y", "GET /block/x#y 0\n"},
+	};
+	char *argv[] = {prog, "-m", "select", NULL}, req[256], *json;
+	struct it_thread_ctx t;
+	struct it_server s;
+	size_t i;
+	long tid;
+	int fd;
+
+	snprintf(prog, sizeof(prog), "%s/mhd-server", test_env_path("HELPER_DIR"));
+	it_server_start(&s, argv, true, NULL);
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		snprintf(req, sizeof(req),
+			 "GET %s HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n",
+			 cases[i][0]);
+		fd = it_send_blocking(&s, -1, req, &tid);
+		json = it_dump_blocked(&s, tid, &t);
+		ck_assert_str_eq(t.path, cases[i][1]);
+		free(json);
+		it_release_ok(&s, fd, cases[i][2], true);
+	}
+	it_server_stop(&s);
+}
+END_TEST
+
 TEST_SUITE(integration_mhd_suite)
 {
 	Suite *s = suite_create("libmicrohttpd servers under the shim");
@@ -530,6 +563,7 @@ TEST_SUITE(integration_mhd_suite)
 	tcase_add_loop_test(tc, test_raw_path_same_callbacks, 0, 9);
 	tcase_add_loop_test(tc, test_raw_path_query, 0, 3);
 	tcase_add_test(tc, test_unknown_option);
+	tcase_add_test(tc, test_decoded_url_path);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* A libmicrohttpd server with no tracing code, for the integration tests.
  *
- * usage: mhd-server [-u] [-a] [-x] thread|select|epoll [CERT KEY]
+ * usage: mhd-server [-u] [-a] [-x] [-m] thread|select|epoll [CERT KEY]
  *   thread  MHD_USE_THREAD_PER_CONNECTION (one thread per connection)
  *   select  MHD_USE_INTERNAL_POLLING_THREAD (one select() loop)
  *   epoll   MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL (one epoll loop)
@@ -15,6 +15,9 @@
  *       option, so MHD says it is not the first) printed as "MHD <text>"
  *   -x  also pass option 99, which libmicrohttpd does not know (the
  *       daemon does not start), with MHD's messages as for -a
+ *   -m  also pass MHD_OPTION_CONNECTION_TIMEOUT 300 times in an
+ *       MHD_OPTION_ARRAY: more options than the shim rewrites, so that
+ *       it leaves them to MHD (url.path is then MHD's decoded url)
  *
  * Listens on 127.0.0.1 (ephemeral port) and prints "READY <port>".  Every
  * request is answered with "<method> <url> <body bytes>\n".  A request for
@@ -222,6 +225,21 @@ start_array(unsigned int flags,
 				MHD_OPTION_ARRAY, o, MHD_OPTION_END);
 }
 
+/* -m: the options of the plain daemon, then many more. */
+static struct MHD_Daemon *
+start_many(unsigned int flags, struct sockaddr *sa)
+{
+	static struct MHD_OptionItem o[300 + 1];
+	size_t i;
+
+	for (i = 0; i < 300; i++)
+		o[i] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_TIMEOUT, 30, NULL};
+	o[i] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
+	return MHD_start_daemon(flags, 0, NULL, NULL, handler, NULL,
+				MHD_OPTION_SOCK_ADDR, sa, MHD_OPTION_NOTIFY_COMPLETED,
+				completed, NULL, MHD_OPTION_ARRAY, o, MHD_OPTION_END);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -230,7 +248,7 @@ main(int argc, char **argv)
 	struct MHD_Daemon *d;
 	unsigned int flags;
 	char line[64], *cert = NULL, *key = NULL;
-	bool uri = false, array = false, unknown = false;
+	bool uri = false, array = false, unknown = false, many = false;
 
 	for (; argc > 1 && argv[1][0] == '-'; argc--, argv++) {
 		if (strcmp(argv[1], "-u") == 0)
@@ -239,13 +257,15 @@ main(int argc, char **argv)
 			array = true;
 		else if (strcmp(argv[1], "-x") == 0)
 			unknown = true;
+		else if (strcmp(argv[1], "-m") == 0)
+			many = true;
 		else
 			break;
 	}
 	if ((argc != 2 && argc != 4) ||
 	    (strcmp(argv[1], "thread") != 0 && strcmp(argv[1], "select") != 0 &&
 	     strcmp(argv[1], "epoll") != 0)) {
-		fprintf(stderr, "usage: mhd-server [-u] [-a] [-x] "
+		fprintf(stderr, "usage: mhd-server [-u] [-a] [-x] [-m] "
 				"thread|select|epoll [CERT KEY]\n");
 		return 64;
 	}
@@ -272,6 +292,8 @@ main(int argc, char **argv)
 		flags |= MHD_USE_TLS;
 	if (array)
 		d = start_array(flags, (struct sockaddr *)&sin, uri, cert, key);
+	else if (many)
+		d = start_many(flags, (struct sockaddr *)&sin);
 	else if (unknown)
 		d = MHD_start_daemon(flags | MHD_USE_ERROR_LOG, 0, NULL, NULL, handler,
 				     NULL, MHD_OPTION_SOCK_ADDR,
