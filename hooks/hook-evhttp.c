@@ -95,10 +95,13 @@ HOOK_EXPORT int evhttp_remove_virtual_host(struct evhttp *http, struct evhttp *v
 static void hook_evhttp_callback(struct evhttp_request *req, void *p);
 
 /* evhttp is in libevent-2.1.so.7 and in libevent_extra-2.1.so.7 (Debian
- * 12, nm -D); a handle of libevent_extra also finds libevent_core's
+ * 12, nm -D), in libevent 2.2 in libevent-2.2.so.1 and
+ * libevent_extra-2.2.so.1 (the names its libtool and CMake builds give);
+ * a handle of libevent_extra also finds libevent_core's
  * bufferevent_getfd() through its dependencies. */
-static const char *const evh_sonames[] = {"libevent-2.1.so.7",
-					  "libevent_extra-2.1.so.7", NULL};
+static const char *const evh_sonames[] = {
+	"libevent-2.1.so.7", "libevent_extra-2.1.so.7", "libevent-2.2.so.1",
+	"libevent_extra-2.2.so.1", NULL};
 
 /* A caller with its own libevent (bind.h) is passed to it. */
 static const char *const evh_names[] = {
