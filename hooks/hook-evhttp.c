@@ -46,6 +46,7 @@ typedef evutil_socket_t (*evh_bev_fd_fn)(struct bufferevent *);
 typedef struct evkeyvalq *(*evh_req_headers_fn)(struct evhttp_request *);
 typedef enum evhttp_cmd_type (*evh_req_command_fn)(const struct evhttp_request *);
 typedef const char *(*evh_req_uri_fn)(const struct evhttp_request *);
+typedef ev_uint32_t (*evh_version_fn)(void);
 
 /* Set once the real functions are found; until then every call retries. */
 static int evh_bound;
@@ -62,6 +63,8 @@ static evh_bev_fd_fn real_bev_fd_fn;
 static evh_req_headers_fn real_req_headers_fn;
 static evh_req_command_fn real_req_command_fn;
 static evh_req_uri_fn real_req_uri_fn;
+/* Set at binding: libevent 2.2 or later (evh_method_name()). */
+static bool evh_webdav;
 
 /* One registered callback of the application. */
 struct evh_wrap {
@@ -164,6 +167,7 @@ hook_evhttp_bind_slow(void)
 	static int logged;
 	int saved_errno = errno;
 	void *set_cb, *del_cb, *gencb, *fr, *add_vh, *rm_vh;
+	evh_version_fn ver;
 
 	set_cb = evh_find("evhttp_set_cb", (const void *)evhttp_set_cb);
 	gencb = set_cb ? evh_find("evhttp_set_gencb", (const void *)evhttp_set_gencb)
@@ -203,6 +207,8 @@ hook_evhttp_bind_slow(void)
 	__atomic_store_n(&real_req_uri_fn,
 			 (evh_req_uri_fn)evh_bind_opt("evhttp_request_get_uri"),
 			 __ATOMIC_RELAXED);
+	ver = (evh_version_fn)evh_bind_opt("event_get_version_number");
+	__atomic_store_n(&evh_webdav, ver && ver() >= 0x02020000, __ATOMIC_RELAXED);
 	__atomic_store_n(&real_set_cb_fn, (evh_set_cb_fn)set_cb, __ATOMIC_RELAXED);
 	__atomic_store_n(&real_del_cb_fn, (evh_del_cb_fn)del_cb, __ATOMIC_RELAXED);
 	__atomic_store_n(&real_set_gencb_fn, (evh_set_gencb_fn)gencb, __ATOMIC_RELAXED);
@@ -298,9 +304,25 @@ evh_request_fd(struct evhttp_request *req)
 	return bev ? (int)real_bev_fd_fn(bev) : -1;
 }
 
+/* libevent 2.2 gives the WebDAV methods the bits after PATCH (its
+ * include/event2/http.h: EVHTTP_REQ_PROPFIND = 1 << 9 up to
+ * EVHTTP_REQ_MOVE = 1 << 15), which the 2.1 header we build with does not
+ * name.  In 2.1, 1 << 15 is a method it does not know
+ * (http-internal.h: EVHTTP_REQ_UNKNOWN_), passed to the callback when
+ * the application allows that bit: so these are names from 2.2 on only. */
+static const char *const evh_webdav_methods[] = {
+	"PROPFIND", "PROPPATCH", "MKCOL", "LOCK", "UNLOCK", "COPY", "MOVE"};
+
+/* The method of a type, or NULL: one evhttp does not know, or one the
+ * application added (2.2's evhttp_set_ext_method_cmp()), whose name it
+ * does not give. */
 static const char *
 evh_method_name(enum evhttp_cmd_type cmd)
 {
+	unsigned v = (unsigned)cmd;
+
+	if (evh_webdav && v >= 1u << 9 && v <= 1u << 15 && (v & (v - 1)) == 0)
+		return evh_webdav_methods[__builtin_ctz(v) - 9];
 	switch (cmd) {
 	case EVHTTP_REQ_GET:
 		return "GET";
@@ -341,8 +363,16 @@ evh_build_ctx(struct evhttp_request *req, struct ctxshim_ctx *c)
 		if (kv->key && kv->value)
 			hook_http_header(&h, kv->key, strlen(kv->key), kv->value,
 					 strlen(kv->value));
-	if (real_req_command_fn)
+	if (real_req_command_fn) {
 		method = evh_method_name(real_req_command_fn(req));
+		/* None of the nine the semantic conventions know, but which
+		 * one is lost: "_OTHER" without the original, as for a method
+		 * too long to keep (request-ctx.h). */
+		if (!method) {
+			method = "_OTHER";
+			h.r.method_cut = true;
+		}
+	}
 	if (real_req_uri_fn)
 		uri = real_req_uri_fn(req);
 	hook_http_build_ctx(&h, method, uri, c);

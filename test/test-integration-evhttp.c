@@ -189,6 +189,33 @@ START_TEST(test_same_bytes)
 }
 END_TEST
 
+/* A method libevent 2.1 does not know, which it passes on as the type
+ * 2.2 calls MOVE when the application allows it: "_OTHER", without an
+ * original, since evhttp does not give its name. */
+START_TEST(test_unknown_method)
+{
+	struct it_server s;
+	struct it_thread_ctx t;
+	char *json;
+	long tid;
+	int fd;
+
+	it_block_start(&s, "evhttp-server", "-m", true);
+	fd = it_send_blocking(&s, -1,
+			      "PROPFIND /block HTTP/1.1\r\nHost: t\r\n"
+			      "Connection: close\r\n\r\n",
+			      &tid);
+	json = it_dump_blocked(&s, tid, &t);
+	ck_assert_str_eq(t.method, "_OTHER");
+	ck_assert_str_eq(t.path, "/block");
+	ck_assert_msg(!strstr(json, "\"key\": \"http.request.method_original\""), "%s",
+		      json);
+	free(json);
+	it_release_ok(&s, fd, "block OTHER /block 0\n", true);
+	it_server_stop(&s);
+}
+END_TEST
+
 TEST_SUITE(integration_evhttp_suite)
 {
 	Suite *s = suite_create("libevent evhttp server under the shim");
@@ -204,6 +231,7 @@ TEST_SUITE(integration_evhttp_suite)
 	tcase_add_test(tc, test_layers_disagree);
 	tcase_add_test(tc, test_vhost_and_deleted_cb);
 	tcase_add_test(tc, test_same_bytes);
+	tcase_add_test(tc, test_unknown_method);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* A libevent evhttp server with no tracing code, for the integration tests.
  *
- * usage: evhttp-server
+ * usage: evhttp-server [-m]
+ *   -m  allow every method bit (evhttp_set_allowed_methods()), so that a
+ *       method libevent does not know reaches the callbacks
  *
  * Listens on 127.0.0.1 (ephemeral port) and prints "READY <port>".  One
  * event loop thread.  Callbacks:
@@ -139,7 +141,7 @@ on_stdin(evutil_socket_t fd, short what, void *arg)
 }
 
 int
-main(void)
+main(int argc, char **argv)
 {
 	struct evhttp_bound_socket *bound;
 	struct sockaddr_in sin;
@@ -167,6 +169,8 @@ main(void)
 		fprintf(stderr, "evhttp-server: callback registration misbehaves\n");
 		return 1;
 	}
+	if (argc > 1 && strcmp(argv[1], "-m") == 0)
+		evhttp_set_allowed_methods(http, 0xffff);
 	evhttp_set_gencb(http, cb_named, "first");
 	evhttp_set_gencb(http, cb_named, "generic");
 	evhttp_set_gencb(vhost, cb_named, "vhost");
