@@ -1017,7 +1017,14 @@ mhd_opts_build(struct mhd_opts *o, va_list ap)
 	ok = mhd_opts_walk(o, aq);
 	va_end(aq);
 	if (!ok) {
-		if (!__atomic_exchange_n(&logged_opt, 1, __ATOMIC_RELAXED))
+		if (__atomic_exchange_n(&logged_opt, 1, __ATOMIC_RELAXED))
+			return false;
+		if (o->bad < 0)
+			ctxshim_log("libmicrohttpd: more than %d daemon options, or "
+				    "option arrays nested more than %d deep: not "
+				    "rewritten, url.path is the decoded url",
+				    MHD_OPTS_MAX, MHD_OPTS_DEPTH);
+		else
 			ctxshim_log("libmicrohttpd: daemon option %d not rewritten, "
 				    "url.path is the decoded url",
 				    o->bad);

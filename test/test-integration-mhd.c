@@ -513,9 +513,9 @@ START_TEST(test_unknown_option)
 }
 END_TEST
 
-/* Options the shim leaves to MHD (here more than it rewrites): url.path
- * is MHD's decoded url, where a '?' or '#' sent escaped is escaped again,
- * so that the path is not cut there. */
+/* Options the shim leaves to MHD (here more than it rewrites, which its
+ * log says): url.path is MHD's decoded url, where a '?' or '#' sent
+ * escaped is escaped again, so that the path is not cut there. */
 START_TEST(test_decoded_url_path)
 {
 	static char prog[4096];
@@ -524,14 +524,27 @@ START_TEST(test_decoded_url_path)
 		{"/block/x%23y", "/block/x%23y", "GET /block/x#y 0\n"},
 	};
 	char *argv[] = {prog, "-m", "select", NULL}, req[256], *json;
+	char logpath[] = "/tmp/ctxshim-it-log-XXXXXX", logenv[64], logbuf[4096];
+	char *env[] = {logenv, NULL};
 	struct it_thread_ctx t;
 	struct it_server s;
+	ssize_t n;
 	size_t i;
 	long tid;
-	int fd;
+	int fd, logfd;
 
 	snprintf(prog, sizeof(prog), "%s/mhd-server", test_env_path("HELPER_DIR"));
-	it_server_start(&s, argv, true, NULL);
+	logfd = mkostemp(logpath, O_CLOEXEC);
+	ck_assert_int_ge(logfd, 0);
+	snprintf(logenv, sizeof(logenv), "CTXSHIM_LOG=%s", logpath);
+	it_server_start(&s, argv, true, env);
+	unlink(logpath);
+	n = read(logfd, logbuf, sizeof(logbuf) - 1);
+	close(logfd);
+	ck_assert_int_ge(n, 0);
+	logbuf[n] = '\0';
+	ck_assert_msg(strstr(logbuf, "libmicrohttpd: more than 256 daemon options"),
+		      "shim log: %s", logbuf);
 	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		snprintf(req, sizeof(req),
 			 "GET %s HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n",
