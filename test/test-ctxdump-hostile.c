@@ -59,6 +59,25 @@ run_ctxdump(char **out, char **err, pid_t pid, const char *a1, ...)
 }
 
 /* No raw control byte but newlines, no C1 control, valid UTF-8. */
+/* The UTF-8 length of a raw format character at s that makes a terminal
+ * show text in another order or hides it (CVE-2021-42574): ALM, ZWSP..RLM,
+ * LS..RLO, WJ, LRI..PDI, BOM; else 0.  s is valid UTF-8. */
+static size_t
+format_char_len(const unsigned char *s)
+{
+	if (s[0] == 0xd8 && s[1] == 0x9c)
+		return 2;
+	if (s[0] == 0xe2 && s[1] == 0x80 &&
+	    ((s[2] >= 0x8b && s[2] <= 0x8f) || (s[2] >= 0xa8 && s[2] <= 0xae)))
+		return 3;
+	if (s[0] == 0xe2 && s[1] == 0x81 &&
+	    (s[2] == 0xa0 || (s[2] >= 0xa6 && s[2] <= 0xa9)))
+		return 3;
+	if (s[0] == 0xef && s[1] == 0xbb && s[2] == 0xbf)
+		return 3;
+	return 0;
+}
+
 static void
 assert_no_controls(const char *what, const char *s)
 {
@@ -75,6 +94,9 @@ assert_no_controls(const char *what, const char *s)
 		ck_assert_msg(!(c == 0xc2 && (unsigned char)s[i + 1] >= 0x80 &&
 				(unsigned char)s[i + 1] <= 0x9f),
 			      "%s: raw C1 control at %zu", what, i);
+		ck_assert_msg(!format_char_len((const unsigned char *)s + i),
+			      "%s: raw format character at %zu: %.*s", what, i,
+			      (int)(n - i < 60 ? n - i : 60), s + i);
 	}
 }
 
@@ -236,7 +258,7 @@ expect_in(const char *hay, const char *needle)
 START_TEST(garbage_records)
 {
 	char *argv[] = {(char *)test_helper_path("hostile-records"),
-			"--tag=\x1b]0;pwned\x07\n\x9b", NULL};
+			"--tag=\x1b]0;pwned\x07\n\x9b\xe2\x81\xa7", NULL};
 	struct target t;
 	unsigned run;
 
@@ -270,7 +292,10 @@ START_TEST(garbage_records)
 		ck_assert_uint_eq(n_bad, 4);
 		if (json) {
 			assert_json(out);
-			expect_in(out, "\"--tag=\\u001b]0;pwned\\u0007\\n\\ufffd\"");
+			expect_in(out, "\"--tag=\\u001b]0;pwned\\u0007\\n\\ufffd"
+				       "\\u2067\"");
+			expect_in(out, "\"value\": \"rlo\\u202ecba lri\\u2066 "
+				       "zw\\u200b\\ufeff kept \xd7\xa9\xd7\x9c\"");
 			expect_in(out,
 				  "\"value\": \"\\u001b[2J\\u001b[31mred\\u001b[0m\"");
 			expect_in(out, "\"value\": \"line1\\r\\nline2\\nline3\"");
@@ -282,7 +307,7 @@ START_TEST(garbage_records)
 			free(err);
 			continue;
 		}
-		expect_in(out, "--tag=\\x1b]0;pwned\\x07\\x0a\\x9b\n");
+		expect_in(out, "--tag=\\x1b]0;pwned\\x07\\x0a\\x9b\\xe2\\x81\\xa7\n");
 		blk = text_thread(out, case_tid(&t, "edge-65535"));
 		expect_in(blk, "    #1=abcde\n    (attributes truncated: "
 			       "attrs_data_size=65535)");
@@ -303,6 +328,9 @@ START_TEST(garbage_records)
 		expect_in(blk, "#1=line1\\x0d\\x0aline2\\x0aline3\n");
 		expect_in(blk, "#3=c1\\x9b31m and \\xc2\\x9b31m\n");
 		expect_in(blk, "#5=quote\"back\\\\slash\n");
+		expect_in(blk,
+			  "#7=rlo\\xe2\\x80\\xaecba lri\\xe2\\x81\\xa6 "
+			  "zw\\xe2\\x80\\x8b\\xef\\xbb\\xbf kept \xd7\xa9\xd7\x9c");
 		free(blk);
 		blk = text_thread(out, case_tid(&t, "keys"));
 		expect_in(blk, "#2=two-again\n    #200=two-hundred\n    #255=max\n    "

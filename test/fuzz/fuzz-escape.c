@@ -2,7 +2,8 @@
 /* ctxdump's escaping of target-controlled strings (tools/ctxdump/output.c):
  * the text escaper and the JSON string writer over arbitrary bytes.
  * Oracles: the output is valid UTF-8 without a raw control byte (C0, DEL,
- * C1) or an unescaped quote, and unescaping it gives the input back (text)
+ * C1), a raw bidirectional or invisible format character (Trojan Source)
+ * or an unescaped quote, and unescaping it gives the input back (text)
  * or the input with every byte that does not start a well-formed UTF-8
  * character replaced by U+FFFD (JSON).  The two UTF-8 validators of the
  * project (output_utf8_next and trec_utf8_valid) must agree. */
@@ -57,13 +58,32 @@ char_cp(const uint8_t *s, size_t l)
 	return c;
 }
 
+/* The characters that must never be shown as is: controls, and the
+ * format characters that reorder or hide text on a terminal, listed one
+ * by one (CVE-2021-42574; Unicode's Bidi_Control and zero-width ones). */
 static bool
-is_control(uint32_t cp)
+is_hidden(uint32_t cp)
 {
-	return cp < 0x20 || (cp >= 0x7f && cp <= 0x9f);
+	static const uint32_t format[] = {
+		0x061c,                                 /* ALM */
+		0x200b, 0x200c, 0x200d,                 /* ZWSP ZWNJ ZWJ */
+		0x200e, 0x200f,                         /* LRM RLM */
+		0x2028, 0x2029,                         /* LS PS */
+		0x202a, 0x202b, 0x202c, 0x202d, 0x202e, /* LRE RLE PDF LRO RLO */
+		0x2060,                                 /* WJ */
+		0x2066, 0x2067, 0x2068, 0x2069,         /* LRI RLI FSI PDI */
+		0xfeff,                                 /* BOM, ZWNBSP */
+	};
+
+	if (cp < 0x20 || (cp >= 0x7f && cp <= 0x9f))
+		return true;
+	for (size_t i = 0; i < sizeof(format) / sizeof(format[0]); i++)
+		if (cp == format[i])
+			return true;
+	return false;
 }
 
-/* Output is UTF-8 with no raw controls. */
+/* Output is UTF-8 with no raw controls or format characters. */
 static void
 check_clean(const uint8_t *o, size_t n)
 {
@@ -74,7 +94,7 @@ check_clean(const uint8_t *o, size_t n)
 		size_t l = char_len(o + i, n - i);
 
 		FUZZ_CHECK(l > 0);
-		FUZZ_CHECK(!is_control(char_cp(o + i, l)));
+		FUZZ_CHECK(!is_hidden(char_cp(o + i, l)));
 		i += l;
 	}
 }

@@ -18,7 +18,8 @@
  *   utf8         invalid UTF-8: stray continuation, overlong, surrogate,
  *                above U+10FFFF, cut sequence
  *   ansi         ANSI escape sequences, CR/LF, BEL, C1 CSI (raw and as
- *                UTF-8), NUL, backslash and quote in values
+ *                UTF-8), NUL, backslash and quote, bidirectional and
+ *                zero-width format characters (Trojan Source) in values
  *   keys         key indexes 2, 200 and 255 (beyond any key map),
  *                duplicates
  *   valid7       valid = 7 (must be ignored)
@@ -147,11 +148,15 @@ setup_cases(void)
 		{S("nul\0after")},
 		{S("quote\"back\\slash")},
 		{S("\x1b]0;title\x07")},
+		/* RLO, LRI, ZWSP and BOM; Hebrew letters are text */
+		{S("rlo\xe2\x80\xae"
+		   "cba lri\xe2\x81\xa6 zw\xe2\x80\x8b\xef\xbb\xbf kept "
+		   "\xd7\xa9\xd7\x9c")},
 	};
 #undef S
-	const char *ansi_s[7];
-	size_t ansi_len[7];
-	static const uint8_t keys5[] = {0, 1, 2, 3, 4, 5, 6};
+	const char *ansi_s[8];
+	size_t ansi_len[8];
+	static const uint8_t keys5[] = {0, 1, 2, 3, 4, 5, 6, 7};
 	static const uint8_t kkeys[] = {2, 200, 255, 2, 0};
 	static const char *const kvals[] = {"two", "two-hundred", "max", "two-again",
 					    "zero"};
@@ -210,11 +215,11 @@ setup_cases(void)
 	n = entries(buf, sizeof(buf), keys5, utf8, lens, 5);
 	add_case(&k, "utf8", make_rec(recs[k], buf, n, (uint16_t)n));
 
-	for (i = 0; i < 7; i++) {
+	for (i = 0; i < 8; i++) {
 		ansi_s[i] = ansi[i].s;
 		ansi_len[i] = ansi[i].len;
 	}
-	n = entries(buf, sizeof(buf), keys5, ansi_s, ansi_len, 7);
+	n = entries(buf, sizeof(buf), keys5, ansi_s, ansi_len, 8);
 	add_case(&k, "ansi", make_rec(recs[k], buf, n, (uint16_t)n));
 
 	for (i = 0; i < 5; i++)

@@ -180,10 +180,17 @@ output_utf8_next(const uint8_t *s, size_t n, uint32_t *cp)
 	return len;
 }
 
-static bool
-is_control(uint32_t cp)
+bool
+output_cp_escaped(uint32_t cp)
 {
-	return cp < 0x20 || (cp >= 0x7f && cp <= 0x9f);
+	/* C0, DEL, C1; then the format characters that make a terminal show
+	 * text in another order or other than its bytes ("Trojan Source",
+	 * CVE-2021-42574): ALM, ZWSP ZWNJ ZWJ LRM RLM, the line and paragraph
+	 * separators, LRE RLE PDF LRO RLO, WJ, the invisible operators, LRI
+	 * RLI FSI PDI and the deprecated format controls, and the BOM (ZWNBSP) */
+	return cp < 0x20 || (cp >= 0x7f && cp <= 0x9f) || cp == 0x061c ||
+	       (cp >= 0x200b && cp <= 0x200f) || (cp >= 0x2028 && cp <= 0x202e) ||
+	       (cp >= 0x2060 && cp <= 0x206f) || cp == 0xfeff;
 }
 
 /* Printable ASCII that needs no escape in text (quote: '"' escaped too)
@@ -216,7 +223,7 @@ ob_text_escape(struct ob *f, const uint8_t *s, size_t n, bool quote)
 		}
 		l = output_utf8_next(s + i, n - i, &cp);
 
-		if (l == 0 || is_control(cp)) {
+		if (l == 0 || output_cp_escaped(cp)) {
 			/* escape every byte of the offending sequence */
 			for (k = 0; k < (l ? l : 1); k++)
 				ob_printf(f, "\\x%02x", s[i + k]);
@@ -277,8 +284,10 @@ ob_json_string(struct ob *f, const uint8_t *s, size_t n)
 			ob_puts(f, "\\f");
 			break;
 		default:
-			/* U+2028/2029 are line breaks to JavaScript */
-			if (is_control(cp) || cp == 0x2028 || cp == 0x2029)
+			/* the same string to a JSON parser, but not shown as is
+			 * by a viewer in a terminal (U+2028/2029 are also line
+			 * breaks to JavaScript) */
+			if (output_cp_escaped(cp))
 				ob_printf(f, "\\u%04x", (unsigned)cp);
 			else
 				ob_write(f, s + i, l);

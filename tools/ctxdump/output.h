@@ -2,8 +2,9 @@
 #pragma once
 
 /* Text (py-spy dump style) and JSON rendering of a struct dump.  Every
- * string that came from the target is escaped: no raw control bytes and no
- * invalid UTF-8 reach the output.  The JSON field names are frozen in
+ * string that came from the target is escaped: no raw control bytes, no
+ * bidirectional or invisible format characters and no invalid UTF-8 reach
+ * the output.  The JSON field names are frozen in
  * doc/ctxdump.1. */
 
 #include <stdbool.h>
@@ -36,11 +37,19 @@ const char *output_misdef_what(const struct etls_symbol *s, char *buf, size_t n)
  * whoever looks the object up; shared with ctxdump.c's warnings. */
 const char *output_elf_type_name(unsigned ty);
 
+/* Whether code point cp is never printed as is: a control (C0, DEL, C1)
+ * or a Unicode format character that reorders or hides text on a
+ * terminal (bidirectional controls, zero-width characters, line and
+ * paragraph separators, BOM).  report's --folded replaces them too. */
+bool output_cp_escaped(uint32_t cp);
+
 /* Escapers, exposed for the tests of the tool. */
-/* Text: control bytes, DEL, C1 controls, backslash (and '"' if quote) and
- * bytes that are not valid UTF-8 become \xNN / \\ / \". */
+/* Text: the code points of output_cp_escaped(), backslash (and '"' if
+ * quote) and bytes that are not valid UTF-8 become \xNN (each byte of
+ * the character) / \\ / \". */
 void output_text_escape(FILE *f, const uint8_t *s, size_t n, bool quote);
-/* JSON string with quotes; invalid UTF-8 becomes U+FFFD. */
+/* JSON string with quotes; the code points of output_cp_escaped() become
+ * \uXXXX, invalid UTF-8 becomes U+FFFD. */
 void output_json_string(FILE *f, const uint8_t *s, size_t n);
 
 /* Length of the well-formed UTF-8 sequence at s (1-4), 0 if invalid;
