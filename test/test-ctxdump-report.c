@@ -1412,9 +1412,11 @@ END_TEST
 
 /* ---- escaping ---- */
 
+/* ..., and RLO and ZWSP (Trojan Source: text shown in another order) */
 #define EVIL                                                      \
 	"\x1b[2J\x1b]0;pwned\x07\rFAKE\nline\xff\xc0\x80\xc2\x9b" \
-	"31m"
+	"31m\xe2\x80\xae"                                         \
+	"ab\xe2\x80\x8b"
 
 /* No raw control byte (but the line ends), no C1 control, only UTF-8. */
 static void
@@ -1483,7 +1485,8 @@ START_TEST(report_escapes_target_strings)
 	ck_assert_msg(strstr(o, "(tls\\x1b[2J"), "%s", o);
 	ck_assert_msg(strstr(o,
 			     "\n/api\\x1b[2J\\x1b]0;pwned\\x07\\x0dFAKE\\x0aline\\xff"
-			     "\\xc0\\x80\\xc2\\x9b31m: 3 samples"),
+			     "\\xc0\\x80\\xc2\\x9b31m\\xe2\\x80\\xaeab\\xe2\\x80\\x8b"
+			     ": 3 samples"),
 		      "%s", o);
 	ck_assert_msg(strstr(o, TRACE_HEX "  /api\\x1b[2J"), "%s", o);
 	ck_assert_msg(strstr(o, "%  evil_fn\\x1b[2J"), "%s", o);
@@ -1492,9 +1495,9 @@ START_TEST(report_escapes_target_strings)
 	o = report_stdout(fold, 0, "report --folded");
 	assert_clean(o, strlen(o), "folded");
 	/* one line: ';' of the escape became ':', the rest '?' */
-	ck_assert_str_eq(o, "svc?[2J?]0:pwned??FAKE?line????31m;"
-			    "/api?[2J?]0:pwned??FAKE?line????31m;trace " TRACE_HEX
-			    ";evil_fn?[2J?]0:pwned??FAKE?line????31m 3\n");
+	ck_assert_str_eq(o, "svc?[2J?]0:pwned??FAKE?line????31m?ab?;"
+			    "/api?[2J?]0:pwned??FAKE?line????31m?ab?;trace " TRACE_HEX
+			    ";evil_fn?[2J?]0:pwned??FAKE?line????31m?ab? 3\n");
 	free(o);
 	unlink(file);
 }

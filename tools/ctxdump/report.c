@@ -1382,9 +1382,10 @@ sb_put(struct sbuf *b, const char *s, size_t n)
 
 /* A folded-stack frame: ';' separates frames and the line ends with
  * " count" (the last space-separated field, so spaces in names are
- * fine), so ';' becomes ':'; control characters (C0, DEL, C1) and bytes
- * that are not UTF-8 become '?': a frame names what the target said, and
- * the output goes to terminals and other tools. */
+ * fine), so ';' becomes ':'; what the text output escapes
+ * (output_cp_escaped(): controls, bidirectional and invisible format
+ * characters) and bytes that are not UTF-8 become '?': a frame names what
+ * the target said, and the output goes to terminals and other tools. */
 static void
 sb_frame(struct sbuf *b, const char *s)
 {
@@ -1399,7 +1400,7 @@ sb_frame(struct sbuf *b, const char *s)
 		if (!l) {
 			l = 1;
 			sb_put(b, "?", 1);
-		} else if (cp < 0x20 || (cp >= 0x7f && cp <= 0x9f)) {
+		} else if (output_cp_escaped(cp)) {
 			sb_put(b, "?", 1);
 		} else if (cp == ';') {
 			sb_put(b, ":", 1);
