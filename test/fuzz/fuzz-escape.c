@@ -60,7 +60,8 @@ char_cp(const uint8_t *s, size_t l)
 
 /* The characters that must never be shown as is: controls, and the
  * format characters that reorder or hide text on a terminal, listed one
- * by one (CVE-2021-42574; Unicode's Bidi_Control and zero-width ones). */
+ * by one (CVE-2021-42574; Unicode's Bidi_Control and zero-width ones),
+ * and the tag characters. */
 static bool
 is_hidden(uint32_t cp)
 {
@@ -76,6 +77,8 @@ is_hidden(uint32_t cp)
 	};
 
 	if (cp < 0x20 || (cp >= 0x7f && cp <= 0x9f))
+		return true;
+	if (cp >= 0xe0000 && cp <= 0xe007f) /* tags */
 		return true;
 	for (size_t i = 0; i < sizeof(format) / sizeof(format[0]); i++)
 		if (cp == format[i])
@@ -159,10 +162,17 @@ put_utf8(uint8_t *o, uint32_t cp)
 		o[1] = (uint8_t)(0x80 | (cp & 0x3f));
 		return 2;
 	}
-	o[0] = (uint8_t)(0xe0 | cp >> 12);
-	o[1] = (uint8_t)(0x80 | ((cp >> 6) & 0x3f));
-	o[2] = (uint8_t)(0x80 | (cp & 0x3f));
-	return 3;
+	if (cp < 0x10000) {
+		o[0] = (uint8_t)(0xe0 | cp >> 12);
+		o[1] = (uint8_t)(0x80 | ((cp >> 6) & 0x3f));
+		o[2] = (uint8_t)(0x80 | (cp & 0x3f));
+		return 3;
+	}
+	o[0] = (uint8_t)(0xf0 | cp >> 18);
+	o[1] = (uint8_t)(0x80 | ((cp >> 12) & 0x3f));
+	o[2] = (uint8_t)(0x80 | ((cp >> 6) & 0x3f));
+	o[3] = (uint8_t)(0x80 | (cp & 0x3f));
+	return 4;
 }
 
 static void
@@ -240,10 +250,25 @@ check_json(const uint8_t *s, size_t n)
 				FUZZ_CHECK(h >= 0);
 				cp = cp << 4 | (uint32_t)h;
 			}
-			/* never a lone surrogate */
+			i += 4;
+			/* a surrogate only as a pair, high then low */
+			if (cp >= 0xd800 && cp <= 0xdbff) {
+				uint32_t lo = 0;
+
+				FUZZ_CHECK(i + 6 < mem_len - 1 && mem[i + 1] == '\\' &&
+					   mem[i + 2] == 'u');
+				for (int d = 3; d <= 6; d++) {
+					int h = hexval((uint8_t)mem[i + d]);
+
+					FUZZ_CHECK(h >= 0);
+					lo = lo << 4 | (uint32_t)h;
+				}
+				FUZZ_CHECK(lo >= 0xdc00 && lo <= 0xdfff);
+				cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
+				i += 6;
+			}
 			FUZZ_CHECK(cp < 0xd800 || cp > 0xdfff);
 			g += put_utf8(got + g, cp);
-			i += 4;
 			break;
 		default:
 			FUZZ_CHECK(!"bad JSON escape");

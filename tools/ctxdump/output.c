@@ -187,10 +187,13 @@ output_cp_escaped(uint32_t cp)
 	 * text in another order or other than its bytes ("Trojan Source",
 	 * CVE-2021-42574): ALM, ZWSP ZWNJ ZWJ LRM RLM, the line and paragraph
 	 * separators, LRE RLE PDF LRO RLO, WJ, the invisible operators, LRI
-	 * RLI FSI PDI and the deprecated format controls, and the BOM (ZWNBSP) */
+	 * RLI FSI PDI and the deprecated format controls, the BOM (ZWNBSP),
+	 * and the tag characters, invisible copies of ASCII that can carry
+	 * hidden text ("ASCII smuggling") */
 	return cp < 0x20 || (cp >= 0x7f && cp <= 0x9f) || cp == 0x061c ||
 	       (cp >= 0x200b && cp <= 0x200f) || (cp >= 0x2028 && cp <= 0x202e) ||
-	       (cp >= 0x2060 && cp <= 0x206f) || cp == 0xfeff;
+	       (cp >= 0x2060 && cp <= 0x206f) || cp == 0xfeff ||
+	       (cp >= 0xe0000 && cp <= 0xe007f);
 }
 
 /* Printable ASCII that needs no escape in text (quote: '"' escaped too)
@@ -287,7 +290,12 @@ ob_json_string(struct ob *f, const uint8_t *s, size_t n)
 			/* the same string to a JSON parser, but not shown as is
 			 * by a viewer in a terminal (U+2028/2029 are also line
 			 * breaks to JavaScript) */
-			if (output_cp_escaped(cp))
+			if (output_cp_escaped(cp) && cp > 0xffff)
+				/* outside the BMP: a surrogate pair */
+				ob_printf(f, "\\u%04x\\u%04x",
+					  0xd800 + ((unsigned)(cp - 0x10000) >> 10),
+					  0xdc00 + ((unsigned)(cp - 0x10000) & 0x3ff));
+			else if (output_cp_escaped(cp))
 				ob_printf(f, "\\u%04x", (unsigned)cp);
 			else
 				ob_write(f, s + i, l);

@@ -40,7 +40,8 @@ const char *output_elf_type_name(unsigned ty);
 /* Whether code point cp is never printed as is: a control (C0, DEL, C1)
  * or a Unicode format character that reorders or hides text on a
  * terminal (bidirectional controls, zero-width characters, line and
- * paragraph separators, BOM).  report's --folded replaces them too. */
+ * paragraph separators, BOM, tag characters).  report's --folded
+ * replaces them too. */
 bool output_cp_escaped(uint32_t cp);
 
 /* Escapers, exposed for the tests of the tool. */
@@ -49,7 +50,7 @@ bool output_cp_escaped(uint32_t cp);
  * the character) / \\ / \". */
 void output_text_escape(FILE *f, const uint8_t *s, size_t n, bool quote);
 /* JSON string with quotes; the code points of output_cp_escaped() become
- * \uXXXX, invalid UTF-8 becomes U+FFFD. */
+ * \uXXXX (a surrogate pair outside the BMP), invalid UTF-8 becomes U+FFFD. */
 void output_json_string(FILE *f, const uint8_t *s, size_t n);
 
 /* Length of the well-formed UTF-8 sequence at s (1-4), 0 if invalid;
