@@ -83,6 +83,13 @@ typedef void (*mhd_stop_daemon_fn)(struct MHD_Daemon *);
 typedef enum MHD_Result (*mhd_queue_response_fn)(struct MHD_Connection *,
 						 unsigned int,
 						 struct MHD_Response *);
+typedef struct MHD_Response *(*mhd_create_response_from_callback_fn)(
+	uint64_t,
+	size_t,
+	MHD_ContentReaderCallback,
+	void *,
+	MHD_ContentReaderFreeCallback);
+typedef void (*mhd_destroy_response_fn)(struct MHD_Response *);
 typedef const union MHD_ConnectionInfo *(*mhd_get_connection_info_fn)(
 	struct MHD_Connection *, enum MHD_ConnectionInfoType, ...);
 typedef int (*mhd_get_connection_values_n_fn)(struct MHD_Connection *,
@@ -104,6 +111,11 @@ static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
 static mhd_start_daemon_va_fn real_start_daemon_va_fn;
 static mhd_stop_daemon_fn real_stop_daemon_fn;
 static mhd_queue_response_fn real_queue_response_fn;
+static mhd_create_response_from_callback_fn real_create_response_from_callback_fn;
+static mhd_destroy_response_fn real_destroy_response_fn;
+/* libmicrohttpd's code, to tell its own calls of the functions it exports
+ * (through its PLT) from the application's; 0, 0 when unknown. */
+static uintptr_t mhd_text_lo, mhd_text_hi;
 static mhd_get_connection_info_fn real_get_connection_info_fn;
 static mhd_get_connection_values_n_fn real_get_connection_values_n_fn;
 static mhd_get_connection_values_fn real_get_connection_values_fn;
@@ -150,9 +162,31 @@ struct mhd_req {
 	UT_hash_handle hh;
 };
 
+/* A response made from the application's content reader
+ * (MHD_create_response_from_callback()): MHD calls our reader and free
+ * callback with this as their closure, and ours call the application's
+ * with its own.  The reader has no connection argument, so the queue hook
+ * notes whose body the response is. */
+struct mhd_body {
+	struct MHD_Response *resp; /* key; NULL: not in mhd_bodies */
+	MHD_ContentReaderCallback crc;
+	void *crc_cls;
+	MHD_ContentReaderFreeCallback crfc;
+	/* Connections that were given the response and have not dropped it
+	 * yet (under mhd_lock). */
+	unsigned users;
+	/* Atomic: ctx and fd are those of the one request the response is
+	 * the body of, written only while no connection held it. */
+	bool shown;
+	int fd;
+	struct ctxshim_ctx ctx;
+	UT_hash_handle hh;
+};
+
 static pthread_mutex_t mhd_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct mhd_wrap *mhd_wraps; /* under mhd_lock */
-static struct mhd_req *mhd_reqs;   /* under mhd_lock */
+static struct mhd_wrap *mhd_wraps;  /* under mhd_lock */
+static struct mhd_req *mhd_reqs;    /* under mhd_lock */
+static struct mhd_body *mhd_bodies; /* under mhd_lock */
 
 HOOK_EXPORT struct MHD_Daemon *MHD_start_daemon_va(unsigned int flags,
 						   uint16_t port,
@@ -172,6 +206,13 @@ HOOK_EXPORT void MHD_stop_daemon(struct MHD_Daemon *daemon);
 HOOK_EXPORT enum MHD_Result MHD_queue_response(struct MHD_Connection *connection,
 					       unsigned int status_code,
 					       struct MHD_Response *response);
+HOOK_EXPORT struct MHD_Response *
+MHD_create_response_from_callback(uint64_t size,
+				  size_t block_size,
+				  MHD_ContentReaderCallback crc,
+				  void *crc_cls,
+				  MHD_ContentReaderFreeCallback crfc);
+HOOK_EXPORT void MHD_destroy_response(struct MHD_Response *response);
 
 static enum MHD_Result hook_mhd_handler(void *cls,
 					struct MHD_Connection *conn,
@@ -213,13 +254,16 @@ mhd_atfork_register(void)
 static const char *const mhd_sonames[] = {"libmicrohttpd.so.12", NULL};
 
 /* A caller with its own libmicrohttpd (bind.h) is passed to it. */
-static const char *const mhd_names[] = {"MHD_start_daemon_va", "MHD_stop_daemon",
-					"MHD_queue_response"};
-static const void *const mhd_selves[] = {(const void *)MHD_start_daemon_va,
-					 (const void *)MHD_stop_daemon,
-					 (const void *)MHD_queue_response};
+static const char *const mhd_names[] = {
+	"MHD_start_daemon_va", "MHD_stop_daemon", "MHD_queue_response",
+	"MHD_create_response_from_callback", "MHD_destroy_response"};
+static const void *const mhd_selves[] = {
+	(const void *)MHD_start_daemon_va, (const void *)MHD_stop_daemon,
+	(const void *)MHD_queue_response,
+	(const void *)MHD_create_response_from_callback,
+	(const void *)MHD_destroy_response};
 static struct ctxshim_callers mhd_callers = {
-	.names = mhd_names, .n = 3, .selves = mhd_selves};
+	.names = mhd_names, .n = 5, .selves = mhd_selves};
 
 static void *
 mhd_find(const char *name, const void *self)
@@ -232,14 +276,22 @@ hook_mhd_bind_slow(void)
 {
 	static int logged;
 	int saved_errno = errno;
-	void *start, *stop, *queue, *info, *vals_n, *vals, *ver, *feat;
+	void *start, *stop, *queue, *create, *destroy, *info, *vals_n, *vals, *ver,
+		*feat;
+	uintptr_t lo = 0, hi = 0;
 
 	start = mhd_find("MHD_start_daemon_va", (const void *)MHD_start_daemon_va);
 	stop = start ? mhd_find("MHD_stop_daemon", (const void *)MHD_stop_daemon)
 		     : NULL;
 	queue = stop ? mhd_find("MHD_queue_response", (const void *)MHD_queue_response)
 		     : NULL;
-	if (!queue) {
+	create = queue ? mhd_find("MHD_create_response_from_callback",
+				  (const void *)MHD_create_response_from_callback)
+		       : NULL;
+	destroy = create ? mhd_find("MHD_destroy_response",
+				    (const void *)MHD_destroy_response)
+			 : NULL;
+	if (!destroy) {
 		if (!__atomic_exchange_n(&logged, 1, __ATOMIC_RELAXED))
 			ctxshim_log(
 				"libmicrohttpd: MHD_start_daemon_va not found (yet)");
@@ -254,6 +306,8 @@ hook_mhd_bind_slow(void)
 	vals = mhd_find("MHD_get_connection_values", (const void *)hook_mhd_handler);
 	ver = mhd_find("MHD_get_version", (const void *)hook_mhd_handler);
 	feat = mhd_find("MHD_is_feature_supported", (const void *)hook_mhd_handler);
+	if (!ctxshim_text_range(start, &lo, &hi))
+		lo = hi = 0;
 	/* Threads racing here store the same values. */
 	__atomic_store_n(&real_start_daemon_va_fn, (mhd_start_daemon_va_fn)start,
 			 __ATOMIC_RELAXED);
@@ -261,6 +315,13 @@ hook_mhd_bind_slow(void)
 			 __ATOMIC_RELAXED);
 	__atomic_store_n(&real_queue_response_fn, (mhd_queue_response_fn)queue,
 			 __ATOMIC_RELAXED);
+	__atomic_store_n(&real_create_response_from_callback_fn,
+			 (mhd_create_response_from_callback_fn)create,
+			 __ATOMIC_RELAXED);
+	__atomic_store_n(&real_destroy_response_fn, (mhd_destroy_response_fn)destroy,
+			 __ATOMIC_RELAXED);
+	__atomic_store_n(&mhd_text_lo, lo, __ATOMIC_RELAXED);
+	__atomic_store_n(&mhd_text_hi, hi, __ATOMIC_RELEASE);
 	__atomic_store_n(&real_get_connection_info_fn, (mhd_get_connection_info_fn)info,
 			 __ATOMIC_RELAXED);
 	__atomic_store_n(&real_get_connection_values_n_fn,
@@ -348,6 +409,41 @@ real_MHD_queue_response(struct MHD_Connection *connection,
 	if (!real_queue_response_fn)
 		return MHD_NO;
 	return real_queue_response_fn(connection, status_code, response);
+}
+
+static inline struct MHD_Response *
+real_MHD_create_response_from_callback(uint64_t size,
+				       size_t block_size,
+				       MHD_ContentReaderCallback crc,
+				       void *crc_cls,
+				       MHD_ContentReaderFreeCallback crfc)
+{
+	hook_mhd_bind();
+	if (!real_create_response_from_callback_fn) {
+		errno = ENOSYS;
+		return NULL;
+	}
+	return real_create_response_from_callback_fn(size, block_size, crc, crc_cls,
+						     crfc);
+}
+
+static inline void
+real_MHD_destroy_response(struct MHD_Response *response)
+{
+	hook_mhd_bind();
+	if (real_destroy_response_fn)
+		real_destroy_response_fn(response);
+}
+
+/* Whether ret, a hook's return address, is in libmicrohttpd itself (false
+ * when its code was not found). */
+static bool
+mhd_from_library(const void *ret)
+{
+	uintptr_t a = (uintptr_t)ret;
+	uintptr_t hi = __atomic_load_n(&mhd_text_hi, __ATOMIC_ACQUIRE);
+
+	return a < hi && a >= __atomic_load_n(&mhd_text_lo, __ATOMIC_RELAXED);
 }
 
 /* ---- the request's context ---------------------------------------------- */
@@ -682,6 +778,89 @@ hook_mhd_handler(void *cls,
 	hook_http_leave(fd, &c, &sv, "mhd-restore", "mhd-return");
 	errno = saved_errno;
 	return r;
+}
+
+/* ---- response bodies from the application's content reader ------------- */
+
+/* MHD calls the reader on whatever thread writes the connection (its own
+ * in thread-per-connection mode, the polling thread, or the application's
+ * in MHD_run()), after the access handler has returned: the work done
+ * there (a database cursor read, a file sent as it is read) is the
+ * request's, and is published as such, like the handler's.  Without a
+ * request to show (the response is the body of two connections' requests
+ * at once, or its request had no context) the call passes through. */
+static ssize_t
+mhd_body_read(void *cls, uint64_t pos, char *buf, size_t max)
+{
+	struct mhd_body *b = cls;
+	struct hook_http_saved sv;
+	int saved_errno;
+	ssize_t r;
+
+	if (!ctxshim_active() || !__atomic_load_n(&b->shown, __ATOMIC_ACQUIRE))
+		return b->crc(b->crc_cls, pos, buf, max);
+	saved_errno = errno;
+	hook_http_enter(b->fd, &b->ctx, &sv, "mhd-body");
+	errno = saved_errno;
+
+	r = b->crc(b->crc_cls, pos, buf, max);
+
+	saved_errno = errno;
+	hook_http_leave(b->fd, &b->ctx, &sv, "mhd-restore", "mhd-body-return");
+	errno = saved_errno;
+	return r;
+}
+
+/* MHD calls it once, when the last reference to the response goes
+ * (MHD_destroy_response()); never for a response it failed to create. */
+static void
+mhd_body_free(void *cls)
+{
+	struct mhd_body *b = cls;
+	int saved_errno = errno;
+
+	if (b->resp) {
+		pthread_mutex_lock(&mhd_lock);
+		HASH_DEL(mhd_bodies, b);
+		pthread_mutex_unlock(&mhd_lock);
+	}
+	errno = saved_errno;
+	if (b->crfc)
+		b->crfc(b->crc_cls);
+	saved_errno = errno;
+	free(b);
+	errno = saved_errno;
+}
+
+/* The application's request on conn has its response resp: forget the
+ * request, and if resp is one of our bodies, make it the body of that
+ * request.  A response may be queued on several connections (MHD counts
+ * references); while another connection still holds it, we cannot tell
+ * which connection a read is for, so it shows no request until every
+ * connection has dropped it (hook_mhd_destroy_response()). */
+static void
+mhd_request_answered(struct MHD_Connection *conn, struct MHD_Response *resp)
+{
+	struct mhd_req *q;
+	struct mhd_body *b;
+
+	pthread_mutex_lock(&mhd_lock);
+	HASH_FIND_PTR(mhd_reqs, &conn, q);
+	HASH_FIND_PTR(mhd_bodies, &resp, b);
+	if (b) {
+		/* No reader runs while no connection holds the response, so
+		 * ctx is not read while written. */
+		if (b->users++ == 0 && q && q->has_ctx) {
+			b->fd = q->fd;
+			ctxshim_ctx_copy(&b->ctx, &q->ctx);
+			__atomic_store_n(&b->shown, true, __ATOMIC_RELEASE);
+		} else {
+			__atomic_store_n(&b->shown, false, __ATOMIC_RELEASE);
+		}
+	}
+	if (q)
+		mhd_req_free_locked(q);
+	pthread_mutex_unlock(&mhd_lock);
 }
 
 /* ---- the raw target: our URI log callback ----------------------------- */
@@ -1181,9 +1360,82 @@ hook_mhd_queue_response(struct MHD_Connection *connection,
 	/* The request has its response: the next handler call on this
 	 * connection belongs to the next request. */
 	saved_errno = errno;
-	mhd_request_after(connection, NULL, true);
+	mhd_request_answered(connection, response);
 	errno = saved_errno;
 	return r;
+}
+
+/* ret: the caller.  MHD's own fd and pipe responses call this too, and
+ * then replace the closure in the response they got (response.c:
+ * MHD_create_response_from_fd_at_offset64(), 0.9.75): those are never
+ * wrapped, nor is any call when MHD's code was not found. */
+static struct MHD_Response *
+hook_mhd_create_response_from_callback(uint64_t size,
+				       size_t block_size,
+				       MHD_ContentReaderCallback crc,
+				       void *crc_cls,
+				       MHD_ContentReaderFreeCallback crfc,
+				       const void *ret)
+{
+	struct MHD_Response *r;
+	struct mhd_body *b;
+	int saved_errno = errno;
+
+	if (!ctxshim_active() || !crc)
+		return real_MHD_create_response_from_callback(size, block_size, crc,
+							      crc_cls, crfc);
+	hook_mhd_bind();
+	if (!__atomic_load_n(&mhd_text_hi, __ATOMIC_ACQUIRE) || mhd_from_library(ret))
+		return real_MHD_create_response_from_callback(size, block_size, crc,
+							      crc_cls, crfc);
+	/* MHD allocates the response here as well; without memory for the
+	 * wrapper the body is read without a context. */
+	b = calloc(1, sizeof(*b));
+	if (!b) {
+		errno = saved_errno;
+		return real_MHD_create_response_from_callback(size, block_size, crc,
+							      crc_cls, crfc);
+	}
+	b->crc = crc;
+	b->crc_cls = crc_cls;
+	b->crfc = crfc;
+	b->fd = -1;
+	errno = saved_errno;
+	r = real_MHD_create_response_from_callback(size, block_size, mhd_body_read, b,
+						   mhd_body_free);
+	saved_errno = errno;
+	if (!r) {
+		free(b);
+	} else {
+		b->resp = r;
+		pthread_mutex_lock(&mhd_lock);
+		HASH_ADD_PTR(mhd_bodies, resp, b);
+		if (!b->hh.tbl)
+			b->resp = NULL; /* not added: never shown */
+		pthread_mutex_unlock(&mhd_lock);
+	}
+	errno = saved_errno;
+	return r;
+}
+
+/* MHD drops a connection's reference to its response through here (through
+ * its PLT: connection.c, daemon.c), the application its own. */
+static void
+hook_mhd_destroy_response(struct MHD_Response *response, const void *ret)
+{
+	struct mhd_body *b;
+	int saved_errno;
+
+	if (response && mhd_from_library(ret)) {
+		saved_errno = errno;
+		pthread_mutex_lock(&mhd_lock);
+		HASH_FIND_PTR(mhd_bodies, &response, b);
+		if (b && b->users)
+			b->users--;
+		pthread_mutex_unlock(&mhd_lock);
+		errno = saved_errno;
+	}
+	real_MHD_destroy_response(response);
 }
 
 HOOK_EXPORT struct MHD_Daemon *
@@ -1238,4 +1490,24 @@ MHD_queue_response(struct MHD_Connection *connection,
 	CTXSHIM_OWN_RETURN(mhd_own, 2, mhd_queue_response_fn, connection, status_code,
 			   response);
 	return hook_mhd_queue_response(connection, status_code, response);
+}
+
+HOOK_EXPORT struct MHD_Response *
+MHD_create_response_from_callback(uint64_t size,
+				  size_t block_size,
+				  MHD_ContentReaderCallback crc,
+				  void *crc_cls,
+				  MHD_ContentReaderFreeCallback crfc)
+{
+	CTXSHIM_OWN_RETURN(mhd_own, 3, mhd_create_response_from_callback_fn, size,
+			   block_size, crc, crc_cls, crfc);
+	return hook_mhd_create_response_from_callback(
+		size, block_size, crc, crc_cls, crfc, __builtin_return_address(0));
+}
+
+HOOK_EXPORT void
+MHD_destroy_response(struct MHD_Response *response)
+{
+	CTXSHIM_OWN_RETURN_VOID(mhd_own, 4, mhd_destroy_response_fn, response);
+	hook_mhd_destroy_response(response, __builtin_return_address(0));
 }
