@@ -7,7 +7,8 @@
  * without the shim.  url.path is the target as sent, on every request of a
  * keep-alive connection, whatever options the application passes, and
  * what the application's own callbacks see (URI log, completion) is the
- * same as without the shim. */
+ * same as without the shim.  A body written by a content reader after the
+ * handler returned shows its request too. */
 #include "test-integration-block.h"
 
 #include <sys/socket.h>
@@ -176,6 +177,113 @@ START_TEST(test_same_bytes)
 	start(&s0, _i, false);
 	start(&s1, _i, true);
 	it_check_same_bytes(&s0, &s1, reqs, sizeof(reqs) / sizeof(reqs[0]));
+}
+END_TEST
+
+/* ---- bodies from a content reader ---- */
+
+/* mhd-server's /stream bodies: STREAM_LINES lines of 33 bytes. */
+#define STREAM_LINE  33
+#define STREAM_LINES 262144
+
+/* A connection whose receive buffer is small, so that the server cannot
+ * write much of a body ahead of what the test reads. */
+static int
+connect_small(unsigned port)
+{
+	struct sockaddr_in sin = {.sin_family = AF_INET};
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), sz = 4096;
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz)), 0);
+	sin.sin_port = htons((uint16_t)port);
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	ck_assert_int_eq(connect(fd, (struct sockaddr *)&sin, sizeof(sin)), 0);
+	return fd;
+}
+
+/* resp (freed here) is 200 with a whole /stream body, every line of which
+ * the reader wrote while its thread showed trace. */
+static void
+assert_stream(char *resp, size_t len, const char *trace)
+{
+	const char *b = strstr(resp, "\r\n\r\n");
+	size_t i;
+
+	ck_assert_msg(strncmp(resp, "HTTP/1.1 200 OK\r\n", 17) == 0, "response: %.300s",
+		      resp);
+	ck_assert_ptr_nonnull(b);
+	b += 4;
+	ck_assert_uint_eq(len - (size_t)(b - resp), (size_t)STREAM_LINE * STREAM_LINES);
+	for (i = 0; i < STREAM_LINES; i++) {
+		const char *l = b + i * STREAM_LINE;
+
+		ck_assert_msg(memcmp(l, trace, 32) == 0 && l[32] == '\n',
+			      "line %zu of the body of trace %s: %.32s", i, trace, l);
+	}
+	free(resp);
+}
+
+/* Two requests with different traceparents whose bodies a content reader
+ * writes over many calls, after the access handler returned: each call
+ * shows its own request's trace.  The first body is read only after the
+ * whole second one, so the reader's calls for the two interleave (on one
+ * thread in select and epoll mode); "END" says where each body ended.
+ * Afterwards the reader's thread shows neither request, and the
+ * application's free callback got its own closure, once per response. */
+START_TEST(test_stream_bodies)
+{
+	struct it_server s;
+	char line[512], *ra, *rb, *log;
+	size_t la, lb;
+	long tida, tidb = 0;
+	int fa, fb, ends = 0, frees = 0;
+	bool end_b = false;
+
+	start(&s, _i, true);
+	fa = connect_small(s.port);
+	it_send_str(fa, "GET /stream/a HTTP/1.1\r\nHost: t\r\ntraceparent: " TP
+			"\r\nConnection: close\r\n\r\n");
+	test_child_expect(&s.child, "BODY ", line, sizeof(line), IT_TIMEOUT_MS);
+	tida = strtol(line + 5, NULL, 10);
+	ck_assert_ptr_nonnull(strstr(line, " /stream/a"));
+	fb = it_connect(s.port);
+	it_send_str(fb, "GET /stream/b HTTP/1.1\r\nHost: t\r\ntraceparent: " TP2
+			"\r\nConnection: close\r\n\r\n");
+	rb = it_read_all(fb, &lb);
+	ra = it_read_all(fa, &la);
+	close(fa);
+	close(fb);
+	while (ends < 2 || frees != 3) {
+		test_child_readline(&s.child, line, sizeof(line), IT_TIMEOUT_MS);
+		if (strncmp(line, "BODY ", 5) == 0) {
+			ck_assert_ptr_nonnull(strstr(line, " /stream/b"));
+			tidb = strtol(line + 5, NULL, 10);
+		} else if (strncmp(line, "END ", 4) == 0) {
+			/* b's end comes first: a's body was still being
+			 * written when all of b's was. */
+			ck_assert_msg(end_b || strstr(line, " /stream/b"),
+				      "/stream/a ended before /stream/b: %s", line);
+			end_b = true;
+			ends++;
+		} else if (strcmp(line, "FREE /stream/a") == 0) {
+			frees |= 1;
+		} else if (strcmp(line, "FREE /stream/b") == 0) {
+			frees |= 2;
+		}
+	}
+	ck_assert_int_gt(tidb, 0);
+	assert_stream(ra, la, TP_TRACE);
+	assert_stream(rb, lb, TP2_TRACE);
+	log = it_events(&s);
+	ck_assert_msg(it_events_count(log, TP_TRACE, "mhd-body") >= 1, "log:\n%.3000s",
+		      log);
+	ck_assert_msg(it_events_count(log, TP2_TRACE, "mhd-body") >= 1, "log:\n%.3000s",
+		      log);
+	free(log);
+	it_assert_gone(&s, tida, TP_TRACE);
+	it_assert_gone(&s, tidb, TP2_TRACE);
+	it_server_stop(&s);
 }
 END_TEST
 
@@ -573,6 +681,7 @@ TEST_SUITE(integration_mhd_suite)
 	tcase_add_loop_test(tc, test_pipelined_requests, 0, 3);
 	tcase_add_loop_test(tc, test_layers_disagree, 0, 3);
 	tcase_add_loop_test(tc, test_same_bytes, 0, 3);
+	tcase_add_loop_test(tc, test_stream_bodies, 0, 3);
 	tcase_add_loop_test(tc, test_raw_path_same_callbacks, 0, 9);
 	tcase_add_loop_test(tc, test_raw_path_query, 0, 3);
 	tcase_add_test(tc, test_unknown_option);

@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* A libmicrohttpd server with no tracing code, for the integration tests.
+/* A libmicrohttpd server with no tracing code but a look at its own
+ * published context (ctxobs.h) in its response bodies, for the
+ * integration tests.
  *
  * usage: mhd-server [-u] [-a] [-x] [-m] thread|select|epoll [CERT KEY]
  *   thread  MHD_USE_THREAD_PER_CONNECTION (one thread per connection)
@@ -24,11 +26,19 @@
  * a path starting with /block first prints "IN <tid> <method> <url>" and
  * waits until the test writes a line "GO" on stdin; the handler is then
  * inside the request, which is what the test looks at.  Each completed
- * request prints "DONE <tid> <url> <termination code>".  EOF on stdin
+ * request prints "DONE <tid> <url> <termination code>".  A request for a
+ * path starting with /stream is answered from a content reader
+ * (MHD_create_response_from_callback()) with STREAM_LINES lines, each the
+ * trace-id the reader's thread published (ctxobs_trace(), "none" padded
+ * to 32) when it wrote that line, over many reader calls; the first call
+ * prints "BODY <tid> <url>", the one that writes the end "END <tid>
+ * <url>", and the reader's free callback "FREE <url>".  EOF on stdin
  * stops the daemon and exits 0.  The response never depends on threads or
  * time (no Date header), so runs with and without the shim are
  * byte-identical. */
 #include "config.h"
+
+#include "ctxobs.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -108,6 +118,62 @@ slurp(const char *path)
 	return buf;
 }
 
+/* A /stream body: 33-byte lines, in blocks of STREAM_BLOCK bytes, much
+ * more than the sockets of a connection buffer (test-integration-mhd.c,
+ * test_stream_bodies, reads one body only after another one). */
+#define STREAM_LINE  33
+#define STREAM_LINES 262144
+#define STREAM_BYTES ((uint64_t)STREAM_LINE * STREAM_LINES)
+#define STREAM_BLOCK 16384
+
+struct stream {
+	char url[64];
+};
+
+static ssize_t
+stream_read(void *cls, uint64_t pos, char *buf, size_t max)
+{
+	const struct stream *st = cls;
+	char line[STREAM_LINE + 1], t[33];
+	size_t i;
+
+	if (pos == 0)
+		say("BODY %ld %s", tid(), st->url);
+	if (max > STREAM_BYTES - pos)
+		max = (size_t)(STREAM_BYTES - pos);
+	snprintf(line, sizeof(line), "%-32s\n", ctxobs_trace(t));
+	for (i = 0; i < max; i++)
+		buf[i] = line[(pos + i) % STREAM_LINE];
+	if (pos + max == STREAM_BYTES)
+		say("END %ld %s", tid(), st->url);
+	return (ssize_t)max;
+}
+
+static void
+stream_free(void *cls)
+{
+	struct stream *st = cls;
+
+	say("FREE %s", st->url);
+	free(st);
+}
+
+static struct MHD_Response *
+stream_response(const char *url)
+{
+	struct MHD_Response *resp;
+	struct stream *st = calloc(1, sizeof(*st));
+
+	if (!st)
+		return NULL;
+	snprintf(st->url, sizeof(st->url), "%s", url);
+	resp = MHD_create_response_from_callback(STREAM_BYTES, STREAM_BLOCK,
+						 stream_read, st, stream_free);
+	if (!resp)
+		free(st);
+	return resp;
+}
+
 static enum MHD_Result
 handler(void *cls,
 	struct MHD_Connection *conn,
@@ -148,10 +214,15 @@ handler(void *cls,
 		say("IN %ld %s %s", tid(), method, url);
 		wait_go();
 	}
-	n = snprintf(body, sizeof(body), "%s %s %zu\n", method, url, rq->body);
-	if (n < 0 || (size_t)n >= sizeof(body))
-		return MHD_NO;
-	resp = MHD_create_response_from_buffer((size_t)n, body, MHD_RESPMEM_MUST_COPY);
+	if (strncmp(url, "/stream", 7) == 0) {
+		resp = stream_response(url);
+	} else {
+		n = snprintf(body, sizeof(body), "%s %s %zu\n", method, url, rq->body);
+		if (n < 0 || (size_t)n >= sizeof(body))
+			return MHD_NO;
+		resp = MHD_create_response_from_buffer((size_t)n, body,
+						       MHD_RESPMEM_MUST_COPY);
+	}
 	if (!resp)
 		return MHD_NO;
 	r = MHD_queue_response(conn, MHD_HTTP_OK, resp);
