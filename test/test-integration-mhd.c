@@ -13,7 +13,9 @@
 
 #include <sys/socket.h>
 
-static const char *const modes[] = {"thread", "select", "epoll"};
+/* external (MHD_run_from_select() on the main thread) only where no
+ * handler blocks. */
+static const char *const modes[] = {"thread", "select", "epoll", "external"};
 
 static void
 start(struct it_server *s, int mode, bool preload)
@@ -228,7 +230,8 @@ assert_stream(char *resp, size_t len, const char *trace)
  * writes over many calls, after the access handler returned: each call
  * shows its own request's trace.  The first body is read only after the
  * whole second one, so the reader's calls for the two interleave (on one
- * thread in select and epoll mode); "END" says where each body ended.
+ * thread in select, epoll and external mode); "END" says where each body
+ * ended.
  * Afterwards the reader's thread shows neither request, and the
  * application's free callback got its own closure, once per response. */
 START_TEST(test_stream_bodies)
@@ -670,7 +673,8 @@ END_TEST
 TEST_SUITE(integration_mhd_suite)
 {
 	Suite *s = suite_create("libmicrohttpd servers under the shim");
-	TCase *tc = tcase_create("thread-per-connection (0), select (1), epoll (2)");
+	TCase *tc = tcase_create(
+		"thread-per-connection (0), select (1), epoll (2), external (3)");
 
 	tcase_set_timeout(tc, 120);
 	tcase_add_loop_test(tc, test_traced_request, 0, 3);
@@ -681,7 +685,7 @@ TEST_SUITE(integration_mhd_suite)
 	tcase_add_loop_test(tc, test_pipelined_requests, 0, 3);
 	tcase_add_loop_test(tc, test_layers_disagree, 0, 3);
 	tcase_add_loop_test(tc, test_same_bytes, 0, 3);
-	tcase_add_loop_test(tc, test_stream_bodies, 0, 3);
+	tcase_add_loop_test(tc, test_stream_bodies, 0, 4);
 	tcase_add_loop_test(tc, test_raw_path_same_callbacks, 0, 9);
 	tcase_add_loop_test(tc, test_raw_path_query, 0, 3);
 	tcase_add_test(tc, test_unknown_option);

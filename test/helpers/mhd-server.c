@@ -3,10 +3,13 @@
  * published context (ctxobs.h) in its response bodies, for the
  * integration tests.
  *
- * usage: mhd-server [-u] [-a] [-x] [-m] thread|select|epoll [CERT KEY]
+ * usage: mhd-server [-u] [-a] [-x] [-m] thread|select|epoll|external [CERT KEY]
  *   thread  MHD_USE_THREAD_PER_CONNECTION (one thread per connection)
  *   select  MHD_USE_INTERNAL_POLLING_THREAD (one select() loop)
  *   epoll   MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL (one epoll loop)
+ *   external  no thread of MHD's: the main thread's select() loop runs
+ *           the daemon (MHD_run_from_select()) and reads stdin; a /block
+ *           request would block it for good
  *   CERT KEY  PEM files: serve HTTPS (MHD_USE_TLS; Debian's libmicrohttpd
  *             does TLS with GnuTLS)
  *   -u  set an MHD_OPTION_URI_LOG_CALLBACK, which prints "URI <uri>" and
@@ -50,6 +53,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/select.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -266,6 +270,33 @@ mhd_log(void *cls, const char *fmt, va_list ap)
 	pthread_mutex_unlock(&out_lock);
 }
 
+/* external: run the daemon from the main thread until EOF on stdin. */
+static void
+serve_external(struct MHD_Daemon *d)
+{
+	char buf[64];
+
+	for (;;) {
+		fd_set rs, ws, es;
+		MHD_socket max = 0;
+
+		FD_ZERO(&rs);
+		FD_ZERO(&ws);
+		FD_ZERO(&es);
+		if (MHD_get_fdset(d, &rs, &ws, &es, &max) != MHD_YES)
+			return;
+		FD_SET(0, &rs);
+		if (select(max + 1, &rs, &ws, &es, NULL) < 0) {
+			if (errno == EINTR)
+				continue;
+			return;
+		}
+		if (FD_ISSET(0, &rs) && read(0, buf, sizeof(buf)) <= 0)
+			return;
+		(void)MHD_run_from_select(d, &rs, &ws, &es);
+	}
+}
+
 /* -a: the options as an array (-u, TLS: their options too). */
 static struct MHD_Daemon *
 start_array(unsigned int flags,
@@ -335,9 +366,9 @@ main(int argc, char **argv)
 	}
 	if ((argc != 2 && argc != 4) ||
 	    (strcmp(argv[1], "thread") != 0 && strcmp(argv[1], "select") != 0 &&
-	     strcmp(argv[1], "epoll") != 0)) {
+	     strcmp(argv[1], "epoll") != 0 && strcmp(argv[1], "external") != 0)) {
 		fprintf(stderr, "usage: mhd-server [-u] [-a] [-x] [-m] "
-				"thread|select|epoll [CERT KEY]\n");
+				"thread|select|epoll|external [CERT KEY]\n");
 		return 64;
 	}
 	if (argc == 4) {
@@ -359,6 +390,8 @@ main(int argc, char **argv)
 		flags |= MHD_USE_THREAD_PER_CONNECTION;
 	else if (strcmp(argv[1], "epoll") == 0)
 		flags |= MHD_USE_EPOLL;
+	else if (strcmp(argv[1], "external") == 0)
+		flags &= ~(unsigned int)MHD_USE_INTERNAL_POLLING_THREAD;
 	if (cert)
 		flags |= MHD_USE_TLS;
 	if (array)
@@ -407,10 +440,14 @@ main(int argc, char **argv)
 	}
 	say("READY %u", (unsigned)info->port);
 
-	while (fgets(line, sizeof(line), stdin)) {
-		if (strncmp(line, "GO", 2) == 0 && write(go_pipe[1], "g", 1) != 1)
-			break;
-	}
+	if (!(flags & MHD_USE_INTERNAL_POLLING_THREAD))
+		serve_external(d);
+	else
+		while (fgets(line, sizeof(line), stdin)) {
+			if (strncmp(line, "GO", 2) == 0 &&
+			    write(go_pipe[1], "g", 1) != 1)
+				break;
+		}
 	/* Release any handler still waiting, then stop. */
 	close(go_pipe[1]);
 	MHD_stop_daemon(d);
