@@ -204,6 +204,9 @@ connect_small(unsigned port)
 	return fd;
 }
 
+/* What the reader writes while its thread shows no trace. */
+#define NONE32 "none                            "
+
 /* resp (freed here) is 200 with a whole /stream body, every line of which
  * the reader wrote while its thread showed trace. */
 static void
@@ -222,6 +225,30 @@ assert_stream(char *resp, size_t len, const char *trace)
 
 		ck_assert_msg(memcmp(l, trace, 32) == 0 && l[32] == '\n',
 			      "line %zu of the body of trace %s: %.32s", i, trace, l);
+	}
+	free(resp);
+}
+
+/* How many lines of the /stream body in resp (freed here) show TP_TRACE
+ * (n[0]), TP2_TRACE (n[1]), none (n[2]), or a mix (n[3]: MHD called the
+ * reader at a position inside a line, where a connection's send() of the
+ * shared buffer stopped). */
+static void
+count_stream(char *resp, size_t len, size_t n[4])
+{
+	static const char *const kind[] = {TP_TRACE, TP2_TRACE, NONE32};
+	const char *b = strstr(resp, "\r\n\r\n");
+	size_t i, k;
+
+	ck_assert_ptr_nonnull(b);
+	b += 4;
+	ck_assert_uint_eq(len - (size_t)(b - resp), (size_t)STREAM_LINE * STREAM_LINES);
+	memset(n, 0, 4 * sizeof(n[0]));
+	for (i = 0; i < STREAM_LINES; i++) {
+		for (k = 0; k < 3; k++)
+			if (memcmp(b + i * STREAM_LINE, kind[k], 32) == 0)
+				break;
+		n[k]++;
 	}
 	free(resp);
 }
@@ -286,6 +313,58 @@ START_TEST(test_stream_bodies)
 	free(log);
 	it_assert_gone(&s, tida, TP_TRACE);
 	it_assert_gone(&s, tidb, TP2_TRACE);
+	it_server_stop(&s);
+}
+END_TEST
+
+/* One response queued on several connections (/shared): on one
+ * connection after the other (keep-alive: MHD drops it before it reads
+ * the next request) each body shows its request; while a connection
+ * still holds it, the reader cannot tell which connection it writes for,
+ * so it shows no trace from the second queue on.  MHD keeps one buffer per
+ * response: a connection may send a block the reader wrote for the other
+ * one (with its trace, before the second queue), but none was written
+ * showing the second request's trace. */
+START_TEST(test_shared_body)
+{
+	struct it_server s;
+	char line[512], *ra, *rb;
+	size_t la, lb, na[4], nb[4];
+	int fk, fa, fb;
+
+	start(&s, _i, true);
+	fk = it_connect(s.port);
+	it_send_str(fk,
+		    "GET /shared HTTP/1.1\r\nHost: t\r\ntraceparent: " TP "\r\n\r\n");
+	ra = it_read_response(fk);
+	assert_stream(ra, strlen(ra), TP_TRACE);
+	it_send_str(fk,
+		    "GET /shared HTTP/1.1\r\nHost: t\r\ntraceparent: " TP2 "\r\n\r\n");
+	rb = it_read_response(fk);
+	assert_stream(rb, strlen(rb), TP2_TRACE);
+	test_child_expect(&s.child, "END ", line, sizeof(line), IT_TIMEOUT_MS);
+	test_child_expect(&s.child, "END ", line, sizeof(line), IT_TIMEOUT_MS);
+
+	/* fk stays open: it no longer holds the response. */
+	fa = connect_small(s.port);
+	it_send_str(fa, "GET /shared HTTP/1.1\r\nHost: t\r\ntraceparent: " TP
+			"\r\nConnection: close\r\n\r\n");
+	test_child_expect(&s.child, "BODY ", line, sizeof(line), IT_TIMEOUT_MS);
+	fb = it_connect(s.port);
+	it_send_str(fb, "GET /shared HTTP/1.1\r\nHost: t\r\ntraceparent: " TP2
+			"\r\nConnection: close\r\n\r\n");
+	rb = it_read_all(fb, &lb);
+	ra = it_read_all(fa, &la);
+	close(fa);
+	close(fb);
+	close(fk);
+	count_stream(ra, la, na);
+	count_stream(rb, lb, nb);
+	ck_assert_msg(na[0] > 0 && na[1] == 0 && na[2] > 0 && nb[1] == 0 && nb[2] > 0,
+		      "lines of %s, %s, none, mixed: first body %zu %zu %zu %zu, "
+		      "second body %zu %zu %zu %zu",
+		      TP_TRACE, TP2_TRACE, na[0], na[1], na[2], na[3], nb[0], nb[1],
+		      nb[2], nb[3]);
 	it_server_stop(&s);
 }
 END_TEST
@@ -686,6 +765,7 @@ TEST_SUITE(integration_mhd_suite)
 	tcase_add_loop_test(tc, test_layers_disagree, 0, 3);
 	tcase_add_loop_test(tc, test_same_bytes, 0, 3);
 	tcase_add_loop_test(tc, test_stream_bodies, 0, 4);
+	tcase_add_loop_test(tc, test_shared_body, 0, 4);
 	tcase_add_loop_test(tc, test_raw_path_same_callbacks, 0, 9);
 	tcase_add_loop_test(tc, test_raw_path_query, 0, 3);
 	tcase_add_test(tc, test_unknown_option);

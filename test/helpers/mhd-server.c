@@ -35,7 +35,10 @@
  * trace-id the reader's thread published (ctxobs_trace(), "none" padded
  * to 32) when it wrote that line, over many reader calls; the first call
  * prints "BODY <tid> <url>", the one that writes the end "END <tid>
- * <url>", and the reader's free callback "FREE <url>".  EOF on stdin
+ * <url>", and the reader's free callback "FREE <url>".  Every request for
+ * /shared is answered with the same such response, made at the first one
+ * and kept until the daemon stops (MHD counts the connections that hold
+ * it).  EOF on stdin
  * stops the daemon and exits 0.  The response never depends on threads or
  * time (no Date header), so runs with and without the shim are
  * byte-identical. */
@@ -65,6 +68,8 @@
  * the main thread alone reads stdin. */
 static int go_pipe[2];
 static pthread_mutex_t out_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t shared_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct MHD_Response *shared; /* under shared_lock */
 
 struct request {
 	size_t body;
@@ -122,13 +127,14 @@ slurp(const char *path)
 	return buf;
 }
 
-/* A /stream body: 33-byte lines, in blocks of STREAM_BLOCK bytes, much
- * more than the sockets of a connection buffer (test-integration-mhd.c,
- * test_stream_bodies, reads one body only after another one). */
+/* A /stream body: 33-byte lines, much more than the sockets of a
+ * connection buffer (test-integration-mhd.c, test_stream_bodies, reads one
+ * body only after another one), in blocks of whole lines, so that each
+ * line is written by one reader call. */
 #define STREAM_LINE  33
 #define STREAM_LINES 262144
 #define STREAM_BYTES ((uint64_t)STREAM_LINE * STREAM_LINES)
-#define STREAM_BLOCK 16384
+#define STREAM_BLOCK (STREAM_LINE * 496)
 
 struct stream {
 	char url[64];
@@ -217,6 +223,14 @@ handler(void *cls,
 	if (strncmp(url, "/block", 6) == 0) {
 		say("IN %ld %s %s", tid(), method, url);
 		wait_go();
+	}
+	if (strncmp(url, "/shared", 7) == 0) {
+		pthread_mutex_lock(&shared_lock);
+		if (!shared)
+			shared = stream_response("/shared");
+		resp = shared;
+		pthread_mutex_unlock(&shared_lock);
+		return resp ? MHD_queue_response(conn, MHD_HTTP_OK, resp) : MHD_NO;
 	}
 	if (strncmp(url, "/stream", 7) == 0) {
 		resp = stream_response(url);
@@ -451,6 +465,8 @@ main(int argc, char **argv)
 	/* Release any handler still waiting, then stop. */
 	close(go_pipe[1]);
 	MHD_stop_daemon(d);
+	if (shared)
+		MHD_destroy_response(shared);
 	close(go_pipe[0]);
 	free(cert);
 	free(key);
