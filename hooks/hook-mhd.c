@@ -41,7 +41,15 @@
  * the copy: the daemon starts exactly as the application asked, and
  * url.path is MHD's decoded url (mhd_url_target()).  mhd_opts_walk()
  * says why the array is the same daemon, mhd_notify_completed() why the
- * application's completion callback is called exactly as without us. */
+ * application's completion callback is called exactly as without us (and
+ * with the request's context, when the request got a response).
+ *
+ * A body MHD reads from the application's content reader
+ * (MHD_create_response_from_callback()) is written after the handler
+ * returned, on whatever thread writes the connection: the reader and its
+ * free callback are wrapped (struct mhd_body), the queue hook notes whose
+ * body it is, and MHD_destroy_response() tells when a connection drops
+ * it. */
 #include "config.h"
 
 #include "hooks.h"
@@ -154,6 +162,9 @@ struct mhd_req {
 	/* false: only the URI log callback has seen the request so far
 	 * (target is set, the other fields are not). */
 	bool has_ctx;
+	/* The response is queued: kept (has_ctx) only for the application's
+	 * completion callback, when ours stands in for it. */
+	bool answered;
 	/* The request-target as sent, cut where the socket level cuts it;
 	 * target_len 0: none. */
 	uint16_t target_len;
@@ -603,6 +614,7 @@ mhd_req_fill(struct mhd_req *q,
 	memcpy(&q->addr, addr, sizeof(*addr));
 	q->app_cls = app_cls;
 	q->has_ctx = true;
+	q->answered = false;
 	ctxshim_ctx_copy(&q->ctx, c);
 }
 
@@ -624,6 +636,7 @@ mhd_request_target(const struct mhd_wrap *w,
 	if (q) {
 		q->w = w;
 		q->has_ctx = false;
+		q->answered = false;
 		q->target_len = (uint16_t)n;
 		if (n)
 			memcpy(q->target, uri, n);
@@ -638,6 +651,7 @@ mhd_request_target(const struct mhd_wrap *w,
 	q->conn = conn;
 	q->w = w;
 	q->has_ctx = false;
+	q->answered = false;
 	q->target_len = (uint16_t)n;
 	if (n)
 		memcpy(q->target, uri, n);
@@ -667,7 +681,8 @@ mhd_request_ctx(const struct mhd_wrap *w,
 
 	pthread_mutex_lock(&mhd_lock);
 	HASH_FIND_PTR(mhd_reqs, &conn, q);
-	if (q && q->has_ctx && mhd_req_current(q, w, fd, &addr, addr_len, app_cls)) {
+	if (q && q->has_ctx && !q->answered &&
+	    mhd_req_current(q, w, fd, &addr, addr_len, app_cls)) {
 		ctxshim_ctx_copy(c, &q->ctx);
 		pthread_mutex_unlock(&mhd_lock);
 		return;
@@ -833,11 +848,12 @@ mhd_body_free(void *cls)
 }
 
 /* The application's request on conn has its response resp: forget the
- * request, and if resp is one of our bodies, make it the body of that
- * request.  A response may be queued on several connections (MHD counts
- * references); while another connection still holds it, we cannot tell
- * which connection a read is for, so it shows no request until every
- * connection has dropped it (hook_mhd_destroy_response()). */
+ * request (or keep it for the completion callback, mhd_notify_completed()),
+ * and if resp is one of our bodies, make it the body of that request.  A
+ * response may be queued on several connections (MHD counts references);
+ * while another connection still holds it, we cannot tell which
+ * connection a read is for, so it shows no request until every connection
+ * has dropped it (hook_mhd_destroy_response()). */
 static void
 mhd_request_answered(struct MHD_Connection *conn, struct MHD_Response *resp)
 {
@@ -858,7 +874,9 @@ mhd_request_answered(struct MHD_Connection *conn, struct MHD_Response *resp)
 			__atomic_store_n(&b->shown, false, __ATOMIC_RELEASE);
 		}
 	}
-	if (q)
+	if (q && q->has_ctx && q->w->nc)
+		q->answered = true;
+	else if (q)
 		mhd_req_free_locked(q);
 	pthread_mutex_unlock(&mhd_lock);
 }
@@ -910,7 +928,10 @@ mhd_uri_log(void *cls, const char *uri, struct MHD_Connection *conn)
  * cleared, as MHD clears *req_cls afterwards anyway).  A request whose
  * handler ran has the application's value there and goes through.  Per
  * request: on keep-alive connection_reset() calls this, clears the flag
- * and *req_cls, and the next request's URI log callback marks it again. */
+ * and *req_cls, and the next request's URI log callback marks it again.
+ * So the request's table entry, kept from its response on
+ * (mhd_request_answered()), is taken here, and the application's
+ * callback runs with the request's context as the handler did. */
 static void
 mhd_notify_completed(void *cls,
 		     struct MHD_Connection *conn,
@@ -918,11 +939,39 @@ mhd_notify_completed(void *cls,
 		     enum MHD_RequestTerminationCode toe)
 {
 	const struct mhd_wrap *w = cls;
+	struct hook_http_saved sv;
+	struct ctxshim_ctx c;
 	struct mhd_req *q;
-	int saved_errno;
+	int saved_errno, fd = -1;
+	bool shown = false;
 
-	if (!req_cls || *req_cls != MHD_UNSEEN) {
+	if ((!req_cls || *req_cls != MHD_UNSEEN) && !ctxshim_active()) {
 		w->nc(w->nc_cls, conn, req_cls, toe);
+		return;
+	}
+	if (!req_cls || *req_cls != MHD_UNSEEN) {
+		/* A request that got its response runs its completion with
+		 * its context, as its handler did; this ends the request. */
+		saved_errno = errno;
+		pthread_mutex_lock(&mhd_lock);
+		HASH_FIND_PTR(mhd_reqs, &conn, q);
+		if (q && q->answered && q->w == w) {
+			fd = q->fd;
+			ctxshim_ctx_copy(&c, &q->ctx);
+			mhd_req_free_locked(q);
+			shown = true;
+		}
+		pthread_mutex_unlock(&mhd_lock);
+		if (shown)
+			hook_http_enter(fd, &c, &sv, "mhd-completed");
+		errno = saved_errno;
+		w->nc(w->nc_cls, conn, req_cls, toe);
+		if (shown) {
+			saved_errno = errno;
+			hook_http_leave(fd, &c, &sv, "mhd-restore",
+					"mhd-completed-return");
+			errno = saved_errno;
+		}
 		return;
 	}
 	*req_cls = NULL;

@@ -259,15 +259,16 @@ count_stream(char *resp, size_t len, size_t n[4])
  * whole second one, so the reader's calls for the two interleave (on one
  * thread in select, epoll and external mode); "END" says where each body
  * ended.
- * Afterwards the reader's thread shows neither request, and the
- * application's free callback got its own closure, once per response. */
+ * The completion callback shows its request too.  Afterwards the
+ * reader's thread shows neither request, and the application's free
+ * callback got its own closure, once per response. */
 START_TEST(test_stream_bodies)
 {
 	struct it_server s;
 	char line[512], *ra, *rb, *log;
 	size_t la, lb;
 	long tida, tidb = 0;
-	int fa, fb, ends = 0, frees = 0;
+	int fa, fb, ends = 0, frees = 0, seen = 0;
 	bool end_b = false;
 
 	start(&s, _i, true);
@@ -284,7 +285,7 @@ START_TEST(test_stream_bodies)
 	ra = it_read_all(fa, &la);
 	close(fa);
 	close(fb);
-	while (ends < 2 || frees != 3) {
+	while (ends < 2 || frees != 3 || seen != 3) {
 		test_child_readline(&s.child, line, sizeof(line), IT_TIMEOUT_MS);
 		if (strncmp(line, "BODY ", 5) == 0) {
 			ck_assert_ptr_nonnull(strstr(line, " /stream/b"));
@@ -296,6 +297,14 @@ START_TEST(test_stream_bodies)
 				      "/stream/a ended before /stream/b: %s", line);
 			end_b = true;
 			ends++;
+		} else if (strncmp(line, "SEEN ", 5) == 0) {
+			/* the completion callback */
+			if (strcmp(line, "SEEN /stream/a " TP_TRACE) == 0)
+				seen |= 1;
+			else if (strcmp(line, "SEEN /stream/b " TP2_TRACE) == 0)
+				seen |= 2;
+			else
+				ck_abort_msg("completion: %s", line);
 		} else if (strcmp(line, "FREE /stream/a") == 0) {
 			frees |= 1;
 		} else if (strcmp(line, "FREE /stream/b") == 0) {

@@ -35,7 +35,8 @@
  * trace-id the reader's thread published (ctxobs_trace(), "none" padded
  * to 32) when it wrote that line, over many reader calls; the first call
  * prints "BODY <tid> <url>", the one that writes the end "END <tid>
- * <url>", and the reader's free callback "FREE <url>".  Every request for
+ * <url>", the reader's free callback "FREE <url>", and the completion
+ * callback, before "DONE", "SEEN <url> <trace or none>".  Every request for
  * /shared is answered with the same such response, made at the first one
  * and kept until the daemon stops (MHD counts the connections that hold
  * it).  EOF on stdin
@@ -73,7 +74,8 @@ static struct MHD_Response *shared; /* under shared_lock */
 
 struct request {
 	size_t body;
-	bool started; /* the handler has been called */
+	bool started;    /* the handler has been called */
+	char stream[64]; /* the /stream url, or "" */
 };
 
 static void
@@ -233,6 +235,7 @@ handler(void *cls,
 		return resp ? MHD_queue_response(conn, MHD_HTTP_OK, resp) : MHD_NO;
 	}
 	if (strncmp(url, "/stream", 7) == 0) {
+		snprintf(rq->stream, sizeof(rq->stream), "%s", url);
 		resp = stream_response(url);
 	} else {
 		n = snprintf(body, sizeof(body), "%s %s %zu\n", method, url, rq->body);
@@ -255,9 +258,13 @@ completed(void *cls,
 	  enum MHD_RequestTerminationCode toe)
 {
 	const union MHD_ConnectionInfo *ci;
+	const struct request *rq = *req_cls;
+	char t[33];
 
 	(void)cls;
 	(void)conn;
+	if (rq && rq->stream[0])
+		say("SEEN %s %s", rq->stream, ctxobs_trace(t));
 	ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
 	say("DONE %ld fd=%d %d", tid(), ci ? ci->connect_fd : -1, (int)toe);
 	free(*req_cls);
