@@ -10,7 +10,8 @@
  *
  * With CTXSHIM_FOLLOW_EXEC=1, and only then, every exec the shim can see
  * gets an environment with the shim in LD_PRELOAD (appended to what is
- * there; nothing happens if a library of that name is already listed) and
+ * there; nothing happens if a library of that name is already listed, by
+ * an absolute path or a bare name) and
  * CTXSHIM_FOLLOW_EXEC=1 itself, so the setting follows the process tree
  * through the next exec too.  Nothing else is put back: the new program
  * runs with the default configuration unless its environment has one.
@@ -280,7 +281,11 @@ hook_exec_is_var(const char *entry, const char *var, size_t var_len)
 }
 
 /* Does the LD_PRELOAD value (entries separated by ':' or ' ', as ld.so
- * reads them) name a library like ours? */
+ * reads them) name a library like ours?  Not by a relative path: that
+ * names a file from the directory the exec runs in, which a daemon's
+ * chdir() makes another than the one ld.so found us from (the reason
+ * hook_exec_find_self() resolves one); ld.so loads a file it reaches by
+ * two names once. */
 static bool
 hook_exec_lists_shim(const char *v)
 {
@@ -293,7 +298,8 @@ hook_exec_lists_shim(const char *v)
 		size_t bn = n - (size_t)(b - v);
 
 		if ((n == strlen(shim_path) && memcmp(v, shim_path, n) == 0) ||
-		    (bn == base_len && memcmp(b, shim_base, bn) == 0))
+		    ((!slash || *v == '/') && bn == base_len &&
+		     memcmp(b, shim_base, bn) == 0))
 			return true;
 		v += n;
 		if (*v)

@@ -310,6 +310,38 @@ START_TEST(exec_follow_alias)
 }
 END_TEST
 
+/* The shim preloaded by a relative path, and the program changes directory
+ * before it execs, as a daemon does: that entry names nothing there, so
+ * CTXSHIM_FOLLOW_EXEC adds the shim's absolute path after it (it used to
+ * take the entry, by its name, for the shim and leave LD_PRELOAD as it was:
+ * the new program ran without the shim). */
+START_TEST(exec_follow_relative)
+{
+	char lib[4096], dir[4096], cwd[4096], env_preload[4300], want[8400];
+	char *args[] = {"exec", "execve", "chdir", NULL}, *out, *base;
+	int st;
+
+#ifdef __SANITIZE_ADDRESS__
+	/* LD_PRELOAD must start with ASan's runtime there */
+	return;
+#endif
+	ck_assert_ptr_nonnull(realpath(test_shim_path(), lib));
+	ck_assert_ptr_nonnull(getcwd(cwd, sizeof(cwd)));
+	snprintf(dir, sizeof(dir), "%s", lib);
+	base = strrchr(dir, '/');
+	*base++ = '\0';
+	ck_assert_int_eq(chdir(dir), 0);
+	snprintf(env_preload, sizeof(env_preload), "LD_PRELOAD=./%s", base);
+	out = run_flow(args, env_preload, "CTXSHIM_FOLLOW_EXEC=1", false, false, &st);
+	ck_assert_int_eq(chdir(cwd), 0);
+	snprintf(want, sizeof(want),
+		 "PROBE shim=1 preload=./%s:%s follow=1 ctxflow=- trace=" TRACE_ID,
+		 base, lib);
+	ck_assert_msg(st == 0 && strstr(out, want), "want '%s' in %s", want, out);
+	free(out);
+}
+END_TEST
+
 /* The TRACEPARENT an exec from the EXEC line's context hands on
  * (CTXSHIM_EXEC_TRACEPARENT=1): its trace, its span as the parent. */
 static void
@@ -687,6 +719,7 @@ TEST_SUITE(preload_flow_suite)
 	tcase_add_test(tc, vfork_posix_spawn_keep_parent_state);
 	tcase_add_loop_test(tc, exec_follow, 0, sizeof(exec_fns) / sizeof(exec_fns[0]));
 	tcase_add_test(tc, exec_follow_alias);
+	tcase_add_test(tc, exec_follow_relative);
 	tcase_add_loop_test(tc, exec_traceparent, 0,
 			    sizeof(exec_fns) / sizeof(exec_fns[0]));
 	tcase_add_loop_test(tc, exec_traceparent_in_child, 0, 4);

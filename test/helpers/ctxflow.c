@@ -29,7 +29,9 @@
  *                      or posix_spawnp and wait; ENV = keep (environment as
  *                      is), clear (only CTXFLOW=1), other (CTXFLOW=1 and
  *                      LD_PRELOAD=libm), fork or vfork (environment as is,
- *                      the exec in a fork() or vfork() child, waited for)
+ *                      the exec in a fork() or vfork() child, waited for),
+ *                      chdir (environment as is, after chdir("/"), as a
+ *                      daemon's)
  *   ctxflow execfail   an exec that fails must leave environ and errno alone
  *   ctxflow probe      PROBE shim=<0|1> preload=<LD_PRELOAD> …, then
  *                      PROBEENV tp=<TRACEPARENT> ts=<TRACESTATE> n=<how
@@ -643,7 +645,7 @@ cmd_exec(const char *self, const char *how, const char *env)
 	char *argv[] = {(char *)self, "probe", NULL};
 	char *clean[4] = {"CTXFLOW=1"}, asan[1024];
 	const char *asan_opts = getenv("ASAN_OPTIONS");
-	bool keep = strcmp(env, "keep") == 0;
+	bool keep = strcmp(env, "keep") == 0 || strcmp(env, "chdir") == 0;
 	char *const *envp = keep ? environ : clean;
 	char c[CTX_TEXT];
 	size_t k = 1;
@@ -672,6 +674,8 @@ cmd_exec(const char *self, const char *how, const char *env)
 			die("clearenv");
 	}
 	fflush(stdout);
+	if (strcmp(env, "chdir") == 0 && chdir("/") != 0)
+		die("chdir");
 	if (strcmp(how, "execve") == 0) {
 		execve(self, argv, envp);
 	} else if (strcmp(how, "execv") == 0) {
