@@ -136,33 +136,15 @@ START_TEST(test_pipelined_requests)
 }
 END_TEST
 
-/* A folded traceparent line (obs-fold, RFC 9110 5.5): libmicrohttpd
- * joins it, the socket level takes the field for invalid, so the two
- * give the request different contexts.  The handler shows the library's;
- * after it returns the thread must not show the socket level's context
- * of the same request again (the fd is the hook's): no "mhd-restore". */
+/* The library and the socket level disagree on a request's context
+ * (it_check_layers_disagree()). */
 START_TEST(test_layers_disagree)
 {
 	struct it_server s;
-	struct it_thread_ctx t;
-	char *json, *log;
-	long tid;
-	int fd;
 
 	start(&s, _i, true);
-	fd = it_send_blocking(&s, -1,
-			      "GET /block/fold HTTP/1.1\r\nHost: t\r\ntraceparent: " TP
-			      "\r\n \r\nConnection: close\r\n\r\n",
-			      &tid);
-	json = it_dump_blocked(&s, tid, &t);
-	ck_assert_str_eq(t.trace, TP_TRACE);
-	free(json);
-	it_release_ok(&s, fd, "GET /block/fold 0\n", true);
-	log = it_events(&s);
-	ck_assert_msg(!strstr(log, " reason=mhd-restore\n"), "log:\n%s", log);
-	free(log);
-	it_assert_gone(&s, tid, TP_TRACE);
-	it_server_stop(&s);
+	it_check_layers_disagree(&s, "/block/fold", "GET /block/fold 0\n",
+				 "mhd-restore");
 }
 END_TEST
 

@@ -34,6 +34,7 @@
 
 #include "ctxobs.h"
 #include "listen-loopback.h"
+#include "mhd-select.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -285,34 +286,6 @@ run_mhd(bool pool)
 		;
 	MHD_stop_daemon(d);
 	return 0;
-}
-
-/* Our own loop of a libmicrohttpd daemon without threads, until a line
- * on stdin (false: EOF). */
-static bool
-mhd_select_loop(struct MHD_Daemon *d)
-{
-	char buf[64];
-
-	for (;;) {
-		fd_set rs, ws, es;
-		MHD_socket max = 0;
-
-		FD_ZERO(&rs);
-		FD_ZERO(&ws);
-		FD_ZERO(&es);
-		if (MHD_get_fdset(d, &rs, &ws, &es, &max) != MHD_YES)
-			return false;
-		FD_SET(0, &rs);
-		if (select(max + 1, &rs, &ws, &es, NULL) < 0) {
-			if (errno == EINTR)
-				continue;
-			return false;
-		}
-		if (FD_ISSET(0, &rs))
-			return read(0, buf, sizeof(buf)) > 0;
-		(void)MHD_run_from_select(d, &rs, &ws, &es);
-	}
 }
 
 static int

@@ -46,6 +46,7 @@
 #include "config.h"
 
 #include "ctxobs.h"
+#include "mhd-select.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -291,33 +292,6 @@ mhd_log(void *cls, const char *fmt, va_list ap)
 	pthread_mutex_unlock(&out_lock);
 }
 
-/* external: run the daemon from the main thread until EOF on stdin. */
-static void
-serve_external(struct MHD_Daemon *d)
-{
-	char buf[64];
-
-	for (;;) {
-		fd_set rs, ws, es;
-		MHD_socket max = 0;
-
-		FD_ZERO(&rs);
-		FD_ZERO(&ws);
-		FD_ZERO(&es);
-		if (MHD_get_fdset(d, &rs, &ws, &es, &max) != MHD_YES)
-			return;
-		FD_SET(0, &rs);
-		if (select(max + 1, &rs, &ws, &es, NULL) < 0) {
-			if (errno == EINTR)
-				continue;
-			return;
-		}
-		if (FD_ISSET(0, &rs) && read(0, buf, sizeof(buf)) <= 0)
-			return;
-		(void)MHD_run_from_select(d, &rs, &ws, &es);
-	}
-}
-
 /* -a: the options as an array (-u, TLS: their options too). */
 static struct MHD_Daemon *
 start_array(unsigned int flags,
@@ -462,7 +436,9 @@ main(int argc, char **argv)
 	say("READY %u", (unsigned)info->port);
 
 	if (!(flags & MHD_USE_INTERNAL_POLLING_THREAD))
-		serve_external(d);
+		/* external: from this thread, until EOF on stdin */
+		while (mhd_select_loop(d))
+			;
 	else
 		while (fgets(line, sizeof(line), stdin)) {
 			if (strncmp(line, "GO", 2) == 0 &&
