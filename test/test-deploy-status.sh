@@ -126,6 +126,15 @@ check "active" contains "$dp_out" "state:    active"
 check "service" contains "$dp_out" "service:  my-service"
 release "$bg_pid" "$bg_go"
 
+# A payload malformed after its first attributes (here: it ends inside
+# a group) is malformed as a whole, as ctxdump reads it (old: the
+# attributes before the bad field were shown as the context).
+start_helper env LD_PRELOAD="$fake_preload" "$W" ctxshim 7.7.7 app --open-group
+expect_status 0 "a group without its end tag" "$S" status "$bg_pid"
+check "unterminated group: malformed" contains "$dp_out" \
+	"unreadable: the process context payload is malformed protobuf"
+release "$bg_pid" "$bg_go"
+
 start_helper env LD_PRELOAD="$fake_preload" "$W" othersdk 1.2.3 app
 expect_status 0 "loaded, context by someone else" "$S" status "$bg_pid"
 check "passive, says who published" contains "$dp_out" \

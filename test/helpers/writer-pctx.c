@@ -4,7 +4,8 @@
  * status).  The payload is encoded here by hand, independently of
  * proc-context/, so a reader bug and an encoder bug cannot cancel out.
  *
- *   writer-pctx DISTRO VERSION SERVICE [--unfinished | --bad-keys | --heap]
+ *   writer-pctx DISTRO VERSION SERVICE
+ *               [--unfinished | --bad-keys | --heap | --group | --open-group]
  *
  * Resource: telemetry.distro.name=DISTRO, telemetry.distro.version=VERSION,
  * service.name=SERVICE, service.instance.id, an int, a bool, test.dup
@@ -15,6 +16,10 @@
  * --unfinished leaves the timestamp 0 (a writer that never completes).
  * --bad-keys adds test.bad\xff="old" and test.bad\xfe="new": keys that are
  * not UTF-8, and differ only there.
+ * --group adds unknown fields that are groups (wire types 3/4, deprecated
+ * but still met): one with a group nested in it, first in the Resource,
+ * and one at the end of the payload; a reader steps over them.
+ * --open-group ends the payload inside a group that has no end tag.
  * --heap maps only the 32-byte header and puts the payload in a malloc()ed
  * buffer, as the sig-profiling reference writer and libdatadog do (the
  * OTEP lets the payload be anywhere); without it the payload follows the
@@ -72,6 +77,27 @@ put_string(struct wbuf *b, unsigned field, const char *s)
 	put_bytes(b, field, s, strlen(s));
 }
 
+/* Unknown group 9 { varint, group 10 { string, fixed32 }, fixed64 }; with
+ * open, group 9 has no end tag. */
+static void
+put_group(struct wbuf *b, bool open)
+{
+	put_varint(b, 9 << 3 | 3);
+	put_varint(b, 1 << 3 | 0);
+	put_varint(b, 300);
+	put_varint(b, 10 << 3 | 3);
+	put_string(b, 2, "in a group");
+	put_varint(b, 3 << 3 | 5);
+	for (int i = 0; i < 4; i++)
+		put_byte(b, 0xee);
+	put_varint(b, 10 << 3 | 4);
+	put_varint(b, 4 << 3 | 1);
+	for (int i = 0; i < 8; i++)
+		put_byte(b, 0xdd);
+	if (!open)
+		put_varint(b, 9 << 3 | 4);
+}
+
 /* KeyValue{key, value: AnyValue{string_value}} as field FIELD of B. */
 static void
 put_kv_string(struct wbuf *b, unsigned field, const char *key, const char *value)
@@ -127,6 +153,8 @@ main(int argc, char **argv)
 	bool unfinished = argc > 4 && strcmp(argv[4], "--unfinished") == 0;
 	bool bad_keys = argc > 4 && strcmp(argv[4], "--bad-keys") == 0;
 	bool heap = argc > 4 && strcmp(argv[4], "--heap") == 0;
+	bool group = argc > 4 && strcmp(argv[4], "--group") == 0;
+	bool open_group = argc > 4 && strcmp(argv[4], "--open-group") == 0;
 	size_t map_len = heap ? 32 : 4096;
 	uint8_t *payload;
 	struct timespec ts;
@@ -138,9 +166,12 @@ main(int argc, char **argv)
 
 	if (argc < 4) {
 		fprintf(stderr, "usage: writer-pctx DISTRO VERSION SERVICE "
-				"[--unfinished | --bad-keys | --heap]\n");
+				"[--unfinished | --bad-keys | --heap | --group | "
+				"--open-group]\n");
 		return 2;
 	}
+	if (group)
+		put_group(&res, false);
 	put_kv_string(&res, 1, "service.name", argv[3]);
 	put_kv_string(&res, 1, "service.instance.id",
 		      "0f0e0d0c-0b0a-4908-8706-050403020100");
@@ -161,6 +192,8 @@ main(int argc, char **argv)
 	put_varint(&pc, 15 << 3 | 1); /* unknown fixed64 field */
 	for (int i = 0; i < 8; i++)
 		put_byte(&pc, 0xff);
+	if (group || open_group)
+		put_group(&pc, open_group);
 
 	fd = memfd_create("OTEL_CTX", MFD_CLOEXEC);
 	if (fd < 0) {
