@@ -126,6 +126,15 @@ check "active" contains "$dp_out" "state:    active"
 check "service" contains "$dp_out" "service:  my-service"
 release "$bg_pid" "$bg_go"
 
+# Unknown fields that are groups (wire types 3/4), one nested in another,
+# are stepped over as ctxdump's reader does (pb_next_field(); old:
+# "malformed protobuf"): in the Resource and at the end of the payload.
+start_helper env LD_PRELOAD="$fake_preload" "$W" ctxshim 7.7.7 grouped --group
+expect_status 0 "unknown group fields, nested" "$S" status "$bg_pid"
+check "groups stepped over: active" contains "$dp_out" "state:    active"
+check "groups stepped over: the fields after them" contains "$dp_out" "service:  grouped"
+release "$bg_pid" "$bg_go"
+
 # A payload malformed after its first attributes (here: it ends inside
 # a group) is malformed as a whole, as ctxdump reads it (old: the
 # attributes before the bad field were shown as the context).
