@@ -102,6 +102,20 @@ check "library path escaped" contains "$dp_out" "library:  $dp_tmp/lib\\x1b]0;t\
 check "no raw escape byte" not_contains "$dp_out" "$(printf '\033')"
 release "$bg_pid" "$bg_go"
 
+# The same for what ctxdump escapes beyond control bytes (old: printed
+# raw): a C1 control and an RLO in comm, a tag character and a byte that
+# is not UTF-8 in the library path.
+cp /bin/sh "$(printf 'x\302\233\342\200\256y')" || exit 1
+mkdir "$(printf 'lib\363\240\200\201\377')" || exit 1
+cp "$(printf 'lib\033]0;t\007')/libctxshim.so" "$(printf 'lib\363\240\200\201\377')/" || exit 1
+start_blocked env LD_PRELOAD="${dp_base_preload:+$dp_base_preload:}$dp_tmp/$(printf 'lib\363\240\200\201\377')/libctxshim.so" \
+	"./$(printf 'x\302\233\342\200\256y')" -c "$DP_BLOCKER"
+expect_status 0 "C1, RLO, tag character, invalid UTF-8 in comm and library path" "$S" status "$bg_pid"
+check "comm: C1 and RLO escaped" contains "$dp_out" "process:  $bg_pid (x\\xc2\\x9b\\xe2\\x80\\xaey)"
+check "library path: tag character and \\xff escaped" contains "$dp_out" \
+	"library:  $dp_tmp/lib\\xf3\\xa0\\x80\\x81\\xff/libctxshim.so"
+release "$bg_pid" "$bg_go"
+
 # Another writer's context (an SDK), no shim: decoded, strings escaped.
 esc=$(printf 'svc\033[31m\134')
 start_helper "$W" othersdk 1.2.3 "$esc"
@@ -112,6 +126,24 @@ check "publisher from telemetry.distro.*" contains "$dp_out" \
 check "published by" contains "$dp_out" ", published by othersdk 1.2.3"
 check "control bytes and backslash escaped" contains "$dp_out" 'service:  svc\x1b[31m\x5c'
 check "instance id" contains "$dp_out" "instance: 0f0e0d0c-0b0a-4908-8706-050403020100"
+release "$bg_pid" "$bg_go"
+
+# The context's strings are escaped as ctxdump escapes them
+# (tools/ctxdump/output.c output_cp_escaped()), each byte as \xNN: C1
+# controls, format characters that reorder or hide text, bytes that are
+# not well-formed UTF-8; other characters stay as they are (old: only C0,
+# DEL and backslash were escaped).
+esc=$(printf 'c1\302\233 rlo\342\200\256 tag\363\240\200\201 ff\377 ov\300\257 sur\355\240\200 e\303\251 he\327\251 emoji\360\237\230\200 .')
+start_helper "$W" othersdk 1.2.3 "$esc"
+expect_status 1 "a context with characters ctxdump escapes" "$S" status "$bg_pid"
+check "C1 control escaped" contains "$dp_out" 'service:  c1\xc2\x9b '
+check "RLO escaped" contains "$dp_out" ' rlo\xe2\x80\xae '
+check "tag character escaped" contains "$dp_out" ' tag\xf3\xa0\x80\x81 '
+check "byte ff escaped" contains "$dp_out" ' ff\xff '
+check "overlong form escaped" contains "$dp_out" ' ov\xc0\xaf '
+check "surrogate escaped" contains "$dp_out" ' sur\xed\xa0\x80 '
+check "e acute, Hebrew and an emoji kept" contains "$dp_out" \
+	"$(printf ' e\303\251 he\327\251 emoji\360\237\230\200 .')"
 release "$bg_pid" "$bg_go"
 
 # A stand-in libctxshim.so (no code) plus a context that names ctxshim.
