@@ -176,6 +176,16 @@ check "unterminated group: malformed" contains "$dp_out" \
 	"unreadable: the process context payload is malformed protobuf"
 release "$bg_pid" "$bg_go"
 
+# Field number 0 and a varint above 64 bits are refused as ctxdump's
+# reader refuses them (pb_next_field(), pb_get_varint()).
+for bad in --field-zero --long-varint; do
+	start_helper env LD_PRELOAD="$fake_preload" "$W" ctxshim 7.7.7 app "$bad"
+	expect_status 0 "$bad" "$S" status "$bg_pid"
+	check "$bad: malformed" contains "$dp_out" \
+		"unreadable: the process context payload is malformed protobuf"
+	release "$bg_pid" "$bg_go"
+done
+
 start_helper env LD_PRELOAD="$fake_preload" "$W" othersdk 1.2.3 app
 expect_status 0 "loaded, context by someone else" "$S" status "$bg_pid"
 check "passive, says who published" contains "$dp_out" \

@@ -5,7 +5,8 @@
  * proc-context/, so a reader bug and an encoder bug cannot cancel out.
  *
  *   writer-pctx DISTRO VERSION SERVICE
- *               [--unfinished | --bad-keys | --heap | --group | --open-group]
+ *               [--unfinished | --bad-keys | --heap | --group | --open-group |
+ *                --field-zero | --long-varint]
  *
  * Resource: telemetry.distro.name=DISTRO, telemetry.distro.version=VERSION,
  * service.name=SERVICE, service.instance.id, an int, a bool, test.dup
@@ -20,6 +21,9 @@
  * but still met): one with a group nested in it, first in the Resource,
  * and one at the end of the payload; a reader steps over them.
  * --open-group ends the payload inside a group that has no end tag.
+ * --field-zero ends the payload with a varint field of number 0, and
+ * --long-varint with one whose value takes 10 bytes and more than 64 bits:
+ * both malformed (a protobuf field number is at least 1).
  * --heap maps only the 32-byte header and puts the payload in a malloc()ed
  * buffer, as the sig-profiling reference writer and libdatadog do (the
  * OTEP lets the payload be anywhere); without it the payload follows the
@@ -155,6 +159,8 @@ main(int argc, char **argv)
 	bool heap = argc > 4 && strcmp(argv[4], "--heap") == 0;
 	bool group = argc > 4 && strcmp(argv[4], "--group") == 0;
 	bool open_group = argc > 4 && strcmp(argv[4], "--open-group") == 0;
+	bool field_zero = argc > 4 && strcmp(argv[4], "--field-zero") == 0;
+	bool long_varint = argc > 4 && strcmp(argv[4], "--long-varint") == 0;
 	size_t map_len = heap ? 32 : 4096;
 	uint8_t *payload;
 	struct timespec ts;
@@ -167,7 +173,7 @@ main(int argc, char **argv)
 	if (argc < 4) {
 		fprintf(stderr, "usage: writer-pctx DISTRO VERSION SERVICE "
 				"[--unfinished | --bad-keys | --heap | --group | "
-				"--open-group]\n");
+				"--open-group | --field-zero | --long-varint]\n");
 		return 2;
 	}
 	if (group)
@@ -194,6 +200,16 @@ main(int argc, char **argv)
 		put_byte(&pc, 0xff);
 	if (group || open_group)
 		put_group(&pc, open_group);
+	if (field_zero) {
+		put_varint(&pc, 0 << 3 | 0);
+		put_varint(&pc, 1);
+	}
+	if (long_varint) {
+		put_varint(&pc, 14 << 3 | 0);
+		for (int i = 0; i < 9; i++)
+			put_byte(&pc, 0xff);
+		put_byte(&pc, 0x02);
+	}
 
 	fd = memfd_create("OTEL_CTX", MFD_CLOEXEC);
 	if (fd < 0) {
