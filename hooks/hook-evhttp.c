@@ -15,7 +15,17 @@
  * evhttp calls a callback once per request, with the whole head (and by
  * default the body) read, so the context is built per call: the socket
  * level's context for the request on the connection's fd when it has one
- * (one request, one span-id), else one from evhttp's parsed headers. */
+ * (one request, one span-id), else one from evhttp's parsed headers.
+ *
+ * Work evhttp hands back later for the same request runs with its context
+ * too: the callback of evhttp_send_reply_chunk_with_cb(), which evhttp
+ * runs on the loop thread once the chunk is written and which typically
+ * writes the next one (a streamed reply).  From the first such call made
+ * while the request's callback (or one of ours for it) runs, the hook
+ * keeps the request's context in a struct evh_req, passed as the
+ * argument of our callbacks, and frees it when libevent frees the request
+ * (evhttp_request_free(), called through libevent's PLT: see
+ * hook_evhttp_request_free()). */
 #include "config.h"
 
 #include "hooks.h"
@@ -29,11 +39,25 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <event2/buffer.h>
 #include <event2/bufferevent.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
 
+/* uthash's default on a failed allocation is exit(): never in a host
+ * process.  Non-fatal mode leaves the element out (hh.tbl == NULL). */
+#define HASH_NONFATAL_OOM 1
+#include <uthash.h>
+
 typedef void (*evh_cb_fn)(struct evhttp_request *, void *);
+typedef void (*evh_conn_cb_fn)(struct evhttp_connection *, void *);
+typedef void (*evh_chunk_fn)(struct evhttp_request *,
+			     struct evbuffer *,
+			     evh_conn_cb_fn,
+			     void *);
+typedef void (*evh_req_free_fn)(struct evhttp_request *);
+typedef int (*evh_req_code_fn)(const struct evhttp_request *);
+typedef size_t (*evh_buf_len_fn)(const struct evbuffer *);
 typedef int (*evh_set_cb_fn)(struct evhttp *, const char *, evh_cb_fn, void *);
 typedef int (*evh_del_cb_fn)(struct evhttp *, const char *);
 typedef void (*evh_set_gencb_fn)(struct evhttp *, evh_cb_fn, void *);
@@ -63,6 +87,10 @@ static evh_bev_fd_fn real_bev_fd_fn;
 static evh_req_headers_fn real_req_headers_fn;
 static evh_req_command_fn real_req_command_fn;
 static evh_req_uri_fn real_req_uri_fn;
+static evh_chunk_fn real_chunk_fn;
+static evh_req_free_fn real_req_free_fn;
+static evh_req_code_fn real_req_code_fn;
+static evh_buf_len_fn real_buf_len_fn;
 /* Set at binding: libevent 2.2 or later (evh_method_name()). */
 static bool evh_webdav;
 
@@ -82,9 +110,38 @@ struct evh_vhost {
 	struct evh_vhost *next;
 };
 
+/* A request whose later callbacks ours stand in for: its context as its
+ * request callback showed it, and the application's callbacks.  At most
+ * one per request.  A request's callbacks run on its connection's loop
+ * thread, one at a time, which is also where the application calls evhttp
+ * for it (evhttp itself takes no lock there): the fields are written and
+ * read there only; evh_lock guards the table. */
+struct evh_req {
+	struct evhttp_request *req; /* key */
+	int fd;
+	evh_conn_cb_fn chunk_cb;
+	void *chunk_arg;
+	struct ctxshim_ctx ctx;
+	UT_hash_handle hh;
+};
+
 static pthread_mutex_t evh_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct evh_wrap *evh_wraps;   /* under evh_lock */
 static struct evh_vhost *evh_vhosts; /* under evh_lock */
+static struct evh_req *evh_reqs;     /* under evh_lock */
+/* HASH_COUNT(evh_reqs), read without the lock: the free of a request of
+ * an application that never streams takes no lock. */
+static unsigned evh_nreqs;
+
+/* The request whose callback, or one of ours for it, runs on this thread
+ * (NULL: none), and the span-id it published for it: a call of the
+ * application made there is for that request while the thread still
+ * shows that span.  A jump out of the callback leaves them set; the span
+ * check keeps a later call elsewhere from taking what the thread shows
+ * then for the request's context. */
+static __thread struct evhttp_request *evh_cur
+	__attribute__((tls_model("initial-exec")));
+static __thread uint8_t evh_cur_span[8] __attribute__((tls_model("initial-exec")));
 
 HOOK_EXPORT int
 evhttp_set_cb(struct evhttp *http, const char *path, evh_cb_fn cb, void *cb_arg);
@@ -94,6 +151,11 @@ HOOK_EXPORT void evhttp_free(struct evhttp *http);
 HOOK_EXPORT int
 evhttp_add_virtual_host(struct evhttp *http, const char *pattern, struct evhttp *vhost);
 HOOK_EXPORT int evhttp_remove_virtual_host(struct evhttp *http, struct evhttp *vhost);
+HOOK_EXPORT void evhttp_send_reply_chunk_with_cb(struct evhttp_request *req,
+						 struct evbuffer *databuf,
+						 evh_conn_cb_fn cb,
+						 void *arg);
+HOOK_EXPORT void evhttp_request_free(struct evhttp_request *req);
 
 static void hook_evhttp_callback(struct evhttp_request *req, void *p);
 
@@ -107,17 +169,24 @@ static const char *const evh_sonames[] = {
 	"libevent_extra-2.2.so.1", NULL};
 
 /* A caller with its own libevent (bind.h) is passed to it. */
-static const char *const evh_names[] = {
-	"evhttp_set_cb", "evhttp_del_cb",           "evhttp_set_gencb",
-	"evhttp_free",   "evhttp_add_virtual_host", "evhttp_remove_virtual_host"};
+static const char *const evh_names[] = {"evhttp_set_cb",
+					"evhttp_del_cb",
+					"evhttp_set_gencb",
+					"evhttp_free",
+					"evhttp_add_virtual_host",
+					"evhttp_remove_virtual_host",
+					"evhttp_send_reply_chunk_with_cb",
+					"evhttp_request_free"};
 static const void *const evh_selves[] = {(const void *)evhttp_set_cb,
 					 (const void *)evhttp_del_cb,
 					 (const void *)evhttp_set_gencb,
 					 (const void *)evhttp_free,
 					 (const void *)evhttp_add_virtual_host,
-					 (const void *)evhttp_remove_virtual_host};
+					 (const void *)evhttp_remove_virtual_host,
+					 (const void *)evhttp_send_reply_chunk_with_cb,
+					 (const void *)evhttp_request_free};
 static struct ctxshim_callers evh_callers = {
-	.names = evh_names, .n = 6, .selves = evh_selves};
+	.names = evh_names, .n = 8, .selves = evh_selves};
 
 static void *
 evh_find(const char *name, const void *self)
@@ -166,7 +235,7 @@ hook_evhttp_bind_slow(void)
 {
 	static int logged;
 	int saved_errno = errno;
-	void *set_cb, *del_cb, *gencb, *fr, *add_vh, *rm_vh;
+	void *set_cb, *del_cb, *gencb, *fr, *add_vh, *rm_vh, *chunk, *req_free;
 	evh_version_fn ver;
 
 	set_cb = evh_find("evhttp_set_cb", (const void *)evhttp_set_cb);
@@ -186,6 +255,9 @@ hook_evhttp_bind_slow(void)
 			  (const void *)evhttp_add_virtual_host);
 	rm_vh = evh_find("evhttp_remove_virtual_host",
 			 (const void *)evhttp_remove_virtual_host);
+	chunk = evh_find("evhttp_send_reply_chunk_with_cb",
+			 (const void *)evhttp_send_reply_chunk_with_cb);
+	req_free = evh_find("evhttp_request_free", (const void *)evhttp_request_free);
 	/* Threads racing here store the same values. */
 	__atomic_store_n(&real_req_conn_fn,
 			 (evh_req_conn_fn)evh_bind_opt("evhttp_request_get_connection"),
@@ -207,6 +279,13 @@ hook_evhttp_bind_slow(void)
 	__atomic_store_n(&real_req_uri_fn,
 			 (evh_req_uri_fn)evh_bind_opt("evhttp_request_get_uri"),
 			 __ATOMIC_RELAXED);
+	__atomic_store_n(
+		&real_req_code_fn,
+		(evh_req_code_fn)evh_bind_opt("evhttp_request_get_response_code"),
+		__ATOMIC_RELAXED);
+	__atomic_store_n(&real_buf_len_fn,
+			 (evh_buf_len_fn)evh_bind_opt("evbuffer_get_length"),
+			 __ATOMIC_RELAXED);
 	ver = (evh_version_fn)evh_bind_opt("event_get_version_number");
 	__atomic_store_n(&evh_webdav, ver && ver() >= 0x02020000, __ATOMIC_RELAXED);
 	__atomic_store_n(&real_set_cb_fn, (evh_set_cb_fn)set_cb, __ATOMIC_RELAXED);
@@ -216,6 +295,9 @@ hook_evhttp_bind_slow(void)
 	__atomic_store_n(&real_add_vhost_fn, (evh_add_vhost_fn)add_vh,
 			 __ATOMIC_RELAXED);
 	__atomic_store_n(&real_remove_vhost_fn, (evh_remove_vhost_fn)rm_vh,
+			 __ATOMIC_RELAXED);
+	__atomic_store_n(&real_chunk_fn, (evh_chunk_fn)chunk, __ATOMIC_RELAXED);
+	__atomic_store_n(&real_req_free_fn, (evh_req_free_fn)req_free,
 			 __ATOMIC_RELAXED);
 	pthread_once(&atfork_once, evh_atfork_register);
 	ctxshim_callers_bound(&evh_callers, set_cb);
@@ -287,6 +369,25 @@ real_evhttp_remove_virtual_host(struct evhttp *http, struct evhttp *vhost)
 {
 	hook_evhttp_bind();
 	return real_remove_vhost_fn ? real_remove_vhost_fn(http, vhost) : -1;
+}
+
+static inline void
+real_evhttp_send_reply_chunk_with_cb(struct evhttp_request *req,
+				     struct evbuffer *databuf,
+				     evh_conn_cb_fn cb,
+				     void *arg)
+{
+	hook_evhttp_bind();
+	if (real_chunk_fn)
+		real_chunk_fn(req, databuf, cb, arg);
+}
+
+static inline void
+real_evhttp_request_free(struct evhttp_request *req)
+{
+	hook_evhttp_bind();
+	if (real_req_free_fn)
+		real_req_free_fn(req);
 }
 
 /* ---- the request's context ---------------------------------------------- */
@@ -378,6 +479,27 @@ evh_build_ctx(struct evhttp_request *req, struct ctxshim_ctx *c)
 	hook_http_build_ctx(&h, method, uri, c);
 }
 
+/* Make req the request whose callback runs on this thread, showing c;
+ * what was before goes to *prev_req and prev_span, for evh_cur_pop(). */
+static inline void
+evh_cur_push(struct evhttp_request *req,
+	     const struct ctxshim_ctx *c,
+	     struct evhttp_request **prev_req,
+	     uint8_t prev_span[8])
+{
+	*prev_req = evh_cur;
+	memcpy(prev_span, evh_cur_span, 8);
+	evh_cur = req;
+	memcpy(evh_cur_span, c->span_id, 8);
+}
+
+static inline void
+evh_cur_pop(struct evhttp_request *prev_req, const uint8_t prev_span[8])
+{
+	evh_cur = prev_req;
+	memcpy(evh_cur_span, prev_span, 8);
+}
+
 static void
 hook_evhttp_callback(struct evhttp_request *req, void *p)
 {
@@ -387,6 +509,8 @@ hook_evhttp_callback(struct evhttp_request *req, void *p)
 	void *arg = w->arg;
 	struct hook_http_saved sv;
 	struct ctxshim_ctx c;
+	struct evhttp_request *prev_req;
+	uint8_t prev_span[8];
 	int saved_errno, fd;
 
 	if (!ctxshim_active() || !req) {
@@ -398,13 +522,213 @@ hook_evhttp_callback(struct evhttp_request *req, void *p)
 	evh_build_ctx(req, &c);
 	hook_http_adopt_socket_ctx(fd, &c);
 	hook_http_enter(fd, &c, &sv, "evhttp-callback");
+	evh_cur_push(req, &c, &prev_req, prev_span);
 	errno = saved_errno;
 
 	cb(req, arg);
 
 	saved_errno = errno;
+	evh_cur_pop(prev_req, prev_span);
 	hook_http_leave(fd, &c, &sv, "evhttp-restore", "evhttp-return");
 	errno = saved_errno;
+}
+
+/* ---- the request's later callbacks -------------------------------------- */
+
+/* The entry of req, made at the first call for it while its callback, or
+ * one of ours for it, runs on this thread: the context is the one the
+ * thread shows for the request there.  NULL: none (a first call from
+ * elsewhere, such as a timer of the application's; no memory; or no
+ * evhttp_request_free() to free it with): the application's callback is
+ * passed on as it is. */
+static struct evh_req *
+evh_req_get(struct evhttp_request *req)
+{
+	const struct ctxshim_ctx *cur;
+	struct evh_req *q;
+
+	pthread_mutex_lock(&evh_lock);
+	HASH_FIND_PTR(evh_reqs, &req, q);
+	pthread_mutex_unlock(&evh_lock);
+	if (q)
+		return q;
+	cur = ctxshim_current();
+	if (req != evh_cur || !cur || memcmp(cur->span_id, evh_cur_span, 8) != 0 ||
+	    !__atomic_load_n(&real_req_free_fn, __ATOMIC_RELAXED))
+		return NULL;
+	q = malloc(sizeof(*q));
+	if (!q)
+		return NULL;
+	q->req = req;
+	q->fd = evh_request_fd(req);
+	q->chunk_cb = NULL;
+	ctxshim_ctx_copy(&q->ctx, cur);
+	pthread_mutex_lock(&evh_lock);
+	HASH_ADD_PTR(evh_reqs, req, q);
+	__atomic_store_n(&evh_nreqs, HASH_COUNT(evh_reqs), __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&evh_lock);
+	if (!q->hh.tbl) {
+		free(q);
+		return NULL;
+	}
+	return q;
+}
+
+/* What one of our callbacks for a request's later work saves around the
+ * application's. */
+struct evh_later {
+	struct hook_http_saved sv;
+	struct ctxshim_ctx c;
+	struct evhttp_request *prev_req;
+	uint8_t prev_span[8];
+	int fd;
+	bool entered;
+};
+
+/* Show the request of q, from a copy: the application's callback may end
+ * the request, and q with it (evhttp_send_reply_end() of a reply written
+ * at once frees it).  When the thread shows the request already (called
+ * from inside another callback of it), it is left as it is:
+ * hook_http_leave() would take it away from the rest of the outer
+ * callback. */
+static void
+evh_later_enter(const struct evh_req *q, struct evh_later *l, const char *reason)
+{
+	const struct ctxshim_ctx *cur = ctxshim_current();
+
+	l->fd = q->fd;
+	ctxshim_ctx_copy(&l->c, &q->ctx);
+	l->entered = !cur || !hook_scope_same_span(cur, &l->c);
+	if (l->entered)
+		hook_http_enter(l->fd, &l->c, &l->sv, reason);
+	evh_cur_push(q->req, &l->c, &l->prev_req, l->prev_span);
+}
+
+static void
+evh_later_leave(const struct evh_later *l, const char *reason)
+{
+	evh_cur_pop(l->prev_req, l->prev_span);
+	if (l->entered)
+		hook_http_leave(l->fd, &l->c, &l->sv, "evhttp-restore", reason);
+}
+
+/* evhttp calls it on the loop thread from its bufferevent's write
+ * callback once the connection's output is written out (http.c:
+ * evhttp_write_cb(), libevent 2.1.12): the application's callback
+ * typically writes the request's next chunk, or ends the reply. */
+static void
+evh_chunk_written(struct evhttp_connection *evcon, void *p)
+{
+	const struct evh_req *q = p;
+	evh_conn_cb_fn cb = q->chunk_cb;
+	void *arg = q->chunk_arg;
+	struct evh_later l;
+	int saved_errno;
+
+	if (!ctxshim_active()) {
+		cb(evcon, arg);
+		return;
+	}
+	saved_errno = errno;
+	evh_later_enter(q, &l, "evhttp-chunk");
+	errno = saved_errno;
+
+	cb(evcon, arg);
+
+	saved_errno = errno;
+	evh_later_leave(&l, "evhttp-chunk-return");
+	errno = saved_errno;
+}
+
+/* libevent 2.1.12's evhttp_send_reply_chunk_with_cb() returns without
+ * writing, and without taking the callback, for a request without a
+ * connection (the client went away), an empty buffer, or a reply without
+ * a body (evhttp_response_needs_body(): HEAD; 1xx, 204, 304).  The
+ * callback registered before then stays the connection's, and so must its
+ * closure: such a call is passed on as it is. */
+static bool
+evh_chunk_taken(struct evhttp_request *req, struct evbuffer *databuf)
+{
+	int code;
+
+	if (!real_req_conn_fn || !real_buf_len_fn || !real_req_command_fn ||
+	    !real_req_code_fn || !databuf)
+		return false;
+	if (!real_req_conn_fn(req) || real_buf_len_fn(databuf) == 0 ||
+	    real_req_command_fn(req) == EVHTTP_REQ_HEAD)
+		return false;
+	code = real_req_code_fn(req);
+	return code != 204 && code != 304 && (code < 100 || code >= 200);
+}
+
+/* evhttp keeps one chunk callback per connection, which each write
+ * replaces (http.c: evhttp_write_buffer()), so the request's entry holds
+ * the latest one.  evhttp_send_reply_chunk() calls this through
+ * libevent's PLT with no callback. */
+static void
+hook_evhttp_send_reply_chunk_with_cb(struct evhttp_request *req,
+				     struct evbuffer *databuf,
+				     evh_conn_cb_fn cb,
+				     void *arg)
+{
+	struct evh_req *q = NULL;
+	int saved_errno;
+
+	if (!ctxshim_active() || !req || !cb || cb == evh_chunk_written) {
+		real_evhttp_send_reply_chunk_with_cb(req, databuf, cb, arg);
+		return;
+	}
+	saved_errno = errno;
+	hook_evhttp_bind();
+	if (evh_chunk_taken(req, databuf))
+		q = evh_req_get(req);
+	if (q) {
+		q->chunk_cb = cb;
+		q->chunk_arg = arg;
+	}
+	errno = saved_errno;
+	if (q)
+		real_evhttp_send_reply_chunk_with_cb(req, databuf, evh_chunk_written,
+						     q);
+	else
+		real_evhttp_send_reply_chunk_with_cb(req, databuf, cb, arg);
+}
+
+/* libevent frees each request through its PLT (http.c's
+ * evhttp_request_free() calls, evhttp_request_free_auto(): no direct call
+ * in the Debian 12 build, objdump -d), the application those it owns.
+ * The request's entry goes with it: a new request at its address must not
+ * find it.  Unlinked before the real call, freed after (as in
+ * hook_evhttp_free()).  None of our callbacks can run for it later: a
+ * pending chunk callback is its connection's, which evhttp frees when the
+ * client went away (evhttp_connection_fail_() detaches the request, and
+ * the application frees it with evhttp_send_reply_end()), and replaces
+ * with its own when the reply ends (evhttp_send_reply_end(),
+ * evhttp_send()). */
+static void
+hook_evhttp_request_free(struct evhttp_request *req)
+{
+	struct evh_req *q = NULL;
+	int saved_errno;
+
+	if (req && __atomic_load_n(&evh_nreqs, __ATOMIC_ACQUIRE)) {
+		saved_errno = errno;
+		pthread_mutex_lock(&evh_lock);
+		HASH_FIND_PTR(evh_reqs, &req, q);
+		if (q) {
+			HASH_DEL(evh_reqs, q);
+			__atomic_store_n(&evh_nreqs, HASH_COUNT(evh_reqs),
+					 __ATOMIC_RELEASE);
+		}
+		pthread_mutex_unlock(&evh_lock);
+		errno = saved_errno;
+	}
+	real_evhttp_request_free(req);
+	if (q) {
+		saved_errno = errno;
+		free(q);
+		errno = saved_errno;
+	}
 }
 
 /* ---- registration ------------------------------------------------------- */
@@ -724,4 +1048,21 @@ evhttp_remove_virtual_host(struct evhttp *http, struct evhttp *vhost)
 {
 	CTXSHIM_OWN_RETURN(evh_own, 5, evh_remove_vhost_fn, http, vhost);
 	return hook_evhttp_remove_virtual_host(http, vhost);
+}
+
+HOOK_EXPORT void
+evhttp_send_reply_chunk_with_cb(struct evhttp_request *req,
+				struct evbuffer *databuf,
+				evh_conn_cb_fn cb,
+				void *arg)
+{
+	CTXSHIM_OWN_RETURN_VOID(evh_own, 6, evh_chunk_fn, req, databuf, cb, arg);
+	hook_evhttp_send_reply_chunk_with_cb(req, databuf, cb, arg);
+}
+
+HOOK_EXPORT void
+evhttp_request_free(struct evhttp_request *req)
+{
+	CTXSHIM_OWN_RETURN_VOID(evh_own, 7, evh_req_free_fn, req);
+	hook_evhttp_request_free(req);
 }

@@ -4,7 +4,8 @@
  * and nowhere else; the socket level and the library level agree on one
  * span-id per request; after the response the context is gone; virtual
  * hosts and deleted callbacks are covered; responses are byte-identical
- * without the shim. */
+ * without the shim; a reply streamed from chunk callbacks shows its
+ * request in each of them. */
 #include "test-integration-block.h"
 
 static void
@@ -198,6 +199,177 @@ START_TEST(test_unknown_method)
 }
 END_TEST
 
+/* ---- chunked replies written from chunk callbacks ---- */
+
+/* evhttp-server's /stream replies: STREAM_CHUNKS chunks of
+ * STREAM_CHUNK_LINES lines of 33 bytes. */
+#define STREAM_LINE        33
+#define STREAM_CHUNK_LINES 496
+#define STREAM_CHUNKS      512
+#define STREAM_CHUNK_BYTES (STREAM_LINE * STREAM_CHUNK_LINES)
+
+/* A connection whose receive buffer is small, so that the server cannot
+ * write much of a reply ahead of what the test reads. */
+static int
+connect_small(unsigned port)
+{
+	struct sockaddr_in sin = {.sin_family = AF_INET};
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), sz = 4096;
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz)), 0);
+	sin.sin_port = htons((uint16_t)port);
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	ck_assert_int_eq(connect(fd, (struct sockaddr *)&sin, sizeof(sin)), 0);
+	return fd;
+}
+
+/* The first n chunks of the chunked /stream reply in resp (len bytes) are
+ * whole, and every line of them was written while its thread showed
+ * trace; returns where the rest of the reply starts. */
+static const char *
+check_chunks(const char *resp, size_t len, size_t n, const char *trace)
+{
+	const char *b = strstr(resp, "\r\n\r\n"), *end = resp + len;
+	size_t i, k;
+
+	ck_assert_msg(strncmp(resp, "HTTP/1.1 200 OK\r\n", 17) == 0, "response: %.300s",
+		      resp);
+	ck_assert_ptr_nonnull(strstr(resp, "Transfer-Encoding: chunked\r\n"));
+	ck_assert_ptr_nonnull(b);
+	b += 4;
+	for (k = 0; k < n; k++) {
+		char *e;
+		unsigned long sz = strtoul(b, &e, 16);
+
+		ck_assert_msg(sz == STREAM_CHUNK_BYTES && strncmp(e, "\r\n", 2) == 0,
+			      "chunk %zu of trace %s: %.40s", k, trace, b);
+		b = e + 2;
+		ck_assert_msg((size_t)(end - b) >= sz + 2, "chunk %zu of trace %s cut",
+			      k, trace);
+		for (i = 0; i < STREAM_CHUNK_LINES; i++) {
+			const char *l = b + i * STREAM_LINE;
+
+			ck_assert_msg(
+				memcmp(l, trace, 32) == 0 && l[32] == '\n',
+				"chunk %zu line %zu of the reply of trace %s: %.32s", k,
+				i, trace, l);
+		}
+		b += sz;
+		ck_assert_msg(strncmp(b, "\r\n", 2) == 0, "chunk %zu of trace %s", k,
+			      trace);
+		b += 2;
+	}
+	return b;
+}
+
+/* resp (freed here) is a whole /stream reply of trace. */
+static void
+assert_stream(char *resp, size_t len, const char *trace)
+{
+	ck_assert_str_eq(check_chunks(resp, len, STREAM_CHUNKS, trace), "0\r\n\r\n");
+	free(resp);
+}
+
+/* Two requests with different traceparents whose chunked replies are
+ * written chunk after chunk from evhttp_send_reply_chunk_with_cb()'s
+ * callback, after the request callback returned: each callback shows its
+ * own request's trace.  The first reply is read only after the whole
+ * second one, so the two requests' chunk callbacks interleave on the loop
+ * thread; "END" says where each reply ended.  Afterwards the loop thread
+ * shows neither request. */
+START_TEST(test_stream_chunks)
+{
+	struct it_server s;
+	char line[512], *ra, *rb, *log;
+	size_t la, lb;
+	long tid;
+	int fa, fb, ends = 0, seen = 0;
+	bool end_b = false;
+
+	start(&s, true);
+	fa = connect_small(s.port);
+	it_send_str(fa, "GET /stream/a HTTP/1.1\r\nHost: t\r\ntraceparent: " TP
+			"\r\nConnection: close\r\n\r\n");
+	test_child_expect(&s.child, "BODY ", line, sizeof(line), IT_TIMEOUT_MS);
+	tid = strtol(line + 5, NULL, 10);
+	ck_assert_ptr_nonnull(strstr(line, " /stream/a"));
+	fb = it_connect(s.port);
+	it_send_str(fb, "GET /stream/b HTTP/1.1\r\nHost: t\r\ntraceparent: " TP2
+			"\r\nConnection: close\r\n\r\n");
+	rb = it_read_all(fb, &lb);
+	ra = it_read_all(fa, &la);
+	close(fa);
+	close(fb);
+	while (ends < 2 || seen < 2) {
+		test_child_readline(&s.child, line, sizeof(line), IT_TIMEOUT_MS);
+		if (strncmp(line, "BODY ", 5) == 0) {
+			ck_assert_ptr_nonnull(strstr(line, " /stream/b"));
+			ck_assert_int_eq(strtol(line + 5, NULL, 10), tid);
+		} else if (strncmp(line, "END ", 4) == 0) {
+			/* b's end comes first: a's reply was still being
+			 * written when all of b's was. */
+			ck_assert_msg(end_b || strstr(line, " /stream/b"),
+				      "/stream/a ended before /stream/b: %s", line);
+			end_b = true;
+			ends++;
+		} else if (strncmp(line, "SEEN ", 5) == 0) {
+			seen++;
+		}
+	}
+	assert_stream(ra, la, TP_TRACE);
+	assert_stream(rb, lb, TP2_TRACE);
+	log = it_events(&s);
+	ck_assert_msg(it_events_count(log, TP_TRACE, "evhttp-chunk") >= 1,
+		      "log:\n%.3000s", log);
+	ck_assert_msg(it_events_count(log, TP2_TRACE, "evhttp-chunk") >= 1,
+		      "log:\n%.3000s", log);
+	free(log);
+	it_assert_gone(&s, tid, TP_TRACE);
+	it_assert_gone(&s, tid, TP2_TRACE);
+	it_server_stop(&s);
+}
+END_TEST
+
+/* A client that closes in the middle of a /stream reply: evhttp drops the
+ * pending chunk callback with the connection, and the request goes when
+ * the application ends it (the helper's close callback).  The chunks
+ * written before showed the request; the server goes on serving, and its
+ * loop thread shows the request no more.  Under ASan (test/sanitize.sh)
+ * and valgrind this is also the test that nothing of ours is freed twice
+ * or used after the request went. */
+START_TEST(test_stream_cut)
+{
+	struct it_server s;
+	char line[512], *buf = NULL, *resp;
+	size_t len = 0, cap = 0;
+	long tid;
+	int fd;
+
+	start(&s, true);
+	fd = connect_small(s.port);
+	it_send_str(fd, "GET /stream/c HTTP/1.1\r\nHost: t\r\ntraceparent: " TP
+			"\r\nConnection: close\r\n\r\n");
+	test_child_expect(&s.child, "BODY ", line, sizeof(line), IT_TIMEOUT_MS);
+	tid = strtol(line + 5, NULL, 10);
+	/* The head and four whole chunks, three of them from chunk
+	 * callbacks. */
+	while (len < 512 + 4 * (STREAM_CHUNK_BYTES + 8) + 8)
+		ck_assert(it_read_some(fd, &buf, &len, &cap));
+	(void)check_chunks(buf, len, 4, TP_TRACE);
+	free(buf);
+	close(fd);
+	test_child_expect(&s.child, "CUT /stream/c", line, sizeof(line), IT_TIMEOUT_MS);
+	resp = it_exchange(
+		s.port, "GET /after HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n",
+		NULL);
+	it_assert_ok_body(resp, "generic GET /after 0\n");
+	free(resp);
+	it_assert_gone(&s, tid, TP_TRACE);
+	it_server_stop(&s);
+}
+END_TEST
+
 TEST_SUITE(integration_evhttp_suite)
 {
 	Suite *s = suite_create("libevent evhttp server under the shim");
@@ -214,6 +386,8 @@ TEST_SUITE(integration_evhttp_suite)
 	tcase_add_test(tc, test_vhost_and_deleted_cb);
 	tcase_add_test(tc, test_same_bytes);
 	tcase_add_test(tc, test_unknown_method);
+	tcase_add_test(tc, test_stream_chunks);
+	tcase_add_test(tc, test_stream_cut);
 	suite_add_tcase(s, tc);
 	return s;
 }

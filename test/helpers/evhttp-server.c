@@ -13,7 +13,17 @@
  *                 generic callback;
  *   anything else the generic callback (evhttp_set_gencb, set twice: the
  *                 first one is replaced);
- *   Host: vhost.test  a virtual host with its own generic callback.
+ *   Host: vhost.test  a virtual host with its own generic callback;
+ *   /stream...    evhttp_set_cb("/stream/a"), ("/stream/b"), ("/stream/c"):
+ *                 a chunked reply of STREAM_CHUNKS chunks, each written by
+ *                 the chunk callback of the one before
+ *                 (evhttp_send_reply_chunk_with_cb(); the first by the
+ *                 request callback), every line the trace-id the writing
+ *                 thread shows (ctxobs.h); prints "BODY <tid> <uri>" when
+ *                 it starts, "END <tid> <uri>" after the last chunk,
+ *                 "SEEN <uri> <trace>" from its completion callback, and
+ *                 "CUT <uri>" when the client closed before the end.  One
+ *                 /stream request per connection.
  * Every answer is "<name> <method> <uri> <body bytes>\n" with fixed Date and
  * Content-Type headers, so runs with and without the shim are
  * byte-identical; each finished request prints "DONE <tid> <uri>".  A line
@@ -24,6 +34,7 @@
 #include <errno.h>
 #include <stdbool.h>
 #include <netinet/in.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,6 +45,8 @@
 #include <event2/buffer.h>
 #include <event2/event.h>
 #include <event2/http.h>
+
+#include "ctxobs.h"
 
 static struct event_base *base;
 
@@ -128,6 +141,106 @@ cb_named(struct evhttp_request *req, void *arg)
 	reply(req, arg);
 }
 
+/* A /stream reply: 33-byte lines, much more than a connection's socket
+ * buffers (test-integration-evhttp.c, test_stream_chunks, reads one reply
+ * only after the other), so that the chunk callbacks of two requests
+ * interleave on the loop thread. */
+#define STREAM_LINE        33
+#define STREAM_CHUNK_LINES 496
+#define STREAM_CHUNKS      512
+
+struct stream {
+	struct evhttp_request *req;
+	char uri[64];
+	unsigned sent;
+	bool done;
+};
+
+static void stream_written(struct evhttp_connection *evcon, void *arg);
+
+static void
+stream_chunk(struct stream *st)
+{
+	struct evbuffer *buf = evbuffer_new();
+	char line[STREAM_LINE + 1], t[33];
+	unsigned i;
+
+	snprintf(line, sizeof(line), "%-32s\n", ctxobs_trace(t));
+	for (i = 0; i < STREAM_CHUNK_LINES; i++)
+		evbuffer_add(buf, line, STREAM_LINE);
+	st->sent++;
+	evhttp_send_reply_chunk_with_cb(st->req, buf, stream_written, st);
+	evbuffer_free(buf);
+}
+
+/* The chunk before is written: the next one, or the end. */
+static void
+stream_written(struct evhttp_connection *evcon, void *arg)
+{
+	struct stream *st = arg;
+
+	(void)evcon;
+	if (st->sent < STREAM_CHUNKS) {
+		stream_chunk(st);
+		return;
+	}
+	printf("END %ld %s\n", tid(), st->uri);
+	fflush(stdout);
+	evhttp_send_reply_end(st->req);
+}
+
+static void
+stream_complete(struct evhttp_request *req, void *arg)
+{
+	struct stream *st = arg;
+	char t[33];
+
+	(void)req;
+	st->done = true;
+	printf("SEEN %s %s\n", st->uri, ctxobs_trace(t));
+	fflush(stdout);
+}
+
+/* The connection goes away: after the reply (Connection: close), or cut
+ * short by the client, when evhttp detached the request from it and
+ * evhttp_send_reply_end() frees it. */
+static void
+stream_closed(struct evhttp_connection *evcon, void *arg)
+{
+	struct stream *st = arg;
+
+	(void)evcon;
+	if (!st->done) {
+		printf("CUT %s\n", st->uri);
+		fflush(stdout);
+		evhttp_send_reply_end(st->req);
+	}
+	free(st);
+}
+
+static void
+cb_stream(struct evhttp_request *req, void *arg)
+{
+	struct stream *st = calloc(1, sizeof(*st));
+
+	(void)arg;
+	if (!st) {
+		evhttp_send_error(req, 500, NULL);
+		return;
+	}
+	st->req = req;
+	snprintf(st->uri, sizeof(st->uri), "%s", evhttp_request_get_uri(req));
+	printf("BODY %ld %s\n", tid(), st->uri);
+	fflush(stdout);
+	evhttp_connection_set_closecb(evhttp_request_get_connection(req), stream_closed,
+				      st);
+	evhttp_request_set_on_complete_cb(req, stream_complete, st);
+	evhttp_add_header(evhttp_request_get_output_headers(req), "Date",
+			  "Thu, 01 Jan 1970 00:00:00 GMT");
+	evhttp_send_reply_start(req, 200, "OK");
+	stream_chunk(st);
+}
+
 static void
 on_stdin(evutil_socket_t fd, short what, void *arg)
 {
@@ -149,6 +262,9 @@ main(int argc, char **argv)
 	struct evhttp *http, *vhost;
 	struct event *ev_in;
 
+	/* A client that closes mid-reply makes evhttp's writev() fail with
+	 * EPIPE, as a server must expect. */
+	(void)signal(SIGPIPE, SIG_IGN);
 	base = event_base_new();
 	http = base ? evhttp_new(base) : NULL;
 	vhost = evhttp_new(base);
@@ -165,7 +281,10 @@ main(int argc, char **argv)
 	if (evhttp_set_cb(http, "/block", cb_block, "block") != 0 ||
 	    evhttp_set_cb(http, "/block", cb_named, "again") != -1 ||
 	    evhttp_set_cb(http, "/gone", cb_named, "gone") != 0 ||
-	    evhttp_del_cb(http, "/gone") != 0 || evhttp_del_cb(http, "/gone") != -1) {
+	    evhttp_del_cb(http, "/gone") != 0 || evhttp_del_cb(http, "/gone") != -1 ||
+	    evhttp_set_cb(http, "/stream/a", cb_stream, NULL) != 0 ||
+	    evhttp_set_cb(http, "/stream/b", cb_stream, NULL) != 0 ||
+	    evhttp_set_cb(http, "/stream/c", cb_stream, NULL) != 0) {
 		fprintf(stderr, "evhttp-server: callback registration misbehaves\n");
 		return 1;
 	}
