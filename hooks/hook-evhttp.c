@@ -20,7 +20,8 @@
  * Work evhttp hands back later for the same request runs with its context
  * too: the callback of evhttp_send_reply_chunk_with_cb(), which evhttp
  * runs on the loop thread once the chunk is written and which typically
- * writes the next one (a streamed reply).  From the first such call made
+ * writes the next one (a streamed reply), and the completion callback of
+ * evhttp_request_set_on_complete_cb().  From the first such call made
  * while the request's callback (or one of ours for it) runs, the hook
  * keeps the request's context in a struct evh_req, passed as the
  * argument of our callbacks, and frees it when libevent frees the request
@@ -55,6 +56,7 @@ typedef void (*evh_chunk_fn)(struct evhttp_request *,
 			     struct evbuffer *,
 			     evh_conn_cb_fn,
 			     void *);
+typedef void (*evh_on_complete_fn)(struct evhttp_request *, evh_cb_fn, void *);
 typedef void (*evh_req_free_fn)(struct evhttp_request *);
 typedef int (*evh_req_code_fn)(const struct evhttp_request *);
 typedef size_t (*evh_buf_len_fn)(const struct evbuffer *);
@@ -88,6 +90,7 @@ static evh_req_headers_fn real_req_headers_fn;
 static evh_req_command_fn real_req_command_fn;
 static evh_req_uri_fn real_req_uri_fn;
 static evh_chunk_fn real_chunk_fn;
+static evh_on_complete_fn real_on_complete_fn;
 static evh_req_free_fn real_req_free_fn;
 static evh_req_code_fn real_req_code_fn;
 static evh_buf_len_fn real_buf_len_fn;
@@ -121,6 +124,8 @@ struct evh_req {
 	int fd;
 	evh_conn_cb_fn chunk_cb;
 	void *chunk_arg;
+	evh_cb_fn done_cb;
+	void *done_arg;
 	struct ctxshim_ctx ctx;
 	UT_hash_handle hh;
 };
@@ -155,6 +160,8 @@ HOOK_EXPORT void evhttp_send_reply_chunk_with_cb(struct evhttp_request *req,
 						 struct evbuffer *databuf,
 						 evh_conn_cb_fn cb,
 						 void *arg);
+HOOK_EXPORT void
+evhttp_request_set_on_complete_cb(struct evhttp_request *req, evh_cb_fn cb, void *arg);
 HOOK_EXPORT void evhttp_request_free(struct evhttp_request *req);
 
 static void hook_evhttp_callback(struct evhttp_request *req, void *p);
@@ -176,17 +183,20 @@ static const char *const evh_names[] = {"evhttp_set_cb",
 					"evhttp_add_virtual_host",
 					"evhttp_remove_virtual_host",
 					"evhttp_send_reply_chunk_with_cb",
-					"evhttp_request_free"};
-static const void *const evh_selves[] = {(const void *)evhttp_set_cb,
-					 (const void *)evhttp_del_cb,
-					 (const void *)evhttp_set_gencb,
-					 (const void *)evhttp_free,
-					 (const void *)evhttp_add_virtual_host,
-					 (const void *)evhttp_remove_virtual_host,
-					 (const void *)evhttp_send_reply_chunk_with_cb,
-					 (const void *)evhttp_request_free};
+					"evhttp_request_free",
+					"evhttp_request_set_on_complete_cb"};
+static const void *const evh_selves[] = {
+	(const void *)evhttp_set_cb,
+	(const void *)evhttp_del_cb,
+	(const void *)evhttp_set_gencb,
+	(const void *)evhttp_free,
+	(const void *)evhttp_add_virtual_host,
+	(const void *)evhttp_remove_virtual_host,
+	(const void *)evhttp_send_reply_chunk_with_cb,
+	(const void *)evhttp_request_free,
+	(const void *)evhttp_request_set_on_complete_cb};
 static struct ctxshim_callers evh_callers = {
-	.names = evh_names, .n = 8, .selves = evh_selves};
+	.names = evh_names, .n = 9, .selves = evh_selves};
 
 static void *
 evh_find(const char *name, const void *self)
@@ -235,7 +245,8 @@ hook_evhttp_bind_slow(void)
 {
 	static int logged;
 	int saved_errno = errno;
-	void *set_cb, *del_cb, *gencb, *fr, *add_vh, *rm_vh, *chunk, *req_free;
+	void *set_cb, *del_cb, *gencb, *fr, *add_vh, *rm_vh, *chunk, *req_free,
+		*on_complete;
 	evh_version_fn ver;
 
 	set_cb = evh_find("evhttp_set_cb", (const void *)evhttp_set_cb);
@@ -258,6 +269,8 @@ hook_evhttp_bind_slow(void)
 	chunk = evh_find("evhttp_send_reply_chunk_with_cb",
 			 (const void *)evhttp_send_reply_chunk_with_cb);
 	req_free = evh_find("evhttp_request_free", (const void *)evhttp_request_free);
+	on_complete = evh_find("evhttp_request_set_on_complete_cb",
+			       (const void *)evhttp_request_set_on_complete_cb);
 	/* Threads racing here store the same values. */
 	__atomic_store_n(&real_req_conn_fn,
 			 (evh_req_conn_fn)evh_bind_opt("evhttp_request_get_connection"),
@@ -298,6 +311,8 @@ hook_evhttp_bind_slow(void)
 			 __ATOMIC_RELAXED);
 	__atomic_store_n(&real_chunk_fn, (evh_chunk_fn)chunk, __ATOMIC_RELAXED);
 	__atomic_store_n(&real_req_free_fn, (evh_req_free_fn)req_free,
+			 __ATOMIC_RELAXED);
+	__atomic_store_n(&real_on_complete_fn, (evh_on_complete_fn)on_complete,
 			 __ATOMIC_RELAXED);
 	pthread_once(&atfork_once, evh_atfork_register);
 	ctxshim_callers_bound(&evh_callers, set_cb);
@@ -380,6 +395,16 @@ real_evhttp_send_reply_chunk_with_cb(struct evhttp_request *req,
 	hook_evhttp_bind();
 	if (real_chunk_fn)
 		real_chunk_fn(req, databuf, cb, arg);
+}
+
+static inline void
+real_evhttp_request_set_on_complete_cb(struct evhttp_request *req,
+				       evh_cb_fn cb,
+				       void *arg)
+{
+	hook_evhttp_bind();
+	if (real_on_complete_fn)
+		real_on_complete_fn(req, cb, arg);
 }
 
 static inline void
@@ -562,6 +587,7 @@ evh_req_get(struct evhttp_request *req)
 	q->req = req;
 	q->fd = evh_request_fd(req);
 	q->chunk_cb = NULL;
+	q->done_cb = NULL;
 	ctxshim_ctx_copy(&q->ctx, cur);
 	pthread_mutex_lock(&evh_lock);
 	HASH_ADD_PTR(evh_reqs, req, q);
@@ -588,7 +614,8 @@ struct evh_later {
 /* Show the request of q, from a copy: the application's callback may end
  * the request, and q with it (evhttp_send_reply_end() of a reply written
  * at once frees it).  When the thread shows the request already (called
- * from inside another callback of it), it is left as it is:
+ * from inside another callback of it: evhttp_send_reply_end() of a reply
+ * written at once completes the request there), it is left as it is:
  * hook_http_leave() would take it away from the rest of the outer
  * callback. */
 static void
@@ -692,6 +719,59 @@ hook_evhttp_send_reply_chunk_with_cb(struct evhttp_request *req,
 						     q);
 	else
 		real_evhttp_send_reply_chunk_with_cb(req, databuf, cb, arg);
+}
+
+/* evhttp calls it when the reply is written (http.c: evhttp_send_done()),
+ * right before it frees the request; not for a request whose client went
+ * away. */
+static void
+evh_completed(struct evhttp_request *req, void *p)
+{
+	const struct evh_req *q = p;
+	evh_cb_fn cb = q->done_cb;
+	void *arg = q->done_arg;
+	struct evh_later l;
+	int saved_errno;
+
+	if (!ctxshim_active()) {
+		cb(req, arg);
+		return;
+	}
+	saved_errno = errno;
+	evh_later_enter(q, &l, "evhttp-completed");
+	errno = saved_errno;
+
+	cb(req, arg);
+
+	saved_errno = errno;
+	evh_later_leave(&l, "evhttp-completed-return");
+	errno = saved_errno;
+}
+
+static void
+hook_evhttp_request_set_on_complete_cb(struct evhttp_request *req,
+				       evh_cb_fn cb,
+				       void *arg)
+{
+	struct evh_req *q = NULL;
+	int saved_errno;
+
+	if (!ctxshim_active() || !req || !cb || cb == evh_completed) {
+		real_evhttp_request_set_on_complete_cb(req, cb, arg);
+		return;
+	}
+	saved_errno = errno;
+	hook_evhttp_bind();
+	q = evh_req_get(req);
+	if (q) {
+		q->done_cb = cb;
+		q->done_arg = arg;
+	}
+	errno = saved_errno;
+	if (q)
+		real_evhttp_request_set_on_complete_cb(req, evh_completed, q);
+	else
+		real_evhttp_request_set_on_complete_cb(req, cb, arg);
 }
 
 /* libevent frees each request through its PLT (http.c's
@@ -1065,4 +1145,11 @@ evhttp_request_free(struct evhttp_request *req)
 {
 	CTXSHIM_OWN_RETURN_VOID(evh_own, 7, evh_req_free_fn, req);
 	hook_evhttp_request_free(req);
+}
+
+HOOK_EXPORT void
+evhttp_request_set_on_complete_cb(struct evhttp_request *req, evh_cb_fn cb, void *arg)
+{
+	CTXSHIM_OWN_RETURN_VOID(evh_own, 8, evh_on_complete_fn, req, cb, arg);
+	hook_evhttp_request_set_on_complete_cb(req, cb, arg);
 }

@@ -276,8 +276,9 @@ assert_stream(char *resp, size_t len, const char *trace)
  * callback, after the request callback returned: each callback shows its
  * own request's trace.  The first reply is read only after the whole
  * second one, so the two requests' chunk callbacks interleave on the loop
- * thread; "END" says where each reply ended.  Afterwards the loop thread
- * shows neither request. */
+ * thread; "END" says where each reply ended.  The completion callback
+ * shows its request too.  Afterwards the loop thread shows neither
+ * request. */
 START_TEST(test_stream_chunks)
 {
 	struct it_server s;
@@ -301,7 +302,7 @@ START_TEST(test_stream_chunks)
 	ra = it_read_all(fa, &la);
 	close(fa);
 	close(fb);
-	while (ends < 2 || seen < 2) {
+	while (ends < 2 || seen != 3) {
 		test_child_readline(&s.child, line, sizeof(line), IT_TIMEOUT_MS);
 		if (strncmp(line, "BODY ", 5) == 0) {
 			ck_assert_ptr_nonnull(strstr(line, " /stream/b"));
@@ -314,7 +315,13 @@ START_TEST(test_stream_chunks)
 			end_b = true;
 			ends++;
 		} else if (strncmp(line, "SEEN ", 5) == 0) {
-			seen++;
+			/* the completion callback */
+			if (strcmp(line, "SEEN /stream/a " TP_TRACE) == 0)
+				seen |= 1;
+			else if (strcmp(line, "SEEN /stream/b " TP2_TRACE) == 0)
+				seen |= 2;
+			else
+				ck_abort_msg("completion: %s", line);
 		}
 	}
 	assert_stream(ra, la, TP_TRACE);
