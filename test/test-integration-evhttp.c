@@ -208,22 +208,6 @@ END_TEST
 #define STREAM_CHUNKS      512
 #define STREAM_CHUNK_BYTES (STREAM_LINE * STREAM_CHUNK_LINES)
 
-/* A connection whose receive buffer is small, so that the server cannot
- * write much of a reply ahead of what the test reads. */
-static int
-connect_small(unsigned port)
-{
-	struct sockaddr_in sin = {.sin_family = AF_INET};
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), sz = 4096;
-
-	ck_assert_int_ge(fd, 0);
-	ck_assert_int_eq(setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz)), 0);
-	sin.sin_port = htons((uint16_t)port);
-	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	ck_assert_int_eq(connect(fd, (struct sockaddr *)&sin, sizeof(sin)), 0);
-	return fd;
-}
-
 /* The first n chunks of the chunked /stream reply in resp (len bytes) are
  * whole, and every line of them was written while its thread showed
  * trace; returns where the rest of the reply starts. */
@@ -289,7 +273,7 @@ START_TEST(test_stream_chunks)
 	bool end_b = false;
 
 	start(&s, true);
-	fa = connect_small(s.port);
+	fa = it_connect_small(s.port);
 	it_send_str(fa, "GET /stream/a HTTP/1.1\r\nHost: t\r\ntraceparent: " TP
 			"\r\nConnection: close\r\n\r\n");
 	test_child_expect(&s.child, "BODY ", line, sizeof(line), IT_TIMEOUT_MS);
@@ -354,7 +338,7 @@ START_TEST(test_stream_cut)
 	int fd;
 
 	start(&s, true);
-	fd = connect_small(s.port);
+	fd = it_connect_small(s.port);
 	it_send_str(fd, "GET /stream/c HTTP/1.1\r\nHost: t\r\ntraceparent: " TP
 			"\r\nConnection: close\r\n\r\n");
 	test_child_expect(&s.child, "BODY ", line, sizeof(line), IT_TIMEOUT_MS);

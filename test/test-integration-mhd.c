@@ -170,22 +170,6 @@ END_TEST
 #define STREAM_LINE  33
 #define STREAM_LINES 262144
 
-/* A connection whose receive buffer is small, so that the server cannot
- * write much of a body ahead of what the test reads. */
-static int
-connect_small(unsigned port)
-{
-	struct sockaddr_in sin = {.sin_family = AF_INET};
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), sz = 4096;
-
-	ck_assert_int_ge(fd, 0);
-	ck_assert_int_eq(setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz)), 0);
-	sin.sin_port = htons((uint16_t)port);
-	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	ck_assert_int_eq(connect(fd, (struct sockaddr *)&sin, sizeof(sin)), 0);
-	return fd;
-}
-
 /* What the reader writes while its thread shows no trace. */
 #define NONE32 "none                            "
 
@@ -254,7 +238,7 @@ START_TEST(test_stream_bodies)
 	bool end_b = false;
 
 	start(&s, _i, true);
-	fa = connect_small(s.port);
+	fa = it_connect_small(s.port);
 	it_send_str(fa, "GET /stream/a HTTP/1.1\r\nHost: t\r\ntraceparent: " TP
 			"\r\nConnection: close\r\n\r\n");
 	test_child_expect(&s.child, "BODY ", line, sizeof(line), IT_TIMEOUT_MS);
@@ -337,7 +321,7 @@ START_TEST(test_shared_body)
 	test_child_expect(&s.child, "END ", line, sizeof(line), IT_TIMEOUT_MS);
 
 	/* fk stays open: it no longer holds the response. */
-	fa = connect_small(s.port);
+	fa = it_connect_small(s.port);
 	it_send_str(fa, "GET /shared HTTP/1.1\r\nHost: t\r\ntraceparent: " TP
 			"\r\nConnection: close\r\n\r\n");
 	test_child_expect(&s.child, "BODY ", line, sizeof(line), IT_TIMEOUT_MS);

@@ -96,6 +96,22 @@ it_connect(unsigned port)
 	return fd;
 }
 
+/* A connection whose receive buffer is small, so that the server cannot
+ * write much of a response ahead of what the test reads. */
+static __attribute__((unused)) int
+it_connect_small(unsigned port)
+{
+	struct sockaddr_in sin = {.sin_family = AF_INET};
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), sz = 4096;
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz)), 0);
+	sin.sin_port = htons((uint16_t)port);
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	ck_assert_int_eq(connect(fd, (struct sockaddr *)&sin, sizeof(sin)), 0);
+	return fd;
+}
+
 static void
 it_send(int fd, const char *data, size_t len)
 {
