@@ -590,6 +590,21 @@ START_TEST(test_memfd_program_read)
 }
 END_TEST
 
+/* The dynamic loader to start a program through ("ld.so PROG"), or NULL
+ * if none is at a known path. */
+static const char *
+explicit_loader(void)
+{
+	static const char *const loaders[] = {"/lib64/ld-linux-x86-64.so.2",
+					      "/lib/ld-linux-aarch64.so.1"};
+	size_t i;
+
+	for (i = 0; i < sizeof(loaders) / sizeof(loaders[0]); i++)
+		if (access(loaders[i], X_OK) == 0)
+			return loaders[i];
+	return NULL;
+}
+
 /* Two file-scope statics of the name: neither is taken for the writer's
  * (and no hint about stripping: the executable has its .symtab). */
 /* A dynamically linked program started through the explicit loader
@@ -598,18 +613,12 @@ END_TEST
  * hint. */
 START_TEST(test_explicit_loader_not_static)
 {
-	static const char *const loaders[] = {"/lib64/ld-linux-x86-64.so.2",
-					      "/lib/ld-linux-aarch64.so.1"};
-	const char *ldso = NULL;
+	const char *ldso = explicit_loader();
 	char pid_s[16], *out, *err;
 	char *argv[3] = {(char *)test_ctxdump_path(), pid_s, NULL};
-	size_t i;
 	pid_t pid;
 	int status;
 
-	for (i = 0; i < sizeof(loaders) / sizeof(loaders[0]); i++)
-		if (access(loaders[i], X_OK) == 0)
-			ldso = loaders[i];
 	if (!ldso)
 		return; /* no known loader path here */
 	pid = fork();
@@ -628,6 +637,45 @@ START_TEST(test_explicit_loader_not_static)
 	ck_assert_msg(!strstr(err, "statically linked"), "%s", err);
 	free(out);
 	free(err);
+}
+END_TEST
+
+/* A PIE writer that defines and exports the variable, accessed
+ * local-exec, started through the explicit loader: /proc/PID/exe is
+ * ld.so, so only the object (ET_DYN with DF_1_PIE) tells that it is the
+ * main program, whose block ld.so places first, where its local-exec
+ * code looks (old: "no TLS relocation of a loaded object reaches
+ * otel_thread_ctx_v1", every thread unresolved). */
+START_TEST(test_explicit_loader_pie_read)
+{
+	const char *ldso = explicit_loader();
+	char exe[PATH_MAX], *out, *err, *sym;
+	char *argv[3] = {NULL, NULL, NULL};
+	struct writer w;
+	const char *p;
+	int i;
+
+	if (!ldso)
+		return; /* no known loader path here */
+	memset(&w, 0, sizeof(w));
+	w.exe = "writer-le";
+	argv[0] = (char *)ldso;
+	argv[1] = (char *)prof_helper(w.exe, exe, sizeof(exe));
+	test_child_start(&w.child, argv, NULL, false);
+	cw_read_threads(&w.child, w.t, &w.n, &w.pid);
+	ck_assert_int_eq(run_ctxdump(&w, "--json", NULL, &out, &err), 0);
+	p = jfind(out, "symbol");
+	ck_assert_msg(p && *p == '{', "no symbol: %s", err);
+	sym = strndup(p, (size_t)(strchr(p, '}') - p));
+	ck_assert_ptr_nonnull(sym);
+	ck_assert_msg(strncmp(jfind(sym, "model"), "\"local-exec\"", 12) == 0, "%s",
+		      sym);
+	free(sym);
+	for (i = 0; i < w.n; i++)
+		check_json_thread(&w, &w.t[i], out);
+	free(out);
+	free(err);
+	writer_finish(&w);
 }
 END_TEST
 
@@ -973,6 +1021,7 @@ TEST_SUITE(ctxdump_static_suite)
 	tcase_add_test(tc, test_stripped_static_error);
 	tcase_add_test(tc, test_ambiguous_locals_ignored);
 	tcase_add_test(tc, test_explicit_loader_not_static);
+	tcase_add_test(tc, test_explicit_loader_pie_read);
 	tcase_add_test(tc, test_elf32_program_named);
 	tcase_add_test(tc, test_elf32_program_not_recorded);
 	tcase_add_test(tc, test_elf32_exec_ends_recording);

@@ -66,6 +66,9 @@ struct etls_elf {
 	Elf_Scn *symtab;
 	GElf_Shdr symtab_sh;
 	bool has_interp;
+	/* ET_DYN with DF_1_PIE: the main program even where /proc/PID/exe
+	 * is ld.so ("ld.so PROG"); glibc refuses to dlopen() one */
+	bool is_pie;
 	bool has_symtab; /* a fact: symtab goes with the Elf */
 };
 
@@ -302,14 +305,36 @@ elf_close(struct etls_elf *x)
 	x->dynsym = x->symtab = NULL;
 }
 
-/* Headers, PT_TLS, PT_INTERP, load bias, .dynsym and .symtab of the
- * object opened in x->e, whose lowest mapping starts at map_start with
+/* Whether the dynamic section scn (header sh) has DF_1_PIE in
+ * DT_FLAGS_1. */
+static bool
+dyn_is_pie(Elf_Scn *scn, const GElf_Shdr *sh)
+{
+	Elf_Data *d;
+	GElf_Dyn dyn;
+	size_t i, n;
+
+	if (sh->sh_size > ETLS_SECTION_MAX || !(d = elf_getdata(scn, NULL)))
+		return false;
+	n = sh->sh_size / (sh->sh_entsize ? sh->sh_entsize : sizeof(Elf64_Dyn));
+	for (i = 0; i < n && gelf_getdyn(d, (int)i, &dyn); i++) {
+		if (dyn.d_tag == DT_NULL)
+			break;
+		if (dyn.d_tag == DT_FLAGS_1)
+			return (dyn.d_un.d_val & DF_1_PIE) != 0;
+	}
+	return false;
+}
+
+/* Headers, PT_TLS, PT_INTERP, load bias, .dynsym, .symtab and DF_1_PIE of
+ * the object opened in x->e, whose lowest mapping starts at map_start with
  * file offset map_offset. */
 static int
 elf_parse(struct etls_elf *x, uint64_t map_start, uint64_t map_offset)
 {
 	size_t nph = 0, i;
 	Elf_Scn *scn = NULL;
+	bool dyn_seen = false;
 
 	if (!x->e || elf_kind(x->e) != ELF_K_ELF || !gelf_getehdr(x->e, &x->eh) ||
 	    x->eh.e_ident[EI_CLASS] != ELFCLASS64 || elf_getphdrnum(x->e, &nph) < 0)
@@ -344,7 +369,10 @@ elf_parse(struct etls_elf *x, uint64_t map_start, uint64_t map_offset)
 
 		if (!gelf_getshdr(scn, &sh))
 			continue;
-		if (sh.sh_type == SHT_DYNSYM && !x->dynsym) {
+		if (sh.sh_type == SHT_DYNAMIC && !dyn_seen) {
+			dyn_seen = true;
+			x->is_pie = x->eh.e_type == ET_DYN && dyn_is_pie(scn, &sh);
+		} else if (sh.sh_type == SHT_DYNSYM && !x->dynsym) {
 			x->dynsym = scn;
 			x->dynsym_ndx = elf_ndxscn(scn);
 			x->dynsym_sh = sh;
@@ -353,7 +381,7 @@ elf_parse(struct etls_elf *x, uint64_t map_start, uint64_t map_offset)
 			x->symtab_sh = sh;
 			x->has_symtab = true;
 		}
-		if (x->dynsym && x->symtab)
+		if (x->dynsym && x->symtab && dyn_seen)
 			break;
 	}
 	return 0;
@@ -927,7 +955,7 @@ path_is_musl(const char *path)
 /* The definition of name in x's .dynsym, or with symtab in its .symtab:
  * "a file without a TLS segment defines no thread-local".  Fills what the
  * object itself tells (not the module path, and is_exec only for
- * ET_EXEC). */
+ * ET_EXEC or a PIE). */
 static bool
 examine_definition(struct etls_elf *x,
 		   const char *name,
@@ -945,7 +973,10 @@ examine_definition(struct etls_elf *x,
 		return false;
 	cur->from_symtab = symtab;
 	cur->no_interp = !x->has_interp;
-	cur->is_exec = x->eh.e_type == ET_EXEC;
+	/* a PIE too: started as "ld.so PROG" it is not /proc/PID/exe, yet
+	 * it is the main program, first in the lookup scope, and ld.so
+	 * placed its block where its local-exec code looks */
+	cur->is_exec = x->eh.e_type == ET_EXEC || x->is_pie;
 	cur->bias = x->bias;
 	cur->st_value = s.st_value;
 	cur->st_size = s.st_size;
@@ -1560,7 +1591,7 @@ find_misdef_beside(struct etls_proc *p,
 		if (!x || !misdef_in(x, name, true, &type, &size))
 			continue;
 		if ((p->exe_ok && (uint64_t)p->exe_st.st_ino == ob->inode) ||
-		    x->eh.e_type == ET_EXEC) {
+		    x->eh.e_type == ET_EXEC || x->is_pie) {
 			set_misdef(sym, ob, type, size);
 			return;
 		}

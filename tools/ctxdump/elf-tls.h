@@ -184,11 +184,12 @@ int etls_proc_find_data(struct etls_proc *p,
  * may convert them in place).  The object's lowest mapping starts at
  * map_start with file offset map_offset.  Looks for the definition of
  * name (STT_TLS, size 8) and fills what the object tells: bias, st_value,
- * st_size, the PT_TLS fields, arch, is_exec (ET_EXEC) and the slots of the
- * relocations against it; with user, looks for an undefined reference
- * instead and fills only the slots.  The symbol tables are first searched
- * for every name a dump looks up, as etls_proc_find() searches each
- * object.  Returns 0, -ENOENT (no such symbol, or no slot for user),
+ * st_size, the PT_TLS fields, arch, is_exec (ET_EXEC or a PIE) and the
+ * slots of the relocations against it; with user, looks for an undefined
+ * reference instead and fills only the slots.  The symbol tables are
+ * first searched for every name a dump looks up, as etls_proc_find()
+ * searches each object.  Returns 0, -ENOENT (no such symbol, or no slot
+ * for user),
  * -ENOEXEC (not a 64-bit ELF object), or -EPROTO if that search said a
  * table where the symbol was found does not name it (a dump would miss
  * it: a bug the fuzzer looks for). */
