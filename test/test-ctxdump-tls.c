@@ -513,9 +513,10 @@ check_thread(const struct writer *w,
 
 /* ---- tests -------------------------------------------------------------- */
 
-START_TEST(test_json_matches_writer)
+/* ctxdump's JSON for writer wc must be what the writer published. */
+static void
+json_matches(const struct writer_case *wc)
 {
-	const struct writer_case *wc = &cases[_i];
 	const struct jval *sym, *threads;
 	struct writer w;
 	struct jval *root;
@@ -549,6 +550,30 @@ START_TEST(test_json_matches_writer)
 	ck_assert_int_eq(kinds, 1);
 	jfree(root);
 	writer_finish(&w);
+}
+
+START_TEST(test_json_matches_writer)
+{
+	json_matches(&cases[_i]);
+}
+END_TEST
+
+/* General-dynamic and initial-exec relocations both against the variable
+ * (lld keeps both), the library dlopen()ed after the threads started,
+ * which publish through initial-exec code: their DTVs never learn of the
+ * module, so the general-dynamic slot tells no thread's place, while the
+ * initial-exec word tells every thread's (old: general dynamic, and
+ * every one of those threads "no context"). */
+START_TEST(test_mixed_gd_ie_reads_ie)
+{
+	static const struct writer_case wc = {"dlopen-mixed",     "writer-dlopen",
+					      "libwtls-mixed.so", NULL,
+					      "initial-exec",     "libwtls-mixed.so"};
+	char lib[PATH_MAX];
+
+	if (access(prof_helper(wc.lib_arg, lib, sizeof(lib)), R_OK) != 0)
+		return; /* not built: no lld */
+	json_matches(&wc);
 }
 END_TEST
 
@@ -851,6 +876,11 @@ TEST_SUITE(ctxdump_tls_suite)
 	tc = tcase_create("json");
 	tcase_add_loop_test(tc, test_json_matches_writer, 0, N_CASES);
 	tcase_set_timeout(tc, 120);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("mixed");
+	tcase_add_test(tc, test_mixed_gd_ie_reads_ie);
+	tcase_set_timeout(tc, 60);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("reused-modid");

@@ -932,13 +932,13 @@ scan_anon_relocs(struct etls_elf *x, uint64_t bias, struct etls_symbol *sym)
 	if (!has_slots(sym))
 		return false;
 	sym->anon_slots = true;
-	/* etls_resolve() uses the TLSDESC slot first, then the GD pair
-	 * (whose offset is st_value), then the TPOFF64 word */
+	/* etls_resolve() uses the TLSDESC slot first, then the TPOFF64
+	 * word, then the GD pair (whose offset is st_value) */
 	/* Modular: the addends are the target's (hostile) values, and the
 	 * address math wraps the same way. */
 	if (sym->tlsdesc_slot)
 		sym->slot_adjust = (int64_t)(sym->st_value - (uint64_t)desc_addend);
-	else if (!sym->dtpmod_slot)
+	else if (sym->tpoff_slot)
 		sym->slot_adjust = (int64_t)(sym->st_value - (uint64_t)tp_addend);
 	return true;
 }
@@ -1780,7 +1780,8 @@ proc_find(struct etls_proc *p, const char *name, struct etls_symbol *sym)
 	if (r < 0)
 		return r;
 	/* general dynamic on glibc: the module's generation (etls_resolve) */
-	if (best.libc == TLSM_GLIBC && best.dtpmod_slot && !best.tlsdesc_slot)
+	if (best.libc == TLSM_GLIBC && best.dtpmod_slot && !best.tlsdesc_slot &&
+	    !best.tpoff_slot)
 		best.has_glibc_db = find_glibc_db(p, &best.glibc_db);
 	*sym = best;
 	return 0;
@@ -1832,6 +1833,23 @@ etls_resolve(pid_t pid, const struct etls_symbol *sym, struct tlsm_access *acc)
 			acc->offset += (uint64_t)sym->slot_adjust;
 		return 0;
 	}
+	/* Initial-exec before general dynamic: a TPOFF64 word means the
+	 * module has static TLS, at the same offset in every thread, while
+	 * a thread older than a dlopen() that reaches it only through
+	 * initial-exec code has no DTV slot for it (a module with both, as
+	 * lld links one: GNU ld turns the general-dynamic code into
+	 * initial-exec). */
+	if (sym->tpoff_slot) {
+		uint64_t got;
+
+		r = remote_read(pid, sym->tpoff_slot, &got, sizeof(got));
+		if (r < 0)
+			goto fail;
+		tlsm_from_ie(sym->arch, sym->libc, got, acc);
+		if (acc->model == TLSM_IE)
+			acc->tpoff = tpoff_adjust(acc->tpoff, sym->slot_adjust);
+		return 0;
+	}
 	if (sym->dtpmod_slot) {
 		uint64_t modid, off = sym->st_value;
 
@@ -1866,17 +1884,6 @@ etls_resolve(pid_t pid, const struct etls_symbol *sym, struct tlsm_access *acc)
 				acc->check_gen = true;
 			}
 		}
-		return 0;
-	}
-	if (sym->tpoff_slot) {
-		uint64_t got;
-
-		r = remote_read(pid, sym->tpoff_slot, &got, sizeof(got));
-		if (r < 0)
-			goto fail;
-		tlsm_from_ie(sym->arch, sym->libc, got, acc);
-		if (acc->model == TLSM_IE)
-			acc->tpoff = tpoff_adjust(acc->tpoff, sym->slot_adjust);
 		return 0;
 	}
 	memset(acc, 0, sizeof(*acc));
@@ -1915,14 +1922,14 @@ etls_slot_words(pid_t pid, const struct etls_symbol *sym, uint64_t w[2])
 	/* the order of etls_resolve() */
 	if (sym->tlsdesc_slot)
 		return remote_read(pid, sym->tlsdesc_slot, w, 2 * sizeof(*w));
+	if (sym->tpoff_slot)
+		return remote_read(pid, sym->tpoff_slot, &w[0], sizeof(*w));
 	if (sym->dtpmod_slot) {
 		r = remote_read(pid, sym->dtpmod_slot, &w[0], sizeof(*w));
 		if (r == 0 && sym->dtpoff_slot)
 			r = remote_read(pid, sym->dtpoff_slot, &w[1], sizeof(*w));
 		return r;
 	}
-	if (sym->tpoff_slot)
-		return remote_read(pid, sym->tpoff_slot, &w[0], sizeof(*w));
 	return 0;
 }
 
@@ -1939,7 +1946,7 @@ etls_slot_gen(pid_t pid,
 	if (acc->model == TLSM_TLSDESC_DYNAMIC && sym->tlsdesc_slot)
 		return remote_read(pid, w[1], g, 3 * sizeof(*g));
 	if (acc->model == TLSM_GD && sym->dtpmod_slot && !sym->tlsdesc_slot &&
-	    sym->has_glibc_db) {
+	    !sym->tpoff_slot && sym->has_glibc_db) {
 		r = tlsm_glibc_module_gen(&sym->glibc_db, w[0], remote_tlsm_read, &pid,
 					  &g[0]);
 		if (r == -ENOENT) {

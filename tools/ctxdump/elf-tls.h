@@ -209,7 +209,7 @@ int etls_examine_image(void *image,
 int etls_resolve(pid_t pid, const struct etls_symbol *sym, struct tlsm_access *acc);
 
 /* The raw words of the slot etls_resolve() reads first (the TLSDESC
- * descriptor, the GD pair, or the IE word; zeros for local-exec, which
+ * descriptor, the IE word, or the GD pair; zeros for local-exec, which
  * has none), for a cheap check that the loader has not rewritten them
  * since: a writer library unloaded and loaded again gets new values
  * there, or its slot address is no longer mapped.  Call while the
