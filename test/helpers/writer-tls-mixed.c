@@ -11,7 +11,9 @@
 
 __attribute__((visibility("default"))) __thread void *otel_thread_ctx_v1;
 
-__attribute__((visibility("default"))) void *
+__attribute__((visibility("default"))) void *writer_tls_addr(void);
+
+void *
 writer_tls_addr(void)
 {
 	return &otel_thread_ctx_v1;
