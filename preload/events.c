@@ -36,7 +36,10 @@ ctxshim_events_open(const char *path)
 	if (fd != 2)
 		sys_close(fd);
 	if (hi < 0) {
-		ctxshim_log("cannot keep the event log %s: no descriptor free", path);
+		/* EBADF: only 2 can be closed here (a daemon, "2>&-") */
+		ctxshim_log("cannot keep the event log %s: %s", path,
+			    errno == EBADF ? "standard error is not open"
+					   : "no descriptor free");
 		return;
 	}
 	fd = hi;

@@ -172,6 +172,39 @@ START_TEST(test_log_says_what_is_wrong)
 }
 END_TEST
 
+/* CTXSHIM_EVENTS=stderr in a program started with standard error closed
+ * (a daemon, "2>&-"): the log said "no descriptor free", which sends the
+ * reader to the descriptor limit instead. */
+START_TEST(test_log_events_stderr_closed)
+{
+	char logpath[] = "/tmp/ctxshim-log-XXXXXX", logenv[4200], *log;
+	char *argv[] = {"/bin/sh", "-c", "exec 2>&- /bin/true", NULL};
+	char *env[] = {logenv, "CTXSHIM_EVENTS=stderr", NULL};
+	char *out, *err;
+	FILE *f;
+	int fd;
+
+	fd = test_mkstemp(logpath);
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	snprintf(logenv, sizeof(logenv), "CTXSHIM_LOG=%s", logpath);
+	ck_assert_int_eq(test_run_capture(argv, env, true, &out, &err, 30000), 0);
+	f = fopen(logpath, "r");
+	ck_assert_ptr_nonnull(f);
+	log = calloc(1, 65536);
+	(void)fread(log, 1, 65535, f);
+	fclose(f);
+	unlink(logpath);
+	ck_assert_msg(strstr(log, "cannot keep the event log stderr: standard error "
+				  "is not open"),
+		      "log: %s", log);
+	ck_assert_msg(!strstr(log, "no descriptor free"), "log: %s", log);
+	free(log);
+	free(out);
+	free(err);
+}
+END_TEST
+
 /* Under a descriptor limit at or below the log's usual place (700) and
  * with stdin closed at start: the log file took descriptor 0, which the
  * program's next open() gets and takes for its stdin, and CTXSHIM_LOG=stderr
@@ -231,6 +264,7 @@ TEST_SUITE(preload_core_suite)
 	tcase_add_test(tc, test_log_goes_to_file_not_stdout);
 	tcase_add_test(tc, test_log_stderr);
 	tcase_add_test(tc, test_log_says_what_is_wrong);
+	tcase_add_test(tc, test_log_events_stderr_closed);
 	tcase_add_test(tc, test_log_fd_under_a_low_limit);
 	suite_add_tcase(s, tc);
 	return s;
