@@ -362,7 +362,7 @@ ctxshim_request_known_methods(const char *list)
 			p++, len--;
 		while (len && (p[len - 1] == ' ' || p[len - 1] == '\t'))
 			len--;
-		if (len > HTTP_SCAN_METHOD_MAX || n == KNOWN_OVERRIDE_MAX)
+		if (len > HTTP_SCAN_METHOD_MAX || (len && n == KNOWN_OVERRIDE_MAX))
 			return -EINVAL;
 		if (len) {
 			memcpy(name[n], p, len);

@@ -1405,6 +1405,14 @@ START_TEST(test_known_methods_override)
 	ck_assert_int_eq(ctxshim_request_known_methods(big), -EINVAL);
 	attr_run("QUERY", 5, "/x", 2, NULL, 0, true, &d);
 	ck_assert(attr_is(&d, CTXSHIM_KEY_METHOD, "QUERY", 5));
+	/* 32 entries and a blank one after them (a list written "A, B, "):
+	 * the blank entry holds no method and takes no room. */
+	big[0] = '\0';
+	for (int i = 0; i < 32; i++)
+		strcat(big, "QUERY, ");
+	ck_assert_int_eq(ctxshim_request_known_methods(big), 0);
+	attr_run("QUERY", 5, "/x", 2, NULL, 0, true, &d);
+	ck_assert(attr_is(&d, CTXSHIM_KEY_METHOD, "QUERY", 5));
 	/* Back to the default. */
 	ck_assert_int_eq(ctxshim_request_known_methods(""), 0);
 	for (int capture = 0; capture < 2; capture++) {
