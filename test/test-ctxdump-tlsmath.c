@@ -465,6 +465,129 @@ START_TEST(gd_generation_glibc)
 }
 END_TEST
 
+/* libwtls-tlsdesc.so's PT_LOADs (ld.bfd, -z separate-code) and the
+ * mappings glibc's loader made of them at 0x7f0000010000, as maps shows
+ * them (RELRO splits the data). */
+static const struct tlsm_load wtls_loads[] = {
+	{0x0, 0x0, 0x4e8, false},
+	{0x1000, 0x1000, 0x159, true},
+	{0x2000, 0x2000, 0xbc, false},
+	{0x3e00, 0x2e00, 0x218, false},
+};
+#define WTLS_NL (sizeof(wtls_loads) / sizeof(wtls_loads[0]))
+#define LDR     0x7f0000010000ull
+static const struct tlsm_map wtls_maps[] = {
+	{LDR, LDR + 0x1000, 0, false},
+	{LDR + 0x1000, LDR + 0x2000, 0x1000, true},
+	{LDR + 0x2000, LDR + 0x3000, 0x2000, false},
+	{LDR + 0x3000, LDR + 0x4000, 0x2000, false},
+	{LDR + 0x4000, LDR + 0x5000, 0x3000, false},
+};
+#define WTLS_NM (sizeof(wtls_maps) / sizeof(wtls_maps[0]))
+
+/* wtls_maps with one more mapping before (at) or after them into out */
+static void
+maps_with(struct tlsm_map *out, bool before, struct tlsm_map extra)
+{
+	memcpy(out + (before ? 1 : 0), wtls_maps, sizeof(wtls_maps));
+	out[before ? 0 : WTLS_NM] = extra;
+}
+
+START_TEST(map_bias)
+{
+	const struct tlsm_load exe[] = {{0x400000, 0, 0x1000, true},
+					{0x401e00, 0xe00, 0x300, false}};
+	const struct tlsm_map *m = wtls_maps;
+	struct tlsm_map data = {0x600000, 0x601000, 0x800, false};
+	uint64_t bias = 1;
+
+	ck_assert_int_eq(tlsm_map_bias(wtls_loads, WTLS_NL, &m[0], &bias), 0);
+	ck_assert_uint_eq(bias, LDR);
+	/* a mapping further in: its PT_LOAD's page-rounded vaddr */
+	ck_assert_int_eq(tlsm_map_bias(wtls_loads, WTLS_NL, &m[4], &bias), 0);
+	ck_assert_uint_eq(bias, LDR);
+	/* ET_EXEC: bias 0 */
+	ck_assert_int_eq(tlsm_map_bias(exe, 2,
+				       &(struct tlsm_map){0x400000, 0x401000, 0, true},
+				       &bias),
+			 0);
+	ck_assert_uint_eq(bias, 0);
+	/* an offset no PT_LOAD holds */
+	bias = 1;
+	ck_assert_int_eq(
+		tlsm_map_bias(exe, 2,
+			      &(struct tlsm_map){0x600000, 0x601000, 0x5000, false},
+			      &bias),
+		-ENOENT);
+	ck_assert_int_eq(tlsm_map_bias(exe, 0, &data, &bias), -ENOENT);
+	ck_assert_uint_eq(bias, 1);
+}
+END_TEST
+
+START_TEST(loader_map_choice)
+{
+	struct tlsm_map below[WTLS_NM + 1], above[WTLS_NM + 1], below_x[WTLS_NM + 1];
+	struct tlsm_map twice[2 * WTLS_NM];
+	size_t i;
+	/* the text remapped anonymously (huge pages): no executable
+	 * mapping of the file is left */
+	const struct tlsm_map no_text[] = {{LDR - 0x5000, LDR, 0, false},
+					   {LDR, LDR + 0x1000, 0, false},
+					   {LDR + 0x2000, LDR + 0x3000, 0x2000, false},
+					   {LDR + 0x3000, LDR + 0x4000, 0x2000, false},
+					   {LDR + 0x4000, LDR + 0x5000, 0x3000, false}};
+	/* old layout (no separate code): the text in the first PT_LOAD, at
+	 * offset 0 */
+	const struct tlsm_load old[] = {{0, 0, 0x7a0, true},
+					{0x1e00, 0xe00, 0x230, false}};
+	const struct tlsm_map old_maps[] = {
+		{LDR - 0x2000, LDR, 0, false},
+		{LDR, LDR + 0x1000, 0, true},
+		{LDR + 0x1000, LDR + 0x2000, 0, false},
+		{LDR + 0x2000, LDR + 0x3000, 0x1000, false}};
+	const struct tlsm_map old_maps_x[] = {
+		{LDR - 0x2000, LDR, 0, true},
+		{LDR, LDR + 0x1000, 0, true},
+		{LDR + 0x1000, LDR + 0x2000, 0, false},
+		{LDR + 0x2000, LDR + 0x3000, 0x1000, false}};
+	/* hostile: wrapping ranges and offsets */
+	const struct tlsm_load wrap[] = {
+		{UINT64_MAX - 0xfff, UINT64_MAX, UINT64_MAX, true}};
+	const struct tlsm_map wrap_maps[] = {{UINT64_MAX, 0, 0, true},
+					     {0x1000, 0, UINT64_MAX, true}};
+
+	/* the program's own read-only mapping of the whole file, below the
+	 * loader's, and above them */
+	maps_with(below, true, (struct tlsm_map){LDR - 0x5000, LDR, 0, false});
+	ck_assert_int_eq(tlsm_loader_map(wtls_loads, WTLS_NL, below, 6), 1);
+	maps_with(above, false,
+		  (struct tlsm_map){LDR + 0x9000, LDR + 0xe000, 0, false});
+	ck_assert_int_eq(tlsm_loader_map(wtls_loads, WTLS_NL, above, 6), 0);
+	/* executable too: it places the text (vaddr = offset) but not the
+	 * data (a page further) */
+	maps_with(below_x, true, (struct tlsm_map){LDR - 0x5000, LDR, 0, true});
+	ck_assert_int_eq(tlsm_loader_map(wtls_loads, WTLS_NL, below_x, 6), 1);
+	ck_assert_int_eq(tlsm_loader_map(wtls_loads, WTLS_NL, no_text, 5), -1);
+	/* loaded twice (dlmopen()): the first, as before */
+	for (i = 0; i < WTLS_NM; i++) {
+		twice[i] = wtls_maps[i];
+		twice[i].start -= 0x5000;
+		twice[i].end -= 0x5000;
+		twice[WTLS_NM + i] = wtls_maps[i];
+	}
+	ck_assert_int_eq(tlsm_loader_map(wtls_loads, WTLS_NL, twice, 10), 0);
+	ck_assert_int_eq(tlsm_loader_map(old, 2, old_maps, 4), 1);
+	/* an executable whole-file mapping places the text there too, but
+	 * not the data */
+	ck_assert_int_eq(tlsm_loader_map(old, 2, old_maps_x, 4), 1);
+	/* only some of the mappings seen: none fits */
+	ck_assert_int_eq(tlsm_loader_map(wtls_loads, WTLS_NL, below, 2), -1);
+	ck_assert_int_eq(tlsm_loader_map(wtls_loads, 0, below, 6), -1);
+	ck_assert_int_eq(tlsm_loader_map(wtls_loads, WTLS_NL, NULL, 0), -1);
+	ck_assert_int_eq(tlsm_loader_map(wrap, 1, wrap_maps, 2), -1);
+}
+END_TEST
+
 TEST_SUITE(tlsmath_suite)
 {
 	Suite *s = suite_create("ctxdump-tlsmath");
@@ -480,6 +603,8 @@ TEST_SUITE(tlsmath_suite)
 	tcase_add_test(tc, slot_dtv_glibc_x86_64);
 	tcase_add_test(tc, slot_dtv_aarch64);
 	tcase_add_test(tc, gd_generation_glibc);
+	tcase_add_test(tc, map_bias);
+	tcase_add_test(tc, loader_map_choice);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -10,6 +10,10 @@
  * this far above tp (variant I). */
 #define TLSM_AARCH64_TCB 16
 
+/* The page a load bias is rounded to (x86_64's: elf-tls.c's ETLS_PAGE,
+ * which rounded it before tlsm_map_bias()). */
+#define TLSM_PAGE 4096u
+
 /* Beyond this a "static offset" is certainly an address (e.g. the lazy
  * TLSDESC argument of glibc < 2.34, which points at the Elf64_Rela). */
 #define TLSM_TPOFF_MAX ((int64_t)1 << 30)
@@ -428,4 +432,76 @@ tlsm_glibc_module_gen(const struct tlsm_glibc_db *db,
 		return r;
 	*gen = g;
 	return 0;
+}
+
+int
+tlsm_map_bias(const struct tlsm_load *ld,
+	      size_t nl,
+	      const struct tlsm_map *m,
+	      uint64_t *bias)
+{
+	size_t i;
+
+	for (i = 0; i < nl; i++) {
+		uint64_t pg_off = ld[i].offset & ~(uint64_t)(TLSM_PAGE - 1);
+		uint64_t pg_vaddr = ld[i].vaddr & ~(uint64_t)(TLSM_PAGE - 1);
+
+		if (m->offset >= pg_off && m->offset < ld[i].offset + ld[i].filesz) {
+			*bias = m->start - (pg_vaddr + (m->offset - pg_off));
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
+/* Whether a mapping of m maps file offset l->offset at bias + l->vaddr:
+ * the loader maps each PT_LOAD at its page-rounded vaddr and offset, and
+ * both are the same distance into their page (whatever its size), so the
+ * PT_LOAD's first byte is where its vaddr says. */
+static bool
+load_mapped(const struct tlsm_load *l,
+	    uint64_t bias,
+	    const struct tlsm_map *m,
+	    size_t nm)
+{
+	size_t j;
+
+	for (j = 0; j < nm; j++) {
+		uint64_t in = l->offset - m[j].offset;
+
+		if (l->offset >= m[j].offset && in < m[j].end - m[j].start &&
+		    m[j].start + in == bias + l->vaddr && (m[j].exec || !l->exec))
+			return true;
+	}
+	return false;
+}
+
+int
+tlsm_loader_map(const struct tlsm_load *ld,
+		size_t nl,
+		const struct tlsm_map *m,
+		size_t nm)
+{
+	size_t i, k;
+
+	for (i = 0; i < nm; i++) {
+		uint64_t bias;
+		bool fits = false;
+
+		if (m[i].offset != 0 || tlsm_map_bias(ld, nl, &m[i], &bias) < 0)
+			continue;
+		/* all of them: a mapping of the whole file places each
+		 * PT_LOAD whose vaddr equals its offset, but not the data
+		 * (the linkers put it a page or more further) */
+		for (k = 0; k < nl; k++) {
+			if (ld[k].filesz == 0)
+				continue;
+			fits = load_mapped(&ld[k], bias, m, nm);
+			if (!fits)
+				break;
+		}
+		if (fits)
+			return (int)i;
+	}
+	return -1;
 }

@@ -174,3 +174,35 @@ int tlsm_slot_addr(const struct tlsm_access *a,
 		   tlsm_read_fn rd,
 		   void *opaque,
 		   uint64_t *addr);
+
+/* One PT_LOAD of an ELF object, and one mapping of its file as
+ * /proc/PID/maps shows it. */
+struct tlsm_load {
+	uint64_t vaddr, offset, filesz;
+	bool exec; /* PF_X */
+};
+struct tlsm_map {
+	uint64_t start, end, offset;
+	bool exec; /* 'x' in its permissions */
+};
+
+/* The load bias (runtime address - ELF vaddr) that mapping m of the
+ * object gives: its start less the page-rounded vaddr of the file offset
+ * it maps, from the first of the nl PT_LOADs ld that holds that offset.
+ * Returns 0 and *bias, or -ENOENT if none holds it. */
+int tlsm_map_bias(const struct tlsm_load *ld,
+		  size_t nl,
+		  const struct tlsm_map *m,
+		  uint64_t *bias);
+
+/* Which of the nm mappings m of one file (in address order) is the first
+ * mapping the loader made of it: the first at offset 0 whose bias places
+ * every PT_LOAD of ld that has bytes in the file where a mapping of m
+ * maps them (an executable one for an executable PT_LOAD).  A program
+ * that maps the file itself at offset 0 (libbacktrace, symbolizers, crash
+ * reporters) adds one mapping of the whole file, below the loader's ones
+ * as often as not.  Returns its index, or -1 if none fits. */
+int tlsm_loader_map(const struct tlsm_load *ld,
+		    size_t nl,
+		    const struct tlsm_map *m,
+		    size_t nm);
