@@ -31,6 +31,12 @@
 #define ETLS_WHOLE_MAX (32u << 20)
 /* names whose lookups one etls_proc remembers (a bit each) */
 #define ETLS_NAMES_MAX 32u
+/* mappings of one file that objs_add() keeps for tlsm_loader_map(): the
+ * loader's are 4 or 5 (RELRO splits the data), and a program's own
+ * mappings of the file below them come first */
+#define ETLS_OBJ_MAPS 10
+/* PT_LOADs elf_parse() keeps: linkers make 2 to 5 */
+#define ETLS_LOADS_MAX 16
 /* the largest section read (symbols, their names, relocations): libelf
  * reads what the section header says, and a file may have a hole there
  * of any size (lookup_in()) */
@@ -81,8 +87,13 @@ struct etls_obj {
 	/* The executable, mapped from no file that a path opens (a memfd):
 	 * opened as /proc/PID/exe. */
 	bool exe_only;
-	/* The mapping with the lowest file offset: gives the load bias. */
+	/* The mapping with the lowest file offset, and of those at 0 the
+	 * lowest: gives the load bias unless the loader's first mapping can
+	 * be told among the first mappings of the file (maps, in address
+	 * order; elf_parse()). */
 	uint64_t start, end, offset;
+	struct tlsm_map maps[ETLS_OBJ_MAPS];
+	unsigned n_maps;
 	/* Opened and parsed on first use, then kept for the next symbol
 	 * looked up in the same struct etls_proc (a dump looks up three):
 	 * open, or read whole, or closed and opened again when it is next
@@ -177,6 +188,7 @@ objs_add(struct etls_objs *o, const struct maps_entry *e, bool exe_only)
 {
 	size_t len = e->path_len, i;
 	bool del = maps_path_deleted(e->path, &len);
+	const struct tlsm_map m = {e->start, e->end, e->offset, e->perms[2] == 'x'};
 	struct etls_obj *ob;
 
 	for (i = 0; i < o->n; i++) {
@@ -188,6 +200,8 @@ objs_add(struct etls_objs *o, const struct maps_entry *e, bool exe_only)
 				ob->end = e->end;
 				ob->offset = e->offset;
 			}
+			if (ob->n_maps < ETLS_OBJ_MAPS)
+				ob->maps[ob->n_maps++] = m;
 			return 0;
 		}
 	}
@@ -215,6 +229,8 @@ objs_add(struct etls_objs *o, const struct maps_entry *e, bool exe_only)
 	ob->start = e->start;
 	ob->end = e->end;
 	ob->offset = e->offset;
+	ob->maps[0] = m;
+	ob->n_maps = 1;
 	o->n++;
 	return 0;
 }
@@ -327,14 +343,19 @@ dyn_is_pie(Elf_Scn *scn, const GElf_Shdr *sh)
 }
 
 /* Headers, PT_TLS, PT_INTERP, load bias, .dynsym, .symtab and DF_1_PIE of
- * the object opened in x->e, whose lowest mapping starts at map_start with
- * file offset map_offset. */
+ * the object opened in x->e.  The bias comes from the loader's first
+ * mapping among the nm mappings m of its file, else from lowest. */
 static int
-elf_parse(struct etls_elf *x, uint64_t map_start, uint64_t map_offset)
+elf_parse(struct etls_elf *x,
+	  const struct tlsm_map *m,
+	  size_t nm,
+	  const struct tlsm_map *lowest)
 {
-	size_t nph = 0, i;
+	struct tlsm_load ld[ETLS_LOADS_MAX];
+	size_t nph = 0, nl = 0, i;
 	Elf_Scn *scn = NULL;
 	bool dyn_seen = false;
+	int k;
 
 	if (!x->e || elf_kind(x->e) != ELF_K_ELF || !gelf_getehdr(x->e, &x->eh) ||
 	    x->eh.e_ident[EI_CLASS] != ELFCLASS64 || elf_getphdrnum(x->e, &nph) < 0)
@@ -350,20 +371,19 @@ elf_parse(struct etls_elf *x, uint64_t map_start, uint64_t map_offset)
 		}
 		if (ph.p_type == PT_INTERP)
 			x->has_interp = true;
-		/* bias = map start - vaddr of the mapped file offset, taken
-		 * from the PT_LOAD that contains the mapping's offset. */
-		if (ph.p_type == PT_LOAD && !x->bias_ok) {
-			uint64_t pg_off = ph.p_offset & ~(uint64_t)(ETLS_PAGE - 1);
-			uint64_t pg_vaddr = ph.p_vaddr & ~(uint64_t)(ETLS_PAGE - 1);
-
-			if (map_offset >= pg_off &&
-			    map_offset < ph.p_offset + ph.p_filesz) {
-				x->bias =
-					map_start - (pg_vaddr + (map_offset - pg_off));
-				x->bias_ok = true;
-			}
+		if (ph.p_type == PT_LOAD && nl < ETLS_LOADS_MAX) {
+			ld[nl].vaddr = ph.p_vaddr;
+			ld[nl].offset = ph.p_offset;
+			ld[nl].filesz = ph.p_filesz;
+			ld[nl].exec = (ph.p_flags & PF_X) != 0;
+			nl++;
 		}
 	}
+	/* The lowest mapping at offset 0 may be the program's own of the
+	 * file (libbacktrace, symbolizers), and a bias from it makes every
+	 * address in the object wrong. */
+	k = tlsm_loader_map(ld, nl, m, nm);
+	x->bias_ok = tlsm_map_bias(ld, nl, k >= 0 ? &m[k] : lowest, &x->bias) == 0;
 	while ((scn = elf_nextscn(x->e, scn)) != NULL) {
 		GElf_Shdr sh;
 
@@ -510,6 +530,7 @@ static struct etls_elf *
 obj_elf(struct etls_proc *p, struct etls_obj *ob)
 {
 	struct etls_elf *x = &ob->x;
+	struct tlsm_map lowest;
 	size_t len = 0, held = 0;
 	bool kept;
 	int fd;
@@ -554,7 +575,8 @@ obj_elf(struct etls_proc *p, struct etls_obj *ob)
 	 * tables, relocations). */
 	x->e = x->image ? elf_memory(x->image, len)
 			: elf_begin(x->fd, ELF_C_READ, NULL);
-	if (elf_parse(x, ob->start, ob->offset) < 0) {
+	lowest = (struct tlsm_map){ob->start, ob->end, ob->offset, false};
+	if (elf_parse(x, ob->maps, ob->n_maps, &lowest) < 0) {
 		ob->err = obj_short(x->fd, ob) ? ETLS_ERR_SHORT : -ENOEXEC;
 		elf_close(x);
 		if (kept)
@@ -1019,6 +1041,7 @@ etls_examine_image(void *image,
 	struct etls_proc *p;
 	struct etls_obj ob;
 	struct etls_elf *x = &ob.x;
+	struct tlsm_map lowest;
 	bool found;
 	int r;
 
@@ -1031,7 +1054,8 @@ etls_examine_image(void *image,
 	memset(&ob, 0, sizeof(ob));
 	x->fd = -1;
 	x->e = elf_memory(image, size);
-	r = elf_parse(x, map_start, map_offset);
+	lowest = (struct tlsm_map){map_start, map_start, map_offset, false};
+	r = elf_parse(x, NULL, 0, &lowest);
 	if (r < 0) {
 		elf_close(x);
 		etls_proc_free(p);
