@@ -345,15 +345,21 @@ struct writer {
 static void
 writer_start(struct writer *w, const struct writer_case *wc)
 {
-	char exe[PATH_MAX], lib[PATH_MAX];
+	char exe[PATH_MAX], lib[PATH_MAX], preload[PATH_MAX + 16];
 	char *argv[3] = {NULL, NULL, NULL};
-	char *env[2] = {(char *)wc->env, NULL};
+	char *env[3] = {(char *)wc->env, NULL, NULL};
 
 	memset(w, 0, sizeof(*w));
 	w->wc = wc;
 	argv[0] = (char *)prof_helper(wc->exe, exe, sizeof(exe));
 	if (wc->lib_arg)
 		argv[1] = (char *)prof_helper(wc->lib_arg, lib, sizeof(lib));
+	/* MAP_BELOW is for the helper that reads it (map_below_cases) */
+	if (wc->env && strncmp(wc->env, "MAP_BELOW=", 10) == 0) {
+		snprintf(preload, sizeof(preload), "LD_PRELOAD=%s",
+			 test_helper_path("libmap-below.so"));
+		env[1] = preload;
+	}
 	test_child_start(&w->child, argv, wc->env ? env : NULL, false);
 	cw_read_threads(&w->child, w->t, &w->n, &w->pid);
 }
@@ -555,6 +561,32 @@ json_matches(const struct writer_case *wc)
 START_TEST(test_json_matches_writer)
 {
 	json_matches(&cases[_i]);
+}
+END_TEST
+
+/* The program maps the file of the object that defines the variable, or
+ * relocates against it, itself, read-only and below the loader's mapping
+ * (libbacktrace, in-process symbolizers and crash reporters read their
+ * own debug information so): that lower offset-0 mapping is not the one
+ * the load bias comes from (old: it was, and no thread could be read,
+ * "the loader has not filled in the TLS slot"). */
+static const struct writer_case map_below_cases[] = {
+	{"below-tlsdesc", "writer-tlsdesc", NULL, "MAP_BELOW=libwtls-tlsdesc.so",
+	 "tlsdesc-static", "libwtls-tlsdesc.so"},
+	{"below-gd", "writer-gd", NULL, "MAP_BELOW=libwtls-gd.so", "general-dynamic",
+	 "libwtls-gd.so"},
+	/* the executable, whose GOT holds the TP offset */
+	{"below-ie", "writer-ie", NULL, "MAP_BELOW=writer-ie", "initial-exec",
+	 "libwtls-def.so"},
+	{"below-le", "writer-le", NULL, "MAP_BELOW=writer-le", "local-exec",
+	 "writer-le"},
+	{"below-le-nopie", "writer-le-nopie", NULL, "MAP_BELOW=writer-le-nopie",
+	 "local-exec", "writer-le-nopie"},
+};
+
+START_TEST(test_own_mapping_below_loader)
+{
+	json_matches(&map_below_cases[_i]);
 }
 END_TEST
 
@@ -876,6 +908,13 @@ TEST_SUITE(ctxdump_tls_suite)
 	tc = tcase_create("json");
 	tcase_add_loop_test(tc, test_json_matches_writer, 0, N_CASES);
 	tcase_set_timeout(tc, 120);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("map-below");
+	tcase_add_loop_test(
+		tc, test_own_mapping_below_loader, 0,
+		(int)(sizeof(map_below_cases) / sizeof(map_below_cases[0])));
+	tcase_set_timeout(tc, 60);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("mixed");
