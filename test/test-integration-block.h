@@ -223,6 +223,80 @@ static void __attribute__((unused)) it_check_layers_disagree(struct it_server *s
 	it_server_stop(s);
 }
 
+/* The helpers' /stream/a (TP) and /stream/b (TP2): bodies the
+ * application writes after its handler returned, from the library's
+ * callbacks (a content reader, chunk-written callbacks), each line the
+ * trace its thread showed; the helper says "BODY <tid> <path>" when a
+ * handler starts one, "END <path>" when it is written, "SEEN <path>
+ * <trace>" from its completion callback and, with frees, "FREE <path>"
+ * from the response's free callback.  /stream/a goes to a connection with
+ * a small receive buffer and is read only after the whole of /stream/b,
+ * so that the two bodies' callbacks interleave (b ends first).  check()
+ * asserts a body (and frees it); the event log has reason for both
+ * traces; afterwards neither thread shows either request.  Stops s. */
+static void __attribute__((unused))
+it_check_two_streams(struct it_server *s,
+		     void (*check)(char *resp, size_t len, const char *trace),
+		     const char *reason,
+		     bool frees)
+{
+	char line[512], *ra, *rb, *log;
+	size_t la, lb;
+	long tida, tidb = 0;
+	int fa, fb, ends = 0, freed = 0, seen = 0;
+	bool end_b = false;
+
+	fa = it_connect_small(s->port);
+	it_send_str(fa, "GET /stream/a HTTP/1.1\r\nHost: t\r\ntraceparent: " TP
+			"\r\nConnection: close\r\n\r\n");
+	test_child_expect(&s->child, "BODY ", line, sizeof(line), IT_TIMEOUT_MS);
+	tida = strtol(line + 5, NULL, 10);
+	ck_assert_ptr_nonnull(strstr(line, " /stream/a"));
+	fb = it_connect(s->port);
+	it_send_str(fb, "GET /stream/b HTTP/1.1\r\nHost: t\r\ntraceparent: " TP2
+			"\r\nConnection: close\r\n\r\n");
+	rb = it_read_all(fb, &lb);
+	ra = it_read_all(fa, &la);
+	close(fa);
+	close(fb);
+	while (ends < 2 || (frees && freed != 3) || seen != 3) {
+		test_child_readline(&s->child, line, sizeof(line), IT_TIMEOUT_MS);
+		if (strncmp(line, "BODY ", 5) == 0) {
+			ck_assert_ptr_nonnull(strstr(line, " /stream/b"));
+			tidb = strtol(line + 5, NULL, 10);
+		} else if (strncmp(line, "END ", 4) == 0) {
+			ck_assert_msg(end_b || strstr(line, " /stream/b"),
+				      "/stream/a ended before /stream/b: %s", line);
+			end_b = true;
+			ends++;
+		} else if (strncmp(line, "SEEN ", 5) == 0) {
+			/* the completion callback */
+			if (strcmp(line, "SEEN /stream/a " TP_TRACE) == 0)
+				seen |= 1;
+			else if (strcmp(line, "SEEN /stream/b " TP2_TRACE) == 0)
+				seen |= 2;
+			else
+				ck_abort_msg("completion: %s", line);
+		} else if (strcmp(line, "FREE /stream/a") == 0) {
+			freed |= 1;
+		} else if (strcmp(line, "FREE /stream/b") == 0) {
+			freed |= 2;
+		}
+	}
+	ck_assert_int_gt(tidb, 0);
+	check(ra, la, TP_TRACE);
+	check(rb, lb, TP2_TRACE);
+	log = it_events(s);
+	ck_assert_msg(it_events_count(log, TP_TRACE, reason) >= 1, "log:\n%.3000s",
+		      log);
+	ck_assert_msg(it_events_count(log, TP2_TRACE, reason) >= 1, "log:\n%.3000s",
+		      log);
+	free(log);
+	it_assert_gone(s, tida, TP_TRACE);
+	it_assert_gone(s, tidb, TP2_TRACE);
+	it_server_stop(s);
+}
+
 /* Requests both servers answer; it_check_same_bytes() lists are
  * { IT_SAME_BYTES_HEAD, <the server's own>, IT_SAME_BYTES_TAIL }. */
 #define IT_SAME_BYTES_HEAD                                                \

@@ -255,70 +255,17 @@ assert_stream(char *resp, size_t len, const char *trace)
 	free(resp);
 }
 
-/* Two requests with different traceparents whose chunked replies are
- * written chunk after chunk from evhttp_send_reply_chunk_with_cb()'s
- * callback, after the request callback returned: each callback shows its
- * own request's trace.  The first reply is read only after the whole
- * second one, so the two requests' chunk callbacks interleave on the loop
- * thread; "END" says where each reply ended.  The completion callback
- * shows its request too.  Afterwards the loop thread shows neither
- * request. */
+/* Chunked replies written chunk after chunk from
+ * evhttp_send_reply_chunk_with_cb()'s callback, after the request
+ * callback returned, for two requests at once: each callback shows its
+ * own request's trace, the completion callback too
+ * (it_check_two_streams()). */
 START_TEST(test_stream_chunks)
 {
 	struct it_server s;
-	char line[512], *ra, *rb, *log;
-	size_t la, lb;
-	long tid;
-	int fa, fb, ends = 0, seen = 0;
-	bool end_b = false;
 
 	start(&s, true);
-	fa = it_connect_small(s.port);
-	it_send_str(fa, "GET /stream/a HTTP/1.1\r\nHost: t\r\ntraceparent: " TP
-			"\r\nConnection: close\r\n\r\n");
-	test_child_expect(&s.child, "BODY ", line, sizeof(line), IT_TIMEOUT_MS);
-	tid = strtol(line + 5, NULL, 10);
-	ck_assert_ptr_nonnull(strstr(line, " /stream/a"));
-	fb = it_connect(s.port);
-	it_send_str(fb, "GET /stream/b HTTP/1.1\r\nHost: t\r\ntraceparent: " TP2
-			"\r\nConnection: close\r\n\r\n");
-	rb = it_read_all(fb, &lb);
-	ra = it_read_all(fa, &la);
-	close(fa);
-	close(fb);
-	while (ends < 2 || seen != 3) {
-		test_child_readline(&s.child, line, sizeof(line), IT_TIMEOUT_MS);
-		if (strncmp(line, "BODY ", 5) == 0) {
-			ck_assert_ptr_nonnull(strstr(line, " /stream/b"));
-			ck_assert_int_eq(strtol(line + 5, NULL, 10), tid);
-		} else if (strncmp(line, "END ", 4) == 0) {
-			/* b's end comes first: a's reply was still being
-			 * written when all of b's was. */
-			ck_assert_msg(end_b || strstr(line, " /stream/b"),
-				      "/stream/a ended before /stream/b: %s", line);
-			end_b = true;
-			ends++;
-		} else if (strncmp(line, "SEEN ", 5) == 0) {
-			/* the completion callback */
-			if (strcmp(line, "SEEN /stream/a " TP_TRACE) == 0)
-				seen |= 1;
-			else if (strcmp(line, "SEEN /stream/b " TP2_TRACE) == 0)
-				seen |= 2;
-			else
-				ck_abort_msg("completion: %s", line);
-		}
-	}
-	assert_stream(ra, la, TP_TRACE);
-	assert_stream(rb, lb, TP2_TRACE);
-	log = it_events(&s);
-	ck_assert_msg(it_events_count(log, TP_TRACE, "evhttp-chunk") >= 1,
-		      "log:\n%.3000s", log);
-	ck_assert_msg(it_events_count(log, TP2_TRACE, "evhttp-chunk") >= 1,
-		      "log:\n%.3000s", log);
-	free(log);
-	it_assert_gone(&s, tid, TP_TRACE);
-	it_assert_gone(&s, tid, TP2_TRACE);
-	it_server_stop(&s);
+	it_check_two_streams(&s, assert_stream, "evhttp-chunk", false);
 }
 END_TEST
 

@@ -219,76 +219,17 @@ count_stream(char *resp, size_t len, size_t n[4])
 	free(resp);
 }
 
-/* Two requests with different traceparents whose bodies a content reader
- * writes over many calls, after the access handler returned: each call
- * shows its own request's trace.  The first body is read only after the
- * whole second one, so the reader's calls for the two interleave (on one
- * thread in select, epoll and external mode); "END" says where each body
- * ended.
- * The completion callback shows its request too.  Afterwards the
- * reader's thread shows neither request, and the application's free
- * callback got its own closure, once per response. */
+/* Bodies a content reader writes over many calls, after the access
+ * handler returned, for two requests at once (on one thread in select,
+ * epoll and external mode): each call shows its own request's trace, the
+ * completion callback too, and the application's free callback got its
+ * own closure, once per response (it_check_two_streams()). */
 START_TEST(test_stream_bodies)
 {
 	struct it_server s;
-	char line[512], *ra, *rb, *log;
-	size_t la, lb;
-	long tida, tidb = 0;
-	int fa, fb, ends = 0, frees = 0, seen = 0;
-	bool end_b = false;
 
 	start(&s, _i, true);
-	fa = it_connect_small(s.port);
-	it_send_str(fa, "GET /stream/a HTTP/1.1\r\nHost: t\r\ntraceparent: " TP
-			"\r\nConnection: close\r\n\r\n");
-	test_child_expect(&s.child, "BODY ", line, sizeof(line), IT_TIMEOUT_MS);
-	tida = strtol(line + 5, NULL, 10);
-	ck_assert_ptr_nonnull(strstr(line, " /stream/a"));
-	fb = it_connect(s.port);
-	it_send_str(fb, "GET /stream/b HTTP/1.1\r\nHost: t\r\ntraceparent: " TP2
-			"\r\nConnection: close\r\n\r\n");
-	rb = it_read_all(fb, &lb);
-	ra = it_read_all(fa, &la);
-	close(fa);
-	close(fb);
-	while (ends < 2 || frees != 3 || seen != 3) {
-		test_child_readline(&s.child, line, sizeof(line), IT_TIMEOUT_MS);
-		if (strncmp(line, "BODY ", 5) == 0) {
-			ck_assert_ptr_nonnull(strstr(line, " /stream/b"));
-			tidb = strtol(line + 5, NULL, 10);
-		} else if (strncmp(line, "END ", 4) == 0) {
-			/* b's end comes first: a's body was still being
-			 * written when all of b's was. */
-			ck_assert_msg(end_b || strstr(line, " /stream/b"),
-				      "/stream/a ended before /stream/b: %s", line);
-			end_b = true;
-			ends++;
-		} else if (strncmp(line, "SEEN ", 5) == 0) {
-			/* the completion callback */
-			if (strcmp(line, "SEEN /stream/a " TP_TRACE) == 0)
-				seen |= 1;
-			else if (strcmp(line, "SEEN /stream/b " TP2_TRACE) == 0)
-				seen |= 2;
-			else
-				ck_abort_msg("completion: %s", line);
-		} else if (strcmp(line, "FREE /stream/a") == 0) {
-			frees |= 1;
-		} else if (strcmp(line, "FREE /stream/b") == 0) {
-			frees |= 2;
-		}
-	}
-	ck_assert_int_gt(tidb, 0);
-	assert_stream(ra, la, TP_TRACE);
-	assert_stream(rb, lb, TP2_TRACE);
-	log = it_events(&s);
-	ck_assert_msg(it_events_count(log, TP_TRACE, "mhd-body") >= 1, "log:\n%.3000s",
-		      log);
-	ck_assert_msg(it_events_count(log, TP2_TRACE, "mhd-body") >= 1, "log:\n%.3000s",
-		      log);
-	free(log);
-	it_assert_gone(&s, tida, TP_TRACE);
-	it_assert_gone(&s, tidb, TP2_TRACE);
-	it_server_stop(&s);
+	it_check_two_streams(&s, assert_stream, "mhd-body", true);
 }
 END_TEST
 
