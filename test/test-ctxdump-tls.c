@@ -582,6 +582,9 @@ static const struct writer_case map_below_cases[] = {
 	 "writer-le"},
 	{"below-le-nopie", "writer-le-nopie", NULL, "MAP_BELOW=writer-le-nopie",
 	 "local-exec", "writer-le-nopie"},
+	/* libc, whose frames (read, start_thread) are on every stack */
+	{"below-libc", "writer-tlsdesc", NULL, "MAP_BELOW=libc.so.6", "tlsdesc-static",
+	 "libwtls-tlsdesc.so"},
 };
 
 START_TEST(test_own_mapping_below_loader)
@@ -855,9 +858,10 @@ frames_str(const struct jval *frames)
 	return buf;
 }
 
-START_TEST(test_stacks_show_blocking_function)
+/* --stacks names the functions each thread of writer wc blocks in. */
+static void
+stacks_show(const struct writer_case *wc)
 {
-	const struct writer_case *wc = &cases[_i];
 	struct writer w;
 	struct jval *root;
 	int i, k;
@@ -896,6 +900,21 @@ START_TEST(test_stacks_show_blocking_function)
 	jfree(root);
 	writer_finish(&w);
 }
+
+START_TEST(test_stacks_show_blocking_function)
+{
+	stacks_show(&cases[_i]);
+}
+END_TEST
+
+/* The program's own mapping of the executable or of libc below the
+ * loader's is a module of its own (unwind.c keys modules by their
+ * offset-0 mappings), so the frames in the loader's mapping are named
+ * with the loader's load bias, not that mapping's. */
+START_TEST(test_stacks_own_mapping_below_loader)
+{
+	stacks_show(&map_below_cases[_i]);
+}
 END_TEST
 
 TEST_SUITE(ctxdump_tls_suite)
@@ -930,6 +949,9 @@ TEST_SUITE(ctxdump_tls_suite)
 
 	tc = tcase_create("stacks");
 	tcase_add_loop_test(tc, test_stacks_show_blocking_function, 0, N_CASES);
+	tcase_add_loop_test(
+		tc, test_stacks_own_mapping_below_loader, 0,
+		(int)(sizeof(map_below_cases) / sizeof(map_below_cases[0])));
 	tcase_set_timeout(tc, 120);
 	suite_add_tcase(s, tc);
 
