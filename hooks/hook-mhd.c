@@ -198,6 +198,10 @@ static pthread_mutex_t mhd_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct mhd_wrap *mhd_wraps;  /* under mhd_lock */
 static struct mhd_req *mhd_reqs;    /* under mhd_lock */
 static struct mhd_body *mhd_bodies; /* under mhd_lock */
+/* HASH_COUNT(mhd_bodies), read without the lock: MHD destroys every
+ * response through our hook, and a server that makes none from a content
+ * reader takes no lock there. */
+static unsigned mhd_nbodies;
 
 HOOK_EXPORT struct MHD_Daemon *MHD_start_daemon_va(unsigned int flags,
 						   uint16_t port,
@@ -837,6 +841,8 @@ mhd_body_free(void *cls)
 	if (b->resp) {
 		pthread_mutex_lock(&mhd_lock);
 		HASH_DEL(mhd_bodies, b);
+		__atomic_store_n(&mhd_nbodies, HASH_COUNT(mhd_bodies),
+				 __ATOMIC_RELEASE);
 		pthread_mutex_unlock(&mhd_lock);
 	}
 	errno = saved_errno;
@@ -1461,6 +1467,8 @@ hook_mhd_create_response_from_callback(uint64_t size,
 		HASH_ADD_PTR(mhd_bodies, resp, b);
 		if (!b->hh.tbl)
 			b->resp = NULL; /* not added: never shown */
+		__atomic_store_n(&mhd_nbodies, HASH_COUNT(mhd_bodies),
+				 __ATOMIC_RELEASE);
 		pthread_mutex_unlock(&mhd_lock);
 	}
 	errno = saved_errno;
@@ -1475,7 +1483,8 @@ hook_mhd_destroy_response(struct MHD_Response *response, const void *ret)
 	struct mhd_body *b;
 	int saved_errno;
 
-	if (response && mhd_from_library(ret)) {
+	if (response && __atomic_load_n(&mhd_nbodies, __ATOMIC_ACQUIRE) &&
+	    mhd_from_library(ret)) {
 		saved_errno = errno;
 		pthread_mutex_lock(&mhd_lock);
 		HASH_FIND_PTR(mhd_bodies, &response, b);
