@@ -17,13 +17,17 @@ median() {
 		      else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
 }
 
-# ratio FILE A B [FORMAT]: median over the lines of FILE of column A /
-# column B.  Each line is one pair (or triple) of runs made back to back,
-# so a ratio compares runs that saw the same background load; the median
-# drops the pairs a burst hit.
+# ratios FILE A B: column A / column B of each line of FILE (B > 0), one
+# per line.  Each line is one pair (or triple) of runs made back to back,
+# so a ratio compares runs that saw the same background load.
+ratios() {
+	awk -v a="$2" -v b="$3" '$b > 0 { printf "%.6f\n", $a / $b }' "$1"
+}
+
+# ratio FILE A B [FORMAT]: the median of ratios FILE A B, which drops the
+# pairs a burst hit.
 ratio() {
-	awk -v a="$2" -v b="$3" '$b > 0 { printf "%.6f\n", $a / $b }' "$1" | median |
-		awk -v f="${4:-%.2f}" '{ printf f, $1 }'
+	ratios "$1" "$2" "$3" | median | awk -v f="${4:-%.2f}" '{ printf f, $1 }'
 }
 
 # ratio_ci FILE A B [FORMAT]: the 95 % interval of ratio's median, as
@@ -35,8 +39,7 @@ ratio() {
 # that no term underflows before it matters.  "-" for fewer than 6 lines,
 # where no pair of ranks covers 95 %.
 ratio_ci() {
-	awk -v a="$2" -v b="$3" '$b > 0 { printf "%.6f\n", $a / $b }' "$1" | sort -g |
-		awk -v f="${4:-%.2f}" '{ v[NR] = $1 }
+	ratios "$1" "$2" "$3" | sort -g | awk -v f="${4:-%.2f}" '{ v[NR] = $1 }
 		END {
 			n = NR; k = 0; lp = n * log(0.5); c = exp(lp)
 			for (j = 0; j < n / 2 && c <= 0.025; j++) {

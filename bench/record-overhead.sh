@@ -60,7 +60,7 @@ if [ "$(id -u)" = 0 ] && nice -n -10 true 2>/dev/null; then
 	PRIO="nice -n -10"
 fi
 
-# median, ratio, port_free, alive, ngx_*, wrk_*, bench_pin
+# median, ratio, ratio_ci, port_free, alive, ngx_*, wrk_*, bench_pin
 . "$SRCDIR/bench/nginx-lib.sh"
 # unpinned unless REC_PIN says otherwise (bench/run.sh pins B1/B2)
 bench_pin "${REC_PIN:-off}"

@@ -87,7 +87,7 @@ fi
 NGINX_REST=0.3
 WRK_DMAX="$(awk -v s="$NGINX_SECS" 'BEGIN { printf "%d", s + 5 }')s"
 
-# median, ratio, port_free, alive, ngx_*, wrk_*, bench_pin
+# median, ratio, ratio_ci, port_free, alive, ngx_*, wrk_*, bench_pin
 . "$SRCDIR/bench/nginx-lib.sh"
 bench_pin "${BENCH_PIN:-auto}"
 
