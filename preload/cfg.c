@@ -162,14 +162,37 @@ load_propagate(void)
 							   : CTXSHIM_PROPAGATE_OFF;
 }
 
+/* Where CTXSHIM_LOG or CTXSHIM_EVENTS sends its lines: "stderr" in any
+ * case, or a boolean word.  Users write CTXSHIM_LOG=1 as for the other
+ * switches; taken as a path, that created a file named "1" (or "true")
+ * in the working directory of every process that inherited it, and
+ * logged nothing where they looked.  A file of such a name is still
+ * reachable as "./1". */
+static const char *
+sink_target(const char *v)
+{
+	if (!v || !*v)
+		return NULL;
+	if (strcasecmp(v, "stderr") == 0)
+		return "stderr";
+	switch (env_bool_word(v)) {
+	case 0:
+		return NULL;
+	case 1:
+		return "stderr";
+	default:
+		return v;
+	}
+}
+
 void
 ctxshim_config_load(void)
 {
 	memset(&ctxshim_cfg, 0, sizeof(ctxshim_cfg));
-	ctxshim_log_open(secure_getenv("CTXSHIM_LOG"));
+	ctxshim_log_open(sink_target(secure_getenv("CTXSHIM_LOG")));
 	ctxshim_cfg.disabled = ctxshim_env_bool("CTXSHIM_DISABLE", false);
 	if (!ctxshim_cfg.disabled)
-		ctxshim_events_open(secure_getenv("CTXSHIM_EVENTS"));
+		ctxshim_events_open(sink_target(secure_getenv("CTXSHIM_EVENTS")));
 	ctxshim_cfg.test_force_anon =
 		ctxshim_env_bool("CTXSHIM_TEST_FORCE_ANON", false);
 	ctxshim_cfg.new_traces = ctxshim_env_bool("CTXSHIM_NEW_TRACES", true);

@@ -148,6 +148,53 @@ START_TEST(test_log_stderr)
 }
 END_TEST
 
+/* CTXSHIM_LOG and CTXSHIM_EVENTS take "stderr" in any case and the boolean
+ * words: a true one is stderr, a false one is off.  They were file paths
+ * relative to each process's working directory: CTXSHIM_LOG=1 logged
+ * nothing where the user looked and left a file named "1" there. */
+START_TEST(test_log_boolean_words)
+{
+	static const struct {
+		const char *log, *events;
+		bool on;
+	} c[] = {
+		{"1", "yes", true},
+		{"STDERR", "On", true},
+		{"off", "0", false},
+	};
+	char dir[] = "/tmp/ctxshim-logword-XXXXXX", cwd[4096], path[4096];
+	char logenv[64], evenv[64], name[4200];
+	char *argv[] = {path, "1", NULL};
+	char *env[] = {
+		logenv, evenv,
+		"TRACEPARENT=00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
+		NULL};
+	char *out, *err;
+
+	snprintf(path, sizeof(path), "%s/threads", test_env_path("HELPER_DIR"));
+	snprintf(logenv, sizeof(logenv), "CTXSHIM_LOG=%s", c[_i].log);
+	snprintf(evenv, sizeof(evenv), "CTXSHIM_EVENTS=%s", c[_i].events);
+	ck_assert_ptr_nonnull(getcwd(cwd, sizeof(cwd)));
+	ck_assert_ptr_nonnull(test_mkdtemp(dir));
+	ck_assert_int_eq(chdir(dir), 0);
+	ck_assert_int_eq(test_run_capture(argv, env, true, &out, &err, 30000), 0);
+	ck_assert_int_eq(chdir(cwd), 0);
+	if (c[_i].on) {
+		ck_assert_msg(strstr(err, "active (ctxshim "), "stderr: %s", err);
+		ck_assert_msg(strstr(err, " attach trace="), "stderr: %s", err);
+	} else {
+		ck_assert_str_eq(err, "");
+	}
+	snprintf(name, sizeof(name), "%s/%s", dir, c[_i].log);
+	ck_assert_msg(access(name, F_OK) != 0, "%s was created", name);
+	snprintf(name, sizeof(name), "%s/%s", dir, c[_i].events);
+	ck_assert_msg(access(name, F_OK) != 0, "%s was created", name);
+	ck_assert_int_eq(rmdir(dir), 0);
+	free(out);
+	free(err);
+}
+END_TEST
+
 /* A setting that is not understood is logged with what would be right
  * (old: "CTXSHIM_PROPAGATE=... is not a boolean", though transparent is
  * valid; "OTEL_RESOURCE_ATTRIBUTES is malformed" without saying where). */
@@ -263,6 +310,7 @@ TEST_SUITE(preload_core_suite)
 	tc = tcase_create("logging");
 	tcase_add_test(tc, test_log_goes_to_file_not_stdout);
 	tcase_add_test(tc, test_log_stderr);
+	tcase_add_loop_test(tc, test_log_boolean_words, 0, 3);
 	tcase_add_test(tc, test_log_says_what_is_wrong);
 	tcase_add_test(tc, test_log_events_stderr_closed);
 	tcase_add_test(tc, test_log_fd_under_a_low_limit);
