@@ -346,12 +346,8 @@ ctxshim_request_known_methods(const char *list)
 	unsigned i, n = 0;
 	const char *p = list;
 
-	if (!list || !*list) {
-		/* Unset or empty (OTel: empty is unset): the default. */
-		known_override.n = 0;
-		memcpy(method_slots, method_slots_default, sizeof(method_slots));
-		return 0;
-	}
+	if (!list || !*list)
+		goto unset;
 	while (*p) {
 		const char *e = strchr(p, ',');
 		size_t len = e ? (size_t)(e - p) : strlen(p);
@@ -372,6 +368,11 @@ ctxshim_request_known_methods(const char *list)
 			break;
 		p = e + 1;
 	}
+	/* A list of blanks and commas names no method: taken as empty, so
+	 * as unset, as OpenTelemetry's Java agent does, rather than as a
+	 * list that makes every method _OTHER. */
+	if (!n)
+		goto unset;
 	/* Parsed whole: only now does it replace what was in force. */
 	memcpy(known_override.name, name, sizeof(name));
 	memcpy(known_override.len, lens, sizeof(lens));
@@ -380,6 +381,11 @@ ctxshim_request_known_methods(const char *list)
 		method_slots[i].word = 0;
 		method_slots[i].mask = 0xff;
 	}
+	return 0;
+unset:
+	/* Unset or empty (OTel: empty is unset): the default. */
+	known_override.n = 0;
+	memcpy(method_slots, method_slots_default, sizeof(method_slots));
 	return 0;
 }
 

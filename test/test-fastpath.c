@@ -1421,6 +1421,14 @@ START_TEST(test_known_methods_override)
 		attr_run("POST", 4, "/x", 2, NULL, 0, capture, &d);
 		ck_assert(attr_is(&d, CTXSHIM_KEY_METHOD, "POST", 4));
 	}
+	/* Blanks and commas only name no method: the default, as when
+	 * empty (it made every method _OTHER). */
+	ck_assert_int_eq(ctxshim_request_known_methods("QUERY"), 0);
+	ck_assert_int_eq(ctxshim_request_known_methods(" , ,"), 0);
+	attr_run("POST", 4, "/x", 2, NULL, 0, true, &d);
+	ck_assert(attr_is(&d, CTXSHIM_KEY_METHOD, "POST", 4));
+	attr_run("QUERY", 5, "/x", 2, NULL, 0, true, &d);
+	ck_assert(attr_is(&d, CTXSHIM_KEY_METHOD, "_OTHER", 6));
 	ck_assert_int_eq(ctxshim_request_known_methods(NULL), 0);
 }
 END_TEST
