@@ -315,57 +315,87 @@ hook_exec_lists_shim(const char *v)
  * failure takes it back; the parent thread's next exec that needs a
  * mapping unmaps what is noted first.  At most one such mapping per
  * thread remains, not one per exec.  A fork() child writes its own copy
- * of the slot. */
+ * of the slot.
+ *
+ * The slot is one pointer, to the mapping's start, where its length and
+ * its maker are: it is taken with an exchange and given back with a
+ * compare-and-swap, so that a signal handler's exec (the only other user
+ * of the slot while this thread or its vfork child runs) finds a whole
+ * note or none, and only the frame that took a note out acts on it.
+ * Three fields read and written one by one let a handler's exec unmap a
+ * leftover a second time while the exec it interrupted mapped its own
+ * buffer, usually at the same address, then filled it: a crash. */
 struct exec_map {
-	void *map;
 	size_t len;
 	pid_t pid; /* the process whose hook made it */
 };
+#define EXEC_MAP_HDR 16 /* the environment after it, 8-aligned */
+_Static_assert(sizeof(struct exec_map) <= EXEC_MAP_HDR, "the header fits");
 
-static __thread struct exec_map exec_map_env;
+static __thread struct exec_map *exec_map_note;
 
-/* Keeps errno. */
-static void *
-hook_exec_map(struct exec_map *m, struct exec_map *outer, size_t len)
+/* Is m a leftover: made by another process than this one (self) and its
+ * parent (which, in a vfork child, is the process whose hook frame this
+ * one interrupted: that frame still uses it)? */
+static bool
+hook_exec_leftover(const struct exec_map *m, pid_t self)
 {
-	int saved_errno = errno;
-	void *p;
-
-	pid_t self = (pid_t)syscall(SYS_getpid);
-
-	/* A note of this process, or (in a vfork child) of the parent
-	 * process, belongs to a hook frame this one interrupted (a signal
-	 * handler's exec): that frame still uses it, and gets it back from
-	 * hook_exec_unmap().  Only another process's note is a leftover of a
-	 * vfork child whose exec succeeded. */
-	*outer = *m;
-	if (m->map && m->pid != self && m->pid != (pid_t)syscall(SYS_getppid)) {
-		(void)munmap(m->map, m->len);
-		outer->map = NULL;
-	}
-	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	errno = saved_errno;
-	if (p == MAP_FAILED) {
-		*m = *outer;
-		return NULL;
-	}
-	m->map = p;
-	m->len = len;
-	m->pid = self;
-	return p;
+	return m->pid != self && m->pid != (pid_t)syscall(SYS_getppid);
 }
 
-/* After the exec failed (or a spawn returned): p (NULL, or what
- * hook_exec_map() gave) is ours to unmap.  Keeps errno. */
-static void
-hook_exec_unmap(struct exec_map *m, const struct exec_map *outer, void *p)
+/* len bytes for the new environment, noted in exec_map_note; *outer: the
+ * note taken out of the slot, which a hook frame this one interrupted
+ * still uses, for hook_exec_unmap() to put back.  Keeps errno. */
+static void *
+hook_exec_map(struct exec_map **outer, size_t len)
 {
 	int saved_errno = errno;
+	pid_t self = (pid_t)syscall(SYS_getpid);
+	struct exec_map *m, *left;
 
-	if (p && m->map == p) {
-		(void)munmap(p, m->len);
-		*m = *outer;
+	*outer = __atomic_exchange_n(&exec_map_note, NULL, __ATOMIC_SEQ_CST);
+	if (*outer && hook_exec_leftover(*outer, self)) {
+		(void)munmap(*outer, (*outer)->len);
+		*outer = NULL;
 	}
+	len += EXEC_MAP_HDR;
+	m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (m == MAP_FAILED) {
+		m = NULL;
+	} else {
+		m->len = len;
+		m->pid = self;
+	}
+	/* The slot is empty again unless a handler's vfork child's exec
+	 * succeeded meanwhile and left its mapping there. */
+	left = __atomic_exchange_n(&exec_map_note, m ? m : *outer, __ATOMIC_SEQ_CST);
+	if (left && hook_exec_leftover(left, self))
+		(void)munmap(left, left->len);
+	errno = saved_errno;
+	if (!m) {
+		*outer = NULL;
+		return NULL;
+	}
+	return (char *)m + EXEC_MAP_HDR;
+}
+
+/* After the exec failed (or a spawn returned): buf (NULL, or what
+ * hook_exec_map() gave) is ours to unmap, and the slot gets outer back if
+ * it still notes buf's mapping.  Keeps errno. */
+static void
+hook_exec_unmap(struct exec_map *outer, void *buf)
+{
+	int saved_errno = errno;
+	struct exec_map *m, *noted;
+
+	if (!buf)
+		return;
+	m = noted = (struct exec_map *)(void *)((char *)buf - EXEC_MAP_HDR);
+	/* Else a handler's vfork child left its mapping there: it stays, a
+	 * leftover for the next exec. */
+	(void)__atomic_compare_exchange_n(&exec_map_note, &noted, outer, false,
+					  __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+	(void)munmap(m, m->len);
 	errno = saved_errno;
 }
 
@@ -606,11 +636,11 @@ hook_exec_follow(const struct exec_call *x)
 	size_t need = hook_exec_env_scan(x->envp, &e);
 	char *const *env = x->envp;
 	void *buf = NULL, *map = NULL;
-	struct exec_map outer = {0};
+	struct exec_map *outer = NULL;
 	int r;
 
 	if (need > EXEC_STACK_BYTES)
-		buf = map = hook_exec_map(&exec_map_env, &outer, need);
+		buf = map = hook_exec_map(&outer, need);
 	else if (need)
 		buf = __builtin_alloca(need);
 	if (buf)
@@ -639,7 +669,7 @@ hook_exec_follow(const struct exec_call *x)
 					 env);
 		break;
 	}
-	hook_exec_unmap(&exec_map_env, &outer, map);
+	hook_exec_unmap(outer, map);
 	return r;
 }
 

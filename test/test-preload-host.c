@@ -302,6 +302,27 @@ START_TEST(exec_on_small_clone_stack)
 }
 END_TEST
 
+/* A signal handler's exec inside the thread's own, both failing, after a
+ * vfork() child's exec left its environment's mapping behind: the outer
+ * exec unmapped the leftover but left it noted while it mapped its own,
+ * and the handler's exec unmapped it again -- the outer one's new mapping,
+ * at the same address (hooks/hook-exec.c, hook_exec_map()). */
+START_TEST(exec_in_a_handler_inside_an_exec)
+{
+	char path[4096], *argv[] = {path, NULL}, *out;
+	char *const env[] = {"CTXSHIM_FOLLOW_EXEC=1", NULL};
+
+	helper_path(path, sizeof(path), "exec-nest");
+	out = run_both(argv, env);
+	ck_assert_str_eq(out, "vfork child: status 0\n"
+			      "exec: No such file or directory\n"
+			      "nested exec: No such file or directory\n"
+			      "unmapped twice: 0\n"
+			      "still mapped: 0\n");
+	free(out);
+}
+END_TEST
+
 static const char *const execl_fns[] = {"execl", "execle", "execlp"};
 
 /* glibc's execl family takes any number of arguments on the stack (a VLA):
@@ -636,6 +657,7 @@ TEST_SUITE(preload_host_suite)
 	tcase_add_test(tc, curl_list_set_out_of_memory_is_sent);
 	tcase_add_loop_test(tc, exec_on_small_clone_stack, 0,
 			    (int)(sizeof(exec_fns) / sizeof(exec_fns[0])));
+	tcase_add_test(tc, exec_in_a_handler_inside_an_exec);
 	tcase_add_loop_test(tc, execl_many_arguments_under_vfork, 0,
 			    (int)(sizeof(execl_fns) / sizeof(execl_fns[0])));
 	tcase_add_loop_test(tc, execl_int_max_arguments, 0,
