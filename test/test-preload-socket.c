@@ -868,18 +868,23 @@ END_TEST
  * the shim's frame) still finds the flags held: its own read publishes
  * nothing, and the interrupted request's context is published whole. */
 static const char *const hold_modes[] = {"out", "outalt", "inside", "insidealt"};
+#define N_HOLD_MODES (sizeof(hold_modes) / sizeof(hold_modes[0]))
 
+/* Each mode twice: plain, and built with _FORTIFY_SOURCE, whose jumps
+ * are __longjmp_chk() calls (hooks/hook-longjmp.c). */
 START_TEST(test_hold_jump)
 {
-	char path[4096], *argv[] = {path, (char *)hold_modes[_i], NULL}, *out, *err;
+	const char *mode = hold_modes[_i % N_HOLD_MODES];
+	const char *prog = _i < (int)N_HOLD_MODES ? "hold-jump" : "hold-jump-fortify";
+	char path[4096], *argv[] = {path, (char *)mode, NULL}, *out, *err;
 	char want[64];
 	int st;
 
-	helper_path(path, sizeof(path), "hold-jump");
+	helper_path(path, sizeof(path), prog);
 	st = test_run_capture(argv, NULL, true, &out, &err, IT_TIMEOUT_MS);
-	snprintf(want, sizeof(want), "RESULT %s ok", hold_modes[_i]);
+	snprintf(want, sizeof(want), "RESULT %s ok", mode);
 	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0 && strstr(out, want),
-		      "hold-jump %s: status %#x:\n%s%s", hold_modes[_i], st, out, err);
+		      "%s %s: status %#x:\n%s%s", prog, mode, st, out, err);
 	free(out);
 	free(err);
 }
@@ -1013,8 +1018,7 @@ TEST_SUITE(socket_suite)
 
 	tc = tcase_create("hold");
 	tcase_set_timeout(tc, 60);
-	tcase_add_loop_test(tc, test_hold_jump, 0,
-			    (int)(sizeof(hold_modes) / sizeof(hold_modes[0])));
+	tcase_add_loop_test(tc, test_hold_jump, 0, 2 * (int)N_HOLD_MODES);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("errno");
