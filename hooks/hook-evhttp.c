@@ -26,7 +26,19 @@
  * keeps the request's context in a struct evh_req, passed as the
  * argument of our callbacks, and frees it when libevent frees the request
  * (evhttp_request_free(), called through libevent's PLT: see
- * hook_evhttp_request_free()). */
+ * hook_evhttp_request_free()).
+ *
+ * A callback the application defers with event_base_once() (a zero timer
+ * from a request callback that answers later, as an asynchronous backend
+ * does) runs with the context of the thread that scheduled it, when that
+ * thread had one: the hook captures it (hook_scope_capture(), as the
+ * thread-pool hooks do at submission) into a wrapper that libevent keeps
+ * as the once event's argument, in its private struct event_once, where
+ * the application never sees it.  The wrapper publishes it around the
+ * callback, restores what the thread showed before (hook_scope_restore(),
+ * as hook-pool-uv.c's after-work callback does on a loop thread) and frees
+ * itself.  Scheduled without a context, the callback is passed on as it
+ * is and runs with whatever the loop thread shows. */
 #include "config.h"
 
 #include "hooks.h"
@@ -42,6 +54,7 @@
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
+#include <event2/event.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
 
@@ -1082,6 +1095,174 @@ hook_evhttp_remove_virtual_host(struct evhttp *http, struct evhttp *vhost)
 	return r;
 }
 
+/* ---- event_base_once() ------------------------------------------------ */
+
+typedef int (*evo_once_fn)(struct event_base *,
+			   evutil_socket_t,
+			   short,
+			   event_callback_fn,
+			   void *,
+			   const struct timeval *);
+
+HOOK_EXPORT int event_base_once(struct event_base *base,
+				evutil_socket_t fd,
+				short events,
+				event_callback_fn cb,
+				void *arg,
+				const struct timeval *tv);
+
+/* NULL until found; until then every call retries. */
+static evo_once_fn real_once_fn;
+/* The code of the libevent that defines it, [lo, hi), once bound: its own
+ * once events (event_base_loopexit()'s) run no code of the application's,
+ * and are passed on as they are. */
+static uintptr_t evo_text_lo, evo_text_hi;
+
+/* event_base_once() is libevent_core's: an application without evhttp may
+ * link libevent_core alone. */
+static const char *const evo_sonames[] = {"libevent_core-2.1.so.7", "libevent-2.1.so.7",
+					  "libevent_core-2.2.so.1", "libevent-2.2.so.1",
+					  NULL};
+
+/* A caller with its own libevent (bind.h) is passed to it. */
+static const char *const evo_names[] = {"event_base_once"};
+static const void *const evo_selves[] = {(const void *)event_base_once};
+static struct ctxshim_callers evo_callers = {
+	.names = evo_names, .n = 1, .selves = evo_selves};
+
+/* One deferred callback of the application and the context it was
+ * scheduled with. */
+struct evo_wrap {
+	event_callback_fn cb;
+	void *arg;
+	struct hook_scope scope;
+};
+
+static evo_once_fn
+evo_bind(void)
+{
+	evo_once_fn fn = __atomic_load_n(&real_once_fn, __ATOMIC_ACQUIRE);
+	int saved_errno;
+
+	if (fn)
+		return fn;
+	saved_errno = errno;
+	fn = (evo_once_fn)ctxshim_bind_loaded(evo_sonames, "event_base_once", NULL,
+					      (const void *)event_base_once);
+	if (fn) {
+		uintptr_t lo, hi;
+
+		if (ctxshim_text_range((const void *)fn, &lo, &hi)) {
+			__atomic_store_n(&evo_text_hi, hi, __ATOMIC_RELAXED);
+			__atomic_store_n(&evo_text_lo, lo, __ATOMIC_RELAXED);
+		}
+		ctxshim_callers_bound(&evo_callers, (const void *)fn);
+		__atomic_store_n(&real_once_fn, fn, __ATOMIC_RELEASE);
+	}
+	errno = saved_errno;
+	return fn;
+}
+
+/* As hook_evhttp_ctor(). */
+__attribute__((constructor(104))) static void
+evo_ctor(void)
+{
+	int saved_errno = errno;
+
+	if (ctxshim_lib_loaded(evo_sonames))
+		(void)evo_bind();
+	errno = saved_errno;
+}
+
+static inline int
+real_event_base_once(struct event_base *base,
+		     evutil_socket_t fd,
+		     short events,
+		     event_callback_fn cb,
+		     void *arg,
+		     const struct timeval *tv)
+{
+	evo_once_fn fn = evo_bind();
+
+	/* Only reachable without libevent if something calls the name
+	 * blindly; libevent's own "invalid arguments" result. */
+	if (!fn)
+		return -1;
+	return fn(base, fd, events, cb, arg, tv);
+}
+
+/* libevent runs it once, on the loop thread, and never again: the wrapper
+ * is freed before the callback, which may free the base. */
+static void
+evo_run(evutil_socket_t fd, short what, void *p)
+{
+	struct evo_wrap *w = p;
+	event_callback_fn cb = w->cb;
+	void *arg = w->arg;
+	struct hook_scope prev;
+	int saved_errno = errno;
+
+	if (!ctxshim_active()) {
+		free(w);
+		errno = saved_errno;
+		cb(fd, what, arg);
+		return;
+	}
+	hook_scope_capture(&prev);
+	hook_scope_publish(&w->scope, "event-once");
+	free(w);
+	errno = saved_errno;
+
+	cb(fd, what, arg);
+
+	saved_errno = errno;
+	hook_scope_restore(&prev, "event-once-return");
+	errno = saved_errno;
+}
+
+static int
+hook_evhttp_base_once(struct event_base *base,
+		      evutil_socket_t fd,
+		      short events,
+		      event_callback_fn cb,
+		      void *arg,
+		      const struct timeval *tv)
+{
+	struct evo_wrap *w;
+	int saved_errno, r;
+
+	if (!ctxshim_active() || !cb || !ctxshim_current())
+		return real_event_base_once(base, fd, events, cb, arg, tv);
+	saved_errno = errno;
+	if (!evo_bind() ||
+	    ((uintptr_t)cb >= __atomic_load_n(&evo_text_lo, __ATOMIC_RELAXED) &&
+	     (uintptr_t)cb < __atomic_load_n(&evo_text_hi, __ATOMIC_RELAXED))) {
+		errno = saved_errno;
+		return real_event_base_once(base, fd, events, cb, arg, tv);
+	}
+	w = malloc(sizeof(*w));
+	/* Without memory the callback runs unwrapped, as before. */
+	if (!w) {
+		errno = saved_errno;
+		return real_event_base_once(base, fd, events, cb, arg, tv);
+	}
+	w->cb = cb;
+	w->arg = arg;
+	hook_scope_capture(&w->scope);
+	errno = saved_errno;
+	r = real_event_base_once(base, fd, events, evo_run, w, tv);
+	/* Refused (EV_SIGNAL, EV_PERSIST, no memory): libevent keeps
+	 * nothing.  Accepted but never run (a base freed with the event
+	 * pending: libevent 2.1.12 frees its struct event_once without a
+	 * call), the wrapper is lost. */
+	if (r != 0) {
+		saved_errno = errno;
+		free(w);
+		errno = saved_errno;
+	}
+	return r;
+}
+
 /* The caller's own libevent (by evh_names), or NULL: the call is ours.
  * ret: the exported hook's return address. */
 static void *const *
@@ -1163,4 +1344,29 @@ evhttp_request_set_on_complete_cb(struct evhttp_request *req, evh_cb_fn cb, void
 {
 	CTXSHIM_OWN_RETURN_VOID(evh_own, 8, evh_on_complete_fn, req, cb, arg);
 	hook_evhttp_request_set_on_complete_cb(req, cb, arg);
+}
+
+/* The caller's own libevent (by evo_names), or NULL: the call is ours. */
+static void *const *
+evo_own(const void *ret)
+{
+	void *const *own;
+
+	/* As fcgi_own() (hook-fcgi.c). */
+	if (!__atomic_load_n(&real_once_fn, __ATOMIC_ACQUIRE) &&
+	    ctxshim_callers_cached(&evo_callers, ret, &own))
+		return own;
+	return ctxshim_callers_own(&evo_callers, ret, (const void *)evo_bind());
+}
+
+HOOK_EXPORT int
+event_base_once(struct event_base *base,
+		evutil_socket_t fd,
+		short events,
+		event_callback_fn cb,
+		void *arg,
+		const struct timeval *tv)
+{
+	CTXSHIM_OWN_RETURN(evo_own, 0, evo_once_fn, base, fd, events, cb, arg, tv);
+	return hook_evhttp_base_once(base, fd, events, cb, arg, tv);
 }
