@@ -5,7 +5,9 @@
  * own otel_thread_ctx_v1) and in the event log.  Two submitters share one
  * pool: the main thread, which continues TRACEPARENT, and a thread started
  * before the shim's constructor, which has no context; the first four
- * items wait for each other, so several are in flight at once. */
+ * items wait for each other, so several are in flight at once.  And
+ * libevent's deferred callbacks (event_base_once(), hook-evhttp.c), which
+ * carry the context of the thread that scheduled them the same way. */
 #include "test-common.h"
 
 #include <fcntl.h>
@@ -366,15 +368,69 @@ START_TEST(uv_api_unchanged)
 }
 END_TEST
 
+/* event_base_once() (hooks/hook-evhttp.c): a callback scheduled by a
+ * thread with a context runs with it, then the loop thread shows what it
+ * showed before; one scheduled without a context runs as it is, with the
+ * loop thread's own (none on the early thread, main's on main). */
+START_TEST(evbase_once_carries_scheduler_context)
+{
+	char ctx[128], mtid[32], etid[32], tid[32], ev[64];
+	char *out, *l, *log;
+	static const char *const lines[][2] = {
+		{"ONCE with ", "main"},         {"ONCE without ", NULL},
+		{"AFTER early ", NULL},         {"ONCE early-on-main ", "main"},
+		{"ONCE main-on-main ", "main"}, {"AFTER main ", "main"},
+	};
+	size_t i;
+
+	tmp_path(ev, sizeof(ev));
+	out = run("evbase-once", "ctx", NULL, true, ev);
+	main_ctx(out, ctx, sizeof(ctx), mtid, sizeof(mtid));
+	l = line_of(out, "ONCE without ");
+	ck_assert_msg(l, "%s", out);
+	field(l, "tid", etid, sizeof(etid));
+	free(l);
+	ck_assert_str_ne(etid, mtid);
+	for (i = 0; i < sizeof(lines) / sizeof(lines[0]); i++) {
+		l = line_of(out, lines[i][0]);
+		ck_assert_msg(l, "no %s line: %s", lines[i][0], out);
+		field(l, "tid", tid, sizeof(tid));
+		/* the early thread ran the first loop, main the second */
+		ck_assert_str_eq(tid, i < 3 ? etid : mtid);
+		ck_assert_msg(strcmp(ctx_part(l), lines[i][1] ? ctx : NONE) == 0,
+			      "%s (want %s)", l, lines[i][1] ? ctx : NONE);
+		free(l);
+	}
+	free(out);
+
+	/* Published for the one callback on the early thread, and taken
+	 * back after it; on main, the same span shows no change. */
+	log = slurp(ev);
+	unlink(ev);
+	ck_assert_msg(count_events(log, "event-once", "trace=" TRACE_ID) == 1, "%s",
+		      log);
+	ck_assert_msg(count_events(log, "event-once-return", "trace=-") == 1, "%s",
+		      log);
+	free(log);
+}
+END_TEST
+
+START_TEST(evbase_once_api_unchanged)
+{
+	assert_api_unchanged("evbase-once");
+}
+END_TEST
+
 TEST_SUITE(preload_pools_suite)
 {
 	Suite *s = suite_create("preload-pools");
 	TCase *tc;
 
 	if (access(test_helper_path("pool-uv"), X_OK) != 0 ||
-	    access(test_helper_path("pool-glib"), X_OK) != 0)
-		test_skip("pool-uv and pool-glib are not built (install libuv1-dev and "
-			  "libglib2.0-dev)");
+	    access(test_helper_path("pool-glib"), X_OK) != 0 ||
+	    access(test_helper_path("evbase-once"), X_OK) != 0)
+		test_skip("pool-uv, pool-glib and evbase-once are not built (install "
+			  "libuv1-dev, libglib2.0-dev and libevent-dev)");
 	tc = tcase_create("glib");
 	tcase_add_test(tc, glib_items_carry_submitter_context);
 	tcase_add_test(tc, glib_gtask_pool);
@@ -386,6 +442,10 @@ TEST_SUITE(preload_pools_suite)
 	tcase_add_test(tc, uv_pool_started_by_fs_does_not_inherit);
 	tcase_add_test(tc, uv_late_pool_does_not_inherit);
 	tcase_add_test(tc, uv_api_unchanged);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("libevent");
+	tcase_add_test(tc, evbase_once_carries_scheduler_context);
+	tcase_add_test(tc, evbase_once_api_unchanged);
 	suite_add_tcase(s, tc);
 	return s;
 }
