@@ -38,7 +38,11 @@
  * callback, restores what the thread showed before (hook_scope_restore(),
  * as hook-pool-uv.c's after-work callback does on a loop thread) and frees
  * itself.  Scheduled without a context, the callback is passed on as it
- * is and runs with whatever the loop thread shows. */
+ * is and runs with whatever the loop thread shows.  libevent frees a once
+ * event still pending when its base is freed, without calling it
+ * (event.c: event_base_free_(), 2.1.12): the hook keeps the wrappers in a
+ * list and frees the base's after event_base_free() and
+ * event_base_free_nofinalize(). */
 #include "config.h"
 
 #include "hooks.h"
@@ -1103,6 +1107,7 @@ typedef int (*evo_once_fn)(struct event_base *,
 			   event_callback_fn,
 			   void *,
 			   const struct timeval *);
+typedef void (*evo_base_free_fn)(struct event_base *);
 
 HOOK_EXPORT int event_base_once(struct event_base *base,
 				evutil_socket_t fd,
@@ -1110,9 +1115,12 @@ HOOK_EXPORT int event_base_once(struct event_base *base,
 				event_callback_fn cb,
 				void *arg,
 				const struct timeval *tv);
+HOOK_EXPORT void event_base_free(struct event_base *base);
+HOOK_EXPORT void event_base_free_nofinalize(struct event_base *base);
 
 /* NULL until found; until then every call retries. */
 static evo_once_fn real_once_fn;
+static evo_base_free_fn real_base_free_fn, real_base_free_nofin_fn;
 /* The code of the libevent that defines it, [lo, hi), once bound: its own
  * once events (event_base_loopexit()'s) run no code of the application's,
  * and are passed on as they are. */
@@ -1125,18 +1133,29 @@ static const char *const evo_sonames[] = {"libevent_core-2.1.so.7", "libevent-2.
 					  NULL};
 
 /* A caller with its own libevent (bind.h) is passed to it. */
-static const char *const evo_names[] = {"event_base_once"};
-static const void *const evo_selves[] = {(const void *)event_base_once};
+static const char *const evo_names[] = {"event_base_once", "event_base_free",
+					"event_base_free_nofinalize"};
+static const void *const evo_selves[] = {(const void *)event_base_once,
+					 (const void *)event_base_free,
+					 (const void *)event_base_free_nofinalize};
 static struct ctxshim_callers evo_callers = {
-	.names = evo_names, .n = 1, .selves = evo_selves};
+	.names = evo_names, .n = 3, .selves = evo_selves};
 
 /* One deferred callback of the application and the context it was
- * scheduled with. */
+ * scheduled with; in evo_pending until it runs or its base is freed. */
 struct evo_wrap {
 	event_callback_fn cb;
 	void *arg;
+	struct event_base *base;
+	struct evo_wrap *prev, *next;
+	bool forgotten; /* by evo_forget(): its caller frees it */
 	struct hook_scope scope;
 };
+
+static struct evo_wrap *evo_pending; /* under evh_lock */
+/* How many are pending, read without the lock: a base freed while none
+ * is pending takes no lock. */
+static unsigned evo_npending;
 
 static evo_once_fn
 evo_bind(void)
@@ -1156,6 +1175,19 @@ evo_bind(void)
 			__atomic_store_n(&evo_text_hi, hi, __ATOMIC_RELAXED);
 			__atomic_store_n(&evo_text_lo, lo, __ATOMIC_RELAXED);
 		}
+		__atomic_store_n(&real_base_free_fn,
+				 (evo_base_free_fn)ctxshim_bind_loaded(
+					 evo_sonames, "event_base_free", NULL,
+					 (const void *)event_base_free),
+				 __ATOMIC_RELAXED);
+		/* (not in libevent 2.0) */
+		__atomic_store_n(&real_base_free_nofin_fn,
+				 (evo_base_free_fn)ctxshim_bind_loaded(
+					 evo_sonames, "event_base_free_nofinalize",
+					 NULL,
+					 (const void *)event_base_free_nofinalize),
+				 __ATOMIC_RELAXED);
+		pthread_once(&atfork_once, evh_atfork_register);
 		ctxshim_callers_bound(&evo_callers, (const void *)fn);
 		__atomic_store_n(&real_once_fn, fn, __ATOMIC_RELEASE);
 	}
@@ -1191,6 +1223,63 @@ real_event_base_once(struct event_base *base,
 	return fn(base, fd, events, cb, arg, tv);
 }
 
+static inline void
+real_event_base_free(struct event_base *base)
+{
+	(void)evo_bind();
+	if (real_base_free_fn)
+		real_base_free_fn(base);
+}
+
+static inline void
+real_event_base_free_nofinalize(struct event_base *base)
+{
+	(void)evo_bind();
+	if (real_base_free_nofin_fn)
+		real_base_free_nofin_fn(base);
+}
+
+static void
+evo_link(struct evo_wrap *w)
+{
+	pthread_mutex_lock(&evh_lock);
+	w->prev = NULL;
+	w->next = evo_pending;
+	if (evo_pending)
+		evo_pending->prev = w;
+	evo_pending = w;
+	__atomic_store_n(&evo_npending, evo_npending + 1, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&evh_lock);
+}
+
+/* Under evh_lock. */
+static void
+evo_unlink_locked(struct evo_wrap *w)
+{
+	if (w->prev)
+		w->prev->next = w->next;
+	else
+		evo_pending = w->next;
+	if (w->next)
+		w->next->prev = w->prev;
+	__atomic_store_n(&evo_npending, evo_npending - 1, __ATOMIC_RELEASE);
+}
+
+/* Unlink w, unless a free of its base took it (then false: not the
+ * caller's to free). */
+static bool
+evo_unlink(struct evo_wrap *w)
+{
+	bool mine;
+
+	pthread_mutex_lock(&evh_lock);
+	mine = !w->forgotten;
+	if (mine)
+		evo_unlink_locked(w);
+	pthread_mutex_unlock(&evh_lock);
+	return mine;
+}
+
 /* libevent runs it once, on the loop thread, and never again: the wrapper
  * is freed before the callback, which may free the base. */
 static void
@@ -1201,16 +1290,21 @@ evo_run(evutil_socket_t fd, short what, void *p)
 	void *arg = w->arg;
 	struct hook_scope prev;
 	int saved_errno = errno;
+	/* Not ours only if the base's free runs it (libevent 2.1.12 never
+	 * does) */
+	bool mine = evo_unlink(w);
 
 	if (!ctxshim_active()) {
-		free(w);
+		if (mine)
+			free(w);
 		errno = saved_errno;
 		cb(fd, what, arg);
 		return;
 	}
 	hook_scope_capture(&prev);
 	hook_scope_publish(&w->scope, "event-once");
-	free(w);
+	if (mine)
+		free(w);
 	errno = saved_errno;
 
 	cb(fd, what, arg);
@@ -1248,19 +1342,80 @@ hook_evhttp_base_once(struct event_base *base,
 	}
 	w->cb = cb;
 	w->arg = arg;
+	w->base = base;
+	w->forgotten = false;
 	hook_scope_capture(&w->scope);
+	/* Before the call: a loop on another thread may run it at once. */
+	evo_link(w);
 	errno = saved_errno;
 	r = real_event_base_once(base, fd, events, evo_run, w, tv);
 	/* Refused (EV_SIGNAL, EV_PERSIST, no memory): libevent keeps
-	 * nothing.  Accepted but never run (a base freed with the event
-	 * pending: libevent 2.1.12 frees its struct event_once without a
-	 * call), the wrapper is lost. */
+	 * nothing. */
 	if (r != 0) {
 		saved_errno = errno;
+		(void)evo_unlink(w);
 		free(w);
 		errno = saved_errno;
 	}
 	return r;
+}
+
+/* Unlink the wrappers of base's pending once events, for the caller to
+ * free after the real call (as hook_evhttp_free() does).  base NULL is
+ * libevent's current_base (event_init()): its wrappers are left, lost. */
+static struct evo_wrap *
+evo_forget(struct event_base *base)
+{
+	struct evo_wrap *w, *next, *dead = NULL;
+	int saved_errno = errno;
+
+	if (!base || !__atomic_load_n(&evo_npending, __ATOMIC_ACQUIRE))
+		return NULL;
+	pthread_mutex_lock(&evh_lock);
+	for (w = evo_pending; w; w = next) {
+		next = w->next;
+		if (w->base != base)
+			continue;
+		evo_unlink_locked(w);
+		w->forgotten = true;
+		w->next = dead;
+		dead = w;
+	}
+	pthread_mutex_unlock(&evh_lock);
+	errno = saved_errno;
+	return dead;
+}
+
+static void
+evo_free_list(struct evo_wrap *dead)
+{
+	int saved_errno = errno;
+
+	while (dead) {
+		struct evo_wrap *w = dead;
+
+		dead = w->next;
+		free(w);
+	}
+	errno = saved_errno;
+}
+
+static void
+hook_evhttp_base_free(struct event_base *base)
+{
+	struct evo_wrap *dead = evo_forget(base);
+
+	real_event_base_free(base);
+	evo_free_list(dead);
+}
+
+static void
+hook_evhttp_base_free_nofinalize(struct event_base *base)
+{
+	struct evo_wrap *dead = evo_forget(base);
+
+	real_event_base_free_nofinalize(base);
+	evo_free_list(dead);
 }
 
 /* The caller's own libevent (by evh_names), or NULL: the call is ours.
@@ -1369,4 +1524,18 @@ event_base_once(struct event_base *base,
 {
 	CTXSHIM_OWN_RETURN(evo_own, 0, evo_once_fn, base, fd, events, cb, arg, tv);
 	return hook_evhttp_base_once(base, fd, events, cb, arg, tv);
+}
+
+HOOK_EXPORT void
+event_base_free(struct event_base *base)
+{
+	CTXSHIM_OWN_RETURN_VOID(evo_own, 1, evo_base_free_fn, base);
+	hook_evhttp_base_free(base);
+}
+
+HOOK_EXPORT void
+event_base_free_nofinalize(struct event_base *base)
+{
+	CTXSHIM_OWN_RETURN_VOID(evo_own, 2, evo_base_free_fn, base);
+	hook_evhttp_base_free_nofinalize(base);
 }

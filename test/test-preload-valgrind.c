@@ -2,8 +2,9 @@
 /* Real programs under the shim, under valgrind memcheck: the servers of
  * the socket and library hooks (tpc-server, epoll-server, mhd-server,
  * evhttp-server) driven with traced, pipelined, split, large and non-HTTP
- * requests, a threaded program with a context to pass on, and the
- * connection and fork stress of test/helpers/stress.c.  Any memcheck
+ * requests, a threaded program with a context to pass on, libevent's
+ * deferred callbacks, and the connection and fork stress of
+ * test/helpers/stress.c.  Any memcheck
  * error, or a definite leak, fails (exit status 3), with valgrind's log.
  * Skipped without valgrind and in sanitizer builds (valgrind cannot run
  * the ASan runtime that is preloaded there). */
@@ -199,6 +200,24 @@ START_TEST(threads_with_context)
 }
 END_TEST
 
+/* Deferred callbacks of a thread with a context (event_base_once(),
+ * hooks/hook-evhttp.c), one of them pending when its base is freed:
+ * libevent frees it without a call, and the shim its wrapper. */
+START_TEST(evbase_once_pending)
+{
+	char path[4096], *argv[16], *out, *err;
+	char *env[] = {"TRACEPARENT=" TP, NULL};
+	int st;
+
+	vg_argv(argv, path, sizeof(path), "evbase-once", "api", NULL);
+	st = test_run_capture(argv, env, true, &out, &err, VG_TIMEOUT_MS);
+	ck_assert_msg(strstr(out, "\npending r=0\n"), "%s\n%s", out, err);
+	vg_check(st, "evbase-once api");
+	free(out);
+	free(err);
+}
+END_TEST
+
 START_TEST(stress_under_valgrind)
 {
 	static const char *const modes[][2] = {{"conns", "2000"},
@@ -233,6 +252,7 @@ TEST_SUITE(preload_valgrind_suite)
 	tcase_add_loop_test(tc, mhd_server, 0, 2);
 	tcase_add_test(tc, evhttp_server);
 	tcase_add_test(tc, threads_with_context);
+	tcase_add_test(tc, evbase_once_pending);
 	tcase_add_loop_test(tc, stress_under_valgrind, 0, 4);
 	suite_add_tcase(s, tc);
 	return s;

@@ -11,8 +11,9 @@
  *                    a loop with a timer of the early thread's and one of
  *                    its own
  *   evbase-once api  what the application gets back (a refused event, the
- *                    callback's arguments, a read event, a timer pending
- *                    when its base is freed, event_base_loopexit()): no
+ *                    callback's arguments, a read event, timers pending
+ *                    when their base is freed, with event_base_free() and
+ *                    event_base_free_nofinalize(), event_base_loopexit()): no
  *                    contexts, the same output with and without the shim
  */
 #include "config.h"
@@ -131,6 +132,12 @@ cmd_api(void)
 	r = event_base_loopexit(base, &zero);
 	printf("loopexit r=%d dispatch r=%d\n", r, event_base_dispatch(base));
 	event_base_free(base);
+	base = event_base_new();
+	if (!base)
+		abort();
+	r = event_base_once(base, -1, EV_TIMEOUT, args, "never", &hour);
+	printf("pending r=%d\n", r);
+	event_base_free_nofinalize(base);
 	close(p[0]);
 	close(p[1]);
 	return 0;
