@@ -134,8 +134,8 @@
  * Only http and https: CURLOPT_HTTPHEADER also holds the MIME headers of
  * SMTP and IMAP uploads.  The scheme is taken the way libcurl takes it:
  * CURLOPT_CURLU before CURLOPT_URL, a scheme only when followed by ":/",
- * otherwise libcurl's guess from the host name and
- * CURLOPT_DEFAULT_PROTOCOL. */
+ * otherwise CURLOPT_DEFAULT_PROTOCOL, or else libcurl's guess from the host
+ * name. */
 #include "config.h"
 
 #include "hooks.h"
@@ -250,6 +250,7 @@ struct curl_handle {
 	CURLU *curlu;            /* CURLOPT_CURLU */
 	uint8_t url_kind;        /* enum curl_url_kind of CURLOPT_URL */
 	bool default_other;      /* CURLOPT_DEFAULT_PROTOCOL is not http(s) */
+	bool default_http;       /* CURLOPT_DEFAULT_PROTOCOL is http(s) */
 	/* The application's CURLOPT_PREREQFUNCTION and CURLOPT_PREREQDATA. */
 	curl_prereq_callback app_prereq;
 	void *app_prereq_data;
@@ -263,7 +264,8 @@ enum curl_url_kind {
 	CURL_URL_UNSET,
 	CURL_URL_HTTP,
 	CURL_URL_OTHER,
-	CURL_URL_GUESS, /* no scheme: libcurl guesses from the host name */
+	CURL_URL_GUESS,       /* no scheme: libcurl's guess is http */
+	CURL_URL_GUESS_OTHER, /* no scheme: libcurl's guess is another protocol */
 };
 
 static struct curl_handle *curl_handles;
@@ -972,12 +974,15 @@ curl_scheme_is_http(const char *s, size_t len)
 
 /* As libcurl 7.88 parses an application's URL (urlapi.c with
  * CURLU_GUESS_SCHEME): a scheme is RFC 3986 scheme characters followed by
- * ":/"; without one, the host name prefixes below pick the protocol. */
+ * ":/"; without one, the prefixes below of the host name (after any
+ * "user:password@", as urlapi.c's parse_hostname_login() strips it) pick
+ * the protocol, unless CURLOPT_DEFAULT_PROTOCOL is set (curl_is_http()). */
 static enum curl_url_kind
 curl_url_kind(const char *url)
 {
 	static const char *const guessed[] = {"ftp.",  "dict.", "ldap.",
 					      "imap.", "smtp.", "pop3."};
+	const char *host, *at;
 	size_t i;
 
 	if (!url)
@@ -991,9 +996,11 @@ curl_url_kind(const char *url)
 	}
 	if (i > 0 && url[i] == ':' && url[i + 1] == '/')
 		return curl_scheme_is_http(url, i) ? CURL_URL_HTTP : CURL_URL_OTHER;
+	at = memchr(url, '@', strcspn(url, "/?#"));
+	host = at ? at + 1 : url;
 	for (i = 0; i < sizeof(guessed) / sizeof(guessed[0]); i++)
-		if (strncasecmp(url, guessed[i], strlen(guessed[i])) == 0)
-			return CURL_URL_OTHER;
+		if (strncasecmp(host, guessed[i], strlen(guessed[i])) == 0)
+			return CURL_URL_GUESS_OTHER;
 	return CURL_URL_GUESS;
 }
 
@@ -1022,8 +1029,12 @@ curl_is_http(const struct curl_handle *e)
 		if (uc != CURLUE_OK || !scheme)
 			return false;
 	}
+	/* libcurl prefixes CURLOPT_DEFAULT_PROTOCOL before it guesses (url.c,
+	 * parseurlandfillconn()). */
 	if (k == CURL_URL_GUESS)
 		return !e->default_other;
+	if (k == CURL_URL_GUESS_OTHER)
+		return e->default_http;
 	return k == CURL_URL_HTTP;
 }
 
@@ -1448,7 +1459,8 @@ hook_curl_easy_setopt_ptr(struct curl_real *r, CURL *easy, CURLoption opt, void 
 			e->curlu = v;
 			break;
 		default: /* CURLOPT_DEFAULT_PROTOCOL */
-			e->default_other = v && !curl_scheme_is_http(v, strlen(v));
+			e->default_http = v && curl_scheme_is_http(v, strlen(v));
+			e->default_other = v && !e->default_http;
 			break;
 		}
 	}

@@ -6,9 +6,12 @@
  * in for a server context here. */
 #include "test-common.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -826,6 +829,68 @@ START_TEST(test_curlu)
 }
 END_TEST
 
+/* URLs without a scheme, taken as libcurl 7.88 takes them: with
+ * CURLOPT_DEFAULT_PROTOCOL, that protocol, else a guess from the host
+ * name after any "user@" ("ftp." is FTP).  libcurl resolves any
+ * *.localhost name to the loopback address itself. */
+
+/* "ftp.localhost" with a default of http is an HTTP request: it carries a
+ * child of the context (the hook took it for FTP and sent nothing). */
+START_TEST(test_default_protocol_http)
+{
+	char path[4096], url[128], *argv[] = {path, "-p", "http", url, NULL};
+	char *env[] = {T_TP, NULL};
+	char t[33], p[17], f[3];
+	struct req q;
+	struct run r;
+
+	sink_start();
+	snprintf(path, sizeof(path), "%s/curl-client-openssl",
+		 test_env_path("HELPER_DIR"));
+	snprintf(url, sizeof(url), "ftp.localhost:%u/t", sink_port);
+	r.status = test_run_capture(argv, env, true, &r.out, &r.err, TIMEOUT);
+	ck_assert_msg(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0,
+		      "curl-client status %#x\nstdout:\n%s\nstderr:\n%s", r.status,
+		      r.out, r.err);
+	sink_read(&q);
+	req_traceparent(&q, t, p, f);
+	ck_assert_str_eq(t, T_TRACE);
+	ck_assert_str_ne(p, T_PARENT);
+	client_done(&r);
+}
+END_TEST
+
+/* "u@ftp.localhost" without a default is FTP: nothing of ours is made for
+ * it, no lines and no client span (the hook took it for HTTP). */
+START_TEST(test_guessed_ftp_after_user)
+{
+	char path[4096], url[128], *argv[] = {path, url, NULL};
+	char *env[] = {T_TP, "CTXSHIM_EVENTS=stderr", NULL};
+	struct sockaddr_in a = {.sin_family = AF_INET};
+	socklen_t len = sizeof(a);
+	struct run r;
+	int fd;
+
+	/* A port bound but not listening: the connection is refused. */
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	ck_assert_int_eq(getsockname(fd, (struct sockaddr *)&a, &len), 0);
+	snprintf(path, sizeof(path), "%s/curl-client-openssl",
+		 test_env_path("HELPER_DIR"));
+	snprintf(url, sizeof(url), "u@ftp.localhost:%u/t", ntohs(a.sin_port));
+	r.status = test_run_capture(argv, env, true, &r.out, &r.err, TIMEOUT);
+	close(fd);
+	ck_assert_msg(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 1 &&
+			      strstr(r.out, "ERROR Couldn't connect"),
+		      "curl-client status %#x\nstdout:\n%s", r.status, r.out);
+	ck_assert_msg(strstr(r.err, "reason=env-traceparent"), "no events:\n%s", r.err);
+	ck_assert_msg(!strstr(r.err, "reason=curl-client"), "%s", r.err);
+	run_free(&r);
+}
+END_TEST
+
 /* A worker thread inherits the context (hook-pthread.c) and its call is a
  * child of it. */
 START_TEST(test_thread)
@@ -1164,6 +1229,8 @@ TEST_SUITE(preload_curl_suite)
 	tcase_add_test(tc, test_reset);
 	tcase_add_test(tc, test_list_set_before_the_shim);
 	tcase_add_test(tc, test_curlu);
+	tcase_add_test(tc, test_default_protocol_http);
+	tcase_add_test(tc, test_guessed_ftp_after_user);
 	tcase_add_test(tc, test_thread);
 	suite_add_tcase(s, tc);
 

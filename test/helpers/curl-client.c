@@ -34,6 +34,7 @@
  *                request
  *     -T         run the transfers on a new thread
  *     -u         give the URL as a CURLU handle (CURLOPT_CURLU)
+ *     -p PROTO   CURLOPT_DEFAULT_PROTOCOL (for a URL without a scheme)
  *     -P PLUGIN  dlopen PLUGIN (RTLD_LOCAL; -G: RTLD_GLOBAL) and call its
  *                plugin_fetch(URL) too: a second libcurl flavour
  *     -r         a relay: first the thread reads a request (traceparent
@@ -63,7 +64,7 @@
 
 static struct curl_slist *app_headers, *late_lines, *new_headers, *between_lines,
 	*prereq_lines;
-static const char *url;
+static const char *url, *default_protocol;
 static int n_transfers = 1, n_multi;
 static bool opt_dup, opt_reset, opt_curlu, opt_multi_cleanup_first,
 	opt_easy_cleanup_in_multi;
@@ -220,6 +221,8 @@ setup(CURL *easy, struct xfer *x, bool with_headers)
 	} else {
 		curl_easy_setopt(easy, CURLOPT_URL, url);
 	}
+	if (default_protocol)
+		curl_easy_setopt(easy, CURLOPT_DEFAULT_PROTOCOL, default_protocol);
 	if (with_headers && app_headers)
 		curl_easy_setopt(easy, CURLOPT_HTTPHEADER, app_headers);
 	curl_easy_setopt(easy, CURLOPT_HEADERFUNCTION, on_header);
@@ -394,7 +397,7 @@ main(int argc, char **argv)
 	struct curl_slist *l;
 	int c, n = 0;
 
-	while ((c = getopt(argc, argv, "H:L:N:A:qQ:n:m:CXDRSTuP:Gr")) != -1) {
+	while ((c = getopt(argc, argv, "H:L:N:A:qQ:n:m:CXDRSTup:P:Gr")) != -1) {
 		switch (c) {
 		case 'H':
 			app_headers = curl_slist_append(app_headers, optarg);
@@ -442,6 +445,9 @@ main(int argc, char **argv)
 			break;
 		case 'u':
 			opt_curlu = true;
+			break;
+		case 'p':
+			default_protocol = optarg;
 			break;
 		case 'P':
 			plugin = optarg;
