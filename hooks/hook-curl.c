@@ -251,6 +251,7 @@ struct curl_handle {
 	uint8_t url_kind;        /* enum curl_url_kind of CURLOPT_URL */
 	bool default_other;      /* CURLOPT_DEFAULT_PROTOCOL is not http(s) */
 	bool default_http;       /* CURLOPT_DEFAULT_PROTOCOL is http(s) */
+	bool sigv4;              /* CURLOPT_AWS_SIGV4: libcurl signs the request */
 	/* The application's CURLOPT_PREREQFUNCTION and CURLOPT_PREREQDATA. */
 	curl_prereq_callback app_prereq;
 	void *app_prereq_data;
@@ -1116,6 +1117,13 @@ curl_plan(struct curl_plan *p,
 	 * application's own trace context" above). */
 	if (a->has_tracestate)
 		return;
+	/* libcurl signs every line of the list (http_aws_sigv4.c,
+	 * make_headers()), ours too: a proxy or sidecar that rewrites
+	 * traceparent on the way, as a tracing one does, would break the
+	 * signature of a request that works without us (the Elastic APM
+	 * Node.js agent skips such requests too, its PR #1089). */
+	if (e->sigv4)
+		return;
 	if (!cur || ctxshim_cfg.propagate == CTXSHIM_PROPAGATE_OFF)
 		return;
 	if (ctxshim_cfg.propagate == CTXSHIM_PROPAGATE_TRANSPARENT) {
@@ -1425,7 +1433,8 @@ hook_curl_easy_setopt_ptr(struct curl_real *r, CURL *easy, CURLoption opt, void 
 	CURLcode rc;
 
 	if (opt != CURLOPT_HTTPHEADER && opt != CURLOPT_URL && opt != CURLOPT_CURLU &&
-	    opt != CURLOPT_DEFAULT_PROTOCOL && opt != CURLOPT_PREREQDATA)
+	    opt != CURLOPT_DEFAULT_PROTOCOL && opt != CURLOPT_PREREQDATA &&
+	    opt != CURLOPT_AWS_SIGV4)
 		return real_curl_easy_setopt_ptr(r, easy, opt, v);
 	curl_settle(easy);
 	rc = real_curl_easy_setopt_ptr(r, easy, opt, v);
@@ -1457,6 +1466,10 @@ hook_curl_easy_setopt_ptr(struct curl_real *r, CURL *easy, CURLoption opt, void 
 			break;
 		case CURLOPT_CURLU:
 			e->curlu = v;
+			break;
+		case CURLOPT_AWS_SIGV4:
+			/* NULL leaves libcurl's CURLOPT_HTTPAUTH as it was. */
+			e->sigv4 = e->sigv4 || v;
 			break;
 		default: /* CURLOPT_DEFAULT_PROTOCOL */
 			e->default_http = v && curl_scheme_is_http(v, strlen(v));

@@ -891,6 +891,29 @@ START_TEST(test_guessed_ftp_after_user)
 }
 END_TEST
 
+/* A request libcurl signs (CURLOPT_AWS_SIGV4) gets no lines of ours:
+ * libcurl signs every line of the list, ours too, and a proxy or sidecar
+ * that rewrites traceparent on its way (as a tracing one does) would then
+ * break the signature of a request that works without the shim.  The
+ * same through the multi interface. */
+START_TEST(test_aws_sigv4)
+{
+	const char *args[] = {"-W", "-H", "X-App: 1", _i ? "-m" : NULL, "1", NULL};
+	char *env[] = {T_TP, T_TS, NULL};
+	const char *v;
+	struct req q;
+	struct run r;
+
+	one_request(&r, &q, args, env);
+	ck_assert_int_eq(req_count(&q, "Authorization", &v), 1);
+	ck_assert_msg(strstr(v, "SignedHeaders=host;x-amz-date;x-app,"), "%s", v);
+	ck_assert_int_eq(req_count(&q, "traceparent", NULL), 0);
+	ck_assert_int_eq(req_count(&q, "tracestate", NULL), 0);
+	ck_assert_int_eq(req_count(&q, "X-App", NULL), 1);
+	client_done(&r);
+}
+END_TEST
+
 /* A worker thread inherits the context (hook-pthread.c) and its call is a
  * child of it. */
 START_TEST(test_thread)
@@ -1240,6 +1263,7 @@ TEST_SUITE(preload_curl_suite)
 	tcase_add_test(tc, test_relay_answered_in_transfer);
 	tcase_add_loop_test(tc, test_app_traceparent_kept, 0, 2);
 	tcase_add_test(tc, test_app_traceparent_disabled);
+	tcase_add_loop_test(tc, test_aws_sigv4, 0, 2);
 	tcase_add_test(tc, test_app_traceparent_adopted);
 	tcase_add_loop_test(tc, test_app_tracestate, 0, 4);
 	tcase_add_test(tc, test_propagate_off);
