@@ -251,7 +251,7 @@ struct curl_handle {
 	uint8_t url_kind;        /* enum curl_url_kind of CURLOPT_URL */
 	bool default_other;      /* CURLOPT_DEFAULT_PROTOCOL is not http(s) */
 	bool default_http;       /* CURLOPT_DEFAULT_PROTOCOL is http(s) */
-	bool sigv4;              /* CURLOPT_AWS_SIGV4: libcurl signs the request */
+	bool sigv4;              /* libcurl signs the request (AWS SigV4) */
 	/* The application's CURLOPT_PREREQFUNCTION and CURLOPT_PREREQDATA. */
 	curl_prereq_callback app_prereq;
 	void *app_prereq_data;
@@ -1468,7 +1468,8 @@ hook_curl_easy_setopt_ptr(struct curl_real *r, CURL *easy, CURLoption opt, void 
 			e->curlu = v;
 			break;
 		case CURLOPT_AWS_SIGV4:
-			/* NULL leaves libcurl's CURLOPT_HTTPAUTH as it was. */
+			/* libcurl sets CURLOPT_HTTPAUTH to CURLAUTH_AWS_SIGV4;
+			 * NULL leaves it as it was. */
 			e->sigv4 = e->sigv4 || v;
 			break;
 		default: /* CURLOPT_DEFAULT_PROTOCOL */
@@ -1513,6 +1514,31 @@ hook_curl_easy_setopt_prereq(struct curl_real *r, CURL *easy, curl_prereq_callba
 	return rc;
 }
 
+/* CURLOPT_HTTPAUTH: does libcurl sign with AWS SigV4 (curl_plan())?  A
+ * mask with other methods as well counts, on the safe side. */
+static CURLcode
+hook_curl_easy_setopt_auth(struct curl_real *r, CURL *easy, long v)
+{
+	bool sigv4 = ((unsigned long)v & CURLAUTH_AWS_SIGV4) != 0;
+	struct curl_handle *e;
+	int saved_errno;
+	CURLcode rc;
+
+	curl_settle(easy);
+	rc = ((curl_easy_setopt_fn)r->fn[CURL_FN_EASY_SETOPT])(easy, CURLOPT_HTTPAUTH,
+							       v);
+	if (rc != CURLE_OK)
+		return rc;
+	saved_errno = errno;
+	curl_lock_take();
+	e = sigv4 ? curl_handle_get(r, easy) : curl_handle_find(easy);
+	if (e)
+		e->sigv4 = sigv4;
+	curl_lock_give();
+	errno = saved_errno;
+	return rc;
+}
+
 /* The variadic setopt: read the argument by the option's type
  * (CURLOPTTYPE_* in curl/curl.h) and pass it on as that type. */
 /* setopt's one argument after opt, of the type opt takes (curl.h,
@@ -1537,8 +1563,12 @@ hook_curl_easy_setopt(
 {
 	curl_easy_setopt_fn real = (curl_easy_setopt_fn)r->fn[CURL_FN_EASY_SETOPT];
 
-	if (opt < CURLOPTTYPE_OBJECTPOINT)
+	if (opt < CURLOPTTYPE_OBJECTPOINT) {
+		if (opt == CURLOPT_HTTPAUTH && ctxshim_active() &&
+		    !curl_internal(r, ra))
+			return hook_curl_easy_setopt_auth(r, easy, va_arg(ap, long));
 		return curl_setopt_va(real, easy, opt, ap);
+	}
 	if (opt < CURLOPTTYPE_FUNCTIONPOINT) {
 		void *v = va_arg(ap, void *);
 

@@ -891,14 +891,15 @@ START_TEST(test_guessed_ftp_after_user)
 }
 END_TEST
 
-/* A request libcurl signs (CURLOPT_AWS_SIGV4) gets no lines of ours:
- * libcurl signs every line of the list, ours too, and a proxy or sidecar
- * that rewrites traceparent on its way (as a tracing one does) would then
- * break the signature of a request that works without the shim.  The
- * same through the multi interface. */
+/* A request libcurl signs (CURLOPT_AWS_SIGV4, or CURLOPT_HTTPAUTH alone)
+ * gets no lines of ours: libcurl signs every line of the list, ours too,
+ * and a proxy or sidecar that rewrites traceparent on its way (as a
+ * tracing one does) would then break the signature of a request that
+ * works without the shim.  The same through the multi interface. */
 START_TEST(test_aws_sigv4)
 {
-	const char *args[] = {"-W", "-H", "X-App: 1", _i ? "-m" : NULL, "1", NULL};
+	const char *sign = _i == 2 ? "-w" : "-W";
+	const char *args[] = {sign, "-H", "X-App: 1", _i == 1 ? "-m" : NULL, "1", NULL};
 	char *env[] = {T_TP, T_TS, NULL};
 	const char *v;
 	struct req q;
@@ -1263,7 +1264,7 @@ TEST_SUITE(preload_curl_suite)
 	tcase_add_test(tc, test_relay_answered_in_transfer);
 	tcase_add_loop_test(tc, test_app_traceparent_kept, 0, 2);
 	tcase_add_test(tc, test_app_traceparent_disabled);
-	tcase_add_loop_test(tc, test_aws_sigv4, 0, 2);
+	tcase_add_loop_test(tc, test_aws_sigv4, 0, 3);
 	tcase_add_test(tc, test_app_traceparent_adopted);
 	tcase_add_loop_test(tc, test_app_tracestate, 0, 4);
 	tcase_add_test(tc, test_propagate_off);

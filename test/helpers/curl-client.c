@@ -36,6 +36,7 @@
  *     -u         give the URL as a CURLU handle (CURLOPT_CURLU)
  *     -p PROTO   CURLOPT_DEFAULT_PROTOCOL (for a URL without a scheme)
  *     -W         sign the requests with CURLOPT_AWS_SIGV4 (a made-up key)
+ *     -w         the same with CURLOPT_HTTPAUTH's CURLAUTH_AWS_SIGV4 only
  *     -P PLUGIN  dlopen PLUGIN (RTLD_LOCAL; -G: RTLD_GLOBAL) and call its
  *                plugin_fetch(URL) too: a second libcurl flavour
  *     -r         a relay: first the thread reads a request (traceparent
@@ -69,7 +70,7 @@ static const char *url, *default_protocol;
 static int n_transfers = 1, n_multi;
 static bool opt_dup, opt_reset, opt_curlu, opt_multi_cleanup_first,
 	opt_easy_cleanup_in_multi;
-static bool opt_setopt_inside, opt_prereq, opt_sigv4;
+static bool opt_setopt_inside, opt_prereq, opt_sigv4, opt_sigv4_auth;
 static int failures;
 /* -r: the relayed request's connection (ours, its client's), and whether
  * its response head went out */
@@ -224,10 +225,12 @@ setup(CURL *easy, struct xfer *x, bool with_headers)
 	}
 	if (default_protocol)
 		curl_easy_setopt(easy, CURLOPT_DEFAULT_PROTOCOL, default_protocol);
-	if (opt_sigv4) {
+	if (opt_sigv4)
 		curl_easy_setopt(easy, CURLOPT_AWS_SIGV4, "aws:amz:us-east-1:s3");
+	if (opt_sigv4_auth)
+		curl_easy_setopt(easy, CURLOPT_HTTPAUTH, (long)CURLAUTH_AWS_SIGV4);
+	if (opt_sigv4 || opt_sigv4_auth)
 		curl_easy_setopt(easy, CURLOPT_USERPWD, "AKIDEXAMPLE:secret");
-	}
 	if (with_headers && app_headers)
 		curl_easy_setopt(easy, CURLOPT_HTTPHEADER, app_headers);
 	curl_easy_setopt(easy, CURLOPT_HEADERFUNCTION, on_header);
@@ -402,7 +405,7 @@ main(int argc, char **argv)
 	struct curl_slist *l;
 	int c, n = 0;
 
-	while ((c = getopt(argc, argv, "H:L:N:A:qQ:n:m:CXDRSTup:WP:Gr")) != -1) {
+	while ((c = getopt(argc, argv, "H:L:N:A:qQ:n:m:CXDRSTup:WwP:Gr")) != -1) {
 		switch (c) {
 		case 'H':
 			app_headers = curl_slist_append(app_headers, optarg);
@@ -456,6 +459,9 @@ main(int argc, char **argv)
 			break;
 		case 'W':
 			opt_sigv4 = true;
+			break;
+		case 'w':
+			opt_sigv4_auth = true;
 			break;
 		case 'P':
 			plugin = optarg;
