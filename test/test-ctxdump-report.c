@@ -1818,6 +1818,39 @@ START_TEST(report_round_time_wraps)
 }
 END_TEST
 
+/* The stop windows of a hostile file can be as large as a varint holds:
+ * their average is taken without a sum that wraps.  Old: two windows of
+ * 2^63 ns summed to 0, "Stopped: 0.0 us per round on average,
+ * 9223372036854776.0 us at most". */
+START_TEST(report_stop_window_sum_wraps)
+{
+	static const char *const names[] = {"start", "handle"};
+	static const uint32_t s_req[] = {2, 1};
+	const char *summary[] = {NULL, NULL};
+	struct rec *r = rec_new("srv");
+	char file[64], line[256], *o;
+	uint32_t i;
+
+	rec_functions(r, names, 2);
+	rec_stack(r, 1, s_req, 2);
+	for (i = 0; i < 2; i++) {
+		pay_u(r, 10000000ull * i);
+		pay_u(r, 1ull << 63); /* the stop window */
+		pay_u(r, 1);
+		rec_end(r, 10);
+		rec_sample(r, 7, 1, 0);
+	}
+	rec_save(r, file, sizeof(file), "window-wrap");
+	summary[0] = file;
+	o = report_stdout(summary, 0, "report");
+	ck_assert_str_eq(line_of(o, "Stopped: ", line, sizeof(line)),
+			 "Stopped: 9223372036854776.0 us per round on average, "
+			 "9223372036854776.0 us at most");
+	free(o);
+	unlink(file);
+}
+END_TEST
+
 /* A file from elsewhere is looked at by offset: the warnings about a
  * malformed record and about a record the file ends inside say where it
  * starts.  Old: "3 malformed records skipped", "ends inside a record
@@ -2525,6 +2558,7 @@ TEST_SUITE(ctxdump_report_suite)
 	tcase_add_test(tc, report_summary_recursive_trunk);
 	tcase_add_test(tc, report_round_time_going_back);
 	tcase_add_test(tc, report_round_time_wraps);
+	tcase_add_test(tc, report_stop_window_sum_wraps);
 	tcase_add_test(tc, report_errors_name_offset);
 	tcase_add_test(tc, report_undefined_ids_malformed);
 	tcase_add_test(tc, report_pipe_survives_first_interrupt);

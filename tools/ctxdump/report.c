@@ -3086,17 +3086,21 @@ summary_header(const struct prof *p)
 	if (!rl)
 		puts("Layout: none (no trace context)");
 	if (p->rounds.n) {
-		uint64_t sum = 0, max = 0;
+		/* summed as a double: a file's windows may be any u64, and
+		 * a sum that wraps would make the average less than the
+		 * longest (only the first digits are printed) */
+		double sum = 0;
+		uint64_t max = 0;
 
 		for (i = 0; i < p->rounds.n; i++) {
 			uint64_t w = ((const struct r_round *)p->rounds.v)[i].window;
 
-			sum += w;
+			sum += (double)w;
 			if (w > max)
 				max = w;
 		}
 		printf("Stopped: %.1f us per round on average, %.1f us at most\n",
-		       (double)sum / (double)p->rounds.n / 1e3, (double)max / 1e3);
+		       sum / (double)p->rounds.n / 1e3, (double)max / 1e3);
 		/* how regular the sampling was: the bound on every duration */
 		for (i = 1, max = 0; i < p->rounds.n; i++) {
 			const struct r_round *r =
