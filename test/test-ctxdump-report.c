@@ -2441,6 +2441,44 @@ END_TEST
 
 /* ---- command line and read errors ---- */
 
+/* The header's version: a later one is a newer recorder's, and version 0,
+ * which no recorder wrote, is no recording.  Old: version 0 was "recorded
+ * by a newer ctxdump". */
+START_TEST(report_header_version)
+{
+	static const struct {
+		uint8_t version;
+		const char *want;
+	} cases[] = {
+		{2, ": recorded by a newer ctxdump (unsupported version)\n"},
+		{0, ": not a ctxdump recording\n"},
+	};
+	uint8_t hdr[16] = {'C', 'T', 'X', 'D', 'P', 'R', 'O', 'F', 0, 0, 16, 0};
+	const char *args[] = {NULL, NULL};
+	char file[64], *err;
+	size_t i;
+	FILE *f;
+	int st;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		hdr[8] = cases[i].version;
+		prof_tmpfile(file, sizeof(file), "version");
+		f = fopen(file, "we");
+		ck_assert_ptr_nonnull(f);
+		ck_assert_uint_eq(fwrite(hdr, 1, sizeof(hdr), f), sizeof(hdr));
+		ck_assert_int_eq(fclose(f), 0);
+		args[0] = file;
+		st = run_report(args, -1, NULL, 0, 0, &err);
+		ck_assert_msg(st == 2, "version %u: exit %d: %s", cases[i].version, st,
+			      err);
+		ck_assert_msg(strstr(err, cases[i].want), "version %u: %s",
+			      cases[i].version, err);
+		free(err);
+		unlink(file);
+	}
+}
+END_TEST
+
 START_TEST(report_version_and_read_errors)
 {
 	const char *v[] = {"-V", NULL}, *vl[] = {"--version", NULL},
@@ -2570,6 +2608,7 @@ TEST_SUITE(ctxdump_report_suite)
 	tcase_add_test(tc, report_service_name);
 	tcase_add_test(tc, report_process_pid_bounded);
 	tcase_add_test(tc, report_version_and_read_errors);
+	tcase_add_test(tc, report_header_version);
 	suite_add_tcase(s, tc);
 	return s;
 }

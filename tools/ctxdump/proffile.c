@@ -241,6 +241,9 @@ pfile_read_header(FILE *f)
 		return -EBADMSG;
 	if (fread(h + 8, 1, 8, f) != 8)
 		return read_error(f);
+	/* versions count from 1: a 0 is no recorder's, not a newer one's */
+	if (get_le(h + 8, 2) == 0)
+		return -EBADMSG;
 	if (get_le(h + 8, 2) != PFILE_VERSION)
 		return -EPROTONOSUPPORT;
 	hs = (size_t)get_le(h + 10, 2);

@@ -137,9 +137,9 @@ bool pfile_r_raw(struct pfile_r *r, void *out, size_t n);
 bool pfile_r_bytes(struct pfile_r *r, const uint8_t **p, size_t *n);
 
 /* Check the file header.  Returns its size (the offset of the first
- * record), -ENODATA (an empty file), -EBADMSG (not a ctxdump recording),
- * -EPROTONOSUPPORT (a newer version) or the negative errno of a failed
- * read (EISDIR for a directory). */
+ * record), -ENODATA (an empty file), -EBADMSG (not a ctxdump recording,
+ * or version 0), -EPROTONOSUPPORT (a newer version) or the negative errno
+ * of a failed read (EISDIR for a directory). */
 int pfile_read_header(FILE *f);
 
 /* Next record into *buf (grown as needed).  Returns 1, 0 at the end of
