@@ -1410,6 +1410,31 @@ START_TEST(report_layouts_once)
 }
 END_TEST
 
+/* A layout kind is checked before it is narrowed, as a context's is:
+ * 2^32 is a kind this reader does not know (skipped, as a later
+ * recorder's), not 0.  Old: "Layout: otel_thread_ctx_v1 in /x/liba.so". */
+START_TEST(report_layout_kind_wide)
+{
+	const char *args[] = {NULL, NULL};
+	struct rec *r = rec_new("srv");
+	char file[64], *o;
+
+	pay_u(r, 1ull << 32);
+	pay_u(r, 1);
+	pay_str(r, "otel_thread_ctx_v1");
+	pay_str(r, "/x/liba.so");
+	pay_str(r, "tlsdesc-static");
+	pay_u(r, 0);
+	rec_end(r, 3);
+	rec_save(r, file, sizeof(file), "layout-kind");
+	args[0] = file;
+	o = report_stdout(args, 0, "report");
+	ck_assert_msg(strstr(o, "\nLayout: none (no trace context)\n"), "%s", o);
+	free(o);
+	unlink(file);
+}
+END_TEST
+
 /* ---- escaping ---- */
 
 /* ..., and RLO and ZWSP (Trojan Source: text shown in another order) */
@@ -2589,6 +2614,7 @@ TEST_SUITE(ctxdump_report_suite)
 	tcase_add_test(tc, report_exec_images_bounded);
 	tcase_add_test(tc, report_thread_name_per_image);
 	tcase_add_test(tc, report_layouts_once);
+	tcase_add_test(tc, report_layout_kind_wide);
 	tcase_add_test(tc, report_escapes_target_strings);
 	tcase_add_test(tc, report_summary_traces_per_request);
 	tcase_add_test(tc, report_summary_requests_without_trace);

@@ -589,8 +589,10 @@ load_record(
 		struct r_layout nl = {0}, *l;
 		const uint8_t *mp, *mo;
 		size_t ml, mol;
+		/* checked before it is narrowed (as PFILE_CTX's) */
+		uint64_t kind = pfile_r_u(&r);
 
-		nl.kind = (unsigned)pfile_r_u(&r);
+		nl.kind = kind < LAY_N ? (unsigned)kind : LAY_N;
 		nl.usable = pfile_r_u(&r) != 0;
 		pfile_r_bytes(&r, &bp, &bl); /* the symbol name */
 		pfile_r_bytes(&r, &mp, &ml);
