@@ -1281,7 +1281,7 @@ etls_proc_load(pid_t pid, struct etls_proc **out)
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
 		r = stop_maps_error(pid, -errno);
-		free(p);
+		etls_proc_free(p); /* and the names wanted above */
 		return r;
 	}
 	/* CTXDUMP_TEST_MAPS_TEXT: take the path of kernels without
