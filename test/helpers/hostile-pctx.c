@@ -23,6 +23,8 @@
  *   signature     a mapping named OTEL_CTX whose header says OTEL_CTY
  *   schema        a valid payload naming the thread-context schema
  *                 "tls_v9" (a record layout no reader knows yet)
+ *   empty-key     a valid payload whose key map names index 0 "" (the
+ *                 record's GET has no name to be published under)
  *
  * Prints "READY <pid>" and blocks until stdin is closed (exit 0). */
 #include "config.h"
@@ -140,28 +142,24 @@ deep(uint8_t *out, size_t cap, unsigned depth)
 	}
 }
 
-/* pctx_encode() refuses more than 256 keys: the key map is appended by
- * hand (a later key map replaces the earlier one). */
+/* A payload of res, the schema and the key map names[0..n), which is
+ * appended by hand: pctx_encode() refuses more than 256 keys and empty
+ * names (a later key map replaces the earlier one). */
 static size_t
-hostile_strings(uint8_t *out, size_t cap)
+with_key_map(uint8_t *out,
+	     size_t cap,
+	     const struct pctx_kv *res,
+	     size_t n_res,
+	     const char *const *names,
+	     size_t n)
 {
-	static const struct pctx_kv res[] = {
-		{"service.name", "\x1b[2Jevil\nservice\r"},
-		{"service.instance.id", "\xff\xfe\xc3(\x9b"
-					"31m"},
-		{"\x1b]0;title\x07key", "value\x1b[0m"},
-	};
 	static const char km[] = PCTX_KEY_ATTRIBUTE_KEY_MAP;
-	char names[300][24];
-	size_t nl[300], arr = 0, av, kv, len = 0, i;
+	size_t arr = 0, av, kv, len = 0, i;
 	struct pb_writer w;
 
-	for (i = 0; i < 300; i++) {
-		snprintf(names[i], sizeof(names[i]), "k%zu\x1b[%zum\n\xc0", i, i % 8);
-		nl[i] = strlen(names[i]);
-		arr += pb_len_field_size(1, pb_len_field_size(1, nl[i]));
-	}
-	if (pctx_encode(out, cap, &len, res, 3, PCTX_SCHEMA_VERSION, NULL, 0) < 0) {
+	for (i = 0; i < n; i++)
+		arr += pb_len_field_size(1, pb_len_field_size(1, strlen(names[i])));
+	if (pctx_encode(out, cap, &len, res, n_res, PCTX_SCHEMA_VERSION, NULL, 0) < 0) {
 		fprintf(stderr, "hostile-pctx: encode failed\n");
 		exit(1);
 	}
@@ -172,15 +170,38 @@ hostile_strings(uint8_t *out, size_t cap)
 	pb_put_bytes(&w, 1, km, sizeof(km) - 1);
 	pb_put_len_header(&w, 2, av);
 	pb_put_len_header(&w, 5, arr);
-	for (i = 0; i < 300; i++) {
-		pb_put_len_header(&w, 1, pb_len_field_size(1, nl[i]));
-		pb_put_bytes(&w, 1, names[i], nl[i]);
+	for (i = 0; i < n; i++) {
+		size_t nl = strlen(names[i]);
+
+		pb_put_len_header(&w, 1, pb_len_field_size(1, nl));
+		pb_put_bytes(&w, 1, names[i], nl);
 	}
 	if (pb_writer_finish(&w, &i) < 0) {
 		fprintf(stderr, "hostile-pctx: key map too large\n");
 		exit(1);
 	}
 	return len + i;
+}
+
+/* 300 keys, more than a record can index. */
+static size_t
+hostile_strings(uint8_t *out, size_t cap)
+{
+	static const struct pctx_kv res[] = {
+		{"service.name", "\x1b[2Jevil\nservice\r"},
+		{"service.instance.id", "\xff\xfe\xc3(\x9b"
+					"31m"},
+		{"\x1b]0;title\x07key", "value\x1b[0m"},
+	};
+	static char names[300][24];
+	static const char *ptrs[300];
+	size_t i;
+
+	for (i = 0; i < 300; i++) {
+		snprintf(names[i], sizeof(names[i]), "k%zu\x1b[%zum\n\xc0", i, i % 8);
+		ptrs[i] = names[i];
+	}
+	return with_key_map(out, cap, res, 3, ptrs, 300);
 }
 
 static void *
@@ -282,6 +303,12 @@ main(int argc, char **argv)
 		if (pctx_encode(payload, sizeof(payload), &len, res, 1, "tls_v9", km,
 				2) < 0)
 			return 1;
+		publish(payload, len, PCTX_VERSION, true);
+	} else if (strcmp(mode, "empty-key") == 0) {
+		static const struct pctx_kv res[] = {{"service.name", "empty-key"}};
+		static const char *const km[] = {"", "url.path"};
+
+		len = with_key_map(payload, sizeof(payload), res, 1, km, 2);
 		publish(payload, len, PCTX_VERSION, true);
 	} else if (strcmp(mode, "churn") == 0) {
 		churn = true;
