@@ -471,6 +471,55 @@ START_TEST(broken_process_context)
 }
 END_TEST
 
+/* A key map that names an index "" (hostile-pctx empty-key, index 0 of the
+ * record's GET): the dump shows it as "#0", as an index the map lacks, and
+ * so must a recording, whose report then leaves it out of an OTLP span
+ * (an attribute key must not be empty) and counts it as dropped, as it
+ * does index 255 (no such key).  Old: the recorder took "" as the key
+ * name, and the context span carried {"key":"","value":...}. */
+START_TEST(empty_key_name)
+{
+	char *targv[] = {(char *)test_helper_path("hostile-pctx"), "empty-key", NULL};
+	char dir[] = "/tmp/ctxdump-hostile-XXXXXX", prof[64], oarg[80], pid[16];
+	const char *rargs[] = {"record", "-q", "-d0.2", oarg, pid, NULL};
+	const char *pargs[] = {"report", "--spans", "--context-spans", prof, NULL};
+	char *argv[16], *out, *err;
+	struct target t;
+	int r, st;
+
+	target_start(&t, targv);
+	r = run_ctxdump(&out, &err, t.pid, NULL);
+	ck_assert_msg(r == 0, "exit %d: %s", r, err);
+	expect_in(out, "key map: , url.path\n");
+	expect_in(out, "    #0=GET\n    url.path=/x\n    #255=max\n");
+	free(out);
+	free(err);
+
+	ck_assert_ptr_nonnull(test_mkdtemp(dir));
+	snprintf(pid, sizeof(pid), "%d", (int)t.pid);
+	snprintf(prof, sizeof(prof), "%s/out.prof", dir);
+	snprintf(oarg, sizeof(oarg), "-o%s", prof);
+	test_ctxdump_argv(argv, 16, rargs);
+	st = test_run_capture(argv, NULL, false, &out, &err, RUN_TIMEOUT_MS);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "record 0x%x: %s", st,
+		      err);
+	free(out);
+	free(err);
+	target_finish(&t);
+
+	test_ctxdump_argv(argv, 16, pargs);
+	st = test_run_capture(argv, NULL, false, &out, &err, RUN_TIMEOUT_MS);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "report 0x%x: %s", st,
+		      err);
+	expect_in(out, "{\"key\":\"url.path\",\"value\":{\"stringValue\":\"/x\"}}");
+	ck_assert_msg(!strstr(out, "\"key\":\"\""), "an empty key: %s", out);
+	expect_in(out, "\"droppedAttributesCount\":2");
+	free(out);
+	free(err);
+	ck_assert_int_eq(unlink(prof), 0);
+	ck_assert_int_eq(rmdir(dir), 0);
+}
+END_TEST
 /* ---- the symbol ---- */
 
 START_TEST(wrong_symbol)
@@ -2072,6 +2121,7 @@ TEST_SUITE(ctxdump_hostile_suite)
 	tcase_add_test(tc, shared_thread_pointer_in_pid_namespace);
 	tcase_add_test(tc, threads_on_copied_thread_pointer);
 	tcase_add_test(tc, two_definitions_load_order);
+	tcase_add_test(tc, empty_key_name);
 	tcase_add_loop_test(tc, broken_process_context, 0,
 			    sizeof(pctx_cases) / sizeof(pctx_cases[0]));
 	tcase_add_loop_test(tc, wrong_symbol, 0, 4);

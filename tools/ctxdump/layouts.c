@@ -546,13 +546,17 @@ decode_otel(const struct lay_raw *raw, const struct pctx_decoded *pd, struct lay
 			a->index = dec->attr[i].key;
 			a->val = dec->attr[i].val;
 			a->vlen = dec->attr[i].len;
-			if (a->index < n_keys) {
+			/* An element that names nothing (empty, or no
+			 * string) is no name either, as in the dump
+			 * (output.c, key_name()): recorded as "#N", which
+			 * the report leaves out of OTLP (no empty keys). */
+			if (a->index < n_keys && pd->key_map[a->index].len) {
 				a->key = pd->key_map[a->index].ptr;
 				a->klen = pd->key_map[a->index].len;
 			} else {
 				a->key = NULL;
 				a->klen = 0;
-				o->unknown_keys = true;
+				o->unknown_keys |= a->index >= n_keys;
 			}
 		}
 	}
