@@ -1149,6 +1149,9 @@ struct evo_wrap {
 	struct event_base *base;
 	struct evo_wrap *prev, *next;
 	bool forgotten; /* by evo_forget(): its caller frees it */
+	/* The request whose callback scheduled it (evh_cur, NULL: none): the
+	 * callback answers it as if called from there (evh_req_get()). */
+	struct evhttp_request *req;
 	struct hook_scope scope;
 };
 
@@ -1289,6 +1292,8 @@ evo_run(evutil_socket_t fd, short what, void *p)
 	event_callback_fn cb = w->cb;
 	void *arg = w->arg;
 	struct hook_scope prev;
+	struct evhttp_request *prev_req;
+	uint8_t prev_span[8];
 	int saved_errno = errno;
 	/* Not ours only if the base's free runs it (libevent 2.1.12 never
 	 * does) */
@@ -1303,6 +1308,10 @@ evo_run(evutil_socket_t fd, short what, void *p)
 	}
 	hook_scope_capture(&prev);
 	hook_scope_publish(&w->scope, "event-once");
+	/* A chunk or completion callback the timer sets for the request that
+	 * scheduled it runs with that request's context, as when set from
+	 * the request's callback; evh_req_get() checks the span as there. */
+	evh_cur_push(w->req, &w->scope.ctx, &prev_req, prev_span);
 	if (mine)
 		free(w);
 	errno = saved_errno;
@@ -1310,6 +1319,7 @@ evo_run(evutil_socket_t fd, short what, void *p)
 	cb(fd, what, arg);
 
 	saved_errno = errno;
+	evh_cur_pop(prev_req, prev_span);
 	hook_scope_restore(&prev, "event-once-return");
 	errno = saved_errno;
 }
@@ -1345,6 +1355,11 @@ hook_evhttp_base_once(struct event_base *base,
 	w->base = base;
 	w->forgotten = false;
 	hook_scope_capture(&w->scope);
+	/* Only while the thread still shows the request's span: a jump out
+	 * of its callback leaves evh_cur set. */
+	w->req = NULL;
+	if (evh_cur && memcmp(w->scope.ctx.span_id, evh_cur_span, 8) == 0)
+		w->req = evh_cur;
 	/* Before the call: a loop on another thread may run it at once. */
 	evo_link(w);
 	errno = saved_errno;

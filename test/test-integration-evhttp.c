@@ -269,6 +269,20 @@ START_TEST(test_stream_chunks)
 }
 END_TEST
 
+/* The same replies started by a zero timer that the request callback
+ * scheduled (event_base_once()), as a server that answers from its
+ * backend's reply does: the timer, the chunk callbacks it set and the
+ * completion callback show the request, as when set from the request
+ * callback itself (they showed none). */
+START_TEST(test_stream_chunks_later)
+{
+	struct it_server s;
+
+	it_block_start(&s, "evhttp-server", "-l", true);
+	it_check_two_streams(&s, assert_stream, "evhttp-chunk", false);
+}
+END_TEST
+
 /* A client that closes in the middle of a /stream reply: evhttp drops the
  * pending chunk callback with the connection, and the request goes when
  * the application ends it (the helper's close callback).  The chunks
@@ -325,6 +339,7 @@ TEST_SUITE(integration_evhttp_suite)
 	tcase_add_test(tc, test_same_bytes);
 	tcase_add_test(tc, test_unknown_method);
 	tcase_add_test(tc, test_stream_chunks);
+	tcase_add_test(tc, test_stream_chunks_later);
 	tcase_add_test(tc, test_stream_cut);
 	suite_add_tcase(s, tc);
 	return s;

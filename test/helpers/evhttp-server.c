@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* A libevent evhttp server with no tracing code, for the integration tests.
  *
- * usage: evhttp-server [-m]
+ * usage: evhttp-server [-m | -l]
  *   -m  allow every method bit (evhttp_set_allowed_methods()), so that a
  *       method libevent does not know reaches the callbacks
+ *   -l  /stream replies start later: the request callback schedules a
+ *       zero timer (event_base_once()), which starts the reply
  *
  * Listens on 127.0.0.1 (ephemeral port) and prints "READY <port>".  One
  * event loop thread.  Callbacks:
@@ -218,9 +220,13 @@ stream_closed(struct evhttp_connection *evcon, void *arg)
 	free(st);
 }
 
+static void stream_start(evutil_socket_t fd, short what, void *arg);
+static bool stream_later; /* -l */
+
 static void
 cb_stream(struct evhttp_request *req, void *arg)
 {
+	static const struct timeval now = {0, 0};
 	struct stream *st = calloc(1, sizeof(*st));
 
 	(void)arg;
@@ -234,6 +240,22 @@ cb_stream(struct evhttp_request *req, void *arg)
 	fflush(stdout);
 	evhttp_connection_set_closecb(evhttp_request_get_connection(req), stream_closed,
 				      st);
+	if (!stream_later)
+		stream_start(-1, 0, st);
+	else if (event_base_once(base, -1, EV_TIMEOUT, stream_start, st, &now) != 0)
+		evhttp_send_error(req, 500, NULL);
+}
+
+/* The reply of st, from its request's callback or (-l) a timer that
+ * callback scheduled. */
+static void
+stream_start(evutil_socket_t fd, short what, void *arg)
+{
+	struct stream *st = arg;
+	struct evhttp_request *req = st->req;
+
+	(void)fd;
+	(void)what;
 	evhttp_request_set_on_complete_cb(req, stream_complete, st);
 	evhttp_add_header(evhttp_request_get_output_headers(req), "Date",
 			  "Thu, 01 Jan 1970 00:00:00 GMT");
@@ -290,6 +312,7 @@ main(int argc, char **argv)
 	}
 	if (argc > 1 && strcmp(argv[1], "-m") == 0)
 		evhttp_set_allowed_methods(http, 0xffff);
+	stream_later = argc > 1 && strcmp(argv[1], "-l") == 0;
 	evhttp_set_gencb(http, cb_named, "first");
 	evhttp_set_gencb(http, cb_named, "generic");
 	evhttp_set_gencb(vhost, cb_named, "vhost");
