@@ -288,11 +288,12 @@ END_TEST
  * connection's first record and start following it, both may give up on
  * its records), or closed while a read is fed, a new FastCGI connection
  * started right after each close: afterwards every pool entry is free
- * again, and none has two owners (with the new connections open, the
- * pool has exactly the rest).  Before the fix, on a machine with two
- * CPUs: 1-2 entries lost in 3000 connections read by two threads (4 runs
- * in 6); with 500 closed while read, an entry with two owners (every
- * run). */
+ * again, and none has two owners (with the new connections still followed
+ * open, the pool has exactly the rest; one that a stale feed put out of
+ * step may have let go of its entry, and is closed first).  Before the
+ * fix, on a machine with two CPUs: 1-2 entries lost in 3000 connections
+ * read by two threads (4 runs in 6); with 500 closed while read, an entry
+ * with two owners (every run). */
 START_TEST(fcgi_readers_no_leak)
 {
 	static const char *const mode[] = {"fcgi-readers", "fcgi-close"};
