@@ -2586,7 +2586,13 @@ ctxshim_conn_fcgi_feed(struct ctxshim_conn *c,
  * freed under it until it sees c->cap change (it checks at each step),
  * within their bounds (the scanner bounds its state, hook_h2_req_field()
  * its request), so another connection's scanner or request may come out
- * wrong, never leak.  An HTTP/1 head split across reads is kept the same
+ * wrong, never leak: a connection that took such an entry (a FastCGI or
+ * HTTP/2 connection started next takes the lowest free one) may get no
+ * context, or give up on its own next bytes, as on any it cannot follow,
+ * and then let go of the entry it alone holds (a compare-and-swap of its
+ * own c->cap; test-preload-pipeline.c, fcgi-close: under ASan+UBSan 2 runs
+ * in 400, at the new connection's first record).
+ * An HTTP/1 head split across reads is kept the same
  * way (ctxshim_conn_feed_loop(): c->cap stored with a compare-and-swap
  * from 0, taken back with conn_cap_take_own(); two readers lost 4-11
  * entries in 3000 connections), and so is a FastCGI connection's
