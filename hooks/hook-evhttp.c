@@ -1150,7 +1150,9 @@ struct evo_wrap {
 	struct evo_wrap *prev, *next;
 	bool forgotten; /* by evo_forget(): its caller frees it */
 	/* The request whose callback scheduled it (evh_cur, NULL: none): the
-	 * callback answers it as if called from there (evh_req_get()). */
+	 * callback answers it as if called from there (evh_req_get()).  Its
+	 * entry, made at scheduling, tells at the run whether it is still
+	 * that request (evo_req_same()). */
 	struct evhttp_request *req;
 	struct hook_scope scope;
 };
@@ -1283,6 +1285,22 @@ evo_unlink(struct evo_wrap *w)
 	return mine;
 }
 
+/* Whether req still has the entry that the request callback showing span
+ * made for it: the request freed since took its entry along, and a new
+ * request at its address has none, or one of its own span. */
+static bool
+evo_req_same(struct evhttp_request *req, const uint8_t span[8])
+{
+	struct evh_req *q;
+	bool same;
+
+	pthread_mutex_lock(&evh_lock);
+	HASH_FIND_PTR(evh_reqs, &req, q);
+	same = q && memcmp(q->ctx.span_id, span, 8) == 0;
+	pthread_mutex_unlock(&evh_lock);
+	return same;
+}
+
 /* libevent runs it once, on the loop thread, and never again: the wrapper
  * is freed before the callback, which may free the base. */
 static void
@@ -1292,7 +1310,7 @@ evo_run(evutil_socket_t fd, short what, void *p)
 	event_callback_fn cb = w->cb;
 	void *arg = w->arg;
 	struct hook_scope prev;
-	struct evhttp_request *prev_req;
+	struct evhttp_request *req = w->req, *prev_req;
 	uint8_t prev_span[8];
 	int saved_errno = errno;
 	/* Not ours only if the base's free runs it (libevent 2.1.12 never
@@ -1310,8 +1328,12 @@ evo_run(evutil_socket_t fd, short what, void *p)
 	hook_scope_publish(&w->scope, "event-once");
 	/* A chunk or completion callback the timer sets for the request that
 	 * scheduled it runs with that request's context, as when set from
-	 * the request's callback; evh_req_get() checks the span as there. */
-	evh_cur_push(w->req, &w->scope.ctx, &prev_req, prev_span);
+	 * the request's callback; evh_req_get() checks the span as there.
+	 * A request answered and freed before the timer ran is not taken
+	 * for a later one that evhttp allocated at its address. */
+	if (req && !evo_req_same(req, w->scope.ctx.span_id))
+		req = NULL;
+	evh_cur_push(req, &w->scope.ctx, &prev_req, prev_span);
 	if (mine)
 		free(w);
 	errno = saved_errno;
@@ -1356,9 +1378,12 @@ hook_evhttp_base_once(struct event_base *base,
 	w->forgotten = false;
 	hook_scope_capture(&w->scope);
 	/* Only while the thread still shows the request's span: a jump out
-	 * of its callback leaves evh_cur set. */
+	 * of its callback leaves evh_cur set.  Its entry (evh_req_get(): made
+	 * now, freed with the request) lets evo_run() tell it from a later
+	 * request at the same address. */
 	w->req = NULL;
-	if (evh_cur && memcmp(w->scope.ctx.span_id, evh_cur_span, 8) == 0)
+	if (evh_cur && memcmp(w->scope.ctx.span_id, evh_cur_span, 8) == 0 &&
+	    evh_req_get(evh_cur))
 		w->req = evh_cur;
 	/* Before the call: a loop on another thread may run it at once. */
 	evo_link(w);

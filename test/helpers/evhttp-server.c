@@ -26,6 +26,11 @@
  *                 "SEEN <uri> <trace>" from its completion callback, and
  *                 "CUT <uri>" when the client closed before the end.  One
  *                 /stream request per connection.
+ *   /stale        evhttp_set_cb: the first schedules a once event on a pipe
+ *                 (event_base_once()) and is answered at once; the next,
+ *                 /stream/stale, prints "STALE <1 if at the first's
+ *                 address>", wakes the once event, and that streams its
+ *                 reply as /stream does
  * Every answer is "<name> <method> <uri> <body bytes>\n" with fixed Date and
  * Content-Type headers, so runs with and without the shim are
  * byte-identical; each finished request prints "DONE <tid> <uri>".  A line
@@ -223,6 +228,33 @@ stream_closed(struct evhttp_connection *evcon, void *arg)
 static void stream_start(evutil_socket_t fd, short what, void *arg);
 static bool stream_later; /* -l */
 
+/* /stale */
+static int stale_pipe[2] = {-1, -1};
+static struct evhttp_request *stale_first;
+static struct stream *stale_waiting;
+
+static void
+stale_fire(evutil_socket_t fd, short what, void *arg)
+{
+	char c;
+
+	(void)what;
+	(void)arg;
+	if (read(fd, &c, 1) == 1 && stale_waiting)
+		stream_start(-1, 0, stale_waiting);
+	stale_waiting = NULL;
+}
+
+static void
+cb_stale(struct evhttp_request *req, void *arg)
+{
+	stale_first = req;
+	if (event_base_once(base, stale_pipe[0], EV_READ, stale_fire, NULL, NULL) != 0)
+		evhttp_send_error(req, 500, NULL);
+	else
+		reply(req, arg);
+}
+
 static void
 cb_stream(struct evhttp_request *req, void *arg)
 {
@@ -240,7 +272,13 @@ cb_stream(struct evhttp_request *req, void *arg)
 	fflush(stdout);
 	evhttp_connection_set_closecb(evhttp_request_get_connection(req), stream_closed,
 				      st);
-	if (!stream_later)
+	if (arg) {
+		printf("STALE %d\n", req == stale_first);
+		fflush(stdout);
+		stale_waiting = st;
+		if (write(stale_pipe[1], "x", 1) != 1)
+			evhttp_send_error(req, 500, NULL);
+	} else if (!stream_later)
 		stream_start(-1, 0, st);
 	else if (event_base_once(base, -1, EV_TIMEOUT, stream_start, st, &now) != 0)
 		evhttp_send_error(req, 500, NULL);
@@ -306,7 +344,10 @@ main(int argc, char **argv)
 	    evhttp_del_cb(http, "/gone") != 0 || evhttp_del_cb(http, "/gone") != -1 ||
 	    evhttp_set_cb(http, "/stream/a", cb_stream, NULL) != 0 ||
 	    evhttp_set_cb(http, "/stream/b", cb_stream, NULL) != 0 ||
-	    evhttp_set_cb(http, "/stream/c", cb_stream, NULL) != 0) {
+	    evhttp_set_cb(http, "/stream/c", cb_stream, NULL) != 0 ||
+	    evhttp_set_cb(http, "/stale", cb_stale, "stale") != 0 ||
+	    evhttp_set_cb(http, "/stream/stale", cb_stream, "stale") != 0 ||
+	    pipe(stale_pipe) != 0) {
 		fprintf(stderr, "evhttp-server: callback registration misbehaves\n");
 		return 1;
 	}
