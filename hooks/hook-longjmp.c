@@ -54,9 +54,10 @@
  * never comes back): their holds stay set, as before.  Nor what the
  * library hooks that publish a request around the application's callback
  * (hook-http.h: hook-mhd.c, hook-evhttp.c, hook-nghttp2.c; hook-scope.h:
- * hook-pool-uv.c) would restore after it: a jump out of the callback
- * leaves the request it abandoned published until the thread publishes
- * something else or the socket level sees its connection close (libevent
+ * hook-pool-uv.c, hook-evhttp.c's event_base_once()) would restore after
+ * it: a jump out of the callback leaves the request it abandoned
+ * published until the thread publishes something else or the socket
+ * level sees its connection close (libevent
  * refuses to run an event loop a jump left, and libmicrohttpd calls the
  * handler of an unanswered request again, which publishes it again).  A
  * ucontext slot locked by a switch that a signal handler's own switch
