@@ -3708,7 +3708,10 @@ hook_socket_splice(int in, __off64_t *oi, int out, __off64_t *oo, size_t n, unsi
  * handlers in the read's callback and answer there (then the wait clears
  * as before) or wait with a timeout; a zero-timeout wait of theirs (nginx
  * with posted events) keeps a request they read and have not answered
- * until the I/O of another connection or the next wait with a timeout. */
+ * until the I/O of another connection or the next wait with a timeout.
+ * The connection may have no fd: a TLS session over memory BIOs, as
+ * asyncio's TLS transport has, is followed under a virtual id
+ * (hook-openssl.c), hence ctxshim_conn_by_id(). */
 static bool
 sk_wait_keeps(void)
 {
@@ -3719,7 +3722,7 @@ sk_wait_keeps(void)
 	if (ctxshim_sk_gate_get() != CTXSHIM_SK_GATE_PENDING ||
 	    s != sk_self.mark + ctxshim_self.span_rng.gamma ||
 	    sk_self.span != ctx_mix64(s) || fd < 0 || !c || c == &sk_nil_conn ||
-	    (unsigned)fd >= ctxshim_conn_tab.max_fds || ctxshim_conn_get(fd) != c)
+	    ctxshim_conn_by_id(fd) != c)
 		return false;
 	return sk_publishes(fd, c) && !ctxshim_conn_idle(c);
 }

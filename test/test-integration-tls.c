@@ -36,6 +36,8 @@
  *  - libmicrohttpd with MHD_USE_TLS (helpers/mhd-server.c, GnuTLS) in
  *    each threading mode: the blocked handler's thread shows its
  *    request's context, one span per request;
+ *  - Python's asyncio over TLS (memory BIOs, no fd): a handler that runs
+ *    after the loop's zero-timeout wait and blocks it shows its request;
  *  - libcurl over https (helpers/curl-get.c) under the shim with
  *    TRACEPARENT: each request carries exactly one traceparent, a child
  *    of TRACEPARENT (injection happens at libcurl level, above TLS). */
@@ -1323,6 +1325,82 @@ START_TEST(test_ssl_clear)
 }
 END_TEST
 
+/* Python's asyncio over TLS (asyncio.start_server(ssl=...), the system
+ * python3 with libssl.so.3): the session has no fd (asyncio's SSL
+ * transport feeds memory BIOs from its own recv()), so it is followed by
+ * its SSL pointer, under a virtual id.  The loop reads a request in its
+ * read callback and runs the handler after a zero-timeout epoll_wait, as
+ * over plain TCP (test-preload-asyncio.c): a handler that blocks the loop
+ * must show its request.  Old, that wait cleared the context of a
+ * connection without an fd (hooks/hook-socket.c, sk_wait_keeps()).  The
+ * server ends with its one connection. */
+#define PYTHON "/usr/bin/python3"
+
+static const char asyncio_tls_py[] =
+	"import asyncio, ssl, sys, threading\n"
+	"ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)\n"
+	"ctx.load_cert_chain(sys.argv[1], sys.argv[2])\n"
+	"async def handle(r, w):\n"
+	"    while True:\n"
+	"        try:\n"
+	"            head = await r.readuntil(b'\\r\\n\\r\\n')\n"
+	"        except (asyncio.IncompleteReadError, ConnectionError):\n"
+	"            break\n"
+	"        path = head.split(b' ', 2)[1].decode()\n"
+	"        if path.startswith('/block'):\n"
+	"            print('BLOCK', threading.get_native_id(), path, flush=True)\n"
+	"            sys.stdin.readline()\n"
+	"        body = ('path=' + path + '\\n').encode()\n"
+	"        w.write(b'HTTP/1.1 200 OK\\r\\nContent-Length: %d\\r\\n\\r\\n'\n"
+	"                % len(body) + body)\n"
+	"        await w.drain()\n"
+	"    w.close()\n"
+	"    stop.set()\n"
+	"async def main():\n"
+	"    global stop\n"
+	"    stop = asyncio.Event()\n"
+	"    srv = await asyncio.start_server(handle, '127.0.0.1', 0, ssl=ctx)\n"
+	"    print('READY', srv.sockets[0].getsockname()[1], flush=True)\n"
+	"    await stop.wait()\n"
+	"asyncio.run(main())\n";
+
+START_TEST(test_asyncio_tls)
+{
+	static const char first[] = "GET /block/one HTTP/1.1\r\nHost: x\r\n" TP1 "\r\n";
+	static const char second[] = "GET /block/two HTTP/1.1\r\nHost: x\r\n\r\n";
+	char *argv[] = {PYTHON, "-c", (char *)asyncio_tls_py, NULL, NULL, NULL};
+	struct tls_dir d;
+	struct it_server s;
+	struct it_thread_ctx t, t2;
+	struct tc c;
+	long tid;
+
+	if (access(PYTHON, X_OK) != 0)
+		test_skip(PYTHON " not found");
+	tls_dir_make(&d);
+	argv[3] = d.cert;
+	argv[4] = d.key;
+	it_server_start(&s, argv, true, NULL);
+	tc_connect(&c, s.port);
+	tc_send(&c, first, strlen(first), 0);
+	tid = expect_block(&s, "/block/one");
+	assert_ctx(&s, tid, T1, P1, "/block/one", &t);
+	test_child_send(&s.child, "go\n");
+	it_assert_path_body(tc_read_response(&c), "/block/one");
+	/* the next request on the connection: its own context */
+	tc_send(&c, second, strlen(second), 0);
+	ck_assert_int_eq(expect_block(&s, "/block/two"), tid);
+	assert_ctx(&s, tid, NULL, NULL, "/block/two", &t2);
+	ck_assert_str_ne(t2.span, t.span);
+	test_child_send(&s.child, "go\n");
+	it_assert_path_body(tc_read_response(&c), "/block/two");
+	tc_close(&c);
+	it_wait_detached(&s, tid, t2.trace, NULL);
+	it_server_stop(&s);
+	tls_dir_remove(&d);
+}
+END_TEST
+
 static const char *const jump_mode[] = {"read", "bio"};
 
 /* helpers/tls-jump.c: a request timeout that siglongjmp()s out of a
@@ -1386,6 +1464,7 @@ TEST_SUITE(tls_suite)
 			(int)(sizeof(resume_mode) / sizeof(resume_mode[0])));
 	tcase_add_test(tc, test_bio_callback);
 	tcase_add_test(tc, test_write_inside_read);
+	tcase_add_test(tc, test_asyncio_tls);
 	snprintf(p, sizeof(p), "%s/tls-clear", test_env_path("HELPER_DIR"));
 	if (access(p, X_OK) == 0)
 		tcase_add_loop_test(tc, test_ssl_clear, 0,
