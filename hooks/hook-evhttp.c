@@ -1152,7 +1152,7 @@ struct evo_wrap {
 	/* The request whose callback scheduled it (evh_cur, NULL: none): the
 	 * callback answers it as if called from there (evh_req_get()).  Its
 	 * entry, made at scheduling, tells at the run whether it is still
-	 * that request (evo_req_same()). */
+	 * that request (evo_unlink()). */
 	struct evhttp_request *req;
 	struct hook_scope scope;
 };
@@ -1271,34 +1271,28 @@ evo_unlink_locked(struct evo_wrap *w)
 }
 
 /* Unlink w, unless a free of its base took it (then false: not the
- * caller's to free). */
+ * caller's to free).  With req, also whether *req still has the entry that
+ * the request callback showing span made for it (else *req becomes NULL):
+ * the request freed since took its entry along, and a new request at its
+ * address has none, or one of its own span.  One critical section for
+ * both, as a timer's run needs both. */
 static bool
-evo_unlink(struct evo_wrap *w)
+evo_unlink(struct evo_wrap *w, struct evhttp_request **req, const uint8_t span[8])
 {
+	struct evh_req *q;
 	bool mine;
 
 	pthread_mutex_lock(&evh_lock);
 	mine = !w->forgotten;
 	if (mine)
 		evo_unlink_locked(w);
+	if (req && *req) {
+		HASH_FIND_PTR(evh_reqs, req, q);
+		if (!q || memcmp(q->ctx.span_id, span, 8) != 0)
+			*req = NULL;
+	}
 	pthread_mutex_unlock(&evh_lock);
 	return mine;
-}
-
-/* Whether req still has the entry that the request callback showing span
- * made for it: the request freed since took its entry along, and a new
- * request at its address has none, or one of its own span. */
-static bool
-evo_req_same(struct evhttp_request *req, const uint8_t span[8])
-{
-	struct evh_req *q;
-	bool same;
-
-	pthread_mutex_lock(&evh_lock);
-	HASH_FIND_PTR(evh_reqs, &req, q);
-	same = q && memcmp(q->ctx.span_id, span, 8) == 0;
-	pthread_mutex_unlock(&evh_lock);
-	return same;
 }
 
 /* libevent runs it once, on the loop thread, and never again: the wrapper
@@ -1313,11 +1307,16 @@ evo_run(evutil_socket_t fd, short what, void *p)
 	struct evhttp_request *req = w->req, *prev_req;
 	uint8_t prev_span[8];
 	int saved_errno = errno;
+	bool active = ctxshim_active();
 	/* Not ours only if the base's free runs it (libevent 2.1.12 never
-	 * does) */
-	bool mine = evo_unlink(w);
+	 * does).  A chunk or completion callback the timer sets for the
+	 * request that scheduled it runs with that request's context, as when
+	 * set from the request's callback; evh_req_get() checks the span as
+	 * there.  A request answered and freed before the timer ran is not
+	 * taken for a later one that evhttp allocated at its address. */
+	bool mine = evo_unlink(w, active ? &req : NULL, w->scope.ctx.span_id);
 
-	if (!ctxshim_active()) {
+	if (!active) {
 		if (mine)
 			free(w);
 		errno = saved_errno;
@@ -1326,13 +1325,6 @@ evo_run(evutil_socket_t fd, short what, void *p)
 	}
 	hook_scope_capture(&prev);
 	hook_scope_publish(&w->scope, "event-once");
-	/* A chunk or completion callback the timer sets for the request that
-	 * scheduled it runs with that request's context, as when set from
-	 * the request's callback; evh_req_get() checks the span as there.
-	 * A request answered and freed before the timer ran is not taken
-	 * for a later one that evhttp allocated at its address. */
-	if (req && !evo_req_same(req, w->scope.ctx.span_id))
-		req = NULL;
 	evh_cur_push(req, &w->scope.ctx, &prev_req, prev_span);
 	if (mine)
 		free(w);
@@ -1393,7 +1385,7 @@ hook_evhttp_base_once(struct event_base *base,
 	 * nothing. */
 	if (r != 0) {
 		saved_errno = errno;
-		(void)evo_unlink(w);
+		(void)evo_unlink(w, NULL, NULL);
 		free(w);
 		errno = saved_errno;
 	}
