@@ -486,14 +486,51 @@ check "says so (no NUL)" contains "$dp_out$dp_err" "has an invalid PT_INTERP"
 # path up to it (old: "/lib64ld-linux-x86-64.so.2", every NUL dropped).
 cp glibc-hdr interp-nul
 printf '\0' | dd of=interp-nul bs=1 seek=126 conv=notrunc 2>/dev/null
-expect_status 0 "check: PT_INTERP with a NUL inside" "$S" check ./interp-nul
-check "names the path up to it" contains "$dp_out" "(interpreter /lib64)"
-# A newline is part of the path (old: the path cut at it, "/lib64").
+# That directory cannot be executed (EACCES).
+expect_status 126 "check: PT_INTERP with a NUL inside" "$S" check ./interp-nul
+check "names the path up to it" same "$dp_err" \
+	"ctxshim: cannot execute ./interp-nul: it names the interpreter /lib64, which is a directory"
+# A newline is part of the path (old: the path cut at it, "/lib64"); no
+# file has that name (ENOENT).
 cp glibc-hdr interp-nl
 printf '\n' | dd of=interp-nl bs=1 seek=126 conv=notrunc 2>/dev/null
-expect_status 0 "check: PT_INTERP with a newline inside" "$S" check ./interp-nl
-check "names the path with it" contains "$dp_out" "(interpreter /lib64
-ld-linux-x86-64.so.2)"
+expect_status 127 "check: PT_INTERP with a newline inside" "$S" check ./interp-nl
+check "names the path with it" contains "$dp_err" "the interpreter /lib64
+ld-linux-x86-64.so.2, which does not exist"
+# An interpreter that is not there (a program of another system, a #!
+# line with DOS line endings, a typo) makes exec fail: run and check say
+# so with exec's status, the entrypoint too (old: check "ok", and run
+# and the entrypoint let the shell say "ctxshim: 107: exec: ./x: not
+# found" of a file that is there).
+elf64 nointerp 3 62 /no/such/ld-linux-x86-64.so.2
+printf '#!/no/such/interp\ntrue\n' >s-nointerp
+printf '#!/bin/sh\r\ntrue\r\n' >s-crlf
+printf '#!%s\ntrue\n' "$dp_tmp" >s-dirinterp
+printf '#!%s/noexec\ntrue\n' "$dp_tmp" >s-noexecinterp
+printf '#!%s/s-nointerp\ntrue\n' "$dp_tmp" >s-nested
+chmod 755 s-nointerp s-crlf s-dirinterp s-noexecinterp s-nested
+run_nl='
+'
+for c in "127 nointerp:it names the interpreter /no/such/ld-linux-x86-64.so.2, which does not exist" \
+	"127 s-nointerp:it names the interpreter /no/such/interp, which does not exist" \
+	"127 s-crlf:it names the interpreter /bin/sh with a carriage return after it, which does not exist (a #! line with DOS line endings?)" \
+	"126 s-dirinterp:it names the interpreter $dp_tmp, which is a directory" \
+	"126 s-noexecinterp:it names the interpreter $dp_tmp/noexec, which is not executable" \
+	"127 s-nested:it is a script for $dp_tmp/s-nointerp; $dp_tmp/s-nointerp names the interpreter /no/such/interp, which does not exist"; do
+	c_st=${c%% *}
+	c_f=${c#* }
+	c_f=${c_f%%:*}
+	c_why=${c#*:}
+	expect_status "$c_st" "run: $c_f: its interpreter cannot be executed" "$S" run -- "./$c_f"
+	check "run: $c_f: says why" same "$dp_err" "ctxshim: cannot execute ./$c_f: $c_why"
+	expect_status "$c_st" "check: $c_f: its interpreter cannot be executed" "$S" check "./$c_f"
+	check "check: $c_f: says why" same "$dp_err" "ctxshim: cannot execute ./$c_f: $c_why"
+	check "check: $c_f: no verdict" same "$dp_out" ""
+	expect_status "$c_st" "entrypoint: $c_f: its interpreter cannot be executed" \
+		"$CTXSHIM_ENTRYPOINT" "./$c_f"
+	check "entrypoint: $c_f: says why, last" same "${dp_err##*"$run_nl"}" \
+		"ctxshim-entrypoint: cannot execute ./$c_f: $c_why"
+done
 # Program headers the kernel does not load (fs/binfmt_elf.c,
 # load_elf_phdrs): entries of other than 56 bytes (e_phentsize at 54), a
 # table over 64 KiB (e_phnum at 56, 1171 entries, the table in the file).

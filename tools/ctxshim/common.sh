@@ -530,9 +530,13 @@ ctx_elf_machine() {
 # interpreter when there is one.  Scripts (#!) are followed to their
 # interpreter, and through "#!/usr/bin/env PROG" to PROG, up to 4 levels
 # like the kernel (fs/binfmt_script.c, BINPRM_MAX_RECURSION).
+# ctx_noexec is set, whatever the verdict, when execve() of FILE would fail
+# on an interpreter on the way (ctx_interp_check).
 ctx_inspect() {
 	ctx_depth=0
 	ctx_via=
+	ctx_noexec=
+	ctx_noexec_status=
 	ctx_inspect_file "$1"
 	if [ -n "$ctx_via" ]; then
 		ctx_why="$ctx_via$ctx_why"
@@ -576,6 +580,7 @@ ctx_inspect_script() {
 		return 0
 	fi
 	ctx_script=$ctx_file
+	ctx_interp_check "$ctx_prog"
 	# "#!/usr/bin/env [-S] PROG": what matters is PROG.  env's own
 	# options and NAME=VALUE words come before it; some of them take
 	# LD_PRELOAD away from PROG.
@@ -713,6 +718,34 @@ ctx_env_shorts() {
 	done
 }
 
+# ctx_interp_check INTERP: INTERP, the interpreter that $ctx_file names
+# (its #! line or PT_INTERP), is a file the kernel can start.  If not,
+# execve() of the command fails as a whole (ENOENT or EACCES) and the
+# shell's exec says "exec: ./app: not found" of a file that is there: set
+# ctx_noexec to the reason (the first one found) and ctx_noexec_status
+# to the status of the shells and env(1) for that errno.
+ctx_interp_check() {
+	[ -z "$ctx_noexec" ] || return 0
+	ctx_noexec_status=126
+	if [ -d "$1" ]; then
+		ctx_noexec="is a directory"
+	elif [ -e "$1" ]; then
+		[ -x "$1" ] && return 0
+		ctx_noexec="is not executable"
+	else
+		ctx_noexec_status=127
+		ctx_noexec="does not exist"
+	fi
+	ctx_noexec="$ctx_via$ctx_file names the interpreter $1, which $ctx_noexec"
+	# A #! line that ends in a carriage return names a file with one,
+	# which is never there: say so, and not with the raw character.
+	case $1 in
+	*"$(printf '\r')")
+		ctx_noexec="$ctx_via$ctx_file names the interpreter ${1%?} with a carriage return after it, which does not exist (a #! line with DOS line endings?)"
+		;;
+	esac
+}
+
 # Called with the first 64 bytes of an ELF file as arguments ($1 = 0x7f).
 ctx_inspect_elf() {
 	case $5 in
@@ -820,6 +853,7 @@ ctx_inspect_elf() {
 	# newline in it kept (swapped with NUL for head; old: cut there).
 	ctx_interp=$(dd if="$ctx_file" bs=1 skip="$2" count="$3" 2>/dev/null |
 		tr '\000\n' '\n\000' | head -n 1 | tr '\000' '\n')
+	ctx_interp_check "$ctx_interp"
 	case ${ctx_interp##*/} in
 	ld-musl-*)
 		ctx_verdict=musl
