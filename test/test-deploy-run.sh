@@ -218,6 +218,23 @@ check "CTXSHIM_LOG made absolute" contains "$env_out" "CTXSHIM_LOG=$dp_tmp/rel.l
 check "CTXSHIM_EVENTS" contains "$env_out" "CTXSHIM_EVENTS=/tmp/ev.log"
 expect_status 0 "--log stderr stays stderr" "$S" run --log stderr -- env
 check "CTXSHIM_LOG=stderr" contains "$dp_out" "CTXSHIM_LOG=stderr"
+# The other words the shim reads as stderr or off (stderr in any case, the
+# boolean words) pass as they are (old: made "$PWD/1", a file named "1"
+# in the working directory, the file the shim itself no longer makes of
+# CTXSHIM_LOG=1).
+for w in STDERR 1 Yes true on 0 no FALSE off; do
+	expect_status 0 "--log $w and --events $w" "$S" run --log "$w" --events="$w" -- env
+	check "CTXSHIM_LOG=$w" contains "$dp_out" "
+CTXSHIM_LOG=$w
+"
+	check "CTXSHIM_EVENTS=$w" contains "$dp_out" "
+CTXSHIM_EVENTS=$w
+"
+	check "no file $w" test ! -e "$w"
+done
+expect_status 0 "--log ./1 is the file" "$S" run --log ./1 -- env
+check "CTXSHIM_LOG=$dp_tmp/./1" contains "$dp_out" "CTXSHIM_LOG=$dp_tmp/./1"
+rm -f 1
 # Only the command loads the shim, not the awk that ctxshim runs just
 # before its exec (old: three processes logged "active" for one command).
 expect_status 0 "--log stderr, one command" "$S" run --log stderr -- /bin/true
