@@ -626,6 +626,22 @@ expect_status 0 "names that are not shell identifiers" \
 	env spring.profiles.active=prod log-level=debug "$S" run -- env
 check "keeps spring.profiles.active" contains "$dp_out" "spring.profiles.active=prod"
 check "keeps log-level" contains "$dp_out" "log-level=debug"
+# Those go through env(1), which would take a command named with "=" for
+# one more variable and run its first argument instead (old: "env: 'arg':
+# No such file or directory", exit 127; "./a=b rm x" ran rm): it runs,
+# without them, and says so; the entrypoint too.
+# shellcheck disable=SC2016 # expanded by the script
+printf '#!/bin/sh\necho "ran $0 $*"; env\n' >eq=cmd
+chmod 755 eq=cmd
+for c in "ctxshim:$S run --" "ctxshim-entrypoint:$CTXSHIM_ENTRYPOINT"; do
+	# shellcheck disable=SC2086 # the command and its options
+	expect_status 0 "${c%%:*}: a command with = in its name, names that are not identifiers" \
+		env spring.profiles.active=prod log-level=debug ${c#*:} ./eq=cmd arg
+	check "${c%%:*}: runs it, with its argument" contains "$dp_out" "ran ./eq=cmd arg"
+	check "${c%%:*}: says which variables it lost" same "$dp_err" \
+		"${c%%:*}: warning: ./eq=cmd runs without spring.profiles.active log-level: variables of such names go through env(1), which would take a command name with \"=\" for one more"
+	check "${c%%:*}: with the shim" contains "$dp_out" "LD_PRELOAD=$want_preload"
+done
 # The loader splits LD_PRELOAD at spaces and colons only: a name with a tab
 # in it is one (missing) name, and the shim is not listed yet.
 tab=$(printf '\t')

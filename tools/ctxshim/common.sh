@@ -59,6 +59,17 @@ ctx_lost_env() {
 # arguments); LD_PRELOAD goes that way too, so env itself runs without it.
 ctx_exec() {
 	set -- "$(ctx_lost_env)" "$@"
+	# env takes a command with "=" in its name for one more variable,
+	# and runs the first argument in its place: such a command is
+	# exec'd here, without those variables, and the caller is told.
+	case $1:$2 in
+	?*:*=*)
+		printf '%s: warning: %s runs without%s: variables of such names go through env(1), which would take a command name with "=" for one more\n' \
+			"${0##*/}" "$2" "$(eval "set -- $1" && for w; do printf ' %s' "${w%%=*}"; done)" >&2
+		shift
+		exec "$@"
+		;;
+	esac
 	if [ -n "$1" ] && command -v env >/dev/null 2>&1; then
 		if [ -n "${LD_PRELOAD+set}" ]; then
 			eval "shift; set -- \"LD_PRELOAD=\$LD_PRELOAD\" $1 \"\$@\""
