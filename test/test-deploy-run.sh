@@ -522,15 +522,17 @@ ld-linux-x86-64.so.2, which does not exist"
 elf64 nointerp 3 62 /no/such/ld-linux-x86-64.so.2
 printf '#!/no/such/interp\ntrue\n' >s-nointerp
 printf '#!/bin/sh\r\ntrue\r\n' >s-crlf
+printf '#!/usr/bin/env sh\r\ntrue\r\n' >s-crlfenv
 printf '#!%s\ntrue\n' "$dp_tmp" >s-dirinterp
 printf '#!%s/noexec\ntrue\n' "$dp_tmp" >s-noexecinterp
 printf '#!%s/s-nointerp\ntrue\n' "$dp_tmp" >s-nested
-chmod 755 s-nointerp s-crlf s-dirinterp s-noexecinterp s-nested
+chmod 755 s-nointerp s-crlf s-crlfenv s-dirinterp s-noexecinterp s-nested
 run_nl='
 '
 for c in "127 nointerp:it names the interpreter /no/such/ld-linux-x86-64.so.2, which does not exist" \
 	"127 s-nointerp:it names the interpreter /no/such/interp, which does not exist" \
 	"127 s-crlf:it names the interpreter /bin/sh with a carriage return after it, which does not exist (a #! line with DOS line endings?)" \
+	"127 s-crlfenv:it is a script for /usr/bin/env sh with a carriage return after it, which env(1) does not find (a #! line with DOS line endings?)" \
 	"126 s-dirinterp:it names the interpreter $dp_tmp, which is a directory" \
 	"126 s-noexecinterp:it names the interpreter $dp_tmp/noexec, which is not executable" \
 	"127 s-nested:it is a script for $dp_tmp/s-nointerp; $dp_tmp/s-nointerp names the interpreter /no/such/interp, which does not exist"; do

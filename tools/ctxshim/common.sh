@@ -622,6 +622,16 @@ ctx_inspect_script() {
 			ctx_inspect_file "$ctx_target"
 			return 0
 		fi
+		# "#!/usr/bin/env bash" with DOS line endings: env looks for
+		# "bash\r" in PATH, finds none, and exits 127.
+		case $ctx_envprog in
+		*"$(printf '\r')")
+			if [ -z "$ctx_noexec" ]; then
+				ctx_noexec_status=127
+				ctx_noexec="$ctx_via$ctx_script is a script for $ctx_prog ${ctx_envprog%?} with a carriage return after it, which env(1) does not find (a #! line with DOS line endings?)"
+			fi
+			;;
+		esac
 		;;
 	esac
 	ctx_via="$ctx_via$ctx_script is a script for $ctx_prog; "
