@@ -19,9 +19,15 @@
  * corked send was already seen.  And gnutls_record_send is
  * gnutls_record_send2(s, data, n, 0, 0), also through the PLT (GnuTLS
  * 3.7.9: a tail jump, so the return address is no help): a send2 inside
- * a send we passed on is that send's (gt_sending).  The other calls are
- * not made from inside libgnutls through its PLT (GnuTLS 3.7.9: no
- * relocation names them), so nothing is seen twice.
+ * a send we passed on is that send's (gt_sending).  gnutls_handshake is
+ * called through the PLT as well: the record layer of gnutls_record_recv
+ * finishes a handshake in progress with it (GnuTLS 3.7.9: three calls in
+ * lib/record.c, check_session_status(), as after a server's early
+ * start).  That call reaches the handshake hook inside a followed read of
+ * the same session; the hook only follows, and the thread already works
+ * on that connection, so nothing changes.  The other calls are not made
+ * from inside libgnutls through its PLT (GnuTLS 3.7.9: no relocation
+ * names them), so no bytes are seen twice.
  * gnutls_record_send_file (GnuTLS 3.7.4) is not hooked: without kTLS it
  * sends the file through gnutls_record_send, whose calls from it are
  * followed (gt_file_lo); with kTLS the record layer is the kernel's,
