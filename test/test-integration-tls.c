@@ -8,7 +8,8 @@
  *    calls, memory BIOs without an fd, the session used only through an
  *    SSL BIO (BIO_f_ssl), libssl dlopen()ed RTLD_LOCAL after start-up)
  *    and on GnuTLS (gnutls_record_recv/_recv_seq/_recv_packet,
- *    gnutls_record_send/_send2/_send_range/_send_file): while a request
+ *    gnutls_record_send/_send2/_send_range/_send_file, a session over
+ *    two fds of one connection): while a request
  *    blocks inside the server,
  *    ctxdump shows its context on the serving thread and nowhere else; a
  *    keep-alive request after it gets its own; the context goes away
@@ -269,6 +270,9 @@ enum srv_kind {
 	SRV_GNUTLS_RANGE,
 	SRV_GNUTLS_PACKET,
 	SRV_GNUTLS_SEQ,
+	/* a session over two fds (gnutls_transport_set_int2): reads through
+	 * a copy of the accepted fd, writes through the fd itself */
+	SRV_GNUTLS_INT2,
 	SRV_N,
 };
 
@@ -290,7 +294,8 @@ static const char *const srv_name[SRV_N] = {"openssl",
 					    "gnutls --send send2",
 					    "gnutls --send range",
 					    "gnutls --recv packet",
-					    "gnutls --recv seq"};
+					    "gnutls --recv seq",
+					    "gnutls --transport int2"};
 
 static void
 srv_start(struct it_server *s, enum srv_kind k, const struct tls_dir *d)
@@ -342,6 +347,10 @@ srv_start(struct it_server *s, enum srv_kind k, const struct tls_dir *d)
 	if (k == SRV_GNUTLS_PACKET || k == SRV_GNUTLS_SEQ) {
 		argv[n++] = "--recv";
 		argv[n++] = k == SRV_GNUTLS_PACKET ? "packet" : "seq";
+	}
+	if (k == SRV_GNUTLS_INT2) {
+		argv[n++] = "--transport";
+		argv[n++] = "int2";
 	}
 	argv[n] = NULL;
 	it_server_start(s, argv, true, env);

@@ -7,7 +7,7 @@
  *
  *   tls-server CERT KEY [--ex] [--bio mem|ssl|ssl-out|ssl-plt] [--up-ref]
  *                       [--read-size N] [--send again|file|send2|range]
- *                       [--recv packet|seq] [--yield]
+ *                       [--recv packet|seq] [--transport int2] [--yield]
  *
  * --ex:       OpenSSL: SSL_read_ex/SSL_write_ex instead of SSL_read/SSL_write
  *             (with --bio ssl: BIO_read_ex/BIO_write_ex on the SSL BIO)
@@ -59,6 +59,9 @@
  *             (a record at a time, handed out N bytes at a time, then
  *             gnutls_packet_deinit())
  * --recv seq: GnuTLS: requests read with gnutls_record_recv_seq()
+ * --transport int2: GnuTLS: the session reads through a copy of the fd
+ *             (F_DUPFD_CLOEXEC) and writes through the fd itself
+ *             (gnutls_transport_set_int2 with two fds)
  * --yield:   each request head, once read, is followed by a switch to a
  *             coroutine (makecontext, swapcontext) that returns at once
  *             (through uc_link), as a coroutine server's scheduler
@@ -76,6 +79,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -102,6 +106,7 @@ static size_t read_size = 4096;
 static bool opt_ex, opt_mem_bio, opt_up_ref, opt_yield;
 #ifdef TLS_GNUTLS
 static const char *opt_send = "", *opt_recv = "";
+static bool opt_int2;
 #else
 static enum { SSL_BIO_NONE, SSL_BIO_ALL, SSL_BIO_OUT, SSL_BIO_PLT } opt_ssl_bio;
 #endif
@@ -112,6 +117,7 @@ struct tconn {
 	int fd;
 #ifdef TLS_GNUTLS
 	gnutls_session_t s;
+	int rfd;             /* --transport int2: the recv fd (0: none) */
 	bool refuse_push;    /* --send again: the next push fails */
 	gnutls_packet_t pkt; /* --recv packet: the record being handed out */
 	size_t pkt_off;      /* ... from here */
@@ -161,7 +167,15 @@ t_accept(struct tconn *c)
 	if (gnutls_set_default_priority(c->s) < 0 ||
 	    gnutls_credentials_set(c->s, GNUTLS_CRD_CERTIFICATE, creds) < 0)
 		return -1;
-	gnutls_transport_set_int(c->s, c->fd);
+	if (opt_int2) {
+		/* --transport int2: reads through a copy of the fd */
+		c->rfd = fcntl(c->fd, F_DUPFD_CLOEXEC, 0);
+		if (c->rfd < 0)
+			return -1;
+		gnutls_transport_set_int2(c->s, c->rfd, c->fd);
+	} else {
+		gnutls_transport_set_int(c->s, c->fd);
+	}
 	do
 		r = gnutls_handshake(c->s);
 	while (r < 0 && !gnutls_error_is_fatal(r));
@@ -301,6 +315,10 @@ t_close(struct tconn *c)
 		(void)gnutls_bye(c->s, GNUTLS_SHUT_WR);
 		gnutls_deinit(c->s);
 		c->s = NULL;
+	}
+	if (c->rfd > 0) {
+		close(c->rfd);
+		c->rfd = 0;
 	}
 }
 #else
@@ -807,6 +825,9 @@ main(int argc, char **argv)
 			 (strcmp(argv[i + 1], "packet") == 0 ||
 			  strcmp(argv[i + 1], "seq") == 0))
 			opt_recv = argv[++i];
+		else if (strcmp(argv[i], "--transport") == 0 && i + 1 < argc &&
+			 strcmp(argv[i + 1], "int2") == 0 && ++i)
+			opt_int2 = true;
 #endif
 		else {
 			fprintf(stderr, "tls-server: unknown option %s\n", argv[i]);
