@@ -330,6 +330,21 @@ gt_conn(gnutls_session_t s, struct hook_tls_conn *t)
 	return ok;
 }
 
+/* After a followed read that returned the n > 0 bytes at buf.  The thread
+ * takes the connection up again first: with a record timeout
+ * (gnutls_record_set_timeout()) libgnutls waits for the record in poll()
+ * inside the read (gnutls_system_recv_timeout()), and the socket level
+ * takes that wait for the thread letting the connection go, as it does an
+ * application's own (hook-socket.c, the waits).  A request whose body was
+ * read so showed no context until its response was written.  A plain
+ * read after its poll() is followed the same way. */
+static void
+gt_read_end(const struct hook_tls_conn *t, const void *buf, size_t n)
+{
+	hook_socket_tls_read_begin(t);
+	hook_socket_tls_read_end(t, buf, n);
+}
+
 static ssize_t
 hook_gnutls_record_recv(gnutls_session_t s, void *buf, size_t n)
 {
@@ -341,7 +356,7 @@ hook_gnutls_record_recv(gnutls_session_t s, void *buf, size_t n)
 	hook_socket_tls_read_begin(&t);
 	r = real_gnutls_record_recv(s, buf, n);
 	if (r > 0 && (size_t)r <= n)
-		hook_socket_tls_read_end(&t, buf, (size_t)r);
+		gt_read_end(&t, buf, (size_t)r);
 	return r;
 }
 
@@ -358,7 +373,7 @@ hook_gnutls_record_recv_early_data(gnutls_session_t s, void *buf, size_t n)
 	hook_socket_tls_read_begin(&t);
 	r = real_gnutls_record_recv_early_data(s, buf, n);
 	if (r > 0 && (size_t)r <= n)
-		hook_socket_tls_read_end(&t, buf, (size_t)r);
+		gt_read_end(&t, buf, (size_t)r);
 	return r;
 }
 
@@ -374,7 +389,7 @@ hook_gnutls_record_recv_seq(gnutls_session_t s, void *buf, size_t n, unsigned ch
 	hook_socket_tls_read_begin(&t);
 	r = real_gnutls_record_recv_seq(s, buf, n, seq);
 	if (r > 0 && (size_t)r <= n)
-		hook_socket_tls_read_end(&t, buf, (size_t)r);
+		gt_read_end(&t, buf, (size_t)r);
 	return r;
 }
 
@@ -393,7 +408,7 @@ gt_packet_read(const struct hook_tls_conn *t, gnutls_packet_t p, size_t r)
 	((gt_packet_get_fn)gt_fn[GT_PACKET_GET])(p, &d, NULL);
 	errno = saved_errno;
 	if (d.data && r <= d.size)
-		hook_socket_tls_read_end(t, d.data, r);
+		gt_read_end(t, d.data, r);
 }
 
 static ssize_t

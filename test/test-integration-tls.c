@@ -9,7 +9,7 @@
  *    SSL BIO (BIO_f_ssl), libssl dlopen()ed RTLD_LOCAL after start-up)
  *    and on GnuTLS (gnutls_record_recv/_recv_seq/_recv_packet,
  *    gnutls_record_send/_send2/_send_range/_send_file, a session over
- *    two fds of one connection): while a request
+ *    two fds of one connection, a record timeout): while a request
  *    blocks inside the server,
  *    ctxdump shows its context on the serving thread and nowhere else; a
  *    keep-alive request after it gets its own; the context goes away
@@ -273,6 +273,10 @@ enum srv_kind {
 	/* a session over two fds (gnutls_transport_set_int2): reads through
 	 * a copy of the accepted fd, writes through the fd itself */
 	SRV_GNUTLS_INT2,
+	/* reads with a record timeout, which libgnutls waits for in poll():
+	 * old, that wait let the connection go, and a request whose body was
+	 * read after its head showed no context (test_tpc_continue) */
+	SRV_GNUTLS_TIMEOUT,
 	SRV_N,
 };
 
@@ -295,7 +299,8 @@ static const char *const srv_name[SRV_N] = {"openssl",
 					    "gnutls --send range",
 					    "gnutls --recv packet",
 					    "gnutls --recv seq",
-					    "gnutls --transport int2"};
+					    "gnutls --transport int2",
+					    "gnutls --timeout"};
 
 static void
 srv_start(struct it_server *s, enum srv_kind k, const struct tls_dir *d)
@@ -348,6 +353,8 @@ srv_start(struct it_server *s, enum srv_kind k, const struct tls_dir *d)
 		argv[n++] = "--recv";
 		argv[n++] = k == SRV_GNUTLS_PACKET ? "packet" : "seq";
 	}
+	if (k == SRV_GNUTLS_TIMEOUT)
+		argv[n++] = "--timeout";
 	if (k == SRV_GNUTLS_INT2) {
 		argv[n++] = "--transport";
 		argv[n++] = "int2";

@@ -7,7 +7,8 @@
  *
  *   tls-server CERT KEY [--ex] [--bio mem|ssl|ssl-out|ssl-plt] [--up-ref]
  *                       [--read-size N] [--send again|file|send2|range]
- *                       [--recv packet|seq] [--transport int2] [--yield]
+ *                       [--recv packet|seq] [--transport int2] [--timeout]
+ *                       [--yield]
  *
  * --ex:       OpenSSL: SSL_read_ex/SSL_write_ex instead of SSL_read/SSL_write
  *             (with --bio ssl: BIO_read_ex/BIO_write_ex on the SSL BIO)
@@ -62,6 +63,8 @@
  * --transport int2: GnuTLS: the session reads through a copy of the fd
  *             (F_DUPFD_CLOEXEC) and writes through the fd itself
  *             (gnutls_transport_set_int2 with two fds)
+ * --timeout:  GnuTLS: reads with a record timeout (gnutls_record_set_timeout,
+ *             one minute): libgnutls waits for each record in poll()
  * --yield:   each request head, once read, is followed by a switch to a
  *             coroutine (makecontext, swapcontext) that returns at once
  *             (through uc_link), as a coroutine server's scheduler
@@ -106,7 +109,7 @@ static size_t read_size = 4096;
 static bool opt_ex, opt_mem_bio, opt_up_ref, opt_yield;
 #ifdef TLS_GNUTLS
 static const char *opt_send = "", *opt_recv = "";
-static bool opt_int2;
+static bool opt_int2, opt_timeout;
 #else
 static enum { SSL_BIO_NONE, SSL_BIO_ALL, SSL_BIO_OUT, SSL_BIO_PLT } opt_ssl_bio;
 #endif
@@ -179,6 +182,8 @@ t_accept(struct tconn *c)
 	do
 		r = gnutls_handshake(c->s);
 	while (r < 0 && !gnutls_error_is_fatal(r));
+	if (opt_timeout)
+		gnutls_record_set_timeout(c->s, 60 * 1000);
 	return r < 0 ? -1 : 0;
 }
 
@@ -828,6 +833,8 @@ main(int argc, char **argv)
 		else if (strcmp(argv[i], "--transport") == 0 && i + 1 < argc &&
 			 strcmp(argv[i + 1], "int2") == 0 && ++i)
 			opt_int2 = true;
+		else if (strcmp(argv[i], "--timeout") == 0)
+			opt_timeout = true;
 #endif
 		else {
 			fprintf(stderr, "tls-server: unknown option %s\n", argv[i]);
