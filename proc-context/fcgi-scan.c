@@ -48,6 +48,15 @@ fcgi_scan_config_add(struct fcgi_scan_config *cfg, const char *name, size_t valu
 	return (int)k;
 }
 
+int
+fcgi_scan_config_cut(struct fcgi_scan_config *cfg, unsigned k)
+{
+	if (k >= cfg->n || k >= FCGI_SCAN_KEEP_MAX)
+		return -EINVAL;
+	cfg->cut |= (uint16_t)(1u << k);
+	return 0;
+}
+
 void
 fcgi_scan_reset(struct fcgi_scan *st)
 {
@@ -100,8 +109,17 @@ name_begin(struct fcgi_scan *st, const struct fcgi_scan_config *cfg)
 	st->nv_pos = 0;
 }
 
+/* The bytes of value k kept of one of len bytes: its first value_max of a
+ * longer one that is cut (fcgi_scan_config_cut()). */
+static inline size_t
+kept_len(const struct fcgi_scan_config *cfg, unsigned k, size_t len)
+{
+	return len > cfg->value_max[k] ? cfg->value_max[k] : len;
+}
+
 /* The name ended: the value that follows (st->nv_len bytes) is kept if
- * exactly one kept name matched and it fits its limit and the arena.  A
+ * exactly one kept name matched and it fits its limit (or is cut to it)
+ * and the arena.  A
  * name seen before in this request replaces its earlier value (dropped
  * even if this one is not kept): the last one wins, as in the table
  * php-fpm builds (main/fastcgi.c, fcgi_hash_set(), which the script's
@@ -120,15 +138,15 @@ value_begin(struct fcgi_scan *st, const struct fcgi_scan_config *cfg)
 		return;
 	k = (unsigned)__builtin_ctz(m);
 	st->present &= (uint16_t) ~(1u << k);
-	if (st->nv_len > cfg->value_max[k] ||
-	    (size_t)st->arena_used + st->nv_len + 1 > FCGI_SCAN_ARENA)
+	if ((st->nv_len > cfg->value_max[k] && !((cfg->cut >> k) & 1)) ||
+	    (size_t)st->arena_used + kept_len(cfg, k, st->nv_len) + 1 > FCGI_SCAN_ARENA)
 		return;
 	st->keep = (int8_t)k;
 }
 
 /* Inline: it ends every pair, kept or not. */
 static inline __attribute__((always_inline)) void
-value_end(struct fcgi_scan *st)
+value_end(struct fcgi_scan *st, const struct fcgi_scan_config *cfg)
 {
 	int k = st->keep;
 	size_t at, len;
@@ -136,9 +154,11 @@ value_end(struct fcgi_scan *st)
 	if (k < 0)
 		return;
 	st->keep = -1;
+	if (k >= FCGI_SCAN_KEEP_MAX)
+		return;
 	at = st->arena_used;
-	len = st->nv_len;
-	if (k >= FCGI_SCAN_KEEP_MAX || at + len >= FCGI_SCAN_ARENA)
+	len = kept_len(cfg, (unsigned)k, st->nv_len);
+	if (at + len >= FCGI_SCAN_ARENA)
 		return;
 	st->arena[at + len] = '\0';
 	st->val_off[k] = (uint16_t)at;
@@ -203,7 +223,7 @@ params(struct fcgi_scan *st,
 				st->nv_phase = NV_VALUE;
 			}
 			if (st->nv_phase == NV_VALUE && st->nv_len == 0) {
-				value_end(st);
+				value_end(st, cfg);
 				st->nv_phase = NV_NLEN;
 			}
 			break;
@@ -259,7 +279,7 @@ params(struct fcgi_scan *st,
 			if (st->nv_pos == st->nlen) {
 				value_begin(st, cfg);
 				if (st->nv_len == 0) {
-					value_end(st);
+					value_end(st, cfg);
 					st->nv_phase = NV_NLEN;
 				} else {
 					st->nv_phase = NV_VALUE;
@@ -271,24 +291,32 @@ params(struct fcgi_scan *st,
 			uint32_t left = st->nv_len - st->nv_pos;
 			size_t take = n < left ? n : left;
 
-			if (st->keep >= 0) {
-				size_t at = (size_t)st->arena_used + st->nv_pos;
+			int k = st->keep;
+
+			if (k >= 0 && k < FCGI_SCAN_KEEP_MAX) {
+				size_t max = cfg->value_max[k];
+				/* Past the limit of a value cut: not kept
+				 * (nor counted: at stays within what
+				 * value_begin() reserved). */
+				size_t pos = st->nv_pos < max ? st->nv_pos : max;
+				size_t at = (size_t)st->arena_used + pos;
+				size_t copy = take < max - pos ? take : max - pos;
 
 				/* A NUL would cut the C string the builder
-				 * reads: drop the value whole.  at + take is
+				 * reads: drop the value whole.  at + copy is
 				 * below the arena's end (value_begin()), unless
 				 * the state was changed under us. */
 				if (memchr(p, '\0', take) || at >= FCGI_SCAN_ARENA ||
-				    take >= FCGI_SCAN_ARENA - at)
+				    copy >= FCGI_SCAN_ARENA - at)
 					st->keep = -1;
 				else
-					memcpy(st->arena + at, p, take);
+					memcpy(st->arena + at, p, copy);
 			}
 			st->nv_pos += (uint32_t)take;
 			p += take;
 			n -= take;
 			if (st->nv_pos == st->nv_len) {
-				value_end(st);
+				value_end(st, cfg);
 				st->nv_phase = NV_NLEN;
 			}
 			break;

@@ -17,8 +17,11 @@
  * meta-variables preload/request-cgi.c looks up), of a name sent twice the
  * last (as php-fpm's $_SERVER has it), each bounded: a value
  * longer than its limit, one holding a NUL byte (a C string would cut it)
- * or one that does not fit the arena is dropped whole, never cut, as the
- * HTTP scanner's values beyond their limits are.  The empty FCGI_PARAMS
+ * or one that does not fit the arena is dropped whole, as the HTTP
+ * scanner's header values beyond their limits are -- except one of a name
+ * configured to be cut (fcgi_scan_config_cut()), of which the first bytes
+ * up to the limit are kept, as the HTTP scanner keeps a long
+ * request-target's first 256.  The empty FCGI_PARAMS
  * record ends the stream: the feed stops there with FCGI_SCAN_PARAMS, and
  * the values stay valid until the next feed.  Results do not depend on
  * how the stream was split.
@@ -88,6 +91,7 @@ struct fcgi_scan_config {
 	uint8_t n;
 	uint8_t name_len[FCGI_SCAN_KEEP_MAX];
 	uint16_t value_max[FCGI_SCAN_KEEP_MAX];
+	uint16_t cut; /* bit k: a longer value k is cut to value_max[k] */
 	char name[FCGI_SCAN_KEEP_MAX][FCGI_SCAN_NAME_MAX];
 	/* Bit k: name k has this length (a pair's candidates, at once). */
 	uint32_t by_len[FCGI_SCAN_NAME_MAX + 1];
@@ -99,6 +103,11 @@ struct fcgi_scan_config {
  * -EINVAL for a bad name or limit, -ENOSPC past FCGI_SCAN_KEEP_MAX. */
 int
 fcgi_scan_config_add(struct fcgi_scan_config *cfg, const char *name, size_t value_max);
+
+/* Keep the first value_max bytes of a longer value of kept name k (an
+ * index fcgi_scan_config_add() returned) rather than drop it.  Returns 0,
+ * -EINVAL for an index not added. */
+int fcgi_scan_config_cut(struct fcgi_scan_config *cfg, unsigned k);
 
 /* Per-connection state: treat as opaque.  Zero bytes = fresh scanner. */
 struct fcgi_scan {

@@ -410,6 +410,60 @@ START_TEST(bounds)
 }
 END_TEST
 
+/* Names configured to be cut (REQUEST_URI, as the socket level has it):
+ * of a longer value the first bytes up to the limit are kept, split
+ * anywhere, and only those take room in the arena; one with a NUL is
+ * still dropped, and a name not cut is dropped as before. */
+START_TEST(cut_values)
+{
+	static struct stream s;
+	static uint8_t pb[8192];
+	static char big[1000];
+	size_t n = 0;
+	struct trace t;
+	unsigned i;
+
+	REQUIRE(fcgi_scan_config_cut(&cfg, 1) == 0);
+	REQUIRE(fcgi_scan_config_cut(&cfg, 5) == 0);
+	REQUIRE(fcgi_scan_config_cut(&cfg, N_KEPT) == -EINVAL);
+	for (i = 0; i < sizeof(big); i++)
+		big[i] = (char)('a' + i % 26);
+	big[0] = '/';
+	s.n = 0;
+	begin(&s, 1);
+	n += nv(pb + n, "REQUEST_URI", 11, big, 900, false);
+	n += nv(pb + n, "SCRIPT_NAME", 11, big, 257, false); /* not cut */
+	/* 257 + 11 * 257 + 257 bytes of the 3456: all fit if each cut value
+	 * takes 257, not 901 */
+	for (i = 0; i < 11; i++)
+		n += nv(pb + n, "HTTP_X_LONG_NAME_PADDED_TO_THIRTY_ONE", 37, big, 256,
+			false);
+	n += nv(pb + n, "QUERY_STRING", 12, big, 900, false);
+	rec(&s, FCGI_SCAN_PARAMS, 1, pb, n / 3);
+	rec(&s, FCGI_SCAN_PARAMS, 1, pb + n / 3, n - n / 3);
+	rec(&s, FCGI_SCAN_PARAMS, 1, NULL, 0);
+	feed_all(&s, &t);
+	REQUIRE(t.n == 1);
+	REQUIRE(strlen(t.ev[0].val[1]) == 256);
+	REQUIRE(memcmp(t.ev[0].val[1], big, 256) == 0);
+	REQUIRE(!t.ev[0].present[4]);
+	REQUIRE(strlen(t.ev[0].val[5]) == 256);
+	REQUIRE(strlen(t.ev[0].val[6]) == 256);
+
+	/* a NUL past the limit: dropped all the same */
+	s.n = 0;
+	begin(&s, 1);
+	big[280] = '\0';
+	n = nv(pb, "REQUEST_URI", 11, big, 300, false);
+	big[280] = 'x';
+	rec(&s, FCGI_SCAN_PARAMS, 1, pb, n);
+	rec(&s, FCGI_SCAN_PARAMS, 1, NULL, 0);
+	feed_all(&s, &t);
+	REQUIRE(t.n == 1);
+	REQUIRE(!t.ev[0].present[1]);
+}
+END_TEST
+
 START_TEST(arena_full)
 {
 	static struct stream s;
@@ -788,6 +842,7 @@ TEST_SUITE(fcgi_scan_suite)
 	tcase_add_test(tc, basic);
 	tcase_add_test(tc, spanning);
 	tcase_add_test(tc, bounds);
+	tcase_add_test(tc, cut_values);
 	tcase_add_test(tc, arena_full);
 	tcase_add_test(tc, keep_and_multiplex);
 	tcase_add_test(tc, last_request);
