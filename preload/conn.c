@@ -653,27 +653,35 @@ conn_scan_config(void)
 /* The limits are the HTTP scanner's for the same values (http-scan.h):
  * longer ones are dropped whole (fcgi-scan.h), as are those past the
  * arena, which holds all of these at their limits but 8 configured
- * headers' last 227 bytes. */
+ * headers' last 227 bytes.  But REQUEST_URI is cut, as the HTTP scanner
+ * cuts a target: dropped, request-cgi.c would rebuild the path from
+ * SCRIPT_NAME, the front controller's (/index.php) for every request with
+ * a long query string. */
 static void
 conn_fcgi_config(void)
 {
 	static const struct {
 		const char *name;
 		size_t max;
+		bool cut;
 	} vars[] = {
-		{"REQUEST_METHOD", HTTP_SCAN_METHOD_MAX},
-		{"REQUEST_URI", HTTP_SCAN_TARGET_MAX},
-		{"SCRIPT_NAME", HTTP_SCAN_TARGET_MAX},
-		{"PATH_INFO", HTTP_SCAN_TARGET_MAX},
-		{"QUERY_STRING", HTTP_SCAN_TARGET_MAX},
-		{"HTTP_TRACEPARENT", HTTP_SCAN_TRACEPARENT_MAX},
-		{"HTTP_TRACESTATE", HTTP_SCAN_TRACESTATE_MAX},
+		{"REQUEST_METHOD", HTTP_SCAN_METHOD_MAX, false},
+		{"REQUEST_URI", HTTP_SCAN_TARGET_MAX, true},
+		{"SCRIPT_NAME", HTTP_SCAN_TARGET_MAX, false},
+		{"PATH_INFO", HTTP_SCAN_TARGET_MAX, false},
+		{"QUERY_STRING", HTTP_SCAN_TARGET_MAX, false},
+		{"HTTP_TRACEPARENT", HTTP_SCAN_TRACEPARENT_MAX, false},
+		{"HTTP_TRACESTATE", HTTP_SCAN_TRACESTATE_MAX, false},
 	};
 	unsigned i;
 
 	memset(&conn_fcgi_cfg, 0, sizeof(conn_fcgi_cfg));
-	for (i = 0; i < sizeof(vars) / sizeof(vars[0]); i++)
-		(void)fcgi_scan_config_add(&conn_fcgi_cfg, vars[i].name, vars[i].max);
+	for (i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
+		int k = fcgi_scan_config_add(&conn_fcgi_cfg, vars[i].name, vars[i].max);
+
+		if (k >= 0 && vars[i].cut)
+			(void)fcgi_scan_config_cut(&conn_fcgi_cfg, (unsigned)k);
+	}
 	for (i = 0; i < ctxshim_cfg.n_header_attrs; i++) {
 		char name[CTXSHIM_CGI_VAR_MAX];
 

@@ -344,13 +344,22 @@ fc_nv(uint8_t *out, const char *name, const char *val)
 {
 	size_t nl = strlen(name), vl = strlen(val);
 
+	size_t o = 0;
+
 	ck_assert_uint_lt(nl, 128);
-	ck_assert_uint_lt(vl, 128);
-	out[0] = (uint8_t)nl;
-	out[1] = (uint8_t)vl;
-	memcpy(out + 2, name, nl);
-	memcpy(out + 2 + nl, val, vl);
-	return 2 + nl + vl;
+	out[o++] = (uint8_t)nl;
+	if (vl < 128) {
+		out[o++] = (uint8_t)vl;
+	} else {
+		/* §3.4: the 4-byte form */
+		out[o++] = (uint8_t)(0x80 | vl >> 24);
+		out[o++] = (uint8_t)(vl >> 16);
+		out[o++] = (uint8_t)(vl >> 8);
+		out[o++] = (uint8_t)vl;
+	}
+	memcpy(out + o, name, nl);
+	memcpy(out + o + nl, val, vl);
+	return o + nl + vl;
 }
 
 /* One request on fd, kept open (FCGI_KEEP_CONN); its parameters split
@@ -491,6 +500,34 @@ START_TEST(test_phpfpm_twice)
 	fpm_assert_ctx(pid, TP2_TRACE, "GET", "/app/second", "rid-second");
 	fpm_go(&f);
 	fc_read_response(fd, "done /app/second?b=2");
+	fpm_assert_idle(&f, pid);
+	close(fd);
+	fpm_stop(&f);
+}
+END_TEST
+
+/* A REQUEST_URI over the scanner's 256 bytes (a long query string) to a
+ * front controller (SCRIPT_NAME /index.php, as nginx's try_files sends
+ * it): the path is still the request's, as the HTTP scanner shows a long
+ * target's first 256 bytes.  It used to be dropped, and the path rebuilt
+ * from SCRIPT_NAME: every such request showed /index.php. */
+START_TEST(test_phpfpm_long_uri)
+{
+	static const char *const extra[] = {"SCRIPT_NAME", "/index.php", NULL};
+	char uri[320];
+	struct fpm f;
+	long pid;
+	int fd;
+
+	snprintf(uri, sizeof(uri), "/shop/cart?utm=%0300d", 7);
+	fpm_start(&f);
+	fd = it_connect(f.n.srv.port);
+	fc_extra = extra;
+	fc_send(&f, fd, "GET", uri, TP, "rid-long");
+	pid = fpm_wait_in(&f, uri);
+	fpm_assert_ctx(pid, TP_TRACE, "GET", "/shop/cart", "rid-long");
+	fpm_go(&f);
+	fc_read_response(fd, uri);
 	fpm_assert_idle(&f, pid);
 	close(fd);
 	fpm_stop(&f);
@@ -654,6 +691,7 @@ TEST_SUITE(phpfpm_suite)
 	tcase_add_test(tc, test_phpfpm_keep_conn);
 	tcase_add_test(tc, test_phpfpm_twice);
 	tcase_add_test(tc, test_phpfpm_last_request);
+	tcase_add_test(tc, test_phpfpm_long_uri);
 	if (access(NX_NGINX, X_OK) == 0)
 		tcase_add_test(tc, test_phpfpm_nginx);
 	suite_add_tcase(s, tc);
