@@ -5,7 +5,8 @@
  * inside the arena, and the input untouched.  With the first byte's top
  * bit, the rest is wrapped as the content of one request's FCGI_PARAMS
  * records (a valid FCGI_BEGIN_REQUEST before, the empty record after), so
- * that random bytes reach the name-value parser. */
+ * that random bytes reach the name-value parser.  Two names are cut
+ * (fcgi_scan_config_cut()), the others dropped past their limits. */
 #include "fuzz.h"
 
 #include <string.h>
@@ -111,6 +112,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	memset(&cfg, 0, sizeof(cfg));
 	for (i = 0; i < N_NAMES; i++)
 		FUZZ_CHECK(fcgi_scan_config_add(&cfg, names[i], maxes[i]) == (int)i);
+	/* Longer values of these two are cut, not dropped. */
+	FUZZ_CHECK(fcgi_scan_config_cut(&cfg, 1) == 0);
+	FUZZ_CHECK(fcgi_scan_config_cut(&cfg, 4) == 0);
 	if (mode & 0x80) {
 		/* BEGIN_REQUEST id 1, then PARAMS records of up to 255 bytes
 		 * (mode's low bits), then the empty one */

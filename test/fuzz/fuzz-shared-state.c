@@ -247,6 +247,8 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
 	for (i = 0; i < N(cgi_vars); i++)
 		FUZZ_CHECK(fcgi_scan_config_add(&fcgi_cfg, cgi_vars[i].name,
 						cgi_vars[i].max) >= 0);
+	/* REQUEST_URI is cut, as conn_fcgi_config() has it */
+	FUZZ_CHECK(fcgi_scan_config_cut(&fcgi_cfg, 1) == 0);
 	for (i = 0; i < N(h2_names); i++)
 		FUZZ_CHECK(h2_scan_config_add(&h2_cfg, h2_names[i]) == (int)i);
 	h2_k_tp = 2;
