@@ -4,7 +4,9 @@
  * the process context's mapping was replaced by another (a writer that
  * publishes again by mapping a new OTEL_CTX region and unmapping the old
  * one) or dropped: the stale maps name an address where nothing is mapped
- * any more, and the reader must find the mapping again, or none. */
+ * any more, and the reader must find the mapping again, or none.  Also
+ * the legal choices of other writers: where the payload lives, how the
+ * memfd is mapped, in which order the header's fields are stored. */
 #include "test-common.h"
 
 #include <errno.h>
@@ -133,6 +135,80 @@ START_TEST(header_half_written)
 }
 END_TEST
 
+/* Legal choices of other writers: sig-profiling and libdatadog map the
+ * 32-byte header alone and keep the payload in an allocation elsewhere;
+ * ctx-sharing-demo maps its memfd MAP_SHARED (rw-s in the maps). */
+START_TEST(other_writer_layouts)
+{
+	static const char *const km[] = {"k0"};
+	struct pctx_kv res[] = {{"service.name", "heap"}};
+	struct pctxr_snapshot snap = {0};
+	struct otel_process_ctx_header *h;
+	size_t len, maps_len;
+	uint8_t *payload = malloc(256);
+	char *maps;
+	int fd, r, shared;
+
+	ck_assert_ptr_nonnull(payload);
+	ck_assert_int_eq(
+		pctx_encode(payload, 256, &len, res, 1, PCTX_SCHEMA_VERSION, km, 1), 0);
+	for (shared = 0; shared < 2; shared++) {
+		fd = memfd_create("OTEL_CTX", MFD_CLOEXEC);
+		ck_assert_int_ge(fd, 0);
+		ck_assert_int_eq(ftruncate(fd, sizeof(*h)), 0);
+		h = mmap(NULL, sizeof(*h), PROT_READ | PROT_WRITE,
+			 shared ? MAP_SHARED : MAP_PRIVATE, fd, 0);
+		ck_assert_ptr_ne(h, MAP_FAILED);
+		close(fd);
+		memcpy(h->signature, PCTX_SIGNATURE, PCTX_SIGNATURE_LEN);
+		h->version = PCTX_VERSION;
+		h->payload_size = (uint32_t)len;
+		h->payload = (uint64_t)(uintptr_t)payload;
+		h->monotonic_published_at_ns = 42;
+		maps = read_maps(&maps_len);
+		r = pctxr_read_maps(getpid(), maps, maps_len, &snap);
+		ck_assert_msg(r == 0, "shared %d: pctxr_read_maps: %s", shared,
+			      strerror(-r));
+		ck_assert_uint_eq(snap.map_addr, (uint64_t)(uintptr_t)h);
+		ck_assert_uint_eq(snap.payload_len, len);
+		ck_assert_mem_eq(snap.payload, payload, len);
+		pctxr_free(&snap);
+		free(maps);
+		ck_assert_int_eq(munmap(h, sizeof(*h)), 0);
+	}
+	free(payload);
+}
+END_TEST
+
+/* The OTEP orders only the timestamp (stored last, after a fence) among the
+ * header's stores: a writer may store the version before the signature.
+ * Caught in between, the header is one being written: read again, not
+ * refused as a mapping without the signature. */
+START_TEST(header_version_before_signature)
+{
+	struct pctxr_snapshot snap = {0};
+	size_t len, maps_len;
+	uint8_t *a = publish("first", 0, &len);
+	struct otel_process_ctx_header *h = (struct otel_process_ctx_header *)a;
+	char *maps;
+	int r;
+
+	memset(h->signature, 0, sizeof(h->signature));
+	maps = read_maps(&maps_len);
+	r = pctxr_read_maps(getpid(), maps, maps_len, &snap);
+	ck_assert_msg(r == -EAGAIN, "pctxr_read_maps: %d (%s)", r, strerror(-r));
+
+	memcpy(h->signature, PCTX_SIGNATURE, PCTX_SIGNATURE_LEN);
+	h->monotonic_published_at_ns = 300;
+	r = pctxr_read_maps(getpid(), maps, maps_len, &snap);
+	ck_assert_msg(r == 0, "pctxr_read_maps: %s", strerror(-r));
+	ck_assert_uint_eq(snap.payload_len, len);
+	pctxr_free(&snap);
+	free(maps);
+	ck_assert_int_eq(munmap(a, PAGE), 0);
+}
+END_TEST
+
 TEST_SUITE(pctxread_suite)
 {
 	Suite *s = suite_create("ctxdump-pctxread");
@@ -141,6 +217,8 @@ TEST_SUITE(pctxread_suite)
 	tcase_add_test(tc, mapping_replaced);
 	tcase_add_test(tc, mapping_dropped);
 	tcase_add_test(tc, header_half_written);
+	tcase_add_test(tc, other_writer_layouts);
+	tcase_add_test(tc, header_version_before_signature);
 	suite_add_tcase(s, tc);
 	return s;
 }

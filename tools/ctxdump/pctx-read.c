@@ -144,12 +144,14 @@ pctxr_read_maps(pid_t pid,
 		out->payload_size = h.payload_size;
 		out->payload_addr = h.payload;
 		/* A writer maps the memfd before it fills in the header (and
-		 * early ones wrote the signature last): a header still all
-		 * zero is one about to be published, read again as one being
-		 * updated.  So is one with our signature and timestamp 0:
-		 * the timestamp is stored last, after a fence, and until then
-		 * the version and the other fields may not be stored yet. */
-		if (out->no_signature && h.version == 0 &&
+		 * early ones wrote the signature last): a header without its
+		 * signature yet, and with version 0 or timestamp 0, is one
+		 * about to be published, read again as one being updated.
+		 * The OTEP orders only the timestamp (last, after a fence):
+		 * the version may be stored before the signature.  So is one
+		 * with our signature and timestamp 0. */
+		if (out->no_signature &&
+		    (h.version == 0 || h.monotonic_published_at_ns == 0) &&
 		    memcmp(h.signature, "\0\0\0\0\0\0\0\0", 8) == 0) {
 			out->last_err = PCTXR_UNWRITTEN;
 			r = -EAGAIN;
