@@ -18,6 +18,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #ifndef PR_SET_VMA
@@ -452,6 +453,26 @@ boottime_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* Whether a memfd of size bytes may be made: sizing it past RLIMIT_FSIZE
+ * (ulimit -f) raises SIGXFSZ (inode_newsize_ok() in the kernel), which
+ * kills a process that keeps the default action.  The anonymous mapping
+ * is the OTEP's fallback when there is no memfd. */
+static bool
+memfd_allowed(size_t size)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_FSIZE, &rl) != 0)
+		return false;
+	if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < size) {
+		ctxshim_log("RLIMIT_FSIZE %llu is below the %zu bytes of the process "
+			    "context: no memfd",
+			    (unsigned long long)rl.rlim_cur, size);
+		return false;
+	}
+	return true;
+}
+
 bool
 ctxshim_pctx_publish(void)
 {
@@ -472,7 +493,7 @@ ctxshim_pctx_publish(void)
 	 * long as the mapping. */
 	size = (sizeof(*h) + len + page - 1) & ~(page - 1);
 
-	if (!ctxshim_cfg.test_force_anon) {
+	if (!ctxshim_cfg.test_force_anon && memfd_allowed(size)) {
 		fd = (int)syscall(SYS_memfd_create, "OTEL_CTX",
 				  MFD_CLOEXEC | MFD_ALLOW_SEALING | MFD_NOEXEC_SEAL);
 		if (fd < 0)

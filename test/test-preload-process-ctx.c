@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -951,6 +952,44 @@ START_TEST(test_header_name_limit)
 }
 END_TEST
 
+/* A process started with a file size limit below a page (ulimit -f 1):
+ * sizing the memfd past RLIMIT_FSIZE raises SIGXFSZ, whose default action
+ * kills the process.  The shim must leave it running (the context goes to
+ * the anonymous mapping instead), and so must its forked child. */
+START_TEST(test_file_size_limit)
+{
+	static char path[4096];
+	char *argv[] = {path, "--fork", NULL};
+	struct rlimit saved, low;
+	struct pctx_seen *s = calloc(1, sizeof(*s));
+	char line[256];
+	struct test_child c;
+	int pids[2] = {0, 0}, i;
+
+	snprintf(path, sizeof(path), "%s/threads", test_env_path("HELPER_DIR"));
+	ck_assert_int_eq(getrlimit(RLIMIT_FSIZE, &saved), 0);
+	low = saved;
+	low.rlim_cur = 1024;
+	/* only for the child: this process writes files of its own */
+	ck_assert_int_eq(setrlimit(RLIMIT_FSIZE, &low), 0);
+	test_child_start(&c, argv, NULL, true);
+	ck_assert_int_eq(setrlimit(RLIMIT_FSIZE, &saved), 0);
+	for (i = 0; i < 2; i++) {
+		test_child_readline(&c, line, sizeof(line), 20000);
+		if (sscanf(line, "PARENT %d", &pids[0]) != 1)
+			ck_assert_int_eq(sscanf(line, "CHILD %d", &pids[1]), 1);
+	}
+	for (i = 0; i < 2; i++) {
+		ck_assert_int_gt(pids[i], 0);
+		/* discoverable where the kernel names anonymous mappings */
+		if (read_pctx(pids[i], s))
+			ck_assert_int_eq(s->kind, PCTX_MAP_ANON);
+	}
+	ck_assert_int_eq(test_child_finish(&c, 20000), 0);
+	free(s);
+}
+END_TEST
+
 TEST_SUITE(preload_pctx_suite)
 {
 	Suite *s = suite_create("Process context (OTEP-4719) publication");
@@ -967,6 +1006,7 @@ TEST_SUITE(preload_pctx_suite)
 	tcase_add_test(tc, test_anonymous_fallback);
 	tcase_add_test(tc, test_fork_child_republishes);
 	tcase_add_test(tc, test_fork_after_proctitle);
+	tcase_add_test(tc, test_file_size_limit);
 	tcase_add_test(tc, test_passive_when_context_exists);
 	tcase_add_test(tc, test_passive_when_symbol_defined);
 	tcase_add_loop_test(tc, test_passive_when_library_defines, 0, 8);
