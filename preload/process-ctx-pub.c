@@ -448,9 +448,16 @@ static uint64_t
 boottime_ns(void)
 {
 	struct timespec ts;
+	uint64_t ns;
 
-	clock_gettime(CLOCK_BOOTTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	/* Never 0, which readers take for "being written" and would wait on
+	 * forever: a clock that fails (a seccomp filter where the vDSO falls
+	 * back to the system call) gives the monotonic one, then 1. */
+	if (clock_gettime(CLOCK_BOOTTIME, &ts) != 0 &&
+	    clock_gettime(CLOCK_MONOTONIC, &ts) != 0)
+		return 1;
+	ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	return ns ? ns : 1;
 }
 
 /* Whether a memfd of size bytes may be made: sizing it past RLIMIT_FSIZE
