@@ -120,9 +120,10 @@ ctxshim_event(enum ctxshim_ev ev,
 		reason = "?";
 	p = put_str(p, reason);
 	*p++ = '\n';
-	/* Never SIGPIPE (log.c); a reader that went away does not come back. */
+	/* Never SIGPIPE or SIGXFSZ (log.c); a reader that went away does not
+	 * come back, nor room in a file at its size limit. */
 	if (ctxshim_sink_write(out, &events_fd_kind, line, (size_t)(p - line)) < 0 &&
-	    errno == EPIPE)
+	    (errno == EPIPE || errno == EFBIG))
 		ctxshim_events_fd = -1;
 	errno = saved_errno;
 }

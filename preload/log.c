@@ -133,25 +133,52 @@ sys_maps_scan(char *buf,
 /* Writing a line of ours must never kill the application: the log and the
  * event log are often its stderr, a pipe or a socket whose reader can go
  * away (journald restarted, "| head" done), and write(2) then raises
- * SIGPIPE, whose default action ends the process.  The application's
- * signal state stays as it was: a socket gets send(MSG_NOSIGNAL); anything
- * else but a regular file is written with SIGPIPE blocked in this thread,
- * and a SIGPIPE that the write raised (pending after it, not before) is
- * taken back with a zero-timeout sigtimedwait() before the mask is
- * restored.  A SIGPIPE the application had pending already stays pending
- * (ours merges into it) and is delivered as it would have been.  Raw
- * system calls only: async-signal-safe and free of libc state; the
- * kernel's sigset_t on x86_64 is one 64-bit word.  *kind caches what fd is
- * (0 until the first write). */
+ * SIGPIPE, whose default action ends the process; a regular file that
+ * would grow past RLIMIT_FSIZE (ulimit -f) raises SIGXFSZ, whose default
+ * action ends it too.  The application's signal state stays as it was: a
+ * socket gets send(MSG_NOSIGNAL); anything else but a regular file, and a
+ * regular file while the limit is finite, is written with that signal
+ * blocked in this thread, and a signal that the write raised (pending
+ * after it, not before) is taken back with a zero-timeout sigtimedwait()
+ * before the mask is restored.  A signal the application had pending
+ * already stays pending (ours merges into it) and is delivered as it would
+ * have been.  Raw system calls only: async-signal-safe and free of libc
+ * state; the kernel's sigset_t on x86_64 is one 64-bit word.  *kind caches
+ * what fd is (0 until the first write). */
 enum { SINK_UNKNOWN, SINK_FILE, SINK_SOCKET, SINK_OTHER };
+
+/* write(2) with sig blocked; a sig it raised (its failure with err) taken
+ * back. */
+static ssize_t
+sink_write_blocked(int fd, const void *buf, size_t len, int sig, int err)
+{
+	const uint64_t set = 1ull << (sig - 1);
+	const struct timespec zero = {0, 0};
+	uint64_t old, pending;
+	bool was_pending;
+	ssize_t r;
+
+	if (syscall(SYS_rt_sigprocmask, SIG_BLOCK, &set, &old, sizeof(old)) != 0)
+		return -1; /* cannot happen; the line is lost, never the process */
+	was_pending = syscall(SYS_rt_sigpending, &pending, sizeof(pending)) == 0 &&
+		      (pending & set);
+	r = sys_write(fd, buf, len);
+	if (r < 0 && errno == err && !was_pending &&
+	    syscall(SYS_rt_sigpending, &pending, sizeof(pending)) == 0 &&
+	    (pending & set)) {
+		int saved_errno = errno;
+
+		(void)syscall(SYS_rt_sigtimedwait, &set, NULL, &zero, sizeof(set));
+		errno = saved_errno;
+	}
+	(void)syscall(SYS_rt_sigprocmask, SIG_SETMASK, &old, NULL, sizeof(old));
+	return r;
+}
 
 ssize_t
 ctxshim_sink_write(int fd, int *kind, const void *buf, size_t len)
 {
-	const uint64_t pipe_set = 1ull << (SIGPIPE - 1);
-	const struct timespec zero = {0, 0};
-	uint64_t old, pending;
-	bool was_pending;
+	struct rlimit rl;
 	ssize_t r;
 	int k = *kind;
 
@@ -168,30 +195,20 @@ ctxshim_sink_write(int fd, int *kind, const void *buf, size_t len)
 			k = SINK_OTHER;
 		*kind = k;
 	}
-	if (k == SINK_FILE)
-		return sys_write(fd, buf, len);
+	if (k == SINK_FILE) {
+		/* Asked at each write: the application may lower it. */
+		if (syscall(SYS_prlimit64, 0, RLIMIT_FSIZE, NULL, &rl) == 0 &&
+		    rl.rlim_cur == RLIM_INFINITY)
+			return sys_write(fd, buf, len);
+		return sink_write_blocked(fd, buf, len, SIGXFSZ, EFBIG);
+	}
 	if (k == SINK_SOCKET) {
 		r = (ssize_t)syscall(SYS_sendto, fd, buf, len, MSG_NOSIGNAL, NULL, 0);
 		if (r >= 0 || errno != ENOTSOCK)
 			return r;
 		*kind = SINK_OTHER; /* the number was reused */
 	}
-	if (syscall(SYS_rt_sigprocmask, SIG_BLOCK, &pipe_set, &old, sizeof(old)) != 0)
-		return -1; /* cannot happen; the line is lost, never the process */
-	was_pending = syscall(SYS_rt_sigpending, &pending, sizeof(pending)) == 0 &&
-		      (pending & pipe_set);
-	r = sys_write(fd, buf, len);
-	if (r < 0 && errno == EPIPE && !was_pending &&
-	    syscall(SYS_rt_sigpending, &pending, sizeof(pending)) == 0 &&
-	    (pending & pipe_set)) {
-		int saved_errno = errno;
-
-		(void)syscall(SYS_rt_sigtimedwait, &pipe_set, NULL, &zero,
-			      sizeof(pipe_set));
-		errno = saved_errno;
-	}
-	(void)syscall(SYS_rt_sigprocmask, SIG_SETMASK, &old, NULL, sizeof(old));
-	return r;
+	return sink_write_blocked(fd, buf, len, SIGPIPE, EPIPE);
 }
 
 void
@@ -238,8 +255,10 @@ ctxshim_log(const char *fmt, ...)
 	if ((size_t)n > sizeof(buf) - 2)
 		n = (int)sizeof(buf) - 2;
 	buf[n++] = '\n';
-	/* A reader that went away does not come back: stop there. */
-	if (ctxshim_sink_write(out, &log_fd_kind, buf, (size_t)n) < 0 && errno == EPIPE)
+	/* A reader that went away does not come back, nor room in a file
+	 * at its size limit: stop there. */
+	if (ctxshim_sink_write(out, &log_fd_kind, buf, (size_t)n) < 0 &&
+	    (errno == EPIPE || errno == EFBIG))
 		ctxshim_log_fd = -1;
 	errno = saved_errno;
 }

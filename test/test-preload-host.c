@@ -60,7 +60,9 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -466,6 +468,41 @@ START_TEST(no_sigpipe_from_log_lines)
 }
 END_TEST
 
+/* ---- SIGXFSZ from the shim's own lines ------------------------------------ */
+
+/* A log or event log file already at the size limit (ulimit -f) that the
+ * application runs under: the kernel answers a write past it with SIGXFSZ,
+ * whose default action ends the process (log.c).  Only the line is lost. */
+START_TEST(no_sigxfsz_from_log_lines)
+{
+	static const char *const vars[] = {"CTXSHIM_LOG", "CTXSHIM_EVENTS"};
+	char path[4096], *argv[] = {path, "sigpipe", "serve", NULL}, *out;
+	char tmpl[] = "/tmp/ctxshim-test-XXXXXX", var[4200], fill[4096];
+	char *env[] = {var, NULL};
+	struct rlimit saved, low;
+	struct stat st;
+	int fd = test_mkstemp(tmpl);
+
+	ck_assert_int_ge(fd, 0);
+	memset(fill, 'x', sizeof(fill));
+	ck_assert_int_eq(write(fd, fill, sizeof(fill)), (ssize_t)sizeof(fill));
+	close(fd);
+	snprintf(var, sizeof(var), "%s=%s", vars[_i], tmpl);
+	helper_path(path, sizeof(path), "host-safe");
+	ck_assert_int_eq(getrlimit(RLIMIT_FSIZE, &saved), 0);
+	low = saved;
+	low.rlim_cur = sizeof(fill);
+	ck_assert_int_eq(setrlimit(RLIMIT_FSIZE, &low), 0);
+	out = run_both(argv, env);
+	ck_assert_int_eq(setrlimit(RLIMIT_FSIZE, &saved), 0);
+	ck_assert_ptr_nonnull(strstr(out, "served\n"));
+	ck_assert_int_eq(stat(tmpl, &st), 0);
+	ck_assert_int_eq(st.st_size, (off_t)sizeof(fill));
+	unlink(tmpl);
+	free(out);
+}
+END_TEST
+
 /* ---- ucontext ----------------------------------------------------------- */
 
 START_TEST(coroutine_resumed_on_another_thread)
@@ -664,6 +701,7 @@ TEST_SUITE(preload_host_suite)
 			    (int)(sizeof(execl_fns) / sizeof(execl_fns[0])));
 	tcase_add_loop_test(tc, no_sigpipe_from_log_lines, 0,
 			    (int)(sizeof(sigpipe_cases) / sizeof(sigpipe_cases[0])));
+	tcase_add_loop_test(tc, no_sigxfsz_from_log_lines, 0, 2);
 	tcase_add_test(tc, coroutine_resumed_on_another_thread);
 	tcase_add_test(tc, setcontext_on_a_small_coroutine_stack);
 	tcase_add_test(tc, request_in_a_seccomp_strict_thread);
