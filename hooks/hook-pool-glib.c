@@ -22,7 +22,10 @@
  * - items still queued when the pool is freed with immediate=TRUE go to
  *   our item_free_func (we always create the pool with one, through
  *   g_thread_pool_new_full() when the library has it), which calls the
- *   application's, if any.
+ *   application's, if any;
+ * - g_thread_pool_free(): the pool stays ours while GLib frees it (an
+ *   item may still push into it) and when GLib refuses to; a push GLib
+ *   refuses (the pool is being freed) frees its wrapper.
  *
  * The application's user_data stays the pool's user_data (it is a public
  * member of GThreadPool); its func member shows our function.
@@ -83,6 +86,9 @@ typedef gboolean_t (*g_thread_pool_move_to_front_fn)(struct _GThreadPool *, void
 typedef gboolean_t (*g_thread_pool_set_max_threads_fn)(struct _GThreadPool *,
 						       int,
 						       struct _GError **);
+typedef int (*g_thread_pool_get_max_threads_fn)(struct _GThreadPool *);
+typedef unsigned (*g_thread_pool_unprocessed_fn)(struct _GThreadPool *);
+typedef void (*g_error_free_fn)(struct _GError *);
 
 HOOK_EXPORT struct _GThreadPool *g_thread_pool_new(gfunc_fn func,
 						   void *user_data,
@@ -119,6 +125,11 @@ static g_thread_pool_free_fn real_free_fn;
 static g_thread_pool_set_sort_function_fn real_set_sort_function_fn;
 static g_thread_pool_move_to_front_fn real_move_to_front_fn;
 static g_thread_pool_set_max_threads_fn real_set_max_threads_fn;
+/* Not hooked: what g_thread_pool_free() and g_thread_pool_push() need to
+ * tell what GLib did. */
+static g_thread_pool_get_max_threads_fn real_get_max_threads_fn;
+static g_thread_pool_unprocessed_fn real_unprocessed_fn;
+static g_error_free_fn real_error_free_fn;
 
 struct glib_sort {
 	gcompare_data_fn func;
@@ -130,7 +141,7 @@ struct glib_item;
 /* One pool created through our hooks. */
 struct glib_pool {
 	struct glib_pool *next;    /* in the registry bucket */
-	struct _GThreadPool *pool; /* NULL once g_thread_pool_free() was called */
+	struct _GThreadPool *pool; /* NULL once g_thread_pool_free() returned */
 	gfunc_fn func;
 	gdestroy_fn item_free;
 	struct glib_sort *sort;
@@ -248,6 +259,17 @@ hook_pool_glib_bind_slow(void)
 	/* every GLib 2 */
 	max = hook_pool_glib_find("g_thread_pool_set_max_threads",
 				  (const void *)g_thread_pool_set_max_threads);
+	__atomic_store_n(&real_get_max_threads_fn,
+			 (g_thread_pool_get_max_threads_fn)hook_pool_glib_find(
+				 "g_thread_pool_get_max_threads", NULL),
+			 __ATOMIC_RELAXED);
+	__atomic_store_n(&real_unprocessed_fn,
+			 (g_thread_pool_unprocessed_fn)hook_pool_glib_find(
+				 "g_thread_pool_unprocessed", NULL),
+			 __ATOMIC_RELAXED);
+	__atomic_store_n(&real_error_free_fn,
+			 (g_error_free_fn)hook_pool_glib_find("g_error_free", NULL),
+			 __ATOMIC_RELAXED);
 	/* Threads racing here store the same values. */
 	__atomic_store_n(&real_new_fn, (g_thread_pool_new_fn)nw, __ATOMIC_RELAXED);
 	__atomic_store_n(&real_new_full_fn, (g_thread_pool_new_full_fn)full,
@@ -375,25 +397,34 @@ hook_pool_glib_bucket(const struct _GThreadPool *pool)
 	return (unsigned)(h >> 58) % GLIB_BUCKETS;
 }
 
-/* Under glib_lock. */
+/* Under glib_lock.  New pools go first in their bucket: while a freed
+ * pool is still registered, a new one GLib created at its address is the
+ * one found. */
 static struct glib_pool *
-hook_pool_glib_lookup(const struct _GThreadPool *pool, bool unregister)
+hook_pool_glib_lookup(const struct _GThreadPool *pool)
+{
+	struct glib_pool *p;
+
+	for (p = registry[hook_pool_glib_bucket(pool)]; p; p = p->next)
+		if (p->pool == pool)
+			return p;
+	return NULL;
+}
+
+/* Under glib_lock.  By identity, not by address: see lookup(). */
+static void
+hook_pool_glib_unregister(struct glib_pool *p)
 {
 	struct glib_pool **pp;
 
-	for (pp = &registry[hook_pool_glib_bucket(pool)]; *pp; pp = &(*pp)->next) {
-		struct glib_pool *p = *pp;
-
-		if (p->pool != pool)
+	for (pp = &registry[hook_pool_glib_bucket(p->pool)]; *pp; pp = &(*pp)->next) {
+		if (*pp != p)
 			continue;
-		if (unregister) {
-			*pp = p->next;
-			p->next = NULL;
-			p->pool = NULL;
-		}
-		return p;
+		*pp = p->next;
+		p->next = NULL;
+		p->pool = NULL;
+		return;
 	}
-	return NULL;
 }
 
 static void
@@ -546,8 +577,9 @@ pass:
 static gboolean_t
 hook_pool_glib_push(struct _GThreadPool *pool, void *data, struct _GError **error)
 {
+	struct _GError *local = NULL, **errp = error;
 	struct glib_item *it;
-	struct glib_pool *p;
+	struct glib_pool *p, *dead = NULL;
 	int saved_errno;
 	gboolean_t r;
 
@@ -560,7 +592,7 @@ hook_pool_glib_push(struct _GThreadPool *pool, void *data, struct _GError **erro
 	errno = saved_errno;
 
 	pthread_mutex_lock(&glib_lock);
-	p = hook_pool_glib_lookup(pool, false);
+	p = hook_pool_glib_lookup(pool);
 	if (p && !it) {
 		pthread_mutex_unlock(&glib_lock);
 		hook_pool_glib_oom();
@@ -583,10 +615,32 @@ hook_pool_glib_push(struct _GThreadPool *pool, void *data, struct _GError **erro
 		return real_g_thread_pool_push(pool, data, error);
 	}
 	hook_scope_capture(&it->scope);
+	/* GLib queues the item even when it fails to start a thread for it
+	 * (FALSE with an error); without an error, FALSE is a refusal (the
+	 * pool is being freed, a critical warning) and the wrapper is ours
+	 * to free.  A caller's error already set (GLib warns) or no
+	 * g_error_free() leaves it undecided: kept, at worst a leak. */
+	if (!error && __atomic_load_n(&real_error_free_fn, __ATOMIC_RELAXED))
+		errp = &local;
 	/* Older GLib starts pool threads right here. */
 	hook_pthread_inherit_pause();
-	r = real_g_thread_pool_push(pool, it, error);
+	r = real_g_thread_pool_push(pool, it, errp);
 	hook_pthread_inherit_resume();
+	if (!r && errp && !*errp) {
+		saved_errno = errno;
+		pthread_mutex_lock(&glib_lock);
+		hook_pool_glib_unlink(it);
+		dead = hook_pool_glib_unref(p);
+		pthread_mutex_unlock(&glib_lock);
+		free(it);
+		hook_pool_glib_destroy(dead);
+		errno = saved_errno;
+	}
+	if (local) {
+		saved_errno = errno;
+		real_error_free_fn(local);
+		errno = saved_errno;
+	}
 	return r;
 }
 
@@ -594,13 +648,29 @@ static void
 hook_pool_glib_free(struct _GThreadPool *pool, gboolean_t immediate, gboolean_t wait_)
 {
 	struct glib_pool *p = NULL, *dead = NULL;
-	int saved_errno;
+	g_thread_pool_get_max_threads_fn get_max;
+	g_thread_pool_unprocessed_fn unprocessed;
+	int saved_errno = errno;
 
 	if (ctxshim_active() && pool) {
 		pthread_mutex_lock(&glib_lock);
-		p = hook_pool_glib_lookup(pool, true);
+		p = hook_pool_glib_lookup(pool);
 		pthread_mutex_unlock(&glib_lock);
 	}
+	/* GLib refuses to free a frozen pool with items left, unless
+	 * immediate (a critical warning), and the pool goes on: it stays
+	 * ours, or its next pushes would reach hook_pool_glib_run()
+	 * unwrapped. */
+	get_max = __atomic_load_n(&real_get_max_threads_fn, __ATOMIC_RELAXED);
+	unprocessed = __atomic_load_n(&real_unprocessed_fn, __ATOMIC_RELAXED);
+	if (p && !immediate &&
+	    (!get_max || !unprocessed ||
+	     (get_max(pool) == 0 && unprocessed(pool) != 0)))
+		p = NULL;
+	errno = saved_errno;
+	/* Still registered while GLib frees it: an item may push into its
+	 * own pool meanwhile, and GLib runs that push if it comes before the
+	 * free stops the pool, so it must be wrapped as well. */
 	real_g_thread_pool_free(pool, immediate, wait_);
 	if (!p)
 		return;
@@ -609,6 +679,7 @@ hook_pool_glib_free(struct _GThreadPool *pool, gboolean_t immediate, gboolean_t 
 	 * after this returns. */
 	saved_errno = errno;
 	pthread_mutex_lock(&glib_lock);
+	hook_pool_glib_unregister(p);
 	dead = hook_pool_glib_unref(p);
 	pthread_mutex_unlock(&glib_lock);
 	hook_pool_glib_destroy(dead);
@@ -626,7 +697,7 @@ hook_pool_glib_set_sort_function(struct _GThreadPool *pool,
 
 	if (ctxshim_active() && pool) {
 		pthread_mutex_lock(&glib_lock);
-		p = hook_pool_glib_lookup(pool, false);
+		p = hook_pool_glib_lookup(pool);
 		pthread_mutex_unlock(&glib_lock);
 	}
 	if (!p) {
@@ -666,7 +737,7 @@ hook_pool_glib_move_to_front(struct _GThreadPool *pool, void *data)
 	if (!ctxshim_active() || !pool || !data)
 		return real_g_thread_pool_move_to_front(pool, data);
 	pthread_mutex_lock(&glib_lock);
-	p = hook_pool_glib_lookup(pool, false);
+	p = hook_pool_glib_lookup(pool);
 	if (!p) {
 		pthread_mutex_unlock(&glib_lock);
 		return real_g_thread_pool_move_to_front(pool, data);

@@ -254,6 +254,18 @@ START_TEST(glib_sort_function_race)
 }
 END_TEST
 
+/* An item pushes into its own pool while main frees it: each push GLib
+ * accepts must reach the pool's function as the shim's wrapper, never as
+ * the application's pointer, and a refused one must not be run. */
+START_TEST(glib_push_during_free)
+{
+	char *out = run("pool-glib", "freerace", "300", true, NULL);
+
+	ck_assert_str_eq(out, "freerace ok\n");
+	free(out);
+}
+END_TEST
+
 START_TEST(uv_work_and_after_carry_submitter_context)
 {
 	char ctx[128], mtid[32], tid[32], etid[32] = "", ev[64];
@@ -436,6 +448,7 @@ TEST_SUITE(preload_pools_suite)
 	tcase_add_test(tc, glib_gtask_pool);
 	tcase_add_test(tc, glib_api_unchanged);
 	tcase_add_test(tc, glib_sort_function_race);
+	tcase_add_test(tc, glib_push_during_free);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("libuv");
 	tcase_add_test(tc, uv_work_and_after_carry_submitter_context);

@@ -13,11 +13,13 @@
  *   pool-glib api      what the application gets back from the pool API
  *                      (order with a sort function and move_to_front,
  *                      item_free_func at an immediate free, exclusive
- *                      pools, errors): no contexts, the same output with
+ *                      pools, errors, a free GLib refuses): no contexts, the same output with
  *                      and without the shim
  *   pool-glib sortrace  four threads set the same pool's sort function
  *                      and push, over and over (freed memory poisoned):
  *                      "sortrace ok"
+ *   pool-glib freerace  an item pushes into its own pool until GLib
+ *                      refuses, while main frees the pool: "freerace ok"
  */
 #include "config.h"
 
@@ -293,6 +295,18 @@ cmd_api(void)
 	printf("move_to_front(NULL) %d\n", g_thread_pool_move_to_front(p, NULL));
 	g_thread_pool_free(p, FALSE, TRUE);
 	printf("null ran%s\n", order->str);
+
+	/* A frozen pool with an item left cannot be freed without
+	 * immediate: GLib refuses the free (a critical warning), and the
+	 * pool goes on. */
+	g_string_truncate(order, 0);
+	p = g_thread_pool_new(record, NULL, 0, FALSE, NULL);
+	g_thread_pool_push(p, GINT_TO_POINTER(3), NULL);
+	g_thread_pool_free(p, FALSE, TRUE);
+	g_thread_pool_push(p, GINT_TO_POINTER(4), NULL);
+	g_thread_pool_set_max_threads(p, 1, NULL);
+	g_thread_pool_free(p, FALSE, TRUE);
+	printf("refused free ran%s\n", order->str);
 	g_string_free(order, TRUE);
 	g_string_free(freed, TRUE);
 	return 0;
@@ -343,6 +357,60 @@ cmd_sortrace(void)
 	return 0;
 }
 
+/* ---- freerace ---- */
+
+static GThreadPool *free_pool;
+static GMutex free_lock;
+static GCond free_cond;
+static bool free_started;
+
+static void
+ignore_log(const gchar *domain, GLogLevelFlags level, const gchar *msg, gpointer u)
+{
+	(void)domain;
+	(void)level;
+	(void)msg;
+	(void)u;
+}
+
+/* Item 1 pushes items 2 into its own pool until GLib refuses them (the
+ * pool is being freed); the refused push is the application's mistake,
+ * and GLib's critical warning is silenced.  A push accepted while the
+ * free is under way runs; one refused never does. */
+static void
+free_item_fn(gpointer data, gpointer user_data)
+{
+	(void)user_data;
+	if (GPOINTER_TO_INT(data) != 1)
+		return;
+	g_mutex_lock(&free_lock);
+	free_started = true;
+	g_cond_signal(&free_cond);
+	g_mutex_unlock(&free_lock);
+	while (g_thread_pool_push(free_pool, GINT_TO_POINTER(2), NULL))
+		;
+}
+
+static int
+cmd_freerace(int rounds)
+{
+	int i;
+
+	g_log_set_default_handler(ignore_log, NULL);
+	for (i = 0; i < rounds; i++) {
+		free_started = false;
+		free_pool = g_thread_pool_new(free_item_fn, NULL, 2, FALSE, NULL);
+		g_thread_pool_push(free_pool, GINT_TO_POINTER(1), NULL);
+		g_mutex_lock(&free_lock);
+		while (!free_started)
+			g_cond_wait(&free_cond, &free_lock);
+		g_mutex_unlock(&free_lock);
+		g_thread_pool_free(free_pool, FALSE, TRUE);
+	}
+	printf("freerace ok\n");
+	return 0;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -356,6 +424,8 @@ main(int argc, char **argv)
 		return cmd_api();
 	if (strcmp(cmd, "sortrace") == 0)
 		return cmd_sortrace();
-	fprintf(stderr, "usage: pool-glib ctx N|gtask|api|sortrace\n");
+	if (strcmp(cmd, "freerace") == 0 && argc > 2)
+		return cmd_freerace(atoi(argv[2]));
+	fprintf(stderr, "usage: pool-glib ctx N|gtask|api|sortrace|freerace N\n");
 	return 2;
 }
