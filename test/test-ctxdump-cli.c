@@ -317,6 +317,42 @@ START_TEST(usage_errors)
 		free(out);
 		free(err);
 	}
+	/* A long option given an argument it does not take, and an
+	 * abbreviation of several, are named as getopt names them (old:
+	 * "invalid option -- 'j'", a raw byte for an option without a
+	 * letter, and "unrecognized option '--st'"). */
+	{
+		static const char *const named[][4] = {
+			{"--json=1", "1", NULL,
+			 "option '--json' doesn't allow an argument"},
+			{"--no-dem=yes", "1", NULL,
+			 "option '--no-demangle' doesn't allow an argument"},
+			{"--st", "1", NULL,
+			 "option '--st' is ambiguous; possibilities: '--stacks' "
+			 "'--stack-size' '--stop-timeout'"},
+			{"record", "--quiet=1", "1",
+			 "option '--quiet' doesn't allow an argument"},
+			{"report", "--folded=1", "f",
+			 "option '--folded' doesn't allow an argument"},
+			/* a short option after a valid long one is still one */
+			{"--pid=1", "-xj", NULL, "invalid option -- 'x'"},
+		};
+
+		for (i = 0; i < sizeof(named) / sizeof(named[0]); i++) {
+			char *out, *err;
+			int r = run_ctxdump(&out, &err, named[i][0], named[i][1],
+					    named[i][2], NULL);
+
+			ck_assert_msg(r == 64, "case %zu: exit %d, stderr '%s'", i, r,
+				      err);
+			ck_assert_msg(strstr(err, named[i][3]), "case %zu: '%s'", i,
+				      err);
+			ck_assert_msg(strstr(err, "--help' for more information.\n"),
+				      "case %zu: no --help hint: '%s'", i, err);
+			free(out);
+			free(err);
+		}
+	}
 }
 END_TEST
 

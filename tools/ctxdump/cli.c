@@ -211,9 +211,67 @@ cli_parse_stack_size(const char *s)
 	return (size_t)(v * mul);
 }
 
-void
-cli_option_error(int c, char *const *argv, bool short_form)
+/* In longopts, the options that the long option arg (--name or
+ * --name=value) names: the one of that name, else those it abbreviates;
+ * into *first the first of them.  Returns how many. */
+static unsigned
+long_matches(const struct option *longopts,
+	     const char *arg,
+	     const struct option **first)
 {
+	const char *name = arg + 2;
+	size_t len = strcspn(name, "=");
+	const struct option *o;
+	unsigned n = 0;
+
+	*first = NULL;
+	for (o = longopts; o->name; o++) {
+		if (strncmp(o->name, name, len) != 0)
+			continue;
+		if (!o->name[len]) {
+			*first = o;
+			return 1;
+		}
+		if (!n++)
+			*first = o;
+	}
+	return n;
+}
+
+void
+cli_option_error(int c,
+		 char *const *argv,
+		 const struct option *longopts,
+		 bool short_form)
+{
+	const char *arg = argv[optind - 1];
+	const struct option *o;
+	unsigned n;
+
+	/* getopt_long gives '?' and the option's value in optopt for a long
+	 * option given an argument it does not take, and '?' with 0 for an
+	 * abbreviation of several: told from an unknown short option after
+	 * arg ("--pid=1 -xj": optind is still at -xj) by the value. */
+	if (c == '?' && strncmp(arg, "--", 2) == 0 && arg[2]) {
+		n = long_matches(longopts, arg, &o);
+		if (n == 1 && optopt && o->val == optopt && o->has_arg == no_argument &&
+		    strchr(arg, '='))
+			cli_usage_err("option '--%s' doesn't allow an argument",
+				      o->name);
+		if (n > 1 && !optopt) {
+			char list[512] = "";
+			size_t len = strcspn(arg + 2, "="), used = 0;
+
+			for (; o->name; o++)
+				if (strncmp(o->name, arg + 2, len) == 0 &&
+				    used < sizeof(list))
+					used += (size_t)snprintf(list + used,
+								 sizeof(list) - used,
+								 " '--%s'", o->name);
+			cli_usage_err("option '%.*s' is ambiguous; possibilities:%s",
+				      (int)(len + 2), arg, list);
+		}
+	}
 	if (c == ':') {
 		/* getopt_long sets optopt to a long option's value too: name
 		 * the option as it was written. */

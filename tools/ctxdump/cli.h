@@ -7,6 +7,7 @@
  * errors that end with the --help hint, and option values checked
  * against their range. */
 
+#include <getopt.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -79,11 +80,14 @@ long long cli_parse_num(const char *s, const char *what, long long min, long lon
 size_t cli_parse_stack_size(const char *s);
 
 /* The usage error for what getopt_long() returned as c (':' or '?'; with
- * opterr = 0 and ':' first in the option string).  With short_form, a
- * short option's missing argument is named the way getopt does
- * ("option requires an argument -- 'x'"). */
-void cli_option_error(int c, char *const *argv, bool short_form)
-	__attribute__((noreturn));
+ * opterr = 0 and ':' first in the option string), worded as getopt would
+ * (longopts: the long options it was given).  With short_form, a short
+ * option's missing argument is named the way getopt does ("option
+ * requires an argument -- 'x'"). */
+void cli_option_error(int c,
+		      char *const *argv,
+		      const struct option *longopts,
+		      bool short_form) __attribute__((noreturn));
 
 /* A secret seed for ctx_hash_bytes() (rng.h), drawn at the first call
  * and the same afterwards. */

@@ -237,7 +237,7 @@ parse_options(struct ctxdump_control *ctl, int argc, char **argv)
 		case 'V':
 			cli_version();
 		default:
-			cli_option_error(c, argv, true);
+			cli_option_error(c, argv, longopts, true);
 		}
 	}
 	ctl->pid = (pid_t)cli_parse_num(cli_pid_operand(argc, argv, pid), "process id",

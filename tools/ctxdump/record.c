@@ -1887,7 +1887,7 @@ parse_args(struct rec_ctl *ctl, int argc, char **argv)
 		case 'V':
 			cli_version();
 		default:
-			cli_option_error(c, argv, false);
+			cli_option_error(c, argv, longopts, false);
 		}
 	}
 	ctl->pid = (pid_t)cli_parse_num(cli_pid_operand(argc, argv, pid), "process id",

@@ -3443,7 +3443,7 @@ parse_args(struct rpt_ctl *ctl, int argc, char **argv)
 		case 'V':
 			cli_version();
 		default:
-			cli_option_error(c, argv, false);
+			cli_option_error(c, argv, longopts, false);
 		}
 	}
 	/* an option for another output would be ignored: say so */
