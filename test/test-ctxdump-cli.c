@@ -964,6 +964,27 @@ START_TEST(records_text_and_json)
 	free(t);
 	free(out);
 	free(err);
+
+	/* a dump that cannot be written says where it went (old: "write
+	 * error: No space left on device") and fails */
+	for (i = 0; i < 2; i++) {
+		char *sh[] = {"/bin/sh",
+			      "-c",
+			      "exec \"$0\" $1 \"$2\" >/dev/full",
+			      (char *)test_ctxdump_path(),
+			      i ? "--json" : "-v",
+			      arg,
+			      NULL};
+		int st = test_run_capture(sh, NULL, false, &out, &err, RUN_TIMEOUT_MS);
+
+		ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 2, "status 0x%x", st);
+		ck_assert_msg(strstr(err, "ctxdump: write error on standard output: "
+					  "No space left on device\n"),
+			      "%s", err);
+		free(out);
+		free(err);
+		assert_running(h.pid);
+	}
 	churn_finish(&h);
 }
 END_TEST

@@ -1052,7 +1052,7 @@ finish(struct run *run, int status)
 	else
 		output_text(stdout, &run->d, &o);
 	if (fflush(stdout) != 0 || ferror(stdout)) {
-		cli_warn("write error: %s", strerror(errno));
+		cli_warn("write error on standard output: %s", strerror(errno));
 		status = CLI_EXIT_FATAL;
 	}
 	dump_free(&run->d);
