@@ -1322,6 +1322,34 @@ START_TEST(report_thread_name_cut)
 }
 END_TEST
 
+/* A report that cannot be written says where it went (old: "write
+ * error: No space left on device", as the dump said) and fails, in each
+ * mode. */
+START_TEST(report_write_error)
+{
+	static const char *const modes[] = {NULL, "--folded", "--spans"};
+	const char *args[] = {NULL, NULL, NULL};
+	struct rec *r = rec_new("srv");
+	char file[64], *err;
+	size_t i;
+	int st;
+
+	rec_work_samples(r);
+	rec_save(r, file, sizeof(file), "write-error");
+	for (i = 0; i < sizeof(modes) / sizeof(modes[0]); i++) {
+		args[0] = modes[i] ? modes[i] : file;
+		args[1] = modes[i] ? file : NULL;
+		st = run_report(args, -1, "/dev/full", 0, 0, &err);
+		ck_assert_msg(st == 2, "%s: exit %d: %s", args[0], st, err);
+		ck_assert_msg(strstr(err, "ctxdump report: write error on standard "
+					  "output: No space left on device\n"),
+			      "%s: %s", args[0], err);
+		free(err);
+	}
+	unlink(file);
+}
+END_TEST
+
 /* The summary's trace line says which thread by its name too, as the
  * spans' thread.name does, escaped (old: its id only). */
 START_TEST(report_summary_thread_name)
@@ -2628,6 +2656,7 @@ TEST_SUITE(ctxdump_report_suite)
 	tcase_add_test(tc, report_pipe_survives_first_interrupt);
 	tcase_add_test(tc, report_pipe_interrupt_says_so);
 	tcase_add_test(tc, report_thread_name_cut);
+	tcase_add_test(tc, report_write_error);
 	tcase_add_test(tc, report_summary_thread_name);
 	tcase_add_test(tc, report_zero_trace_id_is_no_trace);
 	tcase_add_test(tc, report_attr_filter_every_context);

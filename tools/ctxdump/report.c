@@ -3563,7 +3563,7 @@ report_run(const struct rpt_ctl *ctl, FILE *f)
 		break;
 	}
 	if (fflush(stdout) != 0 || ferror(stdout)) {
-		cli_warn("write error: %s", strerror(errno));
+		cli_warn("write error on standard output: %s", strerror(errno));
 		status = CLI_EXIT_FATAL;
 	}
 	if (status == CLI_EXIT_OK && (p.truncated || !p.has_end || p.bad_records))
