@@ -15,7 +15,13 @@ _Static_assert(H2_SCAN_ARENA < 65536 && H2_SCAN_ENTRIES == 128,
 _Static_assert(H2_SCAN_TABLE_MAX - 32 <= 65535, "entry lengths are 16 bits");
 
 /* Frame types and flags, RFC 9113 §6. */
-enum { F_DATA = 0, F_HEADERS = 1, F_PUSH_PROMISE = 5, F_CONTINUATION = 9 };
+enum {
+	F_DATA = 0,
+	F_HEADERS = 1,
+	F_RST_STREAM = 3,
+	F_PUSH_PROMISE = 5,
+	F_CONTINUATION = 9
+};
 #define FL_END_HEADERS 0x04
 #define FL_PADDED      0x08
 #define FL_PRIORITY    0x20
@@ -1002,6 +1008,9 @@ frame(struct h2_scan *st, const uint8_t *h)
 	case F_PUSH_PROMISE: /* a server's frame: its block would be lost */
 		return give_up(st, H2_SCAN_WHY_FRAME);
 	default:
+		/* The caller's stream ended by the client (h2_scan_watch()). */
+		if (type == F_RST_STREAM && id != 0 && id == st->watch)
+			st->watch_rst = 1;
 		/* §5.5: unknown types are ignored, like the rest. */
 		st->phase = len ? PH_SKIP : PH_HDR;
 		return H2_SCAN_MORE;

@@ -123,6 +123,7 @@ struct h2_scan {
 	uint32_t str_left; /* encoded bytes left of the string in progress */
 	uint32_t dec_len;  /* its decoded bytes so far */
 	uint32_t f_nlen;   /* decoded name length of the field in progress */
+	uint32_t watch;    /* the caller's stream (h2_scan_watch()) */
 	uint64_t h_acc;    /* Huffman bits not yet decoded (top h_bits) */
 	uint64_t e_named;  /* bit d - 1: dynamic entry d (1: newest) has a
 			    * configured name (as e_k says; for d <= 64) */
@@ -132,7 +133,7 @@ struct h2_scan {
 	uint8_t rep_k, rep_flags, rep_static;
 	uint8_t hdr[9], hdr_pos;
 	uint8_t phase, pre, frame_flags, pad, prio_left;
-	uint8_t in_block, report, field_seen;
+	uint8_t in_block, report, field_seen, watch_rst;
 	uint8_t hp, kind, int_what, int_shift, str_value, str_huff, h_bits;
 	uint8_t f_k;    /* configured name of the field in progress, 0xff: none */
 	uint8_t e_head; /* next entry slot */
@@ -237,6 +238,28 @@ void h2_scan_field(const struct h2_scan *st, struct h2_scan_field *f);
 
 /* The stream id of the block last reported. */
 uint32_t h2_scan_stream(const struct h2_scan *st);
+
+/* The stream whose end by the client the caller wants to know of (its
+ * current request's): a RST_STREAM frame of it (RFC 9113 §6.4, the client
+ * cancelled it) sets a flag that h2_scan_watch_reset() takes.  A new
+ * watch clears the flag. */
+static inline void
+h2_scan_watch(struct h2_scan *st, uint32_t stream)
+{
+	st->watch = stream;
+	st->watch_rst = 0;
+}
+
+/* Did the client reset the watched stream since h2_scan_watch() or the
+ * last call?  Clears the flag. */
+static inline bool
+h2_scan_watch_reset(struct h2_scan *st)
+{
+	if (!st->watch_rst)
+		return false; /* (no store on every read) */
+	st->watch_rst = 0;
+	return true;
+}
 
 /* Give up now (the caller lost track of the stream). */
 void h2_scan_stop(struct h2_scan *st);

@@ -1194,6 +1194,41 @@ END_TEST
 
 /* ---- streams ------------------------------------------------------------- */
 
+/* h2_scan_watch(): the client's RST_STREAM of the watched stream, fed
+ * split at every point, sets the flag once its frame header is in; one
+ * of another stream (or of stream 0) does not, nor one after a new
+ * watch, and taking the flag clears it. */
+START_TEST(watch_reset)
+{
+	static struct stream s;
+	size_t cut, used, end;
+
+	start(&s);
+	frame(&s, 3, 0, 3, "\0\0\0\x08", 4);
+	frame(&s, 3, 0, 0, "\0\0\0\x08", 4);
+	frame(&s, 6, 0, 0, "12345678", 8); /* PING */
+	end = s.n;
+	frame(&s, 3, 0, 0x80000001u, "\0\0\0\x08", 4); /* reserved bit */
+	for (cut = 0; cut <= s.n; cut++) {
+		h2_scan_reset(&st, 0);
+		h2_scan_watch(&st, 1);
+		REQUIRE(h2_scan_feed(&st, &cfg, s.b, cut, &used) == H2_SCAN_MORE);
+		REQUIRE(used == cut);
+		REQUIRE(h2_scan_watch_reset(&st) == (cut >= end + 9));
+		REQUIRE(!h2_scan_watch_reset(&st));
+		REQUIRE(h2_scan_feed(&st, &cfg, s.b + cut, s.n - cut, &used) ==
+			H2_SCAN_MORE);
+		REQUIRE(h2_scan_watch_reset(&st) == (cut < end + 9));
+		REQUIRE(!h2_scan_gave_up(&st));
+	}
+	h2_scan_reset(&st, 0);
+	h2_scan_watch(&st, 1);
+	REQUIRE(h2_scan_feed(&st, &cfg, s.b, s.n, &used) == H2_SCAN_MORE);
+	h2_scan_watch(&st, 3);
+	REQUIRE(!h2_scan_watch_reset(&st));
+}
+END_TEST
+
 START_TEST(trailers_and_ids)
 {
 	static struct stream s;
@@ -2708,6 +2743,7 @@ TEST_SUITE(h2_scan_suite)
 	tcase_add_test(tc, continuation);
 	tcase_add_test(tc, continuation_rules);
 	tcase_add_test(tc, trailers_and_ids);
+	tcase_add_test(tc, watch_reset);
 	tcase_add_test(tc, other_frames);
 	tcase_add_test(tc, repeats_and_kinds);
 	tcase_add_test(tc, cut_and_unknown);
