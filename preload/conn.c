@@ -2531,7 +2531,9 @@ ctxshim_conn_fcgi_feed(struct ctxshim_conn *c,
  * request of the socket level like a FastCGI one -- answered by a write
  * (the first one that carries its stream's HEADERS or RST_STREAM frame:
  * "HTTP/2 answers" at conn_h2_written()), cleared by the next read that
- * brings none, a wait or the close, upstreams followed.  One that ends two or more (or a read that brings
+ * brings none, a wait or the close, upstreams followed; the client's
+ * RST_STREAM of its stream ends it, context and all
+ * (conn_h2_cancelled()).  One that ends two or more (or a read that brings
  * one while the thread still shows the connection's previous request,
  * unanswered: the server reads on before it handles what it read, as
  * nginx's TLS reads do, record after record, until its buffer is full)
@@ -3053,6 +3055,7 @@ conn_h2_request(struct ctxshim_conn *c,
 	__atomic_store_n(&e->hold, ctx ? h2_scan_stream(&e->u.h2.scan) : 0,
 			 __ATOMIC_RELAXED);
 	conn_seq_end(c);
+	h2_scan_watch(&e->u.h2.scan, h2_scan_stream(&e->u.h2.scan));
 	if (replaces)
 		conn_replaced(c, was);
 	/* e's, not c->cap's: another thread may have let go of e, and c->cap
@@ -3084,6 +3087,21 @@ conn_h2_stop(struct ctxshim_conn *c, unsigned idx, struct ctxshim_ctx **full)
 	conn_cap_free(idx);
 	http_scan_stop(&c->scan);
 	return CONN_FEED_H2_STOP;
+}
+
+/* The client reset the stream of c's current request (RFC 9113 §6.4: it
+ * cancelled it; the scanner's watch, set by conn_h2_request()): that
+ * request has ended without a response, and its context goes, as at
+ * conn_h2_undo(): neither the connection's reads nor its writes (PING
+ * acknowledgements, other streams' frames) show it any more.  Kept, they
+ * all showed the cancelled request until the next one came. */
+static __attribute__((noinline, cold)) void
+conn_h2_cancelled(struct ctxshim_conn *c)
+{
+	conn_seq_begin(c);
+	conn_flags_update(c, CONN_F_HAS_CTX, 0);
+	conn_seq_end(c);
+	conn_set_answered(c, true);
 }
 
 /* A read's feed of c's scanner (entry idx, e), its reports taken as they
@@ -3191,6 +3209,9 @@ ctxshim_conn_h2_feed(struct ctxshim_conn *c,
 			break;
 		}
 	}
+	if (__builtin_expect(h2_scan_watch_reset(&f.e->u.h2.scan), 0) &&
+	    __atomic_load_n(&c->cap, __ATOMIC_RELAXED) == idx)
+		conn_h2_cancelled(c);
 	return f.became;
 }
 
@@ -3741,6 +3762,7 @@ ctxshim_conn_h2_upgrade(struct ctxshim_conn *c,
 	/* Stream 1 is the current request's, if it has a context (a request
 	 * without one keeps no stream: conn_h2_request()). */
 	__atomic_store_n(&e->hold, (f & CONN_F_HAS_CTX) ? 1 : 0, __ATOMIC_RELAXED);
+	h2_scan_watch(&e->u.h2.scan, 1);
 	/* A compare-and-swap from 0, as ctxshim_conn_h2_start(): a read on
 	 * another thread (a client that does not wait for the 101, two
 	 * readers) may store a split head's entry meanwhile, which a plain

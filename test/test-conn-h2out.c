@@ -234,6 +234,51 @@ walk_wire(struct ctxshim_conn *c, unsigned seed, bool lose)
 	ck_assert(!lose || (ref.lost && lost));
 }
 
+/* The client's RST_STREAM (RFC 9113 §6.4: it cancelled the stream) of
+ * the current request's stream ends that request: its context goes.  Kept, every later read and write
+ * of the connection (PINGs, other streams' frames) showed the cancelled
+ * request until the next one came.  One of another stream does not end
+ * it; each split of the client's bytes into two reads gives the same. */
+START_TEST(test_h2out_client_reset)
+{
+	static const uint8_t rst3[] = {0, 0, 4, 3, 0, 0, 0, 0, 3, 0, 0, 0, 8};
+	static const uint8_t rst1[] = {0, 0, 4, 3, 0, 0, 0, 0, 1, 0, 0, 0, 8};
+	uint8_t in[128];
+	size_t n = 0, cut, end3;
+
+	memcpy(in, H2_SCAN_PREFACE, H2_SCAN_PREFACE_LEN);
+	n = H2_SCAN_PREFACE_LEN;
+	memcpy(in + n, "\0\0\0\x04\0\0\0\0\0", 9); /* SETTINGS */
+	n += 9;
+	memcpy(in + n, rst3, sizeof(rst3));
+	n += sizeof(rst3);
+	end3 = n;
+	memcpy(in + n, rst1, sizeof(rst1));
+	n += sizeof(rst1);
+	for (cut = 0; cut <= n; cut++) {
+		struct ctxshim_conn *c = &conns[1][2];
+		struct ctxshim_ctx *full = NULL;
+		unsigned n_new = 0;
+
+		conn_up(c);
+		(void)ctxshim_conn_h2_feed(c, in, cut, &full, &n_new);
+		REQUIRE(ctxshim_conn_h2(c));
+		/* from stream 1's RST_STREAM frame header on (its payload
+		 * is an error code), as a server's answers (h2_out_feed()) */
+		REQUIRE(ctxshim_conn_answered(c) == (cut >= n - 4));
+		if (cut >= end3)
+			REQUIRE(ctxshim_conn_live(c) == (cut < n - 4));
+		(void)ctxshim_conn_h2_feed(c, in + cut, n - cut, &full, &n_new);
+		REQUIRE(full == NULL);
+		REQUIRE(ctxshim_conn_h2(c));
+		REQUIRE(ctxshim_conn_answered(c) && !ctxshim_conn_live(c));
+		/* nor do its writes show it (hooks/hook-socket.c, sk_follow()) */
+		REQUIRE(!(atomic_load(&c->flags) & CONN_F_HAS_CTX));
+		ctxshim_conn_lost(c);
+	}
+}
+END_TEST
+
 START_TEST(test_h2out_paths)
 {
 	walk_wire(conns[0], 27u + (unsigned)_i, false);
@@ -254,6 +299,7 @@ TEST_SUITE(conn_h2out_suite)
 	tcase_set_timeout(tc, 120);
 	tcase_add_loop_test(tc, test_h2out_paths, 0, 8);
 	tcase_add_loop_test(tc, test_h2out_lost, 0, 2);
+	tcase_add_test(tc, test_h2out_client_reset);
 	suite_add_tcase(s, tc);
 	return s;
 }
