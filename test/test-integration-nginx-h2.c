@@ -648,6 +648,87 @@ START_TEST(test_nginx_h2_proxy_frames)
 }
 END_TEST
 
+/* nginx as a reverse proxy over h2c, helpers/h2-frames as the client:
+ * a request sent to the backend (the test), then cancelled by the client
+ * (RST_STREAM; nginx closes its upstream), then a PING (nginx reads it and
+ * writes its acknowledgement) and another request.  The cancelled request
+ * is shown by the read that brings its RST_STREAM, never after it: old,
+ * it stayed the connection's current request, and the PING's read and
+ * its acknowledgement's write showed it again. */
+START_TEST(test_nginx_h2_client_reset)
+{
+	struct sockaddr_in a = {.sin_family = AF_INET};
+	socklen_t al = sizeof(a);
+	struct pollfd p;
+	struct h2n n;
+	struct test_child cl;
+	char port[16], line[256], extra[256], *log, *head = NULL, b;
+	char *argv[] = {(char *)test_helper_path("h2-frames"), port, NULL};
+	size_t hl = 0, hc = 0;
+	unsigned reads, writes;
+	long worker;
+	int lfd, ufd, len;
+
+	lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	ck_assert_int_eq(bind(lfd, (struct sockaddr *)&a, sizeof(a)), 0);
+	ck_assert_int_eq(listen(lfd, 4), 0);
+	ck_assert_int_eq(getsockname(lfd, (struct sockaddr *)&a, &al), 0);
+	len = snprintf(extra, sizeof(extra),
+		       "    location /own/ {\n"
+		       "      proxy_pass http://127.0.0.1:%u;\n"
+		       "    }\n",
+		       ntohs(a.sin_port));
+	ck_assert_int_lt(len, (int)sizeof(extra));
+	h2n_start_extra(&n, extra);
+	snprintf(port, sizeof(port), "%u", n.h2c_port);
+	test_child_start(&cl, argv, NULL, false);
+	test_child_expect(&cl, "READY ", line, sizeof(line), IT_TIMEOUT_MS);
+
+	frames(&cl, "PREFACE\nHEADERS 1 /own/1 00-" TD(5) "-" PC "-01\nWRITE 0\n",
+	       "WROTE");
+	p = (struct pollfd){.fd = lfd, .events = POLLIN};
+	ck_assert_msg(poll(&p, 1, IT_TIMEOUT_MS) == 1, "nginx never connected");
+	ufd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+	ck_assert_int_ge(ufd, 0);
+	while (!head || !strstr(head, "\r\n\r\n"))
+		ck_assert_msg(it_read_some(ufd, &head, &hl, &hc),
+			      "nginx closed before its request head");
+	free(head);
+	worker = nx_wait_attach_tid(&n.nx.srv, TD(5));
+	it_wait_detached(&n.nx.srv, worker, TD(5), "epoll_wait");
+
+	/* The cancel: nginx lets go of its upstream. */
+	frames(&cl, "RST 1\nWRITE 0\n", "WROTE");
+	p = (struct pollfd){.fd = ufd, .events = POLLIN};
+	ck_assert_msg(poll(&p, 1, IT_TIMEOUT_MS) == 1 && read(ufd, &b, 1) == 0,
+		      "nginx kept the cancelled request's upstream");
+	close(ufd);
+	it_wait_detached(&n.nx.srv, worker, TD(5), "epoll_wait");
+	log = it_events(&n.nx.srv);
+	reads = it_events_count(log, TD(5), "read");
+	writes = it_events_count(log, TD(5), "write");
+	free(log);
+
+	/* A PING, then a request answered: both handled after the cancel. */
+	frames(&cl, "PING\nWRITE 0\n", "WROTE");
+	frames(&cl, "HEADERS 3 /index.html 00-" TD(7) "-" PC "-01\nWRITE 0\nWAIT 3\n",
+	       "RESP 3");
+	ck_assert_int_eq(test_child_finish(&cl, IT_TIMEOUT_MS), 0);
+	it_wait_detached(&n.nx.srv, worker, TD(7), NULL);
+	log = it_events(&n.nx.srv);
+	ck_assert_msg(it_events_count(log, TD(5), "read") == reads &&
+			      it_events_count(log, TD(5), "write") == writes,
+		      "the cancelled request was shown again after its "
+		      "RST_STREAM:\n%s",
+		      log);
+	assert_once(log, TD(7));
+	free(log);
+	close(lfd);
+	h2n_stop(&n);
+}
+END_TEST
+
 TEST_SUITE(nginx_h2_suite)
 {
 	Suite *s = suite_create("integration-nginx-h2");
@@ -663,6 +744,7 @@ TEST_SUITE(nginx_h2_suite)
 			    (int)(sizeof(tls_split) / sizeof(tls_split[0])));
 	tcase_add_loop_test(tc, test_nginx_h2_proxy, 0, 2);
 	tcase_add_test(tc, test_nginx_h2_proxy_frames);
+	tcase_add_test(tc, test_nginx_h2_client_reset);
 	suite_add_tcase(s, tc);
 	return s;
 }

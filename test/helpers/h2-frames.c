@@ -18,6 +18,8 @@
  *   HEADERS ID PATH TP   append a GET request's HEADERS frame for stream
  *                        ID (END_HEADERS | END_STREAM); TP: its
  *                        traceparent value, "-" for none
+ *   RST ID               append a RST_STREAM frame (CANCEL) for stream ID
+ *   PING                 append a PING frame
  *   WRITE N1,N2,...      write what was appended in pieces of N1, N2, ...
  *                        bytes (the rest as the last piece; "0": all at
  *                        once), each only once the server has read the
@@ -329,6 +331,17 @@ main(int argc, char **argv)
 			append(h, h2_preface(h));
 		} else if (sscanf(line, "HEADERS %u %511s %255s", &id, path, tp) == 3) {
 			headers(id, path, tp);
+		} else if (sscanf(line, "RST %u", &id) == 1) {
+			uint8_t h[13] = {0};
+
+			(void)h2_frame(h, 4, 0x3 /* RST_STREAM */, 0, id);
+			h[12] = 0x8; /* CANCEL */
+			append(h, sizeof(h));
+		} else if (strcmp(line, "PING") == 0) {
+			uint8_t h[17] = {0};
+
+			(void)h2_frame(h, 8, 0x6 /* PING */, 0, 0);
+			append(h, sizeof(h));
 		} else if (strncmp(line, "WRITE ", 6) == 0) {
 			write_pieces(line + 6);
 			printf("WROTE\n");
