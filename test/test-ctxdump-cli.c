@@ -1207,6 +1207,40 @@ START_TEST(stacks_unusual)
 }
 END_TEST
 
+/* ctxdump started with SIGALRM blocked (a mask its parent left it, which
+ * execve keeps) still gives up on a name whose demangled form would be a
+ * gigabyte, and shows it as it is.  Old: the demangling child inherited
+ * the mask, its 200 ms timer never fired, and it ran for about 10 s and
+ * took gigabytes, then the name was shown demangled. */
+START_TEST(stacks_demangle_bound_with_sigalrm_blocked)
+{
+	char *argv[] = {(char *)test_helper_path("deep-stack"), "3", "0", "mangled",
+			NULL};
+	char line[64], pid[16], tid[16], *out, *err;
+	struct test_child ch;
+	sigset_t alrm, old;
+	int a, b, r;
+
+	test_child_start(&ch, argv, NULL, false);
+	test_child_expect(&ch, "READY ", line, sizeof(line), RUN_TIMEOUT_MS);
+	ck_assert_int_eq(sscanf(line, "READY %d %d", &a, &b), 2);
+	snprintf(pid, sizeof(pid), "%d", a);
+	snprintf(tid, sizeof(tid), "%d", b);
+	sigemptyset(&alrm);
+	sigaddset(&alrm, SIGALRM);
+	ck_assert_int_eq(sigprocmask(SIG_BLOCK, &alrm, &old), 0);
+	r = run_ctxdump(&out, &err, "--stacks", "-t", tid, pid, NULL);
+	ck_assert_int_eq(sigprocmask(SIG_SETMASK, &old, NULL), 0);
+	ck_assert_int_eq(r, 0);
+	ck_assert_msg(strstr(out, " _Z1f1A1BIS_S_ES0_IS1_S1_E") &&
+			      !strstr(out, " f(A, B<A, A>"),
+		      "%s", out);
+	free(out);
+	free(err);
+	ck_assert_int_eq(test_child_finish(&ch, RUN_TIMEOUT_MS), 0);
+}
+END_TEST
+
 /* Seize every thread of pid (tid 0) or only thread tid and hold them
  * (running) until *release is closed: another tracer such as gdb or
  * strace, or one that traces a single thread. */
@@ -2046,6 +2080,7 @@ TEST_SUITE(ctxdump_cli_suite)
 	tcase_add_test(tp, one_thread);
 	tcase_add_test(tp, pid_option);
 	tcase_add_test(tp, stacks_unusual);
+	tcase_add_test(tp, stacks_demangle_bound_with_sigalrm_blocked);
 	tcase_add_test(tp, already_traced);
 	tcase_add_test(tp, one_thread_traced);
 	tcase_add_test(tp, different_user);

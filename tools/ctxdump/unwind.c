@@ -1920,9 +1920,15 @@ uw_demangle_child(const char *name)
 	c = fork();
 	if (c == 0) {
 		struct itimerval it = {{0, 0}, {0, UW_DEMANGLE_CHILD_MS * 1000}};
+		sigset_t alrm;
 		char *d;
 		int r = -1;
 
+		/* ctxdump may have been started with SIGALRM blocked (execve
+		 * keeps the mask): the timer would then never end the child */
+		sigemptyset(&alrm);
+		sigaddset(&alrm, SIGALRM);
+		(void)sigprocmask(SIG_UNBLOCK, &alrm, NULL);
 		signal(SIGALRM, SIG_DFL);
 		(void)setitimer(ITIMER_REAL, &it, NULL);
 		d = uwd.demangle(name, NULL, NULL, &r);
