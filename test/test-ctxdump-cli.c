@@ -1102,7 +1102,9 @@ END_TEST
  *    (old: seconds and gigabytes spent on it);
  *  - the frames found past a function without unwind information are
  *    marked as guessed (old: shown as any other), and those before it
- *    are not. */
+ *    are not;
+ *  - a frame chain that leads back to a frame already shown ends as a
+ *    loop (old: the two frames over and over up to 4096, "more frames"). */
 START_TEST(stacks_unusual)
 {
 	static const struct {
@@ -1121,6 +1123,8 @@ START_TEST(stacks_unusual)
 		{"3", "0", "mangled", "64K", 4, " demo::Scheduler::wait(int)+0x",
 		 "_ZN4demo"},
 		{"3", "0", "nocfi", "64K", 4, " nocfi_call+0x", NULL},
+		{"3", "0", "cycle", "64K", 0, "(stack ends: unwinding loop)\n",
+		 "(more frames"},
 	};
 	unsigned c;
 

@@ -22,6 +22,10 @@
  *   nocfi    at the bottom, deep() calls the wait through a function
  *            without unwind information (assembly without CFI) that keeps
  *            the frame-pointer chain
+ *   cycle    at the bottom, the thread waits in a function whose unwind
+ *            information finds its caller through rbp, which points at
+ *            two frames on the stack that name each other as their
+ *            caller (a corrupt or hostile stack): a walk without end
  *
  * Prints "READY <pid> <tid>" once at the bottom; exits when stdin is
  * closed. */
@@ -33,6 +37,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -133,6 +138,46 @@ __asm__(".text\n"
 	"	ret\n"
 	".size nocfi_call, .-nocfi_call\n");
 
+/* cycle: frames[0..1] and frames[2..3] are {saved rbp, return address}
+ * pairs; cycle_spin() waits with rbp = frames, under unwind information
+ * that says its caller's frame is at rbp */
+void cycle_spin(const uint64_t *frames);
+extern const char cycle_ret[];
+__asm__(".text\n"
+	".globl cycle_spin\n"
+	".type cycle_spin, @function\n"
+	"cycle_spin:\n"
+	"	.cfi_startproc\n"
+	"	push %rbp\n"
+	"	.cfi_def_cfa_offset 16\n"
+	"	.cfi_offset %rbp, -16\n"
+	"	mov %rsp, %rbp\n"
+	"	.cfi_def_cfa_register %rbp\n"
+	"	mov %rdi, %rbp\n"
+	"1:	mov $34, %eax\n" /* SYS_pause, x86_64 */
+	"	syscall\n"
+	"	jmp 1b\n"
+	/* never run: its return address is the one the frames hold */
+	"	call cycle_spin\n"
+	".globl cycle_ret\n"
+	"cycle_ret:\n"
+	"	.cfi_endproc\n"
+	".size cycle_spin, .-cycle_spin\n");
+
+__attribute__((noinline)) static int
+cycle_wait(void)
+{
+	uint64_t f[4] __attribute__((aligned(16)));
+
+	f[0] = (uint64_t)(uintptr_t)&f[2];
+	f[1] = (uint64_t)(uintptr_t)cycle_ret;
+	f[2] = (uint64_t)(uintptr_t)&f[0];
+	f[3] = (uint64_t)(uintptr_t)cycle_ret;
+	atomic_store(&bottom, (int)syscall(SYS_gettid));
+	cycle_spin(f);
+	return 0;
+}
+
 /* nullcall: what deep(0) calls; read as it is called, so that the call
  * stays a call through a null pointer */
 static int (*volatile bottom_call)(void) = bottom_wait;
@@ -215,9 +260,10 @@ main(int argc, char **argv)
 	if (argc < 3 || argc > 4 ||
 	    (*mode && strcmp(mode, "data") != 0 && strcmp(mode, "maplibc") != 0 &&
 	     strcmp(mode, "nullcall") != 0 && strcmp(mode, "nosym") != 0 &&
-	     strcmp(mode, "mangled") != 0 && strcmp(mode, "nocfi") != 0)) {
+	     strcmp(mode, "mangled") != 0 && strcmp(mode, "nocfi") != 0 &&
+	     strcmp(mode, "cycle") != 0)) {
 		fprintf(stderr, "usage: deep-stack DEPTH PAD "
-				"[data|maplibc|nullcall|nosym|mangled|nocfi]\n");
+				"[data|maplibc|nullcall|nosym|mangled|nocfi|cycle]\n");
 		return 64;
 	}
 	if (strcmp(mode, "nullcall") == 0) {
@@ -229,6 +275,8 @@ main(int argc, char **argv)
 		bottom_call = mangled_wait;
 	} else if (strcmp(mode, "nocfi") == 0) {
 		bottom_call = nocfi_call;
+	} else if (strcmp(mode, "cycle") == 0) {
+		bottom_call = cycle_wait;
 	}
 	depth = (unsigned)atol(argv[1]);
 	pad = (size_t)atol(argv[2]);

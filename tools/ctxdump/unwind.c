@@ -2650,8 +2650,8 @@ stack_unwind(pid_t pid,
 {
 	struct uw_ctx ctx = {0};
 	unw_cursor_t cursor;
-	uint64_t prev_ip = 0, prev_sp = 0;
-	bool prev_signal = false, guessed = false;
+	uint64_t prev_ip = 0, prev_sp = 0, seen_ip = 0, seen_sp = 0;
+	bool prev_signal = false, guessed = false, seen = false;
 	unsigned repeats = 0;
 	size_t n = 0;
 	int err = 0, ret;
@@ -2705,6 +2705,22 @@ stack_unwind(pid_t pid,
 			f->flags |= STACK_FRAME_TRUNCATED;
 			f->end_reason = uw_end_reason(&ctx, -UNW_ESTOPUNWIND);
 			break;
+		}
+		/* Two frames of one stack never share ip and sp: one that
+		 * repeats an earlier frame, not only the one before, means a
+		 * chain that leads back to itself (a corrupt or hostile
+		 * stack), which would be walked round up to max_frames.
+		 * Brent's method finds it within twice the cycle's start and
+		 * length: compare with the frame kept at each power of two. */
+		if (seen && ip == seen_ip && sp == seen_sp) {
+			f->flags |= STACK_FRAME_TRUNCATED;
+			f->end_reason = uw_end_reason(&ctx, -UNW_ESTOPUNWIND);
+			break;
+		}
+		if ((n & (n - 1)) == 0) {
+			seen = true;
+			seen_ip = ip;
+			seen_sp = sp;
 		}
 		prev_ip = ip;
 		prev_sp = sp;
