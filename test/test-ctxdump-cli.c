@@ -1104,7 +1104,9 @@ END_TEST
  *    marked as guessed (old: shown as any other), and those before it
  *    are not;
  *  - a frame chain that leads back to a frame already shown ends as a
- *    loop (old: the two frames over and over up to 4096, "more frames"). */
+ *    loop (old: the two frames over and over up to 4096, "more frames");
+ *  - unwind information whose DWARF expression jumps back to itself ends
+ *    the stack (old: ctxdump hung in libunwind, for ever). */
 START_TEST(stacks_unusual)
 {
 	static const struct {
@@ -1125,6 +1127,8 @@ START_TEST(stacks_unusual)
 		{"3", "0", "nocfi", "64K", 4, " nocfi_call+0x", NULL},
 		{"3", "0", "cycle", "64K", 0, "(stack ends: unwinding loop)\n",
 		 "(more frames"},
+		{"3", "0", "cfaloop", "64K", 0,
+		 "(stack ends: unwind information loops or is too long)\n", NULL},
 	};
 	unsigned c;
 

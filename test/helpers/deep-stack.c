@@ -26,6 +26,9 @@
  *            information finds its caller through rbp, which points at
  *            two frames on the stack that name each other as their
  *            caller (a corrupt or hostile stack): a walk without end
+ *   cfaloop  at the bottom, the thread waits in a function whose unwind
+ *            information computes the caller's frame with a DWARF
+ *            expression that jumps back to itself (a hostile file)
  *
  * Prints "READY <pid> <tid>" once at the bottom; exits when stdin is
  * closed. */
@@ -178,6 +181,21 @@ cycle_wait(void)
 	return 0;
 }
 
+/* cfaloop: DW_CFA_def_cfa_expression, 3 bytes: DW_OP_skip -3 */
+int cfaloop_wait(void);
+__asm__(".text\n"
+	".globl cfaloop_wait\n"
+	".type cfaloop_wait, @function\n"
+	"cfaloop_wait:\n"
+	"	.cfi_startproc\n"
+	"	push %rbp\n"
+	"	.cfi_escape 0x0f, 3, 0x2f, 0xfd, 0xff\n"
+	"	call bottom_wait\n"
+	"	pop %rbp\n"
+	"	ret\n"
+	"	.cfi_endproc\n"
+	".size cfaloop_wait, .-cfaloop_wait\n");
+
 /* nullcall: what deep(0) calls; read as it is called, so that the call
  * stays a call through a null pointer */
 static int (*volatile bottom_call)(void) = bottom_wait;
@@ -261,9 +279,9 @@ main(int argc, char **argv)
 	    (*mode && strcmp(mode, "data") != 0 && strcmp(mode, "maplibc") != 0 &&
 	     strcmp(mode, "nullcall") != 0 && strcmp(mode, "nosym") != 0 &&
 	     strcmp(mode, "mangled") != 0 && strcmp(mode, "nocfi") != 0 &&
-	     strcmp(mode, "cycle") != 0)) {
-		fprintf(stderr, "usage: deep-stack DEPTH PAD "
-				"[data|maplibc|nullcall|nosym|mangled|nocfi|cycle]\n");
+	     strcmp(mode, "cycle") != 0 && strcmp(mode, "cfaloop") != 0)) {
+		fprintf(stderr, "usage: deep-stack DEPTH PAD [data|maplibc|nullcall|"
+				"nosym|mangled|nocfi|cycle|cfaloop]\n");
 		return 64;
 	}
 	if (strcmp(mode, "nullcall") == 0) {
@@ -277,6 +295,8 @@ main(int argc, char **argv)
 		bottom_call = nocfi_call;
 	} else if (strcmp(mode, "cycle") == 0) {
 		bottom_call = cycle_wait;
+	} else if (strcmp(mode, "cfaloop") == 0) {
+		bottom_call = cfaloop_wait;
 	}
 	depth = (unsigned)atol(argv[1]);
 	pad = (size_t)atol(argv[2]);

@@ -130,6 +130,12 @@ stack_unwind_unavailable(void)
 #define UW_MAPS_BUF (64u << 10)
 /* Frames whose ip and sp both repeat mean a broken unwind table. */
 #define UW_MAX_LOOP 2
+/* Memory reads libunwind may make for one step (uw_access_mem): one per
+ * byte of the FDE's instructions and DWARF expressions, which come from
+ * the target's files and may jump back (DW_OP_skip, DW_OP_bra), which
+ * libunwind follows for ever.  A step of a real stack takes a few
+ * hundred (at most 235 measured: libc, deep recursion, signal frames). */
+#define UW_STEP_READS (1u << 16)
 
 /* DWARF exception-header pointer encodings (LSB, "DWARF Extensions"). */
 #define DW_EH_PE_absptr   0x00
@@ -268,6 +274,10 @@ struct uw_ctx {
 	struct user_regs_struct restart;
 	/* a look-up of unwind information failed during this step */
 	bool no_info;
+	/* memory reads in this step (uw_access_mem), and whether they
+	 * went over UW_STEP_READS */
+	unsigned reads;
+	bool too_many_reads;
 };
 
 /* One process at a time: ctxdump dumps one pid, and every thread of it
@@ -2115,6 +2125,10 @@ uw_access_mem(
 
 	if (write)
 		return -UNW_EREADONLYREG;
+	if (++c->reads > UW_STEP_READS) {
+		c->too_many_reads = true;
+		return -UNW_EINVAL;
+	}
 	if (s->stack_len >= 8 && addr >= s->stack_addr &&
 	    addr - s->stack_addr <= s->stack_len - 8) {
 		memcpy(val, s->stack + (addr - s->stack_addr), 8);
@@ -2625,6 +2639,8 @@ uw_end_reason(const struct uw_ctx *c, int step_ret)
 {
 	const struct stack_snap *s = c->snap;
 
+	if (c->too_many_reads)
+		return "unwind information loops or is too long";
 	if (c->mem_fail) {
 		struct uw_map *mp = uw_find_map(c->proc, c->fail_addr);
 
@@ -2735,6 +2751,8 @@ stack_unwind(pid_t pid,
 			break;
 		}
 		ctx.no_info = false;
+		ctx.reads = 0;
+		ctx.too_many_reads = false;
 		ret = uwl.step(&cursor);
 		/* and every frame after a guessed one rests on it */
 		guessed = guessed || ctx.no_info;
