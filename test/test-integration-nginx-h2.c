@@ -549,6 +549,37 @@ wait_upstream(struct h2n *n, const char *trace, unsigned more_than)
 	}
 }
 
+/* nginx proxying /own/ to a backend that the test plays (the listening
+ * socket returned), helpers/h2-frames started as its h2c client in *cl. */
+static int
+own_backend(struct h2n *n, struct test_child *cl, bool unbuffered)
+{
+	static char port[16];
+	struct sockaddr_in a = {.sin_family = AF_INET};
+	socklen_t al = sizeof(a);
+	char line[256], extra[256];
+	char *argv[] = {(char *)test_helper_path("h2-frames"), port, NULL};
+	int lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), len;
+
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	ck_assert_int_eq(bind(lfd, (struct sockaddr *)&a, sizeof(a)), 0);
+	ck_assert_int_eq(listen(lfd, 4), 0);
+	ck_assert_int_eq(getsockname(lfd, (struct sockaddr *)&a, &al), 0);
+	len = snprintf(extra, sizeof(extra),
+		       "    location /own/ {\n"
+		       "      proxy_pass http://127.0.0.1:%u;\n"
+		       "%s"
+		       "    }\n",
+		       ntohs(a.sin_port),
+		       unbuffered ? "      proxy_buffering off;\n" : "");
+	ck_assert_int_lt(len, (int)sizeof(extra));
+	h2n_start_extra(n, extra);
+	snprintf(port, sizeof(port), "%u", n->h2c_port);
+	test_child_start(cl, argv, NULL, false);
+	test_child_expect(cl, "READY ", line, sizeof(line), IT_TIMEOUT_MS);
+	return lfd;
+}
+
 /* nginx as a reverse proxy over h2c, with helpers/h2-frames as the client
  * and the test as the backend (proxy_buffering off: each piece of the
  * backend's answer is read and sent on as it comes): the first request's
@@ -566,32 +597,14 @@ START_TEST(test_nginx_h2_proxy_frames)
 				    "Content-Type: text/plain\r\n\r\n0123456789";
 	static const char part2[] = "abcdefghij";
 	static const char *const traces[2] = {TD(1), TD(3)};
-	struct sockaddr_in a = {.sin_family = AF_INET};
-	socklen_t al = sizeof(a);
 	struct h2n n;
 	struct test_child cl;
-	char port[16], line[256], extra[256], cmd[256], *log;
-	char *argv[] = {(char *)test_helper_path("h2-frames"), port, NULL};
+	char line[256], cmd[256], *log;
 	unsigned k, up0, up1;
 	long worker = -1;
-	int lfd, len;
+	int lfd;
 
-	lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	ck_assert_int_eq(bind(lfd, (struct sockaddr *)&a, sizeof(a)), 0);
-	ck_assert_int_eq(listen(lfd, 4), 0);
-	ck_assert_int_eq(getsockname(lfd, (struct sockaddr *)&a, &al), 0);
-	len = snprintf(extra, sizeof(extra),
-		       "    location /own/ {\n"
-		       "      proxy_pass http://127.0.0.1:%u;\n"
-		       "      proxy_buffering off;\n"
-		       "    }\n",
-		       ntohs(a.sin_port));
-	ck_assert_int_lt(len, (int)sizeof(extra));
-	h2n_start_extra(&n, extra);
-	snprintf(port, sizeof(port), "%u", n.h2c_port);
-	test_child_start(&cl, argv, NULL, false);
-	test_child_expect(&cl, "READY ", line, sizeof(line), IT_TIMEOUT_MS);
+	lfd = own_backend(&n, &cl, true);
 
 	for (k = 0; k < 2; k++) {
 		struct pollfd p = {.fd = lfd, .events = POLLIN};
@@ -657,33 +670,16 @@ END_TEST
  * its acknowledgement's write showed it again. */
 START_TEST(test_nginx_h2_client_reset)
 {
-	struct sockaddr_in a = {.sin_family = AF_INET};
-	socklen_t al = sizeof(a);
 	struct pollfd p;
 	struct h2n n;
 	struct test_child cl;
-	char port[16], line[256], extra[256], *log, *head = NULL, b;
-	char *argv[] = {(char *)test_helper_path("h2-frames"), port, NULL};
+	char *log, *head = NULL, b;
 	size_t hl = 0, hc = 0;
 	unsigned reads, writes;
 	long worker;
-	int lfd, ufd, len;
+	int lfd, ufd;
 
-	lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	ck_assert_int_eq(bind(lfd, (struct sockaddr *)&a, sizeof(a)), 0);
-	ck_assert_int_eq(listen(lfd, 4), 0);
-	ck_assert_int_eq(getsockname(lfd, (struct sockaddr *)&a, &al), 0);
-	len = snprintf(extra, sizeof(extra),
-		       "    location /own/ {\n"
-		       "      proxy_pass http://127.0.0.1:%u;\n"
-		       "    }\n",
-		       ntohs(a.sin_port));
-	ck_assert_int_lt(len, (int)sizeof(extra));
-	h2n_start_extra(&n, extra);
-	snprintf(port, sizeof(port), "%u", n.h2c_port);
-	test_child_start(&cl, argv, NULL, false);
-	test_child_expect(&cl, "READY ", line, sizeof(line), IT_TIMEOUT_MS);
+	lfd = own_backend(&n, &cl, false);
 
 	frames(&cl, "PREFACE\nHEADERS 1 /own/1 00-" TD(5) "-" PC "-01\nWRITE 0\n",
 	       "WROTE");
