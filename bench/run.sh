@@ -1084,7 +1084,8 @@ fi
 
 echo
 echo "ctxshim benchmarks ($(uname -m), $(nproc) CPUs, kernel $(uname -r)), $(date -u +%Y-%m-%d)"
-echo "command: sh bench/run.sh ${1:-} (BENCH_REPS=$REPS, BENCH_THREADS=$NTHREADS," \
+echo "command: ${BENCH_ONLY:+BENCH_ONLY=\"$BENCH_ONLY\" }sh bench/run.sh ${1:-}" \
+	"(BENCH_REPS=$REPS, BENCH_THREADS=$NTHREADS," \
 	"BENCH_NGINX_SECS=$NGINX_SECS, BENCH_NGINX_RUNS=${BENCH_NGINX_RUNS:-20}${PRIO:+, $PRIO})"
 if want B1 || want B2 || want B8; then
 	echo "nginx rows: ${PIN_DESC:-unpinned}${NPRIO:+, $NPRIO}; load average at the start" \
