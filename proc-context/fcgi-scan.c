@@ -119,13 +119,12 @@ kept_len(const struct fcgi_scan_config *cfg, unsigned k, size_t len)
 
 /* The name ended: the value that follows (st->nv_len bytes) is kept if
  * exactly one kept name matched and it fits its limit (or is cut to it)
- * and the arena.  A
- * name seen before in this request replaces its earlier value (dropped
- * even if this one is not kept): the last one wins, as in the table
- * php-fpm builds (main/fastcgi.c, fcgi_hash_set(), which the script's
- * $_SERVER comes from), so that a parameter a server sends twice (nginx's
- * fastcgi_param of a name fastcgi_params has, a header the client sent
- * twice) gives the value the script sees. */
+ * and the arena.  A name seen before in this request replaces its earlier
+ * value (dropped even if this one is not kept): the last one wins, as in
+ * the table php-fpm builds (main/fastcgi.c, fcgi_hash_set(), which the
+ * script's $_SERVER comes from), so that a parameter a server sends twice
+ * (nginx's fastcgi_param of a name fastcgi_params has, a header the client
+ * sent twice) gives the value the script sees. */
 static void
 value_begin(struct fcgi_scan *st, const struct fcgi_scan_config *cfg)
 {
