@@ -30,6 +30,7 @@
 #include <glib.h>
 #include <malloc.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -376,10 +377,17 @@ ignore_log(const gchar *domain, GLogLevelFlags level, const gchar *msg, gpointer
 /* Item 1 pushes items 2 into its own pool until GLib refuses them (the
  * pool is being freed); the refused push is the application's mistake,
  * and GLib's critical warning is silenced.  A push accepted while the
- * free is under way runs; one refused never does. */
+ * free is under way runs; one refused never does.  At most
+ * FREE_PUSH_MAX, yielding after each: under valgrind, which runs one
+ * thread at a time, a loop that did not yield pushed items for minutes
+ * (gigabytes of them) before main got to its free. */
+#define FREE_PUSH_MAX 20000
+
 static void
 free_item_fn(gpointer data, gpointer user_data)
 {
+	int n;
+
 	(void)user_data;
 	if (GPOINTER_TO_INT(data) != 1)
 		return;
@@ -387,8 +395,10 @@ free_item_fn(gpointer data, gpointer user_data)
 	free_started = true;
 	g_cond_signal(&free_cond);
 	g_mutex_unlock(&free_lock);
-	while (g_thread_pool_push(free_pool, GINT_TO_POINTER(2), NULL))
-		;
+	for (n = 0; n < FREE_PUSH_MAX &&
+		    g_thread_pool_push(free_pool, GINT_TO_POINTER(2), NULL);
+	     n++)
+		sched_yield();
 }
 
 static int
