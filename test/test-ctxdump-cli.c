@@ -1700,37 +1700,35 @@ START_TEST(cpu_starved_past_wait)
 }
 END_TEST
 
-/* The child that tgid's vforker thread is waiting for (0: none now). */
+/* The child that thread tid of pid (its vforker) is waiting for, 0 if
+ * none now: its only one, unreaped ones aside. */
 static pid_t
-vfork_child(pid_t tgid)
+vfork_child(pid_t pid, pid_t tid)
 {
-	DIR *d = opendir("/proc");
-	struct dirent *e;
-	pid_t found = 0;
+	char path[96], buf[256], *p = buf, *end;
+	long c;
 
-	ck_assert_ptr_nonnull(d);
-	while (!found && (e = readdir(d))) {
-		pid_t p = (pid_t)strtol(e->d_name, NULL, 10);
-
-		if (p > 0 && p != tgid && test_proc_ppid(p) == tgid)
-			found = p;
-	}
-	closedir(d);
-	return found;
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)pid, (int)tid);
+	if (test_read_small(path, buf, sizeof(buf)) < 0)
+		return 0;
+	for (; (c = strtol(p, &end, 10)) > 0 && end != p; p = end)
+		if (test_proc_state((pid_t)c) != 'Z')
+			return (pid_t)c;
+	return 0;
 }
 
-/* Until tgid's vforker thread has just started a new child: the thread
- * then cannot stop for the child's whole 1.5 s. */
+/* Until h's vforker thread has just started a new child: the thread then
+ * cannot stop for the child's whole 1.5 s. */
 static void
-wait_fresh_vfork(pid_t tgid)
+wait_fresh_vfork(const struct churn *h)
 {
 	long deadline = test_now_ms() + 10000;
-	pid_t first = vfork_child(tgid), now;
+	pid_t first = vfork_child(h->pid, h->vfork), now;
 
 	do {
 		ck_assert_msg(test_now_ms() < deadline, "no new vfork child");
 		usleep(1000);
-		now = vfork_child(tgid);
+		now = vfork_child(h->pid, h->vfork);
 	} while (!now || now == first);
 }
 
@@ -1762,7 +1760,7 @@ START_TEST(signal_while_holding)
 		pid_t pid;
 		int st;
 
-		wait_fresh_vfork(h.pid);
+		wait_fresh_vfork(&h);
 		sigemptyset(&block);
 		sigaddset(&block, sigs[k]);
 		sigprocmask(SIG_BLOCK, &block, &old);
