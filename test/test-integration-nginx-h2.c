@@ -580,6 +580,25 @@ own_backend(struct h2n *n, struct test_child *cl, bool unbuffered)
 	return lfd;
 }
 
+/* nginx's connection to the backend of own_backend() (listening on lfd),
+ * its request head read into *head (malloc'd). */
+static int
+own_accept(int lfd, char **head)
+{
+	struct pollfd p = {.fd = lfd, .events = POLLIN};
+	size_t hl = 0, hc = 0;
+	int ufd;
+
+	ck_assert_msg(poll(&p, 1, IT_TIMEOUT_MS) == 1, "nginx never connected");
+	ufd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+	ck_assert_int_ge(ufd, 0);
+	*head = NULL;
+	while (!*head || !strstr(*head, "\r\n\r\n"))
+		ck_assert_msg(it_read_some(ufd, head, &hl, &hc),
+			      "nginx closed before its request head");
+	return ufd;
+}
+
 /* nginx as a reverse proxy over h2c, with helpers/h2-frames as the client
  * and the test as the backend (proxy_buffering off: each piece of the
  * backend's answer is read and sent on as it comes): the first request's
@@ -607,9 +626,7 @@ START_TEST(test_nginx_h2_proxy_frames)
 	lfd = own_backend(&n, &cl, true);
 
 	for (k = 0; k < 2; k++) {
-		struct pollfd p = {.fd = lfd, .events = POLLIN};
-		char *head = NULL;
-		size_t hl = 0, hc = 0;
+		char *head;
 		long tid;
 		int ufd;
 
@@ -617,12 +634,7 @@ START_TEST(test_nginx_h2_proxy_frames)
 			 "%sHEADERS %u /own/%u 00-%s-" PC "-01\nWRITE 0\n",
 			 k == 0 ? "PREFACE\n" : "", 2 * k + 1, k + 1, traces[k]);
 		frames(&cl, cmd, "WROTE");
-		ck_assert_msg(poll(&p, 1, IT_TIMEOUT_MS) == 1, "nginx never connected");
-		ufd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
-		ck_assert_int_ge(ufd, 0);
-		while (!head || !strstr(head, "\r\n\r\n"))
-			ck_assert_msg(it_read_some(ufd, &head, &hl, &hc),
-				      "nginx closed before its request head");
+		ufd = own_accept(lfd, &head);
 		ck_assert_msg(strstr(head, traces[k]), "forwarded head:\n%s", head);
 		free(head);
 		/* Let go by the worker's wait once the request went out. */
@@ -673,8 +685,7 @@ START_TEST(test_nginx_h2_client_reset)
 	struct pollfd p;
 	struct h2n n;
 	struct test_child cl;
-	char *log, *head = NULL, b;
-	size_t hl = 0, hc = 0;
+	char *log, *head, b;
 	unsigned reads, writes;
 	long worker;
 	int lfd, ufd;
@@ -683,13 +694,7 @@ START_TEST(test_nginx_h2_client_reset)
 
 	frames(&cl, "PREFACE\nHEADERS 1 /own/1 00-" TD(5) "-" PC "-01\nWRITE 0\n",
 	       "WROTE");
-	p = (struct pollfd){.fd = lfd, .events = POLLIN};
-	ck_assert_msg(poll(&p, 1, IT_TIMEOUT_MS) == 1, "nginx never connected");
-	ufd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
-	ck_assert_int_ge(ufd, 0);
-	while (!head || !strstr(head, "\r\n\r\n"))
-		ck_assert_msg(it_read_some(ufd, &head, &hl, &hc),
-			      "nginx closed before its request head");
+	ufd = own_accept(lfd, &head);
 	free(head);
 	worker = nx_wait_attach_tid(&n.nx.srv, TD(5));
 	it_wait_detached(&n.nx.srv, worker, TD(5), "epoll_wait");
