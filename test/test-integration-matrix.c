@@ -243,29 +243,12 @@ world_cleanup(struct world *w)
 
 /* ---- talking to a server ---- */
 
-/* The port is listening on 127.0.0.1, from /proc/net/tcp: probing it with
- * a connection would put that connection in the servers' logs. */
-static bool
-port_listening(unsigned port)
-{
-	char line[512], want[32];
-	bool found = false;
-	FILE *f = fopen("/proc/net/tcp", "re");
-
-	ck_assert_ptr_nonnull(f);
-	snprintf(want, sizeof(want), "0100007F:%04X 00000000:0000 0A", port);
-	while (!found && fgets(line, sizeof(line), f))
-		found = strstr(line, want) != NULL;
-	fclose(f);
-	return found;
-}
-
 static void
 wait_port(unsigned port, pid_t pid)
 {
 	long deadline = test_now_ms() + 20000;
 
-	while (!port_listening(port)) {
+	while (!it_port_listening(port)) {
 		int st;
 
 		ck_assert_msg(waitpid(pid, &st, WNOHANG) == 0,

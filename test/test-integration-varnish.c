@@ -98,18 +98,7 @@ vn_wait_ready(struct vn_run *v)
 	long deadline = nx_now_ms() + IT_TIMEOUT_MS;
 	char *resp;
 
-	for (;;) {
-		struct sockaddr_in sin = {.sin_family = AF_INET};
-		int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-		int r;
-
-		ck_assert_int_ge(fd, 0);
-		sin.sin_port = htons((uint16_t)v->port);
-		sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-		r = connect(fd, (struct sockaddr *)&sin, sizeof(sin));
-		close(fd);
-		if (r == 0)
-			break;
+	while (!it_port_listening(v->port)) {
 		ck_assert_msg(test_proc_state(v->mgt.pid) != 'Z' &&
 				      test_proc_state(v->mgt.pid) != '?',
 			      "varnishd exited; see its messages above");

@@ -83,6 +83,25 @@ it_server_stop(struct it_server *s)
 
 /* ---- HTTP over plain sockets ---- */
 
+/* Whether a socket listens on 127.0.0.1:port, from /proc/net/tcp.  Used
+ * instead of a probing connection, which the server handles at a time of
+ * its own choosing: a late one is an operation on another connection in
+ * the middle of the test's first request. */
+static __attribute__((unused)) bool
+it_port_listening(unsigned port)
+{
+	char line[512], want[32];
+	bool found = false;
+	FILE *f = fopen("/proc/net/tcp", "re");
+
+	ck_assert_ptr_nonnull(f);
+	snprintf(want, sizeof(want), "0100007F:%04X 00000000:0000 0A", port);
+	while (!found && fgets(line, sizeof(line), f))
+		found = strstr(line, want) != NULL;
+	fclose(f);
+	return found;
+}
+
 static int
 it_connect(unsigned port)
 {

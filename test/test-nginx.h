@@ -206,18 +206,8 @@ nx_launch(struct nx_server *n, char *const argv[], bool preload, const char *nam
 	}
 	test_child_start(&n->srv.child, argv, preload ? env : NULL, preload);
 	/* Readiness: the server prints nothing; it is ready when the port
-	 * accepts. */
-	for (;;) {
-		struct sockaddr_in sin = {.sin_family = AF_INET};
-		int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-		int r;
-
-		sin.sin_port = htons((uint16_t)n->srv.port);
-		sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-		r = connect(fd, (struct sockaddr *)&sin, sizeof(sin));
-		close(fd);
-		if (r == 0)
-			break;
+	 * listens (a connection waits in the backlog until it is accepted). */
+	while (!it_port_listening(n->srv.port)) {
 		ck_assert_msg(test_proc_state(n->srv.child.pid) != 'Z' &&
 				      test_proc_state(n->srv.child.pid) != '?',
 			      "%s exited; see %s", name, n->err);
