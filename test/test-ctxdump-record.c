@@ -766,6 +766,141 @@ START_TEST(record_interrupted_never_stops_target)
 }
 END_TEST
 
+/* The thread of the target that blocks on fd until it is closed, then
+ * ends (tid reuse, below). */
+static void *
+reuse_victim(void *arg)
+{
+	int *fds = arg;
+	pid_t tid = (pid_t)syscall(SYS_gettid);
+	char c;
+
+	if (write(fds[1], &tid, sizeof(tid)) != (ssize_t)sizeof(tid))
+		_exit(3);
+	while (read(fds[0], &c, 1) > 0)
+		;
+	return NULL;
+}
+
+/* A process whose pid is tid, with clone3()'s set_tid (CAP_SYS_ADMIN);
+ * -1 where it cannot be made. */
+static pid_t
+spawn_with_tid(pid_t tid)
+{
+	struct {
+		uint64_t flags, pidfd, child_tid, parent_tid, exit_signal, stack,
+			stack_size, tls, set_tid, set_tid_size, cgroup;
+	} ca = {.exit_signal = SIGCHLD, .set_tid = (uintptr_t)&tid, .set_tid_size = 1};
+	long r = syscall(SYS_clone3, &ca, sizeof(ca));
+
+	if (r == 0) {
+		for (;;)
+			pause();
+	}
+	return r < 0 ? -1 : (pid_t)r;
+}
+
+/* A thread listed by a round that ends before it is seized, its id going
+ * to a task of another process (pid_max wraps in seconds when threads
+ * come and go by the thousand): that task is no thread of the target.  It
+ * must be let go at once, running, and must not be sampled as the
+ * target's thread (read through the target's memory).  The recorder's
+ * gate (CTXDUMP_TEST_SEIZE_GATE) holds its first round between the
+ * listing and the seize while the test ends the thread and makes a
+ * process with its id. */
+START_TEST(record_tid_reused_by_other_process)
+{
+	char file[64], errf[64], gate[64], pid[16], tids[16], path[64], *out, *err;
+	const char *args[] = {"-d", "0.3", "-o", file, pid, NULL};
+	int quit[2], info[2], hold[2], st, fd;
+	pid_t t, x = 0, foreign, rec;
+	long deadline;
+	int spawn_err;
+
+	rec_tmpfiles(file, errf, sizeof(file), "reuse");
+	prof_tmpfile(gate, sizeof(gate), "reuse-gate");
+	ck_assert_int_eq(pipe2(quit, O_CLOEXEC), 0);
+	ck_assert_int_eq(pipe2(info, O_CLOEXEC), 0);
+	ck_assert_int_eq(pipe2(hold, O_CLOEXEC), 0);
+	t = fork();
+	ck_assert_int_ge(t, 0);
+	if (t == 0) {
+		int fds[2] = {quit[0], info[1]};
+		pthread_t th;
+		char c;
+
+		close(quit[1]);
+		close(hold[1]);
+		if (pthread_create(&th, NULL, reuse_victim, fds) != 0)
+			_exit(2);
+		while (read(hold[0], &c, 1) > 0)
+			;
+		_exit(0);
+	}
+	close(quit[0]);
+	close(info[1]);
+	close(hold[0]);
+	ck_assert_int_eq(read(info[0], &x, sizeof(x)), (ssize_t)sizeof(x));
+	close(info[0]);
+	snprintf(pid, sizeof(pid), "%d", (int)t);
+	snprintf(tids, sizeof(tids), "%d", (int)x);
+
+	fd = open(gate, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	unlink(file);
+	ck_assert_int_eq(setenv("CTXDUMP_TEST_SEIZE_GATE", gate, 1), 0);
+	rec = prof_record_start(errf, args);
+	unsetenv("CTXDUMP_TEST_SEIZE_GATE");
+	/* the first round has listed thread x */
+	deadline = test_now_ms() + TIMEOUT_MS;
+	while (access(gate, F_OK) == 0 && test_now_ms() < deadline)
+		usleep(1000);
+	ck_assert_msg(access(gate, F_OK) < 0, "the recorder never reached its gate");
+	close(quit[1]);
+	snprintf(path, sizeof(path), "/proc/%d/task/%d", (int)t, (int)x);
+	while (access(path, F_OK) == 0 && test_now_ms() < deadline)
+		usleep(1000);
+	ck_assert_msg(access(path, F_OK) < 0, "thread %d did not end", (int)x);
+	foreign = spawn_with_tid(x);
+	spawn_err = errno;
+	fd = open(gate, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	st = prof_record_wait(rec, TIMEOUT_MS);
+	err = prof_slurp(errf);
+	ck_assert_msg(prof_record_status_ok(st, err), "status 0x%x: %s", st, err);
+	free(err);
+	if (foreign < 0) {
+		close(hold[1]);
+		waitpid(t, &st, 0);
+		unlink(gate);
+		unlink(file);
+		unlink(errf);
+		/* not a failure: the case cannot be made here */
+		fprintf(stderr,
+			"record_tid_reused_by_other_process: cannot make a "
+			"process with a chosen id (clone3 set_tid): %s\n",
+			strerror(spawn_err));
+		return;
+	}
+	/* let go, not left stopped */
+	prof_assert_running(foreign);
+	out = report_of("--folded", "--tid", tids, file, NULL);
+	ck_assert_msg(out[0] == '\0',
+		      "samples of process %d taken for thread %d of %d:\n%s",
+		      (int)foreign, (int)x, (int)t, out);
+	free(out);
+	kill(foreign, SIGKILL);
+	waitpid(foreign, &st, 0);
+	close(hold[1]);
+	waitpid(t, &st, 0);
+	unlink(gate);
+	unlink(file);
+	unlink(errf);
+}
+END_TEST
+
 /* A thread that cannot stop (blocked in vfork() until its child exits)
  * times out of a round and stays seized with the interrupt pending: the
  * recorder must let it go as soon as it stops, while recording goes on
@@ -2429,6 +2564,7 @@ TEST_SUITE(ctxdump_record_suite)
 	tcase_add_loop_test(tc, record_long_command_line, 0, 2);
 	tcase_add_test(tc, record_padded_command_line);
 	tcase_add_test(tc, record_late_process_context);
+	tcase_add_test(tc, record_tid_reused_by_other_process);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -1684,6 +1684,57 @@ exec_leader(struct stop_set *s)
 		l->status = STOP_TIMEOUT;
 }
 
+static void detach_one(struct stop_thread *t, int sig);
+
+/* Let go of the stopped tasks that are not threads of s->pid.  A listed
+ * thread may end between the listing and its PTRACE_SEIZE, and its id go
+ * to a task of another process (pid_max wraps in seconds under heavy
+ * thread churn): that task was stopped by mistake, and read through the
+ * memory of s->pid it would be sampled as a thread of it.  Stopped under
+ * ptrace, its id cannot change hands again before it is let go, so the
+ * look-up in /proc/PID/task (which lists the thread group only) is sure. */
+static void
+drop_foreign(struct stop_set *s)
+{
+	size_t i;
+
+	for (i = 0; i < s->n; i++) {
+		struct stop_thread *t = &s->t[i];
+		char path[64];
+
+		if (t->status != STOP_STOPPED)
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/task/%d", (int)s->pid,
+			 (int)t->tid);
+		if (access(path, F_OK) == 0 || errno != ENOENT)
+			continue;
+		detach_one(t, t->pending_sig);
+		if (t->status == STOP_DETACHED)
+			t->status = STOP_VANISHED;
+	}
+}
+
+/* For the tests: with CTXDUMP_TEST_SEIZE_GATE=FILE, the first stop removes
+ * FILE once it has listed the threads and waits (10 s at most) for FILE
+ * to exist again before it seizes them, so that a test can end a thread
+ * and give its id to another process in between. */
+static void
+test_seize_gate(void)
+{
+	static bool done;
+	const char *gate;
+	int i;
+
+	if (done)
+		return;
+	gate = getenv("CTXDUMP_TEST_SEIZE_GATE");
+	if (!gate || unlink(gate) < 0)
+		return;
+	done = true;
+	for (i = 0; i < 10000 && access(gate, F_OK) < 0; i++)
+		(void)usleep(1000);
+}
+
 int
 stop_all(struct stop_set *s,
 	 pid_t only_tid,
@@ -1775,6 +1826,7 @@ named:
 		if (s->n == first_new)
 			break; /* stable: every known thread stopped or gone */
 		s->rounds++;
+		test_seize_gate();
 		if (late && late->n) {
 			late_take(s, late, first_new);
 			/* held already, wherever it is listed: an EPERM on
@@ -1826,6 +1878,8 @@ named:
 	watch_arm(false);
 	if (s->exec_seen)
 		exec_leader(s);
+	if (r == 0)
+		drop_foreign(s);
 	if (taskdir)
 		closedir(taskdir);
 	if (r == 0 && count(s, STOP_STOPPED) == 0) {
