@@ -1820,6 +1820,84 @@ START_TEST(report_round_time_going_back)
 }
 END_TEST
 
+/* Copy the file at path to the end of out; returns its size. */
+static size_t
+append_file(FILE *out, const char *path)
+{
+	char buf[65536];
+	size_t n, total = 0;
+	FILE *in = fopen(path, "re");
+
+	ck_assert_ptr_nonnull(in);
+	while ((n = fread(buf, 1, sizeof(buf), in)) > 0) {
+		ck_assert_uint_eq(fwrite(buf, 1, n, out), n);
+		total += n;
+	}
+	ck_assert_int_eq(ferror(in), 0);
+	fclose(in);
+	return total;
+}
+
+/* Two recordings in one file (cat a.prof b.prof): the report is of the
+ * first, and says where the second starts.  Old: the second's header,
+ * taken for a record of 5 MiB (its magic as the length), skipped into
+ * the second recording, whose samples were then counted as the first's
+ * (9 samples in 9 rounds here), with only a warning of a malformed or
+ * cut record elsewhere. */
+START_TEST(report_joined_recordings)
+{
+	static const uint8_t zeros[4096];
+	const char *summary[] = {NULL, NULL};
+	struct rec *a = rec_new("first"), *b = rec_new_pid("secondary", 5353);
+	char fa[64], fb[64], joined[64], want[96], *err, *o;
+	size_t la, k;
+	uint32_t pre = 200u | (6u << 20) << 8;
+	uint8_t le[4] = {(uint8_t)pre, (uint8_t)(pre >> 8), (uint8_t)(pre >> 16),
+			 (uint8_t)(pre >> 24)};
+	FILE *f;
+	int st;
+
+	rec_work_samples(a);
+	rec_save(a, fa, sizeof(fa), "joined-a");
+	/* a record of a later type, of 6 MiB of zeros (empty records, read
+	 * from wherever: the old skip ended in them, 4-byte aligned with
+	 * the record after them for a comm of 9 bytes), then samples of
+	 * thread 9 */
+	put(b, le, 4);
+	for (k = 0; k < (6u << 20) / sizeof(zeros); k++)
+		put(b, zeros, sizeof(zeros));
+	rec_work_samples(b);
+	for (k = 0; k < 3; k++) {
+		rec_round(b, 40000000ull + 10000000ull * k);
+		rec_sample(b, 9, 1, 1);
+	}
+	rec_save(b, fb, sizeof(fb), "joined-b");
+	prof_tmpfile(joined, sizeof(joined), "joined");
+	f = fopen(joined, "we");
+	ck_assert_ptr_nonnull(f);
+	la = append_file(f, fa);
+	(void)append_file(f, fb);
+	ck_assert_int_eq(fclose(f), 0);
+
+	summary[0] = joined;
+	st = run_report(summary, -1, NULL, 0, 0, &err);
+	ck_assert_msg(st == 1, "report exit %d: %s", st, err);
+	snprintf(want, sizeof(want), "another recording starts at offset %zu", la);
+	ck_assert_msg(strstr(err, want), "%s", err);
+	ck_assert_msg(!strstr(err, "malformed") && !strstr(err, "inside a record"),
+		      "%s", err);
+	free(err);
+	o = report_stdout(summary, 1, "report");
+	ck_assert_msg(strstr(o, "Recording of process 4242 (first)") &&
+			      strstr(o, " 3 rounds, 3 samples of "),
+		      "%s", o);
+	free(o);
+	unlink(fa);
+	unlink(fb);
+	unlink(joined);
+}
+END_TEST
+
 /* A round time that the start's wall-clock time plus it would wrap (a
  * hostile file) is malformed, and taken as the last time that does not
  * wrap.  Old: a span's end wrapped to 1970, before its start
@@ -2649,6 +2727,7 @@ TEST_SUITE(ctxdump_report_suite)
 	tcase_add_test(tc, report_summary_long_request_name);
 	tcase_add_test(tc, report_summary_recursive_trunk);
 	tcase_add_test(tc, report_round_time_going_back);
+	tcase_add_test(tc, report_joined_recordings);
 	tcase_add_test(tc, report_round_time_wraps);
 	tcase_add_test(tc, report_stop_window_sum_wraps);
 	tcase_add_test(tc, report_errors_name_offset);

@@ -262,6 +262,7 @@ pfile_next(FILE *f, unsigned *type, uint8_t **buf, size_t *cap, size_t *len)
 	uint8_t pre[4];
 	size_t n, got;
 	uint32_t v;
+	bool magic;
 
 	got = fread(pre, 1, 4, f);
 	if (got < 4 && ferror(f))
@@ -273,6 +274,11 @@ pfile_next(FILE *f, unsigned *type, uint8_t **buf, size_t *cap, size_t *len)
 	v = (uint32_t)get_le(pre, 4);
 	*type = v & 0xff;
 	n = v >> 8;
+	/* The header of another recording where a record starts: files
+	 * joined (cat a.prof b.prof).  Taken for a record, its magic is a
+	 * record of 5 MiB that skips into the middle of the second
+	 * recording, whose records would then pass for the first one's. */
+	magic = memcmp(pre, PFILE_MAGIC, 4) == 0;
 	/* The buffer grows with what was read, not with what the length
 	 * says: a damaged length (up to 16 MiB) at the end of a file costs
 	 * what the file holds, and a report under a memory limit reads
@@ -293,8 +299,15 @@ pfile_next(FILE *f, unsigned *type, uint8_t **buf, size_t *cap, size_t *len)
 			*cap = nc;
 		}
 		step = *cap - 1 - got < n - got ? *cap - 1 - got : n - got;
-		if (step && fread(*buf + got, 1, step, f) != step)
-			return read_error(f);
+		if (step) {
+			size_t r = fread(*buf + got, 1, step, f);
+
+			if (magic && got == 0 && r >= 4 &&
+			    memcmp(*buf, PFILE_MAGIC + 4, 4) == 0)
+				return PFILE_NEXT_HEADER;
+			if (r != step)
+				return read_error(f);
+		}
 		got += step;
 	} while (got < n); /* once at least: a buffer for an empty record */
 	*len = n;

@@ -143,6 +143,8 @@ bool pfile_r_bytes(struct pfile_r *r, const uint8_t **p, size_t *n);
 int pfile_read_header(FILE *f);
 
 /* Next record into *buf (grown as needed).  Returns 1, 0 at the end of
- * the file, -EBADMSG for a record cut short, or the negative errno of a
- * failed read (never taken for the end of the file). */
+ * the file, PFILE_NEXT_HEADER where the header of another recording
+ * starts instead of a record, -EBADMSG for a record cut short, or the
+ * negative errno of a failed read (never taken for the end of the file). */
+#define PFILE_NEXT_HEADER 2
 int pfile_next(FILE *f, unsigned *type, uint8_t **buf, size_t *cap, size_t *len);

@@ -179,6 +179,9 @@ struct prof {
 	bool has_end;
 	uint64_t end_t, end_reason, lost_ticks, win_sum, win_max;
 	bool truncated; /* the file ended inside a record */
+	/* another recording starts at joined_off: only this one is read */
+	bool joined;
+	uint64_t joined_off;
 	unsigned bad_records;
 	/* where the record the file ends inside starts, and the first
 	 * malformed one: a file from elsewhere is looked at by offset */
@@ -930,7 +933,7 @@ load(struct prof *p, FILE *f, const char *path)
 		goto out;
 	}
 	off = (uint64_t)r;
-	while ((r = pfile_next(f, &type, &buf, &cap, &len)) > 0) {
+	while ((r = pfile_next(f, &type, &buf, &cap, &len)) == 1) {
 		bad = p->bad_records;
 		if (!load_record(p, &fm, type, buf, len)) {
 			r = -ENOMEM;
@@ -943,6 +946,11 @@ load(struct prof *p, FILE *f, const char *path)
 	if (r == -EBADMSG) {
 		p->truncated = true;
 		p->cut_off = off;
+		r = 0;
+	}
+	if (r == PFILE_NEXT_HEADER) {
+		p->joined = true;
+		p->joined_off = off;
 		r = 0;
 	}
 	if (r == -ENOMEM)
@@ -3543,6 +3551,11 @@ report_run(const struct rpt_ctl *ctl, FILE *f)
 		cli_warn("%s has no end record (recording cut short or still "
 			 "going on); using what it holds",
 			 ctl->file);
+	if (p.joined)
+		cli_warn("%s: another recording starts at offset %" PRIu64
+			 " (files joined together?); reporting only the one "
+			 "before it",
+			 ctl->file, p.joined_off);
 	if (p.bad_records == 1)
 		cli_warn("%s: 1 malformed record at offset %" PRIu64
 			 " skipped or read in part",
@@ -3566,7 +3579,8 @@ report_run(const struct rpt_ctl *ctl, FILE *f)
 		cli_warn("write error on standard output: %s", strerror(errno));
 		status = CLI_EXIT_FATAL;
 	}
-	if (status == CLI_EXIT_OK && (p.truncated || !p.has_end || p.bad_records))
+	if (status == CLI_EXIT_OK &&
+	    (p.truncated || !p.has_end || p.bad_records || p.joined))
 		status = CLI_EXIT_PARTIAL;
 	free_prof(&p);
 	return status;
