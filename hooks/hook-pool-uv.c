@@ -112,15 +112,13 @@ hook_pool_uv_atfork(void)
 			     hook_pool_uv_postfork);
 }
 
-/* libuv's code, [lo, hi), once bound (0, 0 before): a thread whose start
+/* libuv's code, [lo, hi), once bound or found (0, 0 before): a thread whose start
  * routine is in it is one of libuv's own, a worker of its pool, which the
  * first request to use the pool starts -- uv_queue_work(), but just as
  * well uv_fs_*(), uv_getaddrinfo() or uv_random(), which no hook sees.
  * (uv_thread_create() hands pthread_create() the application's own
  * function, so the application's threads still inherit.) */
 static uintptr_t uv_text_lo, uv_text_hi;
-
-static uv_queue_work_fn hook_pool_uv_bind(void);
 
 /* A libuv loaded RTLD_LOCAL as a plugin's dependency is invisible to
  * RTLD_NEXT, yet the plugin's calls reach our exported name: then we find
@@ -130,19 +128,26 @@ static const char *const uv_sonames[] = {"libuv.so.1", NULL};
 
 /* A libuv that a dlopen() brought in after start-up is bound by its first
  * uv_queue_work(), but the first request to use its pool, which starts
- * the workers, may be a uv_fs_*() that no hook sees: look for it by name
- * whenever objects were loaded since the last look (so a process without
- * libuv asks the loader once per dlopen(), not once per thread), and bind
- * it once it is there. */
+ * the workers, may be a uv_fs_*() that no hook sees: look for it by
+ * soname whenever objects were loaded since the last look (so a process
+ * without libuv looks once per dlopen(), not once per thread), and keep
+ * its code's range.  With dl_iterate_phdr() only: a dlopen(RTLD_NOLOAD)
+ * here waited for the loader's lock in every pthread_create() after a
+ * dlopen(), held by a library constructor that may be waiting for this
+ * very thread (host-safe dlopen-ctor). */
 static bool
 hook_pool_uv_late(void)
 {
 	static unsigned long long seen;
 	unsigned long long adds = ctxshim_dl_adds();
+	uintptr_t lo, hi;
 
-	if (__atomic_exchange_n(&seen, adds, __ATOMIC_RELAXED) == adds)
+	if (__atomic_exchange_n(&seen, adds, __ATOMIC_RELAXED) == adds ||
+	    !ctxshim_lib_text_range(uv_sonames, &lo, &hi))
 		return false;
-	return ctxshim_lib_loaded(uv_sonames) && hook_pool_uv_bind() != NULL;
+	__atomic_store_n(&uv_text_hi, hi, __ATOMIC_RELAXED);
+	__atomic_store_n(&uv_text_lo, lo, __ATOMIC_RELEASE);
+	return true;
 }
 
 bool

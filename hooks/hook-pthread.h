@@ -16,5 +16,6 @@ void hook_pthread_inherit_resume(void);
  * threads (its pool's workers, started by whichever request first uses
  * the pool, uv_fs_*() and uv_getaddrinfo() included)?  Those do not
  * inherit either.  False while libuv is not loaded; one a dlopen()
- * brought in since the last call is bound here. */
+ * brought in since the last call is found here, without the loader's
+ * lock. */
 bool hook_pool_uv_thread(const void *start);

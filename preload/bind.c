@@ -3,6 +3,7 @@
 
 #include "bind.h"
 
+#include "dynsym.h"
 #include "sys.h"
 
 #include <dlfcn.h>
@@ -160,6 +161,7 @@ ctxshim_lib_loaded(const char *const *sonames)
 
 struct text_find {
 	uintptr_t addr, lo, hi;
+	const char *const *sonames; /* or by soname, if non-NULL */
 };
 
 static int
@@ -171,13 +173,19 @@ text_find_cb(struct dl_phdr_info *info, size_t size, void *data)
 	ElfW(Half) i;
 
 	(void)size;
+	if (f->sonames) {
+		const char *so = ctxshim_dynsym_soname(info);
+
+		for (i = 0; so && !mine && f->sonames[i]; i++)
+			mine = strcmp(so, f->sonames[i]) == 0;
+	}
 	for (i = 0; i < info->dlpi_phnum; i++) {
 		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
 		uintptr_t s = info->dlpi_addr + ph->p_vaddr, e = s + ph->p_memsz;
 
 		if (ph->p_type != PT_LOAD)
 			continue;
-		if (f->addr >= s && f->addr < e)
+		if (!f->sonames && f->addr >= s && f->addr < e)
 			mine = true;
 		if (ph->p_flags & PF_X) {
 			lo = s < lo ? s : lo;
@@ -194,9 +202,21 @@ text_find_cb(struct dl_phdr_info *info, size_t size, void *data)
 bool
 ctxshim_text_range(const void *addr, uintptr_t *lo, uintptr_t *hi)
 {
-	struct text_find f = {(uintptr_t)addr, 0, 0};
+	struct text_find f = {(uintptr_t)addr, 0, 0, NULL};
 
 	if (!addr || dl_iterate_phdr(text_find_cb, &f) != 1)
+		return false;
+	*lo = f.lo;
+	*hi = f.hi;
+	return true;
+}
+
+bool
+ctxshim_lib_text_range(const char *const *sonames, uintptr_t *lo, uintptr_t *hi)
+{
+	struct text_find f = {0, 0, 0, sonames};
+
+	if (dl_iterate_phdr(text_find_cb, &f) != 1)
 		return false;
 	*lo = f.lo;
 	*hi = f.hi;

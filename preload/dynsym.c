@@ -167,6 +167,36 @@ ctxshim_dynsym_defines(const struct dl_phdr_info *info, const char *name)
 	return sysv && sysv_hash_defines(&t, sysv, sysv_end, name);
 }
 
+const char *
+ctxshim_dynsym_soname(const struct dl_phdr_info *info)
+{
+	const ElfW(Dyn) *d = NULL;
+	const char *str = NULL;
+	uintptr_t str_end = 0;
+	ElfW(Xword) off = 0;
+	bool has_soname = false;
+	size_t ndyn = 0;
+
+	for (ElfW(Half) i = 0; i < info->dlpi_phnum; i++)
+		if (info->dlpi_phdr[i].p_type == PT_DYNAMIC) {
+			d = (const ElfW(Dyn) *)(info->dlpi_addr +
+						info->dlpi_phdr[i].p_vaddr);
+			ndyn = info->dlpi_phdr[i].p_memsz / sizeof(*d);
+		}
+	for (; ndyn && d->d_tag != DT_NULL; d++, ndyn--) {
+		if (d->d_tag == DT_STRTAB)
+			str = dyn_table(info, d->d_un.d_ptr, &str_end);
+		else if (d->d_tag == DT_SONAME) {
+			off = d->d_un.d_val;
+			has_soname = true;
+		}
+	}
+	if (!has_soname || !str || off >= str_end - (uintptr_t)str ||
+	    !memchr(str + off, '\0', str_end - (uintptr_t)str - off))
+		return NULL;
+	return str + off;
+}
+
 bool
 ctxshim_object_holds(const struct dl_phdr_info *info, const void *addr)
 {

@@ -12,5 +12,9 @@
  * Every read stays inside the object's loaded segments. */
 bool ctxshim_dynsym_defines(const struct dl_phdr_info *info, const char *name);
 
+/* That object's DT_SONAME, or NULL if it has none; read as
+ * ctxshim_dynsym_defines() reads, inside the object's segments. */
+const char *ctxshim_dynsym_soname(const struct dl_phdr_info *info);
+
 /* Does one of that object's loaded segments hold addr? */
 bool ctxshim_object_holds(const struct dl_phdr_info *info, const void *addr);

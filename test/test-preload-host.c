@@ -46,6 +46,10 @@
  *   descriptors that hold no connection, under a seccomp filter that
  *   forbids getpid() and openat() (hook-socket.c made a getpid() in each,
  *   and read /proc/self/stat for close_range's unshare).
+ * - host-safe dlopen-ctor: a thread with a context starts a thread while
+ *   a dlopen()ed library's constructor waits for it (hook-pool-uv.c
+ *   looked for libuv with dlopen(RTLD_NOLOAD) there, which waited for the
+ *   loader's lock the constructor held: a deadlock).
  * - h2-early: an nghttp2 server session from a callbacks object that a
  *   library's constructor began before the shim's constructor ran
  *   (hook-nghttp2.c used to swap it knowing only the later setters, and
@@ -570,6 +574,25 @@ START_TEST(fd_moves_under_a_seccomp_filter)
 }
 END_TEST
 
+/* ---- threads ------------------------------------------------------------ */
+
+START_TEST(thread_started_during_a_dlopen)
+{
+	char path[4096], lib[4096], *argv[] = {path, "dlopen-ctor", lib, NULL}, *out;
+	/* the main thread has a context, and so has the thread it starts */
+	char *env[] = {"TRACEPARENT=00-4bf92f3577b34da6a3ce929d0e0e4736-"
+		       "00f067aa0ba902b7-01",
+		       NULL};
+
+	helper_path(path, sizeof(path), "host-safe");
+	snprintf(lib, sizeof(lib), "%s/libctor-wait.so", test_env_path("HELPER_DIR"));
+	out = run_both(argv, env);
+	ck_assert_str_eq(out, "worker: pthread_create 0\n"
+			      "dlopen: ok\n");
+	free(out);
+}
+END_TEST
+
 /* ---- nghttp2 ------------------------------------------------------------ */
 
 START_TEST(h2_callbacks_set_before_the_shim)
@@ -706,6 +729,7 @@ TEST_SUITE(preload_host_suite)
 	tcase_add_test(tc, setcontext_on_a_small_coroutine_stack);
 	tcase_add_test(tc, request_in_a_seccomp_strict_thread);
 	tcase_add_test(tc, fd_moves_under_a_seccomp_filter);
+	tcase_add_test(tc, thread_started_during_a_dlopen);
 	tcase_add_test(tc, h2_callbacks_set_before_the_shim);
 	tcase_add_loop_test(tc, h2_allocator_takes_locks, 0,
 			    (int)(sizeof(h2_alloc_mode) / sizeof(h2_alloc_mode[0])));

@@ -54,10 +54,19 @@
  *       close_range (also CLOSE_RANGE_UNSHARE, with a second thread) and
  *       closefrom.  Prints what it did (hooks/hook-socket.c made a
  *       getpid() in each of those calls, and close_range's unshare read
- *       /proc/self/stat, whatever the descriptors). */
+ *       /proc/self/stat, whatever the descriptors)
+ *   host-safe dlopen-ctor LIB
+ *       dlopen()s LIB (libctor-wait.so), whose constructor waits for a
+ *       thread started before to start and join a thread of its own.
+ *       Prints what got done; a SIGALRM after 30 s ends a deadlock
+ *       (hooks/hook-pool-uv.c looked for libuv with dlopen(RTLD_NOLOAD)
+ *       in a pthread_create() by a thread with a context, after each
+ *       dlopen(), and waited for the loader's lock that the constructor
+ *       held). */
 #include "config.h"
 
 #include <arpa/inet.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -678,6 +687,60 @@ seccomp_fds(void)
 	return 0;
 }
 
+/* ---- dlopen-ctor ---------------------------------------------------------- */
+
+static int ctor_go[2], ctor_done[2];
+
+static void *
+ctor_leaf(void *arg)
+{
+	return arg;
+}
+
+/* Started before the dlopen(): waits for the constructor's request, then
+ * starts a thread, which is what the constructor waits for. */
+static void *
+ctor_worker(void *arg)
+{
+	pthread_t th;
+	char c;
+	int r;
+
+	(void)arg;
+	if (read(ctor_go[0], &c, 1) != 1)
+		return NULL;
+	r = pthread_create(&th, NULL, ctor_leaf, NULL);
+	if (r == 0)
+		pthread_join(th, NULL);
+	printf("worker: pthread_create %d\n", r);
+	(void)!write(ctor_done[1], "d", 1);
+	return NULL;
+}
+
+static int
+dlopen_ctor(const char *lib)
+{
+	char fds[32];
+	pthread_t th;
+	void *h;
+
+	alarm(30);
+	if (pipe(ctor_go) != 0 || pipe(ctor_done) != 0) {
+		printf("set-up failed: %s\n", strerror(errno));
+		return 1;
+	}
+	snprintf(fds, sizeof(fds), "%d %d", ctor_go[1], ctor_done[0]);
+	setenv("HOST_SAFE_CTOR_FDS", fds, 1);
+	if (pthread_create(&th, NULL, ctor_worker, NULL) != 0) {
+		printf("set-up failed: %s\n", strerror(errno));
+		return 1;
+	}
+	h = dlopen(lib, RTLD_NOW);
+	printf("dlopen: %s\n", h ? "ok" : dlerror());
+	pthread_join(th, NULL);
+	return 0;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -698,10 +761,12 @@ main(int argc, char **argv)
 		return seccomp_strict();
 	if (argc == 2 && strcmp(argv[1], "seccomp-fds") == 0)
 		return seccomp_fds();
+	if (argc == 3 && strcmp(argv[1], "dlopen-ctor") == 0)
+		return dlopen_ctor(argv[2]);
 	fprintf(stderr, "usage: host-safe clone-exec FN SIZE | vfork-execl FN | "
 			"execl-int-max FN | "
 			"sigpipe MODE | "
 			"uc-migrate | uc-small-stack SIZE | seccomp-strict | "
-			"seccomp-fds\n");
+			"seccomp-fds | dlopen-ctor LIB\n");
 	return 64;
 }
