@@ -47,6 +47,7 @@ after_fork_child(void)
 
 struct writer_scan {
 	const void *self; /* an address in our own object */
+	const char *self_soname;
 	bool past_self;
 	const char *why;
 };
@@ -55,13 +56,23 @@ static int
 writer_scan_cb(struct dl_phdr_info *info, size_t size, void *data)
 {
 	struct writer_scan *s = data;
+	const char *soname;
 
 	(void)size;
 	if (ctxshim_object_holds(info, s->self)) {
 		s->past_self = true;
+		s->self_soname = ctxshim_dynsym_soname(info);
 		return 0;
 	}
 	if (!ctxshim_dynsym_defines(info, OTEL_THREAD_CTX_SYMBOL))
+		return 0;
+	/* Another copy of the shim after us (two files: LD_PRELOAD and
+	 * /etc/ld.so.preload naming different installations) is no other
+	 * writer: our hooks come first, and its constructor finds us before
+	 * it and stays passive.  Counted, each copy made the other passive
+	 * and nothing was published. */
+	soname = s->past_self && s->self_soname ? ctxshim_dynsym_soname(info) : NULL;
+	if (soname && strcmp(soname, s->self_soname) == 0)
 		return 0;
 	s->why = s->past_self ? "a library loaded after us defines otel_thread_ctx_v1"
 			      : "another module defines otel_thread_ctx_v1 before us";
@@ -81,7 +92,7 @@ writer_scan_cb(struct dl_phdr_info *info, size_t size, void *data)
 static const char *
 other_writer(void)
 {
-	struct writer_scan s = {(const void *)&other_writer, false, NULL};
+	struct writer_scan s = {(const void *)&other_writer, NULL, false, NULL};
 
 	(void)dl_iterate_phdr(writer_scan_cb, &s);
 	return s.why;

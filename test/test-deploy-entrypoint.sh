@@ -128,7 +128,7 @@ LD_PRELOAD=$dp_broken_preload:$lib
 check "the shim is not blamed" test -z "$(printf '%s\n' "$dp_err" | grep 'ctxshim-entrypoint:')"
 
 # Another copy of the shim in LD_PRELOAD (a pod spec that sets it too, with
-# another path): two copies would both stay passive; ours takes its place.
+# another path): only the first copy loaded would publish; ours takes its place.
 mkdir -p copy
 cp "$lib" copy/libctxshim.so
 expect_status 0 "another libctxshim.so in LD_PRELOAD" env \

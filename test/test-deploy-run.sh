@@ -275,8 +275,9 @@ else
 	fail "cannot build a test library with ${CC:-cc}"
 fi
 
-# Another copy of the shim (another path) in LD_PRELOAD: two copies in one
-# process both stay passive, so ours takes its place, and the user is told.
+# Another copy of the shim (another path) in LD_PRELOAD: of two copies in one
+# process only the first loaded publishes, so ours takes its place, and the
+# user is told.
 mkdir -p "$dp_tmp/copy"
 cp "$lib" "$dp_tmp/copy/libctxshim.so"
 LD_PRELOAD="${dp_base_preload:+$dp_base_preload }$dp_tmp/copy/libctxshim.so"

@@ -855,6 +855,44 @@ START_TEST(test_passive_when_library_defines)
 }
 END_TEST
 
+/* Two copies of the shim, two files (LD_PRELOAD and /etc/ld.so.preload
+ * naming different installations): the first publishes, the second
+ * stays passive.  Each took the other for another writer, and nothing
+ * was published. */
+START_TEST(test_active_when_loaded_twice)
+{
+	char threads[4096], copy[4200], preload[8400], dir[] = "/tmp/ctxshim-XXXXXX";
+	char logpath[] = "/tmp/ctxshim-log-XXXXXX", logenv[64], line[256], log[4096];
+	char *argv[] = {threads, "--wait", "1", NULL};
+	char *cp[] = {"/bin/cp", (char *)test_shim_path(), copy, NULL};
+	char *env[] = {preload, logenv, NULL};
+	struct test_child c;
+	char *out;
+	int fd;
+
+	ck_assert_ptr_nonnull(test_mkdtemp(dir));
+	snprintf(copy, sizeof(copy), "%s/libctxshim.so", dir);
+	ck_assert_int_eq(test_run_capture(cp, NULL, false, &out, NULL, 20000), 0);
+	free(out);
+	fd = test_mkstemp(logpath);
+	ck_assert_int_ge(fd, 0);
+	snprintf(threads, sizeof(threads), "%s/threads", test_env_path("HELPER_DIR"));
+	snprintf(preload, sizeof(preload), "LD_PRELOAD=%s %s",
+		 test_env_path("CTXSHIM_LIB"), copy);
+	snprintf(logenv, sizeof(logenv), "CTXSHIM_LOG=%s", logpath);
+	test_child_start(&c, argv, env, false);
+	test_child_expect(&c, "READY ", line, sizeof(line), 20000);
+	ck_assert_uint_eq(count_otel_ctx_maps(c.pid), 1);
+	read_log(fd, log, sizeof(log));
+	ck_assert_msg(strstr(log, "]: active (ctxshim "), "log: %s", log);
+	ck_assert_msg(strstr(log, "passive: " BEFORE_US), "log: %s", log);
+	ck_assert_msg(!strstr(log, AFTER_US), "log: %s", log);
+	ck_assert_int_eq(test_child_finish(&c, 20000), 0);
+	close(fd);
+	unlink(logpath);
+}
+END_TEST
+
 /* Does out hold exactly the helper's "READY <pid>" line, as
  * hostile-symbol.c prints it? */
 static bool
@@ -1010,6 +1048,7 @@ TEST_SUITE(preload_pctx_suite)
 	tcase_add_test(tc, test_passive_when_context_exists);
 	tcase_add_test(tc, test_passive_when_symbol_defined);
 	tcase_add_loop_test(tc, test_passive_when_library_defines, 0, 8);
+	tcase_add_test(tc, test_active_when_loaded_twice);
 	tcase_add_loop_test(tc, test_passive_when_symbol_misdefined, 0, 5);
 	tcase_add_test(tc, test_header_name_limit);
 	suite_add_tcase(s, tc);
