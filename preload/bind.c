@@ -54,9 +54,13 @@ ctxshim_bind(const char *name, const char *version, const void *self, bool requi
 	void *p;
 
 	p = version ? dlvsym(RTLD_NEXT, name, version) : dlsym(RTLD_NEXT, name);
+	/* Our own hook: we were dlopen()ed rather than preloaded (a host
+	 * that loads every library it finds; it takes static TLS room to
+	 * spare, GLIBC_TUNABLES=glibc.rtld.optional_static_tls), and
+	 * RTLD_NEXT then searches a scope we are not in.  Not found, then:
+	 * libc's own handle below has the real one. */
 	if (p && p == self)
-		die("binding resolved to our own hook for", name,
-		    "refusing to recurse");
+		p = NULL;
 	if (!p && required) {
 		/* RTLD_NEXT searches the objects after us only: with libc
 		 * itself in LD_PRELOAD before us ("LD_PRELOAD=libc.so.6

@@ -27,7 +27,9 @@
  * access (~20 instructions per request, B4).  The shim only works
  * preloaded (interposition), so its TLS is in the static block anyway;
  * hook-socket.c's per-thread state is initial-exec too.  (A dlopen() of
- * the shim would fail for want of static TLS room; it is never one.) */
+ * the shim fails for want of static TLS room, unless the host raised
+ * glibc.rtld.optional_static_tls: then preload/bind.c binds through
+ * libc's handle.) */
 __thread struct ctxshim_thread ctxshim_self
 	__attribute__((aligned(64), tls_model("initial-exec")));
 

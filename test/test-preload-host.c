@@ -50,6 +50,9 @@
  *   a dlopen()ed library's constructor waits for it (hook-pool-uv.c
  *   looked for libuv with dlopen(RTLD_NOLOAD) there, which waited for the
  *   loader's lock the constructor held: a deadlock).
+ * - host-safe dlopen-shim: a program that dlopen()s libctxshim.so itself,
+ *   with the static TLS room it takes (bind.c's RTLD_NEXT found the
+ *   shim's own hooks, and its constructor ended the process).
  * - h2-early: an nghttp2 server session from a callbacks object that a
  *   library's constructor began before the shim's constructor ran
  *   (hook-nghttp2.c used to swap it knowing only the later setters, and
@@ -593,6 +596,20 @@ START_TEST(thread_started_during_a_dlopen)
 }
 END_TEST
 
+START_TEST(shim_dlopened_by_the_program)
+{
+	char path[4096], lib[4096], *argv[] = {path, "dlopen-shim", lib, NULL}, *out;
+	char *env[] = {"GLIBC_TUNABLES=glibc.rtld.optional_static_tls=16384", NULL};
+
+	helper_path(path, sizeof(path), "host-safe");
+	snprintf(lib, sizeof(lib), "%s", test_shim_path());
+	out = run_both(argv, env);
+	ck_assert_str_eq(out, "dlopen: ok\n"
+			      "pthread_create: 0\n");
+	free(out);
+}
+END_TEST
+
 /* ---- nghttp2 ------------------------------------------------------------ */
 
 START_TEST(h2_callbacks_set_before_the_shim)
@@ -730,6 +747,7 @@ TEST_SUITE(preload_host_suite)
 	tcase_add_test(tc, request_in_a_seccomp_strict_thread);
 	tcase_add_test(tc, fd_moves_under_a_seccomp_filter);
 	tcase_add_test(tc, thread_started_during_a_dlopen);
+	tcase_add_test(tc, shim_dlopened_by_the_program);
 	tcase_add_test(tc, h2_callbacks_set_before_the_shim);
 	tcase_add_loop_test(tc, h2_allocator_takes_locks, 0,
 			    (int)(sizeof(h2_alloc_mode) / sizeof(h2_alloc_mode[0])));

@@ -62,7 +62,13 @@
  *       (hooks/hook-pool-uv.c looked for libuv with dlopen(RTLD_NOLOAD)
  *       in a pthread_create() by a thread with a context, after each
  *       dlopen(), and waited for the loader's lock that the constructor
- *       held). */
+ *       held).
+ *   host-safe dlopen-shim LIB
+ *       dlopen()s LIB (libctxshim.so itself, with static TLS room to
+ *       spare: GLIBC_TUNABLES=glibc.rtld.optional_static_tls=16384),
+ *       then starts and joins a thread.  Prints what got done
+ *       (preload/bind.c ended the process in the shim's constructor:
+ *       RTLD_NEXT found its own hook). */
 #include "config.h"
 
 #include <arpa/inet.h>
@@ -741,6 +747,23 @@ dlopen_ctor(const char *lib)
 	return 0;
 }
 
+/* ---- dlopen-shim ---------------------------------------------------------- */
+
+static int
+dlopen_shim(const char *lib)
+{
+	void *h = dlopen(lib, RTLD_NOW);
+	pthread_t th;
+	int r;
+
+	printf("dlopen: %s\n", h ? "ok" : dlerror());
+	r = pthread_create(&th, NULL, ctor_leaf, NULL);
+	if (r == 0)
+		pthread_join(th, NULL);
+	printf("pthread_create: %d\n", r);
+	return 0;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -763,10 +786,12 @@ main(int argc, char **argv)
 		return seccomp_fds();
 	if (argc == 3 && strcmp(argv[1], "dlopen-ctor") == 0)
 		return dlopen_ctor(argv[2]);
+	if (argc == 3 && strcmp(argv[1], "dlopen-shim") == 0)
+		return dlopen_shim(argv[2]);
 	fprintf(stderr, "usage: host-safe clone-exec FN SIZE | vfork-execl FN | "
 			"execl-int-max FN | "
 			"sigpipe MODE | "
 			"uc-migrate | uc-small-stack SIZE | seccomp-strict | "
-			"seccomp-fds | dlopen-ctor LIB\n");
+			"seccomp-fds | dlopen-ctor LIB | dlopen-shim LIB\n");
 	return 64;
 }
