@@ -8,6 +8,7 @@
 #include "thread-ctx.h"
 #include "w3c.h"
 
+#include <stdbool.h>
 #include <string.h>
 #include <time.h>
 
@@ -21,19 +22,22 @@ static int events_fd_kind; /* for ctxshim_sink_write() */
 void
 ctxshim_events_open(const char *path)
 {
+	bool own;
 	int fd, hi;
 
 	if (!path || !*path)
 		return;
-	fd = strcmp(path, "stderr") == 0
-		     ? 2
-		     : sys_open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+	/* Whether fd is ours to close, not its number: with standard error
+	 * closed ("2>&-") the file opens as 2, and left there it would take
+	 * the program's writes to standard error. */
+	own = strcmp(path, "stderr") != 0;
+	fd = own ? sys_open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644) : 2;
 	if (fd < 0) {
 		ctxshim_log("cannot open the event log %s: %s", path, strerror(errno));
 		return;
 	}
 	hi = sys_fd_high(fd, EVENTS_FD_MIN);
-	if (fd != 2)
+	if (own)
 		sys_close(fd);
 	if (hi < 0) {
 		/* EBADF: only 2 can be closed here (a daemon, "2>&-") */

@@ -34,6 +34,9 @@
  *   (hook-exec.c's pass-through used to need 4 KiB of stack itself).
  * - host-safe sigpipe: CTXSHIM_LOG/CTXSHIM_EVENTS on a stderr whose
  *   reader has gone (log.c, events.c used to raise SIGPIPE in the app).
+ * - sh with 0, 1 or 2 closed and CTXSHIM_LOG, CTXSHIM_EVENTS files: no
+ *   descriptor of ours in the closed slot (events.c kept the event log
+ *   on 2).
  * - host-safe uc-migrate: a coroutine suspended on one thread resumed on
  *   another (hook-ucontext.c used to read the first thread's TLS).
  * - host-safe uc-small-stack: setcontext() from a coroutine's 1 KiB stack
@@ -510,6 +513,71 @@ START_TEST(no_sigxfsz_from_log_lines)
 }
 END_TEST
 
+/* ---- log descriptors with a standard descriptor closed ------------------- */
+
+/* Runs /bin/sh with descriptor closed_fd closed, CTXSHIM_LOG and
+ * CTXSHIM_EVENTS set to files in dir (with the shim), and has it say which
+ * of 0, 1 and 2 are open on descriptor 3; returns that (malloc'd). */
+static char *
+std_fds_seen(int closed_fd, const char *dir, bool preload)
+{
+	static const char script[] = "for f in 0 1 2; do if [ -e /proc/self/fd/$f ]; "
+				     "then echo $f open; else echo $f closed; fi; "
+				     "done >&3";
+	char tmpl[] = "/tmp/ctxshim-test-XXXXXX", log[4200], ev[4200], *out;
+	int fo = test_mkstemp(tmpl), st;
+	pid_t pid;
+
+	ck_assert_int_ge(fo, 0);
+	unlink(tmpl);
+	snprintf(log, sizeof(log), "CTXSHIM_LOG=%s/log", dir);
+	snprintf(ev, sizeof(ev), "CTXSHIM_EVENTS=%s/events", dir);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		dup2(fo, 3);
+		close(closed_fd);
+		unsetenv("LD_PRELOAD");
+		if (preload) {
+			setenv("LD_PRELOAD", test_env_path("CTXSHIM_LIB"), 1);
+			putenv(log);
+			putenv(ev);
+		}
+		execl("/bin/sh", "sh", "-c", script, (char *)NULL);
+		_exit(127);
+	}
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "sh: wait status %#x", st);
+	lseek(fo, 0, SEEK_SET);
+	out = calloc(1, 4096);
+	ck_assert_ptr_nonnull(out);
+	ck_assert_int_ge(read(fo, out, 4095), 0);
+	close(fo);
+	return out;
+}
+
+/* A daemon started with 2>&- (or 0<&-, 1>&-): the descriptors the shim
+ * opens for its log and event log at start take the closed number
+ * first, and must not stay there, where the program's next open(), or
+ * its writes to that standard descriptor, would find our file (events.c
+ * kept the event log on 2). */
+START_TEST(log_files_with_a_standard_descriptor_closed)
+{
+	char dir[] = "/tmp/ctxshim-test-XXXXXX";
+	char *out0, *out1;
+
+	ck_assert_ptr_nonnull(test_mkdtemp(dir));
+	out0 = std_fds_seen(_i, dir, false);
+	out1 = std_fds_seen(_i, dir, true);
+	ck_assert_msg(strcmp(out0, out1) == 0,
+		      "descriptor %d closed at start:\n--- without the shim\n%s--- "
+		      "with it\n%s",
+		      _i, out0, out1);
+	free(out0);
+	free(out1);
+}
+END_TEST
+
 /* ---- ucontext ----------------------------------------------------------- */
 
 START_TEST(coroutine_resumed_on_another_thread)
@@ -742,6 +810,7 @@ TEST_SUITE(preload_host_suite)
 	tcase_add_loop_test(tc, no_sigpipe_from_log_lines, 0,
 			    (int)(sizeof(sigpipe_cases) / sizeof(sigpipe_cases[0])));
 	tcase_add_loop_test(tc, no_sigxfsz_from_log_lines, 0, 2);
+	tcase_add_loop_test(tc, log_files_with_a_standard_descriptor_closed, 0, 3);
 	tcase_add_test(tc, coroutine_resumed_on_another_thread);
 	tcase_add_test(tc, setcontext_on_a_small_coroutine_stack);
 	tcase_add_test(tc, request_in_a_seccomp_strict_thread);
