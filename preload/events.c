@@ -8,6 +8,7 @@
 #include "thread-ctx.h"
 #include "w3c.h"
 
+#include <errno.h>
 #include <stdbool.h>
 #include <string.h>
 #include <time.h>
@@ -31,9 +32,10 @@ ctxshim_events_open(const char *path)
 	 * closed ("2>&-") the file opens as 2, and left there it would take
 	 * the program's writes to standard error. */
 	own = strcmp(path, "stderr") != 0;
-	fd = own ? sys_open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644) : 2;
+	fd = own ? ctxshim_sink_open(path) : 2;
 	if (fd < 0) {
-		ctxshim_log("cannot open the event log %s: %s", path, strerror(errno));
+		ctxshim_log("cannot open the event log %s: %s%s", path, strerror(errno),
+			    errno == ENXIO ? " (a FIFO without a reader?)" : "");
 		return;
 	}
 	hi = sys_fd_high(fd, EVENTS_FD_MIN);

@@ -211,6 +211,22 @@ ctxshim_sink_write(int fd, int *kind, const void *buf, size_t len)
 	return sink_write_blocked(fd, buf, len, SIGPIPE, EPIPE);
 }
 
+int
+ctxshim_sink_open(const char *path)
+{
+	/* O_NONBLOCK: opening a FIFO for writing waits for a reader, and
+	 * this runs in the constructor, before main(): a reader not started
+	 * yet, or gone, kept the program from starting.  Without one the
+	 * open fails (ENXIO) and only the log is lost.  Writes then block as
+	 * before. */
+	int fd = sys_open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NONBLOCK,
+			  0644);
+
+	if (fd >= 0)
+		(void)syscall(SYS_fcntl, fd, F_SETFL, O_APPEND);
+	return fd;
+}
+
 void
 ctxshim_log_open(const char *target)
 {
@@ -221,8 +237,7 @@ ctxshim_log_open(const char *target)
 	if (strcmp(target, "stderr") == 0) {
 		fd = sys_fd_high(2, LOG_FD_MIN);
 	} else {
-		int f = sys_open(target, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC,
-				 0644);
+		int f = ctxshim_sink_open(target);
 
 		if (f < 0)
 			return;

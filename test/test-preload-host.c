@@ -37,6 +37,8 @@
  * - sh with 0, 1 or 2 closed and CTXSHIM_LOG, CTXSHIM_EVENTS files: no
  *   descriptor of ours in the closed slot (events.c kept the event log
  *   on 2).
+ * - sh with CTXSHIM_LOG or CTXSHIM_EVENTS on a FIFO without a reader
+ *   (log.c and events.c waited in open() for one, before main()).
  * - host-safe uc-migrate: a coroutine suspended on one thread resumed on
  *   another (hook-ucontext.c used to read the first thread's TLS).
  * - host-safe uc-small-stack: setcontext() from a coroutine's 1 KiB stack
@@ -578,6 +580,34 @@ START_TEST(log_files_with_a_standard_descriptor_closed)
 }
 END_TEST
 
+/* ---- log on a FIFO without a reader ---------------------------------------- */
+
+/* CTXSHIM_LOG or CTXSHIM_EVENTS naming a FIFO whose reader is not there
+ * (not started yet, or gone): opening it for writing waits for a reader,
+ * and log.c and events.c did that in the constructor, before main(), so
+ * the program never started.  Only the log is lost. */
+START_TEST(log_on_a_fifo_without_a_reader)
+{
+	static const char *const vars[] = {"CTXSHIM_LOG", "CTXSHIM_EVENTS"};
+	char dir[] = "/tmp/ctxshim-test-XXXXXX", fifo[4096], var[4200];
+	char *env[] = {var, NULL}, *argv[] = {"/bin/sh", "-c", "echo started", NULL};
+	char *out, *err;
+	int st;
+
+	ck_assert_ptr_nonnull(test_mkdtemp(dir));
+	snprintf(fifo, sizeof(fifo), "%s/fifo", dir);
+	ck_assert_int_eq(mkfifo(fifo, 0600), 0);
+	snprintf(var, sizeof(var), "%s=%s", vars[_i], fifo);
+	st = test_run_capture(argv, env, true, &out, &err, 20000);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s: wait status %#x\n%s",
+		      var, st, err);
+	ck_assert_str_eq(out, "started\n");
+	unlink(fifo);
+	free(out);
+	free(err);
+}
+END_TEST
+
 /* ---- ucontext ----------------------------------------------------------- */
 
 START_TEST(coroutine_resumed_on_another_thread)
@@ -811,6 +841,7 @@ TEST_SUITE(preload_host_suite)
 			    (int)(sizeof(sigpipe_cases) / sizeof(sigpipe_cases[0])));
 	tcase_add_loop_test(tc, no_sigxfsz_from_log_lines, 0, 2);
 	tcase_add_loop_test(tc, log_files_with_a_standard_descriptor_closed, 0, 3);
+	tcase_add_loop_test(tc, log_on_a_fifo_without_a_reader, 0, 2);
 	tcase_add_test(tc, coroutine_resumed_on_another_thread);
 	tcase_add_test(tc, setcontext_on_a_small_coroutine_stack);
 	tcase_add_test(tc, request_in_a_seccomp_strict_thread);
