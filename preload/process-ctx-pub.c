@@ -12,6 +12,7 @@
 #include "thread-ctx.h"
 #include "thread-record.h"
 
+#include <errno.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -469,8 +470,10 @@ memfd_allowed(size_t size)
 {
 	struct rlimit rl;
 
-	if (getrlimit(RLIMIT_FSIZE, &rl) != 0)
+	if (getrlimit(RLIMIT_FSIZE, &rl) != 0) {
+		ctxshim_log("cannot read RLIMIT_FSIZE: %s: no memfd", strerror(errno));
 		return false;
+	}
 	if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < size) {
 		ctxshim_log("RLIMIT_FSIZE %llu is below the %zu bytes of the process "
 			    "context: no memfd",
@@ -506,11 +509,23 @@ ctxshim_pctx_publish(void)
 		if (fd < 0)
 			fd = (int)syscall(SYS_memfd_create, "OTEL_CTX",
 					  MFD_CLOEXEC | MFD_ALLOW_SEALING);
+		/* Said here: the anonymous mapping's message below would blame
+		 * the kernel's naming alone (a sandbox refusing memfd_create,
+		 * no descriptor free). */
+		if (fd < 0)
+			ctxshim_log("memfd_create(OTEL_CTX) failed: %s; using an "
+				    "anonymous mapping",
+				    strerror(errno));
 	}
 	if (fd >= 0) {
 		if (ftruncate(fd, (off_t)size) == 0)
 			addr = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd,
 				    0);
+		if (addr == MAP_FAILED)
+			ctxshim_log(
+				"cannot size or map the OTEL_CTX memfd: %s; using an "
+				"anonymous mapping",
+				strerror(errno));
 		sys_close(fd);
 		memfd = addr != MAP_FAILED;
 	}

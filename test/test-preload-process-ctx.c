@@ -8,10 +8,16 @@
 #include "thread-record.h"
 
 #include <ctype.h>
+#include <errno.h>
+#include <stddef.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -627,6 +633,51 @@ START_TEST(test_anonymous_fallback)
 }
 END_TEST
 
+/* A sandbox that refuses memfd_create() (a seccomp filter answering
+ * EPERM, as systemd's SystemCallFilter= does by default with
+ * SystemCallErrorNumber=): the context goes to the anonymous mapping, and
+ * the log must say why there is no memfd, not only that the mapping
+ * could not be named (which then reads as a kernel without
+ * CONFIG_ANON_VMA_NAME). */
+START_TEST(test_memfd_refused_is_logged)
+{
+	struct sock_filter f[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_memfd_create, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+	struct sock_fprog prog = {sizeof(f) / sizeof(f[0]), f};
+	char tmpl[] = "/tmp/ctxshim-test-XXXXXX", log[8192];
+	int fe = test_mkstemp(tmpl), st;
+	ssize_t n;
+	pid_t pid;
+
+	ck_assert_int_ge(fe, 0);
+	unlink(tmpl);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		dup2(fe, 2);
+		setenv("LD_PRELOAD", test_env_path("CTXSHIM_LIB"), 1);
+		setenv("CTXSHIM_LOG", "stderr", 1);
+		if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
+		    prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) != 0)
+			_exit(99);
+		execl("/bin/true", "true", (char *)NULL);
+		_exit(127);
+	}
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "wait status %#x", st);
+	n = pread(fe, log, sizeof(log) - 1, 0);
+	ck_assert_int_gt(n, 0);
+	log[n] = '\0';
+	ck_assert_msg(strstr(log, "memfd_create") && strstr(log, strerror(EPERM)),
+		      "log: %s", log);
+	close(fe);
+}
+END_TEST
+
 START_TEST(test_fork_child_republishes)
 {
 	static char path[4096];
@@ -1051,6 +1102,7 @@ TEST_SUITE(preload_pctx_suite)
 	tcase_add_test(tc, test_active_when_loaded_twice);
 	tcase_add_loop_test(tc, test_passive_when_symbol_misdefined, 0, 5);
 	tcase_add_test(tc, test_header_name_limit);
+	tcase_add_test(tc, test_memfd_refused_is_logged);
 	suite_add_tcase(s, tc);
 	return s;
 }
