@@ -332,6 +332,7 @@ executable_name(void)
 	static const char deleted[] = " (deleted)";
 	long r = syscall(SYS_readlinkat, AT_FDCWD, "/proc/self/exe", path,
 			 sizeof(path) - 1);
+	int exe_errno = errno; /* when r < 0 */
 
 	if (r > 0 && (size_t)r < sizeof(path) - 1) {
 		size_t len = (size_t)r, dl = sizeof(deleted) - 1;
@@ -355,6 +356,12 @@ executable_name(void)
 		if (comm[0] && utf8_text(comm))
 			return comm;
 	}
+	/* Said: service.name is then plain unknown_service, and the likely
+	 * cause (a chroot or sandbox without /proc) is the user's to fix. */
+	if (r < 0)
+		ctxshim_log("cannot read /proc/self/exe: %s (is /proc mounted?); no "
+			    "process.executable.name",
+			    strerror(exe_errno));
 	return NULL;
 }
 

@@ -15,6 +15,8 @@
 #include <string.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
+#include <sched.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -678,6 +680,43 @@ START_TEST(test_memfd_refused_is_logged)
 }
 END_TEST
 
+/* A chroot or a sandbox without /proc: the shim cannot tell its
+ * executable's name (service.name is plain unknown_service); the log
+ * must say why. */
+START_TEST(test_no_proc_is_logged)
+{
+	char tmpl[] = "/tmp/ctxshim-test-XXXXXX", log[8192];
+	int fe = test_mkstemp(tmpl), st;
+	ssize_t n;
+	pid_t pid;
+
+	ck_assert_int_ge(fe, 0);
+	unlink(tmpl);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		dup2(fe, 2);
+		if (unshare(CLONE_NEWNS) != 0 ||
+		    mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0 ||
+		    umount2("/proc", MNT_DETACH) != 0)
+			_exit(77);
+		setenv("LD_PRELOAD", test_env_path("CTXSHIM_LIB"), 1);
+		setenv("CTXSHIM_LOG", "stderr", 1);
+		execl("/bin/true", "true", (char *)NULL);
+		_exit(127);
+	}
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	if (WIFEXITED(st) && WEXITSTATUS(st) == 77)
+		test_skip("cannot unmount /proc in a mount namespace (not root?)");
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "wait status %#x", st);
+	n = pread(fe, log, sizeof(log) - 1, 0);
+	ck_assert_int_gt(n, 0);
+	log[n] = '\0';
+	ck_assert_msg(strstr(log, "/proc/self/exe"), "log: %s", log);
+	close(fe);
+}
+END_TEST
+
 START_TEST(test_fork_child_republishes)
 {
 	static char path[4096];
@@ -1103,6 +1142,7 @@ TEST_SUITE(preload_pctx_suite)
 	tcase_add_loop_test(tc, test_passive_when_symbol_misdefined, 0, 5);
 	tcase_add_test(tc, test_header_name_limit);
 	tcase_add_test(tc, test_memfd_refused_is_logged);
+	tcase_add_test(tc, test_no_proc_is_logged);
 	suite_add_tcase(s, tc);
 	return s;
 }
