@@ -113,6 +113,8 @@ bind_pin(const void *p)
 		(void)dlerror();
 }
 
+static bool lib_present(const char *soname);
+
 void *
 ctxshim_bind_loaded(const char *const *sonames,
 		    const char *name,
@@ -131,7 +133,9 @@ ctxshim_bind_loaded(const char *const *sonames,
 	for (i = 0; !p && sonames && sonames[i]; i++) {
 		/* RTLD_NOLOAD: never loads anything.  The reference kept on
 		 * success pins the library, so p cannot outlive it. */
-		void *lib = dlopen(sonames[i], RTLD_LAZY | RTLD_NOLOAD);
+		void *lib = lib_present(sonames[i])
+				    ? dlopen(sonames[i], RTLD_LAZY | RTLD_NOLOAD)
+				    : NULL;
 
 		if (!lib) {
 			(void)dlerror();
@@ -155,7 +159,8 @@ ctxshim_lib_loaded(const char *const *sonames)
 	size_t i;
 
 	for (i = 0; !found && sonames[i]; i++) {
-		found = dlopen(sonames[i], RTLD_LAZY | RTLD_NOLOAD) != NULL;
+		found = lib_present(sonames[i]) &&
+			dlopen(sonames[i], RTLD_LAZY | RTLD_NOLOAD) != NULL;
 		if (!found)
 			(void)dlerror();
 	}
@@ -225,6 +230,23 @@ ctxshim_lib_text_range(const char *const *sonames, uintptr_t *lo, uintptr_t *hi)
 	*lo = f.lo;
 	*hi = f.hi;
 	return true;
+}
+
+/* Whether an object whose DT_SONAME is soname is loaded, without the
+ * loader: a dlopen(RTLD_NOLOAD) of a name not loaded still searches the
+ * library path for the file (and opens it where it is installed), which
+ * made every process start under the shim cost some 250 system calls
+ * more for the ~15 libraries the hooks look for.  Checked first, so that
+ * only the names found are asked of dlopen() (which takes the same names,
+ * and a few more a SONAME-less object could answer to: no library we
+ * hook lacks one). */
+static bool
+lib_present(const char *soname)
+{
+	const char *const one[] = {soname, NULL};
+	uintptr_t lo, hi;
+
+	return ctxshim_lib_text_range(one, &lo, &hi);
 }
 
 /* The version of cs's name i, or NULL. */
