@@ -227,6 +227,17 @@ struct rline {
 	uint64_t v;        /* "HTTP/1.x" */
 };
 
+/* HTTP_SCAN_F_CONNECT for a method of mlen bytes whose first bytes are
+ * the little-endian w (st->n while the method is read): the scanner
+ * stays out of the answer, so the caller decides (http-scan.h). */
+static inline unsigned
+method_connect(uint64_t w, size_t mlen)
+{
+	return mlen == 7 && (w & 0x00ffffffffffffffull) == 0x005443454e4e4f43ull
+		       ? HTTP_SCAN_F_CONNECT
+		       : 0;
+}
+
 /* The parts of a plain request line whole in [p, lim) (the method's first
  * byte, at p, is A-Z): request_line_fast() and http_scan_whole() take the
  * same lines. */
@@ -469,6 +480,7 @@ http_scan_whole_inline(struct http_scan *st,
 	_Static_assert(HTTP_SCAN_F_HTTP10 == 1 << 3, "the version digit's bit 56");
 	flags = (HTTP_SCAN_F_CAPTURED | HTTP_SCAN_F_HTTP10) ^
 		(unsigned)(rl.v >> (56 - 3) & HTTP_SCAN_F_HTTP10);
+	flags |= method_connect(load64(b), rl.mlen);
 	h->traceparent = NULL;
 	h->traceparent_len = 0;
 	h->tracestate = NULL;

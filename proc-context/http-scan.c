@@ -386,6 +386,8 @@ request_line_fast(struct http_scan *st,
 
 	if (__builtin_expect(!(v >> 56 & 1), 0))
 		st->flags |= HTTP_SCAN_F_HTTP10;
+	/* the line is >= mlen + 11 bytes long: 8 bytes can be read */
+	st->flags |= (uint16_t)method_connect(load64(p), mlen);
 	if (capturing(st)) {
 		/* the line is >= mlen + 11 bytes long: 8 bytes can be read */
 		if (__builtin_expect(mlen <= 8, 1))
@@ -1082,6 +1084,7 @@ scan_phases(struct http_scan *st,
 			}
 			if (capturing(st))
 				cap->method_len = (uint8_t)mlen;
+			st->flags |= (uint16_t)method_connect(st->n, mlen);
 			p++;
 			st->pos = 0;
 			ph = PH_TARGET;

@@ -119,7 +119,9 @@
  *    256 KiB) gives up the connection.
  *  - Upgrades and CONNECT are not tracked: the bytes after the switch
  *    (WebSocket frames, TLS, the h2 preface) make the scanner give up by
- *    themselves.  Callers that know better can call http_scan_stop().
+ *    themselves, but a tunnel may carry plain HTTP, whose heads are not
+ *    this server's requests: HTTP_SCAN_F_CONNECT marks a CONNECT head so
+ *    that the caller, which sees the answer, can call http_scan_stop().
  */
 
 #include <stdbool.h>
@@ -177,6 +179,7 @@ enum {
 	HTTP_SCAN_F_BAD_FRAMING = 0x0400, /* scanner gave up after it */
 	HTTP_SCAN_F_OBS_FOLD = 0x0800,    /* some line was folded */
 	HTTP_SCAN_F_TRANSFER_ENCODING = 0x1000,
+	HTTP_SCAN_F_CONNECT = 0x2000, /* method CONNECT: a 2xx starts a tunnel */
 };
 /* Flags only meaningful with a capture; cleared when not captured. */
 #define HTTP_SCAN_F_CAPTURE_ONLY                                 \

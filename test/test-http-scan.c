@@ -1123,7 +1123,27 @@ START_TEST(long_target)
 		expect_head(t, 0, strlen(o), F_CAP, "OPTIONS", "*", "");
 		expect_head(t, 1, strlen(o) + strlen(g), F_CAP, "GET",
 			    "http://h:1/p?x#y", "");
-		expect_head(t, 2, strlen(buf), F_CAP, "CONNECT", "h:443", "");
+		expect_head(t, 2, strlen(buf), F_CAP | HTTP_SCAN_F_CONNECT, "CONNECT",
+			    "h:443", "");
+	}
+	free(t);
+
+	/* only the method CONNECT itself marks a tunnel to come; the flag is
+	 * the head's, not the connection's */
+	{
+		static const char x[] = "CONNECTX h:443 HTTP/1.1\r\n\r\n";
+		static const char c[] = "CONNECT h:443 HTTP/1.1\r\n"
+					"traceparent: " TP1 "\r\n\r\n";
+		static const char g[] = "GET / HTTP/1.1\r\n\r\n";
+
+		snprintf(buf, sizeof(buf), "%s%s%s", x, c, g);
+		t = check_str(buf, "connect-flag");
+		ck_assert_uint_eq(t->n, 3);
+		expect_head(t, 0, strlen(x), F_CAP, "CONNECTX", "h:443", "");
+		expect_head(t, 1, strlen(x) + strlen(c),
+			    F_CAP | F_TP | HTTP_SCAN_F_CONNECT, "CONNECT", "h:443",
+			    TP1);
+		expect_head(t, 2, strlen(buf), F_CAP, "GET", "/", "");
 	}
 	free(t);
 }

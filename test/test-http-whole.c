@@ -335,6 +335,17 @@ START_TEST(usual_heads_taken)
 	expect_taken(&cfg_std, "POST /p HTTP/1.1\r\nContent-Length: 12 \r\n"
 			       "traceparent: " TP_V00 "\r\n\r\n");
 	expect_taken(&cfg_std, "PUT /p HTTP/1.0\ncontent-length:7\n\n");
+	/* the tunnel's method has its flag on both paths */
+	expect_taken(&cfg_std, "CONNECT h:443 HTTP/1.1\r\nHost: h:443\r\n\r\n");
+	{
+		static const char c[] = "CONNECT h:443 HTTP/1.1\r\nHost: h:443\r\n\r\n";
+		struct http_scan st = {0};
+		struct http_scan_head h;
+
+		use_cfg(&cfg_std);
+		ck_assert_int_eq(http_scan_whole(&st, &cfg_std, c, strlen(c), &h), 0);
+		ck_assert_uint_eq(h.flags & HTTP_SCAN_F_CONNECT, HTTP_SCAN_F_CONNECT);
+	}
 }
 END_TEST
 
