@@ -3386,6 +3386,31 @@ conn_promote(struct ctxshim_conn *c, uint8_t f, uint8_t tag, int kind, bool ende
 	return true;
 }
 
+/* Tunnels.  A 2xx answer to CONNECT (a forward proxy: Apache httpd's
+ * mod_proxy_connect) makes the connection a tunnel: its later bytes are
+ * the client's traffic to the origin, which the proxy relays without
+ * reading.  TLS makes the scanner give up by itself, but plain HTTP sent
+ * through it was taken for the proxy's own requests, each one started
+ * on the proxy's thread with a span of its own.  So the scanner stops
+ * there, and reads show nothing once the CONNECT was answered (its
+ * relaying writes go on showing it, as a response's later writes do).
+ * The writing thread changes the reader's scan, as for "Upgrade: h2c"
+ * below: the client waits for the answer before it sends into the tunnel;
+ * a byte already read (a new head begun) leaves the scanner as it is.  An
+ * answer other than 2xx (407 before a retry with credentials) leaves the
+ * connection an HTTP/1 one. */
+static __attribute__((noinline, cold)) void
+conn_tunnel(struct ctxshim_conn *c, const void *head, size_t head_len)
+{
+	/* Nothing queued: the scanner's last head is the current request. */
+	if (ctxshim_conn_status_kind(head, head_len) == 2 && head_len >= 12 &&
+	    ((const uint8_t *)head)[9] == '2' &&
+	    !atomic_load_explicit(&c->pending, memory_order_relaxed) &&
+	    http_scan_at_start(&c->scan) &&
+	    (http_scan_flags(&c->scan) & HTTP_SCAN_F_CONNECT))
+		http_scan_stop(&c->scan);
+}
+
 /* Response length.  A server that writes a response in several calls (its
  * head, then the body, made or streamed meanwhile) is still working on
  * that response's request after the first: the pipelined request queued
@@ -3435,6 +3460,8 @@ conn_responded(struct ctxshim_conn *c,
 		atomic_store_explicit(&c->answered, tag, memory_order_relaxed);
 		return false;
 	}
+	if (__builtin_expect(http_scan_flags(&c->scan) & HTTP_SCAN_F_CONNECT, 0))
+		conn_tunnel(c, head, head_len);
 	/* Response length (above): the rest of the current response, or
 	 * its first write. */
 	idx = atomic_load_explicit(&c->pending, memory_order_acquire);

@@ -732,8 +732,16 @@ ctxshim_conn_responded_usual(struct ctxshim_conn *c, const void *head, size_t he
 	       sizeof(w));
 	if ((w & CTXSHIM_CONN_W_MASK) == CTXSHIM_CONN_W_USUAL) {
 		/* Single writer of answered: a plain store (see conn.c). */
-		if ((uint8_t)(w >> 24) != tag && !ctxshim_conn_interim(head, head_len))
+		if ((uint8_t)(w >> 24) != tag &&
+		    !ctxshim_conn_interim(head, head_len)) {
+			/* The answer to a CONNECT: the slow path looks at it
+			 * (conn.c, "Tunnels"); the write hooks' fast paths
+			 * pass no head. */
+			if (__builtin_expect(
+				    http_scan_flags(&c->scan) & HTTP_SCAN_F_CONNECT, 0))
+				return false;
 			atomic_store_explicit(&c->answered, tag, memory_order_relaxed);
+		}
 		return true;
 	}
 	f = (uint8_t)(w >> 16);

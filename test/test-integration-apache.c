@@ -86,6 +86,9 @@ ap_write_conf(const struct nx_server *n, unsigned port)
 		       "LoadModule alias_module " AP_MODULES "/mod_alias.so\n"
 		       "LoadModule cgid_module " AP_MODULES "/mod_cgid.so\n"
 		       "LoadModule env_module " AP_MODULES "/mod_env.so\n"
+		       "LoadModule proxy_module " AP_MODULES "/mod_proxy.so\n"
+		       "LoadModule proxy_connect_module " AP_MODULES
+		       "/mod_proxy_connect.so\n"
 		       "User nobody\n"
 		       "Group nogroup\n"
 		       "ServerName localhost\n"
@@ -104,6 +107,9 @@ ap_write_conf(const struct nx_server *n, unsigned port)
 		       "MaxRequestWorkers 4\n"
 		       "KeepAlive On\n"
 		       "KeepAliveTimeout 1\n"
+		       /* a forward proxy whose tunnels lead to httpd itself */
+		       "ProxyRequests On\n"
+		       "AllowCONNECT %2$u\n"
 		       "ScriptAlias /cgi/ %1$s/cgi/\n"
 		       "ScriptSock %1$s/cgid.sock\n"
 		       /* CGI scripts get only what httpd passes: the shim,
@@ -293,6 +299,67 @@ START_TEST(test_apache_identical_and_events)
 }
 END_TEST
 
+/* A tunnel (CONNECT, mod_proxy_connect) to httpd itself carrying a plain
+ * HTTP request: that request is the one httpd reads from the tunnel's far
+ * end, a connection of its own; on the client's connection it is bytes
+ * relayed, not a request of httpd's, and must not start there too. */
+START_TEST(test_apache_connect_tunnel)
+{
+	struct nx_server n;
+	char req[512], tp[128], trace[33], *resp, *log;
+	long deadline;
+	size_t got, cap;
+	int fd, len;
+
+	ap_setup(&n);
+	ap_start(&n, true);
+	fd = it_connect(n.srv.port);
+	len = snprintf(req, sizeof(req),
+		       "CONNECT 127.0.0.1:%1$u HTTP/1.1\r\nHost: 127.0.0.1:%1$u\r\n"
+		       "%2$s\r\n",
+		       n.srv.port, nx_traceparent(TRACE_PREFIX, 11, tp));
+	it_send(fd, req, (size_t)len);
+	/* The answer's head alone (no body, no Content-Length). */
+	resp = NULL;
+	got = cap = 0;
+	while (!resp || !strstr(resp, "\r\n\r\n"))
+		ck_assert_msg(it_read_some(fd, &resp, &got, &cap),
+			      "connection closed early");
+	ck_assert_msg(strstr(resp, " 200 "), "CONNECT answered: %s", resp);
+	free(resp);
+	len = snprintf(req, sizeof(req),
+		       "GET /index.html HTTP/1.1\r\nHost: x\r\n%s"
+		       "Connection: close\r\n\r\n",
+		       nx_traceparent(TRACE_PREFIX, 12, tp));
+	it_send(fd, req, (size_t)len);
+	resp = it_read_all(fd, &got);
+	close(fd);
+	ck_assert_msg(strstr(resp, "HTTP/1.1 200 OK") && strstr(resp, "ctxshim"),
+		      "tunnelled response: %s", resp);
+	free(resp);
+
+	/* Once the inner request was released, the log has all it gets. */
+	nx_trace(TRACE_PREFIX, 12, trace);
+	deadline = nx_now_ms() + IT_TIMEOUT_MS;
+	for (;;) {
+		log = it_events(&n.srv);
+		if (nx_attach_tid(log, trace) > 0 &&
+		    nx_released(log, trace, nx_last_tid(log, trace)))
+			break;
+		ck_assert_msg(nx_now_ms() < deadline,
+			      "tunnelled trace never released:\n%.3000s", log);
+		free(log);
+		usleep(5000);
+	}
+	ck_assert_msg(it_events_count(log, trace, "request") == 1 &&
+			      it_events_spans(log, trace, NULL) == 1,
+		      "tunnelled request started on the tunnel too:\n%.3000s", log);
+	free(log);
+	ap_stop(&n);
+	nx_cleanup(&n);
+}
+END_TEST
+
 TEST_SUITE(apache_suite)
 {
 	Suite *s = suite_create("integration-apache");
@@ -304,6 +371,7 @@ TEST_SUITE(apache_suite)
 			  APACHE);
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_apache_identical_and_events);
+	tcase_add_test(tc, test_apache_connect_tunnel);
 	suite_add_tcase(s, tc);
 	return s;
 }
