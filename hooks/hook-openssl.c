@@ -172,6 +172,7 @@
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include <openssl/ssl.h>
 
@@ -196,6 +197,7 @@ typedef BIO *(*ossl_get_rbio_fn)(const SSL *);
 typedef BIO *(*ossl_find_type_fn)(BIO *, int);
 typedef void *(*ossl_get_cb_fn)(const BIO *);
 typedef int (*ossl_method_type_fn)(const BIO *);
+typedef const char *(*ossl_method_name_fn)(const BIO *);
 typedef long (*ossl_ctrl_fn)(BIO *, int, long, void *);
 typedef const BIO_METHOD *(*ossl_method_fn)(void);
 typedef ossl_ctrl_fn (*ossl_meth_get_ctrl_fn)(const BIO_METHOD *);
@@ -242,6 +244,7 @@ enum ossl_bio_fn {
 	OSSL_BIO_METH_GET_CTRL,
 	OSSL_BIO_S_SOCKET,
 	OSSL_BIO_S_FD,
+	OSSL_BIO_METHOD_NAME,
 	OSSL_BIO_NEEDED, /* the ones above; the one below may be missing */
 	OSSL_BIO_GET_CALLBACK = OSSL_BIO_NEEDED,
 	OSSL_BIO_N,
@@ -250,7 +253,7 @@ enum ossl_bio_fn {
 static const char *const ossl_bio_name[OSSL_BIO_N] = {
 	"BIO_find_type", "BIO_get_callback_ex", "BIO_method_type",
 	"BIO_ctrl",      "BIO_meth_get_ctrl",   "BIO_s_socket",
-	"BIO_s_fd",      "BIO_get_callback",
+	"BIO_s_fd",      "BIO_method_name",     "BIO_get_callback",
 };
 
 static void *ossl_fn[OSSL_N];
@@ -693,8 +696,9 @@ real_SSL_get_fd(const SSL *s)
  * function, which is what BIO_ctrl() calls between the callbacks: for
  * the socket and fd BIOs (what SSL_set_fd(), BIO_new_socket() and
  * BIO_new_fd() make) that is their ctrl in libcrypto, which answers
- * BIO_C_GET_FD from the BIO's generic fields (init, num), so it is safe
- * on any BIO of their type; other descriptor BIOs with a callback
+ * BIO_C_GET_FD from the BIO's generic fields (init, num); a BIO of an
+ * application's method that took their type (h2o's) has no fd there and
+ * counts as one without an fd; other descriptor BIOs with a callback
  * (connect, accept, datagram) are not followed at all, and one that gets
  * a callback after it was followed is not ended by its SSL_free (its
  * context goes at the fd's close or the thread's next connection, as for
@@ -709,7 +713,8 @@ ossl_fd(const SSL *s)
 {
 	BIO *b, *d;
 	ossl_ctrl_fn ctrl;
-	int fd = -1;
+	const char *name;
+	int fd = -1, d_type;
 
 	if (!ossl_bio_ok)
 		return real_SSL_get_fd(s);
@@ -721,18 +726,27 @@ ossl_fd(const SSL *s)
 	if (!d)
 		return -1;
 	/* The socket and fd BIOs: their ctrl in libcrypto, directly (see
-	 * above), also for a BIO of an application's method that took their
-	 * type.  libcrypto's other descriptor BIOs: BIO_ctrl() when no callback
+	 * above).  libcrypto's other descriptor BIOs: BIO_ctrl() when no callback
 	 * would see it.  A descriptor BIO of the application's own type
 	 * (BIO_meth_new(BIO_get_new_index() | BIO_TYPE_DESCRIPTOR ...)): its
 	 * ctrl is the application's code, which must not get calls it never
 	 * made either. */
-	switch (((ossl_method_type_fn)ossl_bio_fn[OSSL_BIO_METHOD_TYPE])(d)) {
+	d_type = ((ossl_method_type_fn)ossl_bio_fn[OSSL_BIO_METHOD_TYPE])(d);
+	switch (d_type) {
 	case BIO_TYPE_SOCKET:
-		ctrl = ossl_sock_ctrl;
-		break;
 	case BIO_TYPE_FD:
-		ctrl = ossl_fdbio_ctrl;
+		/* An application's method that took their type (h2o's
+		 * BIO_meth_new(BIO_TYPE_FD, "h2o_socket") over its own buffers)
+		 * has no fd in the generic fields: libcrypto's ctrl would
+		 * answer 0, stdin's, and the session would never be followed.
+		 * Its own ctrl is not ours to call: no fd known, as
+		 * SSL_get_fd() tells h2o's, so a server session is followed
+		 * by its pointer.  The name tells libcrypto's own methods. */
+		name = ((ossl_method_name_fn)ossl_bio_fn[OSSL_BIO_METHOD_NAME])(d);
+		if (!name || strcmp(name, d_type == BIO_TYPE_FD ? "file descriptor"
+								: "socket") != 0)
+			return -1;
+		ctrl = d_type == BIO_TYPE_FD ? ossl_fdbio_ctrl : ossl_sock_ctrl;
 		break;
 	case BIO_TYPE_CONNECT:
 	case BIO_TYPE_ACCEPT:

@@ -254,6 +254,11 @@ enum srv_kind {
 	 * (--yield): old, the switch back dropped the request's context, as
 	 * if answered (a connection without an fd has no descriptor slot) */
 	SRV_OPENSSL_MEM_BIO_YIELD,
+	/* memory BIOs behind BIOs of the server's own method of type
+	 * BIO_TYPE_FD, as h2o's: old, libcrypto's fd BIO ctrl asked for
+	 * its fd answered 0 (no fd set), and the session, taken for fd 0's,
+	 * got no context */
+	SRV_OPENSSL_FD_TYPE_BIO,
 	SRV_GNUTLS, /* from here on: left out when not built */
 	/* a send retried as gnutls_record_send(s, NULL, 0), and responses
 	 * sent with gnutls_record_send_file(): old, neither was seen as the
@@ -292,6 +297,7 @@ static const char *const srv_name[SRV_N] = {"openssl",
 					    "openssl --bio ssl-plt",
 					    "openssl dlopen --bio ssl",
 					    "openssl --bio mem --yield",
+					    "openssl --bio fd-type",
 					    "gnutls",
 					    "gnutls --send again",
 					    "gnutls --send file",
@@ -340,6 +346,10 @@ srv_start(struct it_server *s, enum srv_kind k, const struct tls_dir *d)
 	}
 	if (k == SRV_OPENSSL_MEM_BIO_YIELD)
 		argv[n++] = "--yield";
+	if (k == SRV_OPENSSL_FD_TYPE_BIO) {
+		argv[n++] = "--bio";
+		argv[n++] = "fd-type";
+	}
 	if (k == SRV_OPENSSL_UP_REF || k == SRV_OPENSSL_MEM_BIO_UP_REF)
 		argv[n++] = "--up-ref";
 	if (k == SRV_GNUTLS_AGAIN || k == SRV_GNUTLS_FILE || k == SRV_GNUTLS_SEND2 ||

@@ -5,7 +5,8 @@
  * that dlopen-main loads at run time) and once with GnuTLS
  * (tls-server-gnutls).
  *
- *   tls-server CERT KEY [--ex] [--bio mem|ssl|ssl-out|ssl-plt] [--up-ref]
+ *   tls-server CERT KEY [--ex] [--bio mem|fd-type|ssl|ssl-out|ssl-plt]
+ *                       [--up-ref]
  *                       [--read-size N] [--send again|file|send2|range]
  *                       [--recv packet|seq] [--transport int2] [--timeout]
  *                       [--yield]
@@ -15,6 +16,11 @@
  * --bio mem:  OpenSSL: the session talks to memory BIOs that this program
  *             pumps to and from the socket itself (a transport without an
  *             fd, as event-loop frameworks have)
+ * --bio fd-type: OpenSSL: as --bio mem, but the session's BIOs are of this
+ *             program's own method of type BIO_TYPE_FD, which hands the
+ *             bytes to and from the memory BIOs (h2o's BIO_meth_new(
+ *             BIO_TYPE_FD, "h2o_socket"): initialised, no fd set, its
+ *             ctrl answers no BIO_C_GET_FD, so SSL_get_fd() gives -1)
  * --bio ssl:  OpenSSL: the session (on the accepted fd, SSL_set_fd) is
  *             used only through an SSL BIO (BIO_f_ssl, BIO_CLOSE), as
  *             `openssl s_server -WWW` does: under a buffer BIO
@@ -329,6 +335,55 @@ t_close(struct tconn *c)
 #else
 static SSL_CTX *ctx;
 
+/* --bio fd-type: the method's calls, on the memory BIO in the data. */
+static bool opt_fd_type;
+static BIO_METHOD *fd_type_method;
+
+static int
+fd_type_read(BIO *b, char *buf, int n)
+{
+	BIO *m = BIO_get_data(b);
+	int r = BIO_read(m, buf, n);
+
+	BIO_clear_retry_flags(b);
+	if (r <= 0 && BIO_should_retry(m))
+		BIO_set_retry_read(b);
+	return r;
+}
+
+static int
+fd_type_write(BIO *b, const char *buf, int n)
+{
+	return BIO_write(BIO_get_data(b), buf, n);
+}
+
+static long
+fd_type_ctrl(BIO *b, int cmd, long num, void *ptr)
+{
+	(void)b, (void)num, (void)ptr;
+	return cmd == BIO_CTRL_FLUSH;
+}
+
+/* The memory BIO goes with the session's BIO, as with --bio mem. */
+static int
+fd_type_destroy(BIO *b)
+{
+	BIO_free(BIO_get_data(b));
+	return 1;
+}
+
+static BIO *
+fd_type_bio(BIO *m)
+{
+	BIO *b = BIO_new(fd_type_method);
+
+	if (b) {
+		BIO_set_data(b, m);
+		BIO_set_init(b, 1);
+	}
+	return b;
+}
+
 static BIO_METHOD *plt_method; /* --bio ssl-plt */
 
 /* --bio ssl-plt: the SSL BIO of this program's, over the session in its
@@ -384,6 +439,15 @@ t_init(const char *cert, const char *key)
 	if (!ctx || SSL_CTX_use_certificate_file(ctx, cert, SSL_FILETYPE_PEM) != 1 ||
 	    SSL_CTX_use_PrivateKey_file(ctx, key, SSL_FILETYPE_PEM) != 1)
 		return -1;
+	if (opt_fd_type) {
+		fd_type_method = BIO_meth_new(BIO_TYPE_FD, "fd-type");
+		if (!fd_type_method ||
+		    !BIO_meth_set_read(fd_type_method, fd_type_read) ||
+		    !BIO_meth_set_write(fd_type_method, fd_type_write) ||
+		    !BIO_meth_set_ctrl(fd_type_method, fd_type_ctrl) ||
+		    !BIO_meth_set_destroy(fd_type_method, fd_type_destroy))
+			return -1;
+	}
 	if (opt_ssl_bio == SSL_BIO_PLT) {
 		plt_method = BIO_meth_new(BIO_TYPE_SSL, "ssl-plt");
 		if (!plt_method || !BIO_meth_set_read_ex(plt_method, plt_read) ||
@@ -456,7 +520,15 @@ t_accept_session(struct tconn *c)
 		c->wb = BIO_new(BIO_s_mem());
 		if (!c->rb || !c->wb)
 			return -1;
-		SSL_set_bio(c->ssl, c->rb, c->wb);
+		if (opt_fd_type) {
+			BIO *rd = fd_type_bio(c->rb), *wr = fd_type_bio(c->wb);
+
+			if (!rd || !wr)
+				return -1;
+			SSL_set_bio(c->ssl, rd, wr);
+		} else {
+			SSL_set_bio(c->ssl, c->rb, c->wb);
+		}
 		SSL_set_accept_state(c->ssl);
 		do
 			r = mem_pump(c, SSL_do_handshake(c->ssl));
@@ -812,6 +884,9 @@ main(int argc, char **argv)
 		else if (strcmp(argv[i], "--bio") == 0 && i + 1 < argc &&
 			 strcmp(argv[i + 1], "ssl-plt") == 0 && ++i)
 			opt_ssl_bio = SSL_BIO_PLT;
+		else if (strcmp(argv[i], "--bio") == 0 && i + 1 < argc &&
+			 strcmp(argv[i + 1], "fd-type") == 0 && ++i)
+			opt_mem_bio = opt_fd_type = true;
 #endif
 		else if (strcmp(argv[i], "--up-ref") == 0)
 			opt_up_ref = true;
