@@ -303,7 +303,7 @@ pfile_next(FILE *f, unsigned *type, uint8_t **buf, size_t *cap, size_t *len)
 			size_t r = fread(*buf + got, 1, step, f);
 
 			if (magic && got == 0 && r >= 4 &&
-			    memcmp(*buf, PFILE_MAGIC + 4, 4) == 0)
+			    memcmp(*buf, &PFILE_MAGIC[4], 4) == 0)
 				return PFILE_NEXT_HEADER;
 			if (r != step)
 				return read_error(f);
