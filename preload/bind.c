@@ -51,6 +51,7 @@ die(const char *what, const char *name, const char *why)
 void *
 ctxshim_bind(const char *name, const char *version, const void *self, bool required)
 {
+	bool own;
 	void *p;
 
 	p = version ? dlvsym(RTLD_NEXT, name, version) : dlsym(RTLD_NEXT, name);
@@ -58,10 +59,12 @@ ctxshim_bind(const char *name, const char *version, const void *self, bool requi
 	 * that loads every library it finds; it takes static TLS room to
 	 * spare, GLIBC_TUNABLES=glibc.rtld.optional_static_tls), and
 	 * RTLD_NEXT then searches a scope we are not in.  Not found, then:
-	 * libc's own handle below has the real one. */
-	if (p && p == self)
+	 * libc's own handle below has the real one, for an optional name
+	 * too (libc has siglongjmp, whose hook aborts without it). */
+	own = p && p == self;
+	if (own)
 		p = NULL;
-	if (!p && required) {
+	if (!p && (required || own)) {
 		/* RTLD_NEXT searches the objects after us only: with libc
 		 * itself in LD_PRELOAD before us ("LD_PRELOAD=libc.so.6
 		 * libctxshim.so"), libc is not among them.  Ask libc's own
@@ -89,7 +92,7 @@ ctxshim_bind(const char *name, const char *version, const void *self, bool requi
 			    (uintptr_t)p >= lo && (uintptr_t)p < hi)
 				p = NULL;
 		}
-		if (!p)
+		if (!p && required)
 			die("cannot resolve real", name, why);
 		(void)dlerror();
 	} else if (!p) {

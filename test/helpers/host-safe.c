@@ -66,9 +66,11 @@
  *   host-safe dlopen-shim LIB
  *       dlopen()s LIB (libctxshim.so itself, with static TLS room to
  *       spare: GLIBC_TUNABLES=glibc.rtld.optional_static_tls=16384),
- *       then starts and joins a thread.  Prints what got done
+ *       then starts and joins a thread and makes a siglongjmp()
+ *       through the shim's handle.  Prints what got done
  *       (preload/bind.c ended the process in the shim's constructor:
- *       RTLD_NEXT found its own hook). */
+ *       RTLD_NEXT found its own hook; then bound none for an optional
+ *       name, and the jump aborted). */
 #include "config.h"
 
 #include <arpa/inet.h>
@@ -79,6 +81,7 @@
 #include <netinet/in.h>
 #include <pthread.h>
 #include <sched.h>
+#include <setjmp.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -761,6 +764,18 @@ dlopen_shim(const char *lib)
 	if (r == 0)
 		pthread_join(th, NULL);
 	printf("pthread_create: %d\n", r);
+	/* A hook called through the handle (a host that takes every name it
+	 * looks for from each library it loads) passes through to libc:
+	 * siglongjmp is bound as optional, and its hook aborted without it. */
+	if (h) {
+		void (*jump)(sigjmp_buf, int) =
+			(void (*)(sigjmp_buf, int))dlsym(h, "siglongjmp");
+		static sigjmp_buf env;
+
+		if (jump && sigsetjmp(env, 0) == 0)
+			jump(env, 1);
+		printf("siglongjmp: %s\n", jump ? "ok" : "not found");
+	}
 	return 0;
 }
 
