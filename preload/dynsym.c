@@ -37,6 +37,22 @@ dyn_table(const struct dl_phdr_info *info, ElfW(Addr) v, uintptr_t *end)
 	return NULL;
 }
 
+/* The object's dynamic section and its number of entries (NULL, 0 if it
+ * has none). */
+static const ElfW(Dyn) * dyn_section(const struct dl_phdr_info *info, size_t *n)
+{
+	const ElfW(Dyn) *d = NULL;
+
+	*n = 0;
+	for (ElfW(Half) i = 0; i < info->dlpi_phnum; i++)
+		if (info->dlpi_phdr[i].p_type == PT_DYNAMIC) {
+			d = (const ElfW(Dyn) *)(info->dlpi_addr +
+						info->dlpi_phdr[i].p_vaddr);
+			*n = info->dlpi_phdr[i].p_memsz / sizeof(*d);
+		}
+	return d;
+}
+
 struct dynsyms {
 	const ElfW(Sym) * sym;
 	const char *str;
@@ -140,16 +156,10 @@ ctxshim_dynsym_defines(const struct dl_phdr_info *info, const char *name)
 {
 	const uint32_t *gnu = NULL, *sysv = NULL;
 	uintptr_t gnu_end = 0, sysv_end = 0;
-	const ElfW(Dyn) *d = NULL;
 	struct dynsyms t = {0};
-	size_t ndyn = 0;
+	size_t ndyn;
+	const ElfW(Dyn) *d = dyn_section(info, &ndyn);
 
-	for (ElfW(Half) i = 0; i < info->dlpi_phnum; i++)
-		if (info->dlpi_phdr[i].p_type == PT_DYNAMIC) {
-			d = (const ElfW(Dyn) *)(info->dlpi_addr +
-						info->dlpi_phdr[i].p_vaddr);
-			ndyn = info->dlpi_phdr[i].p_memsz / sizeof(*d);
-		}
 	for (; ndyn && d->d_tag != DT_NULL; d++, ndyn--) {
 		if (d->d_tag == DT_SYMTAB)
 			t.sym = dyn_table(info, d->d_un.d_ptr, &t.sym_end);
@@ -170,19 +180,13 @@ ctxshim_dynsym_defines(const struct dl_phdr_info *info, const char *name)
 const char *
 ctxshim_dynsym_soname(const struct dl_phdr_info *info)
 {
-	const ElfW(Dyn) *d = NULL;
 	const char *str = NULL;
 	uintptr_t str_end = 0;
 	ElfW(Xword) off = 0;
 	bool has_soname = false;
-	size_t ndyn = 0;
+	size_t ndyn;
+	const ElfW(Dyn) *d = dyn_section(info, &ndyn);
 
-	for (ElfW(Half) i = 0; i < info->dlpi_phnum; i++)
-		if (info->dlpi_phdr[i].p_type == PT_DYNAMIC) {
-			d = (const ElfW(Dyn) *)(info->dlpi_addr +
-						info->dlpi_phdr[i].p_vaddr);
-			ndyn = info->dlpi_phdr[i].p_memsz / sizeof(*d);
-		}
 	for (; ndyn && d->d_tag != DT_NULL; d++, ndyn--) {
 		if (d->d_tag == DT_STRTAB)
 			str = dyn_table(info, d->d_un.d_ptr, &str_end);
