@@ -112,10 +112,11 @@ hook_pool_uv_atfork(void)
 			     hook_pool_uv_postfork);
 }
 
-/* libuv's code, [lo, hi), once bound or found (0, 0 before): a thread whose start
- * routine is in it is one of libuv's own, a worker of its pool, which the
- * first request to use the pool starts -- uv_queue_work(), but just as
- * well uv_fs_*(), uv_getaddrinfo() or uv_random(), which no hook sees.
+/* libuv's code, [lo, hi), once bound or found (0, 0 before): a thread
+ * whose start routine is in it is one of libuv's own, a worker of its
+ * pool, which the first request to use the pool starts -- uv_queue_work(),
+ * but just as well uv_fs_*(), uv_getaddrinfo() or uv_random(), which no
+ * hook sees.
  * (uv_thread_create() hands pthread_create() the application's own
  * function, so the application's threads still inherit.) */
 static uintptr_t uv_text_lo, uv_text_hi;

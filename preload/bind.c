@@ -186,10 +186,17 @@ text_find_cb(struct dl_phdr_info *info, size_t size, void *data)
 
 	(void)size;
 	if (f->sonames) {
-		const char *so = ctxshim_dynsym_soname(info);
+		/* By DT_SONAME, or by the file's name for an object without
+		 * one (a vendored build), as dlopen(RTLD_NOLOAD) matches the
+		 * name an object was loaded by. */
+		const char *so = ctxshim_dynsym_soname(info), *base = NULL;
 
-		for (i = 0; so && !mine && f->sonames[i]; i++)
-			mine = strcmp(so, f->sonames[i]) == 0;
+		if (!so && info->dlpi_name && info->dlpi_name[0]) {
+			base = strrchr(info->dlpi_name, '/');
+			base = base ? base + 1 : info->dlpi_name;
+		}
+		for (i = 0; (so || base) && !mine && f->sonames[i]; i++)
+			mine = strcmp(so ? so : base, f->sonames[i]) == 0;
 	}
 	for (i = 0; i < info->dlpi_phnum; i++) {
 		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
@@ -235,14 +242,15 @@ ctxshim_lib_text_range(const char *const *sonames, uintptr_t *lo, uintptr_t *hi)
 	return true;
 }
 
-/* Whether an object whose DT_SONAME is soname is loaded, without the
- * loader: a dlopen(RTLD_NOLOAD) of a name not loaded still searches the
- * library path for the file (and opens it where it is installed), which
- * made every process start under the shim cost some 250 system calls
- * more for the ~15 libraries the hooks look for.  Checked first, so that
- * only the names found are asked of dlopen() (which takes the same names,
- * and a few more a SONAME-less object could answer to: no library we
- * hook lacks one). */
+/* Whether an object of that name (ctxshim_lib_text_range()) is loaded,
+ * without the loader: a dlopen(RTLD_NOLOAD) of a name not loaded still
+ * searches the library path for the file (and opens it where it is
+ * installed), which made every process start under the shim cost some
+ * 250 system calls more for the ~15 libraries the hooks look for.
+ * Checked first, so that only the names found are asked of dlopen().
+ * (dlopen() also knows an object by the other names it was asked for:
+ * a library whose DT_SONAME differs from every name we look for is
+ * missed.) */
 static bool
 lib_present(const char *soname)
 {

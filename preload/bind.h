@@ -38,8 +38,8 @@ bool ctxshim_lib_loaded(const char *const *sonames);
  * the application's.  Returns false if no object contains addr. */
 bool ctxshim_text_range(const void *addr, uintptr_t *lo, uintptr_t *hi);
 
-/* The same range for the loaded object whose DT_SONAME is one of sonames
- * (NULL-terminated).  Only dl_iterate_phdr(), never the loader's lock
+/* The same range for the loaded object whose DT_SONAME (or, without one,
+ * file name) is one of sonames (NULL-terminated).  Only dl_iterate_phdr(), never the loader's lock
  * that dlopen() holds while it runs constructors (ctxshim_lib_loaded()
  * takes it): for paths where another thread may wait in a constructor for
  * the caller.  Nothing is pinned. */

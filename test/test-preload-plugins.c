@@ -13,6 +13,9 @@
  * with its own copy of such a library keeps calling its copy. */
 #include "test-common.h"
 
+#include <elf.h>
+#include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -52,10 +55,14 @@ count(const char *s, const char *needle)
 	return n;
 }
 
-START_TEST(plugin_libraries_loaded_local)
+/* Run local-plugin under plugin-host without and with the shim, with
+ * LD_LIBRARY_PATH=libdir if not NULL: the same API results, and the
+ * shim's tracing through the fallback by name. */
+static void
+run_local_plugin(const char *libdir)
 {
-	char host[4096], plugin[4096], *argv[] = {host, plugin, NULL};
-	char *env[] = {"TRACEPARENT=00-" TRACE_ID "-00f067aa0ba902b7-01", NULL};
+	char host[4096], plugin[4096], path[4200], *argv[] = {host, plugin, NULL};
+	char *env[] = {"TRACEPARENT=00-" TRACE_ID "-00f067aa0ba902b7-01", path, NULL};
 	char *out[2], *err[2];
 	int st[2], shim;
 
@@ -65,6 +72,10 @@ START_TEST(plugin_libraries_loaded_local)
 	if (access(host, X_OK) != 0 || access(plugin, R_OK) != 0)
 		test_skip("%s not built (GLib, libmicrohttpd, libevent, libuv -dev)",
 			  plugin);
+	if (libdir)
+		snprintf(path, sizeof(path), "LD_LIBRARY_PATH=%s", libdir);
+	else
+		env[1] = NULL;
 	for (shim = 0; shim < 2; shim++) {
 		st[shim] = test_run_capture(argv, env, shim, &out[shim], &err[shim],
 					    60000);
@@ -87,6 +98,80 @@ START_TEST(plugin_libraries_loaded_local)
 		free(out[shim]);
 		free(err[shim]);
 	}
+}
+
+START_TEST(plugin_libraries_loaded_local)
+{
+	run_local_plugin(NULL);
+}
+END_TEST
+
+/* Copy the library `name' from Debian's directory into dir with its
+ * DT_SONAME entry turned into DT_DEBUG (which ld.so ignores in a shared
+ * object): a library built without a soname, known only by the name it
+ * was loaded by. */
+static void
+copy_without_soname(const char *dir, const char *name)
+{
+	char from[256], to[4200];
+	unsigned char *b;
+	const Elf64_Ehdr *eh;
+	size_t len, i, patched = 0;
+	FILE *f;
+
+	snprintf(from, sizeof(from), "/lib/x86_64-linux-gnu/%s", name);
+	snprintf(to, sizeof(to), "%s/%s", dir, name);
+	f = fopen(from, "rb");
+	if (!f)
+		test_skip("%s: %s", from, strerror(errno));
+	ck_assert_int_eq(fseek(f, 0, SEEK_END), 0);
+	len = (size_t)ftell(f);
+	rewind(f);
+	b = malloc(len);
+	ck_assert_ptr_nonnull(b);
+	ck_assert_uint_eq(fread(b, 1, len, f), len);
+	fclose(f);
+	eh = (const Elf64_Ehdr *)b;
+	ck_assert(len > sizeof(*eh) && memcmp(eh->e_ident, ELFMAG, SELFMAG) == 0);
+	for (i = 0; i < eh->e_shnum; i++) {
+		const Elf64_Shdr *sh =
+			(const Elf64_Shdr *)(b + eh->e_shoff + i * eh->e_shentsize);
+		Elf64_Dyn *d;
+		size_t k;
+
+		if (sh->sh_type != SHT_DYNAMIC)
+			continue;
+		d = (Elf64_Dyn *)(b + sh->sh_offset);
+		for (k = 0; k < sh->sh_size / sizeof(*d); k++)
+			if (d[k].d_tag == DT_SONAME) {
+				d[k].d_tag = DT_DEBUG;
+				patched++;
+			}
+	}
+	ck_assert_uint_eq(patched, 1);
+	f = fopen(to, "wb");
+	ck_assert_ptr_nonnull(f);
+	ck_assert_uint_eq(fwrite(b, 1, len, f), len);
+	ck_assert_int_eq(fclose(f), 0);
+	free(b);
+}
+
+/* The same plugin whose libraries have no soname (vendored builds),
+ * known only by the names they were loaded by: the hooks' binding (its
+ * callers' scope first, then the look by name of bind.c's lib_present(),
+ * which takes a file's name where there is no soname) must find them
+ * all the same. */
+START_TEST(plugin_libraries_without_soname)
+{
+	static const char *const libs[] = {"libmicrohttpd.so.12", "libglib-2.0.so.0",
+					   "libuv.so.1", "libevent-2.1.so.7"};
+	char dir[] = "/tmp/ctxshim-nosoname-XXXXXX";
+	size_t i;
+
+	ck_assert_ptr_nonnull(test_mkdtemp(dir));
+	for (i = 0; i < sizeof(libs) / sizeof(libs[0]); i++)
+		copy_without_soname(dir, libs[i]);
+	run_local_plugin(dir);
 }
 END_TEST
 
@@ -257,6 +342,7 @@ TEST_SUITE(preload_plugins_suite)
 	TCase *tc = tcase_create("plugins");
 
 	tcase_add_test(tc, plugin_libraries_loaded_local);
+	tcase_add_test(tc, plugin_libraries_without_soname);
 	tcase_add_loop_test(tc, plugin_own_library_copy, 0,
 			    sizeof(own_cases) / sizeof(own_cases[0]));
 	tcase_add_loop_test(tc, plugin_own_copy_pointer, 0, 3);
