@@ -303,6 +303,21 @@ START_TEST(fcgi_readers_no_leak)
 }
 END_TEST
 
+/* Connections that hold pool entries (a head in progress, FastCGI,
+ * HTTP/2, unanswered pipelined requests), ended by each way a descriptor
+ * stops naming its connection (close, fclose, close_range, closefrom,
+ * dup2/dup3 over it, shutdown then close, SCM_RIGHTS, copies closed in
+ * either order, a close in a fork() child only, CLOSE_RANGE_CLOEXEC,
+ * close_range over a ring of copies): afterwards the pool is whole, the
+ * number read as a socketpair publishes nothing, and a new connection on
+ * it shows its own request (a connection still open after a fork child's
+ * close or a CLOEXEC mark keeps its own). */
+START_TEST(fd_end_no_leak)
+{
+	run_pipeline_ev("fd-end", "20", _i == 1);
+}
+END_TEST
+
 TEST_SUITE(pipeline_suite)
 {
 	Suite *s = suite_create("preload-pipeline");
@@ -327,6 +342,7 @@ TEST_SUITE(pipeline_suite)
 	tcase_add_loop_test(tc, reserve_long_lived, 0, 2);
 	tcase_add_loop_test(tc, reserve_long_lived_events, 0, 2);
 	tcase_add_loop_test(tc, reader_writer_threads_no_leak, 0, 3);
+	tcase_add_loop_test(tc, fd_end_no_leak, 0, 2);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("readers");
 	tcase_set_timeout(tc, 110);

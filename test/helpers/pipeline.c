@@ -92,6 +92,18 @@
  *                              each replaces the one before and shows its
  *                              context (past 255 the current one used to
  *                              read as answered)
+ *   pipeline fd-end N          N connections of each kind that holds pool
+ *                              entries (a split head, FastCGI, h2c,
+ *                              unanswered pipelined heads) ended by each
+ *                              way a descriptor stops naming its
+ *                              connection (close, fclose, close_range,
+ *                              closefrom, dup2/dup3 over it, shutdown,
+ *                              SCM_RIGHTS, copies, a fork child's close,
+ *                              CLOSE_RANGE_CLOEXEC, ...): the number,
+ *                              given to a socketpair, publishes nothing,
+ *                              a new connection on it shows its own
+ *                              request, and after each way the pool must
+ *                              be whole, as above
  *   pipeline gaveup            a keep-alive request answered, then bytes the
  *                              scanner gives up on (a request line it does
  *                              not take, binary), or a head answered before
@@ -135,6 +147,7 @@
 #include <sys/resource.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #define POOL    1024
@@ -1186,6 +1199,319 @@ t_reserve(const char *proto)
 	close(ps);
 }
 
+/* ---- fd-end ---- */
+
+/* The ways a tracked descriptor stops naming its connection (or seems
+ * to), applied to connections that hold pool entries: a head in progress,
+ * a FastCGI and an HTTP/2 connection (an entry for their life), and
+ * unanswered pipelined requests (queued entries). */
+enum fd_end {
+	END_CLOSE,
+	END_FCLOSE,
+	END_CLOSE_RANGE,
+	END_CLOSEFROM,
+	END_DUP2,
+	END_DUP3,
+	END_SHUTDOWN,
+	END_SCM_RIGHTS,
+	END_DUP_RING,
+	END_FORK_CHILD,
+	END_CLOEXEC_MARK,
+	END_ABOVE_TABLE,
+	END_DUP_LEAD,
+	END_DUP_MANY,
+	END_RANGE_RING,
+	END_N
+};
+
+static const char *const fd_end_name[END_N] = {
+	"close",
+	"fclose",
+	"close_range",
+	"closefrom",
+	"dup2",
+	"dup3",
+	"shutdown",
+	"SCM_RIGHTS",
+	"dup ring",
+	"fork child",
+	"CLOSE_RANGE_CLOEXEC",
+	"dup2 above or to the top of the table",
+	"dup, read through the copy",
+	"20 copies",
+	"close_range over a ring",
+};
+
+static int scm_pair[2] = {-1, -1};
+/* The client of the connection fd_end() ends. */
+static int fd_end_cli = -1;
+/* An fd number above the connection table (sized from the hard limit at
+ * start), once the limit is raised; when it cannot be, the highest the
+ * table has; -1 if neither. */
+static int above_fd = -1;
+
+static int
+scm_pass(int fd)
+{
+	char cb[CMSG_SPACE(sizeof(int))] = {0}, byte = 'x';
+	struct iovec iov = {&byte, 1};
+	struct msghdr m = {.msg_iov = &iov,
+			   .msg_iovlen = 1,
+			   .msg_control = cb,
+			   .msg_controllen = sizeof(cb)};
+	struct cmsghdr *h = CMSG_FIRSTHDR(&m);
+	int r;
+
+	h->cmsg_level = SOL_SOCKET;
+	h->cmsg_type = SCM_RIGHTS;
+	h->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(h), &fd, sizeof(int));
+	if (sendmsg(scm_pair[0], &m, 0) != 1)
+		die("sendmsg");
+	memset(cb, 0, sizeof(cb));
+	m.msg_controllen = sizeof(cb);
+	if (recvmsg(scm_pair[1], &m, 0) != 1 || !(h = CMSG_FIRSTHDR(&m)))
+		die("recvmsg");
+	memcpy(&r, CMSG_DATA(h), sizeof(int));
+	return r;
+}
+
+/* End srv (connection kind kind) by path how; true if srv's number is
+ * free afterwards (else srv still names the connection). */
+static bool
+fd_end(enum fd_end how, int srv)
+{
+	int p[2], r;
+	pid_t pid;
+	FILE *f;
+
+	switch (how) {
+	case END_CLOSE:
+		close(srv);
+		return true;
+	case END_FCLOSE:
+		if (!(f = fdopen(srv, "r+")))
+			die("fdopen");
+		fclose(f);
+		return true;
+	case END_CLOSE_RANGE:
+		if (close_range((unsigned)srv, (unsigned)srv, 0))
+			die("close_range");
+		return true;
+	case END_CLOSEFROM:
+		/* srv is the highest number (accepted after its client) */
+		closefrom(srv);
+		return true;
+	case END_DUP2:
+	case END_DUP3:
+		/* srv's number becomes a pipe's read end (then closed) */
+		if (pipe(p))
+			die("pipe");
+		if ((how == END_DUP2 ? dup2(p[0], srv) : dup3(p[0], srv, O_CLOEXEC)) !=
+		    srv)
+			die("dup2");
+		send_all(p[1], "GET / HTTP/1.1\r\n\r\n", 18);
+		{
+			char b[64];
+
+			if (read(srv, b, sizeof(b)) != 18)
+				die("read pipe");
+		}
+		check_none("a pipe dup2()ed over a connection");
+		close(p[0]);
+		close(p[1]);
+		close(srv);
+		return true;
+	case END_SHUTDOWN:
+		if (shutdown(srv, SHUT_RDWR))
+			die("shutdown");
+		close(srv);
+		return true;
+	case END_SCM_RIGHTS:
+		r = scm_pass(srv);
+		close(srv);
+		close(r);
+		return true;
+	case END_DUP_RING:
+		r = dup(srv);
+		if (r < 0)
+			die("dup");
+		close(srv);
+		close(r);
+		return true;
+	case END_FORK_CHILD:
+		pid = fork();
+		if (pid == 0) {
+			close(srv);
+			_exit(0);
+		}
+		if (pid < 0 || waitpid(pid, &r, 0) != pid)
+			die("fork");
+		return false;
+	case END_CLOEXEC_MARK:
+		if (close_range((unsigned)srv, (unsigned)srv, CLOSE_RANGE_CLOEXEC))
+			die("close_range CLOEXEC");
+		return false;
+	case END_ABOVE_TABLE:
+		if (above_fd < 0) {
+			close(srv);
+			return true;
+		}
+		/* a copy above the table, the original closed: the copy
+		 * goes on untracked, and its close is no connection's (or a
+		 * copy at the table's top, then closed with it) */
+		if (dup2(srv, above_fd) != above_fd)
+			die("dup2 above");
+		close(srv);
+		close(above_fd);
+		return true;
+	case END_DUP_LEAD:
+		/* the copy reads (its state moves there), then the copy and
+		 * the original close in turn */
+		r = dup(srv);
+		if (r < 0)
+			die("dup");
+		send_all(fd_end_cli, "\r", 1);
+		read_n(r, 1);
+		close(r);
+		close(srv);
+		return true;
+	case END_DUP_MANY: {
+		int cp[20], i;
+
+		for (i = 0; i < 20; i++)
+			if ((cp[i] = fcntl(srv, i % 2 ? F_DUPFD_CLOEXEC : F_DUPFD, 0)) <
+			    0)
+				die("F_DUPFD");
+		close(srv);
+		for (i = 19; i >= 0; i -= 2)
+			close(cp[i]);
+		for (i = 0; i < 20; i += 2)
+			close(cp[i]);
+		return true;
+	}
+	case END_RANGE_RING: {
+		int a = dup(srv), b2 = dup(srv);
+
+		if (a < 0 || b2 < 0)
+			die("dup");
+		if (close_range((unsigned)srv, (unsigned)(a > b2 ? a : b2), 0))
+			die("close_range");
+		return true;
+	}
+	default:
+		die("fd_end");
+	}
+}
+
+/* Kinds of connection state an fd ends with. */
+enum { K_SPLIT, K_FCGI, K_H2, K_PIPE, K_N };
+
+static void
+fd_end_one(enum fd_end how, int kind, unsigned k)
+{
+	char h[1024];
+	uint8_t b[512];
+	int cli, srv, n, m, r, sp[2];
+	bool gone;
+
+	pair(&cli, &srv);
+	switch (kind) {
+	case K_SPLIT:
+		n = make_head(h, k);
+		send_all(cli, h, 30);
+		read_n(srv, 30);
+		break;
+	case K_FCGI:
+	case K_H2:
+		n = (int)long_start(kind == K_H2, b);
+		send_all(cli, (const char *)b, (size_t)n);
+		read_n(srv, (size_t)n);
+		break;
+	default:
+		n = make_head(h, k);
+		n += make_head(h + n, k + 1);
+		n += make_head(h + n, k + 2);
+		send_all(cli, h, (size_t)n);
+		read_n(srv, (size_t)n);
+		break;
+	}
+	fd_end_cli = cli;
+	gone = fd_end(how, srv);
+	if (!gone) {
+		/* still the connection: its next request is its own */
+		if (kind == K_SPLIT) {
+			n = make_head(h, k);
+			send_all(cli, h + 30, (size_t)n - 30);
+			read_n(srv, (size_t)n - 30);
+			r = ctx_is(k);
+		} else if (kind == K_PIPE) {
+			r = ctx_is(k);
+		} else {
+			r = long_ctx(kind == K_H2, cli, srv, k);
+		}
+		CHECK(r == 1, "%s, kind %d: the connection lost its request: %d",
+		      fd_end_name[how], kind, r);
+		close(srv);
+	}
+	/* srv's number, now free, given to a socket of another kind: HTTP
+	 * bytes read from it publish nothing (the number is no connection) */
+	if (socketpair(AF_UNIX, SOCK_STREAM, 0, sp))
+		die("socketpair");
+	m = make_head(h, k + 3);
+	send_all(sp[0], h, (size_t)m);
+	read_n(sp[1], (size_t)m);
+	r = ctx_is(k + 3);
+	CHECK(r == 0, "%s, kind %d: a socketpair on fd %d read as a connection: %d",
+	      fd_end_name[how], kind, sp[1], r);
+	close(sp[0]);
+	close(sp[1]);
+	close(cli);
+	/* and a new connection on the number shows its own request */
+	pair(&cli, &srv);
+	m = make_head(h, k + 4);
+	send_all(cli, h, (size_t)m);
+	read_n(srv, (size_t)m);
+	r = ctx_is(k + 4);
+	count(r);
+	CHECK(r == 1, "%s, kind %d: a new connection on the number: %d",
+	      fd_end_name[how], kind, r);
+	answer(srv, cli);
+	close(srv);
+	close(cli);
+}
+
+/* pipeline fd-end N: N connections of each kind ended by each path, then
+ * the pool must be whole. */
+static void
+t_fd_end(unsigned n)
+{
+	struct rlimit rl;
+	unsigned how, kind, i;
+
+	if (socketpair(AF_UNIX, SOCK_STREAM, 0, scm_pair))
+		die("socketpair");
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_max < (1u << 20)) {
+		struct rlimit more = {rl.rlim_max + 4096, rl.rlim_max + 4096};
+
+		if (setrlimit(RLIMIT_NOFILE, &more) == 0) {
+			above_fd = (int)rl.rlim_max + 1024;
+		} else {
+			/* Not allowed (no CAP_SYS_RESOURCE): the highest
+			 * number the table has, in a chunk of its own. */
+			rl.rlim_cur = rl.rlim_max;
+			if (setrlimit(RLIMIT_NOFILE, &rl) == 0)
+				above_fd = (int)rl.rlim_max - 1;
+		}
+	}
+	for (how = 0; how < END_N; how++) {
+		for (kind = 0; kind < K_N; kind++)
+			for (i = 0; i < n; i++)
+				fd_end_one((enum fd_end)how, (int)kind, 10 * i + 10);
+		pool_assert_whole("after %u connections of each kind ended by %s", n,
+				  fd_end_name[how]);
+	}
+}
 /* ---- h2-readers, h2-close ---- */
 
 /* Connections raced at once, and header blocks each client sends. */
@@ -1732,6 +2058,8 @@ main(int argc, char **argv)
 		t_fcgi_readers(argc > 2 ? (unsigned)strtoul(argv[2], NULL, 10) : 2000);
 	else if (strcmp(mode, "fcgi-close") == 0)
 		t_fcgi_close(argc > 2 ? (unsigned)strtoul(argv[2], NULL, 10) : 500);
+	else if (strcmp(mode, "fd-end") == 0)
+		t_fd_end(argc > 2 ? (unsigned)strtoul(argv[2], NULL, 10) : 20);
 	else if (strcmp(mode, "two-threads") == 0)
 		t_two_threads(argc > 2 ? (unsigned)strtoul(argv[2], NULL, 10) : 20000);
 	else {
