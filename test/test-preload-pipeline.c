@@ -303,6 +303,21 @@ START_TEST(fcgi_readers_no_leak)
 }
 END_TEST
 
+/* Heads split across reads hold every pool entry (a slowloris flood):
+ * a FastCGI (or h2c) connection that starts then is not followed for its
+ * life (pool-full), and an h2c connection followed already shows nothing
+ * for its request meanwhile, as ctxshim(7) now says ("Slow clients"; it
+ * said that only 768 such connections, or a header block split across
+ * reads, did that); after the flood a request on either kind shows its
+ * context again. */
+START_TEST(slow_heads_then_long_lived)
+{
+	static const char *const proto[] = {"fcgi", "h2c"};
+
+	ck_assert_int_eq(run_pipeline_logged("slow-long", proto[_i], "POOLFULL"), 1);
+}
+END_TEST
+
 /* Connections that hold pool entries (a head in progress, FastCGI,
  * HTTP/2, unanswered pipelined requests), ended by each way a descriptor
  * stops naming its connection (close, fclose, close_range, closefrom,
@@ -343,6 +358,7 @@ TEST_SUITE(pipeline_suite)
 	tcase_add_loop_test(tc, reserve_long_lived_events, 0, 2);
 	tcase_add_loop_test(tc, reader_writer_threads_no_leak, 0, 3);
 	tcase_add_loop_test(tc, fd_end_no_leak, 0, 2);
+	tcase_add_loop_test(tc, slow_heads_then_long_lived, 0, 2);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("readers");
 	tcase_set_timeout(tc, 110);

@@ -92,6 +92,16 @@
  *                              each replaces the one before and shows its
  *                              context (past 255 the current one used to
  *                              read as answered)
+ *   pipeline slow-long fcgi|h2c
+ *                              heads split across reads hold every entry
+ *                              but a followed FastCGI (or h2c)
+ *                              connection's: its request shows its
+ *                              context (FastCGI) or none (h2c), one that
+ *                              starts then is not followed, also once the
+ *                              heads are complete; after them the first
+ *                              one's next request shows its context, and
+ *                              so does a new one's.  With CTXSHIM_EVENTS a
+ *                              file, prints "POOLFULL n"
  *   pipeline fd-end N          N connections of each kind that holds pool
  *                              entries (a split head, FastCGI, h2c,
  *                              unanswered pipelined heads) ended by each
@@ -1199,6 +1209,95 @@ t_reserve(const char *proto)
 	close(ps);
 }
 
+/* ---- slow-long ---- */
+
+/* long_ctx() for the connection's next request: on stream 3 (h2c), or
+ * after an FCGI_BEGIN_REQUEST of its own (FastCGI). */
+static int
+long_ctx_again(bool h2, int cli, int srv, unsigned k)
+{
+	uint8_t b[512];
+	size_t n = h2 ? 0 : fcgi_begin(b);
+	int r;
+
+	n += long_request(h2, b + n, k);
+	if (h2)
+		b[8] = 3; /* the stream id's low byte */
+	send_all(cli, (const char *)b, n);
+	read_n(srv, n);
+	r = ctx_is(k);
+	send_all(srv, (const char *)b, 8);
+	read_n(cli, 8);
+	return r;
+}
+
+/* Heads split across reads hold every pool entry but the one of a
+ * FastCGI (or h2c) connection followed already (a slowloris flood): that
+ * connection's request shows its context if FastCGI, none if HTTP/2 (its
+ * header block needs an entry while it is read), and a connection of its
+ * kind that starts meanwhile is not followed for its life (pool-full),
+ * also once the heads are complete; after the flood, the first
+ * connection's next request shows its context again, and so does one
+ * on a connection started then (ctxshim(7), "Slow clients"). */
+static void
+t_slow_long(const char *proto)
+{
+	bool h2 = strcmp(proto, "h2c") == 0;
+	uint8_t b[512];
+	size_t len = long_start(h2, b);
+	char h[256];
+	int *c, *s, ec, es, lc, ls, nc, ns, r;
+	unsigned k;
+
+	if (!h2 && strcmp(proto, "fcgi") != 0)
+		die("slow-long: fcgi or h2c");
+	pair(&ec, &es);
+	send_all(ec, (const char *)b, len);
+	read_n(es, len);
+	open_n(&c, &s, POOL - 1);
+	for (k = 0; k < POOL - 1; k++) {
+		make_head(h, 9000 + k);
+		send_all(c[k], h, 30);
+		read_n(s[k], 30);
+	}
+	pair(&lc, &ls);
+	send_all(lc, (const char *)b, len);
+	read_n(ls, len);
+	/* An HTTP/2 header block takes an entry while it is read; a FastCGI
+	 * request's parameters go to the connection's own. */
+	r = long_ctx(h2, ec, es, 7100);
+	count(r);
+	CHECK(r == (h2 ? 0 : 1), "%s: in the flood, a request shows %d", proto, r);
+	for (k = 0; k < POOL - 1; k++) {
+		int n = make_head(h, 9000 + k);
+
+		send_all(c[k], h + 30, (size_t)n - 30);
+		read_n(s[k], (size_t)n - 30);
+		answer(s[k], c[k]);
+	}
+	r = long_ctx(h2, lc, ls, 7101);
+	CHECK(r == 0, "%s: started in the flood, a request shows %d", proto, r);
+	r = long_ctx_again(h2, ec, es, 7102);
+	count(r);
+	CHECK(r == 1, "%s: after the flood, a request shows %d", proto, r);
+	pair(&nc, &ns);
+	send_all(nc, (const char *)b, len);
+	read_n(ns, len);
+	r = long_ctx(h2, nc, ns, 7103);
+	count(r);
+	CHECK(r == 1, "%s: started after the flood, a request shows %d", proto, r);
+	r = event_lines("pool-full");
+	if (r >= 0)
+		printf("POOLFULL %d\n", r);
+	close(nc);
+	close(ns);
+	close(lc);
+	close(ls);
+	close(ec);
+	close(es);
+	close_n(c, s, POOL - 1);
+}
+
 /* ---- fd-end ---- */
 
 /* The ways a tracked descriptor stops naming its connection (or seems
@@ -2058,6 +2157,8 @@ main(int argc, char **argv)
 		t_fcgi_readers(argc > 2 ? (unsigned)strtoul(argv[2], NULL, 10) : 2000);
 	else if (strcmp(mode, "fcgi-close") == 0)
 		t_fcgi_close(argc > 2 ? (unsigned)strtoul(argv[2], NULL, 10) : 500);
+	else if (strcmp(mode, "slow-long") == 0)
+		t_slow_long(argc > 2 ? argv[2] : "");
 	else if (strcmp(mode, "fd-end") == 0)
 		t_fd_end(argc > 2 ? (unsigned)strtoul(argv[2], NULL, 10) : 20);
 	else if (strcmp(mode, "two-threads") == 0)
