@@ -173,6 +173,17 @@ hook_ucontext_bind(void)
 	pthread_once(&bind_once, hook_ucontext_bind_once);
 }
 
+/* At load time, not at the first call: a dlsym() on an application
+ * thread discards the dlerror() message it has not read yet
+ * (preload/bind.c), and a setcontext() out of a signal handler may be the
+ * process's first, where dlsym() is not allowed.  The calls' own binding
+ * stays for one made before this constructor ran. */
+__attribute__((constructor(103))) static void
+hook_ucontext_init(void)
+{
+	hook_ucontext_bind();
+}
+
 static void
 hook_ucontext_table_once(void)
 {

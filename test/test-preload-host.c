@@ -43,6 +43,10 @@
  *   another (hook-ucontext.c used to read the first thread's TLS).
  * - host-safe uc-small-stack: setcontext() from a coroutine's 1 KiB stack
  *   (hook-ucontext.c used to copy the thread's context onto it first).
+ * - host-safe uc-dlerror: a failed dlopen(), then the process's first
+ *   getcontext() or makecontext(), then dlerror() (hook-ucontext.c bound
+ *   libc's functions with dlsym() at the first call, which discarded the
+ *   message).
  * - host-safe seccomp-strict: a thread that enters seccomp's strict mode
  *   before its first request (preload/thread-ctx.c seeded the thread's
  *   id generator with getrandom() there, and the kernel killed the
@@ -646,6 +650,21 @@ START_TEST(setcontext_on_a_small_coroutine_stack)
 }
 END_TEST
 
+static const char *const uc_first_call[] = {"getcontext", "makecontext"};
+
+START_TEST(dlerror_kept_across_a_first_ucontext_call)
+{
+	char path[4096], want[64], *out;
+	char *argv[] = {path, "uc-dlerror", (char *)uc_first_call[_i], NULL};
+
+	helper_path(path, sizeof(path), "host-safe");
+	out = run_both(argv, NULL);
+	snprintf(want, sizeof(want), "%s: dlerror kept\n", uc_first_call[_i]);
+	ck_assert_str_eq(out, want);
+	free(out);
+}
+END_TEST
+
 /* ---- seccomp ------------------------------------------------------------ */
 
 START_TEST(request_in_a_seccomp_strict_thread)
@@ -847,6 +866,7 @@ TEST_SUITE(preload_host_suite)
 	tcase_add_loop_test(tc, log_on_a_fifo_without_a_reader, 0, 2);
 	tcase_add_test(tc, coroutine_resumed_on_another_thread);
 	tcase_add_test(tc, setcontext_on_a_small_coroutine_stack);
+	tcase_add_loop_test(tc, dlerror_kept_across_a_first_ucontext_call, 0, 2);
 	tcase_add_test(tc, request_in_a_seccomp_strict_thread);
 	tcase_add_test(tc, fd_moves_under_a_seccomp_filter);
 	tcase_add_test(tc, thread_started_during_a_dlopen);

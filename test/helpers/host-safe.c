@@ -39,6 +39,11 @@
  *       A coroutine on a SIZE-byte stack (a guard page below it) that
  *       only setcontext()s back to main, which needs next to no stack
  *       (hooks/hook-ucontext.c used to take 1.2 KiB of it).
+ *   host-safe uc-dlerror FN
+ *       A dlopen() that fails, then the process's first FN (getcontext
+ *       or makecontext) before dlerror().  Prints whether dlerror() still
+ *       has the message (hooks/hook-ucontext.c bound the real functions
+ *       with dlsym() at the first call, which discarded it).
  *   host-safe seccomp-strict
  *       A thread started with no context puts itself in seccomp's strict
  *       mode (read, write, exit and sigreturn only: anything else kills
@@ -575,6 +580,32 @@ uc_small_stack(size_t size)
 	return 0;
 }
 
+/* ---- uc-dlerror --------------------------------------------------------- */
+
+static int
+uc_dlerror(const char *fn)
+{
+	static char stack[16384];
+	ucontext_t uc;
+
+	if (dlopen("libhost-safe-none.so", RTLD_NOW))
+		return 2;
+	if (strcmp(fn, "getcontext") == 0) {
+		if (getcontext(&uc) != 0)
+			return 2;
+	} else if (strcmp(fn, "makecontext") == 0) {
+		/* Made, never run: no getcontext() first. */
+		memset(&uc, 0, sizeof(uc));
+		uc.uc_stack.ss_sp = stack;
+		uc.uc_stack.ss_size = sizeof(stack);
+		makecontext(&uc, (void (*)(void))abort, 0);
+	} else {
+		return 64;
+	}
+	printf("%s: dlerror %s\n", fn, dlerror() ? "kept" : "lost");
+	return 0;
+}
+
 /* ---- seccomp-strict ------------------------------------------------------ */
 
 static const char strict_req[] =
@@ -795,6 +826,8 @@ main(int argc, char **argv)
 		return uc_migrate();
 	if (argc == 3 && strcmp(argv[1], "uc-small-stack") == 0)
 		return uc_small_stack(strtoul(argv[2], NULL, 0));
+	if (argc == 3 && strcmp(argv[1], "uc-dlerror") == 0)
+		return uc_dlerror(argv[2]);
 	if (argc == 2 && strcmp(argv[1], "seccomp-strict") == 0)
 		return seccomp_strict();
 	if (argc == 2 && strcmp(argv[1], "seccomp-fds") == 0)
@@ -806,7 +839,8 @@ main(int argc, char **argv)
 	fprintf(stderr, "usage: host-safe clone-exec FN SIZE | vfork-execl FN | "
 			"execl-int-max FN | "
 			"sigpipe MODE | "
-			"uc-migrate | uc-small-stack SIZE | seccomp-strict | "
+			"uc-migrate | uc-small-stack SIZE | uc-dlerror FN | "
+			"seccomp-strict | "
 			"seccomp-fds | dlopen-ctor LIB | dlopen-shim LIB\n");
 	return 64;
 }
