@@ -50,7 +50,8 @@
  * tagged again, or evicted (least recently switched first) when a new
  * ucontext needs room in a full window; never the one a switch goes to,
  * for the ucontext it leaves (the one resumed next is often the least
- * recently switched: a round-robin scheduler's).
+ * recently switched: a round-robin scheduler's).  getcontext() evicts
+ * none: its ucontext is most often made into a coroutine next.
  *
  * Switches must stay cheap and async-signal-safe (setcontext() out of a
  * signal handler is legal): no allocation, no locks that wait.  Each slot
@@ -60,8 +61,9 @@
  *
  * Limits (also in ctxshim(7), LIMITS):
  * - a ucontext evicted from a full table, or never seen by getcontext,
- *   makecontext or swapcontext, is untracked: switching to it keeps the
- *   thread's current context;
+ *   makecontext or swapcontext (or by a getcontext that found its window
+ *   full), is untracked: switching to it keeps the thread's current
+ *   context;
  * - getcontext()'s second return (through setcontext() of a ucontext made
  *   by getcontext) is not seen: the context switched to is what setcontext
  *   published, which is the ucontext's snapshot, so this only matters for
@@ -279,13 +281,12 @@ hook_ucontext_unwound(uintptr_t to)
 	hook_ucontext_unlock(h);
 }
 
-/* The locked slot of key, claiming one if create, which never evicts
- * keep's; NULL if untracked or busy.  The caller unlocks. */
+/* The locked slot of key, claiming one if create, a free one or, if
+ * evict, the window's least recently used but keep's; NULL if untracked
+ * or busy.  The caller unlocks. */
 static struct uc_head *
-hook_ucontext_lock_slot(struct uc_table *t,
-			const void *ucp,
-			bool create,
-			const void *keep)
+hook_ucontext_lock_slot(
+	struct uc_table *t, const void *ucp, bool create, bool evict, const void *keep)
 {
 	uintptr_t key = (uintptr_t)ucp;
 	unsigned base = hook_ucontext_hash(key), i, oldest = UC_SLOTS;
@@ -330,7 +331,7 @@ hook_ucontext_lock_slot(struct uc_table *t,
 			oldest = idx;
 		}
 	}
-	if (oldest == UC_SLOTS)
+	if (oldest == UC_SLOTS || !evict)
 		return NULL;
 	h = &t->head[oldest];
 	if (!hook_ucontext_trylock(h, create))
@@ -348,9 +349,10 @@ found:
 
 /* ucp's context := the calling thread's (not evicting keep's for it). */
 static void
-hook_ucontext_save(struct uc_table *t, const void *ucp, bool create, const void *keep)
+hook_ucontext_save(
+	struct uc_table *t, const void *ucp, bool create, bool evict, const void *keep)
 {
-	struct uc_head *h = hook_ucontext_lock_slot(t, ucp, create, keep);
+	struct uc_head *h = hook_ucontext_lock_slot(t, ucp, create, evict, keep);
 
 	if (!h)
 		return;
@@ -362,7 +364,7 @@ hook_ucontext_save(struct uc_table *t, const void *ucp, bool create, const void 
 static void
 hook_ucontext_forget(struct uc_table *t, const void *ucp)
 {
-	struct uc_head *h = hook_ucontext_lock_slot(t, ucp, false, NULL);
+	struct uc_head *h = hook_ucontext_lock_slot(t, ucp, false, false, NULL);
 
 	if (!h)
 		return;
@@ -374,7 +376,7 @@ hook_ucontext_forget(struct uc_table *t, const void *ucp)
 static void
 hook_ucontext_publish(struct uc_table *t, const void *ucp, const char *reason)
 {
-	struct uc_head *h = hook_ucontext_lock_slot(t, ucp, false, NULL);
+	struct uc_head *h = hook_ucontext_lock_slot(t, ucp, false, false, NULL);
 
 	if (!h)
 		return;
@@ -391,8 +393,12 @@ hook_ucontext_getcontext_prep(ucontext_t *ucp)
 	struct uc_table *t;
 
 	hook_ucontext_bind();
+	/* Into a free slot only: most ucontexts set up by getcontext()
+	 * are made into coroutines next, whose makecontext() lets the slot
+	 * go; taken from a full window, it was a made coroutine's, which
+	 * then started with the scheduler's context. */
 	if (ctxshim_active() && ucp && (t = hook_ucontext_table_create()))
-		hook_ucontext_save(t, ucp, true, NULL);
+		hook_ucontext_save(t, ucp, true, false, NULL);
 	errno = saved_errno;
 	return (void *)real_getcontext_fn;
 }
@@ -481,7 +487,7 @@ hook_ucontext_swapcontext(ucontext_t *oucp, const ucontext_t *ucp)
 	if (!ctxshim_active() || !t || !oucp || !ucp)
 		return real_swapcontext_fn(oucp, ucp);
 	/* ucp's slot stays: the publication below needs it. */
-	hook_ucontext_save(t, oucp, true, ucp);
+	hook_ucontext_save(t, oucp, true, true, ucp);
 	hook_ucontext_publish(t, ucp, "swapcontext");
 	switched_to = ucp;
 	r = real_swapcontext_fn(oucp, ucp);
@@ -514,7 +520,7 @@ hook_ucontext_start_prep(const void *key)
 	struct uc_head *h;
 
 	if (t && ctxshim_active() &&
-	    (h = hook_ucontext_lock_slot(t, key, false, NULL))) {
+	    (h = hook_ucontext_lock_slot(t, key, false, false, NULL))) {
 		hook_scope_restore(&t->body[h - t->head], "makecontext-start");
 		/* Started: the key's slot has done its work (a coroutine that
 		 * yields is found under its own ucontext then), and kept it
@@ -586,7 +592,7 @@ hook_ucontext_makecontext_prep(ucontext_t *ucp, void (*func)(void))
 		 * they ran had coroutines start with the scheduler's. */
 		if (key != ucp)
 			hook_ucontext_forget(t, ucp);
-		hook_ucontext_save(t, key, true, NULL);
+		hook_ucontext_save(t, key, true, true, NULL);
 		ucp->uc_mcontext.gregs[REG_R12] = (greg_t)(uintptr_t)key;
 		ucp->uc_mcontext.gregs[REG_R13] = (greg_t)(uintptr_t)func;
 		r.func = (void *)hook_ucontext_start;
