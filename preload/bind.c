@@ -135,11 +135,14 @@ ctxshim_bind_loaded(const char *const *sonames,
 		bind_pin(p);
 	for (i = 0; !p && sonames && sonames[i]; i++) {
 		/* RTLD_NOLOAD: never loads anything.  The reference kept on
-		 * success pins the library, so p cannot outlive it. */
-		void *lib = lib_present(sonames[i])
-				    ? dlopen(sonames[i], RTLD_LAZY | RTLD_NOLOAD)
-				    : NULL;
+		 * success pins the library, so p cannot outlive it.  No
+		 * dlerror() where no dl call failed: it would take a message
+		 * the application has not read yet. */
+		void *lib;
 
+		if (!lib_present(sonames[i]))
+			continue;
+		lib = dlopen(sonames[i], RTLD_LAZY | RTLD_NOLOAD);
 		if (!lib) {
 			(void)dlerror();
 			continue;
@@ -162,8 +165,9 @@ ctxshim_lib_loaded(const char *const *sonames)
 	size_t i;
 
 	for (i = 0; !found && sonames[i]; i++) {
-		found = lib_present(sonames[i]) &&
-			dlopen(sonames[i], RTLD_LAZY | RTLD_NOLOAD) != NULL;
+		if (!lib_present(sonames[i]))
+			continue; /* no dl call failed: no dlerror() either */
+		found = dlopen(sonames[i], RTLD_LAZY | RTLD_NOLOAD) != NULL;
 		if (!found)
 			(void)dlerror();
 	}
