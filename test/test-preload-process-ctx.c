@@ -635,6 +635,54 @@ START_TEST(test_anonymous_fallback)
 }
 END_TEST
 
+/* Run /bin/true under the shim with its log on stderr, in a child that
+ * first calls sandbox(arg); the log into log (NUL-terminated).  False,
+ * with a note, where the sandbox cannot be made here (test_skip() would
+ * end only this forked test, as an error). */
+static bool
+true_logged(const char *test, bool (*sandbox)(const void *), const void *arg, char *log,
+	    size_t cap)
+{
+	char tmpl[] = "/tmp/ctxshim-test-XXXXXX";
+	int fe = test_mkstemp(tmpl), st;
+	ssize_t n;
+	pid_t pid;
+
+	ck_assert_int_ge(fe, 0);
+	unlink(tmpl);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		dup2(fe, 2);
+		setenv("LD_PRELOAD", test_env_path("CTXSHIM_LIB"), 1);
+		setenv("CTXSHIM_LOG", "stderr", 1);
+		if (!sandbox(arg))
+			_exit(77);
+		execl("/bin/true", "true", (char *)NULL);
+		_exit(127);
+	}
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	if (WIFEXITED(st) && WEXITSTATUS(st) == 77) {
+		fprintf(stderr, "note: %s not run: its sandbox cannot be made here\n",
+			test);
+		close(fe);
+		return false;
+	}
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "wait status %#x", st);
+	n = pread(fe, log, cap - 1, 0);
+	ck_assert_int_gt(n, 0);
+	log[n] = '\0';
+	close(fe);
+	return true;
+}
+
+static bool
+seccomp_sandbox(const void *prog)
+{
+	return prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 &&
+	       prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, prog) == 0;
+}
+
 /* A sandbox that refuses memfd_create() (a seccomp filter answering
  * EPERM, as systemd's SystemCallFilter= does by default with
  * SystemCallErrorNumber=): the context goes to the anonymous mapping, and
@@ -650,84 +698,42 @@ START_TEST(test_memfd_refused_is_logged)
 		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
 	};
 	struct sock_fprog prog = {sizeof(f) / sizeof(f[0]), f};
-	char tmpl[] = "/tmp/ctxshim-test-XXXXXX", log[8192];
-	int fe = test_mkstemp(tmpl), st;
-	ssize_t n;
-	pid_t pid;
+	char log[8192];
 
-	ck_assert_int_ge(fe, 0);
-	unlink(tmpl);
-	pid = fork();
-	ck_assert_int_ge(pid, 0);
-	if (pid == 0) {
-		dup2(fe, 2);
-		setenv("LD_PRELOAD", test_env_path("CTXSHIM_LIB"), 1);
-		setenv("CTXSHIM_LOG", "stderr", 1);
-		if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
-		    prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) != 0)
-			_exit(99);
-		execl("/bin/true", "true", (char *)NULL);
-		_exit(127);
-	}
-	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
-	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "wait status %#x", st);
-	n = pread(fe, log, sizeof(log) - 1, 0);
-	ck_assert_int_gt(n, 0);
-	log[n] = '\0';
+	if (!true_logged("memfd_refused_is_logged", seccomp_sandbox, &prog, log,
+			 sizeof(log)))
+		return;
 	ck_assert_msg(strstr(log, "memfd_create") && strstr(log, strerror(EPERM)),
 		      "log: %s", log);
-	close(fe);
 }
 END_TEST
+
+static bool
+no_proc_sandbox(const void *unused)
+{
+	(void)unused;
+	return unshare(CLONE_NEWNS) == 0 &&
+	       mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) == 0 &&
+	       umount2("/proc", MNT_DETACH) == 0;
+}
 
 /* A chroot or a sandbox without /proc: the shim cannot tell its
  * executable's name (service.name is plain unknown_service); the log
  * must say why. */
 START_TEST(test_no_proc_is_logged)
 {
-	char tmpl[] = "/tmp/ctxshim-test-XXXXXX", log[8192];
-	int fe = test_mkstemp(tmpl), st;
-	ssize_t n;
-	pid_t pid;
+	char log[8192];
 
 	/* The sanitizer runtime preloaded before the shim needs /proc
 	 * itself. */
 	if (getenv("ASAN_OPTIONS")) {
 		fprintf(stderr, "note: no_proc_is_logged not run: the sanitizer "
 				"runtime needs /proc\n");
-		unlink(tmpl);
-		close(fe);
 		return;
 	}
-	ck_assert_int_ge(fe, 0);
-	unlink(tmpl);
-	pid = fork();
-	ck_assert_int_ge(pid, 0);
-	if (pid == 0) {
-		dup2(fe, 2);
-		if (unshare(CLONE_NEWNS) != 0 ||
-		    mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0 ||
-		    umount2("/proc", MNT_DETACH) != 0)
-			_exit(77);
-		setenv("LD_PRELOAD", test_env_path("CTXSHIM_LIB"), 1);
-		setenv("CTXSHIM_LOG", "stderr", 1);
-		execl("/bin/true", "true", (char *)NULL);
-		_exit(127);
-	}
-	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
-	/* (test_skip() would end only this forked test, as an error) */
-	if (WIFEXITED(st) && WEXITSTATUS(st) == 77) {
-		fprintf(stderr, "note: no_proc_is_logged not run: cannot unmount "
-				"/proc in a mount namespace (not root?)\n");
-		close(fe);
+	if (!true_logged("no_proc_is_logged", no_proc_sandbox, NULL, log, sizeof(log)))
 		return;
-	}
-	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "wait status %#x", st);
-	n = pread(fe, log, sizeof(log) - 1, 0);
-	ck_assert_int_gt(n, 0);
-	log[n] = '\0';
 	ck_assert_msg(strstr(log, "/proc/self/exe"), "log: %s", log);
-	close(fe);
 }
 END_TEST
 

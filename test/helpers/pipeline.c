@@ -1141,10 +1141,8 @@ long_request(bool h2, uint8_t *b, unsigned k)
 /* Request k on long connection (cli, srv): does the server's read publish
  * its context?  Answered (a write, any bytes) after. */
 static int
-long_ctx(bool h2, int cli, int srv, unsigned k)
+long_exchange(int cli, int srv, const uint8_t *b, size_t n, unsigned k)
 {
-	uint8_t b[512];
-	size_t n = long_request(h2, b, k);
 	int r;
 
 	send_all(cli, (const char *)b, n);
@@ -1153,6 +1151,14 @@ long_ctx(bool h2, int cli, int srv, unsigned k)
 	send_all(srv, (const char *)b, 8);
 	read_n(cli, 8);
 	return r;
+}
+
+static int
+long_ctx(bool h2, int cli, int srv, unsigned k)
+{
+	uint8_t b[512];
+
+	return long_exchange(cli, srv, b, long_request(h2, b, k), k);
 }
 
 static void
@@ -1218,17 +1224,11 @@ long_ctx_again(bool h2, int cli, int srv, unsigned k)
 {
 	uint8_t b[512];
 	size_t n = h2 ? 0 : fcgi_begin(b);
-	int r;
 
 	n += long_request(h2, b + n, k);
 	if (h2)
 		b[8] = 3; /* the stream id's low byte */
-	send_all(cli, (const char *)b, n);
-	read_n(srv, n);
-	r = ctx_is(k);
-	send_all(srv, (const char *)b, 8);
-	read_n(cli, 8);
-	return r;
+	return long_exchange(cli, srv, b, n, k);
 }
 
 /* Heads split across reads hold every pool entry but the one of a
