@@ -347,12 +347,12 @@ found:
 	return h;
 }
 
-/* ucp's context := the calling thread's (not evicting keep's for it). */
+/* ucp's context := the calling thread's, in a slot claimed if need be (a
+ * free one, or if evict another, not keep's). */
 static void
-hook_ucontext_save(
-	struct uc_table *t, const void *ucp, bool create, bool evict, const void *keep)
+hook_ucontext_save(struct uc_table *t, const void *ucp, bool evict, const void *keep)
 {
-	struct uc_head *h = hook_ucontext_lock_slot(t, ucp, create, evict, keep);
+	struct uc_head *h = hook_ucontext_lock_slot(t, ucp, true, evict, keep);
 
 	if (!h)
 		return;
@@ -398,7 +398,7 @@ hook_ucontext_getcontext_prep(ucontext_t *ucp)
 	 * go; taken from a full window, it was a made coroutine's, which
 	 * then started with the scheduler's context. */
 	if (ctxshim_active() && ucp && (t = hook_ucontext_table_create()))
-		hook_ucontext_save(t, ucp, true, false, NULL);
+		hook_ucontext_save(t, ucp, false, NULL);
 	errno = saved_errno;
 	return (void *)real_getcontext_fn;
 }
@@ -487,7 +487,7 @@ hook_ucontext_swapcontext(ucontext_t *oucp, const ucontext_t *ucp)
 	if (!ctxshim_active() || !t || !oucp || !ucp)
 		return real_swapcontext_fn(oucp, ucp);
 	/* ucp's slot stays: the publication below needs it. */
-	hook_ucontext_save(t, oucp, true, true, ucp);
+	hook_ucontext_save(t, oucp, true, ucp);
 	hook_ucontext_publish(t, ucp, "swapcontext");
 	switched_to = ucp;
 	r = real_swapcontext_fn(oucp, ucp);
@@ -592,7 +592,7 @@ hook_ucontext_makecontext_prep(ucontext_t *ucp, void (*func)(void))
 		 * they ran had coroutines start with the scheduler's. */
 		if (key != ucp)
 			hook_ucontext_forget(t, ucp);
-		hook_ucontext_save(t, key, true, true, NULL);
+		hook_ucontext_save(t, key, true, NULL);
 		ucp->uc_mcontext.gregs[REG_R12] = (greg_t)(uintptr_t)key;
 		ucp->uc_mcontext.gregs[REG_R13] = (greg_t)(uintptr_t)func;
 		r.func = (void *)hook_ucontext_start;
