@@ -640,7 +640,10 @@ END_TEST
  * with a note, where the sandbox cannot be made here (test_skip() would
  * end only this forked test, as an error). */
 static bool
-true_logged(const char *test, bool (*sandbox)(const void *), const void *arg, char *log,
+true_logged(const char *test,
+	    bool (*sandbox)(const void *),
+	    const void *arg,
+	    char *log,
 	    size_t cap)
 {
 	char tmpl[] = "/tmp/ctxshim-test-XXXXXX";
