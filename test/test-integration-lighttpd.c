@@ -289,35 +289,6 @@ lt_assert_no_context(const struct lt_server *l, const char *when)
 	free(json);
 }
 
-/* lighttpd's only live child process (the CGI script or exec command)
- * other than skip, 0 if none or unknown (/proc/PID/task/PID/children lists
- * a thread's children, the ones lighttpd has not reaped yet too: an
- * earlier child may still be exiting). */
-static pid_t
-lt_child(pid_t pid, pid_t skip)
-{
-	char path[96], buf[256], *p = buf, *end;
-	ssize_t n;
-	int fd;
-
-	snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)pid, (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	buf[n > 0 ? n : 0] = '\0';
-	for (;;) {
-		long c = strtol(p, &end, 10);
-
-		if (end == p)
-			return 0;
-		if (c > 0 && c != skip && test_proc_state((pid_t)c) != 'Z')
-			return (pid_t)c;
-		p = end;
-	}
-}
-
 /* While lighttpd waits in its loop for a held request (trace k): it was
  * attached once at its head, with one span (copied to span), on
  * lighttpd's thread, and the wait detached it; nobody publishes it. */
@@ -469,7 +440,7 @@ lt_held_cgi(struct lt_server *l, char span[17])
 	it_send_str(fd, req);
 	hold = lt_fifo_held(l);
 	lt_assert_idle_wait(l, 1, span);
-	cgi = lt_child(l->nx.srv.child.pid, 0);
+	cgi = it_child(l->nx.srv.child.pid, 0);
 	ck_assert_int_gt(cgi, 0);
 	lt_assert_cgi(l, cgi, 1, span);
 	lt_fifo_release(hold);
@@ -582,7 +553,7 @@ START_TEST(test_lighttpd_exec_traceparent)
 	json = it_dump_blocked(&l.nx.srv, l.nx.srv.child.pid, &t);
 	it_assert_continued(&t, json, trace, PARENT_SPAN, "GET", "/hold.shtml", "lt-2");
 	free(json);
-	child = lt_child(l.nx.srv.child.pid, cgi);
+	child = it_child(l.nx.srv.child.pid, cgi);
 	ck_assert_int_gt(child, 0);
 	json = it_ctxdump(child);
 	ck_assert_msg(it_dump_thread(json, child, &c) && c.has_ctx,

@@ -224,6 +224,35 @@ it_exchange(unsigned port, const char *req, size_t *len)
 	return resp;
 }
 
+/* A live child process of pid other than skip (a server's worker, its
+ * CGI script), 0 if none or unknown (/proc/PID/task/PID/children lists
+ * a thread's children, the ones the server has not reaped yet too: an
+ * earlier child may still be exiting). */
+static __attribute__((unused)) pid_t
+it_child(pid_t pid, pid_t skip)
+{
+	char path[96], buf[256], *p = buf, *end;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)pid, (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	buf[n > 0 ? n : 0] = '\0';
+	for (;;) {
+		long c = strtol(p, &end, 10);
+
+		if (end == p)
+			return 0;
+		if (c > 0 && c != skip && test_proc_state((pid_t)c) != 'Z')
+			return (pid_t)c;
+		p = end;
+	}
+}
+
 /* ---- ctxdump ---- */
 
 struct it_thread_ctx {
