@@ -18,6 +18,7 @@
 #                   shared volume and the application container's command
 #                   and env (resolved like the kubelet does) must start a
 #                   program with the shim (the YAML part needs python3-yaml).
+# nginx-env is read by test-integration-nginx.c instead, which needs nginx.
 
 . "$(dirname "$0")/deploy-lib.sh"
 

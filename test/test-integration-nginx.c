@@ -13,7 +13,12 @@
  * the backend answers, the worker's read of the answer from the upstream
  * connection publishes it again (reason "upstream": hooks/hook-socket.c,
  * "Upstreams"), its response to the client keeps it, and its next wait
- * ends it. */
+ * ends it.
+ *
+ * Through a binary upgrade (USR2, then QUIT to the old master), with the
+ * env directives doc/deployment.md gives for it: the new master and its
+ * worker keep the shim and its settings (service name, event log), and the
+ * new worker publishes its requests. */
 #include "test-common.h"
 
 #pragma GCC diagnostic push
@@ -163,6 +168,166 @@ START_TEST(test_nginx_proxy_pass)
 }
 END_TEST
 
+/* The block of doc/deployment.md after "<!-- test: nginx-env -->": the
+ * env directives a binary upgrade needs (malloc'd). */
+static char *
+ngx_doc_env(void)
+{
+	static const char mark[] = "<!-- test: nginx-env -->\n```nginx\n";
+	char dir[512], *doc, *from, *end, *out;
+
+	snprintf(dir, sizeof(dir), "%s/doc", test_env_path("CTXSHIM_SRCDIR"));
+	doc = it_read_file(dir, "deployment.md");
+	from = strstr(doc, mark);
+	ck_assert_msg(from != NULL, "%s/deployment.md has no nginx-env block", dir);
+	from += strlen(mark);
+	end = strstr(from, "```");
+	ck_assert_ptr_nonnull(end);
+	out = strndup(from, (size_t)(end - from));
+	ck_assert_ptr_nonnull(out);
+	free(doc);
+	return out;
+}
+
+/* The pid in dir/nginx.pid, 0 if it cannot be read. */
+static pid_t
+ngx_pidfile(const char *dir)
+{
+	char path[160], buf[32] = "";
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/nginx.pid", dir);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	buf[n > 0 ? n : 0] = '\0';
+	return (pid_t)atol(buf);
+}
+
+static bool
+ngx_has_shim(pid_t pid)
+{
+	char dir[32];
+	char *maps;
+	bool has;
+
+	snprintf(dir, sizeof(dir), "/proc/%d", (int)pid);
+	maps = it_read_file(dir, "maps");
+	has = strstr(maps, "libctxshim") != NULL;
+	free(maps);
+	return has;
+}
+
+/* nginx executes the new master of a binary upgrade with TZ and the
+ * variables of its env directives only (ngx_exec_new_binary()). */
+START_TEST(test_nginx_binary_upgrade)
+{
+	struct nx_server n;
+	char *env_lines, *conf, *both, *json, *log = NULL, req[512], tp[128], trace[33];
+	char evenv[96], *daemon_off;
+	long deadline = nx_now_ms() + IT_TIMEOUT_MS;
+	pid_t old, master = 0, worker = 0;
+	int len, st, fd;
+
+	ngx_setup(&n);
+	n.srv.port = nx_free_port();
+	nx_write_conf(&n, n.srv.port, NULL);
+	env_lines = ngx_doc_env();
+	conf = it_read_file(n.dir, "nginx.conf");
+	daemon_off = strstr(conf, "daemon off;");
+	ck_assert_ptr_nonnull(daemon_off);
+	memcpy(daemon_off, "daemon on; ", 11);
+	/* The event log is one of the settings the doc's text asks for. */
+	len = asprintf(&both, "%senv CTXSHIM_EVENTS;\n%s", env_lines, conf);
+	ck_assert_int_gt(len, 0);
+	nx_write_file(n.conf, both, (size_t)len);
+	ck_assert_int_eq(setenv("OTEL_SERVICE_NAME", "nginx-upgrade", 1), 0);
+	snprintf(n.srv.events, sizeof(n.srv.events), "/tmp/ctxshim-it-events-XXXXXX");
+	fd = test_mkstemp(n.srv.events);
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	/* Written by a worker that may run as nobody. */
+	ck_assert_int_eq(chmod(n.srv.events, 0666), 0);
+	n.srv.events_fd = -1;
+	snprintf(evenv, sizeof(evenv), "CTXSHIM_EVENTS=%s", n.srv.events);
+	{
+		char *argv[] = {NGINX, "-p", n.dir, "-c", n.conf, "-e", n.err, NULL};
+		char *env[] = {evenv, NULL};
+
+		/* A master whose parent is still the process that started it
+		 * ignores USR2 (ngx_master_process_cycle(): getppid() ==
+		 * ngx_parent), as a "daemon off" one under the test would:
+		 * this one daemonizes, as under the init script or systemd's
+		 * Type=forking.  test-main.c's reaper kills it if a check
+		 * fails. */
+		test_child_start(&n.srv.child, argv, env, true);
+		st = test_child_finish(&n.srv.child, IT_TIMEOUT_MS);
+		ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+			      "nginx status %#x; see %s", st, n.err);
+	}
+	while ((old = ngx_pidfile(n.dir)) == 0 || !it_port_listening(n.srv.port)) {
+		ck_assert_msg(nx_now_ms() < deadline, "nginx did not start; see %s",
+			      n.err);
+		usleep(5000);
+	}
+
+	ck_assert_int_eq(kill(old, SIGUSR2), 0);
+	while ((master = ngx_pidfile(n.dir)) == old || master == 0 ||
+	       !(worker = it_child(master, 0))) {
+		ck_assert_msg(nx_now_ms() < deadline, "no new master or worker; see %s",
+			      n.err);
+		usleep(5000);
+	}
+	/* Debian's "service nginx upgrade": the old master quits, its worker
+	 * with it. */
+	ck_assert_int_eq(kill(old, SIGQUIT), 0);
+	while (test_proc_state(old) != 'Z' && test_proc_state(old) != '?') {
+		ck_assert_msg(nx_now_ms() < deadline, "old master did not exit");
+		usleep(5000);
+	}
+
+	ck_assert_msg(ngx_has_shim(master), "new master %d without the shim",
+		      (int)master);
+	ck_assert_msg(ngx_has_shim(worker), "new worker %d without the shim",
+		      (int)worker);
+	json = it_ctxdump(worker);
+	ck_assert_msg(strstr(json, "\"nginx-upgrade\""),
+		      "new worker lost OTEL_SERVICE_NAME:\n%s", json);
+	free(json);
+
+	/* The new worker publishes, into the same event log. */
+	len = snprintf(req, sizeof(req),
+		       "GET / HTTP/1.1\r\nHost: x\r\n%sConnection: close\r\n\r\n",
+		       nx_traceparent(TRACE_PREFIX, 9, tp));
+	free(it_exchange(n.srv.port, req, NULL));
+	nx_trace(TRACE_PREFIX, 9, trace);
+	for (;;) {
+		free(log);
+		log = it_events(&n.srv);
+		if (nx_attach_tid(log, trace) > 0)
+			break;
+		ck_assert_msg(nx_now_ms() < deadline, "new worker never attached:\n%s",
+			      log);
+		usleep(5000);
+	}
+	ck_assert_int_eq(nx_attach_tid(log, trace), worker);
+
+	ck_assert_int_eq(kill(master, SIGQUIT), 0);
+	while (test_proc_state(master) != 'Z' && test_proc_state(master) != '?') {
+		ck_assert_msg(nx_now_ms() < deadline, "new master did not exit");
+		usleep(5000);
+	}
+	free(log);
+	free(both);
+	free(conf);
+	free(env_lines);
+	nx_cleanup(&n);
+}
+END_TEST
+
 TEST_SUITE(nginx_suite)
 {
 	Suite *s = suite_create("integration-nginx");
@@ -174,6 +339,7 @@ TEST_SUITE(nginx_suite)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_nginx_identical_and_events);
 	tcase_add_test(tc, test_nginx_proxy_pass);
+	tcase_add_test(tc, test_nginx_binary_upgrade);
 	suite_add_tcase(s, tc);
 	return s;
 }
