@@ -17,9 +17,9 @@
  *    kept by the connection only while its head is split across reads.
  *    Thread-per-connection servers reading one byte at a time and event
  *    loops interleaving heads both work the same way.  When every entry
- *    is in use (more than CONN_POOL_N heads in progress at once, e.g. slow
- *    clients, or the 256 of the reserve while long-lived connections
- *    hold the rest: "Long-lived holders" below), a head is still framed
+ *    HTTP/1 may take is in use (more than 896 heads in progress at once,
+ *    e.g. slow clients, or 256 while long-lived connections hold the
+ *    rest: "Zones" below), a head is still framed
  *    but not captured: that request gets no context, later ones are
  *    unaffected (a pipelined head that finds no entry is another matter:
  *    see "Bound" below).
@@ -36,22 +36,37 @@
  * most CONN_QUEUE_MAX of them per connection (see "Pipelining FIFO"), so
  * that one connection cannot take the pool from the others.
  *
- * Long-lived holders.  A FastCGI or HTTP/2 connection followed at the
- * socket level holds an entry for its whole life (its scanner: "FastCGI",
- * "HTTP/2" below), idle or not; with 256 entries in all, 256 idle HTTP/2
- * browser connections (nginx's worker_connections is 768 by default) or
- * php-fpm connections took the pool, and every head split across reads,
- * pipelined request and new such connection got nothing.  So the pool
- * has 1024 entries and those connections never take one of the first
- * CONN_POOL_RESERVE (256), which stay for the transient uses (the split
- * heads, the pipelined queue, an HTTP/2 header block's request); the
- * transient uses take any free entry, lowest first.  At most 768 FastCGI
- * and HTTP/2 connections together are followed at once; the next one is
- * not followed at all (event reason "pool-full"), later ones are when
- * entries are free again.  The cost: .bss pages are touched only when an
- * entry is used (about 4 KiB per long-lived connection, as before), the
- * HTTP/1 keep-alive cycle touches none, and the usual claim is still one
- * compare-and-swap on the first bitmap word (conn_pool_claim()).
+ * Zones.  Two kinds of holders keep entries past a read: a FastCGI or
+ * HTTP/2 connection followed at the socket level holds one for its whole
+ * life (its scanner: "FastCGI", "HTTP/2" below), idle or not, and an
+ * HTTP/1 head split across reads holds one until it completes, which a
+ * slow client (a slowloris flood) stretches to the server's header
+ * timeout.  Sharing the pool, either kind took it from the other: 256
+ * idle HTTP/2 browser connections (nginx's worker_connections is 768 by
+ * default) or php-fpm connections left nothing for split heads and
+ * pipelined requests, and a flood of split heads left nothing for a new
+ * FastCGI or HTTP/2 connection (then not followed for its life) nor for
+ * the header blocks of those followed already (their requests got no
+ * context meanwhile).  So each use claims, lowest first, only in a range
+ * of whole bitmap words:
+ *
+ *  - HTTP/1 (a head split across reads, the pipelined queue, a read's
+ *    scan of several heads, a dup2() copy's head: conn_pool_claim()):
+ *    [0, CONN_POOL_H1_END), 896 entries;
+ *  - a FastCGI or HTTP/2 connection's scanner (conn_pool_claim_long()):
+ *    [CONN_POOL_LONG_FIRST, CONN_POOL_LONG_END), 704 entries: the next
+ *    such connection is not followed at all (event reason "pool-full"),
+ *    later ones are when entries are free again;
+ *  - an HTTP/2 header block's request, the one transient use that is not
+ *    HTTP/1 (conn_pool_claim_any()): any entry.
+ *
+ * So long-lived connections never take the first 256 entries, split
+ * heads never take [896, 960) (64 connections are still followed during
+ * a flood), and header blocks have the top 64 to themselves.  The cost:
+ * .bss pages are touched only when an entry is used (about 4 KiB per
+ * long-lived connection), the HTTP/1 keep-alive cycle touches none, and
+ * the usual claim is still one compare-and-swap on the first bitmap word
+ * (conn_pool_claim()).
  *
  * Concurrency (who writes which field: conn.h, struct ctxshim_conn).  A
  * slot is written by the thread doing that connection's I/O: the reading
@@ -200,14 +215,20 @@
  * only as entries are used (lowest first: the HTTP/1 keep-alive cycle
  * touches none, B8). */
 #define CONN_POOL_N 1024
-/* The entries below this are never held for a connection's life (a
- * FastCGI or HTTP/2 connection's scanner: conn_pool_claim_long()), so
- * that idle long-lived connections cannot take the pool from heads split
- * across reads, pipelined requests and HTTP/2 header blocks; the others
- * (768: nginx's default worker_connections) are shared. */
-#define CONN_POOL_RESERVE 256
-_Static_assert(CONN_POOL_RESERVE % 64 == 0 && CONN_POOL_RESERVE < CONN_POOL_N,
-	       "the reserve is whole bitmap words, and leaves some to share");
+/* The ranges of entries each use claims in ("Zones" above): HTTP/1 below
+ * CONN_POOL_H1_END, a connection's scanner from CONN_POOL_LONG_FIRST to
+ * CONN_POOL_LONG_END, an HTTP/2 header block anywhere. */
+#define CONN_POOL_H1_END     896
+#define CONN_POOL_LONG_FIRST 256
+#define CONN_POOL_LONG_END   960
+_Static_assert(CONN_POOL_H1_END % 64 == 0 && CONN_POOL_LONG_FIRST % 64 == 0 &&
+		       CONN_POOL_LONG_END % 64 == 0,
+	       "the zones are whole bitmap words");
+_Static_assert(64 <= CONN_POOL_LONG_FIRST && CONN_POOL_LONG_FIRST < CONN_POOL_H1_END,
+	       "HTTP/1 has words of its own, the inline claim's first among them");
+_Static_assert(CONN_POOL_H1_END < CONN_POOL_LONG_END &&
+		       CONN_POOL_LONG_END < CONN_POOL_N,
+	       "long-lived connections and header blocks have words of their own");
 /* Pipelined requests one connection may queue ("Bound" above).  Below 128,
  * so that qpush - qpop (8 bits) never wraps. */
 #define CONN_QUEUE_MAX 16
@@ -298,12 +319,13 @@ static void conn_cap_free(unsigned cap);
 
 /* ---- pool ---- */
 
-/* Lowest free entry + 1 from bitmap word w on, or 0.  Lowest-first keeps
- * the touched pages of the pool (its RSS) to what concurrency needs. */
+/* Lowest free entry + 1 in bitmap words [w, end), or 0.  Lowest-first
+ * keeps the touched pages of the pool (its RSS) to what concurrency
+ * needs. */
 static unsigned
-conn_pool_claim_from(unsigned w)
+conn_pool_claim_from(unsigned w, unsigned end)
 {
-	for (; w < CONN_POOL_WORDS; w++) {
+	for (; w < end; w++) {
 		uint64_t old =
 			atomic_load_explicit(&conn_pool_used[w], memory_order_relaxed);
 
@@ -319,27 +341,32 @@ conn_pool_claim_from(unsigned w)
 	return 0;
 }
 
-/* Lowest free entry + 1, or 0: for the transient uses (a head split
- * across reads, a pipelined request, an HTTP/2 header block), which may
- * take any entry, the reserve included. */
+/* Lowest free entry + 1, or 0: for an HTTP/2 header block's request,
+ * which may take any entry, the top word being its alone ("Zones"). */
 static __attribute__((noinline)) unsigned
 conn_pool_claim_any(void)
 {
-	return conn_pool_claim_from(0);
+	return conn_pool_claim_from(0, CONN_POOL_WORDS);
 }
 
-/* An entry held for a connection's life (FastCGI, HTTP/2): never one of
- * the reserve, so at most CONN_POOL_N - CONN_POOL_RESERVE such
- * connections are followed at once.  Off the hot path (a connection's
- * first read). */
+/* conn_pool_claim() past its inline try: the rest of HTTP/1's zone. */
+static __attribute__((noinline)) unsigned
+conn_pool_claim_h1(void)
+{
+	return conn_pool_claim_from(0, CONN_POOL_H1_END / 64);
+}
+
+/* An entry held for a connection's life (FastCGI, HTTP/2): in its zone,
+ * so at most CONN_POOL_LONG_END - CONN_POOL_LONG_FIRST such connections
+ * are followed at once.  Off the hot path (a connection's first read). */
 static __attribute__((noinline, cold)) unsigned
 conn_pool_claim_long(void)
 {
-	return conn_pool_claim_from(CONN_POOL_RESERVE / 64);
+	return conn_pool_claim_from(CONN_POOL_LONG_FIRST / 64, CONN_POOL_LONG_END / 64);
 }
 
-/* conn_pool_claim_any(), with its usual first try inline: the lowest
- * word, one compare-and-swap (the call was a third of it, B4). */
+/* An entry for HTTP/1, in its zone: its usual first try inline, the
+ * lowest word, one compare-and-swap (the call was a third of it, B4). */
 static inline unsigned
 conn_pool_claim(void)
 {
@@ -353,7 +380,7 @@ conn_pool_claim(void)
 			    memory_order_acquire, memory_order_relaxed))
 			return bit + 1;
 	}
-	return conn_pool_claim_any();
+	return conn_pool_claim_h1();
 }
 
 static void
@@ -2366,7 +2393,7 @@ ctxshim_conn_feed(struct ctxshim_conn *c,
  * the HTTP path: the scanner stays given up (reason "fastcgi"), and the
  * records go to a FastCGI scanner (proc-context/fcgi-scan.h) kept in a
  * pool entry (c->cap, which a given-up scanner leaves free) until the
- * connection ends: one outside the reserve ("Long-lived holders" above;
+ * connection ends: one in their zone ("Zones" above;
  * with none free the connection is not followed).  A request becomes
  * current when its parameters end, with the context of the CGI model
  * (preload/request-cgi.c), which libfcgi's requests and CGI programs get
@@ -2514,8 +2541,8 @@ ctxshim_conn_fcgi_feed(struct ctxshim_conn *c,
  * process has an nghttp2 server session (hook-nghttp2.c takes its stream
  * 1 from that head, and the connection stays as it was).  The frames go to
  * an HTTP/2 scanner (proc-context/h2-scan.h) kept in a pool entry (c->cap,
- * which a given-up scanner leaves free, outside the reserve: "Long-lived
- * holders" above) until the connection ends; it
+ * which a given-up scanner leaves free, in their zone: "Zones"
+ * above) until the connection ends; it
  * decodes every header block (HPACK's dynamic table must stay in step)
  * and reports the configured fields of each block that opens a new
  * client stream.  Those are collected, field by field, into the request
@@ -2932,7 +2959,7 @@ conn_h2_field(struct ctxshim_conn *c, unsigned own, const struct h2_scan *st)
 		return;
 	}
 	if (!__atomic_load_n(&e->h2_req, __ATOMIC_RELAXED)) {
-		unsigned idx = conn_pool_claim();
+		unsigned idx = conn_pool_claim_any();
 		uint16_t none = 0;
 
 		if (!idx) {

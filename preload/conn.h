@@ -515,7 +515,7 @@ enum {
 	CONN_START_OK,     /* followed from now on */
 	/* Not followed, nothing changed: the pool's entries that
 	 * connections may hold for their life are all taken (conn.c,
-	 * CONN_POOL_RESERVE; event reason "pool-full"). */
+	 * CONN_POOL_LONG_FIRST, "Zones"; event reason "pool-full"). */
 	CONN_START_POOL_FULL,
 };
 

@@ -775,8 +775,9 @@ static const struct {
 	 * looks at the first only): in doubt */
 	{{"--writev", "50", NULL}, false},
 	/* the head whole, but the pool's long-lived entries all held by
-	 * idle h2c connections (768: CONN_POOL_N - CONN_POOL_RESERVE) */
-	{{"--fill", "768", NULL}, false},
+	 * idle h2c connections (704: preload/conn.c, CONN_POOL_LONG_END -
+	 * CONN_POOL_LONG_FIRST) */
+	{{"--fill", "704", NULL}, false},
 };
 
 /* A server with HTTP/2 code of its own (no nghttp2) upgrades a real
@@ -895,8 +896,8 @@ START_TEST(test_upgrade_socket_two)
 END_TEST
 
 /* test_upgrade_socket_undo: where the session is made, and the idle h2c
- * connections that hold the pool's long-lived entries (768 of them:
- * CONN_POOL_N - CONN_POOL_RESERVE), and the FastCGI request's context
+ * connections that hold the pool's long-lived entries (704 of them:
+ * CONN_POOL_LONG_END - CONN_POOL_LONG_FIRST), and the FastCGI request's context
  * then. */
 static const struct {
 	const char *lib, *fill, *fcgi;
@@ -904,14 +905,14 @@ static const struct {
 	/* on the thread that follows the upgraded connection: handed back
 	 * at the session (ctxshim_conn_h2_library()); it takes the last
 	 * entry, gives it back */
-	{"--lib", "767", "7f0e1d2c3b4a59687766554433221100"},
+	{"--lib", "703", "7f0e1d2c3b4a59687766554433221100"},
 	/* none for it (in doubt): none for the FastCGI connection either,
 	 * the control that the fill leaves it no other */
-	{"--lib", "768", "none"},
+	{"--lib", "704", "none"},
 	/* on another thread: handed back at its next read
 	 * (ctxshim_conn_h2_feed()), its entry with it */
-	{"--lib-thread", "767", "7f0e1d2c3b4a59687766554433221100"},
-	{"--lib-thread", "768", "none"},
+	{"--lib-thread", "703", "7f0e1d2c3b4a59687766554433221100"},
+	{"--lib-thread", "704", "none"},
 };
 
 /* A connection followed as HTTP/2 from its 101 (whole in one write) in a

@@ -155,8 +155,9 @@ START_TEST(replace_unanswered_events)
 END_TEST
 
 /* More idle FastCGI or h2c connections than the pool lets connections
- * hold for their life: they used to take every entry (256 of them), and
- * heads split across reads and pipelined requests got no context. */
+ * hold for their life (704): they used to take every entry (256 of
+ * them), and heads split across reads and pipelined requests got no
+ * context. */
 START_TEST(reserve_long_lived)
 {
 	static const char *const proto[] = {"fcgi", "h2c"};
@@ -195,7 +196,7 @@ run_pipeline_logged(const char *mode, const char *arg, const char *key)
 }
 
 /* The same with the event log in a file: the connections past the bound
- * are each logged once, with reason pool-full (768 of them fit). */
+ * are each logged once, with reason pool-full (704 of them fit). */
 START_TEST(reserve_long_lived_events)
 {
 	static const char *const proto[] = {"fcgi", "h2c"};
@@ -303,13 +304,15 @@ START_TEST(fcgi_readers_no_leak)
 }
 END_TEST
 
-/* Heads split across reads hold every pool entry (a slowloris flood):
- * a FastCGI (or h2c) connection that starts then is not followed for its
- * life (pool-full), and an h2c connection followed already shows nothing
- * for its request meanwhile, as ctxshim(7) now says ("Slow clients"; it
- * said that only 768 such connections, or a header block split across
- * reads, did that); after the flood a request on either kind shows its
- * context again. */
+/* Heads split across reads hold every entry HTTP/1 may take (896, a
+ * slowloris flood): FastCGI and h2c connections that start then are
+ * followed, up to the 64 entries HTTP/1 never takes (the next one is
+ * logged pool-full, once), and their requests show their contexts, as
+ * does the request of an h2c (or FastCGI) connection followed already
+ * (preload/conn.c, "Zones"; ctxshim(7), "Slow clients").  Before, the
+ * heads took every entry: a connection that started in the flood was not
+ * followed for its life, and an h2c connection's request showed
+ * nothing. */
 START_TEST(slow_heads_then_long_lived)
 {
 	static const char *const proto[] = {"fcgi", "h2c"};

@@ -8,12 +8,13 @@
  *   pipeline interleaved       heads of two connections split and
  *                              interleaved on one thread
  *   pipeline exhausted         more split heads at once than the pool has
- *                              entries, then every connection again
+ *                              entries: H1 get their context (HTTP/1's
+ *                              zone), then every connection again
  *   pipeline two-threads N     one reading and one writing thread on a
  *                              pipelining connection for N requests (what
  *                              either publishes is one request's context,
  *                              never a mix), then the pool must be whole:
- *                              POOL simultaneous split heads all get their
+ *                              H1 simultaneous split heads all get their
  *                              context
  *   pipeline flood             one connection reads FLOOD pipelined heads
  *                              without answering: another connection keeps
@@ -51,7 +52,7 @@
  *                              streams (legal, if unusual: both threads
  *                              feed the connection's HTTP/2 scanner and
  *                              request entries), then closed: afterwards
- *                              POOL simultaneous split heads must all get
+ *                              H1 simultaneous split heads must all get
  *                              their context (no entry lost)
  *   pipeline h2-stop N         N h2c connections, each read by two threads
  *                              at once: one feeds many header blocks (one
@@ -83,7 +84,7 @@
  *                              on) is fed, a new FastCGI connection started
  *                              and kept after each close: with the n of
  *                              them still followed open (the others
- *                              closed), exactly POOL - n simultaneous split
+ *                              closed), exactly H1 - n simultaneous split
  *                              heads get their context (none has two
  *                              owners).  Prints "KEPT n of N followed"
  *   pipeline replace           a FastCGI connection (FCGI_KEEP_CONN) whose
@@ -94,11 +95,13 @@
  *                              read as answered)
  *   pipeline slow-long fcgi|h2c
  *                              heads split across reads hold every entry
- *                              but a followed FastCGI (or h2c)
- *                              connection's: its request shows its
- *                              context (FastCGI) or none (h2c), one that
- *                              starts then is not followed, also once the
- *                              heads are complete; after them the first
+ *                              HTTP/1 may take, beside a followed FastCGI
+ *                              (or h2c) connection: its request shows its
+ *                              context, connections of either kind that
+ *                              start then are followed (LONG_END - H1 in
+ *                              all, the next one not) and their requests
+ *                              show their contexts, and exactly H1 - 1
+ *                              heads get theirs; after them the first
  *                              one's next request shows its context, and
  *                              so does a new one's.  With CTXSHIM_EVENTS a
  *                              file, prints "POOLFULL n"
@@ -131,8 +134,9 @@
  * socket hooks take shorter paths without it.
  *
  * Prints "RESULT <mode> ok=... none=... wrong=..." and exits 0 when every
- * check held, 1 otherwise.  POOL is conn.c's CONN_POOL_N, RESERVE its
- * CONN_POOL_RESERVE, QUEUE_MAX its CONN_QUEUE_MAX. */
+ * check held, 1 otherwise.  POOL is conn.c's CONN_POOL_N, H1 its
+ * CONN_POOL_H1_END, LONG_FIRST and LONG_END its CONN_POOL_LONG_FIRST and
+ * CONN_POOL_LONG_END, QUEUE_MAX its CONN_QUEUE_MAX. */
 #include "fcgi-build.h"
 #include "h2-build.h"
 #include "listen-loopback.h"
@@ -160,12 +164,17 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#define POOL    1024
-#define RESERVE 256
-/* Connections that may hold an entry for their life (FastCGI, HTTP/2). */
-#define LONG      (POOL - RESERVE)
-#define QUEUE_MAX 16
-#define FLOOD     1000
+#define POOL 1024
+/* conn.c's zones ("Zones"): the HTTP/1 uses take entries below H1, the
+ * connections that hold one for their life (FastCGI, HTTP/2) those from
+ * LONG_FIRST to LONG_END; RESERVE are HTTP/1's alone. */
+#define H1         896
+#define LONG_FIRST 256
+#define LONG_END   960
+#define LONG       (LONG_END - LONG_FIRST)
+#define RESERVE    LONG_FIRST
+#define QUEUE_MAX  16
+#define FLOOD      1000
 
 static int lfd, port;
 static unsigned n_ok, n_none, n_wrong;
@@ -410,21 +419,22 @@ close_n(int *c, int *s, unsigned n)
 	free(s);
 }
 
-/* How many of POOL simultaneous split heads get their context: all of
- * them when every pool entry is free again (each missing one leaked). */
+/* How many of H1 simultaneous split heads get their context: all of
+ * them when every entry HTTP/1 may take is free again (each missing one
+ * leaked). */
 static unsigned
 pool_heads(void)
 {
 	unsigned got;
 	int *c, *s;
 
-	open_n(&c, &s, POOL);
-	got = split_heads(c, s, POOL, 100000);
-	close_n(c, s, POOL);
+	open_n(&c, &s, H1);
+	got = split_heads(c, s, H1, 100000);
+	close_n(c, s, H1);
 	return got;
 }
 
-/* Check that the pool is whole (POOL simultaneous split heads all get
+/* Check that the pool is whole (H1 simultaneous split heads all get
  * their context) after what the caller did, printf-style in fmt: each
  * missing entry leaked. */
 static void __attribute__((format(printf, 1, 2)))
@@ -438,10 +448,10 @@ pool_assert_whole(const char *fmt, ...)
 	(void)vsnprintf(what, sizeof(what), fmt, ap);
 	va_end(ap);
 	got = pool_heads();
-	CHECK(got == POOL,
+	CHECK(got == H1,
 	      "%s, only %u of %u simultaneous split heads got a context: %u pool "
 	      "entries leaked",
-	      what, got, POOL, POOL - got);
+	      what, got, H1, H1 - got);
 }
 
 /* Two pipelined requests in one read, answered in turn on this thread,
@@ -477,8 +487,8 @@ pipelined_then_idle(int *cli, int *srv)
 	answer(*srv, *cli);
 }
 
-/* The pool holds POOL entries: with POOL + 20 split heads at once, the
- * first POOL get their context and the rest none (never a wrong one);
+/* HTTP/1 may take H1 entries: with POOL + 20 split heads at once, the
+ * first H1 get their context and the rest none (never a wrong one);
  * then, with the entries free again, every connection's next split head
  * gets its context.  A connection that pipelined stays open meanwhile. */
 static void
@@ -491,10 +501,10 @@ t_exhausted(void)
 	pipelined_then_idle(&pc, &ps);
 	open_n(&c, &s, n);
 	got = split_heads(c, s, n, 1000);
-	CHECK(got == POOL, "%u split heads at once: %u got a context, expected %u", n,
-	      got, POOL);
+	CHECK(got == H1, "%u split heads at once: %u got a context, expected %u", n,
+	      got, H1);
 	got = split_heads(c, s, n, 2000);
-	CHECK(got == POOL, "again: %u got a context, expected %u", got, POOL);
+	CHECK(got == H1, "again: %u got a context, expected %u", got, H1);
 	/* One at a time: all of them. */
 	{
 		unsigned k;
@@ -1231,58 +1241,91 @@ long_ctx_again(bool h2, int cli, int srv, unsigned k)
 	return long_exchange(cli, srv, b, n, k);
 }
 
-/* Heads split across reads hold every pool entry but the one of a
- * FastCGI (or h2c) connection followed already (a slowloris flood): that
- * connection's request shows its context if FastCGI, none if HTTP/2 (its
- * header block needs an entry while it is read), and a connection of its
- * kind that starts meanwhile is not followed for its life (pool-full),
- * also once the heads are complete; after the flood, the first
- * connection's next request shows its context again, and so does one
- * on a connection started then (ctxshim(7), "Slow clients"). */
+/* Start a connection of proto (its first bytes read by the server). */
+static void
+long_open(bool h2, int *cli, int *srv)
+{
+	uint8_t b[512];
+	size_t len = long_start(h2, b);
+
+	pair(cli, srv);
+	send_all(*cli, (const char *)b, len);
+	read_n(*srv, len);
+}
+
+/* Heads split across reads hold every entry HTTP/1 may take (a slowloris
+ * flood), beside a FastCGI (or h2c) connection followed already: that
+ * connection's request shows its context (an HTTP/2 header block takes
+ * an entry of the top word, which no other use takes), connections that
+ * start meanwhile are followed, one of the other kind and as many of
+ * this kind as entries are left (from H1 to LONG_END, which HTTP/1
+ * never takes), the next one not (pool-full), and their requests show
+ * their contexts; exactly H1 - 1 heads (the first connection holds one
+ * of HTTP/1's entries) get theirs.  After the flood, the first
+ * connection's next request shows its context again, and so does one on
+ * a connection started then (ctxshim(7), "Slow clients").  Old: every
+ * head but one got an entry, then no connection started in the flood
+ * was followed for its life, and an h2c request showed nothing. */
 static void
 t_slow_long(const char *proto)
 {
+	const unsigned n = LONG_END - H1;
 	bool h2 = strcmp(proto, "h2c") == 0;
-	uint8_t b[512];
-	size_t len = long_start(h2, b);
 	char h[256];
-	int *c, *s, ec, es, lc, ls, nc, ns, r;
-	unsigned k;
+	int *c, *s, *lc, *ls, ec, es, oc, os, nc, ns, r;
+	unsigned k, got = 0;
 
 	if (!h2 && strcmp(proto, "fcgi") != 0)
 		die("slow-long: fcgi or h2c");
-	pair(&ec, &es);
-	send_all(ec, (const char *)b, len);
-	read_n(es, len);
-	open_n(&c, &s, POOL - 1);
-	for (k = 0; k < POOL - 1; k++) {
+	long_open(h2, &ec, &es);
+	open_n(&c, &s, POOL);
+	for (k = 0; k < POOL; k++) {
 		make_head(h, 9000 + k);
 		send_all(c[k], h, 30);
 		read_n(s[k], 30);
 	}
-	pair(&lc, &ls);
-	send_all(lc, (const char *)b, len);
-	read_n(ls, len);
-	/* An HTTP/2 header block takes an entry while it is read; a FastCGI
-	 * request's parameters go to the connection's own. */
+	long_open(!h2, &oc, &os);
+	r = long_ctx(!h2, oc, os, 7104);
+	count(r);
+	CHECK(r == 1, "%s: a %s connection started in the flood shows %d", proto,
+	      h2 ? "fcgi" : "h2c", r);
+	open_n(&lc, &ls, n);
+	for (k = 0; k < n; k++) {
+		uint8_t b[512];
+		size_t len = long_start(h2, b);
+
+		send_all(lc[k], (const char *)b, len);
+		read_n(ls[k], len);
+	}
+	r = long_ctx(h2, lc[0], ls[0], 7101);
+	count(r);
+	CHECK(r == 1, "%s: started in the flood, a request shows %d", proto, r);
+	r = long_ctx(h2, lc[n - 2], ls[n - 2], 7105);
+	count(r);
+	CHECK(r == 1, "%s: connection %u started in the flood, a request shows %d",
+	      proto, n - 2, r);
+	r = long_ctx(h2, lc[n - 1], ls[n - 1], 7106);
+	CHECK(r != 1, "%s: connection %u is followed past the bound", proto, n - 1);
 	r = long_ctx(h2, ec, es, 7100);
 	count(r);
-	CHECK(r == (h2 ? 0 : 1), "%s: in the flood, a request shows %d", proto, r);
-	for (k = 0; k < POOL - 1; k++) {
-		int n = make_head(h, 9000 + k);
+	CHECK(r == 1, "%s: in the flood, a request shows %d", proto, r);
+	for (k = 0; k < POOL; k++) {
+		int len = make_head(h, 9000 + k);
 
-		send_all(c[k], h + 30, (size_t)n - 30);
-		read_n(s[k], (size_t)n - 30);
+		send_all(c[k], h + 30, (size_t)len - 30);
+		read_n(s[k], (size_t)len - 30);
+		r = ctx_is(9000 + k);
+		count(r);
+		CHECK(r >= 0, "conn %u: another request's context (%d)", k, r);
+		got += r == 1;
 		answer(s[k], c[k]);
 	}
-	r = long_ctx(h2, lc, ls, 7101);
-	CHECK(r == 0, "%s: started in the flood, a request shows %d", proto, r);
+	CHECK(got == H1 - 1, "%s: %u of %u split heads got a context, expected %u",
+	      proto, got, POOL, H1 - 1);
 	r = long_ctx_again(h2, ec, es, 7102);
 	count(r);
 	CHECK(r == 1, "%s: after the flood, a request shows %d", proto, r);
-	pair(&nc, &ns);
-	send_all(nc, (const char *)b, len);
-	read_n(ns, len);
+	long_open(h2, &nc, &ns);
 	r = long_ctx(h2, nc, ns, 7103);
 	count(r);
 	CHECK(r == 1, "%s: started after the flood, a request shows %d", proto, r);
@@ -1291,11 +1334,12 @@ t_slow_long(const char *proto)
 		printf("POOLFULL %d\n", r);
 	close(nc);
 	close(ns);
-	close(lc);
-	close(ls);
+	close(oc);
+	close(os);
 	close(ec);
 	close(es);
-	close_n(c, s, POOL - 1);
+	close_n(lc, ls, n);
+	close_n(c, s, POOL);
 }
 
 /* ---- fd-end ---- */
@@ -2023,8 +2067,8 @@ t_fcgi_readers(unsigned n)
  * lowest free entry: most often the one the close just freed) and kept.
  * A feed that outlived its connection must not free the new one's entry
  * (then two connections hold it): with the new connections still
- * followed open, exactly POOL minus their number simultaneous split
- * heads get a context. */
+ * followed open, exactly H1 minus their number simultaneous split heads
+ * get a context (their entries are in HTTP/1's zone too). */
 static void
 t_fcgi_close(unsigned n)
 {
@@ -2035,8 +2079,8 @@ t_fcgi_close(unsigned n)
 	int *fc, *fs, *c, *s, q, hole;
 	size_t blen;
 
-	if (n > LONG - 1)
-		die("fcgi-close: at most LONG - 1 connections");
+	if (n > H1 - LONG_FIRST)
+		die("fcgi-close: at most H1 - LONG_FIRST connections");
 	(void)fcgi_begin(begin);
 	fc = calloc(n, sizeof(int));
 	fs = calloc(n, sizeof(int));
@@ -2093,14 +2137,14 @@ t_fcgi_close(unsigned n)
 		fc[k] = fs[k] = -1;
 	}
 	printf("KEPT %u of %u followed\n", kept, n);
-	open_n(&c, &s, POOL - kept + 1);
-	got = split_heads(c, s, POOL - kept + 1, 100000);
-	CHECK(got == POOL - kept,
+	open_n(&c, &s, H1 - kept + 1);
+	got = split_heads(c, s, H1 - kept + 1, 100000);
+	CHECK(got == H1 - kept,
 	      "with %u FastCGI connections followed (of %u; the others closed), %u of "
 	      "%u simultaneous split heads got a context (%u expected: %s)",
-	      kept, n, got, POOL - kept + 1, POOL - kept,
-	      got > POOL - kept ? "an entry has two owners" : "entries leaked");
-	close_n(c, s, POOL - kept + 1);
+	      kept, n, got, H1 - kept + 1, H1 - kept,
+	      got > H1 - kept ? "an entry has two owners" : "entries leaked");
+	close_n(c, s, H1 - kept + 1);
 	close_n(fc, fs, n);
 }
 
