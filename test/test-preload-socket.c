@@ -432,6 +432,35 @@ START_TEST(test_tpc_no_new_traces)
 }
 END_TEST
 
+/* CTXSHIM_SAMPLED=1: a new trace is sampled (and has the random flag); a
+ * traceparent keeps its own flags (TP2: not sampled). */
+START_TEST(test_tpc_sampled)
+{
+	char *env[] = {"CTXSHIM_SAMPLED=1", NULL};
+	struct it_server s;
+	struct it_thread_ctx t;
+	long tid;
+	int fd;
+
+	fd = tpc_connect(&s, NULL, env);
+	it_send_str(fd, "GET /block/new HTTP/1.1\r\nHost: x\r\n\r\n");
+	tid = expect_block(&s, "/block/new");
+	assert_ctx(&s, tid, NULL, NULL, "GET", "/block/new", &t);
+	ck_assert_str_ne(t.trace, ZERO_TRACE);
+	ck_assert_uint_eq(t.flags, 3);
+	release(&s);
+	it_assert_path_body(it_read_response(fd), "/block/new");
+	it_send_str(fd, "GET /block/tp2 HTTP/1.1\r\n" TP2 "\r\n");
+	ck_assert_int_eq(expect_block(&s, "/block/tp2"), tid);
+	assert_ctx(&s, tid, T2, P2, "GET", "/block/tp2", &t);
+	ck_assert_uint_eq(t.flags, 0);
+	release(&s);
+	it_assert_path_body(it_read_response(fd), "/block/tp2");
+	close(fd);
+	it_server_stop(&s);
+}
+END_TEST
+
 START_TEST(test_tpc_url_query)
 {
 	char *env[] = {"CTXSHIM_URL_QUERY=1", NULL};
@@ -481,20 +510,40 @@ START_TEST(test_tpc_non_http)
 }
 END_TEST
 
-/* A negative CTXSHIM_MAX_HEADER_BYTES is out of range, not 2^64 minus
- * it (strtoul()): the default (16 KiB) is used, and a 600-byte head gets
- * its context. */
-START_TEST(test_tpc_negative_max_header_bytes)
+/* CTXSHIM_MAX_HEADER_BYTES: a value in range is the limit (a 600-byte head
+ * over 512 gets no context); one out of range, below 256 or negative (not
+ * 2^64 minus it, as strtoul() reads it), is ignored: the default (16 KiB)
+ * is used, and the 600-byte head gets its context. */
+static const struct {
+	char *env;
+	bool ctx;
+} max_header[] = {
+	{"CTXSHIM_MAX_HEADER_BYTES=-18446744073709551360", true},
+	{"CTXSHIM_MAX_HEADER_BYTES=255", true},
+	{"CTXSHIM_MAX_HEADER_BYTES=512", false},
+};
+
+START_TEST(test_tpc_max_header_bytes)
 {
-	char *env[] = {"CTXSHIM_MAX_HEADER_BYTES=-18446744073709551360", NULL};
+	char *env[] = {max_header[_i].env, NULL};
 	char req[1024];
 	struct it_server s;
-	size_t n = padded_head(req, "/block/neg", 600);
+	struct it_thread_ctx t;
+	size_t n = padded_head(req, "/block/max", 600);
+	long tid;
 	int fd;
 
 	fd = tpc_connect(&s, NULL, env);
 	it_send(fd, req, n);
-	(void)serve_traced(&s, fd, "/block/neg", T1, P1);
+	if (max_header[_i].ctx) {
+		(void)serve_traced(&s, fd, "/block/max", T1, P1);
+	} else {
+		tid = expect_block(&s, "/block/max");
+		dump_tid(&s, tid, &t);
+		ck_assert_msg(!t.has_ctx, "a head over the limit got a context");
+		release(&s);
+		it_assert_path_body(it_read_response(fd), "/block/max");
+	}
 	close(fd);
 	it_server_stop(&s);
 }
@@ -995,10 +1044,12 @@ TEST_SUITE(socket_suite)
 	tcase_add_test(tc, test_tpc_no_traceparent);
 	tcase_add_test(tc, test_tpc_invalid_traceparent);
 	tcase_add_test(tc, test_tpc_no_new_traces);
+	tcase_add_test(tc, test_tpc_sampled);
 	tcase_add_test(tc, test_tpc_url_query);
 	tcase_add_test(tc, test_tpc_non_http);
 	tcase_add_test(tc, test_tpc_big_header);
-	tcase_add_test(tc, test_tpc_negative_max_header_bytes);
+	tcase_add_loop_test(tc, test_tpc_max_header_bytes, 0,
+			    (int)(sizeof(max_header) / sizeof(max_header[0])));
 	tcase_add_test(tc, test_tpc_two_threads);
 	tcase_add_loop_test(tc, test_tpc_long_request, 0,
 			    (int)(sizeof(long_path_n) / sizeof(long_path_n[0])));
