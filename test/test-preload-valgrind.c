@@ -238,6 +238,26 @@ START_TEST(glib_pool_push_during_free)
 }
 END_TEST
 
+/* libuv's pool (hooks/hook-pool-uv.c): the shim's wrapper of each request
+ * is freed, whether it ran, was cancelled, had no after_work_cb or was
+ * submitted again from its after_work_cb. */
+START_TEST(uv_pool_api)
+{
+	char path[4096], *argv[16], *out, *err;
+	char *env[] = {"TRACEPARENT=" TP, NULL};
+	int st;
+
+	vg_argv(argv, path, sizeof(path), "pool-uv", "api", NULL);
+	if (access(path, X_OK) != 0)
+		return; /* built without libuv1-dev */
+	st = test_run_capture(argv, env, true, &out, &err, VG_TIMEOUT_MS);
+	ck_assert_msg(strstr(out, "\nclose 0\n"), "%s\n%s", out, err);
+	vg_check(st, "pool-uv api");
+	free(out);
+	free(err);
+}
+END_TEST
+
 START_TEST(stress_under_valgrind)
 {
 	static const char *const modes[][2] = {{"conns", "2000"},
@@ -274,6 +294,7 @@ TEST_SUITE(preload_valgrind_suite)
 	tcase_add_test(tc, threads_with_context);
 	tcase_add_test(tc, evbase_once_pending);
 	tcase_add_test(tc, glib_pool_push_during_free);
+	tcase_add_test(tc, uv_pool_api);
 	tcase_add_loop_test(tc, stress_under_valgrind, 0, 4);
 	suite_add_tcase(s, tc);
 	return s;
