@@ -200,6 +200,14 @@ START_TEST(tlsdesc_classify)
 			  other, sizeof(other), NULL, &a);
 	ck_assert_int_eq(a.model, TLSM_TLSDESC_STATIC);
 	ck_assert_int_eq(a.tpoff, -152);
+	/* unknown resolver: on variant II an offset of 0 or above is the TCB
+	 * or beyond it, never a TLS block */
+	tlsm_from_tlsdesc(TLSM_X86_64, TLSM_GLIBC, 0x7f0000002000, 0, other,
+			  sizeof(other), NULL, &a);
+	ck_assert_int_eq(a.model, TLSM_UNRESOLVED);
+	tlsm_from_tlsdesc(TLSM_X86_64, TLSM_GLIBC, 0x7f0000002000, 16, other,
+			  sizeof(other), NULL, &a);
+	ck_assert_int_eq(a.model, TLSM_UNRESOLVED);
 	/* aarch64 static */
 	tlsm_from_tlsdesc(TLSM_AARCH64, TLSM_GLIBC, 0xffff00001000, 0x30, a64,
 			  sizeof(a64), NULL, &a);
