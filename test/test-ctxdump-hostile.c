@@ -263,7 +263,7 @@ START_TEST(garbage_records)
 	unsigned run;
 
 	target_start(&t, argv);
-	ck_assert_uint_eq(t.n, 14);
+	ck_assert_uint_eq(t.n, 15);
 	for (run = 0; run < 12; run++) {
 		char *out, *err, *blk;
 		bool json = run & 1;
@@ -303,6 +303,9 @@ START_TEST(garbage_records)
 			expect_in(out, "\"comm\": \"x\\u001b[31m\\n\\ufffd\\\"y\"");
 			expect_in(out, "\"attrs_data_size\": 65535,\n"
 				       "        \"attrs_truncated\": true");
+			/* a record being written: none of it is shown */
+			expect_in(out, "\"valid\": 0,\n        \"trace_id\": null");
+			ck_assert_msg(!strstr(out, "stale"), "%s", out);
 			free(out);
 			free(err);
 			continue;
@@ -338,6 +341,10 @@ START_TEST(garbage_records)
 		free(blk);
 		blk = text_thread(out, case_tid(&t, "valid7"));
 		expect_in(blk, "not valid: valid=7)");
+		free(blk);
+		blk = text_thread(out, case_tid(&t, "valid0"));
+		expect_in(blk, "not valid: valid=0)");
+		ck_assert_msg(!strstr(blk, "stale"), "%s", blk);
 		free(blk);
 		blk = text_thread(out, case_tid(&t, "comm"));
 		expect_in(blk, "\"x\\x1b[31m\\x0a\\xff\\\"y\"");

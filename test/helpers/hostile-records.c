@@ -23,6 +23,7 @@
  *   keys         key indexes 2, 200 and 255 (beyond any key map),
  *                duplicates
  *   valid7       valid = 7 (must be ignored)
+ *   valid0       valid = 0 (being written), with an entry (must be ignored)
  *   comm         thread name with ESC, newline and an invalid byte
  *   flip         keeps switching between a good record, an unmapped
  *                pointer and records whose bytes it rewrites while they
@@ -48,7 +49,7 @@
 
 __attribute__((visibility("default"))) __thread void *otel_thread_ctx_v1;
 
-#define N_CASES 14
+#define N_CASES 15
 #define REC_MAX 1024
 
 struct hcase {
@@ -230,6 +231,16 @@ setup_cases(void)
 	p = make_rec(recs[k], NULL, 0, 0);
 	p[24] = 7; /* valid */
 	add_case(&k, "valid7", p);
+
+	{
+		static const char *const v[] = {"stale"};
+		size_t l[] = {5};
+
+		n = entries(buf, sizeof(buf), keys5, v, l, 1);
+		p = make_rec(recs[k], buf, n, (uint16_t)n);
+		p[24] = 0; /* valid */
+		add_case(&k, "valid0", p);
+	}
 
 	{
 		static const char *const v[] = {"named"};
