@@ -2400,6 +2400,18 @@ START_TEST(record_report_usage)
 	ck_assert_int_eq(prof_run(&out, &err, "record", "--rate", "0", "1", NULL), 64);
 	free(out);
 	free(err);
+	/* ctxdump.1: at most 1000 rounds per second */
+	ck_assert_int_eq(prof_run(&out, &err, "record", "--rate", "1001", "1", NULL),
+			 64);
+	ck_assert_msg(strstr(err, "rate"), "%s", err);
+	free(out);
+	free(err);
+	ck_assert_int_eq(prof_run(&out, &err, "record", "--rate", "1000", "-o",
+				  "/dev/null", "2147483647", NULL),
+			 2);
+	ck_assert_msg(strstr(err, "does not exist"), "%s", err);
+	free(out);
+	free(err);
 	ck_assert_int_eq(prof_run(&out, &err, "record", "--duration", "-1", "1", NULL),
 			 64);
 	free(out);
