@@ -58,11 +58,16 @@
  *    such connection is not followed at all (event reason "pool-full"),
  *    later ones are when entries are free again;
  *  - an HTTP/2 header block's request, the one transient use that is not
- *    HTTP/1 (conn_pool_claim_any()): any entry.
+ *    HTTP/1 (conn_pool_claim_block()): [CONN_POOL_LONG_FIRST,
+ *    CONN_POOL_N), 768 entries: a flood of HTTP/2 connections whose
+ *    blocks arrive split across reads (slow headers: each holds its
+ *    scanner's entry and its block's) used to take HTTP/1's first 256
+ *    too, as nothing else could.
  *
- * So long-lived connections never take the first 256 entries, split
- * heads never take [896, 960) (64 connections are still followed during
- * a flood), and header blocks have the top 64 to themselves.  The cost:
+ * So neither long-lived connections nor header blocks ever take the
+ * first 256 entries, split heads never take [896, 960) (64 connections
+ * are still followed during a flood), and header blocks have the top 64
+ * to themselves.  The cost:
  * .bss pages are touched only when an entry is used (about 4 KiB per
  * long-lived connection), the HTTP/1 keep-alive cycle touches none, and
  * the usual claim is still one compare-and-swap on the first bitmap word
@@ -217,7 +222,8 @@
 #define CONN_POOL_N 1024
 /* The ranges of entries each use claims in ("Zones" above): HTTP/1 below
  * CONN_POOL_H1_END, a connection's scanner from CONN_POOL_LONG_FIRST to
- * CONN_POOL_LONG_END, an HTTP/2 header block anywhere. */
+ * CONN_POOL_LONG_END, an HTTP/2 header block from CONN_POOL_LONG_FIRST to
+ * CONN_POOL_N. */
 #define CONN_POOL_H1_END     896
 #define CONN_POOL_LONG_FIRST 256
 #define CONN_POOL_LONG_END   960
@@ -341,12 +347,12 @@ conn_pool_claim_from(unsigned w, unsigned end)
 	return 0;
 }
 
-/* Lowest free entry + 1, or 0: for an HTTP/2 header block's request,
- * which may take any entry, the top word being its alone ("Zones"). */
+/* An entry for an HTTP/2 header block's request: in its zone, the top
+ * word being its alone, HTTP/1's first words out of it ("Zones"). */
 static __attribute__((noinline)) unsigned
-conn_pool_claim_any(void)
+conn_pool_claim_block(void)
 {
-	return conn_pool_claim_from(0, CONN_POOL_WORDS);
+	return conn_pool_claim_from(CONN_POOL_LONG_FIRST / 64, CONN_POOL_WORDS);
 }
 
 /* conn_pool_claim() past its inline try: the rest of HTTP/1's zone. */
@@ -2959,7 +2965,7 @@ conn_h2_field(struct ctxshim_conn *c, unsigned own, const struct h2_scan *st)
 		return;
 	}
 	if (!__atomic_load_n(&e->h2_req, __ATOMIC_RELAXED)) {
-		unsigned idx = conn_pool_claim_any();
+		unsigned idx = conn_pool_claim_block();
 		uint16_t none = 0;
 
 		if (!idx) {

@@ -321,6 +321,20 @@ START_TEST(slow_heads_then_long_lived)
 }
 END_TEST
 
+/* An HTTP/2 slow-headers flood: as many h2c connections as the pool
+ * follows, each with a header block split across reads (its request
+ * holds a second entry until the block ends), beside heads split across
+ * reads: exactly HTTP/1's own 256 entries are left to the heads, and the
+ * 64 blocks that got an entry (the top word) show their requests'
+ * contexts (preload/conn.c, "Zones"; ctxshim(7), "Slow clients").
+ * Before, header blocks claimed any entry, lowest first: they took
+ * HTTP/1's 256, and no split head got a context. */
+START_TEST(slow_blocks_then_heads)
+{
+	run_pipeline_ev("slow-blocks", NULL, _i == 1);
+}
+END_TEST
+
 /* Connections that hold pool entries (a head in progress, FastCGI,
  * HTTP/2, unanswered pipelined requests), ended by each way a descriptor
  * stops naming its connection (close, fclose, close_range, closefrom,
@@ -362,6 +376,7 @@ TEST_SUITE(pipeline_suite)
 	tcase_add_loop_test(tc, reader_writer_threads_no_leak, 0, 3);
 	tcase_add_loop_test(tc, fd_end_no_leak, 0, 2);
 	tcase_add_loop_test(tc, slow_heads_then_long_lived, 0, 2);
+	tcase_add_loop_test(tc, slow_blocks_then_heads, 0, 2);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("readers");
 	tcase_set_timeout(tc, 110);

@@ -105,6 +105,14 @@
  *                              one's next request shows its context, and
  *                              so does a new one's.  With CTXSHIM_EVENTS a
  *                              file, prints "POOLFULL n"
+ *   pipeline slow-blocks       h2c connections, as many as the pool
+ *                              follows (LONG), each with a header block
+ *                              split across reads (HEADERS, then
+ *                              CONTINUATION later): exactly RESERVE of H1
+ *                              simultaneous split heads get their
+ *                              context, then the first POOL - LONG_END
+ *                              blocks to start show their requests'
+ *                              contexts as they end, the others none
  *   pipeline fd-end N          N connections of each kind that holds pool
  *                              entries (a split head, FastCGI, h2c,
  *                              unanswered pipelined heads) ended by each
@@ -167,7 +175,8 @@
 #define POOL 1024
 /* conn.c's zones ("Zones"): the HTTP/1 uses take entries below H1, the
  * connections that hold one for their life (FastCGI, HTTP/2) those from
- * LONG_FIRST to LONG_END; RESERVE are HTTP/1's alone. */
+ * LONG_FIRST to LONG_END, HTTP/2 header blocks those from LONG_FIRST to
+ * POOL; RESERVE are HTTP/1's alone. */
 #define H1         896
 #define LONG_FIRST 256
 #define LONG_END   960
@@ -1342,6 +1351,91 @@ t_slow_long(const char *proto)
 	close_n(c, s, POOL);
 }
 
+/* ---- slow-blocks ---- */
+
+/* The start of request k's header block on stream 1 of an h2c
+ * connection: a HEADERS frame that ends the stream but not the block
+ * (:method, :scheme, :path); slow_block_end() is the CONTINUATION that
+ * ends it (traceparent). */
+static size_t
+slow_block_start(uint8_t *b, unsigned k)
+{
+	char path[24];
+	size_t body = 9;
+
+	snprintf(path, sizeof(path), "/p%u", k);
+	b[body++] = 0x82; /* :method GET */
+	b[body++] = 0x86; /* :scheme http */
+	body += hpack_lit(b + body, ":path", path);
+	(void)h2_frame(b, body - 9, 0x1, 0x1, 1); /* END_STREAM */
+	return body;
+}
+
+static size_t
+slow_block_end(uint8_t *b, unsigned k)
+{
+	char tp[64];
+	size_t body = 9;
+
+	snprintf(tp, sizeof(tp), "00-%032x-00000000000000%02x-01", k + 1,
+		 (k % 250) + 1);
+	body += hpack_lit(b + body, "traceparent", tp);
+	(void)h2_frame(b, body - 9, 0x9, 0x4, 1); /* CONTINUATION, END_HEADERS */
+	return body;
+}
+
+/* An HTTP/2 slow-headers flood: LONG h2c connections (every entry their
+ * scanners may take), each with a header block split across reads, whose
+ * requests take every entry left to header blocks (the top word); then
+ * exactly RESERVE of H1 simultaneous split heads still get their context
+ * (HTTP/1's own entries), and once the blocks end, the first POOL -
+ * LONG_END requests show their contexts and the others none (their
+ * blocks found no entry).  Old: header blocks took any entry, lowest
+ * first, HTTP/1's first 256 with them, and no split head got one. */
+static void
+t_slow_blocks(void)
+{
+	const unsigned blocks = POOL - LONG_END;
+	int *c, *s, *hc, *hs, r;
+	uint8_t b[512];
+	unsigned k, got = 0, late = 0;
+	size_t len;
+
+	open_n(&c, &s, LONG);
+	for (k = 0; k < LONG; k++) {
+		len = long_start(true, b);
+		send_all(c[k], (const char *)b, len);
+		read_n(s[k], len);
+	}
+	for (k = 0; k < LONG; k++) {
+		len = slow_block_start(b, 12000 + k);
+		send_all(c[k], (const char *)b, len);
+		read_n(s[k], len);
+	}
+	open_n(&hc, &hs, H1);
+	got = split_heads(hc, hs, H1, 13000);
+	CHECK(got == RESERVE,
+	      "with %u header blocks split across reads, %u of %u simultaneous "
+	      "split heads got a context, expected %u",
+	      LONG, got, H1, RESERVE);
+	close_n(hc, hs, H1);
+	for (got = 0, k = 0; k < LONG; k++) {
+		r = long_exchange(c[k], s[k], b, slow_block_end(b, 12000 + k),
+				  12000 + k);
+		count(r);
+		CHECK(r >= 0, "header block %u: another request's context (%d)", k, r);
+		/* One CHECK for all: a message per block overflows check's. */
+		got += r == 1 && k < blocks;
+		late += r == 1 && k >= blocks;
+	}
+	CHECK(got == blocks && late == 0,
+	      "of %u header blocks split across reads, the first %u showed %u "
+	      "contexts, the others %u, expected %u and 0",
+	      LONG, blocks, got, late, blocks);
+	close_n(c, s, LONG);
+	pool_assert_whole("after %u header blocks split across reads", LONG);
+}
+
 /* ---- fd-end ---- */
 
 /* The ways a tracked descriptor stops naming its connection (or seems
@@ -2203,6 +2297,8 @@ main(int argc, char **argv)
 		t_fcgi_close(argc > 2 ? (unsigned)strtoul(argv[2], NULL, 10) : 500);
 	else if (strcmp(mode, "slow-long") == 0)
 		t_slow_long(argc > 2 ? argv[2] : "");
+	else if (strcmp(mode, "slow-blocks") == 0)
+		t_slow_blocks();
 	else if (strcmp(mode, "fd-end") == 0)
 		t_fd_end(argc > 2 ? (unsigned)strtoul(argv[2], NULL, 10) : 20);
 	else if (strcmp(mode, "two-threads") == 0)
