@@ -42,7 +42,12 @@
  *  - after a response, the next request's first byte read through a dup()
  *    of the connection, or a write on a connection with no request: with
  *    the event log off, no check saw the context cleared there
- *    (hook-socket.c, sk_follow()).
+ *    (hook-socket.c, sk_follow());
+ *  - a server back in its wait after a response (the epoll waits, poll,
+ *    select and their kin): the waits' fast path, which clears the
+ *    answered request's context with the event log off, was checked only
+ *    indirectly (a mutation audit: removing epoll_wait's clear failed
+ *    preload-upstream only).
  *
  * Each runs with the event log off and on (the hooks take other paths). */
 #include "test-common.h"
@@ -174,6 +179,17 @@ START_TEST(after_response)
 }
 END_TEST
 
+static const char *const idle_waits[] = {"epoll_wait",  "epoll_pwait", "epoll_pwait2",
+					 "poll",        "__poll_chk",  "ppoll",
+					 "__ppoll_chk", "select",      "pselect"};
+#define N_IDLE_WAITS (int)(sizeof(idle_waits) / sizeof(idle_waits[0]))
+
+START_TEST(idle_after_response)
+{
+	run_edge("idle", idle_waits[_i % N_IDLE_WAITS], _i >= N_IDLE_WAITS);
+}
+END_TEST
+
 START_TEST(uv_after_work_restore)
 {
 	char path[4096];
@@ -202,6 +218,7 @@ TEST_SUITE(sockedge_suite)
 	tcase_add_loop_test(tc, mmsg_pipelined, 0, 8);
 	tcase_add_loop_test(tc, splice_body, 0, 2);
 	tcase_add_loop_test(tc, after_response, 0, 4);
+	tcase_add_loop_test(tc, idle_after_response, 0, 2 * N_IDLE_WAITS);
 	tcase_add_loop_test(tc, uv_after_work_restore, 0, 2);
 	suite_add_tcase(s, tc);
 	return s;

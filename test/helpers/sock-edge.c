@@ -72,6 +72,11 @@
  *                                connection, or a write on another
  *                                connection with no request: the
  *                                answered request's context is gone
+ *   sock-edge idle epoll_wait|epoll_pwait|epoll_pwait2|poll|__poll_chk|
+ *                  ppoll|__ppoll_chk|select|pselect
+ *                                after a response, the server's wait for
+ *                                the next request on the connection: the
+ *                                answered request's context is gone
  *
  * Prints "RESULT <mode> fails=N" and exits 0 when every check held. */
 #include "ctxobs.h"
@@ -90,6 +95,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/mman.h>
 #include <sys/select.h>
 #include <sys/socket.h>
@@ -822,6 +828,80 @@ mode_after(const char *how)
 	close(srv);
 }
 
+/* One wait for srv to be readable with the function how, blocking (no
+ * timeout), checked to start with the answered request still shown (after
+ * the epoll set's setup); -2 for an unknown how. */
+static int
+wait_on(const char *how, int srv)
+{
+	struct pollfd pf = {.fd = srv, .events = POLLIN};
+	struct epoll_event ev = {.events = EPOLLIN};
+	int ep = -1, r = -2;
+	fd_set rs;
+
+	FD_ZERO(&rs);
+	FD_SET(srv, &rs);
+	if (strncmp(how, "epoll_", 6) == 0) {
+		ep = epoll_create1(EPOLL_CLOEXEC);
+		if (ep < 0 || epoll_ctl(ep, EPOLL_CTL_ADD, srv, &ev))
+			die("epoll");
+	}
+	CHECK(shows_trace(), "%s: answered request not shown before the wait: %s", how,
+	      ctxobs_shown());
+	if (strcmp(how, "epoll_wait") == 0)
+		r = epoll_wait(ep, &ev, 1, -1);
+	else if (strcmp(how, "epoll_pwait") == 0)
+		r = epoll_pwait(ep, &ev, 1, -1, NULL);
+	else if (strcmp(how, "epoll_pwait2") == 0)
+		r = epoll_pwait2(ep, &ev, 1, NULL, NULL);
+	else if (strcmp(how, "poll") == 0)
+		r = poll(&pf, 1, -1);
+	else if (strcmp(how, "__poll_chk") == 0)
+		r = __poll_chk(&pf, 1, -1, sizeof(pf));
+	else if (strcmp(how, "ppoll") == 0)
+		r = ppoll(&pf, 1, NULL, NULL);
+	else if (strcmp(how, "__ppoll_chk") == 0)
+		r = __ppoll_chk(&pf, 1, NULL, NULL, sizeof(pf));
+	else if (strcmp(how, "select") == 0)
+		r = select(srv + 1, &rs, NULL, NULL, NULL);
+	else if (strcmp(how, "pselect") == 0)
+		r = pselect(srv + 1, &rs, NULL, NULL, NULL, NULL);
+	if (ep >= 0)
+		close(ep);
+	return r;
+}
+
+/* A server back in its wait after a response (an event loop, or a
+ * keep-alive connection's next request): the answered request's context
+ * must go as the wait starts ("detach", the call's name).  With the event
+ * log off that is the waits' fast path (hook-socket.c,
+ * ctxshim_sk_idle_fast(): inline in the epoll_wait/epoll_pwait hooks, in
+ * sk_idle_quiet() for the others), which the event log sends down its
+ * slow path: each runs with it off and on.  The client's next byte is
+ * there before the wait, so the wait returns at once, and nothing between
+ * its clear and its return publishes. */
+static void
+mode_idle(const char *how)
+{
+	static const char resp[] = "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n";
+	char buf[sizeof(resp)];
+	int cli, srv, r;
+
+	request(&cli, &srv);
+	send_all(srv, resp, sizeof(resp) - 1, 0);
+	read_n(cli, buf, sizeof(resp) - 1);
+	send_all(cli, "G", 1, 0);
+	r = wait_on(how, srv);
+	if (r == -2) {
+		fprintf(stderr, "sock-edge idle: unknown wait %s\n", how);
+		exit(64);
+	}
+	CHECK(r == 1 && shows_none(), "%s after a response -> %d: %s", how, r,
+	      ctxobs_shown());
+	close(cli);
+	close(srv);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -853,10 +933,12 @@ main(int argc, char **argv)
 		mode_splice();
 	else if (strcmp(mode, "after") == 0)
 		mode_after(arg);
+	else if (strcmp(mode, "idle") == 0)
+		mode_idle(arg);
 	else {
 		fprintf(stderr, "usage: sock-edge "
 				"oob|poll-efault|continue|continue-final|short|batch|"
-				"writers|mmsg|splice|after [how]\n");
+				"writers|mmsg|splice|after|idle [how]\n");
 		return 64;
 	}
 	printf("RESULT %s fails=%d\n", mode, fails);
