@@ -377,18 +377,26 @@ t_interleaved(void)
 /* n connections with the first 30 bytes of a head each (every split head
  * holds a pool entry), then the rest of each: returns how many got their
  * own context; none may get another's. */
-static unsigned
-split_heads(int *c, int *s, unsigned n, unsigned base)
+static void
+split_heads_start(int *c, int *s, unsigned n, unsigned base)
 {
 	char h[256];
-	unsigned k, got = 0;
-	int len, r;
+	unsigned k;
 
 	for (k = 0; k < n; k++) {
 		make_head(h, base + k);
 		send_all(c[k], h, 30);
 		read_n(s[k], 30);
 	}
+}
+
+static unsigned
+split_heads_end(int *c, int *s, unsigned n, unsigned base)
+{
+	char h[256];
+	unsigned k, got = 0;
+	int len, r;
+
 	for (k = 0; k < n; k++) {
 		len = make_head(h, base + k);
 		send_all(c[k], h + 30, (size_t)len - 30);
@@ -400,6 +408,13 @@ split_heads(int *c, int *s, unsigned n, unsigned base)
 		answer(s[k], c[k]);
 	}
 	return got;
+}
+
+static unsigned
+split_heads(int *c, int *s, unsigned n, unsigned base)
+{
+	split_heads_start(c, s, n, base);
+	return split_heads_end(c, s, n, base);
 }
 
 static void
@@ -428,39 +443,63 @@ close_n(int *c, int *s, unsigned n)
 	free(s);
 }
 
-/* How many of H1 simultaneous split heads get their context: all of
- * them when every entry HTTP/1 may take is free again (each missing one
- * leaked). */
-static unsigned
-pool_heads(void)
-{
-	unsigned got;
-	int *c, *s;
+static size_t long_start(bool h2, uint8_t *b);
+static int long_exchange(int cli, int srv, const uint8_t *b, size_t n, unsigned k);
+static size_t slow_block_start(uint8_t *b, unsigned k);
+static size_t slow_block_end(uint8_t *b, unsigned k);
 
-	open_n(&c, &s, H1);
-	got = split_heads(c, s, H1, 100000);
-	close_n(c, s, H1);
-	return got;
-}
-
-/* Check that the pool is whole (H1 simultaneous split heads all get
- * their context) after what the caller did, printf-style in fmt: each
- * missing entry leaked. */
+/* Check that the pool is whole after what the caller did, printf-style
+ * in fmt: H1 simultaneous split heads all get their context (HTTP/1's
+ * zone), and meanwhile LONG_END - H1 new h2c connections, each with a
+ * header block split across reads, show their requests' contexts (the
+ * entries HTTP/1 never takes: their scanners' from H1 to LONG_END, their
+ * blocks' above).  Each missing one leaked; the heads alone would miss a
+ * leak of the top 128 entries. */
 static void __attribute__((format(printf, 1, 2)))
 pool_assert_whole(const char *fmt, ...)
 {
+	const unsigned top = LONG_END - H1;
 	char what[256];
-	unsigned got;
+	uint8_t b[512];
+	unsigned k, got, tgot = 0;
+	int *c, *s, *tc, *ts, r;
 	va_list ap;
 
 	va_start(ap, fmt);
 	(void)vsnprintf(what, sizeof(what), fmt, ap);
 	va_end(ap);
-	got = pool_heads();
-	CHECK(got == H1,
-	      "%s, only %u of %u simultaneous split heads got a context: %u pool "
-	      "entries leaked",
-	      what, got, H1, H1 - got);
+	open_n(&c, &s, H1);
+	split_heads_start(c, s, H1, 100000);
+	/* Every scanner first, then every block: a block claims from the
+	 * scanners' zone too, lowest first. */
+	open_n(&tc, &ts, top);
+	for (k = 0; k < top; k++) {
+		size_t len = long_start(true, b);
+
+		send_all(tc[k], (const char *)b, len);
+		read_n(ts[k], len);
+	}
+	for (k = 0; k < top; k++) {
+		size_t len = slow_block_start(b, 110000 + k);
+
+		send_all(tc[k], (const char *)b, len);
+		read_n(ts[k], len);
+	}
+	got = split_heads_end(c, s, H1, 100000);
+	for (k = 0; k < top; k++) {
+		r = long_exchange(tc[k], ts[k], b, slow_block_end(b, 110000 + k),
+				  110000 + k);
+		count(r);
+		CHECK(r >= 0, "header block %u: another request's context (%d)", k, r);
+		tgot += r == 1;
+	}
+	close_n(tc, ts, top);
+	close_n(c, s, H1);
+	CHECK(got == H1 && tgot == top,
+	      "%s, only %u of %u simultaneous split heads and %u of %u h2c "
+	      "connections with a header block split across reads beside them "
+	      "got a context: %u pool entries leaked",
+	      what, got, H1, tgot, top, H1 - got + top - tgot);
 }
 
 /* Two pipelined requests in one read, answered in turn on this thread,
