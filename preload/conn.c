@@ -65,9 +65,9 @@
  *    too, as nothing else could.
  *
  * So neither long-lived connections nor header blocks ever take the
- * first 256 entries, split heads never take [896, 960) (64 connections
- * are still followed during a flood), and header blocks have the top 64
- * to themselves.  The cost:
+ * first 256 entries, split heads never take [896, 960) (up to 64
+ * connections still start during a flood), and header blocks have the
+ * top 64 to themselves.  The cost:
  * .bss pages are touched only when an entry is used (about 4 KiB per
  * long-lived connection), the HTTP/1 keep-alive cycle touches none, and
  * the usual claim is still one compare-and-swap on the first bitmap word
