@@ -331,6 +331,7 @@ START_TEST(test_nginx_binary_upgrade)
 	free(both);
 	free(conf);
 	free(env_lines);
+	unsetenv("OTEL_SERVICE_NAME"); /* the next test's, with CK_FORK=no */
 	nx_cleanup(&n);
 }
 END_TEST
