@@ -278,6 +278,9 @@ START_TEST(usage_errors)
 		{"--stack-size", "0", "1", NULL},
 		{"--stack-size", "4095", "1", NULL},
 		{"--stack-size", "4096iB", "1", NULL},
+		/* ctxdump.1: at most 60000, and a wait of 0 is none */
+		{"--stop-timeout", "0", "1", NULL},
+		{"--stop-timeout", "60001", "1", NULL},
 		{"-t", NULL},
 	};
 	size_t i;
@@ -511,6 +514,13 @@ START_TEST(no_such_process)
 	ck_assert_int_eq(run_ctxdump(&out, &err, arg, NULL), 2);
 	ck_assert_msg(strstr(err, "does not exist"), "%s", err);
 	ck_assert_str_eq(out, "");
+	free(out);
+	free(err);
+	/* the edges ctxdump.1 gives are taken: the process is looked at */
+	ck_assert_int_eq(run_ctxdump(&out, &err, "--stack-size=4K",
+				     "--stop-timeout=60000", arg, NULL),
+			 2);
+	ck_assert_msg(strstr(err, "does not exist"), "%s", err);
 	free(out);
 	free(err);
 }
