@@ -2415,6 +2415,27 @@ START_TEST(record_report_usage)
 	ck_assert_msg(strstr(err, "does not exist"), "%s", err);
 	free(out);
 	free(err);
+	/* ctxdump.1's edges are taken: a stack size of exactly 4K, a trace
+	 * id of 32 digits (a missing file, not a usage error) */
+	ck_assert_int_eq(prof_run(&out, &err, "record", "--stack-size", "4K", "-o",
+				  "/dev/null", "2147483647", NULL),
+			 2);
+	ck_assert_msg(strstr(err, "does not exist"), "%s", err);
+	free(out);
+	free(err);
+	ck_assert_int_eq(prof_run(&out, &err, "report", "--trace",
+				  "4bf92f3577b34da6a3ce929d0e0e4736",
+				  "/nonexistent/file", NULL),
+			 2);
+	free(out);
+	free(err);
+	/* and one past them is not: 33 digits are no trace id */
+	ck_assert_int_eq(prof_run(&out, &err, "report", "--trace",
+				  "4bf92f3577b34da6a3ce929d0e0e47360", "f", NULL),
+			 64);
+	ck_assert_msg(strstr(err, "invalid trace id"), "%s", err);
+	free(out);
+	free(err);
 	ck_assert_int_eq(prof_run(&out, &err, "record", "--duration", "-1", "1", NULL),
 			 64);
 	free(out);
@@ -2422,8 +2443,10 @@ START_TEST(record_report_usage)
 	/* seconds in decimal, as the other numbers are (old: what strtod()
 	 * takes: "0x10" recorded 16 s, "1e3" 1000 s) */
 	{
+		/* and ctxdump.1's range: above 0, at most 10000000 */
 		static const char *const bad[] = {
-			"0x10", "1e3", "inf", "5s", "1,5", ".",
+			"0x10", "1e3", "inf", "5s",         "1,5",
+			".",    "0",   "0.0", "10000000.5",
 		};
 		size_t i;
 		char want[64];
@@ -2439,6 +2462,12 @@ START_TEST(record_report_usage)
 		}
 		/* taken: the process is looked at next */
 		ck_assert_int_eq(prof_run(&out, &err, "record", "-d", ".5", "-o",
+					  "/dev/null", "2147483647", NULL),
+				 2);
+		ck_assert_msg(strstr(err, "does not exist"), "%s", err);
+		free(out);
+		free(err);
+		ck_assert_int_eq(prof_run(&out, &err, "record", "-d", "10000000", "-o",
 					  "/dev/null", "2147483647", NULL),
 				 2);
 		ck_assert_msg(strstr(err, "does not exist"), "%s", err);
