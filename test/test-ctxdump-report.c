@@ -2249,7 +2249,7 @@ END_TEST
  * silence). */
 START_TEST(report_undefined_ids_malformed)
 {
-	static const uint32_t st1[] = {1}, st2[] = {2}, st9[] = {9};
+	static const uint32_t st1[] = {1}, st2[] = {2}, st3[] = {3}, st9[] = {9};
 	static const uint32_t kv_bad[] = {1, 99};
 	const char *args[] = {"--folded", NULL, NULL}, *summary[] = {NULL, NULL};
 	struct rec *r = rec_new("srv");
@@ -2269,6 +2269,7 @@ START_TEST(report_undefined_ids_malformed)
 	rec_stack(r, 1, st1, 1);
 	rec_stack(r, 2, st2, 1);
 	rec_stack(r, 3, st9, 1); /* frame 9: not defined */
+	rec_stack(r, 4, st3, 1); /* frame 3: one past the last defined */
 	rec_ctx(r, 1, 0x4b, 0x00f067aa0ba902b7ull, NULL, 0);
 	rec_ctx(r, 2, 0x5c, 0x00f067aa0ba902b7ull, kv_bad, 1);
 	rec_sample(r, 7, 1, 1); /* before any round: malformed, skipped */
@@ -2277,18 +2278,19 @@ START_TEST(report_undefined_ids_malformed)
 	rec_sample(r, 8, 2, 0);
 	rec_sample(r, 9, 3, 0);
 	rec_sample(r, 10, 1, 2);
-	rec_sample(r, 11, 4, 0); /* stack 4: not defined */
+	rec_sample(r, 11, 5, 0); /* stack 5: not defined */
 	rec_sample(r, 12, 1, 3); /* context 3: not defined */
+	rec_sample(r, 13, 4, 0);
 	rec_save(r, file, sizeof(file), "undefined");
 	args[1] = summary[0] = file;
-	/* frame 2, stack 3, context 2 and three samples */
+	/* frame 2, stacks 3 and 4, context 2 and three samples */
 	st = run_report(summary, -1, NULL, 0, 0, &err);
-	ck_assert_msg(st == 1 && strstr(err, ": 6 malformed records (the first at "),
+	ck_assert_msg(st == 1 && strstr(err, ": 7 malformed records (the first at "),
 		      "exit %d: %s", st, err);
 	free(err);
 	o = report_stdout(args, 1, "report --folded");
 	ck_assert_str_eq(o, "unknown_service:srv;[no trace];0x2000 1\n"
-			    "unknown_service:srv;[no trace];[no stack] 2\n"
+			    "unknown_service:srv;[no trace];[no stack] 3\n"
 			    "unknown_service:srv;[no trace];work 1\n"
 			    "unknown_service:srv;[unknown request];trace " TRACE_HEX
 			    ";work 1\n"
