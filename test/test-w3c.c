@@ -839,6 +839,54 @@ START_TEST(test_tracestate_trunc_full)
 }
 END_TEST
 
+/* The streaming cut at its edges, entry lengths chosen so that each
+ * comparison meets its bound: a list of exactly 512 characters is kept
+ * whole, and an entry of exactly 128 characters is not "over 128" once a
+ * long one was dropped (the random lists above rarely land on either). */
+START_TEST(test_tracestate_trunc_edges)
+{
+	static const struct {
+		const char *label;
+		size_t n, elen[6];
+		unsigned dropped;
+	} cases[] = {
+		{"exactly 512", 4, {128, 128, 128, 125}, 0},
+		{"128 after a long cut", 5, {250, 128, 128, 100, 128}, 1},
+		{"512 after a long cut", 5, {250, 128, 128, 125, 128}, 1},
+	};
+	static char buf[1024];
+
+	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+		const char *lines[1] = {buf};
+		size_t len = 0;
+		struct w3c_tracestate ts;
+
+		/* entry e: "k<letter>=vvv...", elen[e] characters in all */
+		for (size_t e = 0; e < cases[c].n; e++) {
+			size_t vlen = cases[c].elen[e] - 3;
+
+			if (e > 0)
+				buf[len++] = ',';
+			buf[len++] = 'k';
+			buf[len++] = (char)('a' + e);
+			buf[len++] = '=';
+			memset(buf + len, 'v', vlen);
+			len += vlen;
+		}
+		ck_assert_msg(w3c_tracestate_parse(lines, &len, 1, &ts) == 0, "%s",
+			      cases[c].label);
+		for (size_t step = 0; step < 8; step += 7) {
+			ck_assert_msg(trunc_lines(lines, &len, 1, step, false, &ts,
+						  (unsigned)c) == cases[c].dropped,
+				      "%s", cases[c].label);
+			ck_assert_msg(trunc_lines(lines, &len, 1, step, true, &ts,
+						  (unsigned)c) == cases[c].dropped,
+				      "%s", cases[c].label);
+		}
+	}
+}
+END_TEST
+
 START_TEST(test_tracestate_check_table)
 {
 	static const size_t steps[] = {0, 1, 2, 3, 7, 64};
@@ -1293,6 +1341,7 @@ TEST_SUITE(w3c_suite)
 	tcase_add_test(tc, test_tracestate_check_cr);
 	tcase_add_test(tc, test_tracestate_check_random);
 	tcase_add_test(tc, test_tracestate_trunc_full);
+	tcase_add_test(tc, test_tracestate_trunc_edges);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("hex");
