@@ -197,6 +197,21 @@ START_TEST(writer_overflow)
 		for (size_t i = cap; i < sizeof(out); i++)
 			ck_assert_uint_eq(out[i], 0xaa);
 	}
+	/* The exact size fits: its last byte is the one at cap - 1. */
+	{
+		struct pb_writer w;
+
+		memset(out, 0xaa, sizeof(out));
+		pb_writer_init(&w, out, 21);
+		pb_put_bytes(&w, 1, "0123456789", 10);
+		pb_put_uint64(&w, 2, 1u << 20);
+		pb_put_fixed32(&w, 3, 7);
+		ck_assert(!w.overflow);
+		ck_assert_int_eq(pb_writer_finish(&w, &len), 0);
+		ck_assert_uint_eq(len, 21);
+		ck_assert_uint_eq(out[17], 7);
+		ck_assert_uint_eq(out[21], 0xaa);
+	}
 	/* Measuring run: no buffer at all. */
 	{
 		struct pb_writer w;
@@ -353,6 +368,7 @@ START_TEST(reader_malformed)
 		{"varint value cut", {0x08, 0x80}, 2, -EBADMSG},
 		{"tag cut", {0x80}, 1, -EBADMSG},
 		{"field > 2^29-1", {0xf8, 0xff, 0xff, 0xff, 0x1f, 0x00}, 6, -EBADMSG},
+		{"field 2^29", {0x80, 0x80, 0x80, 0x80, 0x10, 0x00}, 6, -EBADMSG},
 	};
 	size_t i;
 
