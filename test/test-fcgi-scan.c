@@ -489,6 +489,17 @@ START_TEST(arena_full)
 	REQUIRE(fcgi_scan_config_add(&c2, "", 10) == -EINVAL);
 	REQUIRE(fcgi_scan_config_add(&c2, "X", 0) == -EINVAL);
 	REQUIRE(fcgi_scan_config_add(&c2, "X", FCGI_SCAN_ARENA) == -EINVAL);
+	/* names of FCGI_SCAN_NAME_MAX + 1 bytes and of FCGI_SCAN_NAME_MAX */
+	REQUIRE(fcgi_scan_config_add(&c2, "HTTP_XXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXX",
+				     5) == -EINVAL);
+	{
+		struct fcgi_scan_config c3;
+
+		memset(&c3, 0, sizeof(c3));
+		REQUIRE(fcgi_scan_config_add(&c3,
+					     "HTTP_XXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXX",
+					     5) == 0);
+	}
 	memset(big, 'v', sizeof(big));
 	s.n = 0;
 	begin(&s, 1);
@@ -656,6 +667,7 @@ START_TEST(garbage)
 		{"type 0", {1, 0, 0, 1, 0, 0, 0, 0}, 8},
 		{"type 12", {1, 12, 0, 1, 0, 0, 0, 0}, 8},
 		{"begin of 7", {1, 1, 0, 1, 0, 7, 0, 0}, 8},
+		{"begin of 9", {1, 1, 0, 1, 0, 9, 0, 0}, 8},
 		{"TLS", {0x16, 3, 1, 2, 0, 1, 0, 0}, 8},
 	};
 	size_t i;
@@ -671,6 +683,19 @@ START_TEST(garbage)
 		ck_assert_msg(t.n == 1 && t.ev[0].st == FCGI_SCAN_GAVE_UP &&
 				      t.ev[0].off == 8,
 			      "%s", cases[i].what);
+	}
+	/* The highest type, FCGI_UNKNOWN_TYPE (11), is FastCGI: stepped over. */
+	{
+		static struct stream s;
+		static const uint8_t unknown[8] = {99};
+		struct trace t;
+
+		s.n = 0;
+		rec(&s, 11, 0, unknown, 8);
+		begin(&s, 1);
+		rec(&s, FCGI_SCAN_PARAMS, 1, NULL, 0);
+		feed_all(&s, &t);
+		REQUIRE(t.n == 1 && t.ev[0].st == FCGI_SCAN_PARAMS_END);
 	}
 	{
 		struct fcgi_scan st;
