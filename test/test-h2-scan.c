@@ -1413,6 +1413,20 @@ START_TEST(cut_and_unknown)
 	i += 3;
 	want_req(&t, &i, 7);
 
+	/* A value of exactly H2_SCAN_VALUE_MAX is whole, from the table too. */
+	start(&s);
+	b_litn(&k, 1, 0, "traceparent", v, H2_SCAN_VALUE_MAX);
+	headers(&s, EH, 1, &k);
+	b_idx(&k, 62);
+	headers(&s, EH, 3, &k);
+	check(&s, &t);
+	for (i = 0, j = 0; j < 2; j++) {
+		REQUIRE(t.ev[i].flags == 0 && t.ev[i].len == H2_SCAN_VALUE_MAX);
+		REQUIRE(memcmp(t.ev[i].v, v, H2_SCAN_VALUE_MAX) == 0);
+		i++;
+		want_req(&t, &i, j ? 3 : 1);
+	}
+
 	/* Values that wrap around the arena's end: a 1600-byte table holds
 	 * two 700-byte values, each new one evicts the oldest. */
 	start(&s);
@@ -1533,9 +1547,11 @@ START_TEST(hpack_errors)
 			ck_abort_msg("block %s: why %u", bad[j], t.why);
 		want_end(&t, i, H2_SCAN_WHY_HPACK);
 	}
-	/* The good ones next to them: padding of 3, 3 and 0 bits, a long
-	 * string (2-byte length), index 61 (not configured). */
+	/* The good ones next to them: an integer of four continuation bytes
+	 * (a table size of 31, not minimally encoded), padding of 3, 3 and 0
+	 * bits, a long string (2-byte length), index 61 (not configured). */
 	start(&s);
+	b_raw(&k, "3f 80 80 80 00");
 	b_raw(&k, "04 81 1f  04 81 4f  04 81 f8  04 82 64 1f");
 	b_raw(&k, "04 7f 01");
 	for (j = 0; j < 128; j++)
