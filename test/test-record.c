@@ -491,6 +491,10 @@ START_TEST(utf8_validator)
 	ck_assert(!trec_utf8_valid((const uint8_t *)"\xf0\x9f\x98", 3)); /* cut */
 	ck_assert(!trec_utf8_valid((const uint8_t *)"\xe2\x28\xa1", 3)); /* bad cont. */
 	ck_assert(!trec_utf8_valid((const uint8_t *)"\xff", 1));
+	/* cut by len, with the rest of the character right after it */
+	ck_assert(!trec_utf8_valid((const uint8_t *)"\xc3\xa9", 1));
+	ck_assert(!trec_utf8_valid((const uint8_t *)"\xe2\x82\xac", 2));
+	ck_assert(!trec_utf8_valid((const uint8_t *)"\xf0\x9f\x98\x80", 3));
 }
 END_TEST
 
