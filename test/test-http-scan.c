@@ -1111,6 +1111,17 @@ START_TEST(long_target)
 			 0);
 	free(t);
 
+	/* exactly HTTP_SCAN_TARGET_MAX bytes: whole */
+	n = (size_t)snprintf(buf, sizeof(buf), "GET /%0255d HTTP/1.1\r\n\r\n", 7);
+	t = check_str(buf, "target-max");
+	ck_assert_uint_eq(t->n, 1);
+	ck_assert_uint_eq(t->ev[0].off, n);
+	ck_assert(!t->ev[0].snap.target_truncated);
+	ck_assert_uint_eq(t->ev[0].snap.target_len, HTTP_SCAN_TARGET_MAX);
+	ck_assert_int_eq(memcmp(t->ev[0].snap.target, buf + 4, HTTP_SCAN_TARGET_MAX),
+			 0);
+	free(t);
+
 	/* other target forms; extra spaces between the parts */
 	{
 		static const char o[] = "OPTIONS * HTTP/1.1\r\n\r\n";
@@ -1850,6 +1861,10 @@ START_TEST(limits_exact)
 	ck_assert_int_eq(http_scan_config_set_limits(&cfg, 0, 4096), 0);
 	ck_assert_uint_eq(cfg.max_head_bytes, 256);
 	ck_assert_uint_eq(cfg.give_up_bytes, 4096);
+	/* the edges: the smallest head limit, and both limits equal */
+	ck_assert_int_eq(http_scan_config_set_limits(&cfg, 64, 64), 0);
+	ck_assert_uint_eq(cfg.max_head_bytes, 64);
+	ck_assert_uint_eq(cfg.give_up_bytes, 64);
 }
 END_TEST
 
