@@ -308,11 +308,14 @@ static const char *const srv_name[SRV_N] = {"openssl",
 					    "gnutls --transport int2",
 					    "gnutls --timeout"};
 
+/* --read-size for the next srv_start(), or NULL: the helper's default. */
+static const char *srv_read_size;
+
 static void
 srv_start(struct it_server *s, enum srv_kind k, const struct tls_dir *d)
 {
 	static char prog[4096], plugin[4096];
-	char *argv[8], *env[] = {"CTXSHIM_HEADER_ATTRS=x-request-id", NULL};
+	char *argv[10], *env[] = {"CTXSHIM_HEADER_ATTRS=x-request-id", NULL};
 	const char *dir = test_env_path("HELPER_DIR");
 	size_t n = 0;
 
@@ -368,6 +371,10 @@ srv_start(struct it_server *s, enum srv_kind k, const struct tls_dir *d)
 	if (k == SRV_GNUTLS_INT2) {
 		argv[n++] = "--transport";
 		argv[n++] = "int2";
+	}
+	if (srv_read_size) {
+		argv[n++] = "--read-size";
+		argv[n++] = (char *)srv_read_size;
 	}
 	argv[n] = NULL;
 	it_server_start(s, argv, true, env);
@@ -473,6 +480,44 @@ START_TEST(test_tpc_server)
 	free(log);
 	it_assert_gone(&s, tid, T1);
 	it_assert_gone(&s, tid, t2.trace);
+	it_server_stop(&s);
+	tls_dir_remove(&d);
+}
+END_TEST
+
+/* A read that fills the application's buffer exactly: the server reads
+ * with a buffer of the request's own length (--read-size), so the one
+ * read of its TLS record returns as many bytes as it was asked for.  The
+ * hooks take a read's bytes only when it returns at most what it was
+ * asked for (a length beyond the buffer is not the plaintext); that
+ * bound is inclusive, or such a request got no context. */
+static const enum srv_kind fill_kind[] = {SRV_OPENSSL, SRV_OPENSSL_EX,
+					  SRV_OPENSSL_SSL_BIO_EX, SRV_GNUTLS,
+					  SRV_GNUTLS_SEQ};
+
+START_TEST(test_tpc_read_fills_buffer)
+{
+	static const char req[] = "GET /block/fill HTTP/1.1\r\nHost: x\r\n" TP1 "\r\n";
+	char size[16];
+	struct tls_dir d;
+	struct it_server s;
+	struct it_thread_ctx t;
+	struct tc c;
+	long tid;
+
+	snprintf(size, sizeof(size), "%zu", strlen(req));
+	srv_read_size = size;
+	tls_dir_make(&d);
+	srv_start(&s, fill_kind[_i], &d);
+	srv_read_size = NULL;
+	tc_connect(&c, s.port);
+	tc_send(&c, req, strlen(req), 0);
+	tid = expect_block(&s, "/block/fill");
+	assert_ctx(&s, tid, T1, P1, "/block/fill", &t);
+	test_child_send(&s.child, "go\n");
+	it_assert_path_body(tc_read_response(&c), "/block/fill");
+	tc_close(&c);
+	it_wait_detached(&s, tid, NULL, NULL);
 	it_server_stop(&s);
 	tls_dir_remove(&d);
 }
@@ -1475,6 +1520,7 @@ TEST_SUITE(tls_suite)
 	tcase_set_timeout(tc, 120);
 	tcase_add_loop_test(tc, test_tpc_server, 0, n);
 	tcase_add_test(tc, test_tpc_two_connections);
+	tcase_add_loop_test(tc, test_tpc_read_fills_buffer, 0, n > SRV_GNUTLS ? 5 : 3);
 	tcase_add_loop_test(tc, test_tpc_pipeline_full, 0, n > SRV_GNUTLS ? 2 : 1);
 	/* openssl, and the GnuTLS servers that are built */
 	tcase_add_loop_test(tc, test_tpc_continue, SRV_OPENSSL, SRV_OPENSSL + 1);
