@@ -230,6 +230,11 @@ run_keepalive(bool inetd)
 			      it_events_count(log, TP2_TRACE, "other-conn") == 0,
 		      "a write through the copy was taken for another connection:\n%s",
 		      log);
+	/* The log names the connection: fd 0 is one like any other, not
+	 * "fd=-" (no connection). */
+	ck_assert_msg(strstr(log, inetd ? " fd=0 attach trace=" TP_TRACE " "
+					: " fd=3 attach trace=" TP_TRACE " "),
+		      "log:\n%s", log);
 	ck_assert_msg(it_events_count(log, TP_TRACE, "response-sent") == 1 &&
 			      it_events_count(log, TP2_TRACE, "response-sent") == 1,
 		      "log:\n%s", log);
