@@ -195,6 +195,22 @@ START_TEST(test_log_boolean_words)
 }
 END_TEST
 
+/* CTXSHIM_EVENTS=stderr writes the lines to a copy of standard error,
+ * which stays the program's: an event log to a file closes what it
+ * opened, never descriptor 2. */
+START_TEST(test_events_stderr_kept)
+{
+	char *argv[] = {"/bin/sh", "-c", "echo app-line >&2", NULL};
+	char *env[] = {"CTXSHIM_EVENTS=stderr", NULL};
+	char *out, *err;
+
+	ck_assert_int_eq(test_run_capture(argv, env, true, &out, &err, 30000), 0);
+	ck_assert_msg(strstr(err, "app-line\n"), "stderr: %s", err);
+	free(out);
+	free(err);
+}
+END_TEST
+
 /* A setting that is not understood is logged with what would be right
  * (old: "CTXSHIM_PROPAGATE=... is not a boolean", though transparent is
  * valid; "OTEL_RESOURCE_ATTRIBUTES is malformed" without saying where). */
@@ -310,6 +326,7 @@ TEST_SUITE(preload_core_suite)
 	tc = tcase_create("logging");
 	tcase_add_test(tc, test_log_goes_to_file_not_stdout);
 	tcase_add_test(tc, test_log_stderr);
+	tcase_add_test(tc, test_events_stderr_kept);
 	tcase_add_loop_test(tc, test_log_boolean_words, 0, 3);
 	tcase_add_test(tc, test_log_says_what_is_wrong);
 	tcase_add_test(tc, test_log_events_stderr_closed);
