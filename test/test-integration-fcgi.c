@@ -330,6 +330,32 @@ START_TEST(test_fcgi_stdio)
 }
 END_TEST
 
+/* A program started with TRACEPARENT publishes that context until its
+ * thread waits for its first request (stdio API: the main thread, in
+ * FCGI_Accept()): then nothing, as a FastCGI server's thread works for
+ * its requests only, and a waiting one is idle.  (The helper's own
+ * threads keep the process's context.) */
+START_TEST(test_fcgi_traceparent_idle)
+{
+	static char path[4096];
+	char *argv[] = {path, "stdio", NULL};
+	char *env[] = {"TRACEPARENT=00-" TP3_TRACE "-" TP_PARENT "-01", NULL};
+	struct it_thread_ctx t;
+	struct it_server app;
+	char *json;
+
+	snprintf(path, sizeof(path), "%s/fcgi-app", test_env_path("HELPER_DIR"));
+	it_server_start(&app, argv, true, env);
+	it_wait_detached(&app, app.child.pid, NULL, "fcgi-accept");
+	json = it_ctxdump(app.child.pid);
+	ck_assert_msg(it_dump_thread(json, app.child.pid, &t),
+		      "main thread not in:\n%s", json);
+	ck_assert_msg(!t.has_ctx, "the waiting thread publishes a context:\n%s", json);
+	free(json);
+	it_server_stop(&app);
+}
+END_TEST
+
 /* ---- 2. the same bytes with and without the shim ---- */
 
 static const char *const fc_same_reqs[] = {
@@ -549,6 +575,7 @@ TEST_SUITE(fcgi_suite)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_fcgi_threaded);
 	tcase_add_test(tc, test_fcgi_stdio);
+	tcase_add_test(tc, test_fcgi_traceparent_idle);
 	tcase_add_test(tc, test_fcgi_same_bytes);
 	if (access(FCGIWRAP, X_OK) == 0)
 		tcase_add_loop_test(tc, test_fcgiwrap_cgi, 0, 2);
