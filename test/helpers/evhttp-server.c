@@ -20,8 +20,10 @@
  *                 a chunked reply of STREAM_CHUNKS chunks, each written by
  *                 the chunk callback of the one before
  *                 (evhttp_send_reply_chunk_with_cb(); the first by the
- *                 request callback), every line the trace-id the writing
- *                 thread shows (ctxobs.h); prints "BODY <tid> <uri>" when
+ *                 request callback, followed by an empty chunk with a
+ *                 callback that aborts: libevent ignores it), every line
+ *                 the trace-id the writing thread shows (ctxobs.h);
+ *                 prints "BODY <tid> <uri>" when
  *                 it starts, "END <tid> <uri>" after the last chunk,
  *                 "SEEN <uri> <trace>" from its completion callback, and
  *                 "CUT <uri>" when the client closed before the end.  One
@@ -166,6 +168,15 @@ struct stream {
 static void stream_written(struct evhttp_connection *evcon, void *arg);
 
 static void
+stream_never(struct evhttp_connection *evcon, void *arg)
+{
+	(void)evcon;
+	(void)arg;
+	fprintf(stderr, "evhttp-server: the callback of an empty chunk ran\n");
+	abort();
+}
+
+static void
 stream_chunk(struct stream *st)
 {
 	struct evbuffer *buf = evbuffer_new();
@@ -177,6 +188,10 @@ stream_chunk(struct stream *st)
 		evbuffer_add(buf, line, STREAM_LINE);
 	st->sent++;
 	evhttp_send_reply_chunk_with_cb(st->req, buf, stream_written, st);
+	/* An empty chunk is no write: libevent keeps the callback of the
+	 * pending one (stream_written), and never calls this one. */
+	if (st->sent == 1)
+		evhttp_send_reply_chunk_with_cb(st->req, buf, stream_never, st);
 	evbuffer_free(buf);
 }
 
