@@ -669,6 +669,47 @@ START_TEST(test_decoded_url_path)
 }
 END_TEST
 
+/* The bound of the options the shim rewrites, at its edge: 256 (the
+ * plain daemon's two and 254 in an array) are rewritten, url.path is the
+ * target as sent; 257 are left to MHD, which the log says. */
+START_TEST(test_options_bound)
+{
+	static char prog[4096];
+	char opt[16], *argv[] = {prog, opt, "select", NULL}, *json;
+	char logpath[] = "/tmp/ctxshim-it-log-XXXXXX", logenv[64], logbuf[4096];
+	char *env[] = {logenv, NULL};
+	struct it_thread_ctx t;
+	struct it_server s;
+	ssize_t n;
+	long tid;
+	int fd, logfd;
+
+	snprintf(prog, sizeof(prog), "%s/mhd-server", test_env_path("HELPER_DIR"));
+	snprintf(opt, sizeof(opt), "-m%d", 254 + _i);
+	logfd = mkostemp(logpath, O_CLOEXEC);
+	ck_assert_int_ge(logfd, 0);
+	snprintf(logenv, sizeof(logenv), "CTXSHIM_LOG=%s", logpath);
+	it_server_start(&s, argv, true, env);
+	unlink(logpath);
+	n = read(logfd, logbuf, sizeof(logbuf) - 1);
+	close(logfd);
+	ck_assert_int_ge(n, 0);
+	logbuf[n] = '\0';
+	ck_assert_msg(!strstr(logbuf, "more than 256 daemon options") == !_i,
+		      "%s: shim log: %s", opt, logbuf);
+	fd = it_send_blocking(&s, -1,
+			      "GET /block/caf%C3%A9 HTTP/1.1\r\nHost: t\r\n"
+			      "Connection: close\r\n\r\n",
+			      &tid);
+	json = it_dump_blocked(&s, tid, &t);
+	if (!_i)
+		ck_assert_str_eq(t.path, "/block/caf%C3%A9");
+	free(json);
+	it_release_ok(&s, fd, "GET /block/caf\xc3\xa9 0\n", true);
+	it_server_stop(&s);
+}
+END_TEST
+
 TEST_SUITE(integration_mhd_suite)
 {
 	Suite *s = suite_create("libmicrohttpd servers under the shim");
@@ -690,6 +731,7 @@ TEST_SUITE(integration_mhd_suite)
 	tcase_add_loop_test(tc, test_raw_path_query, 0, 3);
 	tcase_add_test(tc, test_unknown_option);
 	tcase_add_test(tc, test_decoded_url_path);
+	tcase_add_loop_test(tc, test_options_bound, 0, 2);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -3,7 +3,7 @@
  * published context (ctxobs.h) in its response bodies, for the
  * integration tests.
  *
- * usage: mhd-server [-u] [-a] [-x] [-m] thread|select|epoll|external [CERT KEY]
+ * usage: mhd-server [-u] [-a] [-x] [-m[N]] thread|select|epoll|external [CERT KEY]
  *   thread  MHD_USE_THREAD_PER_CONNECTION (one thread per connection)
  *   select  MHD_USE_INTERNAL_POLLING_THREAD (one select() loop)
  *   epoll   MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL (one epoll loop)
@@ -20,9 +20,10 @@
  *       option, so MHD says it is not the first) printed as "MHD <text>"
  *   -x  also pass option 99, which libmicrohttpd does not know (the
  *       daemon does not start), with MHD's messages as for -a
- *   -m  also pass MHD_OPTION_CONNECTION_TIMEOUT 300 times in an
- *       MHD_OPTION_ARRAY: more options than the shim rewrites, so that
- *       it leaves them to MHD (url.path is then MHD's decoded url)
+ *   -m  also pass MHD_OPTION_CONNECTION_TIMEOUT 300 times (-mN: N times,
+ *       N <= 300) in an MHD_OPTION_ARRAY: more options than the shim
+ *       rewrites, so that it leaves them to MHD (url.path is then MHD's
+ *       decoded url)
  *
  * Listens on 127.0.0.1 (ephemeral port) and prints "READY <port>".  Every
  * request is answered with "<method> <url> <body bytes>\n".  A request for
@@ -324,12 +325,12 @@ start_array(unsigned int flags,
 
 /* -m: the options of the plain daemon, then many more. */
 static struct MHD_Daemon *
-start_many(unsigned int flags, struct sockaddr *sa)
+start_many(unsigned int flags, struct sockaddr *sa, size_t many)
 {
 	static struct MHD_OptionItem o[300 + 1];
 	size_t i;
 
-	for (i = 0; i < 300; i++)
+	for (i = 0; i < many && i < 300; i++)
 		o[i] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_TIMEOUT, 30, NULL};
 	o[i] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
 	return MHD_start_daemon(flags, 0, NULL, NULL, handler, NULL,
@@ -345,7 +346,8 @@ main(int argc, char **argv)
 	struct MHD_Daemon *d;
 	unsigned int flags;
 	char line[64], *cert = NULL, *key = NULL;
-	bool uri = false, array = false, unknown = false, many = false;
+	bool uri = false, array = false, unknown = false;
+	size_t many = 0;
 
 	for (; argc > 1 && argv[1][0] == '-'; argc--, argv++) {
 		if (strcmp(argv[1], "-u") == 0)
@@ -354,15 +356,15 @@ main(int argc, char **argv)
 			array = true;
 		else if (strcmp(argv[1], "-x") == 0)
 			unknown = true;
-		else if (strcmp(argv[1], "-m") == 0)
-			many = true;
+		else if (strncmp(argv[1], "-m", 2) == 0)
+			many = argv[1][2] ? strtoul(argv[1] + 2, NULL, 10) : 300;
 		else
 			break;
 	}
 	if ((argc != 2 && argc != 4) ||
 	    (strcmp(argv[1], "thread") != 0 && strcmp(argv[1], "select") != 0 &&
 	     strcmp(argv[1], "epoll") != 0 && strcmp(argv[1], "external") != 0)) {
-		fprintf(stderr, "usage: mhd-server [-u] [-a] [-x] [-m] "
+		fprintf(stderr, "usage: mhd-server [-u] [-a] [-x] [-m[N]] "
 				"thread|select|epoll|external [CERT KEY]\n");
 		return 64;
 	}
@@ -392,7 +394,7 @@ main(int argc, char **argv)
 	if (array)
 		d = start_array(flags, (struct sockaddr *)&sin, uri, cert, key);
 	else if (many)
-		d = start_many(flags, (struct sockaddr *)&sin);
+		d = start_many(flags, (struct sockaddr *)&sin, many);
 	else if (unknown)
 		d = MHD_start_daemon(flags | MHD_USE_ERROR_LOG, 0, NULL, NULL, handler,
 				     NULL, MHD_OPTION_SOCK_ADDR,
