@@ -82,13 +82,19 @@
  *
  * Prints "READY <port>".  Each request is handled inside nghttp2's
  * on_frame_recv callback when its last frame (END_STREAM) arrives: it
- * prints "REQ <tid> <stream> <method> <path> <n> <traceparent> <seen>"
- * (n traceparent fields received, the first one's value or "-"; seen is
- * the trace-id this thread's otel_thread_ctx_v1 record showed during the
- * handler, or "none": it only observes whatever a preloaded library
- * publishes); a path starting with "/block" then prints "BLOCK <tid>
- * <path>" and waits for one line on stdin.  The response body is
- * "path=<path>\n".  Exits when stdin is closed. */
+ * prints "REQ <tid> <stream> <method> <path> <n> <traceparent> <seen>
+ * <tracestate>" (n traceparent fields received, the first one's value or
+ * "-"; seen is the trace-id this thread's otel_thread_ctx_v1 record showed
+ * during the handler, or "none": it only observes whatever a preloaded
+ * library publishes; the first tracestate field received, or "-"); a path
+ * starting with "/block" then prints "BLOCK <tid> <path>" and waits for
+ * one line on stdin; a path starting with "/relay" then submits a request
+ * of its own (no trace fields) on an nghttp2 client session that is never
+ * connected and prints "RELAY <tid> <stream> <tracestate>", the
+ * tracestate field its HEADERS frame carried, or "-" (the handler's
+ * tracestate, which the thread record does not show, seen as it
+ * propagates).  The response body is "path=<path>\n".  Exits when stdin
+ * is closed. */
 #include "config.h"
 
 #include "ctxobs.h"
@@ -111,6 +117,8 @@
 #define BATCH_MAX 16
 /* --reuse-in-del: the request's traceparent. */
 #define TPA_REUSE "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+/* A tracestate field kept: more than the 512 bytes W3C allows. */
+#define TS_CAP 600
 
 static bool opt_header2, opt_submit_data, opt_no_copy, opt_frame_send, opt_two_parts,
 	opt_data_first, opt_upgrade, opt_upgrade_first, opt_upgrade_old,
@@ -122,6 +130,7 @@ struct stream {
 	char path[512];
 	unsigned n_tp;
 	char tp[128];
+	char ts[TS_CAP];
 	char body[600];
 	char clen[16];
 	size_t body_len, off, sent;
@@ -182,6 +191,8 @@ header(nghttp2_session *s,
 		copy(st->path, sizeof(st->path), value, vlen);
 	else if (nlen == 11 && memcmp(name, "traceparent", 11) == 0 && st->n_tp++ == 0)
 		copy(st->tp, sizeof(st->tp), value, vlen);
+	else if (nlen == 10 && memcmp(name, "tracestate", 10) == 0 && !st->ts[0])
+		copy(st->ts, sizeof(st->ts), value, vlen);
 }
 
 static int
@@ -403,6 +414,53 @@ respond(nghttp2_session *s, int32_t id)
 	return r;
 }
 
+/* "/relay": the tracestate field of a HEADERS frame sent, into ud. */
+static int
+relay_sent(nghttp2_session *s, const nghttp2_frame *f, void *ud)
+{
+	size_t i;
+
+	(void)s;
+	if (f->hd.type != NGHTTP2_HEADERS)
+		return 0;
+	for (i = 0; i < f->headers.nvlen; i++)
+		if (f->headers.nva[i].namelen == 10 &&
+		    memcmp(f->headers.nva[i].name, "tracestate", 10) == 0)
+			copy(ud, TS_CAP, f->headers.nva[i].value,
+			     f->headers.nva[i].valuelen);
+	return 0;
+}
+
+/* "/relay": what a request submitted now would carry as its tracestate
+ * (the frames go to memory only: the handler's context is all that
+ * matters). */
+static void
+relay(long tid, int32_t id)
+{
+	const nghttp2_nv nva[] = {
+		{(uint8_t *)":method", (uint8_t *)"GET", 7, 3, NGHTTP2_NV_FLAG_NONE},
+		{(uint8_t *)":scheme", (uint8_t *)"http", 7, 4, NGHTTP2_NV_FLAG_NONE},
+		{(uint8_t *)":authority", (uint8_t *)"127.0.0.1", 10, 9,
+		 NGHTTP2_NV_FLAG_NONE},
+		{(uint8_t *)":path", (uint8_t *)"/up", 5, 3, NGHTTP2_NV_FLAG_NONE},
+	};
+	char ts[TS_CAP] = "-";
+	nghttp2_session_callbacks *cbs;
+	nghttp2_session *cs;
+	const uint8_t *data;
+
+	nghttp2_session_callbacks_new(&cbs);
+	nghttp2_session_callbacks_set_on_frame_send_callback(cbs, relay_sent);
+	nghttp2_session_client_new(&cs, cbs, ts);
+	nghttp2_session_callbacks_del(cbs);
+	if (nghttp2_submit_request(cs, NULL, nva, 4, NULL, NULL) < 0)
+		strcpy(ts, "submit-failed");
+	while (nghttp2_session_mem_send(cs, &data) > 0)
+		;
+	nghttp2_session_del(cs);
+	serve_say("RELAY %ld %d %s\n", tid, id, ts);
+}
+
 static int
 handle(nghttp2_session *s, int32_t id, struct stream *st, struct conn *c)
 {
@@ -410,9 +468,11 @@ handle(nghttp2_session *s, int32_t id, struct stream *st, struct conn *c)
 	unsigned i;
 
 	(void)ctxobs_trace(seen);
-	serve_say("REQ %ld %d %s %s %u %s %s\n", c->tid, id, st->method, st->path,
-		  st->n_tp, st->tp, seen);
+	serve_say("REQ %ld %d %s %s %u %s %s %s\n", c->tid, id, st->method, st->path,
+		  st->n_tp, st->tp, seen, st->ts[0] ? st->ts : "-");
 	serve_maybe_block(c->tid, st->path);
+	if (strncmp(st->path, "/relay", 6) == 0)
+		relay(c->tid, id);
 	st->body_len =
 		(size_t)snprintf(st->body, sizeof(st->body), "path=%s\n", st->path);
 	if (st->body_len >= sizeof(st->body))
