@@ -49,7 +49,11 @@
  *    application's own one untouched, or none when the application sent
  *    a tracestate of its own; libcurl's requests are injected once, by
  *    the libcurl hook, and not at all when the application disabled the
- *    header. */
+ *    header;
+ *  - a tracestate of 511, 512 (W3C's maximum) or 513 bytes: an nghttp2
+ *    server's handler propagates what its request brought, an nghttp2
+ *    client under TRACESTATE sends it, whole up to 512 bytes, else cut
+ *    after a whole member. */
 #include "test-common.h"
 
 #pragma GCC diagnostic push
@@ -84,23 +88,23 @@ server_start(struct it_server *s, bool preload, bool header2)
 	it_server_start(s, argv, preload, NULL);
 }
 
-/* One "REQ <tid> <stream> <method> <path> <n> <tp> <seen>" line. */
+/* One "REQ <tid> <stream> <method> <path> <n> <tp> <seen> <ts>" line. */
 struct req_line {
 	long tid;
 	int stream;
-	char method[16], path[256], tp[128], seen[40];
+	char method[16], path[256], tp[128], seen[40], ts[600];
 	unsigned n_tp;
 };
 
 static void
 expect_req(struct it_server *s, struct req_line *r)
 {
-	char line[1024];
+	char line[2048];
 
 	test_child_expect(&s->child, "REQ ", line, sizeof(line), IT_TIMEOUT_MS);
-	ck_assert_msg(sscanf(line, "REQ %ld %d %15s %255s %u %127s %39s", &r->tid,
-			     &r->stream, r->method, r->path, &r->n_tp, r->tp,
-			     r->seen) == 7,
+	ck_assert_msg(sscanf(line, "REQ %ld %d %15s %255s %u %127s %39s %599s", &r->tid,
+			     &r->stream, r->method, r->path, &r->n_tp, r->tp, r->seen,
+			     r->ts) == 8,
 		      "bad line: %s", line);
 }
 
@@ -1222,6 +1226,65 @@ START_TEST(test_client_curl_h2)
 }
 END_TEST
 
+/* A tracestate of len bytes (three members of '0's), into out. */
+static void
+ts_of_len(char *out, size_t len)
+{
+	size_t v = len - 8; /* "a=" ",b=" ",c=" */
+
+	ck_assert_uint_le(v, 3 * 256);
+	snprintf(out, len + 1, "a=%0*d,b=%0*d,c=%0*d", (int)(v / 3), 0, (int)(v / 3), 0,
+		 (int)(v - 2 * (v / 3)), 0);
+	ck_assert_uint_eq(strlen(out), len);
+}
+
+/* Tracestates of 511, 512 (W3C's maximum) and 513 bytes (cut after its
+ * second member).  An nghttp2 server's stream keeps its request's whole
+ * tracestate: a request the handler submits carries it (nh_ctx_dup()).
+ * An nghttp2 client under TRACEPARENT and TRACESTATE sends it (nh_plan()). */
+static const size_t ts_lens[] = {511, 512, 513};
+
+START_TEST(test_tracestate_max)
+{
+	char tp_env[] = "TRACEPARENT=" TPA, ts_env[640],
+	     *env[] = {tp_env, ts_env, NULL};
+	char cpath[4096], port[16], req[700], ts[600], want[600], line[2048];
+	char *argv1[] = {cpath, port, req, NULL},
+	     *argv2[] = {cpath, port, "/relay", NULL};
+	struct it_server s;
+	struct req_line r;
+	size_t len = ts_lens[_i];
+
+	ts_of_len(ts, len);
+	strcpy(want, ts);
+	if (len > 512)
+		*strrchr(want, ',') = '\0';
+	snprintf(ts_env, sizeof(ts_env), "TRACESTATE=%s", ts);
+	snprintf(req, sizeof(req), "/relay@%s^%s", TPB, ts);
+	server_start(&s, true, false);
+	helper(cpath, sizeof(cpath), "h2-client");
+	snprintf(port, sizeof(port), "%u", s.port);
+
+	free(run(argv2, env, true));
+	expect_req(&s, &r);
+	ck_assert_msg(strcmp(r.ts, want) == 0, "%zu bytes: client sent tracestate %s",
+		      len, r.ts);
+	test_child_expect(&s.child, "RELAY ", line, sizeof(line), IT_TIMEOUT_MS);
+
+	/* The fields the client sends itself (no shim there): the handler's
+	 * request carries its stream's copy, nh_ctx_dup()'s (it is injected
+	 * by nh_plan() as well, checked above). */
+	free(run(argv1, NULL, false));
+	expect_req(&s, &r);
+	ck_assert_str_eq(r.seen, TB);
+	ck_assert_str_eq(r.ts, ts);
+	test_child_expect(&s.child, "RELAY ", line, sizeof(line), IT_TIMEOUT_MS);
+	ck_assert_msg(strcmp(strrchr(line, ' ') + 1, want) == 0,
+		      "%zu bytes: the handler's request carried: %s", len, line);
+	it_server_stop(&s);
+}
+END_TEST
+
 TEST_SUITE(h2_suite)
 {
 	Suite *s = suite_create("integration-h2");
@@ -1268,6 +1331,8 @@ TEST_SUITE(h2_suite)
 	if (access(p, X_OK) == 0)
 		tcase_add_test(tc, test_server_socket_unknown);
 	tcase_add_test(tc, test_client_nghttp2);
+	tcase_add_loop_test(tc, test_tracestate_max, 0,
+			    (int)(sizeof(ts_lens) / sizeof(ts_lens[0])));
 	helper(p, sizeof(p), "curl-get");
 	if (access(p, X_OK) == 0)
 		tcase_add_test(tc, test_client_curl_h2);
