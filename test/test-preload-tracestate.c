@@ -22,6 +22,9 @@
 #define T1  "0af7651916cd43dd8448eb211c80319c"
 #define P1  "b7ad6b7169203331"
 #define TP1 "traceparent: 00-" T1 "-" P1 "-01\r\n"
+/* A member value that brings "{1-20}" (419 bytes) to 512 with ",pad=". */
+#define PAD22 "vvvvvvvvvvvvvvvvvvvvvv"
+#define PAD88 PAD22 PAD22 PAD22 PAD22
 
 static void
 helper_path(char *out, size_t n, const char *name)
@@ -43,6 +46,9 @@ static const struct {
 	{"a bad member in a line past byte 512", {"{1-26}", "ok=1,Bad=1"}, NULL},
 	{"30 valid members (629 B)", {"{1-30}"}, ""},
 	{"20 valid members (419 B)", {"{1-20}"}, "{1-20}"},
+	/* the limit itself, kept whole, and one byte past it, cut */
+	{"21 valid members (512 B)", {"{1-20},pad=" PAD88}, "{1-20},pad=" PAD88},
+	{"21 valid members (513 B)", {"{1-20},pad=" PAD88 "v"}, ""},
 };
 
 static size_t
