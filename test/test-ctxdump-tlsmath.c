@@ -191,6 +191,17 @@ START_TEST(tlsdesc_classify)
 			  sizeof(other), dyn, &a);
 	ck_assert_int_eq(a.model, TLSM_TLSDESC_DYNAMIC);
 	ck_assert(!a.check_gen);
+	/* module ids 1 to 4096 are dynamic TLS, both ends included
+	 * (reader.md): past them the block is no descriptor argument */
+	dyn[0] = TLSM_MODID_MAX;
+	tlsm_from_tlsdesc(TLSM_X86_64, TLSM_GLIBC, 0x7f0000002000, 0x5555000, other,
+			  sizeof(other), dyn, &a);
+	ck_assert_int_eq(a.model, TLSM_TLSDESC_DYNAMIC);
+	ck_assert_uint_eq(a.modid, TLSM_MODID_MAX);
+	dyn[0] = TLSM_MODID_MAX + 1;
+	tlsm_from_tlsdesc(TLSM_X86_64, TLSM_GLIBC, 0x7f0000002000, 0x5555000, other,
+			  sizeof(other), dyn, &a);
+	ck_assert_int_eq(a.model, TLSM_UNRESOLVED);
 	/* glibc < 2.34 lazy stub: arg is the address of the Elf64_Rela */
 	tlsm_from_tlsdesc(TLSM_X86_64, TLSM_GLIBC, 0x555555555030, 0x555555554560,
 			  other, sizeof(other), lazy, &a);
@@ -227,6 +238,12 @@ START_TEST(gd_ie_classify)
 	tlsm_from_gd(TLSM_X86_64, TLSM_GLIBC, 0, 0, &a);
 	ck_assert_int_eq(a.model, TLSM_UNRESOLVED);
 	tlsm_from_gd(TLSM_X86_64, TLSM_GLIBC, 5000, 0, &a);
+	ck_assert_int_eq(a.model, TLSM_UNRESOLVED);
+	/* the bound itself is a module id (reader.md: [1, 4096]) */
+	tlsm_from_gd(TLSM_X86_64, TLSM_GLIBC, TLSM_MODID_MAX, 0, &a);
+	ck_assert_int_eq(a.model, TLSM_GD);
+	ck_assert_uint_eq(a.modid, TLSM_MODID_MAX);
+	tlsm_from_gd(TLSM_X86_64, TLSM_GLIBC, TLSM_MODID_MAX + 1, 0, &a);
 	ck_assert_int_eq(a.model, TLSM_UNRESOLVED);
 
 	tlsm_from_ie(TLSM_X86_64, TLSM_GLIBC, (uint64_t)-16, &a);
@@ -434,6 +451,11 @@ START_TEST(gd_generation_glibc)
 	ck_assert_int_eq(
 		tlsm_glibc_module_gen(&db, TLSM_MODID_MAX + 1, fake_read, &m, &gen),
 		-EINVAL);
+	/* the last module id is looked up (past the last list here), not
+	 * refused as out of range */
+	ck_assert_int_eq(
+		tlsm_glibc_module_gen(&db, TLSM_MODID_MAX, fake_read, &m, &gen),
+		-EFAULT);
 	/* past the last list */
 	ck_assert_int_eq(tlsm_glibc_module_gen(&db, 6, fake_read, &m, &gen), -EFAULT);
 	bad.slotinfo_size = 8;
@@ -505,6 +527,8 @@ START_TEST(map_bias)
 {
 	const struct tlsm_load exe[] = {{0x400000, 0, 0x1000, true},
 					{0x401e00, 0xe00, 0x300, false}};
+	const struct tlsm_load gap[] = {{0x400000, 0, 0x1000, false},
+					{0x402000, 0x1000, 0x500, true}};
 	const struct tlsm_map *m = wtls_maps;
 	struct tlsm_map data = {0x600000, 0x601000, 0x800, false};
 	uint64_t bias = 1;
@@ -529,6 +553,16 @@ START_TEST(map_bias)
 		-ENOENT);
 	ck_assert_int_eq(tlsm_map_bias(exe, 0, &data, &bias), -ENOENT);
 	ck_assert_uint_eq(bias, 1);
+	/* a mapping at the offset where one PT_LOAD's file bytes end and the
+	 * next one's begin (page-aligned segments, a gap between their
+	 * vaddrs) belongs to the next one: the first would put the bias a
+	 * page off */
+	ck_assert_int_eq(
+		tlsm_map_bias(gap, 2,
+			      &(struct tlsm_map){0x500000, 0x501000, 0x1000, true},
+			      &bias),
+		0);
+	ck_assert_uint_eq(bias, 0x500000 - 0x402000);
 }
 END_TEST
 
@@ -590,6 +624,8 @@ START_TEST(loader_map_choice)
 	ck_assert_int_eq(tlsm_loader_map(old, 2, old_maps_x, 4), 1);
 	/* only some of the mappings seen: none fits */
 	ck_assert_int_eq(tlsm_loader_map(wtls_loads, WTLS_NL, below, 2), -1);
+	/* the third PT_LOAD starts where the second mapping ends: not in it */
+	ck_assert_int_eq(tlsm_loader_map(wtls_loads, 3, wtls_maps, 2), -1);
 	ck_assert_int_eq(tlsm_loader_map(wtls_loads, 0, below, 6), -1);
 	ck_assert_int_eq(tlsm_loader_map(wtls_loads, WTLS_NL, NULL, 0), -1);
 	ck_assert_int_eq(tlsm_loader_map(wrap, 1, wrap_maps, 2), -1);
