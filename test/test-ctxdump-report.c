@@ -2301,6 +2301,55 @@ START_TEST(report_undefined_ids_malformed)
 }
 END_TEST
 
+/* The reader's limits themselves are taken, one past them is malformed
+ * (FILE FORMAT): a stack's first guessed frame is an index into it, a
+ * context holds at most 256 attributes, ids count from 1 (0 is none),
+ * and the 10th byte of a varint holds bit 63. */
+START_TEST(report_reader_edges)
+{
+	static const uint32_t f1[] = {1};
+	static uint32_t kv[2 * 257];
+	const char *args[] = {"--folded", NULL, NULL}, *summary[] = {NULL, NULL};
+	struct rec *r = rec_new("srv");
+	char file[64], *o, *err;
+	size_t i;
+	int st;
+
+	for (i = 0; i < 2 * 257; i++)
+		kv[i] = 1;
+	rec_string(r, 1, "work", 4);
+	rec_frame(r, 1, 1);
+	rec_stack_guessed(r, 1, 2, f1, 1, 0); /* guessed from frame 0: taken */
+	rec_stack_guessed(r, 2, 2, f1, 1, 1); /* from frame 1 of 1: malformed */
+	rec_stack(r, 0, f1, 1);               /* id 0: malformed */
+	rec_ctx(r, 1, 0x4b, 0x00f067aa0ba902b7ull, kv, 256); /* taken */
+	rec_ctx(r, 2, 0x5c, 0x00f067aa0ba902b7ull, kv, 257); /* malformed */
+	rec_round(r, 0);
+	rec_sample(r, 7, 1, 1);
+	rec_sample(r, 8, 2, 0);
+	rec_sample(r, 9, 0, 0);
+	/* a state of bit 63 only: 10 bytes, the last one 1 */
+	pay_u(r, 10);
+	pay_u(r, 1ull << 63);
+	pay_u(r, 1);
+	pay_u(r, 0);
+	rec_end(r, 11);
+	rec_save(r, file, sizeof(file), "edges");
+	args[1] = summary[0] = file;
+	st = run_report(summary, -1, NULL, 0, 0, &err);
+	ck_assert_msg(st == 1 && strstr(err, ": 3 malformed records (the first at "),
+		      "exit %d: %s", st, err);
+	free(err);
+	o = report_stdout(args, 1, "report --folded");
+	ck_assert_str_eq(o, "unknown_service:srv;[no trace];[no stack] 2\n"
+			    "unknown_service:srv;[no trace];work [guessed] 1\n"
+			    "unknown_service:srv;[unknown request];trace " TRACE_HEX
+			    ";work [guessed] 1\n");
+	free(o);
+	unlink(file);
+}
+END_TEST
+
 /* A context whose flags say it has a trace (Elastic's trace-present byte)
  * but whose trace id is all zero has no trace: OTLP takes an all-zero
  * traceId for invalid.  Old: --spans printed spans of trace
@@ -2580,11 +2629,13 @@ END_TEST
 START_TEST(report_header_version)
 {
 	static const struct {
-		uint8_t version;
+		uint8_t version, size;
 		const char *want;
 	} cases[] = {
-		{2, ": recorded by a newer ctxdump (unsupported version)\n"},
-		{0, ": not a ctxdump recording\n"},
+		{2, 16, ": recorded by a newer ctxdump (unsupported version)\n"},
+		{0, 16, ": not a ctxdump recording\n"},
+		/* a header shorter than version 1's */
+		{1, 15, ": not a ctxdump recording\n"},
 	};
 	uint8_t hdr[16] = {'C', 'T', 'X', 'D', 'P', 'R', 'O', 'F', 0, 0, 16, 0};
 	const char *args[] = {NULL, NULL};
@@ -2595,6 +2646,7 @@ START_TEST(report_header_version)
 
 	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		hdr[8] = cases[i].version;
+		hdr[10] = cases[i].size;
 		prof_tmpfile(file, sizeof(file), "version");
 		f = fopen(file, "we");
 		ck_assert_ptr_nonnull(f);
@@ -2602,8 +2654,8 @@ START_TEST(report_header_version)
 		ck_assert_int_eq(fclose(f), 0);
 		args[0] = file;
 		st = run_report(args, -1, NULL, 0, 0, &err);
-		ck_assert_msg(st == 2, "version %u: exit %d: %s", cases[i].version, st,
-			      err);
+		ck_assert_msg(st == 2, "version %u size %u: exit %d: %s",
+			      cases[i].version, cases[i].size, st, err);
 		ck_assert_msg(strstr(err, cases[i].want), "version %u: %s",
 			      cases[i].version, err);
 		free(err);
@@ -2734,6 +2786,7 @@ TEST_SUITE(ctxdump_report_suite)
 	tcase_add_test(tc, report_stop_window_sum_wraps);
 	tcase_add_test(tc, report_errors_name_offset);
 	tcase_add_test(tc, report_undefined_ids_malformed);
+	tcase_add_test(tc, report_reader_edges);
 	tcase_add_test(tc, report_pipe_survives_first_interrupt);
 	tcase_add_test(tc, report_pipe_interrupt_says_so);
 	tcase_add_test(tc, report_thread_name_cut);
