@@ -262,6 +262,80 @@ START_TEST(maps_error_by_thread_state)
 }
 END_TEST
 
+/* A process of zombies only (exited, not reaped yet) has nothing to
+ * stop and nothing to read, and is no error: stop_all() says 0 with its
+ * thread a zombie, not -ESRCH (gone) as for a process that vanished. */
+START_TEST(zombie_only_process)
+{
+	const struct stop_thread *t;
+	struct stop_set ss;
+	siginfo_t si;
+	pid_t pid;
+
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0)
+		_exit(0);
+	memset(&si, 0, sizeof(si));
+	ck_assert_int_eq(waitid(P_PID, (id_t)pid, &si, WEXITED | WNOWAIT), 0);
+
+	stop_init(&ss, pid);
+	ck_assert_int_eq(stop_all(&ss, 0, TIMEOUT_MS, 0, NULL), 0);
+	t = stop_find(&ss, pid);
+	ck_assert_ptr_nonnull(t);
+	ck_assert_int_eq(t->status, STOP_ZOMBIE);
+	stop_release(&ss);
+	stop_free(&ss);
+	ck_assert_int_eq(waitpid(pid, NULL, 0), pid);
+}
+END_TEST
+
+static void *
+pause_thread(void *arg)
+{
+	(void)arg;
+	for (;;)
+		pause();
+	return NULL;
+}
+
+/* A process whose group leader called pthread_exit() lives on: it is not
+ * dying for a signal other than SIGKILL pending in it (old, with the
+ * wrong bit of SigPnd/ShdPnd: SIGUSR1 read as the SIGKILL of an
+ * exit_group()). */
+START_TEST(zombie_leader_not_dying)
+{
+	long deadline = test_now_ms() + TIMEOUT_MS;
+	int st;
+	pid_t pid;
+
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		sigset_t usr1;
+		pthread_t th;
+
+		sigemptyset(&usr1);
+		sigaddset(&usr1, SIGUSR1);
+		/* blocked in every thread: it stays pending */
+		if (pthread_sigmask(SIG_BLOCK, &usr1, NULL) != 0 ||
+		    pthread_create(&th, NULL, pause_thread, NULL) != 0)
+			_exit(1);
+		pthread_exit(NULL);
+	}
+	while (test_task_state(pid, pid) != 'Z') {
+		ck_assert_msg(test_now_ms() < deadline, "leader %d not a zombie",
+			      (int)pid);
+		usleep(1000);
+	}
+	ck_assert_int_eq(kill(pid, SIGUSR1), 0);
+	ck_assert(!stop_process_dying(pid));
+
+	kill(pid, SIGKILL);
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+}
+END_TEST
+
 TEST_SUITE(ctxdump_stop_suite)
 {
 	Suite *s = suite_create("ctxdump-stop");
@@ -273,6 +347,8 @@ TEST_SUITE(ctxdump_stop_suite)
 	tcase_add_loop_test(tc, late_thread_after_exec, 0, 2);
 	tcase_add_test(tc, eperm_before_taken_thread);
 	tcase_add_test(tc, maps_error_by_thread_state);
+	tcase_add_test(tc, zombie_only_process);
+	tcase_add_test(tc, zombie_leader_not_dying);
 	suite_add_tcase(s, tc);
 	return s;
 }
