@@ -72,6 +72,10 @@
  *                                connection, or a write on another
  *                                connection with no request: the
  *                                answered request's context is gone
+ *   sock-edge connect 407|200    a CONNECT answered 407: the retry on the
+ *                                connection gets its context; answered
+ *                                200: a request sent through the tunnel
+ *                                is no request of the proxy's
  *   sock-edge idle epoll_wait|epoll_pwait|epoll_pwait2|poll|__poll_chk|
  *                  ppoll|__ppoll_chk|select|pselect
  *                                after a response, the server's wait for
@@ -418,6 +422,44 @@ mode_continue_final(const char *how)
 	CHECK(r == (ssize_t)sizeof(resp) - 1, "continue-final %s: %zd", how, r);
 	read_n(cli, buf, sizeof(resp) - 1);
 	next_shows_trace2(cli, srv, how);
+	close(cli);
+	close(srv);
+}
+
+/* A forward proxy's CONNECT (preload/conn.c, "Tunnels"): answered 407, the
+ * connection stays an HTTP/1 one and the retry on it gets its context;
+ * answered 200, the bytes after it are the tunnel's, and a plain request
+ * sent through it is not the proxy's (no context of its own). */
+static void
+mode_connect(const char *how)
+{
+	static const char head[] = "CONNECT origin:80 HTTP/1.1\r\n"
+				   "Host: origin:80\r\n" TP "\r\n";
+	static const char r407[] = "HTTP/1.1 407 Proxy Authentication Required\r\n"
+				   "Content-Length: 0\r\n\r\n";
+	static const char r200[] = "HTTP/1.1 200 Connection Established\r\n\r\n";
+	static const char inner[] =
+		"GET /inner HTTP/1.1\r\nHost: origin\r\n" TP2 "\r\n";
+	bool ok = strcmp(how, "200") == 0;
+	const char *resp = ok ? r200 : r407;
+	size_t n = ok ? sizeof(r200) - 1 : sizeof(r407) - 1;
+	char buf[sizeof(r407) + sizeof(inner)];
+	int cli, srv;
+
+	pair(&cli, &srv);
+	send_all(cli, head, sizeof(head) - 1, 0);
+	read_n(srv, buf, sizeof(head) - 1);
+	CHECK(shows_trace(), "connect: head: %s", ctxobs_shown());
+	send_all(srv, resp, n, 0);
+	read_n(cli, buf, n);
+	if (!ok) {
+		next_shows_trace2(cli, srv, "connect 407");
+	} else {
+		send_all(cli, inner, sizeof(inner) - 1, 0);
+		read_n(srv, buf, sizeof(inner) - 1);
+		CHECK(!shows_trace2(), "connect 200: a request in the tunnel: %s",
+		      ctxobs_shown());
+	}
 	close(cli);
 	close(srv);
 }
@@ -935,10 +977,12 @@ main(int argc, char **argv)
 		mode_after(arg);
 	else if (strcmp(mode, "idle") == 0)
 		mode_idle(arg);
+	else if (strcmp(mode, "connect") == 0)
+		mode_connect(arg);
 	else {
 		fprintf(stderr, "usage: sock-edge "
 				"oob|poll-efault|continue|continue-final|short|batch|"
-				"writers|mmsg|splice|after|idle [how]\n");
+				"writers|mmsg|splice|after|idle|connect [how]\n");
 		return 64;
 	}
 	printf("RESULT %s fails=%d\n", mode, fails);
