@@ -52,7 +52,10 @@
  *    HTTP/1, the retry gets its context) nor its 200 (the tunnel's bytes
  *    are no requests of the proxy's) was checked but by
  *    integration-apache's 2xx (a mutation audit: ignoring the status code
- *    survived every preload test).
+ *    survived every preload test);
+ *  - dup2() of a connection onto itself, and a connection accept4()
+ *    returns as fd 0: neither was checked (a mutation audit: forgetting
+ *    the connection on the first, ignoring fd 0 on the second survived).
  *
  * Each runs with the event log off and on (the hooks take other paths). */
 #include "test-common.h"
@@ -201,6 +204,12 @@ START_TEST(connect_tunnel)
 }
 END_TEST
 
+START_TEST(fd_edges)
+{
+	run_edge("fd", _i & 1 ? "accept4-0" : "dup2-self", _i & 2);
+}
+END_TEST
+
 START_TEST(uv_after_work_restore)
 {
 	char path[4096];
@@ -231,6 +240,7 @@ TEST_SUITE(sockedge_suite)
 	tcase_add_loop_test(tc, after_response, 0, 4);
 	tcase_add_loop_test(tc, idle_after_response, 0, 2 * N_IDLE_WAITS);
 	tcase_add_loop_test(tc, connect_tunnel, 0, 4);
+	tcase_add_loop_test(tc, fd_edges, 0, 4);
 	tcase_add_loop_test(tc, uv_after_work_restore, 0, 2);
 	suite_add_tcase(s, tc);
 	return s;

@@ -76,6 +76,10 @@
  *                                connection gets its context; answered
  *                                200: a request sent through the tunnel
  *                                is no request of the proxy's
+ *   sock-edge fd dup2-self|accept4-0
+ *                                dup2() of a connection onto itself: it
+ *                                stays followed; a connection accept4()
+ *                                returns as fd 0: followed
  *   sock-edge idle epoll_wait|epoll_pwait|epoll_pwait2|poll|__poll_chk|
  *                  ppoll|__ppoll_chk|select|pselect
  *                                after a response, the server's wait for
@@ -459,6 +463,43 @@ mode_connect(const char *how)
 		read_n(srv, buf, sizeof(inner) - 1);
 		CHECK(!shows_trace2(), "connect 200: a request in the tunnel: %s",
 		      ctxobs_shown());
+	}
+	close(cli);
+	close(srv);
+}
+
+/* Descriptor edges of the connection table (hooks/hook-socket.c):
+ * dup2() of a connection onto itself changes nothing, so the connection
+ * stays followed (it is no copy over it: it was forgotten), and a
+ * connection accept4() returns as fd 0 (stdin closed, as a daemon's) is
+ * one like any other. */
+static void
+mode_fd(const char *how)
+{
+	static const char head[] = "GET /fd HTTP/1.1\r\nHost: x\r\n" TP "\r\n";
+	char buf[sizeof(head)];
+	int cli, srv;
+
+	if (strcmp(how, "accept4-0") == 0) {
+		static struct sockaddr_in a;
+		int l = listen_loopback(1, SOCK_CLOEXEC, &a);
+
+		cli = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (l < 0 || cli < 0 || connect(cli, (void *)&a, sizeof(a)))
+			die("connect");
+		close(0);
+		srv = accept4(l, NULL, NULL, SOCK_CLOEXEC);
+		CHECK(srv == 0, "accept4: fd %d", srv);
+		close(l);
+		send_all(cli, head, sizeof(head) - 1, 0);
+		read_n(srv, buf, sizeof(head) - 1);
+		CHECK(shows_trace(), "accept4 to fd 0: %s", ctxobs_shown());
+	} else {
+		request(&cli, &srv);
+		send_all(srv, "HTTP/1.1 204 No Content\r\n\r\n", 27, 0);
+		read_n(cli, buf, 27);
+		CHECK(dup2(srv, srv) == srv, "dup2: %s", strerror(errno));
+		next_shows_trace2(cli, srv, "dup2 onto itself");
 	}
 	close(cli);
 	close(srv);
@@ -979,10 +1020,12 @@ main(int argc, char **argv)
 		mode_idle(arg);
 	else if (strcmp(mode, "connect") == 0)
 		mode_connect(arg);
+	else if (strcmp(mode, "fd") == 0)
+		mode_fd(arg);
 	else {
 		fprintf(stderr, "usage: sock-edge "
 				"oob|poll-efault|continue|continue-final|short|batch|"
-				"writers|mmsg|splice|after|idle|connect [how]\n");
+				"writers|mmsg|splice|after|idle|connect|fd [how]\n");
 		return 64;
 	}
 	printf("RESULT %s fails=%d\n", mode, fails);
