@@ -53,9 +53,10 @@
  *    are no requests of the proxy's) was checked but by
  *    integration-apache's 2xx (a mutation audit: ignoring the status code
  *    survived every preload test);
- *  - dup2() of a connection onto itself, and a connection accept4()
- *    returns as fd 0: neither was checked (a mutation audit: forgetting
- *    the connection on the first, ignoring fd 0 on the second survived).
+ *  - dup2() of a connection onto itself, a connection accept4() returns
+ *    as fd 0, and a head read with readv() of one iovec: none was checked
+ *    (a mutation audit: forgetting the connection on the first, ignoring
+ *    fd 0 on the second, feeding readv only past one iovec survived).
  *
  * Each runs with the event log off and on (the hooks take other paths). */
 #include "test-common.h"
@@ -206,7 +207,9 @@ END_TEST
 
 START_TEST(fd_edges)
 {
-	run_edge("fd", _i & 1 ? "accept4-0" : "dup2-self", _i & 2);
+	static const char *const how[] = {"dup2-self", "accept4-0", "readv1"};
+
+	run_edge("fd", how[_i % 3], _i >= 3);
 }
 END_TEST
 
@@ -240,7 +243,7 @@ TEST_SUITE(sockedge_suite)
 	tcase_add_loop_test(tc, after_response, 0, 4);
 	tcase_add_loop_test(tc, idle_after_response, 0, 2 * N_IDLE_WAITS);
 	tcase_add_loop_test(tc, connect_tunnel, 0, 4);
-	tcase_add_loop_test(tc, fd_edges, 0, 4);
+	tcase_add_loop_test(tc, fd_edges, 0, 6);
 	tcase_add_loop_test(tc, uv_after_work_restore, 0, 2);
 	suite_add_tcase(s, tc);
 	return s;

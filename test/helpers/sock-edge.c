@@ -76,10 +76,11 @@
  *                                connection gets its context; answered
  *                                200: a request sent through the tunnel
  *                                is no request of the proxy's
- *   sock-edge fd dup2-self|accept4-0
+ *   sock-edge fd dup2-self|accept4-0|readv1
  *                                dup2() of a connection onto itself: it
  *                                stays followed; a connection accept4()
- *                                returns as fd 0: followed
+ *                                returns as fd 0: followed; a head read
+ *                                with readv() of one iovec: seen
  *   sock-edge idle epoll_wait|epoll_pwait|epoll_pwait2|poll|__poll_chk|
  *                  ppoll|__ppoll_chk|select|pselect
  *                                after a response, the server's wait for
@@ -470,9 +471,9 @@ mode_connect(const char *how)
 
 /* Descriptor edges of the connection table (hooks/hook-socket.c):
  * dup2() of a connection onto itself changes nothing, so the connection
- * stays followed (it is no copy over it: it was forgotten), and a
- * connection accept4() returns as fd 0 (stdin closed, as a daemon's) is
- * one like any other. */
+ * stays followed (it is no copy over it: it was forgotten), a connection
+ * accept4() returns as fd 0 (stdin closed, as a daemon's) is one like any
+ * other, and so is a head read with readv() of a single iovec. */
 static void
 mode_fd(const char *how)
 {
@@ -494,6 +495,13 @@ mode_fd(const char *how)
 		send_all(cli, head, sizeof(head) - 1, 0);
 		read_n(srv, buf, sizeof(head) - 1);
 		CHECK(shows_trace(), "accept4 to fd 0: %s", ctxobs_shown());
+	} else if (strcmp(how, "readv1") == 0) {
+		struct iovec v = {buf, sizeof(head) - 1};
+
+		pair(&cli, &srv);
+		send_all(cli, head, sizeof(head) - 1, 0);
+		CHECK(readv(srv, &v, 1) > 0, "readv: %s", strerror(errno));
+		CHECK(shows_trace(), "readv of one iovec: %s", ctxobs_shown());
 	} else {
 		request(&cli, &srv);
 		send_all(srv, "HTTP/1.1 204 No Content\r\n\r\n", 27, 0);
