@@ -1017,6 +1017,24 @@ START_TEST(test_app_traceparent_disabled)
 }
 END_TEST
 
+/* "traceparent;" sends the header empty (libcurl's form for that): the
+ * application's line still, so we add none (a mutation audit: only the
+ * "traceparent:" form was checked). */
+START_TEST(test_app_traceparent_empty)
+{
+	const char *args[] = {"-H", "traceparent;", NULL};
+	char *env[] = {T_TP, NULL};
+	const char *v;
+	struct req q;
+	struct run r;
+
+	one_request(&r, &q, args, env);
+	ck_assert_int_eq(req_count(&q, "traceparent", &v), 1);
+	ck_assert_str_eq(v, "");
+	client_done(&r);
+}
+END_TEST
+
 /* A thread without context adopts the application's traceparent for the
  * call: a hand-propagating program becomes visible. */
 START_TEST(test_app_traceparent_adopted)
@@ -1264,6 +1282,7 @@ TEST_SUITE(preload_curl_suite)
 	tcase_add_test(tc, test_relay_answered_in_transfer);
 	tcase_add_loop_test(tc, test_app_traceparent_kept, 0, 2);
 	tcase_add_test(tc, test_app_traceparent_disabled);
+	tcase_add_test(tc, test_app_traceparent_empty);
 	tcase_add_loop_test(tc, test_aws_sigv4, 0, 3);
 	tcase_add_test(tc, test_app_traceparent_adopted);
 	tcase_add_loop_test(tc, test_app_tracestate, 0, 4);
