@@ -623,6 +623,27 @@ START_TEST(test_unknown_option)
 }
 END_TEST
 
+/* Start an mhd-server (argv) with the shim's log in a file, and read
+ * what the shim logged while it started into logbuf. */
+static void
+mhd_start_logged(struct it_server *s, char **argv, char *logbuf, size_t cap)
+{
+	char logpath[] = "/tmp/ctxshim-it-log-XXXXXX", logenv[64];
+	char *env[] = {logenv, NULL};
+	ssize_t n;
+	int logfd;
+
+	logfd = mkostemp(logpath, O_CLOEXEC);
+	ck_assert_int_ge(logfd, 0);
+	snprintf(logenv, sizeof(logenv), "CTXSHIM_LOG=%s", logpath);
+	it_server_start(s, argv, true, env);
+	unlink(logpath);
+	n = read(logfd, logbuf, cap - 1);
+	close(logfd);
+	ck_assert_int_ge(n, 0);
+	logbuf[n] = '\0';
+}
+
 /* Options the shim leaves to MHD (here more than it rewrites, which its
  * log says): url.path is MHD's decoded url, where a '?' or '#' sent
  * escaped is escaped again, so that the path is not cut there. */
@@ -633,26 +654,15 @@ START_TEST(test_decoded_url_path)
 		{"/block/a%3Fb?q=1", "/block/a%3Fb", "GET /block/a?b 0\n"},
 		{"/block/x%23y", "/block/x%23y", "GET /block/x#y 0\n"},
 	};
-	char *argv[] = {prog, "-m", "select", NULL}, req[256], *json;
-	char logpath[] = "/tmp/ctxshim-it-log-XXXXXX", logenv[64], logbuf[4096];
-	char *env[] = {logenv, NULL};
+	char *argv[] = {prog, "-m", "select", NULL}, req[256], *json, logbuf[4096];
 	struct it_thread_ctx t;
 	struct it_server s;
-	ssize_t n;
 	size_t i;
 	long tid;
-	int fd, logfd;
+	int fd;
 
 	snprintf(prog, sizeof(prog), "%s/mhd-server", test_env_path("HELPER_DIR"));
-	logfd = mkostemp(logpath, O_CLOEXEC);
-	ck_assert_int_ge(logfd, 0);
-	snprintf(logenv, sizeof(logenv), "CTXSHIM_LOG=%s", logpath);
-	it_server_start(&s, argv, true, env);
-	unlink(logpath);
-	n = read(logfd, logbuf, sizeof(logbuf) - 1);
-	close(logfd);
-	ck_assert_int_ge(n, 0);
-	logbuf[n] = '\0';
+	mhd_start_logged(&s, argv, logbuf, sizeof(logbuf));
 	ck_assert_msg(strstr(logbuf, "libmicrohttpd: more than 256 daemon options"),
 		      "shim log: %s", logbuf);
 	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -675,26 +685,15 @@ END_TEST
 START_TEST(test_options_bound)
 {
 	static char prog[4096];
-	char opt[16], *argv[] = {prog, opt, "select", NULL}, *json;
-	char logpath[] = "/tmp/ctxshim-it-log-XXXXXX", logenv[64], logbuf[4096];
-	char *env[] = {logenv, NULL};
+	char opt[16], *argv[] = {prog, opt, "select", NULL}, *json, logbuf[4096];
 	struct it_thread_ctx t;
 	struct it_server s;
-	ssize_t n;
 	long tid;
-	int fd, logfd;
+	int fd;
 
 	snprintf(prog, sizeof(prog), "%s/mhd-server", test_env_path("HELPER_DIR"));
 	snprintf(opt, sizeof(opt), "-m%d", 254 + _i);
-	logfd = mkostemp(logpath, O_CLOEXEC);
-	ck_assert_int_ge(logfd, 0);
-	snprintf(logenv, sizeof(logenv), "CTXSHIM_LOG=%s", logpath);
-	it_server_start(&s, argv, true, env);
-	unlink(logpath);
-	n = read(logfd, logbuf, sizeof(logbuf) - 1);
-	close(logfd);
-	ck_assert_int_ge(n, 0);
-	logbuf[n] = '\0';
+	mhd_start_logged(&s, argv, logbuf, sizeof(logbuf));
 	ck_assert_msg(!strstr(logbuf, "more than 256 daemon options") == !_i,
 		      "%s: shim log: %s", opt, logbuf);
 	fd = it_send_blocking(&s, -1,
