@@ -19,10 +19,9 @@
  *    loops interleaving heads both work the same way.  When every entry
  *    HTTP/1 may take is in use (more than 896 heads in progress at once,
  *    e.g. slow clients, or 256 while long-lived connections hold the
- *    rest: "Zones" below), a head is still framed
- *    but not captured: that request gets no context, later ones are
- *    unaffected (a pipelined head that finds no entry is another matter:
- *    see "Bound" below).
+ *    rest: "Zones" below), a head is still framed but not captured: that
+ *    request gets no context, later ones are unaffected (a pipelined head
+ *    that finds no entry is another matter: see "Bound" below).
  *
  * The usual read takes no pool entry at all: one that holds exactly one
  * whole head (nothing before or after it) is scanned in place and built
@@ -67,11 +66,10 @@
  * So neither long-lived connections nor header blocks ever take the
  * first 256 entries, split heads never take [896, 960) (up to 64
  * connections still start during a flood), and header blocks have the
- * top 64 to themselves.  The cost:
- * .bss pages are touched only when an entry is used (about 4 KiB per
- * long-lived connection), the HTTP/1 keep-alive cycle touches none, and
- * the usual claim is still one compare-and-swap on the first bitmap word
- * (conn_pool_claim()).
+ * top 64 to themselves.  The cost: .bss pages are touched only when an
+ * entry is used (about 4 KiB per long-lived connection), the HTTP/1
+ * keep-alive cycle touches none, and the usual claim is still one
+ * compare-and-swap on the first bitmap word (conn_pool_claim()).
  *
  * Concurrency (who writes which field: conn.h, struct ctxshim_conn).  A
  * slot is written by the thread doing that connection's I/O: the reading
