@@ -193,17 +193,11 @@ ngx_doc_env(void)
 static pid_t
 ngx_pidfile(const char *dir)
 {
-	char path[160], buf[32] = "";
-	ssize_t n;
-	int fd;
+	char path[160], buf[32];
 
 	snprintf(path, sizeof(path), "%s/nginx.pid", dir);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	if (test_read_small(path, buf, sizeof(buf)) <= 0)
 		return 0;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	buf[n > 0 ? n : 0] = '\0';
 	return (pid_t)atol(buf);
 }
 

@@ -232,16 +232,10 @@ static __attribute__((unused)) pid_t
 it_child(pid_t pid, pid_t skip)
 {
 	char path[96], buf[256], *p = buf, *end;
-	ssize_t n;
-	int fd;
 
 	snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)pid, (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	if (test_read_small(path, buf, sizeof(buf)) < 0)
 		return 0;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	buf[n > 0 ? n : 0] = '\0';
 	for (;;) {
 		long c = strtol(p, &end, 10);
 
