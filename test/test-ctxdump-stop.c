@@ -236,24 +236,32 @@ START_TEST(eperm_before_taken_thread)
 }
 END_TEST
 
+/* A child that has exited and is left a zombie (not reaped: WNOWAIT). */
+static pid_t
+zombie_child(void)
+{
+	siginfo_t si;
+	pid_t pid = fork();
+
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0)
+		_exit(0);
+	memset(&si, 0, sizeof(si));
+	ck_assert_int_eq(waitid(P_PID, (id_t)pid, &si, WEXITED | WNOWAIT), 0);
+	return pid;
+}
+
 /* stop_maps_error(): -ESRCH, on which the caller reads through another
  * thread, only for a thread that is exiting or gone; a live one's error
  * is its own (old: elf-tls.c said -ESRCH for any empty maps). */
 START_TEST(maps_error_by_thread_state)
 {
-	siginfo_t si;
 	pid_t pid, self = (pid_t)syscall(SYS_gettid);
 
 	ck_assert_int_eq(stop_maps_error(self, -ENODATA), -ENODATA);
 	ck_assert_int_eq(stop_maps_error(self, -EACCES), -EACCES);
 
-	pid = fork();
-	ck_assert_int_ge(pid, 0);
-	if (pid == 0)
-		_exit(0);
-	/* exited, left a zombie (WNOWAIT) */
-	memset(&si, 0, sizeof(si));
-	ck_assert_int_eq(waitid(P_PID, (id_t)pid, &si, WEXITED | WNOWAIT), 0);
+	pid = zombie_child();
 	ck_assert_int_eq(stop_maps_error(pid, -ENODATA), -ESRCH);
 	ck_assert_int_eq(stop_maps_error(pid, -EACCES), -ESRCH);
 	/* reaped: gone */
@@ -269,15 +277,7 @@ START_TEST(zombie_only_process)
 {
 	const struct stop_thread *t;
 	struct stop_set ss;
-	siginfo_t si;
-	pid_t pid;
-
-	pid = fork();
-	ck_assert_int_ge(pid, 0);
-	if (pid == 0)
-		_exit(0);
-	memset(&si, 0, sizeof(si));
-	ck_assert_int_eq(waitid(P_PID, (id_t)pid, &si, WEXITED | WNOWAIT), 0);
+	pid_t pid = zombie_child();
 
 	stop_init(&ss, pid);
 	ck_assert_int_eq(stop_all(&ss, 0, TIMEOUT_MS, 0, NULL), 0);
