@@ -444,6 +444,8 @@ close_n(int *c, int *s, unsigned n)
 }
 
 static size_t long_start(bool h2, uint8_t *b);
+static void long_open(bool h2, int *cli, int *srv);
+static void long_open_n(bool h2, int **c, int **s, unsigned n);
 static int long_exchange(int cli, int srv, const uint8_t *b, size_t n, unsigned k);
 static size_t slow_block_start(uint8_t *b, unsigned k);
 static size_t slow_block_end(uint8_t *b, unsigned k);
@@ -472,13 +474,7 @@ pool_assert_whole(const char *fmt, ...)
 	split_heads_start(c, s, H1, 100000);
 	/* Every scanner first, then every block: a block claims from the
 	 * scanners' zone too, lowest first. */
-	open_n(&tc, &ts, top);
-	for (k = 0; k < top; k++) {
-		size_t len = long_start(true, b);
-
-		send_all(tc[k], (const char *)b, len);
-		read_n(ts[k], len);
-	}
+	long_open_n(true, &tc, &ts, top);
 	for (k = 0; k < top; k++) {
 		size_t len = slow_block_start(b, 110000 + k);
 
@@ -1224,18 +1220,12 @@ t_reserve(const char *proto)
 {
 	const unsigned n = LONG + 32;
 	bool h2 = strcmp(proto, "h2c") == 0;
-	uint8_t b[512];
-	size_t len = long_start(h2, b);
 	int *c, *s, *hc, *hs, pc, ps, r, full;
-	unsigned k, got;
+	unsigned got;
 
 	if (!h2 && strcmp(proto, "fcgi") != 0)
 		die("reserve: fcgi or h2c");
-	open_n(&c, &s, n);
-	for (k = 0; k < n; k++) {
-		send_all(c[k], (const char *)b, len);
-		read_n(s[k], len);
-	}
+	long_open_n(h2, &c, &s, n);
 	/* Followed: the first and the last that got an entry. */
 	r = long_ctx(h2, c[0], s[0], 7000);
 	count(r);
@@ -1262,9 +1252,7 @@ t_reserve(const char *proto)
 		printf("POOLFULL %d\n", full);
 	close_n(c, s, n);
 	/* Their entries are free again. */
-	pair(&pc, &ps);
-	send_all(pc, (const char *)b, len);
-	read_n(ps, len);
+	long_open(h2, &pc, &ps);
 	r = long_ctx(h2, pc, ps, 7003);
 	count(r);
 	CHECK(r == 1, "%s: a long-lived connection after the others closed: %d", proto,
@@ -1299,6 +1287,21 @@ long_open(bool h2, int *cli, int *srv)
 	pair(cli, srv);
 	send_all(*cli, (const char *)b, len);
 	read_n(*srv, len);
+}
+
+/* n connections (open_n()) started as long_open() starts one. */
+static void
+long_open_n(bool h2, int **c, int **s, unsigned n)
+{
+	uint8_t b[512];
+	size_t len = long_start(h2, b);
+	unsigned k;
+
+	open_n(c, s, n);
+	for (k = 0; k < n; k++) {
+		send_all((*c)[k], (const char *)b, len);
+		read_n((*s)[k], len);
+	}
 }
 
 /* Heads split across reads hold every entry HTTP/1 may take (a slowloris
@@ -1337,14 +1340,7 @@ t_slow_long(const char *proto)
 	count(r);
 	CHECK(r == 1, "%s: a %s connection started in the flood shows %d", proto,
 	      h2 ? "fcgi" : "h2c", r);
-	open_n(&lc, &ls, n);
-	for (k = 0; k < n; k++) {
-		uint8_t b[512];
-		size_t len = long_start(h2, b);
-
-		send_all(lc[k], (const char *)b, len);
-		read_n(ls[k], len);
-	}
+	long_open_n(h2, &lc, &ls, n);
 	r = long_ctx(h2, lc[0], ls[0], 7101);
 	count(r);
 	CHECK(r == 1, "%s: started in the flood, a request shows %d", proto, r);
@@ -1440,12 +1436,7 @@ t_slow_blocks(void)
 	unsigned k, got = 0, late = 0;
 	size_t len;
 
-	open_n(&c, &s, LONG);
-	for (k = 0; k < LONG; k++) {
-		len = long_start(true, b);
-		send_all(c[k], (const char *)b, len);
-		read_n(s[k], len);
-	}
+	long_open_n(true, &c, &s, LONG);
 	for (k = 0; k < LONG; k++) {
 		len = slow_block_start(b, 12000 + k);
 		send_all(c[k], (const char *)b, len);
