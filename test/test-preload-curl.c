@@ -1064,6 +1064,29 @@ START_TEST(test_app_traceparent_adopted)
 }
 END_TEST
 
+/* Two traceparent lines of the application: both go out as they are,
+ * and neither is adopted (which one the server takes is its business;
+ * the thread shows no context rather than a guess). */
+START_TEST(test_app_traceparent_twice)
+{
+	const char *args[] = {
+		"-H",
+		"traceparent: 00-11111111111111111111111111111111-2222222222222222-01",
+		"-H",
+		"traceparent: 00-33333333333333333333333333333333-4444444444444444-01",
+		NULL};
+	char dt[33], ds[17];
+	struct req q;
+	struct run r;
+
+	one_request(&r, &q, args, NULL);
+	ck_assert_int_eq(req_count(&q, "traceparent", NULL), 2);
+	out_record(&r, "DURING", 0, dt, ds);
+	ck_assert_str_eq(dt, "none");
+	client_done(&r);
+}
+END_TEST
+
 /* An application that sets a tracestate (any case, even the empty line
  * that tells libcurl to send none) owns propagation for that request: no
  * traceparent of ours next to it (the receiver would file its state under
@@ -1285,6 +1308,7 @@ TEST_SUITE(preload_curl_suite)
 	tcase_add_test(tc, test_app_traceparent_empty);
 	tcase_add_loop_test(tc, test_aws_sigv4, 0, 3);
 	tcase_add_test(tc, test_app_traceparent_adopted);
+	tcase_add_test(tc, test_app_traceparent_twice);
 	tcase_add_loop_test(tc, test_app_tracestate, 0, 4);
 	tcase_add_test(tc, test_propagate_off);
 	tcase_add_test(tc, test_propagate_transparent);
