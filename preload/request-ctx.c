@@ -228,6 +228,22 @@ text_cap(const uint8_t *v, size_t n)
 	return (v[k] & 0xc0) == 0x80 ? TREC_VALUE_MAX : k;
 }
 
+/* k, the length text_cap() kept of a url.path it cut, moved back before
+ * a '%' in the last two bytes: "/a%3F" cut to "/a%3" or "/a%" is no valid
+ * percent-encoding, and a reader may decode it as some other path.  Only
+ * url.path: a header value's '%' means nothing in particular.  A '%' at
+ * k - 2 goes first, so that "%%" leaves neither; an earlier '%' left
+ * incomplete by the move was no valid escape in the request either. */
+static size_t
+path_cap(const uint8_t *v, size_t k)
+{
+	if (v[k - 2] == '%')
+		return k - 2;
+	if (v[k - 1] == '%')
+		return k - 1;
+	return k;
+}
+
 /* attr_text() for everything but a short ASCII value that fits: a value
  * with a byte >= 0x80, a long one, one that may not fit.  What would be
  * published must be well-formed UTF-8, or the value is left out whole
@@ -237,6 +253,8 @@ attr_text_slow(uint8_t *buf, size_t len, uint8_t key, const void *v, size_t n)
 {
 	size_t k = text_cap(v, n);
 
+	if (k < n && key == CTXSHIM_KEY_PATH)
+		k = path_cap(v, k);
 	if (!trec_utf8_valid(v, k))
 		return len;
 	return attr_add_slow(buf, len, key, v, k);

@@ -241,8 +241,8 @@ ref_utf8_valid(const uint8_t *s, size_t n)
 /* request-ctx.h: a value from the request is published as
  * trec_attrs_add() would, if the bytes published (after the cap) are
  * well-formed UTF-8, else left out whole. */
-static void
-ref_text_add(struct trec_attr_writer *w, uint8_t key, const uint8_t *v, size_t len)
+static size_t
+ref_text_cap(const uint8_t *v, size_t len)
 {
 	size_t n = len;
 
@@ -257,8 +257,32 @@ ref_text_add(struct trec_attr_writer *w, uint8_t key, const uint8_t *v, size_t l
 		if ((v[n] & 0xc0) == 0x80)
 			n = 255;
 	}
+	return n;
+}
+
+static void
+ref_text_add(struct trec_attr_writer *w, uint8_t key, const uint8_t *v, size_t len)
+{
+	size_t n = ref_text_cap(v, len);
+
 	if (ref_utf8_valid(v, n))
 		(void)ref_attrs_add(w, key, v, n);
+}
+
+/* request-ctx.c, path_cap(): a cut url.path ends before the first '%' of
+ * its last two bytes. */
+static void
+ref_path_add(struct trec_attr_writer *w, const uint8_t *v, size_t len)
+{
+	size_t n = ref_text_cap(v, len);
+
+	if (n < len) {
+		if (v[n - 2] == '%')
+			n -= 2;
+		else if (v[n - 1] == '%')
+			n--;
+	}
+	ref_text_add(w, CTXSHIM_KEY_PATH, v, n);
 }
 
 static const char *const ref_known_methods[] = {
@@ -878,7 +902,7 @@ START_TEST(test_request_ctx_random)
 			ref_method_add(&want, method, r.method_len,
 				       CTXSHIM_MAX_HEADER_ATTRS);
 		if (r.target && r.target_len)
-			ref_text_add(&want, CTXSHIM_KEY_PATH, (const uint8_t *)target,
+			ref_path_add(&want, (const uint8_t *)target,
 				     ref_path_len(target, r.target_len));
 		if (r.traceparent)
 			(void)ref_attrs_add(&want, CTXSHIM_KEY_PARENT,
@@ -1215,6 +1239,46 @@ START_TEST(test_value_cut_at_bound)
 }
 END_TEST
 
+/* A url.path cut inside a percent-escape ends before it: "%3F" at 252
+ * (whole before the cut), 253 and 254 (straddling it), 255 (after it).
+ * A header value keeps the plain cut. */
+START_TEST(test_path_cut_escape)
+{
+	static const size_t want[] = {255, 253, 254, 255};
+	char v[300];
+	struct trec_attrs_decoded d;
+
+	ctxshim_cfg.n_header_attrs = 1;
+	for (size_t at = 252; at <= 255; at++) {
+		for (int capture = 0; capture < 2; capture++) {
+			/* the socket level's 256-byte target; else past it */
+			size_t n = capture ? 256 : sizeof(v);
+
+			memset(v, 'a', sizeof(v));
+			v[0] = '/';
+			memcpy(v + at, "%3F", at + 3 <= n ? 3 : n - at);
+			attr_run("GET", 3, v, n, v, n, capture, &d);
+			ck_assert_msg(attr_is(&d, CTXSHIM_KEY_PATH, v, want[at - 252]),
+				      "%%3F at %zu (capture %d)", at, capture);
+			ck_assert_msg(attr_is(&d, CTXSHIM_KEY_FIRST_HEADER, v, 255),
+				      "header, %%3F at %zu (capture %d)", at, capture);
+		}
+	}
+	/* "%%" at the end: neither is kept; so is the query when kept. */
+	memset(v, 'a', sizeof(v));
+	v[0] = '/';
+	memcpy(v + 253, "%%41", 4);
+	attr_run("GET", 3, v, sizeof(v), NULL, 0, false, &d);
+	ck_assert(attr_is(&d, CTXSHIM_KEY_PATH, v, 253));
+	ctxshim_cfg.url_query = true;
+	v[10] = '?';
+	attr_run("GET", 3, v, 256, NULL, 0, true, &d);
+	ck_assert(attr_is(&d, CTXSHIM_KEY_PATH, v, 253));
+	ctxshim_cfg.url_query = false;
+	ctxshim_cfg.n_header_attrs = 0;
+}
+END_TEST
+
 /* A capture whose lengths are past its arrays (two threads reading one
  * socket share it: preload/conn.c, "Two readers"), at the end of a mapping
  * followed by an inaccessible page: the values are read no further than
@@ -1476,6 +1540,7 @@ TEST_SUITE(fastpath_suite)
 	tcase_add_test(tc, test_path_utf8);
 	tcase_add_test(tc, test_header_utf8);
 	tcase_add_test(tc, test_value_cut_at_bound);
+	tcase_add_test(tc, test_path_cut_escape);
 	tcase_add_test(tc, test_capture_matches_request);
 	tcase_add_test(tc, test_capture_lengths_untrusted);
 	tcase_add_test(tc, test_h2_method_and_path);
