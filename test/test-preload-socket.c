@@ -717,6 +717,39 @@ START_TEST(test_tpc_pipelined_long)
 }
 END_TEST
 
+/* A path cut at 255 bytes inside a percent-escape is published up to the
+ * escape (request-ctx.c, path_cap()); the server gets every byte. */
+START_TEST(test_tpc_path_cut_escape)
+{
+	static const size_t kept[] = {255, 253, 254, 255};
+	char path[301], want[256], head[512];
+	struct it_server s;
+	int fd;
+
+	fd = tpc_connect(&s, NULL, NULL);
+	for (size_t at = 252; at <= 255; at++) {
+		size_t k = kept[at - 252];
+		long tid;
+		int n;
+
+		long_path(path, sizeof(path), "/block/", 293);
+		memcpy(path + at, "%3F", 3);
+		n = snprintf(head, sizeof(head), "GET %s HTTP/1.1\r\n" TP1 "\r\n",
+			     path);
+		ck_assert(n > 0 && (size_t)n < sizeof(head));
+		it_send_str(fd, head);
+		tid = expect_block(&s, path);
+		memcpy(want, path, k);
+		want[k] = '\0';
+		assert_ctx(&s, tid, T1, P1, "GET", want, NULL);
+		release(&s);
+		it_assert_path_body(it_read_response(fd), path);
+	}
+	close(fd);
+	it_server_stop(&s);
+}
+END_TEST
+
 /* ---- what a socket-level server propagates (tpc-curl-server) ---- */
 
 /* The call's traceparent: trace T1; its parent-id the incoming P1 with
@@ -1054,6 +1087,7 @@ TEST_SUITE(socket_suite)
 	tcase_add_loop_test(tc, test_tpc_long_request, 0,
 			    (int)(sizeof(long_path_n) / sizeof(long_path_n[0])));
 	tcase_add_test(tc, test_tpc_pipelined_long);
+	tcase_add_test(tc, test_tpc_path_cut_escape);
 	/* tpc-curl-server is built only with libcurl's -dev package. */
 	if (access(test_helper_path("tpc-curl-server"), X_OK) == 0)
 		tcase_add_loop_test(
