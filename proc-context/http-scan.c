@@ -337,7 +337,6 @@ target_store(struct http_scan_capture *cap, const uint8_t *s, size_t n)
 		if (tl > HTTP_SCAN_TARGET_MAX)
 			tl = HTTP_SCAN_TARGET_MAX;
 		n = HTTP_SCAN_TARGET_MAX - tl;
-		cap->target_truncated = true;
 	}
 	memcpy(cap->target + tl, s, n);
 	cap->target_len = (uint16_t)(tl + n);

@@ -72,7 +72,10 @@
  *  - Request line: method = 1..20 of [A-Z_-] starting with A-Z (anything
  *    else gives up at once, which is what rejects TLS, RESP and binary);
  *    one or more SP; target = bytes > 0x20 (captured up to 256 bytes,
- *    query included: the caller strips it); one or more SP; "HTTP/1.0" or
+ *    query included: the caller strips it; a longer one is cut there
+ *    unmarked, as in struct http_scan_head: an origin-form one's path is
+ *    then 256 bytes, over the 255 an attribute value keeps, so url.path
+ *    is cut either way); one or more SP; "HTTP/1.0" or
  *    "HTTP/1.1"; CRLF or LF.  Method "PRI" gives up (HTTP/2 preface).
  *  - Header names match ASCII case-insensitively, exactly (no OWS before
  *    ':').  Leading and trailing OWS of values are removed.
@@ -216,7 +219,6 @@ struct http_scan_capture {
 	uint16_t tracestate_len;
 	uint8_t method_len;
 	uint8_t traceparent_len;
-	bool target_truncated;     /* target longer than 256 bytes */
 	bool tracestate_truncated; /* members dropped, see above */
 	uint8_t extra_present;     /* bit k: extra header k was seen */
 	uint8_t extra_truncated;   /* bit k: value cut at 256 bytes */

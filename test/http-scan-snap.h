@@ -20,7 +20,7 @@ struct snap {
 	char ts[HTTP_SCAN_TRACESTATE_MAX + 1];
 	char extra[HTTP_SCAN_EXTRA_MAX][HTTP_SCAN_VALUE_MAX + 1];
 	size_t method_len, target_len, tp_len, ts_len, extra_len[HTTP_SCAN_EXTRA_MAX];
-	bool target_truncated, ts_truncated;
+	bool ts_truncated;
 	unsigned extra_present, extra_truncated, extra_bad;
 };
 
@@ -46,7 +46,6 @@ snap_take(struct snap *s, const struct http_scan_capture *cap, unsigned n_extra)
 	memcpy(s->tp, cap->traceparent, s->tp_len);
 	s->ts_len = snap_min(cap->tracestate_len, HTTP_SCAN_TRACESTATE_MAX);
 	memcpy(s->ts, cap->tracestate, s->ts_len);
-	s->target_truncated = cap->target_truncated;
 	s->ts_truncated = cap->tracestate_truncated;
 	s->extra_present = cap->extra_present;
 	s->extra_truncated = cap->extra_truncated;
@@ -67,9 +66,7 @@ snap_eq(const struct snap *a, const struct snap *b)
 	    a->target_len != b->target_len ||
 	    memcmp(a->target, b->target, a->target_len) || a->tp_len != b->tp_len ||
 	    memcmp(a->tp, b->tp, a->tp_len) || a->ts_len != b->ts_len ||
-	    memcmp(a->ts, b->ts, a->ts_len) ||
-	    a->target_truncated != b->target_truncated ||
-	    a->ts_truncated != b->ts_truncated ||
+	    memcmp(a->ts, b->ts, a->ts_len) || a->ts_truncated != b->ts_truncated ||
 	    a->extra_present != b->extra_present ||
 	    a->extra_truncated != b->extra_truncated || a->extra_bad != b->extra_bad)
 		return false;
@@ -103,8 +100,9 @@ feed_exact(struct http_scan *st,
 }
 
 /* The same values from a head http_scan_whole() took in place.  A capture
- * also says whether the target or a value was cut (the request model does
- * not read those bits): snap_norm() clears them before a comparison. */
+ * also says whether the tracestate or a value was cut (the request model
+ * does not read those bits): snap_norm() clears them before a
+ * comparison. */
 static inline void
 snap_take_head(struct snap *s, const struct http_scan_head *h, unsigned n_extra)
 {
@@ -135,7 +133,6 @@ snap_take_head(struct snap *s, const struct http_scan_head *h, unsigned n_extra)
 static inline void
 snap_norm(struct snap *s)
 {
-	s->target_truncated = false;
 	s->ts_truncated = false;
 	s->extra_truncated = 0;
 }

@@ -114,7 +114,7 @@ static const struct field http_fields[] = {
 	HS(n), HS(head_bytes), HS(flags), HS(match), HS(phase), HS(pos), HS(field),
 	HS(sub), HC(cur_seen), HC(cur_last), HC(cur_start), HC(target_len),
 	HC(tracestate_len), HC(method_len), HC(traceparent_len),
-	HC(target_truncated), HC(tracestate_truncated), HC(extra_present),
+	HC(tracestate_truncated), HC(extra_present),
 	HC(extra_truncated), HC(extra_bad), HC(ts_checking), HCA(extra_len),
 	HC(ts_check.len), HC(ts_check.ows), HC(ts_check.state), HC(ts_check.n),
 	HC(ts_check.pend), HC(ts_trunc.len), HC(ts_trunc.mlen), HC(ts_trunc.mlast),
