@@ -356,6 +356,31 @@ assert_all_utf8(const struct pctx_seen *s)
 	}
 }
 
+/* An executable whose file name is not UTF-8 (nor then its comm): no
+ * process.executable.name, and service.name is plain unknown_service,
+ * rather than bytes that make a checking reader refuse the payload. */
+START_TEST(test_executable_name_not_utf8)
+{
+	char dir[] = "/tmp/ctxshim-exe-XXXXXX", copy[4096], line[4096];
+	char *argv[] = {copy, "--wait", "4", NULL};
+	struct pctx_seen *s = calloc(1, sizeof(*s));
+	struct test_child c;
+
+	ck_assert_ptr_nonnull(test_mkdtemp(dir));
+	copy_threads(dir, "thr\377\376ads", copy, sizeof(copy));
+	test_child_start(&c, argv, NULL, true);
+	test_child_expect(&c, "READY ", line, sizeof(line), 20000);
+	ck_assert(read_pctx(c.pid, s));
+	assert_all_utf8(s);
+	ck_assert_ptr_null(pctx_find_resource(&s->d, "process.executable.name"));
+	assert_resource(s, "service.name", "unknown_service");
+	ck_assert_int_eq(test_child_finish(&c, 20000), 0);
+	unlink(copy);
+	ck_assert_int_eq(rmdir(dir), 0);
+	free(s);
+}
+END_TEST
+
 /* OTel SDK specification: ',' and '=' are percent-encoded in keys as in
  * values, so keys are decoded; OTEL_RESOURCE_ATTRIBUTES overrides the
  * shim's default service.instance.id (and OTEL_SERVICE_NAME still wins for
@@ -411,6 +436,8 @@ START_TEST(test_resource_env_not_utf8)
 		"OTEL_RESOURCE_ATTRIBUTES=a=1,bin=\xc3\x28",
 		"OTEL_RESOURCE_ATTRIBUTES=a=1,k%C0%AF=v",
 		"OTEL_RESOURCE_ATTRIBUTES=a=1,nul=x%00y",
+		/* an empty key is a decoding failure too (ctxshim(7)) */
+		"OTEL_RESOURCE_ATTRIBUTES=a=1, =v",
 		longbad[0],
 		longbad[1],
 	};
@@ -447,8 +474,8 @@ START_TEST(test_resource_env_not_utf8)
 END_TEST
 
 /* Our own limits never cost more than the entry that exceeds them: an
- * OTEL_RESOURCE_ATTRIBUTES that fills the resource text leaves the default
- * service.name in place, a repeated key that finds no room keeps the value
+ * OTEL_RESOURCE_ATTRIBUTES that fills the resource text (8 KiB, here to
+ * its last byte, all kept) leaves the default service.name in place, a repeated key that finds no room keeps the value
  * it had, and a key longer than we keep skips that entry only. */
 START_TEST(test_resource_env_limits)
 {
@@ -501,7 +528,13 @@ START_TEST(test_resource_env_limits)
 		start_threads(&c, env, line, sizeof(line));
 		ck_assert(read_pctx(c.pid, s));
 		assert_resource(s, "service.name", "unknown_service:threads");
-		if (i == 1) {
+		if (i == 0) {
+			a = pctx_find_resource(&s->d, "k7");
+			ck_assert_msg(a && a->type == PCTX_V_STRING &&
+					      a->str.len == 1020,
+				      "the entry that fills the text to its end was "
+				      "not kept");
+		} else if (i == 1) {
 			assert_resource(s, "b", "prod");
 			a = pctx_find_resource(&s->d, "a");
 			ck_assert_msg(a && a->type == PCTX_V_STRING &&
@@ -1103,6 +1136,43 @@ START_TEST(test_header_name_limit)
 }
 END_TEST
 
+/* CTXSHIM_HEADER_ATTRS holds at most 8 names (ctxshim(7)): a ninth is
+ * logged and left out, never written past the table; blanks around a name
+ * go, a name that is not an HTTP token is logged and left out. */
+START_TEST(test_header_names_count_and_form)
+{
+	struct test_child c;
+	struct pctx_seen *s = calloc(1, sizeof(*s));
+	char line[4096], log[4096], logpath[] = "/tmp/ctxshim-log-XXXXXX", logenv[64];
+	char name[64];
+	char *env[] = {"CTXSHIM_HEADER_ATTRS=h1 \t,x:y,h2,h3,h4,h5,h6,h7,h8,h9", logenv,
+		       NULL};
+	unsigned i;
+	int fd = test_mkstemp(logpath);
+
+	ck_assert_int_ge(fd, 0);
+	snprintf(logenv, sizeof(logenv), "CTXSHIM_LOG=%s", logpath);
+	start_threads(&c, env, line, sizeof(line));
+	ck_assert(read_pctx(c.pid, s));
+	ck_assert_uint_eq(s->d.n_keys, 3 + 8 + 1);
+	for (i = 0; i < 8; i++) {
+		snprintf(name, sizeof(name), "http.request.header.h%u", i + 1);
+		ck_assert_msg(pctx_str_eq(s->d.key_map[3 + i], name), "key %u", 3 + i);
+	}
+	ck_assert(pctx_str_eq(s->d.key_map[11], "http.request.method_original"));
+	read_log(fd, log, sizeof(log));
+	ck_assert_msg(strstr(log, "CTXSHIM_HEADER_ATTRS: 'x:y' is not a header name"),
+		      "log: %s", log);
+	ck_assert_msg(strstr(log, "CTXSHIM_HEADER_ATTRS: more than 8 headers, "
+				  "ignoring 'h9'"),
+		      "log: %s", log);
+	ck_assert_int_eq(test_child_finish(&c, 20000), 0);
+	close(fd);
+	unlink(logpath);
+	free(s);
+}
+END_TEST
+
 /* A process started with a file size limit below a page (ulimit -f 1):
  * sizing the memfd past RLIMIT_FSIZE raises SIGXFSZ, whose default action
  * kills the process.  The shim must leave it running (the context goes to
@@ -1141,6 +1211,34 @@ START_TEST(test_file_size_limit)
 }
 END_TEST
 
+/* A file size limit of exactly the mapping's size (one page) lets the memfd
+ * be sized: the context is the memfd, as without a limit, not the
+ * anonymous fallback, which this kernel may not make discoverable. */
+START_TEST(test_file_size_limit_at_size)
+{
+	static char path[4096];
+	char *argv[] = {path, "--wait", "4", NULL};
+	struct rlimit saved, low;
+	struct pctx_seen *s = calloc(1, sizeof(*s));
+	char line[4096];
+	struct test_child c;
+
+	snprintf(path, sizeof(path), "%s/threads", test_env_path("HELPER_DIR"));
+	ck_assert_int_eq(getrlimit(RLIMIT_FSIZE, &saved), 0);
+	low = saved;
+	low.rlim_cur = (rlim_t)sysconf(_SC_PAGESIZE);
+	ck_assert_int_eq(setrlimit(RLIMIT_FSIZE, &low), 0);
+	test_child_start(&c, argv, NULL, true);
+	ck_assert_int_eq(setrlimit(RLIMIT_FSIZE, &saved), 0);
+	test_child_expect(&c, "READY ", line, sizeof(line), 20000);
+	ck_assert(read_pctx(c.pid, s));
+	ck_assert_uint_eq(s->end - s->start, (uint64_t)low.rlim_cur);
+	ck_assert_int_eq(s->kind, PCTX_MAP_MEMFD);
+	ck_assert_int_eq(test_child_finish(&c, 20000), 0);
+	free(s);
+}
+END_TEST
+
 TEST_SUITE(preload_pctx_suite)
 {
 	Suite *s = suite_create("Process context (OTEP-4719) publication");
@@ -1149,6 +1247,7 @@ TEST_SUITE(preload_pctx_suite)
 	tcase_add_test(tc, test_published_and_decodes);
 	tcase_add_test(tc, test_program_name_default);
 	tcase_add_test(tc, test_executable_name);
+	tcase_add_test(tc, test_executable_name_not_utf8);
 	tcase_add_test(tc, test_resource_env_keys_and_precedence);
 	tcase_add_test(tc, test_resource_env_not_utf8);
 	tcase_add_test(tc, test_resource_env_limits);
@@ -1158,12 +1257,14 @@ TEST_SUITE(preload_pctx_suite)
 	tcase_add_test(tc, test_fork_child_republishes);
 	tcase_add_test(tc, test_fork_after_proctitle);
 	tcase_add_test(tc, test_file_size_limit);
+	tcase_add_test(tc, test_file_size_limit_at_size);
 	tcase_add_test(tc, test_passive_when_context_exists);
 	tcase_add_test(tc, test_passive_when_symbol_defined);
 	tcase_add_loop_test(tc, test_passive_when_library_defines, 0, 8);
 	tcase_add_test(tc, test_active_when_loaded_twice);
 	tcase_add_loop_test(tc, test_passive_when_symbol_misdefined, 0, 5);
 	tcase_add_test(tc, test_header_name_limit);
+	tcase_add_test(tc, test_header_names_count_and_form);
 	tcase_add_test(tc, test_memfd_refused_is_logged);
 	tcase_add_test(tc, test_no_proc_is_logged);
 	suite_add_tcase(s, tc);
