@@ -511,25 +511,32 @@ START_TEST(test_tpc_non_http)
 END_TEST
 
 /* CTXSHIM_MAX_HEADER_BYTES: a value in range is the limit (a 600-byte head
- * over 512 gets no context); one out of range, below 256 or negative (not
- * 2^64 minus it, as strtoul() reads it), is ignored: the default (16 KiB)
- * is used, and the 600-byte head gets its context. */
+ * over 512 or 256 gets no context, a 20000-byte one under 1048576 does);
+ * one out of range, below 256, over 1048576, negative (not 2^64 minus it,
+ * as strtoul() reads it) or not all digits, is ignored: the default (16 KiB)
+ * is used, and the 600-byte head gets its context, the 20000-byte one not. */
 static const struct {
 	char *env;
+	size_t pad;
 	bool ctx;
 } max_header[] = {
-	{"CTXSHIM_MAX_HEADER_BYTES=-18446744073709551360", true},
-	{"CTXSHIM_MAX_HEADER_BYTES=255", true},
-	{"CTXSHIM_MAX_HEADER_BYTES=512", false},
+	{"CTXSHIM_MAX_HEADER_BYTES=-18446744073709551360", 600, true},
+	{"CTXSHIM_MAX_HEADER_BYTES=255", 600, true},
+	{"CTXSHIM_MAX_HEADER_BYTES=512", 600, false},
+	{"CTXSHIM_MAX_HEADER_BYTES=256", 600, false},
+	{"CTXSHIM_MAX_HEADER_BYTES=512k", 600, true},
+	{"CTXSHIM_MAX_HEADER_BYTES=1048576", 20000, true},
+	{"CTXSHIM_MAX_HEADER_BYTES=1048577", 20000, false},
+	{NULL, 20000, false},
 };
 
 START_TEST(test_tpc_max_header_bytes)
 {
 	char *env[] = {max_header[_i].env, NULL};
-	char req[1024];
+	static char req[21000];
 	struct it_server s;
 	struct it_thread_ctx t;
-	size_t n = padded_head(req, "/block/max", 600);
+	size_t n = padded_head(req, "/block/max", max_header[_i].pad);
 	long tid;
 	int fd;
 
