@@ -126,6 +126,40 @@ START_TEST(test_log_goes_to_file_not_stdout)
 	ck_assert_msg(strstr(log, "active (ctxshim " CTXSHIM_VERSION ")"), "log: %s",
 		      log);
 	ck_assert_msg(strstr(log, "process context published"), "log: %s", log);
+	/* a memfd is found by its name whether the mapping is named or not */
+	ck_assert_msg(!strstr(log, "not discoverable"), "log: %s", log);
+	free(log);
+	free(out);
+	free(err);
+}
+END_TEST
+
+/* Every process of a program's tree appends to the one log file: a shell
+ * and the two programs it starts log three "active" lines, none written
+ * over another's. */
+START_TEST(test_log_file_appended_by_each_process)
+{
+	char logpath[] = "/tmp/ctxshim-log-XXXXXX", logenv[4200], *log;
+	char *argv[] = {"/bin/sh", "-c", "/bin/true; /bin/true", NULL};
+	char *env[] = {logenv, NULL};
+	char *out, *err, *p;
+	int fd, n;
+	FILE *f;
+
+	fd = test_mkstemp(logpath);
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	snprintf(logenv, sizeof(logenv), "CTXSHIM_LOG=%s", logpath);
+	ck_assert_int_eq(test_run_capture(argv, env, true, &out, &err, 30000), 0);
+	f = fopen(logpath, "r");
+	ck_assert_ptr_nonnull(f);
+	log = calloc(1, 65536);
+	(void)fread(log, 1, 65535, f);
+	fclose(f);
+	unlink(logpath);
+	for (n = 0, p = log; (p = strstr(p, "active (ctxshim ")); p++)
+		n++;
+	ck_assert_msg(n == 3, "log: %s", log);
 	free(log);
 	free(out);
 	free(err);
@@ -268,27 +302,14 @@ START_TEST(test_log_events_stderr_closed)
 }
 END_TEST
 
-/* Under a descriptor limit at or below the log's usual place (700) and
- * with stdin closed at start: the log file took descriptor 0, which the
- * program's next open() gets and takes for its stdin, and CTXSHIM_LOG=stderr
- * logged nothing.  Now both sit near the top of the limit. */
-START_TEST(test_log_fd_under_a_low_limit)
+/* The descriptor ls(1) lists as the link to path, in out. */
+static int
+fd_of(const char *out, const char *path)
 {
-	char logpath[] = "/tmp/ctxshim-log-XXXXXX", logenv[4200], want[4300];
-	char *argv[] = {"/bin/sh", "-c",
-			"ulimit -n 256; exec 0<&-; exec ls -l /proc/self/fd", NULL};
-	char *env[] = {logenv, NULL};
-	char *err_env[] = {"CTXSHIM_LOG=stderr", NULL};
-	char *out, *err, *p, *line;
-	int fd, n;
+	char want[4300];
+	const char *p, *line;
 
-	fd = test_mkstemp(logpath);
-	ck_assert_int_ge(fd, 0);
-	close(fd);
-	snprintf(logenv, sizeof(logenv), "CTXSHIM_LOG=%s", logpath);
-	snprintf(want, sizeof(want), " -> %s\n", logpath);
-	ck_assert_int_eq(test_run_capture(argv, env, true, &out, &err, 30000), 0);
-	unlink(logpath);
+	snprintf(want, sizeof(want), " -> %s\n", path);
 	p = strstr(out, want);
 	ck_assert_msg(p, "ls: %s", out);
 	line = p;
@@ -297,8 +318,43 @@ START_TEST(test_log_fd_under_a_low_limit)
 	/* "lrwx------ 1 root root 64 Dec  5 21:00 192 -> /tmp/..." */
 	while (p > line && p[-1] != ' ')
 		p--;
-	n = atoi(p);
-	ck_assert_msg(n >= 256 - 64 && n < 256, "log on descriptor %d: %s", n, out);
+	return atoi(p);
+}
+
+/* Under a descriptor limit at or below the log's usual place (700; the
+ * event log's is 701) and with stdin closed at start: the log file took
+ * descriptor 0, which the program's next open() gets and takes for its
+ * stdin, and CTXSHIM_LOG=stderr logged nothing.  Now both sit near the top
+ * of the limit, also at a limit of exactly 700. */
+START_TEST(test_log_fd_under_a_low_limit)
+{
+	static const int limits[] = {256, 700};
+	char logpath[] = "/tmp/ctxshim-log-XXXXXX", logenv[4200];
+	char evpath[] = "/tmp/ctxshim-ev-XXXXXX", evenv[4200], script[128];
+	char *argv[] = {"/bin/sh", "-c", script, NULL};
+	char *env[] = {logenv, evenv, NULL};
+	char *err_env[] = {"CTXSHIM_LOG=stderr", NULL};
+	char *out, *err, *p;
+	int fd, n, lim = limits[_i];
+
+	snprintf(script, sizeof(script),
+		 "ulimit -n %d; exec 0<&-; exec ls -l /proc/self/fd", lim);
+	fd = test_mkstemp(logpath);
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	fd = test_mkstemp(evpath);
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	snprintf(logenv, sizeof(logenv), "CTXSHIM_LOG=%s", logpath);
+	snprintf(evenv, sizeof(evenv), "CTXSHIM_EVENTS=%s", evpath);
+	ck_assert_int_eq(test_run_capture(argv, env, true, &out, &err, 30000), 0);
+	unlink(logpath);
+	unlink(evpath);
+	n = fd_of(out, logpath);
+	ck_assert_msg(n >= lim - 64 && n < lim, "log on descriptor %d: %s", n, out);
+	n = fd_of(out, evpath);
+	ck_assert_msg(n >= lim - 64 && n < lim, "event log on descriptor %d: %s", n,
+		      out);
 	free(out);
 	free(err);
 
@@ -325,12 +381,13 @@ TEST_SUITE(preload_core_suite)
 	suite_add_tcase(s, tc);
 	tc = tcase_create("logging");
 	tcase_add_test(tc, test_log_goes_to_file_not_stdout);
+	tcase_add_test(tc, test_log_file_appended_by_each_process);
 	tcase_add_test(tc, test_log_stderr);
 	tcase_add_test(tc, test_events_stderr_kept);
 	tcase_add_loop_test(tc, test_log_boolean_words, 0, 3);
 	tcase_add_test(tc, test_log_says_what_is_wrong);
 	tcase_add_test(tc, test_log_events_stderr_closed);
-	tcase_add_test(tc, test_log_fd_under_a_low_limit);
+	tcase_add_loop_test(tc, test_log_fd_under_a_low_limit, 0, 2);
 	suite_add_tcase(s, tc);
 	return s;
 }
