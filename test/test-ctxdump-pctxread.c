@@ -209,6 +209,40 @@ START_TEST(header_version_before_signature)
 }
 END_TEST
 
+/* A payload of exactly the most ctxdump reads (PCTXR_PAYLOAD_CAP) is read
+ * whole; one byte more is refused as too big, never read in part. */
+START_TEST(payload_at_cap)
+{
+	struct pctxr_snapshot snap = {0};
+	struct otel_process_ctx_header *h;
+	size_t len, maps_len;
+	uint8_t *a = publish("cap", 7, &len);
+	uint8_t *payload = malloc(PCTXR_PAYLOAD_CAP + 1);
+	char *maps;
+	int r;
+
+	ck_assert_ptr_nonnull(payload);
+	memset(payload, 'p', PCTXR_PAYLOAD_CAP + 1);
+	h = (struct otel_process_ctx_header *)a;
+	h->payload = (uint64_t)(uintptr_t)payload;
+	h->payload_size = PCTXR_PAYLOAD_CAP;
+	maps = read_maps(&maps_len);
+	r = pctxr_read_maps(getpid(), maps, maps_len, &snap);
+	ck_assert_msg(r == 0, "pctxr_read_maps: %s", strerror(-r));
+	ck_assert_uint_eq(snap.payload_len, PCTXR_PAYLOAD_CAP);
+	ck_assert_mem_eq(snap.payload, payload, PCTXR_PAYLOAD_CAP);
+	pctxr_free(&snap);
+
+	h->payload_size = PCTXR_PAYLOAD_CAP + 1;
+	r = pctxr_read_maps(getpid(), maps, maps_len, &snap);
+	ck_assert_msg(r == -E2BIG, "pctxr_read_maps: %d (%s)", r, strerror(-r));
+	ck_assert_ptr_null(snap.payload);
+	free(maps);
+	free(payload);
+	ck_assert_int_eq(munmap(a, PAGE), 0);
+}
+END_TEST
+
 TEST_SUITE(pctxread_suite)
 {
 	Suite *s = suite_create("ctxdump-pctxread");
@@ -219,6 +253,7 @@ TEST_SUITE(pctxread_suite)
 	tcase_add_test(tc, header_half_written);
 	tcase_add_test(tc, other_writer_layouts);
 	tcase_add_test(tc, header_version_before_signature);
+	tcase_add_test(tc, payload_at_cap);
 	suite_add_tcase(s, tc);
 	return s;
 }
