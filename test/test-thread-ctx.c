@@ -108,6 +108,58 @@ START_TEST(test_oversized_lengths_rejected)
 }
 END_TEST
 
+/* Lengths exactly at their limits are published whole: attrs-data of
+ * TREC_ATTRS_MAX bytes (a record of TREC_MAX_SIZE) and a tracestate of
+ * CTXSHIM_TRACESTATE_MAX bytes, by an attach and by an in-place build
+ * (test_oversized_lengths_rejected has one byte more). */
+static void
+make_full_ctx(struct ctxshim_ctx *c, uint8_t seed)
+{
+	struct trec_attr_writer w;
+	char v[TREC_VALUE_MAX];
+
+	memset(c, 0, sizeof(*c));
+	memset(c->trace_id, seed, 16);
+	memset(c->span_id, seed + 1, 8);
+	memset(v, 'v', sizeof(v));
+	trec_attrs_init(&w, c->attrs, sizeof(c->attrs));
+	ck_assert_int_eq(trec_attrs_add(&w, 0, v, sizeof(v)), 0);
+	ck_assert_int_eq(trec_attrs_add(&w, 1, v, sizeof(v)), 0);
+	ck_assert_int_eq(trec_attrs_add(&w, 2, v, TREC_ATTRS_MAX - w.len - 2), 0);
+	ck_assert_uint_eq(w.len, TREC_ATTRS_MAX);
+	c->attrs_len = (uint16_t)w.len;
+	memset(c->tracestate, 'k', CTXSHIM_TRACESTATE_MAX);
+	c->tracestate_len = CTXSHIM_TRACESTATE_MAX;
+}
+
+static void
+assert_full_published(const struct ctxshim_ctx *want)
+{
+	ck_assert_ptr_nonnull(published());
+	ck_assert_uint_eq(published()->attrs_data_size, TREC_ATTRS_MAX);
+	ck_assert_mem_eq(published()->attrs_data, want->attrs, TREC_ATTRS_MAX);
+	ck_assert_uint_eq(ctxshim_current()->tracestate_len, CTXSHIM_TRACESTATE_MAX);
+	ck_assert_mem_eq(ctxshim_current()->tracestate, want->tracestate,
+			 CTXSHIM_TRACESTATE_MAX);
+}
+
+START_TEST(test_lengths_at_limits_kept)
+{
+	struct ctxshim_ctx c, *b;
+
+	make_full_ctx(&c, 0x42);
+	ctxshim_attach(&c);
+	assert_full_published(&c);
+	b = ctxshim_build_begin();
+	ck_assert_ptr_nonnull(b);
+	make_full_ctx(b, 0x43);
+	ctxshim_build_publish(b);
+	make_full_ctx(&c, 0x43);
+	assert_full_published(&c);
+	ctxshim_detach();
+}
+END_TEST
+
 /* otep-formats.md §5.2 and §5.1 (ctx-sharing-demo), byte for byte, as the
  * shim itself publishes them: by attach and by an in-place build. */
 START_TEST(test_published_vectors)
@@ -775,6 +827,7 @@ TEST_SUITE(thread_ctx_suite)
 	tcase_add_test(tc, test_attach_publishes_complete_record);
 	tcase_add_test(tc, test_update_swaps_buffers);
 	tcase_add_test(tc, test_oversized_lengths_rejected);
+	tcase_add_test(tc, test_lengths_at_limits_kept);
 	tcase_add_test(tc, test_published_vectors);
 	tcase_add_test(tc, test_attach_from_signal_handler);
 	tcase_add_test(tc, test_threads_have_own_records);
