@@ -601,6 +601,10 @@ START_TEST(test_begin_child_and_new_trace)
 	ck_assert_uint_eq(c.has_parent, 1);
 	ck_assert_uint_eq(c.flags, 0x03);
 	ck_assert_uint_eq(c.attrs_len, 0);
+	/* W3C: flag bits it does not know are not passed on. */
+	tp.flags = 0xff;
+	ctxshim_ctx_begin(&c, &tp);
+	ck_assert_uint_eq(c.flags, W3C_FLAGS_KNOWN);
 
 	ctxshim_ctx_begin(&c, NULL);
 	ck_assert(!w3c_id_is_zero(c.trace_id, 16));
