@@ -10,9 +10,11 @@
 #include "w3c.h"
 
 #include <pthread.h>
+#include <setjmp.h>
 #include <stdlib.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -542,6 +544,64 @@ START_TEST(test_unwound)
 }
 END_TEST
 
+/* A jump out of a signal handler that interrupted an attach (a library
+ * hook's publication, outside the socket level's hold): the hold knows
+ * its frame, so a jump above it releases it and the thread publishes
+ * again.  The handler lands inside the hold exactly: the attach faults
+ * reading a context that ends in an unreadable page. */
+static sigjmp_buf fault_env;
+static uintptr_t fault_to;
+
+static void
+on_fault(int sig)
+{
+	(void)sig;
+	/* what hooks/hook-longjmp.c does before the real jump */
+	ctxshim_thread_unwound(fault_to, false);
+	siglongjmp(fault_env, 1);
+}
+
+static void *
+attach_jump_checks(void *arg)
+{
+	struct sigaction sa = {.sa_handler = on_fault}, old;
+	size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+	char *m = mmap(NULL, 2 * pg, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	volatile bool jumped = false;
+	struct ctxshim_ctx a;
+
+	(void)arg;
+	UNWOUND_CHECK(m != MAP_FAILED && mprotect(m + pg, pg, PROT_NONE) == 0);
+	fault_to = (uintptr_t)__builtin_frame_address(0);
+	UNWOUND_CHECK(sigaction(SIGSEGV, &sa, &old) == 0);
+	if (sigsetjmp(fault_env, 1) == 0)
+		ctxshim_attach((const struct ctxshim_ctx *)(void *)(m + pg - 8));
+	else
+		jumped = true;
+	(void)sigaction(SIGSEGV, &old, NULL);
+	(void)munmap(m, 2 * pg);
+	UNWOUND_CHECK(jumped);
+	UNWOUND_CHECK(ctxshim_self.busy == 0 && !published());
+	make_ctx(&a, 0x93, "GET");
+	ctxshim_attach(&a);
+	UNWOUND_CHECK(published() &&
+		      memcmp(published()->trace_id, a.trace_id, 16) == 0);
+	ctxshim_detach();
+	return NULL;
+}
+
+START_TEST(test_jump_out_of_attach)
+{
+	pthread_t t;
+	void *ret;
+
+	ck_assert_int_eq(pthread_create(&t, NULL, attach_jump_checks, NULL), 0);
+	ck_assert_int_eq(pthread_join(t, &ret), 0);
+	ck_assert_msg(!ret, "check at line %d failed", (int)(uintptr_t)ret);
+}
+END_TEST
+
 static void *
 thread_main(void *arg)
 {
@@ -841,6 +901,7 @@ TEST_SUITE(thread_ctx_suite)
 	tcase_add_test(tc, test_sock_ownership);
 	tcase_add_test(tc, test_sock_idle_fast);
 	tcase_add_test(tc, test_unwound);
+	tcase_add_test(tc, test_jump_out_of_attach);
 	tcase_add_test(tc, test_maps_scan_small_buffer);
 	tcase_add_test(tc, test_passive_mode_writes_nothing);
 	tcase_add_test(tc, test_exit_clears_whatever_published_first);
