@@ -20,8 +20,9 @@
  * waiting for another thread's result).  A request whose path starts with
  * "/gil" is answered in two writes: the head, then (as an interpreter's
  * thread would, handing its lock to and fro) a few condition variable
- * waits of 5 ms each, "GIL <tid> <path>", a sleep until one line on stdin
- * releases it, and the body.  The response body is "path=<path>\n".
+ * waits of 5 ms each ("/gilmono": on a condition variable on
+ * CLOCK_MONOTONIC, as CPython's own), "GIL <tid> <path>", a sleep until
+ * one line on stdin releases it, and the body.  The response body is "path=<path>\n".
  * Exits when stdin is closed. */
 #include "config.h"
 
@@ -68,6 +69,7 @@ static mtx_t work_mtx; /* with work_cnd, guards the queue instead of mu */
 static sem_t work_sem;
 
 static pthread_cond_t block_cv = PTHREAD_COND_INITIALIZER;
+static pthread_cond_t gil_mono_cv; /* CLOCK_MONOTONIC (main) */
 static unsigned block_tokens;
 
 static ssize_t
@@ -127,6 +129,7 @@ gil_head(int fd, long tid, const char *path, const char *resp, size_t n)
 {
 	static pthread_cond_t gil_cv = PTHREAD_COND_INITIALIZER;
 	const char *body = strstr(resp, "\r\n\r\n") + 4;
+	bool mono = strncmp(path, "/gilmono", 8) == 0;
 	struct timespec t;
 	unsigned i;
 
@@ -134,13 +137,13 @@ gil_head(int fd, long tid, const char *path, const char *resp, size_t n)
 		return false;
 	pthread_mutex_lock(&mu);
 	for (i = 0; i < 3; i++) {
-		clock_gettime(CLOCK_REALTIME, &t);
+		clock_gettime(mono ? CLOCK_MONOTONIC : CLOCK_REALTIME, &t);
 		t.tv_nsec += 5000000;
 		if (t.tv_nsec >= 1000000000) {
 			t.tv_sec++;
 			t.tv_nsec -= 1000000000;
 		}
-		(void)pthread_cond_timedwait(&gil_cv, &mu, &t);
+		(void)pthread_cond_timedwait(mono ? &gil_mono_cv : &gil_cv, &mu, &t);
 	}
 	pthread_mutex_unlock(&mu);
 	serve_say("GIL %ld %s\n", tid, path);
@@ -333,6 +336,7 @@ main(int argc, char **argv)
 {
 	struct sockaddr_in a;
 	unsigned workers = 2, i;
+	pthread_condattr_t ca;
 	pthread_t th;
 	int ls;
 
@@ -356,6 +360,10 @@ main(int argc, char **argv)
 			"usage: pool-server [--workers N] [--wait cond|cnd|sem]\n");
 		return 64;
 	}
+	if (pthread_condattr_init(&ca) != 0 ||
+	    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC) != 0 ||
+	    pthread_cond_init(&gil_mono_cv, &ca) != 0)
+		return 1;
 	if (cnd_init(&work_cnd) != thrd_success ||
 	    mtx_init(&work_mtx, mtx_plain) != thrd_success ||
 	    sem_init(&work_sem, 0, 0) < 0)
