@@ -419,6 +419,23 @@ check "the script's shell has the shim mapped" test "${dp_out:-0}" -ge 1
 printf '#!/usr/bin/env sh\ngrep -c libctxshim /proc/$$/maps\n' >s-envsh
 chmod 755 s-envsh
 expect_status 0 "#!/usr/bin/env sh script runs with the shim" "$S" run -- ./s-envsh
+# A chain of #! scripts: the kernel follows five (fs/exec.c, exec_binprm),
+# and check as many; a sixth is one too many for both (old: five was).
+mkdir chain
+printf '#!/bin/true\n' >chain/c1
+for n in 2 3 4 5 6; do
+	printf '#!%s/chain/c%d\n' "$dp_tmp" $((n - 1)) >chain/c$n
+done
+chmod 755 chain/c*
+check "control: the kernel runs five levels of #!" ./chain/c5
+if ./chain/c6 2>/dev/null; then
+	fail "control: the kernel refuses six levels of #!"
+else
+	ok "control: the kernel refuses six levels of #!"
+fi
+expect_status 0 "check: five levels of #!" "$S" check ./chain/c5
+expect_status 2 "check: six levels of #!" "$S" check ./chain/c6
+check "says so" contains "$dp_out" "$dp_tmp/chain/c1: too many levels of #! interpreters"
 # env options that take LD_PRELOAD away from the program, and ones that
 # do not (the word after -u or -C is not the program).
 printf '#!/usr/bin/env -S -i sh\ngrep -c libctxshim /proc/$$/maps || :\n' >s-envi

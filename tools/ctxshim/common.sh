@@ -539,8 +539,9 @@ ctx_elf_machine() {
 #   unknown  unreadable, or neither ELF nor #! (the shell runs it as a script)
 # and ctx_why to one sentence that explains it.  ctx_interp is the ELF
 # interpreter when there is one.  Scripts (#!) are followed to their
-# interpreter, and through "#!/usr/bin/env PROG" to PROG, up to 4 levels
-# like the kernel (fs/binfmt_script.c, BINPRM_MAX_RECURSION).
+# interpreter, and through "#!/usr/bin/env PROG" to PROG, up to 5 levels
+# like the kernel (fs/exec.c, exec_binprm: ELOOP once depth passes 5; old:
+# 4, and a chain of 5 that runs was "too many levels").
 # ctx_noexec is set, whatever the verdict, when execve() of FILE would fail
 # on an interpreter on the way (ctx_interp_check).
 ctx_inspect() {
@@ -575,7 +576,7 @@ ctx_inspect_file() {
 
 ctx_inspect_script() {
 	ctx_depth=$((ctx_depth + 1))
-	if [ $ctx_depth -gt 4 ]; then
+	if [ $ctx_depth -gt 5 ]; then
 		ctx_why="$ctx_file: too many levels of #! interpreters"
 		return 0
 	fi
