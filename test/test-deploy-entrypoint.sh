@@ -180,6 +180,29 @@ expect_status 0 "preloaded library is garbage" env \
 check "says it removed it" contains "$dp_err" "removed libctxshim.so from LD_PRELOAD"
 check "the program's LD_PRELOAD is without it" \
 	test -z "$(printf '%s\n' "$dp_out" | grep '^LD_PRELOAD=.*bad')"
+# The caller's other entries stay, in their order, a name that only ends
+# in libctxshim.so among them.
+mkdir keep
+printf 'int dp_keep;\n' >keep.c
+if ${CC:-cc} -shared -fPIC -o keep/libkeep.so keep.c; then
+	cp keep/libkeep.so keep/mylibctxshim.so
+	expect_status 0 "preloaded library is garbage, among others" env \
+		LD_PRELOAD="${dp_base_preload:+$dp_base_preload:}$dp_tmp/keep/libkeep.so $dp_tmp/bad/libctxshim.so:$dp_tmp/keep/mylibctxshim.so" \
+		CTXSHIM_LIB="$dp_tmp/bad/libctxshim.so" "$E" env
+	check "the others are kept" contains "$dp_out" "
+LD_PRELOAD=${dp_base_preload:+$dp_base_preload:}$dp_tmp/keep/libkeep.so:$dp_tmp/keep/mylibctxshim.so
+"
+else
+	fail "cannot build a test library with ${CC:-cc}"
+fi
+# A relative CTXSHIM_LIB is made absolute: the command may change its
+# working directory before it starts another program.
+mkdir rel
+cp "$lib" rel/libctxshim.so
+expect_status 0 "a relative CTXSHIM_LIB" env CTXSHIM_LIB=rel/libctxshim.so "$E" env
+check "LD_PRELOAD names it by its absolute path" contains "$dp_out" "
+LD_PRELOAD=${dp_base_preload:+$dp_base_preload:}$dp_tmp/rel/libctxshim.so
+"
 
 # A library whose dependency is missing (like one built for a newer glibc):
 # with it in LD_PRELOAD the program would not start at all.

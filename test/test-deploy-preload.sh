@@ -271,6 +271,17 @@ check "status mentions the backup" contains "$dp_out" "previous file kept in"
 expect_status 0 "uninstall" "$S" preload uninstall --root "$root"
 check "restored byte for byte" cmp "$pf" "$dp_tmp/r2.orig"
 check "mode restored" same "$(stat -c %a "$pf")" 600
+# The mode comes back whatever the umask (a root shell with umask 077
+# would leave a file that other users' programs cannot read).
+new_root r2u
+printf '/usr/lib/libfoo.so\n' >"$pf"
+chmod 644 "$pf"
+# shellcheck disable=SC2016 # expanded by that sh
+for a in install uninstall; do
+	expect_status 0 "$a with umask 077" \
+		sh -c 'umask 077 && exec "$0" preload "$1" --root "$2"' "$S" "$a" "$root"
+done
+check "mode 0644 restored" same "$(stat -c %a "$pf")" 644
 
 # Empty file before: still exists (and empty) afterwards.
 new_root r3
@@ -687,6 +698,16 @@ odd_dir() {
 odd_dir '/opt/a#b' '/opt/a#b'
 odd_dir '/opt/a
 b' '/opt/a\x0ab'
+# A tab: the loader splits the entries of the file there as well.
+new_root r-tab
+tabdir=/opt/a$(printf '\t')b
+mkdir -p "$root$tabdir"
+cp "$built_lib" "$root$tabdir/libctxshim.so"
+expect_status 1 "install refuses a library path with a tab" \
+	env CTXSHIM_LIB="$tabdir/libctxshim.so" "$S" preload install --root "$root"
+check "says why" same "$dp_err" \
+	"ctxshim: the library path must not contain blanks or colons (the loader splits LD_PRELOAD and /etc/ld.so.preload there): $tabdir/libctxshim.so"
+check "nothing written" test ! -e "$pf"
 expect_status 64 "unknown action" "$S" preload frob
 expect_status 64 "missing action" "$S" preload
 expect_status 64 "unknown option" "$S" preload status --bogus

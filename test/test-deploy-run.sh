@@ -251,6 +251,11 @@ expect_status 0 "--resource overrides a key" "$S" run -r service.version=2 -- en
 check "the old value of that key is gone" contains "$dp_out" \
 	"OTEL_RESOURCE_ATTRIBUTES=deployment.environment.name=test,service.version=2
 "
+# A member of --resource after a blank (the shim trims it) sets its key too.
+expect_status 0 "--resource overrides a key after a blank" "$S" run -r 'k=v, service.version=2' -- env
+check "the old value of that key is gone" contains "$dp_out" \
+	"OTEL_RESOURCE_ATTRIBUTES=deployment.environment.name=test,k=v, service.version=2
+"
 unset OTEL_RESOURCE_ATTRIBUTES
 
 # An existing LD_PRELOAD is kept, first, and both libraries load.
@@ -293,6 +298,12 @@ check "the other copy is not mapped" test -z "$(printf '%s\n' "$dp_out" | grep "
 check "the shim is active: it published its OTEL_CTX mapping" contains "$dp_out" "OTEL_CTX"
 expect_status 0 "env replaces it too" "$S" env --env-file
 check "env: LD_PRELOAD" contains "$dp_out" "LD_PRELOAD=$want_preload"
+# With the shim's own entry after it: one entry, in the first one's place.
+LD_PRELOAD="${dp_base_preload:+$dp_base_preload }$dp_tmp/copy/libctxshim.so $lib"
+expect_status 0 "another libctxshim.so and the shim in LD_PRELOAD" "$S" run -- env
+check "the shim once, in the other copy's place" contains "$dp_out" "
+LD_PRELOAD=$want_preload
+"
 LD_PRELOAD=$dp_base_preload
 [ -n "$LD_PRELOAD" ] || unset LD_PRELOAD
 
@@ -360,6 +371,19 @@ mkdir -p pdir2 && printf '#!/bin/sh\necho ran\n' >pdir2/adircmd && chmod 755 pdi
 expect_status 0 "a command after a directory of its name in PATH" \
 	env PATH="$dp_tmp/pdir:$dp_tmp/pdir2:$PATH" "$S" run -- adircmd
 check "runs it" same "$dp_out" "ran"
+# Two of that name that cannot be run: the first is the one named.
+mkdir -p pdir3 && printf '#!/bin/sh\n' >pdir3/adircmd && chmod 644 pdir3/adircmd
+expect_status 126 "two in PATH that cannot be run" \
+	env PATH="$dp_tmp/pdir:$dp_tmp/pdir3:$PATH" "$S" run -- adircmd
+check "names the first" same "$dp_err" "ctxshim: $dp_tmp/pdir/adircmd: Permission denied"
+# An empty PATH element is the current directory, as execvp() takes it.
+mkdir -p pcwd && printf '#!/bin/sh\necho ran here\n' >pcwd/herecmd && chmod 755 pcwd/herecmd
+for c in "$S run --" "$CTXSHIM_ENTRYPOINT"; do
+	# shellcheck disable=SC2086 # the command and its options
+	expect_status 0 "${c##*/}: an empty PATH element" \
+		env -C pcwd PATH=":$PATH" $c herecmd
+	check "${c##*/}: runs it" same "$dp_out" "ran here"
+done
 # check: a command the shim could load into, but no library to load
 # (old: "ok", while run exits 125).
 expect_status 1 "check: library missing" env CTXSHIM_LIB=/nonexistent/libctxshim.so \
@@ -517,6 +541,19 @@ cp glibc-hdr interp-nonul
 le 27 8 | dd of=interp-nonul bs=1 seek=96 conv=notrunc 2>/dev/null
 expect_status 1 "check: PT_INTERP without its NUL" "$S" check ./interp-nonul
 check "says so (no NUL)" contains "$dp_out$dp_err" "has an invalid PT_INTERP"
+# The sizes at the kernel's limits (binfmt_elf.c: 2 to PATH_MAX bytes):
+# "/" and its NUL; a path of 4095 bytes (slashes before the loader's) and
+# its NUL; one byte more.
+elf64 interp2 3 62 /
+expect_status 126 "check: a PT_INTERP of 2 bytes" "$S" check ./interp2
+check "names it" same "$dp_err" \
+	"ctxshim: cannot execute ./interp2: it names the interpreter /, which is a directory"
+interp_long=$(printf '%4069s' '' | tr ' ' /)lib64/ld-linux-x86-64.so.2
+elf64 interp4096 3 62 "$interp_long"
+expect_status 0 "check: a PT_INTERP of 4096 bytes" "$S" check ./interp4096
+elf64 interp4097 3 62 "/$interp_long"
+expect_status 1 "check: a PT_INTERP of 4097 bytes" "$S" check ./interp4097
+check "says so (4097 bytes)" contains "$dp_out" "has an invalid PT_INTERP"
 # A NUL inside the path (at 126, after "/lib64"): the kernel opens the
 # path up to it (old: "/lib64ld-linux-x86-64.so.2", every NUL dropped).
 cp glibc-hdr interp-nul
@@ -713,6 +750,11 @@ for o in "" --env-file; do
 		"ctxshim: the library path must not contain blanks or colons (the loader splits LD_PRELOAD and /etc/ld.so.preload there): $blank"
 	check "env${o:+ $o}: prints nothing" same "$dp_out" ""
 done
+expect_status 0 "entrypoint: a library path with a blank" \
+	env CTXSHIM_LIB="$blank" "$CTXSHIM_ENTRYPOINT" /bin/true
+check "entrypoint: says so" same "$dp_err" \
+	"ctxshim-entrypoint: the library path $blank contains blanks or colons, not using it
+ctxshim-entrypoint: starting /bin/true without the shim"
 if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
 	cp "$lib" private.so
 	chmod 600 private.so
