@@ -540,8 +540,8 @@ ctx_elf_machine() {
 # and ctx_why to one sentence that explains it.  ctx_interp is the ELF
 # interpreter when there is one.  Scripts (#!) are followed to their
 # interpreter, and through "#!/usr/bin/env PROG" to PROG, up to 5 levels
-# like the kernel (fs/exec.c, exec_binprm: ELOOP once depth passes 5; old:
-# 4, and a chain of 5 that runs was "too many levels").
+# like the kernel (fs/exec.c, exec_binprm(): ELOOP once the depth passes
+# 5: its comment says 4 levels, but a chain of 5 scripts runs).
 # ctx_noexec is set, whatever the verdict, when execve() of FILE would fail
 # on an interpreter on the way (ctx_interp_check).
 ctx_inspect() {
