@@ -436,6 +436,82 @@ START_TEST(hostile_gnu_chain_without_end)
 }
 END_TEST
 
+/* Counts of zero, where ld.so would divide by them or mask with them
+ * less one: nothing is found, and nothing is read outside the tables. */
+START_TEST(hostile_zero_counts)
+{
+	struct fake f;
+	uint32_t *h;
+	ElfW(Addr) * bloom;
+
+	fake_init(&f, 1);
+	fake_tables(&f, DT_HASH, 0, 64, 1024);
+	h = (uint32_t *)f.seg;
+	h[0] = 0; /* nbucket */
+	h[1] = 2;
+	fake_sym(&f, 64, 1, 1);
+	memcpy(f.seg + 1024 + 1, "abc", 4);
+	ck_assert(!ctxshim_dynsym_defines(&f.info, "abc"));
+	fake_tables(&f, DT_GNU_HASH, 0, 256, 1024);
+	h[0] = 0; /* nbuckets */
+	h[1] = 1; /* symoffset */
+	h[2] = 1; /* bloom words */
+	h[3] = 6; /* bloom shift */
+	bloom = (ElfW(Addr) *)(h + 4);
+	bloom[0] = ~(ElfW(Addr))0;
+	((uint32_t *)(bloom + 1))[0] = 1;
+	((uint32_t *)(bloom + 1))[1] = gnu_hash("abc") | 1;
+	ck_assert(!ctxshim_dynsym_defines(&f.info, "abc"));
+	/* a bloom shift of 32, the first one a uint32_t cannot take (the
+	 * same table with 31 finds the name) */
+	h[0] = 1;
+	fake_sym(&f, 256, 1, 1);
+	h[3] = 31;
+	ck_assert(ctxshim_dynsym_defines(&f.info, "abc"));
+	h[3] = 32;
+	ck_assert(!ctxshim_dynsym_defines(&f.info, "abc"));
+	h[3] = 6;
+	/* no bloom words: a mask of all ones would index far outside */
+	h[0] = 1;
+	h[2] = 0;
+	ck_assert(!ctxshim_dynsym_defines(&f.info, "abc"));
+}
+END_TEST
+
+/* Boundaries of the segment: a chain that would continue at the word
+ * just past its end, and a symbol entry that starts inside it but does
+ * not fit (its name and binding readable, its value not). */
+START_TEST(hostile_tables_at_segment_end)
+{
+	const size_t sym = 48, syms = (4096 - sym) / sizeof(ElfW(Sym));
+	const size_t last = 4096 - sym - syms * sizeof(ElfW(Sym));
+	struct fake f;
+	uint32_t *h;
+
+	ck_assert_uint_ge(last, 8); /* st_name, st_info and st_shndx inside */
+	fake_init(&f, 1);
+	fake_tables(&f, DT_HASH, 0, sym, 1024);
+	h = (uint32_t *)f.seg;
+	h[0] = 1;    /* nbucket */
+	h[1] = 1024; /* nchain: the segment's words */
+	/* bucket[0] names chain entry 1021, the last word of the segment
+	 * being 2 + nbucket + 1021: a next one would be past it */
+	h[2] = 4096 / 4 - 3;
+	ck_assert(!ctxshim_dynsym_defines(&f.info, "abc"));
+	/* symbol `syms', cut by the end of the segment */
+	fake_sym(&f, sym, (uint32_t)syms, 1);
+	memcpy(f.seg + 1024 + 1, "abc", 4);
+	h[2] = (uint32_t)syms;
+	h[3 + syms] = 0;
+	ck_assert(!ctxshim_dynsym_defines(&f.info, "abc"));
+	/* the one before it fits, and is found */
+	fake_sym(&f, sym, (uint32_t)syms - 1, 1);
+	h[2] = (uint32_t)syms - 1;
+	h[3 + syms - 1] = 0;
+	ck_assert(ctxshim_dynsym_defines(&f.info, "abc"));
+}
+END_TEST
+
 /* An object without PT_DYNAMIC, and one whose tables lie outside its
  * segments, define nothing. */
 START_TEST(hostile_no_tables)
@@ -556,6 +632,8 @@ TEST_SUITE(dynsym_suite)
 	tcase_add_test(tc, sysv_hash_chains);
 	tcase_add_test(tc, hostile_no_tables);
 	tcase_add_test(tc, bloom_words_not_power_of_two);
+	tcase_add_test(tc, hostile_zero_counts);
+	tcase_add_test(tc, hostile_tables_at_segment_end);
 	suite_add_tcase(s, tc);
 	return s;
 }
