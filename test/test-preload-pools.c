@@ -319,6 +319,33 @@ START_TEST(uv_work_and_after_carry_submitter_context)
 }
 END_TEST
 
+/* A request submitted to main's loop by a thread without a context:
+ * after_work_cb runs on main with the request's context (none), and main
+ * shows its own again once the callback returned. */
+START_TEST(uv_after_work_on_another_thread_loop)
+{
+	char ctx[128], mtid[32], tid[32];
+	char *out, *l;
+
+	out = run("pool-uv", "cross", NULL, true, NULL);
+	main_ctx(out, ctx, sizeof(ctx), mtid, sizeof(mtid));
+	l = line_of(out, "WORK early-on-main ");
+	ck_assert_msg(l, "%s", out);
+	ck_assert_str_eq(ctx_part(l), NONE);
+	free(l);
+	l = line_of(out, "AFTER early-on-main ");
+	ck_assert_msg(l, "%s", out);
+	ck_assert_str_eq(field(l, "tid", tid, sizeof(tid)), mtid);
+	ck_assert_str_eq(ctx_part(l), NONE);
+	free(l);
+	l = line_of(out, "LOOP main ");
+	ck_assert_msg(l, "%s", out);
+	ck_assert_str_eq(ctx_part(l), ctx);
+	free(l);
+	free(out);
+}
+END_TEST
+
 /* libuv's pool workers are started by the first request that uses the
  * pool, here a file-system request from the main thread: they must not
  * inherit its context (they would show it, stale, while idle).  A thread
@@ -452,6 +479,7 @@ TEST_SUITE(preload_pools_suite)
 	suite_add_tcase(s, tc);
 	tc = tcase_create("libuv");
 	tcase_add_test(tc, uv_work_and_after_carry_submitter_context);
+	tcase_add_test(tc, uv_after_work_on_another_thread_loop);
 	tcase_add_test(tc, uv_pool_started_by_fs_does_not_inherit);
 	tcase_add_test(tc, uv_late_pool_does_not_inherit);
 	tcase_add_test(tc, uv_api_unchanged);

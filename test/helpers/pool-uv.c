@@ -13,6 +13,10 @@
  *                   (uv_fs_stat) from the main thread, then a thread
  *                   of the application's own started with
  *                   uv_thread_create(): a THREAD line with what it sees
+ *   pool-uv cross   a request submitted to main's loop by a thread started
+ *                   by the early thread (no context), before main runs
+ *                   the loop: AFTER on main with the request's context,
+ *                   then LOOP main with main's own back
  *   pool-uv api     what the application gets back (uv_cancel of a queued
  *                   request, a NULL after_work_cb, resubmitting a request
  *                   from its after_work_cb, EINVAL): no contexts, the same
@@ -226,6 +230,45 @@ cmd_fsfirst(void)
 	return 0;
 }
 
+/* ---- cross ---- */
+
+static uv_loop_t cross_loop;
+
+static void *
+cross_submit(void *unused)
+{
+	struct request *r = calloc(1, sizeof(*r));
+
+	(void)unused;
+	if (!r)
+		abort();
+	snprintf(r->name, sizeof(r->name), "early-on-main");
+	r->req.data = r;
+	if (uv_queue_work(&cross_loop, &r->req, work, after) != 0)
+		abort();
+	return NULL;
+}
+
+/* The loop is not running while the other thread submits, and main
+ * joins it before running the loop. */
+static int
+cmd_cross(void)
+{
+	char c[CTX_TEXT];
+
+	ctxobs_format(c, sizeof(c));
+	out("MAIN tid=%d %s\n", tid(), c);
+	if (uv_loop_init(&cross_loop) != 0)
+		abort();
+	start_from_early(cross_submit, NULL);
+	join_early();
+	uv_run(&cross_loop, UV_RUN_DEFAULT);
+	uv_loop_close(&cross_loop);
+	ctxobs_format(c, sizeof(c));
+	out("LOOP main tid=%d %s\n", tid(), c);
+	return 0;
+}
+
 /* ---- api ---- */
 
 static sem_t block;
@@ -306,6 +349,8 @@ main(int argc, char **argv)
 		return cmd_api();
 	if (strcmp(cmd, "fsfirst") == 0)
 		return cmd_fsfirst();
-	fprintf(stderr, "usage: pool-uv ctx N|fsfirst|api\n");
+	if (strcmp(cmd, "cross") == 0)
+		return cmd_cross();
+	fprintf(stderr, "usage: pool-uv ctx N|fsfirst|cross|api\n");
 	return 2;
 }
