@@ -294,8 +294,13 @@ START_TEST(garbage_records)
 			assert_json(out);
 			expect_in(out, "\"--tag=\\u001b]0;pwned\\u0007\\n\\ufffd"
 				       "\\u2067\"");
+			/* each range's last character escaped, the next
+			 * one not; outside the BMP as a surrogate pair */
 			expect_in(out, "\"value\": \"rlo\\u202ecba lri\\u2066 "
-				       "zw\\u200b\\ufeff kept \xd7\xa9\xd7\x9c\"");
+				       "zw\\u200b\\ufeff kept \xd7\xa9\xd7\x9c "
+				       "us\\u001f apc\\u009f nbsp\xc2\xa0 ns\\u206f "
+				       "sup\xe2\x81\xb0 tag\\udb40\\udc7f "
+				       "vs\xf3\xa0\x82\x80 max\xf4\x8f\xbf\xbf\"");
 			expect_in(out,
 				  "\"value\": \"\\u001b[2J\\u001b[31mred\\u001b[0m\"");
 			expect_in(out, "\"value\": \"line1\\r\\nline2\\nline3\"");
@@ -324,16 +329,20 @@ START_TEST(garbage_records)
 		free(blk);
 		blk = text_thread(out, case_tid(&t, "utf8"));
 		expect_in(blk, "#0=\\x80x\n    #1=\\xc0\\xaf\n    #2=\\xed\\xa0\\x80\n"
-			       "    #3=\\xf4\\x90\\x80\\x80\n    #4=ok\\xe2\\x82");
+			       "    #3=\\xf4\\x90\\x80\\x80\n    #4=ok\\xe2\\x82\n"
+			       "    #5=\\xed\\xbf\\xbf\n    #6=\\xe0\\x9f\\xbf\n"
+			       "    #7=\\xf0\\x8f\\xbf\\xbf");
 		free(blk);
 		blk = text_thread(out, case_tid(&t, "ansi"));
 		expect_in(blk, "#0=\\x1b[2J\\x1b[31mred\\x1b[0m\n");
 		expect_in(blk, "#1=line1\\x0d\\x0aline2\\x0aline3\n");
 		expect_in(blk, "#3=c1\\x9b31m and \\xc2\\x9b31m\n");
 		expect_in(blk, "#5=quote\"back\\\\slash\n");
-		expect_in(blk,
-			  "#7=rlo\\xe2\\x80\\xaecba lri\\xe2\\x81\\xa6 "
-			  "zw\\xe2\\x80\\x8b\\xef\\xbb\\xbf kept \xd7\xa9\xd7\x9c");
+		expect_in(blk, "#7=rlo\\xe2\\x80\\xaecba lri\\xe2\\x81\\xa6 "
+			       "zw\\xe2\\x80\\x8b\\xef\\xbb\\xbf kept \xd7\xa9\xd7\x9c "
+			       "us\\x1f apc\\xc2\\x9f nbsp\xc2\xa0 ns\\xe2\\x81\\xaf "
+			       "sup\xe2\x81\xb0 tag\\xf3\\xa0\\x81\\xbf "
+			       "vs\xf3\xa0\x82\x80 max\xf4\x8f\xbf\xbf");
 		free(blk);
 		blk = text_thread(out, case_tid(&t, "keys"));
 		expect_in(blk, "#2=two-again\n    #200=two-hundred\n    #255=max\n    "

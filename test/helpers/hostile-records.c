@@ -16,7 +16,8 @@
  *                entries
  *   truncated    attrs_data_size 10 and an entry claiming 200 bytes
  *   utf8         invalid UTF-8: stray continuation, overlong, surrogate,
- *                above U+10FFFF, cut sequence
+ *                above U+10FFFF, cut sequence, the last surrogate and
+ *                the largest overlong forms
  *   ansi         ANSI escape sequences, CR/LF, BEL, C1 CSI (raw and as
  *                UTF-8), NUL, backslash and quote, bidirectional and
  *                zero-width format characters (Trojan Source) in values
@@ -133,8 +134,11 @@ add_case(int *k, const char *name, void *ptr)
 static void
 setup_cases(void)
 {
-	static const char *const utf8[] = {"\x80x", "\xc0\xaf", "\xed\xa0\x80",
-					   "\xf4\x90\x80\x80", "ok\xe2\x82"};
+	/* then the edges: the last surrogate, the largest overlong forms of
+	 * three and four bytes */
+	static const char *const utf8[] = {
+		"\x80x",      "\xc0\xaf",     "\xed\xa0\x80", "\xf4\x90\x80\x80",
+		"ok\xe2\x82", "\xed\xbf\xbf", "\xe0\x9f\xbf", "\xf0\x8f\xbf\xbf"};
 #define S(x) x, sizeof(x) - 1
 	static const struct {
 		const char *s;
@@ -149,10 +153,15 @@ setup_cases(void)
 		{S("nul\0after")},
 		{S("quote\"back\\slash")},
 		{S("\x1b]0;title\x07")},
-		/* RLO, LRI, ZWSP and BOM; Hebrew letters are text */
+		/* RLO, LRI, ZWSP and BOM; Hebrew letters are text; then
+		 * each escaped range's last character beside the first one
+		 * after it that is shown: U+001F, U+009F/U+00A0,
+		 * U+206F/U+2070, the last tag U+E007F/U+E0080, and U+10FFFF */
 		{S("rlo\xe2\x80\xae"
 		   "cba lri\xe2\x81\xa6 zw\xe2\x80\x8b\xef\xbb\xbf kept "
-		   "\xd7\xa9\xd7\x9c")},
+		   "\xd7\xa9\xd7\x9c us\x1f apc\xc2\x9f nbsp\xc2\xa0 "
+		   "ns\xe2\x81\xaf sup\xe2\x81\xb0 tag\xf3\xa0\x81\xbf "
+		   "vs\xf3\xa0\x82\x80 max\xf4\x8f\xbf\xbf")},
 	};
 #undef S
 	const char *ansi_s[8];
@@ -211,9 +220,9 @@ setup_cases(void)
 	memcpy(buf + 7, "xyz", 3);
 	add_case(&k, "truncated", make_rec(recs[k], buf, 10, 10));
 
-	for (i = 0; i < 5; i++)
+	for (i = 0; i < 8; i++)
 		lens[i] = strlen(utf8[i]);
-	n = entries(buf, sizeof(buf), keys5, utf8, lens, 5);
+	n = entries(buf, sizeof(buf), keys5, utf8, lens, 8);
 	add_case(&k, "utf8", make_rec(recs[k], buf, n, (uint16_t)n));
 
 	for (i = 0; i < 8; i++) {
