@@ -1234,7 +1234,9 @@ START_TEST(report_reader_limits)
 	int st;
 
 	memset(big, 'x', sizeof(big));
-	memcpy(big + 252, "\xc3\xa9", 2); /* é across the cut (253) */
+	/* U+1F600 across the cut (253) before its last byte: the most a
+	 * cut backs off */
+	memcpy(big + 250, "\xf0\x9f\x98\x80", 4);
 	rec_string(r, 1, big, sizeof(big));
 	rec_string(r, 2, "leaf", 4);
 	rec_frame(r, 1, 1);
@@ -1270,19 +1272,19 @@ START_TEST(report_reader_limits)
 		      err);
 	free(err);
 	o = prof_slurp(out);
-	/* stack 1: 1024 names cut before the é, marked: 252 x and "..."
+	/* stack 1: 1024 names cut before the U+1F600, marked: 250 x and "..."
 	 * (stack 2 was skipped: its sample has none) */
 #define PFX "unknown_service:srv;[no trace];"
 	ck_assert_msg(strncmp(o, PFX "[no stack] 1\n", strlen(PFX) + 13) == 0, "%.60s",
 		      o);
 	line = o + strlen(PFX) + 13;
-	memset(big, 'x', 252);
-	memcpy(big + 252, "...;", 5);
+	memset(big, 'x', 250);
+	memcpy(big + 250, "...;", 5);
 	ck_assert_msg(strncmp(line, PFX, strlen(PFX)) == 0 &&
-			      strncmp(line + strlen(PFX), big, 256) == 0,
+			      strncmp(line + strlen(PFX), big, 254) == 0,
 		      "%.300s", line);
-	/* 1024 names of 255 bytes, ';' between them */
-	ck_assert_uint_eq(strlen(line), strlen(PFX) + 1024 * 256 - 1 + strlen(" 1\n"));
+	/* 1024 names of 253 bytes, ';' between them */
+	ck_assert_uint_eq(strlen(line), strlen(PFX) + 1024 * 254 - 1 + strlen(" 1\n"));
 #undef PFX
 	free(o);
 	unlink(out);
@@ -2303,8 +2305,8 @@ END_TEST
 
 /* The reader's limits themselves are taken, one past them is malformed
  * (FILE FORMAT): a stack's first guessed frame is an index into it, a
- * context holds at most 256 attributes, ids count from 1 (0 is none),
- * and the 10th byte of a varint holds bit 63. */
+ * context holds at most 256 attributes, ids count from 1 (0 is none)
+ * up to UINT32_MAX, and the 10th byte of a varint holds bit 63. */
 START_TEST(report_reader_edges)
 {
 	static const uint32_t f1[] = {1};
@@ -2334,15 +2336,23 @@ START_TEST(report_reader_edges)
 	pay_u(r, 1);
 	pay_u(r, 0);
 	rec_end(r, 11);
+	/* one past: a 10th byte of 2 (bit 64): malformed */
+	pay_u(r, 11);
+	pay_raw(r, "\x80\x80\x80\x80\x80\x80\x80\x80\x80\x02", 10);
+	pay_u(r, 1);
+	pay_u(r, 0);
+	rec_end(r, 11);
+	/* the largest id (a thread id here) is taken */
+	rec_sample(r, UINT32_MAX, 1, 0);
 	rec_save(r, file, sizeof(file), "edges");
 	args[1] = summary[0] = file;
 	st = run_report(summary, -1, NULL, 0, 0, &err);
-	ck_assert_msg(st == 1 && strstr(err, ": 3 malformed records (the first at "),
+	ck_assert_msg(st == 1 && strstr(err, ": 4 malformed records (the first at "),
 		      "exit %d: %s", st, err);
 	free(err);
 	o = report_stdout(args, 1, "report --folded");
 	ck_assert_str_eq(o, "unknown_service:srv;[no trace];[no stack] 2\n"
-			    "unknown_service:srv;[no trace];work [guessed] 1\n"
+			    "unknown_service:srv;[no trace];work [guessed] 2\n"
 			    "unknown_service:srv;[unknown request];trace " TRACE_HEX
 			    ";work [guessed] 1\n");
 	free(o);
