@@ -308,6 +308,9 @@ START_TEST(garbage_records)
 			expect_in(out, "\"comm\": \"x\\u001b[31m\\n\\ufffd\\\"y\"");
 			expect_in(out, "\"attrs_data_size\": 65535,\n"
 				       "        \"attrs_truncated\": true");
+			/* an entry that runs past attrs_data_size */
+			expect_in(out, "\"attrs_data_size\": 10,\n"
+				       "        \"attrs_truncated\": true");
 			/* a record being written: none of it is shown */
 			expect_in(out, "\"valid\": 0,\n        \"trace_id\": null");
 			ck_assert_msg(!strstr(out, "stale"), "%s", out);
