@@ -291,15 +291,23 @@ START_TEST(fork_child_keeps_forking_thread_context)
 	char *argv[] = {(char *)test_helper_path("ctxflow"), "fork", (char *)kind,
 			NULL};
 	char line[256], parent_ctx[128] = "", child_ctx[128] = "", want[128];
-	char inst_p[64], inst_c[64], *jp, *jc;
+	char inst_b[64], inst_p[64], inst_c[64], *jb, *jp, *jc;
 	struct test_child c;
 	pid_t parent = 0, child = 0;
-	struct rec r;
+	struct rec r, rb, rp;
 	const char *p;
 	unsigned n_threads = 0;
 	int i, st;
 
 	test_child_start(&c, argv, shim_env(NULL), false);
+	/* The parent before the fork, to compare with after. */
+	test_child_expect(&c, "FORKING ", line, sizeof(line), 10000);
+	jb = dump(c.pid, false, NULL);
+	ck_assert_msg(thread_rec(jb, c.pid, &rb), "%s", jb);
+	flow_json_str(jb, "service.instance.id", inst_b, sizeof(inst_b));
+	ck_assert_uint_eq(strlen(inst_b), 36);
+	free(jb);
+	test_child_send(&c, "fork\n");
 	for (i = 0; i < 2; i++) {
 		test_child_readline(&c, line, sizeof(line), 10000);
 		if (strncmp(line, "PARENT ", 7) == 0) {
@@ -342,6 +350,15 @@ START_TEST(fork_child_keeps_forking_thread_context)
 	flow_json_str(jc, "service.instance.id", inst_c, sizeof(inst_c));
 	ck_assert_uint_eq(strlen(inst_c), 36);
 	ck_assert_str_ne(inst_p, inst_c);
+	/* The parent is the process it was: the fork changed neither its
+	 * process context nor its main thread's record (the child's side of
+	 * the fork must run in the child only). */
+	ck_assert_str_eq(inst_p, inst_b);
+	ck_assert_msg(thread_rec(jp, parent, &rp), "%s", jp);
+	ck_assert_str_eq(rp.trace, rb.trace);
+	ck_assert_str_eq(rp.span, rb.span);
+	ck_assert_str_eq(rp.record, rb.record);
+	ck_assert_str_eq(rp.slot, rb.slot);
 	/* process.pid is an int (semantic conventions): a JSON number. */
 	p = strstr(jc, "\"process.pid\": ");
 	ck_assert_msg(p, "%s", jc);

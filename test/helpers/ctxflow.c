@@ -20,7 +20,8 @@
  *                      half by one without) and ended in batches; READY
  *                      first, RESULT with the mismatches and RSS last
  *   ctxflow fork KIND  KIND = main (fork on main), early (fork on the early
- *                      thread), _Fork (on main); CHILD/PARENT lines, both
+ *                      thread), _Fork (on main); FORKING <pid>, then a
+ *                      "fork" line on stdin; CHILD/PARENT lines, both
  *                      wait for stdin EOF
  *   ctxflow spawn      vfork+exec, posix_spawn, system, popen on main; each
  *                      must leave main's context as it was
@@ -493,12 +494,16 @@ static int
 cmd_fork(const char *kind)
 {
 	pthread_t sib;
-	char c[CTX_TEXT];
+	char c[CTX_TEXT], line[64];
 	int status;
 
 	/* Another thread with a context, which must not exist in the child. */
 	if (pthread_create(&sib, NULL, fork_sibling, NULL) != 0)
 		die("pthread_create");
+	/* The test reads the parent as it was before the fork first. */
+	out("FORKING %d\n", (int)getpid());
+	if (!fgets(line, sizeof(line), stdin) || strncmp(line, "fork", 4) != 0)
+		return 1;
 	if (strcmp(kind, "early") == 0)
 		on_early(fork_here, (void *)kind);
 	else
