@@ -14,7 +14,11 @@
  *    connections the other threads go on serving;
  *  - closefrom() with a negative number closes everything (glibc takes it
  *    as 0) but the shim forgot nothing: a pipe that got a connection's
- *    number then published that connection's old request;
+ *    number then published that connection's old request; in a _Fork()
+ *    child (no atfork handler) too, which must not be taken for a vfork()
+ *    child;
+ *  - a forking server's parent and child each read a request right after
+ *    fork() or _Fork(): the child must not draw the parent's span-ids;
  *  - a vfork() child's dup2() onto a number its parent uses for a pipe
  *    made the parent's pipe a copy of the connection (its bytes were
  *    scanned, its reads published the connection's stale request), and
@@ -155,6 +159,20 @@ START_TEST(variants)
 }
 END_TEST
 
+/* Forked children, also by _Fork(), which runs no atfork handler:
+ * {mode, variant}. */
+static const char *const fork_modes[][2] = {
+	{"closefrom-negative", "_Fork"},
+	{"fork-ids", "fork"},
+	{"fork-ids", "_Fork"},
+};
+
+START_TEST(forks)
+{
+	run_both(fork_modes[_i >> 2][0], fork_modes[_i >> 2][1], _i & 3);
+}
+END_TEST
+
 /* Races, under the shim only (without it nothing is published, so
  * nothing is checked): a response written through a copy of a connection
  * pops its queue of pipelined requests while the state moves to another
@@ -184,6 +202,8 @@ TEST_SUITE(sockattack_suite)
 	tcase_add_loop_test(
 		tc, variants, 0,
 		(int)(4 * sizeof(variant_modes) / sizeof(variant_modes[0])));
+	tcase_add_loop_test(tc, forks, 0,
+			    (int)(4 * sizeof(fork_modes) / sizeof(fork_modes[0])));
 	tcase_add_loop_test(tc, copy_race, 0, 2);
 	suite_add_tcase(s, tc);
 	return s;

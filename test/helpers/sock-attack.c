@@ -22,10 +22,14 @@
  *                               publishes nothing); in another thread it
  *                               closes that thread's copy of the table only,
  *                               and the connection is still followed
- *   sock-attack closefrom-negative
+ *   sock-attack closefrom-negative [_Fork]
  *                               closefrom(-1) closes everything (glibc takes
  *                               it as 0): the connection's number, reused
  *                               by a pipe, carries no connection any more
+ *                               (in a fork() child, or a _Fork() one)
+ *   sock-attack fork-ids [fork|_Fork]
+ *                               parent and child each read a traced request
+ *                               right after the fork: their span-ids differ
  *   sock-attack vfork-dup2 [closefrom|close_range]
  *                               a vfork() child dup2()s a connection onto
  *                               the number of one of its parent's pipes,
@@ -550,9 +554,12 @@ mode_dup2_mid_head(void)
 /* In a child (it closes all, stdout too): a connection with a request,
  * closefrom(-1), which glibc takes as closefrom(0); a pipe then gets the
  * connection's number, and HTTP-looking bytes through it must publish
- * nothing.  The child's exit status is what the thread shows then. */
+ * nothing.  The child's exit status is what the thread shows then.  With
+ * raw, the child is made by _Fork(), which runs no atfork handler: the
+ * shim must still know it for a process of its own, not a vfork() child
+ * whose closes leave its parent's table alone. */
 static void
-mode_closefrom_negative(void)
+mode_closefrom_negative(bool raw)
 {
 	static const char h[] = HEAD("/cf", TRACE2);
 	static const char ph[] = HEAD("/pipe", TRACE);
@@ -561,7 +568,7 @@ mode_closefrom_negative(void)
 	pid_t pid;
 
 	pair(&c, &s);
-	pid = fork();
+	pid = raw ? _Fork() : fork();
 	if (pid == 0) {
 		int p[2], fd;
 
@@ -585,6 +592,62 @@ mode_closefrom_negative(void)
 	      st);
 	close(c);
 	close(s);
+}
+
+/* ---- span-ids after fork ---- */
+
+/* A forking server: parent and child each read a traced request of their
+ * own right after the fork (how: "fork", or "_Fork", which runs no atfork
+ * handler).  Both start from the same copy of the id generators, so the
+ * child must draw from new ones: the same trace with the same span-id in
+ * two processes would be one span to a profiler. */
+static void
+mode_fork_ids(const char *how)
+{
+	static const char h[] = HEAD("/ids", TRACE);
+	const struct otel_thread_ctx_record *r;
+	uint8_t mine[8] = {0}, theirs[8] = {0};
+	char buf[512], hex[17];
+	int c1, s1, c2, s2, p[2], st;
+	pid_t pid;
+
+	pair(&c1, &s1);
+	pair(&c2, &s2);
+	if (pipe(p))
+		die("pipe");
+	send_str(c1, h);
+	send_str(c2, h);
+	pid = strcmp(how, "_Fork") == 0 ? _Fork() : fork();
+	if (pid < 0)
+		die("fork");
+	if (pid == 0) {
+		read_n(s2, buf, sizeof(h) - 1);
+		r = ctxobs_record();
+		if (shim && (shown() != 1 || !r))
+			_exit(10);
+		if (r)
+			memcpy(mine, r->span_id, sizeof(mine));
+		if (write(p[1], mine, sizeof(mine)) != (ssize_t)sizeof(mine))
+			_exit(11);
+		_exit(0);
+	}
+	read_n(s1, buf, sizeof(h) - 1);
+	SHOWN(1, "the parent's request");
+	r = ctxobs_record();
+	if (r)
+		memcpy(mine, r->span_id, sizeof(mine));
+	read_n(p[0], (char *)theirs, sizeof(theirs));
+	CHECK(waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0,
+	      "%s: child status %#x", how, st);
+	ctxobs_hex(hex, mine, sizeof(mine));
+	CHECK(!shim || memcmp(mine, theirs, sizeof(mine)) != 0,
+	      "%s: the child drew the parent's span-id %s", how, hex);
+	close(p[0]);
+	close(p[1]);
+	close(c1);
+	close(s1);
+	close(c2);
+	close(s2);
 }
 
 /* ---- EAGAIN / EINTR / EOF in the middle of a head ---- */
@@ -1890,7 +1953,9 @@ main(int argc, char **argv)
 	else if (strcmp(mode, "close-range-unshare") == 0)
 		mode_close_range_unshare();
 	else if (strcmp(mode, "closefrom-negative") == 0)
-		mode_closefrom_negative();
+		mode_closefrom_negative(argc > 2 && strcmp(argv[2], "_Fork") == 0);
+	else if (strcmp(mode, "fork-ids") == 0)
+		mode_fork_ids(argc > 2 ? argv[2] : "fork");
 	else if (strcmp(mode, "eintr") == 0)
 		mode_eintr();
 	else if (strcmp(mode, "fdopen-fclose") == 0)
