@@ -3,9 +3,10 @@
  * the socket and library hooks (tpc-server, epoll-server, mhd-server,
  * evhttp-server) driven with traced, pipelined, split, large and non-HTTP
  * requests, a threaded program with a context to pass on, libevent's
- * deferred callbacks, pushes into a GLib pool being freed, and the
- * connection and fork stress of test/helpers/stress.c.  Any memcheck
- * error, or a definite leak, fails (exit status 3), with valgrind's log.
+ * deferred callbacks, pushes into a GLib pool being freed, GLib pools
+ * freed newest first, and the connection and fork stress of
+ * test/helpers/stress.c.  Any memcheck error, or a definite leak, fails
+ * (exit status 3), with valgrind's log.
  * Skipped without valgrind and in sanitizer builds (valgrind cannot run
  * the ASan runtime that is preloaded there). */
 /* test-integration.h is static functions: not all are used here */
@@ -238,6 +239,24 @@ START_TEST(glib_pool_push_during_free)
 }
 END_TEST
 
+/* Pools freed newest first: a freed pool must leave the shim's registry,
+ * where the lookup of an older pool sharing its bucket would read it. */
+START_TEST(glib_pools_freed)
+{
+	char path[4096], *argv[16], *out, *err;
+	int st;
+
+	vg_argv(argv, path, sizeof(path), "pool-glib", "freemany", NULL);
+	if (access(path, X_OK) != 0)
+		return; /* built without libglib2.0-dev */
+	st = test_run_capture(argv, NULL, true, &out, &err, VG_TIMEOUT_MS);
+	ck_assert_msg(strstr(out, "freemany ok\n"), "%s\n%s", out, err);
+	vg_check(st, "pool-glib freemany");
+	free(out);
+	free(err);
+}
+END_TEST
+
 /* libuv's pool (hooks/hook-pool-uv.c): the shim's wrapper of each request
  * is freed, whether it ran, was cancelled, had no after_work_cb or was
  * submitted again from its after_work_cb. */
@@ -294,6 +313,7 @@ TEST_SUITE(preload_valgrind_suite)
 	tcase_add_test(tc, threads_with_context);
 	tcase_add_test(tc, evbase_once_pending);
 	tcase_add_test(tc, glib_pool_push_during_free);
+	tcase_add_test(tc, glib_pools_freed);
 	tcase_add_test(tc, uv_pool_api);
 	tcase_add_loop_test(tc, stress_under_valgrind, 0, 4);
 	suite_add_tcase(s, tc);

@@ -20,6 +20,9 @@
  *                      "sortrace ok"
  *   pool-glib freerace  an item pushes into its own pool until GLib
  *                      refuses, while main frees the pool: "freerace ok"
+ *   pool-glib freemany  many pools made, then freed newest first (each
+ *                      free then looks up a pool made before the ones
+ *                      just freed): "freemany ok"
  */
 #include "config.h"
 
@@ -421,6 +424,33 @@ cmd_freerace(int rounds)
 	return 0;
 }
 
+/* ---- freemany ---- */
+
+/* More pools than the shim has buckets for them: some share one, and
+ * there the newer pool is freed before the older one is looked up. */
+#define FREE_MANY 200
+
+static void
+many_item_fn(gpointer data, gpointer user_data)
+{
+	(void)data;
+	(void)user_data;
+}
+
+static int
+cmd_freemany(void)
+{
+	static GThreadPool *pools[FREE_MANY];
+	int i;
+
+	for (i = 0; i < FREE_MANY; i++)
+		pools[i] = g_thread_pool_new(many_item_fn, NULL, 1, FALSE, NULL);
+	for (i = FREE_MANY - 1; i >= 0; i--)
+		g_thread_pool_free(pools[i], FALSE, TRUE);
+	printf("freemany ok\n");
+	return 0;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -436,6 +466,9 @@ main(int argc, char **argv)
 		return cmd_sortrace();
 	if (strcmp(cmd, "freerace") == 0 && argc > 2)
 		return cmd_freerace(atoi(argv[2]));
-	fprintf(stderr, "usage: pool-glib ctx N|gtask|api|sortrace|freerace N\n");
+	if (strcmp(cmd, "freemany") == 0)
+		return cmd_freemany();
+	fprintf(stderr,
+		"usage: pool-glib ctx N|gtask|api|sortrace|freerace N|freemany\n");
 	return 2;
 }
