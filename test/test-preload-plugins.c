@@ -62,7 +62,8 @@ static void
 run_local_plugin(const char *libdir)
 {
 	char host[4096], plugin[4096], path[4200], *argv[] = {host, plugin, NULL};
-	char *env[] = {"TRACEPARENT=00-" TRACE_ID "-00f067aa0ba902b7-01", path, NULL};
+	char *env[] = {"TRACEPARENT=00-" TRACE_ID "-00f067aa0ba902b7-01",
+		       "CTXSHIM_EVENTS=stderr", path, NULL};
 	char *out[2], *err[2];
 	int st[2], shim;
 
@@ -75,7 +76,7 @@ run_local_plugin(const char *libdir)
 	if (libdir)
 		snprintf(path, sizeof(path), "LD_LIBRARY_PATH=%s", libdir);
 	else
-		env[1] = NULL;
+		env[2] = NULL;
 	for (shim = 0; shim < 2; shim++) {
 		st[shim] = test_run_capture(argv, env, shim, &out[shim], &err[shim],
 					    60000);
@@ -94,6 +95,13 @@ run_local_plugin(const char *libdir)
 	ck_assert_msg(count(err[1], "uv-work trace=" TRACE_ID) == 1, "%s", err[1]);
 	ck_assert_msg(count(err[1], "mhd-handler trace=" REQ_TRACE_ID) == 1, "%s",
 		      err[1]);
+	/* ... through the hooks (the event log's reasons): the pool threads
+	 * would also show the submitter's context had they inherited it, as
+	 * they do when the hooks find no library to bind and the calls pass
+	 * straight to the plugin's. */
+	ck_assert_msg(count(err[1], "reason=glib-pool-item\n") == 3, "%s", err[1]);
+	ck_assert_msg(count(err[1], "reason=uv-work\n") == 1, "%s", err[1]);
+	ck_assert_msg(count(err[1], "reason=mhd-handler\n") == 1, "%s", err[1]);
 	for (shim = 0; shim < 2; shim++) {
 		free(out[shim]);
 		free(err[shim]);
