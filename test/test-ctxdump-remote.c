@@ -183,6 +183,38 @@ START_TEST(pread_upto)
 }
 END_TEST
 
+/* remote_read_file() at its limit, past the first buffer's 4 KiB (the
+ * maps and /proc/PID/status are read so): a file of max bytes is read
+ * whole, one of max + 1 bytes its first max bytes, each with a NUL after
+ * them. */
+START_TEST(read_file_at_max)
+{
+	char path[] = "/tmp/ctxshim-remote-XXXXXX", *buf;
+	static char data[10001];
+	const size_t max = sizeof(data) - 1;
+	size_t i, len;
+	int fd = test_mkstemp(path);
+
+	ck_assert_int_ge(fd, 0);
+	for (i = 0; i < sizeof(data); i++)
+		data[i] = (char)('a' + i % 26);
+	ck_assert_int_eq(write(fd, data, max), (ssize_t)max);
+	ck_assert_int_eq(remote_read_file(path, max, &buf, &len), 0);
+	ck_assert_uint_eq(len, max);
+	ck_assert_mem_eq(buf, data, max);
+	ck_assert_int_eq(buf[len], '\0');
+	free(buf);
+	ck_assert_int_eq(write(fd, data + max, 1), 1);
+	ck_assert_int_eq(remote_read_file(path, max, &buf, &len), 0);
+	ck_assert_uint_eq(len, max);
+	ck_assert_mem_eq(buf, data, max);
+	ck_assert_int_eq(buf[len], '\0');
+	free(buf);
+	close(fd);
+	ck_assert_int_eq(unlink(path), 0);
+}
+END_TEST
+
 /* The descriptors open in this process (those of the listing not
  * counted). */
 static unsigned
@@ -462,6 +494,7 @@ TEST_SUITE(remote_suite)
 	tcase_add_test(tc, huge_range);
 	tcase_add_test(tc, process_gone);
 	tcase_add_test(tc, pread_upto);
+	tcase_add_test(tc, read_file_at_max);
 	tcase_add_test(tc, open_in_root);
 	tcase_add_test(tc, open_in_root_refuses_procfs);
 	tcase_add_test(tc, open_mapped);
