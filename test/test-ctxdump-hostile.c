@@ -905,6 +905,37 @@ START_TEST(thread_on_shared_thread_pointer)
 }
 END_TEST
 
+/* The same with one raw clone() thread: two threads on one thread
+ * pointer are the fewest that share it. */
+START_TEST(thread_pair_on_shared_thread_pointer)
+{
+	char *argv[] = {(char *)test_helper_path("hostile-clone"), "pair", NULL};
+	char *out, *err, *blk, want[200];
+	struct target t;
+	pid_t sh;
+
+	target_start(&t, argv);
+	sh = case_tid(&t, "pair");
+	ck_assert_int_eq(run_ctxdump(&out, &err, t.pid, NULL), 1);
+	assert_messages(err);
+	snprintf(want, sizeof(want),
+		 "ctxdump: tid %d: shares the thread pointer of thread %d, "
+		 "whose TLS it is: no TLS of its own",
+		 (int)sh, (int)t.pid);
+	expect_in(err, want);
+	blk = text_thread(out, sh);
+	ck_assert_msg(!strstr(blk, "trace_id="), "%s", out);
+	free(blk);
+	blk = text_thread(out, t.pid);
+	expect_in(blk, "trace_id=33333333333333333333333333333333");
+	free(blk);
+	ck_assert_uint_eq(count_in(out, "trace_id="), 2);
+	free(out);
+	free(err);
+	target_finish(&t);
+}
+END_TEST
+
 /* The same in a PID namespace of its own, as in a container dumped from
  * the host: glibc's descriptor holds the tid of that namespace (1 for the
  * main thread), not the one ctxdump sees, so the namespace's is compared
@@ -2143,6 +2174,7 @@ TEST_SUITE(ctxdump_hostile_suite)
 	tcase_add_test(tc, garbage_records);
 	tcase_add_test(tc, thread_without_tls);
 	tcase_add_test(tc, thread_on_shared_thread_pointer);
+	tcase_add_test(tc, thread_pair_on_shared_thread_pointer);
 	tcase_add_test(tc, shared_thread_pointer_in_pid_namespace);
 	tcase_add_test(tc, threads_on_copied_thread_pointer);
 	tcase_add_test(tc, two_definitions_load_order);

@@ -13,6 +13,8 @@
  *           thread's thread pointer, and the main thread's TLS is not
  *           theirs.  ctxdump must show the contexts for the main thread
  *           only (glibc's thread descriptor there names it).
+ *   pair    one thread without CLONE_SETTLS: the least that shares a
+ *           thread pointer, with the main thread.
  *   copied  three threads with CLONE_SETTLS and one thread pointer into a
  *           copy of the main thread's TLS and thread descriptor: none
  *           owns it, and the descriptor names a thread (main) that is
@@ -116,6 +118,12 @@ main(int argc, char **argv)
 			return 1;
 		printf("CASE shared1 %d\n", a);
 		printf("CASE shared2 %d\n", b);
+	} else if (strcmp(mode, "pair") == 0) {
+		int tid = start(0, NULL);
+
+		if (tid < 0)
+			return 1;
+		printf("CASE pair %d\n", tid);
 	} else if (strcmp(mode, "copied") == 0) {
 		void *fake = copy_tls();
 
