@@ -192,6 +192,26 @@ START_TEST(states_from_the_stop)
 }
 END_TEST
 
+/* A thread in nanosleep() is S too: the stop finds it with the restart
+ * code of a sleep (ERESTART_RESTARTBLOCK, 516), the last of the kernel's
+ * restart codes. */
+START_TEST(states_nanosleep)
+{
+	struct target t;
+	char *out, *err, arg[16];
+
+	target_start(&t, (const char *const[]){"--nap", NULL});
+	wait_task_state(t.pid, t.pid, 'S');
+	snprintf(arg, sizeof(arg), "%d", (int)t.pid);
+	ck_assert_int_eq(prof_run(&out, &err, "--json", arg, NULL), 0);
+	assert_thread(out, t.pid, "states", 'S', true);
+	assert_thread(out, t.tid[1], "sleep-1", 'S', true);
+	free(out);
+	free(err);
+	prof_child_finish(&t.c, TIMEOUT_MS);
+}
+END_TEST
+
 /* Enough threads for their names to be read on a second thread before
  * the stop: every one named and in its state. */
 START_TEST(states_many_threads)
@@ -461,6 +481,7 @@ TEST_SUITE(ctxdump_states_suite)
 
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, states_from_the_stop);
+	tcase_add_test(tc, states_nanosleep);
 	tcase_add_test(tc, states_many_threads);
 	tcase_add_test(tc, states_job_stopped);
 	tcase_add_test(tc, record_suspended);

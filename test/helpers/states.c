@@ -3,7 +3,7 @@
  * (test-ctxdump-states.c).  No tracing code: run it under libctxshim.so
  * with a TRACEPARENT, so that every thread carries a valid record.
  *
- *   states [--spin] [--leader-exit] [--extra N] [--first]
+ *   states [--spin] [--leader-exit] [--extra N] [--first] [--nap]
  *
  * starts three named sleepers: "reader" blocked in read() on stdin (it
  * exits the process with status 0 when stdin is closed), "sleep-1" and
@@ -18,7 +18,9 @@
  * ctxdump to read their names on a second thread.  --first starts, before
  * all others, a thread "first" (not in READY) that returns once the reader
  * reads a 'q' on stdin: the thread a reader of an exited leader uses
- * first, gone during a recording. */
+ * first, gone during a recording.  --nap: the main thread sleeps in
+ * nanosleep() instead (a stop finds it with ERESTART_RESTARTBLOCK, not
+ * the ERESTARTSYS of read()). */
 #include "config.h"
 
 #include <errno.h>
@@ -29,6 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 static int never[2], first_quit[2];
@@ -107,7 +110,7 @@ main(int argc, char **argv)
 	static const char *const names[] = {"reader", "sleep-1", "sleep-2",
 					    "spin) R (x"};
 	void *(*const fns[])(void *) = {reader, sleeper, sleeper, spinner};
-	bool spin = false, leader_exit = false, first = false;
+	bool spin = false, leader_exit = false, first = false, nap = false;
 	unsigned n, i;
 	long extra = 0;
 	int k;
@@ -119,12 +122,14 @@ main(int argc, char **argv)
 			leader_exit = true;
 		} else if (strcmp(argv[k], "--first") == 0) {
 			first = true;
+		} else if (strcmp(argv[k], "--nap") == 0) {
+			nap = true;
 		} else if (strcmp(argv[k], "--extra") == 0 && k + 1 < argc) {
 			extra = strtol(argv[++k], NULL, 10);
 		} else {
 			fprintf(stderr,
 				"usage: states [--spin] [--leader-exit] [--extra N] "
-				"[--first]\n");
+				"[--first] [--nap]\n");
 			return 64;
 		}
 	}
@@ -173,6 +178,11 @@ main(int argc, char **argv)
 	fflush(stdout);
 	if (leader_exit)
 		pthread_exit(NULL);
+	while (nap) {
+		struct timespec ts = {3600, 0};
+
+		(void)nanosleep(&ts, NULL);
+	}
 	block_on(never[0]);
 	return 0;
 }
