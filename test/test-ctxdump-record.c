@@ -1492,6 +1492,47 @@ START_TEST(record_rounds_per_duration)
 }
 END_TEST
 
+/* Each tick a round outlasted is counted once as missed: a round or a
+ * missed tick is a tick that came due before the recording ended, so
+ * their sum is at most the ticks due within the time the summary gives.
+ * CTXDUMP_TEST_SYNC_PAUSE_MS makes each round outlast several ticks. */
+START_TEST(record_missed_ticks_counted)
+{
+	char file[64], errf[64], pid[16], *err;
+	const char *args[] = {"-F", "100", "-d", "1", "-o", file, pid, NULL};
+	unsigned long rounds = 0, missed;
+	double secs = 0;
+	struct server s;
+	const char *p;
+	int st;
+
+	server_start(&s);
+	rec_tmpfiles(file, errf, sizeof(file), "missed");
+	snprintf(pid, sizeof(pid), "%d", (int)s.pid);
+	ck_assert_int_eq(setenv("CTXDUMP_TEST_SYNC_PAUSE_MS", "30", 1), 0);
+	st = prof_record_wait(prof_record_start(errf, args), TIMEOUT_MS);
+	unsetenv("CTXDUMP_TEST_SYNC_PAUSE_MS");
+	err = prof_slurp(errf);
+	ck_assert_msg(prof_record_status_ok(st, err), "status 0x%x: %s", st, err);
+	p = strstr(err, " sample");
+	ck_assert_msg(p && (p = strstr(p, " in ")) &&
+			      sscanf(p, " in %lu round", &rounds) == 1 &&
+			      (p = strstr(p, " over ")) &&
+			      sscanf(p, " over %lf s", &secs) == 1,
+		      "%s", err);
+	missed = summary_count(err, "tick");
+	ck_assert_msg(rounds > 0 && missed > 0, "%s", err);
+	/* %.3f s: a rounding of 0.05 ticks at most */
+	ck_assert_msg((double)(rounds + missed) <= secs * 100 + 1.5,
+		      "%lu rounds and %lu missed ticks in %.3f s at 100 Hz: %s", rounds,
+		      missed, secs, err);
+	free(err);
+	unlink(file);
+	unlink(errf);
+	server_finish(&s);
+}
+END_TEST
+
 /* A C++ function's samples are named demangled, as --stacks names it
  * (old: "_ZN4demo9Scheduler4waitEi"), and as it is with --no-demangle. */
 START_TEST(record_demangled)
@@ -1601,6 +1642,63 @@ START_TEST(record_max_frames_zero)
 	free(out);
 	unlink(file);
 	unlink(errf);
+	ck_assert_int_eq(test_child_finish(&ch, TIMEOUT_MS), 0);
+}
+END_TEST
+
+/* The first folded line of thread tid in a recording of pid with -n n
+ * (its count cut off), and in *fields how many ';'-separated pieces it has
+ * besides a "[truncated]" one, which *cut says it had. */
+static char *
+max_frames_line(
+	const char *pid, const char *tid, const char *n, unsigned *fields, bool *cut)
+{
+	char file[64], errf[64], *out, *p;
+	const char *args[] = {"-F", "50", "-n", n, "-o", file, pid, NULL};
+
+	rec_tmpfiles(file, errf, sizeof(file), "nframes");
+	record_some_rounds(file, errf, args);
+	out = report_of("--folded", "--tid", tid, file, NULL);
+	unlink(file);
+	unlink(errf);
+	if ((p = strchr(out, '\n')))
+		*p = '\0';
+	p = strrchr(out, ' ');
+	ck_assert_msg(p, "no folded line: %s", out);
+	*p = '\0';
+	*cut = strstr(out, "[truncated]") != NULL;
+	*fields = *cut ? 0 : 1;
+	for (p = out; (p = strchr(p, ';')); p++)
+		++*fields;
+	return out;
+}
+
+/* A stack of exactly -n frames is whole, not cut: the unwinder is asked
+ * for one frame more, and only that one tells that there were more. */
+START_TEST(record_max_frames_exact)
+{
+	char *argv[] = {(char *)test_helper_path("deep-stack"), "20", "0", NULL};
+	char line[64], pid[16], tid[16], n[16], *whole, *one, *exact;
+	unsigned fw, f1, fe;
+	struct test_child ch;
+	bool cw, c1, ce;
+
+	test_child_start(&ch, argv, NULL, false);
+	test_child_expect(&ch, "READY ", line, sizeof(line), TIMEOUT_MS);
+	snprintf(pid, sizeof(pid), "%d", (int)ch.pid);
+	ck_assert_int_eq(sscanf(line + 6, "%*d %15s", tid), 1);
+	whole = max_frames_line(pid, tid, "0", &fw, &cw);
+	ck_assert_msg(!cw, "%s", whole);
+	/* the pieces before the frames: those of one frame less one */
+	one = max_frames_line(pid, tid, "1", &f1, &c1);
+	ck_assert_msg(c1 && f1 >= 1 && fw > f1, "%s / %s", one, whole);
+	snprintf(n, sizeof(n), "%u", fw - (f1 - 1));
+	exact = max_frames_line(pid, tid, n, &fe, &ce);
+	ck_assert_msg(!ce && strcmp(exact, whole) == 0, "-n %s: %s, not %s", n, exact,
+		      whole);
+	free(whole);
+	free(one);
+	free(exact);
 	ck_assert_int_eq(test_child_finish(&ch, TIMEOUT_MS), 0);
 }
 END_TEST
@@ -1864,7 +1962,8 @@ record_cmdline_check(struct test_child *c, const char *name, const char *want)
  * visibly, ending in "..." as a reader's cut strings do (old: cut without
  * a mark).  The bytes before the mark end at a character: "é" at bytes
  * 65532-65533 (_i 1), where the mark begins, is left out whole (old: its
- * first byte was kept, and the command line was no longer UTF-8). */
+ * first byte was kept, and the command line was no longer UTF-8).  One
+ * of exactly 64 KiB (_i 2) is kept whole, without a mark. */
 START_TEST(record_long_command_line)
 {
 	static char big[70001];
@@ -1874,16 +1973,20 @@ START_TEST(record_long_command_line)
 	size_t at;
 
 	memset(big, 'x', sizeof(big) - 1);
+	/* big starts after the helper's path and its NUL */
+	prof_helper("keymap-grow", helper, sizeof(helper));
+	at = strlen(helper) + 1;
 	if (_i == 1) {
-		/* big starts after the helper's path and its NUL */
-		prof_helper("keymap-grow", helper, sizeof(helper));
-		at = strlen(helper) + 1;
 		big[65532 - at] = (char)0xc3;
 		big[65533 - at] = (char)0xa9;
+	} else if (_i == 2) {
+		big[65536 - at] = '\0';
 	}
 	keymap_start(&c, kargs);
 	record_cmdline_check(&c, "cmdline",
-			     _i ? "65535 True True\n" : "65536 True True\n");
+			     _i == 2   ? "65536 False True\n"
+			     : _i == 1 ? "65535 True True\n"
+				       : "65536 True True\n");
 }
 END_TEST
 
@@ -2572,9 +2675,11 @@ TEST_SUITE(ctxdump_record_suite)
 	tcase_add_loop_test(tc, record_no_thread_stops_in_time, 0, 2);
 	tcase_add_test(tc, record_duration);
 	tcase_add_test(tc, record_rounds_per_duration);
+	tcase_add_test(tc, record_missed_ticks_counted);
 	tcase_add_test(tc, record_demangled);
 	tcase_add_test(tc, record_guessed_frames);
 	tcase_add_test(tc, record_max_frames_zero);
+	tcase_add_test(tc, record_max_frames_exact);
 	tcase_add_test(tc, record_shared_thread_pointer);
 	tcase_add_test(tc, record_killed_and_target_exit);
 	tcase_add_test(tc, record_report_usage);
@@ -2605,7 +2710,7 @@ TEST_SUITE(ctxdump_record_suite)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, record_comm_newline);
 	tcase_add_test(tc, record_thread_renamed_back);
-	tcase_add_loop_test(tc, record_long_command_line, 0, 2);
+	tcase_add_loop_test(tc, record_long_command_line, 0, 3);
 	tcase_add_test(tc, record_padded_command_line);
 	tcase_add_test(tc, record_late_process_context);
 	tcase_add_test(tc, record_tid_reused_by_other_process);
