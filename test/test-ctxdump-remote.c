@@ -210,6 +210,12 @@ START_TEST(read_file_at_max)
 	ck_assert_mem_eq(buf, data, max);
 	ck_assert_int_eq(buf[len], '\0');
 	free(buf);
+	/* A max below the first buffer's size holds too. */
+	ck_assert_int_eq(remote_read_file(path, 64, &buf, &len), 0);
+	ck_assert_uint_eq(len, 64);
+	ck_assert_mem_eq(buf, data, 64);
+	ck_assert_int_eq(buf[len], '\0');
+	free(buf);
 	close(fd);
 	ck_assert_int_eq(unlink(path), 0);
 }

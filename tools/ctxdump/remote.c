@@ -502,7 +502,9 @@ remote_open_mapped(pid_t pid, const struct remote_mapped *m, struct stat *st)
 int
 remote_read_file(const char *path, size_t max, char **buf, size_t *len)
 {
-	size_t cap = 4096, n = 0;
+	/* The first buffer no larger than max allows: the loop stops
+	 * growing it at max + 1, never shrinks it. */
+	size_t cap = max < 4095 ? max + 1 : 4096, n = 0;
 	char *b;
 	int fd;
 
