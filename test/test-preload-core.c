@@ -97,32 +97,48 @@ START_TEST(test_threads_with_traceparent_unchanged)
 }
 END_TEST
 
-START_TEST(test_log_goes_to_file_not_stdout)
+/* Runs argv with CTXSHIM_LOG naming a new file, and extra (when not NULL)
+ * in its environment; it must exit 0.  Returns the file's text (malloc'd);
+ * *out and *err get the program's output. */
+static char *
+run_logged(char **argv, char *extra, char **out, char **err)
 {
-	char path[4096], logpath[] = "/tmp/ctxshim-log-XXXXXX", logenv[4200];
-	char *argv[] = {path, "2", NULL};
-	char *env[] = {logenv, NULL};
-	char *out, *err, *log;
-	int fd, st;
-	FILE *f;
-	long n;
+	char logpath[] = "/tmp/ctxshim-log-XXXXXX", logenv[4200];
+	char *env[] = {logenv, extra, NULL};
+	char *log = calloc(1, 65536);
+	int fd = test_mkstemp(logpath);
 
-	snprintf(path, sizeof(path), "%s/threads", test_env_path("HELPER_DIR"));
-	fd = test_mkstemp(logpath);
+	ck_assert_ptr_nonnull(log);
 	ck_assert_int_ge(fd, 0);
 	close(fd);
 	snprintf(logenv, sizeof(logenv), "CTXSHIM_LOG=%s", logpath);
-	st = test_run_capture(argv, env, true, &out, &err, 30000);
-	ck_assert_int_eq(st, 0);
+	ck_assert_int_eq(test_run_capture(argv, env, true, out, err, 30000), 0);
+	(void)test_read_small(logpath, log, 65536);
+	unlink(logpath);
+	return log;
+}
+
+/* How many times needle occurs in hay. */
+static int
+count_of(const char *hay, const char *needle)
+{
+	int n = 0;
+
+	for (; (hay = strstr(hay, needle)); hay++)
+		n++;
+	return n;
+}
+
+START_TEST(test_log_goes_to_file_not_stdout)
+{
+	char path[4096];
+	char *argv[] = {path, "2", NULL};
+	char *out, *err, *log;
+
+	snprintf(path, sizeof(path), "%s/threads", test_env_path("HELPER_DIR"));
+	log = run_logged(argv, NULL, &out, &err);
 	ck_assert_ptr_null(strstr(out, "ctxshim"));
 	ck_assert_str_eq(err, "");
-	f = fopen(logpath, "r");
-	ck_assert_ptr_nonnull(f);
-	log = calloc(1, 65536);
-	n = (long)fread(log, 1, 65535, f);
-	fclose(f);
-	unlink(logpath);
-	ck_assert_int_gt(n, 0);
 	ck_assert_msg(strstr(log, "active (ctxshim " CTXSHIM_VERSION ")"), "log: %s",
 		      log);
 	ck_assert_msg(strstr(log, "process context published"), "log: %s", log);
@@ -139,27 +155,11 @@ END_TEST
  * over another's. */
 START_TEST(test_log_file_appended_by_each_process)
 {
-	char logpath[] = "/tmp/ctxshim-log-XXXXXX", logenv[4200], *log;
 	char *argv[] = {"/bin/sh", "-c", "/bin/true; /bin/true", NULL};
-	char *env[] = {logenv, NULL};
-	char *out, *err, *p;
-	int fd, n;
-	FILE *f;
+	char *out, *err, *log;
 
-	fd = test_mkstemp(logpath);
-	ck_assert_int_ge(fd, 0);
-	close(fd);
-	snprintf(logenv, sizeof(logenv), "CTXSHIM_LOG=%s", logpath);
-	ck_assert_int_eq(test_run_capture(argv, env, true, &out, &err, 30000), 0);
-	f = fopen(logpath, "r");
-	ck_assert_ptr_nonnull(f);
-	log = calloc(1, 65536);
-	(void)fread(log, 1, 65535, f);
-	fclose(f);
-	unlink(logpath);
-	for (n = 0, p = log; (p = strstr(p, "active (ctxshim ")); p++)
-		n++;
-	ck_assert_msg(n == 3, "log: %s", log);
+	log = run_logged(argv, NULL, &out, &err);
+	ck_assert_msg(count_of(log, "active (ctxshim ") == 3, "log: %s", log);
 	free(log);
 	free(out);
 	free(err);
@@ -274,24 +274,10 @@ END_TEST
  * reader to the descriptor limit instead. */
 START_TEST(test_log_events_stderr_closed)
 {
-	char logpath[] = "/tmp/ctxshim-log-XXXXXX", logenv[4200], *log;
 	char *argv[] = {"/bin/sh", "-c", "exec 2>&- /bin/true", NULL};
-	char *env[] = {logenv, "CTXSHIM_EVENTS=stderr", NULL};
-	char *out, *err;
-	FILE *f;
-	int fd;
+	char *out, *err, *log;
 
-	fd = test_mkstemp(logpath);
-	ck_assert_int_ge(fd, 0);
-	close(fd);
-	snprintf(logenv, sizeof(logenv), "CTXSHIM_LOG=%s", logpath);
-	ck_assert_int_eq(test_run_capture(argv, env, true, &out, &err, 30000), 0);
-	f = fopen(logpath, "r");
-	ck_assert_ptr_nonnull(f);
-	log = calloc(1, 65536);
-	(void)fread(log, 1, 65535, f);
-	fclose(f);
-	unlink(logpath);
+	log = run_logged(argv, "CTXSHIM_EVENTS=stderr", &out, &err);
 	ck_assert_msg(strstr(log, "cannot keep the event log stderr: standard error "
 				  "is not open"),
 		      "log: %s", log);
@@ -334,7 +320,7 @@ START_TEST(test_log_fd_under_a_low_limit)
 	char *argv[] = {"/bin/sh", "-c", script, NULL};
 	char *env[] = {logenv, evenv, NULL};
 	char *err_env[] = {"CTXSHIM_LOG=stderr", NULL};
-	char *out, *err, *p;
+	char *out, *err;
 	int fd, n, lim = limits[_i];
 
 	snprintf(script, sizeof(script),
@@ -359,9 +345,8 @@ START_TEST(test_log_fd_under_a_low_limit)
 	free(err);
 
 	ck_assert_int_eq(test_run_capture(argv, err_env, true, &out, &err, 30000), 0);
-	for (n = 0, p = err; (p = strstr(p, "active (ctxshim ")); p++)
-		n++;
-	ck_assert_msg(n == 2, "sh and ls log, stderr: %s", err);
+	ck_assert_msg(count_of(err, "active (ctxshim ") == 2,
+		      "sh and ls log, stderr: %s", err);
 	free(out);
 	free(err);
 }
