@@ -1114,9 +1114,16 @@ END_TEST
  *    marked as guessed (old: shown as any other), and those before it
  *    are not;
  *  - a frame chain that leads back to a frame already shown ends as a
- *    loop (old: the two frames over and over up to 4096, "more frames");
+ *    loop (old: the two frames over and over up to 4096, "more frames"),
+ *    also a cycle of three frames, where no frame repeats the one before;
+ *  - a function name of 256 bytes is shown cut to 255, the most a frame
+ *    keeps (STACK_SYMBOL_MAX with its terminator);
+ *  - a function whose symbol is versioned is shown without the version;
  *  - unwind information whose DWARF expression jumps back to itself ends
  *    the stack (old: ctxdump hung in libunwind, for ever). */
+#define X8  "xxxxxxxx"
+#define X64 X8 X8 X8 X8 X8 X8 X8 X8
+
 START_TEST(stacks_unusual)
 {
 	static const struct {
@@ -1137,6 +1144,11 @@ START_TEST(stacks_unusual)
 		{"3", "0", "nocfi", "64K", 4, " nocfi_call+0x", NULL},
 		{"3", "0", "cycle", "64K", 0, "(stack ends: unwinding loop)\n",
 		 "(more frames"},
+		{"3", "0", "cycle3", "64K", 0, "(stack ends: unwinding loop)\n",
+		 "(more frames"},
+		{"3", "0", "longname", "64K", 4,
+		 " longname" X64 X64 X64 X8 X8 X8 X8 X8 X8 "xxxxxxx+0x", NULL},
+		{"3", "0", "symver", "64K", 4, " versioned_wait+0x", "@VERS_1"},
 		{"3", "0", "cfaloop", "64K", 0,
 		 "(stack ends: unwind information loops or is too long)\n", NULL},
 	};

@@ -26,6 +26,11 @@
  *            information finds its caller through rbp, which points at
  *            two frames on the stack that name each other as their
  *            caller (a corrupt or hostile stack): a walk without end
+ *   cycle3   as cycle, with three frames that lead round to the first
+ *   longname at the bottom, the thread waits in a function whose name has
+ *            256 bytes, one more than ctxdump keeps of a name
+ *   symver   at the bottom, the thread waits in a function whose only
+ *            symbol is versioned, "versioned_wait@@VERS_1"
  *   cfaloop  at the bottom, the thread waits in a function whose unwind
  *            information computes the caller's frame with a DWARF
  *            expression that jumps back to itself (a hostile file)
@@ -128,6 +133,26 @@ mangled_wait(void)
 	return many_refs() + 1;
 }
 
+/* longname: "longname" and 248 x, 256 bytes (STACK_SYMBOL_MAX) */
+#define X8  "xxxxxxxx"
+#define X64 X8 X8 X8 X8 X8 X8 X8 X8
+static int long_wait(void) __asm__("longname" X64 X64 X64 X8 X8 X8 X8 X8 X8 X8);
+
+__attribute__((noinline)) static int
+long_wait(void)
+{
+	/* + 2: not one body with bomb(), which -fipa-icf would merge */
+	return bottom_wait() + 2;
+}
+
+/* symver: .symver with @@@ renames the symbol, none left unversioned */
+__attribute__((noinline, used)) static int
+versioned_wait(void)
+{
+	return bottom_wait() + 3;
+}
+__asm__(".symver versioned_wait, versioned_wait@@@VERS_1");
+
 /* nocfi: no .cfi_* directives, so no FDE in .eh_frame */
 int nocfi_call(void);
 __asm__(".text\n"
@@ -167,15 +192,20 @@ __asm__(".text\n"
 	"	.cfi_endproc\n"
 	".size cycle_spin, .-cycle_spin\n");
 
+/* frames in the cycle: 2, or 3 (a cycle that only a check against an
+ * earlier frame, not the one before, finds) */
+static unsigned cycle_len = 2;
+
 __attribute__((noinline)) static int
 cycle_wait(void)
 {
-	uint64_t f[4] __attribute__((aligned(16)));
+	uint64_t f[6] __attribute__((aligned(16)));
+	unsigned i;
 
-	f[0] = (uint64_t)(uintptr_t)&f[2];
-	f[1] = (uint64_t)(uintptr_t)cycle_ret;
-	f[2] = (uint64_t)(uintptr_t)&f[0];
-	f[3] = (uint64_t)(uintptr_t)cycle_ret;
+	for (i = 0; i < cycle_len; i++) {
+		f[2 * i] = (uint64_t)(uintptr_t)&f[2 * ((i + 1) % cycle_len)];
+		f[2 * i + 1] = (uint64_t)(uintptr_t)cycle_ret;
+	}
 	atomic_store(&bottom, (int)syscall(SYS_gettid));
 	cycle_spin(f);
 	return 0;
@@ -279,9 +309,12 @@ main(int argc, char **argv)
 	    (*mode && strcmp(mode, "data") != 0 && strcmp(mode, "maplibc") != 0 &&
 	     strcmp(mode, "nullcall") != 0 && strcmp(mode, "nosym") != 0 &&
 	     strcmp(mode, "mangled") != 0 && strcmp(mode, "nocfi") != 0 &&
-	     strcmp(mode, "cycle") != 0 && strcmp(mode, "cfaloop") != 0)) {
-		fprintf(stderr, "usage: deep-stack DEPTH PAD [data|maplibc|nullcall|"
-				"nosym|mangled|nocfi|cycle|cfaloop]\n");
+	     strcmp(mode, "cycle") != 0 && strcmp(mode, "cycle3") != 0 &&
+	     strcmp(mode, "longname") != 0 && strcmp(mode, "symver") != 0 &&
+	     strcmp(mode, "cfaloop") != 0)) {
+		fprintf(stderr,
+			"usage: deep-stack DEPTH PAD [data|maplibc|nullcall|"
+			"nosym|mangled|nocfi|cycle|cycle3|longname|symver|cfaloop]\n");
 		return 64;
 	}
 	if (strcmp(mode, "nullcall") == 0) {
@@ -295,6 +328,13 @@ main(int argc, char **argv)
 		bottom_call = nocfi_call;
 	} else if (strcmp(mode, "cycle") == 0) {
 		bottom_call = cycle_wait;
+	} else if (strcmp(mode, "cycle3") == 0) {
+		cycle_len = 3;
+		bottom_call = cycle_wait;
+	} else if (strcmp(mode, "longname") == 0) {
+		bottom_call = long_wait;
+	} else if (strcmp(mode, "symver") == 0) {
+		bottom_call = versioned_wait;
 	} else if (strcmp(mode, "cfaloop") == 0) {
 		bottom_call = cfaloop_wait;
 	}
