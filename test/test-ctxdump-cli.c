@@ -590,7 +590,8 @@ END_TEST
 /* A process context with a key map but no threadlocal.schema_version
  * (helpers/writer-pctx.c) and no otel_thread_ctx_v1: exit 2, the process
  * context still printed, and its key map shown as what it is; a resource
- * key given twice is one JSON member. */
+ * key given twice is one JSON member; doubles at JSON's edge; keys at the
+ * edge of the threadlocal. namespace. */
 START_TEST(key_map_without_schema)
 {
 	/* room for an option */
@@ -627,6 +628,23 @@ START_TEST(key_map_without_schema)
 	ck_assert_int_eq(run_ctxdump(&out, &err, "--json", arg, NULL), 2);
 	ck_assert_msg(strstr(out, "\"test.bad\\ufffd\": \"new\"") &&
 			      !strstr(out, "\"test.bad\\ufffd\": \"old\""),
+		      "%s", out);
+	free(out);
+	free(err);
+	ck_assert_int_eq(test_child_finish(&c, RUN_TIMEOUT_MS), 0);
+
+	/* the largest double is a JSON number, infinity is null; of the
+	 * extra attributes, those in the threadlocal. namespace are left
+	 * out, "threadlocal." too, and "threadlocalx" is not in it */
+	argv[4] = "--edges";
+	test_child_start(&c, argv, NULL, false);
+	test_child_expect(&c, "READY ", line, sizeof(line), RUN_TIMEOUT_MS);
+	snprintf(arg, sizeof(arg), "%d", (int)c.pid);
+	ck_assert_int_eq(run_ctxdump(&out, &err, "--json", arg, NULL), 2);
+	ck_assert_msg(strstr(out, "\"test.max\": 1.7976931348623157e+308") &&
+			      strstr(out, "\"test.huge\": null") &&
+			      strstr(out, "\"threadlocalx\": \"out\"") &&
+			      !strstr(out, "\"threadlocal.\""),
 		      "%s", out);
 	free(out);
 	free(err);

@@ -6,7 +6,7 @@
  *
  *   writer-pctx DISTRO VERSION SERVICE
  *               [--unfinished | --bad-keys | --heap | --group | --open-group |
- *                --field-zero | --long-varint]
+ *                --field-zero | --long-varint | --edges]
  *
  * Resource: telemetry.distro.name=DISTRO, telemetry.distro.version=VERSION,
  * service.name=SERVICE, service.instance.id, an int, a bool, test.dup
@@ -24,6 +24,10 @@
  * --field-zero ends the payload with a varint field of number 0, and
  * --long-varint with one whose value takes 10 bytes and more than 64 bits:
  * both malformed (a protobuf field number is at least 1).
+ * --edges adds resource doubles test.max=DBL_MAX and test.huge=+infinity
+ * (JSON has the first, and no infinity), and extra attributes
+ * "threadlocal." and "threadlocalx" (the first in the threadlocal.
+ * namespace, the second not).
  * --heap maps only the 32-byte header and puts the payload in a malloc()ed
  * buffer, as the sig-profiling reference writer and libdatadog do (the
  * OTEP lets the payload be anywhere); without it the payload follows the
@@ -128,6 +132,20 @@ put_kv_varint(
 	put_bytes(b, field, kv.data, kv.len);
 }
 
+/* KeyValue{key, value: AnyValue{double_value}} (fixed64 field 4). */
+static void
+put_kv_double(struct wbuf *b, unsigned field, const char *key, uint64_t bits)
+{
+	struct wbuf any = {.len = 0}, kv = {.len = 0};
+
+	put_varint(&any, 4 << 3 | 1);
+	for (int i = 0; i < 8; i++)
+		put_byte(&any, (uint8_t)(bits >> 8 * i));
+	put_string(&kv, 1, key);
+	put_bytes(&kv, 2, any.data, any.len);
+	put_bytes(b, field, kv.data, kv.len);
+}
+
 static void
 put_kv_array(struct wbuf *b,
 	     unsigned field,
@@ -161,6 +179,7 @@ main(int argc, char **argv)
 	bool open_group = argc > 4 && strcmp(argv[4], "--open-group") == 0;
 	bool field_zero = argc > 4 && strcmp(argv[4], "--field-zero") == 0;
 	bool long_varint = argc > 4 && strcmp(argv[4], "--long-varint") == 0;
+	bool edges = argc > 4 && strcmp(argv[4], "--edges") == 0;
 	size_t map_len = heap ? 32 : 4096;
 	uint8_t *payload;
 	struct timespec ts;
@@ -173,7 +192,8 @@ main(int argc, char **argv)
 	if (argc < 4) {
 		fprintf(stderr, "usage: writer-pctx DISTRO VERSION SERVICE "
 				"[--unfinished | --bad-keys | --heap | --group | "
-				"--open-group | --field-zero | --long-varint]\n");
+				"--open-group | --field-zero | --long-varint | "
+				"--edges]\n");
 		return 2;
 	}
 	if (group)
@@ -191,10 +211,19 @@ main(int argc, char **argv)
 		put_kv_string(&res, 1, "test.bad\xff", "old");
 		put_kv_string(&res, 1, "test.bad\xfe", "new");
 	}
+	if (edges) {
+		/* IEEE 754 bits, as the wire has them */
+		put_kv_double(&res, 1, "test.max", 0x7fefffffffffffffu);
+		put_kv_double(&res, 1, "test.huge", 0x7ff0000000000000u);
+	}
 	put_varint(&res, 2 << 3 | 0); /* dropped_attributes_count */
 	put_varint(&res, 0);
 	put_bytes(&pc, 1, res.data, res.len);
 	put_kv_array(&pc, 2, "threadlocal.attribute_key_map", keys, 2);
+	if (edges) {
+		put_kv_string(&pc, 2, "threadlocal.", "in");
+		put_kv_string(&pc, 2, "threadlocalx", "out");
+	}
 	put_varint(&pc, 15 << 3 | 1); /* unknown fixed64 field */
 	for (int i = 0; i < 8; i++)
 		put_byte(&pc, 0xff);
