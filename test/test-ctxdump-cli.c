@@ -1088,6 +1088,13 @@ START_TEST(one_thread)
 	free(err);
 	assert_running(h.pid);
 
+	/* -v: the one thread stopped, in the singular */
+	ck_assert_int_eq(run_ctxdump(&out, &err, "-v", "-t", tid, arg, NULL), 0);
+	ck_assert_msg(strstr(out, "\nStopped: 1 thread for "), "%s", out);
+	free(out);
+	free(err);
+	assert_running(h.pid);
+
 	/* a thread that has exited */
 	snprintf(tid, sizeof(tid), "%d", (int)h.gone);
 	ck_assert_int_eq(run_ctxdump(&out, &err, "--tid", tid, arg, NULL), 2);
