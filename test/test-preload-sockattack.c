@@ -138,38 +138,39 @@ START_TEST(dup_answer)
 }
 END_TEST
 
-/* Modes with a variant: {mode, variant}. */
+/* Modes with a variant: {mode, variant}.  The last three fork children,
+ * also by _Fork(), which runs no atfork handler. */
 static const char *const variant_modes[][2] = {
-	{"copy-rw", "dup"},           {"copy-rw", "dup2"},
-	{"copy-rw", "dup3"},          {"copy-rw", "fcntl"},
-	{"copy-close", "original"},   {"copy-close", "copy"},
-	{"stdin-server", "on"},       {"stdin-server", "off"},
-	{"stdin-server", "unix"},     {"stdin-server", "pair"},
-	{"copy-ring", "long"},        {"copy-ring", "copy-of-copy"},
-	{"copy-ring", "dup2-leader"}, {"copy-ring", "close-range"},
-	{"copy-ring", "closefrom"},   {"copy-ring", "pipelined"},
-	{"copy-close", "read-copy"},  {"copy-wait", "close"},
-	{"copy-wait", "read"},        {"inherit-wait", "close"},
-	{"inherit-wait", "read"},     {"inherit-wait", "gone"},
-};
-
-START_TEST(variants)
-{
-	run_both(variant_modes[_i >> 2][0], variant_modes[_i >> 2][1], _i & 3);
-}
-END_TEST
-
-/* Forked children, also by _Fork(), which runs no atfork handler:
- * {mode, variant}. */
-static const char *const fork_modes[][2] = {
+	{"copy-rw", "dup"},
+	{"copy-rw", "dup2"},
+	{"copy-rw", "dup3"},
+	{"copy-rw", "fcntl"},
+	{"copy-close", "original"},
+	{"copy-close", "copy"},
+	{"stdin-server", "on"},
+	{"stdin-server", "off"},
+	{"stdin-server", "unix"},
+	{"stdin-server", "pair"},
+	{"copy-ring", "long"},
+	{"copy-ring", "copy-of-copy"},
+	{"copy-ring", "dup2-leader"},
+	{"copy-ring", "close-range"},
+	{"copy-ring", "closefrom"},
+	{"copy-ring", "pipelined"},
+	{"copy-close", "read-copy"},
+	{"copy-wait", "close"},
+	{"copy-wait", "read"},
+	{"inherit-wait", "close"},
+	{"inherit-wait", "read"},
+	{"inherit-wait", "gone"},
 	{"closefrom-negative", "_Fork"},
 	{"fork-ids", "fork"},
 	{"fork-ids", "_Fork"},
 };
 
-START_TEST(forks)
+START_TEST(variants)
 {
-	run_both(fork_modes[_i >> 2][0], fork_modes[_i >> 2][1], _i & 3);
+	run_both(variant_modes[_i >> 2][0], variant_modes[_i >> 2][1], _i & 3);
 }
 END_TEST
 
@@ -202,8 +203,6 @@ TEST_SUITE(sockattack_suite)
 	tcase_add_loop_test(
 		tc, variants, 0,
 		(int)(4 * sizeof(variant_modes) / sizeof(variant_modes[0])));
-	tcase_add_loop_test(tc, forks, 0,
-			    (int)(4 * sizeof(fork_modes) / sizeof(fork_modes[0])));
 	tcase_add_loop_test(tc, copy_race, 0, 2);
 	suite_add_tcase(s, tc);
 	return s;
