@@ -1003,8 +1003,6 @@ drop_exited(struct run *run)
 			continue;
 		}
 		free(t->attrs);
-		if (t->has_snap)
-			stack_snap_free(t->snap);
 		d->n_exited++;
 		d->n_stopped--;
 	}
@@ -1023,8 +1021,6 @@ dump_free(struct dump *d)
 		free(t->attrs);
 		free(t->dec_attr);
 		free(t->frames);
-		if (t->has_snap)
-			stack_snap_free(t->snap);
 	}
 	free(d->threads);
 	free(d->cold);

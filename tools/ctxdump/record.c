@@ -1263,9 +1263,6 @@ sample_round(struct rec *rc)
 		return r;
 	}
 	if (exec) {
-		for (i = 0; i < k; i++)
-			if (!rc->err[i])
-				stack_snap_free(&rc->snaps[i]);
 		stack_arena_recycle(&rc->arena);
 		stop_free(&ss);
 		if (!image_reload(rc))
@@ -1298,9 +1295,6 @@ sample_round(struct rec *rc)
 		rc->resolved = false;
 	}
 	write_round(rc, &ss, k, t);
-	for (i = 0; i < k; i++)
-		if (!rc->err[i])
-			stack_snap_free(&rc->snaps[i]);
 	/* the next round copies into the same pages (grown if it had to) */
 	stack_arena_recycle(&rc->arena);
 	stop_free(&ss);

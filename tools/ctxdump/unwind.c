@@ -302,36 +302,7 @@ uw_now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-/* Copy [addr, addr + len) of tid into buf with one process_vm_readv whose
- * remote side is split at page boundaries: the kernel then stops cleanly at
- * the first unreadable page and returns the readable prefix. */
-static ssize_t
-uw_copy_remote(pid_t tid,
-	       uint64_t addr,
-	       uint8_t *buf,
-	       size_t len,
-	       struct iovec *riov,
-	       size_t max_iov)
-{
-	struct iovec liov = {.iov_base = buf, .iov_len = len};
-	size_t n = 0, done = 0;
-
-	while (done < len && n < max_iov) {
-		uint64_t a = addr + done;
-		size_t chunk = UW_PAGE - (size_t)(a % UW_PAGE);
-
-		if (chunk > len - done)
-			chunk = len - done;
-		riov[n].iov_base = (void *)(uintptr_t)a;
-		riov[n].iov_len = chunk;
-		done += chunk;
-		n++;
-	}
-	liov.iov_len = done;
-	return process_vm_readv(tid, &liov, 1, riov, n, 0);
-}
-
-/* The range stack_snap_capture() copies for registers r: from the red
+/* The range stack_snap_capture_many() copies for registers r: from the red
  * zone below sp up to max bytes above sp, but not past the thread's TCB
  * (fs_base) when it lies above sp -- glibc and musl put it at the top of
  * a thread's stack block, above every frame --, nor past fs_base +
@@ -423,7 +394,6 @@ stack_snap_capture_many(pid_t pid,
 		if (!base || err[i] || !want)
 			continue;
 		s->stack = base + off;
-		s->stack_in_arena = true;
 		rg[k++] = (struct remote_range){start[i], s->stack, want, 0};
 		off += (want + 15) & ~(size_t)15;
 	}
@@ -493,63 +463,6 @@ stack_arena_free(struct stack_arena *a)
 		(void)munmap(a->spare, a->spare_len);
 	a->base = a->spare = NULL;
 	a->len = a->spare_len = 0;
-}
-
-int
-stack_snap_capture(pid_t tid, size_t max_stack_bytes, struct stack_snap *s)
-{
-	uint64_t t0 = uw_now_ns(), sp, start;
-	struct iovec *riov;
-	size_t want, max_iov;
-	ssize_t r;
-
-	memset(s, 0, sizeof(*s));
-	if (ptrace(PTRACE_GETREGS, tid, NULL, &s->regs) < 0)
-		return -errno;
-	s->tid = tid;
-	s->regs_valid = true;
-
-	sp = s->regs.rsp;
-	/* one process_vm_readv() of at most IOV_MAX page pieces
-	 * (stack_snap_capture_many() has no such limit: remote_read_many()
-	 * reads a longer range in several calls) */
-	if (max_stack_bytes > (size_t)(IOV_MAX - 2) * UW_PAGE)
-		max_stack_bytes = (size_t)(IOV_MAX - 2) * UW_PAGE;
-	if (!uw_stack_range(&s->regs, max_stack_bytes, 0, &start, &want))
-		goto out;
-	max_iov = want / UW_PAGE + 2;
-	/* One allocation for the copy and, behind it (16-byte aligned), the
-	 * remote iovec array: the fewer calls inside the stop, the better. */
-	s->stack = malloc(((want + 15) & ~(size_t)15) + max_iov * sizeof(*riov));
-	if (!s->stack)
-		goto out; /* registers alone still give frame #0 */
-	riov = (struct iovec *)(void *)(s->stack + ((want + 15) & ~(size_t)15));
-	r = uw_copy_remote(tid, start, s->stack, want, riov, max_iov);
-	if (r <= 0) {
-		/* The red zone reaches into the guard page of an almost full
-		 * stack: start at sp itself. */
-		start = sp & ~(uint64_t)7;
-		want -= (size_t)(start - ((sp - STACK_RED_ZONE) & ~(uint64_t)7));
-		r = uw_copy_remote(tid, start, s->stack, want, riov, max_iov);
-	}
-	if (r > 0) {
-		s->stack_addr = start;
-		s->stack_len = (size_t)r & ~(size_t)7;
-	}
-out:
-	s->capture_ns = uw_now_ns() - t0;
-	return 0;
-}
-
-void
-stack_snap_free(struct stack_snap *s)
-{
-	if (!s)
-		return;
-	if (!s->stack_in_arena)
-		free(s->stack);
-	s->stack = NULL;
-	s->stack_len = 0;
 }
 
 /* ---- modules ---------------------------------------------------------- */

@@ -3,15 +3,15 @@
 
 /* Copy-then-unwind stacks for ctxdump.
  *
- * While a thread is ptrace-stopped, stack_snap_capture() copies only its
- * registers and the top of its stack (one PTRACE_GETREGS and one
- * process_vm_readv).  After every thread has been detached,
- * stack_unwind() runs libunwind over that snapshot with our own accessors:
- * memory comes from the stack copy or from the read-only segments of the
- * ELF files mapped in the process (and [vdso] from our own identical
- * vdso), never from the live process (a module's writable data reads as
- * 0); unwind tables come from each module's .eh_frame_hdr (or, without
- * one, a search table built from its .eh_frame); symbols from
+ * While the threads are ptrace-stopped, stack_snap_capture_many() copies
+ * only their registers and the tops of their stacks (a PTRACE_GETREGS per
+ * thread, batched process_vm_readv calls).  After every thread has been
+ * detached, stack_unwind() runs libunwind over each snapshot with our own
+ * accessors: memory comes from the stack copy or from the read-only
+ * segments of the ELF files mapped in the process (and [vdso] from our own
+ * identical vdso), never from the live process (a module's writable data
+ * reads as 0); unwind tables come from each module's .eh_frame_hdr (or,
+ * without one, a search table built from its .eh_frame); symbols from
  * .symtab, the build-id debug file (/usr/lib/debug/.build-id) or .dynsym.
  * Module data is parsed once per process and cached until
  * stack_unwind_reset() (or exit), or, for a module whose mappings
@@ -83,11 +83,9 @@ struct stack_snap {
 	 * lies above its stack pointer (glibc, musl), at fs_base. */
 	size_t stack_len;
 	uint8_t *stack;
-	/* Nanoseconds spent in stack_snap_capture() (the added stop time). */
+	/* Nanoseconds stack_snap_capture_many() spent, per thread (the added
+	 * stop time). */
 	uint64_t capture_ns;
-	/* stack points into a struct stack_arena (stack_snap_capture_many):
-	 * stack_snap_free() does not free it. */
-	bool stack_in_arena;
 };
 
 /* One allocation holding the stack copies of stack_snap_capture_many().
@@ -115,13 +113,6 @@ int stack_arena_reserve(struct stack_arena *a, size_t len);
  * rest. */
 void stack_arena_recycle(struct stack_arena *a);
 
-/* Call while tid is ptrace-stopped.  Copies the registers and
- * [sp - STACK_RED_ZONE, sp + max_stack_bytes) as far as it is readable.
- * Does no symbol or /proc work.  Returns 0 (s filled; stack_len may be 0 if
- * nothing around sp was readable) or a negative errno (PTRACE_GETREGS
- * failed: s is left empty and needs no stack_snap_free()). */
-int stack_snap_capture(pid_t tid, size_t max_stack_bytes, struct stack_snap *s);
-
 /* Call after detaching.  Unwinds the snapshot of a thread of process pid
  * into frames[0..*n_out).  Reads /proc/PID/maps and the mapped ELF files
  * (cached per process until stack_unwind_reset(): pid may be any thread
@@ -138,17 +129,19 @@ int stack_unwind(pid_t pid,
 		 size_t max_frames,
 		 size_t *n_out);
 
-/* stack_snap_capture() for n threads of process pid, all ptrace-stopped,
- * with as few system calls as possible: one PTRACE_GETREGS per thread,
- * then every stack copy in batched process_vm_readv() calls (IOV_MAX pages
- * per call) into one allocation, paged in by the kernel in one go, that
- * *arena owns.  With 1000 threads that is a few system calls instead of a
- * thousand, and no page faults one by one, inside the stop window.  Same
- * result per thread as stack_snap_capture(): err[i] = 0 (*out[i] filled)
- * or the negative errno of PTRACE_GETREGS, except that with tls_floor
- * (< 0, from tlsm_static_block_tpoff(); 0: none) a copy also ends at
- * fs_base + tls_floor when that lies above the stack pointer.  Free the
- * copies with stack_arena_free() once the snapshots are no longer used. */
+/* Call while the n threads tids of process pid are ptrace-stopped.  Copies
+ * each one's registers and [sp - STACK_RED_ZONE, sp + max_stack_bytes) as
+ * far as it is readable, with no symbol or /proc work and as few system
+ * calls as possible: one PTRACE_GETREGS per thread, then every stack copy
+ * in batched process_vm_readv() calls (IOV_MAX pages per call) into one
+ * allocation, paged in by the kernel in one go, that *arena owns.  With
+ * 1000 threads that is a few system calls instead of a thousand, and no
+ * page faults one by one, inside the stop window.  Per thread, err[i] = 0
+ * (*out[i] filled; its stack_len may be 0 if nothing around sp was
+ * readable) or the negative errno of PTRACE_GETREGS.  With tls_floor (< 0,
+ * from tlsm_static_block_tpoff(); 0: none) a copy also ends at fs_base +
+ * tls_floor when that lies above the stack pointer.  The copies live as
+ * long as the arena: stack_arena_free() or stack_arena_recycle(). */
 void stack_snap_capture_many(pid_t pid,
 			     const pid_t *tids,
 			     size_t n,
@@ -159,8 +152,6 @@ void stack_snap_capture_many(pid_t pid,
 			     struct stack_arena *arena);
 
 void stack_arena_free(struct stack_arena *a);
-
-void stack_snap_free(struct stack_snap *s);
 
 /* Drop the cached module data (also done at exit).  Needed before
  * another process is unwound, or the same one after an execve(). */
