@@ -1114,8 +1114,9 @@ START_TEST(test_app_tracestate)
 }
 END_TEST
 
-/* CTXSHIM_PROPAGATE=0 sends nothing; =transparent forwards the incoming
- * parent-id (here TRACEPARENT's) and publishes no client span. */
+/* CTXSHIM_PROPAGATE=0 sends nothing; =transparent (any case, as the
+ * boolean words) forwards the incoming parent-id (here TRACEPARENT's) and
+ * publishes no client span. */
 START_TEST(test_propagate_off)
 {
 	char *env[] = {T_TP, T_TS, "CTXSHIM_PROPAGATE=0", NULL};
@@ -1132,7 +1133,7 @@ END_TEST
 START_TEST(test_propagate_transparent)
 {
 	const char *args[] = {"-n", "2", NULL};
-	char *env[] = {T_TP, T_TS, "CTXSHIM_PROPAGATE=transparent", NULL};
+	char *env[] = {T_TP, T_TS, "CTXSHIM_PROPAGATE=Transparent", NULL};
 	char t[33], p[17], f[3], bt[33], bs[17], dt[33], ds[17];
 	const char *v;
 	struct req q;
