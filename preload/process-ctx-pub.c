@@ -134,6 +134,21 @@ add_resource_int(const char *key, int64_t value)
 	resource[n_resource - 1].i = value;
 }
 
+/* How many bytes at the end of out[0..n) may be the start of a character
+ * that the next bytes complete: from its last lead byte on, if the
+ * continuation bytes after it are fewer than the longest form has. */
+static size_t
+utf8_open_tail(const char *out, size_t n)
+{
+	size_t p = n;
+
+	while (p > 0 && n - p < 3 && ((uint8_t)out[p - 1] & 0xc0) == 0x80)
+		p--;
+	if (p > 0 && (uint8_t)out[p - 1] >= 0xc0)
+		p--;
+	return n - p;
+}
+
 /* Percent-decodes s[0..len) into out (cap bytes, len <= cap is enough).
  * Returns the decoded length, -2 when it does not fit in cap (the rest still
  * checked for the errors below), or -1 for a
@@ -165,18 +180,25 @@ percent_decode(char *out, size_t cap, const char *s, size_t len)
 		}
 		if (c == '\0')
 			return -1;
-		/* Too long to keep, but a bad escape or a NUL further on is
-		 * still a decoding error (the whole variable goes): read on. */
+		/* Too long to keep, but a bad escape, a NUL or bytes that are
+		 * not UTF-8 further on are still a decoding error (the whole
+		 * variable goes): what out holds is checked up to its last
+		 * whole character, and the rest goes on in its place. */
 		if (o == cap) {
+			size_t tail = utf8_open_tail(out, o);
+
+			if (!trec_utf8_valid((const uint8_t *)out, o - tail))
+				return -1;
+			memmove(out, out + o - tail, tail);
+			o = tail;
 			too_long = true;
-			continue;
 		}
 		out[o++] = c;
 	}
-	if (too_long)
-		return -2;
 	if (!trec_utf8_valid((const uint8_t *)out, o))
 		return -1;
+	if (too_long)
+		return -2;
 	return (ssize_t)o;
 }
 

@@ -430,7 +430,7 @@ END_TEST
  * OTEL_SERVICE_NAME that is not UTF-8 is ignored. */
 START_TEST(test_resource_env_not_utf8)
 {
-	static char longbad[2][1200];
+	static char longbad[3][1200];
 	char *const vars[] = {
 		"OTEL_RESOURCE_ATTRIBUTES=a=1,bin=%FF%FE",
 		"OTEL_RESOURCE_ATTRIBUTES=a=1,bin=\xc3\x28",
@@ -440,18 +440,21 @@ START_TEST(test_resource_env_not_utf8)
 		"OTEL_RESOURCE_ATTRIBUTES=a=1, =v",
 		longbad[0],
 		longbad[1],
+		longbad[2],
 	};
 	unsigned i;
 
-	/* past the 1023 bytes kept, a bad escape or a NUL is still one
-	 * (old: the entry was only skipped as too long) */
-	for (i = 0; i < 2; i++) {
+	/* past the 1023 bytes kept, a bad escape, a NUL or a byte that is
+	 * not UTF-8 is still one (old: the entry was only skipped as too
+	 * long) */
+	for (i = 0; i < 3; i++) {
+		static const char *const tail[] = {"%zz", "%00", "%C3%A9%FF"};
 		size_t o = (size_t)snprintf(longbad[i], sizeof(longbad[i]),
 					    "OTEL_RESOURCE_ATTRIBUTES=a=1,long=");
 
 		memset(longbad[i] + o, 'x', 1100);
 		snprintf(longbad[i] + o + 1100, sizeof(longbad[i]) - o - 1100, "%s",
-			 i ? "%00" : "%zz");
+			 tail[i]);
 	}
 
 	for (i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
