@@ -523,6 +523,56 @@ ctx_elf_machine() {
 	fi
 }
 
+# esc(a, s, e): bytes a[s] to a[e - 1] (decimal) as text, with what ctxdump
+# escapes as \xNN, each byte of the character (tools/ctxdump/output.c,
+# output_utf8_next() and output_cp_escaped()): bytes that are not
+# well-formed UTF-8, C0, DEL, C1, and the format characters that make a
+# terminal show text in another order or hide it (U+061C, U+200B-U+200F,
+# U+2028-U+202E, U+2060-U+206F, U+FEFF, U+E0000-U+E007F); a backslash as
+# \x5c.  awk runs with LC_ALL=C (a byte is a character): UTF-8 is decoded
+# here.  One copy, for ctx_esc_text and ctxshim's pctx_decode.
+ctx_awk_esc='
+function esc(a, s, e,    o, i, k, l, c, cp) {
+	o = ""
+	for (i = s; i < e; i += l) {
+		c = a[i]; l = 1; cp = c
+		if (c >= 128) {
+			# the sequence length from the lead byte: C0, C1 (overlong
+			# 2-byte forms), continuation bytes and F5-FF lead nothing
+			if (c >= 194 && c <= 223) { l = 2; cp = c - 192 }
+			else if (c >= 224 && c <= 239) { l = 3; cp = c - 224 }
+			else if (c >= 240 && c <= 244) { l = 4; cp = c - 240 }
+			else l = 0
+			for (k = 1; k < l; k++) {
+				if (i + k >= e || a[i + k] < 128 || a[i + k] > 191) { l = 0; break }
+				cp = cp * 64 + a[i + k] - 128
+			}
+			# overlong 3- and 4-byte forms, surrogates, above U+10FFFF
+			if ((l == 3 && cp < 2048) || (l == 4 && cp < 65536) ||
+				cp > 1114111 || (cp >= 55296 && cp <= 57343)) l = 0
+		}
+		if (l == 0 || cp < 32 || (cp >= 127 && cp <= 159) || cp == 1564 ||
+			(cp >= 8203 && cp <= 8207) || (cp >= 8232 && cp <= 8238) ||
+			(cp >= 8288 && cp <= 8303) || cp == 65279 ||
+			(cp >= 917504 && cp <= 917631) || cp == 92) {
+			# a byte that starts nothing well-formed is escaped alone
+			if (l == 0) l = 1
+			for (k = 0; k < l; k++) o = o sprintf("\\x%02x", a[i + k])
+		} else
+			for (k = 0; k < l; k++) o = o sprintf("%c", a[i + k])
+	}
+	return o
+}'
+
+# ctx_esc_text TEXT: TEXT escaped as pctx_decode prints the context's strings
+# (a program names itself: its comm and its library paths can hold
+# terminal escapes).
+ctx_esc_text() {
+	printf '%s' "$1" | od -An -v -t u1 | LC_ALL=C awk "$ctx_awk_esc"'
+	{ for (i = 1; i <= NF; i++) b[n++] = $i }
+	END { printf "%s", esc(b, 0, n) }'
+}
+
 # ctx_inspect FILE: tell whether a program started from FILE can load an
 # LD_PRELOAD library of machine $ctx_host_machine (e_machine of the shim, or
 # empty for "don't compare").  Sets ctx_verdict to one of
