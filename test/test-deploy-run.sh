@@ -567,8 +567,8 @@ check "names the path up to it" same "$dp_err" \
 cp glibc-hdr interp-nl
 printf '\n' | dd of=interp-nl bs=1 seek=126 conv=notrunc 2>/dev/null
 expect_status 127 "check: PT_INTERP with a newline inside" "$S" check ./interp-nl
-check "names the path with it" contains "$dp_err" "the interpreter /lib64
-ld-linux-x86-64.so.2, which does not exist"
+check "names the path with it, escaped" contains "$dp_err" \
+	"the interpreter /lib64\\x0ald-linux-x86-64.so.2, which does not exist"
 # An interpreter that is not there (a program of another system, a #!
 # line with DOS line endings, a typo) makes exec fail: run and check say
 # so with exec's status, the entrypoint too (old: check "ok", and run
@@ -581,7 +581,10 @@ printf '#!/usr/bin/env sh\r\ntrue\r\n' >s-crlfenv
 printf '#!%s\ntrue\n' "$dp_tmp" >s-dirinterp
 printf '#!%s/noexec\ntrue\n' "$dp_tmp" >s-noexecinterp
 printf '#!%s/s-nointerp\ntrue\n' "$dp_tmp" >s-nested
-chmod 755 s-nointerp s-crlf s-crlfenv s-dirinterp s-noexecinterp s-nested
+# The #! line is the file's bytes: a terminal escape in it is shown
+# escaped, as ctxdump shows the target's (old: sent to the terminal raw).
+printf '#!/no/\033[2J\001such\ntrue\n' >s-escinterp
+chmod 755 s-nointerp s-crlf s-crlfenv s-dirinterp s-noexecinterp s-nested s-escinterp
 run_nl='
 '
 for c in "127 nointerp:it names the interpreter /no/such/ld-linux-x86-64.so.2, which does not exist" \
@@ -590,7 +593,8 @@ for c in "127 nointerp:it names the interpreter /no/such/ld-linux-x86-64.so.2, w
 	"127 s-crlfenv:it is a script for /usr/bin/env sh with a carriage return after it, which env(1) does not find (a #! line with DOS line endings?)" \
 	"126 s-dirinterp:it names the interpreter $dp_tmp, which is a directory" \
 	"126 s-noexecinterp:it names the interpreter $dp_tmp/noexec, which is not executable" \
-	"127 s-nested:it is a script for $dp_tmp/s-nointerp; $dp_tmp/s-nointerp names the interpreter /no/such/interp, which does not exist"; do
+	"127 s-nested:it is a script for $dp_tmp/s-nointerp; $dp_tmp/s-nointerp names the interpreter /no/such/interp, which does not exist" \
+	"127 s-escinterp:it names the interpreter /no/\\x1b[2J\\x01such, which does not exist"; do
 	c_st=${c%% *}
 	c_f=${c#* }
 	c_f=${c_f%%:*}
@@ -605,6 +609,14 @@ for c in "127 nointerp:it names the interpreter /no/such/ld-linux-x86-64.so.2, w
 	check "entrypoint: $c_f: says why, last" same "${dp_err##*"$run_nl"}" \
 		"ctxshim-entrypoint: cannot execute ./$c_f: $c_why"
 done
+# An interpreter that is there, under a name with an escape: check's
+# answer on standard output shows it escaped too.
+ln -s /bin/sh "$dp_tmp/sh$(printf '\033')[2J"
+printf '#!%s/sh\033[2J\ntrue\n' "$dp_tmp" >s-escok
+chmod 755 s-escok
+expect_status 0 "check: an interpreter with an escape in its name" "$S" check ./s-escok
+check "check: the answer shows it escaped" contains "$dp_out" \
+	"./s-escok: ok: it is a script for $dp_tmp/sh\\x1b[2J; "
 # Program headers the kernel does not load (fs/binfmt_elf.c,
 # load_elf_phdrs): entries of other than 56 bytes (e_phentsize at 54), a
 # table over 64 KiB (e_phnum at 56, 1171 entries, the table in the file).

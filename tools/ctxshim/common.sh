@@ -566,7 +566,7 @@ function esc(a, s, e,    o, i, k, l, c, cp) {
 
 # ctx_esc_text TEXT: TEXT escaped as pctx_decode prints the context's strings
 # (a program names itself: its comm and its library paths can hold
-# terminal escapes).
+# terminal escapes; so can a file's #! line and PT_INTERP).
 ctx_esc_text() {
 	printf '%s' "$1" | od -An -v -t u1 | LC_ALL=C awk "$ctx_awk_esc"'
 	{ for (i = 1; i <= NF; i++) b[n++] = $i }
@@ -587,7 +587,8 @@ ctx_esc_text() {
 #            one the kernel refuses to run (invalid program headers)
 #   cleared  a #! line runs env with options that drop LD_PRELOAD (-i)
 #   unknown  unreadable, or neither ELF nor #! (the shell runs it as a script)
-# and ctx_why to one sentence that explains it.  ctx_interp is the ELF
+# and ctx_why to one sentence that explains it (and ctx_noexec below),
+# escaped as ctx_esc_text does, to be printed as it is.  ctx_interp is the ELF
 # interpreter when there is one.  Scripts (#!) are followed to their
 # interpreter, and through "#!/usr/bin/env PROG" to PROG, up to 5 levels
 # like the kernel (fs/exec.c, exec_binprm(): ELOOP once the depth passes
@@ -603,6 +604,10 @@ ctx_inspect() {
 	if [ -n "$ctx_via" ]; then
 		ctx_why="$ctx_via$ctx_why"
 	fi
+	# Both name what the files hold (a #! line, a PT_INTERP): a terminal
+	# escape there must not reach the terminal of whoever runs check.
+	ctx_why=$(ctx_esc_text "$ctx_why")
+	[ -z "$ctx_noexec" ] || ctx_noexec=$(ctx_esc_text "$ctx_noexec")
 }
 
 ctx_inspect_file() {
