@@ -47,6 +47,13 @@ check "file holds the library" same "$(cat "$pf")" "$lib"
 check "file is 0644" same "$(stat -c %a "$pf")" 644
 expect_status 0 "status: installed" "$S" preload status --root "$root"
 check "status names the entry" contains "$dp_out" "installed: $lib in $pf"
+# An entry is the file's bytes: a terminal escape in one is shown escaped
+# (old: raw, to the terminal).
+mkdir -p "$dp_tmp/resc/etc"
+printf '/usr/lib/\033[2J/libctxshim.so\n' >"$dp_tmp/resc/etc/ld.so.preload"
+expect_status 0 "status: an entry with an escape" "$S" preload status --root "$dp_tmp/resc"
+check "names the entry escaped" contains "$dp_out" \
+	"installed: /usr/lib/\\x1b[2J/libctxshim.so in $dp_tmp/resc/etc/ld.so.preload (the library does not exist!)"
 # Its answer is its exit status: a report that cannot be written is
 # "cannot tell" (old: exit 0 after "printf: I/O error"); so is one of "not
 # installed" (old: exit 1).
