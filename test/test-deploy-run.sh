@@ -584,7 +584,10 @@ printf '#!%s/s-nointerp\ntrue\n' "$dp_tmp" >s-nested
 # The #! line is the file's bytes: a terminal escape in it is shown
 # escaped, as ctxdump shows the target's (old: sent to the terminal raw).
 printf '#!/no/\033[2J\001such\ntrue\n' >s-escinterp
-chmod 755 s-nointerp s-crlf s-crlfenv s-dirinterp s-noexecinterp s-nested s-escinterp
+# A backslash alone, too (as \x5c: else \x1b in a name reads as an escape).
+printf '#!/no/back\\slash\ntrue\n' >s-bsinterp
+chmod 755 s-nointerp s-crlf s-crlfenv s-dirinterp s-noexecinterp s-nested s-escinterp \
+	s-bsinterp
 run_nl='
 '
 for c in "127 nointerp:it names the interpreter /no/such/ld-linux-x86-64.so.2, which does not exist" \
@@ -594,7 +597,8 @@ for c in "127 nointerp:it names the interpreter /no/such/ld-linux-x86-64.so.2, w
 	"126 s-dirinterp:it names the interpreter $dp_tmp, which is a directory" \
 	"126 s-noexecinterp:it names the interpreter $dp_tmp/noexec, which is not executable" \
 	"127 s-nested:it is a script for $dp_tmp/s-nointerp; $dp_tmp/s-nointerp names the interpreter /no/such/interp, which does not exist" \
-	"127 s-escinterp:it names the interpreter /no/\\x1b[2J\\x01such, which does not exist"; do
+	"127 s-escinterp:it names the interpreter /no/\\x1b[2J\\x01such, which does not exist" \
+	"127 s-bsinterp:it names the interpreter /no/back\\x5cslash, which does not exist"; do
 	c_st=${c%% *}
 	c_f=${c#* }
 	c_f=${c_f%%:*}

@@ -568,6 +568,16 @@ function esc(a, s, e,    o, i, k, l, c, cp) {
 # (a program names itself: its comm and its library paths can hold
 # terminal escapes; so can a file's #! line and PT_INTERP).
 ctx_esc_text() {
+	# Printable ASCII but the backslash, what nearly every call is given
+	# (ctx_inspect's verdict on every run and container start): as it is,
+	# without starting od and awk.
+	case $1 in
+	*\\* | *[!\ -~]*) ;;
+	*)
+		printf '%s' "$1"
+		return 0
+		;;
+	esac
 	printf '%s' "$1" | od -An -v -t u1 | LC_ALL=C awk "$ctx_awk_esc"'
 	{ for (i = 1; i <= NF; i++) b[n++] = $i }
 	END { printf "%s", esc(b, 0, n) }'
