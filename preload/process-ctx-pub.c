@@ -151,8 +151,7 @@ utf8_open_tail(const char *out, size_t n)
 
 /* Percent-decodes s[0..len) into out (cap bytes, len <= cap is enough).
  * Returns the decoded length, -2 when it does not fit in cap (the rest still
- * checked for the errors below), or -1 for a
- * bad escape, a decoded NUL (we
+ * checked for the errors below), or -1 for a bad escape, a decoded NUL (we
  * keep C strings) or a result that is not UTF-8: every one of these is a
  * decoding failure, and a protobuf string must be UTF-8 -- a reader that
  * checks, as Go's protobuf does for the eBPF profiler, would refuse the
