@@ -1352,6 +1352,31 @@ START_TEST(report_write_error)
 }
 END_TEST
 
+/* A frame's name that cannot be copied (out of memory) fails the load
+ * as every other allocation of it does (old: strlen(NULL) hashing it, a
+ * crash).  Only strdup() fails (helpers/fail-strdup.c): a memory limit
+ * would make whichever allocation comes first fail. */
+START_TEST(report_frame_name_no_memory)
+{
+	const char *args[] = {NULL, NULL};
+	struct rec *r = rec_new("srv");
+	char file[64], lib[PATH_MAX], *err;
+	int st;
+
+	rec_work_samples(r);
+	rec_save(r, file, sizeof(file), "frame-nomem");
+	args[0] = file;
+	prof_helper("libfail-strdup.so", lib, sizeof(lib));
+	ck_assert_int_eq(setenv("LD_PRELOAD", lib, 1), 0);
+	st = run_report(args, -1, NULL, 0, 0, &err);
+	ck_assert_int_eq(unsetenv("LD_PRELOAD"), 0);
+	ck_assert_msg(st == 2 && strstr(err, "Cannot allocate memory"), "exit %d: %s",
+		      st, err);
+	free(err);
+	unlink(file);
+}
+END_TEST
+
 /* The summary's trace line says which thread by its name too, as the
  * spans' thread.name does, escaped (old: its id only). */
 START_TEST(report_summary_thread_name)
@@ -2801,6 +2826,7 @@ TEST_SUITE(ctxdump_report_suite)
 	tcase_add_test(tc, report_pipe_interrupt_says_so);
 	tcase_add_test(tc, report_thread_name_cut);
 	tcase_add_test(tc, report_write_error);
+	tcase_add_test(tc, report_frame_name_no_memory);
 	tcase_add_test(tc, report_summary_thread_name);
 	tcase_add_test(tc, report_zero_trace_id_is_no_trace);
 	tcase_add_test(tc, report_attr_filter_every_context);

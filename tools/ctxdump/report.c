@@ -681,6 +681,7 @@ load_record(
 	}
 	case PFILE_FRAME: {
 		struct r_frame f = {0}, *fp;
+		char *name;
 
 		id = pfile_r_u32(&r);
 		f.ip = pfile_r_u(&r);
@@ -704,7 +705,11 @@ load_record(
 		if (!fp)
 			return false;
 		*fp = f;
-		fp->fn = fn_intern(p, fm, frame_display(p, &f));
+		/* fn_intern() hashes the name: NULL is no name to take */
+		name = frame_display(p, &f);
+		if (!name)
+			return false;
+		fp->fn = fn_intern(p, fm, name);
 		break;
 	}
 	case PFILE_STACK: {
