@@ -586,6 +586,9 @@ load_record(
 			return false;
 		kv->key = dup_bytes(kp, kl);
 		kv->value = dup_bytes(vp, vl);
+		/* the resource's readers compare both as strings */
+		if (!kv->key || !kv->value)
+			return false;
 		break;
 	}
 	case PFILE_LAYOUT: {
