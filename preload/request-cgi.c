@@ -110,7 +110,7 @@ ctxshim_cgi_header_var(char name[CTXSHIM_CGI_VAR_MAX], const char *h)
 	 * headers have variables of their own (§4.1.2, §4.1.3), without the
 	 * HTTP_ prefix. */
 	memcpy(name, "HTTP_", 5);
-	for (k = 0; h[k] && k < CTXSHIM_HEADER_NAME_MAX; k++) {
+	for (k = 0; k < CTXSHIM_HEADER_NAME_MAX && h[k]; k++) {
 		char ch = h[k];
 
 		if (ch == '-')

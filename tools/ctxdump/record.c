@@ -314,7 +314,6 @@ struct rec {
 	bool eperm_said; /* the hint of stop_diagnose_eperm() was given */
 	uint64_t win_sum, win_max;
 	int end_reason;
-	int error;
 };
 
 static volatile sig_atomic_t rec_signal, rec_signals;
