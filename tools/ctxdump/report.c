@@ -266,13 +266,19 @@ hash_str(const char *s)
 	return ctx_hash_bytes(s, strlen(s), cli_hash_seed());
 }
 
-/* The id of function name s (taking ownership of s). */
+/* The id of function name s (taking ownership of s), or FN_NONE when s
+ * is NULL or memory runs out (the load fails: 0 is a function's id). */
+#define FN_NONE UINT32_MAX
+
 static uint32_t
 fn_intern(struct prof *p, struct fn_map *m, char *s)
 {
-	uint64_t h = hash_str(s);
+	uint64_t h;
 	size_t i;
 
+	if (!s)
+		return FN_NONE;
+	h = hash_str(s);
 	if ((m->n + 1) * 2 > m->cap) {
 		size_t cap = m->cap ? m->cap * 2 : 256, j;
 		uint64_t *nh = calloc(cap, sizeof(*nh));
@@ -282,7 +288,7 @@ fn_intern(struct prof *p, struct fn_map *m, char *s)
 			free(nh);
 			free(ni);
 			free(s);
-			return 0;
+			return FN_NONE;
 		}
 		for (j = 0; j < m->cap; j++) {
 			size_t k;
@@ -313,7 +319,7 @@ fn_intern(struct prof *p, struct fn_map *m, char *s)
 
 		if (!slot) {
 			free(s);
-			return 0;
+			return FN_NONE;
 		}
 		*slot = s;
 		m->h[i] = h;
@@ -684,7 +690,6 @@ load_record(
 	}
 	case PFILE_FRAME: {
 		struct r_frame f = {0}, *fp;
-		char *name;
 
 		id = pfile_r_u32(&r);
 		f.ip = pfile_r_u(&r);
@@ -708,11 +713,9 @@ load_record(
 		if (!fp)
 			return false;
 		*fp = f;
-		/* fn_intern() hashes the name: NULL is no name to take */
-		name = frame_display(p, &f);
-		if (!name)
+		fp->fn = fn_intern(p, fm, frame_display(p, &f));
+		if (fp->fn == FN_NONE)
 			return false;
-		fp->fn = fn_intern(p, fm, name);
 		break;
 	}
 	case PFILE_STACK: {
