@@ -587,6 +587,29 @@ START_TEST(kernel_thread)
 }
 END_TEST
 
+/* ctxdump --json of writer-pctx started with mode (NULL: none), whose exit
+ * status is 2 (no otel_thread_ctx_v1); its output, to be freed. */
+static char *
+pctx_json(const char *mode)
+{
+	char *argv[] = {(char *)test_helper_path("writer-pctx"),
+			"distro",
+			"1.0",
+			"svc",
+			(char *)mode,
+			NULL};
+	struct test_child c;
+	char line[128], arg[16], *out, *err;
+
+	test_child_start(&c, argv, NULL, false);
+	test_child_expect(&c, "READY ", line, sizeof(line), RUN_TIMEOUT_MS);
+	snprintf(arg, sizeof(arg), "%d", (int)c.pid);
+	ck_assert_int_eq(run_ctxdump(&out, &err, "--json", arg, NULL), 2);
+	free(err);
+	ck_assert_int_eq(test_child_finish(&c, RUN_TIMEOUT_MS), 0);
+	return out;
+}
+
 /* A process context with a key map but no threadlocal.schema_version
  * (helpers/writer-pctx.c) and no otel_thread_ctx_v1: exit 2, the process
  * context still printed, and its key map shown as what it is; a resource
@@ -594,9 +617,8 @@ END_TEST
  * edge of the threadlocal. namespace. */
 START_TEST(key_map_without_schema)
 {
-	/* room for an option */
-	char *argv[6] = {(char *)test_helper_path("writer-pctx"), "distro", "1.0",
-			 "svc"};
+	char *argv[] = {(char *)test_helper_path("writer-pctx"), "distro", "1.0", "svc",
+			NULL};
 	struct test_child c;
 	char line[128], arg[16], *out, *err;
 
@@ -610,45 +632,33 @@ START_TEST(key_map_without_schema)
 	ck_assert_msg(!strstr(out, "no threadlocal.* keys"), "%s", out);
 	free(out);
 	free(err);
+	ck_assert_int_eq(test_child_finish(&c, RUN_TIMEOUT_MS), 0);
+
 	/* test.dup, given twice: one JSON member, the last value */
-	ck_assert_int_eq(run_ctxdump(&out, &err, "--json", arg, NULL), 2);
+	out = pctx_json(NULL);
 	ck_assert_msg(strstr(out, "\"test.dup\": \"new\"") &&
 			      !strstr(out, "\"test.dup\": \"old\""),
 		      "%s", out);
 	free(out);
-	free(err);
-	ck_assert_int_eq(test_child_finish(&c, RUN_TIMEOUT_MS), 0);
 
 	/* two keys that are one name once their bytes that are not UTF-8
 	 * are written as U+FFFD: one member too */
-	argv[4] = "--bad-keys";
-	test_child_start(&c, argv, NULL, false);
-	test_child_expect(&c, "READY ", line, sizeof(line), RUN_TIMEOUT_MS);
-	snprintf(arg, sizeof(arg), "%d", (int)c.pid);
-	ck_assert_int_eq(run_ctxdump(&out, &err, "--json", arg, NULL), 2);
+	out = pctx_json("--bad-keys");
 	ck_assert_msg(strstr(out, "\"test.bad\\ufffd\": \"new\"") &&
 			      !strstr(out, "\"test.bad\\ufffd\": \"old\""),
 		      "%s", out);
 	free(out);
-	free(err);
-	ck_assert_int_eq(test_child_finish(&c, RUN_TIMEOUT_MS), 0);
 
 	/* the largest double is a JSON number, infinity is null; of the
 	 * extra attributes, those in the threadlocal. namespace are left
 	 * out, "threadlocal." too, and "threadlocalx" is not in it */
-	argv[4] = "--edges";
-	test_child_start(&c, argv, NULL, false);
-	test_child_expect(&c, "READY ", line, sizeof(line), RUN_TIMEOUT_MS);
-	snprintf(arg, sizeof(arg), "%d", (int)c.pid);
-	ck_assert_int_eq(run_ctxdump(&out, &err, "--json", arg, NULL), 2);
+	out = pctx_json("--edges");
 	ck_assert_msg(strstr(out, "\"test.max\": 1.7976931348623157e+308") &&
 			      strstr(out, "\"test.huge\": null") &&
 			      strstr(out, "\"threadlocalx\": \"out\"") &&
 			      !strstr(out, "\"threadlocal.\""),
 		      "%s", out);
 	free(out);
-	free(err);
-	ck_assert_int_eq(test_child_finish(&c, RUN_TIMEOUT_MS), 0);
 }
 END_TEST
 
