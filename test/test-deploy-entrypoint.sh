@@ -43,7 +43,7 @@ check "names it" same "$dp_err" "ctxshim-entrypoint: no-such-command-dp: not fou
 printf '#!/bin/sh\n' >ep-noexec
 chmod 644 ep-noexec
 expect_status 126 "not executable" "$E" ./ep-noexec
-check "says why" same "$dp_err" "ctxshim-entrypoint: ./ep-noexec: Permission denied"
+check "says why" same "$dp_err" "ctxshim-entrypoint: ./ep-noexec: Permission denied (no execute permission)"
 mkdir -p ep-pdir/ep-dircmd
 expect_status 126 "a directory in PATH" env PATH="$dp_tmp/ep-pdir:$PATH" "$E" ep-dircmd
 

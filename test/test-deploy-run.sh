@@ -361,12 +361,12 @@ for c in '127 no-such-command-dp' '127 ./no-such-dp' '126 ./noexec'; do
 done
 mkdir adir
 expect_status 126 "a directory is not a command" "$S" run -- ./adir
-check "says so like env(1)" same "$dp_err" "ctxshim: ./adir: Permission denied"
+check "says so like env(1), and why" same "$dp_err" "ctxshim: ./adir: Permission denied (a directory)"
 expect_status 126 "check: a directory" "$S" check ./adir
 # Found in PATH, like execvp(): EACCES, not "not found" (old: 127).
 mkdir -p pdir/adircmd
 expect_status 126 "a directory in PATH" env PATH="$dp_tmp/pdir:$PATH" "$S" run -- adircmd
-check "names what was found" same "$dp_err" "ctxshim: $dp_tmp/pdir/adircmd: Permission denied"
+check "names what was found" same "$dp_err" "ctxshim: $dp_tmp/pdir/adircmd: Permission denied (a directory)"
 mkdir -p pdir2 && printf '#!/bin/sh\necho ran\n' >pdir2/adircmd && chmod 755 pdir2/adircmd
 expect_status 0 "a command after a directory of its name in PATH" \
 	env PATH="$dp_tmp/pdir:$dp_tmp/pdir2:$PATH" "$S" run -- adircmd
@@ -375,7 +375,30 @@ check "runs it" same "$dp_out" "ran"
 mkdir -p pdir3 && printf '#!/bin/sh\n' >pdir3/adircmd && chmod 644 pdir3/adircmd
 expect_status 126 "two in PATH that cannot be run" \
 	env PATH="$dp_tmp/pdir:$dp_tmp/pdir3:$PATH" "$S" run -- adircmd
-check "names the first" same "$dp_err" "ctxshim: $dp_tmp/pdir/adircmd: Permission denied"
+check "names the first" same "$dp_err" "ctxshim: $dp_tmp/pdir/adircmd: Permission denied (a directory)"
+# A file that has x bits but cannot be run: to root that means a noexec
+# mount; to another user, too few x bits or the mount.
+if [ "$(id -u)" = 0 ] && command -v unshare >/dev/null &&
+	unshare -m true 2>/dev/null; then
+	mkdir nxdir
+	# shellcheck disable=SC2016 # expanded by that sh
+	expect_status 126 "an x bit on a noexec mount" unshare -m sh -c \
+		'mount -t tmpfs -o noexec dp-nx "$1" && cp /bin/true "$1/t" &&
+		exec "$2" run -- "$1/t"' sh "$dp_tmp/nxdir" "$S"
+	check "asks about the mount" same "$dp_err" \
+		"ctxshim: $dp_tmp/nxdir/t: Permission denied (on a file system mounted noexec?)"
+	if command -v setpriv >/dev/null; then
+		chmod 755 "$dp_tmp"
+		cp /bin/true owner-x && chmod 744 owner-x
+		expect_status 126 "x for its owner only, run by another user" \
+			setpriv --reuid=nobody --regid="$(id -g nobody)" --clear-groups \
+			"$S" run -- ./owner-x
+		check "names both causes" same "$dp_err" \
+			"ctxshim: ./owner-x: Permission denied (not executable by uid $(id -u nobody), or on a file system mounted noexec)"
+	fi
+else
+	echo "# not root or no mount namespace: no noexec mount"
+fi
 # An empty PATH element is the current directory, as execvp() takes it.
 mkdir -p pcwd && printf '#!/bin/sh\necho ran here\n' >pcwd/herecmd && chmod 755 pcwd/herecmd
 for c in "$S run --" "$CTXSHIM_ENTRYPOINT"; do

@@ -122,6 +122,31 @@ ctx_path_search() {
 	return 1
 }
 
+# ctx_eacces_hint FILE: set ctx_hint to why execve() of FILE, which
+# ctx_path_search found but cannot run (status 2), fails with EACCES: the
+# words after "Permission denied", which alone do not tell a directory, a
+# missing x bit and a noexec mount apart.  Root may run a file with any x
+# bit, so then only the mount (or a security module) is left.
+ctx_eacces_hint() {
+	if [ -d "$1" ]; then
+		ctx_hint=" (a directory)"
+	elif [ ! -f "$1" ]; then
+		ctx_hint=" (not a regular file)"
+	else
+		case $(stat -L -c %A -- "$1" 2>/dev/null) in
+		-*[xst]*)
+			if [ "$(id -u)" = 0 ]; then
+				ctx_hint=" (on a file system mounted noexec?)"
+			else
+				ctx_hint=" (not executable by uid $(id -u), or on a file system mounted noexec)"
+			fi
+			;;
+		-*) ctx_hint=" (no execute permission)" ;;
+		*) ctx_hint= ;;
+		esac
+	fi
+}
+
 # ctx_out PROG [STATUS]: copy standard input (a --help or --version text,
 # a command's result) to standard output.  When that cannot be written,
 # say so in PROG's name and exit STATUS (1 if not given), as util-linux's
