@@ -4,10 +4,10 @@
 #include "process-ctx-pub.h"
 
 #include "cfg.h"
-#include "hex.h"
 #include "log.h"
 #include "maps.h"
 #include "process-ctx.h"
+#include "resource-env.h"
 #include "sys.h"
 #include "thread-ctx.h"
 #include "thread-record.h"
@@ -134,187 +134,55 @@ add_resource_int(const char *key, int64_t value)
 	resource[n_resource - 1].i = value;
 }
 
-/* How many bytes at the end of out[0..n) may be the start of a character
- * that the next bytes complete: from its last lead byte on, if the
- * continuation bytes after it are fewer than the longest form has. */
-static size_t
-utf8_open_tail(const char *out, size_t n)
-{
-	size_t p = n;
+/* The message for each way OTEL_RESOURCE_ATTRIBUTES can be malformed. */
+static const char *const resenv_why[] = {
+	[RESENV_OK] = "",
+	[RESENV_NO_EQ] = "has no '='",
+	[RESENV_EMPTY_KEY] = "has an empty key",
+	[RESENV_BAD_KEY] = "has a bad %-escape, a NUL or bytes that are not UTF-8 "
+			   "in its key",
+	[RESENV_BAD_VALUE] = "has a bad %-escape, a NUL or bytes that are not "
+			     "UTF-8 in its value",
+};
 
-	while (p > 0 && n - p < 3 && ((uint8_t)out[p - 1] & 0xc0) == 0x80)
-		p--;
-	if (p > 0 && (uint8_t)out[p - 1] >= 0xc0)
-		p--;
-	return n - p;
-}
-
-/* Percent-decodes s[0..len) into out (cap bytes, len <= cap is enough).
- * Returns the decoded length, -2 when it does not fit in cap (the rest still
- * checked for the errors below), or -1 for a bad escape, a decoded NUL (we
- * keep C strings) or a result that is not UTF-8: every one of these is a
- * decoding failure, and a protobuf string must be UTF-8 -- a reader that
- * checks, as Go's protobuf does for the eBPF profiler, would refuse the
- * whole process context, thread-context keys included. */
-static ssize_t
-percent_decode(char *out, size_t cap, const char *s, size_t len)
-{
-	size_t i, o = 0;
-	bool too_long = false;
-
-	for (i = 0; i < len; i++) {
-		char c = s[i];
-
-		if (c == '%') {
-			int hi, lo;
-
-			if (i + 2 >= len)
-				return -1;
-			hi = hex_digit_value((uint8_t)s[i + 1]);
-			lo = hex_digit_value((uint8_t)s[i + 2]);
-			if (hi < 0 || lo < 0)
-				return -1;
-			c = (char)(hi << 4 | lo);
-			i += 2;
-		}
-		if (c == '\0')
-			return -1;
-		/* Too long to keep, but a bad escape, a NUL or bytes that are
-		 * not UTF-8 further on are still a decoding error (the whole
-		 * variable goes): what out holds is checked up to its last
-		 * whole character, and the rest goes on in its place. */
-		if (o == cap) {
-			size_t tail = utf8_open_tail(out, o);
-
-			if (!trec_utf8_valid((const uint8_t *)out, o - tail))
-				return -1;
-			memmove(out, out + o - tail, tail);
-			o = tail;
-			too_long = true;
-		}
-		out[o++] = c;
-	}
-	if (!trec_utf8_valid((const uint8_t *)out, o))
-		return -1;
-	if (too_long)
-		return -2;
-	return (ssize_t)o;
-}
-
-static void
-trim(const char **s, size_t *len)
-{
-	while (*len && (**s == ' ' || **s == '\t')) {
-		(*s)++;
-		(*len)--;
-	}
-	while (*len && ((*s)[*len - 1] == ' ' || (*s)[*len - 1] == '\t'))
-		(*len)--;
-}
-
-/* OTEL_RESOURCE_ATTRIBUTES is key1=value1,key2=value2; the OTel SDK
- * specification has ',' and '=' percent-encoded in keys and values alike
- * (others may be), so both are decoded, and a failure to decode discards
- * the whole variable: we validate everything before adding. */
+/* OTEL_RESOURCE_ATTRIBUTES, parsed by resenv_parse() into res_text; a
+ * failure to decode discards the whole variable, as the OTel specification
+ * asks. */
 static void
 load_resource_env(void)
 {
 	const char *env = secure_getenv("OTEL_RESOURCE_ATTRIBUTES");
-	struct {
-		const char *k, *v;
-	} pend[MAX_RESOURCE];
-	size_t n = 0, i, save = res_text_len, skipped = 0, room, entry = 0;
-	const char *p = env, *why = "";
+	struct resenv_kv kv[MAX_RESOURCE];
+	struct resenv_result r;
+	size_t i, room;
+	int ret;
 
 	/* service.name and service.instance.id are added after these, and
 	 * are never left out for them. */
 	room = MAX_RESOURCE - 2 > n_resource ? MAX_RESOURCE - 2 - n_resource : 0;
 	if (!env || !*env)
 		return;
-	while (p && *p) {
-		const char *end = strchr(p, ',');
-		size_t len = end ? (size_t)(end - p) : strlen(p);
-		const char *eq = memchr(p, '=', len);
-		const char *k = p, *v;
-		size_t klen, vlen;
-		char ktmp[256], vtmp[1024];
-		const char *nv;
-		ssize_t kl, vl;
-
-		p = end ? end + 1 : NULL;
-		/* An empty or blank entry ("a=1,", "a=1, ") holds nothing to
-		 * decode: skipped like an empty one. */
-		/* every comma-separated field, blank ones too, for the
-		 * message at bad: */
-		entry++;
-		trim(&k, &len);
-		if (len == 0)
-			continue;
-		why = "has no '='";
-		if (!eq)
-			goto bad;
-		klen = (size_t)(eq - k);
-		v = eq + 1;
-		vlen = len - klen - 1;
-		trim(&k, &klen);
-		trim(&v, &vlen);
-		/* One byte short of the buffers: the limits are 255 and 1023,
-		 * as ctxshim(7) says and the message below reports. */
-		kl = percent_decode(ktmp, sizeof(ktmp) - 1, k, klen);
-		vl = percent_decode(vtmp, sizeof(vtmp) - 1, v, vlen);
-		why = kl == 0    ? "has an empty key"
-		      : kl == -1 ? "has a bad %-escape, a NUL or bytes that are not "
-				   "UTF-8 in its key"
-				 : "has a bad %-escape, a NUL or bytes that are not "
-				   "UTF-8 in its value";
-		if (kl == 0 || kl == -1 || vl == -1)
-			goto bad;
-		/* Well-formed but longer than we keep: that entry only (a
-		 * limit of ours, not a decoding error of the variable). */
-		if (kl < 0 || vl < 0) {
-			ctxshim_log("OTEL_RESOURCE_ATTRIBUTES: an entry with a key "
-				    "over %zu "
-				    "or a value over %zu bytes, skipping it",
-				    sizeof(ktmp) - 1, sizeof(vtmp) - 1);
-			continue;
-		}
-		/* A repeated key: the last value wins, as in the SDKs (their
-		 * attribute sets keep the last) and so in the eBPF profiler,
-		 * which reads this variable too. */
-		for (i = 0; i < n; i++)
-			if (strlen(pend[i].k) == (size_t)kl &&
-			    memcmp(pend[i].k, ktmp, (size_t)kl) == 0)
-				break;
-		/* Past our room (entries, text) an entry is skipped, not the
-		 * rest: later ones are still validated (a malformed one
-		 * discards the variable, wherever it is) and may still fit.
-		 * Key and value are stored together or not at all; a repeat
-		 * that finds no room keeps the value it replaces. */
-		if (i == room ||
-		    res_text_len + (i == n ? (size_t)kl + 1 : 0) + (size_t)vl + 1 >
-			    sizeof(res_text)) {
-			skipped++;
-			continue;
-		}
-		if (i == n)
-			pend[i].k = store_text(ktmp, (size_t)kl);
-		nv = store_text(vtmp, (size_t)vl);
-		pend[i].v = nv;
-		if (i == n)
-			n++;
+	ret = resenv_parse(env, kv, room, res_text, sizeof(res_text), &res_text_len,
+			   &r);
+	/* one line per entry, in the order the parser met them: all of them
+	 * come before the one that is malformed, if any */
+	for (i = 0; i < r.too_long; i++)
+		ctxshim_log("OTEL_RESOURCE_ATTRIBUTES: an entry with a key over %d "
+			    "or a value over %d bytes, skipping it",
+			    RESENV_KEY_MAX, RESENV_VALUE_MAX);
+	if (ret < 0) {
+		ctxshim_log("OTEL_RESOURCE_ATTRIBUTES is malformed: entry %zu %s; "
+			    "ignoring the whole variable, as the OTel specification "
+			    "asks",
+			    r.bad_entry, resenv_why[r.bad]);
+		return;
 	}
-	if (skipped)
+	if (r.skipped)
 		ctxshim_log("OTEL_RESOURCE_ATTRIBUTES: %zu entries past our room "
 			    "(%zu keys, %d bytes of text), skipped",
-			    skipped, room, RES_TEXT_MAX);
-	for (i = 0; i < n; i++)
-		add_resource(pend[i].k, pend[i].v);
-	return;
-bad:
-	res_text_len = save;
-	ctxshim_log("OTEL_RESOURCE_ATTRIBUTES is malformed: entry %zu %s; ignoring "
-		    "the whole variable, as the OTel specification asks",
-		    entry, why);
+			    r.skipped, room, RES_TEXT_MAX);
+	for (i = 0; i < r.n; i++)
+		add_resource(kv[i].key, kv[i].value);
 }
 
 /* A resource string must be UTF-8 (see percent_decode()). */
