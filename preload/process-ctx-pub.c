@@ -181,8 +181,19 @@ load_resource_env(void)
 		ctxshim_log("OTEL_RESOURCE_ATTRIBUTES: %zu entries past our room "
 			    "(%zu keys, %d bytes of text), skipped",
 			    r.skipped, room, RES_TEXT_MAX);
-	for (i = 0; i < r.n; i++)
+	for (i = 0; i < r.n; i++) {
+		/* What the shim set before (process.pid, process.executable.name,
+		 * telemetry.*: see ctxshim_pctx_prepare()) stays, and the user
+		 * who asked for something else is told.  Such a key is one of
+		 * our own strings: nothing to escape.  service.name from
+		 * OTEL_SERVICE_NAME stays too, as the specification orders. */
+		if (find_resource(kv[i].key) >= 0 &&
+		    strcmp(kv[i].key, "service.name") != 0)
+			ctxshim_log("OTEL_RESOURCE_ATTRIBUTES: %s is set by the shim, "
+				    "ignoring that entry",
+				    kv[i].key);
 		add_resource(kv[i].key, kv[i].value);
+	}
 }
 
 /* A resource string must be UTF-8 (see percent_decode()). */

@@ -877,6 +877,66 @@ read_log(int fd, char *buf, size_t n)
 	buf[r] = '\0';
 }
 
+/* What the shim sets about itself and the process (process.pid,
+ * process.executable.name, telemetry.*) OTEL_RESOURCE_ATTRIBUTES cannot
+ * override: the entry is dropped, and the log names its key once.  A key
+ * the shim does not set (telemetry.auto.version), or service.name, which
+ * OTEL_SERVICE_NAME overrides as the specification orders, is not named. */
+START_TEST(test_resource_env_own_keys_logged)
+{
+	static const char *const own[] = {"telemetry.sdk.name",
+					  "telemetry.distro.version", "process.pid",
+					  "process.executable.name"};
+	static const char *const not_own[] = {"telemetry.auto.version", "service.name",
+					      "k is"};
+	struct pctx_seen *s = calloc(1, sizeof(*s));
+	char line[4096], logpath[] = "/tmp/ctxshim-log-XXXXXX", logenv[64], log[8192];
+	char want[256],
+		*env[] = {"OTEL_SERVICE_NAME=svc",
+			  "OTEL_RESOURCE_ATTRIBUTES=telemetry.sdk.name=x,k=1,process."
+			  "pid=3,"
+			  "telemetry.distro.version=9,process.executable.name=foo,"
+			  "telemetry.auto.version=2,service.name=other,process.pid=4",
+			  logenv, NULL};
+	struct test_child c;
+	int fd = test_mkstemp(logpath);
+	unsigned i;
+
+	ck_assert_int_ge(fd, 0);
+	snprintf(logenv, sizeof(logenv), "CTXSHIM_LOG=%s", logpath);
+	start_threads(&c, env, line, sizeof(line));
+	ck_assert(read_pctx(c.pid, s));
+	assert_resource(s, "telemetry.sdk.name", "ctxshim");
+	assert_resource(s, "process.executable.name", "threads");
+	assert_resource_int(s, "process.pid", c.pid);
+	assert_resource(s, "telemetry.auto.version", "2");
+	assert_resource(s, "service.name", "svc");
+	read_log(fd, log, sizeof(log));
+	for (i = 0; i < sizeof(own) / sizeof(own[0]); i++) {
+		const char *at;
+
+		snprintf(want, sizeof(want),
+			 "OTEL_RESOURCE_ATTRIBUTES: %s is set by the shim, ignoring "
+			 "that entry\n",
+			 own[i]);
+		at = strstr(log, want);
+		ck_assert_msg(at, "no line for %s; log: %s", own[i], log);
+		/* once, even for a key the variable repeats */
+		ck_assert_msg(!strstr(at + 1, want), "%s logged twice; log: %s", own[i],
+			      log);
+	}
+	for (i = 0; i < sizeof(not_own) / sizeof(not_own[0]); i++) {
+		snprintf(want, sizeof(want), "OTEL_RESOURCE_ATTRIBUTES: %s",
+			 not_own[i]);
+		ck_assert_msg(!strstr(log, want), "%s named; log: %s", not_own[i], log);
+	}
+	ck_assert_int_eq(test_child_finish(&c, 20000), 0);
+	close(fd);
+	unlink(logpath);
+	free(s);
+}
+END_TEST
+
 /* An SDK that published OTEL_CTX before us keeps it: one mapping, ours
  * never made, and the log says why. */
 START_TEST(test_passive_when_context_exists)
@@ -1255,6 +1315,7 @@ TEST_SUITE(preload_pctx_suite)
 	tcase_add_test(tc, test_resource_env_not_utf8);
 	tcase_add_test(tc, test_resource_env_limits);
 	tcase_add_test(tc, test_resource_env_room);
+	tcase_add_test(tc, test_resource_env_own_keys_logged);
 	tcase_add_test(tc, test_disabled_publishes_nothing);
 	tcase_add_test(tc, test_anonymous_fallback);
 	tcase_add_test(tc, test_fork_child_republishes);
