@@ -196,7 +196,7 @@ load_resource_env(void)
 	}
 }
 
-/* A resource string must be UTF-8 (see percent_decode()). */
+/* A resource string must be UTF-8 (see resource-env.c, percent_decode()). */
 static bool
 utf8_text(const char *s)
 {
@@ -221,7 +221,7 @@ utf8_text(const char *s)
  * again).  So: the link's base name, comm only when the link cannot be
  * read or its name cannot be used, else none.  Copied into a buffer of
  * our own either way, and UTF-8 or not at all (a protobuf string must
- * be, see percent_decode()).  Read in the constructor of every program
+ * be, see resource-env.c).  Read in the constructor of every program
  * image: a forked child runs the same executable and keeps it, a program
  * started by exec loads the shim anew (LD_PRELOAD kept, or put back by
  * CTXSHIM_FOLLOW_EXEC) and reads its own. */
