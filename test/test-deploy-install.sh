@@ -4,8 +4,8 @@
 # 'meson install' into a DESTDIR, then the installed programs run from
 # there: the library at its stable path and through the libdir symlink,
 # ctxshim with the library path substituted at build time, the entrypoint
-# finding the library relative to itself, ctxdump, and the man pages
-# rendering without a groff warning.
+# finding the library relative to itself, ctxdump, the man pages rendering
+# without a groff warning, and the bash completion in place.
 
 . "$(dirname "$0")/deploy-lib.sh"
 
@@ -51,6 +51,14 @@ check "no @VAR@ left in ctxshim-entrypoint" sh -c "! grep -n '@[A-Z_]*@' '$E'"
 for page in man1/ctxshim.1 man1/ctxshim-entrypoint.1 man7/ctxshim.7 man1/ctxdump.1; do
 	check "man page $page installed" test -f "$dest$DP_MANDIR/$page"
 done
+# The bash completion, one file named after each command, where
+# bash-completion's loader looks for it (none with -Dbash_completion=disabled).
+if [ -n "${DP_COMPLETIONSDIR-}" ]; then
+	for c in ctxdump ctxshim ctxshim-entrypoint; do
+		check "bash completion $c installed" cmp -s "$CTXSHIM_SRCDIR/bash-completion/$c" \
+			"$dest$DP_COMPLETIONSDIR/$c"
+	done
+fi
 
 # The installed programs, run from the DESTDIR.
 env -u CTXSHIM_LIB "$S" version >"$dp_tmp/out" 2>&1

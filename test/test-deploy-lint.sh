@@ -3,10 +3,11 @@
 #
 # The scripts are POSIX sh: shellcheck (sh dialect) finds nothing in the
 # generated ctxshim and ctxshim-entrypoint, in their sources and in the
-# deploy tests; dash, bash --posix and (when installed) busybox sh and posh
-# parse them and run a few commands; the man pages render without a groff
-# warning and (when installed) mandoc -Tlint finds nothing.  Skips (77)
-# only if none of shellcheck, a shell, groff or mandoc is installed.
+# deploy tests, nor (bash dialect) in the bash completion; dash, bash
+# --posix and (when installed) busybox sh and posh parse them and run a few
+# commands; the man pages render without a groff warning and (when
+# installed) mandoc -Tlint finds nothing.  Skips (77) only if none
+# of shellcheck, a shell, groff or mandoc is installed.
 # shellcheck disable=SC2016 # $LD_PRELOAD is for the shell under test
 
 . "$(dirname "$0")/deploy-lib.sh"
@@ -22,6 +23,9 @@ if command -v shellcheck >/dev/null; then
 		check "shellcheck -s sh ${f##*/}" shellcheck -s sh "$f"
 	done
 	check "shellcheck common.sh" shellcheck "$src/tools/ctxshim/common.sh"
+	for f in "$src"/bash-completion/ctxdump "$src"/bash-completion/ctxshim*; do
+		check "shellcheck -s bash ${f##*/} (completion)" shellcheck -s bash "$f"
+	done
 	# shellcheck disable=SC2086 # a list of files
 	(cd "$src/test" && shellcheck -s sh -x deploy-lib.sh ${tests}) >"$dp_tmp/sc" 2>&1
 	check "shellcheck the deploy tests" same "$(cat "$dp_tmp/sc")" ""
