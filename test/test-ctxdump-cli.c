@@ -587,10 +587,11 @@ START_TEST(kernel_thread)
 }
 END_TEST
 
-/* ctxdump --json of writer-pctx started with mode (NULL: none), whose exit
- * status is 2 (no otel_thread_ctx_v1); its output, to be freed. */
+/* ctxdump (--json if json) of writer-pctx started with mode (NULL: none),
+ * whose exit status is 2 (no otel_thread_ctx_v1); its output, to be freed,
+ * and its standard error in *err if err is not NULL (else freed). */
 static char *
-pctx_json(const char *mode)
+pctx_dump(const char *mode, bool json, char **err)
 {
 	char *argv[] = {(char *)test_helper_path("writer-pctx"),
 			"distro",
@@ -599,13 +600,19 @@ pctx_json(const char *mode)
 			(char *)mode,
 			NULL};
 	struct test_child c;
-	char line[128], arg[16], *out, *err;
+	char line[128], arg[16], *out, *e;
 
 	test_child_start(&c, argv, NULL, false);
 	test_child_expect(&c, "READY ", line, sizeof(line), RUN_TIMEOUT_MS);
 	snprintf(arg, sizeof(arg), "%d", (int)c.pid);
-	ck_assert_int_eq(run_ctxdump(&out, &err, "--json", arg, NULL), 2);
-	free(err);
+	if (json)
+		ck_assert_int_eq(run_ctxdump(&out, &e, "--json", arg, NULL), 2);
+	else
+		ck_assert_int_eq(run_ctxdump(&out, &e, arg, NULL), 2);
+	if (err)
+		*err = e;
+	else
+		free(e);
 	ck_assert_int_eq(test_child_finish(&c, RUN_TIMEOUT_MS), 0);
 	return out;
 }
@@ -617,25 +624,16 @@ pctx_json(const char *mode)
  * edge of the threadlocal. namespace. */
 START_TEST(key_map_without_schema)
 {
-	char *argv[] = {(char *)test_helper_path("writer-pctx"), "distro", "1.0", "svc",
-			NULL};
-	struct test_child c;
-	char line[128], arg[16], *out, *err;
+	char *out = pctx_dump(NULL, false, NULL);
 
-	test_child_start(&c, argv, NULL, false);
-	test_child_expect(&c, "READY ", line, sizeof(line), RUN_TIMEOUT_MS);
-	snprintf(arg, sizeof(arg), "%d", (int)c.pid);
-	ck_assert_int_eq(run_ctxdump(&out, &err, arg, NULL), 2);
 	ck_assert_msg(strstr(out, "\nSchema: none (no threadlocal.schema_version), "
 				  "key map: http.request.method, url.path\n"),
 		      "%s", out);
 	ck_assert_msg(!strstr(out, "no threadlocal.* keys"), "%s", out);
 	free(out);
-	free(err);
-	ck_assert_int_eq(test_child_finish(&c, RUN_TIMEOUT_MS), 0);
 
 	/* test.dup, given twice: one JSON member, the last value */
-	out = pctx_json(NULL);
+	out = pctx_dump(NULL, true, NULL);
 	ck_assert_msg(strstr(out, "\"test.dup\": \"new\"") &&
 			      !strstr(out, "\"test.dup\": \"old\""),
 		      "%s", out);
@@ -643,7 +641,7 @@ START_TEST(key_map_without_schema)
 
 	/* two keys that are one name once their bytes that are not UTF-8
 	 * are written as U+FFFD: one member too */
-	out = pctx_json("--bad-keys");
+	out = pctx_dump("--bad-keys", true, NULL);
 	ck_assert_msg(strstr(out, "\"test.bad\\ufffd\": \"new\"") &&
 			      !strstr(out, "\"test.bad\\ufffd\": \"old\""),
 		      "%s", out);
@@ -652,7 +650,7 @@ START_TEST(key_map_without_schema)
 	/* the largest double is a JSON number, infinity is null; of the
 	 * extra attributes, those in the threadlocal. namespace are left
 	 * out, "threadlocal." too, and "threadlocalx" is not in it */
-	out = pctx_json("--edges");
+	out = pctx_dump("--edges", true, NULL);
 	ck_assert_msg(strstr(out, "\"test.max\": 1.7976931348623157e+308") &&
 			      strstr(out, "\"test.huge\": null") &&
 			      strstr(out, "\"threadlocalx\": \"out\"") &&
@@ -668,19 +666,8 @@ END_TEST
  * be anywhere in the writer's memory, not only after the header. */
 START_TEST(payload_outside_mapping)
 {
-	char *argv[] = {(char *)test_helper_path("writer-pctx"),
-			"distro",
-			"1.0",
-			"svc",
-			"--heap",
-			NULL};
-	struct test_child c;
-	char line[128], arg[16], *out, *err;
+	char *err, *out = pctx_dump("--heap", false, &err);
 
-	test_child_start(&c, argv, NULL, false);
-	test_child_expect(&c, "READY ", line, sizeof(line), RUN_TIMEOUT_MS);
-	snprintf(arg, sizeof(arg), "%d", (int)c.pid);
-	ck_assert_int_eq(run_ctxdump(&out, &err, arg, NULL), 2);
 	ck_assert_msg(strstr(out, "\nService: svc (instance "
 				  "0f0e0d0c-0b0a-4908-8706-050403020100)\n"),
 		      "%s", out);
@@ -689,7 +676,6 @@ START_TEST(payload_outside_mapping)
 	ck_assert_msg(!strstr(err, "process context"), "%s", err);
 	free(out);
 	free(err);
-	ck_assert_int_eq(test_child_finish(&c, RUN_TIMEOUT_MS), 0);
 }
 END_TEST
 
