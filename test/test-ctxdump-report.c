@@ -2747,7 +2747,8 @@ START_TEST(report_version_and_read_errors)
 	st = run_report(in, -1, NULL, 0, 0, &err);
 	ck_assert_int_eq(st, 2);
 	ck_assert_str_eq(err,
-			 "ctxdump report: -: empty file, not a ctxdump recording\n");
+			 "ctxdump report: standard input: empty file, not a ctxdump "
+			 "recording\n");
 	free(err);
 	fd = open(file, O_WRONLY | O_APPEND | O_CLOEXEC);
 	ck_assert_int_ge(fd, 0);
@@ -2776,7 +2777,8 @@ START_TEST(report_version_and_read_errors)
 	close(p[0]);
 	close(p[1]);
 	ck_assert_msg(st == 2, "exit %d: %s", st, err);
-	ck_assert_msg(strstr(err, "cannot read -: Resource temporarily unavailable"),
+	ck_assert_msg(strstr(err, "cannot read standard input: Resource "
+				  "temporarily unavailable"),
 		      "%s", err);
 	free(err);
 }

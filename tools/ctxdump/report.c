@@ -1220,6 +1220,8 @@ struct filter {
 
 struct rpt_ctl {
 	const char *file;
+	/* file as messages name it: "standard input" for "-" */
+	const char *name;
 	enum { MODE_SUMMARY, MODE_FOLDED, MODE_SPANS } mode;
 	struct filter f[MAX_FILTERS];
 	unsigned n_filters;
@@ -2761,7 +2763,7 @@ report_spans(const struct prof *p, const struct rpt_ctl *ctl)
 	}
 	if (S.dropped) {
 		cli_warn("%s: more than %zu span%s: %zu left out (see --max-spans)",
-			 ctl->file, S.max, CLI_PL(S.max), S.dropped);
+			 ctl->name, S.max, CLI_PL(S.max), S.dropped);
 		ret = CLI_EXIT_PARTIAL;
 	}
 	if (S.n)
@@ -3472,6 +3474,7 @@ parse_args(struct rpt_ctl *ctl, int argc, char **argv)
 		cli_usage_err("option '--%s' cannot be used with %s", summary_only,
 			      ctl->mode == MODE_FOLDED ? "--folded" : "--spans");
 	ctl->file = cli_operand(argc, argv, "recording file");
+	ctl->name = strcmp(ctl->file, "-") == 0 ? "standard input" : ctl->file;
 }
 
 /* What on_held_signal() writes (hold_signals() fills it when standard
@@ -3544,7 +3547,7 @@ report_run(const struct rpt_ctl *ctl, FILE *f)
 	init_prof(&p);
 	if (ctl->hold_signals)
 		hold_signals(true, old);
-	r = load(&p, f, ctl->file);
+	r = load(&p, f, ctl->name);
 	if (ctl->hold_signals)
 		hold_signals(false, old);
 	if (r < 0) {
@@ -3555,26 +3558,26 @@ report_run(const struct rpt_ctl *ctl, FILE *f)
 		cli_warn("%s ends inside a record at offset %" PRIu64
 			 " (recording cut short, or a corrupt length); using what "
 			 "is complete",
-			 ctl->file, p.cut_off);
+			 ctl->name, p.cut_off);
 	else if (!p.has_end)
 		/* a recorder killed between records, or one still at work:
 		 * whole, but not all */
 		cli_warn("%s has no end record (recording cut short or still "
 			 "going on); using what it holds",
-			 ctl->file);
+			 ctl->name);
 	if (p.joined)
 		cli_warn("%s: another recording starts at offset %" PRIu64
 			 " (files joined together?); reporting only the one "
 			 "before it",
-			 ctl->file, p.joined_off);
+			 ctl->name, p.joined_off);
 	if (p.bad_records == 1)
 		cli_warn("%s: 1 malformed record at offset %" PRIu64
 			 " skipped or read in part",
-			 ctl->file, p.bad_off);
+			 ctl->name, p.bad_off);
 	else if (p.bad_records)
 		cli_warn("%s: %u malformed records (the first at offset %" PRIu64
 			 ") skipped or read in part",
-			 ctl->file, p.bad_records, p.bad_off);
+			 ctl->name, p.bad_records, p.bad_off);
 	switch (ctl->mode) {
 	case MODE_FOLDED:
 		status = report_folded(&p, ctl);
