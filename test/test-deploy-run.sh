@@ -387,6 +387,15 @@ if [ "$(id -u)" = 0 ] && command -v unshare >/dev/null &&
 		exec "$2" run -- "$1/t"' sh "$dp_tmp/nxdir" "$S"
 	check "asks about the mount" same "$dp_err" \
 		"ctxshim: $dp_tmp/nxdir/t: Permission denied (on a file system mounted noexec?)"
+	# the same for a script's interpreter there (old: only "which is not
+	# executable", as for a file without x bits)
+	printf '#!%s/nxdir/sh\ntrue\n' "$dp_tmp" >s-nxinterp && chmod 755 s-nxinterp
+	# shellcheck disable=SC2016 # expanded by that sh
+	expect_status 126 "an interpreter on a noexec mount" unshare -m sh -c \
+		'mount -t tmpfs -o noexec dp-nx "$1" && cp /bin/sh "$1/sh" &&
+		exec "$2" run -- ./s-nxinterp' sh "$dp_tmp/nxdir" "$S"
+	check "asks about the interpreter's mount" same "$dp_err" \
+		"ctxshim: cannot execute ./s-nxinterp: it names the interpreter $dp_tmp/nxdir/sh, which is not executable (on a file system mounted noexec?)"
 	if command -v setpriv >/dev/null; then
 		chmod 755 "$dp_tmp"
 		cp /bin/true owner-x && chmod 744 owner-x

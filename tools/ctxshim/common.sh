@@ -843,7 +843,11 @@ ctx_interp_check() {
 		ctx_noexec="is a directory"
 	elif [ -e "$1" ]; then
 		[ -x "$1" ] && return 0
-		ctx_noexec="is not executable"
+		# with the reason when the mode alone does not show it (x bits
+		# on a noexec mount, another user's, not a regular file)
+		ctx_eacces_hint "$1"
+		[ "$ctx_hint" != " (no execute permission)" ] || ctx_hint=
+		ctx_noexec="is not executable$ctx_hint"
 	else
 		ctx_noexec_status=127
 		ctx_noexec="does not exist"
