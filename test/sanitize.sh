@@ -7,7 +7,9 @@
 #    ASAN_BUILDDIR if missing; default build-asan): the unit suite with
 #    LeakSanitizer on for the test programs, then the preload and ctxdump
 #    suites (test/meson.build preloads the ASan runtime first; leaks are
-#    not checked in preloaded programs such as python3 or nginx).
+#    not checked in preloaded programs such as python3 or nginx), and
+#    the integration suite: the hooks in real servers (nginx, apache,
+#    haproxy, ...) under real traffic (about 2 minutes).
 # 2. ctxdump of that build under LeakSanitizer against a threaded program
 #    under the shim (with --stacks), a hostile target and a hostile
 #    process context: no leak, no sanitizer report.
@@ -55,6 +57,8 @@ step asan-build setup "$asan" -Db_sanitize=address,undefined
 step asan-unit meson test -C "$asan" --suite unit --print-errorlogs \
 	--num-processes "$jobs" --wrapper "$lsan_wrapper"
 step asan-preload-ctxdump meson test -C "$asan" --suite preload --suite ctxdump \
+	--print-errorlogs --num-processes "$jobs"
+step asan-integration meson test -C "$asan" --suite integration \
 	--print-errorlogs --num-processes "$jobs"
 
 # ---- 2. ctxdump under LeakSanitizer ----
