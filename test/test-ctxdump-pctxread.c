@@ -243,6 +243,48 @@ START_TEST(payload_at_cap)
 }
 END_TEST
 
+/* Two mappings named OTEL_CTX (a process that breaks OTEP-4719's one
+ * context rule: two SDKs, or an older writer's leftover), the lower one
+ * not established (another signature, then another version): the reader
+ * goes on to the one above it rather than giving up (old: -EBADMSG from
+ * the first).  With the lower one alone, it still says -EBADMSG. */
+START_TEST(several_mappings_first_not_established)
+{
+	struct pctxr_snapshot snap = {0};
+	size_t len_a, len_b, maps_len;
+	uint8_t *a = publish("one", 100, &len_a), *b = publish("two", 200, &len_b);
+	uint8_t *lo = a < b ? a : b, *hi = a < b ? b : a;
+	struct otel_process_ctx_header *h = (struct otel_process_ctx_header *)lo;
+	char *maps = read_maps(&maps_len);
+	unsigned round;
+	int r;
+
+	for (round = 0; round < 2; round++) {
+		if (round == 0)
+			memcpy(h->signature, "OTEL_CTY", PCTX_SIGNATURE_LEN);
+		else
+			h->version = PCTX_VERSION + 1;
+		r = pctxr_read_maps(getpid(), maps, maps_len, &snap);
+		ck_assert_msg(r == 0, "round %u: pctxr_read_maps: %d (%s)", round, r,
+			      strerror(-r));
+		ck_assert_uint_eq(snap.map_addr, (uint64_t)(uintptr_t)hi);
+		ck_assert_uint_eq(snap.published_at_ns, hi == a ? 100 : 200);
+		ck_assert_uint_eq(snap.payload_len, hi == a ? len_a : len_b);
+		pctxr_free(&snap);
+		memcpy(h->signature, PCTX_SIGNATURE, PCTX_SIGNATURE_LEN);
+	}
+	free(maps);
+
+	ck_assert_int_eq(munmap(hi, PAGE), 0);
+	maps = read_maps(&maps_len);
+	r = pctxr_read_maps(getpid(), maps, maps_len, &snap);
+	ck_assert_msg(r == -EBADMSG, "pctxr_read_maps: %d (%s)", r, strerror(-r));
+	ck_assert_uint_eq(snap.map_addr, (uint64_t)(uintptr_t)lo);
+	free(maps);
+	ck_assert_int_eq(munmap(lo, PAGE), 0);
+}
+END_TEST
+
 TEST_SUITE(pctxread_suite)
 {
 	Suite *s = suite_create("ctxdump-pctxread");
@@ -254,6 +296,7 @@ TEST_SUITE(pctxread_suite)
 	tcase_add_test(tc, other_writer_layouts);
 	tcase_add_test(tc, header_version_before_signature);
 	tcase_add_test(tc, payload_at_cap);
+	tcase_add_test(tc, several_mappings_first_not_established);
 	suite_add_tcase(s, tc);
 	return s;
 }

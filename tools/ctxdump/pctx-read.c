@@ -27,9 +27,14 @@ enum {
 };
 #define PCTXR_MAPS_MAX (64u << 20)
 
-/* Address of the first OTEL_CTX mapping (the OTEP allows one). */
+/* Address of the first OTEL_CTX mapping at or above from (the OTEP allows
+ * one; pctxr_read_maps() says why a second is looked for). */
 static int
-find_mapping(const char *buf, size_t len, uint64_t *addr, enum pctx_map_kind *kind)
+find_mapping(const char *buf,
+	     size_t len,
+	     uint64_t from,
+	     uint64_t *addr,
+	     enum pctx_map_kind *kind)
 {
 	const char *line = buf;
 
@@ -46,6 +51,7 @@ find_mapping(const char *buf, size_t len, uint64_t *addr, enum pctx_map_kind *ki
 		    maps_parse_line(line, l, &e) == 0 && e.perms[0] == 'r' &&
 		    e.perms[2] != 'x' &&
 		    e.end - e.start >= sizeof(struct otel_process_ctx_header) &&
+		    e.start >= from &&
 		    (k = pctx_map_name_kind(e.path, e.path_len)) != PCTX_MAP_NONE) {
 			*addr = e.start;
 			*kind = k;
@@ -88,7 +94,7 @@ read_header(pid_t pid,
 		r = remote_read_file(path, PCTXR_MAPS_MAX, &buf, &len);
 		if (r < 0)
 			return r == -ENOENT ? -ESRCH : r;
-		r = find_mapping(buf, len, addr, kind);
+		r = find_mapping(buf, len, 0, addr, kind);
 		free(buf);
 		if (r < 0)
 			return r;
@@ -125,7 +131,7 @@ pctxr_read_maps(pid_t pid,
 	unsigned attempt, remaps_left = PCTXR_REMAPS;
 	int r;
 
-	r = find_mapping(maps, maps_len, &addr, &kind);
+	r = find_mapping(maps, maps_len, 0, &addr, &kind);
 	if (r < 0)
 		return r;
 	out->map_addr = addr;
@@ -165,8 +171,19 @@ pctxr_read_maps(pid_t pid,
 			continue;
 		}
 		if (out->no_signature || h.version != PCTX_VERSION) {
+			/* OTEP-4719: a mapping is established only by its
+			 * signature and version.  Another one named OTEL_CTX
+			 * above it (a process that breaks the one-context rule:
+			 * a second SDK, an older writer's leftover) may be the
+			 * process context: read that one instead of giving up.
+			 * Each step moves up the maps, so this ends. */
 			r = -EBADMSG;
-			break;
+			if (find_mapping(maps, maps_len, addr + 1, &addr, &kind) < 0)
+				break;
+			out->map_addr = addr;
+			out->kind = kind;
+			attempt = 0;
+			continue;
 		}
 		if (h.payload_size == 0 || h.payload_size > PCTXR_PAYLOAD_CAP) {
 			r = h.payload_size ? -E2BIG : -EBADMSG;
