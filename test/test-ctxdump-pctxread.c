@@ -248,6 +248,49 @@ END_TEST
  * not established (another signature, then another version): the reader
  * goes on to the one above it rather than giving up (old: -EBADMSG from
  * the first).  With the lower one alone, it still says -EBADMSG. */
+static int
+cmp_ptr(const void *a, const void *b)
+{
+	uintptr_t x = (uintptr_t) * (void *const *)a,
+		  y = (uintptr_t) * (void *const *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* A process with many OTEL_CTX mappings whose headers are not established
+ * (a hostile one can map thousands): the reader passes over 8 of them, not
+ * more, for the one above (pctx-read.c, PCTXR_SKIPS). */
+START_TEST(many_mappings_not_established)
+{
+	struct pctxr_snapshot snap = {0};
+	uint8_t *m[10];
+	size_t len, maps_len;
+	char *maps;
+	unsigned i;
+	int r;
+
+	for (i = 0; i < 10; i++)
+		m[i] = publish("svc", 100 + i, &len);
+	qsort(m, 10, sizeof(m[0]), cmp_ptr);
+	for (i = 0; i < 9; i++)
+		memcpy(m[i], "OTEL_CTY", PCTX_SIGNATURE_LEN);
+	maps = read_maps(&maps_len);
+	r = pctxr_read_maps(getpid(), maps, maps_len, &snap);
+	ck_assert_msg(r == -EBADMSG, "nine not established: %d (%s)", r, strerror(-r));
+	ck_assert_uint_eq(snap.map_addr, (uint64_t)(uintptr_t)m[8]);
+	pctxr_free(&snap);
+	/* eight passed over: the ninth is read */
+	memcpy(m[8], PCTX_SIGNATURE, PCTX_SIGNATURE_LEN);
+	r = pctxr_read_maps(getpid(), maps, maps_len, &snap);
+	ck_assert_msg(r == 0, "eight not established: %d (%s)", r, strerror(-r));
+	ck_assert_uint_eq(snap.map_addr, (uint64_t)(uintptr_t)m[8]);
+	pctxr_free(&snap);
+	free(maps);
+	for (i = 0; i < 10; i++)
+		ck_assert_int_eq(munmap(m[i], PAGE), 0);
+}
+END_TEST
+
 START_TEST(several_mappings_first_not_established)
 {
 	struct pctxr_snapshot snap = {0};
@@ -297,6 +340,7 @@ TEST_SUITE(pctxread_suite)
 	tcase_add_test(tc, header_version_before_signature);
 	tcase_add_test(tc, payload_at_cap);
 	tcase_add_test(tc, several_mappings_first_not_established);
+	tcase_add_test(tc, many_mappings_not_established);
 	suite_add_tcase(s, tc);
 	return s;
 }

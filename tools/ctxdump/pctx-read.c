@@ -16,6 +16,10 @@
 /* How many times one read looks for the mapping again in the maps when
  * the header is no longer where it was (read_header()). */
 #define PCTXR_REMAPS 8
+/* How many OTEL_CTX mappings without an established header one read
+ * passes over for the next one: a hostile process may map thousands, and
+ * each step scans the maps again. */
+#define PCTXR_SKIPS 8
 
 /* How an attempt ended (pctxr_snapshot.last_err), for pctxr_describe() */
 enum {
@@ -128,7 +132,7 @@ pctxr_read_maps(pid_t pid,
 	uint64_t addr;
 	enum pctx_map_kind kind;
 	uint8_t *payload = NULL;
-	unsigned attempt, remaps_left = PCTXR_REMAPS;
+	unsigned attempt, remaps_left = PCTXR_REMAPS, skips_left = PCTXR_SKIPS;
 	int r;
 
 	r = find_mapping(maps, maps_len, 0, &addr, &kind);
@@ -175,10 +179,11 @@ pctxr_read_maps(pid_t pid,
 			 * signature and version.  Another one named OTEL_CTX
 			 * above it (a process that breaks the one-context rule:
 			 * a second SDK, an older writer's leftover) may be the
-			 * process context: read that one instead of giving up.
-			 * Each step moves up the maps, so this ends. */
+			 * process context: read that one instead of giving up,
+			 * up to PCTXR_SKIPS of them. */
 			r = -EBADMSG;
-			if (find_mapping(maps, maps_len, addr + 1, &addr, &kind) < 0)
+			if (skips_left-- == 0 ||
+			    find_mapping(maps, maps_len, addr + 1, &addr, &kind) < 0)
 				break;
 			out->map_addr = addr;
 			out->kind = kind;
