@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 
 /* Build check: the public layout header compiles as strict C99
- * (-std=c99 -pedantic -Werror) on its own, as an SDK or reader would
- * include it.  config.h is left out on purpose for the same reason. */
+ * (-std=c99 -Werror=pedantic -Werror=all -Werror=extra) on its own, as an
+ * SDK or reader would include it.  config.h is left out on purpose for the
+ * same reason. */
 #include "thread-record.h"
 
 /* C99 has no static assertion: a negative array size fails the build. */
