@@ -172,8 +172,8 @@ ctx_out() {
 # ctx_in_build_tree: this script is the one meson generated in its build
 # tree (not an installed or copied one): its directory is that of the
 # build tree ($ctxshim_build_dir), which holds the library just built
-# ($ctxshim_build_lib).  An installed copy names the same directory but
-# lives elsewhere, so it never uses a build tree's library.
+# ($ctxshim_build_lib).  An installed copy names none (both are empty), so
+# it never uses a build tree's library.
 ctx_in_build_tree() {
 	case $0 in
 	*/*) ctx_self_dir=${0%/*} ;;
