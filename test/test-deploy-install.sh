@@ -48,6 +48,8 @@ check "library path substituted" grep -q \
 	"^ctxshim_default_lib='$DP_LIBDIR/ctxshim/libctxshim.so'\$" "$S"
 check "no @VAR@ left in ctxshim" sh -c "! grep -n '@[A-Z_]*@' '$S'"
 check "no @VAR@ left in ctxshim-entrypoint" sh -c "! grep -n '@[A-Z_]*@' '$E'"
+check "no build tree path in ctxshim, ctxshim-entrypoint" sh -c "! grep -n '$CTXSHIM_BUILDDIR' '$S' '$E'"
+check "no source tree path in the library" sh -c "! grep -q '$CTXSHIM_SRCDIR' '$pkglib'"
 for page in man1/ctxshim.1 man1/ctxshim-entrypoint.1 man7/ctxshim.7 man1/ctxdump.1; do
 	check "man page $page installed" test -f "$dest$DP_MANDIR/$page"
 done
