@@ -1590,6 +1590,38 @@ elapsed_ms(long since)
 	return test_now_ms() - since;
 }
 
+/* The child that thread tid of pid (its vforker) is waiting for, 0 if
+ * none now: its only one, unreaped ones aside. */
+static pid_t
+vfork_child(pid_t pid, pid_t tid)
+{
+	char path[96], buf[256], *p = buf, *end;
+	long c;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)pid, (int)tid);
+	if (test_read_small(path, buf, sizeof(buf)) < 0)
+		return 0;
+	for (; (c = strtol(p, &end, 10)) > 0 && end != p; p = end)
+		if (test_proc_state((pid_t)c) != 'Z')
+			return (pid_t)c;
+	return 0;
+}
+
+/* Until h's vforker thread has just started a new child: the thread then
+ * cannot stop for the child's whole 1.5 s. */
+static void
+wait_fresh_vfork(const struct churn *h)
+{
+	long deadline = test_now_ms() + 10000;
+	pid_t first = vfork_child(h->pid, h->vfork), now;
+
+	do {
+		ck_assert_msg(test_now_ms() < deadline, "no new vfork child");
+		usleep(1000);
+		now = vfork_child(h->pid, h->vfork);
+	} while (!now || now == first);
+}
+
 /* A thread blocked in vfork() cannot enter ptrace-stop: ctxdump gives it
  * up after its deadline, reads the others, and says so (exit 1). */
 START_TEST(stuck_thread)
@@ -1601,6 +1633,9 @@ START_TEST(stuck_thread)
 	churn_start(&h, "--vfork", 2);
 	ck_assert_int_gt(h.vfork, 0);
 	snprintf(arg, sizeof(arg), "%d", (int)h.pid);
+	/* READY comes before the thread's first vfork(), and a loaded
+	 * machine may run ctxdump in between (old: exit 0 now and then) */
+	wait_fresh_vfork(&h);
 	t0 = test_now_ms();
 	/* shorter than the vfork child's 1.5 s sleep, so that the thread
 	 * cannot stop in time even on a slow machine */
@@ -1638,6 +1673,7 @@ START_TEST(stuck_thread_alone)
 	ck_assert_int_gt(h.vfork, 0);
 	snprintf(arg, sizeof(arg), "%d", (int)h.pid);
 	snprintf(tid, sizeof(tid), "%d", (int)h.vfork);
+	wait_fresh_vfork(&h);
 	ck_assert_int_eq(
 		run_ctxdump(&out, &err, "--stop-timeout=300", "-t", tid, arg, NULL), 2);
 	snprintf(want, sizeof(want), "ctxdump: thread %d did not stop within 300 ms\n",
@@ -1742,38 +1778,6 @@ START_TEST(cpu_starved_past_wait)
 	churn_finish(&h);
 }
 END_TEST
-
-/* The child that thread tid of pid (its vforker) is waiting for, 0 if
- * none now: its only one, unreaped ones aside. */
-static pid_t
-vfork_child(pid_t pid, pid_t tid)
-{
-	char path[96], buf[256], *p = buf, *end;
-	long c;
-
-	snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)pid, (int)tid);
-	if (test_read_small(path, buf, sizeof(buf)) < 0)
-		return 0;
-	for (; (c = strtol(p, &end, 10)) > 0 && end != p; p = end)
-		if (test_proc_state((pid_t)c) != 'Z')
-			return (pid_t)c;
-	return 0;
-}
-
-/* Until h's vforker thread has just started a new child: the thread then
- * cannot stop for the child's whole 1.5 s. */
-static void
-wait_fresh_vfork(const struct churn *h)
-{
-	long deadline = test_now_ms() + 10000;
-	pid_t first = vfork_child(h->pid, h->vfork), now;
-
-	do {
-		ck_assert_msg(test_now_ms() < deadline, "no new vfork child");
-		usleep(1000);
-		now = vfork_child(h->pid, h->vfork);
-	} while (!now || now == first);
-}
 
 /* A signal while ctxdump waits for the stuck thread: it must not sit out
  * the deadline with the other threads stopped. */
