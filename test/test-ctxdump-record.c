@@ -460,34 +460,16 @@ record_interrupt(pid_t rec, const char *file, const char *errf)
 	free(out);
 }
 
-/* Returns once the recording in file (by rec) has grown three times past
- * its size now: a round whose threads stopped after this call is on disk
- * (each round is flushed whole; one large round may take two writes).
- * It counts recorded rounds only: a skipped round flushes nothing. */
-static void
-wait_rounds(const char *file, pid_t rec, const char *errf)
-{
-	struct stat st;
-	int i;
-
-	for (i = 0; i < 3; i++) {
-		ck_assert_msg(stat(file, &st) == 0, "%s: %s", file, strerror(errno));
-		prof_wait_file(file, st.st_size + 1, TIMEOUT_MS, rec, errf);
-	}
-}
-
-/* Record with args (no -d) until rounds are on disk, then SIGINT: a
- * recording with samples, however many rounds a loaded machine made the
- * recorder skip (a short -d could end before any round was recorded). */
+/* prof_record_rounds(), and the recording ended on SIGINT. */
 static void
 record_some_rounds(const char *file, const char *errf, const char *const *args)
 {
-	pid_t rec = prof_record_start(errf, args);
+	char *out;
 
-	/* the first round recorded (the file replaced by the recording) */
-	prof_wait_file(file, 64, TIMEOUT_MS, rec, errf);
-	wait_rounds(file, rec, errf);
-	record_interrupt(rec, file, errf);
+	prof_record_rounds(file, errf, args, TIMEOUT_MS);
+	out = report_of(file, NULL);
+	ck_assert_msg(strstr(out, "Ended: interrupted"), "%s", out);
+	free(out);
 }
 
 /* ---- the main test ---- */
@@ -1817,7 +1799,7 @@ START_TEST(record_key_map_grows)
 	for (g = 0; g < 3; g++) {
 		test_child_send(&c, "grow\n");
 		test_child_expect(&c, "GROWN", line, sizeof(line), TIMEOUT_MS);
-		wait_rounds(file, rec, errf);
+		prof_wait_rounds(file, TIMEOUT_MS, rec, errf);
 	}
 	record_interrupt(rec, file, errf);
 	attr_selected(file, "k3=three", &sel, &all);
@@ -1894,11 +1876,11 @@ START_TEST(record_thread_renamed_back)
 	rec = prof_record_start(errf, args);
 	prof_wait_file(file, 64, TIMEOUT_MS, rec, errf);
 	for (i = 0; i < 2; i++) {
-		wait_rounds(file, rec, errf);
+		prof_wait_rounds(file, TIMEOUT_MS, rec, errf);
 		test_child_send(&c, names[i]);
 		test_child_expect(&c, "NAMED", line, sizeof(line), TIMEOUT_MS);
 	}
-	wait_rounds(file, rec, errf);
+	prof_wait_rounds(file, TIMEOUT_MS, rec, errf);
 	record_interrupt(rec, file, errf);
 	out = report_of("--spans", "--context-spans", file, NULL);
 	ck_assert_msg(strstr(out, "{\"key\":\"thread.name\",\"value\":"

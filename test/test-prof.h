@@ -275,18 +275,24 @@ prof_record_wait(pid_t pid, int timeout_ms)
 	}
 }
 
-/* A recorder's wait status st and its summary err (run without -q): a
- * whole recording, or one with a gap only where no thread stopped in time
- * (exit 1, "rounds skipped"), which a loaded machine makes (ctxdump(1),
- * EXIT STATUS), but no round failed. */
+/* A recorder's exit code (as prof_run() returns it) and its summary err
+ * (run without -q): a whole recording, or one with a gap only where no
+ * thread stopped in time (exit 1, "rounds skipped"), which a loaded
+ * machine makes (ctxdump(1), EXIT STATUS), but no round failed. */
+static __attribute__((unused)) bool
+prof_record_exit_ok(int code, const char *err)
+{
+	/* "1 round skipped (...", "2 rounds skipped (..." */
+	if (strstr(err, " failed ("))
+		return false;
+	return code == 0 || (code == 1 && strstr(err, " skipped (no thread stopped"));
+}
+
+/* The same for a recorder's wait status st. */
 static __attribute__((unused)) bool
 prof_record_status_ok(int st, const char *err)
 {
-	/* "1 round skipped (...", "2 rounds skipped (..." */
-	if (!WIFEXITED(st) || strstr(err, " failed ("))
-		return false;
-	return WEXITSTATUS(st) == 0 ||
-	       (WEXITSTATUS(st) == 1 && strstr(err, " skipped (no thread stopped"));
+	return WIFEXITED(st) && prof_record_exit_ok(WEXITSTATUS(st), err);
 }
 
 /* Wait until a recording (recorder rec, its stderr in errfile) has its
@@ -324,6 +330,23 @@ prof_wait_file(
 			     (long long)min,
 			     (long long)(stat(path, &st) == 0 ? st.st_size : -1),
 			     timeout_ms, said);
+	}
+}
+
+/* Returns once the recording in path (by rec, its standard error in
+ * errfile) has grown three times past its size now: a round whose threads
+ * stopped after this call is on disk (each round is flushed whole; one
+ * large round may take two writes).  It counts recorded rounds only: a
+ * skipped round flushes nothing. */
+static __attribute__((unused)) void
+prof_wait_rounds(const char *path, int timeout_ms, pid_t rec, const char *errfile)
+{
+	struct stat st;
+	int i;
+
+	for (i = 0; i < 3; i++) {
+		ck_assert_msg(stat(path, &st) == 0, "%s: %s", path, strerror(errno));
+		prof_wait_file(path, st.st_size + 1, timeout_ms, rec, errfile);
 	}
 }
 
@@ -407,6 +430,24 @@ prof_record_stop(pid_t pid, const char *errf, int timeout_ms)
 	err = prof_slurp(errf);
 	ck_assert_msg(prof_record_status_ok(st, err), "status 0x%x: %s", st, err);
 	free(err);
+}
+
+/* Record with args (no -d) until rounds are on disk in file, then end it
+ * with SIGINT (prof_record_stop()): a recording with samples, however
+ * many rounds a loaded machine made the recorder skip (a short -d could
+ * end before any round was recorded). */
+static __attribute__((unused)) void
+prof_record_rounds(const char *file,
+		   const char *errf,
+		   const char *const *args,
+		   int timeout_ms)
+{
+	pid_t rec = prof_record_start(errf, args);
+
+	/* the first round recorded (the file replaced by the recording) */
+	prof_wait_file(file, 64, timeout_ms, rec, errf);
+	prof_wait_rounds(file, timeout_ms, rec, errf);
+	prof_record_stop(rec, errf, timeout_ms);
 }
 
 /* prof_record_stop(), then its files are removed. */
