@@ -759,7 +759,7 @@ START_TEST(writer_library_replaced)
 	free(err);
 	/* ctxdump record: not "defines none of" (old) either */
 	st = test_run_ctxdump_no_map_files(&out, &err, rec, RUN_TIMEOUT_MS);
-	ck_assert_msg(st == 0, "exit %d: %s", st, err);
+	ck_assert_msg(prof_record_exit_ok(st, err), "exit %d: %s", st, err);
 	ck_assert_msg(strstr(err,
 			     " that ctxdump could open defines otel_thread_ctx_v1, "
 			     "elastic_apm_profiling_correlation_tls_v1, "
@@ -1020,6 +1020,7 @@ START_TEST(pid_option)
 {
 	struct churn h;
 	char *out, *err, arg[16], eq[32];
+	int r;
 
 	churn_start(&h, NULL, 1);
 	snprintf(arg, sizeof(arg), "%d", (int)h.pid);
@@ -1033,9 +1034,9 @@ START_TEST(pid_option)
 	ck_assert_msg(strstr(out, "span_id=a0a0a0a0a0a0a0a0"), "%s", out);
 	free(out);
 	free(err);
-	ck_assert_int_eq(run_ctxdump(&out, &err, "record", "-d", "0.05", "-o", "-",
-				     "-q", "-p", arg, NULL),
-			 0);
+	/* not -q: a round a loaded machine made it skip is said (exit 1) */
+	r = run_ctxdump(&out, &err, "record", "-d", "0.05", "-o", "-", "-p", arg, NULL);
+	ck_assert_msg(prof_record_exit_ok(r, err), "exit %d: %s", r, err);
 	ck_assert_msg(strncmp(out, "CTXDPROF", 8) == 0, "no recording: %s", err);
 	free(out);
 	free(err);
