@@ -308,25 +308,6 @@ extent(const struct spans *S,
 	return found;
 }
 
-/* The count before what in the summary's "; N what" parts, or 0. */
-static unsigned long
-summary_count(const char *err, const char *what)
-{
-	const char *p = strstr(err, "ctxdump record: threads stopped ");
-
-	if (!p)
-		p = strstr(err, "ctxdump record: no round completed");
-	for (; p && (p = strstr(p, "; ")); p += 2) {
-		unsigned long n;
-		int len = 0;
-
-		if (sscanf(p, "; %lu %n", &n, &len) == 1 && len > 0 &&
-		    strncmp(p + len, what, strlen(what)) == 0)
-			return n;
-	}
-	return 0;
-}
-
 /* The sampling physics of a recording, from its summary: the largest gap
  * between rounds and the longest stop (a sample's time may lag the moment
  * its thread stopped by up to that). */
@@ -1116,8 +1097,9 @@ START_TEST(record_no_thread_stops_in_time)
 		      "%s", err);
 	/* counted in each round it missed, not once for the thread: every
 	 * round skipped is one at least */
-	ck_assert_msg(summary_count(err, "time") >= summary_count(err, "round") &&
-			      summary_count(err, "round") > 1,
+	ck_assert_msg(prof_summary_count(err, "time") >=
+				      prof_summary_count(err, "round") &&
+			      prof_summary_count(err, "round") > 1,
 		      "%s", err);
 	free(err);
 	out = report_of("--folded", file, NULL);
@@ -1293,8 +1275,8 @@ START_TEST(record_starved_target)
 		clean = WEXITSTATUS(st) == 0 && !strstr(err, " skipped (") &&
 			rounds > 0;
 	}
-	skipped = summary_count(err, "round");
-	timeouts = summary_count(err, "time");
+	skipped = prof_summary_count(err, "round");
+	timeouts = prof_summary_count(err, "time");
 	ck_assert_msg(clean || (samples > 0 && skipped <= timeouts &&
 				skipped * CPU_WAIT_LIMIT_MS <= secs * 1000),
 		      "%d recordings, each with a gap; the last has no sample, or "
@@ -1344,9 +1326,9 @@ START_TEST(record_late_thread_taken_over)
 	for (tries = 0; tries < 3 && (!timeouts || skipped > timeouts); tries++) {
 		free(err);
 		err = prof_record_said(errf, args, &st);
-		timeouts = summary_count(err, "time");
+		timeouts = prof_summary_count(err, "time");
 		/* (the only "; N round" part: failed ones fail the status) */
-		skipped = summary_count(err, "round");
+		skipped = prof_summary_count(err, "round");
 		if (skipped > timeouts || nice != 0)
 			break;
 	}
@@ -1502,7 +1484,7 @@ START_TEST(record_missed_ticks_counted)
 			      (p = strstr(p, " over ")) &&
 			      sscanf(p, " over %lf s", &secs) == 1,
 		      "%s", err);
-	missed = summary_count(err, "tick");
+	missed = prof_summary_count(err, "tick");
 	ck_assert_msg(rounds > 0 && missed > 0, "%s", err);
 	/* %.3f s: a rounding of 0.05 ticks at most */
 	ck_assert_msg((double)(rounds + missed) <= secs * 100 + 1.5,

@@ -295,6 +295,27 @@ prof_record_status_ok(int st, const char *err)
 	return WIFEXITED(st) && prof_record_exit_ok(WEXITSTATUS(st), err);
 }
 
+/* The count before what in a recorder's summary's "; N what" parts (err,
+ * its standard error), or 0: "round" the rounds skipped (named before
+ * failed ones), "time" the stops that timed out. */
+static __attribute__((unused)) unsigned long
+prof_summary_count(const char *err, const char *what)
+{
+	const char *p = strstr(err, "ctxdump record: threads stopped ");
+
+	if (!p)
+		p = strstr(err, "ctxdump record: no round completed");
+	for (; p && (p = strstr(p, "; ")); p += 2) {
+		unsigned long n;
+		int len = 0;
+
+		if (sscanf(p, "; %lu %n", &n, &len) == 1 && len > 0 &&
+		    strncmp(p + len, what, strlen(what)) == 0)
+			return n;
+	}
+	return 0;
+}
+
 /* Wait until a recording (recorder rec, its stderr in errfile) has its
  * first rounds on disk.  A recorder that ended first, or one that wrote
  * too little in time, fails the test with what it said. */
