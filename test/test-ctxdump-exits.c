@@ -326,7 +326,12 @@ END_TEST
 
 /* SIGKILL to the target while recorder rec records it into file: the
  * recording ends by itself ("process exited") with exit status want,
- * saying want_err if not NULL; the files are removed. */
+ * saying want_err if not NULL; the files are removed.  A want of 0 is
+ * also met by 1 for rounds a loaded machine made it skip before the kill
+ * (no thread got a CPU to stop in 500 ms): each is in a gap of 500 ms
+ * before a round recorded after it (prof_round_gaps(); a round that
+ * waits 50 ms for the thread in vfork() is no such gap), where a round
+ * that met the kill has no round after it. */
 static void
 kill_while_recorded(struct target *t,
 		    pid_t rec,
@@ -341,8 +346,19 @@ kill_while_recorded(struct target *t,
 	(void)target_kill(t);
 	st = prof_record_wait(rec, TIMEOUT_MS);
 	err = prof_slurp(errf);
-	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == want, "status 0x%x: %s", st,
-		      err);
+	if (want == 0 && WIFEXITED(st) && WEXITSTATUS(st) == 1 &&
+	    prof_record_status_ok(st, err)) {
+		unsigned long skipped = prof_summary_count(err, "round");
+		unsigned gaps = prof_round_gaps(file, 500000000u);
+
+		ck_assert_msg(
+			skipped <= gaps,
+			"%lu rounds skipped, %u gaps of 500 ms in the recording: %s",
+			skipped, gaps, err);
+	} else {
+		ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == want,
+			      "status 0x%x: %s", st, err);
+	}
 	ck_assert_msg(!want_err || strstr(err, want_err), "%s", err);
 	free(err);
 	r = prof_run(&out, &err, "report", file, NULL);

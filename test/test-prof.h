@@ -390,6 +390,49 @@ prof_slurp(const char *path)
 	return b;
 }
 
+/* How many of the intervals between the rounds of the recording in path
+ * (and from its start to its first round) last min_ns or more.  Rounds
+ * skipped before a round recorded lie in such an interval if their stops
+ * waited min_ns: 500 ms (record.c CPU_WAIT_MS) for a thread that waited
+ * for a CPU, as on a loaded machine, else 50 ms (STOP_TIMEOUT_MS) at
+ * least.  Reads the file format of ctxdump(1): a 16-byte header, then
+ * records of a u32 type | length << 8 and the payload; a ROUND (type 10)
+ * begins with its time since the start, a varint. */
+static __attribute__((unused)) unsigned
+prof_round_gaps(const char *path, uint64_t min_ns)
+{
+	unsigned char *b = (unsigned char *)prof_slurp(path);
+	const unsigned char *p, *end;
+	uint64_t last = 0;
+	unsigned gaps = 0;
+	struct stat st;
+
+	ck_assert_int_eq(stat(path, &st), 0);
+	ck_assert_int_ge(st.st_size, 16);
+	end = b + st.st_size;
+	for (p = b + 16; end - p >= 4;) {
+		uint32_t pre = p[0] | p[1] << 8 | p[2] << 16 | (uint32_t)p[3] << 24;
+		const unsigned char *q = p + 4;
+		uint64_t t = 0;
+		unsigned shift = 0;
+
+		if ((size_t)(end - q) < pre >> 8)
+			break; /* cut short */
+		p = q + (pre >> 8);
+		if ((pre & 0xff) != 10)
+			continue;
+		for (; q < p && shift < 64; shift += 7) {
+			t |= (uint64_t)(*q & 0x7f) << shift;
+			if (*q++ < 0x80)
+				break;
+		}
+		gaps += t - last >= min_ns;
+		last = t;
+	}
+	free(b);
+	return gaps;
+}
+
 /* Record with args (-d for its end) to completion, its stderr in errf;
  * fails the test unless prof_record_status_ok().  Returns what it said
  * (malloc'd), its wait status in *st. */
