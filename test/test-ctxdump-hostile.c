@@ -510,7 +510,6 @@ START_TEST(empty_key_name)
 	const char *pargs[] = {"report", "--spans", "--context-spans", prof, NULL};
 	char *argv[16], *out, *err;
 	struct target t;
-	pid_t rec;
 	int r, st;
 
 	target_start(&t, targv);
@@ -528,13 +527,10 @@ START_TEST(empty_key_name)
 	r = open(errf, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 	ck_assert_int_ge(r, 0);
 	close(r);
-	/* Until a round is recorded (the file appears with it): a round in
-	 * which the target got no CPU in time is skipped (exit 1), and a
-	 * recording of -d0.2 could hold none (old: "record 0x100" now and
-	 * then on a loaded machine). */
-	rec = prof_record_start(errf, rargs);
-	prof_wait_file(prof, 1, 30000, rec, errf);
-	prof_record_stop(rec, errf, 30000);
+	/* Until rounds are recorded: a round in which the target got no CPU
+	 * in time is skipped (exit 1), and a recording of -d0.2 could hold
+	 * none (old: "record 0x100" now and then on a loaded machine). */
+	prof_record_rounds(prof, errf, rargs, 30000);
 	ck_assert_int_eq(unlink(errf), 0);
 	target_finish(&t);
 

@@ -424,6 +424,16 @@ report_of(const char *a0, ...)
 	return out;
 }
 
+/* The recording in file ended on SIGINT. */
+static void
+assert_interrupted(const char *file)
+{
+	char *out = report_of(file, NULL);
+
+	ck_assert_msg(strstr(out, "Ended: interrupted"), "%s", out);
+	free(out);
+}
+
 /* Stop the recorder rec (recording to file) with SIGINT: it must end on
  * it, with a whole recording or one whose only gaps are rounds in which
  * no thread stopped in time (exit 1, prof_record_status_ok()): a loaded
@@ -433,24 +443,16 @@ report_of(const char *a0, ...)
 static void
 record_interrupt(pid_t rec, const char *file, const char *errf)
 {
-	char *out;
-
 	prof_record_stop(rec, errf, TIMEOUT_MS);
-	out = report_of(file, NULL);
-	ck_assert_msg(strstr(out, "Ended: interrupted"), "%s", out);
-	free(out);
+	assert_interrupted(file);
 }
 
 /* prof_record_rounds(), and the recording ended on SIGINT. */
 static void
 record_some_rounds(const char *file, const char *errf, const char *const *args)
 {
-	char *out;
-
 	prof_record_rounds(file, errf, args, TIMEOUT_MS);
-	out = report_of(file, NULL);
-	ck_assert_msg(strstr(out, "Ended: interrupted"), "%s", out);
-	free(out);
+	assert_interrupted(file);
 }
 
 /* ---- the main test ---- */
