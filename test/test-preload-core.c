@@ -288,6 +288,88 @@ START_TEST(test_log_events_stderr_closed)
 }
 END_TEST
 
+/* A boolean setting that is not a boolean keeps its default: a typo in
+ * CTXSHIM_EXEC_TRACEPARENT must not start rewriting the TRACEPARENT that
+ * the program's children get. */
+START_TEST(test_non_boolean_keeps_default)
+{
+	char *argv[] = {"/bin/sh", "-c", "exec env", NULL};
+	char *out, *err, *log;
+
+	setenv("TRACEPARENT", "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
+	       1);
+	log = run_logged(argv, "CTXSHIM_EXEC_TRACEPARENT=maybe", &out, &err);
+	unsetenv("TRACEPARENT");
+	ck_assert_msg(strstr(log, "CTXSHIM_EXEC_TRACEPARENT=maybe is not a boolean, "
+				  "using 0"),
+		      "log: %s", log);
+	ck_assert_msg(strstr(out, "TRACEPARENT=00-0af7651916cd43dd8448eb211c80319c-"
+				  "b7ad6b7169203331-01\n"),
+		      "env: %s", out);
+	ck_assert_msg(!strstr(out, "CTXSHIM_TRACEPARENT_PID="), "env: %s", out);
+	free(log);
+	free(out);
+	free(err);
+}
+END_TEST
+
+/* A log line longer than the shim's buffer (a setting's value is logged
+ * as given) is cut, still one line: nothing past the buffer is written
+ * or sent. */
+START_TEST(test_long_log_line_is_cut)
+{
+	static char value[3000], env[3100];
+	char path[4096];
+	char *argv[] = {path, "1", NULL};
+	char *out, *err, *log, *line, *end;
+
+	memset(value, 'v', sizeof(value) - 1);
+	snprintf(env, sizeof(env), "CTXSHIM_URL_QUERY=%s", value);
+	snprintf(path, sizeof(path), "%s/threads", test_env_path("HELPER_DIR"));
+	log = run_logged(argv, env, &out, &err);
+	line = strstr(log, "CTXSHIM_URL_QUERY=vvv");
+	ck_assert_msg(line, "log: %.200s", log);
+	while (line > log && line[-1] != '\n')
+		line--;
+	end = strchr(line, '\n');
+	ck_assert_ptr_nonnull(end);
+	/* 1023 bytes with the newline (the buffer, less its NUL), the rest
+	 * of it the setting's value */
+	ck_assert_int_eq(end - line, 1022);
+	ck_assert_int_eq(strspn(strstr(line, "=") + 1, "v"),
+			 (size_t)(end - strstr(line, "=") - 1));
+	ck_assert_msg(strncmp(end + 1, "ctxshim[", 8) == 0, "next: %.80s", end + 1);
+	free(log);
+	free(out);
+	free(err);
+}
+END_TEST
+
+/* An event log that cannot be opened is said so, and the program runs as
+ * without it (a failed descriptor taken on to "cannot keep" would blame
+ * standard error). */
+START_TEST(test_event_log_not_opened)
+{
+	char path[4096];
+	char *argv[] = {path, "1", NULL};
+	char *out, *err, *log;
+
+	/* not sh: dash leaves by _exit(), which a coverage build does not count */
+	snprintf(path, sizeof(path), "%s/threads", test_env_path("HELPER_DIR"));
+	log = run_logged(argv, "CTXSHIM_EVENTS=/nonexistent/ctxshim-dir/events", &out,
+			 &err);
+	ck_assert_msg(strstr(log, "cannot open the event log /nonexistent/ctxshim-dir/"
+				  "events: No such file or directory\n"),
+		      "log: %s", log);
+	ck_assert_msg(!strstr(log, "cannot keep the event log"), "log: %s", log);
+	ck_assert_msg(strstr(out, "\ndone\n"), "stdout: %s", out);
+	ck_assert_str_eq(err, "");
+	free(log);
+	free(out);
+	free(err);
+}
+END_TEST
+
 /* The descriptor ls(1) lists as the link to path, in out. */
 static int
 fd_of(const char *out, const char *path)
@@ -372,6 +454,9 @@ TEST_SUITE(preload_core_suite)
 	tcase_add_loop_test(tc, test_log_boolean_words, 0, 3);
 	tcase_add_test(tc, test_log_says_what_is_wrong);
 	tcase_add_test(tc, test_log_events_stderr_closed);
+	tcase_add_test(tc, test_non_boolean_keeps_default);
+	tcase_add_test(tc, test_long_log_line_is_cut);
+	tcase_add_test(tc, test_event_log_not_opened);
 	tcase_add_loop_test(tc, test_log_fd_under_a_low_limit, 0, 2);
 	suite_add_tcase(s, tc);
 	return s;
