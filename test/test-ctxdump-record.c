@@ -869,6 +869,96 @@ START_TEST(record_tid_reused_by_other_process)
 }
 END_TEST
 
+/* The target ends inside the first round's stop, after the listing and
+ * before the seize (the seize gate): nothing was recorded, so the
+ * recording fails ("exited before it could be stopped", exit 2) and an
+ * earlier FILE is kept, as after any failed recording. */
+START_TEST(record_target_exits_in_first_stop)
+{
+	static const char old[] = "an earlier recording\n";
+	char file[64], errf[64], gate[64], pid[16], want[96], *err, *kept;
+	const char *args[] = {"-q", "-d", "5", "-o", file, pid, NULL};
+	long deadline;
+	pid_t t, rec;
+	int hold[2], st, fd;
+
+	rec_tmpfiles(file, errf, sizeof(file), "gone");
+	prof_tmpfile(gate, sizeof(gate), "gone-gate");
+	fd = open(file, O_WRONLY | O_TRUNC | O_CLOEXEC);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(write(fd, old, sizeof(old) - 1), (ssize_t)sizeof(old) - 1);
+	close(fd);
+	ck_assert_int_eq(pipe2(hold, O_CLOEXEC), 0);
+	t = fork();
+	ck_assert_int_ge(t, 0);
+	if (t == 0) {
+		char c;
+
+		close(hold[1]);
+		while (read(hold[0], &c, 1) > 0)
+			;
+		_exit(0);
+	}
+	close(hold[0]);
+	snprintf(pid, sizeof(pid), "%d", (int)t);
+	ck_assert_int_eq(setenv("CTXDUMP_TEST_SEIZE_GATE", gate, 1), 0);
+	rec = prof_record_start(errf, args);
+	unsetenv("CTXDUMP_TEST_SEIZE_GATE");
+	deadline = test_now_ms() + TIMEOUT_MS;
+	while (access(gate, F_OK) == 0 && test_now_ms() < deadline)
+		usleep(1000);
+	ck_assert_msg(access(gate, F_OK) < 0, "the recorder never reached its gate");
+	/* gone, collected: its id is no more */
+	kill(t, SIGKILL);
+	ck_assert_int_eq(waitpid(t, &st, 0), t);
+	close(hold[1]);
+	fd = open(gate, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	st = prof_record_wait(rec, TIMEOUT_MS);
+	err = prof_slurp(errf);
+	snprintf(want, sizeof(want),
+		 "ctxdump record: process %d exited before it could be stopped\n",
+		 (int)t);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 2, "status 0x%x: %s", st,
+		      err);
+	ck_assert_str_eq(err, want);
+	kept = prof_slurp(file);
+	ck_assert_str_eq(kept, old);
+	free(kept);
+	free(err);
+	unlink(gate);
+	unlink(file);
+	unlink(errf);
+}
+END_TEST
+
+/* -o in a directory that does not exist: said, exit 2, nothing stopped. */
+START_TEST(record_output_unopenable)
+{
+	const char *args[] = {"-o", "/tmp/ctxdump-no-such-dir/rec.prof", NULL, NULL};
+	char errf[64], pid[16], *err;
+	struct server s;
+	int st;
+
+	server_start(&s);
+	snprintf(pid, sizeof(pid), "%d", (int)s.pid);
+	args[2] = pid;
+	prof_tmpfile(errf, sizeof(errf), "noopen-err");
+	st = prof_record_wait(prof_record_start(errf, args), TIMEOUT_MS);
+	err = prof_slurp(errf);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 2, "status 0x%x: %s", st,
+		      err);
+	ck_assert_str_eq(err, "ctxdump record: cannot open "
+			      "/tmp/ctxdump-no-such-dir/rec.prof: No such file or "
+			      "directory\n");
+	free(err);
+	prof_assert_running(s.pid);
+	unlink(errf);
+	server_finish(&s);
+}
+END_TEST
+
 /* A thread that cannot stop (blocked in vfork() until its child exits)
  * times out of a round and stays seized with the interrupt pending: the
  * recorder must let it go as soon as it stops, while recording goes on
@@ -2677,6 +2767,7 @@ TEST_SUITE(ctxdump_record_suite)
 	tc = tcase_create("output");
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, record_stdout_unwritable);
+	tcase_add_test(tc, record_output_unopenable);
 	suite_add_tcase(s, tc);
 	/* its own case, to be run alone (CK_RUN_CASE=attrs) */
 	tc = tcase_create("attrs");
@@ -2693,6 +2784,7 @@ TEST_SUITE(ctxdump_record_suite)
 	tcase_add_test(tc, record_padded_command_line);
 	tcase_add_test(tc, record_late_process_context);
 	tcase_add_test(tc, record_tid_reused_by_other_process);
+	tcase_add_test(tc, record_target_exits_in_first_stop);
 	suite_add_tcase(s, tc);
 	return s;
 }
