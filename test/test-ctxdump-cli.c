@@ -7,6 +7,7 @@
 #include "test-prof.h"
 
 #include <dirent.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -1358,6 +1359,62 @@ tracer_finish(pid_t tracer, int release)
 	ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 }
 
+/* ctxdump words... with its own process id as the last argument (a
+ * dump or a recording of itself); returns its exit status, *err its
+ * standard error (malloc'd). */
+static int
+run_on_itself(char **err, const char *const *words)
+{
+	char errf[64], pid[16], *argv[12];
+	const char *w[8];
+	int n = 0, st;
+	pid_t c;
+
+	prof_tmpfile(errf, sizeof(errf), "itself-err");
+	c = fork();
+	ck_assert_int_ge(c, 0);
+	if (c == 0) {
+		int fd = open(errf, O_WRONLY | O_TRUNC | O_CLOEXEC);
+		int nul = open("/dev/null", O_RDWR | O_CLOEXEC);
+
+		snprintf(pid, sizeof(pid), "%d", (int)getpid());
+		for (; *words && n < 6; words++)
+			w[n++] = *words;
+		w[n++] = pid;
+		w[n] = NULL;
+		test_ctxdump_argv(argv, 12, w);
+		dup2(nul, 0);
+		dup2(nul, 1);
+		dup2(fd, 2);
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	ck_assert_int_eq(waitpid(c, &st, 0), c);
+	*err = prof_slurp(errf);
+	unlink(errf);
+	ck_assert_msg(WIFEXITED(st), "status 0x%x: %s", st, *err);
+	return WEXITSTATUS(st);
+}
+
+/* ctxdump refuses to stop or record its own process (it would wait for
+ * itself): said, exit 2. */
+START_TEST(dump_itself)
+{
+	char *err;
+	int r;
+
+	r = run_on_itself(&err, (const char *const[]){NULL});
+	ck_assert_msg(r == 2, "exit %d: %s", r, err);
+	ck_assert_str_eq(err, "ctxdump: ctxdump cannot dump itself\n");
+	free(err);
+	r = run_on_itself(&err,
+			  (const char *const[]){"record", "-o", "/dev/null", NULL});
+	ck_assert_msg(r == 2, "record: exit %d: %s", r, err);
+	ck_assert_str_eq(err, "ctxdump record: ctxdump cannot record itself\n");
+	free(err);
+}
+END_TEST
+
 START_TEST(already_traced)
 {
 	struct churn h;
@@ -1687,6 +1744,53 @@ START_TEST(stuck_thread_alone)
 	free(err);
 	assert_running(h.pid);
 	churn_finish(&h);
+}
+END_TEST
+
+/* The same for a whole process: its one thread inside vfork() until the
+ * test lets the child go.  "no thread of process N stopped" with the
+ * hint about state D, exit 2, not "exited" (the message was never
+ * exercised: every stuck target had a thread that could stop). */
+START_TEST(stuck_process)
+{
+	char *out, *err, arg[16], want[128];
+	int go[2], st;
+	pid_t pid;
+
+	ck_assert_int_eq(pipe2(go, O_CLOEXEC), 0);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		char lib[PATH_MAX], c;
+
+		close(go[1]);
+		/* an OTEP-4947 writer, so that ctxdump goes on to the stop */
+		if (!dlopen(prof_helper("libwtls-gd.so", lib, sizeof(lib)), RTLD_NOW))
+			_exit(3);
+		/* the parent waits in vfork() (state D) for this read */
+		if (vfork() == 0) {
+			while (read(go[0], &c, 1) > 0)
+				;
+			_exit(0);
+		}
+		_exit(0);
+	}
+	close(go[0]);
+	prof_wait_task_state(pid, pid, 'D', test_now_ms() + RUN_TIMEOUT_MS);
+	snprintf(arg, sizeof(arg), "%d", (int)pid);
+	ck_assert_int_eq(run_ctxdump(&out, &err, "--stop-timeout=300", arg, NULL), 2);
+	snprintf(want, sizeof(want),
+		 "ctxdump: no thread of process %d stopped within 300 ms\n", (int)pid);
+	ck_assert_msg(strstr(err, want) && strstr(err, "(state D, e.g. in vfork())") &&
+			      !strstr(err, "exited"),
+		      "%s", err);
+	ck_assert_str_eq(out, "");
+	free(out);
+	free(err);
+	assert_running(pid);
+	close(go[1]);
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 }
 END_TEST
 
@@ -2173,6 +2277,7 @@ TEST_SUITE(ctxdump_cli_suite)
 	tcase_add_test(tp, pid_option);
 	tcase_add_test(tp, stacks_unusual);
 	tcase_add_test(tp, stacks_demangle_bound_with_sigalrm_blocked);
+	tcase_add_test(tp, dump_itself);
 	tcase_add_test(tp, already_traced);
 	tcase_add_test(tp, one_thread_traced);
 	tcase_add_test(tp, different_user);
@@ -2181,6 +2286,7 @@ TEST_SUITE(ctxdump_cli_suite)
 	tcase_add_test(tp, job_stopped_target);
 	tcase_add_test(tp, stuck_thread);
 	tcase_add_test(tp, stuck_thread_alone);
+	tcase_add_test(tp, stuck_process);
 	tcase_add_test(tp, cpu_starved_thread);
 	tcase_add_test(tp, cpu_starved_past_wait);
 	tcase_add_test(tp, signal_while_holding);
