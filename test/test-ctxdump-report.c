@@ -1377,6 +1377,45 @@ START_TEST(report_frame_name_no_memory)
 }
 END_TEST
 
+/* More distinct function names than the name table first holds (it
+ * grows at 128): 200 names, each spelt by two strings of the file, one
+ * read before the table grows and one after.  Every sample's outer frame
+ * is fn000, through either string: one function, the trunk of all the
+ * samples of the request (100%), not two of 50% each. */
+START_TEST(report_many_function_names)
+{
+	enum { N = 200 };
+	static const uint32_t kv[] = {2 * N + 1, 2 * N + 2};
+	static const uint32_t fa[] = {150, 1}, fb[] = {160, N + 1};
+	const char *args[] = {NULL, NULL};
+	struct rec *r = rec_new("srv");
+	char file[64], name[16], *o;
+	uint32_t i;
+
+	for (i = 0; i < 2 * N; i++) {
+		snprintf(name, sizeof(name), "fn%03u", (unsigned)(i % N));
+		rec_string(r, i + 1, name, strlen(name));
+		rec_frame(r, i + 1, i + 1);
+	}
+	rec_string(r, 2 * N + 1, "http.route", 10);
+	rec_string(r, 2 * N + 2, "/r", 2);
+	rec_stack(r, 1, fa, 2);
+	rec_stack(r, 2, fb, 2);
+	rec_ctx(r, 1, 0x4b, 3, kv, 1);
+	for (i = 0; i < 8; i++) {
+		rec_round(r, 10000000ull * i);
+		rec_sample(r, 7, 1 + i % 2, 1);
+	}
+	rec_save(r, file, sizeof(file), "many-fns");
+	args[0] = file;
+	o = report_stdout(args, 0, "report");
+	ck_assert_msg(strstr(o, "/r: 8 samples in 1 trace\n   100.0%    0.0%  fn000\n"),
+		      "%s", o);
+	free(o);
+	unlink(file);
+}
+END_TEST
+
 /* The summary's trace line says which thread by its name too, as the
  * spans' thread.name does, escaped (old: its id only). */
 START_TEST(report_summary_thread_name)
@@ -2829,6 +2868,7 @@ TEST_SUITE(ctxdump_report_suite)
 	tcase_add_test(tc, report_thread_name_cut);
 	tcase_add_test(tc, report_write_error);
 	tcase_add_test(tc, report_frame_name_no_memory);
+	tcase_add_test(tc, report_many_function_names);
 	tcase_add_test(tc, report_summary_thread_name);
 	tcase_add_test(tc, report_zero_trace_id_is_no_trace);
 	tcase_add_test(tc, report_attr_filter_every_context);
