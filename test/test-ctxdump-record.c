@@ -768,6 +768,34 @@ spawn_with_tid(pid_t tid)
 	return r < 0 ? -1 : (pid_t)r;
 }
 
+/* Start a recording (prof_record_start()) whose first round waits at the
+ * seize gate (CTXDUMP_TEST_SEIZE_GATE; gate: a file that exists) and
+ * return once that round has listed the threads; gate_open() lets it
+ * seize them. */
+static pid_t
+record_start_gated(const char *errf, const char *const *args, const char *gate)
+{
+	long deadline = test_now_ms() + TIMEOUT_MS;
+	pid_t rec;
+
+	ck_assert_int_eq(setenv("CTXDUMP_TEST_SEIZE_GATE", gate, 1), 0);
+	rec = prof_record_start(errf, args);
+	unsetenv("CTXDUMP_TEST_SEIZE_GATE");
+	while (access(gate, F_OK) == 0 && test_now_ms() < deadline)
+		usleep(1000);
+	ck_assert_msg(access(gate, F_OK) < 0, "the recorder never reached its gate");
+	return rec;
+}
+
+static void
+gate_open(const char *gate)
+{
+	int fd = open(gate, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+}
+
 /* A thread listed by a round that ends before it is seized, its id going
  * to a task of another process (pid_max wraps in seconds when threads
  * come and go by the thousand): that task is no thread of the target.  It
@@ -780,7 +808,7 @@ START_TEST(record_tid_reused_by_other_process)
 {
 	char file[64], errf[64], gate[64], pid[16], tids[16], path[64], *out, *err;
 	const char *args[] = {"-d", "0.3", "-o", file, pid, NULL};
-	int quit[2], info[2], hold[2], st, fd;
+	int quit[2], info[2], hold[2], st;
 	pid_t t, x = 0, foreign, rec;
 	long deadline;
 	int spawn_err;
@@ -813,18 +841,10 @@ START_TEST(record_tid_reused_by_other_process)
 	snprintf(pid, sizeof(pid), "%d", (int)t);
 	snprintf(tids, sizeof(tids), "%d", (int)x);
 
-	fd = open(gate, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	ck_assert_int_ge(fd, 0);
-	close(fd);
 	unlink(file);
-	ck_assert_int_eq(setenv("CTXDUMP_TEST_SEIZE_GATE", gate, 1), 0);
-	rec = prof_record_start(errf, args);
-	unsetenv("CTXDUMP_TEST_SEIZE_GATE");
 	/* the first round has listed thread x */
+	rec = record_start_gated(errf, args, gate);
 	deadline = test_now_ms() + TIMEOUT_MS;
-	while (access(gate, F_OK) == 0 && test_now_ms() < deadline)
-		usleep(1000);
-	ck_assert_msg(access(gate, F_OK) < 0, "the recorder never reached its gate");
 	close(quit[1]);
 	snprintf(path, sizeof(path), "/proc/%d/task/%d", (int)t, (int)x);
 	while (access(path, F_OK) == 0 && test_now_ms() < deadline)
@@ -832,9 +852,7 @@ START_TEST(record_tid_reused_by_other_process)
 	ck_assert_msg(access(path, F_OK) < 0, "thread %d did not end", (int)x);
 	foreign = spawn_with_tid(x);
 	spawn_err = errno;
-	fd = open(gate, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	ck_assert_int_ge(fd, 0);
-	close(fd);
+	gate_open(gate);
 	st = prof_record_wait(rec, TIMEOUT_MS);
 	err = prof_slurp(errf);
 	ck_assert_msg(prof_record_status_ok(st, err), "status 0x%x: %s", st, err);
@@ -878,7 +896,6 @@ START_TEST(record_target_exits_in_first_stop)
 	static const char old[] = "an earlier recording\n";
 	char file[64], errf[64], gate[64], pid[16], want[96], *err, *kept;
 	const char *args[] = {"-q", "-d", "5", "-o", file, pid, NULL};
-	long deadline;
 	pid_t t, rec;
 	int hold[2], st, fd;
 
@@ -901,20 +918,12 @@ START_TEST(record_target_exits_in_first_stop)
 	}
 	close(hold[0]);
 	snprintf(pid, sizeof(pid), "%d", (int)t);
-	ck_assert_int_eq(setenv("CTXDUMP_TEST_SEIZE_GATE", gate, 1), 0);
-	rec = prof_record_start(errf, args);
-	unsetenv("CTXDUMP_TEST_SEIZE_GATE");
-	deadline = test_now_ms() + TIMEOUT_MS;
-	while (access(gate, F_OK) == 0 && test_now_ms() < deadline)
-		usleep(1000);
-	ck_assert_msg(access(gate, F_OK) < 0, "the recorder never reached its gate");
+	rec = record_start_gated(errf, args, gate);
 	/* gone, collected: its id is no more */
 	kill(t, SIGKILL);
 	ck_assert_int_eq(waitpid(t, &st, 0), t);
 	close(hold[1]);
-	fd = open(gate, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	ck_assert_int_ge(fd, 0);
-	close(fd);
+	gate_open(gate);
 	st = prof_record_wait(rec, TIMEOUT_MS);
 	err = prof_slurp(errf);
 	snprintf(want, sizeof(want),
