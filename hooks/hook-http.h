@@ -62,6 +62,7 @@ hook_http_header(struct hook_http_headers *h,
 {
 	struct ctxshim_request *r = &h->r;
 	unsigned i;
+	size_t k;
 
 	if (!key || !value)
 		return;
@@ -74,6 +75,16 @@ hook_http_header(struct hook_http_headers *h,
 		return;
 	}
 	if (hook_http_name_is(key, key_len, "tracestate", 10)) {
+		/* A line of only OWS and commas holds empty members, which W3C
+		 * allows and does not count: it must not take a slot, or enough
+		 * of them would drop a valid list the socket scanner keeps. */
+		for (k = 0; k < value_len; k++)
+			if (value[k] != ' ' && value[k] != '\t' && value[k] != ',')
+				break;
+		if (k == value_len)
+			return;
+		/* Each further line holds a member: over 32 members, or an
+		 * invalid one, the list is dropped anyway. */
 		if (r->n_tracestate == HOOK_HTTP_TS_LINES_MAX) {
 			h->ts_overflow = true;
 			return;

@@ -576,6 +576,27 @@ START_TEST(test_tracestate_limits)
 }
 END_TEST
 
+/* More header lines than the library hooks keep (HOOK_HTTP_TS_LINES_MAX,
+ * 64): with a member on each, more than 32 members, so the list goes and
+ * the trace continues; lines of empty members count for nothing, however
+ * many (W3C allows them), so the members around them are kept. */
+START_TEST(test_tracestate_many_lines)
+{
+	static char m[70][16];
+	const char *l[70];
+	int i;
+
+	for (i = 0; i < 70; i++) {
+		if (_i == 0 || i == 0 || i == 69)
+			members(m[i], i, 1);
+		else
+			strcpy(m[i], i % 2 ? "," : " , ");
+		l[i] = m[i];
+	}
+	tracestate_case(l, 70, _i == 0 ? NULL : "k0=v0,k69=v69");
+}
+END_TEST
+
 /* Any member against the grammar discards the whole list (and only the
  * list: the trace continues). */
 START_TEST(test_tracestate_invalid)
@@ -748,6 +769,7 @@ TEST_SUITE(integration_w3c_suite)
 	tcase_add_loop_test(tc, test_tracestate_whitespace, 0, 6);
 	tcase_add_test(tc, test_tracestate_empty);
 	tcase_add_loop_test(tc, test_tracestate_limits, 0, 4);
+	tcase_add_loop_test(tc, test_tracestate_many_lines, 0, 2);
 	tcase_add_loop_test(tc, test_tracestate_invalid, 0, 12);
 	tcase_add_loop_test(tc, test_tracestate_keys, 0, 5);
 	tcase_add_loop_test(tc, test_tracestate_long, 0, 2);
