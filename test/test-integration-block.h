@@ -223,6 +223,48 @@ static void __attribute__((unused)) it_check_layers_disagree(struct it_server *s
 	it_server_stop(s);
 }
 
+/* x-request-id sent on two lines is one list (RFC 9110 5.3): published
+ * joined with ", ", like the socket level's, and cut as one value: when
+ * long, the first line whole, then as much of the second as fits the
+ * shim's 256 bytes and the record's 255.  long_lines picks 200-byte lines
+ * over short ones.  "GET <path>" is answered with body.  Stops s. */
+static void __attribute__((unused)) it_check_attr_lines(struct it_server *s,
+							const char *path,
+							const char *body,
+							bool long_lines)
+{
+	struct it_thread_ctx t;
+	char a[201], b[201], req[1024], want[512], *json;
+	long tid;
+	int fd;
+
+	if (long_lines) {
+		memset(a, 'a', 200);
+		a[200] = '\0';
+		memset(b, 'b', 200);
+		b[200] = '\0';
+	} else {
+		strcpy(a, "req-1");
+		strcpy(b, "req-2");
+	}
+	snprintf(req, sizeof(req),
+		 "GET %s HTTP/1.1\r\nHost: t\r\ntraceparent: " TP
+		 "\r\nX-Request-Id: %s\r\nx-request-id: %s\r\n"
+		 "Connection: close\r\n\r\n",
+		 path, a, b);
+	/* What the record keeps (TREC_VALUE_MAX, 255) of "a, b". */
+	snprintf(want, sizeof(want), "%s, %s", a, b);
+	want[255] = '\0';
+	fd = it_send_blocking(s, -1, req, &tid);
+	json = it_dump_blocked(s, tid, &t);
+	ck_assert_str_eq(t.trace, TP_TRACE);
+	ck_assert_str_eq(t.extra, want);
+	free(json);
+	it_release_ok(s, fd, body, true);
+	it_assert_gone(s, tid, TP_TRACE);
+	it_server_stop(s);
+}
+
 /* The helpers' /stream/a (TP) and /stream/b (TP2): bodies the
  * application writes after its handler returned, from the library's
  * callbacks (a content reader, chunk-written callbacks), each line the

@@ -75,6 +75,16 @@ START_TEST(test_two_traceparents)
 }
 END_TEST
 
+/* Loop index: mode * 2 + long lines. */
+START_TEST(test_attr_two_lines)
+{
+	struct it_server s;
+
+	start(&s, _i / 2, true);
+	it_check_attr_lines(&s, "/block/a", "GET /block/a 0\n", _i % 2);
+}
+END_TEST
+
 /* An upload: the handler is called for the head, for the body and once
  * more at the end, all under the same span. */
 START_TEST(test_upload_one_span)
@@ -719,6 +729,7 @@ TEST_SUITE(integration_mhd_suite)
 	tcase_add_loop_test(tc, test_traced_request, 0, 3);
 	tcase_add_loop_test(tc, test_no_traceparent, 0, 3);
 	tcase_add_loop_test(tc, test_two_traceparents, 0, 3);
+	tcase_add_loop_test(tc, test_attr_two_lines, 0, 6);
 	tcase_add_loop_test(tc, test_upload_one_span, 0, 3);
 	tcase_add_loop_test(tc, test_keepalive_second_request, 0, 3);
 	tcase_add_loop_test(tc, test_pipelined_requests, 0, 3);

@@ -257,7 +257,7 @@ struct it_thread_ctx {
 	char method[32];
 	char path[256];
 	char parent[17];
-	char extra[128]; /* http.request.header.x-request-id */
+	char extra[256]; /* http.request.header.x-request-id */
 };
 
 static char *
