@@ -14,6 +14,7 @@
 #include "hook-scope.h"
 #include "request-ctx.h"
 #include "thread-ctx.h"
+#include "w3c.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -62,7 +63,6 @@ hook_http_header(struct hook_http_headers *h,
 {
 	struct ctxshim_request *r = &h->r;
 	unsigned i;
-	size_t k;
 
 	if (!key || !value)
 		return;
@@ -75,13 +75,9 @@ hook_http_header(struct hook_http_headers *h,
 		return;
 	}
 	if (hook_http_name_is(key, key_len, "tracestate", 10)) {
-		/* A line of only OWS and commas holds empty members, which W3C
-		 * allows and does not count: it must not take a slot, or enough
-		 * of them would drop a valid list the socket scanner keeps. */
-		for (k = 0; k < value_len; k++)
-			if (value[k] != ' ' && value[k] != '\t' && value[k] != ',')
-				break;
-		if (k == value_len)
+		/* Empty members take no slot, or enough of them would drop a
+		 * valid list the socket scanner keeps. */
+		if (w3c_tracestate_line_empty(value, value_len))
 			return;
 		/* Each further line holds a member: over 32 members, or an
 		 * invalid one, the list is dropped anyway. */

@@ -105,6 +105,22 @@ int w3c_tracestate_parse(const char *const *lines,
 			 size_t n_lines,
 			 struct w3c_tracestate *out);
 
+/* Whether a tracestate line holds only OWS and commas: empty members,
+ * which w3c_tracestate_parse() skips and does not count.  A caller that
+ * keeps a bounded number of lines gives such a line no slot, or enough of
+ * them would push a valid list over its bound (hooks/hook-http.h,
+ * hooks/hook-curl.c). */
+static inline bool
+w3c_tracestate_line_empty(const char *s, size_t len)
+{
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		if (s[i] != ' ' && s[i] != '\t' && s[i] != ',')
+			return false;
+	return true;
+}
+
 /* Streaming check of a tracestate list: the verdict w3c_tracestate_parse()
  * would give on the joined lines, without keeping them.  For lists longer
  * than what a caller stores (W3C_TRACESTATE_MAX_LEN): an invalid member
