@@ -921,13 +921,22 @@ curl_scan(const struct curl_slist *l, struct curl_app_headers *a)
 				a->traceparent = NULL; /* two of them: not a context */
 			a->has_traceparent = true;
 		} else if (curl_name_is(l->data, "tracestate", 10)) {
+			const char *v;
+			size_t len;
+
 			a->has_tracestate = true;
+			v = curl_header_value(l->data, 10, &len);
+			/* Empty members take no slot: enough of them would
+			 * drop a valid list from the context adopted for the
+			 * call (curl_publish_call()). */
+			if (w3c_tracestate_line_empty(v, len))
+				continue;
 			if (a->n_ts == CURL_TS_LINES_MAX) {
 				a->ts_overflow = true;
 				continue;
 			}
-			a->ts[a->n_ts] =
-				curl_header_value(l->data, 10, &a->ts_len[a->n_ts]);
+			a->ts[a->n_ts] = v;
+			a->ts_len[a->n_ts] = len;
 			a->n_ts++;
 		}
 	}

@@ -20,7 +20,7 @@
 #define T_TP     "TRACEPARENT=00-" T_TRACE "-" T_PARENT "-03"
 #define T_TS     "TRACESTATE=congo=t61rcWkgMzE,rojo=00f067aa0ba902b7"
 #define TIMEOUT  30000
-#define MAX_HDR  32
+#define MAX_HDR  48
 
 static const char *const flavours[] = {"openssl", "gnutls", "nss"};
 static const char *const flavour_lib[] = {"OpenSSL/", "GnuTLS/", "NSS/"};
@@ -127,14 +127,14 @@ static void
 client(struct run *r, const char *flavour, const char *const *args, char *const env[])
 {
 	char path[4096], url[128];
-	char *argv[32];
+	char *argv[96];
 	int n = 0;
 
 	snprintf(path, sizeof(path), "%s/curl-client-%s", test_env_path("HELPER_DIR"),
 		 flavour);
 	snprintf(url, sizeof(url), "http://127.0.0.1:%u/t", sink_port);
 	argv[n++] = path;
-	while (args && *args && n < 30)
+	while (args && *args && n < 94)
 		argv[n++] = (char *)*args++;
 	argv[n++] = url;
 	argv[n] = NULL;
@@ -1064,6 +1064,48 @@ START_TEST(test_app_traceparent_adopted)
 }
 END_TEST
 
+/* The adopted context keeps the application's tracestate, which a program
+ * executed during the call gets (CTXSHIM_EXEC_TRACEPARENT=1).  Lines of
+ * only empty members (W3C: allowed, not counted) took one of the 32 slots
+ * each: 31 of them after k0=v left k1=v none, and the valid list of two
+ * was dropped.  On the wire the lines are the application's, as set. */
+START_TEST(test_app_tracestate_empty_members)
+{
+	enum { EMPTY = 33 };
+	const char *args[2 * EMPTY + 8];
+	char *env[] = {"CTXSHIM_EXEC_TRACEPARENT=1", NULL};
+	char buf[256], dt[33], ds[17];
+	const char *v;
+	struct req q;
+	struct run r;
+	int i, n = 0;
+
+	args[n++] = "-E";
+	args[n++] = "-H";
+	args[n++] =
+		"traceparent: 00-11111111111111111111111111111111-2222222222222222-01";
+	args[n++] = "-H";
+	args[n++] = "tracestate: k0=v";
+	for (i = 0; i < EMPTY; i++) {
+		args[n++] = "-H";
+		args[n++] = i % 2 ? "tracestate: ," : "tracestate: \t, ,";
+	}
+	args[n++] = "-H";
+	args[n++] = "tracestate: k1=v";
+	args[n] = NULL;
+	one_request(&r, &q, args, env);
+	ck_assert_int_eq(req_count(&q, "traceparent", NULL), 1);
+	ck_assert_int_eq(req_count(&q, "tracestate", &v), EMPTY + 2);
+	ck_assert_str_eq(v, "k1=v");
+	out_record(&r, "DURING", 0, dt, ds);
+	ck_assert_str_eq(dt, "11111111111111111111111111111111");
+	v = out_line(&r, "EXECTS ", 0, buf, sizeof(buf));
+	ck_assert_msg(v, "no EXECTS line in:\n%s", r.out);
+	ck_assert_str_eq(v, "k0=v,k1=v");
+	client_done(&r);
+}
+END_TEST
+
 /* Two traceparent lines of the application: both go out as they are,
  * and neither is adopted (which one the server takes is its business;
  * the thread shows no context rather than a guess). */
@@ -1310,6 +1352,7 @@ TEST_SUITE(preload_curl_suite)
 	tcase_add_loop_test(tc, test_aws_sigv4, 0, 3);
 	tcase_add_test(tc, test_app_traceparent_adopted);
 	tcase_add_test(tc, test_app_traceparent_twice);
+	tcase_add_test(tc, test_app_tracestate_empty_members);
 	tcase_add_loop_test(tc, test_app_tracestate, 0, 4);
 	tcase_add_test(tc, test_propagate_off);
 	tcase_add_test(tc, test_propagate_transparent);

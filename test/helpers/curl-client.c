@@ -43,6 +43,8 @@
  *                with trace-id RELAY_TRACE) from a connection of its own,
  *                and the transfers' write callback streams their bodies to
  *                it as its response; the connection is closed at the end
+ *     -E         with DURING, run a shell (posix_spawn) that prints
+ *                EXECTS <its TRACESTATE, or "none">, and wait for it
  *
  * Output lines: VERSION, BEFORE/DURING/AFTER <trace-hex> <span-hex> (or
  * "none"), LIST <n> <first line> (the application's own list after the
@@ -57,7 +59,9 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <spawn.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <curl/curl.h>
@@ -70,7 +74,7 @@ static const char *url, *default_protocol;
 static int n_transfers = 1, n_multi;
 static bool opt_dup, opt_reset, opt_curlu, opt_multi_cleanup_first,
 	opt_easy_cleanup_in_multi;
-static bool opt_setopt_inside, opt_prereq, opt_sigv4, opt_sigv4_auth;
+static bool opt_setopt_inside, opt_prereq, opt_sigv4, opt_sigv4_auth, opt_exec;
 static int failures;
 /* -r: the relayed request's connection (ours, its client's), and whether
  * its response head went out */
@@ -97,6 +101,24 @@ print_record(const char *what)
 	for (i = 0; i < 8; i++)
 		printf("%02x", r->span_id[i]);
 	printf("\n");
+}
+
+/* -E: what a program executed now gets as TRACESTATE (the shim sets it
+ * from the thread's context under CTXSHIM_EXEC_TRACEPARENT=1). */
+static void
+print_exec_tracestate(void)
+{
+	char *argv[] = {"/bin/sh", "-c", "echo \"EXECTS ${TRACESTATE:-none}\"", NULL};
+	extern char **environ;
+	pid_t pid;
+	int st;
+
+	fflush(stdout);
+	if (posix_spawn(&pid, argv[0], NULL, NULL, argv, environ) != 0 ||
+	    waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+		printf("ERROR exec\n");
+		failures++;
+	}
 }
 
 #define XFER_MAGIC 0x78666572u
@@ -148,6 +170,8 @@ on_header(char *buf, size_t size, size_t n, void *arg)
 	if (!x->seen_header) {
 		x->seen_header = true;
 		print_record("DURING");
+		if (opt_exec)
+			print_exec_tracestate();
 		if (opt_setopt_inside)
 			curl_easy_setopt(x->easy, CURLOPT_HTTPHEADER, app_headers);
 	}
@@ -405,7 +429,7 @@ main(int argc, char **argv)
 	struct curl_slist *l;
 	int c, n = 0;
 
-	while ((c = getopt(argc, argv, "H:L:N:A:qQ:n:m:CXDRSTup:WwP:Gr")) != -1) {
+	while ((c = getopt(argc, argv, "H:L:N:A:qQ:n:m:CXDRSTup:WwP:GrE")) != -1) {
 		switch (c) {
 		case 'H':
 			app_headers = curl_slist_append(app_headers, optarg);
@@ -471,6 +495,9 @@ main(int argc, char **argv)
 			break;
 		case 'r':
 			relay_fd = -2; /* run() reads the request */
+			break;
+		case 'E':
+			opt_exec = true;
 			break;
 		default:
 			return 2;
