@@ -17,15 +17,16 @@
 
 enum server { TPC, MHD };
 
-/* One more environment entry for the server (NULL: none). */
-static char *extra_env;
+/* More environment entries for the server (NULL-terminated). */
+static char *extra_env[3];
 
 static void
 start(struct it_server *s, enum server which)
 {
 	static char path[4096];
 	char *argv[] = {path, which == MHD ? "thread" : NULL, NULL};
-	char *env[] = {"CTXSHIM_HEADER_ATTRS=x-request-id", extra_env, NULL};
+	char *env[] = {"CTXSHIM_HEADER_ATTRS=x-request-id", extra_env[0], extra_env[1],
+		       NULL};
 
 	snprintf(path, sizeof(path), "%s/%s", test_env_path("HELPER_DIR"),
 		 which == MHD ? "mhd-server" : "tpc-server");
@@ -219,7 +220,7 @@ START_TEST(test_known_methods_env)
 	static const struct want dav = {"PROPFIND", NULL, "/block/dav", "id-5"};
 	static const struct want put = {"_OTHER", "PUT", "/block/k", "id-6"};
 
-	extra_env = "OTEL_INSTRUMENTATION_HTTP_KNOWN_METHODS=GET, PROPFIND";
+	extra_env[0] = "OTEL_INSTRUMENTATION_HTTP_KNOWN_METHODS=GET, PROPFIND";
 	run((enum server)_i,
 	    "PROPFIND /block/dav HTTP/1.1\r\nHost: t\r\n" HDR_TP
 	    "X-Request-Id: id-5\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
@@ -228,7 +229,40 @@ START_TEST(test_known_methods_env)
 	    "PUT /block/k HTTP/1.1\r\nHost: t\r\n" HDR_TP
 	    "X-Request-Id: id-6\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
 	    &put);
-	extra_env = NULL;
+	extra_env[0] = NULL;
+}
+END_TEST
+
+/* A list the shim cannot hold (an entry over 20 bytes) is logged and
+ * ignored whole: the default list stays, none of the list's methods is
+ * taken, and the methods are not all "_OTHER". */
+START_TEST(test_known_methods_refused)
+{
+	static const struct want put = {"PUT", NULL, "/block/k", "id-8"};
+	static const struct want dav = {"_OTHER", "PROPFIND", "/block/dav", "id-9"};
+	char logpath[] = "/tmp/ctxshim-log-XXXXXX", logenv[64], log[4096];
+	int fd = test_mkstemp(logpath);
+
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	snprintf(logenv, sizeof(logenv), "CTXSHIM_LOG=%s", logpath);
+	extra_env[0] = "OTEL_INSTRUMENTATION_HTTP_KNOWN_METHODS=GET, PROPFIND, "
+		       "ABCDEFGHIJKLMNOPQRSTU";
+	extra_env[1] = logenv;
+	run((enum server)_i,
+	    "PUT /block/k HTTP/1.1\r\nHost: t\r\n" HDR_TP
+	    "X-Request-Id: id-8\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+	    &put);
+	run((enum server)_i,
+	    "PROPFIND /block/dav HTTP/1.1\r\nHost: t\r\n" HDR_TP
+	    "X-Request-Id: id-9\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+	    &dav);
+	extra_env[0] = extra_env[1] = NULL;
+	ck_assert_int_gt(test_read_small(logpath, log, sizeof(log)), 0);
+	unlink(logpath);
+	ck_assert_msg(strstr(log, "OTEL_INSTRUMENTATION_HTTP_KNOWN_METHODS: more than "
+				  "32 methods or one over 20 bytes, ignoring it\n"),
+		      "log: %s", log);
 }
 END_TEST
 
@@ -272,6 +306,7 @@ TEST_SUITE(preload_attrs_suite)
 	tcase_add_loop_test(tc, test_path_utf8, TPC, MHD + 1);
 	tcase_add_loop_test(tc, test_path_percent, TPC, MHD + 1);
 	tcase_add_loop_test(tc, test_known_methods_env, TPC, MHD + 1);
+	tcase_add_loop_test(tc, test_known_methods_refused, TPC, MHD + 1);
 	suite_add_tcase(s, tc);
 	return s;
 }
