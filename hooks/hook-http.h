@@ -96,12 +96,16 @@ hook_http_header(struct hook_http_headers *h,
 
 		if (!hook_http_name_is(key, key_len, name, strlen(name)))
 			continue;
-		/* Repeated lines are one list (RFC 9110 §5.3), as the socket
-		 * scanner joins them. */
-		have = r->extra[i] ? r->extra_len[i] : 0;
-		if (have && have + 2 <= HOOK_HTTP_EXTRA_MAX) {
-			memcpy(h->extra[i] + have, ", ", 2);
-			have += 2;
+		/* Repeated lines are one list (RFC 9110 §5.3), joined as the
+		 * socket scanner joins them: ", " after every earlier line,
+		 * an empty one too, and as much of it as fits. */
+		have = 0;
+		if (r->extra[i]) {
+			have = r->extra_len[i];
+			n = HOOK_HTTP_EXTRA_MAX - have < 2 ? HOOK_HTTP_EXTRA_MAX - have
+							   : 2;
+			memcpy(h->extra[i] + have, ", ", n);
+			have += n;
 		}
 		n = value_len;
 		if (n > HOOK_HTTP_EXTRA_MAX - have)

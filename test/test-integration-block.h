@@ -226,25 +226,24 @@ static void __attribute__((unused)) it_check_layers_disagree(struct it_server *s
 /* x-request-id sent on two lines is one list (RFC 9110 5.3): published
  * joined with ", ", like the socket level's, and cut as one value: when
  * long, the first line whole, then as much of the second as fits the
- * shim's 256 bytes and the record's 255.  long_lines picks 200-byte lines
- * over short ones.  "GET <path>" is answered with body.  Stops s. */
-static void __attribute__((unused)) it_check_attr_lines(struct it_server *s,
-							const char *path,
-							const char *body,
-							bool long_lines)
+ * shim's 256 bytes and the record's 255.  lines picks short lines (0),
+ * 200-byte lines (1), or an empty first line (2), which the socket level
+ * joins as ", req-2".  "GET <path>" is answered with body.  Stops s. */
+static void __attribute__((unused))
+it_check_attr_lines(struct it_server *s, const char *path, const char *body, int lines)
 {
 	struct it_thread_ctx t;
 	char a[201], b[201], req[1024], want[512], *json;
 	long tid;
 	int fd;
 
-	if (long_lines) {
+	if (lines == 1) {
 		memset(a, 'a', 200);
 		a[200] = '\0';
 		memset(b, 'b', 200);
 		b[200] = '\0';
 	} else {
-		strcpy(a, "req-1");
+		strcpy(a, lines == 2 ? "" : "req-1");
 		strcpy(b, "req-2");
 	}
 	snprintf(req, sizeof(req),

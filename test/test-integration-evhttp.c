@@ -381,7 +381,7 @@ TEST_SUITE(integration_evhttp_suite)
 	tcase_add_test(tc, test_traced_request);
 	tcase_add_test(tc, test_no_traceparent);
 	tcase_add_test(tc, test_two_traceparents);
-	tcase_add_loop_test(tc, test_attr_two_lines, 0, 2);
+	tcase_add_loop_test(tc, test_attr_two_lines, 0, 3);
 	tcase_add_test(tc, test_post_body);
 	tcase_add_test(tc, test_keepalive_second_request);
 	tcase_add_test(tc, test_pipelined_requests);

@@ -75,13 +75,13 @@ START_TEST(test_two_traceparents)
 }
 END_TEST
 
-/* Loop index: mode * 2 + long lines. */
+/* Loop index: mode * 3 + it_check_attr_lines()'s lines. */
 START_TEST(test_attr_two_lines)
 {
 	struct it_server s;
 
-	start(&s, _i / 2, true);
-	it_check_attr_lines(&s, "/block/a", "GET /block/a 0\n", _i % 2);
+	start(&s, _i / 3, true);
+	it_check_attr_lines(&s, "/block/a", "GET /block/a 0\n", _i % 3);
 }
 END_TEST
 
@@ -729,7 +729,7 @@ TEST_SUITE(integration_mhd_suite)
 	tcase_add_loop_test(tc, test_traced_request, 0, 3);
 	tcase_add_loop_test(tc, test_no_traceparent, 0, 3);
 	tcase_add_loop_test(tc, test_two_traceparents, 0, 3);
-	tcase_add_loop_test(tc, test_attr_two_lines, 0, 6);
+	tcase_add_loop_test(tc, test_attr_two_lines, 0, 9);
 	tcase_add_loop_test(tc, test_upload_one_span, 0, 3);
 	tcase_add_loop_test(tc, test_keepalive_second_request, 0, 3);
 	tcase_add_loop_test(tc, test_pipelined_requests, 0, 3);
