@@ -188,13 +188,55 @@ struct start_wrap {
 		thrd_start_t c11;
 	} start;
 	void *arg;
+	struct start_wrap *next; /* on spent_wraps */
 	struct ctxshim_sk_inherit inh;
 	struct ctxshim_ctx ctx;
 };
 
-/* The creator's context to hand over, in a heap copy the new thread frees;
- * NULL when there is nothing to hand over (or no memory: the thread then
- * simply starts without a context). */
+/* Copies their new threads have published, pushed there by those threads
+ * and taken all at once by the next hook_pthread_wrap(): only the
+ * creators, which malloc() them, free them.  A free() on the new thread
+ * was its first call into malloc: glibc then gave it a tcache and an
+ * arena of its own -- threads that allocate nothing (sleepers, pool
+ * workers that only wait) each held ~600 bytes more, and a process soon
+ * had 8 arenas per core (64 MiB of address space each) instead of one,
+ * a difference the application sees (malloc_info(), test-preload-core).
+ * Holds at most the copies of the threads started since the last
+ * creation.  A push and an exchange of the whole list: no ABA, no lock. */
+static struct start_wrap *spent_wraps;
+
+static void
+hook_pthread_spent(struct start_wrap *w)
+{
+	struct start_wrap *head = __atomic_load_n(&spent_wraps, __ATOMIC_RELAXED);
+
+	do
+		w->next = head;
+	while (!__atomic_compare_exchange_n(&spent_wraps, &head, w, true,
+					    __ATOMIC_RELEASE, __ATOMIC_RELAXED));
+}
+
+/* One copy for the next thread: a spent one if there is any (the others
+ * are freed), else a new one. */
+static struct start_wrap *
+hook_pthread_wrap_get(void)
+{
+	struct start_wrap *w =
+		__atomic_exchange_n(&spent_wraps, NULL, __ATOMIC_ACQUIRE);
+	struct start_wrap *s, *next;
+
+	if (!w)
+		return malloc(sizeof(*w));
+	for (s = w->next; s; s = next) {
+		next = s->next;
+		free(s);
+	}
+	return w;
+}
+
+/* The creator's context to hand over, in a copy the new thread gives back
+ * (spent_wraps); NULL when there is nothing to hand over (or no memory:
+ * the thread then simply starts without a context). */
 static struct start_wrap *
 hook_pthread_wrap(const void *start)
 {
@@ -215,7 +257,7 @@ hook_pthread_wrap(const void *start)
 		return NULL;
 	/* Thread creation allocates anyway (stack, descriptor). */
 	saved_errno = errno;
-	w = malloc(sizeof(*w));
+	w = hook_pthread_wrap_get();
 	errno = saved_errno;
 	if (w) {
 		ctxshim_ctx_copy(&w->ctx, cur);
@@ -252,7 +294,7 @@ hook_pthread_start(void *p)
 	void *arg = w->arg;
 
 	hook_pthread_adopt(w);
-	free(w);
+	hook_pthread_spent(w);
 	return start(arg);
 }
 
@@ -266,7 +308,7 @@ hook_pthread_thrd_start(void *p)
 	void *arg = w->arg;
 
 	hook_pthread_adopt(w);
-	free(w);
+	hook_pthread_spent(w);
 	return start(arg);
 }
 
