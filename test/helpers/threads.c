@@ -2,7 +2,12 @@
 /* A multi-threaded program with no tracing code.
  *
  *   threads N            N workers compute and print a checksum each, in
- *                        order; the output is deterministic.
+ *                        order, then the number of malloc arenas; the
+ *                        output is deterministic.  The workers allocate
+ *                        nothing, so the process keeps glibc's main arena
+ *                        alone: a shim that frees or allocates on them
+ *                        makes each attach an arena of its own (a tcache
+ *                        and, up to 8 per core, a new 64 MiB heap).
  *   threads --wait N     additionally, once every worker runs, print
  *                        "READY <pid> <tid>..." and block until stdin is
  *                        closed (the test's readiness handshake).
@@ -13,6 +18,7 @@
 
 #include "fork-wait.h"
 
+#include <malloc.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -28,6 +34,23 @@ static pthread_barrier_t started;
 static pthread_mutex_t gate = PTHREAD_MUTEX_INITIALIZER;
 static pid_t tids[MAX_THREADS];
 static unsigned long sums[MAX_THREADS];
+
+/* How many arenas malloc_info() reports (one <heap nr=...> each). */
+static int
+arena_count(void)
+{
+	char *xml = NULL, *p;
+	size_t len = 0;
+	FILE *f = open_memstream(&xml, &len);
+	int n = 0;
+
+	if (!f || malloc_info(0, f) != 0 || fclose(f) != 0)
+		return -1;
+	for (p = xml; (p = strstr(p, "<heap nr=")); p++)
+		n++;
+	free(xml);
+	return n;
+}
 
 static void *
 worker(void *arg)
@@ -85,6 +108,8 @@ main(int argc, char **argv)
 		if (!wait_mode)
 			printf("thread %ld: %lu\n", i, sums[i]);
 	}
+	if (!wait_mode)
+		printf("malloc arenas: %d\n", arena_count());
 	printf("done\n");
 	return 0;
 }
