@@ -2703,13 +2703,17 @@ END_TEST
 START_TEST(report_header_version)
 {
 	static const struct {
-		uint8_t version, size;
+		uint8_t version, size, len; /* len: bytes of the file */
 		const char *want;
 	} cases[] = {
-		{2, 16, ": recorded by a newer ctxdump (unsupported version)\n"},
-		{0, 16, ": not a ctxdump recording\n"},
+		{2, 16, 16, ": recorded by a newer ctxdump (unsupported version)\n"},
+		{0, 16, 16, ": not a ctxdump recording\n"},
 		/* a header shorter than version 1's */
-		{1, 15, ": not a ctxdump recording\n"},
+		{1, 15, 16, ": not a ctxdump recording\n"},
+		/* files that end inside the header: after the magic, and
+		 * inside the rest of a longer one (of a later revision) */
+		{1, 16, 8, ": not a ctxdump recording\n"},
+		{1, 24, 16, ": not a ctxdump recording\n"},
 	};
 	uint8_t hdr[16] = {'C', 'T', 'X', 'D', 'P', 'R', 'O', 'F', 0, 0, 16, 0};
 	const char *args[] = {NULL, NULL};
@@ -2724,7 +2728,7 @@ START_TEST(report_header_version)
 		prof_tmpfile(file, sizeof(file), "version");
 		f = fopen(file, "we");
 		ck_assert_ptr_nonnull(f);
-		ck_assert_uint_eq(fwrite(hdr, 1, sizeof(hdr), f), sizeof(hdr));
+		ck_assert_uint_eq(fwrite(hdr, 1, cases[i].len, f), cases[i].len);
 		ck_assert_int_eq(fclose(f), 0);
 		args[0] = file;
 		st = run_report(args, -1, NULL, 0, 0, &err);
