@@ -1910,6 +1910,70 @@ START_TEST(record_key_map_grows)
 }
 END_TEST
 
+/* The recorder's intern tables grow (record.c itab_grow(): 1024 slots at
+ * first, grown when half full) with what they hold: a thread seen before
+ * its table grew is known after it, and its name is written once (one
+ * THREAD record), however many rounds sample it.  600 threads grow the
+ * thread table in the first round; every thread is in the report. */
+START_TEST(record_thread_table_grows)
+{
+	enum { N = 600 };
+	static char line[16384];
+	static pid_t tids[N + 1];
+	static unsigned defs[N + 1];
+	char file[64], errf[64], pid[16], nthr[64],
+		*argv[] = {NULL, "--wait", "600", NULL};
+	const char *args[] = {"-F", "50", "-o", file, pid, NULL};
+	const unsigned char *p, *end, *q;
+	unsigned char *b;
+	struct test_child c;
+	struct stat st;
+	unsigned type, i;
+	char *o, *s;
+	size_t len;
+
+	argv[0] = (char *)test_helper_path("threads");
+	test_child_start(&c, argv, NULL, false);
+	test_child_expect(&c, "READY ", line, sizeof(line), TIMEOUT_MS);
+	s = line + 6;
+	for (i = 0; i <= N; i++)
+		tids[i] = (pid_t)strtol(s, &s, 10);
+	ck_assert_int_eq(tids[0], c.pid);
+	ck_assert_int_gt(tids[N], 0);
+	snprintf(pid, sizeof(pid), "%d", (int)c.pid);
+	rec_tmpfiles(file, errf, sizeof(file), "grow");
+	record_some_rounds(file, errf, args);
+
+	b = (unsigned char *)prof_slurp(file);
+	ck_assert_int_eq(stat(file, &st), 0);
+	end = b + st.st_size;
+	for (p = b + 16; prof_next_record(&p, end, &type, &q, &len);) {
+		pid_t tid;
+
+		if (type != 5) /* PFILE_THREAD */
+			continue;
+		tid = (pid_t)prof_varint(&q, p);
+		for (i = 0; i <= N && tids[i] != tid; i++)
+			;
+		ck_assert_msg(i <= N, "THREAD record of %d, not a thread of %d",
+			      (int)tid, (int)c.pid);
+		defs[i]++;
+	}
+	free(b);
+	for (i = 0; i <= N; i++)
+		ck_assert_msg(defs[i] == 1, "%u THREAD records of thread %d (#%u)",
+			      defs[i], (int)tids[i], i);
+	o = report_of(file, NULL);
+	snprintf(nthr, sizeof(nthr), " samples of %u threads\n", N + 1);
+	ck_assert_msg(strstr(o, nthr), "%s", o);
+	free(o);
+	prof_assert_running(c.pid);
+	ck_assert_int_eq(test_child_finish(&c, TIMEOUT_MS), 0);
+	unlink(file);
+	unlink(errf);
+}
+END_TEST
+
 /* keymap-grow with these arguments (NULL-terminated, at most 4), READY. */
 static void
 keymap_start(struct test_child *c, const char *const *args)
@@ -2783,6 +2847,7 @@ TEST_SUITE(ctxdump_record_suite)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, record_large_record);
 	tcase_add_test(tc, record_key_map_grows);
+	tcase_add_test(tc, record_thread_table_grows);
 	suite_add_tcase(s, tc);
 	/* what is read of the process (CK_RUN_CASE=process) */
 	tc = tcase_create("process");

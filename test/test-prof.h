@@ -390,42 +390,73 @@ prof_slurp(const char *path)
 	return b;
 }
 
+/* The next record of a recording (the file format of ctxdump(1): a
+ * 16-byte header, then records of a u32 type | length << 8 and the
+ * payload) at *p, before end: its type, payload and length; *p moves past
+ * it.  False at the end, or where the file is cut short. */
+static __attribute__((unused)) bool
+prof_next_record(const unsigned char **p,
+		 const unsigned char *end,
+		 unsigned *type,
+		 const unsigned char **payload,
+		 size_t *len)
+{
+	const unsigned char *q = *p;
+	uint32_t pre;
+
+	if (end - q < 4)
+		return false;
+	pre = q[0] | q[1] << 8 | q[2] << 16 | (uint32_t)q[3] << 24;
+	if ((size_t)(end - q - 4) < pre >> 8)
+		return false; /* cut short */
+	*type = pre & 0xff;
+	*payload = q + 4;
+	*len = pre >> 8;
+	*p = q + 4 + *len;
+	return true;
+}
+
+/* The varint (unsigned LEB128) at *q, before end; *q moves past it. */
+static __attribute__((unused)) uint64_t
+prof_varint(const unsigned char **q, const unsigned char *end)
+{
+	uint64_t v = 0;
+	unsigned shift;
+
+	for (shift = 0; *q < end && shift < 64; shift += 7) {
+		v |= (uint64_t)(**q & 0x7f) << shift;
+		if (*(*q)++ < 0x80)
+			break;
+	}
+	return v;
+}
+
 /* How many of the intervals between the rounds of the recording in path
  * (and from its start to its first round) last min_ns or more.  Rounds
  * skipped before a round recorded lie in such an interval if their stops
  * waited min_ns: 500 ms (record.c CPU_WAIT_MS) for a thread that waited
  * for a CPU, as on a loaded machine, else 50 ms (STOP_TIMEOUT_MS) at
- * least.  Reads the file format of ctxdump(1): a 16-byte header, then
- * records of a u32 type | length << 8 and the payload; a ROUND (type 10)
- * begins with its time since the start, a varint. */
+ * least.  A ROUND (type 10) begins with its time since the start, a
+ * varint. */
 static __attribute__((unused)) unsigned
 prof_round_gaps(const char *path, uint64_t min_ns)
 {
 	unsigned char *b = (unsigned char *)prof_slurp(path);
-	const unsigned char *p, *end;
+	const unsigned char *p, *q, *end;
 	uint64_t last = 0;
-	unsigned gaps = 0;
+	unsigned gaps = 0, type;
 	struct stat st;
+	size_t len;
 
 	ck_assert_int_eq(stat(path, &st), 0);
 	ck_assert_int_ge(st.st_size, 16);
 	end = b + st.st_size;
-	for (p = b + 16; end - p >= 4;) {
-		uint32_t pre = p[0] | p[1] << 8 | p[2] << 16 | (uint32_t)p[3] << 24;
-		const unsigned char *q = p + 4;
-		uint64_t t = 0;
-		unsigned shift = 0;
+	for (p = b + 16; prof_next_record(&p, end, &type, &q, &len);) {
+		uint64_t t;
 
-		if ((size_t)(end - q) < pre >> 8)
-			break; /* cut short */
-		p = q + (pre >> 8);
-		if ((pre & 0xff) != 10)
+		if (type != 10)
 			continue;
-		for (; q < p && shift < 64; shift += 7) {
-			t |= (uint64_t)(*q & 0x7f) << shift;
-			if (*q++ < 0x80)
-				break;
-		}
+		t = prof_varint(&q, p);
 		gaps += t - last >= min_ns;
 		last = t;
 	}

@@ -28,7 +28,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#define MAX_THREADS 256
+#define MAX_THREADS 1024
 
 static pthread_barrier_t started;
 static pthread_mutex_t gate = PTHREAD_MUTEX_INITIALIZER;
