@@ -41,6 +41,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <stdint.h>
+#include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -768,23 +769,33 @@ spawn_with_tid(pid_t tid)
 	return r < 0 ? -1 : (pid_t)r;
 }
 
-/* Start a recording (prof_record_start()) whose first round waits at the
- * seize gate (CTXDUMP_TEST_SEIZE_GATE; gate: a file that exists) and
- * return once that round has listed the threads; gate_open() lets it
- * seize them. */
+/* Start ctxdump (prof_spawn() of pre and args, output to errf) whose
+ * first stop waits at the seize gate (CTXDUMP_TEST_SEIZE_GATE; gate: a
+ * file that exists) and return once it has listed the threads;
+ * gate_open() lets it seize them. */
 static pid_t
-record_start_gated(const char *errf, const char *const *args, const char *gate)
+spawn_gated(const char *const *pre,
+	    const char *errf,
+	    const char *const *args,
+	    const char *gate)
 {
 	long deadline = test_now_ms() + TIMEOUT_MS;
 	pid_t rec;
 
 	ck_assert_int_eq(setenv("CTXDUMP_TEST_SEIZE_GATE", gate, 1), 0);
-	rec = prof_record_start(errf, args);
+	rec = prof_spawn(pre, args, -1, errf);
 	unsetenv("CTXDUMP_TEST_SEIZE_GATE");
 	while (access(gate, F_OK) == 0 && test_now_ms() < deadline)
 		usleep(1000);
-	ck_assert_msg(access(gate, F_OK) < 0, "the recorder never reached its gate");
+	ck_assert_msg(access(gate, F_OK) < 0, "ctxdump never reached its gate");
 	return rec;
+}
+
+/* A recording (prof_record_start()) whose first round waits at the gate. */
+static pid_t
+record_start_gated(const char *errf, const char *const *args, const char *gate)
+{
+	return spawn_gated((const char *const[]){"record", NULL}, errf, args, gate);
 }
 
 static void
@@ -936,6 +947,99 @@ START_TEST(record_target_exits_in_first_stop)
 	ck_assert_str_eq(kept, old);
 	free(kept);
 	free(err);
+	unlink(gate);
+	unlink(file);
+	unlink(errf);
+}
+END_TEST
+
+/* Whether the temporary file of recorder rec for file (open_temp():
+ * ".NAME.PID.N.tmp" next to it) is left. */
+static bool
+temp_left(const char *file, pid_t rec)
+{
+	const char *base = strrchr(file, '/') + 1;
+	char tmp[128];
+
+	snprintf(tmp, sizeof(tmp), "%.*s.%s.%d.0.tmp", (int)(base - file), file, base,
+		 (int)rec);
+	return access(tmp, F_OK) == 0;
+}
+
+/* FILE a mount point (a file bind-mounted into a container), which
+ * rename() cannot replace (EBUSY): the recording is copied into FILE and
+ * goes on there.  Remounted read-only while the first round waits at the
+ * seize gate, FILE cannot be written in place either: the recording
+ * fails, says both reasons, and FILE keeps what it held.  The temporary
+ * file is gone either way.  Root only, in a mount namespace of the
+ * test's own. */
+START_TEST(record_output_mount_point)
+{
+	static const char old[] = "an earlier recording\n";
+	char file[64], errf[64], gate[64], pid[16], want[256], *err, *o;
+	const char *args[] = {"-q", "-d", "0.3", "-o", file, pid, NULL};
+	pid_t t, rec;
+	int hold[2], st, fd;
+
+	if (geteuid() != 0 || unshare(CLONE_NEWNS) != 0) {
+		printf("record_output_mount_point: not root, or no mount namespace: "
+		       "not run\n");
+		return;
+	}
+	ck_assert_int_eq(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL), 0);
+	rec_tmpfiles(file, errf, sizeof(file), "mnt");
+	prof_tmpfile(gate, sizeof(gate), "mnt-gate");
+	ck_assert_int_eq(mount(file, file, NULL, MS_BIND, NULL), 0);
+	ck_assert_int_eq(pipe2(hold, O_CLOEXEC), 0);
+	t = fork();
+	ck_assert_int_ge(t, 0);
+	if (t == 0) {
+		char c;
+
+		close(hold[1]);
+		while (read(hold[0], &c, 1) > 0)
+			;
+		_exit(0);
+	}
+	close(hold[0]);
+	snprintf(pid, sizeof(pid), "%d", (int)t);
+
+	rec = prof_record_start(errf, args);
+	st = prof_record_wait(rec, TIMEOUT_MS);
+	err = prof_slurp(errf);
+	ck_assert_msg(prof_record_status_ok(st, err), "status 0x%x: %s", st, err);
+	free(err);
+	ck_assert_msg(!temp_left(file, rec), "temporary file of %s left", file);
+	o = report_of(file, NULL);
+	ck_assert_msg(strstr(o, "Ended: duration"), "%s", o);
+	free(o);
+
+	fd = open(file, O_WRONLY | O_TRUNC | O_CLOEXEC);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(write(fd, old, sizeof(old) - 1), (ssize_t)sizeof(old) - 1);
+	close(fd);
+	rec = record_start_gated(errf, args, gate);
+	ck_assert_int_eq(
+		mount(NULL, file, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY, NULL), 0);
+	gate_open(gate);
+	st = prof_record_wait(rec, TIMEOUT_MS);
+	err = prof_slurp(errf);
+	snprintf(want, sizeof(want),
+		 "ctxdump record: cannot replace %s: Device or resource busy; nor "
+		 "write it in place: Read-only file system\n",
+		 file);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 2, "status 0x%x: %s", st,
+		      err);
+	ck_assert_str_eq(err, want);
+	free(err);
+	ck_assert_msg(!temp_left(file, rec), "temporary file of %s left", file);
+	o = prof_slurp(file);
+	ck_assert_str_eq(o, old);
+	free(o);
+	prof_assert_running(t);
+	close(hold[1]);
+	ck_assert_int_eq(waitpid(t, &st, 0), t);
+	ck_assert_int_eq(umount2(file, MNT_DETACH), 0);
 	unlink(gate);
 	unlink(file);
 	unlink(errf);
@@ -2841,6 +2945,7 @@ TEST_SUITE(ctxdump_record_suite)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, record_stdout_unwritable);
 	tcase_add_test(tc, record_output_unopenable);
+	tcase_add_test(tc, record_output_mount_point);
 	suite_add_tcase(s, tc);
 	/* its own case, to be run alone (CK_RUN_CASE=attrs) */
 	tc = tcase_create("attrs");
