@@ -898,6 +898,58 @@ START_TEST(record_tid_reused_by_other_process)
 }
 END_TEST
 
+/* ctxdump -t TID whose thread ends after the listing and before the
+ * seize (the seize gate): said so, exit 2 (ctxdump(1): the thread of
+ * --tid is not one of its threads), the process left running.  The
+ * target: python3 under the shim, whose thread ends on a line of input. */
+START_TEST(dump_tid_exits_before_stop)
+{
+	static const char script[] =
+		"import sys, threading\n"
+		"ev = threading.Event()\n"
+		"def work():\n"
+		"    print('READY', threading.get_native_id(), flush=True)\n"
+		"    ev.wait()\n"
+		"t = threading.Thread(target=work)\n"
+		"t.start()\n"
+		"sys.stdin.readline()\n"
+		"ev.set()\n"
+		"t.join()\n"
+		"print('GONE', flush=True)\n"
+		"sys.stdin.read()\n";
+	char errf[64], gate[64], pid[16], want[128], line[64], *err;
+	char *argv[] = {(char *)prof_python(), "-c", (char *)script, NULL};
+	const char *args[] = {"-t", line + 6, pid, NULL};
+	struct test_child c;
+	pid_t d;
+	int st;
+
+	ck_assert_ptr_nonnull(argv[0]);
+	prof_tmpfile(errf, sizeof(errf), "tidgone-err");
+	prof_tmpfile(gate, sizeof(gate), "tidgone-gate");
+	test_child_start(&c, argv, NULL, true);
+	test_child_expect(&c, "READY ", line, sizeof(line), TIMEOUT_MS);
+	snprintf(pid, sizeof(pid), "%d", (int)c.pid);
+
+	d = spawn_gated((const char *const[]){NULL}, errf, args, gate);
+	test_child_send(&c, "end\n");
+	test_child_expect(&c, "GONE", want, sizeof(want), TIMEOUT_MS);
+	gate_open(gate);
+	st = prof_record_wait(d, TIMEOUT_MS);
+	err = prof_slurp(errf);
+	snprintf(want, sizeof(want),
+		 "ctxdump: thread %s exited before it could be stopped\n", line + 6);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 2, "status 0x%x: %s", st,
+		      err);
+	ck_assert_str_eq(err, want);
+	free(err);
+	prof_assert_running(c.pid);
+	ck_assert_int_eq(test_child_finish(&c, TIMEOUT_MS), 0);
+	unlink(gate);
+	unlink(errf);
+}
+END_TEST
+
 /* The target ends inside the first round's stop, after the listing and
  * before the seize (the seize gate): nothing was recorded, so the
  * recording fails ("exited before it could be stopped", exit 2) and an
@@ -2964,6 +3016,7 @@ TEST_SUITE(ctxdump_record_suite)
 	tcase_add_test(tc, record_late_process_context);
 	tcase_add_test(tc, record_tid_reused_by_other_process);
 	tcase_add_test(tc, record_target_exits_in_first_stop);
+	tcase_add_test(tc, dump_tid_exits_before_stop);
 	suite_add_tcase(s, tc);
 	return s;
 }
