@@ -791,6 +791,42 @@ spawn_gated(const char *const *pre,
 	return rec;
 }
 
+/* A child process that exits once *hold, the write end of its pipe, is
+ * closed. */
+static pid_t
+held_child(int *hold)
+{
+	int p[2];
+	pid_t t;
+
+	ck_assert_int_eq(pipe2(p, O_CLOEXEC), 0);
+	t = fork();
+	ck_assert_int_ge(t, 0);
+	if (t == 0) {
+		char c;
+
+		close(p[1]);
+		while (read(p[0], &c, 1) > 0)
+			;
+		_exit(0);
+	}
+	close(p[0]);
+	*hold = p[1];
+	return t;
+}
+
+/* file holds old (an earlier recording's place). */
+static void
+write_old(const char *file, const char *old)
+{
+	size_t n = strlen(old);
+	int fd = open(file, O_WRONLY | O_TRUNC | O_CLOEXEC);
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(write(fd, old, n), (ssize_t)n);
+	close(fd);
+}
+
 /* A recording (prof_record_start()) whose first round waits at the gate. */
 static pid_t
 record_start_gated(const char *errf, const char *const *args, const char *gate)
@@ -960,32 +996,18 @@ START_TEST(record_target_exits_in_first_stop)
 	char file[64], errf[64], gate[64], pid[16], want[96], *err, *kept;
 	const char *args[] = {"-q", "-d", "5", "-o", file, pid, NULL};
 	pid_t t, rec;
-	int hold[2], st, fd;
+	int hold, st;
 
 	rec_tmpfiles(file, errf, sizeof(file), "gone");
 	prof_tmpfile(gate, sizeof(gate), "gone-gate");
-	fd = open(file, O_WRONLY | O_TRUNC | O_CLOEXEC);
-	ck_assert_int_ge(fd, 0);
-	ck_assert_int_eq(write(fd, old, sizeof(old) - 1), (ssize_t)sizeof(old) - 1);
-	close(fd);
-	ck_assert_int_eq(pipe2(hold, O_CLOEXEC), 0);
-	t = fork();
-	ck_assert_int_ge(t, 0);
-	if (t == 0) {
-		char c;
-
-		close(hold[1]);
-		while (read(hold[0], &c, 1) > 0)
-			;
-		_exit(0);
-	}
-	close(hold[0]);
+	write_old(file, old);
+	t = held_child(&hold);
 	snprintf(pid, sizeof(pid), "%d", (int)t);
 	rec = record_start_gated(errf, args, gate);
 	/* gone, collected: its id is no more */
 	kill(t, SIGKILL);
 	ck_assert_int_eq(waitpid(t, &st, 0), t);
-	close(hold[1]);
+	close(hold);
 	gate_open(gate);
 	st = prof_record_wait(rec, TIMEOUT_MS);
 	err = prof_slurp(errf);
@@ -1031,7 +1053,7 @@ START_TEST(record_output_mount_point)
 	char file[64], errf[64], gate[64], pid[16], want[256], *err, *o;
 	const char *args[] = {"-q", "-d", "0.3", "-o", file, pid, NULL};
 	pid_t t, rec;
-	int hold[2], st, fd;
+	int hold, st;
 
 	if (geteuid() != 0 || unshare(CLONE_NEWNS) != 0) {
 		printf("record_output_mount_point: not root, or no mount namespace: "
@@ -1042,18 +1064,7 @@ START_TEST(record_output_mount_point)
 	rec_tmpfiles(file, errf, sizeof(file), "mnt");
 	prof_tmpfile(gate, sizeof(gate), "mnt-gate");
 	ck_assert_int_eq(mount(file, file, NULL, MS_BIND, NULL), 0);
-	ck_assert_int_eq(pipe2(hold, O_CLOEXEC), 0);
-	t = fork();
-	ck_assert_int_ge(t, 0);
-	if (t == 0) {
-		char c;
-
-		close(hold[1]);
-		while (read(hold[0], &c, 1) > 0)
-			;
-		_exit(0);
-	}
-	close(hold[0]);
+	t = held_child(&hold);
 	snprintf(pid, sizeof(pid), "%d", (int)t);
 
 	rec = prof_record_start(errf, args);
@@ -1066,10 +1077,7 @@ START_TEST(record_output_mount_point)
 	ck_assert_msg(strstr(o, "Ended: duration"), "%s", o);
 	free(o);
 
-	fd = open(file, O_WRONLY | O_TRUNC | O_CLOEXEC);
-	ck_assert_int_ge(fd, 0);
-	ck_assert_int_eq(write(fd, old, sizeof(old) - 1), (ssize_t)sizeof(old) - 1);
-	close(fd);
+	write_old(file, old);
 	rec = record_start_gated(errf, args, gate);
 	ck_assert_int_eq(
 		mount(NULL, file, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY, NULL), 0);
@@ -1089,7 +1097,7 @@ START_TEST(record_output_mount_point)
 	ck_assert_str_eq(o, old);
 	free(o);
 	prof_assert_running(t);
-	close(hold[1]);
+	close(hold);
 	ck_assert_int_eq(waitpid(t, &st, 0), t);
 	ck_assert_int_eq(umount2(file, MNT_DETACH), 0);
 	unlink(gate);
