@@ -1948,7 +1948,7 @@ END_TEST
 START_TEST(different_user)
 {
 	struct churn h;
-	char arg[16], err[4096] = "";
+	char arg[16], want[64], err[4096] = "";
 	size_t len = 0;
 	int errp[2], st;
 	pid_t pid;
@@ -1994,15 +1994,22 @@ START_TEST(different_user)
 	close(errp[0]);
 	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
 	ck_assert(WIFEXITED(st));
-	if (WEXITSTATUS(st) != 99 && WEXITSTATUS(st) != 127) {
-		ck_assert_msg(WEXITSTATUS(st) == 2, "exit %d: %s", WEXITSTATUS(st),
-			      err);
-		ck_assert_msg(
-			strstr(err, "Permission denied") &&
-				strstr(err, "may be owned by a different user (uid 0)"),
-			"%s", err);
-		ck_assert_ptr_null(strstr(err, "already being traced"));
+	/* root can always become nobody; the build tree may not let nobody
+	 * in (a home directory of mode 0700) */
+	ck_assert_int_ne(WEXITSTATUS(st), 99);
+	if (WEXITSTATUS(st) == 127) {
+		printf("different_user: uid 65534 cannot execute %s: not run\n",
+		       test_ctxdump_path());
+		churn_finish(&h);
+		return;
 	}
+	snprintf(want, sizeof(want), "cannot read /proc/%s/maps: Permission denied",
+		 arg);
+	ck_assert_msg(WEXITSTATUS(st) == 2, "exit %d: %s", WEXITSTATUS(st), err);
+	ck_assert_msg(strstr(err, want) &&
+			      strstr(err, "may be owned by a different user (uid 0)"),
+		      "%s", err);
+	ck_assert_ptr_null(strstr(err, "already being traced"));
 	assert_running(h.pid);
 	churn_finish(&h);
 }
@@ -2280,7 +2287,7 @@ TEST_SUITE(ctxdump_cli_suite)
 	tcase_add_test(tp, dump_itself);
 	tcase_add_test(tp, already_traced);
 	tcase_add_test(tp, one_thread_traced);
-	tcase_add_test(tp, different_user);
+	tcase_add_loop_test(tp, different_user, 0, 2);
 	tcase_add_test(tp, churn_during_dump);
 	tcase_add_test(tp, signals_to_ctxdump);
 	tcase_add_test(tp, job_stopped_target);
