@@ -74,9 +74,10 @@
  *   writing then has none until it is saved again; a slot held on a
  *   coroutine's stack, or by a switch that the handler's own switch
  *   interrupted, stays locked;
- * - switchers that do not use these functions (Boost.Context's
- *   jump_fcontext, hand-written assembly in libco, libaco, State Threads)
- *   and setjmp/longjmp tricks are invisible. */
+ * - switchers that do not use these functions (hand-written assembly in
+ *   libco, libaco, State Threads) and setjmp/longjmp tricks are
+ *   invisible; Boost.Context's are followed by hook-fcontext.c, through
+ *   this table (hook_ucontext_key_save()). */
 #include "config.h"
 
 #include "hooks.h"
@@ -348,16 +349,17 @@ found:
 }
 
 /* ucp's context := the calling thread's, in a slot claimed if need be (a
- * free one, or if evict another, not keep's). */
-static void
+ * free one, or if evict another, not keep's).  False: ucp untracked. */
+static bool
 hook_ucontext_save(struct uc_table *t, const void *ucp, bool evict, const void *keep)
 {
 	struct uc_head *h = hook_ucontext_lock_slot(t, ucp, true, evict, keep);
 
 	if (!h)
-		return;
+		return false;
 	hook_scope_capture(&t->body[h - t->head]);
 	hook_ucontext_unlock(h);
+	return true;
 }
 
 /* ucp untracked: its slot, if any, is free again. */
@@ -382,6 +384,37 @@ hook_ucontext_publish(struct uc_table *t, const void *ucp, const char *reason)
 		return;
 	hook_scope_restore(&t->body[h - t->head], reason);
 	hook_ucontext_unlock(h);
+}
+
+/* hooks.h: the table for other switchers (hook-fcontext.c), under keys
+ * of their own: addresses no ucontext_t occupies while the key is live
+ * (a hook's frame), or odd ones. */
+bool
+hook_ucontext_keys_ready(void)
+{
+	return hook_ucontext_table_create() != NULL;
+}
+
+bool
+hook_ucontext_key_save(const void *key)
+{
+	struct uc_table *t = atomic_load_explicit(&table, memory_order_acquire);
+
+	return t && hook_ucontext_save(t, key, true, NULL);
+}
+
+bool
+hook_ucontext_key_take(const void *key, const char *reason)
+{
+	struct uc_table *t = atomic_load_explicit(&table, memory_order_acquire);
+	struct uc_head *h;
+
+	if (!t || !(h = hook_ucontext_lock_slot(t, key, false, false, NULL)))
+		return false;
+	hook_scope_restore(&t->body[h - t->head], reason);
+	atomic_store_explicit(&h->key, 0, memory_order_release);
+	hook_ucontext_unlock(h);
+	return true;
 }
 
 /* Called by the getcontext stub before it jumps to the real getcontext;
@@ -515,20 +548,13 @@ __attribute__((used)) static void
 hook_ucontext_start_prep(const void *key)
 {
 	int saved_errno = errno;
-	struct uc_table *t = atomic_load_explicit(&table, memory_order_acquire);
 
-	struct uc_head *h;
-
-	if (t && ctxshim_active() &&
-	    (h = hook_ucontext_lock_slot(t, key, false, false, NULL))) {
-		hook_scope_restore(&t->body[h - t->head], "makecontext-start");
-		/* Started: the key's slot has done its work (a coroutine that
-		 * yields is found under its own ucontext then), and kept it
-		 * would be a second slot a coroutine, which a pool of more
-		 * than about 2000 waiting at once filled the table with. */
-		atomic_store_explicit(&h->key, 0, memory_order_release);
-		hook_ucontext_unlock(h);
-	}
+	/* Started: the key's slot has done its work (a coroutine that
+	 * yields is found under its own ucontext then), and kept it would
+	 * be a second slot a coroutine, which a pool of more than about
+	 * 2000 waiting at once filled the table with. */
+	if (ctxshim_active())
+		(void)hook_ucontext_key_take(key, "makecontext-start");
 	errno = saved_errno;
 }
 

@@ -94,6 +94,19 @@ void hook_ucontext_unwound(uintptr_t to);
 /* ... and for libfcgi's finish and accept flags (hook-fcgi.c). */
 void hook_fcgi_unwound(uintptr_t to);
 
+/* hook-ucontext.c's table of saved contexts, for another coroutine
+ * switcher (hook-fcontext.c) under keys of its own.  keys_ready() maps
+ * the table if need be (pthread_once, mmap: never on a switch), true if
+ * it is there.  key_save(): key's context := the calling thread's (a
+ * slot claimed, the least recently used evicted from a full window);
+ * key_take(): the thread's context := key's (hook_scope_restore(): a
+ * request answered meanwhile shows none), and key's slot is free again.
+ * Both false when key is untracked (no table, evicted, or its slot busy
+ * for a moment).  Async-signal-safe; the caller keeps errno. */
+bool hook_ucontext_keys_ready(void);
+bool hook_ucontext_key_save(const void *key);
+bool hook_ucontext_key_take(const void *key, const char *reason);
+
 #define HOOK_SAVE_ERRNO(expr)             \
 	do {                              \
 		int saved_errno_ = errno; \
