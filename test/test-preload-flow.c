@@ -713,6 +713,43 @@ START_TEST(ucontext_jump_out_of_switches)
 }
 END_TEST
 
+/* Boost.Context coroutines on one thread (test/helpers/fctx-sched.c,
+ * hooks/hook-fcontext.c): A and B each read their own traced request,
+ * then switch back to the scheduler (A with jump_fcontext(), B with
+ * ontop_fcontext()); resumed later, each shows its own request (old: A
+ * worked with B's, which B's read published last; B, resumed from an
+ * ontop_fcontext() not followed, with the scheduler's none), the
+ * scheduler its own none, and C, made by main and first jumped to by A,
+ * starts with A's.  Without the shim every line shows none. */
+START_TEST(fcontext_coroutines)
+{
+	char path[4096], *argv[] = {path, NULL}, *out;
+	char *env[] = {NULL};
+	int st;
+
+	snprintf(path, sizeof(path), "%s/fctx-sched", test_env_path("HELPER_DIR"));
+	if (access(path, X_OK) != 0) {
+		fprintf(stderr, "%s is not built (libboost-context-dev)\n", path);
+		return;
+	}
+	st = test_run_capture(argv, env, _i, &out, NULL, 60000);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %#x: %s", st, out);
+	if (!_i) {
+		ck_assert_str_eq(out, "A-read none\nC-start none\nB-read none\n"
+				      "A-work none\nB-work none\nMAIN-end none\n");
+		free(out);
+		return;
+	}
+#define FC_A "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+#define FC_B "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
+	ck_assert_str_eq(out, "A-read " FC_A "\nC-start " FC_A "\nB-read " FC_B
+			      "\nA-work " FC_A "\nB-work " FC_B "\nMAIN-end none\n");
+#undef FC_A
+#undef FC_B
+	free(out);
+}
+END_TEST
+
 TEST_SUITE(preload_flow_suite)
 {
 	Suite *s = suite_create("preload-flow");
@@ -744,6 +781,7 @@ TEST_SUITE(preload_flow_suite)
 	tcase_add_test(tc, ucontext_made_through_a_copy);
 	tcase_add_test(tc, ucontext_switch_keeps_its_target);
 	tcase_add_loop_test(tc, ucontext_jump_out_of_switches, 0, 2);
+	tcase_add_loop_test(tc, fcontext_coroutines, 0, 2);
 	suite_add_tcase(s, tc);
 	return s;
 }
