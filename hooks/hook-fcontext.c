@@ -25,7 +25,8 @@
  *   is suspended in it, a few bytes of stack, and the same try-locks,
  *   eviction, fork and signal-jump handling as ucontexts.  The table
  *   holds 4096 contexts for ucontexts and fcontexts together.  Each
- *   resumption frees its slot, so only suspended coroutines hold one.
+ *   resumption frees its slot, so only suspended coroutines hold one,
+ *   and only those with a context (hook_fcontext_suspend()).
  *
  * The context comes back as hook_scope_restore() brings one back: a
  * request the socket level published comes back under its management,
@@ -216,17 +217,29 @@ real_make_fcontext(void)
 	return real_make_fn;
 }
 
+/* What a suspended coroutine has to put back when it is resumed. */
+enum fc_saved {
+	FC_UNTRACKED, /* nothing: the shim is inactive, pass through */
+	FC_NONE,      /* no context */
+	FC_SAVED,     /* its context, in the table under the key */
+};
+
 /* Before the real switch: the thread's context saved under key (an
- * address in the switching hook's frame).  False: nothing to put back
- * (inactive, no table, no slot). */
-static bool
+ * address in the switching hook's frame).  A thread without one (most
+ * switches of a program nobody traces) needs no slot: the hook's own
+ * frame, which the switch keeps, says so.  Neither does one whose context
+ * finds no slot: it resumes with none, as an evicted one does. */
+static enum fc_saved
 hook_fcontext_suspend(const void *key)
 {
 	int saved_errno = errno;
-	bool saved = ctxshim_active() && hook_ucontext_key_save(key);
+	enum fc_saved s = FC_UNTRACKED;
 
+	if (ctxshim_active())
+		s = ctxshim_current() && hook_ucontext_key_save(key) ? FC_SAVED
+								     : FC_NONE;
 	errno = saved_errno;
-	return saved;
+	return s;
 }
 
 /* Back from the real switch: resumed, perhaps on another thread, perhaps
@@ -234,13 +247,13 @@ hook_fcontext_suspend(const void *key)
  * hook-ucontext.c gives at hook_ucontext_swap_return(): thread-local
  * addresses and errno's must be computed after the switch. */
 __attribute__((noinline, noipa)) static void
-hook_fcontext_resumed(const void *key, const char *reason)
+hook_fcontext_resumed(const void *key, enum fc_saved s, const char *reason)
 {
 	int saved_errno = errno;
 
 	/* Evicted (or its slot busy for a moment): none rather than the
 	 * resumer's context, which may be another coroutine's request. */
-	if (!hook_ucontext_key_take(key, reason))
+	if (s != FC_SAVED || !hook_ucontext_key_take(key, reason))
 		hook_scope_clear(reason);
 	errno = saved_errno;
 }
@@ -251,11 +264,12 @@ hook_fcontext_jump(fcontext_t to, void *vp)
 	jump_fcontext_fn real = real_jump_fcontext();
 	struct fc_transfer r;
 	char key; /* its address: this frame's, live while suspended */
+	enum fc_saved s = hook_fcontext_suspend(&key);
 
-	if (!hook_fcontext_suspend(&key))
+	if (s == FC_UNTRACKED)
 		return real(to, vp);
 	r = real(to, vp);
-	hook_fcontext_resumed(&key, "jump_fcontext-return");
+	hook_fcontext_resumed(&key, s, "jump_fcontext-return");
 	return r;
 }
 
@@ -265,11 +279,12 @@ hook_fcontext_ontop(fcontext_t to, void *vp, ontop_fn fn)
 	ontop_fcontext_fn real = real_ontop_fcontext();
 	struct fc_transfer r;
 	char key;
+	enum fc_saved s = hook_fcontext_suspend(&key);
 
-	if (!hook_fcontext_suspend(&key))
+	if (s == FC_UNTRACKED)
 		return real(to, vp, fn);
 	r = real(to, vp, fn);
-	hook_fcontext_resumed(&key, "ontop_fcontext-return");
+	hook_fcontext_resumed(&key, s, "ontop_fcontext-return");
 	return r;
 }
 
