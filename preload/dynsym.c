@@ -56,7 +56,9 @@ static const ElfW(Dyn) * dyn_section(const struct dl_phdr_info *info, size_t *n)
 struct dynsyms {
 	const ElfW(Sym) * sym;
 	const char *str;
-	uintptr_t sym_end, str_end;
+	const ElfW(Versym) * ver; /* DT_VERSYM, if unversioned is asked */
+	uintptr_t sym_end, str_end, ver_end;
+	bool unversioned; /* only a definition without a version counts */
 };
 
 /* Is dynamic symbol i a definition of name, of any type?  A local one is
@@ -72,9 +74,18 @@ dynsym_defines(const struct dynsyms *t, uint32_t i, const char *name)
 	s = t->sym + i;
 	if (s->st_shndx == SHN_UNDEF || ELF64_ST_BIND(s->st_info) == STB_LOCAL)
 		return false;
-	return s->st_name < t->str_end - (uintptr_t)t->str &&
-	       len <= t->str_end - (uintptr_t)t->str - s->st_name &&
-	       memcmp(t->str + s->st_name, name, len) == 0;
+	if (!(s->st_name < t->str_end - (uintptr_t)t->str &&
+	      len <= t->str_end - (uintptr_t)t->str - s->st_name &&
+	      memcmp(t->str + s->st_name, name, len) == 0))
+		return false;
+	if (!t->unversioned || !t->ver)
+		return true;
+	/* Without a version for ld.so: index 0 or 1 (the base definition,
+	 * whose l_versions entry has no hash) and not hidden, the test of
+	 * glibc elf/dl-lookup.c check_match() that lets such a definition
+	 * satisfy a reference of any version. */
+	return i < (t->ver_end - (uintptr_t)t->ver) / sizeof(*t->ver) &&
+	       (t->ver[i] & 0x8000) == 0 && (t->ver[i] & 0x7fff) <= VER_NDX_GLOBAL;
 }
 
 /* name in a DT_GNU_HASH table (glibc elf/dl-lookup.c do_lookup_x(), and
@@ -151,12 +162,12 @@ sysv_hash_defines(const struct dynsyms *t,
 	return false;
 }
 
-bool
-ctxshim_dynsym_defines(const struct dl_phdr_info *info, const char *name)
+static bool
+dynsym_lookup(const struct dl_phdr_info *info, const char *name, bool unversioned)
 {
 	const uint32_t *gnu = NULL, *sysv = NULL;
 	uintptr_t gnu_end = 0, sysv_end = 0;
-	struct dynsyms t = {0};
+	struct dynsyms t = {.unversioned = unversioned};
 	size_t ndyn;
 	const ElfW(Dyn) *d = dyn_section(info, &ndyn);
 
@@ -169,12 +180,26 @@ ctxshim_dynsym_defines(const struct dl_phdr_info *info, const char *name)
 			gnu = dyn_table(info, d->d_un.d_ptr, &gnu_end);
 		else if (d->d_tag == DT_HASH)
 			sysv = dyn_table(info, d->d_un.d_ptr, &sysv_end);
+		else if (d->d_tag == DT_VERSYM && unversioned)
+			t.ver = dyn_table(info, d->d_un.d_ptr, &t.ver_end);
 	}
 	if (!t.sym || !t.str)
 		return false;
 	if (gnu)
 		return gnu_hash_defines(&t, gnu, gnu_end, name);
 	return sysv && sysv_hash_defines(&t, sysv, sysv_end, name);
+}
+
+bool
+ctxshim_dynsym_defines(const struct dl_phdr_info *info, const char *name)
+{
+	return dynsym_lookup(info, name, false);
+}
+
+bool
+ctxshim_dynsym_unversioned(const struct dl_phdr_info *info, const char *name)
+{
+	return dynsym_lookup(info, name, true);
 }
 
 const char *

@@ -12,6 +12,12 @@
  * Every read stays inside the object's loaded segments. */
 bool ctxshim_dynsym_defines(const struct dl_phdr_info *info, const char *name);
 
+/* The same for a definition of name without a symbol version (the object
+ * has no DT_VERSYM, or the symbol's is the base one and not hidden): one
+ * that ld.so binds a reference of any version to, as to name@GLIBC_2.3.2
+ * an interposer's unversioned pthread_cond_wait. */
+bool ctxshim_dynsym_unversioned(const struct dl_phdr_info *info, const char *name);
+
 /* That object's DT_SONAME, or NULL if it has none; read as
  * ctxshim_dynsym_defines() reads, inside the object's segments. */
 const char *ctxshim_dynsym_soname(const struct dl_phdr_info *info);

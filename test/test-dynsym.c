@@ -619,12 +619,65 @@ START_TEST(every_symbol_of_every_object)
 }
 END_TEST
 
+struct by_soname {
+	const char *soname;
+	const char *name;
+	int defines, unversioned; /* -1: object not found */
+};
+
+static int
+by_soname_cb(struct dl_phdr_info *info, size_t size, void *data)
+{
+	struct by_soname *b = data;
+	const char *so = ctxshim_dynsym_soname(info);
+
+	(void)size;
+	if (!so || strcmp(so, b->soname) != 0)
+		return 0;
+	b->defines = ctxshim_dynsym_defines(info, b->name);
+	b->unversioned = ctxshim_dynsym_unversioned(info, b->name);
+	return 1;
+}
+
+/* A definition without a version is one that a versioned reference binds
+ * to (preload/bind.c, bind_interposer()): libz's (at the base version)
+ * are, and none of libc's, which has only versioned ones, old and new. */
+START_TEST(unversioned_definitions)
+{
+	static const struct by_soname want[] = {
+		{"libc.so.6", "pthread_cond_wait", 1, 0},
+		{"libc.so.6", "posix_spawn", 1, 0},
+		{"libc.so.6", "write", 1, 0},
+		{"libc.so.6", "no_such_name_here", 0, 0},
+		{"libz.so.1", "deflate", 1, 1},
+		{"libz.so.1", "no_such_name_here", 0, 0},
+	};
+
+	bool libz = dlopen("libz.so.1", RTLD_NOW | RTLD_LOCAL) != NULL;
+
+	if (!libz)
+		printf("not loaded: %s\n", dlerror());
+	for (size_t i = 0; i < sizeof(want) / sizeof(*want); i++) {
+		struct by_soname b = {want[i].soname, want[i].name, -1, -1};
+
+		if (!libz && strcmp(b.soname, "libz.so.1") == 0)
+			continue;
+		(void)dl_iterate_phdr(by_soname_cb, &b);
+		ck_assert_msg(b.defines == want[i].defines &&
+				      b.unversioned == want[i].unversioned,
+			      "%s in %s: defines %d, unversioned %d", b.name, b.soname,
+			      b.defines, b.unversioned);
+	}
+}
+END_TEST
+
 TEST_SUITE(dynsym_suite)
 {
 	Suite *s = suite_create("dynamic symbols of loaded objects");
 	TCase *tc = tcase_create("Loader");
 
 	tcase_add_test(tc, every_symbol_of_every_object);
+	tcase_add_test(tc, unversioned_definitions);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("Hostile tables");
 	tcase_add_test(tc, hostile_string_at_segment_end);
