@@ -38,6 +38,62 @@ die(const char *what, const char *name, const char *why)
 	abort();
 }
 
+struct next_find {
+	const char *name;
+	const void *u, *v;
+	int n, at_u, at_v; /* positions in the list of loaded objects */
+	bool unversioned;  /* u's object defines name without a version */
+};
+
+static int
+next_find_cb(struct dl_phdr_info *info, size_t size, void *data)
+{
+	struct next_find *f = data;
+
+	(void)size;
+	if (f->at_u < 0 && ctxshim_object_holds(info, f->u)) {
+		f->at_u = f->n;
+		f->unversioned = ctxshim_dynsym_unversioned(info, f->name);
+	}
+	if (f->at_v < 0 && ctxshim_object_holds(info, f->v))
+		f->at_v = f->n;
+	f->n++;
+	return f->at_u >= 0 && f->at_v >= 0;
+}
+
+/* v is name@version as dlvsym() found it after us.  dlvsym() asks for
+ * that exact version (a hidden one, for glibc), which ld.so does not do
+ * for the application's reference name@version: that one also binds to a
+ * definition without a version (elf/dl-lookup.c check_match()), such as
+ * the pthread_cond_wait of libtsan, of a lock profiler or of any other
+ * interposer listed after us in LD_PRELOAD or linked by the program.
+ * Forwarding to v would hide the application's calls from it (TSan saw
+ * no cond wait and reported a double lock).  So: the first definition
+ * after us that an unversioned lookup finds, if its object defines name
+ * without a version and comes before v's in the list of loaded objects
+ * (the global scope's order for all but an object a dlopen(RTLD_GLOBAL)
+ * made global after it was loaded).  libc's own definitions all have a
+ * version: never its old one (pthread_cond_wait@GLIBC_2.2.5, which an
+ * unversioned lookup returned on some glibc versions) nor its default
+ * one, which v already is.  Leaves no dlerror() message. */
+static void *
+bind_interposer(const char *name, void *v, const void *self)
+{
+	struct next_find f = {name, NULL, v, 0, -1, -1, false};
+
+	f.u = dlsym(RTLD_NEXT, name);
+	if (!f.u) {
+		(void)dlerror();
+		return v;
+	}
+	if (f.u == v || f.u == self)
+		return v;
+	(void)dl_iterate_phdr(next_find_cb, &f);
+	return f.unversioned && f.at_u >= 0 && f.at_v >= 0 && f.at_u < f.at_v
+		       ? (void *)f.u
+		       : v;
+}
+
 /* dlerror() state is per thread and any dl*() call discards what it
  * holds (glibc >= 2.34, _dlerror_run()), so a lookup here, on whatever
  * application thread first calls a hook, cannot keep an error message the
@@ -48,8 +104,8 @@ die(const char *what, const char *name, const char *why)
  * of optional libraries also bind eagerly in constructors when the library
  * is loaded at start-up, so that most processes make no dl*() call on an
  * application thread at all. */
-void *
-ctxshim_bind(const char *name, const char *version, const void *self, bool required)
+static void *
+bind_next(const char *name, const char *version, const void *self, bool required)
 {
 	bool own;
 	void *p;
@@ -101,6 +157,14 @@ ctxshim_bind(const char *name, const char *version, const void *self, bool requi
 	return p;
 }
 
+void *
+ctxshim_bind(const char *name, const char *version, const void *self, bool required)
+{
+	void *p = bind_next(name, version, self, required);
+
+	return p && version ? bind_interposer(name, p, self) : p;
+}
+
 /* Keep a reference on the loaded object that defines p (none for the main
  * program, which is never unloaded). */
 static void
@@ -124,7 +188,13 @@ ctxshim_bind_loaded(const char *const *sonames,
 		    const char *version,
 		    const void *self)
 {
-	void *p = ctxshim_bind(name, version, self, false);
+	/* Not bind_interposer(): ctxshim_callers_bound() and
+	 * callers_fill() compare what a caller's scope defines with p, so
+	 * with an interposer's p every caller whose scope reaches the
+	 * library would count as having a copy of its own and bypass both
+	 * the shim and the interposer; and some lookups here are for the
+	 * shim's own calls (BIO_method_name), which want the library. */
+	void *p = bind_next(name, version, self, false);
 	size_t i;
 
 	/* Found through RTLD_NEXT: a library loaded at start-up, or one a

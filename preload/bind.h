@@ -10,11 +10,14 @@
  * quirk that hands it back to us cannot recurse.  A required symbol that
  * cannot be found ends the process with a message (a hook without its real
  * function cannot keep its promise to pass calls through); an optional one
- * returns NULL. */
+ * returns NULL.  With a version, an interposer after us that defines
+ * name without a version is preferred (bind.c, bind_interposer()): the
+ * application's reference name@version would have bound to it. */
 void *
 ctxshim_bind(const char *name, const char *version, const void *self, bool required);
 
-/* ctxshim_bind(name, version, self, false), then, when RTLD_NEXT does not
+/* ctxshim_bind(name, version, self, false) but for interposers without a
+ * version, which a version here does not look for, then, when RTLD_NEXT does not
  * see the library (loaded RTLD_LOCAL as a plugin's dependency after
  * start-up), the first of sonames (NULL-terminated) that is already loaded
  * and defines name (dlopen RTLD_NOLOAD, which also pins it).  Returns NULL

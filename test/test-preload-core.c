@@ -97,6 +97,51 @@ START_TEST(test_threads_with_traceparent_unchanged)
 }
 END_TEST
 
+/* Another interposer of the names glibc versions and the shim hooks at
+ * that version (pthread_cond_wait@GLIBC_2.3.2, posix_spawn@GLIBC_2.15),
+ * defined without a version as ThreadSanitizer's runtime defines them,
+ * after the shim in LD_PRELOAD (_i 0) or before it (_i 1): it must see
+ * every call it sees alone, and the program print the same.  The shim
+ * forwarded with dlvsym(), which finds glibc's exact version only, so
+ * the interposer after it saw none. */
+START_TEST(test_versioned_interposer_sees_calls)
+{
+	static const char *const names[] = {"pthread_cond_wait",
+					    "pthread_cond_timedwait", "posix_spawn",
+					    "posix_spawnp"};
+	char path[4096], lib[4200], alone[4300], stacked[8600], want[128];
+	char *argv[] = {path, NULL};
+	char *env_alone[] = {alone, NULL}, *env_stacked[] = {stacked, NULL};
+	char *out0, *err0, *out1, *err1;
+	int st0, st1;
+
+	snprintf(path, sizeof(path), "%s", test_helper_path("versioned-calls"));
+	snprintf(lib, sizeof(lib), "%s",
+		 test_helper_path("libversioned-interposer.so"));
+	snprintf(alone, sizeof(alone), "LD_PRELOAD=%s", lib);
+	if (_i == 0)
+		snprintf(stacked, sizeof(stacked), "LD_PRELOAD=%s %s",
+			 test_env_path("CTXSHIM_LIB"), lib);
+	else
+		snprintf(stacked, sizeof(stacked), "LD_PRELOAD=%s %s", lib,
+			 test_env_path("CTXSHIM_LIB"));
+	st0 = test_run_capture(argv, env_alone, false, &out0, &err0, 30000);
+	st1 = test_run_capture(argv, env_stacked, false, &out1, &err1, 30000);
+	ck_assert_msg(st0 == 0 && st1 == 0, "status %#x alone, %#x with the shim: %s%s",
+		      st0, st1, err0, err1);
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		snprintf(want, sizeof(want), "interposer saw %s 1\n", names[i]);
+		ck_assert_msg(strstr(out0, want), "alone, not \"%s\":\n%s", want, out0);
+	}
+	ck_assert_msg(strcmp(out0, out1) == 0, "--- alone\n%s--- %s\n%s", out0, stacked,
+		      out1);
+	free(out0);
+	free(err0);
+	free(out1);
+	free(err1);
+}
+END_TEST
+
 /* Runs argv with CTXSHIM_LOG naming a new file, and extra (when not NULL)
  * in its environment; it must exit 0.  Returns the file's text (malloc'd);
  * *out and *err get the program's output. */
@@ -445,6 +490,7 @@ TEST_SUITE(preload_core_suite)
 	tcase_add_test(tc, test_python_unchanged);
 	tcase_add_test(tc, test_threads_unchanged);
 	tcase_add_test(tc, test_threads_with_traceparent_unchanged);
+	tcase_add_loop_test(tc, test_versioned_interposer_sees_calls, 0, 2);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("logging");
 	tcase_add_test(tc, test_log_goes_to_file_not_stdout);
