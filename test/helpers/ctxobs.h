@@ -19,7 +19,7 @@
 static inline const struct otel_thread_ctx_record *
 ctxobs_record(void)
 {
-	void *const *slot = dlsym(RTLD_DEFAULT, OTEL_THREAD_CTX_SYMBOL);
+	void *const *slot = (void *const *)dlsym(RTLD_DEFAULT, OTEL_THREAD_CTX_SYMBOL);
 
 	return slot ? (const struct otel_thread_ctx_record *)*slot : NULL;
 }

@@ -27,7 +27,7 @@ static inline int
 listen_loopback(int backlog, int flags, struct sockaddr_in *addr)
 {
 	struct sockaddr_in a = {.sin_family = AF_INET,
-				.sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+				.sin_addr = {.s_addr = htonl(INADDR_LOOPBACK)}};
 	socklen_t al = sizeof(a);
 	int fd = socket(AF_INET, SOCK_STREAM | flags, 0), one = 1, e;
 

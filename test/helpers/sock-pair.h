@@ -32,7 +32,7 @@ pair(int *cli, int *srv)
 			die("listen");
 	}
 	*cli = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (*cli < 0 || connect(*cli, (void *)&a, sizeof(a)))
+	if (*cli < 0 || connect(*cli, (struct sockaddr *)&a, sizeof(a)))
 		die("connect");
 	(void)setsockopt(*cli, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	*srv = accept(lfd, NULL, NULL);
