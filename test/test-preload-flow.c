@@ -750,6 +750,84 @@ START_TEST(fcontext_coroutines)
 }
 END_TEST
 
+/* Runs test/helpers/<helper> with mode as its argument (NULL: none),
+ * under the shim if shim, and returns its output; NULL, with a note,
+ * when it is not built (libboost-context-dev, a C++ compiler). */
+static char *
+run_fctx(const char *helper, const char *mode, bool shim)
+{
+	char path[4096], *argv[] = {path, (char *)mode, NULL}, *out;
+	char *env[] = {NULL};
+	int st;
+
+	snprintf(path, sizeof(path), "%s/%s", test_env_path("HELPER_DIR"), helper);
+	if (access(path, X_OK) != 0) {
+		fprintf(stderr, "%s is not built (libboost-context-dev, C++)\n", path);
+		return NULL;
+	}
+	st = test_run_capture(argv, env, shim, &out, NULL, 60000);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %#x: %s", st, out);
+	return out;
+}
+
+/* Without the shim every line of out shows none. */
+static void
+assert_all_none(const char *out)
+{
+	const char *l, *nl;
+
+	ck_assert_msg(*out, "no output");
+	for (l = out; *l; l = nl + 1) {
+		nl = strchr(l, '\n');
+		ck_assert_msg(nl && nl - l > 5 && memcmp(nl - 5, " none", 5) == 0, "%s",
+			      out);
+	}
+}
+
+/* The traces of fctx-sched's and fiber-sched's requests. */
+#define TR_A "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+#define TR_B "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
+#define TR_C "cccccccccccccccccccccccccccccccc"
+#define TR_D "dddddddddddddddddddddddddddddddd"
+#define TR_E "eeeeeeeeeeeeeeeeeeeeeeeeeeeeeeee"
+#define TR_F "ffffffffffffffffffffffffffffffff"
+
+/* Boost.Context fibers through Boost's C++ header API
+ * (test/helpers/fiber-sched.cpp), whose inlined switches call
+ * jump_fcontext()/ontop_fcontext() through the program's PLT: A, B and D
+ * each read their own traced request and switch back; A and B, resumed,
+ * work with their own (without the hook: with D's, which D's read
+ * published last).  D, destroyed while suspended, is unwound by
+ * forced_unwind thrown through the shim's switch frame: its destructors
+ * run with main's none (the function Boost runs on top of D runs with its
+ * caller's context), and main goes on with its own none.  The entry D
+ * leaves does no harm: E and F, then, each work with their own. */
+START_TEST(fcontext_fibers)
+{
+	static const char want[] = "A-read " TR_A "\n"
+				   "B-read " TR_B "\n"
+				   "D-read " TR_D "\n"
+				   "A-work " TR_A "\n"
+				   "B-work " TR_B "\n"
+				   "D-unwound none\n"
+				   "MAIN-destroyed none\n"
+				   "E-read " TR_E "\n"
+				   "F-read " TR_F "\n"
+				   "F-work " TR_F "\n"
+				   "E-work " TR_E "\n"
+				   "MAIN-end none\n";
+	char *out = run_fctx("fiber-sched", NULL, _i);
+
+	if (!out)
+		return;
+	if (!_i)
+		assert_all_none(out);
+	else
+		ck_assert_str_eq(out, want);
+	free(out);
+}
+END_TEST
+
 TEST_SUITE(preload_flow_suite)
 {
 	Suite *s = suite_create("preload-flow");
@@ -782,6 +860,7 @@ TEST_SUITE(preload_flow_suite)
 	tcase_add_test(tc, ucontext_switch_keeps_its_target);
 	tcase_add_loop_test(tc, ucontext_jump_out_of_switches, 0, 2);
 	tcase_add_loop_test(tc, fcontext_coroutines, 0, 2);
+	tcase_add_loop_test(tc, fcontext_fibers, 0, 2);
 	suite_add_tcase(s, tc);
 	return s;
 }
