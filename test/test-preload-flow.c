@@ -828,6 +828,57 @@ START_TEST(fcontext_fibers)
 }
 END_TEST
 
+/* A Boost.Context coroutine suspended on one thread and resumed on
+ * another (test/helpers/fctx-sched.c "migrate"): A reads its request on
+ * main (T1, no context) and switches back; T1 shows none again, as it did
+ * before.  T2, with a request of its own (c), resumes A: A works with its
+ * own request on T2 (hook_fcontext_resumed() computes the thread-local
+ * addresses after the switch), and T2 shows its own again when A switches
+ * back; T1, after T2 ended, still shows none. */
+START_TEST(fcontext_migrate)
+{
+	static const char want[] = "A-read " TR_A "\n"
+				   "T1-back none\n"
+				   "T2-read " TR_C "\n"
+				   "A-work " TR_A "\n"
+				   "T2-back " TR_C "\n"
+				   "T1-end none\n";
+	char *out = run_fctx("fctx-sched", "migrate", _i);
+
+	if (!out)
+		return;
+	if (!_i)
+		assert_all_none(out);
+	else
+		ck_assert_str_eq(out, want);
+	free(out);
+}
+END_TEST
+
+/* A coroutine whose request was answered while it was suspended
+ * (fctx-sched.c "answered"): A reads its request and switches back; main
+ * writes the response on A's connection (main then shows that request, as
+ * a thread that writes on a connection does until its next read) and
+ * resumes A, which shows none (hook_scope_restore()): the request is
+ * done. */
+START_TEST(fcontext_answered)
+{
+	static const char want[] = "A-read " TR_A "\n"
+				   "MAIN-answered " TR_A "\n"
+				   "A-resumed none\n"
+				   "MAIN-end " TR_A "\n";
+	char *out = run_fctx("fctx-sched", "answered", _i);
+
+	if (!out)
+		return;
+	if (!_i)
+		assert_all_none(out);
+	else
+		ck_assert_str_eq(out, want);
+	free(out);
+}
+END_TEST
+
 TEST_SUITE(preload_flow_suite)
 {
 	Suite *s = suite_create("preload-flow");
@@ -861,6 +912,8 @@ TEST_SUITE(preload_flow_suite)
 	tcase_add_loop_test(tc, ucontext_jump_out_of_switches, 0, 2);
 	tcase_add_loop_test(tc, fcontext_coroutines, 0, 2);
 	tcase_add_loop_test(tc, fcontext_fibers, 0, 2);
+	tcase_add_loop_test(tc, fcontext_migrate, 0, 2);
+	tcase_add_loop_test(tc, fcontext_answered, 0, 2);
 	suite_add_tcase(s, tc);
 	return s;
 }

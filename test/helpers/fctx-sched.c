@@ -12,9 +12,23 @@
  *   A-read <trace>, B-read <trace>, C-start <trace>, A-work <trace>,
  *   B-work <trace>, MAIN-end <trace>     (<trace>: 32 hex or "none")
  *
+ * With "migrate": main (thread T1) makes coroutine A and jumps to it; A
+ * reads its request and switches back; thread T2, which read a request of
+ * its own (trace c), resumes A, which works and switches back to T2:
+ *
+ *   A-read <trace>, T1-back <trace>, T2-read <trace>, A-work <trace> (on
+ *   T2), T2-back <trace>, T1-end <trace> (after T2 ended)
+ *
+ * With "answered": A reads its request and switches back; main writes the
+ * response on A's connection, then resumes A:
+ *
+ *   A-read <trace>, MAIN-answered <trace>, A-resumed <trace>,
+ *   MAIN-end <trace>
+ *
  * No tracing code but the read of the record. */
 #include "config.h"
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -123,11 +137,87 @@ request(int *cli, int *srv, const char *trace)
 	send_all(*cli, head, (size_t)n, 0);
 }
 
+/* A, resumed by a thread other than the one it switched away on. */
+static void
+coro_migrate(transfer_t t)
+{
+	read_head(srv_a);
+	show("A-read");
+	t = jump_fcontext(t.fctx, NULL);
+	show("A-work");
+	jump_fcontext(t.fctx, NULL);
+	die("A resumed");
+}
+
+static void *
+t2_main(void *arg)
+{
+	int cli, srv;
+
+	(void)arg;
+	request(&cli, &srv, "cccccccccccccccccccccccccccccccc");
+	read_head(srv);
+	show("T2-read");
+	ctx_a = jump_fcontext(ctx_a, NULL).fctx;
+	show("T2-back");
+	return NULL;
+}
+
+static void
+migrate(void)
+{
+	pthread_t t2;
+	int cli_a;
+
+	request(&cli_a, &srv_a, "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa");
+	ctx_a = make_fcontext(stack_a + STACK, STACK, coro_migrate);
+	ctx_a = jump_fcontext(ctx_a, NULL).fctx;
+	show("T1-back");
+	if (pthread_create(&t2, NULL, t2_main, NULL) || pthread_join(t2, NULL))
+		die("T2");
+	show("T1-end");
+}
+
+/* A, whose request main answers while A is suspended. */
+static void
+coro_answered(transfer_t t)
+{
+	read_head(srv_a);
+	show("A-read");
+	t = jump_fcontext(t.fctx, NULL);
+	show("A-resumed");
+	jump_fcontext(t.fctx, NULL);
+	die("A resumed");
+}
+
+static void
+answered(void)
+{
+	static const char resp[] = "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n";
+	int cli_a;
+
+	request(&cli_a, &srv_a, "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa");
+	ctx_a = make_fcontext(stack_a + STACK, STACK, coro_answered);
+	ctx_a = jump_fcontext(ctx_a, NULL).fctx;
+	send_all(srv_a, resp, sizeof(resp) - 1, 0);
+	show("MAIN-answered");
+	ctx_a = jump_fcontext(ctx_a, NULL).fctx;
+	show("MAIN-end");
+}
+
 int
-main(void)
+main(int argc, char **argv)
 {
 	int cli_a, cli_b;
 
+	if (argc > 1 && strcmp(argv[1], "migrate") == 0) {
+		migrate();
+		return 0;
+	}
+	if (argc > 1 && strcmp(argv[1], "answered") == 0) {
+		answered();
+		return 0;
+	}
 	request(&cli_a, &srv_a, "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa");
 	request(&cli_b, &srv_b, "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb");
 	ctx_a = make_fcontext(stack_a + STACK, STACK, coro_a);
