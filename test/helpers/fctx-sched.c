@@ -124,19 +124,6 @@ coro_b(transfer_t t)
 	die("B resumed");
 }
 
-static void
-request(int *cli, int *srv, const char *trace)
-{
-	char head[256];
-	int n = snprintf(head, sizeof(head),
-			 "GET /c HTTP/1.1\r\nHost: x\r\n"
-			 "traceparent: 00-%s-00f067aa0ba902b7-01\r\n\r\n",
-			 trace);
-
-	pair(cli, srv);
-	send_all(*cli, head, (size_t)n, 0);
-}
-
 /* A, resumed by a thread other than the one it switched away on. */
 static void
 coro_migrate(transfer_t t)
@@ -155,7 +142,7 @@ t2_main(void *arg)
 	int cli, srv;
 
 	(void)arg;
-	request(&cli, &srv, "cccccccccccccccccccccccccccccccc");
+	(void)pair_sent(&cli, &srv, "cccccccccccccccccccccccccccccccc");
 	read_head(srv);
 	show("T2-read");
 	ctx_a = jump_fcontext(ctx_a, NULL).fctx;
@@ -169,7 +156,7 @@ migrate(void)
 	pthread_t t2;
 	int cli_a;
 
-	request(&cli_a, &srv_a, "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa");
+	(void)pair_sent(&cli_a, &srv_a, "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa");
 	ctx_a = make_fcontext(stack_a + STACK, STACK, coro_migrate);
 	ctx_a = jump_fcontext(ctx_a, NULL).fctx;
 	show("T1-back");
@@ -196,7 +183,7 @@ answered(void)
 	static const char resp[] = "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n";
 	int cli_a;
 
-	request(&cli_a, &srv_a, "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa");
+	(void)pair_sent(&cli_a, &srv_a, "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa");
 	ctx_a = make_fcontext(stack_a + STACK, STACK, coro_answered);
 	ctx_a = jump_fcontext(ctx_a, NULL).fctx;
 	send_all(srv_a, resp, sizeof(resp) - 1, 0);
@@ -218,8 +205,8 @@ main(int argc, char **argv)
 		answered();
 		return 0;
 	}
-	request(&cli_a, &srv_a, "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa");
-	request(&cli_b, &srv_b, "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb");
+	(void)pair_sent(&cli_a, &srv_a, "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa");
+	(void)pair_sent(&cli_b, &srv_b, "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb");
 	ctx_a = make_fcontext(stack_a + STACK, STACK, coro_a);
 	ctx_b = make_fcontext(stack_b + STACK, STACK, coro_b);
 	ctx_c = make_fcontext(stack_c + STACK, STACK, coro_c);

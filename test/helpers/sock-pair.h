@@ -72,11 +72,11 @@ read_n(int fd, char *buf, size_t n)
 }
 
 /* A new connection (pair()) on which a GET head with trace's traceparent
- * was sent and read by the server's end. */
-static __attribute__((unused)) void
-pair_traced(int *cli, int *srv, const char *trace)
+ * was sent, not yet read; returns the head's length. */
+static __attribute__((unused)) size_t
+pair_sent(int *cli, int *srv, const char *trace)
 {
-	char head[256], buf[256];
+	char head[256];
 	int n = snprintf(head, sizeof(head),
 			 "GET /c HTTP/1.1\r\nHost: x\r\n"
 			 "traceparent: 00-%s-00f067aa0ba902b7-01\r\n\r\n",
@@ -84,5 +84,15 @@ pair_traced(int *cli, int *srv, const char *trace)
 
 	pair(cli, srv);
 	send_all(*cli, head, (size_t)n, 0);
-	read_n(*srv, buf, (size_t)n);
+	return (size_t)n;
+}
+
+/* The same, read by the server's end. */
+static __attribute__((unused)) void
+pair_traced(int *cli, int *srv, const char *trace)
+{
+	char buf[256];
+	size_t n = pair_sent(cli, srv, trace);
+
+	read_n(*srv, buf, n);
 }
