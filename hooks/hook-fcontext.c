@@ -50,9 +50,10 @@
  *   the caller's context; the coroutine's own comes back when fn returns.
  *   Boost ends a suspended coroutine by throwing forced_unwind out of such
  *   an fn: the exception unwinds through our frame (the shim's code has
- *   unwind tables), which then never puts anything back; its slot stays
- *   until a later save reclaims it (the table evicts the least recently
- *   used).
+ *   unwind tables), which then never puts anything back; and a finished
+ *   one leaves through an ontop_fcontext() that never returns.  Either's
+ *   slot, if it had a context, stays until a later save reclaims it (the
+ *   table evicts the least recently used).
  *
  * make_fcontext() itself is passed through; its hook maps the table (not
  * a switch: pthread_once, mmap), as the constructor does when
