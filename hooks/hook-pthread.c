@@ -47,9 +47,9 @@
  * remove", and that node in preload/ctxshim.sym), so that an old binary's
  * references still reach glibc's old functions, and forward to the
  * GLIBC_2.3.2 ones, or to an interposer after us that defines them
- * without a version (ctxshim_bind()).  Each of the others has one implementation under both
- * its versions (GLIBC_2.30 or 2.28 or 2.2.5, and GLIBC_2.34), so one
- * unversioned definition serves them. */
+ * without a version (ctxshim_bind()).  Each of the others has one
+ * implementation under both its versions (GLIBC_2.30 or 2.28 or 2.2.5,
+ * and GLIBC_2.34), so one unversioned definition serves them. */
 #include "config.h"
 
 #include "hooks.h"
