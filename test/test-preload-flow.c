@@ -713,43 +713,6 @@ START_TEST(ucontext_jump_out_of_switches)
 }
 END_TEST
 
-/* Boost.Context coroutines on one thread (test/helpers/fctx-sched.c,
- * hooks/hook-fcontext.c): A and B each read their own traced request,
- * then switch back to the scheduler (A with jump_fcontext(), B with
- * ontop_fcontext()); resumed later, each shows its own request (old: A
- * worked with B's, which B's read published last; B, resumed from an
- * ontop_fcontext() not followed, with the scheduler's none), the
- * scheduler its own none, and C, made by main and first jumped to by A,
- * starts with A's.  Without the shim every line shows none. */
-START_TEST(fcontext_coroutines)
-{
-	char path[4096], *argv[] = {path, NULL}, *out;
-	char *env[] = {NULL};
-	int st;
-
-	snprintf(path, sizeof(path), "%s/fctx-sched", test_env_path("HELPER_DIR"));
-	if (access(path, X_OK) != 0) {
-		fprintf(stderr, "%s is not built (libboost-context-dev)\n", path);
-		return;
-	}
-	st = test_run_capture(argv, env, _i, &out, NULL, 60000);
-	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %#x: %s", st, out);
-	if (!_i) {
-		ck_assert_str_eq(out, "A-read none\nC-start none\nB-read none\n"
-				      "A-work none\nB-work none\nMAIN-end none\n");
-		free(out);
-		return;
-	}
-#define FC_A "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
-#define FC_B "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
-	ck_assert_str_eq(out, "A-read " FC_A "\nC-start " FC_A "\nB-read " FC_B
-			      "\nA-work " FC_A "\nB-work " FC_B "\nMAIN-end none\n");
-#undef FC_A
-#undef FC_B
-	free(out);
-}
-END_TEST
-
 /* Runs test/helpers/<helper> with mode as its argument (NULL: none),
  * under the shim if shim, and returns its output; NULL, with a note,
  * when it is not built (libboost-context-dev, a C++ compiler). */
@@ -791,6 +754,34 @@ assert_all_none(const char *out)
 #define TR_D "dddddddddddddddddddddddddddddddd"
 #define TR_E "eeeeeeeeeeeeeeeeeeeeeeeeeeeeeeee"
 #define TR_F "ffffffffffffffffffffffffffffffff"
+
+/* Boost.Context coroutines on one thread (test/helpers/fctx-sched.c,
+ * hooks/hook-fcontext.c): A and B each read their own traced request,
+ * then switch back to the scheduler (A with jump_fcontext(), B with
+ * ontop_fcontext()); resumed later, each shows its own request (old: A
+ * worked with B's, which B's read published last; B, resumed from an
+ * ontop_fcontext() not followed, with the scheduler's none), the
+ * scheduler its own none, and C, made by main and first jumped to by A,
+ * starts with A's.  Without the shim every line shows none. */
+START_TEST(fcontext_coroutines)
+{
+	static const char want[] = "A-read " TR_A "\n"
+				   "C-start " TR_A "\n"
+				   "B-read " TR_B "\n"
+				   "A-work " TR_A "\n"
+				   "B-work " TR_B "\n"
+				   "MAIN-end none\n";
+	char *out = run_fctx("fctx-sched", NULL, _i);
+
+	if (!out)
+		return;
+	if (!_i)
+		assert_all_none(out);
+	else
+		ck_assert_str_eq(out, want);
+	free(out);
+}
+END_TEST
 
 /* Boost.Context fibers through Boost's C++ header API
  * (test/helpers/fiber-sched.cpp), whose inlined switches call
