@@ -747,6 +747,22 @@ assert_all_none(const char *out)
 	}
 }
 
+/* run_fctx(), then its output: want under the shim, every line none
+ * without it. */
+static void
+check_fctx(const char *helper, const char *mode, const char *want, bool shim)
+{
+	char *out = run_fctx(helper, mode, shim);
+
+	if (!out)
+		return;
+	if (!shim)
+		assert_all_none(out);
+	else
+		ck_assert_str_eq(out, want);
+	free(out);
+}
+
 /* The traces of fctx-sched's and fiber-sched's requests. */
 #define TR_A "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
 #define TR_B "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
@@ -771,15 +787,7 @@ START_TEST(fcontext_coroutines)
 				   "A-work " TR_A "\n"
 				   "B-work " TR_B "\n"
 				   "MAIN-end none\n";
-	char *out = run_fctx("fctx-sched", NULL, _i);
-
-	if (!out)
-		return;
-	if (!_i)
-		assert_all_none(out);
-	else
-		ck_assert_str_eq(out, want);
-	free(out);
+	check_fctx("fctx-sched", NULL, want, _i);
 }
 END_TEST
 
@@ -807,15 +815,7 @@ START_TEST(fcontext_fibers)
 				   "F-work " TR_F "\n"
 				   "E-work " TR_E "\n"
 				   "MAIN-end none\n";
-	char *out = run_fctx("fiber-sched", NULL, _i);
-
-	if (!out)
-		return;
-	if (!_i)
-		assert_all_none(out);
-	else
-		ck_assert_str_eq(out, want);
-	free(out);
+	check_fctx("fiber-sched", NULL, want, _i);
 }
 END_TEST
 
@@ -834,15 +834,7 @@ START_TEST(fcontext_migrate)
 				   "A-work " TR_A "\n"
 				   "T2-back " TR_C "\n"
 				   "T1-end none\n";
-	char *out = run_fctx("fctx-sched", "migrate", _i);
-
-	if (!out)
-		return;
-	if (!_i)
-		assert_all_none(out);
-	else
-		ck_assert_str_eq(out, want);
-	free(out);
+	check_fctx("fctx-sched", "migrate", want, _i);
 }
 END_TEST
 
@@ -858,15 +850,7 @@ START_TEST(fcontext_answered)
 				   "MAIN-answered " TR_A "\n"
 				   "A-resumed none\n"
 				   "MAIN-end " TR_A "\n";
-	char *out = run_fctx("fctx-sched", "answered", _i);
-
-	if (!out)
-		return;
-	if (!_i)
-		assert_all_none(out);
-	else
-		ck_assert_str_eq(out, want);
-	free(out);
+	check_fctx("fctx-sched", "answered", want, _i);
 }
 END_TEST
 

@@ -72,20 +72,6 @@ show(const char *who)
 	fflush(stdout);
 }
 
-static void
-read_head(int fd)
-{
-	char buf[512];
-	size_t n = 0;
-
-	while (n < 4 || memcmp(buf + n - 4, "\r\n\r\n", 4) != 0) {
-		if (n == sizeof(buf))
-			die("head too long");
-		read_n(fd, buf + n, 1);
-		n++;
-	}
-}
-
 static transfer_t
 pass(transfer_t t)
 {

@@ -46,20 +46,6 @@ show(const char *who, const char *what)
 	fflush(stdout);
 }
 
-static void
-read_head(int fd)
-{
-	char buf[512];
-	size_t n = 0;
-
-	while (n < 4 || memcmp(buf + n - 4, "\r\n\r\n", 4) != 0) {
-		if (n == sizeof(buf))
-			die("head too long");
-		read_n(fd, buf + n, 1);
-		n++;
-	}
-}
-
 /* The server's end of a new connection on which a request with trace's
  * traceparent waits (the client's end stays open). */
 static int

@@ -11,6 +11,7 @@
 #include <netinet/tcp.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -68,6 +69,22 @@ read_n(int fd, char *buf, size_t n)
 			die("read");
 		buf += r;
 		n -= (size_t)r;
+	}
+}
+
+/* Reads a request head from fd byte by byte, so that nothing after it is
+ * consumed (at most 512 bytes). */
+static __attribute__((unused)) void
+read_head(int fd)
+{
+	char buf[512];
+	size_t n = 0;
+
+	while (n < 4 || memcmp(buf + n - 4, "\r\n\r\n", 4) != 0) {
+		if (n == sizeof(buf))
+			die("head too long");
+		read_n(fd, buf + n, 1);
+		n++;
 	}
 }
 
