@@ -57,8 +57,10 @@
  *
  * make_fcontext() itself is passed through; its hook maps the table (not
  * a switch: pthread_once, mmap), as the constructor does when
- * libboost_context is loaded at start-up.  Switches before that, or
- * while the shim is inactive, pass through untouched.
+ * libboost_context is loaded at start-up.  Switches while the shim is
+ * inactive pass through untouched; one whose context finds no table (a
+ * switch before any make_fcontext() we saw) or no slot resumes with
+ * none, as an evicted one does.
  *
  * The switch hooks are async-signal-safe (no allocation, try-locks only)
  * and keep errno: the thread's errno is what the side resumed sees, as
