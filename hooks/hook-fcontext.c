@@ -36,6 +36,18 @@
  * resumes with none rather than with its resumer's: that would be another
  * coroutine's request.
  *
+ * Except when a reactor read the coroutine's request for it: Boost.Asio's
+ * async reads first try the read in the coroutine, which suspends when
+ * there is nothing yet; the io_context's reactor, on the thread's own
+ * stack, later reads the request's head (the socket level publishes it on
+ * the thread) and resumes the coroutine, whose saved context is none.  So
+ * the hook also notes the connection the suspending side last read
+ * (hooks/hook-scope.h, hook_socket_rd_take()), and a coroutine that comes
+ * back without a context -- none saved, its request answered, or evicted --
+ * shows that connection's request if it is live, as that read would have
+ * (without the hook, it showed the reactor's context, which is right only
+ * when the reactor read no other head since).
+ *
  * Nothing is published before the real switch, since the context of the
  * side resumed is in its own frame: so
  * - a coroutine made by make_fcontext() starts with the context of the
@@ -232,15 +244,17 @@ enum fc_saved {
  * switches of a program nobody traces) needs no slot: the hook's own
  * frame, which the switch keeps, says so.  Neither does one whose context
  * finds no slot: it resumes with none, as an evicted one does. */
-static enum fc_saved
-hook_fcontext_suspend(const void *key)
+static inline __attribute__((always_inline)) enum fc_saved
+hook_fcontext_suspend(const void *key, struct hook_socket_rd *rd)
 {
 	int saved_errno = errno;
 	enum fc_saved s = FC_UNTRACKED;
 
-	if (ctxshim_active())
+	if (ctxshim_active()) {
+		hook_socket_rd_take(rd);
 		s = ctxshim_current() && hook_ucontext_key_save(key) ? FC_SAVED
 								     : FC_NONE;
+	}
 	errno = saved_errno;
 	return s;
 }
@@ -250,13 +264,20 @@ hook_fcontext_suspend(const void *key)
  * hook-ucontext.c gives at hook_ucontext_swap_return(): thread-local
  * addresses and errno's must be computed after the switch. */
 __attribute__((noinline, noipa)) static void
-hook_fcontext_resumed(const void *key, enum fc_saved s, const char *reason)
+hook_fcontext_resumed(const void *key,
+		      enum fc_saved s,
+		      const struct hook_socket_rd *rd,
+		      const char *reason)
 {
 	int saved_errno = errno;
 
-	/* Evicted (or its slot busy for a moment): none rather than the
-	 * resumer's context, which may be another coroutine's request. */
-	if (s != FC_SAVED || !hook_ucontext_key_take(key, reason))
+	/* Back without a context (none saved, its request answered since,
+	 * or evicted): the request its connection got meanwhile, which a
+	 * reactor read for it, else none rather than the resumer's context,
+	 * which may be another coroutine's request. */
+	if ((s != FC_SAVED || !hook_ucontext_key_take(key, reason) ||
+	     !ctxshim_current()) &&
+	    !hook_socket_rd_resume(rd, reason))
 		hook_scope_clear(reason);
 	errno = saved_errno;
 }
@@ -267,12 +288,13 @@ hook_fcontext_jump(fcontext_t to, void *vp)
 	jump_fcontext_fn real = real_jump_fcontext();
 	struct fc_transfer r;
 	char key; /* its address: this frame's, live while suspended */
-	enum fc_saved s = hook_fcontext_suspend(&key);
+	struct hook_socket_rd rd;
+	enum fc_saved s = hook_fcontext_suspend(&key, &rd);
 
 	if (s == FC_UNTRACKED)
 		return real(to, vp);
 	r = real(to, vp);
-	hook_fcontext_resumed(&key, s, "jump_fcontext-return");
+	hook_fcontext_resumed(&key, s, &rd, "jump_fcontext-return");
 	return r;
 }
 
@@ -282,12 +304,13 @@ hook_fcontext_ontop(fcontext_t to, void *vp, ontop_fn fn)
 	ontop_fcontext_fn real = real_ontop_fcontext();
 	struct fc_transfer r;
 	char key;
-	enum fc_saved s = hook_fcontext_suspend(&key);
+	struct hook_socket_rd rd;
+	enum fc_saved s = hook_fcontext_suspend(&key, &rd);
 
 	if (s == FC_UNTRACKED)
 		return real(to, vp, fn);
 	r = real(to, vp, fn);
-	hook_fcontext_resumed(&key, s, "ontop_fcontext-return");
+	hook_fcontext_resumed(&key, s, &rd, "ontop_fcontext-return");
 	return r;
 }
 

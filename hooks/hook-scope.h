@@ -62,6 +62,39 @@ struct hook_socket_owner {
 void hook_socket_owner_save(struct hook_socket_owner *o);
 void hook_socket_owner_put(const struct hook_socket_owner *o);
 
+/* hooks/hook-socket.c.  What a coroutine waits for.  A reactor (Boost.Asio's
+ * io_context) reads a request's head for a coroutine that suspended in
+ * its own read of that connection (nothing there yet), then resumes it:
+ * the coroutine, which suspended without a context, is that request's.
+ * take(), at a suspension: the connection the side suspending last read
+ * (none since it was resumed: fdp1 0).  resume(), when it comes back
+ * with no context of its own: publish that connection's request if it is
+ * live; false if not. */
+struct hook_socket_rd {
+	int fdp1;
+	uint32_t gen;
+};
+void hook_socket_rd_note(struct hook_socket_rd *rd, int fdp1);
+bool hook_socket_rd_publish(const struct hook_socket_rd *rd, const char *reason);
+
+/* The tests inline: most switches follow no read of a connection (a
+ * call each was a fifth of a switch without a context). */
+static inline void
+hook_socket_rd_take(struct hook_socket_rd *rd)
+{
+	int fdp1 = ctxshim_self.sk.rdp1;
+
+	rd->fdp1 = 0;
+	if (fdp1)
+		hook_socket_rd_note(rd, fdp1);
+}
+
+static inline bool
+hook_socket_rd_resume(const struct hook_socket_rd *rd, const char *reason)
+{
+	return rd->fdp1 && hook_socket_rd_publish(rd, reason);
+}
+
 /* What the calling thread publishes now. */
 static inline void
 hook_scope_capture(struct hook_scope *s)

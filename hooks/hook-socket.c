@@ -1217,6 +1217,15 @@ sk_follow_link(int fd, struct ctxshim_conn *c, bool is_write)
 
 static inline bool sk_publishes_slot(const struct ctxshim_conn *c);
 
+/* A read of connection fd (before the real call, so also one that finds
+ * nothing to read): the connection a coroutine that suspends next waits
+ * for (hook_socket_rd_take()).  One store (B1). */
+static inline __attribute__((always_inline)) void
+sk_reading(int fd)
+{
+	sk_self.rdp1 = fd + 1;
+}
+
 /* A write of the response of the request this thread publishes: the
  * thread is done with it, and the next head it reads is one request
  * since ("Handlers run after the next wait", at the waits).  Plain
@@ -1262,6 +1271,8 @@ sk_enter_slot(int fd, struct ctxshim_conn *c, bool is_write)
 {
 	int saved_errno;
 
+	if (!is_write)
+		sk_reading(fd);
 	/* The usual calls change nothing: the response's writes on the
 	 * connection whose context this thread publishes, and the read of
 	 * an event loop's next request after it went idle.  Those checks
@@ -2621,6 +2632,7 @@ sk_read(int fd, void *buf, size_t n)
 
 	if (!sk_in_idle_read(c, 0))
 		return sk_read_any(fd, buf, n, c);
+	sk_reading(fd);
 	r = real_read(fd, buf, n);
 	if (r > 0)
 		sk_in_idle(fd, c, buf, (size_t)r);
@@ -2693,6 +2705,7 @@ sk_recv(int fd, void *buf, size_t n, int flags, struct ctxshim_conn *c)
 
 	if (__builtin_expect(sk_self.fdp1_busy != 0, 0))
 		return sk_recv_any(fd, buf, n, flags, c);
+	sk_reading(fd);
 	r = real_recv(fd, buf, n, flags);
 	if (r > 0)
 		sk_in_idle(fd, c, buf, (size_t)r);
@@ -4107,6 +4120,47 @@ hook_socket_owner_put(const struct hook_socket_owner *o)
 	sk_self.span = o->span;
 	sk_self.c = o->c;
 	sk_busy(false);
+}
+
+/* Coroutines resumed by an event loop's reactor (hook-scope.h, "What a
+ * coroutine waits for").  note(): the connection the side that suspends
+ * now last read since it was resumed, which is forgotten, so that the
+ * side resumed starts with none; by its generation, so that a descriptor
+ * closed and reused meanwhile is not taken for it.  publish(): publish
+ * that connection's current request, as a read of it does, if it is
+ * live (not answered) and the connection is where it was.  Not a framed
+ * connection's (HTTP/2, FastCGI), whose current request moves with every
+ * stream while the others may still be open; nor a copy's. */
+void
+hook_socket_rd_note(struct hook_socket_rd *rd, int fdp1)
+{
+	struct ctxshim_conn *c = ctxshim_conn_get(fdp1 - 1);
+
+	sk_self.rdp1 = 0;
+	rd->fdp1 = fdp1;
+	rd->gen = 0;
+	if (c)
+		rd->gen = atomic_load_explicit(&c->gen, memory_order_relaxed);
+	else
+		rd->fdp1 = 0;
+}
+
+bool
+hook_socket_rd_publish(const struct hook_socket_rd *rd, const char *reason)
+{
+	int fd = rd->fdp1 - 1;
+	struct ctxshim_conn *c;
+
+	if (sk_self.busy)
+		return false;
+	c = ctxshim_conn_get(fd);
+	if (!sk_req_here(c, rd->gen) || !ctxshim_conn_live(c) || ctxshim_conn_framed(c))
+		return false;
+	sk_busy(true);
+	sk_publish(fd, c, ctxshim_current() ? CTXSHIM_EV_SWITCH : CTXSHIM_EV_ATTACH,
+		   reason);
+	sk_busy(false);
+	return sk_self.fdp1 == rd->fdp1;
 }
 
 void

@@ -207,6 +207,10 @@ struct ctxshim_sk_thread {
 	 * connection's next request is not taken for one read on top of it
 	 * (sk_h2_feed()) */
 	uint64_t rd_span;
+	/* fd + 1 of the connection this thread last read since its last
+	 * coroutine switch, 0: none; what a coroutine that suspends now
+	 * waits for (hooks/hook-scope.h, hook_socket_rd_take()) */
+	int rdp1;
 	/* the request the thread was started with, if the socket level
 	 * follows it (hook-socket.c, "inherited requests") */
 	struct ctxshim_sk_inherit inh;
