@@ -854,6 +854,24 @@ START_TEST(fcontext_answered)
 }
 END_TEST
 
+/* Coroutines resumed by a reactor that read their requests for them, as
+ * Boost.Asio's io_context does (fctx-sched.c "reactor"): A, B and C each
+ * found nothing to read and switched back without a context; C's
+ * connection was closed and D's took its descriptor.  Main reads B's, A's
+ * and D's heads, then resumes B, A and C: B and A each show their own
+ * connection's request (old: none; not the reactor's D, which its last
+ * read published), C none (its descriptor holds another connection now),
+ * and main still shows D, its last read. */
+START_TEST(fcontext_reactor)
+{
+	static const char want[] = "B-work " TR_B "\n"
+				   "A-work " TR_A "\n"
+				   "C-work none\n"
+				   "MAIN-end " TR_D "\n";
+	check_fctx("fctx-sched", "reactor", want, _i);
+}
+END_TEST
+
 TEST_SUITE(preload_flow_suite)
 {
 	Suite *s = suite_create("preload-flow");
@@ -889,6 +907,7 @@ TEST_SUITE(preload_flow_suite)
 	tcase_add_loop_test(tc, fcontext_fibers, 0, 2);
 	tcase_add_loop_test(tc, fcontext_migrate, 0, 2);
 	tcase_add_loop_test(tc, fcontext_answered, 0, 2);
+	tcase_add_loop_test(tc, fcontext_reactor, 0, 2);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -25,9 +25,18 @@
  *   A-read <trace>, MAIN-answered <trace>, A-resumed <trace>,
  *   MAIN-end <trace>
  *
+ * With "reactor", as Boost.Asio's io_context: coroutines A, B and C each
+ * read their connection, find nothing (non-blocking) and switch back.
+ * C's connection is closed, and a new one, D, gets its descriptor number.
+ * Requests arrive on A, B and D; main reads their heads (B, A, D), then
+ * resumes B, A and C, which each work and switch back:
+ *
+ *   B-work <trace>, A-work <trace>, C-work <trace>, MAIN-end <trace>
+ *
  * No tracing code but the read of the record. */
 #include "config.h"
 
+#include <fcntl.h>
 #include <pthread.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -178,6 +187,72 @@ answered(void)
 	show("MAIN-end");
 }
 
+/* A, B or C of "reactor" (t.data). */
+struct waiter {
+	int fd;
+	const char *who;
+};
+
+static void
+coro_wait(transfer_t t)
+{
+	const struct waiter *w = t.data;
+	char c;
+
+	if (read(w->fd, &c, 1) >= 0 || errno != EAGAIN)
+		die("read before the request");
+	t = jump_fcontext(t.fctx, NULL);
+	show(w->who);
+	jump_fcontext(t.fctx, NULL);
+	die("resumed");
+}
+
+static void
+reactor(void)
+{
+	static char *const stacks[3] = {stack_a, stack_b, stack_c};
+	static struct waiter w[3] = {{0, "A-work"}, {0, "B-work"}, {0, "C-work"}};
+	int cli[3];
+	fcontext_t fc[3];
+	static const char *const traces[3] = {"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
+					      "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb",
+					      "dddddddddddddddddddddddddddddddd"};
+	int i, cli_d, srv_d;
+
+	for (i = 0; i < 3; i++) {
+		pair(&cli[i], &w[i].fd);
+		if (fcntl(w[i].fd, F_SETFL, O_NONBLOCK))
+			die("fcntl");
+		fc[i] = make_fcontext(stacks[i] + STACK, STACK, coro_wait);
+		fc[i] = jump_fcontext(fc[i], &w[i]).fctx;
+	}
+	/* D takes C's numbers: its client end C's client's, its server
+	 * end C's server's (pair() makes the client end first). */
+	close(w[2].fd);
+	close(cli[2]);
+	(void)pair_sent(&cli_d, &srv_d, traces[2]);
+	if (srv_d != w[2].fd)
+		die("D got another descriptor");
+	for (i = 0; i < 2; i++) {
+		char head[256];
+		int n = snprintf(head, sizeof(head),
+				 "GET /c HTTP/1.1\r\nHost: x\r\n"
+				 "traceparent: 00-%s-00f067aa0ba902b7-01\r\n\r\n",
+				 traces[i]);
+
+		send_all(cli[i], head, (size_t)n, 0);
+	}
+	if (fcntl(w[0].fd, F_SETFL, 0) || fcntl(w[1].fd, F_SETFL, 0))
+		die("fcntl");
+	read_head(w[1].fd);
+	read_head(w[0].fd);
+	read_head(srv_d);
+	fc[1] = jump_fcontext(fc[1], NULL).fctx;
+	fc[0] = jump_fcontext(fc[0], NULL).fctx;
+	fc[2] = jump_fcontext(fc[2], NULL).fctx;
+	show("MAIN-end");
+}
+
 int
 main(int argc, char **argv)
 {
@@ -189,6 +264,10 @@ main(int argc, char **argv)
 	}
 	if (argc > 1 && strcmp(argv[1], "answered") == 0) {
 		answered();
+		return 0;
+	}
+	if (argc > 1 && strcmp(argv[1], "reactor") == 0) {
+		reactor();
 		return 0;
 	}
 	(void)pair_sent(&cli_a, &srv_a, "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa");
