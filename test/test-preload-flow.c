@@ -9,8 +9,14 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wunused-function"
+#include "test-integration.h"
+#pragma GCC diagnostic pop
 
 #define TRACE_ID  "4bf92f3577b34da6a3ce929d0e0e4736"
 #define PARENT_ID "00f067aa0ba902b7"
@@ -872,6 +878,102 @@ START_TEST(fcontext_reactor)
 }
 END_TEST
 
+/* asio-spawn's connections: ASIO_CONNS opened together, one more later. */
+#define ASIO_CONNS 3
+
+/* Once asio-spawn printed n more "READING" lines and blocks in its wait,
+ * each of those coroutines tried its own read, found nothing and
+ * suspended: the reactor reads the heads sent now. */
+static void
+asio_reading(struct it_server *s, int n)
+{
+	char line[64];
+
+	while (n--)
+		test_child_expect(&s->child, "READING", line, sizeof(line),
+				  IT_TIMEOUT_MS);
+	test_wait_syscall(s->child.pid, s->child.pid, SYS_epoll_wait, IT_TIMEOUT_MS);
+}
+
+/* A keep-alive GET on fd whose trace-id is digit repeated. */
+static void
+asio_send(int fd, char digit)
+{
+	char trace[33], req[256];
+
+	memset(trace, digit, 32);
+	trace[32] = '\0';
+	snprintf(req, sizeof(req),
+		 "GET /r%c HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+		 "traceparent: 00-%s-00f067aa0ba902b7-01\r\n\r\n",
+		 digit, trace);
+	it_send_str(fd, req);
+}
+
+/* The response on fd says the handler saw trace digit… (none without
+ * the shim). */
+static void
+asio_expect(int fd, char digit, bool shim)
+{
+	char want[34] = "none\n", *resp = it_read_response(fd);
+
+	if (shim) {
+		memset(want, digit, 32);
+		want[32] = '\n';
+		want[33] = '\0';
+	}
+	it_assert_ok_body(resp, want);
+	free(resp);
+}
+
+/* A Boost.Asio server of stackful coroutines (test/helpers/asio-spawn.cpp:
+ * asio::spawn, one coroutine per connection): each coroutine's read of a
+ * head first tries the socket itself and finds nothing, suspends, and the
+ * reactor, on the thread's stack, reads the head (the socket level
+ * publishes it) and resumes the coroutine, whose handler must show that
+ * request (old, hooks/hook-fcontext.c: the none it had when it switched
+ * away).  ASIO_CONNS connections get their requests together, so that the
+ * reactor may read several heads in one round; then a second request on
+ * each, with a new trace, and the first on a connection opened after them
+ * (its coroutine made by the acceptor while the thread had shown other
+ * requests).  _i & 2: "timer", where each handler also waits on a timer
+ * between the head and the answer, resumed by the timer while other
+ * connections are read (without a hook of the switches at all, each
+ * handler showed the head read before its own, the first none).  Without
+ * the shim (_i & 1 == 0) every answer is none. */
+START_TEST(asio_spawn_server)
+{
+	bool shim = _i & 1;
+	char path[4096], *argv[] = {path, (char *)(_i & 2 ? "timer" : "plain"), NULL};
+	struct it_server s;
+	int fds[ASIO_CONNS + 1], i;
+
+	snprintf(path, sizeof(path), "%s/asio-spawn", test_env_path("HELPER_DIR"));
+	if (access(path, X_OK) != 0) {
+		fprintf(stderr, "%s is not built (libboost-coroutine-dev, C++)\n",
+			path);
+		return;
+	}
+	it_server_start(&s, argv, shim, NULL);
+	for (i = 0; i < ASIO_CONNS; i++)
+		fds[i] = it_connect(s.port);
+	asio_reading(&s, ASIO_CONNS);
+	for (i = 0; i < ASIO_CONNS; i++)
+		asio_send(fds[i], (char)('1' + i));
+	for (i = 0; i < ASIO_CONNS; i++)
+		asio_expect(fds[i], (char)('1' + i), shim);
+	fds[ASIO_CONNS] = it_connect(s.port);
+	asio_reading(&s, ASIO_CONNS + 1);
+	for (i = 0; i <= ASIO_CONNS; i++)
+		asio_send(fds[i], (char)('a' + i));
+	for (i = 0; i <= ASIO_CONNS; i++)
+		asio_expect(fds[i], (char)('a' + i), shim);
+	for (i = 0; i <= ASIO_CONNS; i++)
+		close(fds[i]);
+	it_server_stop(&s);
+}
+END_TEST
+
 TEST_SUITE(preload_flow_suite)
 {
 	Suite *s = suite_create("preload-flow");
@@ -905,6 +1007,7 @@ TEST_SUITE(preload_flow_suite)
 	tcase_add_loop_test(tc, ucontext_jump_out_of_switches, 0, 2);
 	tcase_add_loop_test(tc, fcontext_coroutines, 0, 2);
 	tcase_add_loop_test(tc, fcontext_fibers, 0, 2);
+	tcase_add_loop_test(tc, asio_spawn_server, 0, 4);
 	tcase_add_loop_test(tc, fcontext_migrate, 0, 2);
 	tcase_add_loop_test(tc, fcontext_answered, 0, 2);
 	tcase_add_loop_test(tc, fcontext_reactor, 0, 2);
