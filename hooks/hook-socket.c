@@ -4130,11 +4130,15 @@ hook_socket_owner_put(const struct hook_socket_owner *o)
  * that connection's current request, as a read of it does, if it is
  * live (not answered) and the connection is where it was.  Not a framed
  * connection's (HTTP/2, FastCGI), whose current request moves with every
- * stream while the others may still be open; nor a copy's. */
+ * stream while the others may still be open; nor a copy's.  By id, not
+ * fd: a TLS session without an fd (Boost.Asio's ssl::stream, over a BIO
+ * pair) is read through SSL_read() under a virtual id (conn.h), and a
+ * coroutine waits for it, not for the socket under it, whose ciphertext
+ * the socket level does not follow. */
 void
 hook_socket_rd_note(struct hook_socket_rd *rd, int fdp1)
 {
-	struct ctxshim_conn *c = ctxshim_conn_get(fdp1 - 1);
+	struct ctxshim_conn *c = ctxshim_conn_by_id(fdp1 - 1);
 
 	sk_self.rdp1 = 0;
 	rd->fdp1 = fdp1;
@@ -4153,7 +4157,7 @@ hook_socket_rd_publish(const struct hook_socket_rd *rd, const char *reason)
 
 	if (sk_self.busy)
 		return false;
-	c = ctxshim_conn_get(fd);
+	c = ctxshim_conn_by_id(fd);
 	if (!sk_req_here(c, rd->gen) || !ctxshim_conn_live(c) || ctxshim_conn_framed(c))
 		return false;
 	sk_busy(true);
