@@ -48,6 +48,15 @@
  * (without the hook, it showed the reactor's context, which is right only
  * when the reactor read no other head since).
  *
+ * The reactor's side, in turn, read that request for the coroutine, not
+ * for itself: a coroutine resumed that shows the request of the
+ * connection it waits for (published for it so, or its own saved one,
+ * whose body the reactor read) hands it over (fc_handed), and the side
+ * that resumed it comes back without it.  Else an io_context run by
+ * several threads showed it on an idle thread for as long as the
+ * coroutine waited on a timer: their next wait is a condition variable's,
+ * not the reactor's, which clears it.
+ *
  * Nothing is published before the real switch, since the context of the
  * side resumed is in its own frame: so
  * - a coroutine made by make_fcontext() starts with the context of the
@@ -86,6 +95,7 @@
 #include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 /* boost/context/detail/fcontext.hpp, declared here so that the shim
  * neither needs Boost's headers nor links the library. */
@@ -232,6 +242,13 @@ real_make_fcontext(void)
 	return real_make_fn;
 }
 
+/* The key of the side that switched last on this thread, for the side
+ * it resumed; the key of a side whose request the coroutine it resumed
+ * took (hook_fcontext_resumed()), and that request's span-id. */
+static __thread const void *fc_switcher __attribute__((tls_model("initial-exec")));
+static __thread const void *fc_handed __attribute__((tls_model("initial-exec")));
+static __thread uint8_t fc_handed_span[8] __attribute__((tls_model("initial-exec")));
+
 /* What a suspended coroutine has to put back when it is resumed. */
 enum fc_saved {
 	FC_UNTRACKED, /* nothing: the shim is inactive, pass through */
@@ -254,6 +271,7 @@ hook_fcontext_suspend(const void *key, struct hook_socket_rd *rd)
 		hook_socket_rd_take(rd);
 		s = ctxshim_current() && hook_ucontext_key_save(key) ? FC_SAVED
 								     : FC_NONE;
+		fc_switcher = key;
 	}
 	errno = saved_errno;
 	return s;
@@ -270,7 +288,9 @@ hook_fcontext_resumed(const void *key,
 		      const char *reason)
 {
 	int saved_errno = errno;
+	const void *resumer = fc_switcher;
 
+	fc_switcher = NULL;
 	/* Back without a context (none saved, its request answered since,
 	 * or evicted): the request its connection got meanwhile, which a
 	 * reactor read for it, else none rather than the resumer's context,
@@ -279,6 +299,19 @@ hook_fcontext_resumed(const void *key,
 	     !ctxshim_current()) &&
 	    !hook_socket_rd_resume(rd, reason))
 		hook_scope_clear(reason);
+	/* Only the very request handed over leaves its resumer: a side that
+	 * had one of its own keeps it. */
+	if (__builtin_expect(fc_handed == key, 0)) {
+		const struct ctxshim_ctx *cur = ctxshim_current();
+
+		fc_handed = NULL;
+		if (cur && memcmp(cur->span_id, fc_handed_span, 8) == 0)
+			hook_scope_clear(reason);
+	}
+	if (resumer && hook_socket_rd_shown(rd)) {
+		fc_handed = resumer;
+		memcpy(fc_handed_span, ctxshim_current()->span_id, 8);
+	}
 	errno = saved_errno;
 }
 

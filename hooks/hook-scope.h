@@ -95,6 +95,15 @@ hook_socket_rd_resume(const struct hook_socket_rd *rd, const char *reason)
 	return rd->fdp1 && hook_socket_rd_publish(rd, reason);
 }
 
+/* Does the calling thread show the socket level's request of the
+ * connection rd waits for (published by a read of it, or restored)? */
+static inline bool
+hook_socket_rd_shown(const struct hook_socket_rd *rd)
+{
+	return rd->fdp1 && ctxshim_self.sk.fdp1 == rd->fdp1 &&
+	       ctxshim_self.sk.gen == rd->gen && ctxshim_current();
+}
+
 /* What the calling thread publishes now. */
 static inline void
 hook_scope_capture(struct hook_scope *s)

@@ -878,6 +878,29 @@ START_TEST(fcontext_reactor)
 }
 END_TEST
 
+/* A coroutine whose reads the scheduler does (fctx-sched.c "handover", as
+ * Boost.Asio's io_context does for asio::spawn): A finds nothing on its
+ * connection and switches back; main reads the request's head and
+ * resumes A, which works with that request; when A switches back (a
+ * timer), main, idle, shows none: the request it read is A's (old: main
+ * showed it until its next wait, which on an io_context run by several
+ * threads is a condition variable, so an idle thread showed it for as
+ * long as A slept).  Likewise for the body main reads for A, which
+ * already had the request. */
+START_TEST(fcontext_handover)
+{
+	static const char want[] = "A-wait none\n"
+				   "MAIN-read " TR_A "\n"
+				   "A-work " TR_A "\n"
+				   "MAIN-idle none\n"
+				   "A-timer " TR_A "\n"
+				   "MAIN-body " TR_A "\n"
+				   "A-body " TR_A "\n"
+				   "MAIN-end none\n";
+	check_fctx("fctx-sched", "handover", want, _i);
+}
+END_TEST
+
 /* asio-spawn's connections: ASIO_CONNS opened together, one more later. */
 #define ASIO_CONNS 3
 
@@ -1011,6 +1034,7 @@ TEST_SUITE(preload_flow_suite)
 	tcase_add_loop_test(tc, fcontext_migrate, 0, 2);
 	tcase_add_loop_test(tc, fcontext_answered, 0, 2);
 	tcase_add_loop_test(tc, fcontext_reactor, 0, 2);
+	tcase_add_loop_test(tc, fcontext_handover, 0, 2);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -33,6 +33,16 @@
  *
  *   B-work <trace>, A-work <trace>, C-work <trace>, MAIN-end <trace>
  *
+ * With "handover", main plays the reactor for one coroutine: A reads its
+ * connection and finds nothing, and switches back; the request arrives,
+ * main reads its head and resumes A, which works and switches back (a
+ * timer); main resumes it again, A reads the body and finds nothing yet,
+ * and switches back; main reads the body and resumes A, which switches
+ * back once more:
+ *
+ *   A-wait <trace>, MAIN-read <trace>, A-work <trace>, MAIN-idle <trace>,
+ *   A-timer <trace>, MAIN-body <trace>, A-body <trace>, MAIN-end <trace>
+ *
  * No tracing code but the read of the record. */
 #include "config.h"
 
@@ -187,6 +197,53 @@ answered(void)
 	show("MAIN-end");
 }
 
+/* A, whose reads main does for it. */
+static void
+coro_handover(transfer_t t)
+{
+	char b;
+
+	if (recv(srv_a, &b, 1, MSG_DONTWAIT) != -1)
+		die("recv");
+	show("A-wait");
+	t = jump_fcontext(t.fctx, NULL);
+	show("A-work");
+	t = jump_fcontext(t.fctx, NULL);
+	show("A-timer");
+	if (recv(srv_a, &b, 1, MSG_DONTWAIT) != -1)
+		die("recv");
+	t = jump_fcontext(t.fctx, NULL);
+	show("A-body");
+	jump_fcontext(t.fctx, NULL);
+	die("A resumed");
+}
+
+static void
+handover(void)
+{
+	char head[256], b;
+	int cli_a, n;
+
+	pair(&cli_a, &srv_a);
+	ctx_a = make_fcontext(stack_a + STACK, STACK, coro_handover);
+	ctx_a = jump_fcontext(ctx_a, NULL).fctx;
+	n = snprintf(head, sizeof(head),
+		     "POST /c HTTP/1.1\r\nContent-Length: 1\r\n"
+		     "traceparent: 00-%s-00f067aa0ba902b7-01\r\n\r\n",
+		     "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa");
+	send_all(cli_a, head, (size_t)n, 0);
+	read_head(srv_a);
+	show("MAIN-read");
+	ctx_a = jump_fcontext(ctx_a, NULL).fctx;
+	show("MAIN-idle");
+	ctx_a = jump_fcontext(ctx_a, NULL).fctx;
+	send_all(cli_a, "x", 1, 0);
+	read_n(srv_a, &b, 1);
+	show("MAIN-body");
+	ctx_a = jump_fcontext(ctx_a, NULL).fctx;
+	show("MAIN-end");
+}
+
 /* A, B or C of "reactor" (t.data). */
 struct waiter {
 	int fd;
@@ -264,6 +321,10 @@ main(int argc, char **argv)
 	}
 	if (argc > 1 && strcmp(argv[1], "answered") == 0) {
 		answered();
+		return 0;
+	}
+	if (argc > 1 && strcmp(argv[1], "handover") == 0) {
+		handover();
 		return 0;
 	}
 	if (argc > 1 && strcmp(argv[1], "reactor") == 0) {
