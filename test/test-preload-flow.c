@@ -7,6 +7,7 @@
  * constructor, predate the shim's constructor and have none. */
 #include "test-common.h"
 
+#include <dirent.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -16,6 +17,15 @@
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wunused-function"
 #include "test-integration.h"
+#ifdef HAVE_OPENSSL
+#include "tls-client.h"
+#else
+/* asio-spawn, whose "tls" mode needs OpenSSL, is not built either. */
+struct tc {
+	int fd;
+	void *ssl;
+};
+#endif
 #pragma GCC diagnostic pop
 
 #define TRACE_ID  "4bf92f3577b34da6a3ce929d0e0e4736"
@@ -904,7 +914,63 @@ END_TEST
 /* asio-spawn's connections: ASIO_CONNS opened together, one more later. */
 #define ASIO_CONNS 3
 
-/* Once asio-spawn printed n more "READING" lines and blocks in its wait,
+static const char *const asio_modes[] = {"plain", "timer", "tls", "threads"};
+
+/* Wait until every thread of pid is blocked in epoll_wait or futex (an
+ * io_context's idle threads: the reactor's, the condition variable's),
+ * twice in a row with no voluntary switch in between: then all of them
+ * were blocked at once (one look could see a thread blocked on a mutex
+ * whose holder runs on), and with nothing queued and nothing to read
+ * none runs again. */
+static void
+asio_idle(pid_t pid)
+{
+	long deadline = test_now_ms() + IT_TIMEOUT_MS;
+	char prev[1024] = "", cur[1024], path[96], buf[2048], *v;
+
+	for (;;) {
+		size_t len = 0;
+		bool idle = true;
+		struct dirent *e;
+		DIR *d;
+
+		snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+		d = opendir(path);
+		ck_assert_ptr_nonnull(d);
+		while (idle && (e = readdir(d))) {
+			long nr = -1, tid = strtol(e->d_name, NULL, 10);
+
+			if (tid <= 0)
+				continue;
+			snprintf(path, sizeof(path), "/proc/%d/task/%ld/syscall",
+				 (int)pid, tid);
+			/* "running" while on a CPU, the number while blocked */
+			if (test_read_small(path, buf, sizeof(buf)) > 0 &&
+			    buf[0] >= '0' && buf[0] <= '9')
+				nr = strtol(buf, NULL, 10);
+			snprintf(path, sizeof(path), "/proc/%d/task/%ld/status",
+				 (int)pid, tid);
+			v = test_read_small(path, buf, sizeof(buf)) > 0
+				    ? strstr(buf, "\nvoluntary_ctxt_switches:")
+				    : NULL;
+			idle = (nr == SYS_epoll_wait || nr == SYS_futex) && v;
+			if (idle)
+				len += (size_t)snprintf(cur + len, sizeof(cur) - len,
+							"%ld:%ld ", tid,
+							strtol(v + 25, NULL, 10));
+			ck_assert_uint_lt(len, sizeof(cur));
+		}
+		closedir(d);
+		if (idle && strcmp(cur, prev) == 0)
+			return;
+		snprintf(prev, sizeof(prev), "%s", idle ? cur : "");
+		ck_assert_msg(test_now_ms() < deadline, "the threads of %d never idle",
+			      (int)pid);
+		usleep(2000);
+	}
+}
+
+/* Once asio-spawn printed n more "READING" lines and its threads wait,
  * each of those coroutines tried its own read, found nothing and
  * suspended: the reactor reads the heads sent now. */
 static void
@@ -915,33 +981,75 @@ asio_reading(struct it_server *s, int n)
 	while (n--)
 		test_child_expect(&s->child, "READING", line, sizeof(line),
 				  IT_TIMEOUT_MS);
-	test_wait_syscall(s->child.pid, s->child.pid, SYS_epoll_wait, IT_TIMEOUT_MS);
+	asio_idle(s->child.pid);
 }
 
-/* A keep-alive GET on fd whose trace-id is digit repeated. */
+/* A connection to asio-spawn, over TLS in its "tls" mode. */
 static void
-asio_send(int fd, char digit)
+asio_connect(struct tc *c, unsigned port, bool tls)
+{
+	c->ssl = NULL;
+#ifdef HAVE_OPENSSL
+	if (tls) {
+		tc_connect(c, port);
+		return;
+	}
+#endif
+	ck_assert(!tls);
+	c->fd = it_connect(port);
+}
+
+static void
+asio_close(struct tc *c)
+{
+#ifdef HAVE_OPENSSL
+	SSL_free(c->ssl);
+#endif
+	close(c->fd);
+}
+
+/* trace-id digit repeated (33 bytes with the NUL). */
+static void
+asio_trace(char *trace, char digit)
+{
+	memset(trace, digit, 32);
+	trace[32] = '\0';
+}
+
+/* A keep-alive GET of path on c whose trace-id is digit repeated. */
+static void
+asio_send(struct tc *c, const char *path, char digit)
 {
 	char trace[33], req[256];
 
-	memset(trace, digit, 32);
-	trace[32] = '\0';
+	asio_trace(trace, digit);
 	snprintf(req, sizeof(req),
-		 "GET /r%c HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+		 "GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\n"
 		 "traceparent: 00-%s-00f067aa0ba902b7-01\r\n\r\n",
-		 digit, trace);
-	it_send_str(fd, req);
+		 path, trace);
+#ifdef HAVE_OPENSSL
+	if (c->ssl) {
+		tc_send(c, req, strlen(req), 0);
+		return;
+	}
+#endif
+	it_send_str(c->fd, req);
 }
 
-/* The response on fd says the handler saw trace digit… (none without
+/* The response on c says the handler saw trace digit… (none without
  * the shim). */
 static void
-asio_expect(int fd, char digit, bool shim)
+asio_expect(struct tc *c, char digit, bool shim)
 {
-	char want[34] = "none\n", *resp = it_read_response(fd);
+	char want[34] = "none\n", *resp;
 
+#ifdef HAVE_OPENSSL
+	resp = c->ssl ? tc_read_response(c) : it_read_response(c->fd);
+#else
+	resp = it_read_response(c->fd);
+#endif
 	if (shim) {
-		memset(want, digit, 32);
+		asio_trace(want, digit);
 		want[32] = '\n';
 		want[33] = '\0';
 	}
@@ -959,40 +1067,72 @@ asio_expect(int fd, char digit, bool shim)
  * reactor may read several heads in one round; then a second request on
  * each, with a new trace, and the first on a connection opened after them
  * (its coroutine made by the acceptor while the thread had shown other
- * requests).  _i & 2: "timer", where each handler also waits on a timer
- * between the head and the answer, resumed by the timer while other
- * connections are read (without a hook of the switches at all, each
- * handler showed the head read before its own, the first none).  Without
- * the shim (_i & 1 == 0) every answer is none. */
+ * requests).  Modes (_i >> 1):
+ * - "timer": each handler also waits on a timer between the head and the
+ *   answer, resumed by the timer while other connections are read
+ *   (without a hook of the switches at all, each handler showed the head
+ *   read before its own, the first none);
+ * - "tls": asio::ssl::stream, a TLS session over a BIO pair with no fd:
+ *   the coroutine waits for its virtual connection id, not for the socket
+ *   (old, hook_socket_rd_note() looking the id up as an fd: each second
+ *   request answered none);
+ * - "threads": "timer" with io.run() on 4 threads; then each connection
+ *   asks for /sleep, whose handler waits on a timer of an hour: meanwhile
+ *   no thread, all idle, shows any of those requests (old: the one whose
+ *   reactor read a request and resumed its coroutine went on showing it
+ *   while waiting on the io_context's condition variable).
+ * Without the shim (_i & 1 == 0) every answer is none. */
 START_TEST(asio_spawn_server)
 {
 	bool shim = _i & 1;
-	char path[4096], *argv[] = {path, (char *)(_i & 2 ? "timer" : "plain"), NULL};
+	const char *mode = asio_modes[_i >> 1];
+	bool tls = strcmp(mode, "tls") == 0, threads = strcmp(mode, "threads") == 0;
+	char path[4096], *argv[] = {path, (char *)mode, NULL}, trace[33], line[64];
 	struct it_server s;
-	int fds[ASIO_CONNS + 1], i;
+	struct tc c[ASIO_CONNS + 1];
+	int i;
 
 	snprintf(path, sizeof(path), "%s/asio-spawn", test_env_path("HELPER_DIR"));
 	if (access(path, X_OK) != 0) {
-		fprintf(stderr, "%s is not built (libboost-coroutine-dev, C++)\n",
+		fprintf(stderr,
+			"%s is not built (libboost-coroutine-dev, libssl-dev, C++)\n",
 			path);
 		return;
 	}
 	it_server_start(&s, argv, shim, NULL);
 	for (i = 0; i < ASIO_CONNS; i++)
-		fds[i] = it_connect(s.port);
+		asio_connect(&c[i], s.port, tls);
 	asio_reading(&s, ASIO_CONNS);
 	for (i = 0; i < ASIO_CONNS; i++)
-		asio_send(fds[i], (char)('1' + i));
+		asio_send(&c[i], "/", (char)('1' + i));
 	for (i = 0; i < ASIO_CONNS; i++)
-		asio_expect(fds[i], (char)('1' + i), shim);
-	fds[ASIO_CONNS] = it_connect(s.port);
+		asio_expect(&c[i], (char)('1' + i), shim);
+	asio_connect(&c[ASIO_CONNS], s.port, tls);
 	asio_reading(&s, ASIO_CONNS + 1);
 	for (i = 0; i <= ASIO_CONNS; i++)
-		asio_send(fds[i], (char)('a' + i));
+		asio_send(&c[i], "/", (char)('a' + i));
 	for (i = 0; i <= ASIO_CONNS; i++)
-		asio_expect(fds[i], (char)('a' + i), shim);
+		asio_expect(&c[i], (char)('a' + i), shim);
+	if (threads) {
+		char *json;
+
+		asio_reading(&s, ASIO_CONNS + 1);
+		for (i = 0; i <= ASIO_CONNS; i++)
+			asio_send(&c[i], "/sleep", (char)('5' + i));
+		for (i = 0; i <= ASIO_CONNS; i++)
+			test_child_expect(&s.child, "SLEEPING", line, sizeof(line),
+					  IT_TIMEOUT_MS);
+		asio_idle(s.child.pid);
+		json = shim ? it_ctxdump(s.child.pid) : NULL;
+		for (i = 0; json && i <= ASIO_CONNS; i++) {
+			asio_trace(trace, (char)('5' + i));
+			ck_assert_msg(it_dump_count_trace(json, trace) == 0,
+				      "an idle thread shows %s:\n%s", trace, json);
+		}
+		free(json);
+	}
 	for (i = 0; i <= ASIO_CONNS; i++)
-		close(fds[i]);
+		asio_close(&c[i]);
 	it_server_stop(&s);
 }
 END_TEST
@@ -1030,7 +1170,8 @@ TEST_SUITE(preload_flow_suite)
 	tcase_add_loop_test(tc, ucontext_jump_out_of_switches, 0, 2);
 	tcase_add_loop_test(tc, fcontext_coroutines, 0, 2);
 	tcase_add_loop_test(tc, fcontext_fibers, 0, 2);
-	tcase_add_loop_test(tc, asio_spawn_server, 0, 4);
+	tcase_add_loop_test(tc, asio_spawn_server, 0,
+			    2 * sizeof(asio_modes) / sizeof(asio_modes[0]));
 	tcase_add_loop_test(tc, fcontext_migrate, 0, 2);
 	tcase_add_loop_test(tc, fcontext_answered, 0, 2);
 	tcase_add_loop_test(tc, fcontext_reactor, 0, 2);

@@ -9,10 +9,17 @@
  * suspends, and the io_context's reactor, on the thread's own stack, does
  * the read that gets the head and resumes the coroutine.
  *
- *   asio-spawn plain   answers at once
- *   asio-spawn timer   waits on a steady_timer (5 ms) between the head and
- *                      the answer: suspended with its request, resumed by
- *                      the timer, other connections' heads read meanwhile
+ *   asio-spawn plain    answers at once
+ *   asio-spawn timer    waits on a steady_timer (5 ms) between the head and
+ *                       the answer: suspended with its request, resumed by
+ *                       the timer, other connections' heads read meanwhile
+ *   asio-spawn tls      as plain, over asio::ssl::stream (OpenSSL over a
+ *                       BIO pair, a certificate made at start): the
+ *                       reactor reads ciphertext, the SSL_read() that gets
+ *                       the head runs in the read's handler on its stack
+ *   asio-spawn threads  as timer, with io.run() on 4 threads; a request
+ *                       for /sleep prints "SLEEPING" and waits an hour
+ *                       instead (until EOF on stdin)
  *
  * Prints "READY <port>" (listen-loopback.h), then "READING" before each
  * read of a head, so that a test can let that first try find nothing;
@@ -23,6 +30,8 @@
 #include <cstdio>
 #include <cstring>
 #include <string>
+#include <thread>
+#include <vector>
 /* before Asio: Boost 1.74's awaitable.hpp, compiled in C++20, uses
  * std::exchange without including it */
 #include <utility>
@@ -33,17 +42,20 @@
 #define BOOST_COROUTINES_NO_DEPRECATION_WARNING
 #include <boost/asio.hpp>
 #include <boost/asio/spawn.hpp>
+#include <boost/asio/ssl.hpp>
 
 #include "ctxobs.h"
 #include "listen-loopback.h"
+#include "tls-selfsigned.h"
 
 namespace asio = boost::asio;
 using asio::ip::tcp;
 
 static bool use_timer;
 
+template <class Stream>
 static void
-session(tcp::socket s, asio::yield_context y)
+session(Stream &s, asio::yield_context y)
 {
 	boost::system::error_code ec;
 	asio::streambuf buf;
@@ -56,9 +68,17 @@ session(tcp::socket s, asio::yield_context y)
 		size_t n = asio::async_read_until(s, buf, "\r\n\r\n", y[ec]);
 		if (ec)
 			return;
+		bool sleep = std::string(asio::buffers_begin(buf.data()),
+					 asio::buffers_begin(buf.data()) + n)
+				     .rfind("GET /sleep ", 0) == 0;
 		buf.consume(n);
+		if (sleep) {
+			printf("SLEEPING\n");
+			fflush(stdout);
+		}
 		if (use_timer) {
-			timer.expires_after(std::chrono::milliseconds(5));
+			timer.expires_after(sleep ? std::chrono::milliseconds(3600000)
+						  : std::chrono::milliseconds(5));
 			timer.async_wait(y[ec]);
 		}
 		std::string body = std::string(ctxobs_trace(trace)) + "\n";
@@ -74,19 +94,27 @@ int
 main(int argc, char **argv)
 {
 	asio::io_context io;
+	asio::ssl::context tls(asio::ssl::context::tls_server);
+	std::vector<std::thread> more;
 	struct sockaddr_in a;
 	int fd = listen_loopback(16, SOCK_CLOEXEC, &a);
+	const char *mode = argc == 2 ? argv[1] : "";
+	bool use_tls = strcmp(mode, "tls") == 0, threads = strcmp(mode, "threads") == 0;
 
-	if (argc != 2 ||
-	    (strcmp(argv[1], "plain") != 0 && strcmp(argv[1], "timer") != 0)) {
-		fprintf(stderr, "usage: asio-spawn plain|timer\n");
+	if (strcmp(mode, "plain") != 0 && strcmp(mode, "timer") != 0 && !use_tls &&
+	    !threads) {
+		fprintf(stderr, "usage: asio-spawn plain|timer|tls|threads\n");
 		return 2;
 	}
 	if (fd < 0) {
 		perror("asio-spawn: listen");
 		return 1;
 	}
-	use_timer = strcmp(argv[1], "timer") == 0;
+	if (use_tls && !tls_self_signed(tls.native_handle())) {
+		fprintf(stderr, "asio-spawn: cannot make a certificate\n");
+		return 1;
+	}
+	use_timer = strcmp(mode, "timer") == 0 || threads;
 	tcp::acceptor acc(io, tcp::v4(), fd);
 	asio::posix::stream_descriptor in(io, 0);
 
@@ -98,10 +126,20 @@ main(int argc, char **argv)
 			acc.async_accept(s, y[ec]);
 			if (ec)
 				return;
-			asio::spawn(io,
-				    [s = std::move(s)](asio::yield_context y2) mutable {
-					    session(std::move(s), y2);
-				    });
+			asio::spawn(io, [&tls, use_tls, s = std::move(s)](
+						asio::yield_context y2) mutable {
+				if (!use_tls) {
+					session(s, y2);
+					return;
+				}
+				asio::ssl::stream<tcp::socket> t(std::move(s), tls);
+				boost::system::error_code ec2;
+
+				t.async_handshake(asio::ssl::stream_base::server,
+						  y2[ec2]);
+				if (!ec2)
+					session(t, y2);
+			});
 		}
 	});
 	asio::spawn(io, [&](asio::yield_context y) {
@@ -114,6 +152,10 @@ main(int argc, char **argv)
 	});
 	printf("READY %u\n", (unsigned)ntohs(a.sin_port));
 	fflush(stdout);
+	for (int i = 1; threads && i < 4; i++)
+		more.emplace_back([&io] { io.run(); });
 	io.run();
+	for (auto &t : more)
+		t.join();
 	return 0;
 }
