@@ -1099,6 +1099,14 @@ START_TEST(asio_spawn_server)
 			path);
 		return;
 	}
+	if (threads && strchr(test_env_path("CTXSHIM_LIB"), ' ')) {
+		/* There the helper, with or without the shim, crashes in
+		 * Asio's code when a coroutine ends on one of its other
+		 * threads (ASan warns that it cannot follow the stack
+		 * switches). */
+		fprintf(stderr, "sanitizer build: asio-spawn threads not tested\n");
+		return;
+	}
 	it_server_start(&s, argv, shim, NULL);
 	for (i = 0; i < ASIO_CONNS; i++)
 		asio_connect(&c[i], s.port, tls);
