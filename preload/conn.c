@@ -1914,59 +1914,114 @@ ctxshim_conn_inherited_give_up(int fd, const struct ctxshim_conn *c)
 	return true;
 }
 
-/* ---- connections without an fd ---- */
+/* ---- connections without an fd ----
+ *
+ * A server may hold thousands of such sessions at once (h2o, a Boost.Asio
+ * server with keep-alive clients), and every SSL_read and SSL_write of one
+ * looks its slot up: the table is open-addressed by the session pointer,
+ * as hooks/hook-ucontext.c's.  A key lives in one of the CONN_VIRT_WINDOW
+ * slots from its hash and never moves until it is forgotten, so its slot
+ * index, the connection's id, is stable; a lookup stops at its key
+ * (usually the first slot it probes) and only a miss reads the whole
+ * window, so a forget just zeroes the key: no tombstone.  A session is
+ * used by one thread at a time, so its key cannot be added twice
+ * concurrently; two sessions that race for one free slot settle it with
+ * the claim's compare-and-swap.
+ *
+ * Twice as many slots as the sessions it is meant for: up to half full,
+ * the keys of a server whose sessions come and go stay within a few slots
+ * of their hash (a simulation of 4096 live sessions over malloc'd
+ * pointers, replaced one at a time, put none more than 47 slots away);
+ * fuller, more and more sessions find their window full and are not
+ * followed.  The slots are .bss: a page costs memory only once a session
+ * hashed to it (2 MiB for all, none in a server whose sessions all have
+ * an fd, such as nginx: B8). */
+
+#define CONN_VIRT_SHIFT  13 /* log2(CTXSHIM_CONN_VIRT_N) */
+#define CONN_VIRT_WINDOW 64 /* a miss costs what a scan of the old table did */
+_Static_assert(CTXSHIM_CONN_VIRT_N == 1u << CONN_VIRT_SHIFT, "a power of two");
 
 static _Atomic uintptr_t conn_virt_key[CTXSHIM_CONN_VIRT_N];
 static struct ctxshim_conn conn_virt[CTXSHIM_CONN_VIRT_N];
 
-struct ctxshim_conn *
-ctxshim_conn_virt(const void *key, bool create, int *id)
+static inline unsigned
+conn_virt_hash(uintptr_t k)
 {
-	uintptr_t k = (uintptr_t)key;
-	unsigned i;
+	/* Fibonacci hashing of the pointer without its malloc alignment
+	 * bits, as hooks/hook-openssl.c's ossl_refs_hash(). */
+	return (unsigned)(((uint64_t)(k >> 4) * 0x9e3779b97f4a7c15ull) >>
+			  (64 - CONN_VIRT_SHIFT));
+}
 
-	if (!k)
-		return NULL;
-	/* A session is used by one thread at a time, so its key cannot be
-	 * added twice concurrently; a plain scan of 64 words finds it. */
-	for (i = 0; i < CTXSHIM_CONN_VIRT_N; i++)
-		if (atomic_load_explicit(&conn_virt_key[i], memory_order_acquire) ==
+/* The rest of k's window (h: its hash) past its first slot, then a free
+ * slot for k if create.  Out of line: the usual lookup (the key in its
+ * first slot, below) then saves no register. */
+static __attribute__((noinline)) struct ctxshim_conn *
+conn_virt_probe(uintptr_t k, unsigned h, bool create, int *id)
+{
+	unsigned i, idx;
+
+	for (i = 1; i < CONN_VIRT_WINDOW; i++) {
+		idx = (h + i) & (CTXSHIM_CONN_VIRT_N - 1);
+		if (atomic_load_explicit(&conn_virt_key[idx], memory_order_acquire) ==
 		    k) {
-			*id = CTXSHIM_CONN_VIRT_BASE + (int)i;
-			return &conn_virt[i];
+			*id = CTXSHIM_CONN_VIRT_BASE + (int)idx;
+			return &conn_virt[idx];
 		}
+	}
 	if (!create)
 		return NULL;
-	for (i = 0; i < CTXSHIM_CONN_VIRT_N; i++) {
+	for (i = 0; i < CONN_VIRT_WINDOW; i++) {
 		uintptr_t expect = 0;
+		_Atomic uintptr_t *w;
 
-		if (atomic_compare_exchange_strong_explicit(&conn_virt_key[i], &expect,
-							    k, memory_order_acq_rel,
+		idx = (h + i) & (CTXSHIM_CONN_VIRT_N - 1);
+		w = &conn_virt_key[idx];
+		/* A plain load first: a full window costs no locked
+		 * instruction per slot on each read of a session left
+		 * untracked. */
+		if (atomic_load_explicit(w, memory_order_relaxed) == 0 &&
+		    atomic_compare_exchange_strong_explicit(w, &expect, k,
+							    memory_order_acq_rel,
 							    memory_order_relaxed)) {
-			conn_reset(&conn_virt[i], CONN_F_TRACKED | CONN_F_TLS);
-			*id = CTXSHIM_CONN_VIRT_BASE + (int)i;
-			return &conn_virt[i];
+			conn_reset(&conn_virt[idx], CONN_F_TRACKED | CONN_F_TLS);
+			*id = CTXSHIM_CONN_VIRT_BASE + (int)idx;
+			return &conn_virt[idx];
 		}
 	}
 	return NULL;
 }
 
+struct ctxshim_conn *
+ctxshim_conn_virt(const void *key, bool create, int *id)
+{
+	uintptr_t k = (uintptr_t)key;
+	unsigned h = conn_virt_hash(k);
+	bool same;
+
+	if (!k)
+		return NULL;
+	/* The usual case, and the only one without a call: the key in the
+	 * first slot it may take. */
+	same = atomic_load_explicit(&conn_virt_key[h], memory_order_acquire) == k;
+	if (__builtin_expect(same, 1)) {
+		*id = CTXSHIM_CONN_VIRT_BASE + (int)h;
+		return &conn_virt[h];
+	}
+	return conn_virt_probe(k, h, create, id);
+}
+
 void
 ctxshim_conn_virt_forget(const void *key)
 {
-	uintptr_t k = (uintptr_t)key;
-	unsigned i;
+	int id;
+	struct ctxshim_conn *c = ctxshim_conn_virt(key, false, &id);
 
-	if (!k)
+	if (!c)
 		return;
-	for (i = 0; i < CTXSHIM_CONN_VIRT_N; i++)
-		if (atomic_load_explicit(&conn_virt_key[i], memory_order_acquire) ==
-		    k) {
-			conn_reset(&conn_virt[i], 0);
-			atomic_store_explicit(&conn_virt_key[i], 0,
-					      memory_order_release);
-			return;
-		}
+	conn_reset(c, 0);
+	atomic_store_explicit(&conn_virt_key[id - CTXSHIM_CONN_VIRT_BASE], 0,
+			      memory_order_release);
 }
 
 struct ctxshim_conn *

@@ -470,12 +470,16 @@ struct ctxshim_conn *ctxshim_conn_tls_session(int fd, const void *key);
 bool ctxshim_conn_tls_end(int fd, const void *key);
 
 /* Connections without an fd: TLS sessions over a custom transport (an
- * OpenSSL BIO of the application's own).  A small fixed table in .bss,
- * keyed by the session pointer; ids start at CTXSHIM_CONN_VIRT_BASE, which
- * no kernel fd reaches (fs.nr_open is below 2^30), so they never meet the
- * fd table.  Entries are claimed with one atomic operation (no allocation,
- * no lock); when all are in use, further sessions are not tracked. */
-#define CTXSHIM_CONN_VIRT_N    64
+ * OpenSSL BIO of the application's own, memory BIOs, a BIO pair).  A
+ * fixed table of CTXSHIM_CONN_VIRT_N slots in .bss, hashed by the session
+ * pointer, for up to half as many sessions at once (conn.c, "connections
+ * without an fd"; ctxshim(7), LIMITS); ids start at
+ * CTXSHIM_CONN_VIRT_BASE, which no kernel fd reaches (fs.nr_open is below
+ * 2^30), so they never meet the fd table, and a session keeps its id
+ * until it is forgotten.  Entries are claimed with one atomic operation
+ * (no allocation, no lock); when all the slots a session's pointer may
+ * take are in use, that session is not tracked.  A power of two. */
+#define CTXSHIM_CONN_VIRT_N    8192
 #define CTXSHIM_CONN_VIRT_BASE (1 << 30)
 
 /* The slot of key (created when create and there is room); its id in *id.
