@@ -717,6 +717,66 @@ START_TEST(test_deferred_free)
 }
 END_TEST
 
+/* More TLS sessions without an fd at once than the shim first had room
+ * for (64 slots): a server over memory BIOs (--bio mem: no fd, as
+ * Boost.Asio's ssl::stream and h2o's sessions) with MANY_SESSIONS
+ * connections, every request blocked in its handler with a trace of its
+ * own.  Every handler's thread shows its own trace (old: about a third of
+ * them showed nothing, their sessions not followed). */
+#define MANY_SESSIONS 100
+
+START_TEST(test_many_sessions_without_fd)
+{
+	static struct tc c[MANY_SESSIONS];
+	static long tid[MANY_SESSIONS];
+	char req[256], path[32], trace[33], *json;
+	struct it_thread_ctx t;
+	struct tls_dir d;
+	struct it_server s;
+	unsigned i, missing = 0;
+	int n;
+
+	tls_dir_make(&d);
+	srv_start(&s, SRV_OPENSSL_MEM_BIO, &d);
+	/* every session made before the first request: all live at once */
+	for (i = 0; i < MANY_SESSIONS; i++)
+		tc_connect(&c[i], s.port);
+	for (i = 0; i < MANY_SESSIONS; i++) {
+		snprintf(path, sizeof(path), "/block/%u", i);
+		n = snprintf(req, sizeof(req),
+			     "GET %s HTTP/1.1\r\nHost: x\r\ntraceparent: "
+			     "00-5e55%028x-" P1 "-01\r\n\r\n",
+			     path, i + 1);
+		tc_send(&c[i], req, (size_t)n, 0);
+		tid[i] = expect_block(&s, path);
+	}
+	json = it_ctxdump(s.child.pid);
+	for (i = 0; i < MANY_SESSIONS; i++) {
+		snprintf(trace, sizeof(trace), "5e55%028x", i + 1);
+		ck_assert_msg(it_dump_thread(json, tid[i], &t), "thread %ld not listed",
+			      tid[i]);
+		if (!t.has_ctx || strcmp(t.trace, trace) != 0) {
+			if (!missing)
+				fprintf(stderr, "/block/%u: thread %ld shows %s\n", i,
+					tid[i], t.has_ctx ? t.trace : "nothing");
+			missing++;
+		}
+	}
+	free(json);
+	ck_assert_msg(missing == 0, "%u of %d handlers without their request's trace",
+		      missing, MANY_SESSIONS);
+	for (i = 0; i < MANY_SESSIONS; i++)
+		test_child_send(&s.child, "go\n");
+	for (i = 0; i < MANY_SESSIONS; i++) {
+		snprintf(path, sizeof(path), "/block/%u", i);
+		it_assert_path_body(tc_read_response(&c[i]), path);
+		tc_close(&c[i]);
+	}
+	it_server_stop(&s);
+	tls_dir_remove(&d);
+}
+END_TEST
+
 /* ---- BIO callbacks ---- */
 
 /* helpers/tls-biocb.c: a server and a client session in one process, on
@@ -1421,6 +1481,7 @@ TEST_SUITE(tls_suite)
 			(int)(sizeof(resume_mode) / sizeof(resume_mode[0])));
 	tcase_add_test(tc, test_bio_callback);
 	tcase_add_test(tc, test_write_inside_read);
+	tcase_add_test(tc, test_many_sessions_without_fd);
 	tcase_add_test(tc, test_asyncio_tls);
 	snprintf(p, sizeof(p), "%s/tls-clear", test_env_path("HELPER_DIR"));
 	if (access(p, X_OK) == 0)
