@@ -187,9 +187,12 @@ it_read_all(int fd, size_t *len_out)
 	return buf;
 }
 
-/* One response with a Content-Length body (keep-alive); malloc'd. */
+/* One response with a Content-Length body (keep-alive), read from src
+ * with some() (it_read_some()'s contract: a TLS client has its own);
+ * malloc'd. */
 static char *
-it_read_response(int fd)
+it_read_response_from(bool (*some)(void *src, char **buf, size_t *len, size_t *cap),
+		      void *src)
 {
 	char *buf = NULL, *end, *cl;
 	size_t len = 0, cap = 0, want;
@@ -198,17 +201,28 @@ it_read_response(int fd)
 		end = buf ? strstr(buf, "\r\n\r\n") : NULL;
 		if (end)
 			break;
-		ck_assert_msg(it_read_some(fd, &buf, &len, &cap),
-			      "connection closed early");
+		ck_assert_msg(some(src, &buf, &len, &cap), "connection closed early");
 	}
 	cl = strcasestr(buf, "\r\nContent-Length:");
 	ck_assert_ptr_nonnull(cl);
 	want = (size_t)(end + 4 - buf) + strtoul(cl + 17, NULL, 10);
 	while (len < want)
-		ck_assert_msg(it_read_some(fd, &buf, &len, &cap),
-			      "connection closed early");
+		ck_assert_msg(some(src, &buf, &len, &cap), "connection closed early");
 	ck_assert_uint_eq(len, want);
 	return buf;
+}
+
+static bool
+it_read_some_fd(void *fd, char **buf, size_t *len, size_t *cap)
+{
+	return it_read_some(*(int *)fd, buf, len, cap);
+}
+
+/* One response with a Content-Length body (keep-alive); malloc'd. */
+static char *
+it_read_response(int fd)
+{
+	return it_read_response_from(it_read_some_fd, &fd);
 }
 
 /* Send req on a new connection and read until the server closes it. */

@@ -57,10 +57,12 @@ tc_send(struct tc *c, const char *data, size_t len, size_t chunk)
 	}
 }
 
-/* Append what one read returns; false at the end of the stream. */
+/* Append what one read of the struct tc at src returns; false at the end
+ * of the stream (it_read_some() over TLS). */
 static bool
-tc_read_some(struct tc *c, char **buf, size_t *len, size_t *cap)
+tc_read_some(void *src, char **buf, size_t *len, size_t *cap)
 {
+	struct tc *c = src;
 	struct pollfd pfd = {.fd = c->fd, .events = POLLIN};
 	int r;
 
@@ -87,24 +89,7 @@ tc_read_some(struct tc *c, char **buf, size_t *len, size_t *cap)
 static char *
 tc_read_response(struct tc *c)
 {
-	char *buf = NULL, *end, *cl;
-	size_t len = 0, cap = 0, want;
-
-	for (;;) {
-		end = buf ? strstr(buf, "\r\n\r\n") : NULL;
-		if (end)
-			break;
-		ck_assert_msg(tc_read_some(c, &buf, &len, &cap),
-			      "connection closed early");
-	}
-	cl = strcasestr(buf, "\r\nContent-Length:");
-	ck_assert_ptr_nonnull(cl);
-	want = (size_t)(end + 4 - buf) + strtoul(cl + 17, NULL, 10);
-	while (len < want)
-		ck_assert_msg(tc_read_some(c, &buf, &len, &cap),
-			      "connection closed early");
-	ck_assert_uint_eq(len, want);
-	return buf;
+	return it_read_response_from(tc_read_some, c);
 }
 
 static char *
